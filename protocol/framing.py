@@ -1,0 +1,98 @@
+"""Newline framing for stdio and the agent socket: bytes in, complete lines out.
+
+A line longer than the limit is reported once, as soon as the limit is passed, and the
+rest of it is discarded as it arrives, so a peer that never sends a newline costs at
+most ``max_line`` bytes of memory.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+DEFAULT_MAX_LINE: Final = 16 * 1024 * 1024
+_PREFIX_KEEP: Final = 512
+
+
+class Oversized:
+    """A line that passed the limit. ``prefix`` is its start, for diagnostics."""
+
+    __slots__ = ("limit", "prefix")
+
+    def __init__(self, prefix: bytes, limit: int) -> None:
+        self.prefix = prefix
+        self.limit = limit
+
+    def __repr__(self) -> str:
+        return f"Oversized(limit={self.limit}, prefix={self.prefix[:40]!r})"
+
+
+class LineFramer:
+    __slots__ = ("_buf", "_discarding", "max_line")
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+        self.max_line = max_line
+        self._buf = bytearray()
+        self._discarding = False
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes | Oversized]:
+        out: list[bytes | Oversized] = []
+        start = 0
+        if self._discarding:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return out
+            self._discarding = False
+            start = nl + 1
+        elif self._buf:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._buf += data
+                if len(self._buf) > self.max_line:
+                    out.append(self._overflow(self._buf))
+                return out
+            self._buf += data[:nl]
+            self._emit(bytes(self._buf), out)
+            self._buf.clear()
+            start = nl + 1
+        find = data.find
+        while True:
+            nl = find(b"\n", start)
+            if nl < 0:
+                break
+            if nl > start:
+                self._emit(data[start:nl], out)
+            start = nl + 1
+        if start < len(data):
+            rest = data[start:]
+            if len(rest) > self.max_line:
+                out.append(self._overflow(rest))
+            else:
+                self._buf += rest
+        return out
+
+    def flush(self) -> list[bytes | Oversized]:
+        """At end of stream: the last line, if it had no newline."""
+        out: list[bytes | Oversized] = []
+        if self._buf and not self._discarding:
+            self._emit(bytes(self._buf), out)
+        self._buf.clear()
+        self._discarding = False
+        return out
+
+    def _emit(self, line: bytes, out: list[bytes | Oversized]) -> None:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if len(line) > self.max_line:
+            out.append(Oversized(line[:_PREFIX_KEEP], self.max_line))
+        elif line and not line.isspace():
+            out.append(line)
+
+    def _overflow(self, data: bytes | bytearray) -> Oversized:
+        prefix = bytes(data[:_PREFIX_KEEP])
+        self._buf.clear()
+        self._discarding = True
+        return Oversized(prefix, self.max_line)

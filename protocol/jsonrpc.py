@@ -1,0 +1,241 @@
+"""JSON-RPC 2.0 as MCP uses it: two-stage decoding, encoding, error codes.
+
+Stage one decodes only the envelope and keeps ``params``/``result``/``error`` as
+``msgspec.Raw``, so a request whose params are wrong still has a usable id and gets
+its error reply under that id. Stage two decodes the params (or a result) into the
+type the caller asks for, with decoders built once per type.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Final, TypeAlias, TypeVar
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+# Standard JSON-RPC codes.
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+# MCP codes (2026-07-28); -32020..-32099 are reserved by the spec.
+HEADER_MISMATCH: Final = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+# Legacy "resource not found"; modern servers use -32602.
+RESOURCE_NOT_FOUND_LEGACY: Final = -32002
+
+MODERN_ERROR_CODES: Final = frozenset(
+    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
+
+Id: TypeAlias = int | str
+T = TypeVar("T")
+
+
+class ErrorObject(msgspec.Struct, omit_defaults=True):
+    code: int
+    message: str
+    data: Any = UNSET
+
+
+class Request(msgspec.Struct):
+    id: Id
+    method: str
+    params: Raw | None
+
+
+class Notification(msgspec.Struct):
+    method: str
+    params: Raw | None
+
+
+class Response(msgspec.Struct):
+    id: Id
+    result: Raw
+
+
+class ErrorResponse(msgspec.Struct):
+    id: Id | None
+    error: ErrorObject
+
+
+Message: TypeAlias = Request | Notification | Response | ErrorResponse
+
+
+class DecodeFailure(Exception):
+    """A line that is not a usable JSON-RPC message. ``id`` is kept when it was readable."""
+
+    def __init__(self, code: int, message: str, id: Id | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.id = id
+
+    def reply(self) -> bytes:
+        return encode_error(self.id, self.code, self.message)
+
+
+class InvalidParams(Exception):
+    """Stage-two failure: the envelope was fine, the params (or result) were not."""
+
+
+class RPCError(Exception):
+    """A JSON-RPC error object received from a peer (not a local failure)."""
+
+    def __init__(self, code: int, message: str, data: Any = UNSET) -> None:
+        super().__init__(f"{message} ({code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+    @classmethod
+    def from_object(cls, err: ErrorObject) -> RPCError:
+        return cls(err.code, err.message, err.data)
+
+    def to_object(self) -> ErrorObject:
+        return ErrorObject(self.code, self.message, self.data)
+
+
+class _Envelope(msgspec.Struct):
+    # Loose types on purpose: the checks below give JSON-RPC's own errors, not msgspec's.
+    jsonrpc: Any = UNSET
+    id: Any = UNSET
+    method: Any = UNSET
+    params: Raw | UnsetType = UNSET
+    result: Raw | UnsetType = UNSET
+    error: Raw | UnsetType = UNSET
+
+
+_envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
+_error_decoder: Final = msgspec.json.Decoder(ErrorObject)
+
+
+def _valid_id(value: Any) -> bool:
+    # bool is an int subclass but never a valid id; floats are not ids either.
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def decode_message(data: bytes | memoryview) -> Message:
+    """Stage one: classify one JSON text as a request, notification or response."""
+    try:
+        env = _envelope_decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise DecodeFailure(INVALID_REQUEST, f"Invalid request: {exc}") from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}") from None
+    msg_id = env.id if _valid_id(env.id) else None
+    if env.jsonrpc != "2.0":
+        raise DecodeFailure(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"', msg_id)
+    params = env.params if isinstance(env.params, Raw) else None
+    if env.method is not UNSET:
+        if not isinstance(env.method, str):
+            raise DecodeFailure(
+                INVALID_REQUEST, 'Invalid request: "method" must be a string', msg_id
+            )
+        if env.id is UNSET:
+            return Notification(env.method, params)
+        if msg_id is None:
+            raise DecodeFailure(INVALID_REQUEST, "Invalid request: id must be a string or integer")
+        return Request(msg_id, env.method, params)
+    if isinstance(env.error, Raw):
+        if env.id is not None and msg_id is None:
+            raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")
+        try:
+            err = _error_decoder.decode(env.error)
+        except (msgspec.DecodeError, RecursionError):
+            err = ErrorObject(INTERNAL_ERROR, "malformed error object from peer")
+        return ErrorResponse(msg_id, err)
+    if isinstance(env.result, Raw):
+        if msg_id is None:
+            raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")
+        return Response(msg_id, env.result)
+    raise DecodeFailure(INVALID_REQUEST, "Invalid request: no method, result or error", msg_id)
+
+
+_decoders: dict[Any, Any] = {}
+
+
+def decoder_for(type_: type[T]) -> msgspec.json.Decoder[T]:
+    dec: msgspec.json.Decoder[T] | None = _decoders.get(type_)
+    if dec is None:
+        dec = _decoders[type_] = msgspec.json.Decoder(type_)
+    return dec
+
+
+def decode_as(raw: Raw | bytes | None, type_: type[T]) -> T:
+    """Stage two: decode params or a result into ``type_``; absent params act as ``{}``."""
+    data: Raw | bytes = b"{}" if raw is None else raw
+    try:
+        return decoder_for(type_).decode(data)
+    except msgspec.ValidationError as exc:
+        raise InvalidParams(str(exc)) from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise InvalidParams(f"malformed JSON: {exc}") from None
+
+
+class _OutRequest(msgspec.Struct, omit_defaults=True):
+    jsonrpc: str
+    id: Id
+    method: str
+    params: Any = UNSET
+
+
+class _OutNotification(msgspec.Struct, omit_defaults=True):
+    jsonrpc: str
+    method: str
+    params: Any = UNSET
+
+
+class _OutResult(msgspec.Struct):
+    jsonrpc: str
+    id: Id
+    result: Any
+
+
+class _OutError(msgspec.Struct):
+    jsonrpc: str
+    id: Id | None
+    error: ErrorObject
+
+
+_encoder: Final = msgspec.json.Encoder()
+
+
+def encode(obj: Any) -> bytes:
+    return _encoder.encode(obj)
+
+
+def encode_request(id: Id, method: str, params: Any = UNSET) -> bytes:
+    return _encoder.encode(_OutRequest("2.0", id, method, params))
+
+
+def encode_notification(method: str, params: Any = UNSET) -> bytes:
+    return _encoder.encode(_OutNotification("2.0", method, params))
+
+
+def encode_result(id: Id, result: Any) -> bytes:
+    """``result`` may be a ``msgspec.Raw`` to pass a peer's bytes through untouched."""
+    return _encoder.encode(_OutResult("2.0", id, result))
+
+
+def encode_error(id: Id | None, code: int, message: str, data: Any = UNSET) -> bytes:
+    return _encoder.encode(_OutError("2.0", id, ErrorObject(code, message, data)))
+
+
+def encode_error_object(id: Id | None, error: ErrorObject) -> bytes:
+    return _encoder.encode(_OutError("2.0", id, error))
+
+
+class IdAllocator:
+    """Monotonic integer ids: never reused, so never equal to one still pending."""
+
+    __slots__ = ("_counter",)
+
+    def __init__(self, start: int = 1) -> None:
+        self._counter = itertools.count(start)
+
+    def next(self) -> int:
+        return next(self._counter)

@@ -1,0 +1,191 @@
+"""MCP message types for both eras: 2026-07-28 (stateless) and the legacy handshake.
+
+Fields that mcpd passes on without looking inside (schemas, icons, arguments, opaque
+request state) stay ``msgspec.Raw`` so their bytes reach the other side unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+LATEST_MODERN: Final = "2026-07-28"
+MODERN_VERSIONS: Final = ("2026-07-28",)
+LATEST_LEGACY: Final = "2025-11-25"
+LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
+ALL_VERSIONS: Final = MODERN_VERSIONS + LEGACY_VERSIONS
+
+KEY_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+KEY_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+KEY_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+KEY_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+KEY_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+KEY_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+KEY_PROGRESS_TOKEN: Final = "progressToken"
+
+COMPLETE: Final = "complete"
+INPUT_REQUIRED: Final = "input_required"
+
+Era: TypeAlias = Literal["modern", "legacy"]
+Meta: TypeAlias = dict[str, Any]
+
+
+def is_modern(version: str) -> bool:
+    return version in MODERN_VERSIONS
+
+
+def request_meta(
+    version: str,
+    capabilities: dict[str, Any],
+    client_info: Implementation | None = None,
+    extra: Meta | None = None,
+) -> Meta:
+    """The ``_meta`` every modern request carries on its ``params``."""
+    meta: Meta = dict(extra) if extra else {}
+    meta[KEY_PROTOCOL_VERSION] = version
+    meta[KEY_CLIENT_CAPABILITIES] = capabilities
+    if client_info is not None:
+        meta[KEY_CLIENT_INFO] = client_info
+    return meta
+
+
+class Implementation(msgspec.Struct, omit_defaults=True):
+    name: str
+    version: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    websiteUrl: str | UnsetType = UNSET
+
+
+class MetaOnlyParams(msgspec.Struct, omit_defaults=True):
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class DiscoverResult(msgspec.Struct, omit_defaults=True):
+    supportedVersions: list[str] = msgspec.field(default_factory=list)
+    capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+    instructions: str | UnsetType | None = UNSET
+    ttlMs: int | UnsetType | None = UNSET
+    cacheScope: str | UnsetType = UNSET
+    resultType: str | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class InitializeParams(msgspec.Struct, omit_defaults=True):
+    protocolVersion: str
+    capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+    clientInfo: Implementation | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class InitializeResult(msgspec.Struct, omit_defaults=True):
+    protocolVersion: str
+    capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+    serverInfo: Implementation | UnsetType = UNSET
+    instructions: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class Tool(msgspec.Struct, omit_defaults=True):
+    name: str
+    title: str | UnsetType | None = UNSET
+    description: str | UnsetType | None = UNSET
+    inputSchema: Raw = msgspec.field(default_factory=lambda: Raw(b'{"type":"object"}'))
+    outputSchema: Raw | UnsetType = UNSET
+    annotations: dict[str, Any] | UnsetType | None = UNSET
+    icons: Raw | UnsetType = UNSET
+    execution: Raw | UnsetType = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(name="_meta", default=UNSET)
+
+
+class ListToolsParams(msgspec.Struct, omit_defaults=True):
+    cursor: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class ListToolsPage(msgspec.Struct, omit_defaults=True):
+    """One page as received; tools stay raw so one bad tool cannot sink the page."""
+
+    tools: list[Raw] = msgspec.field(default_factory=list)
+    nextCursor: str | UnsetType | None = UNSET
+    ttlMs: int | UnsetType | None = UNSET
+    cacheScope: str | UnsetType = UNSET
+    resultType: str | UnsetType = UNSET
+
+
+class ListToolsResult(msgspec.Struct, omit_defaults=True):
+    """A page as mcpd sends it to agents."""
+
+    tools: list[Any]
+    nextCursor: str | UnsetType = UNSET
+    resultType: str | UnsetType = UNSET
+    ttlMs: int | UnsetType = UNSET
+    cacheScope: str | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class CallToolParams(msgspec.Struct, omit_defaults=True):
+    name: str
+    arguments: Raw | UnsetType = UNSET
+    inputResponses: Raw | UnsetType = UNSET
+    requestState: Raw | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class ContentHead(msgspec.Struct):
+    """Enough of a content block to measure text; everything else is passed through."""
+
+    type: str = ""
+    text: str | UnsetType = UNSET
+
+
+class CallToolResultHead(msgspec.Struct):
+    resultType: str | UnsetType | None = UNSET
+    content: list[ContentHead] | None = None
+    isError: bool | None = None
+    inputRequests: dict[str, Any] | UnsetType | None = UNSET
+    requestState: Raw | UnsetType = UNSET
+
+    @property
+    def result_type(self) -> str:
+        # An absent resultType means complete (legacy servers never send one).
+        return self.resultType if isinstance(self.resultType, str) else COMPLETE
+
+
+class TextContent(msgspec.Struct, tag_field="type", tag="text", omit_defaults=True):
+    text: str
+    annotations: dict[str, Any] | UnsetType = UNSET
+
+
+class CallToolResult(msgspec.Struct, omit_defaults=True):
+    """A result mcpd builds itself (outages, unknown tools, demo servers)."""
+
+    content: list[Any]
+    isError: bool | UnsetType = UNSET
+    structuredContent: Any = UNSET
+    resultType: str | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class ProgressParams(msgspec.Struct, omit_defaults=True):
+    progressToken: str | int
+    progress: float
+    total: float | UnsetType = UNSET
+    message: str | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class CancelledParams(msgspec.Struct, omit_defaults=True):
+    requestId: str | int | UnsetType = UNSET
+    reason: str | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+def text_result(text: str, *, is_error: bool = False, meta: Meta | None = None) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(text)],
+        isError=True if is_error else UNSET,
+        meta=meta if meta else UNSET,
+    )

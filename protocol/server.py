@@ -1,0 +1,128 @@
+"""The server side of the MCP lifecycle, sans-IO, for both eras on one connection.
+
+mcpd's agent socket and the bundled demo servers share this: it answers
+``server/discover``, ``initialize`` and ``ping``, checks the per-request ``_meta`` of
+modern requests, and shapes results the way each era expects them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from . import jsonrpc as rpc
+from . import mcp
+
+_meta_probe = msgspec.json.Decoder(mcp.MetaOnlyParams)
+
+
+class RequestContext(msgspec.Struct):
+    """What the server learned from one request's envelope."""
+
+    era: mcp.Era
+    version: str
+    meta: mcp.Meta
+    capabilities: dict[str, Any]
+
+
+class ServerSession:
+    """Per-connection lifecycle state. One instance per agent or client connection."""
+
+    def __init__(
+        self,
+        info: mcp.Implementation,
+        capabilities: dict[str, Any],
+        instructions: str | None = None,
+        *,
+        modern_versions: tuple[str, ...] = mcp.MODERN_VERSIONS,
+        legacy_versions: tuple[str, ...] = mcp.LEGACY_VERSIONS,
+    ) -> None:
+        self.info = info
+        self.capabilities = capabilities
+        self.instructions = instructions
+        self.modern_versions = modern_versions
+        self.legacy_versions = legacy_versions
+        self.legacy_version: str | None = None
+        self.legacy_capabilities: dict[str, Any] = {}
+        self.client_info: Any = None
+
+    @property
+    def supported(self) -> list[str]:
+        return [*self.modern_versions, *self.legacy_versions]
+
+    def context(self, req: rpc.Request) -> RequestContext:
+        """Classify a request's era and check its ``_meta``; raises ``rpc.RPCError``."""
+        meta = _request_meta(req.params)
+        version = meta.get(mcp.KEY_PROTOCOL_VERSION) if meta else None
+        if version is None and self.legacy_version is not None:
+            return RequestContext(
+                "legacy", self.legacy_version, meta or {}, self.legacy_capabilities
+            )
+        if version is None:
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS,
+                f"params._meta must carry {mcp.KEY_PROTOCOL_VERSION!r} and "
+                f"{mcp.KEY_CLIENT_CAPABILITIES!r} (or send initialize first)",
+            )
+        if not isinstance(version, str) or version not in self.modern_versions:
+            raise rpc.RPCError(
+                rpc.UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": self.supported, "requested": version},
+            )
+        caps = meta.get(mcp.KEY_CLIENT_CAPABILITIES) if meta else None
+        if not isinstance(caps, dict):
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS,
+                f"params._meta is missing the required key {mcp.KEY_CLIENT_CAPABILITIES!r}",
+            )
+        return RequestContext("modern", version, meta or {}, caps)
+
+    def discover(self, ctx: RequestContext) -> mcp.DiscoverResult:
+        return mcp.DiscoverResult(
+            supportedVersions=list(self.modern_versions),
+            capabilities=self.capabilities,
+            instructions=self.instructions if self.instructions else UNSET,
+            ttlMs=0,
+            cacheScope="public",
+        )
+
+    def initialize(self, params: Raw | None) -> mcp.InitializeResult:
+        p = rpc.decode_as(params, mcp.InitializeParams)
+        asked = p.protocolVersion
+        version = asked if asked in self.legacy_versions else self.legacy_versions[0]
+        self.legacy_version = version
+        self.legacy_capabilities = p.capabilities
+        self.client_info = p.clientInfo
+        legacy_caps = _legacy_capabilities(self.capabilities)
+        return mcp.InitializeResult(
+            protocolVersion=version,
+            capabilities=legacy_caps,
+            serverInfo=self.info,
+            instructions=self.instructions if self.instructions else UNSET,
+        )
+
+    def finish(self, ctx: RequestContext, result: dict[str, Any]) -> dict[str, Any]:
+        """Add what each era expects on a result built as a dict."""
+        if ctx.era == "modern":
+            result.setdefault("resultType", mcp.COMPLETE)
+            meta = result.setdefault("_meta", {})
+            meta.setdefault(mcp.KEY_SERVER_INFO, self.info)
+        return result
+
+
+def _request_meta(params: Raw | None) -> mcp.Meta | None:
+    if params is None:
+        return None
+    try:
+        probe = _meta_probe.decode(params)
+    except (msgspec.DecodeError, RecursionError):
+        raise rpc.RPCError(rpc.INVALID_PARAMS, "params must be an object") from None
+    return None if probe.meta is UNSET else probe.meta
+
+
+def _legacy_capabilities(caps: dict[str, Any]) -> dict[str, Any]:
+    # Legacy clients do not know about extensions; keep the core capability keys.
+    return {k: v for k, v in caps.items() if k != "extensions"}

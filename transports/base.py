@@ -1,0 +1,115 @@
+"""What every transport offers, and the failures it reports.
+
+A transport moves JSON-RPC messages to one server and back. It raises
+``protocol.jsonrpc.RPCError`` when the server answered with an error (the server is
+alive), and a ``TransportError`` when the server could not be reached or stopped
+answering: the second kind is what circuit breakers count.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from msgspec import Raw
+
+from protocol.jsonrpc import Notification
+
+
+class TransportError(Exception):
+    """An availability failure. ``reason`` is one line a person (or a model) can read."""
+
+    def __init__(self, reason: str, *, detail: str = "", retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+        self.retry_after = retry_after
+
+    def describe(self) -> str:
+        return f"{self.reason}\n{self.detail}" if self.detail else self.reason
+
+
+class SpawnError(TransportError):
+    """The server's command could not be started at all."""
+
+
+class TransportClosed(TransportError):
+    """The process exited, its stdout closed, or the connection went away."""
+
+
+class StreamCut(TransportError):
+    """A response stream ended before the response it was carrying."""
+
+
+class HTTPStatusError(TransportError):
+    def __init__(self, reason: str, *, status: int, **kw: Any) -> None:
+        super().__init__(reason, **kw)
+        self.status = status
+
+
+class AuthError(HTTPStatusError):
+    """401/403: the server refused our credentials; ``challenge`` is WWW-Authenticate."""
+
+    def __init__(self, reason: str, *, status: int, challenge: str = "") -> None:
+        super().__init__(reason, status=status)
+        self.challenge = challenge
+
+
+class SessionExpired(TransportError):
+    """Legacy HTTP: the server no longer knows our Mcp-Session-Id."""
+
+
+class UnexpectedReply(TransportError):
+    """The server answered with something that is not MCP (an HTML page, an empty 4xx)."""
+
+    def __init__(self, reason: str, *, status: int = 0, body: bytes = b"") -> None:
+        super().__init__(reason)
+        self.status = status
+        self.body = body
+
+
+NotificationHandler = Callable[[Notification], None]
+
+
+class Transport(Protocol):
+    alias: str
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        cancellable: bool = True,
+    ) -> Raw:
+        """Send one request and return its raw ``result``.
+
+        Cancelling the caller abandons the request; the transport tells the server
+        (``notifications/cancelled`` or closing the stream) when ``cancellable``.
+        """
+        ...
+
+    async def notify(self, method: str, params: Any) -> None: ...
+
+    def stderr_tail(self) -> list[str]: ...
+
+
+def log_extra(
+    server: str,
+    event: str | None = None,
+    reason: str | None = None,
+    stderr: list[str] | None = None,
+) -> dict[str, Any]:
+    """Structured fields the daemon's log handler turns into journal fields."""
+    extra: dict[str, Any] = {"mcpd_server": server}
+    if event:
+        extra["mcpd_event"] = event
+    if reason:
+        extra["mcpd_reason"] = reason
+    if stderr:
+        extra["mcpd_stderr"] = "\n".join(stderr)
+    return extra
+
+
+logger = logging.getLogger("mcpd.transport")
