@@ -1,0 +1,316 @@
+import msgspec
+import pytest
+
+from mcpd.breaker import Admission, Breaker, BreakerConfig, State, Transition
+
+CFG = BreakerConfig(
+    failure_threshold=3,
+    cooldown_base=5.0,
+    cooldown_factor=2.0,
+    cooldown_cap=30.0,
+    probe_timeout=10.0,
+)
+
+
+def make(config: BreakerConfig = CFG) -> tuple[Breaker, list[Transition]]:
+    seen: list[Transition] = []
+    return Breaker(config, on_transition=seen.append), seen
+
+
+def state(b: Breaker) -> State:
+    # A call, not the property, so mypy does not narrow it across the state changes.
+    return b.state
+
+
+def trip(b: Breaker, now: float, reason: str = "down") -> None:
+    for _ in range(b.config.failure_threshold):
+        b.record_failure(now, reason)
+
+
+def probe(b: Breaker, now: float) -> Admission:
+    adm = b.allow(now)
+    assert adm.allowed and adm.probe
+    return adm
+
+
+def test_starts_closed_and_admits() -> None:
+    b, seen = make()
+    adm = b.allow(0.0)
+    assert adm.allowed and adm.state == "closed" and not adm.probe
+    assert state(b) == "closed"
+    assert seen == []
+
+
+def test_opens_exactly_at_threshold() -> None:
+    b, seen = make()
+    b.record_failure(1.0, "a")
+    b.record_failure(2.0, "b")
+    assert state(b) == "closed"
+    assert b.allow(2.0).allowed
+    b.record_failure(3.0, "connection refused")
+    assert state(b) == "open"
+    assert seen == [Transition("closed", "open", 3.0, "connection refused", 8.0)]
+    adm = b.allow(3.5)
+    assert not adm.allowed
+    assert adm.state == "open"
+    assert adm.reason == "connection refused"
+    assert adm.since == 3.0
+    assert adm.retry_at == 8.0
+
+
+def test_success_resets_consecutive_count() -> None:
+    b, _ = make()
+    b.record_failure(1.0, "x")
+    b.record_failure(2.0, "x")
+    b.record_success(3.0)
+    b.record_failure(4.0, "x")
+    b.record_failure(5.0, "x")
+    assert state(b) == "closed"
+    st = b.status(5.0)
+    assert st.consecutive_failures == 2
+    assert st.total_failures == 4
+    assert st.total_successes == 1
+    b.record_failure(6.0, "x")
+    assert state(b) == "open"
+
+
+def test_threshold_of_one() -> None:
+    b, _ = make(BreakerConfig(failure_threshold=1))
+    b.record_failure(0.0, "x")
+    assert state(b) == "open"
+
+
+def test_refuses_until_cooldown_then_half_open() -> None:
+    b, seen = make()
+    trip(b, 0.0)
+    assert not b.allow(4.999).allowed
+    assert state(b) == "open"
+    adm = b.allow(5.0)
+    assert adm.allowed and adm.probe and adm.state == "half_open"
+    assert adm.since == 0.0
+    assert [(t.old, t.new) for t in seen] == [("closed", "open"), ("open", "half_open")]
+    assert seen[-1].at == 5.0
+
+
+def test_half_open_admits_exactly_one_probe() -> None:
+    b, _ = make()
+    trip(b, 0.0, "timeout")
+    p = probe(b, 5.0)
+    for t in (5.0, 5.1, 9.9):
+        other = b.allow(t)
+        assert not other.allowed
+        assert other.state == "half_open"
+        assert other.reason == "timeout"
+        assert other.since == 0.0
+        assert other.retry_at == p.retry_at == 15.0
+
+
+def test_probe_success_closes_and_resets() -> None:
+    b, seen = make()
+    trip(b, 0.0)
+    p = probe(b, 5.0)
+    b.record_success(6.0, p.ticket)
+    assert state(b) == "closed"
+    assert seen[-1] == Transition("half_open", "closed", 6.0, None, None)
+    after = b.allow(6.0)
+    assert after.allowed and not after.probe
+    st = b.status(6.0)
+    assert st.consecutive_failures == 0
+    assert st.since is None and st.retry_at is None
+    assert st.times_opened == 1
+    assert st.last_transition_at == 6.0
+    # The cooldown starts from the base again after a successful close.
+    trip(b, 10.0)
+    assert b.allow(10.0).retry_at == 15.0
+
+
+def test_probe_failure_reopens_with_longer_cooldown() -> None:
+    b, seen = make()
+    trip(b, 0.0, "first")
+    p = probe(b, 5.0)
+    b.record_failure(6.0, "still down", p.ticket)
+    assert state(b) == "open"
+    assert seen[-1] == Transition("half_open", "open", 6.0, "still down", 16.0)
+    adm = b.allow(7.0)
+    assert not adm.allowed
+    assert adm.reason == "still down"
+    assert adm.since == 0.0  # the outage began at the first open
+    assert adm.retry_at == 16.0
+    st = b.status(7.0)
+    assert st.times_opened == 2
+    assert st.consecutive_failures == 4
+
+
+def test_cooldown_grows_and_caps() -> None:
+    b, _ = make()
+    trip(b, 0.0)
+    now = 0.0
+    cooldowns = []
+    for _ in range(6):
+        adm = b.allow(now)
+        assert not adm.allowed and adm.retry_at is not None
+        cooldowns.append(adm.retry_at - now)
+        now = adm.retry_at
+        p = probe(b, now)
+        b.record_failure(now, "down", p.ticket)
+    assert cooldowns == [5.0, 10.0, 20.0, 30.0, 30.0, 30.0]
+    assert b.status(now).times_opened == 7
+
+
+def test_cooldown_growth_never_overflows() -> None:
+    b, _ = make(BreakerConfig(failure_threshold=1, cooldown_factor=1e10, cooldown_cap=60.0))
+    now = 0.0
+    b.record_failure(now, "x")
+    for _ in range(200):
+        now += 60.0
+        p = probe(b, now)
+        b.record_failure(now, "x", p.ticket)
+    assert b.allow(now).retry_at == now + 60.0
+
+
+def test_abandoned_probe_expires() -> None:
+    b, _ = make()
+    trip(b, 0.0)
+    first = probe(b, 5.0)
+    assert not b.allow(14.9).allowed
+    second = probe(b, 15.0)
+    assert second.ticket != first.ticket
+    # The first probe's late report is stale: it neither closes nor reopens the breaker.
+    b.record_success(16.0, first.ticket)
+    assert state(b) == "half_open"
+    b.record_failure(16.0, "late", first.ticket)
+    assert state(b) == "half_open"
+    assert not b.allow(16.0).allowed
+    b.record_success(17.0, second.ticket)
+    assert state(b) == "closed"
+
+
+def test_release_probe_frees_the_slot() -> None:
+    b, seen = make()
+    trip(b, 0.0)
+    p = probe(b, 5.0)
+    assert not b.allow(5.5).allowed
+    assert b.release_probe(p.ticket)
+    assert not b.release_probe(p.ticket)
+    assert state(b) == "half_open"
+    nxt = probe(b, 6.0)
+    # Releasing is not an outcome: no transition, and the released ticket is stale.
+    assert [(t.old, t.new) for t in seen] == [("closed", "open"), ("open", "half_open")]
+    b.record_failure(6.5, "x", p.ticket)
+    assert state(b) == "half_open"
+    b.record_success(7.0, nxt.ticket)
+    assert state(b) == "closed"
+
+
+def test_release_after_outcome_is_a_no_op() -> None:
+    b, _ = make()
+    trip(b, 0.0)
+    p = probe(b, 5.0)
+    b.record_success(6.0, p.ticket)
+    assert not b.release_probe(p.ticket)
+    assert state(b) == "closed"
+    assert not b.release_probe(b.allow(6.0).ticket)
+
+
+def test_calls_from_before_the_open_cannot_change_state() -> None:
+    b, _ = make()
+    early = b.allow(0.0)
+    trip(b, 1.0)
+    b.record_success(2.0, early.ticket)
+    assert state(b) == "open"
+    b.record_failure(2.0, "late", early.ticket)
+    p = probe(b, 6.0)
+    b.record_success(6.5, early.ticket)
+    b.record_failure(6.5, "late", early.ticket)
+    assert state(b) == "half_open"
+    b.record_success(7.0, p.ticket)
+    assert state(b) == "closed"
+    # Stale reports still show in the totals.
+    st = b.status(7.0)
+    assert st.total_failures == 5
+    assert st.total_successes == 3
+    # A failure ticketed before the last close does not count towards the next open.
+    for _ in range(b.config.failure_threshold):
+        b.record_failure(8.0, "old", early.ticket)
+    assert state(b) == "closed"
+
+
+def test_untracked_reports_apply_to_current_state() -> None:
+    b, _ = make()
+    trip(b, 0.0)
+    b.record_success(1.0)  # nothing can close an open breaker but a probe
+    assert state(b) == "open"
+    b.allow(5.0)
+    b.record_failure(5.5, "probe failed")
+    assert state(b) == "open"
+    b.allow(15.5)
+    b.record_success(16.0)
+    assert state(b) == "closed"
+
+
+def test_poll_and_status_apply_due_transition_once() -> None:
+    b, seen = make()
+    trip(b, 0.0)
+    assert b.poll(4.0) == "open"
+    st = b.status(4.0)
+    assert st.state == "open" and st.retry_at == 5.0 and st.reason == "down"
+    assert b.poll(5.0) == "half_open"
+    assert b.status(6.0).state == "half_open"
+    assert b.status(6.0).retry_at is None  # no probe out: the next call is admitted
+    assert [(t.old, t.new) for t in seen] == [("closed", "open"), ("open", "half_open")]
+    assert b.allow(6.0).probe
+
+
+def test_each_transition_reported_once() -> None:
+    b, seen = make()
+    trip(b, 0.0)
+    for t in (1.0, 2.0, 3.0):
+        b.allow(t)
+    p = probe(b, 5.0)
+    for t in (5.1, 5.2):
+        b.allow(t)
+    b.record_failure(6.0, "x", p.ticket)
+    p = probe(b, 16.0)
+    b.record_success(17.0, p.ticket)
+    b.record_success(18.0)
+    assert [(t.old, t.new) for t in seen] == [
+        ("closed", "open"),
+        ("open", "half_open"),
+        ("half_open", "open"),
+        ("open", "half_open"),
+        ("half_open", "closed"),
+    ]
+
+
+def test_works_without_callback() -> None:
+    b = Breaker()
+    for _ in range(5):
+        b.record_failure(0.0, "x")
+    assert state(b) == "open"
+    assert b.allow(5.0).probe
+
+
+def test_status_encodes_to_json() -> None:
+    b, _ = make()
+    trip(b, 0.0, "exit status 1")
+    data = msgspec.json.decode(msgspec.json.encode(b.status(1.0)))
+    assert data["state"] == "open"
+    assert data["reason"] == "exit status 1"
+    assert data["times_opened"] == 1
+
+
+def test_config_decodes_from_toml_and_validates() -> None:
+    cfg = msgspec.toml.decode(b"failure_threshold = 2\ncooldown_cap = 60.0\n", type=BreakerConfig)
+    assert cfg.failure_threshold == 2 and cfg.cooldown_cap == 60.0
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.toml.decode(b"failure_threshold = 0\n", type=BreakerConfig)
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.toml.decode(b"threshold = 2\n", type=BreakerConfig)
+    for bad in (
+        {"cooldown_base": 0.0},
+        {"cooldown_factor": 0.5},
+        {"cooldown_base": 10.0, "cooldown_cap": 5.0},
+        {"probe_timeout": 0.0},
+    ):
+        with pytest.raises(ValueError):
+            BreakerConfig(**bad)  # type: ignore[arg-type]
