@@ -1,0 +1,185 @@
+"""A ``text/event-stream`` decoder: bytes in, events out, no I/O.
+
+It follows the WHATWG event-stream parsing rules (CRLF, LF or CR line endings, ``:``
+comments, one optional space after the colon, ``data`` lines joined with ``\\n``, a
+leading BOM skipped) with two deliberate choices for a client that only ever reads
+JSON-RPC from the stream:
+
+* ``data`` stays bytes, so a JSON decoder can take it without a round trip through
+  ``str``; the other fields are decoded as UTF-8.
+* ``flush()`` at the end of the stream dispatches an event whose blank line never
+  came, instead of dropping it: some servers close right after the last ``data``
+  line, and the message in it is still the answer the client is waiting for. If the
+  stream was cut inside that message, the JSON decoder will say so.
+
+An event (plus the line being read) may not grow past ``max_event`` bytes: the
+decoder raises ``SSEError`` as soon as it does, so a peer that never ends an event
+costs at most that much memory.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import msgspec
+
+DEFAULT_MAX_EVENT: Final = 16 * 1024 * 1024
+_EOL: Final = re.compile(rb"\r\n|\r|\n")
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+class SSEError(Exception):
+    """The stream cannot be decoded any further (an event over the size limit)."""
+
+
+class SSEEvent(msgspec.Struct, frozen=True):
+    """One dispatched event.
+
+    ``event`` is ``"message"`` when the stream named no type. ``id`` is the stream's
+    last event id at dispatch time (ids are sticky, as in browsers), ``retry`` the
+    reconnection time given inside this event, if any.
+    """
+
+    data: bytes
+    event: str = "message"
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEDecoder:
+    __slots__ = (
+        "_after_cr",
+        "_data",
+        "_data_size",
+        "_event",
+        "_failed",
+        "_has_data",
+        "_line",
+        "_retry",
+        "_started",
+        "last_event_id",
+        "max_event",
+        "retry",
+    )
+
+    def __init__(self, max_event: int = DEFAULT_MAX_EVENT) -> None:
+        self.max_event = max_event
+        self.last_event_id: str | None = None
+        self.retry: int | None = None
+        self._line = bytearray()
+        self._data: list[bytes] = []
+        self._data_size = 0
+        self._has_data = False
+        self._event = ""
+        self._retry: int | None = None
+        # A CR ended the previous chunk: an LF opening the next one belongs to it.
+        self._after_cr = False
+        self._started = False
+        self._failed = False
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        if self._failed:
+            raise SSEError("event stream decoder already failed")
+        out: list[SSEEvent] = []
+        if not self._started:
+            data = self._strip_bom(data)
+            if not self._started:
+                return out
+        pos = 0
+        end = len(data)
+        if self._after_cr and end:
+            self._after_cr = False
+            if data[0] == 0x0A:
+                pos = 1
+        while pos < end:
+            m = _EOL.search(data, pos)
+            if m is None:
+                self._line += data[pos:]
+                self._check_size()
+                break
+            if self._line:
+                self._line += data[pos : m.start()]
+                line = bytes(self._line)
+                self._line.clear()
+            else:
+                line = data[pos : m.start()]
+            if m.end() == end and data[end - 1] == 0x0D:
+                self._after_cr = True
+            pos = m.end()
+            self._process(line, out)
+        return out
+
+    def flush(self) -> list[SSEEvent]:
+        """At end of stream: the last event, if the stream stopped before its blank line."""
+        out: list[SSEEvent] = []
+        if self._failed:
+            return out
+        if self._line:
+            line = bytes(self._line)
+            self._line.clear()
+            self._process(line, out)
+        self._dispatch(out)
+        self._after_cr = False
+        return out
+
+    def _strip_bom(self, data: bytes) -> bytes:
+        # The BOM may itself arrive split across feeds; hold bytes back until it is decided.
+        self._line += data
+        head = bytes(self._line[:3])
+        if len(head) < 3 and _BOM.startswith(head):
+            return b""
+        self._started = True
+        buffered = bytes(self._line)
+        self._line.clear()
+        return buffered[3:] if head == _BOM else buffered
+
+    def _process(self, line: bytes, out: list[SSEEvent]) -> None:
+        if not line:
+            self._dispatch(out)
+            return
+        if line[0] == 0x3A:  # ":" comment, a keep-alive
+            return
+        colon = line.find(b":")
+        if colon < 0:
+            name, value = line, b""
+        else:
+            name = line[:colon]
+            value = line[colon + 1 :]
+            if value[:1] == b" ":
+                value = value[1:]
+        if name == b"data":
+            self._data.append(value)
+            self._data_size += len(value) + 1
+            self._has_data = True
+            self._check_size()
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id" and b"\0" not in value:
+            self.last_event_id = value.decode("utf-8", "replace")
+        elif name == b"retry" and value.isdigit():
+            self._retry = self.retry = int(value)
+        # Unknown field names are ignored, as the format requires.
+
+    def _dispatch(self, out: list[SSEEvent]) -> None:
+        if self._has_data:
+            out.append(
+                SSEEvent(
+                    data=b"\n".join(self._data),
+                    event=self._event or "message",
+                    id=self.last_event_id,
+                    retry=self._retry,
+                )
+            )
+        self._data.clear()
+        self._data_size = 0
+        self._has_data = False
+        self._event = ""
+        self._retry = None
+
+    def _check_size(self) -> None:
+        if self._data_size + len(self._line) > self.max_event:
+            self._failed = True
+            self._line.clear()
+            self._data.clear()
+            raise SSEError(f"event stream event larger than {self.max_event} bytes")

@@ -1,0 +1,147 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocol.sse import SSEDecoder, SSEError, SSEEvent
+
+
+def decode_all(*chunks: bytes, max_event: int = 1 << 20) -> list[SSEEvent]:
+    dec = SSEDecoder(max_event)
+    out: list[SSEEvent] = []
+    for chunk in chunks:
+        out += dec.feed(chunk)
+    out += dec.flush()
+    return out
+
+
+def test_single_event_with_type_and_id() -> None:
+    (ev,) = decode_all(b'event: message\nid: 7\ndata: {"a":1}\n\n')
+    assert ev == SSEEvent(data=b'{"a":1}', event="message", id="7")
+
+
+def test_missing_event_type_means_message() -> None:
+    (ev,) = decode_all(b"data: x\n\n")
+    assert ev.event == "message"
+    assert ev.id is None
+
+
+def test_multiline_data_is_joined_with_newlines() -> None:
+    (ev,) = decode_all(b"data: first\ndata:second\ndata:  third\n\n")
+    assert ev.data == b"first\nsecond\n third"
+
+
+def test_comments_and_unknown_fields_are_ignored() -> None:
+    events = decode_all(b": ping\n\n:\nfoo: bar\ndata: x\n\n: another\n\n")
+    assert [e.data for e in events] == [b"x"]
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
+def test_line_endings(eol: bytes) -> None:
+    stream = eol.join([b"event: a", b"data: 1", b"", b"data: 2", b"data: 3", b"", b""])
+    events = decode_all(stream)
+    assert [(e.event, e.data) for e in events] == [("a", b"1"), ("message", b"2\n3")]
+
+
+def test_crlf_split_between_feeds_is_one_line_ending() -> None:
+    # "\r" ends one feed and "\n" starts the next: that is one line end, not two,
+    # so the event must not be dispatched early with half its data.
+    events = decode_all(b"data: a\r", b"\ndata: b\r", b"\n\r\n")
+    assert [e.data for e in events] == [b"a\nb"]
+
+
+def test_priming_event_with_empty_data() -> None:
+    events = decode_all(b"id: 2e9c\ndata: \n\nevent: message\nid: 7664\ndata: {}\n\n")
+    assert events[0] == SSEEvent(data=b"", id="2e9c")
+    assert events[1] == SSEEvent(data=b"{}", id="7664")
+
+
+def test_block_without_data_is_not_dispatched_but_id_and_retry_stick() -> None:
+    dec = SSEDecoder()
+    assert dec.feed(b"id: 5\nretry: 500\n\n") == []
+    assert dec.last_event_id == "5"
+    assert dec.retry == 500
+    (ev,) = dec.feed(b"data: x\n\n")
+    assert ev.id == "5"
+    assert ev.retry is None
+
+
+def test_retry_must_be_digits() -> None:
+    dec = SSEDecoder()
+    dec.feed(b"retry: 5s\ndata: x\n\n")
+    assert dec.retry is None
+
+
+def test_id_with_nul_is_ignored() -> None:
+    (ev,) = decode_all(b"id: a\0b\ndata: x\n\n")
+    assert ev.id is None
+
+
+def test_field_without_colon() -> None:
+    (ev,) = decode_all(b"data\n\n")
+    assert ev.data == b""
+
+
+def test_bom_is_skipped_even_when_split() -> None:
+    events = decode_all(b"\xef", b"\xbb", b"\xbfdata: x\n\n")
+    assert [e.data for e in events] == [b"x"]
+
+
+def test_flush_dispatches_an_unterminated_event() -> None:
+    assert [e.data for e in decode_all(b"data: last\n")] == [b"last"]
+    assert [e.data for e in decode_all(b"data: last")] == [b"last"]
+
+
+def test_flush_on_clean_end_yields_nothing() -> None:
+    dec = SSEDecoder()
+    assert dec.feed(b"data: x\n\n") != []
+    assert dec.flush() == []
+
+
+def test_event_over_the_limit_raises_without_buffering_more() -> None:
+    dec = SSEDecoder(max_event=100)
+    dec.feed(b"data: " + b"x" * 60 + b"\n")
+    with pytest.raises(SSEError, match="larger than 100"):
+        dec.feed(b"data: " + b"y" * 60 + b"\n")
+    with pytest.raises(SSEError):
+        dec.feed(b"\n")
+
+
+def test_unterminated_line_over_the_limit_raises() -> None:
+    dec = SSEDecoder(max_event=1000)
+    with pytest.raises(SSEError):
+        for _ in range(100):
+            dec.feed(b"z" * 50)
+
+
+def test_limit_resets_between_events() -> None:
+    dec = SSEDecoder(max_event=100)
+    for _ in range(10):
+        (ev,) = dec.feed(b"data: " + b"x" * 80 + b"\n\n")
+        assert len(ev.data) == 80
+
+
+_STREAM = (
+    b"\xef\xbb\xbf: hello\r\n"
+    b"id: 1\r\ndata: \r\n\r\n"
+    b'event: message\ndata: {"jsonrpc":"2.0",\n'
+    b'data: "method":"n"}\n\n'
+    b"retry: 10\rdata: a\rdata: b\r\r"
+    b"event: other\ndata: \xc3\xa9\n\n"
+)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(_STREAM)), max_size=12))
+def test_any_split_gives_the_same_events(cuts: list[int]) -> None:
+    points = sorted(set(cuts))
+    chunks = [_STREAM[a:b] for a, b in zip([0, *points], [*points, len(_STREAM)], strict=True)]
+    assert decode_all(*chunks) == decode_all(_STREAM)
+
+
+def test_reference_stream() -> None:
+    events = decode_all(_STREAM)
+    assert events == [
+        SSEEvent(data=b"", id="1"),
+        SSEEvent(data=b'{"jsonrpc":"2.0",\n"method":"n"}', id="1"),
+        SSEEvent(data=b"a\nb", id="1", retry=10),
+        SSEEvent(data="é".encode(), event="other", id="1"),
+    ]
