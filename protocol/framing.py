@@ -38,7 +38,7 @@ class LineFramer:
     def buffered(self) -> int:
         return len(self._buf)
 
-    def feed(self, data: bytes) -> list[bytes | Oversized]:
+    def feed(self, data: bytes | bytearray) -> list[bytes | Oversized]:
         out: list[bytes | Oversized] = []
         start = 0
         if self._discarding:
@@ -64,7 +64,7 @@ class LineFramer:
             if nl < 0:
                 break
             if nl > start:
-                self._emit(data[start:nl], out)
+                self._emit(bytes(data[start:nl]), out)
             start = nl + 1
         if start < len(data):
             rest = data[start:]

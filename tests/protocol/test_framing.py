@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocol.framing import LineFramer, Oversized
+
+
+def test_half_lines_are_kept_until_complete() -> None:
+    f = LineFramer()
+    assert f.feed(b'{"a":') == []
+    assert f.feed(b"1}") == []
+    assert f.feed(b'\n{"b"') == [b'{"a":1}']
+    assert f.feed(b":2}\n") == [b'{"b":2}']
+
+
+def test_several_lines_in_one_chunk_and_crlf() -> None:
+    f = LineFramer()
+    assert f.feed(b"one\r\ntwo\n\n  \nthree\n") == [b"one", b"two", b"three"]
+
+
+def test_final_flush_returns_an_unterminated_last_line() -> None:
+    f = LineFramer()
+    assert f.feed(b"a\nb") == [b"a"]
+    assert f.flush() == [b"b"]
+    assert f.flush() == []
+
+
+def test_a_line_split_across_many_reads() -> None:
+    f = LineFramer()
+    line = b"x" * 20_000
+    out: list[bytes | Oversized] = []
+    for i in range(0, len(line), 13):
+        out += f.feed(line[i : i + 13])
+    out += f.feed(b"\n")
+    assert out == [line]
+
+
+def test_overflow_is_reported_once_and_memory_stays_bounded() -> None:
+    f = LineFramer(max_line=100)
+    out = f.feed(b'{"id":3,' + b"x" * 150)
+    assert len(out) == 1 and isinstance(out[0], Oversized)
+    assert out[0].prefix.startswith(b'{"id":3,')
+    for _ in range(1000):
+        assert f.feed(b"y" * 1000) == []
+        assert f.buffered == 0
+    assert f.feed(b"end of the long line\nnext\n") == [b"next"]
+
+
+def test_overflow_in_a_single_complete_chunk() -> None:
+    f = LineFramer(max_line=10)
+    out = f.feed(b"short\n" + b"z" * 50 + b"\nok\n")
+    assert out[0] == b"short" and isinstance(out[1], Oversized) and out[2] == b"ok"
+
+
+@given(
+    st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=20),
+    st.lists(st.integers(1, 50), min_size=1, max_size=30),
+)
+def test_any_chunking_gives_the_same_lines(lines: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(line + b"\n" for line in lines)
+    expected = [x.removesuffix(b"\r") for x in lines]
+    expected = [x for x in expected if x and not x.isspace()]
+    f = LineFramer()
+    out: list[bytes | Oversized] = []
+    pos = 0
+    i = 0
+    while pos < len(stream):
+        step = cuts[i % len(cuts)]
+        out += f.feed(stream[pos : pos + step])
+        pos += step
+        i += 1
+    out += f.flush()
+    assert out == expected

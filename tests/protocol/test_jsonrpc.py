@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import json
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+
+
+def test_request_notification_and_responses_are_classified() -> None:
+    req = rpc.decode_message(b'{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"a":1}}')
+    assert isinstance(req, rpc.Request) and req.id == 7 and req.method == "tools/list"
+    assert json.loads(bytes(req.params)) == {"a": 1}  # type: ignore[arg-type]
+    note = rpc.decode_message(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+    assert isinstance(note, rpc.Notification) and note.params is None
+    ok = rpc.decode_message(b'{"result":{"x":[1,2]},"jsonrpc":"2.0","id":"a"}')
+    assert isinstance(ok, rpc.Response) and ok.id == "a" and bytes(ok.result) == b'{"x":[1,2]}'
+    err = rpc.decode_message(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m"}}')
+    assert isinstance(err, rpc.ErrorResponse) and err.id is None and err.error.code == -32600
+
+
+def test_parse_error_has_null_id() -> None:
+    with pytest.raises(rpc.DecodeFailure) as info:
+        rpc.decode_message(b'{"jsonrpc":"2.0","id":1,')
+    assert info.value.code == rpc.PARSE_ERROR
+    reply = json.loads(info.value.reply())
+    assert reply["id"] is None and reply["error"]["code"] == -32700
+
+
+@pytest.mark.parametrize(
+    ("line", "reply_id"),
+    [
+        (b'[{"jsonrpc":"2.0","id":1,"method":"x"}]', None),  # batches are not MCP
+        (b'{"jsonrpc":"1.0","id":4,"method":"x"}', 4),
+        (b'{"jsonrpc":"2.0","id":5,"method":42}', 5),
+        (b'{"jsonrpc":"2.0","id":true,"method":"x"}', None),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"x"}', None),
+        (b'{"jsonrpc":"2.0","id":null,"method":"x"}', None),
+        (b'{"jsonrpc":"2.0","id":9}', 9),
+        (b'"just a string"', None),
+    ],
+)
+def test_invalid_requests_keep_a_valid_id(line: bytes, reply_id: object) -> None:
+    with pytest.raises(rpc.DecodeFailure) as info:
+        rpc.decode_message(line)
+    assert info.value.code == rpc.INVALID_REQUEST
+    assert json.loads(info.value.reply())["id"] == reply_id
+
+
+def test_bad_params_keep_the_id_for_the_error_reply() -> None:
+    req = rpc.decode_message(
+        b'{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":5}}'
+    )
+    assert isinstance(req, rpc.Request)
+    with pytest.raises(rpc.InvalidParams, match="name"):
+        rpc.decode_as(req.params, mcp.CallToolParams)
+    assert req.id == "r1"
+
+
+def test_deep_nesting_is_a_parse_error_not_a_crash() -> None:
+    deep = (
+        b'{"jsonrpc":"2.0","id":1,"method":"x","params":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    )
+    with pytest.raises(rpc.DecodeFailure) as info:
+        rpc.decode_message(deep)
+    assert info.value.code == rpc.PARSE_ERROR
+
+
+def test_malformed_error_object_from_a_peer_is_still_an_error() -> None:
+    msg = rpc.decode_message(b'{"jsonrpc":"2.0","id":3,"error":"boom"}')
+    assert isinstance(msg, rpc.ErrorResponse) and msg.id == 3
+    assert msg.error.code == rpc.INTERNAL_ERROR
+
+
+def test_encoding_round_trips_and_passes_raw_results_through() -> None:
+    raw = msgspec.Raw(b'{"content":[],"weird" : 1}')
+    line = rpc.encode_result(5, raw)
+    assert line == b'{"jsonrpc":"2.0","id":5,"result":{"content":[],"weird" : 1}}'
+    assert rpc.encode_request(1, "ping") == b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    assert json.loads(rpc.encode_error(None, -32700, "bad")) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "bad"},
+    }
+
+
+def test_mcp_error_codes_are_named() -> None:
+    assert (
+        rpc.HEADER_MISMATCH,
+        rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        rpc.UNSUPPORTED_PROTOCOL_VERSION,
+    ) == (-32020, -32021, -32022)
+
+
+def test_ids_are_never_reused() -> None:
+    ids = rpc.IdAllocator()
+    seen = {ids.next() for _ in range(1000)}
+    assert len(seen) == 1000
+
+
+def test_modern_meta_goes_on_params() -> None:
+    meta = mcp.request_meta("2026-07-28", {}, mcp.Implementation("mcpd", "1"))
+    params = mcp.CallToolParams(name="t", meta=meta)
+    line = json.loads(rpc.encode_request(1, "tools/call", params))
+    assert "_meta" not in line
+    assert line["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert line["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] == {}
+
+
+def test_absent_result_type_means_complete() -> None:
+    head = rpc.decode_as(b'{"content":[{"type":"text","text":"hi"}]}', mcp.CallToolResultHead)
+    assert head.result_type == mcp.COMPLETE
+    head = rpc.decode_as(
+        b'{"resultType":"input_required","inputRequests":{}}', mcp.CallToolResultHead
+    )
+    assert head.result_type == mcp.INPUT_REQUIRED
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_never_escape_as_other_exceptions(data: bytes) -> None:
+    try:
+        rpc.decode_message(data)
+    except rpc.DecodeFailure as exc:
+        assert exc.code in (rpc.PARSE_ERROR, rpc.INVALID_REQUEST)
+
+
+@given(
+    st.integers(-(2**63), 2**63 - 1) | st.text(max_size=50),
+    st.text(min_size=1, max_size=30),
+    json_values,
+)
+def test_any_valid_request_round_trips(rid: int | str, method: str, params: object) -> None:
+    msg = rpc.decode_message(rpc.encode_request(rid, method, params))
+    assert isinstance(msg, rpc.Request)
+    assert (msg.id, msg.method) == (rid, method)
+    assert msgspec.json.decode(bytes(msg.params)) == params  # type: ignore[arg-type]

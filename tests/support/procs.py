@@ -1,0 +1,51 @@
+"""Helpers for tests that watch real processes come and go."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import trio
+
+SCRIPTED = str(Path(__file__).with_name("scripted_server.py"))
+
+
+def scripted(*flags: str) -> tuple[str, tuple[str, ...]]:
+    """(command, args) that run the scripted test server with ``flags``."""
+    return sys.executable, (SCRIPTED, *flags)
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+async def wait_gone(pid: int, timeout: float = 10.0) -> bool:
+    """Wait until ``pid`` is gone; the kernel gives no event for a non-child's exit."""
+    with trio.move_on_after(timeout):
+        while alive(pid):
+            await trio.sleep(0.02)
+        return True
+    return False
+
+
+async def read_pid(path: Path, timeout: float = 10.0) -> int:
+    with trio.fail_after(timeout):
+        while True:
+            try:
+                text = path.read_text().strip()
+            except FileNotFoundError:
+                text = ""
+            if text:
+                return int(text)
+            await trio.sleep(0.02)
+
+
+def fd_count() -> int:
+    return len(os.listdir("/proc/self/fd"))

@@ -1,0 +1,250 @@
+"""A stdio MCP server whose misbehaviour is chosen on the command line, for tests.
+
+Plain stdlib so it starts fast; each flag turns on one behaviour a real server has
+been seen to have (or one that tests need to provoke).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+MODERN = "2026-07-28"
+
+p = argparse.ArgumentParser()
+p.add_argument(
+    "--era", choices=["both", "modern", "legacy", "legacy-silent", "legacy-dies"], default="both"
+)
+p.add_argument("--tools", type=int, default=3)
+p.add_argument("--page-size", type=int, default=0)
+p.add_argument("--empty-first-cursor", action="store_true")
+p.add_argument("--repeat-cursor", action="store_true")
+p.add_argument("--garbage", action="store_true", help="print non-JSON lines between messages")
+p.add_argument("--notify-before", action="store_true", help="notifications before each response")
+p.add_argument("--trickle", action="store_true", help="write responses a few bytes at a time")
+p.add_argument("--die-on-call", action="store_true")
+p.add_argument("--hang-on-call", action="store_true")
+p.add_argument("--slow", type=float, default=0.0, help="seconds before answering tools/call")
+p.add_argument("--big", type=int, default=0, help="size of the text tools/call returns")
+p.add_argument("--grandchild", action="store_true", help="spawn a child holding stdout open")
+p.add_argument("--ignore-sigterm", action="store_true")
+p.add_argument("--linger", action="store_true", help="keep running after stdin EOF")
+p.add_argument("--close-stdout-on-call", action="store_true")
+p.add_argument("--pid-file")
+p.add_argument("--stderr-banner", default="scripted server starting")
+p.add_argument("--start-delay", type=float, default=0.0)
+p.add_argument("--ping-first", action="store_true", help="send a ping request after initialize")
+p.add_argument(
+    "--unsupported-version",
+    action="store_true",
+    help="answer the first discover with -32022 listing the real version",
+)
+args = p.parse_args()
+
+out_lock = threading.Lock()
+state = {"era": None, "discover_count": 0}
+
+
+def write(obj: dict) -> None:
+    data = (json.dumps(obj) + "\n").encode()
+    with out_lock:
+        if args.garbage:
+            sys.stdout.buffer.write(b"** scripted server says hello **\n")
+        if args.trickle:
+            for i in range(0, len(data), 7):
+                sys.stdout.buffer.write(data[i : i + 7])
+                sys.stdout.buffer.flush()
+                time.sleep(0.001)
+        else:
+            sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+
+def result(rid, res: dict) -> None:
+    if state["era"] == "modern":
+        res.setdefault("resultType", "complete")
+    write({"jsonrpc": "2.0", "id": rid, "result": res})
+
+
+def error(rid, code: int, message: str, data=None) -> None:
+    err = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    write({"jsonrpc": "2.0", "id": rid, "error": err})
+
+
+def tool_defs() -> list[dict]:
+    return [
+        {
+            "name": f"tool{i}",
+            "description": f"test tool {i}",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+            "annotations": {"readOnlyHint": True},
+        }
+        for i in range(args.tools)
+    ]
+
+
+def list_tools(rid, params: dict) -> None:
+    tools = tool_defs()
+    if not args.page_size:
+        result(rid, {"tools": tools})
+        return
+    cursor = params.get("cursor")
+    if cursor is None:
+        start = 0
+    elif cursor == "" and args.empty_first_cursor:
+        start = args.page_size
+    elif args.repeat_cursor:
+        start = 0
+    else:
+        start = int(cursor)
+    page = tools[start : start + args.page_size]
+    res: dict = {"tools": page}
+    nxt = start + args.page_size
+    if nxt < len(tools):
+        res["nextCursor"] = "" if (start == 0 and args.empty_first_cursor) else str(nxt)
+        if args.repeat_cursor:
+            res["nextCursor"] = "again"
+    result(rid, res)
+
+
+def call_tool(rid, params: dict) -> None:
+    if args.die_on_call:
+        print("dying on purpose", file=sys.stderr, flush=True)
+        os._exit(3)
+    if args.hang_on_call:
+        return
+    if args.close_stdout_on_call:
+        sys.stdout.close()
+        os.close(1)
+        return
+    name = params.get("name")
+    arguments = params.get("arguments") or {}
+
+    def answer() -> None:
+        if args.slow:
+            time.sleep(args.slow)
+        if name == "fail":
+            result(rid, {"content": [{"type": "text", "text": "it failed"}], "isError": True})
+            return
+        text = "x" * args.big if args.big else f"{name}:{arguments.get('text', '')}"
+        result(rid, {"content": [{"type": "text", "text": text}]})
+
+    if args.slow:
+        threading.Thread(target=answer, daemon=True).start()
+    else:
+        answer()
+
+
+def handle(msg: dict) -> None:
+    method = msg.get("method")
+    rid = msg.get("id")
+    params = msg.get("params") or {}
+    if rid is None:
+        return
+    if args.notify_before:
+        write(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "data": f"about to answer {rid}"},
+            }
+        )
+    if method == "server/discover":
+        if args.era in ("legacy-silent",):
+            return
+        if args.era == "legacy-dies":
+            os._exit(1)
+        if args.era == "legacy":
+            error(rid, -32601, "Method not found")
+            return
+        state["discover_count"] += 1
+        if args.unsupported_version and state["discover_count"] == 1:
+            error(
+                rid,
+                -32022,
+                "Unsupported protocol version",
+                {"supported": [MODERN], "requested": "x"},
+            )
+            return
+        state["era"] = "modern"
+        result(
+            rid,
+            {
+                "supportedVersions": [MODERN],
+                "capabilities": {"tools": {}},
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "instructions": "scripted",
+            },
+        )
+    elif method == "initialize":
+        if args.era == "modern":
+            error(rid, -32022, "modern only", {"supported": [MODERN]})
+            return
+        state["era"] = "legacy"
+        asked = params.get("protocolVersion")
+        version = asked if asked in ("2025-11-25", "2025-06-18", "2025-03-26") else "2025-11-25"
+        result(
+            rid,
+            {
+                "protocolVersion": version,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted", "version": "1"},
+            },
+        )
+        if args.ping_first:
+            write({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
+    elif method == "tools/list":
+        list_tools(rid, params)
+    elif method == "tools/call":
+        call_tool(rid, params)
+    elif method == "ping":
+        result(rid, {})
+    else:
+        error(rid, -32601, f"Method not found: {method}")
+
+
+def main() -> None:
+    if args.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if args.pid_file:
+        with open(args.pid_file, "w") as f:
+            f.write(str(os.getpid()))
+    if args.grandchild:
+        child = subprocess.Popen(["sleep", "600"], stdout=sys.stdout, stderr=subprocess.DEVNULL)
+        with open(args.pid_file + ".child" if args.pid_file else os.devnull, "w") as f:
+            f.write(str(child.pid))
+    print(args.stderr_banner, file=sys.stderr, flush=True)
+    if args.start_delay:
+        time.sleep(args.start_delay)
+    for line in sys.stdin.buffer:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and msg.get("method") == "notifications/cancelled":
+            print(f"cancelled {msg.get('params')}", file=sys.stderr, flush=True)
+            continue
+        if isinstance(msg, dict) and "method" not in msg:
+            print(f"client answered {msg}", file=sys.stderr, flush=True)
+            continue
+        handle(msg)
+    if args.linger:
+        print("stdin closed, lingering", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(60)
+    print("stdin closed, exiting", file=sys.stderr, flush=True)
+
+
+main()

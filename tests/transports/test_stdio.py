@@ -1,0 +1,264 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import msgspec
+import pytest
+import trio
+
+from protocol import jsonrpc as rpc
+from tests.support.procs import alive, read_pid, scripted, wait_gone
+from transports.base import SpawnError, TransportClosed, TransportError
+from transports.stdio import StdioParams, child_environment, open_stdio_transport
+
+
+def params(*flags: str, **kw: object) -> StdioParams:
+    command, args = scripted(*flags)
+    return StdioParams(command=command, args=args, **kw)  # type: ignore[arg-type]
+
+
+def text_of(raw: msgspec.Raw) -> str:
+    return str(json.loads(bytes(raw))["content"][0]["text"])
+
+
+async def call(t, text: str = "", name: str = "tool0") -> msgspec.Raw:  # type: ignore[no-untyped-def]
+    return await t.request("tools/call", {"name": name, "arguments": {"text": text}})
+
+
+async def test_many_requests_in_flight_each_get_their_own_answer() -> None:
+    results: dict[int, str] = {}
+    with trio.fail_after(20):
+        async with open_stdio_transport("s", params("--slow", "0.05")) as t:
+
+            async def one(i: int) -> None:
+                results[i] = text_of(await call(t, f"n{i}"))
+
+            async with trio.open_nursery() as n:
+                for i in range(50):
+                    n.start_soon(one, i)
+    assert results == {i: f"tool0:n{i}" for i in range(50)}
+
+
+async def test_garbage_lines_on_stdout_are_skipped(caplog: pytest.LogCaptureFixture) -> None:
+    with trio.fail_after(10):
+        async with open_stdio_transport("noisy", params("--garbage")) as t:
+            assert text_of(await call(t, "a")) == "tool0:a"
+            assert text_of(await call(t, "b")) == "tool0:b"
+    assert any(
+        "noisy" in r.getMessage() and "not JSON-RPC" in r.getMessage() for r in caplog.records
+    )
+
+
+async def test_notifications_before_a_response_do_not_satisfy_it() -> None:
+    seen: list[rpc.Notification] = []
+    with trio.fail_after(10):
+        async with open_stdio_transport(
+            "s", params("--notify-before"), on_notification=seen.append
+        ) as t:
+            assert text_of(await call(t, "x")) == "tool0:x"
+    assert len(seen) == 1
+    assert seen[0].method == "notifications/message"
+
+
+async def test_response_written_a_few_bytes_at_a_time() -> None:
+    with trio.fail_after(10):
+        async with open_stdio_transport("s", params("--trickle")) as t:
+            assert text_of(await call(t, "slowly")) == "tool0:slowly"
+
+
+async def test_large_result_split_by_the_pipe() -> None:
+    with trio.fail_after(10):
+        async with open_stdio_transport("s", params("--big", "20000")) as t:
+            assert text_of(await call(t)) == "x" * 20000
+
+
+async def test_late_response_after_timeout_is_dropped_and_the_transport_goes_on() -> None:
+    with trio.fail_after(10):
+        async with open_stdio_transport("s", params("--slow", "0.3")) as t:
+            with trio.move_on_after(0.05) as scope:
+                await call(t, "late")
+            assert scope.cancelled_caught
+            # The late answer arrives while this one waits; it must not be taken for it.
+            assert text_of(await call(t, "second")) == "tool0:second"
+            assert t.pending_count == 0
+            assert t.error is None
+
+
+class StderrWatch:
+    """Collects a server's stderr lines and wakes a waiter when one matches."""
+
+    def __init__(self, needle: str) -> None:
+        self.needle = needle
+        self.found = trio.Event()
+        self.line = ""
+
+    def __call__(self, line: str) -> None:
+        if self.needle in line and not self.found.is_set():
+            self.line = line
+            self.found.set()
+
+
+async def test_cancelled_request_tells_the_server() -> None:
+    # The scripted server logs each cancellation it receives on stderr.
+    watch = StderrWatch("cancelled")
+    with trio.fail_after(10):
+        async with open_stdio_transport("s", params("--hang-on-call"), on_stderr=watch) as t:
+            with trio.move_on_after(0.2):
+                await call(t)
+            await watch.found.wait()
+    assert "'requestId': 1" in watch.line
+
+
+async def test_process_death_fails_every_pending_request_at_once() -> None:
+    failures: list[TransportError] = []
+    with trio.fail_after(10):
+        async with open_stdio_transport("crashy", params("--die-on-call", "--slow", "0")) as t:
+
+            async def one(i: int) -> None:
+                try:
+                    await call(t, str(i))
+                except TransportError as exc:
+                    failures.append(exc)
+
+            async with trio.open_nursery() as n:
+                for i in range(10):
+                    n.start_soon(one, i)
+    assert len(failures) == 10
+    assert all(isinstance(f, TransportClosed) for f in failures)
+    assert "crashy exited with status 3" in failures[0].reason
+    assert "dying on purpose" in failures[0].detail
+
+
+async def test_request_after_death_fails_immediately_with_the_reason() -> None:
+    with trio.fail_after(10):
+        async with open_stdio_transport("crashy", params("--die-on-call")) as t:
+            with pytest.raises(TransportClosed):
+                await call(t)
+            with pytest.raises(TransportClosed, match="exited with status 3"):
+                await call(t)
+
+
+async def test_server_closing_stdout_fails_pending_requests() -> None:
+    with trio.fail_after(10):
+        async with open_stdio_transport("s", params("--close-stdout-on-call")) as t:
+            with pytest.raises(TransportClosed, match="closed its stdout"):
+                await call(t)
+
+
+async def test_missing_command_fails_immediately() -> None:
+    with trio.fail_after(5), pytest.raises(SpawnError, match="command not found"):
+        async with open_stdio_transport("ghost", StdioParams(command="/nonexistent/mcp-server")):
+            pass
+
+
+async def test_non_executable_command_fails_immediately(tmp_path: Path) -> None:
+    script = tmp_path / "server.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o644)
+    with trio.fail_after(5), pytest.raises(SpawnError, match="permission denied"):
+        async with open_stdio_transport("noexec", StdioParams(command=str(script))):
+            pass
+
+
+async def test_oversized_line_fails_its_request_not_the_transport() -> None:
+    with trio.fail_after(10):
+        p = params("--big", "5000", max_line=1000)
+        async with open_stdio_transport("s", p) as t:
+            with pytest.raises(TransportError, match="line limit"):
+                await call(t)
+            assert t.error is None
+
+
+async def test_server_ping_is_answered() -> None:
+    watch = StderrWatch("client answered")
+    with trio.fail_after(10):
+        async with open_stdio_transport("s", params("--ping-first"), on_stderr=watch) as t:
+            await t.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+            await watch.found.wait()
+    assert "'id': 'srv-1'" in watch.line and "'result': {}" in watch.line
+
+
+def test_child_environment_drops_systemd_variables() -> None:
+    base = {
+        "PATH": "/bin",
+        "NOTIFY_SOCKET": "/run/x",
+        "WATCHDOG_USEC": "1",
+        "LISTEN_FDS": "1",
+        "HOME": "/root",
+    }
+    env = child_environment(StdioParams(command="x", env={"TOKEN": "t"}), base)
+    assert env == {"PATH": "/bin", "HOME": "/root", "TOKEN": "t"}
+
+
+async def test_spawned_child_does_not_see_notify_socket(tmp_path: Path) -> None:
+    out = tmp_path / "env.json"
+    code = (
+        f"import json,os,sys; json.dump(dict(os.environ), open({str(out)!r},'w'));"
+        "print('written', file=sys.stderr, flush=True); sys.stdin.read()"
+    )
+    base = dict(os.environ, NOTIFY_SOCKET="/run/nope", WATCHDOG_PID="1")
+    p = StdioParams(command=sys.executable, args=("-c", code), env={"EXTRA": "1"})
+    with trio.fail_after(10):
+        watch = StderrWatch("written")
+        async with open_stdio_transport("envcheck", p, base_env=base, on_stderr=watch):
+            await watch.found.wait()
+    env = json.loads(out.read_text())
+    assert "NOTIFY_SOCKET" not in env and "WATCHDOG_PID" not in env
+    assert env["EXTRA"] == "1"
+
+
+async def test_shutdown_leaves_no_child_or_grandchild(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    with trio.fail_after(20):
+        async with open_stdio_transport(
+            "s", params("--grandchild", "--pid-file", str(pidfile), stdin_grace=0.5)
+        ) as t:
+            assert text_of(await call(t, "hi")) == "tool0:hi"
+            pid = await read_pid(pidfile)
+            grandchild = await read_pid(Path(str(pidfile) + ".child"))
+            assert alive(pid) and alive(grandchild)
+        assert await wait_gone(pid)
+        assert await wait_gone(grandchild)
+
+
+async def test_server_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    p = params(
+        "--ignore-sigterm", "--linger", "--pid-file", str(pidfile), stdin_grace=0.2, term_grace=0.3
+    )
+    with trio.fail_after(10):
+        async with open_stdio_transport("stubborn", p) as t:
+            pid = await read_pid(pidfile)
+        assert t.process.returncode == -signal.SIGKILL
+        assert not alive(pid)
+
+
+async def test_direct_children_die_with_a_killed_parent(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    command, args = scripted("--pid-file", str(pidfile))
+    parent_code = textwrap.dedent(f"""
+        import trio, sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+        from transports.stdio import StdioParams, open_stdio_transport
+        async def main():
+            p = StdioParams(command={command!r}, args={list(args)!r})
+            async with open_stdio_transport("orphan-test", p):
+                await trio.sleep_forever()
+        trio.run(main)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", parent_code])
+    try:
+        child = await read_pid(pidfile)
+        assert alive(child)
+        parent.kill()
+        parent.wait()
+        assert await wait_gone(child), "the stdio child outlived its SIGKILLed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()

@@ -1,0 +1,424 @@
+"""A stdio MCP server: a child process in its own process group, spoken to in lines.
+
+Responses are routed to waiting requests by id. When the process exits or its stdout
+closes, every pending request fails at once with the exit status and the last lines
+of stderr. Stopping closes stdin, waits, then SIGTERMs and SIGKILLs the whole group,
+so helpers a server spawned (``npx`` -> ``node``) go with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import re
+import signal
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Final
+
+import msgspec
+import trio
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
+
+from .base import NotificationHandler, SpawnError, TransportClosed, TransportError, log_extra
+
+logger = logging.getLogger("mcpd.stdio")
+
+# Variables systemd hands to the daemon alone; a child that saw NOTIFY_SOCKET could
+# send READY=1 or watchdog pings on mcpd's behalf.
+PARENT_ONLY_VARS: Final = frozenset(
+    {
+        "NOTIFY_SOCKET",
+        "WATCHDOG_USEC",
+        "WATCHDOG_PID",
+        "LISTEN_FDS",
+        "LISTEN_PID",
+        "LISTEN_FDNAMES",
+        "JOURNAL_STREAM",
+        "MCPD_TEST_FAULTS",
+    }
+)
+
+_EXIT_DRAIN: Final = 0.5  # after exit, how long buffered stdout may still be read
+_CANCEL_NOTIFY_TIMEOUT: Final = 1.0
+_STDERR_MAX_LINE: Final = 4096
+# Enough of an oversized line's start to find which request it answered.
+_ID_AT_START: Final = re.compile(
+    rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")'
+)
+
+
+class StdioParams(msgspec.Struct, frozen=True):
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    inherit_env: bool = True
+    max_line: int = DEFAULT_MAX_LINE
+    stdin_grace: float = 2.0
+    term_grace: float = 3.0
+    stderr_tail: int = 20
+
+
+def child_environment(params: StdioParams, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    source = os.environ if base is None else base
+    env = (
+        {k: v for k, v in source.items() if k not in PARENT_ONLY_VARS} if params.inherit_env else {}
+    )
+    if params.env:
+        env.update(params.env)
+    return env
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    def preexec() -> None:
+        # PR_SET_PDEATHSIG: the kernel kills this child if mcpd dies, even by SIGKILL.
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "is still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"was killed by {name}"
+    return f"exited with status {returncode}"
+
+
+class _Slot:
+    __slots__ = ("error", "event", "result")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.result: Raw | None = None
+        self.error: Exception | None = None
+
+
+class StdioTransport:
+    def __init__(
+        self,
+        alias: str,
+        process: trio.Process,
+        params: StdioParams,
+        on_notification: NotificationHandler | None,
+        on_stderr: Callable[[str], None] | None,
+    ) -> None:
+        self.alias = alias
+        self.process = process
+        self.params = params
+        self._on_notification = on_notification
+        self._on_stderr = on_stderr
+        self._ids = rpc.IdAllocator()
+        self._pending: dict[rpc.Id, _Slot] = {}
+        self._framer = LineFramer(params.max_line)
+        self._write_lock = trio.Lock()
+        self._tail: deque[str] = deque(maxlen=params.stderr_tail)
+        self._stdout_eof = trio.Event()
+        self._exited = trio.Event()
+        self.closed = trio.Event()
+        self.error: TransportError | None = None
+        self._answers: trio.MemorySendChannel[bytes]
+        self._answers_rx: trio.MemoryReceiveChannel[bytes]
+        self._answers, self._answers_rx = trio.open_memory_channel(64)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def stderr_tail(self) -> list[str]:
+        return list(self._tail)
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        cancellable: bool = True,
+    ) -> Raw:
+        if self.error is not None:
+            raise self.error
+        rid = self._ids.next()
+        slot = _Slot()
+        self._pending[rid] = slot
+        try:
+            await self._send(rpc.encode_request(rid, method, params))
+            await slot.event.wait()
+        except trio.Cancelled:
+            if cancellable and not slot.event.is_set() and self.error is None:
+                with trio.move_on_after(_CANCEL_NOTIFY_TIMEOUT, shield=True):
+                    await self._send_quietly(
+                        rpc.encode_notification(
+                            "notifications/cancelled",
+                            {"requestId": rid, "reason": "cancelled by the client"},
+                        )
+                    )
+            raise
+        finally:
+            del self._pending[rid]
+        if slot.error is not None:
+            raise slot.error
+        assert slot.result is not None
+        return slot.result
+
+    async def notify(self, method: str, params: Any) -> None:
+        if self.error is not None:
+            raise self.error
+        await self._send(rpc.encode_notification(method, params))
+
+    async def _send(self, data: bytes) -> None:
+        async with self._write_lock:
+            try:
+                await self.process.stdin.send_all(data + b"\n")  # type: ignore[union-attr]
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                # The exit watcher usually knows why (exit status); give it a moment.
+                with trio.move_on_after(_EXIT_DRAIN):
+                    await self.closed.wait()
+                if self.error is not None:
+                    raise self.error from None
+                raise TransportClosed(f"{self.alias}: cannot write to the server: {exc}") from None
+
+    async def _send_quietly(self, data: bytes) -> None:
+        with contextlib.suppress(TransportError):
+            await self._send(data)
+
+    # -- background tasks, all inside open_stdio_transport's nursery --
+
+    async def _read_stdout(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        try:
+            while True:
+                data = await stdout.receive_some(65536)
+                if not data:
+                    break
+                for item in self._framer.feed(data):
+                    self._dispatch(item)
+            for item in self._framer.flush():
+                self._dispatch(item)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        self._stdout_eof.set()
+        with trio.move_on_after(_EXIT_DRAIN):
+            await self._exited.wait()
+        if self._exited.is_set():
+            self._close(self._exit_error())
+        else:
+            self._close(self._error("closed its stdout but is still running"))
+
+    async def _read_stderr(self) -> None:
+        stderr = self.process.stderr
+        assert stderr is not None
+        framer = LineFramer(_STDERR_MAX_LINE)
+        try:
+            while True:
+                data = await stderr.receive_some(65536)
+                if not data:
+                    break
+                for item in framer.feed(data):
+                    self._stderr_line(item)
+            for item in framer.flush():
+                self._stderr_line(item)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+
+    async def _watch_exit(self) -> None:
+        await self.process.wait()
+        self._exited.set()
+        # Responses written just before exit may still sit in the pipe.
+        with trio.move_on_after(_EXIT_DRAIN):
+            await self._stdout_eof.wait()
+        self._close(self._exit_error())
+
+    async def _answer_server_requests(self) -> None:
+        async for data in self._answers_rx:
+            await self._send_quietly(data)
+
+    def _dispatch(self, item: bytes | Oversized) -> None:
+        if isinstance(item, Oversized):
+            self._oversized(item)
+            return
+        try:
+            msg = rpc.decode_message(item)
+        except rpc.DecodeFailure as exc:
+            logger.warning(
+                "%s: skipped a stdout line that is not JSON-RPC (%s): %.200r",
+                self.alias,
+                exc.message,
+                item,
+                extra=log_extra(self.alias),
+            )
+            return
+        if isinstance(msg, rpc.Response | rpc.ErrorResponse):
+            slot = self._pending.get(msg.id) if msg.id is not None else None
+            if slot is None or slot.event.is_set():
+                logger.debug(
+                    "%s: dropped a response for id %r (late, unknown or duplicate)",
+                    self.alias,
+                    msg.id,
+                    extra=log_extra(self.alias),
+                )
+                return
+            if isinstance(msg, rpc.Response):
+                slot.result = msg.result
+            else:
+                slot.error = rpc.RPCError.from_object(msg.error)
+            slot.event.set()
+        elif isinstance(msg, rpc.Notification):
+            if self._on_notification is not None:
+                try:
+                    self._on_notification(msg)
+                except Exception:
+                    logger.exception("%s: notification handler failed", self.alias)
+        else:
+            self._server_request(msg)
+
+    def _server_request(self, req: rpc.Request) -> None:
+        # Legacy servers may ping us; mcpd offers no other client-side features.
+        if req.method == "ping":
+            reply = rpc.encode_result(req.id, {})
+        else:
+            reply = rpc.encode_error(
+                req.id, rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}"
+            )
+        try:
+            self._answers.send_nowait(reply)
+        except trio.WouldBlock:
+            logger.warning("%s: too many server requests at once; dropped one", self.alias)
+
+    def _oversized(self, item: Oversized) -> None:
+        m = _ID_AT_START.match(item.prefix)
+        slot = None
+        if m is not None:
+            rid: rpc.Id = msgspec.json.decode(m.group(1))
+            slot = self._pending.get(rid)
+        reason = f"{self.alias}: a message exceeded the {item.limit} byte line limit"
+        if slot is not None and not slot.event.is_set():
+            slot.error = TransportError(reason)
+            slot.event.set()
+        logger.warning("%s and was dropped", reason, extra=log_extra(self.alias, reason=reason))
+
+    def _stderr_line(self, item: bytes | Oversized) -> None:
+        raw = item.prefix + b"..." if isinstance(item, Oversized) else item
+        line = raw.decode("utf-8", "replace").rstrip()
+        self._tail.append(line)
+        if self._on_stderr is not None:
+            self._on_stderr(line)
+        else:
+            logger.info("%s: %s", self.alias, line, extra=log_extra(self.alias, "stderr"))
+
+    def _error(self, what: str) -> TransportClosed:
+        return TransportClosed(f"{self.alias} {what}", detail="\n".join(self._tail))
+
+    def _exit_error(self) -> TransportClosed:
+        return self._error(describe_exit(self.process.returncode))
+
+    def _close(self, error: TransportError) -> None:
+        if self.error is not None:
+            return
+        self.error = error
+        for slot in self._pending.values():
+            if not slot.event.is_set():
+                slot.error = error
+                slot.event.set()
+        self.closed.set()
+
+    async def _stop(self) -> None:
+        """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group."""
+        proc = self.process
+        with contextlib.suppress(Exception):
+            await proc.stdin.aclose()  # type: ignore[union-attr]
+        with trio.move_on_after(self.params.stdin_grace):
+            await proc.wait()
+        if proc.returncode is None:
+            _signal_group(proc.pid, signal.SIGTERM)
+            with trio.move_on_after(self.params.term_grace):
+                await proc.wait()
+        # Also after a clean exit: whatever the server left in its group goes too.
+        _signal_group(proc.pid, signal.SIGKILL)
+        with trio.move_on_after(self.params.term_grace):
+            await proc.wait()
+        self._close(self._exit_error())
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def spawn(
+    params: StdioParams, alias: str, base_env: Mapping[str, str] | None
+) -> trio.Process:
+    argv: Sequence[str] = [params.command, *params.args]
+    try:
+        return await trio.lowlevel.open_process(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_environment(params, base_env),
+            cwd=params.cwd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent(os.getpid()),
+        )
+    except OSError as exc:
+        raise _spawn_error(alias, params, exc) from None
+
+
+def _spawn_error(alias: str, params: StdioParams, exc: OSError) -> SpawnError:
+    what = f"{alias}: cannot start {params.command!r}"
+    if isinstance(exc, FileNotFoundError):
+        if params.cwd and not os.path.isdir(params.cwd):
+            return SpawnError(f"{what}: working directory {params.cwd!r} not found")
+        return SpawnError(f"{what}: command not found")
+    if isinstance(exc, PermissionError):
+        return SpawnError(f"{what}: permission denied (not executable?)")
+    return SpawnError(f"{what}: {exc.strerror or exc}")
+
+
+@contextlib.asynccontextmanager
+async def open_stdio_transport(
+    alias: str,
+    params: StdioParams,
+    *,
+    on_notification: NotificationHandler | None = None,
+    on_stderr: Callable[[str], None] | None = None,
+    base_env: Mapping[str, str] | None = None,
+) -> AsyncIterator[StdioTransport]:
+    """Spawn the server; on exit stop it and everything in its process group."""
+    process = await spawn(params, alias, base_env)
+    transport = StdioTransport(alias, process, params, on_notification, on_stderr)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(transport._read_stdout)
+            nursery.start_soon(transport._read_stderr)
+            nursery.start_soon(transport._watch_exit)
+            nursery.start_soon(transport._answer_server_requests)
+            try:
+                yield transport
+            finally:
+                with trio.CancelScope(shield=True):
+                    await transport._stop()
+                nursery.cancel_scope.cancel()
+    finally:
+        if process.returncode is None:
+            # Only reached if the shielded stop itself failed.
+            _signal_group(process.pid, signal.SIGKILL)
