@@ -131,11 +131,7 @@ class Breaker:
     def allow(self, now: float) -> Admission:
         if self._state == "closed":
             return self._admit
-        if self._state == "open":
-            if now < self._retry_at:
-                return self._refusal
-            self._move("half_open", now, None)
-        elif self._probe_out and now < self._retry_at:
+        if self.poll(now) == "open" or (self._probe_out and now < self._retry_at):
             return self._refusal
         # A new probe; an expired one's late report now carries a stale ticket.
         self._epoch += 1
@@ -196,10 +192,8 @@ class Breaker:
         return self._state
 
     def status(self, now: float) -> BreakerStatus:
+        """Counters for ``mcpd status``; applies a due open -> half_open move first."""
         self.poll(now)
-        retry_at: float | None = None
-        if self._state == "open" or self._probe_out:
-            retry_at = self._retry_at
         return BreakerStatus(
             state=self._state,
             consecutive_failures=self._consecutive,
@@ -209,7 +203,7 @@ class Breaker:
             last_transition_at=self._last_transition_at,
             reason=self._reason,
             since=self._since,
-            retry_at=retry_at,
+            retry_at=self._pending_retry(),
         )
 
     def _open(self, now: float, reason: str) -> None:
@@ -234,8 +228,11 @@ class Breaker:
             retry_at = self._retry_at if new == "open" else None
             self._on_transition(Transition(old, new, now, reason, retry_at))
 
+    def _pending_retry(self) -> float | None:
+        # Half-open without a probe out has no wait: the next caller becomes the probe.
+        return self._retry_at if self._state == "open" or self._probe_out else None
+
     def _refused(self) -> Admission:
-        retry_at = self._retry_at if self._state == "open" or self._probe_out else None
         return Admission(
-            False, self._state, self._epoch, False, self._reason, self._since, retry_at
+            False, self._state, self._epoch, False, self._reason, self._since, self._pending_retry()
         )

@@ -239,7 +239,10 @@ def test_untracked_reports_apply_to_current_state() -> None:
     b, _ = make()
     trip(b, 0.0)
     b.record_success(1.0)  # nothing can close an open breaker but a probe
+    b.record_failure(1.0, "late")  # nor push its retry time out
     assert state(b) == "open"
+    assert b.allow(1.0).retry_at == 5.0
+    assert b.allow(1.0).reason == "down"
     b.allow(5.0)
     b.record_failure(5.5, "probe failed")
     assert state(b) == "open"
