@@ -1,0 +1,447 @@
+"""Logging for mcpd: journald's native protocol with mcpd's fields, or readable lines.
+
+Code logs through stdlib ``logging`` and attaches structure with
+``extra=transports.base.log_extra(server, event, reason, stderr)``. Under systemd every
+record becomes one journal entry with ``MCPD_SERVER``, ``MCPD_EVENT``, ``MCPD_REASON``
+and ``MCPD_STDERR`` next to ``MESSAGE`` and ``PRIORITY``, so that
+``journalctl -u mcpd MCPD_EVENT=outage`` and ``journalctl -u mcpd MCPD_SERVER=tickets``
+work. Elsewhere each record is one line on stderr.
+
+The CLI calls ``setup_logging(args.log, args.log_level)`` once, before anything logs.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import datetime
+import errno
+import fcntl
+import logging
+import os
+import socket
+import stat
+import struct
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TextIO
+
+JOURNAL_SOCKET = "/run/systemd/journal/socket"
+IDENTIFIER = "mcpd"
+
+# The values MCPD_EVENT takes, for people writing journalctl queries.
+EVENTS = frozenset(
+    {
+        "outage",
+        "recovered",
+        "breaker_open",
+        "breaker_half_open",
+        "restart",
+        "crash_loop",
+        "spawn_failed",
+        "reload",
+        "stderr",
+    }
+)
+
+# LogRecord attribute (set through ``extra=``) -> journal field.
+RECORD_FIELDS: Mapping[str, str] = {
+    "mcpd_server": "MCPD_SERVER",
+    "mcpd_event": "MCPD_EVENT",
+    "mcpd_reason": "MCPD_REASON",
+    "mcpd_stderr": "MCPD_STDERR",
+    "mcpd_suppressed": "MCPD_SUPPRESSED",
+}
+
+# One field value is capped so that a runaway server cannot make us build (and journald
+# store) arbitrarily large entries. Well above anything a stderr tail or traceback needs.
+MAX_FIELD_BYTES = 1 << 20
+
+# How long one send may block when journald's queue is full. journald normally drains at
+# once (and the kernel's per-socket datagram queue can be as short as 10), so a short wait
+# absorbs bursts; past it we drop the record and count it rather than stall the event loop.
+SEND_TIMEOUT = 0.5
+
+
+def syslog_priority(levelno: int) -> int:
+    """syslog(3) priority for a ``logging`` level."""
+    if levelno >= logging.CRITICAL:
+        return 2
+    if levelno >= logging.ERROR:
+        return 3
+    if levelno >= logging.WARNING:
+        return 4
+    if levelno >= logging.INFO:
+        return 6
+    return 7
+
+
+def _message(record: logging.LogRecord) -> str:
+    """The message plus traceback/stack, as the default Formatter would put them."""
+    text = record.getMessage()
+    if record.exc_info and not record.exc_text:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    for extra in (record.exc_text, record.stack_info):
+        if extra:
+            text = f"{text}\n{extra}"
+    return text
+
+
+def _cap(value: bytes) -> bytes:
+    if len(value) <= MAX_FIELD_BYTES:
+        return value
+    dropped = len(value) - MAX_FIELD_BYTES
+    return value[:MAX_FIELD_BYTES] + f"\n[... {dropped} bytes truncated by mcpd]".encode()
+
+
+def encode_entry(fields: Iterable[tuple[str, str]]) -> bytes:
+    """Serialize fields in journald's native format.
+
+    ``NAME=value\\n`` when the value has no newline; otherwise ``NAME\\n``, the value's
+    length as a little-endian 64-bit integer, the value, ``\\n``.
+    """
+    out = bytearray()
+    for name, value in fields:
+        data = _cap(value.encode("utf-8", "backslashreplace"))
+        if b"\n" in data:
+            out += name.encode() + b"\n" + struct.pack("<Q", len(data)) + data + b"\n"
+        else:
+            out += name.encode() + b"=" + data + b"\n"
+    return bytes(out)
+
+
+def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
+    fields = [
+        ("MESSAGE", _message(record)),
+        ("PRIORITY", str(syslog_priority(record.levelno))),
+        ("SYSLOG_IDENTIFIER", identifier),
+    ]
+    # Records made by hand (makeLogRecord) may lack a name or source location.
+    optional: dict[str, object] = {"LOGGER": record.name, "CODE_FILE": record.pathname}
+    optional |= {"CODE_LINE": record.lineno or None, "CODE_FUNC": record.funcName}
+    optional |= {name: getattr(record, attr, None) for attr, name in RECORD_FIELDS.items()}
+    fields += [(name, str(value)) for name, value in optional.items() if value not in (None, "")]
+    return fields
+
+
+# --- rate limiting of server stderr ------------------------------------------------------
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float
+    suppressed: int = 0
+
+
+class StderrRateLimiter:
+    """A token bucket per server for records with ``mcpd_event == "stderr"``.
+
+    A chatty (or crash-looping) server must not flood the journal or drown other
+    servers' lines. Lines over the budget are counted; when the server's lines are
+    admitted again, one summary record ("N stderr lines from X suppressed") goes first.
+    All other records pass untouched.
+    """
+
+    def __init__(
+        self, burst: int = 50, rate: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.burst = burst
+        self.rate = rate
+        self.clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+
+    def admit(self, record: logging.LogRecord) -> list[logging.LogRecord]:
+        if getattr(record, "mcpd_event", None) != "stderr":
+            return [record]
+        server = str(getattr(record, "mcpd_server", "?"))
+        now = self.clock()
+        bucket = self._buckets.get(server)
+        if bucket is None:
+            bucket = self._buckets[server] = _Bucket(tokens=float(self.burst), stamp=now)
+        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.stamp) * self.rate)
+        bucket.stamp = now
+        if bucket.tokens < 1.0:
+            bucket.suppressed += 1
+            return []
+        bucket.tokens -= 1.0
+        if bucket.suppressed:
+            summary = self._summary(server, bucket.suppressed, record.name)
+            bucket.suppressed = 0
+            return [summary, record]
+        return [record]
+
+    def pending_summaries(self) -> list[logging.LogRecord]:
+        """Summaries for lines still suppressed (on shutdown nothing else would say so)."""
+        out = []
+        for server, bucket in self._buckets.items():
+            if bucket.suppressed:
+                out.append(self._summary(server, bucket.suppressed, "mcpd"))
+                bucket.suppressed = 0
+        return out
+
+    @staticmethod
+    def _summary(server: str, count: int, logger_name: str) -> logging.LogRecord:
+        return logging.makeLogRecord(
+            {
+                "name": logger_name,
+                "levelno": logging.WARNING,
+                "levelname": "WARNING",
+                "msg": "%d stderr lines from %s suppressed",
+                "args": (count, server),
+                "mcpd_server": server,
+                "mcpd_event": "stderr",
+                "mcpd_suppressed": count,
+            }
+        )
+
+
+# --- handlers ----------------------------------------------------------------------------
+
+
+class _RateLimitedHandler(logging.Handler):
+    def __init__(self, limiter: StderrRateLimiter | None = None) -> None:
+        super().__init__()
+        self.limiter = limiter or StderrRateLimiter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        for admitted in self.limiter.admit(record):
+            try:
+                self.write(admitted)
+            except Exception:
+                self.handleError(admitted)
+
+    def write(self, record: logging.LogRecord) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.acquire()
+        try:
+            for summary in self.limiter.pending_summaries():
+                try:
+                    self.write(summary)
+                except Exception:
+                    self.handleError(summary)
+        finally:
+            self.release()
+        super().close()
+
+
+class LineHandler(_RateLimitedHandler):
+    """One readable line per record: time, level, [server] event: message.
+
+    With ``syslog_prefix`` the time is left out and each line starts with ``<N>``: that
+    is the form journald's stdout/stderr stream parses into PRIORITY, used when we are
+    connected to journald but cannot use its native socket.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        syslog_prefix: bool = False,
+        limiter: StderrRateLimiter | None = None,
+    ) -> None:
+        super().__init__(limiter)
+        self.stream = stream
+        self.syslog_prefix = syslog_prefix
+
+    def format_record(self, record: logging.LogRecord) -> str:
+        server = getattr(record, "mcpd_server", None)
+        event = getattr(record, "mcpd_event", None)
+        reason = getattr(record, "mcpd_reason", None)
+        first, *rest = _message(record).split("\n")
+        head = ""
+        if server:
+            head += f"[{server}] "
+        if event:
+            head += f"{event}: "
+        line = head + first
+        if reason and reason not in first:
+            line += f" ({reason})"
+        more = [f"    | {text}" for text in rest]
+        tail = getattr(record, "mcpd_stderr", None)
+        if tail and event != "stderr":
+            more += [f"    stderr| {text}" for text in str(tail).split("\n")]
+        if self.syslog_prefix:
+            prefix = f"<{syslog_priority(record.levelno)}>"
+            return "".join(f"{prefix}{text}\n" for text in [line, *more])
+        stamp = datetime.datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S")
+        lead = f"{stamp}.{int(record.msecs):03d} {record.levelname:<8} "
+        return "".join(f"{text}\n" for text in [lead + line, *more])
+
+    def write(self, record: logging.LogRecord) -> None:
+        stream = self.stream if self.stream is not None else sys.stderr
+        stream.write(self.format_record(record))
+        stream.flush()
+
+
+class JournalHandler(_RateLimitedHandler):
+    """Writes each record as one entry to journald's native socket.
+
+    Entries too big for one datagram go through a sealed memfd, as the protocol allows,
+    so large tracebacks and stderr tails arrive whole (fields are still capped at
+    MAX_FIELD_BYTES). When the socket cannot be used at all the record is written to
+    ``fallback`` as a ``<N>``-prefixed line instead, so nothing is lost silently.
+    """
+
+    def __init__(
+        self,
+        path: str = JOURNAL_SOCKET,
+        *,
+        identifier: str = IDENTIFIER,
+        fallback: LineHandler | None = None,
+        limiter: StderrRateLimiter | None = None,
+    ) -> None:
+        super().__init__(limiter)
+        self.path = path
+        self.identifier = identifier
+        self.fallback = fallback or LineHandler(syslog_prefix=True)
+        self.dropped = 0
+        self._failed = False
+        # Unconnected: each send names the path, so a restarted journald is picked up.
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.settimeout(SEND_TIMEOUT)
+        # A bigger send buffer means fewer entries need the memfd path (the kernel caps it).
+        with contextlib.suppress(OSError):
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
+
+    def write(self, record: logging.LogRecord) -> None:
+        fields = record_fields(record, self.identifier)
+        if self.dropped:
+            note = f"{self.dropped} log records dropped: journald was not keeping up"
+            fields.append(("MCPD_DROPPED", str(self.dropped)))
+            fields[0] = ("MESSAGE", f"{fields[0][1]}\n({note})")
+        try:
+            self._send(encode_entry(fields))
+        except TimeoutError:
+            self.dropped += 1
+            return
+        except OSError as exc:
+            if not self._failed:
+                self._failed = True
+                self.fallback.write(
+                    logging.makeLogRecord(
+                        {
+                            "levelno": logging.WARNING,
+                            "levelname": "WARNING",
+                            "msg": "journal socket %s unusable (%s); logging to stderr",
+                            "args": (self.path, exc),
+                        }
+                    )
+                )
+            self.fallback.write(record)
+            return
+        self.dropped = 0
+        self._failed = False
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self._sock.sendto(data, self.path)
+        except OSError as exc:
+            if exc.errno not in (errno.EMSGSIZE, errno.ENOBUFS):
+                raise
+            self._send_memfd(data)
+
+    def _send_memfd(self, data: bytes) -> None:
+        fd = os.memfd_create("mcpd-journal", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            # journald only accepts a memfd that can no longer change under it.
+            fcntl.fcntl(
+                fd,
+                fcntl.F_ADD_SEALS,
+                fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL,
+            )
+            rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]).tobytes())]
+            self._sock.sendmsg([], rights, 0, self.path)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        super().close()
+        self._sock.close()
+
+
+# --- mode selection ----------------------------------------------------------------------
+
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
+LEVELS |= {"error": logging.ERROR, "critical": logging.CRITICAL}
+
+
+def journal_stream_matches(environ: Mapping[str, str] | None = None, fd: int = 2) -> bool:
+    """True when ``fd`` is the journal stream systemd connected (``$JOURNAL_STREAM`` is
+    ``device:inode`` of it). A redirected stderr no longer matches, and then plain lines
+    are what the reader expects."""
+    env = os.environ if environ is None else environ
+    try:
+        dev, ino = (int(part) for part in env.get("JOURNAL_STREAM", "").split(":"))
+        st = os.fstat(fd)
+    except (ValueError, OSError):
+        return False
+    return (st.st_dev, st.st_ino) == (dev, ino)
+
+
+def make_handler(
+    mode: str,
+    *,
+    stream: TextIO | None = None,
+    environ: Mapping[str, str] | None = None,
+    journal_socket: str = JOURNAL_SOCKET,
+) -> logging.Handler:
+    """The handler for ``--log auto|journal|stderr``."""
+    if mode not in ("auto", "journal", "stderr"):
+        raise ValueError(f"--log must be auto, journal or stderr, not {mode!r}")
+    if mode == "stderr" or (mode == "auto" and not _stream_is_journal(environ, stream)):
+        return LineHandler(stream)
+    fallback = LineHandler(stream, syslog_prefix=True)
+    if not _is_socket(journal_socket):
+        return fallback
+    return JournalHandler(journal_socket, fallback=fallback)
+
+
+def _stream_is_journal(environ: Mapping[str, str] | None, stream: TextIO | None) -> bool:
+    try:
+        fd = 2 if stream is None else stream.fileno()
+    except (OSError, ValueError):  # an in-memory stream has no fileno()
+        return False
+    return journal_stream_matches(environ, fd)
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def setup_logging(
+    mode: str = "auto",
+    level: str = "info",
+    *,
+    stream: TextIO | None = None,
+    environ: Mapping[str, str] | None = None,
+    journal_socket: str = JOURNAL_SOCKET,
+) -> logging.Handler:
+    """Install mcpd's handler on the root logger (replacing one installed before).
+
+    ``mode``: ``auto`` (journald when stderr is systemd's journal stream, else lines),
+    ``journal`` or ``stderr``. ``level``: debug, info, warning, error or critical.
+    Raises ValueError on a bad mode or level.
+    """
+    try:
+        levelno = LEVELS[level.lower()]
+    except KeyError:
+        raise ValueError(f"unknown log level {level!r}") from None
+    handler = make_handler(mode, stream=stream, environ=environ, journal_socket=journal_socket)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _RateLimitedHandler)]:
+        root.removeHandler(old)
+        old.close()
+    root.addHandler(handler)
+    root.setLevel(levelno)
+    return handler
