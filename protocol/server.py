@@ -7,7 +7,7 @@ modern requests, and shapes results the way each era expects them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -17,6 +17,8 @@ from . import mcp
 
 _meta_probe = msgspec.json.Decoder(mcp.MetaOnlyParams)
 
+R = TypeVar("R", bound=msgspec.Struct)
+
 
 class RequestContext(msgspec.Struct):
     """What the server learned from one request's envelope."""
@@ -25,6 +27,13 @@ class RequestContext(msgspec.Struct):
     version: str
     meta: mcp.Meta
     capabilities: dict[str, Any]
+
+    @property
+    def progress_token(self) -> str | int | None:
+        """The request's ``_meta.progressToken``, if it asked for progress."""
+        token = self.meta.get(mcp.KEY_PROGRESS_TOKEN)
+        valid = isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
+        return token if valid else None
 
 
 class ServerSession:
@@ -38,12 +47,16 @@ class ServerSession:
         *,
         modern_versions: tuple[str, ...] = mcp.MODERN_VERSIONS,
         legacy_versions: tuple[str, ...] = mcp.LEGACY_VERSIONS,
+        ttl_ms: int = 0,
+        cache_scope: str = "public",
     ) -> None:
         self.info = info
         self.capabilities = capabilities
         self.instructions = instructions
         self.modern_versions = modern_versions
         self.legacy_versions = legacy_versions
+        self.ttl_ms = ttl_ms
+        self.cache_scope = cache_scope
         self.legacy_version: str | None = None
         self.legacy_capabilities: dict[str, Any] = {}
         self.client_info: Any = None
@@ -81,13 +94,12 @@ class ServerSession:
         return RequestContext("modern", version, meta or {}, caps)
 
     def discover(self, ctx: RequestContext) -> mcp.DiscoverResult:
-        return mcp.DiscoverResult(
+        result = mcp.DiscoverResult(
             supportedVersions=list(self.modern_versions),
             capabilities=self.capabilities,
             instructions=self.instructions if self.instructions else UNSET,
-            ttlMs=0,
-            cacheScope="public",
         )
+        return self.complete(ctx, result, cacheable=True)
 
     def initialize(self, params: Raw | None) -> mcp.InitializeResult:
         p = rpc.decode_as(params, mcp.InitializeParams)
@@ -111,6 +123,27 @@ class ServerSession:
             meta = result.setdefault("_meta", {})
             meta.setdefault(mcp.KEY_SERVER_INFO, self.info)
         return result
+
+    def complete(self, ctx: RequestContext, result: R, *, cacheable: bool = False) -> R:
+        """``finish`` for a result struct with ``resultType`` and ``_meta`` fields.
+
+        ``cacheable`` results (discover and the list methods) also get ``ttlMs`` and
+        ``cacheScope``, which modern clients require on them. Fields the caller
+        already set are kept; legacy results are returned unchanged.
+        """
+        if ctx.era != "modern":
+            return result
+        meta = dict(getattr(result, "meta", None) or {})
+        meta.setdefault(mcp.KEY_SERVER_INFO, self.info)
+        changes: dict[str, Any] = {"meta": meta}
+        if getattr(result, "resultType", UNSET) is UNSET:
+            changes["resultType"] = mcp.COMPLETE
+        if cacheable:
+            if getattr(result, "ttlMs", UNSET) in (UNSET, None):
+                changes["ttlMs"] = self.ttl_ms
+            if getattr(result, "cacheScope", UNSET) is UNSET:
+                changes["cacheScope"] = self.cache_scope
+        return msgspec.structs.replace(result, **changes)
 
 
 def _request_meta(params: Raw | None) -> mcp.Meta | None:
