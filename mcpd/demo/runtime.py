@@ -1,0 +1,464 @@
+"""A small MCP server runtime for the bundled demo servers and for test servers.
+
+A ``DemoServer`` holds tools (a name, a JSON Schema for the arguments, an async
+handler) and answers MCP requests of both eras; ``stdio.py`` and ``http.py`` carry
+those requests over a byte stream or Streamable HTTP. The era rules themselves
+(``_meta`` checks, discover, initialize) live in ``protocol.server``.
+
+    server = DemoServer("echo")
+
+    @server.tool("Say it back.", object_schema({"text": {"type": "string"}}, ["text"]))
+    async def echo(args: dict[str, Any], ctx: ToolContext) -> str:
+        await ctx.progress(1, 1)
+        return args["text"]
+
+    run(server)  # stdio, or --http HOST:PORT [--ready-file F]
+
+Tools can be added and removed while the server runs; clients that asked for
+``list_changed`` notifications get one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple, NoReturn, TypeAlias
+
+import msgspec
+import trio
+from msgspec import UNSET, Raw, UnsetType
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.server import RequestContext, ServerSession
+
+from .http import serve_http
+from .stdio import serve_stdio
+
+log = logging.getLogger("mcpd.demo")
+
+Notify: TypeAlias = Callable[[bytes], Awaitable[None]]
+"""Sends one encoded notification on the stream that carries the request's response."""
+
+ToolOutput: TypeAlias = str | mcp.CallToolResult
+Handler: TypeAlias = Callable[[dict[str, Any], "ToolContext"], Awaitable[ToolOutput]]
+
+
+class ToolError(Exception):
+    """Raise from a handler to fail the call with exactly this text (``isError``)."""
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    handler: Handler
+    annotations: Mapping[str, Any] | None = None
+    title: str | None = None
+
+    def wire(self) -> mcp.Tool:
+        return mcp.Tool(
+            name=self.name,
+            title=self.title if self.title is not None else UNSET,
+            description=self.description,
+            inputSchema=Raw(msgspec.json.encode(self.input_schema)),
+            annotations=dict(self.annotations) if self.annotations is not None else UNSET,
+        )
+
+
+def object_schema(
+    properties: Mapping[str, Mapping[str, Any]], required: Sequence[str] = ()
+) -> dict[str, Any]:
+    """An ``inputSchema`` that accepts exactly these properties."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": dict(properties),
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+class ToolContext:
+    """What a handler may use besides its arguments."""
+
+    def __init__(
+        self, server: DemoServer, request: RequestContext, request_id: rpc.Id, notify: Notify
+    ) -> None:
+        self.server = server
+        self.request = request
+        self.request_id = request_id
+        self._notify = notify
+
+    @property
+    def progress_token(self) -> str | int | None:
+        return self.request.progress_token
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress, if the client asked for it with a ``progressToken``."""
+        token = self.progress_token
+        if token is None:
+            return
+        params = mcp.ProgressParams(
+            progressToken=token,
+            progress=progress,
+            total=total if total is not None else UNSET,
+            message=message if message is not None else UNSET,
+        )
+        await self._notify(rpc.encode_notification("notifications/progress", params))
+
+
+class Reply(NamedTuple):
+    """An encoded response, and its error code when it is an error (HTTP maps it)."""
+
+    message: bytes
+    error_code: int | None = None
+
+
+class _Empty(msgspec.Struct):
+    pass
+
+
+class _ListenFilter(msgspec.Struct):
+    toolsListChanged: bool = False
+
+
+class _ListenParams(msgspec.Struct):
+    notifications: _ListenFilter = msgspec.field(default_factory=_ListenFilter)
+
+
+class _SubscriptionParams(msgspec.Struct, omit_defaults=True):
+    meta: mcp.Meta = msgspec.field(name="_meta")
+    notifications: dict[str, Any] | UnsetType = UNSET
+
+
+class DemoServer:
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        tools: Iterable[ToolDef] = (),
+        page_size: int | None = None,
+        instructions: str | None = None,
+    ) -> None:
+        self.info = mcp.Implementation(name=name, version=version)
+        self.instructions = instructions
+        self.page_size = page_size
+        self.capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
+        self._tools: dict[str, ToolDef] = {t.name: t for t in tools}
+        # Part of every cursor, so a cursor from before a change is refused, not misread.
+        self._generation = 0
+        self._changed = trio.Event()
+
+    # --- the tool table -----------------------------------------------------------
+
+    @property
+    def tools(self) -> list[ToolDef]:
+        return list(self._tools.values())
+
+    def tool(
+        self,
+        description: str,
+        input_schema: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        title: str | None = None,
+    ) -> Callable[[Handler], Handler]:
+        """Decorator: register the handler as a tool named after the function."""
+
+        def register(handler: Handler) -> Handler:
+            tool_name = name if name is not None else getattr(handler, "__name__", "")
+            schema = input_schema if input_schema is not None else object_schema({})
+            self.add_tool(ToolDef(tool_name, description, schema, handler, annotations, title))
+            return handler
+
+        return register
+
+    def add_tool(self, tool: ToolDef) -> None:
+        """Add or replace a tool; listeners hear about it."""
+        self._tools[tool.name] = tool
+        self._tools_changed()
+
+    def remove_tool(self, name: str) -> None:
+        if self._tools.pop(name, None) is not None:
+            self._tools_changed()
+
+    def _tools_changed(self) -> None:
+        self._generation += 1
+        fired, self._changed = self._changed, trio.Event()
+        fired.set()
+
+    async def announce_tool_changes(
+        self,
+        notify: Notify,
+        subscription_id: rpc.Id | None = None,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> NoReturn:
+        """Send ``notifications/tools/list_changed`` after every change from now on.
+
+        Changes that come quicker than the client reads are announced once.
+        """
+        seen = self._changed
+        task_status.started()
+        params: Any = UNSET
+        if subscription_id is not None:
+            params = _SubscriptionParams(meta={mcp.KEY_SUBSCRIPTION_ID: subscription_id})
+        message = rpc.encode_notification("notifications/tools/list_changed", params)
+        while True:
+            await seen.wait()
+            seen = self._changed
+            await notify(message)
+
+    # --- requests -----------------------------------------------------------------
+
+    def new_session(self) -> ServerSession:
+        """Lifecycle state for one connection (stdio) or one legacy HTTP session."""
+        return ServerSession(self.info, self.capabilities, self.instructions)
+
+    async def handle(
+        self,
+        session: ServerSession,
+        req: rpc.Request,
+        notify: Notify,
+        ctx: RequestContext | None = None,
+    ) -> Reply:
+        """Answer one request. ``ctx`` is passed when the transport already made it."""
+        try:
+            result = await self._dispatch(session, req, notify, ctx)
+        except rpc.RPCError as exc:
+            return Reply(rpc.encode_error_object(req.id, exc.to_object()), exc.code)
+        except rpc.InvalidParams as exc:
+            code = rpc.INVALID_PARAMS
+            return Reply(rpc.encode_error(req.id, code, f"Invalid params: {exc}"), code)
+        return Reply(rpc.encode_result(req.id, result))
+
+    async def _dispatch(
+        self,
+        session: ServerSession,
+        req: rpc.Request,
+        notify: Notify,
+        ctx: RequestContext | None,
+    ) -> Any:
+        if req.method == "initialize":
+            return session.initialize(req.params)
+        if ctx is None:
+            ctx = session.context(req)
+        modern = ctx.era == "modern"
+        match req.method:
+            case "tools/list":
+                return session.complete(ctx, self._list(req.params), cacheable=True)
+            case "tools/call":
+                return session.complete(ctx, await self._call(ctx, req, notify))
+            case "server/discover" if modern:
+                return session.discover(ctx)
+            case "subscriptions/listen" if modern:
+                await self._listen(req, notify)
+            case "ping" if not modern:
+                return _Empty()
+        raise rpc.RPCError(rpc.METHOD_NOT_FOUND, "Method not found", req.method)
+
+    def _list(self, params: Raw | None) -> mcp.ListToolsResult:
+        p = rpc.decode_as(params, mcp.ListToolsParams)
+        tools = self.tools
+        start = 0 if p.cursor is UNSET or p.cursor is None else self._offset(p.cursor)
+        end = len(tools) if self.page_size is None else start + self.page_size
+        more = end < len(tools)
+        return mcp.ListToolsResult(
+            tools=[t.wire() for t in tools[start:end]],
+            nextCursor=self._cursor(end) if more else UNSET,
+        )
+
+    def _cursor(self, offset: int) -> str:
+        raw = f"{self._generation}:{offset}".encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    def _offset(self, cursor: str) -> int:
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+            generation, offset = (int(part) for part in raw.decode().split(":"))
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
+        if generation != self._generation:
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS, "Cursor expired: the tool list changed; list from the start"
+            )
+        if not 0 < offset <= len(self._tools):
+            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
+        return offset
+
+    async def _call(
+        self, ctx: RequestContext, req: rpc.Request, notify: Notify
+    ) -> mcp.CallToolResult:
+        p = rpc.decode_as(req.params, mcp.CallToolParams)
+        tool = self._tools.get(p.name)
+        if tool is None:
+            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown tool: {p.name}")
+        args: Any = {}
+        if p.arguments is not UNSET:
+            args = msgspec.json.decode(p.arguments)
+        if args is None:
+            args = {}
+        problem = check_arguments(tool.input_schema, args)
+        if problem is not None:
+            return mcp.text_result(f"Invalid arguments for {tool.name}: {problem}", is_error=True)
+        try:
+            out = await tool.handler(args, ToolContext(self, ctx, req.id, notify))
+        except ToolError as exc:
+            return mcp.text_result(str(exc), is_error=True)
+        except Exception as exc:
+            log.exception("tool %s failed", tool.name)
+            message = f"{tool.name} failed: {type(exc).__name__}: {exc}"
+            return mcp.text_result(message, is_error=True)
+        return mcp.text_result(out) if isinstance(out, str) else out
+
+    async def _listen(self, req: rpc.Request, notify: Notify) -> NoReturn:
+        # The subscription lasts until the client cancels it (stdio) or hangs up (HTTP).
+        p = rpc.decode_as(req.params, _ListenParams)
+        honoured = {"toolsListChanged": True} if p.notifications.toolsListChanged else {}
+        ack = _SubscriptionParams(meta={mcp.KEY_SUBSCRIPTION_ID: req.id}, notifications=honoured)
+        async with trio.open_nursery() as nursery:
+            if honoured:
+                await nursery.start(self.announce_tool_changes, notify, req.id)
+            await notify(rpc.encode_notification("notifications/subscriptions/acknowledged", ack))
+            await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+# --- arguments ------------------------------------------------------------------------
+
+_JSON_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def check_arguments(schema: Mapping[str, Any], args: Any) -> str | None:
+    """What is wrong with ``args``, or None. Checks the keywords the demo tools use."""
+    if not isinstance(args, dict):
+        return "arguments must be an object"
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    for name in schema.get("required", ()):
+        if name not in args:
+            return f"missing required argument {name!r}"
+    for name, value in args.items():
+        sub = properties.get(name)
+        if sub is None:
+            if schema.get("additionalProperties") is False:
+                return f"unexpected argument {name!r}"
+            continue
+        problem = _check_value(sub, value)
+        if problem is not None:
+            return f"argument {name!r} {problem}"
+    return None
+
+
+def _check_value(schema: Mapping[str, Any], value: Any) -> str | None:
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _JSON_TYPES:
+        ok = isinstance(value, _JSON_TYPES[kind])
+        # JSON has one number type: 2.0 is an integer, and true is not one.
+        if kind == "integer" and isinstance(value, float):
+            ok = value.is_integer()
+        if kind in ("integer", "number") and isinstance(value, bool):
+            ok = False
+        if not ok:
+            return f"must be of type {kind}, got {type(value).__name__}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"must be one of {schema['enum']!r}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"must be at least {schema['minimum']}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"must be at most {schema['maximum']}"
+    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
+        return f"must have at least {schema['minLength']} characters"
+    return None
+
+
+# --- running --------------------------------------------------------------------------
+
+
+def _parse_args(argv: Sequence[str] | None, server: DemoServer) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=f"The {server.info.name} MCP demo server (stdio unless --http)."
+    )
+    parser.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp")
+    parser.add_argument(
+        "--ready-file", metavar="PATH", help="with --http: write the bound port here when ready"
+    )
+    parser.add_argument("--page-size", type=int, help="tools per tools/list page")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    if args.page_size is not None and args.page_size < 1:
+        parser.error("--page-size must be at least 1")
+    if args.http is not None:
+        host, sep, port = args.http.rpartition(":")
+        if not sep or not port.isdigit():
+            parser.error("--http wants HOST:PORT, e.g. 127.0.0.1:0")
+        args.host, args.port = host.strip("[]") or "127.0.0.1", int(port)
+    elif args.ready_file is not None:
+        parser.error("--ready-file needs --http")
+    return args
+
+
+def run(server: DemoServer, argv: Sequence[str] | None = None) -> None:
+    """Command-line entry point: serve ``server`` on stdio or HTTP until EOF or a signal."""
+    args = _parse_args(argv, server)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    if args.page_size is not None:
+        server.page_size = args.page_size
+    trio.run(_main, server, args)
+
+
+async def _main(server: DemoServer, args: argparse.Namespace) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+        if args.http is not None:
+            await serve_http(server, args.host, args.port, ready_file=args.ready_file)
+        else:
+            await _serve_process_stdio(server)
+            nursery.cancel_scope.cancel()
+
+
+async def _stop_on_signal(scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("stopping on %s", signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
+async def _serve_process_stdio(server: DemoServer) -> None:
+    # Only protocol messages may reach stdout: keep a private copy of it for them and
+    # point fd 1 (and print) at stderr, so a stray print cannot corrupt the stream.
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        async with trio.lowlevel.FdStream(in_fd) as stdin, trio.lowlevel.FdStream(out_fd) as out:
+            await serve_stdio(server, stdin, out)
+    finally:
+        log.info("%s stopped", server.info.name)
