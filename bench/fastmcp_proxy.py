@@ -1,0 +1,38 @@
+"""A FastMCP 4.x proxy that mounts one stdio server and serves it over stdio.
+
+Runs in its own venv (``bench/.venv-fastmcp``, made by ``bench.run``), since FastMCP is not
+a dependency of mcpd. The proxy is built the way FastMCP documents it: ``create_proxy`` on
+a stdio transport, mounted under a namespace on a parent server, so the echo server's tool
+``echo`` is served as ``echo_echo``.
+
+    bench/.venv-fastmcp/bin/python bench/fastmcp_proxy.py -- python bench/echo_server.py
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from fastmcp import FastMCP
+from fastmcp.client.transports import StdioTransport
+from fastmcp.server import create_proxy
+
+NAMESPACE = "echo"
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        sys.exit("usage: fastmcp_proxy.py -- COMMAND [ARGS...]")
+    # INFO lines per request would make the proxy pay for logging that mcpd does not do.
+    logging.getLogger("fastmcp").setLevel(logging.WARNING)
+    backend = create_proxy(StdioTransport(command=argv[0], args=argv[1:]), name="echo-backend")
+    front = FastMCP("bench-fastmcp-proxy")
+    front.mount(backend, namespace=NAMESPACE)
+    front.run("stdio", show_banner=False)
+
+
+if __name__ == "__main__":
+    main()
