@@ -5,7 +5,7 @@ calls it unconditionally. The intended start-up order in ``mcpd serve`` is::
 
     journal.setup_logging(args.log, args.log_level)     # reads $JOURNAL_STREAM
     sd = systemd.SystemdEnv.take()                       # reads, then unsets, the rest
-    listener = systemd.adopt_listener(sd.sockets)        # None -> bind our own socket
+    listener = systemd.adopt_listener(sd.sockets, systemd.API_FDNAME)  # None: bind our own
     async with trio.open_nursery() as nursery:
         await nursery.start(systemd.run_watchdog, sd.notifier)
         await nursery.start(systemd.run_test_faults, sd.notifier, sd.faults, sd.wedge_seconds)
@@ -61,6 +61,8 @@ MAIN_PROCESS_ONLY_VARS: frozenset[str] = frozenset(
 )
 
 SD_LISTEN_FDS_START = 3
+# FileDescriptorName= of the API socket in systemd/mcpd.socket.
+API_FDNAME = "api"
 
 # A send to PID 1 normally completes at once. The timeout only bounds the worst case
 # (the receiver's queue is full because the manager is busy): we would rather lose one

@@ -1,0 +1,89 @@
+"""The shipped unit files: `systemd-analyze verify` accepts them, and they say what mcpd
+relies on. Verify needs ExecStart's binary to exist, so a drop-in points it at a stub."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcpd import systemd as sd
+from tests.conftest import ROOT
+
+UNITS = ROOT / "systemd"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed"
+)
+
+
+def _verify(tmp_path: Path, units: list[Path], *, user: bool) -> None:
+    for unit in units:
+        shutil.copy(unit, tmp_path / unit.name)
+    stub = tmp_path / "mcpd-stub"
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
+    dropin = tmp_path / "mcpd.service.d"
+    dropin.mkdir()
+    (dropin / "stub.conf").write_text(f"[Service]\nExecStart=\nExecStart={stub} serve\n")
+    runtime = tmp_path / "xdg-runtime"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "SYSTEMD_LOG_LEVEL": "notice"}
+    cmd = ["systemd-analyze", *(["--user"] if user else []), "verify", "--man=no"]
+    proc = subprocess.run(
+        [*cmd, *(str(tmp_path / u.name) for u in units)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    # verify exits 0 on unknown keys or bad values but complains on stderr.
+    assert (proc.returncode, proc.stdout + proc.stderr) == (0, "")
+
+
+def test_system_units_verify(tmp_path: Path) -> None:
+    _verify(tmp_path, [UNITS / "mcpd.service", UNITS / "mcpd.socket"], user=False)
+
+
+def test_user_units_verify(tmp_path: Path) -> None:
+    _verify(tmp_path, [UNITS / "user/mcpd.service", UNITS / "user/mcpd.socket"], user=True)
+
+
+def _settings(path: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in path.read_text().splitlines():
+        if "=" in line and not line.startswith(("#", "[")):
+            key, value = line.split("=", 1)
+            out.setdefault(key, []).append(value)
+    return out
+
+
+def test_system_service_settings() -> None:
+    s = _settings(UNITS / "mcpd.service")
+    assert s["Type"] == ["notify"]
+    assert s["ExecStart"] == ["/usr/local/bin/mcpd serve --config /etc/mcpd/config.toml"]
+    assert s["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
+    assert s["WatchdogSec"] == ["30s"]
+    assert s["Restart"] == ["on-failure"]
+    assert s["KillMode"] == ["control-group"]
+    assert s["RuntimeDirectory"] == ["mcpd"] and s["StateDirectory"] == ["mcpd"]
+    assert s["User"] == ["mcpd"]
+    for key in ("NoNewPrivileges", "PrivateTmp", "RestrictSUIDSGID", "LockPersonality"):
+        assert s[key] == ["yes"], key
+    assert s["ProtectSystem"] == ["strict"] and s["ProtectHome"] == ["read-only"]
+
+
+def test_sockets_match_what_mcpd_adopts() -> None:
+    system = _settings(UNITS / "mcpd.socket")
+    assert system["ListenStream"] == ["/run/mcpd/mcpd.sock"]
+    assert system["SocketMode"] == ["0660"] and system["SocketGroup"] == ["mcpd"]
+    user = _settings(UNITS / "user/mcpd.socket")
+    assert user["ListenStream"] == ["%t/mcpd/mcpd.sock"]
+    for s in (system, user):
+        assert s["FileDescriptorName"] == [sd.API_FDNAME]
+        assert s["Accept"] == ["no"]
+    sysusers = (UNITS / "mcpd.sysusers").read_text()
+    assert "\nu mcpd - " in sysusers
