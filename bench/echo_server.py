@@ -8,11 +8,11 @@ results carry ``resultType``); anything else is served the legacy way (``initial
 Tools: ``echo`` returns its ``text`` argument as one text block; ``--tools N`` adds
 ``tool_0001`` ... so the server exposes N tools (all echo), listed in pages of ``--page-size``.
 
-Only the standard library and msgspec are imported, and http.server only with ``--http``,
-so that fifty of these start quickly.
+Only the standard library and msgspec are imported (http.server only with ``--http``;
+``--stdlib-json`` skips msgspec too, so that fifty of these start quickly).
 
     python bench/echo_server.py [--tools N] [--page-size P] [--sleep S]
-                                [--http PORT [--ready-file PATH]]
+                                [--http PORT [--ready-file PATH]] [--stdlib-json]
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import os
 import sys
 import time
 from typing import Any
-
-import msgspec
 
 MODERN = "2026-07-28"
 LEGACY = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -55,70 +53,38 @@ HTTP_STATUS = {
 }
 
 
-class Envelope(msgspec.Struct):
-    version: str | None = msgspec.field(name=KEY_VERSION, default=None)
-    capabilities: dict[str, Any] | None = msgspec.field(name=KEY_CAPS, default=None)
-
-
-class Arguments(msgspec.Struct):
-    # Kept as the raw JSON string: it goes back out byte for byte, so a 16 KiB text is
-    # never decoded and re-encoded.
-    text: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
-
-
-class Params(msgspec.Struct):
-    meta: Envelope | None = msgspec.field(name="_meta", default=None)
-    name: str | None = None
-    arguments: Arguments | None = None
-    cursor: str | None = None
-    protocolVersion: str | None = None
-
-
-class Message(msgspec.Struct):
-    id: int | str | None = None
-    method: str | None = None
-    params: Params | None = None
-
-
-class IdOnly(msgspec.Struct):
-    id: int | str | None = None
-
-
-class TextBlock(msgspec.Struct, tag_field="type", tag="text"):
-    text: msgspec.Raw
-
-
-class CallResult(msgspec.Struct, omit_defaults=True):
-    content: list[TextBlock]
-    isError: bool = False
-    resultType: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(name="_meta", default=None)
-
-
-class Response(msgspec.Struct, kw_only=True):
-    jsonrpc: str = "2.0"
-    id: int | str | None
-    result: Any
-
-
-class ErrorBody(msgspec.Struct, omit_defaults=True):
-    code: int
-    message: str
-    data: Any = None
-
-
-class ErrorResponse(msgspec.Struct, kw_only=True):
-    jsonrpc: str = "2.0"
-    id: int | str | None
-    error: ErrorBody
-
-
 class RPCError(Exception):
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
+
+
+class Codec:
+    """msgspec when it can be imported, else the json module (``--stdlib-json``).
+
+    Importing msgspec costs a Python process about 45 ms of CPU; the scale run starts fifty
+    servers on two cores, where that alone would dominate the daemon's start-up time.
+    """
+
+    def __init__(self, stdlib: bool) -> None:
+        if not stdlib:
+            try:
+                import msgspec
+            except ImportError:
+                stdlib = True
+        if stdlib:
+            import json
+
+            self.decode = json.loads
+            self.encode = lambda obj: json.dumps(obj, separators=(",", ":")).encode()
+            self.errors: tuple[type[Exception], ...] = (ValueError,)
+        else:
+            self.decode = msgspec.json.decode
+            self.encode = msgspec.json.Encoder().encode
+            self.errors = (msgspec.DecodeError,)
+        self.name = "json" if stdlib else "msgspec"
 
 
 def make_tools(count: int) -> list[dict[str, Any]]:
@@ -144,52 +110,54 @@ def make_tools(count: int) -> list[dict[str, Any]]:
 class EchoCore:
     """Turns one request line into one response line; shared by stdio and HTTP."""
 
-    def __init__(self, tool_count: int, page_size: int) -> None:
+    def __init__(self, codec: Codec, tool_count: int, page_size: int) -> None:
+        self.codec = codec
         self.tools = make_tools(max(1, tool_count))
         self.tool_names = frozenset(t["name"] for t in self.tools)
         self.page_size = max(1, page_size)
-        self.decode = msgspec.json.Decoder(Message).decode
-        self.encode = msgspec.json.Encoder().encode
-        # Pages never change, so they are encoded once per era and spliced in as Raw.
-        self.pages: dict[tuple[bool, int], msgspec.Raw] = {}
+        # Pages never change: each is encoded once per era and spliced into the response.
+        self.pages: dict[tuple[bool, int], bytes] = {}
 
     def handle(self, line: bytes, http_headers: Any = None) -> tuple[bytes | None, int]:
-        """Returns (response line without newline or None for a notification, error code)."""
+        """(response line without newline, or None for a notification; JSON-RPC error code)."""
         try:
-            msg = self.decode(line)
-        except msgspec.DecodeError as exc:
-            return self._bad_message(line, exc)
-        if msg.method is None:
-            return None, 0  # a response from the client; this server never sends requests
-        if msg.id is None:
-            return None, 0  # notifications/initialized, notifications/cancelled, ...
+            msg = self.codec.decode(line)
+        except self.codec.errors as exc:
+            return self._error(None, RPCError(PARSE_ERROR, f"Parse error: {exc}")), PARSE_ERROR
+        if not isinstance(msg, dict):
+            return self._error(None, RPCError(INVALID_REQUEST, "Invalid request")), INVALID_REQUEST
+        msg_id = msg.get("id")
+        if "method" not in msg or msg_id is None:
+            # A notification (notifications/initialized, notifications/cancelled), or a
+            # response, although this server never sends requests.
+            return None, 0
         try:
             result = self._dispatch(msg, http_headers)
         except RPCError as exc:
-            return self._error(msg.id, exc), exc.code
-        return self.encode(Response(id=msg.id, result=result)), 0
+            return self._error(msg_id, exc), exc.code
+        encode = self.codec.encode
+        if isinstance(result, bytes):  # a pre-encoded tools/list page
+            head = encode({"jsonrpc": "2.0", "id": msg_id})[:-1]
+            return head + b',"result":' + result + b"}", 0
+        return encode({"jsonrpc": "2.0", "id": msg_id, "result": result}), 0
 
-    def _bad_message(self, line: bytes, exc: Exception) -> tuple[bytes, int]:
-        """Valid JSON of the wrong shape still gets its id back, with -32602."""
-        try:
-            msg_id = msgspec.json.decode(line, type=IdOnly).id
-        except msgspec.DecodeError:
-            return self._error(None, RPCError(PARSE_ERROR, f"Parse error: {exc}")), PARSE_ERROR
-        error = RPCError(INVALID_PARAMS, f"Invalid params: {exc}")
-        return self._error(msg_id, error), INVALID_PARAMS
+    def _error(self, msg_id: Any, exc: RPCError) -> bytes:
+        error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+        if exc.data is not None:
+            error["data"] = exc.data
+        return self.codec.encode({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
-    def _error(self, msg_id: int | str | None, exc: RPCError) -> bytes:
-        return self.encode(
-            ErrorResponse(id=msg_id, error=ErrorBody(exc.code, exc.message, exc.data))
-        )
-
-    def _dispatch(self, msg: Message, headers: Any) -> Any:
-        method = msg.method
-        params = msg.params or Params()
-        meta = params.meta
-        modern = meta is not None and meta.version is not None
+    def _dispatch(self, msg: dict[str, Any], headers: Any) -> Any:
+        method = msg["method"]
+        params = msg.get("params")
+        if params is None:
+            params = {}
+        elif not isinstance(params, dict):
+            raise RPCError(INVALID_PARAMS, "params must be an object")
+        meta = params.get("_meta")
+        modern = isinstance(meta, dict) and KEY_VERSION in meta
         if method == "initialize":
-            asked = params.protocolVersion
+            asked = params.get("protocolVersion")
             return {
                 "protocolVersion": asked if asked in LEGACY else LEGACY[0],
                 "capabilities": {"tools": {"listChanged": False}},
@@ -198,7 +166,7 @@ class EchoCore:
         if method == "ping":
             return {}
         if modern:
-            self._check_envelope(msg, meta, headers)
+            self._check_envelope(method, params, meta, headers)
         elif method == "server/discover":
             # Without the envelope this is a legacy-era request, and discover is not a
             # legacy method.
@@ -218,44 +186,46 @@ class EchoCore:
             }
         raise RPCError(METHOD_NOT_FOUND, "Method not found", method)
 
-    def _check_envelope(self, msg: Message, meta: Any, headers: Any) -> None:
-        if meta.capabilities is None:
+    def _check_envelope(self, method: str, params: dict, meta: dict, headers: Any) -> None:
+        if not isinstance(meta.get(KEY_CAPS), dict):
             raise RPCError(INVALID_PARAMS, f"params._meta is missing {KEY_CAPS}")
-        if meta.version != MODERN:
+        version = meta[KEY_VERSION]
+        if version != MODERN:
             raise RPCError(
                 UNSUPPORTED_VERSION,
                 "Unsupported protocol version",
-                {"supported": [MODERN], "requested": meta.version},
+                {"supported": [MODERN], "requested": version},
             )
         if headers is None:
             return
         # Streamable HTTP 2026-07-28: the routing headers must mirror the body.
-        if headers.get("MCP-Protocol-Version") != meta.version:
+        if headers.get("MCP-Protocol-Version") != version:
             raise RPCError(HEADER_MISMATCH, "Header mismatch: MCP-Protocol-Version")
-        if headers.get("Mcp-Method") != msg.method:
+        if headers.get("Mcp-Method") != method:
             raise RPCError(HEADER_MISMATCH, "Header mismatch: Mcp-Method")
-        if msg.method == "tools/call" and headers.get("Mcp-Name") != msg.params.name:
+        if method == "tools/call" and headers.get("Mcp-Name") != params.get("name"):
             raise RPCError(HEADER_MISMATCH, "Header mismatch: Mcp-Name")
 
-    def _call(self, params: Params, modern: bool) -> CallResult:
-        if params.name not in self.tool_names:
-            raise RPCError(INVALID_PARAMS, f"Unknown tool: {params.name}")
-        text = params.arguments.text if params.arguments else None
-        if not text or not bytes(text).startswith(b'"'):
+    def _call(self, params: dict[str, Any], modern: bool) -> dict[str, Any]:
+        name = params.get("name")
+        if name not in self.tool_names:
+            raise RPCError(INVALID_PARAMS, f"Unknown tool: {name}")
+        arguments = params.get("arguments")
+        text = arguments.get("text") if isinstance(arguments, dict) else None
+        if not isinstance(text, str):
             raise RPCError(INVALID_PARAMS, "arguments.text must be a string")
+        result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
         if modern:
-            return CallResult([TextBlock(text)], resultType="complete", meta=RESULT_META)
-        return CallResult([TextBlock(text)])
+            result["resultType"] = "complete"
+            result["_meta"] = RESULT_META
+        return result
 
-    def _list(self, params: Params, modern: bool) -> msgspec.Raw:
-        cursor = params.cursor
+    def _list(self, params: dict[str, Any], modern: bool) -> bytes:
+        cursor = params.get("cursor")
         if cursor is None:
             start = 0
         else:
-            try:
-                start = int(cursor)
-            except ValueError:
-                start = -1
+            start = int(cursor) if isinstance(cursor, str) and cursor.isdigit() else -1
             if start < 0 or start >= len(self.tools) or start % self.page_size:
                 raise RPCError(INVALID_PARAMS, f"invalid cursor: {cursor!r}")
         page = self.pages.get((modern, start))
@@ -265,10 +235,11 @@ class EchoCore:
             if end < len(self.tools):
                 result["nextCursor"] = str(end)
             if modern:
-                result.update(
-                    resultType="complete", ttlMs=0, cacheScope="public", _meta=RESULT_META
-                )
-            page = self.pages[(modern, start)] = msgspec.Raw(self.encode(result))
+                result["resultType"] = "complete"
+                result["ttlMs"] = 0
+                result["cacheScope"] = "public"
+                result["_meta"] = RESULT_META
+            page = self.pages[(modern, start)] = self.codec.encode(result)
         return page
 
 
@@ -378,8 +349,9 @@ def main() -> None:
     parser.add_argument("--sleep", type=float, default=0.0, help="seconds before answering")
     parser.add_argument("--http", type=int, metavar="PORT", help="also serve HTTP (0 = any)")
     parser.add_argument("--ready-file", help="with --http: write the URL here once listening")
+    parser.add_argument("--stdlib-json", action="store_true", help="do not import msgspec")
     args = parser.parse_args()
-    core = EchoCore(args.tools, args.page_size)
+    core = EchoCore(Codec(args.stdlib_json), args.tools, args.page_size)
     if args.sleep > 0:
         time.sleep(args.sleep)
     if args.http is not None:

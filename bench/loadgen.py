@@ -91,7 +91,8 @@ class Pump:
         self.tool = tool
         self.modern = modern
         self.decode = msgspec.json.Decoder(CallReply).decode
-        self.checked: set[int] = set()
+        # payload size -> "ok" or what was wrong with the first good reply of that size
+        self.checked: dict[int, str] = {}
         os.set_blocking(self.rfd, False)
         os.set_blocking(self.wfd, False)
 
@@ -182,7 +183,7 @@ class Pump:
                     errors += 1
                     first_error = first_error or line[:300].decode(errors="replace")
                 elif check_this:
-                    self._check(line, payload)
+                    self.checked[payload] = self._check(line, payload)
                     check_this = False
             if done and (deadline is None or now < deadline):
                 queue(done, now)
@@ -211,15 +212,19 @@ class Pump:
         ok = not reply.error and reply.result is not None and not reply.result.isError
         return reply.id, ok
 
-    def _check(self, line: bytes, payload: int) -> None:
-        """The first good reply of each payload size must really echo the text back."""
-        result = msgspec.json.decode(line, type=FullReply).result
+    def _check(self, line: bytes, payload: int) -> str:
+        """Does a reply really echo the text back? A cut or altered text is reported, since
+        the figures of that cell then measure something else."""
+        try:
+            result = msgspec.json.decode(line, type=FullReply).result
+        except msgspec.DecodeError as exc:
+            return f"unexpected reply shape: {exc}"
         text = "".join(block.text for block in result.content)
         if text != "x" * payload:
-            raise AssertionError(f"echo mismatch: got {len(text)} chars, sent {payload}")
+            return f"echo mismatch: got {len(text)} chars back for {payload} sent"
         if self.modern and result.resultType not in (None, "complete"):
-            raise AssertionError(f"unexpected resultType {result.resultType!r}")
-        self.checked.add(payload)
+            return f"unexpected resultType {result.resultType!r}"
+        return "ok"
 
 
 def measure_cell(
@@ -258,6 +263,7 @@ def measure_cell(
     }
     if outcome["first_error"]:
         cell["first_error"] = outcome["first_error"]
+    cell["check"] = pump.checked.get(payload, "no successful reply")
     if target_cpu is not None:
         cell["target_cpu_s"] = target_cpu
         cell["cpu_us_per_call"] = target_cpu / calls * 1e6 if calls else float("nan")
@@ -381,6 +387,10 @@ def print_report(report: dict[str, Any]) -> None:
             f" {c['p90_us']:>8.0f} {c['p99_us']:>8.0f} {cpu:>11} {c['loadgen_cpu']:>7.2f}"
             f" {c['errors']:>6}"
         )
+        if c["check"] != "ok":
+            print(f"     check: {c['check']}")
+        if "first_error" in c:
+            print(f"     first error: {c['first_error']}")
 
 
 if __name__ == "__main__":
