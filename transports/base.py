@@ -8,8 +8,9 @@ answering: the second kind is what circuit breakers count.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from msgspec import Raw
@@ -96,13 +97,13 @@ class Transport(Protocol):
 
 
 def log_extra(
-    server: str,
+    server: str | None,
     event: str | None = None,
     reason: str | None = None,
     stderr: list[str] | None = None,
 ) -> dict[str, Any]:
     """Structured fields the daemon's log handler turns into journal fields."""
-    extra: dict[str, Any] = {"mcpd_server": server}
+    extra: dict[str, Any] = {"mcpd_server": server} if server else {}
     if event:
         extra["mcpd_event"] = event
     if reason:
@@ -113,3 +114,22 @@ def log_extra(
 
 
 logger = logging.getLogger("mcpd.transport")
+
+
+@contextlib.contextmanager
+def single_exceptions() -> Iterator[None]:
+    """Let an exception from a context manager's body leave it bare.
+
+    Transports run helper tasks in a nursery around the caller's ``async with`` body;
+    trio wraps whatever that body raises in an ExceptionGroup. The helper tasks never
+    raise, so a group with one leaf is just the caller's own exception.
+    """
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+            leaf = leaf.exceptions[0]
+        if isinstance(leaf, BaseExceptionGroup):
+            raise
+        raise leaf from None

@@ -26,7 +26,14 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
 
-from .base import NotificationHandler, SpawnError, TransportClosed, TransportError, log_extra
+from .base import (
+    NotificationHandler,
+    SpawnError,
+    TransportClosed,
+    TransportError,
+    log_extra,
+    single_exceptions,
+)
 
 logger = logging.getLogger("mcpd.stdio")
 
@@ -76,7 +83,7 @@ def child_environment(params: StdioParams, base: Mapping[str, str] | None = None
     return env
 
 
-def _die_with_parent(parent: int) -> Callable[[], None]:
+def die_with_parent(parent: int) -> Callable[[], None]:
     def preexec() -> None:
         # PR_SET_PDEATHSIG: the kernel kills this child if mcpd dies, even by SIGKILL.
         libc = ctypes.CDLL(None, use_errno=True)
@@ -323,7 +330,7 @@ class StdioTransport:
         if self._on_stderr is not None:
             self._on_stderr(line)
         else:
-            logger.info("%s: %s", self.alias, line, extra=log_extra(self.alias, "stderr"))
+            logger.info("%s", line, extra=log_extra(self.alias, "stderr"))
 
     def _error(self, what: str) -> TransportClosed:
         return TransportClosed(f"{self.alias} {what}", detail="\n".join(self._tail))
@@ -349,17 +356,17 @@ class StdioTransport:
         with trio.move_on_after(self.params.stdin_grace):
             await proc.wait()
         if proc.returncode is None:
-            _signal_group(proc.pid, signal.SIGTERM)
+            signal_group(proc.pid, signal.SIGTERM)
             with trio.move_on_after(self.params.term_grace):
                 await proc.wait()
         # Also after a clean exit: whatever the server left in its group goes too.
-        _signal_group(proc.pid, signal.SIGKILL)
+        signal_group(proc.pid, signal.SIGKILL)
         with trio.move_on_after(self.params.term_grace):
             await proc.wait()
         self._close(self._exit_error())
 
 
-def _signal_group(pgid: int, sig: int) -> None:
+def signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
@@ -377,7 +384,7 @@ async def spawn(
             env=child_environment(params, base_env),
             cwd=params.cwd,
             start_new_session=True,
-            preexec_fn=_die_with_parent(os.getpid()),
+            preexec_fn=die_with_parent(os.getpid()),
         )
     except OSError as exc:
         raise _spawn_error(alias, params, exc) from None
@@ -407,18 +414,19 @@ async def open_stdio_transport(
     process = await spawn(params, alias, base_env)
     transport = StdioTransport(alias, process, params, on_notification, on_stderr)
     try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(transport._read_stdout)
-            nursery.start_soon(transport._read_stderr)
-            nursery.start_soon(transport._watch_exit)
-            nursery.start_soon(transport._answer_server_requests)
-            try:
-                yield transport
-            finally:
-                with trio.CancelScope(shield=True):
-                    await transport._stop()
-                nursery.cancel_scope.cancel()
+        with single_exceptions():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(transport._read_stdout)
+                nursery.start_soon(transport._read_stderr)
+                nursery.start_soon(transport._watch_exit)
+                nursery.start_soon(transport._answer_server_requests)
+                try:
+                    yield transport
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await transport._stop()
+                    nursery.cancel_scope.cancel()
     finally:
         if process.returncode is None:
             # Only reached if the shielded stop itself failed.
-            _signal_group(process.pid, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)

@@ -1,0 +1,382 @@
+"""The agents' side: MCP over a Unix socket, newline-delimited JSON-RPC, both eras.
+
+Each request runs in its own task, so a slow tool never holds up the rest of its
+connection, and replies go out in whatever order they finish. Bad input gets an
+error naming the problem; only a peer that overflows the line limit or stops reading
+loses its connection, and nobody else notices.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import trio
+from msgspec import UNSET, Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.framing import LineFramer, Oversized
+from protocol.server import RequestContext, ServerSession
+from transports.base import log_extra
+
+from . import __version__
+from .results import shape_call_result
+from .runner import CallRefused
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
+
+logger = logging.getLogger("mcpd.api")
+
+SERVER_INFO: Final = mcp.Implementation(name="mcpd", version=__version__, title="mcpd")
+CAPABILITIES: Final[dict[str, Any]] = {"tools": {"listChanged": True}}
+_WRITE_TIMEOUT: Final = 30.0
+_DEBOUNCE: Final = 0.2
+Handler = Callable[["Api", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]]
+
+
+class Api:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.connections: set[Connection] = set()
+        self._dirty = trio.Event()
+        self._listed_version = -1
+        self._handlers: dict[str, Handler] = {
+            "tools/list": Api._tools_list,
+            "tools/call": Api._tools_call,
+            "mcpd/status": Api._status,
+            "mcpd/reload": Api._reload,
+        }
+
+    # -- serving --
+
+    async def serve(
+        self,
+        listener: trio.abc.Listener[trio.SocketStream],
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._broadcast_list_changes)
+            await nursery.start(trio.serve_listeners, self._handle, [listener])
+            task_status.started()
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        d = self.daemon.config.daemon
+        if len(self.connections) >= d.max_connections:
+            with trio.move_on_after(1):
+                await stream.send_all(
+                    rpc.encode_error(
+                        None, -32000, f"mcpd: too many connections (limit {d.max_connections})"
+                    )
+                    + b"\n"
+                )
+            await stream.aclose()
+            return
+        conn = Connection(self, stream)
+        self.connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self.connections.discard(conn)
+            with trio.move_on_after(1, shield=True):
+                await stream.aclose()
+
+    def tools_changed(self) -> None:
+        self._dirty.set()
+
+    async def _broadcast_list_changes(self) -> None:
+        while True:
+            await self._dirty.wait()
+            # Coalesce a burst of changes (a restart touches many tools) into one.
+            await trio.sleep(_DEBOUNCE)
+            self._dirty = trio.Event()
+            version = self.daemon.registry.version
+            if version == self._listed_version:
+                continue
+            self._listed_version = version
+            line = rpc.encode_notification("notifications/tools/list_changed")
+            for conn in list(self.connections):
+                if conn.session.legacy_version is not None:
+                    conn.send_nowait(line)
+
+    # -- dispatch --
+
+    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes:
+        session = conn.session
+        try:
+            if req.method == "initialize":
+                session.instructions = self.instructions()
+                result: Any = session.initialize(req.params)
+                return rpc.encode_result(req.id, result)
+            if req.method == "ping":
+                return rpc.encode_result(req.id, {})
+            ctx = session.context(req)
+            if req.method == "server/discover":
+                session.instructions = self.instructions()
+                return self._finish(req.id, ctx, session.discover(ctx))
+            handler = self._handlers.get(req.method)
+            if handler is None:
+                raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"Method not found: {req.method}")
+            result = await handler(self, conn, req, ctx)
+            if isinstance(result, bytes):
+                return result
+            return self._finish(req.id, ctx, result)
+        except rpc.RPCError as exc:
+            return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
+        except rpc.InvalidParams as exc:
+            return rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
+
+    def _finish(self, rid: rpc.Id, ctx: RequestContext | None, result: Any) -> bytes:
+        if (
+            ctx is not None
+            and ctx.era == "modern"
+            and isinstance(result, msgspec.Struct)
+            and hasattr(result, "resultType")
+            and result.resultType is UNSET
+        ):
+            result.resultType = mcp.COMPLETE
+        return rpc.encode_result(rid, result)
+
+    def instructions(self) -> str:
+        text = (
+            "mcpd aggregates the tools of several MCP servers. Tool names are "
+            "mcp__<server>__<tool>; descriptions start with the server's name in brackets."
+        )
+        outages = self.daemon.supervisor.outages()
+        if outages:
+            text += " Current outages: " + " ".join(outages)
+        return text
+
+    # -- methods --
+
+    async def _tools_list(
+        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    ) -> Any:
+        params = rpc.decode_as(req.params, mcp.ListToolsParams)
+        listing = self.daemon.registry.listing()
+        size = self.daemon.config.daemon.page_size or len(listing) or 1
+        start = (
+            0 if not isinstance(params.cursor, str) else _decode_cursor(params.cursor, len(listing))
+        )
+        page = listing[start : start + size]
+        end = start + len(page)
+        return mcp.ListToolsResult(
+            tools=page,
+            nextCursor=_encode_cursor(end) if end < len(listing) else UNSET,
+            ttlMs=0 if ctx and ctx.era == "modern" else UNSET,
+            cacheScope="private" if ctx and ctx.era == "modern" else UNSET,
+            meta={"mcpd/servers": self.daemon.server_states()},
+        )
+
+    async def _tools_call(
+        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    ) -> Any:
+        params = rpc.decode_as(req.params, mcp.CallToolParams)
+        modern = ctx is not None and ctx.era == "modern"
+        registry = self.daemon.registry
+        entry = registry.lookup(params.name)
+        if entry is None:
+            near = registry.closest(params.name)
+            hint = f" Did you mean: {', '.join(near)}?" if near else ""
+            return _error_result(
+                f"Unknown tool {params.name!r}.{hint} Call tools/list for the current tools.",
+                modern,
+            )
+        runner = self.daemon.supervisor.runners.get(entry.alias)
+        if runner is None:
+            return _error_result(
+                f"The tool server {entry.alias!r} is not running (removed from the configuration).",
+                modern,
+            )
+        params.name = entry.original
+        try:
+            raw = await runner.call(params)
+        except CallRefused as refused:
+            result = refused.outage.result()
+            if modern:
+                result.resultType = mcp.COMPLETE
+            return result
+        shaped = shape_call_result(
+            raw,
+            modern=modern,
+            budget=self.daemon.config.daemon.result_budget_chars,
+            alias=entry.alias,
+        )
+        if isinstance(shaped, Raw):
+            return rpc.encode_result(req.id, shaped)
+        return shaped
+
+    async def _status(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        return self.daemon.status()
+
+    async def _reload(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        if not conn.is_owner():
+            raise rpc.RPCError(-32000, "mcpd/reload is only for the daemon's user and root")
+        report = await self.daemon.reload()
+        return msgspec.to_builtins(report)
+
+
+def _error_result(text: str, modern: bool) -> mcp.CallToolResult:
+    result = mcp.text_result(text, is_error=True)
+    if modern:
+        result.resultType = mcp.COMPLETE
+    return result
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"mcpd:{offset}".encode()).decode()
+
+
+def _decode_cursor(cursor: str, total: int) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+        tag, _, num = text.partition(":")
+        offset = int(num)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor {cursor!r}") from None
+    if tag != "mcpd" or not 0 <= offset <= total:
+        raise rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor {cursor!r}")
+    return offset
+
+
+class Connection:
+    """One agent connection: reads lines, runs requests concurrently, writes replies."""
+
+    def __init__(self, api: Api, stream: trio.SocketStream) -> None:
+        self.api = api
+        self.stream = stream
+        d = api.daemon.config.daemon
+        self.session = ServerSession(SERVER_INFO, CAPABILITIES)
+        self.framer = LineFramer(d.max_line_bytes)
+        self.max_inflight = d.max_inflight_per_connection
+        self.inflight: dict[rpc.Id, trio.CancelScope] = {}
+        self._lock = trio.Lock()
+        self._nursery: trio.Nursery | None = None
+        self.peer_uid: int | None = None
+        out_tx, out_rx = trio.open_memory_channel[bytes](64)
+        self._out_tx: trio.MemorySendChannel[bytes] = out_tx
+        self._out_rx: trio.MemoryReceiveChannel[bytes] = out_rx
+
+    def is_owner(self) -> bool:
+        import os
+
+        return self.peer_uid is None or self.peer_uid in (0, os.getuid())
+
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._pump_notifications)
+            try:
+                await self._read_loop(nursery)
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _read_loop(self, nursery: trio.Nursery) -> None:
+        while True:
+            try:
+                data = await self.stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                return
+            for item in self.framer.feed(data):
+                if isinstance(item, Oversized):
+                    logger.warning(
+                        "agent connection sent a line over %d bytes; closing it",
+                        item.limit,
+                        extra=log_extra(None, reason="oversized line"),
+                    )
+                    await self.send(
+                        rpc.encode_error(
+                            None,
+                            rpc.INVALID_REQUEST,
+                            f"message exceeds the {item.limit} byte line limit; closing",
+                        )
+                    )
+                    return
+                self._line(item, nursery)
+
+    def _line(self, line: bytes, nursery: trio.Nursery) -> None:
+        try:
+            msg = rpc.decode_message(line)
+        except rpc.DecodeFailure as exc:
+            nursery.start_soon(self.send, exc.reply())
+            return
+        if isinstance(msg, rpc.Request):
+            if msg.id in self.inflight:
+                nursery.start_soon(
+                    self.send,
+                    rpc.encode_error(
+                        msg.id, rpc.INVALID_REQUEST, f"id {msg.id!r} is already in use"
+                    ),
+                )
+            elif len(self.inflight) >= self.max_inflight:
+                nursery.start_soon(
+                    self.send,
+                    rpc.encode_error(
+                        msg.id,
+                        -32000,
+                        "too many requests in flight on this connection "
+                        f"(limit {self.max_inflight})",
+                    ),
+                )
+            else:
+                scope = trio.CancelScope()
+                self.inflight[msg.id] = scope
+                nursery.start_soon(self._run_request, msg, scope)
+        elif isinstance(msg, rpc.Notification):
+            self._notification(msg)
+        # Responses from an agent answer nothing mcpd asked; they are ignored.
+
+    def _notification(self, msg: rpc.Notification) -> None:
+        if msg.method == "notifications/cancelled":
+            try:
+                params = rpc.decode_as(msg.params, mcp.CancelledParams)
+            except rpc.InvalidParams:
+                return
+            scope = self.inflight.get(params.requestId) if params.requestId is not UNSET else None
+            if scope is not None:
+                scope.cancel()
+
+    async def _run_request(self, req: rpc.Request, scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                reply = await self.api.dispatch(self, req)
+            if scope.cancelled_caught:
+                return  # the agent cancelled it: no response, as the protocol says
+            await self.send(reply)
+        finally:
+            self.inflight.pop(req.id, None)
+
+    async def send(self, data: bytes) -> None:
+        async with self._lock:
+            try:
+                with trio.fail_after(_WRITE_TIMEOUT):
+                    await self.stream.send_all(data + b"\n")
+            except trio.TooSlowError:
+                logger.warning(
+                    "an agent stopped reading its replies; closing its connection",
+                    extra=log_extra(None, reason="peer not reading"),
+                )
+                self._close()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._close()
+
+    def send_nowait(self, data: bytes) -> None:
+        """Queue a notification; a peer that lets the queue fill up misses some."""
+        with contextlib.suppress(trio.WouldBlock):
+            self._out_tx.send_nowait(data)
+
+    async def _pump_notifications(self) -> None:
+        async for data in self._out_rx:
+            await self.send(data)
+
+    def _close(self) -> None:
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()

@@ -1,0 +1,208 @@
+"""``mcpd serve|status|tools|call|reload|check-config``.
+
+Exit codes: 0 ok, 1 the tool returned isError, 2 usage, 3 daemon unreachable,
+78 config error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from typing import Any, NoReturn
+
+import msgspec
+
+from protocol import jsonrpc as rpc
+
+from . import __version__
+from .client import Client, Unreachable, socket_path
+from .config import EX_CONFIG, Config, ConfigError, default_config_path, load
+
+EXIT_TOOL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+
+
+def _fail(code: int, message: str) -> NoReturn:
+    print(f"mcpd: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def _load_config(path: str | None) -> tuple[Config, str]:
+    path = path or default_config_path()
+    try:
+        return load(path), path
+    except ConfigError as exc:
+        _fail(EX_CONFIG, f"config error: {exc}")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .journal import setup_logging
+    from .serve import serve
+
+    setup_logging(args.log, args.log_level)
+    if args.demo:
+        config_path = None
+        config = None
+    else:
+        config, config_path = _load_config(args.config)
+    return serve(config, config_path, demo=args.demo, socket=args.socket)
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    config, path = _load_config(args.config)
+    print(f"{path}: OK, {len(config.servers)} server(s); socket {config.socket_path()}")
+    for alias, s in sorted(config.servers.items()):
+        where = f"{s.command} {' '.join(s.args)}".strip() if s.command else s.url
+        flags: list[str] = [s.transport]
+        if s.trusted:
+            flags.append("trusted")
+        if not s.enabled:
+            flags.append("disabled")
+        print(f"  {alias:<20} {', '.join(flags):<16} {where}")
+    return 0
+
+
+def _client(args: argparse.Namespace) -> Client:
+    try:
+        return Client(socket_path(args.socket))
+    except Unreachable as exc:
+        _fail(EXIT_UNREACHABLE, str(exc))
+
+
+def _request(client: Client, method: str, params: dict[str, Any] | None = None) -> Any:
+    try:
+        return client.request(method, params)
+    except Unreachable as exc:
+        _fail(EXIT_UNREACHABLE, str(exc))
+    except rpc.RPCError as exc:
+        _fail(EXIT_TOOL_ERROR, f"error {exc.code}: {exc.message}")
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        try:
+            tools = client.list_tools()
+        except Unreachable as exc:
+            _fail(EXIT_UNREACHABLE, str(exc))
+        except rpc.RPCError as exc:
+            _fail(EXIT_TOOL_ERROR, f"error {exc.code}: {exc.message}")
+    if args.json:
+        print(json.dumps({"tools": tools}, indent=2))
+        return 0
+    width = shutil.get_terminal_size((120, 20)).columns
+    name_w = max([len(t["name"]) for t in tools] + [4])
+    print(f"{'NAME':<{name_w}}  {'SERVER':<12} DESCRIPTION")
+    for t in tools:
+        meta = t.get("_meta") or {}
+        desc = (t.get("description") or "").replace("\n", " ")
+        room = max(20, width - name_w - 16)
+        desc = desc if len(desc) <= room else desc[: room - 1] + "…"
+        print(f"{t['name']:<{name_w}}  {meta.get('mcpd/server', '?'):<12} {desc}")
+    print(f"{len(tools)} tools")
+    return 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.arguments) if args.arguments else {}
+    except ValueError as exc:
+        _fail(EXIT_USAGE, f"arguments are not valid JSON: {exc}")
+    if not isinstance(arguments, dict):
+        _fail(EXIT_USAGE, "arguments must be a JSON object")
+    with _client(args) as client:
+        result = _request(client, "tools/call", {"name": args.name, "arguments": arguments})
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for block in result.get("content") or []:
+            if block.get("type") == "text":
+                print(block.get("text", ""))
+            else:
+                print(f"[{block.get('type')} content]")
+    return EXIT_TOOL_ERROR if result.get("isError") else 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .status_view import render_status
+
+    with _client(args) as client:
+        status = _request(client, "mcpd/status")
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        print(render_status(status, color=sys.stdout.isatty()))
+    return 0
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        report = _request(client, "mcpd/reload")
+    print("reloaded: " + ", ".join(f"{k} {', '.join(v) or '-'}" for k, v in report.items()))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mcpd", description="MCP client daemon")
+    p.add_argument("--version", action="version", version=f"mcpd {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def client_cmd(name: str, help: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help)
+        sp.add_argument(
+            "--socket", help="daemon socket (default: $MCPD_SOCKET or the standard path)"
+        )
+        return sp
+
+    s = sub.add_parser("serve", help="run the daemon")
+    s.add_argument("--config", help=f"config file (default: {default_config_path()})")
+    s.add_argument("--demo", action="store_true", help="run with the bundled demo servers")
+    s.add_argument("--socket", help="socket path (overrides the config)")
+    s.add_argument("--log", choices=["auto", "journal", "stderr"], default="auto")
+    s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    s.set_defaults(func=cmd_serve)
+
+    c = sub.add_parser("check-config", help="validate the config file and list its servers")
+    c.add_argument("--config")
+    c.set_defaults(func=cmd_check_config)
+
+    t = client_cmd("tools", "list the aggregated tools")
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(func=cmd_tools)
+
+    k = client_cmd("call", "call a tool: mcpd call NAME '{\"arg\": 1}'")
+    k.add_argument("name")
+    k.add_argument("arguments", nargs="?", default="{}")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=cmd_call)
+
+    st = client_cmd("status", "show each server's state")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_status)
+
+    r = client_cmd("reload", "re-read the config file (like SIGHUP)")
+    r.set_defaults(func=cmd_reload)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        raise SystemExit(EXIT_USAGE if exc.code not in (0, None) else 0) from None
+    try:
+        code = args.func(args)
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    raise SystemExit(code)
+
+
+def to_json(obj: Any) -> str:
+    return msgspec.json.encode(obj).decode()

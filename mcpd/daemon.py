@@ -1,0 +1,226 @@
+"""The daemon: config, registry, supervised servers and the agent socket, wired together,
+with systemd readiness, signals and live reload."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket as stdsocket
+import stat
+from typing import Any
+
+import trio
+
+from protocol import jsonrpc as rpc
+from transports.base import log_extra
+
+from . import __version__
+from .api import Api
+from .config import Config, ConfigError, load
+from .outage import iso
+from .registry import Registry
+from .supervisor import ReloadReport, Supervisor
+from .systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
+
+logger = logging.getLogger("mcpd")
+
+
+class DaemonError(Exception):
+    """The daemon cannot start (socket taken, unusable path)."""
+
+
+async def open_unix_listener(path: str, mode: int) -> trio.SocketListener:
+    """Bind ``path`` with ``mode`` already set, replacing a stale socket file."""
+    directory = os.path.dirname(path) or "."
+    try:
+        os.makedirs(directory, mode=0o755, exist_ok=True)
+    except OSError as exc:
+        raise DaemonError(f"cannot create the socket directory {directory!r}: {exc}") from None
+    await _refuse_live_socket(path)
+    sock = trio.socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+    # Bind under a temporary name and rename into place, so the socket is never
+    # reachable with the umask's permissions instead of ``mode``.
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    try:
+        await sock.bind(tmp)
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+        sock.listen(512)
+    except OSError as exc:
+        sock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None
+    return trio.SocketListener(sock)
+
+
+async def _refuse_live_socket(path: str) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise DaemonError(f"{path!r} exists and is not a socket; not replacing it")
+    probe = trio.socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+    try:
+        with trio.move_on_after(2):
+            await probe.connect(path)
+            raise DaemonError(f"another mcpd is listening on {path}")
+    except (ConnectionRefusedError, FileNotFoundError):
+        pass  # a stale file left by a daemon that died
+    finally:
+        probe.close()
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+class Daemon:
+    def __init__(
+        self, config: Config, *, config_path: str | None = None, sysd: SystemdEnv | None = None
+    ) -> None:
+        self.config = config
+        self.config_path = config_path
+        self.sysd = sysd or SystemdEnv(Notifier(None))
+        self.registry = Registry(config.naming)
+        self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
+        self.api = Api(self)
+        self.ready = trio.Event()
+        self.socket_path = config.socket_path()
+        self._started = 0.0
+        self._status_line = ""
+        self._stop = trio.Event()
+        self._reload_lock = trio.Lock()
+
+    @property
+    def notifier(self) -> Notifier:
+        return self.sysd.notifier
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self._started = trio.current_time()
+        listener = adopt_listener(self.sysd.sockets)
+        owned_path = None
+        if listener is None:
+            listener = await open_unix_listener(self.socket_path, self.config.socket_mode())
+            owned_path = self.socket_path
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.supervisor.run)
+                await nursery.start(self.api.serve, listener)
+                nursery.start_soon(self._signals)
+                await nursery.start(run_watchdog, self.notifier)
+                await nursery.start(
+                    run_test_faults, self.notifier, self.sysd.faults, self.sysd.wedge_seconds
+                )
+                await self.supervisor.wait_started(
+                    self._started + self.config.daemon.startup_deadline
+                )
+                self.ready.set()
+                self._status_line = self.supervisor.summary()
+                self.notifier.ready(self._status_line)
+                logger.info(
+                    "listening on %s; %s",
+                    self.socket_path,
+                    self._status_line,
+                    extra=log_extra(None),
+                )
+                task_status.started()
+                await self._stop.wait()
+                self.notifier.stopping()
+                logger.info("stopping", extra=log_extra(None))
+                nursery.cancel_scope.cancel()
+        finally:
+            if owned_path is not None:
+                _unlink_if_socket(owned_path)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGHUP, signal.SIGTERM, signal.SIGINT) as sigs:
+            async for signum in sigs:
+                if signum == signal.SIGHUP:
+                    with contextlib.suppress(rpc.RPCError):
+                        await self.reload()
+                else:
+                    self.stop()
+
+    async def reload(self) -> ReloadReport:
+        async with self._reload_lock:
+            if self.config_path is None:
+                raise rpc.RPCError(-32000, "mcpd was started without a config file to re-read")
+            try:
+                new = load(self.config_path)
+            except ConfigError as exc:
+                logger.error(
+                    "reload rejected, keeping the running configuration: %s",
+                    exc,
+                    extra=log_extra(None, "reload", str(exc)),
+                )
+                raise rpc.RPCError(-32000, f"config rejected: {exc}") from None
+            if new.socket_path() != self.socket_path:
+                logger.warning(
+                    "the socket path changed; that takes a restart, not a reload",
+                    extra=log_extra(None, "reload"),
+                )
+            self.notifier.reloading()
+            try:
+                report = await self.supervisor.reload(new)
+                self.config = new
+            finally:
+                self.notifier.ready(self.supervisor.summary())
+            return report
+
+    def _changed(self, alias: str) -> None:
+        self.api.tools_changed()
+        if self.ready.is_set():
+            line = self.supervisor.summary()
+            if line != self._status_line:
+                self._status_line = line
+                self.notifier.status(line)
+
+    def server_states(self) -> list[dict[str, Any]]:
+        out = []
+        for alias in sorted(self.supervisor.runners):
+            runner = self.supervisor.runners[alias]
+            state = runner.state
+            entry: dict[str, Any] = {
+                "server": alias,
+                "state": state,
+                "available": state in ("ready", "degraded"),
+            }
+            if not entry["available"]:
+                o = runner.outage()
+                entry.update(reason=o.reason, since=iso(o.since), retry_at=iso(o.retry_at))
+            out.append(entry)
+        return out
+
+    def status(self) -> dict[str, Any]:
+        servers = []
+        for s in self.supervisor.status():
+            s = dict(s)
+            s["since"] = iso(s["since"])
+            s["retry_at"] = iso(s["retry_at"])
+            servers.append(s)
+        return {
+            "daemon": {
+                "version": __version__,
+                "pid": os.getpid(),
+                "socket": self.socket_path,
+                "config": self.config_path,
+                "uptime_s": round(trio.current_time() - self._started, 1),
+                "connections": len(self.api.connections),
+                "tools": len(self.registry.listing()),
+                "summary": self.supervisor.summary(),
+            },
+            "servers": servers,
+        }
+
+
+def _unlink_if_socket(path: str) -> None:
+    with contextlib.suppress(OSError):
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)

@@ -1,0 +1,80 @@
+"""How an unavailable server is shown to a model: a tool result it can read and act on."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import trio
+from msgspec import UNSET
+
+from protocol import mcp
+
+
+def wall(mono: float) -> float:
+    """A trio clock reading as Unix time (the clock may be a test's MockClock)."""
+    return time.time() + (mono - trio.current_time())
+
+
+def iso(mono: float | None) -> str | None:
+    if mono is None:
+        return None
+    return datetime.fromtimestamp(wall(mono), UTC).isoformat(timespec="seconds")
+
+
+def clock_time(mono: float | None) -> str:
+    """Local wall time for people (status tables, markers)."""
+    if mono is None:
+        return "-"
+    return datetime.fromtimestamp(wall(mono)).strftime("%H:%M:%S")
+
+
+class Outage(msgspec.Struct, frozen=True):
+    """Why a call could not reach its server. ``since``/``retry_at`` are trio clock times."""
+
+    server: str
+    state: str
+    reason: str
+    since: float | None = None
+    retry_at: float | None = None
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "state": self.state,
+            "reason": self.reason,
+            "since": iso(self.since),
+            "retry_at": iso(self.retry_at),
+        }
+
+    def sentence(self) -> str:
+        text = f"The tool server '{self.server}' is unavailable ({self.state}): {self.reason}."
+        if self.retry_at is not None:
+            wait = max(0.0, self.retry_at - trio.current_time())
+            text += f" mcpd will retry at {iso(self.retry_at)} (in {wait:.0f} s)."
+        return text
+
+    def result(self) -> mcp.CallToolResult:
+        text = (
+            f"{self.sentence()} The call was not completed. Other tools keep working; "
+            "try another approach or call this tool again later."
+        )
+        return mcp.CallToolResult(
+            content=[mcp.TextContent(text)],
+            isError=True,
+            meta={"mcpd/outage": self.meta()},
+        )
+
+    def marker(self) -> str:
+        """The short prefix put on an unavailable tool's description."""
+        since = f" since {clock_time(self.since)}" if self.since is not None else ""
+        retry = f", retrying at {clock_time(self.retry_at)}" if self.retry_at is not None else ""
+        return f"unavailable: {self.server} is {self.state}{since}{retry}"
+
+
+def error_result(text: str, meta: dict[str, Any] | None = None) -> mcp.CallToolResult:
+    return mcp.CallToolResult(
+        content=[mcp.TextContent(text)], isError=True, meta=meta if meta else UNSET
+    )

@@ -1,0 +1,244 @@
+"""The aggregated tool table: local names <-> (alias, original name), and what agents see.
+
+Local names come from the configured alias and the template, never from the server's
+own name for itself. Characters outside ``[A-Za-z0-9_-]`` become ``_``; a name that is
+too long, or that two tools would share, ends in ``_`` and a short hash of
+``alias::tool`` instead, so it stays unique and stable across restarts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from protocol import mcp
+
+from .config import NamingConfig
+
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
+_encode: Final = msgspec.json.Encoder().encode
+
+
+def sanitize(name: str) -> str:
+    return _UNSAFE.sub("_", name)
+
+
+def candidate_name(template: str, alias: str, tool: str) -> str:
+    # Aliases cannot contain braces, so substituting the alias first is unambiguous.
+    return sanitize(template.replace("{alias}", alias).replace("{tool}", tool))
+
+
+def hashed_name(candidate: str, alias: str, tool: str, max_length: int, digits: int = 6) -> str:
+    digest = hashlib.sha1(f"{alias}::{tool}".encode()).hexdigest()[:digits]
+    return f"{candidate[: max_length - digits - 1]}_{digest}"
+
+
+def alias_prefix(template: str, alias: str) -> str:
+    return sanitize(template.split("{tool}", 1)[0].replace("{alias}", alias))
+
+
+class Entry:
+    """One tool as agents see it, with the way back to its server."""
+
+    __slots__ = ("alias", "available", "encoded", "local", "original", "tool")
+
+    def __init__(self, local: str, alias: str, original: str, tool: mcp.Tool) -> None:
+        self.local = local
+        self.alias = alias
+        self.original = original
+        self.tool = tool
+        self.available = True
+        self.encoded = Raw(b"")
+
+
+class _Server:
+    __slots__ = ("available", "marker", "tools", "trusted")
+
+    def __init__(self, tools: dict[str, mcp.Tool], trusted: bool) -> None:
+        self.tools = tools
+        self.trusted = trusted
+        self.available = True
+        self.marker: str | None = None
+
+
+class Registry:
+    def __init__(self, naming: NamingConfig) -> None:
+        self.naming = naming
+        self._servers: dict[str, _Server] = {}
+        self._by_local: dict[str, Entry] = {}
+        self._by_key: dict[tuple[str, str], Entry] = {}
+        self._claims: dict[str, set[tuple[str, str]]] = {}
+        self._listing: list[Raw] | None = None
+        self.version = 0
+
+    # -- changes --
+
+    def update(self, alias: str, tools: Sequence[mcp.Tool], *, trusted: bool = False) -> bool:
+        """Replace one server's tools. Returns whether anything agents see changed."""
+        new = {t.name: t for t in tools}
+        old = self._servers.get(alias)
+        if old is not None and old.trusted == trusted and _same_tools(old.tools, new):
+            return False
+        server = _Server(new, trusted)
+        if old is not None:
+            server.available, server.marker = old.available, old.marker
+        self._servers[alias] = server
+        old_names = set(old.tools) if old else set()
+        self._reclaim(alias, old_names, set(new))
+        return True
+
+    def remove(self, alias: str) -> bool:
+        old = self._servers.pop(alias, None)
+        if old is None:
+            return False
+        self._reclaim(alias, set(old.tools), set())
+        return True
+
+    def rename(self, naming: NamingConfig) -> None:
+        """A new template or length: every local name is derived again."""
+        servers = self._servers
+        self.naming = naming
+        self._servers, self._by_local, self._by_key, self._claims = {}, {}, {}, {}
+        for alias, server in servers.items():
+            self._servers[alias] = server
+            self._reclaim(alias, set(), set(server.tools))
+
+    def set_availability(self, alias: str, available: bool, marker: str | None = None) -> bool:
+        server = self._servers.get(alias)
+        if server is None or (server.available, server.marker) == (available, marker):
+            return False
+        server.available, server.marker = available, marker
+        for name in server.tools:
+            entry = self._by_key[(alias, name)]
+            entry.available = available
+            self._encode_entry(entry)
+        self._changed()
+        return True
+
+    def _reclaim(self, alias: str, old: set[str], new: set[str]) -> None:
+        template = self.naming.template
+        touched: set[str] = set()
+        for name in old:
+            cand = candidate_name(template, alias, name)
+            claims = self._claims.get(cand)
+            if claims is not None:
+                claims.discard((alias, name))
+                if not claims:
+                    del self._claims[cand]
+            touched.add(cand)
+            entry = self._by_key.pop((alias, name), None)
+            if entry is not None and self._by_local.get(entry.local) is entry:
+                del self._by_local[entry.local]
+        for name in new:
+            cand = candidate_name(template, alias, name)
+            self._claims.setdefault(cand, set()).add((alias, name))
+            touched.add(cand)
+        for cand in touched:
+            for key in sorted(self._claims.get(cand, ())):
+                self._place(cand, key)
+        self._changed()
+
+    def _place(self, cand: str, key: tuple[str, str]) -> None:
+        alias, name = key
+        max_len = self.naming.max_length
+        shared = len(self._claims[cand]) > 1
+        local = cand
+        if shared or len(cand) > max_len:
+            digits = 6
+            local = hashed_name(cand, alias, name, max_len, digits)
+            while local in self._by_local and self._by_local[local] is not self._by_key.get(key):
+                digits += 2
+                local = hashed_name(cand, alias, name, max_len, digits)
+        previous = self._by_key.get(key)
+        if (
+            previous is not None
+            and previous.local != local
+            and self._by_local.get(previous.local) is previous
+        ):
+            del self._by_local[previous.local]
+        server = self._servers[alias]
+        entry = Entry(local, alias, name, server.tools[name])
+        entry.available = server.available
+        self._encode_entry(entry)
+        self._by_key[key] = entry
+        self._by_local[local] = entry
+
+    def _encode_entry(self, entry: Entry) -> None:
+        server = self._servers[entry.alias]
+        entry.encoded = Raw(_encode(agent_tool(entry, server.trusted, server.marker)))
+
+    def _changed(self) -> None:
+        self._listing = None
+        self.version += 1
+
+    # -- queries --
+
+    def lookup(self, local: str) -> Entry | None:
+        return self._by_local.get(local)
+
+    def entries(self) -> list[Entry]:
+        """Deterministic order: alias, then the server's own tool name."""
+        out: list[Entry] = []
+        for alias in sorted(self._servers):
+            out.extend(self._by_key[(alias, n)] for n in sorted(self._servers[alias].tools))
+        return out
+
+    def listing(self) -> list[Raw]:
+        if self._listing is None:
+            self._listing = [e.encoded for e in self.entries()]
+        return self._listing
+
+    def tools_of(self, alias: str) -> list[mcp.Tool]:
+        server = self._servers.get(alias)
+        return list(server.tools.values()) if server else []
+
+    def aliases(self) -> Iterable[str]:
+        return self._servers.keys()
+
+    def count(self, alias: str) -> int:
+        server = self._servers.get(alias)
+        return len(server.tools) if server else 0
+
+    def closest(self, name: str, n: int = 3) -> list[str]:
+        return difflib.get_close_matches(name, list(self._by_local), n=n, cutoff=0.5)
+
+
+def _same_tools(a: dict[str, mcp.Tool], b: dict[str, mcp.Tool]) -> bool:
+    return a.keys() == b.keys() and all(_encode(a[k]) == _encode(b[k]) for k in a)
+
+
+def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:
+    """The tool as agents see it: local name, source noted, annotations not believed."""
+    t = entry.tool
+    description = t.description if isinstance(t.description, str) else ""
+    note = f"[{entry.alias}] {description}".rstrip()
+    if marker:
+        note = f"[{marker}] {note}"
+    meta: dict[str, Any] = dict(t.meta) if isinstance(t.meta, dict) else {}
+    meta["mcpd/server"] = entry.alias
+    meta["mcpd/originalName"] = entry.original
+    meta["mcpd/available"] = entry.available
+    annotations = t.annotations if isinstance(t.annotations, dict) else None
+    if not trusted:
+        if annotations is not None:
+            meta["mcpd/upstreamAnnotations"] = annotations
+        annotations = dict(annotations or {})
+        annotations["readOnlyHint"] = False
+        annotations["destructiveHint"] = True
+    return mcp.Tool(
+        name=entry.local,
+        title=t.title,
+        description=note,
+        inputSchema=t.inputSchema,
+        outputSchema=t.outputSchema,
+        annotations=annotations if annotations is not None else UNSET,
+        icons=t.icons,
+        execution=t.execution,
+        meta=meta,
+    )

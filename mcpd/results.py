@@ -1,0 +1,112 @@
+"""What happens to a tools/call result between the server and the agent.
+
+Most results pass through as the server's own bytes. They are decoded only as far as
+needed to check ``resultType`` and measure text; re-encoding happens only when text
+must be cut to the budget.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+
+_RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'
+
+
+def shape_call_result(raw: Raw, *, modern: bool, budget: int, alias: str) -> Raw | dict[str, Any]:
+    try:
+        head = rpc.decode_as(raw, mcp.CallToolResultHead)
+    except rpc.InvalidParams as exc:
+        return _error(f"The tool server {alias!r} returned a malformed result: {exc}", modern)
+    kind = head.result_type
+    if kind == mcp.INPUT_REQUIRED:
+        return _error(
+            _input_required_text(alias, head),
+            modern,
+            {
+                "mcpd/inputRequired": head.inputRequests
+                if isinstance(head.inputRequests, dict)
+                else {}
+            },
+        )
+    if kind != mcp.COMPLETE:
+        return _error(f"The tool server {alias!r} returned an unknown resultType {kind!r}.", modern)
+    blocks = head.content or []
+    total = sum(len(b.text) for b in blocks if b.type == "text" and isinstance(b.text, str))
+    if total <= budget:
+        if modern and head.resultType is UNSET:
+            return _with_result_type(raw)
+        return raw
+    result = msgspec.json.decode(raw)
+    _cut(result, budget, total)
+    if modern:
+        result["resultType"] = mcp.COMPLETE
+    return result  # type: ignore[no-any-return]
+
+
+def _with_result_type(raw: Raw) -> Raw:
+    # Splice the field in rather than re-encode a result we otherwise pass through.
+    body = bytes(raw).lstrip()
+    if body == b"{}":
+        return Raw(b"{" + _RESULT_TYPE_FIELD + b"}")
+    return Raw(b"{" + _RESULT_TYPE_FIELD + b"," + body[1:])
+
+
+def _cut(result: dict[str, Any], budget: int, total: int) -> None:
+    kept: list[Any] = []
+    remaining = budget
+    for block in result.get("content") or []:
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ):
+            if remaining <= 0:
+                continue
+            text = block["text"]
+            if len(text) > remaining:
+                block = dict(block, text=text[:remaining])
+            remaining -= len(block["text"])
+        kept.append(block)
+    cut = total - budget
+    kept.append(
+        {
+            "type": "text",
+            "text": (
+                f"[mcpd: {cut} more characters were cut here; this result was {total} "
+                f"characters and the budget is {budget}. Ask the tool for a smaller part "
+                "if you need the rest.]"
+            ),
+        }
+    )
+    result["content"] = kept
+
+
+def _input_required_text(alias: str, head: mcp.CallToolResultHead) -> str:
+    wanted = []
+    requests = head.inputRequests if isinstance(head.inputRequests, dict) else {}
+    for key, req in requests.items():
+        method = req.get("method") if isinstance(req, dict) else None
+        params = req.get("params") if isinstance(req, dict) else None
+        message = params.get("message") if isinstance(params, dict) else None
+        wanted.append(f"{key} ({method}{': ' + repr(message) if message else ''})")
+    what = "; ".join(wanted) if wanted else "more input"
+    return (
+        f"The tool server {alias!r} asked for input before it can finish: {what}. "
+        "This client did not declare the capabilities to provide it, so the call "
+        "did not complete."
+    )
+
+
+def _error(text: str, modern: bool, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+    if meta:
+        result["_meta"] = meta
+    if modern:
+        result["resultType"] = mcp.COMPLETE
+    return result

@@ -1,0 +1,561 @@
+"""One configured server, supervised: connect, list, serve calls, fail, back off, retry.
+
+The runner's task owns the server's transport (so the process or connection lives
+exactly as long as the task); calls arrive from agents' tasks and go through the
+circuit breaker and a bounded concurrency gate before they reach the transport.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final
+
+import trio
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from transports.base import NotificationHandler, SpawnError, Transport, TransportError, log_extra
+from transports.stdio import StdioParams, open_stdio_transport
+
+from .backoff import BackoffConfig, RestartPolicy
+from .breaker import Breaker, BreakerConfig, Transition
+from .config import Config, ServerConfig
+from .outage import Outage, clock_time
+from .registry import Registry
+from .stats import LatencyStats
+from .upstream import Upstream
+
+logger = logging.getLogger("mcpd.server")
+
+_REMINDER_EVERY: Final = 300.0
+_LIVENESS_TIMEOUT: Final = 5.0
+
+
+class CallRefused(Exception):
+    def __init__(self, outage: Outage) -> None:
+        super().__init__(outage.reason)
+        self.outage = outage
+
+
+@contextlib.asynccontextmanager
+async def open_transport(
+    alias: str, cfg: ServerConfig, config: Config, on_notification: NotificationHandler
+) -> AsyncIterator[Transport]:
+    if cfg.command is not None:
+        params = StdioParams(
+            command=cfg.command,
+            args=tuple(cfg.args),
+            env=cfg.env or None,
+            cwd=cfg.cwd,
+            inherit_env=cfg.inherit_env,
+            max_line=config.daemon.max_line_bytes,
+        )
+        async with open_stdio_transport(alias, params, on_notification=on_notification) as t:
+            yield t
+    else:
+        from transports.http import open_http_transport
+
+        assert cfg.url is not None
+        async with open_http_transport(
+            alias,
+            cfg.url,
+            headers=cfg.headers,
+            connect_timeout=cfg.connect_timeout,
+            tls_verify=cfg.tls_verify,
+            ca_file=cfg.ca_file,
+            pool_size=cfg.concurrency(),
+            max_body=config.daemon.max_line_bytes,
+            on_notification=on_notification,
+        ) as t:
+            yield t
+
+
+class Runner:
+    def __init__(
+        self,
+        alias: str,
+        cfg: ServerConfig,
+        config: Config,
+        registry: Registry,
+        on_change: Callable[[str], None],
+    ) -> None:
+        d = config.daemon
+        self.alias = alias
+        self.cfg = cfg
+        self.config = config
+        self.registry = registry
+        self._on_change = on_change
+        self.transport_kind = cfg.transport
+        self.breaker = Breaker(
+            BreakerConfig(
+                failure_threshold=d.failure_threshold,
+                cooldown_base=d.cooldown_base,
+                cooldown_cap=d.cooldown_cap,
+                probe_timeout=config.call_timeout(alias) + _LIVENESS_TIMEOUT,
+            ),
+            on_transition=self._on_breaker,
+        )
+        self.policy = RestartPolicy(
+            BackoffConfig(
+                base=d.backoff_base,
+                cap=d.backoff_cap,
+                max_restarts=d.max_restarts,
+                window=d.crash_window,
+                stable_after=d.stable_after,
+            )
+        )
+        self.stats = LatencyStats()
+        self.slots = trio.Semaphore(cfg.concurrency())
+        self.waiting = 0
+        self.inflight = 0
+        self.upstream: Upstream | None = None
+        self.phase = "starting"
+        self.last_error: str | None = None
+        self.since = trio.current_time()
+        self.down_since: float | None = None
+        self.retry_at: float | None = None
+        self.stderr: list[str] = []
+        self.first_attempt = trio.Event()
+        self.dropped_tools: list[str] = []
+        self._era_hint = cfg.era
+        self._wake = trio.Event()
+        self._suspect = False
+        self._refetch = False
+        self._closed = False
+        self._idle = trio.Event()
+        self._idle.set()
+        self._last_log = -math.inf
+        self.on_notification: Callable[[rpc.Notification], None] | None = None
+
+    # -- state shown to people and models --
+
+    @property
+    def state(self) -> str:
+        if self.phase == "connected":
+            b = self.breaker.poll(trio.current_time())
+            if b != "closed":
+                return b
+            return (
+                "degraded"
+                if self.breaker.status(trio.current_time()).consecutive_failures
+                else "ready"
+            )
+        if self.phase == "waiting":
+            return "crash_loop" if self.policy.in_crash_loop else "failed"
+        return self.phase
+
+    def outage(self) -> Outage:
+        state = self.state
+        if state in ("open", "half_open"):
+            st = self.breaker.status(trio.current_time())
+            return Outage(
+                self.alias, state, st.reason or "too many failures", st.since, st.retry_at
+            )
+        if state == "starting":
+            reason = (
+                f"still starting (last error: {self.last_error})"
+                if self.last_error
+                else "still starting"
+            )
+            return Outage(self.alias, state, reason, self.down_since, self.retry_at)
+        if state == "stopped":
+            return Outage(self.alias, state, self.last_error or "stopped", self.down_since)
+        return Outage(
+            self.alias, state, self.last_error or "not running", self.down_since, self.retry_at
+        )
+
+    def _set_phase(self, phase: str, error: str | None = None) -> None:
+        now = trio.current_time()
+        if error is not None:
+            self.last_error = error
+        if phase != self.phase:
+            self.phase = phase
+            self.since = now
+        self._publish()
+
+    def _publish(self) -> None:
+        available = self.state in ("ready", "degraded")
+        if available:
+            self.registry.set_availability(self.alias, True)
+        else:
+            self.registry.set_availability(self.alias, False, self.outage().marker())
+        self._on_change(self.alias)
+
+    def _log(self, level: int, event: str, message: str, reason: str | None = None) -> None:
+        self._last_log = trio.current_time()
+        logger.log(
+            level,
+            "%s",
+            message,
+            extra=log_extra(
+                self.alias,
+                event,
+                reason,
+                self.stderr if event in ("outage", "crash_loop", "spawn_failed") else None,
+            ),
+        )
+
+    def _on_breaker(self, t: Transition) -> None:
+        if t.new == "open":
+            self._log(
+                logging.WARNING,
+                "breaker_open",
+                f"circuit open after failures ({t.reason}); next probe at {clock_time(t.retry_at)}",
+                t.reason,
+            )
+        elif t.new == "half_open":
+            self._log(logging.INFO, "breaker_half_open", "circuit half-open, probing")
+        elif t.new == "closed":
+            self._log(logging.INFO, "recovered", "circuit closed, server answering again")
+        self._wake.set()
+
+    # -- the supervised loop --
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            while True:
+                await self._attempt()
+                await self._back_off()
+        finally:
+            self.upstream = None
+            self._set_phase("stopped", self.last_error)
+
+    async def _attempt(self) -> None:
+        self.policy.on_start(trio.current_time())
+        self._set_phase("starting")
+        transport: Transport | None = None
+        try:
+            async with open_transport(
+                self.alias, self.cfg, self.config, self._notification
+            ) as transport:
+                await self._connect_and_serve(transport)
+        except SpawnError as exc:
+            self._failed("spawn_failed", exc.describe(), exc.reason)
+        except TransportError as exc:
+            self._failed("outage", exc.describe(), exc.reason)
+        except rpc.RPCError as exc:
+            self._failed("outage", f"protocol error: {exc.message}", exc.message)
+        except trio.TooSlowError:
+            self._failed(
+                "outage",
+                "did not answer in time while connecting",
+                "did not answer in time while connecting",
+            )
+        finally:
+            self.upstream = None
+            if transport is not None:
+                self.stderr = transport.stderr_tail() or self.stderr
+
+    def _failed(self, event: str, detail: str, reason: str) -> None:
+        now = trio.current_time()
+        first = self.down_since is None
+        if first:
+            self.down_since = now
+        restart = self.policy.on_failure(now)
+        self.retry_at = restart.at
+        changed = reason != self.last_error
+        self.last_error = reason
+        if restart.entered_crash_loop:
+            self._log(
+                logging.ERROR,
+                "crash_loop",
+                f"crash loop: {restart.failures} failures within "
+                f"{self.policy.config.window:.0f} s; retrying every "
+                f"{self.policy.config.cap:.0f} s. Last error: {reason}",
+                reason,
+            )
+        elif first or changed or now - self._last_log >= _REMINDER_EVERY:
+            # One line per transition while down, plus a reminder every few minutes.
+            still = "" if first else "still "
+            self._log(
+                logging.ERROR if event == "spawn_failed" else logging.WARNING,
+                event,
+                f"{still}unavailable: {detail.splitlines()[0]}; retrying at "
+                f"{clock_time(restart.at)}",
+                reason,
+            )
+        else:
+            logger.debug("%s: attempt failed again: %s", self.alias, reason)
+        self._set_phase("waiting", reason)
+        self.first_attempt.set()
+
+    async def _back_off(self) -> None:
+        assert self.retry_at is not None
+        await trio.sleep_until(self.retry_at)
+        self.retry_at = None
+        what = "restarting" if self.transport_kind == "stdio" else "reconnecting"
+        if self.policy.failures <= 1:
+            self._log(logging.INFO, "restart", what)
+        else:
+            logger.debug("%s: %s (attempt %d)", self.alias, what, self.policy.failures + 1)
+
+    async def _connect_and_serve(self, transport: Transport) -> None:
+        up = Upstream(
+            self.alias,
+            transport,
+            http=self.transport_kind == "http",
+            era=self._era_hint,
+            probe_timeout=self.config.daemon.probe_timeout,
+            max_pages=self.config.daemon.max_pages,
+        )
+        try:
+            with trio.fail_after(self.config.daemon.list_timeout):
+                await up.connect()
+                listing = await up.list_tools()
+        except TransportError:
+            if up.probe_died and self._era_hint == "auto":
+                self._era_hint = "legacy"
+            raise
+        self.dropped_tools = listing.dropped
+        self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
+        self.upstream = up
+        was_down = self.down_since is not None
+        self.down_since = None
+        self.last_error = None
+        self._set_phase("connected")
+        self.first_attempt.set()
+        if was_down:
+            self._log(logging.INFO, "recovered", f"available again ({len(listing.tools)} tools)")
+        else:
+            self._log(
+                logging.INFO,
+                "ready",
+                f"ready: {up.era} era ({up.version}), {len(listing.tools)} tools",
+            )
+        await self._serve(up, transport)
+
+    async def _serve(self, up: Upstream, transport: Transport) -> None:
+        async with trio.open_nursery() as nursery:
+            closed = getattr(transport, "closed", None)
+            if closed is not None:
+                nursery.start_soon(self._watch, closed)
+            try:
+                await self._serve_loop(up, transport)
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _watch(self, event: trio.Event) -> None:
+        await event.wait()
+        self._closed = True
+        self._wake.set()
+
+    async def _serve_loop(self, up: Upstream, transport: Transport) -> None:
+        self._closed = False
+        while True:
+            now = trio.current_time()
+            if self._closed:
+                error = getattr(transport, "error", None)
+                raise error if isinstance(error, TransportError) else TransportError("closed")
+            if self.policy.stable_at is not None and now >= self.policy.stable_at:
+                self.policy.refresh(now)
+            if self._suspect:
+                self._suspect = False
+                await self._liveness(up)
+            if self._refetch:
+                self._refetch = False
+                listing = await up.list_tools()
+                self.dropped_tools = listing.dropped
+                if self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted):
+                    self._on_change(self.alias)
+            if self.breaker.poll(now) == "half_open":
+                await self._half_open_probe(up)
+            deadline = self._next_deadline()
+            self._wake = trio.Event()
+            with trio.move_on_at(deadline):
+                await self._wake.wait()
+
+    def _next_deadline(self) -> float:
+        deadline = math.inf
+        st = self.breaker.status(trio.current_time())
+        if st.state == "open" and st.retry_at is not None:
+            deadline = st.retry_at
+        if self.policy.stable_at is not None:
+            deadline = min(deadline, self.policy.stable_at)
+        return deadline
+
+    async def _half_open_probe(self, up: Upstream) -> None:
+        adm = self.breaker.allow(trio.current_time())
+        if not (adm.allowed and adm.probe):
+            return
+        self._publish()
+        try:
+            with trio.fail_after(self.config.daemon.probe_timeout):
+                await up.probe()
+        except (TransportError, trio.TooSlowError) as exc:
+            reason = exc.reason if isinstance(exc, TransportError) else "probe timed out"
+            self.breaker.record_failure(trio.current_time(), reason, adm.ticket)
+        except rpc.RPCError:
+            self.breaker.record_success(trio.current_time(), adm.ticket)
+        else:
+            self.breaker.record_success(trio.current_time(), adm.ticket)
+        finally:
+            self.breaker.release_probe(adm.ticket)
+        self._publish()
+
+    async def _liveness(self, up: Upstream) -> None:
+        """After a timed-out call: a stdio server that stays silent gets restarted."""
+        try:
+            with trio.fail_after(_LIVENESS_TIMEOUT):
+                await up.probe()
+        except rpc.RPCError:
+            return
+        except trio.TooSlowError:
+            raise TransportError(
+                f"{self.alias} stopped responding (a call timed out and a probe got no "
+                f"answer in {_LIVENESS_TIMEOUT:.0f} s); restarting it"
+            ) from None
+
+    def _notification(self, msg: rpc.Notification) -> None:
+        if msg.method == "notifications/tools/list_changed":
+            self.request_refetch()
+        elif self.on_notification is not None:
+            self.on_notification(msg)
+
+    def request_refetch(self) -> None:
+        self._refetch = True
+        self._wake.set()
+
+    # -- calls from agents --
+
+    async def call(
+        self,
+        params: mcp.CallToolParams,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        call_timeout: float | None = None,
+    ) -> Raw:
+        """Forward one tools/call. Raises CallRefused (with an Outage) or rpc.RPCError.
+
+        ``call_timeout`` bounds the server's answer, not the wait for a free slot.
+        """
+        timeout = self.config.call_timeout(self.alias) if call_timeout is None else call_timeout
+        if self.phase == "starting" and not self.first_attempt.is_set():
+            with trio.move_on_after(timeout):
+                await self.first_attempt.wait()
+        up = self.upstream
+        if up is None or self.phase != "connected":
+            raise CallRefused(self.outage())
+        adm = self.breaker.allow(trio.current_time())
+        if not adm.allowed:
+            raise CallRefused(
+                Outage(self.alias, adm.state, adm.reason or "circuit open", adm.since, adm.retry_at)
+            )
+        try:
+            await self._acquire_slot()
+            try:
+                return await self._forward(up, params, capabilities, timeout, adm.ticket)
+            finally:
+                self.slots.release()
+        finally:
+            if adm.probe:
+                self.breaker.release_probe(adm.ticket)
+
+    async def _acquire_slot(self) -> None:
+        d = self.config.daemon
+        if self.slots.value == 0 and self.waiting >= d.queue_size:
+            raise CallRefused(
+                Outage(self.alias, "busy", f"{self.waiting} calls already waiting for this server")
+            )
+        self.waiting += 1
+        try:
+            with trio.move_on_after(d.queue_timeout) as scope:
+                await self.slots.acquire()
+        finally:
+            self.waiting -= 1
+        if scope.cancelled_caught:
+            raise CallRefused(
+                Outage(
+                    self.alias,
+                    "busy",
+                    f"no free slot within {d.queue_timeout:.0f} s "
+                    f"({self.cfg.concurrency()} calls at a time)",
+                )
+            )
+
+    async def _forward(
+        self,
+        up: Upstream,
+        params: mcp.CallToolParams,
+        capabilities: dict[str, Any] | None,
+        call_timeout: float,
+        ticket: int,
+    ) -> Raw:
+        timeout = call_timeout
+        start = trio.current_time()
+        self.inflight += 1
+        self._idle = trio.Event() if self.inflight == 1 else self._idle
+        try:
+            with trio.fail_after(timeout):
+                raw = await up.call_tool(params, capabilities=capabilities)
+        except trio.TooSlowError:
+            reason = f"no answer within {timeout:g} s"
+            self._availability_failure(start, reason, ticket)
+            if self.transport_kind == "stdio":
+                self._suspect = True
+                self._wake.set()
+            raise CallRefused(Outage(self.alias, "timeout", reason, start)) from None
+        except TransportError as exc:
+            self._availability_failure(start, exc.reason, ticket)
+            raise CallRefused(
+                Outage(self.alias, self.state, exc.reason, start, self.retry_at)
+            ) from None
+        except rpc.RPCError:
+            # The server answered: it is up, whatever it thought of the request.
+            self.breaker.record_success(trio.current_time(), ticket)
+            self.stats.record(trio.current_time() - start, error=True)
+            raise
+        finally:
+            self.inflight -= 1
+            if self.inflight == 0:
+                self._idle.set()
+        self.breaker.record_success(trio.current_time(), ticket)
+        self.stats.record(trio.current_time() - start)
+        return raw
+
+    def _availability_failure(self, start: float, reason: str, ticket: int) -> None:
+        now = trio.current_time()
+        self.stats.record(now - start, error=True)
+        before = self.breaker.state
+        self.breaker.record_failure(now, reason, ticket)
+        if self.breaker.state != before:
+            self._publish()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    def status(self) -> dict[str, Any]:
+        now = trio.current_time()
+        b = self.breaker.status(now)
+        snap = self.stats.snapshot()
+        up = self.upstream
+        return {
+            "alias": self.alias,
+            "transport": self.transport_kind,
+            "state": self.state,
+            "era": up.era if up else None,
+            "protocol_version": up.version if up else None,
+            "tools": self.registry.count(self.alias),
+            "since": self.since,
+            "last_error": self.last_error,
+            "retry_at": self.retry_at if self.phase == "waiting" else b.retry_at,
+            "restarts": self.policy.restarts,
+            "breaker": {
+                "state": b.state,
+                "consecutive_failures": b.consecutive_failures,
+                "failures": b.total_failures,
+                "opened": b.times_opened,
+            },
+            "calls": snap.calls,
+            "errors": snap.errors,
+            "p50_ms": None if snap.p50 is None else round(snap.p50 * 1000, 2),
+            "p99_ms": None if snap.p99 is None else round(snap.p99 * 1000, 2),
+            "inflight": self.inflight,
+            "waiting": self.waiting,
+            "stderr": self.stderr[-5:] if self.transport_kind == "stdio" else [],
+            "dropped_tools": self.dropped_tools,
+        }

@@ -1,0 +1,107 @@
+"""``mcpd serve``: run the daemon until SIGTERM, with the demo servers if asked."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+import trio
+
+from transports.stdio import die_with_parent, signal_group
+
+from .config import EX_CONFIG, Config, ConfigError, parse
+from .daemon import Daemon, DaemonError
+from .systemd import SystemdEnv
+
+logger = logging.getLogger("mcpd")
+
+
+def serve(
+    config: Config | None, config_path: str | None, *, demo: bool, socket: str | None = None
+) -> int:
+    sysd = SystemdEnv.take()
+    try:
+        trio.run(_main, config, config_path, demo, socket, sysd)
+    except DaemonError as exc:
+        logger.error("%s", exc)
+        return 1
+    except ConfigError as exc:
+        logger.error("config error: %s", exc)
+        return EX_CONFIG
+    return 0
+
+
+async def _main(
+    config: Config | None, config_path: str | None, demo: bool, socket: str | None, sysd: SystemdEnv
+) -> None:
+    if demo:
+        async with demo_config(socket) as cfg:
+            await Daemon(cfg, sysd=sysd).run()
+        return
+    assert config is not None
+    if socket:
+        config = msgspec.structs.replace(
+            config, daemon=msgspec.structs.replace(config.daemon, socket=socket)
+        )
+    await Daemon(config, config_path=config_path, sysd=sysd).run()
+
+
+@contextlib.asynccontextmanager
+async def demo_config(socket: str | None = None) -> AsyncIterator[Config]:
+    """The bundled demo: ``notes`` over stdio, ``tickets`` over HTTP on a free port."""
+    proc = await trio.lowlevel.open_process(
+        [
+            sys.executable,
+            "-m",
+            "mcpd.demo.tickets",
+            "--http",
+            "127.0.0.1:0",
+            "--ready-file",
+            "/dev/stdout",
+        ],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=die_with_parent(_pid()),
+    )
+    try:
+        assert proc.stdout is not None
+        port = await _read_port(proc.stdout)
+        data: dict[str, Any] = {
+            "servers": {
+                "notes": {"command": sys.executable, "args": ["-m", "mcpd.demo.notes"]},
+                "tickets": {"url": f"http://127.0.0.1:{port}/mcp"},
+            }
+        }
+        if socket:
+            data["daemon"] = {"socket": socket}
+        logger.info("demo: tickets serves HTTP on 127.0.0.1:%d (pid %d)", port, proc.pid)
+        yield parse(data, source="--demo")
+    finally:
+        with trio.CancelScope(shield=True):
+            signal_group(proc.pid, signal.SIGTERM)
+            with trio.move_on_after(3):
+                await proc.wait()
+            signal_group(proc.pid, signal.SIGKILL)
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()
+
+
+async def _read_port(stream: trio.abc.ReceiveStream) -> int:
+    buf = b""
+    with trio.fail_after(20):
+        while b"\n" not in buf:
+            chunk = await stream.receive_some(64)
+            if not chunk:
+                raise DaemonError("the tickets demo server exited before it was ready")
+            buf += chunk
+    return int(buf.split(b"\n", 1)[0].strip())

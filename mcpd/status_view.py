@@ -1,0 +1,62 @@
+"""``mcpd status`` for people: one line per server, reasons and retry times in local time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+_COLORS = {
+    "ready": "32",
+    "degraded": "33",
+    "starting": "36",
+    "half_open": "33",
+    "open": "31",
+    "failed": "31",
+    "crash_loop": "1;31",
+    "stopped": "90",
+}
+
+
+def local_time(iso: str | None) -> str:
+    if not iso:
+        return "-"
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%H:%M:%S")
+    except ValueError:
+        return iso
+
+
+def _paint(text: str, state: str, color: bool) -> str:
+    code = _COLORS.get(state)
+    return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
+
+
+def render_status(status: dict[str, Any], *, color: bool = False) -> str:
+    d = status.get("daemon", {})
+    lines = [
+        f"mcpd {d.get('version', '?')} (pid {d.get('pid', '?')}) on {d.get('socket', '?')}"
+        f" — {d.get('summary', '')}; {d.get('tools', 0)} tools, "
+        f"{d.get('connections', 0)} agent connection(s)"
+    ]
+    header = (
+        f"{'SERVER':<16} {'STATE':<11} {'ERA':<7} {'TOOLS':>5} {'SINCE':>8} "
+        f"{'RETRY':>8} {'CALLS':>6} {'P50ms':>7} {'P99ms':>7}  LAST ERROR"
+    )
+    lines.append(header)
+    for s in status.get("servers", []):
+        state = s.get("state", "?")
+        p50 = "-" if s.get("p50_ms") is None else f"{s['p50_ms']:.1f}"
+        p99 = "-" if s.get("p99_ms") is None else f"{s['p99_ms']:.1f}"
+        era = s.get("era") or "-"
+        retry = local_time(s.get("retry_at")) if state not in ("ready", "degraded") else "-"
+        error = (s.get("last_error") or "").splitlines()[0] if s.get("last_error") else ""
+        line = (
+            f"{s.get('alias', '?'):<16} {_paint(f'{state:<11}', state, color)} {era:<7} "
+            f"{s.get('tools', 0):>5} {local_time(s.get('since')):>8} {retry:>8} "
+            f"{s.get('calls', 0):>6} {p50:>7} {p99:>7}  {error}"
+        )
+        lines.append(line.rstrip())
+        if state not in ("ready", "degraded", "starting"):
+            for tail in s.get("stderr") or []:
+                lines.append(f"{'':<16} stderr| {tail}")
+    return "\n".join(lines)

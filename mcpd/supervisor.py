@@ -1,0 +1,157 @@
+"""All configured servers: one supervised runner task each, started, stopped and
+reloaded by diffing configs so unchanged servers are never touched."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import trio
+
+from transports.base import log_extra
+
+from .config import Config, ServerConfig
+from .registry import Registry
+from .runner import Runner
+
+logger = logging.getLogger("mcpd.supervisor")
+
+
+class ReloadReport(msgspec.Struct):
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    unchanged: list[str]
+
+
+class Supervisor:
+    def __init__(
+        self,
+        config: Config,
+        registry: Registry,
+        on_change: Callable[[str], None] = lambda alias: None,
+    ) -> None:
+        self.config = config
+        self.registry = registry
+        self.on_change = on_change
+        self.runners: dict[str, Runner] = {}
+        self._scopes: dict[str, trio.CancelScope] = {}
+        self._done: dict[str, trio.Event] = {}
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for alias, cfg in self.config.servers.items():
+                if cfg.enabled:
+                    self._start(alias, cfg)
+            task_status.started()
+            await trio.sleep_forever()
+
+    def _start(self, alias: str, cfg: ServerConfig) -> None:
+        assert self._nursery is not None
+        runner = Runner(alias, cfg, self.config, self.registry, self.on_change)
+        scope = trio.CancelScope()
+        done = trio.Event()
+        self.runners[alias] = runner
+        self._scopes[alias] = scope
+        self._done[alias] = done
+        self._nursery.start_soon(self._run_one, runner, scope, done, name=f"server:{alias}")
+
+    async def _run_one(self, runner: Runner, scope: trio.CancelScope, done: trio.Event) -> None:
+        try:
+            with scope:
+                await runner.run()
+        finally:
+            done.set()
+
+    async def wait_started(self, deadline: float) -> None:
+        """Until every server had its first attempt, or the deadline passed."""
+        with trio.move_on_at(deadline):
+            for runner in list(self.runners.values()):
+                await runner.first_attempt.wait()
+
+    async def stop(self, alias: str, reason: str) -> None:
+        """Stop one server: in-flight calls get a grace period, then an error result."""
+        runner = self.runners.pop(alias)
+        runner.last_error = reason
+        with trio.move_on_after(self.config.daemon.call_timeout):
+            await runner.wait_idle()
+        self._scopes.pop(alias).cancel()
+        await self._done.pop(alias).wait()
+
+    async def reload(self, new: Config) -> ReloadReport:
+        old = self.config
+        old_on = {a: c for a, c in old.servers.items() if c.enabled}
+        new_on = {a: c for a, c in new.servers.items() if c.enabled}
+        added = sorted(new_on.keys() - old_on.keys())
+        removed = sorted(old_on.keys() - new_on.keys())
+        both = sorted(old_on.keys() & new_on.keys())
+        changed = [a for a in both if old_on[a] != new_on[a]]
+        unchanged = [a for a in both if old_on[a] == new_on[a]]
+        self.config = new
+        for alias in unchanged:
+            self.runners[alias].config = new
+        if new.naming != old.naming:
+            self.registry.rename(new.naming)
+        async with trio.open_nursery() as nursery:
+            for alias in removed:
+                nursery.start_soon(self.stop, alias, "removed from the configuration")
+            for alias in changed:
+                nursery.start_soon(self.stop, alias, "restarting with a new configuration")
+        for alias in removed:
+            self.registry.remove(alias)
+        for alias in added + changed:
+            self._start(alias, new_on[alias])
+        report = ReloadReport(added, removed, changed, unchanged)
+        logger.info(
+            "configuration reloaded: %d added, %d removed, %d changed, %d unchanged",
+            len(added),
+            len(removed),
+            len(changed),
+            len(unchanged),
+            extra=log_extra(None, "reload"),
+        )
+        for alias in removed:
+            self.on_change(alias)
+        return report
+
+    def status(self) -> list[dict[str, Any]]:
+        return [self.runners[a].status() for a in sorted(self.runners)]
+
+    def summary(self) -> str:
+        """One line for systemd's STATUS=: "5 servers: 4 ready, 1 open (tickets)"."""
+        counts: dict[str, list[str]] = {}
+        for alias in sorted(self.runners):
+            counts.setdefault(self.runners[alias].state, []).append(alias)
+        n = len(self.runners)
+        parts = []
+        for state in (
+            "ready",
+            "degraded",
+            "starting",
+            "half_open",
+            "open",
+            "failed",
+            "crash_loop",
+            "stopped",
+        ):
+            names = counts.get(state)
+            if not names:
+                continue
+            text = f"{len(names)} {state}"
+            if state not in ("ready",):
+                text += f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+            parts.append(text)
+        return f"{n} server{'s' if n != 1 else ''}: " + (", ".join(parts) if parts else "none")
+
+    def outages(self) -> list[str]:
+        """One sentence per unavailable server, for discover/initialize instructions."""
+        out = []
+        for alias in sorted(self.runners):
+            runner = self.runners[alias]
+            if runner.state not in ("ready", "degraded"):
+                out.append(runner.outage().sentence())
+        return out
