@@ -1,0 +1,381 @@
+"""HTTP/1.1 connections for the Streamable HTTP transport: h11 over trio streams.
+
+This is the I/O edge: every trio, OS, ssl and h11 failure is turned into a
+``transports.base`` error here, once, with the server's alias and what was being
+done at the time. Above this module nothing catches ``OSError`` or h11 errors.
+
+A pool holds keep-alive connections to the one origin a transport talks to. A
+connection goes back to the pool only when h11 says both sides finished the
+exchange; anything else (cancelled mid-response, a stream abandoned after its
+answer, ``Connection: close``) closes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import math
+import re
+import select
+import ssl
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC
+from typing import Final, NoReturn
+from urllib.parse import urlsplit
+
+import h11
+import msgspec
+import trio
+
+from .base import StreamCut, TransportClosed, TransportError, UnexpectedReply
+
+_RECEIVE_SIZE: Final = 64 * 1024
+_HEADER_VALUE: Final = re.compile(r"[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?|")
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+class Origin(msgspec.Struct, frozen=True):
+    scheme: str
+    host: str
+    port: int
+
+    @property
+    def authority(self) -> str:
+        """The Host header: IPv6 literals in brackets, the port only when not the default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.authority}"
+
+
+def parse_url(url: str) -> tuple[Origin, str]:
+    """Split an endpoint URL into its origin and request target (path and query)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"invalid URL {url!r}: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"URL {url!r} must start with http:// or https://")
+    if not parts.hostname:
+        raise ValueError(f"URL {url!r} has no host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("credentials in the URL are not supported; configure a header instead")
+    if port is None:
+        port = 443 if scheme == "https" else 80
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return Origin(scheme, parts.hostname, port), target
+
+
+def check_header(name: str, value: str) -> None:
+    """Refuse a header h11 would refuse, before anything is sent (names only in the error)."""
+    if _HEADER_NAME.fullmatch(name) is None:
+        raise ValueError(f"invalid header name {name!r}")
+    if _HEADER_VALUE.fullmatch(value) is None:
+        raise ValueError(f"header {name} has a value that is not plain visible ASCII")
+
+
+def make_ssl_context(*, verify: bool = True, ca_file: str | None = None) -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    if ca_file is not None:
+        ctx.load_verify_locations(cafile=ca_file)
+    if not verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a Retry-After value (delay-seconds or an HTTP-date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now)
+
+
+class ResponseHead(msgspec.Struct, frozen=True):
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]  # names lower-cased
+
+    def get(self, name: str) -> str | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+    def get_all(self, name: str) -> str:
+        return ", ".join(value for key, value in self.headers if key == name)
+
+    @property
+    def media_type(self) -> str:
+        return (self.get("content-type") or "").split(";", 1)[0].strip().lower()
+
+    @property
+    def content_length(self) -> int | None:
+        value = self.get("content-length")
+        return int(value) if value is not None and value.isdigit() else None
+
+
+@contextlib.contextmanager
+def _io_errors(label: str, doing: str, error: type[TransportError]) -> Iterator[None]:
+    try:
+        yield
+    except trio.BrokenResourceError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, ssl.SSLError):
+            raise error(f"{label}: TLS failure while {doing}: {cause}") from None
+        raise error(f"{label}: connection lost while {doing}: {cause or exc}") from None
+    except trio.ClosedResourceError:
+        raise TransportClosed(f"{label}: connection already closed while {doing}") from None
+    except OSError as exc:
+        raise error(f"{label}: connection error while {doing}: {exc.strerror or exc}") from None
+
+
+class HttpConnection:
+    """One HTTP/1.1 connection; one exchange at a time, as h11 allows."""
+
+    def __init__(self, stream: trio.abc.Stream, label: str, read_timeout: float | None) -> None:
+        self._stream = stream
+        self._h11 = h11.Connection(h11.CLIENT)
+        self._label = label
+        self._read_timeout = math.inf if read_timeout is None else read_timeout
+        self._eof = False
+        self.idle_since = 0.0
+
+    @property
+    def finished(self) -> bool:
+        """Both sides completed the exchange, so the connection can carry another."""
+        return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
+
+    def recycle(self) -> bool:
+        if not self.finished:
+            return False
+        self._h11.start_next_cycle()
+        return True
+
+    def looks_alive(self) -> bool:
+        """An idle keep-alive connection with bytes (or EOF) waiting was closed by the server."""
+        sock = _socket_of(self._stream)
+        if sock is None:
+            return True
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return not poller.poll(0)
+
+    async def aclose(self) -> None:
+        await trio.aclose_forcefully(self._stream)
+
+    async def send(
+        self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        conn = self._h11
+        headers = [*headers, (b"Content-Length", str(len(body)).encode())]
+        data = conn.send(h11.Request(method=method, target=target, headers=headers)) or b""
+        if body:
+            data += conn.send(h11.Data(data=body)) or b""
+        data += conn.send(h11.EndOfMessage()) or b""
+        with _io_errors(self._label, "sending the request", TransportClosed):
+            await self._stream.send_all(data)
+
+    async def receive_head(self) -> ResponseHead:
+        while True:
+            event = await self._next_event("waiting for the response", TransportClosed)
+            if isinstance(event, h11.Response):
+                return ResponseHead(
+                    event.status_code,
+                    event.reason.decode("latin-1"),
+                    [(k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers],
+                )
+            if not isinstance(event, h11.InformationalResponse):
+                raise TransportClosed(f"{self._label}: the server closed the connection unanswered")
+
+    async def next_chunk(self) -> bytes | None:
+        """The next piece of the body, or ``None`` once the body is complete."""
+        while self._h11.their_state is not h11.DONE:
+            event = await self._next_event("reading the response body", StreamCut)
+            if isinstance(event, h11.Data):
+                if event.data:
+                    return bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                return None
+            else:
+                raise StreamCut(f"{self._label}: the response body ended early")
+        return None
+
+    async def read_body(self, head: ResponseHead, limit: int) -> bytes:
+        """The whole body, refusing (before reading it) one larger than ``limit``."""
+        declared = head.content_length
+        if declared is not None and declared > limit:
+            self._too_large(head, limit)
+        body = bytearray()
+        while (chunk := await self.next_chunk()) is not None:
+            body += chunk
+            if len(body) > limit:
+                self._too_large(head, limit)
+        return bytes(body)
+
+    async def read_prefix(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes of the body; a longer body is left unread (and the
+        connection will not be reused)."""
+        body = bytearray()
+        while len(body) <= limit and (chunk := await self.next_chunk()) is not None:
+            body += chunk
+        return bytes(body[:limit])
+
+    def _too_large(self, head: ResponseHead, limit: int) -> NoReturn:
+        raise UnexpectedReply(
+            f"{self._label}: HTTP {head.status} response body larger than {limit} bytes",
+            status=head.status,
+        )
+
+    async def _next_event(self, doing: str, error: type[TransportError]) -> object:
+        while True:
+            try:
+                event = self._h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                if self._eof:
+                    raise error(
+                        f"{self._label}: the server closed the connection while {doing}"
+                    ) from None
+                raise UnexpectedReply(
+                    f"{self._label}: invalid HTTP from the server: {exc}"
+                ) from None
+            if event is not h11.NEED_DATA:
+                return event
+            self._h11.receive_data(await self._receive(doing, error))
+
+    async def _receive(self, doing: str, error: type[TransportError]) -> bytes:
+        with trio.move_on_after(self._read_timeout) as scope:
+            with _io_errors(self._label, doing, error):
+                data = bytes(await self._stream.receive_some(_RECEIVE_SIZE))
+            if not data:
+                self._eof = True
+            return data
+        assert scope.cancelled_caught
+        raise TransportError(f"{self._label}: no data for {self._read_timeout:g} s while {doing}")
+
+
+def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
+    if isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
+    return stream.socket if isinstance(stream, trio.SocketStream) else None
+
+
+async def connect(
+    origin: Origin,
+    label: str,
+    *,
+    ssl_context: ssl.SSLContext | None,
+    connect_timeout: float,
+    read_timeout: float | None,
+) -> HttpConnection:
+    stream: trio.abc.Stream
+    with trio.move_on_after(connect_timeout) as scope:
+        try:
+            tcp = await trio.open_tcp_stream(origin.host, origin.port)
+        except OSError as exc:
+            raise TransportError(
+                f"{label}: cannot connect to {origin}: {exc.strerror or exc}"
+            ) from None
+        stream = tcp
+        if ssl_context is not None:
+            tls = trio.SSLStream(
+                tcp, ssl_context, server_hostname=origin.host, https_compatible=True
+            )
+            try:
+                with _io_errors(label, "setting up TLS", TransportError):
+                    await tls.do_handshake()
+            except BaseException:
+                await trio.aclose_forcefully(tcp)
+                raise
+            stream = tls
+        return HttpConnection(stream, label, read_timeout)
+    assert scope.cancelled_caught
+    raise TransportError(f"{label}: connecting to {origin} timed out after {connect_timeout:g} s")
+
+
+class ConnectionPool:
+    """At most ``size`` connections to one origin; callers beyond that wait in line.
+
+    Idle connections are reused newest first and dropped after ``keepalive_expiry``
+    seconds, a little under the common server keep-alive timeouts, so a request
+    rarely meets a connection the server is closing at that very moment.
+    """
+
+    def __init__(
+        self,
+        origin: Origin,
+        label: str,
+        *,
+        size: int,
+        ssl_context: ssl.SSLContext | None,
+        connect_timeout: float,
+        read_timeout: float | None,
+        keepalive_expiry: float = 4.0,
+    ) -> None:
+        if size < 1:
+            raise ValueError("pool_size must be at least 1")
+        self.origin = origin
+        self._label = label
+        self._slots = trio.Semaphore(size)
+        self._idle: list[HttpConnection] = []
+        self._ssl_context = ssl_context
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._keepalive_expiry = keepalive_expiry
+        self._closed = False
+        self.opened = 0
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[HttpConnection]:
+        async with self._slots:
+            conn = await self._take_idle()
+            if conn is None:
+                if self._closed:
+                    raise TransportClosed(f"{self._label}: transport closed")
+                conn = await connect(
+                    self.origin,
+                    self._label,
+                    ssl_context=self._ssl_context,
+                    connect_timeout=self._connect_timeout,
+                    read_timeout=self._read_timeout,
+                )
+                self.opened += 1
+            try:
+                yield conn
+            finally:
+                if not self._closed and conn.recycle():
+                    conn.idle_since = trio.current_time()
+                    self._idle.append(conn)
+                else:
+                    await conn.aclose()
+
+    async def _take_idle(self) -> HttpConnection | None:
+        now = trio.current_time()
+        while self._idle:
+            conn = self._idle.pop()
+            if now - conn.idle_since < self._keepalive_expiry and conn.looks_alive():
+                return conn
+            await conn.aclose()
+        return None
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.aclose()
