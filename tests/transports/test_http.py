@@ -1,0 +1,558 @@
+"""The Streamable HTTP transport against in-process h11 servers: replies, streams, pool."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import ssl
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trustme
+
+from protocol import headers as mcp_headers
+from protocol.jsonrpc import Notification, RPCError
+from transports.base import StreamCut, TransportError, UnexpectedReply
+from transports.http import HttpRPCError, HttpTransport, open_http_transport
+
+from ..support.http_servers import (
+    Responder,
+    SeenRequest,
+    error,
+    event,
+    notification,
+    result,
+    serve_http,
+)
+
+LIMIT = 10
+
+
+def value(raw: msgspec.Raw) -> Any:
+    return json.loads(bytes(raw))
+
+
+async def answer_json(req: SeenRequest, respond: Responder) -> None:
+    await respond.json(result(req.rpc_id, {"echo": req.rpc_method}))
+
+
+async def test_json_reply_and_request_headers() -> None:
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(answer_json) as srv,
+            open_http_transport(
+                "notes", srv.url(), headers={"Authorization": "Bearer s3cret", "X-Extra": "1"}
+            ) as t,
+        ):
+            mirrored = mcp_headers.request_headers("2026-07-28", "tools/call", "search")
+            raw = await t.request(
+                "tools/call", {"name": "search", "arguments": {}}, headers=mirrored
+            )
+    assert value(raw) == {"echo": "tools/call"}
+    (req,) = srv.requests
+    assert (req.method, req.target) == ("POST", "/mcp")
+    assert req.header("host") == f"127.0.0.1:{srv.port}"
+    assert req.header("content-type") == "application/json"
+    assert req.header("accept") == "application/json, text/event-stream"
+    assert req.header("authorization") == "Bearer s3cret"
+    assert req.header("x-extra") == "1"
+    assert req.header("mcp-protocol-version") == "2026-07-28"
+    assert req.header("mcp-method") == "tools/call"
+    assert req.header("mcp-name") == "search"
+    assert req.header("mcp-session-id") is None
+    assert req.message == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "search", "arguments": {}},
+    }
+
+
+async def test_per_request_headers_override_configured_ones() -> None:
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(answer_json) as srv,
+            open_http_transport("a", srv.url(), headers={"Authorization": "Bearer old"}) as t,
+        ):
+            await t.request("ping", {}, headers={"authorization": "Bearer new"})
+    (req,) = srv.requests
+    assert [v for k, v in req.headers if k == "authorization"] == ["Bearer new"]
+
+
+async def test_ids_are_fresh_per_request() -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_http(answer_json) as srv, open_http_transport("a", srv.url()) as t:
+            for _ in range(3):
+                await t.request("tools/list", {})
+    assert [r.rpc_id for r in srv.requests] == [1, 2, 3]
+
+
+async def test_sse_reply_with_notifications_around_the_response() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse(
+            "id: prime-1\ndata: \n\n",  # priming event: empty data
+            ": keep-alive\n\n",
+            event(notification("notifications/progress", {"progressToken": "t", "progress": 1})),
+            event(notification("notifications/message", {"level": "info"}), kind=None),
+            event({"jsonrpc": "2.0", "method": "other/kind"}, kind="custom"),
+            event(result(999, {"not": "ours"})),
+            # A response split over two data lines and two chunks.
+            'event: message\ndata: {"jsonrpc":"2.0",',
+            f'\ndata: "id":{req.rpc_id},"result":{{"ok":true}}}}\n\n',
+            event(notification("notifications/progress", {"progressToken": "t", "progress": 2})),
+            headers={"X-Accel-Buffering": "no"},
+        )
+
+    seen: list[Notification] = []
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("a", srv.url(), on_notification=seen.append) as t,
+        ):
+            raw = await t.request("tools/call", {"name": "x"})
+    assert value(raw) == {"ok": True}
+    assert [n.method for n in seen] == [
+        "notifications/progress",
+        "notifications/message",
+        "notifications/progress",
+    ]
+    assert value(seen[0].params) == {"progressToken": "t", "progress": 1}
+
+
+async def test_sse_error_response_raises_rpc_error() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse(event(error(req.rpc_id, -32602, "bad arguments")))
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            with pytest.raises(RPCError) as info:
+                await t.request("tools/call", {"name": "x"})
+    assert (info.value.code, info.value.message) == (-32602, "bad arguments")
+    assert isinstance(info.value, HttpRPCError)
+    assert info.value.http_status == 200
+
+
+async def test_stream_cut_before_the_response() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse_start()
+        await respond.send(event(notification("notifications/progress", {"progress": 1})))
+        await respond.cut()
+
+    seen: list[Notification] = []
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("a", srv.url(), on_notification=seen.append) as t,
+        ):
+            with pytest.raises(StreamCut, match="cut before its response"):
+                await t.request("tools/call", {"name": "x"})
+            # The transport is still usable: the broken connection was not pooled.
+            srv.handler = answer_json
+            assert value(await t.request("tools/list", {})) == {"echo": "tools/list"}
+    assert len(seen) == 1
+    assert srv.connections == 2
+
+
+async def test_stream_that_ends_without_the_response() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse("id: 1\ndata: \n\n", event(result(req.rpc_id + 1, {})))
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            with pytest.raises(StreamCut, match=r"ended before its response \(2 events read\)"):
+                await t.request("tools/call", {"name": "x"})
+
+
+async def test_response_without_final_blank_line_is_accepted() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse(f"data: {json.dumps(result(req.rpc_id, 5))}\n")
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            assert value(await t.request("x", {})) == 5
+
+
+async def test_keep_alive_reuses_one_connection() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_id is None:
+            await respond.reply(202)
+        elif req.rpc_id % 2:
+            await respond.json(result(req.rpc_id, req.rpc_id))
+        else:
+            await respond.sse(event(result(req.rpc_id, req.rpc_id)))
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            for i in range(1, 7):
+                assert value(await t.request("x", {})) == i
+            await t.notify("notifications/initialized", None)
+    assert srv.connections == 1
+    assert {r.connection for r in srv.requests} == {0}
+    assert t.connections_opened == 1
+
+
+async def test_pool_is_bounded_and_callers_wait_in_line() -> None:
+    in_flight = 0
+    most = 0
+    two_in = trio.Event()
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        if in_flight == 2:
+            two_in.set()
+        await two_in.wait()
+        in_flight -= 1
+        await respond.json(result(req.rpc_id, None))
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("a", srv.url(), pool_size=2) as t,
+            trio.open_nursery() as nursery,
+        ):
+            for _ in range(6):
+                nursery.start_soon(t.request, "x", {})
+    assert most == 2
+    assert srv.connections == 2
+    assert len(srv.requests) == 6
+
+
+async def test_server_closing_an_idle_connection_costs_nothing() -> None:
+    closed = trio.Event()
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.json(result(req.rpc_id, req.connection))
+        if req.connection == 0:
+            closed.set()
+            await respond.cut()  # keep-alive promised, then the server hangs up anyway
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            assert value(await t.request("x", {})) == 0
+            await closed.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            assert value(await t.request("x", {})) == 1
+
+
+async def test_connection_close_from_the_server_is_honoured() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.json(result(req.rpc_id, 1), headers={"Connection": "close"})
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            await t.request("x", {})
+            await t.request("x", {})
+    assert srv.connections == 2
+
+
+async def test_header_mirror_checked_by_the_server() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "opts": {
+                "type": "object",
+                "properties": {"limit": {"type": "integer", "x-mcp-header": "Limit"}},
+            },
+            "dry": {"type": "boolean", "x-mcp-header": "Dry-Run"},
+        },
+    }
+    params_map = mcp_headers.header_params(schema)
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        # What a conforming 2026-07-28 server checks, after decoding sentinels.
+        params = req.message["params"]
+        args = params.get("arguments", {})
+        expected = {
+            "mcp-method": req.rpc_method,
+            "mcp-name": params["name"],
+            "mcp-param-region": args.get("region"),
+            "mcp-param-limit": str(args["opts"]["limit"]) if "opts" in args else None,
+            "mcp-param-dry-run": None if "dry" not in args else str(args["dry"]).lower(),
+        }
+        for name, want in expected.items():
+            got = req.header(name)
+            got = None if got is None else mcp_headers.decode_value(got)
+            if got != want:
+                await respond.json(error(req.rpc_id, -32020, f"Header mismatch: {name}"), 400)
+                return
+        await respond.json(result(req.rpc_id, {"resultType": "complete", "content": []}))
+
+    async def call(t: HttpTransport, name: str, args: dict[str, Any]) -> msgspec.Raw:
+        hdrs = mcp_headers.request_headers("2026-07-28", "tools/call", name)
+        hdrs.update(mcp_headers.param_headers(params_map, args))
+        return await t.request("tools/call", {"name": name, "arguments": args}, headers=hdrs)
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            await call(
+                t, "数据 query", {"region": "Hello, 世界", "opts": {"limit": 42}, "dry": True}
+            )
+            await call(t, "plain", {"region": " padded "})
+            await call(t, "=?base64?x?=", {})
+            with pytest.raises(RPCError) as info:
+                await t.request(
+                    "tools/call",
+                    {"name": "plain", "arguments": {"region": "eu"}},
+                    headers=mcp_headers.request_headers("2026-07-28", "tools/call", "plain"),
+                )
+    assert info.value.code == -32020
+    assert getattr(info.value, "http_status", None) == 400
+    first = srv.requests[0]
+    assert first.header("mcp-name") == "=?base64?5pWw5o2uIHF1ZXJ5?="
+    assert first.header("mcp-param-region") == "=?base64?SGVsbG8sIOS4lueVjA==?="
+    assert first.header("mcp-param-limit") == "42"
+    assert first.header("mcp-param-dry-run") == "true"
+    assert srv.requests[1].header("mcp-param-region") == "=?base64?IHBhZGRlZCA=?="
+    assert srv.requests[2].header("mcp-name") == "=?base64?PT9iYXNlNjQ/eD89?="
+
+
+def test_bad_configured_headers_are_refused_without_echoing_the_value() -> None:
+    with pytest.raises(ValueError, match="Content-Type") as info:
+        HttpTransport("a", "http://127.0.0.1:1/mcp", headers={"Content-Type": "text/plain"})
+    with pytest.raises(ValueError, match="Authorization") as info:
+        HttpTransport("a", "http://127.0.0.1:1/mcp", headers={"Authorization": "Bearer x\r\ny"})
+    assert "Bearer" not in str(info.value)
+    with pytest.raises(ValueError, match="header name"):
+        HttpTransport("a", "http://127.0.0.1:1/mcp", headers={"Bad Name": "v"})
+    with pytest.raises(ValueError, match="http"):
+        HttpTransport("a", "ftp://example.com/mcp")
+    with pytest.raises(ValueError, match="credentials"):
+        HttpTransport("a", "http://user:pw@example.com/mcp")
+
+
+async def test_configured_header_values_never_reach_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.target == "/old":
+            await respond.reply(308, headers={"Location": "/mcp"})
+        else:
+            await respond.reply(401, headers={"WWW-Authenticate": 'Bearer realm="x"'})
+
+    caplog.set_level(logging.DEBUG)
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport(
+                "a", srv.url("/old"), headers={"Authorization": "Bearer TOPSECRET"}
+            ) as t,
+        ):
+            with pytest.raises(TransportError) as info:
+                await t.request("x", {})
+    assert "TOPSECRET" not in caplog.text
+    assert "TOPSECRET" not in info.value.describe()
+
+
+async def test_tls_with_a_test_ca(tmp_path: Any) -> None:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(server_ctx)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(answer_json, ssl_context=server_ctx) as srv:
+            assert srv.url().startswith("https://127.0.0.1:")
+            async with open_http_transport("a", srv.url(), ca_file=str(ca_file)) as t:
+                await t.request("x", {})
+                await t.request("x", {})
+            async with open_http_transport("a", srv.url()) as t:
+                with pytest.raises(TransportError, match="TLS") as info:
+                    await t.request("x", {})
+                assert "certificate" in info.value.reason.lower()
+            async with open_http_transport("a", srv.url(), tls_verify=False) as t:
+                assert value(await t.request("x", {})) == {"echo": "x"}
+    assert srv.requests[0].header("host") == f"127.0.0.1:{srv.port}"
+    assert {r.connection for r in srv.requests[:2]} == {srv.requests[0].connection}
+
+
+def _has_ipv6_loopback() -> bool:
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback on this machine")
+async def test_ipv6_literal() -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_http(answer_json, host="::1") as srv:
+            url = srv.url()
+            assert url.startswith("http://[::1]:")
+            async with open_http_transport("a", url) as t:
+                assert value(await t.request("x", {})) == {"echo": "x"}
+    assert srv.requests[0].header("host") == f"[::1]:{srv.port}"
+
+
+async def test_redirects_307_and_308() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.target == "/mcp/":
+            await respond.reply(307, "moved", {"Location": f"http://127.0.0.1:{srv.port}/mcp"})
+        elif req.target == "/perm":
+            await respond.reply(308, headers={"Location": "/mcp?x=1"})
+        else:
+            await answer_json(req, respond)
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv:
+            async with open_http_transport("a", srv.url("/mcp/")) as t:
+                await t.request("x", {})
+                await t.request("x", {})
+            assert [r.target for r in srv.requests] == ["/mcp/", "/mcp", "/mcp/", "/mcp"]
+            assert srv.requests[1].body == srv.requests[0].body
+            assert srv.connections == 1
+            srv.requests.clear()
+            async with open_http_transport("a", srv.url("/perm")) as t:
+                await t.request("x", {})
+                await t.request("x", {})
+                assert t.url.endswith("/mcp?x=1")
+            # A permanent redirect is remembered.
+            assert [r.target for r in srv.requests] == ["/perm", "/mcp?x=1", "/mcp?x=1"]
+
+
+async def test_redirect_loop_and_foreign_redirects_are_refused() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.target == "/away":
+            await respond.reply(307, headers={"Location": "http://example.com/mcp"})
+        elif req.target == "/nowhere":
+            await respond.reply(307)
+        else:
+            await respond.reply(307, headers={"Location": req.target + "x"})
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv:
+            async with open_http_transport("a", srv.url("/loop")) as t:
+                with pytest.raises(TransportError, match="more than 5 redirects"):
+                    await t.request("x", {})
+            assert len(srv.requests) == 6
+            async with open_http_transport("a", srv.url("/away")) as t:
+                with pytest.raises(UnexpectedReply, match="another origin"):
+                    await t.request("x", {})
+            async with open_http_transport("a", srv.url("/nowhere")) as t:
+                with pytest.raises(UnexpectedReply, match="without a Location"):
+                    await t.request("x", {})
+
+
+async def test_body_over_the_limit_is_refused_without_reading_it() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        kind = req.message["params"]["kind"]
+        if kind == "declared":
+            # Announce 10 MB, send a little, then stall: reading it all would hang.
+            await respond.start(
+                200, {"Content-Type": "application/json", "Content-Length": "10000000"}
+            )
+            await respond.send(b'{"jsonrpc":"2.0",')
+        elif kind == "chunked":
+            await respond.start(200, {"Content-Type": "application/json"})
+            for _ in range(4):
+                await respond.send(b" " * 1000)
+        else:
+            await respond.sse_start()
+            await respond.send(b"data: " + b"x" * 4000)
+        await respond.wait_disconnect()
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("a", srv.url(), max_body=2048) as t,
+        ):
+            for kind in ("declared", "chunked", "sse"):
+                with pytest.raises(UnexpectedReply, match="larger than 2048 bytes"):
+                    await t.request("x", {"kind": kind})
+
+
+async def test_garbage_replies_are_clear_errors() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        kind = req.message["params"]["kind"]
+        if kind == "utf8":
+            body = b'{"jsonrpc":"2.0","id":%d,"result":{"t":"\xff"}}' % req.rpc_id
+            await respond.reply(200, body, {"Content-Type": "application/json"})
+        elif kind == "json":
+            await respond.reply(200, b"{not json", {"Content-Type": "application/json"})
+        elif kind == "sse-json":
+            await respond.sse("data: {nope\n\n")
+        elif kind == "html":
+            await respond.reply(200, b"<html>hi</html>", {"Content-Type": "text/html"})
+        elif kind == "accepted":
+            await respond.reply(202)
+        elif kind == "other-id":
+            await respond.json(result(12345, {}))
+        else:
+            await respond.raw(b"HTTP/1.1 2OO OK\r\n\r\n")
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            for kind, match in [
+                ("utf8", "invalid JSON-RPC in the response body"),
+                ("json", "invalid JSON-RPC in the response body"),
+                ("sse-json", "invalid JSON-RPC in the event"),
+                ("html", "content type 'text/html'"),
+                ("accepted", "HTTP 202"),
+                ("other-id", "is not its response"),
+                ("http", "invalid HTTP"),
+            ]:
+                with pytest.raises(UnexpectedReply, match=match):
+                    await t.request("x", {"kind": kind})
+
+
+async def test_notification_handler_failure_does_not_break_the_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse(event(notification("n/x")), event(result(req.rpc_id, 1)))
+
+    def broken(n: Notification) -> None:
+        raise RuntimeError("handler bug")
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("a", srv.url(), on_notification=broken) as t,
+        ):
+            assert value(await t.request("x", {})) == 1
+    assert "notification handler failed" in caplog.text
+
+
+async def test_connect_failures() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with trio.fail_after(LIMIT):
+        async with open_http_transport("down", f"http://127.0.0.1:{port}/mcp") as t:
+            with pytest.raises(
+                TransportError, match=r"down: cannot connect to http://127\.0\.0\.1"
+            ):
+                await t.request("x", {})
+
+
+async def test_read_timeout() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.wait_disconnect()
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("a", srv.url(), read_timeout=0.2) as t,
+        ):
+            with pytest.raises(TransportError, match=r"no data for 0\.2 s"):
+                await t.request("x", {})
+
+
+async def test_closed_transport_refuses_requests() -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_http(answer_json) as srv, open_http_transport("a", srv.url()) as t:
+            pass
+        with pytest.raises(TransportError, match="closed"):
+            await t.request("x", {})
+    assert srv.requests == []

@@ -1,0 +1,229 @@
+"""How the HTTP transport maps statuses and bodies to errors, and its small helpers."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import pytest
+import trio
+
+from protocol.jsonrpc import RPCError
+from transports._httpconn import Origin, parse_retry_after, parse_url
+from transports.base import AuthError, HTTPStatusError, TransportError, UnexpectedReply
+from transports.http import HttpRPCError, open_http_transport
+
+from ..support.http_servers import Responder, SeenRequest, error, serve_http
+
+LIMIT = 10
+
+
+async def status_reply(req: SeenRequest, respond: Responder) -> None:
+    """Answer as told by the request's params: status, body, headers."""
+    p = req.message["params"]
+    await respond.reply(p["status"], p.get("body", ""), p.get("headers", {}))
+
+
+async def call(
+    url: str, status: int, body: str = "", headers: dict[str, str] | None = None
+) -> None:
+    async with open_http_transport("srv", url) as t:
+        await t.request("tools/call", {"status": status, "body": body, "headers": headers or {}})
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(400, -32020), (400, -32022), (400, -32602), (404, -32601), (500, -32603), (422, -1)],
+)
+async def test_json_rpc_error_bodies_become_rpc_errors(status: int, code: int) -> None:
+    body = error(1, code, "no good")
+    with trio.fail_after(LIMIT):
+        async with serve_http(status_reply) as srv:
+            with pytest.raises(RPCError) as info:
+                await call(srv.url(), status, _json(body), JSON)
+    assert isinstance(info.value, HttpRPCError)
+    assert (info.value.code, info.value.message, info.value.http_status) == (
+        code,
+        "no good",
+        status,
+    )
+
+
+async def test_error_without_id_and_odd_ids_still_count() -> None:
+    bodies = [
+        '{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"}}',
+        '{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Missing session"}}',
+        '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request"}}',
+    ]
+    with trio.fail_after(LIMIT):
+        async with serve_http(status_reply) as srv:
+            for body in bodies:
+                with pytest.raises(HttpRPCError) as info:
+                    await call(srv.url(), 400, body, JSON)
+                assert info.value.http_status == 400
+
+
+async def test_401_and_403_name_the_challenge() -> None:
+    challenge = (
+        'Bearer resource_metadata="https://x/.well-known/oauth-protected-resource", scope="a"'
+    )
+    with trio.fail_after(LIMIT):
+        async with serve_http(status_reply) as srv:
+            with pytest.raises(AuthError) as info:
+                await call(srv.url(), 401, "", {"WWW-Authenticate": challenge})
+            assert info.value.status == 401
+            assert info.value.challenge == challenge
+            assert "resource_metadata" in info.value.reason
+            with pytest.raises(AuthError) as info:
+                await call(
+                    srv.url(),
+                    403,
+                    _json(error(None, -32600, "Invalid Origin")),
+                    {**JSON, "WWW-Authenticate": 'Bearer error="insufficient_scope"'},
+                )
+            assert info.value.status == 403
+            assert "insufficient_scope" in info.value.challenge
+            with pytest.raises(AuthError, match="Invalid Origin"):
+                await call(srv.url(), 403, _json(error(None, -32600, "Invalid Origin")), JSON)
+
+
+async def test_429_and_503_carry_retry_after() -> None:
+    later = email.utils.formatdate(time.time() + 3600, usegmt=True)
+    with trio.fail_after(LIMIT):
+        async with serve_http(status_reply) as srv:
+            with pytest.raises(HTTPStatusError) as info:
+                await call(srv.url(), 429, "slow down", {"Retry-After": "7"})
+            assert (info.value.status, info.value.retry_after) == (429, 7.0)
+            with pytest.raises(HTTPStatusError) as info:
+                await call(
+                    srv.url(), 503, _json(error(1, -32603, "busy")), {**JSON, "Retry-After": later}
+                )
+            assert info.value.status == 503
+            assert info.value.retry_after is not None and 3000 < info.value.retry_after <= 3600
+            assert "busy" in info.value.reason
+            with pytest.raises(HTTPStatusError) as info:
+                await call(srv.url(), 503)
+            assert info.value.retry_after is None
+
+
+async def test_other_5xx_are_status_errors() -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_http(status_reply) as srv:
+            with pytest.raises(HTTPStatusError) as info:
+                await call(
+                    srv.url(), 502, "<html>bad gateway</html>", {"Content-Type": "text/html"}
+                )
+    assert not isinstance(info.value, AuthError)
+    assert info.value.status == 502
+    assert "bad gateway" in info.value.detail
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "headers"),
+    [
+        (400, "", {}),
+        (404, "Not Found", {"Content-Type": "text/plain"}),
+        (405, "", {"Allow": "GET"}),
+        (400, '{"error":"nope"}', JSON),
+        (400, '{"jsonrpc":"2.0","id":1,"result":{}}', JSON),
+    ],
+)
+async def test_4xx_without_a_json_rpc_error_is_unexpected(
+    status: int, body: str, headers: dict[str, str]
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_http(status_reply) as srv:
+            with pytest.raises(UnexpectedReply) as info:
+                await call(srv.url(), status, body, headers)
+    assert info.value.status == status
+    assert info.value.body == body.encode()
+
+
+async def test_large_error_bodies_are_cut_short() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.start(400, {"Content-Type": "text/html"})
+        await respond.send(b"x" * 200_000)
+        await respond.wait_disconnect()
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            with pytest.raises(UnexpectedReply) as info:
+                await t.request("x", {})
+    assert len(info.value.body) == 64 * 1024
+
+
+async def test_notification_statuses() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        status = req.message["params"]["status"]
+        if status == 400:
+            await respond.json(error(None, -32600, "rejected"), 400)
+        else:
+            await respond.reply(status, "" if status != 200 else "{}")
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            for status in (202, 200, 204):
+                await t.notify("notifications/initialized", {"status": status})
+            with pytest.raises(HttpRPCError, match="rejected"):
+                await t.notify("notifications/initialized", {"status": 400})
+            with pytest.raises(UnexpectedReply, match="HTTP 302"):
+                await t.notify("notifications/initialized", {"status": 302})
+    assert srv.connections == 1
+    assert all(r.rpc_id is None for r in srv.requests)
+
+
+def _json(obj: object) -> str:
+    import json
+
+    return json.dumps(obj)
+
+
+# -- helpers --
+
+
+@pytest.mark.parametrize(
+    ("url", "origin", "target", "authority"),
+    [
+        ("http://127.0.0.1:8080/mcp", Origin("http", "127.0.0.1", 8080), "/mcp", "127.0.0.1:8080"),
+        (
+            "https://Example.COM/mcp?k=v",
+            Origin("https", "example.com", 443),
+            "/mcp?k=v",
+            "example.com",
+        ),
+        ("http://[::1]:9000", Origin("http", "::1", 9000), "/", "[::1]:9000"),
+        ("http://[::1]/x", Origin("http", "::1", 80), "/x", "[::1]"),
+        ("https://h:80/", Origin("https", "h", 80), "/", "h:80"),
+    ],
+)
+def test_parse_url(url: str, origin: Origin, target: str, authority: str) -> None:
+    assert parse_url(url) == (origin, target)
+    assert origin.authority == authority
+
+
+@pytest.mark.parametrize("url", ["mcp.example.com", "ws://x/", "http:///x", "http://h:99999/"])
+def test_parse_url_refuses(url: str) -> None:
+    with pytest.raises(ValueError):
+        parse_url(url)
+
+
+def test_parse_retry_after() -> None:
+    now = 1_000_000_000.0
+    assert parse_retry_after("120", now) == 120.0
+    assert parse_retry_after(" 0 ", now) == 0.0
+    assert parse_retry_after(email.utils.formatdate(now + 30, usegmt=True), now) == 30.0
+    assert parse_retry_after(email.utils.formatdate(now - 30, usegmt=True), now) == 0.0
+    assert parse_retry_after("Sun, 09 Sep 2001 01:46:40 GMT", now) == 0.0
+    for junk in (None, "", "soon", "-5", "1.5"):
+        assert parse_retry_after(junk, now) is None
+
+
+async def test_errors_are_transport_errors_for_breakers() -> None:
+    # Availability failures share one base class; peer errors do not.
+    assert issubclass(AuthError, TransportError)
+    assert issubclass(UnexpectedReply, TransportError)
+    assert not issubclass(HttpRPCError, TransportError)
+    assert issubclass(HttpRPCError, RPCError)

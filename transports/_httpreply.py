@@ -1,0 +1,256 @@
+"""What an HTTP reply means: a JSON body or an event stream, or an error status.
+
+``status_error`` is the one place where a status code, its headers and the start of
+its body become an exception. The order matters: credentials first (401/403), then
+a legacy session the server forgot, then overload (429/503, with Retry-After), then
+any JSON-RPC error the body carries, then the bare status. A 4xx with no JSON-RPC
+error is ``UnexpectedReply``: for era detection that is the sign of a legacy server.
+
+``AnswerReader`` reads a 2xx reply to a request until its response: the single JSON
+message, or the event stream's notifications (handed on) and then the response.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
+import trio
+from msgspec import UNSET
+
+from protocol import jsonrpc as rpc
+from protocol.sse import SSEDecoder, SSEError, SSEEvent
+
+from ._httpconn import HttpConnection, ResponseHead, parse_retry_after
+from .base import (
+    AuthError,
+    HTTPStatusError,
+    NotificationHandler,
+    SessionExpired,
+    StreamCut,
+    TransportError,
+    UnexpectedReply,
+    log_extra,
+)
+
+logger = logging.getLogger("mcpd.http")
+
+Answer: TypeAlias = rpc.Response | rpc.ErrorResponse
+
+SNIPPET: Final = 512
+# Once the response is in, how long the rest of an event stream may take to end
+# before its connection is given up rather than waited for.
+DRAIN_TIMEOUT: Final = 1.0
+# Phrases legacy servers use when they do not know the session a request named.
+_SESSION_GONE: Final = (
+    "no valid session",
+    "missing session",
+    "session not found",
+    "invalid session",
+    "unknown session",
+    "session expired",
+)
+
+
+class HttpRPCError(rpc.RPCError):
+    """A JSON-RPC error that arrived in an HTTP reply; ``http_status`` says which."""
+
+    def __init__(self, code: int, message: str, data: Any = UNSET, *, http_status: int) -> None:
+        super().__init__(code, message, data)
+        self.http_status = http_status
+
+    @classmethod
+    def received(cls, error: rpc.ErrorObject, status: int) -> HttpRPCError:
+        return cls(error.code, error.message, error.data, http_status=status)
+
+
+class _ErrorBody(msgspec.Struct):
+    # Servers leave "id" out of errors about requests they could not read
+    # (server-everything does for unknown sessions); the envelope decoder insists on it.
+    jsonrpc: Literal["2.0"]
+    error: rpc.ErrorObject
+    id: Any = None
+
+
+_error_body: Final = msgspec.json.Decoder(_ErrorBody)
+
+
+def error_in(body: bytes) -> rpc.ErrorObject | None:
+    """The JSON-RPC error a body carries, if it is one."""
+    try:
+        return _error_body.decode(body).error
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Message:
+    """One JSON-RPC message from a reply body or an event's data."""
+    try:
+        # Raw results skip msgspec's UTF-8 checks; bad bytes must not travel on.
+        data.decode("utf-8")
+        return rpc.decode_message(data)
+    except rpc.DecodeFailure as exc:
+        error = error_in(data)
+        if error is not None:
+            return rpc.ErrorResponse(None, error)
+        reason = str(exc)
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8: {exc}"
+    raise UnexpectedReply(
+        f"{label}: invalid JSON-RPC in the {where}: {reason}", status=status, body=data[:SNIPPET]
+    )
+
+
+def status_error(
+    label: str, head: ResponseHead, body: bytes, what: str, *, had_session: bool, now: float
+) -> Exception:
+    """The exception for an HTTP error reply to ``what`` (a request or notification)."""
+    status = head.status
+    error = error_in(body)
+    said = f": {error.message} ({error.code})" if error is not None else ""
+    if status in (401, 403):
+        challenge = head.get_all("www-authenticate")
+        return AuthError(
+            f"{label}: HTTP {status} to {what}"
+            + (f", the server asks for: {challenge}" if challenge else said),
+            status=status,
+            challenge=challenge,
+        )
+    if had_session and (
+        status == 404 or (status == 400 and error is not None and session_gone(error))
+    ):
+        return SessionExpired(f"{label}: the server no longer knows our session{said}")
+    if status in (429, 503):
+        return HTTPStatusError(
+            f"{label}: HTTP {status} {head.reason}".rstrip() + said,
+            status=status,
+            retry_after=parse_retry_after(head.get("retry-after"), now),
+        )
+    if error is not None:
+        return HttpRPCError.received(error, status)
+    if status >= 500:
+        return HTTPStatusError(
+            f"{label}: HTTP {status} {head.reason}".rstrip(),
+            status=status,
+            detail=body[:SNIPPET].decode("utf-8", "replace"),
+        )
+    return UnexpectedReply(
+        f"{label}: HTTP {status} to {what} without a JSON-RPC error", status=status, body=body
+    )
+
+
+def session_gone(error: rpc.ErrorObject) -> bool:
+    text = error.message.lower()
+    return any(phrase in text for phrase in _SESSION_GONE)
+
+
+class AnswerReader:
+    """Reads one request's 2xx reply up to (and a little past) its response."""
+
+    def __init__(
+        self,
+        label: str,
+        what: str,
+        id: rpc.Id | None,
+        max_body: int,
+        on_notification: NotificationHandler | None,
+    ) -> None:
+        self._label = label
+        self._what = what
+        self._id = id
+        self._max_body = max_body
+        self._on_notification = on_notification
+
+    async def read(self, conn: HttpConnection, head: ResponseHead) -> Answer:
+        media = head.media_type
+        if media == "text/event-stream":
+            return await self._read_stream(conn, head)
+        if media == "application/json":
+            body = await conn.read_body(head, self._max_body)
+            msg = decode_reply(body, head.status, self._label, "response body")
+            if isinstance(msg, (rpc.Response, rpc.ErrorResponse)) and msg.id in (self._id, None):
+                return msg
+            problem = f"the JSON reply to {self._what} is not its response"
+        else:
+            body = await conn.read_prefix(SNIPPET)
+            problem = f"unexpected content type {media or 'none'!r} for {self._what}"
+        raise UnexpectedReply(f"{self._label}: {problem}", status=head.status, body=body[:SNIPPET])
+
+    async def _read_stream(self, conn: HttpConnection, head: ResponseHead) -> Answer:
+        decoder = SSEDecoder(self._max_body)
+        answer: Answer | None = None
+        events = 0
+        try:
+            while answer is None:
+                chunk = await conn.next_chunk()
+                for event in decoder.flush() if chunk is None else decoder.feed(chunk):
+                    events += 1
+                    found = self._on_event(event, head)
+                    if answer is None:
+                        answer = found
+                if chunk is None:
+                    break
+        except SSEError as exc:
+            raise UnexpectedReply(
+                f"{self._label}: {exc} in the reply to {self._what}", status=head.status
+            ) from None
+        except StreamCut as exc:
+            raise StreamCut(
+                f"{self._label}: the event stream for {self._what} was cut before its response "
+                f"({events} events read)",
+                detail=exc.reason,
+            ) from None
+        if answer is None:
+            raise StreamCut(
+                f"{self._label}: the event stream for {self._what} ended before its response "
+                f"({events} events read)"
+            )
+        # Read on to the end of the stream, so the connection can carry the next request;
+        # a stream that does not end soon, or ends badly, costs only its connection.
+        with trio.move_on_after(DRAIN_TIMEOUT), contextlib.suppress(TransportError, SSEError):
+            while (chunk := await conn.next_chunk()) is not None:
+                for event in decoder.feed(chunk):
+                    self._on_event(event, head)
+            for event in decoder.flush():
+                self._on_event(event, head)
+        return answer
+
+    def _on_event(self, event: SSEEvent, head: ResponseHead) -> Answer | None:
+        """Deliver one event; return it if it is the response being waited for."""
+        if event.event != "message" or not event.data.strip():
+            return None  # priming events and event types MCP does not use
+        msg = decode_reply(event.data, head.status, self._label, "event stream")
+        if isinstance(msg, rpc.Notification):
+            self._deliver(msg)
+        elif isinstance(msg, rpc.Request):
+            self._ignored(f"server request {msg.method}", "server_request_ignored")
+        elif msg.id in (self._id, None):
+            return msg
+        else:
+            self._ignored(f"a response for id {msg.id!r}", "stray_response")
+        return None
+
+    def _deliver(self, msg: rpc.Notification) -> None:
+        if self._on_notification is None:
+            return
+        try:
+            self._on_notification(msg)
+        except Exception:
+            # The handler's bug must not cost the request its answer.
+            logger.exception(
+                "%s: notification handler failed on %s",
+                self._label,
+                msg.method,
+                extra=log_extra(self._label, "notification_handler_failed"),
+            )
+
+    def _ignored(self, what: str, event: str) -> None:
+        logger.warning(
+            "%s: ignored %s on the stream of %s",
+            self._label,
+            what,
+            self._what,
+            extra=log_extra(self._label, event),
+        )

@@ -1,0 +1,398 @@
+"""Streamable HTTP client transport: one POST per JSON-RPC message.
+
+A request's answer is either one ``application/json`` message or a
+``text/event-stream`` carrying notifications about that request and then its
+response. Error statuses are mapped in ``_httpreply``; connections, TLS and the
+keep-alive pool live in ``_httpconn``. Nothing is retried here: whether a request
+may be sent again is the caller's decision.
+
+The transport serves both eras. It keeps a legacy ``Mcp-Session-Id`` when a server
+hands one out and ends it with DELETE on close. A cancelled request loses its
+connection, which is how 2026-07-28 cancels; when the caller has marked the server
+legacy (``transport.era = "legacy"``) it also POSTs ``notifications/cancelled``,
+because for those servers a disconnect cancels nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Final, NoReturn, TypeVar
+
+import trio
+from msgspec import UNSET, Raw
+
+from protocol import jsonrpc as rpc
+from protocol.mcp import CancelledParams, Era
+
+from ._httpconn import (
+    ConnectionPool,
+    HttpConnection,
+    ResponseHead,
+    check_header,
+    make_ssl_context,
+    parse_url,
+)
+from ._httpreply import SNIPPET, AnswerReader, HttpRPCError, status_error
+from .base import (
+    NotificationHandler,
+    SessionExpired,
+    TransportClosed,
+    TransportError,
+    UnexpectedReply,
+    log_extra,
+)
+
+__all__ = ["HttpRPCError", "HttpTransport", "open_http_transport"]
+
+logger = logging.getLogger("mcpd.http")
+
+T = TypeVar("T")
+
+DEFAULT_MAX_BODY: Final = 64 * 1024 * 1024
+MAX_REDIRECTS: Final = 5
+_ERROR_BODY_LIMIT: Final = 64 * 1024
+_CANCEL_TIMEOUT: Final = 2.0
+_DELETE_TIMEOUT: Final = 2.0
+_SESSION_HEADER: Final = "mcp-session-id"
+_VERSION_HEADER: Final = "mcp-protocol-version"
+_SESSION_ID: Final = re.compile(r"[\x21-\x7e]+")
+# Headers the transport owns; neither configuration nor callers may set them.
+_RESERVED: Final = frozenset(
+    {
+        "host",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "accept",
+        "mcp-session-id",
+    }
+)
+
+
+class _Exchange:
+    """One message on its way, as the reply readers need to know it."""
+
+    __slots__ = ("id", "method", "sent", "session")
+
+    def __init__(self, method: str, id: rpc.Id | None, session: str | None) -> None:
+        self.method = method
+        self.id = id
+        self.session = session  # the Mcp-Session-Id it carried
+        self.sent = False
+
+    def __str__(self) -> str:
+        return self.method if self.id is None else f"{self.method} (id {self.id})"
+
+
+class HttpTransport:
+    def __init__(
+        self,
+        alias: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 300.0,
+        ssl_context: ssl.SSLContext | None = None,
+        pool_size: int = 16,
+        max_body: int = DEFAULT_MAX_BODY,
+        on_notification: NotificationHandler | None = None,
+    ) -> None:
+        origin, self._target = parse_url(url)
+        self.alias = alias
+        self.era: Era | None = None  # the caller sets it once it knows the server's era
+        self.session_id: str | None = None
+        self._static = _header_list(headers or {}, "configured")
+        self._max_body = max_body
+        self._on_notification = on_notification
+        self._ids = rpc.IdAllocator()
+        self._version: str | None = None  # last MCP-Protocol-Version sent, for DELETE
+        self._closed = False
+        if origin.scheme == "https" and ssl_context is None:
+            ssl_context = make_ssl_context()
+        self._pool = ConnectionPool(
+            origin,
+            alias,
+            size=pool_size,
+            ssl_context=ssl_context if origin.scheme == "https" else None,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"{self._pool.origin}{self._target}"
+
+    @property
+    def connections_opened(self) -> int:
+        return self._pool.opened
+
+    def stderr_tail(self) -> list[str]:
+        return []
+
+    def reset_session(self) -> None:
+        self.session_id = None
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        cancellable: bool = True,
+    ) -> Raw:
+        rid = self._ids.next()
+        body = rpc.encode_request(rid, method, UNSET if params is None else params)
+        ex = _Exchange(method, rid, self.session_id)
+        extra = _header_list(headers or {}, "request")
+        try:
+            return await self._post(b"POST", body, self._headers(extra, ex), ex, self._answer)
+        except trio.Cancelled:
+            if cancellable and ex.sent and self.era == "legacy":
+                with trio.move_on_after(_CANCEL_TIMEOUT, shield=True):
+                    await self._send_cancel(rid, extra)
+            raise
+
+    async def notify(
+        self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
+    ) -> None:
+        body = rpc.encode_notification(method, UNSET if params is None else params)
+        ex = _Exchange(method, None, self.session_id)
+        extra = _header_list(headers or {}, "request")
+        await self._post(b"POST", body, self._headers(extra, ex), ex, self._accepted)
+
+    async def aclose(self) -> None:
+        """End a legacy session with DELETE (bounded, shielded), then drop all connections."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.session_id is not None:
+                with trio.move_on_after(_DELETE_TIMEOUT, shield=True):
+                    await self._delete_session()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._pool.aclose()
+
+    # -- sending --
+
+    def _headers(self, extra: list[tuple[str, str]], ex: _Exchange) -> list[tuple[bytes, bytes]]:
+        given = {name.lower() for name, _ in extra}
+        out = [
+            ("Host", self._pool.origin.authority),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ]
+        out += [(name, value) for name, value in self._static if name.lower() not in given]
+        out += extra
+        if ex.session is not None:
+            out.append(("Mcp-Session-Id", ex.session))
+        for name, value in extra:
+            if name.lower() == _VERSION_HEADER:
+                self._version = value
+        return [(name.encode(), value.encode()) for name, value in out]
+
+    async def _post(
+        self,
+        method: bytes,
+        body: bytes,
+        headers: list[tuple[bytes, bytes]],
+        ex: _Exchange,
+        read: Callable[[HttpConnection, ResponseHead, _Exchange], Awaitable[T]],
+    ) -> T:
+        if self._closed and method != b"DELETE":
+            raise TransportClosed(f"{self.alias}: transport closed")
+        target = self._target
+        for _ in range(MAX_REDIRECTS + 1):
+            async with self._pool.connection() as conn:
+                ex.sent = True
+                await conn.send(method, target.encode(), headers, body)
+                head = await conn.receive_head()
+                if head.status not in (307, 308):
+                    return await read(conn, head, ex)
+                target = self._redirect(head, target)
+                await conn.read_prefix(_ERROR_BODY_LIMIT)
+        raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for {ex}")
+
+    def _redirect(self, head: ResponseHead, target: str) -> str:
+        location = head.get("location")
+        if not location:
+            raise UnexpectedReply(
+                f"{self.alias}: HTTP {head.status} redirect without a Location", status=head.status
+            )
+        if location.startswith("/") and not location.startswith("//"):
+            new = location
+        else:
+            try:
+                origin, new = parse_url(location)
+            except ValueError:
+                origin = None
+            if origin != self._pool.origin:
+                # The configured headers carry credentials; they stay with their origin.
+                raise UnexpectedReply(
+                    f"{self.alias}: refused an HTTP {head.status} redirect to another origin",
+                    status=head.status,
+                )
+        logger.info(
+            "%s: HTTP %d redirect from %s to %s",
+            self.alias,
+            head.status,
+            target.split("?", 1)[0],
+            new.split("?", 1)[0],
+            extra=log_extra(self.alias, "http_redirect"),
+        )
+        if head.status == 308:
+            self._target = new
+        return new
+
+    # -- reading --
+
+    async def _answer(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> Raw:
+        if head.status >= 400:
+            await self._fail(conn, head, ex)
+        if not 200 <= head.status < 300 or head.status in (202, 204):
+            await self._unexpected(conn, head, f"HTTP {head.status} to {ex}")
+        self._capture_session(head)
+        reader = AnswerReader(self.alias, str(ex), ex.id, self._max_body, self._on_notification)
+        answer = await reader.read(conn, head)
+        if isinstance(answer, rpc.ErrorResponse):
+            raise HttpRPCError.received(answer.error, head.status)
+        return answer.result
+
+    def _capture_session(self, head: ResponseHead) -> None:
+        session = head.get(_SESSION_HEADER)
+        if session is None or session == self.session_id:
+            return
+        if _SESSION_ID.fullmatch(session) is None:
+            logger.warning(
+                "%s: ignored a malformed Mcp-Session-Id",
+                self.alias,
+                extra=log_extra(self.alias, "bad_session_id"),
+            )
+            return
+        # The id works like a credential: log that a session began, never the id.
+        logger.info(
+            "%s: legacy session started", self.alias, extra=log_extra(self.alias, "session_started")
+        )
+        self.session_id = session
+
+    async def _accepted(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> None:
+        if head.status >= 400:
+            await self._fail(conn, head, ex)
+        if not 200 <= head.status < 300:
+            await self._unexpected(conn, head, f"HTTP {head.status} to {ex}")
+        await conn.read_prefix(_ERROR_BODY_LIMIT)
+
+    async def _fail(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> NoReturn:
+        body = await conn.read_prefix(_ERROR_BODY_LIMIT)
+        had_session = ex.session is not None
+        exc = status_error(
+            self.alias, head, body, str(ex), had_session=had_session, now=time.time()
+        )
+        if isinstance(exc, SessionExpired) and self.session_id == ex.session:
+            self.session_id = None
+        raise exc
+
+    async def _unexpected(self, conn: HttpConnection, head: ResponseHead, what: str) -> NoReturn:
+        body = await conn.read_prefix(SNIPPET)
+        raise UnexpectedReply(f"{self.alias}: unexpected {what}", status=head.status, body=body)
+
+    # -- legacy housekeeping --
+
+    async def _send_cancel(self, rid: rpc.Id, extra: list[tuple[str, str]]) -> None:
+        # Legacy servers check the version header on every POST of a session.
+        version = {k: v for k, v in extra if k.lower() == _VERSION_HEADER}
+        params = CancelledParams(requestId=rid, reason="cancelled by the client")
+        try:
+            await self.notify("notifications/cancelled", params, headers=version)
+        except (TransportError, rpc.RPCError) as exc:
+            logger.info(
+                "%s: notifications/cancelled for id %s failed: %s",
+                self.alias,
+                rid,
+                exc,
+                extra=log_extra(self.alias, "cancel_failed", str(exc)),
+            )
+
+    async def _delete_session(self) -> None:
+        session = self.session_id
+        ex = _Exchange("DELETE", None, session)
+        extra = [("MCP-Protocol-Version", self._version)] if self._version else []
+        headers = [(k, v) for k, v in self._headers(extra, ex) if k != b"Content-Type"]
+        try:
+            status = await self._post(b"DELETE", b"", headers, ex, _status_only)
+        except TransportError as exc:
+            status, reason = 0, str(exc)
+        else:
+            reason = f"HTTP {status}"
+        self.session_id = None
+        # 404: already gone; 405: the server does not let clients end sessions.
+        if 200 <= status < 300 or status in (404, 405):
+            logger.debug("%s: session ended (%s)", self.alias, reason)
+        else:
+            logger.info(
+                "%s: could not end the session: %s",
+                self.alias,
+                reason,
+                extra=log_extra(self.alias, "session_delete_failed", reason),
+            )
+
+
+async def _status_only(conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> int:
+    await conn.read_prefix(_ERROR_BODY_LIMIT)
+    return head.status
+
+
+def _header_list(headers: Mapping[str, str], what: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for name, value in headers.items():
+        if name.lower() in _RESERVED:
+            raise ValueError(f"the {what} header {name} is set by the transport itself")
+        check_header(name, value)
+        out.append((name, value))
+    return out
+
+
+@contextlib.asynccontextmanager
+async def open_http_transport(
+    alias: str,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    connect_timeout: float = 10.0,
+    read_timeout: float | None = 300.0,
+    tls_verify: bool = True,
+    ca_file: str | None = None,
+    pool_size: int = 16,
+    max_body: int = DEFAULT_MAX_BODY,
+    on_notification: NotificationHandler | None = None,
+) -> AsyncIterator[HttpTransport]:
+    """A transport for one Streamable HTTP endpoint; leaving it ends a legacy session.
+
+    ``read_timeout`` bounds the silence between two reads (None: no bound); the
+    time a whole request may take is the caller's, e.g. ``trio.fail_after``.
+    """
+    ssl_context = None
+    if url.lower().startswith("https:"):
+        ssl_context = make_ssl_context(verify=tls_verify, ca_file=ca_file)
+    transport = HttpTransport(
+        alias,
+        url,
+        headers=headers,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        ssl_context=ssl_context,
+        pool_size=pool_size,
+        max_body=max_body,
+        on_notification=on_notification,
+    )
+    try:
+        yield transport
+    finally:
+        await transport.aclose()
