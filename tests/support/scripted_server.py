@@ -22,6 +22,7 @@ p.add_argument(
     "--era", choices=["both", "modern", "legacy", "legacy-silent", "legacy-dies"], default="both"
 )
 p.add_argument("--tools", type=int, default=3)
+p.add_argument("--names", help="comma-separated tool names instead of tool0..N")
 p.add_argument("--page-size", type=int, default=0)
 p.add_argument("--empty-first-cursor", action="store_true")
 p.add_argument("--repeat-cursor", action="store_true")
@@ -80,14 +81,15 @@ def error(rid, code: int, message: str, data=None) -> None:
 
 
 def tool_defs() -> list[dict]:
+    names = args.names.split(",") if args.names else [f"tool{i}" for i in range(args.tools)]
     return [
         {
-            "name": f"tool{i}",
+            "name": name,
             "description": f"test tool {i}",
             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
             "annotations": {"readOnlyHint": True},
         }
-        for i in range(args.tools)
+        for i, name in enumerate(names)
     ]
 
 
@@ -131,6 +133,9 @@ def call_tool(rid, params: dict) -> None:
     def answer() -> None:
         if args.slow:
             time.sleep(args.slow)
+        if name == "rpc_error":
+            error(rid, -32602, "invalid arguments for rpc_error")
+            return
         if name == "fail":
             result(rid, {"content": [{"type": "text", "text": "it failed"}], "isError": True})
             return
