@@ -322,14 +322,19 @@ class _HttpServer:
         mismatch = _header_mismatch(headers, req)
         if mismatch is not None:
             raise _rpc_reject(400, req.id, rpc.HEADER_MISMATCH, f"Header mismatch: {mismatch}")
+        claimed: Any = version
         try:
             ctx = self.stateless.context(req)
+            claimed = ctx.version
         except rpc.RPCError as exc:
-            body = rpc.encode_error_object(req.id, exc.to_object())
-            raise _Reject(_MODERN_STATUS.get(exc.code, 200), body) from None
-        if ctx.version != version:
+            claimed = exc.data.get("requested") if isinstance(exc.data, dict) else version
+            if claimed == version:
+                body = rpc.encode_error_object(req.id, exc.to_object())
+                raise _Reject(_MODERN_STATUS.get(exc.code, 200), body) from None
+        # A client that disagrees with itself hears that, not that its version is unknown.
+        if claimed != version:
             message = (
-                f"Header mismatch: MCP-Protocol-Version is {version!r}, _meta says {ctx.version!r}"
+                f"Header mismatch: MCP-Protocol-Version is {version!r}, _meta says {claimed!r}"
             )
             raise _rpc_reject(400, req.id, rpc.HEADER_MISMATCH, message)
 

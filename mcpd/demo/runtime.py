@@ -40,7 +40,7 @@ from protocol import mcp
 from protocol.server import RequestContext, ServerSession
 
 from .http import serve_http
-from .stdio import serve_stdio
+from .stdio import DEFAULT_EOF_GRACE, serve_stdio
 
 log = logging.getLogger("mcpd.demo")
 
@@ -406,6 +406,13 @@ def _parse_args(argv: Sequence[str] | None, server: DemoServer) -> argparse.Name
         "--ready-file", metavar="PATH", help="with --http: write the bound port here when ready"
     )
     parser.add_argument("--page-size", type=int, help="tools per tools/list page")
+    parser.add_argument(
+        "--eof-grace",
+        type=float,
+        default=DEFAULT_EOF_GRACE,
+        metavar="SECONDS",
+        help="stdio: how long requests may still run after stdin closes",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     if args.page_size is not None and args.page_size < 1:
@@ -439,7 +446,7 @@ async def _main(server: DemoServer, args: argparse.Namespace) -> None:
         if args.http is not None:
             await serve_http(server, args.host, args.port, ready_file=args.ready_file)
         else:
-            await _serve_process_stdio(server)
+            await _serve_process_stdio(server, args.eof_grace)
             nursery.cancel_scope.cancel()
 
 
@@ -451,7 +458,7 @@ async def _stop_on_signal(scope: trio.CancelScope) -> None:
             return
 
 
-async def _serve_process_stdio(server: DemoServer) -> None:
+async def _serve_process_stdio(server: DemoServer, eof_grace: float) -> None:
     # Only protocol messages may reach stdout: keep a private copy of it for them and
     # point fd 1 (and print) at stderr, so a stray print cannot corrupt the stream.
     in_fd, out_fd = os.dup(0), os.dup(1)
@@ -459,6 +466,6 @@ async def _serve_process_stdio(server: DemoServer) -> None:
     sys.stdout = sys.stderr
     try:
         async with trio.lowlevel.FdStream(in_fd) as stdin, trio.lowlevel.FdStream(out_fd) as out:
-            await serve_stdio(server, stdin, out)
+            await serve_stdio(server, stdin, out, eof_grace=eof_grace)
     finally:
         log.info("%s stopped", server.info.name)
