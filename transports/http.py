@@ -112,7 +112,9 @@ class HttpTransport:
         self._max_body = max_body
         self._on_notification = on_notification
         self._ids = rpc.IdAllocator()
-        self._version: str | None = None  # last MCP-Protocol-Version sent, for DELETE
+        # The MCP-Protocol-Version requests carry, for the messages callers send without
+        # one (notifications, DELETE): legacy servers check it on every POST of a session.
+        self._version: str | None = None
         self._closed = False
         if origin.scheme == "https" and ssl_context is None:
             ssl_context = make_ssl_context()
@@ -137,7 +139,9 @@ class HttpTransport:
         return []
 
     def reset_session(self) -> None:
+        """Forget the legacy session (and the version it spoke) before a new handshake."""
         self.session_id = None
+        self._version = None
 
     async def request(
         self,
@@ -191,11 +195,13 @@ class HttpTransport:
         ]
         out += [(name, value) for name, value in self._static if name.lower() not in given]
         out += extra
+        if _VERSION_HEADER not in given:
+            if ex.id is None and self._version is not None:
+                out.append(("MCP-Protocol-Version", self._version))
+        elif ex.id is not None:
+            self._version = next(v for k, v in extra if k.lower() == _VERSION_HEADER)
         if ex.session is not None:
             out.append(("Mcp-Session-Id", ex.session))
-        for name, value in extra:
-            if name.lower() == _VERSION_HEADER:
-                self._version = value
         return [(name.encode(), value.encode()) for name, value in out]
 
     async def _post(
@@ -323,8 +329,7 @@ class HttpTransport:
     async def _delete_session(self) -> None:
         session = self.session_id
         ex = _Exchange("DELETE", None, session)
-        extra = [("MCP-Protocol-Version", self._version)] if self._version else []
-        headers = [(k, v) for k, v in self._headers(extra, ex) if k != b"Content-Type"]
+        headers = [(k, v) for k, v in self._headers([], ex) if k != b"Content-Type"]
         try:
             status = await self._post(b"DELETE", b"", headers, ex, _status_only)
         except TransportError as exc:

@@ -322,3 +322,27 @@ async def test_failed_cancel_notification_is_not_raised() -> None:
 
 def test_http_errors_are_transport_errors() -> None:
     assert issubclass(SessionExpired, TransportError)
+
+
+async def test_version_header_for_messages_sent_without_one() -> None:
+    server = LegacyServer()
+    with trio.fail_after(LIMIT):
+        async with serve_http(server) as srv, open_http_transport("old", srv.url()) as t:
+            with pytest.raises(HttpRPCError):  # the modern probe a legacy server refuses
+                await t.request(
+                    "server/discover", {}, headers={"MCP-Protocol-Version": "2026-07-28"}
+                )
+            t.reset_session()  # what the caller does before the legacy handshake
+            await t.request("initialize", {"protocolVersion": "2025-11-25"}, cancellable=False)
+            await t.notify("notifications/initialized", None)
+            await t.request("tools/list", {}, headers=LEGACY)
+            await t.notify("notifications/roots/list_changed", None)
+    versions = [(r.rpc_method or r.method, r.header("mcp-protocol-version")) for r in srv.requests]
+    assert versions == [
+        ("server/discover", "2026-07-28"),
+        ("initialize", None),
+        ("notifications/initialized", None),  # the version is not known to the transport yet
+        ("tools/list", "2025-11-25"),
+        ("notifications/roots/list_changed", "2025-11-25"),
+        ("DELETE", "2025-11-25"),
+    ]
