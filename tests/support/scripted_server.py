@@ -46,6 +46,10 @@ p.add_argument(
     action="store_true",
     help="answer the first discover with -32022 listing the real version",
 )
+p.add_argument("--log-file", help="append every line received on stdin to this file")
+p.add_argument(
+    "--malformed-tool", action="store_true", help="list a tool whose name is not a string"
+)
 args = p.parse_args()
 
 out_lock = threading.Lock()
@@ -82,7 +86,7 @@ def error(rid, code: int, message: str, data=None) -> None:
 
 def tool_defs() -> list[dict]:
     names = args.names.split(",") if args.names else [f"tool{i}" for i in range(args.tools)]
-    return [
+    tools = [
         {
             "name": name,
             "description": f"test tool {i}",
@@ -91,6 +95,9 @@ def tool_defs() -> list[dict]:
         }
         for i, name in enumerate(names)
     ]
+    if args.malformed_tool:
+        tools.insert(1, {"name": 42, "inputSchema": {"type": "object"}})
+    return tools
 
 
 def list_tools(rid, params: dict) -> None:
@@ -230,10 +237,13 @@ def main() -> None:
     print(args.stderr_banner, file=sys.stderr, flush=True)
     if args.start_delay:
         time.sleep(args.start_delay)
+    log = open(args.log_file, "ab", buffering=0) if args.log_file else None  # noqa: SIM115
     for line in sys.stdin.buffer:
         line = line.strip()
         if not line:
             continue
+        if log is not None:
+            log.write(line + b"\n")
         try:
             msg = json.loads(line)
         except ValueError:
