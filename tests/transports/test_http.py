@@ -15,6 +15,7 @@ import trustme
 
 from protocol import headers as mcp_headers
 from protocol.jsonrpc import Notification, RPCError
+from transports import _httpreply
 from transports.base import StreamCut, TransportError, UnexpectedReply
 from transports.http import HttpRPCError, HttpTransport, open_http_transport
 
@@ -173,6 +174,27 @@ async def test_response_without_final_blank_line_is_accepted() -> None:
     with trio.fail_after(LIMIT):
         async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
             assert value(await t.request("x", {})) == 5
+
+
+async def test_stream_left_open_after_the_response(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_httpreply, "DRAIN_TIMEOUT", 0.05)
+    hung_up = trio.Event()
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_method == "open":
+            await respond.sse_start()
+            await respond.send(event(result(req.rpc_id, "answer")))
+            await respond.wait_disconnect()
+            hung_up.set()
+        else:
+            await answer_json(req, respond)
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            assert value(await t.request("open", {})) == "answer"
+            await hung_up.wait()  # the connection was given up, not pooled half-read
+            await t.request("next", {})
+    assert [r.connection for r in srv.requests] == [0, 1]
 
 
 async def test_keep_alive_reuses_one_connection() -> None:
