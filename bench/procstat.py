@@ -50,6 +50,12 @@ def cpu_seconds(roots: Iterable[int]) -> float:
     return ticks * TICK
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """user+system time of one process alone."""
+    fields = _stat_fields(pid)
+    return (int(fields[11]) + int(fields[12])) * TICK if fields else 0.0
+
+
 def memory_kb(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM (peak RSS) of one process, in KiB (zeros if it is gone)."""
     out = {"rss_kb": 0, "hwm_kb": 0}

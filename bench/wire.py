@@ -92,6 +92,7 @@ class LineClient:
         self.buffer = b""
         self.next_id = 1
         self.modern = True
+        self.pages_listed = 0  # pages in the last list_tools()
         self.decode = msgspec.json.Decoder(Reply).decode
 
     @classmethod
@@ -161,11 +162,12 @@ class LineClient:
         names: list[str] = []
         cursor: str | None = None
         page_decode = msgspec.json.Decoder(ToolPage).decode
-        for _ in range(max_pages):
+        for pages in range(1, max_pages + 1):
             params = {"cursor": cursor} if cursor is not None else None
             page = page_decode(self.request("tools/list", params))
             names.extend(t.name for t in page.tools)
             cursor = page.nextCursor
             if cursor is None:
+                self.pages_listed = pages
                 return names
         raise RuntimeError(f"tools/list did not end within {max_pages} pages")

@@ -1,0 +1,301 @@
+"""Run the mcpd benchmarks and judge the targets.
+
+    .venv/bin/python -m bench.run            # full run: 3 rounds, a few minutes on 2 cores
+    .venv/bin/python -m bench.run --quick    # smoke run: 1 short round
+    .venv/bin/python bench/run.py --help
+
+Configurations (each drives the same echo server; see bench/README.md):
+  direct         load generator <-> echo server over a stdio pipe
+  relay          load generator -> bench.relay (Unix socket, byte copy) -> echo server (stdio)
+  mcpd           load generator -> mcpd's socket -> echo server (stdio upstream)
+  mcpd-http      load generator -> mcpd's socket -> echo server (Streamable HTTP upstream)
+  fastmcp-proxy  load generator <-> FastMCP 4.x proxy (stdio) -> echo server (stdio)
+
+The configurations are interleaved (A B C ... A B C ...) over the rounds, and each cell is
+reported as the median over the rounds. Raw results go to bench/results/ as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import report, targets
+from bench.scale import ScaleSettings, run_scale
+from bench.targets import CONFIGURATIONS, ROOT, Env, Launch, TargetUnavailable
+
+RESULTS = ROOT / "bench" / "results"
+MATRIX = "1:64,1:16384,32:64,32:16384"
+
+
+class LoadgenFailed(Exception):
+    pass
+
+
+def run_loadgen(
+    launch: Launch, matrix: str, duration: float, warmup: float, gen_cpus: set[int] | None
+) -> dict[str, Any]:
+    cells = len(matrix.split(","))
+    cmd = [
+        sys.executable, "-m", "bench.loadgen", "--json",
+        "--matrix", matrix, "--duration", str(duration), "--warmup", str(warmup),
+        "--tool", launch.tool,
+    ]  # fmt: skip
+    if gen_cpus:
+        cmd += ["--cpus", ",".join(map(str, sorted(gen_cpus)))]
+    cmd += launch.loadgen_args
+    # Generous: a slow target (FastMCP takes seconds to start) must not be cut short.
+    timeout = 120 + cells * (duration + warmup) * 4
+    try:
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise LoadgenFailed(f"load generator timed out after {timeout:.0f} s") from None
+    if done.returncode != 0:
+        tail = "\n".join("    " + x for x in done.stderr.strip().splitlines()[-8:])
+        raise LoadgenFailed(f"load generator failed ({done.returncode}):\n{tail}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def split_cpus(pin: bool) -> tuple[set[int] | None, set[int] | None]:
+    """One CPU for the load generator, the others for the target, when there are two."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if not pin or len(cpus) < 2:
+        return None, None
+    return {cpus[0]}, set(cpus[1:])
+
+
+def parse_options(items: list[str]) -> dict[str, Any]:
+    """KEY=VALUE with VALUE read as JSON when it parses (numbers, true), else a string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="bench.run",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 2)[2],
+    )
+    p.add_argument("--quick", action="store_true", help="1 round of short cells (smoke run)")
+    p.add_argument("--rounds", type=int, help="rounds (default 3, --quick 1)")
+    p.add_argument("--duration", type=float, help="seconds per cell (default 2, --quick 0.5)")
+    p.add_argument("--warmup", type=float, help="warm-up seconds per cell (default 0.3)")
+    p.add_argument("--configs", default=",".join(CONFIGURATIONS), help="comma-separated")
+    p.add_argument("--matrix", default=MATRIX, help="concurrency:payload cells")
+    p.add_argument("--no-scale", action="store_true", help="skip the 10,000-tool scale run")
+    p.add_argument("--no-pin", action="store_true", help="do not pin to separate CPUs")
+    p.add_argument("--mcpd", help="command that runs mcpd's CLI (default: the venv's mcpd)")
+    p.add_argument(
+        "--daemon-option", action="append", default=[], metavar="KEY=VALUE",
+        help="extra [daemon] key for the mcpd configs (dropped if mcpd rejects it)",
+    )  # fmt: skip
+    p.add_argument(
+        "--server-option", action="append", default=[], metavar="KEY=VALUE",
+        help="extra key for every [servers.X] table, e.g. max_concurrency=32",
+    )  # fmt: skip
+    p.add_argument("--scale-servers", type=int, default=50)
+    p.add_argument("--scale-tools", type=int, default=200)
+    p.add_argument("--idle-connections", type=int, default=1000)
+    p.add_argument("--output", type=Path, help="JSON results file (default bench/results/...)")
+    args = p.parse_args(argv)
+    args.rounds = args.rounds or (1 if args.quick else 3)
+    args.duration = args.duration or (0.5 if args.quick else 2.0)
+    args.warmup = args.warmup if args.warmup is not None else (0.1 if args.quick else 0.3)
+    args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    unknown = set(args.configs) - set(CONFIGURATIONS)
+    if unknown:
+        p.error(f"unknown configurations: {', '.join(sorted(unknown))}")
+    return args
+
+
+def machine_info() -> dict[str, Any]:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    return {
+        "cpus": len(os.sched_getaffinity(0)),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+        "commit": commit,
+        "load_average": os.getloadavg(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    logdir = RESULTS / f"logs-{stamp}"
+    logdir.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="mcpd-bench-"))
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # for the idle connections
+    gen_cpus, target_cpus = split_cpus(not args.no_pin)
+    info = machine_info()
+
+    print(f"mcpd benchmarks ({'quick' if args.quick else 'full'} run), logs in {logdir}")
+    print(
+        f"  {info['cpus']} CPUs, load generator on {sorted(gen_cpus or [])}, targets on"
+        f" {sorted(target_cpus or [])}; {args.rounds} round(s) x {args.duration} s per cell"
+    )
+    mcpd_cmd, mcpd_note = targets.find_mcpd(args.mcpd)
+    print(f"  {mcpd_note}")
+    fastmcp_python = None
+    if "fastmcp-proxy" in args.configs:
+        fastmcp_python, note = targets.ensure_fastmcp(logdir / "fastmcp-install.log")
+        print(f"  {note}")
+    # A 16 KiB echo must come back whole; mcpd's default result text budget is smaller.
+    daemon_options = {"result_budget_chars": 1 << 20, **parse_options(args.daemon_option)}
+    env = Env(
+        workdir=workdir,
+        logdir=logdir,
+        target_cpus=target_cpus,
+        mcpd=mcpd_cmd,
+        fastmcp_python=fastmcp_python,
+        daemon_options=daemon_options,
+        server_options=parse_options(args.server_option),
+    )
+
+    raw: dict[str, list[dict[str, Any]]] = {name: [] for name in args.configs}
+    skipped: dict[str, str] = {}
+    failures: dict[str, list[str]] = {name: [] for name in args.configs}
+    started = time.monotonic()
+    try:
+        for r in range(args.rounds):
+            print(f"\nround {r + 1}/{args.rounds}")
+            for name in args.configs:
+                if name in skipped:
+                    continue
+                try:
+                    with CONFIGURATIONS[name](env) as launch:
+                        result = run_loadgen(
+                            launch, args.matrix, args.duration, args.warmup, gen_cpus
+                        )
+                except TargetUnavailable as exc:
+                    skipped[name] = str(exc)
+                    print(f"  {name:<14} SKIPPED: {exc}")
+                    continue
+                except LoadgenFailed as exc:
+                    failures[name].append(str(exc))
+                    print(f"  {name:<14} FAILED: {exc}")
+                    continue
+                raw[name].append(result)
+                print(f"  {name:<14} " + progress_line(result))
+
+        scale = None
+        if not args.no_scale:
+            scale = scale_run(env, args, gen_cpus)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    summary: dict[str, Any] = {}
+    for name in args.configs:
+        if raw[name]:
+            summary[name] = {
+                "cells": report.median_cells(raw[name]),
+                "memory": report.median_memory(raw[name]),
+            }
+        else:
+            summary[name] = {"skipped": skipped.get(name) or "; ".join(failures[name]) or "?"}
+    report.print_table(summary)
+    verdicts = report.matrix_verdicts(summary)
+    n_tools = args.scale_servers * args.scale_tools
+    verdicts += report.scale_verdicts(scale, n_tools)
+    print("\ntargets")
+    for verdict in verdicts:
+        print(verdict.line())
+    if scale and "skipped" not in scale:
+        print("\nscale run")
+        for line in report.scale_lines(scale):
+            print(line)
+    if env.notes:
+        print("\nnotes")
+        for note in dict.fromkeys(env.notes):
+            print(f"  {note}")
+
+    output = args.output or RESULTS / f"run-{stamp}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    document = {
+        "when": stamp,
+        "machine": info,
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "cpus": {"loadgen": sorted(gen_cpus or []), "target": sorted(target_cpus or [])},
+        "mcpd": mcpd_note,
+        "notes": list(dict.fromkeys(env.notes)),
+        "raw": raw,
+        "failures": failures,
+        "summary": {
+            name: {
+                **data,
+                "cells": {f"{c}:{p}": v for (c, p), v in data.get("cells", {}).items()},
+            }
+            for name, data in summary.items()
+        },
+        "scale": scale,
+        "targets": [v.__dict__ for v in verdicts],
+        "elapsed_s": time.monotonic() - started,
+    }
+    output.write_text(json.dumps(document, indent=1, default=str) + "\n")
+    print(f"\nraw results: {output}  ({time.monotonic() - started:.0f} s)")
+    return 0
+
+
+def progress_line(result: dict[str, Any]) -> str:
+    parts = []
+    for c in result["cells"]:
+        bad = f" {c['errors']}err" if c["errors"] else ""
+        bad += " !check" if c["check"] != "ok" else ""
+        cell = f"{c['concurrency']}x{c['payload']}"
+        parts.append(f"{cell}: {c['calls_per_s']:.0f}/s p50 {c['p50_us']:.0f}us{bad}")
+    return " | ".join(parts)
+
+
+def scale_run(env: Env, args: argparse.Namespace, gen_cpus: set[int] | None) -> dict[str, Any]:
+    settings = ScaleSettings(
+        servers=args.scale_servers,
+        tools=args.scale_tools,
+        idle_connections=args.idle_connections,
+        list_repeats=3 if args.quick else 5,
+        latency_duration=0.5 if args.quick else 2.0,
+    )
+    print(
+        f"\nscale: {settings.servers} servers x {settings.tools} tools, {settings.sleep} s"
+        f" start-up each, then {settings.idle_connections} idle connections"
+    )
+
+    def latency(target_args: list[str], tool: str) -> dict[str, Any]:
+        launch = Launch(target_args, tool)
+        return run_loadgen(launch, "1:64", settings.latency_duration, 0.2, gen_cpus)
+
+    try:
+        return run_scale(env, settings, latency)
+    except (TargetUnavailable, LoadgenFailed, OSError) as exc:
+        print(f"  SKIPPED: {exc}")
+        return {"skipped": str(exc)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
