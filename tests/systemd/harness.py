@@ -370,11 +370,14 @@ class RunResult:
     def report(self, journal_lines: int = 80) -> str:
         """A failure message: the check's output, boot state, and the journal's tail."""
         tail = "\n".join(self.journal.splitlines()[-journal_lines:])
-        return (
+        text = (
             f"rc={self.rc} timed_out={self.timed_out} after {self.duration:.1f}s "
             f"{' '.join(self.warnings)}\n--- check ---\n{self.check_log}\n--- boot ---\n"
             f"{self.boot}\n--- journal (tail) ---\n{tail}"
         )
+        if not self.boot:  # never booted far enough: nspawn's own output says why
+            text += f"\n--- console (tail) ---\n{self.console[-3000:]}"
+        return text
 
 
 @dataclass

@@ -75,10 +75,14 @@ assert e["PRIORITY"] == "4" and e["SYSLOG_IDENTIFIER"] == "mcpd"
 assert e["CODE_FUNC"] == "main"
 tickets = entries("MCPD_SERVER=tickets")
 assert [x["MESSAGE"] for x in tickets][1:] == [f"tickets stderr {i}" for i in range(3)]
+crash = entries("MCPD_EVENT=crash_loop", "--all")    # --all: json shows big fields
+assert len(crash) == 1
+big = text(crash[0]["MCPD_STDERR"]).split("\n")
+assert len(big) == 3000 and big[-1] == "line 02999 " + "x" * 90
 log = sh("journalctl", "-u", "mcpd", "--no-pager", "-o", "cat")
 assert "log handler: JournalHandler" in log, log
 assert "child env leaks: none" in log, log
-print("journal fields ok")
+print("journal fields ok, including a 300 kB entry sent through a memfd")
 
 sh("systemctl", "reload", "mcpd")
 wait_for("reload", lambda: show("StatusText") == "serving (reloaded)")

@@ -6,6 +6,7 @@ environment a child process sees."""
 import logging
 import os
 import signal
+import socket
 import sys
 
 import trio
@@ -40,6 +41,13 @@ async def main() -> int:
         )
         for i in range(3):
             log.info("tickets stderr %d", i, extra=log_extra("tickets", "stderr"))
+        # An entry too big for one datagram (the send buffer is shrunk to make sure)
+        # has to reach journald through a sealed memfd.
+        handler = logging.getLogger().handlers[-1]
+        if isinstance(handler, journal.JournalHandler):
+            handler._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+        big = [f"line {i:05d} " + "x" * 90 for i in range(3000)]
+        log.error("big crash", extra=log_extra("big", "crash_loop", "crashed 5 times", big))
         env = (await trio.run_process(["env"], capture_stdout=True)).stdout.decode()
         leaked = sorted(k for k in systemd.MAIN_PROCESS_ONLY_VARS if f"\n{k}=" in "\n" + env)
         log.info("child env leaks: %s", leaked or "none")
