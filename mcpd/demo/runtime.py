@@ -29,7 +29,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, NoReturn, TypeAlias
+from typing import Any, NamedTuple, NoReturn, TypeAlias
 
 import msgspec
 import trio
@@ -39,6 +39,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext, ServerSession
 
+from .arguments import check_arguments
 from .http import serve_http
 from .stdio import DEFAULT_EOF_GRACE, serve_stdio
 
@@ -239,12 +240,17 @@ class DemoServer:
         """Answer one request. ``ctx`` is passed when the transport already made it."""
         try:
             result = await self._dispatch(session, req, notify, ctx)
+            return Reply(rpc.encode_result(req.id, result))
         except rpc.RPCError as exc:
             return Reply(rpc.encode_error_object(req.id, exc.to_object()), exc.code)
         except rpc.InvalidParams as exc:
             code = rpc.INVALID_PARAMS
             return Reply(rpc.encode_error(req.id, code, f"Invalid params: {exc}"), code)
-        return Reply(rpc.encode_result(req.id, result))
+        except Exception:
+            # A bug here (say, a result that cannot be encoded) fails this request only.
+            log.exception("%s failed", req.method)
+            code = rpc.INTERNAL_ERROR
+            return Reply(rpc.encode_error(req.id, code, "Internal error"), code)
 
     async def _dispatch(
         self,
@@ -336,62 +342,6 @@ class DemoServer:
             await notify(rpc.encode_notification("notifications/subscriptions/acknowledged", ack))
             await trio.sleep_forever()
         raise AssertionError("unreachable")
-
-
-# --- arguments ------------------------------------------------------------------------
-
-_JSON_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-    "null": (type(None),),
-}
-
-
-def check_arguments(schema: Mapping[str, Any], args: Any) -> str | None:
-    """What is wrong with ``args``, or None. Checks the keywords the demo tools use."""
-    if not isinstance(args, dict):
-        return "arguments must be an object"
-    properties: Mapping[str, Any] = schema.get("properties", {})
-    for name in schema.get("required", ()):
-        if name not in args:
-            return f"missing required argument {name!r}"
-    for name, value in args.items():
-        sub = properties.get(name)
-        if sub is None:
-            if schema.get("additionalProperties") is False:
-                return f"unexpected argument {name!r}"
-            continue
-        problem = _check_value(sub, value)
-        if problem is not None:
-            return f"argument {name!r} {problem}"
-    return None
-
-
-def _check_value(schema: Mapping[str, Any], value: Any) -> str | None:
-    kind = schema.get("type")
-    if isinstance(kind, str) and kind in _JSON_TYPES:
-        ok = isinstance(value, _JSON_TYPES[kind])
-        # JSON has one number type: 2.0 is an integer, and true is not one.
-        if kind == "integer" and isinstance(value, float):
-            ok = value.is_integer()
-        if kind in ("integer", "number") and isinstance(value, bool):
-            ok = False
-        if not ok:
-            return f"must be of type {kind}, got {type(value).__name__}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"must be one of {schema['enum']!r}"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"must be at least {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"must be at most {schema['maximum']}"
-    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
-        return f"must have at least {schema['minLength']} characters"
-    return None
 
 
 # --- running --------------------------------------------------------------------------

@@ -1,0 +1,168 @@
+"""HTTP/1.1 plumbing for the demo servers: h11 over one trio stream, no MCP in sight.
+
+``Wire`` reads requests (bodies capped) and notices when the client hangs up while a
+request runs; ``Response`` answers with one JSON body, or switches to an event
+stream as soon as something has to be sent before the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from http import HTTPStatus
+from typing import Any, Final, TypeAlias
+
+import h11
+import trio
+
+MAX_BODY: Final = 4 * 1024 * 1024
+_READ_SIZE: Final = 64 * 1024
+
+HeaderList: TypeAlias = list[tuple[bytes, bytes]]
+
+
+def head(status: int, headers: HeaderList) -> h11.Response:
+    return h11.Response(status_code=status, headers=headers, reason=HTTPStatus(status).phrase)
+
+
+class Reject(Exception):
+    """Answer the request with this status and body, without running it."""
+
+    def __init__(self, status: int, body: bytes = b"", headers: HeaderList | None = None) -> None:
+        super().__init__(status)
+        self.status = status
+        self.body = body
+        self.headers = headers or []
+
+
+class Headers:
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        self._all: dict[str, list[str]] = {}
+        for name, value in raw:
+            self._all.setdefault(name.decode("ascii").lower(), []).append(value.decode("latin-1"))
+
+    def get(self, name: str) -> str | None:
+        values = self._all.get(name)
+        return values[0] if values else None
+
+    def count(self, name: str) -> int:
+        return len(self._all.get(name, ()))
+
+
+class Wire:
+    """One client connection: its socket and the h11 state machine reading it."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.conn = h11.Connection(h11.SERVER)
+        self.peer_gone = False
+
+    async def _receive(self) -> None:
+        try:
+            data = await self.stream.receive_some(_READ_SIZE)
+        except trio.BrokenResourceError:
+            data = b""
+        if not data:
+            self.peer_gone = True
+        self.conn.receive_data(data)
+
+    async def _next_event(self) -> Any:
+        while (event := self.conn.next_event()) is h11.NEED_DATA:
+            await self._receive()
+        return event
+
+    async def read_request(self) -> tuple[h11.Request, bytes] | None:
+        request = await self._next_event()
+        if not isinstance(request, h11.Request):
+            return None
+        body = bytearray()
+        while True:
+            event = await self._next_event()
+            if isinstance(event, h11.EndOfMessage):
+                return request, bytes(body)
+            if not isinstance(event, h11.Data):
+                return None
+            body += event.data
+            if len(body) > MAX_BODY:
+                raise Reject(413, b"request body too large")
+
+    async def wait_gone(self) -> None:
+        """Return once the client hangs up; keep whatever it pipelines meanwhile."""
+        while not self.peer_gone:
+            await self._receive()
+
+    async def send(self, *events: Any) -> None:
+        for event in events:
+            data = self.conn.send(event)
+            if data:
+                await self.stream.send_all(data)
+
+
+class Response:
+    """The answer to one request: a JSON body, or an event stream once one is needed.
+
+    Writing to a client that has gone cancels ``scope``, the request's own.
+    """
+
+    def __init__(
+        self,
+        wire: Wire,
+        scope: trio.CancelScope | None = None,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
+        self.wire = wire
+        self.scope = scope
+        self.headers = list(headers)
+        self.streaming = False
+        self._lock = trio.Lock()
+
+    async def json(
+        self, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()
+    ) -> None:
+        fields = [*self.headers, *headers, (b"content-length", str(len(body)).encode())]
+        if body:
+            fields.append((b"content-type", b"application/json"))
+        await self.wire.send(head(status, fields), h11.Data(data=body), h11.EndOfMessage())
+
+    async def open_stream(self) -> None:
+        await self._write()
+
+    async def event(self, message: bytes) -> None:
+        """Send one ``message`` event, switching to a stream if need be."""
+        await self._write(h11.Data(data=b"event: message\ndata: " + message + b"\n\n"))
+
+    async def _write(self, *events: Any) -> None:
+        # Shielded: a request cancelled halfway through an event would leave the
+        # stream unreadable for the client.
+        with trio.CancelScope(shield=True):
+            async with self._lock:
+                if self.wire.peer_gone:
+                    return
+                first: list[Any] = []
+                if not self.streaming:
+                    self.streaming = True
+                    fields = [
+                        *self.headers,
+                        (b"content-type", b"text/event-stream"),
+                        (b"cache-control", b"no-cache"),
+                        (b"x-accel-buffering", b"no"),
+                    ]
+                    first.append(head(200, fields))
+                try:
+                    await self.wire.send(*first, *events)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self.wire.peer_gone = True
+                    if self.scope is not None:
+                        self.scope.cancel()
+
+    async def finish(self, message: bytes | None, status: int) -> None:
+        """Send the answer; ``status`` applies unless the stream already started.
+
+        Without a ``message`` (the request was cancelled) the answer is a stream
+        that ends without one.
+        """
+        if message is not None and not self.streaming:
+            await self.json(status, message)
+            return
+        if message is not None:
+            await self.event(message)
+        await self._write(h11.EndOfMessage())
