@@ -47,7 +47,12 @@ class LoadgenFailed(Exception):
 
 
 def run_loadgen(
-    launch: Launch, matrix: str, duration: float, warmup: float, gen_cpus: set[int] | None
+    launch: Launch,
+    matrix: str,
+    duration: float,
+    warmup: float,
+    gen_cpus: set[int] | None,
+    legacy: bool = False,
 ) -> dict[str, Any]:
     cells = len(matrix.split(","))
     cmd = [
@@ -57,6 +62,8 @@ def run_loadgen(
     ]  # fmt: skip
     if gen_cpus:
         cmd += ["--cpus", ",".join(map(str, sorted(gen_cpus)))]
+    if legacy:
+        cmd.append("--legacy")
     cmd += launch.loadgen_args
     # Generous: a slow target (FastMCP takes seconds to start) must not be cut short.
     timeout = 120 + cells * (duration + warmup) * 4
@@ -103,6 +110,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=float, help="warm-up seconds per cell (default 0.3)")
     p.add_argument("--configs", default=",".join(CONFIGURATIONS), help="comma-separated")
     p.add_argument("--matrix", default=MATRIX, help="concurrency:payload cells")
+    p.add_argument("--legacy", action="store_true", help="agents use the initialize handshake")
     p.add_argument("--no-scale", action="store_true", help="skip the 10,000-tool scale run")
     p.add_argument("--no-pin", action="store_true", help="do not pin to separate CPUs")
     p.add_argument("--mcpd", help="command that runs mcpd's CLI (default: the venv's mcpd)")
@@ -192,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     with CONFIGURATIONS[name](env) as launch:
                         result = run_loadgen(
-                            launch, args.matrix, args.duration, args.warmup, gen_cpus
+                            launch, args.matrix, args.duration, args.warmup, gen_cpus, args.legacy
                         )
                 except TargetUnavailable as exc:
                     skipped[name] = str(exc)

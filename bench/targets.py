@@ -360,7 +360,7 @@ def _spawn_mcpd(
 ) -> Daemon:
     assert env.mcpd is not None
     sock = env.workdir / f"{name}.sock"
-    config = env.workdir / f"{name}.toml"
+    config = env.logdir / f"{name}.toml"  # kept with the logs, to rerun by hand
     config.write_text(mcpd_config(sock, servers, options, server_options))
     log = env.logdir / f"{name}.log"
     notify_path = env.workdir / f"{name}.notify"
