@@ -148,9 +148,13 @@ class Upstream:
         self.discover_ttl_ms = ttl if isinstance(ttl, int) and ttl > 0 else 0
 
     async def _initialize(self) -> None:
-        params = mcp.InitializeParams(
-            protocolVersion=mcp.LATEST_LEGACY, capabilities={}, clientInfo=CLIENT_INFO
-        )
+        # A plain dict: the struct omits an empty `capabilities`, which the legacy
+        # schema requires (the Python SDK rejects initialize without it).
+        params = {
+            "protocolVersion": mcp.LATEST_LEGACY,
+            "capabilities": NO_CAPABILITIES,
+            "clientInfo": CLIENT_INFO,
+        }
         self._set_legacy_transport()
         try:
             # initialize must never be cancelled (2025-11-25 lifecycle).
