@@ -31,8 +31,9 @@ def median_cells(reports: list[dict[str, Any]]) -> dict[Cell, dict[str, Any]]:
 
 def median_memory(reports: list[dict[str, Any]]) -> dict[str, float | None]:
     """Peak RSS in MB at the end of each run (VmHWM only grows), median over the rounds."""
-    main = [r["cells"][-1]["target_main_memory"]["hwm_kb"] for r in reports if r.get("cells")]
-    tree = [r["cells"][-1]["target_memory"]["hwm_kb"] for r in reports if r.get("cells")]
+    last = [r["cells"][-1] for r in reports if r.get("cells")]
+    main = [c["target_main_memory"]["hwm_kb"] for c in last if "target_main_memory" in c]
+    tree = [c["target_memory"]["hwm_kb"] for c in last if "target_memory" in c]
     return {
         "main_peak_mb": statistics.median(main) / 1024 if main else None,
         "tree_peak_mb": statistics.median(tree) / 1024 if tree else None,

@@ -203,8 +203,12 @@ def main(argv: list[str] | None = None) -> int:
                             launch, args.matrix, args.duration, args.warmup, gen_cpus, args.legacy
                         )
                 except TargetUnavailable as exc:
-                    skipped[name] = str(exc)
-                    print(f"  {name:<14} SKIPPED: {exc}")
+                    if raw[name]:  # it ran before: a failure of this round, not a skip
+                        failures[name].append(str(exc))
+                        print(f"  {name:<14} FAILED: {exc}")
+                    else:
+                        skipped[name] = str(exc)
+                        print(f"  {name:<14} SKIPPED: {exc}")
                     continue
                 except LoadgenFailed as exc:
                     failures[name].append(str(exc))

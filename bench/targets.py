@@ -108,13 +108,13 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 5.0) -> list[int]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    time.sleep(0.05)
-    leftovers = []
-    for pid in below:
-        if os.path.exists(f"/proc/{pid}") and _is_running(pid):
-            leftovers.append(pid)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    # Children that saw their stdin close may need a moment to finish exiting.
+    deadline = time.monotonic() + 0.5
+    while (leftovers := [pid for pid in below if _is_running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for pid in leftovers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     return leftovers
 
 
@@ -128,11 +128,12 @@ def _is_running(pid: int) -> bool:
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
+    """The last lines of a log, indented, after a newline; empty if there are none."""
     try:
         text = path.read_text(errors="replace").splitlines()
     except OSError:
         return ""
-    return "\n".join("    " + line for line in text[-lines:])
+    return "".join("\n    " + line for line in text[-lines:])
 
 
 def wait_for(predicate: Callable[[], bool], proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -172,7 +173,7 @@ def relay(env: Env) -> Iterator[Launch]:
         try:
             wait_for(lambda: socket_accepts(sock), proc, 20)
         except TargetUnavailable as exc:
-            raise TargetUnavailable(f"relay {exc}\n{log_tail(log)}") from None
+            raise TargetUnavailable(f"relay {exc}{log_tail(log)}") from None
         yield Launch(["--connect", str(sock), "--cpu-pid", str(proc.pid)], "echo")
     finally:
         stop(proc)
@@ -204,7 +205,7 @@ def mcpd_http(env: Env) -> Iterator[Launch]:
         try:
             wait_for(ready_file.exists, echo, 20)
         except TargetUnavailable as exc:
-            raise TargetUnavailable(f"HTTP echo server {exc}\n{log_tail(log)}") from None
+            raise TargetUnavailable(f"HTTP echo server {exc}{log_tail(log)}") from None
         servers = {"echo": {"url": ready_file.read_text().strip()}}
         with running_mcpd(env, "mcpd-http", servers, env.target_cpus) as daemon:
             yield Launch([*daemon.loadgen_args(), "--cpu-pid", str(echo.pid)], "mcp__echo__echo")
@@ -337,7 +338,7 @@ def running_mcpd(
                 ]
                 options, server_options = {}, {}
                 continue
-            raise TargetUnavailable(f"mcpd ({name}) {exc}\n{log_tail(daemon.log)}") from None
+            raise TargetUnavailable(f"mcpd ({name}) {exc}{log_tail(daemon.log)}") from None
         break
     daemon.options_dropped = dropped
     if dropped:
@@ -452,9 +453,8 @@ def ensure_fastmcp(log: Path) -> tuple[str | None, str]:
             except (OSError, subprocess.TimeoutExpired):
                 ok = False
             if not ok:
-                return None, f"fastmcp-proxy skipped: could not install fastmcp=={wanted}\n" + (
-                    log_tail(log, 5)
-                )
+                reason = f"fastmcp-proxy skipped: could not install fastmcp=={wanted}"
+                return None, reason + log_tail(log, 5)
     done = subprocess.run(check, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         return None, f"fastmcp-proxy skipped: fastmcp does not import\n{done.stderr[-500:]}"
