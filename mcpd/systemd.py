@@ -10,7 +10,10 @@ calls it unconditionally. The intended start-up order in ``mcpd serve`` is::
         await nursery.start(systemd.run_watchdog, sd.notifier)
         await nursery.start(systemd.run_test_faults, sd.notifier, sd.faults, sd.wedge_seconds)
         ...
-        sd.notifier.ready()
+        sd.notifier.ready("serving N tools from M servers")
+    # SIGHUP:  sd.notifier.reloading(); apply the new config; sd.notifier.ready(status)
+    # SIGTERM: sd.notifier.stopping(); shut down
+    # stdio children: env=systemd.clean_child_env({**os.environ, **server_env})
 
 The notify protocol is one datagram of ``KEY=value`` lines sent to ``$NOTIFY_SOCKET``
 (see sd_notify(3)); socket activation passes listening fds from 3 on with
