@@ -145,6 +145,12 @@ def cmd_reload(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bridge(args: argparse.Namespace) -> int:
+    from .bridge import run_bridge
+
+    return run_bridge(socket_path(args.socket))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mcpd", description="MCP client daemon")
     p.add_argument("--version", action="version", version=f"mcpd {__version__}")
@@ -185,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = client_cmd("reload", "re-read the config file (like SIGHUP)")
     r.set_defaults(func=cmd_reload)
+
+    b = client_cmd("bridge", "serve MCP on stdin/stdout, relayed to the daemon")
+    b.set_defaults(func=cmd_bridge)
     return p
 
 

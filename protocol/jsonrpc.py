@@ -209,11 +209,12 @@ def encode(obj: Any) -> bytes:
 
 
 def encode_request(id: Id, method: str, params: Any = UNSET) -> bytes:
-    return _encoder.encode(_OutRequest("2.0", id, method, params))
+    # JSON-RPC allows params to be absent but never null; None means "no params".
+    return _encoder.encode(_OutRequest("2.0", id, method, UNSET if params is None else params))
 
 
 def encode_notification(method: str, params: Any = UNSET) -> bytes:
-    return _encoder.encode(_OutNotification("2.0", method, params))
+    return _encoder.encode(_OutNotification("2.0", method, UNSET if params is None else params))
 
 
 def encode_result(id: Id, result: Any) -> bytes:

@@ -63,7 +63,7 @@ class MetaOnlyParams(msgspec.Struct, omit_defaults=True):
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
-class DiscoverResult(msgspec.Struct, omit_defaults=True):
+class DiscoverResult(msgspec.Struct):
     supportedVersions: list[str] = msgspec.field(default_factory=list)
     capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
     instructions: str | UnsetType | None = UNSET
@@ -73,14 +73,14 @@ class DiscoverResult(msgspec.Struct, omit_defaults=True):
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
-class InitializeParams(msgspec.Struct, omit_defaults=True):
+class InitializeParams(msgspec.Struct):
     protocolVersion: str
     capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
     clientInfo: Implementation | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
-class InitializeResult(msgspec.Struct, omit_defaults=True):
+class InitializeResult(msgspec.Struct):
     protocolVersion: str
     capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
     serverInfo: Implementation | UnsetType = UNSET
@@ -88,7 +88,7 @@ class InitializeResult(msgspec.Struct, omit_defaults=True):
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
-class Tool(msgspec.Struct, omit_defaults=True):
+class Tool(msgspec.Struct):
     name: str
     title: str | UnsetType | None = UNSET
     description: str | UnsetType | None = UNSET

@@ -1,0 +1,47 @@
+# One command to run the demo, one to run every test. Everything is installed from
+# this repository's own files: pyproject extras into .venv, npm peers into tests/peers.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PEERS  := tests/peers
+
+.PHONY: setup demo test lint bench peers clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+# Real third-party MCP servers and the official conformance suite for interop tests,
+# plus a venv with the v1 Python SDK line (mcp-proxy pins it) kept apart from .venv.
+peers: $(PEERS)/node_modules/.installed .venv-peers-v1/.installed
+
+$(PEERS)/node_modules/.installed: $(PEERS)/package.json $(PEERS)/package-lock.json
+	cd $(PEERS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+.venv-peers-v1/.installed: $(PEERS)/requirements-v1.txt
+	$(PYTHON) -m venv .venv-peers-v1
+	.venv-peers-v1/bin/pip install -q -r $(PEERS)/requirements-v1.txt
+	touch $@
+
+demo: setup
+	$(BIN)/mcpd serve --demo
+
+# pytest exits 5 when it collects nothing; that is not a failure of the code.
+test: setup peers
+	$(BIN)/pytest; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy --strict protocol transports mcpd
+
+bench: setup
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) .venv-peers-v1 $(PEERS)/node_modules

@@ -1,0 +1,147 @@
+"""``mcpd bridge``: a stdio MCP server that relays to the daemon's socket.
+
+Hosts that can only spawn commands (desktop apps, editors, SDK stdio clients) get
+every aggregated tool through one entry: ``{"command": "mcpd", "args": ["bridge"]}``.
+Lines are relayed as they are, in both directions, so both protocol eras pass
+through. While the daemon is unreachable, requests get a JSON-RPC error saying so at
+once, and the bridge connects again when the daemon is back.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Final
+
+import msgspec
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol.framing import LineFramer, Oversized
+
+UNREACHABLE: Final = -32000
+REPLAY_ID: Final = "mcpd-bridge-replay"
+
+
+class Bridge:
+    def __init__(
+        self, socket_path: str, stdin: trio.abc.ReceiveStream, stdout: trio.abc.SendStream
+    ) -> None:
+        self.socket_path = socket_path
+        self.stdin = stdin
+        self.stdout = stdout
+        self._out_lock = trio.Lock()
+        self._conn: trio.SocketStream | None = None
+        self._conn_lock = trio.Lock()
+        self._init_params: msgspec.Raw | None = None
+
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await self._pump_stdin()
+            nursery.cancel_scope.cancel()
+
+    async def write_out(self, data: bytes) -> None:
+        async with self._out_lock:
+            await self.stdout.send_all(data)
+
+    async def _connection(self) -> trio.SocketStream | None:
+        async with self._conn_lock:
+            if self._conn is not None:
+                return self._conn
+            try:
+                conn = await trio.open_unix_socket(self.socket_path)
+            except OSError:
+                return None
+            if self._init_params is not None:
+                # A new daemon connection has no session: repeat the host's legacy
+                # handshake under our own id, and keep the reply from the host.
+                await conn.send_all(
+                    rpc.encode_request(REPLAY_ID, "initialize", self._init_params)
+                    + b"\n"
+                    + rpc.encode_notification("notifications/initialized")
+                    + b"\n"
+                )
+            self._conn = conn
+            self._nursery.start_soon(self._pump_socket, conn)
+            return conn
+
+    async def _pump_socket(self, conn: trio.SocketStream) -> None:
+        framer = LineFramer()
+        try:
+            while True:
+                data = await conn.receive_some(1 << 16)
+                if not data:
+                    break
+                for line in framer.feed(data):
+                    if isinstance(line, Oversized):
+                        continue
+                    if REPLAY_ID.encode() in line and _is_replay_reply(line):
+                        continue
+                    await self.write_out(line + b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            async with self._conn_lock:
+                if self._conn is conn:
+                    self._conn = None
+            with trio.CancelScope(shield=True):
+                await conn.aclose()
+
+    async def _pump_stdin(self) -> None:
+        framer = LineFramer()
+        while True:
+            try:
+                data = await self.stdin.receive_some(1 << 16)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                return
+            for line in framer.feed(data):
+                if not isinstance(line, Oversized):
+                    await self._forward(line)
+
+    async def _forward(self, line: bytes) -> None:
+        msg: rpc.Message | None
+        try:
+            msg = rpc.decode_message(line)
+        except rpc.DecodeFailure:
+            msg = None
+        conn = await self._connection()
+        if conn is not None:
+            try:
+                await conn.send_all(line + b"\n")
+                if isinstance(msg, rpc.Request) and msg.method == "initialize":
+                    self._init_params = msg.params
+                return
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                async with self._conn_lock:
+                    self._conn = None
+        if isinstance(msg, rpc.Request):
+            await self.write_out(
+                rpc.encode_error(
+                    msg.id,
+                    UNREACHABLE,
+                    f"mcpd is not running (no daemon on {self.socket_path}); start it with "
+                    "`mcpd serve` or `systemctl start mcpd`, then try again",
+                )
+                + b"\n"
+            )
+
+
+def _is_replay_reply(line: bytes) -> bool:
+    try:
+        msg = rpc.decode_message(line)
+    except rpc.DecodeFailure:
+        return False
+    return isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id == REPLAY_ID
+
+
+def run_bridge(socket_path: str) -> int:
+    async def main() -> None:
+        stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+        stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
+        await Bridge(socket_path, stdin, stdout).run()
+
+    trio.run(main)
+    return 0

@@ -1,0 +1,61 @@
+"""A server on the official Python SDK (v2, ``MCPServer``), speaking both eras.
+
+usage: python sdk_server.py stdio | http PORT [--json] [--stateless]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+
+app = MCPServer("interop-sdk-server")
+
+
+@app.tool()
+def shout(text: str) -> str:
+    """Upper-case the text."""
+    return text.upper()
+
+
+@app.tool()
+def boom(message: str = "it broke") -> str:
+    """Fail on purpose."""
+    raise RuntimeError(message)
+
+
+@app.tool()
+def long_text(kb: int = 20) -> str:
+    """Return about `kb` kilobytes of text."""
+    row = "abcdefghijklmnopqrstuvwxyz0123456789\n"
+    return (row * (kb * 1024 // len(row) + 1))[: kb * 1024]
+
+
+@app.tool()
+async def nap(seconds: float = 1.0) -> str:
+    """Sleep, then answer."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@app.tool()
+async def count_up(steps: int = 3, ctx: Context = None) -> str:  # type: ignore[assignment]
+    """Report progress once per step."""
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+        await anyio.sleep(0.05)
+    return f"counted {steps}"
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        app.run("stdio")
+    else:
+        app.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            json_response="--json" in sys.argv,
+            stateless_http="--stateless" in sys.argv,
+        )
