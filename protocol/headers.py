@@ -84,12 +84,22 @@ class InvalidHeaderAnnotation(ValueError):
 # --- value encoding ---------------------------------------------------------------
 
 
+def is_token(name: str) -> bool:
+    """An RFC 9110 token: what a header name may be."""
+    return _TOKEN.fullmatch(name) is not None
+
+
+def is_plain(value: str) -> bool:
+    """Visible ASCII, with spaces and tabs only inside: a header value sent as is."""
+    return _PLAIN.fullmatch(value) is not None
+
+
 def looks_like_sentinel(value: str) -> bool:
     return value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX)
 
 
 def needs_encoding(value: str) -> bool:
-    return _PLAIN.fullmatch(value) is None or looks_like_sentinel(value)
+    return not is_plain(value) or looks_like_sentinel(value)
 
 
 def encode_value(value: str) -> str:
@@ -206,7 +216,7 @@ def _check_annotation(node: Mapping[str, Any], path: PropertyPath, direct: bool,
         raise InvalidHeaderAnnotation(f"{ANNOTATION} at {where} is empty")
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in header):
         raise InvalidHeaderAnnotation(f"{ANNOTATION} at {where} contains control characters")
-    if _TOKEN.fullmatch(header) is None:
+    if not is_token(header):
         raise InvalidHeaderAnnotation(f"{ANNOTATION} {header!r} at {where} is not an HTTP token")
     if not direct or not path:
         raise InvalidHeaderAnnotation(

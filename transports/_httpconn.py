@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import math
-import re
 import select
 import ssl
 from collections.abc import AsyncIterator, Iterator
@@ -27,11 +26,11 @@ import h11
 import msgspec
 import trio
 
+from protocol.headers import is_plain, is_token
+
 from .base import StreamCut, TransportClosed, TransportError, UnexpectedReply
 
 _RECEIVE_SIZE: Final = 64 * 1024
-_HEADER_VALUE: Final = re.compile(r"[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?|")
-_HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 class Origin(msgspec.Struct, frozen=True):
@@ -74,9 +73,9 @@ def parse_url(url: str) -> tuple[Origin, str]:
 
 def check_header(name: str, value: str) -> None:
     """Refuse a header h11 would refuse, before anything is sent (names only in the error)."""
-    if _HEADER_NAME.fullmatch(name) is None:
+    if not is_token(name):
         raise ValueError(f"invalid header name {name!r}")
-    if _HEADER_VALUE.fullmatch(value) is None:
+    if value and not is_plain(value):
         raise ValueError(f"header {name} has a value that is not plain visible ASCII")
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -27,6 +26,7 @@ import trio
 from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
+from protocol.headers import is_plain
 from protocol.mcp import CancelledParams, Era
 
 from ._httpconn import (
@@ -60,7 +60,6 @@ _CANCEL_TIMEOUT: Final = 2.0
 _DELETE_TIMEOUT: Final = 2.0
 _SESSION_HEADER: Final = "mcp-session-id"
 _VERSION_HEADER: Final = "mcp-protocol-version"
-_SESSION_ID: Final = re.compile(r"[\x21-\x7e]+")
 # Headers the transport owns; neither configuration nor callers may set them.
 _RESERVED: Final = frozenset(
     {
@@ -275,7 +274,8 @@ class HttpTransport:
         session = head.get(_SESSION_HEADER)
         if session is None or session == self.session_id:
             return
-        if _SESSION_ID.fullmatch(session) is None:
+        # Session ids are visible ASCII only (0x21-0x7E), no spaces at all.
+        if not is_plain(session) or " " in session or "\t" in session:
             logger.warning(
                 "%s: ignored a malformed Mcp-Session-Id",
                 self.alias,

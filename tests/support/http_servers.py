@@ -52,6 +52,13 @@ class SeenRequest(msgspec.Struct):
         return msg.get("id") if isinstance(msg, dict) else None
 
 
+Headers = Mapping[str, str] | Iterable[tuple[str, str]]
+
+
+def _items(headers: Headers) -> list[tuple[str, str]]:
+    return list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+
+
 class _Cut(Exception):
     """Raised inside a handler to drop the connection on the spot."""
 
@@ -66,10 +73,8 @@ class Responder:
         if data:
             await self._stream.send_all(data)
 
-    async def start(
-        self, status: int, headers: Mapping[str, str] | Iterable[tuple[str, str]] = ()
-    ) -> None:
-        items = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+    async def start(self, status: int, headers: Headers = ()) -> None:
+        items = _items(headers)
         await self._write(h11.Response(status_code=status, headers=items))
 
     async def send(self, data: bytes | str) -> None:
@@ -82,10 +87,10 @@ class Responder:
         self,
         status: int,
         body: bytes | str = b"",
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+        headers: Headers = (),
     ) -> None:
         raw = body.encode() if isinstance(body, str) else body
-        items = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+        items = _items(headers)
         await self.start(status, [*items, ("Content-Length", str(len(raw)))])
         if raw:
             await self.send(raw)
@@ -95,22 +100,20 @@ class Responder:
         self,
         obj: Any,
         status: int = 200,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+        headers: Headers = (),
     ) -> None:
-        items = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+        items = _items(headers)
         await self.reply(status, json.dumps(obj), [("Content-Type", "application/json"), *items])
 
-    async def sse_start(
-        self, status: int = 200, headers: Mapping[str, str] | Iterable[tuple[str, str]] = ()
-    ) -> None:
-        items = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+    async def sse_start(self, status: int = 200, headers: Headers = ()) -> None:
+        items = _items(headers)
         await self.start(status, [("Content-Type", "text/event-stream"), *items])
 
     async def sse(
         self,
         *events: bytes | str,
         status: int = 200,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+        headers: Headers = (),
     ) -> None:
         """A whole event stream: each argument is written as its own chunk."""
         await self.sse_start(status, headers)
