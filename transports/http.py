@@ -21,6 +21,7 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Final, NoReturn, TypeVar
+from urllib.parse import urljoin
 
 import trio
 from msgspec import UNSET, Raw
@@ -231,20 +232,20 @@ class HttpTransport:
             raise UnexpectedReply(
                 f"{self.alias}: HTTP {head.status} redirect without a Location", status=head.status
             )
-        if location.startswith("/") and not location.startswith("//"):
-            new = location
-        else:
-            try:
-                origin, new = parse_url(location)
-            except ValueError:
-                origin = None
-            if origin != self._pool.origin:
-                # The configured headers carry credentials; they stay with their origin.
-                raise UnexpectedReply(
-                    f"{self.alias}: refused an HTTP {head.status} redirect to another origin",
-                    status=head.status,
-                )
-        logger.info(
+        try:
+            origin, new = parse_url(urljoin(f"{self._pool.origin}{target}", location))
+        except ValueError:
+            origin = None
+        if origin != self._pool.origin:
+            # The configured headers carry credentials; they stay with their origin.
+            raise UnexpectedReply(
+                f"{self.alias}: refused an HTTP {head.status} redirect to another origin",
+                status=head.status,
+            )
+        # A permanent redirect is followed from now on, so it is worth a line in the log;
+        # a temporary one (fastmcp's /mcp/ -> /mcp) would repeat on every request.
+        logger.log(
+            logging.INFO if head.status == 308 else logging.DEBUG,
             "%s: HTTP %d redirect from %s to %s",
             self.alias,
             head.status,

@@ -423,6 +423,8 @@ async def test_redirects_307_and_308() -> None:
             await respond.reply(307, "moved", {"Location": f"http://127.0.0.1:{srv.port}/mcp"})
         elif req.target == "/perm":
             await respond.reply(308, headers={"Location": "/mcp?x=1"})
+        elif req.target == "/dir/rel":
+            await respond.reply(307, headers={"Location": "../mcp"})
         else:
             await answer_json(req, respond)
 
@@ -441,6 +443,10 @@ async def test_redirects_307_and_308() -> None:
                 assert t.url.endswith("/mcp?x=1")
             # A permanent redirect is remembered.
             assert [r.target for r in srv.requests] == ["/perm", "/mcp?x=1", "/mcp?x=1"]
+            srv.requests.clear()
+            async with open_http_transport("a", srv.url("/dir/rel")) as t:
+                await t.request("x", {})
+            assert [r.target for r in srv.requests] == ["/dir/rel", "/mcp"]
 
 
 async def test_redirect_loop_and_foreign_redirects_are_refused() -> None:
