@@ -113,8 +113,13 @@ def encode_entry(fields: Iterable[tuple[str, str]]) -> bytes:
 
 
 def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
+    message = _message(record)
+    server = getattr(record, "mcpd_server", None)
+    if server:
+        # journalctl shows MESSAGE alone; name the server in it, as the line format does.
+        message = f"{server}: {message}"
     fields = [
-        ("MESSAGE", _message(record)),
+        ("MESSAGE", message),
         ("PRIORITY", str(syslog_priority(record.levelno))),
         ("SYSLOG_IDENTIFIER", identifier),
     ]

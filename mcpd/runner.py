@@ -11,6 +11,7 @@ import contextlib
 import logging
 import math
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Final
 
 import trio
@@ -74,6 +75,11 @@ async def open_transport(
             yield t
 
 
+TransportFactory = Callable[
+    [str, ServerConfig, Config, NotificationHandler], AbstractAsyncContextManager[Transport]
+]
+
+
 class Runner:
     def __init__(
         self,
@@ -82,6 +88,7 @@ class Runner:
         config: Config,
         registry: Registry,
         on_change: Callable[[str], None],
+        transport_factory: TransportFactory = open_transport,
     ) -> None:
         d = config.daemon
         self.alias = alias
@@ -89,6 +96,7 @@ class Runner:
         self.config = config
         self.registry = registry
         self._on_change = on_change
+        self._open_transport = transport_factory
         self.transport_kind = cfg.transport
         self.breaker = Breaker(
             BreakerConfig(
@@ -230,7 +238,7 @@ class Runner:
         self._set_phase("starting")
         transport: Transport | None = None
         try:
-            async with open_transport(
+            async with self._open_transport(
                 self.alias, self.cfg, self.config, self._notification
             ) as transport:
                 await self._connect_and_serve(transport)

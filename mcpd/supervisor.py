@@ -14,7 +14,7 @@ from transports.base import log_extra
 
 from .config import Config, ServerConfig
 from .registry import Registry
-from .runner import Runner
+from .runner import Runner, TransportFactory, open_transport
 
 logger = logging.getLogger("mcpd.supervisor")
 
@@ -32,10 +32,12 @@ class Supervisor:
         config: Config,
         registry: Registry,
         on_change: Callable[[str], None] = lambda alias: None,
+        transport_factory: TransportFactory = open_transport,
     ) -> None:
         self.config = config
         self.registry = registry
         self.on_change = on_change
+        self.transport_factory = transport_factory
         self.runners: dict[str, Runner] = {}
         self._scopes: dict[str, trio.CancelScope] = {}
         self._done: dict[str, trio.Event] = {}
@@ -52,7 +54,9 @@ class Supervisor:
 
     def _start(self, alias: str, cfg: ServerConfig) -> None:
         assert self._nursery is not None
-        runner = Runner(alias, cfg, self.config, self.registry, self.on_change)
+        runner = Runner(
+            alias, cfg, self.config, self.registry, self.on_change, self.transport_factory
+        )
         scope = trio.CancelScope()
         done = trio.Event()
         self.runners[alias] = runner

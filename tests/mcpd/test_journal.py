@@ -118,7 +118,7 @@ def test_record_becomes_an_entry_with_mcpd_fields(
     )
     fields, raw, via_memfd = receive_entry(rx)
     assert not via_memfd
-    assert fields["MESSAGE"] == "server tickets is down"
+    assert fields["MESSAGE"] == "tickets: server tickets is down"
     assert fields["PRIORITY"] == "4"
     assert fields["SYSLOG_IDENTIFIER"] == "mcpd"
     assert fields["LOGGER"] == "mcpd.test-journal"
@@ -166,7 +166,7 @@ def test_traceback_is_part_of_the_message(
     except ValueError:
         logger.exception("reload failed", extra=log_extra("notes", "reload"))
     fields, _, _ = receive_entry(rx)
-    assert fields["MESSAGE"].startswith("reload failed\nTraceback (most recent call last):")
+    assert fields["MESSAGE"].startswith("notes: reload failed\nTraceback (most recent call last):")
     assert fields["MESSAGE"].endswith("ValueError: bad value")
     assert fields["PRIORITY"] == "3"
 
@@ -184,7 +184,7 @@ def test_entry_too_big_for_a_datagram_goes_through_a_sealed_memfd(
     fields, _, via_memfd = receive_entry(rx)
     assert via_memfd
     assert fields["MCPD_STDERR"] == big
-    assert fields["MESSAGE"] == "crash"
+    assert fields["MESSAGE"] == "big: crash"
 
 
 def test_oversized_fields_are_truncated_with_a_marker(
@@ -384,6 +384,6 @@ def test_suppression_summary_is_a_journal_entry(
     clock.now += 1
     logger.info("d", extra=log_extra("s", "stderr"))
     messages = [receive_entry(rx)[0] for _ in range(3)]
-    assert [m["MESSAGE"] for m in messages] == ["a", "2 stderr lines from s suppressed", "d"]
+    assert [m["MESSAGE"] for m in messages] == ["s: a", "s: 2 stderr lines from s suppressed", "s: d"]
     assert messages[1]["MCPD_SUPPRESSED"] == "2"
     assert messages[1]["MCPD_EVENT"] == "stderr" and messages[1]["MCPD_SERVER"] == "s"
