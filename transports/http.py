@@ -24,7 +24,7 @@ from typing import Any, Final, NoReturn, TypeVar
 from urllib.parse import urljoin
 
 import trio
-from msgspec import UNSET, Raw
+from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain
@@ -152,7 +152,7 @@ class HttpTransport:
         cancellable: bool = True,
     ) -> Raw:
         rid = self._ids.next()
-        body = rpc.encode_request(rid, method, UNSET if params is None else params)
+        body = rpc.encode_request(rid, method, params)
         ex = _Exchange(method, rid, self.session_id)
         extra = _header_list(headers or {}, "request")
         try:
@@ -166,7 +166,7 @@ class HttpTransport:
     async def notify(
         self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
     ) -> None:
-        body = rpc.encode_notification(method, UNSET if params is None else params)
+        body = rpc.encode_notification(method, params)
         ex = _Exchange(method, None, self.session_id)
         extra = _header_list(headers or {}, "request")
         await self._post(b"POST", body, self._headers(extra, ex), ex, self._accepted)
