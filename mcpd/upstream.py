@@ -84,7 +84,7 @@ class Upstream:
                         self._adopt_discover(outcome, chosen)
                         return
                     break  # a discover result that lists no modern version: legacy
-                if outcome is None or outcome == version:
+                if outcome is None:
                     break
                 version = outcome
             if self.era_pref == "modern":
@@ -124,10 +124,9 @@ class Upstream:
     def _probe_error(self, exc: rpc.RPCError, version: str) -> str | None:
         if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
             supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-            chosen = _pick_modern(supported if isinstance(supported, list) else [])
-            if chosen is not None and chosen != version:
-                return chosen
-            return None
+            # Modern evidence: retry (once) even with the version just sent, rather
+            # than fall back to initialize.
+            return _pick_modern(supported if isinstance(supported, list) else [])
         status = getattr(exc, "http_status", None)
         if self.http and (
             exc.code in rpc.MODERN_ERROR_CODES
