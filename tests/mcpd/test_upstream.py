@@ -1,0 +1,478 @@
+"""Upstream against the scripted stdio server over a real transport.
+
+The scripted server records every line it receives (``--log-file``), so the tests
+check what actually reached the server, not what mcpd meant to send.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from msgspec import Raw
+
+from mcpd import __version__
+from mcpd.upstream import Incompatible, ProtocolViolation, Upstream
+from protocol import mcp
+from tests.support.procs import scripted
+from transports.base import TransportClosed
+from transports.stdio import StdioParams, StdioTransport, open_stdio_transport
+
+MODERN = "2026-07-28"
+RESERVED = "io.modelcontextprotocol/"
+
+
+class StderrWatch:
+    """Collects a server's stderr lines; ``wait_for`` returns the first matching one."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._changed = trio.Event()
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+        self._changed.set()
+
+    async def wait_for(self, predicate: Callable[[str], bool]) -> str:
+        while True:
+            for line in self.lines:
+                if predicate(line):
+                    return line
+            self._changed = trio.Event()
+            await self._changed.wait()
+
+
+class Server:
+    def __init__(self, transport: StdioTransport, log: Path, stderr: StderrWatch) -> None:
+        self.transport = transport
+        self.log = log
+        self.stderr = stderr
+
+    def received(self) -> list[dict[str, Any]]:
+        """Every message the server has read so far, in order."""
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_bytes().splitlines()]
+
+    def raw_lines(self) -> list[bytes]:
+        return self.log.read_bytes().splitlines() if self.log.exists() else []
+
+    def methods(self) -> list[str]:
+        return [m.get("method", "(response)") for m in self.received()]
+
+    def requests(self, method: str) -> list[dict[str, Any]]:
+        return [m for m in self.received() if m.get("method") == method]
+
+
+@pytest.fixture
+def log_path(tmp_path: Path) -> Path:
+    return tmp_path / "received.jsonl"
+
+
+@contextlib.asynccontextmanager
+async def scripted_server(log: Path, *flags: str) -> AsyncIterator[Server]:
+    command, args = scripted("--log-file", str(log), *flags)
+    stderr = StderrWatch()
+    async with open_stdio_transport(
+        "scripted", StdioParams(command=command, args=args), on_stderr=stderr
+    ) as transport:
+        yield Server(transport, log, stderr)
+
+
+def upstream(server: Server, **kw: Any) -> Upstream:
+    return Upstream("scripted", server.transport, **kw)
+
+
+def meta_of(message: dict[str, Any]) -> dict[str, Any] | None:
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    return meta if isinstance(meta, dict) else None
+
+
+def text_of(raw: Raw) -> str:
+    return str(json.loads(bytes(raw))["content"][0]["text"])
+
+
+# -- era detection --
+
+
+async def test_modern_server_answers_discover_and_is_spoken_to_as_modern(
+    log_path: Path,
+) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", "modern") as server:
+            up = upstream(server)
+            await up.connect()
+            assert up.era == "modern"
+            assert up.version == MODERN
+            assert up.instructions == "scripted"
+            assert up.capabilities == {"tools": {}}
+            assert up.probe_died is False
+            await up.list_tools()
+            assert server.methods() == ["server/discover", "tools/list"]
+
+
+async def test_dual_era_server_is_spoken_to_as_modern_without_initialize(
+    log_path: Path,
+) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", "both") as server:
+            up = upstream(server)
+            await up.connect()
+            assert up.era == "modern"
+            await up.list_tools()
+            assert "initialize" not in server.methods()
+
+
+@pytest.mark.parametrize("era", ["modern", "both"])
+async def test_unsupported_version_error_is_retried_with_a_listed_version(
+    log_path: Path, era: str
+) -> None:
+    # The first discover gets -32022 with data.supported: modern evidence, so
+    # mcpd asks again with a listed version and never falls back to initialize.
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", era, "--unsupported-version") as server:
+            up = upstream(server)
+            await up.connect()
+            assert up.era == "modern"
+            assert up.version == MODERN
+            await up.list_tools()
+            assert server.methods() == ["server/discover", "server/discover", "tools/list"]
+            versions = [
+                (meta_of(m) or {}).get(f"{RESERVED}protocolVersion")
+                for m in server.requests("server/discover")
+            ]
+            assert versions == [MODERN, MODERN]
+
+
+async def test_legacy_server_gets_initialize_then_initialized(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", "legacy") as server:
+            up = upstream(server)
+            await up.connect()
+            assert up.era == "legacy"
+            assert up.version == "2025-11-25"
+            assert up.capabilities == {"tools": {}}
+            assert isinstance(up.server_info, mcp.Implementation)
+            assert up.server_info.name == "scripted"
+            assert up.probe_died is False
+            # A request after the notification proves the server has read it too.
+            await up.list_tools()
+            assert server.methods() == [
+                "server/discover",
+                "initialize",
+                "notifications/initialized",
+                "tools/list",
+            ]
+            (init,) = server.requests("initialize")
+            assert init["params"]["protocolVersion"] == "2025-11-25"
+            assert init["params"]["clientInfo"] == {"name": "mcpd", "version": __version__}
+            assert init["params"]["capabilities"] == {}
+            (initialized,) = server.requests("notifications/initialized")
+            assert "id" not in initialized
+
+
+async def test_server_that_never_answers_discover_is_legacy_after_the_probe_timeout(
+    log_path: Path,
+) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", "legacy-silent") as server:
+            up = upstream(server, probe_timeout=0.2)
+            await up.connect()
+            assert up.era == "legacy"
+            assert up.version == "2025-11-25"
+            tools = await up.list_tools()
+            assert [t.name for t in tools.tools] == ["tool0", "tool1", "tool2"]
+            assert server.methods()[:3] == [
+                "server/discover",
+                "initialize",
+                "notifications/initialized",
+            ]
+
+
+async def test_server_that_dies_on_discover_raises_and_marks_the_probe_died(
+    log_path: Path,
+) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", "legacy-dies") as server:
+            up = upstream(server)
+            with pytest.raises(TransportClosed) as info:
+                await up.connect()
+            assert up.probe_died is True
+            assert up.era is None
+            assert "exited with status 1" in str(info.value)
+            assert server.methods() == ["server/discover"]
+
+
+async def test_slow_starting_modern_server_is_found_again_after_initialize_is_refused(
+    log_path: Path,
+) -> None:
+    # The probe times out before the server reads anything; initialize then gets
+    # -32022, which is modern evidence, so mcpd probes again instead of giving up.
+    with trio.fail_after(20):
+        async with scripted_server(log_path, "--era", "modern", "--start-delay", "1") as server:
+            up = upstream(server, probe_timeout=0.2)
+            await up.connect()
+            assert up.era == "modern"
+            assert up.version == MODERN
+            await up.list_tools()
+            assert server.methods() == [
+                "server/discover",
+                "initialize",
+                "server/discover",
+                "tools/list",
+            ]
+
+
+async def test_era_preference_legacy_skips_the_probe(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", "both") as server:
+            up = upstream(server, era="legacy")
+            await up.connect()
+            assert up.era == "legacy"
+            await up.list_tools()
+            assert server.methods() == ["initialize", "notifications/initialized", "tools/list"]
+
+
+async def test_era_preference_modern_refuses_a_legacy_server(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", "legacy") as server:
+            up = upstream(server, era="modern")
+            with pytest.raises(Incompatible, match=MODERN):
+                await up.connect()
+            assert "initialize" not in server.methods()
+
+
+async def test_a_legacy_servers_ping_is_answered(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", "legacy", "--ping-first") as server:
+            up = upstream(server)
+            await up.connect()
+            answer = await server.stderr.wait_for(lambda line: "client answered" in line)
+            assert "'id': 'srv-1'" in answer
+            assert "'result': {}" in answer
+            assert "error" not in answer
+            # The server is still fine to talk to afterwards.
+            tools = await up.list_tools()
+            assert len(tools.tools) == 3
+
+
+# -- tools/list paging --
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_tools_list_follows_next_cursor_until_it_is_absent(log_path: Path, era: str) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(
+            log_path, "--era", era, "--tools", "5", "--page-size", "2"
+        ) as server:
+            up = upstream(server)
+            await up.connect()
+            result = await up.list_tools()
+            assert [t.name for t in result.tools] == [f"tool{i}" for i in range(5)]
+            assert result.dropped == []
+            cursors = [
+                (m.get("params") or {}).get("cursor", "(none)")
+                for m in server.requests("tools/list")
+            ]
+            assert cursors == ["(none)", "2", "4"]
+
+
+async def test_an_empty_string_cursor_is_a_cursor_not_the_end(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(
+            log_path, "--tools", "5", "--page-size", "2", "--empty-first-cursor"
+        ) as server:
+            up = upstream(server)
+            await up.connect()
+            result = await up.list_tools()
+            assert [t.name for t in result.tools] == [f"tool{i}" for i in range(5)]
+            cursors = [
+                (m.get("params") or {}).get("cursor", "(none)")
+                for m in server.requests("tools/list")
+            ]
+            assert cursors == ["(none)", "", "4"]
+
+
+async def test_a_repeated_cursor_stops_listing_with_an_error(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(
+            log_path, "--tools", "5", "--page-size", "2", "--repeat-cursor"
+        ) as server:
+            up = upstream(server)
+            await up.connect()
+            with pytest.raises(ProtocolViolation, match="repeated"):
+                await up.list_tools()
+            assert len(server.requests("tools/list")) == 2
+
+
+async def test_the_page_cap_stops_listing_with_an_error(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--tools", "5", "--page-size", "1") as server:
+            up = upstream(server, max_pages=3)
+            await up.connect()
+            with pytest.raises(ProtocolViolation, match="3 pages"):
+                await up.list_tools()
+            assert len(server.requests("tools/list")) == 3
+
+
+async def test_a_listing_that_ends_exactly_at_the_page_cap_is_complete(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--tools", "5", "--page-size", "2") as server:
+            up = upstream(server, max_pages=3)
+            await up.connect()
+            result = await up.list_tools()
+            assert len(result.tools) == 5
+
+
+@pytest.mark.parametrize("paged", [False, True])
+async def test_a_malformed_tool_is_skipped_and_reported_and_the_others_kept(
+    log_path: Path, paged: bool
+) -> None:
+    flags = ["--tools", "3", "--malformed-tool"] + (["--page-size", "2"] if paged else [])
+    with trio.fail_after(15):
+        async with scripted_server(log_path, *flags) as server:
+            up = upstream(server)
+            await up.connect()
+            result = await up.list_tools()
+            assert [t.name for t in result.tools] == ["tool0", "tool1", "tool2"]
+            assert len(result.dropped) == 1
+            assert "malformed" in result.dropped[0]
+
+
+async def test_tool_definitions_keep_their_input_schema_bytes(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--tools", "1") as server:
+            up = upstream(server)
+            await up.connect()
+            (tool,) = (await up.list_tools()).tools
+            # The scripted server writes with json.dumps: ", " and ": " separators.
+            assert bytes(tool.inputSchema) == (
+                b'{"type": "object", "properties": {"text": {"type": "string"}}}'
+            )
+            assert tool.annotations == {"readOnlyHint": True}
+
+
+# -- what each era puts on the wire --
+
+
+async def test_modern_requests_carry_version_capabilities_and_client_info(
+    log_path: Path,
+) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--tools", "3", "--page-size", "2") as server:
+            up = upstream(server)
+            await up.connect()
+            await up.list_tools()
+            await up.call_tool(mcp.CallToolParams(name="tool0", arguments=Raw(b"{}")))
+            await up.probe()
+            received = server.received()
+            assert [m["method"] for m in received] == [
+                "server/discover",
+                "tools/list",
+                "tools/list",
+                "tools/call",
+                "server/discover",
+            ]
+            for message in received:
+                meta = meta_of(message)
+                assert meta is not None, message
+                assert meta[f"{RESERVED}protocolVersion"] == MODERN
+                assert meta[f"{RESERVED}clientCapabilities"] == {}
+                assert meta[f"{RESERVED}clientInfo"] == {"name": "mcpd", "version": __version__}
+
+
+async def test_modern_call_keeps_the_agents_own_meta_but_not_its_reserved_keys(
+    log_path: Path,
+) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path) as server:
+            up = upstream(server)
+            await up.connect()
+            params = mcp.CallToolParams(
+                name="tool0",
+                arguments=Raw(b"{}"),
+                meta={
+                    "progressToken": "p-1",
+                    f"{RESERVED}protocolVersion": "1999-01-01",
+                    f"{RESERVED}clientInfo": {"name": "agent", "version": "9"},
+                },
+            )
+            await up.call_tool(params, capabilities={"elicitation": {}})
+            (call,) = server.requests("tools/call")
+            assert call["params"]["_meta"] == {
+                "progressToken": "p-1",
+                f"{RESERVED}protocolVersion": MODERN,
+                f"{RESERVED}clientCapabilities": {"elicitation": {}},
+                f"{RESERVED}clientInfo": {"name": "mcpd", "version": __version__},
+            }
+
+
+async def test_legacy_requests_carry_no_modern_meta(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(
+            log_path, "--era", "legacy", "--tools", "3", "--page-size", "2"
+        ) as server:
+            up = upstream(server)
+            await up.connect()
+            await up.list_tools()
+            params = mcp.CallToolParams(
+                name="tool0",
+                arguments=Raw(b'{"text":"hi"}'),
+                meta={"progressToken": 7, f"{RESERVED}protocolVersion": MODERN},
+            )
+            assert text_of(await up.call_tool(params)) == "tool0:hi"
+            await up.probe()
+            lines = server.raw_lines()
+            received = server.received()
+            start = [m.get("method") for m in received].index("initialize")
+            assert [m.get("method") for m in received[start:]] == [
+                "initialize",
+                "notifications/initialized",
+                "tools/list",
+                "tools/list",
+                "tools/call",
+                "tools/list",
+            ]
+            for line in lines[start:]:
+                assert RESERVED.encode() not in line, line
+            (call,) = server.requests("tools/call")
+            assert call["params"]["_meta"] == {"progressToken": 7}
+            first_list = server.requests("tools/list")[0]
+            assert "_meta" not in (first_list.get("params") or {})
+
+
+async def test_call_tool_sends_the_original_name_and_arguments_byte_exact(
+    log_path: Path,
+) -> None:
+    arguments = b'{ "text" :"caf\\u00e9  \\"q\\"",  "n":1.50,"list":[1 ,2,3],"deep":{"a":null}}'
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--names", "notes.search,other") as server:
+            up = upstream(server)
+            await up.connect()
+            result = await up.call_tool(
+                mcp.CallToolParams(name="notes.search", arguments=Raw(arguments))
+            )
+            assert text_of(result) == 'notes.search:café  "q"'
+            (line,) = [raw for raw in server.raw_lines() if b'"tools/call"' in raw]
+            assert b'"arguments":' + arguments in line
+            assert json.loads(line)["params"]["name"] == "notes.search"
+
+
+async def test_call_tool_result_is_returned_as_the_servers_bytes(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", "legacy") as server:
+            up = upstream(server)
+            await up.connect()
+            raw = await up.call_tool(
+                mcp.CallToolParams(name="tool1", arguments=Raw(b'{"text":"x"}'))
+            )
+            # json.dumps spacing shows these are the server's bytes, not re-encoded.
+            assert bytes(raw) == b'{"content": [{"type": "text", "text": "tool1:x"}]}'
