@@ -51,10 +51,10 @@ def shape_call_result(raw: Raw, *, modern: bool, budget: int, alias: str) -> Raw
 
 def _with_result_type(raw: Raw) -> Raw:
     # Splice the field in rather than re-encode a result we otherwise pass through.
-    body = bytes(raw).lstrip()
-    if body == b"{}":
-        return Raw(b"{" + _RESULT_TYPE_FIELD + b"}")
-    return Raw(b"{" + _RESULT_TYPE_FIELD + b"," + body[1:])
+    rest = bytes(raw).lstrip()[1:]
+    if rest.lstrip().startswith(b"}"):  # an empty object, perhaps written as "{ }"
+        return Raw(b"{" + _RESULT_TYPE_FIELD + rest)
+    return Raw(b"{" + _RESULT_TYPE_FIELD + b"," + rest)
 
 
 def _cut(result: dict[str, Any], budget: int, total: int) -> None:
