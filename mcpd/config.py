@@ -161,10 +161,10 @@ def _expand_tree(node: Any, path: str, env: Mapping[str, str]) -> Any:
 _AT_RE: Final = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.S)
 
 
-def _validation_error(exc: msgspec.ValidationError) -> ConfigError:
+def _validation_error(exc: msgspec.ValidationError, prefix: str = "") -> ConfigError:
     m = _AT_RE.match(str(exc))
     assert m is not None
-    message, where = m.group(1), (m.group(2) or "").lstrip(".")
+    message, where = m.group(1), (prefix + (m.group(2) or "")).lstrip(".")
     unknown = re.match(r"Object contains unknown field `(.+)`", message)
     if unknown:
         key = unknown.group(1)
@@ -178,12 +178,35 @@ def parse(
     env = os.environ if env is None else env
     expanded = _expand_tree(dict(data), "", env)
     expanded["source"] = source
+    _check_servers(expanded.get("servers"))
     try:
         config = msgspec.convert(expanded, Config)
     except msgspec.ValidationError as exc:
         raise _validation_error(exc) from None
     validate(config)
     return config
+
+
+def _check_servers(servers: Any) -> None:
+    """msgspec names a table key only as ``[...]``: check each server (and each of its
+    env/headers values) on its own, so an error names the alias and the key."""
+    if not isinstance(servers, dict):
+        return
+    for alias, body in servers.items():
+        where = f"servers.{alias}"
+        for table in ("env", "headers"):
+            items = body.get(table) if isinstance(body, dict) else None
+            if isinstance(items, dict):
+                for key, value in items.items():
+                    _convert_at(value, str, f"{where}.{table}.{key}")
+        _convert_at(body, ServerConfig, where)
+
+
+def _convert_at(value: Any, type_: Any, where: str) -> None:
+    try:
+        msgspec.convert(value, type_)
+    except msgspec.ValidationError as exc:
+        raise _validation_error(exc, where) from None
 
 
 def validate(config: Config) -> None:
