@@ -222,8 +222,10 @@ def validate(config: Config) -> None:
             raise ConfigError(f"daemon.{key}", "must be positive")
     if d.result_budget_chars < 100:
         raise ConfigError("daemon.result_budget_chars", "must be at least 100")
-    if d.page_size < 0 or d.max_pages < 1:
+    if d.page_size < 0:
         raise ConfigError("daemon.page_size", "must be >= 0 (0 = everything in one page)")
+    if d.max_pages < 1:
+        raise ConfigError("daemon.max_pages", "must be at least 1")
     if "{tool}" not in config.naming.template:
         raise ConfigError("naming.template", "must contain {tool}")
     unknown = set(re.findall(r"\{([^}]*)\}", config.naming.template)) - {"alias", "tool"}
