@@ -1,10 +1,12 @@
 """Newline-delimited JSON-RPC over a byte stream pair (stdin/stdout), for a DemoServer.
 
-Every request runs in its own task, so a slow tool never holds up the others;
-responses and notifications share one writer lock and are written whole (shielded),
-because half a line would corrupt everything after it. ``initialize`` is the
-exception: it is answered before the next line is read, since it decides how the
-requests behind it are understood.
+Every request runs in its own task, so a slow tool never holds up the others.
+Their responses and notifications go through one channel to one writer task, which
+owns the output: cancelling a request can then never cut a line in half (which
+would corrupt everything after it), while shutting the connection down still can
+stop a write that a client no longer reading has left hanging. ``initialize`` is
+answered before the next line is read, since it decides how the requests behind it
+are understood.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpd.demo.stdio")
 
 DEFAULT_EOF_GRACE = 5.0
+_OUTBOX = 64
 
 
 async def serve_stdio(
@@ -47,45 +50,50 @@ class _Connection:
         self.server = server
         self.session = server.new_session()
         self._send = send
-        self._lock = trio.Lock()
+        self._outbox, self._outgoing = trio.open_memory_channel[bytes](_OUTBOX)
         self._requests: dict[rpc.Id, trio.CancelScope] = {}
         # Work that only ends when the client says so: cancelled at end of input.
         self._open_ended: set[trio.CancelScope] = set()
         self._announcing = False
-        self._closed = False
-        self._nursery: trio.Nursery | None = None
 
     async def run(self, receive: trio.abc.ReceiveStream, eof_grace: float, max_line: int) -> None:
+        async with trio.open_nursery() as connection:
+            connection.start_soon(self._writer, connection.cancel_scope)
+            # Closing the outbox once all work is done lets the writer finish and exit.
+            async with self._outbox, trio.open_nursery() as work:
+                await self._read(receive, work, max_line)
+                for scope in self._open_ended:
+                    scope.cancel()
+                if self._requests:
+                    log.info("end of input; %d requests still running", len(self._requests))
+                work.cancel_scope.deadline = trio.current_time() + eof_grace
+
+    async def _read(
+        self, receive: trio.abc.ReceiveStream, work: trio.Nursery, max_line: int
+    ) -> None:
         framer = LineFramer(max_line)
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
+        try:
+            while chunk := await receive.receive_some():
+                for line in framer.feed(chunk):
+                    await self._on_line(work, line)
+            for line in framer.flush():
+                await self._on_line(work, line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            log.info("input failed (%r); treating it as end of input", exc)
+
+    async def _writer(self, connection: trio.CancelScope) -> None:
+        async for message in self._outgoing:
             try:
-                while chunk := await receive.receive_some():
-                    for line in framer.feed(chunk):
-                        await self._on_line(nursery, line)
-                for line in framer.flush():
-                    await self._on_line(nursery, line)
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                log.info("input failed (%r); treating it as end of input", exc)
-            for scope in self._open_ended:
-                scope.cancel()
-            if self._requests:
-                log.info("end of input; %d requests still running", len(self._requests))
-            nursery.cancel_scope.deadline = trio.current_time() + eof_grace
+                await self._send.send_all(message + b"\n")
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                # Nobody reads our answers any more, so nothing left is worth doing.
+                log.info("output closed by the client; stopping")
+                connection.cancel()
+                return
 
     async def write(self, message: bytes) -> None:
-        with trio.CancelScope(shield=True):
-            async with self._lock:
-                if self._closed:
-                    return
-                try:
-                    await self._send.send_all(message + b"\n")
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    # Nobody reads our answers any more, so nothing left is worth doing.
-                    log.info("output closed by the client; stopping")
-                    self._closed = True
-                    if self._nursery is not None:
-                        self._nursery.cancel_scope.cancel()
+        """Queue one message; cancelled while waiting, it is not sent at all."""
+        await self._outbox.send(message)
 
     async def _on_line(self, nursery: trio.Nursery, line: bytes | Oversized) -> None:
         if isinstance(line, Oversized):

@@ -293,3 +293,14 @@ async def test_garbage_gets_an_error_and_the_connection_survives(line: bytes) ->
             assert err is not None and err["error"]["code"] in (-32700, -32600)
             assert err["id"] is None
             assert "result" in await peer.ask(request(1, "server/discover", {"_meta": meta()}))
+
+
+async def test_sigterm_stops_a_server_whose_client_stopped_reading() -> None:
+    with trio.fail_after(20):
+        async with spawn_stdio(NOTES) as peer:
+            # Far more output than a pipe holds, and the client reads almost none of it.
+            for i in range(40):
+                await peer.send(call(i, "read_note", {"name": "handbook"}))
+            assert "result" in (await peer.recv() or {})
+            peer.proc.terminate()
+            assert await peer.proc.wait() == 0
