@@ -177,6 +177,8 @@ def parse(
 ) -> Config:
     env = os.environ if env is None else env
     expanded = _expand_tree(dict(data), "", env)
+    if "source" in expanded:  # set by mcpd, not a config key
+        raise ConfigError("source", "unknown key")
     expanded["source"] = source
     _check_servers(expanded.get("servers"))
     try:
