@@ -137,9 +137,10 @@ def expand(value: str, path: str, env: Mapping[str, str]) -> str:
         name, sep, default = body.partition(":-")
         if not _VAR_NAME_RE.match(name):
             raise ConfigError(path, f"bad variable reference ${{{body}}}")
-        if name in env:
-            return env[name]
-        if sep:
+        value = env.get(name)
+        if value is not None and (value or not sep):
+            return value
+        if sep:  # as in the shell, ":-" also replaces a variable set to ""
             return default
         raise ConfigError(
             path, f"environment variable {name} is not set (use ${{{name}:-default}})"
