@@ -1,0 +1,474 @@
+"""The config file: TOML into frozen structs, ${VAR} expansion, errors that name the key."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from mcpd import config as cfg
+from mcpd.config import EX_CONFIG, Config, ConfigError, load, parse
+
+EXAMPLE = """\
+[daemon]
+socket = "${XDG_RUNTIME_DIR:-/run/user/1000}/mcpd/mcpd.sock"
+call_timeout = 45.0
+result_budget_chars = 4000
+
+[naming]
+template = "mcp__{alias}__{tool}"
+max_length = 64
+
+[servers.notes]
+command = "python3"
+args = ["-m", "mcpd.demo.notes", "--dir", "${HOME}/notes"]
+env = { NOTES_DIR = "${HOME}/notes" }
+cwd = "/tmp"
+call_timeout = 30.0
+trusted = false
+
+[servers.tickets]
+url = "https://tickets.example.com/mcp"
+headers = { Authorization = "Bearer ${TICKETS_TOKEN}" }
+"""
+
+ENV = {"HOME": "/home/ada", "TICKETS_TOKEN": "s3cret"}
+
+
+def parse_toml(text: str, env: dict[str, str] | None = None) -> Config:
+    return parse(tomllib.loads(textwrap.dedent(text)), env=ENV if env is None else env)
+
+
+def error_of(text: str, env: dict[str, str] | None = None) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse_toml(text, env)
+    return info.value
+
+
+STDIO = '[servers.s]\ncommand = "x"\n'
+
+
+# -- the example from the issue --
+
+
+def test_the_example_config_parses() -> None:
+    config = parse_toml(EXAMPLE)
+    assert config.daemon.socket == "/run/user/1000/mcpd/mcpd.sock"
+    assert config.daemon.call_timeout == 45.0
+    assert config.daemon.result_budget_chars == 4000
+    assert config.naming.template == "mcp__{alias}__{tool}"
+    assert config.naming.max_length == 64
+    assert sorted(config.servers) == ["notes", "tickets"]
+
+    notes = config.servers["notes"]
+    assert notes.transport == "stdio"
+    assert notes.command == "python3"
+    assert notes.args == ["-m", "mcpd.demo.notes", "--dir", "/home/ada/notes"]
+    assert notes.env == {"NOTES_DIR": "/home/ada/notes"}
+    assert notes.cwd == "/tmp"
+    assert notes.call_timeout == 30.0
+    assert notes.trusted is False
+
+    tickets = config.servers["tickets"]
+    assert tickets.transport == "http"
+    assert tickets.url == "https://tickets.example.com/mcp"
+    assert tickets.headers == {"Authorization": "Bearer s3cret"}
+    assert tickets.call_timeout is None
+
+    assert config.call_timeout("notes") == 30.0
+    assert config.call_timeout("tickets") == 45.0
+    assert config.socket_path() == "/run/user/1000/mcpd/mcpd.sock"
+
+
+def test_the_example_config_loads_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(EXAMPLE)
+    config = load(path, env=ENV)
+    assert config.source == str(path)
+    assert config.servers["tickets"].headers["Authorization"] == "Bearer s3cret"
+
+
+def test_the_config_is_frozen() -> None:
+    config = parse_toml(EXAMPLE)
+    with pytest.raises(AttributeError):
+        config.daemon.call_timeout = 1.0  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        config.servers["notes"].trusted = True  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        config.naming = cfg.NamingConfig()  # type: ignore[misc]
+
+
+def test_an_empty_config_has_the_documented_defaults() -> None:
+    config = parse({}, env={})
+    assert config.servers == {}
+    assert config.naming.template == "mcp__{alias}__{tool}"
+    assert config.naming.max_length == 64
+    assert config.daemon.socket is None
+    assert config.socket_mode() == 0o600
+    assert config.daemon.call_timeout == 60.0
+    assert config.daemon.max_pages == 1000
+
+
+def test_server_defaults() -> None:
+    config = parse_toml(STDIO + '[servers.h]\nurl = "http://127.0.0.1:8080/mcp"\n')
+    stdio, http = config.servers["s"], config.servers["h"]
+    for server in (stdio, http):
+        assert server.trusted is False
+        assert server.enabled is True
+        assert server.era == "auto"
+        assert server.inherit_env is True
+    assert stdio.concurrency() == 4
+    assert http.concurrency() == 16
+
+
+# -- unknown keys --
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ('[servers.notes]\ncomand = "python3"\n', "servers.notes.comand"),
+        (STDIO + "trusted_ = true\n", "servers.s.trusted_"),
+        ('[daemon]\nsockett = "/x"\n', "daemon.sockett"),
+        ('[naming]\ntemplat = "{tool}"\n', "naming.templat"),
+        ("verbose = true\n", "verbose"),
+        ('[server.notes]\ncommand = "x"\n', "server"),
+        ('source = "/etc/elsewhere.toml"\n', "source"),
+    ],
+)
+def test_an_unknown_key_is_an_error_naming_its_path(text: str, path: str) -> None:
+    err = error_of(text)
+    assert err.path == path
+    assert str(err) == f"{path}: unknown key"
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("[servers.notes]\ncommand = 5\n", "servers.notes.command"),
+        ('[servers.notes]\ncommand = "x"\nargs = ["a", 3]\n', "servers.notes.args[1]"),
+        ('[servers.notes]\ncommand = "x"\nenv = { A = 1 }\n', "servers.notes.env.A"),
+        ('[servers.t]\nurl = "http://h"\nheaders = { X = [] }\n', "servers.t.headers.X"),
+        ('[servers.notes]\ncommand = "x"\nera = "newest"\n', "servers.notes.era"),
+        ('[servers.notes]\ncommand = "x"\ntrusted = "yes"\n', "servers.notes.trusted"),
+        ('[daemon]\ncall_timeout = "slow"\n', "daemon.call_timeout"),
+        ('[naming]\nmax_length = "64"\n', "naming.max_length"),
+        ("[servers]\nnotes = 3\n", "servers.notes"),
+        ("servers = 3\n", "servers"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_an_error_naming_its_path(text: str, path: str) -> None:
+    assert error_of(text).path == path
+
+
+# -- ${VAR} expansion --
+
+
+@pytest.mark.parametrize(
+    ("value", "env", "expected"),
+    [
+        ("${A}", {"A": "1"}, "1"),
+        ("x-${A}-y", {"A": "1"}, "x-1-y"),
+        ("${A}${B}", {"A": "1", "B": "2"}, "12"),
+        ("${A:-dflt}", {}, "dflt"),
+        ("${A:-dflt}", {"A": "set"}, "set"),
+        ("${A:-dflt}", {"A": ""}, "dflt"),
+        ("${A}", {"A": ""}, ""),
+        ("${A:-}", {}, ""),
+        ("${A:-/a b/c}", {}, "/a b/c"),
+        ("$$", {}, "$"),
+        ("cost: $$5", {}, "cost: $5"),
+        ("$${A}", {"A": "1"}, "${A}"),
+        ("$$$${A}", {"A": "1"}, "$${A}"),
+        ("$$${A}", {"A": "1"}, "$1"),
+        ("$A and $", {"A": "1"}, "$A and $"),
+        ("${A}", {"A": "${B}", "B": "no"}, "${B}"),
+    ],
+)
+def test_expand(value: str, env: dict[str, str], expected: str) -> None:
+    assert cfg.expand(value, "k", env) == expected
+
+
+def test_an_unset_variable_without_default_is_an_error_naming_the_key() -> None:
+    err = error_of(EXAMPLE, env={"HOME": "/home/ada"})
+    assert err.path == "servers.tickets.headers.Authorization"
+    assert "TICKETS_TOKEN" in str(err)
+    assert "not set" in str(err)
+
+
+def test_an_unset_variable_in_a_list_names_the_item() -> None:
+    err = error_of('[servers.s]\ncommand = "x"\nargs = ["a", "${NOPE}"]\n', env={})
+    assert err.path == "servers.s.args[1]"
+    assert "NOPE" in str(err)
+
+
+@pytest.mark.parametrize("ref", ["${}", "${1A}", "${A-B}", "${A B}", "${:-x}"])
+def test_a_bad_variable_reference_is_an_error(ref: str) -> None:
+    err = error_of(f'[servers.s]\ncommand = "{ref}"\n', env={"A": "1"})
+    assert err.path == "servers.s.command"
+    assert "bad variable reference" in str(err)
+
+
+def test_expansion_reaches_every_string_but_not_table_keys() -> None:
+    config = parse_toml(
+        """\
+        [daemon]
+        state_dir = "${D}"
+        allow_groups = ["${G}"]
+        [servers.s]
+        command = "${C}"
+        env = { "${K}" = "${V}" }
+        """,
+        env={"D": "/var/lib/mcpd", "G": "wheel", "C": "srv", "K": "key", "V": "val"},
+    )
+    assert config.daemon.state_dir == "/var/lib/mcpd"
+    assert config.daemon.allow_groups == ["wheel"]
+    assert config.servers["s"].command == "srv"
+    assert config.servers["s"].env == {"${K}": "val"}
+
+
+def test_expansion_uses_the_process_environment_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MCPD_TEST_CMD", "from-environ")
+    config = parse({"servers": {"s": {"command": "${MCPD_TEST_CMD}"}}})
+    assert config.servers["s"].command == "from-environ"
+
+
+# -- aliases and servers --
+
+
+@pytest.mark.parametrize("alias", ["notes", "a", "A-b_9", "0", "--", "__"])
+def test_valid_aliases(alias: str) -> None:
+    config = parse_toml(f'[servers."{alias}"]\ncommand = "x"\n')
+    assert list(config.servers) == [alias]
+
+
+@pytest.mark.parametrize("alias", ["", "a b", "a.b", "no/te", "caf\u00e9", "a:b", "{x}"])
+def test_an_alias_must_be_non_empty_and_safe(alias: str) -> None:
+    err = error_of(f'[servers."{alias}"]\ncommand = "x"\n')
+    assert err.path == f"servers.{alias}"
+    assert "alias" in str(err)
+
+
+def test_a_server_with_both_command_and_url_is_an_error() -> None:
+    err = error_of('[servers.both]\ncommand = "x"\nurl = "http://h/mcp"\n')
+    assert err.path == "servers.both"
+    assert "exactly one of `command`" in str(err)
+
+
+def test_a_server_with_neither_command_nor_url_is_an_error() -> None:
+    err = error_of("[servers.none]\ntrusted = true\n")
+    assert err.path == "servers.none"
+    assert "exactly one of `command`" in str(err)
+
+
+def test_an_empty_command_is_an_error() -> None:
+    assert error_of('[servers.s]\ncommand = "  "\n').path == "servers.s.command"
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8080/mcp", "https://h", "https://h.example/mcp?x=1"]
+)
+def test_http_and_https_urls_are_accepted(url: str) -> None:
+    assert parse_toml(f'[servers.h]\nurl = "{url}"\n').servers["h"].url == url
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://h/mcp", "localhost:8080", "http://", "https:///path", "ws://h", "", "file:///x"]
+)
+def test_a_url_that_is_not_http_or_https_is_an_error(url: str) -> None:
+    err = error_of(f'[servers.h]\nurl = "{url}"\n')
+    assert err.path == "servers.h.url"
+    assert "http" in err.message
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ('[servers.h]\nurl = "http://h"\nargs = ["a"]\n', "servers.h.args"),
+        ('[servers.h]\nurl = "http://h"\nenv = { A = "1" }\n', "servers.h.env"),
+        ('[servers.h]\nurl = "http://h"\ncwd = "/tmp"\n', "servers.h.cwd"),
+        ('[servers.s]\ncommand = "x"\nheaders = { A = "1" }\n', "servers.s.headers"),
+        ('[servers.s]\ncommand = "x"\nca_file = "/etc/ssl/ca.pem"\n', "servers.s.ca_file"),
+    ],
+)
+def test_options_of_the_other_transport_are_errors(text: str, path: str) -> None:
+    assert error_of(text).path == path
+
+
+def test_a_missing_ca_file_is_an_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.pem"
+    err = error_of(f'[servers.h]\nurl = "https://h"\nca_file = "{missing}"\n')
+    assert err.path == "servers.h.ca_file"
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not checked here")
+    config = parse_toml(f'[servers.h]\nurl = "https://h"\nca_file = "{ca}"\n')
+    assert config.servers["h"].ca_file == str(ca)
+
+
+# -- other checks --
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ('[daemon]\nsocket_mode = "rw"\n', "daemon.socket_mode"),
+        ('[daemon]\nsocket_mode = "1777"\n', "daemon.socket_mode"),
+        ("[daemon]\ncall_timeout = 0\n", "daemon.call_timeout"),
+        ("[daemon]\nprobe_timeout = -1.0\n", "daemon.probe_timeout"),
+        ("[daemon]\nlist_timeout = 0.0\n", "daemon.list_timeout"),
+        ("[daemon]\nstartup_deadline = 0\n", "daemon.startup_deadline"),
+        ("[daemon]\nresult_budget_chars = 99\n", "daemon.result_budget_chars"),
+        ("[daemon]\npage_size = -1\n", "daemon.page_size"),
+        ("[daemon]\nmax_pages = 0\n", "daemon.max_pages"),
+        ('[naming]\ntemplate = "mcp__{alias}"\n', "naming.template"),
+        ('[naming]\ntemplate = "{server}__{tool}"\n', "naming.template"),
+        ("[naming]\nmax_length = 15\n", "naming.max_length"),
+        ("[naming]\nmax_length = 1025\n", "naming.max_length"),
+        (STDIO + "call_timeout = 0.0\n", "servers.s.call_timeout"),
+        (STDIO + "max_concurrency = 0\n", "servers.s.max_concurrency"),
+    ],
+)
+def test_out_of_range_settings_name_their_key(text: str, path: str) -> None:
+    assert error_of(text).path == path
+
+
+def test_a_template_without_alias_and_a_custom_length_are_accepted() -> None:
+    config = parse_toml('[naming]\ntemplate = "{tool}"\nmax_length = 16\n')
+    assert config.naming.template == "{tool}"
+    assert config.naming.max_length == 16
+
+
+def test_socket_mode_is_octal() -> None:
+    assert parse_toml('[daemon]\nsocket_mode = "0660"\n').socket_mode() == 0o660
+
+
+def test_redacted_headers_show_only_names() -> None:
+    headers = parse_toml(EXAMPLE).servers["tickets"].headers
+    assert cfg.redact_headers(headers) == {"Authorization": "***"}
+
+
+# -- default paths --
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root default needs root")
+def test_default_socket_path_as_root_ignores_xdg_runtime_dir() -> None:
+    assert cfg.default_socket_path({"XDG_RUNTIME_DIR": "/run/user/0"}) == "/run/mcpd/mcpd.sock"
+    assert cfg.default_socket_path({}) == "/run/mcpd/mcpd.sock"
+    assert parse({}, env={}).socket_path() == "/run/mcpd/mcpd.sock"
+
+
+def test_default_socket_path_for_a_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cfg.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(cfg.os, "getuid", lambda: 1000)
+    env = {"XDG_RUNTIME_DIR": "/run/user/1000"}
+    assert cfg.default_socket_path(env) == "/run/user/1000/mcpd/mcpd.sock"
+    assert cfg.default_socket_path({}) == "/tmp/mcpd-1000/mcpd.sock"
+    assert cfg.default_socket_path({"XDG_RUNTIME_DIR": ""}) == "/tmp/mcpd-1000/mcpd.sock"
+
+
+def test_a_configured_socket_wins_over_the_default() -> None:
+    config = parse_toml('[daemon]\nsocket = "/srv/mcpd.sock"\n')
+    assert config.socket_path() == "/srv/mcpd.sock"
+
+
+def test_default_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cfg.default_config_path({"MCPD_CONFIG": "/x/c.toml"}) == "/x/c.toml"
+    monkeypatch.setattr(cfg.os, "geteuid", lambda: 0)
+    assert cfg.default_config_path({"HOME": "/root"}) == "/etc/mcpd/config.toml"
+    monkeypatch.setattr(cfg.os, "geteuid", lambda: 1000)
+    assert cfg.default_config_path({"HOME": "/home/ada"}) == "/home/ada/.config/mcpd/config.toml"
+    assert (
+        cfg.default_config_path({"HOME": "/home/ada", "XDG_CONFIG_HOME": "/cfg"})
+        == "/cfg/mcpd/config.toml"
+    )
+
+
+# -- loading files --
+
+
+def test_loading_a_missing_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load(tmp_path / "absent.toml")
+
+
+def test_loading_invalid_toml_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[servers.notes\ncommand = 'x'\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load(path)
+
+
+def test_loading_a_file_that_is_not_utf8_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b'[servers.s]\ncommand = "caf\xe9"\n')
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load(path)
+
+
+# -- mcpd check-config --
+
+
+def check_config(path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    mcpd = Path(sys.executable).with_name("mcpd")
+    assert mcpd.exists(), mcpd
+    return subprocess.run(
+        [str(mcpd), "check-config", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ.get("PATH", ""), **env},
+        timeout=60,
+    )
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_check_config_prints_the_servers_and_exits_0(tmp_path: Path) -> None:
+    proc = check_config(write(tmp_path, EXAMPLE), ENV)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "2 server(s)" in out
+    notes = next(line for line in out.splitlines() if line.strip().startswith("notes"))
+    assert "stdio" in notes
+    assert "python3 -m mcpd.demo.notes --dir /home/ada/notes" in notes
+    tickets = next(line for line in out.splitlines() if line.strip().startswith("tickets"))
+    assert "http" in tickets
+    assert "https://tickets.example.com/mcp" in tickets
+    # Header values are secrets.
+    assert "s3cret" not in out
+    assert "s3cret" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "expected"),
+    [
+        ('[servers.notes]\ncomand = "python3"\n', {}, "servers.notes.comand: unknown key"),
+        (EXAMPLE, {"HOME": "/home/ada"}, "servers.tickets.headers.Authorization"),
+        ('[servers."a b"]\ncommand = "x"\n', {}, "servers.a b"),
+        ('[servers.h]\nurl = "ftp://h"\n', {}, "servers.h.url"),
+        ("[servers.notes\n", {}, "not valid TOML"),
+    ],
+)
+def test_check_config_exits_78_naming_the_bad_key(
+    tmp_path: Path, text: str, env: dict[str, str], expected: str
+) -> None:
+    proc = check_config(write(tmp_path, text), env)
+    assert proc.returncode == EX_CONFIG == 78
+    assert expected in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_check_config_on_a_missing_file_exits_78(tmp_path: Path) -> None:
+    proc = check_config(tmp_path / "absent.toml", {})
+    assert proc.returncode == 78
+    assert "absent.toml" in proc.stderr
