@@ -115,7 +115,7 @@ class _HttpServer:
             try:
                 while await self._exchange(wire):
                     done = wire.conn.our_state is h11.DONE and wire.conn.their_state is h11.DONE
-                    if wire.peer_gone or not done:
+                    if wire.broken or not done:
                         break
                     wire.conn.start_next_cycle()
             except h11.RemoteProtocolError as exc:
@@ -274,7 +274,7 @@ class _HttpServer:
             with scope:
                 reply = await handle(response)
             nursery.cancel_scope.cancel()
-        if wire.peer_gone:
+        if wire.broken:
             return
         code = reply.error_code if reply is not None else None
         message = reply.message if reply is not None else None

@@ -54,7 +54,8 @@ class Wire:
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream
         self.conn = h11.Connection(h11.SERVER)
-        self.peer_gone = False
+        # The client hung up, or a write was cut short: nothing more can be sent.
+        self.broken = False
 
     async def _receive(self) -> None:
         try:
@@ -62,7 +63,7 @@ class Wire:
         except trio.BrokenResourceError:
             data = b""
         if not data:
-            self.peer_gone = True
+            self.broken = True
         self.conn.receive_data(data)
 
     async def _next_event(self) -> Any:
@@ -87,7 +88,7 @@ class Wire:
 
     async def wait_gone(self) -> None:
         """Return once the client hangs up; keep whatever it pipelines meanwhile."""
-        while not self.peer_gone:
+        while not self.broken:
             await self._receive()
 
     async def send(self, *events: Any) -> None:
@@ -100,7 +101,9 @@ class Wire:
 class Response:
     """The answer to one request: a JSON body, or an event stream once one is needed.
 
-    Writing to a client that has gone cancels ``scope``, the request's own.
+    Writing to a client that has gone cancels ``scope``, the request's own. Writes
+    are not shielded, so that shutting down never waits on a client that stopped
+    reading; a write cut short marks the connection broken instead.
     """
 
     def __init__(
@@ -131,28 +134,30 @@ class Response:
         await self._write(h11.Data(data=b"event: message\ndata: " + message + b"\n\n"))
 
     async def _write(self, *events: Any) -> None:
-        # Shielded: a request cancelled halfway through an event would leave the
-        # stream unreadable for the client.
-        with trio.CancelScope(shield=True):
-            async with self._lock:
-                if self.wire.peer_gone:
-                    return
-                first: list[Any] = []
-                if not self.streaming:
-                    self.streaming = True
-                    fields = [
-                        *self.headers,
-                        (b"content-type", b"text/event-stream"),
-                        (b"cache-control", b"no-cache"),
-                        (b"x-accel-buffering", b"no"),
-                    ]
-                    first.append(head(200, fields))
-                try:
-                    await self.wire.send(*first, *events)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    self.wire.peer_gone = True
-                    if self.scope is not None:
-                        self.scope.cancel()
+        async with self._lock:
+            if self.wire.broken:
+                return
+            first: list[Any] = []
+            if not self.streaming:
+                self.streaming = True
+                fields = [
+                    *self.headers,
+                    (b"content-type", b"text/event-stream"),
+                    (b"cache-control", b"no-cache"),
+                    (b"x-accel-buffering", b"no"),
+                ]
+                first.append(head(200, fields))
+            try:
+                await self.wire.send(*first, *events)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.wire.broken = True
+                if self.scope is not None:
+                    self.scope.cancel()
+            except BaseException:
+                # Cancelled halfway through an event: what the client got so far
+                # cannot be continued, so this connection carries nothing more.
+                self.wire.broken = True
+                raise
 
     async def finish(self, message: bytes | None, status: int) -> None:
         """Send the answer; ``status`` applies unless the stream already started.

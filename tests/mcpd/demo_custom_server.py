@@ -69,6 +69,16 @@ async def shrink(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"removed {args['name']}"
 
 
+@server.tool(
+    "Send `count` progress notifications of about `size` bytes each, then answer.",
+    object_schema({"count": {"type": "integer"}, "size": {"type": "integer"}}, ["count", "size"]),
+)
+async def flood(args: dict[str, Any], ctx: ToolContext) -> str:
+    for i in range(args["count"]):
+        await ctx.progress(i + 1, args["count"], "x" * args["size"])
+    return "flooded"
+
+
 @server.tool("Print to stdout, which must not reach the protocol stream.")
 async def chatter(args: dict[str, Any], ctx: ToolContext) -> str:
     print("this line must not reach the client")

@@ -295,9 +295,14 @@ async def http(port: int, method: str, headers: Mapping[str, str], body: Any = N
         return await conn.request(method, headers, body)
 
 
+class HttpChild(NamedTuple):
+    port: int
+    proc: trio.Process
+
+
 @asynccontextmanager
-async def spawn_http(argv: list[str], tmp_path: Path) -> AsyncIterator[int]:
-    """Run a demo server with ``--http 127.0.0.1:0``; yield its port; SIGTERM must end it."""
+async def spawn_http_child(argv: list[str], tmp_path: Path) -> AsyncIterator[HttpChild]:
+    """Run a demo server with ``--http 127.0.0.1:0``; SIGTERM must end it cleanly."""
     fifo = tmp_path / "ready"
     os.mkfifo(fifo)
     # Opened read-write so this never blocks and never sees end of file early.
@@ -310,7 +315,7 @@ async def spawn_http(argv: list[str], tmp_path: Path) -> AsyncIterator[int]:
         async with ready:
             while not text.endswith(b"\n"):
                 text += await ready.receive_some()
-        yield int(text)
+        yield HttpChild(int(text), proc)
     finally:
         with trio.move_on_after(10, shield=True):
             proc.terminate()
@@ -319,3 +324,10 @@ async def spawn_http(argv: list[str], tmp_path: Path) -> AsyncIterator[int]:
             proc.kill()
             await proc.wait()
     assert proc.returncode == 0, f"HTTP server exited with {proc.returncode} on SIGTERM"
+
+
+@asynccontextmanager
+async def spawn_http(argv: list[str], tmp_path: Path) -> AsyncIterator[int]:
+    """``spawn_http_child``, for tests that only need the port."""
+    async with spawn_http_child(argv, tmp_path) as child:
+        yield child.port

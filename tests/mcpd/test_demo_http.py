@@ -24,6 +24,7 @@ from tests.mcpd.demo_support import (
     modern_headers,
     request,
     spawn_http,
+    spawn_http_child,
     text_of,
 )
 
@@ -319,3 +320,15 @@ async def test_modern_listen_stream(custom: int) -> None:
             changed = await conn.next_event()
             assert changed["method"] == "notifications/tools/list_changed"
             assert changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L"
+
+
+async def test_sigterm_stops_the_server_while_a_client_stopped_reading(tmp_path: Path) -> None:
+    with trio.fail_after(20):
+        async with spawn_http_child(CUSTOM, tmp_path) as child, HttpConn.open(child.port) as conn:
+            flood = call(1, "flood", {"count": 1000, "size": 10_000}, progressToken=1)
+            status, _ = await conn.start("POST", modern_headers("tools/call", "flood"), flood)
+            assert status == 200
+            assert (await conn.next_event())["method"] == "notifications/progress"
+            # Megabytes of events are queued behind this one, and nobody reads them.
+            child.proc.terminate()
+            assert await child.proc.wait() == 0
