@@ -150,7 +150,10 @@ def build(notes: Mapping[str, str]) -> DemoServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    run(build(load_notes(os.environ.get("NOTES_DIR"))), argv)
+    directory = os.environ.get("NOTES_DIR")
+    if directory and not Path(directory).is_dir():
+        sys.exit(f"notes: NOTES_DIR={directory!r} is not a directory")
+    run(build(load_notes(directory)), argv)
 
 
 if __name__ == "__main__":
