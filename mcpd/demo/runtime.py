@@ -14,8 +14,9 @@ those requests over a byte stream or Streamable HTTP. The era rules themselves
 
     run(server)  # stdio, or --http HOST:PORT [--ready-file F]
 
-Tools can be added and removed while the server runs; clients that asked for
-``list_changed`` notifications get one.
+Tools can be added and removed while the server runs. ``tools/list_changed`` then
+goes to modern clients with a ``subscriptions/listen`` open, and to legacy ones on
+stdio or on their session's GET stream; cursors from before the change are refused.
 """
 
 from __future__ import annotations
