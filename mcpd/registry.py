@@ -152,10 +152,11 @@ class Registry:
         if shared or len(cand) > max_len:
             digits = 6
             local = hashed_name(cand, alias, name, max_len, digits)
-            while local in self._by_local and self._by_local[local] is not self._by_key.get(key):
+            while self._taken(local, key):
                 digits += 2
                 local = hashed_name(cand, alias, name, max_len, digits)
         previous = self._by_key.get(key)
+        displaced = self._by_local.get(local)
         if (
             previous is not None
             and previous.local != local
@@ -168,6 +169,15 @@ class Registry:
         self._encode_entry(entry)
         self._by_key[key] = entry
         self._by_local[local] = entry
+        if displaced is not None and displaced is not previous:
+            # A hashed name that is now this tool's plain name: hash that one further.
+            moved = (displaced.alias, displaced.original)
+            self._place(candidate_name(self.naming.template, *moved), moved)
+
+    def _taken(self, local: str, key: tuple[str, str]) -> bool:
+        # Another tool's candidate is its plain name (now or once it is placed).
+        holder = self._by_local.get(local)
+        return local in self._claims or (holder is not None and holder is not self._by_key.get(key))
 
     def _encode_entry(self, entry: Entry) -> None:
         server = self._servers[entry.alias]
