@@ -180,10 +180,14 @@ def scale_lines(scale: dict[str, Any] | None) -> list[str]:
     if not scale or "skipped" in scale:
         return []
     mem = scale["memory_after_list"]
+    alone = scale.get("servers_alone_s")
+    floor = f"{alone:.3f} s" if alone is not None else "did not finish"
     lines = [
         f"  start-up: ready {scale['ready_s']:.3f} s, daemon CPU to ready"
         f" {scale['daemon_cpu_to_ready_s']:.2f} s; RSS {mem['rss_kb'] / 1024:.1f} MB"
         f" (peak {mem['hwm_kb'] / 1024:.1f} MB) after listing",
+        f"  floor: the same servers without mcpd answer discover and every tools/list page"
+        f" in {floor}",
     ]
     idle = scale["idle"]
     before = scale["latency_without_idle"]

@@ -7,9 +7,11 @@ daemon's RSS; then the per-call latency and RSS with and without 1,000 idle conn
 
 from __future__ import annotations
 
+import os
 import selectors
 import socket
 import statistics
+import subprocess
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -29,28 +31,25 @@ class ScaleSettings:
     latency_duration: float = 2.0
 
 
+def scale_server_command(settings: ScaleSettings) -> list[str]:
+    # -S and --stdlib-json: no site-packages and no msgspec, so each of the fifty servers
+    # starts in ~30 ms of CPU and as much as possible of the time measured is the daemon's.
+    return [
+        PYTHON, "-S", ECHO, "--stdlib-json",
+        "--tools", str(settings.tools), "--sleep", str(settings.sleep),
+    ]  # fmt: skip
+
+
 def run_scale(env: Env, settings: ScaleSettings, loadgen: Any) -> dict[str, Any]:
-    """``loadgen(args, matrix, duration)`` runs the load generator and returns its report."""
+    """``loadgen(args, tool)`` runs the load generator (conc 1, 64 B) and returns its report."""
+    command = scale_server_command(settings)
     servers = {
-        f"e{i:02d}": {
-            "command": PYTHON,
-            # -S and --stdlib-json: no site-packages, no msgspec, so each of the fifty
-            # servers starts in ~20 ms of CPU and the start-up measured is mcpd's.
-            "args": [
-                "-S",
-                ECHO,
-                "--stdlib-json",
-                "--tools",
-                str(settings.tools),
-                "--sleep",
-                str(settings.sleep),
-            ],
-        }
-        for i in range(settings.servers)
+        f"e{i:02d}": {"command": command[0], "args": command[1:]} for i in range(settings.servers)
     }
     # Room for the idle agents; dropped (with a note) if mcpd has no such setting.
     options = {"max_connections": settings.idle_connections + 64}
     out: dict[str, Any] = {"settings": settings.__dict__.copy()}
+    out["servers_alone_s"] = servers_alone(command, settings.servers, settings.tools)
     # Not pinned: starting fifty children is exactly where a second core helps the daemon.
     with running_mcpd(env, "mcpd-scale", servers, None, options, timeout=60) as daemon:
         pid = daemon.proc.pid
@@ -76,6 +75,50 @@ def run_scale(env: Env, settings: ScaleSettings, loadgen: Any) -> dict[str, Any]
             out["memory_with_idle_after_calls"] = procstat.memory_kb(pid)
         out["peak_memory"] = procstat.memory_kb(pid)
     return out
+
+
+def servers_alone(command: list[str], count: int, tools: int) -> float | None:
+    """The floor for the start-up: the same servers without mcpd, all started at once, each
+    sent discover and every tools/list page up front; seconds until the last answer.
+
+    The cursors are this echo server's (page offsets): fine for a floor, not for a client.
+    """
+    pages = (tools + 99) // 100
+    lines = [request_line(1, "server/discover", None, modern=True)]
+    lines += [
+        request_line(2 + p, "tools/list", {"cursor": str(p * 100)} if p else None, modern=True)
+        for p in range(pages)
+    ]
+    t0 = time.monotonic()
+    procs = [
+        subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        for _ in range(count)
+    ]
+    sel = selectors.DefaultSelector()
+    try:
+        for proc in procs:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(b"".join(lines))
+            sel.register(proc.stdout, selectors.EVENT_READ, [0])
+        waiting = count
+        deadline = t0 + 30
+        while waiting and time.monotonic() < deadline:
+            for key, _ in sel.select(1.0):
+                chunk = os.read(key.fd, 1 << 16)
+                key.data[0] += chunk.count(b"\n")
+                if not chunk or key.data[0] >= len(lines):
+                    sel.unregister(key.fileobj)
+                    waiting -= 1
+        return time.monotonic() - t0 if not waiting else None
+    finally:
+        sel.close()
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.close()
+        for proc in procs:
+            proc.wait()
+            assert proc.stdout is not None
+            proc.stdout.close()
 
 
 def time_tools_list(path: Any, repeats: int) -> dict[str, Any]:
