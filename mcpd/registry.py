@@ -139,7 +139,7 @@ class Registry:
             cand = candidate_name(template, alias, name)
             self._claims.setdefault(cand, set()).add((alias, name))
             touched.add(cand)
-        for cand in touched:
+        for cand in sorted(touched):  # set order differs per process; names must not
             for key in sorted(self._claims.get(cand, ())):
                 self._place(cand, key)
         self._changed()
