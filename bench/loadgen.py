@@ -61,6 +61,8 @@ class FullReply(msgspec.Struct):
 
 PIPE_SIZE = 1 << 20
 READ_SIZE = 64 * 1024
+REQUEST_PREFIX = b'{"jsonrpc":"2.0","id":'
+# How replies from msgspec-, json- and pydantic-based servers start (compact JSON).
 REPLY_PREFIX = b'{"jsonrpc":"2.0","id":'
 
 
@@ -99,7 +101,7 @@ class Pump:
     def run(
         self, concurrency: int, payload: int, duration: float | None, count: int | None
     ) -> dict[str, Any]:
-        prefix = b'{"jsonrpc":"2.0","id":'
+        prefix = REQUEST_PREFIX
         suffix = call_suffix(self.tool, payload, self.modern)
         sent_at: dict[int, int] = {}
         latencies: list[int] = []

@@ -141,6 +141,8 @@ class LineClient:
         self.send(request_line(msg_id, method, params, self.modern))
         while True:
             reply = self.decode(self.read_line(timeout))
+            if reply.id is None and reply.error is not None:
+                raise RPCError(reply.error)  # the peer could not even read our id
             if reply.method is not None or reply.id != msg_id:
                 continue
             if reply.error is not None:
