@@ -1,0 +1,526 @@
+"""The tool table agents see: local names, reverse lookup, descriptions, trust, outages."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from mcpd.config import NamingConfig
+from mcpd.registry import Registry
+from protocol import mcp
+
+SAFE = re.compile(r"^[A-Za-z0-9_-]+$")
+DEFAULT = NamingConfig()
+
+
+def tool(name: str, **fields: Any) -> mcp.Tool:
+    """A tool as it arrives from a server: decoded from the server's bytes."""
+    return msgspec.json.decode(json.dumps({"name": name, **fields}).encode(), type=mcp.Tool)
+
+
+def tools(*names: str) -> list[mcp.Tool]:
+    return [tool(n, description=f"does {n}") for n in names]
+
+
+def short_hash(alias: str, name: str, digits: int = 6) -> str:
+    return hashlib.sha1(f"{alias}::{name}".encode()).hexdigest()[:digits]
+
+
+def listed(registry: Registry) -> list[dict[str, Any]]:
+    """The tools/list entries exactly as an agent decodes them."""
+    return [json.loads(bytes(raw)) for raw in registry.listing()]
+
+
+def by_original(registry: Registry, alias: str) -> dict[str, dict[str, Any]]:
+    return {
+        t["_meta"]["mcpd/originalName"]: t
+        for t in listed(registry)
+        if t["_meta"]["mcpd/server"] == alias
+    }
+
+
+def local_names(registry: Registry) -> list[str]:
+    return [e.local for e in registry.entries()]
+
+
+# -- local names --
+
+
+def test_default_template_gives_plain_names() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("notes", tools("search", "read-note"))
+    assert sorted(local_names(reg)) == ["mcp__notes__read-note", "mcp__notes__search"]
+
+
+@pytest.mark.parametrize(
+    ("name", "local"),
+    [
+        ("notes.search", "mcp__s__notes_search"),
+        ("a b/c:d", "mcp__s__a_b_c_d"),
+        ("caf\u00e9", "mcp__s__caf_"),
+        ("\u65e5\u672c", "mcp__s____"),
+        ("tab\there\nnl", "mcp__s__tab_here_nl"),
+        ("ok_-Name9", "mcp__s__ok_-Name9"),
+    ],
+)
+def test_characters_outside_the_safe_set_become_underscores(name: str, local: str) -> None:
+    reg = Registry(DEFAULT)
+    reg.update("s", tools(name))
+    (entry,) = reg.entries()
+    assert entry.local == local
+
+
+def test_a_custom_template_is_used_and_sanitized() -> None:
+    reg = Registry(NamingConfig(template="ext.{alias}:{tool}", max_length=64))
+    reg.update("notes", tools("search"))
+    assert local_names(reg) == ["ext_notes_search"]
+
+
+def test_a_name_over_max_length_is_cut_and_ends_in_a_hash() -> None:
+    name = "very_long_tool_name_" * 4
+    reg = Registry(DEFAULT)
+    reg.update("notes", tools(name))
+    (entry,) = reg.entries()
+    candidate = f"mcp__notes__{name}"
+    assert entry.local == candidate[:57] + "_" + short_hash("notes", name)
+    assert len(entry.local) == 64
+
+
+def test_a_name_exactly_at_max_length_is_kept() -> None:
+    name = "x" * (64 - len("mcp__notes__"))
+    reg = Registry(DEFAULT)
+    reg.update("notes", tools(name))
+    assert local_names(reg) == [f"mcp__notes__{name}"]
+
+
+def test_a_shorter_max_length_cuts_sooner() -> None:
+    reg = Registry(NamingConfig(max_length=20))
+    reg.update("notes", tools("search_everything"))
+    (entry,) = reg.entries()
+    assert entry.local == "mcp__notes__" + "s" + "_" + short_hash("notes", "search_everything")
+    assert len(entry.local) == 20
+
+
+def test_tools_whose_names_still_collide_both_get_the_hash_form() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("s", tools("a.b", "a_b", "c"))
+    names = {e.original: e.local for e in reg.entries()}
+    assert names == {
+        "a.b": "mcp__s__a_b_" + short_hash("s", "a.b"),
+        "a_b": "mcp__s__a_b_" + short_hash("s", "a_b"),
+        "c": "mcp__s__c",
+    }
+
+
+def test_tools_of_two_servers_that_collide_both_get_the_hash_form() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("a", tools("b__c"))
+    reg.update("a__b", tools("c"))
+    names = {(e.alias, e.original): e.local for e in reg.entries()}
+    assert names == {
+        ("a", "b__c"): "mcp__a__b__c_" + short_hash("a", "b__c"),
+        ("a__b", "c"): "mcp__a__b__c_" + short_hash("a__b", "c"),
+    }
+
+
+def test_a_plain_name_never_equals_another_tools_cut_name() -> None:
+    # alias x has a tool whose name is cut; alias x__a has a tool whose plain name
+    # is exactly that cut name. They must still be two names, each reaching its tool.
+    long = "a__" + "t" * 60
+    reg = Registry(DEFAULT)
+    reg.update("x", tools(long))
+    (first,) = reg.entries()
+    lookalike = first.local[len("mcp__x__a__") :]
+    reg.update("x__a", tools(lookalike))
+    entries = reg.entries()
+    assert len({e.local for e in entries}) == 2
+    for entry in entries:
+        found = reg.lookup(entry.local)
+        assert found is not None
+        assert (found.alias, found.original) == (entry.alias, entry.original)
+    assert reg.lookup(first.local) is not None
+    assert reg.lookup(first.local).alias == "x__a"  # type: ignore[union-attr]
+    # The same tools in one update, and in a new registry, agree.
+    again = Registry(DEFAULT)
+    again.update("x__a", tools(lookalike))
+    again.update("x", tools(long))
+    assert local_names(again) == local_names(reg)
+
+
+def test_same_config_and_tools_give_the_same_names_in_a_new_registry() -> None:
+    names = ["search", "a.b", "a_b", "x" * 80, "y" * 80, "caf\u00e9", "caf_"]
+    first = Registry(DEFAULT)
+    first.update("notes", tools(*names))
+    first.update("tickets", tools("search", "open"))
+    shuffled = names[:]
+    random.Random(7).shuffle(shuffled)
+    second = Registry(DEFAULT)
+    second.update("tickets", tools("open", "search"))
+    second.update("notes", tools(*shuffled))
+    assert listed(first) == listed(second)
+
+
+def _hash_prefix_twins(alias: str) -> tuple[str, str]:
+    """Two long names whose cut names share the candidate and the 6 hash digits."""
+    seen: dict[str, str] = {}
+    for i in range(1_000_000):
+        name = "t" * 60 + str(i)
+        digest = short_hash(alias, name)
+        if digest in seen:
+            return seen[digest], name
+        seen[digest] = name
+    raise AssertionError("no twins found")
+
+
+RESTART_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from mcpd.config import NamingConfig
+    from mcpd.registry import Registry
+    from protocol import mcp
+    reg = Registry(NamingConfig())
+    reg.update("x", [mcp.Tool(name=n) for n in json.loads(sys.argv[1])])
+    print(json.dumps({e.original: e.local for e in reg.entries()}))
+    """
+)
+
+
+def test_names_survive_a_restart_even_when_cut_names_share_their_hash_digits() -> None:
+    twins = _hash_prefix_twins("x")
+    outputs = set()
+    for seed in range(6):
+        proc = subprocess.run(
+            [sys.executable, "-c", RESTART_SCRIPT, json.dumps(list(twins))],
+            capture_output=True,
+            text=True,
+            env={"PYTHONHASHSEED": str(seed), "PYTHONPATH": ":".join(sys.path)},
+            timeout=60,
+            check=True,
+        )
+        outputs.add(proc.stdout)
+    assert len(outputs) == 1
+    names = json.loads(outputs.pop())
+    assert len(set(names.values())) == 2
+
+
+# -- reverse lookup --
+
+
+def test_lookup_goes_through_the_table_only() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("notes", tools("notes.search", "read"))
+    entry = reg.lookup("mcp__notes__notes_search")
+    assert entry is not None
+    assert (entry.alias, entry.original) == ("notes", "notes.search")
+    assert reg.lookup("mcp__notes__notes.search") is None
+    assert reg.lookup("notes.search") is None
+    assert reg.lookup("read") is None
+    assert reg.lookup("mcp__other__read") is None
+
+
+def test_closest_suggests_near_names() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("notes", tools("search", "read"))
+    assert reg.closest("mcp__notes__serch")[0] == "mcp__notes__search"
+
+
+# -- what agents see --
+
+
+def test_description_starts_with_the_source_alias() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("notes", [tool("search", description="Find notes."), tool("bare")])
+    seen = by_original(reg, "notes")
+    assert seen["search"]["description"] == "[notes] Find notes."
+    assert seen["bare"]["description"].startswith("[notes]")
+
+
+def test_every_tool_carries_its_server_and_original_name_in_meta() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("notes", [tool("a.b", _meta={"vendor/x": 1})])
+    (seen,) = listed(reg)
+    assert seen["name"] == "mcp__notes__a_b"
+    assert seen["_meta"]["mcpd/server"] == "notes"
+    assert seen["_meta"]["mcpd/originalName"] == "a.b"
+    assert seen["_meta"]["mcpd/available"] is True
+    assert seen["_meta"]["vendor/x"] == 1
+
+
+def test_an_untrusted_servers_annotations_are_not_believed() -> None:
+    own = {
+        "title": "Search",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "openWorldHint": False,
+    }
+    reg = Registry(DEFAULT)
+    reg.update("notes", [tool("search", annotations=own), tool("plain")])
+    seen = by_original(reg, "notes")
+    annotations = seen["search"]["annotations"]
+    assert annotations["readOnlyHint"] is False
+    assert annotations["destructiveHint"] is True
+    assert annotations["title"] == "Search"
+    assert seen["search"]["_meta"]["mcpd/upstreamAnnotations"] == own
+    # No annotations at all still means "may write, may destroy".
+    assert seen["plain"]["annotations"] == {"readOnlyHint": False, "destructiveHint": True}
+    assert "mcpd/upstreamAnnotations" not in seen["plain"]["_meta"]
+
+
+def test_a_trusted_servers_annotations_are_kept() -> None:
+    own = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True}
+    reg = Registry(DEFAULT)
+    reg.update("notes", [tool("search", annotations=own), tool("plain")], trusted=True)
+    seen = by_original(reg, "notes")
+    assert seen["search"]["annotations"] == own
+    assert "mcpd/upstreamAnnotations" not in seen["search"]["_meta"]
+    assert "annotations" not in seen["plain"]
+
+
+def test_changing_trust_alone_changes_what_agents_see() -> None:
+    own = {"readOnlyHint": True}
+    reg = Registry(DEFAULT)
+    assert reg.update("notes", [tool("search", annotations=own)])
+    assert by_original(reg, "notes")["search"]["annotations"]["readOnlyHint"] is False
+    assert reg.update("notes", [tool("search", annotations=own)], trusted=True)
+    assert by_original(reg, "notes")["search"]["annotations"] == own
+
+
+def test_input_schema_bytes_pass_through_unchanged() -> None:
+    schema = (
+        b'{ "type" : "object",\n  "properties": {"q": {"type":"string",'
+        b' "description":"caf\\u00e9 \\"q\\""}}, "required" : ["q"] ,"x-order":[3,1.50,2]}'
+    )
+    output = b'{"type":"array" , "items":{"type":"integer"}}'
+    data = b'{"name":"search","inputSchema":' + schema + b',"outputSchema":' + output + b"}"
+    reg = Registry(DEFAULT)
+    reg.update("notes", [msgspec.json.decode(data, type=mcp.Tool)])
+    (encoded,) = reg.listing()
+    assert b'"inputSchema":' + schema in bytes(encoded)
+    assert b'"outputSchema":' + output in bytes(encoded)
+    again = msgspec.json.decode(bytes(encoded), type=mcp.Tool)
+    assert bytes(again.inputSchema) == schema
+
+
+def test_title_and_icons_are_passed_on() -> None:
+    icons = [{"src": "https://example.com/i.png", "mimeType": "image/png"}]
+    reg = Registry(DEFAULT)
+    reg.update("notes", [tool("search", title="Search notes", icons=icons)])
+    (seen,) = listed(reg)
+    assert seen["title"] == "Search notes"
+    assert seen["icons"] == icons
+
+
+def test_order_is_alias_then_original_name() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("zeta", tools("b", "a"))
+    reg.update("alpha", tools("z_last", "a.first", "M"))
+    order = [(t["_meta"]["mcpd/server"], t["_meta"]["mcpd/originalName"]) for t in listed(reg)]
+    assert order == [
+        ("alpha", "M"),
+        ("alpha", "a.first"),
+        ("alpha", "z_last"),
+        ("zeta", "a"),
+        ("zeta", "b"),
+    ]
+    assert [e.original for e in reg.entries()] == ["M", "a.first", "z_last", "a", "b"]
+
+
+# -- availability --
+
+
+def test_an_unavailable_server_keeps_its_tools_listed_with_a_marker() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("notes", [tool("search", description="Find notes.")])
+    reg.update("tickets", tools("open"))
+    marker = "UNAVAILABLE: notes is down (process exited); retrying at 12:00:05"
+    assert reg.set_availability("notes", False, marker)
+    seen = by_original(reg, "notes")["search"]
+    assert seen["description"].startswith(f"[{marker}]")
+    assert seen["description"].endswith("[notes] Find notes.")
+    assert seen["_meta"]["mcpd/available"] is False
+    entry = reg.lookup("mcp__notes__search")
+    assert entry is not None
+    assert entry.available is False
+    other = by_original(reg, "tickets")["open"]
+    assert other["_meta"]["mcpd/available"] is True
+    assert other["description"].startswith("[tickets]")
+
+
+def test_availability_comes_back_and_unchanged_state_is_no_change() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("notes", tools("search"))
+    before = listed(reg)
+    version = reg.version
+    assert reg.set_availability("notes", False, "down") is True
+    assert reg.version > version
+    assert reg.set_availability("notes", False, "down") is False
+    assert reg.set_availability("notes", True) is True
+    assert listed(reg) == before
+    assert reg.set_availability("notes", True) is False
+    assert reg.set_availability("absent", False, "down") is False
+
+
+def test_an_outage_survives_a_tool_update() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("notes", tools("search"))
+    reg.set_availability("notes", False, "down")
+    reg.update("notes", tools("search", "read"))
+    for seen in by_original(reg, "notes").values():
+        assert seen["_meta"]["mcpd/available"] is False
+        assert seen["description"].startswith("[down]")
+
+
+# -- changes --
+
+
+def test_update_reports_whether_anything_changed() -> None:
+    reg = Registry(DEFAULT)
+    assert reg.update("notes", tools("a", "b")) is True
+    assert reg.update("notes", tools("b", "a")) is False
+    assert reg.update("notes", [tool("a", description="changed"), *tools("b")]) is True
+    assert reg.count("notes") == 2
+    assert sorted(t.name for t in reg.tools_of("notes")) == ["a", "b"]
+
+
+def test_removing_a_server_frees_a_colliding_name() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("a", tools("b__c"))
+    reg.update("a__b", tools("c"))
+    hashed = {e.alias: e.local for e in reg.entries()}
+    assert reg.remove("a__b") is True
+    assert local_names(reg) == ["mcp__a__b__c"]
+    entry = reg.lookup("mcp__a__b__c")
+    assert entry is not None
+    assert (entry.alias, entry.original) == ("a", "b__c")
+    assert reg.lookup(hashed["a"]) is None
+    assert reg.lookup(hashed["a__b"]) is None
+    assert reg.remove("a__b") is False
+    assert list(reg.aliases()) == ["a"]
+
+
+def test_dropping_a_colliding_tool_gives_the_other_its_plain_name_back() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("s", tools("a.b", "a_b"))
+    reg.update("s", tools("a_b"))
+    assert local_names(reg) == ["mcp__s__a_b"]
+    assert reg.lookup("mcp__s__a_b_" + short_hash("s", "a_b")) is None
+
+
+def test_a_removed_servers_tools_are_gone() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("notes", tools("search"))
+    reg.update("tickets", tools("open"))
+    reg.remove("notes")
+    assert reg.lookup("mcp__notes__search") is None
+    assert [t["name"] for t in listed(reg)] == ["mcp__tickets__open"]
+
+
+def test_rename_derives_every_name_again() -> None:
+    reg = Registry(DEFAULT)
+    reg.update("notes", tools("search", "x" * 70))
+    reg.set_availability("notes", False, "down")
+    reg.rename(NamingConfig(template="{alias}_{tool}", max_length=32))
+    names = {e.original: e.local for e in reg.entries()}
+    assert names["search"] == "notes_search"
+    assert names["x" * 70] == "notes_" + "x" * 19 + "_" + short_hash("notes", "x" * 70)
+    assert reg.lookup("mcp__notes__search") is None
+    entry = reg.lookup("notes_search")
+    assert entry is not None
+    assert entry.original == "search"
+    assert all(t["_meta"]["mcpd/available"] is False for t in listed(reg))
+
+
+# -- properties of the name mapping --
+
+ALIAS_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+aliases = st.text(alphabet=ALIAS_CHARS, min_size=1, max_size=24)
+tool_names = st.one_of(
+    st.text(min_size=1, max_size=140),
+    st.text(alphabet="ab._- /", min_size=1, max_size=6),
+    st.builds(lambda n, tail: "t" * n + tail, st.integers(40, 90), st.text(max_size=3)),
+)
+servers = st.dictionaries(aliases, st.lists(tool_names, unique=True, max_size=8), max_size=5)
+namings = st.builds(
+    NamingConfig,
+    template=st.sampled_from(
+        ["mcp__{alias}__{tool}", "{tool}", "{alias}.{tool}", "mcp__mcpd__mcp__{alias}__{tool}"]
+    ),
+    max_length=st.integers(16, 80),
+)
+
+
+def check_mapping(reg: Registry, expected: dict[str, list[str]], naming: NamingConfig) -> None:
+    entries = reg.entries()
+    assert sorted((e.alias, e.original) for e in entries) == sorted(
+        (alias, name) for alias, names in expected.items() for name in names
+    )
+    locals_ = [e.local for e in entries]
+    assert len(set(locals_)) == len(locals_)
+    for entry in entries:
+        assert len(entry.local) <= naming.max_length
+        assert SAFE.match(entry.local), entry.local
+        found = reg.lookup(entry.local)
+        assert found is not None
+        assert (found.alias, found.original) == (entry.alias, entry.original)
+    assert [json.loads(bytes(raw))["name"] for raw in reg.listing()] == locals_
+
+
+@settings(max_examples=300, deadline=None)
+@given(servers=servers, naming=namings, order=st.randoms(use_true_random=False))
+@example(servers={"s": ["a.b", "a_b", "a-b"]}, naming=DEFAULT, order=random.Random(0))
+@example(servers={"a": ["b__c"], "a__b": ["c"]}, naming=DEFAULT, order=random.Random(0))
+def test_property_names_are_unique_safe_short_and_reversible(
+    servers: dict[str, list[str]], naming: NamingConfig, order: random.Random
+) -> None:
+    reg = Registry(naming)
+    aliases_in_order = list(servers)
+    order.shuffle(aliases_in_order)
+    for alias in aliases_in_order:
+        reg.update(alias, [mcp.Tool(name=n) for n in servers[alias]])
+    check_mapping(reg, servers, naming)
+    # A restart brings the servers up in another order: the same names come out.
+    fresh = Registry(naming)
+    for alias in sorted(servers):
+        fresh.update(alias, [mcp.Tool(name=n) for n in reversed(servers[alias])])
+    assert local_names(fresh) == local_names(reg)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    first=servers,
+    second=servers,
+    naming=namings,
+    removed=st.sets(aliases, max_size=3),
+    renamed=st.one_of(st.none(), namings),
+)
+def test_property_the_mapping_holds_through_updates_removals_and_renames(
+    first: dict[str, list[str]],
+    second: dict[str, list[str]],
+    naming: NamingConfig,
+    removed: set[str],
+    renamed: NamingConfig | None,
+) -> None:
+    reg = Registry(naming)
+    for alias, names in first.items():
+        reg.update(alias, [mcp.Tool(name=n) for n in names])
+    for alias, names in second.items():
+        reg.update(alias, [mcp.Tool(name=n) for n in names])
+    current = {**first, **second}
+    for alias in removed:
+        reg.remove(alias)
+        current.pop(alias, None)
+    if renamed is not None:
+        reg.rename(renamed)
+        naming = renamed
+    check_mapping(reg, current, naming)
