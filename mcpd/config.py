@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 EX_CONFIG: Final = 78
-ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9_-]+$")
+ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n
 _VAR_RE: Final = re.compile(r"\$\$|\$\{([^}]*)\}")
 _VAR_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
