@@ -256,6 +256,11 @@ def test_an_alias_must_be_non_empty_and_safe(alias: str) -> None:
     assert "alias" in str(err)
 
 
+def test_an_alias_with_a_trailing_newline_is_refused() -> None:
+    err = error_of('[servers."notes\\n"]\ncommand = "x"\n')
+    assert err.path == "servers.notes\n"
+
+
 def test_a_server_with_both_command_and_url_is_an_error() -> None:
     err = error_of('[servers.both]\ncommand = "x"\nurl = "http://h/mcp"\n')
     assert err.path == "servers.both"
