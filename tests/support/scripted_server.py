@@ -48,6 +48,9 @@ p.add_argument(
 )
 p.add_argument("--log-file", help="append every line received on stdin to this file")
 p.add_argument(
+    "--discover-error", type=int, default=-32601, help="the error code --era legacy answers"
+)
+p.add_argument(
     "--malformed-tool", action="store_true", help="list a tool whose name is not a string"
 )
 args = p.parse_args()
@@ -175,7 +178,7 @@ def handle(msg: dict) -> None:
         if args.era == "legacy-dies":
             os._exit(1)
         if args.era == "legacy":
-            error(rid, -32601, "Method not found")
+            error(rid, args.discover_error, "Method not found")
             return
         state["discover_count"] += 1
         if args.unsupported_version and state["discover_count"] == 1:
