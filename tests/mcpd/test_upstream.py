@@ -179,6 +179,24 @@ async def test_legacy_server_gets_initialize_then_initialized(log_path: Path) ->
             assert "id" not in initialized
 
 
+@pytest.mark.parametrize("code", ["-32602", "-32603", "-32600", "-32000"])
+async def test_any_other_discover_error_also_means_legacy(log_path: Path, code: str) -> None:
+    # Legacy servers differ (the Python SDK answers -32602): the fallback is not
+    # keyed to one error code.
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", "legacy", "--discover-error", code) as server:
+            up = upstream(server)
+            await up.connect()
+            assert up.era == "legacy"
+            await up.list_tools()
+            assert server.methods() == [
+                "server/discover",
+                "initialize",
+                "notifications/initialized",
+                "tools/list",
+            ]
+
+
 async def test_server_that_never_answers_discover_is_legacy_after_the_probe_timeout(
     log_path: Path,
 ) -> None:
