@@ -235,7 +235,7 @@ async def test_slow_starting_modern_server_is_found_again_after_initialize_is_re
     # The probe times out before the server reads anything; initialize then gets
     # -32022, which is modern evidence, so mcpd probes again instead of giving up.
     with trio.fail_after(20):
-        async with scripted_server(log_path, "--era", "modern", "--start-delay", "1") as server:
+        async with scripted_server(log_path, "--era", "modern", "--start-delay", "2") as server:
             up = upstream(server, probe_timeout=0.2)
             await up.connect()
             assert up.era == "modern"
