@@ -19,7 +19,14 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from transports.base import NotificationHandler, SpawnError, Transport, TransportError, log_extra
+from transports.base import (
+    NotificationHandler,
+    SpawnError,
+    Transport,
+    TransportError,
+    log_extra,
+    single_exceptions,
+)
 from transports.stdio import StdioParams, open_stdio_transport
 
 from .backoff import BackoffConfig, RestartPolicy
@@ -234,7 +241,6 @@ class Runner:
             self._set_phase("stopped", self.last_error)
 
     async def _attempt(self) -> None:
-        self.policy.on_start(trio.current_time())
         self._set_phase("starting")
         transport: Transport | None = None
         try:
@@ -254,6 +260,10 @@ class Runner:
                 "did not answer in time while connecting",
                 "did not answer in time while connecting",
             )
+        except Exception as exc:
+            # A bug in handling one server must not take the daemon (and the others) down.
+            logger.exception("%s: unexpected error", self.alias, extra=log_extra(self.alias))
+            self._failed("outage", f"internal error: {exc!r}", f"internal error: {exc!r}")
         finally:
             self.upstream = None
             if transport is not None:
@@ -322,6 +332,7 @@ class Runner:
         self.dropped_tools = listing.dropped
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
         self.upstream = up
+        self.policy.on_start(trio.current_time())
         was_down = self.down_since is not None
         self.down_since = None
         self.last_error = None
@@ -338,14 +349,15 @@ class Runner:
         await self._serve(up, transport)
 
     async def _serve(self, up: Upstream, transport: Transport) -> None:
-        async with trio.open_nursery() as nursery:
-            closed = getattr(transport, "closed", None)
-            if closed is not None:
-                nursery.start_soon(self._watch, closed)
-            try:
-                await self._serve_loop(up, transport)
-            finally:
-                nursery.cancel_scope.cancel()
+        with single_exceptions():
+            async with trio.open_nursery() as nursery:
+                closed = getattr(transport, "closed", None)
+                if closed is not None:
+                    nursery.start_soon(self._watch, closed)
+                try:
+                    await self._serve_loop(up, transport)
+                finally:
+                    nursery.cancel_scope.cancel()
 
     async def _watch(self, event: trio.Event) -> None:
         await event.wait()
@@ -359,8 +371,7 @@ class Runner:
             if self._closed:
                 error = getattr(transport, "error", None)
                 raise error if isinstance(error, TransportError) else TransportError("closed")
-            if self.policy.stable_at is not None and now >= self.policy.stable_at:
-                self.policy.refresh(now)
+            self.policy.refresh(now)
             if self._suspect:
                 self._suspect = False
                 await self._liveness(up)
@@ -382,8 +393,10 @@ class Runner:
         st = self.breaker.status(trio.current_time())
         if st.state == "open" and st.retry_at is not None:
             deadline = st.retry_at
-        if self.policy.stable_at is not None:
-            deadline = min(deadline, self.policy.stable_at)
+        stable_at = self.policy.stable_at
+        if stable_at is not None and (self.policy.failures or self.policy.in_crash_loop):
+            # Past failures are forgotten once the server has stayed up a while.
+            deadline = min(deadline, stable_at)
         return deadline
 
     async def _half_open_probe(self, up: Upstream) -> None:

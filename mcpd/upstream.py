@@ -182,7 +182,9 @@ class Upstream:
         self.capabilities = result.capabilities
         self.instructions = result.instructions if isinstance(result.instructions, str) else None
         self.server_info = result.serverInfo if result.serverInfo is not UNSET else None
-        await self.transport.notify("notifications/initialized", UNSET)
+        await self.transport.notify(
+            "notifications/initialized", UNSET, headers=self._headers("notifications/initialized")
+        )
 
     def _set_legacy_transport(self) -> None:
         if hasattr(self.transport, "era"):

@@ -141,7 +141,8 @@ def decode_message(data: bytes | memoryview) -> Message:
             raise DecodeFailure(INVALID_REQUEST, "Invalid request: id must be a string or integer")
         return Request(msg_id, env.method, params)
     if isinstance(env.error, Raw):
-        if env.id is not None and msg_id is None:
+        # An error may carry a null id, or (some servers) none at all.
+        if env.id is not None and env.id is not UNSET and msg_id is None:
             raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")
         try:
             err = _error_decoder.decode(env.error)

@@ -186,7 +186,9 @@ class StdioTransport:
         assert slot.result is not None
         return slot.result
 
-    async def notify(self, method: str, params: Any) -> None:
+    async def notify(
+        self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
+    ) -> None:
         if self.error is not None:
             raise self.error
         await self._send(rpc.encode_notification(method, params))

@@ -70,6 +70,12 @@ def test_deep_nesting_is_a_parse_error_not_a_crash() -> None:
     assert info.value.code == rpc.PARSE_ERROR
 
 
+def test_error_without_an_id_member_is_an_error_response() -> None:
+    msg = rpc.decode_message(b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"no session"}}')
+    assert isinstance(msg, rpc.ErrorResponse) and msg.id is None
+    assert msg.error.message == "no session"
+
+
 def test_malformed_error_object_from_a_peer_is_still_an_error() -> None:
     msg = rpc.decode_message(b'{"jsonrpc":"2.0","id":3,"error":"boom"}')
     assert isinstance(msg, rpc.ErrorResponse) and msg.id == 3
@@ -146,4 +152,7 @@ def test_any_valid_request_round_trips(rid: int | str, method: str, params: obje
     msg = rpc.decode_message(rpc.encode_request(rid, method, params))
     assert isinstance(msg, rpc.Request)
     assert (msg.id, msg.method) == (rid, method)
-    assert msgspec.json.decode(bytes(msg.params)) == params  # type: ignore[arg-type]
+    if params is None:
+        assert msg.params is None  # None means "no params": never sent as null
+    else:
+        assert msgspec.json.decode(bytes(msg.params)) == params  # type: ignore[arg-type]

@@ -1,0 +1,324 @@
+"""Backoff, crash loops and circuit breaking on trio's MockClock: no real sleeps.
+
+The runner talks to an in-memory server whose behaviour each test scripts, so the
+clock can jump to every deadline the runner sets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.lowlevel
+import trio.testing
+
+from mcpd.config import Config, ServerConfig, parse
+from mcpd.registry import Registry
+from mcpd.runner import CallRefused, Runner
+from protocol import mcp
+from transports.base import SpawnError, TransportError
+
+
+class FakeServer:
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.fail_starts = 0
+        self.call_mode = "ok"  # ok | hang | broken
+        self.probe_mode = "ok"  # ok | hang | broken
+        self.calls_seen = 0
+        self.probes_seen = 0
+        self.started = trio.Event()
+        self.probed = trio.Event()
+
+    @contextlib.asynccontextmanager
+    async def open(
+        self, alias: str, cfg: ServerConfig, config: Config, on_notification: Any
+    ) -> AsyncIterator[FakeTransport]:
+        self.starts.append(trio.current_time())
+        self.started.set()
+        if len(self.starts) <= self.fail_starts:
+            raise SpawnError(f"{alias}: cannot start: attempt {len(self.starts)} refused")
+        yield FakeTransport(self, alias)
+
+
+class FakeTransport:
+    def __init__(self, server: FakeServer, alias: str) -> None:
+        self.server = server
+        self.alias = alias
+        self.closed = trio.Event()
+        self.error: TransportError | None = None
+
+    def stderr_tail(self) -> list[str]:
+        return []
+
+    async def notify(
+        self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
+    ) -> None:
+        pass
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        cancellable: bool = True,
+    ) -> msgspec.Raw:
+        s = self.server
+        if method == "server/discover":
+            if (
+                s.starts
+                and len(s.starts) > 0
+                and s.probes_seen is not None
+                and getattr(self, "connected", False)
+            ):
+                s.probes_seen += 1
+                s.probed.set()
+                await self._behave(s.probe_mode)
+            self.connected = True
+            return _raw(
+                {
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "resultType": "complete",
+                    "ttlMs": 0,
+                    "cacheScope": "private",
+                }
+            )
+        if method == "tools/list":
+            return _raw(
+                {
+                    "tools": [{"name": "work", "inputSchema": {"type": "object"}}],
+                    "resultType": "complete",
+                }
+            )
+        if method == "tools/call":
+            s.calls_seen += 1
+            await self._behave(s.call_mode)
+            return _raw({"content": [{"type": "text", "text": "done"}], "resultType": "complete"})
+        raise AssertionError(method)
+
+    async def _behave(self, mode: str) -> None:
+        if mode == "hang":
+            await trio.sleep_forever()
+        if mode == "slow":
+            await trio.sleep(10)
+        if mode == "broken":
+            raise TransportError(f"{self.alias}: connection reset by peer")
+
+
+def _raw(obj: Any) -> msgspec.Raw:
+    return msgspec.Raw(json.dumps(obj).encode())
+
+
+def make(fake: FakeServer, **daemon: Any) -> Runner:
+    base = {
+        "backoff_base": 1.0,
+        "backoff_cap": 60.0,
+        "max_restarts": 5,
+        "crash_window": 60.0,
+        "stable_after": 30.0,
+        "failure_threshold": 3,
+        "cooldown_base": 5.0,
+        "cooldown_cap": 40.0,
+        "call_timeout": 10.0,
+        "probe_timeout": 2.0,
+    }
+    base.update(daemon)
+    config = parse({"daemon": base, "servers": {"s": {"command": "fake"}}})
+    return Runner(
+        "s", config.servers["s"], config, Registry(config.naming), lambda a: None, fake.open
+    )
+
+
+def call_params() -> mcp.CallToolParams:
+    return mcp.CallToolParams(name="work", arguments=msgspec.Raw(b"{}"))
+
+
+async def wait_for_starts(fake: FakeServer, n: int) -> None:
+    while len(fake.starts) < n:
+        fake.started = trio.Event()
+        await fake.started.wait()
+
+
+async def test_backoff_grows_then_crash_loop_retries_at_the_cap(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeServer()
+    fake.fail_starts = 1000
+    runner = make(fake)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run)
+        await wait_for_starts(fake, 9)
+        assert runner.state == "crash_loop"
+        nursery.cancel_scope.cancel()
+    gaps = [b - a for a, b in zip(fake.starts, fake.starts[1:], strict=False)]
+    # Full jitter: each delay is at most base * 2^n, and never beyond the cap.
+    for n, gap in enumerate(gaps[:4]):
+        assert 0 <= gap <= 1.0 * 2**n + 1e-9
+    # The fifth death inside the 60 s window is a crash loop: from then on, the cap.
+    assert gaps[4:] == pytest.approx([60.0] * len(gaps[4:]))
+    assert runner.last_error is not None and "refused" in runner.last_error
+
+
+async def test_recovery_after_failed_starts_and_counter_reset_when_stable(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeServer()
+    fake.fail_starts = 3
+    runner = make(fake)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run)
+        await wait_for_starts(fake, 4)
+        while runner.state != "ready":
+            await trio.sleep(0.5)
+        assert runner.policy.failures == 3
+        await trio.sleep(31)  # stable_after
+        assert runner.policy.failures == 0
+        assert runner.state == "ready"
+        nursery.cancel_scope.cancel()
+
+
+async def test_breaker_opens_after_the_threshold_and_fails_fast(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeServer()
+    runner = make(fake)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run)
+        await runner.first_attempt.wait()
+        fake.call_mode = "broken"
+        fake.probe_mode = "broken"
+        for _ in range(3):
+            with pytest.raises(CallRefused):
+                await runner.call(call_params())
+        assert runner.state == "open"
+        opened_at = trio.current_time()
+        with pytest.raises(CallRefused) as info:
+            await runner.call(call_params())
+        outage = info.value.outage
+        assert outage.state == "open"
+        assert outage.retry_at == pytest.approx(opened_at + 5.0)
+        assert "connection reset" in outage.reason
+        assert fake.calls_seen == 3, "a call reached the server while the breaker was open"
+        # The cooldown passes: one probe, which fails: open again, for twice as long.
+        await fake.probed.wait()
+        fake.probed = trio.Event()
+        await trio.sleep(0.1)
+        assert runner.state == "open"
+        st = runner.breaker.status(trio.current_time())
+        assert st.retry_at == pytest.approx(opened_at + 5.0 + 10.0, abs=0.5)
+        # Next probe succeeds: closed, and calls flow again.
+        fake.probe_mode = "ok"
+        fake.call_mode = "ok"
+        await fake.probed.wait()
+        await trio.sleep(0.1)
+        assert runner.state == "ready"
+        raw = await runner.call(call_params())
+        assert b"done" in bytes(raw)
+        nursery.cancel_scope.cancel()
+
+
+async def test_half_open_lets_one_probe_through_and_refuses_concurrent_callers(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeServer()
+    runner = make(fake)
+    refused: list[str] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run)
+        await runner.first_attempt.wait()
+        fake.call_mode = "broken"
+        for _ in range(3):
+            with pytest.raises(CallRefused):
+                await runner.call(call_params())
+        fake.probe_mode = "slow"  # the probe takes a while: callers arrive meanwhile
+        await fake.probed.wait()
+        assert runner.state == "half_open"
+        seen_before = fake.calls_seen
+
+        async def caller() -> None:
+            try:
+                await runner.call(call_params())
+            except CallRefused as exc:
+                refused.append(exc.outage.state)
+
+        async with trio.open_nursery() as callers:
+            for _ in range(10):
+                callers.start_soon(caller)
+        assert refused == ["half_open"] * 10
+        assert fake.calls_seen == seen_before
+        assert fake.probes_seen == 1
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_hung_call_times_out_and_a_silent_server_is_restarted(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeServer()
+    runner = make(fake)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run)
+        await runner.first_attempt.wait()
+        fake.call_mode = "hang"
+        fake.probe_mode = "hang"
+        start = trio.current_time()
+        with pytest.raises(CallRefused) as info:
+            await runner.call(call_params())
+        assert info.value.outage.state == "timeout"
+        assert trio.current_time() - start == pytest.approx(10.0)
+        await wait_for_starts(fake, 2)  # the liveness probe got no answer: restarted
+        nursery.cancel_scope.cancel()
+
+
+async def test_concurrency_limit_and_bounded_queue(autojump_clock: trio.testing.MockClock) -> None:
+    fake = FakeServer()
+    runner = make(fake, queue_size=3, queue_timeout=5.0)
+    runner.slots = trio.Semaphore(2)
+    outcomes: list[str] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run)
+        await runner.first_attempt.wait()
+        fake.call_mode = "slow"  # 10 s per call
+
+        async def caller() -> None:
+            try:
+                await runner.call(call_params(), call_timeout=30)
+                outcomes.append("ok")
+            except CallRefused as exc:
+                outcomes.append(exc.outage.reason)
+
+        async with trio.open_nursery() as callers:
+            for _ in range(6):
+                callers.start_soon(caller)
+                await trio.lowlevel.checkpoint()
+        assert outcomes.count("ok") == 2
+        busy = [o for o in outcomes if o != "ok"]
+        # One refused at once (queue full), three gave up after queue_timeout.
+        assert sum("already waiting" in o for o in busy) == 1
+        assert sum("no free slot within 5 s" in o for o in busy) == 3
+        nursery.cancel_scope.cancel()
+
+
+async def test_outage_is_visible_in_the_registry(autojump_clock: trio.testing.MockClock) -> None:
+    fake = FakeServer()
+    runner = make(fake)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run)
+        await runner.first_attempt.wait()
+        entry = runner.registry.lookup("mcp__s__work")
+        assert entry is not None and entry.available
+        fake.call_mode = "broken"
+        fake.probe_mode = "broken"
+        for _ in range(3):
+            with pytest.raises(CallRefused):
+                await runner.call(call_params())
+        tool = json.loads(bytes(runner.registry.listing()[0]))
+        assert tool["_meta"]["mcpd/available"] is False
+        assert tool["description"].startswith("[unavailable: s is open since ")
+        nursery.cancel_scope.cancel()
