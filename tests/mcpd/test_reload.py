@@ -1,0 +1,130 @@
+"""Live reload: SIGHUP re-reads the config; only what changed is touched."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from mcpd.config import load
+from tests.support.agent import connect, running
+from tests.support.procs import alive, read_pid, scripted, wait_gone
+
+
+def toml_server(pidfile: Path, *flags: str) -> str:
+    command, args = scripted("--pid-file", str(pidfile), *flags)
+    return f"command = {json.dumps(command)}\nargs = {json.dumps(list(args))}\n"
+
+
+def write_config(path: Path, sock: Path, servers: dict[str, str], extra: str = "") -> None:
+    text = f'[daemon]\nsocket = "{sock}"\nbackoff_base = 0.05\n{extra}\n'
+    for alias, body in servers.items():
+        text += f"\n[servers.{alias}]\n{body}"
+    path.write_text(text)
+
+
+async def wait_for(predicate: Any) -> None:
+    while not predicate():
+        await trio.sleep(0.02)
+
+
+async def test_sighup_adds_removes_changes_and_keeps(tmp_path: Path) -> None:
+    pid = {name: tmp_path / f"{name}.pid" for name in ("keep", "change", "remove", "add")}
+    config_path = tmp_path / "mcpd.toml"
+    sock = tmp_path / "mcpd.sock"
+    write_config(
+        config_path,
+        sock,
+        {
+            "keep": toml_server(pid["keep"]),
+            "change": toml_server(pid["change"]),
+            "remove": toml_server(pid["remove"]),
+        },
+    )
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)) as daemon,
+            connect(str(sock)) as agent,
+        ):
+            before = {n: await read_pid(pid[n]) for n in ("keep", "change", "remove")}
+            pid["change"].unlink()
+            write_config(
+                config_path,
+                sock,
+                {
+                    "keep": toml_server(pid["keep"]),
+                    "change": toml_server(pid["change"], "--tools", "5"),
+                    "add": toml_server(pid["add"], "--tools", "1"),
+                },
+            )
+            os.kill(os.getpid(), signal.SIGHUP)
+            added = await read_pid(pid["add"])
+            changed = await read_pid(pid["change"])
+            assert await wait_gone(before["remove"])
+            assert changed != before["change"] and not alive(before["change"])
+            assert alive(before["keep"]) and alive(added)
+            await wait_for(lambda: daemon.registry.count("change") == 5)
+            await wait_for(lambda: daemon.registry.count("add") == 1)
+            names = [t["name"] for t in await agent.tools()]
+            assert "mcp__add__tool0" in names and "mcp__change__tool4" in names
+            assert not any(n.startswith("mcp__remove__") for n in names)
+            assert sorted(daemon.supervisor.runners) == ["add", "change", "keep"]
+            # The unchanged server's process is the very same one.
+            assert await read_pid(pid["keep"]) == before["keep"]
+
+
+async def test_a_bad_config_is_rejected_whole(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pidfile = tmp_path / "a.pid"
+    config_path = tmp_path / "mcpd.toml"
+    sock = tmp_path / "mcpd.sock"
+    write_config(config_path, sock, {"a": toml_server(pidfile)})
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)) as daemon,
+            connect(str(sock)) as agent,
+        ):
+            first = await read_pid(pidfile)
+            config_path.write_text(config_path.read_text() + "\n[servers.b]\nurl = 'ftp://x'\n")
+            reply = await agent.rpc("mcpd/reload")
+            assert reply["error"]["code"] == -32000
+            assert "servers.b.url" in reply["error"]["message"]
+            assert sorted(daemon.supervisor.runners) == ["a"]
+            assert alive(first)
+            assert any(
+                "reload rejected" in r.getMessage() and r.levelno == logging.ERROR
+                for r in caplog.records
+            )
+
+
+async def test_in_flight_call_on_a_removed_server_finishes(tmp_path: Path) -> None:
+    pidfile = tmp_path / "slow.pid"
+    config_path = tmp_path / "mcpd.toml"
+    sock = tmp_path / "mcpd.sock"
+    write_config(config_path, sock, {"slow": toml_server(pidfile, "--slow", "0.5")})
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)) as daemon,
+            connect(str(sock)) as agent,
+        ):
+            await read_pid(pidfile)
+            results: list[dict[str, Any]] = []
+
+            async def call() -> None:
+                results.append(await agent.call("mcp__slow__tool0", {"text": "x"}))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call)
+                await wait_for(lambda: daemon.supervisor.runners["slow"].inflight == 1)
+                write_config(config_path, sock, {})
+                report = await agent.result("mcpd/reload")
+                assert report["removed"] == ["slow"]
+            assert results[0]["content"][0]["text"] == "tool0:x"
+            assert await agent.tools() == []

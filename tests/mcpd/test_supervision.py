@@ -1,0 +1,178 @@
+"""Supervision with real processes: hanging, crashing, crash-looping, unreachable and
+recovering servers next to a steady one that must not notice any of it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.agent import Agent, connect, make_config, running
+from tests.support.procs import read_pid, scripted
+
+
+def server(*flags: str) -> dict[str, Any]:
+    command, args = scripted(*flags)
+    return {"command": command, "args": list(args)}
+
+
+def text(result: dict[str, Any]) -> str:
+    return "".join(b.get("text", "") for b in result["content"] if b["type"] == "text")
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port: int = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def flaky_server(tmp_path: Path, failures: int) -> dict[str, Any]:
+    """Exits at start ``failures`` times, then runs the scripted server."""
+    counter = tmp_path / "starts"
+    command, args = scripted()
+    script = tmp_path / "flaky.py"
+    script.write_text(
+        "import os, sys\n"
+        f"p = {str(counter)!r}\n"
+        "n = int(open(p).read()) if os.path.exists(p) else 0\n"
+        "open(p, 'w').write(str(n + 1))\n"
+        f"if n < {failures}:\n"
+        "    print('not today', file=sys.stderr); sys.exit(4)\n"
+        f"os.execv({command!r}, [{command!r}, *{list(args)!r}])\n"
+    )
+    return {"command": sys.executable, "args": [str(script)]}
+
+
+async def steady_calls(agent: Agent, stop: trio.Event, tally: dict[str, int]) -> None:
+    """Call the steady server until told to stop; count outcomes."""
+    i = 0
+    while not stop.is_set():
+        result = await agent.call("mcp__steady__tool0", {"text": str(i)})
+        tally["ok" if text(result) == f"tool0:{i}" else "wrong"] += 1
+        i += 1
+
+
+async def wait_state(agent: Agent, alias: str, *states: str) -> dict[str, Any]:
+    while True:
+        status = await agent.result("mcpd/status")
+        for s in status["servers"]:
+            if s["alias"] == alias and s["state"] in states:
+                return s  # type: ignore[no-any-return]
+        await trio.sleep(0.05)
+
+
+async def test_failing_servers_do_not_disturb_a_steady_one(tmp_path: Path) -> None:
+    cfg = make_config(
+        tmp_path,
+        {
+            "steady": server(),
+            "hangs": server("--hang-on-call"),
+            "crashes": server("--die-on-call"),
+            "loops": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(2)"]},
+            "refused": {"url": f"http://127.0.0.1:{closed_port()}/mcp"},
+            "flaky": flaky_server(tmp_path, failures=2),
+        },
+        call_timeout=1.0,
+        max_restarts=3,
+        backoff_base=0.05,
+        backoff_cap=0.3,
+        failure_threshold=2,
+        cooldown_base=0.5,
+        probe_timeout=1.0,
+    )
+    tally = {"ok": 0, "wrong": 0}
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            stop = trio.Event()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(steady_calls, agent, stop, tally)
+
+                hung = await agent.call("mcp__hangs__tool0")
+                assert hung["isError"] is True
+                assert hung["_meta"]["mcpd/outage"]["reason"] == "no answer within 1 s"
+
+                crashed = await agent.call("mcp__crashes__tool0")
+                assert crashed["isError"] is True
+                assert "exited with status 3" in text(crashed)
+
+                looping = await wait_state(agent, "loops", "crash_loop")
+                assert looping["restarts"] >= 3
+                result = await agent.call("mcp__loops__nothing")
+                assert result["isError"] is True  # never listed: unknown name
+
+                refused = await wait_state(agent, "refused", "failed", "crash_loop")
+                assert "refused" in refused["last_error"].lower()
+
+                recovered = await wait_state(agent, "flaky", "ready")
+                assert recovered["tools"] == 3
+                assert text(await agent.call("mcp__flaky__tool1", {"text": "back"})) == "tool1:back"
+                stop.set()
+            assert agent.unmatched == []
+    assert tally["wrong"] == 0
+    assert tally["ok"] > 0
+
+
+async def test_a_crashing_stdio_server_is_restarted(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    cfg = make_config(
+        tmp_path,
+        {"crashes": server("--die-on-call", "--pid-file", str(pidfile))},
+        backoff_base=0.01,
+        backoff_cap=0.05,
+        failure_threshold=50,
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            first = await read_pid(pidfile)
+            pidfile.unlink()
+            result = await agent.call("mcp__crashes__tool0")
+            assert result["_meta"]["mcpd/outage"]["server"] == "crashes"
+            second = await read_pid(pidfile)
+            assert second != first
+            status = await wait_state(agent, "crashes", "ready", "degraded")
+            assert status["restarts"] >= 1
+
+
+async def test_unavailable_tools_stay_listed_and_are_marked(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    # After the first death the server stays down for a while (long backoff).
+    cfg = make_config(
+        tmp_path, {"notes": server("--pid-file", str(pidfile))}, backoff_base=30.0, backoff_cap=30.0
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            assert len(await agent.tools()) == 3
+            os.kill(await read_pid(pidfile), signal.SIGKILL)
+            await wait_state(agent, "notes", "failed")
+            listed = await agent.result("tools/list")
+            assert len(listed["tools"]) == 3
+            for tool in listed["tools"]:
+                assert tool["_meta"]["mcpd/available"] is False
+                assert tool["description"].startswith("[unavailable: notes is failed since")
+            state = listed["_meta"]["mcpd/servers"][0]
+            assert state["server"] == "notes" and state["available"] is False
+            assert "SIGKILL" in state["reason"] and state["retry_at"]
+            found = await agent.result("server/discover")
+            assert "Current outages:" in found["instructions"]
+            assert "'notes' is unavailable" in found["instructions"]
+            result = await agent.call("mcp__notes__tool0")
+            outage = result["_meta"]["mcpd/outage"]
+            assert outage["state"] == "failed" and outage["retry_at"] and outage["since"]
+
+
+async def test_servers_never_reached_appear_in_the_states(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"ghost": {"command": "/nonexistent/server"}})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            listed = await agent.result("tools/list")
+            assert listed["tools"] == []
+            (state,) = listed["_meta"]["mcpd/servers"]
+            assert state["server"] == "ghost" and state["available"] is False
+            assert "command not found" in state["reason"]
