@@ -1,9 +1,9 @@
 """The notes demo server: search and read a small set of text notes.
 
-    python -m mcpd.demo.notes                  # stdio
-    NOTES_DIR=~/notes python -m mcpd.demo.notes
+    python -m mcpd.demo.notes                  # stdio (--http HOST:PORT works too)
+    python -m mcpd.demo.notes --dir ~/notes    # or NOTES_DIR=~/notes
 
-Notes come from the ``.md`` and ``.txt`` files in ``$NOTES_DIR`` when it is set, or
+Notes come from the ``.md`` and ``.txt`` files in ``--dir`` or ``$NOTES_DIR``, or
 from a built-in set that includes ``handbook``, a note longer than 20,000
 characters (for testing large results). ``tools/list`` returns two tools per page,
 so a client has to follow ``nextCursor`` to see all three.
@@ -11,6 +11,7 @@ so a client has to follow ``nextCursor`` to see all three.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Mapping
@@ -150,10 +151,14 @@ def build(notes: Mapping[str, str]) -> DemoServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    directory = os.environ.get("NOTES_DIR")
+    # --dir is this server's own flag; everything else is the runtime's.
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--dir")
+    own, rest = parser.parse_known_args(argv)
+    directory = own.dir or os.environ.get("NOTES_DIR")
     if directory and not Path(directory).is_dir():
-        sys.exit(f"notes: NOTES_DIR={directory!r} is not a directory")
-    run(build(load_notes(directory)), argv)
+        sys.exit(f"notes: {directory!r} is not a directory")
+    run(build(load_notes(directory)), rest)
 
 
 if __name__ == "__main__":

@@ -83,12 +83,15 @@ async def test_notes_legacy_handshake_ping_and_pages() -> None:
             assert text_of(reply).startswith("# Welcome")
 
 
-async def test_notes_from_a_directory(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["--dir", "NOTES_DIR"])
+async def test_notes_from_a_directory(tmp_path: Path, how: str) -> None:
     (tmp_path / "alpha.md").write_text("# Alpha\nthe quick brown fox\n")
     (tmp_path / "beta.txt").write_text("lazy dogs sleep\n")
     (tmp_path / "ignored.json").write_text("{}")
+    argv = [*NOTES, "--dir", str(tmp_path)] if how == "--dir" else NOTES
+    env = {"NOTES_DIR": str(tmp_path)} if how == "NOTES_DIR" else None
     with trio.fail_after(20):
-        async with spawn_stdio(NOTES, env={"NOTES_DIR": str(tmp_path)}) as peer:
+        async with spawn_stdio(argv, env=env) as peer:
             listing = text_of(await peer.ask(call(1, "list_notes", {})))
             assert [line.split()[0] for line in listing.splitlines()] == ["alpha", "beta"]
             assert (
