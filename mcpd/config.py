@@ -221,7 +221,7 @@ def validate(config: Config) -> None:
     if not 0 <= mode <= 0o777:
         raise ConfigError("daemon.socket_mode", "must be between 0000 and 0777")
     for key in ("call_timeout", "startup_deadline", "probe_timeout", "list_timeout"):
-        if getattr(d, key) <= 0:
+        if not getattr(d, key) > 0:  # also refuses nan, which TOML allows
             raise ConfigError(f"daemon.{key}", "must be positive")
     if d.result_budget_chars < 100:
         raise ConfigError("daemon.result_budget_chars", "must be at least 100")
@@ -260,7 +260,7 @@ def _validate_server(alias: str, s: ServerConfig) -> None:
                 raise ConfigError(
                     f"{where}.{key}", "only applies to stdio servers (with `command`)"
                 )
-    if s.call_timeout is not None and s.call_timeout <= 0:
+    if s.call_timeout is not None and not s.call_timeout > 0:
         raise ConfigError(f"{where}.call_timeout", "must be positive")
     if s.max_concurrency is not None and s.max_concurrency < 1:
         raise ConfigError(f"{where}.max_concurrency", "must be at least 1")
