@@ -329,6 +329,8 @@ def test_a_missing_ca_file_is_an_error(tmp_path: Path) -> None:
         ("[daemon]\nprobe_timeout = -1.0\n", "daemon.probe_timeout"),
         ("[daemon]\nlist_timeout = 0.0\n", "daemon.list_timeout"),
         ("[daemon]\nstartup_deadline = 0\n", "daemon.startup_deadline"),
+        ("[daemon]\ncall_timeout = nan\n", "daemon.call_timeout"),
+        ("[daemon]\nprobe_timeout = nan\n", "daemon.probe_timeout"),
         ("[daemon]\nresult_budget_chars = 99\n", "daemon.result_budget_chars"),
         ("[daemon]\npage_size = -1\n", "daemon.page_size"),
         ("[daemon]\nmax_pages = 0\n", "daemon.max_pages"),
@@ -337,6 +339,7 @@ def test_a_missing_ca_file_is_an_error(tmp_path: Path) -> None:
         ("[naming]\nmax_length = 15\n", "naming.max_length"),
         ("[naming]\nmax_length = 1025\n", "naming.max_length"),
         (STDIO + "call_timeout = 0.0\n", "servers.s.call_timeout"),
+        (STDIO + "call_timeout = nan\n", "servers.s.call_timeout"),
         (STDIO + "max_concurrency = 0\n", "servers.s.max_concurrency"),
     ],
 )
