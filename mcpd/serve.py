@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import msgspec
 import trio
 
-from transports.stdio import die_with_parent, signal_group
+from transports.process import signal_group, spawn
 
 from .config import EX_CONFIG, Config, ConfigError, parse
 from .daemon import Daemon, DaemonError
@@ -55,7 +54,7 @@ async def _main(
 @contextlib.asynccontextmanager
 async def demo_config(socket: str | None = None) -> AsyncIterator[Config]:
     """The bundled demo: ``notes`` over stdio, ``tickets`` over HTTP on a free port."""
-    proc = await trio.lowlevel.open_process(
+    proc = spawn(
         [
             sys.executable,
             "-m",
@@ -65,9 +64,8 @@ async def demo_config(socket: str | None = None) -> AsyncIterator[Config]:
             "--ready-file",
             "/dev/stdout",
         ],
-        stdout=subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=die_with_parent(_pid()),
+        stdin=False,
+        stderr=False,
     )
     try:
         assert proc.stdout is not None
@@ -88,12 +86,6 @@ async def demo_config(socket: str | None = None) -> AsyncIterator[Config]:
             with trio.move_on_after(3):
                 await proc.wait()
             signal_group(proc.pid, signal.SIGKILL)
-
-
-def _pid() -> int:
-    import os
-
-    return os.getpid()
 
 
 async def _read_port(stream: trio.abc.ReceiveStream) -> int:

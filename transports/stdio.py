@@ -9,12 +9,10 @@ so helpers a server spawned (``npx`` -> ``node``) go with it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import re
 import signal
-import subprocess
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Final
@@ -34,6 +32,7 @@ from .base import (
     log_extra,
     single_exceptions,
 )
+from .process import ChildProcess, signal_group, spawn
 
 logger = logging.getLogger("mcpd.stdio")
 
@@ -83,17 +82,6 @@ def child_environment(params: StdioParams, base: Mapping[str, str] | None = None
     return env
 
 
-def die_with_parent(parent: int) -> Callable[[], None]:
-    def preexec() -> None:
-        # PR_SET_PDEATHSIG: the kernel kills this child if mcpd dies, even by SIGKILL.
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return preexec
-
-
 def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "is still running"
@@ -119,7 +107,7 @@ class StdioTransport:
     def __init__(
         self,
         alias: str,
-        process: trio.Process,
+        process: ChildProcess,
         params: StdioParams,
         on_notification: NotificationHandler | None,
         on_stderr: Callable[[str], None] | None,
@@ -368,26 +356,10 @@ class StdioTransport:
         self._close(self._exit_error())
 
 
-def signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def spawn(
-    params: StdioParams, alias: str, base_env: Mapping[str, str] | None
-) -> trio.Process:
+def start(params: StdioParams, alias: str, base_env: Mapping[str, str] | None) -> ChildProcess:
     argv: Sequence[str] = [params.command, *params.args]
     try:
-        return await trio.lowlevel.open_process(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=child_environment(params, base_env),
-            cwd=params.cwd,
-            start_new_session=True,
-            preexec_fn=die_with_parent(os.getpid()),
-        )
+        return spawn(argv, env=child_environment(params, base_env), cwd=params.cwd)
     except OSError as exc:
         raise _spawn_error(alias, params, exc) from None
 
@@ -413,7 +385,7 @@ async def open_stdio_transport(
     base_env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[StdioTransport]:
     """Spawn the server; on exit stop it and everything in its process group."""
-    process = await spawn(params, alias, base_env)
+    process = start(params, alias, base_env)
     transport = StdioTransport(alias, process, params, on_notification, on_stderr)
     try:
         with single_exceptions():

@@ -262,3 +262,17 @@ async def test_direct_children_die_with_a_killed_parent(tmp_path: Path) -> None:
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+@pytest.mark.slow
+async def test_children_outlive_idle_trio_worker_threads(tmp_path: Path) -> None:
+    # PR_SET_PDEATHSIG follows the thread that forked the child. trio retires idle
+    # worker threads after 10 s, so a child forked from one would be killed then.
+    pidfile = tmp_path / "pid"
+    with trio.fail_after(30):
+        async with open_stdio_transport("s", params("--pid-file", str(pidfile))) as t:
+            pid = await read_pid(pidfile)
+            await trio.to_thread.run_sync(lambda: None)  # use (and later retire) a worker
+            await trio.sleep(11)
+            assert alive(pid)
+            assert text_of(await call(t, "still here")) == "tool0:still here"

@@ -1,0 +1,3 @@
+from mcpd.cli import main
+
+main()

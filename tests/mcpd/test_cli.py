@@ -1,0 +1,112 @@
+"""The command line against a real `mcpd serve --demo`: what a newcomer types."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+MCPD = [sys.executable, "-m", "mcpd"]
+
+
+def run(*args: str, sock: Path | None = None, check: bool = False,
+        timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    extra = ["--socket", str(sock)] if sock is not None else []
+    return subprocess.run([*MCPD, *args, *extra], capture_output=True, text=True,
+                          timeout=timeout, check=check)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    sock = tmp_path_factory.mktemp("demo") / "mcpd.sock"
+    proc = subprocess.Popen([*MCPD, "serve", "--demo", "--socket", str(sock), "--log", "stderr"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the daemon says when it listens and is ready
+            if f"listening on {sock}" in line:
+                break
+        else:
+            pytest.fail("mcpd serve --demo exited before it was ready")
+        yield sock
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        assert not sock.exists(), "the socket file outlived the daemon"
+
+
+def test_demo_lists_six_tools_with_two_distinct_searches(demo: Path) -> None:
+    out = run("tools", "--json", sock=demo, check=True)
+    tools = json.loads(out.stdout)["tools"]
+    names = [t["name"] for t in tools]
+    assert len(names) == 6
+    assert "mcp__notes__search" in names and "mcp__tickets__search" in names
+    table = run("tools", sock=demo, check=True).stdout
+    assert "mcp__tickets__create_ticket" in table and "6 tools" in table
+
+
+def test_demo_calls_reach_the_right_server(demo: Path) -> None:
+    notes = run("call", "mcp__notes__search", '{"query": "journal"}', "--json", sock=demo)
+    assert notes.returncode == 0
+    assert "handbook" in json.loads(notes.stdout)["content"][0]["text"]
+    tickets = run("call", "mcp__tickets__search", '{"query": "login"}', sock=demo)
+    assert tickets.returncode == 0 and "Login page times out" in tickets.stdout
+
+
+def test_reading_the_long_note_is_cut_to_the_budget(demo: Path) -> None:
+    out = run("call", "mcp__notes__read_note", '{"name": "handbook"}', "--json", sock=demo)
+    blocks = json.loads(out.stdout)["content"]
+    assert len(blocks[0]["text"]) == 8000
+    assert "more characters were cut" in blocks[-1]["text"]
+
+
+def test_status_json_is_the_daemons_json(demo: Path) -> None:
+    out = json.loads(run("status", "--json", sock=demo, check=True).stdout)
+    states = {s["alias"]: (s["state"], s["transport"]) for s in out["servers"]}
+    assert states == {"notes": ("ready", "stdio"), "tickets": ("ready", "http")}
+    human = run("status", sock=demo, check=True).stdout
+    assert "notes" in human and "ready" in human and "\x1b[" not in human
+
+
+def test_exit_codes(demo: Path, tmp_path: Path) -> None:
+    assert run("call", "mcp__notes__nope", sock=demo).returncode == 1  # isError
+    assert run("call", "mcp__notes__search", "{not json", sock=demo).returncode == 2
+    assert run("frobnicate").returncode == 2
+    gone = run("status", sock=tmp_path / "nobody.sock")
+    assert gone.returncode == 3 and "no mcpd is listening" in gone.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[servers.x]\ncomand = 'typo'\n")
+    out = run("check-config", "--config", str(bad))
+    assert out.returncode == 78 and "servers.x.comand" in out.stderr
+    out = run("serve", "--config", str(bad))
+    assert out.returncode == 78
+
+
+def test_check_config_lists_servers(tmp_path: Path) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text('[servers.notes]\ncommand = "python3"\nargs = ["-m", "mcpd.demo.notes"]\n'
+                    '[servers.tickets]\nurl = "http://127.0.0.1:3115/mcp"\n'
+                    'headers = { Authorization = "Bearer ${TOKEN:-x}" }\n')
+    out = run("check-config", "--config", str(good), check=True)
+    assert "2 server(s)" in out.stdout
+    assert "notes" in out.stdout and "http://127.0.0.1:3115/mcp" in out.stdout
+    assert "Bearer" not in out.stdout
+
+
+def test_bridge_answers_clearly_when_the_daemon_is_down(tmp_path: Path) -> None:
+    request = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}\n'
+    out = subprocess.run([*MCPD, "bridge", "--socket", str(tmp_path / "none.sock")],
+                         input=request, capture_output=True, timeout=30, env=dict(os.environ))
+    reply = json.loads(out.stdout)
+    assert reply["id"] == 1 and "mcpd is not running" in reply["error"]["message"]
+    assert out.returncode == 0

@@ -1,0 +1,132 @@
+"""Child processes that die with mcpd, even when mcpd is SIGKILLed.
+
+``PR_SET_PDEATHSIG`` fires when the *thread* that forked the child exits, not the
+process. ``trio.open_process`` forks from a worker thread that trio retires after a
+few idle seconds, which would take every server down with it; so children are
+forked here, from the thread running trio, which lives as long as the daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+
+import trio
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> Callable[[], None]:
+    def preexec() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # The parent may have died between fork and prctl: then nobody would kill us.
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+class ChildProcess:
+    """A spawned child with trio streams for its pipes and an async ``wait``."""
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: trio.lowlevel.FdStream | None,
+        stdout: trio.lowlevel.FdStream | None,
+        stderr: trio.lowlevel.FdStream | None,
+    ) -> None:
+        self._popen = popen
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self._wait_lock = trio.Lock()
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    async def wait(self) -> int:
+        async with self._wait_lock:
+            if self._popen.poll() is None:
+                await _wait_exit(self._popen)
+            return self._popen.wait()
+
+    def send_signal(self, sig: int) -> None:
+        if self._popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._popen.send_signal(sig)
+
+
+async def _wait_exit(popen: subprocess.Popen[bytes]) -> None:
+    try:
+        pidfd = os.pidfd_open(popen.pid)
+    except (AttributeError, OSError):
+        # No pidfd (old kernel): a thread blocks in waitpid instead.
+        await trio.to_thread.run_sync(popen.wait, abandon_on_cancel=True)
+        return
+    try:
+        await trio.lowlevel.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    stdin: bool = True,
+    stdout: bool = True,
+    stderr: bool = True,
+) -> ChildProcess:
+    """Start ``argv`` in its own session and process group, killed if mcpd dies.
+
+    Synchronous on purpose: see the module docstring. Raises OSError when the
+    command cannot be started.
+    """
+    ours: list[int] = []
+    theirs: list[int | None] = []
+    try:
+        for wanted, child_reads in ((stdin, True), (stdout, False), (stderr, False)):
+            if not wanted:
+                ours.append(-1)
+                theirs.append(None)
+                continue
+            r, w = os.pipe()
+            ours.append(w if child_reads else r)
+            theirs.append(r if child_reads else w)
+        popen = subprocess.Popen(
+            list(argv),
+            stdin=theirs[0],
+            stdout=theirs[1],
+            stderr=theirs[2],
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=die_with_parent(os.getpid()),
+        )
+    except BaseException:
+        for fd in ours + theirs:
+            if fd is not None and fd >= 0:
+                os.close(fd)
+        raise
+    for fd in theirs:
+        if fd is not None:
+            os.close(fd)
+    streams = [trio.lowlevel.FdStream(fd) if fd >= 0 else None for fd in ours]
+    return ChildProcess(popen, *streams)
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
