@@ -384,6 +384,10 @@ def test_suppression_summary_is_a_journal_entry(
     clock.now += 1
     logger.info("d", extra=log_extra("s", "stderr"))
     messages = [receive_entry(rx)[0] for _ in range(3)]
-    assert [m["MESSAGE"] for m in messages] == ["s: a", "s: 2 stderr lines from s suppressed", "s: d"]
+    assert [m["MESSAGE"] for m in messages] == [
+        "s: a",
+        "s: 2 stderr lines from s suppressed",
+        "s: d",
+    ]
     assert messages[1]["MCPD_SUPPRESSED"] == "2"
     assert messages[1]["MCPD_EVENT"] == "stderr" and messages[1]["MCPD_SERVER"] == "s"
