@@ -159,7 +159,9 @@ def scale_verdicts(scale: dict[str, Any] | None, n_tools: int) -> list[Verdict]:
         return [Verdict(name, None, why) for name in names]
     ready = scale["ready_s"]
     notify = scale.get("notify_ready_s")
-    notify_text = f", READY=1 at {notify:.3f} s" if notify is not None else ", no READY=1"
+    notify_text = (
+        f", READY=1 at {notify:.3f} s" if notify is not None else ", READY=1 not seen by then"
+    )
     listing = scale["tools_list"]
     rss_mb = scale["memory_after_list"]["hwm_kb"] / 1024
     out = [
