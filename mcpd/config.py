@@ -220,9 +220,36 @@ def validate(config: Config) -> None:
         raise ConfigError("daemon.socket_mode", 'must be an octal string such as "0600"') from None
     if not 0 <= mode <= 0o777:
         raise ConfigError("daemon.socket_mode", "must be between 0000 and 0777")
-    for key in ("call_timeout", "startup_deadline", "probe_timeout", "list_timeout"):
+    for key in (
+        "call_timeout",
+        "startup_deadline",
+        "probe_timeout",
+        "list_timeout",
+        "queue_timeout",
+        "backoff_base",
+        "backoff_cap",
+        "crash_window",
+        "stable_after",
+        "cooldown_base",
+        "cooldown_cap",
+    ):
         if not getattr(d, key) > 0:  # also refuses nan, which TOML allows
             raise ConfigError(f"daemon.{key}", "must be positive")
+    if d.backoff_cap < d.backoff_base:
+        raise ConfigError("daemon.backoff_cap", "must be at least backoff_base")
+    if d.cooldown_cap < d.cooldown_base:
+        raise ConfigError("daemon.cooldown_cap", "must be at least cooldown_base")
+    for key in (
+        "max_restarts",
+        "failure_threshold",
+        "queue_size",
+        "max_connections",
+        "max_inflight_per_connection",
+    ):
+        if getattr(d, key) < 1:
+            raise ConfigError(f"daemon.{key}", "must be at least 1")
+    if d.max_line_bytes < 4096:
+        raise ConfigError("daemon.max_line_bytes", "must be at least 4096")
     if d.result_budget_chars < 100:
         raise ConfigError("daemon.result_budget_chars", "must be at least 100")
     if d.page_size < 0:
@@ -242,6 +269,9 @@ def validate(config: Config) -> None:
 
 def _validate_server(alias: str, s: ServerConfig) -> None:
     where = f"servers.{alias}"
+    for name, value in s.headers.items():
+        if any(c in value for c in "\r\n\0") or any(c in name for c in "\r\n\0 :"):
+            raise ConfigError(f"{where}.headers.{name}", "a header cannot contain CR, LF or NUL")
     if not ALIAS_RE.match(alias):
         raise ConfigError(where, "an alias must be non-empty and made of A-Z a-z 0-9 _ -")
     if (s.command is None) == (s.url is None):

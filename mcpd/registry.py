@@ -230,7 +230,12 @@ def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:
     note = f"[{entry.alias}] {description}".rstrip()
     if marker:
         note = f"[{marker}] {note}"
-    meta: dict[str, Any] = dict(t.meta) if isinstance(t.meta, dict) else {}
+    # Keys under mcpd/ are ours: a server cannot plant them to look vouched for.
+    meta: dict[str, Any] = (
+        {k: v for k, v in t.meta.items() if not k.startswith("mcpd/")}
+        if isinstance(t.meta, dict)
+        else {}
+    )
     meta["mcpd/server"] = entry.alias
     meta["mcpd/originalName"] = entry.original
     meta["mcpd/available"] = entry.available
@@ -238,9 +243,12 @@ def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:
     if not trusted:
         if annotations is not None:
             meta["mcpd/upstreamAnnotations"] = annotations
+        # The cautious value of every hint, whatever the server claimed.
         annotations = dict(annotations or {})
         annotations["readOnlyHint"] = False
         annotations["destructiveHint"] = True
+        annotations["idempotentHint"] = False
+        annotations["openWorldHint"] = True
     return mcp.Tool(
         name=entry.local,
         title=t.title,

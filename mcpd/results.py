@@ -39,6 +39,10 @@ def shape_call_result(raw: Raw, *, modern: bool, budget: int, alias: str) -> Raw
     blocks = head.content or []
     total = sum(len(b.text) for b in blocks if b.type == "text" and isinstance(b.text, str))
     if total <= budget:
+        if modern and head.resultType is None:
+            fixed = msgspec.json.decode(raw)
+            fixed["resultType"] = mcp.COMPLETE  # null is not a value agents accept
+            return fixed  # type: ignore[no-any-return]
         if modern and head.resultType is UNSET:
             return _with_result_type(raw)
         return raw

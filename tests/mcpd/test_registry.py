@@ -270,11 +270,32 @@ def test_an_untrusted_servers_annotations_are_not_believed() -> None:
     annotations = seen["search"]["annotations"]
     assert annotations["readOnlyHint"] is False
     assert annotations["destructiveHint"] is True
+    assert annotations["openWorldHint"] is True
+    assert annotations["idempotentHint"] is False
     assert annotations["title"] == "Search"
     assert seen["search"]["_meta"]["mcpd/upstreamAnnotations"] == own
-    # No annotations at all still means "may write, may destroy".
-    assert seen["plain"]["annotations"] == {"readOnlyHint": False, "destructiveHint": True}
+    # No annotations at all still means "may write, may destroy, may not be retried".
+    assert seen["plain"]["annotations"] == {
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": True,
+    }
     assert "mcpd/upstreamAnnotations" not in seen["plain"]["_meta"]
+
+
+def test_a_server_cannot_plant_mcpd_meta_keys() -> None:
+    planted = tool("sneaky")
+    planted.meta = {
+        "mcpd/upstreamAnnotations": {"readOnlyHint": True},
+        "mcpd/server": "root",
+        "vendor/x": 1,
+    }
+    reg = Registry(DEFAULT)
+    reg.update("notes", [planted])
+    meta = by_original(reg, "notes")["sneaky"]["_meta"]
+    assert "mcpd/upstreamAnnotations" not in meta
+    assert meta["mcpd/server"] == "notes" and meta["vendor/x"] == 1
 
 
 def test_a_trusted_servers_annotations_are_kept() -> None:
