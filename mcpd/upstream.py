@@ -140,6 +140,7 @@ class Upstream:
 
     def _adopt_discover(self, result: mcp.DiscoverResult, version: str) -> None:
         self.era, self.version = "modern", version
+        self._set_transport_era("modern")
         self.capabilities = result.capabilities
         self.instructions = result.instructions if isinstance(result.instructions, str) else None
         self.server_info = (result.meta or {}).get(mcp.KEY_SERVER_INFO) if result.meta else None
@@ -154,7 +155,7 @@ class Upstream:
             "capabilities": NO_CAPABILITIES,
             "clientInfo": CLIENT_INFO,
         }
-        self._set_legacy_transport()
+        self._set_transport_era("legacy")
         try:
             # initialize must never be cancelled (2025-11-25 lifecycle).
             raw = await self.transport.request("initialize", params, cancellable=False)
@@ -186,9 +187,10 @@ class Upstream:
             "notifications/initialized", UNSET, headers=self._headers("notifications/initialized")
         )
 
-    def _set_legacy_transport(self) -> None:
+    def _set_transport_era(self, era: mcp.Era) -> None:
+        # Either way a session id from an earlier answer (or the probe's) is dropped.
         if hasattr(self.transport, "era"):
-            self.transport.era = "legacy"
+            self.transport.era = era
         if hasattr(self.transport, "reset_session"):
             self.transport.reset_session()
 

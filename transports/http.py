@@ -7,10 +7,11 @@ keep-alive pool live in ``_httpconn``. Nothing is retried here: whether a reques
 may be sent again is the caller's decision.
 
 The transport serves both eras. It keeps a legacy ``Mcp-Session-Id`` when a server
-hands one out and ends it with DELETE on close. A cancelled request loses its
-connection, which is how 2026-07-28 cancels; when the caller has marked the server
-legacy (``transport.era = "legacy"``) it also POSTs ``notifications/cancelled``,
-because for those servers a disconnect cancels nothing.
+hands one out (unless the caller has marked the server modern) and ends it with
+DELETE on close. A cancelled request loses its connection, which is how 2026-07-28
+cancels; when the caller has marked the server legacy (``transport.era = "legacy"``)
+it also POSTs ``notifications/cancelled``, because for those servers a disconnect
+cancels nothing.
 """
 
 from __future__ import annotations
@@ -273,7 +274,9 @@ class HttpTransport:
 
     def _capture_session(self, head: ResponseHead) -> None:
         session = head.get(_SESSION_HEADER)
-        if session is None or session == self.session_id:
+        if session is None or session == self.session_id or self.era == "modern":
+            # 2026-07-28 has no sessions: an id a modern server hands out anyway is
+            # neither echoed nor ended with DELETE.
             return
         # Session ids are visible ASCII only (0x21-0x7E), no spaces at all.
         if not is_plain(session) or " " in session or "\t" in session:
