@@ -333,6 +333,8 @@ class Runner:
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
         self.upstream = up
         self.policy.on_start(trio.current_time())
+        # Connecting and listing worked: that is a success as far as the breaker goes.
+        self.breaker.record_success(trio.current_time())
         was_down = self.down_since is not None
         self.down_since = None
         self.last_error = None
@@ -419,7 +421,8 @@ class Runner:
         self._publish()
 
     async def _liveness(self, up: Upstream) -> None:
-        """After a timed-out call: a stdio server that stays silent gets restarted."""
+        """After a failed call: a server that does not answer a probe is restarted
+        (stdio) or reconnected (HTTP), and its tools are marked unavailable meanwhile."""
         try:
             with trio.fail_after(_LIVENESS_TIMEOUT):
                 await up.probe()
@@ -516,15 +519,15 @@ class Runner:
         except trio.TooSlowError:
             reason = f"no answer within {timeout:g} s"
             self._availability_failure(start, reason, ticket)
-            if self.transport_kind == "stdio":
-                self._suspect = True
-                self._wake.set()
+            self._check_liveness()
             raise CallRefused(Outage(self.alias, "timeout", reason, start)) from None
         except TransportError as exc:
             self._availability_failure(start, exc.reason, ticket)
-            raise CallRefused(
-                Outage(self.alias, self.state, exc.reason, start, self.retry_at)
-            ) from None
+            if self.transport_kind == "http":
+                # An HTTP server has no process to watch: probe it now, so an endpoint
+                # that went away is marked unavailable before the next model turn.
+                self._check_liveness()
+            raise CallRefused(Outage(self.alias, "failed", exc.reason, start)) from None
         except rpc.RPCError:
             # The server answered: it is up, whatever it thought of the request.
             self.breaker.record_success(trio.current_time(), ticket)
@@ -537,6 +540,10 @@ class Runner:
         self.breaker.record_success(trio.current_time(), ticket)
         self.stats.record(trio.current_time() - start)
         return raw
+
+    def _check_liveness(self) -> None:
+        self._suspect = True
+        self._wake.set()
 
     def _availability_failure(self, start: float, reason: str, ticket: int) -> None:
         now = trio.current_time()

@@ -176,3 +176,54 @@ async def test_servers_never_reached_appear_in_the_states(tmp_path: Path) -> Non
             (state,) = listed["_meta"]["mcpd/servers"]
             assert state["server"] == "ghost" and state["available"] is False
             assert "command not found" in state["reason"]
+
+
+async def start_tickets(port: int, ready: Path) -> trio.Process:
+    ready.unlink(missing_ok=True)
+    proc = await trio.lowlevel.open_process(
+        [
+            sys.executable,
+            "-m",
+            "mcpd.demo.tickets",
+            "--http",
+            f"127.0.0.1:{port}",
+            "--ready-file",
+            str(ready),
+        ]
+    )
+    while not ready.exists() or not ready.read_text().strip():
+        await trio.sleep(0.02)
+    return proc
+
+
+async def test_an_http_endpoint_that_goes_away_is_marked_and_comes_back(tmp_path: Path) -> None:
+    port = closed_port()
+    ready = tmp_path / "ready"
+    with trio.fail_after(60):
+        proc = await start_tickets(port, ready)
+        cfg = make_config(
+            tmp_path,
+            {"tickets": {"url": f"http://127.0.0.1:{port}/mcp"}},
+            backoff_base=0.2,
+            backoff_cap=0.5,
+        )
+        try:
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                found = await agent.call("mcp__tickets__search", {"query": "login"})
+                assert found.get("isError") is not True
+                proc.kill()
+                await proc.wait()
+                failed = await agent.call("mcp__tickets__search", {"query": "login"})
+                assert failed["isError"] is True
+                assert failed["_meta"]["mcpd/outage"]["server"] == "tickets"
+                # One failed call is enough to find out the endpoint is gone.
+                down = await wait_state(agent, "tickets", "failed", "crash_loop")
+                assert down["last_error"]
+                tools = (await agent.result("tools/list"))["tools"]
+                assert tools and all(t["_meta"]["mcpd/available"] is False for t in tools)
+                proc = await start_tickets(port, ready)
+                await wait_state(agent, "tickets", "ready")
+                back = await agent.call("mcp__tickets__search", {"query": "login"})
+                assert back.get("isError") is not True
+        finally:
+            proc.kill()
