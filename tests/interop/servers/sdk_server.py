@@ -1,6 +1,8 @@
 """A server on the official Python SDK (v2, ``MCPServer``), speaking both eras.
 
-usage: python sdk_server.py stdio | http PORT [--json] [--stateless]
+usage: python sdk_server.py stdio | http PORT [--json] [--stateless] [--idle SECONDS]
+
+``--idle`` ends a stateful session after that many seconds without a request.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ async def count_up(steps: int = 3, ctx: Context = None) -> str:  # type: ignore[
     return f"counted {steps}"
 
 
+def _idle_option(argv: list[str]) -> dict[str, float]:
+    if "--idle" not in argv:
+        return {}
+    return {"session_idle_timeout": float(argv[argv.index("--idle") + 1])}
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         app.run("stdio")
@@ -58,4 +66,5 @@ if __name__ == "__main__":
             port=int(sys.argv[2]),
             json_response="--json" in sys.argv,
             stateless_http="--stateless" in sys.argv,
+            **_idle_option(sys.argv),
         )
