@@ -1,0 +1,197 @@
+"""mcpd as the client under test of the official conformance suite's client mode.
+
+usage: python conformance_driver.py [--era auto|legacy|modern] SERVER_URL
+
+The harness appends the scenario's mock server URL as the last argument and names the
+scenario in ``MCP_CONFORMANCE_SCENARIO`` (with ``MCP_CONFORMANCE_CONTEXT`` for the
+scenarios that hand out tool arguments). The driver starts mcpd's daemon in this
+process with that URL as its only server, waits until the daemon had its first
+attempt at the server, then does what the scenario asks through the daemon's Unix
+socket, as an agent would. It prints one JSON line with what it saw (for the tests to
+read back from the harness's ``stdout.txt``) and exits 0 when the daemon behaved.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import trio
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.interop.wiretap import WireTap, wiretap  # noqa: E402
+from tests.support.agent import Agent, connect, make_config, running  # noqa: E402
+
+ALIAS = "conf"
+PREFIX = f"mcp__{ALIAS}__"
+TIMEOUT = 25.0
+
+Summary = dict[str, Any]
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return "".join(c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict))
+
+
+async def list_own_tools(agent: Agent) -> dict[str, dict[str, Any]]:
+    """The scenario server's tools as mcpd lists them, by the server's own name."""
+    return {
+        t["name"][len(PREFIX) :]: t for t in await agent.tools() if t["name"].startswith(PREFIX)
+    }
+
+
+async def call(agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await agent.call(PREFIX + tool, arguments)
+    return {
+        "tool": tool,
+        "isError": result.get("isError", False),
+        "resultType": result.get("resultType"),
+        "text": text_of(result),
+        "meta": result.get("_meta"),
+    }
+
+
+async def tools_call(agent: Agent, out: Summary) -> None:
+    out["tools"] = sorted(await list_own_tools(agent))
+    out["calls"] = [await call(agent, "add_numbers", {"a": 5, "b": 3})]
+
+
+async def list_only(agent: Agent, out: Summary) -> None:
+    out["tools"] = sorted(await list_own_tools(agent))
+
+
+async def call_every_tool(agent: Agent, out: Summary) -> None:
+    tools = await list_own_tools(agent)
+    out["tools"] = sorted(tools)
+    out["calls"] = [await call(agent, n, sample_arguments(tools[n])) for n in sorted(tools)]
+
+
+def sample_arguments(tool: dict[str, Any]) -> dict[str, Any]:
+    """Arguments that satisfy a flat schema's required string/number/boolean properties."""
+    schema = tool.get("inputSchema") or {}
+    props = schema.get("properties") or {}
+    samples = {"string": "us-west1", "integer": 1, "number": 1.5, "boolean": True}
+    return {
+        name: samples.get(props.get(name, {}).get("type"), "x")
+        for name in schema.get("required") or []
+    }
+
+
+async def custom_headers(agent: Agent, out: Summary) -> None:
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    out["tools"] = sorted(await list_own_tools(agent))
+    out["calls"] = [
+        await call(agent, item["name"], item.get("arguments") or {})
+        for item in context.get("toolCalls", [])
+    ]
+
+
+async def schema_echo(agent: Agent, out: Summary) -> None:
+    tools = await list_own_tools(agent)
+    out["tools"] = sorted(tools)
+    schema = tools["json_schema_2020_12_tool"]["inputSchema"]
+    out["calls"] = [await call(agent, "json_schema_echo", {"schema": schema})]
+
+
+async def request_state(agent: Agent, out: Summary) -> None:
+    out["tools"] = sorted(await list_own_tools(agent))
+    # The unrelated call sits between the rounds of the others, as the scenario intends.
+    order = ["test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state"]
+    order.append("test_mrtr_no_result_type")
+    out["calls"] = [await call(agent, name, {}) for name in order]
+
+
+SCENARIOS: dict[str, Callable[[Agent, Summary], Awaitable[None]]] = {
+    "tools_call": tools_call,
+    "request-metadata": list_only,
+    "http-standard-headers": call_every_tool,
+    "http-custom-headers": custom_headers,
+    "http-invalid-tool-headers": call_every_tool,
+    "json-schema-ref-no-deref": list_only,
+    "json-schema-2020-12-preservation": schema_echo,
+    "sep-2322-client-request-state": request_state,
+    "initialize": list_only,
+    "sse-retry": call_every_tool,
+    "elicitation-sep1034-client-defaults": call_every_tool,
+}
+
+
+async def drive(url: str, scenario: str, era: str) -> Summary:
+    action = SCENARIOS.get(scenario)
+    if action is None:
+        raise SystemExit(f"conformance_driver: no action for scenario {scenario!r}")
+    out: Summary = {"scenario": scenario}
+    target = urlsplit(url)
+    assert target.port is not None, url
+    with tempfile.TemporaryDirectory(prefix="mcpd-conf-") as tmp, trio.fail_after(TIMEOUT):
+        async with wiretap(target.port) as tap:
+            try:
+                await run_daemon(tap.url(target.path or "/"), era, Path(tmp), action, out)
+            finally:
+                out["wire"] = wire_summary(tap)
+    return out
+
+
+def wire_summary(tap: WireTap) -> list[dict[str, Any]]:
+    """What went over the wire, one entry per HTTP request."""
+    return [
+        {
+            "http": req.method,
+            "method": req.rpc_method,
+            "session": req.headers.get("mcp-session-id"),
+            "version": req.headers.get("mcp-protocol-version"),
+        }
+        for req in tap.requests
+    ]
+
+
+async def run_daemon(
+    url: str,
+    era: str,
+    tmp: Path,
+    action: Callable[[Agent, Summary], Awaitable[None]],
+    out: Summary,
+) -> None:
+    config = make_config(tmp, {ALIAS: {"url": url, "era": era}}, startup_deadline=TIMEOUT)
+    async with running(config) as daemon:
+        async with connect(daemon.socket_path) as agent:
+            server = (await agent.result("mcpd/status"))["servers"][0]
+            keys = ("state", "era", "protocol_version", "last_error", "dropped_tools")
+            out["server"] = {k: server.get(k) for k in keys}
+            if server["state"] != "ready":
+                out["ok"] = False
+                return
+            await action(agent, out)
+        out["ok"] = True
+
+
+def main(argv: list[str]) -> int:
+    era = "auto"
+    if len(argv) >= 3 and argv[0] == "--era":
+        era, argv = argv[1], argv[2:]
+    if not argv:
+        print("usage: conformance_driver.py [--era ERA] SERVER_URL", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=os.environ.get("MCPD_DRIVER_LOG_LEVEL", "INFO"),
+        stream=sys.stderr,
+        format="%(name)s %(levelname)s %(message)s",
+    )
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    summary = trio.run(drive, argv[-1], scenario, era)
+    print(json.dumps(summary), flush=True)
+    return 0 if summary.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
