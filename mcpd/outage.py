@@ -31,6 +31,18 @@ def clock_time(mono: float | None) -> str:
     return datetime.fromtimestamp(wall(mono)).strftime("%H:%M:%S")
 
 
+_PHRASES = {
+    "failed": "is down",
+    "open": "is failing (circuit open)",
+    "half_open": "is being probed",
+    "crash_loop": "keeps crashing",
+    "starting": "is starting",
+    "stopped": "is stopped",
+    "busy": "is busy",
+    "timeout": "timed out",
+}
+
+
 class Outage(msgspec.Struct, frozen=True):
     """Why a call could not reach its server. ``since``/``retry_at`` are trio clock times."""
 
@@ -49,8 +61,17 @@ class Outage(msgspec.Struct, frozen=True):
             "retry_at": iso(self.retry_at),
         }
 
+    def plain_reason(self) -> str:
+        """The reason without the alias most transport messages start with."""
+        for lead in (f"{self.server}: ", f"{self.server} "):
+            if self.reason.startswith(lead) and lead.endswith(": "):
+                return self.reason[len(lead) :]
+        return self.reason
+
     def sentence(self) -> str:
-        text = f"The tool server '{self.server}' is unavailable ({self.state}): {self.reason}."
+        text = (
+            f"The tool server '{self.server}' is unavailable ({self.state}): {self.plain_reason()}."
+        )
         if self.retry_at is not None:
             wait = max(0.0, self.retry_at - trio.current_time())
             text += f" mcpd will retry at {iso(self.retry_at)} (in {wait:.0f} s)."
@@ -71,7 +92,8 @@ class Outage(msgspec.Struct, frozen=True):
         """The short prefix put on an unavailable tool's description."""
         since = f" since {clock_time(self.since)}" if self.since is not None else ""
         retry = f", retrying at {clock_time(self.retry_at)}" if self.retry_at is not None else ""
-        return f"unavailable: {self.server} is {self.state}{since}{retry}"
+        phrase = _PHRASES.get(self.state, f"is {self.state}")
+        return f"unavailable: {self.server} {phrase}{since}{retry}"
 
 
 def error_result(text: str, meta: dict[str, Any] | None = None) -> mcp.CallToolResult:

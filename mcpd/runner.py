@@ -346,7 +346,7 @@ class Runner:
             self._log(
                 logging.INFO,
                 "ready",
-                f"ready: {up.era} era ({up.version}), {len(listing.tools)} tools",
+                f"{up.era} era ({up.version}), {len(listing.tools)} tools",
             )
         await self._serve(up, transport)
 

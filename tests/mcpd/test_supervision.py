@@ -155,7 +155,7 @@ async def test_unavailable_tools_stay_listed_and_are_marked(tmp_path: Path) -> N
             assert len(listed["tools"]) == 3
             for tool in listed["tools"]:
                 assert tool["_meta"]["mcpd/available"] is False
-                assert tool["description"].startswith("[unavailable: notes is failed since")
+                assert tool["description"].startswith("[unavailable: notes is down since")
             state = listed["_meta"]["mcpd/servers"][0]
             assert state["server"] == "notes" and state["available"] is False
             assert "SIGKILL" in state["reason"] and state["retry_at"]

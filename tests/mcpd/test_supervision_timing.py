@@ -320,5 +320,5 @@ async def test_outage_is_visible_in_the_registry(autojump_clock: trio.testing.Mo
                 await runner.call(call_params())
         tool = json.loads(bytes(runner.registry.listing()[0]))
         assert tool["_meta"]["mcpd/available"] is False
-        assert tool["description"].startswith("[unavailable: s is open since ")
+        assert tool["description"].startswith("[unavailable: s is failing (circuit open) since ")
         nursery.cancel_scope.cancel()
