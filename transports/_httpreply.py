@@ -7,13 +7,16 @@ any JSON-RPC error the body carries, then the bare status. A 4xx with no JSON-RP
 error is ``UnexpectedReply``: for era detection that is the sign of a legacy server.
 
 ``AnswerReader`` reads a 2xx reply to a request until its response: the single JSON
-message, or the event stream's notifications (handed on) and then the response.
+message, or the event stream's notifications (handed on) and then the response. A
+legacy server may also send requests on the stream and wait for their answers; with
+``on_request`` they are answered before the stream is read further.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -38,6 +41,7 @@ from .base import (
 logger = logging.getLogger("mcpd.http")
 
 Answer: TypeAlias = rpc.Response | rpc.ErrorResponse
+ServerRequestHandler: TypeAlias = Callable[[rpc.Request], Awaitable[None]]
 
 SNIPPET: Final = 512
 # Once the response is in, how long the rest of an event stream may take to end
@@ -156,12 +160,15 @@ class AnswerReader:
         id: rpc.Id | None,
         max_body: int,
         on_notification: NotificationHandler | None,
+        on_request: ServerRequestHandler | None = None,
     ) -> None:
         self._label = label
         self._what = what
         self._id = id
         self._max_body = max_body
         self._on_notification = on_notification
+        self._on_request = on_request
+        self._requests: list[rpc.Request] = []
 
     async def read(self, conn: HttpConnection, head: ResponseHead) -> Answer:
         media = head.media_type
@@ -190,6 +197,7 @@ class AnswerReader:
                     found = self._on_event(event, head)
                     if answer is None:
                         answer = found
+                await self._answer_requests()
                 if chunk is None:
                     break
         except SSEError as exc:
@@ -225,12 +233,20 @@ class AnswerReader:
         if isinstance(msg, rpc.Notification):
             self._deliver(msg)
         elif isinstance(msg, rpc.Request):
-            self._ignored(f"server request {msg.method}", "server_request_ignored")
+            if self._on_request is not None:
+                self._requests.append(msg)
+            else:
+                self._ignored(f"server request {msg.method}", "server_request_ignored")
         elif msg.id in (self._id, None):
             return msg
         else:
             self._ignored(f"a response for id {msg.id!r}", "stray_response")
         return None
+
+    async def _answer_requests(self) -> None:
+        # The server may hold back the response until these are answered.
+        while self._requests and self._on_request is not None:
+            await self._on_request(self._requests.pop(0))
 
     def _deliver(self, msg: rpc.Notification) -> None:
         if self._on_notification is None:

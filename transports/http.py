@@ -266,7 +266,11 @@ class HttpTransport:
         if not 200 <= head.status < 300 or head.status in (202, 204):
             await self._unexpected(conn, head, f"HTTP {head.status} to {ex}")
         self._capture_session(head)
-        reader = AnswerReader(self.alias, str(ex), ex.id, self._max_body, self._on_notification)
+        # Only legacy servers may send requests on a response stream.
+        on_request = self._answer_server_request if self.era == "legacy" else None
+        reader = AnswerReader(
+            self.alias, str(ex), ex.id, self._max_body, self._on_notification, on_request
+        )
         answer = await reader.read(conn, head)
         if isinstance(answer, rpc.ErrorResponse):
             raise HttpRPCError.received(answer.error, head.status)
@@ -329,6 +333,30 @@ class HttpTransport:
                 exc,
                 extra=log_extra(self.alias, "cancel_failed", str(exc)),
             )
+
+    async def _answer_server_request(self, req: rpc.Request) -> None:
+        """POST the answer to a legacy server's request: ``ping`` works, nothing else does."""
+        # mcpd declares no client capabilities (no roots, sampling or elicitation).
+        if req.method == "ping":
+            body = rpc.encode_result(req.id, {})
+        else:
+            message = f"mcpd does not support {req.method!r}"
+            body = rpc.encode_error(req.id, rpc.METHOD_NOT_FOUND, message)
+        ex = _Exchange(f"the answer to {req.method}", None, self.session_id)
+        failed = "no answer in time"
+        with trio.move_on_after(_CANCEL_TIMEOUT):
+            try:
+                await self._post(b"POST", body, self._headers([], ex), ex, self._accepted)
+                return
+            except (TransportError, rpc.RPCError) as exc:
+                failed = str(exc)
+        logger.info(
+            "%s: could not answer the server's %s request: %s",
+            self.alias,
+            req.method,
+            failed,
+            extra=log_extra(self.alias, "server_request_unanswered", failed),
+        )
 
     async def _delete_session(self) -> None:
         session = self.session_id
