@@ -203,6 +203,27 @@ async def test_sdk_session_expiry_initializes_again_once() -> None:
     assert server.count("Rejected request with unknown or expired session ID") == 1
 
 
+async def test_sdk_server_requests_during_a_legacy_call_are_answered() -> None:
+    with trio.fail_after(60):
+        async with sdk_server("--ask") as (_, tap), open_http_transport("sdk", tap.url()) as t:
+            up = Upstream("sdk", t, http=True, era="legacy")
+            await up.connect()
+            session = t.session_id
+            # The tool pings mcpd and then asks it to elicit, both on the call's own
+            # stream, and waits for each answer before it goes on.
+            text = text_of(await call(up, "ask", {}))
+    assert text == "pinged; elicitation refused: mcpd does not support 'elicitation/create'"
+
+    answers = [r for r in posts(tap) if r.rpc_method is None]
+    assert [a.rpc.get("result", a.rpc.get("error", {}).get("code")) for a in answers] == [
+        {},
+        rpc.METHOD_NOT_FOUND,
+    ]
+    for answer in answers:
+        assert answer.headers["mcp-session-id"] == session
+        assert answer.headers["mcp-protocol-version"] == "2025-11-25"
+
+
 # -- @modelcontextprotocol/server-everything (TS SDK 1.32): legacy only --
 
 

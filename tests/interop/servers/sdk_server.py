@@ -1,8 +1,9 @@
 """A server on the official Python SDK (v2, ``MCPServer``), speaking both eras.
 
-usage: python sdk_server.py stdio | http PORT [--json] [--stateless] [--idle SECONDS]
+usage: python sdk_server.py stdio | http PORT [--json] [--stateless] [--idle SECONDS] [--ask]
 
 ``--idle`` ends a stateful session after that many seconds without a request.
+``--ask`` adds a tool ``ask`` that sends requests back to the client during the call.
 """
 
 from __future__ import annotations
@@ -50,6 +51,26 @@ async def count_up(steps: int = 3, ctx: Context = None) -> str:  # type: ignore[
     return f"counted {steps}"
 
 
+def _add_asking_tool() -> None:
+    import mcp_types
+    from mcp.shared.message import ServerMessageMetadata
+
+    @app.tool()
+    async def ask(ctx: Context = None) -> str:  # type: ignore[assignment]
+        """Ping the client, then ask it for a name, on this call's own stream."""
+        request_id = ctx.request_context.request_id
+        scoped = ServerMessageMetadata(related_request_id=request_id)
+        await ctx.session.send_request(
+            mcp_types.PingRequest(), mcp_types.EmptyResult, metadata=scoped
+        )
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        try:
+            await ctx.session.elicit_form("Your name?", schema, related_request_id=request_id)
+        except Exception as exc:
+            return f"pinged; elicitation refused: {exc}"
+        return "pinged; elicitation answered"
+
+
 def _idle_option(argv: list[str]) -> dict[str, float]:
     if "--idle" not in argv:
         return {}
@@ -57,6 +78,8 @@ def _idle_option(argv: list[str]) -> dict[str, float]:
 
 
 if __name__ == "__main__":
+    if "--ask" in sys.argv:
+        _add_asking_tool()
     if sys.argv[1] == "stdio":
         app.run("stdio")
     else:
