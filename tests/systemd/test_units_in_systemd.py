@@ -68,13 +68,13 @@ print("socket-activated, ready, pid", pid)
 outage = entries("MCPD_EVENT=outage")
 assert len(outage) == 1, outage
 e = outage[0]
-assert e["MESSAGE"] == "server tickets is down"
+assert e["MESSAGE"] == "tickets: server tickets is down"
 assert e["MCPD_SERVER"] == "tickets" and e["MCPD_REASON"] == "exited with status 1"
 assert text(e["MCPD_STDERR"]) == "Traceback (most recent call last):\nRuntimeError: no database"
 assert e["PRIORITY"] == "4" and e["SYSLOG_IDENTIFIER"] == "mcpd"
 assert e["CODE_FUNC"] == "main"
 tickets = entries("MCPD_SERVER=tickets")
-assert [x["MESSAGE"] for x in tickets][1:] == [f"tickets stderr {i}" for i in range(3)]
+assert [x["MESSAGE"] for x in tickets][1:] == [f"tickets: tickets stderr {i}" for i in range(3)]
 crash = entries("MCPD_EVENT=crash_loop", "--all")    # --all: json shows big fields
 assert len(crash) == 1
 big = text(crash[0]["MCPD_STDERR"]).split("\n")
