@@ -133,12 +133,17 @@ async def drive(url: str, scenario: str, era: str) -> Summary:
     out: Summary = {"scenario": scenario}
     target = urlsplit(url)
     assert target.port is not None, url
-    with tempfile.TemporaryDirectory(prefix="mcpd-conf-") as tmp, trio.fail_after(TIMEOUT):
-        async with wiretap(target.port) as tap:
-            try:
-                await run_daemon(tap.url(target.path or "/"), era, Path(tmp), action, out)
-            finally:
-                out["wire"] = wire_summary(tap)
+    with tempfile.TemporaryDirectory(prefix="mcpd-conf-") as tmp:
+        try:
+            with trio.fail_after(TIMEOUT):
+                async with wiretap(target.port) as tap:
+                    try:
+                        await run_daemon(tap.url(target.path or "/"), era, Path(tmp), action, out)
+                    finally:
+                        out["wire"] = wire_summary(tap)
+        except trio.TooSlowError:
+            out["ok"] = False
+            out["error"] = f"the scenario did not finish within {TIMEOUT:g} s"
     return out
 
 

@@ -34,6 +34,10 @@ NO_ELICITATION = "FAILURE"
 # Per scenario, the status expected of each check: by id, or by "id/name" where one id
 # covers several checks. Any check not listed (other than INFO) is a failure.
 EXPECTED: dict[str, dict[str, str]] = {
+    # Its mock answers server/discover (any unknown method) with an empty result.
+    "initialize": {
+        "mcp-client-initialization": "SUCCESS",
+    },
     "tools_call": {
         "tool-add-numbers": "SUCCESS",
         "wire-schema-valid": "SUCCESS",
@@ -113,6 +117,7 @@ EXPECTED: dict[str, dict[str, str]] = {
 }
 
 RUNS = [
+    ("initialize", LEGACY),
     ("tools_call", LEGACY),
     ("tools_call", MODERN),
     ("request-metadata", MODERN),
