@@ -26,6 +26,7 @@ from protocol.server import RequestContext, ServerSession
 from transports.base import log_extra
 
 from . import __version__
+from .peers import Peer, is_allowed, is_owner, peer_of, resolve_groups
 from .results import shape_call_result
 from .runner import CallRefused
 
@@ -47,9 +48,15 @@ class Api:
         self.connections: set[Connection] = set()
         self._dirty = trio.Event()
         self._listed_version = -1
+        self._allow_gids = resolve_groups(daemon.config.daemon.allow_groups)
+        self.ending = trio.Event()
+        self._listens = 0
+        self._listens_done = trio.Event()
+        self._listens_done.set()
         self._handlers: dict[str, Handler] = {
             "tools/list": Api._tools_list,
             "tools/call": Api._tools_call,
+            "subscriptions/listen": Api._listen,
             "mcpd/status": Api._status,
             "mcpd/reload": Api._reload,
         }
@@ -78,7 +85,23 @@ class Api:
                 )
             await stream.aclose()
             return
-        conn = Connection(self, stream)
+        peer = peer_of(stream.socket)
+        if peer is not None and not is_allowed(peer, d.allow_uids, self._allow_gids):
+            logger.warning(
+                "refused an agent connection from uid %d (pid %d): not allowed "
+                "by daemon.allow_uids/allow_groups",
+                peer.uid,
+                peer.pid,
+                extra=log_extra(None, reason=f"uid {peer.uid} not allowed"),
+            )
+            with trio.move_on_after(1):
+                await stream.send_all(
+                    rpc.encode_error(None, -32000, f"mcpd: uid {peer.uid} may not use this socket")
+                    + b"\n"
+                )
+            await stream.aclose()
+            return
+        conn = Connection(self, stream, peer)
         self.connections.add(conn)
         try:
             await conn.run()
@@ -104,6 +127,13 @@ class Api:
             for conn in list(self.connections):
                 if conn.session.legacy_version is not None:
                     conn.send_nowait(line)
+                for sub_id in conn.subscriptions:
+                    conn.send_nowait(
+                        rpc.encode_notification(
+                            "notifications/tools/list_changed",
+                            {"_meta": {mcp.KEY_SUBSCRIPTION_ID: sub_id}},
+                        )
+                    )
 
     # -- dispatch --
 
@@ -159,6 +189,8 @@ class Api:
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
         params = rpc.decode_as(req.params, mcp.ListToolsParams)
+        for runner in self.daemon.supervisor.runners.values():
+            runner.maybe_refresh()
         listing = self.daemon.registry.listing()
         size = self.daemon.config.daemon.page_size or len(listing) or 1
         start = (
@@ -195,8 +227,10 @@ class Api:
                 modern,
             )
         params.name = entry.original
+        # A modern agent's capabilities go upstream, so a server may ask it for input.
+        caps = ctx.capabilities if modern and ctx is not None else None
         try:
-            raw = await runner.call(params)
+            raw = await runner.call(params, capabilities=caps, on_progress=conn.progress_sender())
         except CallRefused as refused:
             result = refused.outage.result()
             if modern:
@@ -207,10 +241,47 @@ class Api:
             modern=modern,
             budget=self.daemon.config.daemon.result_budget_chars,
             alias=entry.alias,
+            capabilities=caps,
         )
         if isinstance(shaped, Raw):
             return rpc.encode_result(req.id, shaped)
         return shaped
+
+    async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        """``subscriptions/listen``: acknowledge, then tag every tool-list change with the
+        subscription's id until the agent cancels it or the daemon stops."""
+        try:
+            wanted = msgspec.json.decode(req.params or b"{}").get("notifications") or {}
+        except (msgspec.DecodeError, AttributeError):
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS, "params.notifications must be an object"
+            ) from None
+        honoured = {"toolsListChanged": True} if wanted.get("toolsListChanged") else {}
+        tag = {mcp.KEY_SUBSCRIPTION_ID: req.id}
+        await conn.send(
+            rpc.encode_notification(
+                "notifications/subscriptions/acknowledged",
+                {"_meta": tag, "notifications": honoured},
+            )
+        )
+        if honoured:
+            conn.subscriptions.add(req.id)
+        self._listens += 1
+        self._listens_done = trio.Event()
+        try:
+            await self.ending.wait()
+        finally:
+            conn.subscriptions.discard(req.id)
+            self._listens -= 1
+            if self._listens == 0:
+                self._listens_done.set()
+        return {"resultType": mcp.COMPLETE, "_meta": tag}
+
+    async def end_subscriptions(self) -> None:
+        """Close every agent's subscription with its final response before stopping."""
+        self.ending.set()
+        with trio.move_on_after(1):
+            await self._listens_done.wait()
 
     async def _status(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
         return self.daemon.status()
@@ -248,7 +319,7 @@ def _decode_cursor(cursor: str, total: int) -> int:
 class Connection:
     """One agent connection: reads lines, runs requests concurrently, writes replies."""
 
-    def __init__(self, api: Api, stream: trio.SocketStream) -> None:
+    def __init__(self, api: Api, stream: trio.SocketStream, peer: Peer | None = None) -> None:
         self.api = api
         self.stream = stream
         d = api.daemon.config.daemon
@@ -258,15 +329,20 @@ class Connection:
         self.inflight: dict[rpc.Id, trio.CancelScope] = {}
         self._lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
-        self.peer_uid: int | None = None
+        self.peer = peer
+        self.subscriptions: set[rpc.Id] = set()
         out_tx, out_rx = trio.open_memory_channel[bytes](64)
         self._out_tx: trio.MemorySendChannel[bytes] = out_tx
         self._out_rx: trio.MemoryReceiveChannel[bytes] = out_rx
 
     def is_owner(self) -> bool:
-        import os
+        return is_owner(self.peer)
 
-        return self.peer_uid is None or self.peer_uid in (0, os.getuid())
+    def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:
+        def deliver(params: mcp.ProgressParams) -> None:
+            self.send_nowait(rpc.encode_notification("notifications/progress", params))
+
+        return deliver
 
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:

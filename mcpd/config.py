@@ -7,6 +7,7 @@ a setting off.
 
 from __future__ import annotations
 
+import grp
 import os
 import re
 import tomllib
@@ -40,6 +41,8 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     startup_deadline: float = 10.0
     probe_timeout: float = 5.0
     list_timeout: float = 30.0
+    # Progress notifications extend a call's time limit, but never past this.
+    max_call_time: float = 600.0
     max_pages: int = 1000
     max_line_bytes: int = 16 * 1024 * 1024
     max_connections: int = 256
@@ -248,6 +251,14 @@ def validate(config: Config) -> None:
     ):
         if getattr(d, key) < 1:
             raise ConfigError(f"daemon.{key}", "must be at least 1")
+    for i, group in enumerate(d.allow_groups):
+        if not group.isdigit():
+            try:
+                grp.getgrnam(group)
+            except KeyError:
+                raise ConfigError(
+                    f"daemon.allow_groups[{i}]", f"no group named {group!r}"
+                ) from None
     if d.max_line_bytes < 4096:
         raise ConfigError("daemon.max_line_bytes", "must be at least 4096")
     if d.result_budget_chars < 100:

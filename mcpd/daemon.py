@@ -130,6 +130,7 @@ class Daemon:
                 task_status.started()
                 await self._stop.wait()
                 self.notifier.stopping()
+                await self.api.end_subscriptions()
                 logger.info("stopping", extra=log_extra(None))
                 nursery.cancel_scope.cancel()
         finally:

@@ -18,12 +18,38 @@ from protocol import mcp
 _RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'
 
 
-def shape_call_result(raw: Raw, *, modern: bool, budget: int, alias: str) -> Raw | dict[str, Any]:
+# Which client capability each kind of input request needs.
+_NEEDS: Final = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
+def can_answer(requests: Any, capabilities: dict[str, Any] | None) -> bool:
+    """Whether an agent that declared ``capabilities`` can fulfil every input request."""
+    if not capabilities or not isinstance(requests, dict):
+        return False
+    for req in requests.values():
+        method = req.get("method") if isinstance(req, dict) else None
+        need = _NEEDS.get(method) if isinstance(method, str) else None
+        if need is None or not isinstance(capabilities.get(need), dict):
+            return False
+    return True
+
+
+def shape_call_result(
+    raw: Raw, *, modern: bool, budget: int, alias: str, capabilities: dict[str, Any] | None = None
+) -> Raw | dict[str, Any]:
     try:
         head = rpc.decode_as(raw, mcp.CallToolResultHead)
     except rpc.InvalidParams as exc:
         return _error(f"The tool server {alias!r} returned a malformed result: {exc}", modern)
     kind = head.result_type
+    if kind == mcp.INPUT_REQUIRED and modern and can_answer(head.inputRequests, capabilities):
+        # The agent can answer: it retries with inputResponses and the same requestState,
+        # which mcpd forwards to the same server as a new request.
+        return raw
     if kind == mcp.INPUT_REQUIRED:
         return _error(
             _input_required_text(alias, head),

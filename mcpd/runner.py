@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final
 
+import msgspec
 import trio
 from msgspec import Raw
 
@@ -21,6 +22,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from transports.base import (
     NotificationHandler,
+    ServerCancelled,
     SpawnError,
     Transport,
     TransportError,
@@ -33,6 +35,7 @@ from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig, Transition
 from .config import Config, ServerConfig
 from .outage import Outage, clock_time
+from .progress import Deliver, ProgressRoutes
 from .registry import Registry
 from .stats import LatencyStats
 from .upstream import Upstream
@@ -41,6 +44,7 @@ logger = logging.getLogger("mcpd.server")
 
 _REMINDER_EVERY: Final = 300.0
 _LIVENESS_TIMEOUT: Final = 5.0
+_MIN_REFRESH: Final = 5.0
 
 
 class CallRefused(Exception):
@@ -144,7 +148,10 @@ class Runner:
         self._idle = trio.Event()
         self._idle.set()
         self._last_log = -math.inf
-        self.on_notification: Callable[[rpc.Notification], None] | None = None
+        self.progress = ProgressRoutes(f"mcpd-{alias}-")
+        self.subscribed = False
+        self._listed_at = -math.inf
+        self._ttl = 0.0
 
     # -- state shown to people and models --
 
@@ -331,6 +338,8 @@ class Runner:
             raise
         self.dropped_tools = listing.dropped
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
+        self._listed_at, self._ttl = trio.current_time(), listing.ttl_ms / 1000
+        self.subscribed = False
         self.upstream = up
         self.policy.on_start(trio.current_time())
         # Connecting and listing worked: that is a success as far as the breaker goes.
@@ -356,10 +365,38 @@ class Runner:
                 closed = getattr(transport, "closed", None)
                 if closed is not None:
                     nursery.start_soon(self._watch, closed)
+                if up.era == "modern" and up.lists_changes:
+                    nursery.start_soon(self._listen, up)
                 try:
                     await self._serve_loop(up, transport)
                 finally:
                     nursery.cancel_scope.cancel()
+
+    async def _listen(self, up: Upstream) -> None:
+        """Keep a tool-list subscription open; re-listen (with backoff) when it ends."""
+        delay = 1.0
+        while True:
+            try:
+                await up.listen_tools()
+                why = "the server ended the subscription"
+            except ServerCancelled as exc:
+                why = str(exc)
+            except rpc.RPCError as exc:
+                logger.info(
+                    "%s: subscriptions/listen refused (%s); relying on ttl",
+                    self.alias,
+                    exc.message,
+                    extra=log_extra(self.alias),
+                )
+                return
+            except TransportError as exc:
+                why = exc.reason
+            self.subscribed = False
+            logger.debug("%s: tool-list subscription ended (%s)", self.alias, why)
+            # Changes may have happened while nobody listened.
+            self.request_refetch()
+            await trio.sleep(delay)
+            delay = min(delay * 2, 60.0)
 
     async def _watch(self, event: trio.Event) -> None:
         await event.wait()
@@ -380,6 +417,7 @@ class Runner:
             if self._refetch:
                 self._refetch = False
                 listing = await up.list_tools()
+                self._listed_at, self._ttl = trio.current_time(), listing.ttl_ms / 1000
                 self.dropped_tools = listing.dropped
                 if self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted):
                     self._on_change(self.alias)
@@ -435,10 +473,50 @@ class Runner:
             ) from None
 
     def _notification(self, msg: rpc.Notification) -> None:
-        if msg.method == "notifications/tools/list_changed":
+        method = msg.method
+        if method == "notifications/progress":
+            self.progress.handle(msg)
+        elif method == "notifications/tools/list_changed":
             self.request_refetch()
-        elif self.on_notification is not None:
-            self.on_notification(msg)
+        elif method == "notifications/subscriptions/acknowledged":
+            self._acknowledged(msg)
+        elif method == "notifications/message":
+            self._server_log(msg)
+
+    def _acknowledged(self, msg: rpc.Notification) -> None:
+        try:
+            honoured = msgspec.json.decode(msg.params or b"{}").get("notifications") or {}
+        except (msgspec.DecodeError, AttributeError):
+            honoured = {}
+        self.subscribed = bool(isinstance(honoured, dict) and honoured.get("toolsListChanged"))
+        if not self.subscribed:
+            logger.info(
+                "%s: the server did not take up the tool-list subscription; its "
+                "list is refreshed when its ttl runs out",
+                self.alias,
+                extra=log_extra(self.alias),
+            )
+
+    def _server_log(self, msg: rpc.Notification) -> None:
+        try:
+            data = msgspec.json.decode(msg.params or b"{}")
+        except msgspec.DecodeError:
+            return
+        if isinstance(data, dict):
+            logger.info(
+                "%s", str(data.get("data", ""))[:500], extra=log_extra(self.alias, "stderr")
+            )
+
+    def maybe_refresh(self) -> None:
+        """An agent is listing tools: refresh this server's list if it went stale.
+
+        Without a working subscription, a list is fresh for its ttl (at least a few
+        seconds, so a ttl of 0 does not turn every agent's listing into a round trip).
+        """
+        if self.phase != "connected" or self._refetch or self.subscribed:
+            return
+        if trio.current_time() >= self._listed_at + max(self._ttl, _MIN_REFRESH):
+            self.request_refetch()
 
     def request_refetch(self) -> None:
         self._refetch = True
@@ -452,10 +530,12 @@ class Runner:
         *,
         capabilities: dict[str, Any] | None = None,
         call_timeout: float | None = None,
+        on_progress: Deliver | None = None,
     ) -> Raw:
         """Forward one tools/call. Raises CallRefused (with an Outage) or rpc.RPCError.
 
-        ``call_timeout`` bounds the server's answer, not the wait for a free slot.
+        ``call_timeout`` bounds the server's answer, not the wait for a free slot;
+        progress reported through ``on_progress`` extends it up to ``max_call_time``.
         """
         timeout = self.config.call_timeout(self.alias) if call_timeout is None else call_timeout
         if self.phase == "starting" and not self.first_attempt.is_set():
@@ -472,7 +552,9 @@ class Runner:
         try:
             await self._acquire_slot()
             try:
-                return await self._forward(up, params, capabilities, timeout, adm.ticket)
+                return await self._forward(
+                    up, params, capabilities, timeout, adm.ticket, on_progress
+                )
             finally:
                 self.slots.release()
         finally:
@@ -508,19 +590,22 @@ class Runner:
         capabilities: dict[str, Any] | None,
         call_timeout: float,
         ticket: int,
+        on_progress: Deliver | None,
     ) -> Raw:
         timeout = call_timeout
         start = trio.current_time()
+        scope = trio.CancelScope(deadline=start + timeout)
+        token = self._route_progress(params, on_progress, scope, timeout, start)
         self.inflight += 1
         self._idle = trio.Event() if self.inflight == 1 else self._idle
         try:
-            with trio.fail_after(timeout):
+            with scope:
                 raw = await up.call_tool(params, capabilities=capabilities)
-        except trio.TooSlowError:
-            reason = f"no answer within {timeout:g} s"
-            self._availability_failure(start, reason, ticket)
-            self._check_liveness()
-            raise CallRefused(Outage(self.alias, "timeout", reason, start)) from None
+            if scope.cancelled_caught:
+                reason = f"no answer within {trio.current_time() - start:.3g} s"
+                self._availability_failure(start, reason, ticket)
+                self._check_liveness()
+                raise CallRefused(Outage(self.alias, "timeout", reason, start))
         except TransportError as exc:
             self._availability_failure(start, exc.reason, ticket)
             if self.transport_kind == "http":
@@ -534,12 +619,35 @@ class Runner:
             self.stats.record(trio.current_time() - start, error=True)
             raise
         finally:
+            if token is not None:
+                self.progress.close(token)
             self.inflight -= 1
             if self.inflight == 0:
                 self._idle.set()
         self.breaker.record_success(trio.current_time(), ticket)
         self.stats.record(trio.current_time() - start)
         return raw
+
+    def _route_progress(
+        self,
+        params: mcp.CallToolParams,
+        on_progress: Deliver | None,
+        scope: trio.CancelScope,
+        timeout: float,
+        start: float,
+    ) -> str | None:
+        meta = params.meta if isinstance(params.meta, dict) else None
+        agent_token = meta.get(mcp.KEY_PROGRESS_TOKEN) if meta else None
+        if meta is None or agent_token is None:
+            return None
+        if on_progress is None or not isinstance(agent_token, str | int):
+            del meta[mcp.KEY_PROGRESS_TOKEN]
+            return None
+        token = self.progress.open(
+            agent_token, on_progress, scope, timeout, start + self.config.daemon.max_call_time
+        )
+        params.meta = {**meta, mcp.KEY_PROGRESS_TOKEN: token}
+        return token
 
     def _check_liveness(self) -> None:
         self._suspect = True

@@ -340,6 +340,21 @@ class Upstream:
                 raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
         return await self.request("tools/call", params, name=params.name, extra_headers=extra)
 
+    @property
+    def lists_changes(self) -> bool:
+        """Whether the server says it can notify us when its tool list changes."""
+        tools = self.capabilities.get("tools")
+        return isinstance(tools, dict) and tools.get("listChanged") is True
+
+    async def listen_tools(self) -> None:
+        """Hold a modern ``subscriptions/listen`` for tool-list changes open until the
+        server ends it (returns), cancels it (ServerCancelled) or the stream drops."""
+        params = {
+            "_meta": self._meta(self.version, NO_CAPABILITIES),
+            "notifications": {"toolsListChanged": True},
+        }
+        await self.request("subscriptions/listen", params)
+
     async def probe(self) -> None:
         """A cheap request that proves the server answers (for half-open breakers)."""
         if self.era == "modern":

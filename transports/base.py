@@ -57,6 +57,10 @@ class AuthError(HTTPStatusError):
         self.challenge = challenge
 
 
+class ServerCancelled(Exception):
+    """The server itself cancelled one of our requests (how it may end a subscription)."""
+
+
 class SessionExpired(TransportError):
     """Legacy HTTP: the server no longer knows our Mcp-Session-Id."""
 

@@ -19,13 +19,15 @@ from typing import Any, Final
 
 import msgspec
 import trio
-from msgspec import Raw
+from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
+from protocol.mcp import CancelledParams
 
 from .base import (
     NotificationHandler,
+    ServerCancelled,
     SpawnError,
     TransportClosed,
     TransportError,
@@ -280,6 +282,8 @@ class StdioTransport:
                 slot.error = rpc.RPCError.from_object(msg.error)
             slot.event.set()
         elif isinstance(msg, rpc.Notification):
+            if msg.method == "notifications/cancelled" and self._server_cancelled(msg):
+                return
             if self._on_notification is not None:
                 try:
                     self._on_notification(msg)
@@ -287,6 +291,21 @@ class StdioTransport:
                     logger.exception("%s: notification handler failed", self.alias)
         else:
             self._server_request(msg)
+
+    def _server_cancelled(self, msg: rpc.Notification) -> bool:
+        try:
+            params = rpc.decode_as(msg.params, CancelledParams)
+        except rpc.InvalidParams:
+            return False
+        if isinstance(params.requestId, UnsetType):
+            return False
+        slot = self._pending.get(params.requestId)
+        if slot is None or slot.event.is_set():
+            return False
+        reason = params.reason if isinstance(params.reason, str) else "no reason given"
+        slot.error = ServerCancelled(f"{self.alias} cancelled the request: {reason}")
+        slot.event.set()
+        return True
 
     def _server_request(self, req: rpc.Request) -> None:
         # Legacy servers may ping us; mcpd offers no other client-side features.

@@ -224,10 +224,10 @@ def test_expansion_reaches_every_string_but_not_table_keys() -> None:
         command = "${C}"
         env = { "${K}" = "${V}" }
         """,
-        env={"D": "/var/lib/mcpd", "G": "wheel", "C": "srv", "K": "key", "V": "val"},
+        env={"D": "/var/lib/mcpd", "G": "root", "C": "srv", "K": "key", "V": "val"},
     )
     assert config.daemon.state_dir == "/var/lib/mcpd"
-    assert config.daemon.allow_groups == ["wheel"]
+    assert config.daemon.allow_groups == ["root"]
     assert config.servers["s"].command == "srv"
     assert config.servers["s"].env == {"${K}": "val"}
 
@@ -480,3 +480,10 @@ def test_check_config_on_a_missing_file_exits_78(tmp_path: Path) -> None:
     proc = check_config(tmp_path / "absent.toml", {})
     assert proc.returncode == 78
     assert "absent.toml" in proc.stderr
+
+
+def test_unknown_allow_group_is_an_error_naming_it() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse({"daemon": {"allow_groups": ["root", "no-such-group-here"]}}, env={})
+    assert info.value.path == "daemon.allow_groups[1]"
+    assert "no-such-group-here" in info.value.message
