@@ -278,10 +278,12 @@ async def test_everything_server_over_http() -> None:
 # -- mcp-proxy 0.13 (v1 SDK) in front of a stdio server: legacy only --
 
 
-async def test_mcp_proxy_over_stdio_server() -> None:
+@pytest.mark.parametrize("stateless", [False, True], ids=["stateful", "stateless"])
+async def test_mcp_proxy_over_stdio_server(stateless: bool) -> None:
     port = free_port()
     proxy = str(Path(v1_python()).with_name("mcp-proxy"))
     argv = [proxy, "--port", str(port), "--host", "127.0.0.1"]
+    argv += ["--stateless"] if stateless else []
     argv += ["--", str(V1_PYTHON), str(SERVERS / "sdk1_server.py"), "stdio"]
     with trio.fail_after(60):
         async with serve(argv, port) as server, wiretap(port) as tap:
@@ -290,18 +292,22 @@ async def test_mcp_proxy_over_stdio_server() -> None:
                 await up.connect()
                 assert (up.era, up.version) == LEGACY
                 session = t.session_id
-                assert session is not None
+                assert (session is None) is stateless
                 names = {tool.name for tool in (await up.list_tools()).tools}
                 assert names == {"shout", "boom"}
                 assert text_of(await call(up, "shout", {"text": "proxied"})) == "PROXIED"
                 failed = decoded(await call(up, "boom", {"message": "kaboom"}))
                 assert failed["isError"] is True and "kaboom" in json.dumps(failed)
-            assert await session_refused(server.url(), session, up.version)
+            if session is not None:
+                assert await session_refused(server.url(), session, up.version)
 
     methods = tap.rpc_methods()
     assert methods[:3] == ["server/discover", "initialize", "notifications/initialized"]
-    assert tap.server_sent(rb"HTTP/1.1 400 .*\"id\":\"server-error\"")
-    assert methods[-1] == "DELETE"
+    # Both refuse the probe with a 400 whose id is the string "server-error", one for
+    # the missing session, the other for the protocol version.
+    reason = "Unsupported protocol version" if stateless else "Missing session ID"
+    assert tap.server_sent(rb"HTTP/1.1 400 .*\"id\":\"server-error\".*" + reason.encode())
+    assert (methods[-1] == "DELETE") is not stateless
 
 
 # -- the whole daemon, HTTP servers of both eras behind one socket --
