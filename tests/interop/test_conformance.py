@@ -21,6 +21,9 @@ import trio
 
 from .conftest import node_env, node_tool
 
+# A pytestmark in conftest.py marks nothing, so each module marks itself.
+pytestmark = pytest.mark.interop
+
 DRIVER = Path(__file__).with_name("conformance_driver.py")
 
 MODERN = "2026-07-28"

@@ -28,6 +28,9 @@ from transports.http import HttpRPCError, HttpTransport, open_http_transport
 from .conftest import SERVERS, V1_PYTHON, node_env, node_tool, v1_python
 from .wiretap import ServerProcess, TappedRequest, WireTap, free_port, serve, wiretap
 
+# A pytestmark in conftest.py marks nothing, so each module marks itself.
+pytestmark = pytest.mark.interop
+
 SDK_SERVER = str(SERVERS / "sdk_server.py")
 SDK_TOOLS = ["boom", "count_up", "long_text", "nap", "shout"]
 SDK_MODES = {
