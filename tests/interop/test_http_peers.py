@@ -179,6 +179,28 @@ async def test_official_sdk_server(mode: str, era: str) -> None:
         assert deletes == []
 
 
+@pytest.mark.parametrize("era", ["auto", "legacy"])
+async def test_sdk_server_call_cancelled(era: str) -> None:
+    with trio.fail_after(60):
+        async with sdk_server() as (_, tap), open_http_transport("sdk", tap.url()) as t:
+            up = Upstream("sdk", t, http=True, era=era)
+            await up.connect()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, up, "nap", {"seconds": 60})
+                sent = await tap.wait_for("tools/call")
+                nursery.cancel_scope.cancel()
+            if up.era == "legacy":
+                # A legacy server is told; dropping the stream cancels nothing there.
+                cancel = await tap.wait_for("notifications/cancelled")
+                assert cancel.rpc["params"]["requestId"] == sent.rpc["id"]
+                assert cancel.headers["mcp-session-id"] == t.session_id
+            # The server still answers on the same transport.
+            assert text_of(await call(up, "shout", {"text": "next"})) == "NEXT"
+    if era == "auto":
+        # 2026-07-28 cancels by closing the stream, with no notification.
+        assert "notifications/cancelled" not in tap.rpc_methods()
+
+
 async def test_sdk_session_expiry_initializes_again_once() -> None:
     with trio.fail_after(60):
         async with sdk_server("--idle", "1") as (server, tap):
@@ -325,11 +347,16 @@ async def test_daemon_over_http_servers(tmp_path: Path) -> None:
                     "sdk": {"url": sdk.url()},
                     "old": {"url": sdk.url(), "era": "legacy"},
                     "ev": {"url": ev.url()},
+                    # Configured modern-only, which server-everything is not.
+                    "strict": {"url": ev.url(), "era": "modern"},
                 },
             )
             async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
                 status = {s["alias"]: s for s in (await agent.result("mcpd/status"))["servers"]}
-                assert {a: (s["state"], s["era"]) for a, s in status.items()} == {
+                states = {a: (s["state"], s["era"]) for a, s in status.items()}
+                assert states.pop("strict")[0] not in ("ready", "degraded")
+                assert "does not speak protocol 2026-07-28" in status["strict"]["last_error"]
+                assert states == {
                     "sdk": ("ready", "modern"),
                     "old": ("ready", "legacy"),
                     "ev": ("ready", "legacy"),

@@ -157,10 +157,10 @@ class WireTap:
         return any(re.search(pattern, bytes(data), re.DOTALL) for data in self.received)
 
     async def wait_for(self, method: str) -> TappedRequest:
-        """The first request with this HTTP method, once it went through."""
+        """The first request with this HTTP or JSON-RPC method, once it went through."""
         while True:
             for req in self.requests:
-                if req.method == method:
+                if method in (req.method, req.rpc_method):
                     return req
             await self._seen.wait()
 
