@@ -17,6 +17,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from .secretfiles import SecretError, read_secret
+
 EX_CONFIG: Final = 78
 ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n
 _VAR_RE: Final = re.compile(r"\$\$|\$\{([^}]*)\}")
@@ -50,6 +52,8 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     allow_uids: list[int] = msgspec.field(default_factory=list)
     allow_groups: list[str] = msgspec.field(default_factory=list)
     state_dir: str | None = None
+    # Hosts commonly accept about this many tools in one list; more is logged as a warning.
+    max_tools: int = 128
     # Supervision and circuit breaking (per server, overridable).
     backoff_base: float = 0.5
     backoff_cap: float = 60.0
@@ -68,6 +72,16 @@ class NamingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     max_length: int = 64
 
 
+class ToolsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Which of a server's tools agents see, and under what name. Keys and patterns
+    are the server's own tool names."""
+
+    allow: list[str] = msgspec.field(default_factory=list)  # globs; empty: every tool
+    deny: list[str] = msgspec.field(default_factory=list)  # globs, applied after allow
+    rename: dict[str, str] = msgspec.field(default_factory=dict)
+    description: dict[str, str] = msgspec.field(default_factory=dict)
+
+
 class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     command: str | None = None
     args: list[str] = msgspec.field(default_factory=list)
@@ -84,6 +98,11 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     era: Literal["auto", "modern", "legacy"] = "auto"
     max_concurrency: int | None = None
     enabled: bool = True
+    tool_timeouts: dict[str, float] = msgspec.field(default_factory=dict)
+    tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
+    # "lazy": a stdio server runs only while it is used, stopped after idle_stop seconds.
+    start: Literal["eager", "lazy"] = "eager"
+    idle_stop: float = 300.0
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -107,8 +126,12 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     def socket_mode(self) -> int:
         return int(self.daemon.socket_mode, 8)
 
-    def call_timeout(self, alias: str) -> float:
-        t = self.servers[alias].call_timeout
+    def call_timeout(self, alias: str, tool: str | None = None) -> float:
+        """``tool`` is the server's own name for it: a per-tool limit wins."""
+        server = self.servers[alias]
+        if tool is not None and tool in server.tool_timeouts:
+            return server.tool_timeouts[tool]
+        t = server.call_timeout
         return self.daemon.call_timeout if t is None else t
 
 
@@ -137,6 +160,11 @@ def expand(value: str, path: str, env: Mapping[str, str]) -> str:
         if m.group(0) == "$$":
             return "$"
         body = m.group(1)
+        if body.startswith("file:"):
+            try:
+                return read_secret(body[len("file:") :], env)
+            except SecretError as exc:
+                raise ConfigError(path, str(exc)) from None
         name, sep, default = body.partition(":-")
         if not _VAR_NAME_RE.match(name):
             raise ConfigError(path, f"bad variable reference ${{{body}}}")
@@ -200,11 +228,17 @@ def _check_servers(servers: Any) -> None:
         return
     for alias, body in servers.items():
         where = f"servers.{alias}"
-        for table in ("env", "headers"):
+        for table, type_ in (("env", str), ("headers", str), ("tool_timeouts", float)):
             items = body.get(table) if isinstance(body, dict) else None
             if isinstance(items, dict):
                 for key, value in items.items():
-                    _convert_at(value, str, f"{where}.{table}.{key}")
+                    _convert_at(value, type_, f"{where}.{table}.{key}")
+        tools = body.get("tools") if isinstance(body, dict) else None
+        for table in ("rename", "description"):
+            items = tools.get(table) if isinstance(tools, dict) else None
+            if isinstance(items, dict):
+                for key, value in items.items():
+                    _convert_at(value, str, f"{where}.tools.{table}.{key}")
         _convert_at(body, ServerConfig, where)
 
 
@@ -274,6 +308,8 @@ def validate(config: Config) -> None:
         raise ConfigError("naming.template", f"unknown placeholder {{{sorted(unknown)[0]}}}")
     if not 16 <= config.naming.max_length <= 1024:
         raise ConfigError("naming.max_length", "must be between 16 and 1024")
+    if d.max_tools < 1:
+        raise ConfigError("daemon.max_tools", "must be at least 1")
     for alias, server in config.servers.items():
         _validate_server(alias, server)
 
@@ -307,6 +343,30 @@ def _validate_server(alias: str, s: ServerConfig) -> None:
         raise ConfigError(f"{where}.max_concurrency", "must be at least 1")
     if s.ca_file is not None and not os.path.isfile(s.ca_file):
         raise ConfigError(f"{where}.ca_file", f"{s.ca_file!r} does not exist")
+    for tool, seconds in s.tool_timeouts.items():
+        if not seconds > 0:
+            raise ConfigError(f"{where}.tool_timeouts.{tool}", "must be positive")
+    if s.start == "lazy" and s.command is None:
+        raise ConfigError(f"{where}.start", '"lazy" only applies to stdio servers (with `command`)')
+    if not s.idle_stop > 0:
+        raise ConfigError(f"{where}.idle_stop", "must be positive")
+    _validate_tools(f"{where}.tools", s.tools)
+
+
+def _validate_tools(where: str, t: ToolsConfig) -> None:
+    for key in ("allow", "deny"):
+        for i, pattern in enumerate(getattr(t, key)):
+            if not pattern:
+                raise ConfigError(f"{where}.{key}[{i}]", "is empty")
+    targets: dict[str, str] = {}
+    for tool, new in t.rename.items():
+        if not new.strip():
+            raise ConfigError(f"{where}.rename.{tool}", "is empty")
+        if new in targets:
+            raise ConfigError(
+                f"{where}.rename.{tool}", f"{targets[new]!r} is already renamed to {new!r}"
+            )
+        targets[new] = tool
 
 
 def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
@@ -317,6 +377,11 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
         raise ConfigError("", f"config file {str(p)!r} not found") from None
     except OSError as exc:
         raise ConfigError("", f"cannot read {str(p)!r}: {exc.strerror}") from None
+    if p.suffix == ".json" or text.lstrip()[:1] == b"{":
+        # Another host's mcpServers file, used as it is.
+        from .importer import config_from_json
+
+        return parse(config_from_json(text, str(p)), env, source=str(p))
     try:
         data = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -1,0 +1,409 @@
+"""Other hosts' MCP config files, read as mcpd servers.
+
+Two shapes exist in the wild:
+
+- ``{"mcpServers": {NAME: {...}}}``: Claude Desktop (``claude_desktop_config.json``),
+  Claude Code (``.mcp.json``; ``~/.claude.json`` also keeps one per project under
+  ``projects``), Cursor (``.cursor/mcp.json``).
+- ``{"servers": {NAME: {...}}, "inputs": [...]}``: VS Code's ``mcp.json`` (or the
+  ``"mcp"`` object of its ``settings.json``), which may hold comments and trailing commas.
+
+A server is ``command``/``args``/``env``/``cwd`` (stdio) or ``url``/``headers`` (HTTP),
+with an optional ``type``. Variable references become mcpd's ``${VAR}``: ``${env:X}``
+is ``${X}``, VS Code's ``${input:id}`` becomes a variable named after the input (mcpd
+has nobody to prompt), ``${userHome}`` is ``${HOME}``. ``to_toml`` never prints a
+secret literally: it replaces it with a reference and says which variable to set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from .config import ConfigError, ServerConfig
+
+_ALIAS_BAD: Final = re.compile(r"[^A-Za-z0-9_-]+")
+_VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")
+_REF: Final = re.compile(r"\$\{([^}]*)\}|\$")
+_SECRET_NAME: Final = re.compile(
+    r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION|(^|_)PAT($|_)"
+    r"|(^|_)KEY($|_)",
+    re.I,
+)
+_SECRET_HEADER: Final = re.compile(r"authorization|cookie|token|secret|key|auth", re.I)
+_SCHEME: Final = re.compile(r"^(Bearer|Basic|Token)\b\s*", re.I)
+# Letters and digits, long, no spaces or slashes: an API key or token, whatever its name.
+_TOKEN_LIKE: Final = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_\-+=.]{24,}")
+# Keys other hosts use for their own UI or policies; mcpd has no use for them.
+_HOST_ONLY: Final = frozenset(
+    {
+        "alwaysAllow",
+        "autoApprove",
+        "disabledTools",
+        "description",
+        "gallery",
+        "icon",
+        "oauth",
+        "timeout",
+        "transportType",
+        "version",
+        "dev",
+        "sandbox",
+        "sandboxEnabled",
+        "trust",
+    }
+)
+
+
+class Imported(msgspec.Struct):
+    """mcpd server tables keyed by alias, with real values (``secrets`` says which
+    values must not be printed), and notes for the person importing."""
+
+    servers: dict[str, dict[str, Any]]
+    notes: list[str]
+    secrets: dict[tuple[str, ...], str]  # key path -> the variable that replaces it
+    source: str
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as decoded, duplicate keys and all."""
+
+
+def read_json(text: str) -> Any:
+    """JSON, also with // and /* */ comments and trailing commas (JSONC)."""
+    return json.loads(_strip_jsonc(text), object_pairs_hook=_Pairs)
+
+
+def _strip_jsonc(text: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            while i < n and text[i] != "\n":
+                i += 1
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            out.append(" ")
+        elif c in "]}":
+            # A trailing comma before a closing bracket: drop it.
+            k = len(out) - 1
+            while k >= 0 and out[k].isspace():
+                k -= 1
+            if k >= 0 and out[k] == ",":
+                out[k] = " "
+            out.append(c)
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _objects(node: Any, path: str, notes: list[str]) -> Any:
+    """Plain dicts from decoded pairs; a repeated key is reported, the last one wins."""
+    if isinstance(node, _Pairs):
+        out: dict[str, Any] = {}
+        for key, value in node:
+            if key in out:
+                notes.append(f"{path}.{key}: the key appears more than once; the last one wins")
+            out[key] = _objects(value, f"{path}.{key}" if path else key, notes)
+        return out
+    if isinstance(node, list):
+        return [_objects(v, f"{path}[{i}]", notes) for i, v in enumerate(node)]
+    return node
+
+
+def import_file(path: str | os.PathLike[str]) -> Imported:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("", f"cannot read {str(p)!r}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError("", f"{p}: not UTF-8 text") from None
+    return import_text(text, str(p))
+
+
+def import_text(text: str, source: str) -> Imported:
+    try:
+        raw = read_json(text)
+    except ValueError as exc:
+        raise ConfigError("", f"{source}: not valid JSON: {exc}") from None
+    notes: list[str] = []
+    doc = _objects(raw, "", notes)
+    if not isinstance(doc, dict):
+        raise ConfigError("", f"{source}: expected a JSON object at the top")
+    found: list[tuple[str, str, Any]] = []  # (where, name, body)
+    inputs: dict[str, str] = {}
+    for where, table in _server_tables(doc):
+        if not isinstance(table, dict):
+            notes.append(f"{where}: not an object; skipped")
+            continue
+        found.extend((f"{where}.{name}", name, body) for name, body in table.items())
+    for item in doc.get("inputs") or (doc.get("mcp") or {}).get("inputs") or []:
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            inputs[item["id"]] = str(item.get("description") or "")
+    if not found:
+        raise ConfigError(
+            "", f'{source}: no MCP servers found (expected an "mcpServers" or "servers" object)'
+        )
+    state = _Converter(_workspace(source), inputs, notes)
+    servers: dict[str, dict[str, Any]] = {}
+    bodies: dict[str, Any] = {}
+    for where, name, body in found:
+        alias = _alias(name)
+        if alias != name:
+            notes.append(f"{where}: the name {name!r} became the alias {alias!r}")
+        if alias in servers:
+            if bodies[alias] == body:
+                notes.append(f"{where}: the same server as {alias!r} again; kept once")
+                continue
+            n = 2
+            while f"{alias}_{n}" in servers:
+                n += 1
+            notes.append(f"{where}: another server named {alias!r}; imported as {alias}_{n}")
+            alias = f"{alias}_{n}"
+        table = state.server(alias, where, body)
+        if table is not None:
+            servers[alias] = table
+            bodies[alias] = body
+    return Imported(servers, notes, state.secrets, source)
+
+
+def _server_tables(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    tables: list[tuple[str, Any]] = []
+    if "mcpServers" in doc:
+        tables.append(("mcpServers", doc["mcpServers"]))
+    if "servers" in doc:
+        tables.append(("servers", doc["servers"]))
+    mcp = doc.get("mcp")
+    if isinstance(mcp, dict) and "servers" in mcp:
+        tables.append(("mcp.servers", mcp["servers"]))
+    projects = doc.get("projects")
+    if isinstance(projects, dict):  # ~/.claude.json: servers per project directory
+        for project, body in projects.items():
+            if isinstance(body, dict) and body.get("mcpServers"):
+                tables.append((f"projects.{project}.mcpServers", body["mcpServers"]))
+    return tables
+
+
+def _workspace(source: str) -> str | None:
+    """The project folder a workspace file belongs to, for ${workspaceFolder}."""
+    p = Path(source).resolve()
+    if p.parent.name in (".vscode", ".cursor"):
+        return str(p.parent.parent)
+    if p.name == ".mcp.json":
+        return str(p.parent)
+    return None
+
+
+def _alias(name: str) -> str:
+    return _ALIAS_BAD.sub("_", name.strip()).strip("_") or "server"
+
+
+class _Converter:
+    def __init__(self, workspace: str | None, inputs: dict[str, str], notes: list[str]) -> None:
+        self.workspace = workspace
+        self.inputs = inputs
+        self.notes = notes
+        self.secrets: dict[tuple[str, ...], str] = {}
+
+    def server(self, alias: str, where: str, body: Any) -> dict[str, Any] | None:
+        if not isinstance(body, dict):
+            self.notes.append(f"{where}: not an object; skipped")
+            return None
+        kind = body.get("type")
+        out: dict[str, Any] = {}
+        val: Callable[[Any, str], str] = lambda v, key: self.value(v, f"{where}.{key}")  # noqa: E731
+        if body.get("command") is not None:
+            out["command"] = val(body["command"], "command")
+            out["args"] = [val(a, f"args[{i}]") for i, a in enumerate(body.get("args") or [])]
+            env = {k: val(v, f"env.{k}") for k, v in (body.get("env") or {}).items()}
+            for key, value in env.items():
+                if _looks_secret(key, value, _SECRET_NAME):
+                    self.secrets[("servers", alias, "env", key)] = _var(alias, key)
+            out["env"] = env
+            if body.get("cwd"):
+                out["cwd"] = val(body["cwd"], "cwd")
+            if body.get("envFile"):
+                self.notes.append(
+                    f"{where}.envFile: not read; put its variables in [servers.{alias}.env] "
+                    "(or mcpd's own environment)"
+                )
+        elif body.get("url") is not None:
+            out["url"] = val(body["url"], "url")
+            headers = {k: val(v, f"headers.{k}") for k, v in (body.get("headers") or {}).items()}
+            for key, value in headers.items():
+                if _looks_secret(key, value, _SECRET_HEADER):
+                    self.secrets[("servers", alias, "headers", key)] = _var(alias, key)
+            out["headers"] = headers
+            if kind == "sse":
+                self.notes.append(
+                    f'{where}: type "sse" is the old HTTP+SSE transport; mcpd speaks '
+                    "Streamable HTTP, which such servers often offer at /mcp instead of /sse"
+                )
+        else:
+            self.notes.append(f'{where}: neither "command" nor "url"; skipped')
+            return None
+        if kind not in (None, "stdio", "http", "streamable-http", "streamableHttp", "sse"):
+            self.notes.append(f"{where}.type: {kind!r} is not a transport mcpd knows; ignored")
+        if body.get("disabled") is True:
+            out["enabled"] = False
+        for key in sorted(body):
+            if key in _HOST_ONLY:
+                self.notes.append(f"{where}.{key}: a setting of the other host; not imported")
+            elif key not in {"type", "command", "args", "env", "cwd", "envFile", "url",
+                             "headers", "disabled"}:  # fmt: skip
+                self.notes.append(f"{where}.{key}: unknown key; not imported")
+        table = {k: v for k, v in out.items() if v not in ({}, [])}
+        try:
+            msgspec.convert(table, ServerConfig)
+        except msgspec.ValidationError as exc:
+            self.notes.append(f"{where}: {exc}; skipped")
+            return None
+        return table
+
+    def value(self, value: Any, where: str) -> str:
+        """A string in mcpd's syntax: references translated, literal ``$`` escaped."""
+        if not isinstance(value, str):
+            if isinstance(value, bool | int | float):
+                return json.dumps(value)
+            self.notes.append(f"{where}: {type(value).__name__} where a string belongs; emptied")
+            return ""
+
+        def sub(m: re.Match[str]) -> str:
+            if m.group(0) == "$":
+                return "$$"  # these hosts pass "$" through as it is; mcpd would expand it
+            return self._reference(m.group(1), where)
+
+        return _REF.sub(sub, value)
+
+    def _reference(self, body: str, where: str) -> str:
+        kind, _, rest = body.partition(":")
+        if kind == "env" and rest:
+            return f"${{{rest}}}"
+        if kind == "input" and rest:
+            name = _var_name(rest)
+            what = self.inputs.get(rest)
+            self.notes.append(
+                f"{where}: the input {rest!r}{f' ({what})' if what else ''} is read from "
+                f"${name}; set it in mcpd's environment or use ${{file:PATH}}"
+            )
+            return f"${{{name}}}"
+        if body == "userHome":
+            return "${HOME}"
+        if body in ("pathSeparator", "/"):
+            return "/"
+        if body in ("workspaceFolder", "workspaceFolderBasename"):
+            if self.workspace is None:
+                self.notes.append(f"{where}: ${{{body}}} is read from $WORKSPACE_FOLDER")
+                return "${WORKSPACE_FOLDER}"
+            folder = self.workspace if body == "workspaceFolder" else Path(self.workspace).name
+            return folder.replace("$", "$$")
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(:-.*)?", body, re.S) or body.startswith("file:"):
+            return f"${{{body}}}"  # already mcpd's syntax (Claude Code uses the same)
+        name = _var_name(body)
+        self.notes.append(f"{where}: ${{{body}}} has no meaning here; read from ${name} instead")
+        return f"${{{name}}}"
+
+
+def _looks_secret(key: str, value: str, names: re.Pattern[str]) -> bool:
+    # What is written in the file itself, without references and an auth scheme word.
+    literal = _SCHEME.sub("", _REF.sub("", value).strip()).strip()
+    if not literal:
+        return False
+    return bool(names.search(key)) or _TOKEN_LIKE.fullmatch(literal) is not None
+
+
+def _var(alias: str, key: str) -> str:
+    return _var_name(f"{alias}_{key}")
+
+
+def _var_name(text: str) -> str:
+    name = _VAR_BAD.sub("_", text).upper().strip("_") or "VALUE"
+    return f"_{name}" if name[0].isdigit() else name
+
+
+def config_from_json(text: bytes, source: str) -> dict[str, Any]:
+    """The config data for ``mcpd serve --config FILE.json``; notes go to the log."""
+    import logging
+
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("", f"{source}: not UTF-8 text") from None
+    imported = import_text(decoded, source)
+    log = logging.getLogger("mcpd.config")
+    for note in imported.notes:
+        log.warning("%s: %s", source, note)
+    return {"servers": imported.servers}
+
+
+# -- printing mcpd's TOML --
+
+_BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def to_toml(imported: Imported) -> str:
+    """The servers as mcpd config text; secrets appear as references only."""
+    out = [
+        f"# MCP servers imported from {_line(imported.source)} by `mcpd import`.",
+        "# Review them, then add [daemon] or [naming] settings if the defaults do not fit.",
+    ]
+    if imported.secrets:
+        out += [
+            "#",
+            "# Secrets were not copied. Give mcpd these variables (systemd: Environment= or",
+            "# EnvironmentFile=), or replace a reference with ${file:PATH} (LoadCredential=):",
+        ]
+        out += [f"#   {var}  ({'.'.join(path)})" for path, var in imported.secrets.items()]
+    if imported.notes:
+        out += ["#", "# Notes:"] + [f"#   {_line(n)}" for n in imported.notes]
+    for alias, table in imported.servers.items():
+        out += ["", f"[servers.{_key(alias)}]"]
+        for key in ("command", "args", "cwd", "url", "enabled"):
+            if key in table:
+                out.append(f"{key} = {_toml_value(table[key])}")
+        for sub in ("env", "headers"):
+            items = table.get(sub)
+            if not items:
+                continue
+            out.append(f"[servers.{_key(alias)}.{sub}]")
+            for key, value in items.items():
+                var = imported.secrets.get(("servers", alias, sub, key))
+                if var is not None:
+                    scheme = _SCHEME.match(value)
+                    value = f"{scheme.group(0) if scheme else ''}${{{var}}}"
+                out.append(f"{_key(key)} = {_toml_value(value)}")
+    return "\n".join(out) + "\n"
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else _toml_value(key)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    # A JSON string is a TOML basic string, except that TOML also wants DEL escaped.
+    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")

@@ -1,0 +1,55 @@
+"""``${file:PATH}`` in the config: a secret read from a file instead of the environment.
+
+Environment variables leak into ``/proc/PID/environ``, child processes and crash reports;
+a file readable by mcpd's user alone does not. systemd's ``LoadCredential=`` puts such
+files in ``$CREDENTIALS_DIRECTORY``, so a relative ``PATH`` is looked up there.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+
+
+class SecretError(Exception):
+    """The file cannot be used; the message never contains its content."""
+
+
+def read_secret(path: str, env: Mapping[str, str]) -> str:
+    """The file's text without its trailing newline (editors and ``echo`` add one)."""
+    if not path:
+        raise SecretError("${file:...} needs a path")
+    if not os.path.isabs(path):
+        base = env.get("CREDENTIALS_DIRECTORY")
+        if not base:
+            raise SecretError(
+                f"{path!r} is relative and $CREDENTIALS_DIRECTORY is not set "
+                "(give an absolute path, or use systemd's LoadCredential=)"
+            )
+        path = os.path.join(base, path)
+    try:
+        with open(path, "rb") as f:
+            # Checked on the open file, so the mode seen is the mode of what is read.
+            mode = os.fstat(f.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise SecretError(f"secret file {path!r} is not a regular file")
+            if mode & stat.S_IROTH:
+                raise SecretError(
+                    f"secret file {path!r} is readable by every user; "
+                    f"run chmod o-r {path} (mcpd refuses secrets anyone can read)"
+                )
+            data = f.read()
+    except FileNotFoundError:
+        raise SecretError(f"secret file {path!r} does not exist") from None
+    except PermissionError:
+        raise SecretError(f"secret file {path!r} is not readable by mcpd's user") from None
+    except IsADirectoryError:
+        raise SecretError(f"secret file {path!r} is a directory") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SecretError(f"secret file {path!r} is not UTF-8 text") from None
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text[:-1] if text.endswith("\n") else text
