@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -39,6 +40,10 @@ def serve(
 async def _main(
     config: Config | None, config_path: str | None, demo: bool, socket: str | None, sysd: SystemdEnv
 ) -> None:
+    if not socket and sysd.runtime_directory and (config is None or config.daemon.socket is None):
+        # Under systemd the unit's RuntimeDirectory= (/run/mcpd) is ours: the default
+        # path for our uid (XDG_RUNTIME_DIR or /tmp) is not what mcpd.socket and clients use.
+        socket = os.path.join(sysd.runtime_directory, "mcpd.sock")
     if demo:
         async with demo_config(socket) as cfg:
             await Daemon(cfg, sysd=sysd).run()

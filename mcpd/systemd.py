@@ -315,6 +315,9 @@ class SystemdEnv:
     sockets: list[ListenSocket] = field(default_factory=list)
     faults: frozenset[str] = frozenset()
     wedge_seconds: float = 3600.0
+    # The unit's RuntimeDirectory= ($RUNTIME_DIRECTORY, the first if there are several):
+    # where the socket goes when neither --socket nor the config names one.
+    runtime_directory: str | None = None
 
     @classmethod
     def take(cls, environ: MutableMapping[str, str] | None = None) -> SystemdEnv:
@@ -330,6 +333,7 @@ class SystemdEnv:
             sockets=listen_fds(env),
             faults=enabled_test_faults(env),
             wedge_seconds=wedge,
+            runtime_directory=env.get("RUNTIME_DIRECTORY", "").split(":")[0] or None,
         )
         scrub_environ(env)
         return captured
