@@ -102,10 +102,14 @@ class Daemon:
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._started = trio.current_time()
         listener = adopt_listener(self.sysd.sockets)
-        owned_path = None
+        owned: os.stat_result | None = None
         if listener is None:
             listener = await open_unix_listener(self.socket_path, self.config.socket_mode())
-            owned_path = self.socket_path
+            owned = os.lstat(self.socket_path)
+        else:
+            bound = listener.socket.getsockname()
+            if isinstance(bound, str) and bound:
+                self.socket_path = bound  # systemd's (mcpd.socket), whatever the config says
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.supervisor.run)
@@ -134,8 +138,8 @@ class Daemon:
                 logger.info("stopping", extra=log_extra(None))
                 nursery.cancel_scope.cancel()
         finally:
-            if owned_path is not None:
-                _unlink_if_socket(owned_path)
+            if owned is not None:
+                _unlink_if_ours(self.socket_path, owned)
 
     def stop(self) -> None:
         self._stop.set()
@@ -162,7 +166,7 @@ class Daemon:
                     extra=log_extra(None, "reload", str(exc)),
                 )
                 raise rpc.RPCError(-32000, f"config rejected: {exc}") from None
-            if new.socket_path() != self.socket_path:
+            if new.daemon.socket is not None and new.socket_path() != self.socket_path:
                 logger.warning(
                     "the socket path changed; that takes a restart, not a reload",
                     extra=log_extra(None, "reload"),
@@ -171,8 +175,14 @@ class Daemon:
             try:
                 report = await self.supervisor.reload(new)
                 self.config = new
+                # Added and changed servers get their first attempt before READY=1 and
+                # before `mcpd reload` returns, as at start-up.
+                await self.supervisor.wait_started(
+                    trio.current_time() + new.daemon.startup_deadline
+                )
             finally:
-                self.notifier.ready(self.supervisor.summary())
+                self._status_line = self.supervisor.summary()
+                self.notifier.ready(self._status_line)
             return report
 
     def _changed(self, alias: str) -> None:
@@ -221,7 +231,10 @@ class Daemon:
         }
 
 
-def _unlink_if_socket(path: str) -> None:
+def _unlink_if_ours(path: str, ours: os.stat_result) -> None:
+    """Remove the socket file we bound, unless another one (say mcpd.socket's) has
+    taken its place since."""
     with contextlib.suppress(OSError):
-        if stat.S_ISSOCK(os.lstat(path).st_mode):
+        st = os.lstat(path)
+        if stat.S_ISSOCK(st.st_mode) and (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino):
             os.unlink(path)
