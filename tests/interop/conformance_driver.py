@@ -1,6 +1,6 @@
 """mcpd as the client under test of the official conformance suite's client mode.
 
-usage: python conformance_driver.py [--era auto|legacy|modern] SERVER_URL
+usage: python conformance_driver.py [--era auto|legacy|modern] [--elicit] SERVER_URL
 
 The harness appends the scenario's mock server URL as the last argument and names the
 scenario in ``MCP_CONFORMANCE_SCENARIO`` (with ``MCP_CONFORMANCE_CONTEXT`` for the
@@ -9,10 +9,14 @@ process with that URL as its only server, waits until the daemon had its first
 attempt at the server, then does what the scenario asks through the daemon's Unix
 socket, as an agent would. It prints one JSON line with what it saw (for the tests to
 read back from the harness's ``stdout.txt``) and exits 0 when the daemon behaved.
+
+With ``--elicit`` the agent declares the elicitation capability and answers the input
+requests of ``input_required`` results itself, retrying through the daemon.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -37,6 +41,7 @@ PREFIX = f"mcp__{ALIAS}__"
 TIMEOUT = 25.0
 
 Summary = dict[str, Any]
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 
 
 def text_of(result: dict[str, Any]) -> str:
@@ -111,6 +116,67 @@ async def request_state(agent: Agent, out: Summary) -> None:
     out["calls"] = [await call(agent, name, {}) for name in order]
 
 
+def fill(schema: dict[str, Any]) -> dict[str, Any]:
+    """Content for an elicitation form: a plain value of each property's type."""
+    values = {"boolean": True, "string": "mcpd", "integer": 1, "number": 1.0}
+    props = schema.get("properties") or {}
+    return {name: values.get(prop.get("type"), "mcpd") for name, prop in props.items()}
+
+
+class ElicitingAgent:
+    """An agent with the elicitation capability that answers input requests itself."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    async def send(self, params: dict[str, Any]) -> dict[str, Any]:
+        meta = {CAPABILITIES: {"elicitation": {}}}
+        return await self.agent.result("tools/call", {**params, "_meta": meta})  # type: ignore[no-any-return]
+
+    async def first_round(self, tool: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        params = {"name": PREFIX + tool, "arguments": {}}
+        return params, await self.send(params)
+
+    async def answer(self, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        """Retry once with an answer to every input request (and the state, if any)."""
+        responses = {}
+        for key, req in (result.get("inputRequests") or {}).items():
+            schema = (req.get("params") or {}).get("requestedSchema") or {}
+            responses[key] = {"action": "accept", "content": fill(schema)}
+        retry = {**params, "inputResponses": responses}
+        if "requestState" in result:
+            retry["requestState"] = result["requestState"]
+        return await self.send(retry)
+
+
+def outcome(tool: str, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    last = rounds[-1]
+    return {
+        "tool": tool,
+        "rounds": [r.get("resultType") for r in rounds],
+        "isError": last.get("isError", False),
+        "resultType": last.get("resultType"),
+        "text": text_of(last),
+        "meta": last.get("_meta"),
+    }
+
+
+async def request_state_answered(agent: Agent, out: Summary) -> None:
+    out["tools"] = sorted(await list_own_tools(agent))
+    eliciting = ElicitingAgent(agent)
+    calls = []
+    params, first = await eliciting.first_round("test_mrtr_echo_state")
+    # An unrelated call between the rounds must carry nothing of them.
+    _, unrelated = await eliciting.first_round("test_mrtr_unrelated")
+    calls.append(outcome("test_mrtr_unrelated", [unrelated]))
+    calls.append(outcome("test_mrtr_echo_state", [first, await eliciting.answer(params, first)]))
+    params, first = await eliciting.first_round("test_mrtr_no_state")
+    calls.append(outcome("test_mrtr_no_state", [first, await eliciting.answer(params, first)]))
+    _, plain = await eliciting.first_round("test_mrtr_no_result_type")
+    calls.append(outcome("test_mrtr_no_result_type", [plain]))
+    out["calls"] = calls
+
+
 SCENARIOS: dict[str, Callable[[Agent, Summary], Awaitable[None]]] = {
     "tools_call": tools_call,
     "request-metadata": list_only,
@@ -181,19 +247,20 @@ async def run_daemon(
 
 
 def main(argv: list[str]) -> int:
-    era = "auto"
-    if len(argv) >= 3 and argv[0] == "--era":
-        era, argv = argv[1], argv[2:]
-    if not argv:
-        print("usage: conformance_driver.py [--era ERA] SERVER_URL", file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(description="mcpd under the conformance harness")
+    parser.add_argument("--era", choices=["auto", "modern", "legacy"], default="auto")
+    parser.add_argument("--elicit", action="store_true", help="the agent answers elicitation")
+    parser.add_argument("url")
+    args = parser.parse_args(argv)
+    if args.elicit:
+        SCENARIOS["sep-2322-client-request-state"] = request_state_answered
     logging.basicConfig(
         level=os.environ.get("MCPD_DRIVER_LOG_LEVEL", "INFO"),
         stream=sys.stderr,
         format="%(name)s %(levelname)s %(message)s",
     )
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    summary = trio.run(drive, argv[-1], scenario, era)
+    summary = trio.run(drive, args.url, scenario, args.era)
     print(json.dumps(summary), flush=True)
     return 0 if summary.get("ok") else 1
 

@@ -29,13 +29,16 @@ DRIVER = Path(__file__).with_name("conformance_driver.py")
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 
-# mcpd declares no client capabilities (a daemon has no one to ask), so the request
-# state scenario's elicitation rounds never complete, by design: mcpd reports the
-# input request to the agent as an error result and never retries on its own.
+# mcpd itself has no one to ask for input. When the agent did not declare elicitation
+# either, the request state scenario's elicitation rounds never complete, by design:
+# mcpd reports the input request to the agent as an error result and never retries
+# on its own, so the checks that only a retry can satisfy fail.
 NO_ELICITATION = "FAILURE"
+# A run whose agent declares elicitation and answers (``conformance_driver --elicit``).
+ELICIT = "+elicit"
 
-# Per scenario, the status expected of each check: by id, or by "id/name" where one id
-# covers several checks. Any check not listed (other than INFO) is a failure.
+# Per scenario (and agent), the status expected of each check: by id, or by "id/name"
+# where one id covers several checks. Any check not listed (other than INFO) fails.
 EXPECTED: dict[str, dict[str, str]] = {
     # Its mock answers server/discover (any unknown method) with an empty result.
     "initialize": {
@@ -117,6 +120,15 @@ EXPECTED: dict[str, dict[str, str]] = {
         "sep-2322-client-jsonrpc-id-different": NO_ELICITATION,
         "sep-2322-client-no-state-omitted": NO_ELICITATION,
     },
+    # mcpd hands the agent input_required as it is, and its retry (answers and the
+    # same requestState) goes to the server as a new request.
+    "sep-2322-client-request-state" + ELICIT: {
+        "sep-2322-client-parallel-isolation": "SUCCESS",
+        "sep-2322-default-result-type-complete": "SUCCESS",
+        "sep-2322-client-request-state-echoed": "SUCCESS",
+        "sep-2322-client-jsonrpc-id-different": "SUCCESS",
+        "sep-2322-client-no-state-omitted": "SUCCESS",
+    },
 }
 
 RUNS = [
@@ -131,6 +143,7 @@ RUNS = [
     ("json-schema-2020-12-preservation", LEGACY),
     ("json-schema-2020-12-preservation", MODERN),
     ("sep-2322-client-request-state", MODERN),
+    ("sep-2322-client-request-state" + ELICIT, MODERN),
 ]
 
 
@@ -168,10 +181,27 @@ def request_state_answers(summary: dict[str, Any]) -> None:
     assert sent.count("tools/call") == len(calls)
 
 
+def answered_request_state(summary: dict[str, Any]) -> None:
+    rounds = {c["tool"]: c["rounds"] for c in summary["calls"]}
+    assert rounds == {
+        "test_mrtr_unrelated": ["complete"],
+        "test_mrtr_echo_state": ["input_required", "complete"],
+        "test_mrtr_no_state": ["input_required", "complete"],
+        "test_mrtr_no_result_type": ["complete"],
+    }
+    assert texts(summary) == {
+        "test_mrtr_unrelated": "unrelated-ok",
+        "test_mrtr_echo_state": "echo-state-ok",
+        "test_mrtr_no_state": "no-state-ok",
+        "test_mrtr_no_result_type": "no-result-type-test-ok",
+    }
+
+
 ANSWERS = {
     "tools_call": tools_call_answers,
     "http-invalid-tool-headers": invalid_tool_answers,
     "sep-2322-client-request-state": request_state_answers,
+    "sep-2322-client-request-state" + ELICIT: answered_request_state,
 }
 
 
@@ -188,12 +218,12 @@ class Run:
         self.summary: dict[str, Any] = json.loads(lines[-1])
 
 
-async def run_scenario(scenario: str, version: str, out_dir: Path) -> Run:
+async def run_scenario(scenario: str, version: str, out_dir: Path, *driver_args: str) -> Run:
     argv = [
         node_tool("conformance"),
         "client",
         "--command",
-        f"{sys.executable} {DRIVER}",
+        " ".join([sys.executable, str(DRIVER), *driver_args]),
         "--scenario",
         scenario,
         "--spec-version",
@@ -235,8 +265,9 @@ def unexpected(checks: list[dict[str, Any]], expected: dict[str, str]) -> dict[s
 
 @pytest.mark.parametrize(("scenario", "version"), RUNS, ids=[f"{s}@{v}" for s, v in RUNS])
 async def test_conformance_scenario(scenario: str, version: str, tmp_path: Path) -> None:
+    name, elicit, _ = scenario.partition(ELICIT)
     with trio.fail_after(90):
-        run = await run_scenario(scenario, version, tmp_path)
+        run = await run_scenario(name, version, tmp_path, *(["--elicit"] if elicit else []))
 
     assert unexpected(run.checks, EXPECTED[scenario]) == {}, run.log
     failures_expected = "FAILURE" in EXPECTED[scenario].values()
