@@ -21,7 +21,7 @@ from msgspec import UNSET, Raw
 from mcpd.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from tests.support.agent import connect, make_config, running
+from tests.support.agent import Agent, connect, make_config, running
 from transports.base import SessionExpired
 from transports.http import HttpRPCError, HttpTransport, open_http_transport
 
@@ -338,6 +338,20 @@ async def test_mcp_proxy_over_stdio_server(stateless: bool) -> None:
 # -- the whole daemon, HTTP servers of both eras behind one socket --
 
 
+async def agent_progress(agent: Agent, token: str, count: int) -> list[dict[str, Any]]:
+    """The agent's progress notifications for ``token``, once ``count`` have come."""
+    while True:
+        found = [
+            n["params"]
+            for n in agent.notifications
+            if n["method"] == "notifications/progress" and n["params"]["progressToken"] == token
+        ]
+        if len(found) >= count:
+            return found
+        agent.notified = trio.Event()
+        await agent.notified.wait()
+
+
 async def test_daemon_over_http_servers(tmp_path: Path) -> None:
     with trio.fail_after(90):
         async with sdk_server() as (sdk, _), everything_server() as (ev, _):
@@ -369,6 +383,20 @@ async def test_daemon_over_http_servers(tmp_path: Path) -> None:
                     assert result["resultType"] == "complete"
                     failed = await agent.call(f"mcp__{alias}__boom", {})
                     assert failed["isError"] is True
+                    # Progress from the server's event stream reaches the agent, with
+                    # the agent's own token.
+                    token = f"progress-{alias}"
+                    done = await agent.result(
+                        "tools/call",
+                        {
+                            "name": f"mcp__{alias}__count_up",
+                            "arguments": {"steps": 2},
+                            "_meta": {"progressToken": token},
+                        },
+                    )
+                    assert done["content"][0]["text"] == "counted 2"
+                    progress = await agent_progress(agent, token, 2)
+                    assert [p["progress"] for p in progress] == [1, 2]
                 result = await agent.call("mcp__ev__echo", {"message": "daemon"})
                 assert result["content"][0]["text"] == "Echo: daemon"
                 assert result["resultType"] == "complete"
