@@ -409,3 +409,30 @@ async def test_daemon_over_http_servers(tmp_path: Path) -> None:
                 assert f"this result was {200 * 1024} characters" in texts[-1]
             # Stopping the daemon ended the legacy session on the SDK server.
             await sdk.wait_output("Terminating session: ")
+
+
+async def test_daemon_follows_a_modern_servers_tool_list(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with sdk_server("--grow") as (_, tap):
+            cfg = make_config(tmp_path, {"sdk": {"url": tap.url()}})
+            async with running(cfg) as daemon, connect(daemon.socket_path, modern=False) as agent:
+                await agent.initialize()
+                names = {tool["name"] for tool in await agent.tools()}
+                assert "mcp__sdk__grow" in names and "mcp__sdk__grown" not in names
+
+                result = await agent.call("mcp__sdk__grow", {"name": "grown"})
+                assert result["content"][0]["text"] == "added grown"
+                # The server tells mcpd on its subscription; mcpd tells its agents.
+                while not any(
+                    n["method"] == "notifications/tools/list_changed" for n in agent.notifications
+                ):
+                    agent.notified = trio.Event()
+                    await agent.notified.wait()
+                names = {tool["name"] for tool in await agent.tools()}
+                assert "mcp__sdk__grown" in names
+                result = await agent.call("mcp__sdk__grown", {})
+                assert result["content"][0]["text"] == "grown"
+
+    listens = [r for r in posts(tap) if r.rpc_method == "subscriptions/listen"]
+    assert listens and listens[0].headers["mcp-method"] == "subscriptions/listen"
+    assert listens[0].rpc["params"]["notifications"] == {"toolsListChanged": True}

@@ -1,9 +1,11 @@
 """A server on the official Python SDK (v2, ``MCPServer``), speaking both eras.
 
 usage: python sdk_server.py stdio | http PORT [--json] [--stateless] [--idle SECONDS] [--ask]
+       [--grow]
 
 ``--idle`` ends a stateful session after that many seconds without a request.
 ``--ask`` adds a tool ``ask`` that sends requests back to the client during the call.
+``--grow`` adds a tool ``grow`` that adds a tool and tells subscribers the list changed.
 """
 
 from __future__ import annotations
@@ -71,6 +73,19 @@ def _add_asking_tool() -> None:
         return "pinged; elicitation answered"
 
 
+def _add_growing_tool() -> None:
+    @app.tool()
+    async def grow(name: str, ctx: Context = None) -> str:  # type: ignore[assignment]
+        """Add a tool called `name` that answers with its own name."""
+
+        def grown() -> str:
+            return name
+
+        app.add_tool(grown, name=name, description=f"Added by grow({name!r}).")
+        await ctx.notify_tools_changed()
+        return f"added {name}"
+
+
 def _idle_option(argv: list[str]) -> dict[str, float]:
     if "--idle" not in argv:
         return {}
@@ -80,6 +95,8 @@ def _idle_option(argv: list[str]) -> dict[str, float]:
 if __name__ == "__main__":
     if "--ask" in sys.argv:
         _add_asking_tool()
+    if "--grow" in sys.argv:
+        _add_growing_tool()
     if sys.argv[1] == "stdio":
         app.run("stdio")
     else:
