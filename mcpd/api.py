@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -21,12 +20,12 @@ from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.framing import LineFramer, Oversized
 from protocol.server import RequestContext, ServerSession
 from transports.base import log_extra
 
 from . import __version__
-from .peers import Peer, is_allowed, is_owner, peer_of, resolve_groups
+from .connection import Connection
+from .peers import is_allowed, peer_of, resolve_groups
 from .results import shape_call_result
 from .runner import CallRefused
 
@@ -47,7 +46,6 @@ class Api:
         self.daemon = daemon
         self.connections: set[Connection] = set()
         self._dirty = trio.Event()
-        self._listed_version = -1
         self._allow_gids = resolve_groups(daemon.config.daemon.allow_groups)
         self.ending = trio.Event()
         self._listens = 0
@@ -101,7 +99,7 @@ class Api:
                 )
             await stream.aclose()
             return
-        conn = Connection(self, stream, peer)
+        conn = Connection(self, stream, ServerSession(SERVER_INFO, CAPABILITIES), peer)
         self.connections.add(conn)
         try:
             await conn.run()
@@ -120,11 +118,12 @@ class Api:
             await trio.sleep(_DEBOUNCE)
             self._dirty = trio.Event()
             version = self.daemon.registry.version
-            if version == self._listed_version:
-                continue
-            self._listed_version = version
             line = rpc.encode_notification("notifications/tools/list_changed")
             for conn in list(self.connections):
+                # Only changes after the agent connected are news to it.
+                if conn.seen_version >= version:
+                    continue
+                conn.seen_version = version
                 if conn.session.legacy_version is not None:
                     conn.send_nowait(line)
                 for sub_id in conn.subscriptions:
@@ -137,7 +136,8 @@ class Api:
 
     # -- dispatch --
 
-    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes:
+    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
+        """The encoded reply, or None when the handler already sent it."""
         session = conn.session
         try:
             if req.method == "initialize":
@@ -154,7 +154,7 @@ class Api:
             if handler is None:
                 raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"Method not found: {req.method}")
             result = await handler(self, conn, req, ctx)
-            if isinstance(result, bytes):
+            if result is None or isinstance(result, bytes):
                 return result
             return self._finish(req.id, ctx, result)
         except rpc.RPCError as exc:
@@ -270,17 +270,21 @@ class Api:
         self._listens_done = trio.Event()
         try:
             await self.ending.wait()
+            # The graceful end: the final response, written before the daemon lets go.
+            await conn.send(rpc.encode_result(req.id, {"resultType": mcp.COMPLETE, "_meta": tag}))
+            with trio.move_on_after(1):
+                await conn.drain()
         finally:
             conn.subscriptions.discard(req.id)
             self._listens -= 1
             if self._listens == 0:
                 self._listens_done.set()
-        return {"resultType": mcp.COMPLETE, "_meta": tag}
+        return None
 
     async def end_subscriptions(self) -> None:
         """Close every agent's subscription with its final response before stopping."""
         self.ending.set()
-        with trio.move_on_after(1):
+        with trio.move_on_after(2):
             await self._listens_done.wait()
 
     async def _status(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
@@ -314,145 +318,3 @@ def _decode_cursor(cursor: str, total: int) -> int:
     if tag != "mcpd" or not 0 <= offset <= total:
         raise rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor {cursor!r}")
     return offset
-
-
-class Connection:
-    """One agent connection: reads lines, runs requests concurrently, writes replies."""
-
-    def __init__(self, api: Api, stream: trio.SocketStream, peer: Peer | None = None) -> None:
-        self.api = api
-        self.stream = stream
-        d = api.daemon.config.daemon
-        self.session = ServerSession(SERVER_INFO, CAPABILITIES)
-        self.framer = LineFramer(d.max_line_bytes)
-        self.max_inflight = d.max_inflight_per_connection
-        self.inflight: dict[rpc.Id, trio.CancelScope] = {}
-        self._lock = trio.Lock()
-        self._nursery: trio.Nursery | None = None
-        self.peer = peer
-        self.subscriptions: set[rpc.Id] = set()
-        out_tx, out_rx = trio.open_memory_channel[bytes](64)
-        self._out_tx: trio.MemorySendChannel[bytes] = out_tx
-        self._out_rx: trio.MemoryReceiveChannel[bytes] = out_rx
-
-    def is_owner(self) -> bool:
-        return is_owner(self.peer)
-
-    def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:
-        def deliver(params: mcp.ProgressParams) -> None:
-            self.send_nowait(rpc.encode_notification("notifications/progress", params))
-
-        return deliver
-
-    async def run(self) -> None:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            nursery.start_soon(self._pump_notifications)
-            try:
-                await self._read_loop(nursery)
-            finally:
-                nursery.cancel_scope.cancel()
-
-    async def _read_loop(self, nursery: trio.Nursery) -> None:
-        while True:
-            try:
-                data = await self.stream.receive_some(65536)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return
-            if not data:
-                return
-            for item in self.framer.feed(data):
-                if isinstance(item, Oversized):
-                    logger.warning(
-                        "agent connection sent a line over %d bytes; closing it",
-                        item.limit,
-                        extra=log_extra(None, reason="oversized line"),
-                    )
-                    await self.send(
-                        rpc.encode_error(
-                            None,
-                            rpc.INVALID_REQUEST,
-                            f"message exceeds the {item.limit} byte line limit; closing",
-                        )
-                    )
-                    return
-                self._line(item, nursery)
-
-    def _line(self, line: bytes, nursery: trio.Nursery) -> None:
-        try:
-            msg = rpc.decode_message(line)
-        except rpc.DecodeFailure as exc:
-            nursery.start_soon(self.send, exc.reply())
-            return
-        if isinstance(msg, rpc.Request):
-            if msg.id in self.inflight:
-                nursery.start_soon(
-                    self.send,
-                    rpc.encode_error(
-                        msg.id, rpc.INVALID_REQUEST, f"id {msg.id!r} is already in use"
-                    ),
-                )
-            elif len(self.inflight) >= self.max_inflight:
-                nursery.start_soon(
-                    self.send,
-                    rpc.encode_error(
-                        msg.id,
-                        -32000,
-                        "too many requests in flight on this connection "
-                        f"(limit {self.max_inflight})",
-                    ),
-                )
-            else:
-                scope = trio.CancelScope()
-                self.inflight[msg.id] = scope
-                nursery.start_soon(self._run_request, msg, scope)
-        elif isinstance(msg, rpc.Notification):
-            self._notification(msg)
-        # Responses from an agent answer nothing mcpd asked; they are ignored.
-
-    def _notification(self, msg: rpc.Notification) -> None:
-        if msg.method == "notifications/cancelled":
-            try:
-                params = rpc.decode_as(msg.params, mcp.CancelledParams)
-            except rpc.InvalidParams:
-                return
-            scope = self.inflight.get(params.requestId) if params.requestId is not UNSET else None
-            if scope is not None:
-                scope.cancel()
-
-    async def _run_request(self, req: rpc.Request, scope: trio.CancelScope) -> None:
-        try:
-            with scope:
-                reply = await self.api.dispatch(self, req)
-            if scope.cancelled_caught:
-                return  # the agent cancelled it: no response, as the protocol says
-            await self.send(reply)
-        finally:
-            self.inflight.pop(req.id, None)
-
-    async def send(self, data: bytes) -> None:
-        async with self._lock:
-            try:
-                with trio.fail_after(_WRITE_TIMEOUT):
-                    await self.stream.send_all(data + b"\n")
-            except trio.TooSlowError:
-                logger.warning(
-                    "an agent stopped reading its replies; closing its connection",
-                    extra=log_extra(None, reason="peer not reading"),
-                )
-                self._close()
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._close()
-
-    def send_nowait(self, data: bytes) -> None:
-        """Queue a notification; a peer that lets the queue fill up misses some."""
-        with contextlib.suppress(trio.WouldBlock):
-            self._out_tx.send_nowait(data)
-
-    async def _pump_notifications(self) -> None:
-        async for data in self._out_rx:
-            await self.send(data)
-
-    def _close(self) -> None:
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()

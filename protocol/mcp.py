@@ -171,8 +171,9 @@ class CallToolResult(msgspec.Struct, omit_defaults=True):
 
 class ProgressParams(msgspec.Struct, omit_defaults=True):
     progressToken: str | int
-    progress: float
-    total: float | UnsetType = UNSET
+    # int | float keeps "3" as 3 on the way through, not 3.0.
+    progress: int | float
+    total: int | float | UnsetType = UNSET
     message: str | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
 

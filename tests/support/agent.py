@@ -67,6 +67,13 @@ class Agent:
         else:
             ch.send_nowait(msg)
 
+    async def wait_notifications(self, count: int) -> list[dict[str, Any]]:
+        """Wait until ``count`` notifications arrived in all."""
+        while len(self.notifications) < count:
+            self.notified = trio.Event()
+            await self.notified.wait()
+        return self.notifications
+
     async def wait_unmatched(self, count: int) -> list[dict[str, Any]]:
         """Wait until ``count`` replies arrived that no request of ours was waiting for."""
         while len(self.unmatched) < count:

@@ -47,6 +47,8 @@ p.add_argument(
     help="answer the first discover with -32022 listing the real version",
 )
 p.add_argument("--log-file", help="append every line received on stdin to this file")
+p.add_argument("--progress", type=int, default=0,
+               help="send this many progress notifications before each tools/call answer")
 p.add_argument(
     "--discover-error", type=int, default=-32601, help="the error code --era legacy answers"
 )
@@ -127,6 +129,21 @@ def list_tools(rid, params: dict) -> None:
     result(rid, res)
 
 
+def ask(rid, params: dict) -> None:
+    """A tool that needs the user's name first (2026-07-28 input_required)."""
+    answers = params.get("inputResponses")
+    if answers is None:
+        result(rid, {"resultType": "input_required", "requestState": "state-\u00e9-1",
+                     "inputRequests": {"login": {"method": "elicitation/create", "params": {
+                         "mode": "form", "message": "GitHub user?",
+                         "requestedSchema": {"type": "object",
+                                             "properties": {"name": {"type": "string"}}}}}}})
+        return
+    name = answers.get("login", {}).get("content", {}).get("name", "?")
+    state = params.get("requestState")
+    result(rid, {"content": [{"type": "text", "text": f"hello {name} ({state})"}]})
+
+
 def call_tool(rid, params: dict) -> None:
     if args.die_on_call:
         print("dying on purpose", file=sys.stderr, flush=True)
@@ -149,6 +166,14 @@ def call_tool(rid, params: dict) -> None:
         if name == "fail":
             result(rid, {"content": [{"type": "text", "text": "it failed"}], "isError": True})
             return
+        if name == "ask":
+            ask(rid, params)
+            return
+        token = (params.get("_meta") or {}).get("progressToken")
+        for i in range(args.progress if token is not None else 0):
+            write({"jsonrpc": "2.0", "method": "notifications/progress",
+                   "params": {"progressToken": token, "progress": i + 1,
+                              "total": args.progress, "message": f"step {i + 1}"}})
         text = "x" * args.big if args.big else f"{name}:{arguments.get('text', '')}"
         result(rid, {"content": [{"type": "text", "text": text}]})
 

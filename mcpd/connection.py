@@ -1,0 +1,207 @@
+"""One agent connection: reads lines, runs each request in its own task, and writes
+everything through one writer task so progress always precedes its response and
+replies that pile up are written in one go."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+import trio
+from msgspec import UNSET
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.framing import LineFramer, Oversized
+from protocol.server import ServerSession
+from transports.base import log_extra
+
+from .peers import Peer, is_owner
+
+if TYPE_CHECKING:
+    from .api import Api
+
+logger = logging.getLogger("mcpd.api")
+
+_WRITE_TIMEOUT: Final = 30.0
+_QUEUE: Final = 256
+_BATCH_BYTES: Final = 1 << 20
+
+
+class Connection:
+    def __init__(
+        self, api: Api, stream: trio.SocketStream, session: ServerSession, peer: Peer | None = None
+    ) -> None:
+        self.api = api
+        self.stream = stream
+        d = api.daemon.config.daemon
+        self.session = session
+        self.framer = LineFramer(d.max_line_bytes)
+        self.max_inflight = d.max_inflight_per_connection
+        self.inflight: dict[rpc.Id, trio.CancelScope] = {}
+        self.peer = peer
+        self.subscriptions: set[rpc.Id] = set()
+        self.seen_version = api.daemon.registry.version
+        self.dropped = 0
+        self._nursery: trio.Nursery | None = None
+        self._out_tx, self._out_rx = trio.open_memory_channel[bytes](_QUEUE)
+        self._queued = 0
+        self._drained = trio.Event()
+        self._drained.set()
+
+    def is_owner(self) -> bool:
+        return is_owner(self.peer)
+
+    def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:
+        def deliver(params: mcp.ProgressParams) -> None:
+            self.send_nowait(rpc.encode_notification("notifications/progress", params))
+
+        return deliver
+
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._writer)
+            try:
+                await self._read_loop(nursery)
+                # The agent hung up: its calls are cancelled (their servers are told),
+                # and what is already queued for it still goes out if it can.
+                for scope in self.inflight.values():
+                    scope.cancel()
+                with trio.move_on_after(1):
+                    await self.drain()
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _read_loop(self, nursery: trio.Nursery) -> None:
+        while True:
+            try:
+                data = await self.stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                return
+            for item in self.framer.feed(data):
+                if isinstance(item, Oversized):
+                    logger.warning(
+                        "an agent sent a line over %d bytes; closing its connection",
+                        item.limit,
+                        extra=log_extra(None, reason="oversized line"),
+                    )
+                    await self.send(
+                        rpc.encode_error(
+                            None,
+                            rpc.INVALID_REQUEST,
+                            f"message exceeds the {item.limit} byte line limit; closing",
+                        )
+                    )
+                    return
+                self._line(item, nursery)
+
+    def _line(self, line: bytes, nursery: trio.Nursery) -> None:
+        try:
+            msg = rpc.decode_message(line)
+        except rpc.DecodeFailure as exc:
+            self.send_nowait(exc.reply())
+            return
+        if isinstance(msg, rpc.Request):
+            if msg.id in self.inflight:
+                self.send_nowait(
+                    rpc.encode_error(
+                        msg.id, rpc.INVALID_REQUEST, f"id {msg.id!r} is already in use"
+                    )
+                )
+            elif len(self.inflight) >= self.max_inflight:
+                self.send_nowait(
+                    rpc.encode_error(
+                        msg.id,
+                        -32000,
+                        "too many requests in flight on this connection "
+                        f"(limit {self.max_inflight})",
+                    )
+                )
+            else:
+                scope = trio.CancelScope()
+                self.inflight[msg.id] = scope
+                nursery.start_soon(self._run_request, msg, scope)
+        elif isinstance(msg, rpc.Notification):
+            self._notification(msg)
+        # Responses from an agent answer nothing mcpd asked; they are ignored.
+
+    def _notification(self, msg: rpc.Notification) -> None:
+        if msg.method == "notifications/cancelled":
+            try:
+                params = rpc.decode_as(msg.params, mcp.CancelledParams)
+            except rpc.InvalidParams:
+                return
+            scope = self.inflight.get(params.requestId) if params.requestId is not UNSET else None
+            if scope is not None:
+                scope.cancel()
+
+    async def _run_request(self, req: rpc.Request, scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                reply = await self.api.dispatch(self, req)
+            if scope.cancelled_caught:
+                return  # the agent cancelled it: no response, as the protocol says
+            if reply is not None:
+                await self.send(reply)
+        finally:
+            self.inflight.pop(req.id, None)
+
+    async def send(self, data: bytes) -> None:
+        """Queue a reply; waits while the queue is full (the peer is slow to read)."""
+        self._count_in()
+        await self._out_tx.send(data)
+
+    def send_nowait(self, data: bytes) -> None:
+        """Queue a notification or error; a peer that lets the queue fill misses some."""
+        try:
+            self._out_tx.send_nowait(data)
+        except (trio.WouldBlock, trio.ClosedResourceError):
+            self.dropped += 1
+            return
+        self._count_in()
+
+    def _count_in(self) -> None:
+        if self._queued == 0:
+            self._drained = trio.Event()
+        self._queued += 1
+
+    async def drain(self) -> None:
+        await self._drained.wait()
+
+    async def _writer(self) -> None:
+        rx = self._out_rx
+        async for first in rx:
+            parts = [first, b"\n"]
+            size = len(first)
+            while size < _BATCH_BYTES:
+                try:
+                    more = rx.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                parts += (more, b"\n")
+                size += len(more)
+            try:
+                with trio.fail_after(_WRITE_TIMEOUT):
+                    await self.stream.send_all(b"".join(parts))
+            except trio.TooSlowError:
+                logger.warning(
+                    "an agent stopped reading its replies for %.0f s; closing its connection",
+                    _WRITE_TIMEOUT,
+                    extra=log_extra(None, reason="peer not reading"),
+                )
+                self._close()
+                return
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._close()
+                return
+            self._queued -= len(parts) // 2
+            if self._queued == 0:
+                self._drained.set()
+
+    def _close(self) -> None:
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()

@@ -1,0 +1,248 @@
+"""What agents get beyond list and call: progress, cancellation, input_required,
+subscriptions, and who may connect at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.support.agent import connect, make_config, running
+from tests.support.procs import scripted
+
+CUSTOM = str(Path(__file__).with_name("demo_custom_server.py"))
+
+
+def server(*flags: str) -> dict[str, Any]:
+    command, args = scripted(*flags)
+    return {"command": command, "args": list(args)}
+
+
+def text(result: dict[str, Any]) -> str:
+    return "".join(b.get("text", "") for b in result["content"] if b["type"] == "text")
+
+
+def received(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+async def test_progress_goes_back_to_its_own_agent_with_its_own_token(tmp_path: Path) -> None:
+    log = tmp_path / "received.jsonl"
+    cfg = make_config(tmp_path, {"p": server("--progress", "3", "--log-file", str(log))})
+    with trio.fail_after(30):
+        async with (
+            running(cfg) as daemon,
+            connect(daemon.socket_path) as a,
+            connect(daemon.socket_path) as b,
+        ):
+            results = {}
+
+            async def call(agent: Any, key: str) -> None:
+                results[key] = await agent.result(
+                    "tools/call",
+                    {
+                        "name": "mcp__p__tool0",
+                        "arguments": {"text": key},
+                        "_meta": {"progressToken": "same-token"},
+                    },
+                )
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, a, "a")
+                nursery.start_soon(call, b, "b")
+            assert text(results["a"]) == "tool0:a" and text(results["b"]) == "tool0:b"
+            for agent in (a, b):
+                progress = [
+                    n["params"]
+                    for n in agent.notifications
+                    if n["method"] == "notifications/progress"
+                ]
+                assert [p["progress"] for p in progress] == [1, 2, 3]
+                assert {p["progressToken"] for p in progress} == {"same-token"}
+    tokens = [
+        m["params"]["_meta"]["progressToken"]
+        for m in received(log)
+        if m.get("method") == "tools/call"
+    ]
+    assert len(set(tokens)) == 2 and "same-token" not in tokens
+
+
+async def test_disconnecting_cancels_the_call_upstream(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"c": {"command": sys.executable, "args": [CUSTOM]}})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as watcher:
+            async with connect(daemon.socket_path) as leaver:
+                with trio.move_on_after(1):  # the call blocks until it is cancelled
+                    await leaver.call("mcp__c__sleep")
+            # The server saw the cancellation, and the other agent is fine.
+            done = await watcher.call("mcp__c__cancelled", {"count": 1})
+            assert len(json.loads(text(done))) == 1
+
+
+async def test_cancelled_request_gets_no_answer_even_when_the_server_answers_late(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "received.jsonl"
+    cfg = make_config(tmp_path, {"s": server("--slow", "0.3", "--log-file", str(log))})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            await agent.send_raw(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": "doomed",
+                        "method": "tools/call",
+                        "params": {
+                            "name": "mcp__s__tool0",
+                            "arguments": {"text": "x"},
+                            "_meta": {
+                                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                "io.modelcontextprotocol/clientCapabilities": {},
+                            },
+                        },
+                    }
+                ).encode()
+                + b"\n"
+            )
+            while daemon.supervisor.runners["s"].inflight == 0:
+                await trio.sleep(0.01)
+            await agent.send_raw(
+                b'{"jsonrpc":"2.0","method":"notifications/cancelled",'
+                b'"params":{"requestId":"doomed","reason":"changed my mind"}}\n'
+            )
+            await trio.sleep(0.6)  # past the server's late answer
+            assert text(await agent.call("mcp__s__tool1", {"text": "next"})) == "tool1:next"
+            assert agent.unmatched == [], "a cancelled request was answered"
+    cancels = [m for m in received(log) if m.get("method") == "notifications/cancelled"]
+    assert len(cancels) == 1
+
+
+async def test_input_required_reaches_an_agent_that_can_answer(tmp_path: Path) -> None:
+    log = tmp_path / "received.jsonl"
+    cfg = make_config(tmp_path, {"s": server("--names", "ask", "--log-file", str(log))})
+    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            first = await agent.result("tools/call", {"name": "mcp__s__ask", "_meta": caps})
+            assert first["resultType"] == "input_required"
+            assert first["inputRequests"]["login"]["method"] == "elicitation/create"
+            retry = await agent.result(
+                "tools/call",
+                {
+                    "name": "mcp__s__ask",
+                    "_meta": caps,
+                    "inputResponses": {"login": {"action": "accept", "content": {"name": "ada"}}},
+                    "requestState": first["requestState"],
+                },
+            )
+            assert text(retry) == "hello ada (state-\u00e9-1)"
+    calls = [m for m in received(log) if m.get("method") == "tools/call"]
+    assert calls[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] == {
+        "elicitation": {}
+    }
+    assert calls[1]["params"]["requestState"] == "state-\u00e9-1"
+    assert calls[0]["id"] != calls[1]["id"]
+
+
+async def test_input_required_is_an_error_for_an_agent_that_cannot(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"s": server("--names", "ask")})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon:
+            async with connect(daemon.socket_path) as modern:
+                result = await modern.call("mcp__s__ask")
+                assert result["isError"] is True and result["resultType"] == "complete"
+                assert "login" in text(result) and "GitHub user?" in text(result)
+            async with connect(daemon.socket_path, modern=False) as legacy:
+                await legacy.initialize()
+                result = await legacy.call("mcp__s__ask")
+                assert result["isError"] is True and "resultType" not in result
+
+
+async def test_modern_agents_subscribe_to_tool_list_changes(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"c": {"command": sys.executable, "args": [CUSTOM]}})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            listen: dict[str, Any] = {}
+
+            async def subscribe() -> None:
+                listen["end"] = await agent.rpc(
+                    "subscriptions/listen",
+                    {"notifications": {"toolsListChanged": True, "promptsListChanged": True}},
+                    rid="L1",
+                )
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(subscribe)
+                ack = (await agent.wait_notifications(1))[0]
+                assert ack["method"] == "notifications/subscriptions/acknowledged"
+                assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L1"
+                assert ack["params"]["notifications"] == {"toolsListChanged": True}
+                # The upstream server adds a tool; mcpd hears it on its own subscription
+                # to that server and tells the agent, tagged with the agent's id.
+                await agent.call("mcp__c__grow", {"name": "fresh"})
+                note = (await agent.wait_notifications(2))[1]
+                assert note["method"] == "notifications/tools/list_changed"
+                assert note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L1"
+                names = [t["name"] for t in await agent.tools()]
+                assert "mcp__c__fresh" in names
+                daemon.stop()
+            assert listen["end"]["result"]["resultType"] == "complete"
+            assert listen["end"]["result"]["_meta"] == {
+                "io.modelcontextprotocol/subscriptionId": "L1"
+            }
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root to create a test user"
+)
+async def test_a_disallowed_uid_is_refused_and_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    user = "mcpd-test-peer"
+    if subprocess.run(["id", user], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", user], check=True)
+    uid = pwd.getpwnam(user).pw_uid
+    # Somewhere the test user can reach (pytest's own temp root is private to root).
+    shared = Path(tempfile.mkdtemp(prefix="mcpd-peer-"))
+    shared.chmod(0o755)
+    sock = shared / "mcpd.sock"
+    cfg = make_config(tmp_path, {}, socket=str(sock), socket_mode="0666")
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    probe = "\n".join(
+        [
+            "import contextlib, socket, sys",
+            "s = socket.socket(socket.AF_UNIX)",
+            "s.connect(sys.argv[1])",
+            "with contextlib.suppress(BrokenPipeError, ConnectionResetError):",
+            '    s.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"ping"}\\n\')',
+            "print(s.recv(4096).decode())",
+        ]
+    )
+    with trio.fail_after(30):
+        async with running(cfg):
+            out = await trio.run_process(
+                [python, "-c", probe, str(sock)],
+                capture_stdout=True,
+                preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
+            )
+            refused = json.loads(out.stdout)
+            assert f"uid {uid} may not use this socket" in refused["error"]["message"]
+        assert any(f"uid {uid}" in r.getMessage() for r in caplog.records)
+    cfg = make_config(tmp_path, {}, socket=str(sock), socket_mode="0666", allow_uids=[uid])
+    with trio.fail_after(30):
+        async with running(cfg):
+            out = await trio.run_process(
+                [python, "-c", probe, str(sock)],
+                capture_stdout=True,
+                preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
+            )
+            assert json.loads(out.stdout)["result"] == {}
