@@ -21,6 +21,7 @@ from protocol.framing import LineFramer, Oversized
 
 UNREACHABLE: Final = -32000
 REPLAY_ID: Final = "mcpd-bridge-replay"
+_EXIT_GRACE: Final = 10.0
 
 
 class Bridge:
@@ -34,11 +35,18 @@ class Bridge:
         self._conn: trio.SocketStream | None = None
         self._conn_lock = trio.Lock()
         self._init_params: msgspec.Raw | None = None
+        # Requests relayed on the current daemon connection and not yet answered.
+        self._outstanding: set[rpc.Id] = set()
+        self._all_answered = trio.Event()
+        self._all_answered.set()
 
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await self._pump_stdin()
+            # The host closed stdin: let answers still on their way reach it, then go.
+            with trio.move_on_after(_EXIT_GRACE):
+                await self._all_answered.wait()
             nursery.cancel_scope.cancel()
 
     async def write_out(self, data: bytes) -> None:
@@ -76,8 +84,10 @@ class Bridge:
                 for line in framer.feed(data):
                     if isinstance(line, Oversized):
                         continue
-                    if REPLAY_ID.encode() in line and _is_replay_reply(line):
+                    answered = _answered_id(line)
+                    if answered == REPLAY_ID:
                         continue
+                    self._settle(answered)
                     await self.write_out(line + b"\n")
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
@@ -87,6 +97,25 @@ class Bridge:
                     self._conn = None
             with trio.CancelScope(shield=True):
                 await conn.aclose()
+                # Whatever the daemon did not answer, the host hears about now.
+                for rid in sorted(self._outstanding, key=str):
+                    await self.write_out(
+                        rpc.encode_error(
+                            rid,
+                            UNREACHABLE,
+                            "mcpd closed the connection before answering (daemon stopped or "
+                            "restarted); try again",
+                        )
+                        + b"\n"
+                    )
+                self._outstanding.clear()
+                self._all_answered.set()
+
+    def _settle(self, rid: rpc.Id | None) -> None:
+        if rid is not None:
+            self._outstanding.discard(rid)
+            if not self._outstanding:
+                self._all_answered.set()
 
     async def _pump_stdin(self) -> None:
         framer = LineFramer()
@@ -110,6 +139,9 @@ class Bridge:
         conn = await self._connection()
         if conn is not None:
             try:
+                if isinstance(msg, rpc.Request):
+                    self._outstanding.add(msg.id)
+                    self._all_answered = trio.Event()
                 await conn.send_all(line + b"\n")
                 if isinstance(msg, rpc.Request) and msg.method == "initialize":
                     self._init_params = msg.params
@@ -118,6 +150,7 @@ class Bridge:
                 async with self._conn_lock:
                     self._conn = None
         if isinstance(msg, rpc.Request):
+            self._settle(msg.id)
             await self.write_out(
                 rpc.encode_error(
                     msg.id,
@@ -129,12 +162,13 @@ class Bridge:
             )
 
 
-def _is_replay_reply(line: bytes) -> bool:
+def _answered_id(line: bytes) -> rpc.Id | None:
+    """The id a line from the daemon answers, if it is a response."""
     try:
         msg = rpc.decode_message(line)
     except rpc.DecodeFailure:
-        return False
-    return isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id == REPLAY_ID
+        return None
+    return msg.id if isinstance(msg, rpc.Response | rpc.ErrorResponse) else None
 
 
 def run_bridge(socket_path: str) -> int:

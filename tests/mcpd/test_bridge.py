@@ -1,0 +1,121 @@
+"""`mcpd bridge`: a stdio MCP server for hosts that can only spawn commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.agent import make_config, running
+from tests.support.procs import scripted
+
+
+class BridgeProcess:
+    def __init__(self, proc: trio.Process) -> None:
+        self.proc = proc
+        self.buf = b""
+
+    async def send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        await self.proc.stdin.send_all(json.dumps(msg).encode() + b"\n")
+
+    async def receive(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        while b"\n" not in self.buf:
+            chunk = await self.proc.stdout.receive_some(65536)
+            assert chunk, "the bridge closed its stdout"
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    async def ask(
+        self, rid: int, method: str, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        await self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        while True:
+            reply = await self.receive()
+            if reply.get("id") == rid:
+                return reply
+
+
+async def start_bridge(sock: Path) -> BridgeProcess:
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "mcpd", "bridge", "--socket", str(sock)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    return BridgeProcess(proc)
+
+
+def server(*flags: str) -> dict[str, Any]:
+    command, args = scripted(*flags)
+    return {"command": command, "args": list(args)}
+
+
+async def test_bridge_survives_the_daemon_stopping_and_coming_back(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"s": server()})
+    sock = Path(cfg.socket_path())
+    with trio.fail_after(60):
+        bridge = await start_bridge(sock)
+        try:
+            async with running(cfg):
+                init = await bridge.ask(
+                    1,
+                    "initialize",
+                    {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "host", "version": "1"},
+                    },
+                )
+                assert init["result"]["serverInfo"]["name"] == "mcpd"
+                await bridge.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                tools = await bridge.ask(2, "tools/list")
+                assert len(tools["result"]["tools"]) == 3
+            down = await bridge.ask(3, "tools/list")
+            assert "mcpd is not running" in down["error"]["message"]
+            async with running(cfg):
+                # The legacy session is set up again behind the host's back.
+                called = await bridge.ask(
+                    4, "tools/call", {"name": "mcp__s__tool0", "arguments": {"text": "back"}}
+                )
+                assert called["result"]["content"][0]["text"] == "tool0:back"
+        finally:
+            assert bridge.proc.stdin is not None
+            await bridge.proc.stdin.aclose()
+            assert await bridge.proc.wait() == 0
+
+
+async def test_calls_in_flight_when_the_daemon_stops_get_an_error(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"slow": server("--slow", "30")})
+    sock = Path(cfg.socket_path())
+    with trio.fail_after(60):
+        bridge = await start_bridge(sock)
+        async with running(cfg) as daemon:
+            await bridge.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "long",
+                    "method": "tools/call",
+                    "params": {
+                        "name": "mcp__slow__tool0",
+                        "arguments": {},
+                        "_meta": {
+                            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                            "io.modelcontextprotocol/clientCapabilities": {},
+                        },
+                    },
+                }
+            )
+            while daemon.supervisor.runners["slow"].inflight == 0:
+                await trio.sleep(0.01)
+        reply = await bridge.receive()
+        assert reply["id"] == "long"
+        assert "closed the connection before answering" in reply["error"]["message"]
+        assert bridge.proc.stdin is not None
+        await bridge.proc.stdin.aclose()
+        assert await bridge.proc.wait() == 0
