@@ -140,6 +140,7 @@ class Runner:
         self.stderr: list[str] = []
         self.first_attempt = trio.Event()
         self.dropped_tools: list[str] = []
+        self.tools_ttl_ms = 0
         self._era_hint = cfg.era
         self._wake = trio.Event()
         self._suspect = False
@@ -150,6 +151,7 @@ class Runner:
         self._last_log = -math.inf
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
         self.subscribed = False
+        self.refetches = 0
         self._listed_at = -math.inf
         self._ttl = 0.0
 
@@ -199,8 +201,13 @@ class Runner:
             self.since = now
         self._publish()
 
+    @property
+    def available(self) -> bool:
+        """Whether calls can be expected to work (the tools are listed as available)."""
+        return self.state in ("ready", "degraded")
+
     def _publish(self) -> None:
-        available = self.state in ("ready", "degraded")
+        available = self.available
         if available:
             self.registry.set_availability(self.alias, True)
         else:
@@ -337,6 +344,7 @@ class Runner:
                 self._era_hint = "legacy"
             raise
         self.dropped_tools = listing.dropped
+        self.tools_ttl_ms = listing.ttl_ms
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
         self._listed_at, self._ttl = trio.current_time(), listing.ttl_ms / 1000
         self.subscribed = False
@@ -416,9 +424,11 @@ class Runner:
                 await self._liveness(up)
             if self._refetch:
                 self._refetch = False
+                self.refetches += 1
                 listing = await up.list_tools()
                 self._listed_at, self._ttl = trio.current_time(), listing.ttl_ms / 1000
                 self.dropped_tools = listing.dropped
+                self.tools_ttl_ms = listing.ttl_ms
                 if self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted):
                     self._on_change(self.alias)
             if self.breaker.poll(now) == "half_open":
@@ -537,7 +547,11 @@ class Runner:
         ``call_timeout`` bounds the server's answer, not the wait for a free slot;
         progress reported through ``on_progress`` extends it up to ``max_call_time``.
         """
-        timeout = self.config.call_timeout(self.alias) if call_timeout is None else call_timeout
+        timeout = (
+            self.config.call_timeout(self.alias, params.name)
+            if call_timeout is None
+            else call_timeout
+        )
         if self.phase == "starting" and not self.first_attempt.is_set():
             with trio.move_on_after(timeout):
                 await self.first_attempt.wait()
