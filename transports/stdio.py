@@ -423,3 +423,9 @@ async def open_stdio_transport(
         if process.returncode is None:
             # Only reached if the shielded stop itself failed.
             signal_group(process.pid, signal.SIGKILL)
+        # Left to the garbage collector, the pipes of every stopped server stayed open
+        # for a while (two descriptors per restart); the readers are done with them.
+        # Closed synchronously: an await here would be cancelled along with the caller.
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
