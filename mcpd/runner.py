@@ -44,7 +44,7 @@ logger = logging.getLogger("mcpd.server")
 
 _REMINDER_EVERY: Final = 300.0
 _LIVENESS_TIMEOUT: Final = 5.0
-_MIN_REFRESH: Final = 5.0
+_MIN_REFRESH: Final = 1.0
 
 
 class CallRefused(Exception):
@@ -520,8 +520,8 @@ class Runner:
     def maybe_refresh(self) -> None:
         """An agent is listing tools: refresh this server's list if it went stale.
 
-        Without a working subscription, a list is fresh for its ttl (at least a few
-        seconds, so a ttl of 0 does not turn every agent's listing into a round trip).
+        Without a working subscription, a list is fresh for its ttl (at least a second,
+        so a burst of listings with a ttl of 0 costs the server one round trip).
         """
         if self.phase != "connected" or self._refetch or self.subscribed:
             return

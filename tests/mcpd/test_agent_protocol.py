@@ -201,6 +201,20 @@ async def test_modern_agents_subscribe_to_tool_list_changes(tmp_path: Path) -> N
             }
 
 
+# Sends one request (argv[2] is the method) and prints the first line that comes back.
+PEER_PROBE = """
+import contextlib, json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}
+req = {"jsonrpc": "2.0", "id": 1, "method": sys.argv[2], "params": {"_meta": meta}}
+with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+    s.sendall(json.dumps(req).encode() + bytes([10]))
+print(s.recv(65536).decode().splitlines()[0])
+"""
+
+
 @pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root to create a test user"
 )
@@ -215,34 +229,26 @@ async def test_a_disallowed_uid_is_refused_and_logged(
     shared = Path(tempfile.mkdtemp(prefix="mcpd-peer-"))
     shared.chmod(0o755)
     sock = shared / "mcpd.sock"
-    cfg = make_config(tmp_path, {}, socket=str(sock), socket_mode="0666")
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-    probe = "\n".join(
-        [
-            "import contextlib, socket, sys",
-            "s = socket.socket(socket.AF_UNIX)",
-            "s.connect(sys.argv[1])",
-            "with contextlib.suppress(BrokenPipeError, ConnectionResetError):",
-            '    s.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"ping"}\\n\')',
-            "print(s.recv(4096).decode())",
-        ]
-    )
+
+    async def as_user(method: str) -> dict[str, Any]:
+        out = await trio.run_process(
+            [python, "-c", PEER_PROBE, str(sock), method],
+            capture_stdout=True,
+            preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
+        )
+        return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+    cfg = make_config(tmp_path, {}, socket=str(sock), socket_mode="0666")
     with trio.fail_after(30):
         async with running(cfg):
-            out = await trio.run_process(
-                [python, "-c", probe, str(sock)],
-                capture_stdout=True,
-                preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
-            )
-            refused = json.loads(out.stdout)
+            refused = await as_user("ping")
             assert f"uid {uid} may not use this socket" in refused["error"]["message"]
         assert any(f"uid {uid}" in r.getMessage() for r in caplog.records)
     cfg = make_config(tmp_path, {}, socket=str(sock), socket_mode="0666", allow_uids=[uid])
     with trio.fail_after(30):
         async with running(cfg):
-            out = await trio.run_process(
-                [python, "-c", probe, str(sock)],
-                capture_stdout=True,
-                preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
-            )
-            assert json.loads(out.stdout)["result"] == {}
+            assert (await as_user("ping"))["result"] == {}
+            # Allowed to use the tools is not allowed to reload the daemon.
+            denied = await as_user("mcpd/reload")
+            assert "only for the daemon's user and root" in denied["error"]["message"]

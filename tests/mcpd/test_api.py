@@ -280,3 +280,30 @@ async def test_request_ids_are_echoed_exactly(tmp_path: Path) -> None:
                 assert reply["id"] == rid
             reply = await agent.rpc("tools/list", rid="dup")
             assert json.dumps(reply["id"]) == '"dup"'
+
+
+async def test_connection_and_in_flight_limits_answer_with_an_error(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"slow": server("--slow", "1")}, max_connections=2,
+                      max_inflight_per_connection=2)
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as first, \
+                connect(daemon.socket_path) as second:
+            await first.result("ping")
+            await second.result("ping")
+            async with connect(daemon.socket_path) as third:
+                await third.closed.wait()
+                assert "too many connections (limit 2)" in third.unmatched[0]["error"]["message"]
+            replies: list[dict[str, Any]] = []
+
+            async def call(i: int) -> None:
+                replies.append(await first.rpc("tools/call", {"name": "mcp__slow__tool0"}))
+
+            async with trio.open_nursery() as nursery:
+                for i in range(3):
+                    nursery.start_soon(call, i)
+                    await trio.sleep(0.05)
+            errors = [r for r in replies if "error" in r]
+            assert len(errors) == 1
+            assert "too many requests in flight on this connection (limit 2)" in \
+                errors[0]["error"]["message"]
+            assert sum("result" in r for r in replies) == 2

@@ -21,6 +21,7 @@ from mcpd.config import Config, ServerConfig, parse
 from mcpd.registry import Registry
 from mcpd.runner import CallRefused, Runner
 from protocol import mcp
+from protocol.jsonrpc import Notification
 from transports.base import SpawnError, TransportError
 
 
@@ -34,6 +35,9 @@ class FakeServer:
         self.probes_seen = 0
         self.started = trio.Event()
         self.probed = trio.Event()
+        self.lists_seen = 0
+        self.ttl_ms = 0
+        self.notify: Any = None
 
     @contextlib.asynccontextmanager
     async def open(
@@ -43,6 +47,7 @@ class FakeServer:
         self.started.set()
         if len(self.starts) <= self.fail_starts:
             raise SpawnError(f"{alias}: cannot start: attempt {len(self.starts)} refused")
+        self.notify = on_notification
         yield FakeTransport(self, alias)
 
 
@@ -91,14 +96,30 @@ class FakeTransport:
                 }
             )
         if method == "tools/list":
+            s.lists_seen += 1
             return _raw(
                 {
                     "tools": [{"name": "work", "inputSchema": {"type": "object"}}],
                     "resultType": "complete",
+                    "ttlMs": s.ttl_ms,
                 }
             )
         if method == "tools/call":
             s.calls_seen += 1
+            if s.call_mode == "progress":
+                # 30 s of work, reporting every 5 s: longer than the 10 s call timeout.
+                token = params.meta["progressToken"]
+                for i in range(6):
+                    await trio.sleep(5)
+                    s.notify(
+                        Notification(
+                            "notifications/progress",
+                            msgspec.Raw(
+                                json.dumps({"progressToken": token, "progress": i + 1}).encode()
+                            ),
+                        )
+                    )
+                return _raw({"content": [{"type": "text", "text": "done"}]})
             await self._behave(s.call_mode)
             return _raw({"content": [{"type": "text", "text": "done"}], "resultType": "complete"})
         raise AssertionError(method)
@@ -321,4 +342,71 @@ async def test_outage_is_visible_in_the_registry(autojump_clock: trio.testing.Mo
         tool = json.loads(bytes(runner.registry.listing()[0]))
         assert tool["_meta"]["mcpd/available"] is False
         assert tool["description"].startswith("[unavailable: s is failing (circuit open) since ")
+        nursery.cancel_scope.cancel()
+
+
+async def test_progress_extends_a_call_up_to_the_hard_limit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeServer()
+    runner = make(fake, max_call_time=60.0)
+    seen: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run)
+        await runner.first_attempt.wait()
+        fake.call_mode = "progress"
+        params = call_params()
+        params.meta = {"progressToken": "mine"}
+        raw = await runner.call(params, on_progress=seen.append)
+        assert b"done" in bytes(raw)
+        assert [p.progress for p in seen] == [1, 2, 3, 4, 5, 6]
+        assert {p.progressToken for p in seen} == {"mine"}
+        # Without progress the same 30 s of work is cut at the 10 s call timeout...
+        fake.call_mode = "slow"
+        start = trio.current_time()
+        with pytest.raises(CallRefused):
+            await runner.call(call_params(), call_timeout=5)
+        assert trio.current_time() - start == pytest.approx(5)
+        # ...and progress cannot stretch a call past max_call_time.
+        runner.config = make(fake, max_call_time=12.0).config
+        fake.call_mode = "progress"
+        params = call_params()
+        params.meta = {"progressToken": "again"}
+        start = trio.current_time()
+        with pytest.raises(CallRefused):
+            await runner.call(params, on_progress=seen.append)
+        assert trio.current_time() - start == pytest.approx(12)
+        nursery.cancel_scope.cancel()
+
+
+async def test_tool_lists_are_refetched_only_when_their_ttl_ran_out(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeServer()
+    fake.ttl_ms = 60_000
+    runner = make(fake)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run)
+        await runner.first_attempt.wait()
+        assert fake.lists_seen == 1
+        for _ in range(5):  # agents listing tools while the list is fresh
+            runner.maybe_refresh()
+            await trio.sleep(10)
+        assert fake.lists_seen == 1
+        await trio.sleep(15)  # 65 s after the listing: stale
+        runner.maybe_refresh()
+        await trio.sleep(0.1)
+        assert fake.lists_seen == 2
+        # A notification refetches at once, fresh or not.
+        runner.request_refetch()
+        await trio.sleep(0.1)
+        assert fake.lists_seen == 3
+        # A ttl of 0 is no cache: the next listing after the short floor refetches.
+        fake.ttl_ms = 0
+        runner.request_refetch()
+        await trio.sleep(0.1)
+        await trio.sleep(2)
+        runner.maybe_refresh()
+        await trio.sleep(0.1)
+        assert fake.lists_seen == 5
         nursery.cancel_scope.cancel()
