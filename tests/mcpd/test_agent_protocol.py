@@ -252,3 +252,21 @@ async def test_a_disallowed_uid_is_refused_and_logged(
             # Allowed to use the tools is not allowed to reload the daemon.
             denied = await as_user("mcpd/reload")
             assert "only for the daemon's user and root" in denied["error"]["message"]
+
+
+@pytest.mark.parametrize("how", ["graceful", "cancel"])
+async def test_mcpd_listens_again_when_a_server_ends_the_subscription(
+    tmp_path: Path, how: str
+) -> None:
+    log = tmp_path / "received.jsonl"
+    cfg = make_config(tmp_path, {"s": server("--listen-end", how, "--log-file", str(log))})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon:
+            runner = daemon.supervisor.runners["s"]
+            # Ended twice, it subscribed three times; each end also refreshed the list.
+            while sum(1 for m in received(log) if m.get("method") == "subscriptions/listen") < 3:
+                await trio.sleep(0.05)
+            assert runner.refetches >= 2
+    listens = [m for m in received(log) if m.get("method") == "subscriptions/listen"]
+    assert all(m["params"]["notifications"] == {"toolsListChanged": True} for m in listens)
+    assert len({m["id"] for m in listens}) == len(listens)

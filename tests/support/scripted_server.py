@@ -47,8 +47,17 @@ p.add_argument(
     help="answer the first discover with -32022 listing the real version",
 )
 p.add_argument("--log-file", help="append every line received on stdin to this file")
-p.add_argument("--progress", type=int, default=0,
-               help="send this many progress notifications before each tools/call answer")
+p.add_argument(
+    "--listen-end",
+    choices=["graceful", "cancel"],
+    help="offer tools.listChanged; end each subscriptions/listen this way",
+)
+p.add_argument(
+    "--progress",
+    type=int,
+    default=0,
+    help="send this many progress notifications before each tools/call answer",
+)
 p.add_argument(
     "--discover-error", type=int, default=-32601, help="the error code --era legacy answers"
 )
@@ -129,15 +138,62 @@ def list_tools(rid, params: dict) -> None:
     result(rid, res)
 
 
+def listen(rid, params: dict) -> None:
+    """Acknowledge a subscription, then end it shortly after, the way chosen."""
+    tag = {"io.modelcontextprotocol/subscriptionId": rid}
+    honoured = (
+        {"toolsListChanged": True}
+        if params.get("notifications", {}).get("toolsListChanged")
+        else {}
+    )
+    write(
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": tag, "notifications": honoured},
+        }
+    )
+
+    def end() -> None:
+        time.sleep(0.2)
+        if args.listen_end == "graceful":
+            result(rid, {"resultType": "complete", "_meta": tag})
+        else:
+            write(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": rid, "reason": "server shutting the stream"},
+                }
+            )
+
+    threading.Thread(target=end, daemon=True).start()
+
+
 def ask(rid, params: dict) -> None:
     """A tool that needs the user's name first (2026-07-28 input_required)."""
     answers = params.get("inputResponses")
     if answers is None:
-        result(rid, {"resultType": "input_required", "requestState": "state-\u00e9-1",
-                     "inputRequests": {"login": {"method": "elicitation/create", "params": {
-                         "mode": "form", "message": "GitHub user?",
-                         "requestedSchema": {"type": "object",
-                                             "properties": {"name": {"type": "string"}}}}}}})
+        result(
+            rid,
+            {
+                "resultType": "input_required",
+                "requestState": "state-\u00e9-1",
+                "inputRequests": {
+                    "login": {
+                        "method": "elicitation/create",
+                        "params": {
+                            "mode": "form",
+                            "message": "GitHub user?",
+                            "requestedSchema": {
+                                "type": "object",
+                                "properties": {"name": {"type": "string"}},
+                            },
+                        },
+                    }
+                },
+            },
+        )
         return
     name = answers.get("login", {}).get("content", {}).get("name", "?")
     state = params.get("requestState")
@@ -171,9 +227,18 @@ def call_tool(rid, params: dict) -> None:
             return
         token = (params.get("_meta") or {}).get("progressToken")
         for i in range(args.progress if token is not None else 0):
-            write({"jsonrpc": "2.0", "method": "notifications/progress",
-                   "params": {"progressToken": token, "progress": i + 1,
-                              "total": args.progress, "message": f"step {i + 1}"}})
+            write(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {
+                        "progressToken": token,
+                        "progress": i + 1,
+                        "total": args.progress,
+                        "message": f"step {i + 1}",
+                    },
+                }
+            )
         text = "x" * args.big if args.big else f"{name}:{arguments.get('text', '')}"
         result(rid, {"content": [{"type": "text", "text": text}]})
 
@@ -219,7 +284,7 @@ def handle(msg: dict) -> None:
             rid,
             {
                 "supportedVersions": [MODERN],
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {"listChanged": True} if args.listen_end else {}},
                 "ttlMs": 0,
                 "cacheScope": "private",
                 "instructions": "scripted",
@@ -248,6 +313,8 @@ def handle(msg: dict) -> None:
         call_tool(rid, params)
     elif method == "ping":
         result(rid, {})
+    elif method == "subscriptions/listen" and args.listen_end:
+        listen(rid, params)
     else:
         error(rid, -32601, f"Method not found: {method}")
 
