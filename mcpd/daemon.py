@@ -113,7 +113,6 @@ class Daemon:
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.supervisor.run)
-                await nursery.start(self.api.serve, listener)
                 nursery.start_soon(self._signals)
                 await nursery.start(run_watchdog, self.notifier)
                 await nursery.start(
@@ -122,6 +121,10 @@ class Daemon:
                 await self.supervisor.wait_started(
                     self._started + self.config.daemon.startup_deadline
                 )
+                # Agents are served once every server has had its first attempt: with socket
+                # activation the first connection (which started us) waits in the backlog
+                # instead of seeing only the tools of the servers that happened to be quick.
+                await nursery.start(self.api.serve, listener)
                 self.ready.set()
                 self._status_line = self.supervisor.summary()
                 self.notifier.ready(self._status_line)
