@@ -15,12 +15,17 @@ from collections.abc import Iterable
 import msgspec
 
 _CRED = struct.Struct("3i")
+# The peer's supplementary groups as of connect() (Linux >= 4.13); 256 fit in the most
+# getsockopt() will return, beyond that _groups_of() reads /proc.
+SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
+_GROUPS_BUFLEN = 1024
 
 
 class Peer(msgspec.Struct, frozen=True):
     pid: int
     uid: int
     gid: int
+    groups: frozenset[int] | None = None  # None: unknown, look in /proc
 
 
 def peer_of(sock: socket.socket | object) -> Peer | None:
@@ -32,11 +37,18 @@ def peer_of(sock: socket.socket | object) -> Peer | None:
     except OSError:
         return None
     pid, uid, gid = _CRED.unpack(raw)
-    return Peer(pid, uid, gid)
+    groups: frozenset[int] | None = None
+    try:
+        data = getsockopt(socket.SOL_SOCKET, SO_PEERGROUPS, _GROUPS_BUFLEN)
+        groups = frozenset(struct.unpack(f"{len(data) // 4}I", data))
+    except OSError:
+        pass
+    return Peer(pid, uid, gid, groups)
 
 
 def _groups_of(pid: int) -> set[int]:
-    """The peer's supplementary groups, from /proc (empty if it already exited)."""
+    """The peer's supplementary groups, from /proc (empty if it already exited, or if
+    /proc hides it, as under systemd's ProtectProc=invisible)."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
@@ -65,7 +77,8 @@ def is_allowed(peer: Peer, allow_uids: Iterable[int], allow_gids: set[int]) -> b
         return True
     if not allow_gids:
         return False
-    return peer.gid in allow_gids or bool(_groups_of(peer.pid) & allow_gids)
+    groups = peer.groups if peer.groups is not None else _groups_of(peer.pid)
+    return peer.gid in allow_gids or bool(groups & allow_gids)
 
 
 def is_owner(peer: Peer | None) -> bool:
