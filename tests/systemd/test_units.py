@@ -1,5 +1,6 @@
 """The shipped unit files: `systemd-analyze verify` accepts them, and they say what mcpd
-relies on. Verify needs ExecStart's binary to exist, so a drop-in points it at a stub."""
+relies on. Verify needs ExecStart's and ExecReload's binary to exist, so a drop-in points
+them at a stub."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ def _verify(tmp_path: Path, units: list[Path], *, user: bool) -> None:
     stub.chmod(0o755)
     dropin = tmp_path / "mcpd.service.d"
     dropin.mkdir()
-    (dropin / "stub.conf").write_text(f"[Service]\nExecStart=\nExecStart={stub} serve\n")
+    (dropin / "stub.conf").write_text(
+        f"[Service]\nExecStart=\nExecStart={stub} serve\nExecReload=\nExecReload={stub} reload\n"
+    )
     runtime = tmp_path / "xdg-runtime"
     runtime.mkdir(mode=0o700)
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "SYSTEMD_LOG_LEVEL": "notice"}
@@ -65,10 +68,11 @@ def test_system_service_settings() -> None:
     s = _settings(UNITS / "mcpd.service")
     assert s["Type"] == ["notify"]
     assert s["ExecStart"] == ["/usr/local/bin/mcpd serve --config /etc/mcpd/config.toml"]
-    assert s["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
+    assert s["ExecReload"] == ["/usr/local/bin/mcpd reload --socket %t/mcpd/mcpd.sock"]
     assert s["WatchdogSec"] == ["30s"]
     assert s["Restart"] == ["on-failure"]
-    assert s["KillMode"] == ["control-group"]
+    assert s["KillMode"] == ["mixed"]
+    assert s["RestartPreventExitStatus"] == ["78"]
     assert s["RuntimeDirectory"] == ["mcpd"] and s["StateDirectory"] == ["mcpd"]
     assert s["User"] == ["mcpd"]
     for key in ("NoNewPrivileges", "PrivateTmp", "RestrictSUIDSGID", "LockPersonality"):

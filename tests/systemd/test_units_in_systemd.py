@@ -18,6 +18,8 @@ STANDIN_DROPIN = """\
 [Service]
 ExecStart=
 ExecStart=/opt/mcpd-venv/bin/python /opt/standin/mcpd_standin.py
+ExecReload=
+ExecReload=/bin/kill -HUP $MAINPID
 WatchdogSec=3s
 RestartSec=1s
 Environment=MCPD_TEST_FAULTS=wedge_on_sigusr2
