@@ -1,0 +1,297 @@
+"""The real `mcpd serve` under a real systemd 252 (Debian bookworm booted with
+systemd-nspawn), installed with the shipped units, mcpd.sysusers and a config with two
+demo servers: `notes` (stdio, a child of mcpd) and `tickets` (Streamable HTTP, its own
+unit in the container, so a check can take it down and bring it back).
+
+Each test boots a fresh overlay of the cached rootfs and runs one check script as root
+inside it (see harness.py and container/mcpdcheck.py); a failure prints the check's
+output and the container's journal.
+"""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.systemd import harness
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+HERE = Path(__file__).parent
+PY = f"{harness.VENV}/bin/python"
+
+TICKETS_UNIT = f"""\
+[Unit]
+Description=the tickets demo MCP server over Streamable HTTP
+
+[Service]
+ExecStart={PY} -m mcpd.demo.tickets --http 127.0.0.1:${{TICKETS_PORT}}
+EnvironmentFile=/etc/tickets.env
+"""
+
+CONFIG = f"""\
+[daemon]
+allow_groups = ["mcpd"]
+backoff_base = 0.5
+backoff_cap = 2.0
+
+[servers.notes]
+command = "{PY}"
+args = ["-m", "mcpd.demo.notes"]
+
+[servers.tickets]
+url = "http://127.0.0.1:${{TICKETS_PORT}}/mcp"
+"""
+
+# The check scripts' common head: the helpers, and tickets up before mcpd starts.
+PROLOGUE = f"""\
+#!{PY}
+import os, signal, subprocess, sys, time
+sys.path.insert(0, "/opt/checks")
+from mcpdcheck import *
+
+PORT = int(os.environ["TICKETS_PORT"])
+sh("systemd-sysusers")
+sh("systemctl", "start", "tickets")
+wait_port(PORT)
+"""
+
+
+def _free_port() -> int:
+    # The container shares the host's network: pick a port nothing on the host uses.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _machine(rootfs: harness.Rootfs, *dropins: str) -> harness.Machine:
+    port = _free_port()
+    m = harness.Machine(rootfs)
+    m.install_mcpd()
+    m.add_unit(ROOT / "systemd/mcpd.service")
+    m.add_unit(ROOT / "systemd/mcpd.socket")
+    for i, text in enumerate(dropins):
+        m.add_unit(f"mcpd.service.d/test-{i}.conf", text=text)
+    m.add_file("/usr/lib/sysusers.d/mcpd.conf", ROOT / "systemd/mcpd.sysusers")
+    m.add_unit("tickets.service", text=TICKETS_UNIT)
+    m.add_file("/etc/tickets.env", text=f"TICKETS_PORT={port}\n")
+    m.add_file("/etc/mcpd/config.toml", text=CONFIG.replace("${TICKETS_PORT}", str(port)))
+    m.add_file("/opt/checks/mcpdcheck.py", HERE / "container" / "mcpdcheck.py")
+    m.env["TICKETS_PORT"] = str(port)
+    return m
+
+
+def _run(m: harness.Machine, check: str, timeout: float = 180) -> harness.RunResult:
+    result = m.run(PROLOGUE + textwrap.dedent(check) + '\nprint("CHECK-OK")\n', timeout=timeout)
+    assert result.rc == 0 and "CHECK-OK" in result.check_log, result.report(150)
+    print(result.check_log)
+    return result
+
+
+def test_start_status_outage_and_journal(systemd_rootfs: harness.Rootfs) -> None:
+    """`systemctl start` returns after READY=1 with the summary in STATUS=; the summary
+    follows a server going down and coming back, and the journal has the outage with
+    its fields, queried as the README shows."""
+    check = r"""
+    step("start")
+    started = time.monotonic()
+    sh("systemctl", "start", "mcpd")
+    # start returned, so READY=1 arrived: every server has had its first attempt.
+    assert active("mcpd") == "active"
+    assert show("StatusText") == "2 servers: 2 ready", show("StatusText")
+    pid = show("MainPID")
+    assert sh("ps", "-o", "user=", "-p", pid) == "mcpd"
+    names = tool_names()
+    assert "mcp__notes__search" in names and "mcp__tickets__search" in names, names
+    out = mcpd("call", "mcp__tickets__search", '{"query": "login"}').stdout
+    assert "T-1" in out, out
+    print(f"started in {time.monotonic() - started:.1f}s, pid {pid}, {len(names)} tools")
+
+    step("the stdio server's environment")
+    (notes_pid,) = [p for p, a in server_pids(pid).items() if "mcpd.demo.notes" in a]
+    env = environ_of(notes_pid)
+    leaked = sorted(k for k in env if k in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
+                                            "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM"))
+    assert not leaked, leaked
+    assert env["HOME"] == "/var/lib/mcpd", env
+    assert sh("ps", "-o", "user=", "-p", str(notes_pid)) == "mcpd"
+
+    step("tickets goes down")
+    follow = subprocess.Popen(
+        ["journalctl", "-u", "mcpd", "MCPD_SERVER=tickets", "-f", "-n", "0", "-o", "cat"],
+        stdout=subprocess.PIPE, text=True)
+    sh("systemctl", "stop", "tickets")
+    call = mcpd("call", "mcp__tickets__search", '{"query": "login"}', check=False)
+    assert call.returncode == 1 and "unavailable" in call.stdout, call
+    status_becomes("2 servers: 1 ready, 1 failed (tickets)")
+    line = follow.stdout.readline()          # `journalctl -u mcpd MCPD_SERVER=tickets -f`
+    follow.terminate()
+    assert line.startswith("tickets: "), line
+    print("followed:", line.strip())
+    outages = journal("MCPD_EVENT=outage")
+    assert outages, "no MCPD_EVENT=outage entry"
+    e = outages[0]
+    assert e["MCPD_SERVER"] == "tickets" and e["_SYSTEMD_UNIT"] == "mcpd.service", e
+    assert e["_PID"] == pid and e["SYSLOG_IDENTIFIER"] == "mcpd" and e["PRIORITY"] == "4", e
+    assert e["MESSAGE"].startswith("tickets: unavailable: "), e["MESSAGE"]
+    assert "127.0.0.1" in e["MCPD_REASON"], e
+    assert journal("MCPD_EVENT=outage", "MCPD_SERVER=notes") == []
+    plain = sh("journalctl", "-u", "mcpd", "MCPD_EVENT=outage", "--no-pager")
+    assert "tickets: unavailable" in plain, plain
+    print("journal:", e["MESSAGE"])
+
+    step("tickets comes back")
+    sh("systemctl", "start", "tickets")
+    status_becomes("2 servers: 2 ready")
+    assert journal("MCPD_EVENT=recovered", "MCPD_SERVER=tickets"), "no recovered entry"
+    assert "T-1" in mcpd("call", "mcp__tickets__search", '{"query": "login"}').stdout
+    assert show("MainPID") == pid
+    """
+    _run(_machine(systemd_rootfs), check)
+
+
+def test_reload_keeps_the_pid_and_applies_the_new_config(systemd_rootfs: harness.Rootfs) -> None:
+    """`systemctl reload` returns with the new config live (a server it adds is in
+    `mcpd tools`), the same pid, untouched servers keeping theirs; a bad config fails the
+    reload and the running one stays; SIGHUP does the same as reload."""
+    check = rf"""
+    CONFIG = "/etc/mcpd/config.toml"
+    original = open(CONFIG).read()
+    sh("systemctl", "start", "mcpd")
+    pid = show("MainPID")
+    (notes_pid,) = server_pids(pid)
+
+    step("reload adds a server")
+    write(CONFIG, original + '[servers.extra]\ncommand = "{PY}"\nargs = ["-m", "mcpd.demo.notes"]\n')
+    sh("systemctl", "reload", "mcpd")
+    assert show("MainPID") == pid
+    assert show("StatusText") == "3 servers: 3 ready", show("StatusText")
+    names = tool_names()
+    assert "mcp__extra__search" in names and len(names) == 9, names
+    assert notes_pid in server_pids(pid), "the unchanged server was restarted"
+    assert len(server_pids(pid)) == 2
+    (e,) = journal("MCPD_EVENT=reload")
+    assert "1 added" in e["MESSAGE"], e["MESSAGE"]
+    print("reloaded:", e["MESSAGE"])
+
+    step("a config with an error fails the reload; the running one stays")
+    write(CONFIG, original + '[servers.broken]\ncomand = "x"\n')
+    failed = subprocess.run(["systemctl", "reload", "mcpd"], capture_output=True, text=True)
+    assert failed.returncode != 0, failed
+    assert active("mcpd") == "active" and show("MainPID") == pid
+    assert tool_names() == names
+    log = sh("journalctl", "-u", "mcpd", "--no-pager", "-o", "cat")
+    assert "servers.broken.comand: unknown key" in log, log
+    print("refused:", [l for l in log.splitlines() if "unknown key" in l][0])
+
+    step("SIGHUP re-reads the config too")
+    write(CONFIG, original)
+    extra = [p for p in server_pids(pid) if p != notes_pid]
+    os.kill(int(pid), signal.SIGHUP)
+    status_becomes("2 servers: 2 ready")
+    wait_for("the removed server's process to exit", lambda: not any(map(alive, extra)))
+    assert "mcp__extra__search" not in tool_names()
+    assert show("MainPID") == pid and list(server_pids(pid)) == [notes_pid]
+    """
+    _run(_machine(systemd_rootfs), check)
+
+
+WATCHDOG_DROPIN = """\
+[Service]
+WatchdogSec=3s
+RestartSec=1s
+Environment=MCPD_TEST_FAULTS=wedge_on_sigusr2
+"""
+
+
+def test_watchdog_restarts_a_wedged_daemon(systemd_rootfs: harness.Rootfs) -> None:
+    """With the event loop wedged (the test-only fault, switched on by a drop-in) the
+    watchdog pings stop; systemd kills mcpd and its servers and starts it again. A mcpd
+    killed outright leaves its socket file behind (RuntimeDirectoryPreserve=yes): the
+    next one replaces it."""
+    check = r"""
+    sh("systemctl", "start", "mcpd")
+    pid = show("MainPID")
+    children = list(server_pids(pid))
+    assert len(children) == 1
+
+    step("wedge the event loop")
+    os.kill(int(pid), signal.SIGUSR2)
+    wait_for("a watchdog restart",
+             lambda: show("NRestarts") == "1" and show("MainPID") not in ("0", pid))
+    status_becomes("2 servers: 2 ready")
+    log = sh("journalctl", "-u", "mcpd", "--no-pager")
+    assert "mcpd.service: Watchdog timeout (limit 3s)!" in log, log
+    assert not any(map(alive, children)), "a server of the killed mcpd survived"
+    new_pid = show("MainPID")
+    assert len(tool_names()) == 6
+    print("watchdog restart:", pid, "->", new_pid)
+
+    step("kill -9 leaves a stale socket; the restarted mcpd replaces it")
+    children = list(server_pids(new_pid))
+    os.kill(int(new_pid), signal.SIGKILL)
+    wait_for("a restart", lambda: show("NRestarts") == "2" and show("MainPID") not in ("0", new_pid))
+    status_becomes("2 servers: 2 ready")
+    assert not any(map(alive, children))
+    assert len(tool_names()) == 6
+
+    step("stop")
+    children = list(server_pids(show("MainPID")))
+    sh("systemctl", "stop", "mcpd")
+    assert not any(map(alive, children))
+    assert not os.path.exists(SOCKET), "mcpd left its own socket file behind"
+    """
+    _run(_machine(systemd_rootfs, WATCHDOG_DROPIN), check)
+
+
+def test_socket_activation_and_stop(systemd_rootfs: harness.Rootfs) -> None:
+    """mcpd.socket owns /run/mcpd/mcpd.sock (group mcpd may connect); the first connection
+    starts mcpd, which adopts the socket; `systemctl stop` leaves no server process and no
+    outage in the journal, and the socket keeps listening for the next start."""
+    check = r"""
+    sh("systemctl", "start", "mcpd.socket")
+    assert active("mcpd") == "inactive"
+    st = os.stat(SOCKET)
+    assert oct(st.st_mode & 0o777) == "0o660", oct(st.st_mode)
+    assert st.st_gid == int(sh("getent", "group", "mcpd").split(":")[2])
+
+    step("the first connection starts mcpd")
+    assert len(tool_names()) == 6
+    assert active("mcpd") == "active"
+    pid = show("MainPID")
+    assert show("StatusText") == "2 servers: 2 ready"
+    log = sh("journalctl", "-u", "mcpd", "--no-pager", "-o", "cat")
+    assert f"listening on {SOCKET}; 2 servers: 2 ready" in log, log
+
+    step("members of the group mcpd may connect (allow_groups), others not")
+    with open("/etc/mcpd/config.toml") as f:
+        assert 'allow_groups = ["mcpd"]' in f.read()
+    sh("useradd", "-G", "mcpd", "alice")
+    sh("useradd", "bob")
+    assert "6 tools" in mcpd("tools", "--socket", SOCKET, user="alice").stdout
+    refused = mcpd("tools", "--socket", SOCKET, user="bob", check=False)
+    assert refused.returncode == 3 and "not allowed" in refused.stderr, refused
+
+    step("stop")
+    children = list(server_pids(pid))
+    assert children
+    sh("systemctl", "stop", "mcpd")
+    assert active("mcpd") == "inactive"
+    assert not any(map(alive, children)), "a server process survived the stop"
+    assert sh("pgrep", "-f", "mcpd.demo.notes", check=False) == ""
+    assert journal("MCPD_EVENT=outage") == [], "stopping logged an outage"
+    assert active("mcpd.socket") == "active" and os.path.exists(SOCKET)
+
+    step("the next connection starts it again; a restart passes the socket on")
+    assert len(tool_names()) == 6 and show("MainPID") not in ("0", pid)
+    sh("systemctl", "restart", "mcpd")
+    assert len(tool_names()) == 6
+    children = list(server_pids(show("MainPID")))
+    sh("systemctl", "stop", "mcpd.socket", "mcpd")
+    assert active("mcpd") == "inactive" and not any(map(alive, children))
+    """
+    _run(_machine(systemd_rootfs), check)
