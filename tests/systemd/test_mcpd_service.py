@@ -166,7 +166,8 @@ def test_reload_keeps_the_pid_and_applies_the_new_config(systemd_rootfs: harness
     (notes_pid,) = server_pids(pid)
 
     step("reload adds a server")
-    write(CONFIG, original + '[servers.extra]\ncommand = "{PY}"\nargs = ["-m", "mcpd.demo.notes"]\n')
+    added = '[servers.extra]\ncommand = "{PY}"\nargs = ["-m", "mcpd.demo.notes"]\n'
+    write(CONFIG, original + added)
     sh("systemctl", "reload", "mcpd")
     assert show("MainPID") == pid
     assert show("StatusText") == "3 servers: 3 ready", show("StatusText")
@@ -234,7 +235,8 @@ def test_watchdog_restarts_a_wedged_daemon(systemd_rootfs: harness.Rootfs) -> No
     step("kill -9 leaves a stale socket; the restarted mcpd replaces it")
     children = list(server_pids(new_pid))
     os.kill(int(new_pid), signal.SIGKILL)
-    wait_for("a restart", lambda: show("NRestarts") == "2" and show("MainPID") not in ("0", new_pid))
+    wait_for("a restart",
+             lambda: show("NRestarts") == "2" and show("MainPID") not in ("0", new_pid))
     status_becomes("2 servers: 2 ready")
     assert not any(map(alive, children))
     assert len(tool_names()) == 6
