@@ -121,6 +121,12 @@ def _valid_id(value: Any) -> bool:
 def decode_message(data: bytes | memoryview) -> Message:
     """Stage one: classify one JSON text as a request, notification or response."""
     try:
+        # msgspec checks the strings it decodes, but not the bytes it keeps as Raw; without
+        # this, invalid UTF-8 inside a result or params was passed on to the other side.
+        str(data, "utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeFailure(PARSE_ERROR, f"Parse error: not valid UTF-8 ({exc.reason})") from None
+    try:
         env = _envelope_decoder.decode(data)
     except msgspec.ValidationError as exc:
         raise DecodeFailure(INVALID_REQUEST, f"Invalid request: {exc}") from None
