@@ -258,10 +258,16 @@ class Runner:
         self._set_phase("starting")
         transport: Transport | None = None
         try:
-            async with self._open_transport(
-                self.alias, self.cfg, self.config, self._notification
-            ) as transport:
-                await self._connect_and_serve(transport)
+            try:
+                async with self._open_transport(
+                    self.alias, self.cfg, self.config, self._notification
+                ) as transport:
+                    await self._connect_and_serve(transport)
+            finally:
+                # Before the failure is logged: the outage's journal entry carries this tail.
+                self.upstream = None
+                if transport is not None:
+                    self.stderr = transport.stderr_tail() or self.stderr
         except SpawnError as exc:
             self._failed("spawn_failed", exc.describe(), exc.reason)
         except TransportError as exc:
@@ -278,10 +284,6 @@ class Runner:
             # A bug in handling one server must not take the daemon (and the others) down.
             logger.exception("%s: unexpected error", self.alias, extra=log_extra(self.alias))
             self._failed("outage", f"internal error: {exc!r}", f"internal error: {exc!r}")
-        finally:
-            self.upstream = None
-            if transport is not None:
-                self.stderr = transport.stderr_tail() or self.stderr
 
     def _failed(self, event: str, detail: str, reason: str) -> None:
         now = trio.current_time()
@@ -576,8 +578,14 @@ class Runner:
                 self.breaker.release_probe(adm.ticket)
 
     async def _acquire_slot(self) -> None:
+        try:
+            # The common case, a free slot, without a cancel scope or a checkpoint.
+            self.slots.acquire_nowait()
+            return
+        except trio.WouldBlock:
+            pass
         d = self.config.daemon
-        if self.slots.value == 0 and self.waiting >= d.queue_size:
+        if self.waiting >= d.queue_size:
             raise CallRefused(
                 Outage(self.alias, "busy", f"{self.waiting} calls already waiting for this server")
             )
