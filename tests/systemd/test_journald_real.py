@@ -1,0 +1,219 @@
+"""mcpd's journal entries as a real systemd-journald stores them: `mcpd serve --log journal`
+with two stdio servers, one of which goes down and comes back, then the entries are read
+back with `journalctl MCPD_SERVER=... MCPD_EVENT=...`. The daemon's sd_notify messages
+(READY, STATUS through the outage, STOPPING) are captured on a datagram socket.
+
+journald runs on the host, in a private mount namespace with a tmpfs on /run and on
+/var/log/journal: its sockets and files exist only there, and mcpd and journalctl are
+started inside that namespace with nsenter. Needs root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.systemd import harness
+from tests.systemd.conftest import REQUIRED
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+JOURNALD_PATHS = ("/lib/systemd/systemd-journald", "/usr/lib/systemd/systemd-journald")
+
+LAUNCH = """\
+set -eu
+mount -t tmpfs -o mode=0755 tmpfs /run
+if [ -d /var/log/journal ]; then mount -t tmpfs tmpfs /var/log/journal; fi
+mkdir -p /run/systemd/journald.conf.d
+printf '[Journal]\\nStorage=volatile\\nReadKMsg=no\\nForwardToWall=no\\n' \
+    > /run/systemd/journald.conf.d/test.conf
+exec "$1"
+"""
+
+
+def _journald() -> str | None:
+    return next((p for p in JOURNALD_PATHS if os.path.exists(p)), None)
+
+
+def _skip_reason() -> str | None:
+    if sys.platform != "linux":
+        return "needs Linux"
+    if os.geteuid() != 0:
+        return "needs root (a mount namespace for journald)"
+    for tool in ("unshare", "nsenter", "journalctl"):
+        if not shutil.which(tool):
+            return f"{tool} is missing"
+    if _journald() is None:
+        harness.ensure_host_tools()  # systemd-container brings systemd (and journald) along
+    if _journald() is None:
+        return "systemd-journald is not installed"
+    return None
+
+
+class Journald:
+    """A private systemd-journald; ``inside(cmd)`` runs in its mount namespace."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    def inside(self, *cmd: str) -> list[str]:
+        return ["nsenter", f"--mount=/proc/{self.proc.pid}/ns/mnt", "--", *cmd]
+
+    def entries(self, *match: str) -> list[dict[str, Any]]:
+        out = subprocess.run(
+            self.inside("journalctl", *match, "-o", "json", "--all", "--no-pager"),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+        return [json.loads(line) for line in out.splitlines() if line]
+
+
+@pytest.fixture
+def journald() -> Iterator[Journald]:
+    reason = _skip_reason()
+    if reason:
+        if REQUIRED:
+            pytest.fail(f"the real-journald test is required but impossible: {reason}")
+        pytest.skip(f"real journald: {reason}")
+    binary = _journald()
+    assert binary is not None
+    proc = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", LAUNCH, "sh", binary],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        sock = Path(f"/proc/{proc.pid}/root/run/systemd/journal/socket")
+        deadline = time.monotonic() + 20
+        while not sock.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                out = proc.communicate()[0].decode(errors="replace")
+                pytest.fail(f"systemd-journald did not start (rc {proc.returncode}):\n{out}")
+            time.sleep(0.05)
+        yield Journald(proc)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class NotifyReceiver:
+    """``$NOTIFY_SOCKET`` for the daemon: every datagram, in order."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.seen: list[list[str]] = []
+
+    def wait_for(self, line: str, timeout: float = 30) -> None:
+        """Until a datagram with ``line`` arrives."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                message = self.sock.recv(65536).decode().splitlines()
+            except TimeoutError:
+                raise AssertionError(f"no {line!r} within {timeout}s; got {self.seen}") from None
+            self.seen.append(message)
+            if line in message:
+                return
+
+
+def _child(parent: int, module: str) -> int:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(") ", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent and module.encode() in cmdline:
+            return int(stat.parent.name)
+    raise AssertionError(f"no {module} child of {parent}")
+
+
+def test_outage_and_recovery_read_back_with_journalctl(journald: Journald) -> None:
+    with tempfile.TemporaryDirectory(prefix="mcpd-jr-") as tmp:
+        config = Path(tmp, "config.toml")
+        config.write_text(
+            f"""
+            [daemon]
+            socket = "{tmp}/mcpd.sock"
+            backoff_base = 0.5
+            [servers.notes]
+            command = "{sys.executable}"
+            args = ["-m", "mcpd.demo.notes"]
+            [servers.tickets]
+            command = "{sys.executable}"
+            args = ["-m", "mcpd.demo.tickets"]
+            """.replace("\n            ", "\n")
+        )
+        notify = NotifyReceiver(f"{tmp}/notify")
+        env = {**os.environ, "NOTIFY_SOCKET": notify.path, "PYTHONPATH": str(ROOT)}
+        daemon = subprocess.Popen(
+            journald.inside(
+                sys.executable, "-m", "mcpd", "serve", "--config", str(config), "--log", "journal"
+            ),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+        )
+        try:
+            notify.wait_for("READY=1")
+            assert "STATUS=2 servers: 2 ready" in notify.seen[-1], notify.seen
+
+            tickets = _child(daemon.pid, "mcpd.demo.tickets")
+            os.kill(tickets, signal.SIGTERM)  # tickets goes down...
+            notify.wait_for("STATUS=2 servers: 1 ready, 1 failed (tickets)")
+            notify.wait_for("STATUS=2 servers: 2 ready")  # ...and is restarted
+            assert _child(daemon.pid, "mcpd.demo.tickets") != tickets
+
+            daemon.send_signal(signal.SIGTERM)
+            notify.wait_for("STOPPING=1")
+            assert daemon.wait(timeout=30) == 0
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+            stderr = daemon.communicate()[1].decode(errors="replace")
+            notify.sock.close()
+        assert stderr == "", "with --log journal nothing should go to stderr"
+
+    (outage,) = journald.entries("MCPD_SERVER=tickets", "MCPD_EVENT=outage")
+    assert outage["_PID"] == str(daemon.pid)
+    assert outage["SYSLOG_IDENTIFIER"] == "mcpd"
+    assert outage["PRIORITY"] == "4"
+    assert outage["MESSAGE"].startswith("tickets: unavailable: "), outage["MESSAGE"]
+    assert outage["MCPD_REASON"].endswith("exited with status 0"), outage
+    # The server's last stderr lines, one multi-line field.
+    tail = outage["MCPD_STDERR"]
+    assert isinstance(tail, str) and "\n" in tail, tail
+    assert "stopping on SIGTERM" in tail, tail
+    assert outage["CODE_FILE"].endswith("runner.py")
+
+    (recovered,) = journald.entries("MCPD_SERVER=tickets", "MCPD_EVENT=recovered")
+    assert recovered["PRIORITY"] == "6"
+    assert float(recovered["__REALTIME_TIMESTAMP"]) > float(outage["__REALTIME_TIMESTAMP"])
+    assert [e["MCPD_SERVER"] for e in journald.entries("MCPD_EVENT=outage")] == ["tickets"]
+    ready = journald.entries("MCPD_SERVER=notes", "MCPD_EVENT=ready")
+    assert len(ready) == 1 and ready[0]["MESSAGE"].startswith("notes: "), ready
