@@ -55,6 +55,7 @@ PARENT_ONLY_VARS: Final = frozenset(
 
 _EXIT_DRAIN: Final = 0.5  # after exit, how long buffered stdout may still be read
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
+_ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
 _STDERR_MAX_LINE: Final = 4096
 # Enough of an oversized line's start to find which request it answered.
 _ID_AT_START: Final = re.compile(
@@ -121,6 +122,9 @@ class StdioTransport:
         self._on_stderr = on_stderr
         self._ids = rpc.IdAllocator()
         self._pending: dict[rpc.Id, _Slot] = {}
+        # Requests given up on (timed out or cancelled): an answer may still come for them
+        # and is dropped quietly. Any other unmatched response is the server's mistake.
+        self._abandoned: dict[rpc.Id, None] = {}
         self._framer = LineFramer(params.max_line)
         self._write_lock = trio.Lock()
         self._tail: deque[str] = deque(maxlen=params.stderr_tail)
@@ -160,6 +164,7 @@ class StdioTransport:
             await self._send(rpc.encode_request(rid, method, params))
             await slot.event.wait()
         except trio.Cancelled:
+            self._abandon(rid)
             if cancellable and not slot.event.is_set() and self.error is None:
                 with trio.move_on_after(_CANCEL_NOTIFY_TIMEOUT, shield=True):
                     await self._send_quietly(
@@ -175,6 +180,11 @@ class StdioTransport:
             raise slot.error
         assert slot.result is not None
         return slot.result
+
+    def _abandon(self, rid: rpc.Id) -> None:
+        self._abandoned[rid] = None
+        if len(self._abandoned) > _ABANDONED_KEPT:
+            del self._abandoned[next(iter(self._abandoned))]
 
     async def notify(
         self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
@@ -269,12 +279,7 @@ class StdioTransport:
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
             slot = self._pending.get(msg.id) if msg.id is not None else None
             if slot is None or slot.event.is_set():
-                logger.debug(
-                    "%s: dropped a response for id %r (late, unknown or duplicate)",
-                    self.alias,
-                    msg.id,
-                    extra=log_extra(self.alias),
-                )
+                self._unmatched(msg)
                 return
             if isinstance(msg, rpc.Response):
                 slot.result = msg.result
@@ -306,6 +311,24 @@ class StdioTransport:
         slot.error = ServerCancelled(f"{self.alias} cancelled the request: {reason}")
         slot.event.set()
         return True
+
+    def _unmatched(self, msg: rpc.Response | rpc.ErrorResponse) -> None:
+        if msg.id is not None and msg.id in self._abandoned:
+            del self._abandoned[msg.id]  # a second one is not late but a duplicate
+            logger.debug("%s: dropped a late response for id %r", self.alias, msg.id)
+            return
+        # Unknown ids, duplicates, an id of the wrong type ("3" for 3): used to be
+        # debug-level only, so the log never said which server sent them.
+        said = f" ({msg.error.message})" if isinstance(msg, rpc.ErrorResponse) else ""
+        reason = "response to no pending request"
+        logger.warning(
+            "%s: dropped a response for id %r%s: no request with that id is waiting "
+            "(unknown id, wrong id type, or a duplicate)",
+            self.alias,
+            msg.id,
+            said,
+            extra=log_extra(self.alias, reason=reason),
+        )
 
     def _server_request(self, req: rpc.Request) -> None:
         # Legacy servers may ping us; mcpd offers no other client-side features.
@@ -368,6 +391,13 @@ class StdioTransport:
             signal_group(proc.pid, signal.SIGTERM)
             with trio.move_on_after(self.params.term_grace):
                 await proc.wait()
+        if proc.returncode is None:
+            logger.warning(
+                "%s: still running %g s after SIGTERM; sending SIGKILL to its process group",
+                self.alias,
+                self.params.term_grace,
+                extra=log_extra(self.alias, reason="ignored SIGTERM"),
+            )
         # Also after a clean exit: whatever the server left in its group goes too.
         signal_group(proc.pid, signal.SIGKILL)
         with trio.move_on_after(self.params.term_grace):
