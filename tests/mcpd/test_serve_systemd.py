@@ -1,0 +1,213 @@
+"""`mcpd serve` as systemd starts it, without systemd: the notify socket is a datagram
+socket of the test's, a passed listening socket stands in for mcpd.socket, and
+$RUNTIME_DIRECTORY for the unit's RuntimeDirectory=. Real processes, no root needed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcpd.client import Client
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.timeout(60)
+
+# Puts the passed socket at fd 3 and sets LISTEN_PID to its own pid before it becomes
+# `mcpd serve` (exec keeps the pid), as systemd does for a socket-activated service.
+_ACTIVATE = """\
+import os, sys
+fd = int(sys.argv[1])
+if fd >= 0:
+    os.dup2(fd, 3)
+    os.close(fd)
+    os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()), LISTEN_FDNAMES="api")
+os.execv(sys.executable, [sys.executable, "-m", "mcpd", "serve", *sys.argv[2:]])
+"""
+
+SERVER = '[servers.{alias}]\ncommand = "{python}"\nargs = ["-m", "mcpd.demo.{module}"]\n'
+
+
+def _server(alias: str, module: str = "notes") -> str:
+    return SERVER.format(alias=alias, python=sys.executable, module=module)
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    # AF_UNIX paths are limited to 107 bytes; pytest's tmp_path can be longer.
+    with tempfile.TemporaryDirectory(prefix="mcpd-ss-") as d:
+        yield Path(d)
+
+
+class Notifications:
+    """The daemon's sd_notify datagrams, in order."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.seen: list[list[str]] = []
+
+    def next_with(self, line: str, timeout: float = 20) -> list[str]:
+        """The next datagram containing ``line`` (others on the way are kept in seen)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                message = self.sock.recv(65536).decode().splitlines()
+            except TimeoutError:
+                raise AssertionError(f"no {line!r} within {timeout}s: {self.seen}") from None
+            self.seen.append(message)
+            if line in message:
+                return message
+
+
+def _serve(
+    config: Path, notify: Notifications, *, passed: socket.socket | None = None, **env: str
+) -> subprocess.Popen[str]:
+    fds = (passed.fileno(),) if passed is not None else ()
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _ACTIVATE,
+            str(fds[0] if fds else -1),
+            "--config",
+            str(config),
+            "--log",
+            "stderr",
+        ],
+        pass_fds=fds,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NOTIFY_SOCKET": notify.path, **env},
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _stop(proc: subprocess.Popen[str], notify: Notifications) -> str:
+    proc.send_signal(signal.SIGTERM)
+    notify.next_with("STOPPING=1")
+    try:
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
+        stderr = proc.communicate()[1]
+    return stderr
+
+
+def _children(pid: int) -> dict[str, int]:
+    """The daemon's server processes by demo module name."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(") ", 1)[1].split()[1])
+            argv = (stat.parent / "cmdline").read_bytes().decode().split("\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and "-m" in argv:
+            found[argv[argv.index("-m") + 1].rsplit(".", 1)[-1]] = int(stat.parent.name)
+    return found
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def test_socket_activated_serve_notifies_ready_status_reload_and_stop(short_dir: Path) -> None:
+    config = short_dir / "config.toml"
+    config.write_text(_server("notes") + _server("tickets", "tickets"))
+    api = short_dir / "api.sock"
+    passed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    passed.bind(str(api))
+    passed.listen()
+    notify = Notifications(short_dir / "notify")
+    proc = _serve(config, notify, passed=passed, RUNTIME_DIRECTORY=str(short_dir / "rt"))
+    passed.close()  # only the daemon holds it now
+    try:
+        ready = notify.next_with("READY=1")
+        assert ready == ["READY=1", "STATUS=2 servers: 2 ready"]
+        with Client(str(api)) as client:
+            assert len(client.list_tools()) == 6
+            assert client.request("mcpd/status")["daemon"]["socket"] == str(api)
+
+        children = _children(proc.pid)
+        env = _environ(children["notes"])
+        for name in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"):
+            assert name not in env, name
+
+        os.kill(children["tickets"], signal.SIGKILL)
+        notify.next_with("STATUS=2 servers: 1 ready, 1 failed (tickets)")
+        notify.next_with("STATUS=2 servers: 2 ready")
+
+        config.write_text(_server("notes") + _server("tickets", "tickets") + _server("extra"))
+        proc.send_signal(signal.SIGHUP)
+        reloading = notify.next_with("RELOADING=1")
+        assert reloading[1].startswith("MONOTONIC_USEC="), reloading
+        # READY=1 comes once the added server has had its first attempt.
+        assert notify.next_with("READY=1") == ["READY=1", "STATUS=3 servers: 3 ready"]
+        with Client(str(api)) as client:
+            assert len(client.list_tools()) == 9
+    finally:
+        stderr = _stop(proc, notify)
+        notify.sock.close()
+    assert "listening on " + str(api) in stderr, stderr
+    assert "socket path changed" not in stderr, stderr
+    assert api.exists(), "the daemon removed a socket systemd owns"
+    assert not (short_dir / "rt").exists(), "a passed socket means no socket of our own"
+
+
+def test_the_socket_goes_into_the_runtime_directory_replacing_a_stale_one(
+    short_dir: Path,
+) -> None:
+    config = short_dir / "config.toml"
+    config.write_text(_server("notes"))
+    runtime = short_dir / "rt"
+    runtime.mkdir()
+    path = runtime / "mcpd.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))  # left behind by a daemon that was killed
+    stale.close()
+    notify = Notifications(short_dir / "notify")
+    proc = _serve(config, notify, RUNTIME_DIRECTORY=f"{runtime}:{short_dir}/other")
+    try:
+        notify.next_with("READY=1")
+        with Client(str(path)) as client:
+            assert len(client.list_tools()) == 3
+    finally:
+        stderr = _stop(proc, notify)
+        notify.sock.close()
+    assert f"listening on {path}" in stderr, stderr
+    assert not path.exists()
+
+
+def test_a_socket_the_config_names_wins_and_one_that_replaced_ours_is_left_alone(
+    short_dir: Path,
+) -> None:
+    path = short_dir / "own.sock"
+    config = short_dir / "config.toml"
+    config.write_text(f'[daemon]\nsocket = "{path}"\n' + _server("notes"))
+    notify = Notifications(short_dir / "notify")
+    proc = _serve(config, notify, RUNTIME_DIRECTORY=str(short_dir))
+    newcomer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        notify.next_with("READY=1")
+        assert path.exists() and not (short_dir / "mcpd.sock").exists()
+        path.unlink()  # say, mcpd.socket was started meanwhile and bound the path
+        newcomer.bind(str(path))
+        newcomer.listen()
+    finally:
+        _stop(proc, notify)
+        notify.sock.close()
+    assert path.exists(), "the daemon removed a socket that was not its own"
+    newcomer.close()
