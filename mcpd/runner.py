@@ -625,6 +625,14 @@ class Runner:
                 raw = await up.call_tool(params, capabilities=capabilities)
             if scope.cancelled_caught:
                 reason = f"no answer within {trio.current_time() - start:.3g} s"
+                # Without this line a call timing out left no trace naming the server.
+                logger.warning(
+                    "%s: tools/call %r got %s",
+                    self.alias,
+                    params.name,
+                    reason,
+                    extra=log_extra(self.alias, reason=reason),
+                )
                 self._availability_failure(start, reason, ticket)
                 self._check_liveness()
                 raise CallRefused(Outage(self.alias, "timeout", reason, start))
