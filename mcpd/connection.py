@@ -1,6 +1,6 @@
 """One agent connection: reads lines, runs each request in its own task, and writes
-everything through one writer task so progress always precedes its response and
-replies that pile up are written in one go."""
+every reply and notification through one ordered LineWriter, so progress always
+precedes its response and replies that pile up are written in one go."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from protocol import mcp
 from protocol.framing import LineFramer, Oversized
 from protocol.server import ServerSession
 from transports.base import log_extra
+from transports.linewriter import LineWriter
 
 from .peers import Peer, is_owner
 
@@ -25,8 +26,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.api")
 
 _WRITE_TIMEOUT: Final = 30.0
-_QUEUE: Final = 256
-_BATCH_BYTES: Final = 1 << 20
+_QUEUE_BYTES: Final = 4 * 1024 * 1024  # replies queued for one agent before send() waits
 
 
 class Connection:
@@ -45,10 +45,7 @@ class Connection:
         self.seen_version = api.daemon.registry.version
         self.dropped = 0
         self._nursery: trio.Nursery | None = None
-        self._out_tx, self._out_rx = trio.open_memory_channel[bytes](_QUEUE)
-        self._queued = 0
-        self._drained = trio.Event()
-        self._drained.set()
+        self._out = LineWriter(stream, stream.socket.fileno(), _QUEUE_BYTES)
 
     def is_owner(self) -> bool:
         return is_owner(self.peer)
@@ -151,56 +148,34 @@ class Connection:
             self.inflight.pop(req.id, None)
 
     async def send(self, data: bytes) -> None:
-        """Queue a reply; waits while the queue is full (the peer is slow to read)."""
-        self._count_in()
-        await self._out_tx.send(data)
+        """Send a reply; waits while too much is queued (the peer is slow to read)."""
+        await self._out.wait_room()
+        self._out.put(data)
 
     def send_nowait(self, data: bytes) -> None:
-        """Queue a notification or error; a peer that lets the queue fill misses some."""
-        try:
-            self._out_tx.send_nowait(data)
-        except (trio.WouldBlock, trio.ClosedResourceError):
+        """Send a notification or error; a peer that lets the queue fill misses some."""
+        if self._out.queued > self._out.limit:
             self.dropped += 1
             return
-        self._count_in()
-
-    def _count_in(self) -> None:
-        if self._queued == 0:
-            self._drained = trio.Event()
-        self._queued += 1
+        self._out.put(data)
 
     async def drain(self) -> None:
-        await self._drained.wait()
+        await self._out.drain()
 
     async def _writer(self) -> None:
-        rx = self._out_rx
-        async for first in rx:
-            parts = [first, b"\n"]
-            size = len(first)
-            while size < _BATCH_BYTES:
-                try:
-                    more = rx.receive_nowait()
-                except trio.WouldBlock:
-                    break
-                parts += (more, b"\n")
-                size += len(more)
-            try:
-                with trio.fail_after(_WRITE_TIMEOUT):
-                    await self.stream.send_all(b"".join(parts))
-            except trio.TooSlowError:
-                logger.warning(
-                    "an agent stopped reading its replies for %.0f s; closing its connection",
-                    _WRITE_TIMEOUT,
-                    extra=log_extra(None, reason="peer not reading"),
-                )
-                self._close()
-                return
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._close()
-                return
-            self._queued -= len(parts) // 2
-            if self._queued == 0:
-                self._drained.set()
+        try:
+            await self._out.run(_WRITE_TIMEOUT)
+        except trio.TooSlowError:
+            logger.warning(
+                "an agent stopped reading its replies for %.0f s; closing its connection",
+                _WRITE_TIMEOUT,
+                extra=log_extra(None, reason="peer not reading"),
+            )
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        finally:
+            self._out.close()
+        self._close()
 
     def _close(self) -> None:
         if self._nursery is not None:

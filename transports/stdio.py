@@ -34,6 +34,7 @@ from .base import (
     log_extra,
     single_exceptions,
 )
+from .linewriter import LineWriter
 from .process import ChildProcess, signal_group, spawn
 
 logger = logging.getLogger("mcpd.stdio")
@@ -53,7 +54,10 @@ PARENT_ONLY_VARS: Final = frozenset(
     }
 )
 
-_EXIT_DRAIN: Final = 0.5  # after exit, how long buffered stdout may still be read
+_EXIT_DRAIN: Final = 0.5
+_MAX_BUFFERED: Final = (
+    16 * 1024 * 1024
+)  # bytes queued for a server's stdin  # after exit, how long buffered stdout may still be read
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
 _STDERR_MAX_LINE: Final = 4096
@@ -126,15 +130,14 @@ class StdioTransport:
         # and is dropped quietly. Any other unmatched response is the server's mistake.
         self._abandoned: dict[rpc.Id, None] = {}
         self._framer = LineFramer(params.max_line)
-        self._write_lock = trio.Lock()
+        stdin = process.stdin
+        assert stdin is not None
+        self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED)
         self._tail: deque[str] = deque(maxlen=params.stderr_tail)
         self._stdout_eof = trio.Event()
         self._exited = trio.Event()
         self.closed = trio.Event()
         self.error: TransportError | None = None
-        self._answers: trio.MemorySendChannel[bytes]
-        self._answers_rx: trio.MemoryReceiveChannel[bytes]
-        self._answers, self._answers_rx = trio.open_memory_channel(64)
 
     @property
     def pid(self) -> int:
@@ -194,16 +197,24 @@ class StdioTransport:
         await self._send(rpc.encode_notification(method, params))
 
     async def _send(self, data: bytes) -> None:
-        async with self._write_lock:
-            try:
-                await self.process.stdin.send_all(data + b"\n")  # type: ignore[union-attr]
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                # The exit watcher usually knows why (exit status); give it a moment.
-                with trio.move_on_after(_EXIT_DRAIN):
-                    await self.closed.wait()
-                if self.error is not None:
-                    raise self.error from None
-                raise TransportClosed(f"{self.alias}: cannot write to the server: {exc}") from None
+        if self.error is not None:
+            raise self.error
+        # A server that stops reading its stdin must not make mcpd buffer without bound.
+        await self._writer.wait_room()
+        if self.error is not None:
+            raise self.error
+        self._writer.put(data)
+
+    async def _write_stdin(self) -> None:
+        try:
+            await self._writer.run()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            # The exit watcher usually knows why (exit status); give it a moment.
+            with trio.move_on_after(_EXIT_DRAIN):
+                await self.closed.wait()
+            self._close(self._error(f"could not be written to ({exc})"))
+        finally:
+            self._writer.close()
 
     async def _send_quietly(self, data: bytes) -> None:
         with contextlib.suppress(TransportError):
@@ -256,10 +267,6 @@ class StdioTransport:
         with trio.move_on_after(_EXIT_DRAIN):
             await self._stdout_eof.wait()
         self._close(self._exit_error())
-
-    async def _answer_server_requests(self) -> None:
-        async for data in self._answers_rx:
-            await self._send_quietly(data)
 
     def _dispatch(self, item: bytes | Oversized) -> None:
         if isinstance(item, Oversized):
@@ -338,10 +345,7 @@ class StdioTransport:
             reply = rpc.encode_error(
                 req.id, rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}"
             )
-        try:
-            self._answers.send_nowait(reply)
-        except trio.WouldBlock:
-            logger.warning("%s: too many server requests at once; dropped one", self.alias)
+        self._writer.put(reply)
 
     def _oversized(self, item: Oversized) -> None:
         m = _ID_AT_START.match(item.prefix)
@@ -442,7 +446,7 @@ async def open_stdio_transport(
                 nursery.start_soon(transport._read_stdout)
                 nursery.start_soon(transport._read_stderr)
                 nursery.start_soon(transport._watch_exit)
-                nursery.start_soon(transport._answer_server_requests)
+                nursery.start_soon(transport._write_stdin)
                 try:
                     yield transport
                 finally:

@@ -1,0 +1,97 @@
+"""Newline-delimited output to a non-blocking pipe or socket, cheaply.
+
+When nothing is queued, a line is written at once with one ``writev`` from the task
+that produced it: a request costs no wake-up of a writer task. Otherwise lines are
+queued and a writer task sends everything queued in one write, so many calls in
+flight cost one system call (and one wake-up of the peer) per batch, not one each.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+import trio
+
+DEFAULT_LIMIT: Final = 16 * 1024 * 1024
+
+
+class LineWriter:
+    def __init__(self, stream: trio.abc.SendStream, fd: int, limit: int = DEFAULT_LIMIT) -> None:
+        self._stream = stream
+        self._fd = fd
+        self.limit = limit
+        self._buf = bytearray()
+        self._busy = False
+        self._ready = trio.Event()
+        self._room = trio.Event()
+        self._drained = trio.Event()
+        self._drained.set()
+        self.error: OSError | None = None
+
+    @property
+    def queued(self) -> int:
+        return len(self._buf)
+
+    def put(self, line: bytes) -> None:
+        """Queue (or write) ``line`` and a newline. Never blocks."""
+        if self.error is not None:
+            return
+        if not self._buf and not self._busy:
+            size = len(line) + 1
+            try:
+                done = os.writev(self._fd, (line, b"\n"))
+            except BlockingIOError:
+                done = 0
+            except OSError as exc:
+                self.error = exc
+                self._ready.set()
+                return
+            if done == size:
+                return
+            self._buf += (line + b"\n")[done:]
+        else:
+            self._buf += line
+            self._buf += b"\n"
+        if self._drained.is_set():
+            self._drained = trio.Event()
+        self._ready.set()
+
+    async def wait_room(self) -> None:
+        """Wait while more than ``limit`` bytes are queued (the peer reads slowly)."""
+        while len(self._buf) > self.limit and self.error is None:
+            self._room = trio.Event()
+            await self._room.wait()
+
+    async def drain(self) -> None:
+        await self._drained.wait()
+
+    async def run(self, write_timeout: float | None = None) -> None:
+        """The writer task. Raises trio.TooSlowError when a write takes longer than
+        ``write_timeout``, or the OSError/trio error that broke the stream."""
+        while True:
+            await self._ready.wait()
+            self._ready = trio.Event()
+            if self.error is not None:
+                raise self.error
+            if not self._buf:
+                continue
+            data = bytes(self._buf)
+            self._buf.clear()
+            self._busy = True
+            self._room.set()
+            try:
+                if write_timeout is None:
+                    await self._stream.send_all(data)
+                else:
+                    with trio.fail_after(write_timeout):
+                        await self._stream.send_all(data)
+            finally:
+                self._busy = False
+            if not self._buf:
+                self._drained.set()
+
+    def close(self) -> None:
+        """Wake anyone waiting for room or a drain; nothing more will be written."""
+        self._room.set()
+        self._drained.set()
