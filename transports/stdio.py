@@ -60,6 +60,9 @@ _MAX_BUFFERED: Final = (
 )  # bytes queued for a server's stdin  # after exit, how long buffered stdout may still be read
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
+# Warnings about what one server writes on stdout: a burst, then one a second.
+_COMPLAINT_BURST: Final = 20
+_COMPLAINT_RATE: Final = 1.0
 _STDERR_MAX_LINE: Final = 4096
 # Enough of an oversized line's start to find which request it answered.
 _ID_AT_START: Final = re.compile(
@@ -110,6 +113,37 @@ class _Slot:
         self.error: Exception | None = None
 
 
+class _Complaints:
+    """A token bucket for warnings about one server's stdout.
+
+    Each line that is not JSON-RPC used to be a warning of its own: a server writing
+    nonsense at full speed turned mcpd's event loop into a log writer, and every other
+    server waited. Past the burst, lines are counted and the next warning says how many.
+    """
+
+    __slots__ = ("_stamp", "_tokens", "suppressed")
+
+    def __init__(self) -> None:
+        self._tokens = float(_COMPLAINT_BURST)
+        self._stamp = trio.current_time()
+        self.suppressed = 0
+
+    def admit(self) -> str | None:
+        """None: stay quiet. Otherwise a note for the end of the warning."""
+        now = trio.current_time()
+        self._tokens = min(
+            float(_COMPLAINT_BURST), self._tokens + (now - self._stamp) * _COMPLAINT_RATE
+        )
+        self._stamp = now
+        if self._tokens < 1:
+            self.suppressed += 1
+            return None
+        self._tokens -= 1
+        note = f" ({self.suppressed} more like this not logged)" if self.suppressed else ""
+        self.suppressed = 0
+        return note
+
+
 class StdioTransport:
     def __init__(
         self,
@@ -129,6 +163,7 @@ class StdioTransport:
         # Requests given up on (timed out or cancelled): an answer may still come for them
         # and is dropped quietly. Any other unmatched response is the server's mistake.
         self._abandoned: dict[rpc.Id, None] = {}
+        self._complaints = _Complaints()
         self._framer = LineFramer(params.max_line)
         stdin = process.stdin
         assert stdin is not None
@@ -275,13 +310,16 @@ class StdioTransport:
         try:
             msg = rpc.decode_message(item)
         except rpc.DecodeFailure as exc:
-            logger.warning(
-                "%s: skipped a stdout line that is not JSON-RPC (%s): %.200r",
-                self.alias,
-                exc.message,
-                item,
-                extra=log_extra(self.alias),
-            )
+            note = self._complaints.admit()
+            if note is not None:
+                logger.warning(
+                    "%s: skipped a stdout line that is not JSON-RPC (%s): %.200r%s",
+                    self.alias,
+                    exc.message,
+                    item,
+                    note,
+                    extra=log_extra(self.alias),
+                )
             return
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
             slot = self._pending.get(msg.id) if msg.id is not None else None
@@ -326,14 +364,18 @@ class StdioTransport:
             return
         # Unknown ids, duplicates, an id of the wrong type ("3" for 3): used to be
         # debug-level only, so the log never said which server sent them.
+        note = self._complaints.admit()
+        if note is None:
+            return
         said = f" ({msg.error.message})" if isinstance(msg, rpc.ErrorResponse) else ""
         reason = "response to no pending request"
         logger.warning(
             "%s: dropped a response for id %r%s: no request with that id is waiting "
-            "(unknown id, wrong id type, or a duplicate)",
+            "(unknown id, wrong id type, or a duplicate)%s",
             self.alias,
             msg.id,
             said,
+            note,
             extra=log_extra(self.alias, reason=reason),
         )
 
