@@ -19,8 +19,10 @@ from transports.base import log_extra
 from . import __version__
 from .api import Api
 from .config import Config, ConfigError, load
+from .curation import ToolBudget
 from .outage import iso
 from .registry import Registry
+from .statefile import FILE_NAME, StateKeeper, state_dir
 from .supervisor import ReloadReport, Supervisor
 from .systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 
@@ -87,6 +89,10 @@ class Daemon:
         self.sysd = sysd or SystemdEnv(Notifier(None))
         self.registry = Registry(config.naming)
         self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
+        self.state = StateKeeper(
+            os.path.join(state_dir(config), FILE_NAME), self.registry, self.supervisor
+        )
+        self.tool_budget = ToolBudget(config.daemon.max_tools)
         self.api = Api(self)
         self.ready = trio.Event()
         self.socket_path = config.socket_path()
@@ -112,6 +118,8 @@ class Daemon:
                 self.socket_path = bound  # systemd's (mcpd.socket), whatever the config says
         try:
             async with trio.open_nursery() as nursery:
+                await self.state.seed(self.config)
+                await nursery.start(self.state.run)
                 await nursery.start(self.supervisor.run)
                 nursery.start_soon(self._signals)
                 await nursery.start(run_watchdog, self.notifier)
@@ -178,6 +186,7 @@ class Daemon:
             try:
                 report = await self.supervisor.reload(new)
                 self.config = new
+                self.tool_budget.limit = new.daemon.max_tools
                 # Added and changed servers get their first attempt before READY=1 and
                 # before `mcpd reload` returns, as at start-up.
                 await self.supervisor.wait_started(
@@ -190,6 +199,8 @@ class Daemon:
 
     def _changed(self, alias: str) -> None:
         self.api.tools_changed()
+        self.state.changed()
+        self.tool_budget.check(len(self.registry.listing()))
         if self.ready.is_set():
             line = self.supervisor.summary()
             if line != self._status_line:
@@ -204,7 +215,7 @@ class Daemon:
             entry: dict[str, Any] = {
                 "server": alias,
                 "state": state,
-                "available": state in ("ready", "degraded"),
+                "available": runner.available,
             }
             if not entry["available"]:
                 o = runner.outage()
@@ -228,7 +239,12 @@ class Daemon:
                 "uptime_s": round(trio.current_time() - self._started, 1),
                 "connections": len(self.api.connections),
                 "tools": len(self.registry.listing()),
+                "max_tools": self.tool_budget.limit,
                 "summary": self.supervisor.summary(),
+                "state_file": self.state.path,
+                "warnings": [
+                    w for w in [self.tool_budget.warning(len(self.registry.listing()))] if w
+                ],
             },
             "servers": servers,
         }

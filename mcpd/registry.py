@@ -19,7 +19,8 @@ from msgspec import UNSET, Raw
 
 from protocol import mcp
 
-from .config import NamingConfig
+from .config import NamingConfig, ToolsConfig
+from .curation import curate
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
 _encode: Final = msgspec.json.Encoder().encode
@@ -58,10 +59,13 @@ class Entry:
 
 
 class _Server:
-    __slots__ = ("available", "marker", "tools", "trusted")
+    __slots__ = ("available", "marker", "originals", "raw", "tools", "trusted")
 
-    def __init__(self, tools: dict[str, mcp.Tool], trusted: bool) -> None:
-        self.tools = tools
+    def __init__(self, raw: dict[str, mcp.Tool], trusted: bool, rules: ToolsConfig | None) -> None:
+        self.raw = raw  # as the server listed them
+        curated = curate(list(raw.values()), rules)
+        self.tools = curated.tools  # what agents see, by name before the template
+        self.originals = curated.originals
         self.trusted = trusted
         self.available = True
         self.marker: str | None = None
@@ -75,6 +79,7 @@ class Registry:
         self._by_key: dict[tuple[str, str], Entry] = {}
         self._claims: dict[str, set[tuple[str, str]]] = {}
         self._listing: list[Raw] | None = None
+        self._rules: dict[str, ToolsConfig] = {}
         self.version = 0
 
     # -- changes --
@@ -83,15 +88,27 @@ class Registry:
         """Replace one server's tools. Returns whether anything agents see changed."""
         new = {t.name: t for t in tools}
         old = self._servers.get(alias)
-        if old is not None and old.trusted == trusted and _same_tools(old.tools, new):
+        if old is not None and old.trusted == trusted and _same_tools(old.raw, new):
             return False
-        server = _Server(new, trusted)
+        self._install(alias, new, trusted)
+        return True
+
+    def set_rules(self, alias: str, rules: ToolsConfig) -> None:
+        """The server's curation (allow/deny/rename/description), applied from now on."""
+        if self._rules.get(alias) == rules:
+            return
+        self._rules[alias] = rules
+        old = self._servers.get(alias)
+        if old is not None:
+            self._install(alias, old.raw, old.trusted)
+
+    def _install(self, alias: str, raw: dict[str, mcp.Tool], trusted: bool) -> None:
+        old = self._servers.get(alias)
+        server = _Server(raw, trusted, self._rules.get(alias))
         if old is not None:
             server.available, server.marker = old.available, old.marker
         self._servers[alias] = server
-        old_names = set(old.tools) if old else set()
-        self._reclaim(alias, old_names, set(new))
-        return True
+        self._reclaim(alias, set(old.tools) if old else set(), set(server.tools))
 
     def remove(self, alias: str) -> bool:
         old = self._servers.pop(alias, None)
@@ -164,7 +181,7 @@ class Registry:
         ):
             del self._by_local[previous.local]
         server = self._servers[alias]
-        entry = Entry(local, alias, name, server.tools[name])
+        entry = Entry(local, alias, server.originals.get(name, name), server.tools[name])
         entry.available = server.available
         self._encode_entry(entry)
         self._by_key[key] = entry
@@ -207,6 +224,11 @@ class Registry:
     def tools_of(self, alias: str) -> list[mcp.Tool]:
         server = self._servers.get(alias)
         return list(server.tools.values()) if server else []
+
+    def raw_tools(self, alias: str) -> list[mcp.Tool] | None:
+        """The server's last list as it sent it (before curation); None if never listed."""
+        server = self._servers.get(alias)
+        return list(server.raw.values()) if server else None
 
     def aliases(self) -> Iterable[str]:
         return self._servers.keys()

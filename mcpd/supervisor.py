@@ -13,6 +13,7 @@ import trio
 from transports.base import log_extra
 
 from .config import Config, ServerConfig
+from .lazy import LazyRunner
 from .registry import Registry
 from .runner import Runner, TransportFactory, open_transport
 
@@ -54,7 +55,9 @@ class Supervisor:
 
     def _start(self, alias: str, cfg: ServerConfig) -> None:
         assert self._nursery is not None
-        runner = Runner(
+        self.registry.set_rules(alias, cfg.tools)
+        kind = LazyRunner if cfg.start == "lazy" else Runner
+        runner = kind(
             alias, cfg, self.config, self.registry, self.on_change, self.transport_factory
         )
         scope = trio.CancelScope()
@@ -135,6 +138,7 @@ class Supervisor:
         for state in (
             "ready",
             "degraded",
+            "idle",
             "starting",
             "half_open",
             "open",
@@ -146,7 +150,7 @@ class Supervisor:
             if not names:
                 continue
             text = f"{len(names)} {state}"
-            if state not in ("ready",):
+            if state not in ("ready", "idle"):
                 text += f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
             parts.append(text)
         return f"{n} server{'s' if n != 1 else ''}: " + (", ".join(parts) if parts else "none")
@@ -156,6 +160,6 @@ class Supervisor:
         out = []
         for alias in sorted(self.runners):
             runner = self.runners[alias]
-            if runner.state not in ("ready", "degraded"):
+            if not runner.available:
                 out.append(runner.outage().sentence())
         return out

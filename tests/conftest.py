@@ -1,4 +1,5 @@
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,3 +11,21 @@ ROOT = Path(__file__).resolve().parent.parent
 def python() -> str:
     """The interpreter running the tests, for spawning test servers."""
     return sys.executable
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Daemons started by tests (in process or as children) keep their state file under
+    the test run's directory, never in the user's or in /var/lib/mcpd. This one covers
+    daemons that module fixtures start; each test then gets its own below."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        mp.delenv("STATE_DIRECTORY", raising=False)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _private_state_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))

@@ -1,0 +1,151 @@
+"""``start = "lazy"``: a stdio server that runs only while it is being used.
+
+Its tools are known without it running: from the state file of an earlier run, or
+from one discovery at startup (start, list, stop). The first call starts it; after
+``idle_stop`` seconds without calls it is stopped again. Both are invisible to agents
+except for the latency of a start: while idle or starting on demand its tools stay
+listed as available, and a call waits for the server instead of failing. A start that
+fails is an outage like any other, with backoff and the tools marked unavailable.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+import trio
+from msgspec import Raw
+
+from protocol import mcp
+from transports.base import Transport, single_exceptions
+
+from .config import Config, ServerConfig
+from .registry import Registry
+from .runner import Runner, TransportFactory, open_transport
+from .upstream import Upstream
+
+
+class LazyRunner(Runner):
+    def __init__(
+        self,
+        alias: str,
+        cfg: ServerConfig,
+        config: Config,
+        registry: Registry,
+        on_change: Callable[[str], None],
+        transport_factory: TransportFactory = open_transport,
+    ) -> None:
+        super().__init__(alias, cfg, config, registry, on_change, transport_factory)
+        self.idle_stop = cfg.idle_stop
+        self._phase_changed = trio.Event()
+        self._demand = trio.Event()  # a call is waiting for an idle server
+        self._touched = trio.Event()  # a call began or ended
+        self._users = 0
+        # Until a call comes, the startup discovery stops the server as soon as it listed.
+        self._last_use = -math.inf
+        self._known = False  # the tools are known (listed once, or saved)
+        self._stopping = False
+        self._stopped_idle = False
+
+    @property
+    def available(self) -> bool:
+        if self.phase == "idle" or self._stopping:
+            return True
+        if self.phase == "starting" and self._known:
+            return True  # started on demand: a call waits for it rather than failing
+        return super().available
+
+    def _set_phase(self, phase: str, error: str | None = None) -> None:
+        super()._set_phase(phase, error)
+        changed, self._phase_changed = self._phase_changed, trio.Event()
+        changed.set()
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        self._known = self.registry.raw_tools(self.alias) is not None
+        try:
+            while True:
+                if self._known and not self._demand.is_set():
+                    self._set_phase("idle")
+                    self.first_attempt.set()
+                    await self._demand.wait()
+                self._demand = trio.Event()
+                await self._run_until_idle()
+        finally:
+            self._stopping = False
+            self.upstream = None
+            self._set_phase("stopped", self.last_error)
+
+    async def _run_until_idle(self) -> None:
+        while True:
+            self._stopped_idle = False
+            await self._attempt()
+            if self._stopped_idle:
+                self._stopping = False
+                return
+            await self._back_off()
+
+    async def _serve(self, up: Upstream, transport: Transport) -> None:
+        self._known = True
+        with single_exceptions():
+            async with trio.open_nursery() as nursery:
+                serving = trio.CancelScope()
+                nursery.start_soon(self._stop_when_idle, serving)
+                with serving:
+                    await super()._serve(up, transport)
+                nursery.cancel_scope.cancel()
+        # The serve loop ends only by raising, or by the idle stop cancelling it.
+        self._stopped_idle = True
+
+    async def _stop_when_idle(self, serving: trio.CancelScope) -> None:
+        while True:
+            if self._users:
+                deadline = math.inf
+            else:
+                deadline = self._last_use + self.idle_stop
+                if trio.current_time() >= deadline:
+                    break
+            self._touched = trio.Event()
+            with trio.move_on_at(deadline):
+                await self._touched.wait()
+        # From here calls wait for the next start instead of using this process.
+        self._stopping = True
+        self.upstream = None
+        if self._last_use > -math.inf:
+            self._log(
+                logging.INFO, "idle_stop", f"stopping after {self.idle_stop:g} s without calls"
+            )
+        serving.cancel()
+
+    def _touch(self) -> None:
+        self._touched.set()
+
+    async def call(self, params: mcp.CallToolParams, *args: Any, **kwargs: Any) -> Raw:
+        self._users += 1
+        self._touch()
+        try:
+            if self.phase != "connected" or self._stopping:
+                await self._wait_started()
+            return await super().call(params, *args, **kwargs)
+        finally:
+            self._users -= 1
+            self._last_use = trio.current_time()
+            self._touch()
+
+    async def _wait_started(self) -> None:
+        """Start an idle server and wait until it is up, or its start failed (then the
+        call gets the outage like any other)."""
+        if self.phase == "idle" or self._stopping:
+            self._demand.set()
+        d = self.config.daemon
+        with trio.move_on_after(d.list_timeout + d.probe_timeout):
+            while self._stopping or self.phase in ("idle", "starting"):
+                await self._phase_changed.wait()
+
+    def status(self) -> dict[str, Any]:
+        out = super().status()
+        out["start"] = "lazy"
+        out["idle_stop"] = self.idle_stop
+        return out

@@ -1,0 +1,241 @@
+"""Every server's last known tools, kept across daemon restarts.
+
+After a restart, a server that is down would otherwise vanish from the tool list until
+it answers again, and a model would act as if its tools never existed. So each
+server's last list (as the server sent it, with its era and cache TTL) is saved in
+``registry.json`` in the state directory, and read back at startup: a server still
+down then shows its last known tools, marked unavailable. Saved tools are used only
+for the same server (same command, arguments, environment or URL).
+
+The file is replaced atomically (written aside, fsynced, renamed); a file that cannot
+be read is ignored with a warning, since it only ever holds a cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+import trio
+
+from protocol import mcp
+from transports.base import log_extra
+
+from .config import Config, ServerConfig
+
+if TYPE_CHECKING:
+    from .registry import Registry
+    from .supervisor import Supervisor
+
+logger = logging.getLogger("mcpd.state")
+
+FILE_NAME: Final = "registry.json"
+FORMAT: Final = 1
+_DEBOUNCE: Final = 0.5
+
+
+class SavedServer(msgspec.Struct, kw_only=True):
+    fingerprint: str
+    tools: list[mcp.Tool]
+    era: str | None = None
+    protocol_version: str | None = None
+    ttl_ms: int = 0
+    saved_at: str = ""
+
+
+class SavedState(msgspec.Struct, kw_only=True):
+    format: int = FORMAT
+    servers: dict[str, SavedServer] = msgspec.field(default_factory=dict)
+
+
+_decoder: Final = msgspec.json.Decoder(SavedState)
+_encoder: Final = msgspec.json.Encoder()
+
+
+def state_dir(config: Config, env: Mapping[str, str] | None = None) -> str:
+    """``[daemon] state_dir``, else systemd's StateDirectory=, else the XDG state home
+    (``/var/lib/mcpd`` for root without one)."""
+    env = os.environ if env is None else env
+    if config.daemon.state_dir:
+        return config.daemon.state_dir
+    systemd = env.get("STATE_DIRECTORY")
+    if systemd:
+        return systemd.split(":")[0]  # several directories are colon-separated
+    if env.get("XDG_STATE_HOME"):
+        return os.path.join(env["XDG_STATE_HOME"], "mcpd")
+    if os.geteuid() == 0:
+        return "/var/lib/mcpd"
+    return os.path.join(env.get("HOME", "/"), ".local", "state", "mcpd")
+
+
+def fingerprint(cfg: ServerConfig) -> str:
+    """What makes a server the same server; timeouts and curation do not."""
+    what = [cfg.command, cfg.args, sorted(cfg.env.items()), cfg.cwd, cfg.url]
+    return hashlib.sha256(_encoder.encode(what)).hexdigest()[:16]
+
+
+def read_state(path: str) -> SavedState:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return SavedState()
+    except OSError as exc:
+        logger.warning("cannot read %s (%s); starting without last known tools", path, exc)
+        return SavedState()
+    try:
+        state = _decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        logger.warning(
+            "ignoring %s, which is not a valid state file (%s); it will be rewritten",
+            path,
+            exc,
+            extra=log_extra(None, "state_file", str(exc)),
+        )
+        return SavedState()
+    if state.format != FORMAT:
+        logger.warning("ignoring %s: state format %d, expected %d", path, state.format, FORMAT)
+        return SavedState()
+    return state
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    # The rename itself is durable only once the directory is synced.
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class StateKeeper:
+    """Reads the state file at startup and rewrites it whenever a server's list changes."""
+
+    def __init__(self, path: str, registry: Registry, supervisor: Supervisor) -> None:
+        self.path = path
+        self.registry = registry
+        self.supervisor = supervisor
+        self.saved: dict[str, SavedServer] = {}
+        self.writes = 0
+        self._dirty = trio.Event()
+        self._last: bytes | None = None
+        self._last_error: str | None = None
+
+    async def seed(self, config: Config) -> list[str]:
+        """Put each configured server's saved tools in the registry, marked unavailable
+        until the server answers. Returns the aliases seeded."""
+        state = await trio.to_thread.run_sync(read_state, self.path)
+        seeded = []
+        for alias, cfg in config.servers.items():
+            saved = state.servers.get(alias)
+            if not cfg.enabled or saved is None or saved.fingerprint != fingerprint(cfg):
+                continue
+            self.saved[alias] = saved
+            self.registry.set_rules(alias, cfg.tools)
+            self.registry.update(alias, saved.tools, trusted=cfg.trusted)
+            self.registry.set_availability(
+                alias, False, f"unavailable: {alias} has not answered since mcpd started"
+            )
+            seeded.append(alias)
+        if seeded:
+            logger.info(
+                "last known tools of %s from %s",
+                ", ".join(seeded),
+                self.path,
+                extra=log_extra(None),
+            )
+        return seeded
+
+    def changed(self) -> None:
+        self._dirty.set()
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            while True:
+                await self._dirty.wait()
+                # A restart touches every tool of a server; write once for all of it.
+                await trio.sleep(_DEBOUNCE)
+                await self.flush()
+        finally:
+            with trio.move_on_after(5, shield=True):
+                await self.flush()
+
+    async def flush(self) -> None:
+        self._dirty = trio.Event()
+        data = _encoder.encode(self.snapshot())
+        if data == self._last:
+            return
+        try:
+            await trio.to_thread.run_sync(write_atomically, self.path, data)
+        except OSError as exc:
+            if str(exc) != self._last_error:  # once per distinct problem, not per change
+                self._last_error = str(exc)
+                logger.warning(
+                    "cannot save the last known tools to %s: %s",
+                    self.path,
+                    exc,
+                    extra=log_extra(None, "state_file", str(exc)),
+                )
+            return
+        self._last, self._last_error = data, None
+        self.writes += 1
+
+    def snapshot(self) -> SavedState:
+        servers: dict[str, SavedServer] = {}
+        config = self.supervisor.config
+        for alias in sorted(self.registry.aliases()):
+            cfg = config.servers.get(alias)
+            tools = self.registry.raw_tools(alias)
+            if cfg is None or tools is None:
+                continue
+            before = self.saved.get(alias)
+            runner = self.supervisor.runners.get(alias)
+            up = runner.upstream if runner is not None else None
+            era: str | None
+            version: str | None
+            if up is not None and runner is not None:
+                era, version, ttl = up.era, up.version, runner.tools_ttl_ms
+            elif before is not None:  # not connected now: what was known stays
+                era, version, ttl = before.era, before.protocol_version, before.ttl_ms
+            else:
+                era, version, ttl = None, None, 0
+            entry = SavedServer(
+                fingerprint=fingerprint(cfg),
+                tools=tools,
+                era=era,
+                protocol_version=version,
+                ttl_ms=ttl,
+            )
+            if before is not None and _same(before, entry):
+                entry = before
+            else:
+                entry.saved_at = datetime.now(UTC).isoformat(timespec="seconds")
+            servers[alias] = self.saved[alias] = entry
+        return SavedState(servers=servers)
+
+
+def _same(a: SavedServer, b: SavedServer) -> bool:
+    return _encoder.encode(msgspec.structs.replace(a, saved_at="")) == _encoder.encode(
+        msgspec.structs.replace(b, saved_at="")
+    )
