@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
-from msgspec import UNSET, Raw
+from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -24,10 +24,11 @@ from protocol.server import RequestContext, ServerSession
 from transports.base import log_extra
 
 from . import __version__
-from .connection import Connection
+from .calls import Outcome, PendingCall
+from .connection import LIFECYCLE, Connection
 from .peers import is_allowed, peer_of, resolve_groups
-from .results import shape_call_result
-from .runner import CallRefused
+from .runner import CallRefused, Runner
+from .toolcall import call_reply, route_call
 
 if TYPE_CHECKING:
     from .daemon import Daemon
@@ -136,24 +137,35 @@ class Api:
 
     # -- dispatch --
 
-    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
-        """The encoded reply, or None when the handler already sent it."""
+    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
+        """The lifecycle methods, answered in order as they arrive: a request sent right
+        after ``initialize`` must find the session set up."""
         session = conn.session
         try:
             if req.method == "initialize":
                 session.instructions = self.instructions()
-                result: Any = session.initialize(req.params)
-                return rpc.encode_result(req.id, result)
+                return rpc.encode_result(req.id, session.initialize(req.params))
             if req.method == "ping":
                 return rpc.encode_result(req.id, {})
             ctx = session.context(req)
-            if req.method == "server/discover":
-                session.instructions = self.instructions()
-                return self._finish(req.id, ctx, session.discover(ctx))
+            session.instructions = self.instructions()
+            return self._finish(req.id, ctx, session.discover(ctx))
+        except rpc.RPCError as exc:
+            return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
+        except rpc.InvalidParams as exc:
+            return rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
+
+    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
+        """The encoded reply, or None when the handler already sent it."""
+        session = conn.session
+        try:
+            if req.method in LIFECYCLE:
+                return self.answer_now(conn, req)
+            ctx = session.context(req)
             handler = self._handlers.get(req.method)
             if handler is None:
                 raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"Method not found: {req.method}")
-            result = await handler(self, conn, req, ctx)
+            result: Any = await handler(self, conn, req, ctx)
             if result is None or isinstance(result, bytes):
                 return result
             return self._finish(req.id, ctx, result)
@@ -209,43 +221,49 @@ class Api:
     async def _tools_call(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
-        params = rpc.decode_as(req.params, mcp.CallToolParams)
-        modern = ctx is not None and ctx.era == "modern"
-        registry = self.daemon.registry
-        entry = registry.lookup(params.name)
-        if entry is None:
-            near = registry.closest(params.name)
-            hint = f" Did you mean: {', '.join(near)}?" if near else ""
-            return _error_result(
-                f"Unknown tool {params.name!r}.{hint} Call tools/list for the current tools.",
-                modern,
-            )
-        runner = self.daemon.supervisor.runners.get(entry.alias)
-        if runner is None:
-            return _error_result(
-                f"The tool server {entry.alias!r} is not running (removed from the configuration).",
-                modern,
-            )
-        params.name = entry.original
-        # A modern agent's capabilities go upstream, so a server may ask it for input.
-        caps = ctx.capabilities if modern and ctx is not None else None
+        route = route_call(self.daemon, req, ctx)
+        if isinstance(route, bytes):
+            return route
+        outcome: Outcome
         try:
-            raw = await runner.call(params, capabilities=caps, on_progress=conn.progress_sender())
+            outcome = await route.runner.call(
+                route.params, capabilities=route.capabilities, on_progress=conn.progress_sender()
+            )
         except CallRefused as refused:
-            result = refused.outage.result()
-            if modern:
-                result.resultType = mcp.COMPLETE
-            return result
-        shaped = shape_call_result(
-            raw,
-            modern=modern,
-            budget=self.daemon.config.daemon.result_budget_chars,
-            alias=entry.alias,
-            capabilities=caps,
+            outcome = refused.outage
+        except rpc.RPCError as exc:
+            outcome = exc
+        return call_reply(req.id, route, outcome, self.daemon.config.daemon.result_budget_chars)
+
+    def start_tools_call(self, conn: Connection, req: rpc.Request) -> PendingCall | bool:
+        """tools/call without a task: the outcome is written from a callback.
+
+        Returns the pending call, True when the reply was already written, or False
+        when the call needs the awaiting path (a runner that wraps ``call``)."""
+        try:
+            ctx = conn.session.context(req)
+            route = route_call(self.daemon, req, ctx)
+        except rpc.RPCError as exc:
+            conn.reply(req.id, rpc.encode_error(req.id, exc.code, exc.message, exc.data))
+            return True
+        except rpc.InvalidParams as exc:
+            conn.reply(
+                req.id, rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
+            )
+            return True
+        if isinstance(route, bytes):
+            conn.reply(req.id, route)
+            return True
+        if type(route.runner).call is not Runner.call:
+            return False
+        budget = self.daemon.config.daemon.result_budget_chars
+
+        def done(outcome: Outcome) -> None:
+            conn.reply(req.id, call_reply(req.id, route, outcome, budget))
+
+        return route.runner.start_call(
+            route.params, done, capabilities=route.capabilities, on_progress=conn.progress_sender()
         )
-        if isinstance(shaped, Raw):
-            return rpc.encode_result(req.id, shaped)
-        return shaped
 
     async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
         """``subscriptions/listen``: acknowledge, then tag every tool-list change with the

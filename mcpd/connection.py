@@ -18,15 +18,29 @@ from protocol.server import ServerSession
 from transports.base import log_extra
 from transports.linewriter import LineWriter
 
+from .calls import PendingCall
 from .peers import Peer, is_owner
 
 if TYPE_CHECKING:
     from .api import Api
 
+# Answered in the reader, in arrival order: cheap, and what follows may depend on them.
+LIFECYCLE: Final = frozenset({"initialize", "ping", "server/discover"})
+
 logger = logging.getLogger("mcpd.api")
 
 _WRITE_TIMEOUT: Final = 30.0
 _QUEUE_BYTES: Final = 4 * 1024 * 1024  # replies queued for one agent before send() waits
+
+
+class _NotStarted:
+    """Holds a request's place while it is being started (its answer may come at once)."""
+
+    def cancel(self) -> None:
+        pass
+
+
+_NOT_STARTED: Final = _NotStarted()
 
 
 class Connection:
@@ -39,7 +53,8 @@ class Connection:
         self.session = session
         self.framer = LineFramer(d.max_line_bytes)
         self.max_inflight = d.max_inflight_per_connection
-        self.inflight: dict[rpc.Id, trio.CancelScope] = {}
+        # What cancels each request in flight: its task's scope, or its pending call.
+        self.inflight: dict[rpc.Id, trio.CancelScope | PendingCall | _NotStarted] = {}
         self.peer = peer
         self.subscriptions: set[rpc.Id] = set()
         self.seen_version = api.daemon.registry.version
@@ -118,13 +133,34 @@ class Connection:
                         f"(limit {self.max_inflight})",
                     )
                 )
+            elif msg.method in LIFECYCLE:
+                self._out.put(self.api.answer_now(self, msg))
+            elif msg.method == "tools/call":
+                # The hot path: no task, no cancel scope; the call's outcome is written
+                # from a callback when the server answers.
+                self.inflight[msg.id] = _NOT_STARTED
+                started = self.api.start_tools_call(self, msg)
+                if isinstance(started, PendingCall):
+                    if msg.id in self.inflight:  # its answer did not come at once
+                        self.inflight[msg.id] = started
+                elif not started:
+                    self._spawn(msg, nursery)
             else:
-                scope = trio.CancelScope()
-                self.inflight[msg.id] = scope
-                nursery.start_soon(self._run_request, msg, scope)
+                self._spawn(msg, nursery)
         elif isinstance(msg, rpc.Notification):
             self._notification(msg)
         # Responses from an agent answer nothing mcpd asked; they are ignored.
+
+    def _spawn(self, msg: rpc.Request, nursery: trio.Nursery) -> None:
+        scope = trio.CancelScope()
+        self.inflight[msg.id] = scope
+        nursery.start_soon(self._run_request, msg, scope)
+
+    def reply(self, rid: rpc.Id, data: bytes) -> None:
+        """The final answer to a request started without a task; dropped if the agent
+        cancelled it meanwhile."""
+        if self.inflight.pop(rid, None) is not None:
+            self._out.put(data)
 
     def _notification(self, msg: rpc.Notification) -> None:
         if msg.method == "notifications/cancelled":
@@ -132,9 +168,13 @@ class Connection:
                 params = rpc.decode_as(msg.params, mcp.CancelledParams)
             except rpc.InvalidParams:
                 return
-            scope = self.inflight.get(params.requestId) if params.requestId is not UNSET else None
-            if scope is not None:
-                scope.cancel()
+            if params.requestId is UNSET:
+                return
+            handle = self.inflight.get(params.requestId)
+            if isinstance(handle, PendingCall):
+                del self.inflight[params.requestId]
+            if handle is not None:
+                handle.cancel()
 
     async def _run_request(self, req: rpc.Request, scope: trio.CancelScope) -> None:
         try:

@@ -1,8 +1,8 @@
 """Progress notifications, routed from a server back to the one agent that asked.
 
 Each call that carries an agent's ``progressToken`` gets a token of mcpd's own for the
-server, so two agents using the same token can never see each other's progress. A
-progress notification may also push the call's deadline out, up to a hard limit.
+server, so two agents using the same token can never see each other's progress. Each
+report also tells the call's scheduler, which may push the call's deadline out.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import itertools
 from collections.abc import Callable
 
 import msgspec
-import trio
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -20,21 +19,14 @@ Deliver = Callable[[mcp.ProgressParams], None]
 
 
 class _Route:
-    __slots__ = ("agent_token", "deliver", "limit", "scope", "timeout")
+    __slots__ = ("agent_token", "deliver", "extend")
 
     def __init__(
-        self,
-        agent_token: str | int,
-        deliver: Deliver,
-        scope: trio.CancelScope,
-        timeout: float,
-        limit: float,
+        self, agent_token: str | int, deliver: Deliver, extend: Callable[[], None]
     ) -> None:
         self.agent_token = agent_token
         self.deliver = deliver
-        self.scope = scope
-        self.timeout = timeout
-        self.limit = limit
+        self.extend = extend
 
 
 class ProgressRoutes:
@@ -43,16 +35,10 @@ class ProgressRoutes:
         self._routes: dict[str, _Route] = {}
         self._ids = itertools.count(1)
 
-    def open(
-        self,
-        agent_token: str | int,
-        deliver: Deliver,
-        scope: trio.CancelScope,
-        timeout: float,
-        limit: float,
-    ) -> str:
+    def open(self, agent_token: str | int, deliver: Deliver, extend: Callable[[], None]) -> str:
+        """A token for the server; ``extend`` is called on each progress report."""
         token = f"{self._prefix}{next(self._ids)}"
-        self._routes[token] = _Route(agent_token, deliver, scope, timeout, limit)
+        self._routes[token] = _Route(agent_token, deliver, extend)
         return token
 
     def close(self, token: str) -> None:
@@ -67,7 +53,6 @@ class ProgressRoutes:
         route = self._routes.get(params.progressToken)  # type: ignore[arg-type]
         if route is None:
             return False
-        # The server is working on it: give the call more time, within the hard limit.
-        route.scope.deadline = min(trio.current_time() + route.timeout, route.limit)
+        route.extend()
         route.deliver(msgspec.structs.replace(params, progressToken=route.agent_token))
         return True

@@ -33,6 +33,7 @@ from transports.stdio import StdioParams, open_stdio_transport
 
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig, Transition
+from .calls import CallScheduler, Done, Outcome, PendingCall
 from .config import Config, ServerConfig
 from .outage import Outage, clock_time
 from .progress import Deliver, ProgressRoutes
@@ -128,9 +129,7 @@ class Runner:
             )
         )
         self.stats = LatencyStats()
-        self.slots = trio.Semaphore(cfg.concurrency())
-        self.waiting = 0
-        self.inflight = 0
+        self.scheduler = CallScheduler(self, cfg.concurrency())
         self.upstream: Upstream | None = None
         self.phase = "starting"
         self.last_error: str | None = None
@@ -146,8 +145,6 @@ class Runner:
         self._suspect = False
         self._refetch = False
         self._closed = False
-        self._idle = trio.Event()
-        self._idle.set()
         self._last_log = -math.inf
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
         self.subscribed = False
@@ -253,9 +250,22 @@ class Runner:
         finally:
             self.upstream = None
             self._set_phase("stopped", self.last_error)
+            self.scheduler.fail_queued(self.outage())
 
     async def _attempt(self) -> None:
         self._set_phase("starting")
+        # Calls waiting for the first start, and calls in flight, are timed out by the
+        # scheduler's timer while the attempt lasts.
+        async with trio.open_nursery() as timers:
+            timers.start_soon(self.scheduler.run_timer)
+            try:
+                await self._attempt_once()
+            finally:
+                timers.cancel_scope.cancel()
+        # Nobody waits for a server that is down: queued calls get the outage now.
+        self.scheduler.fail_queued(self.outage())
+
+    async def _attempt_once(self) -> None:
         transport: Transport | None = None
         try:
             try:
@@ -377,9 +387,11 @@ class Runner:
                     nursery.start_soon(self._watch, closed)
                 if up.era == "modern" and up.lists_changes:
                     nursery.start_soon(self._listen, up)
+                self.scheduler.attach(up, nursery)
                 try:
                     await self._serve_loop(up, transport)
                 finally:
+                    self.scheduler.detach()
                     nursery.cancel_scope.cancel()
 
     async def _listen(self, up: Upstream) -> None:
@@ -536,6 +548,21 @@ class Runner:
 
     # -- calls from agents --
 
+    def start_call(
+        self,
+        params: mcp.CallToolParams,
+        on_done: Done,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        on_progress: Deliver | None = None,
+    ) -> PendingCall:
+        """Submit one tools/call; ``on_done`` gets its outcome (a raw result, an Outage
+        or the server's RPCError) exactly once, unless the call is cancelled."""
+        timeout = self.config.call_timeout(self.alias, params.name)
+        call = PendingCall(params, capabilities, timeout, on_progress, on_done)
+        self.scheduler.submit(call)
+        return call
+
     async def call(
         self,
         params: mcp.CallToolParams,
@@ -554,145 +581,50 @@ class Runner:
             if call_timeout is None
             else call_timeout
         )
-        if self.phase == "starting" and not self.first_attempt.is_set():
-            with trio.move_on_after(timeout):
-                await self.first_attempt.wait()
-        up = self.upstream
-        if up is None or self.phase != "connected":
-            raise CallRefused(self.outage())
-        adm = self.breaker.allow(trio.current_time())
-        if not adm.allowed:
-            raise CallRefused(
-                Outage(self.alias, adm.state, adm.reason or "circuit open", adm.since, adm.retry_at)
-            )
-        try:
-            await self._acquire_slot()
-            try:
-                return await self._forward(
-                    up, params, capabilities, timeout, adm.ticket, on_progress
-                )
-            finally:
-                self.slots.release()
-        finally:
-            if adm.probe:
-                self.breaker.release_probe(adm.ticket)
+        done = trio.Event()
+        box: list[Outcome] = []
 
-    async def _acquire_slot(self) -> None:
-        try:
-            # The common case, a free slot, without a cancel scope or a checkpoint.
-            self.slots.acquire_nowait()
-            return
-        except trio.WouldBlock:
-            pass
-        d = self.config.daemon
-        if self.waiting >= d.queue_size:
-            raise CallRefused(
-                Outage(self.alias, "busy", f"{self.waiting} calls already waiting for this server")
-            )
-        self.waiting += 1
-        try:
-            with trio.move_on_after(d.queue_timeout) as scope:
-                await self.slots.acquire()
-        finally:
-            self.waiting -= 1
-        if scope.cancelled_caught:
-            raise CallRefused(
-                Outage(
-                    self.alias,
-                    "busy",
-                    f"no free slot within {d.queue_timeout:.0f} s "
-                    f"({self.cfg.concurrency()} calls at a time)",
-                )
-            )
+        def finished(outcome: Outcome) -> None:
+            box.append(outcome)
+            done.set()
 
-    async def _forward(
-        self,
-        up: Upstream,
-        params: mcp.CallToolParams,
-        capabilities: dict[str, Any] | None,
-        call_timeout: float,
-        ticket: int,
-        on_progress: Deliver | None,
-    ) -> Raw:
-        timeout = call_timeout
-        start = trio.current_time()
-        scope = trio.CancelScope(deadline=start + timeout)
-        token = self._route_progress(params, on_progress, scope, timeout, start)
-        self.inflight += 1
-        self._idle = trio.Event() if self.inflight == 1 else self._idle
+        call = PendingCall(params, capabilities, timeout, on_progress, finished)
+        self.scheduler.submit(call)
         try:
-            with scope:
-                raw = await up.call_tool(params, capabilities=capabilities)
-            if scope.cancelled_caught:
-                reason = f"no answer within {trio.current_time() - start:.3g} s"
-                # Without this line a call timing out left no trace naming the server.
-                logger.warning(
-                    "%s: tools/call %r got %s",
-                    self.alias,
-                    params.name,
-                    reason,
-                    extra=log_extra(self.alias, reason=reason),
-                )
-                self._availability_failure(start, reason, ticket)
-                self._check_liveness()
-                raise CallRefused(Outage(self.alias, "timeout", reason, start))
-        except TransportError as exc:
-            self._availability_failure(start, exc.reason, ticket)
-            if self.transport_kind == "http":
-                # An HTTP server has no process to watch: probe it now, so an endpoint
-                # that went away is marked unavailable before the next model turn.
-                self._check_liveness()
-            raise CallRefused(Outage(self.alias, "failed", exc.reason, start)) from None
-        except rpc.RPCError:
-            # The server answered: it is up, whatever it thought of the request.
-            self.breaker.record_success(trio.current_time(), ticket)
-            self.stats.record(trio.current_time() - start, error=True)
+            await done.wait()
+        except BaseException:
+            call.cancel()
             raise
-        finally:
-            if token is not None:
-                self.progress.close(token)
-            self.inflight -= 1
-            if self.inflight == 0:
-                self._idle.set()
-        self.breaker.record_success(trio.current_time(), ticket)
-        self.stats.record(trio.current_time() - start)
-        return raw
+        outcome = box[0]
+        if isinstance(outcome, Outage):
+            raise CallRefused(outcome)
+        if isinstance(outcome, rpc.RPCError):
+            raise outcome
+        return outcome
 
-    def _route_progress(
-        self,
-        params: mcp.CallToolParams,
-        on_progress: Deliver | None,
-        scope: trio.CancelScope,
-        timeout: float,
-        start: float,
-    ) -> str | None:
-        meta = params.meta if isinstance(params.meta, dict) else None
-        agent_token = meta.get(mcp.KEY_PROGRESS_TOKEN) if meta else None
-        if meta is None or agent_token is None:
-            return None
-        if on_progress is None or not isinstance(agent_token, str | int):
-            del meta[mcp.KEY_PROGRESS_TOKEN]
-            return None
-        token = self.progress.open(
-            agent_token, on_progress, scope, timeout, start + self.config.daemon.max_call_time
-        )
-        params.meta = {**meta, mcp.KEY_PROGRESS_TOKEN: token}
-        return token
+    @property
+    def inflight(self) -> int:
+        return self.scheduler.running
 
-    def _check_liveness(self) -> None:
+    @property
+    def waiting(self) -> int:
+        return len(self.scheduler.queue)
+
+    def check_liveness(self) -> None:
+        """After a failed call: probe the server soon (see _liveness)."""
         self._suspect = True
         self._wake.set()
 
-    def _availability_failure(self, start: float, reason: str, ticket: int) -> None:
+    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
         now = trio.current_time()
-        self.stats.record(now - start, error=True)
+        self.stats.record(elapsed, error=True)
         before = self.breaker.state
         self.breaker.record_failure(now, reason, ticket)
         if self.breaker.state != before:
             self._publish()
 
     async def wait_idle(self) -> None:
-        await self._idle.wait()
+        await self.scheduler.wait_idle()
 
     def status(self) -> dict[str, Any]:
         now = trio.current_time()

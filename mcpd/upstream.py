@@ -7,7 +7,7 @@ wrong; the supervisor decides what to do about it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -67,6 +67,7 @@ class Upstream:
         self.server_info: Any = None
         self.discover_ttl_ms = 0
         self.probe_died = False
+        self._plain_meta: mcp.Meta | None = None
         # Per tool, the Mcp-Param-* headers its arguments are mirrored into (HTTP only).
         self._param_headers: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
 
@@ -318,27 +319,61 @@ class Upstream:
         ``arguments`` is the decoded arguments when the caller already has them; they
         are only needed to mirror ``x-mcp-header`` values into headers.
         """
+        extra = self._prepare_call(params, capabilities, arguments)
+        return await self.request("tools/call", params, name=params.name, extra_headers=extra)
+
+    def call_tool_nowait(
+        self,
+        params: mcp.CallToolParams,
+        capabilities: Mapping[str, Any] | None,
+        reply: Callable[[Raw | None, Exception | None], None],
+    ) -> rpc.Id | None:
+        """Send tools/call and return its id, with ``reply`` called on the answer; or
+        None when this transport only offers the awaitable ``call_tool``."""
+        send = getattr(self.transport, "request_nowait", None)
+        if send is None or self.http:
+            return None
+        self._prepare_call(params, capabilities, None)
+        rid: rpc.Id = send("tools/call", params, reply)
+        return rid
+
+    def _prepare_call(
+        self, params: mcp.CallToolParams, capabilities: Mapping[str, Any] | None, arguments: Any
+    ) -> dict[str, str] | None:
+        """Set the era's ``_meta`` on params; the Mcp-Param-* headers, if any."""
         agent_meta = params.meta if isinstance(params.meta, dict) else None
         if self.era == "modern":
-            params.meta = self._meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
+            params.meta = self._call_meta(capabilities, agent_meta)
         elif agent_meta:
             kept = {k: v for k, v in agent_meta.items() if not k.startswith(_RESERVED_META_PREFIX)}
             params.meta = kept if kept else UNSET
-        extra = None
         mapping = self._param_headers.get(params.name) if self.era == "modern" else None
-        if mapping:
-            if arguments is None and isinstance(params.arguments, Raw):
-                try:
-                    arguments = msgspec.json.decode(params.arguments)
-                except msgspec.DecodeError:
-                    arguments = None
+        if not mapping:
+            return None
+        if arguments is None and isinstance(params.arguments, Raw):
             try:
-                extra = mcp_headers.param_headers(
-                    mapping, arguments if isinstance(arguments, dict) else None
-                )
-            except mcp_headers.HeaderValueError as exc:
-                raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
-        return await self.request("tools/call", params, name=params.name, extra_headers=extra)
+                arguments = msgspec.json.decode(params.arguments)
+            except msgspec.DecodeError:
+                arguments = None
+        try:
+            return mcp_headers.param_headers(
+                mapping, arguments if isinstance(arguments, dict) else None
+            )
+        except mcp_headers.HeaderValueError as exc:
+            raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
+
+    def _call_meta(
+        self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
+    ) -> mcp.Meta:
+        if not capabilities and (
+            not agent_meta or all(k.startswith(_RESERVED_META_PREFIX) for k in agent_meta)
+        ):
+            # The common call carries nothing of the agent's own: one shared _meta
+            # (encoded, never changed) instead of a new dict per call.
+            if self._plain_meta is None:
+                self._plain_meta = self._meta(self.version, NO_CAPABILITIES)
+            return self._plain_meta
+        return self._meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
 
     @property
     def lists_changes(self) -> bool:

@@ -104,13 +104,29 @@ def describe_exit(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
-class _Slot:
-    __slots__ = ("error", "event", "result")
+Reply = Callable[[Raw | None, Exception | None], None]
 
-    def __init__(self) -> None:
-        self.event = trio.Event()
+
+class _Slot:
+    """A request awaiting its response: woken by an event, or answered by a callback."""
+
+    __slots__ = ("callback", "done", "error", "event", "result")
+
+    def __init__(self, callback: Reply | None = None) -> None:
+        self.callback = callback
+        self.event = trio.Event() if callback is None else None
+        self.done = False
         self.result: Raw | None = None
         self.error: Exception | None = None
+
+    def resolve(self, result: Raw | None, error: Exception | None) -> None:
+        self.done = True
+        self.result, self.error = result, error
+        if self.callback is not None:
+            self.callback(result, error)
+        else:
+            assert self.event is not None
+            self.event.set()
 
 
 class _Complaints:
@@ -197,13 +213,15 @@ class StdioTransport:
             raise self.error
         rid = self._ids.next()
         slot = _Slot()
+        event = slot.event
+        assert event is not None
         self._pending[rid] = slot
         try:
             await self._send(rpc.encode_request(rid, method, params))
-            await slot.event.wait()
+            await event.wait()
         except trio.Cancelled:
             self._abandon(rid)
-            if cancellable and not slot.event.is_set() and self.error is None:
+            if cancellable and not slot.done and self.error is None:
                 with trio.move_on_after(_CANCEL_NOTIFY_TIMEOUT, shield=True):
                     await self._send_quietly(
                         rpc.encode_notification(
@@ -223,6 +241,27 @@ class StdioTransport:
         self._abandoned[rid] = None
         if len(self._abandoned) > _ABANDONED_KEPT:
             del self._abandoned[next(iter(self._abandoned))]
+
+    def request_nowait(self, method: str, params: Any, reply: Reply) -> rpc.Id:
+        """Send a request without waiting; ``reply`` gets (result, None) or (None, error)
+        from the reader task, once. Raises the transport's error if it is closed."""
+        if self.error is not None:
+            raise self.error
+        rid = self._ids.next()
+        self._pending[rid] = _Slot(reply)
+        self._writer.put(rpc.encode_request(rid, method, params))
+        return rid
+
+    def forget(self, rid: rpc.Id, reason: str) -> None:
+        """Give up on a request sent with ``request_nowait``: the server is told, and a
+        late answer is dropped."""
+        if self._pending.pop(rid, None) is not None and self.error is None:
+            self._abandon(rid)
+            self._writer.put(
+                rpc.encode_notification(
+                    "notifications/cancelled", {"requestId": rid, "reason": reason}
+                )
+            )
 
     async def notify(
         self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
@@ -323,14 +362,15 @@ class StdioTransport:
             return
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
             slot = self._pending.get(msg.id) if msg.id is not None else None
-            if slot is None or slot.event.is_set():
+            if slot is None or slot.done:
                 self._unmatched(msg)
                 return
+            if slot.callback is not None:
+                del self._pending[msg.id]  # type: ignore[arg-type]
             if isinstance(msg, rpc.Response):
-                slot.result = msg.result
+                slot.resolve(msg.result, None)
             else:
-                slot.error = rpc.RPCError.from_object(msg.error)
-            slot.event.set()
+                slot.resolve(None, rpc.RPCError.from_object(msg.error))
         elif isinstance(msg, rpc.Notification):
             if msg.method == "notifications/cancelled" and self._server_cancelled(msg):
                 return
@@ -350,11 +390,12 @@ class StdioTransport:
         if isinstance(params.requestId, UnsetType):
             return False
         slot = self._pending.get(params.requestId)
-        if slot is None or slot.event.is_set():
+        if slot is None or slot.done:
             return False
         reason = params.reason if isinstance(params.reason, str) else "no reason given"
-        slot.error = ServerCancelled(f"{self.alias} cancelled the request: {reason}")
-        slot.event.set()
+        if slot.callback is not None:
+            del self._pending[params.requestId]
+        slot.resolve(None, ServerCancelled(f"{self.alias} cancelled the request: {reason}"))
         return True
 
     def _unmatched(self, msg: rpc.Response | rpc.ErrorResponse) -> None:
@@ -396,9 +437,10 @@ class StdioTransport:
             rid: rpc.Id = msgspec.json.decode(m.group(1))
             slot = self._pending.get(rid)
         reason = f"{self.alias}: a message exceeded the {item.limit} byte line limit"
-        if slot is not None and not slot.event.is_set():
-            slot.error = TransportError(reason)
-            slot.event.set()
+        if slot is not None and not slot.done:
+            if slot.callback is not None:
+                del self._pending[rid]
+            slot.resolve(None, TransportError(reason))
         logger.warning("%s and was dropped", reason, extra=log_extra(self.alias, reason=reason))
 
     def _stderr_line(self, item: bytes | Oversized) -> None:
@@ -420,10 +462,11 @@ class StdioTransport:
         if self.error is not None:
             return
         self.error = error
-        for slot in self._pending.values():
-            if not slot.event.is_set():
-                slot.error = error
-                slot.event.set()
+        for rid, slot in list(self._pending.items()):
+            if slot.callback is not None:
+                del self._pending[rid]
+            if not slot.done:
+                slot.resolve(None, error)
         self.closed.set()
 
     async def _stop(self) -> None:

@@ -300,7 +300,7 @@ async def test_a_hung_call_times_out_and_a_silent_server_is_restarted(
 async def test_concurrency_limit_and_bounded_queue(autojump_clock: trio.testing.MockClock) -> None:
     fake = FakeServer()
     runner = make(fake, queue_size=3, queue_timeout=5.0)
-    runner.slots = trio.Semaphore(2)
+    runner.scheduler.limit = 2
     outcomes: list[str] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
