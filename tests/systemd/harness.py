@@ -50,9 +50,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = os.environ.get("MCPD_TEST_SUITE", "bookworm")
-PACKAGES = ("systemd", "systemd-sysv", "dbus", "python3", "python3-venv", "procps")
+PACKAGES = (
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "python3",
+    "python3-venv",
+    "procps",
+    "libpam-systemd",
+)
 VENV = "/opt/mcpd-venv"  # in the rootfs: python with mcpd's runtime dependencies
-RECIPE_VERSION = 1  # bump when the build steps change, to rebuild cached rootfs trees
+# Wheels of the runtime and build dependencies, so that `pip install .` works offline in
+# the container (PIP_NO_INDEX=1 PIP_FIND_LINKS=WHEELHOUSE), as the README's install does.
+WHEELHOUSE = "/opt/wheels"
+RECIPE_VERSION = 2  # bump when the build steps change, to rebuild cached rootfs trees
 # Timers and gettys only add noise and load to short test boots.
 MASKED_UNITS = (
     "apt-daily.timer",
@@ -165,6 +176,12 @@ def runtime_requirements() -> list[str]:
         return list(tomllib.load(f)["project"]["dependencies"])
 
 
+def build_requirements() -> list[str]:
+    """What building mcpd needs (pyproject.toml's build-system.requires)."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return list(tomllib.load(f)["build-system"]["requires"])
+
+
 @dataclass(frozen=True)
 class Rootfs:
     path: Path
@@ -184,7 +201,7 @@ def ensure_rootfs(cache_dir: Path | None = None) -> Rootfs:
     cache.mkdir(parents=True, exist_ok=True)
     mirror = _mirror()
     reqs = runtime_requirements()
-    key_src = json.dumps([RECIPE_VERSION, SUITE, mirror, PACKAGES, reqs])
+    key_src = json.dumps([RECIPE_VERSION, SUITE, mirror, PACKAGES, reqs, build_requirements()])
     key = hashlib.sha256(key_src.encode()).hexdigest()[:12]
     final = cache / f"rootfs-{SUITE}-{key}"
     meta = final / ".mcpd-harness.json"
@@ -233,10 +250,14 @@ def _build(final: Path, mirror: str, reqs: list[str]) -> None:
         rm -rf "$R{VENV}"
         chroot "$R" /usr/bin/python3 -m venv {VENV}
         chroot "$R" {VENV}/bin/pip install -q --no-cache-dir "$@"
+        chroot "$R" {VENV}/bin/pip download -q --no-cache-dir -d {WHEELHOUSE} \
+            -r /tmp/wheelhouse-requirements.txt
+        rm "$R/tmp/wheelhouse-requirements.txt"
         chroot "$R" {VENV}/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))'
     """
     env = {k: v for k, v in os.environ.items() if k != "PIP_FIND_LINKS"}
     env["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin"
+    (tmp / "tmp/wheelhouse-requirements.txt").write_text("\n".join(reqs + build_requirements()))
     out = _run(
         [
             "unshare",
@@ -422,14 +443,25 @@ class Machine:
         if enable:
             self._enable.append(name)
 
-    def install_mcpd(self, source: Path = ROOT) -> None:
-        """This checkout's packages on the rootfs venv's path, and ``/usr/local/bin/mcpd``
-        (where the shipped unit expects the console script) running ``mcpd.cli:main``."""
+    def install_mcpd(self, source: Path = ROOT, *, command: bool = True) -> None:
+        """This checkout's packages on the rootfs venv's path, and with ``command``
+        ``/usr/local/bin/mcpd`` (where the shipped unit expects the console script)
+        running ``mcpd.cli:main``."""
         for pkg in ("mcpd", "protocol", "transports"):
             self.add_tree(source / pkg, f"/opt/mcpd/src/{pkg}")
         self.add_file(f"{self.rootfs.site_packages}/mcpd-src.pth", text="/opt/mcpd/src\n")
+        if not command:
+            return
         wrapper = f"#!{VENV}/bin/python\nimport sys\nfrom mcpd.cli import main\nsys.exit(main())\n"
         self.add_file("/usr/local/bin/mcpd", text=wrapper, mode=0o755)
+
+    def add_checkout(self, dest: str = "/src/mcpd", source: Path = ROOT) -> None:
+        """The files of this checkout that installing mcpd from source uses (``pip install .``
+        and the unit files), at ``dest``."""
+        for name in ("pyproject.toml", "README.md"):
+            self.add_file(f"{dest}/{name}", source / name)
+        for tree in ("mcpd", "protocol", "transports", "systemd"):
+            self.add_tree(source / tree, f"{dest}/{tree}")
 
     def run(
         self,

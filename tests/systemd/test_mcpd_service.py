@@ -10,86 +10,12 @@ output and the container's journal.
 
 from __future__ import annotations
 
-import socket
-import textwrap
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import ROOT
 from tests.systemd import harness
+from tests.systemd.service_machine import PY, machine, run_check
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-
-HERE = Path(__file__).parent
-PY = f"{harness.VENV}/bin/python"
-
-TICKETS_UNIT = f"""\
-[Unit]
-Description=the tickets demo MCP server over Streamable HTTP
-
-[Service]
-ExecStart={PY} -m mcpd.demo.tickets --http 127.0.0.1:${{TICKETS_PORT}}
-EnvironmentFile=/etc/tickets.env
-"""
-
-CONFIG = f"""\
-[daemon]
-allow_groups = ["mcpd"]
-backoff_base = 0.5
-backoff_cap = 2.0
-
-[servers.notes]
-command = "{PY}"
-args = ["-m", "mcpd.demo.notes"]
-
-[servers.tickets]
-url = "http://127.0.0.1:${{TICKETS_PORT}}/mcp"
-"""
-
-# The check scripts' common head: the helpers, and tickets up before mcpd starts.
-PROLOGUE = f"""\
-#!{PY}
-import os, signal, subprocess, sys, time
-sys.path.insert(0, "/opt/checks")
-from mcpdcheck import *
-
-PORT = int(os.environ["TICKETS_PORT"])
-sh("systemd-sysusers")
-sh("systemctl", "start", "tickets")
-wait_port(PORT)
-"""
-
-
-def _free_port() -> int:
-    # The container shares the host's network: pick a port nothing on the host uses.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _machine(rootfs: harness.Rootfs, *dropins: str) -> harness.Machine:
-    port = _free_port()
-    m = harness.Machine(rootfs)
-    m.install_mcpd()
-    m.add_unit(ROOT / "systemd/mcpd.service")
-    m.add_unit(ROOT / "systemd/mcpd.socket")
-    for i, text in enumerate(dropins):
-        m.add_unit(f"mcpd.service.d/test-{i}.conf", text=text)
-    m.add_file("/usr/lib/sysusers.d/mcpd.conf", ROOT / "systemd/mcpd.sysusers")
-    m.add_unit("tickets.service", text=TICKETS_UNIT)
-    m.add_file("/etc/tickets.env", text=f"TICKETS_PORT={port}\n")
-    m.add_file("/etc/mcpd/config.toml", text=CONFIG.replace("${TICKETS_PORT}", str(port)))
-    m.add_file("/opt/checks/mcpdcheck.py", HERE / "container" / "mcpdcheck.py")
-    m.env["TICKETS_PORT"] = str(port)
-    return m
-
-
-def _run(m: harness.Machine, check: str, timeout: float = 180) -> harness.RunResult:
-    result = m.run(PROLOGUE + textwrap.dedent(check) + '\nprint("CHECK-OK")\n', timeout=timeout)
-    assert result.rc == 0 and "CHECK-OK" in result.check_log, result.report(150)
-    print(result.check_log)
-    return result
 
 
 def test_start_status_outage_and_journal(systemd_rootfs: harness.Rootfs) -> None:
@@ -151,7 +77,7 @@ def test_start_status_outage_and_journal(systemd_rootfs: harness.Rootfs) -> None
     assert "T-1" in mcpd("call", "mcp__tickets__search", '{"query": "login"}').stdout
     assert show("MainPID") == pid
     """
-    _run(_machine(systemd_rootfs), check)
+    run_check(machine(systemd_rootfs), check)
 
 
 def test_reload_keeps_the_pid_and_applies_the_new_config(systemd_rootfs: harness.Rootfs) -> None:
@@ -198,7 +124,7 @@ def test_reload_keeps_the_pid_and_applies_the_new_config(systemd_rootfs: harness
     assert "mcp__extra__search" not in tool_names()
     assert show("MainPID") == pid and list(server_pids(pid)) == [notes_pid]
     """
-    _run(_machine(systemd_rootfs), check)
+    run_check(machine(systemd_rootfs), check)
 
 
 WATCHDOG_DROPIN = """\
@@ -247,7 +173,7 @@ def test_watchdog_restarts_a_wedged_daemon(systemd_rootfs: harness.Rootfs) -> No
     assert not any(map(alive, children))
     assert not os.path.exists(SOCKET), "mcpd left its own socket file behind"
     """
-    _run(_machine(systemd_rootfs, WATCHDOG_DROPIN), check)
+    run_check(machine(systemd_rootfs, WATCHDOG_DROPIN), check)
 
 
 def test_socket_activation_and_stop(systemd_rootfs: harness.Rootfs) -> None:
@@ -296,4 +222,4 @@ def test_socket_activation_and_stop(systemd_rootfs: harness.Rootfs) -> None:
     sh("systemctl", "stop", "mcpd.socket", "mcpd")
     assert active("mcpd") == "inactive" and not any(map(alive, children))
     """
-    _run(_machine(systemd_rootfs), check)
+    run_check(machine(systemd_rootfs), check)
