@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from typing import Any, NoReturn
 
 import msgspec
@@ -90,6 +91,13 @@ def cmd_tools(args: argparse.Namespace) -> int:
             _fail(EXIT_UNREACHABLE, str(exc))
         except rpc.RPCError as exc:
             _fail(EXIT_TOOL_ERROR, f"error {exc.code}: {exc.message}")
+    if args.check_names is not None:
+        return _check_names([t["name"] for t in tools], args.check_names, args.host_prefix)
+    if args.format:
+        from .formats import translate
+
+        print(json.dumps(translate(tools, args.format), indent=2))
+        return 0
     if args.json:
         print(json.dumps({"tools": tools}, indent=2))
         return 0
@@ -104,6 +112,28 @@ def cmd_tools(args: argparse.Namespace) -> int:
         print(f"{t['name']:<{name_w}}  {meta.get('mcpd/server', '?'):<12} {desc}")
     print(f"{len(tools)} tools")
     return 0
+
+
+def _check_names(names: list[str], limit: int, prefix: str) -> int:
+    from .formats import too_long
+
+    long = too_long(names, limit, prefix)
+    with_prefix = f" after the host's prefix {prefix!r} ({len(prefix)})" if prefix else ""
+    if not long:
+        print(f"all {len(names)} tool names fit {limit} characters{with_prefix}")
+        return 0
+    print(f"{len(long)} of {len(names)} tool names do not fit {limit} characters{with_prefix}:")
+    for name in long:
+        print(f"  {name}  ({len(prefix) + len(name)})")
+    room = limit - len(prefix)
+    if room >= 16:
+        print(
+            f"[naming] max_length = {room} makes mcpd shorten them (a short hash keeps "
+            "each unique and stable)"
+        )
+    else:
+        print(f"only {room} characters are left for mcpd's names; use a shorter host prefix")
+    return EXIT_TOOL_ERROR
 
 
 def cmd_call(args: argparse.Namespace) -> int:
@@ -129,12 +159,74 @@ def cmd_call(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from .status_view import render_status
 
+    if args.watch is not None:
+        return _watch_status(args)
     with _client(args) as client:
         status = _request(client, "mcpd/status")
     if args.json:
         print(json.dumps(status, indent=2))
     else:
         print(render_status(status, color=sys.stdout.isatty()))
+    return 0
+
+
+def _watch_status(args: argparse.Namespace) -> int:
+    """Redraw the status every few seconds until Ctrl-C; rides out daemon restarts."""
+    from .status_view import render_status, watch_frame
+
+    interval = max(0.2, args.watch)
+    tty = sys.stdout.isatty()
+    path = socket_path(args.socket)
+    client: Client | None = None
+    try:
+        while True:
+            try:
+                client = client or Client(path)
+                body = render_status(client.request("mcpd/status"), color=tty)
+            except (Unreachable, rpc.RPCError) as exc:
+                if client is not None:
+                    client.close()
+                client = None
+                body = f"mcpd: {exc}"
+            frame = watch_frame(body, interval, clear=tty)
+            sys.stdout.write(frame)
+            sys.stdout.flush()
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if client is not None:
+            client.close()
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .importer import import_file, to_toml
+
+    try:
+        imported = import_file(args.path)
+    except ConfigError as exc:
+        _fail(EX_CONFIG, f"cannot import: {exc}")
+    text = to_toml(imported)
+    if args.output:
+        try:
+            with open(args.output, "x" if not args.force else "w", encoding="utf-8") as f:
+                f.write(text)
+        except FileExistsError:
+            _fail(EXIT_USAGE, f"{args.output} exists (use --force to replace it)")
+        except OSError as exc:
+            _fail(EXIT_USAGE, f"cannot write {args.output}: {exc.strerror}")
+    else:
+        sys.stdout.write(text)
+    extra = []
+    if imported.secrets:
+        extra.append(f"{len(imported.secrets)} secret(s) to provide")
+    if imported.notes:
+        extra.append(f"{len(imported.notes)} note(s)")
+    print(
+        f"mcpd: imported {len(imported.servers)} server(s) from {args.path}"
+        + (f"; {', '.join(extra)} (see the comments at the top)" if extra else ""),
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -177,6 +269,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = client_cmd("tools", "list the aggregated tools")
     t.add_argument("--json", action="store_true")
+    t.add_argument(
+        "--format",
+        choices=["anthropic", "openai", "openai-responses"],
+        help="print the tools as a model API's tool definitions (JSON)",
+    )
+    t.add_argument(
+        "--check-names",
+        type=int,
+        metavar="N",
+        help="report tool names longer than N characters (exit 1 if any)",
+    )
+    t.add_argument(
+        "--host-prefix",
+        default="",
+        metavar="PREFIX",
+        help="with --check-names: what the host puts before each name, e.g. mcp__mcpd__",
+    )
     t.set_defaults(func=cmd_tools)
 
     k = client_cmd("call", "call a tool: mcpd call NAME '{\"arg\": 1}'")
@@ -187,7 +296,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     st = client_cmd("status", "show each server's state")
     st.add_argument("--json", action="store_true")
+    st.add_argument(
+        "--watch",
+        nargs="?",
+        const=2.0,
+        type=float,
+        metavar="SECONDS",
+        help="redraw every SECONDS (default 2) until Ctrl-C",
+    )
     st.set_defaults(func=cmd_status)
+
+    im = sub.add_parser(
+        "import", help="print mcpd TOML for another host's mcpServers / VS Code mcp.json file"
+    )
+    im.add_argument("path", help="e.g. claude_desktop_config.json, .mcp.json, .vscode/mcp.json")
+    im.add_argument("-o", "--output", help="write the TOML to this file instead of stdout")
+    im.add_argument("--force", action="store_true", help="replace --output if it exists")
+    im.set_defaults(func=cmd_import)
 
     r = client_cmd("reload", "re-read the config file (like SIGHUP)")
     r.set_defaults(func=cmd_reload)

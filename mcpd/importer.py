@@ -221,6 +221,7 @@ class _Converter:
         self.inputs = inputs
         self.notes = notes
         self.secrets: dict[tuple[str, ...], str] = {}
+        self._taken: dict[str, str] = {}  # secret variable -> its value
 
     def server(self, alias: str, where: str, body: Any) -> dict[str, Any] | None:
         if not isinstance(body, dict):
@@ -235,7 +236,9 @@ class _Converter:
             env = {k: val(v, f"env.{k}") for k, v in (body.get("env") or {}).items()}
             for key, value in env.items():
                 if _looks_secret(key, value, _SECRET_NAME):
-                    self.secrets[("servers", alias, "env", key)] = _var(alias, key)
+                    self.secrets[("servers", alias, "env", key)] = self._secret_var(
+                        alias, key, value
+                    )
             out["env"] = env
             if body.get("cwd"):
                 out["cwd"] = val(body["cwd"], "cwd")
@@ -249,7 +252,9 @@ class _Converter:
             headers = {k: val(v, f"headers.{k}") for k, v in (body.get("headers") or {}).items()}
             for key, value in headers.items():
                 if _looks_secret(key, value, _SECRET_HEADER):
-                    self.secrets[("servers", alias, "headers", key)] = _var(alias, key)
+                    self.secrets[("servers", alias, "headers", key)] = self._secret_var(
+                        alias, key, value, own_name=False
+                    )
             out["headers"] = headers
             if kind == "sse":
                 self.notes.append(
@@ -276,6 +281,15 @@ class _Converter:
             self.notes.append(f"{where}: {exc}; skipped")
             return None
         return table
+
+    def _secret_var(self, alias: str, key: str, value: str, own_name: bool = True) -> str:
+        """The variable that will carry a secret: an environment variable keeps its
+        own name unless another server's secret already took it."""
+        name = _var_name(key) if own_name else _var(alias, key)
+        if self._taken.get(name, value) != value:
+            name = _var(alias, key)
+        self._taken[name] = value
+        return name
 
     def value(self, value: Any, where: str) -> str:
         """A string in mcpd's syntax: references translated, literal ``$`` escaped."""

@@ -7,6 +7,7 @@ from typing import Any
 
 _COLORS = {
     "ready": "32",
+    "idle": "2;32",
     "degraded": "33",
     "starting": "36",
     "half_open": "33",
@@ -38,6 +39,8 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         f" — {d.get('summary', '')}; {d.get('tools', 0)} tools, "
         f"{d.get('connections', 0)} agent connection(s)"
     ]
+    for warning in d.get("warnings") or []:
+        lines.append(_paint(f"warning: {warning}", "degraded", color))
     header = (
         f"{'SERVER':<16} {'STATE':<11} {'ERA':<7} {'TOOLS':>5} {'SINCE':>8} "
         f"{'RETRY':>8} {'CALLS':>6} {'P50ms':>7} {'P99ms':>7}  LAST ERROR"
@@ -60,3 +63,13 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
             for tail in s.get("stderr") or []:
                 lines.append(f"{'':<16} stderr| {tail}")
     return "\n".join(lines)
+
+
+def watch_frame(body: str, interval: float, *, clear: bool) -> str:
+    """One refresh of ``mcpd status --watch``: on a terminal the screen is redrawn in
+    place; otherwise each snapshot follows the last after a blank line."""
+    stamp = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    title = f"every {interval:g} s: mcpd status    {stamp}"
+    if clear:
+        return f"\x1b[H\x1b[2J{title}\n\n{body}\n"
+    return f"{title}\n{body}\n\n"
