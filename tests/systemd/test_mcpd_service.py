@@ -23,6 +23,12 @@ def test_start_status_outage_and_journal(systemd_rootfs: harness.Rootfs) -> None
     follows a server going down and coming back, and the journal has the outage with
     its fields, queried as the README shows."""
     check = r"""
+    step("systemd-analyze verify, with the real ExecStart and ExecReload")
+    units = ["/etc/systemd/system/mcpd.service", "/etc/systemd/system/mcpd.socket"]
+    verify = subprocess.run(["systemd-analyze", "verify", "--man=no", *units],
+                            capture_output=True, text=True)
+    assert (verify.returncode, verify.stdout + verify.stderr) == (0, ""), verify
+
     step("start")
     started = time.monotonic()
     sh("systemctl", "start", "mcpd")

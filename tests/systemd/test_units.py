@@ -13,12 +13,23 @@ import pytest
 
 from mcpd import systemd as sd
 from tests.conftest import ROOT
+from tests.systemd import harness
+from tests.systemd.conftest import REQUIRED
 
 UNITS = ROOT / "systemd"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed"
-)
+
+@pytest.fixture(scope="module")
+def systemd_analyze() -> str:
+    path = shutil.which("systemd-analyze")
+    if path is None and harness.skip_reason() is None:
+        harness.ensure_host_tools()  # systemd-container brings systemd along
+        path = shutil.which("systemd-analyze")
+    if path is None:
+        if REQUIRED:
+            pytest.fail("systemd-analyze is required but not installed")
+        pytest.skip("systemd-analyze is not installed")
+    return path
 
 
 def _verify(tmp_path: Path, units: list[Path], *, user: bool) -> None:
@@ -47,11 +58,11 @@ def _verify(tmp_path: Path, units: list[Path], *, user: bool) -> None:
     assert (proc.returncode, proc.stdout + proc.stderr) == (0, "")
 
 
-def test_system_units_verify(tmp_path: Path) -> None:
+def test_system_units_verify(tmp_path: Path, systemd_analyze: str) -> None:
     _verify(tmp_path, [UNITS / "mcpd.service", UNITS / "mcpd.socket"], user=False)
 
 
-def test_user_units_verify(tmp_path: Path) -> None:
+def test_user_units_verify(tmp_path: Path, systemd_analyze: str) -> None:
     _verify(tmp_path, [UNITS / "user/mcpd.service", UNITS / "user/mcpd.socket"], user=True)
 
 
