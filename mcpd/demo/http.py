@@ -22,14 +22,20 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import h11
-import msgspec
 import trio
 
-from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from .http_wire import HeaderList, Headers, Reject, Response, Wire
+from ..http_wire import HeaderList, Headers, Reject, Response, Wire
+from ..mcp_http import (
+    MODERN_STATUS,
+    accepts,
+    check_post,
+    decode_body,
+    header_mismatch,
+    rpc_reject,
+)
 
 if TYPE_CHECKING:
     from protocol.server import ServerSession
@@ -41,16 +47,6 @@ log = logging.getLogger("mcpd.demo.http")
 ENDPOINT: Final = b"/mcp"
 MAX_SESSIONS: Final = 256
 _LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
-# The spec fixes these for 2026-07-28; every other JSON-RPC error travels as a 200.
-_MODERN_STATUS: Final[Mapping[int, int]] = {
-    rpc.PARSE_ERROR: 400,
-    rpc.INVALID_REQUEST: 400,
-    rpc.INVALID_PARAMS: 400,
-    rpc.HEADER_MISMATCH: 400,
-    rpc.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
-    rpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
-    rpc.METHOD_NOT_FOUND: 404,
-}
 
 
 async def serve_http(
@@ -80,10 +76,6 @@ def _write_ready(path: str, port: int) -> None:
         f.write(f"{port}\n")
 
 
-def _rpc_reject(status: int, id: rpc.Id | None, code: int, message: str) -> Reject:
-    return Reject(status, rpc.encode_error(id, code, message))
-
-
 class _LegacySession:
     def __init__(self, session: ServerSession) -> None:
         self.session = session
@@ -93,11 +85,6 @@ class _LegacySession:
     def close(self) -> None:
         for scope in [*self.requests.values(), *self.streams]:
             scope.cancel()
-
-
-class _Named(msgspec.Struct):
-    name: Any = None
-    uri: Any = None
 
 
 class _HttpServer:
@@ -143,15 +130,15 @@ class _HttpServer:
             raise Reject(404)
         origin = headers.get("origin")
         if origin is not None and urlsplit(origin).hostname not in self.hosts:
-            raise _rpc_reject(403, None, rpc.INVALID_REQUEST, "Forbidden: origin not allowed")
+            raise rpc_reject(403, None, rpc.INVALID_REQUEST, "Forbidden: origin not allowed")
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in self.handshake_versions:
             if request.method != b"POST":
                 raise Reject(405, headers=[(b"allow", b"POST")])
-            _check_post(headers)
+            check_post(headers)
             await self._modern(wire, headers, body, version)
         elif request.method == b"POST":
-            _check_post(headers)
+            check_post(headers)
             await self._legacy_post(wire, headers, body)
         elif request.method == b"GET":
             await self._legacy_stream(wire, headers)
@@ -164,20 +151,20 @@ class _HttpServer:
             raise Reject(405, headers=[(b"allow", b"GET, POST, DELETE")])
 
     async def _modern(self, wire: Wire, headers: Headers, body: bytes, version: str) -> None:
-        msg = _decode(body)
+        msg = decode_body(body)
         if isinstance(msg, rpc.Notification):
             raise Reject(202)
         if not isinstance(msg, rpc.Request):
-            raise _rpc_reject(400, None, rpc.INVALID_REQUEST, "Invalid request: not a request")
+            raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Invalid request: not a request")
         req = msg
         if req.method == "initialize":
             message = (
                 "initialize belongs to the handshake protocol: send it without MCP-Protocol-Version"
             )
-            raise _rpc_reject(400, req.id, rpc.INVALID_REQUEST, message)
-        mismatch = _header_mismatch(headers, req)
+            raise rpc_reject(400, req.id, rpc.INVALID_REQUEST, message)
+        mismatch = header_mismatch(headers, req)
         if mismatch is not None:
-            raise _rpc_reject(400, req.id, rpc.HEADER_MISMATCH, f"Header mismatch: {mismatch}")
+            raise rpc_reject(400, req.id, rpc.HEADER_MISMATCH, f"Header mismatch: {mismatch}")
         claimed: Any = version
         try:
             ctx = self.stateless.context(req)
@@ -186,21 +173,21 @@ class _HttpServer:
             claimed = exc.data.get("requested") if isinstance(exc.data, dict) else version
             if claimed == version:
                 body = rpc.encode_error_object(req.id, exc.to_object())
-                raise Reject(_MODERN_STATUS.get(exc.code, 200), body) from None
+                raise Reject(MODERN_STATUS.get(exc.code, 200), body) from None
         # A client that disagrees with itself hears that, not that its version is unknown.
         if claimed != version:
             message = (
                 f"Header mismatch: MCP-Protocol-Version is {version!r}, _meta says {claimed!r}"
             )
-            raise _rpc_reject(400, req.id, rpc.HEADER_MISMATCH, message)
+            raise rpc_reject(400, req.id, rpc.HEADER_MISMATCH, message)
 
         async def handle(response: Response) -> Reply:
             return await self.server.handle(self.stateless, req, response.event, ctx)
 
-        await self._answer(wire, handle, trio.CancelScope(), _MODERN_STATUS)
+        await self._answer(wire, handle, trio.CancelScope(), MODERN_STATUS)
 
     async def _legacy_post(self, wire: Wire, headers: Headers, body: bytes) -> None:
-        msg = _decode(body)
+        msg = decode_body(body)
         if isinstance(msg, rpc.Request) and msg.method == "initialize":
             await self._initialize(wire, msg)
             return
@@ -213,7 +200,7 @@ class _HttpServer:
             raise Reject(202)  # a response to a server request; this server sends none
         req = msg
         if req.id in legacy.requests:
-            raise _rpc_reject(400, req.id, rpc.INVALID_REQUEST, f"Request id {req.id!r} is in use")
+            raise rpc_reject(400, req.id, rpc.INVALID_REQUEST, f"Request id {req.id!r} is in use")
         scope = legacy.requests[req.id] = trio.CancelScope()
 
         async def handle(response: Response) -> Reply:
@@ -241,7 +228,7 @@ class _HttpServer:
     async def _legacy_stream(self, wire: Wire, headers: Headers) -> None:
         """GET: the session's stream for notifications nobody asked for (list changes)."""
         _, legacy = self._session(headers)
-        if not _accepts(headers.get("accept"), "text/event-stream"):
+        if not accepts(headers.get("accept"), "text/event-stream"):
             raise Reject(406, b"GET needs Accept: text/event-stream")
         scope = trio.CancelScope()
         legacy.streams.add(scope)
@@ -283,10 +270,10 @@ class _HttpServer:
     def _session(self, headers: Headers) -> tuple[str, _LegacySession]:
         sid = headers.get("mcp-session-id")
         if sid is None:
-            raise _rpc_reject(400, None, rpc.INVALID_REQUEST, "Bad Request: Missing session ID")
+            raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Bad Request: Missing session ID")
         legacy = self.sessions.get(sid)
         if legacy is None:
-            raise _rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
+            raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
         return sid, legacy
 
 
@@ -301,13 +288,6 @@ async def _no_notifications(message: bytes) -> None:
     raise AssertionError("initialize sends no notifications")
 
 
-def _decode(body: bytes) -> rpc.Message:
-    try:
-        return rpc.decode_message(body)
-    except rpc.DecodeFailure as exc:
-        raise Reject(400, exc.reply()) from None
-
-
 def _cancel(legacy: _LegacySession, msg: rpc.Notification) -> None:
     try:
         target = rpc.decode_as(msg.params, mcp.CancelledParams).requestId
@@ -316,53 +296,3 @@ def _cancel(legacy: _LegacySession, msg: rpc.Notification) -> None:
     scope = legacy.requests.get(target) if isinstance(target, (int, str)) else None
     if scope is not None:
         scope.cancel()
-
-
-def _check_post(headers: Headers) -> None:
-    content_type = (headers.get("content-type") or "").partition(";")[0].strip().lower()
-    if content_type != "application/json":
-        message = "Unsupported Media Type: Content-Type must be application/json"
-        raise _rpc_reject(415, None, rpc.INVALID_REQUEST, message)
-    accept = headers.get("accept")
-    if not (_accepts(accept, "application/json") and _accepts(accept, "text/event-stream")):
-        message = "Not Acceptable: Accept must list application/json and text/event-stream"
-        raise _rpc_reject(406, None, rpc.INVALID_REQUEST, message)
-
-
-def _accepts(accept: str | None, media_type: str) -> bool:
-    if accept is None:
-        return False
-    wildcard = media_type.partition("/")[0] + "/*"
-    offered = {part.partition(";")[0].strip().lower() for part in accept.split(",")}
-    return bool(offered & {media_type, wildcard, "*/*"})
-
-
-def _header_mismatch(headers: Headers, req: rpc.Request) -> str | None:
-    """Why the routing headers disagree with the body, or None when they agree."""
-    for name in ("mcp-protocol-version", "mcp-method", "mcp-name"):
-        if headers.count(name) > 1:
-            return f"{name} appears more than once"
-    method = headers.get("mcp-method")
-    if method is None:
-        return "Mcp-Method is missing"
-    if method != req.method:
-        return f"Mcp-Method is {method!r}, the body's method is {req.method!r}"
-    source = mcp_headers.NAME_SOURCE.get(req.method)
-    if source is None:
-        return None
-    try:
-        want = getattr(rpc.decode_as(req.params, _Named), source)
-    except rpc.InvalidParams:
-        return None  # the handler reports the malformed params
-    raw = headers.get("mcp-name")
-    if raw is None:
-        return "Mcp-Name is missing" if want is not None else None
-    if not raw.isascii():
-        return "Mcp-Name carries characters outside ASCII"
-    try:
-        name = mcp_headers.decode_value(raw)
-    except mcp_headers.HeaderValueError as exc:
-        return f"Mcp-Name: {exc}"
-    if name != want:
-        return f"Mcp-Name is {name!r}, the body's {source} is {want!r}"
-    return None

@@ -1,4 +1,5 @@
-"""HTTP/1.1 plumbing for the demo servers: h11 over one trio stream, no MCP in sight.
+"""HTTP/1.1 plumbing for the demo servers and the daemon's own HTTP side: h11 over one
+trio stream, no MCP in sight.
 
 ``Wire`` reads requests (bodies capped) and notices when the client hangs up while a
 request runs; ``Response`` answers with one JSON body, or switches to an event
