@@ -37,6 +37,9 @@ Outcome: TypeAlias = Raw | Outage | rpc.RPCError
 Done: TypeAlias = Callable[[Outcome], None]
 
 
+_LIVE = frozenset({"queued", "running"})
+
+
 class PendingCall:
     """One tools/call on its way through a server's scheduler."""
 
@@ -254,6 +257,14 @@ class CallScheduler:
         outcome: Outcome
         if timed_out:
             reason = f"no answer within {elapsed:.3g} s"
+            # Without this line a call timing out left no trace naming the server.
+            logger.warning(
+                "%s: tools/call %r got %s",
+                r.alias,
+                call.params.name,
+                reason,
+                extra=log_extra(r.alias, reason=reason),
+            )
             r.availability_failure(elapsed, reason, call.ticket)
             r.check_liveness()
             outcome = Outage(r.alias, "timeout", reason, call.start)
@@ -270,6 +281,14 @@ class CallScheduler:
         elif isinstance(error, TransportError):
             r.availability_failure(elapsed, error.reason, call.ticket)
             if r.transport_kind == "http":
+                # A stdio failure is logged when the process goes; an HTTP one had no line.
+                logger.warning(
+                    "%s: tools/call %r failed: %s",
+                    r.alias,
+                    call.params.name,
+                    error.reason,
+                    extra=log_extra(r.alias, reason=error.reason),
+                )
                 # No process to watch: probe now, so an endpoint that went away is
                 # marked unavailable before the next model turn.
                 r.check_liveness()
@@ -316,8 +335,14 @@ class CallScheduler:
 
     def _set_deadline(self, call: PendingCall, at: float) -> None:
         call.deadline = at
-        heapq.heappush(self._heap, (at, next(self._seq), call))
-        if self._heap[0][2] is call:
+        heap = self._heap
+        if len(heap) > 64 and len(heap) > 4 * (self.running + len(self.queue)):
+            # Finished calls leave their entries behind until their deadline; with a
+            # minute-long timeout that is a lot of them. Drop them in one sweep.
+            heap[:] = [e for e in heap if e[0] == e[2].deadline and e[2].state in _LIVE]
+            heapq.heapify(heap)
+        heapq.heappush(heap, (at, next(self._seq), call))
+        if heap[0][2] is call:
             self._timer_wake.set()
 
     async def run_timer(self) -> None:
