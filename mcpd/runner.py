@@ -316,11 +316,12 @@ class Runner:
         elif first or changed or now - self._last_log >= _REMINDER_EVERY:
             # One line per transition while down, plus a reminder every few minutes.
             still = "" if first else "still "
+            # The journal and the log line name the server already.
+            detail = detail.splitlines()[0].removeprefix(f"{self.alias}: ")
             self._log(
                 logging.ERROR if event == "spawn_failed" else logging.WARNING,
                 event,
-                f"{still}unavailable: {detail.splitlines()[0]}; retrying at "
-                f"{clock_time(restart.at)}",
+                f"{still}unavailable: {detail}; retrying at {clock_time(restart.at)}",
                 reason,
             )
         else:
