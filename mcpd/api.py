@@ -241,8 +241,11 @@ class Api:
         Returns the pending call, True when the reply was already written, or False
         when the call needs the awaiting path (a runner that wraps ``call``)."""
         try:
-            ctx = conn.session.context(req)
-            route = route_call(self.daemon, req, ctx)
+            # One decode of the params serves both the era check and the routing.
+            params = rpc.decode_as(req.params, mcp.CallToolParams)
+            meta = params.meta if isinstance(params.meta, dict) else None
+            ctx = conn.session.context_of(meta)
+            route = route_call(self.daemon, req, ctx, params)
         except rpc.RPCError as exc:
             conn.reply(req.id, rpc.encode_error(req.id, exc.code, exc.message, exc.data))
             return True

@@ -37,6 +37,9 @@ Outcome: TypeAlias = Raw | Outage | rpc.RPCError
 Done: TypeAlias = Callable[[Outcome], None]
 
 
+_LIVE = frozenset({"queued", "running"})
+
+
 class PendingCall:
     """One tools/call on its way through a server's scheduler."""
 
@@ -332,8 +335,14 @@ class CallScheduler:
 
     def _set_deadline(self, call: PendingCall, at: float) -> None:
         call.deadline = at
-        heapq.heappush(self._heap, (at, next(self._seq), call))
-        if self._heap[0][2] is call:
+        heap = self._heap
+        if len(heap) > 64 and len(heap) > 4 * (self.running + len(self.queue)):
+            # Finished calls leave their entries behind until their deadline; with a
+            # minute-long timeout that is a lot of them. Drop them in one sweep.
+            heap[:] = [e for e in heap if e[0] == e[2].deadline and e[2].state in _LIVE]
+            heapq.heapify(heap)
+        heapq.heappush(heap, (at, next(self._seq), call))
+        if heap[0][2] is call:
             self._timer_wake.set()
 
     async def run_timer(self) -> None:

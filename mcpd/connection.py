@@ -16,7 +16,7 @@ from protocol import mcp
 from protocol.framing import LineFramer, Oversized
 from protocol.server import ServerSession
 from transports.base import log_extra
-from transports.linewriter import LineWriter
+from transports.linewriter import LineWriter, batch
 
 from .calls import PendingCall
 from .peers import Peer, is_owner
@@ -94,22 +94,29 @@ class Connection:
                 return
             if not data:
                 return
-            for item in self.framer.feed(data):
-                if isinstance(item, Oversized):
-                    logger.warning(
-                        "an agent sent a line over %d bytes; closing its connection",
-                        item.limit,
-                        extra=log_extra(None, reason="oversized line"),
+            oversized = None
+            with batch():  # requests that came together go upstream together
+                for item in self.framer.feed(data):
+                    if isinstance(item, Oversized):
+                        oversized = item
+                        break
+                    self._line(item, nursery)
+            if oversized is not None:
+                logger.warning(
+                    "an agent sent a line over %d bytes; closing its connection",
+                    oversized.limit,
+                    extra=log_extra(None, reason="oversized line"),
+                )
+                await self.send(
+                    rpc.encode_error(
+                        None,
+                        rpc.INVALID_REQUEST,
+                        f"message exceeds the {oversized.limit} byte line limit; closing",
                     )
-                    await self.send(
-                        rpc.encode_error(
-                            None,
-                            rpc.INVALID_REQUEST,
-                            f"message exceeds the {item.limit} byte line limit; closing",
-                        )
-                    )
-                    return
-                self._line(item, nursery)
+                )
+                return
+            # A peer that sends faster than it reads waits here, not in our memory.
+            await self._out.wait_room()
 
     def _line(self, line: bytes, nursery: trio.Nursery) -> None:
         try:

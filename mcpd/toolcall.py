@@ -28,11 +28,17 @@ class Route(msgspec.Struct):
     capabilities: dict[str, Any] | None
 
 
-def route_call(daemon: Daemon, req: rpc.Request, ctx: RequestContext | None) -> Route | bytes:
+def route_call(
+    daemon: Daemon,
+    req: rpc.Request,
+    ctx: RequestContext | None,
+    params: mcp.CallToolParams | None = None,
+) -> Route | bytes:
     """Where the call goes, or the finished reply when it goes nowhere.
 
     Raises rpc.InvalidParams for params that are not a tools/call's."""
-    params = rpc.decode_as(req.params, mcp.CallToolParams)
+    if params is None:
+        params = rpc.decode_as(req.params, mcp.CallToolParams)
     modern = ctx is not None and ctx.era == "modern"
     registry = daemon.registry
     entry = registry.lookup(params.name)

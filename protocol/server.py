@@ -67,7 +67,10 @@ class ServerSession:
 
     def context(self, req: rpc.Request) -> RequestContext:
         """Classify a request's era and check its ``_meta``; raises ``rpc.RPCError``."""
-        meta = _request_meta(req.params)
+        return self.context_of(_request_meta(req.params))
+
+    def context_of(self, meta: mcp.Meta | None) -> RequestContext:
+        """``context`` for a ``_meta`` the caller already decoded with the params."""
         version = meta.get(mcp.KEY_PROTOCOL_VERSION) if meta else None
         if version is None and self.legacy_version is not None:
             return RequestContext(

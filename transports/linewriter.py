@@ -8,12 +8,36 @@ flight cost one system call (and one wake-up of the peer) per batch, not one eac
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Final
 
 import trio
 
 DEFAULT_LIMIT: Final = 16 * 1024 * 1024
+
+# Writers that received lines inside the current batch() and flush when it ends.
+_batched: list[LineWriter] | None = None
+
+
+@contextlib.contextmanager
+def batch() -> Iterator[None]:
+    """Hold back writes made inside the block and do them when it ends, one write
+    per writer: a reader handling a chunk of many messages then answers them with one
+    system call instead of one each. The block must not await: trio runs one task at
+    a time, so nothing else can write meanwhile."""
+    global _batched
+    if _batched is not None:
+        yield
+        return
+    _batched = []
+    try:
+        yield
+    finally:
+        writers, _batched = _batched, None
+        for writer in writers:
+            writer.flush()
 
 
 class LineWriter:
@@ -27,6 +51,7 @@ class LineWriter:
         self._room = trio.Event()
         self._drained = trio.Event()
         self._drained.set()
+        self._held = False
         self.error: OSError | None = None
 
     @property
@@ -36,6 +61,13 @@ class LineWriter:
     def put(self, line: bytes) -> None:
         """Queue (or write) ``line`` and a newline. Never blocks."""
         if self.error is not None:
+            return
+        if _batched is not None:
+            self._buf += line
+            self._buf += b"\n"
+            if not self._held:
+                self._held = True
+                _batched.append(self)
             return
         if not self._buf and not self._busy:
             size = len(line) + 1
@@ -53,6 +85,27 @@ class LineWriter:
         else:
             self._buf += line
             self._buf += b"\n"
+        if self._drained.is_set():
+            self._drained = trio.Event()
+        self._ready.set()
+
+    def flush(self) -> None:
+        """Write what a batch held back: at once if possible, else by the writer task."""
+        self._held = False
+        if not self._buf or self.error is not None:
+            return
+        if not self._busy:
+            try:
+                done = os.write(self._fd, self._buf)
+            except BlockingIOError:
+                done = 0
+            except OSError as exc:
+                self.error = exc
+                self._ready.set()
+                return
+            del self._buf[:done]
+            if not self._buf:
+                return
         if self._drained.is_set():
             self._drained = trio.Event()
         self._ready.set()

@@ -34,7 +34,7 @@ from .base import (
     log_extra,
     single_exceptions,
 )
-from .linewriter import LineWriter
+from .linewriter import LineWriter, batch
 from .process import ChildProcess, signal_group, spawn
 
 logger = logging.getLogger("mcpd.stdio")
@@ -304,8 +304,9 @@ class StdioTransport:
                 data = await stdout.receive_some(65536)
                 if not data:
                     break
-                for item in self._framer.feed(data):
-                    self._dispatch(item)
+                with batch():  # answers to a chunk of responses go out together
+                    for item in self._framer.feed(data):
+                        self._dispatch(item)
             for item in self._framer.flush():
                 self._dispatch(item)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
