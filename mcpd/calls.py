@@ -163,9 +163,15 @@ class CallScheduler:
             self._start_queued()
 
     def _enqueue(self, call: PendingCall, wait: float) -> None:
+        # Queued calls wait in arrival order with the same allowance, so their deadlines
+        # only grow along the queue: the timer looks at the front, no heap needed.
         call.state = "queued"
+        call.deadline = trio.current_time() + wait
+        if self.queue and self.queue[-1].deadline > call.deadline:
+            call.deadline = self.queue[-1].deadline  # a shorter startup wait after a longer
         self.queue.append(call)
-        self._set_deadline(call, trio.current_time() + wait)
+        if len(self.queue) == 1:
+            self._timer_wake.set()
 
     def _start_queued(self) -> None:
         while self.queue and self.running < self.limit and self._up is not None:
@@ -347,20 +353,19 @@ class CallScheduler:
 
     async def run_timer(self) -> None:
         """Expire queued and running calls whose time is up (runs for the server's life)."""
-        heap = self._heap
+        heap, queue = self._heap, self.queue
         while True:
             now = trio.current_time()
+            while queue and queue[0].deadline <= now:
+                call = queue.popleft()
+                self._finish(call, self._queue_outage(call))
             while heap and heap[0][0] <= now:
                 at, _, call = heapq.heappop(heap)
-                if at != call.deadline:
-                    continue  # superseded by a later deadline (progress)
-                if call.state == "queued":
-                    self.queue.remove(call)
-                    self._finish(call, self._queue_outage(call))
-                elif call.state == "running":
+                if at == call.deadline and call.state == "running":
                     self._complete(call, None, None, timed_out=True)
             self._timer_wake = trio.Event()
-            with trio.move_on_at(heap[0][0] if heap else math.inf):
+            wake = min(heap[0][0] if heap else math.inf, queue[0].deadline if queue else math.inf)
+            with trio.move_on_at(wake):
                 await self._timer_wake.wait()
 
     def _queue_outage(self, call: PendingCall) -> Outage:

@@ -8,9 +8,7 @@ flight cost one system call (and one wake-up of the peer) per batch, not one eac
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 from typing import Final
 
 import trio
@@ -21,23 +19,32 @@ DEFAULT_LIMIT: Final = 16 * 1024 * 1024
 _batched: list[LineWriter] | None = None
 
 
-@contextlib.contextmanager
-def batch() -> Iterator[None]:
+class _Batch:
     """Hold back writes made inside the block and do them when it ends, one write
     per writer: a reader handling a chunk of many messages then answers them with one
     system call instead of one each. The block must not await: trio runs one task at
-    a time, so nothing else can write meanwhile."""
-    global _batched
-    if _batched is not None:
-        yield
-        return
-    _batched = []
-    try:
-        yield
-    finally:
+    a time, so nothing else can write meanwhile. (A class, not a generator context
+    manager: this runs for every chunk read.)"""
+
+    __slots__ = ("_outer",)
+
+    def __enter__(self) -> None:
+        global _batched
+        self._outer = _batched is not None
+        if not self._outer:
+            _batched = []
+
+    def __exit__(self, *exc: object) -> None:
+        global _batched
+        if self._outer:
+            return
         writers, _batched = _batched, None
-        for writer in writers:
+        for writer in writers or ():
             writer.flush()
+
+
+def batch() -> _Batch:
+    return _Batch()
 
 
 class LineWriter:

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+import trio
+
+from transports.linewriter import LineWriter, batch
+
+
+def pipe() -> tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]:
+    r, w = os.pipe()
+    return trio.lowlevel.FdStream(r), trio.lowlevel.FdStream(w)
+
+
+async def read_exactly(stream: trio.lowlevel.FdStream, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        data += await stream.receive_some(n - len(data))
+    return data
+
+
+async def test_an_idle_writer_writes_at_once_without_its_task() -> None:
+    r, w = pipe()
+    writer = LineWriter(w, w.fileno())
+    writer.put(b'{"a":1}')
+    # No writer task is running: the line went out from put() itself.
+    with trio.fail_after(5):
+        assert await read_exactly(r, 8) == b'{"a":1}\n'
+    assert writer.queued == 0
+
+
+async def test_a_batch_is_written_in_one_go_when_it_ends() -> None:
+    r, w = pipe()
+    writer = LineWriter(w, w.fileno())
+    with batch():
+        for i in range(3):
+            writer.put(b"line%d" % i)
+        assert writer.queued == 18  # held back until the batch ends
+    assert writer.queued == 0
+    with trio.fail_after(5):
+        assert await read_exactly(r, 18) == b"line0\nline1\nline2\n"
+
+
+async def test_a_slow_reader_makes_the_writer_task_catch_up_and_bounds_memory() -> None:
+    r, w = pipe()
+    writer = LineWriter(w, w.fileno(), limit=256 * 1024)
+    chunk = b"x" * 9_999
+    total = 0
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.run)
+        # Far more than a pipe holds: the rest waits in the writer's queue.
+        for _ in range(40):
+            await writer.wait_room()
+            writer.put(chunk)
+            total += len(chunk) + 1
+            assert writer.queued <= 256 * 1024 + len(chunk) + 1
+
+        async def reader() -> None:
+            nonlocal total
+            while total:
+                total -= len(await r.receive_some(65536))
+
+        with trio.fail_after(10):
+            nursery.start_soon(reader)
+            await writer.drain()
+            while total:
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_closed_peer_ends_the_writer_with_an_error() -> None:
+    r, w = pipe()
+    writer = LineWriter(w, w.fileno())
+    await r.aclose()
+    writer.put(b"lost")
+    with trio.fail_after(5), pytest.raises(OSError):
+        await writer.run()
