@@ -26,6 +26,7 @@ from transports.base import log_extra
 from . import __version__
 from .calls import Outcome, PendingCall
 from .connection import LIFECYCLE, Connection
+from .httpapi import HttpApi, is_http
 from .peers import is_allowed, peer_of, resolve_groups
 from .runner import CallRefused, Runner
 from .toolcall import call_reply, route_call
@@ -52,6 +53,7 @@ class Api:
         self._listens = 0
         self._listens_done = trio.Event()
         self._listens_done.set()
+        self.http = HttpApi(self, lambda: ServerSession(SERVER_INFO, CAPABILITIES))
         self._handlers: dict[str, Handler] = {
             "tools/list": Api._tools_list,
             "tools/call": Api._tools_call,
@@ -99,6 +101,9 @@ class Api:
                     + b"\n"
                 )
             await stream.aclose()
+            return
+        if await is_http(stream):  # curl, a browser, a monitor, an HTTP MCP client
+            await self.http.connection(stream, peer)
             return
         conn = Connection(self, stream, ServerSession(SERVER_INFO, CAPABILITIES), peer)
         self.connections.add(conn)

@@ -9,6 +9,7 @@ stream as soon as something has to be sent before the answer.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import suppress
 from http import HTTPStatus
 from typing import Any, Final, TypeAlias
 
@@ -172,3 +173,11 @@ class Response:
         if message is not None:
             await self.event(message)
         await self._write(h11.EndOfMessage())
+
+
+async def refuse(wire: Wire, status: int) -> None:
+    """Answer a request h11 could not parse, then close, if an answer can still go out."""
+    if wire.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        return
+    with trio.move_on_after(1), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        await Response(wire).json(status, b"", [(b"connection", b"close")])

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -27,7 +26,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ..http_wire import HeaderList, Headers, Reject, Response, Wire
+from ..http_wire import HeaderList, Headers, Reject, Response, Wire, refuse
 from ..mcp_http import (
     MODERN_STATUS,
     accepts,
@@ -107,7 +106,7 @@ class _HttpServer:
                     wire.conn.start_next_cycle()
             except h11.RemoteProtocolError as exc:
                 log.info("bad HTTP from a client: %s", exc)
-                await _refuse(wire, exc.error_status_hint)
+                await refuse(wire, exc.error_status_hint)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
             except Exception:
@@ -275,13 +274,6 @@ class _HttpServer:
         if legacy is None:
             raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
         return sid, legacy
-
-
-async def _refuse(wire: Wire, status: int) -> None:
-    if wire.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
-        return
-    with trio.move_on_after(1), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        await Response(wire).json(status, b"", [(b"connection", b"close")])
 
 
 async def _no_notifications(message: bytes) -> None:

@@ -1,0 +1,112 @@
+"""``GET /metrics``: the daemon's counters in Prometheus' text exposition format.
+
+Per server: its state, tool count, calls, errors, a latency histogram (cumulative
+buckets from ``stats.Histogram``), restarts and circuit-breaker openings. Counters
+start again from zero when a server is restarted by a reload, which Prometheus
+handles as a counter reset.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from . import __version__
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
+
+CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+STATES: Final = (
+    "starting",
+    "ready",
+    "degraded",
+    "idle",
+    "half_open",
+    "open",
+    "failed",
+    "crash_loop",
+    "stopped",
+)
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(self, name: str, kind: str, help: str) -> None:
+        self.lines.append(f"# HELP {name} {help}")
+        self.lines.append(f"# TYPE {name} {kind}")
+
+    def sample(self, name: str, labels: dict[str, str], value: float) -> None:
+        inner = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+        self.lines.append(
+            f"{name}{{{inner}}} {_number(value)}" if inner else f"{name} {_number(value)}"
+        )
+
+
+def render(daemon: Daemon) -> str:
+    out = _Writer()
+    now = trio.current_time()
+    runners = [daemon.supervisor.runners[a] for a in sorted(daemon.supervisor.runners)]
+
+    out.family("mcpd_info", "gauge", "mcpd's version.")
+    out.sample("mcpd_info", {"version": __version__}, 1)
+    out.family("mcpd_tools", "gauge", "Tools in the aggregated list agents get.")
+    out.sample("mcpd_tools", {}, len(daemon.registry.listing()))
+    out.family("mcpd_agent_connections", "gauge", "Open agent connections on the socket.")
+    out.sample("mcpd_agent_connections", {}, len(daemon.api.connections))
+
+    out.family("mcpd_server_up", "gauge", "1 when calls to the server are expected to work.")
+    for r in runners:
+        out.sample("mcpd_server_up", {"server": r.alias}, 1 if r.available else 0)
+    out.family("mcpd_server_state", "gauge", "1 for the server's current state, 0 for the others.")
+    for r in runners:
+        state = r.state
+        for s in STATES:
+            out.sample("mcpd_server_state", {"server": r.alias, "state": s}, int(s == state))
+    out.family("mcpd_server_tools", "gauge", "Tools the server contributes, listed or last known.")
+    for r in runners:
+        out.sample("mcpd_server_tools", {"server": r.alias}, daemon.registry.count(r.alias))
+
+    out.family(
+        "mcpd_tool_calls_total", "counter", "tools/call requests the server answered or failed."
+    )
+    for r in runners:
+        out.sample("mcpd_tool_calls_total", {"server": r.alias}, r.stats.calls)
+    out.family(
+        "mcpd_tool_call_errors_total",
+        "counter",
+        "Calls that failed: timeouts, lost connections, JSON-RPC errors.",
+    )
+    for r in runners:
+        out.sample("mcpd_tool_call_errors_total", {"server": r.alias}, r.stats.errors)
+    name = "mcpd_tool_call_duration_seconds"
+    out.family(name, "histogram", "Time from forwarding a call to its answer.")
+    for r in runners:
+        hist = r.stats.histogram
+        for bound, count in hist.cumulative():
+            out.sample(f"{name}_bucket", {"server": r.alias, "le": _number(bound)}, count)
+        out.sample(f"{name}_sum", {"server": r.alias}, hist.sum)
+        out.sample(f"{name}_count", {"server": r.alias}, hist.count)
+
+    out.family("mcpd_server_restarts_total", "counter", "Restarts after the server failed.")
+    for r in runners:
+        out.sample("mcpd_server_restarts_total", {"server": r.alias}, r.policy.restarts)
+    out.family("mcpd_breaker_opens_total", "counter", "Times the server's circuit breaker opened.")
+    for r in runners:
+        opened = r.breaker.status(now).times_opened
+        out.sample("mcpd_breaker_opens_total", {"server": r.alias}, opened)
+    return "\n".join(out.lines) + "\n"

@@ -1,0 +1,267 @@
+"""HTTP on the agent socket: curl against a running daemon for /status, /tools, /healthz,
+/metrics, and Streamable HTTP MCP on /mcp in both eras, next to line-protocol agents."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.support.agent import META, connect, make_config, running
+from tests.support.procs import scripted
+
+CURL = shutil.which("curl")
+pytestmark = pytest.mark.skipif(CURL is None, reason="curl is not installed")
+
+MCP_HEADERS = [
+    "-H",
+    "Content-Type: application/json",
+    "-H",
+    "Accept: application/json, text/event-stream",
+]
+
+
+class Reply:
+    def __init__(self, raw: bytes) -> None:
+        head, _, self.body = raw.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        self.status = int(lines[0].split()[1])
+        self.headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def events(self) -> list[dict[str, Any]]:
+        """The messages of an event-stream body."""
+        return [json.loads(m) for m in re.findall(rb"^data: (.*)$", self.body, re.M)]
+
+
+async def curl(sock: str, path: str, *args: str) -> Reply:
+    assert CURL is not None
+    proc = await trio.run_process(
+        [CURL, "-s", "-i", "--max-time", "20", "--unix-socket", sock, *args, f"http://mcpd{path}"],
+        capture_stdout=True,
+    )
+    return Reply(proc.stdout)
+
+
+async def post(sock: str, body: dict[str, Any], *headers: str) -> Reply:
+    extra = [a for h in headers for a in ("-H", h)]
+    return await curl(sock, "/mcp", *MCP_HEADERS, *extra, "--data-binary", json.dumps(body))
+
+
+def modern(rid: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": method,
+        "params": {**(params or {}), "_meta": META},
+    }
+
+
+def modern_headers(method: str, name: str | None = None) -> list[str]:
+    out = ["MCP-Protocol-Version: 2026-07-28", f"Mcp-Method: {method}"]
+    return [*out, f"Mcp-Name: {name}"] if name else out
+
+
+def server(*flags: str) -> dict[str, Any]:
+    command, args = scripted(*flags)
+    return {"command": command, "args": list(args)}
+
+
+async def test_status_tools_healthz_and_metrics_over_curl(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"alpha": server("--tools", "2"), "beta": server("--tools", "1")})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            sock = daemon.socket_path
+            status = await curl(sock, "/status")
+            assert status.status == 200 and status.headers["content-type"] == "application/json"
+            assert [s["alias"] for s in status.json()["servers"]] == ["alpha", "beta"]
+
+            tools = (await curl(sock, "/tools")).json()["tools"]
+            assert [t["name"] for t in tools] == [
+                "mcp__alpha__tool0",
+                "mcp__alpha__tool1",
+                "mcp__beta__tool0",
+            ]
+            assert tools[0]["_meta"]["mcpd/server"] == "alpha"
+            anthropic = (await curl(sock, "/tools?format=anthropic")).json()
+            assert set(anthropic[0]) == {"name", "description", "input_schema"}
+            openai = (await curl(sock, "/tools?format=openai")).json()
+            assert openai[0]["function"]["parameters"]["type"] == "object"
+            assert (await curl(sock, "/tools?format=xml")).status == 400
+
+            health = await curl(sock, "/healthz")
+            assert health.status == 200 and health.json() == {"status": "ok", "servers": 2}
+
+            for i in range(3):
+                await agent.call("mcp__alpha__tool0", {"text": str(i)})
+            await agent.call("mcp__beta__tool0", {"text": "x"})
+            text = (await curl(sock, "/metrics")).body.decode()
+            assert (await curl(sock, "/metrics")).headers["content-type"].startswith("text/plain")
+            assert 'mcpd_tool_calls_total{server="alpha"} 3' in text
+            assert 'mcpd_tool_calls_total{server="beta"} 1' in text
+            assert 'mcpd_server_up{server="alpha"} 1' in text
+            assert 'mcpd_server_state{server="alpha",state="ready"} 1' in text
+            assert 'mcpd_tool_call_duration_seconds_bucket{server="alpha",le="+Inf"} 3' in text
+            assert 'mcpd_tool_call_duration_seconds_count{server="alpha"} 3' in text
+            assert 'mcpd_server_restarts_total{server="alpha"} 0' in text
+            assert 'mcpd_breaker_opens_total{server="alpha"} 0' in text
+            buckets = [
+                int(m)
+                for m in re.findall(
+                    r'duration_seconds_bucket\{server="alpha",le="[^"]+"\} (\d+)', text
+                )
+            ]
+            assert buckets == sorted(buckets) and buckets[-1] == 3  # cumulative
+            assert "# TYPE mcpd_tool_call_duration_seconds histogram" in text
+
+            assert (await curl(sock, "/nowhere")).status == 404
+            assert (await curl(sock, "/status", "-X", "POST")).status == 405
+            assert (await curl(sock, "/healthz", "-I")).status == 200
+            # The line protocol on the same socket is unaffected.
+            assert len(await agent.tools()) == 3
+
+
+async def test_healthz_is_503_with_the_reasons_while_a_server_is_down(tmp_path: Path) -> None:
+    broken = {"command": "/bin/sh", "args": ["-c", "echo 'no database' >&2; exit 3"]}
+    # A slow retry keeps "db" failed (with a retry time) for the whole test.
+    cfg = make_config(tmp_path, {"alpha": server(), "db": broken}, backoff_base=30, backoff_cap=60)
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            health = await curl(daemon.socket_path, "/healthz")
+            assert health.status == 503
+            body = health.json()
+            assert body["status"] == "unavailable"
+            (db,) = body["servers"]
+            assert db["server"] == "db" and db["available"] is False
+            assert "exited with status 3" in db["reason"] and db["retry_at"]
+            metrics = (await curl(daemon.socket_path, "/metrics")).body.decode()
+            assert 'mcpd_server_up{server="db"} 0' in metrics
+            restarts = re.search(r'mcpd_server_restarts_total\{server="db"\} (\d+)', metrics)
+            assert restarts is not None and int(restarts.group(1)) >= 1
+
+
+async def test_modern_streamable_http_list_and_call(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"alpha": server("--tools", "2")})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            found = await post(
+                sock, modern(1, "server/discover"), *modern_headers("server/discover")
+            )
+            assert found.status == 200
+            assert found.json()["result"]["supportedVersions"] == ["2026-07-28"]
+            listed = await post(sock, modern(2, "tools/list"), *modern_headers("tools/list"))
+            result = listed.json()["result"]
+            assert result["resultType"] == "complete"
+            assert [t["name"] for t in result["tools"]] == [
+                "mcp__alpha__tool0",
+                "mcp__alpha__tool1",
+            ]
+            call = modern(
+                3, "tools/call", {"name": "mcp__alpha__tool1", "arguments": {"text": "hi"}}
+            )
+            called = await post(sock, call, *modern_headers("tools/call", "mcp__alpha__tool1"))
+            assert called.status == 200
+            assert called.json()["result"]["content"][0]["text"] == "tool1:hi"
+            # The routing headers are checked against the body, as the spec requires.
+            wrong = await post(sock, call, *modern_headers("tools/call", "mcp__alpha__tool0"))
+            assert wrong.status == 400 and wrong.json()["error"]["code"] == -32020
+            missing = await post(sock, modern(4, "no/such"), *modern_headers("no/such"))
+            assert missing.status == 404 and missing.json()["error"]["code"] == -32601
+            bad_version = dict(modern(5, "tools/list"))
+            bad_version["params"] = {
+                "_meta": {**META, "io.modelcontextprotocol/protocolVersion": "1999-01-01"}
+            }
+            old = await post(
+                sock, bad_version, "MCP-Protocol-Version: 1999-01-01", "Mcp-Method: tools/list"
+            )
+            assert old.status == 400 and old.json()["error"]["code"] == -32022
+            no_accept = await curl(
+                sock,
+                "/mcp",
+                *("-H", "Content-Type: application/json", "-H", "Accept: application/json"),
+                *("--data-binary", "{}"),
+            )
+            assert no_accept.status == 406
+
+
+async def test_progress_turns_the_answer_into_an_event_stream(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"alpha": server("--progress", "2")})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            params = {
+                "name": "mcp__alpha__tool0",
+                "arguments": {"text": "p"},
+                "_meta": {**META, "progressToken": "tok"},
+            }
+            body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}
+            reply = await post(
+                daemon.socket_path, body, *modern_headers("tools/call", "mcp__alpha__tool0")
+            )
+            assert reply.headers["content-type"] == "text/event-stream"
+            events = reply.events()
+            assert [e.get("method") for e in events] == [
+                "notifications/progress",
+                "notifications/progress",
+                None,
+            ]
+            assert events[0]["params"]["progressToken"] == "tok"
+            assert events[-1]["id"] == 9
+            assert events[-1]["result"]["content"][0]["text"] == "tool0:p"
+
+
+async def test_legacy_session_over_http(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"alpha": server()})
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"},
+        },
+    }
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            opened = await post(sock, init)
+            assert opened.status == 200
+            assert opened.json()["result"]["protocolVersion"] == "2025-11-25"
+            sid = opened.headers["mcp-session-id"]
+            session = [f"Mcp-Session-Id: {sid}", "MCP-Protocol-Version: 2025-11-25"]
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await post(sock, note, *session)).status == 202
+            listed = await post(sock, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, *session)
+            assert "resultType" not in listed.json()["result"]
+            assert len(listed.json()["result"]["tools"]) == 3
+            call = {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "mcp__alpha__tool2", "arguments": {"text": "old"}},
+            }
+            called = await post(sock, call, *session)
+            assert called.json()["result"]["content"][0]["text"] == "tool2:old"
+            assert (await post(sock, call)).status == 400  # no session id
+            gone = await curl(sock, "/mcp", "-X", "DELETE", "-H", f"Mcp-Session-Id: {sid}")
+            assert gone.status == 200
+            assert (await post(sock, call, *session)).status == 404
+            assert (await curl(sock, "/mcp")).status == 405  # GET: no unsolicited stream
+
+
+async def test_reload_over_http_is_the_same_method(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"alpha": server()})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            status = await post(
+                daemon.socket_path, modern(1, "mcpd/status"), *modern_headers("mcpd/status")
+            )
+            assert status.json()["result"]["daemon"]["tools"] == 3
