@@ -281,7 +281,7 @@ class Runner:
         except SpawnError as exc:
             self._failed("spawn_failed", exc.describe(), exc.reason)
         except TransportError as exc:
-            self._failed("outage", exc.describe(), exc.reason)
+            self._failed("outage", exc.describe(), exc.reason, exc.retry_after)
         except rpc.RPCError as exc:
             self._failed("outage", f"protocol error: {exc.message}", exc.message)
         except trio.TooSlowError:
@@ -295,13 +295,16 @@ class Runner:
             logger.exception("%s: unexpected error", self.alias, extra=log_extra(self.alias))
             self._failed("outage", f"internal error: {exc!r}", f"internal error: {exc!r}")
 
-    def _failed(self, event: str, detail: str, reason: str) -> None:
+    def _failed(
+        self, event: str, detail: str, reason: str, retry_after: float | None = None
+    ) -> None:
         now = trio.current_time()
         first = self.down_since is None
         if first:
             self.down_since = now
         restart = self.policy.on_failure(now)
-        self.retry_at = restart.at
+        # A server that said when to come back (429/503 Retry-After) is not asked sooner.
+        self.retry_at = max(restart.at, now + retry_after) if retry_after else restart.at
         changed = reason != self.last_error
         self.last_error = reason
         if restart.entered_crash_loop:
@@ -321,7 +324,7 @@ class Runner:
             self._log(
                 logging.ERROR if event == "spawn_failed" else logging.WARNING,
                 event,
-                f"{still}unavailable: {detail}; retrying at {clock_time(restart.at)}",
+                f"{still}unavailable: {detail}; retrying at {clock_time(self.retry_at)}",
                 reason,
             )
         else:

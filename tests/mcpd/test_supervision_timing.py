@@ -410,3 +410,27 @@ async def test_tool_lists_are_refetched_only_when_their_ttl_ran_out(
         await trio.sleep(0.1)
         assert fake.lists_seen == 5
         nursery.cancel_scope.cancel()
+
+
+async def test_a_server_that_says_retry_after_is_not_asked_sooner(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeServer()
+    runner = make(fake, backoff_base=0.1, backoff_cap=1.0)
+    busy = TransportError("s: 503 Service Unavailable", retry_after=30.0)
+
+    @contextlib.asynccontextmanager
+    async def overloaded(*args: Any) -> AsyncIterator[FakeTransport]:
+        fake.starts.append(trio.current_time())
+        fake.started.set()
+        if len(fake.starts) == 1:
+            raise busy
+        yield FakeTransport(fake, "s")
+
+    runner._open_transport = overloaded
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run)
+        await wait_for_starts(fake, 2)
+        # The backoff alone would have retried within a second.
+        assert fake.starts[1] - fake.starts[0] == pytest.approx(30.0, abs=0.01)
+        nursery.cancel_scope.cancel()
