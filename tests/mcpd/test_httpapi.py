@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +266,26 @@ async def test_reload_over_http_is_the_same_method(tmp_path: Path) -> None:
                 daemon.socket_path, modern(1, "mcpd/status"), *modern_headers("mcpd/status")
             )
             assert status.json()["result"]["daemon"]["tools"] == 3
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])
+async def test_the_official_sdk_client_over_http_on_the_socket(tmp_path: Path, mode: str) -> None:
+    probe = Path(__file__).with_name("sdk_unix_http_probe.py")
+    cfg = make_config(tmp_path, {"alpha": server("--tools", "2")})
+    with trio.fail_after(90):
+        async with running(cfg) as daemon:
+            proc = await trio.run_process(
+                [
+                    sys.executable,
+                    str(probe),
+                    daemon.socket_path,
+                    mode,
+                    "mcp__alpha__tool1",
+                    '{"text": "sdk"}',
+                ],
+                capture_stdout=True,
+            )
+    seen = json.loads(proc.stdout)
+    assert seen["protocol_version"] == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+    assert seen["tools"] == ["mcp__alpha__tool0", "mcp__alpha__tool1"]
+    assert seen["is_error"] is False and seen["text"] == ["tool1:sdk"]
