@@ -1,0 +1,85 @@
+"""``mcpd status`` for people, and the Prometheus text: rendering only, no daemon."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from mcpd.metrics import _label, _number
+from mcpd.status_view import local_time, render_status, watch_frame
+
+
+def status(**daemon: object) -> dict[str, object]:
+    retry = datetime(2026, 11, 29, 19, 9, 44, tzinfo=UTC)
+    return {
+        "daemon": {
+            "version": "0.1.0",
+            "pid": 42,
+            "socket": "/run/mcpd/mcpd.sock",
+            "summary": "3 servers: 1 ready, 1 idle, 1 failed (tickets)",
+            "tools": 9,
+            "connections": 2,
+            **daemon,
+        },
+        "servers": [
+            {
+                "alias": "notes",
+                "state": "ready",
+                "era": "modern",
+                "tools": 3,
+                "calls": 5,
+                "p50_ms": 1.25,
+                "p99_ms": 4.0,
+                "since": None,
+            },
+            {"alias": "files", "state": "idle", "era": None, "tools": 4, "calls": 0},
+            {
+                "alias": "tickets",
+                "state": "failed",
+                "era": None,
+                "tools": 2,
+                "calls": 1,
+                "retry_at": retry.isoformat(),
+                "since": retry.isoformat(),
+                "last_error": "tickets: cannot connect to http://127.0.0.1:9\nmore detail",
+                "stderr": [],
+            },
+        ],
+    }
+
+
+def test_one_line_per_server_with_the_reason_and_the_retry_in_local_time() -> None:
+    text = render_status(status())
+    lines = text.splitlines()
+    assert lines[0].startswith("mcpd 0.1.0 (pid 42) on /run/mcpd/mcpd.sock — 3 servers")
+    assert lines[1].split()[:3] == ["SERVER", "STATE", "ERA"]
+    rows = {line.split()[0]: line for line in lines[2:]}
+    assert set(rows) == {"notes", "files", "tickets"}
+    local = local_time("2026-11-29T19:09:44+00:00")
+    assert re.fullmatch(r"\d\d:\d\d:\d\d", local)
+    assert local in rows["tickets"]
+    assert rows["tickets"].endswith("tickets: cannot connect to http://127.0.0.1:9")
+    assert "\x1b[" not in text  # no colour unless asked (stdout is not a terminal)
+
+
+def test_states_are_coloured_on_a_terminal_and_warnings_shown() -> None:
+    text = render_status(status(warnings=["130 tools is more than max_tools (128)"]), color=True)
+    assert "\x1b[32mready" in text
+    assert "\x1b[2;32midle" in text
+    assert "\x1b[31mfailed" in text
+    assert "warning: 130 tools is more than max_tools (128)" in text
+
+
+def test_watch_frames_clear_a_terminal_and_stack_otherwise() -> None:
+    tty = watch_frame("BODY", 2, clear=True)
+    assert tty.startswith("\x1b[H\x1b[2Jevery 2 s: mcpd status")
+    plain = watch_frame("BODY", 0.5, clear=False)
+    assert plain.startswith("every 0.5 s: mcpd status") and plain.endswith("BODY\n\n")
+
+
+def test_prometheus_labels_and_numbers() -> None:
+    assert _label('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    assert _number(float("inf")) == "+Inf"
+    assert _number(3) == "3" and _number(0.25) == "0.25"
+    assert local_time(None) == "-"
+    assert local_time((datetime.now(UTC) + timedelta(hours=1)).isoformat()) != "-"
