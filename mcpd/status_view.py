@@ -59,7 +59,7 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
             f"{s.get('calls', 0):>6} {p50:>7} {p99:>7}  {error}"
         )
         lines.append(line.rstrip())
-        if state not in ("ready", "degraded", "starting"):
+        if state not in ("ready", "degraded", "starting", "idle"):
             for tail in s.get("stderr") or []:
                 lines.append(f"{'':<16} stderr| {tail}")
     return "\n".join(lines)
