@@ -29,3 +29,12 @@ def _private_state_dir(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Tests against third-party servers are marked by where they live, so
+    # `pytest -m "not interop"` runs without the peers installed.
+    interop = ROOT / "tests" / "interop"
+    for item in items:
+        if interop in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.interop)

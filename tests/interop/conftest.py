@@ -13,7 +13,6 @@ NODE_BIN = ROOT / "tests" / "peers" / "node_modules" / ".bin"
 V1_PYTHON = ROOT / ".venv-peers-v1" / "bin" / "python"
 SERVERS = Path(__file__).resolve().parent / "servers"
 
-pytestmark = pytest.mark.interop
 
 
 def node_tool(name: str) -> str:
