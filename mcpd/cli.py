@@ -63,6 +63,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             flags.append("trusted")
         if not s.enabled:
             flags.append("disabled")
+        if s.start == "lazy":
+            flags.append("lazy")
         print(f"  {alias:<20} {', '.join(flags):<16} {where}")
     return 0
 

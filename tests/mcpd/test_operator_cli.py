@@ -5,6 +5,7 @@ Claude Code, Cursor and VS Code document them; ``mcpd serve --config FILE.json``
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -309,3 +310,11 @@ def test_serve_takes_an_mcp_servers_json_file(tmp_path: Path) -> None:
         assert check.returncode == 0 and "my_lookup" in check.stdout
     finally:
         stop(proc)
+
+
+def test_check_config_marks_lazy_servers(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[servers.files]\ncommand = "fs-server"\nstart = "lazy"\n')
+    out = mcpd("check-config", "--config", str(config))
+    assert out.returncode == 0
+    assert re.search(r"files\s+stdio, lazy\s+fs-server", out.stdout)
