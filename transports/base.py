@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
+import trio
 from msgspec import Raw
 
 from protocol.jsonrpc import Notification
@@ -133,9 +134,21 @@ def single_exceptions() -> Iterator[None]:
     try:
         yield
     except BaseExceptionGroup as group:
-        leaf: BaseException = group
-        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
-            leaf = leaf.exceptions[0]
-        if isinstance(leaf, BaseExceptionGroup):
-            raise
-        raise leaf from None
+        leaves = list(_leaves(group))
+        cancelled = [e for e in leaves if isinstance(e, trio.Cancelled)]
+        if cancelled:
+            # Being cancelled while the body failed too (a server dying during shutdown):
+            # the cancellation is what the surrounding scope must see; the failure no
+            # longer matters to anyone.
+            raise cancelled[0] from None
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc

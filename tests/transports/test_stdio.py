@@ -276,3 +276,16 @@ async def test_children_outlive_idle_trio_worker_threads(tmp_path: Path) -> None
             await trio.sleep(11)
             assert alive(pid)
             assert text_of(await call(t, "still here")) == "tool0:still here"
+
+
+async def test_a_server_dying_while_mcpd_is_cancelled_leaves_only_the_cancellation() -> None:
+    # Cancelled from outside while the body fails with the transport's error: the
+    # surrounding scope must see a plain cancellation, not a group it cannot absorb.
+    with trio.move_on_after(5) as outer:
+        async with open_stdio_transport("s", params("--die-on-call")) as t:
+            outer.cancel()
+            try:
+                await call(t)
+            except trio.Cancelled:
+                raise TransportClosed("died while stopping") from None
+    assert outer.cancelled_caught
