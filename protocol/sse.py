@@ -15,6 +15,10 @@ JSON-RPC from the stream:
 An event (plus the line being read) may not grow past ``max_event`` bytes: the
 decoder raises ``SSEError`` as soon as it does, so a peer that never ends an event
 costs at most that much memory.
+
+``resume_id`` is what a client sends as ``Last-Event-ID`` when it reconnects: the
+stream's last event id as of the last event that was complete (a blank line ended
+it, or the stream ended cleanly after it), whether or not that event carried data.
 """
 
 from __future__ import annotations
@@ -60,12 +64,14 @@ class SSEDecoder:
         "_started",
         "last_event_id",
         "max_event",
+        "resume_id",
         "retry",
     )
 
     def __init__(self, max_event: int = DEFAULT_MAX_EVENT) -> None:
         self.max_event = max_event
         self.last_event_id: str | None = None
+        self.resume_id: str | None = None
         self.retry: int | None = None
         self._line = bytearray()
         self._data: list[bytes] = []
@@ -162,6 +168,9 @@ class SSEDecoder:
         # Unknown field names are ignored, as the format requires.
 
     def _dispatch(self, out: list[SSEEvent]) -> None:
+        # A priming event (an id and no data) counts too: it is where a resumed
+        # stream picks up.
+        self.resume_id = self.last_event_id
         if self._has_data:
             out.append(
                 SSEEvent(

@@ -16,6 +16,7 @@ import contextlib
 import email.utils
 import math
 import select
+import socket
 import ssl
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC
@@ -275,6 +276,16 @@ def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
     return stream.socket if isinstance(stream, trio.SocketStream) else None
 
 
+def _probe_idle(tcp: trio.SocketStream, idle: float) -> None:
+    """Have the kernel probe a quiet connection, so a peer that vanished (and a NAT
+    that forgot us) ends a long-lived stream that no read timeout watches."""
+    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; elsewhere the system's defaults apply
+        tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, max(1, int(idle)))
+        tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, int(idle / 4)))
+        tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 4)
+
+
 async def connect(
     origin: Origin,
     label: str,
@@ -282,6 +293,7 @@ async def connect(
     ssl_context: ssl.SSLContext | None,
     connect_timeout: float,
     read_timeout: float | None,
+    tcp_keepalive: float | None = None,
 ) -> HttpConnection:
     stream: trio.abc.Stream
     with trio.move_on_after(connect_timeout) as scope:
@@ -291,6 +303,8 @@ async def connect(
             raise TransportError(
                 f"{label}: cannot connect to {origin}: {exc.strerror or exc}"
             ) from None
+        if tcp_keepalive is not None:
+            _probe_idle(tcp, tcp_keepalive)
         stream = tcp
         if ssl_context is not None:
             tls = trio.SSLStream(
@@ -326,6 +340,7 @@ class ConnectionPool:
         connect_timeout: float,
         read_timeout: float | None,
         keepalive_expiry: float = 4.0,
+        tcp_keepalive: float | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("pool_size must be at least 1")
@@ -337,6 +352,7 @@ class ConnectionPool:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._keepalive_expiry = keepalive_expiry
+        self._tcp_keepalive = tcp_keepalive
         self._closed = False
         self.opened = 0
 
@@ -353,6 +369,7 @@ class ConnectionPool:
                     ssl_context=self._ssl_context,
                     connect_timeout=self._connect_timeout,
                     read_timeout=self._read_timeout,
+                    tcp_keepalive=self._tcp_keepalive,
                 )
                 self.opened += 1
             try:

@@ -169,6 +169,8 @@ class AnswerReader:
         self._on_notification = on_notification
         self._on_request = on_request
         self._requests: list[rpc.Request] = []
+        # Kept after a stream was cut: its resume_id and retry say how to resume it.
+        self.decoder = SSEDecoder(max_body)
 
     async def read(self, conn: HttpConnection, head: ResponseHead) -> Answer:
         media = head.media_type
@@ -186,7 +188,7 @@ class AnswerReader:
         raise UnexpectedReply(f"{self._label}: {problem}", status=head.status, body=body[:SNIPPET])
 
     async def _read_stream(self, conn: HttpConnection, head: ResponseHead) -> Answer:
-        decoder = SSEDecoder(self._max_body)
+        decoder = self.decoder
         answer: Answer | None = None
         events = 0
         try:
@@ -249,18 +251,7 @@ class AnswerReader:
             await self._on_request(self._requests.pop(0))
 
     def _deliver(self, msg: rpc.Notification) -> None:
-        if self._on_notification is None:
-            return
-        try:
-            self._on_notification(msg)
-        except Exception:
-            # The handler's bug must not cost the request its answer.
-            logger.exception(
-                "%s: notification handler failed on %s",
-                self._label,
-                msg.method,
-                extra=log_extra(self._label, "notification_handler_failed"),
-            )
+        deliver(self._label, self._on_notification, msg)
 
     def _ignored(self, what: str, event: str) -> None:
         logger.warning(
@@ -269,4 +260,20 @@ class AnswerReader:
             what,
             self._what,
             extra=log_extra(self._label, event),
+        )
+
+
+def deliver(label: str, handler: NotificationHandler | None, msg: rpc.Notification) -> None:
+    """Hand a server's notification on; a failing handler is logged, never raised."""
+    if handler is None:
+        return
+    try:
+        handler(msg)
+    except Exception:
+        # The handler's bug must not cost a request its answer, or a stream its life.
+        logger.exception(
+            "%s: notification handler failed on %s",
+            label,
+            msg.method,
+            extra=log_extra(label, "notification_handler_failed"),
         )

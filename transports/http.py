@@ -12,6 +12,11 @@ DELETE on close. A cancelled request loses its connection, which is how 2026-07-
 cancels; when the caller has marked the server legacy (``transport.era = "legacy"``)
 it also POSTs ``notifications/cancelled``, because for those servers a disconnect
 cancels nothing.
+
+Two more things only legacy servers get (see ``_httpstream``): ``listen`` holds the
+session's server-push stream (GET) open on a connection of its own, and a call whose
+event stream ends before its response, after an event id, is resumed with GET and
+``Last-Event-ID`` instead of failing.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import logging
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any, Final, NoReturn, TypeVar
 from urllib.parse import urljoin
 
@@ -40,9 +46,18 @@ from ._httpconn import (
     parse_url,
 )
 from ._httpreply import SNIPPET, AnswerReader, HttpRPCError, status_error
+from ._httpstream import (
+    PushReader,
+    PushStream,
+    ResumableCut,
+    ResumePoint,
+    check_stream_reply,
+    resume_call,
+)
 from .base import (
     NotificationHandler,
     SessionExpired,
+    StreamCut,
     TransportClosed,
     TransportError,
     UnexpectedReply,
@@ -61,6 +76,8 @@ _ERROR_BODY_LIMIT: Final = 64 * 1024
 _CANCEL_TIMEOUT: Final = 2.0
 _DELETE_TIMEOUT: Final = 2.0
 _SESSION_HEADER: Final = "mcp-session-id"
+# How soon the kernel starts probing a quiet push stream's connection.
+_PUSH_KEEPALIVE: Final = 60.0
 _VERSION_HEADER: Final = "mcp-protocol-version"
 # Headers the transport owns; neither configuration nor callers may set them.
 _RESERVED: Final = frozenset(
@@ -79,13 +96,14 @@ _RESERVED: Final = frozenset(
 class _Exchange:
     """One message on its way, as the reply readers need to know it."""
 
-    __slots__ = ("id", "method", "sent", "session")
+    __slots__ = ("id", "method", "resume", "sent", "session")
 
     def __init__(self, method: str, id: rpc.Id | None, session: str | None) -> None:
         self.method = method
         self.id = id
         self.session = session  # the Mcp-Session-Id it carried
         self.sent = False
+        self.resume = ResumePoint()
 
     def __str__(self) -> str:
         return self.method if self.id is None else f"{self.method} (id {self.id})"
@@ -127,6 +145,20 @@ class HttpTransport:
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
         )
+        # The push stream's own connection: it takes no slot from calls, and it may
+        # be quiet for hours, so no read timeout applies (the kernel probes it instead).
+        self._push_pool = ConnectionPool(
+            origin,
+            alias,
+            size=1,
+            ssl_context=ssl_context if origin.scheme == "https" else None,
+            connect_timeout=connect_timeout,
+            read_timeout=None,
+            tcp_keepalive=_PUSH_KEEPALIVE,
+        )
+        self._listening: trio.CancelScope | None = None
+        self._push_session: str | None = None
+        self._session_started = trio.Event()
 
     @property
     def url(self) -> str:
@@ -157,7 +189,10 @@ class HttpTransport:
         ex = _Exchange(method, rid, self.session_id)
         extra = _header_list(headers or {}, "request")
         try:
-            return await self._post(b"POST", body, self._headers(extra, ex), ex, self._answer)
+            try:
+                return await self._post(b"POST", body, self._headers(extra, ex), ex, self._answer)
+            except ResumableCut as early:
+                return await self._resume(ex, early.cut)
         except trio.Cancelled:
             if cancellable and ex.sent and self.era == "legacy":
                 with trio.move_on_after(_CANCEL_TIMEOUT, shield=True):
@@ -172,11 +207,43 @@ class HttpTransport:
         extra = _header_list(headers or {}, "request")
         await self._post(b"POST", body, self._headers(extra, ex), ex, self._accepted)
 
+    async def listen(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Hold a legacy session's server-push stream open until the transport closes.
+
+        Notifications on it go to ``on_notification``; the server's requests are
+        answered by POST (``ping``; anything else gets -32601). It returns at once
+        for a server not marked legacy, and quietly when the server offers no such
+        stream (405 or another 4xx). One listener per transport.
+        """
+        if self.era != "legacy" or self._closed:
+            task_status.started()
+            return
+        if self._listening is not None:
+            raise RuntimeError(f"{self.alias}: the server-push stream is already held")
+        reader = partial(
+            PushReader,
+            self.alias,
+            self._max_body,
+            self._on_notification,
+            self._answer_server_request,
+        )
+        stream = PushStream(self.alias, self._open_push, reader, self._is_closed, self._new_session)
+        with trio.CancelScope() as self._listening:
+            task_status.started()
+            try:
+                await stream.hold()
+            finally:
+                self._listening = None
+
     async def aclose(self) -> None:
         """End a legacy session with DELETE (bounded, shielded), then drop all connections."""
         if self._closed:
             return
         self._closed = True
+        if self._listening is not None:
+            self._listening.cancel()
         try:
             if self.session_id is not None:
                 with trio.move_on_after(_DELETE_TIMEOUT, shield=True):
@@ -184,6 +251,7 @@ class HttpTransport:
         finally:
             with trio.CancelScope(shield=True):
                 await self._pool.aclose()
+                await self._push_pool.aclose()
 
     # -- sending --
 
@@ -212,12 +280,13 @@ class HttpTransport:
         headers: list[tuple[bytes, bytes]],
         ex: _Exchange,
         read: Callable[[HttpConnection, ResponseHead, _Exchange], Awaitable[T]],
+        pool: ConnectionPool | None = None,
     ) -> T:
         if self._closed and method != b"DELETE":
             raise TransportClosed(f"{self.alias}: transport closed")
         target = self._target
         for _ in range(MAX_REDIRECTS + 1):
-            async with self._pool.connection() as conn:
+            async with (pool or self._pool).connection() as conn:
                 ex.sent = True
                 await conn.send(method, target.encode(), headers, body)
                 head = await conn.receive_head()
@@ -266,12 +335,22 @@ class HttpTransport:
         if not 200 <= head.status < 300 or head.status in (202, 204):
             await self._unexpected(conn, head, f"HTTP {head.status} to {ex}")
         self._capture_session(head)
+        return await self._read_answer(conn, head, ex)
+
+    async def _read_answer(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> Raw:
         # Only legacy servers may send requests on a response stream.
         on_request = self._answer_server_request if self.era == "legacy" else None
         reader = AnswerReader(
             self.alias, str(ex), ex.id, self._max_body, self._on_notification, on_request
         )
-        answer = await reader.read(conn, head)
+        try:
+            answer = await reader.read(conn, head)
+        except StreamCut as cut:
+            ex.resume.update(reader.decoder)
+            # 2026-07-28 has no resumption: there a cut stream's request is lost.
+            if self.era == "legacy" and ex.resume.event_id is not None:
+                raise ResumableCut(cut) from None
+            raise
         if isinstance(answer, rpc.ErrorResponse):
             raise HttpRPCError.received(answer.error, head.status)
         return answer.result
@@ -295,6 +374,8 @@ class HttpTransport:
             "%s: legacy session started", self.alias, extra=log_extra(self.alias, "session_started")
         )
         self.session_id = session
+        self._session_started.set()
+        self._session_started = trio.Event()
 
     async def _accepted(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> None:
         if head.status >= 400:
@@ -316,6 +397,54 @@ class HttpTransport:
     async def _unexpected(self, conn: HttpConnection, head: ResponseHead, what: str) -> NoReturn:
         body = await conn.read_prefix(SNIPPET)
         raise UnexpectedReply(f"{self.alias}: unexpected {what}", status=head.status, body=body)
+
+    # -- legacy streams: resuming a call's stream, the server-push stream --
+
+    def _stream_headers(
+        self, session: str | None, version: str | None, last_event_id: str | None
+    ) -> list[tuple[bytes, bytes]]:
+        out = [("Host", self._pool.origin.authority), ("Accept", "text/event-stream")]
+        out += self._static
+        if version is not None:
+            out.append(("MCP-Protocol-Version", version))
+        if session is not None:
+            out.append(("Mcp-Session-Id", session))
+        if last_event_id is not None:
+            out.append(("Last-Event-ID", last_event_id))
+        return [(name.encode(), value.encode()) for name, value in out]
+
+    async def _resume(self, ex: _Exchange, cut: StreamCut) -> Raw:
+        async def get(event_id: str) -> Raw:
+            headers = self._stream_headers(ex.session, self._version, event_id)
+            return await self._post(b"GET", b"", headers, ex, self._resumed)
+
+        return await resume_call(self.alias, ex.resume, cut, get, self._is_closed)
+
+    async def _resumed(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> Raw:
+        await check_stream_reply(self.alias, conn, head, "GET", had_session=False)
+        return await self._read_answer(conn, head, ex)
+
+    async def _open_push(self, last_event_id: str | None, reader: PushReader) -> None:
+        ex = _Exchange("GET (server-push stream)", None, self.session_id)
+        self._push_session = ex.session
+        headers = self._stream_headers(ex.session, self._version, last_event_id)
+
+        async def read(conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> None:
+            # A session the server forgot is for the next call to find out and renew.
+            had_session = ex.session is not None
+            await check_stream_reply(self.alias, conn, head, str(ex), had_session=had_session)
+            await reader.read(conn, head)
+
+        await self._post(b"GET", b"", headers, ex, read, pool=self._push_pool)
+
+    def _is_closed(self) -> bool:
+        return self._closed
+
+    async def _new_session(self) -> None:
+        """Wait until a handshake starts a session other than the push stream's."""
+        gone = self._push_session
+        while self.session_id in (gone, None):
+            await self._session_started.wait()
 
     # -- legacy housekeeping --
 

@@ -145,3 +145,15 @@ def test_reference_stream() -> None:
         SSEEvent(data=b"a\nb", id="1", retry=10),
         SSEEvent(data="é".encode(), event="other", id="1"),
     ]
+
+
+def test_resume_id_is_the_id_of_the_last_complete_event() -> None:
+    dec = SSEDecoder()
+    assert dec.resume_id is None
+    dec.feed(b"id: prime\nretry: 500\n\n")  # an event with no data still counts
+    assert (dec.resume_id, dec.retry) == ("prime", 500)
+    dec.feed(b"id: 2\ndata: {}\n\nid: 3\ndata: {")  # the second is cut short
+    assert dec.resume_id == "2"
+    assert dec.last_event_id == "3"
+    dec.flush()  # a stream that ended cleanly completes its last event
+    assert dec.resume_id == "3"

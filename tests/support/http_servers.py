@@ -262,3 +262,64 @@ async def serve_http(
             nursery.cancel_scope.cancel()
     if server.errors:
         raise server.errors[0]
+
+
+def priming(id: str, retry: int | None = None) -> str:
+    """An event with an id and no message: where a client resumes the stream from."""
+    return f"id: {id}\n" + (f"retry: {retry}\n" if retry is not None else "") + "data: \n\n"
+
+
+def server_request(id: Any, method: str, params: Any = None) -> dict[str, Any]:
+    msg = notification(method, params)
+    msg["id"] = id
+    return msg
+
+
+class LegacySession:
+    """A legacy (2025-11-25) server's session plumbing around a handler of one's own.
+
+    ``initialize`` gets a JSON result and a new ``Mcp-Session-Id``; notifications and
+    answers to the server's requests get 202 (the answers are kept, and ``answered``
+    is set for each); DELETE ends the session; a request naming an unknown session
+    gets 404. Everything else (GETs, and requests after the handshake) goes to
+    ``handler``.
+    """
+
+    def __init__(self, handler: Handler, *, tools: list[dict[str, Any]] | None = None) -> None:
+        self.handler = handler
+        self.sessions: list[str] = []
+        self.ended: list[str] = []
+        self.answers: list[dict[str, Any]] = []
+        self.answered = trio.Event()
+        self.tools = tools
+
+    @property
+    def session(self) -> str | None:
+        return self.sessions[-1] if self.sessions else None
+
+    async def __call__(self, req: SeenRequest, respond: Responder) -> None:
+        sid = req.header("mcp-session-id")
+        if req.method == "POST" and req.rpc_method == "initialize":
+            self.sessions.append(f"session-{len(self.sessions) + 1}")
+            value = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {"listChanged": True}},
+                "serverInfo": {"name": "legacy", "version": "1"},
+            }
+            await respond.json(result(req.rpc_id, value), headers={"Mcp-Session-Id": self.session})
+        elif sid is not None and sid != self.session:
+            await respond.json(error(None, -32001, "Session not found"), 404)
+        elif req.method == "DELETE":
+            self.ended.append(sid or "")
+            await respond.reply(200)
+        elif req.method == "POST" and req.rpc_method is None:
+            self.answers.append(req.message)
+            self.answered.set()
+            self.answered = trio.Event()
+            await respond.reply(202)
+        elif req.method == "POST" and req.rpc_id is None:
+            await respond.reply(202)
+        elif req.method == "POST" and req.rpc_method == "tools/list" and self.tools is not None:
+            await respond.json(result(req.rpc_id, {"tools": list(self.tools)}))
+        else:
+            await self.handler(req, respond)

@@ -1,0 +1,450 @@
+"""Legacy Streamable HTTP streams: the server-push stream (GET) and resuming a call's
+event stream with GET + Last-Event-ID."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import trio
+
+from protocol.jsonrpc import METHOD_NOT_FOUND, Notification
+from transports._httpstream import DEFAULT_RETRY, RESUME_ATTEMPTS, ResumePoint
+from transports.base import StreamCut
+from transports.http import HttpRPCError, HttpTransport, open_http_transport
+
+from ..support.http_servers import (
+    LegacySession,
+    Responder,
+    SeenRequest,
+    error,
+    event,
+    notification,
+    priming,
+    result,
+    serve_http,
+    server_request,
+)
+
+LIMIT = 10
+LEGACY = {"MCP-Protocol-Version": "2025-11-25"}
+
+
+class Inbox:
+    """The notifications a transport hands on, waited for by count."""
+
+    def __init__(self) -> None:
+        self.seen: list[Notification] = []
+        self._grew = trio.Event()
+
+    def __call__(self, msg: Notification) -> None:
+        self.seen.append(msg)
+        self._grew.set()
+        self._grew = trio.Event()
+
+    async def wait(self, count: int) -> list[Any]:
+        while len(self.seen) < count:
+            await self._grew.wait()
+        return [json.loads(bytes(n.params)) if n.params else None for n in self.seen]
+
+
+async def handshake(t: HttpTransport) -> None:
+    """What Upstream does with a legacy server, up to a first request with the version."""
+    t.reset_session()
+    t.era = "legacy"
+    await t.request("initialize", {"protocolVersion": "2025-11-25"}, cancellable=False)
+    await t.notify("notifications/initialized", None, headers=LEGACY)
+    await t.request("tools/list", None, headers=LEGACY)
+
+
+async def answer(req: SeenRequest, respond: Responder) -> None:
+    await respond.json(result(req.rpc_id, {"tools": []}))
+
+
+def gets(requests: list[SeenRequest]) -> list[SeenRequest]:
+    return [r for r in requests if r.method == "GET"]
+
+
+# -- the server-push stream --
+
+
+async def test_push_stream_is_opened_with_the_session_headers_on_its_own_connection() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method != "GET":
+            return await answer(req, respond)
+        await respond.sse_start()
+        await respond.send(event(notification("notifications/tools/list_changed")))
+        await respond.wait_disconnect()
+
+    inbox = Inbox()
+    server = LegacySession(handler)
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(server) as srv,
+            open_http_transport(
+                "old",
+                srv.url(),
+                headers={"Authorization": "Bearer s3cret"},
+                pool_size=1,
+                on_notification=inbox,
+            ) as t,
+            trio.open_nursery() as nursery,
+        ):
+            await handshake(t)
+            nursery.start_soon(t.listen)
+            await inbox.wait(1)
+            # The stream holds a connection of its own: calls still have the pool's one.
+            await t.request("tools/list", None, headers=LEGACY)
+            nursery.cancel_scope.cancel()
+
+    assert [n.method for n in inbox.seen] == ["notifications/tools/list_changed"]
+    (get,) = gets(srv.requests)
+    assert (get.target, get.body) == ("/mcp", b"")
+    assert get.header("accept") == "text/event-stream"
+    assert get.header("mcp-session-id") == "session-1"
+    assert get.header("mcp-protocol-version") == "2025-11-25"
+    assert get.header("authorization") == "Bearer s3cret"
+    assert get.header("last-event-id") is None
+    assert get.header("content-type") is None
+    posts = [r for r in srv.requests if r.method == "POST"]
+    assert get.connection not in {r.connection for r in posts}
+    assert len({r.connection for r in posts}) == 1
+
+
+@pytest.mark.parametrize("status", [405, 400, 406])
+async def test_a_server_without_a_push_stream_is_not_asked_again(status: int) -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "GET":
+            await respond.reply(status, "Method Not Allowed", {"Allow": "POST, DELETE"})
+        else:
+            await answer(req, respond)
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url()) as t,
+        ):
+            await handshake(t)
+            await t.listen()  # returns by itself: nothing to hold
+            await t.request("tools/list", None, headers=LEGACY)
+    assert srv.methods().count("GET") == 1
+
+
+async def test_listen_does_nothing_for_a_modern_server() -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_http(answer) as srv, open_http_transport("new", srv.url()) as t:
+            t.era = "modern"
+            await t.listen()
+    assert srv.requests == []
+
+
+@pytest.mark.parametrize("how", ["cut", "end"])
+async def test_a_dropped_push_stream_is_opened_again_where_it_left_off(how: str) -> None:
+    streams: list[SeenRequest] = []
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method != "GET":
+            return await answer(req, respond)
+        streams.append(req)
+        await respond.sse_start()
+        if len(streams) == 1:
+            await respond.send(priming("p1", retry=10))
+            note = notification("notifications/message", {"level": "info", "data": "one"})
+            await respond.send(event(note, id="e1"))
+            await (respond.cut() if how == "cut" else respond.end())
+        else:
+            note = notification("notifications/message", {"level": "info", "data": "two"})
+            await respond.send(event(note, id="e2"))
+            await respond.wait_disconnect()
+
+    inbox = Inbox()
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url(), on_notification=inbox) as t,
+            trio.open_nursery() as nursery,
+        ):
+            await handshake(t)
+            nursery.start_soon(t.listen)
+            notes = await inbox.wait(2)
+            nursery.cancel_scope.cancel()
+
+    assert [n["data"] for n in notes] == ["one", "two"]
+    first, second = streams
+    assert first.header("last-event-id") is None
+    assert second.header("last-event-id") == "e1"
+    assert second.header("mcp-session-id") == "session-1"
+
+
+async def test_a_push_stream_refused_for_now_is_asked_for_again() -> None:
+    # 409 is what the TS SDK says while it still holds a stream we gave up on.
+    streams: list[SeenRequest] = []
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method != "GET":
+            return await answer(req, respond)
+        streams.append(req)
+        if len(streams) == 1:
+            await respond.sse(priming("p1", retry=10))  # and the stream ends at once
+        elif len(streams) == 2:
+            await respond.json(error(None, -32000, "Conflict: Only one SSE stream"), 409)
+        else:
+            await respond.sse_start()
+            await respond.send(event(notification("notifications/tools/list_changed")))
+            await respond.wait_disconnect()
+
+    inbox = Inbox()
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url(), on_notification=inbox) as t,
+            trio.open_nursery() as nursery,
+        ):
+            await handshake(t)
+            nursery.start_soon(t.listen)
+            await inbox.wait(1)
+            nursery.cancel_scope.cancel()
+    assert [s.header("last-event-id") for s in streams] == [None, "p1", "p1"]
+
+
+async def test_requests_on_the_push_stream_are_answered_by_post() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method != "GET":
+            return await answer(req, respond)
+        await respond.sse_start()
+        await respond.send(event(server_request("p-1", "ping")))
+        await respond.send(event(server_request(7, "roots/list")))
+        await respond.wait_disconnect()
+
+    server = LegacySession(handler)
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(server) as srv,
+            open_http_transport("old", srv.url()) as t,
+            trio.open_nursery() as nursery,
+        ):
+            await handshake(t)
+            nursery.start_soon(t.listen)
+            while len(server.answers) < 2:
+                await server.answered.wait()
+            nursery.cancel_scope.cancel()
+
+    ping, roots = server.answers
+    assert ping == {"jsonrpc": "2.0", "id": "p-1", "result": {}}
+    assert roots["id"] == 7 and roots["error"]["code"] == METHOD_NOT_FOUND
+    for post in [r for r in srv.requests if r.method == "POST" and r.rpc_method is None]:
+        assert post.header("mcp-session-id") == "session-1"
+        assert post.header("mcp-protocol-version") == "2025-11-25"
+
+
+async def test_the_push_stream_ends_with_the_transport() -> None:
+    opened = trio.Event()
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method != "GET":
+            return await answer(req, respond)
+        await respond.sse_start()
+        opened.set()
+        await respond.wait_disconnect()
+
+    server = LegacySession(handler)
+    with trio.fail_after(LIMIT):
+        # The transport is left first: that must end the listener, or the nursery
+        # around it would wait forever.
+        async with (
+            serve_http(server) as srv,
+            trio.open_nursery() as nursery,
+            open_http_transport("old", srv.url()) as t,
+        ):
+            await handshake(t)
+            await nursery.start(t.listen)
+            await opened.wait()
+    assert srv.methods()[-1] == "DELETE"
+    assert server.ended == ["session-1"]
+
+
+async def test_the_push_stream_waits_for_a_new_session_when_the_server_forgot_its_own() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method != "GET":
+            return await answer(req, respond)
+        await respond.sse_start()
+        await respond.send(event(notification("notifications/tools/list_changed")))
+        await respond.wait_disconnect()
+
+    server = LegacySession(handler)
+    refused = trio.Event()
+
+    async def forgetful(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "GET" and req.header("mcp-session-id") == "session-1":
+            await respond.json(error(None, -32001, "Session not found"), 404)
+            refused.set()
+        else:
+            await server(req, respond)
+
+    inbox = Inbox()
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(forgetful) as srv,
+            open_http_transport("old", srv.url(), on_notification=inbox) as t,
+            trio.open_nursery() as nursery,
+        ):
+            await handshake(t)
+            nursery.start_soon(t.listen)
+            await refused.wait()
+            await handshake(t)  # a call found out, and started a new session
+            await inbox.wait(1)
+            nursery.cancel_scope.cancel()
+    # No GET for a session known to be gone: the next one waited for the new session.
+    assert [g.header("mcp-session-id") for g in gets(srv.requests)] == ["session-1", "session-2"]
+
+
+# -- resuming a call's event stream --
+
+
+def resumable_call(how: str) -> tuple[list[Any], Any]:
+    """A server whose tools/call stream ends (``how``: cut or end) after two events
+    with ids, the second a progress notification; GET resumes it with the answer."""
+    call_ids: list[Any] = []
+    progress = notification("notifications/progress", {"progressToken": "t", "progress": 1})
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "POST" and req.rpc_method == "tools/call":
+            call_ids.append(req.rpc_id)
+            await respond.sse_start()
+            await respond.send(priming("c1", retry=10))
+            await respond.send(event(progress, id="c2"))
+            await (respond.cut() if how == "cut" else respond.end())
+        elif req.method == "GET":
+            done = result(call_ids[0], {"content": [{"type": "text", "text": "done"}]})
+            await respond.sse(event(done, id="c3"))
+        else:
+            await answer(req, respond)
+
+    return call_ids, handler
+
+
+@pytest.mark.parametrize("how", ["cut", "end"])
+async def test_a_legacy_calls_cut_stream_is_resumed_with_its_last_event_id(how: str) -> None:
+    call_ids, handler = resumable_call(how)
+    inbox = Inbox()
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url(), on_notification=inbox) as t,
+        ):
+            await handshake(t)
+            raw = await t.request("tools/call", {"name": "slow"}, headers=LEGACY)
+    assert json.loads(bytes(raw)) == {"content": [{"type": "text", "text": "done"}]}
+    assert [n.method for n in inbox.seen] == ["notifications/progress"]  # delivered once
+    assert len(call_ids) == 1  # the request itself was never sent again
+    assert srv.methods()[-3:] == ["tools/call", "GET", "DELETE"]
+    (get,) = gets(srv.requests)
+    assert get.header("last-event-id") == "c2"
+    assert get.header("accept") == "text/event-stream"
+    assert get.header("mcp-session-id") == "session-1"
+    assert get.header("mcp-protocol-version") == "2025-11-25"
+
+
+async def test_a_resumed_stream_may_carry_an_error_response() -> None:
+    call_ids: list[Any] = []
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "GET":
+            await respond.sse(event(error(call_ids[0], -32602, "bad arguments")))
+        elif req.rpc_method == "tools/call":
+            call_ids.append(req.rpc_id)
+            await respond.sse(priming("c1", retry=10))
+        else:
+            await answer(req, respond)
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url()) as t,
+        ):
+            await handshake(t)
+            with pytest.raises(HttpRPCError, match="bad arguments"):
+                await t.request("tools/call", {"name": "x"}, headers=LEGACY)
+    assert srv.methods().count("GET") == 1
+
+
+async def test_no_resumption_without_event_ids() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_method == "tools/call":
+            await respond.sse(event(notification("notifications/progress", {})))
+        else:
+            await answer(req, respond)
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url()) as t,
+        ):
+            await handshake(t)
+            with pytest.raises(StreamCut, match="ended before its response"):
+                await t.request("tools/call", {"name": "x"}, headers=LEGACY)
+    assert "GET" not in srv.methods()
+
+
+async def test_no_resumption_for_a_modern_server() -> None:
+    _, handler = resumable_call("end")
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("new", srv.url()) as t:
+            t.era = "modern"
+            with pytest.raises(StreamCut, match="ended before its response"):
+                await t.request("tools/call", {"name": "x"})
+    assert srv.methods() == ["tools/call"]
+
+
+async def test_a_refused_resumption_is_a_stream_cut() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "GET":
+            await respond.reply(405, "Method Not Allowed")
+        elif req.rpc_method == "tools/call":
+            await respond.sse(priming("c1", retry=10))
+        else:
+            await answer(req, respond)
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url()) as t,
+        ):
+            await handshake(t)
+            with pytest.raises(StreamCut, match="resuming it failed: HTTP 405"):
+                await t.request("tools/call", {"name": "x"}, headers=LEGACY)
+    assert srv.methods().count("GET") == 1
+    assert srv.methods().count("tools/call") == 1
+
+
+async def test_resumption_gives_up_after_a_few_attempts() -> None:
+    streams: list[SeenRequest] = []
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "GET":
+            streams.append(req)
+            await respond.sse(priming(f"g{len(streams)}"))  # and again no response
+        elif req.rpc_method == "tools/call":
+            await respond.sse(priming("c1", retry=10))
+        else:
+            await answer(req, respond)
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url()) as t,
+        ):
+            await handshake(t)
+            with pytest.raises(StreamCut, match="resuming it failed"):
+                await t.request("tools/call", {"name": "x"}, headers=LEGACY)
+    # Each attempt resumes from the newest id it got.
+    assert [s.header("last-event-id") for s in streams] == ["c1", "g1", "g2"][:RESUME_ATTEMPTS]
+    assert srv.methods().count("tools/call") == 1
+
+
+def test_resume_delay_is_the_servers_retry_or_a_second() -> None:
+    point = ResumePoint()
+    assert point.delay == DEFAULT_RETRY == 1.0
+    point.retry_ms = 500
+    assert point.delay == 0.5

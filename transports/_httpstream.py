@@ -1,0 +1,271 @@
+"""A legacy session's server-push stream (GET), and resuming a call's event stream.
+
+Legacy Streamable HTTP (2025-03-26 to 2025-11-25) lets a client open one stream
+that belongs to no request: a GET with ``Accept: text/event-stream``. The server
+pushes notifications on it (``tools/list_changed`` when its tools change) and
+requests (``ping``), which the client answers by POST. The stream is optional and
+long-lived: 405 (or another 4xx) says the server offers none, and a stream that
+ends or drops is opened again after a delay, with ``Last-Event-ID`` so the server
+can replay what it sent meanwhile. ``PushStream`` holds it open; ``PushReader``
+reads one connection's worth of it.
+
+The same ids serve a call whose event stream ends before its response: the client
+waits the stream's ``retry`` time and takes the response from a GET with the last
+``Last-Event-ID`` (the request itself is never sent again). ``ResumePoint`` keeps
+where such a stream got to.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import trio
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol.headers import is_plain
+from protocol.sse import SSEDecoder, SSEError, SSEEvent
+
+from ._httpconn import HttpConnection, ResponseHead
+from ._httpreply import SNIPPET, ServerRequestHandler, decode_reply, deliver, status_error
+from .base import NotificationHandler, SessionExpired, StreamCut, TransportError, log_extra
+
+logger = logging.getLogger("mcpd.http")
+
+# Without a ``retry:`` from the server, the first wait before reconnecting.
+DEFAULT_RETRY: Final = 1.0
+# How often a call's cut stream is resumed before the call fails.
+RESUME_ATTEMPTS: Final = 3
+# The longest wait between two attempts at a push stream that keeps failing.
+MAX_REOPEN_DELAY: Final = 60.0
+# Statuses that refuse a push stream for now, not for good: 409 is the TS SDK's
+# answer while it still holds the stream of a connection we gave up on.
+_TRANSIENT: Final = frozenset({408, 409, 429})
+
+
+def resume_id(decoder: SSEDecoder) -> str | None:
+    """The id a stream can be resumed from, if it gave one a header can carry."""
+    rid = decoder.resume_id
+    return rid if rid and is_plain(rid) else None
+
+
+class ResumePoint:
+    """Where one exchange's event streams got to, across its resumptions."""
+
+    __slots__ = ("event_id", "retry_ms")
+
+    def __init__(self) -> None:
+        self.event_id: str | None = None
+        self.retry_ms: int | None = None
+
+    def update(self, decoder: SSEDecoder) -> None:
+        # A resumed stream that brought no id of its own resumes from the same place.
+        self.event_id = resume_id(decoder) or self.event_id
+        if decoder.retry is not None:
+            self.retry_ms = decoder.retry
+
+    @property
+    def delay(self) -> float:
+        return DEFAULT_RETRY if self.retry_ms is None else self.retry_ms / 1000
+
+
+class StreamRefused(TransportError):
+    """The server answered a GET with something other than an event stream."""
+
+    def __init__(self, reason: str, *, status: int, retry_after: float | None = None) -> None:
+        super().__init__(reason, retry_after=retry_after)
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        return self.status in _TRANSIENT or self.status >= 500
+
+
+class ResumableCut(Exception):
+    """A legacy call's event stream ended early, after an event id: it can be resumed."""
+
+    def __init__(self, cut: StreamCut) -> None:
+        super().__init__(cut.reason)
+        self.cut = cut
+
+
+async def check_stream_reply(
+    label: str, conn: HttpConnection, head: ResponseHead, what: str, *, had_session: bool
+) -> None:
+    """Refuse a reply to a GET that opens no stream (SessionExpired if the session is gone)."""
+    if 200 <= head.status < 300 and head.status not in (202, 204):
+        return
+    body = await conn.read_prefix(SNIPPET)
+    exc = status_error(label, head, body, what, had_session=had_session, now=time.time())
+    if isinstance(exc, SessionExpired):
+        raise exc
+    if isinstance(exc, TransportError):
+        raise StreamRefused(exc.reason, status=head.status, retry_after=exc.retry_after)
+    raise StreamRefused(f"{label}: HTTP {head.status} to {what}: {exc}", status=head.status)
+
+
+async def resume_call(
+    label: str,
+    point: ResumePoint,
+    cut: StreamCut,
+    get: Callable[[str], Awaitable[Raw]],
+    closed: Callable[[], bool],
+) -> Raw:
+    """The response of a call whose stream was cut, from the stream resumed with GET;
+    or, when that fails too, the cut."""
+    why = cut.reason
+    for _ in range(RESUME_ATTEMPTS):
+        assert point.event_id is not None
+        logger.debug(
+            "%s; resuming after event %s in %.3g s", cut.reason, point.event_id, point.delay
+        )
+        # The server said how long to wait (retry:); it may not be ready any sooner.
+        await trio.sleep(point.delay)
+        try:
+            return await get(point.event_id)
+        except ResumableCut as again:
+            why = again.cut.reason
+        except StreamRefused as exc:
+            why = exc.reason
+            if not exc.transient:
+                break  # the server does not resume this stream
+        except TransportError as exc:
+            if closed():
+                raise
+            why = exc.reason
+    raise StreamCut(f"{cut.reason}; resuming it failed: {why.removeprefix(label + ': ')}")
+
+
+class PushReader:
+    """Reads one push stream to its end, handing each message on as it comes."""
+
+    def __init__(
+        self,
+        label: str,
+        max_event: int,
+        on_notification: NotificationHandler | None,
+        on_request: ServerRequestHandler,
+    ) -> None:
+        self._label = label
+        self._on_notification = on_notification
+        self._on_request = on_request
+        self.decoder = SSEDecoder(max_event)
+        self.opened = False  # the server answered with an event stream
+        self.messages = 0
+
+    async def read(self, conn: HttpConnection, head: ResponseHead) -> None:
+        if head.media_type != "text/event-stream":
+            await conn.read_prefix(0)
+            raise StreamRefused(
+                f"{self._label}: GET answered with {head.media_type or 'no content type'!r}, "
+                "not an event stream",
+                status=head.status,
+            )
+        self.opened = True
+        try:
+            while (chunk := await conn.next_chunk()) is not None:
+                for event in self.decoder.feed(chunk):
+                    await self._on_event(event)
+            for event in self.decoder.flush():
+                await self._on_event(event)
+        except SSEError as exc:
+            raise StreamCut(f"{self._label}: {exc} on the server-push stream") from None
+
+    async def _on_event(self, event: SSEEvent) -> None:
+        if event.event != "message" or not event.data.strip():
+            return  # a priming event, or an event type MCP does not use
+        try:
+            msg = decode_reply(event.data, 200, self._label, "server-push stream")
+        except TransportError as exc:
+            # One bad event costs only itself; the stream goes on.
+            logger.warning("%s", exc.reason, extra=log_extra(self._label, "bad_push_event"))
+            return
+        self.messages += 1
+        if isinstance(msg, rpc.Notification):
+            deliver(self._label, self._on_notification, msg)
+        elif isinstance(msg, rpc.Request):
+            # The server may wait for this answer before it sends anything else.
+            await self._on_request(msg)
+        else:
+            logger.warning(
+                "%s: ignored a response for id %r on the server-push stream",
+                self._label,
+                msg.id,
+                extra=log_extra(self._label, "stray_response"),
+            )
+
+
+OpenPush = Callable[[str | None, PushReader], Awaitable[None]]
+
+
+class PushStream:
+    """Opens the push stream, and opens it again whenever it ends, until refused.
+
+    ``open`` sends the GET (with ``Last-Event-ID`` when given) and reads the reply
+    with the reader until the stream ends. The wait before the next GET is the
+    server's ``retry`` time, or a second; it doubles (up to a minute) while
+    attempts fail or streams end without a message, unless the server named its
+    ``retry`` time, which is how it asks to be polled. A session the server forgot
+    is not asked for again: the stream waits for the next handshake.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        open: OpenPush,
+        new_reader: Callable[[], PushReader],
+        closed: Callable[[], bool],
+        new_session: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._label = label
+        self._open = open
+        self._new_reader = new_reader
+        self._closed = closed
+        self._new_session = new_session
+        self._resume = ResumePoint()
+        self._failures = 0
+
+    async def hold(self) -> None:
+        while not self._closed():
+            reader = self._new_reader()
+            retry_after: float | None = None
+            try:
+                await self._open(self._resume.event_id, reader)
+                why = "the server ended it"
+            except SessionExpired:
+                logger.debug(
+                    "%s: server-push stream: session gone; waiting for a new one", self._label
+                )
+                # Event ids belong to the session they came from.
+                self._resume = ResumePoint()
+                await self._new_session()
+                continue
+            except StreamRefused as exc:
+                if not exc.transient:
+                    logger.debug("%s: no server-push stream: %s", self._label, exc.reason)
+                    return
+                why, retry_after = exc.reason, exc.retry_after
+            except TransportError as exc:
+                why = exc.reason
+            if self._closed():
+                return
+            self._resume.update(reader.decoder)
+            delay = max(self._next_delay(reader), retry_after or 0.0)
+            logger.debug(
+                "%s: server-push stream closed (%s); opening it again in %.3g s",
+                self._label,
+                why,
+                delay,
+            )
+            await trio.sleep(delay)
+
+    def _next_delay(self, reader: PushReader) -> float:
+        base = self._resume.delay
+        if reader.opened and (reader.messages or self._resume.retry_ms is not None):
+            self._failures = 0
+            return base
+        self._failures += 1
+        return min(base * 2.0 ** (self._failures - 1), max(base, MAX_REOPEN_DELAY))
