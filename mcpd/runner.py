@@ -391,6 +391,10 @@ class Runner:
                     nursery.start_soon(self._watch, closed)
                 if up.era == "modern" and up.lists_changes:
                     nursery.start_soon(self._listen, up)
+                # A legacy HTTP session's server-push stream: list_changed, pings, logs.
+                push = getattr(transport, "listen", None)
+                if up.era == "legacy" and push is not None:
+                    nursery.start_soon(push)
                 self.scheduler.attach(up, nursery)
                 try:
                     await self._serve_loop(up, transport)
