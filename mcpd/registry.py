@@ -77,7 +77,8 @@ class Registry:
         self._servers: dict[str, _Server] = {}
         self._by_local: dict[str, Entry] = {}
         self._by_key: dict[tuple[str, str], Entry] = {}
-        self._claims: dict[str, set[tuple[str, str]]] = {}
+        # Who wants each candidate name; almost always one tool, so a small list.
+        self._claims: dict[str, list[tuple[str, str]]] = {}
         self._listing: list[Raw] | None = None
         self._rules: dict[str, ToolsConfig] = {}
         self.version = 0
@@ -145,7 +146,8 @@ class Registry:
             cand = candidate_name(template, alias, name)
             claims = self._claims.get(cand)
             if claims is not None:
-                claims.discard((alias, name))
+                if (alias, name) in claims:
+                    claims.remove((alias, name))
                 if not claims:
                     del self._claims[cand]
             touched.add(cand)
@@ -154,7 +156,9 @@ class Registry:
                 del self._by_local[entry.local]
         for name in new:
             cand = candidate_name(template, alias, name)
-            self._claims.setdefault(cand, set()).add((alias, name))
+            claimants = self._claims.setdefault(cand, [])
+            if (alias, name) not in claimants:
+                claimants.append((alias, name))
             touched.add(cand)
         for cand in sorted(touched):  # set order differs per process; names must not
             for key in sorted(self._claims.get(cand, ())):

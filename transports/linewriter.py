@@ -88,7 +88,10 @@ class LineWriter:
                 return
             if done == size:
                 return
-            self._buf += (line + b"\n")[done:]
+            # Keep only the unwritten rest (a big reply): no copy of the whole line.
+            if done < len(line):
+                self._buf += memoryview(line)[done:]
+            self._buf += b"\n"
         else:
             self._buf += line
             self._buf += b"\n"
@@ -136,8 +139,8 @@ class LineWriter:
                 raise self.error
             if not self._buf:
                 continue
-            data = bytes(self._buf)
-            self._buf.clear()
+            # Hand the buffer itself to the write and start a new one: no copy.
+            data, self._buf = self._buf, bytearray()
             self._busy = True
             self._room.set()
             try:
