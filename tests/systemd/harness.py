@@ -387,6 +387,7 @@ class RunResult:
     duration: float
     timed_out: bool
     warnings: list[str] = field(default_factory=list)
+    run_id: str = ""  # in the names of the run's cgroups and work directory
 
     def report(self, journal_lines: int = 80) -> str:
         """A failure message: the check's output, boot state, and the journal's tail."""
@@ -510,7 +511,9 @@ class Machine:
                 finally:
                     if proc.poll() is None:
                         _stop(proc, cgroups, warnings)
-            return self._collect(work, time.monotonic() - start, timed_out, warnings)
+            result = self._collect(work, time.monotonic() - start, timed_out, warnings)
+            result.run_id = run_id
+            return result
         finally:
             for cg in cgroups:
                 _kill_cgroup(cg)

@@ -4,6 +4,7 @@ cleanup behave."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,11 +56,13 @@ echo CHECK-OK
 """
 
 
-def _assert_clean(run_id_prefix: str = "mcpd-harness-") -> None:
+def _assert_clean(result: harness.RunResult) -> None:
+    """The run left no cgroup, mount or work directory (other runs may be going on)."""
+    assert result.run_id
     for root in harness._cgroup_roots():
-        assert not [p.name for p in root.iterdir() if p.name.startswith(run_id_prefix)]
-    mounts = Path("/proc/mounts").read_text()
-    assert "mcpd-harness." not in mounts
+        assert not (root / f"mcpd-harness-{result.run_id}").exists()
+    assert f"mcpd-harness.{result.run_id}." not in Path("/proc/mounts").read_text()
+    assert not list(Path(tempfile.gettempdir()).glob(f"mcpd-harness.{result.run_id}.*"))
 
 
 def test_notify_daemon_start_reload_stop(systemd_rootfs: harness.Rootfs) -> None:
@@ -72,7 +75,7 @@ def test_notify_daemon_start_reload_stop(systemd_rootfs: harness.Rootfs) -> None
     assert "state: running" in result.boot
     assert "notifyd.service: Reloading" in result.journal or "Reloading" in result.journal
     assert not result.warnings
-    _assert_clean()
+    _assert_clean(result)
 
 
 def test_check_status_and_files_and_enabled_units(
@@ -99,7 +102,7 @@ def test_check_status_and_files_and_enabled_units(
     result = m.run(check, timeout=60)
     assert result.rc == 3, result.report()
     assert result.check_log.splitlines() == ["payload", "it's here", "active"]
-    _assert_clean()
+    _assert_clean(result)
 
 
 def test_hard_timeout_stops_the_container_and_cleans_up(systemd_rootfs: harness.Rootfs) -> None:
@@ -110,4 +113,4 @@ def test_hard_timeout_stops_the_container_and_cleans_up(systemd_rootfs: harness.
     assert "waiting" in result.check_log
     assert "Startup finished" in result.journal  # read from the overlay's journal files
     assert time.monotonic() - started < 60
-    _assert_clean()
+    _assert_clean(result)
