@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -40,6 +41,7 @@ SERVER_INFO: Final = mcp.Implementation(name="mcpd", version=__version__, title=
 CAPABILITIES: Final[dict[str, Any]] = {"tools": {"listChanged": True}}
 _WRITE_TIMEOUT: Final = 30.0
 _DEBOUNCE: Final = 0.2
+_REFUSED_LOG_EVERY: Final = 10.0
 Handler = Callable[["Api", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]]
 
 
@@ -49,6 +51,8 @@ class Api:
         self.connections: set[Connection] = set()
         self._dirty = trio.Event()
         self._allow_gids = resolve_groups(daemon.config.daemon.allow_groups)
+        self._refused = 0  # connections refused at max_connections since the last log line
+        self._refused_logged = -math.inf
         self.ending = trio.Event()
         self._listens = 0
         self._listens_done = trio.Event()
@@ -77,6 +81,19 @@ class Api:
     async def _handle(self, stream: trio.SocketStream) -> None:
         d = self.daemon.config.daemon
         if len(self.connections) >= d.max_connections:
+            self._refused += 1
+            if trio.current_time() - self._refused_logged >= _REFUSED_LOG_EVERY:
+                # Used to go unlogged; one line (with a count) per interval, not one each.
+                peer = peer_of(stream.socket)
+                logger.warning(
+                    "too many agent connections (limit %d): refused %d, the latest from %s",
+                    d.max_connections,
+                    self._refused,
+                    f"pid {peer.pid}, uid {peer.uid}" if peer is not None else "an unknown peer",
+                    extra=log_extra(None, reason="too many connections"),
+                )
+                self._refused = 0
+                self._refused_logged = trio.current_time()
             with trio.move_on_after(1):
                 await stream.send_all(
                     rpc.encode_error(

@@ -59,11 +59,18 @@ class Connection:
         self.subscriptions: set[rpc.Id] = set()
         self.seen_version = api.daemon.registry.version
         self.dropped = 0
+        self.invalid = 0  # lines that were not JSON-RPC
         self._nursery: trio.Nursery | None = None
         self._out = LineWriter(stream, stream.socket.fileno(), _QUEUE_BYTES)
 
     def is_owner(self) -> bool:
         return is_owner(self.peer)
+
+    @property
+    def label(self) -> str:
+        """Which agent this is, for the log (as the kernel says, not the agent)."""
+        peer = self.peer
+        return "agent (peer unknown)" if peer is None else f"agent (pid {peer.pid}, uid {peer.uid})"
 
     def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:
         def deliver(params: mcp.ProgressParams) -> None:
@@ -85,6 +92,13 @@ class Connection:
                     await self.drain()
             finally:
                 nursery.cancel_scope.cancel()
+                if self.invalid > 1:
+                    logger.warning(
+                        "%s sent %d lines in all that were not JSON-RPC",
+                        self.label,
+                        self.invalid,
+                        extra=log_extra(None, reason="invalid input"),
+                    )
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
         while True:
@@ -103,7 +117,8 @@ class Connection:
                     self._line(item, nursery)
             if oversized is not None:
                 logger.warning(
-                    "an agent sent a line over %d bytes; closing its connection",
+                    "%s sent a line over %d bytes; closing its connection",
+                    self.label,
                     oversized.limit,
                     extra=log_extra(None, reason="oversized line"),
                 )
@@ -122,6 +137,16 @@ class Connection:
         try:
             msg = rpc.decode_message(line)
         except rpc.DecodeFailure as exc:
+            # Only the first is logged (with a count at the end): garbage must not flood
+            # the log, but which agent sends it must be in it.
+            self.invalid += 1
+            if self.invalid == 1:
+                logger.warning(
+                    "%s sent a line that is not JSON-RPC (%s); answered with an error",
+                    self.label,
+                    exc.message,
+                    extra=log_extra(None, reason="invalid input"),
+                )
             self.send_nowait(exc.reply())
             return
         if isinstance(msg, rpc.Request):
@@ -214,7 +239,8 @@ class Connection:
             await self._out.run(_WRITE_TIMEOUT)
         except trio.TooSlowError:
             logger.warning(
-                "an agent stopped reading its replies for %.0f s; closing its connection",
+                "%s stopped reading its replies for %.0f s; closing its connection",
+                self.label,
                 _WRITE_TIMEOUT,
                 extra=log_extra(None, reason="peer not reading"),
             )
