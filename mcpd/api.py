@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -94,7 +95,9 @@ class Api:
                 )
                 self._refused = 0
                 self._refused_logged = trio.current_time()
-            with trio.move_on_after(1):
+            # A peer that has hung up already must not take the daemon down with it: the
+            # BrokenResourceError from this write used to end serve_listeners, and mcpd.
+            with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
                 await stream.send_all(
                     rpc.encode_error(
                         None, -32000, f"mcpd: too many connections (limit {d.max_connections})"
@@ -112,7 +115,7 @@ class Api:
                 peer.pid,
                 extra=log_extra(None, reason=f"uid {peer.uid} not allowed"),
             )
-            with trio.move_on_after(1):
+            with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
                 await stream.send_all(
                     rpc.encode_error(None, -32000, f"mcpd: uid {peer.uid} may not use this socket")
                     + b"\n"
