@@ -54,6 +54,7 @@ class Api:
         self._allow_gids = resolve_groups(daemon.config.daemon.allow_groups)
         self._refused = 0  # connections refused at max_connections since the last log line
         self._refused_logged = -math.inf
+        self._sniffing = 0  # accepted connections whose first byte has not come yet
         self.ending = trio.Event()
         self._listens = 0
         self._listens_done = trio.Event()
@@ -81,7 +82,9 @@ class Api:
 
     async def _handle(self, stream: trio.SocketStream) -> None:
         d = self.daemon.config.daemon
-        if len(self.connections) >= d.max_connections:
+        # Connections that have not sent a byte count too: they used to escape the
+        # limit, so any number of silent ones could take all of mcpd's descriptors.
+        if len(self.connections) + self._sniffing >= d.max_connections:
             self._refused += 1
             if trio.current_time() - self._refused_logged >= _REFUSED_LOG_EVERY:
                 # Used to go unlogged; one line (with a count) per interval, not one each.
@@ -122,7 +125,12 @@ class Api:
                 )
             await stream.aclose()
             return
-        if await is_http(stream):  # curl, a browser, a monitor, an HTTP MCP client
+        self._sniffing += 1
+        try:
+            http = await is_http(stream)
+        finally:
+            self._sniffing -= 1
+        if http:  # curl, a browser, a monitor, an HTTP MCP client
             await self.http.connection(stream, peer)
             return
         conn = Connection(self, stream, ServerSession(SERVER_INFO, CAPABILITIES), peer)
