@@ -84,11 +84,14 @@ class LineFramer:
         return out
 
     def _emit(self, line: bytes, out: list[bytes | Oversized]) -> None:
-        if line.endswith(b"\r"):
-            line = line[:-1]
+        # Measured with its CR, as a line still being buffered is: otherwise a line of
+        # max_line bytes plus CR passed in one read and was Oversized when split.
         if len(line) > self.max_line:
             out.append(Oversized(line[:_PREFIX_KEEP], self.max_line))
-        elif line and not line.isspace():
+            return
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if line and not line.isspace():
             out.append(line)
 
     def _overflow(self, data: bytes | bytearray) -> Oversized:
