@@ -430,7 +430,8 @@ class HttpTransport:
         headers = self._stream_headers(ex.session, self._version, last_event_id)
 
         async def read(conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> None:
-            # A session the server forgot is for the next call to find out and renew.
+            # SessionExpired ends this stream but leaves the id alone: the next call
+            # finds out by itself and starts a new session, which the stream waits for.
             had_session = ex.session is not None
             await check_stream_reply(self.alias, conn, head, str(ex), had_session=had_session)
             await reader.read(conn, head)
