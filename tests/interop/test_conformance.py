@@ -48,6 +48,14 @@ EXPECTED: dict[str, dict[str, str]] = {
         "tool-add-numbers": "SUCCESS",
         "wire-schema-valid": "SUCCESS",
     },
+    # The tool's stream ends after a priming event (id, retry: 500) and no response:
+    # mcpd resumes it with GET + Last-Event-ID 500 ms later and takes the response
+    # from there (the harness times the GET: 450 ms is too early).
+    "sse-retry": {
+        "client-sse-graceful-reconnect": "SUCCESS",
+        "client-sse-retry-timing": "SUCCESS",
+        "client-sse-last-event-id": "SUCCESS",
+    },
     "request-metadata": {
         "sep-2575-http-client-sends-version-header": "SUCCESS",
         "sep-2575-client-populates-meta": "SUCCESS",
@@ -135,6 +143,7 @@ RUNS = [
     ("initialize", LEGACY),
     ("tools_call", LEGACY),
     ("tools_call", MODERN),
+    ("sse-retry", LEGACY),
     ("request-metadata", MODERN),
     ("http-standard-headers", MODERN),
     ("http-custom-headers", MODERN),
@@ -153,6 +162,14 @@ def texts(summary: dict[str, Any]) -> dict[str, str]:
 
 def tools_call_answers(summary: dict[str, Any]) -> None:
     assert texts(summary) == {"add_numbers": "The sum of 5 and 3 is 8"}
+
+
+def sse_retry_answers(summary: dict[str, Any]) -> None:
+    assert texts(summary) == {"test_reconnection": "Reconnection test completed successfully"}
+    sent = [(w["http"], w["method"]) for w in summary["wire"]]
+    # The call went out once; its response came on a GET.
+    assert sent.count(("POST", "tools/call")) == 1
+    assert ("GET", None) in sent[sent.index(("POST", "tools/call")) :]
 
 
 def invalid_tool_answers(summary: dict[str, Any]) -> None:
@@ -199,6 +216,7 @@ def answered_request_state(summary: dict[str, Any]) -> None:
 
 ANSWERS = {
     "tools_call": tools_call_answers,
+    "sse-retry": sse_retry_answers,
     "http-invalid-tool-headers": invalid_tool_answers,
     "sep-2322-client-request-state": request_state_answers,
     "sep-2322-client-request-state" + ELICIT: answered_request_state,

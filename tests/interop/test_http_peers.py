@@ -8,6 +8,7 @@ session header, the DELETE at the end) as well as what mcpd made of the answers.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -436,3 +437,66 @@ async def test_daemon_follows_a_modern_servers_tool_list(tmp_path: Path) -> None
     listens = [r for r in posts(tap) if r.rpc_method == "subscriptions/listen"]
     assert listens and listens[0].headers["mcp-method"] == "subscriptions/listen"
     assert listens[0].rpc["params"]["notifications"] == {"toolsListChanged": True}
+
+
+class LogWatch(logging.Handler):
+    """The daemon's log lines, waited for by their text (the daemon runs in this process)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+        self._grew = trio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+        self._grew.set()
+        self._grew = trio.Event()
+
+    async def wait_for(self, text: str) -> str:
+        while True:
+            for line in self.lines:
+                if text in line:
+                    return line
+            await self._grew.wait()
+
+
+async def test_daemon_holds_server_everythings_push_stream(tmp_path: Path) -> None:
+    # server-everything sends its simulated log messages (notifications/message, one
+    # at once and then every 5 s) as notifications of no request: only a client that
+    # holds the session's GET stream gets them. The daemon logs them as the server's.
+    watch = LogWatch()
+    server_log = logging.getLogger("mcpd.server")
+    level = server_log.level
+    server_log.addHandler(watch)
+    server_log.setLevel(logging.INFO)
+    try:
+        with trio.fail_after(60):
+            async with everything_server() as (ev, tap):
+                cfg = make_config(tmp_path, {"ev": {"url": tap.url()}})
+                async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                    get = await tap.wait_for("GET")
+                    toggle = "mcp__ev__toggle-simulated-logging"
+                    started = await agent.call(toggle)
+                    assert "Started simulated" in started["content"][0]["text"]
+                    line = await watch.wait_for("-level message - SessionId ")
+                    # The stream survives: calls go on beside it, and it was opened once.
+                    result = await agent.call("mcp__ev__echo", {"message": "still here"})
+                    assert result["content"][0]["text"] == "Echo: still here"
+                    stopped = await agent.call(toggle)
+                    assert "Stopped simulated" in stopped["content"][0]["text"]
+    finally:
+        server_log.removeHandler(watch)
+        server_log.setLevel(level)
+
+    session = get.headers["mcp-session-id"]
+    assert line.endswith(f"SessionId {session}")
+    assert get.headers["accept"] == "text/event-stream"
+    assert get.headers["mcp-protocol-version"] == "2025-11-25"
+    assert "last-event-id" not in get.headers
+    calls = [r for r in posts(tap) if r.rpc_method == "tools/call"]
+    assert {c.headers["mcp-session-id"] for c in calls} == {session}
+    assert tap.rpc_methods().count("GET") == 1
+    assert ev.count("Establishing new SSE stream") == 1
+    # The server answered the GET with an event stream, and the messages came on it.
+    assert tap.server_sent(rb"HTTP/1.1 200 .*text/event-stream.*notifications/message")
+    assert tap.rpc_methods()[-1] == "DELETE"
