@@ -165,6 +165,7 @@ class PushReader:
                 status=head.status,
             )
         self.opened = True
+        logger.debug("%s: server-push stream open", self._label)
         try:
             while (chunk := await conn.next_chunk()) is not None:
                 for event in self.decoder.feed(chunk):
