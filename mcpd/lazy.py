@@ -23,7 +23,8 @@ from transports.base import Transport, single_exceptions
 
 from .config import Config, ServerConfig
 from .registry import Registry
-from .runner import Runner, TransportFactory, open_transport
+from .runner import Runner
+from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
 

@@ -7,89 +7,46 @@ circuit breaker and a bounded concurrency gate before they reach the transport.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable
 from typing import Any, Final
 
-import msgspec
 import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from transports.base import (
-    NotificationHandler,
-    ServerCancelled,
     SpawnError,
     Transport,
     TransportError,
     log_extra,
     single_exceptions,
 )
-from transports.stdio import StdioParams, open_stdio_transport
 
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig, Transition
 from .calls import CallScheduler, Done, Outcome, PendingCall
 from .config import Config, ServerConfig
+from .listing import ListKeeper
 from .outage import Outage, clock_time
 from .progress import Deliver, ProgressRoutes
 from .registry import Registry
 from .stats import LatencyStats
+from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
 
 _REMINDER_EVERY: Final = 300.0
 _LIVENESS_TIMEOUT: Final = 5.0
-_MIN_REFRESH: Final = 1.0
 
 
 class CallRefused(Exception):
     def __init__(self, outage: Outage) -> None:
         super().__init__(outage.reason)
         self.outage = outage
-
-
-@contextlib.asynccontextmanager
-async def open_transport(
-    alias: str, cfg: ServerConfig, config: Config, on_notification: NotificationHandler
-) -> AsyncIterator[Transport]:
-    if cfg.command is not None:
-        params = StdioParams(
-            command=cfg.command,
-            args=tuple(cfg.args),
-            env=cfg.env or None,
-            cwd=cfg.cwd,
-            inherit_env=cfg.inherit_env,
-            max_line=config.daemon.max_line_bytes,
-        )
-        async with open_stdio_transport(alias, params, on_notification=on_notification) as t:
-            yield t
-    else:
-        from transports.http import open_http_transport
-
-        assert cfg.url is not None
-        async with open_http_transport(
-            alias,
-            cfg.url,
-            headers=cfg.headers,
-            connect_timeout=cfg.connect_timeout,
-            tls_verify=cfg.tls_verify,
-            ca_file=cfg.ca_file,
-            pool_size=cfg.concurrency(),
-            max_body=config.daemon.max_line_bytes,
-            on_notification=on_notification,
-        ) as t:
-            yield t
-
-
-TransportFactory = Callable[
-    [str, ServerConfig, Config, NotificationHandler], AbstractAsyncContextManager[Transport]
-]
 
 
 class Runner:
@@ -143,14 +100,10 @@ class Runner:
         self._era_hint = cfg.era
         self._wake = trio.Event()
         self._suspect = False
-        self._refetch = False
         self._closed = False
         self._last_log = -math.inf
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
-        self.subscribed = False
-        self.refetches = 0
-        self._listed_at = -math.inf
-        self._ttl = 0.0
+        self.lists = ListKeeper(self)
 
     # -- state shown to people and models --
 
@@ -359,11 +312,9 @@ class Runner:
             if up.probe_died and self._era_hint == "auto":
                 self._era_hint = "legacy"
             raise
-        self.dropped_tools = listing.dropped
-        self.tools_ttl_ms = listing.ttl_ms
+        self.lists.listed(listing)
+        self.lists.connected()
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
-        self._listed_at, self._ttl = trio.current_time(), listing.ttl_ms / 1000
-        self.subscribed = False
         self.upstream = up
         self.policy.on_start(trio.current_time())
         # Connecting and listing worked: that is a success as far as the breaker goes.
@@ -390,7 +341,7 @@ class Runner:
                 if closed is not None:
                     nursery.start_soon(self._watch, closed)
                 if up.era == "modern" and up.lists_changes:
-                    nursery.start_soon(self._listen, up)
+                    nursery.start_soon(self.lists.listen, up)
                 # A legacy HTTP session's server-push stream: list_changed, pings, logs.
                 push = getattr(transport, "listen", None)
                 if up.era == "legacy" and push is not None:
@@ -401,32 +352,6 @@ class Runner:
                 finally:
                     self.scheduler.detach()
                     nursery.cancel_scope.cancel()
-
-    async def _listen(self, up: Upstream) -> None:
-        """Keep a tool-list subscription open; re-listen (with backoff) when it ends."""
-        delay = 1.0
-        while True:
-            try:
-                await up.listen_tools()
-                why = "the server ended the subscription"
-            except ServerCancelled as exc:
-                why = str(exc)
-            except rpc.RPCError as exc:
-                logger.info(
-                    "%s: subscriptions/listen refused (%s); relying on ttl",
-                    self.alias,
-                    exc.message,
-                    extra=log_extra(self.alias),
-                )
-                return
-            except TransportError as exc:
-                why = exc.reason
-            self.subscribed = False
-            logger.debug("%s: tool-list subscription ended (%s)", self.alias, why)
-            # Changes may have happened while nobody listened.
-            self.request_refetch()
-            await trio.sleep(delay)
-            delay = min(delay * 2, 60.0)
 
     async def _watch(self, event: trio.Event) -> None:
         await event.wait()
@@ -444,15 +369,8 @@ class Runner:
             if self._suspect:
                 self._suspect = False
                 await self._liveness(up)
-            if self._refetch:
-                self._refetch = False
-                self.refetches += 1
-                listing = await up.list_tools()
-                self._listed_at, self._ttl = trio.current_time(), listing.ttl_ms / 1000
-                self.dropped_tools = listing.dropped
-                self.tools_ttl_ms = listing.ttl_ms
-                if self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted):
-                    self._on_change(self.alias)
+            if self.lists.due:
+                await self.lists.refetch(up)
             if self.breaker.poll(now) == "half_open":
                 await self._half_open_probe(up)
             deadline = self._next_deadline()
@@ -505,54 +423,27 @@ class Runner:
             ) from None
 
     def _notification(self, msg: rpc.Notification) -> None:
-        method = msg.method
-        if method == "notifications/progress":
-            self.progress.handle(msg)
-        elif method == "notifications/tools/list_changed":
-            self.request_refetch()
-        elif method == "notifications/subscriptions/acknowledged":
-            self._acknowledged(msg)
-        elif method == "notifications/message":
-            self._server_log(msg)
+        self.lists.on_notification(msg)
 
-    def _acknowledged(self, msg: rpc.Notification) -> None:
-        try:
-            honoured = msgspec.json.decode(msg.params or b"{}").get("notifications") or {}
-        except (msgspec.DecodeError, AttributeError):
-            honoured = {}
-        self.subscribed = bool(isinstance(honoured, dict) and honoured.get("toolsListChanged"))
-        if not self.subscribed:
-            logger.info(
-                "%s: the server did not take up the tool-list subscription; its "
-                "list is refreshed when its ttl runs out",
-                self.alias,
-                extra=log_extra(self.alias),
-            )
+    def wake(self) -> None:
+        self._wake.set()
 
-    def _server_log(self, msg: rpc.Notification) -> None:
-        try:
-            data = msgspec.json.decode(msg.params or b"{}")
-        except msgspec.DecodeError:
-            return
-        if isinstance(data, dict):
-            logger.info(
-                "%s", str(data.get("data", ""))[:500], extra=log_extra(self.alias, "stderr")
-            )
+    def changed(self) -> None:
+        self._on_change(self.alias)
+
+    @property
+    def subscribed(self) -> bool:
+        return self.lists.subscribed
+
+    @property
+    def refetches(self) -> int:
+        return self.lists.refetches
 
     def maybe_refresh(self) -> None:
-        """An agent is listing tools: refresh this server's list if it went stale.
-
-        Without a working subscription, a list is fresh for its ttl (at least a second,
-        so a burst of listings with a ttl of 0 costs the server one round trip).
-        """
-        if self.phase != "connected" or self._refetch or self.subscribed:
-            return
-        if trio.current_time() >= self._listed_at + max(self._ttl, _MIN_REFRESH):
-            self.request_refetch()
+        self.lists.maybe_refresh()
 
     def request_refetch(self) -> None:
-        self._refetch = True
-        self._wake.set()
+        self.lists.request()
 
     # -- calls from agents --
 

@@ -15,7 +15,8 @@ from transports.base import log_extra
 from .config import Config, ServerConfig
 from .lazy import LazyRunner
 from .registry import Registry
-from .runner import Runner, TransportFactory, open_transport
+from .runner import Runner
+from .transport_factory import TransportFactory, open_transport
 
 logger = logging.getLogger("mcpd.supervisor")
 

@@ -1,0 +1,132 @@
+"""Keeping one server's tool list current: notifications, subscriptions, ttl.
+
+A modern server that offers it gets a ``subscriptions/listen`` held open for
+tool-list changes (listened to again when it ends); any server's
+``notifications/tools/list_changed`` makes the list be fetched again; without a
+subscription, an agent listing tools after the list's ttl ran out refreshes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+import trio
+
+from protocol import jsonrpc as rpc
+from transports.base import ServerCancelled, TransportError, log_extra
+
+from .upstream import ListResult, Upstream
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+logger = logging.getLogger("mcpd.server")
+
+_MIN_REFRESH: Final = 1.0
+
+
+class ListKeeper:
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.subscribed = False
+        self.refetches = 0
+        self.due = False
+        self._listed_at = -math.inf
+        self._ttl = 0.0
+
+    def listed(self, listing: ListResult) -> None:
+        self._listed_at, self._ttl = trio.current_time(), listing.ttl_ms / 1000
+        self.runner.dropped_tools = listing.dropped
+        self.runner.tools_ttl_ms = listing.ttl_ms
+
+    def connected(self) -> None:
+        self.subscribed = False
+
+    def request(self) -> None:
+        self.due = True
+        self.runner.wake()
+
+    def maybe_refresh(self) -> None:
+        """An agent is listing tools: refresh this server's list if it went stale.
+
+        Without a working subscription, a list is fresh for its ttl (at least a second,
+        so a burst of listings with a ttl of 0 costs the server one round trip).
+        """
+        if self.runner.phase != "connected" or self.due or self.subscribed:
+            return
+        if trio.current_time() >= self._listed_at + max(self._ttl, _MIN_REFRESH):
+            self.request()
+
+    async def refetch(self, up: Upstream) -> None:
+        r = self.runner
+        self.due = False
+        self.refetches += 1
+        listing = await up.list_tools()
+        self.listed(listing)
+        if r.registry.update(r.alias, listing.tools, trusted=r.cfg.trusted):
+            r.changed()
+
+    async def listen(self, up: Upstream) -> None:
+        """Keep a tool-list subscription open; re-listen (with backoff) when it ends."""
+        alias = self.runner.alias
+        delay = 1.0
+        while True:
+            try:
+                await up.listen_tools()
+                why = "the server ended the subscription"
+            except ServerCancelled as exc:
+                why = str(exc)
+            except rpc.RPCError as exc:
+                logger.info(
+                    "%s: subscriptions/listen refused (%s); relying on ttl",
+                    alias,
+                    exc.message,
+                    extra=log_extra(alias),
+                )
+                return
+            except TransportError as exc:
+                why = exc.reason
+            self.subscribed = False
+            logger.debug("%s: tool-list subscription ended (%s)", alias, why)
+            # Changes may have happened while nobody listened.
+            self.request()
+            await trio.sleep(delay)
+            delay = min(delay * 2, 60.0)
+
+    def on_notification(self, msg: rpc.Notification) -> None:
+        method = msg.method
+        if method == "notifications/progress":
+            self.runner.progress.handle(msg)
+        elif method == "notifications/tools/list_changed":
+            self.request()
+        elif method == "notifications/subscriptions/acknowledged":
+            self._acknowledged(msg)
+        elif method == "notifications/message":
+            self._server_log(msg)
+
+    def _acknowledged(self, msg: rpc.Notification) -> None:
+        try:
+            honoured = msgspec.json.decode(msg.params or b"{}").get("notifications") or {}
+        except (msgspec.DecodeError, AttributeError):
+            honoured = {}
+        self.subscribed = bool(isinstance(honoured, dict) and honoured.get("toolsListChanged"))
+        if not self.subscribed:
+            logger.info(
+                "%s: the server did not take up the tool-list subscription; its list "
+                "is refreshed when its ttl runs out",
+                self.runner.alias,
+                extra=log_extra(self.runner.alias),
+            )
+
+    def _server_log(self, msg: rpc.Notification) -> None:
+        try:
+            data = msgspec.json.decode(msg.params or b"{}")
+        except msgspec.DecodeError:
+            return
+        if isinstance(data, dict):
+            logger.info(
+                "%s", str(data.get("data", ""))[:500], extra=log_extra(self.runner.alias, "stderr")
+            )

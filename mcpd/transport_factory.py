@@ -1,0 +1,50 @@
+"""How a runner reaches its server: a stdio process or a Streamable HTTP endpoint."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+
+from transports.base import NotificationHandler, Transport
+from transports.stdio import StdioParams, open_stdio_transport
+
+from .config import Config, ServerConfig
+
+
+@contextlib.asynccontextmanager
+async def open_transport(
+    alias: str, cfg: ServerConfig, config: Config, on_notification: NotificationHandler
+) -> AsyncIterator[Transport]:
+    if cfg.command is not None:
+        params = StdioParams(
+            command=cfg.command,
+            args=tuple(cfg.args),
+            env=cfg.env or None,
+            cwd=cfg.cwd,
+            inherit_env=cfg.inherit_env,
+            max_line=config.daemon.max_line_bytes,
+        )
+        async with open_stdio_transport(alias, params, on_notification=on_notification) as t:
+            yield t
+    else:
+        from transports.http import open_http_transport
+
+        assert cfg.url is not None
+        async with open_http_transport(
+            alias,
+            cfg.url,
+            headers=cfg.headers,
+            connect_timeout=cfg.connect_timeout,
+            tls_verify=cfg.tls_verify,
+            ca_file=cfg.ca_file,
+            pool_size=cfg.concurrency(),
+            max_body=config.daemon.max_line_bytes,
+            on_notification=on_notification,
+        ) as t:
+            yield t
+
+
+TransportFactory = Callable[
+    [str, ServerConfig, Config, NotificationHandler], AbstractAsyncContextManager[Transport]
+]
