@@ -45,6 +45,8 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     list_timeout: float = 30.0
     # Progress notifications extend a call's time limit, but never past this.
     max_call_time: float = 600.0
+    # How often an idle HTTP server is asked whether it is still there (0: never).
+    health_interval: float = 30.0
     max_pages: int = 1000
     max_line_bytes: int = 16 * 1024 * 1024
     max_connections: int = 256
@@ -272,6 +274,8 @@ def validate(config: Config) -> None:
     ):
         if not getattr(d, key) > 0:  # also refuses nan, which TOML allows
             raise ConfigError(f"daemon.{key}", "must be positive")
+    if not d.health_interval >= 0:
+        raise ConfigError("daemon.health_interval", "must be 0 (off) or positive")
     if d.backoff_cap < d.backoff_base:
         raise ConfigError("daemon.backoff_cap", "must be at least backoff_base")
     if d.cooldown_cap < d.cooldown_base:

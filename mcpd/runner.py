@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -100,6 +101,7 @@ class Runner:
         self._era_hint = cfg.era
         self._wake = trio.Event()
         self._suspect = False
+        self._health_at = math.inf
         self._closed = False
         self._last_log = -math.inf
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
@@ -360,12 +362,18 @@ class Runner:
 
     async def _serve_loop(self, up: Upstream, transport: Transport) -> None:
         self._closed = False
+        self._schedule_health_check()
         while True:
             now = trio.current_time()
             if self._closed:
                 error = getattr(transport, "error", None)
                 raise error if isinstance(error, TransportError) else TransportError("closed")
             self.policy.refresh(now)
+            if now >= self._health_at and self.breaker.state == "closed":
+                # An HTTP endpoint has no process whose exit we would see: ask it now
+                # and then, so an outage shows before a model tries a tool.
+                self._suspect = True
+                self._schedule_health_check()
             if self._suspect:
                 self._suspect = False
                 await self._liveness(up)
@@ -378,11 +386,18 @@ class Runner:
             with trio.move_on_at(deadline):
                 await self._wake.wait()
 
+    def _schedule_health_check(self) -> None:
+        every = self.config.daemon.health_interval
+        if self.transport_kind != "http" or every <= 0:
+            self._health_at = math.inf
+            return
+        self._health_at = trio.current_time() + every * random.uniform(0.9, 1.1)
+
     def _next_deadline(self) -> float:
-        deadline = math.inf
+        deadline = self._health_at
         st = self.breaker.status(trio.current_time())
         if st.state == "open" and st.retry_at is not None:
-            deadline = st.retry_at
+            deadline = min(deadline, st.retry_at)
         stable_at = self.policy.stable_at
         if stable_at is not None and (self.policy.failures or self.policy.in_crash_loop):
             # Past failures are forgotten once the server has stayed up a while.
@@ -409,8 +424,9 @@ class Runner:
         self._publish()
 
     async def _liveness(self, up: Upstream) -> None:
-        """After a failed call: a server that does not answer a probe is restarted
-        (stdio) or reconnected (HTTP), and its tools are marked unavailable meanwhile."""
+        """After a failed call (or for an HTTP server, now and then): a server that does
+        not answer a probe is restarted (stdio) or reconnected (HTTP), and its tools are
+        marked unavailable meanwhile."""
         try:
             with trio.fail_after(_LIVENESS_TIMEOUT):
                 await up.probe()
@@ -418,8 +434,8 @@ class Runner:
             return
         except trio.TooSlowError:
             raise TransportError(
-                f"{self.alias} stopped responding (a call timed out and a probe got no "
-                f"answer in {_LIVENESS_TIMEOUT:.0f} s); restarting it"
+                f"{self.alias} stopped responding (a probe got no answer in "
+                f"{_LIVENESS_TIMEOUT:.0f} s)"
             ) from None
 
     def _notification(self, msg: rpc.Notification) -> None:

@@ -227,3 +227,30 @@ async def test_an_http_endpoint_that_goes_away_is_marked_and_comes_back(tmp_path
                 assert back.get("isError") is not True
         finally:
             proc.kill()
+
+
+async def test_an_idle_http_server_that_goes_away_is_noticed_without_a_call(
+    tmp_path: Path,
+) -> None:
+    port = closed_port()
+    ready = tmp_path / "ready"
+    with trio.fail_after(60):
+        proc = await start_tickets(port, ready)
+        cfg = make_config(
+            tmp_path,
+            {"tickets": {"url": f"http://127.0.0.1:{port}/mcp"}},
+            health_interval=0.3,
+            backoff_base=5.0,
+            backoff_cap=10.0,
+        )
+        try:
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                await wait_state(agent, "tickets", "ready")
+                proc.kill()
+                await proc.wait()
+                down = await wait_state(agent, "tickets", "failed", "crash_loop")
+                assert down["calls"] == 0  # found out by the health check alone
+                tools = (await agent.result("tools/list"))["tools"]
+                assert all(t["_meta"]["mcpd/available"] is False for t in tools)
+        finally:
+            proc.kill()
