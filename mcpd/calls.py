@@ -256,7 +256,6 @@ class CallScheduler:
         if call.state != "running":
             return  # cancelled, or already timed out: a late answer is dropped
         call.state = "done"
-        self._release(call)
         r = self.runner
         now = trio.current_time()
         elapsed = now - call.start
@@ -305,6 +304,9 @@ class CallScheduler:
             outcome = raw
         else:
             outcome = Outage(r.alias, "failed", f"internal error: {error!r}", call.start)
+        # Only now: releasing a half-open probe first made the breaker discard the
+        # probe's own outcome as stale, so it never closed again.
+        self._release(call)
         self._start_queued()
         self._finish(call, outcome)
 
