@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import secrets
 import socket
 from collections.abc import Callable
@@ -51,13 +52,19 @@ ENDPOINTS: Final = ("/status", "/tools", "/healthz", "/metrics", "/mcp")
 _encode: Final = msgspec.json.Encoder().encode
 
 
+# A method token and its space ("GET ", "POST "), or as much of one as has arrived.
+_REQUEST_LINE: Final = re.compile(rb"[A-Z]{1,7}(?: |\Z)")
+
+
 async def is_http(stream: trio.SocketStream) -> bool:
     """Whether the peer opened with an HTTP request line; nothing is consumed."""
     try:
-        first: bytes = await stream.socket.recv(1, socket.MSG_PEEK)
+        first: bytes = await stream.socket.recv(8, socket.MSG_PEEK)
     except OSError:
         return False
-    return first.isalpha() and first.isupper()
+    # One capital letter was enough before: an agent whose first line was a banner or
+    # garbage ("Hello", "F\r...") became an HTTP client that never got an answer.
+    return _REQUEST_LINE.match(first) is not None
 
 
 class _Exchange(Connection):
