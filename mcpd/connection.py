@@ -60,6 +60,7 @@ class Connection:
         self.seen_version = api.daemon.registry.version
         self.dropped = 0
         self.invalid = 0  # lines that were not JSON-RPC
+        self.over_limit = 0  # requests refused at max_inflight
         self._nursery: trio.Nursery | None = None
         self._out = LineWriter(stream, stream.socket.fileno(), _QUEUE_BYTES)
 
@@ -98,6 +99,13 @@ class Connection:
                         self.label,
                         self.invalid,
                         extra=log_extra(None, reason="invalid input"),
+                    )
+                if self.over_limit > 1:
+                    logger.warning(
+                        "%s had %d requests in all refused at the in-flight limit",
+                        self.label,
+                        self.over_limit,
+                        extra=log_extra(None, reason="too many requests in flight"),
                     )
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
@@ -157,6 +165,15 @@ class Connection:
                     )
                 )
             elif len(self.inflight) >= self.max_inflight:
+                # Logged once (and counted when the agent goes): it was not logged at all.
+                self.over_limit += 1
+                if self.over_limit == 1:
+                    logger.warning(
+                        "%s has %d requests in flight, the limit; refusing more until some end",
+                        self.label,
+                        self.max_inflight,
+                        extra=log_extra(None, reason="too many requests in flight"),
+                    )
                 self.send_nowait(
                     rpc.encode_error(
                         msg.id,
