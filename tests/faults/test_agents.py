@@ -295,7 +295,11 @@ WITH_SERVER: list[tuple[str, AgentBody, dict[str, Any]]] = [
         never_reads,
         {"log_expect": [AGENT_LOG + r".*stopped reading"], "rss_bound_mib": 64, "timeout": 120},
     ),
-    ("requests faster than the server answers", faster_than_upstream, {"timeout": 120}),
+    (
+        "requests faster than the server answers",
+        faster_than_upstream,
+        {"log_expect": [AGENT_LOG + r".*requests in flight, the limit"], "timeout": 120},
+    ),
 ]
 
 
