@@ -34,34 +34,13 @@ from typing import NamedTuple
 
 import trio
 
+from transports.stdio import PARENT_ONLY_VARS
+
 logger = logging.getLogger("mcpd.systemd")
 
-# Variables systemd hands to the main process only (plus mcpd's own test-fault switches).
-# A child that inherited them could send READY=1 or WATCHDOG=1 on our behalf, believe it
-# owns our listening sockets, or think its stderr is a journal stream when it is really a
-# pipe into mcpd.
-MAIN_PROCESS_ONLY_VARS: frozenset[str] = frozenset(
-    {
-        "NOTIFY_SOCKET",
-        "WATCHDOG_USEC",
-        "WATCHDOG_PID",
-        "LISTEN_FDS",
-        "LISTEN_PID",
-        "LISTEN_FDNAMES",
-        "JOURNAL_STREAM",
-        "SYSTEMD_EXEC_PID",
-        "FDSTORE",
-        "MEMORY_PRESSURE_WATCH",
-        "MEMORY_PRESSURE_WRITE",
-        "TRIGGER_UNIT",
-        "TRIGGER_PATH",
-        "TRIGGER_TIMER_REALTIME_USEC",
-        "TRIGGER_TIMER_MONOTONIC_USEC",
-        "MAINPID",
-        "MCPD_TEST_FAULTS",
-        "MCPD_TEST_WEDGE_SECONDS",
-    }
-)
+# Variables systemd hands to the main process only; the stdio transport keeps them from
+# every server it starts, and scrub_environ() removes them from our own environment.
+MAIN_PROCESS_ONLY_VARS: frozenset[str] = PARENT_ONLY_VARS
 
 SD_LISTEN_FDS_START = 3
 # FileDescriptorName= of the API socket in systemd/mcpd.socket.

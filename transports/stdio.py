@@ -39,8 +39,10 @@ from .process import ChildProcess, signal_group, spawn
 
 logger = logging.getLogger("mcpd.stdio")
 
-# Variables systemd hands to the daemon alone; a child that saw NOTIFY_SOCKET could
-# send READY=1 or watchdog pings on mcpd's behalf.
+# Variables systemd hands to the main process only (plus mcpd's own test-fault switches).
+# A child that inherited them could send READY=1 or WATCHDOG=1 on mcpd's behalf, believe
+# it owns mcpd's listening sockets, or think its stderr is a journal stream when it is
+# really a pipe into mcpd.
 PARENT_ONLY_VARS: Final = frozenset(
     {
         "NOTIFY_SOCKET",
@@ -50,14 +52,22 @@ PARENT_ONLY_VARS: Final = frozenset(
         "LISTEN_PID",
         "LISTEN_FDNAMES",
         "JOURNAL_STREAM",
+        "SYSTEMD_EXEC_PID",
+        "FDSTORE",
+        "MEMORY_PRESSURE_WATCH",
+        "MEMORY_PRESSURE_WRITE",
+        "TRIGGER_UNIT",
+        "TRIGGER_PATH",
+        "TRIGGER_TIMER_REALTIME_USEC",
+        "TRIGGER_TIMER_MONOTONIC_USEC",
+        "MAINPID",
         "MCPD_TEST_FAULTS",
+        "MCPD_TEST_WEDGE_SECONDS",
     }
 )
 
-_EXIT_DRAIN: Final = 0.5
-_MAX_BUFFERED: Final = (
-    16 * 1024 * 1024
-)  # bytes queued for a server's stdin  # after exit, how long buffered stdout may still be read
+_EXIT_DRAIN: Final = 0.5  # after exit, how long buffered stdout may still be read
+_MAX_BUFFERED: Final = 16 * 1024 * 1024  # bytes queued for a server's stdin
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
 # Warnings about what one server writes on stdout: a burst, then one a second.
