@@ -39,6 +39,11 @@ def route_call(
     Raises rpc.InvalidParams for params that are not a tools/call's."""
     if params is None:
         params = rpc.decode_as(req.params, mcp.CallToolParams)
+    # Arguments are an object (or null); anything else used to reach the server as it
+    # was, and a server that crashed on it took every other agent's calls down too.
+    args = params.arguments
+    if isinstance(args, msgspec.Raw) and bytes(memoryview(args)[:1]) not in (b"{", b"n"):
+        raise rpc.InvalidParams("tools/call arguments must be an object")
     modern = ctx is not None and ctx.era == "modern"
     registry = daemon.registry
     entry = registry.lookup(params.name)
