@@ -267,7 +267,9 @@ def _stderr_write(data: bytes) -> None:
 def handle(msg: dict[str, Any]) -> None:
     method = msg.get("method")
     rid = msg.get("id")
-    params = msg.get("params") or {}
+    params = msg.get("params")
+    if not isinstance(params, dict):
+        params = {}
     if rid is None:
         return
     if method == "server/discover":
@@ -288,7 +290,8 @@ def handle(msg: dict[str, Any]) -> None:
         out(response(rid, {}))
     elif method == "tools/call":
         name = str(params.get("name"))
-        text = str((params.get("arguments") or {}).get("text", ""))
+        arguments = params.get("arguments")
+        text = str(arguments.get("text", "")) if isinstance(arguments, dict) else ""
         threading.Thread(target=call, args=(rid, name, text), daemon=True).start()
     else:
         out(message({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": method}}))

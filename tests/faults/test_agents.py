@@ -117,6 +117,15 @@ async def non_string_methods(case: Case) -> None:
         await ping(a)
 
 
+async def arguments_not_an_object(case: Case) -> None:
+    """Refused at the socket: they must not reach (and perhaps crash) a server."""
+    async with case.agent() as a:
+        for args in ([1, 2], "text", 3, True, [{"text": "x"}]):
+            reply = await a.request("tools/call", {"name": "mcp__steady__echo", "arguments": args})
+            assert reply.get("error", {}).get("code") == -32602, reply
+        await ping(a)
+
+
 async def huge_tool_name(case: Case) -> None:
     async with case.agent() as a:
         for size in (1, 4, 8):
@@ -259,6 +268,7 @@ CASES: list[tuple[str, AgentBody, dict[str, Any]]] = [
     ("JSON nested 100k levels", deep_nesting, {"log_expect": [AGENT_LOG + r".*not JSON-RPC"]}),
     ("huge and invalid ids", huge_ids, {"log_expect": [AGENT_LOG + r".*not JSON-RPC"]}),
     ("non-string methods", non_string_methods, {"log_expect": [AGENT_LOG + r".*not JSON-RPC"]}),
+    ("tools/call arguments that are not an object", arguments_not_an_object, {}),
     ("tool names of 1-8 MiB", huge_tool_name, {"rss_bound_mib": 48}),
     (
         "10,000 connections opened and abandoned",

@@ -164,7 +164,7 @@ async def fuzz(case: Case) -> None:
     @given(lines())
     def example(batch: list[tuple[bytes, Any]]) -> None:
         # A connection that opens with "GET " (say) is HTTP on this socket, by design.
-        assume(HTTP_START.match(batch[0][0][:8]) is None)
+        assume(batch and HTTP_START.match(batch[0][0][:8]) is None)
         trio.from_thread.run(one, batch)
 
     # Hypothesis runs in a thread of its own; each example runs back here in trio.
