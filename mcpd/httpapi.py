@@ -45,6 +45,8 @@ from .peers import Peer
 if TYPE_CHECKING:
     from .api import Api
 
+_REQUEST_TIMEOUT = 30.0
+
 logger = logging.getLogger("mcpd.http")
 
 MAX_SESSIONS: Final = 256
@@ -160,7 +162,17 @@ class HttpApi:
 
     async def _exchange(self, wire: Wire, peer: Peer | None) -> bool:
         try:
-            request = await wire.read_request()
+            # A client that starts a request and goes quiet must not hold a connection
+            # slot forever; idle keep-alive connections wait under the same limit.
+            with trio.move_on_after(_REQUEST_TIMEOUT) as waited:
+                request = await wire.read_request()
+            if waited.cancelled_caught:
+                logger.info(
+                    "closing an HTTP connection on the agent socket: no complete "
+                    "request within %.0f s",
+                    _REQUEST_TIMEOUT,
+                )
+                return False
             if request is None:
                 return False
             await self._route(wire, *request, peer)

@@ -52,7 +52,7 @@ def route_call(
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         return _error_reply(
             req.id,
-            f"Unknown tool {params.name!r}.{hint} Call tools/list for the current tools.",
+            f"Unknown tool {_clip(params.name)!r}.{hint} Call tools/list for the current tools.",
             modern,
         )
     runner = daemon.supervisor.runners.get(entry.alias)
@@ -90,3 +90,8 @@ def _error_reply(rid: rpc.Id, text: str, modern: bool) -> bytes:
     if modern:
         result.resultType = mcp.COMPLETE
     return rpc.encode_result(rid, result)
+
+
+def _clip(name: str, limit: int = 200) -> str:
+    """An unknown name as quoted back: a huge one would cost its size again in the reply."""
+    return name if len(name) <= limit else f"{name[:limit]}... ({len(name)} characters)"

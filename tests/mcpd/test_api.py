@@ -307,3 +307,13 @@ async def test_connection_and_in_flight_limits_answer_with_an_error(tmp_path: Pa
             assert "too many requests in flight on this connection (limit 2)" in \
                 errors[0]["error"]["message"]
             assert sum("result" in r for r in replies) == 2
+
+
+async def test_a_huge_unknown_tool_name_is_not_echoed_back_whole(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"alpha": server()})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            result = await agent.call("x" * 100_000)
+            assert result["isError"] is True
+            assert "(100000 characters)" in text(result)
+            assert len(text(result)) < 1000

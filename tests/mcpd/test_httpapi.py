@@ -289,3 +289,18 @@ async def test_the_official_sdk_client_over_http_on_the_socket(tmp_path: Path, m
     assert seen["protocol_version"] == ("2025-11-25" if mode == "legacy" else "2026-07-28")
     assert seen["tools"] == ["mcp__alpha__tool0", "mcp__alpha__tool1"]
     assert seen["is_error"] is False and seen["text"] == ["tool1:sdk"]
+
+
+async def test_an_http_client_that_goes_quiet_mid_request_is_let_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mcpd.httpapi
+
+    monkeypatch.setattr(mcpd.httpapi, "_REQUEST_TIMEOUT", 0.3)
+    cfg = make_config(tmp_path, {})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon:
+            stream = await trio.open_unix_socket(daemon.socket_path)
+            await stream.send_all(b"GET /status HTTP/1.1\r\nHost: mcpd\r\n")  # never finished
+            assert await stream.receive_some(100) == b""  # closed by mcpd
+            await stream.aclose()
