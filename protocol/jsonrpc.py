@@ -123,7 +123,9 @@ def decode_message(data: bytes | memoryview) -> Message:
     try:
         # msgspec checks the strings it decodes, but not the bytes it keeps as Raw; without
         # this, invalid UTF-8 inside a result or params was passed on to the other side.
-        str(data, "utf-8")
+        # Most messages are ASCII, which isascii() confirms without building a string.
+        if not (isinstance(data, bytes) and data.isascii()):
+            str(data, "utf-8")
     except UnicodeDecodeError as exc:
         raise DecodeFailure(PARSE_ERROR, f"Parse error: not valid UTF-8 ({exc.reason})") from None
     try:
