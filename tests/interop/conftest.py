@@ -14,7 +14,6 @@ V1_PYTHON = ROOT / ".venv-peers-v1" / "bin" / "python"
 SERVERS = Path(__file__).resolve().parent / "servers"
 
 
-
 def node_tool(name: str) -> str:
     path = NODE_BIN / name
     if not path.exists():

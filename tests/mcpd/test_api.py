@@ -283,11 +283,15 @@ async def test_request_ids_are_echoed_exactly(tmp_path: Path) -> None:
 
 
 async def test_connection_and_in_flight_limits_answer_with_an_error(tmp_path: Path) -> None:
-    cfg = make_config(tmp_path, {"slow": server("--slow", "1")}, max_connections=2,
-                      max_inflight_per_connection=2)
+    cfg = make_config(
+        tmp_path, {"slow": server("--slow", "1")}, max_connections=2, max_inflight_per_connection=2
+    )
     with trio.fail_after(30):
-        async with running(cfg) as daemon, connect(daemon.socket_path) as first, \
-                connect(daemon.socket_path) as second:
+        async with (
+            running(cfg) as daemon,
+            connect(daemon.socket_path) as first,
+            connect(daemon.socket_path) as second,
+        ):
             await first.result("ping")
             await second.result("ping")
             async with connect(daemon.socket_path) as third:
@@ -304,8 +308,10 @@ async def test_connection_and_in_flight_limits_answer_with_an_error(tmp_path: Pa
                     await trio.sleep(0.05)
             errors = [r for r in replies if "error" in r]
             assert len(errors) == 1
-            assert "too many requests in flight on this connection (limit 2)" in \
-                errors[0]["error"]["message"]
+            assert (
+                "too many requests in flight on this connection (limit 2)"
+                in errors[0]["error"]["message"]
+            )
             assert sum("result" in r for r in replies) == 2
 
 

@@ -15,18 +15,23 @@ import pytest
 MCPD = [sys.executable, "-m", "mcpd"]
 
 
-def run(*args: str, sock: Path | None = None, check: bool = False,
-        timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, sock: Path | None = None, check: bool = False, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     extra = ["--socket", str(sock)] if sock is not None else []
-    return subprocess.run([*MCPD, *args, *extra], capture_output=True, text=True,
-                          timeout=timeout, check=check)
+    return subprocess.run(
+        [*MCPD, *args, *extra], capture_output=True, text=True, timeout=timeout, check=check
+    )
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     sock = tmp_path_factory.mktemp("demo") / "mcpd.sock"
-    proc = subprocess.Popen([*MCPD, "serve", "--demo", "--socket", str(sock), "--log", "stderr"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*MCPD, "serve", "--demo", "--socket", str(sock), "--log", "stderr"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stderr is not None
         for line in proc.stderr:  # the daemon says when it listens and is ready
@@ -94,9 +99,11 @@ def test_exit_codes(demo: Path, tmp_path: Path) -> None:
 
 def test_check_config_lists_servers(tmp_path: Path) -> None:
     good = tmp_path / "good.toml"
-    good.write_text('[servers.notes]\ncommand = "python3"\nargs = ["-m", "mcpd.demo.notes"]\n'
-                    '[servers.tickets]\nurl = "http://127.0.0.1:3115/mcp"\n'
-                    'headers = { Authorization = "Bearer ${TOKEN:-x}" }\n')
+    good.write_text(
+        '[servers.notes]\ncommand = "python3"\nargs = ["-m", "mcpd.demo.notes"]\n'
+        '[servers.tickets]\nurl = "http://127.0.0.1:3115/mcp"\n'
+        'headers = { Authorization = "Bearer ${TOKEN:-x}" }\n'
+    )
     out = run("check-config", "--config", str(good), check=True)
     assert "2 server(s)" in out.stdout
     assert "notes" in out.stdout and "http://127.0.0.1:3115/mcp" in out.stdout
@@ -105,8 +112,13 @@ def test_check_config_lists_servers(tmp_path: Path) -> None:
 
 def test_bridge_answers_clearly_when_the_daemon_is_down(tmp_path: Path) -> None:
     request = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}\n'
-    out = subprocess.run([*MCPD, "bridge", "--socket", str(tmp_path / "none.sock")],
-                         input=request, capture_output=True, timeout=30, env=dict(os.environ))
+    out = subprocess.run(
+        [*MCPD, "bridge", "--socket", str(tmp_path / "none.sock")],
+        input=request,
+        capture_output=True,
+        timeout=30,
+        env=dict(os.environ),
+    )
     reply = json.loads(out.stdout)
     assert reply["id"] == 1 and "mcpd is not running" in reply["error"]["message"]
     assert out.returncode == 0
