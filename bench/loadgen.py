@@ -32,7 +32,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import procstat
-from bench.wire import ENVELOPE, LineClient, encode, split_lines
+from bench.echo_server import split_lines
+from bench.wire import ENVELOPE, LineClient, encode
 
 
 class CallOutcome(msgspec.Struct):
