@@ -39,7 +39,7 @@ from . import metrics
 from .connection import Connection
 from .formats import FORMATS, translate
 from .http_wire import HeaderList, Headers, Reject, Response, Wire, head, refuse
-from .mcp_http import MODERN_STATUS, check_post, decode_body, header_mismatch, rpc_reject
+from .mcp_http import MODERN_STATUS, check_post, decode_body, modern_request, rpc_reject
 from .peers import Peer
 
 if TYPE_CHECKING:
@@ -255,28 +255,7 @@ class HttpApi:
     async def _modern(
         self, wire: Wire, headers: Headers, body: bytes, version: str, peer: Peer | None
     ) -> None:
-        msg = decode_body(body)
-        if isinstance(msg, rpc.Notification):
-            raise Reject(202)
-        if not isinstance(msg, rpc.Request):
-            raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Invalid request: not a request")
-        req = msg
-        if req.method == "initialize":
-            message = "initialize belongs to the handshake protocol: send it without "
-            raise rpc_reject(400, req.id, rpc.INVALID_REQUEST, message + "MCP-Protocol-Version")
-        mismatch = header_mismatch(headers, req)
-        if mismatch is not None:
-            raise rpc_reject(400, req.id, rpc.HEADER_MISMATCH, f"Header mismatch: {mismatch}")
-        try:
-            claimed: Any = self.stateless.context(req).version
-        except rpc.RPCError as exc:
-            claimed = exc.data.get("requested") if isinstance(exc.data, dict) else version
-            if claimed == version:
-                status = MODERN_STATUS.get(exc.code, 200)
-                raise Reject(status, rpc.encode_error_object(req.id, exc.to_object())) from None
-        if claimed != version:
-            message = f"MCP-Protocol-Version is {version!r}, _meta says {claimed!r}"
-            raise rpc_reject(400, req.id, rpc.HEADER_MISMATCH, f"Header mismatch: {message}")
+        req, _ = modern_request(headers, body, version, self.stateless)
         exchange = _Exchange(self.api, self.stateless, peer)
         await self._answer(wire, exchange, req, trio.CancelScope(), modern=True)
 

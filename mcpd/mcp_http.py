@@ -11,6 +11,7 @@ import msgspec
 
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
+from protocol.server import RequestContext, ServerSession
 
 from .http_wire import Headers, Reject
 
@@ -90,3 +91,36 @@ def header_mismatch(headers: Headers, req: rpc.Request) -> str | None:
     if name != want:
         return f"Mcp-Name is {name!r}, the body's {source} is {want!r}"
     return None
+
+
+def modern_request(
+    headers: Headers, body: bytes, version: str, session: ServerSession
+) -> tuple[rpc.Request, RequestContext]:
+    """Check a 2026-07-28 POST the way the spec asks of a server, and return its request
+    and context; raises Reject with the status and JSON-RPC error to answer with."""
+    msg = decode_body(body)
+    if isinstance(msg, rpc.Notification):
+        raise Reject(202)
+    if not isinstance(msg, rpc.Request):
+        raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Invalid request: not a request")
+    req = msg
+    if req.method == "initialize":
+        message = "initialize belongs to the handshake protocol: send it without "
+        raise rpc_reject(400, req.id, rpc.INVALID_REQUEST, message + "MCP-Protocol-Version")
+    mismatch = header_mismatch(headers, req)
+    if mismatch is not None:
+        raise rpc_reject(400, req.id, rpc.HEADER_MISMATCH, f"Header mismatch: {mismatch}")
+    try:
+        ctx = session.context(req)
+    except rpc.RPCError as exc:
+        claimed = exc.data.get("requested") if isinstance(exc.data, dict) else version
+        if claimed == version:
+            status = MODERN_STATUS.get(exc.code, 200)
+            raise Reject(status, rpc.encode_error_object(req.id, exc.to_object())) from None
+    else:
+        claimed = ctx.version
+    # A client that disagrees with itself hears that, not that its version is unknown.
+    if claimed != version:
+        message = f"MCP-Protocol-Version is {version!r}, _meta says {claimed!r}"
+        raise rpc_reject(400, req.id, rpc.HEADER_MISMATCH, f"Header mismatch: {message}")
+    return req, ctx

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 import h11
@@ -32,7 +32,7 @@ from ..mcp_http import (
     accepts,
     check_post,
     decode_body,
-    header_mismatch,
+    modern_request,
     rpc_reject,
 )
 
@@ -150,35 +150,7 @@ class _HttpServer:
             raise Reject(405, headers=[(b"allow", b"GET, POST, DELETE")])
 
     async def _modern(self, wire: Wire, headers: Headers, body: bytes, version: str) -> None:
-        msg = decode_body(body)
-        if isinstance(msg, rpc.Notification):
-            raise Reject(202)
-        if not isinstance(msg, rpc.Request):
-            raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Invalid request: not a request")
-        req = msg
-        if req.method == "initialize":
-            message = (
-                "initialize belongs to the handshake protocol: send it without MCP-Protocol-Version"
-            )
-            raise rpc_reject(400, req.id, rpc.INVALID_REQUEST, message)
-        mismatch = header_mismatch(headers, req)
-        if mismatch is not None:
-            raise rpc_reject(400, req.id, rpc.HEADER_MISMATCH, f"Header mismatch: {mismatch}")
-        claimed: Any = version
-        try:
-            ctx = self.stateless.context(req)
-            claimed = ctx.version
-        except rpc.RPCError as exc:
-            claimed = exc.data.get("requested") if isinstance(exc.data, dict) else version
-            if claimed == version:
-                body = rpc.encode_error_object(req.id, exc.to_object())
-                raise Reject(MODERN_STATUS.get(exc.code, 200), body) from None
-        # A client that disagrees with itself hears that, not that its version is unknown.
-        if claimed != version:
-            message = (
-                f"Header mismatch: MCP-Protocol-Version is {version!r}, _meta says {claimed!r}"
-            )
-            raise rpc_reject(400, req.id, rpc.HEADER_MISMATCH, message)
+        req, ctx = modern_request(headers, body, version, self.stateless)
 
         async def handle(response: Response) -> Reply:
             return await self.server.handle(self.stateless, req, response.event, ctx)
