@@ -77,16 +77,8 @@ class LineWriter:
                 _batched.append(self)
             return
         if not self._buf and not self._busy:
-            size = len(line) + 1
-            try:
-                done = os.writev(self._fd, (line, b"\n"))
-            except BlockingIOError:
-                done = 0
-            except OSError as exc:
-                self.error = exc
-                self._ready.set()
-                return
-            if done == size:
+            done = self._write_now((line, b"\n"))
+            if done is None or done == len(line) + 1:
                 return
             # Keep only the unwritten rest (a big reply): no copy of the whole line.
             if done < len(line):
@@ -95,9 +87,7 @@ class LineWriter:
         else:
             self._buf += line
             self._buf += b"\n"
-        if self._drained.is_set():
-            self._drained = trio.Event()
-        self._ready.set()
+        self._wake_writer()
 
     def flush(self) -> None:
         """Write what a batch held back: at once if possible, else by the writer task."""
@@ -105,17 +95,27 @@ class LineWriter:
         if not self._buf or self.error is not None:
             return
         if not self._busy:
-            try:
-                done = os.write(self._fd, self._buf)
-            except BlockingIOError:
-                done = 0
-            except OSError as exc:
-                self.error = exc
-                self._ready.set()
+            done = self._write_now((self._buf,))
+            if done is None:
                 return
             del self._buf[:done]
             if not self._buf:
                 return
+        self._wake_writer()
+
+    def _write_now(self, parts: tuple[bytes | bytearray, ...]) -> int | None:
+        """Write what the fd takes right now: the byte count, or None if it failed (the
+        writer task then raises the error)."""
+        try:
+            return os.writev(self._fd, parts)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            self.error = exc
+            self._ready.set()
+            return None
+
+    def _wake_writer(self) -> None:
         if self._drained.is_set():
             self._drained = trio.Event()
         self._ready.set()
