@@ -35,12 +35,12 @@ class ListKeeper:
         self.refetches = 0
         self.due = False
         self._listed_at = -math.inf
-        self._ttl = 0.0
+        self.ttl_ms = 0
+        self.dropped: list[str] = []
 
     def listed(self, listing: ListResult) -> None:
-        self._listed_at, self._ttl = trio.current_time(), listing.ttl_ms / 1000
-        self.runner.dropped_tools = listing.dropped
-        self.runner.tools_ttl_ms = listing.ttl_ms
+        self._listed_at = trio.current_time()
+        self.ttl_ms, self.dropped = listing.ttl_ms, listing.dropped
 
     def connected(self) -> None:
         self.subscribed = False
@@ -57,7 +57,7 @@ class ListKeeper:
         """
         if self.runner.phase != "connected" or self.due or self.subscribed:
             return
-        if trio.current_time() >= self._listed_at + max(self._ttl, _MIN_REFRESH):
+        if trio.current_time() >= self._listed_at + max(self.ttl_ms / 1000, _MIN_REFRESH):
             self.request()
 
     async def refetch(self, up: Upstream) -> None:

@@ -96,8 +96,6 @@ class Runner:
         self.retry_at: float | None = None
         self.stderr: list[str] = []
         self.first_attempt = trio.Event()
-        self.dropped_tools: list[str] = []
-        self.tools_ttl_ms = 0
         self._era_hint = cfg.era
         self._wake = trio.Event()
         self._suspect = False
@@ -570,5 +568,5 @@ class Runner:
             "inflight": self.inflight,
             "waiting": self.waiting,
             "stderr": self.stderr[-5:] if self.transport_kind == "stdio" else [],
-            "dropped_tools": self.dropped_tools,
+            "dropped_tools": self.lists.dropped,
         }

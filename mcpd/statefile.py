@@ -215,7 +215,7 @@ class StateKeeper:
             era: str | None
             version: str | None
             if up is not None and runner is not None:
-                era, version, ttl = up.era, up.version, runner.tools_ttl_ms
+                era, version, ttl = up.era, up.version, runner.lists.ttl_ms
             elif before is not None:  # not connected now: what was known stays
                 era, version, ttl = before.era, before.protocol_version, before.ttl_ms
             else:
