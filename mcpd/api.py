@@ -55,6 +55,7 @@ class Api:
         self._refused = 0  # connections refused at max_connections since the last log line
         self._refused_logged = -math.inf
         self._sniffing = 0  # accepted connections whose first byte has not come yet
+        self.broken_lines = 0  # messages not sent to agents: not one line of JSON
         self.ending = trio.Event()
         self._listens = 0
         self._listens_done = trio.Event()
@@ -325,7 +326,9 @@ class Api:
         try:
             await self.ending.wait()
             # The graceful end: the final response, written before the daemon lets go.
-            await conn.send(rpc.encode_result(req.id, {"resultType": mcp.COMPLETE, "_meta": tag}))
+            await conn.send(
+                rpc.encode_result(req.id, {"resultType": mcp.COMPLETE, "_meta": tag}), req.id
+            )
             with trio.move_on_after(1):
                 await conn.drain()
         finally:

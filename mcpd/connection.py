@@ -62,7 +62,7 @@ class Connection:
         self.invalid = 0  # lines that were not JSON-RPC
         self.over_limit = 0  # requests refused at max_inflight
         self._nursery: trio.Nursery | None = None
-        self._out = LineWriter(stream, stream.socket.fileno(), _QUEUE_BYTES)
+        self._out = LineWriter(stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault)
 
     def is_owner(self) -> bool:
         return is_owner(self.peer)
@@ -183,7 +183,7 @@ class Connection:
                     )
                 )
             elif msg.method in LIFECYCLE:
-                self._out.put(self.api.answer_now(self, msg))
+                self._put(self.api.answer_now(self, msg), msg.id)
             elif msg.method == "tools/call":
                 # The hot path: no task, no cancel scope; the call's outcome is written
                 # from a callback when the server answers.
@@ -209,7 +209,7 @@ class Connection:
         """The final answer to a request started without a task; dropped if the agent
         cancelled it meanwhile."""
         if self.inflight.pop(rid, None) is not None:
-            self._out.put(data)
+            self._put(data, rid)
 
     def _notification(self, msg: rpc.Notification) -> None:
         if msg.method == "notifications/cancelled":
@@ -232,21 +232,46 @@ class Connection:
             if scope.cancelled_caught:
                 return  # the agent cancelled it: no response, as the protocol says
             if reply is not None:
-                await self.send(reply)
+                await self.send(reply, req.id)
         finally:
             self.inflight.pop(req.id, None)
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
         """Send a reply; waits while too much is queued (the peer is slow to read)."""
         await self._out.wait_room()
-        self._out.put(data)
+        self._put(data, rid)
 
     def send_nowait(self, data: bytes) -> None:
         """Send a notification or error; a peer that lets the queue fill misses some."""
         if self._out.queued > self._out.limit:
             self.dropped += 1
             return
-        self._out.put(data)
+        self._put(data, None)
+
+    def _put(self, data: bytes, rid: rpc.Id | None) -> None:
+        fault = self._out.put(data)
+        if fault is None:
+            return
+        # Never pass a broken line on: the agent would lose its whole session to it.
+        # It is mcpd's own fault, so it is logged as one, and the request (if this was
+        # its answer) still gets an answer, an error that says what happened.
+        self.api.broken_lines += 1
+        logger.error(
+            "did not send a message to %s: %s (a fault in mcpd; %s)",
+            self.label,
+            fault,
+            "answered with an error instead" if rid is not None else "dropped",
+            extra=log_extra(None, "broken_line", fault),
+        )
+        if rid is not None:
+            self._out.put(
+                rpc.encode_error(
+                    rid,
+                    rpc.INTERNAL_ERROR,
+                    f"mcpd could not deliver the answer to this request: {fault}. "
+                    "This is a fault in mcpd and was logged.",
+                )
+            )
 
     async def drain(self) -> None:
         await self._out.drain()

@@ -95,7 +95,7 @@ class _Exchange(Connection):
 
         return deliver
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self.outbox.send(data)
 

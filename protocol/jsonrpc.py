@@ -118,17 +118,39 @@ def _valid_id(value: Any) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
+def one_line(data: bytes) -> bytes:
+    """``data`` without insignificant line breaks: one JSON text as exactly one line.
+
+    Whatever mcpd passes on as raw bytes (results, schemas, errors) is a slice of what
+    a peer sent. From a source that is not line-framed (an HTTP body, an event's
+    ``data`` lines) those bytes may carry the peer's pretty-printing, and written to an
+    agent or a child as they are they would be dozens of broken lines. Line breaks
+    inside JSON strings are always escaped, so a raw one is whitespace between tokens
+    and can go; string contents (``\\u2028``, escaped newlines) are left exactly as
+    they were. Raises ``msgspec.DecodeError`` for text that is not JSON.
+    """
+    if b"\n" in data or b"\r" in data:
+        return msgspec.json.format(data, indent=-1)
+    return data
+
+
 def decode_message(data: bytes | memoryview) -> Message:
-    """Stage one: classify one JSON text as a request, notification or response."""
+    """Stage one: classify one JSON text as a request, notification or response.
+
+    Any source may hand it pretty-printed JSON: the message it returns (and the raw
+    params or result in it) is always a single line."""
+    if isinstance(data, memoryview):
+        data = bytes(data)
     try:
         # msgspec checks the strings it decodes, but not the bytes it keeps as Raw; without
         # this, invalid UTF-8 inside a result or params was passed on to the other side.
         # Most messages are ASCII, which isascii() confirms without building a string.
-        if not (isinstance(data, bytes) and data.isascii()):
+        if not data.isascii():
             str(data, "utf-8")
     except UnicodeDecodeError as exc:
         raise DecodeFailure(PARSE_ERROR, f"Parse error: not valid UTF-8 ({exc.reason})") from None
     try:
+        data = one_line(data)
         env = _envelope_decoder.decode(data)
     except msgspec.ValidationError as exc:
         raise DecodeFailure(INVALID_REQUEST, f"Invalid request: {exc}") from None
@@ -162,6 +184,26 @@ def decode_message(data: bytes | memoryview) -> Message:
             raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")
         return Response(msg_id, env.result)
     raise DecodeFailure(INVALID_REQUEST, "Invalid request: no method, result or error", msg_id)
+
+
+_raw_decoder: Final = msgspec.json.Decoder(Raw)
+
+
+def line_fault(line: bytes | bytearray) -> str | None:
+    """Why ``line`` must not be written as one line of JSON-RPC, or None if it may.
+
+    Every line mcpd writes to an agent or a child passes this check: a line with a
+    raw line break would reach the peer as several broken messages, and one that is
+    not JSON as garbage that ends the peer's session. Either is a bug in mcpd (what
+    enters is normalised by ``decode_message``), which the writer refuses to pass on.
+    """
+    if b"\n" in line or b"\r" in line:
+        return "it contains a raw line break"
+    try:
+        _raw_decoder.decode(line)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return f"it is not valid JSON ({exc})"
+    return None
 
 
 _decoders: dict[Any, Any] = {}

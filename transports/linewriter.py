@@ -9,6 +9,7 @@ flight cost one system call (and one wake-up of the peer) per batch, not one eac
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Final
 
 import trio
@@ -48,8 +49,15 @@ def batch() -> _Batch:
 
 
 class LineWriter:
-    def __init__(self, stream: trio.abc.SendStream, fd: int, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self,
+        stream: trio.abc.SendStream,
+        fd: int,
+        limit: int = DEFAULT_LIMIT,
+        check: Callable[[bytes], str | None] | None = None,
+    ) -> None:
         self._stream = stream
+        self._check = check
         self._fd = fd
         self.limit = limit
         self._buf = bytearray()
@@ -60,26 +68,37 @@ class LineWriter:
         self._drained.set()
         self._held = False
         self.error: OSError | None = None
+        self.refused = 0  # lines not written because ``check`` refused them
 
     @property
     def queued(self) -> int:
         return len(self._buf)
 
-    def put(self, line: bytes) -> None:
-        """Queue (or write) ``line`` and a newline. Never blocks."""
+    def put(self, line: bytes) -> str | None:
+        """Queue (or write) ``line`` and a newline. Never blocks.
+
+        A line that ``check`` finds fault with (for JSON-RPC peers: not exactly one
+        line of JSON) is not written at all: the reason is returned (and counted in
+        ``refused``) for the caller to answer in its place.
+        """
+        if self._check is not None:
+            fault = self._check(line)
+            if fault is not None:
+                self.refused += 1
+                return fault
         if self.error is not None:
-            return
+            return None
         if _batched is not None:
             self._buf += line
             self._buf += b"\n"
             if not self._held:
                 self._held = True
                 _batched.append(self)
-            return
+            return None
         if not self._buf and not self._busy:
             done = self._write_now((line, b"\n"))
             if done is None or done == len(line) + 1:
-                return
+                return None
             # Keep only the unwritten rest (a big reply): no copy of the whole line.
             if done < len(line):
                 self._buf += memoryview(line)[done:]
@@ -88,6 +107,7 @@ class LineWriter:
             self._buf += line
             self._buf += b"\n"
         self._wake_writer()
+        return None
 
     def flush(self) -> None:
         """Write what a batch held back: at once if possible, else by the writer task."""

@@ -193,7 +193,7 @@ class StdioTransport:
         self._framer = LineFramer(params.max_line)
         stdin = process.stdin
         assert stdin is not None
-        self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED)
+        self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED, rpc.line_fault)
         self._tail: deque[str] = deque(maxlen=params.stderr_tail)
         self._stdout_eof = trio.Event()
         self._exited = trio.Event()
@@ -258,8 +258,9 @@ class StdioTransport:
         if self.error is not None:
             raise self.error
         rid = self._ids.next()
+        line = rpc.encode_request(rid, method, params)
+        self._put(line, method)
         self._pending[rid] = _Slot(reply)
-        self._writer.put(rpc.encode_request(rid, method, params))
         return rid
 
     def forget(self, rid: rpc.Id, reason: str) -> None:
@@ -267,11 +268,13 @@ class StdioTransport:
         late answer is dropped."""
         if self._pending.pop(rid, None) is not None and self.error is None:
             self._abandon(rid)
-            self._writer.put(
-                rpc.encode_notification(
-                    "notifications/cancelled", {"requestId": rid, "reason": reason}
+            with contextlib.suppress(rpc.RPCError):
+                self._put(
+                    rpc.encode_notification(
+                        "notifications/cancelled", {"requestId": rid, "reason": reason}
+                    ),
+                    "notifications/cancelled",
                 )
-            )
 
     async def notify(
         self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
@@ -287,7 +290,23 @@ class StdioTransport:
         await self._writer.wait_room()
         if self.error is not None:
             raise self.error
-        self._writer.put(data)
+        self._put(data, "a message")
+
+    def _put(self, line: bytes, what: str) -> None:
+        fault = self._writer.put(line)
+        if fault is None:
+            return
+        # A bug in mcpd, not in the server: the child must never get a broken line.
+        logger.error(
+            "%s: did not send %s to the server: %s (a fault in mcpd)",
+            self.alias,
+            what,
+            fault,
+            extra=log_extra(self.alias, "broken_line", fault),
+        )
+        raise rpc.RPCError(
+            rpc.INTERNAL_ERROR, f"mcpd could not send {what} to {self.alias}: {fault}"
+        )
 
     async def _write_stdin(self) -> None:
         try:
@@ -439,7 +458,8 @@ class StdioTransport:
             reply = rpc.encode_error(
                 req.id, rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}"
             )
-        self._writer.put(reply)
+        with contextlib.suppress(rpc.RPCError):
+            self._put(reply, f"the answer to {req.method}")
 
     def _oversized(self, item: Oversized) -> None:
         m = _ID_AT_START.match(item.prefix)

@@ -156,3 +156,26 @@ def test_any_valid_request_round_trips(rid: int | str, method: str, params: obje
         assert msg.params is None  # None means "no params": never sent as null
     else:
         assert msgspec.json.decode(bytes(msg.params)) == params  # type: ignore[arg-type]
+
+
+def test_pretty_printed_messages_decode_to_one_line_raw_parts() -> None:
+    text = '{\r\n  "jsonrpc": "2.0",\n  "id": 4,\n  "result": {\n    "t": "a\\nb\u2028c"\n  }\n}'
+    msg = rpc.decode_message(text.encode())
+    assert isinstance(msg, rpc.Response)
+    # Insignificant whitespace is gone; the string's escapes and U+2028 are untouched.
+    assert bytes(msg.result) == '{"t":"a\\nb\u2028c"}'.encode()
+    assert rpc.encode_result(4, msg.result) == (
+        '{"jsonrpc":"2.0","id":4,"result":{"t":"a\\nb\u2028c"}}'.encode()
+    )
+    # A broken message still gets the parse error it always got.
+    with pytest.raises(rpc.DecodeFailure) as info:
+        rpc.decode_message(b'{\n"jsonrpc": "2.0",\n"id": 1,')
+    assert info.value.code == rpc.PARSE_ERROR
+
+
+def test_line_fault_names_what_is_wrong_with_a_line() -> None:
+    assert rpc.line_fault(b'{"jsonrpc":"2.0","method":"x"}') is None
+    assert rpc.line_fault(b'{"a":\n1}') == "it contains a raw line break"
+    assert rpc.line_fault(b'{"a":1}\r') == "it contains a raw line break"
+    assert (rpc.line_fault(b'{"a":') or "").startswith("it is not valid JSON")
+    assert (rpc.line_fault(b'{"a":1} {"b":2}') or "").startswith("it is not valid JSON")

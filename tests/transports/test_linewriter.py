@@ -76,3 +76,20 @@ async def test_a_closed_peer_ends_the_writer_with_an_error() -> None:
     writer.put(b"lost")
     with trio.fail_after(5), pytest.raises(OSError):
         await writer.run()
+
+
+async def test_a_line_its_check_refuses_is_not_written_and_the_reason_returned() -> None:
+    from protocol.jsonrpc import line_fault
+
+    r, w = pipe()
+    writer = LineWriter(w, w.fileno(), check=line_fault)
+    assert writer.put(b'{"a":\n1}') == "it contains a raw line break"
+    assert writer.put(b'{"a":1}\r') == "it contains a raw line break"
+    fault = writer.put(b'{"a":1')
+    assert fault is not None and fault.startswith("it is not valid JSON")
+    assert writer.put(b'{"a":"\\n\xe2\x80\xa8"}') is None
+    assert writer.refused == 3
+    # Only the good line went out, alone on its line.
+    with trio.fail_after(5):
+        assert await read_exactly(r, 14) == b'{"a":"\\n\xe2\x80\xa8"}\n'
+    assert writer.queued == 0
