@@ -1,3 +1,3 @@
-from mcpd.cli import main
+from mcpd.cli.main import main
 
 main()

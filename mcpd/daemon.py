@@ -17,14 +17,14 @@ from protocol import jsonrpc as rpc
 from transports.base import log_extra
 
 from . import __version__
-from .api import Api
-from .config import Config, ConfigError, load
-from .curation import ToolBudget
-from .outage import iso
-from .registry import Registry
-from .statefile import FILE_NAME, StateKeeper, state_dir
-from .supervisor import ReloadReport, Supervisor
-from .systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
+from .agents.api import Api
+from .config.model import Config, ConfigError, load
+from .host.statefile import FILE_NAME, StateKeeper, state_dir
+from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
+from .registry.curation import ToolBudget
+from .registry.table import Registry
+from .servers.outage import iso
+from .servers.supervisor import ReloadReport, Supervisor
 
 logger = logging.getLogger("mcpd")
 

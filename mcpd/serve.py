@@ -15,9 +15,9 @@ import trio
 
 from transports.process import signal_group, spawn
 
-from .config import EX_CONFIG, Config, ConfigError, parse
+from .config.model import EX_CONFIG, Config, ConfigError, parse
 from .daemon import Daemon, DaemonError
-from .systemd import SystemdEnv
+from .host.systemd import SystemdEnv
 
 logger = logging.getLogger("mcpd")
 

@@ -26,8 +26,8 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ..http_wire import HeaderList, Headers, Reject, Response, Wire, refuse
-from ..mcp_http import (
+from ..agents.http_wire import HeaderList, Headers, Reject, Response, Wire, refuse
+from ..agents.mcp_http import (
     MODERN_STATUS,
     accepts,
     check_post,

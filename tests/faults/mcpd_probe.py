@@ -17,7 +17,7 @@ from typing import Any
 import trio
 
 from mcpd import serve as serve_module
-from mcpd.cli import main
+from mcpd.cli.main import main
 
 _TARGET = os.environ.pop("MCPD_FAULTS_CENSUS", "")
 _run_daemon = serve_module._main

@@ -20,8 +20,8 @@ import msgspec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from mcpd.config import NamingConfig
-from mcpd.registry import Registry
+from mcpd.config.model import NamingConfig
+from mcpd.registry.table import Registry
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.framing import LineFramer, Oversized

@@ -19,7 +19,7 @@ import pytest
 import trio
 from msgspec import UNSET, Raw
 
-from mcpd.upstream import Upstream
+from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.agent import Agent, connect, make_config, running

@@ -10,7 +10,7 @@ import pytest
 import trio
 from msgspec import Raw
 
-from mcpd.upstream import Upstream
+from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from transports.stdio import StdioParams, open_stdio_transport

@@ -3,7 +3,7 @@ import random
 import msgspec
 import pytest
 
-from mcpd.backoff import BackoffConfig, Restart, RestartPolicy, RestartState
+from mcpd.servers.backoff import BackoffConfig, Restart, RestartPolicy, RestartState
 
 NO_JITTER = BackoffConfig(base=0.5, cap=8.0, jitter="none", max_restarts=5, window=60.0)
 

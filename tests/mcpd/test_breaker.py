@@ -1,7 +1,7 @@
 import msgspec
 import pytest
 
-from mcpd.breaker import Admission, Breaker, BreakerConfig, State, Transition
+from mcpd.servers.breaker import Admission, Breaker, BreakerConfig, State, Transition
 
 CFG = BreakerConfig(
     failure_threshold=3,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpd import config as cfg
-from mcpd.config import EX_CONFIG, Config, ConfigError, load, parse
+from mcpd.config import model as cfg
+from mcpd.config.model import EX_CONFIG, Config, ConfigError, load, parse
 
 EXAMPLE = """\
 [daemon]

@@ -12,9 +12,9 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.config import NamingConfig, ToolsConfig
-from mcpd.curation import ToolBudget, curate
-from mcpd.registry import Registry
+from mcpd.config.model import NamingConfig, ToolsConfig
+from mcpd.registry.curation import ToolBudget, curate
+from mcpd.registry.table import Registry
 from protocol import mcp
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import scripted

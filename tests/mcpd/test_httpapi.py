@@ -294,9 +294,9 @@ async def test_the_official_sdk_client_over_http_on_the_socket(tmp_path: Path, m
 async def test_an_http_client_that_goes_quiet_mid_request_is_let_go(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mcpd.httpapi
+    import mcpd.agents.httpapi
 
-    monkeypatch.setattr(mcpd.httpapi, "_REQUEST_TIMEOUT", 0.3)
+    monkeypatch.setattr(mcpd.agents.httpapi, "_REQUEST_TIMEOUT", 0.3)
     cfg = make_config(tmp_path, {})
     with trio.fail_after(30):
         async with running(cfg) as daemon:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd import journal
+from mcpd.host import journal
 from transports.base import log_extra
 
 # --- a small, independent decoder of journald's native protocol --------------------------

@@ -377,9 +377,9 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
 ) -> None:
     from types import SimpleNamespace
 
-    from mcpd.api import CAPABILITIES, SERVER_INFO
-    from mcpd.config import parse
-    from mcpd.connection import Connection
+    from mcpd.agents.api import CAPABILITIES, SERVER_INFO
+    from mcpd.agents.connection import Connection
+    from mcpd.config.model import parse
     from protocol.server import ServerSession
 
     config = parse({"servers": {}})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.config import Config, ConfigError, load, parse
+from mcpd.config.model import Config, ConfigError, load, parse
 
 
 def parse_toml(text: str, env: dict[str, str] | None = None) -> Config:

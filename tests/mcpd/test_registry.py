@@ -16,8 +16,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mcpd.config import NamingConfig
-from mcpd.registry import Registry
+from mcpd.config.model import NamingConfig
+from mcpd.registry.table import Registry
 from protocol import mcp
 
 SAFE = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.client import Client
+from mcpd.cli.client import Client
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.timeout(60)

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config import parse
-from mcpd.statefile import FILE_NAME, fingerprint, read_state, state_dir, write_atomically
+from mcpd.config.model import parse
+from mcpd.host.statefile import FILE_NAME, fingerprint, read_state, state_dir, write_atomically
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import scripted
 

@@ -5,7 +5,7 @@ import tracemalloc
 import msgspec
 import pytest
 
-from mcpd.stats import DEFAULT_BUCKETS, Histogram, LatencyStats
+from mcpd.servers.stats import DEFAULT_BUCKETS, Histogram, LatencyStats
 
 
 def test_empty() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from mcpd.metrics import _label, _number
-from mcpd.status_view import local_time, render_status, watch_frame
+from mcpd.cli.status_view import local_time, render_status, watch_frame
+from mcpd.servers.metrics import _label, _number
 
 
 def status(**daemon: object) -> dict[str, object]:

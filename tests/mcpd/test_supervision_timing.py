@@ -17,9 +17,9 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from mcpd.config import Config, ServerConfig, parse
-from mcpd.registry import Registry
-from mcpd.runner import CallRefused, Runner
+from mcpd.config.model import Config, ServerConfig, parse
+from mcpd.registry.table import Registry
+from mcpd.servers.runner import CallRefused, Runner
 from protocol import mcp
 from protocol.jsonrpc import Notification
 from transports.base import SpawnError, TransportError

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd import systemd
+from mcpd.host import systemd
 from tests.conftest import ROOT
 
 

@@ -17,7 +17,7 @@ import trio
 from msgspec import Raw
 
 from mcpd import __version__
-from mcpd.upstream import Incompatible, ProtocolViolation, Upstream
+from mcpd.servers.upstream import Incompatible, ProtocolViolation, Upstream
 from protocol import mcp
 from tests.support.procs import scripted
 from transports.base import TransportClosed

@@ -12,7 +12,7 @@ from typing import Any
 
 import trio
 
-from mcpd.config import Config, parse
+from mcpd.config.model import Config, parse
 from mcpd.daemon import Daemon
 from transports.base import single_exceptions
 

@@ -12,9 +12,9 @@ import trio
 
 from transports.base import log_extra
 
-from .config import Config, ServerConfig
+from ..config.model import Config, ServerConfig
+from ..registry.table import Registry
 from .lazy import LazyRunner
-from .registry import Registry
 from .runner import Runner
 from .transport_factory import TransportFactory, open_transport
 

@@ -18,9 +18,9 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 
-from . import __version__
+from .. import __version__
+from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path, load
 from .client import Client, Unreachable, socket_path
-from .config import EX_CONFIG, Config, ConfigError, default_config_path, load
 
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
@@ -41,8 +41,8 @@ def _load_config(path: str | None) -> tuple[Config, str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .journal import setup_logging
-    from .serve import serve
+    from ..host.journal import setup_logging
+    from ..serve import serve
 
     setup_logging(args.log, args.log_level)
     if args.demo:
@@ -96,7 +96,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     if args.check_names is not None:
         return _check_names([t["name"] for t in tools], args.check_names, args.host_prefix)
     if args.format:
-        from .formats import translate
+        from ..agents.formats import translate
 
         print(json.dumps(translate(tools, args.format), indent=2))
         return 0
@@ -117,7 +117,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def _check_names(names: list[str], limit: int, prefix: str) -> int:
-    from .formats import too_long
+    from ..agents.formats import too_long
 
     long = too_long(names, limit, prefix)
     with_prefix = f" after the host's prefix {prefix!r} ({len(prefix)})" if prefix else ""
@@ -202,7 +202,7 @@ def _watch_status(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .importer import import_file, to_toml
+    from ..config.importer import import_file, to_toml
 
     try:
         imported = import_file(args.path)
@@ -240,7 +240,7 @@ def cmd_reload(args: argparse.Namespace) -> int:
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
-    from .bridge import run_bridge
+    from ..agents.bridge import run_bridge
 
     return run_bridge(socket_path(args.socket))
 

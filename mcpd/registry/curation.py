@@ -16,7 +16,7 @@ import msgspec
 from protocol import mcp
 from transports.base import log_extra
 
-from .config import ToolsConfig
+from ..config.model import ToolsConfig
 
 logger = logging.getLogger("mcpd.registry")
 

@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager
 from transports.base import NotificationHandler, Transport
 from transports.stdio import StdioParams, open_stdio_transport
 
-from .config import Config, ServerConfig
+from ..config.model import Config, ServerConfig
 
 
 @contextlib.asynccontextmanager

@@ -26,14 +26,14 @@ from transports.base import (
     single_exceptions,
 )
 
+from ..config.model import Config, ServerConfig
+from ..registry.table import Registry
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig, Transition
 from .calls import CallScheduler, Done, Outcome, PendingCall
-from .config import Config, ServerConfig
 from .listing import ListKeeper
 from .outage import Outage, clock_time
 from .progress import Deliver, ProgressRoutes
-from .registry import Registry
 from .stats import LatencyStats
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .config import ConfigError, ServerConfig
+from .model import ConfigError, ServerConfig
 
 _ALIAS_BAD: Final = re.compile(r"[^A-Za-z0-9_-]+")
 _VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")

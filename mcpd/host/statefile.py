@@ -27,11 +27,11 @@ import trio
 from protocol import mcp
 from transports.base import log_extra
 
-from .config import Config, ServerConfig
+from ..config.model import Config, ServerConfig
 
 if TYPE_CHECKING:
-    from .registry import Registry
-    from .supervisor import Supervisor
+    from ..registry.table import Registry
+    from ..servers.supervisor import Supervisor
 
 logger = logging.getLogger("mcpd.state")
 

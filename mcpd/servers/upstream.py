@@ -19,7 +19,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from transports.base import SessionExpired, Transport, TransportError, UnexpectedReply, log_extra
 
-from . import __version__
+from .. import __version__
 
 logger = logging.getLogger("mcpd.upstream")
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from . import __version__
+from .. import __version__
 
 if TYPE_CHECKING:
-    from .daemon import Daemon
+    from ..daemon import Daemon
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 STATES: Final = (

@@ -21,8 +21,8 @@ from msgspec import Raw
 from protocol import mcp
 from transports.base import Transport, single_exceptions
 
-from .config import Config, ServerConfig
-from .registry import Registry
+from ..config.model import Config, ServerConfig
+from ..registry.table import Registry
 from .runner import Runner
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream

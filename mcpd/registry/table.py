@@ -19,7 +19,7 @@ from msgspec import UNSET, Raw
 
 from protocol import mcp
 
-from .config import NamingConfig, ToolsConfig
+from ..config.model import NamingConfig, ToolsConfig
 from .curation import curate
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")

@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from .secretfiles import SecretError, read_secret
+from .secrets import SecretError, read_secret
 
 EX_CONFIG: Final = 78
 ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n

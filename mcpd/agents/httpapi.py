@@ -35,7 +35,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import ServerSession
 
-from . import metrics
+from ..servers import metrics
 from .connection import Connection
 from .formats import FORMATS, translate
 from .http_wire import HeaderList, Headers, Reject, Response, Wire, head, refuse

@@ -11,8 +11,8 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from . import __version__
-from .config import default_socket_path
+from .. import __version__
+from ..config.model import default_socket_path
 
 CLI_INFO = mcp.Implementation(name="mcpd-cli", version=__version__)
 

@@ -18,7 +18,7 @@ from protocol.server import ServerSession
 from transports.base import log_extra
 from transports.linewriter import LineWriter, batch
 
-from .calls import PendingCall
+from ..servers.calls import PendingCall
 from .peers import Peer, is_owner
 
 if TYPE_CHECKING:

@@ -25,16 +25,16 @@ from protocol import mcp
 from protocol.server import RequestContext, ServerSession
 from transports.base import log_extra
 
-from . import __version__
-from .calls import Outcome, PendingCall
+from .. import __version__
+from ..servers.calls import Outcome, PendingCall
+from ..servers.runner import CallRefused, Runner
 from .connection import LIFECYCLE, Connection
 from .httpapi import HttpApi, is_http
 from .peers import is_allowed, peer_of, resolve_groups
-from .runner import CallRefused, Runner
 from .toolcall import call_reply, route_call
 
 if TYPE_CHECKING:
-    from .daemon import Daemon
+    from ..daemon import Daemon
 
 logger = logging.getLogger("mcpd.api")
 

@@ -10,13 +10,13 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext
 
-from .calls import Outcome
-from .outage import Outage
+from ..servers.calls import Outcome
+from ..servers.outage import Outage
 from .results import shape_call_result
 
 if TYPE_CHECKING:
-    from .daemon import Daemon
-    from .runner import Runner
+    from ..daemon import Daemon
+    from ..servers.runner import Runner
 
 
 class Route(msgspec.Struct):
