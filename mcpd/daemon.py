@@ -1,5 +1,7 @@
-"""The daemon: config, registry, supervised servers and the agent socket, wired together,
-with systemd readiness, signals and live reload."""
+"""The daemon: the wiring. It builds the parts (config, the tool table, the supervised
+servers, the agents' socket, the state file, systemd), owns the nursery they run in,
+and handles signals and reload. The parts see each other only through what is
+handed to them here."""
 
 from __future__ import annotations
 
@@ -7,77 +9,38 @@ import contextlib
 import logging
 import os
 import signal
-import socket as stdsocket
-import stat
 from typing import Any
 
+import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from transports.base import log_extra
+from protocol.logfields import log_extra
+from transports import linewriter
 
 from . import __version__
 from .agents.api import Api
-from .config.model import Config, ConfigError, load
-from .host.statefile import FILE_NAME, StateKeeper, state_dir
+from .agents.listener import DaemonError, open_unix_listener, unlink_if_ours
+from .config.model import Config, ConfigError, DaemonConfig, load
+from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 from .registry.curation import ToolBudget
 from .registry.table import Registry
+from .servers import metrics
+from .servers.front import Front
 from .servers.outage import iso
 from .servers.supervisor import ReloadReport, Supervisor
+
+__all__ = ["Daemon", "DaemonError"]
 
 logger = logging.getLogger("mcpd")
 
 
-class DaemonError(Exception):
-    """The daemon cannot start (socket taken, unusable path)."""
+class _Lines:
+    """The line writer the stdio transports use, lent to agent connections."""
 
-
-async def open_unix_listener(path: str, mode: int) -> trio.SocketListener:
-    """Bind ``path`` with ``mode`` already set, replacing a stale socket file."""
-    directory = os.path.dirname(path) or "."
-    try:
-        os.makedirs(directory, mode=0o755, exist_ok=True)
-    except OSError as exc:
-        raise DaemonError(f"cannot create the socket directory {directory!r}: {exc}") from None
-    await _refuse_live_socket(path)
-    sock = trio.socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
-    # Bind under a temporary name and rename into place, so the socket is never
-    # reachable with the umask's permissions instead of ``mode``.
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-    try:
-        await sock.bind(tmp)
-        os.chmod(tmp, mode)
-        os.rename(tmp, path)
-        sock.listen(512)
-    except OSError as exc:
-        sock.close()
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None
-    return trio.SocketListener(sock)
-
-
-async def _refuse_live_socket(path: str) -> None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(st.st_mode):
-        raise DaemonError(f"{path!r} exists and is not a socket; not replacing it")
-    probe = trio.socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
-    try:
-        with trio.move_on_after(2):
-            await probe.connect(path)
-            raise DaemonError(f"another mcpd is listening on {path}")
-    except (ConnectionRefusedError, FileNotFoundError):
-        pass  # a stale file left by a daemon that died
-    finally:
-        probe.close()
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+    writer = staticmethod(linewriter.LineWriter)
+    batch = staticmethod(linewriter.batch)
 
 
 class Daemon:
@@ -89,12 +52,16 @@ class Daemon:
         self.sysd = sysd or SystemdEnv(Notifier(None))
         self.registry = Registry(config.naming)
         self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
+        self.front = Front(self.supervisor, self.registry)
         self.state = StateKeeper(
-            os.path.join(state_dir(config), FILE_NAME), self.registry, self.supervisor
+            os.path.join(state_dir(config), FILE_NAME),
+            self.registry,
+            lambda: self.supervisor.config,
+            self._session_of,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
-        self.api = Api(self)
-        self.ready = trio.Event()
+        self.api = Api(self.front, self, _Lines())
+        self.started = trio.Event()
         self.socket_path = config.socket_path()
         self._started = 0.0
         self._status_line = ""
@@ -133,7 +100,7 @@ class Daemon:
                 # activation the first connection (which started us) waits in the backlog
                 # instead of seeing only the tools of the servers that happened to be quick.
                 await nursery.start(self.api.serve, listener)
-                self.ready.set()
+                self.started.set()
                 self._status_line = self.supervisor.summary()
                 self.notifier.ready(self._status_line)
                 logger.info(
@@ -150,7 +117,7 @@ class Daemon:
                 nursery.cancel_scope.cancel()
         finally:
             if owned is not None:
-                _unlink_if_ours(self.socket_path, owned)
+                unlink_if_ours(self.socket_path, owned)
 
     def stop(self) -> None:
         self._stop.set()
@@ -160,11 +127,11 @@ class Daemon:
             async for signum in sigs:
                 if signum == signal.SIGHUP:
                     with contextlib.suppress(rpc.RPCError):
-                        await self.reload()
+                        await self.reload_config()
                 else:
                     self.stop()
 
-    async def reload(self) -> ReloadReport:
+    async def reload_config(self) -> ReloadReport:
         async with self._reload_lock:
             if self.config_path is None:
                 raise rpc.RPCError(-32000, "mcpd was started without a config file to re-read")
@@ -198,30 +165,39 @@ class Daemon:
             return report
 
     def _changed(self, alias: str) -> None:
-        self.api.tools_changed()
+        self.front.changed()
         self.state.changed()
         self.tool_budget.check(len(self.registry.listing()))
-        if self.ready.is_set():
+        if self.started.is_set():
             line = self.supervisor.summary()
             if line != self._status_line:
                 self._status_line = line
                 self.notifier.status(line)
 
-    def server_states(self) -> list[dict[str, Any]]:
-        out = []
-        for alias in sorted(self.supervisor.runners):
-            runner = self.supervisor.runners[alias]
-            state = runner.state
-            entry: dict[str, Any] = {
-                "server": alias,
-                "state": state,
-                "available": runner.available,
-            }
-            if not entry["available"]:
-                o = runner.outage()
-                entry.update(reason=o.reason, since=iso(o.since), retry_at=iso(o.retry_at))
-            out.append(entry)
+    def _session_of(self, alias: str) -> Session | None:
+        runner = self.supervisor.runners.get(alias)
+        up = runner.upstream if runner is not None else None
+        if runner is None or up is None:
+            return None
+        return up.era, up.version, runner.lists.ttl_ms
+
+    # -- what the agent side may ask of the daemon (agents.backend.Control) --
+
+    @property
+    def settings(self) -> DaemonConfig:
+        return self.config.daemon
+
+    @property
+    def ready(self) -> bool:
+        return self.started.is_set()
+
+    async def reload(self) -> dict[str, Any]:
+        report = await self.reload_config()
+        out: dict[str, Any] = msgspec.to_builtins(report)
         return out
+
+    def metrics(self) -> str:
+        return metrics.render(self.supervisor.runners, self.registry, len(self.api.connections))
 
     def status(self) -> dict[str, Any]:
         servers = []
@@ -248,12 +224,3 @@ class Daemon:
             },
             "servers": servers,
         }
-
-
-def _unlink_if_ours(path: str, ours: os.stat_result) -> None:
-    """Remove the socket file we bound, unless another one (say mcpd.socket's) has
-    taken its place since."""
-    with contextlib.suppress(OSError):
-        st = os.lstat(path)
-        if stat.S_ISSOCK(st.st_mode) and (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino):
-            os.unlink(path)

@@ -24,6 +24,7 @@ import trio
 from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 
 from ._httpconn import HttpConnection, ResponseHead, parse_retry_after
@@ -35,7 +36,6 @@ from .base import (
     StreamCut,
     TransportError,
     UnexpectedReply,
-    log_extra,
 )
 
 logger = logging.getLogger("mcpd.http")

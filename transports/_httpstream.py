@@ -27,11 +27,12 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain
+from protocol.logfields import log_extra
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 
 from ._httpconn import HttpConnection, ResponseHead
 from ._httpreply import SNIPPET, ServerRequestHandler, decode_reply, deliver, status_error
-from .base import NotificationHandler, SessionExpired, StreamCut, TransportError, log_extra
+from .base import NotificationHandler, SessionExpired, StreamCut, TransportError
 
 logger = logging.getLogger("mcpd.http")
 

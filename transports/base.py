@@ -103,23 +103,6 @@ class Transport(Protocol):
     def stderr_tail(self) -> list[str]: ...
 
 
-def log_extra(
-    server: str | None,
-    event: str | None = None,
-    reason: str | None = None,
-    stderr: list[str] | None = None,
-) -> dict[str, Any]:
-    """Structured fields the daemon's log handler turns into journal fields."""
-    extra: dict[str, Any] = {"mcpd_server": server} if server else {}
-    if event:
-        extra["mcpd_event"] = event
-    if reason:
-        extra["mcpd_reason"] = reason
-    if stderr:
-        extra["mcpd_stderr"] = "\n".join(stderr)
-    return extra
-
-
 logger = logging.getLogger("mcpd.transport")
 
 

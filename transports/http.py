@@ -35,6 +35,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain
+from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams, Era
 
 from ._httpconn import (
@@ -61,7 +62,6 @@ from .base import (
     TransportClosed,
     TransportError,
     UnexpectedReply,
-    log_extra,
 )
 
 __all__ = ["HttpRPCError", "HttpTransport", "open_http_transport"]

@@ -23,6 +23,7 @@ from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
+from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 
 from .base import (
@@ -31,7 +32,6 @@ from .base import (
     SpawnError,
     TransportClosed,
     TransportError,
-    log_extra,
     single_exceptions,
 )
 from .linewriter import LineWriter, batch

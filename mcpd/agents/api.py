@@ -1,20 +1,19 @@
 """The agents' side: MCP over a Unix socket, newline-delimited JSON-RPC, both eras.
 
-Each request runs in its own task, so a slow tool never holds up the rest of its
-connection, and replies go out in whatever order they finish. Bad input gets an
-error naming the problem; only a peer that overflows the line limit or stops reading
-loses its connection, and nobody else notices.
+Each request runs in its own task (a tools/call in none: its outcome is written from a
+callback), so a slow tool never holds up the rest of its connection, and replies go
+out in whatever order they finish. Bad input gets an error naming the problem; only a
+peer that overflows the line limit or stops reading loses its connection, and nobody
+else notices.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 import trio
@@ -22,45 +21,44 @@ from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
-from transports.base import log_extra
 
 from .. import __version__
-from ..servers.calls import Outcome, PendingCall
-from ..servers.runner import CallRefused, Runner
+from .backend import CallHandle, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
 from .httpapi import HttpApi, is_http
+from .listen import Listens
 from .peers import is_allowed, peer_of, resolve_groups
-from .toolcall import call_reply, route_call
-
-if TYPE_CHECKING:
-    from ..daemon import Daemon
+from .toolcall import await_call, list_tools, route_call, start_call
 
 logger = logging.getLogger("mcpd.api")
 
 SERVER_INFO: Final = mcp.Implementation(name="mcpd", version=__version__, title="mcpd")
 CAPABILITIES: Final[dict[str, Any]] = {"tools": {"listChanged": True}}
-_WRITE_TIMEOUT: Final = 30.0
 _DEBOUNCE: Final = 0.2
 _REFUSED_LOG_EVERY: Final = 10.0
 Handler = Callable[["Api", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]]
 
 
+def new_session() -> ServerSession:
+    return ServerSession(SERVER_INFO, CAPABILITIES)
+
+
 class Api:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self, servers: Servers, control: Control, lines: Lines) -> None:
+        self.servers = servers
+        self.control = control
+        self.lines = lines
         self.connections: set[Connection] = set()
         self._dirty = trio.Event()
-        self._allow_gids = resolve_groups(daemon.config.daemon.allow_groups)
+        self._allow_gids = resolve_groups(control.settings.allow_groups)
         self._refused = 0  # connections refused at max_connections since the last log line
         self._refused_logged = -math.inf
         self._sniffing = 0  # accepted connections whose first byte has not come yet
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
-        self.ending = trio.Event()
-        self._listens = 0
-        self._listens_done = trio.Event()
-        self._listens_done.set()
-        self.http = HttpApi(self, lambda: ServerSession(SERVER_INFO, CAPABILITIES))
+        self.listens = Listens()
+        self.http = HttpApi(self, servers, control, self.connections, new_session)
         self._handlers: dict[str, Handler] = {
             "tools/list": Api._tools_list,
             "tools/call": Api._tools_call,
@@ -68,6 +66,7 @@ class Api:
             "mcpd/status": Api._status,
             "mcpd/reload": Api._reload,
         }
+        servers.subscribe(self._dirty.set)
 
     # -- serving --
 
@@ -82,7 +81,7 @@ class Api:
             task_status.started()
 
     async def _handle(self, stream: trio.SocketStream) -> None:
-        d = self.daemon.config.daemon
+        d = self.control.settings
         # Connections that have not sent a byte count too: they used to escape the
         # limit, so any number of silent ones could take all of mcpd's descriptors.
         if len(self.connections) + self._sniffing >= d.max_connections:
@@ -99,16 +98,7 @@ class Api:
                 )
                 self._refused = 0
                 self._refused_logged = trio.current_time()
-            # A peer that has hung up already must not take the daemon down with it: the
-            # BrokenResourceError from this write used to end serve_listeners, and mcpd.
-            with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
-                await stream.send_all(
-                    rpc.encode_error(
-                        None, -32000, f"mcpd: too many connections (limit {d.max_connections})"
-                    )
-                    + b"\n"
-                )
-            await stream.aclose()
+            await _refuse(stream, f"mcpd: too many connections (limit {d.max_connections})")
             return
         peer = peer_of(stream.socket)
         if peer is not None and not is_allowed(peer, d.allow_uids, self._allow_gids):
@@ -119,12 +109,7 @@ class Api:
                 peer.pid,
                 extra=log_extra(None, reason=f"uid {peer.uid} not allowed"),
             )
-            with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
-                await stream.send_all(
-                    rpc.encode_error(None, -32000, f"mcpd: uid {peer.uid} may not use this socket")
-                    + b"\n"
-                )
-            await stream.aclose()
+            await _refuse(stream, f"mcpd: uid {peer.uid} may not use this socket")
             return
         self._sniffing += 1
         try:
@@ -134,7 +119,9 @@ class Api:
         if http:  # curl, a browser, a monitor, an HTTP MCP client
             await self.http.connection(stream, peer)
             return
-        conn = Connection(self, stream, ServerSession(SERVER_INFO, CAPABILITIES), peer)
+        conn = Connection(
+            self, stream, new_session(), self.lines, d, version=self.servers.version, peer=peer
+        )
         self.connections.add(conn)
         try:
             await conn.run()
@@ -143,8 +130,8 @@ class Api:
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
 
-    def tools_changed(self) -> None:
-        self._dirty.set()
+    def broken_line(self) -> None:
+        self.broken_lines += 1
 
     async def _broadcast_list_changes(self) -> None:
         while True:
@@ -152,7 +139,7 @@ class Api:
             # Coalesce a burst of changes (a restart touches many tools) into one.
             await trio.sleep(_DEBOUNCE)
             self._dirty = trio.Event()
-            version = self.daemon.registry.version
+            version = self.servers.version
             line = rpc.encode_notification("notifications/tools/list_changed")
             for conn in list(self.connections):
                 # Only changes after the agent connected are news to it.
@@ -224,7 +211,7 @@ class Api:
             "mcpd aggregates the tools of several MCP servers. Tool names are "
             "mcp__<server>__<tool>; descriptions start with the server's name in brackets."
         )
-        outages = self.daemon.supervisor.outages()
+        outages = self.servers.outages()
         if outages:
             text += " Current outages: " + " ".join(outages)
         return text
@@ -235,143 +222,66 @@ class Api:
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
         params = rpc.decode_as(req.params, mcp.ListToolsParams)
-        for runner in self.daemon.supervisor.runners.values():
-            runner.maybe_refresh()
-        listing = self.daemon.registry.listing()
-        size = self.daemon.config.daemon.page_size or len(listing) or 1
-        start = (
-            0 if not isinstance(params.cursor, str) else _decode_cursor(params.cursor, len(listing))
-        )
-        page = listing[start : start + size]
-        end = start + len(page)
-        return mcp.ListToolsResult(
-            tools=page,
-            nextCursor=_encode_cursor(end) if end < len(listing) else UNSET,
-            ttlMs=0 if ctx and ctx.era == "modern" else UNSET,
-            cacheScope="private" if ctx and ctx.era == "modern" else UNSET,
-            meta={"mcpd/servers": self.daemon.server_states()},
-        )
+        return list_tools(self.servers, params, ctx, self.control.settings.page_size)
 
     async def _tools_call(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
-        route = route_call(self.daemon, req, ctx)
+        route = route_call(self.servers, req, ctx)
         if isinstance(route, bytes):
             return route
-        outcome: Outcome
-        try:
-            outcome = await route.runner.call(
-                route.params, capabilities=route.capabilities, on_progress=conn.progress_sender()
-            )
-        except CallRefused as refused:
-            outcome = refused.outage
-        except rpc.RPCError as exc:
-            outcome = exc
-        return call_reply(req.id, route, outcome, self.daemon.config.daemon.result_budget_chars)
+        budget = self.control.settings.result_budget_chars
+        return await await_call(self.servers, req.id, route, budget, conn.progress_sender())
 
-    def start_tools_call(self, conn: Connection, req: rpc.Request) -> PendingCall | bool:
-        """tools/call without a task: the outcome is written from a callback.
-
-        Returns the pending call, True when the reply was already written, or False
-        when the call needs the awaiting path (a runner that wraps ``call``)."""
+    def start_tools_call(self, conn: Connection, req: rpc.Request) -> CallHandle | None:
+        """tools/call without a task: the outcome is written from a callback. Returns
+        the call's handle while it is under way (None once its reply is written)."""
         try:
             # One decode of the params serves both the era check and the routing.
             params = rpc.decode_as(req.params, mcp.CallToolParams)
             meta = params.meta if isinstance(params.meta, dict) else None
             ctx = conn.session.context_of(meta)
-            route = route_call(self.daemon, req, ctx, params)
+            route = route_call(self.servers, req, ctx, params)
         except rpc.RPCError as exc:
             conn.reply(req.id, rpc.encode_error(req.id, exc.code, exc.message, exc.data))
-            return True
+            return None
         except rpc.InvalidParams as exc:
             conn.reply(
                 req.id, rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
             )
-            return True
+            return None
         if isinstance(route, bytes):
             conn.reply(req.id, route)
-            return True
-        if type(route.runner).call is not Runner.call:
-            return False
-        budget = self.daemon.config.daemon.result_budget_chars
-
-        def done(outcome: Outcome) -> None:
-            conn.reply(req.id, call_reply(req.id, route, outcome, budget))
-
-        return route.runner.start_call(
-            route.params, done, capabilities=route.capabilities, on_progress=conn.progress_sender()
+            return None
+        rid = req.id
+        return start_call(
+            self.servers,
+            rid,
+            route,
+            self.control.settings.result_budget_chars,
+            conn.progress_sender(),
+            lambda reply: conn.reply(rid, reply),
         )
 
     async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        """``subscriptions/listen``: acknowledge, then tag every tool-list change with the
-        subscription's id until the agent cancels it or the daemon stops."""
-        try:
-            wanted = msgspec.json.decode(req.params or b"{}").get("notifications") or {}
-        except (msgspec.DecodeError, AttributeError):
-            raise rpc.RPCError(
-                rpc.INVALID_PARAMS, "params.notifications must be an object"
-            ) from None
-        honoured = {"toolsListChanged": True} if wanted.get("toolsListChanged") else {}
-        tag = {mcp.KEY_SUBSCRIPTION_ID: req.id}
-        await conn.send(
-            rpc.encode_notification(
-                "notifications/subscriptions/acknowledged",
-                {"_meta": tag, "notifications": honoured},
-            )
-        )
-        if honoured:
-            conn.subscriptions.add(req.id)
-        self._listens += 1
-        self._listens_done = trio.Event()
-        try:
-            await self.ending.wait()
-            # The graceful end: the final response, written before the daemon lets go.
-            await conn.send(
-                rpc.encode_result(req.id, {"resultType": mcp.COMPLETE, "_meta": tag}), req.id
-            )
-            with trio.move_on_after(1):
-                await conn.drain()
-        finally:
-            conn.subscriptions.discard(req.id)
-            self._listens -= 1
-            if self._listens == 0:
-                self._listens_done.set()
+        await self.listens.listen(conn, req)
         return None
 
     async def end_subscriptions(self) -> None:
-        """Close every agent's subscription with its final response before stopping."""
-        self.ending.set()
-        with trio.move_on_after(2):
-            await self._listens_done.wait()
+        await self.listens.end_all()
 
     async def _status(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        return self.daemon.status()
+        return self.control.status()
 
     async def _reload(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
         if not conn.is_owner():
             raise rpc.RPCError(-32000, "mcpd/reload is only for the daemon's user and root")
-        report = await self.daemon.reload()
-        return msgspec.to_builtins(report)
+        return await self.control.reload()
 
 
-def _error_result(text: str, modern: bool) -> mcp.CallToolResult:
-    result = mcp.text_result(text, is_error=True)
-    if modern:
-        result.resultType = mcp.COMPLETE
-    return result
-
-
-def _encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"mcpd:{offset}".encode()).decode()
-
-
-def _decode_cursor(cursor: str, total: int) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode()).decode()
-        tag, _, num = text.partition(":")
-        offset = int(num)
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor {cursor!r}") from None
-    if tag != "mcpd" or not 0 <= offset <= total:
-        raise rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor {cursor!r}")
-    return offset
+async def _refuse(stream: trio.SocketStream, message: str) -> None:
+    # A peer that has hung up already must not take the daemon down with it: the
+    # BrokenResourceError from this write used to end serve_listeners, and mcpd.
+    with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
+        await stream.send_all(rpc.encode_error(None, -32000, message) + b"\n")
+    await stream.aclose()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import trio
 from msgspec import UNSET
@@ -14,15 +14,11 @@ from msgspec import UNSET
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.framing import LineFramer, Oversized
+from protocol.logfields import log_extra
 from protocol.server import ServerSession
-from transports.base import log_extra
-from transports.linewriter import LineWriter, batch
 
-from ..servers.calls import PendingCall
+from .backend import CallHandle, Lines
 from .peers import Peer, is_owner
-
-if TYPE_CHECKING:
-    from .api import Api
 
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.
 LIFECYCLE: Final = frozenset({"initialize", "ping", "server/discover"})
@@ -31,6 +27,28 @@ logger = logging.getLogger("mcpd.api")
 
 _WRITE_TIMEOUT: Final = 30.0
 _QUEUE_BYTES: Final = 4 * 1024 * 1024  # replies queued for one agent before send() waits
+
+
+class Dispatcher(Protocol):
+    """What a connection hands its requests to (the socket API)."""
+
+    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes: ...
+
+    def start_tools_call(self, conn: Connection, req: rpc.Request) -> CallHandle | None: ...
+
+    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None: ...
+
+    def broken_line(self) -> None:
+        """A line was refused as not one line of JSON (a fault in mcpd)."""
+        ...
+
+
+class Limits(Protocol):
+    @property
+    def max_line_bytes(self) -> int: ...
+
+    @property
+    def max_inflight_per_connection(self) -> int: ...
 
 
 class _NotStarted:
@@ -45,24 +63,32 @@ _NOT_STARTED: Final = _NotStarted()
 
 class Connection:
     def __init__(
-        self, api: Api, stream: trio.SocketStream, session: ServerSession, peer: Peer | None = None
+        self,
+        handler: Dispatcher,
+        stream: trio.SocketStream,
+        session: ServerSession,
+        lines: Lines,
+        limits: Limits,
+        *,
+        version: int,
+        peer: Peer | None = None,
     ) -> None:
-        self.api = api
+        self.handler = handler
         self.stream = stream
-        d = api.daemon.config.daemon
         self.session = session
-        self.framer = LineFramer(d.max_line_bytes)
-        self.max_inflight = d.max_inflight_per_connection
-        # What cancels each request in flight: its task's scope, or its pending call.
-        self.inflight: dict[rpc.Id, trio.CancelScope | PendingCall | _NotStarted] = {}
+        self.framer = LineFramer(limits.max_line_bytes)
+        self.max_inflight = limits.max_inflight_per_connection
+        # What cancels each request in flight: its task's scope, or its call's handle.
+        self.inflight: dict[rpc.Id, trio.CancelScope | CallHandle | _NotStarted] = {}
         self.peer = peer
         self.subscriptions: set[rpc.Id] = set()
-        self.seen_version = api.daemon.registry.version
+        self.seen_version = version  # the servers' version whose changes it has been told
         self.dropped = 0
         self.invalid = 0  # lines that were not JSON-RPC
         self.over_limit = 0  # requests refused at max_inflight
         self._nursery: trio.Nursery | None = None
-        self._out = LineWriter(stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault)
+        self._batch = lines.batch
+        self._out = lines.writer(stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault)
 
     def is_owner(self) -> bool:
         return is_owner(self.peer)
@@ -117,7 +143,7 @@ class Connection:
             if not data:
                 return
             oversized = None
-            with batch():  # requests that came together go upstream together
+            with self._batch():  # requests that came together go upstream together
                 for item in self.framer.feed(data):
                     if isinstance(item, Oversized):
                         oversized = item
@@ -183,17 +209,14 @@ class Connection:
                     )
                 )
             elif msg.method in LIFECYCLE:
-                self._put(self.api.answer_now(self, msg), msg.id)
+                self._put(self.handler.answer_now(self, msg), msg.id)
             elif msg.method == "tools/call":
                 # The hot path: no task, no cancel scope; the call's outcome is written
                 # from a callback when the server answers.
                 self.inflight[msg.id] = _NOT_STARTED
-                started = self.api.start_tools_call(self, msg)
-                if isinstance(started, PendingCall):
-                    if msg.id in self.inflight:  # its answer did not come at once
-                        self.inflight[msg.id] = started
-                elif not started:
-                    self._spawn(msg, nursery)
+                started = self.handler.start_tools_call(self, msg)
+                if started is not None and msg.id in self.inflight:
+                    self.inflight[msg.id] = started  # its answer did not come at once
             else:
                 self._spawn(msg, nursery)
         elif isinstance(msg, rpc.Notification):
@@ -220,15 +243,15 @@ class Connection:
             if params.requestId is UNSET:
                 return
             handle = self.inflight.get(params.requestId)
-            if isinstance(handle, PendingCall):
-                del self.inflight[params.requestId]
+            if handle is not None and not isinstance(handle, trio.CancelScope):
+                del self.inflight[params.requestId]  # a request's task removes its own
             if handle is not None:
                 handle.cancel()
 
     async def _run_request(self, req: rpc.Request, scope: trio.CancelScope) -> None:
         try:
             with scope:
-                reply = await self.api.dispatch(self, req)
+                reply = await self.handler.dispatch(self, req)
             if scope.cancelled_caught:
                 return  # the agent cancelled it: no response, as the protocol says
             if reply is not None:
@@ -255,7 +278,7 @@ class Connection:
         # Never pass a broken line on: the agent would lose its whole session to it.
         # It is mcpd's own fault, so it is logged as one, and the request (if this was
         # its answer) still gets an answer, an error that says what happened.
-        self.api.broken_lines += 1
+        self.handler.broken_line()
         logger.error(
             "did not send a message to %s: %s (a fault in mcpd; %s)",
             self.label,

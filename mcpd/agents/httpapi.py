@@ -24,7 +24,7 @@ import re
 import secrets
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 from urllib.parse import parse_qs
 
 import h11
@@ -35,15 +35,12 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import ServerSession
 
-from ..servers import metrics
-from .connection import Connection
+from .backend import Control, Servers
+from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
 from .http_wire import HeaderList, Headers, Reject, Response, Wire, head, refuse
 from .mcp_http import MODERN_STATUS, check_post, decode_body, modern_request, rpc_reject
 from .peers import Peer
-
-if TYPE_CHECKING:
-    from .api import Api
 
 _REQUEST_TIMEOUT = 30.0
 
@@ -52,6 +49,7 @@ logger = logging.getLogger("mcpd.http")
 MAX_SESSIONS: Final = 256
 ENDPOINTS: Final = ("/status", "/tools", "/healthz", "/metrics", "/mcp")
 _encode: Final = msgspec.json.Encoder().encode
+METRICS_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 
 # A method token and its space ("GET ", "POST "), or as much of one as has arrived.
@@ -78,12 +76,14 @@ class _Exchange(Connection):
     connection's constructor is deliberately not run.
     """
 
-    def __init__(self, api: Api, session: ServerSession, peer: Peer | None) -> None:
-        self.api = api
+    def __init__(
+        self, handler: Dispatcher, session: ServerSession, peer: Peer | None, version: int
+    ) -> None:
+        self.handler = handler
         self.session = session
         self.peer = peer
         self.subscriptions: set[rpc.Id] = set()
-        self.seen_version = api.daemon.registry.version
+        self.seen_version = version
         self.inflight = {}
         self.dropped = 0
         self._nursery = None
@@ -128,9 +128,19 @@ class _Legacy:
 
 
 class HttpApi:
-    def __init__(self, api: Api, new_session: Callable[[], ServerSession]) -> None:
-        self.api = api
-        self.daemon = api.daemon
+    def __init__(
+        self,
+        handler: Dispatcher,
+        servers: Servers,
+        control: Control,
+        listeners: set[Connection],
+        new_session: Callable[[], ServerSession],
+    ) -> None:
+        self.handler = handler
+        self.servers = servers
+        self.control = control
+        # A listen over HTTP gets the list changes the socket's agents get.
+        self.listeners = listeners
         self.new_session = new_session
         # Modern requests carry everything they need: one session answers them all.
         self.stateless = new_session()
@@ -142,7 +152,7 @@ class HttpApi:
         self.open += 1
         try:
             async with stream:
-                if self.open > self.daemon.config.daemon.max_connections:
+                if self.open > self.control.settings.max_connections:
                     await _send(wire, 503, "application/json", b'{"error":"too many connections"}')
                     return
                 while await self._exchange(wire, peer):
@@ -204,10 +214,10 @@ class HttpApi:
     # -- pages --
 
     def _status(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
-        return 200, "application/json", _encode(self.daemon.status())
+        return 200, "application/json", _encode(self.control.status())
 
     def _tools(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
-        tools = msgspec.json.decode(b"[" + b",".join(self.daemon.registry.listing()) + b"]")
+        tools = msgspec.json.decode(b"[" + b",".join(self.servers.listing()) + b"]")
         fmt = (query.get("format") or ["mcp"])[0]
         if fmt == "mcp":
             return 200, "application/json", _encode({"tools": tools})
@@ -217,9 +227,9 @@ class HttpApi:
         return 200, "application/json", _encode(translate(tools, fmt))
 
     def _healthz(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
-        states = self.daemon.server_states()
+        states = self.servers.states()
         down = [s for s in states if not s["available"]]
-        if not self.daemon.ready.is_set():
+        if not self.control.ready:
             body = {"status": "starting", "servers": down}
         elif down:
             body = {"status": "unavailable", "servers": down}
@@ -228,9 +238,12 @@ class HttpApi:
         return 503, "application/json", _encode(body)
 
     def _metrics(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
-        return 200, metrics.CONTENT_TYPE, metrics.render(self.daemon).encode()
+        return 200, METRICS_TYPE, self.control.metrics().encode()
 
     # -- POST /mcp --
+
+    def _exchange_for(self, session: ServerSession, peer: Peer | None) -> _Exchange:
+        return _Exchange(self.handler, session, peer, self.servers.version)
 
     async def _mcp(self, wire: Wire, request: h11.Request, body: bytes, peer: Peer | None) -> None:
         headers = Headers(request.headers)
@@ -256,14 +269,14 @@ class HttpApi:
         self, wire: Wire, headers: Headers, body: bytes, version: str, peer: Peer | None
     ) -> None:
         req, _ = modern_request(headers, body, version, self.stateless)
-        exchange = _Exchange(self.api, self.stateless, peer)
+        exchange = self._exchange_for(self.stateless, peer)
         await self._answer(wire, exchange, req, trio.CancelScope(), modern=True)
 
     async def _legacy(self, wire: Wire, headers: Headers, body: bytes, peer: Peer | None) -> None:
         msg = decode_body(body)
         if isinstance(msg, rpc.Request) and msg.method == "initialize":
             session = self.new_session()
-            reply = self.api.answer_now(_Exchange(self.api, session, peer), msg)
+            reply = self.handler.answer_now(self._exchange_for(session, peer), msg)
             extra: HeaderList = []
             if session.legacy_version is not None:
                 if len(self.sessions) >= MAX_SESSIONS:
@@ -289,7 +302,7 @@ class HttpApi:
             raise rpc_reject(400, msg.id, rpc.INVALID_REQUEST, f"Request id {msg.id!r} is in use")
         scope = legacy.requests[msg.id] = trio.CancelScope()
         try:
-            exchange = _Exchange(self.api, legacy.session, peer)
+            exchange = self._exchange_for(legacy.session, peer)
             await self._answer(wire, exchange, msg, scope, modern=False)
         finally:
             legacy.requests.pop(msg.id, None)
@@ -308,7 +321,7 @@ class HttpApi:
         # A listen gets the list changes the socket's agents get.
         listening = req.method == "subscriptions/listen"
         if listening:
-            self.api.connections.add(exchange)
+            self.listeners.add(exchange)
         try:
             async with trio.open_nursery() as nursery:
 
@@ -321,13 +334,13 @@ class HttpApi:
                 nursery.start_soon(cancel_on_hangup)
                 nursery.start_soon(exchange.pump, response, pumped)
                 with scope:
-                    reply = await self.api.dispatch(exchange, req)
+                    reply = await self.handler.dispatch(exchange, req)
                 exchange.outbox.close()
                 await pumped.wait()
                 nursery.cancel_scope.cancel()
         finally:
             if listening:
-                self.api.connections.discard(exchange)
+                self.listeners.discard(exchange)
         if wire.broken:
             return
         status = 200

@@ -1,10 +1,19 @@
-"""tools/call from an agent: routing by local name, and the reply for each outcome."""
+"""tools/list and tools/call from an agent: paging, routing by local name, and the
+reply for each outcome.
+
+A call is started without a task of its own: the servers' side calls back with the
+outcome, which becomes the reply there and then. The HTTP side, which answers one
+request per exchange, awaits the same path.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
+import trio
+from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -12,15 +21,28 @@ from protocol.server import RequestContext
 
 from ..servers.calls import Outcome
 from ..servers.outage import Outage
+from ..servers.progress import Deliver
+from .backend import CallHandle, Servers
+from .paging import page
 from .results import shape_call_result
 
-if TYPE_CHECKING:
-    from ..daemon import Daemon
-    from ..servers.runner import Runner
+
+def list_tools(
+    servers: Servers, params: mcp.ListToolsParams, ctx: RequestContext | None, page_size: int
+) -> mcp.ListToolsResult:
+    servers.refresh()
+    tools, after = page(servers.listing(), params.cursor, page_size)
+    modern = ctx is not None and ctx.era == "modern"
+    return mcp.ListToolsResult(
+        tools=list(tools),
+        nextCursor=UNSET if after is None else after,
+        ttlMs=0 if modern else UNSET,
+        cacheScope="private" if modern else UNSET,
+        meta={"mcpd/servers": servers.states()},
+    )
 
 
 class Route(msgspec.Struct):
-    runner: Runner
     params: mcp.CallToolParams
     alias: str
     modern: bool
@@ -29,7 +51,7 @@ class Route(msgspec.Struct):
 
 
 def route_call(
-    daemon: Daemon,
+    servers: Servers,
     req: rpc.Request,
     ctx: RequestContext | None,
     params: mcp.CallToolParams | None = None,
@@ -45,26 +67,67 @@ def route_call(
     if isinstance(args, msgspec.Raw) and bytes(memoryview(args)[:1]) not in (b"{", b"n"):
         raise rpc.InvalidParams("tools/call arguments must be an object")
     modern = ctx is not None and ctx.era == "modern"
-    registry = daemon.registry
-    entry = registry.lookup(params.name)
+    entry = servers.lookup(params.name)
     if entry is None:
-        near = registry.closest(params.name)
+        near = servers.closest(params.name)
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         return _error_reply(
             req.id,
             f"Unknown tool {_clip(params.name)!r}.{hint} Call tools/list for the current tools.",
             modern,
         )
-    runner = daemon.supervisor.runners.get(entry.alias)
-    if runner is None:
-        return _error_reply(
-            req.id,
-            f"The tool server {entry.alias!r} is not running (removed from the configuration).",
-            modern,
-        )
     params.name = entry.original
     caps = ctx.capabilities if modern and ctx is not None else None
-    return Route(runner, params, entry.alias, modern, caps)
+    return Route(params, entry.alias, modern, caps)
+
+
+def start_call(
+    servers: Servers,
+    rid: rpc.Id,
+    route: Route,
+    budget: int,
+    on_progress: Deliver | None,
+    deliver: Callable[[bytes], None],
+) -> CallHandle | None:
+    """Start the routed call; ``deliver`` gets the encoded reply exactly once (maybe
+    before this returns), unless the call is cancelled through the handle."""
+
+    def done(outcome: Outcome) -> None:
+        deliver(call_reply(rid, route, outcome, budget))
+
+    handle = servers.start_call(
+        route.alias, route.params, done, capabilities=route.capabilities, on_progress=on_progress
+    )
+    if handle is None:
+        deliver(
+            _error_reply(
+                rid,
+                f"The tool server {route.alias!r} is not running (removed from the configuration).",
+                route.modern,
+            )
+        )
+    return handle
+
+
+async def await_call(
+    servers: Servers, rid: rpc.Id, route: Route, budget: int, on_progress: Deliver | None
+) -> bytes:
+    """``start_call`` for a caller with a task to wait in; cancelling it cancels the call."""
+    box: list[bytes] = []
+    arrived = trio.Event()
+
+    def deliver(reply: bytes) -> None:
+        box.append(reply)
+        arrived.set()
+
+    handle = start_call(servers, rid, route, budget, on_progress, deliver)
+    try:
+        await arrived.wait()
+    except BaseException:
+        if handle is not None:
+            handle.cancel()
+        raise
+    return box[0]
 
 
 def call_reply(rid: rpc.Id, route: Route, outcome: Outcome, budget: int) -> bytes:

@@ -17,21 +17,20 @@ import contextlib
 import hashlib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import msgspec
 import trio
 
 from protocol import mcp
-from transports.base import log_extra
+from protocol.logfields import log_extra
 
 from ..config.model import Config, ServerConfig
 
 if TYPE_CHECKING:
     from ..registry.table import Registry
-    from ..servers.supervisor import Supervisor
 
 logger = logging.getLogger("mcpd.state")
 
@@ -128,13 +127,24 @@ def write_atomically(path: str, data: bytes) -> None:
         os.close(dir_fd)
 
 
+# What is known of a server's live session: its era, protocol version and list ttl.
+Session: TypeAlias = tuple[str | None, str | None, int]
+
+
 class StateKeeper:
     """Reads the state file at startup and rewrites it whenever a server's list changes."""
 
-    def __init__(self, path: str, registry: Registry, supervisor: Supervisor) -> None:
+    def __init__(
+        self,
+        path: str,
+        registry: Registry,
+        config: Callable[[], Config],
+        session_of: Callable[[str], Session | None],
+    ) -> None:
         self.path = path
         self.registry = registry
-        self.supervisor = supervisor
+        self._config = config
+        self._session_of = session_of
         self.saved: dict[str, SavedServer] = {}
         self.writes = 0
         self._dirty = trio.Event()
@@ -203,19 +213,18 @@ class StateKeeper:
 
     def snapshot(self) -> SavedState:
         servers: dict[str, SavedServer] = {}
-        config = self.supervisor.config
+        config = self._config()
         for alias in sorted(self.registry.aliases()):
             cfg = config.servers.get(alias)
             tools = self.registry.raw_tools(alias)
             if cfg is None or tools is None:
                 continue
             before = self.saved.get(alias)
-            runner = self.supervisor.runners.get(alias)
-            up = runner.upstream if runner is not None else None
+            session = self._session_of(alias)
             era: str | None
             version: str | None
-            if up is not None and runner is not None:
-                era, version, ttl = up.era, up.version, runner.lists.ttl_ms
+            if session is not None:
+                era, version, ttl = session
             elif before is not None:  # not connected now: what was known stays
                 era, version, ttl = before.era, before.protocol_version, before.ttl_ms
             else:

@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 import msgspec
 
 from protocol import mcp
-from transports.base import log_extra
+from protocol.logfields import log_extra
 
 from ..config.model import ToolsConfig
 

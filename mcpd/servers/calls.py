@@ -15,20 +15,23 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from transports.base import ServerCancelled, TransportError, log_extra
+from protocol.logfields import log_extra
+from transports.base import ServerCancelled, TransportError
 
+from ..config.model import DaemonConfig
+from .breaker import Breaker
 from .outage import Outage
-from .progress import Deliver
+from .progress import Deliver, ProgressRoutes
+from .stats import LatencyStats
 
 if TYPE_CHECKING:
-    from .runner import Runner
     from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.calls")
@@ -40,6 +43,33 @@ Done: TypeAlias = Callable[[Outcome], None]
 _LIVE = frozenset({"queued", "running"})
 
 
+class CallHost(Protocol):
+    """What a scheduler needs of the server it schedules calls for (its runner)."""
+
+    alias: str
+    breaker: Breaker
+    stats: LatencyStats
+    progress: ProgressRoutes
+
+    @property
+    def settings(self) -> DaemonConfig: ...
+
+    @property
+    def transport_kind(self) -> str: ...
+
+    def waits_for_start(self) -> bool:
+        """Whether a call that finds the server down should wait for it to come up."""
+        ...
+
+    def outage(self) -> Outage: ...
+
+    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None: ...
+
+    def check_liveness(self) -> None:
+        """A call failed in a way that may mean the server is gone: find out soon."""
+        ...
+
+
 class PendingCall:
     """One tools/call on its way through a server's scheduler."""
 
@@ -47,6 +77,7 @@ class PendingCall:
         "capabilities",
         "deadline",
         "limit",
+        "on_cancel",
         "on_done",
         "on_progress",
         "params",
@@ -84,16 +115,19 @@ class PendingCall:
         self.token: str | None = None
         self.scope: trio.CancelScope | None = None
         self.scheduler: CallScheduler | None = None
+        self.on_cancel: Callable[[], None] | None = None
 
     def cancel(self) -> None:
         """The caller gave up (agent cancel or disconnect): the server is told, if it
         already has the call, and no outcome is delivered."""
         if self.scheduler is not None:
             self.scheduler.cancel(self)
+        if self.on_cancel is not None:
+            self.on_cancel()
 
 
 class CallScheduler:
-    def __init__(self, runner: Runner, limit: int) -> None:
+    def __init__(self, runner: CallHost, limit: int) -> None:
         self.runner = runner
         self.limit = limit
         self.running = 0
@@ -128,8 +162,9 @@ class CallScheduler:
         r = self.runner
         call.scheduler = self
         if self._up is None:
-            if r.phase == "starting" and not r.first_attempt.is_set():
-                # The server's first start is under way: wait for it, within the call's time.
+            if r.waits_for_start():
+                # The server is coming up (its first start, or on demand): wait for it,
+                # within the call's time.
                 self._enqueue(call, call.timeout)
             else:
                 self._finish(call, r.outage())
@@ -137,7 +172,7 @@ class CallScheduler:
         if self.running < self.limit and not self.queue:
             self._start(call)
             return
-        d = r.config.daemon
+        d = r.settings
         if len(self.queue) >= d.queue_size:
             self._finish(
                 call,
@@ -192,7 +227,7 @@ class CallScheduler:
         call.ticket, call.probe = adm.ticket, adm.probe
         call.state = "running"
         call.start = now
-        call.limit = now + r.config.daemon.max_call_time
+        call.limit = now + r.settings.max_call_time
         self.running += 1
         if self._idle.is_set():
             self._idle = trio.Event()
@@ -374,7 +409,7 @@ class CallScheduler:
         r = self.runner
         if self._up is None:
             return r.outage()
-        d = r.config.daemon
+        d = r.settings
         return Outage(
             r.alias,
             "busy",

@@ -16,13 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 import trio
-from msgspec import Raw
 
 from protocol import mcp
 from transports.base import Transport, single_exceptions
 
 from ..config.model import Config, ServerConfig
 from ..registry.table import Registry
+from .calls import Done, Outcome, PendingCall
+from .progress import Deliver
 from .runner import Runner
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
@@ -40,7 +41,6 @@ class LazyRunner(Runner):
     ) -> None:
         super().__init__(alias, cfg, config, registry, on_change, transport_factory)
         self.idle_stop = cfg.idle_stop
-        self._phase_changed = trio.Event()
         self._demand = trio.Event()  # a call is waiting for an idle server
         self._touched = trio.Event()  # a call began or ended
         self._users = 0
@@ -57,11 +57,6 @@ class LazyRunner(Runner):
         if self.phase == "starting" and self._known:
             return True  # started on demand: a call waits for it rather than failing
         return super().available
-
-    def _set_phase(self, phase: str, error: str | None = None) -> None:
-        super()._set_phase(phase, error)
-        changed, self._phase_changed = self._phase_changed, trio.Event()
-        changed.set()
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -114,6 +109,7 @@ class LazyRunner(Runner):
         # From here calls wait for the next start instead of using this process.
         self._stopping = True
         self.upstream = None
+        self.scheduler.detach()
         if self._last_use > -math.inf:
             self._log(
                 logging.INFO, "idle_stop", f"stopping after {self.idle_stop:g} s without calls"
@@ -123,27 +119,42 @@ class LazyRunner(Runner):
     def _touch(self) -> None:
         self._touched.set()
 
-    async def call(self, params: mcp.CallToolParams, *args: Any, **kwargs: Any) -> Raw:
+    def waits_for_start(self) -> bool:
+        # Idle, being stopped, or started on demand: the call waits for the server.
+        return self.phase != "connected" and self.available
+
+    def start_call(
+        self,
+        params: mcp.CallToolParams,
+        on_done: Done,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        on_progress: Deliver | None = None,
+        timeout: float | None = None,
+    ) -> PendingCall:
         self._users += 1
         self._touch()
-        try:
-            if self.phase != "connected" or self._stopping:
-                await self._wait_started()
-            return await super().call(params, *args, **kwargs)
-        finally:
-            self._users -= 1
-            self._last_use = trio.current_time()
-            self._touch()
-
-    async def _wait_started(self) -> None:
-        """Start an idle server and wait until it is up, or its start failed (then the
-        call gets the outage like any other)."""
         if self.phase == "idle" or self._stopping:
             self._demand.set()
-        d = self.config.daemon
-        with trio.move_on_after(d.list_timeout + d.probe_timeout):
-            while self._stopping or self.phase in ("idle", "starting"):
-                await self._phase_changed.wait()
+        ended = False
+
+        def end() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                self._users -= 1
+                self._last_use = trio.current_time()
+                self._touch()
+
+        def finished(outcome: Outcome) -> None:
+            end()
+            on_done(outcome)
+
+        call = super().start_call(
+            params, finished, capabilities=capabilities, on_progress=on_progress, timeout=timeout
+        )
+        call.on_cancel = end
+        return call
 
     def status(self) -> dict[str, Any]:
         out = super().status()

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable
+from typing import Final
 
 import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from transports.base import ServerCancelled, TransportError, log_extra
+from protocol import mcp
+from protocol.logfields import log_extra
+from transports.base import ServerCancelled, TransportError
 
 from .upstream import ListResult, Upstream
-
-if TYPE_CHECKING:
-    from .runner import Runner
 
 logger = logging.getLogger("mcpd.server")
 
@@ -29,8 +29,21 @@ _MIN_REFRESH: Final = 1.0
 
 
 class ListKeeper:
-    def __init__(self, runner: Runner) -> None:
-        self.runner = runner
+    """``wake`` asks the server's task to come round (it does the fetching);
+    ``connected`` says whether there is a session to fetch from; ``install`` puts a
+    fetched list in the table and tells whoever needs to know."""
+
+    def __init__(
+        self,
+        alias: str,
+        wake: Callable[[], None],
+        connected: Callable[[], bool],
+        install: Callable[[list[mcp.Tool]], None],
+    ) -> None:
+        self.alias = alias
+        self._wake = wake
+        self._connected = connected
+        self._install = install
         self.subscribed = False
         self.refetches = 0
         self.due = False
@@ -47,7 +60,7 @@ class ListKeeper:
 
     def request(self) -> None:
         self.due = True
-        self.runner.wake()
+        self._wake()
 
     def maybe_refresh(self) -> None:
         """An agent is listing tools: refresh this server's list if it went stale.
@@ -55,23 +68,21 @@ class ListKeeper:
         Without a working subscription, a list is fresh for its ttl (at least a second,
         so a burst of listings with a ttl of 0 costs the server one round trip).
         """
-        if self.runner.phase != "connected" or self.due or self.subscribed:
+        if not self._connected() or self.due or self.subscribed:
             return
         if trio.current_time() >= self._listed_at + max(self.ttl_ms / 1000, _MIN_REFRESH):
             self.request()
 
     async def refetch(self, up: Upstream) -> None:
-        r = self.runner
         self.due = False
         self.refetches += 1
         listing = await up.list_tools()
         self.listed(listing)
-        if r.registry.update(r.alias, listing.tools, trusted=r.cfg.trusted):
-            r.changed()
+        self._install(listing.tools)
 
     async def listen(self, up: Upstream) -> None:
         """Keep a tool-list subscription open; re-listen (with backoff) when it ends."""
-        alias = self.runner.alias
+        alias = self.alias
         delay = 1.0
         while True:
             try:
@@ -98,9 +109,7 @@ class ListKeeper:
 
     def on_notification(self, msg: rpc.Notification) -> None:
         method = msg.method
-        if method == "notifications/progress":
-            self.runner.progress.handle(msg)
-        elif method == "notifications/tools/list_changed":
+        if method == "notifications/tools/list_changed":
             self.request()
         elif method == "notifications/subscriptions/acknowledged":
             self._acknowledged(msg)
@@ -117,8 +126,8 @@ class ListKeeper:
             logger.info(
                 "%s: the server did not take up the tool-list subscription; its list "
                 "is refreshed when its ttl runs out",
-                self.runner.alias,
-                extra=log_extra(self.runner.alias),
+                self.alias,
+                extra=log_extra(self.alias),
             )
 
     def _server_log(self, msg: rpc.Notification) -> None:
@@ -128,5 +137,5 @@ class ListKeeper:
             return
         if isinstance(data, dict):
             logger.info(
-                "%s", str(data.get("data", ""))[:500], extra=log_extra(self.runner.alias, "stderr")
+                "%s", str(data.get("data", ""))[:500], extra=log_extra(self.alias, "stderr")
             )

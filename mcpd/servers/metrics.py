@@ -9,14 +9,14 @@ handles as a counter reset.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Final
+from collections.abc import Mapping
+from typing import Final
 
 import trio
 
 from .. import __version__
-
-if TYPE_CHECKING:
-    from ..daemon import Daemon
+from ..registry.table import Registry
+from .runner import Runner
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 STATES: Final = (
@@ -57,17 +57,17 @@ class _Writer:
         )
 
 
-def render(daemon: Daemon) -> str:
+def render(runners_by_alias: Mapping[str, Runner], registry: Registry, connections: int) -> str:
     out = _Writer()
     now = trio.current_time()
-    runners = [daemon.supervisor.runners[a] for a in sorted(daemon.supervisor.runners)]
+    runners = [runners_by_alias[a] for a in sorted(runners_by_alias)]
 
     out.family("mcpd_info", "gauge", "mcpd's version.")
     out.sample("mcpd_info", {"version": __version__}, 1)
     out.family("mcpd_tools", "gauge", "Tools in the aggregated list agents get.")
-    out.sample("mcpd_tools", {}, len(daemon.registry.listing()))
+    out.sample("mcpd_tools", {}, len(registry.listing()))
     out.family("mcpd_agent_connections", "gauge", "Open agent connections on the socket.")
-    out.sample("mcpd_agent_connections", {}, len(daemon.api.connections))
+    out.sample("mcpd_agent_connections", {}, connections)
 
     out.family("mcpd_server_up", "gauge", "1 when calls to the server are expected to work.")
     for r in runners:
@@ -79,7 +79,7 @@ def render(daemon: Daemon) -> str:
             out.sample("mcpd_server_state", {"server": r.alias, "state": s}, int(s == state))
     out.family("mcpd_server_tools", "gauge", "Tools the server contributes, listed or last known.")
     for r in runners:
-        out.sample("mcpd_server_tools", {"server": r.alias}, daemon.registry.count(r.alias))
+        out.sample("mcpd_server_tools", {"server": r.alias}, registry.count(r.alias))
 
     out.family(
         "mcpd_tool_calls_total", "counter", "tools/call requests the server answered or failed."

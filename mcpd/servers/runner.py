@@ -18,15 +18,15 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.logfields import log_extra
 from transports.base import (
     SpawnError,
     Transport,
     TransportError,
-    log_extra,
     single_exceptions,
 )
 
-from ..config.model import Config, ServerConfig
+from ..config.model import Config, DaemonConfig, ServerConfig
 from ..registry.table import Registry
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig, Transition
@@ -103,7 +103,7 @@ class Runner:
         self._closed = False
         self._last_log = -math.inf
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
-        self.lists = ListKeeper(self)
+        self.lists = ListKeeper(alias, self.wake, self._is_connected, self._install)
 
     # -- state shown to people and models --
 
@@ -216,7 +216,8 @@ class Runner:
             finally:
                 timers.cancel_scope.cancel()
         # Nobody waits for a server that is down: queued calls get the outage now.
-        self.scheduler.fail_queued(self.outage())
+        if not self.waits_for_start():
+            self.scheduler.fail_queued(self.outage())
 
     async def _attempt_once(self) -> None:
         transport: Transport | None = None
@@ -437,7 +438,25 @@ class Runner:
             ) from None
 
     def _notification(self, msg: rpc.Notification) -> None:
-        self.lists.on_notification(msg)
+        if msg.method == "notifications/progress":
+            self.progress.handle(msg)
+        else:
+            self.lists.on_notification(msg)
+
+    def _is_connected(self) -> bool:
+        return self.phase == "connected"
+
+    def _install(self, tools: list[mcp.Tool]) -> None:
+        if self.registry.update(self.alias, tools, trusted=self.cfg.trusted):
+            self.changed()
+
+    @property
+    def settings(self) -> DaemonConfig:
+        return self.config.daemon
+
+    def waits_for_start(self) -> bool:
+        """Calls that come while the first start is under way wait for it."""
+        return self.phase == "starting" and not self.first_attempt.is_set()
 
     def wake(self) -> None:
         self._wake.set()
@@ -468,10 +487,15 @@ class Runner:
         *,
         capabilities: dict[str, Any] | None = None,
         on_progress: Deliver | None = None,
+        timeout: float | None = None,
     ) -> PendingCall:
         """Submit one tools/call; ``on_done`` gets its outcome (a raw result, an Outage
-        or the server's RPCError) exactly once, unless the call is cancelled."""
-        timeout = self.config.call_timeout(self.alias, params.name)
+        or the server's RPCError) exactly once, unless the call is cancelled.
+
+        ``timeout`` (default: the configured one) bounds the server's answer, not the
+        wait for a free slot; progress extends it up to ``max_call_time``."""
+        if timeout is None:
+            timeout = self.config.call_timeout(self.alias, params.name)
         call = PendingCall(params, capabilities, timeout, on_progress, on_done)
         self.scheduler.submit(call)
         return call
@@ -484,16 +508,7 @@ class Runner:
         call_timeout: float | None = None,
         on_progress: Deliver | None = None,
     ) -> Raw:
-        """Forward one tools/call. Raises CallRefused (with an Outage) or rpc.RPCError.
-
-        ``call_timeout`` bounds the server's answer, not the wait for a free slot;
-        progress reported through ``on_progress`` extends it up to ``max_call_time``.
-        """
-        timeout = (
-            self.config.call_timeout(self.alias, params.name)
-            if call_timeout is None
-            else call_timeout
-        )
+        """``start_call``, awaited. Raises CallRefused (with an Outage) or rpc.RPCError."""
         done = trio.Event()
         box: list[Outcome] = []
 
@@ -501,8 +516,13 @@ class Runner:
             box.append(outcome)
             done.set()
 
-        call = PendingCall(params, capabilities, timeout, on_progress, finished)
-        self.scheduler.submit(call)
+        call = self.start_call(
+            params,
+            finished,
+            capabilities=capabilities,
+            on_progress=on_progress,
+            timeout=call_timeout,
+        )
         try:
             await done.wait()
         except BaseException:

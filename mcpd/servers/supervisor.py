@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import trio
 
-from transports.base import log_extra
+from protocol.logfields import log_extra
 
 from ..config.model import Config, ServerConfig
 from ..registry.table import Registry

@@ -17,7 +17,8 @@ from msgspec import UNSET, Raw
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from transports.base import SessionExpired, Transport, TransportError, UnexpectedReply, log_extra
+from protocol.logfields import log_extra
+from transports.base import SessionExpired, Transport, TransportError, UnexpectedReply
 
 from .. import __version__
 

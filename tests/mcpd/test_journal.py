@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.host import journal
-from transports.base import log_extra
+from protocol.logfields import log_extra
 
 # --- a small, independent decoder of journald's native protocol --------------------------
 

@@ -377,19 +377,16 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
 ) -> None:
     from types import SimpleNamespace
 
-    from mcpd.agents.api import CAPABILITIES, SERVER_INFO
+    from mcpd.agents.api import new_session
     from mcpd.agents.connection import Connection
-    from mcpd.config.model import parse
-    from protocol.server import ServerSession
+    from mcpd.config.model import DaemonConfig
+    from mcpd.daemon import _Lines
 
-    config = parse({"servers": {}})
-    api = SimpleNamespace(
-        daemon=SimpleNamespace(config=config, registry=SimpleNamespace(version=0)),
-        broken_lines=0,
-    )
+    broken: list[int] = []
+    handler = SimpleNamespace(broken_line=lambda: broken.append(1))
     a, b = trio.socket.socketpair()
     ours, theirs = trio.SocketStream(a), trio.SocketStream(b)
-    conn = Connection(api, ours, ServerSession(SERVER_INFO, CAPABILITIES))  # type: ignore[arg-type]
+    conn = Connection(handler, ours, new_session(), _Lines(), DaemonConfig(), version=0)  # type: ignore[arg-type]
     conn.inflight[5] = trio.CancelScope()
     conn.reply(5, b'{"jsonrpc":"2.0","id":5,"result":{"text":"a\nb"}}')
     conn.send_nowait(b'{"jsonrpc":"2.0","method":"x"')
@@ -401,7 +398,7 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
     assert reply["id"] == 5
     assert reply["error"]["code"] == -32603
     assert "raw line break" in reply["error"]["message"]
-    assert api.broken_lines == 2
+    assert len(broken) == 2
     assert "a fault in mcpd" in caplog.text
     await ours.aclose()
     await theirs.aclose()

@@ -12,7 +12,7 @@ import sys
 import trio
 
 from mcpd.host import journal, systemd
-from transports.base import log_extra
+from protocol.logfields import log_extra
 
 log = logging.getLogger("mcpd.standin")
 

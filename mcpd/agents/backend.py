@@ -1,0 +1,126 @@
+"""What the agent side may ask of the rest of the daemon, and nothing more.
+
+Two small interfaces. ``Servers`` is every configured server seen as one: the
+aggregated tool table, starting a call, the servers' states, and a way to hear when
+any of that changes. ``Control`` is the daemon itself: its settings, whether it is
+ready, its status, metrics and reload. The wiring (``mcpd.daemon``) provides both;
+tests may provide doubles. ``LineSink`` is how a connection writes its lines; the
+wiring hands over the implementation the stdio transports use too, so a burst of
+requests and the writes it causes upstream share one batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from msgspec import Raw
+
+from protocol import mcp
+
+from ..config.model import DaemonConfig
+from ..registry.table import Entry
+from ..servers.calls import Done
+from ..servers.progress import Deliver
+
+
+class CallHandle(Protocol):
+    """A call under way; cancelling it tells the server and delivers no outcome."""
+
+    def cancel(self) -> None: ...
+
+
+class Servers(Protocol):
+    @property
+    def version(self) -> int:
+        """Grows whenever what agents are listed changes."""
+        ...
+
+    def listing(self) -> list[Raw]:
+        """Every tool, encoded as agents get it, in listing order."""
+        ...
+
+    def lookup(self, name: str) -> Entry | None: ...
+
+    def closest(self, name: str) -> list[str]:
+        """Listed names like ``name``, for "did you mean"."""
+        ...
+
+    def refresh(self) -> None:
+        """An agent is listing: refresh any server's list that went stale."""
+        ...
+
+    def start_call(
+        self,
+        alias: str,
+        params: mcp.CallToolParams,
+        done: Done,
+        *,
+        capabilities: dict[str, Any] | None,
+        on_progress: Deliver | None,
+    ) -> CallHandle | None:
+        """Submit a tools/call (``params.name`` already the server's own name);
+        ``done`` gets its outcome once. None when no such server runs."""
+        ...
+
+    def states(self) -> list[dict[str, Any]]:
+        """Per server: its state, whether it is available, and the outage if not."""
+        ...
+
+    def outages(self) -> list[str]:
+        """One sentence per unavailable server."""
+        ...
+
+    def subscribe(self, on_change: Callable[[], None]) -> None:
+        """Call ``on_change`` whenever the tools, their availability or a state change."""
+        ...
+
+
+class Control(Protocol):
+    @property
+    def settings(self) -> DaemonConfig:
+        """The ``[daemon]`` table in force (it may change on reload)."""
+        ...
+
+    @property
+    def ready(self) -> bool: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+    def metrics(self) -> str:
+        """Prometheus text for ``GET /metrics``."""
+        ...
+
+    async def reload(self) -> dict[str, Any]:
+        """Re-read the config; raises ``rpc.RPCError`` when it is rejected."""
+        ...
+
+
+class LineSink(Protocol):
+    """A connection's ordered, non-blocking line writer."""
+
+    limit: int
+
+    @property
+    def queued(self) -> int: ...
+
+    def put(self, line: bytes) -> str | None: ...
+
+    async def wait_room(self) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    async def run(self, write_timeout: float | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Lines(Protocol):
+    """Makes a connection's ``LineSink``, and batches the writes of one chunk read."""
+
+    def writer(
+        self, stream: Any, fd: int, limit: int, check: Callable[[bytes], str | None]
+    ) -> LineSink: ...
+
+    def batch(self) -> AbstractContextManager[None]: ...
