@@ -21,7 +21,8 @@ from transports import linewriter
 from . import __version__
 from .agents.api import Api
 from .agents.listener import DaemonError, open_unix_listener, unlink_if_ours
-from .config.model import Config, ConfigError, DaemonConfig, load
+from .config.load import load
+from .config.model import Config, ConfigError, DaemonConfig
 from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 from .registry.curation import ToolBudget

@@ -15,7 +15,8 @@ import trio
 
 from transports.process import signal_group, spawn
 
-from .config.model import EX_CONFIG, Config, ConfigError, parse
+from .config.load import parse
+from .config.model import EX_CONFIG, Config, ConfigError
 from .daemon import Daemon, DaemonError
 from .host.systemd import SystemdEnv
 

@@ -19,7 +19,8 @@ import msgspec
 from protocol import jsonrpc as rpc
 
 from .. import __version__
-from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path, load
+from ..config.load import load
+from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
 from .client import Client, Unreachable, socket_path
 
 EXIT_TOOL_ERROR = 1

@@ -1,2 +1,2 @@
-"""The configuration: its model, loading TOML or JSON with variables and secrets,
-and importing other hosts' configs."""
+"""The configuration: its model (``model``), loading TOML or JSON with variables and
+secrets (``load``, ``secrets``), and importing other hosts' configs (``importer``)."""

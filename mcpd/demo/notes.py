@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .runtime import DemoServer, ToolContext, ToolError, object_schema, run
+from .main import run
+from .runtime import DemoServer, ToolContext, ToolError, object_schema
 
 PAGE_SIZE = 2
 SNIPPET = 80

@@ -19,7 +19,8 @@ import msgspec
 
 from protocol import mcp
 
-from .runtime import DemoServer, ToolContext, ToolError, object_schema, run
+from .main import run
+from .runtime import DemoServer, ToolContext, ToolError, object_schema
 
 PRIORITIES = ("low", "normal", "high")
 STATUSES = ("open", "closed")

@@ -15,7 +15,8 @@ from typing import Any
 
 import trio
 
-from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, object_schema, run
+from mcpd.demo.main import run
+from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, object_schema
 
 server = DemoServer("custom", "9.9.9")
 cancelled_ids: list[Any] = []

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from mcpd.config import model as cfg
-from mcpd.config.model import EX_CONFIG, Config, ConfigError, load, parse
+from mcpd.config.load import expand, load, parse
+from mcpd.config.model import EX_CONFIG, Config, ConfigError
 
 EXAMPLE = """\
 [daemon]
@@ -191,7 +192,7 @@ def test_a_value_of_the_wrong_type_is_an_error_naming_its_path(text: str, path: 
     ],
 )
 def test_expand(value: str, env: dict[str, str], expected: str) -> None:
-    assert cfg.expand(value, "k", env) == expected
+    assert expand(value, "k", env) == expected
 
 
 def test_an_unset_variable_without_default_is_an_error_naming_the_key() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.model import parse
+from mcpd.config.load import parse
 from tests.support.procs import scripted
 
 MCPD = [sys.executable, "-m", "mcpd"]

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.config.model import Config, ConfigError, load, parse
+from mcpd.config.load import load, parse
+from mcpd.config.model import Config, ConfigError
 
 
 def parse_toml(text: str, env: dict[str, str] | None = None) -> Config:

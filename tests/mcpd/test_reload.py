@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.model import load
+from mcpd.config.load import load
 from tests.support.agent import connect, running
 from tests.support.procs import alive, read_pid, scripted, wait_gone
 

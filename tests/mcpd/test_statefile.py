@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.model import parse
+from mcpd.config.load import parse
 from mcpd.host.statefile import FILE_NAME, fingerprint, read_state, state_dir, write_atomically
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import scripted

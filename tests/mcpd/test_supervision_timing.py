@@ -17,7 +17,8 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from mcpd.config.model import Config, ServerConfig, parse
+from mcpd.config.load import parse
+from mcpd.config.model import Config, ServerConfig
 from mcpd.registry.table import Registry
 from mcpd.servers.runner import CallRefused, Runner
 from protocol import mcp

@@ -12,7 +12,8 @@ from typing import Any
 
 import trio
 
-from mcpd.config.model import Config, parse
+from mcpd.config.load import parse
+from mcpd.config.model import Config
 from mcpd.daemon import Daemon
 from transports.base import single_exceptions
 
