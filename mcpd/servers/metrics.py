@@ -17,19 +17,9 @@ import trio
 from .. import __version__
 from ..registry.table import Registry
 from .runner import Runner
+from .state import STATES
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
-STATES: Final = (
-    "starting",
-    "ready",
-    "degraded",
-    "idle",
-    "half_open",
-    "open",
-    "failed",
-    "crash_loop",
-    "stopped",
-)
 
 
 def _label(value: str) -> str:

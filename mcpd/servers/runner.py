@@ -8,10 +8,8 @@ circuit breaker and a bounded concurrency gate before they reach the transport.
 from __future__ import annotations
 
 import logging
-import math
-import random
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 import trio
 from msgspec import Raw
@@ -20,7 +18,6 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
 from transports.base import (
-    SpawnError,
     Transport,
     TransportError,
     single_exceptions,
@@ -28,26 +25,21 @@ from transports.base import (
 
 from ..config.model import Config, DaemonConfig, ServerConfig
 from ..registry.table import Registry
-from .backoff import BackoffConfig, RestartPolicy
-from .breaker import Breaker, BreakerConfig, Transition
-from .calls import CallScheduler, Done, Outcome, PendingCall
+from .backoff import RestartPolicy
+from .breaker import Breaker, Transition
+from .calls import Done, PendingCall, wait_for
+from .events import ServerLog, describe_failure
+from .health import LIVENESS_TIMEOUT, Health
 from .listing import ListKeeper
-from .outage import Outage, clock_time
+from .outage import Outage
 from .progress import Deliver, ProgressRoutes
+from .scheduler import CallScheduler
+from .state import backoff_config, breaker_config, outage_of, server_state, status_row
 from .stats import LatencyStats
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
-
-_REMINDER_EVERY: Final = 300.0
-_LIVENESS_TIMEOUT: Final = 5.0
-
-
-class CallRefused(Exception):
-    def __init__(self, outage: Outage) -> None:
-        super().__init__(outage.reason)
-        self.outage = outage
 
 
 class Runner:
@@ -69,23 +61,10 @@ class Runner:
         self._open_transport = transport_factory
         self.transport_kind = cfg.transport
         self.breaker = Breaker(
-            BreakerConfig(
-                failure_threshold=d.failure_threshold,
-                cooldown_base=d.cooldown_base,
-                cooldown_cap=d.cooldown_cap,
-                probe_timeout=config.call_timeout(alias) + _LIVENESS_TIMEOUT,
-            ),
+            breaker_config(d, probe_timeout=config.call_timeout(alias) + LIVENESS_TIMEOUT),
             on_transition=self._on_breaker,
         )
-        self.policy = RestartPolicy(
-            BackoffConfig(
-                base=d.backoff_base,
-                cap=d.backoff_cap,
-                max_restarts=d.max_restarts,
-                window=d.crash_window,
-                stable_after=d.stable_after,
-            )
-        )
+        self.policy = RestartPolicy(backoff_config(d))
         self.stats = LatencyStats()
         self.scheduler = CallScheduler(self, cfg.concurrency())
         self.upstream: Upstream | None = None
@@ -98,10 +77,15 @@ class Runner:
         self.first_attempt = trio.Event()
         self._era_hint = cfg.era
         self._wake = trio.Event()
-        self._suspect = False
-        self._health_at = math.inf
+        self.health = Health(
+            alias,
+            self.breaker,
+            interval=self._health_interval,
+            probe_timeout=lambda: self.config.daemon.probe_timeout,
+            on_probe=self._publish,
+        )
         self._closed = False
-        self._last_log = -math.inf
+        self.events = ServerLog(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
         self.lists = ListKeeper(alias, self.wake, self._is_connected, self._install)
 
@@ -109,37 +93,17 @@ class Runner:
 
     @property
     def state(self) -> str:
-        if self.phase == "connected":
-            b = self.breaker.poll(trio.current_time())
-            if b != "closed":
-                return b
-            return (
-                "degraded"
-                if self.breaker.status(trio.current_time()).consecutive_failures
-                else "ready"
-            )
-        if self.phase == "waiting":
-            return "crash_loop" if self.policy.in_crash_loop else "failed"
-        return self.phase
+        return server_state(self.phase, self.breaker, self.policy, trio.current_time())
 
     def outage(self) -> Outage:
-        state = self.state
-        if state in ("open", "half_open"):
-            st = self.breaker.status(trio.current_time())
-            return Outage(
-                self.alias, state, st.reason or "too many failures", st.since, st.retry_at
-            )
-        if state == "starting":
-            reason = (
-                f"still starting (last error: {self.last_error})"
-                if self.last_error
-                else "still starting"
-            )
-            return Outage(self.alias, state, reason, self.down_since, self.retry_at)
-        if state == "stopped":
-            return Outage(self.alias, state, self.last_error or "stopped", self.down_since)
-        return Outage(
-            self.alias, state, self.last_error or "not running", self.down_since, self.retry_at
+        return outage_of(
+            self.alias,
+            self.state,
+            self.breaker,
+            self.last_error,
+            self.down_since,
+            self.retry_at,
+            trio.current_time(),
         )
 
     def _set_phase(self, phase: str, error: str | None = None) -> None:
@@ -165,31 +129,10 @@ class Runner:
         self._on_change(self.alias)
 
     def _log(self, level: int, event: str, message: str, reason: str | None = None) -> None:
-        self._last_log = trio.current_time()
-        logger.log(
-            level,
-            "%s",
-            message,
-            extra=log_extra(
-                self.alias,
-                event,
-                reason,
-                self.stderr if event in ("outage", "crash_loop", "spawn_failed") else None,
-            ),
-        )
+        self.events.event(level, event, message, reason, depth=2)
 
     def _on_breaker(self, t: Transition) -> None:
-        if t.new == "open":
-            self._log(
-                logging.WARNING,
-                "breaker_open",
-                f"circuit open after failures ({t.reason}); next probe at {clock_time(t.retry_at)}",
-                t.reason,
-            )
-        elif t.new == "half_open":
-            self._log(logging.INFO, "breaker_half_open", "circuit half-open, probing")
-        elif t.new == "closed":
-            self._log(logging.INFO, "recovered", "circuit closed, server answering again")
+        self.events.breaker(t)
         self._wake.set()
 
     # -- the supervised loop --
@@ -232,22 +175,14 @@ class Runner:
                 self.upstream = None
                 if transport is not None:
                     self.stderr = transport.stderr_tail() or self.stderr
-        except SpawnError as exc:
-            self._failed("spawn_failed", exc.describe(), exc.reason)
-        except TransportError as exc:
-            self._failed("outage", exc.describe(), exc.reason, exc.retry_after)
-        except rpc.RPCError as exc:
-            self._failed("outage", f"protocol error: {exc.message}", exc.message)
-        except trio.TooSlowError:
-            self._failed(
-                "outage",
-                "did not answer in time while connecting",
-                "did not answer in time while connecting",
-            )
         except Exception as exc:
-            # A bug in handling one server must not take the daemon (and the others) down.
-            logger.exception("%s: unexpected error", self.alias, extra=log_extra(self.alias))
-            self._failed("outage", f"internal error: {exc!r}", f"internal error: {exc!r}")
+            failure = describe_failure(exc, self.alias)
+            if failure is None:
+                raise
+            if failure.event == "internal":
+                # A bug in handling one server must not take the daemon (and the others) down.
+                logger.exception("%s: unexpected error", self.alias, extra=log_extra(self.alias))
+            self._failed(failure.log_event, failure.detail, failure.reason, failure.retry_after)
 
     def _failed(
         self, event: str, detail: str, reason: str, retry_after: float | None = None
@@ -261,28 +196,16 @@ class Runner:
         self.retry_at = max(restart.at, now + retry_after) if retry_after else restart.at
         changed = reason != self.last_error
         self.last_error = reason
-        if restart.entered_crash_loop:
-            self._log(
-                logging.ERROR,
-                "crash_loop",
-                f"crash loop: {restart.failures} failures within "
-                f"{self.policy.config.window:.0f} s; retrying every "
-                f"{self.policy.config.cap:.0f} s. Last error: {reason}",
-                reason,
-            )
-        elif first or changed or now - self._last_log >= _REMINDER_EVERY:
-            # One line per transition while down, plus a reminder every few minutes.
-            still = "" if first else "still "
-            # The journal and the log line name the server already.
-            detail = detail.splitlines()[0].removeprefix(f"{self.alias}: ")
-            self._log(
-                logging.ERROR if event == "spawn_failed" else logging.WARNING,
-                event,
-                f"{still}unavailable: {detail}; retrying at {clock_time(self.retry_at)}",
-                reason,
-            )
-        else:
-            logger.debug("%s: attempt failed again: %s", self.alias, reason)
+        self.events.failed(
+            event,
+            detail,
+            reason,
+            retry_at=self.retry_at,
+            restart=restart,
+            policy=self.policy.config,
+            first=first,
+            changed=changed,
+        )
         self._set_phase("waiting", reason)
         self.first_attempt.set()
 
@@ -291,10 +214,7 @@ class Runner:
         await trio.sleep_until(self.retry_at)
         self.retry_at = None
         what = "restarting" if self.transport_kind == "stdio" else "reconnecting"
-        if self.policy.failures <= 1:
-            self._log(logging.INFO, "restart", what)
-        else:
-            logger.debug("%s: %s (attempt %d)", self.alias, what, self.policy.failures + 1)
+        self.events.restarting(what, self.policy.failures)
 
     async def _connect_and_serve(self, transport: Transport) -> None:
         up = Upstream(
@@ -325,14 +245,7 @@ class Runner:
         self.last_error = None
         self._set_phase("connected")
         self.first_attempt.set()
-        if was_down:
-            self._log(logging.INFO, "recovered", f"available again ({len(listing.tools)} tools)")
-        else:
-            self._log(
-                logging.INFO,
-                "ready",
-                f"{up.era} era ({up.version}), {len(listing.tools)} tools",
-            )
+        self.events.connected(was_down, f"{up.era} era ({up.version})", len(listing.tools))
         await self._serve(up, transport)
 
     async def _serve(self, up: Upstream, transport: Transport) -> None:
@@ -361,39 +274,26 @@ class Runner:
 
     async def _serve_loop(self, up: Upstream, transport: Transport) -> None:
         self._closed = False
-        self._schedule_health_check()
+        self.health.schedule()
         while True:
             now = trio.current_time()
             if self._closed:
                 error = getattr(transport, "error", None)
                 raise error if isinstance(error, TransportError) else TransportError("closed")
             self.policy.refresh(now)
-            if now >= self._health_at and self.breaker.state == "closed":
-                # An HTTP endpoint has no process whose exit we would see: ask it now
-                # and then, so an outage shows before a model tries a tool.
-                self._suspect = True
-                self._schedule_health_check()
-            if self._suspect:
-                self._suspect = False
-                await self._liveness(up)
+            await self.health.tend(up, now)
             if self.lists.due:
                 await self.lists.refetch(up)
-            if self.breaker.poll(now) == "half_open":
-                await self._half_open_probe(up)
             deadline = self._next_deadline()
             self._wake = trio.Event()
             with trio.move_on_at(deadline):
                 await self._wake.wait()
 
-    def _schedule_health_check(self) -> None:
-        every = self.config.daemon.health_interval
-        if self.transport_kind != "http" or every <= 0:
-            self._health_at = math.inf
-            return
-        self._health_at = trio.current_time() + every * random.uniform(0.9, 1.1)
+    def _health_interval(self) -> float:
+        return self.config.daemon.health_interval if self.transport_kind == "http" else 0.0
 
     def _next_deadline(self) -> float:
-        deadline = self._health_at
+        deadline = self.health.next_check
         st = self.breaker.status(trio.current_time())
         if st.state == "open" and st.retry_at is not None:
             deadline = min(deadline, st.retry_at)
@@ -402,40 +302,6 @@ class Runner:
             # Past failures are forgotten once the server has stayed up a while.
             deadline = min(deadline, stable_at)
         return deadline
-
-    async def _half_open_probe(self, up: Upstream) -> None:
-        adm = self.breaker.allow(trio.current_time())
-        if not (adm.allowed and adm.probe):
-            return
-        self._publish()
-        try:
-            with trio.fail_after(self.config.daemon.probe_timeout):
-                await up.probe()
-        except (TransportError, trio.TooSlowError) as exc:
-            reason = exc.reason if isinstance(exc, TransportError) else "probe timed out"
-            self.breaker.record_failure(trio.current_time(), reason, adm.ticket)
-        except rpc.RPCError:
-            self.breaker.record_success(trio.current_time(), adm.ticket)
-        else:
-            self.breaker.record_success(trio.current_time(), adm.ticket)
-        finally:
-            self.breaker.release_probe(adm.ticket)
-        self._publish()
-
-    async def _liveness(self, up: Upstream) -> None:
-        """After a failed call (or for an HTTP server, now and then): a server that does
-        not answer a probe is restarted (stdio) or reconnected (HTTP), and its tools are
-        marked unavailable meanwhile."""
-        try:
-            with trio.fail_after(_LIVENESS_TIMEOUT):
-                await up.probe()
-        except rpc.RPCError:
-            return
-        except trio.TooSlowError:
-            raise TransportError(
-                f"{self.alias} stopped responding (a probe got no answer in "
-                f"{_LIVENESS_TIMEOUT:.0f} s)"
-            ) from None
 
     def _notification(self, msg: rpc.Notification) -> None:
         if msg.method == "notifications/progress":
@@ -509,31 +375,17 @@ class Runner:
         on_progress: Deliver | None = None,
     ) -> Raw:
         """``start_call``, awaited. Raises CallRefused (with an Outage) or rpc.RPCError."""
-        done = trio.Event()
-        box: list[Outcome] = []
-
-        def finished(outcome: Outcome) -> None:
-            box.append(outcome)
-            done.set()
-
-        call = self.start_call(
+        return await wait_for(
+            self.start_call,
             params,
-            finished,
             capabilities=capabilities,
             on_progress=on_progress,
-            timeout=call_timeout,
+            answer_within=call_timeout,
         )
-        try:
-            await done.wait()
-        except BaseException:
-            call.cancel()
-            raise
-        outcome = box[0]
-        if isinstance(outcome, Outage):
-            raise CallRefused(outcome)
-        if isinstance(outcome, rpc.RPCError):
-            raise outcome
-        return outcome
+
+    @property
+    def dropped_tools(self) -> list[str]:
+        return self.lists.dropped
 
     @property
     def inflight(self) -> int:
@@ -544,8 +396,8 @@ class Runner:
         return len(self.scheduler.queue)
 
     def check_liveness(self) -> None:
-        """After a failed call: probe the server soon (see _liveness)."""
-        self._suspect = True
+        """After a failed call: probe the server soon (see health)."""
+        self.health.suspect = True
         self._wake.set()
 
     def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
@@ -560,33 +412,11 @@ class Runner:
         await self.scheduler.wait_idle()
 
     def status(self) -> dict[str, Any]:
-        now = trio.current_time()
-        b = self.breaker.status(now)
-        snap = self.stats.snapshot()
         up = self.upstream
-        return {
-            "alias": self.alias,
-            "transport": self.transport_kind,
-            "state": self.state,
-            "era": up.era if up else None,
-            "protocol_version": up.version if up else None,
-            "tools": self.registry.count(self.alias),
-            "since": self.since,
-            "last_error": self.last_error,
-            "retry_at": self.retry_at if self.phase == "waiting" else b.retry_at,
-            "restarts": self.policy.restarts,
-            "breaker": {
-                "state": b.state,
-                "consecutive_failures": b.consecutive_failures,
-                "failures": b.total_failures,
-                "opened": b.times_opened,
-            },
-            "calls": snap.calls,
-            "errors": snap.errors,
-            "p50_ms": None if snap.p50 is None else round(snap.p50 * 1000, 2),
-            "p99_ms": None if snap.p99 is None else round(snap.p99 * 1000, 2),
-            "inflight": self.inflight,
-            "waiting": self.waiting,
-            "stderr": self.stderr[-5:] if self.transport_kind == "stdio" else [],
-            "dropped_tools": self.lists.dropped,
-        }
+        return status_row(
+            self,
+            era=up.era if up else None,
+            version=up.version if up else None,
+            tools=self.registry.count(self.alias),
+            now=trio.current_time(),
+        )

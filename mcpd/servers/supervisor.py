@@ -16,6 +16,7 @@ from ..config.model import Config, ServerConfig
 from ..registry.table import Registry
 from .lazy import LazyRunner
 from .runner import Runner
+from .state import summary
 from .transport_factory import TransportFactory, open_transport
 
 logger = logging.getLogger("mcpd.supervisor")
@@ -131,30 +132,7 @@ class Supervisor:
 
     def summary(self) -> str:
         """One line for systemd's STATUS=: "5 servers: 4 ready, 1 open (tickets)"."""
-        counts: dict[str, list[str]] = {}
-        for alias in sorted(self.runners):
-            counts.setdefault(self.runners[alias].state, []).append(alias)
-        n = len(self.runners)
-        parts = []
-        for state in (
-            "ready",
-            "degraded",
-            "idle",
-            "starting",
-            "half_open",
-            "open",
-            "failed",
-            "crash_loop",
-            "stopped",
-        ):
-            names = counts.get(state)
-            if not names:
-                continue
-            text = f"{len(names)} {state}"
-            if state not in ("ready", "idle"):
-                text += f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
-            parts.append(text)
-        return f"{n} server{'s' if n != 1 else ''}: " + (", ".join(parts) if parts else "none")
+        return summary({alias: r.state for alias, r in self.runners.items()})
 
     def outages(self) -> list[str]:
         """One sentence per unavailable server, for discover/initialize instructions."""

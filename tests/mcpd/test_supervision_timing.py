@@ -20,7 +20,8 @@ import trio.testing
 from mcpd.config.load import parse
 from mcpd.config.model import Config, ServerConfig
 from mcpd.registry.table import Registry
-from mcpd.servers.runner import CallRefused, Runner
+from mcpd.servers.calls import CallRefused
+from mcpd.servers.runner import Runner
 from protocol import mcp
 from protocol.jsonrpc import Notification
 from transports.base import SpawnError, TransportError

@@ -1,0 +1,324 @@
+"""A server's call scheduler: admission, a bounded queue, time limits, completion.
+
+Calls are driven by callbacks rather than a task and a cancel scope each: a stdio
+server's reply completes its call straight from the transport's reader, a timer task
+per server expires calls from one heap of deadlines, and a finished call hands its
+slot to the next queued one at once. Servers without a callback-style transport
+(HTTP) get one task per call, still scheduled, timed and accounted for here.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import math
+from collections import deque
+from typing import TYPE_CHECKING
+
+import trio
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.logfields import log_extra
+from transports.base import ServerCancelled, TransportError
+
+from .calls import _LIVE, CallHost, Outcome, PendingCall
+from .outage import Outage
+
+if TYPE_CHECKING:
+    from .upstream import Upstream
+
+logger = logging.getLogger("mcpd.calls")
+
+
+class CallScheduler:
+    def __init__(self, runner: CallHost, limit: int) -> None:
+        self.runner = runner
+        self.limit = limit
+        self.running = 0
+        self.queue: deque[PendingCall] = deque()
+        self._heap: list[tuple[float, int, PendingCall]] = []
+        self._seq = itertools.count()
+        self._timer_wake = trio.Event()
+        self._idle = trio.Event()
+        self._idle.set()
+        self._up: Upstream | None = None
+        self._nursery: trio.Nursery | None = None
+
+    # -- the server coming and going --
+
+    def attach(self, up: Upstream, nursery: trio.Nursery) -> None:
+        self._up, self._nursery = up, nursery
+        self._start_queued()
+
+    def detach(self) -> None:
+        self._up = self._nursery = None
+
+    def fail_queued(self, outage: Outage) -> None:
+        while self.queue:
+            self._finish(self.queue.popleft(), outage)
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    # -- calls --
+
+    def submit(self, call: PendingCall) -> None:
+        r = self.runner
+        call.scheduler = self
+        if self._up is None:
+            if r.waits_for_start():
+                # The server is coming up (its first start, or on demand): wait for it,
+                # within the call's time.
+                self._enqueue(call, call.timeout)
+            else:
+                self._finish(call, r.outage())
+            return
+        if self.running < self.limit and not self.queue:
+            self._start(call)
+            return
+        d = r.settings
+        if len(self.queue) >= d.queue_size:
+            self._finish(
+                call,
+                Outage(r.alias, "busy", f"{len(self.queue)} calls already waiting for this server"),
+            )
+            return
+        self._enqueue(call, d.queue_timeout)
+
+    def cancel(self, call: PendingCall) -> None:
+        if call.state == "queued":
+            self.queue.remove(call)
+            call.state = "cancelled"
+        elif call.state == "running":
+            call.state = "cancelled"
+            self._release(call)
+            up = self._up
+            if call.rid is not None and up is not None:
+                forget = getattr(up.transport, "forget", None)
+                if forget is not None:
+                    forget(call.rid, "cancelled by the client")
+            if call.scope is not None:
+                call.scope.cancel()  # the transport tells the server its own way
+            self._start_queued()
+
+    def _enqueue(self, call: PendingCall, wait: float) -> None:
+        # Queued calls wait in arrival order with the same allowance, so their deadlines
+        # only grow along the queue: the timer looks at the front, no heap needed.
+        call.state = "queued"
+        call.deadline = trio.current_time() + wait
+        if self.queue and self.queue[-1].deadline > call.deadline:
+            call.deadline = self.queue[-1].deadline  # a shorter startup wait after a longer
+        self.queue.append(call)
+        if len(self.queue) == 1:
+            self._timer_wake.set()
+
+    def _start_queued(self) -> None:
+        while self.queue and self.running < self.limit and self._up is not None:
+            self._start(self.queue.popleft())
+
+    def _start(self, call: PendingCall) -> None:
+        r = self.runner
+        up = self._up
+        assert up is not None
+        now = trio.current_time()
+        adm = r.breaker.allow(now)
+        if not adm.allowed:
+            self._finish(
+                call,
+                Outage(r.alias, adm.state, adm.reason or "circuit open", adm.since, adm.retry_at),
+            )
+            return
+        call.ticket, call.probe = adm.ticket, adm.probe
+        call.state = "running"
+        call.start = now
+        call.limit = now + r.settings.max_call_time
+        self.running += 1
+        if self._idle.is_set():
+            self._idle = trio.Event()
+        self._set_deadline(call, now + call.timeout)
+        self._route_progress(call)
+        try:
+            rid = up.call_tool_nowait(
+                call.params, call.capabilities, lambda raw, error: self._complete(call, raw, error)
+            )
+        except (TransportError, rpc.RPCError) as exc:
+            self._complete(call, None, exc)
+            return
+        if rid is not None:
+            call.rid = rid
+        elif self._nursery is not None:
+            self._nursery.start_soon(self._run_task, call, up)
+        else:
+            self._complete(call, None, TransportError(f"{r.alias} is not connected"))
+
+    async def _run_task(self, call: PendingCall, up: Upstream) -> None:
+        call.scope = trio.CancelScope()
+        try:
+            with call.scope:
+                try:
+                    raw = await up.call_tool(call.params, capabilities=call.capabilities)
+                except (TransportError, rpc.RPCError, ServerCancelled) as exc:
+                    self._complete(call, None, exc)
+                else:
+                    self._complete(call, raw, None)
+        finally:
+            # The connection to the server is being torn down under this call.
+            self._complete(call, None, TransportError(f"{self.runner.alias}: connection closed"))
+
+    def _route_progress(self, call: PendingCall) -> None:
+        params = call.params
+        meta = params.meta if isinstance(params.meta, dict) else None
+        agent_token = meta.get(mcp.KEY_PROGRESS_TOKEN) if meta else None
+        if meta is None or agent_token is None:
+            return
+        if call.on_progress is None or not isinstance(agent_token, str | int):
+            del meta[mcp.KEY_PROGRESS_TOKEN]  # nobody to deliver it to
+            return
+
+        def extend() -> None:
+            # The server is working on it: more time, within the hard limit.
+            if call.state == "running":
+                self._set_deadline(call, min(trio.current_time() + call.timeout, call.limit))
+
+        call.token = self.runner.progress.open(agent_token, call.on_progress, extend)
+        params.meta = {**meta, mcp.KEY_PROGRESS_TOKEN: call.token}
+
+    # -- outcomes --
+
+    def _complete(
+        self,
+        call: PendingCall,
+        raw: Raw | None,
+        error: BaseException | None,
+        timed_out: bool = False,
+    ) -> None:
+        if call.state != "running":
+            return  # cancelled, or already timed out: a late answer is dropped
+        call.state = "done"
+        r = self.runner
+        now = trio.current_time()
+        elapsed = now - call.start
+        outcome: Outcome
+        if timed_out:
+            reason = f"no answer within {elapsed:.3g} s"
+            # Without this line a call timing out left no trace naming the server.
+            logger.warning(
+                "%s: tools/call %r got %s",
+                r.alias,
+                call.params.name,
+                reason,
+                extra=log_extra(r.alias, reason=reason),
+            )
+            r.availability_failure(elapsed, reason, call.ticket)
+            r.check_liveness()
+            outcome = Outage(r.alias, "timeout", reason, call.start)
+            self._abandon(call, "timed out")
+        elif isinstance(error, rpc.RPCError):
+            # The server answered: it is up, whatever it thought of the request.
+            r.breaker.record_success(now, call.ticket)
+            r.stats.record(elapsed, error=True)
+            outcome = error
+        elif isinstance(error, ServerCancelled):
+            r.breaker.record_success(now, call.ticket)
+            r.stats.record(elapsed, error=True)
+            outcome = Outage(r.alias, "failed", str(error), call.start)
+        elif isinstance(error, TransportError):
+            r.availability_failure(elapsed, error.reason, call.ticket)
+            if r.transport_kind == "http":
+                # A stdio failure is logged when the process goes; an HTTP one had no line.
+                logger.warning(
+                    "%s: tools/call %r failed: %s",
+                    r.alias,
+                    call.params.name,
+                    error.reason,
+                    extra=log_extra(r.alias, reason=error.reason),
+                )
+                # No process to watch: probe now, so an endpoint that went away is
+                # marked unavailable before the next model turn.
+                r.check_liveness()
+            outcome = Outage(r.alias, "failed", error.reason, call.start)
+        elif raw is not None:
+            r.breaker.record_success(now, call.ticket)
+            r.stats.record(elapsed)
+            outcome = raw
+        else:
+            outcome = Outage(r.alias, "failed", f"internal error: {error!r}", call.start)
+        # Only now: releasing a half-open probe first made the breaker discard the
+        # probe's own outcome as stale, so it never closed again.
+        self._release(call)
+        self._start_queued()
+        self._finish(call, outcome)
+
+    def _abandon(self, call: PendingCall, why: str) -> None:
+        up = self._up
+        if call.rid is not None and up is not None:
+            forget = getattr(up.transport, "forget", None)
+            if forget is not None:
+                forget(call.rid, why)
+        if call.scope is not None:
+            call.scope.cancel()
+
+    def _release(self, call: PendingCall) -> None:
+        self.running -= 1
+        if call.token is not None:
+            self.runner.progress.close(call.token)
+        if call.probe:
+            self.runner.breaker.release_probe(call.ticket)
+        if self.running == 0:
+            self._idle.set()
+
+    def _finish(self, call: PendingCall, outcome: Outcome) -> None:
+        call.state = "done"
+        try:
+            call.on_done(outcome)
+        except Exception:
+            logger.exception(
+                "%s: delivering a call's outcome failed",
+                self.runner.alias,
+                extra=log_extra(self.runner.alias),
+            )
+
+    # -- time limits --
+
+    def _set_deadline(self, call: PendingCall, at: float) -> None:
+        call.deadline = at
+        heap = self._heap
+        if len(heap) > 64 and len(heap) > 4 * (self.running + len(self.queue)):
+            # Finished calls leave their entries behind until their deadline; with a
+            # minute-long timeout that is a lot of them. Drop them in one sweep.
+            heap[:] = [e for e in heap if e[0] == e[2].deadline and e[2].state in _LIVE]
+            heapq.heapify(heap)
+        heapq.heappush(heap, (at, next(self._seq), call))
+        if heap[0][2] is call:
+            self._timer_wake.set()
+
+    async def run_timer(self) -> None:
+        """Expire queued and running calls whose time is up (runs for the server's life)."""
+        heap, queue = self._heap, self.queue
+        while True:
+            now = trio.current_time()
+            while queue and queue[0].deadline <= now:
+                call = queue.popleft()
+                self._finish(call, self._queue_outage(call))
+            while heap and heap[0][0] <= now:
+                at, _, call = heapq.heappop(heap)
+                if at == call.deadline and call.state == "running":
+                    self._complete(call, None, None, timed_out=True)
+            self._timer_wake = trio.Event()
+            wake = min(heap[0][0] if heap else math.inf, queue[0].deadline if queue else math.inf)
+            with trio.move_on_at(wake):
+                await self._timer_wake.wait()
+
+    def _queue_outage(self, call: PendingCall) -> Outage:
+        r = self.runner
+        if self._up is None:
+            return r.outage()
+        d = r.settings
+        return Outage(
+            r.alias,
+            "busy",
+            f"no free slot within {d.queue_timeout:.0f} s ({self.limit} calls at a time)",
+        )

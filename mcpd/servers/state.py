@@ -1,0 +1,161 @@
+"""A server's state as people and models see it, derived from what its runner knows.
+
+The runner keeps the facts (its phase, the breaker, the restart policy, the last
+error); the names shown in ``mcpd status``, in the tool list's outage marker, in call
+results and in the journal are worked out here, in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Protocol
+
+from ..config.model import DaemonConfig
+from .backoff import BackoffConfig, RestartPolicy
+from .breaker import Breaker, BreakerConfig
+from .outage import Outage
+from .stats import LatencyStats
+
+# Every state, in the order summaries list them.
+STATES: Final = (
+    "ready",
+    "degraded",
+    "idle",
+    "starting",
+    "half_open",
+    "open",
+    "failed",
+    "crash_loop",
+    "stopped",
+)
+
+
+def breaker_config(d: DaemonConfig, *, probe_timeout: float) -> BreakerConfig:
+    return BreakerConfig(
+        failure_threshold=d.failure_threshold,
+        cooldown_base=d.cooldown_base,
+        cooldown_cap=d.cooldown_cap,
+        probe_timeout=probe_timeout,
+    )
+
+
+def backoff_config(d: DaemonConfig) -> BackoffConfig:
+    return BackoffConfig(
+        base=d.backoff_base,
+        cap=d.backoff_cap,
+        max_restarts=d.max_restarts,
+        window=d.crash_window,
+        stable_after=d.stable_after,
+    )
+
+
+def server_state(phase: str, breaker: Breaker, policy: RestartPolicy, now: float) -> str:
+    if phase == "connected":
+        b = breaker.poll(now)
+        if b != "closed":
+            return b
+        return "degraded" if breaker.status(now).consecutive_failures else "ready"
+    if phase == "waiting":
+        return "crash_loop" if policy.in_crash_loop else "failed"
+    return phase
+
+
+def outage_of(
+    alias: str,
+    state: str,
+    breaker: Breaker,
+    last_error: str | None,
+    down_since: float | None,
+    retry_at: float | None,
+    now: float,
+) -> Outage:
+    """Why calls to the server cannot be expected to work, and when mcpd tries again."""
+    if state in ("open", "half_open"):
+        st = breaker.status(now)
+        return Outage(alias, state, st.reason or "too many failures", st.since, st.retry_at)
+    if state == "starting":
+        reason = f"still starting (last error: {last_error})" if last_error else "still starting"
+        return Outage(alias, state, reason, down_since, retry_at)
+    if state == "stopped":
+        return Outage(alias, state, last_error or "stopped", down_since)
+    return Outage(alias, state, last_error or "not running", down_since, retry_at)
+
+
+class Reported(Protocol):
+    """What ``status_row`` reads of a runner."""
+
+    alias: str
+    phase: str
+    since: float
+    last_error: str | None
+    retry_at: float | None
+    stderr: list[str]
+    breaker: Breaker
+    policy: RestartPolicy
+    stats: LatencyStats
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def transport_kind(self) -> str: ...
+
+    @property
+    def inflight(self) -> int: ...
+
+    @property
+    def waiting(self) -> int: ...
+
+    @property
+    def dropped_tools(self) -> list[str]: ...
+
+
+def status_row(
+    r: Reported, *, era: str | None, version: str | None, tools: int, now: float
+) -> dict[str, Any]:
+    """One server's entry in ``mcpd status`` (times still on the trio clock)."""
+    b = r.breaker.status(now)
+    snap = r.stats.snapshot()
+    return {
+        "alias": r.alias,
+        "transport": r.transport_kind,
+        "state": r.state,
+        "era": era,
+        "protocol_version": version,
+        "tools": tools,
+        "since": r.since,
+        "last_error": r.last_error,
+        "retry_at": r.retry_at if r.phase == "waiting" else b.retry_at,
+        "restarts": r.policy.restarts,
+        "breaker": {
+            "state": b.state,
+            "consecutive_failures": b.consecutive_failures,
+            "failures": b.total_failures,
+            "opened": b.times_opened,
+        },
+        "calls": snap.calls,
+        "errors": snap.errors,
+        "p50_ms": None if snap.p50 is None else round(snap.p50 * 1000, 2),
+        "p99_ms": None if snap.p99 is None else round(snap.p99 * 1000, 2),
+        "inflight": r.inflight,
+        "waiting": r.waiting,
+        "stderr": r.stderr[-5:] if r.transport_kind == "stdio" else [],
+        "dropped_tools": r.dropped_tools,
+    }
+
+
+def summary(states: dict[str, str]) -> str:
+    """One line for systemd's STATUS=: "5 servers: 4 ready, 1 open (tickets)"."""
+    by_state: dict[str, list[str]] = {}
+    for alias in sorted(states):
+        by_state.setdefault(states[alias], []).append(alias)
+    parts = []
+    for state in STATES:
+        names = by_state.get(state)
+        if not names:
+            continue
+        text = f"{len(names)} {state}"
+        if state not in ("ready", "idle"):
+            text += f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+        parts.append(text)
+    n = len(states)
+    return f"{n} server{'s' if n != 1 else ''}: " + (", ".join(parts) if parts else "none")
