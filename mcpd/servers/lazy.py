@@ -51,6 +51,12 @@ class LazyRunner(Runner):
         self._stopped_idle = False
 
     @property
+    def state(self) -> str:
+        # From the moment mcpd decides to stop it, the server is idle: the next call
+        # starts it again, whatever its old process is still doing.
+        return "idle" if self._stopping else super().state
+
+    @property
     def available(self) -> bool:
         if self.phase == "idle" or self._stopping:
             return True

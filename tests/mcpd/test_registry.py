@@ -186,8 +186,8 @@ def _hash_prefix_twins(alias: str) -> tuple[str, str]:
 RESTART_SCRIPT = textwrap.dedent(
     """
     import json, sys
-    from mcpd.config import NamingConfig
-    from mcpd.registry import Registry
+    from mcpd.config.model import NamingConfig
+    from mcpd.registry.table import Registry
     from protocol import mcp
     reg = Registry(NamingConfig())
     reg.update("x", [mcp.Tool(name=n) for n in json.loads(sys.argv[1])])
