@@ -1,0 +1,146 @@
+"""Requests waiting for their responses, matched by id: the table a transport whose
+responses arrive on a stream of their own (stdio, the old HTTP+SSE) keeps.
+
+A request is either awaited (its slot has an event the caller waits on, and the
+caller removes it) or answered by a callback (its slot leaves the table as it is
+answered). A response to a request its caller gave up on is dropped quietly; any
+other response that matches nothing is the server's mistake and is logged, through
+``complain`` so that a flood of them stays a trickle in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final
+
+import trio
+from msgspec import Raw, UnsetType
+
+from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+from protocol.mcp import CancelledParams
+
+from .base import ServerCancelled
+
+logger = logging.getLogger("mcpd.transport")
+
+Reply = Callable[[Raw | None, Exception | None], None]
+
+_ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
+
+
+class Slot:
+    """A request awaiting its response: woken by an event, or answered by a callback."""
+
+    __slots__ = ("callback", "done", "error", "event", "result")
+
+    def __init__(self, callback: Reply | None = None) -> None:
+        self.callback = callback
+        self.event = trio.Event() if callback is None else None
+        self.done = False
+        self.result: Raw | None = None
+        self.error: Exception | None = None
+
+    def resolve(self, result: Raw | None, error: Exception | None) -> None:
+        self.done = True
+        self.result, self.error = result, error
+        if self.callback is not None:
+            self.callback(result, error)
+        else:
+            assert self.event is not None
+            self.event.set()
+
+
+class Pending:
+    def __init__(self, label: str, complain: Callable[[], str | None] = lambda: "") -> None:
+        """``complain`` says whether a stray response may be logged now (None: stay
+        quiet) and what to add to the warning."""
+        self._label = label
+        self._complain = complain
+        self._slots: dict[rpc.Id, Slot] = {}
+        # Requests given up on (timed out or cancelled): an answer may still come for them
+        # and is dropped quietly. Any other unmatched response is the server's mistake.
+        self._abandoned: dict[rpc.Id, None] = {}
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def wait(self, rid: rpc.Id) -> Slot:
+        """A slot to await; the caller removes it with ``drop`` when done."""
+        slot = self._slots[rid] = Slot()
+        return slot
+
+    def expect(self, rid: rpc.Id, reply: Reply) -> None:
+        """``reply`` gets (result, None) or (None, error), once."""
+        self._slots[rid] = Slot(reply)
+
+    def drop(self, rid: rpc.Id) -> None:
+        self._slots.pop(rid, None)
+
+    def abandon(self, rid: rpc.Id) -> None:
+        """The caller gave up: a late answer is expected and will be dropped."""
+        self._abandoned[rid] = None
+        if len(self._abandoned) > _ABANDONED_KEPT:
+            del self._abandoned[next(iter(self._abandoned))]
+
+    def forget(self, rid: rpc.Id) -> bool:
+        """Give up on a callback request; whether it was still waiting."""
+        if self._slots.pop(rid, None) is None:
+            return False
+        self.abandon(rid)
+        return True
+
+    def resolve(self, rid: rpc.Id, result: Raw | None, error: Exception | None) -> bool:
+        """Answer the request ``rid`` if it is waiting; whether it was."""
+        slot = self._slots.get(rid)
+        if slot is None or slot.done:
+            return False
+        if slot.callback is not None:
+            del self._slots[rid]
+        slot.resolve(result, error)
+        return True
+
+    def route(self, msg: rpc.Response | rpc.ErrorResponse) -> None:
+        if msg.id is not None:
+            if isinstance(msg, rpc.Response):
+                answered = self.resolve(msg.id, msg.result, None)
+            else:
+                answered = self.resolve(msg.id, None, rpc.RPCError.from_object(msg.error))
+            if answered:
+                return
+            if msg.id in self._abandoned:
+                del self._abandoned[msg.id]  # a second one is not late but a duplicate
+                logger.debug("%s: dropped a late response for id %r", self._label, msg.id)
+                return
+        # Unknown ids, duplicates, an id of the wrong type ("3" for 3): used to be
+        # debug-level only, so the log never said which server sent them.
+        note = self._complain()
+        if note is None:
+            return
+        said = f" ({msg.error.message})" if isinstance(msg, rpc.ErrorResponse) else ""
+        logger.warning(
+            "%s: dropped a response for id %r%s: no request with that id is waiting "
+            "(unknown id, wrong id type, or a duplicate)%s",
+            self._label,
+            msg.id,
+            said,
+            note,
+            extra=log_extra(self._label, reason="response to no pending request"),
+        )
+
+    def server_cancelled(self, msg: rpc.Notification) -> bool:
+        """Whether ``msg`` (notifications/cancelled) ended one of our requests."""
+        try:
+            params = rpc.decode_as(msg.params, CancelledParams)
+        except rpc.InvalidParams:
+            return False
+        if isinstance(params.requestId, UnsetType):
+            return False
+        reason = params.reason if isinstance(params.reason, str) else "no reason given"
+        error = ServerCancelled(f"{self._label} cancelled the request: {reason}")
+        return self.resolve(params.requestId, None, error)
+
+    def fail_all(self, error: Exception) -> None:
+        for rid in list(self._slots):
+            self.resolve(rid, None, error)

@@ -1,0 +1,89 @@
+"""What a stdio server says besides its messages: its stderr, and the junk on stdout.
+
+stderr is the server's own log. Lines that arrive together (a start-up banner, a
+boxed traceback, a burst of warnings) become one log record, so the journal keeps
+them together and its rate limit counts the burst once; a burst ends when stderr has
+been quiet for ``BURST_GAP`` or it has ``BURST_LINES`` lines. The last lines are kept
+as the tail that every failure of the server quotes.
+
+Lines on stdout that are not JSON-RPC are the server's mistake: each used to be a
+warning of its own, and a server writing nonsense at full speed turned mcpd's event
+loop into a log writer while every other server waited. Past a burst they are
+counted, and the next warning says how many.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Final
+
+import trio
+
+from protocol.framing import Oversized
+from protocol.logfields import log_extra
+
+logger = logging.getLogger("mcpd.stdio")
+
+BURST_GAP: Final = 0.05
+BURST_LINES: Final = 200
+# Warnings about what one server writes on stdout: a burst, then one a second.
+_COMPLAINT_BURST: Final = 20
+_COMPLAINT_RATE: Final = 1.0
+
+
+class StderrLog:
+    def __init__(self, alias: str, tail: int, on_line: Callable[[str], None] | None = None) -> None:
+        """``on_line`` (for tests and embedders) takes each line instead of the log."""
+        self.alias = alias
+        self.tail: deque[str] = deque(maxlen=tail)
+        self._on_line = on_line
+        self._burst: list[str] = []
+
+    @property
+    def pending(self) -> bool:
+        """Lines are held for the burst's record (the reader should not wait forever)."""
+        return bool(self._burst)
+
+    def line(self, item: bytes | Oversized) -> None:
+        raw = item.prefix + b"..." if isinstance(item, Oversized) else item
+        text = raw.decode("utf-8", "replace").rstrip()
+        self.tail.append(text)
+        if self._on_line is not None:
+            self._on_line(text)
+            return
+        self._burst.append(text)
+        if len(self._burst) >= BURST_LINES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._burst:
+            text, self._burst = "\n".join(self._burst), []
+            logger.info("%s", text, extra=log_extra(self.alias, "stderr"))
+
+
+class Complaints:
+    """A token bucket for warnings about one server's stdout."""
+
+    __slots__ = ("_stamp", "_tokens", "suppressed")
+
+    def __init__(self) -> None:
+        self._tokens = float(_COMPLAINT_BURST)
+        self._stamp = trio.current_time()
+        self.suppressed = 0
+
+    def admit(self) -> str | None:
+        """None: stay quiet. Otherwise a note for the end of the warning."""
+        now = trio.current_time()
+        self._tokens = min(
+            float(_COMPLAINT_BURST), self._tokens + (now - self._stamp) * _COMPLAINT_RATE
+        )
+        self._stamp = now
+        if self._tokens < 1:
+            self.suppressed += 1
+            return None
+        self._tokens -= 1
+        note = f" ({self.suppressed} more like this not logged)" if self.suppressed else ""
+        self.suppressed = 0
+        return note

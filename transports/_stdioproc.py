@@ -1,0 +1,119 @@
+"""A stdio server's process: its environment, starting it, describing its exit, and
+stopping it with everything in its process group."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import trio
+
+from protocol.logfields import log_extra
+
+from .base import SpawnError
+from .process import ChildProcess, signal_group, spawn
+
+logger = logging.getLogger("mcpd.stdio")
+
+# Variables systemd hands to the main process only (plus mcpd's own test-fault switches).
+# A child that inherited them could send READY=1 or WATCHDOG=1 on mcpd's behalf, believe
+# it owns mcpd's listening sockets, or think its stderr is a journal stream when it is
+# really a pipe into mcpd.
+PARENT_ONLY_VARS: Final = frozenset(
+    {
+        "NOTIFY_SOCKET",
+        "WATCHDOG_USEC",
+        "WATCHDOG_PID",
+        "LISTEN_FDS",
+        "LISTEN_PID",
+        "LISTEN_FDNAMES",
+        "JOURNAL_STREAM",
+        "SYSTEMD_EXEC_PID",
+        "FDSTORE",
+        "MEMORY_PRESSURE_WATCH",
+        "MEMORY_PRESSURE_WRITE",
+        "TRIGGER_UNIT",
+        "TRIGGER_PATH",
+        "TRIGGER_TIMER_REALTIME_USEC",
+        "TRIGGER_TIMER_MONOTONIC_USEC",
+        "MAINPID",
+        "MCPD_TEST_FAULTS",
+        "MCPD_TEST_WEDGE_SECONDS",
+    }
+)
+
+
+def environment(
+    inherit_env: bool, extra: Mapping[str, str] | None, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The child's environment: ours (unless not inherited) without systemd's
+    main-process variables, plus its own."""
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if k not in PARENT_ONLY_VARS} if inherit_env else {}
+    if extra:
+        env.update(extra)
+    return env
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "is still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"was killed by {name}"
+    return f"exited with status {returncode}"
+
+
+def start(
+    alias: str,
+    argv: Sequence[str],
+    env: dict[str, str],
+    cwd: str | None,
+) -> ChildProcess:
+    try:
+        return spawn(argv, env=env, cwd=cwd)
+    except OSError as exc:
+        raise _spawn_error(alias, argv[0], cwd, exc) from None
+
+
+def _spawn_error(alias: str, command: str, cwd: str | None, exc: OSError) -> SpawnError:
+    what = f"{alias}: cannot start {command!r}"
+    if isinstance(exc, FileNotFoundError):
+        if cwd and not os.path.isdir(cwd):
+            return SpawnError(f"{what}: working directory {cwd!r} not found")
+        return SpawnError(f"{what}: command not found")
+    if isinstance(exc, PermissionError):
+        return SpawnError(f"{what}: permission denied (not executable?)")
+    return SpawnError(f"{what}: {exc.strerror or exc}")
+
+
+async def stop_process(
+    proc: ChildProcess, alias: str, *, stdin_grace: float, term_grace: float
+) -> None:
+    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group."""
+    with contextlib.suppress(Exception):
+        await proc.stdin.aclose()  # type: ignore[union-attr]
+    with trio.move_on_after(stdin_grace):
+        await proc.wait()
+    if proc.returncode is None:
+        signal_group(proc.pid, signal.SIGTERM)
+        with trio.move_on_after(term_grace):
+            await proc.wait()
+    if proc.returncode is None:
+        logger.warning(
+            "%s: still running %g s after SIGTERM; sending SIGKILL to its process group",
+            alias,
+            term_grace,
+            extra=log_extra(alias, reason="ignored SIGTERM"),
+        )
+    # Also after a clean exit: whatever the server left in its group goes too.
+    signal_group(proc.pid, signal.SIGKILL)
+    with trio.move_on_after(term_grace):
+        await proc.wait()
