@@ -28,13 +28,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, Final, NoReturn, TypeVar
-from urllib.parse import urljoin
 
 import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.headers import is_plain
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams, Era
 
@@ -42,16 +40,22 @@ from ._httpconn import (
     ConnectionPool,
     HttpConnection,
     ResponseHead,
-    check_header,
     make_ssl_context,
     parse_url,
 )
 from ._httpreply import SNIPPET, AnswerReader, HttpRPCError, status_error
+from ._httprequest import (
+    VERSION_HEADER,
+    Exchange,
+    RequestHeaders,
+    SessionId,
+    header_list,
+    redirect_target,
+)
 from ._httpstream import (
     PushReader,
     PushStream,
     ResumableCut,
-    ResumePoint,
     check_stream_reply,
     resume_call,
 )
@@ -75,38 +79,8 @@ MAX_REDIRECTS: Final = 5
 _ERROR_BODY_LIMIT: Final = 64 * 1024
 _CANCEL_TIMEOUT: Final = 2.0
 _DELETE_TIMEOUT: Final = 2.0
-_SESSION_HEADER: Final = "mcp-session-id"
 # How soon the kernel starts probing a quiet push stream's connection.
 _PUSH_KEEPALIVE: Final = 60.0
-_VERSION_HEADER: Final = "mcp-protocol-version"
-# Headers the transport owns; neither configuration nor callers may set them.
-_RESERVED: Final = frozenset(
-    {
-        "host",
-        "content-type",
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "accept",
-        "mcp-session-id",
-    }
-)
-
-
-class _Exchange:
-    """One message on its way, as the reply readers need to know it."""
-
-    __slots__ = ("id", "method", "resume", "sent", "session")
-
-    def __init__(self, method: str, id: rpc.Id | None, session: str | None) -> None:
-        self.method = method
-        self.id = id
-        self.session = session  # the Mcp-Session-Id it carried
-        self.sent = False
-        self.resume = ResumePoint()
-
-    def __str__(self) -> str:
-        return self.method if self.id is None else f"{self.method} (id {self.id})"
 
 
 class HttpTransport:
@@ -126,15 +100,13 @@ class HttpTransport:
         origin, self._target = parse_url(url)
         self.alias = alias
         self.era: Era | None = None  # the caller sets it once it knows the server's era
-        self.session_id: str | None = None
-        self._static = _header_list(headers or {}, "configured")
+        self._session = SessionId(alias)
+
         self._max_body = max_body
         self._on_notification = on_notification
         self._ids = rpc.IdAllocator()
-        # The MCP-Protocol-Version requests carry, for the messages callers send without
-        # one (notifications, DELETE): legacy servers check it on every POST of a session.
-        self._version: str | None = None
         self._closed = False
+        self._head = RequestHeaders(origin.authority, headers or {})
         if origin.scheme == "https" and ssl_context is None:
             ssl_context = make_ssl_context()
         self._pool = ConnectionPool(
@@ -158,7 +130,14 @@ class HttpTransport:
         )
         self._listening: trio.CancelScope | None = None
         self._push_session: str | None = None
-        self._session_started = trio.Event()
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session.value
+
+    @session_id.setter
+    def session_id(self, value: str | None) -> None:
+        self._session.value = value
 
     @property
     def url(self) -> str:
@@ -173,8 +152,8 @@ class HttpTransport:
 
     def reset_session(self) -> None:
         """Forget the legacy session (and the version it spoke) before a new handshake."""
-        self.session_id = None
-        self._version = None
+        self._session.value = None
+        self._head.version = None
 
     async def request(
         self,
@@ -186,11 +165,11 @@ class HttpTransport:
     ) -> Raw:
         rid = self._ids.next()
         body = rpc.encode_request(rid, method, params)
-        ex = _Exchange(method, rid, self.session_id)
-        extra = _header_list(headers or {}, "request")
+        ex = Exchange(method, rid, self.session_id)
+        extra = header_list(headers or {}, "request")
         try:
             try:
-                return await self._post(b"POST", body, self._headers(extra, ex), ex, self._answer)
+                return await self._post(b"POST", body, self._head.post(extra, ex), ex, self._answer)
             except ResumableCut as early:
                 return await self._resume(ex, early.cut)
         except trio.Cancelled:
@@ -203,9 +182,9 @@ class HttpTransport:
         self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
     ) -> None:
         body = rpc.encode_notification(method, params)
-        ex = _Exchange(method, None, self.session_id)
-        extra = _header_list(headers or {}, "request")
-        await self._post(b"POST", body, self._headers(extra, ex), ex, self._accepted)
+        ex = Exchange(method, None, self.session_id)
+        extra = header_list(headers or {}, "request")
+        await self._post(b"POST", body, self._head.post(extra, ex), ex, self._accepted)
 
     async def listen(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -255,31 +234,13 @@ class HttpTransport:
 
     # -- sending --
 
-    def _headers(self, extra: list[tuple[str, str]], ex: _Exchange) -> list[tuple[bytes, bytes]]:
-        given = {name.lower() for name, _ in extra}
-        out = [
-            ("Host", self._pool.origin.authority),
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-        ]
-        out += [(name, value) for name, value in self._static if name.lower() not in given]
-        out += extra
-        if _VERSION_HEADER not in given:
-            if ex.id is None and self._version is not None:
-                out.append(("MCP-Protocol-Version", self._version))
-        elif ex.id is not None:
-            self._version = next(v for k, v in extra if k.lower() == _VERSION_HEADER)
-        if ex.session is not None:
-            out.append(("Mcp-Session-Id", ex.session))
-        return [(name.encode(), value.encode()) for name, value in out]
-
     async def _post(
         self,
         method: bytes,
         body: bytes,
         headers: list[tuple[bytes, bytes]],
-        ex: _Exchange,
-        read: Callable[[HttpConnection, ResponseHead, _Exchange], Awaitable[T]],
+        ex: Exchange,
+        read: Callable[[HttpConnection, ResponseHead, Exchange], Awaitable[T]],
         pool: ConnectionPool | None = None,
     ) -> T:
         if self._closed and method != b"DELETE":
@@ -292,52 +253,23 @@ class HttpTransport:
                 head = await conn.receive_head()
                 if head.status not in (307, 308):
                     return await read(conn, head, ex)
-                target = self._redirect(head, target)
+                target = redirect_target(self.alias, self._pool.origin, head, target)
+                if head.status == 308:
+                    self._target = target  # followed from now on
                 await conn.read_prefix(_ERROR_BODY_LIMIT)
         raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for {ex}")
 
-    def _redirect(self, head: ResponseHead, target: str) -> str:
-        location = head.get("location")
-        if not location:
-            raise UnexpectedReply(
-                f"{self.alias}: HTTP {head.status} redirect without a Location", status=head.status
-            )
-        try:
-            origin, new = parse_url(urljoin(f"{self._pool.origin}{target}", location))
-        except ValueError:
-            origin = None
-        if origin != self._pool.origin:
-            # The configured headers carry credentials; they stay with their origin.
-            raise UnexpectedReply(
-                f"{self.alias}: refused an HTTP {head.status} redirect to another origin",
-                status=head.status,
-            )
-        # A permanent redirect is followed from now on, so it is worth a line in the log;
-        # a temporary one (fastmcp's /mcp/ -> /mcp) would repeat on every request.
-        logger.log(
-            logging.INFO if head.status == 308 else logging.DEBUG,
-            "%s: HTTP %d redirect from %s to %s",
-            self.alias,
-            head.status,
-            target.split("?", 1)[0],
-            new.split("?", 1)[0],
-            extra=log_extra(self.alias, "http_redirect"),
-        )
-        if head.status == 308:
-            self._target = new
-        return new
-
     # -- reading --
 
-    async def _answer(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> Raw:
+    async def _answer(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> Raw:
         if head.status >= 400:
             await self._fail(conn, head, ex)
         if not 200 <= head.status < 300 or head.status in (202, 204):
             await self._unexpected(conn, head, f"HTTP {head.status} to {ex}")
-        self._capture_session(head)
+        self._session.capture(head, self.era)
         return await self._read_answer(conn, head, ex)
 
-    async def _read_answer(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> Raw:
+    async def _read_answer(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> Raw:
         # Only legacy servers may send requests on a response stream.
         on_request = self._answer_server_request if self.era == "legacy" else None
         reader = AnswerReader(
@@ -355,43 +287,21 @@ class HttpTransport:
             raise HttpRPCError.received(answer.error, head.status)
         return answer.result
 
-    def _capture_session(self, head: ResponseHead) -> None:
-        session = head.get(_SESSION_HEADER)
-        if session is None or session == self.session_id or self.era == "modern":
-            # 2026-07-28 has no sessions: an id a modern server hands out anyway is
-            # neither echoed nor ended with DELETE.
-            return
-        # Session ids are visible ASCII only (0x21-0x7E), no spaces at all.
-        if not is_plain(session) or " " in session or "\t" in session:
-            logger.warning(
-                "%s: ignored a malformed Mcp-Session-Id",
-                self.alias,
-                extra=log_extra(self.alias, "bad_session_id"),
-            )
-            return
-        # The id works like a credential: log that a session began, never the id.
-        logger.info(
-            "%s: legacy session started", self.alias, extra=log_extra(self.alias, "session_started")
-        )
-        self.session_id = session
-        self._session_started.set()
-        self._session_started = trio.Event()
-
-    async def _accepted(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> None:
+    async def _accepted(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> None:
         if head.status >= 400:
             await self._fail(conn, head, ex)
         if not 200 <= head.status < 300:
             await self._unexpected(conn, head, f"HTTP {head.status} to {ex}")
         await conn.read_prefix(_ERROR_BODY_LIMIT)
 
-    async def _fail(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> NoReturn:
+    async def _fail(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> NoReturn:
         body = await conn.read_prefix(_ERROR_BODY_LIMIT)
         had_session = ex.session is not None
         exc = status_error(
             self.alias, head, body, str(ex), had_session=had_session, now=time.time()
         )
         if isinstance(exc, SessionExpired) and self.session_id == ex.session:
-            self.session_id = None
+            self._session.value = None
         raise exc
 
     async def _unexpected(self, conn: HttpConnection, head: ResponseHead, what: str) -> NoReturn:
@@ -400,36 +310,23 @@ class HttpTransport:
 
     # -- legacy streams: resuming a call's stream, the server-push stream --
 
-    def _stream_headers(
-        self, session: str | None, version: str | None, last_event_id: str | None
-    ) -> list[tuple[bytes, bytes]]:
-        out = [("Host", self._pool.origin.authority), ("Accept", "text/event-stream")]
-        out += self._static
-        if version is not None:
-            out.append(("MCP-Protocol-Version", version))
-        if session is not None:
-            out.append(("Mcp-Session-Id", session))
-        if last_event_id is not None:
-            out.append(("Last-Event-ID", last_event_id))
-        return [(name.encode(), value.encode()) for name, value in out]
-
-    async def _resume(self, ex: _Exchange, cut: StreamCut) -> Raw:
+    async def _resume(self, ex: Exchange, cut: StreamCut) -> Raw:
         async def get(event_id: str) -> Raw:
-            headers = self._stream_headers(ex.session, self._version, event_id)
+            headers = self._head.stream(ex.session, event_id)
             return await self._post(b"GET", b"", headers, ex, self._resumed)
 
         return await resume_call(self.alias, ex.resume, cut, get, self._is_closed)
 
-    async def _resumed(self, conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> Raw:
+    async def _resumed(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> Raw:
         await check_stream_reply(self.alias, conn, head, "GET", had_session=False)
         return await self._read_answer(conn, head, ex)
 
     async def _open_push(self, last_event_id: str | None, reader: PushReader) -> None:
-        ex = _Exchange("GET (server-push stream)", None, self.session_id)
+        ex = Exchange("GET (server-push stream)", None, self.session_id)
         self._push_session = ex.session
-        headers = self._stream_headers(ex.session, self._version, last_event_id)
+        headers = self._head.stream(ex.session, last_event_id)
 
-        async def read(conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> None:
+        async def read(conn: HttpConnection, head: ResponseHead, ex: Exchange) -> None:
             # SessionExpired ends this stream but leaves the id alone: the next call
             # finds out by itself and starts a new session, which the stream waits for.
             had_session = ex.session is not None
@@ -443,15 +340,13 @@ class HttpTransport:
 
     async def _new_session(self) -> None:
         """Wait until a handshake starts a session other than the push stream's."""
-        gone = self._push_session
-        while self.session_id in (gone, None):
-            await self._session_started.wait()
+        await self._session.other_than(self._push_session)
 
     # -- legacy housekeeping --
 
     async def _send_cancel(self, rid: rpc.Id, extra: list[tuple[str, str]]) -> None:
         # Legacy servers check the version header on every POST of a session.
-        version = {k: v for k, v in extra if k.lower() == _VERSION_HEADER}
+        version = {k: v for k, v in extra if k.lower() == VERSION_HEADER}
         params = CancelledParams(requestId=rid, reason="cancelled by the client")
         try:
             await self.notify("notifications/cancelled", params, headers=version)
@@ -472,11 +367,11 @@ class HttpTransport:
         else:
             message = f"mcpd does not support {req.method!r}"
             body = rpc.encode_error(req.id, rpc.METHOD_NOT_FOUND, message)
-        ex = _Exchange(f"the answer to {req.method}", None, self.session_id)
+        ex = Exchange(f"the answer to {req.method}", None, self.session_id)
         failed = "no answer in time"
         with trio.move_on_after(_CANCEL_TIMEOUT):
             try:
-                await self._post(b"POST", body, self._headers([], ex), ex, self._accepted)
+                await self._post(b"POST", body, self._head.post([], ex), ex, self._accepted)
                 return
             except (TransportError, rpc.RPCError) as exc:
                 failed = str(exc)
@@ -490,15 +385,15 @@ class HttpTransport:
 
     async def _delete_session(self) -> None:
         session = self.session_id
-        ex = _Exchange("DELETE", None, session)
-        headers = [(k, v) for k, v in self._headers([], ex) if k != b"Content-Type"]
+        ex = Exchange("DELETE", None, session)
+        headers = [(k, v) for k, v in self._head.post([], ex) if k != b"Content-Type"]
         try:
             status = await self._post(b"DELETE", b"", headers, ex, _status_only)
         except TransportError as exc:
             status, reason = 0, str(exc)
         else:
             reason = f"HTTP {status}"
-        self.session_id = None
+        self._session.value = None
         # 404: already gone; 405: the server does not let clients end sessions.
         if 200 <= status < 300 or status in (404, 405):
             logger.debug("%s: session ended (%s)", self.alias, reason)
@@ -511,19 +406,9 @@ class HttpTransport:
             )
 
 
-async def _status_only(conn: HttpConnection, head: ResponseHead, ex: _Exchange) -> int:
+async def _status_only(conn: HttpConnection, head: ResponseHead, ex: Exchange) -> int:
     await conn.read_prefix(_ERROR_BODY_LIMIT)
     return head.status
-
-
-def _header_list(headers: Mapping[str, str], what: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for name, value in headers.items():
-        if name.lower() in _RESERVED:
-            raise ValueError(f"the {what} header {name} is set by the transport itself")
-        check_header(name, value)
-        out.append((name, value))
-    return out
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,172 @@
+"""What a Streamable HTTP request carries: its headers, and the exchange it is part of.
+
+``RequestHeaders`` builds every request's headers from the transport's own, the
+configured ones and the caller's, and remembers the protocol version a legacy
+session needs on every later message (notifications and DELETE included).
+``redirect_target`` decides whether a redirect may be followed: only on the same
+origin, because the configured headers carry credentials.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Final
+from urllib.parse import urljoin
+
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol.headers import is_plain
+from protocol.logfields import log_extra
+
+from ._httpconn import Origin, ResponseHead, check_header, parse_url
+from ._httpstream import ResumePoint
+from .base import UnexpectedReply
+
+logger = logging.getLogger("mcpd.http")
+
+VERSION_HEADER: Final = "mcp-protocol-version"
+# Headers the transport owns; neither configuration nor callers may set them.
+_RESERVED: Final = frozenset(
+    {
+        "host",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "accept",
+        "mcp-session-id",
+    }
+)
+
+
+class Exchange:
+    """One message on its way, as the reply readers need to know it."""
+
+    __slots__ = ("id", "method", "resume", "sent", "session")
+
+    def __init__(self, method: str, id: rpc.Id | None, session: str | None) -> None:
+        self.method = method
+        self.id = id
+        self.session = session  # the Mcp-Session-Id it carried
+        self.sent = False
+        self.resume = ResumePoint()
+
+    def __str__(self) -> str:
+        return self.method if self.id is None else f"{self.method} (id {self.id})"
+
+
+class RequestHeaders:
+    def __init__(self, authority: str, configured: Mapping[str, str]) -> None:
+        self._authority = authority
+        self._static = header_list(configured, "configured")
+        # The MCP-Protocol-Version requests carry, for the messages callers send without
+        # one (notifications, DELETE): legacy servers check it on every POST of a session.
+        self.version: str | None = None
+
+    def post(self, extra: list[tuple[str, str]], ex: Exchange) -> list[tuple[bytes, bytes]]:
+        given = {name.lower() for name, _ in extra}
+        out = [
+            ("Host", self._authority),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ]
+        out += [(name, value) for name, value in self._static if name.lower() not in given]
+        out += extra
+        if VERSION_HEADER not in given:
+            if ex.id is None and self.version is not None:
+                out.append(("MCP-Protocol-Version", self.version))
+        elif ex.id is not None:
+            self.version = next(v for k, v in extra if k.lower() == VERSION_HEADER)
+        if ex.session is not None:
+            out.append(("Mcp-Session-Id", ex.session))
+        return [(name.encode(), value.encode()) for name, value in out]
+
+    def stream(self, session: str | None, last_event_id: str | None) -> list[tuple[bytes, bytes]]:
+        out = [("Host", self._authority), ("Accept", "text/event-stream")]
+        out += self._static
+        if self.version is not None:
+            out.append(("MCP-Protocol-Version", self.version))
+        if session is not None:
+            out.append(("Mcp-Session-Id", session))
+        if last_event_id is not None:
+            out.append(("Last-Event-ID", last_event_id))
+        return [(name.encode(), value.encode()) for name, value in out]
+
+
+class SessionId:
+    """A legacy server's Mcp-Session-Id: taken from the reply that hands it out,
+    echoed on every later request, ended with DELETE. 2026-07-28 has no sessions: an
+    id a modern server hands out anyway is neither echoed nor ended."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self.value: str | None = None
+        self._started = trio.Event()
+
+    def capture(self, head: ResponseHead, era: str | None) -> None:
+        session = head.get("mcp-session-id")
+        if session is None or session == self.value or era == "modern":
+            return
+        # Session ids are visible ASCII only (0x21-0x7E), no spaces at all.
+        if not is_plain(session) or " " in session or "\t" in session:
+            logger.warning(
+                "%s: ignored a malformed Mcp-Session-Id",
+                self.alias,
+                extra=log_extra(self.alias, "bad_session_id"),
+            )
+            return
+        # The id works like a credential: log that a session began, never the id.
+        logger.info(
+            "%s: legacy session started", self.alias, extra=log_extra(self.alias, "session_started")
+        )
+        self.value = session
+        self._started.set()
+        self._started = trio.Event()
+
+    async def other_than(self, gone: str | None) -> None:
+        """Wait until a handshake starts a session other than ``gone``."""
+        while self.value in (gone, None):
+            await self._started.wait()
+
+
+def redirect_target(alias: str, origin: Origin, head: ResponseHead, target: str) -> str:
+    """Where a 307/308 to ``target`` points, on the same origin; else UnexpectedReply."""
+    location = head.get("location")
+    if not location:
+        raise UnexpectedReply(
+            f"{alias}: HTTP {head.status} redirect without a Location", status=head.status
+        )
+    try:
+        there, new = parse_url(urljoin(f"{origin}{target}", location))
+    except ValueError:
+        there = None
+    if there != origin:
+        # The configured headers carry credentials; they stay with their origin.
+        raise UnexpectedReply(
+            f"{alias}: refused an HTTP {head.status} redirect to another origin",
+            status=head.status,
+        )
+    # A permanent redirect is followed from now on, so it is worth a line in the log;
+    # a temporary one (fastmcp's /mcp/ -> /mcp) would repeat on every request.
+    logger.log(
+        logging.INFO if head.status == 308 else logging.DEBUG,
+        "%s: HTTP %d redirect from %s to %s",
+        alias,
+        head.status,
+        target.split("?", 1)[0],
+        new.split("?", 1)[0],
+        extra=log_extra(alias, "http_redirect"),
+    )
+    return new
+
+
+def header_list(headers: Mapping[str, str], what: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for name, value in headers.items():
+        if name.lower() in _RESERVED:
+            raise ValueError(f"the {what} header {name} is set by the transport itself")
+        check_header(name, value)
+        out.append((name, value))
+    return out
