@@ -1,0 +1,83 @@
+"""Rate limiting of what servers write on stderr, before it reaches the log.
+
+A server that logs without pause must not fill the journal (or mcpd's own stderr)
+for everyone: records that carry a server's stderr are admitted from a token bucket
+per server, and what was held back is summed up in one record once the server's
+bucket has room again. Every other record (outages, mcpd's own) is never limited.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float
+    suppressed: int = 0
+
+
+class StderrRateLimiter:
+    """A token bucket per server for records with ``mcpd_event == "stderr"``.
+
+    A chatty (or crash-looping) server must not flood the journal or drown other
+    servers' lines. Lines over the budget are counted; when the server's lines are
+    admitted again, one summary record ("N stderr lines from X suppressed") goes first.
+    All other records pass untouched.
+    """
+
+    def __init__(
+        self, burst: int = 50, rate: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.burst = burst
+        self.rate = rate
+        self.clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+
+    def admit(self, record: logging.LogRecord) -> list[logging.LogRecord]:
+        if getattr(record, "mcpd_event", None) != "stderr":
+            return [record]
+        server = str(getattr(record, "mcpd_server", "?"))
+        now = self.clock()
+        bucket = self._buckets.get(server)
+        if bucket is None:
+            bucket = self._buckets[server] = _Bucket(tokens=float(self.burst), stamp=now)
+        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.stamp) * self.rate)
+        bucket.stamp = now
+        if bucket.tokens < 1.0:
+            bucket.suppressed += 1
+            return []
+        bucket.tokens -= 1.0
+        if bucket.suppressed:
+            summary = self._summary(server, bucket.suppressed, record.name)
+            bucket.suppressed = 0
+            return [summary, record]
+        return [record]
+
+    def pending_summaries(self) -> list[logging.LogRecord]:
+        """Summaries for lines still suppressed (on shutdown nothing else would say so)."""
+        out = []
+        for server, bucket in self._buckets.items():
+            if bucket.suppressed:
+                out.append(self._summary(server, bucket.suppressed, "mcpd"))
+                bucket.suppressed = 0
+        return out
+
+    @staticmethod
+    def _summary(server: str, count: int, logger_name: str) -> logging.LogRecord:
+        return logging.makeLogRecord(
+            {
+                "name": logger_name,
+                "levelno": logging.WARNING,
+                "levelname": "WARNING",
+                "msg": "%d stderr lines from %s suppressed",
+                "args": (count, server),
+                "mcpd_server": server,
+                "mcpd_event": "stderr",
+                "mcpd_suppressed": count,
+            }
+        )
