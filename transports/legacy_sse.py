@@ -29,7 +29,6 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
-from urllib.parse import urljoin
 
 import trio
 from msgspec import Raw
@@ -42,19 +41,27 @@ from ._httpconn import (
     ConnectionPool,
     HttpConnection,
     ResponseHead,
-    check_header,
     connect,
     make_ssl_context,
     parse_url,
 )
 from ._httpreply import decode_reply, deliver, status_error
-from ._ssepending import Pending, endpoint_target, message_of, session_gone, stream_refused
+from ._sseparts import (
+    REDIRECTS,
+    Pending,
+    encoded,
+    endpoint_target,
+    header_list,
+    message_of,
+    redirect_target,
+    session_gone,
+    stream_refused,
+)
 from .base import (
     NotificationHandler,
     StreamCut,
     TransportClosed,
     TransportError,
-    UnexpectedReply,
     log_extra,
     single_exceptions,
 )
@@ -71,11 +78,6 @@ _STREAM_KEEPALIVE: Final = 60.0
 _CANCEL_TIMEOUT: Final = 2.0
 _ANSWER_TIMEOUT: Final = 2.0
 _ERROR_BODY_LIMIT: Final = 64 * 1024
-_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
-# Headers the transport owns; neither configuration nor callers may set them.
-_RESERVED: Final = frozenset(
-    {"host", "content-type", "content-length", "transfer-encoding", "connection", "accept"}
-)
 
 
 class LegacySSETransport:
@@ -96,7 +98,7 @@ class LegacySSETransport:
         self.alias = alias
         self.endpoint: str | None = None  # where messages go, once the stream named it
         self._post_target = ""
-        self._static = _header_list(headers or {}, "configured")
+        self._static = header_list(headers or {}, "configured")
         self._connect_timeout = connect_timeout
         self._max_body = max_body
         self._on_notification = on_notification
@@ -139,7 +141,7 @@ class LegacySSETransport:
     ) -> Raw:
         if self.error is not None:
             raise self.error
-        extra = _header_list(headers or {}, "request")
+        extra = header_list(headers or {}, "request")
         rid = self._ids.next()
         slot = self._pending.add(rid)
         try:
@@ -165,7 +167,7 @@ class LegacySSETransport:
     async def notify(
         self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
     ) -> None:
-        extra = _header_list(headers or {}, "request")
+        extra = header_list(headers or {}, "request")
         await self._post(rpc.encode_notification(method, params), extra, method)
 
     async def aclose(self) -> None:
@@ -234,34 +236,20 @@ class LegacySSETransport:
             )
             try:
                 headers = [("Host", self._origin.authority), ("Accept", "text/event-stream")]
-                await conn.send(b"GET", target.encode(), _encoded(headers + self._static), b"")
+                await conn.send(b"GET", target.encode(), encoded(headers + self._static), b"")
                 head = await conn.receive_head()
                 if head.status == 200 and head.media_type == "text/event-stream":
                     return conn
-                if head.status not in _REDIRECTS:
+                if head.status not in REDIRECTS:
                     body = await conn.read_prefix(_ERROR_BODY_LIMIT)
                     raise stream_refused(self.alias, head, body)
-                target = self._redirect(head, target)
+                target = redirect_target(self.alias, self._origin, target, head)
             except BaseException:
                 with trio.CancelScope(shield=True):
                     await conn.aclose()
                 raise
             await conn.aclose()
         raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for the stream")
-
-    def _redirect(self, head: ResponseHead, target: str) -> str:
-        location = head.get("location")
-        if location:
-            with contextlib.suppress(ValueError):
-                origin, new = parse_url(urljoin(f"{self._origin}{target}", location))
-                if origin == self._origin:
-                    return new
-        # The configured headers carry credentials; they stay with their origin.
-        raise UnexpectedReply(
-            f"{self.alias}: refused an HTTP {head.status} redirect of the event stream"
-            + (f" to {location}" if location else " without a Location"),
-            status=head.status,
-        )
 
     def _on_event(self, event: SSEEvent) -> bool:
         """Handle one event; True when it named the endpoint the stream was waiting for."""
@@ -309,7 +297,7 @@ class LegacySSETransport:
             *extra,
         ]
         async with self._pool.connection() as conn:
-            await conn.send(b"POST", self._post_target.encode(), _encoded(headers), body)
+            await conn.send(b"POST", self._post_target.encode(), encoded(headers), body)
             head = await conn.receive_head()
             accepted = 200 <= head.status < 300
             if accepted and head.media_type == "application/json":
@@ -375,20 +363,6 @@ class LegacySSETransport:
             failed,
             extra=log_extra(self.alias, "server_request_unanswered", failed),
         )
-
-
-def _header_list(headers: Mapping[str, str], what: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for name, value in headers.items():
-        if name.lower() in _RESERVED:
-            raise ValueError(f"the {what} header {name} is set by the transport itself")
-        check_header(name, value)
-        out.append((name, value))
-    return out
-
-
-def _encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(name.encode(), value.encode()) for name, value in headers]
 
 
 @contextlib.asynccontextmanager

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -220,11 +221,12 @@ async def serve_legacy_sse(
     *,
     endpoint: Callable[[str, HttpServer], str] = relative_endpoint,
     accept_after: bool = False,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> AsyncIterator[LegacySSEServer]:
     server = LegacySSEServer(on_message, endpoint=endpoint, accept_after=accept_after)
     async with trio.open_nursery() as nursery:
         server._nursery = nursery
-        async with serve_http(server) as http:
+        async with serve_http(server, ssl_context=ssl_context) as http:
             server.http = http
             yield server
         nursery.cancel_scope.cancel()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
+import trustme
 
 from protocol import jsonrpc as rpc
 from protocol.jsonrpc import Notification
@@ -230,6 +232,58 @@ async def test_401_on_a_post_is_an_auth_error_and_the_stream_stays() -> None:
                 refuse = False
                 assert json.loads(bytes(await t.request("ping", None))) == {}
             nursery.cancel_scope.cancel()
+
+
+async def test_the_stream_follows_a_redirect_on_its_origin_only() -> None:
+    inner = LegacySSEServer()
+    elsewhere = "http://other.example/sse"
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.target == "/old-sse":
+            await respond.reply(307, "", {"Location": "/sse"})
+        elif req.target == "/away":
+            await respond.reply(302, "", {"Location": elsewhere})
+        else:
+            await inner(req, respond)
+
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery, serve_http(handler) as srv:
+            inner.http, inner._nursery = srv, nursery
+            async with open_legacy_sse_transport("old", srv.url("/old-sse")) as t:
+                assert t.endpoint == srv.url("/messages?session_id=s1")
+                assert json.loads(bytes(await t.request("ping", None))) == {}
+            with pytest.raises(UnexpectedReply) as info:
+                async with open_legacy_sse_transport("old", srv.url("/away")):
+                    pytest.fail("the transport opened")
+            nursery.cancel_scope.cancel()
+    assert (
+        info.value.reason == f"old: refused an HTTP 302 redirect of the event stream to {elsewhere}"
+    )
+    assert [r.target for r in srv.requests if r.method == "GET"] == ["/old-sse", "/sse", "/away"]
+
+
+async def test_tls_with_a_test_ca(tmp_path: Any) -> None:
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+
+    with trio.fail_after(LIMIT):
+        async with serve_legacy_sse(ssl_context=server_ctx) as server:
+            url = server.url()
+            assert url.startswith("https://")
+            async with open_legacy_sse_transport("old", url, ca_file=str(ca_file)) as t:
+                assert t.endpoint == server.url("/messages?session_id=s1")
+                assert await call(t, "echo", text="tls") == {
+                    "content": [{"type": "text", "text": "tls"}]
+                }
+            with pytest.raises(TransportError, match="TLS failure") as info:
+                async with open_legacy_sse_transport("old", url):
+                    pytest.fail("the transport opened")
+            assert "certificate" in info.value.reason.lower()
+            async with open_legacy_sse_transport("old", url, tls_verify=False) as t:
+                assert json.loads(bytes(await t.request("ping", None))) == {}
 
 
 # -- messages on the stream --

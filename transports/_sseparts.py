@@ -1,16 +1,19 @@
-"""What the HTTP+SSE transport reads off its stream: the endpoint, messages, and the
-table of requests waiting for their responses.
+"""The HTTP+SSE transport's parts that do no I/O: the table of requests waiting for
+their responses, and what the stream's events and the server's replies mean.
 
-Nothing here does I/O. ``Pending`` matches responses to requests by id, drops the
-late answer to a request its caller gave up on, and fails every waiting request at
-once when the transport dies. ``message_of`` turns one ``message`` event into a
-JSON-RPC message, compacting JSON that came over several ``data:`` lines first.
+``Pending`` matches responses to requests by id, drops the late answer to a request
+its caller gave up on, and fails every waiting request at once when the transport
+dies. ``message_of`` turns one ``message`` event into a JSON-RPC message, compacting
+JSON that came over several ``data:`` lines first. ``endpoint_target`` and
+``redirect_target`` keep messages and the stream on the configured origin.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Mapping
 from typing import Final
 from urllib.parse import urljoin
 
@@ -22,13 +25,18 @@ from protocol import jsonrpc as rpc
 from protocol.mcp import CancelledParams
 from protocol.sse import SSEEvent
 
-from ._httpconn import Origin, ResponseHead, parse_url
+from ._httpconn import Origin, ResponseHead, check_header, parse_url
 from ._httpreply import SNIPPET, decode_reply, error_in, status_error
 from .base import ServerCancelled, TransportError, UnexpectedReply, log_extra
 
 logger = logging.getLogger("mcpd.sse")
 
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
+REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+# Headers the transport owns; neither configuration nor callers may set them.
+_RESERVED: Final = frozenset(
+    {"host", "content-type", "content-length", "transfer-encoding", "connection", "accept"}
+)
 
 
 class Slot:
@@ -149,6 +157,22 @@ def endpoint_target(label: str, stream_url: str, origin: Origin, data: bytes) ->
     return target
 
 
+def redirect_target(label: str, origin: Origin, target: str, head: ResponseHead) -> str:
+    """Where a redirect of the stream's GET leads, if that stays on the origin."""
+    location = head.get("location")
+    if location:
+        with contextlib.suppress(ValueError):
+            where, new = parse_url(urljoin(f"{origin}{target}", location))
+            if where == origin:
+                return new
+    # The configured headers carry credentials; they stay with their origin.
+    raise UnexpectedReply(
+        f"{label}: refused an HTTP {head.status} redirect of the event stream"
+        + (f" to {location}" if location else " without a Location"),
+        status=head.status,
+    )
+
+
 def stream_refused(label: str, head: ResponseHead, body: bytes) -> TransportError:
     """Why a GET opened no event stream."""
     if 200 <= head.status < 300:
@@ -178,3 +202,17 @@ def session_gone(head: ResponseHead, body: bytes) -> bool:
     error = error_in(body)
     text = error.message if error is not None else body.decode("utf-8", "replace")
     return "session" in text.lower()
+
+
+def header_list(headers: Mapping[str, str], what: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for name, value in headers.items():
+        if name.lower() in _RESERVED:
+            raise ValueError(f"the {what} header {name} is set by the transport itself")
+        check_header(name, value)
+        out.append((name, value))
+    return out
+
+
+def encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(name.encode(), value.encode()) for name, value in headers]
