@@ -191,14 +191,14 @@ class LegacySSETransport:
                 with trio.move_on_after(self._connect_timeout) as waiting:
                     conn = await self._open_stream()
                     decoder = SSEDecoder(self._max_body)
-                    while (chunk := await conn.next_chunk()) is not None:
-                        for event in decoder.feed(chunk):
+                    chunk: bytes | None = b""
+                    while chunk is not None:
+                        chunk = await conn.next_chunk()
+                        for event in decoder.feed(chunk) if chunk else decoder.flush():
                             if self._on_event(event):
                                 # From now on the stream may be quiet for hours.
                                 waiting.deadline = math.inf
                                 task_status.started()
-                    for event in decoder.flush():
-                        self._on_event(event)
                 if waiting.cancelled_caught:
                     stage = "named no endpoint" if conn is not None else "did not open"
                     raise TransportError(

@@ -176,6 +176,33 @@ async def test_no_endpoint_event_in_time_is_an_error() -> None:
 
 
 @pytest.mark.parametrize(
+    ("sent", "opens"),
+    [(b"", False), (b": hello\n\n", False), (b"event: endpoint\ndata: /messages?s=1", True)],
+    ids=["nothing", "a comment", "an endpoint without its blank line"],
+)
+async def test_a_stream_that_ends_at_once(sent: bytes, opens: bool) -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse(sent)
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv:
+            if opens:
+                # The endpoint counts; the stream's end closes the transport at once.
+                async with open_legacy_sse_transport("old", srv.url("/sse")) as t:
+                    await t.closed.wait()
+                    assert t.endpoint == srv.url("/messages?s=1")
+                assert isinstance(t.error, TransportClosed)
+                assert t.error.reason == "old: the server ended the event stream"
+            else:
+                with pytest.raises(TransportClosed) as info:
+                    async with open_legacy_sse_transport("old", srv.url("/sse")):
+                        pytest.fail("the transport opened")
+                assert info.value.reason == (
+                    "old: the server ended the event stream before naming an endpoint"
+                )
+
+
+@pytest.mark.parametrize(
     ("status", "content_type", "expected"),
     [
         (200, "application/json", "GET answered HTTP 200 with 'application/json'"),
