@@ -1,0 +1,414 @@
+"""The HTTP+SSE transport of MCP 2024-11-05: one event stream in, one POST per message out.
+
+The client opens a GET event stream at the configured URL. The server's first event,
+``endpoint``, names where to POST messages (mostly a relative path with a session id
+in its query). That URL must be on the stream's own origin: the configured headers
+carry credentials, and they go wherever the messages go. Each JSON-RPC message is
+POSTed there and merely accepted (202, or 200); every response, notification and
+server request comes back on the stream as a ``message`` event, and responses are
+routed to the waiting requests by id.
+
+The stream is the session, so this transport never reconnects. When the stream ends
+or drops, or the endpoint stops taking messages (404: the server forgot the session,
+as after a restart), every pending request fails at once with what happened, and
+``error`` and ``closed`` are set. The runner watches ``closed`` and leaves the
+transport; the supervisor opens a new one after its backoff and runs the handshake
+again, as it does for a stdio server whose process exited.
+
+The protocol has no session to end: closing the stream is how a client leaves.
+``detect_http_transport`` applies the spec's rule for telling this transport from
+Streamable HTTP at one URL (in ``sse_detect``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import ssl
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
+
+import trio
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol.mcp import CancelledParams
+from protocol.sse import SSEDecoder, SSEError, SSEEvent
+
+from ._httpconn import (
+    ConnectionPool,
+    HttpConnection,
+    ResponseHead,
+    connect,
+    make_ssl_context,
+    parse_url,
+)
+from ._httpreply import decode_reply, deliver, status_error
+from ._sseparts import (
+    REDIRECTS,
+    Pending,
+    encoded,
+    endpoint_target,
+    header_list,
+    message_of,
+    redirect_target,
+    session_gone,
+    stream_refused,
+)
+from .base import (
+    NotificationHandler,
+    StreamCut,
+    TransportClosed,
+    TransportError,
+    log_extra,
+    single_exceptions,
+)
+
+__all__ = ["LegacySSETransport", "open_legacy_sse_transport"]
+
+logger = logging.getLogger("mcpd.sse")
+
+DEFAULT_MAX_BODY: Final = 64 * 1024 * 1024
+MAX_REDIRECTS: Final = 5
+# How soon the kernel starts probing a quiet stream's connection: the stream may be
+# silent for hours, so no read timeout watches it.
+_STREAM_KEEPALIVE: Final = 60.0
+_CANCEL_TIMEOUT: Final = 2.0
+_ANSWER_TIMEOUT: Final = 2.0
+_ERROR_BODY_LIMIT: Final = 64 * 1024
+
+
+class LegacySSETransport:
+    def __init__(
+        self,
+        alias: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 300.0,
+        ssl_context: ssl.SSLContext | None = None,
+        pool_size: int = 8,
+        max_body: int = DEFAULT_MAX_BODY,
+        on_notification: NotificationHandler | None = None,
+    ) -> None:
+        self._origin, self._stream_target = parse_url(url)
+        self.alias = alias
+        self.endpoint: str | None = None  # where messages go, once the stream named it
+        self._post_target = ""
+        self._static = header_list(headers or {}, "configured")
+        self._connect_timeout = connect_timeout
+        self._max_body = max_body
+        self._on_notification = on_notification
+        if self._origin.scheme == "https" and ssl_context is None:
+            ssl_context = make_ssl_context()
+        self._ssl_context = ssl_context if self._origin.scheme == "https" else None
+        self._pool = ConnectionPool(
+            self._origin,
+            alias,
+            size=pool_size,
+            ssl_context=self._ssl_context,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+        self._ids = rpc.IdAllocator()
+        self._pending = Pending(alias)
+        self._reading = trio.CancelScope()
+        self._nursery: trio.Nursery | None = None
+        self.closed = trio.Event()
+        self.error: TransportError | None = None
+
+    @property
+    def url(self) -> str:
+        return f"{self._origin}{self._stream_target}"
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def stderr_tail(self) -> list[str]:
+        return []
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        cancellable: bool = True,
+    ) -> Raw:
+        if self.error is not None:
+            raise self.error
+        extra = header_list(headers or {}, "request")
+        rid = self._ids.next()
+        slot = self._pending.add(rid)
+        try:
+            # The response may come on the stream before the POST is accepted: the slot
+            # is there first, so it is kept either way.
+            await self._post(rpc.encode_request(rid, method, params), extra, f"{method} (id {rid})")
+            await slot.event.wait()
+        except trio.Cancelled:
+            self._pending.abandon(rid)
+            if cancellable and not slot.done and self.error is None:
+                # The stream stays open after a caller gives up, so nothing but a
+                # notification tells the server.
+                with trio.move_on_after(_CANCEL_TIMEOUT, shield=True):
+                    await self._send_cancel(rid)
+            raise
+        finally:
+            self._pending.remove(rid)
+        if slot.error is not None:
+            raise slot.error
+        assert slot.result is not None
+        return slot.result
+
+    async def notify(
+        self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
+    ) -> None:
+        extra = header_list(headers or {}, "request")
+        await self._post(rpc.encode_notification(method, params), extra, method)
+
+    async def aclose(self) -> None:
+        """End the stream and drop every connection; bounded, and safe to call twice."""
+        self._close(TransportClosed(f"{self.alias}: transport closed"))
+        with trio.CancelScope(shield=True):
+            await self._pool.aclose()
+
+    # -- the stream --
+
+    async def _hold(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Open the stream, wait for its endpoint, then read it until it ends.
+
+        Until the endpoint is known a failure is raised, out of the transport's
+        opening; after that, a failure closes the transport instead.
+        """
+        conn: HttpConnection | None = None
+        why: TransportError
+        with self._reading:
+            try:
+                with trio.move_on_after(self._connect_timeout) as waiting:
+                    conn = await self._open_stream()
+                    decoder = SSEDecoder(self._max_body)
+                    chunk: bytes | None = b""
+                    while chunk is not None:
+                        chunk = await conn.next_chunk()
+                        for event in decoder.feed(chunk) if chunk else decoder.flush():
+                            if self._on_event(event):
+                                # From now on the stream may be quiet for hours.
+                                waiting.deadline = math.inf
+                                task_status.started()
+                if waiting.cancelled_caught:
+                    stage = "named no endpoint" if conn is not None else "did not open"
+                    raise TransportError(
+                        f"{self.alias}: the event stream at {self.url} {stage} "
+                        f"within {self._connect_timeout:g} s"
+                    )
+                before = "" if self.endpoint is not None else " before naming an endpoint"
+                why = TransportClosed(f"{self.alias}: the server ended the event stream{before}")
+            except SSEError as exc:
+                why = StreamCut(f"{self.alias}: {exc} on the event stream")
+            except StreamCut as exc:
+                what = exc.reason.removeprefix(f"{self.alias}: ")
+                why = StreamCut(f"{self.alias}: the event stream was cut: {what}")
+            except TransportError as exc:
+                why = exc
+            finally:
+                if conn is not None:
+                    with trio.CancelScope(shield=True):
+                        await conn.aclose()
+            if self.endpoint is None:
+                raise why
+            self._close(why)
+
+    async def _open_stream(self) -> HttpConnection:
+        """The stream's own connection, its reply's head read and found to be a stream."""
+        target = self._stream_target
+        for _ in range(MAX_REDIRECTS + 1):
+            conn = await connect(
+                self._origin,
+                self.alias,
+                ssl_context=self._ssl_context,
+                connect_timeout=self._connect_timeout,
+                read_timeout=None,
+                tcp_keepalive=_STREAM_KEEPALIVE,
+            )
+            try:
+                headers = [("Host", self._origin.authority), ("Accept", "text/event-stream")]
+                await conn.send(b"GET", target.encode(), encoded(headers + self._static), b"")
+                head = await conn.receive_head()
+                if head.status == 200 and head.media_type == "text/event-stream":
+                    return conn
+                if head.status not in REDIRECTS:
+                    body = await conn.read_prefix(_ERROR_BODY_LIMIT)
+                    raise stream_refused(self.alias, head, body)
+                target = redirect_target(self.alias, self._origin, target, head)
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await conn.aclose()
+                raise
+            await conn.aclose()
+        raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for the stream")
+
+    def _on_event(self, event: SSEEvent) -> bool:
+        """Handle one event; True when it named the endpoint the stream was waiting for."""
+        if event.event == "endpoint":
+            if self.endpoint is not None:
+                logger.debug("%s: ignored a second endpoint event", self.alias)
+                return False
+            self._post_target = endpoint_target(self.alias, self.url, self._origin, event.data)
+            self.endpoint = f"{self._origin}{self._post_target}"
+            logger.debug("%s: messages go to %s", self.alias, self._post_target.split("?")[0])
+            return True
+        if event.event != "message" or not event.data.strip():
+            return False
+        msg = message_of(event, self.alias)
+        if isinstance(msg, rpc.Response | rpc.ErrorResponse):
+            self._pending.route(msg)
+        elif isinstance(msg, rpc.Notification):
+            if msg.method != "notifications/cancelled" or not self._pending.server_cancelled(msg):
+                deliver(self.alias, self._on_notification, msg)
+        elif msg is not None and self._nursery is not None:
+            # Answered on the side, so the stream goes on meanwhile.
+            self._nursery.start_soon(self._answer_server_request, msg)
+        return False
+
+    def _close(self, error: TransportError) -> None:
+        if self.error is not None:
+            return
+        self.error = error
+        self._pending.fail_all(error)
+        self._reading.cancel()
+        self.closed.set()
+        logger.debug("%s: %s", self.alias, error.reason)
+
+    # -- sending --
+
+    async def _post(self, body: bytes, extra: list[tuple[str, str]], what: str) -> None:
+        if self.error is not None:
+            raise self.error
+        given = {name.lower() for name, _ in extra}
+        headers = [
+            ("Host", self._origin.authority),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            *[(name, value) for name, value in self._static if name.lower() not in given],
+            *extra,
+        ]
+        async with self._pool.connection() as conn:
+            await conn.send(b"POST", self._post_target.encode(), encoded(headers), body)
+            head = await conn.receive_head()
+            accepted = 200 <= head.status < 300
+            if accepted and head.media_type == "application/json":
+                reply = await conn.read_body(head, self._max_body)
+            else:
+                reply = await conn.read_prefix(_ERROR_BODY_LIMIT)
+        if not accepted:
+            raise self._rejected(head, reply, what)
+        if head.media_type == "application/json" and reply.strip():
+            self._answer_in_body(reply)
+
+    def _answer_in_body(self, body: bytes) -> None:
+        # Not the protocol, but a server may answer in the POST's own reply; a response
+        # found there is as good as one on the stream.
+        with contextlib.suppress(TransportError):
+            msg = decode_reply(body, 200, self.alias, "reply to a POST")
+            if isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id is not None:
+                self._pending.route(msg)
+
+    def _rejected(self, head: ResponseHead, body: bytes, what: str) -> Exception:
+        if session_gone(head, body):
+            text = body[:200].decode("utf-8", "replace").strip()
+            gone = TransportClosed(
+                f"{self.alias}: the server no longer takes messages for this session "
+                f"(HTTP {head.status} to {what}" + (f": {text})" if text else ")")
+            )
+            self._close(gone)
+            return gone
+        return status_error(self.alias, head, body, what, had_session=False, now=time.time())
+
+    async def _send_cancel(self, rid: rpc.Id) -> None:
+        params = CancelledParams(requestId=rid, reason="cancelled by the client")
+        try:
+            await self.notify("notifications/cancelled", params)
+        except (TransportError, rpc.RPCError) as exc:
+            logger.info(
+                "%s: notifications/cancelled for id %s failed: %s",
+                self.alias,
+                rid,
+                exc,
+                extra=log_extra(self.alias, "cancel_failed", str(exc)),
+            )
+
+    async def _answer_server_request(self, req: rpc.Request) -> None:
+        """POST the answer to the server's request: ``ping`` works, nothing else does."""
+        # mcpd declares no client capabilities (no roots, sampling or elicitation).
+        if req.method == "ping":
+            body = rpc.encode_result(req.id, {})
+        else:
+            message = f"mcpd does not support {req.method!r}"
+            body = rpc.encode_error(req.id, rpc.METHOD_NOT_FOUND, message)
+        failed = "no answer in time"
+        with trio.move_on_after(_ANSWER_TIMEOUT):
+            try:
+                await self._post(body, [], f"the answer to {req.method}")
+                return
+            except (TransportError, rpc.RPCError) as exc:
+                failed = str(exc)
+        logger.info(
+            "%s: could not answer the server's %s request: %s",
+            self.alias,
+            req.method,
+            failed,
+            extra=log_extra(self.alias, "server_request_unanswered", failed),
+        )
+
+
+@contextlib.asynccontextmanager
+async def open_legacy_sse_transport(
+    alias: str,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    connect_timeout: float = 10.0,
+    read_timeout: float | None = 300.0,
+    tls_verify: bool = True,
+    ca_file: str | None = None,
+    pool_size: int = 8,
+    max_body: int = DEFAULT_MAX_BODY,
+    on_notification: NotificationHandler | None = None,
+) -> AsyncIterator[LegacySSETransport]:
+    """A transport for one HTTP+SSE server, entered once the stream named its endpoint.
+
+    Opening raises what kept the stream from opening (``AuthError`` for 401/403, a
+    ``TransportError`` when no endpoint came within ``connect_timeout``, an
+    ``UnexpectedReply`` for an endpoint on another origin). ``read_timeout`` bounds
+    the silence while a POST is answered, never the stream's.
+    """
+    ssl_context = None
+    if url.lower().startswith("https:"):
+        ssl_context = make_ssl_context(verify=tls_verify, ca_file=ca_file)
+    transport = LegacySSETransport(
+        alias,
+        url,
+        headers=headers,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        ssl_context=ssl_context,
+        pool_size=pool_size,
+        max_body=max_body,
+        on_notification=on_notification,
+    )
+    try:
+        with single_exceptions():
+            async with trio.open_nursery() as nursery:
+                transport._nursery = nursery
+                await nursery.start(transport._hold)
+                try:
+                    yield transport
+                finally:
+                    await transport.aclose()
+                    nursery.cancel_scope.cancel()
+    finally:
+        await transport.aclose()
