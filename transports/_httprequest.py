@@ -28,7 +28,7 @@ logger = logging.getLogger("mcpd.http")
 
 VERSION_HEADER: Final = "mcp-protocol-version"
 # Headers the transport owns; neither configuration nor callers may set them.
-_RESERVED: Final = frozenset(
+RESERVED: Final = frozenset(
     {
         "host",
         "content-type",
@@ -131,6 +131,17 @@ class SessionId:
             await self._started.wait()
 
 
+def same_origin(origin: Origin, target: str, location: str) -> str | None:
+    """The request target ``location`` names (relative to ``target`` on ``origin``), or
+    None when it leads elsewhere: the configured headers carry credentials, and they
+    stay with their origin."""
+    try:
+        there, new = parse_url(urljoin(f"{origin}{target}", location))
+    except ValueError:
+        return None
+    return new if there == origin else None
+
+
 def redirect_target(alias: str, origin: Origin, head: ResponseHead, target: str) -> str:
     """Where a 307/308 to ``target`` points, on the same origin; else UnexpectedReply."""
     location = head.get("location")
@@ -138,12 +149,8 @@ def redirect_target(alias: str, origin: Origin, head: ResponseHead, target: str)
         raise UnexpectedReply(
             f"{alias}: HTTP {head.status} redirect without a Location", status=head.status
         )
-    try:
-        there, new = parse_url(urljoin(f"{origin}{target}", location))
-    except ValueError:
-        there = None
-    if there != origin:
-        # The configured headers carry credentials; they stay with their origin.
+    new = same_origin(origin, target, location)
+    if new is None:
         raise UnexpectedReply(
             f"{alias}: refused an HTTP {head.status} redirect to another origin",
             status=head.status,
@@ -162,10 +169,13 @@ def redirect_target(alias: str, origin: Origin, head: ResponseHead, target: str)
     return new
 
 
-def header_list(headers: Mapping[str, str], what: str) -> list[tuple[str, str]]:
+def header_list(
+    headers: Mapping[str, str], what: str, reserved: frozenset[str] = RESERVED
+) -> list[tuple[str, str]]:
+    """``headers`` checked: none that the transport sets itself, no bad characters."""
     out: list[tuple[str, str]] = []
     for name, value in headers.items():
-        if name.lower() in _RESERVED:
+        if name.lower() in reserved:
             raise ValueError(f"the {what} header {name} is set by the transport itself")
         check_header(name, value)
         out.append((name, value))

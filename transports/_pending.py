@@ -23,7 +23,6 @@ from protocol.mcp import CancelledParams
 
 from .base import ServerCancelled
 
-logger = logging.getLogger("mcpd.transport")
 
 Reply = Callable[[Raw | None, Exception | None], None]
 
@@ -53,10 +52,16 @@ class Slot:
 
 
 class Pending:
-    def __init__(self, label: str, complain: Callable[[], str | None] = lambda: "") -> None:
+    def __init__(
+        self,
+        label: str,
+        logger: logging.Logger,
+        complain: Callable[[], str | None] = lambda: "",
+    ) -> None:
         """``complain`` says whether a stray response may be logged now (None: stay
         quiet) and what to add to the warning."""
         self._label = label
+        self._log = logger
         self._complain = complain
         self._slots: dict[rpc.Id, Slot] = {}
         # Requests given up on (timed out or cancelled): an answer may still come for them
@@ -111,7 +116,7 @@ class Pending:
                 return
             if msg.id in self._abandoned:
                 del self._abandoned[msg.id]  # a second one is not late but a duplicate
-                logger.debug("%s: dropped a late response for id %r", self._label, msg.id)
+                self._log.debug("%s: dropped a late response for id %r", self._label, msg.id)
                 return
         # Unknown ids, duplicates, an id of the wrong type ("3" for 3): used to be
         # debug-level only, so the log never said which server sent them.
@@ -119,7 +124,7 @@ class Pending:
         if note is None:
             return
         said = f" ({msg.error.message})" if isinstance(msg, rpc.ErrorResponse) else ""
-        logger.warning(
+        self._log.warning(
             "%s: dropped a response for id %r%s: no request with that id is waiting "
             "(unknown id, wrong id type, or a duplicate)%s",
             self._label,

@@ -34,6 +34,7 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 
@@ -46,12 +47,13 @@ from ._httpconn import (
     parse_url,
 )
 from ._httpreply import decode_reply, deliver, status_error
+from ._httprequest import header_list
+from ._pending import Pending
 from ._sseparts import (
     REDIRECTS,
-    Pending,
+    RESERVED,
     encoded,
     endpoint_target,
-    header_list,
     message_of,
     redirect_target,
     session_gone,
@@ -62,7 +64,6 @@ from .base import (
     StreamCut,
     TransportClosed,
     TransportError,
-    log_extra,
     single_exceptions,
 )
 
@@ -98,7 +99,7 @@ class LegacySSETransport:
         self.alias = alias
         self.endpoint: str | None = None  # where messages go, once the stream named it
         self._post_target = ""
-        self._static = header_list(headers or {}, "configured")
+        self._static = header_list(headers or {}, "configured", RESERVED)
         self._connect_timeout = connect_timeout
         self._max_body = max_body
         self._on_notification = on_notification
@@ -114,7 +115,7 @@ class LegacySSETransport:
             read_timeout=read_timeout,
         )
         self._ids = rpc.IdAllocator()
-        self._pending = Pending(alias)
+        self._pending = Pending(alias, logger)
         self._reading = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         self.closed = trio.Event()
@@ -141,13 +142,14 @@ class LegacySSETransport:
     ) -> Raw:
         if self.error is not None:
             raise self.error
-        extra = header_list(headers or {}, "request")
+        extra = header_list(headers or {}, "request", RESERVED)
         rid = self._ids.next()
-        slot = self._pending.add(rid)
+        slot = self._pending.wait(rid)
         try:
             # The response may come on the stream before the POST is accepted: the slot
             # is there first, so it is kept either way.
             await self._post(rpc.encode_request(rid, method, params), extra, f"{method} (id {rid})")
+            assert slot.event is not None
             await slot.event.wait()
         except trio.Cancelled:
             self._pending.abandon(rid)
@@ -158,7 +160,7 @@ class LegacySSETransport:
                     await self._send_cancel(rid)
             raise
         finally:
-            self._pending.remove(rid)
+            self._pending.drop(rid)
         if slot.error is not None:
             raise slot.error
         assert slot.result is not None
@@ -167,7 +169,7 @@ class LegacySSETransport:
     async def notify(
         self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
     ) -> None:
-        extra = header_list(headers or {}, "request")
+        extra = header_list(headers or {}, "request", RESERVED)
         await self._post(rpc.encode_notification(method, params), extra, method)
 
     async def aclose(self) -> None:

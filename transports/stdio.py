@@ -92,7 +92,7 @@ class StdioTransport:
         self._on_notification = on_notification
         self._ids = rpc.IdAllocator()
         self._complaints = Complaints()
-        self._pending = Pending(alias, self._complaints.admit)
+        self._pending = Pending(alias, logger, self._complaints.admit)
         self._framer = LineFramer(params.max_line)
         stdin = process.stdin
         assert stdin is not None
