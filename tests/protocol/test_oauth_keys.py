@@ -140,6 +140,10 @@ def test_small_rsa_keys_and_other_curves_are_refused() -> None:
         load_signing_key(_pem(p384, serialization.PrivateFormat.PKCS8))
 
 
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
 def test_jwt_and_client_assertion() -> None:
     private = ec.generate_private_key(ec.SECP256R1())
     key = load_signing_key(_pem(private, serialization.PrivateFormat.PKCS8), kid="kid-1")
@@ -151,15 +155,14 @@ def test_jwt_and_client_assertion() -> None:
         random=counter_random(),
     )
     header_b64, claims_b64, sig_b64 = token.split(".")
-    pad = lambda s: s + "=" * (-len(s) % 4)  # noqa: E731
-    header = json.loads(base64.urlsafe_b64decode(pad(header_b64)))
-    claims = json.loads(base64.urlsafe_b64decode(pad(claims_b64)))
+    header = json.loads(_unb64(header_b64))
+    claims = json.loads(_unb64(claims_b64))
     assert header == {"alg": "ES256", "kid": "kid-1", "typ": "JWT"}
     assert claims["iss"] == claims["sub"] == "conformance-test-client"
     assert claims["aud"] == "http://localhost:3001"
     assert (claims["iat"], claims["exp"]) == (1_700_000_000, 1_700_000_120)
     assert claims["jti"]
-    signature = base64.urlsafe_b64decode(pad(sig_b64))
+    signature = _unb64(sig_b64)
     r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
     private.public_key().verify(
         utils.encode_dss_signature(r, s),
