@@ -17,15 +17,17 @@ as ``transports.base.TransportError``, refusals of the policy as
 
 from __future__ import annotations
 
+import contextlib
 import math
 import secrets
 import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final, Literal
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
+import h11
 import trio
 
 from protocol.oauth import (
@@ -51,13 +53,13 @@ from protocol.oauth import (
     revocation_request,
 )
 from protocol.oauth.http import MAX_BODY
-from protocol.oauth.ssrf import parse_address
+from protocol.oauth.ssrf import is_loopback_host, parse_address
 from protocol.oauth.urls import parse_http_url
 
 from ._httpconn import HttpConnection, Origin, check_header, make_ssl_context
 from .base import TransportError
 
-__all__ = ["OAuthHttp", "Resolver", "system_resolver"]
+__all__ = ["OAuthHttp", "RedirectListener", "Resolver", "redirect_listener", "system_resolver"]
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 Clock = Callable[[], float]
@@ -119,15 +121,13 @@ class OAuthHttp:
     ) -> FetchPolicy:
         """The fetch policy for discovery on behalf of ``server_url``, from the
         addresses its host resolves to now; the flags override what that implies."""
-        base = FetchPolicy.for_server(server_url, [])
         u = parse_http_url(server_url, "server URL")
-        addresses = await self._resolve(u.host, u.port)
-        policy = FetchPolicy.for_server(server_url, addresses)
+        policy = FetchPolicy.for_server(server_url, await self._resolve(u.host, u.port))
         return FetchPolicy(
             allow_loopback=policy.allow_loopback if allow_loopback is None else allow_loopback,
             allow_private=policy.allow_private if allow_private is None else allow_private,
             allow_link_local=policy.allow_link_local,
-            http_origins=base.http_origins,
+            http_origins=policy.http_origins,
         )
 
     async def execute(self, request: HttpRequest, policy: FetchPolicy) -> HttpResponse:
@@ -294,3 +294,83 @@ class OAuthHttp:
                 "instead of redirecting; a person has to log in in a browser"
             )
         return urljoin(url, location)
+
+
+_DONE_PAGE: Final = (
+    b"<!doctype html><title>mcpd</title>"
+    b"<p>mcpd received the authorization. You can close this window.</p>"
+)
+
+
+class RedirectListener:
+    """Where the browser comes back to after the user authorized: the first GET on
+    the callback path is kept (the flow checks it), anything else gets a 404."""
+
+    def __init__(self, redirect_uri: str, path: str) -> None:
+        self.redirect_uri = redirect_uri
+        self._path = path
+        self._target: str | None = None
+        self._received = trio.Event()
+
+    async def wait(self) -> str:
+        """The request target of the redirect (path and query), once it arrives."""
+        await self._received.wait()
+        assert self._target is not None
+        return self._target
+
+    async def _serve(self, stream: trio.abc.Stream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    data = await stream.receive_some(16384)
+                    if not data:
+                        return
+                    conn.receive_data(bytes(data))
+                    continue
+                if not isinstance(event, h11.Request):
+                    return
+                target = event.target.decode("ascii", "replace")
+                ours = event.method == b"GET" and urlsplit(target).path == self._path
+                if ours and self._target is None:
+                    self._target = target
+                    self._received.set()
+                status, body = (200, _DONE_PAGE) if ours else (404, b"not found")
+                headers = [
+                    ("Content-Type", "text/html; charset=utf-8"),
+                    ("Content-Length", str(len(body))),
+                    ("Connection", "close"),
+                    ("Cache-Control", "no-store"),
+                ]
+                data = conn.send(h11.Response(status_code=status, headers=headers)) or b""
+                data += conn.send(h11.Data(data=body)) or b""
+                data += conn.send(h11.EndOfMessage()) or b""
+                await stream.send_all(data)
+                return
+        except (h11.ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+        finally:
+            await trio.aclose_forcefully(stream)
+
+
+@contextlib.asynccontextmanager
+async def redirect_listener(
+    *, host: str = "127.0.0.1", port: int = 0, path: str = "/callback"
+) -> AsyncIterator[RedirectListener]:
+    """Listen on a loopback address for the authorization redirect (RFC 8252 §7.3).
+
+    ``listener.redirect_uri`` is what to register and send; the port is the one
+    given, or a free one. The listener stops when the block ends."""
+    if parse_address(host) is None or not is_loopback_host(host):
+        raise ValueError("the redirect listener needs a loopback IP address (RFC 8252 §8.3)")
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    bound = listeners[0].socket.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    listener = RedirectListener(f"http://{shown}:{bound}{path}", path)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, listener._serve, listeners)
+        try:
+            yield listener
+        finally:
+            nursery.cancel_scope.cancel()

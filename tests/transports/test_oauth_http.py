@@ -29,7 +29,7 @@ from protocol.oauth import (
 )
 from protocol.oauth.http import get
 from transports.base import TransportError
-from transports.oauth_http import OAuthHttp, Resolver
+from transports.oauth_http import OAuthHttp, Resolver, redirect_listener
 
 from ..support.http_servers import Responder, SeenRequest, serve_http
 from ..support.oauth_server import OAuthServer, serve_oauth
@@ -268,3 +268,41 @@ async def test_follow_authorization_needs_a_redirect() -> None:
                 await OAuthHttp().follow_authorization(
                     srv.url("/authorize"), FetchPolicy(allow_loopback=True)
                 )
+
+
+async def test_login_through_a_loopback_redirect_listener() -> None:
+    """The browser step as it happens for a person: the authorization server
+    redirects the browser to mcpd's loopback listener, which hands the redirect
+    to the flow."""
+    with trio.fail_after(LIMIT):
+        async with serve_oauth() as srv, redirect_listener() as listener:
+            assert listener.redirect_uri.startswith("http://127.0.0.1:")
+            http = OAuthHttp()
+            policy = await http.policy_for(srv.mcp_url)
+            flow = AuthorizationFlow(
+                FlowConfig(srv.mcp_url, redirect_uri=listener.redirect_uri),
+                policy=policy,
+                now=time.time(),
+            )
+
+            async def browser(action: OpenBrowser) -> str:
+                location = await http.follow_authorization(action.url, policy)
+                stray = await http.execute(
+                    get(f"{location.split('/callback')[0]}/favicon.ico", "x"), policy
+                )
+                assert stray.status == 404
+                page = await http.execute(get(location, "the browser"), policy)
+                assert page.status == 200 and b"close this window" in page.body
+                again = await http.execute(get(location, "the browser"), policy)
+                assert again.status == 200
+                return await listener.wait()
+
+            result = await http.run_flow(flow, policy, browser)
+    assert result.tokens.access_token.reveal() in srv.issued
+    assert srv.failures == []
+
+
+async def test_the_redirect_listener_is_loopback_only() -> None:
+    with pytest.raises(ValueError, match="loopback"):
+        async with redirect_listener(host="0.0.0.0"):
+            pass
