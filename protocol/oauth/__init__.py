@@ -12,6 +12,22 @@ resource, well-known URLs), ``ssrf`` (which URLs may be fetched), ``metadata``
 ``registration`` (client identity, DCR, token endpoint authentication), ``keys``
 and ``jws`` (private_key_jwt), ``tokens`` (grants, refresh, revocation),
 ``discovery`` and ``flow`` (the state machines).
+
+How a client drives it (the I/O side is ``transports.oauth_http.OAuthHttp``):
+
+* a 401 on an MCP request: ``bearer_challenge(www_authenticate_values)``. Holding
+  tokens for the server, first re-read the resource metadata (``OAuthHttp.discover``)
+  and compare issuers (``issuer_still_listed``): a server that moved to another
+  authorization server voids the tokens and the registration bound to the old one.
+  Same issuer and a refresh token: ``refresh_request``/``OAuthHttp.refresh``, then
+  retry once. Otherwise a login is needed: an ``AuthorizationFlow`` with the
+  challenge and the registrations kept per issuer (client credentials run it
+  without a person, interactive logins wait for ``mcpd auth login``);
+* a 403 with ``error="insufficient_scope"``: ``ScopeState.step_up`` gives the
+  union to ask for (or ``StepUpLimit``), then a flow with ``scopes=`` that union;
+  ``ScopeState.succeeded`` after the next request that goes through;
+* before a request: ``TokenSet.should_refresh(now)`` refreshes ahead of expiry;
+* on logout: ``revocation_request``/``OAuthHttp.revoke`` when the server offers it.
 """
 
 from .authorize import AuthorizationCode, PendingAuthorization, Pkce, parse_redirect
