@@ -1,0 +1,182 @@
+"""The authorization request and its answer: PKCE, ``state``, the URL, the redirect.
+
+mcpd sends the user's browser to the authorization endpoint with a PKCE S256
+challenge (RFC 7636), an unguessable ``state``, the ``resource`` (RFC 8707) and the
+chosen scopes. Everything needed to check the answer is kept in a
+``PendingAuthorization``: the verifier, the state, and the issuer recorded from the
+validated metadata (MCP requires recording it before redirecting).
+
+The redirect is checked in this order, before its code goes anywhere:
+
+1. ``iss`` (RFC 9207 §2.4 as MCP applies it): when present it must equal the
+   recorded issuer by simple string comparison, whether or not the server
+   advertises ``authorization_response_iss_parameter_supported``; when absent it
+   is an error only if the server advertises it. No normalization: a trailing
+   slash is a mismatch. On mismatch nothing else in the response is looked at,
+   not even an ``error``;
+2. ``state`` must be the one sent;
+3. an ``error`` becomes ``AuthorizationDenied``; otherwise there must be a code.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Callable
+from typing import Final, TypeAlias
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import msgspec
+
+from .errors import AuthorizationDenied, OAuthProtocolError
+from .secret import Secret
+
+RandomSource: TypeAlias = Callable[[int], bytes]
+
+_VERIFIER_BYTES: Final = 32  # 43 characters of base64url, the RFC 7636 minimum length
+_STATE_BYTES: Final = 24
+_SHOWN_LIMIT: Final = 200
+_UNPRINTABLE: Final = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def s256_challenge(verifier: str) -> str:
+    return b64url(hashlib.sha256(verifier.encode("ascii")).digest())
+
+
+def shown(text: str) -> str:
+    """Text from a server, made safe to put in a message or a log line."""
+    text = _UNPRINTABLE.sub("?", text)
+    return text if len(text) <= _SHOWN_LIMIT else text[:_SHOWN_LIMIT] + "…"
+
+
+class Pkce(msgspec.Struct, frozen=True):
+    verifier: Secret
+    challenge: str
+
+    @classmethod
+    def create(cls, random: RandomSource = secrets.token_bytes) -> Pkce:
+        verifier = b64url(random(_VERIFIER_BYTES))
+        return cls(Secret(verifier), s256_challenge(verifier))
+
+
+def new_state(random: RandomSource = secrets.token_bytes) -> str:
+    return b64url(random(_STATE_BYTES))
+
+
+class PendingAuthorization(msgspec.Struct, frozen=True):
+    """One authorization request waiting for its redirect."""
+
+    url: str  # where to send the user's browser
+    state: Secret
+    verifier: Secret
+    issuer: str  # recorded from the validated metadata
+    iss_supported: bool  # authorization_response_iss_parameter_supported
+    redirect_uri: str
+    client_id: str
+    resource: str
+    scopes: tuple[str, ...] | None
+
+
+class AuthorizationCode(msgspec.Struct, frozen=True):
+    code: Secret
+    iss: str | None = None
+
+
+def authorization_url(
+    endpoint: str,
+    *,
+    client_id: str,
+    redirect_uri: str,
+    pkce: Pkce,
+    state: str,
+    resource: str,
+    scope: str | None,
+) -> str:
+    if "#" in endpoint:
+        raise OAuthProtocolError(f"authorization endpoint {endpoint!r} has a fragment")
+    params = [
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", redirect_uri),
+        ("code_challenge", pkce.challenge),
+        ("code_challenge_method", "S256"),
+        ("state", state),
+    ]
+    if scope:
+        params.append(("scope", scope))
+    params.append(("resource", resource))
+    joiner = "&" if urlsplit(endpoint).query else "?"
+    return endpoint + joiner + urlencode(params)
+
+
+def _same_target(received: str, redirect_uri: str) -> bool:
+    got = urlsplit(received)
+    want = urlsplit(redirect_uri)
+    if not got.scheme and received.startswith("/"):  # a request target, as a listener sees it
+        return got.path == want.path
+    return (got.scheme.lower(), got.hostname, got.port, got.path) == (
+        want.scheme.lower(),
+        want.hostname,
+        want.port,
+        want.path,
+    )
+
+
+def _single(params: dict[str, list[str]], name: str) -> str | None:
+    values = params.get(name)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise OAuthProtocolError(f"the authorization response carries {name} more than once")
+    return values[0]
+
+
+def check_iss(iss: str | None, pending: PendingAuthorization) -> None:
+    if iss is None:
+        if pending.iss_supported:
+            raise OAuthProtocolError(
+                f"the authorization response has no iss, although {pending.issuer} "
+                "advertises it (RFC 9207); the response is discarded"
+            )
+        return
+    if iss != pending.issuer:
+        raise OAuthProtocolError(
+            f"the authorization response comes from issuer {shown(iss)!r}, but the login "
+            f"was started with {pending.issuer!r}; the response is discarded (RFC 9207)"
+        )
+
+
+def parse_redirect(received: str, pending: PendingAuthorization) -> AuthorizationCode:
+    """Validate the redirect back from the authorization server (a full URL or the
+    request target a loopback listener received) and take its code."""
+    if not _same_target(received, pending.redirect_uri):
+        raise OAuthProtocolError("the redirect does not go to the redirect URI of this login")
+    params = parse_qs(urlsplit(received).query, keep_blank_values=True)
+    iss = _single(params, "iss")
+    check_iss(iss, pending)
+    state = _single(params, "state")
+    if state is None or not hmac.compare_digest(state.encode(), pending.state.reveal().encode()):
+        raise OAuthProtocolError(
+            "the authorization response does not carry this login's state; "
+            "it belongs to another attempt (start the login again)"
+        )
+    error = _single(params, "error")
+    if error is not None:
+        description = _single(params, "error_description")
+        detail = f": {shown(description)}" if description else ""
+        raise AuthorizationDenied(
+            f"the authorization server refused the authorization ({shown(error)}){detail}",
+            error=error,
+            description=description,
+        )
+    code = _single(params, "code")
+    if not code:
+        raise OAuthProtocolError("the authorization response carries no code")
+    return AuthorizationCode(Secret(code), iss)

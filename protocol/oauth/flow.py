@@ -1,0 +1,331 @@
+"""One authorization, from a 401 to a token, as a state machine in the style of h11.
+
+The caller asks ``next_action()`` what to do and reports back:
+
+* ``SendRequest``: execute ``request`` and pass the answer to ``receive_response``;
+* ``OpenBrowser``: send the user to ``url`` (print it, open a browser without a
+  shell) and pass the redirect that comes back to ``receive_redirect``;
+* ``Authorized``: done; ``result`` has the tokens, the client registration to keep
+  (keyed by its issuer) and the discovery, for refreshing later.
+
+States: DISCOVERING → (REGISTERING) → AWAITING_REDIRECT → EXCHANGING → DONE, or
+DISCOVERING → (REGISTERING) → EXCHANGING → DONE for client credentials. Any error
+ends in FAILED and is raised from the call that caused it; calls that do not fit
+the state raise ``OAuthUsageError``. The flow never reads a clock or a random
+source of its own: ``now`` comes with every call, ``random`` is injectable.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
+
+import msgspec
+
+from .authorize import (
+    PendingAuthorization,
+    Pkce,
+    RandomSource,
+    authorization_url,
+    new_state,
+    parse_redirect,
+)
+from .challenge import BearerChallenge
+from .discovery import Discovery, DiscoveryResult
+from .errors import OAuthConfigError, OAuthError, OAuthUsageError
+from .http import HttpRequest, HttpResponse
+from .metadata import require_endpoint, require_pkce
+from .registration import (
+    ClientConfig,
+    ClientRegistration,
+    parse_registration,
+    registration_body,
+    registration_request,
+    select_identity,
+)
+from .scopes import adjust_offline_access, initial_scopes, scope_param
+from .secret import Secret
+from .ssrf import FetchPolicy, is_loopback_host
+from .tokens import (
+    TokenSet,
+    client_credentials_request,
+    code_exchange_request,
+    parse_token_response,
+)
+from .urls import parse_http_url
+
+
+class FlowState(enum.Enum):
+    DISCOVERING = "discovering"
+    REGISTERING = "registering"
+    AWAITING_REDIRECT = "awaiting the redirect"
+    EXCHANGING = "requesting the token"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class FlowConfig(msgspec.Struct, frozen=True):
+    server_url: str
+    client: ClientConfig = ClientConfig()
+    # Where the authorization server sends the browser back: a loopback http URL
+    # (RFC 8252) or https. Required for the authorization code grant.
+    redirect_uri: str | None = None
+    allow_legacy: bool = True
+    protocol_version: str | None = None
+
+
+class AuthorizationResult(msgspec.Struct, frozen=True):
+    tokens: TokenSet
+    registration: ClientRegistration
+    discovery: DiscoveryResult
+    # True when the registration was made by this flow and should be stored.
+    registered: bool = False
+
+
+class SendRequest(msgspec.Struct, frozen=True):
+    request: HttpRequest
+
+
+class OpenBrowser(msgspec.Struct, frozen=True):
+    url: str
+    redirect_uri: str
+
+
+class Authorized(msgspec.Struct, frozen=True):
+    result: AuthorizationResult
+
+
+Action: TypeAlias = SendRequest | OpenBrowser | Authorized
+
+
+def check_redirect_uri(uri: str) -> str:
+    try:
+        u = parse_http_url(uri, "redirect URI")
+    except ValueError as exc:
+        raise OAuthConfigError(str(exc)) from None
+    if "#" in uri:
+        raise OAuthConfigError(f"redirect URI {uri!r} must not have a fragment")
+    if u.scheme != "https" and not is_loopback_host(u.host):
+        raise OAuthConfigError(f"redirect URI {uri!r} must be https or on a loopback address")
+    return uri
+
+
+class AuthorizationFlow:
+    def __init__(
+        self,
+        config: FlowConfig,
+        *,
+        policy: FetchPolicy,
+        now: float,
+        challenge: BearerChallenge | None = None,
+        scopes: tuple[str, ...] | None = None,
+        registrations: Mapping[str, ClientRegistration] | None = None,
+        discovery: DiscoveryResult | None = None,
+        random: RandomSource = secrets.token_bytes,
+    ) -> None:
+        self.config = config
+        self.state = FlowState.DISCOVERING
+        self._client = config.client
+        self._policy = policy
+        self._random = random
+        self._scopes = scopes
+        self._registrations = dict(registrations or {})
+        self._now = now
+        self._action: Action | None = None
+        self._discovery: Discovery | None = None
+        self._result: DiscoveryResult | None = None
+        self._registration: ClientRegistration | None = None
+        self._registered = False
+        self._requested_body: dict[str, Any] = {}
+        self._requested_scopes: tuple[str, ...] | None = None
+        self.pending: PendingAuthorization | None = None
+        self._failure: str | None = None
+        if self._client.grant == "authorization_code":
+            if config.redirect_uri is None:
+                raise OAuthConfigError("a redirect URI is needed for the authorization code flow")
+            check_redirect_uri(config.redirect_uri)
+
+        def start() -> None:
+            if discovery is not None:
+                self._discovered(discovery)
+                return
+            self._discovery = Discovery(
+                config.server_url,
+                challenge,
+                policy=policy,
+                known_issuers=self._known_issuers(),
+                allow_legacy=config.allow_legacy,
+                protocol_version=config.protocol_version,
+            )
+            self._action = self._discovery_action()
+
+        self._guard(start)
+
+    @property
+    def discovery(self) -> DiscoveryResult | None:
+        return self._result
+
+    def next_action(self) -> Action:
+        if self.state is FlowState.FAILED:
+            raise OAuthUsageError(f"the authorization failed: {self._failure}")
+        assert self._action is not None
+        return self._action
+
+    def receive_response(self, response: HttpResponse, now: float) -> None:
+        if not isinstance(self._action, SendRequest):
+            raise OAuthUsageError(f"no request is outstanding (state: {self.state.value})")
+        self._now = now
+        self._guard(lambda: self._on_response(response))
+
+    def receive_redirect(self, received: str, now: float) -> None:
+        if self.state is not FlowState.AWAITING_REDIRECT or self.pending is None:
+            raise OAuthUsageError(f"no redirect is awaited (state: {self.state.value})")
+        self._now = now
+        self._guard(lambda: self._on_redirect(received))
+
+    def _guard(self, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except OAuthError as exc:
+            self.state = FlowState.FAILED
+            self._failure = str(exc)
+            raise
+
+    def _known_issuers(self) -> list[str]:
+        known = list(self._registrations)
+        if self._client.issuer is not None:
+            known.insert(0, self._client.issuer)
+        return known
+
+    def _discovery_action(self) -> Action:
+        assert self._discovery is not None
+        request = self._discovery.next_request()
+        if request is None:
+            self._discovered(self._discovery.result)
+            assert self._action is not None
+            return self._action
+        return SendRequest(request)
+
+    def _on_response(self, response: HttpResponse) -> None:
+        if self.state is FlowState.DISCOVERING:
+            assert self._discovery is not None
+            self._discovery.receive(response)
+            self._action = self._discovery_action()
+        elif self.state is FlowState.REGISTERING:
+            assert self._result is not None
+            reg = parse_registration(response, self._result.server, self._requested_body)
+            self._registration = reg
+            self._registered = True
+            self._start_authorization()
+        elif self.state is FlowState.EXCHANGING:
+            self._on_token(response)
+        else:  # pragma: no cover - guarded by receive_response
+            raise OAuthUsageError(f"unexpected response in state {self.state.value}")
+
+    def _discovered(self, result: DiscoveryResult) -> None:
+        self._result = result
+        server = result.server
+        if self._client.grant == "authorization_code":
+            require_pkce(server)
+            require_endpoint(server, "authorization_endpoint")
+        require_endpoint(server, "token_endpoint")
+        for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+            endpoint = getattr(server.metadata, name)
+            if endpoint:
+                self._policy.check_url(endpoint, name.replace("_", " "))
+        chosen = select_identity(self._client, server, self._registrations, self._now)
+        if chosen is None:
+            redirects = [self.config.redirect_uri] if self.config.redirect_uri else []
+            self._requested_body = registration_body(self._client, server, redirects)
+            self.state = FlowState.REGISTERING
+            self._action = SendRequest(registration_request(self._client, server, redirects))
+            return
+        self._registration = chosen
+        self._start_authorization()
+
+    def _scopes_for(self, result: DiscoveryResult) -> tuple[str, ...] | None:
+        scopes = self._scopes
+        if scopes is None:
+            scopes = initial_scopes(result.challenge, result.resource_metadata)
+        if self._client.grant == "client_credentials":
+            return scopes
+        return adjust_offline_access(scopes, result.server, want_refresh=self._client.want_refresh)
+
+    def _start_authorization(self) -> None:
+        result, reg = self._result, self._registration
+        assert result is not None and reg is not None
+        scopes = self._scopes_for(result)
+        self._requested_scopes = scopes
+        if self._client.grant == "client_credentials":
+            self.state = FlowState.EXCHANGING
+            request = client_credentials_request(
+                result.server,
+                reg,
+                resource=result.resource,
+                scopes=scopes,
+                key=self._client.signing_key,
+                now=self._now,
+                random=self._random,
+            )
+            self._action = SendRequest(request)
+            return
+        redirect_uri = self.config.redirect_uri
+        assert redirect_uri is not None
+        pkce = Pkce.create(self._random)
+        state = new_state(self._random)
+        endpoint = require_endpoint(result.server, "authorization_endpoint")
+        url = authorization_url(
+            endpoint,
+            client_id=reg.client_id,
+            redirect_uri=redirect_uri,
+            pkce=pkce,
+            state=state,
+            resource=result.resource,
+            scope=scope_param(scopes),
+        )
+        self.pending = PendingAuthorization(
+            url=url,
+            state=Secret(state),
+            verifier=pkce.verifier,
+            issuer=result.server.issuer,
+            iss_supported=result.server.metadata.authorization_response_iss_parameter_supported,
+            redirect_uri=redirect_uri,
+            client_id=reg.client_id,
+            resource=result.resource,
+            scopes=scopes,
+        )
+        self.state = FlowState.AWAITING_REDIRECT
+        self._action = OpenBrowser(url, redirect_uri)
+
+    def _on_redirect(self, received: str) -> None:
+        result, reg, pending = self._result, self._registration, self.pending
+        assert result is not None and reg is not None and pending is not None
+        code = parse_redirect(received, pending)
+        request = code_exchange_request(
+            result.server,
+            reg,
+            pending,
+            code,
+            key=self._client.signing_key,
+            now=self._now,
+            random=self._random,
+        )
+        self.state = FlowState.EXCHANGING
+        self._action = SendRequest(request)
+
+    def _on_token(self, response: HttpResponse) -> None:
+        result, reg = self._result, self._registration
+        assert result is not None and reg is not None
+        grant = self._client.grant
+        tokens = parse_token_response(
+            response,
+            result.server,
+            resource=result.resource,
+            requested=self._requested_scopes,
+            now=self._now,
+            grant=grant,
+        )
+        self.state = FlowState.DONE
+        self._action = Authorized(AuthorizationResult(tokens, reg, result, self._registered))

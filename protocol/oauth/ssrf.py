@@ -1,0 +1,200 @@
+"""Which URLs the OAuth client may fetch: a guard against server-side request forgery.
+
+An MCP server (or the metadata it points to) chooses the URLs mcpd fetches and
+POSTs to: resource metadata, authorization-server metadata, the token endpoint.
+A hostile server could aim them at services that trust the local network: a
+cloud metadata endpoint on a link-local address, an admin API on the LAN, a
+daemon on localhost. So:
+
+* only ``http``/``https``; ``https`` except for loopback hosts and for the MCP
+  server's own origin when the user configured it as plain http;
+* after resolution (done by the I/O layer, which then connects to exactly the
+  addresses checked here), every address must be public, unless the MCP server
+  itself is on such an address: a server on loopback is a local development
+  setup and may use loopback and private addresses, a server on a private or
+  unique-local address may use those. Link-local only for a link-local server.
+  Unspecified, multicast and reserved addresses are never fetched.
+
+``FetchPolicy.for_server`` builds the policy from the MCP server's own resolved
+addresses; the flags can also be set by configuration.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from typing import Final, Literal, TypeAlias
+
+import msgspec
+
+from .errors import BlockedUrl
+from .urls import HttpUrl, parse_http_url
+
+AddressClass: TypeAlias = Literal[
+    "global",
+    "loopback",
+    "private",
+    "shared",
+    "unique-local",
+    "link-local",
+    "unspecified",
+    "multicast",
+    "reserved",
+]
+
+IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_V4: Final[list[tuple[str, AddressClass]]] = [
+    ("127.0.0.0/8", "loopback"),
+    ("0.0.0.0/8", "unspecified"),
+    ("10.0.0.0/8", "private"),
+    ("172.16.0.0/12", "private"),
+    ("192.168.0.0/16", "private"),
+    ("100.64.0.0/10", "shared"),
+    ("169.254.0.0/16", "link-local"),
+    ("224.0.0.0/4", "multicast"),
+    ("240.0.0.0/4", "reserved"),
+    ("192.0.0.0/24", "reserved"),
+    ("192.0.2.0/24", "reserved"),
+    ("198.18.0.0/15", "reserved"),
+    ("198.51.100.0/24", "reserved"),
+    ("203.0.113.0/24", "reserved"),
+]
+_V6: Final[list[tuple[str, AddressClass]]] = [
+    ("::1/128", "loopback"),
+    ("::/128", "unspecified"),
+    ("fc00::/7", "unique-local"),
+    ("fe80::/10", "link-local"),
+    ("fec0::/10", "reserved"),
+    ("ff00::/8", "multicast"),
+    ("2001:db8::/32", "reserved"),
+    ("100::/64", "reserved"),
+]
+_NETS4: Final = [(ipaddress.IPv4Network(n), c) for n, c in _V4]
+_NETS6: Final = [(ipaddress.IPv6Network(n), c) for n, c in _V6]
+_NAT64: Final = ipaddress.IPv6Network("64:ff9b::/96")
+
+_LOCAL_CLASSES: Final = frozenset({"private", "shared", "unique-local"})
+
+
+def parse_address(value: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(value.split("%", 1)[0])  # drop an IPv6 zone id
+    except ValueError:
+        return None
+
+
+def classify(address: IPAddress | str) -> AddressClass:
+    """The kind of network an address belongs to; IPv4 embedded in IPv6
+    (mapped, NAT64, 6to4) is judged by its IPv4 part."""
+    ip = parse_address(address) if isinstance(address, str) else address
+    if ip is None:
+        raise ValueError(f"{address!r} is not an IP address")
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = ip.ipv4_mapped or ip.sixtofour
+        if embedded is None and ip in _NAT64:
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if embedded is not None:
+            return classify(embedded)
+        for net6, kind in _NETS6:
+            if ip in net6:
+                return kind
+        return "global"
+    for net4, kind in _NETS4:
+        if ip in net4:
+            return kind
+    return "global"
+
+
+def is_loopback_host(host: str) -> bool:
+    """``localhost`` (and names under it, RFC 6761) or a loopback literal."""
+    name = host.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    ip = parse_address(name.strip("[]"))
+    return ip is not None and classify(ip) == "loopback"
+
+
+class FetchPolicy(msgspec.Struct, frozen=True):
+    allow_loopback: bool = False
+    allow_private: bool = False  # private, shared (CGNAT) and unique-local ranges
+    allow_link_local: bool = False
+    # Origins that may be fetched over plain http (the MCP server's own, when the
+    # configuration says http://). Loopback hosts may always use http.
+    http_origins: tuple[str, ...] = ()
+
+    @classmethod
+    def for_server(cls, server_url: str, server_addresses: Iterable[str]) -> FetchPolicy:
+        """The policy for discovery on behalf of the server at ``server_url``,
+        given the addresses its host resolved to."""
+        u = parse_http_url(server_url, "server URL")
+        kinds = {classify(a) for a in server_addresses if parse_address(a) is not None}
+        literal = parse_address(u.host)
+        if literal is not None:
+            kinds.add(classify(literal))
+        if is_loopback_host(u.host):
+            kinds.add("loopback")
+        loopback = "loopback" in kinds
+        return cls(
+            allow_loopback=loopback,
+            allow_private=loopback or bool(kinds & _LOCAL_CLASSES),
+            allow_link_local="link-local" in kinds,
+            http_origins=(u.origin,) if u.scheme == "http" else (),
+        )
+
+    def allows(self, kind: AddressClass) -> bool:
+        if kind == "global":
+            return True
+        if kind == "loopback":
+            return self.allow_loopback
+        if kind in _LOCAL_CLASSES:
+            return self.allow_private
+        if kind == "link-local":
+            return self.allow_link_local
+        return False
+
+    def check_url(self, url: str, what: str) -> HttpUrl:
+        """Refuse, before any resolution, a URL that may not be fetched at all."""
+        try:
+            u = parse_http_url(url, what)
+        except ValueError as exc:
+            raise BlockedUrl(str(exc)) from None
+        loopback = is_loopback_host(u.host)
+        if u.scheme != "https" and not loopback and u.origin not in self.http_origins:
+            raise BlockedUrl(f"{what} {url!r} must use https")
+        if loopback and not self.allow_loopback:
+            raise BlockedUrl(
+                f"{what} {url!r} points at this machine (loopback), "
+                "which a remote server may not make mcpd fetch"
+            )
+        literal = parse_address(u.host)
+        if literal is not None:
+            self._check_one(u.host, literal, what, url)
+        return u
+
+    def check_addresses(self, url: str, addresses: Iterable[str], what: str) -> list[str]:
+        """The resolved addresses of ``url``'s host, all permitted, or ``BlockedUrl``.
+
+        One refused address refuses the host: a name that resolves both to a
+        public and to an internal address is how DNS rebinding starts."""
+        u = self.check_url(url, what)
+        out: list[str] = []
+        for value in addresses:
+            ip = parse_address(value)
+            if ip is None:
+                raise BlockedUrl(f"{what}: {u.host} resolved to {value!r}, not an IP address")
+            self._check_one(u.host, ip, what, url)
+            if is_loopback_host(u.host) and classify(ip) != "loopback":
+                raise BlockedUrl(f"{what}: {u.host} resolved to {ip}, which is not loopback")
+            out.append(str(ip))
+        if not out:
+            raise BlockedUrl(f"{what}: {u.host} did not resolve to any address")
+        return out
+
+    def _check_one(self, host: str, ip: IPAddress, what: str, url: str) -> None:
+        kind = classify(ip)
+        if not self.allows(kind):
+            raise BlockedUrl(
+                f"{what} {url!r}: {host} is at {ip}, a {kind} address, which mcpd "
+                "does not fetch for a server outside that network"
+            )

@@ -1,0 +1,540 @@
+"""The authorization state machine against a scripted resource and authorization
+server: each test is one of the situations the conformance suite's client auth
+scenarios set up, checked on the requests mcpd would send."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from protocol.oauth import (
+    AuthorizationDenied,
+    AuthorizationFlow,
+    BearerChallenge,
+    BlockedUrl,
+    ClientConfig,
+    ClientRegistration,
+    FetchPolicy,
+    FlowConfig,
+    FlowState,
+    OAuthConfigError,
+    OAuthProtocolError,
+    OAuthUsageError,
+    OpenBrowser,
+    Secret,
+    SendRequest,
+    TokenEndpointError,
+    bearer_challenge,
+    load_signing_key,
+)
+from protocol.oauth.jws import ASSERTION_TYPE, ec_public_point, es256_verify
+from protocol.oauth.keys import EcPrivateKey
+
+from .oauth_fake import NOT_FOUND, FakeWorld, counter_random, drive, json_response, s256
+
+REDIRECT = "http://127.0.0.1:33418/callback"
+NAMED = BearerChallenge(
+    resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+)
+
+
+def make_flow(
+    world: FakeWorld,
+    challenge: BearerChallenge | None = NAMED,
+    *,
+    client: ClientConfig | None = None,
+    allow_legacy: bool = True,
+    **kw: Any,
+) -> AuthorizationFlow:
+    config = FlowConfig(
+        server_url=world.server_url,
+        client=client or ClientConfig(),
+        redirect_uri=REDIRECT,
+        allow_legacy=allow_legacy,
+    )
+    return AuthorizationFlow(
+        config, policy=FetchPolicy(), now=1000.0, challenge=challenge, random=counter_random(), **kw
+    )
+
+
+def test_full_flow_with_named_metadata_and_dynamic_registration() -> None:
+    world = FakeWorld()
+    result = drive(make_flow(world), world, now=5000.0)
+
+    assert world.urls() == [
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        "https://auth.example.com/.well-known/oauth-authorization-server",
+        "https://auth.example.com/register",
+        "https://auth.example.com/token",
+    ]
+    registration = json.loads(world.requests[2].body)
+    assert registration["application_type"] == "native"
+    assert registration["redirect_uris"] == [REDIRECT]
+    assert registration["grant_types"] == ["authorization_code", "refresh_token"]
+    assert registration["token_endpoint_auth_method"] == "none"
+
+    (query,) = world.authorize_queries
+    assert query["response_type"] == "code"
+    assert query["client_id"] == "dyn-client"
+    assert query["code_challenge_method"] == "S256"
+    assert query["resource"] == "https://mcp.example.com/mcp"
+    assert query["redirect_uri"] == REDIRECT
+    assert "scope" not in query  # nothing in the challenge or the metadata
+
+    token = world.form(world.requests[3])
+    assert token["grant_type"] == "authorization_code"
+    assert token["code"] == "code-1"
+    assert s256(token["code_verifier"]) == query["code_challenge"]
+    assert token["resource"] == query["resource"]
+    assert token["redirect_uri"] == REDIRECT
+    assert token["client_id"] == "dyn-client"
+    assert world.requests[3].header("authorization") is None
+
+    assert result.tokens.access_token.reveal() == "at-1"
+    assert result.tokens.refresh_token == Secret("rt-1")
+    assert result.tokens.expires_at == 5000.0 + 3600
+    assert result.tokens.issuer == "https://auth.example.com"
+    assert result.registered and result.registration.client_id == "dyn-client"
+    assert result.registration.issuer == "https://auth.example.com"
+
+
+def test_unnamed_metadata_is_found_at_the_path_then_oidc_discovery() -> None:
+    world = FakeWorld(metadata_url="https://auth.example.com/.well-known/openid-configuration")
+    drive(make_flow(world, None), world)
+    assert world.urls()[:3] == [
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        "https://auth.example.com/.well-known/oauth-authorization-server",
+        "https://auth.example.com/.well-known/openid-configuration",
+    ]
+
+
+def test_root_resource_metadata_and_an_issuer_with_a_path() -> None:
+    world = FakeWorld(
+        issuer="https://auth.example.com/tenant1",
+        metadata_url="https://auth.example.com/.well-known/oauth-authorization-server/tenant1",
+        prm_url="https://mcp.example.com/.well-known/oauth-protected-resource",
+    )
+    world.prm["resource"] = "https://mcp.example.com"
+    drive(make_flow(world, None), world)
+    urls = world.urls()
+    assert urls[:3] == [
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        "https://mcp.example.com/.well-known/oauth-protected-resource",
+        "https://auth.example.com/.well-known/oauth-authorization-server/tenant1",
+    ]
+    assert "https://auth.example.com/.well-known/oauth-authorization-server" not in urls
+    # resource= is the resource as the metadata publishes it
+    assert world.authorize_queries[0]["resource"] == "https://mcp.example.com"
+
+
+def test_custom_metadata_location_and_appended_oidc_path() -> None:
+    world = FakeWorld(
+        issuer="https://auth.example.com/tenant1",
+        metadata_url="https://auth.example.com/tenant1/.well-known/openid-configuration",
+        prm_url="https://mcp.example.com/custom/metadata/location.json",
+    )
+    challenge = BearerChallenge(resource_metadata=world.prm_url)
+    drive(make_flow(world, challenge), world)
+    assert world.urls()[:4] == [
+        "https://mcp.example.com/custom/metadata/location.json",
+        "https://auth.example.com/.well-known/oauth-authorization-server/tenant1",
+        "https://auth.example.com/.well-known/openid-configuration/tenant1",
+        "https://auth.example.com/tenant1/.well-known/openid-configuration",
+    ]
+
+
+def test_named_metadata_that_is_missing_is_an_error_not_a_guess() -> None:
+    world = FakeWorld(prm_url=None)
+    flow = make_flow(world)
+    with pytest.raises(OAuthProtocolError, match=r"no protected resource metadata.*HTTP 404"):
+        drive(flow, world)
+    assert world.urls() == [NAMED.resource_metadata]
+    assert flow.state is FlowState.FAILED
+
+
+def test_client_id_metadata_document_replaces_registration() -> None:
+    world = FakeWorld()
+    world.metadata["client_id_metadata_document_supported"] = True
+    url = "https://mcpd.example.org/client.json"
+    result = drive(make_flow(world, client=ClientConfig(metadata_url=url)), world)
+    assert "https://auth.example.com/register" not in world.urls()
+    assert world.authorize_queries[0]["client_id"] == url
+    assert world.form(world.requests[-1])["client_id"] == url
+    assert result.registration.source == "metadata-document" and not result.registered
+
+
+def test_metadata_document_unsupported_falls_back_to_registration() -> None:
+    world = FakeWorld()
+    drive(make_flow(world, client=ClientConfig(metadata_url="https://m.example/c.json")), world)
+    assert "https://auth.example.com/register" in world.urls()
+
+
+def test_pre_registered_client_uses_basic_auth_and_does_not_register() -> None:
+    world = FakeWorld()
+    del world.metadata["registration_endpoint"]
+    world.metadata["token_endpoint_auth_methods_supported"] = ["client_secret_basic"]
+    client = ClientConfig(
+        client_id="pre-registered-client",
+        client_secret=Secret("pre-registered-secret"),
+        issuer="https://auth.example.com",
+    )
+    result = drive(make_flow(world, client=client), world)
+    token_request = world.requests[-1]
+    assert token_request.header("authorization") == (
+        "Basic cHJlLXJlZ2lzdGVyZWQtY2xpZW50OnByZS1yZWdpc3RlcmVkLXNlY3JldA=="
+    )
+    assert "client_secret" not in world.form(token_request)
+    assert result.registration.source == "preregistered" and not result.registered
+
+
+def test_pre_registered_credentials_for_another_issuer_are_refused() -> None:
+    world = FakeWorld()
+    client = ClientConfig(client_id="c", client_secret=Secret("s"), issuer="https://old.example")
+    with pytest.raises(OAuthConfigError, match="belongs to the authorization server"):
+        drive(make_flow(world, client=client), world)
+    assert "https://auth.example.com/token" not in world.urls()
+
+
+def test_no_way_to_a_client_id_says_what_to_configure() -> None:
+    world = FakeWorld()
+    del world.metadata["registration_endpoint"]
+    with pytest.raises(OAuthConfigError, match="configure its client_id"):
+        drive(make_flow(world), world)
+
+
+@pytest.mark.parametrize(
+    ("method", "header", "body_secret"),
+    [
+        ("client_secret_basic", True, False),
+        ("client_secret_post", False, True),
+        ("none", False, False),
+    ],
+)
+def test_token_endpoint_auth_method_follows_the_registration(
+    method: str, header: bool, body_secret: bool
+) -> None:
+    world = FakeWorld()
+    world.metadata["token_endpoint_auth_methods_supported"] = [method]
+    world.registration = {"client_id": "c1", "token_endpoint_auth_method": method}
+    if method != "none":
+        world.registration["client_secret"] = "s1"
+    drive(make_flow(world), world)
+    assert json.loads(world.requests[2].body)["token_endpoint_auth_method"] == method
+    token_request = world.requests[-1]
+    assert (token_request.header("authorization") is not None) is header
+    form = world.form(token_request)
+    assert ("client_secret" in form) is body_secret
+    assert form["resource"] == "https://mcp.example.com/mcp"
+
+
+def test_2025_03_26_server_without_resource_metadata_is_its_own_issuer() -> None:
+    world = FakeWorld(
+        issuer="https://mcp.example.com",
+        prm_url=None,
+        metadata_url="https://mcp.example.com/.well-known/oauth-authorization-server",
+    )
+    world.metadata["authorization_endpoint"] = "https://mcp.example.com/oauth/authorize"
+    result = drive(make_flow(world, None), world)
+    assert world.urls()[:3] == [
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        "https://mcp.example.com/.well-known/oauth-protected-resource",
+        "https://mcp.example.com/.well-known/oauth-authorization-server",
+    ]
+    assert result.discovery.legacy
+    assert result.tokens.resource == "https://mcp.example.com/mcp"
+
+
+def test_2025_03_26_default_endpoints_when_there_is_no_metadata_at_all() -> None:
+    world = FakeWorld(issuer="https://mcp.example.com", prm_url=None, metadata_url="-")
+    world.metadata = {
+        "registration_endpoint": "https://mcp.example.com/register",
+        "token_endpoint": "https://mcp.example.com/token",
+    }
+    world.iss_mode = "omit"
+    result = drive(make_flow(world, None), world)
+    assert world.urls()[-2:] == [
+        "https://mcp.example.com/register",
+        "https://mcp.example.com/token",
+    ]
+    assert result.discovery.server.source == "defaults"
+    assert result.discovery.server.metadata.authorization_endpoint == (
+        "https://mcp.example.com/authorize"
+    )
+
+
+def test_without_legacy_fallback_missing_metadata_is_an_error() -> None:
+    world = FakeWorld(prm_url=None)
+    with pytest.raises(OAuthProtocolError, match="no protected resource metadata"):
+        drive(make_flow(world, None, allow_legacy=False), world)
+
+
+def test_resource_metadata_for_another_resource_stops_the_flow() -> None:
+    world = FakeWorld()
+    world.prm["resource"] = "https://evil.example.com/mcp"
+    with pytest.raises(OAuthProtocolError, match="not for the server"):
+        drive(make_flow(world), world)
+    assert world.urls() == [NAMED.resource_metadata]
+    assert world.authorize_queries == []
+
+
+def test_metadata_with_another_issuer_is_not_used() -> None:
+    world = FakeWorld()
+    world.metadata["issuer"] = "https://attacker.example.com"
+    with pytest.raises(OAuthProtocolError, match="declares the issuer"):
+        drive(make_flow(world), world)
+    # neither the next well-known candidate nor any endpoint of the document
+    assert world.urls() == [NAMED.resource_metadata, world.metadata_url]
+
+
+@pytest.mark.parametrize("methods", [None, ["plain"]])
+def test_no_pkce_s256_no_authorization(methods: list[str] | None) -> None:
+    world = FakeWorld()
+    if methods is None:
+        del world.metadata["code_challenge_methods_supported"]
+    else:
+        world.metadata["code_challenge_methods_supported"] = methods
+    with pytest.raises(OAuthProtocolError, match=r"PKCE|S256"):
+        drive(make_flow(world), world)
+    assert "https://auth.example.com/register" not in world.urls()
+
+
+@pytest.mark.parametrize(
+    ("advertised", "mode", "ok"),
+    [
+        (True, "correct", True),  # iss-supported
+        (None, "omit", True),  # iss-not-advertised
+        (True, "omit", False),  # iss-supported-missing
+        (True, "wrong", False),  # iss-wrong-issuer
+        (None, "wrong", False),  # iss-unexpected
+        (None, "correct", True),  # present without advertising: compared, equal
+        (True, "normalized", False),  # iss-normalized: trailing slash is a mismatch
+    ],
+)
+def test_iss_validation_before_the_code_is_redeemed(
+    advertised: bool | None, mode: str, ok: bool
+) -> None:
+    world = FakeWorld()
+    if advertised is None:
+        del world.metadata["authorization_response_iss_parameter_supported"]
+    world.iss_mode = mode
+    flow = make_flow(world)
+    if ok:
+        drive(flow, world)
+        assert world.sent_to("https://auth.example.com/token")
+    else:
+        with pytest.raises(OAuthProtocolError, match="RFC 9207"):
+            drive(flow, world)
+        assert world.authorize_queries  # the authorization did happen
+        assert not world.sent_to("https://auth.example.com/token")
+
+
+def _to_redirect(flow: AuthorizationFlow, world: FakeWorld) -> OpenBrowser:
+    while isinstance(action := flow.next_action(), SendRequest):
+        flow.receive_response(world.handle(action.request), 1000.0)
+    assert isinstance(action, OpenBrowser)
+    return action
+
+
+def test_a_redirect_with_another_state_is_refused() -> None:
+    world = FakeWorld()
+    flow = make_flow(world)
+    action = _to_redirect(flow, world)
+    redirect = world.authorize(action.url).replace("state=", "state=x")
+    with pytest.raises(OAuthProtocolError, match="state"):
+        flow.receive_redirect(redirect, 1000.0)
+
+
+def test_an_error_redirect_is_reported_only_after_iss_checks_out() -> None:
+    world = FakeWorld()
+    flow = make_flow(world)
+    action = _to_redirect(flow, world)
+    state = world.authorize(action.url).split("state=")[1].split("&")[0]
+    denied = f"{REDIRECT}?error=access_denied&error_description=no&state={state}"
+    with pytest.raises(OAuthProtocolError, match="RFC 9207"):
+        flow.receive_redirect(denied + "&iss=https%3A%2F%2Fevil.example", 1000.0)
+
+    flow = make_flow(world)
+    action = _to_redirect(flow, world)
+    state = world.authorize(action.url).split("state=")[1].split("&")[0]
+    denied = f"{REDIRECT}?error=access_denied&state={state}&iss=https%3A%2F%2Fauth.example.com"
+    with pytest.raises(AuthorizationDenied) as info:
+        flow.receive_redirect(denied, 1000.0)
+    assert info.value.error == "access_denied"
+
+
+def test_scope_comes_from_the_challenge_first() -> None:
+    world = FakeWorld()
+    world.prm["scopes_supported"] = ["mcp:read", "mcp:write"]
+    challenge = bearer_challenge(
+        [f'Bearer scope="mcp:basic", resource_metadata="{NAMED.resource_metadata}"']
+    )
+    result = drive(make_flow(world, challenge), world)
+    assert world.authorize_queries[0]["scope"] == "mcp:basic"
+    assert result.tokens.requested_scope == ("mcp:basic",)
+    assert result.tokens.scope == ("mcp:basic",)  # the response did not say otherwise
+
+
+def test_scope_falls_back_to_all_scopes_supported() -> None:
+    world = FakeWorld()
+    world.prm["scopes_supported"] = ["mcp:basic", "mcp:read", "mcp:write"]
+    drive(make_flow(world), world)
+    assert world.authorize_queries[0]["scope"] == "mcp:basic mcp:read mcp:write"
+
+
+def test_offline_access_only_when_the_authorization_server_lists_it() -> None:
+    world = FakeWorld()
+    world.prm["scopes_supported"] = ["mcp:basic"]
+    world.metadata["scopes_supported"] = ["mcp:basic", "offline_access"]
+    drive(make_flow(world), world)
+    assert world.authorize_queries[0]["scope"] == "mcp:basic offline_access"
+
+    world = FakeWorld()
+    world.prm["scopes_supported"] = ["mcp:basic", "offline_access"]
+    world.metadata["scopes_supported"] = ["mcp:basic", "mcp:read"]
+    drive(make_flow(world), world)
+    assert world.authorize_queries[0]["scope"] == "mcp:basic"
+
+
+def test_step_up_asks_for_the_given_union_and_reuses_the_client() -> None:
+    world = FakeWorld()
+    first = drive(make_flow(world), world)
+    registrations = {first.registration.issuer: first.registration}
+    world.requests.clear()
+    challenge = BearerChallenge(
+        resource_metadata=NAMED.resource_metadata, scope=("mcp:write",), error="insufficient_scope"
+    )
+    result = drive(
+        make_flow(world, challenge, scopes=("mcp:basic", "mcp:write"), registrations=registrations),
+        world,
+    )
+    assert world.authorize_queries[-1]["scope"] == "mcp:basic mcp:write"
+    assert "https://auth.example.com/register" not in world.urls()
+    assert not result.registered
+
+
+def test_a_new_authorization_server_means_a_new_registration() -> None:
+    world = FakeWorld()
+    world.registration = {"client_id": "as1-client", "client_secret": "as1-secret"}
+    first = drive(make_flow(world), world)
+    stored = {first.registration.issuer: first.registration}
+
+    moved = FakeWorld(issuer="https://auth2.example.com")
+    moved.registration = {"client_id": "as2-client"}
+    result = drive(make_flow(moved, registrations=stored), moved)
+    assert "https://auth2.example.com/register" in moved.urls()
+    assert moved.authorize_queries[0]["client_id"] == "as2-client"
+    assert all(b"as1-client" not in r.body for r in moved.requests)
+    assert result.registration.issuer == "https://auth2.example.com"
+
+
+def test_a_known_registration_for_the_issuer_is_reused() -> None:
+    world = FakeWorld()
+    known = ClientRegistration("https://auth.example.com", "kept", None, "none")
+    drive(make_flow(world, registrations={"https://auth.example.com": known}), world)
+    assert "https://auth.example.com/register" not in world.urls()
+    assert world.authorize_queries[0]["client_id"] == "kept"
+
+
+def test_client_credentials_with_basic_auth() -> None:
+    world = FakeWorld()
+    world.metadata["token_endpoint_auth_methods_supported"] = ["client_secret_basic"]
+    del world.metadata["code_challenge_methods_supported"]  # not needed without a browser
+    world.token = {"access_token": "cc-1", "token_type": "bearer", "expires_in": 60}
+    client = ClientConfig(client_id="svc", client_secret=Secret("pw"), grant="client_credentials")
+    result = drive(make_flow(world, client=client), world)
+    assert world.authorize_queries == []
+    form = world.form(world.requests[-1])
+    assert form == {"grant_type": "client_credentials", "resource": "https://mcp.example.com/mcp"}
+    assert world.requests[-1].header("authorization") == "Basic c3ZjOnB3"
+    assert result.tokens.authorization() == "Bearer cc-1"
+
+
+def test_client_credentials_with_a_signed_assertion() -> None:
+    key = EcPrivateKey(0xC9AFA9D845BA75166B5C215767B1D6934E50C3DB36E89B127B8A622B120F6721)
+    world = FakeWorld()
+    world.metadata["token_endpoint_auth_methods_supported"] = ["private_key_jwt"]
+    world.metadata["token_endpoint_auth_signing_alg_values_supported"] = ["ES256"]
+    client = ClientConfig(client_id="svc", signing_key=key, grant="client_credentials")
+    drive(make_flow(world, client=client), world, now=1_700_000_000.0)
+    form = world.form(world.requests[-1])
+    assert form["client_assertion_type"] == ASSERTION_TYPE
+    header, claims, signature = form["client_assertion"].split(".")
+    decoded = json.loads(_b64(claims))
+    assert decoded["iss"] == decoded["sub"] == "svc"
+    assert decoded["aud"] == "https://auth.example.com"
+    assert decoded["exp"] - decoded["iat"] <= 300 and decoded["iat"] == 1_700_000_000
+    assert json.loads(_b64(header))["alg"] == "ES256"
+    assert es256_verify(ec_public_point(key), f"{header}.{claims}".encode(), _b64(signature))
+
+
+def test_an_assertion_algorithm_the_server_does_not_accept_is_a_config_error() -> None:
+    world = FakeWorld()
+    world.metadata["token_endpoint_auth_methods_supported"] = ["private_key_jwt"]
+    world.metadata["token_endpoint_auth_signing_alg_values_supported"] = ["RS256"]
+    key = load_signing_key('{"kty":"EC","crv":"P-256","d":"AQ"}')
+    client = ClientConfig(client_id="svc", signing_key=key, grant="client_credentials")
+    with pytest.raises(OAuthConfigError, match="RS256"):
+        drive(make_flow(world, client=client), world)
+
+
+def _b64(text: str) -> bytes:
+    import base64
+
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def test_token_endpoint_refusal() -> None:
+    world = FakeWorld()
+    world.token = {"error": "invalid_grant", "error_description": "code reused"}
+    world.token_status = 400
+    with pytest.raises(TokenEndpointError, match="invalid_grant: code reused") as info:
+        drive(make_flow(world), world)
+    assert info.value.needs_login and info.value.status == 400
+
+
+def test_registration_refusal_is_reported() -> None:
+    world = FakeWorld()
+    world.extra[("POST", "https://auth.example.com/register")] = lambda r: json_response(
+        {"error": "invalid_redirect_uri", "error_description": "loopback only"}, 400
+    )
+    with pytest.raises(OAuthProtocolError, match="HTTP 400: invalid_redirect_uri - loopback only"):
+        drive(make_flow(world), world)
+
+
+def test_endpoints_must_pass_the_fetch_policy() -> None:
+    world = FakeWorld()
+    world.metadata["token_endpoint"] = "http://auth.example.com/token"
+    with pytest.raises(BlockedUrl, match="must use https"):
+        drive(make_flow(world), world)
+
+
+def test_calls_out_of_order_are_usage_errors() -> None:
+    world = FakeWorld()
+    flow = make_flow(world)
+    with pytest.raises(OAuthUsageError):
+        flow.receive_redirect(f"{REDIRECT}?code=x", 1000.0)
+    action = _to_redirect(flow, world)
+    assert flow.next_action() == action  # asking again changes nothing
+    with pytest.raises(OAuthUsageError, match="no request is outstanding"):
+        flow.receive_response(NOT_FOUND, 1000.0)
+
+
+def test_a_failed_flow_says_why_when_asked_again() -> None:
+    world = FakeWorld()
+    world.prm["resource"] = "https://evil.example.com/mcp"
+    flow = make_flow(world)
+    with pytest.raises(OAuthProtocolError):
+        drive(flow, world)
+    with pytest.raises(OAuthUsageError, match="failed: protected resource metadata"):
+        flow.next_action()
+
+
+def test_redirect_uri_must_be_loopback_or_https() -> None:
+    with pytest.raises(OAuthConfigError, match="loopback"):
+        AuthorizationFlow(
+            FlowConfig("https://mcp.example.com/mcp", redirect_uri="http://example.com/cb"),
+            policy=FetchPolicy(),
+            now=0.0,
+        )

@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from protocol.oauth import HttpResponse, OAuthProtocolError
+from protocol.oauth.metadata import (
+    AuthorizationServer,
+    ServerMetadata,
+    choose_issuer,
+    default_endpoints,
+    issuer_still_listed,
+    parse_resource_metadata,
+    parse_server_metadata,
+    require_pkce,
+)
+
+PRM_URL = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+AS_URL = "https://auth.example.com/.well-known/oauth-authorization-server"
+
+
+def ok(obj: Any) -> HttpResponse:
+    return HttpResponse(200, (("content-type", "application/json"),), json.dumps(obj).encode())
+
+
+def test_resource_metadata() -> None:
+    prm = parse_resource_metadata(
+        ok(
+            {
+                "resource": "https://mcp.example.com/mcp",
+                "authorization_servers": ["https://auth.example.com"],
+                "scopes_supported": ["mcp:basic"],
+                "bearer_methods_supported": ["header"],
+                "unknown_member": {"is": "ignored"},
+            }
+        ),
+        PRM_URL,
+        "https://mcp.example.com/mcp",
+    )
+    assert prm.authorization_servers == ("https://auth.example.com",)
+    assert prm.scopes_supported == ("mcp:basic",)
+
+
+@pytest.mark.parametrize(
+    ("doc", "match"),
+    [
+        (
+            {"resource": "https://evil.example.com/mcp", "authorization_servers": ["https://a"]},
+            "not for the server",
+        ),
+        (
+            {"resource": "https://mcp.example.com/mcp", "authorization_servers": []},
+            "no authorization server",
+        ),
+        ({"resource": "https://mcp.example.com/mcp"}, "no authorization server"),
+        ({"authorization_servers": ["https://a"]}, "missing required field `resource`"),
+        (
+            {"resource": "https://mcp.example.com/mcp", "authorization_servers": "https://a"},
+            "Expected `array`",
+        ),
+        (
+            {"resource": "https://mcp.example.com/mcp", "authorization_servers": ["https://a?x"]},
+            "query",
+        ),
+    ],
+)
+def test_resource_metadata_refused(doc: dict[str, Any], match: str) -> None:
+    with pytest.raises(OAuthProtocolError, match=match):
+        parse_resource_metadata(ok(doc), PRM_URL, "https://mcp.example.com/mcp")
+
+
+@pytest.mark.parametrize("body", [b"<html>login</html>", b"[1, 2]", b"\xff"])
+def test_documents_that_are_not_json_objects(body: bytes) -> None:
+    response = HttpResponse(200, (("content-type", "text/html"),), body)
+    with pytest.raises(OAuthProtocolError, match=r"not JSON|not an object") as info:
+        parse_resource_metadata(response, PRM_URL, "https://mcp.example.com/mcp")
+    assert "login" not in str(info.value)  # the body is never quoted
+
+
+def _meta(**extra: Any) -> dict[str, Any]:
+    return {
+        "issuer": "https://auth.example.com",
+        "authorization_endpoint": "https://auth.example.com/authorize",
+        "token_endpoint": "https://auth.example.com/token",
+        "code_challenge_methods_supported": ["S256"],
+        **extra,
+    }
+
+
+def test_server_metadata() -> None:
+    meta = parse_server_metadata(
+        ok(_meta(client_id_metadata_document_supported=True, scopes_supported=["a"])),
+        AS_URL,
+        "https://auth.example.com",
+    )
+    assert meta.client_id_metadata_document_supported
+    assert not meta.authorization_response_iss_parameter_supported
+    assert meta.registration_endpoint is None
+
+
+@pytest.mark.parametrize(
+    "declared",
+    ["https://auth.example.com/", "https://AUTH.example.com", "https://attacker.example"],
+)
+def test_issuer_must_be_identical(declared: str) -> None:
+    with pytest.raises(OAuthProtocolError, match="declares the issuer"):
+        parse_server_metadata(ok(_meta(issuer=declared)), AS_URL, "https://auth.example.com")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"token_endpoint": "not a url"},
+        {"authorization_endpoint": "https://auth.example.com/a#frag"},
+        {"code_challenge_methods_supported": "S256"},
+        {"authorization_response_iss_parameter_supported": "yes"},
+    ],
+)
+def test_server_metadata_refused(extra: dict[str, Any]) -> None:
+    with pytest.raises(OAuthProtocolError, match="is invalid"):
+        parse_server_metadata(ok(_meta(**extra)), AS_URL, "https://auth.example.com")
+
+
+def test_pkce_is_required_for_metadata_but_assumed_for_defaults() -> None:
+    def server(methods: tuple[str, ...] | None) -> AuthorizationServer:
+        meta = ServerMetadata("https://a.example", code_challenge_methods_supported=methods)
+        return AuthorizationServer("https://a.example", meta)
+
+    require_pkce(server(("plain", "S256")))
+    with pytest.raises(OAuthProtocolError, match="does not advertise PKCE"):
+        require_pkce(server(None))
+    with pytest.raises(OAuthProtocolError, match="offers plain"):
+        require_pkce(server(("plain",)))
+    require_pkce(default_endpoints("https://mcp.example.com"))
+
+
+def test_default_endpoints_of_2025_03_26() -> None:
+    server = default_endpoints("https://api.example.com")
+    assert server.source == "defaults"
+    assert server.metadata.authorization_endpoint == "https://api.example.com/authorize"
+    assert server.metadata.token_endpoint == "https://api.example.com/token"
+    assert server.metadata.registration_endpoint == "https://api.example.com/register"
+
+
+def test_choose_issuer_prefers_one_with_credentials() -> None:
+    prm = parse_resource_metadata(
+        ok(
+            {
+                "resource": "https://mcp.example.com/mcp",
+                "authorization_servers": ["https://a1.example", "https://a2.example"],
+            }
+        ),
+        PRM_URL,
+        "https://mcp.example.com/mcp",
+    )
+    assert choose_issuer(prm) == "https://a1.example"
+    assert choose_issuer(prm, ["https://a2.example"]) == "https://a2.example"
+    assert choose_issuer(prm, ["https://elsewhere"]) == "https://a1.example"
+    assert issuer_still_listed("https://a2.example", prm)
+    assert not issuer_still_listed("https://a3.example", prm)

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import pytest
+
+from protocol.oauth import BlockedUrl, FetchPolicy
+from protocol.oauth.ssrf import classify, is_loopback_host
+
+
+@pytest.mark.parametrize(
+    ("address", "kind"),
+    [
+        ("8.8.8.8", "global"),
+        ("127.0.0.1", "loopback"),
+        ("127.9.9.9", "loopback"),
+        ("::1", "loopback"),
+        ("10.1.2.3", "private"),
+        ("172.16.0.1", "private"),
+        ("172.32.0.1", "global"),
+        ("192.168.1.1", "private"),
+        ("100.64.0.1", "shared"),
+        ("169.254.169.254", "link-local"),
+        ("fe80::1", "link-local"),
+        ("fe80::1%eth0", "link-local"),
+        ("fd00::1", "unique-local"),
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("224.0.0.1", "multicast"),
+        ("255.255.255.255", "reserved"),
+        ("192.0.2.7", "reserved"),
+        ("::ffff:10.0.0.1", "private"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("64:ff9b::a9fe:a9fe", "link-local"),
+        ("2002:0a00:0001::1", "private"),
+        ("2606:4700::1111", "global"),
+    ],
+)
+def test_classify(address: str, kind: str) -> None:
+    assert classify(address) == kind
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("localhost", True),
+        ("LOCALHOST.", True),
+        ("app.localhost", True),
+        ("127.0.0.1", True),
+        ("[::1]", True),
+        ("localhost.example.com", False),
+        ("10.0.0.1", False),
+    ],
+)
+def test_loopback_hosts(host: str, loopback: bool) -> None:
+    assert is_loopback_host(host) is loopback
+
+
+def test_a_remote_server_gets_the_strict_policy() -> None:
+    policy = FetchPolicy.for_server("https://mcp.example.com/mcp", ["93.184.216.34"])
+    assert policy == FetchPolicy()
+    policy.check_url("https://auth.example.com/token", "token request")
+    for url, why in [
+        ("http://auth.example.com/token", "https"),
+        ("ftp://auth.example.com/x", "http"),
+        ("http://localhost:8080/admin", "loopback"),
+        ("https://127.0.0.1/x", "loopback"),
+        ("https://169.254.169.254/latest/meta-data", "link-local"),
+        ("https://10.0.0.5/token", "private"),
+        ("https://[fd00::1]/token", "unique-local"),
+        ("https://0.0.0.0/", "unspecified"),
+    ]:
+        with pytest.raises(BlockedUrl, match=why):
+            policy.check_url(url, "token request")
+
+
+def test_resolved_addresses_are_all_checked() -> None:
+    policy = FetchPolicy()
+    assert policy.check_addresses("https://as.example/t", ["93.184.216.34"], "x") == [
+        "93.184.216.34"
+    ]
+    with pytest.raises(BlockedUrl, match=r"10\.0\.0\.1, a private address"):
+        policy.check_addresses("https://as.example/t", ["93.184.216.34", "10.0.0.1"], "x")
+    with pytest.raises(BlockedUrl, match="loopback"):
+        policy.check_addresses("https://rebind.example/t", ["127.0.0.1"], "x")
+    with pytest.raises(BlockedUrl, match="did not resolve"):
+        policy.check_addresses("https://as.example/t", [], "x")
+
+
+def test_a_local_development_server_may_use_local_addresses() -> None:
+    policy = FetchPolicy.for_server("http://localhost:3000/mcp", ["127.0.0.1", "::1"])
+    assert policy.allow_loopback and policy.allow_private and not policy.allow_link_local
+    policy.check_url("http://localhost:4000/token", "token request")
+    policy.check_addresses("https://as.lan/token", ["192.168.1.20"], "token request")
+    with pytest.raises(BlockedUrl, match="link-local"):
+        policy.check_addresses("https://as.lan/token", ["169.254.169.254"], "token request")
+    # a loopback name must really be loopback
+    with pytest.raises(BlockedUrl, match="not loopback"):
+        policy.check_addresses("http://localhost:4000/token", ["10.0.0.1"], "token request")
+    # plain http is for loopback and the server's own origin only
+    with pytest.raises(BlockedUrl, match="https"):
+        policy.check_url("http://as.lan/token", "token request")
+
+
+def test_a_server_on_the_lan_may_use_the_lan_but_not_this_machine() -> None:
+    policy = FetchPolicy.for_server("http://10.0.0.7:8000/mcp", ["10.0.0.7"])
+    assert policy.allow_private and not policy.allow_loopback
+    assert policy.http_origins == ("http://10.0.0.7:8000",)
+    policy.check_url("http://10.0.0.7:8000/.well-known/oauth-protected-resource", "prm")
+    policy.check_addresses("https://auth.corp/t", ["10.0.0.9"], "x")
+    with pytest.raises(BlockedUrl, match="loopback"):
+        policy.check_url("http://127.0.0.1:9000/t", "x")
+    with pytest.raises(BlockedUrl, match="https"):
+        policy.check_url("http://10.0.0.8:8000/t", "x")
