@@ -23,7 +23,6 @@ from protocol.mcp import CancelledParams
 
 from .base import ServerCancelled
 
-
 Reply = Callable[[Raw | None, Exception | None], None]
 
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 import trio
-from mcpd.servers.upstream import Upstream
 from msgspec import Raw
 
+from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from transports.base import StreamCut, TransportClosed, TransportError
 from transports.legacy_sse import LegacySSETransport, open_legacy_sse_transport
