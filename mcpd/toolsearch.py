@@ -2,7 +2,7 @@
 
 Hosts cap how many tools they take (VS Code 128, Cursor 40 or 80) and a model picks worse
 from 200 tools than from 20. In search mode an agent's ``tools/list`` holds only the three
-meta-tools of ``mcpd.toolsearch_meta`` and the model finds the rest by asking.
+meta-tools of ``mcpd.metatools`` and the model finds the rest by asking.
 
 Ranking is BM25F: a term's frequency is summed over the fields with a weight and a length
 normalisation per field, then saturated once, so a word in the name outweighs the same
