@@ -1,0 +1,347 @@
+"""The config entry each MCP host needs to reach mcpd, and a careful merge into its file.
+
+``mcpd connect HOST`` prints or writes one entry: the bridge (``mcpd bridge --profile P``
+as a stdio server) or mcpd's HTTP endpoint with an ``Authorization: Bearer`` header.
+Per host (``HOSTS`` has each one's documentation page), the user-wide file on Linux
+(macOS where it differs), its servers key, and what the model sees of a tool through
+an entry named "mcpd":
+
+- claude-code: ``~/.claude.json``, ``mcpServers``; ``mcp__mcpd__<tool>``
+- claude-desktop: ``$XDG_CONFIG_HOME/Claude/claude_desktop_config.json`` (no Linux
+  build is documented; macOS ``~/Library/Application Support/Claude/...``),
+  ``mcpServers``, stdio only; the tool's own name
+- cursor: ``~/.cursor/mcp.json``, ``mcpServers``; ``mcp_mcpd_<tool>``
+- vscode: ``$XDG_CONFIG_HOME/Code/User/mcp.json`` (macOS ``~/Library/Application
+  Support/Code/User/mcp.json``), ``servers`` with a ``type``; ``mcp_mcpd_<tool>``
+- gemini-cli: ``~/.gemini/settings.json``, ``mcpServers``; ``mcp_mcpd_<tool>``
+- codex: ``${CODEX_HOME:-~/.codex}/config.toml``, ``[mcp_servers.mcpd]``;
+  ``mcp__mcpd__<tool>``
+
+JSON files are parsed, updated and dumped with a 2-space indent. Codex's TOML is edited
+as text: the ``[mcp_servers.NAME]`` table and its sub-tables are replaced in place or
+appended, so every comment and byte elsewhere stays, and the result is parsed again to
+prove nothing else changed. A file that does not parse is refused, never rewritten.
+
+Hosts cut or drop tool names that are too long: 64 characters with the prefix (Gemini
+CLI 63; Cursor wants the entry name plus the tool name under 60). ``max_tool_name`` is
+the room left for mcpd's local names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import msgspec
+
+from .hostconfig_toml import merge_toml
+
+_NAME: Final = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class HostConfigError(ValueError):
+    """A request or an existing file that cannot be honoured; the message says why."""
+
+
+class Host(msgspec.Struct, frozen=True):
+    key: str
+    title: str
+    docs: str  # the page the format and paths come from
+    fmt: Literal["json", "toml"]
+    servers_key: str
+    linux: str  # "~" is the home; "$XDG" the XDG config dir; "$CODEX_HOME" Codex's
+    macos: str
+    urls: bool  # whether the file takes an HTTP server
+    prefix: str  # "{name}" is the entry's name, as the host cleans it
+    max_name: int  # the longest tool name the host passes on whole
+
+
+HOSTS: Final[dict[str, Host]] = {
+    h.key: h
+    for h in (
+        Host(
+            "claude-code", "Claude Code", "https://code.claude.com/docs/en/mcp",
+            "json", "mcpServers", "~/.claude.json", "~/.claude.json",
+            True, "mcp__{name}__", 64,
+        ),
+        Host(
+            "claude-desktop", "Claude Desktop",
+            "https://modelcontextprotocol.io/docs/develop/connect-local-servers",
+            "json", "mcpServers", "$XDG/Claude/claude_desktop_config.json",
+            "~/Library/Application Support/Claude/claude_desktop_config.json",
+            False, "", 64,
+        ),
+        Host(
+            "cursor", "Cursor", "https://cursor.com/docs/context/mcp",
+            "json", "mcpServers", "~/.cursor/mcp.json", "~/.cursor/mcp.json",
+            True, "mcp_{name}_", 64,
+        ),
+        Host(
+            "vscode", "VS Code", "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration",
+            "json", "servers", "$XDG/Code/User/mcp.json",
+            "~/Library/Application Support/Code/User/mcp.json",
+            True, "mcp_{name}_", 64,
+        ),
+        Host(
+            "gemini-cli", "Gemini CLI", "https://geminicli.com/docs/tools/mcp-server/",
+            "json", "mcpServers", "~/.gemini/settings.json", "~/.gemini/settings.json",
+            True, "mcp_{name}_", 63,
+        ),
+        Host(
+            "codex", "Codex", "https://developers.openai.com/codex/mcp/",
+            "toml", "mcp_servers", "$CODEX_HOME/config.toml", "$CODEX_HOME/config.toml",
+            True, "mcp__{name}__", 64,
+        ),
+    )
+}  # fmt: skip
+
+
+def host(key: str) -> Host:
+    try:
+        return HOSTS[key]
+    except KeyError:
+        raise HostConfigError(f"unknown host {key!r}; one of: {', '.join(HOSTS)}") from None
+
+
+def config_path(
+    key: str, *, home: str | None = None, env: Mapping[str, str] | None = None,
+    system: str | None = None,
+) -> Path:  # fmt: skip
+    """Where the host reads its user-wide MCP servers on this system ("linux"/"darwin")."""
+    h = host(key)
+    env = os.environ if env is None else env
+    home = home or env.get("HOME") or str(Path.home())
+    pattern = h.macos if (system or sys.platform) == "darwin" else h.linux
+    xdg = env.get("XDG_CONFIG_HOME") or f"{home}/.config"
+    codex = env.get("CODEX_HOME") or f"{home}/.codex"
+    text = pattern.replace("$XDG", xdg).replace("$CODEX_HOME", codex)
+    return Path(f"{home}{text[1:]}" if text.startswith("~") else text)
+
+
+# -- names --
+
+
+def host_prefix(key: str, name: str = "mcpd") -> str:
+    """What the host puts before a tool's name when it shows it to the model."""
+    h = host(key)
+    if key == "vscode":
+        # Lower case, other runs to "_", the whole prefix at most 18 characters. Since
+        # mid-2026 VS Code starts from the server's announced title ("mcpd" for mcpd)
+        # rather than the entry's key: the same for an entry named "mcpd".
+        clean = re.sub(r"[^a-z0-9_.-]+", "_", name.lower())[: 18 - len("mcp_") - 1]
+    elif key == "gemini-cli":
+        clean = re.sub(r"[^A-Za-z0-9_.:-]", "_", name)
+    else:
+        clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    return h.prefix.replace("{name}", clean)
+
+
+def max_tool_name(key: str, name: str = "mcpd") -> int:
+    """The longest local tool name that reaches the model whole through this host."""
+    return host(key).max_name - len(host_prefix(key, name))
+
+
+# -- entries --
+
+
+class Entry(msgspec.Struct, frozen=True):
+    """One server entry: its name in the file and its body there."""
+
+    name: str
+    body: dict[str, Any]
+
+
+def entry(
+    key: str,
+    *,
+    name: str = "mcpd",
+    bridge_argv: Sequence[str] | None = None,
+    url: str | None = None,
+    token: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Entry:
+    """The entry for the bridge (``bridge_argv``, e.g. ``["mcpd", "bridge", "--profile",
+    "dev"]``) or for mcpd's HTTP endpoint (``url``, with ``token`` sent as a bearer)."""
+    h = host(key)
+    if not _NAME.match(name):
+        raise HostConfigError(f"entry name {name!r}: use letters, digits, '_' and '-'")
+    if (bridge_argv is None) == (url is None):
+        raise HostConfigError("give exactly one of a bridge command or a URL")
+    body: dict[str, Any]
+    if bridge_argv is not None:
+        argv = list(bridge_argv)
+        if not argv or not all(isinstance(a, str) and a for a in argv):
+            raise HostConfigError("the bridge command must be a non-empty list of words")
+        if token is not None:
+            raise HostConfigError("a token goes with a URL; the bridge uses the socket")
+        body = {"command": argv[0], "args": argv[1:]}
+        if env:
+            body["env"] = dict(env)
+        if key in ("claude-code", "vscode"):
+            body = {"type": "stdio", **body}
+        return Entry(name, body)
+    assert url is not None
+    if not h.urls:
+        raise HostConfigError(
+            f"{h.title} reads only local (stdio) servers from its file; use the bridge"
+        )
+    if not re.match(r"^https?://[^\s/]+", url):
+        raise HostConfigError(f"{url!r} is not an http:// or https:// URL")
+    if env:
+        raise HostConfigError("environment variables go with the bridge, not a URL")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if key == "codex":
+        body = {"url": url}
+        if headers:
+            # Codex refuses an inline bearer_token; a static header is what it takes.
+            body["http_headers"] = headers
+    elif key == "gemini-cli":
+        body = {"url": url, "type": "http"}  # as `gemini mcp add --transport http` writes
+    elif key == "cursor":
+        body = {"url": url}
+    else:
+        body = {"type": "http", "url": url}
+    if headers and key != "codex":
+        body["headers"] = headers
+    return Entry(name, body)
+
+
+def snippet(
+    key: str,
+    *,
+    name: str = "mcpd",
+    bridge_argv: Sequence[str] | None = None,
+    url: str | None = None,
+    token: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Path, str]:
+    """The host's file and the text to put in it (a whole file when there is none)."""
+    e = entry(key, name=name, bridge_argv=bridge_argv, url=url, token=token, env=env)
+    return config_path(key), merge(key, "", e)
+
+
+# -- merging --
+
+
+def merge(key: str, existing: str, new: Entry) -> str:
+    """``existing`` with ``new`` added, or put in place of the entry of that name;
+    every other entry and key is kept. Raises HostConfigError if ``existing`` does
+    not parse or has a shape the host would not read."""
+    h = host(key)
+    if h.fmt == "toml":
+        try:
+            return merge_toml(existing, h.servers_key, new.name, new.body)
+        except ValueError as exc:
+            raise HostConfigError(f"{h.title}: {exc}") from None
+    return _merge_json(h, existing, new)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise HostConfigError(f"the key {k!r} appears twice; mcpd would keep only one")
+        out[k] = v
+    return out
+
+
+def _merge_json(h: Host, existing: str, new: Entry) -> str:
+    doc: Any = {}
+    if existing.strip():
+        try:
+            doc = json.loads(existing, object_pairs_hook=_pairs)
+        except json.JSONDecodeError as exc:
+            hint = ""
+            if h.key == "vscode":
+                hint = " (VS Code allows comments and trailing commas, which mcpd would drop)"
+            raise HostConfigError(
+                f"{h.title}: not valid JSON{hint}: {exc}; fix it or add the entry by hand"
+            ) from None
+        except HostConfigError as exc:
+            raise HostConfigError(f"{h.title}: {exc}") from None
+    if not isinstance(doc, dict):
+        raise HostConfigError(f"{h.title}: the file holds {type(doc).__name__}, not an object")
+    servers = doc.setdefault(h.servers_key, {})
+    if not isinstance(servers, dict):
+        raise HostConfigError(f"{h.title}: {h.servers_key!r} is not an object")
+    servers[new.name] = new.body  # an existing entry keeps its place
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+# -- writing --
+
+
+class Written(msgspec.Struct, frozen=True):
+    path: Path
+    backup: Path | None  # the previous file, when there was one and it changed
+    changed: bool
+
+
+def write(key: str, path: str | os.PathLike[str], new: Entry) -> Written:
+    """Merge ``new`` into the file at ``path``: the old file is kept as
+    ``FILE.bak-YYYYmmddHHMMSS``, the new one replaces it atomically with the same mode
+    (0600 for a new file: it may hold a token). Nothing is written if nothing changes."""
+    target = Path(path)
+    if target.is_symlink():
+        target = target.resolve()  # replace what the link points at, keep the link
+    try:
+        before: str | None = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        before = None
+    except UnicodeDecodeError:
+        raise HostConfigError(f"{target}: not UTF-8 text") from None
+    after = merge(key, before or "", new)
+    if after == before:
+        return Written(target, None, False)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    mode, owner = 0o600, None
+    if before is not None:
+        st = target.stat()
+        mode, owner = st.st_mode & 0o7777, (st.st_uid, st.st_gid)
+        backup = _backup_name(target)
+        shutil.copy2(target, backup)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(after)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            if owner is not None and hasattr(os, "fchown") and os.geteuid() == 0:
+                os.fchown(f.fileno(), *owner)
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(target.parent)
+    return Written(target, backup, True)
+
+
+def _backup_name(target: Path) -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d%H%M%S")
+    candidate = target.with_name(f"{target.name}.bak-{stamp}")
+    n = 1
+    while candidate.exists():  # twice within a second: keep both
+        candidate = target.with_name(f"{target.name}.bak-{stamp}-{n}")
+        n += 1
+    return candidate
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
