@@ -239,7 +239,7 @@ def _wait_ready(sock: str, daemon: subprocess.Popen[bytes], timeout: float) -> A
 def evaluate(
     tools: list[Any], queries: list[tuple[str, tuple[str, ...]]] = QUERIES
 ) -> dict[str, Any]:
-    from mcpd.toolsearch import ToolDoc, ToolIndex
+    from mcpd.registry.search import ToolDoc, ToolIndex
 
     docs = [ToolDoc.from_listed(t) for t in tools]
     index = ToolIndex(docs)
@@ -288,7 +288,7 @@ def _prefix(docs: list[Any]) -> str:
 def synthetic(real: list[Any], count: int, seed: int = 7) -> list[Any]:
     """``count`` tools modelled on the real ones: 50 per server, each description with a
     few made-up words, so the vocabulary grows with the count as a real one would."""
-    from mcpd.toolsearch import ToolDoc
+    from mcpd.registry.search import ToolDoc
 
     rng = random.Random(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -316,7 +316,7 @@ def measure_speed(tools: list[Any], sizes: tuple[int, ...] = (1000, 10000)) -> d
     (median and worst over the benchmark's queries, 20 rounds each) for each size, in
     CPU time of this process: the machine may be shared, and wall time would measure
     the neighbours too."""
-    from mcpd import toolsearch
+    from mcpd.registry import search as toolsearch
 
     real = [toolsearch.ToolDoc.from_listed(t) for t in tools]
     out: dict[str, Any] = {}

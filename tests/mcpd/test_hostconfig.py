@@ -15,8 +15,8 @@ import jsonschema
 import pytest
 import trio
 
-from mcpd import hostconfig as hc
-from mcpd.hostconfig import HostConfigError
+from mcpd.cli import hostconfig as hc
+from mcpd.cli.hostconfig import HostConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 BRIDGE = ["/usr/bin/mcpd", "bridge", "--profile", "dev"]

@@ -11,11 +11,11 @@ import jsonschema
 import msgspec
 import pytest
 
-from mcpd import metatools
-from mcpd.config import NamingConfig
-from mcpd.metatools import ArgumentError
-from mcpd.registry import Registry
-from mcpd.toolsearch import ToolDoc, ToolIndex, stem, terms, words
+from mcpd.agents import metatools
+from mcpd.agents.metatools import ArgumentError
+from mcpd.config.model import NamingConfig
+from mcpd.registry.search import ToolDoc, ToolIndex, stem, terms, words
+from mcpd.registry.table import Registry
 from protocol import mcp
 
 NAME_RULE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

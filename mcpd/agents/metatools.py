@@ -42,7 +42,7 @@ from msgspec import UNSET, Raw
 
 from protocol import mcp
 
-from .toolsearch import Hit
+from ..registry.search import Hit
 
 SEARCH: Final = "mcpd_search_tools"
 DESCRIBE: Final = "mcpd_describe_tools"
