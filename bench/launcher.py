@@ -50,6 +50,10 @@ class Server:
             stderr=stderr,
             env=env,
             bufsize=0,
+            # As mcpd does. With autogroup scheduling a new session is a scheduling group
+            # of its own, so on a shared machine this decides how much CPU the servers
+            # get, and the floor must not get less than mcpd's servers do.
+            start_new_session=True,
         )
         self.buffer = b""
         self.next_id = 1
