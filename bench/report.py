@@ -85,6 +85,7 @@ class Verdict:
     target: str  # "<= 1.25", ">= 0.6", "<= 50 MB"
     met: bool | None  # None: could not be judged (something was skipped)
     why: str = ""  # for a SKIPPED row: what was missing
+    numbers: tuple[float | None, float | None, str] = (None, None, "")  # mcpd, reference, unit
 
     def line(self) -> str:
         word = {True: "MET", False: "NOT MET", None: "SKIPPED"}[self.met]
@@ -130,7 +131,10 @@ def ratio_verdict(
         return Verdict(figure, "-", "-", None, target, None, f"no figure for {missing}")
     ratio = ours / theirs
     met = ratio <= limit if at_most else ratio >= limit
-    return Verdict(figure, _show(ours, unit), f"relay {_show(theirs, unit)}", ratio, target, met)
+    return Verdict(
+        figure, _show(ours, unit), f"relay {_show(theirs, unit)}", ratio, target, met,
+        numbers=(ours, theirs, unit),
+    )  # fmt: skip
 
 
 def absolute_verdict(
@@ -139,7 +143,15 @@ def absolute_verdict(
     target = f"<= {limit:g} {unit}"
     if value is None:
         return Verdict(figure, "-", "-", None, target, None, why)
-    return Verdict(figure, f"{value:.1f} {unit}", "-", None, target, value <= limit)
+    return Verdict(
+        figure,
+        f"{value:.1f} {unit}",
+        "-",
+        None,
+        target,
+        value <= limit,
+        numbers=(value, None, unit),
+    )
 
 
 def round_two_verdicts(
@@ -187,7 +199,7 @@ def round_two_verdicts(
         ratio = ready / floor
         out.append(
             Verdict(figure, _show(ready, "s"), f"floor {_show(floor, 's')}", ratio, "<= 1.1",
-                    ratio <= 1.1)
+                    ratio <= 1.1, numbers=(ready, floor, "s"))
         )  # fmt: skip
     else:
         out.append(Verdict(figure, "-", "-", None, "<= 1.1", None, scale_why))
@@ -199,6 +211,7 @@ def scale_lines(scale: dict[str, Any] | None) -> list[str]:
     if not scale or "skipped" in scale:
         return []
     mem = scale["memory_after_list"]
+    ready_mem = scale["memory_after_ready"]
     st = scale["startup"]
     rounds = ", ".join(f"{m:.3f}/{f:.3f}" for m, f in zip(st["mcpd_s"], st["floor_s"], strict=True))
     by = "; ".join(sorted(set(st["ready_by"])))
@@ -212,8 +225,10 @@ def scale_lines(scale: dict[str, Any] | None) -> list[str]:
         f" tools/list page each; its own CPU {statistics.median(st['launcher_cpu_s']):.2f} s,"
         f" mcpd's CPU to ready {scale['daemon_cpu_to_ready_s']:.2f} s",
         f"  full paged tools/list: median {listing['median_ms']:.1f} ms (first"
-        f" {listing['first_ms']:.1f} ms), {listing['tools']} tools in {listing['pages']} page(s);"
-        f" RSS {mem['rss_kb'] / 1024:.1f} MB (peak {mem['hwm_kb'] / 1024:.1f} MB) after listing",
+        f" {listing['first_ms']:.1f} ms), {listing['tools']} tools in {listing['pages']} page(s)",
+        f"  daemon RSS: {ready_mem['rss_kb'] / 1024:.1f} MB (peak {ready_mem['hwm_kb'] / 1024:.1f}"
+        f" MB) when ready, {mem['rss_kb'] / 1024:.1f} MB (peak {mem['hwm_kb'] / 1024:.1f} MB)"
+        " after the listings",
     ]
     idle = scale["idle"]
     before = scale["latency_without_idle"]
