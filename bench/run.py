@@ -1,6 +1,6 @@
 """Run the mcpd benchmarks and judge the targets.
 
-    .venv/bin/python -m bench.run            # full run: 3 rounds, about 5 minutes on 2 cores
+    .venv/bin/python -m bench.run            # full run: 5 rounds, about 4.5 minutes on 2 cores
     .venv/bin/python -m bench.run --quick    # smoke run: 1 short round, about 2 minutes
     .venv/bin/python bench/run.py --help
 
@@ -110,8 +110,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog=__doc__.split("\n\n", 2)[2],
     )
     p.add_argument("--quick", action="store_true", help="1 round of short cells (smoke run)")
-    p.add_argument("--rounds", type=int, help="rounds (default 3, --quick 1)")
-    p.add_argument("--duration", type=float, help="seconds per cell (default 2, --quick 0.5)")
+    p.add_argument("--rounds", type=int, help="rounds (default 5, --quick 1)")
+    p.add_argument("--duration", type=float, help="seconds per cell (default 1.5, --quick 0.5)")
     p.add_argument("--warmup", type=float, help="warm-up seconds per cell (default 0.3)")
     p.add_argument("--configs", default=",".join(CONFIGURATIONS), help="comma-separated")
     p.add_argument("--matrix", default=MATRIX, help="concurrency:payload cells")
@@ -140,8 +140,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--output", type=Path, help="JSON results file (default bench/results/...)")
     args = p.parse_args(argv)
-    args.rounds = args.rounds or (1 if args.quick else 3)
-    args.duration = args.duration or (0.5 if args.quick else 2.0)
+    args.rounds = args.rounds or (1 if args.quick else 5)
+    args.duration = args.duration or (0.5 if args.quick else 1.5)
     args.warmup = args.warmup if args.warmup is not None else (0.1 if args.quick else 0.3)
     args.startup_rounds = args.startup_rounds or (1 if args.quick else 5)
     sessions = args.shared_sessions or ("1,4" if args.quick else "1,4,8")
