@@ -43,8 +43,12 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict protocol transports mcpd
 
-bench: setup
+bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.run
+
+$(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
+	$(BIN)/pip install -q -e '.[test,bench]'
+	touch $@
 
 clean:
 	rm -rf $(VENV) .venv-peers-v1 $(PEERS)/node_modules

@@ -80,3 +80,56 @@ def tree_memory_kb(roots: Iterable[int]) -> dict[str, int]:
         total["hwm_kb"] += m["hwm_kb"]
         total["processes"] += 1
     return total
+
+
+def sum_memory_kb(pids: Iterable[int]) -> dict[str, int]:
+    """VmRSS and VmHWM summed over exactly these processes, and how many were alive."""
+    total = {"rss_kb": 0, "hwm_kb": 0, "processes": 0}
+    for pid in pids:
+        m = memory_kb(pid)
+        if m["rss_kb"]:
+            total["rss_kb"] += m["rss_kb"]
+            total["hwm_kb"] += m["hwm_kb"]
+            total["processes"] += 1
+    return total
+
+
+def children(pid: int) -> list[int]:
+    """The live direct children of a process, oldest first."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields is not None and int(fields[1]) == pid:
+                found.append((int(fields[19]), int(entry)))  # start time, pid
+    return [child for _, child in sorted(found)]
+
+
+def command_name(pid: int) -> str:
+    """What a process runs: the first word of its command line that names an MCP server
+    (``python .../mcp-server-time``, ``node .../mcp-server-memory``), else its program."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [os.path.basename(a.decode(errors="replace")) for a in f.read().split(b"\0")]
+    except OSError:
+        return "?"
+    for word in argv:
+        if "mcp" in word:
+            return word
+    return argv[0] if argv else "?"
+
+
+def sum_pss_kb(pids: Iterable[int]) -> int:
+    """Proportional set size summed over these processes: a page shared by k processes
+    counts 1/k in each, so unlike summed RSS the shared interpreter is not counted N times."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+                        break
+        except OSError:
+            pass
+    return total

@@ -34,8 +34,10 @@ async def pump(source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> Non
 
 
 async def relay_to_process(client: trio.SocketStream, command: Sequence[str]) -> None:
+    # A session of its own, as mcpd starts its servers: with autogroup scheduling that is
+    # a scheduling group of its own, and on a shared machine the two must be treated alike.
     proc = await trio.lowlevel.open_process(
-        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None

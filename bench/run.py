@@ -1,7 +1,7 @@
 """Run the mcpd benchmarks and judge the targets.
 
-    .venv/bin/python -m bench.run            # full run: 3 rounds, a few minutes on 2 cores
-    .venv/bin/python -m bench.run --quick    # smoke run: 1 short round
+    .venv/bin/python -m bench.run            # full run: 5 rounds, about 4.5 minutes on 2 cores
+    .venv/bin/python -m bench.run --quick    # smoke run: 1 short round, about 2 minutes
     .venv/bin/python bench/run.py --help
 
 Configurations (each drives the same echo server; see bench/README.md):
@@ -12,7 +12,10 @@ Configurations (each drives the same echo server; see bench/README.md):
   fastmcp-proxy  load generator <-> FastMCP 4.x proxy (stdio) -> echo server (stdio)
 
 The configurations are interleaved (A B C ... A B C ...) over the rounds, and each cell is
-reported as the median over the rounds. Raw results go to bench/results/ as JSON.
+reported as the median over the rounds. Then: the scale run (start-up against its floor,
+in interleaved rounds; 10,000 tools; idle agents), the daemon's memory at several points,
+and the shared-instance comparison (N host sessions with their own servers, or through one
+mcpd). Raw results go to bench/results/ as JSON.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import report, targets
+from bench.memory import MemorySettings, memory_lines, run_memory
 from bench.scale import ScaleSettings, run_scale
+from bench.shared import run_shared, shared_lines
 from bench.targets import CONFIGURATIONS, ROOT, Env, Launch, TargetUnavailable
 
 RESULTS = ROOT / "bench" / "results"
@@ -105,13 +110,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog=__doc__.split("\n\n", 2)[2],
     )
     p.add_argument("--quick", action="store_true", help="1 round of short cells (smoke run)")
-    p.add_argument("--rounds", type=int, help="rounds (default 3, --quick 1)")
-    p.add_argument("--duration", type=float, help="seconds per cell (default 2, --quick 0.5)")
+    p.add_argument("--rounds", type=int, help="rounds (default 5, --quick 1)")
+    p.add_argument("--duration", type=float, help="seconds per cell (default 1.5, --quick 0.5)")
     p.add_argument("--warmup", type=float, help="warm-up seconds per cell (default 0.3)")
     p.add_argument("--configs", default=",".join(CONFIGURATIONS), help="comma-separated")
     p.add_argument("--matrix", default=MATRIX, help="concurrency:payload cells")
     p.add_argument("--legacy", action="store_true", help="agents use the initialize handshake")
     p.add_argument("--no-scale", action="store_true", help="skip the 10,000-tool scale run")
+    p.add_argument("--no-memory", action="store_true", help="skip the memory points")
+    p.add_argument("--no-shared", action="store_true", help="skip the shared-instance run")
     p.add_argument("--no-pin", action="store_true", help="do not pin to separate CPUs")
     p.add_argument("--mcpd", help="command that runs mcpd's CLI (default: the venv's mcpd)")
     p.add_argument(
@@ -125,11 +132,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--scale-servers", type=int, default=50)
     p.add_argument("--scale-tools", type=int, default=200)
     p.add_argument("--idle-connections", type=int, default=1000)
+    p.add_argument(
+        "--startup-rounds", type=int, help="scale start-up rounds, mcpd vs floor (default 5)"
+    )
+    p.add_argument(
+        "--shared-sessions", help="host sessions for the shared-instance run (default 1,4,8)"
+    )
     p.add_argument("--output", type=Path, help="JSON results file (default bench/results/...)")
     args = p.parse_args(argv)
-    args.rounds = args.rounds or (1 if args.quick else 3)
-    args.duration = args.duration or (0.5 if args.quick else 2.0)
+    args.rounds = args.rounds or (1 if args.quick else 5)
+    args.duration = args.duration or (0.5 if args.quick else 1.5)
     args.warmup = args.warmup if args.warmup is not None else (0.1 if args.quick else 0.3)
+    args.startup_rounds = args.startup_rounds or (1 if args.quick else 5)
+    sessions = args.shared_sessions or ("1,4" if args.quick else "1,4,8")
+    args.shared_sessions = [int(n) for n in sessions.split(",") if n.strip()]
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     unknown = set(args.configs) - set(CONFIGURATIONS)
     if unknown:
@@ -220,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
         scale = None
         if not args.no_scale:
             scale = scale_run(env, args, gen_cpus)
+        memory = None
+        if not args.no_memory:
+            memory = memory_run(env, args, scale)
+        shared = None
+        if not args.no_shared:
+            shared = shared_run(env, args)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -233,15 +255,22 @@ def main(argv: list[str] | None = None) -> int:
         else:
             summary[name] = {"skipped": skipped.get(name) or "; ".join(failures[name]) or "?"}
     report.print_table(summary)
-    verdicts = report.matrix_verdicts(summary)
-    n_tools = args.scale_servers * args.scale_tools
-    verdicts += report.scale_verdicts(scale, n_tools)
-    print("\ntargets")
+    verdicts = report.round_two_verdicts(summary, scale, memory)
+    print("\ntargets (performance, round two)")
+    print(report.TABLE_HEAD)
     for verdict in verdicts:
         print(verdict.line())
     if scale and "skipped" not in scale:
         print("\nscale run")
         for line in report.scale_lines(scale):
+            print(line)
+    if memory:
+        print("\nmemory that scales")
+        for line in memory_lines(memory):
+            print(line)
+    if shared:
+        print("\nshared instances: N host sessions x M stdio servers")
+        for line in shared_lines(shared):
             print(line)
     if env.notes:
         print("\nnotes")
@@ -267,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
             for name, data in summary.items()
         },
         "scale": scale,
+        "memory": memory,
+        "shared": shared,
         "targets": [v.__dict__ for v in verdicts],
         "elapsed_s": time.monotonic() - started,
     }
@@ -292,10 +323,12 @@ def scale_run(env: Env, args: argparse.Namespace, gen_cpus: set[int] | None) -> 
         idle_connections=args.idle_connections,
         list_repeats=3 if args.quick else 5,
         latency_duration=0.5 if args.quick else 2.0,
+        startup_rounds=args.startup_rounds,
     )
     print(
         f"\nscale: {settings.servers} servers x {settings.tools} tools, {settings.sleep} s"
-        f" start-up each, then {settings.idle_connections} idle connections"
+        f" start-up each ({settings.startup_rounds} round(s) against the floor), then"
+        f" {settings.idle_connections} idle connections"
     )
 
     def latency(target_args: list[str], tool: str) -> dict[str, Any]:
@@ -307,6 +340,33 @@ def scale_run(env: Env, args: argparse.Namespace, gen_cpus: set[int] | None) -> 
     except (TargetUnavailable, LoadgenFailed, OSError) as exc:
         print(f"  SKIPPED: {exc}")
         return {"skipped": str(exc)}
+
+
+def memory_run(env: Env, args: argparse.Namespace, scale: dict[str, Any] | None) -> dict[str, Any]:
+    settings = MemorySettings(
+        connections=args.idle_connections, list_repeats=3 if args.quick else 5
+    )
+    print(
+        f"\nmemory: 1 server with {settings.connections} idle agents (each era), then"
+        f" {settings.servers[0]} and {settings.servers[1]} servers"
+    )
+    many_tools = None
+    if scale and "skipped" not in scale:
+        many_tools = scale["memory_after_list"]
+    try:
+        return run_memory(env, settings, many_tools)
+    except (TargetUnavailable, OSError) as exc:
+        print(f"  SKIPPED: {exc}")
+        return {"skipped": str(exc)}
+
+
+def shared_run(env: Env, args: argparse.Namespace) -> dict[str, Any]:
+    print(f"\nshared instances: {', '.join(map(str, args.shared_sessions))} host session(s)")
+    try:
+        return run_shared(env, args.shared_sessions)
+    except (TargetUnavailable, OSError, subprocess.CalledProcessError) as exc:
+        print(f"  SKIPPED: {exc}")
+        return {"skipped": str(exc), "servers": [], "notes": []}
 
 
 if __name__ == "__main__":

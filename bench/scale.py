@@ -1,24 +1,27 @@
 """The scale run: many slow-starting servers with many tools, then many idle agents.
 
 50 stdio echo servers x 200 tools (10,000 tools), each sleeping 0.5 s before it answers
-anything. Measured: start-up to ready, a full paged ``tools/list`` through the socket, the
-daemon's RSS; then the per-call latency and RSS with and without 1,000 idle connections.
+anything. The start-up is timed against its floor, the same servers started by a minimal
+launcher without mcpd (``bench/launcher.py``), in interleaved rounds: floor, mcpd, floor,
+mcpd, ... The last round's daemon goes on: a full paged ``tools/list`` through the socket,
+the daemon's RSS, then the per-call latency and RSS with and without 1,000 idle agents.
 """
 
 from __future__ import annotations
 
-import os
 import selectors
 import socket
 import statistics
-import subprocess
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from bench import procstat
-from bench.targets import ECHO, PYTHON, Env, running_mcpd
-from bench.wire import LineClient, request_line
+from bench.hosts import Sessions, server_spec
+from bench.targets import ECHO, PYTHON, Daemon, Env, running_mcpd
+from bench.wire import CLIENT_INFO, LEGACY, LineClient, encode, request_line
+
+INITIALIZED = encode({"jsonrpc": "2.0", "method": "notifications/initialized"}) + b"\n"
 
 
 @dataclass
@@ -29,96 +32,80 @@ class ScaleSettings:
     idle_connections: int = 1000
     list_repeats: int = 5
     latency_duration: float = 2.0
+    startup_rounds: int = 5
 
 
-def scale_server_command(settings: ScaleSettings) -> list[str]:
+def scale_server_command(tools: int, sleep: float) -> list[str]:
     # -S and --stdlib-json: no site-packages and no msgspec, so each of the fifty servers
     # starts in ~30 ms of CPU and as much as possible of the time measured is the daemon's.
-    return [
-        PYTHON, "-S", ECHO, "--stdlib-json",
-        "--tools", str(settings.tools), "--sleep", str(settings.sleep),
-    ]  # fmt: skip
+    return [PYTHON, "-S", ECHO, "--stdlib-json", "--tools", str(tools), "--sleep", str(sleep)]
+
+
+def echo_servers(count: int, tools: int, sleep: float = 0.0) -> dict[str, dict[str, Any]]:
+    """``count`` echo servers of ``tools`` tools each, as [servers.eNN] tables."""
+    command = scale_server_command(tools, sleep)
+    width = len(str(count - 1))
+    return {f"e{i:0{width}d}": {"command": command[0], "args": command[1:]} for i in range(count)}
 
 
 def run_scale(env: Env, settings: ScaleSettings, loadgen: Any) -> dict[str, Any]:
     """``loadgen(args, tool)`` runs the load generator (conc 1, 64 B) and returns its report."""
-    command = scale_server_command(settings)
-    servers = {
-        f"e{i:02d}": {"command": command[0], "args": command[1:]} for i in range(settings.servers)
-    }
+    command = scale_server_command(settings.tools, settings.sleep)
+    servers = echo_servers(settings.servers, settings.tools, settings.sleep)
     # Room for the idle agents; dropped (with a note) if mcpd has no such setting.
     options = {"max_connections": settings.idle_connections + 64}
     out: dict[str, Any] = {"settings": settings.__dict__.copy()}
-    out["servers_alone_s"] = servers_alone(command, settings.servers, settings.tools)
-    # Not pinned: starting fifty children is exactly where a second core helps the daemon.
-    with running_mcpd(env, "mcpd-scale", servers, None, options, timeout=60) as daemon:
-        pid = daemon.proc.pid
-        out["ready_s"] = daemon.ready_s
-        out["notify_ready_s"] = daemon.notify_ready_s
-        out["ready_by"] = daemon.ready_by
-        out["daemon_cpu_to_ready_s"] = procstat.process_cpu_seconds(pid)
-        out["memory_after_ready"] = procstat.memory_kb(pid)
-
-        out["tools_list"] = time_tools_list(daemon.socket, settings.list_repeats)
-        out["memory_after_list"] = procstat.memory_kb(pid)
-
-        tool = "mcp__e00__echo"
-        before = loadgen(["--connect", str(daemon.socket), "--cpu-pid", str(pid)], tool)
-        out["latency_without_idle"] = before["cells"][0]
-        out["memory_before_idle"] = procstat.memory_kb(pid)
-
-        with IdleAgents(str(daemon.socket), settings.idle_connections) as idle:
-            out["idle"] = idle.summary()
-            out["memory_with_idle"] = procstat.memory_kb(pid)
-            during = loadgen(["--connect", str(daemon.socket), "--cpu-pid", str(pid)], tool)
-            out["latency_with_idle"] = during["cells"][0]
-            out["memory_with_idle_after_calls"] = procstat.memory_kb(pid)
-        out["peak_memory"] = procstat.memory_kb(pid)
+    startup: dict[str, list[Any]] = {
+        "floor_s": [], "launcher_cpu_s": [], "mcpd_s": [], "daemon_cpu_to_ready_s": [],
+        "ready_by": [], "notify_ready_s": [],
+    }  # fmt: skip
+    out["startup"] = startup
+    rounds = max(1, settings.startup_rounds)
+    for r in range(rounds):
+        # The floor: the same servers, the same clock, nothing of mcpd.
+        with Sessions(
+            env.workdir, env.logdir, "scale-floor", [server_spec(command)], copies=settings.servers
+        ) as floor:
+            startup["floor_s"].append(floor.ready_s)
+            startup["launcher_cpu_s"].append(floor.launcher_cpu_s)
+            listed = sum(floor.tools())
+        expected = settings.servers * settings.tools
+        if listed != expected:
+            env.notes.append(f"scale floor listed {listed} tools, not {expected}")
+        # Not pinned: starting fifty children is exactly where a second core helps the daemon.
+        with running_mcpd(env, "mcpd-scale", servers, None, options, timeout=60) as daemon:
+            startup["mcpd_s"].append(daemon.ready_s)
+            startup["notify_ready_s"].append(daemon.notify_ready_s)
+            startup["ready_by"].append(daemon.ready_by)
+            startup["daemon_cpu_to_ready_s"].append(procstat.process_cpu_seconds(daemon.proc.pid))
+            if r == rounds - 1:
+                _after_start(daemon, settings, loadgen, out)
+    out["ready_s"] = statistics.median(startup["mcpd_s"])
+    out["servers_alone_s"] = statistics.median(startup["floor_s"])
+    out["daemon_cpu_to_ready_s"] = statistics.median(startup["daemon_cpu_to_ready_s"])
     return out
 
 
-def servers_alone(command: list[str], count: int, tools: int) -> float | None:
-    """The floor for the start-up: the same servers without mcpd, all started at once, each
-    sent discover and every tools/list page up front; seconds until the last answer.
+def _after_start(
+    daemon: Daemon, settings: ScaleSettings, loadgen: Any, out: dict[str, Any]
+) -> None:
+    pid = daemon.proc.pid
+    out["memory_after_ready"] = procstat.memory_kb(pid)
+    out["tools_list"] = time_tools_list(daemon.socket, settings.list_repeats)
+    out["memory_after_list"] = procstat.memory_kb(pid)
 
-    The cursors are this echo server's (page offsets): fine for a floor, not for a client.
-    """
-    pages = (tools + 99) // 100
-    lines = [request_line(1, "server/discover", None, modern=True)]
-    lines += [
-        request_line(2 + p, "tools/list", {"cursor": str(p * 100)} if p else None, modern=True)
-        for p in range(pages)
-    ]
-    t0 = time.monotonic()
-    procs = [
-        subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-        for _ in range(count)
-    ]
-    sel = selectors.DefaultSelector()
-    try:
-        for proc in procs:
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write(b"".join(lines))
-            sel.register(proc.stdout, selectors.EVENT_READ, [0])
-        waiting = count
-        deadline = t0 + 30
-        while waiting and time.monotonic() < deadline:
-            for key, _ in sel.select(1.0):
-                chunk = os.read(key.fd, 1 << 16)
-                key.data[0] += chunk.count(b"\n")
-                if not chunk or key.data[0] >= len(lines):
-                    sel.unregister(key.fileobj)
-                    waiting -= 1
-        return time.monotonic() - t0 if not waiting else None
-    finally:
-        sel.close()
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.close()
-        for proc in procs:
-            proc.wait()
-            assert proc.stdout is not None
-            proc.stdout.close()
+    tool = "mcp__e00__echo"
+    before = loadgen(["--connect", str(daemon.socket), "--cpu-pid", str(pid)], tool)
+    out["latency_without_idle"] = before["cells"][0]
+    out["memory_before_idle"] = procstat.memory_kb(pid)
+
+    with IdleAgents(str(daemon.socket), settings.idle_connections) as idle:
+        out["idle"] = idle.summary()
+        out["memory_with_idle"] = procstat.memory_kb(pid)
+        during = loadgen(["--connect", str(daemon.socket), "--cpu-pid", str(pid)], tool)
+        out["latency_with_idle"] = during["cells"][0]
+        out["memory_with_idle_after_calls"] = procstat.memory_kb(pid)
+    out["peak_memory"] = procstat.memory_kb(pid)
 
 
 def time_tools_list(path: Any, repeats: int) -> dict[str, Any]:
@@ -146,11 +133,16 @@ def time_tools_list(path: Any, repeats: int) -> dict[str, Any]:
 
 
 class IdleAgents:
-    """N connections that each complete the modern handshake and then say nothing."""
+    """N connections that each complete a handshake and then say nothing.
 
-    def __init__(self, path: str, count: int) -> None:
+    Modern agents send ``server/discover``; legacy ones ``initialize`` and, once it is
+    answered, ``notifications/initialized``, so the daemon holds a session for each.
+    """
+
+    def __init__(self, path: str, count: int, modern: bool = True) -> None:
         self.path = path
         self.count = count
+        self.modern = modern
         self.socks: list[socket.socket] = []
         self.answered = 0
         self.failed: list[str] = []
@@ -158,7 +150,11 @@ class IdleAgents:
 
     def __enter__(self) -> IdleAgents:
         t0 = time.perf_counter()
-        line = request_line(1, "server/discover", None, modern=True)
+        if self.modern:
+            line = request_line(1, "server/discover", None, modern=True)
+        else:
+            params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": CLIENT_INFO}
+            line = request_line(1, "initialize", params, modern=False)
         for _ in range(self.count):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
@@ -209,12 +205,15 @@ class IdleAgents:
                     continue
                 elif b'"result"' in buffers[s] + chunk:
                     self.answered += 1
+                    if not self.modern:
+                        s.setblocking(True)
+                        s.sendall(INITIALIZED)
                 else:
                     self.failed.append((buffers[s] + chunk)[:200].decode(errors="replace"))
                 sel.unregister(s)
                 waiting -= 1
         if waiting:
-            self.failed.append(f"{waiting} connection(s) got no discover reply in time")
+            self.failed.append(f"{waiting} connection(s) got no handshake reply in time")
         sel.close()
 
     def summary(self) -> dict[str, Any]:
