@@ -16,8 +16,14 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Real third-party MCP servers and the official conformance suite for interop tests,
-# plus a venv with the v1 Python SDK line (mcp-proxy pins it) kept apart from .venv.
-peers: $(PEERS)/node_modules/.installed .venv-peers-v1/.installed
+# a venv with the v1 Python SDK line (mcp-proxy pins it) kept apart from .venv, and
+# real hosts whose config files `mcpd connect` writes (tests/hosts).
+HOSTS  := tests/hosts
+peers: $(PEERS)/node_modules/.installed .venv-peers-v1/.installed $(HOSTS)/node_modules/.installed
+
+$(HOSTS)/node_modules/.installed: $(HOSTS)/package.json $(HOSTS)/package-lock.json
+	cd $(HOSTS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 $(PEERS)/node_modules/.installed: $(PEERS)/package.json $(PEERS)/package-lock.json
 	cd $(PEERS) && npm ci --no-audit --no-fund --loglevel=error
@@ -51,4 +57,4 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) .venv-peers-v1 $(PEERS)/node_modules
+	rm -rf $(VENV) .venv-peers-v1 $(PEERS)/node_modules $(HOSTS)/node_modules
