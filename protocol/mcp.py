@@ -14,7 +14,7 @@ from msgspec import UNSET, Raw, UnsetType
 LATEST_MODERN: Final = "2026-07-28"
 MODERN_VERSIONS: Final = ("2026-07-28",)
 LATEST_LEGACY: Final = "2025-11-25"
-LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
+LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 ALL_VERSIONS: Final = MODERN_VERSIONS + LEGACY_VERSIONS
 
 KEY_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"

@@ -257,10 +257,7 @@ class _Converter:
                     )
             out["headers"] = headers
             if kind == "sse":
-                self.notes.append(
-                    f'{where}: type "sse" is the old HTTP+SSE transport; mcpd speaks '
-                    "Streamable HTTP, which such servers often offer at /mcp instead of /sse"
-                )
+                out["transport"] = "sse"  # the old HTTP+SSE transport (2024-11-05)
         else:
             self.notes.append(f'{where}: neither "command" nor "url"; skipped')
             return None

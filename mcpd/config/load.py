@@ -206,6 +206,10 @@ def _validate_server(alias: str, s: ServerConfig) -> None:
         raise ConfigError(f"{where}.command", "is empty")
     if s.url is not None and not re.match(r"^https?://[^/\s]+", s.url):
         raise ConfigError(f"{where}.url", "must be an http:// or https:// URL")
+    if s.command is not None and s.transport != "stdio":
+        raise ConfigError(f"{where}.transport", f'"{s.transport}" needs a `url`, not a `command`')
+    if s.url is not None and s.transport == "stdio":
+        raise ConfigError(f"{where}.transport", '"stdio" needs a `command`, not a `url`')
     if s.command is not None:
         for key in ("url", "headers", "ca_file"):
             if getattr(s, key):

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Mapping
 from typing import Final, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -95,14 +96,34 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     start: Literal["eager", "lazy"] = "eager"
     idle_stop: float = 300.0
 
+    # stdio for a command; for a URL, "http" (Streamable HTTP, falling back to the old
+    # HTTP+SSE transport when a server turns out to speak only that) or "sse" (the old
+    # transport first). Left out, it follows from the rest: "sse" for URLs ending in /sse.
+    transport: Literal["stdio", "http", "sse"] | None = None
+
+    def __post_init__(self) -> None:
+        if self.transport is None:
+            if self.command is not None:
+                kind = "stdio"
+            elif _path_of(self.url).rstrip("/").lower().endswith("/sse"):
+                kind = "sse"
+            else:
+                kind = "http"
+            msgspec.structs.force_setattr(self, "transport", kind)
+
     @property
-    def transport(self) -> Literal["stdio", "http"]:
-        return "stdio" if self.command is not None else "http"
+    def kind(self) -> Literal["stdio", "http", "sse"]:
+        """``transport`` as it was settled (never None once the config is parsed)."""
+        return self.transport or ("stdio" if self.command is not None else "http")
 
     def concurrency(self) -> int:
         if self.max_concurrency is not None:
             return self.max_concurrency
-        return 4 if self.transport == "stdio" else 16
+        return 4 if self.kind == "stdio" else 16
+
+
+def _path_of(url: str | None) -> str:
+    return urlsplit(url).path if url else ""
 
 
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

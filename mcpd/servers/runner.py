@@ -11,17 +11,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.base import (
-    Transport,
-    TransportError,
-    single_exceptions,
-)
+from transports.base import Transport, TransportError, Unreachable, single_exceptions
 
 from ..config.model import Config, DaemonConfig, ServerConfig
 from ..registry.table import Registry
@@ -30,6 +27,7 @@ from .breaker import Breaker, Transition
 from .calls import Done, PendingCall, wait_for
 from .events import ServerLog, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
+from .http_kind import other_kind
 from .listing import ListKeeper
 from .outage import Outage
 from .progress import Deliver, ProgressRoutes
@@ -40,6 +38,8 @@ from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
+
+_KIND_NAMES = {"http": "Streamable HTTP", "sse": "the old HTTP+SSE transport (2024-11-05)"}
 
 
 class Runner:
@@ -59,7 +59,7 @@ class Runner:
         self.registry = registry
         self._on_change = on_change
         self._open_transport = transport_factory
-        self.transport_kind = cfg.transport
+        self.transport_kind: str = cfg.kind
         self.breaker = Breaker(
             breaker_config(d, probe_timeout=config.call_timeout(alias) + LIVENESS_TIMEOUT),
             on_transition=self._on_breaker,
@@ -76,6 +76,8 @@ class Runner:
         self.stderr: list[str] = []
         self.first_attempt = trio.Event()
         self._era_hint = cfg.era
+        self._switched = False
+        self._unreachable = False  # the last attempt could not connect at all
         self._wake = trio.Event()
         self.health = Health(
             alias,
@@ -93,7 +95,14 @@ class Runner:
 
     @property
     def state(self) -> str:
-        return server_state(self.phase, self.breaker, self.policy, trio.current_time())
+        return server_state(
+            self.phase,
+            self.breaker,
+            self.policy,
+            trio.current_time(),
+            process=self.transport_kind == "stdio",
+            unreachable=self._unreachable,
+        )
 
     def outage(self) -> Outage:
         return outage_of(
@@ -142,6 +151,9 @@ class Runner:
         try:
             while True:
                 await self._attempt()
+                if self._switched:
+                    self._switched = False  # the other transport, right away
+                    continue
                 await self._back_off()
         finally:
             self.upstream = None
@@ -166,8 +178,11 @@ class Runner:
         transport: Transport | None = None
         try:
             try:
+                cfg = self.cfg
+                if self.transport_kind != cfg.kind:
+                    cfg = msgspec.structs.replace(cfg, transport=self.transport_kind)
                 async with self._open_transport(
-                    self.alias, self.cfg, self.config, self._notification
+                    self.alias, cfg, self.config, self._notification
                 ) as transport:
                     await self._connect_and_serve(transport)
             finally:
@@ -176,12 +191,24 @@ class Runner:
                 if transport is not None:
                     self.stderr = transport.stderr_tail() or self.stderr
         except Exception as exc:
+            other = await other_kind(self.alias, self.cfg, self.transport_kind, exc)
+            if other is not None:
+                self._log(
+                    logging.INFO,
+                    "transport",
+                    f"speaks {_KIND_NAMES[other]}, not {_KIND_NAMES[self.transport_kind]}; "
+                    "using that",
+                )
+                self.transport_kind = other
+                self._switched = True
+                return
             failure = describe_failure(exc, self.alias)
             if failure is None:
                 raise
             if failure.event == "internal":
                 # A bug in handling one server must not take the daemon (and the others) down.
                 logger.exception("%s: unexpected error", self.alias, extra=log_extra(self.alias))
+            self._unreachable = isinstance(exc, Unreachable)
             self._failed(failure.log_event, failure.detail, failure.reason, failure.retry_after)
 
     def _failed(
@@ -205,6 +232,7 @@ class Runner:
             policy=self.policy.config,
             first=first,
             changed=changed,
+            process=self.transport_kind == "stdio",
         )
         self._set_phase("waiting", reason)
         self.first_attempt.set()
@@ -290,7 +318,7 @@ class Runner:
                 await self._wake.wait()
 
     def _health_interval(self) -> float:
-        return self.config.daemon.health_interval if self.transport_kind == "http" else 0.0
+        return self.config.daemon.health_interval if self.transport_kind != "stdio" else 0.0
 
     def _next_deadline(self) -> float:
         deadline = self.health.next_check

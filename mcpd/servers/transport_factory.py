@@ -1,4 +1,5 @@
-"""How a runner reaches its server: a stdio process or a Streamable HTTP endpoint."""
+"""How a runner reaches its server: a stdio process, a Streamable HTTP endpoint, or an
+old HTTP+SSE one (``cfg.kind``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,22 @@ async def open_transport(
         )
         async with open_stdio_transport(alias, params, on_notification=on_notification) as t:
             yield t
+    elif cfg.kind == "sse":
+        from transports.legacy_sse import open_legacy_sse_transport
+
+        assert cfg.url is not None
+        async with open_legacy_sse_transport(
+            alias,
+            cfg.url,
+            headers=cfg.headers,
+            connect_timeout=cfg.connect_timeout,
+            tls_verify=cfg.tls_verify,
+            ca_file=cfg.ca_file,
+            pool_size=cfg.concurrency(),
+            max_body=config.daemon.max_line_bytes,
+            on_notification=on_notification,
+        ) as sse:
+            yield sse
     else:
         from transports.http import open_http_transport
 

@@ -121,6 +121,11 @@ class Relay:
         """Drop the index-th connection (0: the first, which carries the stream)."""
         self._scopes[index].cancel()
 
+    def cut_all(self) -> None:
+        """Drop every connection carried so far."""
+        for scope in self._scopes:
+            scope.cancel()
+
     async def _relay(self, client: trio.SocketStream) -> None:
         scope = trio.CancelScope()
         self._scopes.append(scope)
