@@ -21,6 +21,10 @@ class Unreachable(Exception):
     """No daemon answers on the socket."""
 
 
+class BadReply(Exception):
+    """Something answered on the socket, but not with a reply the client can read."""
+
+
 def socket_path(explicit: str | None = None) -> str:
     return explicit or os.environ.get("MCPD_SOCKET") or default_socket_path()
 
@@ -58,12 +62,20 @@ class Client:
         try:
             self._sock.sendall(rpc.encode_request(rid, method, body) + b"\n")
             while True:
-                msg = rpc.decode_message(self._readline())
-                if isinstance(msg, rpc.Response) and msg.id == rid:
-                    return msgspec.json.decode(msg.result)
+                line = self._readline()
+                try:
+                    msg = rpc.decode_message(line)
+                    if isinstance(msg, rpc.Response) and msg.id == rid:
+                        return msgspec.json.decode(msg.result)
+                except (rpc.DecodeFailure, msgspec.DecodeError) as exc:
+                    reason = exc.message if isinstance(exc, rpc.DecodeFailure) else str(exc)
+                    raise BadReply(
+                        f"the reply of mcpd on {self.path} could not be read ({reason}); "
+                        f"it began {line[:80]!r}"
+                    ) from None
                 if isinstance(msg, rpc.ErrorResponse) and msg.id in (rid, None):
                     raise rpc.RPCError.from_object(msg.error)
-        except (OSError, rpc.DecodeFailure) as exc:
+        except OSError as exc:
             raise Unreachable(f"lost the connection to mcpd on {self.path}: {exc}") from None
 
     def _readline(self) -> bytes:

@@ -1,7 +1,7 @@
 """``mcpd serve|status|tools|call|reload|check-config``.
 
 Exit codes: 0 ok, 1 the tool returned isError, 2 usage, 3 daemon unreachable,
-78 config error.
+4 the daemon's reply could not be read, 78 config error.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from protocol import jsonrpc as rpc
 from .. import __version__
 from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
-from .client import Client, Unreachable, socket_path
+from .client import BadReply, Client, Unreachable, socket_path
 
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
+EXIT_BAD_REPLY = 4
 
 
 def _fail(code: int, message: str) -> NoReturn:
@@ -59,7 +60,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     print(f"{path}: OK, {len(config.servers)} server(s); socket {config.socket_path()}")
     for alias, s in sorted(config.servers.items()):
         where = f"{s.command} {' '.join(s.args)}".strip() if s.command else s.url
-        flags: list[str] = [s.transport]
+        flags: list[str] = [s.kind]
         if s.trusted:
             flags.append("trusted")
         if not s.enabled:
@@ -82,6 +83,8 @@ def _request(client: Client, method: str, params: dict[str, Any] | None = None) 
         return client.request(method, params)
     except Unreachable as exc:
         _fail(EXIT_UNREACHABLE, str(exc))
+    except BadReply as exc:
+        _fail(EXIT_BAD_REPLY, str(exc))
     except rpc.RPCError as exc:
         _fail(EXIT_TOOL_ERROR, f"error {exc.code}: {exc.message}")
 
@@ -92,6 +95,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
             tools = client.list_tools()
         except Unreachable as exc:
             _fail(EXIT_UNREACHABLE, str(exc))
+        except BadReply as exc:
+            _fail(EXIT_BAD_REPLY, str(exc))
         except rpc.RPCError as exc:
             _fail(EXIT_TOOL_ERROR, f"error {exc.code}: {exc.message}")
     if args.check_names is not None:
@@ -186,7 +191,7 @@ def _watch_status(args: argparse.Namespace) -> int:
             try:
                 client = client or Client(path)
                 body = render_status(client.request("mcpd/status"), color=tty)
-            except (Unreachable, rpc.RPCError) as exc:
+            except (Unreachable, BadReply, rpc.RPCError) as exc:
                 if client is not None:
                     client.close()
                 client = None

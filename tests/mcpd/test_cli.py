@@ -122,3 +122,39 @@ def test_bridge_answers_clearly_when_the_daemon_is_down(tmp_path: Path) -> None:
     reply = json.loads(out.stdout)
     assert reply["id"] == 1 and "mcpd is not running" in reply["error"]["message"]
     assert out.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (b"HTTP/1.1 400 Bad Request\r\n\r\n", "could not be read"),
+        (b'{"jsonrpc":"2.0","id":1,"result":{"daemon":\n', "could not be read"),
+    ],
+    ids=["not-json", "broken-json"],
+)
+def test_a_reply_that_cannot_be_read_is_said_so_with_its_own_exit_code(
+    tmp_path: Path, answer: bytes, said: str
+) -> None:
+    import socket
+    import threading
+
+    path = tmp_path / "odd.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+
+    def answer_once() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(answer)
+
+    thread = threading.Thread(target=answer_once, daemon=True)
+    thread.start()
+    try:
+        out = run("status", sock=path, timeout=30)
+    finally:
+        server.close()
+    assert out.returncode == 4, out
+    assert said in out.stderr and "lost the connection" not in out.stderr
+    assert str(path) in out.stderr
