@@ -26,13 +26,31 @@ class Oversized:
         return f"Oversized(limit={self.limit}, prefix={self.prefix[:40]!r})"
 
 
-class LineFramer:
-    __slots__ = ("_buf", "_discarding", "max_line")
+class OversizedEnd(Oversized):
+    """The end of a line reported as ``Oversized``: its last bytes and its whole size
+    (only from a framer made with ``report_end``). A response's id may be at its end."""
 
-    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+    __slots__ = ("size", "tail")
+
+    def __init__(self, tail: bytes, size: int, limit: int) -> None:
+        super().__init__(b"", limit)
+        self.tail = tail
+        self.size = size
+
+    def __repr__(self) -> str:
+        return f"OversizedEnd(size={self.size}, tail={self.tail[-40:]!r})"
+
+
+class LineFramer:
+    __slots__ = ("_buf", "_discarded", "_discarding", "_report_end", "_tail", "max_line")
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE, *, report_end: bool = False) -> None:
         self.max_line = max_line
         self._buf = bytearray()
         self._discarding = False
+        self._report_end = report_end
+        self._tail = b""  # the last bytes of the line being discarded
+        self._discarded = 0
 
     @property
     def buffered(self) -> int:
@@ -44,8 +62,12 @@ class LineFramer:
         if self._discarding:
             nl = data.find(b"\n")
             if nl < 0:
+                self._keep_tail(data)
                 return out
             self._discarding = False
+            if self._report_end:
+                self._keep_tail(data[:nl])
+                out.append(OversizedEnd(self._tail.rstrip(b"\r"), self._discarded, self.max_line))
             start = nl + 1
         elif self._buf:
             nl = data.find(b"\n")
@@ -88,6 +110,10 @@ class LineFramer:
         # max_line bytes plus CR passed in one read and was Oversized when split.
         if len(line) > self.max_line:
             out.append(Oversized(line[:_PREFIX_KEEP], self.max_line))
+            if self._report_end:
+                out.append(
+                    OversizedEnd(line[-_PREFIX_KEEP:].rstrip(b"\r"), len(line), self.max_line)
+                )
             return
         if line.endswith(b"\r"):
             line = line[:-1]
@@ -96,6 +122,14 @@ class LineFramer:
 
     def _overflow(self, data: bytes | bytearray) -> Oversized:
         prefix = bytes(data[:_PREFIX_KEEP])
+        self._tail = b""
+        self._discarded = 0
+        self._keep_tail(data)
         self._buf.clear()
         self._discarding = True
         return Oversized(prefix, self.max_line)
+
+    def _keep_tail(self, data: bytes | bytearray) -> None:
+        self._discarded += len(data)
+        if self._report_end:
+            self._tail = (self._tail + bytes(data[-_PREFIX_KEEP:]))[-_PREFIX_KEEP:]

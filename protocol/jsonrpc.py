@@ -9,6 +9,7 @@ type the caller asks for, with decoders built once per type.
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any, Final, TypeAlias, TypeVar
 
 import msgspec
@@ -184,6 +185,26 @@ def decode_message(data: bytes | memoryview) -> Message:
             raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")
         return Response(msg_id, env.result)
     raise DecodeFailure(INVALID_REQUEST, "Invalid request: no method, result or error", msg_id)
+
+
+_ID_AT_START: Final = re.compile(
+    rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")'
+)
+# A message's last member, closing the object: an id there is the message's own.
+_ID_AT_END: Final = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*\Z')
+
+
+def id_at_edges(head: bytes, tail: bytes = b"") -> Id | None:
+    """The id of a message too large to decode, from its first or last bytes, where
+    JSON-RPC peers put it (``{"jsonrpc":"2.0","id":7,...`` or ``...,"id":7}``)."""
+    m = _ID_AT_START.match(head) or _ID_AT_END.search(tail)
+    if m is None:
+        return None
+    try:
+        found = msgspec.json.decode(m.group(1))
+    except msgspec.DecodeError:
+        return None
+    return found if _valid_id(found) else None
 
 
 _raw_decoder: Final = msgspec.json.Decoder(Raw)

@@ -37,6 +37,10 @@ class SSEError(Exception):
     """The stream cannot be decoded any further (an event over the size limit)."""
 
 
+class EventTooLarge(SSEError):
+    """One event grew past ``max_event``; the stream cannot be read further."""
+
+
 class SSEEvent(msgspec.Struct, frozen=True):
     """One dispatched event.
 
@@ -191,4 +195,4 @@ class SSEDecoder:
             self._failed = True
             self._line.clear()
             self._data.clear()
-            raise SSEError(f"event stream event larger than {self.max_event} bytes")
+            raise EventTooLarge(f"event stream event larger than {self.max_event} bytes")

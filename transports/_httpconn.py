@@ -29,7 +29,15 @@ import trio
 
 from protocol.headers import is_plain, is_token
 
-from .base import StreamCut, TransportClosed, TransportError, UnexpectedReply
+from .base import (
+    MessageTooLarge,
+    StreamCut,
+    TransportClosed,
+    TransportError,
+    UnexpectedReply,
+    Unreachable,
+    too_large_reason,
+)
 
 _RECEIVE_SIZE: Final = 64 * 1024
 
@@ -238,9 +246,15 @@ class HttpConnection:
         return bytes(body[:limit])
 
     def _too_large(self, head: ResponseHead, limit: int) -> NoReturn:
-        raise UnexpectedReply(
-            f"{self._label}: HTTP {head.status} response body larger than {limit} bytes",
-            status=head.status,
+        if not 200 <= head.status < 300:
+            raise UnexpectedReply(
+                f"{self._label}: HTTP {head.status} response body larger than {limit} bytes",
+                status=head.status,
+            )
+        raise MessageTooLarge(
+            too_large_reason(self._label, head.content_length, limit),
+            size=head.content_length,
+            limit=limit,
         )
 
     async def _next_event(self, doing: str, error: type[TransportError]) -> object:
@@ -300,7 +314,7 @@ async def connect(
         try:
             tcp = await trio.open_tcp_stream(origin.host, origin.port)
         except OSError as exc:
-            raise TransportError(
+            raise Unreachable(
                 f"{label}: cannot connect to {origin}: {exc.strerror or exc}"
             ) from None
         if tcp_keepalive is not None:
@@ -319,7 +333,7 @@ async def connect(
             stream = tls
         return HttpConnection(stream, label, read_timeout)
     assert scope.cancelled_caught
-    raise TransportError(f"{label}: connecting to {origin} timed out after {connect_timeout:g} s")
+    raise Unreachable(f"{label}: connecting to {origin} timed out after {connect_timeout:g} s")
 
 
 class ConnectionPool:

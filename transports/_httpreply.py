@@ -25,17 +25,20 @@ from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from protocol.sse import SSEDecoder, SSEError, SSEEvent
+from protocol.oauth.challenge import bearer_challenge
+from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
 
 from ._httpconn import HttpConnection, ResponseHead, parse_retry_after
 from .base import (
     AuthError,
     HTTPStatusError,
+    MessageTooLarge,
     NotificationHandler,
     SessionExpired,
     StreamCut,
     TransportError,
     UnexpectedReply,
+    too_large_reason,
 )
 
 logger = logging.getLogger("mcpd.http")
@@ -117,10 +120,7 @@ def status_error(
     if status in (401, 403):
         challenge = head.get_all("www-authenticate")
         return AuthError(
-            f"{label}: HTTP {status} to {what}"
-            + (f", the server asks for: {challenge}" if challenge else said),
-            status=status,
-            challenge=challenge,
+            auth_reason(label, status, challenge, said), status=status, challenge=challenge
         )
     if had_session and (
         status == 404 or (status == 400 and error is not None and session_gone(error))
@@ -143,6 +143,34 @@ def status_error(
     return UnexpectedReply(
         f"{label}: HTTP {status} to {what} without a JSON-RPC error", status=status, body=body
     )
+
+
+def auth_reason(label: str, status: int, challenge: str, said: str = "") -> str:
+    """A 401 or 403 in words a user can act on, with the server's challenge as it was."""
+    bearer = bearer_challenge([challenge]) if challenge else None
+    if status == 401:
+        text = f"{label}: unauthorized (HTTP 401)"
+        if bearer is None:
+            text += (
+                ": the server wants credentials mcpd did not send; give them in the "
+                f"config (an Authorization header under [servers.{label}.headers])"
+            )
+        else:
+            scope = f" with the scope {' '.join(bearer.scope)!r}" if bearer.scope else ""
+            text += (
+                f": the server asks for a login{scope}; run `mcpd auth login {label}` "
+                "(or give a token in the config)"
+            )
+    else:
+        text = f"{label}: forbidden (HTTP 403)"
+        if bearer is not None and bearer.error == "insufficient_scope":
+            scope = f" ({' '.join(bearer.scope)})" if bearer.scope else ""
+            text += f": the token mcpd holds lacks the scope the request needs{scope}"
+        else:
+            text += ": the server refuses mcpd's credentials for this request" + said
+    if challenge:
+        text += f" [WWW-Authenticate: {challenge}]"
+    return text
 
 
 def session_gone(error: rpc.ErrorObject) -> bool:
@@ -202,6 +230,12 @@ class AnswerReader:
                 await self._answer_requests()
                 if chunk is None:
                     break
+        except EventTooLarge:
+            raise MessageTooLarge(
+                too_large_reason(self._label, None, self._max_body),
+                size=None,
+                limit=self._max_body,
+            ) from None
         except SSEError as exc:
             raise UnexpectedReply(
                 f"{self._label}: {exc} in the reply to {self._what}", status=head.status

@@ -36,6 +36,10 @@ class SpawnError(TransportError):
     """The server's command could not be started at all."""
 
 
+class Unreachable(TransportError):
+    """No connection could be made at all (refused, no route, no such host, timed out)."""
+
+
 class TransportClosed(TransportError):
     """The process exited, its stdout closed, or the connection went away."""
 
@@ -56,6 +60,28 @@ class AuthError(HTTPStatusError):
     def __init__(self, reason: str, *, status: int, challenge: str = "") -> None:
         super().__init__(reason, status=status)
         self.challenge = challenge
+
+
+class MessageTooLarge(Exception):
+    """A reply over mcpd's message limit: it was dropped, and only the request it
+    answered fails. The server sent it, so it is up; this is not an availability
+    failure."""
+
+    def __init__(self, reason: str, *, size: int | None, limit: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.size = size
+        self.limit = limit
+
+
+def too_large_reason(label: str, size: int | None, limit: int) -> str:
+    """Why a reply was dropped, in the same words for every transport: whatever mcpd
+    passes on is one line, so its message limit is a line limit."""
+    how = f"of {size} bytes " if size is not None else ""
+    return (
+        f"{label}: a reply {how}exceeded the {limit}-byte line limit "
+        "(daemon.max_line_bytes) and was dropped"
+    )
 
 
 class ServerCancelled(Exception):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import re
 import signal
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
@@ -21,17 +20,19 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
+from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedEnd
 from protocol.logfields import log_extra
 
 from ._pending import Pending, Reply
 from ._stdiolog import BURST_GAP, Complaints, StderrLog
 from ._stdioproc import PARENT_ONLY_VARS, describe_exit, environment, start, stop_process
 from .base import (
+    MessageTooLarge,
     NotificationHandler,
     TransportClosed,
     TransportError,
     single_exceptions,
+    too_large_reason,
 )
 from .linewriter import LineWriter, batch
 from .process import ChildProcess, signal_group
@@ -52,13 +53,7 @@ _MAX_BUFFERED: Final = 16 * 1024 * 1024  # bytes queued for a server's stdin
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
 # Warnings about what one server writes on stdout: a burst, then one a second.
-_COMPLAINT_BURST: Final = 20
-_COMPLAINT_RATE: Final = 1.0
 _STDERR_MAX_LINE: Final = 4096
-# Enough of an oversized line's start to find which request it answered.
-_ID_AT_START: Final = re.compile(
-    rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")'
-)
 
 
 class StdioParams(msgspec.Struct, frozen=True):
@@ -93,7 +88,8 @@ class StdioTransport:
         self._ids = rpc.IdAllocator()
         self._complaints = Complaints()
         self._pending = Pending(alias, logger, self._complaints.admit)
-        self._framer = LineFramer(params.max_line)
+        self._framer = LineFramer(params.max_line, report_end=True)
+        self._oversized_head = b""
         stdin = process.stdin
         assert stdin is not None
         self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED, rpc.line_fault)
@@ -319,12 +315,25 @@ class StdioTransport:
             self._put(reply, f"the answer to {req.method}")
 
     def _oversized(self, item: Oversized) -> None:
-        m = _ID_AT_START.match(item.prefix)
-        reason = f"{self.alias}: a message exceeded the {item.limit} byte line limit"
-        if m is not None:
-            rid: rpc.Id = msgspec.json.decode(m.group(1))
-            self._pending.resolve(rid, None, TransportError(reason))
-        logger.warning("%s and was dropped", reason, extra=log_extra(self.alias, reason=reason))
+        """A line over the limit: only the request it answered fails, once its end (and
+        size) is known; the server goes on."""
+        if not isinstance(item, OversizedEnd):
+            self._oversized_head = item.prefix
+            return
+        reason = too_large_reason(self.alias, item.size, item.limit)
+        rid = rpc.id_at_edges(self._oversized_head, item.tail)
+        self._oversized_head = b""
+        answered = rid is not None and self._pending.resolve(
+            rid, None, MessageTooLarge(reason, size=item.size, limit=item.limit)
+        )
+        logger.warning(
+            "%s; %s",
+            reason,
+            f"the request (id {rid!r}) it answered failed, the server keeps running"
+            if answered
+            else "no waiting request could be told which it was",
+            extra=log_extra(self.alias, "message_too_large", reason),
+        )
 
     def _error(self, what: str) -> TransportClosed:
         return TransportClosed(f"{self.alias} {what}", detail="\n".join(self._stderr.tail))

@@ -13,6 +13,7 @@ _COLORS = {
     "half_open": "33",
     "open": "31",
     "failed": "31",
+    "unreachable": "31",
     "crash_loop": "1;31",
     "stopped": "90",
 }

@@ -19,7 +19,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports.base import SpawnError, TransportError
+from transports.base import MessageTooLarge, SpawnError, TransportError
 
 from .backoff import BackoffConfig, Restart
 from .breaker import Transition
@@ -76,9 +76,21 @@ class ServerLog:
         policy: BackoffConfig,
         first: bool,
         changed: bool,
+        process: bool = True,
     ) -> None:
-        """An attempt to start or connect failed (``first``: the server was up before)."""
-        if restart.entered_crash_loop:
+        """An attempt to start or connect failed (``first``: the server was up before;
+        ``process``: it is a child process, which can be in a crash loop)."""
+        if restart.entered_crash_loop and not process:
+            self.event(
+                logging.WARNING,
+                "outage",
+                f"still unavailable after {restart.failures} attempts within "
+                f"{policy.window:.0f} s: {reason}; retrying every {policy.cap:.0f} s, "
+                f"next at {clock_time(retry_at)}",
+                reason,
+                depth=2,
+            )
+        elif restart.entered_crash_loop:
             self.event(
                 logging.ERROR,
                 "crash_loop",
@@ -132,6 +144,8 @@ def describe_failure(exc: Exception, alias: str) -> Failure | None:
     attempt's failure (and must go on up)."""
     if isinstance(exc, SpawnError):
         return Failure("spawn_failed", exc.describe(), exc.reason)
+    if isinstance(exc, MessageTooLarge):
+        return Failure("outage", exc.reason, exc.reason)
     if isinstance(exc, TransportError):
         return Failure("outage", exc.describe(), exc.reason, exc.retry_after)
     if isinstance(exc, rpc.RPCError):

@@ -36,6 +36,7 @@ _PHRASES = {
     "open": "is failing (circuit open)",
     "half_open": "is being probed",
     "crash_loop": "keeps crashing",
+    "unreachable": "cannot be reached",
     "starting": "is starting",
     "stopped": "is stopped",
     "busy": "is busy",
@@ -69,19 +70,30 @@ class Outage(msgspec.Struct, frozen=True):
         return self.reason
 
     def sentence(self) -> str:
+        if self.state == "too_large":
+            return (
+                f"The result from the tool server '{self.server}' was too large to pass on: "
+                f"{self.plain_reason()}. '{self.server}' is still running"
+            ) + "."
         text = (
             f"The tool server '{self.server}' is unavailable ({self.state}): {self.plain_reason()}."
         )
         if self.retry_at is not None:
             wait = max(0.0, self.retry_at - trio.current_time())
-            text += f" mcpd will retry at {iso(self.retry_at)} (in {wait:.0f} s)."
+            text += f" mcpd will retry at {clock_time(self.retry_at)} (in {wait:.0f} s)."
         return text
 
     def result(self) -> mcp.CallToolResult:
-        text = (
-            f"{self.sentence()} The call was not completed. Other tools keep working; "
-            "try another approach or call this tool again later."
-        )
+        if self.state == "too_large":
+            text = (
+                f"{self.sentence()} Ask for less (a narrower query, a smaller page or "
+                "range), or raise daemon.max_line_bytes."
+            )
+        else:
+            text = (
+                f"{self.sentence()} The call was not completed. Other tools keep working; "
+                "try another approach or call this tool again later."
+            )
         return mcp.CallToolResult(
             content=[mcp.TextContent(text)],
             isError=True,

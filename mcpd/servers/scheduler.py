@@ -22,7 +22,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.base import ServerCancelled, TransportError
+from transports.base import MessageTooLarge, ServerCancelled, TransportError
 
 from .calls import _LIVE, CallHost, Outcome, PendingCall
 from .outage import Outage
@@ -160,7 +160,7 @@ class CallScheduler:
             with call.scope:
                 try:
                     raw = await up.call_tool(call.params, capabilities=call.capabilities)
-                except (TransportError, rpc.RPCError, ServerCancelled) as exc:
+                except (TransportError, rpc.RPCError, ServerCancelled, MessageTooLarge) as exc:
                     self._complete(call, None, exc)
                 else:
                     self._complete(call, raw, None)
@@ -225,9 +225,14 @@ class CallScheduler:
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed, error=True)
             outcome = Outage(r.alias, "failed", str(error), call.start)
+        elif isinstance(error, MessageTooLarge):
+            # The server answered, and goes on serving: only this call failed.
+            r.breaker.record_success(now, call.ticket)
+            r.stats.record(elapsed, error=True)
+            outcome = Outage(r.alias, "too_large", error.reason, call.start)
         elif isinstance(error, TransportError):
             r.availability_failure(elapsed, error.reason, call.ticket)
-            if r.transport_kind == "http":
+            if r.transport_kind != "stdio":
                 # A stdio failure is logged when the process goes; an HTTP one had no line.
                 logger.warning(
                     "%s: tools/call %r failed: %s",

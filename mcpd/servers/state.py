@@ -24,6 +24,7 @@ STATES: Final = (
     "half_open",
     "open",
     "failed",
+    "unreachable",
     "crash_loop",
     "stopped",
 )
@@ -48,14 +49,26 @@ def backoff_config(d: DaemonConfig) -> BackoffConfig:
     )
 
 
-def server_state(phase: str, breaker: Breaker, policy: RestartPolicy, now: float) -> str:
+def server_state(
+    phase: str,
+    breaker: Breaker,
+    policy: RestartPolicy,
+    now: float,
+    *,
+    process: bool = True,
+    unreachable: bool = False,
+) -> str:
+    """``process``: the server is a child process (stdio), so it can crash, and a
+    crash loop is what it is in; ``unreachable``: the last attempt could not connect."""
     if phase == "connected":
         b = breaker.poll(now)
         if b != "closed":
             return b
         return "degraded" if breaker.status(now).consecutive_failures else "ready"
     if phase == "waiting":
-        return "crash_loop" if policy.in_crash_loop else "failed"
+        if unreachable:
+            return "unreachable"
+        return "crash_loop" if process and policy.in_crash_loop else "failed"
     return phase
 
 

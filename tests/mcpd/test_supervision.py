@@ -107,7 +107,7 @@ async def test_failing_servers_do_not_disturb_a_steady_one(tmp_path: Path) -> No
                 result = await agent.call("mcp__loops__nothing")
                 assert result["isError"] is True  # never listed: unknown name
 
-                refused = await wait_state(agent, "refused", "failed", "crash_loop")
+                refused = await wait_state(agent, "refused", "unreachable")
                 assert "refused" in refused["last_error"].lower()
 
                 recovered = await wait_state(agent, "flaky", "ready")
@@ -217,7 +217,7 @@ async def test_an_http_endpoint_that_goes_away_is_marked_and_comes_back(tmp_path
                 assert failed["isError"] is True
                 assert failed["_meta"]["mcpd/outage"]["server"] == "tickets"
                 # One failed call is enough to find out the endpoint is gone.
-                down = await wait_state(agent, "tickets", "failed", "crash_loop")
+                down = await wait_state(agent, "tickets", "unreachable")
                 assert down["last_error"]
                 tools = (await agent.result("tools/list"))["tools"]
                 assert tools and all(t["_meta"]["mcpd/available"] is False for t in tools)
@@ -248,7 +248,7 @@ async def test_an_idle_http_server_that_goes_away_is_noticed_without_a_call(
                 await wait_state(agent, "tickets", "ready")
                 proc.kill()
                 await proc.wait()
-                down = await wait_state(agent, "tickets", "failed", "crash_loop")
+                down = await wait_state(agent, "tickets", "unreachable")
                 assert down["calls"] == 0  # found out by the health check alone
                 tools = (await agent.result("tools/list"))["tools"]
                 assert all(t["_meta"]["mcpd/available"] is False for t in tools)

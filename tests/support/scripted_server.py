@@ -33,6 +33,9 @@ p.add_argument("--die-on-call", action="store_true")
 p.add_argument("--hang-on-call", action="store_true")
 p.add_argument("--slow", type=float, default=0.0, help="seconds before answering tools/call")
 p.add_argument("--big", type=int, default=0, help="size of the text tools/call returns")
+p.add_argument(
+    "--id-last", action="store_true", help="write results as {result, jsonrpc, id} (TS SDK order)"
+)
 p.add_argument("--grandchild", action="store_true", help="spawn a child holding stdout open")
 p.add_argument("--ignore-sigterm", action="store_true")
 p.add_argument("--linger", action="store_true", help="keep running after stdin EOF")
@@ -88,7 +91,10 @@ def write(obj: dict) -> None:
 def result(rid, res: dict) -> None:
     if state["era"] == "modern":
         res.setdefault("resultType", "complete")
-    write({"jsonrpc": "2.0", "id": rid, "result": res})
+    if args.id_last:
+        write({"result": res, "jsonrpc": "2.0", "id": rid})
+    else:
+        write({"jsonrpc": "2.0", "id": rid, "result": res})
 
 
 def error(rid, code: int, message: str, data=None) -> None:
@@ -239,7 +245,8 @@ def call_tool(rid, params: dict) -> None:
                     },
                 }
             )
-        text = "x" * args.big if args.big else f"{name}:{arguments.get('text', '')}"
+        big = args.big and arguments.get("big", True)
+        text = "x" * args.big if big else f"{name}:{arguments.get('text', '')}"
         result(rid, {"content": [{"type": "text", "text": text}]})
 
     if args.slow:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 
 import pytest
@@ -227,3 +228,27 @@ async def test_errors_are_transport_errors_for_breakers() -> None:
     assert issubclass(UnexpectedReply, TransportError)
     assert not issubclass(HttpRPCError, TransportError)
     assert issubclass(HttpRPCError, RPCError)
+
+
+async def test_a_body_or_event_over_the_limit_fails_the_request_not_the_server() -> None:
+    from transports.base import MessageTooLarge
+
+    big = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": "x" * 5000}})
+
+    async def reply(req: SeenRequest, respond: Responder) -> None:
+        if req.message["params"]["kind"] == "json":
+            await respond.reply(200, big.replace('"id": 1', f'"id": {req.rpc_id}'), JSON)
+        else:
+            data = big.replace('"id": 1', f'"id": {req.rpc_id}')
+            await respond.sse(f"event: message\ndata: {data}\n\n")
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(reply) as srv,
+            open_http_transport("srv", srv.url(), max_body=1000) as t,
+        ):
+            for kind in ("json", "sse"):
+                with pytest.raises(MessageTooLarge, match="line limit") as info:
+                    await t.request("tools/call", {"kind": kind})
+                assert info.value.limit == 1000
+                assert not isinstance(info.value, TransportError)

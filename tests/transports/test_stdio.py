@@ -14,7 +14,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from tests.support.procs import alive, read_pid, scripted, wait_gone
-from transports.base import SpawnError, TransportClosed, TransportError
+from transports.base import MessageTooLarge, SpawnError, TransportClosed, TransportError
 from transports.stdio import StdioParams, child_environment, open_stdio_transport
 
 
@@ -170,9 +170,12 @@ async def test_oversized_line_fails_its_request_not_the_transport() -> None:
     with trio.fail_after(10):
         p = params("--big", "5000", max_line=1000)
         async with open_stdio_transport("s", p) as t:
-            with pytest.raises(TransportError, match="line limit"):
+            with pytest.raises(MessageTooLarge, match="line limit") as info:
                 await call(t)
             assert t.error is None
+            # The size is known once the whole line has gone by.
+            assert info.value.size is not None and info.value.size > 5000
+            assert info.value.limit == 1000
 
 
 async def test_server_ping_is_answered() -> None:
