@@ -208,25 +208,29 @@ def _watch_status(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..config.importer import import_file, to_toml
+    from ..config.importer import import_file
+    from ..config.importwrite import move_secrets, secrets_dir, to_toml
 
     try:
         imported = import_file(args.path)
     except ConfigError as exc:
         _fail(EX_CONFIG, f"cannot import: {exc}")
-    text = to_toml(imported)
+    moved = {}
     if args.output:
-        try:
-            with open(args.output, "x" if not args.force else "w", encoding="utf-8") as f:
-                f.write(text)
-        except FileExistsError:
+        if os.path.exists(args.output) and not args.force:
             _fail(EXIT_USAGE, f"{args.output} exists (use --force to replace it)")
+        try:
+            moved = move_secrets(imported, secrets_dir(args.output))
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(to_toml(imported, moved))
         except OSError as exc:
-            _fail(EXIT_USAGE, f"cannot write {args.output}: {exc.strerror}")
+            _fail(EXIT_USAGE, f"cannot write {exc.filename or args.output}: {exc.strerror}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(to_toml(imported))
     extra = []
-    if imported.secrets:
+    if moved:
+        extra.append(f"{len(moved)} secret(s) moved to {secrets_dir(args.output)}")
+    elif imported.secrets:
         extra.append(f"{len(imported.secrets)} secret(s) to provide")
     if imported.notes:
         extra.append(f"{len(imported.notes)} note(s)")
@@ -235,6 +239,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         + (f"; {', '.join(extra)} (see the comments at the top)" if extra else ""),
         file=sys.stderr,
     )
+    for where, path in moved.items():
+        print(f"mcpd:   {'.'.join(where)} -> {path} (mode 0600)", file=sys.stderr)
     return 0
 
 

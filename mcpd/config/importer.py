@@ -37,7 +37,7 @@ _SECRET_NAME: Final = re.compile(
     re.I,
 )
 _SECRET_HEADER: Final = re.compile(r"authorization|cookie|token|secret|key|auth", re.I)
-_SCHEME: Final = re.compile(r"^(Bearer|Basic|Token)\b\s*", re.I)
+SCHEME: Final = re.compile(r"^(Bearer|Basic|Token)\b\s*", re.I)
 # Letters and digits, long, no spaces or slashes: an API key or token, whatever its name.
 _TOKEN_LIKE: Final = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_\-+=.]{24,}")
 # Keys other hosts use for their own UI or policies; mcpd has no use for them.
@@ -334,7 +334,7 @@ class _Converter:
 
 def _looks_secret(key: str, value: str, names: re.Pattern[str]) -> bool:
     # What is written in the file itself, without references and an auth scheme word.
-    literal = _SCHEME.sub("", _REF.sub("", value).strip()).strip()
+    literal = SCHEME.sub("", _REF.sub("", value).strip()).strip()
     if not literal:
         return False
     return bool(names.search(key)) or _TOKEN_LIKE.fullmatch(literal) is not None
@@ -365,56 +365,3 @@ def config_from_json(text: bytes, source: str) -> dict[str, Any]:
 
 
 # -- printing mcpd's TOML --
-
-_BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def to_toml(imported: Imported) -> str:
-    """The servers as mcpd config text; secrets appear as references only."""
-    out = [
-        f"# MCP servers imported from {_line(imported.source)} by `mcpd import`.",
-        "# Review them, then add [daemon] or [naming] settings if the defaults do not fit.",
-    ]
-    if imported.secrets:
-        out += [
-            "#",
-            "# Secrets were not copied. Give mcpd these variables (systemd: Environment= or",
-            "# EnvironmentFile=), or replace a reference with ${file:PATH} (LoadCredential=):",
-        ]
-        out += [f"#   {var}  ({'.'.join(path)})" for path, var in imported.secrets.items()]
-    if imported.notes:
-        out += ["#", "# Notes:"] + [f"#   {_line(n)}" for n in imported.notes]
-    for alias, table in imported.servers.items():
-        out += ["", f"[servers.{_key(alias)}]"]
-        for key in ("command", "args", "cwd", "url", "enabled"):
-            if key in table:
-                out.append(f"{key} = {_toml_value(table[key])}")
-        for sub in ("env", "headers"):
-            items = table.get(sub)
-            if not items:
-                continue
-            out.append(f"[servers.{_key(alias)}.{sub}]")
-            for key, value in items.items():
-                var = imported.secrets.get(("servers", alias, sub, key))
-                if var is not None:
-                    scheme = _SCHEME.match(value)
-                    value = f"{scheme.group(0) if scheme else ''}${{{var}}}"
-                out.append(f"{_key(key)} = {_toml_value(value)}")
-    return "\n".join(out) + "\n"
-
-
-def _line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else _toml_value(key)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    # A JSON string is a TOML basic string, except that TOML also wants DEL escaped.
-    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")

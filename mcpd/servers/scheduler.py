@@ -203,7 +203,7 @@ class CallScheduler:
         elapsed = now - call.start
         outcome: Outcome
         if timed_out:
-            reason = f"no answer within {elapsed:.3g} s"
+            reason = f"no answer within {_seconds(elapsed)} s"
             # Without this line a call timing out left no trace naming the server.
             logger.warning(
                 "%s: tools/call %r got %s",
@@ -327,3 +327,8 @@ class CallScheduler:
             "busy",
             f"no free slot within {d.queue_timeout:.0f} s ({self.limit} calls at a time)",
         )
+
+
+def _seconds(value: float) -> str:
+    """A duration for people: 0.5, 1, 12.3 (not 0.501 or 1.3e+02)."""
+    return f"{value:.1f}".rstrip("0").rstrip(".")

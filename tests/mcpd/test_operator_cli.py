@@ -69,10 +69,10 @@ def test_import_claude_code_project_file_with_types_and_expansions() -> None:
     assert servers["api-server"]["headers"] == {"Authorization": "Bearer ${API_KEY}"}
     assert servers["db"]["args"][-1] == "${DATABASE_URL}"
     assert servers["db"]["env"] == {"DEBUG": "${DEBUG:-false}"}
-    # A literal API key in a header is replaced; the sse transport gets a note.
+    # A literal API key in a header is replaced; the old SSE transport is kept.
     assert "k_live_" not in text
     assert servers["legacy-events"]["headers"] == {"X-API-Key": "${LEGACY_EVENTS_X_API_KEY}"}
-    assert 'type "sse" is the old HTTP+SSE transport' in text
+    assert servers["legacy-events"]["transport"] == "sse"
     usable(data, API_KEY="k", DATABASE_URL="postgres://db", LEGACY_EVENTS_X_API_KEY="k")
 
 

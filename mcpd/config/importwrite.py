@@ -1,0 +1,116 @@
+"""What ``mcpd import`` writes: the servers as mcpd TOML, and the secrets apart.
+
+A secret found in the other host's file (a token in ``env``, a key in a header)
+never goes into the TOML. Printed, it becomes a variable the user gives mcpd;
+written with ``-o FILE``, it goes into a file of its own under ``FILE``'s secrets
+directory (mode 0600, the directory 0700), and the TOML refers to it with
+``${file:PATH}``: the written config works as it is, with ``check-config`` and
+``serve``, and the secret is readable by its owner alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Final
+
+from .importer import SCHEME, Imported
+
+_BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None) -> str:
+    """The servers as mcpd config text; secrets appear as references only: to the file
+    each was moved to (``moved``), else to a variable named for it."""
+    moved = moved or {}
+    out = [
+        f"# MCP servers imported from {_line(imported.source)} by `mcpd import`.",
+        "# Review them, then add [daemon] or [naming] settings if the defaults do not fit.",
+    ]
+    if moved:
+        out += [
+            "#",
+            "# Secrets were not copied here: each is in a file of its own (mode 0600):",
+        ]
+        out += [f"#   {path}  ({'.'.join(key)})" for key, path in moved.items()]
+    elif imported.secrets:
+        out += [
+            "#",
+            "# Secrets were not copied. Give mcpd these variables (systemd: Environment= or",
+            "# EnvironmentFile=), or replace a reference with ${file:PATH} (LoadCredential=):",
+        ]
+        out += [f"#   {var}  ({'.'.join(path)})" for path, var in imported.secrets.items()]
+    if imported.notes:
+        out += ["#", "# Notes:"] + [f"#   {_line(n)}" for n in imported.notes]
+    for alias, table in imported.servers.items():
+        out += ["", f"[servers.{_key(alias)}]"]
+        for key in ("command", "args", "cwd", "url", "transport", "enabled"):
+            if key in table:
+                out.append(f"{key} = {_toml_value(table[key])}")
+        for sub in ("env", "headers"):
+            items = table.get(sub)
+            if not items:
+                continue
+            out.append(f"[servers.{_key(alias)}.{sub}]")
+            for key, value in items.items():
+                where = ("servers", alias, sub, key)
+                var = imported.secrets.get(where)
+                if var is not None:
+                    scheme = SCHEME.match(value)
+                    ref = f"file:{moved[where]}" if where in moved else var
+                    value = f"{scheme.group(0) if scheme else ''}${{{ref}}}"
+                out.append(f"{_key(key)} = {_toml_value(value)}")
+    return "\n".join(out) + "\n"
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else _toml_value(key)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    # A JSON string is a TOML basic string, except that TOML also wants DEL escaped.
+    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def secrets_dir(toml_path: str | os.PathLike[str]) -> Path:
+    """Where the secrets of a config written to ``toml_path`` go: beside it."""
+    p = Path(toml_path).resolve()
+    return p.with_name(p.stem + ".secrets")
+
+
+def move_secrets(imported: Imported, directory: Path) -> dict[tuple[str, ...], Path]:
+    """Write each secret to its own file under ``directory``; where each went."""
+    if not imported.secrets:
+        return {}
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
+    moved: dict[tuple[str, ...], Path] = {}
+    for where in imported.secrets:
+        _, alias, sub, key = where
+        value = str(imported.servers[alias][sub][key])
+        scheme = SCHEME.match(value)
+        secret = value[scheme.end() :] if scheme else value
+        target = directory / _file_name(alias, sub, key)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o600)  # an older file kept its mode through O_CREAT
+            f.write(secret + "\n")
+        moved[where] = target
+    return moved
+
+
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def _file_name(alias: str, sub: str, key: str) -> str:
+    return _UNSAFE.sub("_", f"{alias}.{sub}.{key}")

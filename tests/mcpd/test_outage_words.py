@@ -1,0 +1,126 @@
+"""What each kind of outage says, in the words a user (or a model) reads: the call
+result, the tool list's marker, the discover/initialize instructions and status.
+
+Whenever mcpd knows when it tries a server again, every one of those texts says it
+as a clock time ("mcpd will retry at 14:05:10"); an outage without a retry time
+(a busy server, one still starting, one stopped) never claims one.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from mcpd.servers.outage import Outage
+from tests.support.agent import connect, make_config, running
+
+from .test_supervision import closed_port, server, text, wait_state
+
+RETRY = re.compile(r"mcpd will retry at (\d\d:\d\d:\d\d) \(in \d+ s\)")
+MARKER_RETRY = re.compile(r"retrying at \d\d:\d\d:\d\d")
+
+
+async def sentences(agent: Any) -> str:
+    found = await agent.result("server/discover")
+    return str(found.get("instructions", ""))
+
+
+async def test_every_kind_of_outage_with_a_retry_time_says_it(tmp_path: Path) -> None:
+    cfg = make_config(
+        tmp_path,
+        {
+            # Exits at once, every time: failed, then (restarts used up) a crash loop.
+            "gone": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]},
+            "loops": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(2)"]},
+            "nowhere": {"url": f"http://127.0.0.1:{closed_port()}/mcp"},
+            "hangs": server("--hang-on-call"),
+            "dies": server("--die-on-call"),
+        },
+        call_timeout=0.5,
+        failure_threshold=1,
+        cooldown_base=30.0,
+        max_restarts=2,
+        backoff_base=20.0,
+        backoff_cap=30.0,
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            # A server that never started: its sentence in the instructions.
+            gone = await wait_state(agent, "gone", "failed")
+            assert gone["retry_at"]
+            said = await sentences(agent)
+            assert re.search(
+                r"'gone' is unavailable \(failed\): .*exited with status 3\. " + RETRY.pattern, said
+            )
+            # Nothing to connect to: unreachable (not a crash loop), with its retry time.
+            nowhere = await wait_state(agent, "nowhere", "unreachable")
+            assert "Connection refused" in nowhere["last_error"], nowhere
+            assert re.search(
+                r"'nowhere' is unavailable \(unreachable\): cannot connect to "
+                r"http://127\.0\.0\.1:\d+: Connection refused\. " + RETRY.pattern,
+                await sentences(agent),
+            )
+
+            # A call that hangs times out (no retry time: the server is still there)...
+            hung = await agent.call("mcp__hangs__tool0")
+            assert hung["_meta"]["mcpd/outage"]["state"] == "timeout"
+            assert "no answer within 0.5 s" in text(hung) and not RETRY.search(text(hung))
+            # ...and opens the breaker: the next call fails fast, saying when the probe is.
+            fast = await agent.call("mcp__hangs__tool0")
+            assert fast["_meta"]["mcpd/outage"]["state"] == "open"
+            assert RETRY.search(text(fast)), text(fast)
+            marked = {t["name"]: t for t in await agent.tools()}
+            assert MARKER_RETRY.search(marked["mcp__hangs__tool0"]["description"])
+
+            # A server that dies mid-call: the call fails, and the next one (the
+            # restart is 20 s away) says when mcpd tries again.
+            first = await agent.call("mcp__dies__tool0")
+            assert "exited with status 3" in text(first)
+            await wait_state(agent, "dies", "failed")
+            second = await agent.call("mcp__dies__tool0")
+            assert second["_meta"]["mcpd/outage"]["state"] == "failed"
+            assert RETRY.search(text(second)), text(second)
+            marked = {t["name"]: t for t in await agent.tools()}
+            assert MARKER_RETRY.search(marked["mcp__dies__tool0"]["description"])
+            assert marked["mcp__dies__tool0"]["description"].startswith(
+                "[unavailable: dies is down since "
+            )
+
+    cfg2 = make_config(
+        tmp_path,
+        {"loops": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(2)"]}},
+        max_restarts=2,
+        backoff_base=0.05,
+        backoff_cap=30.0,
+        crash_window=60.0,
+    )
+    with trio.fail_after(60):
+        async with running(cfg2) as daemon, connect(daemon.socket_path) as agent:
+            looping = await wait_state(agent, "loops", "crash_loop")
+            assert looping["retry_at"]
+            assert re.search(
+                r"'loops' is unavailable \(crash_loop\): .*exited with status 2\. " + RETRY.pattern,
+                await sentences(agent),
+            )
+
+
+async def test_outages_without_a_retry_time_claim_none() -> None:
+    now = trio.current_time()
+    for state, reason in [
+        ("busy", "3 calls already waiting for this server"),
+        ("timeout", "no answer within 2 s"),
+        ("starting", "still starting"),
+        ("stopped", "removed from the configuration"),
+    ]:
+        outage = Outage("s", state, reason, now)
+        words = outage.sentence() + " " + outage.result().content[0].text  # type: ignore[union-attr]
+        assert "retry" not in words, words
+        assert reason in words
+    with_time = Outage("s", "failed", "exited with status 1", now, now + 65)
+    assert RETRY.search(with_time.sentence())
+    assert "(in 65 s)" in with_time.sentence()
+    assert MARKER_RETRY.search(with_time.marker())
