@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import math
+import os
 import select
 import socket
 import ssl
@@ -314,9 +315,7 @@ async def connect(
         try:
             tcp = await trio.open_tcp_stream(origin.host, origin.port)
         except OSError as exc:
-            raise Unreachable(
-                f"{label}: cannot connect to {origin}: {exc.strerror or exc}"
-            ) from None
+            raise Unreachable(f"{label}: cannot connect to {origin}: {_why(exc)}") from None
         if tcp_keepalive is not None:
             _probe_idle(tcp, tcp_keepalive)
         stream = tcp
@@ -334,6 +333,21 @@ async def connect(
         return HttpConnection(stream, label, read_timeout)
     assert scope.cancelled_caught
     raise Unreachable(f"{label}: connecting to {origin} timed out after {connect_timeout:g} s")
+
+
+def _why(exc: OSError) -> str:
+    """What went wrong connecting: trio sums up one failure per address tried as "all
+    attempts failed"; the errors of those attempts ("Connection refused") say more."""
+    group = exc.__cause__
+    if isinstance(group, BaseExceptionGroup):
+        reasons = {
+            os.strerror(e.errno) if e.errno else str(e)
+            for e in group.exceptions
+            if isinstance(e, OSError)
+        }
+        if reasons:
+            return ", ".join(sorted(reasons))
+    return exc.strerror or str(exc)
 
 
 class ConnectionPool:
