@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -292,3 +293,40 @@ async def test_a_server_dying_while_mcpd_is_cancelled_leaves_only_the_cancellati
             except trio.Cancelled:
                 raise TransportClosed("died while stopping") from None
     assert outer.cancelled_caught
+
+
+async def test_a_burst_of_stderr_is_one_log_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A traceback written at once, a pause, then one more line: two records, not six.
+    code = textwrap.dedent(
+        """
+        import sys, time
+        sys.stderr.write("Traceback (most recent call last):\\n"
+                         '  File "server.py", line 3, in <module>\\n'
+                         "    start()\\n"
+                         "    ^^^^^^^\\n"
+                         "RuntimeError: no config\\n")
+        sys.stderr.flush()
+        time.sleep(0.5)
+        sys.stderr.write("retrying without one\\n")
+        sys.stderr.flush()
+        sys.stdin.read()
+        """
+    )
+    p = StdioParams(command=sys.executable, args=("-c", code))
+    with trio.fail_after(10), caplog.at_level(logging.INFO, "mcpd.stdio"):
+        async with open_stdio_transport("noisy", p) as t:
+            while len(t.stderr_tail()) < 6:
+                await trio.sleep(0.02)
+            while len([r for r in caplog.records if r.name == "mcpd.stdio"]) < 2:
+                await trio.sleep(0.02)
+    records = [r for r in caplog.records if r.name == "mcpd.stdio"]
+    assert [r.getMessage().splitlines()[0] for r in records] == [
+        "Traceback (most recent call last):",
+        "retrying without one",
+    ]
+    assert records[0].getMessage().splitlines()[-1] == "RuntimeError: no config"
+    assert len(records[0].getMessage().splitlines()) == 5
+    assert all(getattr(r, "mcpd_event", None) == "stderr" for r in records)
+    assert all(getattr(r, "mcpd_server", None) == "noisy" for r in records)
