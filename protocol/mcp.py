@@ -113,6 +113,7 @@ class ListToolsPage(msgspec.Struct, omit_defaults=True):
     ttlMs: int | UnsetType | None = UNSET
     cacheScope: str | UnsetType = UNSET
     resultType: str | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
 class ListToolsResult(msgspec.Struct, omit_defaults=True):

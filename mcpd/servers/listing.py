@@ -49,11 +49,13 @@ class ListKeeper:
         self.due = False
         self._listed_at = -math.inf
         self.ttl_ms = 0
+        self.cache_scope: str | None = None
         self.dropped: list[str] = []
 
     def listed(self, listing: ListResult) -> None:
         self._listed_at = trio.current_time()
         self.ttl_ms, self.dropped = listing.ttl_ms, listing.dropped
+        self.cache_scope = listing.cache_scope
 
     def connected(self) -> None:
         self.subscribed = False

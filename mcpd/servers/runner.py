@@ -447,4 +447,6 @@ class Runner:
             version=up.version if up else None,
             tools=self.registry.count(self.alias),
             now=trio.current_time(),
+            server_info=up.server_info if up else None,
+            cache_scope=self.lists.cache_scope if up else None,
         )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Protocol
 
+import msgspec
+
 from ..config.model import DaemonConfig
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig
@@ -123,7 +125,14 @@ class Reported(Protocol):
 
 
 def status_row(
-    r: Reported, *, era: str | None, version: str | None, tools: int, now: float
+    r: Reported,
+    *,
+    era: str | None,
+    version: str | None,
+    tools: int,
+    now: float,
+    server_info: Any = None,
+    cache_scope: str | None = None,
 ) -> dict[str, Any]:
     """One server's entry in ``mcpd status`` (times still on the trio clock)."""
     b = r.breaker.status(now)
@@ -134,6 +143,8 @@ def status_row(
         "state": r.state,
         "era": era,
         "protocol_version": version,
+        "server_info": _identity(server_info),
+        "list_cache_scope": cache_scope,
         "tools": tools,
         "since": r.since,
         "last_error": r.last_error,
@@ -154,6 +165,16 @@ def status_row(
         "stderr": r.stderr[-5:] if r.transport_kind == "stdio" else [],
         "dropped_tools": r.dropped_tools,
     }
+
+
+def _identity(info: Any) -> dict[str, str] | None:
+    """The server's self-reported name and version (shown, never trusted)."""
+    if isinstance(info, msgspec.Struct):
+        info = msgspec.to_builtins(info)
+    if not isinstance(info, dict):
+        return None
+    out = {k: str(info[k]) for k in ("name", "version", "title") if isinstance(info.get(k), str)}
+    return out or None
 
 
 def summary(states: dict[str, str]) -> str:

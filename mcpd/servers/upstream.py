@@ -42,6 +42,9 @@ class ListResult(msgspec.Struct):
     tools: list[mcp.Tool]
     ttl_ms: int
     dropped: list[str]
+    # "private": the list belongs to the authorization context it was fetched in,
+    # which is mcpd's own (its credentials for this server), never an agent's.
+    cache_scope: str | None = None
 
 
 class Upstream:
@@ -248,21 +251,27 @@ class Upstream:
         seen: set[str] = set()
         cursor: str | None = None
         ttl = 0
+        scope: str | None = None
         for page_no in range(self.max_pages):
             raw = await self.request("tools/list", self._list_params(cursor))
             try:
                 page = rpc.decode_as(raw, mcp.ListToolsPage)
             except rpc.InvalidParams as exc:
                 raise ProtocolViolation(f"{self.alias}: bad tools/list result: {exc}") from None
-            if page_no == 0 and isinstance(page.ttlMs, int):
-                ttl = max(page.ttlMs, 0)
+            if page_no == 0:
+                if isinstance(page.ttlMs, int):
+                    ttl = max(page.ttlMs, 0)
+                scope = page.cacheScope if isinstance(page.cacheScope, str) else None
+            if self.server_info is None and isinstance(page.meta, dict):
+                # A server may say who it is in any result's _meta (not only discover's).
+                self.server_info = page.meta.get(mcp.KEY_SERVER_INFO)
             for item in page.tools:
                 tool = self._accept_tool(item, dropped)
                 if tool is not None:
                     tools.append(tool)
             nxt = page.nextCursor
             if not isinstance(nxt, str):
-                return ListResult(tools, ttl, dropped)
+                return ListResult(tools, ttl, dropped, scope)
             if nxt in seen:
                 raise ProtocolViolation(f"{self.alias}: tools/list cursor {nxt!r} repeated")
             seen.add(nxt)

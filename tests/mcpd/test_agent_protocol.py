@@ -254,7 +254,9 @@ async def test_a_disallowed_uid_is_refused_and_logged(
             assert "only for the daemon's user and root" in denied["error"]["message"]
 
 
-@pytest.mark.parametrize("how", ["graceful", "cancel"])
+# "graceful" is the form errata to 2026-07-28 give (the subscription id in _meta);
+# "empty" the one before them.
+@pytest.mark.parametrize("how", ["graceful", "empty", "cancel"])
 async def test_mcpd_listens_again_when_a_server_ends_the_subscription(
     tmp_path: Path, how: str
 ) -> None:

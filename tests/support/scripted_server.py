@@ -52,8 +52,9 @@ p.add_argument(
 p.add_argument("--log-file", help="append every line received on stdin to this file")
 p.add_argument(
     "--listen-end",
-    choices=["graceful", "cancel"],
-    help="offer tools.listChanged; end each subscriptions/listen this way",
+    choices=["graceful", "empty", "cancel"],
+    help="offer tools.listChanged; end each subscriptions/listen this way "
+    "(graceful: the final result with the subscription id in _meta; empty: without it)",
 )
 p.add_argument(
     "--progress",
@@ -164,6 +165,8 @@ def listen(rid, params: dict) -> None:
         time.sleep(0.2)
         if args.listen_end == "graceful":
             result(rid, {"resultType": "complete", "_meta": tag})
+        elif args.listen_end == "empty":
+            result(rid, {})
         else:
             write(
                 {
