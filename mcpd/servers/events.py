@@ -28,6 +28,7 @@ from .outage import clock_time
 logger = logging.getLogger("mcpd.server")
 
 REMINDER_EVERY: Final = 300.0
+_KINDS: Final = {"http": "Streamable HTTP", "sse": "the old HTTP+SSE transport (2024-11-05)"}
 # Events whose journal entry carries the server's last stderr lines.
 _WITH_STDERR: Final = frozenset({"outage", "crash_loop", "spawn_failed"})
 
@@ -118,6 +119,15 @@ class ServerLog:
             self.event(logging.INFO, "recovered", f"available again ({tools} tools)", depth=2)
         else:
             self.event(logging.INFO, "ready", f"{how}, {tools} tools", depth=2)
+
+    def switched(self, old: str, new: str) -> None:
+        """The server turned out to speak the other HTTP transport."""
+        self.event(
+            logging.INFO,
+            "transport",
+            f"speaks {_KINDS[new]}, not {_KINDS[old]}; using that",
+            depth=2,
+        )
 
     def restarting(self, what: str, failures: int) -> None:
         if failures <= 1:

@@ -22,6 +22,7 @@ import trio
 from protocol import jsonrpc as rpc
 from transports.base import TransportError
 
+from .backoff import RestartPolicy
 from .breaker import Breaker
 from .upstream import Upstream
 
@@ -53,6 +54,18 @@ class Health:
         self.next_check = (
             trio.current_time() + every * random.uniform(0.9, 1.1) if every > 0 else math.inf
         )
+
+    def next_wake(self, policy: RestartPolicy, now: float) -> float:
+        """When a connected server's task must look again: the next periodic check,
+        the breaker's next probe, or the moment past failures are forgotten."""
+        deadline = self.next_check
+        st = self._breaker.status(now)
+        if st.state == "open" and st.retry_at is not None:
+            deadline = min(deadline, st.retry_at)
+        stable_at = policy.stable_at
+        if stable_at is not None and (policy.failures or policy.in_crash_loop):
+            deadline = min(deadline, stable_at)
+        return deadline
 
     async def tend(self, up: Upstream, now: float) -> None:
         """Whatever probe is due now. Raises TransportError for a server that is gone."""

@@ -39,8 +39,6 @@ from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
 
-_KIND_NAMES = {"http": "Streamable HTTP", "sse": "the old HTTP+SSE transport (2024-11-05)"}
-
 
 class Runner:
     def __init__(
@@ -193,14 +191,8 @@ class Runner:
         except Exception as exc:
             other = await other_kind(self.alias, self.cfg, self.transport_kind, exc)
             if other is not None:
-                self._log(
-                    logging.INFO,
-                    "transport",
-                    f"speaks {_KIND_NAMES[other]}, not {_KIND_NAMES[self.transport_kind]}; "
-                    "using that",
-                )
-                self.transport_kind = other
-                self._switched = True
+                self.events.switched(self.transport_kind, other)
+                self.transport_kind, self._switched = other, True
                 return
             failure = describe_failure(exc, self.alias)
             if failure is None:
@@ -245,22 +237,22 @@ class Runner:
         self.events.restarting(what, self.policy.failures)
 
     async def _connect_and_serve(self, transport: Transport) -> None:
+        d = self.config.daemon
         up = Upstream(
             self.alias,
             transport,
             http=self.transport_kind == "http",
             era=self._era_hint,
-            probe_timeout=self.config.daemon.probe_timeout,
-            max_pages=self.config.daemon.max_pages,
+            probe_timeout=d.probe_timeout,
+            max_pages=d.max_pages,
         )
         try:
-            with trio.fail_after(self.config.daemon.list_timeout):
+            with trio.fail_after(d.list_timeout):
                 await up.connect()
                 listing = await up.list_tools()
-        except TransportError:
+        finally:
             if up.probe_died and self._era_hint == "auto":
                 self._era_hint = "legacy"
-            raise
         self.lists.listed(listing)
         self.lists.connected()
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
@@ -312,24 +304,13 @@ class Runner:
             await self.health.tend(up, now)
             if self.lists.due:
                 await self.lists.refetch(up)
-            deadline = self._next_deadline()
+            deadline = self.health.next_wake(self.policy, now)
             self._wake = trio.Event()
             with trio.move_on_at(deadline):
                 await self._wake.wait()
 
     def _health_interval(self) -> float:
         return self.config.daemon.health_interval if self.transport_kind != "stdio" else 0.0
-
-    def _next_deadline(self) -> float:
-        deadline = self.health.next_check
-        st = self.breaker.status(trio.current_time())
-        if st.state == "open" and st.retry_at is not None:
-            deadline = min(deadline, st.retry_at)
-        stable_at = self.policy.stable_at
-        if stable_at is not None and (self.policy.failures or self.policy.in_crash_loop):
-            # Past failures are forgotten once the server has stayed up a while.
-            deadline = min(deadline, stable_at)
-        return deadline
 
     def _notification(self, msg: rpc.Notification) -> None:
         if msg.method == "notifications/progress":
