@@ -31,13 +31,12 @@ import trio
 from protocol.headers import is_plain, is_token
 
 from .base import (
-    MessageTooLarge,
+    BodyTooLarge,
     StreamCut,
     TransportClosed,
     TransportError,
     UnexpectedReply,
     Unreachable,
-    too_large_reason,
 )
 
 _RECEIVE_SIZE: Final = 64 * 1024
@@ -247,13 +246,9 @@ class HttpConnection:
         return bytes(body[:limit])
 
     def _too_large(self, head: ResponseHead, limit: int) -> NoReturn:
-        if not 200 <= head.status < 300:
-            raise UnexpectedReply(
-                f"{self._label}: HTTP {head.status} response body larger than {limit} bytes",
-                status=head.status,
-            )
-        raise MessageTooLarge(
-            too_large_reason(self._label, head.content_length, limit),
+        raise BodyTooLarge(
+            f"{self._label}: HTTP {head.status} response body larger than {limit} bytes",
+            status=head.status,
             size=head.content_length,
             limit=limit,
         )

@@ -31,6 +31,7 @@ from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
 from ._httpconn import HttpConnection, ResponseHead, parse_retry_after
 from .base import (
     AuthError,
+    BodyTooLarge,
     HTTPStatusError,
     MessageTooLarge,
     NotificationHandler,
@@ -205,7 +206,13 @@ class AnswerReader:
         if media == "text/event-stream":
             return await self._read_stream(conn, head)
         if media == "application/json":
-            body = await conn.read_body(head, self._max_body)
+            try:
+                body = await conn.read_body(head, self._max_body)
+            except BodyTooLarge as exc:
+                # The server answered; the answer is too big to pass on. Only this
+                # request fails (not the server, as an unreadable reply would).
+                reason = too_large_reason(self._label, exc.size, exc.limit)
+                raise MessageTooLarge(reason, size=exc.size, limit=exc.limit) from None
             msg = decode_reply(body, head.status, self._label, "response body")
             if isinstance(msg, (rpc.Response, rpc.ErrorResponse)) and msg.id in (self._id, None):
                 return msg

@@ -16,7 +16,13 @@ from typing import Any, Protocol
 import trio
 from msgspec import Raw
 
-from protocol.jsonrpc import Notification
+from protocol.jsonrpc import (
+    METHOD_NOT_FOUND,
+    Notification,
+    Request,
+    encode_error,
+    encode_result,
+)
 
 
 class TransportError(Exception):
@@ -79,7 +85,7 @@ def too_large_reason(label: str, size: int | None, limit: int) -> str:
     passes on is one line, so its message limit is a line limit."""
     how = f"of {size} bytes " if size is not None else ""
     return (
-        f"{label}: a reply {how}exceeded the {limit}-byte line limit "
+        f"{label}: a reply {how}was larger than the {limit}-byte line limit "
         "(daemon.max_line_bytes) and was dropped"
     )
 
@@ -101,7 +107,24 @@ class UnexpectedReply(TransportError):
         self.body = body
 
 
+class BodyTooLarge(UnexpectedReply):
+    """An HTTP body over the reader's limit (left unread)."""
+
+    def __init__(self, reason: str, *, status: int, size: int | None, limit: int) -> None:
+        super().__init__(reason, status=status)
+        self.size = size
+        self.limit = limit
+
+
 NotificationHandler = Callable[[Notification], None]
+
+
+def default_answer(req: Request) -> bytes:
+    """The answer to a server's request when nobody else takes it: ``ping`` works
+    (servers use it to see that the client is there), anything else is -32601."""
+    if req.method == "ping":
+        return encode_result(req.id, {})
+    return encode_error(req.id, METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")
 
 
 class Transport(Protocol):

@@ -66,6 +66,7 @@ from .base import (
     TransportClosed,
     TransportError,
     UnexpectedReply,
+    default_answer,
 )
 
 __all__ = ["HttpRPCError", "HttpTransport", "open_http_transport"]
@@ -362,11 +363,7 @@ class HttpTransport:
     async def _answer_server_request(self, req: rpc.Request) -> None:
         """POST the answer to a legacy server's request: ``ping`` works, nothing else does."""
         # mcpd declares no client capabilities (no roots, sampling or elicitation).
-        if req.method == "ping":
-            body = rpc.encode_result(req.id, {})
-        else:
-            message = f"mcpd does not support {req.method!r}"
-            body = rpc.encode_error(req.id, rpc.METHOD_NOT_FOUND, message)
+        body = default_answer(req)
         ex = Exchange(f"the answer to {req.method}", None, self.session_id)
         failed = "no answer in time"
         with trio.move_on_after(_CANCEL_TIMEOUT):

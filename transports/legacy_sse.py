@@ -64,6 +64,7 @@ from .base import (
     StreamCut,
     TransportClosed,
     TransportError,
+    default_answer,
     single_exceptions,
 )
 
@@ -346,11 +347,7 @@ class LegacySSETransport:
     async def _answer_server_request(self, req: rpc.Request) -> None:
         """POST the answer to the server's request: ``ping`` works, nothing else does."""
         # mcpd declares no client capabilities (no roots, sampling or elicitation).
-        if req.method == "ping":
-            body = rpc.encode_result(req.id, {})
-        else:
-            message = f"mcpd does not support {req.method!r}"
-            body = rpc.encode_error(req.id, rpc.METHOD_NOT_FOUND, message)
+        body = default_answer(req)
         failed = "no answer in time"
         with trio.move_on_after(_ANSWER_TIMEOUT):
             try:

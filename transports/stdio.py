@@ -31,6 +31,7 @@ from .base import (
     NotificationHandler,
     TransportClosed,
     TransportError,
+    default_answer,
     single_exceptions,
     too_large_reason,
 )
@@ -305,14 +306,8 @@ class StdioTransport:
 
     def _server_request(self, req: rpc.Request) -> None:
         # Legacy servers may ping us; mcpd offers no other client-side features.
-        if req.method == "ping":
-            reply = rpc.encode_result(req.id, {})
-        else:
-            reply = rpc.encode_error(
-                req.id, rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}"
-            )
         with contextlib.suppress(rpc.RPCError):
-            self._put(reply, f"the answer to {req.method}")
+            self._put(default_answer(req), f"the answer to {req.method}")
 
     def _oversized(self, item: Oversized) -> None:
         """A line over the limit: only the request it answered fails, once its end (and

@@ -124,7 +124,11 @@ class ListKeeper:
         except (msgspec.DecodeError, AttributeError):
             honoured = {}
         self.subscribed = bool(isinstance(honoured, dict) and honoured.get("toolsListChanged"))
-        if not self.subscribed:
+        if self.subscribed:
+            # A change between the list fetched at connect and this subscription was
+            # told to nobody: fetch once more now that every later one will be heard.
+            self.request()
+        else:
             logger.info(
                 "%s: the server did not take up the tool-list subscription; its list "
                 "is refreshed when its ttl runs out",

@@ -230,6 +230,14 @@ class CallScheduler:
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed, error=True)
             outcome = Outage(r.alias, "too_large", error.reason, call.start)
+            if r.transport_kind != "stdio":  # the stdio transport says so itself
+                logger.warning(
+                    "%s: tools/call %r failed: %s; the server keeps running",
+                    r.alias,
+                    call.params.name,
+                    error.reason,
+                    extra=log_extra(r.alias, "message_too_large", error.reason),
+                )
         elif isinstance(error, TransportError):
             r.availability_failure(elapsed, error.reason, call.ticket)
             if r.transport_kind != "stdio":

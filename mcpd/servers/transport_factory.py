@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 from transports.base import NotificationHandler, Transport
 from transports.stdio import StdioParams, open_stdio_transport
@@ -33,15 +34,7 @@ async def open_transport(
 
         assert cfg.url is not None
         async with open_legacy_sse_transport(
-            alias,
-            cfg.url,
-            headers=cfg.headers,
-            connect_timeout=cfg.connect_timeout,
-            tls_verify=cfg.tls_verify,
-            ca_file=cfg.ca_file,
-            pool_size=cfg.concurrency(),
-            max_body=config.daemon.max_line_bytes,
-            on_notification=on_notification,
+            alias, cfg.url, **http_settings(cfg, config), on_notification=on_notification
         ) as sse:
             yield sse
     else:
@@ -49,17 +42,21 @@ async def open_transport(
 
         assert cfg.url is not None
         async with open_http_transport(
-            alias,
-            cfg.url,
-            headers=cfg.headers,
-            connect_timeout=cfg.connect_timeout,
-            tls_verify=cfg.tls_verify,
-            ca_file=cfg.ca_file,
-            pool_size=cfg.concurrency(),
-            max_body=config.daemon.max_line_bytes,
-            on_notification=on_notification,
+            alias, cfg.url, **http_settings(cfg, config), on_notification=on_notification
         ) as t:
             yield t
+
+
+def http_settings(cfg: ServerConfig, config: Config) -> dict[str, Any]:
+    """What both HTTP transports take from a server's config."""
+    return {
+        "headers": cfg.headers,
+        "connect_timeout": cfg.connect_timeout,
+        "tls_verify": cfg.tls_verify,
+        "ca_file": cfg.ca_file,
+        "pool_size": cfg.concurrency(),
+        "max_body": config.daemon.max_line_bytes,
+    }
 
 
 TransportFactory = Callable[

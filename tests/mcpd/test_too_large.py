@@ -35,7 +35,7 @@ async def test_a_result_over_the_line_limit_fails_only_its_call(
             assert result["isError"] is True
             words = text(result)
             assert "The result from the tool server 'big' was too large to pass on" in words
-            assert "a reply of 20" in words and "exceeded the 8192-byte line limit" in words
+            assert "a reply of 20" in words and "was larger than the 8192-byte line limit" in words
             assert "'big' is still running" in words and "Ask for less" in words
             assert "unavailable" not in words
             outage = result["_meta"]["mcpd/outage"]
@@ -52,5 +52,8 @@ async def test_a_result_over_the_line_limit_fails_only_its_call(
             assert all(t["_meta"]["mcpd/available"] for t in tools)
     logged = [r.getMessage() for r in caplog.records if "line limit" in r.getMessage()]
     assert len(logged) == 1
-    assert "exceeded the 8192-byte line limit (daemon.max_line_bytes) and was dropped" in logged[0]
+    assert (
+        "was larger than the 8192-byte line limit (daemon.max_line_bytes) and was dropped"
+        in logged[0]
+    )
     assert "it answered failed, the server keeps running" in logged[0]

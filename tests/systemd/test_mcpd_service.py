@@ -59,7 +59,7 @@ def test_start_status_outage_and_journal(systemd_rootfs: harness.Rootfs) -> None
     sh("systemctl", "stop", "tickets")
     call = mcpd("call", "mcp__tickets__search", '{"query": "login"}', check=False)
     assert call.returncode == 1 and "unavailable" in call.stdout, call
-    status_becomes("2 servers: 1 ready, 1 failed (tickets)")
+    status_becomes("2 servers: 1 ready, 1 unreachable (tickets)")
     # `journalctl -u mcpd MCPD_SERVER=tickets -f` printed the outage as it happened.
     import select
     assert select.select([follow.stdout], [], [], 10)[0], "journalctl -f printed nothing"
