@@ -252,3 +252,32 @@ async def test_a_body_or_event_over_the_limit_fails_the_request_not_the_server()
                     await t.request("tools/call", {"kind": kind})
                 assert info.value.limit == 1000
                 assert not isinstance(info.value, TransportError)
+
+
+async def test_401_and_403_say_what_happened_in_words_a_user_acts_on() -> None:
+    login = (
+        'Bearer resource_metadata="https://t/.well-known/oauth-protected-resource", scope="read"'
+    )
+    with trio.fail_after(LIMIT):
+        async with serve_http(status_reply) as srv:
+            with pytest.raises(AuthError) as info:
+                await call(srv.url(), 401, "", {"WWW-Authenticate": login})
+            assert info.value.reason.startswith(
+                "srv: unauthorized (HTTP 401): the server asks for a login with the scope "
+                "'read'; run `mcpd auth login srv`"
+            )
+            assert info.value.reason.endswith(f"[WWW-Authenticate: {login}]")
+            with pytest.raises(AuthError) as info:
+                await call(srv.url(), 401, "")
+            assert info.value.reason == (
+                "srv: unauthorized (HTTP 401): the server wants credentials mcpd did not "
+                "send; give them in the config (an Authorization header under "
+                "[servers.srv.headers])"
+            )
+            scope = 'Bearer error="insufficient_scope", scope="admin"'
+            with pytest.raises(AuthError) as info:
+                await call(srv.url(), 403, "", {"WWW-Authenticate": scope})
+            assert info.value.reason.startswith(
+                "srv: forbidden (HTTP 403): the token mcpd holds lacks the scope the request "
+                "needs (admin)"
+            )
