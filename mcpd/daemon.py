@@ -168,7 +168,7 @@ class Daemon:
     def _changed(self, alias: str) -> None:
         self.front.changed()
         self.state.changed()
-        self.tool_budget.check(len(self.registry.listing()))
+        self.tool_budget.check(self.registry.size())
         if self.started.is_set():
             line = self.supervisor.summary()
             if line != self._status_line:
@@ -215,12 +215,12 @@ class Daemon:
                 "config": self.config_path,
                 "uptime_s": round(trio.current_time() - self._started, 1),
                 "connections": len(self.api.connections),
-                "tools": len(self.registry.listing()),
+                "tools": self.registry.size(),
                 "max_tools": self.tool_budget.limit,
                 "summary": self.supervisor.summary(),
                 "state_file": self.state.path,
                 "warnings": [
-                    w for w in [self.tool_budget.warning(len(self.registry.listing()))] if w
+                    w for w in [self.tool_budget.warning(self.registry.size())] if w
                 ],
             },
             "servers": servers,

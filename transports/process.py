@@ -18,11 +18,16 @@ from collections.abc import Callable, Mapping, Sequence
 import trio
 
 _PR_SET_PDEATHSIG = 1
+_libc: ctypes.CDLL | None = None
 
 
 def die_with_parent(parent: int) -> Callable[[], None]:
+    global _libc
+    # Loaded here, once, not in each child: between fork and exec the child is a copy
+    # of mcpd, and a dlopen there cost ~9 ms per server during which mcpd waited.
+    libc = _libc = _libc or ctypes.CDLL(None, use_errno=True)
+
     def preexec() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         # The parent may have died between fork and prctl: then nobody would kill us.
         if os.getppid() != parent:

@@ -220,6 +220,10 @@ class Registry:
             out.extend(self._by_key[(alias, n)] for n in sorted(self._servers[alias].tools))
         return out
 
+    def size(self) -> int:
+        """How many tools agents are listed (without building the listing)."""
+        return len(self._by_key)
+
     def listing(self) -> list[Raw]:
         if self._listing is None:
             self._listing = [e.encoded for e in self.entries()]

@@ -55,7 +55,7 @@ def render(runners_by_alias: Mapping[str, Runner], registry: Registry, connectio
     out.family("mcpd_info", "gauge", "mcpd's version.")
     out.sample("mcpd_info", {"version": __version__}, 1)
     out.family("mcpd_tools", "gauge", "Tools in the aggregated list agents get.")
-    out.sample("mcpd_tools", {}, len(registry.listing()))
+    out.sample("mcpd_tools", {}, registry.size())
     out.family("mcpd_agent_connections", "gauge", "Open agent connections on the socket.")
     out.sample("mcpd_agent_connections", {}, connections)
 
