@@ -219,9 +219,7 @@ class Daemon:
                 "max_tools": self.tool_budget.limit,
                 "summary": self.supervisor.summary(),
                 "state_file": self.state.path,
-                "warnings": [
-                    w for w in [self.tool_budget.warning(self.registry.size())] if w
-                ],
+                "warnings": [w for w in [self.tool_budget.warning(self.registry.size())] if w],
             },
             "servers": servers,
         }
