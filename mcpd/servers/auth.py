@@ -60,6 +60,9 @@ RETRY_EARLY_REFRESH: Final = 10.0
 # A token request is not abandoned halfway when its caller gives up: a refresh token
 # the server rotated but mcpd never saw would cost a login. This bounds it instead.
 TOKEN_REQUEST_TIMEOUT: Final = 10.0
+_GRANT_GONE: Final = (
+    "the authorization server no longer accepts mcpd's refresh token (it was revoked or expired)"
+)
 # A token without a refresh token is shown as expiring this long before it ends.
 EXPIRING: Final = 600.0
 
@@ -113,6 +116,7 @@ class ServerAuth:
         self._scopes = ScopeState()
         self._wanted: tuple[str, ...] | None = None  # the union a step-up asks for
         self._retry_early_at = 0.0
+        self._grant_gone = False  # the refresh token was refused; the access token lives on
         self._changed = trio.Event()
         # Why a person has to log in, with the command to do it; None while not.
         self.needs_login: str | None = None
@@ -224,6 +228,7 @@ class ServerAuth:
                     raise AuthFailed(f"cannot refresh the access token: {exc}") from None
                 if not refused and not tokens.expired(self.clock()):
                     # The grant is gone, but the access token still works for a while.
+                    self._grant_gone = True
                     self.creds.drop_refresh_token()
                     await self.save()
                     logger.warning(
@@ -235,10 +240,7 @@ class ServerAuth:
                     return
                 self.creds.drop_tokens()
                 await self.save()
-                raise self.lost(
-                    "the authorization server no longer accepts mcpd's refresh token "
-                    "(it was revoked or expired)"
-                ) from None
+                raise self.lost(_GRANT_GONE) from None
             except (TransportError, OAuthError) as exc:
                 raise AuthFailed(f"cannot refresh the access token: {why(exc)}") from None
             self.creds.replace_tokens(fresh)
@@ -253,6 +255,8 @@ class ServerAuth:
         if refused or tokens.expired(self.clock()):
             self.creds.drop_tokens()
             await self.save()
+            if self._grant_gone:
+                raise self.lost(_GRANT_GONE)
             raise self.lost(
                 "the server no longer accepts mcpd's access token (it expired or was "
                 "revoked) and there is no refresh token"
@@ -390,6 +394,7 @@ class ServerAuth:
 
     async def adopt(self, result: AuthorizationResult, requested: tuple[str, ...] | None) -> None:
         self.creds.adopt(result)
+        self._grant_gone = False
         self._scopes = self._scopes.authorized(requested)
         self._wanted = None
         await self.save()

@@ -95,7 +95,7 @@ class Runner:
         self.auth = ServerAuth.for_server(alias, cfg, config) if cfg.url is not None else None
         self.login = Login(self.auth) if self.auth is not None else None
         if self.auth is not None:
-            self.auth.on_change = self.wake
+            self.auth.on_change = self._auth_changed
         self.attempts = 0
 
     # -- state shown to people and models --
@@ -248,6 +248,13 @@ class Runner:
         )
         self._set_phase("waiting", reason)
         self.first_attempt.set()
+
+    def _auth_changed(self) -> None:
+        self._wake.set()
+        auth = self.auth
+        if auth is not None and auth.needs_login is not None and self.phase == "connected":
+            # Shown at once; the serve loop then ends the session.
+            self._login_needed(auth.needs_login)
 
     def _login_needed(self, reason: str) -> None:
         """The server wants a person to log in: no backoff, no breaker, a state of its own."""
