@@ -84,19 +84,20 @@ def _local(iso: str | None) -> str:
 def render_status(servers: list[dict[str, Any]]) -> str:
     if not servers:
         return "no HTTP servers"
-    lines = [f"{'SERVER':<16} {'LOGIN':<14} {'EXPIRES':<17} {'ISSUER':<32} SCOPES"]
+    lines = [f"{'SERVER':<16} {'LOGIN':<14} {'EXPIRES':<21} {'ISSUER':<32} SCOPES"]
     for s in servers:
         expires = _local(s.get("expires_at"))
         if s.get("refreshable"):
             expires += " (r)"
         scopes = " ".join(s.get("scopes") or []) or "-"
         lines.append(
-            f"{s['server']:<16} {s['state']:<14} {expires:<17} {s.get('issuer') or '-':<32} "
+            f"{s['server']:<16} {s['state']:<14} {expires:<21} {s.get('issuer') or '-':<32} "
             f"{scopes}".rstrip()
         )
         if s.get("needs_login"):
             lines.append(f"{'':<16} {s['needs_login']}")
-    lines.append("(r): refreshed by mcpd before it expires")
+    if any(s.get("refreshable") for s in servers):
+        lines.append("(r): mcpd refreshes it before it expires")
     return "\n".join(lines)
 
 

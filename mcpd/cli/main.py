@@ -67,6 +67,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             flags.append("disabled")
         if s.start == "lazy":
             flags.append("lazy")
+        if s.auth is not None:
+            flags.append(s.auth.type.replace("_", " "))
         print(f"  {alias:<20} {', '.join(flags):<16} {where}")
     return 0
 
