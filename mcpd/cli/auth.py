@@ -31,11 +31,11 @@ from protocol import jsonrpc as rpc
 from transports.base import single_exceptions
 from transports.oauth_http import RedirectListener, redirect_listener
 
-from .client import Client, Unreachable, socket_path
+from .client import BadReply, Client, Unreachable, socket_path
 
 EXIT_FAILED = 1
-EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
+EXIT_BAD_REPLY = 4
 LOGIN_TIMEOUT = 600.0
 
 
@@ -49,6 +49,8 @@ def _request(client: Client, method: str, params: dict[str, Any] | None = None) 
         return client.request(method, params)
     except Unreachable as exc:
         _fail(EXIT_UNREACHABLE, str(exc))
+    except BadReply as exc:
+        _fail(EXIT_BAD_REPLY, str(exc))
     except rpc.RPCError as exc:
         _fail(EXIT_FAILED, exc.message)
 

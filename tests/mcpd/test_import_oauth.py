@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import stat
+import subprocess
+import sys
 import tomllib
+from pathlib import Path
 from typing import Any
 
 from mcpd.config.importer import import_text
 from mcpd.config.importwrite import to_toml
-from mcpd.config.load import parse
+from mcpd.config.load import load, parse
 
 SECRET = "cs_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 
@@ -100,3 +104,31 @@ def test_what_cannot_be_kept_is_said() -> None:
     assert "mcpServers.local.oauth: OAuth is for HTTP servers; not imported" in text
     assert "callbackPort: 'https://x.example.com/' is not a loopback port" in text
     assert "mcpServers.odd.oauth: a client secret without a client id; not imported" in text
+
+
+def test_import_to_a_file_moves_the_client_secret_out_of_the_toml(tmp_path: Path) -> None:
+    source = tmp_path / "settings.json"
+    source.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "docs": {
+                        "url": "https://docs.example.com/mcp",
+                        "oauth": {"clientId": "gem", "clientSecret": SECRET, "callbackPort": 7777},
+                    }
+                }
+            }
+        )
+    )
+    config = tmp_path / "config.toml"
+    run = [sys.executable, "-m", "mcpd"]
+    made = subprocess.run([*run, "import", str(source), "-o", str(config)], capture_output=True)
+    assert made.returncode == 0, made.stderr
+    assert SECRET not in config.read_text()
+    checked = subprocess.run([*run, "check-config", "--config", str(config)], capture_output=True)
+    assert checked.returncode == 0, checked.stderr
+    assert b"http, oauth" in checked.stdout
+    auth = load(config, env={}).servers["docs"].auth
+    assert auth is not None and auth.client_secret == SECRET and auth.redirect_port == 7777
+    (moved,) = (tmp_path / "config.secrets").iterdir()
+    assert stat.S_IMODE(moved.stat().st_mode) == 0o600
