@@ -29,6 +29,7 @@ from .registry.curation import ToolBudget
 from .registry.table import Registry
 from .servers import metrics
 from .servers.front import Front
+from .servers.logins import Logins
 from .servers.outage import iso
 from .servers.supervisor import ReloadReport, Supervisor
 
@@ -54,6 +55,7 @@ class Daemon:
         self.registry = Registry(config.naming)
         self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
         self.front = Front(self.supervisor, self.registry)
+        self.logins = Logins(self.supervisor)
         self.state = StateKeeper(
             os.path.join(state_dir(config), FILE_NAME),
             self.registry,

@@ -17,6 +17,12 @@ Two more things only legacy servers get (see ``_httpstream``): ``listen`` holds 
 session's server-push stream (GET) open on a connection of its own, and a call whose
 event stream ends before its response, after an event id, is resumed with GET and
 ``Last-Event-ID`` instead of failing.
+
+Credentials that change (OAuth access tokens) come from an ``AuthHook``: asked for
+the ``Authorization`` value before each message, told of a 401/403 (``AuthError``
+with the server's challenge) and of a message that went through. When the hook
+answers a refusal with a new value the message is sent once more with it: a server
+that refused the credentials has not handled the message, so it cannot run twice.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams, Era
 
+from ._httpauth import AuthHook, authorized
 from ._httpconn import (
     ConnectionPool,
     HttpConnection,
@@ -60,6 +67,7 @@ from ._httpstream import (
     resume_call,
 )
 from .base import (
+    AuthError,
     NotificationHandler,
     SessionExpired,
     StreamCut,
@@ -69,7 +77,7 @@ from .base import (
     default_answer,
 )
 
-__all__ = ["HttpRPCError", "HttpTransport", "open_http_transport"]
+__all__ = ["AuthHook", "HttpRPCError", "HttpTransport", "open_http_transport"]
 
 logger = logging.getLogger("mcpd.http")
 
@@ -97,10 +105,12 @@ class HttpTransport:
         pool_size: int = 16,
         max_body: int = DEFAULT_MAX_BODY,
         on_notification: NotificationHandler | None = None,
+        auth: AuthHook | None = None,
     ) -> None:
         origin, self._target = parse_url(url)
         self.alias = alias
         self.era: Era | None = None  # the caller sets it once it knows the server's era
+        self.auth = auth  # may also be set after construction, before the first message
         self._session = SessionId(alias)
 
         self._max_body = max_body
@@ -246,6 +256,30 @@ class HttpTransport:
     ) -> T:
         if self._closed and method != b"DELETE":
             raise TransportClosed(f"{self.alias}: transport closed")
+        auth = self.auth
+        if auth is None:
+            return await self._send(method, body, headers, ex, read, pool)
+        sent = await auth.authorization()
+        try:
+            answer = await self._send(method, body, authorized(headers, sent), ex, read, pool)
+        except AuthError as exc:
+            fresh = await auth.refused(exc, sent)
+            if fresh is None:
+                raise
+            sent = fresh
+            answer = await self._send(method, body, authorized(headers, sent), ex, read, pool)
+        auth.accepted(sent)
+        return answer
+
+    async def _send(
+        self,
+        method: bytes,
+        body: bytes,
+        headers: list[tuple[bytes, bytes]],
+        ex: Exchange,
+        read: Callable[[HttpConnection, ResponseHead, Exchange], Awaitable[T]],
+        pool: ConnectionPool | None,
+    ) -> T:
         target = self._target
         for _ in range(MAX_REDIRECTS + 1):
             async with (pool or self._pool).connection() as conn:
@@ -421,6 +455,7 @@ async def open_http_transport(
     pool_size: int = 16,
     max_body: int = DEFAULT_MAX_BODY,
     on_notification: NotificationHandler | None = None,
+    auth: AuthHook | None = None,
 ) -> AsyncIterator[HttpTransport]:
     """A transport for one Streamable HTTP endpoint; leaving it ends a legacy session.
 
@@ -440,6 +475,7 @@ async def open_http_transport(
         pool_size=pool_size,
         max_body=max_body,
         on_notification=on_notification,
+        auth=auth,
     )
     try:
         yield transport

@@ -25,6 +25,7 @@ from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
 from .. import __version__
+from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import CallHandle, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
 from .httpapi import HttpApi, is_http
@@ -65,6 +66,7 @@ class Api:
             "subscriptions/listen": Api._listen,
             "mcpd/status": Api._status,
             "mcpd/reload": Api._reload,
+            **AUTH_HANDLERS,
         }
         servers.subscribe(self._dirty.set)
 

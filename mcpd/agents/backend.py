@@ -3,10 +3,11 @@
 Two small interfaces. ``Servers`` is every configured server seen as one: the
 aggregated tool table, starting a call, the servers' states, and a way to hear when
 any of that changes. ``Control`` is the daemon itself: its settings, whether it is
-ready, its status, metrics and reload. The wiring (``mcpd.daemon``) provides both;
-tests may provide doubles. ``LineSink`` is how a connection writes its lines; the
-wiring hands over the implementation the stdio transports use too, so a burst of
-requests and the writes it causes upstream share one batch.
+ready, its status, metrics, reload and the OAuth logins (``Logins``, for ``mcpd
+auth``). The wiring (``mcpd.daemon``) provides both; tests may provide doubles.
+``LineSink`` is how a connection writes its lines; the wiring hands over the
+implementation the stdio transports use too, so a burst of requests and the writes
+it causes upstream share one batch.
 """
 
 from __future__ import annotations
@@ -77,6 +78,25 @@ class Servers(Protocol):
         ...
 
 
+class Logins(Protocol):
+    """``mcpd auth``: the OAuth logins of the HTTP servers, by alias. Refusals raise
+    ``rpc.RPCError`` with a message for the person at the terminal; no answer ever
+    carries a token."""
+
+    def status(self) -> list[dict[str, Any]]: ...
+
+    async def begin(self, server: str, redirect_uri: str | None) -> dict[str, Any]:
+        """``{"url", "login"}`` to send a person to, or the outcome when no browser
+        is needed (client credentials)."""
+        ...
+
+    async def finish(self, server: str, login: str, redirect: str) -> dict[str, Any]:
+        """Complete ``login`` with the redirect; the server's state once it tried."""
+        ...
+
+    async def logout(self, server: str) -> dict[str, Any]: ...
+
+
 class Control(Protocol):
     @property
     def settings(self) -> DaemonConfig:
@@ -95,6 +115,9 @@ class Control(Protocol):
     async def reload(self) -> dict[str, Any]:
         """Re-read the config; raises ``rpc.RPCError`` when it is rejected."""
         ...
+
+    @property
+    def logins(self) -> Logins: ...
 
 
 class LineSink(Protocol):

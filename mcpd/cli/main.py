@@ -1,4 +1,4 @@
-"""``mcpd serve|status|tools|call|reload|check-config``.
+"""``mcpd serve|status|tools|call|reload|check-config|import|bridge|auth``.
 
 Exit codes: 0 ok, 1 the tool returned isError, 2 usage, 3 daemon unreachable,
 4 the daemon's reply could not be read, 78 config error.
@@ -67,6 +67,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             flags.append("disabled")
         if s.start == "lazy":
             flags.append("lazy")
+        if s.auth is not None:
+            flags.append(s.auth.type.replace("_", " "))
         print(f"  {alias:<20} {', '.join(flags):<16} {where}")
     return 0
 
@@ -333,6 +335,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = client_cmd("bridge", "serve MCP on stdin/stdout, relayed to the daemon")
     b.set_defaults(func=cmd_bridge)
+
+    from .auth import add_auth_commands
+
+    add_auth_commands(sub)
     return p
 
 

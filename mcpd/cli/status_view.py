@@ -15,6 +15,7 @@ _COLORS = {
     "failed": "31",
     "unreachable": "31",
     "crash_loop": "1;31",
+    "needs_login": "35",
     "stopped": "90",
 }
 

@@ -9,7 +9,8 @@ Two shapes exist in the wild:
   ``"mcp"`` object of its ``settings.json``), which may hold comments and trailing commas.
 
 A server is ``command``/``args``/``env``/``cwd`` (stdio) or ``url``/``headers`` (HTTP),
-with an optional ``type``. Variable references become mcpd's ``${VAR}``: ``${env:X}``
+with an optional ``type``; an HTTP server's OAuth client settings become its ``[auth]``
+table (``oauth_hints``). Variable references become mcpd's ``${VAR}``: ``${env:X}``
 is ``${X}``, VS Code's ``${input:id}`` becomes a variable named after the input (mcpd
 has nobody to prompt), ``${userHome}`` is ``${HOME}``. ``to_toml`` never prints a
 secret literally: it replaces it with a reference and says which variable to set.
@@ -27,6 +28,7 @@ from typing import Any, Final
 import msgspec
 
 from .model import ConfigError, ServerConfig
+from .oauth_hints import oauth_table
 
 _ALIAS_BAD: Final = re.compile(r"[^A-Za-z0-9_-]+")
 _VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")
@@ -49,7 +51,6 @@ _HOST_ONLY: Final = frozenset(
         "description",
         "gallery",
         "icon",
-        "oauth",
         "timeout",
         "transportType",
         "version",
@@ -261,6 +262,7 @@ class _Converter:
         else:
             self.notes.append(f'{where}: neither "command" nor "url"; skipped')
             return None
+        self._auth(alias, where, body, out)
         if kind not in (None, "stdio", "http", "streamable-http", "streamableHttp", "sse"):
             self.notes.append(f"{where}.type: {kind!r} is not a transport mcpd knows; ignored")
         if body.get("disabled") is True:
@@ -269,7 +271,7 @@ class _Converter:
             if key in _HOST_ONLY:
                 self.notes.append(f"{where}.{key}: a setting of the other host; not imported")
             elif key not in {"type", "command", "args", "env", "cwd", "envFile", "url",
-                             "headers", "disabled"}:  # fmt: skip
+                             "headers", "disabled", "oauth", "auth"}:  # fmt: skip
                 self.notes.append(f"{where}.{key}: unknown key; not imported")
         table = {k: v for k, v in out.items() if v not in ({}, [])}
         try:
@@ -278,6 +280,22 @@ class _Converter:
             self.notes.append(f"{where}: {exc}; skipped")
             return None
         return table
+
+    def _auth(self, alias: str, where: str, body: dict[str, Any], out: dict[str, Any]) -> None:
+        key = "oauth" if "oauth" in body else "auth"
+        if key not in body:
+            return
+        if "url" not in out:
+            self.notes.append(f"{where}.{key}: OAuth is for HTTP servers; not imported")
+            return
+        auth = oauth_table(body[key], f"{where}.{key}", self.value, self.notes)
+        if not auth:
+            return
+        secret = auth.get("client_secret")
+        if secret is not None and _looks_secret("secret", secret, _SECRET_NAME):
+            var = self._secret_var(alias, "client_secret", secret, own_name=False)
+            self.secrets[("servers", alias, "auth", "client_secret")] = var
+        out["auth"] = auth
 
     def _secret_var(self, alias: str, key: str, value: str, own_name: bool = True) -> str:
         """The variable that will carry a secret: an environment variable keeps its

@@ -49,7 +49,7 @@ def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None
         for key in ("command", "args", "cwd", "url", "transport", "enabled"):
             if key in table:
                 out.append(f"{key} = {_toml_value(table[key])}")
-        for sub in ("env", "headers"):
+        for sub in ("env", "headers", "auth"):
             items = table.get(sub)
             if not items:
                 continue
@@ -76,6 +76,8 @@ def _key(key: str) -> str:
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     # A JSON string is a TOML basic string, except that TOML also wants DEL escaped.

@@ -21,6 +21,7 @@ import msgspec
 from .importer import config_from_json
 from .model import (
     ALIAS_RE,
+    AuthConfig,
     Config,
     ConfigError,
     ServerConfig,
@@ -234,6 +235,56 @@ def _validate_server(alias: str, s: ServerConfig) -> None:
     if not s.idle_stop > 0:
         raise ConfigError(f"{where}.idle_stop", "must be positive")
     _validate_tools(f"{where}.tools", s.tools)
+    if s.auth is not None:
+        _validate_auth(where, s, s.auth)
+
+
+def _validate_auth(where: str, s: ServerConfig, a: AuthConfig) -> None:
+    at = f"{where}.auth"
+    if s.url is None:
+        raise ConfigError(at, "only applies to HTTP servers (with `url`)")
+    for name in s.headers:
+        if name.lower() == "authorization":
+            raise ConfigError(
+                f"{where}.headers.{name}", f"cannot be combined with [{at}]: mcpd sends the token"
+            )
+    if a.type == "client_credentials":
+        if a.client_id is None:
+            raise ConfigError(f"{at}.client_id", "is needed for client_credentials")
+        if a.client_secret is None and a.private_key is None:
+            raise ConfigError(at, "client_credentials needs client_secret or private_key")
+    if (a.client_secret is not None or a.private_key is not None) and a.client_id is None:
+        key = "client_secret" if a.client_secret is not None else "private_key"
+        raise ConfigError(f"{at}.{key}", "needs client_id (the client it belongs to)")
+    for key in ("client_id", "client_secret"):
+        value = getattr(a, key)
+        if value is not None and not value.strip():
+            raise ConfigError(f"{at}.{key}", "is empty")
+    if a.client_metadata_url is not None and not re.match(
+        r"^https://[^/\s#]+/[^\s#]+$", a.client_metadata_url
+    ):
+        raise ConfigError(
+            f"{at}.client_metadata_url", "must be an https:// URL with a path and no fragment"
+        )
+    if a.issuer is not None and not re.match(r"^https?://[^/\s#?]+[^\s#?]*$", a.issuer):
+        raise ConfigError(f"{at}.issuer", "must be an http(s) URL without query or fragment")
+    for i, scope in enumerate(a.scopes or []):
+        if not scope or any(c.isspace() or c in '"\\' for c in scope):
+            raise ConfigError(f"{at}.scopes[{i}]", "must be one scope token (no spaces)")
+    if not 0 <= a.redirect_port <= 65535:
+        raise ConfigError(f"{at}.redirect_port", "must be a port number (0: any free port)")
+    if a.private_key is not None:
+        from protocol.oauth import OAuthConfigError, load_signing_key
+
+        try:
+            load_signing_key(a.private_key)
+        except OAuthConfigError as exc:
+            raise ConfigError(f"{at}.private_key", str(exc)) from None
+    method = a.token_endpoint_auth_method
+    if method == "private_key_jwt" and a.private_key is None:
+        raise ConfigError(f"{at}.token_endpoint_auth_method", "private_key_jwt needs private_key")
+    if method in ("client_secret_basic", "client_secret_post") and a.client_secret is None:
+        raise ConfigError(f"{at}.token_endpoint_auth_method", f"{method} needs client_secret")
 
 
 def _validate_tools(where: str, t: ToolsConfig) -> None:

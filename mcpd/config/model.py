@@ -74,6 +74,41 @@ class ToolsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     description: dict[str, str] = msgspec.field(default_factory=dict)
 
 
+AuthMethod = Literal["client_secret_basic", "client_secret_post", "none", "private_key_jwt"]
+
+
+class AuthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """``[servers.X.auth]``: how mcpd gets an access token for an HTTP server (OAuth 2.1).
+
+    ``type = "oauth"`` is a person's login (``mcpd auth login ALIAS``), what an HTTP server
+    without this table gets when it answers 401; ``"client_credentials"`` is a machine
+    identity that needs no login. Secrets come through ``${file:...}``.
+    """
+
+    type: Literal["oauth", "client_credentials"] = "oauth"
+    client_id: str | None = None
+    client_secret: str | None = None
+    # The authorization server the pre-registered client belongs to, if known.
+    issuer: str | None = None
+    # An https URL serving mcpd's Client ID Metadata Document (the URL is the client id).
+    client_metadata_url: str | None = None
+    scopes: list[str] | None = None
+    # The loopback port `mcpd auth login` listens on (0: any free one).
+    redirect_port: int = 0
+    # PEM (PKCS#8, SEC1, PKCS#1) or JWK text, for private_key_jwt.
+    private_key: str | None = None
+    token_endpoint_auth_method: AuthMethod | None = None
+
+    def __repr__(self) -> str:
+        # The config is printed in errors and debugging sessions; its secrets must not be.
+        shown = {
+            k: ("***" if k in ("client_secret", "private_key") else getattr(self, k))
+            for k in self.__struct_fields__
+            if getattr(self, k) is not None
+        }
+        return "AuthConfig(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+
+
 class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     command: str | None = None
     args: list[str] = msgspec.field(default_factory=list)
@@ -95,6 +130,8 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     # "lazy": a stdio server runs only while it is used, stopped after idle_stop seconds.
     start: Literal["eager", "lazy"] = "eager"
     idle_stop: float = 300.0
+    # OAuth for HTTP servers; None: OAuth login when the server asks for it.
+    auth: AuthConfig | None = None
 
     # stdio for a command; for a URL, "http" (Streamable HTTP, falling back to the old
     # HTTP+SSE transport when a server turns out to speak only that) or "sse" (the old

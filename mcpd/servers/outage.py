@@ -41,6 +41,7 @@ _PHRASES = {
     "stopped": "is stopped",
     "busy": "is busy",
     "timeout": "timed out",
+    "needs_login": "needs a login",
 }
 
 
@@ -89,6 +90,13 @@ class Outage(msgspec.Struct, frozen=True):
                 f"{self.sentence()} Ask for less (a narrower query, a smaller page or "
                 "range), or raise daemon.max_line_bytes."
             )
+        elif self.state == "needs_login":
+            # Waiting does not help here; the user has to act, so say who and how.
+            text = (
+                f"{self.sentence()} The call was not completed. Other tools keep working; "
+                f"ask the user to log in to '{self.server}' (`mcpd auth login {self.server}`), "
+                "then call this tool again."
+            )
         else:
             text = (
                 f"{self.sentence()} The call was not completed. Other tools keep working; "
@@ -105,6 +113,8 @@ class Outage(msgspec.Struct, frozen=True):
         since = f" since {clock_time(self.since)}" if self.since is not None else ""
         retry = f", retrying at {clock_time(self.retry_at)}" if self.retry_at is not None else ""
         phrase = _PHRASES.get(self.state, f"is {self.state}")
+        if self.state == "needs_login":
+            retry = f" (run `mcpd auth login {self.server}`)"
         return f"unavailable: {self.server} {phrase}{since}{retry}"
 
 

@@ -22,6 +22,7 @@ from transports.base import Transport, TransportError, Unreachable, single_excep
 
 from ..config.model import Config, DaemonConfig, ServerConfig
 from ..registry.table import Registry
+from .auth import LoginRequired, ServerAuth
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
 from .calls import Done, PendingCall, wait_for
@@ -29,6 +30,7 @@ from .events import ServerLog, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
 from .listing import ListKeeper
+from .login import Login
 from .outage import Outage
 from .progress import Deliver, ProgressRoutes
 from .scheduler import CallScheduler
@@ -77,6 +79,7 @@ class Runner:
         self._switched = False
         self._unreachable = False  # the last attempt could not connect at all
         self._wake = trio.Event()
+        self._phase_changed = trio.Event()
         self.health = Health(
             alias,
             self.breaker,
@@ -88,6 +91,12 @@ class Runner:
         self.events = ServerLog(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
         self.lists = ListKeeper(alias, self.wake, self._is_connected, self._install)
+        # OAuth, for HTTP servers: dormant until the server answers 401.
+        self.auth = ServerAuth.for_server(alias, cfg, config) if cfg.url is not None else None
+        self.login = Login(self.auth) if self.auth is not None else None
+        if self.auth is not None:
+            self.auth.on_change = self._auth_changed
+        self.attempts = 0
 
     # -- state shown to people and models --
 
@@ -120,6 +129,8 @@ class Runner:
         if phase != self.phase:
             self.phase = phase
             self.since = now
+            self._phase_changed.set()
+            self._phase_changed = trio.Event()
         self._publish()
 
     @property
@@ -152,13 +163,18 @@ class Runner:
                 if self._switched:
                     self._switched = False  # the other transport, right away
                     continue
-                await self._back_off()
+                if self.phase == "needs_login" and self.auth is not None:
+                    # Retrying cannot help; a login can (`mcpd auth login`).
+                    await self.auth.wait_changed()
+                else:
+                    await self._back_off()
         finally:
             self.upstream = None
             self._set_phase("stopped", self.last_error)
             self.scheduler.fail_queued(self.outage())
 
     async def _attempt(self) -> None:
+        self.attempts += 1
         self._set_phase("starting")
         # Calls waiting for the first start, and calls in flight, are timed out by the
         # scheduler's timer while the attempt lasts.
@@ -182,12 +198,16 @@ class Runner:
                 async with self._open_transport(
                     self.alias, cfg, self.config, self._notification
                 ) as transport:
+                    if self.auth is not None and hasattr(transport, "auth"):
+                        transport.auth = self.auth
                     await self._connect_and_serve(transport)
             finally:
                 # Before the failure is logged: the outage's journal entry carries this tail.
                 self.upstream = None
                 if transport is not None:
                     self.stderr = transport.stderr_tail() or self.stderr
+        except LoginRequired as exc:
+            self._login_needed(exc.reason)
         except Exception as exc:
             other = await other_kind(self.alias, self.cfg, self.transport_kind, exc)
             if other is not None:
@@ -229,9 +249,31 @@ class Runner:
         self._set_phase("waiting", reason)
         self.first_attempt.set()
 
+    def _auth_changed(self) -> None:
+        self._wake.set()
+        auth = self.auth
+        if auth is not None and auth.needs_login is not None and self.phase == "connected":
+            # Shown at once; the serve loop then ends the session.
+            self._login_needed(auth.needs_login)
+
+    def _login_needed(self, reason: str) -> None:
+        """The server wants a person to log in: no backoff, no breaker, a state of its own."""
+        now = trio.current_time()
+        if self.down_since is None:
+            self.down_since = now
+        self.retry_at = None
+        if self.phase != "needs_login" or reason != self.last_error:
+            self._log(logging.WARNING, "needs_login", f"needs a login: {reason}", reason)
+        self._set_phase("needs_login", reason)
+        self.first_attempt.set()
+
     async def _back_off(self) -> None:
         assert self.retry_at is not None
-        await trio.sleep_until(self.retry_at)
+        if self.auth is None:
+            await trio.sleep_until(self.retry_at)
+        else:
+            with trio.move_on_at(self.retry_at):
+                await self.auth.wait_changed()  # a login is worth trying at once
         self.retry_at = None
         what = "restarting" if self.transport_kind == "stdio" else "reconnecting"
         self.events.restarting(what, self.policy.failures)
@@ -300,6 +342,8 @@ class Runner:
             if self._closed:
                 error = getattr(transport, "error", None)
                 raise error if isinstance(error, TransportError) else TransportError("closed")
+            if self.auth is not None and self.auth.needs_login is not None:
+                raise LoginRequired(self.auth.needs_login)
             self.policy.refresh(now)
             await self.health.tend(up, now)
             if self.lists.due:
@@ -420,9 +464,12 @@ class Runner:
     async def wait_idle(self) -> None:
         await self.scheduler.wait_idle()
 
+    async def phase_changed(self) -> None:
+        await self._phase_changed.wait()
+
     def status(self) -> dict[str, Any]:
         up = self.upstream
-        return status_row(
+        row = status_row(
             self,
             era=up.era if up else None,
             version=up.version if up else None,
@@ -431,3 +478,6 @@ class Runner:
             server_info=up.server_info if up else None,
             cache_scope=self.lists.cache_scope if up else None,
         )
+        if self.login is not None and self.auth is not None and self.auth.enabled:
+            row["auth"] = self.login.status()
+        return row

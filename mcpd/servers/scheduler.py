@@ -24,6 +24,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.base import MessageTooLarge, ServerCancelled, TransportError
 
+from .auth import LoginRequired
 from .calls import _LIVE, CallHost, Outcome, PendingCall
 from .outage import Outage
 
@@ -238,6 +239,11 @@ class CallScheduler:
                     error.reason,
                     extra=log_extra(r.alias, "message_too_large", error.reason),
                 )
+        elif isinstance(error, LoginRequired):
+            # Not the server failing: it wants a person to log in, and the runner waits
+            # for that. The breaker must not count it, nor a probe chase it.
+            r.stats.record(elapsed, error=True)
+            outcome = Outage(r.alias, "needs_login", error.reason, call.start)
         elif isinstance(error, TransportError):
             r.availability_failure(elapsed, error.reason, call.ticket)
             if r.transport_kind != "stdio":

@@ -28,6 +28,8 @@ STATES: Final = (
     "failed",
     "unreachable",
     "crash_loop",
+    # OAuth: only a person's login (`mcpd auth login`) brings it back; not retried.
+    "needs_login",
     "stopped",
 )
 

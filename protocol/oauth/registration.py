@@ -298,7 +298,10 @@ def client_auth(
             "but no client secret is known"
         )
     if method == "client_secret_basic":
-        return [], [("Authorization", basic_credentials(reg.client_id, reg.client_secret))]
+        # client_id in the body as well: RFC 6749 allows it, and authorization servers
+        # that look the client up before reading the header (the MCP Python SDK's) need it.
+        basic = basic_credentials(reg.client_id, reg.client_secret)
+        return [("client_id", reg.client_id)], [("Authorization", basic)]
     return [("client_id", reg.client_id), ("client_secret", reg.client_secret.reveal())], []
 
 

@@ -4,7 +4,9 @@ usage: python conformance_driver.py [--era auto|legacy|modern] [--elicit] SERVER
 
 The harness appends the scenario's mock server URL as the last argument and names the
 scenario in ``MCP_CONFORMANCE_SCENARIO`` (with ``MCP_CONFORMANCE_CONTEXT`` for the
-scenarios that hand out tool arguments). The driver starts mcpd's daemon in this
+scenarios that hand out tool arguments or credentials). The ``auth/`` scenarios are
+driven by ``conformance_auth``: a login with ``mcpd auth login`` whenever the server
+needs one. The driver starts mcpd's daemon in this
 process with that URL as its only server, waits until the daemon had its first
 attempt at the server, then does what the scenario asks through the daemon's Unix
 socket, as an agent would. It prints one JSON line with what it saw (for the tests to
@@ -33,12 +35,14 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.interop.conformance_auth import drive_auth  # noqa: E402
 from tests.interop.wiretap import WireTap, wiretap  # noqa: E402
 from tests.support.agent import Agent, connect, make_config, running  # noqa: E402
 
 ALIAS = "conf"
 PREFIX = f"mcp__{ALIAS}__"
 TIMEOUT = 25.0
+AUTH_TIMEOUT = 60.0
 
 Summary = dict[str, Any]
 CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -193,6 +197,8 @@ SCENARIOS: dict[str, Callable[[Agent, Summary], Awaitable[None]]] = {
 
 
 async def drive(url: str, scenario: str, era: str) -> Summary:
+    if scenario.startswith("auth/"):
+        return await drive_authorization(url, scenario)
     action = SCENARIOS.get(scenario)
     if action is None:
         raise SystemExit(f"conformance_driver: no action for scenario {scenario!r}")
@@ -211,6 +217,15 @@ async def drive(url: str, scenario: str, era: str) -> Summary:
             out["ok"] = False
             out["error"] = f"the scenario did not finish within {TIMEOUT:g} s"
     return out
+
+
+async def drive_authorization(url: str, scenario: str) -> Summary:
+    """The authorization scenarios (``conformance_auth``): no wire tap in between, since
+    the resource the server's metadata names must be the URL mcpd was given."""
+    with tempfile.TemporaryDirectory(prefix="mcpd-conf-") as tmp:
+        with trio.move_on_after(AUTH_TIMEOUT):
+            return await drive_auth(url, scenario, Path(tmp), TIMEOUT)
+    return {"scenario": scenario, "ok": False, "error": f"not done within {AUTH_TIMEOUT:g} s"}
 
 
 def wire_summary(tap: WireTap) -> list[dict[str, Any]]:

@@ -227,7 +227,8 @@ class Run:
     def __init__(self, returncode: int, out_dir: Path, log: str) -> None:
         self.returncode = returncode
         self.log = log
-        found = sorted(out_dir.glob("*/checks.json"))
+        # An "auth/x" scenario's results are one folder further down.
+        found = sorted(out_dir.glob("**/checks.json"))
         assert len(found) == 1, f"no checks.json under {out_dir}:\n{log}"
         self.checks: list[dict[str, Any]] = json.loads(found[0].read_text())
         stdout = found[0].with_name("stdout.txt").read_text()

@@ -446,7 +446,11 @@ def test_client_credentials_with_basic_auth() -> None:
     result = drive(make_flow(world, client=client), world)
     assert world.authorize_queries == []
     form = world.form(world.requests[-1])
-    assert form == {"grant_type": "client_credentials", "resource": "https://mcp.example.com/mcp"}
+    assert form == {
+        "grant_type": "client_credentials",
+        "resource": "https://mcp.example.com/mcp",
+        "client_id": "svc",  # in the body too, never the secret
+    }
     assert world.requests[-1].header("authorization") == "Basic c3ZjOnB3"
     assert result.tokens.authorization() == "Bearer cc-1"
 

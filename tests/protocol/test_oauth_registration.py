@@ -190,6 +190,14 @@ def test_client_auth_fields() -> None:
         random=counter_random(),
     )
     assert (fields, headers) == ([("client_id", "c"), ("client_secret", "s")], [])
+    fields, headers = client_auth(
+        ClientRegistration(ISSUER, "c", Secret("s"), "client_secret_basic"),
+        srv,
+        key=None,
+        now=0,
+        random=counter_random(),
+    )
+    assert (fields, headers) == ([("client_id", "c")], [("Authorization", "Basic Yzpz")])
     with pytest.raises(OAuthConfigError, match="no client secret"):
         client_auth(
             ClientRegistration(ISSUER, "c", None, "client_secret_basic"),

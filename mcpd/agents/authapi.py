@@ -1,0 +1,81 @@
+"""``mcpd/auth/...``: the socket methods behind ``mcpd auth login|status|logout``.
+
+``status`` is for anyone who may use the socket (it shows issuers, scopes and
+expiry, never a token). Logging in and out changes what every agent's calls run as,
+so, like ``mcpd/reload``, those are only for the daemon's own user and root.
+
+A login takes two requests: ``mcpd/auth/login`` starts it (the URL to open and the
+login's id) and ``mcpd/auth/complete`` hands over the redirect the browser came
+back to; it answers once the server has tried the new token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import msgspec
+
+from protocol import jsonrpc as rpc
+from protocol.server import RequestContext
+
+from .backend import Control
+from .connection import Connection
+
+
+class _Api(Protocol):
+    control: Control
+
+
+class _Server(msgspec.Struct):
+    server: str
+
+
+class _Begin(msgspec.Struct):
+    server: str
+    redirect_uri: str | None = None
+
+
+class _Complete(msgspec.Struct):
+    server: str
+    login: str
+    redirect: str
+
+
+def _owner_only(conn: Connection, method: str) -> None:
+    if not conn.is_owner():
+        raise rpc.RPCError(-32000, f"{method} is only for the daemon's user and root")
+
+
+async def _status(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    return {"servers": api.control.logins.status()}
+
+
+async def _login(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    _owner_only(conn, req.method)
+    params = rpc.decode_as(req.params, _Begin)
+    return await api.control.logins.begin(params.server, params.redirect_uri)
+
+
+async def _complete(
+    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    _owner_only(conn, req.method)
+    params = rpc.decode_as(req.params, _Complete)
+    return await api.control.logins.finish(params.server, params.login, params.redirect)
+
+
+async def _logout(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    _owner_only(conn, req.method)
+    params = rpc.decode_as(req.params, _Server)
+    return await api.control.logins.logout(params.server)
+
+
+Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
+
+HANDLERS: dict[str, Handler] = {
+    "mcpd/auth/status": _status,
+    "mcpd/auth/login": _login,
+    "mcpd/auth/complete": _complete,
+    "mcpd/auth/logout": _logout,
+}

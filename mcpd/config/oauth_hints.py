@@ -1,0 +1,86 @@
+"""The OAuth client settings other hosts keep per server, as mcpd's ``[auth]`` table.
+
+Claude Code and Gemini CLI keep an ``oauth`` object (``clientId``, ``clientSecret``,
+``callbackPort`` or ``redirectUri``, ``scopes`` as a string or a list), Cursor an
+``auth`` object (``CLIENT_ID``, ``CLIENT_SECRET``, ``scopes``). Endpoints pinned by
+hand are not taken: mcpd finds the authorization server from the server's own
+metadata and checks its issuer, which a pinned URL would skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+_KEYS: Final = {
+    "clientId": "client_id",
+    "CLIENT_ID": "client_id",
+    "clientSecret": "client_secret",
+    "CLIENT_SECRET": "client_secret",
+    "scopes": "scopes",
+    "callbackPort": "redirect_port",
+    "redirectUri": "redirect_port",
+}
+_DISCOVERED: Final = frozenset(
+    {"authorizationUrl", "tokenUrl", "authServerMetadataUrl", "issuer", "audiences"}
+)
+
+
+def port_of(value: Any) -> int | None:
+    """A callback port, or the port of a loopback http redirect URI."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if 0 < value < 65536 else None
+    if not isinstance(value, str):
+        return None
+    if value.isdigit():
+        return port_of(int(value))
+    try:
+        u = urlsplit(value)
+        port = u.port
+    except ValueError:
+        return None
+    loopback = u.hostname in ("127.0.0.1", "localhost", "::1")
+    return port if u.scheme == "http" and loopback and port else None
+
+
+def oauth_table(
+    hints: Any, where: str, value: Callable[[Any, str], str], notes: list[str]
+) -> dict[str, Any] | None:
+    """The ``[auth]`` table for ``hints`` (``value`` turns a string into mcpd's syntax;
+    what is left out is said in ``notes``)."""
+    if not isinstance(hints, dict):
+        notes.append(f"{where}: not an object; not imported")
+        return None
+    if hints.get("enabled") is False:
+        notes.append(f"{where}: OAuth is turned off there; not imported")
+        return None
+    auth: dict[str, Any] = {}
+    for key, raw in hints.items():
+        at = f"{where}.{key}"
+        name = _KEYS.get(key)
+        if name in ("client_id", "client_secret"):
+            auth[name] = value(raw, at)
+        elif name == "scopes":
+            scopes = raw.split() if isinstance(raw, str) else raw
+            if isinstance(scopes, list) and all(isinstance(x, str) for x in scopes):
+                auth["scopes"] = [value(x, at) for x in scopes]
+            else:
+                notes.append(f"{at}: not a list of scopes; not imported")
+        elif name == "redirect_port":
+            port = port_of(raw)
+            if port is None:
+                notes.append(f"{at}: {raw!r} is not a loopback port; not imported")
+            else:
+                auth["redirect_port"] = port
+        elif key in _DISCOVERED:
+            notes.append(
+                f"{at}: mcpd finds the authorization server from the server's own "
+                "metadata; not imported"
+            )
+        elif key != "enabled":
+            notes.append(f"{at}: not an OAuth setting mcpd has; not imported")
+    if "client_secret" in auth and "client_id" not in auth:
+        notes.append(f"{where}: a client secret without a client id; not imported")
+        del auth["client_secret"]
+    return auth or None

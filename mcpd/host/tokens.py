@@ -1,0 +1,131 @@
+"""OAuth credentials kept across daemon restarts: one file per server, mode 0600.
+
+``<state_dir>/oauth/<alias>.json`` holds, per authorization server (keyed by its
+issuer), the metadata needed to refresh, the client registration mcpd made there and
+the tokens it got; ``issuer`` names the one in use. Credentials never travel between
+issuers: a server that moved to another authorization server starts a new entry.
+The URL the tokens were obtained for is kept too, so tokens are never sent to a
+server whose configured URL changed.
+
+Files are written aside, synced and renamed into place (mode 0600 in a 0700
+directory), so a crash never leaves half a file. A file that cannot be read is
+reported and treated as absent: the worst case is a new login. Client secrets from
+the configuration are not copied here; only what mcpd was issued is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+from typing import Final
+
+import msgspec
+import trio
+
+from protocol.logfields import log_extra
+from protocol.oauth import AuthorizationServer, ClientRegistration, TokenSet
+from protocol.oauth.secret import dec_hook, enc_hook
+
+from .statefile import write_atomically
+
+logger = logging.getLogger("mcpd.tokens")
+
+FORMAT: Final = 1
+SUBDIR: Final = "oauth"
+
+
+class IssuerRecord(msgspec.Struct, kw_only=True):
+    server: AuthorizationServer | None = None
+    registration: ClientRegistration | None = None
+    tokens: TokenSet | None = None
+
+
+class StoredLogin(msgspec.Struct, kw_only=True):
+    format: int = FORMAT
+    server_url: str
+    issuer: str | None = None
+    issuers: dict[str, IssuerRecord] = msgspec.field(default_factory=dict)
+
+    @property
+    def current(self) -> IssuerRecord | None:
+        return self.issuers.get(self.issuer) if self.issuer is not None else None
+
+
+_encoder: Final = msgspec.json.Encoder(enc_hook=enc_hook)
+_decoder: Final = msgspec.json.Decoder(StoredLogin, dec_hook=dec_hook)
+
+
+def encode(login: StoredLogin) -> bytes:
+    return _encoder.encode(login)
+
+
+class TokenStore:
+    """The credential files under one state directory."""
+
+    def __init__(self, state_dir: str) -> None:
+        self.directory = os.path.join(state_dir, SUBDIR)
+        self._lock = trio.Lock()  # one writer: the temporary file's name is per process
+
+    def path(self, alias: str) -> str:
+        return os.path.join(self.directory, f"{alias}.json")
+
+    async def load(self, alias: str) -> StoredLogin | None:
+        return await trio.to_thread.run_sync(self._read, alias)
+
+    async def save(self, alias: str, login: StoredLogin) -> None:
+        data = encode(login)
+        async with self._lock:
+            await trio.to_thread.run_sync(write_atomically, self.path(alias), data)
+
+    async def delete(self, alias: str) -> bool:
+        async with self._lock:
+            return await trio.to_thread.run_sync(self._unlink, alias)
+
+    def _unlink(self, alias: str) -> bool:
+        try:
+            os.unlink(self.path(alias))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _read(self, alias: str) -> StoredLogin | None:
+        path = self.path(alias)
+        try:
+            with open(path, "rb") as f:
+                mode = os.fstat(f.fileno()).st_mode
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._unusable(alias, path, exc.strerror or str(exc))
+            return None
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            # Someone loosened it; credentials are for mcpd's user alone.
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o600)
+            logger.warning(
+                "%s: %s was readable by other users; it is 0600 again",
+                alias,
+                path,
+                extra=log_extra(alias, "token_file", "mode tightened"),
+            )
+        try:
+            login = _decoder.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self._unusable(alias, path, str(exc))
+            return None
+        if login.format != FORMAT:
+            self._unusable(alias, path, f"format {login.format}, expected {FORMAT}")
+            return None
+        return login
+
+    def _unusable(self, alias: str, path: str, why: str) -> None:
+        logger.warning(
+            "%s: ignoring the saved login in %s (%s); a new login will be needed",
+            alias,
+            path,
+            why,
+            extra=log_extra(alias, "token_file", why),
+        )

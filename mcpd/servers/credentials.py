@@ -1,0 +1,195 @@
+"""What mcpd holds to authorize itself to one server, as bookkeeping (no I/O).
+
+Per authorization server (keyed by its issuer): its metadata, the client identity
+mcpd uses there and the tokens it was issued. Only one issuer is in use at a time;
+when the server names another one, everything bound to the old one is dropped,
+since a client id or a token of one authorization server means nothing at another.
+
+A pre-registered client's secret lives in the configuration (``${file:...}``) and
+is put back from there when needed, so the credential file never holds a copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgspec
+
+from protocol.oauth import (
+    AuthorizationResult,
+    AuthorizationServer,
+    ClientConfig,
+    ClientRegistration,
+    DiscoveryResult,
+    Secret,
+    TokenSet,
+    load_signing_key,
+)
+
+from ..config.model import AuthConfig
+from ..host.tokens import IssuerRecord, StoredLogin
+
+
+def client_config(settings: AuthConfig | None) -> ClientConfig:
+    if settings is None:
+        return ClientConfig()
+    key = settings.private_key
+    machine = settings.type == "client_credentials"
+    return ClientConfig(
+        client_id=settings.client_id,
+        client_secret=None if settings.client_secret is None else Secret(settings.client_secret),
+        issuer=settings.issuer,
+        auth_method=settings.token_endpoint_auth_method,
+        signing_key=None if key is None else load_signing_key(key),
+        metadata_url=settings.client_metadata_url,
+        grant="client_credentials" if machine else "authorization_code",
+    )
+
+
+def _iso(at: float | None) -> str | None:
+    if at is None:
+        return None
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+
+
+class Credentials:
+    def __init__(self, url: str, client: ClientConfig) -> None:
+        self.url = url
+        self.client = client
+        self.record = StoredLogin(server_url=url)
+
+    def restore(self, stored: StoredLogin | None) -> bool:
+        """Take what was saved, if it was saved for this very URL."""
+        if stored is None or stored.server_url != self.url:
+            return False
+        self.record = stored
+        return True
+
+    # -- what is in use --
+
+    @property
+    def issuer(self) -> str | None:
+        return self.record.issuer
+
+    @property
+    def tokens(self) -> TokenSet | None:
+        current = self.record.current
+        return current.tokens if current is not None else None
+
+    @property
+    def server(self) -> AuthorizationServer | None:
+        current = self.record.current
+        return current.server if current is not None else None
+
+    @property
+    def header(self) -> str | None:
+        tokens = self.tokens
+        return tokens.authorization() if tokens is not None else None
+
+    def registration(self) -> ClientRegistration | None:
+        """The identity mcpd uses with the current issuer, secret included."""
+        current = self.record.current
+        reg = current.registration if current is not None else None
+        if reg is not None and reg.source == "preregistered":
+            return msgspec.structs.replace(reg, client_secret=self.client.client_secret)
+        return reg
+
+    def registrations(self, redirect_uri: str | None) -> dict[str, ClientRegistration]:
+        """Registrations mcpd made, per issuer, that still fit ``redirect_uri``: an
+        authorization server compares the redirect URI with the registered ones."""
+        out = {}
+        for issuer, entry in self.record.issuers.items():
+            reg = entry.registration
+            if reg is None or reg.source != "dynamic":
+                continue
+            if redirect_uri is None or redirect_uri in reg.redirect_uris:
+                out[issuer] = reg
+        return out
+
+    def redirect_port(self, configured: int) -> int:
+        """The port to listen on for a login: the configured one, else the one the
+        current registration was made with (so it can be used again), else any."""
+        if configured:
+            return configured
+        for issuer in [self.issuer, *self.record.issuers]:
+            entry = self.record.issuers.get(issuer) if issuer is not None else None
+            reg = entry.registration if entry is not None else None
+            for uri in reg.redirect_uris if reg is not None else ():
+                with contextlib.suppress(ValueError):
+                    port = urlsplit(uri).port
+                    if port:
+                        return port
+        return 0
+
+    # -- changes --
+
+    def adopt(self, result: AuthorizationResult) -> None:
+        """A finished authorization: its issuer is the one in use from now on."""
+        issuer = result.discovery.issuer
+        reg = result.registration
+        if reg.source == "preregistered":
+            reg = msgspec.structs.replace(reg, client_secret=None)
+        entry = self.record.issuers.setdefault(issuer, IssuerRecord())
+        entry.server = result.discovery.server
+        entry.registration = reg
+        entry.tokens = result.tokens
+        self.record.issuer = issuer
+
+    def replace_tokens(self, tokens: TokenSet) -> None:
+        current = self.record.current
+        if current is not None:
+            current.tokens = tokens
+
+    def drop_tokens(self) -> None:
+        current = self.record.current
+        if current is not None:
+            current.tokens = None
+
+    def drop_all_tokens(self) -> None:
+        for entry in self.record.issuers.values():
+            entry.tokens = None
+
+    def drop_refresh_token(self) -> None:
+        tokens = self.tokens
+        if tokens is not None and tokens.refresh_token is not None:
+            self.replace_tokens(msgspec.structs.replace(tokens, refresh_token=None))
+
+    def moved(self, discovery: DiscoveryResult) -> None:
+        """The server now names another authorization server: everything of the old
+        one is void (its client id must not be shown to the new one)."""
+        old = self.record.issuer
+        if old is not None:
+            self.record.issuers.pop(old, None)
+        self.record.issuers.setdefault(discovery.issuer, IssuerRecord()).server = discovery.server
+        self.record.issuer = discovery.issuer
+
+    def has_tokens_saved(self) -> bool:
+        return any(e.tokens is not None for e in self.record.issuers.values())
+
+    # -- what people see (never a token) --
+
+    def summary(self, now: float | None = None) -> dict[str, Any]:
+        now = time.time() if now is None else now
+        tokens = self.tokens
+        out: dict[str, Any] = {
+            "issuer": self.issuer,
+            "client_id": (self.registration() or _NO_REG).client_id or None,
+        }
+        if tokens is None:
+            return {**out, "logged_in": False}
+        return {
+            **out,
+            "logged_in": True,
+            "scopes": list(tokens.scope or ()),
+            "expires_at": _iso(tokens.expires_at),
+            "expired": tokens.expired(now),
+            "refreshable": tokens.refresh_token is not None,
+            "obtained_at": _iso(tokens.obtained_at or None),
+        }
+
+
+_NO_REG = ClientRegistration(issuer="", client_id="")

@@ -1,0 +1,165 @@
+"""A person's login to one server, in two halves, and logging out.
+
+mcpd runs without a terminal or a browser, so ``mcpd auth login`` does the part that
+needs a person: it listens on a loopback port, shows (or opens) the authorization
+URL and brings back the redirect. The daemon does the rest: ``begin`` runs
+discovery and registration and returns the URL with the login's id; the PKCE
+verifier and the state never leave it. ``finish`` checks the redirect (``iss``,
+state) and exchanges the code. Only the latest login of a server is waiting at any
+time, for at most ``LOGIN_TTL``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from typing import Any, Final, Literal
+
+import msgspec
+import trio
+
+from protocol.oauth import (
+    Action,
+    AuthorizationFlow,
+    Authorized,
+    FetchPolicy,
+    FlowConfig,
+    OAuthError,
+    OpenBrowser,
+    Secret,
+    SendRequest,
+)
+from transports.base import TransportError
+
+from .auth import AuthFailed, ServerAuth, why
+
+LOGIN_TTL: Final = 600.0
+
+_Hint = Literal["refresh_token", "access_token"]
+
+
+class LoginError(Exception):
+    """A login could not start or finish; the message is for the person running it."""
+
+
+class _Pending(msgspec.Struct):
+    id: str
+    flow: AuthorizationFlow
+    started: float
+
+
+class Login:
+    def __init__(self, auth: ServerAuth) -> None:
+        self.auth = auth
+        self._pending: _Pending | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self._pending is not None
+
+    async def begin(self, redirect_uri: str | None) -> tuple[str, str] | None:
+        """Start a login: (the URL to open, the login's id); None when it needed no
+        browser (client credentials) and is done."""
+        auth = self.auth
+        async with auth.lock:
+            await auth.load()
+            if auth.kind == "client_credentials":
+                try:
+                    await auth.client_credentials(auth.challenge)
+                except AuthFailed as exc:
+                    raise LoginError(exc.reason) from None
+                return None
+        if redirect_uri is None:
+            raise LoginError("a login needs a redirect URI to come back to")
+        try:
+            policy = await auth.policy()
+            flow = AuthorizationFlow(
+                FlowConfig(auth.url, client=auth.creds.client, redirect_uri=redirect_uri),
+                policy=policy,
+                now=auth.clock(),
+                challenge=auth.challenge,
+                scopes=auth.login_scopes(),
+                registrations=auth.creds.registrations(redirect_uri),
+            )
+            action = await self._drive(flow, policy)
+        except (TransportError, OAuthError) as exc:
+            raise LoginError(f"cannot start the login: {why(exc)}") from None
+        assert isinstance(action, OpenBrowser)
+        self._pending = _Pending(secrets.token_urlsafe(12), flow, auth.clock())
+        return action.url, self._pending.id
+
+    async def finish(self, login_id: str, redirect: str) -> None:
+        """Complete the login ``login_id`` with the redirect the browser came back to."""
+        auth = self.auth
+        pending = self._pending
+        if (
+            pending is None
+            or not hmac.compare_digest(pending.id.encode(), login_id.encode())
+            or auth.clock() - pending.started > LOGIN_TTL
+        ):
+            raise LoginError(
+                "this login is no longer waiting (a newer one replaced it, it took more than "
+                f"{LOGIN_TTL / 60:.0f} minutes, or mcpd restarted); "
+                f"run `mcpd auth login {auth.alias}` again"
+            )
+        self._pending = None
+        flow = pending.flow
+        try:
+            flow.receive_redirect(redirect, auth.clock())
+            # The code is good once: a token request abandoned halfway wastes the login.
+            with trio.CancelScope(shield=True):
+                action = await self._drive(flow, await auth.policy())
+        except (TransportError, OAuthError) as exc:
+            raise LoginError(f"the login failed: {why(exc)}") from None
+        assert isinstance(action, Authorized)
+        requested = flow.pending.scopes if flow.pending is not None else None
+        async with auth.lock:
+            await auth.adopt(action.result, requested)
+
+    async def logout(self) -> dict[str, Any]:
+        """Forget the tokens, revoking them first where the server offers it."""
+        auth = self.auth
+        self._pending = None
+        async with auth.lock:
+            await auth.load()
+            creds = auth.creds
+            tokens, server, reg = creds.tokens, creds.server, creds.registration()
+            revoked: list[str] = []
+            problem: str | None = None
+            if tokens is not None and server is not None and reg is not None:
+                policy = await auth.policy()
+                hints: list[tuple[_Hint, Secret | None]] = [
+                    ("refresh_token", tokens.refresh_token),
+                    ("access_token", tokens.access_token),
+                ]
+                for hint, token in hints:
+                    if token is None:
+                        continue
+                    try:
+                        offered = await auth.http.revoke(
+                            server, reg, token, hint, policy, key=creds.client.signing_key
+                        )
+                    except (TransportError, OAuthError) as exc:
+                        problem = why(exc)
+                        break
+                    if not offered:
+                        break
+                    revoked.append(hint)
+            had = creds.has_tokens_saved()
+            creds.drop_all_tokens()
+            await auth.save()
+            if auth.kind != "client_credentials":
+                auth.lost("logged out")
+        return {"had_tokens": had, "revoked": revoked, "problem": problem}
+
+    def status(self) -> dict[str, Any]:
+        return {**self.auth.status(), "login_pending": self.pending}
+
+    async def _drive(self, flow: AuthorizationFlow, policy: FetchPolicy) -> Action:
+        """Execute the flow's requests up to its next step that is not a request."""
+        action = flow.next_action()
+        while isinstance(action, SendRequest):
+            response = await self.auth.http.execute(action.request, policy)
+            flow.receive_response(response, self.auth.clock())
+            action = flow.next_action()
+        return action

@@ -1,0 +1,94 @@
+"""``mcpd auth``'s side in the daemon: the logins of every server, by alias.
+
+The agent side reaches this through ``Control.logins`` (``agents.backend.Logins``);
+each method answers a JSON-RPC request from ``mcpd auth``. Refusals are
+``rpc.RPCError`` with a message for the person at the terminal. A finished login
+returns once the server has used it: connected, or failed with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import trio
+
+from protocol import jsonrpc as rpc
+
+from .login import Login, LoginError
+from .runner import Runner
+from .supervisor import Supervisor
+
+REFUSED: Final = -32000
+
+
+def _refused(message: str) -> rpc.RPCError:
+    return rpc.RPCError(REFUSED, message)
+
+
+class Logins:
+    def __init__(self, supervisor: Supervisor) -> None:
+        self._supervisor = supervisor
+
+    def _runner(self, alias: str) -> tuple[Runner, Login]:
+        runner = self._supervisor.runners.get(alias)
+        if runner is None:
+            known = ", ".join(sorted(self._supervisor.runners)) or "none"
+            raise _refused(f"no server named {alias!r} is running (servers: {known})")
+        if runner.login is None or runner.auth is None:
+            raise _refused(f"{alias} is a stdio server; logins are for HTTP servers")
+        if not runner.auth.enabled:
+            raise _refused(
+                f"{alias} sends the Authorization header from the configuration; remove it "
+                "to log in with OAuth instead"
+            )
+        return runner, runner.login
+
+    def status(self) -> list[dict[str, Any]]:
+        out = []
+        for alias in sorted(self._supervisor.runners):
+            runner = self._supervisor.runners[alias]
+            if runner.login is not None and runner.auth is not None and runner.auth.enabled:
+                out.append({**runner.login.status(), "server_state": runner.state})
+        return out
+
+    async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, Any]:
+        runner, login = self._runner(alias)
+        before = runner.attempts
+        try:
+            started = await login.begin(redirect_uri)
+        except LoginError as exc:
+            raise _refused(f"{alias}: {exc}") from None
+        if started is None:  # client credentials: done already
+            return await self._outcome(runner, before)
+        url, login_id = started
+        return {"server": alias, "url": url, "login": login_id}
+
+    async def finish(self, alias: str, login_id: str, redirect: str) -> dict[str, Any]:
+        runner, login = self._runner(alias)
+        before = runner.attempts
+        try:
+            await login.finish(login_id, redirect)
+        except LoginError as exc:
+            raise _refused(f"{alias}: {exc}") from None
+        return await self._outcome(runner, before)
+
+    async def logout(self, alias: str) -> dict[str, Any]:
+        _, login = self._runner(alias)
+        return {"server": alias, **await login.logout()}
+
+    async def _outcome(self, runner: Runner, before: int) -> dict[str, Any]:
+        """Once the server has tried the new credentials: its state afterwards."""
+        with trio.move_on_after(self._supervisor.config.daemon.startup_deadline):
+            while not (
+                runner.phase == "connected"
+                or (runner.attempts > before and runner.phase != "starting")
+            ):
+                await runner.phase_changed()
+        out: dict[str, Any] = {
+            "server": runner.alias,
+            "state": runner.state,
+            "tools": self._supervisor.registry.count(runner.alias),
+        }
+        if not runner.available:
+            out["reason"] = runner.outage().reason
+        return out

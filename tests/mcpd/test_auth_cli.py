@@ -1,0 +1,201 @@
+"""``mcpd auth login|status|logout`` as a person runs them (real processes), against a
+daemon whose server is a local protected MCP endpoint: the login over SSH with the
+redirect pasted, the browser opened without a shell, and who may log in at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from mcpd.cli.auth import browser_argv, safe_to_open
+from tests.mcpd.test_agent_protocol import PEER_PROBE
+from tests.support.agent import connect, make_config, running
+from tests.support.oauth_mcp import ProtectedMcp, serve_protected
+from transports.oauth_http import OAuthHttp
+
+LIMIT = 30
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def config_for(tmp: Path, srv: ProtectedMcp, **daemon: Any) -> Any:
+    servers = {"t": {"url": srv.mcp_url}, "notes": {"command": sys.executable, "args": ["-V"]}}
+    return make_config(tmp, servers, state_dir=str(tmp / "state"), **daemon)
+
+
+async def mcpd(socket: str, *argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    proc = await trio.run_process(
+        [sys.executable, "-m", "mcpd", *argv, "--socket", socket],
+        stdin=subprocess.DEVNULL,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
+    return proc.returncode, (proc.stdout + proc.stderr).decode()
+
+
+async def read_until(stream: trio.abc.ReceiveStream, needle: bytes, seen: bytearray) -> None:
+    while needle not in seen:
+        chunk = await stream.receive_some(4096)
+        if not chunk:
+            raise AssertionError(f"the command ended without printing {needle!r}:\n{seen!r}")
+        seen += chunk
+
+
+async def test_over_ssh_the_redirect_is_pasted(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv, running(config_for(tmp_path, srv)) as daemon:
+            env = {k: v for k, v in os.environ.items() if k not in ("BROWSER", "DISPLAY")}
+            proc = await trio.lowlevel.open_process(
+                [
+                    sys.executable,
+                    "-m",
+                    "mcpd",
+                    "auth",
+                    "login",
+                    "t",
+                    "--socket",
+                    daemon.socket_path,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=ROOT,
+            )
+            assert proc.stdin is not None and proc.stdout is not None
+            seen = bytearray()
+            await read_until(proc.stdout, b"press Enter.", seen)
+            url = next(
+                line.strip()
+                for line in seen.decode().splitlines()
+                if line.strip().startswith("http://") and "/authorize?" in line
+            )
+            # The browser runs elsewhere: it ends at an address this machine never sees,
+            # which the person copies from its address bar.
+            http = OAuthHttp()
+            landed = await http.follow_authorization(url, await http.policy_for(srv.mcp_url))
+            await proc.stdin.send_all(b"http://example.com/not-it\n")
+            await read_until(proc.stdout, b"that is not the address to paste", seen)
+            await proc.stdin.send_all(landed.encode() + b"\n")
+            while chunk := await proc.stdout.receive_some(4096):
+                seen += chunk
+            assert await proc.wait() == 0, seen.decode()
+            assert seen.decode().rstrip().endswith("t: logged in; ready with 1 tools")
+            async with connect(daemon.socket_path) as agent:
+                result = await agent.call("mcp__t__whoami")
+            assert result["content"][0]["text"] == "called with token #1"
+
+
+async def test_the_browser_opens_the_url_and_its_redirect_reaches_the_command(
+    tmp_path: Path,
+) -> None:
+    browser = ROOT / "tests" / "support" / "scripted_browser.py"
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv, running(config_for(tmp_path, srv)) as daemon:
+            sock = daemon.socket_path
+            # The URL carries & and ?; a shell would have cut it (or run what follows).
+            code, said = await mcpd(
+                sock, "auth", "login", "t", env={"BROWSER": f"{sys.executable} {browser}"}
+            )
+            assert code == 0, said
+            code, said = await mcpd(sock, "auth", "status")
+            assert code == 0
+            line = next(x for x in said.splitlines() if x.startswith("t "))
+            assert line.split()[1] == "logged_in" and srv.base in line
+            code, said = await mcpd(sock, "auth", "status", "--json")
+            (entry,) = json.loads(said)["servers"]
+            assert (entry["server"], entry["state"], entry["refreshable"]) == (
+                "t",
+                "logged_in",
+                True,
+            )
+            code, said = await mcpd(sock, "auth", "logout", "t")
+            assert (code, said.strip()) == (0, "t: logged out; the server revoked the tokens")
+            assert len(srv.revoked) == 2  # the refresh token, then the access token
+            code, said = await mcpd(sock, "auth", "status")
+            assert "needs_login" in said and "logged out; run `mcpd auth login t`" in said
+
+
+async def test_what_cannot_be_logged_in_to_says_why(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv, running(config_for(tmp_path, srv)) as daemon:
+            sock = daemon.socket_path
+            code, said = await mcpd(sock, "auth", "login", "nope")
+            assert code == 1 and "no server named 'nope' is running" in said
+            code, said = await mcpd(sock, "auth", "login", "notes")
+            assert code == 1 and "notes is a stdio server; logins are for HTTP servers" in said
+            code, said = await mcpd(sock, "auth", "logout", "nope")
+            assert code == 1 and "no server named 'nope'" in said
+
+
+def test_the_browser_command_is_an_argv_and_only_for_a_desktop(tmp_path: Path) -> None:
+    url = "https://auth.example.com/authorize?a=1&b=$(reboot)"
+    assert browser_argv(url, {}) is None  # a server, or SSH without a display
+    assert browser_argv(url, {"BROWSER": "firefox --new-window"}) == [
+        "firefox",
+        "--new-window",
+        url,
+    ]
+    opener = tmp_path / "xdg-open"
+    opener.write_text("#!/bin/sh\n")
+    opener.chmod(0o755)
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{tmp_path}:{old}"
+    try:
+        if sys.platform != "darwin":
+            assert browser_argv(url, {"DISPLAY": ":0"}) == ["xdg-open", url]
+            assert browser_argv(url, {"WAYLAND_DISPLAY": "wayland-0"}) == ["xdg-open", url]
+    finally:
+        os.environ["PATH"] = old
+    assert safe_to_open(url)
+    assert safe_to_open("http://127.0.0.1:8080/authorize")
+    assert not safe_to_open("http://auth.example.com/authorize")
+    assert not safe_to_open("javascript:alert(1)")
+    assert not safe_to_open("file:///etc/passwd")
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root to create a test user"
+)
+async def test_only_the_daemons_user_may_log_in_or_out(tmp_path: Path) -> None:
+    user = "mcpd-test-peer"
+    if subprocess.run(["id", user], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", user], check=True)
+    uid = pwd.getpwnam(user).pw_uid
+    shared = Path(tempfile.mkdtemp(prefix="mcpd-peer-"))
+    shared.chmod(0o755)
+    sock = shared / "mcpd.sock"
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+    async def as_user(method: str) -> dict[str, Any]:
+        out = await trio.run_process(
+            [python, "-c", PEER_PROBE, str(sock), method],
+            capture_stdout=True,
+            preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
+        )
+        return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv:
+            config = config_for(
+                tmp_path, srv, socket=str(sock), socket_mode="0666", allow_uids=[uid]
+            )
+            async with running(config):
+                assert "servers" in (await as_user("mcpd/auth/status"))["result"]
+                for method in ("mcpd/auth/login", "mcpd/auth/complete", "mcpd/auth/logout"):
+                    denied = await as_user(method)
+                    assert denied["error"]["message"] == (
+                        f"{method} is only for the daemon's user and root"
+                    )

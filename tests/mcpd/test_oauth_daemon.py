@@ -1,0 +1,229 @@
+"""The daemon's side of OAuth, against a local protected MCP server: a server that
+asks for a login waits in ``needs_login`` (shown everywhere, never retried into a
+crash loop or an open breaker), a login through the socket brings it back, tokens
+are refreshed before they expire and after a 401 with one token request however
+many calls wait, and they survive a restart in a 0600 file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from mcpd.config.model import Config
+from mcpd.daemon import Daemon
+from tests.support.agent import Agent, connect, make_config, running
+from tests.support.oauth_mcp import ProtectedMcp, serve_protected
+from transports.oauth_http import OAuthHttp
+
+LIMIT = 20
+REDIRECT = "http://127.0.0.1:33419/callback"
+TOOL = "mcp__t__whoami"
+
+
+def config_for(tmp: Path, srv: ProtectedMcp, **server: Any) -> Config:
+    return make_config(
+        tmp,
+        {"t": {"url": srv.mcp_url, "max_concurrency": 64, **server}},
+        state_dir=str(tmp / "state"),
+        startup_deadline=5.0,
+    )
+
+
+async def login(agent: Agent, srv: ProtectedMcp, alias: str = "t") -> dict[str, Any]:
+    """``mcpd auth login`` through the socket, with a browser that follows the
+    authorization URL to where it redirects (the test server approves at once)."""
+    start = await agent.result("mcpd/auth/login", {"server": alias, "redirect_uri": REDIRECT})
+    http = OAuthHttp()
+    redirect = await http.follow_authorization(start["url"], await http.policy_for(srv.mcp_url))
+    done = {"server": alias, "login": start["login"], "redirect": redirect}
+    return await agent.result("mcpd/auth/complete", done)  # type: ignore[no-any-return]
+
+
+@contextlib.asynccontextmanager
+async def daemon_with(tmp: Path) -> AsyncIterator[tuple[ProtectedMcp, Daemon, Agent]]:
+    """The protected server, a daemon with it as ``t``, and an agent of that daemon."""
+    async with (
+        serve_protected() as srv,
+        running(config_for(tmp, srv)) as daemon,
+        connect(daemon.socket_path) as agent,
+    ):
+        yield srv, daemon, agent
+
+
+async def server_row(agent: Agent) -> dict[str, Any]:
+    return (await agent.result("mcpd/status"))["servers"][0]  # type: ignore[no-any-return]
+
+
+async def test_a_server_that_asks_for_a_login_waits_for_one(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path) as (srv, _daemon, agent):
+            row = await server_row(agent)
+            assert row["state"] == "needs_login"
+            assert row["last_error"] == ("the server asks for a login; run `mcpd auth login t`")
+            assert row["retry_at"] is None
+            assert row["breaker"]["failures"] == 0
+            first = len(srv.http.requests)
+            # Time passes, calls come: nothing is retried behind the user's back.
+            await trio.sleep(0.5)
+            assert len(srv.http.requests) == first
+            assert (await server_row(agent))["restarts"] == 0
+            auth = (await agent.result("mcpd/auth/status"))["servers"][0]
+            assert auth["state"] == "needs_login"
+            assert auth["server_state"] == "needs_login"
+
+            out = await login(agent, srv)
+            assert out == {"server": "t", "state": "ready", "tools": 1}
+            assert (await agent.call(TOOL))["content"][0]["text"] == ("called with token #1")
+            status = (await agent.result("mcpd/auth/status"))["servers"][0]
+            assert status["state"] == "logged_in"
+            assert status["issuer"] == srv.base
+            assert status["refreshable"] is True
+    assert srv.failures == []  # PKCE, resource and redirect_uri all matched at the server
+
+
+async def test_the_outage_names_the_login_in_the_tool_list_and_call_results(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv:
+            config = config_for(tmp_path, srv)
+            async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                await login(agent, srv)
+            # Restart without the refresh token working: the saved tools stay listed.
+            srv.revoke_everything()
+            async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                assert (await server_row(agent))["state"] == "needs_login"
+                (tool,) = [t for t in await agent.tools() if t["name"] == TOOL]
+                assert tool["_meta"]["mcpd/available"] is False
+                assert tool["description"].startswith("[unavailable: t needs a login since ")
+                assert "(run `mcpd auth login t`)]" in tool["description"]
+                result = await agent.call(TOOL)
+                assert result["isError"] is True
+                text = result["content"][0]["text"]
+                assert text.startswith("The tool server 't' is unavailable (needs_login): ")
+                assert "mcpd auth login t" in text
+                assert "ask the user to log in to 't'" in text
+                assert result["_meta"]["mcpd/outage"]["state"] == "needs_login"
+
+
+async def test_fifty_calls_during_a_refresh_make_one_token_request(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path) as (srv, daemon, agent):
+            await login(agent, srv)
+            auth = daemon.supervisor.runners["t"].auth
+            assert auth is not None
+            # Move the daemon's clock to a minute before the token expires.
+            auth.clock = lambda: time.time() + 3550
+            srv.gate, srv.token_request = trio.Event(), trio.Event()
+            before = srv.grants["refresh_token"]
+            results: list[dict[str, Any]] = []
+
+            async def one() -> None:
+                results.append(await agent.call(TOOL))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one)
+                await srv.token_request.wait()  # the refresh is under way
+                for _ in range(49):
+                    nursery.start_soon(one)
+                runner = daemon.supervisor.runners["t"]
+                while runner.inflight < 50:
+                    await trio.sleep(0.01)
+                assert srv.calls == []  # all of them wait for the new token
+                srv.gate.set()
+    assert srv.grants["refresh_token"] - before == 1
+    assert len(results) == 50
+    assert all(not r.get("isError") for r in results), results[:3]
+    assert {r["content"][0]["text"] for r in results} == {"called with token #2"}
+
+
+async def test_a_401_is_answered_by_one_refresh_for_all_waiting_calls(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path) as (srv, _daemon, agent):
+            await login(agent, srv)
+            srv.revoke_access()  # the server no longer takes the token
+            before = srv.grants["refresh_token"]
+            results: list[dict[str, Any]] = []
+
+            async def one() -> None:
+                results.append(await agent.call(TOOL))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(20):
+                    nursery.start_soon(one)
+            row = await server_row(agent)
+    assert srv.grants["refresh_token"] - before == 1
+    assert [r.get("isError", False) for r in results] == [False] * 20
+    assert row["state"] == "ready" and row["breaker"]["failures"] == 0
+
+
+async def test_a_revoked_refresh_token_means_needs_login_then_a_login_brings_it_back(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path) as (srv, _daemon, agent):
+            await login(agent, srv)
+            srv.revoke_everything()
+            results = [await agent.call(TOOL) for _ in range(8)]
+            row = await server_row(agent)
+            assert row["state"] == "needs_login"
+            assert row["last_error"].startswith(
+                "the authorization server no longer accepts mcpd's refresh token"
+            )
+            # Eight calls into a server that needs a login: no breaker storm.
+            assert row["breaker"] == {
+                "state": "closed",
+                "consecutive_failures": 0,
+                "failures": 0,
+                "opened": 0,
+            }
+            assert srv.grants["refresh_token"] == 1  # tried once, not per call
+            assert (await login(agent, srv))["state"] == "ready"
+            assert not (await agent.call(TOOL)).get("isError")
+    for result in results:
+        assert result["isError"] is True
+        assert result["_meta"]["mcpd/outage"]["state"] == "needs_login"
+        assert "run `mcpd auth login t`" in result["content"][0]["text"]
+
+
+async def test_tokens_survive_a_restart_in_a_private_file(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv:
+            config = config_for(tmp_path, srv)
+            async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                await login(agent, srv)
+            path = tmp_path / "state" / "oauth" / "t.json"
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+            assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+            logins = srv.grants["authorization_code"]
+            async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                assert (await server_row(agent))["state"] == "ready"
+                assert not (await agent.call(TOOL)).get("isError")
+                # Logging out forgets the tokens (revoked at the server) and needs a login.
+                out = await agent.result("mcpd/auth/logout", {"server": "t"})
+                assert out["revoked"] == ["refresh_token", "access_token"]
+                with trio.fail_after(5):
+                    while (await server_row(agent))["state"] != "needs_login":
+                        await trio.sleep(0.02)
+    assert srv.grants["authorization_code"] == logins  # no new login was needed
+    assert b"access-" not in path.read_bytes()
+
+
+async def test_a_saved_login_is_not_sent_to_another_url(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv:
+            config = config_for(tmp_path, srv)
+            async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                await login(agent, srv)
+            moved = config_for(tmp_path, srv, url=srv.mcp_url + "?tenant=2")
+            async with running(moved) as daemon, connect(daemon.socket_path) as agent:
+                assert (await server_row(agent))["state"] == "needs_login"
+    last = srv.http.requests[-1]
+    assert last.target == "/mcp?tenant=2" and last.header("authorization") is None

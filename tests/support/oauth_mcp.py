@@ -1,0 +1,86 @@
+"""``oauth_server.OAuthServer`` with a real (small) 2026-07-28 MCP endpoint behind it,
+for tests of the daemon's side of OAuth: a server mcpd can list and call once it
+holds a token.
+
+``/mcp`` answers ``server/discover``, ``tools/list`` (one tool, ``whoami``) and
+``tools/call`` for requests with a live token, and the 401 challenge otherwise.
+The token endpoint can be held shut (``gate``) to catch requests that arrive while
+a token request is under way, and counts its requests by grant type.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import trio
+
+from .http_servers import Responder, SeenRequest, error, result, serve_http
+from .oauth_server import OAuthServer
+
+TOOL = {
+    "name": "whoami",
+    "description": "Say which token the call came with.",
+    "inputSchema": {"type": "object", "properties": {}},
+}
+
+
+class ProtectedMcp(OAuthServer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.grants: Counter[str] = Counter()
+        self.token_request = trio.Event()  # set when a token request arrives
+        self.gate: trio.Event | None = None  # while set to an unset Event: token requests wait
+        self.calls: list[str] = []  # the token each tools/call came with
+
+    def revoke_access(self) -> None:
+        """The server forgets every access token (as if they all expired)."""
+        self.issued.clear()
+
+    def revoke_everything(self) -> None:
+        self.issued.clear()
+        self.live_refresh.clear()
+
+    async def _token(self, req: SeenRequest, respond: Responder) -> None:
+        self.grants[self._form(req).get("grant_type", "?")] += 1
+        self.token_request.set()
+        if self.gate is not None:
+            await self.gate.wait()
+        await super()._token(req, respond)
+
+    async def _mcp(self, req: SeenRequest, respond: Responder) -> None:
+        auth = req.header("authorization") or ""
+        token = auth.removeprefix("Bearer ")
+        if not auth.startswith("Bearer ") or token not in self.issued:
+            await super()._mcp(req, respond)  # the 401 with its challenge
+            return
+        method, rid = req.rpc_method, req.rpc_id
+        answer: dict[str, Any]
+        if method == "server/discover":
+            answer = result(
+                rid,
+                {
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "resultType": "complete",
+                },
+            )
+        elif method == "tools/list":
+            answer = result(rid, {"tools": [TOOL], "resultType": "complete"})
+        elif method == "tools/call":
+            self.calls.append(token)
+            text = {"type": "text", "text": f"called with token #{self.issued.index(token) + 1}"}
+            answer = result(rid, {"content": [text], "resultType": "complete"})
+        else:
+            answer = error(rid, -32601, f"no method {method}")
+        await respond.json(answer)
+
+
+@contextlib.asynccontextmanager
+async def serve_protected() -> AsyncIterator[ProtectedMcp]:
+    server = ProtectedMcp()
+    async with serve_http(server) as http:
+        server._http = http
+        yield server
