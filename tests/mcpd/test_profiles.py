@@ -124,8 +124,10 @@ def test_the_http_endpoint_is_loopback_unless_the_config_says_otherwise() -> Non
 
 
 def tool(name: str, description: str = "", **props: str) -> mcp.Tool:
-    schema = {"type": "object", "properties": {k: {"type": "string", "description": v}
-                                               for k, v in props.items()}}  # fmt: skip
+    schema = {
+        "type": "object",
+        "properties": {k: {"type": "string", "description": v} for k, v in props.items()},
+    }
     return mcp.Tool(
         name=name, description=description, inputSchema=msgspec.Raw(msgspec.json.encode(schema))
     )
@@ -133,11 +135,22 @@ def tool(name: str, description: str = "", **props: str) -> mcp.Tool:
 
 def table() -> Registry:
     r = Registry(NamingConfig())
-    r.update("git", [tool("git_status", "Shows the working tree status"),
-                     tool("git_log", "Shows the commit logs"),
-                     tool("git_delete_branch", "Deletes a branch")])  # fmt: skip
-    r.update("fs", [tool("read_file", "Read a file"), tool("write_file", "Write a file"),
-                    tool("delete_file", "Delete a file")])  # fmt: skip
+    r.update(
+        "git",
+        [
+            tool("git_status", "Shows the working tree status"),
+            tool("git_log", "Shows the commit logs"),
+            tool("git_delete_branch", "Deletes a branch"),
+        ],
+    )
+    r.update(
+        "fs",
+        [
+            tool("read_file", "Read a file"),
+            tool("write_file", "Write a file"),
+            tool("delete_file", "Delete a file"),
+        ],
+    )
     r.update("mail", [tool("send_mail", "Send an email"), tool("read_inbox", "Read mail")])
     return r
 
@@ -159,8 +172,10 @@ def test_servers_and_patterns_choose_the_tools() -> None:
     r = table()
     assert view(r).identity and view(r).listing() is r.listing()
     assert names(view(r, servers=["git"])) == [
-        "mcp__git__git_delete_branch", "mcp__git__git_log", "mcp__git__git_status"
-    ]  # fmt: skip
+        "mcp__git__git_delete_branch",
+        "mcp__git__git_log",
+        "mcp__git__git_status",
+    ]
     assert names(view(r, tools={"allow": ["read_*"]})) == [
         "mcp__fs__read_file",
         "mcp__mail__read_inbox",
@@ -171,8 +186,11 @@ def test_servers_and_patterns_choose_the_tools() -> None:
     ]
     deny_everywhere = names(view(r, servers=["*"], tools={"deny": ["*/*delete*", "mail/*"]}))
     assert deny_everywhere == [
-        "mcp__fs__read_file", "mcp__fs__write_file", "mcp__git__git_log", "mcp__git__git_status"
-    ]  # fmt: skip
+        "mcp__fs__read_file",
+        "mcp__fs__write_file",
+        "mcp__git__git_log",
+        "mcp__git__git_status",
+    ]
     v = view(r, servers=["g*"])
     assert v.lookup("mcp__git__git_log") is r.lookup("mcp__git__git_log")
     assert v.lookup("mcp__fs__read_file") is None  # another profile's tool is not callable
@@ -213,13 +231,17 @@ def test_a_profile_for_a_prefixing_host_fits_64_characters() -> None:
 def test_names_from_scratch_equal_the_tables() -> None:
     rng = random.Random(5)
     for _ in range(30):
-        naming = NamingConfig(template=rng.choice(["{alias}__{tool}", "{tool}", "x.{tool}"]),
-                              max_length=rng.choice([16, 20, 64]))  # fmt: skip
+        naming = NamingConfig(
+            template=rng.choice(["{alias}__{tool}", "{tool}", "x.{tool}"]),
+            max_length=rng.choice([16, 20, 64]),
+        )
         r = Registry(naming)
         keys = []
         for alias in ("a", "b", "a_b"):
-            tools = {rng.choice(["t", "t.1", "t_1", "tool_" * rng.randint(1, 4), "b__t"])
-                     for _ in range(4)}  # fmt: skip
+            tools = {
+                rng.choice(["t", "t.1", "t_1", "tool_" * rng.randint(1, 4), "b__t"])
+                for _ in range(4)
+            }
             r.update(alias, [tool(t) for t in tools])
             keys += [(alias, t) for t in tools]
         got = assign_names(keys, naming)
@@ -303,5 +325,13 @@ def test_a_profile_that_matches_no_tool_is_a_config_error() -> None:
     # A server that has not listed yet (or is about to change) cannot be judged.
     empty = {"dev": ProfileConfig(servers=["git", "new"], tools=nothing)}
     assert unmatched(empty, r, r.naming, [*aliases, "new"]) is None
-    assert unmatched({"dev": ProfileConfig(servers=["git"], pinned=["x"])}, r, r.naming,
-                     aliases, unknown=["git"]) is None  # fmt: skip
+    assert (
+        unmatched(
+            {"dev": ProfileConfig(servers=["git"], pinned=["x"])},
+            r,
+            r.naming,
+            aliases,
+            unknown=["git"],
+        )
+        is None
+    )
