@@ -1,4 +1,4 @@
-"""``mcpd serve|status|tools|call|reload|check-config|import|bridge|auth|token``.
+"""``mcpd serve|status|tools|call|reload|check-config|import|bridge|auth|connect|token``.
 
 Exit codes: 0 ok, 1 the tool returned isError, 2 usage, 3 daemon unreachable,
 4 the daemon's reply could not be read, 78 config error.
@@ -389,6 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
     tk.add_argument("--config", help=f"config file (default: {default_config_path()})")
     tk.set_defaults(func=cmd_token)
 
+    from .connect import add_parser
+
+    add_parser(sub)
     return p
 
 
