@@ -20,17 +20,17 @@ from __future__ import annotations
 import hmac
 import logging
 from collections.abc import Callable, Iterable
-from typing import Final
 
 import h11
 import msgspec
 import trio
 
+from protocol import jsonrpc as rpc
+
 from .http_wire import Headers, Reject
 
 logger = logging.getLogger("mcpd.http")
 
-_encode: Final = msgspec.json.Encoder().encode
 Guard = Callable[[h11.Request], None]
 
 
@@ -58,7 +58,7 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
         headers = Headers(request.headers)
         origin = headers.get("origin")
         if origin is not None and origin.rstrip("/").lower() not in origins:
-            raise Reject(403, _encode({"error": f"Origin {origin!r} is not allowed"}))
+            raise Reject(403, _refusal(f"Forbidden: the Origin {origin!r} is not allowed"))
         scheme, _, presented = (headers.get("authorization") or "").partition(" ")
         want = token()
         if scheme.lower() != "bearer" or not hmac.compare_digest(
@@ -66,11 +66,16 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
         ):
             raise Reject(
                 401,
-                _encode({"error": "a bearer token is required: `mcpd token` prints it"}),
+                _refusal("Unauthorized: mcpd wants its bearer token (`mcpd token` prints it)"),
                 [(b"www-authenticate", b'Bearer realm="mcpd"')],
             )
 
     return check
+
+
+def _refusal(message: str) -> bytes:
+    # A JSON-RPC error without an id: what MCP clients show their users; curl shows it too.
+    return rpc.encode_error(None, -32001, message)
 
 
 async def open_endpoint(host: str, port: int) -> tuple[list[trio.SocketListener], Connect]:

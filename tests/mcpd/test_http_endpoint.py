@@ -76,14 +76,14 @@ async def test_no_token_is_401_a_foreign_origin_403(tmp_path: Path) -> None:
             bare = await http(port, "GET", "/healthz")
             assert bare.status == 401
             assert bare.headers["www-authenticate"] == 'Bearer realm="mcpd"'
-            assert "mcpd token" in bare.json()["error"]
+            assert "mcpd token" in bare.json()["error"]["message"]
             wrong = await http(port, "GET", "/healthz", auth(token[:-1] + "x"))
             assert wrong.status == 401
             listed = modern(1, "tools/list")
             no_token_mcp = await http(port, "POST", "/mcp", {**MCP}, json.dumps(listed).encode())
             assert no_token_mcp.status == 401
             evil = await http(port, "GET", "/healthz", auth(token, Origin="http://evil.example"))
-            assert evil.status == 403 and "evil.example" in evil.json()["error"]
+            assert evil.status == 403 and "evil.example" in evil.json()["error"]["message"]
             rebound = auth(token, Origin=f"http://attacker.test:{port}")  # DNS rebinding
             assert (await http(port, "GET", "/status", rebound)).status == 403
             for origin in (f"http://127.0.0.1:{port}", f"http://localhost:{port}", None):
