@@ -103,10 +103,11 @@ class Api(ProfileMethods):
     ) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._broadcast_list_changes)
-            await nursery.start(trio.serve_listeners, self._handle, [listener])
+            # The daemon's own socket last: once it answers, status shows every endpoint.
             await nursery.start(self.sockets.run, self.profiles.with_sockets())
             if self.control.settings.http_listen is not None:
                 await nursery.start(self._serve_endpoint, self.control.settings.http_listen)
+            await nursery.start(trio.serve_listeners, self._handle, [listener])
             task_status.started()
 
     async def apply_sockets(self) -> None:

@@ -94,6 +94,7 @@ class ProfileView:
         self._prompts = NameFilter(Patterns())
         self._resources = NameFilter(Patterns())
         self._pinned: NameFilter | None = None
+        self.identity = True
         self._synced = -1
         self._entries: list[Entry] = []
         self._by_local: dict[str, Entry] = {}
@@ -120,6 +121,8 @@ class ProfileView:
         self._prompts = NameFilter(profile.prompts)
         self._resources = NameFilter(profile.resources)
         self._pinned = NameFilter(Patterns(allow=profile.pinned)) if profile.pinned else None
+        # Everything under the table's names: the view is the table (and costs nothing).
+        self.identity = self.naming is None and self._servers == ["*"] and self._tools.everything
         self._synced = -1
 
     # -- which servers, tools, prompts and resources --
@@ -137,10 +140,6 @@ class ProfileView:
         return self.has_server(alias) and self._resources.admits(alias, uri)
 
     # -- keeping up with the table --
-
-    @property
-    def identity(self) -> bool:
-        return self.naming is None and self._servers == ["*"] and self._tools.everything
 
     def sync(self) -> int:
         """Catch up with the table; returns ``version``."""
@@ -219,9 +218,9 @@ class ProfileView:
         return [e.encoded for e in self._entries]
 
     def lookup(self, local: str) -> Entry | None:
-        self.sync()
-        if self.identity:
+        if self.identity:  # the hot path of every call: no sync needed
             return self.registry.lookup(local)
+        self.sync()
         return self._by_local.get(local)
 
     def closest(self, name: str, n: int = 3) -> list[str]:
