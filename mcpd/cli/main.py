@@ -170,6 +170,8 @@ def cmd_call(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         _fail(EXIT_USAGE, "arguments must be a JSON object")
     with _client(args) as client:
+        if args.profile is not None:
+            _request(client, "mcpd/useProfile", {"profile": args.profile})
         result = _request(client, "tools/call", {"name": args.name, "arguments": arguments})
     if args.json:
         print(json.dumps(result, indent=2))
@@ -351,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("name")
     k.add_argument("arguments", nargs="?", default="{}")
     k.add_argument("--json", action="store_true")
+    k.add_argument("--profile", metavar="NAME", help="call as an agent of this profile")
     k.set_defaults(func=cmd_call)
 
     st = client_cmd("status", "show each server's state")

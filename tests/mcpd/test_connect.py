@@ -133,3 +133,27 @@ async def test_connect_write_merges_both_files_and_the_names_fit(tmp_path: Path)
     assert len(list(tmp_path.glob("mcpd.toml.bak-*"))) == 1
     again = await mcpd_connect(tmp_path, "claude-code", "--write")
     assert again[0] == 0 and "already has it" in again[1]
+
+
+@pytest.mark.interop
+async def test_gemini_cli_connects_through_what_mcpd_connect_writes(tmp_path: Path) -> None:
+    from .test_hostconfig import GEMINI, gemini_list
+
+    if not GEMINI.exists():
+        pytest.skip("the Gemini CLI is not installed; run `make peers`")
+    cfg = write_mcpd_config(tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "home" / ".gemini").mkdir(parents=True)
+    trusted = {str(project): "TRUST_FOLDER"}
+    (tmp_path / "home" / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
+    with trio.fail_after(120):
+        async with running(load(cfg), str(cfg)) as daemon:
+            code, _, err = await mcpd_connect(tmp_path, "gemini-cli", "--write")
+            assert code == 0, err
+            assert daemon.api.profiles.get("gemini-cli") is not None
+            listing = await gemini_list(tmp_path / "home", project)
+    body = json.loads(host_file(tmp_path, "gemini-cli").read_text())["mcpServers"]["mcpd"]
+    argv = " ".join([body["command"], *body["args"]])
+    assert argv.endswith("--profile gemini-cli")
+    assert f"mcpd: {argv} (stdio) - Connected" in listing, listing
