@@ -287,9 +287,13 @@ class Api(ProfileMethods):
 
     def instructions(self, servers: Servers | None = None) -> str:
         servers = servers or self.profiles.default
+        names = "mcp__<server>__<tool>"
+        if isinstance(servers, ProfileServers):
+            template = (servers.view.naming or servers.view.registry.naming).template
+            names = template.replace("{alias}", "<server>").replace("{tool}", "<tool>")
         text = (
-            "mcpd aggregates the tools of several MCP servers. Tool names are "
-            "mcp__<server>__<tool>; descriptions start with the server's name in brackets."
+            f"mcpd aggregates the tools of several MCP servers. Tool names are {names}; "
+            "descriptions start with the server's name in brackets."
         )
         if isinstance(servers, ProfileServers) and servers.view.mode == "search":
             text += (

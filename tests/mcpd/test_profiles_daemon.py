@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +85,8 @@ async def test_two_agents_on_two_profiles_see_different_lists(tmp_path: Path) ->
                     nursery.start_soon(list_for, key, agent)
             assert seen["dev"] == ["code__git_log", "code__git_status", "code__read_file"]
             assert seen["mail"] == ["mcp__mail__read_inbox"]
+            discovered = await dev.result("server/discover")
+            assert "Tool names are <server>__<tool>;" in discovered["instructions"]
             assert len(seen["all"]) == 5
             assert (await dev.call("code__git_log", {"text": "x"}))["content"][0]["text"] == (
                 "git_log:x"
@@ -298,3 +303,82 @@ async def test_mcpd_tools_and_status_show_each_profile(tmp_path: Path) -> None:
     # `mcpd status` itself is the default profile's one agent.
     assert " ".join(table[1].split()) == "default all 30 30 1 mcp__{alias}__{tool} <= 64"
     assert " ".join(table[2].split()) == "few auto (search) 30 4 0 {alias}__{tool} <= 40"
+
+
+# Sends requests (argv[2]: a JSON list of [method, params]) on one connection and prints
+# each reply, one per line.
+PEER_PROBE = """
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}
+buf = b""
+for i, (method, params) in enumerate(json.loads(sys.argv[2])):
+    req = {"jsonrpc": "2.0", "id": i, "method": method, "params": {**params, "_meta": meta}}
+    try:
+        s.sendall(json.dumps(req).encode() + bytes([10]))
+    except OSError:
+        pass
+    while bytes([10]) not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    line, _, buf = buf.partition(bytes([10]))
+    print(line.decode())
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root to create a test user"
+)
+async def test_a_profile_socket_has_its_own_peers(tmp_path: Path) -> None:
+    user = "mcpd-test-peer"
+    if subprocess.run(["id", user], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", user], check=True)
+    uid = pwd.getpwnam(user).pw_uid
+    shared = Path(tempfile.mkdtemp(prefix="mcpd-peer-"))  # the test user can reach it
+    shared.chmod(0o755)
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+    async def as_user(sock: Path, *requests: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
+        out = await trio.run_process(
+            [python, "-c", PEER_PROBE, str(sock), json.dumps(requests)],
+            capture_stdout=True,
+            preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
+        )
+        return [json.loads(line) for line in out.stdout.decode().splitlines() if line]
+
+    def cfg(**daemon: Any) -> Any:
+        profile = {
+            "servers": ["code"],
+            "socket": str(shared / "dev.sock"),
+            "socket_mode": "0666",
+            "allow_uids": [uid],
+        }
+        return make_config(
+            tmp_path,
+            {"code": server_table("--tools", "2"), "mail": server_table("--tools", "1")},
+            profiles={"dev": profile},
+            socket=str(shared / "mcpd.sock"),
+            socket_mode="0666",
+            **daemon,
+        )
+
+    with trio.fail_after(60):
+        async with running(cfg()):
+            (main,) = await as_user(shared / "mcpd.sock", ("tools/list", {}))
+            assert f"uid {uid} may not use this socket" in main["error"]["message"]
+            listed, other = await as_user(
+                shared / "dev.sock", ("tools/list", {}), ("mcpd/useProfile", {"profile": "default"})
+            )
+            assert names(listed["result"]["tools"]) == ["mcp__code__tool0", "mcp__code__tool1"]
+            assert "serves the profile 'dev' only" in other["error"]["message"]
+        async with running(cfg(allow_uids=[uid])):
+            # Allowed on the daemon's socket is not allowed to take a profile's own.
+            everything, taken = await as_user(
+                shared / "mcpd.sock", ("tools/list", {}), ("mcpd/useProfile", {"profile": "dev"})
+            )
+            assert len(everything["result"]["tools"]) == 3
+            assert "served on its own socket" in taken["error"]["message"]
