@@ -60,7 +60,11 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
         if origin is not None and origin.rstrip("/").lower() not in origins:
             raise Reject(403, _refusal(f"Forbidden: the Origin {origin!r} is not allowed"))
         scheme, _, presented = (headers.get("authorization") or "").partition(" ")
-        want = token()
+        try:
+            want = token()
+        except Exception as exc:  # an unreadable token file refuses all, and says why
+            logger.error("HTTP endpoint: %s", exc)
+            raise Reject(503, _refusal(f"mcpd cannot check tokens now: {exc}")) from None
         if scheme.lower() != "bearer" or not hmac.compare_digest(
             presented.strip().encode(), want.encode()
         ):

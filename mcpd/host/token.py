@@ -39,6 +39,10 @@ def write_token(path: str, token: str | None = None) -> str:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             os.fchmod(fd, 0o600)
+            if os.geteuid() == 0:
+                # root rotating a service's token: the file stays the daemon's to read.
+                st = os.stat(directory)
+                os.fchown(fd, st.st_uid, st.st_gid)
             os.write(fd, token.encode() + b"\n")
             os.fsync(fd)
         finally:
