@@ -291,7 +291,9 @@ class HttpApi:
         if session_id is None:
             raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Bad Request: Missing session ID")
         legacy = self.sessions.get(session_id)
-        if legacy is None:
+        # A profile's socket serves only its own sessions: one opened elsewhere (for
+        # another profile) does not exist there.
+        if legacy is None or caller.fixed not in (None, legacy.servers.name):
             raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
         if isinstance(msg, rpc.Notification):
             if msg.method == "notifications/cancelled":

@@ -382,3 +382,58 @@ async def test_a_profile_socket_has_its_own_peers(tmp_path: Path) -> None:
             )
             assert len(everything["result"]["tools"]) == 3
             assert "served on its own socket" in taken["error"]["message"]
+
+
+async def unix_http(sock: Path, method: str, path: str, body: bytes = b"", **headers: str) -> Any:
+    from .test_httpapi import Reply
+
+    stream = await trio.open_unix_socket(str(sock))
+    head = [
+        f"{method} {path} HTTP/1.1",
+        "Host: mcpd",
+        "Connection: close",
+        f"Content-Length: {len(body)}",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+    ]
+    head += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+    await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+    data = b""
+    while chunk := await stream.receive_some(1 << 16):
+        data += chunk
+    await stream.aclose()
+    return Reply(data)
+
+
+async def test_http_on_a_profile_socket_serves_that_profile(tmp_path: Path) -> None:
+    path = tmp_path / "mcpd.toml"
+    dev_sock, main_sock = tmp_path / "dev.sock", tmp_path / "mcpd.sock"
+    write_config(path, tmp_path, PROFILES.replace("SOCK", str(dev_sock)))
+    init = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "h", "version": "0"},
+            },
+        }
+    ).encode()
+    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()
+    with trio.fail_after(60):
+        async with running(load(path), str(path)):
+            tools = (await unix_http(dev_sock, "GET", "/tools")).json()["tools"]
+            assert names(tools) == ["code__git_log", "code__git_status", "code__read_file"]
+            other = await unix_http(dev_sock, "GET", "/tools?profile=mail")
+            assert other.status == 403 and "'dev' only" in other.body.decode()
+            mail = (await unix_http(main_sock, "GET", "/tools?profile=mail")).json()["tools"]
+            assert names(mail) == ["mcp__mail__read_inbox"]
+            elsewhere = await unix_http(main_sock, "POST", "/mcp", init)
+            session = elsewhere.headers["mcp-session-id"]
+            borrowed = await unix_http(dev_sock, "POST", "/mcp", listing, Mcp_Session_Id=session)
+            assert borrowed.status == 404  # a session of the daemon's socket is not the dev one
+            here = (await unix_http(dev_sock, "POST", "/mcp", init)).headers["mcp-session-id"]
+            own = await unix_http(dev_sock, "POST", "/mcp", listing, Mcp_Session_Id=here)
+            assert len(own.json()["result"]["tools"]) == 3
