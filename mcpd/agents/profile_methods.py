@@ -87,7 +87,7 @@ def summary(chosen: ProfileServers) -> dict[str, Any]:
         "profile": chosen.name,
         "discovery": view.profile.discovery,
         "mode": view.mode,
-        "count": len(view.entries()),
+        "count": view.count(),
         "listed": listed,
     }
 

@@ -167,14 +167,13 @@ class Profiles:
         for name in self.names():
             held = self._all[name]
             view = held.view
-            entries = view.entries()
             mode = view.mode
             cfg = self.config(name)
             row: dict[str, Any] = {
                 "name": name,
                 "discovery": cfg.discovery,
                 "mode": mode,
-                "tools": len(entries),
+                "tools": view.count(),
                 "listed": len(held.listing()),
                 "servers": view.servers(),
                 "pinned": [e.local for e in view.pinned()],

@@ -31,7 +31,7 @@ def exposed_listing(view: ProfileView) -> list[Raw]:
     """``tools/list`` for the view's agents."""
     if view.mode == "all":
         return view.listing()
-    defs = metatools.definitions(view.servers(), total=len(view.entries()))
+    defs = metatools.definitions(view.servers(), total=view.count())
     return [Raw(_encode(t)) for t in defs] + [e.encoded for e in view.pinned()]
 
 
@@ -65,9 +65,7 @@ def _arguments(raw: Raw | Any) -> Raw | None:
 def _search(view: ProfileView, arguments: Raw | Any) -> mcp.CallToolResult:
     args = metatools.parse_search(_arguments(arguments))
     hits = view.search(args.query, args.limit)
-    return metatools.search_result(
-        args.query, hits, total=len(view.entries()), markers=view.markers()
-    )
+    return metatools.search_result(args.query, hits, total=view.count(), markers=view.markers())
 
 
 def _describe(view: ProfileView, arguments: Raw | Any) -> mcp.CallToolResult:

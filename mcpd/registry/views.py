@@ -147,7 +147,9 @@ class ProfileView:
             return self.version
         self._synced = self.registry.version
         if self.identity:
-            self._entries = self.registry.entries()
+            # The table's own entries and listing, built only when asked for: a change
+            # during start-up must not cost a listing (see Registry.size).
+            self._entries = []
             self._by_local = {}
         else:
             kept = [e for e in self.registry.entries() if self.admits_tool(e.alias, e.name)]
@@ -191,11 +193,13 @@ class ProfileView:
     def _exposure(self) -> tuple[Any, Any]:
         """What ``tools/list`` depends on, to compare with the last time: the encoded
         tools by identity (a new object is a new encoding), and the objects."""
+        if self.identity and self.profile.discovery == "all":
+            return None, ("table", self.registry.version)  # any change of the table
         if self.mode == "all":
             listed = self.listing()
             return listed, ("all", [id(r) for r in listed])
         pinned = [e.encoded for e in self.pinned()]
-        key = ("search", tuple(self.servers()), len(self._entries), [id(r) for r in pinned])
+        key = ("search", tuple(self.servers()), self.count(), [id(r) for r in pinned])
         return pinned, key
 
     # -- queries --
@@ -204,12 +208,16 @@ class ProfileView:
     def mode(self) -> Mode:
         discovery = self.profile.discovery
         if discovery == "auto":
-            return "search" if len(self.entries()) > self.cap else "all"
+            return "search" if self.count() > self.cap else "all"
         return discovery
 
     def entries(self) -> list[Entry]:
         self.sync()
-        return self._entries
+        return self.registry.entries() if self.identity else self._entries
+
+    def count(self) -> int:
+        self.sync()
+        return self.registry.size() if self.identity else len(self._entries)
 
     def listing(self) -> list[Raw]:
         self.sync()
@@ -265,7 +273,7 @@ class ProfileView:
         return self._index
 
     def over_cap(self) -> str | None:
-        count = len(self.entries())
+        count = self.count()
         if self.profile.discovery == "all" and count > self.cap:
             return (
                 f"profile {self.name!r}: {count} tools is more than its cap ({self.cap}); "
