@@ -33,6 +33,7 @@ from .connection import LIFECYCLE, Connection
 from .httpapi import HttpApi, is_http
 from .listen import Listens
 from .listener import DaemonError
+from .metatools import NAMES as META_TOOLS
 from .peers import is_allowed, peer_of, resolve_groups
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
@@ -319,11 +320,12 @@ class Api(ProfileMethods):
         """Where a call goes: a meta-tool's call (search mode) becomes the call it
         stands for, then both take the one routing path."""
         servers = self.view(conn)
-        modern = ctx is not None and ctx.era == "modern"
-        inner = unwrap(servers.view, req.id, params, modern)
-        if isinstance(inner, bytes):
-            return inner
-        return route_call(servers, req, ctx, inner)
+        if params.name in META_TOOLS:
+            modern = ctx is not None and ctx.era == "modern"
+            params = unwrap(servers.view, req.id, params, modern)
+            if isinstance(params, bytes):
+                return params
+        return route_call(servers, req, ctx, params)
 
     async def _tools_call(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
@@ -355,8 +357,9 @@ class Api(ProfileMethods):
             conn.reply(req.id, route)
             return None
         rid = req.id
+        # Started on the servers themselves: a profile decides what is routed, not how.
         return start_call(
-            self.view(conn),
+            self.servers,
             rid,
             route,
             self.control.settings.result_budget_chars,

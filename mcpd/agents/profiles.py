@@ -55,7 +55,8 @@ class ProfileServers:
         return exposed_listing(self.view)
 
     def lookup(self, name: str) -> Entry | None:
-        return self.view.lookup(name)
+        view = self.view  # every call looks up: the table itself when the view is it
+        return view.registry.lookup(name) if view.identity else view.lookup(name)
 
     def closest(self, name: str) -> list[str]:
         return self.view.closest(name)
