@@ -14,8 +14,10 @@ Configurations (each drives the same echo server; see bench/README.md):
 The configurations are interleaved (A B C ... A B C ...) over the rounds, and each cell is
 reported as the median over the rounds. Then: the scale run (start-up against its floor,
 in interleaved rounds; 10,000 tools; idle agents), the daemon's memory at several points,
-and the shared-instance comparison (N host sessions with their own servers, or through one
-mcpd). Raw results go to bench/results/ as JSON.
+the shared-instance comparison (N host sessions with their own servers, or through one
+mcpd), the tool-search relevance check (precision@3 over real servers' tools) and the
+request latency of the socket's line protocol against POST /mcp on the socket and on the
+TCP endpoint. Raw results go to bench/results/ as JSON.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import report, targets
+from bench import discovery, report, targets
 from bench.memory import MemorySettings, memory_lines, run_memory
 from bench.scale import ScaleSettings, run_scale
 from bench.shared import run_shared, shared_lines
@@ -119,6 +121,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-scale", action="store_true", help="skip the 10,000-tool scale run")
     p.add_argument("--no-memory", action="store_true", help="skip the memory points")
     p.add_argument("--no-shared", action="store_true", help="skip the shared-instance run")
+    p.add_argument("--no-relevance", action="store_true", help="skip the tool-search check")
+    p.add_argument("--no-endpoint", action="store_true", help="skip the latency by path")
     p.add_argument("--no-pin", action="store_true", help="do not pin to separate CPUs")
     p.add_argument("--mcpd", help="command that runs mcpd's CLI (default: the venv's mcpd)")
     p.add_argument(
@@ -242,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         shared = None
         if not args.no_shared:
             shared = shared_run(env, args)
+        relevance = None if args.no_relevance else discovery.relevance_run(mcpd_cmd, args.quick)
+        endpoint = None if args.no_endpoint else discovery.endpoint_run(mcpd_cmd, args.quick)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -256,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             summary[name] = {"skipped": skipped.get(name) or "; ".join(failures[name]) or "?"}
     report.print_table(summary)
     verdicts = report.round_two_verdicts(summary, scale, memory)
+    verdicts.append(discovery.relevance_verdict(relevance))
     print("\ntargets (performance, round two)")
     print(report.TABLE_HEAD)
     for verdict in verdicts:
@@ -271,6 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     if shared:
         print("\nshared instances: N host sessions x M stdio servers")
         for line in shared_lines(shared):
+            print(line)
+    if relevance and "skipped" not in relevance:
+        print()
+        for line in discovery.relevance_lines(relevance):
+            print(line)
+    if endpoint and "skipped" not in endpoint:
+        print("\nrequest latency by path (1 agent, 1 request at a time, 64 B echo)")
+        for line in discovery.endpoint_lines(endpoint):
             print(line)
     if env.notes:
         print("\nnotes")
@@ -298,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         "scale": scale,
         "memory": memory,
         "shared": shared,
+        "relevance": relevance,
+        "endpoint": endpoint,
         "targets": [v.__dict__ for v in verdicts],
         "elapsed_s": time.monotonic() - started,
     }

@@ -25,8 +25,10 @@ from .config.load import load
 from .config.model import Config, ConfigError, DaemonConfig
 from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
+from .host.token import TokenFile, token_path
 from .registry.curation import ToolBudget
 from .registry.table import Registry
+from .registry.views import unmatched
 from .servers import metrics
 from .servers.front import Front
 from .servers.logins import Logins
@@ -64,6 +66,8 @@ class Daemon:
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
         self.api = Api(self.front, self, _Lines())
+        self.api.configure(config.profiles, config.naming)
+        self.token = TokenFile(token_path(state_dir(config)))
         self.started = trio.Event()
         self.socket_path = config.socket_path()
         self._started = 0.0
@@ -99,6 +103,9 @@ class Daemon:
                 await self.supervisor.wait_started(
                     self._started + self.config.daemon.startup_deadline
                 )
+                problem = self._unmatched_profile(self.config)
+                if problem is not None:
+                    raise problem
                 # Agents are served once every server has had its first attempt: with socket
                 # activation the first connection (which started us) waits in the backlog
                 # instead of seeing only the tools of the servers that happened to be quick.
@@ -118,6 +125,8 @@ class Daemon:
                 await self.api.end_subscriptions()
                 logger.info("stopping", extra=log_extra(None))
                 nursery.cancel_scope.cancel()
+        except* (ConfigError, DaemonError) as group:
+            raise group.exceptions[0] from None  # what serve() reports and exits with
         finally:
             if owned is not None:
                 unlink_if_ours(self.socket_path, owned)
@@ -140,6 +149,9 @@ class Daemon:
                 raise rpc.RPCError(-32000, "mcpd was started without a config file to re-read")
             try:
                 new = load(self.config_path)
+                problem = self._unmatched_profile(new, self.config)
+                if problem is not None:
+                    raise problem
             except ConfigError as exc:
                 logger.error(
                     "reload rejected, keeping the running configuration: %s",
@@ -152,10 +164,17 @@ class Daemon:
                     "the socket path changed; that takes a restart, not a reload",
                     extra=log_extra(None, "reload"),
                 )
+            if new.daemon.http_listen != self.config.daemon.http_listen:
+                logger.warning(
+                    "daemon.http_listen changed; that takes a restart, not a reload",
+                    extra=log_extra(None, "reload"),
+                )
             self.notifier.reloading()
             try:
                 report = await self.supervisor.reload(new)
                 self.config = new
+                self.api.configure(new.profiles, new.naming)
+                await self.api.apply_sockets()
                 self.tool_budget.limit = new.daemon.max_tools
                 # Added and changed servers get their first attempt before READY=1 and
                 # before `mcpd reload` returns, as at start-up.
@@ -176,6 +195,17 @@ class Daemon:
             if line != self._status_line:
                 self._status_line = line
                 self.notifier.status(line)
+
+    def _unmatched_profile(self, new: Config, old: Config | None = None) -> ConfigError | None:
+        """A profile of ``new`` that matches no tool, judged by the tools listed now;
+        servers that a reload adds or changes are not judged yet."""
+        if not new.profiles:
+            return None
+        enabled = [a for a, c in new.servers.items() if c.enabled]
+        unknown = [
+            a for a in enabled if old is None or old.servers.get(a) != new.servers[a]
+        ] if old is not None else []  # fmt: skip
+        return unmatched(new.profiles, self.registry, new.naming, enabled, unknown)
 
     def _session_of(self, alias: str) -> Session | None:
         runner = self.supervisor.runners.get(alias)
@@ -198,6 +228,9 @@ class Daemon:
         report = await self.reload_config()
         out: dict[str, Any] = msgspec.to_builtins(report)
         return out
+
+    def http_token(self) -> str:
+        return self.token.current()
 
     def metrics(self) -> str:
         return metrics.render(self.supervisor.runners, self.registry, len(self.api.connections))
@@ -222,6 +255,8 @@ class Daemon:
                 "summary": self.supervisor.summary(),
                 "state_file": self.state.path,
                 "warnings": [w for w in [self.tool_budget.warning(self.registry.size())] if w],
+                "http": self.api.endpoint.url if self.api.endpoint is not None else None,
             },
             "servers": servers,
+            "profiles": self.api.profile_status(bool(self.tool_budget.over)),
         }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -25,13 +25,22 @@ from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
 from .. import __version__
+from ..config.model import NamingConfig
+from ..config.profiles import ProfileConfig
 from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import CallHandle, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
 from .httpapi import HttpApi, is_http
 from .listen import Listens
+from .listener import DaemonError
+from .metatools import NAMES as META_TOOLS
 from .peers import is_allowed, peer_of, resolve_groups
-from .toolcall import await_call, list_tools, route_call, start_call
+from .profile_methods import PROFILE_METHODS, ProfileMethods
+from .profiles import Profiles, ProfileServers
+from .search_mode import unwrap
+from .sockets import ProfileSockets
+from .tcp import Connect, guard, open_endpoint, own_origins
+from .toolcall import Route, await_call, list_tools, route_call, start_call
 
 logger = logging.getLogger("mcpd.api")
 
@@ -46,7 +55,7 @@ def new_session() -> ServerSession:
     return ServerSession(SERVER_INFO, CAPABILITIES)
 
 
-class Api:
+class Api(ProfileMethods):
     def __init__(self, servers: Servers, control: Control, lines: Lines) -> None:
         self.servers = servers
         self.control = control
@@ -59,7 +68,11 @@ class Api:
         self._sniffing = 0  # accepted connections whose first byte has not come yet
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
         self.listens = Listens()
-        self.http = HttpApi(self, servers, control, self.connections, new_session)
+        self.profiles = Profiles(servers)
+        self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
+        self.sockets = ProfileSockets(self._handle)
+        self.endpoint: Connect | None = None  # where the HTTP endpoint listens
+        self.http = HttpApi(self, servers, control, self.connections, new_session, self.profiles)
         self._handlers: dict[str, Handler] = {
             "tools/list": Api._tools_list,
             "tools/call": Api._tools_call,
@@ -67,8 +80,20 @@ class Api:
             "mcpd/status": Api._status,
             "mcpd/reload": Api._reload,
             **AUTH_HANDLERS,
+            **PROFILE_METHODS,
         }
-        servers.subscribe(self._dirty.set)
+        # Not self._dirty.set: that would be the first event's, and the broadcaster
+        # replaces the event each time it wakes.
+        servers.subscribe(self.list_changed)
+
+    def list_changed(self) -> None:
+        self._dirty.set()
+
+    def configure(self, profiles: Mapping[str, ProfileConfig], naming: NamingConfig) -> None:
+        """The config's profiles, at start and after a reload; the agents of a profile
+        that changed hear of it (and no one else)."""
+        self.profiles.configure(profiles, naming, self.control.settings.max_tools)
+        self.list_changed()
 
     # -- serving --
 
@@ -79,10 +104,41 @@ class Api:
     ) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._broadcast_list_changes)
+            # The daemon's own socket last: once it answers, status shows every endpoint.
+            await nursery.start(self.sockets.run, self.profiles.with_sockets())
+            if self.control.settings.http_listen is not None:
+                await nursery.start(self._serve_endpoint, self.control.settings.http_listen)
             await nursery.start(trio.serve_listeners, self._handle, [listener])
             task_status.started()
 
-    async def _handle(self, stream: trio.SocketStream) -> None:
+    async def apply_sockets(self) -> None:
+        """Bind, close or rebind the profiles' sockets after a reload."""
+        await self.sockets.apply(self.profiles.with_sockets())
+
+    async def _serve_endpoint(
+        self,
+        listen: str,
+        task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        from ..config.endpoints import parse_listen
+
+        host, port = parse_listen(listen)
+        try:
+            listeners, self.endpoint = await open_endpoint(host, port)
+        except OSError as exc:
+            raise DaemonError(f"daemon.http_listen: cannot listen on {listen}: {exc}") from None
+        d = self.control.settings
+        check = guard(
+            self.control.http_token, own_origins(host, self.endpoint.port, d.http_origins)
+        )
+        logger.info("HTTP endpoint on %s", self.endpoint.url, extra=log_extra(None))
+
+        async def handle(stream: trio.SocketStream) -> None:
+            await self.http.connection(stream, None, guard=check)
+
+        await trio.serve_listeners(handle, listeners, task_status=task_status)
+
+    async def _handle(self, stream: trio.SocketStream, profile: str | None = None) -> None:
         d = self.control.settings
         # Connections that have not sent a byte count too: they used to escape the
         # limit, so any number of silent ones could take all of mcpd's descriptors.
@@ -103,15 +159,25 @@ class Api:
             await _refuse(stream, f"mcpd: too many connections (limit {d.max_connections})")
             return
         peer = peer_of(stream.socket)
-        if peer is not None and not is_allowed(peer, d.allow_uids, self._allow_gids):
+        uids: Iterable[int] = d.allow_uids
+        gids: set[int] | frozenset[int] = self._allow_gids
+        if profile is not None:
+            uids, gids = self.sockets.allowed(profile)
+        if peer is not None and not is_allowed(peer, uids, set(gids)):
             logger.warning(
-                "refused an agent connection from uid %d (pid %d): not allowed "
-                "by daemon.allow_uids/allow_groups",
+                "refused an agent connection from uid %d (pid %d): not allowed by %s",
                 peer.uid,
                 peer.pid,
+                "daemon.allow_uids/allow_groups"
+                if profile is None
+                else f"profiles.{profile}.allow_uids/allow_groups",
                 extra=log_extra(None, reason=f"uid {peer.uid} not allowed"),
             )
             await _refuse(stream, f"mcpd: uid {peer.uid} may not use this socket")
+            return
+        servers = self.profiles.default if profile is None else self.profiles.get(profile)
+        if servers is None:
+            await _refuse(stream, f"mcpd: the profile {profile!r} was removed")
             return
         self._sniffing += 1
         try:
@@ -119,10 +185,18 @@ class Api:
         finally:
             self._sniffing -= 1
         if http:  # curl, a browser, a monitor, an HTTP MCP client
-            await self.http.connection(stream, peer)
+            await self.http.connection(stream, peer, fixed=profile)
             return
         conn = Connection(
-            self, stream, new_session(), self.lines, d, version=self.servers.version, peer=peer
+            self,
+            stream,
+            new_session(),
+            self.lines,
+            d,
+            version=servers.version,
+            peer=peer,
+            profile=servers,
+            fixed_profile=profile,
         )
         self.connections.add(conn)
         try:
@@ -141,10 +215,10 @@ class Api:
             # Coalesce a burst of changes (a restart touches many tools) into one.
             await trio.sleep(_DEBOUNCE)
             self._dirty = trio.Event()
-            version = self.servers.version
             line = rpc.encode_notification("notifications/tools/list_changed")
             for conn in list(self.connections):
-                # Only changes after the agent connected are news to it.
+                # Only changes to its own profile after the agent connected are news to it.
+                version = self.view(conn).version
                 if conn.seen_version >= version:
                     continue
                 conn.seen_version = version
@@ -160,18 +234,22 @@ class Api:
 
     # -- dispatch --
 
+    def view(self, conn: Connection) -> ProfileServers:
+        """The profile ``conn``'s agent sees."""
+        return conn.profile if conn.profile is not None else self.profiles.default
+
     def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
         """The lifecycle methods, answered in order as they arrive: a request sent right
         after ``initialize`` must find the session set up."""
         session = conn.session
         try:
             if req.method == "initialize":
-                session.instructions = self.instructions()
+                session.instructions = self.instructions(self.view(conn))
                 return rpc.encode_result(req.id, session.initialize(req.params))
             if req.method == "ping":
                 return rpc.encode_result(req.id, {})
             ctx = session.context(req)
-            session.instructions = self.instructions()
+            session.instructions = self.instructions(self.view(conn))
             return self._finish(req.id, ctx, session.discover(ctx))
         except rpc.RPCError as exc:
             return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
@@ -208,12 +286,22 @@ class Api:
             result.resultType = mcp.COMPLETE
         return rpc.encode_result(rid, result)
 
-    def instructions(self) -> str:
+    def instructions(self, servers: Servers | None = None) -> str:
+        servers = servers or self.profiles.default
+        names = "mcp__<server>__<tool>"
+        if isinstance(servers, ProfileServers):
+            template = (servers.view.naming or servers.view.registry.naming).template
+            names = template.replace("{alias}", "<server>").replace("{tool}", "<tool>")
         text = (
-            "mcpd aggregates the tools of several MCP servers. Tool names are "
-            "mcp__<server>__<tool>; descriptions start with the server's name in brackets."
+            f"mcpd aggregates the tools of several MCP servers. Tool names are {names}; "
+            "descriptions start with the server's name in brackets."
         )
-        outages = self.servers.outages()
+        if isinstance(servers, ProfileServers) and servers.view.mode == "search":
+            text += (
+                " Find tools with mcpd_search_tools, read their arguments with "
+                "mcpd_describe_tools and run them with mcpd_call_tool."
+            )
+        outages = servers.outages()
         if outages:
             text += " Current outages: " + " ".join(outages)
         return text
@@ -224,16 +312,29 @@ class Api:
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
         params = rpc.decode_as(req.params, mcp.ListToolsParams)
-        return list_tools(self.servers, params, ctx, self.control.settings.page_size)
+        return list_tools(self.view(conn), params, ctx, self.control.settings.page_size)
+
+    def _route(
+        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None, params: Any
+    ) -> Route | bytes:
+        """Where a call goes: a meta-tool's call (search mode) becomes the call it
+        stands for, then both take the one routing path."""
+        servers = self.view(conn)
+        if params.name in META_TOOLS:
+            modern = ctx is not None and ctx.era == "modern"
+            params = unwrap(servers.view, req.id, params, modern)
+            if isinstance(params, bytes):
+                return params
+        return route_call(servers, req, ctx, params)
 
     async def _tools_call(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
-        route = route_call(self.servers, req, ctx)
+        route = self._route(conn, req, ctx, rpc.decode_as(req.params, mcp.CallToolParams))
         if isinstance(route, bytes):
             return route
         budget = self.control.settings.result_budget_chars
-        return await await_call(self.servers, req.id, route, budget, conn.progress_sender())
+        return await await_call(self.view(conn), req.id, route, budget, conn.progress_sender())
 
     def start_tools_call(self, conn: Connection, req: rpc.Request) -> CallHandle | None:
         """tools/call without a task: the outcome is written from a callback. Returns
@@ -243,7 +344,7 @@ class Api:
             params = rpc.decode_as(req.params, mcp.CallToolParams)
             meta = params.meta if isinstance(params.meta, dict) else None
             ctx = conn.session.context_of(meta)
-            route = route_call(self.servers, req, ctx, params)
+            route = self._route(conn, req, ctx, params)
         except rpc.RPCError as exc:
             conn.reply(req.id, rpc.encode_error(req.id, exc.code, exc.message, exc.data))
             return None
@@ -256,6 +357,7 @@ class Api:
             conn.reply(req.id, route)
             return None
         rid = req.id
+        # Started on the servers themselves: a profile decides what is routed, not how.
         return start_call(
             self.servers,
             rid,

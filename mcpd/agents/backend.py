@@ -22,6 +22,7 @@ from protocol import mcp
 
 from ..config.model import DaemonConfig
 from ..registry.table import Entry
+from ..registry.views import ProfileView
 from ..servers.calls import Done
 from ..servers.progress import Deliver
 
@@ -69,12 +70,16 @@ class Servers(Protocol):
         """Per server: its state, whether it is available, and the outage if not."""
         ...
 
-    def outages(self) -> list[str]:
-        """One sentence per unavailable server."""
+    def outages(self, only: Callable[[str], bool] | None = None) -> list[str]:
+        """One sentence per unavailable server (whose alias ``only`` admits)."""
         ...
 
     def subscribe(self, on_change: Callable[[], None]) -> None:
         """Call ``on_change`` whenever the tools, their availability or a state change."""
+        ...
+
+    def view_of(self, name: str) -> ProfileView:
+        """A new view of the tools for the profile ``name`` (configured by the caller)."""
         ...
 
 
@@ -118,6 +123,10 @@ class Control(Protocol):
 
     @property
     def logins(self) -> Logins: ...
+
+    def http_token(self) -> str:
+        """The bearer token the HTTP endpoint wants now (``mcpd token --rotate`` changes it)."""
+        ...
 
 
 class LineSink(Protocol):

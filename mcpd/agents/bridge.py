@@ -5,6 +5,10 @@ every aggregated tool through one entry: ``{"command": "mcpd", "args": ["bridge"
 Lines are relayed as they are, in both directions, so both protocol eras pass
 through. While the daemon is unreachable, requests get a JSON-RPC error saying so at
 once, and the bridge connects again when the daemon is back.
+
+With ``--profile NAME`` each connection to the daemon starts with ``mcpd/useProfile``,
+answered before anything of the host's is relayed; a profile the daemon does not
+have (or will not give this user) turns every request into an error that says so.
 """
 
 from __future__ import annotations
@@ -17,18 +21,28 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol import mcp
 from protocol.framing import LineFramer, Oversized
 
 UNREACHABLE: Final = -32000
 REPLAY_ID: Final = "mcpd-bridge-replay"
+PROFILE_ID: Final = "mcpd-bridge-profile"
 _EXIT_GRACE: Final = 10.0
+_PROFILE_TIMEOUT: Final = 10.0
+_INFO: Final = mcp.Implementation(name="mcpd-bridge", version="0")
 
 
 class Bridge:
     def __init__(
-        self, socket_path: str, stdin: trio.abc.ReceiveStream, stdout: trio.abc.SendStream
+        self,
+        socket_path: str,
+        stdin: trio.abc.ReceiveStream,
+        stdout: trio.abc.SendStream,
+        profile: str | None = None,
     ) -> None:
         self.socket_path = socket_path
+        self.profile = profile
+        self.refused: str | None = None  # why the daemon would not give us the profile
         self.stdin = stdin
         self.stdout = stdout
         self._out_lock = trio.Lock()
@@ -61,6 +75,13 @@ class Bridge:
                 conn = await trio.open_unix_socket(self.socket_path)
             except OSError:
                 return None
+            framer, early = LineFramer(), []
+            if self.profile is not None:
+                early_lines = await self._use_profile(conn, framer)
+                if early_lines is None:
+                    await conn.aclose()
+                    return None
+                early = early_lines
             if self._init_params is not None:
                 # A new daemon connection has no session: repeat the host's legacy
                 # handshake under our own id, and keep the reply from the host.
@@ -71,17 +92,52 @@ class Bridge:
                     + b"\n"
                 )
             self._conn = conn
-            self._nursery.start_soon(self._pump_socket, conn)
+            self._nursery.start_soon(self._pump_socket, conn, framer, early)
             return conn
 
-    async def _pump_socket(self, conn: trio.SocketStream) -> None:
-        framer = LineFramer()
+    async def _use_profile(
+        self, conn: trio.SocketStream, framer: LineFramer
+    ) -> list[bytes | Oversized] | None:
+        """Ask for the profile and wait for the answer; the lines that came with it,
+        or None (with ``refused`` set) when there is no profile to be had."""
+        params = {"profile": self.profile, "_meta": mcp.request_meta(mcp.LATEST_MODERN, {}, _INFO)}
         try:
+            await conn.send_all(rpc.encode_request(PROFILE_ID, "mcpd/useProfile", params) + b"\n")
+            with trio.fail_after(_PROFILE_TIMEOUT):
+                while True:
+                    data = await conn.receive_some(1 << 16)
+                    if not data:
+                        self.refused = "mcpd closed the connection when asked for the profile"
+                        return None
+                    lines = framer.feed(data)
+                    for at, line in enumerate(lines):
+                        answered = None if isinstance(line, Oversized) else _reply(line)
+                        if isinstance(answered, rpc.ErrorResponse):
+                            self.refused = f"mcpd: {answered.error.message}"
+                            print(self.refused, file=sys.stderr, flush=True)
+                            return None
+                        if answered is not None:
+                            self.refused = None
+                            return lines[at + 1 :]
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+            self.refused = "mcpd did not answer when asked for the profile"
+        return None
+
+    async def _pump_socket(
+        self,
+        conn: trio.SocketStream,
+        framer: LineFramer,
+        early: list[bytes | Oversized],
+    ) -> None:
+        try:
+            lines = early
             while True:
-                data = await conn.receive_some(1 << 16)
-                if not data:
-                    break
-                for line in framer.feed(data):
+                if not lines:
+                    data = await conn.receive_some(1 << 16)
+                    if not data:
+                        break
+                    lines = framer.feed(data)
+                for line in lines:
                     if isinstance(line, Oversized):
                         continue
                     answered = _answered_id(line)
@@ -89,6 +145,7 @@ class Bridge:
                         continue
                     self._settle(answered)
                     await self.write_out(line + b"\n")
+                lines = []
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
@@ -151,15 +208,22 @@ class Bridge:
                     self._conn = None
         if isinstance(msg, rpc.Request):
             self._settle(msg.id)
-            await self.write_out(
-                rpc.encode_error(
-                    msg.id,
-                    UNREACHABLE,
-                    f"mcpd is not running (no daemon on {self.socket_path}); start it with "
-                    "`mcpd serve` or `systemctl start mcpd`, then try again",
-                )
-                + b"\n"
+            message = self.refused or (
+                f"mcpd is not running (no daemon on {self.socket_path}); start it with "
+                "`mcpd serve` or `systemctl start mcpd`, then try again"
             )
+            await self.write_out(rpc.encode_error(msg.id, UNREACHABLE, message) + b"\n")
+
+
+def _reply(line: bytes) -> rpc.Response | rpc.ErrorResponse | None:
+    """The daemon's answer to the profile request, if ``line`` is it."""
+    try:
+        msg = rpc.decode_message(line)
+    except rpc.DecodeFailure:
+        return None
+    if isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id == PROFILE_ID:
+        return msg
+    return None
 
 
 def _answered_id(line: bytes) -> rpc.Id | None:
@@ -171,11 +235,11 @@ def _answered_id(line: bytes) -> rpc.Id | None:
     return msg.id if isinstance(msg, rpc.Response | rpc.ErrorResponse) else None
 
 
-def run_bridge(socket_path: str) -> int:
+def run_bridge(socket_path: str, profile: str | None = None) -> int:
     async def main() -> None:
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
         stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
-        await Bridge(socket_path, stdin, stdout).run()
+        await Bridge(socket_path, stdin, stdout, profile).run()
 
     trio.run(main)
     return 0

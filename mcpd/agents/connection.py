@@ -19,6 +19,7 @@ from protocol.server import ServerSession
 
 from .backend import CallHandle, Lines
 from .peers import Peer, is_owner
+from .profiles import ProfileServers
 
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.
 LIFECYCLE: Final = frozenset({"initialize", "ping", "server/discover"})
@@ -72,6 +73,8 @@ class Connection:
         *,
         version: int,
         peer: Peer | None = None,
+        profile: ProfileServers | None = None,
+        fixed_profile: str | None = None,
     ) -> None:
         self.handler = handler
         self.stream = stream
@@ -81,8 +84,11 @@ class Connection:
         # What cancels each request in flight: its task's scope, or its call's handle.
         self.inflight: dict[rpc.Id, trio.CancelScope | CallHandle | _NotStarted] = {}
         self.peer = peer
+        # The profile the agent sees (None: the default), and the one its socket fixes.
+        self.profile = profile
+        self.fixed_profile = fixed_profile
         self.subscriptions: set[rpc.Id] = set()
-        self.seen_version = version  # the servers' version whose changes it has been told
+        self.seen_version = version  # its profile's version whose changes it has been told
         self.dropped = 0
         self.invalid = 0  # lines that were not JSON-RPC
         self.over_limit = 0  # requests refused at max_inflight

@@ -13,12 +13,13 @@ start with ``{``) is served by h11 instead of the line protocol:
 
 so ``curl --unix-socket /run/mcpd/mcpd.sock http://mcpd/status`` works. Who may
 connect is decided by the socket's mode and ``allow_uids``/``allow_groups``, as
-for agents.
+for agents. ``?profile=NAME`` picks a profile (``/tools`` and ``/mcp``); a profile's
+own socket serves that profile. The TCP endpoint (``tcp``) is this same code behind a
+``guard`` that checks the bearer token and the Origin.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import secrets
@@ -38,9 +39,11 @@ from protocol.server import ServerSession
 from .backend import Control, Servers
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
+from .http_exchange import Caller, Exchange
 from .http_wire import HeaderList, Headers, Reject, Response, Wire, head, refuse
 from .mcp_http import MODERN_STATUS, check_post, decode_body, modern_request, rpc_reject
 from .peers import Peer
+from .profiles import Profiles, ProfileServers
 
 _REQUEST_TIMEOUT = 30.0
 
@@ -67,59 +70,10 @@ async def is_http(stream: trio.SocketStream) -> bool:
     return _REQUEST_LINE.match(first) is not None
 
 
-class _Exchange(Connection):
-    """One HTTP request in the shape ``Api.dispatch`` expects of an agent connection.
-
-    What a handler sends before its answer (progress, a subscription's
-    acknowledgement) goes through ``outbox`` into the response, which then becomes an
-    event stream. There is no line framing or socket writer here, so the line
-    connection's constructor is deliberately not run.
-    """
-
-    def __init__(
-        self, handler: Dispatcher, session: ServerSession, peer: Peer | None, version: int
-    ) -> None:
-        self.handler = handler
-        self.session = session
-        self.peer = peer
-        self.subscriptions: set[rpc.Id] = set()
-        self.seen_version = version
-        self.inflight = {}
-        self.dropped = 0
-        self._nursery = None
-        self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
-
-    def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:
-        def deliver(params: mcp.ProgressParams) -> None:
-            self.send_nowait(rpc.encode_notification("notifications/progress", params))
-
-        return deliver
-
-    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
-        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
-            await self.outbox.send(data)
-
-    def send_nowait(self, data: bytes) -> None:
-        try:
-            self.outbox.send_nowait(data)
-        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-            self.dropped += 1
-
-    async def drain(self) -> None:
-        await trio.lowlevel.checkpoint()
-
-    async def pump(self, response: Response, done: trio.Event) -> None:
-        try:
-            async with self._inbox:
-                async for data in self._inbox:
-                    await response.event(data)
-        finally:
-            done.set()
-
-
 class _Legacy:
-    def __init__(self, session: ServerSession) -> None:
+    def __init__(self, session: ServerSession, servers: ProfileServers) -> None:
         self.session = session
+        self.servers = servers  # the profile chosen at initialize
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
 
     def close(self) -> None:
@@ -135,8 +89,10 @@ class HttpApi:
         control: Control,
         listeners: set[Connection],
         new_session: Callable[[], ServerSession],
+        profiles: Profiles,
     ) -> None:
         self.handler = handler
+        self.profiles = profiles
         self.servers = servers
         self.control = control
         # A listen over HTTP gets the list changes the socket's agents get.
@@ -147,7 +103,15 @@ class HttpApi:
         self.sessions: dict[str, _Legacy] = {}
         self.open = 0
 
-    async def connection(self, stream: trio.SocketStream, peer: Peer | None) -> None:
+    async def connection(
+        self,
+        stream: trio.SocketStream,
+        peer: Peer | None,
+        *,
+        fixed: str | None = None,
+        guard: Callable[[h11.Request], None] | None = None,
+    ) -> None:
+        caller = Caller(peer, fixed, guard)
         wire = Wire(stream)
         self.open += 1
         try:
@@ -155,7 +119,7 @@ class HttpApi:
                 if self.open > self.control.settings.max_connections:
                     await _send(wire, 503, "application/json", b'{"error":"too many connections"}')
                     return
-                while await self._exchange(wire, peer):
+                while await self._exchange(wire, caller):
                     done = wire.conn.our_state is h11.DONE and wire.conn.their_state is h11.DONE
                     if wire.broken or not done:
                         break
@@ -170,7 +134,7 @@ class HttpApi:
         finally:
             self.open -= 1
 
-    async def _exchange(self, wire: Wire, peer: Peer | None) -> bool:
+    async def _exchange(self, wire: Wire, caller: Caller) -> bool:
         try:
             # A client that starts a request and goes quiet must not hold a connection
             # slot forever; idle keep-alive connections wait under the same limit.
@@ -185,19 +149,20 @@ class HttpApi:
                 return False
             if request is None:
                 return False
-            await self._route(wire, *request, peer)
+            await self._route(wire, *request, caller)
         except Reject as rejection:
             await Response(wire).json(rejection.status, rejection.body, rejection.headers)
         return True
 
-    async def _route(
-        self, wire: Wire, request: h11.Request, body: bytes, peer: Peer | None
-    ) -> None:
-        path, _, query = request.target.decode("latin-1").partition("?")
+    async def _route(self, wire: Wire, request: h11.Request, body: bytes, caller: Caller) -> None:
+        if caller.guard is not None:
+            caller.guard(request)
+        path, _, query_text = request.target.decode("latin-1").partition("?")
+        query = parse_qs(query_text)
         if path == "/mcp":
-            await self._mcp(wire, request, body, peer)
+            await self._mcp(wire, request, body, caller, query)
             return
-        pages: dict[str, Callable[[dict[str, list[str]]], tuple[int, str, bytes]]] = {
+        pages: dict[str, Callable[[dict[str, list[str]], Caller], tuple[int, str, bytes]]] = {
             "/status": self._status,
             "/tools": self._tools,
             "/healthz": self._healthz,
@@ -208,16 +173,29 @@ class HttpApi:
             raise Reject(404, _encode({"error": f"no page {path}", "pages": ENDPOINTS}))
         if request.method not in (b"GET", b"HEAD"):
             raise Reject(405, headers=[(b"allow", b"GET, HEAD")])
-        status, content_type, content = page(parse_qs(query))
+        status, content_type, content = page(query, caller)
         await _send(wire, status, content_type, content, head_only=request.method == b"HEAD")
 
     # -- pages --
 
-    def _status(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+    def _profile(self, query: dict[str, list[str]], caller: Caller) -> ProfileServers:
+        """The profile ``?profile=`` names, the socket's own, or the default one."""
+        asked = query.get("profile")
+        name = asked[0] if asked else caller.fixed
+        if name is None:
+            return self.profiles.default
+        try:
+            return self.profiles.choose(name, caller.peer, caller.fixed)
+        except rpc.RPCError as exc:
+            raise rpc_reject(400 if "no profile" in exc.message else 403, None, exc.code,
+                             exc.message) from None  # fmt: skip
+
+    def _status(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
         return 200, "application/json", _encode(self.control.status())
 
-    def _tools(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
-        tools = msgspec.json.decode(b"[" + b",".join(self.servers.listing()) + b"]")
+    def _tools(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
+        listing = self._profile(query, caller).listing()
+        tools = msgspec.json.decode(b"[" + b",".join(listing) + b"]")
         fmt = (query.get("format") or ["mcp"])[0]
         if fmt == "mcp":
             return 200, "application/json", _encode({"tools": tools})
@@ -226,7 +204,7 @@ class HttpApi:
             raise Reject(400, _encode({"error": f"unknown format {fmt!r}; use one of {known}"}))
         return 200, "application/json", _encode(translate(tools, fmt))
 
-    def _healthz(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+    def _healthz(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
         states = self.servers.states()
         down = [s for s in states if not s["available"]]
         if not self.control.ready:
@@ -237,15 +215,24 @@ class HttpApi:
             return 200, "application/json", _encode({"status": "ok", "servers": len(states)})
         return 503, "application/json", _encode(body)
 
-    def _metrics(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+    def _metrics(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
         return 200, METRICS_TYPE, self.control.metrics().encode()
 
     # -- POST /mcp --
 
-    def _exchange_for(self, session: ServerSession, peer: Peer | None) -> _Exchange:
-        return _Exchange(self.handler, session, peer, self.servers.version)
+    def _exchange_for(
+        self, session: ServerSession, caller: Caller, servers: ProfileServers
+    ) -> Exchange:
+        return Exchange(self.handler, session, caller, servers)
 
-    async def _mcp(self, wire: Wire, request: h11.Request, body: bytes, peer: Peer | None) -> None:
+    async def _mcp(
+        self,
+        wire: Wire,
+        request: h11.Request,
+        body: bytes,
+        caller: Caller,
+        query: dict[str, list[str]],
+    ) -> None:
         headers = Headers(request.headers)
         if request.method == b"DELETE":
             sid = headers.get("mcp-session-id")
@@ -261,28 +248,42 @@ class HttpApi:
         check_post(headers)
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in self.stateless.legacy_versions:
-            await self._modern(wire, headers, body, version, peer)
+            await self._modern(wire, headers, body, version, caller, query)
         else:
-            await self._legacy(wire, headers, body, peer)
+            await self._legacy(wire, headers, body, caller, query)
 
     async def _modern(
-        self, wire: Wire, headers: Headers, body: bytes, version: str, peer: Peer | None
+        self,
+        wire: Wire,
+        headers: Headers,
+        body: bytes,
+        version: str,
+        caller: Caller,
+        query: dict[str, list[str]],
     ) -> None:
         req, _ = modern_request(headers, body, version, self.stateless)
-        exchange = self._exchange_for(self.stateless, peer)
+        exchange = self._exchange_for(self.stateless, caller, self._profile(query, caller))
         await self._answer(wire, exchange, req, trio.CancelScope(), modern=True)
 
-    async def _legacy(self, wire: Wire, headers: Headers, body: bytes, peer: Peer | None) -> None:
+    async def _legacy(
+        self,
+        wire: Wire,
+        headers: Headers,
+        body: bytes,
+        caller: Caller,
+        query: dict[str, list[str]],
+    ) -> None:
         msg = decode_body(body)
         if isinstance(msg, rpc.Request) and msg.method == "initialize":
             session = self.new_session()
-            reply = self.handler.answer_now(self._exchange_for(session, peer), msg)
+            servers = self._profile(query, caller)
+            reply = self.handler.answer_now(self._exchange_for(session, caller, servers), msg)
             extra: HeaderList = []
             if session.legacy_version is not None:
                 if len(self.sessions) >= MAX_SESSIONS:
                     self.sessions.pop(next(iter(self.sessions))).close()
                 sid = secrets.token_hex(16)
-                self.sessions[sid] = _Legacy(session)
+                self.sessions[sid] = _Legacy(session, servers)
                 extra.append((b"mcp-session-id", sid.encode()))
             await Response(wire).json(200, reply, extra)
             return
@@ -290,7 +291,9 @@ class HttpApi:
         if session_id is None:
             raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Bad Request: Missing session ID")
         legacy = self.sessions.get(session_id)
-        if legacy is None:
+        # A profile's socket serves only its own sessions: one opened elsewhere (for
+        # another profile) does not exist there.
+        if legacy is None or caller.fixed not in (None, legacy.servers.name):
             raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
         if isinstance(msg, rpc.Notification):
             if msg.method == "notifications/cancelled":
@@ -302,7 +305,7 @@ class HttpApi:
             raise rpc_reject(400, msg.id, rpc.INVALID_REQUEST, f"Request id {msg.id!r} is in use")
         scope = legacy.requests[msg.id] = trio.CancelScope()
         try:
-            exchange = self._exchange_for(legacy.session, peer)
+            exchange = self._exchange_for(legacy.session, caller, legacy.servers)
             await self._answer(wire, exchange, msg, scope, modern=False)
         finally:
             legacy.requests.pop(msg.id, None)
@@ -310,7 +313,7 @@ class HttpApi:
     async def _answer(
         self,
         wire: Wire,
-        exchange: _Exchange,
+        exchange: Exchange,
         req: rpc.Request,
         scope: trio.CancelScope,
         *,

@@ -37,7 +37,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -290,6 +290,12 @@ def write(key: str, path: str | os.PathLike[str], new: Entry) -> Written:
     """Merge ``new`` into the file at ``path``: the old file is kept as
     ``FILE.bak-YYYYmmddHHMMSS``, the new one replaces it atomically with the same mode
     (0600 for a new file: it may hold a token). Nothing is written if nothing changes."""
+    return replace_file(path, lambda before: merge(key, before, new))
+
+
+def replace_file(path: str | os.PathLike[str], change: Callable[[str], str]) -> Written:
+    """``write`` for any edit: ``change`` gets the file's text ("" for none) and returns
+    the new text, or raises HostConfigError to leave the file alone."""
     target = Path(path)
     if target.is_symlink():
         target = target.resolve()  # replace what the link points at, keep the link
@@ -299,7 +305,7 @@ def write(key: str, path: str | os.PathLike[str], new: Entry) -> Written:
         before = None
     except UnicodeDecodeError:
         raise HostConfigError(f"{target}: not UTF-8 text") from None
-    after = merge(key, before or "", new)
+    after = change(before or "")
     if after == before:
         return Written(target, None, False)
     target.parent.mkdir(parents=True, exist_ok=True)

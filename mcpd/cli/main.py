@@ -1,4 +1,4 @@
-"""``mcpd serve|status|tools|call|reload|check-config|import|bridge|auth``.
+"""``mcpd serve|status|tools|call|reload|check-config|import|bridge|auth|connect|token``.
 
 Exit codes: 0 ok, 1 the tool returned isError, 2 usage, 3 daemon unreachable,
 4 the daemon's reply could not be read, 78 config error.
@@ -92,9 +92,14 @@ def _request(client: Client, method: str, params: dict[str, Any] | None = None) 
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    footer = None
     with _client(args) as client:
         try:
-            tools = client.list_tools()
+            if args.profile is not None:
+                seen = client.request("mcpd/tools", {"profile": args.profile})
+                tools, footer = seen["tools"], _profile_footer(seen)
+            else:
+                tools = client.list_tools()
         except Unreachable as exc:
             _fail(EXIT_UNREACHABLE, str(exc))
         except BadReply as exc:
@@ -120,8 +125,19 @@ def cmd_tools(args: argparse.Namespace) -> int:
         room = max(20, width - name_w - 16)
         desc = desc if len(desc) <= room else desc[: room - 1] + "…"
         print(f"{t['name']:<{name_w}}  {meta.get('mcpd/server', '?'):<12} {desc}")
-    print(f"{len(tools)} tools")
+    print(f"{len(tools)} tools" + (f"; {footer}" if footer else ""))
     return 0
+
+
+def _profile_footer(seen: dict[str, Any]) -> str:
+    """What the profile's agents are listed, for ``mcpd tools --profile``."""
+    name, listed = seen["profile"], seen["listed"]
+    if seen["mode"] == "all":
+        return f"profile {name} lists them all (discovery {seen['discovery']})"
+    return (
+        f"profile {name} is in search mode (discovery {seen['discovery']}): its agents are "
+        f"listed {len(listed)} tools ({', '.join(listed)}) and find these by searching"
+    )
 
 
 def _check_names(names: list[str], limit: int, prefix: str) -> int:
@@ -154,6 +170,8 @@ def cmd_call(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         _fail(EXIT_USAGE, "arguments must be a JSON object")
     with _client(args) as client:
+        if args.profile is not None:
+            _request(client, "mcpd/useProfile", {"profile": args.profile})
         result = _request(client, "tools/call", {"name": args.name, "arguments": arguments})
     if args.json:
         print(json.dumps(result, indent=2))
@@ -256,7 +274,29 @@ def cmd_reload(args: argparse.Namespace) -> int:
 def cmd_bridge(args: argparse.Namespace) -> int:
     from ..agents.bridge import run_bridge
 
-    return run_bridge(socket_path(args.socket))
+    return run_bridge(socket_path(args.socket), args.profile)
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from ..host.statefile import state_dir
+    from ..host.token import TokenError, read_token, token_path, write_token
+
+    path = args.config or default_config_path()
+    try:
+        config = load(path)
+    except ConfigError as exc:
+        if args.config or os.path.exists(path):
+            _fail(EX_CONFIG, f"config error: {exc}")
+        config = Config()  # no config file: the default state directory
+    where = token_path(state_dir(config))
+    try:
+        token = write_token(where) if args.rotate else read_token(where)
+    except TokenError as exc:
+        _fail(EXIT_USAGE, str(exc))
+    print(token)
+    if args.rotate:
+        print(f"mcpd: a new token is in {where}; the old one no longer works", file=sys.stderr)
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -286,6 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
     t = client_cmd("tools", "list the aggregated tools")
     t.add_argument("--json", action="store_true")
     t.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="every tool of this profile, under its names, and what its agents are listed",
+    )
+    t.add_argument(
         "--format",
         choices=["anthropic", "openai", "openai-responses"],
         help="print the tools as a model API's tool definitions (JSON)",
@@ -308,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("name")
     k.add_argument("arguments", nargs="?", default="{}")
     k.add_argument("--json", action="store_true")
+    k.add_argument("--profile", metavar="NAME", help="call as an agent of this profile")
     k.set_defaults(func=cmd_call)
 
     st = client_cmd("status", "show each server's state")
@@ -334,11 +380,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_reload)
 
     b = client_cmd("bridge", "serve MCP on stdin/stdout, relayed to the daemon")
+    b.add_argument("--profile", metavar="NAME", help="the profile this host sees")
     b.set_defaults(func=cmd_bridge)
 
     from .auth import add_auth_commands
 
     add_auth_commands(sub)
+
+    tk = sub.add_parser("token", help="print the HTTP endpoint's bearer token")
+    tk.add_argument("--rotate", action="store_true", help="replace it with a new one")
+    tk.add_argument("--config", help=f"config file (default: {default_config_path()})")
+    tk.set_defaults(func=cmd_token)
+
+    from .connect import add_parser
+
+    add_parser(sub)
     return p
 
 

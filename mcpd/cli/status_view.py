@@ -64,7 +64,33 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         if state not in ("ready", "degraded", "starting", "idle"):
             for tail in s.get("stderr") or []:
                 lines.append(f"{'':<16} stderr| {tail}")
+    profiles = status.get("profiles") or []
+    if len(profiles) > 1 or any(p.get("warning") for p in profiles):
+        lines += profile_lines(profiles, color)
+    if d.get("http"):
+        lines.append(f"HTTP endpoint: {d['http']} (bearer token: `mcpd token`)")
     return "\n".join(lines)
+
+
+def profile_lines(profiles: list[dict[str, Any]], color: bool = False) -> list[str]:
+    """What each profile exposes: its tools, what its agents are listed, how many use it."""
+    lines = [f"{'PROFILE':<16} {'DISCOVERY':<14} {'TOOLS':>5} {'LISTED':>6} {'AGENTS':>6}  NAMES"]
+    for p in profiles:
+        mode = p.get("discovery", "all")
+        if mode == "auto":
+            mode = f"auto ({p.get('mode')})"
+        naming = p.get("naming") or {}
+        names = f"{naming.get('template', '?')} <= {naming.get('max_length', '?')}"
+        if p.get("socket"):
+            names += f"  on {p['socket']}"
+        lines.append(
+            f"{p.get('name', '?'):<16} {mode:<14} {p.get('tools', 0):>5} "
+            f"{p.get('listed', 0):>6} {p.get('agents', 0):>6}  {names}"
+        )
+        for key in ("warning", "socket_error"):
+            if p.get(key):
+                lines.append(_paint(f"warning: {p[key]}", "degraded", color))
+    return lines
 
 
 def watch_frame(body: str, interval: float, *, clear: bool) -> str:

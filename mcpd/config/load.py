@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .endpoints import validate_http, validate_profiles
 from .importer import config_from_json
 from .model import (
     ALIAS_RE,
@@ -27,6 +28,7 @@ from .model import (
     ServerConfig,
     ToolsConfig,
 )
+from .profiles import ProfileConfig
 from .secrets import SecretError, read_secret
 
 _VAR_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -91,6 +93,10 @@ def parse(
         raise ConfigError("source", "unknown key")
     expanded["source"] = source
     _check_servers(expanded.get("servers"))
+    profiles = expanded.get("profiles")
+    if isinstance(profiles, dict):  # each on its own, so an error names the profile
+        for name, body in profiles.items():
+            _convert_at(body, ProfileConfig, f"profiles.{name}")
     try:
         config = msgspec.convert(expanded, Config)
     except msgspec.ValidationError as exc:
@@ -192,6 +198,8 @@ def validate(config: Config) -> None:
         raise ConfigError("daemon.max_tools", "must be at least 1")
     for alias, server in config.servers.items():
         _validate_server(alias, server)
+    validate_http(d)
+    validate_profiles(config)
 
 
 def _validate_server(alias: str, s: ServerConfig) -> None:

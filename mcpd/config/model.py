@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from .profiles import ProfileConfig
+
 EX_CONFIG: Final = 78
 ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n
 
@@ -57,6 +59,11 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     cooldown_cap: float = 300.0
     queue_timeout: float = 30.0
     queue_size: int = 256
+    # The HTTP endpoint for hosts that take a URL ("127.0.0.1:8765"); loopback only
+    # unless http_allow_remote; http_origins are browser origins allowed besides it.
+    http_listen: str | None = None
+    http_allow_remote: bool = False
+    http_origins: list[str] = msgspec.field(default_factory=list)
 
 
 class NamingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -167,6 +174,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
     naming: NamingConfig = msgspec.field(default_factory=NamingConfig)
     servers: dict[str, ServerConfig] = msgspec.field(default_factory=dict)
+    profiles: dict[str, ProfileConfig] = msgspec.field(default_factory=dict)
     source: str = ""
 
     def socket_path(self) -> str:

@@ -47,12 +47,16 @@ def alias_prefix(template: str, alias: str) -> str:
 class Entry:
     """One tool as agents see it, with the way back to its server."""
 
-    __slots__ = ("alias", "available", "encoded", "local", "original", "tool")
+    __slots__ = ("alias", "available", "encoded", "local", "name", "original", "tool")
 
-    def __init__(self, local: str, alias: str, original: str, tool: mcp.Tool) -> None:
+    def __init__(
+        self, local: str, alias: str, original: str, tool: mcp.Tool, name: str | None = None
+    ) -> None:
         self.local = local
         self.alias = alias
         self.original = original
+        # The name after curation (a rename): what templates and profile patterns see.
+        self.name = original if name is None else name
         self.tool = tool
         self.available = True
         self.encoded = Raw(b"")
@@ -185,7 +189,7 @@ class Registry:
         ):
             del self._by_local[previous.local]
         server = self._servers[alias]
-        entry = Entry(local, alias, server.originals.get(name, name), server.tools[name])
+        entry = Entry(local, alias, server.originals.get(name, name), server.tools[name], name)
         entry.available = server.available
         self._encode_entry(entry)
         self._by_key[key] = entry
@@ -237,6 +241,11 @@ class Registry:
         """The server's last list as it sent it (before curation); None if never listed."""
         server = self._servers.get(alias)
         return list(server.raw.values()) if server else None
+
+    def server_flags(self, alias: str) -> tuple[bool, str | None]:
+        """Whether the server is trusted, and its outage marker (None while it is up)."""
+        server = self._servers.get(alias)
+        return (server.trusted, server.marker) if server else (False, None)
 
     def aliases(self) -> Iterable[str]:
         return self._servers.keys()

@@ -14,6 +14,7 @@ from msgspec import Raw
 from protocol import mcp
 
 from ..registry.table import Entry, Registry
+from ..registry.views import ProfileView
 from .calls import Done, PendingCall
 from .outage import iso
 from .progress import Deliver
@@ -72,8 +73,18 @@ class Front:
             out.append(entry)
         return out
 
-    def outages(self) -> list[str]:
-        return self._supervisor.outages()
+    def outages(self, only: Callable[[str], bool] | None = None) -> list[str]:
+        if only is None:
+            return self._supervisor.outages()
+        runners = self._supervisor.runners
+        return [
+            runners[a].outage().sentence()
+            for a in sorted(runners)
+            if only(a) and not runners[a].available
+        ]
+
+    def view_of(self, name: str) -> ProfileView:
+        return ProfileView(name, self._registry)
 
     def subscribe(self, on_change: Callable[[], None]) -> None:
         self._listeners.append(on_change)

@@ -131,6 +131,9 @@ class Agent:
     async def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         return await self.result("tools/call", {"name": name, "arguments": arguments or {}})  # type: ignore[no-any-return]
 
+    async def use_profile(self, name: str) -> dict[str, Any]:
+        return await self.result("mcpd/useProfile", {"profile": name})  # type: ignore[no-any-return]
+
     async def tools(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         cursor = None
@@ -155,12 +158,18 @@ async def connect(path: str, modern: bool = True) -> AsyncIterator[Agent]:
             nursery.cancel_scope.cancel()
 
 
-def make_config(tmp_path: Path, servers: dict[str, Any], **daemon: Any) -> Config:
+def make_config(
+    tmp_path: Path,
+    servers: dict[str, Any],
+    *,
+    profiles: dict[str, Any] | None = None,
+    **daemon: Any,
+) -> Config:
     daemon.setdefault("socket", str(tmp_path / "mcpd.sock"))
     daemon.setdefault("startup_deadline", 20.0)
     daemon.setdefault("backoff_base", 0.05)
     daemon.setdefault("backoff_cap", 0.5)
-    return parse({"daemon": daemon, "servers": servers})
+    return parse({"daemon": daemon, "servers": servers, "profiles": profiles or {}})
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,85 @@
+"""One HTTP request in the shape of an agent connection, and who sent it.
+
+``Api.dispatch`` answers connections; ``Exchange`` lets it answer one HTTP request the
+same way, whatever it sends before its answer going into the response (which then
+becomes an event stream). ``Caller`` is what the HTTP connection it came on decides:
+the peer, the profile a profile's socket fixes, and the checks of the TCP endpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import h11
+import msgspec
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.server import ServerSession
+
+from .connection import Connection, Dispatcher
+from .http_wire import Response
+from .peers import Peer
+from .profiles import ProfileServers
+
+
+class Exchange(Connection):
+    """One HTTP request in the shape ``Api.dispatch`` expects of an agent connection.
+
+    What a handler sends before its answer (progress, a subscription's
+    acknowledgement) goes through ``outbox`` into the response, which then becomes an
+    event stream. There is no line framing or socket writer here, so the line
+    connection's constructor is deliberately not run.
+    """
+
+    def __init__(
+        self, handler: Dispatcher, session: ServerSession, caller: Caller, servers: ProfileServers
+    ) -> None:
+        self.handler = handler
+        self.session = session
+        self.peer = caller.peer
+        self.profile = servers
+        self.fixed_profile = caller.fixed
+        self.subscriptions: set[rpc.Id] = set()
+        self.seen_version = servers.version
+        self.inflight = {}
+        self.dropped = 0
+        self._nursery = None
+        self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
+
+    def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:
+        def deliver(params: mcp.ProgressParams) -> None:
+            self.send_nowait(rpc.encode_notification("notifications/progress", params))
+
+        return deliver
+
+    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await self.outbox.send(data)
+
+    def send_nowait(self, data: bytes) -> None:
+        try:
+            self.outbox.send_nowait(data)
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            self.dropped += 1
+
+    async def drain(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def pump(self, response: Response, done: trio.Event) -> None:
+        try:
+            async with self._inbox:
+                async for data in self._inbox:
+                    await response.event(data)
+        finally:
+            done.set()
+
+
+class Caller(msgspec.Struct, frozen=True):
+    """Who sends the requests of one HTTP connection, and what its socket decides."""
+
+    peer: Peer | None
+    fixed: str | None = None  # the profile a profile's own socket serves
+    guard: Callable[[h11.Request], None] | None = None  # raises Reject

@@ -1,0 +1,100 @@
+"""The socket's methods about profiles (mcpd's own, under ``mcpd/``).
+
+- ``mcpd/useProfile {profile}``: this connection sees that profile from now on
+  (``mcpd bridge --profile`` sends it first); an error says which profiles exist.
+- ``mcpd/tools {profile?}``: every tool of a profile under its names, whatever its
+  discovery mode, and what ``tools/list`` gives its agents (``mcpd tools --profile``).
+- ``mcpd/profiles``: per profile what it exposes and how many agents use it (also in
+  ``mcpd/status``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from protocol import jsonrpc as rpc
+from protocol.server import RequestContext
+
+from .connection import Connection
+from .profiles import Profiles, ProfileServers
+from .sockets import ProfileSockets
+
+if TYPE_CHECKING:
+    from .httpapi import HttpApi
+
+
+class _Choice(msgspec.Struct):
+    profile: str | None = None
+
+
+class ProfileMethods:
+    profiles: Profiles
+    connections: set[Connection]
+    http: HttpApi
+    sockets: ProfileSockets
+
+    def view(self, conn: Connection) -> ProfileServers:
+        raise NotImplementedError
+
+    def _chosen(self, conn: Connection, req: rpc.Request, required: bool) -> ProfileServers:
+        choice = rpc.decode_as(req.params, _Choice)
+        if choice.profile is None:
+            if required:
+                raise rpc.RPCError(rpc.INVALID_PARAMS, "params.profile names the profile")
+            return self.view(conn)
+        return self.profiles.choose(choice.profile, conn.peer, conn.fixed_profile)
+
+    async def _use_profile(
+        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    ) -> Any:
+        chosen = self._chosen(conn, req, required=True)
+        conn.profile = chosen
+        conn.seen_version = chosen.version  # what it lists from now on is not a change
+        return summary(chosen)
+
+    async def _profile_tools(
+        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    ) -> Any:
+        chosen = self._chosen(conn, req, required=False)
+        out = summary(chosen)
+        out["tools"] = chosen.view.listing()
+        return out
+
+    async def _profiles(
+        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    ) -> Any:
+        return {"profiles": self.profile_status()}
+
+    def profile_status(self, default_cap_warned: bool = False) -> list[dict[str, Any]]:
+        agents: Counter[str] = Counter(self.view(c).name for c in self.connections)
+        agents.update(s.servers.name for s in self.http.sessions.values())
+        rows = self.profiles.status(agents, default_cap_warned)
+        for row in rows:
+            error = self.sockets.errors.get(row["name"])
+            if error:
+                row["socket_error"] = error
+        return rows
+
+
+def summary(chosen: ProfileServers) -> dict[str, Any]:
+    view = chosen.view
+    listed = [msgspec.json.decode(raw)["name"] for raw in chosen.listing()]
+    return {
+        "profile": chosen.name,
+        "discovery": view.profile.discovery,
+        "mode": view.mode,
+        "count": view.count(),
+        "listed": listed,
+    }
+
+
+Method = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
+PROFILE_METHODS: Final[dict[str, Method]] = {
+    "mcpd/useProfile": ProfileMethods._use_profile,
+    "mcpd/tools": ProfileMethods._profile_tools,
+    "mcpd/profiles": ProfileMethods._profiles,
+}

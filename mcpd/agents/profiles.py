@@ -1,0 +1,193 @@
+"""Which profile an agent gets, and that profile seen as the agent side's ``Servers``.
+
+An agent's profile is fixed by the socket it connects to when the profile has one;
+on the daemon's own socket (and the HTTP endpoint) it may pick one with
+``mcpd/useProfile`` (what ``mcpd bridge --profile`` sends) or ``?profile=``; without
+that it gets the default profile: ``[profiles.default]`` if the config has one, else
+every tool under the ``[naming]`` names. A profile that has its own socket is a
+boundary (its socket's mode and peers say who may use it), so from the daemon's socket
+only the daemon's own user and root may pick it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+
+from ..config.model import NamingConfig
+from ..config.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
+from ..registry.table import Entry
+from ..registry.views import ProfileView
+from ..servers.calls import Done
+from ..servers.progress import Deliver
+from .backend import CallHandle, Servers
+from .peers import Peer, is_owner
+from .search_mode import exposed_listing
+
+# What a removed profile becomes for the agents still connected to it: nothing.
+_NOTHING = ProfileConfig(servers=[])
+
+
+class ProfileServers:
+    """One profile's view as ``Servers``: its names, its listing, its servers' states;
+    calls and refreshes go to the servers themselves."""
+
+    def __init__(self, base: Servers, view: ProfileView) -> None:
+        self.base = base
+        self.view = view
+        self.removed = False
+
+    @property
+    def name(self) -> str:
+        return self.view.name
+
+    @property
+    def version(self) -> int:
+        return self.view.sync()
+
+    def listing(self) -> list[Raw]:
+        """What ``tools/list`` gives this profile's agents (meta-tools in search mode)."""
+        return exposed_listing(self.view)
+
+    def lookup(self, name: str) -> Entry | None:
+        view = self.view  # every call looks up: the table itself when the view is it
+        return view.registry.lookup(name) if view.identity else view.lookup(name)
+
+    def closest(self, name: str) -> list[str]:
+        return self.view.closest(name)
+
+    def refresh(self) -> None:
+        self.base.refresh()
+
+    def start_call(
+        self,
+        alias: str,
+        params: mcp.CallToolParams,
+        done: Done,
+        *,
+        capabilities: dict[str, Any] | None,
+        on_progress: Deliver | None,
+    ) -> CallHandle | None:
+        return self.base.start_call(
+            alias, params, done, capabilities=capabilities, on_progress=on_progress
+        )
+
+    def states(self) -> list[dict[str, Any]]:
+        return [s for s in self.base.states() if self.view.has_server(s["server"])]
+
+    def outages(self, only: Callable[[str], bool] | None = None) -> list[str]:
+        has = self.view.has_server
+        return self.base.outages(has if only is None else lambda a: has(a) and only(a))
+
+    def subscribe(self, on_change: Callable[[], None]) -> None:
+        self.base.subscribe(on_change)
+
+    def view_of(self, name: str) -> ProfileView:
+        return self.base.view_of(name)
+
+
+class Profiles:
+    def __init__(self, base: Servers) -> None:
+        self.base = base
+        self._all: dict[str, ProfileServers] = {}
+        self._configs: dict[str, ProfileConfig] = {}
+
+    def configure(
+        self, profiles: Mapping[str, ProfileConfig], naming: NamingConfig, max_tools: int
+    ) -> list[str]:
+        """Apply the config's profiles (at start and on reload); returns the names of
+        those that changed. An agent that chose a profile now removed keeps its
+        connection and is listed nothing (it is told the list changed); one on the
+        removed profile's socket loses its connection with the socket."""
+        wanted = dict(profiles)
+        wanted.setdefault(DEFAULT_PROFILE, EVERYTHING)
+        changed = []
+        for name, cfg in wanted.items():
+            held = self._all.get(name)
+            if held is None:
+                held = self._all[name] = ProfileServers(self.base, self.base.view_of(name))
+            elif self._configs.get(name) == cfg and not held.removed:
+                held.view.configure(cfg, naming, max_tools)  # the global parts may differ
+                continue
+            held.removed = False
+            held.view.configure(cfg, naming, max_tools)
+            self._configs[name] = cfg
+            changed.append(name)
+        for name, held in self._all.items():
+            if name not in wanted and not held.removed:
+                held.removed = True
+                held.view.configure(_NOTHING, naming, max_tools)
+                self._configs.pop(name, None)
+                changed.append(name)
+        return changed
+
+    @property
+    def default(self) -> ProfileServers:
+        return self._all[DEFAULT_PROFILE]
+
+    def get(self, name: str) -> ProfileServers | None:
+        held = self._all.get(name)
+        return None if held is None or held.removed else held
+
+    def config(self, name: str) -> ProfileConfig:
+        return self._configs.get(name, _NOTHING)
+
+    def names(self) -> list[str]:
+        return sorted(n for n, p in self._all.items() if not p.removed)
+
+    def with_sockets(self) -> dict[str, ProfileConfig]:
+        return {n: c for n, c in self._configs.items() if c.socket is not None}
+
+    def choose(self, name: str, peer: Peer | None, fixed: str | None) -> ProfileServers:
+        """The profile ``name`` for an agent that asks for it; raises ``rpc.RPCError``
+        with what to do instead."""
+        if fixed is not None and name != fixed:
+            raise rpc.RPCError(rpc.INVALID_PARAMS, f"this socket serves the profile {fixed!r} only")
+        held = self.get(name)
+        if held is None:
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS,
+                f"no profile named {name!r} (profiles: {', '.join(self.names())})",
+            )
+        own_socket = self.config(name).socket
+        if fixed is None and own_socket is not None and not is_owner(peer):
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS,
+                f"the profile {name!r} is served on its own socket, {own_socket}",
+            )
+        return held
+
+    def status(self, agents: Mapping[str, int], default_cap_warned: bool) -> list[dict[str, Any]]:
+        """Per profile: what it exposes and to how many agents."""
+        out = []
+        for name in self.names():
+            held = self._all[name]
+            view = held.view
+            mode = view.mode
+            cfg = self.config(name)
+            row: dict[str, Any] = {
+                "name": name,
+                "discovery": cfg.discovery,
+                "mode": mode,
+                "tools": view.count(),
+                "listed": len(held.listing()),
+                "servers": view.servers(),
+                "pinned": [e.local for e in view.pinned()],
+                "naming": {
+                    "template": (view.naming or view.registry.naming).template,
+                    "max_length": (view.naming or view.registry.naming).max_length,
+                },
+                "max_tools": view.cap,
+                "socket": cfg.socket,
+                "agents": agents.get(name, 0),
+            }
+            warning = view.over_cap()
+            if warning and not (name == DEFAULT_PROFILE and view.identity and default_cap_warned):
+                row["warning"] = warning
+            out.append(row)
+        return out

@@ -1,0 +1,81 @@
+"""The "search" discovery mode: what ``tools/list`` holds, and the meta-tools' calls.
+
+In search mode an agent is listed the three meta-tools of ``metatools`` and the
+profile's pinned tools. ``mcpd_search_tools`` and ``mcpd_describe_tools`` are answered
+here from the profile's view; ``mcpd_call_tool`` is unwrapped into the ``tools/call``
+it stands for (the same ``_meta``, progress token, ``inputResponses`` and
+``requestState``), which then takes the very path a direct call takes: routing,
+breaker, time limits, budget, progress, cancellation and input_required are not
+repeated here, they are the same code. The meta-tools answer in every profile whose
+discovery is not "all", also while "auto" lists everything.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+
+from ..registry.views import ProfileView
+from . import metatools
+
+_encode: Final = msgspec.json.Encoder().encode
+_decode_tool: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+def exposed_listing(view: ProfileView) -> list[Raw]:
+    """``tools/list`` for the view's agents."""
+    if view.mode == "all":
+        return view.listing()
+    defs = metatools.definitions(view.servers(), total=view.count())
+    return [Raw(_encode(t)) for t in defs] + [e.encoded for e in view.pinned()]
+
+
+def unwrap(
+    view: ProfileView, rid: rpc.Id, params: mcp.CallToolParams, modern: bool
+) -> mcp.CallToolParams | bytes:
+    """The call to route (``params`` itself unless it is a meta-tool's), or the finished
+    reply of a search, a describe, or a meta-call with arguments it cannot use."""
+    name = params.name
+    if name not in metatools.NAMES or view.profile.discovery == "all":
+        return params
+    try:
+        if name == metatools.SEARCH:
+            result = _search(view, params.arguments)
+        elif name == metatools.DESCRIBE:
+            result = _describe(view, params.arguments)
+        else:
+            target, arguments = metatools.parse_call(_arguments(params.arguments))
+            return msgspec.structs.replace(params, name=target, arguments=Raw(_encode(arguments)))
+    except metatools.ArgumentError as exc:
+        result = metatools.error_result(str(exc))
+    if modern:
+        result.resultType = mcp.COMPLETE
+    return rpc.encode_result(rid, result)
+
+
+def _arguments(raw: Raw | Any) -> Raw | None:
+    return raw if isinstance(raw, Raw) else None
+
+
+def _search(view: ProfileView, arguments: Raw | Any) -> mcp.CallToolResult:
+    args = metatools.parse_search(_arguments(arguments))
+    hits = view.search(args.query, args.limit)
+    return metatools.search_result(args.query, hits, total=view.count(), markers=view.markers())
+
+
+def _describe(view: ProfileView, arguments: Raw | Any) -> mcp.CallToolResult:
+    names = metatools.parse_describe(_arguments(arguments))
+    found: list[dict[str, Any]] = []
+    unknown: list[str] = []
+    for name in names:
+        entry = view.lookup(name)
+        if entry is None:
+            unknown.append(name)
+        else:
+            found.append(_decode_tool.decode(entry.encoded))
+    return metatools.describe_result(found, unknown)

@@ -1,0 +1,152 @@
+"""Checks of how agents reach mcpd: the profiles (servers, patterns, naming, sockets)
+and the HTTP listener. Whether a profile matches any tool can only be known once the
+servers have listed theirs; ``mcpd.registry.views`` checks that."""
+
+from __future__ import annotations
+
+import grp
+import ipaddress
+import os
+import re
+from fnmatch import fnmatchcase
+from typing import Final
+
+from .model import ALIAS_RE, Config, ConfigError, DaemonConfig
+from .profiles import DEFAULT_PROFILE, Patterns, ProfileConfig, is_glob, split_pattern
+
+_PLACEHOLDER: Final = re.compile(r"\{([^}]*)\}")
+
+
+def parse_listen(text: str, where: str = "daemon.http_listen") -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) as a host and a port number."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(where, f'{text!r} is not HOST:PORT such as "127.0.0.1:8765"')
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def validate_http(d: DaemonConfig) -> None:
+    for i, origin in enumerate(d.http_origins):
+        if not re.match(r"^https?://[^/\s]+\Z", origin):
+            raise ConfigError(
+                f"daemon.http_origins[{i}]", 'must be an origin such as "http://localhost:3000"'
+            )
+    if d.http_listen is None:
+        return
+    host, _ = parse_listen(d.http_listen)
+    if not is_loopback(host) and not d.http_allow_remote:
+        raise ConfigError(
+            "daemon.http_listen",
+            f"{host} is not a loopback address; set http_allow_remote = true to serve "
+            "other machines (the bearer token is then all that protects mcpd)",
+        )
+
+
+def check_template(where: str, template: str) -> None:
+    if "{tool}" not in template:
+        raise ConfigError(where, "must contain {tool}")
+    unknown = set(_PLACEHOLDER.findall(template)) - {"alias", "tool"}
+    if unknown:
+        raise ConfigError(where, f"unknown placeholder {{{sorted(unknown)[0]}}}")
+
+
+def validate_profiles(config: Config) -> None:
+    main_socket = os.path.abspath(config.socket_path())
+    sockets: dict[str, str] = {}
+    for name, profile in config.profiles.items():
+        where = f"profiles.{name}"
+        if not ALIAS_RE.match(name):
+            raise ConfigError(where, "a profile name must be made of A-Z a-z 0-9 _ -")
+        servers = _resolve_servers(where, profile, config)
+        for kind in ("tools", "prompts", "resources"):
+            _check_patterns(f"{where}.{kind}", getattr(profile, kind), servers)
+        for i, pattern in enumerate(profile.pinned):
+            _check_pattern(f"{where}.pinned[{i}]", pattern, servers)
+        if profile.template is not None:
+            check_template(f"{where}.template", profile.template)
+        if profile.max_length is not None and not 16 <= profile.max_length <= 1024:
+            raise ConfigError(f"{where}.max_length", "must be between 16 and 1024")
+        if profile.max_tools is not None and profile.max_tools < 1:
+            raise ConfigError(f"{where}.max_tools", "must be at least 1")
+        _check_socket(where, name, profile, main_socket, sockets)
+
+
+def _resolve_servers(where: str, profile: ProfileConfig, config: Config) -> set[str]:
+    found: set[str] = set()
+    if not profile.servers:
+        raise ConfigError(f"{where}.servers", 'is empty; use ["*"] for every server')
+    for i, pattern in enumerate(profile.servers):
+        at = f"{where}.servers[{i}]"
+        if not pattern:
+            raise ConfigError(at, "is empty")
+        matched = {a for a in config.servers if fnmatchcase(a, pattern)}
+        if not matched:
+            known = ", ".join(sorted(config.servers)) or "none configured"
+            what = "matches no server" if is_glob(pattern) else "is not a configured server"
+            raise ConfigError(at, f"{pattern!r} {what} (servers: {known})")
+        found |= matched
+    return found
+
+
+def _check_patterns(where: str, patterns: Patterns, servers: set[str]) -> None:
+    for key in ("allow", "deny"):
+        for i, pattern in enumerate(getattr(patterns, key)):
+            _check_pattern(f"{where}.{key}[{i}]", pattern, servers)
+
+
+def _check_pattern(where: str, pattern: str, servers: set[str]) -> None:
+    alias, name = split_pattern(pattern)
+    if not name:
+        raise ConfigError(where, "is empty")
+    if alias is not None and not any(fnmatchcase(a, alias) for a in servers):
+        raise ConfigError(
+            where,
+            f"{alias!r} is not one of this profile's servers ({', '.join(sorted(servers))})",
+        )
+
+
+def _check_socket(
+    where: str, name: str, profile: ProfileConfig, main: str, sockets: dict[str, str]
+) -> None:
+    try:
+        mode = int(profile.socket_mode, 8)
+    except ValueError:
+        raise ConfigError(
+            f"{where}.socket_mode", 'must be an octal string such as "0660"'
+        ) from None
+    if not 0 <= mode <= 0o777:
+        raise ConfigError(f"{where}.socket_mode", "must be between 0000 and 0777")
+    for i, group in enumerate(profile.allow_groups):
+        if not group.isdigit():
+            try:
+                grp.getgrnam(group)
+            except KeyError:
+                raise ConfigError(
+                    f"{where}.allow_groups[{i}]", f"no group named {group!r}"
+                ) from None
+    if profile.socket is None:
+        if profile.allow_uids or profile.allow_groups:
+            raise ConfigError(
+                f"{where}.allow_uids" if profile.allow_uids else f"{where}.allow_groups",
+                "only applies to a profile with its own socket",
+            )
+        return
+    if name == DEFAULT_PROFILE:
+        raise ConfigError(f"{where}.socket", "the default profile is served on [daemon] socket")
+    path = os.path.abspath(profile.socket)
+    if path == main:
+        raise ConfigError(f"{where}.socket", "is the daemon's own socket")
+    if path in sockets:
+        raise ConfigError(f"{where}.socket", f"is profile {sockets[path]!r}'s socket too")
+    sockets[path] = name

@@ -1,0 +1,92 @@
+"""The bearer token of the HTTP endpoint: one line in ``token`` in the state directory.
+
+Created on first use (mode 0600, like the directory's other files, so only the daemon's
+user and root can read it), printed by ``mcpd token``, replaced by ``mcpd token
+--rotate``. The daemon reads it again whenever the file changes, so a rotation takes
+effect with the next request and the old token stops working at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from typing import Final
+
+FILE_NAME: Final = "token"
+_BYTES: Final = 32  # 256 bits, 43 characters of URL-safe base64
+
+
+class TokenError(Exception):
+    """The token file cannot be read or written; the message says why."""
+
+
+def token_path(state_dir: str) -> str:
+    return os.path.join(state_dir, FILE_NAME)
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(_BYTES)
+
+
+def write_token(path: str, token: str | None = None) -> str:
+    """Replace the token (a new random one unless given); returns it."""
+    token = token or new_token()
+    directory = os.path.dirname(path) or "."
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            if os.geteuid() == 0:
+                # root rotating a service's token: the file stays the daemon's to read.
+                st = os.stat(directory)
+                os.fchown(fd, st.st_uid, st.st_gid)
+            os.write(fd, token.encode() + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(f"{path}.{os.getpid()}.tmp")
+        raise TokenError(f"cannot write the token to {path}: {exc.strerror or exc}") from None
+    return token
+
+
+def read_token(path: str, *, create: bool = True) -> str:
+    """The token in ``path``; a missing (or empty) file gets a new one if ``create``."""
+    try:
+        with open(path, encoding="ascii") as f:
+            token = f.read().strip()
+    except FileNotFoundError:
+        token = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenError(f"cannot read the token in {path}: {exc}") from None
+    if token:
+        return token
+    if not create:
+        raise TokenError(f"no token in {path} yet (`mcpd token` creates one)")
+    return write_token(path)
+
+
+class TokenFile:
+    """The current token, re-read when the file's identity or time changes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._seen: tuple[int, int, int] | None = None
+        self._token = ""
+
+    def current(self) -> str:
+        try:
+            st = os.stat(self.path)
+            seen: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            seen = None
+        if seen is None or seen != self._seen or not self._token:
+            self._token = read_token(self.path)
+            st = os.stat(self.path)
+            self._seen = (st.st_ino, st.st_mtime_ns, st.st_size)
+        return self._token

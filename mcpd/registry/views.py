@@ -1,0 +1,332 @@
+"""A profile's view of the aggregated table: its servers, the tools its patterns admit,
+under its own names, and what ``tools/list`` shows of them.
+
+A view never copies what it can share: with the table's naming its entries are the
+table's own, and a view that admits everything under the table's naming is the table.
+Under another template each tool gets a name of its own, by the table's rules (unsafe
+characters to ``_``, a short hash of ``alias::tool`` for a name too long or shared),
+derived afresh whenever the table changes, so it is the same in every process.
+
+``version`` grows only when what the view's agents are listed may have changed: a tool
+of the view re-encoded by the table (even if it went down and came back before anyone
+looked), or in search mode the pinned tools and what the search tool's description
+says (the servers and the tool count), not every tool behind it. A server coming and
+going elsewhere leaves this profile's agents alone.
+
+``NameFilter`` is the same allow/deny rule over any ``(alias, name)``: prompts and
+resources go through ``admits_prompt`` and ``admits_resource``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection, Iterable, Mapping
+from fnmatch import fnmatchcase
+from typing import Any, Final, Literal
+
+import msgspec
+from msgspec import Raw
+
+from ..config.model import ConfigError, NamingConfig
+from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
+from .search import Hit, ToolDoc, ToolIndex
+from .table import Entry, Registry, agent_tool, candidate_name, hashed_name
+
+Mode = Literal["all", "search"]
+_encode: Final = msgspec.json.Encoder().encode
+_decode_schema: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+class NameFilter:
+    """``allow``/``deny`` patterns over ``(alias, name)``: see ``mcpd.config.profiles``."""
+
+    def __init__(self, patterns: Patterns) -> None:
+        self.allow = [split_pattern(p) for p in patterns.allow]
+        self.deny = [split_pattern(p) for p in patterns.deny]
+        self.everything = not self.allow and not self.deny
+
+    @staticmethod
+    def _match(rule: tuple[str | None, str], alias: str, name: str) -> bool:
+        server, pattern = rule
+        return (server is None or fnmatchcase(alias, server)) and fnmatchcase(name, pattern)
+
+    def admits(self, alias: str, name: str) -> bool:
+        if self.allow and not any(self._match(r, alias, name) for r in self.allow):
+            return False
+        return not any(self._match(r, alias, name) for r in self.deny)
+
+
+def assign_names(
+    keys: Iterable[tuple[str, str]], naming: NamingConfig
+) -> dict[tuple[str, str], str]:
+    """Local names for ``(alias, name)`` pairs by the table's rules, from scratch."""
+    claims: dict[str, list[tuple[str, str]]] = {}
+    for alias, name in keys:
+        claims.setdefault(candidate_name(naming.template, alias, name), []).append((alias, name))
+    out: dict[tuple[str, str], str] = {}
+    given: set[str] = set()
+    for cand in sorted(claims):
+        keys_here = sorted(claims[cand])
+        for key in keys_here:
+            local = cand
+            if len(keys_here) > 1 or len(cand) > naming.max_length:
+                digits = 6
+                local = hashed_name(cand, *key, naming.max_length, digits)
+                # Never another tool's plain candidate, nor a name already given.
+                while local in claims or local in given:
+                    digits += 2
+                    local = hashed_name(cand, *key, naming.max_length, digits)
+            given.add(local)
+            out[key] = local
+    return out
+
+
+class ProfileView:
+    def __init__(self, name: str, registry: Registry) -> None:
+        self.name = name
+        self.registry = registry
+        self.profile = EVERYTHING
+        self.naming: NamingConfig | None = None  # None: the table's, whatever it is
+        self.cap = 128
+        self.version = 0
+        self._servers: list[str] = ["*"]
+        self._tools = NameFilter(Patterns())
+        self._prompts = NameFilter(Patterns())
+        self._resources = NameFilter(Patterns())
+        self._pinned: NameFilter | None = None
+        self.identity = True
+        self._synced = -1
+        self._entries: list[Entry] = []
+        self._by_local: dict[str, Entry] = {}
+        self._own: dict[tuple[str, str], tuple[Entry, Raw, Entry]] = {}
+        self._exposed: Any = None
+        self._exposed_refs: Any = None  # keeps the objects whose ids _exposed holds
+        self._index: ToolIndex | None = None
+        self._index_key: list[tuple[str, Any]] = []
+
+    def configure(self, profile: ProfileConfig, naming: NamingConfig, max_tools: int) -> None:
+        """Apply (or re-apply, on reload) the profile; ``naming`` and ``max_tools`` are the
+        global ones, used where the profile sets none."""
+        self.profile = profile
+        if profile.template is None and profile.max_length is None:
+            self.naming = None
+        else:
+            self.naming = NamingConfig(
+                template=profile.template or naming.template,
+                max_length=profile.max_length or naming.max_length,
+            )
+        self.cap = profile.max_tools or max_tools
+        self._servers = list(profile.servers)
+        self._tools = NameFilter(profile.tools)
+        self._prompts = NameFilter(profile.prompts)
+        self._resources = NameFilter(profile.resources)
+        self._pinned = NameFilter(Patterns(allow=profile.pinned)) if profile.pinned else None
+        # Everything under the table's names: the view is the table (and costs nothing).
+        self.identity = self.naming is None and self._servers == ["*"] and self._tools.everything
+        self._synced = -1
+
+    # -- which servers, tools, prompts and resources --
+
+    def has_server(self, alias: str) -> bool:
+        return any(fnmatchcase(alias, p) for p in self._servers)
+
+    def admits_tool(self, alias: str, name: str) -> bool:
+        return self.has_server(alias) and self._tools.admits(alias, name)
+
+    def admits_prompt(self, alias: str, name: str) -> bool:
+        return self.has_server(alias) and self._prompts.admits(alias, name)
+
+    def admits_resource(self, alias: str, uri: str) -> bool:
+        return self.has_server(alias) and self._resources.admits(alias, uri)
+
+    # -- keeping up with the table --
+
+    def sync(self) -> int:
+        """Catch up with the table; returns ``version``."""
+        if self._synced == self.registry.version:
+            return self.version
+        self._synced = self.registry.version
+        if self.identity:
+            # The table's own entries and listing, built only when asked for: a change
+            # during start-up must not cost a listing (see Registry.size).
+            self._entries = []
+            self._by_local = {}
+        else:
+            kept = [e for e in self.registry.entries() if self.admits_tool(e.alias, e.name)]
+            naming = self.naming
+            if naming is not None and naming != self.registry.naming:
+                kept = self._rename(kept, naming)
+            self._entries = kept
+            self._by_local = {e.local: e for e in kept}
+        refs, exposed = self._exposure()
+        if exposed != self._exposed:
+            self._exposed, self._exposed_refs = exposed, refs
+            self.version += 1
+        return self.version
+
+    def _rename(self, entries: list[Entry], naming: NamingConfig) -> list[Entry]:
+        names = assign_names(((e.alias, e.name) for e in entries), naming)
+        own: dict[tuple[str, str], tuple[Entry, Raw, Entry]] = {}
+        out: list[Entry] = []
+        for e in entries:
+            key = (e.alias, e.name)
+            local = names[key]
+            cached = self._own.get(key)
+            # The table re-encodes an entry whenever its server's state changes.
+            if (
+                cached is not None
+                and cached[0] is e
+                and cached[1] is e.encoded
+                and cached[2].local == local
+            ):
+                mine = cached[2]
+            else:
+                trusted, marker = self.registry.server_flags(e.alias)
+                mine = Entry(local, e.alias, e.original, e.tool, e.name)
+                mine.available = e.available
+                mine.encoded = Raw(_encode(agent_tool(mine, trusted, marker)))
+            own[key] = (e, e.encoded, mine)
+            out.append(mine)
+        self._own = own
+        return out
+
+    def _exposure(self) -> tuple[Any, Any]:
+        """What ``tools/list`` depends on, to compare with the last time: the encoded
+        tools by identity (a new object is a new encoding), and the objects."""
+        if self.identity and self.profile.discovery == "all":
+            return None, ("table", self.registry.version)  # any change of the table
+        if self.mode == "all":
+            listed = self.listing()
+            return listed, ("all", [id(r) for r in listed])
+        pinned = [e.encoded for e in self.pinned()]
+        key = ("search", tuple(self.servers()), self.count(), [id(r) for r in pinned])
+        return pinned, key
+
+    # -- queries --
+
+    @property
+    def mode(self) -> Mode:
+        discovery = self.profile.discovery
+        if discovery == "auto":
+            return "search" if self.count() > self.cap else "all"
+        return discovery
+
+    def entries(self) -> list[Entry]:
+        self.sync()
+        return self.registry.entries() if self.identity else self._entries
+
+    def count(self) -> int:
+        self.sync()
+        return self.registry.size() if self.identity else len(self._entries)
+
+    def listing(self) -> list[Raw]:
+        self.sync()
+        if self.identity:
+            return self.registry.listing()
+        return [e.encoded for e in self._entries]
+
+    def lookup(self, local: str) -> Entry | None:
+        if self.identity:  # the hot path of every call: no sync needed
+            return self.registry.lookup(local)
+        self.sync()
+        return self._by_local.get(local)
+
+    def closest(self, name: str, n: int = 3) -> list[str]:
+        names = [e.local for e in self.entries()]
+        if len(name) > 3 * max((len(x) for x in names), default=0):
+            return []  # see Registry.closest: difflib's cost grows with the name
+        return difflib.get_close_matches(name, names, n=n, cutoff=0.5)
+
+    def pinned(self) -> list[Entry]:
+        rule = self._pinned
+        if rule is None:
+            return []
+        return [e for e in self.entries() if rule.admits(e.alias, e.name)]
+
+    def servers(self) -> list[str]:
+        """The aliases with a tool in the view."""
+        return sorted({e.alias for e in self.entries()})
+
+    def markers(self) -> dict[str, str]:
+        """The outage marker of each of the view's servers that is down."""
+        out = {}
+        for alias in self.servers():
+            marker = self.registry.server_flags(alias)[1]
+            if marker:
+                out[alias] = marker
+        return out
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return self.index().search(query, k)
+
+    def index(self) -> ToolIndex:
+        """The search index over the view, rebuilt only when its tools change (not when
+        a server merely goes down: an outage does not move a tool in the ranking)."""
+        entries = self.entries()
+        key = [(e.local, e.tool) for e in entries]
+        same = len(key) == len(self._index_key) and all(
+            a[0] == b[0] and a[1] is b[1] for a, b in zip(key, self._index_key, strict=True)
+        )
+        if self._index is None or not same:
+            self._index = ToolIndex(_doc(e) for e in entries)
+            self._index_key = key
+        return self._index
+
+    def over_cap(self) -> str | None:
+        count = self.count()
+        if self.profile.discovery == "all" and count > self.cap:
+            return (
+                f"profile {self.name!r}: {count} tools is more than its cap ({self.cap}); "
+                'some hosts refuse that many (discovery = "auto" would switch to search)'
+            )
+        return None
+
+
+def _doc(entry: Entry) -> ToolDoc:
+    tool = entry.tool
+    try:
+        schema = _decode_schema.decode(tool.inputSchema)
+    except msgspec.DecodeError:
+        schema = {}
+    return ToolDoc(
+        name=entry.local,
+        server=entry.alias,
+        original=entry.name,
+        title=tool.title if isinstance(tool.title, str) else "",
+        description=tool.description if isinstance(tool.description, str) else "",
+        input_schema=schema,
+    )
+
+
+def unmatched(
+    profiles: Mapping[str, ProfileConfig],
+    registry: Registry,
+    naming: NamingConfig,
+    aliases: Collection[str],
+    unknown: Collection[str] = (),
+) -> ConfigError | None:
+    """The first profile that matches no tool, or a pinned pattern that matches none of
+    its tools, as a config error; judged only where every server the profile names has
+    listed its tools (``aliases`` are the configured servers, ``unknown`` those whose
+    lists do not count, as they are about to change)."""
+    listed = set(registry.aliases()) - set(unknown)
+    for name, profile in profiles.items():
+        view = ProfileView(name, registry)
+        view.configure(profile, naming, 1 << 30)
+        mine = [a for a in aliases if view.has_server(a)]
+        if not mine or any(a not in listed for a in mine):
+            continue
+        entries = view.entries()
+        if not entries:
+            key = "tools" if not profile.tools.everything else "servers"
+            return ConfigError(
+                f"profiles.{name}.{key}",
+                f"matches no tool of {', '.join(sorted(mine))}",
+            )
+        for i, pattern in enumerate(profile.pinned):
+            rule = NameFilter(Patterns(allow=[pattern]))
+            if not any(rule.admits(e.alias, e.name) for e in entries):
+                return ConfigError(
+                    f"profiles.{name}.pinned[{i}]", f"{pattern!r} matches none of its tools"
+                )
+    return None

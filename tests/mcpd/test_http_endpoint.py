@@ -1,0 +1,193 @@
+"""The HTTP endpoint on TCP: the socket's HTTP side behind a bearer token and an Origin
+check, both eras of POST /mcp, ?profile=, and `mcpd token` printing and rotating."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.agent import META, make_config, running
+from tests.support.procs import scripted
+
+from .test_httpapi import Reply, modern, modern_headers
+
+MCP = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def server(*flags: str) -> dict[str, Any]:
+    command, args = scripted(*flags)
+    return {"command": command, "args": list(args)}
+
+
+async def http(
+    port: int, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""
+) -> Reply:
+    """One request on its own connection; the whole answer."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    lines = [
+        f"{method} {path} HTTP/1.1",
+        "Host: 127.0.0.1",
+        "Connection: close",
+        f"Content-Length: {len(body)}",
+    ]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+    data = b""
+    while chunk := await stream.receive_some(1 << 16):
+        data += chunk
+    await stream.aclose()
+    return Reply(data)
+
+
+def config(tmp_path: Path, **daemon: Any) -> Any:
+    return make_config(
+        tmp_path,
+        {"code": server("--tools", "3", "--progress", "2"), "mail": server("--names", "send_mail")},
+        profiles={"mail": {"servers": ["mail"]}},
+        http_listen="127.0.0.1:0",
+        state_dir=str(tmp_path / "state"),
+        **daemon,
+    )
+
+
+def auth(token: str, **extra: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", **extra}
+
+
+def header_dict(items: list[str]) -> dict[str, str]:
+    return dict(h.split(": ", 1) for h in items)
+
+
+async def test_no_token_is_401_a_foreign_origin_403(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            token_file = tmp_path / "state" / "token"
+            token = daemon.http_token()
+            assert token_file.read_text().strip() == token and len(token) >= 40
+            assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+            bare = await http(port, "GET", "/healthz")
+            assert bare.status == 401
+            assert bare.headers["www-authenticate"] == 'Bearer realm="mcpd"'
+            assert "mcpd token" in bare.json()["error"]["message"]
+            wrong = await http(port, "GET", "/healthz", auth(token[:-1] + "x"))
+            assert wrong.status == 401
+            listed = modern(1, "tools/list")
+            no_token_mcp = await http(port, "POST", "/mcp", {**MCP}, json.dumps(listed).encode())
+            assert no_token_mcp.status == 401
+            evil = await http(port, "GET", "/healthz", auth(token, Origin="http://evil.example"))
+            assert evil.status == 403 and "evil.example" in evil.json()["error"]["message"]
+            rebound = auth(token, Origin=f"http://attacker.test:{port}")  # DNS rebinding
+            assert (await http(port, "GET", "/status", rebound)).status == 403
+            for origin in (f"http://127.0.0.1:{port}", f"http://localhost:{port}", None):
+                headers = auth(token) if origin is None else auth(token, Origin=origin)
+                ok = await http(port, "GET", "/healthz", headers)
+                assert ok.status == 200 and ok.json() == {"status": "ok", "servers": 2}
+            status = await http(port, "GET", "/status", auth(token))
+            assert status.json()["daemon"]["http"] == f"http://127.0.0.1:{port}/mcp"
+            # The Unix socket stays as it was: no token there.
+            sock = await trio.open_unix_socket(daemon.socket_path)
+            await sock.send_all(b"GET /healthz HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := await sock.receive_some(1 << 16):
+                data += chunk
+            assert Reply(data).status == 200
+
+
+async def test_both_eras_json_and_sse_and_profiles_over_tcp(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            headers = {**MCP, **auth(token), **header_dict(modern_headers("tools/list"))}
+            body = json.dumps(modern(1, "tools/list")).encode()
+            everything = await http(port, "POST", "/mcp", headers, body)
+            assert everything.status == 200
+            assert everything.headers["content-type"] == "application/json"
+            assert len(everything.json()["result"]["tools"]) == 4
+            mail = await http(port, "POST", "/mcp?profile=mail", headers, body)
+            assert [t["name"] for t in mail.json()["result"]["tools"]] == ["mcp__mail__send_mail"]
+            nope = await http(port, "POST", "/mcp?profile=nope", headers, body)
+            assert nope.status == 400 and "no profile named 'nope'" in nope.body.decode()
+
+            params = {
+                "name": "mcp__code__tool1",
+                "arguments": {"text": "t"},
+                "_meta": {**META, "progressToken": "p"},
+            }
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+            call_headers = {
+                **MCP,
+                **auth(token),
+                **header_dict(modern_headers("tools/call", "mcp__code__tool1")),
+            }
+            streamed = await http(port, "POST", "/mcp", call_headers, json.dumps(call).encode())
+            assert streamed.headers["content-type"] == "text/event-stream"
+            events = streamed.events()
+            assert [e.get("method") for e in events] == [
+                "notifications/progress",
+                "notifications/progress",
+                None,
+            ]
+            assert events[-1]["result"]["content"][0]["text"] == "tool1:t"
+
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "legacy", "version": "0"},
+                },
+            }
+            opened = await http(
+                port, "POST", "/mcp?profile=mail", {**MCP, **auth(token)}, json.dumps(init).encode()
+            )
+            session = opened.headers["mcp-session-id"]
+            legacy_list = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+            legacy_headers = {
+                **MCP,
+                **auth(token),
+                "Mcp-Session-Id": session,
+                "MCP-Protocol-Version": "2025-11-25",
+            }
+            listed = await http(
+                port, "POST", "/mcp", legacy_headers, json.dumps(legacy_list).encode()
+            )
+            assert [t["name"] for t in listed.json()["result"]["tools"]] == ["mcp__mail__send_mail"]
+            rows = {p["name"]: p["agents"] for p in daemon.status()["profiles"]}
+            assert rows["mail"] == 1  # the legacy session uses it
+
+
+async def test_mcpd_token_prints_and_rotates(tmp_path: Path) -> None:
+    cfg_path = tmp_path / "mcpd.toml"
+    cfg_path.write_text(
+        f'[daemon]\nsocket = "{tmp_path / "mcpd.sock"}"\nstate_dir = "{tmp_path / "state"}"\n'
+        'http_listen = "127.0.0.1:0"\n'
+    )
+    from mcpd.config.load import load
+
+    mcpd = [sys.executable, "-m", "mcpd", "token", "--config", str(cfg_path)]
+    with trio.fail_after(60):
+        async with running(load(cfg_path), str(cfg_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            printed = (await trio.run_process(mcpd, capture_stdout=True)).stdout.decode().strip()
+            assert printed == daemon.http_token()
+            assert (await http(port, "GET", "/healthz", auth(printed))).status == 200
+            rotated = await trio.run_process(
+                [*mcpd, "--rotate"], capture_stdout=True, capture_stderr=True
+            )
+            new = rotated.stdout.decode().strip()
+            assert new != printed and "no longer works" in rotated.stderr.decode()
+            assert (await http(port, "GET", "/healthz", auth(printed))).status == 401
+            assert (await http(port, "GET", "/healthz", auth(new))).status == 200
+    assert oct(os.stat(tmp_path / "state" / "token").st_mode & 0o777) == "0o600"
