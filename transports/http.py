@@ -69,12 +69,13 @@ from ._httpstream import (
 from .base import (
     AuthError,
     NotificationHandler,
+    ServerRequestHandler,
     SessionExpired,
     StreamCut,
     TransportClosed,
     TransportError,
     UnexpectedReply,
-    default_answer,
+    answer_server_request,
 )
 
 __all__ = ["AuthHook", "HttpRPCError", "HttpTransport", "open_http_transport"]
@@ -115,6 +116,8 @@ class HttpTransport:
 
         self._max_body = max_body
         self._on_notification = on_notification
+        # Who answers a legacy server's requests (set by the owner before any arrive).
+        self.on_request: ServerRequestHandler | None = None
         self._ids = rpc.IdAllocator()
         self._closed = False
         self._head = RequestHeaders(origin.authority, headers or {})
@@ -395,9 +398,9 @@ class HttpTransport:
             )
 
     async def _answer_server_request(self, req: rpc.Request) -> None:
-        """POST the answer to a legacy server's request: ``ping`` works, nothing else does."""
-        # mcpd declares no client capabilities (no roots, sampling or elicitation).
-        body = default_answer(req)
+        """POST the answer to a legacy server's request (``ping``, or what
+        ``on_request`` answers; without it, -32601)."""
+        body = await answer_server_request(self.alias, self.on_request, req)
         ex = Exchange(f"the answer to {req.method}", None, self.session_id)
         failed = "no answer in time"
         with trio.move_on_after(_CANCEL_TIMEOUT):
