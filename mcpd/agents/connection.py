@@ -17,6 +17,7 @@ from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 from protocol.server import ServerSession
 
+from .askback import AgentRequests
 from .backend import CallHandle, Lines
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
@@ -89,6 +90,7 @@ class Connection:
         self.fixed_profile = fixed_profile
         self.subscriptions: set[rpc.Id] = set()
         self.seen_version = version  # its profile's version whose changes it has been told
+        self.asks = AgentRequests()  # what servers ask this agent through mcpd
         self.dropped = 0
         self.invalid = 0  # lines that were not JSON-RPC
         self.over_limit = 0  # requests refused at max_inflight
@@ -227,7 +229,14 @@ class Connection:
                 self._spawn(msg, nursery)
         elif isinstance(msg, rpc.Notification):
             self._notification(msg)
-        # Responses from an agent answer nothing mcpd asked; they are ignored.
+        else:
+            # An answer to what a server asked this agent; any other is ignored.
+            self.asks.route(msg)
+
+    def run_as_task(self, req: rpc.Request) -> None:
+        """Serve a request in a task of its own (through ``dispatch``)."""
+        assert self._nursery is not None
+        self._spawn(req, self._nursery)
 
     def _spawn(self, msg: rpc.Request, nursery: trio.Nursery) -> None:
         scope = trio.CancelScope()
