@@ -251,6 +251,8 @@ class Daemon:
                 "uptime_s": round(trio.current_time() - self._started, 1),
                 "connections": len(self.api.connections),
                 "tools": self.registry.size(),
+                "prompts": len(self.registry.prompts.listing()),
+                "resources": len(self.registry.resources.listing()),
                 "max_tools": self.tool_budget.limit,
                 "summary": self.supervisor.summary(),
                 "state_file": self.state.path,

@@ -212,6 +212,7 @@ class Api(ProfileMethods):
         )
         self.connections.add(conn)
         self.surface.joined(conn)
+        conn.gone_hooks.append(lambda: self.surface.left(conn))
         try:
             await conn.run()
         finally:

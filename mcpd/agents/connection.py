@@ -91,6 +91,9 @@ class Connection:
         self.subscriptions: set[rpc.Id] = set()
         self.seen_version = version  # its profile's version whose changes it has been told
         self.asks = AgentRequests()  # what servers ask this agent through mcpd
+        # Run when the agent hangs up, before anything else: a server waiting for this
+        # agent's answer must hear at once that none is coming.
+        self.gone_hooks: list[Callable[[], None]] = []
         self.dropped = 0
         self.invalid = 0  # lines that were not JSON-RPC
         self.over_limit = 0  # requests refused at max_inflight
@@ -119,6 +122,9 @@ class Connection:
             nursery.start_soon(self._writer)
             try:
                 await self._read_loop(nursery)
+                self.asks.close("the agent disconnected")
+                for hook in self.gone_hooks:
+                    hook()
                 # The agent hung up: its calls are cancelled (their servers are told),
                 # and what is already queued for it still goes out if it can.
                 for scope in self.inflight.values():

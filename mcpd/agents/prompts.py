@@ -54,7 +54,14 @@ def list_prompts(
     )
 
 
-def reply_for(servers: Backend, alias: str, agent: AgentSide, outcome: Any, rewrite: Any) -> Any:
+def reply_for(
+    servers: Backend,
+    alias: str,
+    agent: AgentSide,
+    outcome: Any,
+    rewrite: Any,
+    cacheable: bool = False,
+) -> Any:
     """The shape of a prompts/get or resources/read reply for one outcome."""
     if isinstance(outcome, Outage):
         raise outage_error(outcome)
@@ -78,6 +85,9 @@ def reply_for(servers: Backend, alias: str, agent: AgentSide, outcome: Any, rewr
         if isinstance(shaped, Raw):
             shaped = msgspec.json.decode(shaped)
         shaped["resultType"] = mcp.COMPLETE
+        if cacheable:  # a read's result is one a modern client may cache: say how
+            shaped.setdefault("ttlMs", 0)
+            shaped.setdefault("cacheScope", "private")
     return shaped
 
 
@@ -87,6 +97,8 @@ def encoded(rid: rpc.Id, make: Any) -> bytes:
         return rpc.encode_result(rid, make())
     except rpc.RPCError as exc:
         return rpc.encode_error(rid, exc.code, exc.message, exc.data)
+    except (rpc.InvalidParams, msgspec.DecodeError, AttributeError, TypeError) as exc:
+        return rpc.encode_error(rid, rpc.INTERNAL_ERROR, f"malformed result from the server: {exc}")
 
 
 async def request_outcome(

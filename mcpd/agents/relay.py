@@ -10,6 +10,7 @@ whichever of the agent's retries is waiting.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,8 @@ from .askback import (
     claim,
     legacy_rounds,
 )
+
+logger = logging.getLogger("mcpd.api")
 
 Shape = Callable[[rpc.Id, Any], bytes]  # (the reply's id, the outcome) -> the reply
 
@@ -131,8 +134,15 @@ class AskBack:
         self, flow: Flow, params: Any, asker: ParkedAsker, upstream: Upstream, shape: Shape
     ) -> None:
         with flow.scope:
-            outcome = await upstream(params, asker)
-            flow.deliver(lambda rid: shape(rid, outcome))
+            try:
+                outcome = await upstream(params, asker)
+                flow.deliver(lambda rid: shape(rid, outcome))
+            except Exception:
+                # A fault here must cost this request only, never the daemon.
+                logger.exception("answering a %s failed", flow.method)
+                flow.deliver(
+                    lambda rid: rpc.encode_error(rid, rpc.INTERNAL_ERROR, "mcpd failed to answer")
+                )
 
 
 def _decode(raw: Any) -> Any:

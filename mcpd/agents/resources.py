@@ -97,7 +97,7 @@ async def read(
         def rewrite(raw: Raw) -> Any:
             return read_result(raw, lambda uri: servers.agent_uri(alias, uri), budget)
 
-        return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite))
+        return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite, True))
 
     def retry(p: surface.ReadResourceParams, responses: Raw, state: Any) -> Any:
         return msgspec.structs.replace(p, inputResponses=responses, requestState=state)

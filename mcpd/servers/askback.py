@@ -8,9 +8,12 @@ request caused it, and never to another:
 - over Streamable HTTP a server sends it on the response stream of the request it
   belongs to, so the cause is known exactly;
 - on stdio (and on an HTTP session's push stream) nothing on the wire ties the two
-  together. The cause is then the only agent with requests in flight on that server;
-  with several agents' requests in flight, or none, mcpd refuses to guess and
-  answers the server with an error.
+  together. The cause is then the only agent with requests in flight on that server
+  (leaving out requests whose server is already waiting for that agent's answer:
+  a server works on a call in order). With several agents' requests in flight, or
+  none, or (for a modern agent, who is asked through one particular request)
+  several of that agent's requests, mcpd refuses to guess and answers the server
+  with an error.
 
 The agent's side of it (relaying the request to a legacy agent as a request of
 mcpd's own, or handing a modern agent an ``input_required`` result) is behind
@@ -64,12 +67,13 @@ class Asker(Protocol):
 
 
 class _Inflight:
-    __slots__ = ("asker", "extend", "timeout")
+    __slots__ = ("asker", "asking", "extend", "timeout")
 
     def __init__(self, asker: Asker, extend: Callable[[float], None] | None, timeout: float):
         self.asker = asker
         self.extend = extend  # give the request this many seconds from now
         self.timeout = timeout  # its own time limit, restored once the agent answered
+        self.asking = 0  # requests of the server's for it still waiting for the agent
 
 
 def relay_capabilities(kinds: list[str]) -> dict[str, Any]:
@@ -132,6 +136,10 @@ class AskRoutes:
                     return item
             return _Inflight(here, None, 0.0)
         items = list(self._inflight.values())
+        # A server works on a call in order: while it waits for the answer to what it
+        # asked during one call, a new request of its is about another.
+        idle = [i for i in items if not i.asking]
+        items = idle or items
         owners = {id(i.asker.owner) for i in items}
         if len(owners) != 1:
             return None
@@ -167,6 +175,7 @@ class AskRoutes:
         if cause.extend is not None:
             cause.extend(wait + cause.timeout)
         self.relayed += 1
+        cause.asking += 1
         try:
             with trio.fail_after(wait):
                 return await cause.asker.ask(req.method, params)
@@ -175,5 +184,6 @@ class AskRoutes:
                 NO_ANSWER, f"the agent did not answer {req.method} within {wait:g} s"
             ) from None
         finally:
+            cause.asking -= 1
             if cause.extend is not None:
                 cause.extend(cause.timeout)
