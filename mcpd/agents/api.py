@@ -37,7 +37,7 @@ from .metatools import NAMES as META_TOOLS
 from .peers import is_allowed, peer_of, resolve_groups
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
-from .relay import agent_side
+from .relay import agent_side, refuser
 from .search_mode import unwrap
 from .sockets import ProfileSockets
 from .surface import Surface
@@ -388,6 +388,7 @@ class Api(ProfileMethods):
             conn.progress_sender(),
             lambda reply: conn.reply(rid, reply),
             self.surface.tool_finish(route, conn),
+            refuser(conn),
         )
 
     async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:

@@ -67,6 +67,23 @@ class AgentSide(msgspec.Struct):
         return out or None
 
 
+def refuser(conn: Any) -> DirectAsker:
+    """The asker of an agent that declared nothing a server may ask: it refuses, so a
+    server's request during that agent's call is refused for the right reason (and
+    never relayed to another agent). One per connection."""
+    found = getattr(conn, "refuser", None)
+    if not isinstance(found, DirectAsker):
+        requests = getattr(conn, "asks", None)
+        found = DirectAsker(
+            getattr(conn, "owner", conn),
+            None,
+            requests if isinstance(requests, AgentRequests) else AgentRequests(),
+            conn.send_nowait,
+        )
+        conn.refuser = found
+    return found
+
+
 def agent_side(conn: Any, ctx: RequestContext | None) -> AgentSide:
     modern = ctx is not None and ctx.era == "modern"
     requests = getattr(conn, "asks", None)
@@ -118,13 +135,18 @@ class AskBack:
         if isinstance(found, Park):
             responses = _decode(getattr(params, "inputResponses", UNSET))
             return await claim(found, method, name, agent.owner, responses, rid).next()
+        # An agent that declared nothing a server may ask is still the one to blame for
+        # its calls: its asker refuses, and the server hears why.
+        direct = DirectAsker(
+            agent.owner,
+            agent.capabilities if agent.asks else None,
+            agent.requests or AgentRequests(),
+            agent.send,
+        )
         if not agent.modern:
-            asker = None
-            if agent.asks and agent.requests is not None:
-                asker = DirectAsker(agent.owner, agent.capabilities, agent.requests, agent.send)
-            return shape(rid, await legacy_rounds(params, asker, upstream, retry))
+            return shape(rid, await legacy_rounds(params, direct, upstream, retry))
         if not agent.asks or self._nursery is None:
-            return shape(rid, await upstream(params, None))
+            return shape(rid, await upstream(params, direct))
         flow = Flow(agent.owner, method, name, rid)
         asker_ = ParkedAsker(flow, agent.capabilities, self.parks)
         self._nursery.start_soon(self._drive, flow, params, asker_, upstream, shape)

@@ -96,6 +96,7 @@ def start_call(
     on_progress: Deliver | None,
     deliver: Callable[[bytes], None],
     finish: Finish | None = None,
+    asker: Any = None,
 ) -> CallHandle | None:
     """Start the routed call; ``deliver`` gets the encoded reply exactly once (maybe
     before this returns), unless the call is cancelled through the handle."""
@@ -104,7 +105,12 @@ def start_call(
         deliver(call_reply(rid, route, outcome, budget, finish))
 
     handle = servers.start_call(
-        route.alias, route.params, done, capabilities=route.capabilities, on_progress=on_progress
+        route.alias,
+        route.params,
+        done,
+        capabilities=route.capabilities,
+        on_progress=on_progress,
+        asker=asker,
     )
     if handle is None:
         deliver(

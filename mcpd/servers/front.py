@@ -70,7 +70,9 @@ class Front:
         runner = self._supervisor.runners.get(alias)
         if runner is None:
             return None
-        if asker is None:
+        up = runner.upstream
+        if asker is None or (up is not None and up.era == "modern"):
+            # A modern server never sends requests: nothing to route back.
             return runner.start_call(
                 params, done, capabilities=capabilities, on_progress=on_progress
             )

@@ -67,7 +67,7 @@ async def send(
         def extend(seconds: float) -> None:
             scope.deadline = max(scope.deadline, trio.current_time() + seconds)
 
-        with runner.asks.scope(asker, extend, limit):
+        with runner.asks.scope(asker if up.era == "legacy" else None, extend, limit):
             try:
                 raw = await up.request(method, params, name=name, extra_headers=extra)
             except (rpc.RPCError, ServerCancelled) as exc:
