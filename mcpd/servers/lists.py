@@ -103,7 +103,7 @@ class SurfaceKeeper:
         # The server's URIs agents are subscribed to, with how many subscriptions each.
         self.subscribed: dict[str, int] = {}
         self.watched_tasks: set[str] = set()
-        self._held: set[str] = set()  # subscribed upstream on the current legacy session
+        self.held: set[str] = set()  # subscribed upstream on the current legacy session
         self._sync_due = False
         self._relisten = trio.Event()
 
@@ -111,7 +111,7 @@ class SurfaceKeeper:
 
     async def fetch(self, up: Upstream) -> None:
         """After connecting: every list the server offers, then the subscriptions."""
-        self._held = set()
+        self.held = set()
         await self._fetch_prompts(up)
         await self._fetch_resources(up)
         self._sync_due = bool(self.subscribed)
@@ -197,11 +197,11 @@ class SurfaceKeeper:
         self._sync_due = False
         if not _cap(up, "resources", "subscribe"):
             return
-        for uri in sorted(set(self.subscribed) - self._held):
+        for uri in sorted(set(self.subscribed) - self.held):
             await self._legacy_request(up, "resources/subscribe", uri)
-            self._held.add(uri)
-        for uri in sorted(self._held - set(self.subscribed)):
-            self._held.discard(uri)
+            self.held.add(uri)
+        for uri in sorted(self.held - set(self.subscribed)):
+            self.held.discard(uri)
             await self._legacy_request(up, "resources/unsubscribe", uri)
 
     async def _legacy_request(self, up: Upstream, method: str, uri: str) -> None:
