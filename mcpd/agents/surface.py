@@ -46,7 +46,7 @@ class Surface:
         # (connection, listen id) -> (which list changes it wants, its sender)
         self._listens: dict[tuple[int, rpc.Id], tuple[set[str], Callable[[bytes], None]]] = {}
         self._dirty = trio.Event()
-        servers.subscribe(self._dirty.set)
+        servers.subscribe(lambda: self._dirty.set())  # the event is replaced each time
 
     def handlers(self) -> dict[str, Handler]:
         return {

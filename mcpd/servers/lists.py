@@ -103,6 +103,8 @@ class SurfaceKeeper:
         # The server's URIs agents are subscribed to, with how many subscriptions each.
         self.subscribed: dict[str, int] = {}
         self.watched_tasks: set[str] = set()
+        # What the server's last acknowledgement of our listen said it honours.
+        self.acknowledged: dict[str, Any] = {}
         self.held: set[str] = set()  # subscribed upstream on the current legacy session
         self._sync_due = False
         self._relisten = trio.Event()
@@ -138,14 +140,22 @@ class SurfaceKeeper:
         if self.catalog.resources.update(self.alias, resources, templates):
             self._changed()
 
+    @property
+    def due(self) -> bool:
+        """Whether ``tend`` has something to do."""
+        return self.prompts_due or self.resources_due or self._sync_due
+
     async def tend(self, up: Upstream) -> None:
         """From the server's own task: whatever is due."""
         if self.prompts_due:
             await self._fetch_prompts(up)
         if self.resources_due:
             await self._fetch_resources(up)
-        if self._sync_due and up.era == "legacy":
-            await self._sync_legacy(up)
+        if self._sync_due:
+            if up.era == "legacy":
+                await self._sync_legacy(up)
+            else:
+                self._sync_due = False  # a modern server hears it on the listen
 
     # -- notifications --
 
@@ -166,6 +176,12 @@ class SurfaceKeeper:
                 self.on_updated(self.alias, uri)
         elif method == "notifications/tasks" and self.on_task is not None and msg.params:
             self.on_task(self.alias, msg.params)
+        elif method == "notifications/subscriptions/acknowledged":
+            try:
+                honoured = msgspec.json.decode(msg.params or b"{}").get("notifications")
+            except (msgspec.DecodeError, AttributeError):
+                honoured = None
+            self.acknowledged = honoured if isinstance(honoured, dict) else {}
 
     # -- subscriptions --
 
@@ -223,7 +239,15 @@ class SurfaceKeeper:
     # -- the modern subscription --
 
     def wants_listen(self, up: Upstream) -> bool:
-        return up.lists_changes or bool(self._filter(up))
+        """Whether the server could ever tell us something on a listen (the listen
+        waits while there is nothing to ask for yet)."""
+        return (
+            up.lists_changes
+            or _cap(up, "prompts", "listChanged")
+            or _cap(up, "resources", "listChanged")
+            or _cap(up, "resources", "subscribe")
+            or surface.has_tasks(up.capabilities)
+        )
 
     def _filter(self, up: Upstream) -> dict[str, Any]:
         wanted: dict[str, Any] = {}

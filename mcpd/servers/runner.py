@@ -100,6 +100,7 @@ class Runner:
         if self.auth is not None:
             self.auth.on_change = self._auth_changed
         self.attempts = 0
+        self._ready: tuple[bool, str, int] = (False, "", 0)
         # Prompts, resources and templates; what the server asks back, and of whom.
         self.surface = SurfaceKeeper(alias, catalog_of(registry), self.wake, self.changed)
         self.asks = AskRoutes(alias, lambda: self.config.daemon.ask_timeout)
@@ -315,10 +316,14 @@ class Runner:
         was_down = self.down_since is not None
         self.down_since = None
         self.last_error = None
+        self._ready = (was_down, f"{up.era} era ({up.version})", len(listing.tools))
+        await self._serve(up, transport)
+
+    def _now_ready(self) -> None:
+        """Connected and listed, and (legacy HTTP) its push stream answered: calls go."""
         self._set_phase("connected")
         self.first_attempt.set()
-        self.events.connected(was_down, f"{up.era} era ({up.version})", len(listing.tools))
-        await self._serve(up, transport)
+        self.events.connected(*self._ready)
 
     async def _serve(self, up: Upstream, transport: Transport) -> None:
         with single_exceptions():
@@ -331,8 +336,9 @@ class Runner:
                 # A legacy HTTP session's server-push stream: list_changed, pings, logs.
                 push = getattr(transport, "listen", None)
                 if up.era == "legacy" and push is not None:
-                    nursery.start_soon(push)
+                    await nursery.start(push)
                 self.scheduler.attach(up, nursery)
+                self._now_ready()
                 try:
                     await self._serve_loop(up, transport)
                 finally:
@@ -361,6 +367,8 @@ class Runner:
             await self.surface.tend(up)
             deadline = self.health.next_wake(self.policy, now)
             self._wake = trio.Event()
+            if self.lists.due or self.surface.due:
+                continue  # asked for while the loop was busy: that wake-up is gone
             with trio.move_on_at(deadline):
                 await self._wake.wait()
 
