@@ -154,7 +154,7 @@ async def test_resource_updates_reach_exactly_the_agents_that_subscribed(
                     while not runner.lists.subscribed:
                         await trio.sleep(0.02)
                 else:
-                    while README not in runner.surface._held:
+                    while README not in runner.surface.held:
                         await trio.sleep(0.02)
                 await bystander.call("mcp__a__touch", {"name": "README.md", "text": "changed\n"})
                 note = await wait_for(subscriber, "notifications/resources/updated")

@@ -5,7 +5,8 @@ usage: python folder_server.py FOLDER stdio | FOLDER http PORT
 Every file is the resource ``file:///NAME`` (relative to the folder, so two
 instances over two folders list the same URIs), every file also matches the
 template ``file:///{name}``, and the prompt ``review`` embeds one. ``show`` returns a
-link to a file and the file itself; ``touch`` rewrites a file and tells subscribers.
+link to a file and the file itself; ``touch`` rewrites a file and tells subscribers;
+``add_file`` adds a file and a prompt, and says both lists changed.
 """
 
 from __future__ import annotations
@@ -85,6 +86,25 @@ async def touch(name: str, text: str, ctx: Context) -> str:
     elif uri in subscribed:
         await ctx.session.send_resource_updated(uri)
     return f"wrote {name}"
+
+
+@app.tool()
+async def add_file(name: str, text: str, ctx: Context) -> str:
+    """Create a file: a new resource, and a prompt to review it."""
+    (FOLDER / name).write_text(text)
+    _add(name)
+
+    def review_it() -> str:
+        return f"Review {name}."
+
+    app.prompt(name=f"review_{name.split('.')[0]}", description=f"Review {name}")(review_it)
+    if (ctx.protocol_version or "") >= "2026-07-28":
+        await ctx.notify_resources_changed()
+        await ctx.notify_prompts_changed()
+    else:
+        await ctx.session.send_resource_list_changed()
+        await ctx.session.send_prompt_list_changed()
+    return f"added {name}"
 
 
 async def _subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
