@@ -105,7 +105,8 @@ def cmd_read(args: argparse.Namespace, client_for: ClientFor) -> int:
         return 0
     for item in result.get("contents") or []:
         if "text" in item:
-            print(item["text"])
+            text = str(item["text"])
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
         else:
             size = len(item.get("blob", "")) * 3 // 4
             print(
