@@ -139,6 +139,11 @@ class PromptTable:
     def known(self, alias: str) -> bool:
         return alias in self._servers
 
+    def raw(self, alias: str) -> list[surface.Prompt] | None:
+        """The server's prompts as it listed them; None if it never did."""
+        server = self._servers.get(alias)
+        return list(server.raw.values()) if server is not None else None
+
 
 def _curate(
     raw: dict[str, surface.Prompt], rules: ToolsConfig | None

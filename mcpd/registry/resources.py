@@ -224,6 +224,13 @@ class ResourceTable:
     def known(self, alias: str) -> bool:
         return alias in self._servers
 
+    def raw(
+        self, alias: str
+    ) -> tuple[list[surface.Resource], list[surface.ResourceTemplate]] | None:
+        """The server's resources and templates as it listed them; None if never."""
+        server = self._servers.get(alias)
+        return (list(server.resources), list(server.templates)) if server else None
+
     def _note(self, alias: str, description: Any) -> str:
         server = self._servers[alias]
         note = f"[{alias}] {description if isinstance(description, str) else ''}".rstrip()

@@ -11,6 +11,7 @@ passed on as it is.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,26 @@ async def send(
     """Send one request to the runner's server for an agent. ``params`` is a struct
     with a ``meta`` field, which gets the era's ``_meta``. Raises CallRefused (with
     the outage) or the server's rpc.RPCError."""
+    limit = runner.config.call_timeout(runner.alias) if time_limit is None else time_limit
+    in_use = getattr(runner, "in_use", None)  # a lazy server: started for this request
+    with in_use() if in_use is not None else contextlib.nullcontext():
+        return await _send(runner, method, params, name, capabilities, asker, limit)
+
+
+async def _send(
+    runner: Runner,
+    method: str,
+    params: Any,
+    name: str | None,
+    capabilities: Mapping[str, Any] | None,
+    asker: Asker | None,
+    limit: float,
+) -> Raw:
+    start = trio.current_time()
+    # A server being started (at startup, or on demand) is waited for, within the limit.
+    with trio.move_on_at(start + limit):
+        while (runner.upstream is None or runner.phase != "connected") and runner.waits_for_start():
+            await runner.phase_changed()
     up = runner.upstream
     if up is None or not runner.available:
         raise CallRefused(runner.outage())
@@ -60,8 +81,6 @@ async def send(
     extra: dict[str, str] | None = None
     if up.http and up.era == "modern" and name is not None and method.startswith("tasks/"):
         extra = {mcp_headers.NAME: mcp_headers.encode_value(name)}
-    limit = runner.config.call_timeout(runner.alias) if time_limit is None else time_limit
-    start = trio.current_time()
     with trio.CancelScope(deadline=start + limit) as scope:
 
         def extend(seconds: float) -> None:

@@ -128,3 +128,45 @@ async def test_prompts_are_curated_like_tools(tmp_path: Path) -> None:
         async with running(hidden) as daemon, connect(daemon.socket_path) as agent:
             assert (await agent.result("prompts/list"))["prompts"] == []
             daemon.stop()
+
+
+async def test_a_lazy_server_is_started_for_a_read_and_a_prompt(tmp_path: Path) -> None:
+    server = folder_server(tmp_path, start="lazy", idle_stop=0.2)
+    cfg = make_config(tmp_path, {"docs": server})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            runner = daemon.supervisor.runners["docs"]
+            while runner.state != "idle":  # listed once at startup, then stopped
+                await runner.phase_changed()
+            [resource] = (await agent.result("resources/list"))["resources"]
+            read = await agent.result("resources/read", {"uri": resource["uri"]})
+            assert read["contents"][0]["text"] == "readme\n"
+            while runner.state != "idle":  # stopped again once nothing uses it
+                await runner.phase_changed()
+            got = await agent.result(
+                "prompts/get", {"name": "mcp__docs__review", "arguments": {"name": "README.md"}}
+            )
+            assert got["messages"][1]["content"]["resource"]["text"] == "readme\n"
+            daemon.stop()
+
+
+async def test_prompts_and_resources_are_remembered_across_restarts(tmp_path: Path) -> None:
+    """A lazy server known from the state file is not started at startup: its prompts
+    and resources are listed from what the last run saw, and a read starts it."""
+    cfg = make_config(tmp_path, {"docs": folder_server(tmp_path, start="lazy")})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            runner = daemon.supervisor.runners["docs"]
+            while runner.state != "idle":
+                await runner.phase_changed()
+            daemon.stop()
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            runner = daemon.supervisor.runners["docs"]
+            assert runner.state == "idle" and runner.upstream is None
+            [prompt] = (await agent.result("prompts/list"))["prompts"]
+            assert prompt["name"] == "mcp__docs__review"
+            [resource] = (await agent.result("resources/list"))["resources"]
+            assert resource["uri"] == "file:///README.md"
+            read = await agent.result("resources/read", {"uri": resource["uri"]})
+            assert read["contents"][0]["text"] == "readme\n"
+            daemon.stop()
