@@ -221,6 +221,10 @@ class Api(ProfileMethods):
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
 
+    def agent_gone(self, owner: object) -> None:
+        """An agent without a connection of its own (an HTTP session) has ended."""
+        self.surface.left(owner)
+
     def broken_line(self) -> None:
         self.broken_lines += 1
 

@@ -236,6 +236,12 @@ class HttpApi:
 
     # -- POST /mcp --
 
+    def _end(self, legacy: _Legacy) -> None:
+        legacy.close()
+        gone = getattr(self.handler, "agent_gone", None)  # its subscriptions end with it
+        if gone is not None:
+            gone(legacy)
+
     def _exchange_for(
         self,
         session: ServerSession,
@@ -265,7 +271,7 @@ class HttpApi:
             legacy = self.sessions.pop(sid, None) if sid is not None else None
             if legacy is None:
                 raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
-            legacy.close()
+            self._end(legacy)
             await Response(wire).json(200, b"")
             return
         if request.method != b"POST":
@@ -307,7 +313,7 @@ class HttpApi:
             extra: HeaderList = []
             if session.legacy_version is not None:
                 if len(self.sessions) >= MAX_SESSIONS:
-                    self.sessions.pop(next(iter(self.sessions))).close()
+                    self._end(self.sessions.pop(next(iter(self.sessions))))
                 sid = secrets.token_hex(16)
                 self.sessions[sid] = _Legacy(session, servers)
                 extra.append((b"mcp-session-id", sid.encode()))
