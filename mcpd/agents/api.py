@@ -76,7 +76,9 @@ class Api(ProfileMethods):
         self._sniffing = 0  # accepted connections whose first byte has not come yet
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
         # Prompts, resources, completions, tasks, and servers that ask back.
-        self.surface = Surface(servers, control, lambda: self.connections)
+        self.surface = Surface(
+            servers, control, lambda: self.connections, lambda conn: self.view(conn).view
+        )
         self.listens = Listens(self.surface.open_listen, self.surface.close_listen)
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)

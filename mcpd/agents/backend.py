@@ -88,22 +88,29 @@ class Servers(Protocol):
         ...
 
 
+Keep = Callable[[str, str], bool]
+
+
 class Offerings(Protocol):
-    """What servers offer besides tools: prompts, resources, completions, tasks. Every
-    agent sees all of it (a profile filters tools only, for now)."""
+    """What servers offer besides tools: prompts, resources, completions, tasks. What
+    one agent sees of it is filtered by its profile (``keep``)."""
 
     @property
     def surface_versions(self) -> tuple[int, int]:
         """(prompts, resources): each grows when what agents are listed of it changes."""
         ...
 
-    def prompt_listing(self) -> list[Raw]: ...
+    def prompt_listing(self, keep: Keep | None = None) -> list[Raw]:
+        """Every prompt, encoded; ``keep(alias, name)`` says which an agent sees."""
+        ...
 
     def lookup_prompt(self, name: str) -> PromptEntry | None: ...
 
-    def resource_listing(self) -> list[Raw]: ...
+    def resource_listing(self, keep: Keep | None = None) -> list[Raw]:
+        """Every resource; ``keep(alias, the server's URI)`` says which an agent sees."""
+        ...
 
-    def template_listing(self) -> list[Raw]: ...
+    def template_listing(self, keep: Keep | None = None) -> list[Raw]: ...
 
     def route_uri(self, uri: str) -> Routed | Ambiguous | None:
         """Which server an agent's URI (or ``mcpd://`` form) goes to, and as what."""

@@ -213,11 +213,15 @@ class HttpApi:
         return 200, "application/json", _encode(translate(tools, fmt))
 
     def _prompts(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        return 200, "application/json", _encode({"prompts": self.servers.prompt_listing()})
+        sees = self._profile(query, caller).view.admits_prompt
+        return 200, "application/json", _encode({"prompts": self.servers.prompt_listing(sees)})
 
     def _resources(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        s = self.servers
-        body = {"resources": s.resource_listing(), "resourceTemplates": s.template_listing()}
+        s, sees = self.servers, self._profile(query, caller).view.admits_resource
+        body = {
+            "resources": s.resource_listing(sees),
+            "resourceTemplates": s.template_listing(sees),
+        }
         return 200, "application/json", _encode(body)
 
     def _healthz(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:

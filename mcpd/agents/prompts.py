@@ -8,6 +8,7 @@ the prompt it names, or of the resource template it names, in the server's terms
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -41,10 +42,21 @@ def outage_error(outage: Outage) -> rpc.RPCError:
     return rpc.RPCError(OUTAGE, outage.sentence(), {"mcpd/outage": outage.meta()})
 
 
+Sees = Callable[[str, str], bool]  # (alias, prompt name or URI): the agent's profile admits it
+
+
+def everything(alias: str, name: str) -> bool:
+    return True
+
+
 def list_prompts(
-    servers: Backend, params: surface.ListParams, ctx: RequestContext | None, page_size: int
+    servers: Backend,
+    params: surface.ListParams,
+    ctx: RequestContext | None,
+    page_size: int,
+    sees: Sees = everything,
 ) -> PromptsPage:
-    prompts, after = page(servers.prompt_listing(), params.cursor, page_size)
+    prompts, after = page(servers.prompt_listing(sees), params.cursor, page_size)
     modern = ctx is not None and ctx.era == "modern"
     return PromptsPage(
         prompts=list(prompts),
@@ -122,12 +134,12 @@ async def request_outcome(
 
 
 async def get_prompt(
-    servers: Backend, askback: AskBack, agent: AgentSide, req: rpc.Request
+    servers: Backend, askback: AskBack, agent: AgentSide, req: rpc.Request, sees: Sees = everything
 ) -> bytes:
     params = rpc.decode_as(req.params, surface.GetPromptParams)
     local = params.name
     entry = servers.lookup_prompt(local)
-    if entry is None:
+    if entry is None or not sees(entry.alias, entry.name):
         raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {local[:200]!r}")
     alias = entry.alias
     params.name = entry.original
@@ -148,12 +160,18 @@ async def get_prompt(
     return await askback.serve(agent, req.id, "prompts/get", local, params, upstream, shape, retry)
 
 
-async def complete(servers: Backend, req: rpc.Request, ctx: RequestContext | None) -> Any:
+async def complete(
+    servers: Backend,
+    req: rpc.Request,
+    ctx: RequestContext | None,
+    sees_prompt: Sees = everything,
+    sees_resource: Sees = everything,
+) -> Any:
     params = rpc.decode_as(req.params, surface.CompleteParams)
     ref = params.ref
     if ref.type == "ref/prompt" and isinstance(ref.name, str):
         entry = servers.lookup_prompt(ref.name)
-        if entry is None:
+        if entry is None or not sees_prompt(entry.alias, entry.name):
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {ref.name[:200]!r}")
         alias = entry.alias
         params.ref = msgspec.structs.replace(ref, name=entry.original)
@@ -164,6 +182,8 @@ async def complete(servers: Backend, req: rpc.Request, ctx: RequestContext | Non
             if routed is None or not hasattr(routed, "alias"):
                 raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
             found = (routed.alias, routed.uri)  # type: ignore[union-attr]
+        if not sees_resource(*found):
+            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
         alias = found[0]
         params.ref = msgspec.structs.replace(ref, uri=found[1])
     else:

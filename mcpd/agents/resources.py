@@ -22,7 +22,7 @@ from protocol.server import RequestContext
 from ..registry.resources import Ambiguous, Routed
 from .backend import Backend
 from .paging import page
-from .prompts import encoded, reply_for, request_outcome
+from .prompts import Sees, encoded, everything, reply_for, request_outcome
 from .relay import AgentSide, AskBack
 from .rewrite import read_result
 
@@ -45,8 +45,9 @@ def list_resources(
     ctx: RequestContext | None,
     page_size: int,
     templates: bool,
+    sees: Sees = everything,
 ) -> ResourcesPage:
-    items = servers.template_listing() if templates else servers.resource_listing()
+    items = servers.template_listing(sees) if templates else servers.resource_listing(sees)
     chunk, after = page(items, params.cursor, page_size)
     modern = ctx is not None and ctx.era == "modern"
     out = ResourcesPage(
@@ -61,10 +62,11 @@ def list_resources(
     return out
 
 
-def route(servers: Backend, uri: str) -> Routed:
-    """The server an agent's URI belongs to; the agent's error when there is none."""
+def route(servers: Backend, uri: str, sees: Sees = everything) -> Routed:
+    """The server an agent's URI belongs to; the agent's error when there is none (or
+    none its profile shows it)."""
     found = servers.route_uri(uri)
-    if isinstance(found, Routed):
+    if isinstance(found, Routed) and sees(found.alias, found.uri):
         return found
     if isinstance(found, Ambiguous):
         raise rpc.RPCError(
@@ -77,11 +79,16 @@ def route(servers: Backend, uri: str) -> Routed:
 
 
 async def read(
-    servers: Backend, askback: AskBack, agent: AgentSide, req: rpc.Request, budget: int
+    servers: Backend,
+    askback: AskBack,
+    agent: AgentSide,
+    req: rpc.Request,
+    budget: int,
+    sees: Sees = everything,
 ) -> bytes:
     params = rpc.decode_as(req.params, surface.ReadResourceParams)
     asked = params.uri
-    routed = route(servers, asked)
+    routed = route(servers, asked, sees)
     alias = routed.alias
     params.uri = routed.uri
     caps = agent.upstream_capabilities()
@@ -132,8 +139,10 @@ class Subscriptions:
 
     # -- legacy: resources/subscribe, resources/unsubscribe --
 
-    def subscribe(self, owner: object, uri: str, send: Send, on: bool) -> None:
-        routed = route(self.servers, uri)
+    def subscribe(
+        self, owner: object, uri: str, send: Send, on: bool, sees: Sees = everything
+    ) -> None:
+        routed = route(self.servers, uri, sees)
         if on and not self.servers.subscribable(routed.alias):
             raise rpc.RPCError(
                 rpc.METHOD_NOT_FOUND,
@@ -148,14 +157,16 @@ class Subscriptions:
 
     # -- modern: a listen's resourceSubscriptions --
 
-    def listen(self, conn: object, listen_id: rpc.Id, uris: Any, send: Send) -> list[str]:
+    def listen(
+        self, conn: object, listen_id: rpc.Id, uris: Any, send: Send, sees: Sees = everything
+    ) -> list[str]:
         """Hold the URIs a listen names; the subset honoured, for its acknowledgement."""
         honoured: list[str] = []
         for uri in uris if isinstance(uris, list) else []:
             if not isinstance(uri, str):
                 continue
             try:
-                routed = route(self.servers, uri)
+                routed = route(self.servers, uri, sees)
             except rpc.RPCError:
                 continue
             if self.servers.subscribable(routed.alias):

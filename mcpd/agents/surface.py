@@ -20,9 +20,10 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.server import RequestContext
 
+from ..registry.views import ProfileView
 from ..servers.calls import Outcome
 from .backend import Backend, Control
-from .prompts import complete, get_prompt, list_prompts
+from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .relay import AgentSide, AskBack, agent_side
 from .resources import Subscriptions, list_resources, read
 from .rewrite import tool_result
@@ -35,10 +36,16 @@ Handler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]
 
 class Surface:
     def __init__(
-        self, servers: Backend, control: Control, connections: Callable[[], Iterable[Any]]
+        self,
+        servers: Backend,
+        control: Control,
+        connections: Callable[[], Iterable[Any]],
+        view_of: Callable[[Any], ProfileView] | None = None,
     ) -> None:
         self.servers = servers
         self.control = control
+        # The agent's profile: which prompts and resources it sees.
+        self._view_of = view_of
         self._connections = connections
         self.askback = AskBack()
         self.tasks = Tasks(servers)
@@ -147,24 +154,35 @@ class Surface:
     def _page_size(self) -> int:
         return self.control.settings.page_size
 
+    def _sees(self, conn: Any) -> tuple[Sees, Sees]:
+        """What the agent's profile admits: (prompts, resources)."""
+        if self._view_of is None:
+            return everything, everything
+        view = self._view_of(conn)
+        return view.admits_prompt, view.admits_resource
+
     async def _prompts_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         params = rpc.decode_as(req.params, surface.ListParams)
-        return list_prompts(self.servers, params, ctx, self._page_size())
+        return list_prompts(self.servers, params, ctx, self._page_size(), self._sees(conn)[0])
 
     async def _prompts_get(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        return await get_prompt(self.servers, self.askback, agent_side(conn, ctx), req)
+        agent = agent_side(conn, ctx)
+        return await get_prompt(self.servers, self.askback, agent, req, self._sees(conn)[0])
 
     async def _resources_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         params = rpc.decode_as(req.params, surface.ListParams)
-        return list_resources(self.servers, params, ctx, self._page_size(), templates=False)
+        sees = self._sees(conn)[1]
+        return list_resources(self.servers, params, ctx, self._page_size(), False, sees)
 
     async def _templates_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         params = rpc.decode_as(req.params, surface.ListParams)
-        return list_resources(self.servers, params, ctx, self._page_size(), templates=True)
+        sees = self._sees(conn)[1]
+        return list_resources(self.servers, params, ctx, self._page_size(), True, sees)
 
     async def _resources_read(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         budget = self.control.settings.result_budget_chars
-        return await read(self.servers, self.askback, agent_side(conn, ctx), req, budget)
+        agent = agent_side(conn, ctx)
+        return await read(self.servers, self.askback, agent, req, budget, self._sees(conn)[1])
 
     async def _subscribe(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         return self._legacy_subscription(conn, req, ctx, True)
@@ -182,11 +200,12 @@ class Surface:
             )
         params = rpc.decode_as(req.params, surface.SubscribeParams)
         owner = agent_side(conn, ctx).owner
-        self.subscriptions.subscribe(owner, params.uri, conn.send_nowait, on)
+        sees = self._sees(conn)[1]
+        self.subscriptions.subscribe(owner, params.uri, conn.send_nowait, on, sees)
         return {}
 
     async def _complete(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        return await complete(self.servers, req, ctx)
+        return await complete(self.servers, req, ctx, *self._sees(conn))
 
     async def _task(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         if ctx is None or ctx.era != "modern" or not surface.has_tasks(ctx.capabilities):
@@ -219,7 +238,7 @@ class Surface:
         if "resourceSubscriptions" in wanted:
             uris = wanted.get("resourceSubscriptions")
             honoured["resourceSubscriptions"] = self.subscriptions.listen(
-                conn, listen_id, uris, conn.send_nowait
+                conn, listen_id, uris, conn.send_nowait, self._sees(conn)[1]
             )
         if "taskIds" in wanted:
             if ctx is None or not surface.has_tasks(ctx.capabilities):

@@ -3,7 +3,7 @@
 Prompts are named like tools (``registry.names``) and curated like tools
 (``[servers.NAME.prompts]`` allow, deny, rename, description). A down server's prompts
 stay listed, marked unavailable the same way its tools are. What agents see is
-encoded once per change; a view (a profile, say) filters the entries by local name.
+encoded once per change; a view (a profile) filters it by ``(alias, name)``.
 """
 
 from __future__ import annotations
@@ -22,17 +22,20 @@ from .names import assign
 
 _encode: Final = msgspec.json.Encoder().encode
 
-Filter = Callable[[str], bool]
+Filter = Callable[[str, str], bool]  # (alias, the name before the template)
 
 
 class PromptEntry:
     """One prompt as agents see it, with the way back to its server."""
 
-    __slots__ = ("alias", "available", "encoded", "local", "original", "prompt")
+    __slots__ = ("alias", "available", "encoded", "local", "name", "original", "prompt")
 
-    def __init__(self, local: str, alias: str, original: str, prompt: surface.Prompt) -> None:
+    def __init__(
+        self, local: str, alias: str, name: str, original: str, prompt: surface.Prompt
+    ) -> None:
         self.local = local
         self.alias = alias
+        self.name = name  # after the server's curation, before the template
         self.original = original
         self.prompt = prompt
         self.available = True
@@ -112,7 +115,8 @@ class PromptTable:
         entries = []
         for (alias, name), local in sorted(names.items()):
             server = self._servers[alias]
-            entry = PromptEntry(local, alias, server.originals.get(name, name), server.shown[name])
+            original = server.originals.get(name, name)
+            entry = PromptEntry(local, alias, name, original, server.shown[name])
             entry.available = server.available
             entry.encoded = Raw(_encode(agent_prompt(entry, server.marker)))
             entries.append(entry)
@@ -130,7 +134,7 @@ class PromptTable:
         return list(self._entries)
 
     def listing(self, keep: Filter | None = None) -> list[Raw]:
-        return [e.encoded for e in self._entries if keep is None or keep(e.local)]
+        return [e.encoded for e in self._entries if keep is None or keep(e.alias, e.name)]
 
     def count(self, alias: str) -> int:
         server = self._servers.get(alias)

@@ -35,7 +35,7 @@ from ..config.model import ALIAS_RE
 SCHEME: Final = "mcpd://"
 _encode: Final = msgspec.json.Encoder().encode
 
-Filter = Callable[[str, str], bool]  # (alias, the URI or template agents see)
+Filter = Callable[[str, str], bool]  # (alias, the server's own URI or template)
 
 
 def wrap(alias: str, uri: str) -> str:
@@ -200,20 +200,22 @@ class ResourceTable:
     def listing(self, keep: Filter | None = None) -> list[Raw]:
         if self._listing is None:
             self._listing = [
-                (a, uri, Raw(_encode(self._agent_resource(a, r, uri))))
+                (a, r.uri, Raw(_encode(self._agent_resource(a, r, self.to_agent(a, r.uri)))))
                 for a in sorted(self._servers)
                 for r in self._servers[a].resources
-                for uri in [self.to_agent(a, r.uri)]
             ]
         return [raw for a, uri, raw in self._listing if keep is None or keep(a, uri)]
 
     def template_listing(self, keep: Filter | None = None) -> list[Raw]:
         if self._template_listing is None:
             self._template_listing = [
-                (a, t, Raw(_encode(self._agent_template(a, r, t))))
+                (
+                    a,
+                    r.uriTemplate,
+                    Raw(_encode(self._agent_template(a, r, self.agent_template(a, r.uriTemplate)))),
+                )
                 for a in sorted(self._servers)
                 for r in self._servers[a].templates
-                for t in [self.agent_template(a, r.uriTemplate)]
             ]
         return [raw for a, t, raw in self._template_listing if keep is None or keep(a, t)]
 

@@ -27,6 +27,8 @@ from .progress import Deliver
 from .runner import Runner
 from .supervisor import Supervisor
 
+Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees it
+
 
 class Front:
     def __init__(self, supervisor: Supervisor, registry: Registry) -> None:
@@ -140,17 +142,18 @@ class Front:
         c = self._catalog
         return (c.prompts.version, c.resources.version) if c is not None else (0, 0)
 
-    def prompt_listing(self) -> list[Raw]:
-        return self._catalog.prompts.listing() if self._catalog is not None else []
+    def prompt_listing(self, keep: Keep | None = None) -> list[Raw]:
+        return self._catalog.prompts.listing(keep) if self._catalog is not None else []
 
     def lookup_prompt(self, name: str) -> PromptEntry | None:
         return self._catalog.prompts.lookup(name) if self._catalog is not None else None
 
-    def resource_listing(self) -> list[Raw]:
-        return self._catalog.resources.listing() if self._catalog is not None else []
+    def resource_listing(self, keep: Keep | None = None) -> list[Raw]:
+        return self._catalog.resources.listing(keep) if self._catalog is not None else []
 
-    def template_listing(self) -> list[Raw]:
-        return self._catalog.resources.template_listing() if self._catalog is not None else []
+    def template_listing(self, keep: Keep | None = None) -> list[Raw]:
+        c = self._catalog
+        return c.resources.template_listing(keep) if c is not None else []
 
     def route_uri(self, uri: str) -> Routed | Ambiguous | None:
         return self._catalog.resources.route(uri) if self._catalog is not None else None

@@ -172,3 +172,42 @@ async def test_resource_updates_reach_exactly_the_agents_that_subscribed(
                 assert await texts(subscriber, watched) == ["changed\n"]
                 nursery.cancel_scope.cancel()
             daemon.stop()
+
+
+async def test_a_profile_sees_only_the_prompts_and_resources_it_admits(tmp_path: Path) -> None:
+    base = config(tmp_path, "auto")
+    profiles = {
+        "a_only": {"servers": ["a"]},
+        "no_readme": {"resources": {"deny": ["*README*"]}, "prompts": {"deny": ["b/*"]}},
+    }
+    cfg = make_config(tmp_path, _servers(base), profiles=profiles)
+    with trio.fail_after(60):
+        async with (
+            running(cfg) as daemon,
+            connect(daemon.socket_path) as a_only,
+            connect(daemon.socket_path) as no_readme,
+        ):
+            await a_only.use_profile("a_only")
+            await no_readme.use_profile("no_readme")
+            uris = [r["uri"] for r in (await a_only.result("resources/list"))["resources"]]
+            assert sorted(uris) == ["file:///notes.txt", "mcpd://a/" + README]
+            prompts = [p["name"] for p in (await a_only.result("prompts/list"))["prompts"]]
+            assert prompts == ["mcp__a__review"]
+            hidden = await a_only.rpc("resources/read", {"uri": "mcpd://b/" + README})
+            assert hidden["error"]["code"] == -32602
+            assert (await a_only.rpc("prompts/get", {"name": "mcp__b__review"}))["error"]
+            uris = [r["uri"] for r in (await no_readme.result("resources/list"))["resources"]]
+            assert uris == ["file:///notes.txt"]
+            prompts = [p["name"] for p in (await no_readme.result("prompts/list"))["prompts"]]
+            assert prompts == ["mcp__a__review"]
+            assert await texts(no_readme, "file:///notes.txt") == ["only in a\n"]
+            denied = await no_readme.rpc("resources/read", {"uri": "mcpd://a/" + README})
+            assert denied["error"]["code"] == -32602
+            daemon.stop()
+
+
+def _servers(cfg: Any) -> dict[str, Any]:
+    return {
+        alias: {"command": s.command, "args": list(s.args), "era": s.era}
+        for alias, s in cfg.servers.items()
+    }
