@@ -26,8 +26,8 @@ from .config.model import Config, ConfigError, DaemonConfig
 from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 from .host.token import TokenFile, token_path
+from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
-from .registry.table import Registry
 from .registry.views import unmatched
 from .servers import metrics
 from .servers.front import Front
@@ -54,7 +54,7 @@ class Daemon:
         self.config = config
         self.config_path = config_path
         self.sysd = sysd or SystemdEnv(Notifier(None))
-        self.registry = Registry(config.naming)
+        self.registry = Catalog(config.naming)
         self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
         self.front = Front(self.supervisor, self.registry)
         self.logins = Logins(self.supervisor)
@@ -251,6 +251,8 @@ class Daemon:
                 "uptime_s": round(trio.current_time() - self._started, 1),
                 "connections": len(self.api.connections),
                 "tools": self.registry.size(),
+                "prompts": len(self.registry.prompts.listing()),
+                "resources": len(self.registry.resources.listing()),
                 "max_tools": self.tool_budget.limit,
                 "summary": self.supervisor.summary(),
                 "state_file": self.state.path,

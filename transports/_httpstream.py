@@ -149,10 +149,13 @@ class PushReader:
         max_event: int,
         on_notification: NotificationHandler | None,
         on_request: ServerRequestHandler,
+        on_response: Callable[[rpc.Response | rpc.ErrorResponse], bool] | None = None,
     ) -> None:
         self._label = label
         self._on_notification = on_notification
         self._on_request = on_request
+        self._on_response = on_response
+        self.on_open: Callable[[], None] | None = None  # the server answered with a stream
         self.decoder = SSEDecoder(max_event)
         self.opened = False  # the server answered with an event stream
         self.messages = 0
@@ -166,6 +169,8 @@ class PushReader:
                 status=head.status,
             )
         self.opened = True
+        if self.on_open is not None:
+            self.on_open()
         logger.debug("%s: server-push stream open", self._label)
         try:
             while (chunk := await conn.next_chunk()) is not None:
@@ -191,7 +196,7 @@ class PushReader:
         elif isinstance(msg, rpc.Request):
             # The server may wait for this answer before it sends anything else.
             await self._on_request(msg)
-        else:
+        elif self._on_response is None or not self._on_response(msg):
             logger.warning(
                 "%s: ignored a response for id %r on the server-push stream",
                 self._label,
@@ -230,12 +235,17 @@ class PushStream:
         self._resume = ResumePoint()
         self._failures = 0
 
-    async def hold(self) -> None:
+    async def hold(self, tried: Callable[[], None] | None = None) -> None:
+        """``tried`` is called after the first attempt, whatever came of it."""
         while not self._closed():
             reader = self._new_reader()
             retry_after: float | None = None
             try:
-                await self._open(self._resume.event_id, reader)
+                try:
+                    await self._open(self._resume.event_id, reader)
+                finally:
+                    if tried is not None:
+                        tried()
                 why = "the server ended it"
             except SessionExpired:
                 logger.debug(

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 import trio
 from msgspec import Raw
 
+from protocol import jsonrpc as rpc
 from protocol.jsonrpc import (
     METHOD_NOT_FOUND,
     Notification,
@@ -23,6 +24,7 @@ from protocol.jsonrpc import (
     encode_error,
     encode_result,
 )
+from protocol.logfields import log_extra
 
 
 class TransportError(Exception):
@@ -117,6 +119,9 @@ class BodyTooLarge(UnexpectedReply):
 
 
 NotificationHandler = Callable[[Notification], None]
+# Answers a request a server sent us (elicitation, sampling, roots): the result to send
+# back, or rpc.RPCError for an error answer. The transport never looks inside.
+ServerRequestHandler = Callable[[rpc.Request], Awaitable[Any]]
 
 
 def default_answer(req: Request) -> bytes:
@@ -184,3 +189,25 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]
             yield from _leaves(exc)
         else:
             yield exc
+
+
+async def answer_server_request(
+    alias: str, handler: ServerRequestHandler | None, req: rpc.Request
+) -> bytes:
+    """The encoded answer to a server's request: ``ping`` and (without a handler)
+    everything else as ``default_answer`` says; otherwise what the handler answers."""
+    if req.method == "ping" or handler is None:
+        return default_answer(req)
+    try:
+        result = await handler(req)
+    except rpc.RPCError as exc:
+        return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
+    except Exception:
+        logger.exception(
+            "%s: answering the server's %s request failed",
+            alias,
+            req.method,
+            extra=log_extra(alias, "server_request_failed"),
+        )
+        return rpc.encode_error(req.id, rpc.INTERNAL_ERROR, "mcpd failed to answer")
+    return rpc.encode_result(req.id, result)

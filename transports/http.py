@@ -32,7 +32,6 @@ import logging
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from functools import partial
 from typing import Any, Final, NoReturn, TypeVar
 
 import trio
@@ -69,12 +68,13 @@ from ._httpstream import (
 from .base import (
     AuthError,
     NotificationHandler,
+    ServerRequestHandler,
     SessionExpired,
     StreamCut,
     TransportClosed,
     TransportError,
     UnexpectedReply,
-    default_answer,
+    answer_server_request,
 )
 
 __all__ = ["AuthHook", "HttpRPCError", "HttpTransport", "open_http_transport"]
@@ -90,6 +90,8 @@ _CANCEL_TIMEOUT: Final = 2.0
 _DELETE_TIMEOUT: Final = 2.0
 # How soon the kernel starts probing a quiet push stream's connection.
 _PUSH_KEEPALIVE: Final = 60.0
+# How long the first call may wait for the push stream to be answered.
+_PUSH_READY: Final = 5.0
 
 
 class HttpTransport:
@@ -115,6 +117,8 @@ class HttpTransport:
 
         self._max_body = max_body
         self._on_notification = on_notification
+        # Who answers a legacy server's requests (set by the owner before any arrive).
+        self.on_request: ServerRequestHandler | None = None
         self._ids = rpc.IdAllocator()
         self._closed = False
         self._head = RequestHeaders(origin.authority, headers or {})
@@ -141,6 +145,9 @@ class HttpTransport:
         )
         self._listening: trio.CancelScope | None = None
         self._push_session: str | None = None
+        # Requests in flight, and responses to them that came on the push stream.
+        self._inflight: set[rpc.Id] = set()
+        self._strays: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
 
     @property
     def session_id(self) -> str | None:
@@ -178,6 +185,7 @@ class HttpTransport:
         body = rpc.encode_request(rid, method, params)
         ex = Exchange(method, rid, self.session_id)
         extra = header_list(headers or {}, "request")
+        self._inflight.add(rid)
         try:
             try:
                 return await self._post(b"POST", body, self._head.post(extra, ex), ex, self._answer)
@@ -188,6 +196,9 @@ class HttpTransport:
                 with trio.move_on_after(_CANCEL_TIMEOUT, shield=True):
                     await self._send_cancel(rid, extra)
             raise
+        finally:
+            self._inflight.discard(rid)
+            self._strays.pop(rid, None)
 
     async def notify(
         self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
@@ -205,25 +216,42 @@ class HttpTransport:
         Notifications on it go to ``on_notification``; the server's requests are
         answered by POST (``ping``; anything else gets -32601). It returns at once
         for a server not marked legacy, and quietly when the server offers no such
-        stream (405 or another 4xx). One listener per transport.
+        stream (405 or another 4xx). One listener per transport. Started (for
+        ``nursery.start``) once the server answered the first GET, or refused it,
+        or took too long: what it sends there is heard from before the first call.
         """
         if self.era != "legacy" or self._closed:
             task_status.started()
             return
         if self._listening is not None:
             raise RuntimeError(f"{self.alias}: the server-push stream is already held")
-        reader = partial(
-            PushReader,
-            self.alias,
-            self._max_body,
-            self._on_notification,
-            self._answer_server_request,
-        )
+        answered = trio.Event()
+
+        def reader() -> PushReader:
+            r = PushReader(
+                self.alias,
+                self._max_body,
+                self._on_notification,
+                self._answer_server_request,
+                self._stray_response,
+            )
+            r.on_open = answered.set
+            return r
+
+        async def hold() -> None:
+            try:
+                await stream.hold(answered.set)
+            finally:
+                answered.set()
+
         stream = PushStream(self.alias, self._open_push, reader, self._is_closed, self._new_session)
         with trio.CancelScope() as self._listening:
-            task_status.started()
             try:
-                await stream.hold()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(hold)
+                    with trio.move_on_after(_PUSH_READY):
+                        await answered.wait()
+                    task_status.started()
             finally:
                 self._listening = None
 
@@ -346,6 +374,14 @@ class HttpTransport:
     # -- legacy streams: resuming a call's stream, the server-push stream --
 
     async def _resume(self, ex: Exchange, cut: StreamCut) -> Raw:
+        # Some servers resume a cut stream on the session's push stream, even before
+        # the cut: then the answer is already here.
+        stray = self._strays.pop(ex.id, None) if ex.id is not None else None
+        if isinstance(stray, rpc.Response):
+            return stray.result
+        if isinstance(stray, rpc.ErrorResponse):
+            raise HttpRPCError.received(stray.error, 200)
+
         async def get(event_id: str) -> Raw:
             headers = self._head.stream(ex.session, event_id)
             return await self._post(b"GET", b"", headers, ex, self._resumed)
@@ -373,6 +409,13 @@ class HttpTransport:
     def _is_closed(self) -> bool:
         return self._closed
 
+    def _stray_response(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
+        """A response on the push stream: kept if a request of ours waits for it."""
+        if msg.id not in self._inflight:
+            return False
+        self._strays[msg.id] = msg
+        return True
+
     async def _new_session(self) -> None:
         """Wait until a handshake starts a session other than the push stream's."""
         await self._session.other_than(self._push_session)
@@ -395,9 +438,9 @@ class HttpTransport:
             )
 
     async def _answer_server_request(self, req: rpc.Request) -> None:
-        """POST the answer to a legacy server's request: ``ping`` works, nothing else does."""
-        # mcpd declares no client capabilities (no roots, sampling or elicitation).
-        body = default_answer(req)
+        """POST the answer to a legacy server's request (``ping``, or what
+        ``on_request`` answers; without it, -32601)."""
+        body = await answer_server_request(self.alias, self.on_request, req)
         ex = Exchange(f"the answer to {req.method}", None, self.session_id)
         failed = "no answer in time"
         with trio.move_on_after(_CANCEL_TIMEOUT):

@@ -61,10 +61,11 @@ from ._sseparts import (
 )
 from .base import (
     NotificationHandler,
+    ServerRequestHandler,
     StreamCut,
     TransportClosed,
     TransportError,
-    default_answer,
+    answer_server_request,
     single_exceptions,
 )
 
@@ -104,6 +105,8 @@ class LegacySSETransport:
         self._connect_timeout = connect_timeout
         self._max_body = max_body
         self._on_notification = on_notification
+        # Who answers the server's requests (set by the owner before any arrive).
+        self.on_request: ServerRequestHandler | None = None
         if self._origin.scheme == "https" and ssl_context is None:
             ssl_context = make_ssl_context()
         self._ssl_context = ssl_context if self._origin.scheme == "https" else None
@@ -345,9 +348,9 @@ class LegacySSETransport:
             )
 
     async def _answer_server_request(self, req: rpc.Request) -> None:
-        """POST the answer to the server's request: ``ping`` works, nothing else does."""
-        # mcpd declares no client capabilities (no roots, sampling or elicitation).
-        body = default_answer(req)
+        """POST the answer to the server's request (``ping``, or what ``on_request``
+        answers; without it, -32601)."""
+        body = await answer_server_request(self.alias, self.on_request, req)
         failed = "no answer in time"
         with trio.move_on_after(_ANSWER_TIMEOUT):
             try:

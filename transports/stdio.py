@@ -22,6 +22,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedEnd
 from protocol.logfields import log_extra
+from protocol.mcp import CancelledParams
 
 from ._pending import Pending, Reply
 from ._stdiolog import BURST_GAP, Complaints, StderrLog
@@ -29,8 +30,10 @@ from ._stdioproc import PARENT_ONLY_VARS, describe_exit, environment, start, sto
 from .base import (
     MessageTooLarge,
     NotificationHandler,
+    ServerRequestHandler,
     TransportClosed,
     TransportError,
+    answer_server_request,
     default_answer,
     single_exceptions,
     too_large_reason,
@@ -86,6 +89,10 @@ class StdioTransport:
         self.process = process
         self.params = params
         self._on_notification = on_notification
+        # Who answers the server's own requests (set by the owner before any arrive).
+        self.on_request: ServerRequestHandler | None = None
+        self._relays: dict[rpc.Id, trio.CancelScope] = {}
+        self._nursery: trio.Nursery | None = None
         self._ids = rpc.IdAllocator()
         self._complaints = Complaints()
         self._pending = Pending(alias, logger, self._complaints.admit)
@@ -294,7 +301,9 @@ class StdioTransport:
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
             self._pending.route(msg)
         elif isinstance(msg, rpc.Notification):
-            if msg.method == "notifications/cancelled" and self._pending.server_cancelled(msg):
+            if msg.method == "notifications/cancelled" and (
+                self._pending.server_cancelled(msg) or self._relay_cancelled(msg)
+            ):
                 return
             if self._on_notification is not None:
                 try:
@@ -305,9 +314,42 @@ class StdioTransport:
             self._server_request(msg)
 
     def _server_request(self, req: rpc.Request) -> None:
-        # Legacy servers may ping us; mcpd offers no other client-side features.
+        # Legacy servers may ping us; anything else goes to whoever answers for mcpd,
+        # in a task of its own: the answer may take a person's time, and the reader
+        # must go on meanwhile (the server may be waiting for it to read something).
+        if req.method != "ping" and self.on_request is not None and self._nursery is not None:
+            if req.id in self._relays:
+                reply = rpc.encode_error(req.id, rpc.INVALID_REQUEST, f"id {req.id!r} is in use")
+            else:
+                self._relays[req.id] = scope = trio.CancelScope()
+                self._nursery.start_soon(self._relay, req, scope)
+                return
+        else:
+            reply = default_answer(req)
         with contextlib.suppress(rpc.RPCError):
-            self._put(default_answer(req), f"the answer to {req.method}")
+            self._put(reply, f"the answer to {req.method}")
+
+    async def _relay(self, req: rpc.Request, scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                reply = await answer_server_request(self.alias, self.on_request, req)
+                if self.error is None:
+                    with contextlib.suppress(rpc.RPCError):
+                        self._put(reply, f"the answer to {req.method}")
+        finally:
+            self._relays.pop(req.id, None)
+
+    def _relay_cancelled(self, msg: rpc.Notification) -> bool:
+        """The server withdrew one of its requests: stop relaying it, answer nothing."""
+        try:
+            params = rpc.decode_as(msg.params, CancelledParams)
+        except rpc.InvalidParams:
+            return False
+        scope = self._relays.pop(params.requestId, None)  # type: ignore[arg-type]
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
     def _oversized(self, item: Oversized) -> None:
         """A line over the limit: only the request it answered fails, once its end (and
@@ -361,6 +403,7 @@ async def open_stdio_transport(
     try:
         with single_exceptions():
             async with trio.open_nursery() as nursery:
+                transport._nursery = nursery
                 nursery.start_soon(transport._read_stdout)
                 nursery.start_soon(transport._read_stderr)
                 nursery.start_soon(transport._watch_exit)

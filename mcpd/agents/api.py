@@ -20,7 +20,7 @@ import trio
 from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
+from protocol import mcp, surface
 from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
@@ -28,7 +28,7 @@ from .. import __version__
 from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
 from .authapi import HANDLERS as AUTH_HANDLERS
-from .backend import CallHandle, Control, Lines, Servers
+from .backend import Backend, CallHandle, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
 from .httpapi import HttpApi, is_http
 from .listen import Listens
@@ -37,15 +37,23 @@ from .metatools import NAMES as META_TOOLS
 from .peers import is_allowed, peer_of, resolve_groups
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
+from .relay import agent_side, refuser
 from .search_mode import unwrap
 from .sockets import ProfileSockets
+from .surface import Surface
 from .tcp import Connect, guard, open_endpoint, own_origins
-from .toolcall import Route, await_call, list_tools, route_call, start_call
+from .toolcall import Route, list_tools, route_call, start_call
 
 logger = logging.getLogger("mcpd.api")
 
 SERVER_INFO: Final = mcp.Implementation(name="mcpd", version=__version__, title="mcpd")
-CAPABILITIES: Final[dict[str, Any]] = {"tools": {"listChanged": True}}
+CAPABILITIES: Final[dict[str, Any]] = {
+    "tools": {"listChanged": True},
+    "prompts": {"listChanged": True},
+    "resources": {"subscribe": True, "listChanged": True},
+    "completions": {},
+    "extensions": {surface.TASKS_EXTENSION: {}},
+}
 _DEBOUNCE: Final = 0.2
 _REFUSED_LOG_EVERY: Final = 10.0
 Handler = Callable[["Api", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]]
@@ -56,7 +64,7 @@ def new_session() -> ServerSession:
 
 
 class Api(ProfileMethods):
-    def __init__(self, servers: Servers, control: Control, lines: Lines) -> None:
+    def __init__(self, servers: Backend, control: Control, lines: Lines) -> None:
         self.servers = servers
         self.control = control
         self.lines = lines
@@ -67,7 +75,11 @@ class Api(ProfileMethods):
         self._refused_logged = -math.inf
         self._sniffing = 0  # accepted connections whose first byte has not come yet
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
-        self.listens = Listens()
+        # Prompts, resources, completions, tasks, and servers that ask back.
+        self.surface = Surface(
+            servers, control, lambda: self.connections, lambda conn: self.view(conn).view
+        )
+        self.listens = Listens(self.surface.open_listen, self.surface.close_listen)
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
         self.sockets = ProfileSockets(self._handle)
@@ -82,6 +94,7 @@ class Api(ProfileMethods):
             **AUTH_HANDLERS,
             **PROFILE_METHODS,
         }
+        self._surface_handlers = self.surface.handlers()
         # Not self._dirty.set: that would be the first event's, and the broadcaster
         # replaces the event each time it wakes.
         servers.subscribe(self.list_changed)
@@ -104,6 +117,7 @@ class Api(ProfileMethods):
     ) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._broadcast_list_changes)
+            await nursery.start(self.surface.run)
             # The daemon's own socket last: once it answers, status shows every endpoint.
             await nursery.start(self.sockets.run, self.profiles.with_sockets())
             if self.control.settings.http_listen is not None:
@@ -199,12 +213,19 @@ class Api(ProfileMethods):
             fixed_profile=profile,
         )
         self.connections.add(conn)
+        self.surface.joined(conn)
+        conn.gone_hooks.append(lambda: self.surface.left(conn))
         try:
             await conn.run()
         finally:
             self.connections.discard(conn)
+            self.surface.left(conn)
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
+
+    def agent_gone(self, owner: object) -> None:
+        """An agent without a connection of its own (an HTTP session) has ended."""
+        self.surface.left(owner)
 
     def broken_line(self) -> None:
         self.broken_lines += 1
@@ -264,9 +285,13 @@ class Api(ProfileMethods):
                 return self.answer_now(conn, req)
             ctx = session.context(req)
             handler = self._handlers.get(req.method)
-            if handler is None:
+            result: Any
+            if handler is not None:
+                result = await handler(self, conn, req, ctx)
+            elif req.method in self._surface_handlers:
+                result = await self._surface_handlers[req.method](conn, req, ctx)
+            else:
                 raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"Method not found: {req.method}")
-            result: Any = await handler(self, conn, req, ctx)
             if result is None or isinstance(result, bytes):
                 return result
             return self._finish(req.id, ctx, result)
@@ -333,8 +358,7 @@ class Api(ProfileMethods):
         route = self._route(conn, req, ctx, rpc.decode_as(req.params, mcp.CallToolParams))
         if isinstance(route, bytes):
             return route
-        budget = self.control.settings.result_budget_chars
-        return await await_call(self.view(conn), req.id, route, budget, conn.progress_sender())
+        return await self.surface.tools_call(conn, req, ctx, route)
 
     def start_tools_call(self, conn: Connection, req: rpc.Request) -> CallHandle | None:
         """tools/call without a task: the outcome is written from a callback. Returns
@@ -356,6 +380,10 @@ class Api(ProfileMethods):
         if isinstance(route, bytes):
             conn.reply(req.id, route)
             return None
+        if agent_side(conn, ctx).asks:
+            # Its server may ask it things back: the call needs a task to wait in.
+            conn.run_as_task(req)
+            return None
         rid = req.id
         # Started on the servers themselves: a profile decides what is routed, not how.
         return start_call(
@@ -365,10 +393,12 @@ class Api(ProfileMethods):
             self.control.settings.result_budget_chars,
             conn.progress_sender(),
             lambda reply: conn.reply(rid, reply),
+            self.surface.tool_finish(route, conn),
+            refuser(conn),
         )
 
     async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        await self.listens.listen(conn, req)
+        await self.listens.listen(conn, req, ctx)
         return None
 
     async def end_subscriptions(self) -> None:

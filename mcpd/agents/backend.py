@@ -12,7 +12,7 @@ it causes upstream share one batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -21,8 +21,11 @@ from msgspec import Raw
 from protocol import mcp
 
 from ..config.model import DaemonConfig
+from ..registry.prompts import PromptEntry
+from ..registry.resources import Ambiguous, Routed
 from ..registry.table import Entry
 from ..registry.views import ProfileView
+from ..servers.askback import Asker
 from ..servers.calls import Done
 from ..servers.progress import Deliver
 
@@ -61,9 +64,11 @@ class Servers(Protocol):
         *,
         capabilities: dict[str, Any] | None,
         on_progress: Deliver | None,
+        asker: Asker | None = None,
     ) -> CallHandle | None:
         """Submit a tools/call (``params.name`` already the server's own name);
-        ``done`` gets its outcome once. None when no such server runs."""
+        ``done`` gets its outcome once. None when no such server runs. ``asker`` is the
+        agent, for what the server asks back while it works on the call."""
         ...
 
     def states(self) -> list[dict[str, Any]]:
@@ -80,6 +85,73 @@ class Servers(Protocol):
 
     def view_of(self, name: str) -> ProfileView:
         """A new view of the tools for the profile ``name`` (configured by the caller)."""
+        ...
+
+
+Keep = Callable[[str, str], bool]
+
+
+class Offerings(Protocol):
+    """What servers offer besides tools: prompts, resources, completions, tasks. What
+    one agent sees of it is filtered by its profile (``keep``)."""
+
+    @property
+    def surface_versions(self) -> tuple[int, int]:
+        """(prompts, resources): each grows when what agents are listed of it changes."""
+        ...
+
+    def prompt_listing(self, keep: Keep | None = None) -> list[Raw]:
+        """Every prompt, encoded; ``keep(alias, name)`` says which an agent sees."""
+        ...
+
+    def lookup_prompt(self, name: str) -> PromptEntry | None: ...
+
+    def resource_listing(self, keep: Keep | None = None) -> list[Raw]:
+        """Every resource; ``keep(alias, the server's URI)`` says which an agent sees."""
+        ...
+
+    def template_listing(self, keep: Keep | None = None) -> list[Raw]: ...
+
+    def route_uri(self, uri: str) -> Routed | Ambiguous | None:
+        """Which server an agent's URI (or ``mcpd://`` form) goes to, and as what."""
+        ...
+
+    def agent_uri(self, alias: str, uri: str) -> str:
+        """The URI an agent is handed for a server's URI (``registry.resources``)."""
+        ...
+
+    def route_template(self, template: str) -> tuple[str, str] | None: ...
+
+    def era_of(self, alias: str) -> str | None:
+        """The protocol era the server speaks now (None: not connected)."""
+        ...
+
+    async def request(
+        self,
+        alias: str,
+        method: str,
+        params: Any,
+        *,
+        name: str | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        asker: Asker | None = None,
+    ) -> Raw:
+        """prompts/get, resources/read, completion/complete, tasks/*: the raw result,
+        or CallRefused (an outage) or the server's rpc.RPCError."""
+        ...
+
+    def subscribable(self, alias: str) -> bool: ...
+
+    def subscribe_resource(self, alias: str, uri: str, on: bool) -> None: ...
+
+    def watch_task(self, alias: str, task_id: str, on: bool) -> None: ...
+
+    def on_resource_updated(self, listener: Callable[[str, str], None]) -> None:
+        """``listener(alias, the server's URI)`` on each update of a subscribed URI."""
+        ...
+
+    def on_task_news(self, listener: Callable[[str, Raw], None]) -> None:
+        """``listener(alias, params)`` on each ``notifications/tasks`` of a watched task."""
         ...
 
 
@@ -100,6 +172,10 @@ class Logins(Protocol):
         ...
 
     async def logout(self, server: str) -> dict[str, Any]: ...
+
+
+class Backend(Servers, Offerings, Protocol):
+    """The servers as the wiring hands them over: tools, and everything else."""
 
 
 class Control(Protocol):

@@ -17,6 +17,7 @@ from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 from protocol.server import ServerSession
 
+from .askback import AgentRequests
 from .backend import CallHandle, Lines
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
@@ -89,6 +90,10 @@ class Connection:
         self.fixed_profile = fixed_profile
         self.subscriptions: set[rpc.Id] = set()
         self.seen_version = version  # its profile's version whose changes it has been told
+        self.asks = AgentRequests()  # what servers ask this agent through mcpd
+        # Run when the agent hangs up, before anything else: a server waiting for this
+        # agent's answer must hear at once that none is coming.
+        self.gone_hooks: list[Callable[[], None]] = []
         self.dropped = 0
         self.invalid = 0  # lines that were not JSON-RPC
         self.over_limit = 0  # requests refused at max_inflight
@@ -117,6 +122,9 @@ class Connection:
             nursery.start_soon(self._writer)
             try:
                 await self._read_loop(nursery)
+                self.asks.close("the agent disconnected")
+                for hook in self.gone_hooks:
+                    hook()
                 # The agent hung up: its calls are cancelled (their servers are told),
                 # and what is already queued for it still goes out if it can.
                 for scope in self.inflight.values():
@@ -227,7 +235,14 @@ class Connection:
                 self._spawn(msg, nursery)
         elif isinstance(msg, rpc.Notification):
             self._notification(msg)
-        # Responses from an agent answer nothing mcpd asked; they are ignored.
+        else:
+            # An answer to what a server asked this agent; any other is ignored.
+            self.asks.route(msg)
+
+    def run_as_task(self, req: rpc.Request) -> None:
+        """Serve a request in a task of its own (through ``dispatch``)."""
+        assert self._nursery is not None
+        self._spawn(req, self._nursery)
 
     def _spawn(self, msg: rpc.Request, nursery: trio.Nursery) -> None:
         scope = trio.CancelScope()

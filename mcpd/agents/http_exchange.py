@@ -19,6 +19,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import ServerSession
 
+from .askback import AgentRequests
 from .connection import Connection, Dispatcher
 from .http_wire import Response
 from .peers import Peer
@@ -47,6 +48,10 @@ class Exchange(Connection):
         self.inflight = {}
         self.dropped = 0
         self._nursery = None
+        # Who the agent is (its session, or for a stateless client its user), and
+        # where a legacy server's requests to it are matched with its answers.
+        self.owner: object = self
+        self.asks = AgentRequests()
         self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
 
     def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:

@@ -7,6 +7,7 @@ start with ``{``) is served by h11 instead of the line protocol:
 - ``GET /tools``: the aggregated tools; ``?format=anthropic|openai|openai-responses``
 - ``GET /healthz``: 200 when every server is available, else 503 with the reasons
 - ``GET /metrics``: Prometheus text
+- ``GET /prompts``, ``GET /resources``: the aggregated prompts; resources and templates
 - ``POST /mcp``: Streamable HTTP MCP in both eras, answered by the socket's own
   dispatch (a modern request stands alone; ``initialize`` opens a legacy session
   named by ``Mcp-Session-Id``, which DELETE ends)
@@ -36,7 +37,8 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import ServerSession
 
-from .backend import Control, Servers
+from .askback import AgentRequests
+from .backend import Backend, Control
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
 from .http_exchange import Caller, Exchange
@@ -50,7 +52,7 @@ _REQUEST_TIMEOUT = 30.0
 logger = logging.getLogger("mcpd.http")
 
 MAX_SESSIONS: Final = 256
-ENDPOINTS: Final = ("/status", "/tools", "/healthz", "/metrics", "/mcp")
+ENDPOINTS: Final = ("/status", "/tools", "/prompts", "/resources", "/healthz", "/metrics", "/mcp")
 _encode: Final = msgspec.json.Encoder().encode
 METRICS_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -75,8 +77,10 @@ class _Legacy:
         self.session = session
         self.servers = servers  # the profile chosen at initialize
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
+        self.asks = AgentRequests()
 
     def close(self) -> None:
+        self.asks.close("the agent ended its session")
         for scope in self.requests.values():
             scope.cancel()
 
@@ -85,7 +89,7 @@ class HttpApi:
     def __init__(
         self,
         handler: Dispatcher,
-        servers: Servers,
+        servers: Backend,
         control: Control,
         listeners: set[Connection],
         new_session: Callable[[], ServerSession],
@@ -102,6 +106,8 @@ class HttpApi:
         self.stateless = new_session()
         self.sessions: dict[str, _Legacy] = {}
         self.open = 0
+        # A stateless client is known only by its user: one object per uid.
+        self._peers: dict[int | None, object] = {}
 
     async def connection(
         self,
@@ -165,6 +171,8 @@ class HttpApi:
         pages: dict[str, Callable[[dict[str, list[str]], Caller], tuple[int, str, bytes]]] = {
             "/status": self._status,
             "/tools": self._tools,
+            "/prompts": self._prompts,
+            "/resources": self._resources,
             "/healthz": self._healthz,
             "/metrics": self._metrics,
         }
@@ -204,6 +212,18 @@ class HttpApi:
             raise Reject(400, _encode({"error": f"unknown format {fmt!r}; use one of {known}"}))
         return 200, "application/json", _encode(translate(tools, fmt))
 
+    def _prompts(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
+        sees = self._profile(query, caller).view.admits_prompt
+        return 200, "application/json", _encode({"prompts": self.servers.prompt_listing(sees)})
+
+    def _resources(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
+        s, sees = self.servers, self._profile(query, caller).view.admits_resource
+        body = {
+            "resources": s.resource_listing(sees),
+            "resourceTemplates": s.template_listing(sees),
+        }
+        return 200, "application/json", _encode(body)
+
     def _healthz(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
         states = self.servers.states()
         down = [s for s in states if not s["available"]]
@@ -220,10 +240,26 @@ class HttpApi:
 
     # -- POST /mcp --
 
+    def _end(self, legacy: _Legacy) -> None:
+        legacy.close()
+        gone = getattr(self.handler, "agent_gone", None)  # its subscriptions end with it
+        if gone is not None:
+            gone(legacy)
+
     def _exchange_for(
-        self, session: ServerSession, caller: Caller, servers: ProfileServers
+        self,
+        session: ServerSession,
+        caller: Caller,
+        servers: ProfileServers,
+        legacy: _Legacy | None = None,
     ) -> Exchange:
-        return Exchange(self.handler, session, caller, servers)
+        exchange = Exchange(self.handler, session, caller, servers)
+        if legacy is not None:
+            exchange.owner, exchange.asks = legacy, legacy.asks
+        else:
+            uid = caller.peer.uid if caller.peer is not None else None
+            exchange.owner = self._peers.setdefault(uid, object())
+        return exchange
 
     async def _mcp(
         self,
@@ -239,7 +275,7 @@ class HttpApi:
             legacy = self.sessions.pop(sid, None) if sid is not None else None
             if legacy is None:
                 raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
-            legacy.close()
+            self._end(legacy)
             await Response(wire).json(200, b"")
             return
         if request.method != b"POST":
@@ -281,7 +317,7 @@ class HttpApi:
             extra: HeaderList = []
             if session.legacy_version is not None:
                 if len(self.sessions) >= MAX_SESSIONS:
-                    self.sessions.pop(next(iter(self.sessions))).close()
+                    self._end(self.sessions.pop(next(iter(self.sessions))))
                 sid = secrets.token_hex(16)
                 self.sessions[sid] = _Legacy(session, servers)
                 extra.append((b"mcp-session-id", sid.encode()))
@@ -300,12 +336,13 @@ class HttpApi:
                 _cancel(legacy, msg)
             raise Reject(202)
         if not isinstance(msg, rpc.Request):
-            raise Reject(202)  # an answer to a request; mcpd sends agents none
+            legacy.asks.route(msg)  # the agent's answer to what a server asked it
+            raise Reject(202)
         if msg.id in legacy.requests:
             raise rpc_reject(400, msg.id, rpc.INVALID_REQUEST, f"Request id {msg.id!r} is in use")
         scope = legacy.requests[msg.id] = trio.CancelScope()
         try:
-            exchange = self._exchange_for(legacy.session, caller, legacy.servers)
+            exchange = self._exchange_for(legacy.session, caller, legacy.servers, legacy)
             await self._answer(wire, exchange, msg, scope, modern=False)
         finally:
             legacy.requests.pop(msg.id, None)

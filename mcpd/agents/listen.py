@@ -1,13 +1,15 @@
 """``subscriptions/listen`` from modern agents: acknowledged, tagged, ended gracefully.
 
 A listen is a request that stays open: it is acknowledged at once with what mcpd
-honours (tool-list changes), every change after that is sent as a notification
+honours (tool-list changes here; prompts, resources and tasks through ``extra``,
+see ``agents.surface``), every change after that is sent as a notification
 carrying the subscription's id, and when the daemon stops each listen gets its
 final response before the socket closes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import msgspec
@@ -25,14 +27,22 @@ class Listener(Protocol):
     async def drain(self) -> None: ...
 
 
+# What else a listen may ask for (prompts, resources, tasks): given the connection,
+# the listen's id, its filter and the request's context, the part honoured; its end.
+Extra = Callable[[Any, rpc.Id, dict[str, Any], Any], dict[str, Any]]
+ExtraEnd = Callable[[Any, rpc.Id], None]
+
+
 class Listens:
-    def __init__(self) -> None:
+    def __init__(self, extra: Extra | None = None, extra_end: ExtraEnd | None = None) -> None:
+        self._extra = extra
+        self._extra_end = extra_end
         self.ending = trio.Event()
         self._open = 0
         self._all_done = trio.Event()
         self._all_done.set()
 
-    async def listen(self, conn: Listener, req: rpc.Request) -> None:
+    async def listen(self, conn: Listener, req: rpc.Request, ctx: Any = None) -> None:
         """Acknowledge, then hold the subscription until the daemon stops (the agent
         ends it by cancelling the request)."""
         try:
@@ -41,19 +51,24 @@ class Listens:
             raise rpc.RPCError(
                 rpc.INVALID_PARAMS, "params.notifications must be an object"
             ) from None
+        if not isinstance(wanted, dict):
+            raise rpc.RPCError(rpc.INVALID_PARAMS, "params.notifications must be an object")
         honoured = {"toolsListChanged": True} if wanted.get("toolsListChanged") else {}
         tag = {mcp.KEY_SUBSCRIPTION_ID: req.id}
-        await conn.send(
-            rpc.encode_notification(
-                "notifications/subscriptions/acknowledged",
-                {"_meta": tag, "notifications": honoured},
-            )
-        )
-        if honoured:
-            conn.subscriptions.add(req.id)
         self._open += 1
         self._all_done = trio.Event()
         try:
+            if self._extra is not None:
+                honoured.update(self._extra(conn, req.id, wanted, ctx))
+            await conn.send(
+                rpc.encode_notification(
+                    "notifications/subscriptions/acknowledged",
+                    {"_meta": tag, "notifications": honoured},
+                )
+            )
+            # Tool-list changes go only to listens that asked for them.
+            if honoured.get("toolsListChanged"):
+                conn.subscriptions.add(req.id)
             await self.ending.wait()
             # The graceful end: the final response, written before the daemon lets go.
             await conn.send(
@@ -63,6 +78,8 @@ class Listens:
                 await conn.drain()
         finally:
             conn.subscriptions.discard(req.id)
+            if self._extra_end is not None:
+                self._extra_end(conn, req.id)
             self._open -= 1
             if self._open == 0:
                 self._all_done.set()

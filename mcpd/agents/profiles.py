@@ -72,9 +72,10 @@ class ProfileServers:
         *,
         capabilities: dict[str, Any] | None,
         on_progress: Deliver | None,
+        asker: Any = None,
     ) -> CallHandle | None:
         return self.base.start_call(
-            alias, params, done, capabilities=capabilities, on_progress=on_progress
+            alias, params, done, capabilities=capabilities, on_progress=on_progress, asker=asker
         )
 
     def states(self) -> list[dict[str, Any]]:

@@ -39,7 +39,13 @@ def can_answer(requests: Any, capabilities: dict[str, Any] | None) -> bool:
 
 
 def shape_call_result(
-    raw: Raw, *, modern: bool, budget: int, alias: str, capabilities: dict[str, Any] | None = None
+    raw: Raw,
+    *,
+    modern: bool,
+    budget: int,
+    alias: str,
+    capabilities: dict[str, Any] | None = None,
+    tasks: bool = False,
 ) -> Raw | dict[str, Any]:
     try:
         head = rpc.decode_as(raw, mcp.CallToolResultHead)
@@ -60,6 +66,8 @@ def shape_call_result(
                 else {}
             },
         )
+    if kind == "task" and tasks:
+        return raw  # a task handle for an agent that takes them (agents.tasks)
     if kind != mcp.COMPLETE:
         return _error(f"The tool server {alias!r} returned an unknown resultType {kind!r}.", modern)
     blocks = head.content or []

@@ -13,10 +13,10 @@ from typing import Any
 
 import msgspec
 import trio
-from msgspec import UNSET
+from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
+from protocol import mcp, surface
 from protocol.server import RequestContext
 
 from ..servers.calls import Outcome
@@ -48,6 +48,12 @@ class Route(msgspec.Struct):
     modern: bool
     # A modern agent's capabilities go upstream, so a server may ask it for input.
     capabilities: dict[str, Any] | None
+    local: str = ""  # the name the agent called
+    # The agent takes task handles (io.modelcontextprotocol/tasks) for results.
+    tasks: bool = False
+
+
+Finish = Callable[[Raw | dict[str, Any]], Raw | dict[str, Any]]
 
 
 def route_call(
@@ -76,9 +82,10 @@ def route_call(
             f"Unknown tool {_clip(params.name)!r}.{hint} Call tools/list for the current tools.",
             modern,
         )
+    local = params.name
     params.name = entry.original
     caps = ctx.capabilities if modern and ctx is not None else None
-    return Route(params, entry.alias, modern, caps)
+    return Route(params, entry.alias, modern, caps, local, modern and surface.has_tasks(caps))
 
 
 def start_call(
@@ -88,15 +95,22 @@ def start_call(
     budget: int,
     on_progress: Deliver | None,
     deliver: Callable[[bytes], None],
+    finish: Finish | None = None,
+    asker: Any = None,
 ) -> CallHandle | None:
     """Start the routed call; ``deliver`` gets the encoded reply exactly once (maybe
     before this returns), unless the call is cancelled through the handle."""
 
     def done(outcome: Outcome) -> None:
-        deliver(call_reply(rid, route, outcome, budget))
+        deliver(call_reply(rid, route, outcome, budget, finish))
 
     handle = servers.start_call(
-        route.alias, route.params, done, capabilities=route.capabilities, on_progress=on_progress
+        route.alias,
+        route.params,
+        done,
+        capabilities=route.capabilities,
+        on_progress=on_progress,
+        asker=asker,
     )
     if handle is None:
         deliver(
@@ -110,7 +124,12 @@ def start_call(
 
 
 async def await_call(
-    servers: Servers, rid: rpc.Id, route: Route, budget: int, on_progress: Deliver | None
+    servers: Servers,
+    rid: rpc.Id,
+    route: Route,
+    budget: int,
+    on_progress: Deliver | None,
+    finish: Finish | None = None,
 ) -> bytes:
     """``start_call`` for a caller with a task to wait in; cancelling it cancels the call."""
     box: list[bytes] = []
@@ -120,7 +139,7 @@ async def await_call(
         box.append(reply)
         arrived.set()
 
-    handle = start_call(servers, rid, route, budget, on_progress, deliver)
+    handle = start_call(servers, rid, route, budget, on_progress, deliver, finish)
     try:
         await arrived.wait()
     except BaseException:
@@ -130,7 +149,9 @@ async def await_call(
     return box[0]
 
 
-def call_reply(rid: rpc.Id, route: Route, outcome: Outcome, budget: int) -> bytes:
+def call_reply(
+    rid: rpc.Id, route: Route, outcome: Outcome, budget: int, finish: Finish | None = None
+) -> bytes:
     if isinstance(outcome, Outage):
         result = outcome.result()
         if route.modern:
@@ -144,8 +165,9 @@ def call_reply(rid: rpc.Id, route: Route, outcome: Outcome, budget: int) -> byte
         budget=budget,
         alias=route.alias,
         capabilities=route.capabilities,
+        tasks=route.tasks,
     )
-    return rpc.encode_result(rid, shaped)
+    return rpc.encode_result(rid, shaped if finish is None else finish(shaped))
 
 
 def _error_reply(rid: rpc.Id, text: str, modern: bool) -> bytes:

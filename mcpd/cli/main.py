@@ -1,4 +1,5 @@
-"""``mcpd serve|status|tools|call|reload|check-config|import|bridge|auth|connect|token``.
+"""``mcpd serve|status|tools|call|reload|check-config|import|bridge|auth|connect|token``,
+and (in ``surface``) ``prompts|resources|read|prompt``.
 
 Exit codes: 0 ok, 1 the tool returned isError, 2 usage, 3 daemon unreachable,
 4 the daemon's reply could not be read, 78 config error.
@@ -395,6 +396,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .connect import add_parser
 
     add_parser(sub)
+
+    from .surface import add_commands
+
+    add_commands(client_cmd, _client)
     return p
 
 

@@ -39,13 +39,14 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
     lines = [
         f"mcpd {d.get('version', '?')} (pid {d.get('pid', '?')}) on {d.get('socket', '?')}"
         f" — {d.get('summary', '')}; {d.get('tools', 0)} tools, "
-        f"{d.get('connections', 0)} agent connection(s)"
+        + (f"{d['prompts']} prompts, {d['resources']} resources, " if "prompts" in d else "")
+        + f"{d.get('connections', 0)} agent connection(s)"
     ]
     for warning in d.get("warnings") or []:
         lines.append(_paint(f"warning: {warning}", "degraded", color))
     header = (
-        f"{'SERVER':<16} {'STATE':<11} {'ERA':<7} {'TOOLS':>5} {'SINCE':>8} "
-        f"{'RETRY':>8} {'CALLS':>6} {'P50ms':>7} {'P99ms':>7}  LAST ERROR"
+        f"{'SERVER':<16} {'STATE':<11} {'ERA':<7} {'TOOLS':>5} {'PRMPT':>5} {'RES':>4} "
+        f"{'SINCE':>8} {'RETRY':>8} {'CALLS':>6} {'P50ms':>7} {'P99ms':>7}  LAST ERROR"
     )
     lines.append(header)
     for s in status.get("servers", []):
@@ -57,7 +58,8 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         error = (s.get("last_error") or "").splitlines()[0] if s.get("last_error") else ""
         line = (
             f"{s.get('alias', '?'):<16} {_paint(f'{state:<11}', state, color)} {era:<7} "
-            f"{s.get('tools', 0):>5} {local_time(s.get('since')):>8} {retry:>8} "
+            f"{s.get('tools', 0):>5} {s.get('prompts', 0):>5} {_resources(s):>4} "
+            f"{local_time(s.get('since')):>8} {retry:>8} "
             f"{s.get('calls', 0):>6} {p50:>7} {p99:>7}  {error}"
         )
         lines.append(line.rstrip())
@@ -91,6 +93,12 @@ def profile_lines(profiles: list[dict[str, Any]], color: bool = False) -> list[s
             if p.get(key):
                 lines.append(_paint(f"warning: {p[key]}", "degraded", color))
     return lines
+
+
+def _resources(server: dict[str, Any]) -> str:
+    """Resources, with templates after a plus: ``7+2``."""
+    resources, templates = server.get("resources", 0), server.get("resource_templates", 0)
+    return f"{resources}+{templates}" if templates else str(resources)
 
 
 def watch_frame(body: str, interval: float, *, clear: bool) -> str:

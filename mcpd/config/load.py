@@ -117,12 +117,13 @@ def _check_servers(servers: Any) -> None:
             if isinstance(items, dict):
                 for key, value in items.items():
                     _convert_at(value, type_, f"{where}.{table}.{key}")
-        tools = body.get("tools") if isinstance(body, dict) else None
-        for table in ("rename", "description"):
-            items = tools.get(table) if isinstance(tools, dict) else None
-            if isinstance(items, dict):
-                for key, value in items.items():
-                    _convert_at(value, str, f"{where}.tools.{table}.{key}")
+        for kind in ("tools", "prompts"):
+            rules = body.get(kind) if isinstance(body, dict) else None
+            for table in ("rename", "description"):
+                items = rules.get(table) if isinstance(rules, dict) else None
+                if isinstance(items, dict):
+                    for key, value in items.items():
+                        _convert_at(value, str, f"{where}.{kind}.{table}.{key}")
         _convert_at(body, ServerConfig, where)
 
 
@@ -153,6 +154,7 @@ def validate(config: Config) -> None:
         "stable_after",
         "cooldown_base",
         "cooldown_cap",
+        "ask_timeout",
     ):
         if not getattr(d, key) > 0:  # also refuses nan, which TOML allows
             raise ConfigError(f"daemon.{key}", "must be positive")
@@ -243,6 +245,9 @@ def _validate_server(alias: str, s: ServerConfig) -> None:
     if not s.idle_stop > 0:
         raise ConfigError(f"{where}.idle_stop", "must be positive")
     _validate_tools(f"{where}.tools", s.tools)
+    _validate_tools(f"{where}.prompts", s.prompts)
+    if len(set(s.relay)) != len(s.relay):
+        raise ConfigError(f"{where}.relay", "names a request kind twice")
     if s.auth is not None:
         _validate_auth(where, s, s.auth)
 

@@ -64,6 +64,8 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     http_listen: str | None = None
     http_allow_remote: bool = False
     http_origins: list[str] = msgspec.field(default_factory=list)
+    # How long an agent has to answer a server's request (elicitation, sampling, roots).
+    ask_timeout: float = 120.0
 
 
 class NamingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -134,6 +136,12 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     enabled: bool = True
     tool_timeouts: dict[str, float] = msgspec.field(default_factory=dict)
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
+    prompts: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
+    # Which requests a legacy server may send back during a call, relayed to the agent
+    # that made the call: the client capabilities mcpd declares to it at initialize.
+    relay: list[Literal["elicitation", "sampling", "roots"]] = msgspec.field(
+        default_factory=lambda: ["elicitation", "sampling", "roots"]
+    )
     # "lazy": a stdio server runs only while it is used, stopped after idle_stop seconds.
     start: Literal["eager", "lazy"] = "eager"
     idle_stop: float = 300.0

@@ -1,4 +1,4 @@
-"""Every server's last known tools, kept across daemon restarts.
+"""Every server's last known tools (and prompts and resources), kept across restarts.
 
 After a restart, a server that is down would otherwise vanish from the tool list until
 it answers again, and a model would act as if its tools never existed. So each
@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 import msgspec
 import trio
 
-from protocol import mcp
+from protocol import mcp, surface
 from protocol.logfields import log_extra
 
 from ..config.model import Config, ServerConfig
+from ..registry.catalog import catalog_of
 
 if TYPE_CHECKING:
     from ..registry.table import Registry
@@ -42,6 +43,10 @@ _DEBOUNCE: Final = 0.5
 class SavedServer(msgspec.Struct, kw_only=True):
     fingerprint: str
     tools: list[mcp.Tool]
+    # Its prompts, resources and templates; None: it offers none (or never said).
+    prompts: list[surface.Prompt] | None = None
+    resources: list[surface.Resource] | None = None
+    templates: list[surface.ResourceTemplate] | None = None
     era: str | None = None
     protocol_version: str | None = None
     ttl_ms: int = 0
@@ -163,6 +168,13 @@ class StateKeeper:
             self.saved[alias] = saved
             self.registry.set_rules(alias, cfg.tools)
             self.registry.update(alias, saved.tools, trusted=cfg.trusted)
+            catalog = catalog_of(self.registry)
+            if catalog is not None:
+                catalog.prompts.set_rules(alias, cfg.prompts)
+                if saved.prompts is not None:
+                    catalog.prompts.update(alias, saved.prompts)
+                if saved.resources is not None:
+                    catalog.resources.update(alias, saved.resources, saved.templates or [])
             self.registry.set_availability(
                 alias, False, f"unavailable: {alias} has not answered since mcpd started"
             )
@@ -236,6 +248,12 @@ class StateKeeper:
                 protocol_version=version,
                 ttl_ms=ttl,
             )
+            catalog = catalog_of(self.registry)
+            if catalog is not None:
+                entry.prompts = catalog.prompts.raw(alias)
+                listed = catalog.resources.raw(alias)
+                if listed is not None:
+                    entry.resources, entry.templates = listed
             if before is not None and _same(before, entry):
                 entry = before
             else:

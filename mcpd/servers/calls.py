@@ -15,6 +15,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from ..config.model import DaemonConfig
+from .askback import Asker
 from .breaker import Breaker
 from .outage import Outage
 from .progress import Deliver, ProgressRoutes
@@ -75,6 +76,7 @@ class PendingCall:
     """One tools/call on its way through a server's scheduler."""
 
     __slots__ = (
+        "asker",
         "capabilities",
         "deadline",
         "limit",
@@ -117,6 +119,8 @@ class PendingCall:
         self.scope: trio.CancelScope | None = None
         self.scheduler: _Scheduler | None = None
         self.on_cancel: Callable[[], None] | None = None
+        # The agent behind the call, for what its server asks back (servers.askback).
+        self.asker: Asker | None = None
 
     def cancel(self) -> None:
         """The caller gave up (agent cancel or disconnect): the server is told, if it

@@ -6,19 +6,28 @@ alias, reads the servers' states, and subscribes to changes through this one doo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from msgspec import Raw
 
 from protocol import mcp
 
+from ..registry.catalog import Catalog, catalog_of
+from ..registry.prompts import PromptEntry
+from ..registry.resources import Ambiguous, Routed
 from ..registry.table import Entry, Registry
 from ..registry.views import ProfileView
-from .calls import Done, PendingCall
-from .outage import iso
+from . import requests
+from .askback import Asker
+from .calls import CallRefused, Done, PendingCall
+from .lists import TaskNews, Updated
+from .outage import Outage, iso
 from .progress import Deliver
+from .runner import Runner
 from .supervisor import Supervisor
+
+Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees it
 
 
 class Front:
@@ -26,6 +35,12 @@ class Front:
         self._supervisor = supervisor
         self._registry = registry
         self._listeners: list[Callable[[], None]] = []
+        self._catalog: Catalog | None = catalog_of(registry)
+        # Every resource subscription agents hold, by (alias, the server's URI): a
+        # runner started again (a reload, say) gets them back.
+        self._subscriptions: dict[tuple[str, str], int] = {}
+        self._on_updated: list[Updated] = []
+        self._on_task: list[TaskNews] = []
 
     @property
     def version(self) -> int:
@@ -52,11 +67,35 @@ class Front:
         *,
         capabilities: dict[str, Any] | None,
         on_progress: Deliver | None,
-    ) -> PendingCall | None:
+        asker: Asker | None = None,
+    ) -> PendingCall | _Asking | None:
         runner = self._supervisor.runners.get(alias)
         if runner is None:
             return None
-        return runner.start_call(params, done, capabilities=capabilities, on_progress=on_progress)
+        up = runner.upstream
+        if asker is None or (up is not None and up.era == "modern"):
+            # A modern server never sends requests: nothing to route back.
+            return runner.start_call(
+                params, done, capabilities=capabilities, on_progress=on_progress
+            )
+        # While the call is under way its server may ask this agent things back.
+        token: list[int] = []
+
+        def finished(outcome: Any) -> None:
+            if token:
+                runner.asks.leave(token.pop())
+            done(outcome)
+
+        call = runner.start_call(
+            params, finished, capabilities=capabilities, on_progress=on_progress
+        )
+        if call.state in ("done", "cancelled"):
+            return call
+        call.asker = asker
+        token.append(
+            runner.asks.enter(asker, lambda s: runner.scheduler.extend(call, s), call.timeout)
+        )
+        return _Asking(call, runner, token)
 
     def states(self) -> list[dict[str, Any]]:
         out = []
@@ -91,5 +130,124 @@ class Front:
 
     def changed(self) -> None:
         """Something agents see changed (called by the wiring on a server's change)."""
+        for runner in self._supervisor.runners.values():
+            self._hook(runner)
         for listener in self._listeners:
             listener()
+
+    # -- prompts, resources, completions, tasks --
+
+    @property
+    def surface_versions(self) -> tuple[int, int]:
+        c = self._catalog
+        return (c.prompts.version, c.resources.version) if c is not None else (0, 0)
+
+    def prompt_listing(self, keep: Keep | None = None) -> list[Raw]:
+        return self._catalog.prompts.listing(keep) if self._catalog is not None else []
+
+    def lookup_prompt(self, name: str) -> PromptEntry | None:
+        return self._catalog.prompts.lookup(name) if self._catalog is not None else None
+
+    def resource_listing(self, keep: Keep | None = None) -> list[Raw]:
+        return self._catalog.resources.listing(keep) if self._catalog is not None else []
+
+    def template_listing(self, keep: Keep | None = None) -> list[Raw]:
+        c = self._catalog
+        return c.resources.template_listing(keep) if c is not None else []
+
+    def route_uri(self, uri: str) -> Routed | Ambiguous | None:
+        return self._catalog.resources.route(uri) if self._catalog is not None else None
+
+    def agent_uri(self, alias: str, uri: str) -> str:
+        return self._catalog.resources.to_agent(alias, uri) if self._catalog is not None else uri
+
+    def route_template(self, template: str) -> tuple[str, str] | None:
+        c = self._catalog
+        return c.resources.template_route(template) if c is not None else None
+
+    def era_of(self, alias: str) -> str | None:
+        runner = self._supervisor.runners.get(alias)
+        up = runner.upstream if runner is not None else None
+        return up.era if up is not None else None
+
+    async def request(
+        self,
+        alias: str,
+        method: str,
+        params: Any,
+        *,
+        name: str | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        asker: Asker | None = None,
+    ) -> Raw:
+        """One request to a server for an agent; raises CallRefused or rpc.RPCError."""
+        runner = self._supervisor.runners.get(alias)
+        if runner is None:
+            raise CallRefused(Outage(alias, "stopped", "removed from the configuration"))
+        return await requests.send(
+            runner, method, params, name=name, capabilities=capabilities, asker=asker
+        )
+
+    def subscribable(self, alias: str) -> bool:
+        runner = self._supervisor.runners.get(alias)
+        return runner is not None and runner.surface.supports_subscriptions(runner.upstream)
+
+    def subscribe_resource(self, alias: str, uri: str, on: bool) -> None:
+        """Hold (or let go of) one agent's subscription to a server's URI."""
+        key = (alias, uri)
+        count = self._subscriptions.get(key, 0) + (1 if on else -1)
+        if count > 0:
+            self._subscriptions[key] = count
+        else:
+            self._subscriptions.pop(key, None)
+        runner = self._supervisor.runners.get(alias)
+        if runner is not None:
+            self._hook(runner)
+            if on:
+                runner.surface.add_subscription(uri)
+            else:
+                runner.surface.drop_subscription(uri)
+
+    def watch_task(self, alias: str, task_id: str, on: bool) -> None:
+        runner = self._supervisor.runners.get(alias)
+        if runner is not None:
+            self._hook(runner)
+            runner.surface.watch_task(task_id, on)
+
+    def on_resource_updated(self, listener: Updated) -> None:
+        self._on_updated.append(listener)
+
+    def on_task_news(self, listener: TaskNews) -> None:
+        self._on_task.append(listener)
+
+    def _hook(self, runner: Runner) -> None:
+        if runner.surface.on_updated is not None:
+            return
+        runner.surface.on_updated = self._updated
+        runner.surface.on_task = self._task
+        for (alias, uri), count in self._subscriptions.items():
+            if alias == runner.alias and uri not in runner.surface.subscribed:
+                for _ in range(count):
+                    runner.surface.add_subscription(uri)
+
+    def _updated(self, alias: str, uri: str) -> None:
+        for listener in self._on_updated:
+            listener(alias, uri)
+
+    def _task(self, alias: str, params: Raw) -> None:
+        for listener in self._on_task:
+            listener(alias, params)
+
+
+class _Asking:
+    """A call whose server may ask its agent things: cancelling it also ends that."""
+
+    def __init__(self, call: PendingCall, runner: Runner, token: list[int]) -> None:
+        self.call = call
+        self._runner = runner
+        self._token = token
+
+    def cancel(self) -> None:
+        self.call.cancel()
+        if self._token:
+            self._runner.asks.leave(self._token.pop())

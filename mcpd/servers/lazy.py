@@ -10,9 +10,10 @@ fails is an outage like any other, with backoff and the tools marked unavailable
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import trio
@@ -126,8 +127,9 @@ class LazyRunner(Runner):
         self._touched.set()
 
     def waits_for_start(self) -> bool:
-        # Idle, being stopped, or started on demand: the call waits for the server.
-        return self.phase != "connected" and self.available
+        # Idle, being stopped (its phase still says connected until the stop is done),
+        # or started on demand: the call waits for the server.
+        return (self.phase != "connected" or self._stopping) and self.available
 
     def start_call(
         self,
@@ -161,6 +163,21 @@ class LazyRunner(Runner):
         )
         call.on_cancel = end
         return call
+
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[None]:
+        """A request other than a call (a read, a prompt): it starts an idle server,
+        and keeps it from being stopped, as a call does."""
+        self._users += 1
+        self._touch()
+        if self.phase == "idle" or self._stopping:
+            self._demand.set()
+        try:
+            yield
+        finally:
+            self._users -= 1
+            self._last_use = trio.current_time()
+            self._touch()
 
     def status(self) -> dict[str, Any]:
         out = super().status()

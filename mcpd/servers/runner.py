@@ -21,7 +21,9 @@ from protocol.logfields import log_extra
 from transports.base import Transport, TransportError, Unreachable, single_exceptions
 
 from ..config.model import Config, DaemonConfig, ServerConfig
+from ..registry.catalog import catalog_of
 from ..registry.table import Registry
+from .askback import AskRoutes, relay_capabilities
 from .auth import LoginRequired, ServerAuth
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
@@ -30,6 +32,7 @@ from .events import ServerLog, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
 from .listing import ListKeeper
+from .lists import SurfaceKeeper
 from .login import Login
 from .outage import Outage
 from .progress import Deliver, ProgressRoutes
@@ -37,7 +40,7 @@ from .scheduler import CallScheduler
 from .state import backoff_config, breaker_config, outage_of, server_state, status_row
 from .stats import LatencyStats
 from .transport_factory import TransportFactory, open_transport
-from .upstream import Upstream
+from .upstream import ProtocolViolation, Upstream
 
 logger = logging.getLogger("mcpd.server")
 
@@ -97,6 +100,10 @@ class Runner:
         if self.auth is not None:
             self.auth.on_change = self._auth_changed
         self.attempts = 0
+        self._ready: tuple[bool, str, int] = (False, "", 0)
+        # Prompts, resources and templates; what the server asks back, and of whom.
+        self.surface = SurfaceKeeper(alias, catalog_of(registry), self.wake, self.changed)
+        self.asks = AskRoutes(alias, lambda: self.config.daemon.ask_timeout)
 
     # -- state shown to people and models --
 
@@ -200,6 +207,8 @@ class Runner:
                 ) as transport:
                     if self.auth is not None and hasattr(transport, "auth"):
                         transport.auth = self.auth
+                    if hasattr(transport, "on_request"):
+                        transport.on_request = self.asks.answer
                     await self._connect_and_serve(transport)
             finally:
                 # Before the failure is logged: the outage's journal entry carries this tail.
@@ -288,10 +297,12 @@ class Runner:
             probe_timeout=d.probe_timeout,
             max_pages=d.max_pages,
         )
+        up.client_capabilities = relay_capabilities(list(self.cfg.relay))
         try:
             with trio.fail_after(d.list_timeout):
                 await up.connect()
                 listing = await up.list_tools()
+                await self._fetch_surface(up)
         finally:
             if up.probe_died and self._era_hint == "auto":
                 self._era_hint = "legacy"
@@ -305,10 +316,14 @@ class Runner:
         was_down = self.down_since is not None
         self.down_since = None
         self.last_error = None
+        self._ready = (was_down, f"{up.era} era ({up.version})", len(listing.tools))
+        await self._serve(up, transport)
+
+    def _now_ready(self) -> None:
+        """Connected and listed, and (legacy HTTP) its push stream answered: calls go."""
         self._set_phase("connected")
         self.first_attempt.set()
-        self.events.connected(was_down, f"{up.era} era ({up.version})", len(listing.tools))
-        await self._serve(up, transport)
+        self.events.connected(*self._ready)
 
     async def _serve(self, up: Upstream, transport: Transport) -> None:
         with single_exceptions():
@@ -316,13 +331,14 @@ class Runner:
                 closed = getattr(transport, "closed", None)
                 if closed is not None:
                     nursery.start_soon(self._watch, closed)
-                if up.era == "modern" and up.lists_changes:
-                    nursery.start_soon(self.lists.listen, up)
+                if up.era == "modern" and self.surface.wants_listen(up):
+                    nursery.start_soon(self.surface.listen, up, self.lists)
                 # A legacy HTTP session's server-push stream: list_changed, pings, logs.
                 push = getattr(transport, "listen", None)
                 if up.era == "legacy" and push is not None:
-                    nursery.start_soon(push)
+                    await nursery.start(push)
                 self.scheduler.attach(up, nursery)
+                self._now_ready()
                 try:
                     await self._serve_loop(up, transport)
                 finally:
@@ -348,8 +364,11 @@ class Runner:
             await self.health.tend(up, now)
             if self.lists.due:
                 await self.lists.refetch(up)
+            await self.surface.tend(up)
             deadline = self.health.next_wake(self.policy, now)
             self._wake = trio.Event()
+            if self.lists.due or self.surface.due:
+                continue  # asked for while the loop was busy: that wake-up is gone
             with trio.move_on_at(deadline):
                 await self._wake.wait()
 
@@ -360,7 +379,15 @@ class Runner:
         if msg.method == "notifications/progress":
             self.progress.handle(msg)
         else:
+            self.surface.on_notification(msg)
             self.lists.on_notification(msg)
+
+    async def _fetch_surface(self, up: Upstream) -> None:
+        # A server whose prompts or resources cannot be listed still serves its tools.
+        try:
+            await self.surface.fetch(up)
+        except (rpc.RPCError, ProtocolViolation) as exc:
+            self._log(logging.WARNING, "list_failed", f"listing prompts or resources failed: {exc}")
 
     def _is_connected(self) -> bool:
         return self.phase == "connected"
@@ -480,4 +507,15 @@ class Runner:
         )
         if self.login is not None and self.auth is not None and self.auth.enabled:
             row["auth"] = self.login.status()
-        return row
+        return row | self._surface_counts()
+
+    def _surface_counts(self) -> dict[str, int]:
+        catalog = catalog_of(self.registry)
+        if catalog is None:
+            return {}
+        resources, templates = catalog.resources.count(self.alias)
+        return {
+            "prompts": catalog.prompts.count(self.alias),
+            "resources": resources,
+            "resource_templates": templates,
+        }

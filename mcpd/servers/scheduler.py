@@ -24,6 +24,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.base import MessageTooLarge, ServerCancelled, TransportError
 
+from .askback import ASKING
 from .auth import LoginRequired
 from .calls import _LIVE, CallHost, Outcome, PendingCall
 from .outage import Outage
@@ -155,8 +156,17 @@ class CallScheduler:
         else:
             self._complete(call, None, TransportError(f"{r.alias} is not connected"))
 
+    def extend(self, call: PendingCall, seconds: float) -> None:
+        """A running call's time limit, now ``seconds`` from now (within its hard
+        limit): its server is waiting for the call's agent to answer a request."""
+        if call.state == "running":
+            self._set_deadline(call, min(trio.current_time() + seconds, call.limit))
+
     async def _run_task(self, call: PendingCall, up: Upstream) -> None:
         call.scope = trio.CancelScope()
+        # This task's own agent, whatever the task that started it was doing: an HTTP
+        # server's request on this call's stream is relayed to it.
+        ASKING.set(call.asker)
         try:
             with call.scope:
                 try:

@@ -13,6 +13,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ..config.model import Config, ServerConfig
+from ..registry.catalog import catalog_of
 from ..registry.table import Registry
 from .lazy import LazyRunner
 from .runner import Runner
@@ -58,6 +59,9 @@ class Supervisor:
     def _start(self, alias: str, cfg: ServerConfig) -> None:
         assert self._nursery is not None
         self.registry.set_rules(alias, cfg.tools)
+        catalog = catalog_of(self.registry)
+        if catalog is not None:
+            catalog.prompts.set_rules(alias, cfg.prompts)
         kind = LazyRunner if cfg.start == "lazy" else Runner
         runner = kind(
             alias, cfg, self.config, self.registry, self.on_change, self.transport_factory

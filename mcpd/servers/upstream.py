@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import msgspec
 import trio
-from msgspec import UNSET, Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
@@ -71,6 +71,9 @@ class Upstream:
         self.server_info: Any = None
         self.discover_ttl_ms = 0
         self.probe_died = False
+        # What a legacy server is told at initialize that mcpd can answer (relayed to
+        # agents); modern servers learn each request's capabilities with the request.
+        self.client_capabilities: dict[str, Any] = NO_CAPABILITIES
         self._plain_meta: mcp.Meta | None = None
         # Per tool, the Mcp-Param-* headers its arguments are mirrored into (HTTP only).
         self._param_headers: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
@@ -157,7 +160,7 @@ class Upstream:
         # schema requires (the Python SDK rejects initialize without it).
         params = {
             "protocolVersion": mcp.LATEST_LEGACY,
-            "capabilities": NO_CAPABILITIES,
+            "capabilities": self.client_capabilities,
             "clientInfo": CLIENT_INFO,
         }
         self._set_transport_era("legacy")
@@ -384,6 +387,26 @@ class Upstream:
                 self._plain_meta = self._meta(self.version, NO_CAPABILITIES)
             return self._plain_meta
         return self._meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
+
+    def params_meta(
+        self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
+    ) -> mcp.Meta | UnsetType:
+        """The ``_meta`` for a request of an agent's: the envelope (modern) or the agent's
+        own keys without the reserved ones (legacy)."""
+        if self.era == "modern":
+            return self._call_meta(capabilities, agent_meta)
+        if agent_meta:
+            kept = {k: v for k, v in agent_meta.items() if not k.startswith(_RESERVED_META_PREFIX)}
+            return kept if kept else UNSET
+        return UNSET
+
+    async def listen_for(self, notifications: Mapping[str, Any]) -> None:
+        """``listen_tools`` for any set of notifications (lists, resources, tasks)."""
+        params = {
+            "_meta": self._meta(self.version, NO_CAPABILITIES),
+            "notifications": dict(notifications),
+        }
+        await self.request("subscriptions/listen", params)
 
     @property
     def lists_changes(self) -> bool:

@@ -85,6 +85,17 @@ async def call_every_tool(agent: Agent, out: Summary) -> None:
     out["calls"] = [await call(agent, n, sample_arguments(tools[n])) for n in sorted(tools)]
 
 
+async def use_everything(agent: Agent, out: Summary) -> None:
+    """Every tool, then every resource read and every prompt got, through mcpd."""
+    await call_every_tool(agent, out)
+    resources = (await agent.result("resources/list"))["resources"]
+    reads = [await agent.rpc("resources/read", {"uri": r["uri"]}) for r in resources]
+    out["reads"] = [r["uri"] for r, got in zip(resources, reads, strict=True) if "result" in got]
+    prompts = (await agent.result("prompts/list"))["prompts"]
+    gets = [await agent.rpc("prompts/get", {"name": p["name"]}) for p in prompts]
+    out["prompts"] = [p["name"] for p, got in zip(prompts, gets, strict=True) if "result" in got]
+
+
 def sample_arguments(tool: dict[str, Any]) -> dict[str, Any]:
     """Arguments that satisfy a flat schema's required string/number/boolean properties."""
     schema = tool.get("inputSchema") or {}
@@ -184,7 +195,7 @@ async def request_state_answered(agent: Agent, out: Summary) -> None:
 SCENARIOS: dict[str, Callable[[Agent, Summary], Awaitable[None]]] = {
     "tools_call": tools_call,
     "request-metadata": list_only,
-    "http-standard-headers": call_every_tool,
+    "http-standard-headers": use_everything,
     "http-custom-headers": custom_headers,
     "http-invalid-tool-headers": call_every_tool,
     "json-schema-ref-no-deref": list_only,

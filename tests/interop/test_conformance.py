@@ -67,29 +67,31 @@ EXPECTED: dict[str, dict[str, str]] = {
         "sep-2575-client-declares-sampling-capability": "SKIPPED",
         "sep-2575-client-declares-elicitation-capability": "SKIPPED",
     },
+    # mcpd lists and uses a modern server's prompts and resources too: every header
+    # check is exercised, except the handshake's (no initialize at 2026-07-28).
     "http-standard-headers": {
-        "sep-2243-client-includes-standard-headers/ClientMcpMethodHeader_tools_list": "SUCCESS",
-        "sep-2243-client-includes-standard-headers/ClientMcpMethodHeader_tools_call": "SUCCESS",
-        "sep-2243-client-includes-standard-headers/ClientMcpNameHeader_tools_call": "SUCCESS",
-        # Methods mcpd never sends to a modern server (no initialize; no resources or
-        # prompts, since mcpd aggregates tools only).
         **{
-            f"sep-2243-client-includes-standard-headers/ClientMcp{kind}Header_{m}": "SKIPPED"
+            f"sep-2243-client-includes-standard-headers/ClientMcp{kind}Header_{m}": "SUCCESS"
             for kind, methods in (
                 (
                     "Method",
                     (
-                        "initialize",
-                        "notifications_initialized",
+                        "tools_list",
+                        "tools_call",
                         "resources_list",
+                        "resources_templates_list",
                         "resources_read",
                         "prompts_list",
                         "prompts_get",
                     ),
                 ),
-                ("Name", ("resources_read", "prompts_get")),
+                ("Name", ("tools_call", "resources_read", "prompts_get")),
             )
             for m in methods
+        },
+        **{
+            f"sep-2243-client-includes-standard-headers/ClientMcpMethodHeader_{m}": "SKIPPED"
+            for m in ("initialize", "notifications_initialized")
         },
     },
     "http-custom-headers": {

@@ -436,7 +436,12 @@ async def test_daemon_follows_a_modern_servers_tool_list(tmp_path: Path) -> None
 
     listens = [r for r in posts(tap) if r.rpc_method == "subscriptions/listen"]
     assert listens and listens[0].headers["mcp-method"] == "subscriptions/listen"
-    assert listens[0].rpc["params"]["notifications"] == {"toolsListChanged": True}
+    # One listen holds everything the server can tell: tools, prompts, resources.
+    assert listens[0].rpc["params"]["notifications"] == {
+        "toolsListChanged": True,
+        "promptsListChanged": True,
+        "resourcesListChanged": True,
+    }
 
 
 class LogWatch(logging.Handler):

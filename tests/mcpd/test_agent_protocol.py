@@ -185,7 +185,10 @@ async def test_modern_agents_subscribe_to_tool_list_changes(tmp_path: Path) -> N
                 ack = (await agent.wait_notifications(1))[0]
                 assert ack["method"] == "notifications/subscriptions/acknowledged"
                 assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L1"
-                assert ack["params"]["notifications"] == {"toolsListChanged": True}
+                assert ack["params"]["notifications"] == {
+                    "toolsListChanged": True,
+                    "promptsListChanged": True,
+                }
                 # The upstream server adds a tool; mcpd hears it on its own subscription
                 # to that server and tells the agent, tagged with the agent's id.
                 await agent.call("mcp__c__grow", {"name": "fresh"})

@@ -1,0 +1,327 @@
+"""Servers that ask back, seen from the agents' side, in both eras and across them.
+
+A server asks for input in one of two ways: a legacy server sends a request
+(``elicitation/create``, ``sampling/createMessage``, ``roots/list``) while it works on
+a call; a 2026-07-28 server ends the call with ``input_required`` and expects the
+call again with the answers and its ``requestState``. Agents take input in the same
+two ways, so four cases meet here:
+
+- legacy server, legacy agent: the request is relayed to the agent as a request of
+  mcpd's own (its own id), and the answer goes back to the server (``DirectAsker``);
+- legacy server, modern agent: the agent's call ends with an ``input_required`` of
+  mcpd's own making, whose ``requestState`` is an mcpd token; the agent's retry is
+  turned back into the answer, and gets the call's next reply (``ParkedAsker``,
+  ``Flow``, ``Parks``);
+- modern server, legacy agent: mcpd asks the agent each input request as a request,
+  then calls the server again with the answers and the same ``requestState``
+  (``legacy_rounds``);
+- modern server, modern agent: ``input_required`` passes through; the agent's retry
+  goes to the same server like any call.
+
+Only what the agent declared is asked of it; anything else is refused to the server
+at once, as it is when the agent disconnects.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import msgspec
+import trio
+from msgspec import UNSET, Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp, surface
+
+from ..servers.askback import NO_ANSWER
+
+MAX_ROUNDS: Final = 8
+TOKEN_PREFIX: Final = "mcpd-ask:"
+_encode: Final = msgspec.json.Encoder().encode
+
+
+class _Slot:
+    __slots__ = ("error", "event", "result")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.result: Raw | None = None
+        self.error: rpc.RPCError | None = None
+
+
+class AgentRequests:
+    """Requests mcpd sends one legacy agent (a line connection or an HTTP session),
+    matched with the answers it sends back, by ids of mcpd's own."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self._waiting: dict[rpc.Id, _Slot] = {}
+        self.gone: str | None = None
+
+    async def request(self, method: str, params: Any, send: Callable[[bytes], None]) -> Raw:
+        if self.gone is not None:
+            raise rpc.RPCError(NO_ANSWER, self.gone)
+        rid = f"mcpd-{next(self._ids)}"
+        slot = self._waiting[rid] = _Slot()
+        try:
+            send(rpc.encode_request(rid, method, params))
+            await slot.event.wait()
+        except trio.Cancelled:
+            if rid in self._waiting and self.gone is None:
+                # The server no longer waits: the agent can stop asking its user.
+                send(
+                    rpc.encode_notification(
+                        "notifications/cancelled",
+                        {"requestId": rid, "reason": "the server no longer needs it"},
+                    )
+                )
+            raise
+        finally:
+            self._waiting.pop(rid, None)
+        if slot.error is not None:
+            raise slot.error
+        assert slot.result is not None
+        return slot.result
+
+    def route(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
+        """An agent's answer to one of these requests; False if it answers none."""
+        slot = self._waiting.get(msg.id) if msg.id is not None else None
+        if slot is None:
+            return False
+        if isinstance(msg, rpc.Response):
+            slot.result = msg.result
+        else:
+            slot.error = rpc.RPCError.from_object(msg.error)
+        slot.event.set()
+        return True
+
+    def close(self, why: str) -> None:
+        """The agent went away: every request still waiting fails now."""
+        self.gone = why
+        for slot in self._waiting.values():
+            slot.error = rpc.RPCError(NO_ANSWER, why)
+            slot.event.set()
+
+
+def _refuse(method: str, params: Any, capabilities: dict[str, Any] | None) -> None:
+    if not surface.declares(capabilities, method, params):
+        need = surface.needs(method) or method
+        mode = params.get("mode") if isinstance(params, dict) else None
+        what = f"{need} ({mode} mode)" if mode else need
+        raise rpc.RPCError(
+            rpc.METHOD_NOT_FOUND,
+            f"the agent behind this request did not declare the {what} capability",
+        )
+
+
+def can_answer_all(requests: Any, capabilities: dict[str, Any] | None) -> bool:
+    if not isinstance(requests, dict) or not requests:
+        return False
+    return all(
+        isinstance(r, dict) and surface.declares(capabilities, r.get("method", ""), r.get("params"))
+        for r in requests.values()
+    )
+
+
+class DirectAsker:
+    """A legacy agent, asked directly."""
+
+    direct = True
+
+    def __init__(
+        self,
+        owner: object,
+        capabilities: dict[str, Any] | None,
+        requests: AgentRequests,
+        send: Callable[[bytes], None],
+    ) -> None:
+        self.owner = owner
+        self.capabilities = capabilities
+        self._requests = requests
+        self._send = send
+
+    async def ask(self, method: str, params: Any) -> Any:
+        _refuse(method, params, self.capabilities)
+        return await self._requests.request(method, params, self._send)
+
+
+# -- a modern agent: input_required of mcpd's own, and the retries that answer it --
+
+
+class Flow:
+    """One agent request's replies, which go to whichever of its retries is waiting."""
+
+    def __init__(self, owner: object, method: str, name: str | None, rid: rpc.Id) -> None:
+        self.owner = owner
+        self.method = method
+        self.name = name  # the tool's or prompt's local name, or the URI
+        self.rid = rid
+        self.scope = trio.CancelScope()
+        self.lock = trio.Lock()
+        self.keys = itertools.count(1)
+        self._replies: list[bytes] = []
+        self._arrived = trio.Event()
+
+    def deliver(self, reply: Callable[[rpc.Id], bytes]) -> None:
+        self._replies.append(reply(self.rid))
+        self._arrived.set()
+
+    async def next(self) -> bytes:
+        """The next reply, for the request now waiting (the first, or a retry)."""
+        try:
+            while not self._replies:
+                self._arrived = trio.Event()
+                await self._arrived.wait()
+        except BaseException:
+            self.scope.cancel()  # nobody waits for it any more
+            raise
+        return self._replies.pop(0)
+
+
+class Park:
+    __slots__ = ("answer", "event", "flow", "key", "method", "params", "token")
+
+    def __init__(self, flow: Flow, key: str, method: str, params: Any) -> None:
+        self.flow = flow
+        self.key = key
+        self.method = method
+        self.params = params
+        self.token = TOKEN_PREFIX + secrets.token_urlsafe(18)
+        self.event = trio.Event()
+        self.answer: Raw | rpc.RPCError | None = None
+
+
+class Parks:
+    """Asks waiting for an agent's retry, by the requestState token mcpd gave it."""
+
+    def __init__(self) -> None:
+        self._by_token: dict[str, Park] = {}
+
+    def open(self, park: Park) -> None:
+        self._by_token[park.token] = park
+
+    def close(self, park: Park) -> None:
+        self._by_token.pop(park.token, None)
+
+    def find(self, state: Raw | Any) -> Park | bool | None:
+        """The park a retry's requestState names; True for an mcpd token that names
+        none (it expired); None for a server's own state."""
+        if not isinstance(state, Raw):
+            return None
+        try:
+            token = msgspec.json.decode(state)
+        except msgspec.DecodeError:
+            return None
+        if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
+            return None
+        return self._by_token.get(token) or True
+
+    def owner_gone(self, owner: object, why: str) -> None:
+        for park in [p for p in self._by_token.values() if p.flow.owner is owner]:
+            park.answer = rpc.RPCError(NO_ANSWER, why)
+            park.event.set()
+            park.flow.scope.cancel()
+
+
+def input_required(rid: rpc.Id, park: Park) -> bytes:
+    request: dict[str, Any] = {"method": park.method}
+    if park.params is not None:
+        request["params"] = park.params
+    result = {
+        "resultType": mcp.INPUT_REQUIRED,
+        "inputRequests": {park.key: request},
+        "requestState": park.token,
+    }
+    return rpc.encode_result(rid, result)
+
+
+class ParkedAsker:
+    """A modern agent: each request of the server's ends the agent's request with
+    input_required, and the agent's retry brings the answer."""
+
+    direct = False
+
+    def __init__(self, flow: Flow, capabilities: dict[str, Any] | None, parks: Parks) -> None:
+        self.flow = flow
+        self.owner = flow.owner
+        self.capabilities = capabilities
+        self._parks = parks
+
+    async def ask(self, method: str, params: Any) -> Any:
+        _refuse(method, params, self.capabilities)
+        async with self.flow.lock:
+            park = Park(self.flow, f"mcpd_{next(self.flow.keys)}", method, params)
+            self._parks.open(park)
+            try:
+                self.flow.deliver(lambda rid: input_required(rid, park))
+                await park.event.wait()
+            finally:
+                self._parks.close(park)
+        if isinstance(park.answer, rpc.RPCError):
+            raise park.answer
+        return park.answer
+
+
+def claim(
+    park: Park, method: str, name: str | None, owner: object, responses: Any, rid: rpc.Id
+) -> Flow:
+    """A retry that names ``park``: it takes over the flow's replies, and its answer
+    (when it has one for the park's key) goes to the server."""
+    flow = park.flow
+    if owner is not flow.owner:
+        raise rpc.RPCError(rpc.INVALID_PARAMS, "requestState belongs to another agent")
+    if method != flow.method or name != flow.name:
+        raise rpc.RPCError(
+            rpc.INVALID_PARAMS, f"requestState belongs to a {flow.method} of {flow.name!r}"
+        )
+    flow.rid = rid
+    answer = responses.get(park.key) if isinstance(responses, dict) else None
+    if answer is None:
+        # Asked again, as a server asks again for what it still needs.
+        flow.deliver(lambda r: input_required(r, park))
+        return flow
+    park.answer = Raw(_encode(answer))
+    park.event.set()
+    return flow
+
+
+# -- a legacy agent and a modern server --
+
+
+Outcome = Any  # Raw | Outage | rpc.RPCError, as the servers' side hands it over
+Upstream = Callable[[Any, Any], Awaitable[Outcome]]  # (params, asker) -> outcome
+Retry = Callable[[Any, Raw, Raw | Any], Any]  # (params, inputResponses, requestState)
+
+
+async def legacy_rounds(
+    params: Any, asker: DirectAsker | None, upstream: Upstream, retry: Retry
+) -> Outcome:
+    """Call; while the server answers input_required that the agent can fulfil, ask
+    the agent and call again with the answers and the same requestState."""
+    outcome = await upstream(params, asker)
+    for _ in range(MAX_ROUNDS):
+        if asker is None or not isinstance(outcome, Raw):
+            return outcome
+        try:
+            head = rpc.decode_as(outcome, surface.ResultHead)
+        except rpc.InvalidParams:
+            return outcome
+        if head.kind != mcp.INPUT_REQUIRED or not can_answer_all(
+            head.inputRequests, asker.capabilities
+        ):
+            return outcome
+        answers: dict[str, Raw] = {}
+        assert isinstance(head.inputRequests, dict)
+        for key, request in head.inputRequests.items():
+            try:
+                answers[key] = await asker.ask(request["method"], request.get("params"))
+            except rpc.RPCError as exc:
+                return rpc.RPCError(
+                    exc.code, f"the agent could not answer {request['method']}: {exc.message}"
+                )
+        state = head.requestState if not isinstance(head.requestState, type(UNSET)) else UNSET
+        outcome = await upstream(retry(params, Raw(_encode(answers)), state), asker)
+    return outcome

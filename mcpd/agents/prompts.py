@@ -1,0 +1,201 @@
+"""prompts/list, prompts/get and completion/complete from an agent.
+
+Prompt names are local names (``registry.prompts``); ``prompts/get`` reaches the
+server under the server's own name, and its messages come back with their resource
+URIs rewritten (``agents.rewrite``). ``completion/complete`` goes to the server of
+the prompt it names, or of the resource template it names, in the server's terms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp, surface
+from protocol.server import RequestContext
+
+from ..servers.calls import CallRefused
+from ..servers.outage import Outage
+from .backend import Backend
+from .paging import page
+from .relay import AgentSide, AskBack
+from .results import can_answer
+from .rewrite import prompt_result
+
+OUTAGE: int = -32000
+
+
+class PromptsPage(msgspec.Struct, omit_defaults=True):
+    prompts: list[Any]
+    nextCursor: str | msgspec.UnsetType = UNSET
+    resultType: str | msgspec.UnsetType = UNSET
+    ttlMs: int | msgspec.UnsetType = UNSET
+    cacheScope: str | msgspec.UnsetType = UNSET
+    meta: mcp.Meta | msgspec.UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+def outage_error(outage: Outage) -> rpc.RPCError:
+    return rpc.RPCError(OUTAGE, outage.sentence(), {"mcpd/outage": outage.meta()})
+
+
+Sees = Callable[[str, str], bool]  # (alias, prompt name or URI): the agent's profile admits it
+
+
+def everything(alias: str, name: str) -> bool:
+    return True
+
+
+def list_prompts(
+    servers: Backend,
+    params: surface.ListParams,
+    ctx: RequestContext | None,
+    page_size: int,
+    sees: Sees = everything,
+) -> PromptsPage:
+    prompts, after = page(servers.prompt_listing(sees), params.cursor, page_size)
+    modern = ctx is not None and ctx.era == "modern"
+    return PromptsPage(
+        prompts=list(prompts),
+        nextCursor=UNSET if after is None else after,
+        ttlMs=0 if modern else UNSET,
+        cacheScope="private" if modern else UNSET,
+    )
+
+
+def reply_for(
+    servers: Backend,
+    alias: str,
+    agent: AgentSide,
+    outcome: Any,
+    rewrite: Any,
+    cacheable: bool = False,
+) -> Any:
+    """The shape of a prompts/get or resources/read reply for one outcome."""
+    if isinstance(outcome, Outage):
+        raise outage_error(outcome)
+    if isinstance(outcome, rpc.RPCError):
+        raise outcome
+    head = rpc.decode_as(outcome, surface.ResultHead)
+    if head.kind == mcp.INPUT_REQUIRED:
+        if agent.modern and can_answer(head.inputRequests, agent.capabilities):
+            return outcome
+        raise rpc.RPCError(
+            rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"the server {alias!r} needs input this agent did not declare it can give",
+            {"mcpd/inputRequired": head.inputRequests or {}},
+        )
+    if head.kind != mcp.COMPLETE:
+        raise rpc.RPCError(
+            rpc.INTERNAL_ERROR, f"the server {alias!r} returned an unknown resultType {head.kind!r}"
+        )
+    shaped = rewrite(outcome)
+    if agent.modern:
+        if isinstance(shaped, Raw):
+            shaped = msgspec.json.decode(shaped)
+        shaped["resultType"] = mcp.COMPLETE
+        if cacheable:  # a read's result is one a modern client may cache: say how
+            shaped.setdefault("ttlMs", 0)
+            shaped.setdefault("cacheScope", "private")
+    return shaped
+
+
+def encoded(rid: rpc.Id, make: Any) -> bytes:
+    """``make()``'s result as a reply, or its rpc.RPCError as an error reply."""
+    try:
+        return rpc.encode_result(rid, make())
+    except rpc.RPCError as exc:
+        return rpc.encode_error(rid, exc.code, exc.message, exc.data)
+    except (rpc.InvalidParams, msgspec.DecodeError, AttributeError, TypeError) as exc:
+        return rpc.encode_error(rid, rpc.INTERNAL_ERROR, f"malformed result from the server: {exc}")
+
+
+async def request_outcome(
+    servers: Backend,
+    alias: str,
+    method: str,
+    params: Any,
+    name: str,
+    caps: dict[str, Any] | None,
+    asker: Any,
+) -> Any:
+    """A request to a server as an outcome (raw result, Outage or RPCError)."""
+    try:
+        return await servers.request(
+            alias, method, params, name=name, capabilities=caps, asker=asker
+        )
+    except CallRefused as refused:
+        return refused.outage
+    except rpc.RPCError as exc:
+        return exc
+
+
+async def get_prompt(
+    servers: Backend, askback: AskBack, agent: AgentSide, req: rpc.Request, sees: Sees = everything
+) -> bytes:
+    params = rpc.decode_as(req.params, surface.GetPromptParams)
+    local = params.name
+    entry = servers.lookup_prompt(local)
+    if entry is None or not sees(entry.alias, entry.name):
+        raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {local[:200]!r}")
+    alias = entry.alias
+    params.name = entry.original
+    caps = agent.upstream_capabilities()
+
+    async def upstream(p: surface.GetPromptParams, asker: Any) -> Any:
+        return await request_outcome(servers, alias, "prompts/get", p, p.name, caps, asker)
+
+    def shape(rid: rpc.Id, outcome: Any) -> bytes:
+        def rewrite(raw: Raw) -> Any:
+            return prompt_result(raw, lambda uri: servers.agent_uri(alias, uri))
+
+        return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite))
+
+    def retry(p: surface.GetPromptParams, responses: Raw, state: Any) -> Any:
+        return msgspec.structs.replace(p, inputResponses=responses, requestState=state)
+
+    return await askback.serve(agent, req.id, "prompts/get", local, params, upstream, shape, retry)
+
+
+async def complete(
+    servers: Backend,
+    req: rpc.Request,
+    ctx: RequestContext | None,
+    sees_prompt: Sees = everything,
+    sees_resource: Sees = everything,
+) -> Any:
+    params = rpc.decode_as(req.params, surface.CompleteParams)
+    ref = params.ref
+    if ref.type == "ref/prompt" and isinstance(ref.name, str):
+        entry = servers.lookup_prompt(ref.name)
+        if entry is None or not sees_prompt(entry.alias, entry.name):
+            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {ref.name[:200]!r}")
+        alias = entry.alias
+        params.ref = msgspec.structs.replace(ref, name=entry.original)
+    elif ref.type == "ref/resource" and isinstance(ref.uri, str):
+        found = servers.route_template(ref.uri)
+        if found is None:
+            routed = servers.route_uri(ref.uri)
+            if routed is None or not hasattr(routed, "alias"):
+                raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
+            found = (routed.alias, routed.uri)  # type: ignore[union-attr]
+        if not sees_resource(*found):
+            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
+        alias = found[0]
+        params.ref = msgspec.structs.replace(ref, uri=found[1])
+    else:
+        raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unsupported completion reference {ref.type!r}")
+    caps = ctx.capabilities if ctx is not None and ctx.era == "modern" else None
+    try:
+        raw = await servers.request(alias, "completion/complete", params, capabilities=caps)
+    except CallRefused as refused:
+        raise outage_error(refused.outage) from None
+    if ctx is not None and ctx.era == "modern":
+        decoded = msgspec.json.decode(raw)
+        if isinstance(decoded, dict):
+            decoded.setdefault("resultType", mcp.COMPLETE)
+            return decoded
+    return raw

@@ -1,0 +1,176 @@
+"""One agent request that its server may answer by asking back: the driver.
+
+``AskBack.serve`` runs a tools/call, prompts/get or resources/read for an agent and
+returns its reply, whichever era either side speaks (``askback`` explains the four
+cases). For a modern agent the server's request may come after the agent's request
+has been answered (with input_required), so the request to the server runs in a
+task of this service's own, not of the agent's request, and its replies go to
+whichever of the agent's retries is waiting.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import trio
+from msgspec import UNSET
+
+from protocol import jsonrpc as rpc
+from protocol import surface
+from protocol.server import RequestContext
+
+from .askback import (
+    AgentRequests,
+    DirectAsker,
+    Flow,
+    Park,
+    ParkedAsker,
+    Parks,
+    Retry,
+    Upstream,
+    claim,
+    legacy_rounds,
+)
+
+logger = logging.getLogger("mcpd.api")
+
+Shape = Callable[[rpc.Id, Any], bytes]  # (the reply's id, the outcome) -> the reply
+
+
+class AgentSide(msgspec.Struct):
+    """The agent behind one request, as far as asking it things goes."""
+
+    owner: object
+    modern: bool
+    capabilities: dict[str, Any] | None
+    requests: AgentRequests | None  # a legacy agent's: mcpd's requests to it
+    send: Callable[[bytes], None]
+
+    @property
+    def asks(self) -> bool:
+        """Whether it declared anything a server may ask of it."""
+        caps = self.capabilities or {}
+        return any(isinstance(caps.get(k), dict) for k in surface.ASK_METHODS.values())
+
+    def upstream_capabilities(self) -> dict[str, Any] | None:
+        """What a modern server is told this agent can answer (a legacy agent's
+        initialize capabilities, in the 2026 shape)."""
+        caps = self.capabilities or {}
+        if self.modern:
+            return caps or None
+        out = {k: caps[k] for k in ("elicitation", "sampling") if isinstance(caps.get(k), dict)}
+        if isinstance(caps.get("roots"), dict):
+            out["roots"] = {}
+        return out or None
+
+
+def refuser(conn: Any) -> DirectAsker:
+    """The asker of an agent that declared nothing a server may ask: it refuses, so a
+    server's request during that agent's call is refused for the right reason (and
+    never relayed to another agent). One per connection."""
+    found = getattr(conn, "refuser", None)
+    if not isinstance(found, DirectAsker):
+        requests = getattr(conn, "asks", None)
+        found = DirectAsker(
+            getattr(conn, "owner", conn),
+            None,
+            requests if isinstance(requests, AgentRequests) else AgentRequests(),
+            conn.send_nowait,
+        )
+        conn.refuser = found
+    return found
+
+
+def agent_side(conn: Any, ctx: RequestContext | None) -> AgentSide:
+    modern = ctx is not None and ctx.era == "modern"
+    requests = getattr(conn, "asks", None)
+    return AgentSide(
+        owner=getattr(conn, "owner", conn),
+        modern=modern,
+        capabilities=ctx.capabilities if ctx is not None else None,
+        requests=requests if isinstance(requests, AgentRequests) else None,
+        send=conn.send_nowait,
+    )
+
+
+class AskBack:
+    def __init__(self) -> None:
+        self.parks = Parks()
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    def owner_gone(self, owner: object, why: str) -> None:
+        """The agent disconnected: what its servers wait for fails at once."""
+        requests = getattr(owner, "asks", None)
+        if isinstance(requests, AgentRequests):
+            requests.close(why)
+        self.parks.owner_gone(owner, why)
+
+    async def serve(
+        self,
+        agent: AgentSide,
+        rid: rpc.Id,
+        method: str,
+        name: str | None,
+        params: Any,
+        upstream: Upstream,
+        shape: Shape,
+        retry: Retry,
+    ) -> bytes:
+        found = self.parks.find(getattr(params, "requestState", UNSET))
+        if found is True:
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS,
+                "this requestState is mcpd's and has expired (the server stopped waiting); "
+                "send the request again without it",
+            )
+        if isinstance(found, Park):
+            responses = _decode(getattr(params, "inputResponses", UNSET))
+            return await claim(found, method, name, agent.owner, responses, rid).next()
+        # An agent that declared nothing a server may ask is still the one to blame for
+        # its calls: its asker refuses, and the server hears why.
+        direct = DirectAsker(
+            agent.owner,
+            agent.capabilities if agent.asks else None,
+            agent.requests or AgentRequests(),
+            agent.send,
+        )
+        if not agent.modern:
+            return shape(rid, await legacy_rounds(params, direct, upstream, retry))
+        if not agent.asks or self._nursery is None:
+            return shape(rid, await upstream(params, direct))
+        flow = Flow(agent.owner, method, name, rid)
+        asker_ = ParkedAsker(flow, agent.capabilities, self.parks)
+        self._nursery.start_soon(self._drive, flow, params, asker_, upstream, shape)
+        return await flow.next()
+
+    async def _drive(
+        self, flow: Flow, params: Any, asker: ParkedAsker, upstream: Upstream, shape: Shape
+    ) -> None:
+        with flow.scope:
+            try:
+                outcome = await upstream(params, asker)
+                flow.deliver(lambda rid: shape(rid, outcome))
+            except Exception:
+                # A fault here must cost this request only, never the daemon.
+                logger.exception("answering a %s failed", flow.method)
+                flow.deliver(
+                    lambda rid: rpc.encode_error(rid, rpc.INTERNAL_ERROR, "mcpd failed to answer")
+                )
+
+
+def _decode(raw: Any) -> Any:
+    if not isinstance(raw, msgspec.Raw):
+        return None
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None

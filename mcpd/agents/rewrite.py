@@ -1,0 +1,114 @@
+"""URIs inside what servers return, rewritten so an agent can read what it is handed.
+
+A tool result or a prompt message may carry resource links and embedded resources;
+a read returns contents, each with its URI. Each such URI is replaced by the one
+the agent can read it back with (``registry.resources``: usually the same URI). A
+result whose URIs are all unchanged passes through as the server's own bytes.
+
+A read's text counts against the result budget like a tool result's text; binary
+contents (``blob``) are passed through untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+from msgspec import Raw
+
+ToAgent = Callable[[str], str]  # a server's URI -> the agent's
+_MARKERS: Final = (b'"resource_link"', b'"resource"')
+
+
+def _block(block: Any, to_agent: ToAgent) -> bool:
+    """Rewrite one content block in place; whether it changed."""
+    if not isinstance(block, dict):
+        return False
+    kind = block.get("type")
+    if kind == "resource_link" and isinstance(block.get("uri"), str):
+        new = to_agent(block["uri"])
+        if new != block["uri"]:
+            block["uri"] = new
+            return True
+    elif kind == "resource" and isinstance(block.get("resource"), dict):
+        inner = block["resource"]
+        if isinstance(inner.get("uri"), str):
+            new = to_agent(inner["uri"])
+            if new != inner["uri"]:
+                block["resource"] = {**inner, "uri": new}
+                return True
+    return False
+
+
+def _blocks(value: Any, to_agent: ToAgent) -> bool:
+    if isinstance(value, list):
+        changed = False
+        for block in value:
+            changed = _block(block, to_agent) or changed
+        return changed
+    return _block(value, to_agent)
+
+
+def tool_result(result: Raw | dict[str, Any], to_agent: ToAgent) -> Raw | dict[str, Any]:
+    """A tools/call result (or a task's), its content's URIs rewritten."""
+    if isinstance(result, Raw):
+        data = bytes(result)
+        if not any(m in data for m in _MARKERS):
+            return result
+        decoded = msgspec.json.decode(data)
+        if not isinstance(decoded, dict) or not _blocks(decoded.get("content"), to_agent):
+            return result
+        return decoded
+    _blocks(result.get("content"), to_agent)
+    return result
+
+
+def prompt_result(result: Raw, to_agent: ToAgent) -> Raw | dict[str, Any]:
+    """A prompts/get result, its messages' URIs rewritten."""
+    data = bytes(result)
+    if not any(m in data for m in _MARKERS):
+        return result
+    decoded = msgspec.json.decode(data)
+    messages = decoded.get("messages") if isinstance(decoded, dict) else None
+    changed = False
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, dict):
+            changed = _blocks(message.get("content"), to_agent) or changed
+    return decoded if changed else result
+
+
+def read_result(result: Raw, to_agent: ToAgent, budget: int) -> Raw | dict[str, Any]:
+    """A resources/read result: each content's URI rewritten, text cut to the budget."""
+    decoded = msgspec.json.decode(result)
+    contents = decoded.get("contents") if isinstance(decoded, dict) else None
+    if not isinstance(contents, list):
+        return result
+    changed = False
+    total = sum(
+        len(c["text"]) for c in contents if isinstance(c, dict) and isinstance(c.get("text"), str)
+    )
+    remaining = budget
+    for item in contents:
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("uri"), str):
+            new = to_agent(item["uri"])
+            if new != item["uri"]:
+                item["uri"], changed = new, True
+        text = item.get("text")
+        if isinstance(text, str) and total > budget:
+            item["text"] = text[: max(remaining, 0)]
+            remaining -= len(item["text"])
+            changed = True
+    if total > budget:
+        meta = decoded.setdefault("_meta", {})
+        if isinstance(meta, dict):
+            meta["mcpd/truncated"] = {"characters": total, "budget": budget}
+        last = next((c for c in reversed(contents) if isinstance(c, dict) and "text" in c), None)
+        if last is not None:
+            last["text"] += (
+                f"\n[mcpd: {total - budget} more characters were cut here; this resource is "
+                f"{total} characters and the budget is {budget}.]"
+            )
+    return decoded if changed else result

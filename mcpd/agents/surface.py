@@ -1,0 +1,286 @@
+"""Everything agents get beyond tools/list: the methods, the list-change news, and
+what listens honour.
+
+``Surface`` holds the per-daemon parts (the ask-back driver, task ownership,
+resource subscriptions) and hands the socket API its handlers. It also sends
+``notifications/{prompts,resources}/list_changed``: unsolicited to legacy agents,
+tagged on the listens of modern agents that asked for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Final
+
+import msgspec
+import trio
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp, surface
+from protocol.server import RequestContext
+
+from ..registry.views import ProfileView
+from ..servers.calls import Outcome
+from .backend import Backend, Control
+from .prompts import Sees, complete, everything, get_prompt, list_prompts
+from .relay import AgentSide, AskBack, agent_side
+from .resources import Subscriptions, list_resources, read
+from .rewrite import tool_result
+from .tasks import Tasks
+from .toolcall import Finish, Route, call_reply
+
+_DEBOUNCE: Final = 0.2
+Handler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]
+
+
+class Surface:
+    def __init__(
+        self,
+        servers: Backend,
+        control: Control,
+        connections: Callable[[], Iterable[Any]],
+        view_of: Callable[[Any], ProfileView] | None = None,
+    ) -> None:
+        self.servers = servers
+        self.control = control
+        # The agent's profile: which prompts and resources it sees.
+        self._view_of = view_of
+        self._connections = connections
+        self.askback = AskBack()
+        self.tasks = Tasks(servers)
+        self.subscriptions = Subscriptions(servers)
+        # (connection, listen id) -> (which list changes it wants, its sender)
+        self._listens: dict[tuple[int, rpc.Id], tuple[set[str], Callable[[bytes], None]]] = {}
+        self._dirty = trio.Event()
+        servers.subscribe(lambda: self._dirty.set())  # the event is replaced each time
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._prompts_get,
+            "resources/list": self._resources_list,
+            "resources/templates/list": self._templates_list,
+            "resources/read": self._resources_read,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "completion/complete": self._complete,
+            "tasks/get": self._task,
+            "tasks/update": self._task,
+            "tasks/cancel": self._task,
+        }
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.askback.run)
+            nursery.start_soon(self._broadcast)
+            task_status.started()
+
+    # -- agents coming and going --
+
+    def joined(self, conn: Any) -> None:
+        conn.seen_surface = self.servers.surface_versions
+
+    def left(self, owner: Any) -> None:
+        """The agent disconnected: servers waiting for its answers get an error now."""
+        self.askback.owner_gone(owner, "the agent disconnected")
+        self.subscriptions.owner_gone(owner)
+
+    # -- tools/call through the ask-back driver --
+
+    def tool_finish(self, route: Route, owner: object) -> Finish:
+        alias, servers, tasks = route.alias, self.servers, self.tasks
+
+        def finish(result: Raw | dict[str, Any]) -> Raw | dict[str, Any]:
+            result = tool_result(result, lambda uri: servers.agent_uri(alias, uri))
+            if route.tasks:
+                tasks.record(alias, owner, result)
+            return result
+
+        return finish
+
+    async def tools_call(
+        self, conn: Any, req: rpc.Request, ctx: RequestContext | None, route: Route
+    ) -> bytes:
+        """A routed call (the agent's profile decided where it goes), for an agent that a
+        server may ask things back during it."""
+        agent = agent_side(conn, ctx)
+        finish = self.tool_finish(route, agent.owner)
+        budget = self.control.settings.result_budget_chars
+        progress = conn.progress_sender()
+        servers = self.servers
+        caps = agent.upstream_capabilities()
+        meta = dict(route.params.meta) if isinstance(route.params.meta, dict) else None
+
+        async def upstream(p: mcp.CallToolParams, asker: Any) -> Outcome:
+            arrived = trio.Event()
+            box: list[Outcome] = []
+
+            def done(outcome: Outcome) -> None:
+                box.append(outcome)
+                arrived.set()
+
+            handle = servers.start_call(
+                route.alias, p, done, capabilities=caps, on_progress=progress, asker=asker
+            )
+            if handle is None:
+                return rpc.RPCError(
+                    rpc.INVALID_PARAMS, f"the tool server {route.alias!r} is not running"
+                )
+            try:
+                await arrived.wait()
+            except BaseException:
+                handle.cancel()
+                raise
+            return box[0]
+
+        def shape(rid: rpc.Id, outcome: Outcome) -> bytes:
+            return call_reply(rid, route, outcome, budget, finish)
+
+        def retry(p: mcp.CallToolParams, responses: Raw, state: Any) -> mcp.CallToolParams:
+            return msgspec.structs.replace(
+                p,
+                inputResponses=responses,
+                requestState=state,
+                meta=dict(meta) if meta is not None else msgspec.UNSET,
+            )
+
+        return await self.askback.serve(
+            agent, req.id, "tools/call", route.local, route.params, upstream, shape, retry
+        )
+
+    # -- methods --
+
+    def _page_size(self) -> int:
+        return self.control.settings.page_size
+
+    def _sees(self, conn: Any) -> tuple[Sees, Sees]:
+        """What the agent's profile admits: (prompts, resources)."""
+        if self._view_of is None:
+            return everything, everything
+        view = self._view_of(conn)
+        return view.admits_prompt, view.admits_resource
+
+    async def _prompts_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        params = rpc.decode_as(req.params, surface.ListParams)
+        return list_prompts(self.servers, params, ctx, self._page_size(), self._sees(conn)[0])
+
+    async def _prompts_get(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        agent = agent_side(conn, ctx)
+        return await get_prompt(self.servers, self.askback, agent, req, self._sees(conn)[0])
+
+    async def _resources_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        params = rpc.decode_as(req.params, surface.ListParams)
+        sees = self._sees(conn)[1]
+        return list_resources(self.servers, params, ctx, self._page_size(), False, sees)
+
+    async def _templates_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        params = rpc.decode_as(req.params, surface.ListParams)
+        sees = self._sees(conn)[1]
+        return list_resources(self.servers, params, ctx, self._page_size(), True, sees)
+
+    async def _resources_read(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        budget = self.control.settings.result_budget_chars
+        agent = agent_side(conn, ctx)
+        return await read(self.servers, self.askback, agent, req, budget, self._sees(conn)[1])
+
+    async def _subscribe(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        return self._legacy_subscription(conn, req, ctx, True)
+
+    async def _unsubscribe(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        return self._legacy_subscription(conn, req, ctx, False)
+
+    def _legacy_subscription(
+        self, conn: Any, req: rpc.Request, ctx: RequestContext | None, on: bool
+    ) -> Any:
+        if ctx is not None and ctx.era == "modern":
+            raise rpc.RPCError(
+                rpc.METHOD_NOT_FOUND,
+                f"{req.method} belongs to the handshake protocol; use subscriptions/listen",
+            )
+        params = rpc.decode_as(req.params, surface.SubscribeParams)
+        owner = agent_side(conn, ctx).owner
+        sees = self._sees(conn)[1]
+        self.subscriptions.subscribe(owner, params.uri, conn.send_nowait, on, sees)
+        return {}
+
+    async def _complete(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        return await complete(self.servers, req, ctx, *self._sees(conn))
+
+    async def _task(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        if ctx is None or ctx.era != "modern" or not surface.has_tasks(ctx.capabilities):
+            raise rpc.RPCError(
+                rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"{req.method} needs the {surface.TASKS_EXTENSION} extension",
+                {"requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}},
+            )
+        params = rpc.decode_as(req.params, surface.TaskParams)
+        result = await self.tasks.handle(req.method, params, ctx, agent_side(conn, ctx).owner)
+        if isinstance(result, dict):
+            result.setdefault("resultType", mcp.COMPLETE)
+        return result
+
+    # -- subscriptions/listen --
+
+    def open_listen(
+        self, conn: Any, listen_id: rpc.Id, wanted: dict[str, Any], ctx: RequestContext | None
+    ) -> dict[str, Any]:
+        """What mcpd honours of a listen besides tool-list changes."""
+        if getattr(conn, "seen_surface", None) is None:
+            self.joined(conn)  # only changes from now on are news to it
+        honoured: dict[str, Any] = {}
+        flags = {k for k in ("promptsListChanged", "resourcesListChanged") if wanted.get(k)}
+        for flag in flags:
+            honoured[flag] = True
+        where = (id(conn), listen_id)
+        self._listens[where] = (flags, conn.send_nowait)
+        agent: AgentSide = agent_side(conn, ctx)
+        if "resourceSubscriptions" in wanted:
+            uris = wanted.get("resourceSubscriptions")
+            honoured["resourceSubscriptions"] = self.subscriptions.listen(
+                conn, listen_id, uris, conn.send_nowait, self._sees(conn)[1]
+            )
+        if "taskIds" in wanted:
+            if ctx is None or not surface.has_tasks(ctx.capabilities):
+                raise rpc.RPCError(
+                    rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    "taskIds need the tasks extension",
+                    {"requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}},
+                )
+            honoured["taskIds"] = self.tasks.watch(
+                agent.owner, where, wanted.get("taskIds"), conn.send_nowait
+            )
+        return honoured
+
+    def close_listen(self, conn: Any, listen_id: rpc.Id) -> None:
+        where = (id(conn), listen_id)
+        self._listens.pop(where, None)
+        self.subscriptions.unlisten(conn, listen_id)
+        self.tasks.unwatch(where)
+
+    # -- list-change news --
+
+    async def _broadcast(self) -> None:
+        while True:
+            await self._dirty.wait()
+            await trio.sleep(_DEBOUNCE)
+            self._dirty = trio.Event()
+            prompts, resources = now = self.servers.surface_versions
+            for conn in list(self._connections()):
+                seen = getattr(conn, "seen_surface", None)
+                conn.seen_surface = now
+                if seen is None or seen == now:
+                    continue
+                news = []
+                if prompts != seen[0]:
+                    news.append(("notifications/prompts/list_changed", "promptsListChanged"))
+                if resources != seen[1]:
+                    news.append(("notifications/resources/list_changed", "resourcesListChanged"))
+                legacy = getattr(getattr(conn, "session", None), "legacy_version", None)
+                for method, flag in news:
+                    if legacy is not None:
+                        conn.send_nowait(rpc.encode_notification(method))
+                    for (cid, listen_id), (flags, send) in self._listens.items():
+                        if cid == id(conn) and flag in flags:
+                            tag = {"_meta": {mcp.KEY_SUBSCRIPTION_ID: listen_id}}
+                            send(rpc.encode_notification(method, tag))

@@ -1,0 +1,143 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``) through mcpd.
+
+A server may answer a tools/call of an agent that declared the extension with a task
+handle (``resultType: "task"``) instead of the result. mcpd notes which server the
+task is on and which agent created it; ``tasks/get``, ``tasks/update`` and
+``tasks/cancel`` are routed by task id to that server, for that agent only: to any
+other agent a task id is unknown, as it is to the server for an id it never issued.
+Task status notifications (``notifications/tasks``) come on the agents' own
+``subscriptions/listen`` for the task ids they name, and reach those listens only.
+
+The agent is its connection (for a stateless HTTP client, which has none, its user):
+an agent that connects again does not see its earlier tasks.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp, surface
+from protocol.server import RequestContext
+
+from ..servers.calls import CallRefused
+from .backend import Backend
+from .rewrite import tool_result
+
+MAX_TASKS: Final = 10_000  # remembered at once; the oldest are forgotten first
+_encode: Final = msgspec.json.Encoder().encode
+
+
+class _Task:
+    __slots__ = ("alias", "owner")
+
+    def __init__(self, alias: str, owner: object) -> None:
+        self.alias = alias
+        self.owner = owner
+
+
+class Tasks:
+    def __init__(self, servers: Backend) -> None:
+        self.servers = servers
+        self._tasks: OrderedDict[str, _Task] = OrderedDict()
+        # (connection, listen id) -> (its owner, the task ids it watches, its sender)
+        self._watches: dict[
+            tuple[int, rpc.Id], tuple[object, set[str], Callable[[bytes], None]]
+        ] = {}
+        servers.on_task_news(self._news)
+
+    def record(self, alias: str, owner: object, result: Raw | dict[str, Any]) -> None:
+        """Note a task handle a server returned to ``owner``."""
+        try:
+            head = rpc.decode_as(
+                result if isinstance(result, Raw) else _encode(result), surface.ResultHead
+            )
+        except rpc.InvalidParams:
+            return
+        if head.kind == surface.TASK and isinstance(head.taskId, str):
+            self._tasks[head.taskId] = _Task(alias, owner)
+            self._tasks.move_to_end(head.taskId)
+            while len(self._tasks) > MAX_TASKS:
+                self._tasks.popitem(last=False)
+
+    def owned(self, task_id: str, owner: object) -> str | None:
+        task = self._tasks.get(task_id)
+        return task.alias if task is not None and task.owner is owner else None
+
+    async def handle(
+        self, method: str, params: surface.TaskParams, ctx: RequestContext | None, owner: object
+    ) -> Any:
+        alias = self.owned(params.taskId, owner)
+        if alias is None:
+            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown task {params.taskId!r}")
+        caps = ctx.capabilities if ctx is not None and ctx.era == "modern" else None
+        try:
+            raw = await self.servers.request(
+                alias, method, params, name=params.taskId, capabilities=caps
+            )
+        except CallRefused as refused:
+            o = refused.outage
+            raise rpc.RPCError(-32000, o.sentence(), {"mcpd/outage": o.meta()}) from None
+        if method != "tasks/get":
+            return raw
+        # A finished task carries the tool's result: its URIs are handed over as a
+        # tools/call result's would be.
+        decoded = msgspec.json.decode(raw)
+        if isinstance(decoded, dict) and isinstance(decoded.get("result"), dict):
+            decoded["result"] = tool_result(
+                decoded["result"], lambda uri: self.servers.agent_uri(alias, uri)
+            )
+            return decoded
+        return raw
+
+    # -- status notifications --
+
+    def watch(
+        self,
+        owner: object,
+        where: tuple[int, rpc.Id],
+        wanted: Any,
+        send: Callable[[bytes], None],
+    ) -> list[str]:
+        """A listen's ``taskIds``: those of the agent's own tasks are honoured."""
+        ids = [t for t in wanted if isinstance(t, str)] if isinstance(wanted, list) else []
+        mine = [t for t in ids if self.owned(t, owner) is not None]
+        if mine:
+            self._watches[where] = (owner, set(mine), send)
+            for task_id in mine:
+                self.servers.watch_task(self._tasks[task_id].alias, task_id, True)
+        return mine
+
+    def unwatch(self, where: tuple[int, rpc.Id]) -> None:
+        watched = self._watches.pop(where, None)
+        if watched is None:
+            return
+        still = {t for _, ids, _ in self._watches.values() for t in ids}
+        for task_id in watched[1] - still:
+            task = self._tasks.get(task_id)
+            if task is not None:
+                self.servers.watch_task(task.alias, task_id, False)
+
+    def _news(self, alias: str, params: Raw) -> None:
+        try:
+            data = msgspec.json.decode(params)
+        except msgspec.DecodeError:
+            return
+        task_id = data.get("taskId") if isinstance(data, dict) else None
+        task = self._tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is None or task.alias != alias:
+            return
+        if isinstance(data.get("result"), dict):
+            data["result"] = tool_result(
+                data["result"], lambda uri: self.servers.agent_uri(alias, uri)
+            )
+        for (_, listen_id), (owner, ids, send) in self._watches.items():
+            if owner is task.owner and task_id in ids:
+                meta = dict(data.get("_meta") or {})
+                meta[mcp.KEY_SUBSCRIPTION_ID] = listen_id
+                send(rpc.encode_notification("notifications/tasks", {**data, "_meta": meta}))

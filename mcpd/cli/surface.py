@@ -1,0 +1,170 @@
+"""``mcpd prompts``, ``mcpd resources``, ``mcpd read URI``, ``mcpd prompt NAME '{...}'``.
+
+The CLI is an agent without a user interface: it declares no capabilities, so a
+server that needs input to answer (elicitation, sampling, roots) gets refused and
+the command says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from protocol import jsonrpc as rpc
+
+from .client import BadReply, Client, Unreachable
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+EXIT_BAD_REPLY = 4
+
+ClientFor = Callable[[argparse.Namespace], Client]
+
+
+def _fail(code: int, message: str) -> NoReturn:
+    print(f"mcpd: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def _ask(client: Client, method: str, params: dict[str, Any] | None = None) -> Any:
+    try:
+        return client.request(method, params)
+    except Unreachable as exc:
+        _fail(EXIT_UNREACHABLE, str(exc))
+    except BadReply as exc:
+        _fail(EXIT_BAD_REPLY, str(exc))
+    except rpc.RPCError as exc:
+        _fail(EXIT_ERROR, f"error {exc.code}: {exc.message}")
+
+
+def _all(client: Client, method: str, key: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        result = _ask(client, method, {"cursor": cursor} if cursor else None)
+        items.extend(result.get(key, []))
+        cursor = result.get("nextCursor")
+        if not cursor:
+            return items
+
+
+def _table(rows: list[tuple[str, str, str]], header: tuple[str, str, str]) -> None:
+    width = shutil.get_terminal_size((120, 20)).columns
+    first = max([len(r[0]) for r in rows] + [len(header[0])])
+    print(f"{header[0]:<{first}}  {header[1]:<12} {header[2]}")
+    for a, b, c in rows:
+        room = max(20, width - first - 16)
+        c = c.replace("\n", " ")
+        print(f"{a:<{first}}  {b:<12} {c if len(c) <= room else c[: room - 1] + '…'}")
+
+
+def _server(item: dict[str, Any]) -> str:
+    return str((item.get("_meta") or {}).get("mcpd/server", "?"))
+
+
+def cmd_prompts(args: argparse.Namespace, client_for: ClientFor) -> int:
+    with client_for(args) as client:
+        prompts = _all(client, "prompts/list", "prompts")
+    if args.json:
+        print(json.dumps({"prompts": prompts}, indent=2))
+        return 0
+    rows = []
+    for p in prompts:
+        names = [a["name"] + ("" if a.get("required") else "?") for a in p.get("arguments") or []]
+        shown = f"{p['name']}({', '.join(names)})"
+        rows.append((shown, _server(p), p.get("description") or ""))
+    _table(rows, ("PROMPT", "SERVER", "DESCRIPTION"))
+    print(f"{len(prompts)} prompts")
+    return 0
+
+
+def cmd_resources(args: argparse.Namespace, client_for: ClientFor) -> int:
+    with client_for(args) as client:
+        resources = _all(client, "resources/list", "resources")
+        templates = _all(client, "resources/templates/list", "resourceTemplates")
+    if args.json:
+        print(json.dumps({"resources": resources, "resourceTemplates": templates}, indent=2))
+        return 0
+    rows = [(r["uri"], _server(r), r.get("name") or "") for r in resources]
+    rows += [(t["uriTemplate"], _server(t), f"(template) {t.get('name') or ''}") for t in templates]
+    _table(rows, ("URI", "SERVER", "NAME"))
+    print(f"{len(resources)} resources, {len(templates)} templates")
+    return 0
+
+
+def cmd_read(args: argparse.Namespace, client_for: ClientFor) -> int:
+    with client_for(args) as client:
+        result = _ask(client, "resources/read", {"uri": args.uri})
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    for item in result.get("contents") or []:
+        if "text" in item:
+            text = str(item["text"])
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        else:
+            size = len(item.get("blob", "")) * 3 // 4
+            print(
+                f"[{item.get('mimeType') or 'binary'} content, about {size} bytes: {item['uri']}]"
+            )
+    return 0
+
+
+def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
+    try:
+        arguments = json.loads(args.arguments) if args.arguments else {}
+    except ValueError as exc:
+        _fail(EXIT_USAGE, f"arguments are not valid JSON: {exc}")
+    if not isinstance(arguments, dict):
+        _fail(EXIT_USAGE, "arguments must be a JSON object")
+    with client_for(args) as client:
+        result = _ask(client, "prompts/get", {"name": args.name, "arguments": arguments})
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    for message in result.get("messages") or []:
+        content = message.get("content") or {}
+        for block in content if isinstance(content, list) else [content]:
+            print(f"{message.get('role', '?')}: {_block(block)}")
+    return 0
+
+
+def _block(block: dict[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind == "resource":
+        inner = block.get("resource") or {}
+        body = inner.get("text", f"[{inner.get('mimeType') or 'binary'} content]")
+        return f"[resource {inner.get('uri')}]\n{body}"
+    if kind == "resource_link":
+        return f"[link {block.get('uri')}]"
+    return f"[{kind} content]"
+
+
+def add_commands(
+    client_cmd: Callable[[str, str], argparse.ArgumentParser], client_for: ClientFor
+) -> None:
+    p = client_cmd("prompts", "list the aggregated prompts")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=lambda a: cmd_prompts(a, client_for))
+
+    r = client_cmd("resources", "list the aggregated resources and resource templates")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=lambda a: cmd_resources(a, client_for))
+
+    d = client_cmd("read", "read a resource: mcpd read URI")
+    d.add_argument("uri")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=lambda a: cmd_read(a, client_for))
+
+    g = client_cmd("prompt", 'get a prompt: mcpd prompt NAME \'{"arg": "value"}\'')
+    g.add_argument("name")
+    g.add_argument("arguments", nargs="?", default="{}")
+    g.add_argument("--json", action="store_true")
+    g.set_defaults(func=lambda a: cmd_prompt(a, client_for))

@@ -1,0 +1,192 @@
+"""The aggregated prompt table: local names <-> (alias, the server's prompt name).
+
+Prompts are named like tools (``registry.names``) and curated like tools
+(``[servers.NAME.prompts]`` allow, deny, rename, description). A down server's prompts
+stay listed, marked unavailable the same way its tools are. What agents see is
+encoded once per change; a view (a profile) filters it by ``(alias, name)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import msgspec
+from msgspec import Raw
+
+from protocol import surface
+
+from ..config.model import NamingConfig, ToolsConfig
+from .curation import visible
+from .names import assign
+
+_encode: Final = msgspec.json.Encoder().encode
+
+Filter = Callable[[str, str], bool]  # (alias, the name before the template)
+
+
+class PromptEntry:
+    """One prompt as agents see it, with the way back to its server."""
+
+    __slots__ = ("alias", "available", "encoded", "local", "name", "original", "prompt")
+
+    def __init__(
+        self, local: str, alias: str, name: str, original: str, prompt: surface.Prompt
+    ) -> None:
+        self.local = local
+        self.alias = alias
+        self.name = name  # after the server's curation, before the template
+        self.original = original
+        self.prompt = prompt
+        self.available = True
+        self.encoded = Raw(b"")
+
+
+class _Server:
+    __slots__ = ("available", "marker", "originals", "raw", "shown")
+
+    def __init__(self, raw: dict[str, surface.Prompt], rules: ToolsConfig | None) -> None:
+        self.raw = raw
+        self.shown, self.originals = _curate(raw, rules)
+        self.available = True
+        self.marker: str | None = None
+
+
+class PromptTable:
+    def __init__(self, naming: NamingConfig) -> None:
+        self.naming = naming
+        self._servers: dict[str, _Server] = {}
+        self._rules: dict[str, ToolsConfig] = {}
+        self._by_local: dict[str, PromptEntry] = {}
+        self._entries: list[PromptEntry] = []
+        self.version = 0
+
+    # -- changes --
+
+    def update(self, alias: str, prompts: Sequence[surface.Prompt]) -> bool:
+        """Replace one server's prompts; whether anything agents see changed."""
+        new = {p.name: p for p in prompts}
+        old = self._servers.get(alias)
+        if old is not None and _encode(list(old.raw.values())) == _encode(list(new.values())):
+            return False
+        server = _Server(new, self._rules.get(alias))
+        if old is not None:
+            server.available, server.marker = old.available, old.marker
+        self._servers[alias] = server
+        self._rebuild()
+        return True
+
+    def set_rules(self, alias: str, rules: ToolsConfig) -> None:
+        if self._rules.get(alias) == rules:
+            return
+        self._rules[alias] = rules
+        old = self._servers.get(alias)
+        if old is not None:
+            server = _Server(old.raw, rules)
+            server.available, server.marker = old.available, old.marker
+            self._servers[alias] = server
+            self._rebuild()
+
+    def remove(self, alias: str) -> bool:
+        if self._servers.pop(alias, None) is None:
+            return False
+        self._rebuild()
+        return True
+
+    def rename(self, naming: NamingConfig) -> None:
+        self.naming = naming
+        self._rebuild()
+
+    def set_availability(self, alias: str, available: bool, marker: str | None = None) -> bool:
+        server = self._servers.get(alias)
+        if server is None or (server.available, server.marker) == (available, marker):
+            return False
+        server.available, server.marker = available, marker
+        for entry in self._entries:
+            if entry.alias == alias:
+                entry.available = available
+                entry.encoded = Raw(_encode(agent_prompt(entry, marker)))
+        self.version += 1
+        return True
+
+    def _rebuild(self) -> None:
+        keys = [(alias, name) for alias, s in self._servers.items() for name in s.shown]
+        names = assign(self.naming, keys)
+        entries = []
+        for (alias, name), local in sorted(names.items()):
+            server = self._servers[alias]
+            original = server.originals.get(name, name)
+            entry = PromptEntry(local, alias, name, original, server.shown[name])
+            entry.available = server.available
+            entry.encoded = Raw(_encode(agent_prompt(entry, server.marker)))
+            entries.append(entry)
+        self._entries = entries
+        self._by_local = {e.local: e for e in entries}
+        self.version += 1
+
+    # -- queries --
+
+    def lookup(self, local: str) -> PromptEntry | None:
+        return self._by_local.get(local)
+
+    def entries(self) -> list[PromptEntry]:
+        """Deterministic order: alias, then the name agents see."""
+        return list(self._entries)
+
+    def listing(self, keep: Filter | None = None) -> list[Raw]:
+        return [e.encoded for e in self._entries if keep is None or keep(e.alias, e.name)]
+
+    def count(self, alias: str) -> int:
+        server = self._servers.get(alias)
+        return len(server.shown) if server else 0
+
+    def known(self, alias: str) -> bool:
+        return alias in self._servers
+
+    def raw(self, alias: str) -> list[surface.Prompt] | None:
+        """The server's prompts as it listed them; None if it never did."""
+        server = self._servers.get(alias)
+        return list(server.raw.values()) if server is not None else None
+
+
+def _curate(
+    raw: dict[str, surface.Prompt], rules: ToolsConfig | None
+) -> tuple[dict[str, surface.Prompt], dict[str, str]]:
+    """What agents see of a server's prompts (by name before the template), and the
+    server's own name for each renamed one."""
+    if rules is None or rules == ToolsConfig():
+        return dict(raw), {}
+    shown = {n: p for n, p in raw.items() if visible(n, rules)}
+    kept = {n for n in shown if n not in rules.rename}
+    out: dict[str, surface.Prompt] = {}
+    originals: dict[str, str] = {}
+    for name, prompt in shown.items():
+        if name in rules.description:
+            prompt = msgspec.structs.replace(prompt, description=rules.description[name])
+        new = rules.rename.get(name, name)
+        if new != name and new in kept:
+            new = name  # a rename onto a name the server uses itself is ignored
+        if new in out:
+            continue
+        out[new] = prompt
+        if new != name:
+            originals[new] = name
+    return out, originals
+
+
+def agent_prompt(entry: PromptEntry, marker: str | None) -> surface.Prompt:
+    """The prompt as agents see it: local name, its source noted, its state marked."""
+    p = entry.prompt
+    description = p.description if isinstance(p.description, str) else ""
+    note = f"[{entry.alias}] {description}".rstrip()
+    if marker:
+        note = f"[{marker}] {note}"
+    meta: dict[str, Any] = (
+        {k: v for k, v in p.meta.items() if not k.startswith("mcpd/")}
+        if isinstance(p.meta, dict)
+        else {}
+    )
+    meta["mcpd/server"] = entry.alias
+    meta["mcpd/originalName"] = entry.original
+    meta["mcpd/available"] = entry.available
+    return msgspec.structs.replace(p, name=entry.local, description=note, meta=meta)

@@ -1,0 +1,269 @@
+"""The aggregated resources and resource templates, and the URI scheme that routes
+them back.
+
+URIs belong to servers and can collide: two servers over two project folders both
+list ``file:///README.md``. The rule, in one sentence: an agent is handed a URI as
+the server wrote it exactly when reading that URI through mcpd reaches the same
+server; otherwise it is handed ``mcpd://ALIAS/`` followed by the server's URI,
+character for character. Reading a URI goes back the same way:
+
+1. ``mcpd://ALIAS/REST`` goes to ALIAS as REST (always accepted, listed or not);
+2. a URI one server lists goes to it; one several servers list is refused with an
+   error naming each ``mcpd://`` form (never guessed);
+3. a URI one server's template matches goes to it (templates of two servers that
+   could match the same URI, or that match another server's listed URI, are both
+   listed in the ``mcpd://`` form, so this never has two candidates);
+4. anything else goes to the only server with resources, if there is just one.
+
+The same function rewrites URIs in tool results, prompt messages and update
+notifications, so whatever an agent is handed, it can read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import msgspec
+from msgspec import Raw
+
+from protocol import surface
+from protocol import uritemplate as tpl
+
+from ..config.model import ALIAS_RE
+
+SCHEME: Final = "mcpd://"
+_encode: Final = msgspec.json.Encoder().encode
+
+Filter = Callable[[str, str], bool]  # (alias, the server's own URI or template)
+
+
+def wrap(alias: str, uri: str) -> str:
+    return f"{SCHEME}{alias}/{uri}"
+
+
+def unwrap(uri: str) -> tuple[str, str] | None:
+    """``(alias, the server's URI)`` for an ``mcpd://`` URI, else None."""
+    if not uri.startswith(SCHEME):
+        return None
+    alias, sep, rest = uri[len(SCHEME) :].partition("/")
+    if not sep or not ALIAS_RE.match(alias):
+        return None
+    return alias, rest
+
+
+class Routed(msgspec.Struct, frozen=True):
+    alias: str
+    uri: str  # as the server knows it
+
+
+class Ambiguous(msgspec.Struct, frozen=True):
+    candidates: list[str]  # the mcpd:// form of each server's URI
+
+
+class _Server:
+    __slots__ = ("available", "marker", "resources", "templates")
+
+    def __init__(
+        self, resources: list[surface.Resource], templates: list[surface.ResourceTemplate]
+    ) -> None:
+        self.resources = resources
+        self.templates = templates
+        self.available = True
+        self.marker: str | None = None
+
+
+class ResourceTable:
+    def __init__(self) -> None:
+        self._servers: dict[str, _Server] = {}
+        self._listers: dict[str, list[str]] = {}
+        self._plain_templates: list[tuple[str, str]] = []
+        self._wrapped_templates: set[tuple[str, str]] = set()
+        self._by_agent_template: dict[str, tuple[str, str]] = {}
+        self._listing: list[tuple[str, str, Raw]] | None = None
+        self._template_listing: list[tuple[str, str, Raw]] | None = None
+        self.version = 0
+
+    # -- changes --
+
+    def update(
+        self,
+        alias: str,
+        resources: Sequence[surface.Resource],
+        templates: Sequence[surface.ResourceTemplate],
+    ) -> bool:
+        old = self._servers.get(alias)
+        if (
+            old is not None
+            and _encode(old.resources) == _encode(list(resources))
+            and _encode(old.templates) == _encode(list(templates))
+        ):
+            return False
+        server = _Server(list(resources), list(templates))
+        if old is not None:
+            server.available, server.marker = old.available, old.marker
+        self._servers[alias] = server
+        self._rebuild()
+        return True
+
+    def remove(self, alias: str) -> bool:
+        if self._servers.pop(alias, None) is None:
+            return False
+        self._rebuild()
+        return True
+
+    def set_availability(self, alias: str, available: bool, marker: str | None = None) -> bool:
+        server = self._servers.get(alias)
+        if server is None or (server.available, server.marker) == (available, marker):
+            return False
+        server.available, server.marker = available, marker
+        self._changed()
+        return True
+
+    def _rebuild(self) -> None:
+        listers: dict[str, list[str]] = {}
+        for alias in sorted(self._servers):
+            for r in self._servers[alias].resources:
+                owners = listers.setdefault(r.uri, [])
+                if alias not in owners:
+                    owners.append(alias)
+        self._listers = listers
+        every = [
+            (a, t.uriTemplate) for a in sorted(self._servers) for t in self._servers[a].templates
+        ]
+        plain: list[tuple[str, str]] = []
+        wrapped: set[tuple[str, str]] = set()
+        for alias, template in every:
+            clash = any(
+                other != alias and tpl.may_overlap(template, t2) for other, t2 in every
+            ) or any(
+                alias not in owners and tpl.matches(template, uri)
+                for uri, owners in listers.items()
+            )
+            if clash or template.startswith(SCHEME):
+                wrapped.add((alias, template))
+            else:
+                plain.append((alias, template))
+        self._plain_templates = plain
+        self._wrapped_templates = wrapped
+        self._by_agent_template = {self.agent_template(a, t): (a, t) for a, t in every}
+        self._changed()
+
+    def _changed(self) -> None:
+        self._listing = None
+        self._template_listing = None
+        self.version += 1
+
+    # -- the scheme --
+
+    def route(self, uri: str) -> Routed | Ambiguous | None:
+        """Which server an agent's URI goes to, and as what (None: no server's)."""
+        inner = unwrap(uri)
+        if inner is not None:
+            return Routed(*inner) if inner[0] in self._servers else None
+        owners = self._listers.get(uri)
+        if owners:
+            if len(owners) == 1:
+                return Routed(owners[0], uri)
+            return Ambiguous([wrap(a, uri) for a in owners])
+        matched = sorted({a for a, t in self._plain_templates if tpl.matches(t, uri)})
+        if len(matched) == 1:
+            return Routed(matched[0], uri)
+        if len(matched) > 1:
+            return Ambiguous([wrap(a, uri) for a in matched])
+        if len(self._servers) == 1:
+            return Routed(next(iter(self._servers)), uri)
+        return None
+
+    def to_agent(self, alias: str, uri: str) -> str:
+        """The URI an agent is handed for ``alias``'s ``uri``: reading it comes back."""
+        if uri.startswith(SCHEME):
+            return wrap(alias, uri)
+        routed = self.route(uri)
+        if isinstance(routed, Routed) and routed.alias == alias:
+            return uri
+        return wrap(alias, uri)
+
+    def agent_template(self, alias: str, template: str) -> str:
+        return wrap(alias, template) if (alias, template) in self._wrapped_templates else template
+
+    def template_route(self, agent_template: str) -> tuple[str, str] | None:
+        """(alias, the server's template) for a template as agents were shown it."""
+        found = self._by_agent_template.get(agent_template)
+        if found is not None:
+            return found
+        inner = unwrap(agent_template)
+        return inner if inner is not None and inner[0] in self._servers else None
+
+    # -- queries --
+
+    def listing(self, keep: Filter | None = None) -> list[Raw]:
+        if self._listing is None:
+            self._listing = [
+                (a, r.uri, Raw(_encode(self._agent_resource(a, r, self.to_agent(a, r.uri)))))
+                for a in sorted(self._servers)
+                for r in self._servers[a].resources
+            ]
+        return [raw for a, uri, raw in self._listing if keep is None or keep(a, uri)]
+
+    def template_listing(self, keep: Filter | None = None) -> list[Raw]:
+        if self._template_listing is None:
+            self._template_listing = [
+                (
+                    a,
+                    r.uriTemplate,
+                    Raw(_encode(self._agent_template(a, r, self.agent_template(a, r.uriTemplate)))),
+                )
+                for a in sorted(self._servers)
+                for r in self._servers[a].templates
+            ]
+        return [raw for a, t, raw in self._template_listing if keep is None or keep(a, t)]
+
+    def count(self, alias: str) -> tuple[int, int]:
+        server = self._servers.get(alias)
+        return (len(server.resources), len(server.templates)) if server else (0, 0)
+
+    def known(self, alias: str) -> bool:
+        return alias in self._servers
+
+    def raw(
+        self, alias: str
+    ) -> tuple[list[surface.Resource], list[surface.ResourceTemplate]] | None:
+        """The server's resources and templates as it listed them; None if never."""
+        server = self._servers.get(alias)
+        return (list(server.resources), list(server.templates)) if server else None
+
+    def _note(self, alias: str, description: Any) -> str:
+        server = self._servers[alias]
+        note = f"[{alias}] {description if isinstance(description, str) else ''}".rstrip()
+        return f"[{server.marker}] {note}" if server.marker else note
+
+    def _meta(self, alias: str, own: Any, original: str, shown: str, key: str) -> dict[str, Any]:
+        meta: dict[str, Any] = (
+            {k: v for k, v in own.items() if not k.startswith("mcpd/")}
+            if isinstance(own, dict)
+            else {}
+        )
+        meta["mcpd/server"] = alias
+        if shown != original:
+            meta[key] = original
+        meta["mcpd/available"] = self._servers[alias].available
+        return meta
+
+    def _agent_resource(self, alias: str, r: surface.Resource, uri: str) -> surface.Resource:
+        return msgspec.structs.replace(
+            r,
+            uri=uri,
+            description=self._note(alias, r.description),
+            meta=self._meta(alias, r.meta, r.uri, uri, "mcpd/originalUri"),
+        )
+
+    def _agent_template(
+        self, alias: str, r: surface.ResourceTemplate, template: str
+    ) -> surface.ResourceTemplate:
+        return msgspec.structs.replace(
+            r,
+            uriTemplate=template,
+            description=self._note(alias, r.description),
+            meta=self._meta(alias, r.meta, r.uriTemplate, template, "mcpd/originalUriTemplate"),
+        )

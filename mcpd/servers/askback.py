@@ -1,0 +1,189 @@
+"""Requests a legacy server sends back during a call, and which agent answers them.
+
+A legacy server may ask its client to elicit input from the user, to sample the
+host's model, or for the workspace roots, while it works on one of our requests.
+mcpd is many agents' client at once, so each such request goes to the agent whose
+request caused it, and never to another:
+
+- over Streamable HTTP a server sends it on the response stream of the request it
+  belongs to, so the cause is known exactly;
+- on stdio (and on an HTTP session's push stream) nothing on the wire ties the two
+  together. The cause is then the only agent with requests in flight on that server
+  (leaving out requests whose server is already waiting for that agent's answer:
+  a server works on a call in order). With several agents' requests in flight, or
+  none, or (for a modern agent, who is asked through one particular request)
+  several of that agent's requests, mcpd refuses to guess and answers the server
+  with an error.
+
+The agent's side of it (relaying the request to a legacy agent as a request of
+mcpd's own, or handing a modern agent an ``input_required`` result) is behind
+``Asker``; the servers' side never sees an agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any, Final, Protocol
+
+import msgspec
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol import surface
+from protocol.logfields import log_extra
+
+logger = logging.getLogger("mcpd.askback")
+
+# The agent behind the request this task is sending (set around each request of an
+# agent's): an HTTP server's request arriving on that request's stream reads it.
+ASKING: Final[contextvars.ContextVar[Asker | None]] = contextvars.ContextVar(
+    "mcpd_asking", default=None
+)
+NO_ANSWER: Final = -32001  # implementation-defined: the agent did not answer
+
+
+class Asker(Protocol):
+    """The agent behind one request, as far as its server's requests go."""
+
+    @property
+    def owner(self) -> object:
+        """The agent (the same object for every request of one agent)."""
+        ...
+
+    @property
+    def direct(self) -> bool:
+        """Whether the agent takes requests itself (a legacy client); otherwise each
+        request ends the agent's own request with ``input_required``, which ties it to
+        one request of the agent's."""
+        ...
+
+    async def ask(self, method: str, params: Any) -> Any:
+        """The agent's answer (a result to send back), or rpc.RPCError to send."""
+        ...
+
+
+class _Inflight:
+    __slots__ = ("asker", "asking", "extend", "timeout")
+
+    def __init__(self, asker: Asker, extend: Callable[[float], None] | None, timeout: float):
+        self.asker = asker
+        self.extend = extend  # give the request this many seconds from now
+        self.timeout = timeout  # its own time limit, restored once the agent answered
+        self.asking = 0  # requests of the server's for it still waiting for the agent
+
+
+def relay_capabilities(kinds: list[str]) -> dict[str, Any]:
+    """The client capabilities mcpd declares to a legacy server for ``servers.X.relay``."""
+    caps: dict[str, Any] = {}
+    if "elicitation" in kinds:
+        caps["elicitation"] = {"form": {}, "url": {}}
+    if "sampling" in kinds:
+        caps["sampling"] = {}
+    if "roots" in kinds:
+        caps["roots"] = {"listChanged": False}
+    return caps
+
+
+class AskRoutes:
+    """One server's requests in flight on behalf of agents, and the handler its
+    transport calls with the server's own requests."""
+
+    def __init__(self, alias: str, timeout: Callable[[], float]) -> None:
+        self.alias = alias
+        self._timeout = timeout
+        self._inflight: dict[int, _Inflight] = {}
+        self._tokens = itertools.count(1)
+        self.relayed = 0
+        self.refused = 0
+
+    def enter(
+        self, asker: Asker, extend: Callable[[float], None] | None = None, timeout: float = 0.0
+    ) -> int:
+        token = next(self._tokens)
+        self._inflight[token] = _Inflight(asker, extend, timeout)
+        return token
+
+    def leave(self, token: int) -> None:
+        self._inflight.pop(token, None)
+
+    @contextlib.contextmanager
+    def scope(
+        self, asker: Asker | None, extend: Callable[[float], None] | None, timeout: float
+    ) -> Iterator[None]:
+        """Around one request of an agent's, sent from this task."""
+        reset = ASKING.set(asker)
+        token = self.enter(asker, extend, timeout) if asker is not None else None
+        try:
+            yield
+        finally:
+            ASKING.reset(reset)
+            if token is not None:
+                self.leave(token)
+
+    @property
+    def inflight(self) -> int:
+        return len(self._inflight)
+
+    def _cause(self) -> _Inflight | None:
+        here = ASKING.get()
+        if here is not None:
+            for item in self._inflight.values():
+                if item.asker is here:
+                    return item
+            return _Inflight(here, None, 0.0)
+        items = list(self._inflight.values())
+        # A server works on a call in order: while it waits for the answer to what it
+        # asked during one call, a new request of its is about another.
+        idle = [i for i in items if not i.asking]
+        items = idle or items
+        owners = {id(i.asker.owner) for i in items}
+        if len(owners) != 1:
+            return None
+        if len(items) == 1 or all(i.asker.direct for i in items):
+            return items[0]
+        return None  # one modern agent, several of its requests: which one is asked?
+
+    async def answer(self, req: rpc.Request) -> Any:
+        """The transport's ``on_request``: relay to the cause, or refuse."""
+        if surface.needs(req.method) is None:
+            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")
+        cause = self._cause()
+        if cause is None:
+            self.refused += 1
+            why = (
+                "no agent has a request in flight on this server"
+                if not self._inflight
+                else "requests of several agents are in flight on this server"
+            )
+            logger.info(
+                "%s: refused its %s request: %s, so mcpd cannot tell whose it is",
+                self.alias,
+                req.method,
+                why,
+                extra=log_extra(self.alias, "ask_refused", why),
+            )
+            raise rpc.RPCError(
+                rpc.INVALID_REQUEST,
+                f"mcpd cannot tell which agent this {req.method} request is for: {why}",
+            )
+        params: Any = msgspec.json.decode(req.params) if req.params is not None else None
+        wait = self._timeout()
+        if cause.extend is not None:
+            cause.extend(wait + cause.timeout)
+        self.relayed += 1
+        cause.asking += 1
+        try:
+            with trio.fail_after(wait):
+                return await cause.asker.ask(req.method, params)
+        except trio.TooSlowError:
+            raise rpc.RPCError(
+                NO_ANSWER, f"the agent did not answer {req.method} within {wait:g} s"
+            ) from None
+        finally:
+            cause.asking -= 1
+            if cause.extend is not None:
+                cause.extend(cause.timeout)

@@ -1,0 +1,311 @@
+"""One server's prompts, resources and templates: listed, kept current, subscribed.
+
+Each list is fetched whole (every page, like tools) after the server connects, and
+again when it says the list changed: ``notifications/{prompts,resources}/list_changed``,
+unsolicited from a legacy server, on the subscription from a modern one. Resource
+update subscriptions are held for the agents that asked, once per URI whatever the
+number of agents: ``resources/subscribe`` on a legacy session (sent again after a
+reconnect), the URI in the ``subscriptions/listen`` filter for a modern server (which
+is listened to again whenever the set of URIs changes).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import msgspec
+import trio
+from msgspec import UNSET
+
+from protocol import jsonrpc as rpc
+from protocol import surface
+from protocol.logfields import log_extra
+from transports.base import ServerCancelled, TransportError
+
+from ..registry.catalog import Catalog
+from .listing import ListKeeper
+from .upstream import ProtocolViolation, Upstream
+
+logger = logging.getLogger("mcpd.server")
+
+T = TypeVar("T", bound=msgspec.Struct)
+Updated = Callable[[str, str], None]  # (alias, the server's URI)
+TaskNews = Callable[[str, msgspec.Raw], None]  # (alias, the notification's params)
+_RELISTEN_CAP: Final = 60.0
+
+
+def _cap(up: Upstream, name: str, key: str | None = None) -> bool:
+    value = up.capabilities.get(name)
+    if key is None:
+        return isinstance(value, dict)
+    return isinstance(value, dict) and value.get(key) is True
+
+
+async def list_all(up: Upstream, method: str, field: str, type_: type[T]) -> list[T]:
+    """Every page of a list method, each item decoded on its own (a bad item is
+    skipped and logged, as a bad tool is)."""
+    out: list[T] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    for _ in range(up.max_pages):
+        meta = up.params_meta(None, None)
+        params: Any = (
+            surface.ListParams(cursor=UNSET if cursor is None else cursor, meta=meta)
+            if cursor is not None or meta is not UNSET
+            else UNSET
+        )
+        raw = await up.request(method, params)
+        try:
+            page = rpc.decode_as(raw, surface.ListPage)
+        except rpc.InvalidParams as exc:
+            raise ProtocolViolation(f"{up.alias}: bad {method} result: {exc}") from None
+        items = getattr(page, field)
+        for item in items if isinstance(items, list) else []:
+            try:
+                out.append(rpc.decode_as(item, type_))
+            except rpc.InvalidParams as exc:
+                logger.warning(
+                    "%s: skipped a malformed entry of %s: %s",
+                    up.alias,
+                    method,
+                    exc,
+                    extra=log_extra(up.alias, reason=str(exc)),
+                )
+        nxt = page.nextCursor
+        if not isinstance(nxt, str):
+            return out
+        if nxt in seen:
+            raise ProtocolViolation(f"{up.alias}: {method} cursor {nxt!r} repeated")
+        seen.add(nxt)
+        cursor = nxt
+    raise ProtocolViolation(f"{up.alias}: {method} did not end after {up.max_pages} pages")
+
+
+class SurfaceKeeper:
+    def __init__(
+        self,
+        alias: str,
+        catalog: Catalog | None,
+        wake: Callable[[], None],
+        changed: Callable[[], None],
+    ) -> None:
+        self.alias = alias
+        self.catalog = catalog
+        self._wake = wake
+        self._changed = changed
+        self.on_updated: Updated | None = None
+        self.on_task: TaskNews | None = None
+        self.prompts_due = False
+        self.resources_due = False
+        # The server's URIs agents are subscribed to, with how many subscriptions each.
+        self.subscribed: dict[str, int] = {}
+        self.watched_tasks: set[str] = set()
+        # What the server's last acknowledgement of our listen said it honours.
+        self.acknowledged: dict[str, Any] = {}
+        self.held: set[str] = set()  # subscribed upstream on the current legacy session
+        self._sync_due = False
+        self._relisten = trio.Event()
+
+    # -- fetching --
+
+    async def fetch(self, up: Upstream) -> None:
+        """After connecting: every list the server offers, then the subscriptions."""
+        self.held = set()
+        await self._fetch_prompts(up)
+        await self._fetch_resources(up)
+        self._sync_due = bool(self.subscribed)
+
+    async def _fetch_prompts(self, up: Upstream) -> None:
+        self.prompts_due = False
+        if self.catalog is None or not _cap(up, "prompts"):
+            return
+        prompts = await list_all(up, "prompts/list", "prompts", surface.Prompt)
+        if self.catalog.prompts.update(self.alias, prompts):
+            self._changed()
+
+    async def _fetch_resources(self, up: Upstream) -> None:
+        self.resources_due = False
+        if self.catalog is None or not _cap(up, "resources"):
+            return
+        resources = await list_all(up, "resources/list", "resources", surface.Resource)
+        try:
+            templates = await list_all(
+                up, "resources/templates/list", "resourceTemplates", surface.ResourceTemplate
+            )
+        except rpc.RPCError:
+            templates = []  # a server with resources but no templates may refuse the method
+        if self.catalog.resources.update(self.alias, resources, templates):
+            self._changed()
+
+    @property
+    def due(self) -> bool:
+        """Whether ``tend`` has something to do."""
+        return self.prompts_due or self.resources_due or self._sync_due
+
+    async def tend(self, up: Upstream) -> None:
+        """From the server's own task: whatever is due."""
+        if self.prompts_due:
+            await self._fetch_prompts(up)
+        if self.resources_due:
+            await self._fetch_resources(up)
+        if self._sync_due:
+            if up.era == "legacy":
+                await self._sync_legacy(up)
+            else:
+                self._sync_due = False  # a modern server hears it on the listen
+
+    # -- notifications --
+
+    def on_notification(self, msg: rpc.Notification) -> None:
+        method = msg.method
+        if method == "notifications/prompts/list_changed":
+            self.prompts_due = True
+            self._wake()
+        elif method == "notifications/resources/list_changed":
+            self.resources_due = True
+            self._wake()
+        elif method == "notifications/resources/updated":
+            try:
+                uri = msgspec.json.decode(msg.params or b"{}").get("uri")
+            except (msgspec.DecodeError, AttributeError):
+                return
+            if isinstance(uri, str) and self.on_updated is not None:
+                self.on_updated(self.alias, uri)
+        elif method == "notifications/tasks" and self.on_task is not None and msg.params:
+            self.on_task(self.alias, msg.params)
+        elif method == "notifications/subscriptions/acknowledged":
+            try:
+                honoured = msgspec.json.decode(msg.params or b"{}").get("notifications")
+            except (msgspec.DecodeError, AttributeError):
+                honoured = None
+            self.acknowledged = honoured if isinstance(honoured, dict) else {}
+
+    # -- subscriptions --
+
+    def add_subscription(self, uri: str) -> None:
+        self.subscribed[uri] = self.subscribed.get(uri, 0) + 1
+        if self.subscribed[uri] == 1:
+            self._subscriptions_changed()
+
+    def drop_subscription(self, uri: str) -> None:
+        left = self.subscribed.get(uri, 0) - 1
+        if left > 0:
+            self.subscribed[uri] = left
+            return
+        if self.subscribed.pop(uri, None) is not None:
+            self._subscriptions_changed()
+
+    def watch_task(self, task_id: str, on: bool) -> None:
+        before = len(self.watched_tasks)
+        (self.watched_tasks.add if on else self.watched_tasks.discard)(task_id)
+        if len(self.watched_tasks) != before:
+            self._relisten.set()
+
+    def _subscriptions_changed(self) -> None:
+        self._sync_due = True
+        self._relisten.set()
+        self._wake()
+
+    async def _sync_legacy(self, up: Upstream) -> None:
+        self._sync_due = False
+        if not _cap(up, "resources", "subscribe"):
+            return
+        for uri in sorted(set(self.subscribed) - self.held):
+            await self._legacy_request(up, "resources/subscribe", uri)
+            self.held.add(uri)
+        for uri in sorted(self.held - set(self.subscribed)):
+            self.held.discard(uri)
+            await self._legacy_request(up, "resources/unsubscribe", uri)
+
+    async def _legacy_request(self, up: Upstream, method: str, uri: str) -> None:
+        try:
+            await up.request(method, surface.SubscribeParams(uri=uri))
+        except rpc.RPCError as exc:
+            logger.info(
+                "%s: %s %s refused: %s",
+                self.alias,
+                method,
+                uri,
+                exc.message,
+                extra=log_extra(self.alias, reason=exc.message),
+            )
+
+    def supports_subscriptions(self, up: Upstream | None) -> bool:
+        return up is not None and _cap(up, "resources", "subscribe")
+
+    # -- the modern subscription --
+
+    def wants_listen(self, up: Upstream) -> bool:
+        """Whether the server could ever tell us something on a listen (the listen
+        waits while there is nothing to ask for yet)."""
+        return (
+            up.lists_changes
+            or _cap(up, "prompts", "listChanged")
+            or _cap(up, "resources", "listChanged")
+            or _cap(up, "resources", "subscribe")
+            or surface.has_tasks(up.capabilities)
+        )
+
+    def _filter(self, up: Upstream) -> dict[str, Any]:
+        wanted: dict[str, Any] = {}
+        if _cap(up, "prompts", "listChanged"):
+            wanted["promptsListChanged"] = True
+        if _cap(up, "resources", "listChanged"):
+            wanted["resourcesListChanged"] = True
+        if self.subscribed and _cap(up, "resources", "subscribe"):
+            wanted["resourceSubscriptions"] = sorted(self.subscribed)
+        if self.watched_tasks and surface.has_tasks(up.capabilities):
+            wanted["taskIds"] = sorted(self.watched_tasks)
+        return wanted
+
+    async def listen(self, up: Upstream, lists: ListKeeper) -> None:
+        """Keep one ``subscriptions/listen`` open for everything this server can tell
+        (tools too), listening again when it ends or when the filter changes."""
+        delay = 1.0
+        while True:
+            wanted = self._filter(up)
+            if up.lists_changes:
+                wanted["toolsListChanged"] = True
+            self._relisten = trio.Event()
+            why = ""
+            async with trio.open_nursery() as nursery:
+
+                async def restart_on_change() -> None:
+                    await self._relisten.wait()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(restart_on_change)
+                try:
+                    if wanted:
+                        await up.listen_for(wanted)
+                        why = "the server ended the subscription"
+                    else:
+                        await trio.sleep(math.inf)
+                except ServerCancelled as exc:
+                    why = str(exc)
+                except rpc.RPCError as exc:
+                    logger.info(
+                        "%s: subscriptions/listen refused (%s); relying on ttl",
+                        self.alias,
+                        exc.message,
+                        extra=log_extra(self.alias),
+                    )
+                    return
+                except TransportError as exc:
+                    why = exc.reason
+                nursery.cancel_scope.cancel()
+            lists.subscribed = False
+            if not why:
+                delay = 1.0
+                continue  # the filter changed: listen again at once
+            logger.debug("%s: subscription ended (%s)", self.alias, why)
+            # Changes may have happened while nobody listened.
+            lists.request()
+            self.prompts_due = self.resources_due = True
+            self._wake()
+            with trio.move_on_after(delay):
+                await self._relisten.wait()
+            delay = min(delay * 2, _RELISTEN_CAP)

@@ -1,0 +1,111 @@
+"""Requests other than tools/call that agents send a server through mcpd:
+``prompts/get``, ``resources/read``, ``completion/complete``, the tasks methods,
+resource subscriptions.
+
+They are light (a read, a lookup), so they skip the call scheduler's queue, but not
+its rules: a server that is down answers with its outage at once, a request has a
+time limit (pushed out while the server waits for its agent's answer), a failure
+to reach the server counts against it, and a JSON-RPC error from a live server is
+passed on as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import trio
+from msgspec import Raw
+
+from protocol import headers as mcp_headers
+from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+from transports.base import ServerCancelled, TransportError
+
+from .askback import Asker
+from .calls import CallRefused
+from .outage import Outage
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+logger = logging.getLogger("mcpd.calls")
+
+
+def _settable_meta(params: Any) -> dict[str, Any] | None:
+    meta = getattr(params, "meta", None)
+    return meta if isinstance(meta, dict) else None
+
+
+async def send(
+    runner: Runner,
+    method: str,
+    params: Any,
+    *,
+    name: str | None = None,
+    capabilities: Mapping[str, Any] | None = None,
+    asker: Asker | None = None,
+    time_limit: float | None = None,
+) -> Raw:
+    """Send one request to the runner's server for an agent. ``params`` is a struct
+    with a ``meta`` field, which gets the era's ``_meta``. Raises CallRefused (with
+    the outage) or the server's rpc.RPCError."""
+    limit = runner.config.call_timeout(runner.alias) if time_limit is None else time_limit
+    in_use = getattr(runner, "in_use", None)  # a lazy server: started for this request
+    with in_use() if in_use is not None else contextlib.nullcontext():
+        return await _send(runner, method, params, name, capabilities, asker, limit)
+
+
+async def _send(
+    runner: Runner,
+    method: str,
+    params: Any,
+    name: str | None,
+    capabilities: Mapping[str, Any] | None,
+    asker: Asker | None,
+    limit: float,
+) -> Raw:
+    start = trio.current_time()
+    # A server being started (at startup, or on demand) is waited for, within the limit.
+    with trio.move_on_at(start + limit):
+        while (runner.upstream is None or runner.phase != "connected") and runner.waits_for_start():
+            await runner.phase_changed()
+    up = runner.upstream
+    if up is None or not runner.available:
+        raise CallRefused(runner.outage())
+    if hasattr(params, "meta"):
+        meta = up.params_meta(capabilities, _settable_meta(params))
+        params.meta = meta
+    extra: dict[str, str] | None = None
+    if up.http and up.era == "modern" and name is not None and method.startswith("tasks/"):
+        extra = {mcp_headers.NAME: mcp_headers.encode_value(name)}
+    with trio.CancelScope(deadline=start + limit) as scope:
+
+        def extend(seconds: float) -> None:
+            scope.deadline = max(scope.deadline, trio.current_time() + seconds)
+
+        with runner.asks.scope(asker if up.era == "legacy" else None, extend, limit):
+            try:
+                raw = await up.request(method, params, name=name, extra_headers=extra)
+            except (rpc.RPCError, ServerCancelled) as exc:
+                runner.breaker.record_success(trio.current_time())
+                if isinstance(exc, ServerCancelled):
+                    raise CallRefused(Outage(runner.alias, "failed", str(exc), start)) from None
+                raise
+            except TransportError as exc:
+                logger.warning(
+                    "%s: %s failed: %s",
+                    runner.alias,
+                    method,
+                    exc.reason,
+                    extra=log_extra(runner.alias, reason=exc.reason),
+                )
+                runner.check_liveness()
+                raise CallRefused(Outage(runner.alias, "failed", exc.reason, start)) from None
+            return raw
+    elapsed = trio.current_time() - start
+    reason = f"no answer to {method} within {elapsed:.3g} s"
+    runner.check_liveness()
+    raise CallRefused(Outage(runner.alias, "timeout", reason, start))

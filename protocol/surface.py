@@ -1,0 +1,172 @@
+"""MCP types beyond tools: prompts, resources, completions, what servers ask of
+clients, and the tasks extension (``io.modelcontextprotocol/tasks``).
+
+As in ``protocol.mcp``, whatever mcpd passes through without looking inside stays
+``msgspec.Raw``: prompt arguments, schemas, icons, a completion's values, a task's
+result. What mcpd must rewrite (names, URIs) is typed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from .mcp import Meta
+
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+TASK: Final = "task"  # the resultType the tasks extension adds
+TASK_METHODS: Final = ("tasks/get", "tasks/update", "tasks/cancel")
+# Requests a server may send a legacy client, and the client capability each needs.
+ASK_METHODS: Final = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
+class PromptArgument(msgspec.Struct, omit_defaults=True):
+    name: str
+    title: str | UnsetType | None = UNSET
+    description: str | UnsetType | None = UNSET
+    required: bool | UnsetType | None = UNSET
+
+
+class Prompt(msgspec.Struct, omit_defaults=True):
+    name: str
+    title: str | UnsetType | None = UNSET
+    description: str | UnsetType | None = UNSET
+    arguments: list[PromptArgument] | UnsetType | None = UNSET
+    icons: Raw | UnsetType = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(name="_meta", default=UNSET)
+
+
+class Resource(msgspec.Struct, omit_defaults=True):
+    uri: str
+    name: str | UnsetType = UNSET
+    title: str | UnsetType | None = UNSET
+    description: str | UnsetType | None = UNSET
+    mimeType: str | UnsetType | None = UNSET
+    size: int | UnsetType | None = UNSET
+    annotations: Raw | UnsetType = UNSET
+    icons: Raw | UnsetType = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(name="_meta", default=UNSET)
+
+
+class ResourceTemplate(msgspec.Struct, omit_defaults=True):
+    uriTemplate: str
+    name: str | UnsetType = UNSET
+    title: str | UnsetType | None = UNSET
+    description: str | UnsetType | None = UNSET
+    mimeType: str | UnsetType | None = UNSET
+    annotations: Raw | UnsetType = UNSET
+    icons: Raw | UnsetType = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(name="_meta", default=UNSET)
+
+
+class ListPage(msgspec.Struct, omit_defaults=True):
+    """One page of prompts/list, resources/list or resources/templates/list."""
+
+    prompts: list[Raw] | UnsetType = UNSET
+    resources: list[Raw] | UnsetType = UNSET
+    resourceTemplates: list[Raw] | UnsetType = UNSET
+    nextCursor: str | UnsetType | None = UNSET
+    ttlMs: int | UnsetType | None = UNSET
+    resultType: str | UnsetType | None = UNSET
+
+
+class ListParams(msgspec.Struct, omit_defaults=True):
+    cursor: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class GetPromptParams(msgspec.Struct, omit_defaults=True):
+    name: str
+    arguments: Raw | UnsetType = UNSET
+    inputResponses: Raw | UnsetType = UNSET
+    requestState: Raw | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class ReadResourceParams(msgspec.Struct, omit_defaults=True):
+    uri: str
+    inputResponses: Raw | UnsetType = UNSET
+    requestState: Raw | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class SubscribeParams(msgspec.Struct, omit_defaults=True):
+    uri: str
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class CompletionRef(msgspec.Struct, omit_defaults=True):
+    type: str
+    name: str | UnsetType = UNSET
+    uri: str | UnsetType = UNSET
+
+
+class CompleteParams(msgspec.Struct, omit_defaults=True):
+    ref: CompletionRef
+    argument: Raw
+    context: Raw | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class TaskParams(msgspec.Struct, omit_defaults=True):
+    """tasks/get, tasks/update and tasks/cancel: the task, and for update the answers."""
+
+    taskId: str
+    inputResponses: Raw | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class ResultHead(msgspec.Struct):
+    """Enough of any result to see what kind it is."""
+
+    resultType: str | UnsetType | None = UNSET
+    taskId: Any = UNSET
+    inputRequests: dict[str, Any] | UnsetType | None = UNSET
+    requestState: Raw | UnsetType = UNSET
+
+    @property
+    def kind(self) -> str:
+        # An absent resultType means complete (legacy servers never send one).
+        return self.resultType if isinstance(self.resultType, str) else "complete"
+
+
+class InputRequest(msgspec.Struct, omit_defaults=True):
+    method: str
+    params: Raw | UnsetType = UNSET
+
+
+def needs(method: str) -> str | None:
+    """The client capability a server request needs (None: not one mcpd relays)."""
+    return ASK_METHODS.get(method)
+
+
+def declares(capabilities: dict[str, Any] | None, method: str, params: Any = None) -> bool:
+    """Whether ``capabilities`` cover a server's ``method`` request (with ``params``).
+
+    Elicitation distinguishes its modes: ``{}`` (or ``form`` alone) is form mode only,
+    so a URL-mode request needs ``elicitation.url``.
+    """
+    need = needs(method)
+    if need is None or not capabilities:
+        return False
+    cap = capabilities.get(need)
+    if not isinstance(cap, dict):
+        return False
+    if method == "elicitation/create" and isinstance(params, dict):
+        mode = params.get("mode", "form")
+        if mode == "url":
+            return isinstance(cap.get("url"), dict)
+        if cap and "form" not in cap:
+            return False
+    return True
+
+
+def has_tasks(capabilities: dict[str, Any] | None) -> bool:
+    extensions = capabilities.get("extensions") if capabilities else None
+    return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)

@@ -1,0 +1,90 @@
+"""The tasks extension through mcpd: task handles pass through to agents that take
+them, tasks/* reach the task's server, and only for the agent that created the task;
+status notifications reach that agent's listens."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.agent import META, Agent, connect, make_config, running
+
+TASK_SERVER = str(Path(__file__).with_name("task_server.py"))
+EXT = "io.modelcontextprotocol/tasks"
+TASKS_META = {**META, "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}}
+
+
+async def rpc(agent: Agent, method: str, params: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    return await agent.rpc(method, {**params, "_meta": TASKS_META}, **kw)
+
+
+async def test_a_task_is_the_creating_agents_and_reaches_its_server(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"jobs": {"command": sys.executable, "args": [TASK_SERVER]}})
+    with trio.fail_after(60):
+        async with (
+            running(cfg) as daemon,
+            connect(daemon.socket_path) as owner,
+            connect(daemon.socket_path) as other,
+            trio.open_nursery() as nursery,
+        ):
+            handle = (await rpc(owner, "tools/call", {"name": "mcp__jobs__build"}))["result"]
+            assert handle["resultType"] == "task" and handle["taskId"] == "t-1"
+            # To any other agent the task does not exist.
+            foreign = await rpc(other, "tasks/get", {"taskId": "t-1"})
+            assert foreign["error"]["code"] == -32602
+            got = (await rpc(owner, "tasks/get", {"taskId": "t-1"}))["result"]
+            assert got["status"] == "input_required"
+            assert got["resultType"] == "complete"
+            assert list(got["inputRequests"]) == ["confirm"]
+
+            async def listen(agent: Agent, rid: str) -> None:
+                await rpc(
+                    agent, "subscriptions/listen", {"notifications": {"taskIds": ["t-1"]}}, rid=rid
+                )
+
+            nursery.start_soon(listen, owner, "L1")
+            nursery.start_soon(listen, other, "L2")
+            await owner.wait_notifications(1)
+            await other.wait_notifications(1)
+            assert owner.notifications[0]["params"]["notifications"] == {"taskIds": ["t-1"]}
+            assert other.notifications[0]["params"]["notifications"] == {"taskIds": []}
+            # mcpd listens to the server for the task before the update is sent.
+            runner = daemon.supervisor.runners["jobs"]
+            while "t-1" not in runner.surface.acknowledged.get("taskIds", []):
+                await trio.sleep(0.02)
+            answers = {"confirm": {"action": "accept", "content": {}}}
+            done = await rpc(owner, "tasks/update", {"taskId": "t-1", "inputResponses": answers})
+            assert done["result"]["resultType"] == "complete"
+            news = (await owner.wait_notifications(2))[1]
+            assert news["method"] == "notifications/tasks"
+            assert news["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L1"
+            assert news["params"]["status"] == "completed"
+            final = (await rpc(owner, "tasks/get", {"taskId": "t-1"}))["result"]
+            assert final["result"]["content"][0]["text"] == "built, confirmed accept"
+            await other.tools()
+            assert [n["method"] for n in other.notifications] == [
+                "notifications/subscriptions/acknowledged"
+            ]
+            # Cancelling reaches the server too, and only for the owner.
+            second = (await rpc(owner, "tools/call", {"name": "mcp__jobs__build"}))["result"]
+            assert (await rpc(other, "tasks/cancel", {"taskId": second["taskId"]}))["error"]
+            await rpc(owner, "tasks/cancel", {"taskId": second["taskId"]})
+            again = (await rpc(owner, "tasks/get", {"taskId": second["taskId"]}))["result"]
+            assert again["status"] == "cancelled"
+            nursery.cancel_scope.cancel()
+        daemon.stop()
+
+
+async def test_an_agent_without_the_extension_gets_no_task(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"jobs": {"command": sys.executable, "args": [TASK_SERVER]}})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as plain:
+            # mcpd passes on what the agent declared: the server does the work inline.
+            result = await plain.call("mcp__jobs__build")
+            assert result["content"][0]["text"] == "built while you waited"
+            refused = await plain.rpc("tasks/get", {"taskId": "t-1"})
+            assert refused["error"]["code"] == -32021
+            daemon.stop()
