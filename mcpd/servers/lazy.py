@@ -48,6 +48,9 @@ class LazyRunner(Runner):
         # Until a call comes, the startup discovery stops the server as soon as it listed.
         self._last_use = -math.inf
         self._known = False  # the tools are known (listed once, or saved)
+        # Starting again after a start that failed: that start is no longer on demand,
+        # and its tools are listed as unavailable until it is up.
+        self._retrying = False
         self._stopping = False
         self._stopped_idle = False
 
@@ -61,7 +64,7 @@ class LazyRunner(Runner):
     def available(self) -> bool:
         if self.phase == "idle" or self._stopping:
             return True
-        if self.phase == "starting" and self._known:
+        if self.phase == "starting" and self._known and not self._retrying:
             return True  # started on demand: a call waits for it rather than failing
         return super().available
 
@@ -82,16 +85,19 @@ class LazyRunner(Runner):
             self._set_phase("stopped", self.last_error)
 
     async def _run_until_idle(self) -> None:
+        self._retrying = False
         while True:
             self._stopped_idle = False
             await self._attempt()
             if self._stopped_idle:
                 self._stopping = False
                 return
+            self._retrying = True
             await self._back_off()
 
     async def _serve(self, up: Upstream, transport: Transport) -> None:
         self._known = True
+        self._retrying = False
         with single_exceptions():
             async with trio.open_nursery() as nursery:
                 serving = trio.CancelScope()
