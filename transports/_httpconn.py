@@ -8,28 +8,27 @@ A pool holds keep-alive connections to the one origin a transport talks to. A
 connection goes back to the pool only when h11 says both sides finished the
 exchange; anything else (cancelled mid-response, a stream abandoned after its
 answer, ``Connection: close``) closes it.
+
+What these connections speak in and do no I/O for (``Origin``, ``ResponseHead``,
+URL and header checks, ``Retry-After``) is in ``_httpparts``; the names are
+importable from here as well, where the transports have always found them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import math
 import os
 import select
 import socket
 import ssl
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC
 from typing import Final, NoReturn
-from urllib.parse import urlsplit
 
 import h11
-import msgspec
 import trio
 
-from protocol.headers import is_plain, is_token
-
+from ._httpparts import Origin, ResponseHead, check_header, parse_retry_after, parse_url
 from .base import (
     BodyTooLarge,
     StreamCut,
@@ -39,53 +38,19 @@ from .base import (
     Unreachable,
 )
 
+__all__ = [
+    "ConnectionPool",
+    "HttpConnection",
+    "Origin",
+    "ResponseHead",
+    "check_header",
+    "connect",
+    "make_ssl_context",
+    "parse_retry_after",
+    "parse_url",
+]
+
 _RECEIVE_SIZE: Final = 64 * 1024
-
-
-class Origin(msgspec.Struct, frozen=True):
-    scheme: str
-    host: str
-    port: int
-
-    @property
-    def authority(self) -> str:
-        """The Host header: IPv6 literals in brackets, the port only when not the default."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        default = 443 if self.scheme == "https" else 80
-        return host if self.port == default else f"{host}:{self.port}"
-
-    def __str__(self) -> str:
-        return f"{self.scheme}://{self.authority}"
-
-
-def parse_url(url: str) -> tuple[Origin, str]:
-    """Split an endpoint URL into its origin and request target (path and query)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise ValueError(f"invalid URL {url!r}: {exc}") from None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        raise ValueError(f"URL {url!r} must start with http:// or https://")
-    if not parts.hostname:
-        raise ValueError(f"URL {url!r} has no host")
-    if parts.username is not None or parts.password is not None:
-        raise ValueError("credentials in the URL are not supported; configure a header instead")
-    if port is None:
-        port = 443 if scheme == "https" else 80
-    target = parts.path or "/"
-    if parts.query:
-        target += "?" + parts.query
-    return Origin(scheme, parts.hostname, port), target
-
-
-def check_header(name: str, value: str) -> None:
-    """Refuse a header h11 would refuse, before anything is sent (names only in the error)."""
-    if not is_token(name):
-        raise ValueError(f"invalid header name {name!r}")
-    if value and not is_plain(value):
-        raise ValueError(f"header {name} has a value that is not plain visible ASCII")
 
 
 def make_ssl_context(*, verify: bool = True, ca_file: str | None = None) -> ssl.SSLContext:
@@ -97,46 +62,6 @@ def make_ssl_context(*, verify: bool = True, ca_file: str | None = None) -> ssl.
         ctx.verify_mode = ssl.CERT_NONE
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
-
-
-def parse_retry_after(value: str | None, now: float) -> float | None:
-    """Seconds to wait from a Retry-After value (delay-seconds or an HTTP-date)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, when.timestamp() - now)
-
-
-class ResponseHead(msgspec.Struct, frozen=True):
-    status: int
-    reason: str
-    headers: list[tuple[str, str]]  # names lower-cased
-
-    def get(self, name: str) -> str | None:
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
-
-    def get_all(self, name: str) -> str:
-        return ", ".join(value for key, value in self.headers if key == name)
-
-    @property
-    def media_type(self) -> str:
-        return (self.get("content-type") or "").split(";", 1)[0].strip().lower()
-
-    @property
-    def content_length(self) -> int | None:
-        value = self.get("content-length")
-        return int(value) if value is not None and value.isdigit() else None
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from protocol.jsonrpc import RPCError
-from transports._httpconn import Origin, parse_retry_after, parse_url
+from transports._httpparts import Origin, parse_retry_after, parse_url
 from transports.base import AuthError, HTTPStatusError, TransportError, UnexpectedReply
 from transports.http import HttpRPCError, open_http_transport
 

@@ -1,0 +1,104 @@
+"""HTTP's parts that do no I/O: where a URL points, which header values may be sent,
+what a reply's head says.
+
+They are apart from ``_httpconn`` (the I/O edge) because both transports, their
+request and reply logic and the OAuth client use them on values alone: an origin
+to compare a redirect or an endpoint against, a header to check before anything is
+sent, a ``Retry-After`` to wait for. Nothing here touches a socket, trio or h11.
+"""
+
+from __future__ import annotations
+
+import email.utils
+from datetime import UTC
+from urllib.parse import urlsplit
+
+import msgspec
+
+from protocol.headers import is_plain, is_token
+
+
+class Origin(msgspec.Struct, frozen=True):
+    scheme: str
+    host: str
+    port: int
+
+    @property
+    def authority(self) -> str:
+        """The Host header: IPv6 literals in brackets, the port only when not the default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.authority}"
+
+
+def parse_url(url: str) -> tuple[Origin, str]:
+    """Split an endpoint URL into its origin and request target (path and query)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"invalid URL {url!r}: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"URL {url!r} must start with http:// or https://")
+    if not parts.hostname:
+        raise ValueError(f"URL {url!r} has no host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("credentials in the URL are not supported; configure a header instead")
+    if port is None:
+        port = 443 if scheme == "https" else 80
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return Origin(scheme, parts.hostname, port), target
+
+
+def check_header(name: str, value: str) -> None:
+    """Refuse a header h11 would refuse, before anything is sent (names only in the error)."""
+    if not is_token(name):
+        raise ValueError(f"invalid header name {name!r}")
+    if value and not is_plain(value):
+        raise ValueError(f"header {name} has a value that is not plain visible ASCII")
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a Retry-After value (delay-seconds or an HTTP-date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now)
+
+
+class ResponseHead(msgspec.Struct, frozen=True):
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]  # names lower-cased
+
+    def get(self, name: str) -> str | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+    def get_all(self, name: str) -> str:
+        return ", ".join(value for key, value in self.headers if key == name)
+
+    @property
+    def media_type(self) -> str:
+        return (self.get("content-type") or "").split(";", 1)[0].strip().lower()
+
+    @property
+    def content_length(self) -> int | None:
+        value = self.get("content-length")
+        return int(value) if value is not None and value.isdigit() else None
