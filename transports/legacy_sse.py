@@ -17,14 +17,14 @@ again, as it does for a stdio server whose process exited.
 
 The protocol has no session to end: closing the stream is how a client leaves.
 ``detect_http_transport`` applies the spec's rule for telling this transport from
-Streamable HTTP at one URL (in ``sse_detect``).
+Streamable HTTP at one URL (in ``sse_detect``). The stream itself (opening it,
+following its redirects, reading its events, why it ended) is ``_ssestream``'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -36,33 +36,18 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
-from protocol.sse import SSEDecoder, SSEError, SSEEvent
+from protocol.sse import SSEEvent
 
-from ._httpconn import (
-    ConnectionPool,
-    HttpConnection,
-    ResponseHead,
-    connect,
-    make_ssl_context,
-    parse_url,
-)
+from ._httpconn import ConnectionPool, make_ssl_context
+from ._httpparts import ResponseHead, parse_url
 from ._httpreply import decode_reply, deliver, status_error
 from ._httprequest import header_list
 from ._pending import Pending
-from ._sseparts import (
-    REDIRECTS,
-    RESERVED,
-    encoded,
-    endpoint_target,
-    message_of,
-    redirect_target,
-    session_gone,
-    stream_refused,
-)
+from ._sseparts import RESERVED, encoded, endpoint_target, message_of, session_gone
+from ._ssestream import ERROR_BODY_LIMIT, EventStream
 from .base import (
     NotificationHandler,
     ServerRequestHandler,
-    StreamCut,
     TransportClosed,
     TransportError,
     answer_server_request,
@@ -74,13 +59,8 @@ __all__ = ["LegacySSETransport", "open_legacy_sse_transport"]
 logger = logging.getLogger("mcpd.sse")
 
 DEFAULT_MAX_BODY: Final = 64 * 1024 * 1024
-MAX_REDIRECTS: Final = 5
-# How soon the kernel starts probing a quiet stream's connection: the stream may be
-# silent for hours, so no read timeout watches it.
-_STREAM_KEEPALIVE: Final = 60.0
 _CANCEL_TIMEOUT: Final = 2.0
 _ANSWER_TIMEOUT: Final = 2.0
-_ERROR_BODY_LIMIT: Final = 64 * 1024
 
 
 class LegacySSETransport:
@@ -102,7 +82,6 @@ class LegacySSETransport:
         self.endpoint: str | None = None  # where messages go, once the stream named it
         self._post_target = ""
         self._static = header_list(headers or {}, "configured", RESERVED)
-        self._connect_timeout = connect_timeout
         self._max_body = max_body
         self._on_notification = on_notification
         # Who answers the server's requests (set by the owner before any arrive).
@@ -117,6 +96,15 @@ class LegacySSETransport:
             ssl_context=self._ssl_context,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
+        )
+        self._stream = EventStream(
+            alias,
+            self._origin,
+            self._stream_target,
+            self._static,
+            ssl_context=self._ssl_context,
+            connect_timeout=connect_timeout,
+            max_body=max_body,
         )
         self._ids = rpc.IdAllocator()
         self._pending = Pending(alias, logger)
@@ -190,72 +178,11 @@ class LegacySSETransport:
         Until the endpoint is known a failure is raised, out of the transport's
         opening; after that, a failure closes the transport instead.
         """
-        conn: HttpConnection | None = None
-        why: TransportError
         with self._reading:
-            try:
-                with trio.move_on_after(self._connect_timeout) as waiting:
-                    conn = await self._open_stream()
-                    decoder = SSEDecoder(self._max_body)
-                    chunk: bytes | None = b""
-                    while chunk is not None:
-                        chunk = await conn.next_chunk()
-                        for event in decoder.feed(chunk) if chunk else decoder.flush():
-                            if self._on_event(event):
-                                # From now on the stream may be quiet for hours.
-                                waiting.deadline = math.inf
-                                task_status.started()
-                if waiting.cancelled_caught:
-                    stage = "named no endpoint" if conn is not None else "did not open"
-                    raise TransportError(
-                        f"{self.alias}: the event stream at {self.url} {stage} "
-                        f"within {self._connect_timeout:g} s"
-                    )
-                before = "" if self.endpoint is not None else " before naming an endpoint"
-                why = TransportClosed(f"{self.alias}: the server ended the event stream{before}")
-            except SSEError as exc:
-                why = StreamCut(f"{self.alias}: {exc} on the event stream")
-            except StreamCut as exc:
-                what = exc.reason.removeprefix(f"{self.alias}: ")
-                why = StreamCut(f"{self.alias}: the event stream was cut: {what}")
-            except TransportError as exc:
-                why = exc
-            finally:
-                if conn is not None:
-                    with trio.CancelScope(shield=True):
-                        await conn.aclose()
+            why = await self._stream.read(self._on_event, task_status)
             if self.endpoint is None:
                 raise why
             self._close(why)
-
-    async def _open_stream(self) -> HttpConnection:
-        """The stream's own connection, its reply's head read and found to be a stream."""
-        target = self._stream_target
-        for _ in range(MAX_REDIRECTS + 1):
-            conn = await connect(
-                self._origin,
-                self.alias,
-                ssl_context=self._ssl_context,
-                connect_timeout=self._connect_timeout,
-                read_timeout=None,
-                tcp_keepalive=_STREAM_KEEPALIVE,
-            )
-            try:
-                headers = [("Host", self._origin.authority), ("Accept", "text/event-stream")]
-                await conn.send(b"GET", target.encode(), encoded(headers + self._static), b"")
-                head = await conn.receive_head()
-                if head.status == 200 and head.media_type == "text/event-stream":
-                    return conn
-                if head.status not in REDIRECTS:
-                    body = await conn.read_prefix(_ERROR_BODY_LIMIT)
-                    raise stream_refused(self.alias, head, body)
-                target = redirect_target(self.alias, self._origin, target, head)
-            except BaseException:
-                with trio.CancelScope(shield=True):
-                    await conn.aclose()
-                raise
-            await conn.aclose()
-        raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for the stream")
 
     def _on_event(self, event: SSEEvent) -> bool:
         """Handle one event; True when it named the endpoint the stream was waiting for."""
@@ -309,7 +236,7 @@ class LegacySSETransport:
             if accepted and head.media_type == "application/json":
                 reply = await conn.read_body(head, self._max_body)
             else:
-                reply = await conn.read_prefix(_ERROR_BODY_LIMIT)
+                reply = await conn.read_prefix(ERROR_BODY_LIMIT)
         if not accepted:
             raise self._rejected(head, reply, what)
         if head.media_type == "application/json" and reply.strip():

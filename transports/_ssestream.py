@@ -1,0 +1,131 @@
+"""The HTTP+SSE transport's event stream: the one GET that carries everything the
+server sends, from opening it to the reason it ended.
+
+``EventStream`` opens the stream on the configured origin (following redirects
+that stay there), makes sure the reply is an event stream, decodes its events and
+hands each to the transport, and turns however it ends (the server closed it, it
+was cut, it never named an endpoint in time) into the ``TransportError`` that the
+transport fails its pending requests with. It is apart from ``legacy_sse``
+because none of this knows about requests, ids or POSTs: what an event means and
+what an ending does to the session are the transport's to decide.
+"""
+
+from __future__ import annotations
+
+import math
+import ssl
+from collections.abc import Callable
+from typing import Final
+
+import trio
+
+from protocol.sse import SSEDecoder, SSEError, SSEEvent
+
+from ._httpconn import HttpConnection, Origin, connect
+from ._sseparts import REDIRECTS, encoded, redirect_target, stream_refused
+from .base import StreamCut, TransportClosed, TransportError
+
+MAX_REDIRECTS: Final = 5
+# How soon the kernel starts probing a quiet stream's connection: the stream may be
+# silent for hours, so no read timeout watches it.
+_STREAM_KEEPALIVE: Final = 60.0
+# How much of a refusal's body is read (for its reason), on the stream or a POST.
+ERROR_BODY_LIMIT: Final = 64 * 1024
+
+
+class EventStream:
+    def __init__(
+        self,
+        alias: str,
+        origin: Origin,
+        target: str,
+        static: list[tuple[str, str]],
+        *,
+        ssl_context: ssl.SSLContext | None,
+        connect_timeout: float,
+        max_body: int,
+    ) -> None:
+        self.alias = alias
+        self._origin = origin
+        self._target = target
+        self._static = static  # the configured headers
+        self._ssl_context = ssl_context
+        self._connect_timeout = connect_timeout
+        self._max_body = max_body
+
+    @property
+    def url(self) -> str:
+        return f"{self._origin}{self._target}"
+
+    async def read(
+        self, on_event: Callable[[SSEEvent], bool], task_status: trio.TaskStatus[None]
+    ) -> TransportError:
+        """Open the stream and read it until it ends; what ended it.
+
+        ``on_event`` is True for the event that named the endpoint: the stream must
+        open and name one within ``connect_timeout``, and from then on the opening is
+        over (``task_status``) and the stream may be quiet for as long as it likes.
+        """
+        conn: HttpConnection | None = None
+        named = False
+        try:
+            with trio.move_on_after(self._connect_timeout) as waiting:
+                conn = await self._open()
+                decoder = SSEDecoder(self._max_body)
+                chunk: bytes | None = b""
+                while chunk is not None:
+                    chunk = await conn.next_chunk()
+                    for event in decoder.feed(chunk) if chunk else decoder.flush():
+                        if on_event(event):
+                            named = True
+                            # From now on the stream may be quiet for hours.
+                            waiting.deadline = math.inf
+                            task_status.started()
+            if waiting.cancelled_caught:
+                stage = "named no endpoint" if conn is not None else "did not open"
+                raise TransportError(
+                    f"{self.alias}: the event stream at {self.url} {stage} "
+                    f"within {self._connect_timeout:g} s"
+                )
+            before = "" if named else " before naming an endpoint"
+            return TransportClosed(f"{self.alias}: the server ended the event stream{before}")
+        except SSEError as exc:
+            return StreamCut(f"{self.alias}: {exc} on the event stream")
+        except StreamCut as exc:
+            what = exc.reason.removeprefix(f"{self.alias}: ")
+            return StreamCut(f"{self.alias}: the event stream was cut: {what}")
+        except TransportError as exc:
+            return exc
+        finally:
+            if conn is not None:
+                with trio.CancelScope(shield=True):
+                    await conn.aclose()
+
+    async def _open(self) -> HttpConnection:
+        """The stream's own connection, its reply's head read and found to be a stream."""
+        target = self._target
+        for _ in range(MAX_REDIRECTS + 1):
+            conn = await connect(
+                self._origin,
+                self.alias,
+                ssl_context=self._ssl_context,
+                connect_timeout=self._connect_timeout,
+                read_timeout=None,
+                tcp_keepalive=_STREAM_KEEPALIVE,
+            )
+            try:
+                headers = [("Host", self._origin.authority), ("Accept", "text/event-stream")]
+                await conn.send(b"GET", target.encode(), encoded(headers + self._static), b"")
+                head = await conn.receive_head()
+                if head.status == 200 and head.media_type == "text/event-stream":
+                    return conn
+                if head.status not in REDIRECTS:
+                    body = await conn.read_prefix(ERROR_BODY_LIMIT)
+                    raise stream_refused(self.alias, head, body)
+                target = redirect_target(self.alias, self._origin, target, head)
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await conn.aclose()
+                raise
+            await conn.aclose()
+        raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for the stream")
