@@ -10,7 +10,7 @@ start with ``{``) is served by h11 instead of the line protocol:
 - ``GET /prompts``, ``GET /resources``: the aggregated prompts; resources and templates
 - ``POST /mcp``: Streamable HTTP MCP in both eras, answered by the socket's own
   dispatch (a modern request stands alone; ``initialize`` opens a legacy session
-  named by ``Mcp-Session-Id``, which DELETE ends)
+  named by ``Mcp-Session-Id``, which DELETE ends): ``mcp_route``
 
 so ``curl --unix-socket /run/mcpd/mcpd.sock http://mcpd/status`` works. Who may
 connect is decided by the socket's mode and ``allow_uids``/``allow_groups``, as
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import re
-import secrets
 import socket
 from collections.abc import Callable
 from typing import Any, Final
@@ -34,16 +33,15 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
 from protocol.server import ServerSession
 
-from .askback import AgentRequests
 from .backend import Backend, Control
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
-from .http_exchange import Caller, Exchange
-from .http_wire import HeaderList, Headers, Reject, Response, Wire, head, refuse
-from .mcp_http import MODERN_STATUS, check_post, decode_body, modern_request, rpc_reject
+from .http_exchange import Caller
+from .http_wire import Reject, Response, Wire, head, refuse
+from .mcp_http import rpc_reject
+from .mcp_route import LegacySession, McpRoute
 from .peers import Peer
 from .profiles import Profiles, ProfileServers
 
@@ -51,7 +49,6 @@ _REQUEST_TIMEOUT = 30.0
 
 logger = logging.getLogger("mcpd.http")
 
-MAX_SESSIONS: Final = 256
 ENDPOINTS: Final = ("/status", "/tools", "/prompts", "/resources", "/healthz", "/metrics", "/mcp")
 _encode: Final = msgspec.json.Encoder().encode
 METRICS_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
@@ -72,19 +69,6 @@ async def is_http(stream: trio.SocketStream) -> bool:
     return _REQUEST_LINE.match(first) is not None
 
 
-class _Legacy:
-    def __init__(self, session: ServerSession, servers: ProfileServers) -> None:
-        self.session = session
-        self.servers = servers  # the profile chosen at initialize
-        self.requests: dict[rpc.Id, trio.CancelScope] = {}
-        self.asks = AgentRequests()
-
-    def close(self) -> None:
-        self.asks.close("the agent ended its session")
-        for scope in self.requests.values():
-            scope.cancel()
-
-
 class HttpApi:
     def __init__(
         self,
@@ -95,19 +79,16 @@ class HttpApi:
         new_session: Callable[[], ServerSession],
         profiles: Profiles,
     ) -> None:
-        self.handler = handler
         self.profiles = profiles
         self.servers = servers
         self.control = control
-        # A listen over HTTP gets the list changes the socket's agents get.
-        self.listeners = listeners
-        self.new_session = new_session
-        # Modern requests carry everything they need: one session answers them all.
-        self.stateless = new_session()
-        self.sessions: dict[str, _Legacy] = {}
+        self.mcp = McpRoute(handler, listeners, new_session, self._profile)
         self.open = 0
-        # A stateless client is known only by its user: one object per uid.
-        self._peers: dict[int | None, object] = {}
+
+    @property
+    def sessions(self) -> dict[str, LegacySession]:
+        """The legacy MCP sessions open over HTTP, by ``Mcp-Session-Id``."""
+        return self.mcp.sessions
 
     async def connection(
         self,
@@ -166,7 +147,7 @@ class HttpApi:
         path, _, query_text = request.target.decode("latin-1").partition("?")
         query = parse_qs(query_text)
         if path == "/mcp":
-            await self._mcp(wire, request, body, caller, query)
+            await self.mcp.serve(wire, request, body, caller, query)
             return
         pages: dict[str, Callable[[dict[str, list[str]], Caller], tuple[int, str, bytes]]] = {
             "/status": self._status,
@@ -237,168 +218,6 @@ class HttpApi:
 
     def _metrics(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
         return 200, METRICS_TYPE, self.control.metrics().encode()
-
-    # -- POST /mcp --
-
-    def _end(self, legacy: _Legacy) -> None:
-        legacy.close()
-        gone = getattr(self.handler, "agent_gone", None)  # its subscriptions end with it
-        if gone is not None:
-            gone(legacy)
-
-    def _exchange_for(
-        self,
-        session: ServerSession,
-        caller: Caller,
-        servers: ProfileServers,
-        legacy: _Legacy | None = None,
-    ) -> Exchange:
-        exchange = Exchange(self.handler, session, caller, servers)
-        if legacy is not None:
-            exchange.owner, exchange.asks = legacy, legacy.asks
-        else:
-            uid = caller.peer.uid if caller.peer is not None else None
-            exchange.owner = self._peers.setdefault(uid, object())
-        return exchange
-
-    async def _mcp(
-        self,
-        wire: Wire,
-        request: h11.Request,
-        body: bytes,
-        caller: Caller,
-        query: dict[str, list[str]],
-    ) -> None:
-        headers = Headers(request.headers)
-        if request.method == b"DELETE":
-            sid = headers.get("mcp-session-id")
-            legacy = self.sessions.pop(sid, None) if sid is not None else None
-            if legacy is None:
-                raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
-            self._end(legacy)
-            await Response(wire).json(200, b"")
-            return
-        if request.method != b"POST":
-            # No stream for unsolicited messages: list changes come on a listen instead.
-            raise Reject(405, headers=[(b"allow", b"POST, DELETE")])
-        check_post(headers)
-        version = headers.get("mcp-protocol-version")
-        if version is not None and version not in self.stateless.legacy_versions:
-            await self._modern(wire, headers, body, version, caller, query)
-        else:
-            await self._legacy(wire, headers, body, caller, query)
-
-    async def _modern(
-        self,
-        wire: Wire,
-        headers: Headers,
-        body: bytes,
-        version: str,
-        caller: Caller,
-        query: dict[str, list[str]],
-    ) -> None:
-        req, _ = modern_request(headers, body, version, self.stateless)
-        exchange = self._exchange_for(self.stateless, caller, self._profile(query, caller))
-        await self._answer(wire, exchange, req, trio.CancelScope(), modern=True)
-
-    async def _legacy(
-        self,
-        wire: Wire,
-        headers: Headers,
-        body: bytes,
-        caller: Caller,
-        query: dict[str, list[str]],
-    ) -> None:
-        msg = decode_body(body)
-        if isinstance(msg, rpc.Request) and msg.method == "initialize":
-            session = self.new_session()
-            servers = self._profile(query, caller)
-            reply = self.handler.answer_now(self._exchange_for(session, caller, servers), msg)
-            extra: HeaderList = []
-            if session.legacy_version is not None:
-                if len(self.sessions) >= MAX_SESSIONS:
-                    self._end(self.sessions.pop(next(iter(self.sessions))))
-                sid = secrets.token_hex(16)
-                self.sessions[sid] = _Legacy(session, servers)
-                extra.append((b"mcp-session-id", sid.encode()))
-            await Response(wire).json(200, reply, extra)
-            return
-        session_id = headers.get("mcp-session-id")
-        if session_id is None:
-            raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Bad Request: Missing session ID")
-        legacy = self.sessions.get(session_id)
-        # A profile's socket serves only its own sessions: one opened elsewhere (for
-        # another profile) does not exist there.
-        if legacy is None or caller.fixed not in (None, legacy.servers.name):
-            raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
-        if isinstance(msg, rpc.Notification):
-            if msg.method == "notifications/cancelled":
-                _cancel(legacy, msg)
-            raise Reject(202)
-        if not isinstance(msg, rpc.Request):
-            legacy.asks.route(msg)  # the agent's answer to what a server asked it
-            raise Reject(202)
-        if msg.id in legacy.requests:
-            raise rpc_reject(400, msg.id, rpc.INVALID_REQUEST, f"Request id {msg.id!r} is in use")
-        scope = legacy.requests[msg.id] = trio.CancelScope()
-        try:
-            exchange = self._exchange_for(legacy.session, caller, legacy.servers, legacy)
-            await self._answer(wire, exchange, msg, scope, modern=False)
-        finally:
-            legacy.requests.pop(msg.id, None)
-
-    async def _answer(
-        self,
-        wire: Wire,
-        exchange: Exchange,
-        req: rpc.Request,
-        scope: trio.CancelScope,
-        *,
-        modern: bool,
-    ) -> None:
-        response = Response(wire, scope)
-        reply: bytes | None = None
-        # A listen gets the list changes the socket's agents get.
-        listening = req.method == "subscriptions/listen"
-        if listening:
-            self.listeners.add(exchange)
-        try:
-            async with trio.open_nursery() as nursery:
-
-                async def cancel_on_hangup() -> None:
-                    # Closing the connection is how a client cancels (2026-07-28).
-                    await wire.wait_gone()
-                    scope.cancel()
-
-                pumped = trio.Event()
-                nursery.start_soon(cancel_on_hangup)
-                nursery.start_soon(exchange.pump, response, pumped)
-                with scope:
-                    reply = await self.handler.dispatch(exchange, req)
-                exchange.outbox.close()
-                await pumped.wait()
-                nursery.cancel_scope.cancel()
-        finally:
-            if listening:
-                self.listeners.discard(exchange)
-        if wire.broken:
-            return
-        status = 200
-        if reply is not None and modern:
-            decoded = rpc.decode_message(reply)
-            if isinstance(decoded, rpc.ErrorResponse):
-                status = MODERN_STATUS.get(decoded.error.code, 200)
-        await response.finish(reply, status)
-
-
-def _cancel(legacy: _Legacy, msg: rpc.Notification) -> None:
-    try:
-        target = rpc.decode_as(msg.params, mcp.CancelledParams).requestId
-    except rpc.InvalidParams:
-        return
-    scope = legacy.requests.get(target) if isinstance(target, int | str) else None
-    if scope is not None:
-        scope.cancel()
 
 
 async def _send(

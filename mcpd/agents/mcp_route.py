@@ -1,0 +1,233 @@
+"""``/mcp`` on the agent socket: MCP over HTTP in both eras, answered by the socket's
+own dispatch.
+
+A modern request (2026-07-28) stands alone: it names its protocol version in a
+header, one stateless session answers it, and a client that hangs up cancels it.
+``initialize`` without a modern version opens a legacy session instead, named by
+``Mcp-Session-Id``, that keeps the profile chosen then, the requests in flight
+(so ``notifications/cancelled`` finds them) and what servers asked the agent;
+DELETE ends it. Either way the request becomes an ``Exchange``, whose messages
+before its answer turn the response into an event stream.
+
+It is apart from ``httpapi`` (the connection, the routing and the read-only pages)
+because only this part has sessions, requests in flight and the listeners' list
+changes; ``mcp_http`` holds the Streamable HTTP rules it checks requests against.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Final
+
+import h11
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.server import ServerSession
+
+from .askback import AgentRequests
+from .connection import Connection, Dispatcher
+from .http_exchange import Caller, Exchange
+from .http_wire import HeaderList, Headers, Reject, Response, Wire
+from .mcp_http import MODERN_STATUS, check_post, decode_body, modern_request, rpc_reject
+from .profiles import ProfileServers
+
+MAX_SESSIONS: Final = 256
+
+# The profile a request asks for (``?profile=``), as the HTTP side decides it.
+ChooseProfile = Callable[[dict[str, list[str]], Caller], ProfileServers]
+
+
+class LegacySession:
+    def __init__(self, session: ServerSession, servers: ProfileServers) -> None:
+        self.session = session
+        self.servers = servers  # the profile chosen at initialize
+        self.requests: dict[rpc.Id, trio.CancelScope] = {}
+        self.asks = AgentRequests()
+
+    def close(self) -> None:
+        self.asks.close("the agent ended its session")
+        for scope in self.requests.values():
+            scope.cancel()
+
+
+class McpRoute:
+    def __init__(
+        self,
+        handler: Dispatcher,
+        listeners: set[Connection],
+        new_session: Callable[[], ServerSession],
+        choose_profile: ChooseProfile,
+    ) -> None:
+        self.handler = handler
+        # A listen over HTTP gets the list changes the socket's agents get.
+        self.listeners = listeners
+        self.new_session = new_session
+        self._profile = choose_profile
+        # Modern requests carry everything they need: one session answers them all.
+        self.stateless = new_session()
+        self.sessions: dict[str, LegacySession] = {}
+        # A stateless client is known only by its user: one object per uid.
+        self._peers: dict[int | None, object] = {}
+
+    async def serve(
+        self,
+        wire: Wire,
+        request: h11.Request,
+        body: bytes,
+        caller: Caller,
+        query: dict[str, list[str]],
+    ) -> None:
+        headers = Headers(request.headers)
+        if request.method == b"DELETE":
+            sid = headers.get("mcp-session-id")
+            legacy = self.sessions.pop(sid, None) if sid is not None else None
+            if legacy is None:
+                raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
+            self._end(legacy)
+            await Response(wire).json(200, b"")
+            return
+        if request.method != b"POST":
+            # No stream for unsolicited messages: list changes come on a listen instead.
+            raise Reject(405, headers=[(b"allow", b"POST, DELETE")])
+        check_post(headers)
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in self.stateless.legacy_versions:
+            await self._modern(wire, headers, body, version, caller, query)
+        else:
+            await self._legacy(wire, headers, body, caller, query)
+
+    def _end(self, legacy: LegacySession) -> None:
+        legacy.close()
+        gone = getattr(self.handler, "agent_gone", None)  # its subscriptions end with it
+        if gone is not None:
+            gone(legacy)
+
+    def _exchange_for(
+        self,
+        session: ServerSession,
+        caller: Caller,
+        servers: ProfileServers,
+        legacy: LegacySession | None = None,
+    ) -> Exchange:
+        exchange = Exchange(self.handler, session, caller, servers)
+        if legacy is not None:
+            exchange.owner, exchange.asks = legacy, legacy.asks
+        else:
+            uid = caller.peer.uid if caller.peer is not None else None
+            exchange.owner = self._peers.setdefault(uid, object())
+        return exchange
+
+    async def _modern(
+        self,
+        wire: Wire,
+        headers: Headers,
+        body: bytes,
+        version: str,
+        caller: Caller,
+        query: dict[str, list[str]],
+    ) -> None:
+        req, _ = modern_request(headers, body, version, self.stateless)
+        exchange = self._exchange_for(self.stateless, caller, self._profile(query, caller))
+        await self._answer(wire, exchange, req, trio.CancelScope(), modern=True)
+
+    async def _legacy(
+        self,
+        wire: Wire,
+        headers: Headers,
+        body: bytes,
+        caller: Caller,
+        query: dict[str, list[str]],
+    ) -> None:
+        msg = decode_body(body)
+        if isinstance(msg, rpc.Request) and msg.method == "initialize":
+            session = self.new_session()
+            servers = self._profile(query, caller)
+            reply = self.handler.answer_now(self._exchange_for(session, caller, servers), msg)
+            extra: HeaderList = []
+            if session.legacy_version is not None:
+                if len(self.sessions) >= MAX_SESSIONS:
+                    self._end(self.sessions.pop(next(iter(self.sessions))))
+                sid = secrets.token_hex(16)
+                self.sessions[sid] = LegacySession(session, servers)
+                extra.append((b"mcp-session-id", sid.encode()))
+            await Response(wire).json(200, reply, extra)
+            return
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Bad Request: Missing session ID")
+        legacy = self.sessions.get(session_id)
+        # A profile's socket serves only its own sessions: one opened elsewhere (for
+        # another profile) does not exist there.
+        if legacy is None or caller.fixed not in (None, legacy.servers.name):
+            raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
+        if isinstance(msg, rpc.Notification):
+            if msg.method == "notifications/cancelled":
+                _cancel(legacy, msg)
+            raise Reject(202)
+        if not isinstance(msg, rpc.Request):
+            legacy.asks.route(msg)  # the agent's answer to what a server asked it
+            raise Reject(202)
+        if msg.id in legacy.requests:
+            raise rpc_reject(400, msg.id, rpc.INVALID_REQUEST, f"Request id {msg.id!r} is in use")
+        scope = legacy.requests[msg.id] = trio.CancelScope()
+        try:
+            exchange = self._exchange_for(legacy.session, caller, legacy.servers, legacy)
+            await self._answer(wire, exchange, msg, scope, modern=False)
+        finally:
+            legacy.requests.pop(msg.id, None)
+
+    async def _answer(
+        self,
+        wire: Wire,
+        exchange: Exchange,
+        req: rpc.Request,
+        scope: trio.CancelScope,
+        *,
+        modern: bool,
+    ) -> None:
+        response = Response(wire, scope)
+        reply: bytes | None = None
+        # A listen gets the list changes the socket's agents get.
+        listening = req.method == "subscriptions/listen"
+        if listening:
+            self.listeners.add(exchange)
+        try:
+            async with trio.open_nursery() as nursery:
+
+                async def cancel_on_hangup() -> None:
+                    # Closing the connection is how a client cancels (2026-07-28).
+                    await wire.wait_gone()
+                    scope.cancel()
+
+                pumped = trio.Event()
+                nursery.start_soon(cancel_on_hangup)
+                nursery.start_soon(exchange.pump, response, pumped)
+                with scope:
+                    reply = await self.handler.dispatch(exchange, req)
+                exchange.outbox.close()
+                await pumped.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            if listening:
+                self.listeners.discard(exchange)
+        if wire.broken:
+            return
+        status = 200
+        if reply is not None and modern:
+            decoded = rpc.decode_message(reply)
+            if isinstance(decoded, rpc.ErrorResponse):
+                status = MODERN_STATUS.get(decoded.error.code, 200)
+        await response.finish(reply, status)
+
+
+def _cancel(legacy: LegacySession, msg: rpc.Notification) -> None:
+    try:
+        target = rpc.decode_as(msg.params, mcp.CancelledParams).requestId
+    except rpc.InvalidParams:
+        return
+    scope = legacy.requests.get(target) if isinstance(target, int | str) else None
+    if scope is not None:
+        scope.cancel()
