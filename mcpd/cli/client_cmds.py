@@ -1,0 +1,189 @@
+"""``mcpd tools``, ``mcpd call``, ``mcpd status``, ``mcpd reload`` and ``mcpd bridge``:
+the commands that ask the running daemon, over its socket.
+
+Each opens a ``Client`` on the socket (``--socket``, ``$MCPD_SOCKET`` or the
+standard path) and turns what can go wrong there into an exit code: 3 when the
+daemon cannot be reached, 4 when its reply cannot be read, 1 for an error it
+answered. ``client_for`` is also how the ``surface`` commands get their client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from typing import Any
+
+from protocol import jsonrpc as rpc
+
+from .client import BadReply, Client, Unreachable, socket_path
+from .exits import EXIT_BAD_REPLY, EXIT_TOOL_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, fail
+
+
+def client_for(args: argparse.Namespace) -> Client:
+    try:
+        return Client(socket_path(args.socket))
+    except Unreachable as exc:
+        fail(EXIT_UNREACHABLE, str(exc))
+
+
+def _request(client: Client, method: str, params: dict[str, Any] | None = None) -> Any:
+    try:
+        return client.request(method, params)
+    except Unreachable as exc:
+        fail(EXIT_UNREACHABLE, str(exc))
+    except BadReply as exc:
+        fail(EXIT_BAD_REPLY, str(exc))
+    except rpc.RPCError as exc:
+        fail(EXIT_TOOL_ERROR, f"error {exc.code}: {exc.message}")
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    footer = None
+    with client_for(args) as client:
+        try:
+            if args.profile is not None:
+                seen = client.request("mcpd/tools", {"profile": args.profile})
+                tools, footer = seen["tools"], _profile_footer(seen)
+            else:
+                tools = client.list_tools()
+        except Unreachable as exc:
+            fail(EXIT_UNREACHABLE, str(exc))
+        except BadReply as exc:
+            fail(EXIT_BAD_REPLY, str(exc))
+        except rpc.RPCError as exc:
+            fail(EXIT_TOOL_ERROR, f"error {exc.code}: {exc.message}")
+    if args.check_names is not None:
+        return _check_names([t["name"] for t in tools], args.check_names, args.host_prefix)
+    if args.format:
+        from ..agents.formats import translate
+
+        print(json.dumps(translate(tools, args.format), indent=2))
+        return 0
+    if args.json:
+        print(json.dumps({"tools": tools}, indent=2))
+        return 0
+    width = shutil.get_terminal_size((120, 20)).columns
+    name_w = max([len(t["name"]) for t in tools] + [4])
+    print(f"{'NAME':<{name_w}}  {'SERVER':<12} DESCRIPTION")
+    for t in tools:
+        meta = t.get("_meta") or {}
+        desc = (t.get("description") or "").replace("\n", " ")
+        room = max(20, width - name_w - 16)
+        desc = desc if len(desc) <= room else desc[: room - 1] + "…"
+        print(f"{t['name']:<{name_w}}  {meta.get('mcpd/server', '?'):<12} {desc}")
+    print(f"{len(tools)} tools" + (f"; {footer}" if footer else ""))
+    return 0
+
+
+def _profile_footer(seen: dict[str, Any]) -> str:
+    """What the profile's agents are listed, for ``mcpd tools --profile``."""
+    name, listed = seen["profile"], seen["listed"]
+    if seen["mode"] == "all":
+        return f"profile {name} lists them all (discovery {seen['discovery']})"
+    return (
+        f"profile {name} is in search mode (discovery {seen['discovery']}): its agents are "
+        f"listed {len(listed)} tools ({', '.join(listed)}) and find these by searching"
+    )
+
+
+def _check_names(names: list[str], limit: int, prefix: str) -> int:
+    from ..agents.formats import too_long
+
+    long = too_long(names, limit, prefix)
+    with_prefix = f" after the host's prefix {prefix!r} ({len(prefix)})" if prefix else ""
+    if not long:
+        print(f"all {len(names)} tool names fit {limit} characters{with_prefix}")
+        return 0
+    print(f"{len(long)} of {len(names)} tool names do not fit {limit} characters{with_prefix}:")
+    for name in long:
+        print(f"  {name}  ({len(prefix) + len(name)})")
+    room = limit - len(prefix)
+    if room >= 16:
+        print(
+            f"[naming] max_length = {room} makes mcpd shorten them (a short hash keeps "
+            "each unique and stable)"
+        )
+    else:
+        print(f"only {room} characters are left for mcpd's names; use a shorter host prefix")
+    return EXIT_TOOL_ERROR
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.arguments) if args.arguments else {}
+    except ValueError as exc:
+        fail(EXIT_USAGE, f"arguments are not valid JSON: {exc}")
+    if not isinstance(arguments, dict):
+        fail(EXIT_USAGE, "arguments must be a JSON object")
+    with client_for(args) as client:
+        if args.profile is not None:
+            _request(client, "mcpd/useProfile", {"profile": args.profile})
+        result = _request(client, "tools/call", {"name": args.name, "arguments": arguments})
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for block in result.get("content") or []:
+            if block.get("type") == "text":
+                print(block.get("text", ""))
+            else:
+                print(f"[{block.get('type')} content]")
+    return EXIT_TOOL_ERROR if result.get("isError") else 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .status_view import render_status
+
+    if args.watch is not None:
+        return _watch_status(args)
+    with client_for(args) as client:
+        status = _request(client, "mcpd/status")
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        print(render_status(status, color=sys.stdout.isatty()))
+    return 0
+
+
+def _watch_status(args: argparse.Namespace) -> int:
+    """Redraw the status every few seconds until Ctrl-C; rides out daemon restarts."""
+    from .status_view import render_status, watch_frame
+
+    interval = max(0.2, args.watch)
+    tty = sys.stdout.isatty()
+    path = socket_path(args.socket)
+    client: Client | None = None
+    try:
+        while True:
+            try:
+                client = client or Client(path)
+                body = render_status(client.request("mcpd/status"), color=tty)
+            except (Unreachable, BadReply, rpc.RPCError) as exc:
+                if client is not None:
+                    client.close()
+                client = None
+                body = f"mcpd: {exc}"
+            frame = watch_frame(body, interval, clear=tty)
+            sys.stdout.write(frame)
+            sys.stdout.flush()
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if client is not None:
+            client.close()
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        report = _request(client, "mcpd/reload")
+    print("reloaded: " + ", ".join(f"{k} {', '.join(v) or '-'}" for k, v in report.items()))
+    return 0
+
+
+def cmd_bridge(args: argparse.Namespace) -> int:
+    from ..agents.bridge import run_bridge
+
+    return run_bridge(socket_path(args.socket), args.profile)

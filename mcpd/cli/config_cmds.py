@@ -1,0 +1,116 @@
+"""``mcpd serve``, ``mcpd check-config``, ``mcpd import`` and ``mcpd token``: the
+commands that work from the config file and the files it names, not through the
+daemon's socket.
+
+They read (or, for ``import``, write) configuration here and now, so they work
+whether a daemon runs or not, and a config error stops them with ``EX_CONFIG``.
+The commands that ask the running daemon are in ``client_cmds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..config.load import load
+from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
+from .exits import EXIT_USAGE, fail
+
+
+def _load_config(path: str | None) -> tuple[Config, str]:
+    path = path or default_config_path()
+    try:
+        return load(path), path
+    except ConfigError as exc:
+        fail(EX_CONFIG, f"config error: {exc}")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..host.journal import setup_logging
+    from ..serve import serve
+
+    setup_logging(args.log, args.log_level)
+    if args.demo:
+        config_path = None
+        config = None
+    else:
+        config, config_path = _load_config(args.config)
+    return serve(config, config_path, demo=args.demo, socket=args.socket)
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    config, path = _load_config(args.config)
+    print(f"{path}: OK, {len(config.servers)} server(s); socket {config.socket_path()}")
+    for alias, s in sorted(config.servers.items()):
+        where = f"{s.command} {' '.join(s.args)}".strip() if s.command else s.url
+        flags: list[str] = [s.kind]
+        if s.trusted:
+            flags.append("trusted")
+        if not s.enabled:
+            flags.append("disabled")
+        if s.start == "lazy":
+            flags.append("lazy")
+        if s.auth is not None:
+            flags.append(s.auth.type.replace("_", " "))
+        print(f"  {alias:<20} {', '.join(flags):<16} {where}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from ..config.importer import import_file
+    from ..config.importwrite import move_secrets, secrets_dir, to_toml
+
+    try:
+        imported = import_file(args.path)
+    except ConfigError as exc:
+        fail(EX_CONFIG, f"cannot import: {exc}")
+    moved = {}
+    if args.output:
+        if os.path.exists(args.output) and not args.force:
+            fail(EXIT_USAGE, f"{args.output} exists (use --force to replace it)")
+        try:
+            moved = move_secrets(imported, secrets_dir(args.output))
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(to_toml(imported, moved))
+        except OSError as exc:
+            fail(EXIT_USAGE, f"cannot write {exc.filename or args.output}: {exc.strerror}")
+    else:
+        sys.stdout.write(to_toml(imported))
+    extra = []
+    if moved:
+        extra.append(f"{len(moved)} secret(s) moved to {secrets_dir(args.output)}")
+    elif imported.secrets:
+        extra.append(f"{len(imported.secrets)} secret(s) to provide")
+    if imported.notes:
+        extra.append(f"{len(imported.notes)} note(s)")
+    print(
+        f"mcpd: imported {len(imported.servers)} server(s) from {args.path}"
+        + (f"; {', '.join(extra)} (see the comments at the top)" if extra else ""),
+        file=sys.stderr,
+    )
+    for where, path in moved.items():
+        print(f"mcpd:   {'.'.join(where)} -> {path} (mode 0600)", file=sys.stderr)
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from ..host.statefile import state_dir
+    from ..host.token import TokenError, read_token, token_path, write_token
+
+    path = args.config or default_config_path()
+    try:
+        config = load(path)
+    except ConfigError as exc:
+        if args.config or os.path.exists(path):
+            fail(EX_CONFIG, f"config error: {exc}")
+        config = Config()  # no config file: the default state directory
+    where = token_path(state_dir(config))
+    try:
+        token = write_token(where) if args.rotate else read_token(where)
+    except TokenError as exc:
+        fail(EXIT_USAGE, str(exc))
+    print(token)
+    if args.rotate:
+        print(f"mcpd: a new token is in {where}; the old one no longer works", file=sys.stderr)
+    return 0
