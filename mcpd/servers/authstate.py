@@ -1,0 +1,197 @@
+"""What mcpd holds for one HTTP server's authorization, and what it shows of it.
+
+``AuthState`` is the part that the transport's hook (``ServerAuth``, in ``auth``)
+and a person's login (``Login``, in ``login``) share: the credentials and the file
+they are saved in, the lock that lets one renewal or login run at a time,
+``needs_login`` and the event that wakes whoever waits for a login, the scopes
+asked for, the fetch policy and HTTP client for the authorization server, and the
+status ``mcpd auth status`` shows. It is apart from ``auth`` because it decides
+nothing about when or how a token is renewed; that is the hook's.
+
+Tokens leave it only as the header value that ``Credentials`` hands out.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import trio
+
+from protocol.logfields import log_extra
+from protocol.oauth import AuthorizationResult, BearerChallenge, FetchPolicy, ScopeState
+from transports.base import TransportError
+from transports.oauth_http import OAuthHttp
+
+from ..config.model import ServerConfig
+from ..host.tokens import TokenStore
+from .credentials import Credentials, client_config
+
+logger = logging.getLogger("mcpd.auth")
+
+# A token request is not abandoned halfway when its caller gives up: a refresh token
+# the server rotated but mcpd never saw would cost a login. This bounds it instead.
+TOKEN_REQUEST_TIMEOUT: Final = 10.0
+# A token without a refresh token is shown as expiring this long before it ends.
+EXPIRING: Final = 600.0
+
+
+class LoginRequired(TransportError):
+    """Only a person can help (``mcpd auth login ALIAS``). Not a failure of the server:
+    it is not retried with backoff and not counted by the circuit breaker."""
+
+
+class AuthFailed(TransportError):
+    """A token could not be obtained or renewed; the reason says why."""
+
+
+class AuthState:
+    def __init__(
+        self,
+        alias: str,
+        cfg: ServerConfig,
+        store: TokenStore,
+        *,
+        http: OAuthHttp | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        assert cfg.url is not None
+        self.alias = alias
+        self.url = cfg.url
+        self.settings = cfg.auth
+        # A configured Authorization header is the user's own choice of credentials.
+        self.enabled = cfg.auth is not None or not any(
+            name.lower() == "authorization" for name in cfg.headers
+        )
+        self.kind = cfg.auth.type if cfg.auth is not None else "oauth"
+        self.creds = Credentials(cfg.url, client_config(cfg.auth))
+        self._store = store
+        self.clock = clock
+        self.http = http or OAuthHttp(
+            label=f"{alias}: authorization",
+            ssl_context=_tls(cfg),
+            connect_timeout=cfg.connect_timeout,
+            timeout=TOKEN_REQUEST_TIMEOUT,
+            clock=lambda: self.clock(),  # token expiry and mcpd's own checks agree
+        )
+        self._loaded = False
+        self.lock = trio.Lock()
+        self._policy: FetchPolicy | None = None
+        self.challenge: BearerChallenge | None = None
+        self._scopes = ScopeState()
+        self._wanted: tuple[str, ...] | None = None  # the union a step-up asks for
+        self._retry_early_at = 0.0
+        self._grant_gone = False  # the refresh token was refused; the access token lives on
+        self._changed = trio.Event()
+        # Why a person has to log in, with the command to do it; None while not.
+        self.needs_login: str | None = None
+        self.on_change: Callable[[], None] = lambda: None
+
+    async def wait_changed(self) -> None:
+        """Until a login finished (or a logout)."""
+        await self._changed.wait()
+
+    # -- what people see --
+
+    def status(self) -> dict[str, Any]:
+        now = self.clock()
+        out: dict[str, Any] = {
+            "server": self.alias,
+            "type": self.kind if self.enabled else "header",
+            "url": self.url,
+            **self.creds.summary(now),
+            "needs_login": self.needs_login,
+            "redirect_port": self.creds.redirect_port(
+                self.settings.redirect_port if self.settings else 0
+            ),
+        }
+        out["state"] = self._state(now)
+        return out
+
+    def _state(self, now: float) -> str:
+        tokens = self.creds.tokens
+        if self.needs_login is not None:
+            return "needs_login"
+        if tokens is None:
+            return "not_logged_in"
+        if tokens.refresh_token is None and self.kind != "client_credentials":
+            if tokens.expired(now):
+                return "expired"
+            if tokens.expires_at is not None and tokens.expires_at - now < EXPIRING:
+                return "expiring"
+        return "logged_in"
+
+    # -- keeping the login --
+
+    async def load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        stored = await self._store.load(self.alias)
+        if stored is not None and not self.creds.restore(stored):
+            logger.info(
+                "%s: the saved login is for %s, not %s; it is not used",
+                self.alias,
+                stored.server_url,
+                self.url,
+                extra=log_extra(self.alias),
+            )
+
+    async def adopt(self, result: AuthorizationResult, requested: tuple[str, ...] | None) -> None:
+        self.creds.adopt(result)
+        self._grant_gone = False
+        self._scopes = self._scopes.authorized(requested)
+        self._wanted = None
+        await self.save()
+        if self.needs_login is not None or self.kind != "client_credentials":
+            self.needs_login = None
+            self._notify()
+
+    async def save(self) -> None:
+        try:
+            await self._store.save(self.alias, self.creds.record)
+        except OSError as exc:
+            logger.error(
+                "%s: cannot save the login to %s: %s (it is kept in memory only)",
+                self.alias,
+                self._store.path(self.alias),
+                exc.strerror or exc,
+                extra=log_extra(self.alias, "token_file", str(exc.strerror or exc)),
+            )
+
+    def lost(self, why: str) -> LoginRequired:
+        self.needs_login = f"{why}; run `mcpd auth login {self.alias}`"
+        self._notify()
+        return LoginRequired(self.needs_login)
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+        self.on_change()
+
+    def login_scopes(self) -> tuple[str, ...] | None:
+        configured = tuple(self.settings.scopes or ()) if self.settings is not None else ()
+        union = tuple(dict.fromkeys((*configured, *(self._wanted or ()))))
+        return union or None
+
+    async def policy(self) -> FetchPolicy:
+        if self._policy is None:
+            self._policy = await self.http.policy_for(self.url)
+        return self._policy
+
+
+def why(exc: Exception) -> str:
+    return exc.reason if isinstance(exc, TransportError) else str(exc)
+
+
+def _tls(cfg: ServerConfig) -> ssl.SSLContext | None:
+    if cfg.url is None or not cfg.url.lower().startswith("https:"):
+        return None
+    ctx = ssl.create_default_context(cafile=cfg.ca_file)
+    if not cfg.tls_verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
