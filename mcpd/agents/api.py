@@ -340,51 +340,58 @@ class Api(ProfileMethods):
         return list_tools(self.view(conn), params, ctx, self.control.settings.page_size)
 
     def _route(
-        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None, params: Any
+        self, conn: Connection, rid: rpc.Id, ctx: RequestContext | None, params: Any
     ) -> Route | bytes:
         """Where a call goes: a meta-tool's call (search mode) becomes the call it
         stands for, then both take the one routing path."""
         servers = self.view(conn)
         if params.name in META_TOOLS:
             modern = ctx is not None and ctx.era == "modern"
-            params = unwrap(servers.view, req.id, params, modern)
+            params = unwrap(servers.view, rid, params, modern)
             if isinstance(params, bytes):
                 return params
-        return route_call(servers, req, ctx, params)
+        return route_call(servers, rid, ctx, params)
 
     async def _tools_call(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
-        route = self._route(conn, req, ctx, rpc.decode_as(req.params, mcp.CallToolParams))
+        route = self._route(conn, req.id, ctx, rpc.decode_as(req.params, mcp.CallToolParams))
         if isinstance(route, bytes):
             return route
         return await self.surface.tools_call(conn, req, ctx, route)
 
-    def start_tools_call(self, conn: Connection, req: rpc.Request) -> CallHandle | None:
+    def start_tools_call(
+        self,
+        conn: Connection,
+        rid: rpc.Id,
+        params: mcp.CallToolParams | None,
+        req: rpc.Request | None,
+    ) -> CallHandle | None:
         """tools/call without a task: the outcome is written from a callback. Returns
         the call's handle while it is under way (None once its reply is written)."""
         try:
-            # One decode of the params serves both the era check and the routing.
-            params = rpc.decode_as(req.params, mcp.CallToolParams)
+            if params is None:
+                assert req is not None
+                # One decode of the params serves both the era check and the routing.
+                params = rpc.decode_as(req.params, mcp.CallToolParams)
             meta = params.meta if isinstance(params.meta, dict) else None
             ctx = conn.session.context_of(meta)
-            route = self._route(conn, req, ctx, params)
+            if ctx.capabilities and agent_side(conn, ctx).asks:
+                # Its server may ask it things back: the call needs a task to wait in.
+                if req is None:
+                    req = rpc.Request(rid, "tools/call", msgspec.Raw(rpc.encode(params)))
+                conn.run_as_task(req)
+                return None
+            route = self._route(conn, rid, ctx, params)
         except rpc.RPCError as exc:
-            conn.reply(req.id, rpc.encode_error(req.id, exc.code, exc.message, exc.data))
+            conn.reply(rid, rpc.encode_error(rid, exc.code, exc.message, exc.data))
             return None
         except rpc.InvalidParams as exc:
-            conn.reply(
-                req.id, rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
-            )
+            conn.reply(rid, rpc.encode_error(rid, rpc.INVALID_PARAMS, f"Invalid params: {exc}"))
             return None
         if isinstance(route, bytes):
-            conn.reply(req.id, route)
+            conn.reply(rid, route)
             return None
-        if agent_side(conn, ctx).asks:
-            # Its server may ask it things back: the call needs a task to wait in.
-            conn.run_as_task(req)
-            return None
-        rid = req.id
         # Started on the servers themselves: a profile decides what is routed, not how.
         return start_call(
             self.servers,

@@ -22,6 +22,7 @@ from .backend import CallHandle, Lines
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
 
+_TOOLS_CALL: Final = b'"tools/call"'
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.
 LIFECYCLE: Final = frozenset({"initialize", "ping", "server/discover"})
 
@@ -36,7 +37,15 @@ class Dispatcher(Protocol):
 
     def answer_now(self, conn: Connection, req: rpc.Request) -> bytes: ...
 
-    def start_tools_call(self, conn: Connection, req: rpc.Request) -> CallHandle | None: ...
+    def start_tools_call(
+        self,
+        conn: Connection,
+        rid: rpc.Id,
+        params: mcp.CallToolParams | None,
+        req: rpc.Request | None,
+    ) -> CallHandle | None:
+        """``params`` already decoded, or ``req`` to decode them from."""
+        ...
 
     async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None: ...
 
@@ -182,6 +191,14 @@ class Connection:
             await self._out.wait_room()
 
     def _line(self, line: bytes, nursery: trio.Nursery) -> None:
+        if _TOOLS_CALL in line:
+            # The hot path: the request decoded once, typed; no task, no cancel scope;
+            # its outcome is written from a callback when the server answers.
+            call = mcp.decode_call(line)
+            if call is not None:
+                if self._admit(call[0]):
+                    self._start_call(call[0], call[1], None)
+                return
         try:
             msg = rpc.decode_message(line)
         except rpc.DecodeFailure as exc:
@@ -198,39 +215,12 @@ class Connection:
             self.send_nowait(exc.reply())
             return
         if isinstance(msg, rpc.Request):
-            if msg.id in self.inflight:
-                self.send_nowait(
-                    rpc.encode_error(
-                        msg.id, rpc.INVALID_REQUEST, f"id {msg.id!r} is already in use"
-                    )
-                )
-            elif len(self.inflight) >= self.max_inflight:
-                # Logged once (and counted when the agent goes): it was not logged at all.
-                self.over_limit += 1
-                if self.over_limit == 1:
-                    logger.warning(
-                        "%s has %d requests in flight, the limit; refusing more until some end",
-                        self.label,
-                        self.max_inflight,
-                        extra=log_extra(None, reason="too many requests in flight"),
-                    )
-                self.send_nowait(
-                    rpc.encode_error(
-                        msg.id,
-                        -32000,
-                        "too many requests in flight on this connection "
-                        f"(limit {self.max_inflight})",
-                    )
-                )
+            if not self._admit(msg.id):
+                pass
             elif msg.method in LIFECYCLE:
                 self._put(self.handler.answer_now(self, msg), msg.id)
             elif msg.method == "tools/call":
-                # The hot path: no task, no cancel scope; the call's outcome is written
-                # from a callback when the server answers.
-                self.inflight[msg.id] = _NOT_STARTED
-                started = self.handler.start_tools_call(self, msg)
-                if started is not None and msg.id in self.inflight:
-                    self.inflight[msg.id] = started  # its answer did not come at once
+                self._start_call(msg.id, None, msg)
             else:
                 self._spawn(msg, nursery)
         elif isinstance(msg, rpc.Notification):
@@ -243,6 +233,42 @@ class Connection:
         """Serve a request in a task of its own (through ``dispatch``)."""
         assert self._nursery is not None
         self._spawn(req, self._nursery)
+
+    def _admit(self, rid: rpc.Id) -> bool:
+        """Whether a request may start: its id is free and the agent is under its
+        in-flight limit; otherwise it is answered with an error here."""
+        if rid in self.inflight:
+            self.send_nowait(
+                rpc.encode_error(rid, rpc.INVALID_REQUEST, f"id {rid!r} is already in use")
+            )
+            return False
+        if len(self.inflight) >= self.max_inflight:
+            # Logged once (and counted when the agent goes): it was not logged at all.
+            self.over_limit += 1
+            if self.over_limit == 1:
+                logger.warning(
+                    "%s has %d requests in flight, the limit; refusing more until some end",
+                    self.label,
+                    self.max_inflight,
+                    extra=log_extra(None, reason="too many requests in flight"),
+                )
+            self.send_nowait(
+                rpc.encode_error(
+                    rid,
+                    -32000,
+                    f"too many requests in flight on this connection (limit {self.max_inflight})",
+                )
+            )
+            return False
+        return True
+
+    def _start_call(
+        self, rid: rpc.Id, params: mcp.CallToolParams | None, req: rpc.Request | None
+    ) -> None:
+        self.inflight[rid] = _NOT_STARTED
+        started = self.handler.start_tools_call(self, rid, params, req)
+        if started is not None and rid in self.inflight:
+            self.inflight[rid] = started  # its answer did not come at once
 
     def _spawn(self, msg: rpc.Request, nursery: trio.Nursery) -> None:
         scope = trio.CancelScope()

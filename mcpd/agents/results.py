@@ -16,6 +16,8 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 _RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'
+# Content blocks that carry a server's URI, which the agent gets rewritten.
+_LINKS: Final = frozenset({"resource", "resource_link"})
 
 
 # Which client capability each kind of input request needs.
@@ -46,45 +48,50 @@ def shape_call_result(
     alias: str,
     capabilities: dict[str, Any] | None = None,
     tasks: bool = False,
-) -> Raw | dict[str, Any]:
+) -> tuple[Raw | dict[str, Any], bool]:
+    """The result as the agent gets it, and whether its content may hold a URI to
+    rewrite (False only when every block's type is known and none is a resource)."""
     try:
         head = rpc.decode_as(raw, mcp.CallToolResultHead)
     except rpc.InvalidParams as exc:
-        return _error(f"The tool server {alias!r} returned a malformed result: {exc}", modern)
+        text = f"The tool server {alias!r} returned a malformed result: {exc}"
+        return _error(text, modern), False
     kind = head.result_type
     if kind == mcp.INPUT_REQUIRED and modern and can_answer(head.inputRequests, capabilities):
         # The agent can answer: it retries with inputResponses and the same requestState,
         # which mcpd forwards to the same server as a new request.
-        return raw
+        return raw, True
     if kind == mcp.INPUT_REQUIRED:
-        return _error(
-            _input_required_text(alias, head),
-            modern,
-            {
-                "mcpd/inputRequired": head.inputRequests
-                if isinstance(head.inputRequests, dict)
-                else {}
-            },
-        )
+        inputs = head.inputRequests if isinstance(head.inputRequests, dict) else {}
+        extra = {"mcpd/inputRequired": inputs}
+        return _error(_input_required_text(alias, head), modern, extra), False
     if kind == "task" and tasks:
-        return raw  # a task handle for an agent that takes them (agents.tasks)
+        return raw, True  # a task handle for an agent that takes them (agents.tasks)
     if kind != mcp.COMPLETE:
-        return _error(f"The tool server {alias!r} returned an unknown resultType {kind!r}.", modern)
+        text = f"The tool server {alias!r} returned an unknown resultType {kind!r}."
+        return _error(text, modern), False
     blocks = head.content or []
-    total = sum(len(b.text) for b in blocks if b.type == "text" and isinstance(b.text, str))
+    links = False
+    total = 0
+    for b in blocks:
+        if b.type == "text":
+            if isinstance(b.text, str):
+                total += len(b.text)
+        elif b.type in _LINKS:
+            links = True
     if total <= budget:
         if modern and head.resultType is None:
             fixed = msgspec.json.decode(raw)
             fixed["resultType"] = mcp.COMPLETE  # null is not a value agents accept
-            return fixed  # type: ignore[no-any-return]
+            return fixed, links
         if modern and head.resultType is UNSET:
-            return _with_result_type(raw)
-        return raw
+            return _with_result_type(raw), links
+        return raw, links
     result = msgspec.json.decode(raw)
     _cut(result, budget, total)
     if modern:
         result["resultType"] = mcp.COMPLETE
-    return result  # type: ignore[no-any-return]
+    return result, links
 
 
 def _with_result_type(raw: Raw) -> Raw:

@@ -91,8 +91,9 @@ class Surface:
     def tool_finish(self, route: Route, owner: object) -> Finish:
         alias, servers, tasks = route.alias, self.servers, self.tasks
 
-        def finish(result: Raw | dict[str, Any]) -> Raw | dict[str, Any]:
-            result = tool_result(result, lambda uri: servers.agent_uri(alias, uri))
+        def finish(result: Raw | dict[str, Any], links: bool) -> Raw | dict[str, Any]:
+            if links:
+                result = tool_result(result, lambda uri: servers.agent_uri(alias, uri))
             if route.tasks:
                 tasks.record(alias, owner, result)
             return result

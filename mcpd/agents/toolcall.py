@@ -53,20 +53,19 @@ class Route(msgspec.Struct):
     tasks: bool = False
 
 
-Finish = Callable[[Raw | dict[str, Any]], Raw | dict[str, Any]]
+# The last step before a result is written: (result, whether it may hold links) -> result.
+Finish = Callable[[Raw | dict[str, Any], bool], Raw | dict[str, Any]]
 
 
 def route_call(
     servers: Servers,
-    req: rpc.Request,
+    rid: rpc.Id,
     ctx: RequestContext | None,
-    params: mcp.CallToolParams | None = None,
+    params: mcp.CallToolParams,
 ) -> Route | bytes:
     """Where the call goes, or the finished reply when it goes nowhere.
 
-    Raises rpc.InvalidParams for params that are not a tools/call's."""
-    if params is None:
-        params = rpc.decode_as(req.params, mcp.CallToolParams)
+    Raises rpc.InvalidParams for arguments that are not an object."""
     # Arguments are an object (or null); anything else used to reach the server as it
     # was, and a server that crashed on it took every other agent's calls down too.
     args = params.arguments
@@ -78,7 +77,7 @@ def route_call(
         near = servers.closest(params.name)
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         return _error_reply(
-            req.id,
+            rid,
             f"Unknown tool {_clip(params.name)!r}.{hint} Call tools/list for the current tools.",
             modern,
         )
@@ -159,7 +158,7 @@ def call_reply(
         return rpc.encode_result(rid, result)
     if isinstance(outcome, rpc.RPCError):
         return rpc.encode_error(rid, outcome.code, outcome.message, outcome.data)
-    shaped = shape_call_result(
+    shaped, links = shape_call_result(
         outcome,
         modern=route.modern,
         budget=budget,
@@ -167,7 +166,7 @@ def call_reply(
         capabilities=route.capabilities,
         tasks=route.tasks,
     )
-    return rpc.encode_result(rid, shaped if finish is None else finish(shaped))
+    return rpc.encode_result(rid, shaped if finish is None else finish(shaped, links))
 
 
 def _error_reply(rid: rpc.Id, text: str, modern: bool) -> bytes:

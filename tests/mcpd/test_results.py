@@ -18,7 +18,23 @@ COMPLETE_FIELD = b'"resultType":"complete"'
 
 
 def shape(data: bytes, *, modern: bool = True, budget: int = 1000, alias: str = "notes") -> Any:
-    return shape_call_result(Raw(data), modern=modern, budget=budget, alias=alias)
+    return shape_call_result(Raw(data), modern=modern, budget=budget, alias=alias)[0]
+
+
+def links(data: bytes, budget: int = 1000) -> bool:
+    return shape_call_result(Raw(data), modern=True, budget=budget, alias="notes")[1]
+
+
+def test_only_content_that_can_hold_a_uri_is_marked_for_rewriting() -> None:
+    # The mark spares a text-only result a second scan; a missed mark would leave a
+    # server's URI in front of the agent, which could not read it through mcpd.
+    text = b'{"content":[{"type":"text","text":"\\"resource\\""},{"type":"image","data":""}]}'
+    assert links(text) is False
+    link = b'{"content":[{"type":"resource_link","uri":"file:///a","name":"a"}]}'
+    assert links(link) is True
+    assert links(link, budget=0) is True
+    embedded = b'{"content":[{"type":"text","text":"x"},{"type":"resource","resource":{}}]}'
+    assert links(embedded) is True
 
 
 def as_json(out: Any) -> dict[str, Any]:
