@@ -248,6 +248,18 @@ def call_tool(rid, params: dict) -> None:
                     },
                 }
             )
+        if name == "mirror":
+            # What the server was sent, so a test can see the request as well as the
+            # reply; the token is mcpd's own per call, so only its presence is shown.
+            seen = dict(params, _meta=dict(params.get("_meta") or {}))
+            if "progressToken" in seen["_meta"]:
+                seen["_meta"]["progressToken"] = "(a token)"
+            text = json.dumps(seen, sort_keys=True, ensure_ascii=False)
+            res = {"content": [{"type": "text", "text": text}], "structuredContent": arguments}
+            if arguments.get("fail"):
+                res["isError"] = True
+            result(rid, res)
+            return
         big = args.big and arguments.get("big", True)
         text = "x" * args.big if big else f"{name}:{arguments.get('text', '')}"
         result(rid, {"content": [{"type": "text", "text": text}]})
