@@ -8,6 +8,7 @@ flight cost one system call (and one wake-up of the peer) per batch, not one eac
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import Final
@@ -15,6 +16,11 @@ from typing import Final
 import trio
 
 DEFAULT_LIMIT: Final = 16 * 1024 * 1024
+# A line longer than this is queued by reference, not copied: a 10,000-tool list is
+# megabytes, and a copy of it would be the daemon's peak memory.
+_BIG: Final = 64 * 1024
+# writev takes at most IOV_MAX (1024 on Linux) buffers at a time.
+_MAX_PARTS: Final = 512
 
 # Writers that received lines inside the current batch() and flush when it ends.
 _batched: list[LineWriter] | None = None
@@ -60,6 +66,9 @@ class LineWriter:
         self._check = check
         self._fd = fd
         self.limit = limit
+        # What is queued: ``_parts`` (big lines, and earlier small ones) then ``_buf``.
+        self._parts: list[bytes | bytearray | memoryview] = []
+        self._parked = 0  # bytes in _parts
         self._buf = bytearray()
         self._busy = False
         self._ready = trio.Event()
@@ -72,7 +81,40 @@ class LineWriter:
 
     @property
     def queued(self) -> int:
-        return len(self._buf)
+        return self._parked + len(self._buf)
+
+    def _queue(self, line: bytes | memoryview) -> None:
+        """Add ``line`` and a newline at the end of the queue."""
+        if len(line) > _BIG:
+            if self._buf:
+                self._parts.append(self._buf)
+                self._parked += len(self._buf)
+                self._buf = bytearray()
+            self._parts.append(line)
+            self._parked += len(line)
+        else:
+            self._buf += line
+        self._buf += b"\n"
+
+    def _consume(self, done: int) -> None:
+        """Drop the first ``done`` bytes of the queue (they were written)."""
+        parts = self._parts
+        while done and parts:
+            first = parts[0]
+            if done < len(first):
+                parts[0] = memoryview(first)[done:]
+                self._parked -= done
+                return
+            done -= len(first)
+            self._parked -= len(first)
+            del parts[0]
+        if done:
+            del self._buf[:done]
+
+    def _all(self) -> tuple[bytes | bytearray | memoryview, ...]:
+        if len(self._parts) < _MAX_PARTS:
+            return (*self._parts, self._buf)
+        return tuple(self._parts[:_MAX_PARTS])
 
     def put(self, line: bytes) -> str | None:
         """Queue (or write) ``line`` and a newline. Never blocks.
@@ -89,41 +131,40 @@ class LineWriter:
         if self.error is not None:
             return None
         if _batched is not None:
-            self._buf += line
-            self._buf += b"\n"
+            self._queue(line)
             if not self._held:
                 self._held = True
                 _batched.append(self)
             return None
-        if not self._buf and not self._busy:
+        if not self._buf and not self._parts and not self._busy:
             done = self._write_now((line, b"\n"))
             if done is None or done == len(line) + 1:
                 return None
-            # Keep only the unwritten rest (a big reply): no copy of the whole line.
+            # Keep only the unwritten rest (a big reply), by reference.
             if done < len(line):
-                self._buf += memoryview(line)[done:]
-            self._buf += b"\n"
+                self._queue(memoryview(line)[done:])
+            else:
+                self._buf += b"\n"
         else:
-            self._buf += line
-            self._buf += b"\n"
+            self._queue(line)
         self._wake_writer()
         return None
 
     def flush(self) -> None:
         """Write what a batch held back: at once if possible, else by the writer task."""
         self._held = False
-        if not self._buf or self.error is not None:
+        if not self.queued or self.error is not None:
             return
         if not self._busy:
-            done = self._write_now((self._buf,))
+            done = self._write_now(self._all())
             if done is None:
                 return
-            del self._buf[:done]
-            if not self._buf:
+            self._consume(done)
+            if not self.queued:
                 return
         self._wake_writer()
 
-    def _write_now(self, parts: tuple[bytes | bytearray, ...]) -> int | None:
+    def _write_now(self, parts: tuple[bytes | bytearray | memoryview, ...]) -> int | None:
         """Write what the fd takes right now: the byte count, or None if it failed (the
         writer task then raises the error)."""
         try:
@@ -142,7 +183,7 @@ class LineWriter:
 
     async def wait_room(self) -> None:
         """Wait while more than ``limit`` bytes are queued (the peer reads slowly)."""
-        while len(self._buf) > self.limit and self.error is None:
+        while self.queued > self.limit and self.error is None:
             self._room = trio.Event()
             await self._room.wait()
 
@@ -157,21 +198,23 @@ class LineWriter:
             self._ready = trio.Event()
             if self.error is not None:
                 raise self.error
-            if not self._buf:
+            if not self.queued:
                 continue
-            # Hand the buffer itself to the write and start a new one: no copy.
-            data, self._buf = self._buf, bytearray()
+            # Hand the queue itself to the write and start a new one: no copy.
+            parts, self._parts, self._parked = self._parts, [], 0
+            parts.append(self._buf)
+            self._buf = bytearray()
             self._busy = True
             self._room.set()
             try:
-                if write_timeout is None:
-                    await self._stream.send_all(data)
-                else:
-                    with trio.fail_after(write_timeout):
-                        await self._stream.send_all(data)
+                with trio.fail_after(math.inf if write_timeout is None else write_timeout):
+                    for part in parts:
+                        await self._stream.send_all(part)
             finally:
                 self._busy = False
-            if not self._buf:
+            # Not held while the next line is awaited: it may be a megabyte-long list.
+            del parts
+            if not self.queued:
                 self._drained.set()
 
     def close(self) -> None:

@@ -153,6 +153,8 @@ class StateKeeper:
         self.saved: dict[str, SavedServer] = {}
         self.writes = 0
         self._dirty = trio.Event()
+        # A digest of what was last written, not the bytes: with 10,000 tools the file
+        # is megabytes, and it would sit in memory only to be compared with.
         self._last: bytes | None = None
         self._last_error: str | None = None
 
@@ -206,7 +208,8 @@ class StateKeeper:
     async def flush(self) -> None:
         self._dirty = trio.Event()
         data = _encoder.encode(self.snapshot())
-        if data == self._last:
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        if digest == self._last:
             return
         try:
             await trio.to_thread.run_sync(write_atomically, self.path, data)
@@ -220,7 +223,7 @@ class StateKeeper:
                     extra=log_extra(None, "state_file", str(exc)),
                 )
             return
-        self._last, self._last_error = data, None
+        self._last, self._last_error = digest, None
         self.writes += 1
 
     def snapshot(self) -> SavedState:

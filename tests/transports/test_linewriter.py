@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import os
+import random
 
 import pytest
 import trio
 
+from transports import linewriter
 from transports.linewriter import LineWriter, batch
 
 
@@ -92,4 +94,50 @@ async def test_a_line_its_check_refuses_is_not_written_and_the_reason_returned()
     # Only the good line went out, alone on its line.
     with trio.fail_after(5):
         assert await read_exactly(r, 14) == b'{"a":"\\n\xe2\x80\xa8"}\n'
+    assert writer.queued == 0
+
+
+async def test_big_and_small_lines_come_out_whole_and_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Small thresholds so that big lines (kept by reference, not copied) and the cap
+    # on buffers per write both come up often, with a pipe that is mostly full.
+    monkeypatch.setattr(linewriter, "_BIG", 100)
+    monkeypatch.setattr(linewriter, "_MAX_PARTS", 4)
+    rng = random.Random(3)
+    r, w = pipe()
+    writer = LineWriter(w, w.fileno(), limit=1 << 20)
+    lines = [
+        bytes([65 + i % 26]) * rng.choice([1, 50, 99, 100, 101, 5000, 70_000]) for i in range(400)
+    ]
+    expected = b"".join(line + b"\n" for line in lines)
+    got = bytearray()
+    read_all = trio.Event()
+
+    async def reader() -> None:
+        while len(got) < len(expected):
+            got.extend(await r.receive_some(rng.choice([10, 1000, 65536])))
+            await trio.lowlevel.checkpoint()
+        read_all.set()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.run)
+            nursery.start_soon(reader)
+            i = 0
+            while i < len(lines):
+                if rng.random() < 0.3:
+                    with batch():
+                        for line in lines[i : i + 5]:
+                            writer.put(line)
+                    i += 5
+                else:
+                    writer.put(lines[i])
+                    i += 1
+                if rng.random() < 0.2:
+                    await trio.lowlevel.checkpoint()
+            await writer.drain()
+            await read_all.wait()
+            nursery.cancel_scope.cancel()
+    assert bytes(got) == expected
     assert writer.queued == 0
