@@ -47,7 +47,7 @@ def alias_prefix(template: str, alias: str) -> str:
 class Entry:
     """One tool as agents see it, with the way back to its server."""
 
-    __slots__ = ("alias", "available", "encoded", "local", "name", "original", "tool")
+    __slots__ = ("_encoded", "_flags", "alias", "available", "local", "name", "original", "tool")
 
     def __init__(
         self, local: str, alias: str, original: str, tool: mcp.Tool, name: str | None = None
@@ -59,7 +59,26 @@ class Entry:
         self.name = original if name is None else name
         self.tool = tool
         self.available = True
-        self.encoded = Raw(b"")
+        self._flags: tuple[bool, str | None] = (False, None)  # (trusted, marker)
+        self._encoded: Raw | None = None
+
+    def reencode(self, trusted: bool, marker: str | None) -> None:
+        """The tool as agents see it changed (availability, marker): encoded again when
+        next listed, not now. A server that starts flips both a few times before any
+        agent lists, and with thousands of tools each flip cost a re-encoding of all."""
+        self._flags = (trusted, marker)
+        self._encoded = None
+
+    @property
+    def look(self) -> object:
+        """A new object whenever what agents see of the tool changed."""
+        return self._flags
+
+    @property
+    def encoded(self) -> Raw:
+        if self._encoded is None:
+            self._encoded = Raw(_encode(agent_tool(self, *self._flags)))
+        return self._encoded
 
 
 class _Server:
@@ -206,7 +225,7 @@ class Registry:
 
     def _encode_entry(self, entry: Entry) -> None:
         server = self._servers[entry.alias]
-        entry.encoded = Raw(_encode(agent_tool(entry, server.trusted, server.marker)))
+        entry.reencode(server.trusted, server.marker)
 
     def _changed(self) -> None:
         self._listing = None

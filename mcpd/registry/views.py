@@ -30,10 +30,9 @@ from msgspec import Raw
 from ..config.model import ConfigError, NamingConfig
 from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
 from .search import Hit, ToolDoc, ToolIndex
-from .table import Entry, Registry, agent_tool, candidate_name, hashed_name
+from .table import Entry, Registry, candidate_name, hashed_name
 
 Mode = Literal["all", "search"]
-_encode: Final = msgspec.json.Encoder().encode
 _decode_schema: Final = msgspec.json.Decoder(dict[str, Any])
 
 
@@ -98,7 +97,7 @@ class ProfileView:
         self._synced = -1
         self._entries: list[Entry] = []
         self._by_local: dict[str, Entry] = {}
-        self._own: dict[tuple[str, str], tuple[Entry, Raw, Entry]] = {}
+        self._own: dict[tuple[str, str], tuple[Entry, object, Entry]] = {}
         self._exposed: Any = None
         self._exposed_refs: Any = None  # keeps the objects whose ids _exposed holds
         self._index: ToolIndex | None = None
@@ -166,17 +165,17 @@ class ProfileView:
 
     def _rename(self, entries: list[Entry], naming: NamingConfig) -> list[Entry]:
         names = assign_names(((e.alias, e.name) for e in entries), naming)
-        own: dict[tuple[str, str], tuple[Entry, Raw, Entry]] = {}
+        own: dict[tuple[str, str], tuple[Entry, object, Entry]] = {}
         out: list[Entry] = []
         for e in entries:
             key = (e.alias, e.name)
             local = names[key]
             cached = self._own.get(key)
-            # The table re-encodes an entry whenever its server's state changes.
+            # The table marks an entry changed whenever its server's state changes.
             if (
                 cached is not None
                 and cached[0] is e
-                and cached[1] is e.encoded
+                and cached[1] is e.look
                 and cached[2].local == local
             ):
                 mine = cached[2]
@@ -184,8 +183,8 @@ class ProfileView:
                 trusted, marker = self.registry.server_flags(e.alias)
                 mine = Entry(local, e.alias, e.original, e.tool, e.name)
                 mine.available = e.available
-                mine.encoded = Raw(_encode(agent_tool(mine, trusted, marker)))
-            own[key] = (e, e.encoded, mine)
+                mine.reencode(trusted, marker)
+            own[key] = (e, e.look, mine)
             out.append(mine)
         self._own = own
         return out
