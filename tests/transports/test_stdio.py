@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -243,12 +244,20 @@ async def test_server_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
         assert not alive(pid)
 
 
-async def test_direct_children_die_with_a_killed_parent(tmp_path: Path) -> None:
+@pytest.mark.parametrize("arming", ["setpriv", "preexec"])
+async def test_direct_children_die_with_a_killed_parent(tmp_path: Path, arming: str) -> None:
+    # Both ways the signal is armed: through setpriv where it is installed, and from
+    # the forked child itself where it is not.
+    if arming == "setpriv" and shutil.which("setpriv") is None:
+        pytest.skip("no setpriv on this machine")
     pidfile = tmp_path / "pid"
     command, args = scripted("--pid-file", str(pidfile))
     parent_code = textwrap.dedent(f"""
         import trio, sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+        from transports import process
+        if {arming!r} == "preexec":
+            process._setpriv[:] = [None]
         from transports.stdio import StdioParams, open_stdio_transport
         async def main():
             p = StdioParams(command={command!r}, args={list(args)!r})

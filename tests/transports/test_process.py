@@ -1,0 +1,54 @@
+"""Finding a server's command as exec would, so a missing or non-executable one is
+reported by name before anything is started."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import trio
+
+from transports.process import resolve, spawn
+
+
+def executable(path: Path) -> Path:
+    path.write_text('#!/bin/sh\necho ran "$0" "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_a_bare_name_is_found_on_the_childs_path_relative_dirs_from_its_cwd(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bin").mkdir()
+    executable(tmp_path / "bin" / "srv")
+    env = {"PATH": "/nonexistent:bin"}
+    assert resolve("srv", env, str(tmp_path)) == str(tmp_path / "bin" / "srv")
+    with pytest.raises(FileNotFoundError):
+        resolve("srv", {"PATH": "/nonexistent"}, str(tmp_path))
+
+
+def test_a_path_is_taken_from_the_childs_cwd_and_must_be_executable(tmp_path: Path) -> None:
+    executable(tmp_path / "srv")
+    assert resolve("./srv", None, str(tmp_path)) == os.path.join(tmp_path, "./srv")
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    with pytest.raises(PermissionError):
+        resolve(str(plain), None, None)
+    with pytest.raises(PermissionError):
+        resolve("plain", {"PATH": str(tmp_path)}, None)
+    with pytest.raises(FileNotFoundError):
+        resolve("srv", None, str(tmp_path / "gone"))
+
+
+async def test_a_spawned_child_gets_its_arguments_as_given(tmp_path: Path) -> None:
+    script = executable(tmp_path / "srv")
+    child = spawn(["srv", "a b", "$HOME", ""], env={"PATH": str(tmp_path)}, stdin=False)
+    assert child.stdout is not None
+    out = b""
+    with trio.fail_after(10):
+        while chunk := await child.stdout.receive_some():
+            out += chunk
+        assert await child.wait() == 0
+    assert out.decode() == f"ran {script} a b $HOME \n"
