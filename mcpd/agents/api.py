@@ -9,10 +9,8 @@ else notices.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -30,11 +28,11 @@ from ..config.profiles import ProfileConfig
 from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Backend, CallHandle, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
-from .httpapi import HttpApi, is_http
+from .door import Door, refuse
+from .httpapi import HttpApi
 from .listen import Listens
 from .listener import DaemonError
 from .metatools import NAMES as META_TOOLS
-from .peers import is_allowed, peer_of, resolve_groups
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .relay import agent_side, refuser
@@ -55,7 +53,6 @@ CAPABILITIES: Final[dict[str, Any]] = {
     "extensions": {surface.TASKS_EXTENSION: {}},
 }
 _DEBOUNCE: Final = 0.2
-_REFUSED_LOG_EVERY: Final = 10.0
 Handler = Callable[["Api", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]]
 
 
@@ -70,10 +67,6 @@ class Api(ProfileMethods):
         self.lines = lines
         self.connections: set[Connection] = set()
         self._dirty = trio.Event()
-        self._allow_gids = resolve_groups(control.settings.allow_groups)
-        self._refused = 0  # connections refused at max_connections since the last log line
-        self._refused_logged = -math.inf
-        self._sniffing = 0  # accepted connections whose first byte has not come yet
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
         # Prompts, resources, completions, tasks, and servers that ask back.
         self.surface = Surface(
@@ -83,6 +76,9 @@ class Api(ProfileMethods):
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
         self.sockets = ProfileSockets(self._handle)
+        self.door = Door(
+            lambda: control.settings, lambda: len(self.connections), self.sockets.allowed
+        )
         self.endpoint: Connect | None = None  # where the HTTP endpoint listens
         self.http = HttpApi(self, servers, control, self.connections, new_session, self.profiles)
         self._handlers: dict[str, Handler] = {
@@ -153,54 +149,17 @@ class Api(ProfileMethods):
         await trio.serve_listeners(handle, listeners, task_status=task_status)
 
     async def _handle(self, stream: trio.SocketStream, profile: str | None = None) -> None:
-        d = self.control.settings
-        # Connections that have not sent a byte count too: they used to escape the
-        # limit, so any number of silent ones could take all of mcpd's descriptors.
-        if len(self.connections) + self._sniffing >= d.max_connections:
-            self._refused += 1
-            if trio.current_time() - self._refused_logged >= _REFUSED_LOG_EVERY:
-                # Used to go unlogged; one line (with a count) per interval, not one each.
-                peer = peer_of(stream.socket)
-                logger.warning(
-                    "too many agent connections (limit %d): refused %d, the latest from %s",
-                    d.max_connections,
-                    self._refused,
-                    f"pid {peer.pid}, uid {peer.uid}" if peer is not None else "an unknown peer",
-                    extra=log_extra(None, reason="too many connections"),
-                )
-                self._refused = 0
-                self._refused_logged = trio.current_time()
-            await _refuse(stream, f"mcpd: too many connections (limit {d.max_connections})")
-            return
-        peer = peer_of(stream.socket)
-        uids: Iterable[int] = d.allow_uids
-        gids: set[int] | frozenset[int] = self._allow_gids
-        if profile is not None:
-            uids, gids = self.sockets.allowed(profile)
-        if peer is not None and not is_allowed(peer, uids, set(gids)):
-            logger.warning(
-                "refused an agent connection from uid %d (pid %d): not allowed by %s",
-                peer.uid,
-                peer.pid,
-                "daemon.allow_uids/allow_groups"
-                if profile is None
-                else f"profiles.{profile}.allow_uids/allow_groups",
-                extra=log_extra(None, reason=f"uid {peer.uid} not allowed"),
-            )
-            await _refuse(stream, f"mcpd: uid {peer.uid} may not use this socket")
+        admitted, peer = await self.door.check(stream, profile)
+        if not admitted:
             return
         servers = self.profiles.default if profile is None else self.profiles.get(profile)
         if servers is None:
-            await _refuse(stream, f"mcpd: the profile {profile!r} was removed")
+            await refuse(stream, f"mcpd: the profile {profile!r} was removed")
             return
-        self._sniffing += 1
-        try:
-            http = await is_http(stream)
-        finally:
-            self._sniffing -= 1
-        if http:  # curl, a browser, a monitor, an HTTP MCP client
+        if await self.door.speaks_http(stream):  # curl, a browser, a monitor, an HTTP client
             await self.http.connection(stream, peer, fixed=profile)
             return
+        d = self.control.settings
         conn = Connection(
             self,
             stream,
@@ -418,11 +377,3 @@ class Api(ProfileMethods):
         if not conn.is_owner():
             raise rpc.RPCError(-32000, "mcpd/reload is only for the daemon's user and root")
         return await self.control.reload()
-
-
-async def _refuse(stream: trio.SocketStream, message: str) -> None:
-    # A peer that has hung up already must not take the daemon down with it: the
-    # BrokenResourceError from this write used to end serve_listeners, and mcpd.
-    with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
-        await stream.send_all(rpc.encode_error(None, -32000, message) + b"\n")
-    await stream.aclose()

@@ -1,0 +1,103 @@
+"""Who gets a connection: the connection limit, the peer's uid and groups, and whether
+the first bytes are HTTP or a line of JSON-RPC.
+
+Refusing is done here, once and cheaply, before a connection costs a session: a
+refused peer gets one JSON-RPC error line naming why, and the log gets one line per
+interval with a count, not one per refusal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Callable, Iterable
+from typing import Final
+
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+
+from ..config.model import DaemonConfig
+from .httpapi import is_http
+from .peers import Peer, is_allowed, peer_of, resolve_groups
+
+logger = logging.getLogger("mcpd.api")
+
+_REFUSED_LOG_EVERY: Final = 10.0
+Allowed = Callable[[str], tuple[Iterable[int], Iterable[int]]]
+
+
+class Door:
+    def __init__(
+        self, settings: Callable[[], DaemonConfig], open_now: Callable[[], int], allowed: Allowed
+    ) -> None:
+        """``open_now``: connections being served; ``allowed``: a profile socket's
+        own uids and gids."""
+        self._settings = settings
+        self._open_now = open_now
+        self._allowed = allowed
+        self._allow_gids = resolve_groups(settings().allow_groups)
+        self._refused = 0  # refused at max_connections since the last log line
+        self._refused_logged = -math.inf
+        self._sniffing = 0  # accepted connections whose first byte has not come yet
+
+    async def check(
+        self, stream: trio.SocketStream, profile: str | None
+    ) -> tuple[bool, Peer | None]:
+        """Whether the connection may go on (if not, it was refused and closed), and
+        its peer (None where the socket cannot tell)."""
+        d = self._settings()
+        # Connections that have not sent a byte count too: they used to escape the
+        # limit, so any number of silent ones could take all of mcpd's descriptors.
+        if self._open_now() + self._sniffing >= d.max_connections:
+            self._refused += 1
+            if trio.current_time() - self._refused_logged >= _REFUSED_LOG_EVERY:
+                peer = peer_of(stream.socket)
+                logger.warning(
+                    "too many agent connections (limit %d): refused %d, the latest from %s",
+                    d.max_connections,
+                    self._refused,
+                    f"pid {peer.pid}, uid {peer.uid}" if peer is not None else "an unknown peer",
+                    extra=log_extra(None, reason="too many connections"),
+                )
+                self._refused = 0
+                self._refused_logged = trio.current_time()
+            await refuse(stream, f"mcpd: too many connections (limit {d.max_connections})")
+            return False, None
+        peer = peer_of(stream.socket)
+        uids: Iterable[int] = d.allow_uids
+        gids: Iterable[int] = self._allow_gids
+        if profile is not None:
+            uids, gids = self._allowed(profile)
+        if peer is not None and not is_allowed(peer, uids, set(gids)):
+            logger.warning(
+                "refused an agent connection from uid %d (pid %d): not allowed by %s",
+                peer.uid,
+                peer.pid,
+                "daemon.allow_uids/allow_groups"
+                if profile is None
+                else f"profiles.{profile}.allow_uids/allow_groups",
+                extra=log_extra(None, reason=f"uid {peer.uid} not allowed"),
+            )
+            await refuse(stream, f"mcpd: uid {peer.uid} may not use this socket")
+            return False, peer
+        return True, peer
+
+    async def speaks_http(self, stream: trio.SocketStream) -> bool:
+        """Whether the first bytes are an HTTP request (counted against the limit while
+        they are awaited)."""
+        self._sniffing += 1
+        try:
+            return await is_http(stream)
+        finally:
+            self._sniffing -= 1
+
+
+async def refuse(stream: trio.SocketStream, message: str) -> None:
+    # A peer that has hung up already must not take the daemon down with it: the
+    # BrokenResourceError from this write used to end serve_listeners, and mcpd.
+    with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
+        await stream.send_all(rpc.encode_error(None, -32000, message) + b"\n")
+    await stream.aclose()
