@@ -3,15 +3,16 @@
 A request's answer is either one ``application/json`` message or a
 ``text/event-stream`` carrying notifications about that request and then its
 response. Error statuses are mapped in ``_httpreply``; connections, TLS and the
-keep-alive pool live in ``_httpconn``. Nothing is retried here: whether a request
-may be sent again is the caller's decision.
+keep-alive pool live in ``_httpconn``; credentials and redirects in ``_httpsend``.
+Nothing is retried here: whether a request may be sent again is the caller's
+decision.
 
 The transport serves both eras. It keeps a legacy ``Mcp-Session-Id`` when a server
 hands one out (unless the caller has marked the server modern) and ends it with
 DELETE on close. A cancelled request loses its connection, which is how 2026-07-28
 cancels; when the caller has marked the server legacy (``transport.era = "legacy"``)
 it also POSTs ``notifications/cancelled``, because for those servers a disconnect
-cancels nothing.
+cancels nothing (that and the rest of a legacy session's upkeep: ``_httplegacy``).
 
 Two more things only legacy servers get (see ``_httpstream``): ``listen`` holds the
 session's server-push stream (GET) open on a connection of its own, and a call whose
@@ -28,20 +29,17 @@ that refused the credentials has not handled the message, so it cannot run twice
 from __future__ import annotations
 
 import contextlib
-import logging
 import ssl
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Final, NoReturn, TypeVar
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
 
 import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.logfields import log_extra
-from protocol.mcp import CancelledParams, Era
+from protocol.mcp import Era
 
-from ._httpauth import AuthHook, authorized
+from ._httpauth import AuthHook
 from ._httpconn import (
     ConnectionPool,
     HttpConnection,
@@ -49,15 +47,10 @@ from ._httpconn import (
     make_ssl_context,
     parse_url,
 )
-from ._httpreply import SNIPPET, AnswerReader, HttpRPCError, status_error
-from ._httprequest import (
-    VERSION_HEADER,
-    Exchange,
-    RequestHeaders,
-    SessionId,
-    header_list,
-    redirect_target,
-)
+from ._httplegacy import POST_TIMEOUT, end_session, post_answer, post_cancel
+from ._httpreply import AnswerReader, HttpRPCError
+from ._httprequest import Exchange, RequestHeaders, SessionId, header_list
+from ._httpsend import Sender
 from ._httpstream import (
     PushReader,
     PushStream,
@@ -65,28 +58,11 @@ from ._httpstream import (
     check_stream_reply,
     resume_call,
 )
-from .base import (
-    AuthError,
-    NotificationHandler,
-    ServerRequestHandler,
-    SessionExpired,
-    StreamCut,
-    TransportClosed,
-    TransportError,
-    UnexpectedReply,
-    answer_server_request,
-)
+from .base import NotificationHandler, ServerRequestHandler, StreamCut
 
 __all__ = ["AuthHook", "HttpRPCError", "HttpTransport", "open_http_transport"]
 
-logger = logging.getLogger("mcpd.http")
-
-T = TypeVar("T")
-
 DEFAULT_MAX_BODY: Final = 64 * 1024 * 1024
-MAX_REDIRECTS: Final = 5
-_ERROR_BODY_LIMIT: Final = 64 * 1024
-_CANCEL_TIMEOUT: Final = 2.0
 _DELETE_TIMEOUT: Final = 2.0
 # How soon the kernel starts probing a quiet push stream's connection.
 _PUSH_KEEPALIVE: Final = 60.0
@@ -109,10 +85,9 @@ class HttpTransport:
         on_notification: NotificationHandler | None = None,
         auth: AuthHook | None = None,
     ) -> None:
-        origin, self._target = parse_url(url)
+        origin, target = parse_url(url)
         self.alias = alias
         self.era: Era | None = None  # the caller sets it once it knows the server's era
-        self.auth = auth  # may also be set after construction, before the first message
         self._session = SessionId(alias)
 
         self._max_body = max_body
@@ -132,6 +107,8 @@ class HttpTransport:
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
         )
+        self._out = Sender(alias, target, self._pool, self._session, self._is_closed)
+        self._out.auth = auth
         # The push stream's own connection: it takes no slot from calls, and it may
         # be quiet for hours, so no read timeout applies (the kernel probes it instead).
         self._push_pool = ConnectionPool(
@@ -150,6 +127,15 @@ class HttpTransport:
         self._strays: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
 
     @property
+    def auth(self) -> AuthHook | None:
+        return self._out.auth
+
+    @auth.setter
+    def auth(self, hook: AuthHook | None) -> None:
+        # Set by the owner after construction, before the first message.
+        self._out.auth = hook
+
+    @property
     def session_id(self) -> str | None:
         return self._session.value
 
@@ -159,7 +145,7 @@ class HttpTransport:
 
     @property
     def url(self) -> str:
-        return f"{self._pool.origin}{self._target}"
+        return f"{self._pool.origin}{self._out.target}"
 
     @property
     def connections_opened(self) -> int:
@@ -188,13 +174,14 @@ class HttpTransport:
         self._inflight.add(rid)
         try:
             try:
-                return await self._post(b"POST", body, self._head.post(extra, ex), ex, self._answer)
+                out_headers = self._head.post(extra, ex)
+                return await self._out.post(b"POST", body, out_headers, ex, self._answer)
             except ResumableCut as early:
                 return await self._resume(ex, early.cut)
         except trio.Cancelled:
             if cancellable and ex.sent and self.era == "legacy":
-                with trio.move_on_after(_CANCEL_TIMEOUT, shield=True):
-                    await self._send_cancel(rid, extra)
+                with trio.move_on_after(POST_TIMEOUT, shield=True):
+                    await post_cancel(self._out, self._head, self._session, rid, extra)
             raise
         finally:
             self._inflight.discard(rid)
@@ -206,7 +193,7 @@ class HttpTransport:
         body = rpc.encode_notification(method, params)
         ex = Exchange(method, None, self.session_id)
         extra = header_list(headers or {}, "request")
-        await self._post(b"POST", body, self._head.post(extra, ex), ex, self._accepted)
+        await self._out.post(b"POST", body, self._head.post(extra, ex), ex, self._out.accepted)
 
     async def listen(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -265,70 +252,19 @@ class HttpTransport:
         try:
             if self.session_id is not None:
                 with trio.move_on_after(_DELETE_TIMEOUT, shield=True):
-                    await self._delete_session()
+                    await end_session(self._out, self._head, self._session)
         finally:
             with trio.CancelScope(shield=True):
                 await self._pool.aclose()
                 await self._push_pool.aclose()
 
-    # -- sending --
-
-    async def _post(
-        self,
-        method: bytes,
-        body: bytes,
-        headers: list[tuple[bytes, bytes]],
-        ex: Exchange,
-        read: Callable[[HttpConnection, ResponseHead, Exchange], Awaitable[T]],
-        pool: ConnectionPool | None = None,
-    ) -> T:
-        if self._closed and method != b"DELETE":
-            raise TransportClosed(f"{self.alias}: transport closed")
-        auth = self.auth
-        if auth is None:
-            return await self._send(method, body, headers, ex, read, pool)
-        sent = await auth.authorization()
-        try:
-            answer = await self._send(method, body, authorized(headers, sent), ex, read, pool)
-        except AuthError as exc:
-            fresh = await auth.refused(exc, sent)
-            if fresh is None:
-                raise
-            sent = fresh
-            answer = await self._send(method, body, authorized(headers, sent), ex, read, pool)
-        auth.accepted(sent)
-        return answer
-
-    async def _send(
-        self,
-        method: bytes,
-        body: bytes,
-        headers: list[tuple[bytes, bytes]],
-        ex: Exchange,
-        read: Callable[[HttpConnection, ResponseHead, Exchange], Awaitable[T]],
-        pool: ConnectionPool | None,
-    ) -> T:
-        target = self._target
-        for _ in range(MAX_REDIRECTS + 1):
-            async with (pool or self._pool).connection() as conn:
-                ex.sent = True
-                await conn.send(method, target.encode(), headers, body)
-                head = await conn.receive_head()
-                if head.status not in (307, 308):
-                    return await read(conn, head, ex)
-                target = redirect_target(self.alias, self._pool.origin, head, target)
-                if head.status == 308:
-                    self._target = target  # followed from now on
-                await conn.read_prefix(_ERROR_BODY_LIMIT)
-        raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for {ex}")
-
     # -- reading --
 
     async def _answer(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> Raw:
         if head.status >= 400:
-            await self._fail(conn, head, ex)
+            await self._out.fail(conn, head, ex)
         if not 200 <= head.status < 300 or head.status in (202, 204):
-            await self._unexpected(conn, head, f"HTTP {head.status} to {ex}")
+            await self._out.unexpected(conn, head, f"HTTP {head.status} to {ex}")
         self._session.capture(head, self.era)
         return await self._read_answer(conn, head, ex)
 
@@ -350,27 +286,6 @@ class HttpTransport:
             raise HttpRPCError.received(answer.error, head.status)
         return answer.result
 
-    async def _accepted(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> None:
-        if head.status >= 400:
-            await self._fail(conn, head, ex)
-        if not 200 <= head.status < 300:
-            await self._unexpected(conn, head, f"HTTP {head.status} to {ex}")
-        await conn.read_prefix(_ERROR_BODY_LIMIT)
-
-    async def _fail(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> NoReturn:
-        body = await conn.read_prefix(_ERROR_BODY_LIMIT)
-        had_session = ex.session is not None
-        exc = status_error(
-            self.alias, head, body, str(ex), had_session=had_session, now=time.time()
-        )
-        if isinstance(exc, SessionExpired) and self.session_id == ex.session:
-            self._session.value = None
-        raise exc
-
-    async def _unexpected(self, conn: HttpConnection, head: ResponseHead, what: str) -> NoReturn:
-        body = await conn.read_prefix(SNIPPET)
-        raise UnexpectedReply(f"{self.alias}: unexpected {what}", status=head.status, body=body)
-
     # -- legacy streams: resuming a call's stream, the server-push stream --
 
     async def _resume(self, ex: Exchange, cut: StreamCut) -> Raw:
@@ -384,7 +299,7 @@ class HttpTransport:
 
         async def get(event_id: str) -> Raw:
             headers = self._head.stream(ex.session, event_id)
-            return await self._post(b"GET", b"", headers, ex, self._resumed)
+            return await self._out.post(b"GET", b"", headers, ex, self._resumed)
 
         return await resume_call(self.alias, ex.resume, cut, get, self._is_closed)
 
@@ -404,10 +319,13 @@ class HttpTransport:
             await check_stream_reply(self.alias, conn, head, str(ex), had_session=had_session)
             await reader.read(conn, head)
 
-        await self._post(b"GET", b"", headers, ex, read, pool=self._push_pool)
+        await self._out.post(b"GET", b"", headers, ex, read, pool=self._push_pool)
 
     def _is_closed(self) -> bool:
         return self._closed
+
+    async def _answer_server_request(self, req: rpc.Request) -> None:
+        await post_answer(self._out, self._head, self._session, self.on_request, req)
 
     def _stray_response(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
         """A response on the push stream: kept if a request of ours waits for it."""
@@ -419,70 +337,6 @@ class HttpTransport:
     async def _new_session(self) -> None:
         """Wait until a handshake starts a session other than the push stream's."""
         await self._session.other_than(self._push_session)
-
-    # -- legacy housekeeping --
-
-    async def _send_cancel(self, rid: rpc.Id, extra: list[tuple[str, str]]) -> None:
-        # Legacy servers check the version header on every POST of a session.
-        version = {k: v for k, v in extra if k.lower() == VERSION_HEADER}
-        params = CancelledParams(requestId=rid, reason="cancelled by the client")
-        try:
-            await self.notify("notifications/cancelled", params, headers=version)
-        except (TransportError, rpc.RPCError) as exc:
-            logger.info(
-                "%s: notifications/cancelled for id %s failed: %s",
-                self.alias,
-                rid,
-                exc,
-                extra=log_extra(self.alias, "cancel_failed", str(exc)),
-            )
-
-    async def _answer_server_request(self, req: rpc.Request) -> None:
-        """POST the answer to a legacy server's request (``ping``, or what
-        ``on_request`` answers; without it, -32601)."""
-        body = await answer_server_request(self.alias, self.on_request, req)
-        ex = Exchange(f"the answer to {req.method}", None, self.session_id)
-        failed = "no answer in time"
-        with trio.move_on_after(_CANCEL_TIMEOUT):
-            try:
-                await self._post(b"POST", body, self._head.post([], ex), ex, self._accepted)
-                return
-            except (TransportError, rpc.RPCError) as exc:
-                failed = str(exc)
-        logger.info(
-            "%s: could not answer the server's %s request: %s",
-            self.alias,
-            req.method,
-            failed,
-            extra=log_extra(self.alias, "server_request_unanswered", failed),
-        )
-
-    async def _delete_session(self) -> None:
-        session = self.session_id
-        ex = Exchange("DELETE", None, session)
-        headers = [(k, v) for k, v in self._head.post([], ex) if k != b"Content-Type"]
-        try:
-            status = await self._post(b"DELETE", b"", headers, ex, _status_only)
-        except TransportError as exc:
-            status, reason = 0, str(exc)
-        else:
-            reason = f"HTTP {status}"
-        self._session.value = None
-        # 404: already gone; 405: the server does not let clients end sessions.
-        if 200 <= status < 300 or status in (404, 405):
-            logger.debug("%s: session ended (%s)", self.alias, reason)
-        else:
-            logger.info(
-                "%s: could not end the session: %s",
-                self.alias,
-                reason,
-                extra=log_extra(self.alias, "session_delete_failed", reason),
-            )
-
-
-async def _status_only(conn: HttpConnection, head: ResponseHead, ex: Exchange) -> int:
-    await conn.read_prefix(_ERROR_BODY_LIMIT)
-    return head.status
 
 
 @contextlib.asynccontextmanager

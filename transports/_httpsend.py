@@ -1,0 +1,125 @@
+"""The one way out for every HTTP message of a transport, and the answers without a result.
+
+Every message (a POST, the GETs of legacy streams, the DELETE that ends a session)
+goes through ``Sender.post``: it adds the credentials an ``AuthHook`` hands out,
+sends once more when a refusal brings new ones, and follows 307/308 within the
+origin. A 308 is remembered, so later messages go straight to the new target.
+Reading the answer is the caller's ``read`` function; the ones for answers that
+carry no JSON-RPC result (an accepted notification, an error status) live here
+too, because the legacy housekeeping needs them as much as the transport does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Final, NoReturn, TypeVar
+
+from ._httpauth import AuthHook, authorized
+from ._httpconn import ConnectionPool, HttpConnection, ResponseHead
+from ._httpreply import SNIPPET, status_error
+from ._httprequest import Exchange, SessionId, redirect_target
+from .base import AuthError, SessionExpired, TransportClosed, TransportError, UnexpectedReply
+
+T = TypeVar("T")
+
+MAX_REDIRECTS: Final = 5
+ERROR_BODY_LIMIT: Final = 64 * 1024
+
+Read = Callable[[HttpConnection, ResponseHead, Exchange], Awaitable[T]]
+
+
+class Sender:
+    def __init__(
+        self,
+        alias: str,
+        target: str,
+        pool: ConnectionPool,
+        session: SessionId,
+        is_closed: Callable[[], bool],
+    ) -> None:
+        self.alias = alias
+        self.target = target
+        self.pool = pool
+        self.auth: AuthHook | None = None
+        self._session = session
+        self._is_closed = is_closed
+
+    async def post(
+        self,
+        method: bytes,
+        body: bytes,
+        headers: list[tuple[bytes, bytes]],
+        ex: Exchange,
+        read: Read[T],
+        pool: ConnectionPool | None = None,
+    ) -> T:
+        # DELETE is how a closing transport ends its session, so it still goes out.
+        if self._is_closed() and method != b"DELETE":
+            raise TransportClosed(f"{self.alias}: transport closed")
+        auth = self.auth
+        if auth is None:
+            return await self._send(method, body, headers, ex, read, pool)
+        sent = await auth.authorization()
+        try:
+            answer = await self._send(method, body, authorized(headers, sent), ex, read, pool)
+        except AuthError as exc:
+            # A refused message was not handled, so sending it again cannot run it twice.
+            fresh = await auth.refused(exc, sent)
+            if fresh is None:
+                raise
+            sent = fresh
+            answer = await self._send(method, body, authorized(headers, sent), ex, read, pool)
+        auth.accepted(sent)
+        return answer
+
+    async def _send(
+        self,
+        method: bytes,
+        body: bytes,
+        headers: list[tuple[bytes, bytes]],
+        ex: Exchange,
+        read: Read[T],
+        pool: ConnectionPool | None,
+    ) -> T:
+        target = self.target
+        for _ in range(MAX_REDIRECTS + 1):
+            async with (pool or self.pool).connection() as conn:
+                ex.sent = True
+                await conn.send(method, target.encode(), headers, body)
+                head = await conn.receive_head()
+                if head.status not in (307, 308):
+                    return await read(conn, head, ex)
+                target = redirect_target(self.alias, self.pool.origin, head, target)
+                if head.status == 308:
+                    self.target = target
+                await conn.read_prefix(ERROR_BODY_LIMIT)
+        raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for {ex}")
+
+    async def accepted(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> None:
+        """The reader for a message that expects no result (202, or any 2xx)."""
+        if head.status >= 400:
+            await self.fail(conn, head, ex)
+        if not 200 <= head.status < 300:
+            await self.unexpected(conn, head, f"HTTP {head.status} to {ex}")
+        await conn.read_prefix(ERROR_BODY_LIMIT)
+
+    async def fail(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> NoReturn:
+        body = await conn.read_prefix(ERROR_BODY_LIMIT)
+        had_session = ex.session is not None
+        exc = status_error(
+            self.alias, head, body, str(ex), had_session=had_session, now=time.time()
+        )
+        # Only the session this message was sent in is gone; a newer one stays.
+        if isinstance(exc, SessionExpired) and self._session.value == ex.session:
+            self._session.value = None
+        raise exc
+
+    async def unexpected(self, conn: HttpConnection, head: ResponseHead, what: str) -> NoReturn:
+        body = await conn.read_prefix(SNIPPET)
+        raise UnexpectedReply(f"{self.alias}: unexpected {what}", status=head.status, body=body)
+
+
+async def status_only(conn: HttpConnection, head: ResponseHead, ex: Exchange) -> int:
+    await conn.read_prefix(ERROR_BODY_LIMIT)
+    return head.status
