@@ -22,19 +22,17 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedEnd
 from protocol.logfields import log_extra
-from protocol.mcp import CancelledParams
 
 from ._pending import Pending, Reply
 from ._stdiolog import BURST_GAP, Complaints, StderrLog
 from ._stdioproc import PARENT_ONLY_VARS, describe_exit, environment, start, stop_process
+from ._stdiorelay import Relays
 from .base import (
     MessageTooLarge,
     NotificationHandler,
     ServerRequestHandler,
     TransportClosed,
     TransportError,
-    answer_server_request,
-    default_answer,
     single_exceptions,
     too_large_reason,
 )
@@ -91,7 +89,6 @@ class StdioTransport:
         self._on_notification = on_notification
         # Who answers the server's own requests (set by the owner before any arrive).
         self.on_request: ServerRequestHandler | None = None
-        self._relays: dict[rpc.Id, trio.CancelScope] = {}
         self._nursery: trio.Nursery | None = None
         self._ids = rpc.IdAllocator()
         self._complaints = Complaints()
@@ -106,6 +103,7 @@ class StdioTransport:
         self._exited = trio.Event()
         self.closed = trio.Event()
         self.error: TransportError | None = None
+        self._relays = Relays(alias, self._put, self.closed)
 
     @property
     def pid(self) -> int:
@@ -302,7 +300,7 @@ class StdioTransport:
             self._pending.route(msg)
         elif isinstance(msg, rpc.Notification):
             if msg.method == "notifications/cancelled" and (
-                self._pending.server_cancelled(msg) or self._relay_cancelled(msg)
+                self._pending.server_cancelled(msg) or self._relays.withdrawn(msg)
             ):
                 return
             if self._on_notification is not None:
@@ -311,45 +309,7 @@ class StdioTransport:
                 except Exception:
                     logger.exception("%s: notification handler failed", self.alias)
         else:
-            self._server_request(msg)
-
-    def _server_request(self, req: rpc.Request) -> None:
-        # Legacy servers may ping us; anything else goes to whoever answers for mcpd,
-        # in a task of its own: the answer may take a person's time, and the reader
-        # must go on meanwhile (the server may be waiting for it to read something).
-        if req.method != "ping" and self.on_request is not None and self._nursery is not None:
-            if req.id in self._relays:
-                reply = rpc.encode_error(req.id, rpc.INVALID_REQUEST, f"id {req.id!r} is in use")
-            else:
-                self._relays[req.id] = scope = trio.CancelScope()
-                self._nursery.start_soon(self._relay, req, scope)
-                return
-        else:
-            reply = default_answer(req)
-        with contextlib.suppress(rpc.RPCError):
-            self._put(reply, f"the answer to {req.method}")
-
-    async def _relay(self, req: rpc.Request, scope: trio.CancelScope) -> None:
-        try:
-            with scope:
-                reply = await answer_server_request(self.alias, self.on_request, req)
-                if self.error is None:
-                    with contextlib.suppress(rpc.RPCError):
-                        self._put(reply, f"the answer to {req.method}")
-        finally:
-            self._relays.pop(req.id, None)
-
-    def _relay_cancelled(self, msg: rpc.Notification) -> bool:
-        """The server withdrew one of its requests: stop relaying it, answer nothing."""
-        try:
-            params = rpc.decode_as(msg.params, CancelledParams)
-        except rpc.InvalidParams:
-            return False
-        scope = self._relays.pop(params.requestId, None)  # type: ignore[arg-type]
-        if scope is None:
-            return False
-        scope.cancel()
-        return True
+            self._relays.take(msg, self.on_request, self._nursery)
 
     def _oversized(self, item: Oversized) -> None:
         """A line over the limit: only the request it answered fails, once its end (and
