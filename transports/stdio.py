@@ -20,21 +20,20 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedEnd
+from protocol.framing import DEFAULT_MAX_LINE, LineFramer
 from protocol.logfields import log_extra
 
 from ._pending import Pending, Reply
 from ._stdiolog import BURST_GAP, Complaints, StderrLog
 from ._stdioproc import PARENT_ONLY_VARS, describe_exit, environment, start, stop_process
+from ._stdioread import StdoutReader
 from ._stdiorelay import Relays
 from .base import (
-    MessageTooLarge,
     NotificationHandler,
     ServerRequestHandler,
     TransportClosed,
     TransportError,
     single_exceptions,
-    too_large_reason,
 )
 from .linewriter import LineWriter, batch
 from .process import ChildProcess, signal_group
@@ -86,15 +85,12 @@ class StdioTransport:
         self.alias = alias
         self.process = process
         self.params = params
-        self._on_notification = on_notification
         # Who answers the server's own requests (set by the owner before any arrive).
         self.on_request: ServerRequestHandler | None = None
         self._nursery: trio.Nursery | None = None
         self._ids = rpc.IdAllocator()
-        self._complaints = Complaints()
-        self._pending = Pending(alias, logger, self._complaints.admit)
-        self._framer = LineFramer(params.max_line, report_end=True)
-        self._oversized_head = b""
+        complaints = Complaints()
+        self._pending = Pending(alias, logger, complaints.admit)
         stdin = process.stdin
         assert stdin is not None
         self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED, rpc.line_fault)
@@ -104,6 +100,15 @@ class StdioTransport:
         self.closed = trio.Event()
         self.error: TransportError | None = None
         self._relays = Relays(alias, self._put, self.closed)
+        self._reader = StdoutReader(
+            alias,
+            params.max_line,
+            self._pending,
+            complaints.admit,
+            on_notification,
+            self._server_request,
+            self._relays.withdrawn,
+        )
 
     @property
     def pid(self) -> int:
@@ -232,10 +237,8 @@ class StdioTransport:
                 if not data:
                     break
                 with batch():  # answers to a chunk of responses go out together
-                    for item in self._framer.feed(data):
-                        self._dispatch(item)
-            for item in self._framer.flush():
-                self._dispatch(item)
+                    self._reader.feed(data)
+            self._reader.flush()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
         self._stdout_eof.set()
@@ -278,59 +281,9 @@ class StdioTransport:
             await self._stdout_eof.wait()
         self._close(self._exit_error())
 
-    def _dispatch(self, item: bytes | Oversized) -> None:
-        if isinstance(item, Oversized):
-            self._oversized(item)
-            return
-        try:
-            msg = rpc.decode_message(item)
-        except rpc.DecodeFailure as exc:
-            note = self._complaints.admit()
-            if note is not None:
-                logger.warning(
-                    "%s: skipped a stdout line that is not JSON-RPC (%s): %.200r%s",
-                    self.alias,
-                    exc.message,
-                    item,
-                    note,
-                    extra=log_extra(self.alias),
-                )
-            return
-        if isinstance(msg, rpc.Response | rpc.ErrorResponse):
-            self._pending.route(msg)
-        elif isinstance(msg, rpc.Notification):
-            if msg.method == "notifications/cancelled" and (
-                self._pending.server_cancelled(msg) or self._relays.withdrawn(msg)
-            ):
-                return
-            if self._on_notification is not None:
-                try:
-                    self._on_notification(msg)
-                except Exception:
-                    logger.exception("%s: notification handler failed", self.alias)
-        else:
-            self._relays.take(msg, self.on_request, self._nursery)
-
-    def _oversized(self, item: Oversized) -> None:
-        """A line over the limit: only the request it answered fails, once its end (and
-        size) is known; the server goes on."""
-        if not isinstance(item, OversizedEnd):
-            self._oversized_head = item.prefix
-            return
-        reason = too_large_reason(self.alias, item.size, item.limit)
-        rid = rpc.id_at_edges(self._oversized_head, item.tail)
-        self._oversized_head = b""
-        answered = rid is not None and self._pending.resolve(
-            rid, None, MessageTooLarge(reason, size=item.size, limit=item.limit)
-        )
-        logger.warning(
-            "%s; %s",
-            reason,
-            f"the request (id {rid!r}) it answered failed, the server keeps running"
-            if answered
-            else "no waiting request could be told which it was",
-            extra=log_extra(self.alias, "message_too_large", reason),
-        )
+    def _server_request(self, req: rpc.Request) -> None:
+        # Read at each request: the owner sets on_request after the reader exists.
+        self._relays.take(req, self.on_request, self._nursery)
 
     def _error(self, what: str) -> TransportClosed:
         return TransportClosed(f"{self.alias} {what}", detail="\n".join(self._stderr.tail))

@@ -1,0 +1,105 @@
+"""What a stdio server writes on stdout, cut into lines and each sent where it goes:
+responses to the requests waiting for them, notifications to their handler, the
+server's own requests to whoever answers them.
+
+A line over the limit fails only the request it answered, once its end (and size) is
+known; the server goes on. A line that is not JSON-RPC is skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from protocol import jsonrpc as rpc
+from protocol.framing import LineFramer, Oversized, OversizedEnd
+from protocol.logfields import log_extra
+
+from ._pending import Pending
+from .base import MessageTooLarge, NotificationHandler, too_large_reason
+
+logger = logging.getLogger("mcpd.stdio")
+
+
+class StdoutReader:
+    def __init__(
+        self,
+        alias: str,
+        max_line: int,
+        pending: Pending,
+        complain: Callable[[], str | None],
+        on_notification: NotificationHandler | None,
+        on_request: Callable[[rpc.Request], None],
+        withdrawn: Callable[[rpc.Notification], bool],
+    ) -> None:
+        """``complain`` rations the warnings (None: stay quiet); ``withdrawn`` says
+        whether a notifications/cancelled stopped one of the server's own requests."""
+        self._alias = alias
+        self._pending = pending
+        self._complain = complain
+        self._on_notification = on_notification
+        self._on_request = on_request
+        self._withdrawn = withdrawn
+        self._framer = LineFramer(max_line, report_end=True)
+        self._oversized_head = b""
+
+    def feed(self, data: bytes) -> None:
+        for item in self._framer.feed(data):
+            self._dispatch(item)
+
+    def flush(self) -> None:
+        """stdout ended: a last line without its newline still counts."""
+        for item in self._framer.flush():
+            self._dispatch(item)
+
+    def _dispatch(self, item: bytes | Oversized) -> None:
+        if isinstance(item, Oversized):
+            self._oversized(item)
+            return
+        try:
+            msg = rpc.decode_message(item)
+        except rpc.DecodeFailure as exc:
+            note = self._complain()
+            if note is not None:
+                logger.warning(
+                    "%s: skipped a stdout line that is not JSON-RPC (%s): %.200r%s",
+                    self._alias,
+                    exc.message,
+                    item,
+                    note,
+                    extra=log_extra(self._alias),
+                )
+            return
+        if isinstance(msg, rpc.Response | rpc.ErrorResponse):
+            self._pending.route(msg)
+        elif isinstance(msg, rpc.Notification):
+            if msg.method == "notifications/cancelled" and (
+                self._pending.server_cancelled(msg) or self._withdrawn(msg)
+            ):
+                return
+            if self._on_notification is not None:
+                try:
+                    self._on_notification(msg)
+                except Exception:
+                    logger.exception("%s: notification handler failed", self._alias)
+        else:
+            self._on_request(msg)
+
+    def _oversized(self, item: Oversized) -> None:
+        if not isinstance(item, OversizedEnd):
+            self._oversized_head = item.prefix
+            return
+        reason = too_large_reason(self._alias, item.size, item.limit)
+        rid = rpc.id_at_edges(self._oversized_head, item.tail)
+        self._oversized_head = b""
+        answered = rid is not None and self._pending.resolve(
+            rid, None, MessageTooLarge(reason, size=item.size, limit=item.limit)
+        )
+        logger.warning(
+            "%s; %s",
+            reason,
+            f"the request (id {rid!r}) it answered failed, the server keeps running"
+            if answered
+            else "no waiting request could be told which it was",
+            extra=log_extra(self._alias, "message_too_large", reason),
+        )
