@@ -15,19 +15,21 @@ counted, and the next warning says how many.
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from collections.abc import Callable
 from typing import Final
 
 import trio
 
-from protocol.framing import Oversized
+from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 
 logger = logging.getLogger("mcpd.stdio")
 
 BURST_GAP: Final = 0.05
 BURST_LINES: Final = 200
+_STDERR_MAX_LINE: Final = 4096
 # Warnings about what one server writes on stdout: a burst, then one a second.
 _COMPLAINT_BURST: Final = 20
 _COMPLAINT_RATE: Final = 1.0
@@ -61,6 +63,29 @@ class StderrLog:
         if self._burst:
             text, self._burst = "\n".join(self._burst), []
             logger.info("%s", text, extra=log_extra(self.alias, "stderr"))
+
+
+async def read_stderr(stderr: trio.abc.ReceiveStream, log: StderrLog) -> None:
+    """Feed the server's stderr to ``log`` until it closes; a broken pipe is its end too."""
+    framer = LineFramer(_STDERR_MAX_LINE)
+    try:
+        while True:
+            # While a burst is held, a quiet moment ends it.
+            with trio.move_on_after(BURST_GAP if log.pending else math.inf) as quiet:
+                data = await stderr.receive_some(65536)
+            if quiet.cancelled_caught:
+                log.flush()
+                continue
+            if not data:
+                break
+            for item in framer.feed(data):
+                log.line(item)
+        for item in framer.flush():
+            log.line(item)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    finally:
+        log.flush()
 
 
 class Complaints:

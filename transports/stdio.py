@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import signal
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
@@ -20,11 +19,11 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.framing import DEFAULT_MAX_LINE, LineFramer
+from protocol.framing import DEFAULT_MAX_LINE
 from protocol.logfields import log_extra
 
 from ._pending import Pending, Reply
-from ._stdiolog import BURST_GAP, Complaints, StderrLog
+from ._stdiolog import Complaints, StderrLog, read_stderr
 from ._stdioproc import PARENT_ONLY_VARS, describe_exit, environment, start, stop_process
 from ._stdioread import StdoutReader
 from ._stdiorelay import Relays
@@ -53,8 +52,6 @@ _EXIT_DRAIN: Final = 0.5  # after exit, how long buffered stdout may still be re
 _MAX_BUFFERED: Final = 16 * 1024 * 1024  # bytes queued for a server's stdin
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
-# Warnings about what one server writes on stdout: a burst, then one a second.
-_STDERR_MAX_LINE: Final = 4096
 
 
 class StdioParams(msgspec.Struct, frozen=True):
@@ -252,26 +249,7 @@ class StdioTransport:
     async def _read_stderr(self) -> None:
         stderr = self.process.stderr
         assert stderr is not None
-        framer = LineFramer(_STDERR_MAX_LINE)
-        log = self._stderr
-        try:
-            while True:
-                # While a burst is held, a quiet moment ends it.
-                with trio.move_on_after(BURST_GAP if log.pending else math.inf) as quiet:
-                    data = await stderr.receive_some(65536)
-                if quiet.cancelled_caught:
-                    log.flush()
-                    continue
-                if not data:
-                    break
-                for item in framer.feed(data):
-                    log.line(item)
-            for item in framer.flush():
-                log.line(item)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
-        finally:
-            log.flush()
+        await read_stderr(stderr, self._stderr)
 
     async def _watch_exit(self) -> None:
         await self.process.wait()
