@@ -51,7 +51,6 @@ logger = logging.getLogger("mcpd.stdio")
 _EXIT_DRAIN: Final = 0.5  # after exit, how long buffered stdout may still be read
 _MAX_BUFFERED: Final = 16 * 1024 * 1024  # bytes queued for a server's stdin
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
-_ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
 
 
 class StdioParams(msgspec.Struct, frozen=True):
