@@ -24,7 +24,6 @@ from .base import TransportError, UnexpectedReply
 
 logger = logging.getLogger("mcpd.sse")
 
-_ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
 REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 # Headers the transport owns; neither configuration nor callers may set them.
 RESERVED: Final = frozenset(
