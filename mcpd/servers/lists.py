@@ -26,8 +26,9 @@ from protocol.logfields import log_extra
 from transports.base import ServerCancelled, TransportError
 
 from ..registry.catalog import Catalog
+from .handshake import ProtocolViolation
 from .listing import ListKeeper
-from .upstream import ProtocolViolation, Upstream
+from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
 

@@ -29,6 +29,7 @@ from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
 from .calls import Done, PendingCall, wait_for
 from .events import ServerLog, describe_failure
+from .handshake import ProtocolViolation
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
 from .listing import ListKeeper
@@ -40,7 +41,7 @@ from .scheduler import CallScheduler
 from .state import backoff_config, breaker_config, outage_of, server_state, status_row
 from .stats import LatencyStats
 from .transport_factory import TransportFactory, open_transport
-from .upstream import ProtocolViolation, Upstream
+from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
 

@@ -1,41 +1,35 @@
-"""One MCP server as mcpd's client sees it: era detection, paged listing, calls.
+"""One MCP server as mcpd's client sees it: requests in its era, paged listing, calls.
 
 No supervision here: an ``Upstream`` wraps a live transport and raises when things go
-wrong; the supervisor decides what to do about it.
+wrong; the supervisor decides what to do about it. Which era a server speaks is
+found out by ``handshake``; this module speaks it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any
 
 import msgspec
-import trio
 from msgspec import UNSET, Raw, UnsetType
 
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.base import SessionExpired, Transport, TransportError, UnexpectedReply
+from transports.base import SessionExpired, Transport
 
-from .. import __version__
+from .handshake import (
+    NO_CAPABILITIES,
+    RESERVED_META_PREFIX,
+    Greeting,
+    Handshake,
+    ProtocolViolation,
+    request_meta,
+)
 
 logger = logging.getLogger("mcpd.upstream")
-
-CLIENT_INFO: Final = mcp.Implementation(name="mcpd", version=__version__)
-# A daemon has no UI to answer elicitation or sampling, so by default it declares none.
-NO_CAPABILITIES: Final[dict[str, Any]] = {}
-_RESERVED_META_PREFIX: Final = "io.modelcontextprotocol/"
-
-
-class ProtocolViolation(TransportError):
-    """The server is up but breaks the protocol badly enough that it cannot be used."""
-
-
-class Incompatible(TransportError):
-    """The server speaks no protocol version mcpd does."""
 
 
 class ListResult(msgspec.Struct):
@@ -61,8 +55,6 @@ class Upstream:
         self.alias = alias
         self.transport = transport
         self.http = http
-        self.era_pref = era
-        self.probe_timeout = probe_timeout
         self.max_pages = max_pages
         self.era: mcp.Era | None = None
         self.version = ""
@@ -70,7 +62,9 @@ class Upstream:
         self.instructions: str | None = None
         self.server_info: Any = None
         self.discover_ttl_ms = 0
-        self.probe_died = False
+        self._handshake = Handshake(
+            alias, transport, http=http, era=era, probe_timeout=probe_timeout
+        )
         # What a legacy server is told at initialize that mcpd can answer (relayed to
         # agents); modern servers learn each request's capabilities with the request.
         self.client_capabilities: dict[str, Any] = NO_CAPABILITIES
@@ -80,139 +74,33 @@ class Upstream:
 
     # -- lifecycle --
 
+    @property
+    def probe_died(self) -> bool:
+        """The process exited at the discover probe: start the next one at legacy."""
+        return self._handshake.probe_died
+
     async def connect(self) -> None:
         """Find out which era the server speaks and finish its handshake."""
-        if self.era_pref != "legacy":
-            version = mcp.LATEST_MODERN
-            for _ in range(2):  # at most one retry, with a version from -32022's list
-                outcome = await self._probe(version)
-                if isinstance(outcome, mcp.DiscoverResult):
-                    chosen = _pick_modern(outcome.supportedVersions)
-                    if chosen is not None:
-                        self._adopt_discover(outcome, chosen)
-                        return
-                    break  # a discover result that lists no modern version: legacy
-                if outcome is None:
-                    break
-                version = outcome
-            if self.era_pref == "modern":
-                raise Incompatible(f"{self.alias}: does not speak protocol {mcp.LATEST_MODERN}")
-        await self._initialize()
-
-    async def _probe(self, version: str) -> mcp.DiscoverResult | str | None:
-        """A DiscoverResult, a version to retry with, or None for "legacy"."""
-        params = mcp.MetaOnlyParams(meta=self._meta(version, NO_CAPABILITIES))
-        headers = mcp_headers.request_headers(version, "server/discover") if self.http else None
-        try:
-            with trio.fail_after(self.probe_timeout):
-                raw = await self.transport.request(
-                    "server/discover", params, headers=headers, cancellable=False
-                )
-        except trio.TooSlowError:
-            logger.info(
-                "%s: no answer to server/discover, trying the legacy handshake",
-                self.alias,
-                extra=log_extra(self.alias),
-            )
-            return None
-        except rpc.RPCError as exc:
-            return self._probe_error(exc, version)
-        except UnexpectedReply:
-            return None  # an empty or non-JSON-RPC 4xx: a legacy HTTP server
-        except TransportError:
-            # Some legacy stdio servers exit on any message before initialize; the
-            # supervisor then starts the next process straight at the legacy handshake.
-            self.probe_died = not self.http
-            raise
-        try:
-            return rpc.decode_as(raw, mcp.DiscoverResult)
-        except rpc.InvalidParams:
-            return None
-
-    def _probe_error(self, exc: rpc.RPCError, version: str) -> str | None:
-        if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
-            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-            # Modern evidence: retry (once) even with the version just sent, rather
-            # than fall back to initialize.
-            return _pick_modern(supported if isinstance(supported, list) else [])
-        status = getattr(exc, "http_status", None)
-        if self.http and (
-            exc.code in rpc.MODERN_ERROR_CODES
-            or (status == 404 and exc.code == rpc.METHOD_NOT_FOUND)
-        ):
-            # Modern evidence without a usable discover answer: a modern server that
-            # rejects something about the probe. Speak modern with what we know.
-            self.era, self.version = "modern", version
-            raise ProtocolViolation(f"{self.alias}: server/discover failed: {exc.message}")
-        return None
-
-    def _adopt_discover(self, result: mcp.DiscoverResult, version: str) -> None:
-        self.era, self.version = "modern", version
-        self._set_transport_era("modern")
-        self.capabilities = result.capabilities
-        self.instructions = result.instructions if isinstance(result.instructions, str) else None
-        self.server_info = (result.meta or {}).get(mcp.KEY_SERVER_INFO) if result.meta else None
-        ttl = result.ttlMs
-        self.discover_ttl_ms = ttl if isinstance(ttl, int) and ttl > 0 else 0
+        await self._adopt(await self._handshake.connect(self.client_capabilities))
 
     async def _initialize(self) -> None:
-        # A plain dict: the struct omits an empty `capabilities`, which the legacy
-        # schema requires (the Python SDK rejects initialize without it).
-        params = {
-            "protocolVersion": mcp.LATEST_LEGACY,
-            "capabilities": self.client_capabilities,
-            "clientInfo": CLIENT_INFO,
-        }
-        self._set_transport_era("legacy")
-        try:
-            # initialize must never be cancelled (2025-11-25 lifecycle).
-            raw = await self.transport.request("initialize", params, cancellable=False)
-        except rpc.RPCError as exc:
-            if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION and self.era_pref != "legacy":
-                # A modern server that was slow to answer the probe; probe again.
-                supported = exc.data.get("supported") if isinstance(exc.data, dict) else []
-                chosen = _pick_modern(supported if isinstance(supported, list) else [])
-                if chosen is not None:
-                    outcome = await self._probe(chosen)
-                    if isinstance(outcome, mcp.DiscoverResult):
-                        self._adopt_discover(outcome, chosen)
-                        return
-            raise Incompatible(f"{self.alias}: initialize failed: {exc.message}") from None
-        try:
-            result = rpc.decode_as(raw, mcp.InitializeResult)
-        except rpc.InvalidParams as exc:
-            raise ProtocolViolation(f"{self.alias}: bad initialize result: {exc}") from None
-        if result.protocolVersion not in mcp.LEGACY_VERSIONS:
-            raise Incompatible(
-                f"{self.alias}: server offered protocol {result.protocolVersion!r}; "
-                f"mcpd speaks {', '.join(mcp.ALL_VERSIONS)}"
-            )
-        self.era, self.version = "legacy", result.protocolVersion
-        self.capabilities = result.capabilities
-        self.instructions = result.instructions if isinstance(result.instructions, str) else None
-        self.server_info = result.serverInfo if result.serverInfo is not UNSET else None
-        await self.transport.notify(
-            "notifications/initialized", UNSET, headers=self._headers("notifications/initialized")
-        )
+        await self._adopt(await self._handshake.initialize(self.client_capabilities))
 
-    def _set_transport_era(self, era: mcp.Era) -> None:
-        # Either way a session id from an earlier answer (or the probe's) is dropped.
-        if hasattr(self.transport, "era"):
-            self.transport.era = era
-        if hasattr(self.transport, "reset_session"):
-            self.transport.reset_session()
+    async def _adopt(self, greeting: Greeting) -> None:
+        self.era, self.version = greeting.era, greeting.version
+        self.capabilities = greeting.capabilities
+        self.instructions = greeting.instructions
+        self.server_info = greeting.server_info
+        if greeting.discover_ttl_ms is not None:
+            self.discover_ttl_ms = greeting.discover_ttl_ms
+        if greeting.era == "legacy":
+            await self.transport.notify(
+                "notifications/initialized",
+                UNSET,
+                headers=self._headers("notifications/initialized"),
+            )
 
     # -- requests --
-
-    def _meta(
-        self, version: str, capabilities: Mapping[str, Any], extra: Mapping[str, Any] | None = None
-    ) -> mcp.Meta:
-        base = (
-            {k: v for k, v in extra.items() if not k.startswith(_RESERVED_META_PREFIX)}
-            if extra
-            else None
-        )
-        return mcp.request_meta(version, dict(capabilities), CLIENT_INFO, base)
 
     def _headers(self, method: str, name: str | None = None) -> dict[str, str] | None:
         if not self.http:
@@ -284,7 +172,7 @@ class Upstream:
         )
 
     def _list_params(self, cursor: str | None) -> Any:
-        meta = self._meta(self.version, NO_CAPABILITIES) if self.era == "modern" else UNSET
+        meta = request_meta(self.version, NO_CAPABILITIES) if self.era == "modern" else UNSET
         if cursor is None and meta is UNSET:
             return UNSET
         return mcp.ListToolsParams(cursor=UNSET if cursor is None else cursor, meta=meta)
@@ -358,7 +246,7 @@ class Upstream:
         if self.era == "modern":
             params.meta = self._call_meta(capabilities, agent_meta)
         elif agent_meta:
-            kept = {k: v for k, v in agent_meta.items() if not k.startswith(_RESERVED_META_PREFIX)}
+            kept = {k: v for k, v in agent_meta.items() if not k.startswith(RESERVED_META_PREFIX)}
             params.meta = kept if kept else UNSET
         mapping = self._param_headers.get(params.name) if self.era == "modern" else None
         if not mapping:
@@ -379,14 +267,14 @@ class Upstream:
         self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
     ) -> mcp.Meta:
         if not capabilities and (
-            not agent_meta or all(k.startswith(_RESERVED_META_PREFIX) for k in agent_meta)
+            not agent_meta or all(k.startswith(RESERVED_META_PREFIX) for k in agent_meta)
         ):
             # The common call carries nothing of the agent's own: one shared _meta
             # (encoded, never changed) instead of a new dict per call.
             if self._plain_meta is None:
-                self._plain_meta = self._meta(self.version, NO_CAPABILITIES)
+                self._plain_meta = request_meta(self.version, NO_CAPABILITIES)
             return self._plain_meta
-        return self._meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
+        return request_meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
 
     def params_meta(
         self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
@@ -396,14 +284,14 @@ class Upstream:
         if self.era == "modern":
             return self._call_meta(capabilities, agent_meta)
         if agent_meta:
-            kept = {k: v for k, v in agent_meta.items() if not k.startswith(_RESERVED_META_PREFIX)}
+            kept = {k: v for k, v in agent_meta.items() if not k.startswith(RESERVED_META_PREFIX)}
             return kept if kept else UNSET
         return UNSET
 
     async def listen_for(self, notifications: Mapping[str, Any]) -> None:
         """``listen_tools`` for any set of notifications (lists, resources, tasks)."""
         params = {
-            "_meta": self._meta(self.version, NO_CAPABILITIES),
+            "_meta": request_meta(self.version, NO_CAPABILITIES),
             "notifications": dict(notifications),
         }
         await self.request("subscriptions/listen", params)
@@ -418,7 +306,7 @@ class Upstream:
         """Hold a modern ``subscriptions/listen`` for tool-list changes open until the
         server ends it (returns), cancels it (ServerCancelled) or the stream drops."""
         params = {
-            "_meta": self._meta(self.version, NO_CAPABILITIES),
+            "_meta": request_meta(self.version, NO_CAPABILITIES),
             "notifications": {"toolsListChanged": True},
         }
         await self.request("subscriptions/listen", params)
@@ -426,14 +314,7 @@ class Upstream:
     async def probe(self) -> None:
         """A cheap request that proves the server answers (for half-open breakers)."""
         if self.era == "modern":
-            params = mcp.MetaOnlyParams(meta=self._meta(self.version, NO_CAPABILITIES))
+            params = mcp.MetaOnlyParams(meta=request_meta(self.version, NO_CAPABILITIES))
             await self.request("server/discover", params, cancellable=False)
         else:
             await self.request("tools/list", UNSET)
-
-
-def _pick_modern(versions: list[Any]) -> str | None:
-    for v in mcp.MODERN_VERSIONS:
-        if v in versions:
-            return v
-    return None

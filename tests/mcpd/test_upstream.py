@@ -17,7 +17,8 @@ import trio
 from msgspec import Raw
 
 from mcpd import __version__
-from mcpd.servers.upstream import Incompatible, ProtocolViolation, Upstream
+from mcpd.servers.handshake import Incompatible, ProtocolViolation
+from mcpd.servers.upstream import Upstream
 from protocol import mcp
 from tests.support.procs import scripted
 from transports.base import TransportClosed

@@ -1,0 +1,211 @@
+"""Opening a session with an MCP server: which era it speaks, and that era's handshake.
+
+A modern server answers ``server/discover``; anything else gets the legacy
+``initialize``. The outcome is a ``Greeting``, what the server said of itself, for
+the ``Upstream`` to adopt; the handshake keeps no session state of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+import trio
+from msgspec import UNSET
+
+from protocol import headers as mcp_headers
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.logfields import log_extra
+from transports.base import Transport, TransportError, UnexpectedReply
+
+from .. import __version__
+
+logger = logging.getLogger("mcpd.upstream")
+
+CLIENT_INFO: Final = mcp.Implementation(name="mcpd", version=__version__)
+# A daemon has no UI to answer elicitation or sampling, so by default it declares none.
+NO_CAPABILITIES: Final[dict[str, Any]] = {}
+RESERVED_META_PREFIX: Final = "io.modelcontextprotocol/"
+
+
+class ProtocolViolation(TransportError):
+    """The server is up but breaks the protocol badly enough that it cannot be used."""
+
+
+class Incompatible(TransportError):
+    """The server speaks no protocol version mcpd does."""
+
+
+class Greeting(msgspec.Struct):
+    era: mcp.Era
+    version: str
+    capabilities: dict[str, Any]
+    instructions: str | None
+    server_info: Any
+    # Only a modern server's discover result carries one.
+    discover_ttl_ms: int | None = None
+
+
+def request_meta(
+    version: str, capabilities: Mapping[str, Any], extra: Mapping[str, Any] | None = None
+) -> mcp.Meta:
+    """A request's ``_meta``: the modern envelope, with the agent's ``extra`` keys
+    except the reserved ones (those are mcpd's to set)."""
+    base = (
+        {k: v for k, v in extra.items() if not k.startswith(RESERVED_META_PREFIX)}
+        if extra
+        else None
+    )
+    return mcp.request_meta(version, dict(capabilities), CLIENT_INFO, base)
+
+
+class Handshake:
+    def __init__(
+        self,
+        alias: str,
+        transport: Transport,
+        *,
+        http: bool,
+        era: str,
+        probe_timeout: float,
+    ) -> None:
+        self.alias = alias
+        self.transport = transport
+        self.http = http
+        self.era_pref = era
+        self.probe_timeout = probe_timeout
+        self.probe_died = False
+
+    async def connect(self, client_capabilities: dict[str, Any]) -> Greeting:
+        """Find out which era the server speaks and greet it in that era."""
+        if self.era_pref != "legacy":
+            version = mcp.LATEST_MODERN
+            for _ in range(2):  # at most one retry, with a version from -32022's list
+                outcome = await self._probe(version)
+                if isinstance(outcome, mcp.DiscoverResult):
+                    chosen = _pick_modern(outcome.supportedVersions)
+                    if chosen is not None:
+                        return self._discovered(outcome, chosen)
+                    break  # a discover result that lists no modern version: legacy
+                if outcome is None:
+                    break
+                version = outcome
+            if self.era_pref == "modern":
+                raise Incompatible(f"{self.alias}: does not speak protocol {mcp.LATEST_MODERN}")
+        return await self.initialize(client_capabilities)
+
+    async def _probe(self, version: str) -> mcp.DiscoverResult | str | None:
+        """A DiscoverResult, a version to retry with, or None for "legacy"."""
+        params = mcp.MetaOnlyParams(meta=request_meta(version, NO_CAPABILITIES))
+        headers = mcp_headers.request_headers(version, "server/discover") if self.http else None
+        try:
+            with trio.fail_after(self.probe_timeout):
+                raw = await self.transport.request(
+                    "server/discover", params, headers=headers, cancellable=False
+                )
+        except trio.TooSlowError:
+            logger.info(
+                "%s: no answer to server/discover, trying the legacy handshake",
+                self.alias,
+                extra=log_extra(self.alias),
+            )
+            return None
+        except rpc.RPCError as exc:
+            return self._probe_error(exc)
+        except UnexpectedReply:
+            return None  # an empty or non-JSON-RPC 4xx: a legacy HTTP server
+        except TransportError:
+            # Some legacy stdio servers exit on any message before initialize; the
+            # supervisor then starts the next process straight at the legacy handshake.
+            self.probe_died = not self.http
+            raise
+        try:
+            return rpc.decode_as(raw, mcp.DiscoverResult)
+        except rpc.InvalidParams:
+            return None
+
+    def _probe_error(self, exc: rpc.RPCError) -> str | None:
+        if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
+            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+            # Modern evidence: retry (once) even with the version just sent, rather
+            # than fall back to initialize.
+            return _pick_modern(supported if isinstance(supported, list) else [])
+        status = getattr(exc, "http_status", None)
+        if self.http and (
+            exc.code in rpc.MODERN_ERROR_CODES
+            or (status == 404 and exc.code == rpc.METHOD_NOT_FOUND)
+        ):
+            # Modern evidence without a usable discover answer: a modern server that
+            # rejects something about the probe.
+            raise ProtocolViolation(f"{self.alias}: server/discover failed: {exc.message}")
+        return None
+
+    def _discovered(self, result: mcp.DiscoverResult, version: str) -> Greeting:
+        self._set_transport_era("modern")
+        ttl = result.ttlMs
+        return Greeting(
+            "modern",
+            version,
+            result.capabilities,
+            result.instructions if isinstance(result.instructions, str) else None,
+            (result.meta or {}).get(mcp.KEY_SERVER_INFO) if result.meta else None,
+            ttl if isinstance(ttl, int) and ttl > 0 else 0,
+        )
+
+    async def initialize(self, client_capabilities: dict[str, Any]) -> Greeting:
+        """The legacy handshake (the caller sends ``notifications/initialized`` once it
+        has adopted the result), or a modern greeting if the server turns out modern."""
+        # A plain dict: the struct omits an empty `capabilities`, which the legacy
+        # schema requires (the Python SDK rejects initialize without it).
+        params = {
+            "protocolVersion": mcp.LATEST_LEGACY,
+            "capabilities": client_capabilities,
+            "clientInfo": CLIENT_INFO,
+        }
+        self._set_transport_era("legacy")
+        try:
+            # initialize must never be cancelled (2025-11-25 lifecycle).
+            raw = await self.transport.request("initialize", params, cancellable=False)
+        except rpc.RPCError as exc:
+            if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION and self.era_pref != "legacy":
+                # A modern server that was slow to answer the probe; probe again.
+                supported = exc.data.get("supported") if isinstance(exc.data, dict) else []
+                chosen = _pick_modern(supported if isinstance(supported, list) else [])
+                if chosen is not None:
+                    outcome = await self._probe(chosen)
+                    if isinstance(outcome, mcp.DiscoverResult):
+                        return self._discovered(outcome, chosen)
+            raise Incompatible(f"{self.alias}: initialize failed: {exc.message}") from None
+        try:
+            result = rpc.decode_as(raw, mcp.InitializeResult)
+        except rpc.InvalidParams as exc:
+            raise ProtocolViolation(f"{self.alias}: bad initialize result: {exc}") from None
+        if result.protocolVersion not in mcp.LEGACY_VERSIONS:
+            raise Incompatible(
+                f"{self.alias}: server offered protocol {result.protocolVersion!r}; "
+                f"mcpd speaks {', '.join(mcp.ALL_VERSIONS)}"
+            )
+        return Greeting(
+            "legacy",
+            result.protocolVersion,
+            result.capabilities,
+            result.instructions if isinstance(result.instructions, str) else None,
+            result.serverInfo if result.serverInfo is not UNSET else None,
+        )
+
+    def _set_transport_era(self, era: mcp.Era) -> None:
+        # Either way a session id from an earlier answer (or the probe's) is dropped.
+        if hasattr(self.transport, "era"):
+            self.transport.era = era
+        if hasattr(self.transport, "reset_session"):
+            self.transport.reset_session()
+
+
+def _pick_modern(versions: list[Any]) -> str | None:
+    for v in mcp.MODERN_VERSIONS:
+        if v in versions:
+            return v
+    return None
