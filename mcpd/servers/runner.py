@@ -15,21 +15,19 @@ import msgspec
 import trio
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.base import Transport, TransportError, Unreachable, single_exceptions
+from transports.base import Transport, Unreachable
 
 from ..config.model import Config, DaemonConfig, ServerConfig
 from ..registry.catalog import catalog_of
 from ..registry.table import Registry
-from .askback import AskRoutes, relay_capabilities
+from .askback import AskRoutes
 from .auth import LoginRequired, ServerAuth
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
 from .calls import Done, PendingCall, wait_for
 from .events import ServerLog, describe_failure
-from .handshake import ProtocolViolation
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
 from .listing import ListKeeper
@@ -38,6 +36,7 @@ from .login import Login
 from .outage import Outage
 from .progress import Deliver, ProgressRoutes
 from .scheduler import CallScheduler
+from .session import Session
 from .state import backoff_config, breaker_config, outage_of, server_state, status_row
 from .stats import LatencyStats
 from .transport_factory import TransportFactory, open_transport
@@ -79,10 +78,8 @@ class Runner:
         self.retry_at: float | None = None
         self.stderr: list[str] = []
         self.first_attempt = trio.Event()
-        self._era_hint = cfg.era
         self._switched = False
         self._unreachable = False  # the last attempt could not connect at all
-        self._wake = trio.Event()
         self._phase_changed = trio.Event()
         self.health = Health(
             alias,
@@ -91,7 +88,6 @@ class Runner:
             probe_timeout=lambda: self.config.daemon.probe_timeout,
             on_probe=self._publish,
         )
-        self._closed = False
         self.events = ServerLog(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
         self.lists = ListKeeper(alias, self.wake, self._is_connected, self._install)
@@ -105,6 +101,19 @@ class Runner:
         # Prompts, resources and templates; what the server asks back, and of whom.
         self.surface = SurfaceKeeper(alias, catalog_of(registry), self.wake, self.changed)
         self.asks = AskRoutes(alias, lambda: self.config.daemon.ask_timeout)
+        self.session = Session(
+            alias,
+            era=cfg.era,
+            relay=list(cfg.relay),
+            events=self.events,
+            health=self.health,
+            policy=self.policy,
+            lists=self.lists,
+            surface=self.surface,
+            progress=self.progress,
+            scheduler=self.scheduler,
+            auth=self.auth,
+        )
 
     # -- state shown to people and models --
 
@@ -159,7 +168,7 @@ class Runner:
 
     def _on_breaker(self, t: Transition) -> None:
         self.events.breaker(t)
-        self._wake.set()
+        self.wake()
 
     # -- the supervised loop --
 
@@ -204,7 +213,7 @@ class Runner:
                 if self.transport_kind != cfg.kind:
                     cfg = msgspec.structs.replace(cfg, transport=self.transport_kind)
                 async with self._open_transport(
-                    self.alias, cfg, self.config, self._notification
+                    self.alias, cfg, self.config, self.session.on_notification
                 ) as transport:
                     if self.auth is not None and hasattr(transport, "auth"):
                         transport.auth = self.auth
@@ -260,7 +269,7 @@ class Runner:
         self.first_attempt.set()
 
     def _auth_changed(self) -> None:
-        self._wake.set()
+        self.wake()
         auth = self.auth
         if auth is not None and auth.needs_login is not None and self.phase == "connected":
             # Shown at once; the serve loop then ends the session.
@@ -289,24 +298,9 @@ class Runner:
         self.events.restarting(what, self.policy.failures)
 
     async def _connect_and_serve(self, transport: Transport) -> None:
-        d = self.config.daemon
-        up = Upstream(
-            self.alias,
-            transport,
-            http=self.transport_kind == "http",
-            era=self._era_hint,
-            probe_timeout=d.probe_timeout,
-            max_pages=d.max_pages,
+        up, listing = await self.session.open(
+            transport, http=self.transport_kind == "http", settings=self.config.daemon
         )
-        up.client_capabilities = relay_capabilities(list(self.cfg.relay))
-        try:
-            with trio.fail_after(d.list_timeout):
-                await up.connect()
-                listing = await up.list_tools()
-                await self._fetch_surface(up)
-        finally:
-            if up.probe_died and self._era_hint == "auto":
-                self._era_hint = "legacy"
         self.lists.listed(listing)
         self.lists.connected()
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
@@ -327,68 +321,10 @@ class Runner:
         self.events.connected(*self._ready)
 
     async def _serve(self, up: Upstream, transport: Transport) -> None:
-        with single_exceptions():
-            async with trio.open_nursery() as nursery:
-                closed = getattr(transport, "closed", None)
-                if closed is not None:
-                    nursery.start_soon(self._watch, closed)
-                if up.era == "modern" and self.surface.wants_listen(up):
-                    nursery.start_soon(self.surface.listen, up, self.lists)
-                # A legacy HTTP session's server-push stream: list_changed, pings, logs.
-                push = getattr(transport, "listen", None)
-                if up.era == "legacy" and push is not None:
-                    await nursery.start(push)
-                self.scheduler.attach(up, nursery)
-                self._now_ready()
-                try:
-                    await self._serve_loop(up, transport)
-                finally:
-                    self.scheduler.detach()
-                    nursery.cancel_scope.cancel()
-
-    async def _watch(self, event: trio.Event) -> None:
-        await event.wait()
-        self._closed = True
-        self._wake.set()
-
-    async def _serve_loop(self, up: Upstream, transport: Transport) -> None:
-        self._closed = False
-        self.health.schedule()
-        while True:
-            now = trio.current_time()
-            if self._closed:
-                error = getattr(transport, "error", None)
-                raise error if isinstance(error, TransportError) else TransportError("closed")
-            if self.auth is not None and self.auth.needs_login is not None:
-                raise LoginRequired(self.auth.needs_login)
-            self.policy.refresh(now)
-            await self.health.tend(up, now)
-            if self.lists.due:
-                await self.lists.refetch(up)
-            await self.surface.tend(up)
-            deadline = self.health.next_wake(self.policy, now)
-            self._wake = trio.Event()
-            if self.lists.due or self.surface.due:
-                continue  # asked for while the loop was busy: that wake-up is gone
-            with trio.move_on_at(deadline):
-                await self._wake.wait()
+        await self.session.serve(up, transport, self._now_ready)
 
     def _health_interval(self) -> float:
         return self.config.daemon.health_interval if self.transport_kind != "stdio" else 0.0
-
-    def _notification(self, msg: rpc.Notification) -> None:
-        if msg.method == "notifications/progress":
-            self.progress.handle(msg)
-        else:
-            self.surface.on_notification(msg)
-            self.lists.on_notification(msg)
-
-    async def _fetch_surface(self, up: Upstream) -> None:
-        # A server whose prompts or resources cannot be listed still serves its tools.
-        try:
-            await self.surface.fetch(up)
-        except (rpc.RPCError, ProtocolViolation) as exc:
-            self._log(logging.WARNING, "list_failed", f"listing prompts or resources failed: {exc}")
 
     def _is_connected(self) -> bool:
         return self.phase == "connected"
@@ -406,7 +342,7 @@ class Runner:
         return self.phase == "starting" and not self.first_attempt.is_set()
 
     def wake(self) -> None:
-        self._wake.set()
+        self.session.wake()
 
     def changed(self) -> None:
         self._on_change(self.alias)
@@ -479,7 +415,7 @@ class Runner:
     def check_liveness(self) -> None:
         """After a failed call: probe the server soon (see health)."""
         self.health.suspect = True
-        self._wake.set()
+        self.wake()
 
     def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
         now = trio.current_time()

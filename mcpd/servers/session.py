@@ -1,0 +1,155 @@
+"""One session with a server, from its open transport to the session's end.
+
+Connecting and listing come first, within ``list_timeout``; then the connected server
+is tended (its health, its lists and subscriptions, its transport closing, a login it
+wants) until one of those ends the session by raising. What a session's start and
+end mean for the server's state is the runner's business, not this module's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import trio
+
+from protocol import jsonrpc as rpc
+from transports.base import Transport, TransportError, single_exceptions
+
+from ..config.model import DaemonConfig
+from .askback import relay_capabilities
+from .auth import LoginRequired, ServerAuth
+from .backoff import RestartPolicy
+from .events import ServerLog
+from .handshake import ProtocolViolation
+from .health import Health
+from .listing import ListKeeper
+from .lists import SurfaceKeeper
+from .progress import ProgressRoutes
+from .scheduler import CallScheduler
+from .upstream import ListResult, Upstream
+
+
+class Session:
+    """A runner's sessions, one at a time. ``wake`` is for whoever has news that the
+    connected server's task should act on (a list changed, a breaker moved)."""
+
+    def __init__(
+        self,
+        alias: str,
+        *,
+        era: str,
+        relay: list[str],
+        events: ServerLog,
+        health: Health,
+        policy: RestartPolicy,
+        lists: ListKeeper,
+        surface: SurfaceKeeper,
+        progress: ProgressRoutes,
+        scheduler: CallScheduler,
+        auth: ServerAuth | None,
+    ) -> None:
+        self.alias = alias
+        self.era_hint = era
+        self._relay = relay
+        self._events = events
+        self._health = health
+        self._policy = policy
+        self._lists = lists
+        self._surface = surface
+        self._progress = progress
+        self._scheduler = scheduler
+        self._auth = auth
+        self._wake = trio.Event()
+        self._closed = False
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def on_notification(self, msg: rpc.Notification) -> None:
+        if msg.method == "notifications/progress":
+            self._progress.handle(msg)
+        else:
+            self._surface.on_notification(msg)
+            self._lists.on_notification(msg)
+
+    async def open(
+        self, transport: Transport, *, http: bool, settings: DaemonConfig
+    ) -> tuple[Upstream, ListResult]:
+        """Connect and list tools, prompts and resources."""
+        up = Upstream(
+            self.alias,
+            transport,
+            http=http,
+            era=self.era_hint,
+            probe_timeout=settings.probe_timeout,
+            max_pages=settings.max_pages,
+        )
+        up.client_capabilities = relay_capabilities(self._relay)
+        try:
+            with trio.fail_after(settings.list_timeout):
+                await up.connect()
+                listing = await up.list_tools()
+                await self._fetch_surface(up)
+        finally:
+            if up.probe_died and self.era_hint == "auto":
+                self.era_hint = "legacy"
+        return up, listing
+
+    async def _fetch_surface(self, up: Upstream) -> None:
+        # A server whose prompts or resources cannot be listed still serves its tools.
+        try:
+            await self._surface.fetch(up)
+        except (rpc.RPCError, ProtocolViolation) as exc:
+            self._events.event(
+                logging.WARNING, "list_failed", f"listing prompts or resources failed: {exc}"
+            )
+
+    async def serve(self, up: Upstream, transport: Transport, on_ready: Callable[[], None]) -> None:
+        """Serve calls until the session ends; ``on_ready`` once calls can go (for a
+        legacy HTTP session, once its push stream answered)."""
+        with single_exceptions():
+            async with trio.open_nursery() as nursery:
+                closed = getattr(transport, "closed", None)
+                if closed is not None:
+                    nursery.start_soon(self._watch, closed)
+                if up.era == "modern" and self._surface.wants_listen(up):
+                    nursery.start_soon(self._surface.listen, up, self._lists)
+                # A legacy HTTP session's server-push stream: list_changed, pings, logs.
+                push = getattr(transport, "listen", None)
+                if up.era == "legacy" and push is not None:
+                    await nursery.start(push)
+                self._scheduler.attach(up, nursery)
+                on_ready()
+                try:
+                    await self._tend(up, transport)
+                finally:
+                    self._scheduler.detach()
+                    nursery.cancel_scope.cancel()
+
+    async def _watch(self, event: trio.Event) -> None:
+        await event.wait()
+        self._closed = True
+        self._wake.set()
+
+    async def _tend(self, up: Upstream, transport: Transport) -> None:
+        self._closed = False
+        self._health.schedule()
+        while True:
+            now = trio.current_time()
+            if self._closed:
+                error = getattr(transport, "error", None)
+                raise error if isinstance(error, TransportError) else TransportError("closed")
+            if self._auth is not None and self._auth.needs_login is not None:
+                raise LoginRequired(self._auth.needs_login)
+            self._policy.refresh(now)
+            await self._health.tend(up, now)
+            if self._lists.due:
+                await self._lists.refetch(up)
+            await self._surface.tend(up)
+            deadline = self._health.next_wake(self._policy, now)
+            self._wake = trio.Event()
+            if self._lists.due or self._surface.due:
+                continue  # asked for while the loop was busy: that wake-up is gone
+            with trio.move_on_at(deadline):
+                await self._wake.wait()
