@@ -37,7 +37,14 @@ from .outage import Outage
 from .progress import Deliver, ProgressRoutes
 from .scheduler import CallScheduler
 from .session import Session
-from .state import backoff_config, breaker_config, outage_of, server_state, status_row
+from .state import (
+    backoff_config,
+    breaker_config,
+    outage_of,
+    server_state,
+    status_row,
+    surface_counts,
+)
 from .stats import LatencyStats
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
@@ -444,15 +451,4 @@ class Runner:
         )
         if self.login is not None and self.auth is not None and self.auth.enabled:
             row["auth"] = self.login.status()
-        return row | self._surface_counts()
-
-    def _surface_counts(self) -> dict[str, int]:
-        catalog = catalog_of(self.registry)
-        if catalog is None:
-            return {}
-        resources, templates = catalog.resources.count(self.alias)
-        return {
-            "prompts": catalog.prompts.count(self.alias),
-            "resources": resources,
-            "resource_templates": templates,
-        }
+        return row | surface_counts(catalog_of(self.registry), self.alias)

@@ -12,6 +12,7 @@ from typing import Any, Final, Protocol
 import msgspec
 
 from ..config.model import DaemonConfig
+from ..registry.catalog import Catalog
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig
 from .outage import Outage
@@ -166,6 +167,19 @@ def status_row(
         "waiting": r.waiting,
         "stderr": r.stderr[-5:] if r.transport_kind == "stdio" else [],
         "dropped_tools": r.dropped_tools,
+    }
+
+
+def surface_counts(catalog: Catalog | None, alias: str) -> dict[str, int]:
+    """The server's prompts, resources and templates in ``mcpd status`` (none without
+    a catalog: a bare tool table)."""
+    if catalog is None:
+        return {}
+    resources, templates = catalog.resources.count(alias)
+    return {
+        "prompts": catalog.prompts.count(alias),
+        "resources": resources,
+        "resource_templates": templates,
     }
 
 
