@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import trio
 from msgspec import Raw
@@ -20,9 +20,6 @@ from .breaker import Breaker
 from .outage import Outage
 from .progress import Deliver, ProgressRoutes
 from .stats import LatencyStats
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger("mcpd.calls")
 

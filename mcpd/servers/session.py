@@ -108,6 +108,9 @@ class Session:
     async def serve(self, up: Upstream, transport: Transport, on_ready: Callable[[], None]) -> None:
         """Serve calls until the session ends; ``on_ready`` once calls can go (for a
         legacy HTTP session, once its push stream answered)."""
+        # Cleared before the watcher starts: a transport that closes while the push
+        # stream is being opened must still end the session.
+        self._closed = False
         with single_exceptions():
             async with trio.open_nursery() as nursery:
                 closed = getattr(transport, "closed", None)
@@ -133,7 +136,6 @@ class Session:
         self._wake.set()
 
     async def _tend(self, up: Upstream, transport: Transport) -> None:
-        self._closed = False
         self._health.schedule()
         while True:
             now = trio.current_time()
