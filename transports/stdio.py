@@ -24,7 +24,14 @@ from protocol.logfields import log_extra
 
 from ._pending import Pending, Reply
 from ._stdiolog import Complaints, StderrLog, read_stderr
-from ._stdioproc import PARENT_ONLY_VARS, describe_exit, environment, start, stop_process
+from ._stdioproc import (
+    PARENT_ONLY_VARS,
+    describe_exit,
+    environment,
+    receive_pipe,
+    start,
+    stop_process,
+)
 from ._stdioread import StdoutReader
 from ._stdiorelay import Relays
 from .base import (
@@ -229,7 +236,7 @@ class StdioTransport:
         assert stdout is not None
         try:
             while True:
-                data = await stdout.receive_some(65536)
+                data = await receive_pipe(stdout, 65536)
                 if not data:
                     break
                 with batch():  # answers to a chunk of responses go out together
