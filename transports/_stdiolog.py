@@ -80,6 +80,7 @@ async def read_stderr(stderr: trio.abc.ReceiveStream, log: StderrLog) -> None:
                 break
             for item in framer.feed(data):
                 log.line(item)
+            del data  # not kept while the server is quiet
         for item in framer.flush():
             log.line(item)
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):

@@ -241,6 +241,7 @@ class StdioTransport:
                     break
                 with batch():  # answers to a chunk of responses go out together
                     self._reader.feed(data)
+                del data  # not kept while the server is quiet: up to 64 KiB per server
             self._reader.flush()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass

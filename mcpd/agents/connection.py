@@ -174,6 +174,7 @@ class Connection:
                         oversized = item
                         break
                     self._line(item, nursery)
+            del data  # an idle agent's last chunk is not kept while it is quiet
             if oversized is not None:
                 logger.warning(
                     "%s sent a line over %d bytes; closing its connection",

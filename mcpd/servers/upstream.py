@@ -206,7 +206,7 @@ class Upstream:
                 self._param_headers[tool.name] = mapping
             else:
                 self._param_headers.pop(tool.name, None)
-        return tool
+        return _detached(tool)
 
     async def call_tool(
         self,
@@ -318,3 +318,16 @@ class Upstream:
             await self.request("server/discover", params, cancellable=False)
         else:
             await self.request("tools/list", UNSET)
+
+
+def _detached(tool: mcp.Tool) -> mcp.Tool:
+    """The tool with its raw parts copied out of the page they were decoded from: a
+    kept tool must not keep its whole page's bytes alive (about 220 B a tool)."""
+    tool.inputSchema = tool.inputSchema.copy()
+    if isinstance(tool.outputSchema, Raw):
+        tool.outputSchema = tool.outputSchema.copy()
+    if isinstance(tool.icons, Raw):
+        tool.icons = tool.icons.copy()
+    if isinstance(tool.execution, Raw):
+        tool.execution = tool.execution.copy()
+    return tool
