@@ -9,7 +9,7 @@ encoded once per change; a view (a profile) filters it by ``(alias, name)``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 from msgspec import Raw
@@ -19,6 +19,7 @@ from protocol import surface
 from ..config.model import NamingConfig, ToolsConfig
 from .curation import visible
 from .names import assign
+from .table import sourced
 
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -177,16 +178,7 @@ def _curate(
 def agent_prompt(entry: PromptEntry, marker: str | None) -> surface.Prompt:
     """The prompt as agents see it: local name, its source noted, its state marked."""
     p = entry.prompt
-    description = p.description if isinstance(p.description, str) else ""
-    note = f"[{entry.alias}] {description}".rstrip()
-    if marker:
-        note = f"[{marker}] {note}"
-    meta: dict[str, Any] = (
-        {k: v for k, v in p.meta.items() if not k.startswith("mcpd/")}
-        if isinstance(p.meta, dict)
-        else {}
+    note, meta = sourced(
+        entry.alias, entry.original, entry.available, p.description, p.meta, marker
     )
-    meta["mcpd/server"] = entry.alias
-    meta["mcpd/originalName"] = entry.original
-    meta["mcpd/available"] = entry.available
     return msgspec.structs.replace(p, name=entry.local, description=note, meta=meta)

@@ -285,22 +285,37 @@ def _same_tools(a: dict[str, mcp.Tool], b: dict[str, mcp.Tool]) -> bool:
     return a.keys() == b.keys() and all(_encode(a[k]) == _encode(b[k]) for k in a)
 
 
-def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:
-    """The tool as agents see it: local name, source noted, annotations not believed."""
-    t = entry.tool
-    description = t.description if isinstance(t.description, str) else ""
-    note = f"[{entry.alias}] {description}".rstrip()
+def sourced(
+    alias: str,
+    original: str,
+    available: bool,
+    description: object,
+    meta: object,
+    marker: str | None,
+) -> tuple[str, dict[str, Any]]:
+    """The description and ``_meta`` agents see for a server's tool or prompt: the
+    source in front, the state's marker before that, and mcpd's keys in ``_meta``."""
+    note = f"[{alias}] {description if isinstance(description, str) else ''}".rstrip()
     if marker:
         note = f"[{marker}] {note}"
     # Keys under mcpd/ are ours: a server cannot plant them to look vouched for.
-    meta: dict[str, Any] = (
-        {k: v for k, v in t.meta.items() if not k.startswith("mcpd/")}
-        if isinstance(t.meta, dict)
+    out: dict[str, Any] = (
+        {k: v for k, v in meta.items() if not k.startswith("mcpd/")}
+        if isinstance(meta, dict)
         else {}
     )
-    meta["mcpd/server"] = entry.alias
-    meta["mcpd/originalName"] = entry.original
-    meta["mcpd/available"] = entry.available
+    out["mcpd/server"] = alias
+    out["mcpd/originalName"] = original
+    out["mcpd/available"] = available
+    return note, out
+
+
+def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:
+    """The tool as agents see it: local name, source noted, annotations not believed."""
+    t = entry.tool
+    note, meta = sourced(
+        entry.alias, entry.original, entry.available, t.description, t.meta, marker
+    )
     annotations = t.annotations if isinstance(t.annotations, dict) else None
     if not trusted:
         if annotations is not None:
