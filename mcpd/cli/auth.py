@@ -22,53 +22,34 @@ import shutil
 import subprocess
 import sys
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any
 from urllib.parse import urlsplit
 
 import trio
 
-from protocol import jsonrpc as rpc
 from transports.base import single_exceptions
 from transports.oauth_http import RedirectListener, redirect_listener
 
-from .client import BadReply, Client, Unreachable, socket_path
+from .client import Client, Unreachable, socket_path
+from .exits import EXIT_FAILED, EXIT_UNREACHABLE, ask, fail
 
-EXIT_FAILED = 1
-EXIT_UNREACHABLE = 3
-EXIT_BAD_REPLY = 4
 LOGIN_TIMEOUT = 600.0
-
-
-def _fail(code: int, message: str) -> NoReturn:
-    print(f"mcpd: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def _request(client: Client, method: str, params: dict[str, Any] | None = None) -> Any:
-    try:
-        return client.request(method, params)
-    except Unreachable as exc:
-        _fail(EXIT_UNREACHABLE, str(exc))
-    except BadReply as exc:
-        _fail(EXIT_BAD_REPLY, str(exc))
-    except rpc.RPCError as exc:
-        _fail(EXIT_FAILED, exc.message)
 
 
 def _connect(args: argparse.Namespace) -> Client:
     try:
         return Client(socket_path(args.socket))
     except Unreachable as exc:
-        _fail(EXIT_UNREACHABLE, str(exc))
+        fail(EXIT_UNREACHABLE, str(exc))
 
 
 def _entry(client: Client, alias: str) -> dict[str, Any]:
-    for entry in _request(client, "mcpd/auth/status")["servers"]:
+    for entry in ask(client, "mcpd/auth/status", code=False)["servers"]:
         if entry["server"] == alias:
             return entry  # type: ignore[no-any-return]
     # Let the daemon say why (unknown, stdio, or a configured Authorization header).
-    _request(client, "mcpd/auth/login", {"server": alias})
-    _fail(EXIT_FAILED, f"{alias} is not a server mcpd can log in to")
+    ask(client, "mcpd/auth/login", {"server": alias}, code=False)
+    fail(EXIT_FAILED, f"{alias} is not a server mcpd can log in to")
 
 
 # -- status --
@@ -107,7 +88,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     import json
 
     with _connect(args) as client:
-        servers = _request(client, "mcpd/auth/status")["servers"]
+        servers = ask(client, "mcpd/auth/status", code=False)["servers"]
     if args.json:
         print(json.dumps({"servers": servers}, indent=2))
     else:
@@ -120,7 +101,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_logout(args: argparse.Namespace) -> int:
     with _connect(args) as client:
-        out = _request(client, "mcpd/auth/logout", {"server": args.server})
+        out = ask(client, "mcpd/auth/logout", {"server": args.server}, code=False)
     if not out.get("had_tokens"):
         print(f"{args.server}: was not logged in")
     elif out.get("problem"):
@@ -212,14 +193,14 @@ async def _listener(stack: contextlib.AsyncExitStack, port: int, fixed: bool) ->
         return await stack.enter_async_context(redirect_listener(port=port))
     except OSError as exc:
         if fixed or not port:
-            _fail(EXIT_FAILED, f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
+            fail(EXIT_FAILED, f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
     # The port of an earlier login is taken: another one does, and the daemon registers
     # the new redirect address.
     return await stack.enter_async_context(redirect_listener(port=0))
 
 
 async def _call(client: Client, method: str, params: dict[str, Any]) -> Any:
-    return await trio.to_thread.run_sync(_request, client, method, params)
+    return await trio.to_thread.run_sync(lambda: ask(client, method, params, code=False))
 
 
 async def _login(args: argparse.Namespace) -> int:

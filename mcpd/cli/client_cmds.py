@@ -19,7 +19,7 @@ from typing import Any
 from protocol import jsonrpc as rpc
 
 from .client import BadReply, Client, Unreachable, socket_path
-from .exits import EXIT_BAD_REPLY, EXIT_TOOL_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, fail
+from .exits import EXIT_BAD_REPLY, EXIT_TOOL_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, ask, fail
 
 
 def client_for(args: argparse.Namespace) -> Client:
@@ -27,17 +27,6 @@ def client_for(args: argparse.Namespace) -> Client:
         return Client(socket_path(args.socket))
     except Unreachable as exc:
         fail(EXIT_UNREACHABLE, str(exc))
-
-
-def _request(client: Client, method: str, params: dict[str, Any] | None = None) -> Any:
-    try:
-        return client.request(method, params)
-    except Unreachable as exc:
-        fail(EXIT_UNREACHABLE, str(exc))
-    except BadReply as exc:
-        fail(EXIT_BAD_REPLY, str(exc))
-    except rpc.RPCError as exc:
-        fail(EXIT_TOOL_ERROR, f"error {exc.code}: {exc.message}")
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -120,8 +109,8 @@ def cmd_call(args: argparse.Namespace) -> int:
         fail(EXIT_USAGE, "arguments must be a JSON object")
     with client_for(args) as client:
         if args.profile is not None:
-            _request(client, "mcpd/useProfile", {"profile": args.profile})
-        result = _request(client, "tools/call", {"name": args.name, "arguments": arguments})
+            ask(client, "mcpd/useProfile", {"profile": args.profile})
+        result = ask(client, "tools/call", {"name": args.name, "arguments": arguments})
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -139,7 +128,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.watch is not None:
         return _watch_status(args)
     with client_for(args) as client:
-        status = _request(client, "mcpd/status")
+        status = ask(client, "mcpd/status")
     if args.json:
         print(json.dumps(status, indent=2))
     else:
@@ -178,7 +167,7 @@ def _watch_status(args: argparse.Namespace) -> int:
 
 def cmd_reload(args: argparse.Namespace) -> int:
     with client_for(args) as client:
-        report = _request(client, "mcpd/reload")
+        report = ask(client, "mcpd/reload")
     print("reloaded: " + ", ".join(f"{k} {', '.join(v) or '-'}" for k, v in report.items()))
     return 0
 

@@ -1,16 +1,22 @@
 """The ``mcpd`` command's exit codes, and how a command stops with one.
 
-0 ok, 1 the tool returned isError, 2 usage, 3 daemon unreachable, 4 the daemon's
-reply could not be read, 78 (``EX_CONFIG``) config error. They are here, apart from
-``main``, because every module of commands stops with them.
+0 ok, 1 the tool returned isError (or the daemon could not do what it was asked),
+2 usage, 3 daemon unreachable, 4 the daemon's reply could not be read, 78
+(``EX_CONFIG``) config error. They are here, apart from ``main``, because every
+module of commands stops with them.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
+
+from protocol import jsonrpc as rpc
+
+from .client import BadReply, Client, Unreachable
 
 EXIT_TOOL_ERROR = 1
+EXIT_FAILED = 1  # what the daemon was asked could not be done
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 EXIT_BAD_REPLY = 4
@@ -19,3 +25,18 @@ EXIT_BAD_REPLY = 4
 def fail(code: int, message: str) -> NoReturn:
     print(f"mcpd: {message}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def ask(
+    client: Client, method: str, params: dict[str, Any] | None = None, *, code: bool = True
+) -> Any:
+    """The daemon's result, or the command ends with the exit code of what went wrong
+    (``code``: the JSON-RPC error code is part of the message)."""
+    try:
+        return client.request(method, params)
+    except Unreachable as exc:
+        fail(EXIT_UNREACHABLE, str(exc))
+    except BadReply as exc:
+        fail(EXIT_BAD_REPLY, str(exc))
+    except rpc.RPCError as exc:
+        fail(EXIT_FAILED, f"error {exc.code}: {exc.message}" if code else exc.message)

@@ -12,41 +12,19 @@ import json
 import shutil
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
-from protocol import jsonrpc as rpc
-
-from .client import BadReply, Client, Unreachable
-
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-EXIT_BAD_REPLY = 4
+from .client import Client
+from .exits import EXIT_USAGE, ask, fail
 
 ClientFor = Callable[[argparse.Namespace], Client]
-
-
-def _fail(code: int, message: str) -> NoReturn:
-    print(f"mcpd: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def _ask(client: Client, method: str, params: dict[str, Any] | None = None) -> Any:
-    try:
-        return client.request(method, params)
-    except Unreachable as exc:
-        _fail(EXIT_UNREACHABLE, str(exc))
-    except BadReply as exc:
-        _fail(EXIT_BAD_REPLY, str(exc))
-    except rpc.RPCError as exc:
-        _fail(EXIT_ERROR, f"error {exc.code}: {exc.message}")
 
 
 def _all(client: Client, method: str, key: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     cursor: str | None = None
     while True:
-        result = _ask(client, method, {"cursor": cursor} if cursor else None)
+        result = ask(client, method, {"cursor": cursor} if cursor else None)
         items.extend(result.get(key, []))
         cursor = result.get("nextCursor")
         if not cursor:
@@ -99,7 +77,7 @@ def cmd_resources(args: argparse.Namespace, client_for: ClientFor) -> int:
 
 def cmd_read(args: argparse.Namespace, client_for: ClientFor) -> int:
     with client_for(args) as client:
-        result = _ask(client, "resources/read", {"uri": args.uri})
+        result = ask(client, "resources/read", {"uri": args.uri})
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -119,11 +97,11 @@ def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
     try:
         arguments = json.loads(args.arguments) if args.arguments else {}
     except ValueError as exc:
-        _fail(EXIT_USAGE, f"arguments are not valid JSON: {exc}")
+        fail(EXIT_USAGE, f"arguments are not valid JSON: {exc}")
     if not isinstance(arguments, dict):
-        _fail(EXIT_USAGE, "arguments must be a JSON object")
+        fail(EXIT_USAGE, "arguments must be a JSON object")
     with client_for(args) as client:
-        result = _ask(client, "prompts/get", {"name": args.name, "arguments": arguments})
+        result = ask(client, "prompts/get", {"name": args.name, "arguments": arguments})
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
