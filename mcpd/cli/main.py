@@ -16,9 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
-
-import msgspec
 
 from .. import __version__
 from ..config.model import default_config_path
@@ -144,7 +141,3 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
     raise SystemExit(code)
-
-
-def to_json(obj: Any) -> str:
-    return msgspec.json.encode(obj).decode()
