@@ -74,7 +74,7 @@ class LazyRunner(Runner):
         try:
             while True:
                 if self._known and not self._demand.is_set():
-                    self._set_phase("idle")
+                    self.downtime.set_phase("idle")
                     self.first_attempt.set()
                     await self._demand.wait()
                 self._demand = trio.Event()
@@ -82,7 +82,7 @@ class LazyRunner(Runner):
         finally:
             self._stopping = False
             self.upstream = None
-            self._set_phase("stopped", self.last_error)
+            self.downtime.set_phase("stopped")
 
     async def _run_until_idle(self) -> None:
         self._retrying = False
@@ -93,7 +93,7 @@ class LazyRunner(Runner):
                 self._stopping = False
                 return
             self._retrying = True
-            await self._back_off()
+            await self.downtime.until_retry()
 
     async def _serve(self, up: Upstream, transport: Transport) -> None:
         self._known = True

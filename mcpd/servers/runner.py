@@ -27,6 +27,7 @@ from .auth import LoginRequired, ServerAuth
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
 from .calls import Done, PendingCall, wait_for
+from .downtime import Downtime
 from .events import ServerLog, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
@@ -78,16 +79,9 @@ class Runner:
         self.stats = LatencyStats()
         self.scheduler = CallScheduler(self, cfg.concurrency())
         self.upstream: Upstream | None = None
-        self.phase = "starting"
-        self.last_error: str | None = None
-        self.since = trio.current_time()
-        self.down_since: float | None = None
-        self.retry_at: float | None = None
         self.stderr: list[str] = []
         self.first_attempt = trio.Event()
         self._switched = False
-        self._unreachable = False  # the last attempt could not connect at all
-        self._phase_changed = trio.Event()
         self.health = Health(
             alias,
             self.breaker,
@@ -103,6 +97,13 @@ class Runner:
         self.login = Login(self.auth) if self.auth is not None else None
         if self.auth is not None:
             self.auth.on_change = self._auth_changed
+        self.downtime = Downtime(
+            self.events,
+            self.policy,
+            self._publish,
+            process=cfg.kind == "stdio",
+            login_changed=self.auth.wait_changed if self.auth is not None else None,
+        )
         self.attempts = 0
         self._ready: tuple[bool, str, int] = (False, "", 0)
         # Prompts, resources and templates; what the server asks back, and of whom.
@@ -126,36 +127,14 @@ class Runner:
 
     @property
     def state(self) -> str:
-        return server_state(
-            self.phase,
-            self.breaker,
-            self.policy,
-            trio.current_time(),
-            process=self.transport_kind == "stdio",
-            unreachable=self._unreachable,
-        )
+        return server_state(self.downtime, self.breaker, trio.current_time())
+
+    @property
+    def phase(self) -> str:
+        return self.downtime.phase
 
     def outage(self) -> Outage:
-        return outage_of(
-            self.alias,
-            self.state,
-            self.breaker,
-            self.last_error,
-            self.down_since,
-            self.retry_at,
-            trio.current_time(),
-        )
-
-    def _set_phase(self, phase: str, error: str | None = None) -> None:
-        now = trio.current_time()
-        if error is not None:
-            self.last_error = error
-        if phase != self.phase:
-            self.phase = phase
-            self.since = now
-            self._phase_changed.set()
-            self._phase_changed = trio.Event()
-        self._publish()
+        return outage_of(self.alias, self.state, self.breaker, self.downtime, trio.current_time())
 
     @property
     def available(self) -> bool:
@@ -187,19 +166,15 @@ class Runner:
                 if self._switched:
                     self._switched = False  # the other transport, right away
                     continue
-                if self.phase == "needs_login" and self.auth is not None:
-                    # Retrying cannot help; a login can (`mcpd auth login`).
-                    await self.auth.wait_changed()
-                else:
-                    await self._back_off()
+                await self.downtime.until_retry()
         finally:
             self.upstream = None
-            self._set_phase("stopped", self.last_error)
+            self.downtime.set_phase("stopped")
             self.scheduler.fail_queued(self.outage())
 
     async def _attempt(self) -> None:
         self.attempts += 1
-        self._set_phase("starting")
+        self.downtime.set_phase("starting")
         # Calls waiting for the first start, and calls in flight, are timed out by the
         # scheduler's timer while the attempt lasts.
         async with trio.open_nursery() as timers:
@@ -246,34 +221,8 @@ class Runner:
             if failure.event == "internal":
                 # A bug in handling one server must not take the daemon (and the others) down.
                 logger.exception("%s: unexpected error", self.alias, extra=log_extra(self.alias))
-            self._unreachable = isinstance(exc, Unreachable)
-            self._failed(failure.log_event, failure.detail, failure.reason, failure.retry_after)
-
-    def _failed(
-        self, event: str, detail: str, reason: str, retry_after: float | None = None
-    ) -> None:
-        now = trio.current_time()
-        first = self.down_since is None
-        if first:
-            self.down_since = now
-        restart = self.policy.on_failure(now)
-        # A server that said when to come back (429/503 Retry-After) is not asked sooner.
-        self.retry_at = max(restart.at, now + retry_after) if retry_after else restart.at
-        changed = reason != self.last_error
-        self.last_error = reason
-        self.events.failed(
-            event,
-            detail,
-            reason,
-            retry_at=self.retry_at,
-            restart=restart,
-            policy=self.policy.config,
-            first=first,
-            changed=changed,
-            process=self.transport_kind == "stdio",
-        )
-        self._set_phase("waiting", reason)
-        self.first_attempt.set()
+            self.downtime.failed(failure, unreachable=isinstance(exc, Unreachable))
+            self.first_attempt.set()
 
     def _auth_changed(self) -> None:
         self.wake()
@@ -283,26 +232,8 @@ class Runner:
             self._login_needed(auth.needs_login)
 
     def _login_needed(self, reason: str) -> None:
-        """The server wants a person to log in: no backoff, no breaker, a state of its own."""
-        now = trio.current_time()
-        if self.down_since is None:
-            self.down_since = now
-        self.retry_at = None
-        if self.phase != "needs_login" or reason != self.last_error:
-            self._log(logging.WARNING, "needs_login", f"needs a login: {reason}", reason)
-        self._set_phase("needs_login", reason)
+        self.downtime.login_needed(reason)
         self.first_attempt.set()
-
-    async def _back_off(self) -> None:
-        assert self.retry_at is not None
-        if self.auth is None:
-            await trio.sleep_until(self.retry_at)
-        else:
-            with trio.move_on_at(self.retry_at):
-                await self.auth.wait_changed()  # a login is worth trying at once
-        self.retry_at = None
-        what = "restarting" if self.transport_kind == "stdio" else "reconnecting"
-        self.events.restarting(what, self.policy.failures)
 
     async def _connect_and_serve(self, transport: Transport) -> None:
         up, listing = await self.session.open(
@@ -315,15 +246,13 @@ class Runner:
         self.policy.on_start(trio.current_time())
         # Connecting and listing worked: that is a success as far as the breaker goes.
         self.breaker.record_success(trio.current_time())
-        was_down = self.down_since is not None
-        self.down_since = None
-        self.last_error = None
+        was_down = self.downtime.back_up()
         self._ready = (was_down, f"{up.era} era ({up.version})", len(listing.tools))
         await self._serve(up, transport)
 
     def _now_ready(self) -> None:
         """Connected and listed, and (legacy HTTP) its push stream answered: calls go."""
-        self._set_phase("connected")
+        self.downtime.set_phase("connected")
         self.first_attempt.set()
         self.events.connected(*self._ready)
 
@@ -436,7 +365,7 @@ class Runner:
         await self.scheduler.wait_idle()
 
     async def phase_changed(self) -> None:
-        await self._phase_changed.wait()
+        await self.downtime.phase_changed()
 
     def status(self) -> dict[str, Any]:
         up = self.upstream

@@ -1,7 +1,7 @@
 """A server's state as people and models see it, derived from what its runner knows.
 
-The runner keeps the facts (its phase, the breaker, the restart policy, the last
-error); the names shown in ``mcpd status``, in the tool list's outage marker, in call
+The runner keeps the facts (its phase and downtime, the breaker, the restart
+policy); the names shown in ``mcpd status``, in the tool list's outage marker, in call
 results and in the journal are worked out here, in one place.
 """
 
@@ -15,6 +15,7 @@ from ..config.model import DaemonConfig
 from ..registry.catalog import Catalog
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig
+from .downtime import Downtime
 from .outage import Outage
 from .stats import LatencyStats
 
@@ -54,39 +55,25 @@ def backoff_config(d: DaemonConfig) -> BackoffConfig:
     )
 
 
-def server_state(
-    phase: str,
-    breaker: Breaker,
-    policy: RestartPolicy,
-    now: float,
-    *,
-    process: bool = True,
-    unreachable: bool = False,
-) -> str:
-    """``process``: the server is a child process (stdio), so it can crash, and a
-    crash loop is what it is in; ``unreachable``: the last attempt could not connect."""
+def server_state(d: Downtime, breaker: Breaker, now: float) -> str:
+    """A child process (stdio) can crash, so a crash loop is what it is in; a server
+    whose last attempt could not connect at all is unreachable."""
+    phase = d.phase
     if phase == "connected":
         b = breaker.poll(now)
         if b != "closed":
             return b
         return "degraded" if breaker.status(now).consecutive_failures else "ready"
     if phase == "waiting":
-        if unreachable:
+        if d.unreachable:
             return "unreachable"
-        return "crash_loop" if process and policy.in_crash_loop else "failed"
+        return "crash_loop" if d.process and d.policy.in_crash_loop else "failed"
     return phase
 
 
-def outage_of(
-    alias: str,
-    state: str,
-    breaker: Breaker,
-    last_error: str | None,
-    down_since: float | None,
-    retry_at: float | None,
-    now: float,
-) -> Outage:
+def outage_of(alias: str, state: str, breaker: Breaker, d: Downtime, now: float) -> Outage:
     """Why calls to the server cannot be expected to work, and when mcpd tries again."""
+    last_error, down_since, retry_at = d.last_error, d.down_since, d.retry_at
     if state in ("open", "half_open"):
         st = breaker.status(now)
         return Outage(alias, state, st.reason or "too many failures", st.since, st.retry_at)
@@ -102,10 +89,7 @@ class Reported(Protocol):
     """What ``status_row`` reads of a runner."""
 
     alias: str
-    phase: str
-    since: float
-    last_error: str | None
-    retry_at: float | None
+    downtime: Downtime
     stderr: list[str]
     breaker: Breaker
     policy: RestartPolicy
@@ -139,6 +123,7 @@ def status_row(
 ) -> dict[str, Any]:
     """One server's entry in ``mcpd status`` (times still on the trio clock)."""
     b = r.breaker.status(now)
+    d = r.downtime
     snap = r.stats.snapshot()
     return {
         "alias": r.alias,
@@ -149,9 +134,9 @@ def status_row(
         "server_info": _identity(server_info),
         "list_cache_scope": cache_scope,
         "tools": tools,
-        "since": r.since,
-        "last_error": r.last_error,
-        "retry_at": r.retry_at if r.phase == "waiting" else b.retry_at,
+        "since": d.since,
+        "last_error": d.last_error,
+        "retry_at": d.retry_at if d.phase == "waiting" else b.retry_at,
         "restarts": r.policy.restarts,
         "breaker": {
             "state": b.state,

@@ -89,7 +89,7 @@ class Supervisor:
     async def stop(self, alias: str, reason: str) -> None:
         """Stop one server: in-flight calls get a grace period, then an error result."""
         runner = self.runners.pop(alias)
-        runner.last_error = reason
+        runner.downtime.last_error = reason
         with trio.move_on_after(self.config.daemon.call_timeout):
             await runner.wait_idle()
         self._scopes.pop(alias).cancel()

@@ -186,7 +186,7 @@ async def test_backoff_grows_then_crash_loop_retries_at_the_cap(
         assert 0 <= gap <= 1.0 * 2**n + 1e-9
     # The fifth death inside the 60 s window is a crash loop: from then on, the cap.
     assert gaps[4:] == pytest.approx([60.0] * len(gaps[4:]))
-    assert runner.last_error is not None and "refused" in runner.last_error
+    assert runner.downtime.last_error is not None and "refused" in runner.downtime.last_error
 
 
 async def test_recovery_after_failed_starts_and_counter_reset_when_stable(
