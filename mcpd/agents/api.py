@@ -72,6 +72,7 @@ class Api(ProfileMethods):
         self.surface = Surface(
             servers, control, lambda: self.connections, lambda conn: self.view(conn).view
         )
+        self._finish_result = self.surface.finish_result  # bound once: every call takes it
         self.listens = Listens(self.surface.open_listen, self.surface.close_listen)
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
@@ -352,14 +353,15 @@ class Api(ProfileMethods):
             conn.reply(rid, route)
             return None
         # Started on the servers themselves: a profile decides what is routed, not how.
+        route.owner = conn
         return start_call(
             self.servers,
             rid,
             route,
             self.control.settings.result_budget_chars,
             conn.progress_sender(),
-            lambda reply: conn.reply(rid, reply),
-            self.surface.tool_finish(route, conn),
+            conn.reply,
+            self._finish_result,
             refuser(conn),
         )
 

@@ -122,10 +122,10 @@ class Connection:
         return "agent (peer unknown)" if peer is None else f"agent (pid {peer.pid}, uid {peer.uid})"
 
     def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:
-        def deliver(params: mcp.ProgressParams) -> None:
-            self.send_nowait(rpc.encode_notification("notifications/progress", params))
+        return self._send_progress
 
-        return deliver
+    def _send_progress(self, params: mcp.ProgressParams) -> None:
+        self.send_nowait(rpc.encode_notification("notifications/progress", params))
 
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:

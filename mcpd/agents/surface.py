@@ -28,7 +28,7 @@ from .relay import AgentSide, AskBack, agent_side
 from .resources import Subscriptions, list_resources, read
 from .rewrite import tool_result
 from .tasks import Tasks
-from .toolcall import Finish, Route, call_reply
+from .toolcall import Route, call_reply
 
 _DEBOUNCE: Final = 0.2
 Handler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]
@@ -88,17 +88,16 @@ class Surface:
 
     # -- tools/call through the ask-back driver --
 
-    def tool_finish(self, route: Route, owner: object) -> Finish:
-        alias, servers, tasks = route.alias, self.servers, self.tasks
-
-        def finish(result: Raw | dict[str, Any], links: bool) -> Raw | dict[str, Any]:
-            if links:
-                result = tool_result(result, lambda uri: servers.agent_uri(alias, uri))
-            if route.tasks:
-                tasks.record(alias, owner, result)
-            return result
-
-        return finish
+    def finish_result(
+        self, route: Route, result: Raw | dict[str, Any], links: bool
+    ) -> Raw | dict[str, Any]:
+        """A call's result, its resource links in agents' terms and its task recorded."""
+        if links:
+            alias, servers = route.alias, self.servers
+            result = tool_result(result, lambda uri: servers.agent_uri(alias, uri))
+        if route.tasks:
+            self.tasks.record(route.alias, route.owner, result)
+        return result
 
     async def tools_call(
         self, conn: Any, req: rpc.Request, ctx: RequestContext | None, route: Route
@@ -106,7 +105,8 @@ class Surface:
         """A routed call (the agent's profile decided where it goes), for an agent that a
         server may ask things back during it."""
         agent = agent_side(conn, ctx)
-        finish = self.tool_finish(route, agent.owner)
+        route.owner = agent.owner
+        finish = self.finish_result
         budget = self.control.settings.result_budget_chars
         progress = conn.progress_sender()
         servers = self.servers

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import trio
 from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
@@ -51,10 +50,12 @@ class Route(msgspec.Struct):
     local: str = ""  # the name the agent called
     # The agent takes task handles (io.modelcontextprotocol/tasks) for results.
     tasks: bool = False
+    owner: Any = None  # whose call it is (a task it creates is that agent's alone)
 
 
-# The last step before a result is written: (result, whether it may hold links) -> result.
-Finish = Callable[[Raw | dict[str, Any], bool], Raw | dict[str, Any]]
+# The last step before a result is written, for a result that may hold links or task
+# handles: (the call's route, result, whether it may hold links) -> result.
+Finish = Callable[[Route, Raw | dict[str, Any], bool], Raw | dict[str, Any]]
 
 
 def route_call(
@@ -93,15 +94,16 @@ def start_call(
     route: Route,
     budget: int,
     on_progress: Deliver | None,
-    deliver: Callable[[bytes], None],
+    deliver: Callable[[rpc.Id, bytes], None],
     finish: Finish | None = None,
     asker: Any = None,
 ) -> CallHandle | None:
     """Start the routed call; ``deliver`` gets the encoded reply exactly once (maybe
     before this returns), unless the call is cancelled through the handle."""
 
+    # The one object made per call on this path: no closure per step.
     def done(outcome: Outcome) -> None:
-        deliver(call_reply(rid, route, outcome, budget, finish))
+        deliver(rid, call_reply(rid, route, outcome, budget, finish))
 
     handle = servers.start_call(
         route.alias,
@@ -113,39 +115,14 @@ def start_call(
     )
     if handle is None:
         deliver(
+            rid,
             _error_reply(
                 rid,
                 f"The tool server {route.alias!r} is not running (removed from the configuration).",
                 route.modern,
-            )
+            ),
         )
     return handle
-
-
-async def await_call(
-    servers: Servers,
-    rid: rpc.Id,
-    route: Route,
-    budget: int,
-    on_progress: Deliver | None,
-    finish: Finish | None = None,
-) -> bytes:
-    """``start_call`` for a caller with a task to wait in; cancelling it cancels the call."""
-    box: list[bytes] = []
-    arrived = trio.Event()
-
-    def deliver(reply: bytes) -> None:
-        box.append(reply)
-        arrived.set()
-
-    handle = start_call(servers, rid, route, budget, on_progress, deliver, finish)
-    try:
-        await arrived.wait()
-    except BaseException:
-        if handle is not None:
-            handle.cancel()
-        raise
-    return box[0]
 
 
 def call_reply(
@@ -166,7 +143,9 @@ def call_reply(
         capabilities=route.capabilities,
         tasks=route.tasks,
     )
-    return rpc.encode_result(rid, shaped if finish is None else finish(shaped, links))
+    if finish is not None and (links or route.tasks):
+        shaped = finish(route, shaped, links)
+    return rpc.encode_result(rid, shaped)
 
 
 def _error_reply(rid: rpc.Id, text: str, modern: bool) -> bytes:
