@@ -14,6 +14,7 @@ import itertools
 import logging
 import math
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -35,6 +36,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.calls")
 
 
+def _clock() -> Callable[[], float]:
+    """The run's clock, read in one call rather than ``trio.current_time``'s three: a
+    tools/call reads it three times."""
+    try:
+        return trio.lowlevel.current_clock().current_time
+    except RuntimeError:  # built outside a run (a unit test): read it the long way
+        return trio.current_time
+
+
 class CallScheduler:
     def __init__(self, runner: CallHost, limit: int) -> None:
         self.runner = runner
@@ -48,6 +58,7 @@ class CallScheduler:
         self._idle.set()
         self._up: Upstream | None = None
         self._nursery: trio.Nursery | None = None
+        self._now = _clock()
 
     # -- the server coming and going --
 
@@ -110,7 +121,7 @@ class CallScheduler:
         # Queued calls wait in arrival order with the same allowance, so their deadlines
         # only grow along the queue: the timer looks at the front, no heap needed.
         call.state = "queued"
-        call.deadline = trio.current_time() + wait
+        call.deadline = self._now() + wait
         if self.queue and self.queue[-1].deadline > call.deadline:
             call.deadline = self.queue[-1].deadline  # a shorter startup wait after a longer
         self.queue.append(call)
@@ -125,7 +136,7 @@ class CallScheduler:
         r = self.runner
         up = self._up
         assert up is not None
-        now = trio.current_time()
+        now = self._now()
         adm = r.breaker.allow(now)
         if not adm.allowed:
             self._finish(
@@ -160,7 +171,7 @@ class CallScheduler:
         """A running call's time limit, now ``seconds`` from now (within its hard
         limit): its server is waiting for the call's agent to answer a request."""
         if call.state == "running":
-            self._set_deadline(call, min(trio.current_time() + seconds, call.limit))
+            self._set_deadline(call, min(self._now() + seconds, call.limit))
 
     async def _run_task(self, call: PendingCall, up: Upstream) -> None:
         call.scope = trio.CancelScope()
@@ -192,7 +203,7 @@ class CallScheduler:
         def extend() -> None:
             # The server is working on it: more time, within the hard limit.
             if call.state == "running":
-                self._set_deadline(call, min(trio.current_time() + call.timeout, call.limit))
+                self._set_deadline(call, min(self._now() + call.timeout, call.limit))
 
         call.token = self.runner.progress.open(agent_token, call.on_progress, extend)
         params.meta = {**meta, mcp.KEY_PROGRESS_TOKEN: call.token}
@@ -210,7 +221,7 @@ class CallScheduler:
             return  # cancelled, or already timed out: a late answer is dropped
         call.state = "done"
         r = self.runner
-        now = trio.current_time()
+        now = self._now()
         elapsed = now - call.start
         outcome: Outcome
         if timed_out:
@@ -328,7 +339,7 @@ class CallScheduler:
         """Expire queued and running calls whose time is up (runs for the server's life)."""
         heap, queue = self._heap, self.queue
         while True:
-            now = trio.current_time()
+            now = self._now()
             while queue and queue[0].deadline <= now:
                 call = queue.popleft()
                 self._finish(call, self._queue_outage(call))
