@@ -4,12 +4,7 @@ subscriptions, and who may connect at all."""
 from __future__ import annotations
 
 import json
-import os
-import pwd
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +12,7 @@ import pytest
 import trio
 
 from tests.support.agent import connect, make_config, running
+from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted
 
 CUSTOM = str(Path(__file__).with_name("demo_custom_server.py"))
@@ -204,43 +200,15 @@ async def test_modern_agents_subscribe_to_tool_list_changes(tmp_path: Path) -> N
             }
 
 
-# Sends one request (argv[2] is the method) and prints the first line that comes back.
-PEER_PROBE = """
-import contextlib, json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}
-req = {"jsonrpc": "2.0", "id": 1, "method": sys.argv[2], "params": {"_meta": meta}}
-with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-    s.sendall(json.dumps(req).encode() + bytes([10]))
-print(s.recv(65536).decode().splitlines()[0])
-"""
-
-
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root to create a test user"
-)
+@needs_root
 async def test_a_disallowed_uid_is_refused_and_logged(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    user = "mcpd-test-peer"
-    if subprocess.run(["id", user], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "--system", "--no-create-home", user], check=True)
-    uid = pwd.getpwnam(user).pw_uid
-    # Somewhere the test user can reach (pytest's own temp root is private to root).
-    shared = Path(tempfile.mkdtemp(prefix="mcpd-peer-"))
-    shared.chmod(0o755)
-    sock = shared / "mcpd.sock"
-    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    uid = peer_uid()
+    sock = shared_dir() / "mcpd.sock"
 
     async def as_user(method: str) -> dict[str, Any]:
-        out = await trio.run_process(
-            [python, "-c", PEER_PROBE, str(sock), method],
-            capture_stdout=True,
-            preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
-        )
-        return json.loads(out.stdout)  # type: ignore[no-any-return]
+        return json.loads(await run_as(uid, ONE_REQUEST, str(sock), method))  # type: ignore[no-any-return]
 
     cfg = make_config(tmp_path, {}, socket=str(sock), socket_mode="0666")
     with trio.fail_after(30):

@@ -6,21 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
 
 from mcpd.cli.auth import browser_argv, safe_to_open
-from tests.mcpd.test_agent_protocol import PEER_PROBE
 from tests.support.agent import connect, make_config, running
 from tests.support.oauth_mcp import ProtectedMcp, serve_protected
+from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from transports.oauth_http import OAuthHttp
 
 LIMIT = 30
@@ -166,26 +162,13 @@ def test_the_browser_command_is_an_argv_and_only_for_a_desktop(tmp_path: Path) -
     assert not safe_to_open("file:///etc/passwd")
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root to create a test user"
-)
+@needs_root
 async def test_only_the_daemons_user_may_log_in_or_out(tmp_path: Path) -> None:
-    user = "mcpd-test-peer"
-    if subprocess.run(["id", user], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "--system", "--no-create-home", user], check=True)
-    uid = pwd.getpwnam(user).pw_uid
-    shared = Path(tempfile.mkdtemp(prefix="mcpd-peer-"))
-    shared.chmod(0o755)
-    sock = shared / "mcpd.sock"
-    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    uid = peer_uid()
+    sock = shared_dir() / "mcpd.sock"
 
     async def as_user(method: str) -> dict[str, Any]:
-        out = await trio.run_process(
-            [python, "-c", PEER_PROBE, str(sock), method],
-            capture_stdout=True,
-            preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
-        )
-        return json.loads(out.stdout)  # type: ignore[no-any-return]
+        return json.loads(await run_as(uid, ONE_REQUEST, str(sock), method))  # type: ignore[no-any-return]
 
     with trio.fail_after(LIMIT):
         async with serve_protected() as srv:

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ import trio
 from mcpd.config.load import load
 from mcpd.config.model import ConfigError
 from tests.support.agent import connect, make_config, running
+from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted
 
 from .test_bridge import BridgeProcess
@@ -330,25 +328,14 @@ for i, (method, params) in enumerate(json.loads(sys.argv[2])):
 """
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root to create a test user"
-)
+@needs_root
 async def test_a_profile_socket_has_its_own_peers(tmp_path: Path) -> None:
-    user = "mcpd-test-peer"
-    if subprocess.run(["id", user], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "--system", "--no-create-home", user], check=True)
-    uid = pwd.getpwnam(user).pw_uid
-    shared = Path(tempfile.mkdtemp(prefix="mcpd-peer-"))  # the test user can reach it
-    shared.chmod(0o755)
-    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    uid = peer_uid()
+    shared = shared_dir()
 
     async def as_user(sock: Path, *requests: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
-        out = await trio.run_process(
-            [python, "-c", PEER_PROBE, str(sock), json.dumps(requests)],
-            capture_stdout=True,
-            preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
-        )
-        return [json.loads(line) for line in out.stdout.decode().splitlines() if line]
+        out = await run_as(uid, PEER_PROBE, str(sock), json.dumps(requests))
+        return [json.loads(line) for line in out.decode().splitlines() if line]
 
     def cfg(**daemon: Any) -> Any:
         profile = {
