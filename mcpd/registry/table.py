@@ -66,7 +66,12 @@ class Entry:
         """The tool as agents see it changed (availability, marker): encoded again when
         next listed, not now. A server that starts flips both a few times before any
         agent lists, and with thousands of tools each flip cost a re-encoding of all."""
-        self._flags = (trusted, marker)
+        self.reflag((trusted, marker))
+
+    def reflag(self, flags: tuple[bool, str | None]) -> None:
+        """As ``reencode``, with a ``(trusted, marker)`` tuple the caller may share
+        between all of one server's tools (a tuple each was 56 B a tool)."""
+        self._flags = flags
         self._encoded = None
 
     @property
@@ -82,16 +87,21 @@ class Entry:
 
 
 class _Server:
-    __slots__ = ("available", "marker", "originals", "raw", "tools", "trusted")
+    __slots__ = ("available", "flags", "marker", "originals", "raw", "tools", "trusted")
 
     def __init__(self, raw: dict[str, mcp.Tool], trusted: bool, rules: ToolsConfig | None) -> None:
         self.raw = raw  # as the server listed them
-        curated = curate(list(raw.values()), rules)
+        curated = curate(raw, rules)
         self.tools = curated.tools  # what agents see, by name before the template
         self.originals = curated.originals
         self.trusted = trusted
         self.available = True
         self.marker: str | None = None
+        self.flags: tuple[bool, str | None] = (trusted, None)  # shared by its entries
+
+    def set_state(self, available: bool, marker: str | None) -> None:
+        self.available, self.marker = available, marker
+        self.flags = (self.trusted, marker)
 
 
 class Registry:
@@ -100,8 +110,9 @@ class Registry:
         self._servers: dict[str, _Server] = {}
         self._by_local: dict[str, Entry] = {}
         self._by_key: dict[tuple[str, str], Entry] = {}
-        # Who wants each candidate name; almost always one tool, so a small list.
-        self._claims: dict[str, list[tuple[str, str]]] = {}
+        # Who wants each candidate name: almost always one tool, so a tuple of the same
+        # key objects ``_by_key`` holds (a list and a key of its own were 165 B a tool).
+        self._claims: dict[str, tuple[tuple[str, str], ...]] = {}
         self._listing: list[Raw] | None = None
         self._rules: dict[str, ToolsConfig] = {}
         self.version = 0
@@ -130,7 +141,7 @@ class Registry:
         old = self._servers.get(alias)
         server = _Server(raw, trusted, self._rules.get(alias))
         if old is not None:
-            server.available, server.marker = old.available, old.marker
+            server.set_state(old.available, old.marker)
         self._servers[alias] = server
         self._reclaim(alias, set(old.tools) if old else set(), set(server.tools))
 
@@ -154,11 +165,12 @@ class Registry:
         server = self._servers.get(alias)
         if server is None or (server.available, server.marker) == (available, marker):
             return False
-        server.available, server.marker = available, marker
+        server.set_state(available, marker)
+        by_key, flags = self._by_key, server.flags
         for name in server.tools:
-            entry = self._by_key[(alias, name)]
+            entry = by_key[(alias, name)]
             entry.available = available
-            self._encode_entry(entry)
+            entry.reflag(flags)
         self._changed()
         return True
 
@@ -169,9 +181,10 @@ class Registry:
             cand = candidate_name(template, alias, name)
             claims = self._claims.get(cand)
             if claims is not None:
-                if (alias, name) in claims:
-                    claims.remove((alias, name))
-                if not claims:
+                rest = tuple(k for k in claims if k != (alias, name))
+                if rest:
+                    self._claims[cand] = rest
+                else:
                     del self._claims[cand]
             touched.add(cand)
             entry = self._by_key.pop((alias, name), None)
@@ -179,9 +192,9 @@ class Registry:
                 del self._by_local[entry.local]
         for name in new:
             cand = candidate_name(template, alias, name)
-            claimants = self._claims.setdefault(cand, [])
+            claimants = self._claims.get(cand, ())
             if (alias, name) not in claimants:
-                claimants.append((alias, name))
+                self._claims[cand] = (*claimants, (alias, name))
             touched.add(cand)
         for cand in sorted(touched):  # set order differs per process; names must not
             for key in sorted(self._claims.get(cand, ())):
@@ -224,8 +237,7 @@ class Registry:
         return local in self._claims or (holder is not None and holder is not self._by_key.get(key))
 
     def _encode_entry(self, entry: Entry) -> None:
-        server = self._servers[entry.alias]
-        entry.reencode(server.trusted, server.marker)
+        entry.reflag(self._servers[entry.alias].flags)
 
     def _changed(self) -> None:
         self._listing = None
