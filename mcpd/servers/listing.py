@@ -80,7 +80,8 @@ class ListKeeper:
         self.refetches += 1
         listing = await up.list_tools()
         self.listed(listing)
-        self._install(listing.tools)
+        if not listing.unchanged:
+            self._install(listing.tools)
 
     async def listen(self, up: Upstream) -> None:
         """Keep a tool-list subscription open; re-listen (with backoff) when it ends."""

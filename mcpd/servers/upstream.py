@@ -7,6 +7,7 @@ found out by ``handshake``; this module speaks it.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -39,6 +40,9 @@ class ListResult(msgspec.Struct):
     # "private": the list belongs to the authorization context it was fetched in,
     # which is mcpd's own (its credentials for this server), never an agent's.
     cache_scope: str | None = None
+    # The server sent the bytes it sent last time in this session: ``tools`` is the
+    # list decoded then, not decoded again.
+    unchanged: bool = False
 
 
 class Upstream:
@@ -62,6 +66,8 @@ class Upstream:
         self.instructions: str | None = None
         self.server_info: Any = None
         self.discover_ttl_ms = 0
+        # The last tools/list: a digest of its tools' bytes, and what was made of them.
+        self._listed: tuple[bytes, list[mcp.Tool], list[str]] | None = None
         self._handshake = Handshake(
             alias, transport, http=http, era=era, probe_timeout=probe_timeout
         )
@@ -137,8 +143,11 @@ class Upstream:
             )
 
     async def list_tools(self) -> ListResult:
-        tools: list[mcp.Tool] = []
-        dropped: list[str] = []
+        """Every page of the server's tools. A list whose bytes are the same as last
+        time is not decoded again: a refresh after the ttl of 10,000 tools that had not
+        changed decoded and compared them all, with both copies in memory."""
+        items: list[Raw] = []
+        digest = hashlib.blake2b(digest_size=16)
         seen: set[str] = set()
         cursor: str | None = None
         ttl = 0
@@ -157,12 +166,12 @@ class Upstream:
                 # A server may say who it is in any result's _meta (not only discover's).
                 self.server_info = page.meta.get(mcp.KEY_SERVER_INFO)
             for item in page.tools:
-                tool = self._accept_tool(item, dropped)
-                if tool is not None:
-                    tools.append(tool)
+                digest.update(item)
+                digest.update(b"\n")  # no two lists of items hash alike by joining
+            items += page.tools
             nxt = page.nextCursor
             if not isinstance(nxt, str):
-                return ListResult(tools, ttl, dropped, scope)
+                return self._listing(items, digest.digest(), ttl, scope)
             if nxt in seen:
                 raise ProtocolViolation(f"{self.alias}: tools/list cursor {nxt!r} repeated")
             seen.add(nxt)
@@ -170,6 +179,19 @@ class Upstream:
         raise ProtocolViolation(
             f"{self.alias}: tools/list did not end after {self.max_pages} pages"
         )
+
+    def _listing(self, items: list[Raw], digest: bytes, ttl: int, scope: str | None) -> ListResult:
+        last = self._listed
+        if last is not None and last[0] == digest:
+            return ListResult(last[1], ttl, last[2], scope, unchanged=True)
+        tools: list[mcp.Tool] = []
+        dropped: list[str] = []
+        for item in items:
+            tool = self._accept_tool(item, dropped)
+            if tool is not None:
+                tools.append(tool)
+        self._listed = (digest, tools, dropped)
+        return ListResult(tools, ttl, dropped, scope)
 
     def _list_params(self, cursor: str | None) -> Any:
         meta = request_meta(self.version, NO_CAPABILITIES) if self.era == "modern" else UNSET

@@ -304,6 +304,38 @@ async def test_tools_list_follows_next_cursor_until_it_is_absent(log_path: Path,
             assert cursors == ["(none)", "2", "4"]
 
 
+async def test_a_list_sent_again_unchanged_is_not_decoded_again(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--tools", "5", "--page-size", "2") as server:
+            up = upstream(server)
+            await up.connect()
+            first = await up.list_tools()
+            again = await up.list_tools()
+            assert len(server.requests("tools/list")) == 6  # both lists were fetched
+            assert not first.unchanged and again.unchanged
+            # The same tool objects: nothing was decoded the second time.
+            assert again.tools is first.tools
+            assert [t.name for t in again.tools] == [f"tool{i}" for i in range(5)]
+
+
+async def test_a_list_whose_bytes_changed_is_decoded_again(log_path: Path) -> None:
+    with trio.fail_after(15):
+        async with scripted_server(
+            log_path, "--tools", "3", "--page-size", "2", "--new-descriptions"
+        ) as server:
+            up = upstream(server)
+            await up.connect()
+            first = await up.list_tools()
+            again = await up.list_tools()
+            assert not again.unchanged
+            assert [t.description for t in first.tools] == [
+                f"test tool {i} (list 1)" for i in range(3)
+            ]
+            assert [t.description for t in again.tools] == [
+                f"test tool {i} (list 2)" for i in range(3)
+            ]
+
+
 async def test_an_empty_string_cursor_is_a_cursor_not_the_end(log_path: Path) -> None:
     with trio.fail_after(15):
         async with scripted_server(

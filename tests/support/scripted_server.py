@@ -24,6 +24,9 @@ p.add_argument(
 p.add_argument("--tools", type=int, default=3)
 p.add_argument("--names", help="comma-separated tool names instead of tool0..N")
 p.add_argument("--page-size", type=int, default=0)
+p.add_argument(
+    "--new-descriptions", action="store_true", help="descriptions change with every tools/list"
+)
 p.add_argument("--empty-first-cursor", action="store_true")
 p.add_argument("--repeat-cursor", action="store_true")
 p.add_argument("--garbage", action="store_true", help="print non-JSON lines between messages")
@@ -71,7 +74,7 @@ p.add_argument(
 args = p.parse_args()
 
 out_lock = threading.Lock()
-state = {"era": None, "discover_count": 0}
+state = {"era": None, "discover_count": 0, "lists": 0}
 
 
 def write(obj: dict) -> None:
@@ -110,7 +113,8 @@ def tool_defs() -> list[dict]:
     tools = [
         {
             "name": name,
-            "description": f"test tool {i}",
+            "description": f"test tool {i}"
+            + (f" (list {state['lists']})" if args.new_descriptions else ""),
             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
             "annotations": {"readOnlyHint": True},
         }
@@ -122,6 +126,8 @@ def tool_defs() -> list[dict]:
 
 
 def list_tools(rid, params: dict) -> None:
+    if params.get("cursor") is None:
+        state["lists"] += 1
     tools = tool_defs()
     if not args.page_size:
         result(rid, {"tools": tools})
