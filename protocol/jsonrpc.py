@@ -273,7 +273,16 @@ class _OutError(msgspec.Struct):
     error: ErrorObject
 
 
-_encoder: Final = msgspec.json.Encoder()
+def _late(obj: Any) -> Any:
+    # A value that is built only as it is written (it has ``wire()``): a table of
+    # thousands of tools is listed without holding an encoding of each one as well.
+    wire = getattr(obj, "wire", None)
+    if wire is None:
+        raise NotImplementedError(f"cannot encode {type(obj).__name__} as JSON")
+    return wire()
+
+
+_encoder: Final = msgspec.json.Encoder(enc_hook=_late)
 
 
 def encode(obj: Any) -> bytes:

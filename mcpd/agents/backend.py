@@ -12,7 +12,7 @@ it causes upstream share one batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -23,7 +23,7 @@ from protocol import mcp
 from ..config.model import DaemonConfig
 from ..registry.prompts import PromptEntry
 from ..registry.resources import Ambiguous, Routed
-from ..registry.table import Entry
+from ..registry.table import Entry, Listed
 from ..registry.views import ProfileView
 from ..servers.askback import Asker
 from ..servers.calls import Done
@@ -42,8 +42,8 @@ class Servers(Protocol):
         """Grows whenever what agents are listed changes."""
         ...
 
-    def listing(self) -> list[Raw]:
-        """Every tool, encoded as agents get it, in listing order."""
+    def listing(self) -> Sequence[Listed]:
+        """Every tool as agents get it (encoded as it is written), in listing order."""
         ...
 
     def lookup(self, name: str) -> Entry | None: ...

@@ -184,7 +184,7 @@ class HttpApi:
 
     def _tools(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
         listing = self._profile(query, caller).listing()
-        tools = msgspec.json.decode(b"[" + b",".join(listing) + b"]")
+        tools = msgspec.json.decode(rpc.encode(listing))
         fmt = (query.get("format") or ["mcp"])[0]
         if fmt == "mcp":
             return 200, "application/json", _encode({"tools": tools})

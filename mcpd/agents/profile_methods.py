@@ -19,6 +19,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
+from ..registry.table import listed_name
 from .connection import Connection
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
@@ -82,7 +83,7 @@ class ProfileMethods:
 
 def summary(chosen: ProfileServers) -> dict[str, Any]:
     view = chosen.view
-    listed = [msgspec.json.decode(raw)["name"] for raw in chosen.listing()]
+    listed = [listed_name(item) for item in chosen.listing()]
     return {
         "profile": chosen.name,
         "discovery": view.profile.discovery,

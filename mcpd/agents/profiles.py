@@ -11,17 +11,15 @@ only the daemon's own user and root may pick it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-
-from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from ..config.model import NamingConfig
 from ..config.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
-from ..registry.table import Entry
+from ..registry.table import Entry, Listed
 from ..registry.views import ProfileView
 from ..servers.calls import Done
 from ..servers.progress import Deliver
@@ -50,7 +48,7 @@ class ProfileServers:
     def version(self) -> int:
         return self.view.sync()
 
-    def listing(self) -> list[Raw]:
+    def listing(self) -> Sequence[Listed]:
         """What ``tools/list`` gives this profile's agents (meta-tools in search mode)."""
         return exposed_listing(self.view)
 

@@ -12,6 +12,7 @@ discovery is not "all", also while "auto" lists everything.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
@@ -20,6 +21,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
+from ..registry.table import Listed
 from ..registry.views import ProfileView
 from . import metatools
 
@@ -27,12 +29,12 @@ _encode: Final = msgspec.json.Encoder().encode
 _decode_tool: Final = msgspec.json.Decoder(dict[str, Any])
 
 
-def exposed_listing(view: ProfileView) -> list[Raw]:
+def exposed_listing(view: ProfileView) -> Sequence[Listed]:
     """``tools/list`` for the view's agents."""
     if view.mode == "all":
         return view.listing()
-    defs = metatools.definitions(view.servers(), total=view.count())
-    return [Raw(_encode(t)) for t in defs] + [e.encoded for e in view.pinned()]
+    defs: list[Listed] = list(metatools.definitions(view.servers(), total=view.count()))
+    return defs + view.pinned()
 
 
 def unwrap(
@@ -77,5 +79,5 @@ def _describe(view: ProfileView, arguments: Raw | Any) -> mcp.CallToolResult:
         if entry is None:
             unknown.append(name)
         else:
-            found.append(_decode_tool.decode(entry.encoded))
+            found.append(_decode_tool.decode(rpc.encode(entry)))
     return metatools.describe_result(found, unknown)

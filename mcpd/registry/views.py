@@ -25,7 +25,6 @@ from fnmatch import fnmatchcase
 from typing import Any, Final, Literal
 
 import msgspec
-from msgspec import Raw
 
 from ..config.model import ConfigError, NamingConfig
 from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
@@ -190,15 +189,16 @@ class ProfileView:
         return out
 
     def _exposure(self) -> tuple[Any, Any]:
-        """What ``tools/list`` depends on, to compare with the last time: the encoded
-        tools by identity (a new object is a new encoding), and the objects."""
+        """What ``tools/list`` depends on, to compare with the last time: each listed
+        entry and its look by identity (a new one is a change), and the objects, kept
+        so that no identity is reused while it is compared."""
         if self.identity and self.profile.discovery == "all":
             return None, ("table", self.registry.version)  # any change of the table
         if self.mode == "all":
-            listed = self.listing()
-            return listed, ("all", [id(r) for r in listed])
-        pinned = [e.encoded for e in self.pinned()]
-        key = ("search", tuple(self.servers()), self.count(), [id(r) for r in pinned])
+            looks = [(e, e.look) for e in self.listing()]
+            return looks, ("all", [(id(e), id(look)) for e, look in looks])
+        pinned = [(e, e.look) for e in self.pinned()]
+        key = ("search", tuple(self.servers()), self.count(), [(id(e), id(k)) for e, k in pinned])
         return pinned, key
 
     # -- queries --
@@ -218,11 +218,11 @@ class ProfileView:
         self.sync()
         return self.registry.size() if self.identity else len(self._entries)
 
-    def listing(self) -> list[Raw]:
+    def listing(self) -> list[Entry]:
         self.sync()
         if self.identity:
             return self.registry.listing()
-        return [e.encoded for e in self._entries]
+        return self._entries
 
     def lookup(self, local: str) -> Entry | None:
         if self.identity:  # the hot path of every call: no sync needed

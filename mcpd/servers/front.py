@@ -46,7 +46,7 @@ class Front:
     def version(self) -> int:
         return self._registry.version
 
-    def listing(self) -> list[Raw]:
+    def listing(self) -> list[Entry]:
         return self._registry.listing()
 
     def lookup(self, name: str) -> Entry | None:

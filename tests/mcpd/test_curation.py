@@ -15,6 +15,7 @@ import trio
 from mcpd.config.model import NamingConfig, ToolsConfig
 from mcpd.registry.curation import ToolBudget, curate
 from mcpd.registry.table import Registry
+from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import scripted
@@ -74,7 +75,7 @@ def test_the_registry_lists_curated_tools_and_calls_back_by_the_servers_name() -
     assert names(registry) == ["mcp__fs__find_files", "mcp__fs__list_dir", "mcp__fs__read_file"]
     entry = registry.lookup("mcp__fs__find_files")
     assert entry is not None and entry.original == "search"
-    listed = msgspec.json.decode(registry.listing()[0])
+    listed = msgspec.json.decode(rpc.encode(registry.listing()[0]))
     assert listed["_meta"]["mcpd/originalName"] == "search"
     # Hidden tools have no local name, so they cannot be called either.
     assert registry.lookup("mcp__fs__write_file") is None

@@ -16,6 +16,7 @@ from mcpd.config.model import ConfigError, NamingConfig, ToolsConfig
 from mcpd.config.profiles import Patterns, ProfileConfig
 from mcpd.registry.table import Registry
 from mcpd.registry.views import ProfileView, assign_names, unmatched
+from protocol import jsonrpc as rpc
 from protocol import mcp
 
 SERVERS = """
@@ -165,7 +166,7 @@ def view(registry: Registry, **profile: Any) -> ProfileView:
 
 
 def names(v: ProfileView) -> list[str]:
-    return [msgspec.json.decode(raw)["name"] for raw in v.listing()]
+    return [msgspec.json.decode(rpc.encode(item))["name"] for item in v.listing()]
 
 
 def test_servers_and_patterns_choose_the_tools() -> None:
@@ -209,7 +210,7 @@ def test_patterns_see_renamed_names_and_calls_reach_the_servers_own() -> None:
         "read_file",
         "cat",
     )
-    listed = msgspec.json.decode(v.listing()[0])
+    listed = msgspec.json.decode(rpc.encode(v.listing()[0]))
     assert listed["description"] == "[fs] Read a file"
     assert listed["_meta"]["mcpd/originalName"] == "read_file"
 
@@ -263,9 +264,9 @@ def test_version_moves_only_for_changes_this_profile_sees() -> None:
     r.set_availability("git", False, "unavailable: git is down")
     r.set_availability("git", True, None)  # back before anyone looked: still news
     assert git.sync() > before[0] and own.sync() > before[1]
-    assert "[unavailable" not in msgspec.json.decode(own.listing()[0])["description"]
+    assert "[unavailable" not in msgspec.json.decode(rpc.encode(own.listing()[0]))["description"]
     r.set_availability("git", False, "unavailable: git is down")
-    described = msgspec.json.decode(own.listing()[0])["description"]
+    described = msgspec.json.decode(rpc.encode(own.listing()[0]))["description"]
     assert described.startswith("[unavailable: git is down] [git]")
     assert own.markers() == {"git": "unavailable: git is down"}
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from mcpd.config.model import NamingConfig
 from mcpd.registry.table import Registry
+from protocol import jsonrpc as rpc
 from protocol import mcp
 
 SAFE = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -39,7 +40,7 @@ def short_hash(alias: str, name: str, digits: int = 6) -> str:
 
 def listed(registry: Registry) -> list[dict[str, Any]]:
     """The tools/list entries exactly as an agent decodes them."""
-    return [json.loads(bytes(raw)) for raw in registry.listing()]
+    return [json.loads(rpc.encode(item)) for item in registry.listing()]
 
 
 def by_original(registry: Registry, alias: str) -> dict[str, dict[str, Any]]:
@@ -326,7 +327,7 @@ def test_input_schema_bytes_pass_through_unchanged() -> None:
     data = b'{"name":"search","inputSchema":' + schema + b',"outputSchema":' + output + b"}"
     reg = Registry(DEFAULT)
     reg.update("notes", [msgspec.json.decode(data, type=mcp.Tool)])
-    (encoded,) = reg.listing()
+    (encoded,) = (rpc.encode(item) for item in reg.listing())
     assert b'"inputSchema":' + schema in bytes(encoded)
     assert b'"outputSchema":' + output in bytes(encoded)
     again = msgspec.json.decode(bytes(encoded), type=mcp.Tool)
@@ -494,7 +495,7 @@ def check_mapping(reg: Registry, expected: dict[str, list[str]], naming: NamingC
         found = reg.lookup(entry.local)
         assert found is not None
         assert (found.alias, found.original) == (entry.alias, entry.original)
-    assert [json.loads(bytes(raw))["name"] for raw in reg.listing()] == locals_
+    assert [json.loads(rpc.encode(item))["name"] for item in reg.listing()] == locals_
 
 
 @settings(max_examples=300, deadline=None)

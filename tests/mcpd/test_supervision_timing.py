@@ -22,6 +22,7 @@ from mcpd.config.model import Config, ServerConfig
 from mcpd.registry.table import Registry
 from mcpd.servers.calls import CallRefused
 from mcpd.servers.runner import Runner
+from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.jsonrpc import Notification
 from transports.base import SpawnError, TransportError
@@ -341,7 +342,7 @@ async def test_outage_is_visible_in_the_registry(autojump_clock: trio.testing.Mo
         for _ in range(3):
             with pytest.raises(CallRefused):
                 await runner.call(call_params())
-        tool = json.loads(bytes(runner.registry.listing()[0]))
+        tool = json.loads(rpc.encode(runner.registry.listing()[0]))
         assert tool["_meta"]["mcpd/available"] is False
         assert tool["description"].startswith("[unavailable: s is failing (circuit open) since ")
         nursery.cancel_scope.cancel()

@@ -16,6 +16,7 @@ from mcpd.agents.metatools import ArgumentError
 from mcpd.config.model import NamingConfig
 from mcpd.registry.search import ToolDoc, ToolIndex, stem, terms, words
 from mcpd.registry.table import Registry
+from protocol import jsonrpc as rpc
 from protocol import mcp
 
 NAME_RULE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -224,7 +225,7 @@ def test_from_listed_reads_the_registry_listing_outage_and_all() -> None:
     registry.update("tickets", [msgspec.json.decode(json.dumps(raw).encode(), type=mcp.Tool)])
     marker = "unavailable: tickets is down since 19:09:42, retrying at 19:09:44"
     registry.set_availability("tickets", False, marker)
-    listed = msgspec.json.decode(registry.listing()[0])
+    listed = msgspec.json.decode(rpc.encode(registry.listing()[0]))
     assert listed["description"].startswith(f"[{marker}] [tickets]")  # the shape read here
     got = ToolDoc.from_listed(listed)
     assert got == ToolDoc(
@@ -237,7 +238,7 @@ def test_from_listed_reads_the_registry_listing_outage_and_all() -> None:
     )
     # An outage does not move a tool in the ranking: the index sees the same text.
     registry.set_availability("tickets", True, None)
-    assert ToolDoc.from_listed(msgspec.json.decode(registry.listing()[0])) == got
+    assert ToolDoc.from_listed(msgspec.json.decode(rpc.encode(registry.listing()[0]))) == got
 
 
 # -- the meta-tools --
