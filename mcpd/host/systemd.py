@@ -76,12 +76,18 @@ class Notifier:
 
     Sending never raises: the daemon must not die because the manager is gone. The first
     failure is logged; later ones are counted silently (``failures``).
+
+    A status line is never waited for: when the manager's queue is full it is kept
+    (``held``) and goes with the next notification that is sent. Waiting up to
+    ``_SEND_TIMEOUT`` for each one stalled the whole daemon a second per server that
+    changed state while the manager was not reading.
     """
 
     def __init__(self, address: str | None, *, watchdog_usec: int | None = None) -> None:
         self.address = address or None
         self.watchdog_usec = watchdog_usec
         self.failures = 0
+        self.held: str | None = None  # the last status line not sent yet
         self._sock: socket.socket | None = None
 
     @classmethod
@@ -100,10 +106,16 @@ class Notifier:
             return b"\0" + self.address[1:].encode()
         return self.address
 
-    def notify(self, *assignments: str) -> bool:
-        """Send ``KEY=value`` assignments in one datagram. True when it was sent."""
+    def notify(self, *assignments: str, wait: bool = True) -> bool:
+        """Send ``KEY=value`` assignments in one datagram. True when it was sent.
+
+        Without ``wait``, a datagram the manager has no room for now is not sent (and
+        is not a failure)."""
         if self.address is None:
             return False
+        has_status = any(a.startswith("STATUS=") for a in assignments)
+        if self.held is not None and not has_status:
+            assignments, has_status = (*assignments, self.held), True
         payload = "".join(a + "\n" for a in assignments).encode()
         try:
             if self._sock is None:
@@ -113,12 +125,24 @@ class Notifier:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
                 sock.settimeout(_SEND_TIMEOUT)
                 self._sock = sock
-            self._sock.sendto(payload, self._target())
+            if wait:
+                self._sock.sendto(payload, self._target())
+            else:
+                # A socket with a timeout waits for room even with MSG_DONTWAIT.
+                self._sock.settimeout(0)
+                try:
+                    self._sock.sendto(payload, self._target())
+                finally:
+                    self._sock.settimeout(_SEND_TIMEOUT)
+        except BlockingIOError:
+            return False
         except OSError as exc:
             self.failures += 1
             if self.failures == 1:
                 logger.warning("sd_notify to %s failed: %s", self.address, exc)
             return False
+        if has_status:
+            self.held = None
         return True
 
     def ready(self, status: str | None = None) -> bool:
@@ -127,7 +151,13 @@ class Notifier:
 
     def status(self, text: str) -> bool:
         # One line: a newline would start a new assignment.
-        return self.notify("STATUS=" + " ".join(text.splitlines()))
+        line = "STATUS=" + " ".join(text.splitlines())
+        self.held = None  # this one is newer
+        if self.notify(line, wait=False):
+            return True
+        if self.address is not None:
+            self.held = line
+        return False
 
     def reloading(self) -> bool:
         """A reload begins; ``ready()`` must follow when it is done. systemd >= 253 wants

@@ -294,3 +294,31 @@ def test_listen_fds_marks_passed_sockets_close_on_exec(short_dir: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_status_line_the_manager_has_no_room_for_waits_for_the_next_notification(
+    short_dir: Path,
+) -> None:
+    path = str(short_dir / "notify")
+    with _dgram_receiver(path) as rx:
+        n = systemd.Notifier(path)
+        # A manager that is not reading: its queue fills (net.unix.max_dgram_qlen).
+        sent = 0
+        while n.status(f"starting {sent}"):
+            sent += 1
+            assert sent < 10_000
+        # More changes while it is full: none is waited for, and none is a failure
+        # (waiting a second for each stalled the daemon a second per server).
+        for i in range(50):
+            assert not n.status(f"serving {i} of 50")
+        assert n.failures == 0
+        assert n.held == "STATUS=serving 49 of 50"
+        queued = [_recv(rx) for _ in range(sent)]
+        assert queued[0] == ["STATUS=starting 0"]
+        # The next notification that goes out carries the newest line, once.
+        assert n.watchdog()
+        assert _recv(rx) == ["WATCHDOG=1", "STATUS=serving 49 of 50"]
+        assert n.held is None
+        assert n.watchdog()
+        assert _recv(rx) == ["WATCHDOG=1"]
+        n.close()
