@@ -49,7 +49,10 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict protocol transports mcpd
 
+# Bytecode first: an installed mcpd has it, and a start-up that compiles its own
+# modules (PYTHONDONTWRITEBYTECODE=1 keeps them uncached) costs up to twice the CPU.
 bench: $(VENV)/.bench-installed
+	$(BIN)/python -m compileall -q mcpd protocol transports
 	$(BIN)/python -m bench.run
 
 $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
