@@ -238,6 +238,10 @@ class CallScheduler:
             r.check_liveness()
             outcome = Outage(r.alias, "timeout", reason, call.start)
             self._abandon(call, "timed out")
+        elif error is None and raw is not None:  # the common case first: every call
+            r.breaker.record_success(now, call.ticket)
+            r.stats.record(elapsed)
+            outcome = raw
         elif isinstance(error, rpc.RPCError):
             # The server answered: it is up, whatever it thought of the request.
             r.breaker.record_success(now, call.ticket)
@@ -280,10 +284,6 @@ class CallScheduler:
                 # marked unavailable before the next model turn.
                 r.check_liveness()
             outcome = Outage(r.alias, "failed", error.reason, call.start)
-        elif raw is not None:
-            r.breaker.record_success(now, call.ticket)
-            r.stats.record(elapsed)
-            outcome = raw
         else:
             outcome = Outage(r.alias, "failed", f"internal error: {error!r}", call.start)
         # Only now: releasing a half-open probe first made the breaker discard the
