@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
@@ -29,7 +29,6 @@ from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Backend, CallHandle, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
 from .door import Door, refuse
-from .httpapi import HttpApi
 from .listen import Listens
 from .listener import DaemonError
 from .metatools import NAMES as META_TOOLS
@@ -39,8 +38,11 @@ from .relay import agent_side, refuser
 from .search_mode import unwrap
 from .sockets import ProfileSockets
 from .surface import Surface
-from .tcp import Connect, guard, open_endpoint, own_origins
 from .toolcall import Route, list_tools, route_call, start_call
+
+if TYPE_CHECKING:
+    from .httpapi import HttpApi
+    from .tcp import Connect
 
 logger = logging.getLogger("mcpd.api")
 
@@ -81,7 +83,7 @@ class Api(ProfileMethods):
             lambda: control.settings, lambda: len(self.connections), self.sockets.allowed
         )
         self.endpoint: Connect | None = None  # where the HTTP endpoint listens
-        self.http = HttpApi(self, servers, control, self.connections, new_session, self.profiles)
+        self._http: HttpApi | None = None
         self._handlers: dict[str, Handler] = {
             "tools/list": Api._tools_list,
             "tools/call": Api._tools_call,
@@ -95,6 +97,19 @@ class Api(ProfileMethods):
         # Not self._dirty.set: that would be the first event's, and the broadcaster
         # replaces the event each time it wakes.
         servers.subscribe(self.list_changed)
+
+    @property
+    def http(self) -> HttpApi:
+        """The HTTP side, made for the first HTTP request (on a socket or the endpoint)."""
+        if self._http is None:
+            # Here, not at the top: a daemon that no HTTP client talks to does without
+            # h11 and the HTTP routes.
+            from .httpapi import HttpApi
+
+            self._http = HttpApi(
+                self, self.servers, self.control, self.connections, new_session, self.profiles
+            )
+        return self._http
 
     def list_changed(self) -> None:
         self._dirty.set()
@@ -131,7 +146,9 @@ class Api(ProfileMethods):
         listen: str,
         task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        # Here, not at the top: only a daemon with [daemon] http_listen loads the TCP side.
         from ..config.endpoints import parse_listen
+        from .tcp import guard, open_endpoint, own_origins
 
         host, port = parse_listen(listen)
         try:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import re
+import socket
 from collections.abc import Callable, Iterable
 from typing import Final
 
@@ -20,13 +22,14 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
-from .httpapi import is_http
 from .peers import Peer, is_allowed, peer_of, resolve_groups
 
 logger = logging.getLogger("mcpd.api")
 
 _REFUSED_LOG_EVERY: Final = 10.0
 Allowed = Callable[[str], tuple[Iterable[int], Iterable[int]]]
+# A method token and its space ("GET ", "POST "), or as much of one as has arrived.
+_REQUEST_LINE: Final = re.compile(rb"[A-Z]{1,7}(?: |\Z)")
 
 
 class Door:
@@ -101,3 +104,14 @@ async def refuse(stream: trio.SocketStream, message: str) -> None:
     with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
         await stream.send_all(rpc.encode_error(None, -32000, message) + b"\n")
     await stream.aclose()
+
+
+async def is_http(stream: trio.SocketStream) -> bool:
+    """Whether the peer opened with an HTTP request line; nothing is consumed."""
+    try:
+        first: bytes = await stream.socket.recv(8, socket.MSG_PEEK)
+    except OSError:
+        return False
+    # One capital letter was enough before: an agent whose first line was a banner or
+    # garbage ("Hello", "F\r...") became an HTTP client that never got an answer.
+    return _REQUEST_LINE.match(first) is not None

@@ -22,8 +22,6 @@ own socket serves that profile. The TCP endpoint (``tcp``) is this same code beh
 from __future__ import annotations
 
 import logging
-import re
-import socket
 from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import parse_qs
@@ -52,21 +50,6 @@ logger = logging.getLogger("mcpd.http")
 ENDPOINTS: Final = ("/status", "/tools", "/prompts", "/resources", "/healthz", "/metrics", "/mcp")
 _encode: Final = msgspec.json.Encoder().encode
 METRICS_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
-
-
-# A method token and its space ("GET ", "POST "), or as much of one as has arrived.
-_REQUEST_LINE: Final = re.compile(rb"[A-Z]{1,7}(?: |\Z)")
-
-
-async def is_http(stream: trio.SocketStream) -> bool:
-    """Whether the peer opened with an HTTP request line; nothing is consumed."""
-    try:
-        first: bytes = await stream.socket.recv(8, socket.MSG_PEEK)
-    except OSError:
-        return False
-    # One capital letter was enough before: an agent whose first line was a banner or
-    # garbage ("Hello", "F\r...") became an HTTP client that never got an answer.
-    return _REQUEST_LINE.match(first) is not None
 
 
 class HttpApi:

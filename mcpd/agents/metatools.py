@@ -35,14 +35,15 @@ Arguments are read leniently, as models write them: ``names`` may be one string,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw
 
 from protocol import mcp
 
-from ..registry.search import Hit
+if TYPE_CHECKING:
+    from ..registry.search import Hit
 
 SEARCH: Final = "mcpd_search_tools"
 DESCRIBE: Final = "mcpd_describe_tools"

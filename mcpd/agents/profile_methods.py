@@ -35,7 +35,7 @@ class _Choice(msgspec.Struct):
 class ProfileMethods:
     profiles: Profiles
     connections: set[Connection]
-    http: HttpApi
+    _http: HttpApi | None
     sockets: ProfileSockets
 
     def view(self, conn: Connection) -> ProfileServers:
@@ -72,7 +72,8 @@ class ProfileMethods:
 
     def profile_status(self, default_cap_warned: bool = False) -> list[dict[str, Any]]:
         agents: Counter[str] = Counter(self.view(c).name for c in self.connections)
-        agents.update(s.servers.name for s in self.http.sessions.values())
+        if self._http is not None:  # no HTTP request yet, no HTTP session
+            agents.update(s.servers.name for s in self._http.sessions.values())
         rows = self.profiles.status(agents, default_cap_warned)
         for row in rows:
             error = self.sockets.errors.get(row["name"])

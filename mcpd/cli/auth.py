@@ -22,16 +22,18 @@ import shutil
 import subprocess
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import trio
 
 from transports.base import single_exceptions
-from transports.oauth_http import RedirectListener, redirect_listener
 
 from .client import Client, Unreachable, socket_path
 from .exits import EXIT_FAILED, EXIT_UNREACHABLE, ask, fail
+
+if TYPE_CHECKING:
+    from transports.oauth_http import RedirectListener
 
 LOGIN_TIMEOUT = 600.0
 
@@ -189,6 +191,10 @@ async def _open(argv: list[str]) -> None:
 
 
 async def _listener(stack: contextlib.AsyncExitStack, port: int, fixed: bool) -> RedirectListener:
+    # Here, not at the top: every command's parser is built from this module, and the
+    # others (``mcpd serve`` above all) need not load the OAuth client's HTTP side.
+    from transports.oauth_http import redirect_listener
+
     try:
         return await stack.enter_async_context(redirect_listener(port=port))
     except OSError as exc:

@@ -19,7 +19,6 @@ from typing import Any, Final
 import msgspec
 
 from .endpoints import validate_http, validate_profiles
-from .importer import config_from_json
 from .model import (
     ALIAS_RE,
     AuthConfig,
@@ -325,7 +324,10 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
     except OSError as exc:
         raise ConfigError("", f"cannot read {str(p)!r}: {exc.strerror}") from None
     if p.suffix == ".json" or text.lstrip()[:1] == b"{":
-        # Another host's mcpServers file, used as it is.
+        # Another host's mcpServers file, used as it is. The importer (and json) only
+        # then: a daemon started on TOML does without them.
+        from .importer import config_from_json
+
         return parse(config_from_json(text, str(p)), env, source=str(p))
     try:
         data = tomllib.loads(text.decode("utf-8"))

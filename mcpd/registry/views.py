@@ -22,14 +22,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Iterable, Mapping
 from fnmatch import fnmatchcase
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
 from ..config.model import ConfigError, NamingConfig
 from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
-from .search import Hit, ToolDoc, ToolIndex
 from .table import Entry, Registry, candidate_name, hashed_name
+
+if TYPE_CHECKING:
+    from .search import Hit, ToolDoc, ToolIndex
 
 Mode = Literal["all", "search"]
 _decode_schema: Final = msgspec.json.Decoder(dict[str, Any])
@@ -267,7 +269,10 @@ class ProfileView:
             a[0] == b[0] and a[1] is b[1] for a, b in zip(key, self._index_key, strict=True)
         )
         if self._index is None or not same:
-            self._index = ToolIndex(_doc(e) for e in entries)
+            # Here, not at the top: only a profile in search mode loads the index.
+            from .search import ToolDoc, ToolIndex
+
+            self._index = ToolIndex(_doc(e, ToolDoc) for e in entries)
             self._index_key = key
         return self._index
 
@@ -281,13 +286,13 @@ class ProfileView:
         return None
 
 
-def _doc(entry: Entry) -> ToolDoc:
+def _doc(entry: Entry, doc: type[ToolDoc]) -> ToolDoc:
     tool = entry.tool
     try:
         schema = _decode_schema.decode(tool.inputSchema)
     except msgspec.DecodeError:
         schema = {}
-    return ToolDoc(
+    return doc(
         name=entry.local,
         server=entry.alias,
         original=entry.name,

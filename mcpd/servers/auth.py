@@ -48,7 +48,8 @@ from transports.base import AuthError, TransportError
 from ..config.model import Config, ServerConfig
 from ..host.statefile import state_dir
 from ..host.tokens import TokenStore
-from .authstate import AuthFailed, AuthState, LoginRequired, why
+from .autherrors import AuthFailed, LoginRequired, why
+from .authstate import AuthState
 
 __all__ = ["AuthFailed", "LoginRequired", "ServerAuth", "why"]
 

@@ -23,11 +23,11 @@ import trio
 
 from protocol.logfields import log_extra
 from protocol.oauth import AuthorizationResult, BearerChallenge, FetchPolicy, ScopeState
-from transports.base import TransportError
 from transports.oauth_http import OAuthHttp
 
 from ..config.model import ServerConfig
 from ..host.tokens import TokenStore
+from .autherrors import LoginRequired
 from .credentials import Credentials, client_config
 
 logger = logging.getLogger("mcpd.auth")
@@ -37,15 +37,6 @@ logger = logging.getLogger("mcpd.auth")
 TOKEN_REQUEST_TIMEOUT: Final = 10.0
 # A token without a refresh token is shown as expiring this long before it ends.
 EXPIRING: Final = 600.0
-
-
-class LoginRequired(TransportError):
-    """Only a person can help (``mcpd auth login ALIAS``). Not a failure of the server:
-    it is not retried with backoff and not counted by the circuit breaker."""
-
-
-class AuthFailed(TransportError):
-    """A token could not be obtained or renewed; the reason says why."""
 
 
 class AuthState:
@@ -181,10 +172,6 @@ class AuthState:
         if self._policy is None:
             self._policy = await self.http.policy_for(self.url)
         return self._policy
-
-
-def why(exc: Exception) -> str:
-    return exc.reason if isinstance(exc, TransportError) else str(exc)
 
 
 def _tls(cfg: ServerConfig) -> ssl.SSLContext | None:

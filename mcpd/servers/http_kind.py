@@ -15,7 +15,6 @@ from typing import Final
 import trio
 
 from transports.base import TransportError, UnexpectedReply
-from transports.sse_detect import detect_http_transport
 
 from ..config.model import ServerConfig
 
@@ -31,6 +30,10 @@ async def other_kind(alias: str, cfg: ServerConfig, kind: str, exc: Exception) -
         return None
     if not 400 <= exc.status < 500 or exc.status in _NOT_A_MISMATCH:
         return None
+    # Here, not at the top: every runner asks after a failure, and a stdio server's
+    # daemon need not load both HTTP transports to be told None.
+    from transports.sse_detect import detect_http_transport
+
     with trio.move_on_after(2 * cfg.connect_timeout):
         try:
             found = await detect_http_transport(

@@ -31,15 +31,12 @@ from protocol.oauth import (
 )
 from transports.base import TransportError
 
-from .auth import AuthFailed, ServerAuth, why
+from .auth import ServerAuth
+from .autherrors import AuthFailed, LoginError, why
 
 LOGIN_TTL: Final = 600.0
 
 _Hint = Literal["refresh_token", "access_token"]
-
-
-class LoginError(Exception):
-    """A login could not start or finish; the message is for the person running it."""
 
 
 class _Pending(msgspec.Struct):

@@ -8,15 +8,18 @@ returns once the server has used it: connected, or failed with the reason.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from protocol import jsonrpc as rpc
 
-from .login import Login, LoginError
+from .autherrors import LoginError
 from .runner import Runner
 from .supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from .login import Login
 
 REFUSED: Final = -32000
 

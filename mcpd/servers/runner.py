@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -23,7 +23,7 @@ from ..config.model import Config, DaemonConfig, ServerConfig
 from ..registry.catalog import catalog_of
 from ..registry.table import Registry
 from .askback import AskRoutes
-from .auth import LoginRequired, ServerAuth
+from .autherrors import LoginRequired
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
 from .calls import Done, PendingCall, wait_for
@@ -33,7 +33,6 @@ from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
 from .listing import ListKeeper
 from .lists import SurfaceKeeper
-from .login import Login
 from .outage import Outage
 from .progress import Deliver, ProgressRoutes
 from .scheduler import CallScheduler
@@ -49,6 +48,10 @@ from .state import (
 from .stats import LatencyStats
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
+
+if TYPE_CHECKING:
+    from .auth import ServerAuth
+    from .login import Login
 
 logger = logging.getLogger("mcpd.server")
 
@@ -93,9 +96,16 @@ class Runner:
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
         self.lists = ListKeeper(alias, self.wake, self._is_connected, self._install)
         # OAuth, for HTTP servers: dormant until the server answers 401.
-        self.auth = ServerAuth.for_server(alias, cfg, config) if cfg.url is not None else None
-        self.login = Login(self.auth) if self.auth is not None else None
-        if self.auth is not None:
+        self.auth: ServerAuth | None = None
+        self.login: Login | None = None
+        if cfg.url is not None:
+            # Here, not at the top: a daemon with only stdio servers never loads the OAuth
+            # client (protocol.oauth, the OAuth transport, the token store).
+            from .auth import ServerAuth
+            from .login import Login
+
+            self.auth = ServerAuth.for_server(alias, cfg, config)
+            self.login = Login(self.auth)
             self.auth.on_change = self._auth_changed
         self.downtime = Downtime(
             self.events,

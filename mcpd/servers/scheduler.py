@@ -26,7 +26,7 @@ from protocol.logfields import log_extra
 from transports.base import MessageTooLarge, ServerCancelled, TransportError
 
 from .askback import ASKING
-from .auth import LoginRequired
+from .autherrors import LoginRequired
 from .calls import _LIVE, CallHost, Outcome, PendingCall
 from .outage import Outage
 

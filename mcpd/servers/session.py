@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -18,7 +19,7 @@ from transports.base import Transport, TransportError, single_exceptions
 
 from ..config.model import DaemonConfig
 from .askback import relay_capabilities
-from .auth import LoginRequired, ServerAuth
+from .autherrors import LoginRequired
 from .backoff import RestartPolicy
 from .events import ServerLog
 from .handshake import ProtocolViolation
@@ -28,6 +29,9 @@ from .lists import SurfaceKeeper
 from .progress import ProgressRoutes
 from .scheduler import CallScheduler
 from .upstream import ListResult, Upstream
+
+if TYPE_CHECKING:
+    from .auth import ServerAuth
 
 
 class Session:

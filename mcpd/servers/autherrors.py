@@ -1,0 +1,25 @@
+"""What can go wrong with a server's authorization, kept apart from the OAuth client
+that decides it: every runner, session and scheduler catches these, and a daemon
+with only stdio servers must not load ``protocol.oauth`` and the OAuth transport to
+be able to name them."""
+
+from __future__ import annotations
+
+from transports.base import TransportError
+
+
+class LoginRequired(TransportError):
+    """Only a person can help (``mcpd auth login ALIAS``). Not a failure of the server:
+    it is not retried with backoff and not counted by the circuit breaker."""
+
+
+class AuthFailed(TransportError):
+    """A token could not be obtained or renewed; the reason says why."""
+
+
+class LoginError(Exception):
+    """A login could not start or finish; the message is for the person running it."""
+
+
+def why(exc: Exception) -> str:
+    return exc.reason if isinstance(exc, TransportError) else str(exc)
