@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterator, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
 import msgspec
@@ -301,6 +302,40 @@ def encode_notification(method: str, params: Any = UNSET) -> bytes:
 def encode_result(id: Id, result: Any) -> bytes:
     """``result`` may be a ``msgspec.Raw`` to pass a peer's bytes through untouched."""
     return _encoder.encode(_OutResult("2.0", id, result))
+
+
+class BrokenPiece(Exception):
+    """A piece of a reply written in pieces is not JSON: the line is already begun,
+    so the only way out is to end the connection (and log it: a fault in mcpd)."""
+
+
+def encode_result_pieces(
+    id: Id, result: msgspec.Struct, field: str, per: int
+) -> Iterator[bytes | memoryview]:
+    """What ``encode_result(id, result)`` gives, in pieces: ``result``'s first field,
+    ``field``, is a list, and each piece holds ``per`` of its items, encoded only when
+    the piece before it has been taken. Each piece is checked as ``line_fault`` checks
+    a line (raising ``BrokenPiece``); the pieces joined are one line of JSON."""
+    items: Sequence[Any] = getattr(result, field)
+    empty = _encoder.encode(_OutResult("2.0", id, msgspec.structs.replace(result, **{field: []})))
+    head = b'{"jsonrpc":"2.0","id":' + _encoder.encode(id) + b',"result":{"' + field.encode()
+    head += b'":['
+    fault = line_fault(empty)
+    if fault is not None:
+        raise BrokenPiece(fault)
+    if not empty.startswith(head + b"]"):  # not the first field after all: one piece
+        yield encode_result(id, result)
+        return
+    yield head
+    for start in range(0, len(items), per):
+        array = _encoder.encode(items[start : start + per])
+        fault = line_fault(array)
+        if fault is not None:
+            raise BrokenPiece(fault)
+        if start:
+            yield b","
+        yield memoryview(array)[1:-1]
+    yield memoryview(empty)[len(head) :]
 
 
 def encode_error(id: Id | None, code: int, message: str, data: Any = UNSET) -> bytes:

@@ -76,6 +76,7 @@ class LineWriter:
         self._drained = trio.Event()
         self._drained.set()
         self._held = False
+        self._closed = False
         self.error: OSError | None = None
         self.refused = 0  # lines not written because ``check`` refused them
 
@@ -150,6 +151,32 @@ class LineWriter:
         self._wake_writer()
         return None
 
+    def put_piece(self, piece: bytes | memoryview, end: bool = False) -> None:
+        """Queue part of a line, by reference if it is big; ``end`` closes the line.
+
+        For a reply too long to be made whole first: its pieces are made as the peer
+        takes them (see ``wait_room``). The caller checks each piece, and puts nothing
+        else until the line ends: another line put meanwhile would land inside it."""
+        if self.error is not None:
+            return
+        if len(piece) > _BIG:
+            if self._buf:
+                self._parts.append(self._buf)
+                self._parked += len(self._buf)
+                self._buf = bytearray()
+            self._parts.append(piece)
+            self._parked += len(piece)
+        else:
+            self._buf += piece
+        if end:
+            self._buf += b"\n"
+        if _batched is not None:
+            if not self._held:
+                self._held = True
+                _batched.append(self)
+        else:
+            self.flush()
+
     def flush(self) -> None:
         """Write what a batch held back: at once if possible, else by the writer task."""
         self._held = False
@@ -181,9 +208,11 @@ class LineWriter:
             self._drained = trio.Event()
         self._ready.set()
 
-    async def wait_room(self) -> None:
-        """Wait while more than ``limit`` bytes are queued (the peer reads slowly)."""
-        while self.queued > self.limit and self.error is None:
+    async def wait_room(self, limit: int | None = None) -> None:
+        """Wait while more than ``limit`` (by default ``self.limit``) bytes are queued
+        (the peer reads slowly), or until the writer is closed."""
+        most = self.limit if limit is None else limit
+        while self.queued > most and self.error is None and not self._closed:
             self._room = trio.Event()
             await self._room.wait()
 
@@ -219,5 +248,6 @@ class LineWriter:
 
     def close(self) -> None:
         """Wake anyone waiting for room or a drain; nothing more will be written."""
+        self._closed = True
         self._room.set()
         self._drained.set()

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpd.api")
 
+_PIECE_TOOLS: Final = 256  # tools per piece of a long tools/list reply
 SERVER_INFO: Final = mcp.Implementation(name="mcpd", version=__version__, title="mcpd")
 CAPABILITIES: Final[dict[str, Any]] = {
     "tools": {"listChanged": True},
@@ -314,7 +315,17 @@ class Api(ProfileMethods):
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
         params = rpc.decode_as(req.params, mcp.ListToolsParams)
-        return list_tools(self.view(conn), params, ctx, self.control.settings.page_size)
+        result = list_tools(self.view(conn), params, ctx, self.control.settings.page_size)
+        if not conn.long_replies or len(result.tools) <= _PIECE_TOOLS:
+            return result
+        if ctx is not None and ctx.era == "modern":
+            result.resultType = mcp.COMPLETE
+        # Written as the agent reads it: each tool is made for agents as it is encoded,
+        # and a listing of thousands is never whole in memory.
+        await conn.send_long(
+            rpc.encode_result_pieces(req.id, result, "tools", _PIECE_TOOLS), req.id
+        )
+        return None
 
     def _route(
         self, conn: Connection, rid: rpc.Id, ctx: RequestContext | None, params: Any

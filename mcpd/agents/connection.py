@@ -5,8 +5,8 @@ precedes its response and replies that pile up are written in one go."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Final, Protocol
+from collections.abc import Callable, Iterable
+from typing import ClassVar, Final, Protocol
 
 import trio
 from msgspec import UNSET
@@ -32,6 +32,8 @@ logger = logging.getLogger("mcpd.api")
 
 _WRITE_TIMEOUT: Final = 30.0
 _QUEUE_BYTES: Final = 4 * 1024 * 1024  # replies queued for one agent before send() waits
+# A long reply's next piece is made once this little of it is still queued.
+_PIECES_QUEUED: Final = 256 * 1024
 
 
 class Dispatcher(Protocol):
@@ -75,6 +77,10 @@ _NOT_STARTED: Final = _NotStarted()
 
 
 class Connection:
+    # Whether ``send_long`` may write a reply in pieces (an HTTP exchange answers with
+    # the reply its handler returns, whole).
+    long_replies: ClassVar[bool] = True
+
     def __init__(
         self,
         handler: Dispatcher,
@@ -109,6 +115,8 @@ class Connection:
         self.invalid = 0  # lines that were not JSON-RPC
         self.over_limit = 0  # requests refused at max_inflight
         self._nursery: trio.Nursery | None = None
+        # Lines put while a long reply is being written, sent when it ends.
+        self._after_long: list[tuple[bytes, rpc.Id | None]] | None = None
         self._batch = lines.batch
         self._out = lines.writer(stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault)
 
@@ -321,7 +329,38 @@ class Connection:
             return
         self._put(data, None)
 
+    async def send_long(self, pieces: Iterable[bytes | memoryview], rid: rpc.Id) -> None:
+        """Send a reply made piece by piece as the agent reads it (a listing of 10,000
+        tools, whole, was the daemon's peak memory). Lines sent meanwhile follow it."""
+        held: list[tuple[bytes, rpc.Id | None]] = []
+        self._after_long = held
+        try:
+            # A line once begun is finished (or the connection ends): a cancelled
+            # request in the middle would leave the agent half a message.
+            with trio.CancelScope(shield=True):
+                for piece in pieces:
+                    self._out.put_piece(piece)
+                    await self._out.wait_room(_PIECES_QUEUED)
+                self._out.put_piece(b"", end=True)
+        except rpc.BrokenPiece as exc:
+            self.handler.broken_line()
+            logger.error(
+                "stopped writing a reply to %s half-way: %s (a fault in mcpd); closing"
+                " its connection",
+                self.label,
+                exc,
+                extra=log_extra(None, "broken_line", str(exc)),
+            )
+            self._close()
+        finally:
+            self._after_long = None
+            for data, other in held:
+                self._put(data, other)
+
     def _put(self, data: bytes, rid: rpc.Id | None) -> None:
+        if self._after_long is not None:
+            self._after_long.append((data, rid))
+            return
         fault = self._out.put(data)
         if fault is None:
             return

@@ -35,6 +35,8 @@ class Exchange(Connection):
     connection's constructor is deliberately not run.
     """
 
+    long_replies = False
+
     def __init__(
         self, handler: Dispatcher, session: ServerSession, caller: Caller, servers: ProfileServers
     ) -> None:

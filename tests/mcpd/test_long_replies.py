@@ -1,0 +1,139 @@
+"""Long replies written in pieces: a tools/list of thousands of tools is made as the
+agent reads it, never whole in memory, and is still one line of JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from tests.support.agent import META, connect, make_config, running
+from tests.support.procs import scripted
+
+
+def joined(pieces: Any) -> bytes:
+    return b"".join(bytes(p) for p in pieces)
+
+
+@pytest.mark.parametrize("rid", [1, 0, 2**62, "x", 'a","result":{"tools":[]'])
+@pytest.mark.parametrize("count", [0, 1, 3, 4, 5, 17])
+def test_the_pieces_make_exactly_the_reply_made_whole(rid: Any, count: int) -> None:
+    tools = [{"name": f"t{i}", "description": 'é \u2028 "q"', "n": i} for i in range(count)]
+    result = mcp.ListToolsResult(
+        tools=tools, nextCursor="c", ttlMs=0, meta={"mcpd/servers": [{"server": "a"}]}
+    )
+    pieces = list(rpc.encode_result_pieces(rid, result, "tools", 4))
+    assert joined(pieces) == rpc.encode_result(rid, result)
+    assert rpc.line_fault(joined(pieces)) is None
+    # One piece per four tools, besides the envelope's head and tail and the commas.
+    assert len([p for p in pieces if p != b","]) == 2 + (count + 3) // 4
+
+
+def test_a_list_that_is_not_the_first_field_is_sent_in_one_piece() -> None:
+    class Later(msgspec.Struct):
+        first: int
+        items: list[int]
+
+    result = Later(1, list(range(10)))
+    pieces = list(rpc.encode_result_pieces(7, result, "items", 3))
+    assert joined(pieces) == rpc.encode_result(7, result)
+    assert len(pieces) == 1
+
+
+def test_a_piece_that_is_not_json_stops_the_reply() -> None:
+    result = mcp.ListToolsResult(tools=[{"name": "ok"}, msgspec.Raw(b'{"name": broken')])
+    pieces = rpc.encode_result_pieces(1, result, "tools", 1)
+    assert bytes(next(pieces)).startswith(b'{"jsonrpc":"2.0","id":1,"result":{"tools":[')
+    assert bytes(next(pieces)) == b'{"name":"ok"}'
+    with pytest.raises(rpc.BrokenPiece, match="not valid JSON"):
+        list(pieces)
+
+
+def server(*flags: str) -> dict[str, Any]:
+    command, args = scripted(*flags)
+    return {"command": command, "args": list(args)}
+
+
+def request(rid: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**(params or {})}}
+    body["params"]["_meta"] = META
+    return json.dumps(body).encode() + b"\n"
+
+
+async def read_lines(stream: trio.SocketStream, count: int) -> list[bytes]:
+    buf = b""
+    while buf.count(b"\n") < count:
+        data = await stream.receive_some(1 << 16)
+        assert data, f"the connection ended before {count} lines came"
+        buf += data
+    lines = buf.split(b"\n")
+    assert lines[count:] == [b""]
+    return lines[:count]
+
+
+TOOLS = 3000  # about 1.5 MB of listing: more than a socket holds unread
+
+
+async def test_lines_sent_while_a_long_listing_is_written_follow_it_whole(
+    tmp_path: Path,
+) -> None:
+    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS), "--slow", "0.2")})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            stream = await trio.open_unix_socket(daemon.socket_path)
+            async with stream:
+                call = {"name": "mcp__big__tool7", "arguments": {"text": "hi"}}
+                await stream.send_all(request(1, "tools/list") + request(2, "tools/call", call))
+                # Not reading: the listing stops half-way, and the call's answer (0.2 s
+                # later) comes while it waits for the agent.
+                await trio.sleep(1)
+                first, second = await read_lines(stream, 2)
+    listing, answer = json.loads(first), json.loads(second)
+    assert listing["id"] == 1
+    names = [t["name"] for t in listing["result"]["tools"]]
+    assert names == sorted(f"mcp__big__tool{i}" for i in range(TOOLS))
+    assert listing["result"]["resultType"] == "complete"
+    assert listing["result"]["_meta"]["mcpd/servers"][0]["state"] == "ready"
+    assert answer["id"] == 2
+    assert answer["result"]["content"][0]["text"] == "tool7:hi"
+
+
+async def test_a_long_listing_begun_is_finished_even_if_cancelled(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS))})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            stream = await trio.open_unix_socket(daemon.socket_path)
+            async with stream:
+                await stream.send_all(request(1, "tools/list"))
+                first = await stream.receive_some(1 << 16)  # it has begun
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 1},
+                }
+                await stream.send_all(json.dumps(cancel).encode() + b"\n" + request(2, "ping"))
+                rest = await read_lines(stream, 2)
+            rest[0] = first + rest[0]
+            listing, pong = (json.loads(line) for line in rest)
+            assert len(listing["result"]["tools"]) == TOOLS
+            assert pong == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+async def test_an_agent_that_leaves_mid_listing_costs_nobody_else(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS))})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            stream = await trio.open_unix_socket(daemon.socket_path)
+            await stream.send_all(request(1, "tools/list"))
+            assert await stream.receive_some(1 << 16)
+            await stream.aclose()
+            async with connect(daemon.socket_path) as agent:
+                assert len(await agent.tools()) == TOOLS
+                result = await agent.call("mcp__big__tool0", {"text": "still"})
+                assert result["content"][0]["text"] == "tool0:still"
