@@ -84,8 +84,9 @@ class LineWriter:
     def queued(self) -> int:
         return self._parked + len(self._buf)
 
-    def _queue(self, line: bytes | memoryview) -> None:
-        """Add ``line`` and a newline at the end of the queue."""
+    def _queue(self, line: bytes | memoryview, end: bytes = b"\n") -> None:
+        """Add ``line`` and ``end`` (a newline, unless more of the line follows) at the
+        end of the queue."""
         if len(line) > _BIG:
             if self._buf:
                 self._parts.append(self._buf)
@@ -95,7 +96,7 @@ class LineWriter:
             self._parked += len(line)
         else:
             self._buf += line
-        self._buf += b"\n"
+        self._buf += end
 
     def _consume(self, done: int) -> None:
         """Drop the first ``done`` bytes of the queue (they were written)."""
@@ -159,17 +160,7 @@ class LineWriter:
         else until the line ends: another line put meanwhile would land inside it."""
         if self.error is not None:
             return
-        if len(piece) > _BIG:
-            if self._buf:
-                self._parts.append(self._buf)
-                self._parked += len(self._buf)
-                self._buf = bytearray()
-            self._parts.append(piece)
-            self._parked += len(piece)
-        else:
-            self._buf += piece
-        if end:
-            self._buf += b"\n"
+        self._queue(piece, b"\n" if end else b"")
         if _batched is not None:
             if not self._held:
                 self._held = True
