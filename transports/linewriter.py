@@ -81,6 +81,11 @@ class LineWriter:
         self.refused = 0  # lines not written because ``check`` refused them
 
     @property
+    def closed(self) -> bool:
+        """Nothing more will be written (the writer task ended)."""
+        return self._closed
+
+    @property
     def queued(self) -> int:
         return self._parked + len(self._buf)
 
@@ -158,7 +163,7 @@ class LineWriter:
         For a reply too long to be made whole first: its pieces are made as the peer
         takes them (see ``wait_room``). The caller checks each piece, and puts nothing
         else until the line ends: another line put meanwhile would land inside it."""
-        if self.error is not None:
+        if self.error is not None or self._closed:
             return
         self._queue(piece, b"\n" if end else b"")
         if _batched is not None:

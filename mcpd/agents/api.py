@@ -322,9 +322,7 @@ class Api(ProfileMethods):
             result.resultType = mcp.COMPLETE
         # Written as the agent reads it: each tool is made for agents as it is encoded,
         # and a listing of thousands is never whole in memory.
-        await conn.send_long(
-            rpc.encode_result_pieces(req.id, result, "tools", _PIECE_TOOLS), req.id
-        )
+        await conn.send_long(rpc.encode_result_pieces(req.id, result, "tools", _PIECE_TOOLS))
         return None
 
     def _route(

@@ -213,6 +213,9 @@ class LineSink(Protocol):
     @property
     def queued(self) -> int: ...
 
+    @property
+    def closed(self) -> bool: ...
+
     def put(self, line: bytes) -> str | None: ...
 
     def put_piece(self, piece: bytes | memoryview, end: bool = False) -> None:

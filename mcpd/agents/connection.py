@@ -117,6 +117,7 @@ class Connection:
         self._nursery: trio.Nursery | None = None
         # Lines put while a long reply is being written, sent when it ends.
         self._after_long: list[tuple[bytes, rpc.Id | None]] | None = None
+        self._long = trio.Lock()  # one long reply at a time: two would be written into each other
         self._batch = lines.batch
         self._out = lines.writer(stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault)
 
@@ -329,9 +330,13 @@ class Connection:
             return
         self._put(data, None)
 
-    async def send_long(self, pieces: Iterable[bytes | memoryview], rid: rpc.Id) -> None:
+    async def send_long(self, pieces: Iterable[bytes | memoryview]) -> None:
         """Send a reply made piece by piece as the agent reads it (a listing of 10,000
         tools, whole, was the daemon's peak memory). Lines sent meanwhile follow it."""
+        async with self._long:
+            await self._send_pieces(pieces)
+
+    async def _send_pieces(self, pieces: Iterable[bytes | memoryview]) -> None:
         held: list[tuple[bytes, rpc.Id | None]] = []
         self._after_long = held
         try:
@@ -339,6 +344,8 @@ class Connection:
             # request in the middle would leave the agent half a message.
             with trio.CancelScope(shield=True):
                 for piece in pieces:
+                    if self._out.closed:
+                        return  # the agent is gone: the rest need not be made
                     self._out.put_piece(piece)
                     await self._out.wait_room(_PIECES_QUEUED)
                 self._out.put_piece(b"", end=True)

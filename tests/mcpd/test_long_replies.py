@@ -137,3 +137,19 @@ async def test_an_agent_that_leaves_mid_listing_costs_nobody_else(tmp_path: Path
                 assert len(await agent.tools()) == TOOLS
                 result = await agent.call("mcp__big__tool0", {"text": "still"})
                 assert result["content"][0]["text"] == "tool0:still"
+
+
+async def test_two_long_listings_asked_at_once_are_written_one_after_the_other(
+    tmp_path: Path,
+) -> None:
+    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS))})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            stream = await trio.open_unix_socket(daemon.socket_path)
+            async with stream:
+                await stream.send_all(request(1, "tools/list") + request(2, "tools/list"))
+                await trio.sleep(0.5)  # both under way before anything is read
+                lines = await read_lines(stream, 2)
+    replies = [json.loads(line) for line in lines]
+    assert sorted(r["id"] for r in replies) == [1, 2]
+    assert all(len(r["result"]["tools"]) == TOOLS for r in replies)
