@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from tests.support.agent import make_config, running
+from tests.support.procs import scripted
 
 from .conftest import NODE_BIN, ROOT, console_script, node_env, node_tool, sdk_server_cmd
 
@@ -168,3 +169,16 @@ async def test_typescript_sdk_over_the_bridge_with_a_profile(tmp_path: Path) -> 
                 )
             )
             assert seen["text"] == ["Echo: ts"] and len(seen["tools"]) == 3
+
+
+async def test_typescript_sdk_reads_a_listing_of_thousands_written_in_pieces(
+    tmp_path: Path,
+) -> None:
+    command, args = scripted("--tools", "2000")
+    cfg = make_config(tmp_path, {"many": {"command": command, "args": list(args)}})
+    with trio.fail_after(120):
+        async with running(cfg) as daemon:
+            call = ts_probe("stdio", "mcp__many__tool1999", '{"text": "ts"}', "--")
+            seen = await run_json([*call, *bridge(daemon, "default")])
+    assert sorted(seen["tools"]) == sorted(f"mcp__many__tool{i}" for i in range(2000))
+    assert seen["text"] == ["tool1999:ts"]

@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from tests.support.agent import make_config, running
+from tests.support.procs import scripted
 
 from .conftest import console_script, node_env, node_tool, sdk_server_cmd
 
@@ -71,3 +72,16 @@ async def test_sdk_client_lists_and_calls_aggregated_tools(tmp_path: Path, mode:
             assert seen["text"] == ["Echo: hello"]
             seen = await probe(daemon.socket_path, mode, "mcp__sdk__boom", {})
             assert seen["is_error"] is True
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_sdk_client_reads_a_listing_of_thousands_written_in_pieces(
+    tmp_path: Path, mode: str
+) -> None:
+    command, args = scripted("--tools", "2000")
+    cfg = make_config(tmp_path, {"many": {"command": command, "args": list(args)}})
+    with trio.fail_after(120):
+        async with running(cfg) as daemon:
+            seen = await probe(daemon.socket_path, mode, "mcp__many__tool1999", {"text": "x"})
+    assert sorted(seen["tools"]) == sorted(f"mcp__many__tool{i}" for i in range(2000))  # type: ignore[arg-type]
+    assert seen["text"] == ["tool1999:x"]
