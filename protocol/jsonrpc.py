@@ -324,7 +324,11 @@ def encode_result_pieces(
     if fault is not None:
         raise BrokenPiece(fault)
     if not empty.startswith(head + b"]"):  # not the first field after all: one piece
-        yield encode_result(id, result)
+        whole = encode_result(id, result)
+        fault = line_fault(whole)
+        if fault is not None:
+            raise BrokenPiece(fault)
+        yield whole
         return
     yield head
     for start in range(0, len(items), per):

@@ -44,6 +44,10 @@ def test_a_list_that_is_not_the_first_field_is_sent_in_one_piece() -> None:
     pieces = list(rpc.encode_result_pieces(7, result, "items", 3))
     assert joined(pieces) == rpc.encode_result(7, result)
     assert len(pieces) == 1
+    # Checked all the same.
+    broken = Later(1, [msgspec.Raw(b"[1,")])  # type: ignore[list-item]
+    with pytest.raises(rpc.BrokenPiece, match="not valid JSON"):
+        list(rpc.encode_result_pieces(7, broken, "items", 3))
 
 
 def test_a_piece_that_is_not_json_stops_the_reply() -> None:
