@@ -158,16 +158,26 @@ def decode_call(line: bytes) -> tuple[int | str, CallToolParams] | None:
     return req.id, req.params
 
 
-class ContentHead(msgspec.Struct):
-    """Enough of a content block to measure text; everything else is passed through."""
+class ContentKind(msgspec.Struct):
+    """A content block's type, and its text as JSON (not made into a string); the
+    rest of it is passed through unread."""
 
     type: str = ""
-    text: str | UnsetType = UNSET
+    text: Raw | UnsetType = UNSET
 
 
-class CallToolResultHead(msgspec.Struct):
+class ContentHead(ContentKind):
+    """Enough of a content block to measure text."""
+
+    text: str | UnsetType = UNSET  # type: ignore[assignment]
+
+
+class CallToolResultKinds(msgspec.Struct):
+    """What decides a result's fate, for a result too short to need cutting: its
+    texts are skipped, not made into strings."""
+
     resultType: str | UnsetType | None = UNSET
-    content: list[ContentHead] | None = None
+    content: list[ContentKind] | None = None
     isError: bool | None = None
     inputRequests: dict[str, Any] | UnsetType | None = UNSET
     requestState: Raw | UnsetType = UNSET
@@ -176,6 +186,12 @@ class CallToolResultHead(msgspec.Struct):
     def result_type(self) -> str:
         # An absent resultType means complete (legacy servers never send one).
         return self.resultType if isinstance(self.resultType, str) else COMPLETE
+
+
+class CallToolResultHead(CallToolResultKinds):
+    """``CallToolResultKinds`` with each block's text, to measure against a budget."""
+
+    content: list[ContentHead] | None = None  # type: ignore[assignment]
 
 
 class TextContent(msgspec.Struct, tag_field="type", tag="text", omit_defaults=True):

@@ -1,8 +1,8 @@
 """What happens to a tools/call result between the server and the agent.
 
 Most results pass through as the server's own bytes. They are decoded only as far as
-needed to check ``resultType`` and measure text; re-encoding happens only when text
-must be cut to the budget.
+needed to check ``resultType`` and (for a result longer than the budget) measure text;
+re-encoding happens only when text must be cut to the budget.
 """
 
 from __future__ import annotations
@@ -48,11 +48,17 @@ def shape_call_result(
     alias: str,
     capabilities: dict[str, Any] | None = None,
     tasks: bool = False,
+    read_texts: bool = False,
 ) -> tuple[Raw | dict[str, Any], bool]:
     """The result as the agent gets it, and whether its content may hold a URI to
-    rewrite (False only when every block's type is known and none is a resource)."""
+    rewrite (False only when every block's type is known and none is a resource).
+
+    ``read_texts`` makes the texts strings even when the result cannot need cutting."""
+    # Each character of text is at least one byte of JSON: a result no longer than the
+    # budget cannot need cutting, and its texts need not be read.
+    short = not read_texts and len(raw) <= budget
     try:
-        head = rpc.decode_as(raw, mcp.CallToolResultHead)
+        head = rpc.decode_as(raw, mcp.CallToolResultKinds if short else mcp.CallToolResultHead)
     except rpc.InvalidParams as exc:
         text = f"The tool server {alias!r} returned a malformed result: {exc}"
         return _error(text, modern), False
@@ -75,8 +81,20 @@ def shape_call_result(
     total = 0
     for b in blocks:
         if b.type == "text":
-            if isinstance(b.text, str):
-                total += len(b.text)
+            t = b.text
+            if isinstance(t, str):
+                total += len(t)
+            elif isinstance(t, Raw) and bytes(memoryview(t)[:1]) != b'"':
+                # Not a string: read as a long result is, which says what is wrong.
+                return shape_call_result(
+                    raw,
+                    modern=modern,
+                    budget=budget,
+                    alias=alias,
+                    capabilities=capabilities,
+                    tasks=tasks,
+                    read_texts=True,
+                )
         elif b.type in _LINKS:
             links = True
     if total <= budget:
@@ -132,7 +150,7 @@ def _cut(result: dict[str, Any], budget: int, total: int) -> None:
     result["content"] = kept
 
 
-def _input_required_text(alias: str, head: mcp.CallToolResultHead) -> str:
+def _input_required_text(alias: str, head: mcp.CallToolResultKinds) -> str:
     wanted = []
     requests = head.inputRequests if isinstance(head.inputRequests, dict) else {}
     for key, req in requests.items():

@@ -281,3 +281,28 @@ def test_property_text_is_cut_to_the_budget_and_nothing_else_is_lost(
     assert sum(1 for b in result["content"] if b == IMAGE) == sum(1 for b in blocks if b == IMAGE)
     kept = "".join(texts(result)[:-1])
     assert kept == "".join(b["text"] for b in blocks if b["type"] == "text")[:budget]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        body(text("é" * 5), text('\\u00e9 "q"')),
+        body(text("x"), {"type": "resource_link", "uri": "file:///a", "name": "a"}),
+        body(text("x"), resultType="input_required"),
+        b'{"content":[{"type":"text","text":5}]}',
+        b'{"content":[{"type":"text","text":null}]}',
+        b'{"content":[{"type":"text"}],"resultType":null}',
+    ],
+)
+def test_a_result_that_fits_by_its_length_is_judged_as_one_whose_texts_were_read(
+    data: bytes,
+) -> None:
+    # A result no longer than the budget is read without making its texts into
+    # strings; it must come out as it does when they are read (and fit).
+    blocks = json.loads(data)["content"]
+    chars = sum(len(b["text"]) for b in blocks if isinstance(b.get("text"), str))
+    assert chars < len(data)
+    read = shape_call_result(Raw(data), modern=True, budget=chars, alias="notes")
+    skimmed = shape_call_result(Raw(data), modern=True, budget=len(data), alias="notes")
+    assert as_json(skimmed[0]) == as_json(read[0])
+    assert skimmed[1] == read[1]
