@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -186,6 +186,27 @@ def decode_message(data: bytes | memoryview) -> Message:
             raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")
         return Response(msg_id, env.result)
     raise DecodeFailure(INVALID_REQUEST, "Invalid request: no method, result or error", msg_id)
+
+
+class _ResultLine(Response, forbid_unknown_fields=True):
+    jsonrpc: Literal["2.0"]
+
+
+_result_line_decoder: Final = msgspec.json.Decoder(_ResultLine)
+
+
+def decode_response(data: bytes) -> Response | None:
+    """A line that is a plain successful response, decoded in one pass; None for any
+    other line, which ``decode_message`` then classifies (and says what is wrong with).
+
+    Most of what a server writes is this, and it is checked here as there: ASCII
+    (UTF-8 is checked there), on one line, an integer or string id."""
+    if not data.isascii() or b"\n" in data or b"\r" in data:
+        return None
+    try:
+        return _result_line_decoder.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return None
 
 
 _ID_AT_START: Final = re.compile(

@@ -56,6 +56,10 @@ class StdoutReader:
         if isinstance(item, Oversized):
             self._oversized(item)
             return
+        answer = rpc.decode_response(item)
+        if answer is not None:  # the common line, in one pass
+            self._pending.route(answer)
+            return
         try:
             msg = rpc.decode_message(item)
         except rpc.DecodeFailure as exc:

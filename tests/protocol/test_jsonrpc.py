@@ -179,3 +179,51 @@ def test_line_fault_names_what_is_wrong_with_a_line() -> None:
     assert rpc.line_fault(b'{"a":1}\r') == "it contains a raw line break"
     assert (rpc.line_fault(b'{"a":') or "").startswith("it is not valid JSON")
     assert (rpc.line_fault(b'{"a":1} {"b":2}') or "").startswith("it is not valid JSON")
+
+
+def _same_as_general(data: bytes) -> None:
+    """Whatever the one-pass response decoder accepts, the general one reads alike."""
+    fast = rpc.decode_response(data)
+    if fast is None:
+        return
+    msg = rpc.decode_message(data)
+    assert isinstance(msg, rpc.Response)
+    assert (msg.id, bytes(msg.result)) == (fast.id, bytes(fast.result))
+
+
+@given(st.binary(max_size=300))
+def test_the_one_pass_response_decoder_never_accepts_what_the_general_one_would_not(
+    data: bytes,
+) -> None:
+    _same_as_general(data)
+
+
+@given(st.integers(-(2**63), 2**63 - 1) | st.text(max_size=50), json_values)
+def test_the_one_pass_response_decoder_reads_plain_responses(
+    rid: int | str, result: object
+) -> None:
+    line = rpc.encode_result(rid, result)
+    fast = rpc.decode_response(line) if line.isascii() else None
+    if line.isascii():
+        assert fast is not None
+        assert fast.id == rid
+        assert msgspec.json.decode(bytes(fast.result)) == result
+    _same_as_general(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":true,"result":{}}',  # a bool is no id
+        b'{"jsonrpc":"2.0","id":1.0,"result":{}}',
+        b'{"jsonrpc":"1.0","id":1,"result":{}}',
+        b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"x","result":{}}',
+        b'{"jsonrpc":"2.0","id":1,"result":{"a":"\xc3\xa9"}}',  # UTF-8 is checked elsewhere
+        b'{"jsonrpc":"2.0","id":1,\r"result":{}}',
+        b'{"jsonrpc":"2.0","id":1,"result":{]}',
+        b'{"jsonrpc":"2.0","result":{}}',
+    ],
+)
+def test_anything_but_a_plain_response_is_left_to_the_general_decoder(line: bytes) -> None:
+    assert rpc.decode_response(line) is None
