@@ -41,6 +41,8 @@ _LIVE = frozenset({"queued", "running"})
 class _Scheduler(Protocol):
     def cancel(self, call: PendingCall) -> None: ...
 
+    def complete(self, call: PendingCall, raw: Raw | None, error: BaseException | None) -> None: ...
+
 
 class CallHost(Protocol):
     """What a scheduler needs of the server it schedules calls for (its runner)."""
@@ -118,6 +120,11 @@ class PendingCall:
         self.on_cancel: Callable[[], None] | None = None
         # The agent behind the call, for what its server asks back (servers.askback).
         self.asker: Asker | None = None
+
+    def __call__(self, raw: Raw | None, error: Exception | None) -> None:
+        """The server's answer (or the transport's failure), from the transport."""
+        if self.scheduler is not None:
+            self.scheduler.complete(self, raw, error)
 
     def cancel(self) -> None:
         """The caller gave up (agent cancel or disconnect): the server is told, if it

@@ -15,7 +15,7 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 from msgspec import Raw
@@ -154,18 +154,17 @@ class CallScheduler:
         self._set_deadline(call, now + call.timeout)
         self._route_progress(call)
         try:
-            rid = up.call_tool_nowait(
-                call.params, call.capabilities, lambda raw, error: self._complete(call, raw, error)
-            )
+            # The call is its own reply callback (``PendingCall.__call__``): no closure.
+            rid = up.call_tool_nowait(call.params, call.capabilities, call)
         except (TransportError, rpc.RPCError) as exc:
-            self._complete(call, None, exc)
+            self.complete(call, None, exc)
             return
         if rid is not None:
             call.rid = rid
         elif self._nursery is not None:
             self._nursery.start_soon(self._run_task, call, up)
         else:
-            self._complete(call, None, TransportError(f"{r.alias} is not connected"))
+            self.complete(call, None, TransportError(f"{r.alias} is not connected"))
 
     def extend(self, call: PendingCall, seconds: float) -> None:
         """A running call's time limit, now ``seconds`` from now (within its hard
@@ -183,19 +182,22 @@ class CallScheduler:
                 try:
                     raw = await up.call_tool(call.params, capabilities=call.capabilities)
                 except (TransportError, rpc.RPCError, ServerCancelled, MessageTooLarge) as exc:
-                    self._complete(call, None, exc)
+                    self.complete(call, None, exc)
                 else:
-                    self._complete(call, raw, None)
+                    self.complete(call, raw, None)
         finally:
             # The connection to the server is being torn down under this call.
-            self._complete(call, None, TransportError(f"{self.runner.alias}: connection closed"))
+            self.complete(call, None, TransportError(f"{self.runner.alias}: connection closed"))
 
     def _route_progress(self, call: PendingCall) -> None:
+        meta = call.params.meta
+        if isinstance(meta, dict) and meta.get(mcp.KEY_PROGRESS_TOKEN) is not None:
+            self._open_progress(call, meta)
+
+    def _open_progress(self, call: PendingCall, meta: dict[str, Any]) -> None:
+        # Apart from _route_progress: its closure would cost every call, token or not.
         params = call.params
-        meta = params.meta if isinstance(params.meta, dict) else None
-        agent_token = meta.get(mcp.KEY_PROGRESS_TOKEN) if meta else None
-        if meta is None or agent_token is None:
-            return
+        agent_token = meta[mcp.KEY_PROGRESS_TOKEN]
         if call.on_progress is None or not isinstance(agent_token, str | int):
             del meta[mcp.KEY_PROGRESS_TOKEN]  # nobody to deliver it to
             return
@@ -210,7 +212,7 @@ class CallScheduler:
 
     # -- outcomes --
 
-    def _complete(
+    def complete(
         self,
         call: PendingCall,
         raw: Raw | None,
@@ -346,7 +348,7 @@ class CallScheduler:
             while heap and heap[0][0] <= now:
                 at, _, call = heapq.heappop(heap)
                 if at == call.deadline and call.state == "running":
-                    self._complete(call, None, None, timed_out=True)
+                    self.complete(call, None, None, timed_out=True)
             self._timer_wake = trio.Event()
             wake = min(heap[0][0] if heap else math.inf, queue[0].deadline if queue else math.inf)
             with trio.move_on_at(wake):

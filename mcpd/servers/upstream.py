@@ -288,9 +288,7 @@ class Upstream:
     def _call_meta(
         self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
     ) -> mcp.Meta:
-        if not capabilities and (
-            not agent_meta or all(k.startswith(RESERVED_META_PREFIX) for k in agent_meta)
-        ):
+        if not capabilities and not _own_keys(agent_meta):
             # The common call carries nothing of the agent's own: one shared _meta
             # (encoded, never changed) instead of a new dict per call.
             if self._plain_meta is None:
@@ -340,6 +338,15 @@ class Upstream:
             await self.request("server/discover", params, cancellable=False)
         else:
             await self.request("tools/list", UNSET)
+
+
+def _own_keys(meta: Mapping[str, Any] | None) -> bool:
+    """Whether ``meta`` holds a key of the agent's own (not a reserved one)."""
+    if meta:
+        for key in meta:
+            if not key.startswith(RESERVED_META_PREFIX):
+                return True
+    return False
 
 
 def _detached(tool: mcp.Tool) -> mcp.Tool:
