@@ -121,13 +121,14 @@ def ratio_verdict(
     unit: str,
     limit: float,
     at_most: bool,
+    judged: str = "mcpd",
 ) -> Verdict:
-    """mcpd's metric over relay's in one cell: at most (or at least) `limit`."""
+    """`judged`'s metric over relay's in one cell: at most (or at least) `limit`."""
     target = f"{'<=' if at_most else '>='} {limit:g}"
-    ours = _metric(summary, "mcpd", cell, metric)
+    ours = _metric(summary, judged, cell, metric)
     theirs = _metric(summary, "relay", cell, metric)
     if ours is None or theirs is None or theirs == 0:
-        missing = "mcpd" if ours is None else "relay"
+        missing = judged if ours is None else "relay"
         return Verdict(figure, "-", "-", None, target, None, f"no figure for {missing}")
     ratio = ours / theirs
     met = ratio <= limit if at_most else ratio >= limit
@@ -154,23 +155,28 @@ def absolute_verdict(
     )
 
 
+def call_path_verdicts(summary: dict[str, Any], judged: str = "mcpd") -> list[Verdict]:
+    """The call path's targets for `judged` (mcpd, or the splicer as the floor)."""
+    small, big = (1, 64), (1, 16384)
+    return [
+        ratio_verdict(summary, f"conc 1, 64 B: {judged} p50 / relay p50", small, "p50_us",
+                      "us", 1.25, True, judged),
+        ratio_verdict(summary, f"conc 1, 64 B: {judged} CPU per call / relay CPU per call",
+                      small, "cpu_us_per_call", "us", 1.3, True, judged),
+        ratio_verdict(summary, f"conc 32, 64 B: {judged} calls/s / relay calls/s", (32, 64),
+                      "calls_per_s", "calls/s", 0.6, False, judged),
+        ratio_verdict(summary, f"conc 32, 16 KiB: {judged} calls/s / relay calls/s",
+                      (32, 16384), "calls_per_s", "calls/s", 0.6, False, judged),
+        ratio_verdict(summary, f"conc 1, 16 KiB: {judged} p50 / relay p50", big, "p50_us",
+                      "us", 1.25, True, judged),
+    ]  # fmt: skip
+
+
 def round_two_verdicts(
     summary: dict[str, Any], scale: dict[str, Any] | None, memory: dict[str, Any] | None
 ) -> list[Verdict]:
     """The targets of the second performance round, judged on one interleaved run."""
-    small, big = (1, 64), (1, 16384)
-    out = [
-        ratio_verdict(summary, "conc 1, 64 B: mcpd p50 / relay p50", small, "p50_us", "us",
-                      1.25, True),
-        ratio_verdict(summary, "conc 1, 64 B: mcpd CPU per call / relay CPU per call", small,
-                      "cpu_us_per_call", "us", 1.3, True),
-        ratio_verdict(summary, "conc 32, 64 B: mcpd calls/s / relay calls/s", (32, 64),
-                      "calls_per_s", "calls/s", 0.6, False),
-        ratio_verdict(summary, "conc 32, 16 KiB: mcpd calls/s / relay calls/s", (32, 16384),
-                      "calls_per_s", "calls/s", 0.6, False),
-        ratio_verdict(summary, "conc 1, 16 KiB: mcpd p50 / relay p50", big, "p50_us", "us",
-                      1.25, True),
-    ]  # fmt: skip
+    out = call_path_verdicts(summary)
     ran = scale is not None and "skipped" not in scale
     scale_why = (scale or {}).get("skipped", "scale run not run").splitlines()[0]
     mem_ran = memory is not None and "skipped" not in memory

@@ -183,6 +183,22 @@ def relay(env: Env) -> Iterator[Launch]:
 
 
 @contextlib.contextmanager
+def splice(env: Env) -> Iterator[Launch]:
+    sock = env.workdir / "splice.sock"
+    log = env.logdir / "splice.log"
+    cmd = [PYTHON, "-m", "bench.splicer", "--socket", str(sock), "--tool", "echo=echo"]
+    proc = start([*cmd, "--", *echo_command()], env.target_cpus, log)
+    try:
+        try:
+            wait_for(lambda: socket_accepts(sock), proc, 20)
+        except TargetUnavailable as exc:
+            raise TargetUnavailable(f"splicer {exc}{log_tail(log)}") from None
+        yield Launch(["--connect", str(sock), "--cpu-pid", str(proc.pid)], "echo")
+    finally:
+        stop(proc)
+
+
+@contextlib.contextmanager
 def fastmcp_proxy(env: Env) -> Iterator[Launch]:
     if env.fastmcp_python is None:
         raise TargetUnavailable("the FastMCP venv is not available (see the note above)")
@@ -219,6 +235,7 @@ def mcpd_http(env: Env) -> Iterator[Launch]:
 CONFIGURATIONS: dict[str, Callable[[Env], contextlib.AbstractContextManager[Launch]]] = {
     "direct": direct,
     "relay": relay,
+    "splice": splice,
     "mcpd": mcpd_stdio,
     "mcpd-http": mcpd_http,
     "fastmcp-proxy": fastmcp_proxy,
