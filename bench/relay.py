@@ -14,18 +14,18 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
 CHUNK = 64 * 1024
 
+# Moves one direction's bytes until EOF: (source, sink).
+Pump = Callable[[trio.abc.ReceiveStream, trio.abc.SendStream], Awaitable[None]]
 
-async def pump(source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> None:
-    """Copy until EOF, then pass the EOF on (close the write side if it has one)."""
-    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        while chunk := await source.receive_some(CHUNK):
-            await sink.send_all(chunk)
+
+async def pass_eof(sink: trio.abc.SendStream) -> None:
+    """Close the write side if it has one, else the stream."""
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         if isinstance(sink, trio.SocketStream):
             await sink.send_eof()
@@ -33,7 +33,17 @@ async def pump(source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> Non
             await sink.aclose()
 
 
-async def relay_to_process(client: trio.SocketStream, command: Sequence[str]) -> None:
+async def pump(source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> None:
+    """Copy until EOF, then pass the EOF on."""
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while chunk := await source.receive_some(CHUNK):
+            await sink.send_all(chunk)
+    await pass_eof(sink)
+
+
+async def relay_to_process(
+    client: trio.SocketStream, command: Sequence[str], up: Pump = pump, down: Pump = pump
+) -> None:
     # A session of its own, as mcpd starts its servers: with autogroup scheduling that is
     # a scheduling group of its own, and on a shared machine the two must be treated alike.
     proc = await trio.lowlevel.open_process(
@@ -42,8 +52,8 @@ async def relay_to_process(client: trio.SocketStream, command: Sequence[str]) ->
     try:
         assert proc.stdin is not None and proc.stdout is not None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(pump, client, proc.stdin)
-            await pump(proc.stdout, client)
+            nursery.start_soon(up, client, proc.stdin)
+            await down(proc.stdout, client)
             nursery.cancel_scope.cancel()
     finally:
         with trio.move_on_after(2, shield=True):
@@ -64,14 +74,21 @@ async def relay_to_socket(client: trio.SocketStream, path: str) -> None:
         nursery.cancel_scope.cancel()
 
 
-async def serve(socket_path: str, command: Sequence[str], upstream: str | None) -> None:
+async def listen(socket_path: str, handle: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
+    """Serve ``handle`` for each connection on a Unix socket at ``socket_path``."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(socket_path)
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
     await sock.bind(socket_path)
     sock.listen(1024)
-    listener = trio.SocketListener(sock)
+    try:
+        await trio.serve_listeners(handle, [trio.SocketListener(sock)])
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(socket_path)
 
+
+async def serve(socket_path: str, command: Sequence[str], upstream: str | None) -> None:
     async def handle(client: trio.SocketStream) -> None:
         async with client:
             try:
@@ -82,11 +99,7 @@ async def serve(socket_path: str, command: Sequence[str], upstream: str | None) 
             except OSError as exc:
                 print(f"relay: connection failed: {exc}", file=sys.stderr)
 
-    try:
-        await trio.serve_listeners(handle, [listener])
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(socket_path)
+    await listen(socket_path, handle)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """A bare line splicer: the floor for a Python process that routes each tools/call.
 
-It listens on a Unix socket and starts the server command for each connection, as
-``bench/relay.py`` does, but it reads lines. A ``tools/call`` for a known local name is
+It listens on a Unix socket and starts the server command for each connection with
+``bench/relay.py``'s code, but it reads lines. A ``tools/call`` for a known local name is
 decoded as far as routing needs (id, name, the arguments kept as raw bytes) and written
 to the server under an id of its own, with the server's tool name and a fixed ``_meta``;
 the server's result goes back under the agent's id. Every other line passes unchanged.
@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import itertools
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 
 import msgspec
 import trio
 
-CHUNK = 64 * 1024
+from bench.relay import CHUNK, listen, pass_eof, relay_to_process
+
 META = (
     b'{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
     b'"io.modelcontextprotocol/clientCapabilities":{}}'
@@ -94,10 +95,8 @@ class Splice:
         return b'{"jsonrpc":"2.0","id":%s,"error":%s}' % (agent_id, answer.error)
 
 
-async def pump(
-    source: trio.abc.ReceiveStream,
-    sink: trio.abc.SendStream,
-    each: Callable[[bytes], bytes],
+async def splice_lines(
+    source: trio.abc.ReceiveStream, sink: trio.abc.SendStream, each: Callable[[bytes], bytes]
 ) -> None:
     """Cut what comes into lines, pass each through ``each`` and write what a chunk held
     at once; at EOF pass the EOF on."""
@@ -121,49 +120,21 @@ async def pump(
                 done = 0
             if done < len(out):
                 await sink.send_all(memoryview(out)[done:])
-    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        if isinstance(sink, trio.SocketStream):
-            await sink.send_eof()
-        else:
-            await sink.aclose()
-
-
-async def handle(client: trio.SocketStream, command: Sequence[str], names: dict[str, str]) -> None:
-    proc = await trio.lowlevel.open_process(
-        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
-    )
-    splice = Splice(names)
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(pump, client, proc.stdin, splice.upstream)
-            await pump(proc.stdout, client, splice.downstream)
-            nursery.cancel_scope.cancel()
-    finally:
-        with trio.move_on_after(2, shield=True):
-            if proc.stdin is not None:
-                await proc.stdin.aclose()
-            await proc.wait()
-        if proc.returncode is None:
-            proc.kill()
+    await pass_eof(sink)
 
 
 async def serve(socket_path: str, command: Sequence[str], names: dict[str, str]) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(socket_path)
-    sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
-    await sock.bind(socket_path)
-    sock.listen(64)
-
     async def one(client: trio.SocketStream) -> None:
+        splice = Splice(names)
         async with client:
-            await handle(client, command, names)
+            await relay_to_process(
+                client,
+                command,
+                up=functools.partial(splice_lines, each=splice.upstream),
+                down=functools.partial(splice_lines, each=splice.downstream),
+            )
 
-    try:
-        await trio.serve_listeners(one, [trio.SocketListener(sock)])
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(socket_path)
+    await listen(socket_path, one)
 
 
 def main(argv: list[str] | None = None) -> int:
