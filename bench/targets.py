@@ -167,35 +167,28 @@ def direct(env: Env) -> Iterator[Launch]:
 
 
 @contextlib.contextmanager
-def relay(env: Env) -> Iterator[Launch]:
-    sock = env.workdir / "relay.sock"
-    log = env.logdir / "relay.log"
-    cmd = [PYTHON, "-m", "bench.relay", "--socket", str(sock), "--", *echo_command()]
+def _on_socket(env: Env, name: str, module: str, *options: str) -> Iterator[Launch]:
+    """``python -m module --socket S options -- echo``, reached on its socket S."""
+    sock = env.workdir / f"{name}.sock"
+    log = env.logdir / f"{name}.log"
+    cmd = [PYTHON, "-m", module, "--socket", str(sock), *options, "--", *echo_command()]
     proc = start(cmd, env.target_cpus, log)
     try:
         try:
             wait_for(lambda: socket_accepts(sock), proc, 20)
         except TargetUnavailable as exc:
-            raise TargetUnavailable(f"relay {exc}{log_tail(log)}") from None
+            raise TargetUnavailable(f"{name} {exc}{log_tail(log)}") from None
         yield Launch(["--connect", str(sock), "--cpu-pid", str(proc.pid)], "echo")
     finally:
         stop(proc)
 
 
-@contextlib.contextmanager
-def splice(env: Env) -> Iterator[Launch]:
-    sock = env.workdir / "splice.sock"
-    log = env.logdir / "splice.log"
-    cmd = [PYTHON, "-m", "bench.splicer", "--socket", str(sock), "--tool", "echo=echo"]
-    proc = start([*cmd, "--", *echo_command()], env.target_cpus, log)
-    try:
-        try:
-            wait_for(lambda: socket_accepts(sock), proc, 20)
-        except TargetUnavailable as exc:
-            raise TargetUnavailable(f"splicer {exc}{log_tail(log)}") from None
-        yield Launch(["--connect", str(sock), "--cpu-pid", str(proc.pid)], "echo")
-    finally:
-        stop(proc)
+def relay(env: Env) -> contextlib.AbstractContextManager[Launch]:
+    return _on_socket(env, "relay", "bench.relay")
+
+
+def splice(env: Env) -> contextlib.AbstractContextManager[Launch]:
+    return _on_socket(env, "splice", "bench.splicer", "--tool", "echo=echo")
 
 
 @contextlib.contextmanager
