@@ -267,12 +267,17 @@ def main(argv: list[str] | None = None) -> int:
     print(report.TABLE_HEAD)
     for verdict in verdicts:
         print(verdict.line())
-    if "cells" in summary.get("splice", {}):
-        # The same figures for a process that does nothing but route: what is left
-        # between it and mcpd is the rest of mcpd's job.
-        print("\nthe routing floor (bench/splicer.py), judged the same way")
-        for verdict in report.call_path_verdicts(summary, "splice"):
-            print(verdict.line())
+    floors = {
+        "splice": "the routing floor (bench/splicer.py), judged the same way",
+        "splice-gate4": "the routing floor with mcpd's default gate (4 calls at the server)",
+    }
+    for name, title in floors.items():
+        if "cells" in summary.get(name, {}):
+            # The same figures for a process that does nothing but route: what is left
+            # between it and mcpd is the rest of mcpd's job.
+            print(f"\n{title}")
+            for verdict in report.call_path_verdicts(summary, name):
+                print(verdict.line())
     if scale and "skipped" not in scale:
         print("\nscale run")
         for line in report.scale_lines(scale):

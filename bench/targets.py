@@ -191,6 +191,11 @@ def splice(env: Env) -> contextlib.AbstractContextManager[Launch]:
     return _on_socket(env, "splice", "bench.splicer", "--tool", "echo=echo")
 
 
+def splice_gated(env: Env) -> contextlib.AbstractContextManager[Launch]:
+    # mcpd's default for a stdio server: 4 calls at a time, the rest queued.
+    return _on_socket(env, "splice-gate4", "bench.splicer", "--tool", "echo=echo", "--gate", "4")
+
+
 @contextlib.contextmanager
 def fastmcp_proxy(env: Env) -> Iterator[Launch]:
     if env.fastmcp_python is None:
@@ -229,6 +234,7 @@ CONFIGURATIONS: dict[str, Callable[[Env], contextlib.AbstractContextManager[Laun
     "direct": direct,
     "relay": relay,
     "splice": splice,
+    "splice-gate4": splice_gated,
     "mcpd": mcpd_stdio,
     "mcpd-http": mcpd_http,
     "fastmcp-proxy": fastmcp_proxy,
