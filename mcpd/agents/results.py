@@ -48,20 +48,16 @@ def shape_call_result(
     alias: str,
     capabilities: dict[str, Any] | None = None,
     tasks: bool = False,
-    read_texts: bool = False,
 ) -> tuple[Raw | dict[str, Any], bool]:
     """The result as the agent gets it, and whether its content may hold a URI to
-    rewrite (False only when every block's type is known and none is a resource).
-
-    ``read_texts`` makes the texts strings even when the result cannot need cutting."""
+    rewrite (False only when every block's type is known and none is a resource)."""
     # Each character of text is at least one byte of JSON: a result no longer than the
     # budget cannot need cutting, and its texts need not be read.
-    short = not read_texts and len(raw) <= budget
+    short = len(raw) <= budget
     try:
         head = rpc.decode_as(raw, mcp.CallToolResultKinds if short else mcp.CallToolResultHead)
     except rpc.InvalidParams as exc:
-        text = f"The tool server {alias!r} returned a malformed result: {exc}"
-        return _error(text, modern), False
+        return _malformed(alias, modern, exc)
     kind = head.result_type
     if kind == mcp.INPUT_REQUIRED and modern and can_answer(head.inputRequests, capabilities):
         # The agent can answer: it retries with inputResponses and the same requestState,
@@ -85,16 +81,11 @@ def shape_call_result(
             if isinstance(t, str):
                 total += len(t)
             elif isinstance(t, Raw) and bytes(memoryview(t)[:1]) != b'"':
-                # Not a string: read as a long result is, which says what is wrong.
-                return shape_call_result(
-                    raw,
-                    modern=modern,
-                    budget=budget,
-                    alias=alias,
-                    capabilities=capabilities,
-                    tasks=tasks,
-                    read_texts=True,
-                )
+                # Not a string: the texts read as strings say what is wrong.
+                try:
+                    rpc.decode_as(raw, mcp.CallToolResultHead)
+                except rpc.InvalidParams as exc:
+                    return _malformed(alias, modern, exc)
         elif b.type in _LINKS:
             links = True
     if total <= budget:
@@ -164,6 +155,11 @@ def _input_required_text(alias: str, head: mcp.CallToolResultKinds) -> str:
         "This client did not declare the capabilities to provide it, so the call "
         "did not complete."
     )
+
+
+def _malformed(alias: str, modern: bool, exc: Exception) -> tuple[dict[str, Any], bool]:
+    text = f"The tool server {alias!r} returned a malformed result: {exc}"
+    return _error(text, modern), False
 
 
 def _error(text: str, modern: bool, meta: dict[str, Any] | None = None) -> dict[str, Any]:
