@@ -166,18 +166,17 @@ class ContentKind(msgspec.Struct):
     text: Raw | UnsetType = UNSET
 
 
-class ContentHead(ContentKind):
+class ContentHead(msgspec.Struct):
     """Enough of a content block to measure text."""
 
-    text: str | UnsetType = UNSET  # type: ignore[assignment]
+    type: str = ""
+    text: str | UnsetType = UNSET
 
 
-class CallToolResultKinds(msgspec.Struct):
-    """What decides a result's fate, for a result too short to need cutting: its
-    texts are skipped, not made into strings."""
+class CallToolResultFate(msgspec.Struct):
+    """What decides a result's fate, apart from its content."""
 
     resultType: str | UnsetType | None = UNSET
-    content: list[ContentKind] | None = None
     isError: bool | None = None
     inputRequests: dict[str, Any] | UnsetType | None = UNSET
     requestState: Raw | UnsetType = UNSET
@@ -188,10 +187,17 @@ class CallToolResultKinds(msgspec.Struct):
         return self.resultType if isinstance(self.resultType, str) else COMPLETE
 
 
-class CallToolResultHead(CallToolResultKinds):
-    """``CallToolResultKinds`` with each block's text, to measure against a budget."""
+class CallToolResultKinds(CallToolResultFate):
+    """For a result too short to need cutting: its blocks' types; texts are skipped,
+    not made into strings."""
 
-    content: list[ContentHead] | None = None  # type: ignore[assignment]
+    content: list[ContentKind] | None = None
+
+
+class CallToolResultHead(CallToolResultFate):
+    """For a result that may need cutting: each block's text, to measure."""
+
+    content: list[ContentHead] | None = None
 
 
 class TextContent(msgspec.Struct, tag_field="type", tag="text", omit_defaults=True):

@@ -54,8 +54,12 @@ def shape_call_result(
     # Each character of text is at least one byte of JSON: a result no longer than the
     # budget cannot need cutting, and its texts need not be read.
     short = len(raw) <= budget
+    head: mcp.CallToolResultKinds | mcp.CallToolResultHead
     try:
-        head = rpc.decode_as(raw, mcp.CallToolResultKinds if short else mcp.CallToolResultHead)
+        if short:
+            head = rpc.decode_as(raw, mcp.CallToolResultKinds)
+        else:
+            head = rpc.decode_as(raw, mcp.CallToolResultHead)
     except rpc.InvalidParams as exc:
         return _malformed(alias, modern, exc)
     kind = head.result_type
@@ -141,7 +145,7 @@ def _cut(result: dict[str, Any], budget: int, total: int) -> None:
     result["content"] = kept
 
 
-def _input_required_text(alias: str, head: mcp.CallToolResultKinds) -> str:
+def _input_required_text(alias: str, head: mcp.CallToolResultFate) -> str:
     wanted = []
     requests = head.inputRequests if isinstance(head.inputRequests, dict) else {}
     for key, req in requests.items():
