@@ -201,7 +201,9 @@ def decode_response(data: bytes) -> Response | None:
 
     Most of what a server writes is this, and it is checked here as there: ASCII
     (UTF-8 is checked there), on one line, an integer or string id."""
-    if not data.isascii() or b"\n" in data or b"\r" in data:
+    # A line without the member is not tried: a failed decode costs as much as the
+    # general one (a server streaming progress would pay twice for each notification).
+    if b'"result"' not in data or not data.isascii() or b"\n" in data or b"\r" in data:
         return None
     try:
         return _result_line_decoder.decode(data)
