@@ -30,7 +30,6 @@ from typing import Any, Final
 from ..config.load import load
 from ..config.model import Config, ConfigError, default_config_path
 from ..config.profiles import DEFAULT_PROFILE
-from ..host.statefile import state_dir
 from ..host.token import TokenError, read_token, token_path
 from .client import Client, Unreachable, socket_path
 from .hostconfig import (
@@ -135,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
             url = endpoint_url(config, sock)
             if suffix:
                 url += f"?profile={suffix}"
+            from ..host.statefile import state_dir  # trio: not for every command's parser
+
             token = read_token(token_path(state_dir(config)))
             new = entry(key, name=name, url=url, token=token)
         else:

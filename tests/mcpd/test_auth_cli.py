@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-from mcpd.cli.auth import browser_argv, safe_to_open
+from mcpd.cli.auth_login import browser_argv, safe_to_open
 from tests.support.agent import connect, make_config, running
 from tests.support.oauth_mcp import ProtectedMcp, serve_protected
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
