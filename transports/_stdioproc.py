@@ -1,5 +1,5 @@
-"""A stdio server's process: its environment, starting it, describing its exit, and
-stopping it with everything in its process group."""
+"""A stdio server's process: starting it, describing its exit, and stopping it with
+everything in its process group."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import errno
 import logging
 import os
 import signal
-from collections.abc import Mapping, Sequence
-from typing import Final
+from collections.abc import Sequence
 
 import trio
 
@@ -19,45 +18,6 @@ from .base import SpawnError
 from .process import ChildProcess, signal_group, spawn
 
 logger = logging.getLogger("mcpd.stdio")
-
-# Variables systemd hands to the main process only (plus mcpd's own test-fault switches).
-# A child that inherited them could send READY=1 or WATCHDOG=1 on mcpd's behalf, believe
-# it owns mcpd's listening sockets, or think its stderr is a journal stream when it is
-# really a pipe into mcpd.
-PARENT_ONLY_VARS: Final = frozenset(
-    {
-        "NOTIFY_SOCKET",
-        "WATCHDOG_USEC",
-        "WATCHDOG_PID",
-        "LISTEN_FDS",
-        "LISTEN_PID",
-        "LISTEN_FDNAMES",
-        "JOURNAL_STREAM",
-        "SYSTEMD_EXEC_PID",
-        "FDSTORE",
-        "MEMORY_PRESSURE_WATCH",
-        "MEMORY_PRESSURE_WRITE",
-        "TRIGGER_UNIT",
-        "TRIGGER_PATH",
-        "TRIGGER_TIMER_REALTIME_USEC",
-        "TRIGGER_TIMER_MONOTONIC_USEC",
-        "MAINPID",
-        "MCPD_TEST_FAULTS",
-        "MCPD_TEST_WEDGE_SECONDS",
-    }
-)
-
-
-def environment(
-    inherit_env: bool, extra: Mapping[str, str] | None, base: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The child's environment: ours (unless not inherited) without systemd's
-    main-process variables, plus its own."""
-    source = os.environ if base is None else base
-    env = {k: v for k, v in source.items() if k not in PARENT_ONLY_VARS} if inherit_env else {}
-    if extra:
-        env.update(extra)
-    return env
 
 
 def describe_exit(returncode: int | None) -> str:

@@ -24,14 +24,7 @@ from protocol.logfields import log_extra
 
 from ._pending import Pending, Reply
 from ._stdiolog import Complaints, StderrLog, read_stderr
-from ._stdioproc import (
-    PARENT_ONLY_VARS,
-    describe_exit,
-    environment,
-    receive_pipe,
-    start,
-    stop_process,
-)
+from ._stdioproc import describe_exit, receive_pipe, start, stop_process
 from ._stdioread import StdoutReader
 from ._stdiorelay import Relays
 from .base import (
@@ -41,6 +34,7 @@ from .base import (
     TransportError,
     single_exceptions,
 )
+from .launch import PARENT_ONLY_VARS, environment
 from .linewriter import LineWriter, batch
 from .process import ChildProcess, signal_group
 

@@ -255,9 +255,9 @@ async def test_direct_children_die_with_a_killed_parent(tmp_path: Path, arming: 
     parent_code = textwrap.dedent(f"""
         import trio, sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-        from transports import process
+        from transports import launch
         if {arming!r} == "preexec":
-            process._setpriv[:] = [None]
+            launch._setpriv[:] = [None]
         from transports.stdio import StdioParams, open_stdio_transport
         async def main():
             p = StdioParams(command={command!r}, args={list(args)!r})

@@ -1,0 +1,198 @@
+"""Starting a child that dies with mcpd, even when mcpd is SIGKILLed; no trio here.
+
+``PR_SET_PDEATHSIG`` fires when the *thread* that forked the child exits, not the
+process. ``trio.open_process`` forks from a worker thread that trio retires after a
+few idle seconds, which would take every server down with it; so children are
+forked from the thread running trio (the main thread), which lives as long as the
+daemon.
+
+Setting it from a ``preexec_fn`` makes Python fork a full copy of the daemon (no
+vfork) and wait for it to exec: ~9 ms per server, with the event loop stopped, against
+~5 ms without. So where util-linux's ``setpriv`` can set it, the child execs
+``setpriv --pdeathsig KILL`` and then, through ``sh``, the command, after checking
+that mcpd did not die before the signal was armed. The command is looked up here
+first, so that a missing or non-executable one is still an OSError naming it.
+
+This module imports nothing of trio so that ``mcpd serve`` can start its stdio servers
+before it imports the event loop and the rest of the daemon (``transports.early``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, NamedTuple
+
+_PR_SET_PDEATHSIG = 1
+_libc: ctypes.CDLL | None = None
+# After setpriv armed the signal: if mcpd died before that, nobody would kill us.
+_GUARD = '[ "$PPID" = "$0" ] || exit 1; exec "$@"'
+_setpriv: list[str | None] = []  # [path or None], once looked up
+
+# Variables systemd hands to the main process only (plus mcpd's own test-fault switches).
+# A child that inherited them could send READY=1 or WATCHDOG=1 on mcpd's behalf, believe
+# it owns mcpd's listening sockets, or think its stderr is a journal stream when it is
+# really a pipe into mcpd.
+PARENT_ONLY_VARS: Final = frozenset(
+    {
+        "NOTIFY_SOCKET",
+        "WATCHDOG_USEC",
+        "WATCHDOG_PID",
+        "LISTEN_FDS",
+        "LISTEN_PID",
+        "LISTEN_FDNAMES",
+        "JOURNAL_STREAM",
+        "SYSTEMD_EXEC_PID",
+        "FDSTORE",
+        "MEMORY_PRESSURE_WATCH",
+        "MEMORY_PRESSURE_WRITE",
+        "TRIGGER_UNIT",
+        "TRIGGER_PATH",
+        "TRIGGER_TIMER_REALTIME_USEC",
+        "TRIGGER_TIMER_MONOTONIC_USEC",
+        "MAINPID",
+        "MCPD_TEST_FAULTS",
+        "MCPD_TEST_WEDGE_SECONDS",
+    }
+)
+
+
+def environment(
+    inherit_env: bool, extra: Mapping[str, str] | None, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The child's environment: ours (unless not inherited) without systemd's
+    main-process variables, plus its own."""
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if k not in PARENT_ONLY_VARS} if inherit_env else {}
+    if extra:
+        env.update(extra)
+    return env
+
+
+class Launched(NamedTuple):
+    """A started child and mcpd's ends of its pipes (-1 for a pipe not asked for)."""
+
+    popen: subprocess.Popen[bytes]
+    stdin: int
+    stdout: int
+    stderr: int
+
+
+def _armer() -> str | None:
+    """The setpriv that takes --pdeathsig, or None."""
+    if not _setpriv:
+        found = shutil.which("setpriv")
+        if found is not None and os.path.exists("/bin/sh"):
+            try:
+                usage = subprocess.run(
+                    [found, "--help"], capture_output=True, text=True, timeout=5
+                ).stdout
+            except (OSError, subprocess.SubprocessError):
+                usage = ""
+            if "--pdeathsig" not in usage:
+                found = None
+        _setpriv.append(found)
+    return _setpriv[0]
+
+
+def resolve(command: str, env: Mapping[str, str] | None, cwd: str | None) -> str:
+    """The file ``command`` runs, found as exec would (PATH from the child's env,
+    relative paths from its working directory). Raises FileNotFoundError or
+    PermissionError as the exec itself would have."""
+    if cwd is not None and not os.path.isdir(cwd):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cwd)
+    base = cwd or os.getcwd()
+    if "/" in command:
+        candidates = [os.path.join(base, command)]
+    else:
+        path = (os.environ if env is None else env).get("PATH", os.defpath)
+        candidates = [os.path.join(base, d or ".", command) for d in path.split(os.pathsep)]
+    denied = None
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            if os.access(candidate, os.X_OK):
+                return candidate
+            denied = candidate
+    if denied is not None:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), denied)
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+
+
+def die_with_parent(parent: int) -> Callable[[], None]:
+    global _libc
+    # Loaded here, once, not in each child: between fork and exec the child is a copy
+    # of mcpd, and a dlopen there cost ~9 ms per server during which mcpd waited.
+    libc = _libc = _libc or ctypes.CDLL(None, use_errno=True)
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # The parent may have died between fork and prctl: then nobody would kill us.
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+def launch(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    stdin: bool = True,
+    stdout: bool = True,
+    stderr: bool = True,
+) -> Launched:
+    """Start ``argv`` in its own session and process group, killed if mcpd dies.
+
+    Call it from the main thread (see the module docstring). Raises OSError when the
+    command cannot be started.
+    """
+    ours: list[int] = []
+    theirs: list[int | None] = []
+    try:
+        for wanted, child_reads in ((stdin, True), (stdout, False), (stderr, False)):
+            if not wanted:
+                ours.append(-1)
+                theirs.append(None)
+                continue
+            r, w = os.pipe()
+            ours.append(w if child_reads else r)
+            theirs.append(r if child_reads else w)
+        armer = _armer()
+        preexec: Callable[[], None] | None = None
+        if armer is not None:
+            command = resolve(argv[0], env, cwd)
+            args = [armer, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", _GUARD, str(os.getpid())]
+            args += [command, *argv[1:]]
+        else:
+            args, preexec = list(argv), die_with_parent(os.getpid())
+        popen = subprocess.Popen(
+            args,
+            stdin=theirs[0],
+            stdout=theirs[1],
+            stderr=theirs[2],
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=preexec,
+        )
+    except BaseException:
+        for fd in ours + theirs:
+            if fd is not None and fd >= 0:
+                os.close(fd)
+        raise
+    for fd in theirs:
+        if fd is not None:
+            os.close(fd)
+    return Launched(popen, *ours)
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
