@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -13,12 +12,15 @@ from typing import Any
 import msgspec
 import trio
 
+from transports import early
+from transports.base import single_exceptions
 from transports.process import signal_group, spawn
 
 from .config.load import parse
 from .config.model import EX_CONFIG, Config, ConfigError
 from .daemon import Daemon, DaemonError
 from .host.systemd import SystemdEnv
+from .prestart import socket_override, stop_unclaimed
 
 logger = logging.getLogger("mcpd")
 
@@ -35,16 +37,15 @@ def serve(
     except ConfigError as exc:
         logger.error("config error: %s", exc)
         return EX_CONFIG
+    finally:
+        early.discard()  # started before the loop, for a daemon that did not get that far
     return 0
 
 
 async def _main(
     config: Config | None, config_path: str | None, demo: bool, socket: str | None, sysd: SystemdEnv
 ) -> None:
-    if not socket and sysd.runtime_directory and (config is None or config.daemon.socket is None):
-        # Under systemd the unit's RuntimeDirectory= (/run/mcpd) is ours: the default
-        # path for our uid (XDG_RUNTIME_DIR or /tmp) is not what mcpd.socket and clients use.
-        socket = os.path.join(sysd.runtime_directory, "mcpd.sock")
+    socket = socket_override(config, socket, sysd.runtime_directory)
     if demo:
         async with demo_config(socket) as cfg:
             await Daemon(cfg, sysd=sysd).run()
@@ -54,7 +55,11 @@ async def _main(
         config = msgspec.structs.replace(
             config, daemon=msgspec.structs.replace(config.daemon, socket=socket)
         )
-    await Daemon(config, config_path=config_path, sysd=sysd).run()
+    daemon = Daemon(config, config_path=config_path, sysd=sysd)
+    with single_exceptions():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(daemon.run)
+            stop_unclaimed()
 
 
 @contextlib.asynccontextmanager

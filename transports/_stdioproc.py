@@ -1,5 +1,5 @@
-"""A stdio server's process: starting it, describing its exit, and stopping it with
-everything in its process group."""
+"""A stdio server's process: starting it (or taking the one started early), describing
+its exit, and stopping it with everything in its process group."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import trio
 
 from protocol.logfields import log_extra
 
+from . import early
 from .base import SpawnError
-from .process import ChildProcess, signal_group, spawn
+from .process import ChildProcess, adopt, signal_group, spawn
 
 logger = logging.getLogger("mcpd.stdio")
 
@@ -38,6 +39,9 @@ def start(
     env: dict[str, str],
     cwd: str | None,
 ) -> ChildProcess:
+    started = early.take(argv, env, cwd)
+    if started is not None:
+        return adopt(started)
     try:
         return spawn(argv, env=env, cwd=cwd)
     except OSError as exc:

@@ -28,7 +28,6 @@ def _load_config(path: str | None) -> tuple[Config, str]:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..host.journal import setup_logging
-    from ..serve import serve
 
     setup_logging(args.log, args.log_level)
     if args.demo:
@@ -36,6 +35,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config = None
     else:
         config, config_path = _load_config(args.config)
+        # Before ``..serve`` imports trio and the daemon: see ``prestart``.
+        from ..prestart import start_early
+
+        start_early(config, args.socket)
+    from ..serve import serve
+
     return serve(config, config_path, demo=args.demo, socket=args.socket)
 
 

@@ -1,0 +1,84 @@
+"""``mcpd serve`` starts its stdio servers before it imports the event loop.
+
+Importing trio and the rest of the daemon costs ~0.15 s of CPU before the first
+server could be spawned, and a server's own start-up (an interpreter, ``npx``) is
+usually what an agent waits for. So the servers the daemon will start first are
+started as soon as the config is read; each runner's first start takes its own
+(``transports.early``), and whatever no runner took is stopped once the daemon is up.
+
+Nothing is started early when another daemon already listens on the socket: this
+one is about to exit, and its servers would only run beside that daemon's.
+
+No trio here, and nothing that imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket as stdsocket
+
+from transports import early
+from transports.launch import environment
+
+from .config.model import Config
+
+logger = logging.getLogger("mcpd")
+
+
+def socket_override(
+    config: Config | None, socket: str | None, runtime_directory: str | None
+) -> str | None:
+    """The socket path that replaces the config's, if any: ``--socket``, or under
+    systemd the unit's RuntimeDirectory= (/run/mcpd) when the config names none, since
+    the default path for our uid is not what mcpd.socket and clients use."""
+    if socket:
+        return socket
+    if runtime_directory and (config is None or config.daemon.socket is None):
+        return os.path.join(runtime_directory, "mcpd.sock")
+    return None
+
+
+def start_early(config: Config, socket: str | None) -> list[int]:
+    """Start every enabled stdio server that starts with the daemon; their pids."""
+    runtime = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0] or None
+    path = socket_override(config, socket, runtime) or config.socket_path()
+    if _taken(path):
+        return []
+    pids = []
+    for alias, cfg in config.servers.items():
+        if not cfg.enabled or cfg.start == "lazy" or cfg.command is None:
+            continue
+        argv = [cfg.command, *cfg.args]
+        try:
+            pid = early.launch_early(argv, environment(cfg.inherit_env, cfg.env or None), cfg.cwd)
+        except OSError:
+            continue  # its runner starts it again, and says by name why it cannot
+        logger.debug("%s: started early (pid %d)", alias, pid)
+        pids.append(pid)
+    return pids
+
+
+def stop_unclaimed() -> None:
+    """Once every runner had its first start: stop what none of them took."""
+    for pid in early.discard():
+        # A start that did not match what was started early: harmless (it started its
+        # own), but the early one was started for nothing.
+        logger.warning("a server started early (pid %d) was not used and is stopped", pid)
+
+
+def _taken(path: str) -> bool:
+    """Whether another daemon listens on ``path`` (systemd's socket is ours)."""
+    if os.environ.get("LISTEN_PID") == str(os.getpid()):
+        return False
+    probe = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+    except TimeoutError:
+        return True  # bound and listening, with a full backlog
+    except OSError:
+        return False  # no file, or a stale one
+    finally:
+        probe.close()
+    return True

@@ -1,0 +1,192 @@
+"""``mcpd serve`` starts its stdio servers before it imports trio and the daemon, and
+each server's first start takes the process started for it: every server starts once,
+however it gets there, and none is left running by a daemon that did not get going."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.procs import SCRIPTED, alive, wait_gone
+from transports import early
+from transports._stdioproc import start
+from transports.launch import environment
+
+# Each start of the server appends its pid (the same process execs the server); in the
+# config, where `$$` stands for `$`.
+COUNTED = 'echo $$$$ >> "$$1"; shift; exec "$$0" "$$@"'
+
+# `mcpd serve` as the console script runs it, noting whether trio was loaded when the
+# servers were started early; once an agent has listed the tools it prints what it saw
+# and stops the daemon as systemd would.
+CHILD = """
+import json, os, signal, sys, threading, time
+import mcpd.prestart as prestart
+from mcpd.cli.client import Client, Unreachable
+from mcpd.cli.main import main
+
+seen = {}
+original = prestart.start_early
+
+def start_early(config, socket):
+    seen["trio_loaded"] = "trio" in sys.modules
+    seen["pids"] = original(config, socket)
+    return seen["pids"]
+
+prestart.start_early = start_early
+
+def watch(path):
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with Client(path) as client:
+                seen["tools"] = sorted(t["name"] for t in client.list_tools())
+            break
+        except Unreachable:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    print(json.dumps(seen), flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+threading.Thread(target=watch, args=(sys.argv[2],), daemon=True).start()
+main(["serve", "--config", sys.argv[1], "--log", "stderr", "--log-level", "debug"])
+"""
+
+
+def counted_server(starts: Path, extra: str = "") -> str:
+    args = ["-c", COUNTED, sys.executable, str(starts), SCRIPTED]
+    return f'command = "/bin/sh"\nargs = {json.dumps(args)}\n{extra}'
+
+
+def write_config(tmp_path: Path, servers: dict[str, str]) -> tuple[Path, Path]:
+    cfg = tmp_path / "mcpd.toml"
+    sock = tmp_path / "mcpd.sock"
+    text = f'[daemon]\nsocket = "{sock}"\nstate_dir = "{tmp_path / "state"}"\n'
+    for alias, body in servers.items():
+        text += f"[servers.{alias}]\n{body}\n"
+    cfg.write_text(text)
+    return cfg, sock
+
+
+def starts(path: Path) -> list[int]:
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def test_each_server_starts_once_and_before_trio_is_imported(tmp_path: Path) -> None:
+    files = {alias: tmp_path / f"{alias}.starts" for alias in ("a", "b", "later", "off")}
+    cfg, sock = write_config(
+        tmp_path,
+        {
+            "a": counted_server(files["a"]),
+            "b": counted_server(files["b"]),
+            "later": counted_server(files["later"], 'start = "lazy"'),
+            "off": counted_server(files["off"], "enabled = false"),
+        },
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(cfg), str(sock)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert out.returncode == 0, out.stderr
+    seen: dict[str, Any] = json.loads(out.stdout)
+    assert seen["trio_loaded"] is False
+    # The early processes are the ones that serve: each server started exactly once.
+    assert starts(files["a"]) + starts(files["b"]) == seen["pids"]
+    assert {"mcp__a__tool1", "mcp__b__tool1"} <= set(seen["tools"])
+    # A lazy server is started by its runner (here to learn its tools), a disabled one
+    # never; neither early.
+    assert len(starts(files["later"])) == 1
+    assert not set(starts(files["later"])) & set(seen["pids"])
+    assert starts(files["off"]) == []
+    assert "was not used" not in out.stderr
+
+
+def serve(cfg: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcpd", "serve", "--config", str(cfg), "--log", "stderr"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def test_a_second_daemon_on_a_live_socket_starts_no_server(tmp_path: Path) -> None:
+    counted = tmp_path / "a.starts"
+    cfg, sock = write_config(tmp_path, {"a": counted_server(counted)})
+    first = serve(cfg)
+    try:
+        with trio.fail_after(30):
+            while not sock.exists() or not starts(counted):
+                await trio.sleep(0.05)
+        second = subprocess.run(
+            [sys.executable, "-m", "mcpd", "serve", "--config", str(cfg), "--log", "stderr"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 1
+        assert "another mcpd is listening" in second.stderr
+        assert len(starts(counted)) == 1
+    finally:
+        first.terminate()
+        first.wait(timeout=30)
+
+
+async def test_a_daemon_that_cannot_listen_leaves_no_early_server_running(
+    tmp_path: Path,
+) -> None:
+    counted = tmp_path / "a.starts"
+    cfg, sock = write_config(tmp_path, {"a": counted_server(counted)})
+    sock.write_text("not a socket")  # probed as free, refused by the listener
+    proc = serve(cfg)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "is not a socket" in err
+    [pid] = starts(counted)
+    assert await wait_gone(pid, timeout=5), "a server started early outlived its daemon"
+
+
+async def test_a_start_takes_only_a_process_started_with_its_exact_arguments(
+    tmp_path: Path,
+) -> None:
+    argv = [sys.executable, SCRIPTED]
+    env = environment(True, {"WHO": "a"})
+    cwd = str(tmp_path)
+    pid = early.launch_early(argv, env, cwd)
+    spare = early.launch_early(argv, env, cwd)
+    others = []
+    try:
+        # Another environment, working directory or argument list: a start of its own.
+        for a, e, d in (
+            (argv, environment(True, {"WHO": "b"}), cwd),
+            (argv, env, None),
+            ([*argv, "--pid-file", str(tmp_path / "p")], env, cwd),
+        ):
+            child = start("x", a, e, d)
+            others.append(child)
+            assert child.pid not in (pid, spare)
+        taken = start("x", argv, env, cwd)
+        others.append(taken)
+        assert taken.pid in (pid, spare)
+        leftover = spare if taken.pid == pid else pid
+        assert early.waiting() == [leftover]
+        assert early.discard() == [leftover]
+        assert early.waiting() == []
+        assert not alive(leftover)
+        assert alive(taken.pid)
+    finally:
+        early.discard()
+        for child in others:
+            child.send_signal(9)
+            await child.wait()
+            for pipe in (child.stdin, child.stdout, child.stderr):
+                if pipe is not None:
+                    pipe.close()
