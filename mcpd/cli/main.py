@@ -19,15 +19,25 @@ import sys
 
 from .. import __version__
 from ..config.model import default_config_path
-from .client_cmds import client_for, cmd_bridge, cmd_call, cmd_reload, cmd_status, cmd_tools
-from .config_cmds import cmd_check_config, cmd_import, cmd_serve, cmd_token
 from .exits import EXIT_USAGE
 
+SURFACE = ("prompts", "resources", "read", "prompt")
+COMMANDS: frozenset[str] = frozenset(
+    {"serve", "check-config", "tools", "call", "status", "import", "reload", "bridge"}
+    | {"auth", "token", "connect", *SURFACE}
+)
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole grammar, or the top level with only the command ``only``: a command
+    that runs (``serve`` at boot, ``bridge`` for each host session) does not import the
+    code of every other."""
     p = argparse.ArgumentParser(prog="mcpd", description="MCP client daemon")
     p.add_argument("--version", action="version", version=f"mcpd {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
+
+    def want(*names: str) -> bool:
+        return only is None or only in names
 
     def client_cmd(name: str, help: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help)
@@ -36,99 +46,131 @@ def build_parser() -> argparse.ArgumentParser:
         )
         return sp
 
-    s = sub.add_parser("serve", help="run the daemon")
-    s.add_argument("--config", help=f"config file (default: {default_config_path()})")
-    s.add_argument("--demo", action="store_true", help="run with the bundled demo servers")
-    s.add_argument("--socket", help="socket path (overrides the config)")
-    s.add_argument("--log", choices=["auto", "journal", "stderr"], default="auto")
-    s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    s.set_defaults(func=cmd_serve)
+    if want("serve"):
+        from .config_cmds import cmd_serve
 
-    c = sub.add_parser("check-config", help="validate the config file and list its servers")
-    c.add_argument("--config")
-    c.set_defaults(func=cmd_check_config)
+        s = sub.add_parser("serve", help="run the daemon")
+        s.add_argument("--config", help=f"config file (default: {default_config_path()})")
+        s.add_argument("--demo", action="store_true", help="run with the bundled demo servers")
+        s.add_argument("--socket", help="socket path (overrides the config)")
+        s.add_argument("--log", choices=["auto", "journal", "stderr"], default="auto")
+        s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+        s.set_defaults(func=cmd_serve)
 
-    t = client_cmd("tools", "list the aggregated tools")
-    t.add_argument("--json", action="store_true")
-    t.add_argument(
-        "--profile",
-        metavar="NAME",
-        help="every tool of this profile, under its names, and what its agents are listed",
-    )
-    t.add_argument(
-        "--format",
-        choices=["anthropic", "openai", "openai-responses"],
-        help="print the tools as a model API's tool definitions (JSON)",
-    )
-    t.add_argument(
-        "--check-names",
-        type=int,
-        metavar="N",
-        help="report tool names longer than N characters (exit 1 if any)",
-    )
-    t.add_argument(
-        "--host-prefix",
-        default="",
-        metavar="PREFIX",
-        help="with --check-names: what the host puts before each name, e.g. mcp__mcpd__",
-    )
-    t.set_defaults(func=cmd_tools)
+    if want("check-config"):
+        from .config_cmds import cmd_check_config
 
-    k = client_cmd("call", "call a tool: mcpd call NAME '{\"arg\": 1}'")
-    k.add_argument("name")
-    k.add_argument("arguments", nargs="?", default="{}")
-    k.add_argument("--json", action="store_true")
-    k.add_argument("--profile", metavar="NAME", help="call as an agent of this profile")
-    k.set_defaults(func=cmd_call)
+        c = sub.add_parser("check-config", help="validate the config file and list its servers")
+        c.add_argument("--config")
+        c.set_defaults(func=cmd_check_config)
 
-    st = client_cmd("status", "show each server's state")
-    st.add_argument("--json", action="store_true")
-    st.add_argument(
-        "--watch",
-        nargs="?",
-        const=2.0,
-        type=float,
-        metavar="SECONDS",
-        help="redraw every SECONDS (default 2) until Ctrl-C",
-    )
-    st.set_defaults(func=cmd_status)
+    if want("tools"):
+        from .client_cmds import cmd_tools
 
-    im = sub.add_parser(
-        "import", help="print mcpd TOML for another host's mcpServers / VS Code mcp.json file"
-    )
-    im.add_argument("path", help="e.g. claude_desktop_config.json, .mcp.json, .vscode/mcp.json")
-    im.add_argument("-o", "--output", help="write the TOML to this file instead of stdout")
-    im.add_argument("--force", action="store_true", help="replace --output if it exists")
-    im.set_defaults(func=cmd_import)
+        t = client_cmd("tools", "list the aggregated tools")
+        t.add_argument("--json", action="store_true")
+        t.add_argument(
+            "--profile",
+            metavar="NAME",
+            help="every tool of this profile, under its names, and what its agents are listed",
+        )
+        t.add_argument(
+            "--format",
+            choices=["anthropic", "openai", "openai-responses"],
+            help="print the tools as a model API's tool definitions (JSON)",
+        )
+        t.add_argument(
+            "--check-names",
+            type=int,
+            metavar="N",
+            help="report tool names longer than N characters (exit 1 if any)",
+        )
+        t.add_argument(
+            "--host-prefix",
+            default="",
+            metavar="PREFIX",
+            help="with --check-names: what the host puts before each name, e.g. mcp__mcpd__",
+        )
+        t.set_defaults(func=cmd_tools)
 
-    r = client_cmd("reload", "re-read the config file (like SIGHUP)")
-    r.set_defaults(func=cmd_reload)
+    if want("call"):
+        from .client_cmds import cmd_call
 
-    b = client_cmd("bridge", "serve MCP on stdin/stdout, relayed to the daemon")
-    b.add_argument("--profile", metavar="NAME", help="the profile this host sees")
-    b.set_defaults(func=cmd_bridge)
+        k = client_cmd("call", "call a tool: mcpd call NAME '{\"arg\": 1}'")
+        k.add_argument("name")
+        k.add_argument("arguments", nargs="?", default="{}")
+        k.add_argument("--json", action="store_true")
+        k.add_argument("--profile", metavar="NAME", help="call as an agent of this profile")
+        k.set_defaults(func=cmd_call)
 
-    from .auth import add_auth_commands
+    if want("status"):
+        from .client_cmds import cmd_status
 
-    add_auth_commands(sub)
+        st = client_cmd("status", "show each server's state")
+        st.add_argument("--json", action="store_true")
+        st.add_argument(
+            "--watch",
+            nargs="?",
+            const=2.0,
+            type=float,
+            metavar="SECONDS",
+            help="redraw every SECONDS (default 2) until Ctrl-C",
+        )
+        st.set_defaults(func=cmd_status)
 
-    tk = sub.add_parser("token", help="print the HTTP endpoint's bearer token")
-    tk.add_argument("--rotate", action="store_true", help="replace it with a new one")
-    tk.add_argument("--config", help=f"config file (default: {default_config_path()})")
-    tk.set_defaults(func=cmd_token)
+    if want("import"):
+        from .config_cmds import cmd_import
 
-    from .connect import add_parser
+        im = sub.add_parser(
+            "import", help="print mcpd TOML for another host's mcpServers / VS Code mcp.json file"
+        )
+        im.add_argument("path", help="e.g. claude_desktop_config.json, .mcp.json, .vscode/mcp.json")
+        im.add_argument("-o", "--output", help="write the TOML to this file instead of stdout")
+        im.add_argument("--force", action="store_true", help="replace --output if it exists")
+        im.set_defaults(func=cmd_import)
 
-    add_parser(sub)
+    if want("reload"):
+        from .client_cmds import cmd_reload
 
-    from .surface import add_commands
+        r = client_cmd("reload", "re-read the config file (like SIGHUP)")
+        r.set_defaults(func=cmd_reload)
 
-    add_commands(client_cmd, client_for)
+    if want("bridge"):
+        from .client_cmds import cmd_bridge
+
+        b = client_cmd("bridge", "serve MCP on stdin/stdout, relayed to the daemon")
+        b.add_argument("--profile", metavar="NAME", help="the profile this host sees")
+        b.set_defaults(func=cmd_bridge)
+
+    if want("auth"):
+        from .auth import add_auth_commands
+
+        add_auth_commands(sub)
+
+    if want("token"):
+        from .config_cmds import cmd_token
+
+        tk = sub.add_parser("token", help="print the HTTP endpoint's bearer token")
+        tk.add_argument("--rotate", action="store_true", help="replace it with a new one")
+        tk.add_argument("--config", help=f"config file (default: {default_config_path()})")
+        tk.set_defaults(func=cmd_token)
+
+    if want("connect"):
+        from .connect import add_parser
+
+        add_parser(sub)
+
+    if want(*SURFACE):
+        from .client_cmds import client_for
+        from .surface import add_commands
+
+        add_commands(client_cmd, client_for)
     return p
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -11,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from mcpd.cli.main import COMMANDS, SURFACE, build_parser
 
 MCPD = [sys.executable, "-m", "mcpd"]
 
@@ -158,3 +161,22 @@ def test_a_reply_that_cannot_be_read_is_said_so_with_its_own_exit_code(
     assert out.returncode == 4, out
     assert said in out.stderr and "lost the connection" not in out.stderr
     assert str(path) in out.stderr
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def test_each_command_parses_alike_when_only_its_own_parser_is_built() -> None:
+    full = _commands(build_parser())
+    assert set(full) == COMMANDS
+    for name, whole in full.items():
+        alone = _commands(build_parser(name))
+        # Only its own (the surface commands come as the four of them).
+        assert set(alone) == ({name} if name not in SURFACE else set(SURFACE))
+        assert alone[name].format_help() == whole.format_help()
+    # A word that is no command gets the whole grammar, so the error lists them all.
+    out = run("serv")
+    assert out.returncode == 2
+    assert "check-config" in out.stderr
