@@ -93,7 +93,7 @@ class Daemon:
         try:
             async with trio.open_nursery() as nursery:
                 await self.state.seed(self.config)
-                await nursery.start(self.state.run)
+                await nursery.start(self.state.run, self.started)
                 await nursery.start(self.supervisor.run)
                 nursery.start_soon(self._signals)
                 await nursery.start(run_watchdog, self.notifier)

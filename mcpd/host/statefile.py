@@ -193,9 +193,19 @@ class StateKeeper:
     def changed(self) -> None:
         self._dirty.set()
 
-    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self,
+        started: trio.Event | None = None,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Write after each change, and first once ``started`` is set: at start-up every
+        server lists its tools, and one write after all of them costs one encoding of
+        the whole registry instead of one each time the debounce ends, while the last
+        servers are still answering."""
         task_status.started()
         try:
+            if started is not None:
+                await started.wait()
             while True:
                 await self._dirty.wait()
                 # A restart touches every tool of a server; write once for all of it.

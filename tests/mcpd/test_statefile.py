@@ -14,7 +14,17 @@ import pytest
 import trio
 
 from mcpd.config.load import parse
-from mcpd.host.statefile import FILE_NAME, fingerprint, read_state, state_dir, write_atomically
+from mcpd.config.model import NamingConfig
+from mcpd.host.statefile import (
+    FILE_NAME,
+    StateKeeper,
+    fingerprint,
+    read_state,
+    state_dir,
+    write_atomically,
+)
+from mcpd.registry.table import Registry
+from protocol import mcp
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import scripted
 
@@ -62,6 +72,30 @@ def test_the_fingerprint_is_the_servers_identity_not_its_tuning() -> None:
     ).servers["s"]
     other = parse({"servers": {"s": {"command": "x", "args": ["2"]}}}).servers["s"]
     assert fingerprint(a) == fingerprint(tuned) != fingerprint(other)
+
+
+async def test_the_first_write_waits_until_every_server_had_its_first_attempt(
+    tmp_path: Path,
+) -> None:
+    # At start-up each server's listing would otherwise write the whole file again, in
+    # the event loop, while the last servers are still answering.
+    config = parse({"servers": {"a": {"command": "x"}}})
+    registry = Registry(NamingConfig())
+    registry.update("a", [mcp.Tool(name="search")])
+    path = tmp_path / FILE_NAME
+    keeper = StateKeeper(str(path), registry, lambda: config, lambda alias: None)
+    started = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keeper.run, started)
+        keeper.changed()
+        await trio.sleep(1.5)  # three times the debounce after a change
+        assert keeper.writes == 0 and not path.exists()
+        started.set()
+        with trio.fail_after(10):
+            while keeper.writes == 0:
+                await trio.sleep(0.1)
+        assert [t.name for t in read_state(str(path)).servers["a"].tools] == ["search"]
+        nursery.cancel_scope.cancel()
 
 
 # -- across a daemon restart --
