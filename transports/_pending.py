@@ -2,7 +2,7 @@
 responses arrive on a stream of their own (stdio, the old HTTP+SSE) keeps.
 
 A request is either awaited (its slot has an event the caller waits on, and the
-caller removes it) or answered by a callback (its slot leaves the table as it is
+caller removes it) or answered by a callback (which leaves the table as it is
 answered). A response to a request its caller gave up on is dropped quietly; any
 other response that matches nothing is the server's mistake and is logged, through
 ``complain`` so that a flood of them stays a trickle in the log.
@@ -29,13 +29,12 @@ _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are
 
 
 class Slot:
-    """A request awaiting its response: woken by an event, or answered by a callback."""
+    """A request whose caller awaits its response (``event``)."""
 
-    __slots__ = ("callback", "done", "error", "event", "result")
+    __slots__ = ("done", "error", "event", "result")
 
-    def __init__(self, callback: Reply | None = None) -> None:
-        self.callback = callback
-        self.event = trio.Event() if callback is None else None
+    def __init__(self) -> None:
+        self.event = trio.Event()
         self.done = False
         self.result: Raw | None = None
         self.error: Exception | None = None
@@ -43,11 +42,7 @@ class Slot:
     def resolve(self, result: Raw | None, error: Exception | None) -> None:
         self.done = True
         self.result, self.error = result, error
-        if self.callback is not None:
-            self.callback(result, error)
-        else:
-            assert self.event is not None
-            self.event.set()
+        self.event.set()
 
 
 class Pending:
@@ -63,12 +58,15 @@ class Pending:
         self._log = logger
         self._complain = complain
         self._slots: dict[rpc.Id, Slot] = {}
+        # Requests answered by a callback: kept apart from the slots, so that a call's
+        # answer costs one dict pop and no object of its own.
+        self._replies: dict[rpc.Id, Reply] = {}
         # Requests given up on (timed out or cancelled): an answer may still come for them
         # and is dropped quietly. Any other unmatched response is the server's mistake.
         self._abandoned: dict[rpc.Id, None] = {}
 
     def __len__(self) -> int:
-        return len(self._slots)
+        return len(self._slots) + len(self._replies)
 
     def wait(self, rid: rpc.Id) -> Slot:
         """A slot to await; the caller removes it with ``drop`` when done."""
@@ -77,7 +75,7 @@ class Pending:
 
     def expect(self, rid: rpc.Id, reply: Reply) -> None:
         """``reply`` gets (result, None) or (None, error), once."""
-        self._slots[rid] = Slot(reply)
+        self._replies[rid] = reply
 
     def drop(self, rid: rpc.Id) -> None:
         self._slots.pop(rid, None)
@@ -90,18 +88,20 @@ class Pending:
 
     def forget(self, rid: rpc.Id) -> bool:
         """Give up on a callback request; whether it was still waiting."""
-        if self._slots.pop(rid, None) is None:
+        if self._replies.pop(rid, None) is None:
             return False
         self.abandon(rid)
         return True
 
     def resolve(self, rid: rpc.Id, result: Raw | None, error: Exception | None) -> bool:
         """Answer the request ``rid`` if it is waiting; whether it was."""
+        reply = self._replies.pop(rid, None)
+        if reply is not None:
+            reply(result, error)
+            return True
         slot = self._slots.get(rid)
         if slot is None or slot.done:
             return False
-        if slot.callback is not None:
-            del self._slots[rid]
         slot.resolve(result, error)
         return True
 
@@ -146,5 +146,5 @@ class Pending:
         return self.resolve(params.requestId, None, error)
 
     def fail_all(self, error: Exception) -> None:
-        for rid in list(self._slots):
+        for rid in [*self._replies, *self._slots]:
             self.resolve(rid, None, error)

@@ -141,7 +141,6 @@ class LegacySSETransport:
             # The response may come on the stream before the POST is accepted: the slot
             # is there first, so it is kept either way.
             await self._post(rpc.encode_request(rid, method, params), extra, f"{method} (id {rid})")
-            assert slot.event is not None
             await slot.event.wait()
         except trio.Cancelled:
             self._pending.abandon(rid)

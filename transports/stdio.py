@@ -131,7 +131,6 @@ class StdioTransport:
         rid = self._ids.next()
         slot = self._pending.wait(rid)
         event = slot.event
-        assert event is not None
         try:
             await self._send(rpc.encode_request(rid, method, params))
             await event.wait()
