@@ -74,25 +74,20 @@ class CallHost(Protocol):
 class PendingCall:
     """One tools/call on its way through a server's scheduler."""
 
-    __slots__ = (
-        "asker",
-        "capabilities",
-        "deadline",
-        "limit",
-        "on_cancel",
-        "on_done",
-        "on_progress",
-        "params",
-        "probe",
-        "rid",
-        "scheduler",
-        "scope",
-        "start",
-        "state",
-        "ticket",
-        "timeout",
-        "token",
-    )
+    # Defaults on the class: a call sets only what it uses, and most use few of these.
+    state = "new"  # new | queued | running | done | cancelled
+    deadline = math.inf
+    limit = math.inf
+    start = 0.0
+    ticket = 0
+    probe = False
+    rid: rpc.Id | None = None
+    token: str | None = None
+    scope: trio.CancelScope | None = None
+    scheduler: _Scheduler | None = None
+    on_cancel: Callable[[], None] | None = None
+    # The agent behind the call, for what its server asks back (servers.askback).
+    asker: Asker | None = None
 
     def __init__(
         self,
@@ -107,19 +102,6 @@ class PendingCall:
         self.timeout = timeout
         self.on_progress = on_progress
         self.on_done = on_done
-        self.state = "new"  # new | queued | running | done | cancelled
-        self.deadline = math.inf
-        self.limit = math.inf
-        self.start = 0.0
-        self.ticket = 0
-        self.probe = False
-        self.rid: rpc.Id | None = None
-        self.token: str | None = None
-        self.scope: trio.CancelScope | None = None
-        self.scheduler: _Scheduler | None = None
-        self.on_cancel: Callable[[], None] | None = None
-        # The agent behind the call, for what its server asks back (servers.askback).
-        self.asker: Asker | None = None
 
     def __call__(self, raw: Raw | None, error: Exception | None) -> None:
         """The server's answer (or the transport's failure), from the transport."""

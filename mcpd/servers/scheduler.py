@@ -54,8 +54,9 @@ class CallScheduler:
         self._heap: list[tuple[float, int, PendingCall]] = []
         self._seq = itertools.count()
         self._timer_wake = trio.Event()
-        self._idle = trio.Event()
-        self._idle.set()
+        # Made only when someone waits for the calls to end (a stop or reload), not
+        # each time the server goes from idle to busy: at one call at a time, every call.
+        self._idle: trio.Event | None = None
         self._up: Upstream | None = None
         self._nursery: trio.Nursery | None = None
         self._now = _clock()
@@ -74,7 +75,10 @@ class CallScheduler:
             self._finish(self.queue.popleft(), outage)
 
     async def wait_idle(self) -> None:
-        await self._idle.wait()
+        if self.running:
+            if self._idle is None:
+                self._idle = trio.Event()
+            await self._idle.wait()
 
     # -- calls --
 
@@ -149,10 +153,10 @@ class CallScheduler:
         call.start = now
         call.limit = now + r.settings.max_call_time
         self.running += 1
-        if self._idle.is_set():
-            self._idle = trio.Event()
         self._set_deadline(call, now + call.timeout)
-        self._route_progress(call)
+        meta = call.params.meta
+        if isinstance(meta, dict) and meta.get(mcp.KEY_PROGRESS_TOKEN) is not None:
+            self._open_progress(call, meta)
         try:
             # The call is its own reply callback (``PendingCall.__call__``): no closure.
             rid = up.call_tool_nowait(call.params, call.capabilities, call)
@@ -189,13 +193,8 @@ class CallScheduler:
             # The connection to the server is being torn down under this call.
             self.complete(call, None, TransportError(f"{self.runner.alias}: connection closed"))
 
-    def _route_progress(self, call: PendingCall) -> None:
-        meta = call.params.meta
-        if isinstance(meta, dict) and meta.get(mcp.KEY_PROGRESS_TOKEN) is not None:
-            self._open_progress(call, meta)
-
     def _open_progress(self, call: PendingCall, meta: dict[str, Any]) -> None:
-        # Apart from _route_progress: its closure would cost every call, token or not.
+        # Apart from _start: its closure would cost every call, token or not.
         params = call.params
         agent_token = meta[mcp.KEY_PROGRESS_TOKEN]
         if call.on_progress is None or not isinstance(agent_token, str | int):
@@ -309,8 +308,9 @@ class CallScheduler:
             self.runner.progress.close(call.token)
         if call.probe:
             self.runner.breaker.release_probe(call.ticket)
-        if self.running == 0:
+        if self.running == 0 and self._idle is not None:
             self._idle.set()
+            self._idle = None
 
     def _finish(self, call: PendingCall, outcome: Outcome) -> None:
         call.state = "done"
