@@ -138,7 +138,12 @@ class LineWriter:
         if self.error is not None:
             return None
         if _batched is not None:
-            self._queue(line)
+            if len(line) > _BIG:
+                self._queue(line)
+            else:
+                buf = self._buf
+                buf += line
+                buf += b"\n"
             if not self._held:
                 self._held = True
                 _batched.append(self)
@@ -176,13 +181,24 @@ class LineWriter:
     def flush(self) -> None:
         """Write what a batch held back: at once if possible, else by the writer task."""
         self._held = False
-        if not self.queued or self.error is not None:
+        buf = self._buf
+        if self.error is not None or not (buf or self._parts):
             return
         if not self._busy:
-            done = self._write_now(self._all())
-            if done is None:
-                return
-            self._consume(done)
+            if self._parts:
+                done = self._write_now(self._all())
+                if done is None:
+                    return
+                self._consume(done)
+            else:
+                # The usual batch: small lines only, all in the buffer.
+                done = self._write_now((buf,))
+                if done is None:
+                    return
+                if done == len(buf):
+                    buf.clear()
+                    return
+                del buf[:done]
             if not self.queued:
                 return
         self._wake_writer()
