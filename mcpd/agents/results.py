@@ -16,9 +16,16 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 _RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'
+_QUOTE: Final = ord('"')
+_BRACE: Final = ord("{")
 # Content blocks that carry a server's URI, which the agent gets rewritten.
 _LINKS: Final = frozenset({"resource", "resource_link"})
 
+
+# A result's head, with its texts skipped or read: held here, not looked up through
+# rpc.decode_as on every call.
+_KINDS: Final = msgspec.json.Decoder(mcp.CallToolResultKinds)
+_HEADS: Final = msgspec.json.Decoder(mcp.CallToolResultHead)
 
 # Which client capability each kind of input request needs.
 _NEEDS: Final = {
@@ -56,13 +63,14 @@ def shape_call_result(
     short = len(raw) <= budget
     head: mcp.CallToolResultKinds | mcp.CallToolResultHead
     try:
-        if short:
-            head = rpc.decode_as(raw, mcp.CallToolResultKinds)
-        else:
-            head = rpc.decode_as(raw, mcp.CallToolResultHead)
-    except rpc.InvalidParams as exc:
-        return _malformed(alias, modern, exc)
-    kind = head.result_type
+        head = _KINDS.decode(raw) if short else _HEADS.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        try:  # again, for the failure in the words agents get
+            rpc.decode_as(raw, mcp.CallToolResultKinds if short else mcp.CallToolResultHead)
+        except rpc.InvalidParams as exc:
+            return _malformed(alias, modern, exc)
+        raise
+    kind = head.resultType if isinstance(head.resultType, str) else mcp.COMPLETE
     if kind == mcp.INPUT_REQUIRED and modern and can_answer(head.inputRequests, capabilities):
         # The agent can answer: it retries with inputResponses and the same requestState,
         # which mcpd forwards to the same server as a new request.
@@ -84,7 +92,7 @@ def shape_call_result(
             t = b.text
             if isinstance(t, str):
                 total += len(t)
-            elif isinstance(t, Raw) and bytes(memoryview(t)[:1]) != b'"':
+            elif isinstance(t, Raw) and (not t or memoryview(t)[0] != _QUOTE):
                 # Not a string: the texts read as strings say what is wrong.
                 try:
                     rpc.decode_as(raw, mcp.CallToolResultHead)
@@ -108,11 +116,17 @@ def shape_call_result(
 
 
 def _with_result_type(raw: Raw) -> Raw:
-    # Splice the field in rather than re-encode a result we otherwise pass through.
-    rest = bytes(raw).lstrip()[1:]
-    if rest.lstrip().startswith(b"}"):  # an empty object, perhaps written as "{ }"
-        return Raw(b"{" + _RESULT_TYPE_FIELD + rest)
-    return Raw(b"{" + _RESULT_TYPE_FIELD + b"," + rest)
+    # Splice the field in rather than re-encode a result we otherwise pass through,
+    # copying the result once (a decoded value starts at its brace).
+    view = memoryview(raw)
+    if not view or view[0] != _BRACE:
+        view = memoryview(bytes(raw).lstrip())
+    rest = view[1:]
+    head = bytes(rest[:32]).lstrip()
+    if head.startswith(b"}") or (not head and bytes(rest).lstrip().startswith(b"}")):
+        # An empty object, perhaps written as "{ }".
+        return Raw(b"{" + _RESULT_TYPE_FIELD + bytes(rest))
+    return Raw(b"".join((b"{", _RESULT_TYPE_FIELD, b",", rest)))
 
 
 def _cut(result: dict[str, Any], budget: int, total: int) -> None:

@@ -58,6 +58,10 @@ class Route(msgspec.Struct):
 Finish = Callable[[Route, Raw | dict[str, Any], bool], Raw | dict[str, Any]]
 
 
+# How arguments that are an object, or null, begin.
+_OBJECT_OR_NULL = (ord("{"), ord("n"))
+
+
 def route_call(
     servers: Servers,
     rid: rpc.Id,
@@ -70,7 +74,7 @@ def route_call(
     # Arguments are an object (or null); anything else used to reach the server as it
     # was, and a server that crashed on it took every other agent's calls down too.
     args = params.arguments
-    if isinstance(args, msgspec.Raw) and bytes(memoryview(args)[:1]) not in (b"{", b"n"):
+    if isinstance(args, msgspec.Raw) and (not args or memoryview(args)[0] not in _OBJECT_OR_NULL):
         raise rpc.InvalidParams("tools/call arguments must be an object")
     modern = ctx is not None and ctx.era == "modern"
     entry = servers.lookup(params.name)
