@@ -9,6 +9,7 @@ import contextlib
 import logging
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -49,9 +50,17 @@ class _Lines:
 
 class Daemon:
     def __init__(
-        self, config: Config, *, config_path: str | None = None, sysd: SystemdEnv | None = None
+        self,
+        config: Config,
+        *,
+        config_path: str | None = None,
+        sysd: SystemdEnv | None = None,
+        on_settled: Callable[[bool], None] | None = None,
     ) -> None:
+        """``on_settled`` is called once the daemon has started (False) and after each
+        reload (True): when what it holds for the long run is built."""
         self.config = config
+        self._on_settled = on_settled
         self.config_path = config_path
         self.sysd = sysd or SystemdEnv(Notifier(None))
         self.registry = Catalog(config.naming)
@@ -120,6 +129,8 @@ class Daemon:
                     extra=log_extra(None),
                 )
                 task_status.started()
+                if self._on_settled is not None:
+                    self._on_settled(False)
                 await self._stop.wait()
                 self.notifier.stopping()
                 await self.api.end_subscriptions()
@@ -181,6 +192,8 @@ class Daemon:
                 await self.supervisor.wait_started(
                     trio.current_time() + new.daemon.startup_deadline
                 )
+                if self._on_settled is not None:
+                    self._on_settled(True)
             finally:
                 self._status_line = self.supervisor.summary()
                 self.notifier.ready(self._status_line)

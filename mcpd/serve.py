@@ -19,6 +19,7 @@ from transports.process import signal_group, spawn
 from .config.load import parse
 from .config.model import EX_CONFIG, Config, ConfigError
 from .daemon import Daemon, DaemonError
+from .host import heap
 from .host.systemd import SystemdEnv
 from .prestart import socket_override, stop_unclaimed
 
@@ -48,14 +49,14 @@ async def _main(
     socket = socket_override(config, socket, sysd.runtime_directory)
     if demo:
         async with demo_config(socket) as cfg:
-            await Daemon(cfg, sysd=sysd).run()
+            await Daemon(cfg, sysd=sysd, on_settled=heap.settle).run()
         return
     assert config is not None
     if socket:
         config = msgspec.structs.replace(
             config, daemon=msgspec.structs.replace(config.daemon, socket=socket)
         )
-    daemon = Daemon(config, config_path=config_path, sysd=sysd)
+    daemon = Daemon(config, config_path=config_path, sysd=sysd, on_settled=heap.settle)
     with single_exceptions():
         async with trio.open_nursery() as nursery:
             await nursery.start(daemon.run)
