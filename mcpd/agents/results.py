@@ -70,20 +70,9 @@ def shape_call_result(
         except rpc.InvalidParams as exc:
             return _malformed(alias, modern, exc)
         raise
-    kind = head.resultType if isinstance(head.resultType, str) else mcp.COMPLETE
-    if kind == mcp.INPUT_REQUIRED and modern and can_answer(head.inputRequests, capabilities):
-        # The agent can answer: it retries with inputResponses and the same requestState,
-        # which mcpd forwards to the same server as a new request.
-        return raw, True
-    if kind == mcp.INPUT_REQUIRED:
-        inputs = head.inputRequests if isinstance(head.inputRequests, dict) else {}
-        extra = {"mcpd/inputRequired": inputs}
-        return _error(_input_required_text(alias, head), modern, extra), False
-    if kind == "task" and tasks:
-        return raw, True  # a task handle for an agent that takes them (agents.tasks)
-    if kind != mcp.COMPLETE:
-        text = f"The tool server {alias!r} returned an unknown resultType {kind!r}."
-        return _error(text, modern), False
+    kind = head.resultType
+    if isinstance(kind, str) and kind != mcp.COMPLETE:
+        return _not_complete(raw, head, kind, modern, alias, capabilities, tasks)
     blocks = head.content or []
     links = False
     total = 0
@@ -113,6 +102,30 @@ def shape_call_result(
     if modern:
         result["resultType"] = mcp.COMPLETE
     return result, links
+
+
+def _not_complete(
+    raw: Raw,
+    head: mcp.CallToolResultFate,
+    kind: str,
+    modern: bool,
+    alias: str,
+    capabilities: dict[str, Any] | None,
+    tasks: bool,
+) -> tuple[Raw | dict[str, Any], bool]:
+    """``shape_call_result`` for a result whose ``resultType`` is not complete."""
+    if kind == mcp.INPUT_REQUIRED and modern and can_answer(head.inputRequests, capabilities):
+        # The agent can answer: it retries with inputResponses and the same requestState,
+        # which mcpd forwards to the same server as a new request.
+        return raw, True
+    if kind == mcp.INPUT_REQUIRED:
+        inputs = head.inputRequests if isinstance(head.inputRequests, dict) else {}
+        extra = {"mcpd/inputRequired": inputs}
+        return _error(_input_required_text(alias, head), modern, extra), False
+    if kind == "task" and tasks:
+        return raw, True  # a task handle for an agent that takes them (agents.tasks)
+    text = f"The tool server {alias!r} returned an unknown resultType {kind!r}."
+    return _error(text, modern), False
 
 
 def _with_result_type(raw: Raw) -> Raw:
