@@ -30,28 +30,36 @@ class _Batch:
     """Hold back writes made inside the block and do them when it ends, one write
     per writer: a reader handling a chunk of many messages then answers them with one
     system call instead of one each. The block must not await: trio runs one task at
-    a time, so nothing else can write meanwhile. (A class, not a generator context
-    manager: this runs for every chunk read.)"""
+    a time, so nothing else can write meanwhile, and blocks nest only inside one
+    task's run. (One shared object, not a generator context manager: this runs for
+    every chunk read.)"""
 
-    __slots__ = ("_outer",)
+    __slots__ = ("_depth",)
+
+    def __init__(self) -> None:
+        self._depth = 0
 
     def __enter__(self) -> None:
         global _batched
-        self._outer = _batched is not None
-        if not self._outer:
+        self._depth += 1
+        if self._depth == 1:
             _batched = []
 
     def __exit__(self, *exc: object) -> None:
         global _batched
-        if self._outer:
+        self._depth -= 1
+        if self._depth:
             return
         writers, _batched = _batched, None
         for writer in writers or ():
             writer.flush()
 
 
+_BATCH: Final = _Batch()
+
+
 def batch() -> _Batch:
-    return _Batch()
+    return _BATCH
 
 
 class LineWriter:
