@@ -17,7 +17,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports import linewriter
+from transports import fdread, linewriter
 
 from . import __version__
 from .agents.api import Api
@@ -42,10 +42,11 @@ logger = logging.getLogger("mcpd")
 
 
 class _Lines:
-    """The line writer the stdio transports use, lent to agent connections."""
+    """The line writer and reader the stdio transports use, lent to agent connections."""
 
     writer = staticmethod(linewriter.LineWriter)
     batch = staticmethod(linewriter.batch)
+    receive = staticmethod(fdread.receive)
 
 
 class Daemon:

@@ -4,7 +4,6 @@ its exit, and stopping it with everything in its process group."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import signal
@@ -82,38 +81,3 @@ async def stop_process(
     signal_group(proc.pid, signal.SIGKILL)
     with trio.move_on_after(term_grace):
         await proc.wait()
-
-
-async def receive_pipe(stream: trio.lowlevel.FdStream, max_bytes: int) -> bytes:
-    """``stream.receive_some`` with one pass through trio's loop per chunk, not two.
-
-    trio's pipe read yields before it tries the read, and then waits for the pipe
-    when it finds nothing: two passes for each answer of a server that answers one
-    request at a time. This tries first and waits only when there is nothing, as
-    trio's sockets do; a read that finds data at once still yields (without losing
-    the data to a cancellation), so a server flooding stdout cannot starve the rest.
-    """
-    fd = stream.fileno()
-    try:
-        data = os.read(fd, max_bytes)
-    except BlockingIOError:
-        pass
-    except OSError as exc:
-        raise _pipe_error(exc) from None
-    else:
-        await trio.lowlevel.cancel_shielded_checkpoint()
-        return data
-    while True:
-        await trio.lowlevel.wait_readable(fd)
-        try:
-            return os.read(fd, max_bytes)
-        except BlockingIOError:
-            continue
-        except OSError as exc:
-            raise _pipe_error(exc) from None
-
-
-def _pipe_error(exc: OSError) -> trio.BrokenResourceError | trio.ClosedResourceError:
-    if exc.errno == errno.EBADF:
-        return trio.ClosedResourceError("the pipe was already closed")
-    return trio.BrokenResourceError(str(exc))

@@ -22,9 +22,10 @@ from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE
 from protocol.logfields import log_extra
 
+from . import fdread
 from ._pending import Pending, Reply
 from ._stdiolog import Complaints, StderrLog, read_stderr
-from ._stdioproc import describe_exit, receive_pipe, start, stop_process
+from ._stdioproc import describe_exit, start, stop_process
 from ._stdioread import StdoutReader
 from ._stdiorelay import Relays
 from .base import (
@@ -52,6 +53,7 @@ logger = logging.getLogger("mcpd.stdio")
 _EXIT_DRAIN: Final = 0.5  # after exit, how long buffered stdout may still be read
 _MAX_BUFFERED: Final = 16 * 1024 * 1024  # bytes queued for a server's stdin
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
+_READ_SIZE: Final = 65536
 
 
 class StdioParams(msgspec.Struct, frozen=True):
@@ -227,11 +229,14 @@ class StdioTransport:
     async def _read_stdout(self) -> None:
         stdout = self.process.stdout
         assert stdout is not None
+        fd = stdout.fileno()
+        drained = False
         try:
             while True:
-                data = await receive_pipe(stdout, 65536)
+                data = await fdread.receive(fd, _READ_SIZE, wait_first=drained)
                 if not data:
                     break
+                drained = len(data) < _READ_SIZE
                 with batch():  # answers to a chunk of responses go out together
                     self._reader.feed(data)
                 del data  # not kept while the server is quiet: up to 64 KiB per server

@@ -232,10 +232,13 @@ class LineSink(Protocol):
 
 
 class Lines(Protocol):
-    """Makes a connection's ``LineSink``, and batches the writes of one chunk read."""
+    """Makes a connection's ``LineSink``, batches the writes of one chunk read, and
+    reads a chunk (waiting first when the last read emptied the socket)."""
 
     def writer(
         self, stream: Any, fd: int, limit: int, check: Callable[[bytes], str | None]
     ) -> LineSink: ...
 
     def batch(self) -> AbstractContextManager[None]: ...
+
+    async def receive(self, fd: int, max_bytes: int, wait_first: bool = False) -> bytes: ...

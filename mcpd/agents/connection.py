@@ -34,6 +34,7 @@ _WRITE_TIMEOUT: Final = 30.0
 _QUEUE_BYTES: Final = 4 * 1024 * 1024  # replies queued for one agent before send() waits
 # A long reply's next piece is made once this little of it is still queued.
 _PIECES_QUEUED: Final = 256 * 1024
+_READ_SIZE: Final = 65536
 
 
 class Dispatcher(Protocol):
@@ -119,6 +120,7 @@ class Connection:
         self._after_long: list[tuple[bytes, rpc.Id | None]] | None = None
         self._long = trio.Lock()  # one long reply at a time: two would be written into each other
         self._batch = lines.batch
+        self._receive = lines.receive
         self._out = lines.writer(stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault)
 
     def is_owner(self) -> bool:
@@ -169,13 +171,16 @@ class Connection:
                     )
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
+        fd = self.stream.socket.fileno()
+        drained = False
         while True:
             try:
-                data = await self.stream.receive_some(65536)
+                data = await self._receive(fd, _READ_SIZE, drained)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
             if not data:
                 return
+            drained = len(data) < _READ_SIZE
             oversized = None
             with self._batch():  # requests that came together go upstream together
                 for item in self.framer.feed(data):
