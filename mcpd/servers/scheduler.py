@@ -54,6 +54,7 @@ class CallScheduler:
         self._heap: list[tuple[float, int, PendingCall]] = []
         self._seq = itertools.count()
         self._timer_wake = trio.Event()
+        self._timer_at = math.inf  # when the timer task wakes next (inf: it waits for a deadline)
         # Made only when someone waits for the calls to end (a stop or reload), not
         # each time the server goes from idle to busy: at one call at a time, every call.
         self._idle: trio.Event | None = None
@@ -129,7 +130,7 @@ class CallScheduler:
         if self.queue and self.queue[-1].deadline > call.deadline:
             call.deadline = self.queue[-1].deadline  # a shorter startup wait after a longer
         self.queue.append(call)
-        if len(self.queue) == 1:
+        if call.deadline < self._timer_at:
             self._timer_wake.set()
 
     def _start_queued(self) -> None:
@@ -343,7 +344,10 @@ class CallScheduler:
             heap[:] = [e for e in heap if e[0] == e[2].deadline and e[2].state in _LIVE]
             heapq.heapify(heap)
         heapq.heappush(heap, (at, next(self._seq), call))
-        if heap[0][2] is call:
+        # The timer is woken only for a deadline before the time it sleeps until: each
+        # wake costs a pass of its task, and with finished calls leaving the heap, every
+        # call at one at a time would otherwise be first in it.
+        if at < self._timer_at:
             self._timer_wake.set()
 
     async def run_timer(self) -> None:
@@ -360,6 +364,7 @@ class CallScheduler:
                     self.complete(call, None, None, timed_out=True)
             self._timer_wake = trio.Event()
             wake = min(heap[0][0] if heap else math.inf, queue[0].deadline if queue else math.inf)
+            self._timer_at = wake
             with trio.move_on_at(wake):
                 await self._timer_wake.wait()
 

@@ -3,6 +3,8 @@
 Each call's state (its params, its reply callback, what routed it) used to stay
 reachable from its server's deadline heap until a sweep, up to 64 calls later. Kept
 that long, it lived through garbage collections, which then ran on every call path.
+With finished calls gone from the heap, the timer is woken only for a deadline
+earlier than the one it sleeps until, and that must still expire every call in time.
 """
 
 from __future__ import annotations
@@ -46,3 +48,26 @@ async def test_finished_calls_are_not_kept(tmp_path: Path, no_collector: None) -
                 for i in range(40):
                     nursery.start_soon(agent.call, "mcp__s__echo", {"text": f"burst {i}"})
             assert live_calls() == 0
+
+
+async def test_a_shorter_limit_after_a_finished_call_still_expires(tmp_path: Path) -> None:
+    # The first call finishes and leaves the heap; the timer still sleeps until that
+    # call's deadline, half a minute away. The second call's limit is 0.3 s: it must
+    # wake the timer, or the call would wait for the server's answer 3 s later.
+    cmd, args = scripted("--names", "a,b", "--slow", "3.0")
+    cfg = make_config(
+        tmp_path,
+        {"s": {"command": cmd, "args": list(args), "tool_timeouts": {"b": 0.3}}},
+        health_interval=0,
+        call_timeout=30.0,
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            first = await agent.call("mcp__s__a", {"text": "slow but in time"})
+            assert not first.get("isError"), first
+            start = trio.current_time()
+            second = await agent.call("mcp__s__b", {"text": "too slow"})
+            took = trio.current_time() - start
+    assert second.get("isError"), second
+    assert "no answer within 0.3 s" in second["content"][0]["text"]
+    assert took < 2.0, f"the limit was kept {took:.2f} s, not 0.3 s"
