@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -340,9 +340,14 @@ class Upstream:
             await self.request("tools/list", UNSET)
 
 
+# The reserved keys every modern request carries: a _meta of only these is the
+# common case, told in one set operation.
+_ENVELOPE: Final = frozenset({mcp.KEY_PROTOCOL_VERSION, mcp.KEY_CLIENT_CAPABILITIES})
+
+
 def _own_keys(meta: Mapping[str, Any] | None) -> bool:
     """Whether ``meta`` holds a key of the agent's own (not a reserved one)."""
-    if meta:
+    if meta and not meta.keys() <= _ENVELOPE:
         for key in meta:
             if not key.startswith(RESERVED_META_PREFIX):
                 return True
