@@ -19,6 +19,7 @@ from protocol.server import ServerSession
 
 from .askback import AgentRequests
 from .backend import CallHandle, Lines
+from .misbehaviour import Misbehaviour
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
 
@@ -113,8 +114,7 @@ class Connection:
         # agent's answer must hear at once that none is coming.
         self.gone_hooks: list[Callable[[], None]] = []
         self.dropped = 0
-        self.invalid = 0  # lines that were not JSON-RPC
-        self.over_limit = 0  # requests refused at max_inflight
+        self.faults = Misbehaviour()
         self._nursery: trio.Nursery | None = None
         # Lines put while a long reply is being written, sent when it ends.
         self._after_long: list[tuple[bytes, rpc.Id | None]] | None = None
@@ -155,20 +155,7 @@ class Connection:
                     await self.drain()
             finally:
                 nursery.cancel_scope.cancel()
-                if self.invalid > 1:
-                    logger.warning(
-                        "%s sent %d lines in all that were not JSON-RPC",
-                        self.label,
-                        self.invalid,
-                        extra=log_extra(None, reason="invalid input"),
-                    )
-                if self.over_limit > 1:
-                    logger.warning(
-                        "%s had %d requests in all refused at the in-flight limit",
-                        self.label,
-                        self.over_limit,
-                        extra=log_extra(None, reason="too many requests in flight"),
-                    )
+                self.faults.log_totals(self.label)
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
         fd = self.stream.socket.fileno()
@@ -219,16 +206,7 @@ class Connection:
         try:
             msg = rpc.decode_message(line)
         except rpc.DecodeFailure as exc:
-            # Only the first is logged (with a count at the end): garbage must not flood
-            # the log, but which agent sends it must be in it.
-            self.invalid += 1
-            if self.invalid == 1:
-                logger.warning(
-                    "%s sent a line that is not JSON-RPC (%s); answered with an error",
-                    self.label,
-                    exc.message,
-                    extra=log_extra(None, reason="invalid input"),
-                )
+            self.faults.invalid_line(self.label, exc.message)
             self.send_nowait(exc.reply())
             return
         if isinstance(msg, rpc.Request):
@@ -260,15 +238,7 @@ class Connection:
             )
             return False
         if len(self.inflight) >= self.max_inflight:
-            # Logged once (and counted when the agent goes): it was not logged at all.
-            self.over_limit += 1
-            if self.over_limit == 1:
-                logger.warning(
-                    "%s has %d requests in flight, the limit; refusing more until some end",
-                    self.label,
-                    self.max_inflight,
-                    extra=log_extra(None, reason="too many requests in flight"),
-                )
+            self.faults.refused_at_limit(self.label, self.max_inflight)
             self.send_nowait(
                 rpc.encode_error(
                     rid,
