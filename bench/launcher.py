@@ -27,19 +27,39 @@ import subprocess
 import sys
 import time
 
+# The annotations import nothing at run time, since a floor must cost as little as it can:
+# where they name more than builtins they are strings, or in function bodies, which are
+# not evaluated.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any, NotRequired, TypedDict
+
+    class Spec(TypedDict):
+        """One server of the spec file."""
+
+        argv: list[str]
+        env: NotRequired[dict[str, str] | None]
+
+    class Args(TypedDict):
+        spec: str
+        copies: int
+        stderr: str | None
+        timeout: float
+
+
 PROTOCOL = "2025-11-25"
 CLIENT_INFO = {"name": "mcpd-bench-session", "version": "1"}
 METHOD_NOT_FOUND = -32601
 
 
-def line(obj):
+def line(obj: object) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
 
 
 class Server:
     """One child and where its handshake stands."""
 
-    def __init__(self, index, spec, stderr):
+    def __init__(self, index: int, spec: "Spec", stderr: "IO[bytes] | int") -> None:
         env = dict(os.environ)
         env.update(spec.get("env") or {})
         self.index = index
@@ -57,12 +77,12 @@ class Server:
         )
         self.buffer = b""
         self.next_id = 1
-        self.waiting_for = None
+        self.waiting_for: int | None = None
         self.tools = 0
         self.done = False
-        self.failure = None
+        self.failure: str | None = None
 
-    def request(self, method, params):
+    def request(self, method: str, params: dict[str, object] | None) -> None:
         self.waiting_for = self.next_id
         self.next_id += 1
         msg = {"jsonrpc": "2.0", "id": self.waiting_for, "method": method}
@@ -70,22 +90,28 @@ class Server:
             msg["params"] = params
         self.send(line(msg))
 
-    def send(self, data):
+    def send(self, data: bytes) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None  # a pipe
         try:
-            self.proc.stdin.write(data)
+            stdin.write(data)
         except OSError as exc:
             self.fail(f"write: {exc}")
 
-    def start(self):
-        params = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": CLIENT_INFO}
+    def start(self) -> None:
+        params: dict[str, object] = {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {},
+            "clientInfo": CLIENT_INFO,
+        }
         self.request("initialize", params)
 
-    def fail(self, why):
+    def fail(self, why: str) -> None:
         if self.failure is None:
             self.failure = f"server {self.index}: {why}"
         self.done = True
 
-    def feed(self, chunk):
+    def feed(self, chunk: bytes) -> bool:
         """Handle what the server wrote; False once there is nothing more to read."""
         if not chunk:
             self.fail("closed stdout before listing its tools")
@@ -97,7 +123,7 @@ class Server:
                 self.handle(raw)
         return not self.done
 
-    def handle(self, raw):
+    def handle(self, raw: bytes) -> None:
         try:
             msg = json.loads(raw)
         except ValueError:
@@ -128,8 +154,8 @@ class Server:
             self.done = True
 
 
-def parse_args(argv):
-    args = {"spec": None, "copies": 1, "stderr": None, "timeout": 60.0}
+def parse_args(argv: list[str]) -> "Args":
+    args: dict[str, Any] = {"spec": None, "copies": 1, "stderr": None, "timeout": 60.0}
     items = iter(argv)
     for item in items:
         key = item.lstrip("-")
@@ -138,16 +164,19 @@ def parse_args(argv):
         args[key] = next(items, None)
     if args["spec"] is None:
         sys.exit("launcher: --spec FILE is required")
-    args["copies"] = int(args["copies"])
-    args["timeout"] = float(args["timeout"])
-    return args
+    return {
+        "spec": args["spec"],
+        "copies": int(args["copies"]),
+        "stderr": args["stderr"],
+        "timeout": float(args["timeout"]),
+    }
 
 
-def main():
+def main() -> None:
     t0 = time.monotonic()
     args = parse_args(sys.argv[1:])
     with open(args["spec"]) as f:
-        specs = json.load(f) * args["copies"]
+        specs: list[Spec] = json.load(f) * args["copies"]
     if args["stderr"]:
         with open(args["stderr"], "ab") as stderr:
             servers = [Server(i, spec, stderr) for i, spec in enumerate(specs)]
@@ -156,6 +185,7 @@ def main():
     sel = selectors.DefaultSelector()
     for server in servers:
         server.start()
+        assert server.proc.stdout is not None  # a pipe
         sel.register(server.proc.stdout, selectors.EVENT_READ, server)
     deadline = t0 + args["timeout"]
     while any(not s.done for s in servers):
@@ -183,6 +213,7 @@ def main():
     while os.read(0, 4096):
         pass
     for server in servers:
+        assert server.proc.stdin is not None  # a pipe
         with contextlib.suppress(OSError):
             server.proc.stdin.close()
     end = time.monotonic() + 5
