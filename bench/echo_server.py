@@ -32,6 +32,7 @@ import time
 # server's start-up, which the scale run pays fifty times.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 MODERN = "2026-07-28"
@@ -80,6 +81,8 @@ class Codec:
     """
 
     def __init__(self, stdlib: bool) -> None:
+        self.decode: Callable[[bytes], Any]
+        self.encode: Callable[[Any], bytes]
         if not stdlib:
             try:
                 import msgspec
@@ -197,7 +200,9 @@ class EchoCore:
             }
         raise RPCError(METHOD_NOT_FOUND, "Method not found", method)
 
-    def _check_envelope(self, method: str, params: dict, meta: dict, headers: Any) -> None:
+    def _check_envelope(self, method: str, params: dict[str, Any], meta: Any, headers: Any) -> None:
+        # meta is a dict holding KEY_VERSION, as the caller's ``modern`` says; a type checker
+        # cannot follow that, and checking again would cost every modern request.
         if not isinstance(meta.get(KEY_CAPS), dict):
             raise RPCError(INVALID_PARAMS, f"params._meta is missing {KEY_CAPS}")
         version = meta[KEY_VERSION]

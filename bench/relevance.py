@@ -33,12 +33,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.relevance_queries import QUERIES
+
+if TYPE_CHECKING:
+    from mcpd.registry.search import ToolDoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS_BIN = ROOT / "tests" / "peers" / "node_modules" / ".bin"
@@ -273,7 +276,7 @@ def evaluate(
     }
 
 
-def _prefix(docs: list[Any]) -> str:
+def _prefix(docs: list[ToolDoc]) -> str:
     """The part of local names before ``alias__tool`` (``mcp__`` by default)."""
     for d in docs:
         tail = f"{d.server}__{d.original}"
@@ -285,7 +288,7 @@ def _prefix(docs: list[Any]) -> str:
 # -- speed --
 
 
-def synthetic(real: list[Any], count: int, seed: int = 7) -> list[Any]:
+def synthetic(real: list[ToolDoc], count: int, seed: int = 7) -> list[ToolDoc]:
     """``count`` tools modelled on the real ones: 50 per server, each description with a
     few made-up words, so the vocabulary grows with the count as a real one would."""
     from mcpd.registry.search import ToolDoc

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -81,7 +81,8 @@ def run_loadgen(
     if done.returncode != 0:
         tail = "\n".join("    " + x for x in done.stderr.strip().splitlines()[-8:])
         raise LoadgenFailed(f"load generator failed ({done.returncode}):\n{tail}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    # Its last line is the report, one JSON object (bench.loadgen --json).
+    return cast(dict[str, Any], json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def split_cpus(pin: bool) -> tuple[set[int] | None, set[int] | None]:

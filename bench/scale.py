@@ -184,10 +184,10 @@ class IdleAgents:
     def _await_replies(self, deadline: float) -> None:
         sel = selectors.DefaultSelector()
         buffers: dict[socket.socket, bytes] = {}
-        for s in self.socks:
-            s.setblocking(False)
-            sel.register(s, selectors.EVENT_READ)
-            buffers[s] = b""
+        for sock in self.socks:
+            sock.setblocking(False)
+            sel.register(sock, selectors.EVENT_READ)
+            buffers[sock] = b""
         waiting = len(self.socks)
         while waiting and time.monotonic() < deadline:
             for key, _ in sel.select(0.5):

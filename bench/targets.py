@@ -22,9 +22,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from bench import procstat
+
+# Daemon has a field named ``socket``, which hides the module inside its class body.
+Socket: TypeAlias = socket.socket
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -285,7 +288,7 @@ class Daemon:
     notify_ready_s: float | None = None  # start-up to READY=1 on NOTIFY_SOCKET, if it came
     status: dict[str, Any] = field(default_factory=dict)
     options_dropped: list[str] = field(default_factory=list)
-    notify: socket.socket | None = None  # our end of NOTIFY_SOCKET, until ready
+    notify: Socket | None = None  # our end of NOTIFY_SOCKET, until ready
     ready_by: str = ""
 
     def loadgen_args(self) -> list[str]:

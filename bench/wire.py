@@ -10,7 +10,7 @@ import os
 import select
 import socket
 import time
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -137,14 +137,15 @@ class LineClient:
 
     def handshake(self, modern: bool = True) -> dict[str, Any]:
         self.modern = modern
+        # Both results are JSON objects (the MCP schema says so).
         if modern:
-            return msgspec.json.decode(self.request("server/discover"))
+            return cast(dict[str, Any], msgspec.json.decode(self.request("server/discover")))
         result = self.request(
             "initialize",
             {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": CLIENT_INFO},
         )
         self.send(encode({"jsonrpc": "2.0", "method": "notifications/initialized"}) + b"\n")
-        return msgspec.json.decode(result)
+        return cast(dict[str, Any], msgspec.json.decode(result))
 
     def list_tools(self, max_pages: int = 10_000) -> list[str]:
         names: list[str] = []
