@@ -47,7 +47,7 @@ test: setup peers
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict protocol transports mcpd
+	$(BIN)/mypy --strict protocol transports mcpd bench
 
 # Bytecode first: an installed mcpd has it, and a start-up that compiles its own
 # modules (PYTHONDONTWRITEBYTECODE=1 keeps them uncached) costs up to twice the CPU.
