@@ -143,8 +143,10 @@ class Bridge:
                     answered = _answered_id(line)
                     if answered == REPLAY_ID:
                         continue
-                    self._settle(answered)
+                    # Written before it counts as answered: the last answer settled
+                    # lets a bridge whose stdin closed go, which would cut this write.
                     await self.write_out(line + b"\n")
+                    self._settle(answered)
                 lines = []
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
@@ -207,12 +209,12 @@ class Bridge:
                 async with self._conn_lock:
                     self._conn = None
         if isinstance(msg, rpc.Request):
-            self._settle(msg.id)
             message = self.refused or (
                 f"mcpd is not running (no daemon on {self.socket_path}); start it with "
                 "`mcpd serve` or `systemctl start mcpd`, then try again"
             )
             await self.write_out(rpc.encode_error(msg.id, UNREACHABLE, message) + b"\n")
+            self._settle(msg.id)
 
 
 def _reply(line: bytes) -> rpc.Response | rpc.ErrorResponse | None:

@@ -119,3 +119,40 @@ async def test_calls_in_flight_when_the_daemon_stops_get_an_error(tmp_path: Path
         assert bridge.proc.stdin is not None
         await bridge.proc.stdin.aclose()
         assert await bridge.proc.wait() == 0
+
+
+async def test_a_host_that_closes_stdin_at_once_still_gets_every_answer(tmp_path: Path) -> None:
+    # A script that pipes its requests in and closes stdin (`printf ... | mcpd bridge`).
+    cfg = make_config(tmp_path, {"s": server()})
+    sock = Path(cfg.socket_path())
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "host", "version": "1"},
+    }
+    call = {"name": "mcp__s__tool0", "arguments": {"text": "piped"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call},
+    ]
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    alone = [{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {**call, "_meta": meta}}]
+    with trio.fail_after(60):
+        async with running(cfg):
+            for requests in (lines, alone):
+                piped = b"".join(json.dumps(m).encode() + b"\n" for m in requests)
+                done = await trio.run_process(
+                    [sys.executable, "-m", "mcpd", "bridge", "--socket", str(sock)],
+                    stdin=piped,
+                    capture_stdout=True,
+                )
+                replies = [json.loads(line) for line in done.stdout.splitlines()]
+                by_id = {r["id"]: r for r in replies}
+                assert len(by_id) == len(replies)
+                assert sorted(by_id) == [m["id"] for m in requests if "id" in m]
+                assert by_id[3]["result"]["content"][0]["text"] == "tool0:piped"
