@@ -76,9 +76,18 @@ class Outage(msgspec.Struct, frozen=True):
                 f"The result from the tool server '{self.server}' was too large to pass on: "
                 f"{self.plain_reason()}. '{self.server}' is still running"
             ) + "."
-        text = (
-            f"The tool server '{self.server}' is unavailable ({self.state}): {self.plain_reason()}."
-        )
+        if self.state == "timeout":
+            # One call took too long: the server itself may be fine, and a model told it
+            # is unavailable gives up on all its tools.
+            text = (
+                f"The tool server '{self.server}' did not answer this call in time: "
+                f"{self.plain_reason()}."
+            )
+        else:
+            text = (
+                f"The tool server '{self.server}' is unavailable ({self.state}): "
+                f"{self.plain_reason()}."
+            )
         if self.retry_at is not None:
             wait = max(0.0, self.retry_at - trio.current_time())
             text += f" mcpd will retry at {clock_time(self.retry_at)} (in {wait:.0f} s)."
@@ -96,6 +105,12 @@ class Outage(msgspec.Struct, frozen=True):
                 f"{self.sentence()} The call was not completed. Other tools keep working; "
                 f"ask the user to log in to '{self.server}' (`mcpd auth login {self.server}`), "
                 "then call this tool again."
+            )
+        elif self.state == "timeout":
+            text = (
+                f"{self.sentence()} The call was not completed. Other tools keep working; "
+                "call this tool again (with a smaller request if it takes one) or try "
+                "another approach."
             )
         else:
             text = (

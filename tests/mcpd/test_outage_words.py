@@ -69,6 +69,9 @@ async def test_every_kind_of_outage_with_a_retry_time_says_it(tmp_path: Path) ->
             hung = await agent.call("mcp__hangs__tool0")
             assert hung["_meta"]["mcpd/outage"]["state"] == "timeout"
             assert "no answer within 0.5 s" in text(hung) and not RETRY.search(text(hung))
+            # One slow call is not a server outage, and is not worded as one.
+            assert "'hangs' did not answer this call in time" in text(hung)
+            assert "unavailable" not in text(hung)
             # ...and opens the breaker: the next call fails fast, saying when the probe is.
             fast = await agent.call("mcp__hangs__tool0")
             assert fast["_meta"]["mcpd/outage"]["state"] == "open"
