@@ -79,6 +79,13 @@ class Servers(Protocol):
         """One sentence per unavailable server (whose alias ``only`` admits)."""
         ...
 
+    def down_for(
+        self, name: str, only: Callable[[str], bool] | None = None, template: str | None = None
+    ) -> str | None:
+        """For a tool name not listed: the outage of the unavailable server (whose alias
+        ``only`` admits) it would belong to by its alias in the name, if there is one."""
+        ...
+
     def subscribe(self, on_change: Callable[[], None]) -> None:
         """Call ``on_change`` whenever the tools, their availability or a state change."""
         ...

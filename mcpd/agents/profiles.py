@@ -83,6 +83,16 @@ class ProfileServers:
         has = self.view.has_server
         return self.base.outages(has if only is None else lambda a: has(a) and only(a))
 
+    def down_for(
+        self, name: str, only: Callable[[str], bool] | None = None, template: str | None = None
+    ) -> str | None:
+        has, naming = self.view.has_server, self.view.naming
+        if template is None and naming is not None:
+            template = naming.template
+        return self.base.down_for(
+            name, has if only is None else lambda a: has(a) and only(a), template
+        )
+
     def subscribe(self, on_change: Callable[[], None]) -> None:
         self.base.subscribe(on_change)
 

@@ -79,6 +79,14 @@ def route_call(
     modern = ctx is not None and ctx.era == "modern"
     entry = servers.lookup(params.name)
     if entry is None:
+        down = servers.down_for(params.name)
+        if down is not None:
+            return _error_reply(
+                rid,
+                f"No tool {_clip(params.name)!r} is listed now. {down} Its tools are "
+                "listed again when it is back.",
+                modern,
+            )
         near = servers.closest(params.name)
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         return _error_reply(

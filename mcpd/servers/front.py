@@ -16,7 +16,7 @@ from protocol import mcp
 from ..registry.catalog import Catalog, catalog_of
 from ..registry.prompts import PromptEntry
 from ..registry.resources import Ambiguous, Routed
-from ..registry.table import Entry, Registry
+from ..registry.table import Entry, Registry, alias_prefix
 from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker
@@ -121,6 +121,22 @@ class Front:
             for a in sorted(runners)
             if only(a) and not runners[a].available
         ]
+
+    def down_for(
+        self, name: str, only: Callable[[str], bool] | None = None, template: str | None = None
+    ) -> str | None:
+        """The outage sentence of the unavailable server whose tools' names ``name``
+        has the prefix of (under ``template``, by default the table's), if any: a server
+        that never listed its tools has none to call, and "unknown tool" hid why."""
+        template = template or self._registry.naming.template
+        found: tuple[int, Runner] | None = None
+        for alias, runner in self._supervisor.runners.items():
+            if runner.available or (only is not None and not only(alias)):
+                continue
+            prefix = alias_prefix(template, alias)
+            if prefix and name.startswith(prefix) and (found is None or len(prefix) > found[0]):
+                found = (len(prefix), runner)  # the longest: alias "a" is a prefix of "a_b"
+        return None if found is None else found[1].outage().sentence()
 
     def view_of(self, name: str) -> ProfileView:
         return ProfileView(name, self._registry)

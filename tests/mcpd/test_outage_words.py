@@ -127,3 +127,24 @@ async def test_outages_without_a_retry_time_claim_none() -> None:
     assert RETRY.search(with_time.sentence())
     assert "(in 65 s)" in with_time.sentence()
     assert MARKER_RETRY.search(with_time.marker())
+
+
+async def test_a_tool_of_a_server_that_never_started_is_not_just_unknown(tmp_path: Path) -> None:
+    # A server whose command is missing never lists a tool: a call to one of its tools
+    # names the outage, not "unknown tool" and a list of other servers' tools.
+    cfg = make_config(
+        tmp_path,
+        {"s": server(), "ghost": {"command": str(tmp_path / "no-such-command")}},
+        backoff_base=30.0,
+        backoff_cap=60.0,
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            await wait_state(agent, "ghost", "failed")
+            ghost = text(await agent.call("mcp__ghost__search"))
+            assert ghost.startswith("No tool 'mcp__ghost__search' is listed now. ")
+            assert "The tool server 'ghost' is unavailable (failed): " in ghost
+            assert "no-such-command" in ghost and "Did you mean" not in ghost
+            # A name of a server that is up, or of none, is still unknown.
+            for name in ("mcp__s__nope", "mcp__nobody__tool0"):
+                assert text(await agent.call(name)).startswith(f"Unknown tool '{name}'.")
