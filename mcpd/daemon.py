@@ -23,7 +23,7 @@ from . import __version__
 from .agents.api import Api
 from .agents.listener import DaemonError, open_unix_listener, unlink_if_ours
 from .config.load import load
-from .config.model import Config, ConfigError, DaemonConfig
+from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 from .host.token import TokenFile, token_path
@@ -170,20 +170,25 @@ class Daemon:
                     exc,
                     extra=log_extra(None, "reload", str(exc)),
                 )
-                raise rpc.RPCError(-32000, f"config rejected: {exc}") from None
+                # The data lets `mcpd reload` exit as every config error does (78).
+                raise rpc.RPCError(
+                    -32000, f"config rejected: {exc}", {CONFIG_ERROR: str(exc)}
+                ) from None
+            restart = []
             if new.daemon.socket is not None and new.socket_path() != self.socket_path:
-                logger.warning(
-                    "the socket path changed; that takes a restart, not a reload",
-                    extra=log_extra(None, "reload"),
-                )
+                restart.append("daemon.socket")
             if new.daemon.http_listen != self.config.daemon.http_listen:
+                restart.append("daemon.http_listen")
+            for key in restart:
                 logger.warning(
-                    "daemon.http_listen changed; that takes a restart, not a reload",
+                    "%s changed; that takes a restart, not a reload",
+                    key,
                     extra=log_extra(None, "reload"),
                 )
             self.notifier.reloading()
             try:
                 report = await self.supervisor.reload(new)
+                report.restart = restart
                 self.config = new
                 self.api.configure(new.profiles, new.naming)
                 await self.api.apply_sockets()

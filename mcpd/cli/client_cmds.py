@@ -168,7 +168,11 @@ def _watch_status(args: argparse.Namespace) -> int:
 def cmd_reload(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         report = ask(client, "mcpd/reload")
+    restart = report.pop("restart", None) or []
     print("reloaded: " + ", ".join(f"{k} {', '.join(v) or '-'}" for k, v in report.items()))
+    if restart:
+        # Said here too, not only in the log: a user who changed them waits for nothing.
+        print(f"not applied until mcpd restarts: {', '.join(restart)}")
     return 0
 
 

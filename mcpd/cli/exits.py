@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from protocol import jsonrpc as rpc
 
+from ..config.model import CONFIG_ERROR, EX_CONFIG
 from .client import BadReply, Client, Unreachable
 
 EXIT_TOOL_ERROR = 1
@@ -39,4 +40,6 @@ def ask(
     except BadReply as exc:
         fail(EXIT_BAD_REPLY, str(exc))
     except rpc.RPCError as exc:
+        if isinstance(exc.data, dict) and CONFIG_ERROR in exc.data:
+            fail(EX_CONFIG, exc.message)  # a config the daemon would not take, as for serve
         fail(EXIT_FAILED, f"error {exc.code}: {exc.message}" if code else exc.message)

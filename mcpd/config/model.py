@@ -14,6 +14,8 @@ import msgspec
 from .profiles import ProfileConfig
 
 EX_CONFIG: Final = 78
+# The key of a JSON-RPC error's data when the daemon rejected a config (a reload's).
+CONFIG_ERROR: Final = "mcpd/configError"
 ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n
 
 

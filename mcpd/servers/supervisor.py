@@ -28,6 +28,8 @@ class ReloadReport(msgspec.Struct):
     removed: list[str]
     changed: list[str]
     unchanged: list[str]
+    # Settings that changed but apply only when mcpd starts again.
+    restart: list[str] = msgspec.field(default_factory=list)
 
 
 class Supervisor:

@@ -318,3 +318,29 @@ def test_check_config_marks_lazy_servers(tmp_path: Path) -> None:
     out = mcpd("check-config", "--config", str(config))
     assert out.returncode == 0
     assert re.search(r"files\s+stdio, lazy\s+fs-server", out.stdout)
+
+
+def test_reload_says_what_waits_for_a_restart_and_a_rejected_config_exits_78(
+    tmp_path: Path,
+) -> None:
+    sock = tmp_path / "mcpd.sock"
+    config = tmp_path / "config.toml"
+    command, args = scripted()
+    server = f"[servers.s]\ncommand = {json.dumps(command)}\nargs = {json.dumps(list(args))}\n"
+    daemon = f'[daemon]\nstate_dir = "{tmp_path / "state"}"\n'
+    config.write_text(daemon + server)
+    proc = start(["--config", str(config)], sock)
+    try:
+        # The endpoint starts with the daemon: a reload takes the rest, and says so.
+        config.write_text(daemon + 'http_listen = "127.0.0.1:18799"\n' + server)
+        out = client(sock, "reload")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("reloaded: added -, removed -, changed -, unchanged s\n")
+        assert "not applied until mcpd restarts: daemon.http_listen" in out.stdout
+        # A config the daemon will not take exits as a config error does for serve.
+        config.write_text(daemon + server + "comand = 'x'\n")
+        out = client(sock, "reload")
+        assert out.returncode == 78, (out.returncode, out.stderr)
+        assert "servers.s.comand: unknown key" in out.stderr
+    finally:
+        stop(proc)
