@@ -59,6 +59,7 @@ class RestartPolicy:
         "_deaths",
         "_failures",
         "_in_crash_loop",
+        "_loops",
         "_previous",
         "_restarts",
         "_rng",
@@ -68,9 +69,18 @@ class RestartPolicy:
     )
 
     def __init__(
-        self, config: BackoffConfig | None = None, *, rng: random.Random | None = None
+        self,
+        config: BackoffConfig | None = None,
+        *,
+        rng: random.Random | None = None,
+        loops: bool = True,
     ) -> None:
+        """``loops``: whether failures can be a crash loop, retried only every ``cap``.
+        A child process that keeps dying is one; a remote server that cannot be reached
+        is not, and a short blip of it must not cost a whole ``cap`` of outage: its
+        delays just keep growing to the cap."""
         self.config = config if config is not None else BackoffConfig()
+        self._loops = loops
         self._rng = rng if rng is not None else random.Random()
         self._state: RestartState = "idle"
         self._started_at: float | None = None
@@ -135,8 +145,10 @@ class RestartPolicy:
         self._deaths.append(now)
         entered = False
         cfg = self.config
-        if not self._in_crash_loop and (
-            len(self._deaths) == cfg.max_restarts and now - self._deaths[0] <= cfg.window
+        if (
+            self._loops
+            and not self._in_crash_loop
+            and (len(self._deaths) == cfg.max_restarts and now - self._deaths[0] <= cfg.window)
         ):
             self._in_crash_loop = entered = True
         if self._in_crash_loop:

@@ -81,12 +81,12 @@ class ServerLog:
     ) -> None:
         """An attempt to start or connect failed (``first``: the server was up before;
         ``process``: it is a child process, which can be in a crash loop)."""
-        if restart.entered_crash_loop and not process:
+        if not process and restart.failures == policy.max_restarts:
             self.event(
                 logging.WARNING,
                 "outage",
-                f"still unavailable after {restart.failures} attempts within "
-                f"{policy.window:.0f} s: {reason}; retrying every {policy.cap:.0f} s, "
+                f"still unavailable after {restart.failures} attempts: {reason}; "
+                f"retrying with delays growing to {policy.cap:.0f} s, "
                 f"next at {clock_time(retry_at)}",
                 reason,
                 depth=2,

@@ -78,7 +78,7 @@ class Runner:
             breaker_config(d, probe_timeout=config.call_timeout(alias) + LIVENESS_TIMEOUT),
             on_transition=self._on_breaker,
         )
-        self.policy = RestartPolicy(backoff_config(d))
+        self.policy = RestartPolicy(backoff_config(d), loops=cfg.kind == "stdio")
         self.stats = LatencyStats()
         self.scheduler = CallScheduler(self, cfg.concurrency())
         self.upstream: Upstream | None = None

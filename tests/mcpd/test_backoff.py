@@ -194,3 +194,15 @@ def test_config_decodes_and_validates() -> None:
     ):
         with pytest.raises(ValueError):
             BackoffConfig(**bad)  # type: ignore[arg-type]
+
+
+def test_a_policy_that_does_not_loop_keeps_growing_its_delays() -> None:
+    p = RestartPolicy(NO_JITTER, loops=False)
+    now, delays = 0.0, []
+    for _ in range(8):
+        now, r = run_and_die(p, now, 0.1)
+        assert not r.crash_loop and not r.entered_crash_loop
+        delays.append(r.delay)
+    # Past max_restarts deaths within the window, the delays still double to the cap.
+    assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0]
+    assert not p.in_crash_loop and state(p) == "backoff"

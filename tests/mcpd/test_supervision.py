@@ -229,6 +229,37 @@ async def test_an_http_endpoint_that_goes_away_is_marked_and_comes_back(tmp_path
             proc.kill()
 
 
+async def test_a_remote_server_back_after_many_attempts_is_not_held_to_the_cap(
+    tmp_path: Path,
+) -> None:
+    # More failed attempts than max_restarts within crash_window: for a child process
+    # that is a crash loop, retried every backoff_cap; a remote server that could not
+    # be reached for a moment is tried again as its backoff grows, not after 300 s.
+    port = closed_port()
+    cfg = make_config(
+        tmp_path,
+        {"tickets": {"url": f"http://127.0.0.1:{port}/mcp"}},
+        backoff_base=0.05,
+        backoff_cap=300.0,
+        max_restarts=3,
+    )
+    proc = None
+    try:
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            runner = daemon.supervisor.runners["tickets"]
+            with trio.fail_after(30):
+                while runner.policy.failures <= 3:
+                    await trio.sleep(0.02)
+            assert not runner.policy.in_crash_loop
+            assert (await wait_state(agent, "tickets", "unreachable"))["retry_at"]
+            proc = await start_tickets(port, tmp_path / "ready")
+            with trio.fail_after(30):  # far short of the 300 s cap
+                await wait_state(agent, "tickets", "ready")
+    finally:
+        if proc is not None:
+            proc.kill()
+
+
 async def test_an_idle_http_server_that_goes_away_is_noticed_without_a_call(
     tmp_path: Path,
 ) -> None:
