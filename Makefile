@@ -9,9 +9,15 @@ PEERS  := tests/peers
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# mcpd and its three runtime dependencies: all the demo needs.
+$(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# The test and lint tools on top.
+$(VENV)/.installed: $(VENV)/.runtime pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
@@ -34,7 +40,7 @@ $(PEERS)/node_modules/.installed: $(PEERS)/package.json $(PEERS)/package-lock.js
 	.venv-peers-v1/bin/pip install -q -r $(PEERS)/requirements-v1.txt
 	touch $@
 
-demo: setup
+demo: $(VENV)/.runtime
 	$(BIN)/mcpd serve --demo
 
 # pytest exits 5 when it collects nothing; that is not a failure of the code.

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import signal
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -82,16 +83,21 @@ async def demo_config(socket: str | None = None) -> AsyncIterator[Config]:
     try:
         assert proc.stdout is not None
         port = await _read_port(proc.stdout)
-        data: dict[str, Any] = {
-            "servers": {
-                "notes": {"command": sys.executable, "args": ["-m", "mcpd.demo.notes"]},
-                "tickets": {"url": f"http://127.0.0.1:{port}/mcp"},
+        # A state directory of its own: the demo's lists must not replace those an
+        # installed mcpd (or the user's own) keeps in the default one.
+        with tempfile.TemporaryDirectory(prefix="mcpd-demo-") as state:
+            daemon: dict[str, Any] = {"state_dir": state}
+            if socket:
+                daemon["socket"] = socket
+            data: dict[str, Any] = {
+                "daemon": daemon,
+                "servers": {
+                    "notes": {"command": sys.executable, "args": ["-m", "mcpd.demo.notes"]},
+                    "tickets": {"url": f"http://127.0.0.1:{port}/mcp"},
+                },
             }
-        }
-        if socket:
-            data["daemon"] = {"socket": socket}
-        logger.info("demo: tickets serves HTTP on 127.0.0.1:%d (pid %d)", port, proc.pid)
-        yield parse(data, source="--demo")
+            logger.info("demo: tickets serves HTTP on 127.0.0.1:%d (pid %d)", port, proc.pid)
+            yield parse(data, source="--demo")
     finally:
         with trio.CancelScope(shield=True):
             signal_group(proc.pid, signal.SIGTERM)

@@ -29,11 +29,14 @@ def run(
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    sock = tmp_path_factory.mktemp("demo") / "mcpd.sock"
+    base = tmp_path_factory.mktemp("demo")
+    sock = base / "mcpd.sock"
     proc = subprocess.Popen(
         [*MCPD, "serve", "--demo", "--socket", str(sock), "--log", "stderr"],
         stderr=subprocess.PIPE,
         text=True,
+        # Where the user's own state would go: the demo must leave it alone.
+        env={**os.environ, "XDG_STATE_HOME": str(base / "state")},
     )
     try:
         assert proc.stderr is not None
@@ -51,6 +54,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             proc.kill()
             raise
         assert not sock.exists(), "the socket file outlived the daemon"
+        assert not (base / "state").exists(), "the demo wrote to the user's state directory"
 
 
 def test_demo_lists_six_tools_with_two_distinct_searches(demo: Path) -> None:
