@@ -154,12 +154,17 @@ class AskRoutes:
         cause = self._cause()
         if cause is None:
             self.refused += 1
+            idle = not self._inflight
             why = (
                 "no agent has a request in flight on this server"
-                if not self._inflight
+                if idle
                 else "requests of several agents are in flight on this server"
             )
-            logger.info(
+            # Many servers ask for roots as soon as they start, with nobody to ask: that
+            # is routine (and the server says so on its stderr), not worth an INFO line
+            # at every start. Several agents at once is worth one.
+            logger.log(
+                logging.DEBUG if idle else logging.INFO,
                 "%s: refused its %s request: %s, so mcpd cannot tell whose it is",
                 self.alias,
                 req.method,
