@@ -388,6 +388,9 @@ class Runner:
             server_info=up.server_info if up else None,
             cache_scope=self.lists.cache_scope if up else None,
         )
+        # The child's pid (stdio servers only): what to look at with ps, strace or kill.
+        pid = getattr(up.transport, "pid", None) if up is not None else None
+        row["pid"] = pid if isinstance(pid, int) else None
         if self.login is not None and self.auth is not None and self.auth.enabled:
             row["auth"] = self.login.status()
         return row | surface_counts(catalog_of(self.registry), self.alias)

@@ -180,6 +180,9 @@ async def test_a_server_killed_mid_call_gives_an_outage_result(tmp_path: Path) -
     with trio.fail_after(30):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
             pid = await read_pid(pidfile)
+            # Status names the child, so a user knows what to look at (or kill).
+            rows = {s["alias"]: s for s in (await agent.result("mcpd/status"))["servers"]}
+            assert rows["crashy"]["pid"] == pid
             results: list[dict[str, Any]] = []
 
             async def slow_call() -> None:
