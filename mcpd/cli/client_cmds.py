@@ -114,11 +114,10 @@ def cmd_call(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
+        from .surface import render_block
+
         for block in result.get("content") or []:
-            if block.get("type") == "text":
-                print(block.get("text", ""))
-            else:
-                print(f"[{block.get('type')} content]")
+            print(render_block(block))
     return EXIT_TOOL_ERROR if result.get("isError") else 0
 
 

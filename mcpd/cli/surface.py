@@ -108,21 +108,38 @@ def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
     for message in result.get("messages") or []:
         content = message.get("content") or {}
         for block in content if isinstance(content, list) else [content]:
-            print(f"{message.get('role', '?')}: {_block(block)}")
+            print(f"{message.get('role', '?')}: {render_block(block)}")
     return 0
 
 
-def _block(block: dict[str, Any]) -> str:
+def render_block(block: dict[str, Any]) -> str:
+    """One content block (of a tool result or a prompt message) for people: text as it
+    is, anything else as what it is, where it is and how big."""
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", ""))
     if kind == "resource":
         inner = block.get("resource") or {}
-        body = inner.get("text", f"[{inner.get('mimeType') or 'binary'} content]")
+        body = inner.get("text")
+        if body is None:
+            body = f"[{_media(inner.get('mimeType'), inner.get('blob'))}]"
         return f"[resource {inner.get('uri')}]\n{body}"
     if kind == "resource_link":
-        return f"[link {block.get('uri')}]"
+        name = block.get("name")
+        extra = f" ({name}{', ' + block['mimeType'] if block.get('mimeType') else ''})"
+        return f"[link {block.get('uri')}{extra if name else ''}]"
+    if kind in ("image", "audio"):
+        return f"[{kind} {_media(block.get('mimeType'), block.get('data'))}]"
     return f"[{kind} content]"
+
+
+def _media(mime: object, data: object) -> str:
+    """``image/png, 12,345 bytes``: the size of what base64 ``data`` decodes to."""
+    kind = mime if isinstance(mime, str) and mime else "binary"
+    if not isinstance(data, str):
+        return kind
+    size = len(data) * 3 // 4 - data.endswith("=") - data.endswith("==")
+    return f"{kind}, {size:,} bytes"
 
 
 def add_commands(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import signal
@@ -184,3 +185,20 @@ def test_each_command_parses_alike_when_only_its_own_parser_is_built() -> None:
     out = run("serv")
     assert out.returncode == 2
     assert "check-config" in out.stderr
+
+
+def test_content_that_is_not_text_says_what_it_is_where_and_how_big() -> None:
+    from mcpd.cli.surface import render_block
+
+    png = base64.b64encode(b"\x89PNG" + bytes(12_341)).decode()
+    assert render_block({"type": "text", "text": "hi"}) == "hi"
+    assert render_block({"type": "image", "mimeType": "image/png", "data": png}) == (
+        "[image image/png, 12,345 bytes]"
+    )
+    assert render_block({"type": "audio", "mimeType": "audio/wav", "data": "AAA="}) == (
+        "[audio audio/wav, 2 bytes]"
+    )
+    link = {"type": "resource_link", "uri": "file:///r.md", "name": "r.md", "mimeType": "text/md"}
+    assert render_block(link) == "[link file:///r.md (r.md, text/md)]"
+    blob = {"type": "resource", "resource": {"uri": "x://1", "blob": "AAAA", "mimeType": "a/b"}}
+    assert render_block(blob) == "[resource x://1]\n[a/b, 3 bytes]"
