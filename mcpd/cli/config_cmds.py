@@ -59,7 +59,29 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         if s.auth is not None:
             flags.append(s.auth.type.replace("_", " "))
         print(f"  {alias:<20} {', '.join(flags):<16} {where}")
+    for warning in _unstartable(config):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _unstartable(config: Config) -> list[str]:
+    """Enabled stdio servers whose command cannot be run from here, found as their start
+    would find it. Warnings, not errors: a service may run with another PATH."""
+    from transports.launch import environment, resolve
+
+    out = []
+    for alias, s in sorted(config.servers.items()):
+        if not s.enabled or s.command is None:
+            continue
+        try:
+            resolve(s.command, environment(s.inherit_env, s.env or None), s.cwd)
+        except OSError as exc:
+            what = "cwd" if s.cwd is not None and exc.filename == s.cwd else "command"
+            out.append(
+                f"servers.{alias}.{what}: {exc.filename!r}: {exc.strerror}; "
+                f"the server will not start"
+            )
+    return out
 
 
 def cmd_import(args: argparse.Namespace) -> int:

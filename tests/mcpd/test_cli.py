@@ -116,6 +116,28 @@ def test_check_config_lists_servers(tmp_path: Path) -> None:
     assert "2 server(s)" in out.stdout
     assert "notes" in out.stdout and "http://127.0.0.1:3115/mcp" in out.stdout
     assert "Bearer" not in out.stdout
+    assert out.stderr == ""
+
+
+def test_check_config_warns_of_a_command_that_cannot_start(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[servers.ghost]\ncommand = "{tmp_path}/no-such-server"\n'
+        '[servers.typo]\ncommand = "pyhton3"\n'
+        '[servers.nowhere]\ncommand = "python3"\ncwd = "/no/such/dir"\n'
+        '[servers.off]\ncommand = "pyhton3"\nenabled = false\n'
+    )
+    out = run("check-config", "--config", str(config))
+    assert out.returncode == 0, out.stderr  # the config itself is valid
+    warnings = out.stderr.splitlines()
+    assert warnings == [
+        f"warning: servers.ghost.command: '{tmp_path}/no-such-server': No such file or "
+        "directory; the server will not start",
+        "warning: servers.nowhere.cwd: '/no/such/dir': No such file or directory; the "
+        "server will not start",
+        "warning: servers.typo.command: 'pyhton3': No such file or directory; the server "
+        "will not start",
+    ]
 
 
 def test_bridge_answers_clearly_when_the_daemon_is_down(tmp_path: Path) -> None:
