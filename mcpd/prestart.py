@@ -22,27 +22,15 @@ from transports import early
 from transports.launch import environment
 
 from .config.model import Config
+from .config.paths import daemon_socket_path, runtime_directory
 
 logger = logging.getLogger("mcpd")
 
 
-def socket_override(
-    config: Config | None, socket: str | None, runtime_directory: str | None
-) -> str | None:
-    """The socket path that replaces the config's, if any: ``--socket``, or under
-    systemd the unit's RuntimeDirectory= (/run/mcpd) when the config names none, since
-    the default path for our uid is not what mcpd.socket and clients use."""
-    if socket:
-        return socket
-    if runtime_directory and (config is None or config.daemon.socket is None):
-        return os.path.join(runtime_directory, "mcpd.sock")
-    return None
-
-
 def start_early(config: Config, socket: str | None) -> list[int]:
     """Start every enabled stdio server that starts with the daemon; their pids."""
-    runtime = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0] or None
-    path = socket_override(config, socket, runtime) or config.socket_path()
+    # The daemon's own rule, with systemd's variables still in the environment.
+    path = daemon_socket_path(socket, config.daemon.socket, runtime_dir=runtime_directory())
     if _taken(path):
         return []
     pids = []

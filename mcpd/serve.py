@@ -19,10 +19,11 @@ from transports.process import signal_group, spawn
 
 from .config.load import parse
 from .config.model import EX_CONFIG, Config, ConfigError
+from .config.paths import daemon_socket_path
 from .daemon import Daemon, DaemonError
 from .host import heap
 from .host.systemd import SystemdEnv
-from .prestart import socket_override, stop_unclaimed
+from .prestart import stop_unclaimed
 
 logger = logging.getLogger("mcpd")
 
@@ -47,16 +48,16 @@ def serve(
 async def _main(
     config: Config | None, config_path: str | None, demo: bool, socket: str | None, sysd: SystemdEnv
 ) -> None:
-    socket = socket_override(config, socket, sysd.runtime_directory)
+    configured = config.daemon.socket if config is not None else None
+    socket = daemon_socket_path(socket, configured, runtime_dir=sysd.runtime_directory)
     if demo:
         async with demo_config(socket) as cfg:
             await Daemon(cfg, sysd=sysd, on_settled=heap.settle).run()
         return
     assert config is not None
-    if socket:
-        config = msgspec.structs.replace(
-            config, daemon=msgspec.structs.replace(config.daemon, socket=socket)
-        )
+    config = msgspec.structs.replace(
+        config, daemon=msgspec.structs.replace(config.daemon, socket=socket)
+    )
     daemon = Daemon(config, config_path=config_path, sysd=sysd, on_settled=heap.settle)
     with single_exceptions():
         async with trio.open_nursery() as nursery:

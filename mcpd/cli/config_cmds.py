@@ -15,6 +15,7 @@ import sys
 
 from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
+from ..config.paths import daemon_socket_path, runtime_directory
 from .exits import EXIT_USAGE, fail
 
 
@@ -46,7 +47,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     config, path = _load_config(args.config)
-    print(f"{path}: OK, {len(config.servers)} server(s); socket {config.socket_path()}")
+    socket = daemon_socket_path(None, config.daemon.socket, runtime_dir=runtime_directory())
+    print(f"{path}: OK, {len(config.servers)} server(s); socket {socket}")
     for alias, s in sorted(config.servers.items()):
         where = f"{s.command} {' '.join(s.args)}".strip() if s.command else s.url
         flags: list[str] = [s.kind]

@@ -52,7 +52,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s = sub.add_parser("serve", help="run the daemon")
         s.add_argument("--config", help=f"config file (default: {default_config_path()})")
         s.add_argument("--demo", action="store_true", help="run with the bundled demo servers")
-        s.add_argument("--socket", help="socket path (overrides the config)")
+        s.add_argument("--socket", help="socket path (overrides the config and $MCPD_SOCKET)")
         s.add_argument("--log", choices=["auto", "journal", "stderr"], default="auto")
         s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
         s.set_defaults(func=cmd_serve)

@@ -36,6 +36,8 @@ import trio
 
 from transports.stdio import PARENT_ONLY_VARS
 
+from ..config.paths import runtime_directory
+
 logger = logging.getLogger("mcpd.systemd")
 
 # Variables systemd hands to the main process only; the stdio transport keeps them from
@@ -325,7 +327,7 @@ class SystemdEnv:
     faults: frozenset[str] = frozenset()
     wedge_seconds: float = 3600.0
     # The unit's RuntimeDirectory= ($RUNTIME_DIRECTORY, the first if there are several):
-    # where the socket goes when neither --socket nor the config names one.
+    # where the socket goes when neither --socket, the config nor $MCPD_SOCKET names one.
     runtime_directory: str | None = None
 
     @classmethod
@@ -342,7 +344,7 @@ class SystemdEnv:
             sockets=listen_fds(env),
             faults=enabled_test_faults(env),
             wedge_seconds=wedge,
-            runtime_directory=env.get("RUNTIME_DIRECTORY", "").split(":")[0] or None,
+            runtime_directory=runtime_directory(env),
         )
         scrub_environ(env)
         return captured

@@ -1,0 +1,153 @@
+"""The daemon and the commands find the same socket and the same config: a daemon
+started the way the README says is the one `mcpd status`, `mcpd token` and `mcpd
+connect` then reach, with no --socket or --config repeated. Real `mcpd serve`
+processes, and the commands as a user types them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcpd.config.model import default_socket_path
+from mcpd.config.paths import daemon_socket_path
+
+from .test_prestart import counted_server, starts
+
+MCPD = [sys.executable, "-m", "mcpd"]
+ROOT = Path(__file__).resolve().parents[2]
+DISCOVERY_VARS = ("MCPD_SOCKET", "MCPD_CONFIG", "RUNTIME_DIRECTORY", "LISTEN_FDS", "LISTEN_PID")
+
+
+@pytest.fixture
+def tmp(tmp_path: Path) -> Iterator[Path]:
+    # AF_UNIX paths are limited to 107 bytes; pytest's tmp_path can be longer.
+    with tempfile.TemporaryDirectory(prefix="mcpd-dc-") as d:
+        (Path(d) / "xdg").mkdir()
+        yield Path(d)
+
+
+def environ(tmp: Path, **extra: str) -> dict[str, str]:
+    """The test run's environment with none of the variables that say where mcpd is,
+    and a config home of its own, so only what a test sets can lead a command."""
+    env = {k: v for k, v in os.environ.items() if k not in DISCOVERY_VARS}
+    env["XDG_CONFIG_HOME"] = str(tmp / "xdg")
+    # Some commands run elsewhere than here: they still import this tree's mcpd.
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    return {**env, **extra}
+
+
+def mcpd(
+    *args: str, env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MCPD, *args], capture_output=True, text=True, timeout=60, env=env, cwd=cwd
+    )
+
+
+class Serve:
+    """``mcpd serve ARGS`` until the test ends; ``socket`` is where it says it listens."""
+
+    def __init__(self, *args: str, env: dict[str, str], cwd: Path | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [*MCPD, "serve", *args, "--log", "stderr"],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=cwd,
+        )
+        assert self.proc.stderr is not None
+        said = []
+        for line in self.proc.stderr:
+            found = re.search(r"listening on (\S+?);", line)
+            if found:
+                self.socket = found.group(1)
+                return
+            said.append(line)
+        self.proc.wait()
+        pytest.fail("mcpd serve exited before it was ready:\n" + "".join(said))
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+
+
+@pytest.fixture
+def served() -> Iterator[list[Serve]]:
+    daemons: list[Serve] = []
+    yield daemons
+    for d in daemons:
+        d.stop()
+
+
+def serve(served: list[Serve], *args: str, env: dict[str, str], cwd: Path | None = None) -> Serve:
+    daemon = Serve(*args, env=env, cwd=cwd)
+    served.append(daemon)
+    return daemon
+
+
+def status(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return mcpd("status", "--json", env=env)
+
+
+# -- the rule itself --
+
+
+def test_the_daemons_order() -> None:
+    env = {"MCPD_SOCKET": "/e.sock", "XDG_RUNTIME_DIR": "/run/user/1"}
+    assert daemon_socket_path("/x.sock", "/c.sock", runtime_dir="/rt", env=env) == "/x.sock"
+    assert daemon_socket_path(None, "/c.sock", runtime_dir="/rt", env=env) == "/c.sock"
+    assert daemon_socket_path(None, None, runtime_dir="/rt", env=env) == "/e.sock"
+    assert daemon_socket_path(None, None, runtime_dir="/rt", env={}) == "/rt/mcpd.sock"
+    assert daemon_socket_path(None, None, runtime_dir=None, env={}) == default_socket_path({})
+
+
+# -- mcpd serve --
+
+
+def test_serve_listens_on_mcpd_socket_unless_the_config_names_a_socket(
+    tmp: Path, served: list[Serve]
+) -> None:
+    config = tmp / "config.toml"
+    config.write_text(f'[daemon]\nstate_dir = "{tmp / "state"}"\n')
+    env = environ(tmp, MCPD_SOCKET=str(tmp / "env.sock"))
+    daemon = serve(served, "--config", str(config), env=env)
+    assert daemon.socket == str(tmp / "env.sock")
+    # ...where `mcpd status`, given the same environment, looks.
+    found = status(env)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["daemon"]["socket"] == str(tmp / "env.sock")
+
+    named = tmp / "named.toml"
+    named.write_text(f'[daemon]\nsocket = "{tmp / "cfg.sock"}"\nstate_dir = "{tmp / "s2"}"\n')
+    assert serve(served, "--config", str(named), env=env).socket == str(tmp / "cfg.sock")
+
+
+def test_a_second_daemon_on_mcpd_socket_starts_no_server_early(
+    tmp: Path, served: list[Serve]
+) -> None:
+    # The early start checks the socket the daemon is about to take: the same path.
+    counted = tmp / "a.starts"
+    config = tmp / "config.toml"
+    config.write_text(
+        f'[daemon]\nstate_dir = "{tmp / "state"}"\n[servers.a]\n{counted_server(counted)}'
+    )
+    env = environ(tmp, MCPD_SOCKET=str(tmp / "env.sock"))
+    assert serve(served, "--config", str(config), env=env).socket == str(tmp / "env.sock")
+    assert len(starts(counted)) == 1
+    second = mcpd("serve", "--config", str(config), "--log", "stderr", env=env)
+    assert second.returncode == 1
+    assert "another mcpd is listening" in second.stderr
+    assert len(starts(counted)) == 1
