@@ -18,6 +18,7 @@ import argparse
 from datetime import datetime
 from typing import Any
 
+from .client import SOCKET_HELP
 from .client_cmds import client_for
 from .exits import ask
 
@@ -100,9 +101,7 @@ def add_auth_commands(sub: Any) -> None:
 
     def action(name: str, help: str) -> argparse.ArgumentParser:
         sp: argparse.ArgumentParser = actions.add_parser(name, help=help)
-        sp.add_argument(
-            "--socket", help="daemon socket (default: $MCPD_SOCKET or the standard path)"
-        )
+        sp.add_argument("--socket", help=SOCKET_HELP)
         return sp
 
     lg = action("login", "log in to a server (prints the address to open)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 from typing import Any
 
@@ -12,9 +11,12 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from .. import __version__
-from ..config.model import default_socket_path
 
 CLI_INFO = mcp.Implementation(name="mcpd-cli", version=__version__)
+SOCKET_HELP = (
+    "daemon socket (default: $MCPD_SOCKET, else the [daemon] socket of the config, "
+    "else the standard path)"
+)
 
 
 class Unreachable(Exception):
@@ -23,10 +25,6 @@ class Unreachable(Exception):
 
 class BadReply(Exception):
     """Something answered on the socket, but not with a reply the client can read."""
-
-
-def socket_path(explicit: str | None = None) -> str:
-    return explicit or os.environ.get("MCPD_SOCKET") or default_socket_path()
 
 
 class Client:

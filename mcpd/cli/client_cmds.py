@@ -1,10 +1,11 @@
 """``mcpd tools``, ``mcpd call``, ``mcpd status``, ``mcpd reload`` and ``mcpd bridge``:
 the commands that ask the running daemon, over its socket.
 
-Each opens a ``Client`` on the socket (``--socket``, ``$MCPD_SOCKET`` or the
-standard path) and turns what can go wrong there into an exit code: 3 when the
-daemon cannot be reached, 4 when its reply cannot be read, 1 for an error it
-answered. ``client_for`` is also how the ``surface`` commands get their client.
+Each opens a ``Client`` on the socket (``--socket``, ``$MCPD_SOCKET``, the config's
+``[daemon] socket`` or the standard path: see ``config.paths``) and turns what can go
+wrong there into an exit code: 3 when the daemon cannot be reached, 4 when its reply
+cannot be read, 1 for an error it answered. ``client_for`` is also how the ``surface``
+commands get their client.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from typing import Any
 
 from protocol import jsonrpc as rpc
 
-from .client import BadReply, Client, Unreachable, socket_path
+from ..config.paths import client_socket_path
+from .client import BadReply, Client, Unreachable
 from .exits import EXIT_BAD_REPLY, EXIT_TOOL_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, ask, fail
 
 
 def client_for(args: argparse.Namespace) -> Client:
     try:
-        return Client(socket_path(args.socket))
+        return Client(client_socket_path(args.socket))
     except Unreachable as exc:
         fail(EXIT_UNREACHABLE, str(exc))
 
@@ -141,7 +143,7 @@ def _watch_status(args: argparse.Namespace) -> int:
 
     interval = max(0.2, args.watch)
     tty = sys.stdout.isatty()
-    path = socket_path(args.socket)
+    path = client_socket_path(args.socket)
     client: Client | None = None
     try:
         while True:
@@ -178,4 +180,4 @@ def cmd_reload(args: argparse.Namespace) -> int:
 def cmd_bridge(args: argparse.Namespace) -> int:
     from ..agents.bridge import run_bridge
 
-    return run_bridge(socket_path(args.socket), args.profile)
+    return run_bridge(client_socket_path(args.socket), args.profile)

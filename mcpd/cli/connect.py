@@ -29,9 +29,10 @@ from typing import Any, Final
 
 from ..config.load import load
 from ..config.model import Config, ConfigError, default_config_path
+from ..config.paths import daemon_socket_path
 from ..config.profiles import DEFAULT_PROFILE
 from ..host.token import TokenError, read_token, token_path
-from .client import Client, Unreachable, socket_path
+from .client import Client, Unreachable
 from .hostconfig import (
     HOSTS,
     HostConfigError,
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             if args.config or os.path.exists(path):
                 raise ConnectError(f"config error: {exc}") from None
             config = Config()  # no config yet: the defaults
-        sock = socket_path(args.socket or config.daemon.socket)
+        sock = daemon_socket_path(args.socket, config.daemon.socket, runtime_dir=None)
         profile, table = profile_for(key, config, name, args.profile)
         suffix = "" if profile == DEFAULT_PROFILE else profile
         if args.http:

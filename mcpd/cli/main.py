@@ -19,6 +19,7 @@ import sys
 
 from .. import __version__
 from ..config.model import default_config_path
+from .client import SOCKET_HELP
 from .exits import EXIT_USAGE
 
 SURFACE = ("prompts", "resources", "read", "prompt")
@@ -41,9 +42,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     def client_cmd(name: str, help: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help)
-        sp.add_argument(
-            "--socket", help="daemon socket (default: $MCPD_SOCKET or the standard path)"
-        )
+        sp.add_argument("--socket", help=SOCKET_HELP)
         return sp
 
     if want("serve"):

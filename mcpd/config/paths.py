@@ -1,11 +1,20 @@
-"""Where the daemon's socket is.
+"""Where the daemon's socket is: the one rule the daemon and every client command follow.
 
 The daemon (``mcpd serve``, and ``prestart``, which checks before the daemon is up
 whether another one already listens there) listens on ``--socket``, else the config's
 ``[daemon] socket``, else ``$MCPD_SOCKET``, else under systemd the unit's
 RuntimeDirectory= (``/run/mcpd/mcpd.sock``), else ``default_socket_path()``.
 
-No trio here, and nothing that imports it: ``prestart`` runs before trio is loaded.
+A client command connects to ``--socket``, else ``$MCPD_SOCKET``, else the ``[daemon]
+socket`` of the config file ``default_config_path()`` names (``$MCPD_CONFIG`` or the
+standard path), else ``default_socket_path()``. So a daemon started with the config
+every client reads, or with ``$MCPD_SOCKET`` set for both, is found without
+``--socket``. The client only reads that one key, and anything wrong with the file
+(missing, not TOML, a ``${VAR}`` its environment lacks) means the default path:
+finding the socket must never be what fails a command.
+
+No trio here, and nothing that imports it: ``prestart`` runs before trio is loaded, and
+every client command looks here.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from .model import default_socket_path
+from .model import ConfigError, default_config_path, default_socket_path
 
 SOCKET_VAR = "MCPD_SOCKET"
 SOCKET_FILE = "mcpd.sock"  # its name in the unit's RuntimeDirectory=
@@ -45,3 +54,45 @@ def daemon_socket_path(
         # The default path for the service's uid is not where mcpd.socket and clients look.
         return os.path.join(runtime_dir, SOCKET_FILE)
     return default_socket_path(env)
+
+
+def client_socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """Where a client command looks for the daemon."""
+    env = os.environ if env is None else env
+    if explicit:
+        return explicit
+    if env.get(SOCKET_VAR):
+        return env[SOCKET_VAR]
+    return configured_socket(default_config_path(env), env) or default_socket_path(env)
+
+
+def configured_socket(path: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The ``[daemon] socket`` the config file at ``path`` names, or None when it names
+    none or cannot be read: a bad config is the daemon's to report when it starts; a
+    client only looks elsewhere."""
+    env = os.environ if env is None else env
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    if path.endswith(".json") or text.lstrip()[:1] == b"{":
+        return None  # another host's mcpServers file: it has no [daemon] table
+    import tomllib  # only now: a command given --socket does without it
+
+    try:
+        data = tomllib.loads(text.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    daemon = data.get("daemon")
+    socket = daemon.get("socket") if isinstance(daemon, dict) else None
+    if not isinstance(socket, str) or not socket:
+        return None
+    if "$" not in socket:
+        return socket
+    from .load import expand  # the daemon expands ${VAR} in it: so must the client
+
+    try:
+        return expand(socket, "daemon.socket", env) or None
+    except ConfigError:
+        return None

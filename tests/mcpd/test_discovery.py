@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from mcpd.config.model import default_socket_path
-from mcpd.config.paths import daemon_socket_path
+from mcpd.config.paths import client_socket_path, daemon_socket_path
+from tests.support.procs import SCRIPTED
 
 from .test_prestart import counted_server, starts
 
@@ -114,6 +115,20 @@ def test_the_daemons_order() -> None:
     assert daemon_socket_path(None, None, runtime_dir=None, env={}) == default_socket_path({})
 
 
+def test_the_clients_order(tmp: Path) -> None:
+    config = tmp / "config.toml"
+    config.write_text('[daemon]\nsocket = "${DIR}/c.sock"\n')
+    env = {"MCPD_CONFIG": str(config), "DIR": "/d"}
+    assert client_socket_path("/x.sock", {**env, "MCPD_SOCKET": "/e.sock"}) == "/x.sock"
+    assert client_socket_path(None, {**env, "MCPD_SOCKET": "/e.sock"}) == "/e.sock"
+    assert client_socket_path(None, env) == "/d/c.sock"
+    # Not expandable here, not TOML, not there: the default, never an error.
+    assert client_socket_path(None, {"MCPD_CONFIG": str(config)}) == default_socket_path({})
+    config.write_text("[daemon\n")
+    assert client_socket_path(None, env) == default_socket_path(env)
+    assert client_socket_path(None, {"MCPD_CONFIG": str(tmp / "none")}) == default_socket_path({})
+
+
 # -- mcpd serve --
 
 
@@ -151,3 +166,42 @@ def test_a_second_daemon_on_mcpd_socket_starts_no_server_early(
     assert second.returncode == 1
     assert "another mcpd is listening" in second.stderr
     assert len(starts(counted)) == 1
+
+
+# -- the client commands --
+
+
+def test_status_finds_the_daemon_through_mcpd_configs_socket(
+    tmp: Path, served: list[Serve]
+) -> None:
+    config = tmp / "config.toml"
+    # The socket from a variable both sides have; a secret only the daemon has, which
+    # the client does not need to find it.
+    config.write_text(
+        '[daemon]\nsocket = "${MCPD_TEST_DIR}/cfg.sock"\n'
+        f'state_dir = "{tmp / "state"}"\n'
+        f'[servers.api]\ncommand = {json.dumps(sys.executable)}\nargs = ["{SCRIPTED}"]\n'
+        'env = { API_TOKEN = "${API_TOKEN}" }\nstart = "lazy"\n'
+    )
+    env = environ(tmp, MCPD_TEST_DIR=str(tmp))
+    serve(served, "--config", str(config), env={**env, "API_TOKEN": "t"})
+    found = status({**env, "MCPD_CONFIG": str(config)})
+    assert found.returncode == 0, found.stderr
+    seen = json.loads(found.stdout)["daemon"]
+    assert (seen["socket"], seen["config"]) == (str(tmp / "cfg.sock"), str(config))
+
+
+def test_a_config_the_client_cannot_read_means_the_default_socket(tmp: Path) -> None:
+    default = default_socket_path()
+    if os.path.exists(default):
+        pytest.skip(f"a daemon may be listening on {default}")
+    broken = tmp / "config.toml"
+    for text in ("[daemon\nsocket = ", '[daemon]\nsocket = "${UNSET_HERE}/s.sock"\n'):
+        broken.write_text(text)
+        out = status(environ(tmp, MCPD_CONFIG=str(broken)))
+        # Unreachable where a daemon would be by default: not a config error.
+        assert out.returncode == 3, out.stderr
+        assert (
+            out.stderr.strip()
+            == f"mcpd: no mcpd is listening on {default} (No such file or directory)"
+        )
