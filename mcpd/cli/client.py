@@ -1,9 +1,11 @@
-"""A small blocking client for the daemon's socket, used by the command line."""
+"""A small blocking client for the daemon's socket, used by the command line, and how a
+command that works on mcpd's files finds the config the running daemon uses."""
 
 from __future__ import annotations
 
+import os
 import socket
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -11,6 +13,8 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from .. import __version__
+from ..config.model import default_config_path
+from ..config.paths import client_socket_path
 
 CLI_INFO = mcp.Implementation(name="mcpd-cli", version=__version__)
 SOCKET_HELP = (
@@ -94,3 +98,37 @@ class Client:
             cursor = result.get("nextCursor")
             if not cursor:
                 return tools
+
+
+class ConfigInUse(NamedTuple):
+    path: str
+    # Where the running daemon that reported ``path`` answered; None when it was not asked.
+    socket: str | None = None
+
+
+def config_in_use_help() -> str:
+    """What ``--config`` of ``mcpd token`` and ``mcpd connect`` defaults to, for --help."""
+    if os.environ.get("MCPD_CONFIG"):
+        return default_config_path()
+    return f"the running daemon's, else {default_config_path()}"
+
+
+def config_in_use(explicit: str | None, socket: str | None = None) -> ConfigInUse:
+    """The config file of ``mcpd token`` and ``mcpd connect``: ``--config``, else
+    ``$MCPD_CONFIG``, else the one the daemon answering on the socket was started with,
+    else the default path. The running daemon's, because that is the file whose token
+    its HTTP endpoint checks and whose profiles it serves: the default path is only
+    right for a daemon started without ``--config``."""
+    if explicit:
+        return ConfigInUse(explicit)
+    if os.environ.get("MCPD_CONFIG"):
+        return ConfigInUse(os.environ["MCPD_CONFIG"])
+    path = client_socket_path(socket)
+    try:
+        with Client(path, timeout=10) as client:
+            reported = client.request("mcpd/status")["daemon"]["config"]
+    except (Unreachable, BadReply, rpc.RPCError, OSError, KeyError, TypeError):
+        reported = None  # none that can say: the default, as for a daemon not yet started
+    if isinstance(reported, str) and reported:
+        return ConfigInUse(reported, path)
+    return ConfigInUse(default_config_path())

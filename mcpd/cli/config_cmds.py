@@ -40,6 +40,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from ..prestart import start_early
 
         start_early(config, args.socket)
+        # Absolute: the daemon reports it, and `mcpd token` and `mcpd connect` run
+        # elsewhere act on it.
+        config_path = os.path.abspath(config_path)
     from ..serve import serve
 
     return serve(config, config_path, demo=args.demo, socket=args.socket)
@@ -126,8 +129,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_token(args: argparse.Namespace) -> int:
     from ..host.statefile import state_dir
     from ..host.token import TokenError, read_token, token_path, write_token
+    from .client import config_in_use
 
-    path = args.config or default_config_path()
+    path = config_in_use(args.config).path
     try:
         config = load(path)
     except ConfigError as exc:

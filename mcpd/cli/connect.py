@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..config.load import load
-from ..config.model import Config, ConfigError, default_config_path
+from ..config.model import Config, ConfigError
 from ..config.paths import daemon_socket_path
 from ..config.profiles import DEFAULT_PROFILE
 from ..host.token import TokenError, read_token, token_path
-from .client import Client, Unreachable
+from .client import Client, Unreachable, config_in_use, config_in_use_help
 from .hostconfig import (
     HOSTS,
     HostConfigError,
@@ -121,14 +121,18 @@ def run(args: argparse.Namespace) -> int:
     key, name = args.host, args.name
     try:
         host(key)
-        path = args.config or default_config_path()
+        in_use = config_in_use(args.config, args.socket)
+        path = in_use.path
         try:
             config = load(path)
         except ConfigError as exc:
             if args.config or os.path.exists(path):
                 raise ConnectError(f"config error: {exc}") from None
             config = Config()  # no config yet: the defaults
-        sock = daemon_socket_path(args.socket, config.daemon.socket, runtime_dir=None)
+        # Where the running daemon answered, else where the daemon of this config listens.
+        sock = in_use.socket or daemon_socket_path(
+            args.socket, config.daemon.socket, runtime_dir=None
+        )
         profile, table = profile_for(key, config, name, args.profile)
         suffix = "" if profile == DEFAULT_PROFILE else profile
         if args.http:
@@ -216,8 +220,13 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--write", action="store_true", help="merge into the files, keeping backups")
     c.add_argument("--name", default="mcpd", help="the entry's name in the host (default mcpd)")
     c.add_argument("--file", help="the host's config file (default: where the host reads it)")
-    c.add_argument("--config", help=f"mcpd's config (default: {default_config_path()})")
-    c.add_argument("--socket", help="the daemon's socket (default: the config's)")
+    c.add_argument(
+        "--config",
+        help=f"mcpd's config (default: {config_in_use_help()})",
+    )
+    c.add_argument(
+        "--socket", help="the daemon's socket (default: the running daemon's, else the config's)"
+    )
     c.set_defaults(func=_main)
 
 

@@ -19,7 +19,7 @@ import sys
 
 from .. import __version__
 from ..config.model import default_config_path
-from .client import SOCKET_HELP
+from .client import SOCKET_HELP, config_in_use_help
 from .exits import EXIT_USAGE
 
 SURFACE = ("prompts", "resources", "read", "prompt")
@@ -151,7 +151,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
         tk = sub.add_parser("token", help="print the HTTP endpoint's bearer token")
         tk.add_argument("--rotate", action="store_true", help="replace it with a new one")
-        tk.add_argument("--config", help=f"config file (default: {default_config_path()})")
+        tk.add_argument("--config", help=f"config file (default: {config_in_use_help()})")
         tk.set_defaults(func=cmd_token)
 
     if want("connect"):

@@ -5,6 +5,7 @@ processes, and the commands as a user types them."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -205,3 +207,45 @@ def test_a_config_the_client_cannot_read_means_the_default_socket(tmp: Path) -> 
             out.stderr.strip()
             == f"mcpd: no mcpd is listening on {default} (No such file or directory)"
         )
+
+
+# -- mcpd token and mcpd connect --
+
+
+def healthz(url: str, token: str) -> int:
+    where = urlsplit(url)
+    conn = http.client.HTTPConnection(where.hostname or "", where.port, timeout=10)
+    try:
+        conn.request("GET", "/healthz", headers={"Authorization": f"Bearer {token}"})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_token_without_config_is_the_running_daemons(tmp: Path, served: list[Serve]) -> None:
+    (tmp / "run").mkdir()
+    (tmp / "run" / "mini.toml").write_text(
+        f'[daemon]\nsocket = "{tmp / "mcpd.sock"}"\nstate_dir = "{tmp / "state"}"\n'
+        'http_listen = "127.0.0.1:0"\n'
+    )
+    env = environ(tmp, MCPD_SOCKET=str(tmp / "mcpd.sock"))
+    # Started with a relative --config, asked from elsewhere.
+    serve(served, "--config", "mini.toml", env=env, cwd=tmp / "run")
+    url = json.loads(status(env).stdout)["daemon"]["http"]
+    got = mcpd("token", env=env, cwd=tmp)
+    assert got.returncode == 0, got.stderr
+    token = got.stdout.strip()
+    assert healthz(url, token) == 200
+    explicit = mcpd("token", "--config", "mini.toml", env=env, cwd=tmp / "run")
+    assert explicit.stdout.strip() == token
+
+
+def test_connect_without_config_uses_the_running_daemons(tmp: Path, served: list[Serve]) -> None:
+    config = tmp / "mcpd.toml"
+    config.write_text(f'[daemon]\nsocket = "{tmp / "mcpd.sock"}"\nstate_dir = "{tmp / "state"}"\n')
+    env = environ(tmp, MCPD_SOCKET=str(tmp / "mcpd.sock"), HOME=str(tmp / "home"))
+    serve(served, "--config", str(config), env=env)
+    out = mcpd("connect", "claude-code", env=env)
+    assert out.returncode == 0, out.stderr
+    assert f"\n# mcpd's config ({config}): the profile this entry uses\n" in out.stdout
+    assert f'"--socket",\n        "{tmp / "mcpd.sock"}",' in out.stdout
