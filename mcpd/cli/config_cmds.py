@@ -128,7 +128,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_token(args: argparse.Namespace) -> int:
     from ..host.statefile import state_dir
-    from ..host.token import TokenError, read_token, token_path, write_token
+    from ..host.token import TokenError, stored_token, token_path, write_token
     from .client import config_in_use
 
     path = config_in_use(args.config).path
@@ -140,10 +140,17 @@ def cmd_token(args: argparse.Namespace) -> int:
         config = Config()  # no config file: the default state directory
     where = token_path(state_dir(config))
     try:
-        token = write_token(where) if args.rotate else read_token(where)
+        token = "" if args.rotate else stored_token(where)
+        fresh = not token
+        if fresh:
+            token = write_token(where)
     except TokenError as exc:
         fail(EXIT_USAGE, str(exc))
     print(token)
     if args.rotate:
         print(f"mcpd: a new token is in {where}; the old one no longer works", file=sys.stderr)
+    elif fresh:
+        # Not silently: a token made in a state directory no daemon uses is refused by
+        # the endpoint, and this line is what shows where it went.
+        print(f"mcpd: there was no token yet; created {where}", file=sys.stderr)
     return 0

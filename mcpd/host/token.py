@@ -55,15 +55,20 @@ def write_token(path: str, token: str | None = None) -> str:
     return token
 
 
-def read_token(path: str, *, create: bool = True) -> str:
-    """The token in ``path``; a missing (or empty) file gets a new one if ``create``."""
+def stored_token(path: str) -> str:
+    """The token in ``path``, or "" when there is none yet (no file, or an empty one)."""
     try:
         with open(path, encoding="ascii") as f:
-            token = f.read().strip()
+            return f.read().strip()
     except FileNotFoundError:
-        token = ""
+        return ""
     except (OSError, UnicodeDecodeError) as exc:
         raise TokenError(f"cannot read the token in {path}: {exc}") from None
+
+
+def read_token(path: str, *, create: bool = True) -> str:
+    """The token in ``path``; a missing (or empty) file gets a new one if ``create``."""
+    token = stored_token(path)
     if token:
         return token
     if not create:

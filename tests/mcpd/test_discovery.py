@@ -240,6 +240,18 @@ def test_token_without_config_is_the_running_daemons(tmp: Path, served: list[Ser
     assert explicit.stdout.strip() == token
 
 
+def test_token_says_when_it_creates_the_file(tmp: Path) -> None:
+    config = tmp / "config.toml"
+    config.write_text(f'[daemon]\nstate_dir = "{tmp / "state"}"\n')
+    env = environ(tmp, MCPD_CONFIG=str(config))
+    first = mcpd("token", env=env)
+    where = tmp / "state" / "token"
+    assert first.stderr == f"mcpd: there was no token yet; created {where}\n"
+    assert first.stdout.strip() == where.read_text().strip()
+    again = mcpd("token", env=env)
+    assert (again.stdout, again.stderr) == (first.stdout, "")
+
+
 def test_connect_without_config_uses_the_running_daemons(tmp: Path, served: list[Serve]) -> None:
     config = tmp / "mcpd.toml"
     config.write_text(f'[daemon]\nsocket = "{tmp / "mcpd.sock"}"\nstate_dir = "{tmp / "state"}"\n')
