@@ -1,9 +1,11 @@
 """Where the daemon's socket is: the one rule the daemon and every client command follow.
 
 The daemon (``mcpd serve``, and ``prestart``, which checks before the daemon is up
-whether another one already listens there) listens on ``--socket``, else the config's
-``[daemon] socket``, else ``$MCPD_SOCKET``, else under systemd the unit's
-RuntimeDirectory= (``/run/mcpd/mcpd.sock``), else ``default_socket_path()``.
+whether another one already listens there) listens on ``--socket``, else
+``$MCPD_SOCKET``, else the config's ``[daemon] socket``, else under systemd the unit's
+RuntimeDirectory= (``/run/mcpd/mcpd.sock``), else ``default_socket_path()``: the flag,
+then the environment, then the file, the order the clients follow too, so one
+``$MCPD_SOCKET`` set for both always brings them together.
 
 A client command connects to ``--socket``, else ``$MCPD_SOCKET``, else the ``[daemon]
 socket`` of the config file ``default_config_path()`` names (``$MCPD_CONFIG`` or the
@@ -46,10 +48,10 @@ def daemon_socket_path(
     env = os.environ if env is None else env
     if explicit:
         return explicit
-    if configured:
-        return configured
     if env.get(SOCKET_VAR):
         return env[SOCKET_VAR]
+    if configured:
+        return configured
     if runtime_dir:
         # The default path for the service's uid is not where mcpd.socket and clients look.
         return os.path.join(runtime_dir, SOCKET_FILE)

@@ -111,7 +111,8 @@ def status(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_the_daemons_order() -> None:
     env = {"MCPD_SOCKET": "/e.sock", "XDG_RUNTIME_DIR": "/run/user/1"}
     assert daemon_socket_path("/x.sock", "/c.sock", runtime_dir="/rt", env=env) == "/x.sock"
-    assert daemon_socket_path(None, "/c.sock", runtime_dir="/rt", env=env) == "/c.sock"
+    assert daemon_socket_path(None, "/c.sock", runtime_dir="/rt", env=env) == "/e.sock"
+    assert daemon_socket_path(None, "/c.sock", runtime_dir="/rt", env={}) == "/c.sock"
     assert daemon_socket_path(None, None, runtime_dir="/rt", env=env) == "/e.sock"
     assert daemon_socket_path(None, None, runtime_dir="/rt", env={}) == "/rt/mcpd.sock"
     assert daemon_socket_path(None, None, runtime_dir=None, env={}) == default_socket_path({})
@@ -134,9 +135,7 @@ def test_the_clients_order(tmp: Path) -> None:
 # -- mcpd serve --
 
 
-def test_serve_listens_on_mcpd_socket_unless_the_config_names_a_socket(
-    tmp: Path, served: list[Serve]
-) -> None:
+def test_serve_listens_on_mcpd_socket_before_the_configs(tmp: Path, served: list[Serve]) -> None:
     config = tmp / "config.toml"
     config.write_text(f'[daemon]\nstate_dir = "{tmp / "state"}"\n')
     env = environ(tmp, MCPD_SOCKET=str(tmp / "env.sock"))
@@ -147,9 +146,15 @@ def test_serve_listens_on_mcpd_socket_unless_the_config_names_a_socket(
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["daemon"]["socket"] == str(tmp / "env.sock")
 
+    # The variable comes before the config's socket, for the daemon as for the clients,
+    # so the two never part ways; without it, the config's socket is the one.
     named = tmp / "named.toml"
     named.write_text(f'[daemon]\nsocket = "{tmp / "cfg.sock"}"\nstate_dir = "{tmp / "s2"}"\n')
-    assert serve(served, "--config", str(named), env=env).socket == str(tmp / "cfg.sock")
+    env2 = environ(tmp, MCPD_SOCKET=str(tmp / "env2.sock"))
+    assert serve(served, "--config", str(named), env=env2).socket == str(tmp / "env2.sock")
+    assert status(env2).returncode == 0
+    plain = environ(tmp)
+    assert serve(served, "--config", str(named), env=plain).socket == str(tmp / "cfg.sock")
 
 
 def test_a_second_daemon_on_mcpd_socket_starts_no_server_early(
