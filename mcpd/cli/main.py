@@ -164,6 +164,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         from .surface import add_commands
 
         add_commands(client_cmd, client_for)
+    # argparse reports words it did not recognise from the top, with mcpd's usage; each
+    # command's parser kept in its arguments lets main report them with the command's.
+    for command in sub.choices.values():
+        command.set_defaults(usage_of=command)
     return p
 
 
@@ -171,7 +175,9 @@ def main(argv: list[str] | None = None) -> None:
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            getattr(args, "usage_of", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:
         raise SystemExit(EXIT_USAGE if exc.code not in (0, None) else 0) from None
     try:

@@ -224,3 +224,11 @@ def test_content_that_is_not_text_says_what_it_is_where_and_how_big() -> None:
     assert render_block(link) == "[link file:///r.md (r.md, text/md)]"
     blob = {"type": "resource", "resource": {"uri": "x://1", "blob": "AAAA", "mimeType": "a/b"}}
     assert render_block(blob) == "[resource x://1]\n[a/b, 3 bytes]"
+
+
+@pytest.mark.parametrize("command", ["status", "tools", "serve", "check-config", "reload"])
+def test_an_unknown_option_gets_the_commands_own_usage(command: str) -> None:
+    out = run(command, "--bogus")
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"usage: mcpd {command} "), out.stderr
+    assert f"mcpd {command}: error: unrecognized arguments: --bogus" in out.stderr
