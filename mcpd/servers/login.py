@@ -120,6 +120,10 @@ class Login:
         async with auth.lock:
             await auth.load()
             creds = auth.creds
+            if not creds.has_tokens_saved():
+                # Nothing to forget: a server that never needed a login keeps working (it
+                # was put in needs_login, which no login could then end).
+                return {"had_tokens": False, "revoked": [], "problem": None}
             tokens, server, reg = creds.tokens, creds.server, creds.registration()
             revoked: list[str] = []
             problem: str | None = None
@@ -142,12 +146,11 @@ class Login:
                     if not offered:
                         break
                     revoked.append(hint)
-            had = creds.has_tokens_saved()
             creds.drop_all_tokens()
             await auth.save()
             if auth.kind != "client_credentials":
                 auth.lost("logged out")
-        return {"had_tokens": had, "revoked": revoked, "problem": problem}
+        return {"had_tokens": True, "revoked": revoked, "problem": problem}
 
     def status(self) -> dict[str, Any]:
         return {**self.auth.status(), "login_pending": self.pending}

@@ -285,3 +285,29 @@ async def test_an_idle_http_server_that_goes_away_is_noticed_without_a_call(
                 assert all(t["_meta"]["mcpd/available"] is False for t in tools)
         finally:
             proc.kill()
+
+
+async def test_logging_out_of_a_server_that_needs_no_login_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    port = closed_port()
+    with trio.fail_after(60):
+        proc = await start_tickets(port, tmp_path / "ready")
+        state = tmp_path / "state"
+        cfg = make_config(
+            tmp_path, {"tickets": {"url": f"http://127.0.0.1:{port}/mcp"}}, state_dir=str(state)
+        )
+        try:
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                await wait_state(agent, "tickets", "ready")
+                out = await agent.result("mcpd/auth/logout", {"server": "tickets"})
+                assert out["had_tokens"] is False and out["revoked"] == []
+                # Still served: not sent to needs_login, which no login could end.
+                found = await agent.call("mcp__tickets__search", {"query": "login"})
+                assert found.get("isError") is not True, found
+                assert (await wait_state(agent, "tickets", "ready", "needs_login"))[
+                    "state"
+                ] == "ready"
+                assert not (state / "oauth").exists() or not list((state / "oauth").iterdir())
+        finally:
+            proc.kill()
