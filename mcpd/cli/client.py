@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import msgspec
@@ -56,11 +57,21 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """Send one modern request; return the decoded result or raise rpc.RPCError."""
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        progress: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Any:
+        """Send one modern request; return the decoded result or raise rpc.RPCError.
+        With ``progress``, the request asks for progress reports (which also extend a
+        call's time limit) and each one's params go to it."""
         body = dict(params or {})
         body["_meta"] = mcp.request_meta(mcp.LATEST_MODERN, {}, CLI_INFO)
         rid = self._ids.next()
+        token = f"mcpd-cli-{rid}"
+        if progress is not None:
+            body["_meta"]["progressToken"] = token
         try:
             self._sock.sendall(rpc.encode_request(rid, method, body) + b"\n")
             while True:
@@ -69,6 +80,15 @@ class Client:
                     msg = rpc.decode_message(line)
                     if isinstance(msg, rpc.Response) and msg.id == rid:
                         return msgspec.json.decode(msg.result)
+                    if (
+                        progress is not None
+                        and isinstance(msg, rpc.Notification)
+                        and msg.method == "notifications/progress"
+                        and msg.params is not None
+                    ):
+                        report = msgspec.json.decode(msg.params)
+                        if isinstance(report, dict) and report.get("progressToken") == token:
+                            progress(report)
                 except (rpc.DecodeFailure, msgspec.DecodeError) as exc:
                     reason = exc.message if isinstance(exc, rpc.DecodeFailure) else str(exc)
                     raise BadReply(

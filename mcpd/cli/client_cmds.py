@@ -112,7 +112,9 @@ def cmd_call(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         if args.profile is not None:
             ask(client, "mcpd/useProfile", {"profile": args.profile})
-        result = ask(client, "tools/call", {"name": args.name, "arguments": arguments})
+        result = ask(
+            client, "tools/call", {"name": args.name, "arguments": arguments}, progress=_progress
+        )
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -121,6 +123,17 @@ def cmd_call(args: argparse.Namespace) -> int:
         for block in result.get("content") or []:
             print(render_block(block))
     return EXIT_TOOL_ERROR if result.get("isError") else 0
+
+
+def _progress(report: dict[str, Any]) -> None:
+    """A tool's progress, on stderr (stdout is the result): ``progress 3/10: message``."""
+    done, total, message = report.get("progress"), report.get("total"), report.get("message")
+    said = f"progress {done:g}" if isinstance(done, int | float) else "progress"
+    if isinstance(total, int | float):
+        said += f"/{total:g}"
+    if isinstance(message, str) and message:
+        said += f": {message}"
+    print(f"mcpd: {said}", file=sys.stderr, flush=True)
 
 
 def cmd_status(args: argparse.Namespace) -> int:

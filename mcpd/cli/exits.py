@@ -9,6 +9,7 @@ module of commands stops with them.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from protocol import jsonrpc as rpc
@@ -29,12 +30,18 @@ def fail(code: int, message: str) -> NoReturn:
 
 
 def ask(
-    client: Client, method: str, params: dict[str, Any] | None = None, *, code: bool = True
+    client: Client,
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    code: bool = True,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> Any:
     """The daemon's result, or the command ends with the exit code of what went wrong
-    (``code``: the JSON-RPC error code is part of the message)."""
+    (``code``: the JSON-RPC error code is part of the message; ``progress``: see
+    ``Client.request``)."""
     try:
-        return client.request(method, params)
+        return client.request(method, params, progress)
     except Unreachable as exc:
         fail(EXIT_UNREACHABLE, str(exc))
     except BadReply as exc:

@@ -344,3 +344,27 @@ def test_reload_says_what_waits_for_a_restart_and_a_rejected_config_exits_78(
         assert "servers.s.comand: unknown key" in out.stderr
     finally:
         stop(proc)
+
+
+def test_call_asks_for_progress_and_shows_it_on_stderr(tmp_path: Path) -> None:
+    # The token is what lets progress extend a call's time limit; the reports go to
+    # stderr, so stdout stays the result.
+    sock = tmp_path / "mcpd.sock"
+    config = tmp_path / "config.toml"
+    command, args = scripted("--progress", "3")
+    config.write_text(
+        f'[daemon]\nstate_dir = "{tmp_path / "state"}"\n'
+        f"[servers.s]\ncommand = {json.dumps(command)}\nargs = {json.dumps(list(args))}\n"
+    )
+    proc = start(["--config", str(config)], sock)
+    try:
+        out = client(sock, "call", "mcp__s__tool0", '{"text": "x"}')
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == "tool0:x\n"
+        assert out.stderr.splitlines() == [
+            "mcpd: progress 1/3: step 1",
+            "mcpd: progress 2/3: step 2",
+            "mcpd: progress 3/3: step 3",
+        ]
+    finally:
+        stop(proc)
