@@ -134,7 +134,8 @@ def status_row(
         "server_info": _identity(server_info),
         "list_cache_scope": cache_scope,
         "tools": tools,
-        "since": d.since,
+        # Down: since the outage began, not since the last retry's phase change.
+        "since": d.down_since if d.down_since is not None else d.since,
         "last_error": d.last_error,
         "retry_at": d.retry_at if d.phase == "waiting" else b.retry_at,
         "restarts": r.policy.restarts,

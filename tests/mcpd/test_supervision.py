@@ -247,11 +247,15 @@ async def test_a_remote_server_back_after_many_attempts_is_not_held_to_the_cap(
     try:
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
             runner = daemon.supervisor.runners["tickets"]
+            first = await wait_state(agent, "tickets", "unreachable")
             with trio.fail_after(30):
-                while runner.policy.failures <= 3:
+                while runner.policy.failures <= 3 or runner.policy.restarts <= first["restarts"]:
                     await trio.sleep(0.02)
             assert not runner.policy.in_crash_loop
-            assert (await wait_state(agent, "tickets", "unreachable"))["retry_at"]
+            later = await wait_state(agent, "tickets", "unreachable")
+            assert later["retry_at"]
+            # Down since the outage began, not since the last retry.
+            assert later["since"] == first["since"] and later["restarts"] > first["restarts"]
             proc = await start_tickets(port, tmp_path / "ready")
             with trio.fail_after(30):  # far short of the 300 s cap
                 await wait_state(agent, "tickets", "ready")
