@@ -82,10 +82,7 @@ def route_call(
         down = servers.down_for(params.name)
         if down is not None:
             return _error_reply(
-                rid,
-                f"No tool {_clip(params.name)!r} is listed now. {down} Its tools are "
-                "listed again when it is back.",
-                modern,
+                rid, f"No tool {_clip(params.name)!r} is listed now. {down}", modern
             )
         near = servers.closest(params.name)
         hint = f" Did you mean: {', '.join(near)}?" if near else ""

@@ -125,18 +125,30 @@ class Front:
     def down_for(
         self, name: str, only: Callable[[str], bool] | None = None, template: str | None = None
     ) -> str | None:
-        """The outage sentence of the unavailable server whose tools' names ``name``
-        has the prefix of (under ``template``, by default the table's), if any: a server
-        that never listed its tools has none to call, and "unknown tool" hid why."""
+        """What to say of the unavailable (or disabled) server whose tools' names
+        ``name`` has the prefix of (under ``template``, by default the table's), if any: a
+        server that never listed its tools has none to call, and "unknown tool" hid why."""
         template = template or self._registry.naming.template
-        found: tuple[int, Runner] | None = None
-        for alias, runner in self._supervisor.runners.items():
-            if runner.available or (only is not None and not only(alias)):
+        runners = self._supervisor.runners
+        found: tuple[int, str] | None = None
+        for alias, cfg in self._supervisor.config.servers.items():
+            runner = runners.get(alias)
+            if (runner is not None and runner.available) or (only is not None and not only(alias)):
                 continue
+            if runner is None and cfg.enabled:
+                continue  # being added by a reload: not down
             prefix = alias_prefix(template, alias)
             if prefix and name.startswith(prefix) and (found is None or len(prefix) > found[0]):
-                found = (len(prefix), runner)  # the longest: alias "a" is a prefix of "a_b"
-        return None if found is None else found[1].outage().sentence()
+                found = (len(prefix), alias)  # the longest: alias "a" is a prefix of "a_b"
+        if found is None:
+            return None
+        runner = runners.get(found[1])
+        if runner is None:  # enabled = false: it has no runner, and no tools to list
+            return (
+                f"The tool server '{found[1]}' is disabled in mcpd's config (enabled = "
+                "false); its tools are listed once it is enabled."
+            )
+        return f"{runner.outage().sentence()} Its tools are listed again when it is back."
 
     def view_of(self, name: str) -> ProfileView:
         return ProfileView(name, self._registry)

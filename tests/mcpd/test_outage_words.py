@@ -134,7 +134,11 @@ async def test_a_tool_of_a_server_that_never_started_is_not_just_unknown(tmp_pat
     # names the outage, not "unknown tool" and a list of other servers' tools.
     cfg = make_config(
         tmp_path,
-        {"s": server(), "ghost": {"command": str(tmp_path / "no-such-command")}},
+        {
+            "s": server(),
+            "ghost": {"command": str(tmp_path / "no-such-command")},
+            "off": {**server(), "enabled": False},
+        },
         backoff_base=30.0,
         backoff_cap=60.0,
     )
@@ -145,6 +149,11 @@ async def test_a_tool_of_a_server_that_never_started_is_not_just_unknown(tmp_pat
             assert ghost.startswith("No tool 'mcp__ghost__search' is listed now. ")
             assert "The tool server 'ghost' is unavailable (failed): " in ghost
             assert "no-such-command" in ghost and "Did you mean" not in ghost
+            off = text(await agent.call("mcp__off__tool0"))
+            assert off == (
+                "No tool 'mcp__off__tool0' is listed now. The tool server 'off' is disabled "
+                "in mcpd's config (enabled = false); its tools are listed once it is enabled."
+            )
             # A name of a server that is up, or of none, is still unknown.
             for name in ("mcp__s__nope", "mcp__nobody__tool0"):
                 assert text(await agent.call(name)).startswith(f"Unknown tool '{name}'.")
