@@ -53,15 +53,21 @@ class Outage(msgspec.Struct, frozen=True):
     reason: str
     since: float | None = None
     retry_at: float | None = None
+    # A child's last line on stderr ("Error: missing API_KEY"), where an exit status
+    # alone would tell a model (and the user it talks to) nothing they can act on.
+    stderr: str | None = None
 
     def meta(self) -> dict[str, Any]:
-        return {
+        out = {
             "server": self.server,
             "state": self.state,
             "reason": self.reason,
             "since": iso(self.since),
             "retry_at": iso(self.retry_at),
         }
+        if self.stderr is not None:
+            out["stderr"] = self.stderr
+        return out
 
     def plain_reason(self) -> str:
         """The reason without the alias most transport messages start with."""
@@ -91,6 +97,8 @@ class Outage(msgspec.Struct, frozen=True):
         if self.retry_at is not None:
             wait = max(0.0, self.retry_at - trio.current_time())
             text += f" mcpd will retry at {clock_time(self.retry_at)} (in {wait:.0f} s)."
+        if self.stderr:
+            text += f" Its last line on stderr: {self.stderr!r}."
         return text
 
     def result(self) -> mcp.CallToolResult:

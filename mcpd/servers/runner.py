@@ -144,7 +144,9 @@ class Runner:
         return self.downtime.phase
 
     def outage(self) -> Outage:
-        return outage_of(self.alias, self.state, self.breaker, self.downtime, trio.current_time())
+        return outage_of(
+            self.alias, self.state, self.breaker, self.downtime, trio.current_time(), self.stderr
+        )
 
     @property
     def available(self) -> bool:

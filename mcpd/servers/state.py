@@ -71,9 +71,20 @@ def server_state(d: Downtime, breaker: Breaker, now: float) -> str:
     return phase
 
 
-def outage_of(alias: str, state: str, breaker: Breaker, d: Downtime, now: float) -> Outage:
-    """Why calls to the server cannot be expected to work, and when mcpd tries again."""
+def outage_of(
+    alias: str,
+    state: str,
+    breaker: Breaker,
+    d: Downtime,
+    now: float,
+    stderr: list[str] | None = None,
+) -> Outage:
+    """Why calls to the server cannot be expected to work, and when mcpd tries again
+    (``stderr``: a child's last lines, for a server that failed or keeps crashing)."""
     last_error, down_since, retry_at = d.last_error, d.down_since, d.retry_at
+    if state in ("failed", "crash_loop") and stderr:
+        last = next((line.strip()[:300] for line in reversed(stderr) if line.strip()), None)
+        return Outage(alias, state, last_error or "not running", down_since, retry_at, last)
     if state in ("open", "half_open"):
         st = breaker.status(now)
         return Outage(alias, state, st.reason or "too many failures", st.since, st.retry_at)

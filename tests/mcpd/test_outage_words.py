@@ -157,3 +157,24 @@ async def test_a_tool_of_a_server_that_never_started_is_not_just_unknown(tmp_pat
             # A name of a server that is up, or of none, is still unknown.
             for name in ("mcp__s__nope", "mcp__nobody__tool0"):
                 assert text(await agent.call(name)).startswith(f"Unknown tool '{name}'.")
+
+
+async def test_a_server_that_dies_says_its_last_line_on_stderr(tmp_path: Path) -> None:
+    # "exited with status 3" tells a model nothing it can act on; the server's own
+    # last words usually do.
+    dies = "import sys; print('Error: missing API_KEY', file=sys.stderr); sys.exit(3)"
+    cfg = make_config(
+        tmp_path,
+        {"s": server(), "needs_key": {"command": sys.executable, "args": ["-c", dies]}},
+        backoff_base=30.0,
+        backoff_cap=60.0,
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            await wait_state(agent, "needs_key", "failed")
+            called = await agent.call("mcp__needs_key__search")
+            said = text(called)
+            assert "'needs_key' is unavailable (failed): " in said
+            assert "exited with status 3" in said
+            assert "Its last line on stderr: 'Error: missing API_KEY'." in said
+            assert "Error: missing API_KEY" in await sentences(agent)
