@@ -155,6 +155,13 @@ def decode_message(data: bytes | memoryview) -> Message:
         data = one_line(data)
         env = _envelope_decoder.decode(data)
     except msgspec.ValidationError as exc:
+        if data.lstrip()[:1] == b"[":
+            # Batches left MCP with 2025-06-18; a 2025-03-26 peer may still send one.
+            raise DecodeFailure(
+                INVALID_REQUEST,
+                "Invalid request: a JSON-RPC batch (an array of messages); mcpd takes "
+                "one message per line, so send each on its own",
+            ) from None
         raise DecodeFailure(INVALID_REQUEST, f"Invalid request: {exc}") from None
     except (msgspec.DecodeError, RecursionError) as exc:
         raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}") from None

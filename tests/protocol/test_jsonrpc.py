@@ -23,6 +23,13 @@ def test_request_notification_and_responses_are_classified() -> None:
     assert isinstance(err, rpc.ErrorResponse) and err.id is None and err.error.code == -32600
 
 
+def test_a_batch_is_refused_in_words_that_say_so() -> None:
+    with pytest.raises(rpc.DecodeFailure) as info:
+        rpc.decode_message(b' [{"jsonrpc":"2.0","id":1,"method":"ping"}]')
+    assert info.value.code == rpc.INVALID_REQUEST
+    assert "a JSON-RPC batch" in info.value.message and "one message per line" in info.value.message
+
+
 def test_parse_error_has_null_id() -> None:
     with pytest.raises(rpc.DecodeFailure) as info:
         rpc.decode_message(b'{"jsonrpc":"2.0","id":1,')
