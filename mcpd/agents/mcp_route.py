@@ -35,6 +35,7 @@ from .mcp_http import MODERN_STATUS, check_post, decode_body, modern_request, rp
 from .profiles import ProfileServers
 
 MAX_SESSIONS: Final = 256
+_VERSION_KEY: Final = f'"{mcp.KEY_PROTOCOL_VERSION}"'.encode()
 
 # The profile a request asks for (``?profile=``), as the HTTP side decides it.
 ChooseProfile = Callable[[dict[str, list[str]], Caller], ProfileServers]
@@ -157,6 +158,17 @@ class McpRoute:
             return
         session_id = headers.get("mcp-session-id")
         if session_id is None:
+            if isinstance(msg, rpc.Request) and _VERSION_KEY in bytes(msg.params or b""):
+                # A 2026-07-28 request without its header is taken for a legacy one
+                # (as the spec says), whose missing session would be the wrong lead.
+                raise rpc_reject(
+                    400,
+                    msg.id,
+                    rpc.INVALID_REQUEST,
+                    "Bad Request: a 2026-07-28 request needs the MCP-Protocol-Version "
+                    "header (and Mcp-Method); without it the request is taken for a "
+                    "2025-03-26 one, which needs a session from initialize",
+                )
             raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Bad Request: Missing session ID")
         legacy = self.sessions.get(session_id)
         # A profile's socket serves only its own sessions: one opened elsewhere (for

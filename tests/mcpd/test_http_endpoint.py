@@ -116,6 +116,12 @@ async def test_both_eras_json_and_sse_and_profiles_over_tcp(tmp_path: Path) -> N
             assert [t["name"] for t in mail.json()["result"]["tools"]] == ["mcp__mail__send_mail"]
             nope = await http(port, "POST", "/mcp?profile=nope", headers, body)
             assert nope.status == 400 and "no profile named 'nope'" in nope.body.decode()
+            # Without its version header a modern request is taken for a 2025-03-26 one;
+            # the error names the header, not the session that era would need.
+            bare = await http(port, "POST", "/mcp", {**MCP, **auth(token)}, body)
+            assert bare.status == 400
+            assert "needs the MCP-Protocol-Version header" in bare.json()["error"]["message"]
+            assert bare.json()["id"] == 1
 
             params = {
                 "name": "mcp__code__tool1",
