@@ -70,6 +70,11 @@ class CallHost(Protocol):
         """A call failed in a way that may mean the server is gone: find out soon."""
         ...
 
+    def limit_source(self, tool: str, timeout: float) -> str | None:
+        """The config key that set ``timeout`` for calls of ``tool`` (None: not the
+        config), for a timed-out call to say what to raise."""
+        ...
+
 
 class PendingCall:
     """One tools/call on its way through a server's scheduler."""

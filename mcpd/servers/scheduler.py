@@ -228,6 +228,13 @@ class CallScheduler:
         outcome: Outcome
         if timed_out:
             reason = f"no answer within {_seconds(elapsed)} s"
+            # Progress extends a call up to its hard limit, which is then what ended it.
+            hard = now >= call.limit
+            source = (
+                "daemon.max_call_time" if hard else r.limit_source(call.params.name, call.timeout)
+            )
+            if source is not None:
+                reason += f" (the limit {source} sets)"
             # Without this line a call timing out left no trace naming the server.
             logger.warning(
                 "%s: tools/call %r got %s",

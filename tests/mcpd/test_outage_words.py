@@ -178,3 +178,15 @@ async def test_a_server_that_dies_says_its_last_line_on_stderr(tmp_path: Path) -
             assert "exited with status 3" in said
             assert "Its last line on stderr: 'Error: missing API_KEY'." in said
             assert "Error: missing API_KEY" in await sentences(agent)
+
+
+async def test_a_timed_out_call_names_the_limit_that_ended_it(tmp_path: Path) -> None:
+    # tool_timeouts for one tool: its calls end at that limit, and say which key it
+    # was, so the user knows what to raise.
+    slow = {**server("--slow", "30"), "tool_timeouts": {"tool0": 0.3}}
+    cfg = make_config(tmp_path, {"slow": slow}, call_timeout=30.0)
+    with trio.fail_after(20):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            said = text(await agent.call("mcp__slow__tool0"))
+    assert "did not answer this call in time: no answer within 0.3 s " in said
+    assert "(the limit servers.slow.tool_timeouts sets)" in said
