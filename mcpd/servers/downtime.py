@@ -42,6 +42,7 @@ class Downtime:
         self.down_since: float | None = None
         self.retry_at: float | None = None
         self.unreachable = False  # the last attempt could not connect at all
+        self.not_started = False  # the last attempt could not start the child at all
         self._phase_changed = trio.Event()
 
     def set_phase(self, phase: str, error: str | None = None) -> None:
@@ -62,6 +63,7 @@ class Downtime:
         """An attempt failed: the restart policy says when to try again."""
         now = trio.current_time()
         self.unreachable = unreachable
+        self.not_started = failure.log_event == "spawn_failed"
         first = self.down_since is None
         if first:
             self.down_since = now

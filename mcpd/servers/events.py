@@ -91,6 +91,16 @@ class ServerLog:
                 reason,
                 depth=2,
             )
+        elif restart.entered_crash_loop and event == "spawn_failed":
+            # Never started, so not a crash loop, though it is retried as slowly as one.
+            self.event(
+                logging.ERROR,
+                "spawn_failed",
+                f"still cannot start after {restart.failures} attempts within "
+                f"{policy.window:.0f} s: {reason}; retrying every {policy.cap:.0f} s",
+                reason,
+                depth=2,
+            )
         elif restart.entered_crash_loop:
             self.event(
                 logging.ERROR,

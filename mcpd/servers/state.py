@@ -67,7 +67,9 @@ def server_state(d: Downtime, breaker: Breaker, now: float) -> str:
     if phase == "waiting":
         if d.unreachable:
             return "unreachable"
-        return "crash_loop" if d.process and d.policy.in_crash_loop else "failed"
+        # A command that cannot start never crashed: it failed, however often.
+        crashed = d.process and not d.not_started
+        return "crash_loop" if crashed and d.policy.in_crash_loop else "failed"
     return phase
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from tests.support.agent import Agent, connect, make_config, running
@@ -317,3 +318,26 @@ async def test_logging_out_of_a_server_that_needs_no_login_changes_nothing(
                 assert not (state / "oauth").exists() or not list((state / "oauth").iterdir())
         finally:
             proc.kill()
+
+
+async def test_a_command_that_cannot_start_is_failed_not_a_crash_loop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # It is retried as slowly as a crash loop, but it never ran, so it never crashed.
+    cfg = make_config(
+        tmp_path,
+        {"ghost": {"command": str(tmp_path / "no-such-server")}},
+        backoff_base=0.05,
+        backoff_cap=30.0,
+        max_restarts=3,
+    )
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            runner = daemon.supervisor.runners["ghost"]
+            while not runner.policy.in_crash_loop:
+                await trio.sleep(0.02)
+            row = await wait_state(agent, "ghost", "failed", "crash_loop")
+            assert row["state"] == "failed" and "command not found" in row["last_error"]
+    said = [r.getMessage() for r in caplog.records]
+    assert any("still cannot start after 3 attempts" in m for m in said), said
+    assert not any("crash loop" in m for m in said), said
