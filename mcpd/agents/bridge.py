@@ -24,6 +24,8 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.framing import LineFramer, Oversized
 
+from ..config.model import EX_CONFIG
+
 UNREACHABLE: Final = -32000
 REPLAY_ID: Final = "mcpd-bridge-replay"
 PROFILE_ID: Final = "mcpd-bridge-profile"
@@ -43,6 +45,9 @@ class Bridge:
         self.socket_path = socket_path
         self.profile = profile
         self.refused: str | None = None  # why the daemon would not give us the profile
+        # The daemon answered that there is no such profile (or not for this user): a
+        # config error, which the exit status says too once the host is done.
+        self.profile_refused = False
         self.stdin = stdin
         self.stdout = stdout
         self._out_lock = trio.Lock()
@@ -113,6 +118,7 @@ class Bridge:
                     for at, line in enumerate(lines):
                         answered = None if isinstance(line, Oversized) else _reply(line)
                         if isinstance(answered, rpc.ErrorResponse):
+                            self.profile_refused = True
                             self.refused = f"mcpd: {answered.error.message}"
                             print(self.refused, file=sys.stderr, flush=True)
                             return None
@@ -238,10 +244,11 @@ def _answered_id(line: bytes) -> rpc.Id | None:
 
 
 def run_bridge(socket_path: str, profile: str | None = None) -> int:
-    async def main() -> None:
+    async def main() -> Bridge:
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
         stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
-        await Bridge(socket_path, stdin, stdout, profile).run()
+        bridge = Bridge(socket_path, stdin, stdout, profile)
+        await bridge.run()
+        return bridge
 
-    trio.run(main)
-    return 0
+    return EX_CONFIG if trio.run(main).profile_refused else 0

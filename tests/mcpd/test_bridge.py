@@ -13,6 +13,8 @@ import trio
 from tests.support.agent import make_config, running
 from tests.support.procs import scripted
 
+BRIDGE = [sys.executable, "-m", "mcpd", "bridge"]
+
 
 class BridgeProcess:
     def __init__(self, proc: trio.Process) -> None:
@@ -156,3 +158,22 @@ async def test_a_host_that_closes_stdin_at_once_still_gets_every_answer(tmp_path
                 assert len(by_id) == len(replies)
                 assert sorted(by_id) == [m["id"] for m in requests if "id" in m]
                 assert by_id[3]["result"]["content"][0]["text"] == "tool0:piped"
+
+
+async def test_a_profile_the_daemon_does_not_have_answers_errors_and_exits_78(
+    tmp_path: Path,
+) -> None:
+    cfg = make_config(tmp_path, {"s": server()})
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    with trio.fail_after(60):
+        async with running(cfg):
+            done = await trio.run_process(
+                [*BRIDGE, "--socket", cfg.socket_path(), "--profile", "nosuch"],
+                stdin=json.dumps(request).encode() + b"\n",
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+    (reply,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert "no profile named 'nosuch'" in reply["error"]["message"]
+    assert done.returncode == 78, done.stderr
