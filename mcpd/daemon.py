@@ -57,10 +57,17 @@ class Daemon:
         config_path: str | None = None,
         sysd: SystemdEnv | None = None,
         on_settled: Callable[[bool], None] | None = None,
+        socket_for: Callable[[Config], str] | None = None,
     ) -> None:
         """``on_settled`` is called once the daemon has started (False) and after each
-        reload (True): when what it holds for the long run is built."""
+        reload (True): when what it holds for the long run is built. ``socket_for`` says
+        where a restart with a reloaded config would listen (``serve`` knows --socket and
+        the environment); by default, that config's socket."""
         self.config = config
+        self._socket_for = socket_for or Config.socket_path
+        # What the endpoint was started with: a reload compares with this, not with the
+        # config it read last, which may itself be waiting for a restart.
+        self._http_listen = config.daemon.http_listen
         self._on_settled = on_settled
         self.config_path = config_path
         self.sysd = sysd or SystemdEnv(Notifier(None))
@@ -175,9 +182,9 @@ class Daemon:
                     -32000, f"config rejected: {exc}", {CONFIG_ERROR: str(exc)}
                 ) from None
             restart = []
-            if new.daemon.socket is not None and new.socket_path() != self.socket_path:
+            if self._socket_for(new) != self.socket_path:
                 restart.append("daemon.socket")
-            if new.daemon.http_listen != self.config.daemon.http_listen:
+            if new.daemon.http_listen != self._http_listen:
                 restart.append("daemon.http_listen")
             for key in restart:
                 logger.warning(

@@ -49,7 +49,8 @@ async def _main(
     config: Config | None, config_path: str | None, demo: bool, socket: str | None, sysd: SystemdEnv
 ) -> None:
     configured = config.daemon.socket if config is not None else None
-    socket = daemon_socket_path(socket, configured, runtime_dir=sysd.runtime_directory)
+    given = socket
+    socket = daemon_socket_path(given, configured, runtime_dir=sysd.runtime_directory)
     if demo:
         async with demo_config(socket) as cfg:
             await Daemon(cfg, sysd=sysd, on_settled=heap.settle).run()
@@ -58,7 +59,18 @@ async def _main(
     config = msgspec.structs.replace(
         config, daemon=msgspec.structs.replace(config.daemon, socket=socket)
     )
-    daemon = Daemon(config, config_path=config_path, sysd=sysd, on_settled=heap.settle)
+
+    def socket_for(new: Config) -> str:
+        # Where a restart with the reloaded config would listen: the same rule again.
+        return daemon_socket_path(given, new.daemon.socket, runtime_dir=sysd.runtime_directory)
+
+    daemon = Daemon(
+        config,
+        config_path=config_path,
+        sysd=sysd,
+        on_settled=heap.settle,
+        socket_for=socket_for,
+    )
     with single_exceptions():
         async with trio.open_nursery() as nursery:
             await nursery.start(daemon.run)

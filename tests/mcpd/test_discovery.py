@@ -153,6 +153,9 @@ def test_serve_listens_on_mcpd_socket_before_the_configs(tmp: Path, served: list
     env2 = environ(tmp, MCPD_SOCKET=str(tmp / "env2.sock"))
     assert serve(served, "--config", str(named), env=env2).socket == str(tmp / "env2.sock")
     assert status(env2).returncode == 0
+    # A restart would listen there again, so a reload has nothing to wait for.
+    reloaded = mcpd("reload", env=env2)
+    assert reloaded.returncode == 0 and "restart" not in reloaded.stdout, reloaded
     plain = environ(tmp)
     assert serve(served, "--config", str(named), env=plain).socket == str(tmp / "cfg.sock")
 
