@@ -50,7 +50,7 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     state_dir: str | None = None
     # Hosts commonly accept about this many tools in one list; more is logged as a warning.
     max_tools: int = 128
-    # Supervision and circuit breaking (per server, overridable).
+    # Supervision and circuit breaking, the same for every server.
     backoff_base: float = 0.5
     backoff_cap: float = 60.0
     max_restarts: int = 5
