@@ -107,7 +107,9 @@ class AuthState:
         if self.needs_login is not None:
             return "needs_login"
         if tokens is None:
-            return "not_logged_in"
+            # No auth table and never asked for one: nothing to log in to (so far).
+            needed = self.settings is not None or self.challenge is not None
+            return "not_logged_in" if needed else "no_login"
         if tokens.refresh_token is None and self.kind != "client_credentials":
             if tokens.expired(now):
                 return "expired"

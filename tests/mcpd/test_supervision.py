@@ -307,6 +307,8 @@ async def test_logging_out_of_a_server_that_needs_no_login_changes_nothing(
         try:
             async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
                 await wait_state(agent, "tickets", "ready")
+                (row,) = (await agent.result("mcpd/auth/status"))["servers"]
+                assert row["state"] == "no_login"  # not "not_logged_in": nothing to log in to
                 out = await agent.result("mcpd/auth/logout", {"server": "tickets"})
                 assert out["had_tokens"] is False and out["revoked"] == []
                 # Still served: not sent to needs_login, which no login could end.
