@@ -159,8 +159,8 @@ def decode_message(data: bytes | memoryview) -> Message:
             # Batches left MCP with 2025-06-18; a 2025-03-26 peer may still send one.
             raise DecodeFailure(
                 INVALID_REQUEST,
-                "Invalid request: a JSON-RPC batch (an array of messages); mcpd takes "
-                "one message per line, so send each on its own",
+                "Invalid request: a JSON-RPC batch (an array of messages), which is not "
+                "taken here; send each message on its own",
             ) from None
         raise DecodeFailure(INVALID_REQUEST, f"Invalid request: {exc}") from None
     except (msgspec.DecodeError, RecursionError) as exc:

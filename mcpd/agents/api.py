@@ -316,7 +316,8 @@ class Api(ProfileMethods):
     ) -> Any:
         params = rpc.decode_as(req.params, mcp.ListToolsParams)
         result = list_tools(self.view(conn), params, ctx, self.control.settings.page_size)
-        if not conn.long_replies or len(result.tools) <= _PIECE_TOOLS:
+        batched = conn.batches is not None and req.id in conn.batches  # answered whole
+        if not conn.long_replies or len(result.tools) <= _PIECE_TOOLS or batched:
             return result
         if ctx is not None and ctx.era == "modern":
             result.resultType = mcp.COMPLETE

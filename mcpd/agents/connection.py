@@ -19,6 +19,7 @@ from protocol.server import ServerSession
 
 from .askback import AgentRequests
 from .backend import CallHandle, Lines
+from .batches import Batches
 from .misbehaviour import Misbehaviour
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
@@ -82,6 +83,8 @@ class Connection:
     # Whether ``send_long`` may write a reply in pieces (an HTTP exchange answers with
     # the reply its handler returns, whole).
     long_replies: ClassVar[bool] = True
+    # Requests of JSON-RPC batches waiting for answers (None: this kind takes none).
+    batches: Batches | None = None
 
     def __init__(
         self,
@@ -103,6 +106,7 @@ class Connection:
         self.max_inflight = limits.max_inflight_per_connection
         # What cancels each request in flight: its task's scope, or its call's handle.
         self.inflight: dict[rpc.Id, trio.CancelScope | CallHandle | _NotStarted] = {}
+        self.batches = Batches()
         self.peer = peer
         # The profile the agent sees (None: the default), and the one its socket fixes.
         self.profile = profile
@@ -206,6 +210,11 @@ class Connection:
         try:
             msg = rpc.decode_message(line)
         except rpc.DecodeFailure as exc:
+            if self.batches is not None and line.lstrip()[:1] == b"[":
+                # A JSON-RPC batch: each message as if it came alone, answered together.
+                for message in self.batches.start(line, self.inflight, self.send_nowait):
+                    self._line(message, nursery)
+                return
             self.faults.invalid_line(self.label, exc.message)
             self.send_nowait(exc.reply())
             return
@@ -223,6 +232,13 @@ class Connection:
         else:
             # An answer to what a server asked this agent; any other is ignored.
             self.asks.route(msg)
+
+    def _unbatch(self, rid: rpc.Id) -> None:
+        """``rid`` ended without an answer: its batch may be complete without it."""
+        if self.batches and rid in self.batches:
+            line = self.batches.drop(rid)
+            if line is not None:
+                self._put(line, None)
 
     def run_as_task(self, req: rpc.Request) -> None:
         """Serve a request in a task of its own (through ``dispatch``)."""
@@ -244,7 +260,8 @@ class Connection:
                     rid,
                     -32000,
                     f"too many requests in flight on this connection (limit {self.max_inflight})",
-                )
+                ),
+                rid,
             )
             return False
         return True
@@ -279,6 +296,7 @@ class Connection:
             handle = self.inflight.get(params.requestId)
             if handle is not None and not isinstance(handle, trio.CancelScope):
                 del self.inflight[params.requestId]  # a request's task removes its own
+                self._unbatch(params.requestId)
             if handle is not None:
                 handle.cancel()
 
@@ -292,18 +310,20 @@ class Connection:
                 await self.send(reply, req.id)
         finally:
             self.inflight.pop(req.id, None)
+            self._unbatch(req.id)  # cancelled, or answered some other way
 
     async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
         """Send a reply; waits while too much is queued (the peer is slow to read)."""
         await self._out.wait_room()
         self._put(data, rid)
 
-    def send_nowait(self, data: bytes) -> None:
-        """Send a notification or error; a peer that lets the queue fill misses some."""
+    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        """Send a notification or error (``rid``: the request it answers); a peer that
+        lets the queue fill misses some."""
         if self._out.queued > self._out.limit:
             self.dropped += 1
             return
-        self._put(data, None)
+        self._put(data, rid)
 
     async def send_long(self, pieces: Iterable[bytes | memoryview]) -> None:
         """Send a reply made piece by piece as the agent reads it (a listing of 10,000
@@ -343,6 +363,12 @@ class Connection:
         if self._after_long is not None:
             self._after_long.append((data, rid))
             return
+        batches = self.batches
+        if batches and rid is not None and rid in batches:
+            whole = batches.answer(rid, data)
+            if whole is None:
+                return  # held for the rest of its batch
+            data, rid = whole, None
         fault = self._out.put(data)
         if fault is None:
             return

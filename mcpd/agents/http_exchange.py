@@ -66,7 +66,7 @@ class Exchange(Connection):
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self.outbox.send(data)
 
-    def send_nowait(self, data: bytes) -> None:
+    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
         try:
             self.outbox.send_nowait(data)
         except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):

@@ -27,7 +27,9 @@ def test_a_batch_is_refused_in_words_that_say_so() -> None:
     with pytest.raises(rpc.DecodeFailure) as info:
         rpc.decode_message(b' [{"jsonrpc":"2.0","id":1,"method":"ping"}]')
     assert info.value.code == rpc.INVALID_REQUEST
-    assert "a JSON-RPC batch" in info.value.message and "one message per line" in info.value.message
+    assert (
+        "a JSON-RPC batch" in info.value.message and "each message on its own" in info.value.message
+    )
 
 
 def test_parse_error_has_null_id() -> None:
