@@ -32,6 +32,7 @@ PROFILE_ID: Final = "mcpd-bridge-profile"
 _EXIT_GRACE: Final = 10.0
 _PROFILE_TIMEOUT: Final = 10.0
 _INFO: Final = mcp.Implementation(name="mcpd-bridge", version="0")
+_ITEMS: Final = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 class Bridge:
@@ -146,13 +147,14 @@ class Bridge:
                 for line in lines:
                     if isinstance(line, Oversized):
                         continue
-                    answered = _answered_id(line)
-                    if answered == REPLAY_ID:
+                    answered = _answered_ids(line)
+                    if answered == [REPLAY_ID]:
                         continue
                     # Written before it counts as answered: the last answer settled
                     # lets a bridge whose stdin closed go, which would cut this write.
                     await self.write_out(line + b"\n")
-                    self._settle(answered)
+                    for rid in answered:
+                        self._settle(rid)
                 lines = []
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
@@ -204,8 +206,9 @@ class Bridge:
         conn = await self._connection()
         if conn is not None:
             try:
-                if isinstance(msg, rpc.Request):
-                    self._outstanding.add(msg.id)
+                asked = [msg.id] if isinstance(msg, rpc.Request) else _batch_ids(line)
+                if asked:
+                    self._outstanding.update(asked)
                     self._all_answered = trio.Event()
                 await conn.send_all(line + b"\n")
                 if isinstance(msg, rpc.Request) and msg.method == "initialize":
@@ -234,13 +237,39 @@ def _reply(line: bytes) -> rpc.Response | rpc.ErrorResponse | None:
     return None
 
 
-def _answered_id(line: bytes) -> rpc.Id | None:
-    """The id a line from the daemon answers, if it is a response."""
+def _messages(line: bytes) -> list[rpc.Message]:
+    """The messages of a line: one, or a JSON-RPC batch's; none that cannot be read."""
     try:
-        msg = rpc.decode_message(line)
+        return [rpc.decode_message(line)]
     except rpc.DecodeFailure:
-        return None
-    return msg.id if isinstance(msg, rpc.Response | rpc.ErrorResponse) else None
+        pass
+    try:
+        items = _ITEMS.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        return []
+    out = []
+    for raw in items:
+        try:
+            out.append(rpc.decode_message(bytes(raw)))
+        except rpc.DecodeFailure:
+            continue
+    return out
+
+
+def _batch_ids(line: bytes) -> list[rpc.Id]:
+    """The ids of a batch's requests (none for a line that is not a batch)."""
+    if line.lstrip()[:1] != b"[":
+        return []
+    return [m.id for m in _messages(line) if isinstance(m, rpc.Request)]
+
+
+def _answered_ids(line: bytes) -> list[rpc.Id]:
+    """The ids a line from the daemon answers: a response's, or a batch's answers'."""
+    return [
+        m.id
+        for m in _messages(line)
+        if isinstance(m, rpc.Response | rpc.ErrorResponse) and m.id is not None
+    ]
 
 
 def run_bridge(socket_path: str, profile: str | None = None) -> int:

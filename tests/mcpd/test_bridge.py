@@ -177,3 +177,27 @@ async def test_a_profile_the_daemon_does_not_have_answers_errors_and_exits_78(
     (reply,) = [json.loads(line) for line in done.stdout.splitlines()]
     assert "no profile named 'nosuch'" in reply["error"]["message"]
     assert done.returncode == 78, done.stderr
+
+
+async def test_a_piped_batch_is_answered_before_the_bridge_goes(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"s": server()})
+    init = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "h"}}
+    batch = [
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+    ]
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        batch,
+    ]
+    with trio.fail_after(60):
+        async with running(cfg):
+            done = await trio.run_process(
+                [*BRIDGE, "--socket", cfg.socket_path()],
+                stdin=b"".join(json.dumps(m).encode() + b"\n" for m in lines),
+                capture_stdout=True,
+            )
+    first, answers = (json.loads(line) for line in done.stdout.splitlines())
+    assert first["id"] == 1
+    assert sorted(a["id"] for a in answers) == [2, 3]
