@@ -322,6 +322,8 @@ class Connection:
         lets the queue fill misses some."""
         if self._out.queued > self._out.limit:
             self.dropped += 1
+            if rid is not None:
+                self._unbatch(rid)  # its batch must not wait for what was dropped
             return
         self._put(data, rid)
 
