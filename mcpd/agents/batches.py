@@ -70,6 +70,22 @@ def split(line: bytes, in_use: set[rpc.Id] | None = None) -> Split | bytes:
     return Split(ids, answers, messages)
 
 
+def messages(line: bytes) -> list[rpc.Message]:
+    """The messages of a batch line that can be read (none for a line that is no array):
+    what the bridge counts as asked and as answered."""
+    try:
+        items = _ITEMS.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        return []
+    out = []
+    for raw in items:
+        try:
+            out.append(rpc.decode_message(bytes(raw)))
+        except rpc.DecodeFailure:
+            continue
+    return out
+
+
 def joined(answers: list[bytes]) -> bytes:
     return b"[" + b",".join(answers) + b"]"
 

@@ -25,6 +25,7 @@ from protocol import mcp
 from protocol.framing import LineFramer, Oversized
 
 from ..config.model import EX_CONFIG
+from . import batches
 
 UNREACHABLE: Final = -32000
 REPLAY_ID: Final = "mcpd-bridge-replay"
@@ -32,7 +33,6 @@ PROFILE_ID: Final = "mcpd-bridge-profile"
 _EXIT_GRACE: Final = 10.0
 _PROFILE_TIMEOUT: Final = 10.0
 _INFO: Final = mcp.Implementation(name="mcpd-bridge", version="0")
-_ITEMS: Final = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 class Bridge:
@@ -242,18 +242,7 @@ def _messages(line: bytes) -> list[rpc.Message]:
     try:
         return [rpc.decode_message(line)]
     except rpc.DecodeFailure:
-        pass
-    try:
-        items = _ITEMS.decode(line)
-    except (msgspec.DecodeError, RecursionError):
-        return []
-    out = []
-    for raw in items:
-        try:
-            out.append(rpc.decode_message(bytes(raw)))
-        except rpc.DecodeFailure:
-            continue
-    return out
+        return batches.messages(line)
 
 
 def _batch_ids(line: bytes) -> list[rpc.Id]:
