@@ -195,11 +195,17 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
 
     def call_timeout(self, alias: str, tool: str | None = None) -> float:
         """``tool`` is the server's own name for it: a per-tool limit wins."""
+        return self.call_limit(alias, tool)[0]
+
+    def call_limit(self, alias: str, tool: str | None = None) -> tuple[float, str]:
+        """``call_timeout``, and the key that set it (for a call that timed out to say
+        what to raise)."""
         server = self.servers[alias]
         if tool is not None and tool in server.tool_timeouts:
-            return server.tool_timeouts[tool]
-        t = server.call_timeout
-        return self.daemon.call_timeout if t is None else t
+            return server.tool_timeouts[tool], f"servers.{alias}.tool_timeouts"
+        if server.call_timeout is not None:
+            return server.call_timeout, f"servers.{alias}.call_timeout"
+        return self.daemon.call_timeout, "daemon.call_timeout"
 
 
 def default_socket_path(env: Mapping[str, str] | None = None) -> str:

@@ -366,13 +366,8 @@ class Runner:
         self.wake()
 
     def limit_source(self, tool: str, timeout: float) -> str | None:
-        if timeout != self.config.call_timeout(self.alias, tool):
-            return None  # the caller's own limit
-        if tool in self.cfg.tool_timeouts:
-            return f"servers.{self.alias}.tool_timeouts"
-        if self.cfg.call_timeout is not None:
-            return f"servers.{self.alias}.call_timeout"
-        return "daemon.call_timeout"
+        limit, key = self.config.call_limit(self.alias, tool)
+        return key if timeout == limit else None  # else the caller's own limit
 
     def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
         now = trio.current_time()
