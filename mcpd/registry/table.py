@@ -195,6 +195,11 @@ class Registry:
             entry = self._by_key.pop((alias, name), None)
             if entry is not None and self._by_local.get(entry.local) is entry:
                 del self._by_local[entry.local]
+        if new and not old:
+            # A server's first list, or all of it after a rename: most names want a
+            # name nobody has, and take it here without the sorted pass below (that
+            # pass was half of installing 10,000 tools at start-up).
+            new = self._place_free(alias, new)
         for name in new:
             cand = candidate_name(template, alias, name)
             claimants = self._claims.get(cand, ())
@@ -205,6 +210,30 @@ class Registry:
             for key in sorted(self._claims.get(cand, ())):
                 self._place(cand, key)
         self._changed()
+
+    def _place_free(self, alias: str, names: set[str]) -> set[str]:
+        """Place the tools whose candidate is unclaimed, short enough and no other
+        tool's name, as ``_place`` would; returns the rest. A later tool of the same
+        candidate adds its claim to one placed here, and the pass over touched names
+        gives both their hashed names, as if neither had been placed first."""
+        template, max_len = self.naming.template, self.naming.max_length
+        claims, by_key, by_local = self._claims, self._by_key, self._by_local
+        server = self._servers[alias]
+        originals, tools, flags = server.originals, server.tools, server.flags
+        rest: set[str] = set()
+        for name in names:
+            cand = candidate_name(template, alias, name)
+            if cand in claims or cand in by_local or len(cand) > max_len:
+                rest.add(name)
+                continue
+            key = (alias, name)
+            claims[cand] = (key,)
+            entry = Entry(cand, alias, originals.get(name, name), tools[name], name)
+            entry.available = server.available
+            entry.reflag(flags)
+            by_key[key] = entry
+            by_local[cand] = entry
+        return rest
 
     def _place(self, cand: str, key: tuple[str, str]) -> None:
         alias, name = key
