@@ -68,3 +68,17 @@ async def test_the_daemon_settles_after_start_and_after_each_reload(
             assert settled == [False, True]
             assert "two" in daemon.supervisor.runners
             daemon.stop()
+
+
+def test_serve_freezes_what_it_imported_before_the_servers_start(
+    monkeypatch: pytest.MonkeyPatch, unfrozen: None
+) -> None:
+    from mcpd import serve as serve_module
+
+    gc.unfreeze()
+    frozen_at_start: list[int] = []
+    monkeypatch.setattr(
+        serve_module.trio, "run", lambda *args: frozen_at_start.append(gc.get_freeze_count())
+    )
+    assert serve_module.serve(None, None, demo=True) == 0
+    assert frozen_at_start and frozen_at_start[0] > 1000, "start-up collections walk the modules"
