@@ -41,7 +41,10 @@ class Door:
         self._settings = settings
         self._open_now = open_now
         self._allowed = allowed
-        self._allow_gids = resolve_groups(settings().allow_groups)
+        # Resolved again for each config a reload brings (a new list object), also
+        # when the names are the same: the groups themselves may have changed.
+        groups = settings().allow_groups
+        self._gids_of: tuple[list[str], set[int]] = (groups, resolve_groups(groups))
         self._refused = 0  # refused at max_connections since the last log line
         self._refused_logged = -math.inf
         self._sniffing = 0  # accepted connections whose first byte has not come yet
@@ -71,7 +74,7 @@ class Door:
             return False, None
         peer = peer_of(stream.socket)
         uids: Iterable[int] = d.allow_uids
-        gids: Iterable[int] = self._allow_gids
+        gids: Iterable[int] = self._allow_gids(d.allow_groups)
         if profile is not None:
             uids, gids = self._allowed(profile)
         if peer is not None and not is_allowed(peer, uids, set(gids)):
@@ -87,6 +90,11 @@ class Door:
             await refuse(stream, f"mcpd: uid {peer.uid} may not use this socket")
             return False, peer
         return True, peer
+
+    def _allow_gids(self, groups: list[str]) -> set[int]:
+        if self._gids_of[0] is not groups:
+            self._gids_of = (groups, resolve_groups(groups))
+        return self._gids_of[1]
 
     async def speaks_http(self, stream: trio.SocketStream) -> bool:
         """Whether the first bytes are an HTTP request (counted against the limit while

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import trio
 
+from mcpd.config.load import load
 from tests.support.agent import connect, make_config, running
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted
@@ -243,3 +244,31 @@ async def test_mcpd_listens_again_when_a_server_ends_the_subscription(
     listens = [m for m in received(log) if m.get("method") == "subscriptions/listen"]
     assert all(m["params"]["notifications"] == {"toolsListChanged": True} for m in listens)
     assert len({m["id"] for m in listens}) == len(listens)
+
+
+@needs_root
+async def test_a_reload_grants_and_revokes_access_by_group(tmp_path: Path) -> None:
+    uid = peer_uid()  # run_as gives the peer this number as its group id too
+    sock = shared_dir() / "mcpd.sock"
+    path = tmp_path / "mcpd.toml"
+
+    def write(groups: list[str]) -> None:
+        path.write_text(
+            f'[daemon]\nsocket = "{sock}"\nsocket_mode = "0666"\n'
+            f'state_dir = "{tmp_path / "state"}"\nallow_groups = {json.dumps(groups)}\n'
+        )
+
+    async def allowed() -> bool:
+        answer = json.loads(await run_as(uid, ONE_REQUEST, str(sock), "ping"))
+        return "result" in answer
+
+    write([str(uid)])
+    with trio.fail_after(30):
+        async with running(load(path), config_path=str(path)) as daemon:
+            assert await allowed()
+            write([])
+            await daemon.reload_config()
+            assert not await allowed(), "a group taken out of allow_groups kept its access"
+            write([str(uid)])
+            await daemon.reload_config()
+            assert await allowed(), "a group put into allow_groups by a reload was refused"
