@@ -10,6 +10,7 @@ The commands that ask the running daemon are in ``client_cmds``.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -35,7 +36,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config_path = None
         config = None
     else:
-        config, config_path = _load_config(args.config)
+        config_path = args.config or default_config_path()
+        try:
+            config = load(config_path)
+        except ConfigError as exc:
+            # Through the log, not a bare print: under systemd this is why the
+            # service failed, and `journalctl -p err -u mcpd` must show it.
+            logging.getLogger("mcpd").error("config error: %s", exc)
+            return EX_CONFIG
         # Before ``..serve`` imports trio and the daemon: see ``prestart``.
         from ..prestart import start_early
 

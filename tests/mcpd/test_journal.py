@@ -391,3 +391,29 @@ def test_suppression_summary_is_a_journal_entry(
     ]
     assert messages[1]["MCPD_SUPPRESSED"] == "2"
     assert messages[1]["MCPD_EVENT"] == "stderr" and messages[1]["MCPD_SERVER"] == "s"
+
+
+def test_a_config_error_at_start_is_an_error_entry(
+    journal_socket: tuple[str, socket.socket],
+    root_logger: logging.Logger,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Why the service failed is what `journalctl -p err -u mcpd` must show."""
+    from mcpd.cli.main import main
+
+    path, sock = journal_socket
+    original = journal.setup_logging
+    monkeypatch.setattr(
+        journal,
+        "setup_logging",
+        lambda mode, level, **kw: original("journal", level, journal_socket=path),
+    )
+    bad = tmp_path / "config.toml"
+    bad.write_text("[servers.x]\ncommand = 5\n")
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--config", str(bad)])
+    assert exited.value.code == 78
+    entry, _, _ = receive_entry(sock)
+    assert entry["PRIORITY"] == "3"
+    assert "config error: servers.x.command" in entry["MESSAGE"]
