@@ -21,6 +21,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.base import SessionExpired, Transport
 
+from . import toolshape
 from .handshake import (
     NO_CAPABILITIES,
     RESERVED_META_PREFIX,
@@ -186,10 +187,23 @@ class Upstream:
             return ListResult(last[1], ttl, last[2], scope, unchanged=True)
         tools: list[mcp.Tool] = []
         dropped: list[str] = []
+        names: set[str] = set()
         for item in items:
             tool = self._accept_tool(item, dropped)
-            if tool is not None:
-                tools.append(tool)
+            if tool is None:
+                continue
+            if tool.name in names:
+                # A name is how calls find a tool: a second one could never be called.
+                logger.warning(
+                    "%s: dropped a second tool named %r (the first one listed is kept)",
+                    self.alias,
+                    tool.name,
+                    extra=log_extra(self.alias, reason="duplicate tool name"),
+                )
+                dropped.append(f"{tool.name}: listed twice")
+                continue
+            names.add(tool.name)
+            tools.append(tool)
         self._listed = (digest, tools, dropped)
         return ListResult(tools, ttl, dropped, scope)
 
@@ -211,6 +225,25 @@ class Upstream:
             )
             dropped.append(f"(malformed): {exc}")
             return None
+        shaped, reason, removed = toolshape.checked(tool)
+        if shaped is None:
+            logger.warning(
+                "%s: dropped tool %r: %s",
+                self.alias,
+                tool.name,
+                reason,
+                extra=log_extra(self.alias, reason=reason),
+            )
+            dropped.append(f"{tool.name}: {reason}")
+            return None
+        if removed:
+            logger.warning(
+                "%s: tool %r listed without its %s: not the JSON type MCP gives it",
+                self.alias,
+                tool.name,
+                ", ".join(removed),
+                extra=log_extra(self.alias, reason="malformed tool field"),
+            )
         if self.http:
             try:
                 mapping = mcp_headers.header_params(tool.inputSchema)

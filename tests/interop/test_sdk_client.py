@@ -85,3 +85,29 @@ async def test_sdk_client_reads_a_listing_of_thousands_written_in_pieces(
             seen = await probe(daemon.socket_path, mode, "mcp__many__tool1999", {"text": "x"})
     assert sorted(seen["tools"]) == sorted(f"mcp__many__tool{i}" for i in range(2000))  # type: ignore[arg-type]
     assert seen["text"] == ["tool1999:x"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_one_servers_malformed_tools_do_not_break_the_sdks_list(
+    tmp_path: Path, mode: str
+) -> None:
+    # The official SDK validates the whole tools/list: one tool whose inputSchema is
+    # not an object, or whose icons are not an array, failed every call of the host.
+    from tests.mcpd.test_upstream import BAD_SHAPES
+
+    sdk_command, sdk_args = sdk_server_cmd()
+    command, args = scripted("--extra-tools", json.dumps(BAD_SHAPES))
+    cfg = make_config(
+        tmp_path,
+        {
+            "sdk": {"command": sdk_command, "args": sdk_args},
+            "sloppy": {"command": command, "args": args},
+        },
+    )
+    with trio.fail_after(120):
+        async with running(cfg) as daemon:
+            seen = await probe(daemon.socket_path, mode, "mcp__sdk__shout", {"text": "still"})
+    assert seen["is_error"] is False and seen["text"] == ["STILL"]
+    listed = set(seen["tools"])  # type: ignore[arg-type]
+    assert {"mcp__sloppy__untyped", "mcp__sloppy__odd_fields", "mcp__sdk__shout"} <= listed
+    assert "mcp__sloppy__array_schema" not in listed

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import trio
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from mcpd import __version__
 from mcpd.servers.handshake import Incompatible, ProtocolViolation
@@ -396,6 +396,40 @@ async def test_a_malformed_tool_is_skipped_and_reported_and_the_others_kept(
             assert [t.name for t in result.tools] == ["tool0", "tool1", "tool2"]
             assert len(result.dropped) == 1
             assert "malformed" in result.dropped[0]
+
+
+BAD_SHAPES = [
+    {"name": "array_schema", "inputSchema": [1, 2]},
+    {"name": "string_schema", "inputSchema": "object"},
+    {"name": "null_schema", "inputSchema": None},
+    {"name": "list_type", "inputSchema": {"type": "array"}},
+    {"name": "untyped", "inputSchema": {"properties": {"q": {"type": "string"}}}},
+    {"name": "empty", "inputSchema": {}},
+    {"name": "odd_fields", "inputSchema": {"type": "object"}, "outputSchema": "nope", "icons": "x"},
+    {"name": "tool0", "description": "a second tool0", "inputSchema": {"type": "object"}},
+]
+
+
+async def test_tools_hosts_would_refuse_are_dropped_or_mended(log_path: Path) -> None:
+    flags = ["--tools", "1", "--extra-tools", json.dumps(BAD_SHAPES), "--page-size", "3"]
+    with trio.fail_after(15):
+        async with scripted_server(log_path, *flags) as server:
+            up = upstream(server)
+            await up.connect()
+            result = await up.list_tools()
+    tools = {t.name: t for t in result.tools}
+    assert sorted(tools) == ["empty", "odd_fields", "tool0", "untyped"]
+    assert tools["tool0"].description != "a second tool0", "a later duplicate replaced the first"
+    assert json.loads(bytes(tools["untyped"].inputSchema)) == {
+        "type": "object",
+        "properties": {"q": {"type": "string"}},
+    }
+    assert json.loads(bytes(tools["empty"].inputSchema)) == {"type": "object"}
+    assert tools["odd_fields"].outputSchema is UNSET and tools["odd_fields"].icons is UNSET
+    reasons = " | ".join(result.dropped)
+    for name in ("array_schema", "string_schema", "null_schema", "list_type"):
+        assert f"{name}: inputSchema" in reasons
+    assert "'array', not 'object'" in reasons and "tool0: listed twice" in reasons
 
 
 async def test_tool_definitions_keep_their_input_schema_bytes(log_path: Path) -> None:

@@ -71,6 +71,7 @@ p.add_argument(
 p.add_argument(
     "--malformed-tool", action="store_true", help="list a tool whose name is not a string"
 )
+p.add_argument("--extra-tools", help="a JSON array of tool definitions listed after the others")
 args = p.parse_args()
 
 out_lock = threading.Lock()
@@ -122,6 +123,8 @@ def tool_defs() -> list[dict]:
     ]
     if args.malformed_tool:
         tools.insert(1, {"name": 42, "inputSchema": {"type": "object"}})
+    if args.extra_tools:
+        tools += json.loads(args.extra_tools)
     return tools
 
 

@@ -1,0 +1,76 @@
+"""What a server's tool must look like before agents are shown it.
+
+``Tool`` keeps the schemas and icons as raw bytes, so any JSON decodes. But hosts
+validate the whole list they are given: the official SDKs refuse a ``tools/list``
+in which one tool's ``inputSchema`` is not an object, or its ``icons`` not an array,
+and then every tool of every server is gone for that host. So a tool whose input
+schema cannot be an object schema is left out (with the reason, as for other
+dropped tools), and an optional field of the wrong kind is left off the tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from protocol import mcp
+
+
+class _Root(msgspec.Struct):
+    type: Any = UNSET
+
+
+_root: Final = msgspec.json.Decoder(_Root)
+_OBJECT_TYPE: Final = Raw(b'{"type":"object"}')
+# How nearly every server writes it: seen at the start, the schema needs no decoding
+# (a list of 10,000 tools is checked at every start).
+_PLAIN: Final = (b'{"type":"object"', b'{"type": "object"')
+
+
+def _kind(raw: Raw) -> bytes:
+    """The first byte of a JSON value (a decoded Raw starts at its value): b"{" for an
+    object, b"[" for an array."""
+    return bytes(memoryview(raw)[:1])
+
+
+def checked(tool: mcp.Tool) -> tuple[mcp.Tool | None, str | None, list[str]]:
+    """The tool as agents may see it (None to leave it out), why it is left out, and
+    the optional fields taken off it."""
+    schema = tool.inputSchema
+    if bytes(memoryview(schema)[:17]).startswith(_PLAIN):
+        pass
+    elif _kind(schema) != b"{":
+        return None, f"inputSchema is not a JSON object ({_describe(schema)})", []
+    else:
+        root = _root.decode(schema)
+        if root.type is UNSET:
+            # Arguments are always an object, so saying so changes nothing for a
+            # validator; but TypeScript hosts refuse a schema without the type.
+            tool.inputSchema = _with_object_type(schema)
+        elif root.type != "object":
+            return None, f"inputSchema has type {root.type!r}, not 'object'", []
+    removed: list[str] = []
+    if isinstance(tool.outputSchema, Raw) and _kind(tool.outputSchema) != b"{":
+        tool.outputSchema = UNSET
+        removed.append("outputSchema")
+    if isinstance(tool.icons, Raw) and _kind(tool.icons) != b"[":
+        tool.icons = UNSET
+        removed.append("icons")
+    if isinstance(tool.execution, Raw) and _kind(tool.execution) != b"{":
+        tool.execution = UNSET
+        removed.append("execution")
+    return tool, None, removed
+
+
+def _with_object_type(schema: Raw) -> Raw:
+    body = bytes(schema).strip()[1:].lstrip()
+    if body == b"}":
+        return _OBJECT_TYPE
+    return Raw(b'{"type":"object",' + body)
+
+
+def _describe(raw: Raw) -> str:
+    text = bytes(raw).decode("utf-8", "replace").strip()
+    return text if len(text) <= 40 else text[:40] + "..."
