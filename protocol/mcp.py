@@ -166,11 +166,18 @@ class ContentKind(msgspec.Struct):
     text: Raw | UnsetType = UNSET
 
 
+class ResourceHead(msgspec.Struct):
+    """An embedded resource's text, which counts as a text block's does."""
+
+    text: str | UnsetType = UNSET
+
+
 class ContentHead(msgspec.Struct):
     """Enough of a content block to measure text."""
 
     type: str = ""
     text: str | UnsetType = UNSET
+    resource: ResourceHead | UnsetType = UNSET
 
 
 class CallToolResultFate(msgspec.Struct):
@@ -198,6 +205,7 @@ class CallToolResultHead(CallToolResultFate):
     """For a result that may need cutting: each block's text, to measure."""
 
     content: list[ContentHead] | None = None
+    structuredContent: Raw | UnsetType = UNSET
 
 
 class TextContent(msgspec.Struct, tag_field="type", tag="text", omit_defaults=True):

@@ -55,9 +55,11 @@ def shape_call_result(
     alias: str,
     capabilities: dict[str, Any] | None = None,
     tasks: bool = False,
+    structured: bool = False,
 ) -> tuple[Raw | dict[str, Any], bool]:
     """The result as the agent gets it, and whether its content may hold a URI to
-    rewrite (False only when every block's type is known and none is a resource)."""
+    rewrite (False only when every block's type is known and none is a resource).
+    ``structured``: the tool declared an outputSchema."""
     # Each character of text is at least one byte of JSON: a result no longer than the
     # budget cannot need cutting, and its texts need not be read.
     short = len(raw) <= budget
@@ -89,7 +91,14 @@ def shape_call_result(
                     return _malformed(alias, modern, exc)
         elif b.type in _LINKS:
             links = True
-    if total <= budget:
+            if isinstance(b, mcp.ContentHead) and isinstance(b.resource, mcp.ResourceHead):
+                embedded = b.resource.text
+                if isinstance(embedded, str):
+                    total += len(embedded)
+    data = head.structuredContent if isinstance(head, mcp.CallToolResultHead) else UNSET
+    # As JSON: how a host that shows structured content to the model shows it.
+    structured_size = len(data) if isinstance(data, Raw) else 0
+    if total <= budget and structured_size <= budget:
         if modern and head.resultType is None:
             fixed = msgspec.json.decode(raw)
             fixed["resultType"] = mcp.COMPLETE  # null is not a value agents accept
@@ -98,7 +107,7 @@ def shape_call_result(
             return _with_result_type(raw), links
         return raw, links
     result = msgspec.json.decode(raw)
-    _cut(result, budget, total)
+    _cut(result, budget, total, structured_size, structured)
     if modern:
         result["resultType"] = mcp.COMPLETE
     return result, links
@@ -142,34 +151,58 @@ def _with_result_type(raw: Raw) -> Raw:
     return Raw(b"".join((b"{", _RESULT_TYPE_FIELD, b",", rest)))
 
 
-def _cut(result: dict[str, Any], budget: int, total: int) -> None:
+def _cut(
+    result: dict[str, Any], budget: int, total: int, structured_size: int, required: bool
+) -> None:
     kept: list[Any] = []
     remaining = budget
     for block in result.get("content") or []:
-        if (
-            isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        ):
+        text, embedded = _block_text(block)
+        if text is not None:
             if remaining <= 0:
                 continue
-            text = block["text"]
             if len(text) > remaining:
-                block = dict(block, text=text[:remaining])
-            remaining -= len(block["text"])
+                text = text[:remaining]
+                if embedded:
+                    block = dict(block, resource=dict(block["resource"], text=text))
+                else:
+                    block = dict(block, text=text)
+            remaining -= len(text)
         kept.append(block)
-    cut = total - budget
-    kept.append(
-        {
-            "type": "text",
-            "text": (
-                f"[mcpd: {cut} more characters were cut here; this result was {total} "
-                f"characters and the budget is {budget}. Ask the tool for a smaller part "
-                "if you need the rest.]"
-            ),
-        }
-    )
+    notes = []
+    if total > budget:
+        notes.append(
+            f"[mcpd: {total - budget} more characters were cut here; this result was {total} "
+            f"characters and the budget is {budget}. Ask the tool for a smaller part "
+            "if you need the rest.]"
+        )
+    if structured_size > budget:
+        del result["structuredContent"]
+        notes.append(
+            f"[mcpd: the tool's structured result was left out: it was {structured_size} "
+            f"characters and the budget is {budget}. Ask the tool for a smaller part "
+            "if you need it.]"
+        )
+        if required:
+            # The tool promised structured content (an outputSchema): a host checks
+            # a successful result for it and fails the call with words of its own.
+            result["isError"] = True
+    kept += [{"type": "text", "text": note} for note in notes]
     result["content"] = kept
+
+
+def _block_text(block: Any) -> tuple[str | None, bool]:
+    """A block's text that counts against the budget, and whether it is an embedded
+    resource's."""
+    if not isinstance(block, dict):
+        return None, False
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        return block["text"], False
+    resource = block.get("resource")
+    if kind == "resource" and isinstance(resource, dict) and isinstance(resource.get("text"), str):
+        return resource["text"], True
+    return None, False
 
 
 def _input_required_text(alias: str, head: mcp.CallToolResultFate) -> str:

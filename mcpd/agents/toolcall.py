@@ -51,6 +51,7 @@ class Route(msgspec.Struct):
     # The agent takes task handles (io.modelcontextprotocol/tasks) for results.
     tasks: bool = False
     owner: Any = None  # whose call it is (a task it creates is that agent's alone)
+    structured: bool = False  # the tool has an outputSchema
 
 
 # The last step before a result is written, for a result that may hold links or task
@@ -94,7 +95,15 @@ def route_call(
     local = params.name
     params.name = entry.original
     caps = ctx.capabilities if modern and ctx is not None else None
-    return Route(params, entry.alias, modern, caps, local, modern and surface.has_tasks(caps))
+    return Route(
+        params,
+        entry.alias,
+        modern,
+        caps,
+        local,
+        modern and surface.has_tasks(caps),
+        structured=entry.tool.outputSchema is not UNSET,
+    )
 
 
 def start_call(
@@ -151,6 +160,7 @@ def call_reply(
         alias=route.alias,
         capabilities=route.capabilities,
         tasks=route.tasks,
+        structured=route.structured,
     )
     if finish is not None and (links or route.tasks):
         shaped = finish(route, shaped, links)

@@ -243,6 +243,43 @@ def test_cutting_keeps_the_other_fields_and_marks_a_modern_result_complete() -> 
     assert "resultType" not in legacy
 
 
+def embedded(s: str, uri: str = "file:///notes.md") -> dict[str, Any]:
+    return {"type": "resource", "resource": {"uri": uri, "mimeType": "text/markdown", "text": s}}
+
+
+def test_an_embedded_resources_text_counts_and_is_cut_like_a_text_block() -> None:
+    data = body(text("a" * 60), embedded("b" * 5000), text("c" * 10))
+    out = as_json(shape(data, budget=100, modern=False))
+    first, resource, _ = out["content"]
+    assert first == text("a" * 60)
+    assert resource["resource"] == {
+        "uri": "file:///notes.md",
+        "mimeType": "text/markdown",
+        "text": "b" * 40,
+    }
+    assert cut_count(out) == 5070 - 100
+
+
+def test_structured_content_over_the_budget_is_left_out_with_a_note() -> None:
+    rows = {"rows": ["r" * 50] * 100}
+    data = body(text("short"), structuredContent=rows)
+    out = as_json(shape(data, budget=1000, modern=False))
+    assert "structuredContent" not in out
+    assert out["content"][0] == text("short")
+    (note,) = texts(out)[1:]
+    assert "structured result was left out" in note and "budget is 1000" in note
+    assert "isError" not in out
+    # A tool with an outputSchema promised it: a host would fail the call in words of
+    # its own, so the result says it is an error, in mcpd's words.
+    promised = shape_call_result(
+        Raw(data), modern=True, budget=1000, alias="notes", structured=True
+    )[0]
+    assert as_json(promised)["isError"] is True
+    small = body(text("x" * 2000), structuredContent={"rows": 3})
+    kept = as_json(shape(small, budget=1000))
+    assert kept["structuredContent"] == {"rows": 3} and cut_count(kept) == 1000
+
+
 def test_the_budget_counts_characters_not_bytes() -> None:
     within = body(text("é" * 100))  # 200 bytes of UTF-8, 100 characters
     assert bytes(shape(within, budget=100, modern=False)) == within
