@@ -130,8 +130,9 @@ def run(args: argparse.Namespace) -> int:
                 raise ConnectError(f"config error: {exc}") from None
             config = Config()  # no config yet: the defaults
         # Where the running daemon answered, else where the daemon of this config listens.
-        sock = in_use.socket or daemon_socket_path(
-            args.socket, config.daemon.socket, runtime_dir=None
+        # Absolute: the host starts the bridge from a working directory of its own.
+        sock = os.path.abspath(
+            in_use.socket or daemon_socket_path(args.socket, config.daemon.socket, runtime_dir=None)
         )
         profile, table = profile_for(key, config, name, args.profile)
         suffix = "" if profile == DEFAULT_PROFILE else profile
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     if table is not None:
         _write_profile(path, profile, table)
     try:
-        written = write(key, target, new)
+        written = write(key, target, new, secret=bool(args.http))
     except HostConfigError as exc:
         raise ConnectError(str(exc)) from None
     _report(written, host(key).title)
@@ -193,6 +194,11 @@ def _write_profile(path: str, profile: str, table: dict[str, Any]) -> None:
 
 
 def _report(written: Written, what: str) -> None:
+    if written.tightened:
+        print(
+            f"{what}: {written.path} is now readable by its owner only: "
+            "it holds mcpd's token, which any profile and a reload accept"
+        )
     if not written.changed:
         print(f"{what}: {written.path} already has it")
         return

@@ -284,16 +284,21 @@ class Written(msgspec.Struct, frozen=True):
     path: Path
     backup: Path | None  # the previous file, when there was one and it changed
     changed: bool
+    tightened: bool = False  # others could read the file, and now cannot
 
 
-def write(key: str, path: str | os.PathLike[str], new: Entry) -> Written:
+def write(key: str, path: str | os.PathLike[str], new: Entry, *, secret: bool = False) -> Written:
     """Merge ``new`` into the file at ``path``: the old file is kept as
     ``FILE.bak-YYYYmmddHHMMSS``, the new one replaces it atomically with the same mode
-    (0600 for a new file: it may hold a token). Nothing is written if nothing changes."""
-    return replace_file(path, lambda before: merge(key, before, new))
+    (0600 for a new file: it may hold a token). With ``secret`` (the entry holds a
+    token), neither keeps any access for group or others. Nothing is written if
+    nothing changes."""
+    return replace_file(path, lambda before: merge(key, before, new), private=secret)
 
 
-def replace_file(path: str | os.PathLike[str], change: Callable[[str], str]) -> Written:
+def replace_file(
+    path: str | os.PathLike[str], change: Callable[[str], str], *, private: bool = False
+) -> Written:
     """``write`` for any edit: ``change`` gets the file's text ("" for none) and returns
     the new text, or raises HostConfigError to leave the file alone."""
     target = Path(path)
@@ -307,15 +312,26 @@ def replace_file(path: str | os.PathLike[str], change: Callable[[str], str]) -> 
         raise HostConfigError(f"{target}: not UTF-8 text") from None
     after = change(before or "")
     if after == before:
+        mode = target.stat().st_mode & 0o7777
+        if private and mode & 0o077:
+            os.chmod(target, mode & ~0o077)
+            return Written(target, None, False, True)
         return Written(target, None, False)
     target.parent.mkdir(parents=True, exist_ok=True)
     backup = None
     mode, owner = 0o600, None
+    tightened = False
     if before is not None:
         st = target.stat()
         mode, owner = st.st_mode & 0o7777, (st.st_uid, st.st_gid)
         backup = _backup_name(target)
         shutil.copy2(target, backup)
+        if private and mode & 0o077:
+            # The token lets whoever reads it act as the daemon's owner (any profile,
+            # a reload): a host's usual 0644 would hand it to every local user.
+            mode &= ~0o077
+            tightened = True
+            os.chmod(backup, mode)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -331,7 +347,7 @@ def replace_file(path: str | os.PathLike[str], change: Callable[[str], str]) -> 
             os.unlink(tmp)
         raise
     _fsync_dir(target.parent)
-    return Written(target, backup, True)
+    return Written(target, backup, True, tightened)
 
 
 def _backup_name(target: Path) -> Path:

@@ -157,3 +157,40 @@ async def test_gemini_cli_connects_through_what_mcpd_connect_writes(tmp_path: Pa
     argv = " ".join([body["command"], *body["args"]])
     assert argv.endswith("--profile gemini-cli")
     assert f"mcpd: {argv} (stdio) - Connected" in listing, listing
+
+
+async def test_a_token_written_into_a_readable_host_file_is_made_private(tmp_path: Path) -> None:
+    write_mcpd_config(tmp_path, 'http_listen = "127.0.0.1:8765"')
+    target = tmp_path / "cursor.json"
+    target.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}))
+    target.chmod(0o644)
+    code, out, err = await mcpd_connect(
+        tmp_path, "cursor", "--http", "--write", "--file", str(target)
+    )
+    assert code == 0, err
+    assert "Bearer" in target.read_text()
+    assert target.stat().st_mode & 0o077 == 0, "the token is readable by other users"
+    assert "readable by its owner only" in out
+    (backup,) = tmp_path.glob("cursor.json.bak-*")
+    assert backup.stat().st_mode & 0o077 == 0
+    # Written again unchanged, a file someone opened up again is closed again.
+    target.chmod(0o644)
+    code, out, _ = await mcpd_connect(
+        tmp_path, "cursor", "--http", "--write", "--file", str(target)
+    )
+    assert code == 0 and "already has it" in out and target.stat().st_mode & 0o077 == 0
+
+
+async def test_a_relative_socket_is_written_as_an_absolute_path(tmp_path: Path) -> None:
+    write_mcpd_config(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "CODEX_HOME")}
+    env["HOME"] = str(tmp_path / "home")
+    done = await trio.run_process(
+        [sys.executable, "-m", "mcpd", "connect", "claude-desktop", "--socket", "run/main.sock",
+         "--config", str(tmp_path / "mcpd.toml")],
+        capture_stdout=True, check=False, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0
+    body = printed_entry("claude-desktop", done.stdout.decode())[1]["mcpServers"]["mcpd"]
+    assert body["args"][:2] == ["bridge", "--socket"]
+    assert body["args"][2] == str(tmp_path / "run" / "main.sock")
