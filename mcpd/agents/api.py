@@ -53,6 +53,7 @@ CAPABILITIES: Final[dict[str, Any]] = {
     "prompts": {"listChanged": True},
     "resources": {"subscribe": True, "listChanged": True},
     "completions": {},
+    "logging": {},
     "extensions": {surface.TASKS_EXTENSION: {}},
 }
 _DEBOUNCE: Final = 0.2

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from msgspec import Raw
 
 from protocol import mcp
+from protocol.loglevels import LogMessage
 
 from ..config.model import DaemonConfig
 from ..registry.prompts import PromptEntry
@@ -159,6 +160,15 @@ class Offerings(Protocol):
 
     def on_task_news(self, listener: Callable[[str, Raw], None]) -> None:
         """``listener(alias, params)`` on each ``notifications/tasks`` of a watched task."""
+        ...
+
+    def want_logs(self, level_for: Callable[[str], str | None]) -> None:
+        """``level_for(alias)``: the most verbose log level agents want of that server
+        (None: none), asked again whenever what agents want changes."""
+        ...
+
+    def on_log_message(self, listener: Callable[[str, LogMessage], None]) -> None:
+        """``listener(alias, message)`` on each log message agents may be sent."""
         ...
 
 

@@ -17,12 +17,13 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol import mcp, surface
+from protocol import loglevels, mcp, surface
 from protocol.server import RequestContext
 
 from ..registry.views import ProfileView
 from ..servers.calls import Outcome
 from .backend import Backend, Control
+from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .relay import AgentSide, AskBack, agent_side
 from .resources import Subscriptions, list_resources, read
@@ -50,6 +51,7 @@ class Surface:
         self.askback = AskBack()
         self.tasks = Tasks(servers)
         self.subscriptions = Subscriptions(servers)
+        self.logs = AgentLogs(servers)
         # (connection, listen id) -> (which list changes it wants, its sender)
         self._listens: dict[tuple[int, rpc.Id], tuple[set[str], Callable[[bytes], None]]] = {}
         self._dirty = trio.Event()
@@ -65,6 +67,7 @@ class Surface:
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._unsubscribe,
             "completion/complete": self._complete,
+            "logging/setLevel": self._set_level,
             "tasks/get": self._task,
             "tasks/update": self._task,
             "tasks/cancel": self._task,
@@ -85,6 +88,7 @@ class Surface:
         """The agent disconnected: servers waiting for its answers get an error now."""
         self.askback.owner_gone(owner, "the agent disconnected")
         self.subscriptions.owner_gone(owner)
+        self.logs.owner_gone(owner)
 
     # -- tools/call through the ask-back driver --
 
@@ -204,6 +208,26 @@ class Surface:
         sees = self._sees(conn)[1]
         self.subscriptions.subscribe(owner, params.uri, conn.send_nowait, on, sees)
         return {}
+
+    async def _set_level(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        if ctx is not None and ctx.era == "modern":
+            raise rpc.RPCError(
+                rpc.METHOD_NOT_FOUND,
+                f"logging/setLevel belongs to the handshake protocol; put {mcp.KEY_LOG_LEVEL!r}"
+                " in a request's _meta",
+            )
+        level = loglevels.checked_level(req.params)
+        owner = agent_side(conn, ctx).owner
+        self.logs.set_level(owner, level, conn.send_nowait, self._sees_server(conn))
+        return {}
+
+    def _sees_server(self, conn: Any) -> SeesServer:
+        """Whether the agent's profile shows a server (asked anew each time: a reload
+        may change the profile)."""
+        view_of = self._view_of
+        if view_of is None:
+            return lambda alias: True
+        return lambda alias: view_of(conn).has_server(alias)
 
     async def _complete(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         return await complete(self.servers, req, ctx, *self._sees(conn))

@@ -15,10 +15,22 @@ from dataclasses import dataclass
 
 
 @dataclass
-class _Bucket:
+class Bucket:
+    """One source's budget: ``burst`` at once, then ``rate`` a second."""
+
     tokens: float
     stamp: float
     suppressed: int = 0
+
+    def take(self, now: float, burst: int, rate: float) -> bool:
+        """Whether one more may go now; what may not is counted in ``suppressed``."""
+        self.tokens = min(float(burst), self.tokens + (now - self.stamp) * rate)
+        self.stamp = now
+        if self.tokens < 1.0:
+            self.suppressed += 1
+            return False
+        self.tokens -= 1.0
+        return True
 
 
 class StderrRateLimiter:
@@ -36,7 +48,7 @@ class StderrRateLimiter:
         self.burst = burst
         self.rate = rate
         self.clock = clock
-        self._buckets: dict[str, _Bucket] = {}
+        self._buckets: dict[str, Bucket] = {}
 
     def admit(self, record: logging.LogRecord) -> list[logging.LogRecord]:
         if getattr(record, "mcpd_event", None) != "stderr":
@@ -45,13 +57,9 @@ class StderrRateLimiter:
         now = self.clock()
         bucket = self._buckets.get(server)
         if bucket is None:
-            bucket = self._buckets[server] = _Bucket(tokens=float(self.burst), stamp=now)
-        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.stamp) * self.rate)
-        bucket.stamp = now
-        if bucket.tokens < 1.0:
-            bucket.suppressed += 1
+            bucket = self._buckets[server] = Bucket(tokens=float(self.burst), stamp=now)
+        if not bucket.take(now, self.burst, self.rate):
             return []
-        bucket.tokens -= 1.0
         if bucket.suppressed:
             summary = self._summary(server, bucket.suppressed, record.name)
             bucket.suppressed = 0

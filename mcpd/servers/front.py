@@ -12,6 +12,7 @@ from typing import Any
 from msgspec import Raw
 
 from protocol import mcp
+from protocol.loglevels import LogMessage
 
 from ..registry.catalog import Catalog, catalog_of
 from ..registry.prompts import PromptEntry
@@ -22,6 +23,7 @@ from . import requests
 from .askback import Asker
 from .calls import CallRefused, Done, PendingCall
 from .lists import TaskNews, Updated
+from .logs import Heard
 from .outage import Outage, iso
 from .progress import Deliver
 from .runner import Runner
@@ -41,6 +43,8 @@ class Front:
         self._subscriptions: dict[tuple[str, str], int] = {}
         self._on_updated: list[Updated] = []
         self._on_task: list[TaskNews] = []
+        self._on_log: list[Heard] = []
+        self._log_level: Callable[[str], str | None] = lambda alias: None
 
     @property
     def version(self) -> int:
@@ -248,7 +252,20 @@ class Front:
     def on_task_news(self, listener: TaskNews) -> None:
         self._on_task.append(listener)
 
+    def want_logs(self, level_for: Callable[[str], str | None]) -> None:
+        """``level_for(alias)``: the most verbose level agents want of that server now."""
+        self._log_level = level_for
+        for runner in self._supervisor.runners.values():
+            self._hook(runner)
+            runner.logs.want(level_for(runner.alias))
+
+    def on_log_message(self, listener: Heard) -> None:
+        self._on_log.append(listener)
+
     def _hook(self, runner: Runner) -> None:
+        if runner.logs.on_message is None:
+            runner.logs.on_message = self._log_heard
+            runner.logs.want(self._log_level(runner.alias))
         if runner.surface.on_updated is not None:
             return
         runner.surface.on_updated = self._updated
@@ -261,6 +278,10 @@ class Front:
     def _updated(self, alias: str, uri: str) -> None:
         for listener in self._on_updated:
             listener(alias, uri)
+
+    def _log_heard(self, alias: str, message: LogMessage) -> None:
+        for listener in self._on_log:
+            listener(alias, message)
 
     def _task(self, alias: str, params: Raw) -> None:
         for listener in self._on_task:

@@ -116,8 +116,6 @@ class ListKeeper:
             self.request()
         elif method == "notifications/subscriptions/acknowledged":
             self._acknowledged(msg)
-        elif method == "notifications/message":
-            self._server_log(msg)
 
     def _acknowledged(self, msg: rpc.Notification) -> None:
         try:
@@ -135,14 +133,4 @@ class ListKeeper:
                 "is refreshed when its ttl runs out",
                 self.alias,
                 extra=log_extra(self.alias),
-            )
-
-    def _server_log(self, msg: rpc.Notification) -> None:
-        try:
-            data = msgspec.json.decode(msg.params or b"{}")
-        except msgspec.DecodeError:
-            return
-        if isinstance(data, dict):
-            logger.info(
-                "%s", str(data.get("data", ""))[:500], extra=log_extra(self.alias, "stderr")
             )

@@ -33,6 +33,7 @@ from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
 from .listing import ListKeeper
 from .lists import SurfaceKeeper
+from .logs import ServerLogs
 from .outage import Outage
 from .progress import Deliver, ProgressRoutes
 from .scheduler import CallScheduler
@@ -118,6 +119,7 @@ class Runner:
         self._ready: tuple[bool, str, int] = (False, "", 0)
         # Prompts, resources and templates; what the server asks back, and of whom.
         self.surface = SurfaceKeeper(alias, catalog_of(registry), self.wake, self.changed)
+        self.logs = ServerLogs(alias, self.wake)
         self.asks = AskRoutes(alias, lambda: self.config.daemon.ask_timeout)
         self.session = Session(
             alias,
@@ -128,6 +130,7 @@ class Runner:
             policy=self.policy,
             lists=self.lists,
             surface=self.surface,
+            logs=self.logs,
             progress=self.progress,
             scheduler=self.scheduler,
             auth=self.auth,

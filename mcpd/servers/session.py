@@ -26,6 +26,7 @@ from .handshake import ProtocolViolation
 from .health import Health
 from .listing import ListKeeper
 from .lists import SurfaceKeeper
+from .logs import ServerLogs
 from .progress import ProgressRoutes
 from .scheduler import CallScheduler
 from .upstream import ListResult, Upstream
@@ -49,6 +50,7 @@ class Session:
         policy: RestartPolicy,
         lists: ListKeeper,
         surface: SurfaceKeeper,
+        logs: ServerLogs,
         progress: ProgressRoutes,
         scheduler: CallScheduler,
         auth: ServerAuth | None,
@@ -61,6 +63,7 @@ class Session:
         self._policy = policy
         self._lists = lists
         self._surface = surface
+        self._logs = logs
         self._progress = progress
         self._scheduler = scheduler
         self._auth = auth
@@ -76,6 +79,7 @@ class Session:
         else:
             self._surface.on_notification(msg)
             self._lists.on_notification(msg)
+            self._logs.on_notification(msg)
 
     async def open(
         self, transport: Transport, *, http: bool, settings: DaemonConfig
@@ -93,6 +97,7 @@ class Session:
         try:
             with trio.fail_after(settings.list_timeout):
                 await up.connect()
+                self._logs.connected()
                 listing = await up.list_tools()
                 await self._fetch_surface(up)
         finally:
@@ -153,9 +158,11 @@ class Session:
             if self._lists.due:
                 await self._lists.refetch(up)
             await self._surface.tend(up)
+            if self._logs.due:
+                await self._logs.tend(up)
             deadline = self._health.next_wake(self._policy, now)
             self._wake = trio.Event()
-            if self._lists.due or self._surface.due:
+            if self._lists.due or self._surface.due or self._logs.due:
                 continue  # asked for while the loop was busy: that wake-up is gone
             with trio.move_on_at(deadline):
                 await self._wake.wait()

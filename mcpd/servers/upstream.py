@@ -76,6 +76,8 @@ class Upstream:
         # agents); modern servers learn each request's capabilities with the request.
         self.client_capabilities: dict[str, Any] = NO_CAPABILITIES
         self._plain_meta: mcp.Meta | None = None
+        # A modern server sends log messages only for requests that carry a level.
+        self.log_level: str | None = None
         # Per tool, the Mcp-Param-* headers its arguments are mirrored into (HTTP only).
         self._param_headers: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
 
@@ -321,6 +323,10 @@ class Upstream:
     def _call_meta(
         self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
     ) -> mcp.Meta:
+        if self.log_level is not None:
+            meta = request_meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
+            meta[mcp.KEY_LOG_LEVEL] = self.log_level
+            return meta
         if not capabilities and not _own_keys(agent_meta):
             # The common call carries nothing of the agent's own: one shared _meta
             # (encoded, never changed) instead of a new dict per call.

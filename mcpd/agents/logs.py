@@ -1,0 +1,79 @@
+"""Servers' log messages, for the agents that asked for them.
+
+A legacy agent asks with ``logging/setLevel``: from then on it gets, from every server
+its profile shows, each ``notifications/message`` at that level or a more severe one.
+An agent that never asked gets none. ``logger`` says which server spoke: the server's
+alias, or ``alias/logger`` when the server named a logger of its own; ``data`` is
+passed on as the server sent it. Each server is asked for the most verbose level any
+agent that sees it wants (``Offerings.want_logs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from protocol import jsonrpc as rpc
+from protocol import loglevels
+from protocol.loglevels import LogMessage
+
+from .backend import Offerings
+
+Send = Callable[[bytes], None]
+SeesServer = Callable[[str], bool]
+
+
+def _every_server(alias: str) -> bool:
+    return True
+
+
+@dataclass
+class _Asked:
+    rank: int
+    send: Send
+    sees: SeesServer
+
+
+class AgentLogs:
+    def __init__(self, servers: Offerings) -> None:
+        self._servers = servers
+        self._agents: dict[int, _Asked] = {}  # by id of the agent (its owner object)
+        servers.on_log_message(self.heard)
+
+    def set_level(
+        self, owner: object, level: str, send: Send, sees: SeesServer = _every_server
+    ) -> None:
+        rank = loglevels.rank(level)
+        assert rank is not None, "checked by the caller"
+        self._agents[id(owner)] = _Asked(rank, send, sees)
+        self._servers.want_logs(self.level_for)
+
+    def owner_gone(self, owner: object) -> None:
+        if self._agents.pop(id(owner), None) is not None:
+            self._servers.want_logs(self.level_for)
+
+    def level_for(self, alias: str) -> str | None:
+        """The most verbose level an agent that sees ``alias`` wants (None: none)."""
+        ranks = [a.rank for a in self._agents.values() if a.sees(alias)]
+        return loglevels.LEVELS[min(ranks)] if ranks else None
+
+    def heard(self, alias: str, message: LogMessage) -> None:
+        severity = loglevels.rank(message.level)
+        if severity is None:
+            return
+        line: bytes | None = None
+        for asked in list(self._agents.values()):
+            if severity < asked.rank or not asked.sees(alias):
+                continue
+            if line is None:
+                line = rpc.encode_notification(
+                    "notifications/message", as_agents_see(alias, message)
+                )
+            asked.send(line)  # a slow agent's queue is bounded: it misses some
+
+
+def as_agents_see(alias: str, message: LogMessage) -> LogMessage:
+    """The message with ``logger`` naming its server; the server's ``_meta`` (its
+    subscription or request tags) means nothing to an agent."""
+    name = alias if not message.logger else f"{alias}/{message.logger}"
+    return LogMessage(level=message.level, data=message.data, logger=name)

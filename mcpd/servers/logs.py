@@ -1,0 +1,108 @@
+"""One server's log messages (``notifications/message``): into mcpd's own log, out to
+the agents that asked for them, and the level the server is asked to send at.
+
+The level asked for is the most verbose any agent wants. A legacy server that offers
+``logging`` hears it by ``logging/setLevel``, again whenever it changes and after each
+reconnect; once no agent wants its messages any more it is set back to ``warning``
+(the handshake protocol has no "off"), so mcpd's log still gets what matters. A
+modern server has no session to set: the level goes in the ``_meta`` of each request.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final
+
+import msgspec
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol import loglevels
+from protocol.logfields import log_extra
+from protocol.loglevels import LogMessage
+
+from ..host.ratelimit import Bucket
+from .upstream import Upstream
+
+logger = logging.getLogger("mcpd.server")
+
+Heard = Callable[[str, LogMessage], None]  # (alias, the message as the server sent it)
+# What a legacy server is left at when no agent wants its messages any more.
+QUIET: Final = "warning"
+# A server's messages to agents: this many at once, then this many a second.
+BURST: Final = 50
+RATE: Final = 10.0
+
+
+class ServerLogs:
+    def __init__(self, alias: str, wake: Callable[[], None]) -> None:
+        self.alias = alias
+        self._wake = wake
+        self.on_message: Heard | None = None
+        self.wanted: str | None = None  # the most verbose level an agent wants
+        self.sent: str | None = None  # the level set on the current legacy session
+        self.due = False
+        self._bucket = Bucket(tokens=float(BURST), stamp=-1e18)
+
+    def want(self, level: str | None) -> None:
+        """Agents now want this server's messages at ``level`` or worse (None: none)."""
+        if level != self.wanted:
+            self.wanted = level
+            self.due = True
+            self._wake()
+
+    def connected(self) -> None:
+        """A new session: whatever was set on the last one is gone with it."""
+        self.sent = None
+        self.due = self.wanted is not None
+
+    async def tend(self, up: Upstream) -> None:
+        """From the server's own task: tell the server the level, if that is due."""
+        self.due = False
+        if up.era == "modern":
+            up.log_level = self.wanted
+            return
+        if not isinstance(up.capabilities.get("logging"), dict):
+            return
+        target = self.wanted if self.wanted is not None else (QUIET if self.sent else None)
+        if target is None or target == self.sent:
+            return
+        self.sent = target
+        try:
+            await up.request("logging/setLevel", loglevels.SetLevelParams(level=target))
+        except rpc.RPCError as exc:
+            logger.info(
+                "%s: logging/setLevel %s refused: %s",
+                self.alias,
+                target,
+                exc.message,
+                extra=log_extra(self.alias, reason=exc.message),
+            )
+
+    def on_notification(self, msg: rpc.Notification) -> None:
+        if msg.method != "notifications/message":
+            return
+        message = loglevels.decode_message(msg.params)
+        if message is None:
+            return
+        # What journalctl shows; the journal handler limits how much of it gets there.
+        logger.info("%s", loglevels.data_text(message), extra=log_extra(self.alias, "stderr"))
+        self._to_agents(message)
+
+    def _to_agents(self, message: LogMessage) -> None:
+        wanted = loglevels.rank(self.wanted)
+        severity = loglevels.rank(message.level)
+        if self.on_message is None or wanted is None or severity is None or severity < wanted:
+            return  # nobody asked for it: it must not use up the budget of what was
+        bucket = self._bucket
+        held = bucket.suppressed
+        if not bucket.take(trio.current_time(), BURST, RATE):
+            return
+        if held:
+            bucket.suppressed = 0
+            note = f"mcpd held back {held} log messages from this server (too many at once)"
+            self.on_message(
+                self.alias, LogMessage(level="warning", data=msgspec.Raw(msgspec.json.encode(note)))
+            )
+        self.on_message(self.alias, message)
