@@ -1,0 +1,104 @@
+"""Servers' log messages for agents: who gets which, named after which server, and
+what level each server is asked for."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from mcpd.agents.logs import AgentLogs
+from protocol import jsonrpc as rpc
+from protocol import loglevels
+from protocol.loglevels import LogMessage
+
+
+class FakeServers:
+    def __init__(self) -> None:
+        self.listener: Callable[[str, LogMessage], None] | None = None
+        self.level_for: Callable[[str], str | None] = lambda alias: None
+
+    def on_log_message(self, listener: Callable[[str, LogMessage], None]) -> None:
+        self.listener = listener
+
+    def want_logs(self, level_for: Callable[[str], str | None]) -> None:
+        self.level_for = level_for
+
+    def say(self, alias: str, level: str, data: Any, logger: str | None = None) -> None:
+        assert self.listener is not None
+        raw = msgspec.Raw(msgspec.json.encode(data))
+        msg = (
+            LogMessage(level=level, data=raw) if logger is None else LogMessage(level, raw, logger)
+        )
+        self.listener(alias, msg)
+
+
+class Agent:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def send(self, line: bytes) -> None:
+        self.lines.append(json.loads(line))
+
+    def levels(self) -> list[str]:
+        return [m["params"]["level"] for m in self.lines]
+
+
+def test_each_agent_gets_its_level_and_worse_and_one_that_never_asked_gets_none() -> None:
+    servers = FakeServers()
+    logs = AgentLogs(servers)  # type: ignore[arg-type]
+    verbose, severe, silent = Agent(), Agent(), Agent()
+    logs.set_level(verbose, "debug", verbose.send)
+    logs.set_level(severe, "error", severe.send)
+    for level in loglevels.LEVELS:
+        servers.say("notes", level, f"{level} happened")
+    assert verbose.levels() == list(loglevels.LEVELS)
+    assert severe.levels() == ["error", "critical", "alert", "emergency"]
+    assert silent.lines == []
+    assert servers.level_for("notes") == "debug"
+    logs.owner_gone(verbose)
+    assert servers.level_for("notes") == "error"
+    logs.owner_gone(severe)
+    assert servers.level_for("notes") is None
+
+
+def test_the_logger_names_the_server_and_the_data_is_kept() -> None:
+    servers = FakeServers()
+    logs = AgentLogs(servers)  # type: ignore[arg-type]
+    agent = Agent()
+    logs.set_level(agent, "info", agent.send)
+    servers.say("notes", "info", {"rows": [1, 2]})
+    servers.say("notes", "warning", "disk low", logger="storage")
+    assert [m["method"] for m in agent.lines] == ["notifications/message"] * 2
+    assert [m["params"] for m in agent.lines] == [
+        {"level": "info", "data": {"rows": [1, 2]}, "logger": "notes"},
+        {"level": "warning", "data": "disk low", "logger": "notes/storage"},
+    ]
+
+
+def test_an_agent_does_not_hear_servers_its_profile_hides() -> None:
+    servers = FakeServers()
+    logs = AgentLogs(servers)  # type: ignore[arg-type]
+    coder, everyone = Agent(), Agent()
+    logs.set_level(coder, "debug", coder.send, lambda alias: alias == "git")
+    logs.set_level(everyone, "warning", everyone.send)
+    servers.say("git", "info", "fetched")
+    servers.say("mail", "error", "smtp down")
+    assert [m["params"]["logger"] for m in coder.lines] == ["git"]
+    assert [m["params"]["logger"] for m in everyone.lines] == ["mail"]
+    # A server is asked only for what the agents that see it want.
+    assert servers.level_for("git") == "debug"
+    assert servers.level_for("mail") == "warning"
+
+
+@pytest.mark.parametrize("params", [b'{"level":"loud"}', b'{"level":3}', b"{}", None])
+def test_an_unknown_level_is_refused_naming_the_levels(params: bytes | None) -> None:
+    with pytest.raises(rpc.RPCError) as caught:
+        loglevels.checked_level(msgspec.Raw(params) if params is not None else None)
+    assert caught.value.code == rpc.INVALID_PARAMS
+    assert "debug, info, notice, warning, error, critical, alert, emergency" in (
+        caught.value.message
+    )
