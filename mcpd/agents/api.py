@@ -308,6 +308,20 @@ class Api(ProfileMethods):
         outages = servers.outages()
         if outages:
             text += " Current outages: " + " ".join(outages)
+        given = servers.instructions()
+        if given:
+            # Hosts put a server's instructions before the model; behind mcpd the
+            # servers' own would be lost, and some servers are not used well without.
+            limit = self.control.settings.result_budget_chars
+            text += (
+                "\n\nThe servers' own instructions follow, each under its name. They name "
+                "tools as the server does; here each is called by the name above."
+            )
+            for alias, said in given:
+                said = said.strip()
+                if len(said) > limit:
+                    said = said[:limit] + f" [mcpd: cut at {limit} characters]"
+                text += f"\n\n## {alias}\n\n{said}"
         return text
 
     # -- methods --

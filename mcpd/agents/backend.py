@@ -80,6 +80,11 @@ class Servers(Protocol):
         """One sentence per unavailable server (whose alias ``only`` admits)."""
         ...
 
+    def instructions(self, only: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
+        """(alias, text): the instructions each server (whose alias ``only`` admits) gave
+        when mcpd connected to it, in alias order."""
+        ...
+
     def down_for(
         self, name: str, only: Callable[[str], bool] | None = None, template: str | None = None
     ) -> str | None:

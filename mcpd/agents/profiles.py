@@ -83,6 +83,10 @@ class ProfileServers:
         has = self.view.has_server
         return self.base.outages(has if only is None else lambda a: has(a) and only(a))
 
+    def instructions(self, only: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
+        has = self.view.has_server
+        return self.base.instructions(has if only is None else lambda a: has(a) and only(a))
+
     def down_for(
         self, name: str, only: Callable[[str], bool] | None = None, template: str | None = None
     ) -> str | None:

@@ -126,6 +126,14 @@ class Front:
             if only(a) and not runners[a].available
         ]
 
+    def instructions(self, only: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
+        out = []
+        for alias, runner in sorted(self._supervisor.runners.items()):
+            text = runner.instructions
+            if text and (only is None or only(alias)):
+                out.append((alias, text))
+        return out
+
     def down_for(
         self, name: str, only: Callable[[str], bool] | None = None, template: str | None = None
     ) -> str | None:

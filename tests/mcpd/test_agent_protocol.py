@@ -272,3 +272,26 @@ async def test_a_reload_grants_and_revokes_access_by_group(tmp_path: Path) -> No
             write([str(uid)])
             await daemon.reload_config()
             assert await allowed(), "a group put into allow_groups by a reload was refused"
+
+
+async def test_agents_get_each_servers_own_instructions_under_its_name(tmp_path: Path) -> None:
+    cfg = make_config(
+        tmp_path,
+        {
+            "apples": server("--instructions", "Call pick before peel."),
+            "pears": server("--instructions", "Pears are soft: handle with care."),
+        },
+        profiles={"orchard": {"servers": ["apples"]}},
+    )
+    with trio.fail_after(30):
+        async with running(cfg) as daemon:
+            async with connect(daemon.socket_path, modern=False) as legacy:
+                said = (await legacy.initialize())["instructions"]
+            assert "## apples\n\nCall pick before peel." in said
+            assert "## pears\n\nPears are soft: handle with care." in said
+            assert said.index("## apples") < said.index("## pears")
+            async with connect(daemon.socket_path) as modern:
+                await modern.use_profile("orchard")
+                found = await modern.result("server/discover")
+            assert "Call pick before peel." in found["instructions"]
+            assert "Pears" not in found["instructions"], "a hidden server's instructions"

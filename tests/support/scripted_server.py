@@ -71,6 +71,7 @@ p.add_argument(
 p.add_argument(
     "--malformed-tool", action="store_true", help="list a tool whose name is not a string"
 )
+p.add_argument("--instructions", default="scripted", help="what the server tells models")
 p.add_argument("--extra-tools", help="a JSON array of tool definitions listed after the others")
 args = p.parse_args()
 
@@ -318,7 +319,7 @@ def handle(msg: dict) -> None:
                 "capabilities": {"tools": {"listChanged": True} if args.listen_end else {}},
                 "ttlMs": 0,
                 "cacheScope": "private",
-                "instructions": "scripted",
+                "instructions": args.instructions,
             },
         )
     elif method == "initialize":
