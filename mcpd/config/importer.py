@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .jsonc import objects, read_json
 from .model import ConfigError, ServerConfig
 from .oauth_hints import oauth_table
 
@@ -72,62 +73,6 @@ class Imported(msgspec.Struct):
     source: str
 
 
-class _Pairs(list[tuple[str, Any]]):
-    """A JSON object as decoded, duplicate keys and all."""
-
-
-def read_json(text: str) -> Any:
-    """JSON, also with // and /* */ comments and trailing commas (JSONC)."""
-    return json.loads(_strip_jsonc(text), object_pairs_hook=_Pairs)
-
-
-def _strip_jsonc(text: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            out.append(" ")
-        elif c in "]}":
-            # A trailing comma before a closing bracket: drop it.
-            k = len(out) - 1
-            while k >= 0 and out[k].isspace():
-                k -= 1
-            if k >= 0 and out[k] == ",":
-                out[k] = " "
-            out.append(c)
-            i += 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-def _objects(node: Any, path: str, notes: list[str]) -> Any:
-    """Plain dicts from decoded pairs; a repeated key is reported, the last one wins."""
-    if isinstance(node, _Pairs):
-        out: dict[str, Any] = {}
-        for key, value in node:
-            if key in out:
-                notes.append(f"{path}.{key}: the key appears more than once; the last one wins")
-            out[key] = _objects(value, f"{path}.{key}" if path else key, notes)
-        return out
-    if isinstance(node, list):
-        return [_objects(v, f"{path}[{i}]", notes) for i, v in enumerate(node)]
-    return node
-
-
 def import_file(path: str | os.PathLike[str]) -> Imported:
     p = Path(path)
     try:
@@ -145,7 +90,7 @@ def import_text(text: str, source: str) -> Imported:
     except ValueError as exc:
         raise ConfigError("", f"{source}: not valid JSON: {exc}") from None
     notes: list[str] = []
-    doc = _objects(raw, "", notes)
+    doc = objects(raw, "", notes)
     if not isinstance(doc, dict):
         raise ConfigError("", f"{source}: expected a JSON object at the top")
     found: list[tuple[str, str, Any]] = []  # (where, name, body)
