@@ -7,6 +7,10 @@ Two shapes exist in the wild:
   ``projects``), Cursor (``.cursor/mcp.json``).
 - ``{"servers": {NAME: {...}}, "inputs": [...]}``: VS Code's ``mcp.json`` (or the
   ``"mcp"`` object of its ``settings.json``), which may hold comments and trailing commas.
+- ``{"context_servers": {NAME: {...}}}``: Zed's ``settings.json`` (with comments).
+
+Windsurf's and Gemini CLI's ``mcpServers`` and Zed's entries have keys of their own;
+``import_hosts`` turns them into the common shape first.
 
 A server is ``command``/``args``/``env``/``cwd`` (stdio) or ``url``/``headers`` (HTTP),
 with an optional ``type``; an HTTP server's OAuth client settings become its ``[auth]``
@@ -27,6 +31,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .import_hosts import Dialect, dialect_of, normalize
 from .jsonc import objects, read_json
 from .model import ConfigError, ServerConfig
 from .oauth_hints import oauth_table
@@ -34,6 +39,8 @@ from .oauth_hints import oauth_table
 _ALIAS_BAD: Final = re.compile(r"[^A-Za-z0-9_-]+")
 _VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")
 _REF: Final = re.compile(r"\$\{([^}]*)\}|\$")
+# Gemini CLI also expands a bare $NAME.
+_REF_BARE: Final = re.compile(r"\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$")
 _SECRET_NAME: Final = re.compile(
     r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION|(^|_)PAT($|_)"
     r"|(^|_)KEY($|_)",
@@ -48,7 +55,6 @@ _HOST_ONLY: Final = frozenset(
     {
         "alwaysAllow",
         "autoApprove",
-        "disabledTools",
         "description",
         "gallery",
         "icon",
@@ -105,7 +111,9 @@ def import_text(text: str, source: str) -> Imported:
             inputs[item["id"]] = str(item.get("description") or "")
     if not found:
         raise ConfigError(
-            "", f'{source}: no MCP servers found (expected an "mcpServers" or "servers" object)'
+            "",
+            f'{source}: no MCP servers found (expected an "mcpServers", "servers" or '
+            '"context_servers" object)',
         )
     state = _Converter(_workspace(source), inputs, notes)
     servers: dict[str, dict[str, Any]] = {}
@@ -123,7 +131,7 @@ def import_text(text: str, source: str) -> Imported:
                 n += 1
             notes.append(f"{where}: another server named {alias!r}; imported as {alias}_{n}")
             alias = f"{alias}_{n}"
-        table = state.server(alias, where, body)
+        table = state.server(alias, where, body, dialect_of(source, where))
         if table is not None:
             servers[alias] = table
             bodies[alias] = body
@@ -136,6 +144,8 @@ def _server_tables(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         tables.append(("mcpServers", doc["mcpServers"]))
     if "servers" in doc:
         tables.append(("servers", doc["servers"]))
+    if "context_servers" in doc:  # Zed
+        tables.append(("context_servers", doc["context_servers"]))
     mcp = doc.get("mcp")
     if isinstance(mcp, dict) and "servers" in mcp:
         tables.append(("mcp.servers", mcp["servers"]))
@@ -168,11 +178,19 @@ class _Converter:
         self.notes = notes
         self.secrets: dict[tuple[str, ...], str] = {}
         self._taken: dict[str, str] = {}  # secret variable -> its value
+        self._refs = _REF
 
-    def server(self, alias: str, where: str, body: Any) -> dict[str, Any] | None:
+    def server(
+        self, alias: str, where: str, body: Any, dialect: Dialect = "common"
+    ) -> dict[str, Any] | None:
         if not isinstance(body, dict):
             self.notes.append(f"{where}: not an object; skipped")
             return None
+        shaped = normalize(body, where, dialect, self.notes)
+        if shaped is None:
+            return None
+        body, extra = shaped
+        self._refs = _REF_BARE if dialect == "gemini" else _REF
         kind = body.get("type")
         out: dict[str, Any] = {}
         val: Callable[[Any, str], str] = lambda v, key: self.value(v, f"{where}.{key}")  # noqa: E731
@@ -218,6 +236,7 @@ class _Converter:
             elif key not in {"type", "command", "args", "env", "cwd", "envFile", "url",
                              "headers", "disabled", "oauth", "auth"}:  # fmt: skip
                 self.notes.append(f"{where}.{key}: unknown key; not imported")
+        extra.apply(out)
         table = {k: v for k, v in out.items() if v not in ({}, [])}
         try:
             msgspec.convert(table, ServerConfig)
@@ -262,9 +281,11 @@ class _Converter:
         def sub(m: re.Match[str]) -> str:
             if m.group(0) == "$":
                 return "$$"  # these hosts pass "$" through as it is; mcpd would expand it
+            if m.group(1) is None:
+                return f"${{{m.group(2)}}}"
             return self._reference(m.group(1), where)
 
-        return _REF.sub(sub, value)
+        return self._refs.sub(sub, value)
 
     def _reference(self, body: str, where: str) -> str:
         kind, _, rest = body.partition(":")

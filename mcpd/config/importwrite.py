@@ -46,10 +46,11 @@ def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None
         out += ["#", "# Notes:"] + [f"#   {_line(n)}" for n in imported.notes]
     for alias, table in imported.servers.items():
         out += ["", f"[servers.{_key(alias)}]"]
-        for key in ("command", "args", "cwd", "url", "transport", "enabled"):
+        for key in ("command", "args", "cwd", "url", "transport", "enabled", "call_timeout",
+                    "trusted"):  # fmt: skip
             if key in table:
                 out.append(f"{key} = {_toml_value(table[key])}")
-        for sub in ("env", "headers", "auth"):
+        for sub in ("env", "headers", "auth", "tools"):
             items = table.get(sub)
             if not items:
                 continue
@@ -76,8 +77,8 @@ def _key(key: str) -> str:
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
+    if isinstance(value, int | float):
+        return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     # A JSON string is a TOML basic string, except that TOML also wants DEL escaped.
