@@ -100,9 +100,11 @@ def _unstartable(config: Config) -> list[str]:
 def cmd_import(args: argparse.Namespace) -> int:
     from ..config.importer import import_file
     from ..config.importwrite import move_secrets, secrets_dir, to_toml
+    from .import_sources import import_source
 
+    source = import_source(args.path)
     try:
-        imported = import_file(args.path)
+        imported = import_file(source)
     except ConfigError as exc:
         fail(EX_CONFIG, f"cannot import: {exc}")
     moved = {}
@@ -125,7 +127,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     if imported.notes:
         extra.append(f"{len(imported.notes)} note(s)")
     print(
-        f"mcpd: imported {len(imported.servers)} server(s) from {args.path}"
+        f"mcpd: imported {len(imported.servers)} server(s) from {source}"
         + (f"; {', '.join(extra)} (see the comments at the top)" if extra else ""),
         file=sys.stderr,
     )

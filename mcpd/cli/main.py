@@ -119,11 +119,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     if want("import"):
         from .config_cmds import cmd_import
+        from .import_sources import HOST_NAMES
 
-        im = sub.add_parser(
-            "import", help="print mcpd TOML for another host's mcpServers / VS Code mcp.json file"
+        im = sub.add_parser("import", help="print mcpd TOML for another MCP host's servers")
+        im.add_argument(
+            "path",
+            metavar="PATH|HOST",
+            help="a host's file (claude_desktop_config.json, .mcp.json, .vscode/mcp.json, ...) "
+            "or a host whose user-wide file to read: " + ", ".join(HOST_NAMES),
         )
-        im.add_argument("path", help="e.g. claude_desktop_config.json, .mcp.json, .vscode/mcp.json")
         im.add_argument("-o", "--output", help="write the TOML to this file instead of stdout")
         im.add_argument("--force", action="store_true", help="replace --output if it exists")
         im.set_defaults(func=cmd_import)

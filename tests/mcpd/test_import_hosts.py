@@ -1,8 +1,8 @@
 """``mcpd import`` of the hosts whose entries have keys of their own: Windsurf's
 ``serverUrl`` and ``disabledTools``, Gemini CLI's ``httpUrl``, SSE ``url``,
-``timeout``, ``trust`` and tool lists, Zed's ``context_servers`` in both forms. The
-written config passes ``check-config``, and served, shows only the tools the user had
-left on."""
+``timeout``, ``trust`` and tool lists, Zed's ``context_servers`` in both forms; and
+``mcpd import HOST``, which reads the host's own file. The written config passes
+``check-config``, and served, shows only the tools the user had left on."""
 
 from __future__ import annotations
 
@@ -123,6 +123,33 @@ def test_zed_context_servers_in_both_forms_and_extensions_reported(tmp_path: Pat
     assert "context_servers.mcp-server-context7: provided by a Zed extension" in text
     assert "unknown key" not in text
     write_and_check(SAMPLES / "zed/.config/zed/settings.json", tmp_path, LINEAR_TOKEN="t")
+
+
+# -- the host's own file, by name --
+
+
+def test_import_by_host_name_reads_the_hosts_user_file(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for sample, where in (
+        ("windsurf/.codeium/windsurf/mcp_config.json", ".codeium/windsurf/mcp_config.json"),
+        ("gemini-cli/.gemini/settings.json", ".gemini/settings.json"),
+        ("zed/.config/zed/settings.json", ".config/zed/settings.json"),
+    ):
+        (home / where).parent.mkdir(parents=True)
+        (home / where).write_text((SAMPLES / sample).read_text())
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    for name, alias, where in (
+        ("windsurf", "figma", ".codeium/windsurf/mcp_config.json"),
+        ("gemini-cli", "httpServer", ".gemini/settings.json"),
+        ("zed", "sqlite", ".config/zed/settings.json"),
+    ):
+        proc = mcpd("import", name, **env)
+        assert proc.returncode == 0, proc.stderr
+        assert alias in tomllib.loads(proc.stdout)["servers"]
+        assert f"from {home / where}" in proc.stderr
+    missing = mcpd("import", "windsurf", HOME=str(tmp_path / "nobody"))
+    assert missing.returncode == 78
+    assert f"{tmp_path}/nobody/.codeium/windsurf/mcp_config.json" in missing.stderr
 
 
 # -- served: the tools the user turned off stay off --
