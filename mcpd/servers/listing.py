@@ -26,6 +26,9 @@ from .upstream import ListResult, Upstream
 logger = logging.getLogger("mcpd.server")
 
 _MIN_REFRESH: Final = 1.0
+# More announcements than this for one fetch is a server in a loop, said once a minute.
+_FLOOD: Final = 20
+_FLOOD_LOG_EVERY: Final = 60.0
 
 
 class ListKeeper:
@@ -51,6 +54,8 @@ class ListKeeper:
         self.ttl_ms = 0
         self.cache_scope: str | None = None
         self.dropped: list[str] = []
+        self._announced = 0  # list_changed heard since the last fetch began
+        self._flood_logged = -math.inf
 
     def listed(self, listing: ListResult) -> None:
         self._listed_at = trio.current_time()
@@ -76,7 +81,23 @@ class ListKeeper:
             self.request()
 
     async def refetch(self, up: Upstream) -> None:
+        # At most one fetch a second: a server announcing changes in a loop had its
+        # list fetched hundreds of times a second. What is announced while this waits
+        # is in the list fetched after it.
+        await trio.sleep_until(self._listed_at + _MIN_REFRESH)
         self.due = False
+        if self._announced > _FLOOD:
+            now = trio.current_time()
+            if now >= self._flood_logged + _FLOOD_LOG_EVERY:
+                self._flood_logged = now
+                logger.warning(
+                    "%s: announced %d tool-list changes in about a second; its list is "
+                    "fetched at most once a second",
+                    self.alias,
+                    self._announced,
+                    extra=log_extra(self.alias, reason="tool-list change flood"),
+                )
+        self._announced = 0
         self.refetches += 1
         listing = await up.list_tools()
         self.listed(listing)
@@ -113,6 +134,7 @@ class ListKeeper:
     def on_notification(self, msg: rpc.Notification) -> None:
         method = msg.method
         if method == "notifications/tools/list_changed":
+            self._announced += 1
             self.request()
         elif method == "notifications/subscriptions/acknowledged":
             self._acknowledged(msg)
