@@ -35,7 +35,7 @@ def start_early(config: Config, socket: str | None) -> list[int]:
         return []
     pids = []
     for alias, cfg in config.servers.items():
-        if not cfg.enabled or cfg.start == "lazy" or cfg.command is None:
+        if not cfg.enabled or cfg.unresolved or cfg.start == "lazy" or cfg.command is None:
             continue
         argv = [cfg.command, *cfg.args]
         try:

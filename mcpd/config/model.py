@@ -149,6 +149,10 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     idle_stop: float = 300.0
     # OAuth for HTTP servers; None: OAuth login when the server asks for it.
     auth: AuthConfig | None = None
+    # Set by mcpd, not a config key: why the server cannot start here (a variable not
+    # set, a secret file it cannot read), the same words a config error would use. The
+    # values that could not be expanded are left as written.
+    unresolved: str | None = None
 
     # stdio for a command; for a URL, "http" (Streamable HTTP, falling back to the old
     # HTTP+SSE transport when a server turns out to speak only that) or "sse" (the old

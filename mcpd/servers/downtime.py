@@ -98,8 +98,21 @@ class Downtime:
             self.events.event(logging.WARNING, "needs_login", message, reason, depth=2)
         self.set_phase("needs_login", reason)
 
+    def cannot_start(self, reason: str) -> None:
+        """The server's config cannot be expanded here (``ServerConfig.unresolved``).
+        Not retried: nothing changes until the environment or the secret file does, and
+        then a reload re-reads the config (a changed server gets a new runner)."""
+        if self.down_since is None:
+            self.down_since = trio.current_time()
+        self.retry_at = None
+        message = f"cannot start: {reason}"
+        self.events.event(logging.ERROR, "config_error", message, reason, depth=2)
+        self.set_phase("config_error", reason)
+
     async def until_retry(self) -> None:
         """Until the next attempt is worth making: its restart time, or a new login."""
+        if self.phase == "config_error":
+            await trio.sleep_forever()
         if self.phase == "needs_login" and self._login_changed is not None:
             # Retrying cannot help; a login can (`mcpd auth login`).
             await self._login_changed()

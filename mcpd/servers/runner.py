@@ -203,6 +203,10 @@ class Runner:
             self.scheduler.fail_queued(self.outage())
 
     async def _attempt_once(self) -> None:
+        if self.cfg.unresolved is not None:
+            self.downtime.cannot_start(self.cfg.unresolved)
+            self.first_attempt.set()
+            return
         transport: Transport | None = None
         try:
             try:

@@ -64,7 +64,9 @@ class Supervisor:
         catalog = catalog_of(self.registry)
         if catalog is not None:
             catalog.prompts.set_rules(alias, cfg.prompts)
-        kind = LazyRunner if cfg.start == "lazy" else Runner
+        # A lazy server that cannot start has no idle time to wait out: it is shown
+        # down from the start, as any other.
+        kind = LazyRunner if cfg.start == "lazy" and cfg.unresolved is None else Runner
         runner = kind(
             alias, cfg, self.config, self.registry, self.on_change, self.transport_factory
         )
