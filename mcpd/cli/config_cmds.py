@@ -67,6 +67,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             flags.append("trusted")
         if not s.enabled:
             flags.append("disabled")
+        elif s.unresolved is not None:
+            flags.append("cannot start")
         if s.start == "lazy":
             flags.append("lazy")
         if s.auth is not None:
@@ -78,12 +80,16 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def _unstartable(config: Config) -> list[str]:
-    """Enabled stdio servers whose command cannot be run from here, found as their start
-    would find it. Warnings, not errors: a service may run with another PATH."""
+    """Enabled servers that cannot start from here: a variable or secret file their table
+    needs, or a stdio command not found as their start would find it. Warnings, not
+    errors: a service may run with another environment, and the other servers run."""
     from transports.launch import environment, resolve
 
     out = []
     for alias, s in sorted(config.servers.items()):
+        if s.enabled and s.unresolved is not None:
+            out.append(f"{s.unresolved}; the server will not start")
+            continue
         if not s.enabled or s.command is None:
             continue
         try:

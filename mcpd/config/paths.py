@@ -92,7 +92,7 @@ def configured_socket(path: str, env: Mapping[str, str] | None = None) -> str | 
         return None
     if "$" not in socket:
         return socket
-    from .load import expand  # the daemon expands ${VAR} in it: so must the client
+    from .expand import expand  # the daemon expands ${VAR} in it: so must the client
 
     try:
         return expand(socket, "daemon.socket", env) or None

@@ -195,17 +195,21 @@ def test_expand(value: str, env: dict[str, str], expected: str) -> None:
     assert expand(value, "k", env) == expected
 
 
-def test_an_unset_variable_without_default_is_an_error_naming_the_key() -> None:
-    err = error_of(EXAMPLE, env={"HOME": "/home/ada"})
-    assert err.path == "servers.tickets.headers.Authorization"
-    assert "TICKETS_TOKEN" in str(err)
-    assert "not set" in str(err)
+def test_an_unset_variable_without_default_stops_only_its_server_naming_the_key() -> None:
+    config = parse_toml(EXAMPLE, env={"HOME": "/home/ada"})
+    assert config.servers["tickets"].unresolved == (
+        "servers.tickets.headers.Authorization: environment variable TICKETS_TOKEN "
+        "is not set (use ${TICKETS_TOKEN:-default})"
+    )
+    assert config.servers["notes"].unresolved is None
+    assert config.servers["notes"].env == {"NOTES_DIR": "/home/ada/notes"}
 
 
 def test_an_unset_variable_in_a_list_names_the_item() -> None:
-    err = error_of('[servers.s]\ncommand = "x"\nargs = ["a", "${NOPE}"]\n', env={})
-    assert err.path == "servers.s.args[1]"
-    assert "NOPE" in str(err)
+    config = parse_toml('[servers.s]\ncommand = "x"\nargs = ["a", "${NOPE}"]\n', env={})
+    reason = config.servers["s"].unresolved
+    assert reason is not None and reason.startswith("servers.s.args[1]: ")
+    assert "NOPE" in reason
 
 
 @pytest.mark.parametrize("ref", ["${}", "${1A}", "${A-B}", "${A B}", "${:-x}"])
@@ -462,7 +466,12 @@ def test_check_config_prints_the_servers_and_exits_0(tmp_path: Path) -> None:
     ("text", "env", "expected"),
     [
         ('[servers.notes]\ncomand = "python3"\n', {}, "servers.notes.comand: unknown key"),
-        (EXAMPLE, {"HOME": "/home/ada"}, "servers.tickets.headers.Authorization"),
+        # Outside a server's table an unset variable still stops the whole config.
+        (
+            '[daemon]\nsocket = "${NO_SUCH_DIR}/mcpd.sock"\n',
+            {},
+            "config error: daemon.socket: environment variable NO_SUCH_DIR is not set",
+        ),
         ('[servers."a b"]\ncommand = "x"\n', {}, "servers.a b"),
         ('[servers.h]\nurl = "ftp://h"\n', {}, "servers.h.url"),
         ("[servers.notes\n", {}, "not valid TOML"),
@@ -475,6 +484,61 @@ def test_check_config_exits_78_naming_the_bad_key(
     assert proc.returncode == EX_CONFIG == 78
     assert expected in proc.stderr
     assert proc.stdout == ""
+
+
+OFF_AND_BROKEN = """\
+[servers.time]
+command = "python3"
+args = ["-m", "mcpd.demo.notes"]
+
+[servers.off]
+enabled = false
+command = "${NOT_SET_ANYWHERE}"
+cwd = "${file:/nonexistent/dir}"
+env = { TOKEN = "${NOT_SET_ANYWHERE}", KEY = "${file:/nonexistent/key}" }
+
+[servers.broken]
+command = "python3"
+env = { TOKEN = "${NOT_SET_ANYWHERE}" }
+"""
+
+
+def test_check_config_warns_of_a_server_that_cannot_start_and_ignores_a_disabled_one(
+    tmp_path: Path,
+) -> None:
+    proc = check_config(write(tmp_path, OFF_AND_BROKEN), {})
+    assert proc.returncode == 0, proc.stderr
+    assert "3 server(s)" in proc.stdout
+    off = next(line for line in proc.stdout.splitlines() if line.strip().startswith("off"))
+    assert "disabled" in off
+    assert proc.stderr.splitlines() == [
+        "warning: servers.broken.env.TOKEN: environment variable NOT_SET_ANYWHERE is not set "
+        "(use ${NOT_SET_ANYWHERE:-default}); the server will not start"
+    ]
+
+
+def test_a_disabled_server_is_not_expanded_but_its_references_must_be_well_formed() -> None:
+    config = parse_toml(OFF_AND_BROKEN, env={})
+    off = config.servers["off"]
+    assert off.unresolved is None and off.env["TOKEN"] == "${NOT_SET_ANYWHERE}"
+    err = error_of('[servers.off]\nenabled = false\ncommand = "${1A}"\n', env={})
+    assert err.path == "servers.off.command" and "bad variable reference" in err.message
+    # A value known only once expanded is checked then, not as written.
+    for enabled in ("false", "true"):
+        config = parse_toml(f'[servers.w]\nenabled = {enabled}\nurl = "${{URL}}"\n', env={})
+        assert config.servers["w"].url == "${URL}"
+    # What does not depend on a variable is still checked.
+    err = error_of('[servers.off]\nenabled = false\nurl = "ftp://${HOST}"\ncomand = "x"\n')
+    assert str(err) == "servers.off.comand: unknown key"
+
+
+def test_a_server_that_cannot_start_is_still_checked_for_types_and_keys() -> None:
+    err = error_of('[servers.s]\ncommand = "${NOPE}"\nargs = "not a list"\n', env={})
+    assert err.path == "servers.s.args"
+    err = error_of('[servers.s]\ncommand = "${NOPE}"\nunresolved = "x"\n', env={})
+    assert str(err) == "servers.s.unresolved: unknown key"
+    err = error_of('[servers.s]\ncommand = "${NOPE}"\nmax_concurrency = 0\n', env={})
+    assert err.path == "servers.s.max_concurrency"
 
 
 def test_check_config_on_a_missing_file_exits_78(tmp_path: Path) -> None:

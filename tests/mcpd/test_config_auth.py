@@ -111,10 +111,9 @@ def test_a_secret_file_anyone_can_read_is_refused(tmp_path: Path) -> None:
         f'[servers.t]\nurl = "{URL}"\n[servers.t.auth]\nclient_id = "c"\n'
         f'client_secret = "${{file:{secret}}}"\n'
     )
-    with pytest.raises(ConfigError) as info:
-        load(path, env={})
-    assert info.value.path == "servers.t.auth.client_secret"
-    assert "s3cret-value" not in str(info.value)
+    reason = load(path, env={}).servers["t"].unresolved
+    assert reason is not None and reason.startswith("servers.t.auth.client_secret: ")
+    assert "s3cret-value" not in reason
     os.chmod(secret, 0o600)
     auth = load(path, env={}).servers["t"].auth
     assert auth is not None and auth.client_secret == "s3cret-value"

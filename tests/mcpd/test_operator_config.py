@@ -25,6 +25,13 @@ def error_of(text: str, env: dict[str, str] | None = None) -> ConfigError:
     return info.value
 
 
+def unresolved_of(text: str, env: dict[str, str] | None = None) -> str:
+    """Why server ``s`` cannot start (a secret it cannot have stops it, not the config)."""
+    reason = parse_toml(text, env).servers["s"].unresolved
+    assert reason is not None
+    return reason
+
+
 CURATED = """\
 [servers.files]
 command = "fs-server"
@@ -130,22 +137,27 @@ def test_a_relative_file_secret_comes_from_the_credentials_directory(tmp_path: P
         env={"CREDENTIALS_DIRECTORY": str(tmp_path)},
     )
     assert config.servers["s"].env["TOKEN"] == "from-systemd"
-    err = error_of('[servers.s]\ncommand = "x"\nenv = { TOKEN = "${file:token}" }\n')
-    assert err.path == "servers.s.env.TOKEN"
-    assert "CREDENTIALS_DIRECTORY" in err.message
+    reason = unresolved_of('[servers.s]\ncommand = "x"\nenv = { TOKEN = "${file:token}" }\n')
+    assert reason.startswith("servers.s.env.TOKEN: ")
+    assert "CREDENTIALS_DIRECTORY" in reason
 
 
 def test_a_world_readable_secret_file_is_refused_without_showing_it(tmp_path: Path) -> None:
     path = secret_file(tmp_path, "do-not-print-me\n", 0o644)
-    err = error_of(f'[servers.s]\ncommand = "x"\nenv = {{ TOKEN = "${{file:{path}}}" }}\n')
-    assert err.path == "servers.s.env.TOKEN"
-    assert "readable by every user" in err.message and "chmod o-r" in err.message
-    assert "do-not-print-me" not in str(err)
+    reason = unresolved_of(f'[servers.s]\ncommand = "x"\nenv = {{ TOKEN = "${{file:{path}}}" }}\n')
+    assert reason.startswith("servers.s.env.TOKEN: ")
+    assert "readable by every user" in reason and "chmod o-r" in reason
+    assert "do-not-print-me" not in reason
 
 
-def test_a_missing_secret_file_is_a_config_error(tmp_path: Path) -> None:
-    err = error_of(f'[servers.s]\ncommand = "${{file:{tmp_path}/nope}}"\n')
-    assert err.path == "servers.s.command"
+def test_a_missing_secret_file_stops_its_server_naming_the_key(tmp_path: Path) -> None:
+    reason = unresolved_of(f'[servers.s]\ncommand = "${{file:{tmp_path}/nope}}"\n')
+    assert reason == f"servers.s.command: secret file '{tmp_path}/nope' does not exist"
+
+
+def test_a_secret_file_outside_a_server_is_still_a_config_error(tmp_path: Path) -> None:
+    err = error_of(f'[daemon]\nsocket = "${{file:{tmp_path}/nope}}"\n')
+    assert err.path == "daemon.socket"
     assert "does not exist" in err.message
 
 
@@ -196,5 +208,4 @@ def test_file_secrets_need_the_file_to_be_private_even_for_root(tmp_path: Path) 
     # Root can read anything, so the mode, not a failed open, is what refuses it.
     path = secret_file(tmp_path, "x", 0o604)
     assert os.stat(path).st_mode & 0o004
-    with pytest.raises(ConfigError, match="readable by every user"):
-        parse_toml(f'[servers.s]\ncommand = "${{file:{path}}}"\n')
+    assert "readable by every user" in unresolved_of(f'[servers.s]\ncommand = "${{file:{path}}}"\n')

@@ -1,0 +1,118 @@
+"""``${...}`` in the config's strings: ``${VAR}`` and ``${VAR:-default}`` from the
+environment, ``${file:PATH}`` from a secret file, ``$$`` for a literal ``$``.
+
+A reference that is badly written is a mistake in the file, wherever it is. One that is
+well written but cannot be resolved here (a variable not set, a file that cannot be
+read) is a fact about this machine: inside a server's table it keeps that server from
+starting and nothing else, and a disabled server's table is not expanded at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import msgspec
+
+from .model import ConfigError
+from .secrets import SecretError, read_secret
+
+_VAR_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VAR_RE: Final = re.compile(r"\$\$|\$\{([^}]*)\}")
+
+
+class Unresolved(ConfigError):
+    """A well-formed reference with nothing to resolve it to on this machine."""
+
+
+def _check_reference(body: str, path: str) -> None:
+    if body.startswith("file:"):
+        if not body[len("file:") :]:
+            raise ConfigError(path, "${file:...} needs a path")
+        return
+    name = body.partition(":-")[0]
+    if not _VAR_NAME_RE.match(name):
+        raise ConfigError(path, f"bad variable reference ${{{body}}}")
+
+
+def expand(value: str, path: str, env: Mapping[str, str]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        body = m.group(1)
+        _check_reference(body, path)
+        if body.startswith("file:"):
+            try:
+                return read_secret(body[len("file:") :], env)
+            except SecretError as exc:
+                raise Unresolved(path, str(exc)) from None
+        name, sep, default = body.partition(":-")
+        value = env.get(name)
+        if value is not None and (value or not sep):
+            return value
+        if sep:  # as in the shell, ":-" also replaces a variable set to ""
+            return default
+        raise Unresolved(path, f"environment variable {name} is not set (use ${{{name}:-default}})")
+
+    return _VAR_RE.sub(sub, value)
+
+
+def _walk(node: Any, path: str, on_str: Callable[[str, str], str]) -> Any:
+    if isinstance(node, str):
+        return on_str(node, path)
+    if isinstance(node, dict):
+        return {k: _walk(v, f"{path}.{k}" if path else k, on_str) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_walk(v, f"{path}[{i}]", on_str) for i, v in enumerate(node)]
+    return node
+
+
+def expand_tree(node: Any, path: str, env: Mapping[str, str]) -> Any:
+    """Every string under ``node`` expanded; any reference that fails is an error."""
+    return _walk(node, path, lambda value, where: expand(value, where, env))
+
+
+class ServerTable(msgspec.Struct, frozen=True):
+    """One ``[servers.X]`` table, expanded as far as it can be."""
+
+    body: Any  # the table as TOML gave it (a dict unless the file is wrong), strings expanded
+    # Why the server cannot start: the first reference that could not be resolved.
+    unresolved: str | None = None
+    # The key paths whose strings were left as written, so nothing is known of their
+    # values yet (validation of them waits until they are expanded).
+    unknown: frozenset[str] = frozenset()
+
+
+def expand_server(body: Any, where: str, env: Mapping[str, str]) -> ServerTable:
+    if isinstance(body, dict) and body.get("enabled") is False:
+        return _unexpanded(body, where)
+    problems: list[Unresolved] = []
+    unknown: set[str] = set()
+
+    def on_str(value: str, path: str) -> str:
+        try:
+            return expand(value, path, env)
+        except Unresolved as exc:
+            problems.append(exc)
+            unknown.add(path)
+            return value
+
+    expanded = _walk(body, where, on_str)
+    return ServerTable(expanded, str(problems[0]) if problems else None, frozenset(unknown))
+
+
+def _unexpanded(body: dict[str, Any], where: str) -> ServerTable:
+    """A disabled server: its variables and files may be missing, but a reference
+    written wrongly is still an error in the file."""
+    unknown: set[str] = set()
+
+    def on_str(value: str, path: str) -> str:
+        for m in _VAR_RE.finditer(value):
+            if m.group(1) is not None:
+                _check_reference(m.group(1), path)
+                unknown.add(path)
+        return value
+
+    _walk(body, where, on_str)
+    return ServerTable(body, None, frozenset(unknown))

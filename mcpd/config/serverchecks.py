@@ -1,0 +1,132 @@
+"""What a server's table must satisfy beyond its types, one error at a time.
+
+Errors are yielded in the order the checks run, so that the caller can pass over those
+about values not known yet (left unexpanded) and still see the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Iterator
+
+from .model import ALIAS_RE, AuthConfig, ConfigError, ServerConfig, ToolsConfig
+
+
+def check_server(alias: str, s: ServerConfig, unknown: Collection[str] = ()) -> None:
+    """Raise the first error that is not about a key path in ``unknown`` (or under it)."""
+    for error in server_errors(alias, s):
+        if not any(error.path == p or error.path.startswith((p + ".", p + "[")) for p in unknown):
+            raise error
+
+
+def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
+    where = f"servers.{alias}"
+    for name, value in s.headers.items():
+        if any(c in value for c in "\r\n\0") or any(c in name for c in "\r\n\0 :"):
+            yield ConfigError(f"{where}.headers.{name}", "a header cannot contain CR, LF or NUL")
+    if not ALIAS_RE.match(alias):
+        yield ConfigError(where, "an alias must be non-empty and made of A-Z a-z 0-9 _ -")
+    if (s.command is None) == (s.url is None):
+        yield ConfigError(where, "give exactly one of `command` (stdio) or `url` (HTTP)")
+    if s.command is not None and not s.command.strip():
+        yield ConfigError(f"{where}.command", "is empty")
+    if s.url is not None and not re.match(r"^https?://[^/\s]+", s.url):
+        yield ConfigError(f"{where}.url", "must be an http:// or https:// URL")
+    if s.command is not None and s.transport != "stdio":
+        yield ConfigError(f"{where}.transport", f'"{s.transport}" needs a `url`, not a `command`')
+    if s.url is not None and s.transport == "stdio":
+        yield ConfigError(f"{where}.transport", '"stdio" needs a `command`, not a `url`')
+    if s.command is not None:
+        for key in ("url", "headers", "ca_file"):
+            if getattr(s, key):
+                yield ConfigError(f"{where}.{key}", "only applies to HTTP servers (with `url`)")
+    if s.url is not None:
+        for key in ("args", "env", "cwd"):
+            if getattr(s, key):
+                yield ConfigError(
+                    f"{where}.{key}", "only applies to stdio servers (with `command`)"
+                )
+    if s.call_timeout is not None and not s.call_timeout > 0:
+        yield ConfigError(f"{where}.call_timeout", "must be positive")
+    if s.max_concurrency is not None and s.max_concurrency < 1:
+        yield ConfigError(f"{where}.max_concurrency", "must be at least 1")
+    if s.ca_file is not None and not os.path.isfile(s.ca_file):
+        yield ConfigError(f"{where}.ca_file", f"{s.ca_file!r} does not exist")
+    for tool, seconds in s.tool_timeouts.items():
+        if not seconds > 0:
+            yield ConfigError(f"{where}.tool_timeouts.{tool}", "must be positive")
+    if s.start == "lazy" and s.command is None:
+        yield ConfigError(f"{where}.start", '"lazy" only applies to stdio servers (with `command`)')
+    if not s.idle_stop > 0:
+        yield ConfigError(f"{where}.idle_stop", "must be positive")
+    yield from _tools_errors(f"{where}.tools", s.tools)
+    yield from _tools_errors(f"{where}.prompts", s.prompts)
+    if len(set(s.relay)) != len(s.relay):
+        yield ConfigError(f"{where}.relay", "names a request kind twice")
+    if s.auth is not None:
+        yield from _auth_errors(where, s, s.auth)
+
+
+def _auth_errors(where: str, s: ServerConfig, a: AuthConfig) -> Iterator[ConfigError]:
+    at = f"{where}.auth"
+    if s.url is None:
+        yield ConfigError(at, "only applies to HTTP servers (with `url`)")
+    for name in s.headers:
+        if name.lower() == "authorization":
+            yield ConfigError(
+                f"{where}.headers.{name}", f"cannot be combined with [{at}]: mcpd sends the token"
+            )
+    if a.type == "client_credentials":
+        if a.client_id is None:
+            yield ConfigError(f"{at}.client_id", "is needed for client_credentials")
+        if a.client_secret is None and a.private_key is None:
+            yield ConfigError(at, "client_credentials needs client_secret or private_key")
+    if (a.client_secret is not None or a.private_key is not None) and a.client_id is None:
+        key = "client_secret" if a.client_secret is not None else "private_key"
+        yield ConfigError(f"{at}.{key}", "needs client_id (the client it belongs to)")
+    for key in ("client_id", "client_secret"):
+        value = getattr(a, key)
+        if value is not None and not value.strip():
+            yield ConfigError(f"{at}.{key}", "is empty")
+    if a.client_metadata_url is not None and not re.match(
+        r"^https://[^/\s#]+/[^\s#]+$", a.client_metadata_url
+    ):
+        yield ConfigError(
+            f"{at}.client_metadata_url", "must be an https:// URL with a path and no fragment"
+        )
+    if a.issuer is not None and not re.match(r"^https?://[^/\s#?]+[^\s#?]*$", a.issuer):
+        yield ConfigError(f"{at}.issuer", "must be an http(s) URL without query or fragment")
+    for i, scope in enumerate(a.scopes or []):
+        if not scope or any(c.isspace() or c in '"\\' for c in scope):
+            yield ConfigError(f"{at}.scopes[{i}]", "must be one scope token (no spaces)")
+    if not 0 <= a.redirect_port <= 65535:
+        yield ConfigError(f"{at}.redirect_port", "must be a port number (0: any free port)")
+    if a.private_key is not None:
+        from protocol.oauth import OAuthConfigError, load_signing_key
+
+        try:
+            load_signing_key(a.private_key)
+        except OAuthConfigError as exc:
+            yield ConfigError(f"{at}.private_key", str(exc))
+    method = a.token_endpoint_auth_method
+    if method == "private_key_jwt" and a.private_key is None:
+        yield ConfigError(f"{at}.token_endpoint_auth_method", "private_key_jwt needs private_key")
+    if method in ("client_secret_basic", "client_secret_post") and a.client_secret is None:
+        yield ConfigError(f"{at}.token_endpoint_auth_method", f"{method} needs client_secret")
+
+
+def _tools_errors(where: str, t: ToolsConfig) -> Iterator[ConfigError]:
+    for key in ("allow", "deny"):
+        for i, pattern in enumerate(getattr(t, key)):
+            if not pattern:
+                yield ConfigError(f"{where}.{key}[{i}]", "is empty")
+    targets: dict[str, str] = {}
+    for tool, new in t.rename.items():
+        if not new.strip():
+            yield ConfigError(f"{where}.rename.{tool}", "is empty")
+        if new in targets:
+            yield ConfigError(
+                f"{where}.rename.{tool}", f"{targets[new]!r} is already renamed to {new!r}"
+            )
+        targets[new] = tool
