@@ -16,7 +16,7 @@ _COLORS = {
     "unreachable": "31",
     "crash_loop": "1;31",
     "needs_login": "35",
-    "config_error": "1;31",
+    "unresolved": "1;31",
     "stopped": "90",
 }
 

@@ -106,12 +106,12 @@ class Downtime:
             self.down_since = trio.current_time()
         self.retry_at = None
         message = f"cannot start: {reason}"
-        self.events.event(logging.ERROR, "config_error", message, reason, depth=2)
-        self.set_phase("config_error", reason)
+        self.events.event(logging.ERROR, "unresolved", message, reason, depth=2)
+        self.set_phase("unresolved", reason)
 
     async def until_retry(self) -> None:
         """Until the next attempt is worth making: its restart time, or a new login."""
-        if self.phase == "config_error":
+        if self.phase == "unresolved":
             await trio.sleep_forever()
         if self.phase == "needs_login" and self._login_changed is not None:
             # Retrying cannot help; a login can (`mcpd auth login`).

@@ -42,7 +42,7 @@ _PHRASES = {
     "busy": "is busy",
     "timeout": "timed out",
     "needs_login": "needs a login",
-    "config_error": "cannot start",
+    "unresolved": "cannot start",
 }
 
 
@@ -115,7 +115,7 @@ class Outage(msgspec.Struct, frozen=True):
                 f"ask the user to log in to '{self.server}' (`mcpd auth login {self.server}`), "
                 "then call this tool again."
             )
-        elif self.state == "config_error":
+        elif self.state == "unresolved":
             # Calling again cannot help until the config (or its environment) is fixed.
             text = (
                 f"{self.sentence()} The call was not completed. Other tools keep working; "
@@ -146,7 +146,7 @@ class Outage(msgspec.Struct, frozen=True):
         phrase = _PHRASES.get(self.state, f"is {self.state}")
         if self.state == "needs_login":
             retry = f" (run `mcpd auth login {self.server}`)"
-        elif self.state == "config_error":
+        elif self.state == "unresolved":
             retry = f": {self.reason}"
         return f"unavailable: {self.server} {phrase}{since}{retry}"
 

@@ -33,7 +33,7 @@ STATES: Final = (
     # OAuth: only a person's login (`mcpd auth login`) brings it back; not retried.
     "needs_login",
     # Its config names a variable or secret file this machine lacks: not retried.
-    "config_error",
+    "unresolved",
     "stopped",
 )
 

@@ -20,8 +20,7 @@ from tests.support.procs import scripted
 
 UNSET = "NOT_SET_ANYWHERE"
 SENTENCE = (
-    f"servers.broken.env.TOKEN: environment variable {UNSET} is not set "
-    f"(use ${{{UNSET}:-default}})"
+    f"servers.broken.env.TOKEN: environment variable {UNSET} is not set (use ${{{UNSET}:-default}})"
 )
 
 
@@ -75,6 +74,21 @@ def test_check_config_accepts_a_disabled_server_whose_variables_are_unset(
     assert "2 server(s)" in proc.stdout
 
 
+def test_a_cursor_file_with_an_unset_variable_loads_with_that_server_unable_to_start(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mcp.json"
+    env = {"API_KEY": f"${{env:{UNSET}}}"}
+    servers = {"everything": {"command": "npx", "env": env}, "time": {"command": "uvx"}}
+    path.write_text(json.dumps({"mcpServers": servers}))
+    config = load(path, env={})
+    assert config.servers["everything"].unresolved == (
+        f"servers.everything.env.API_KEY: environment variable {UNSET} is not set "
+        f"(use ${{{UNSET}:-default}})"
+    )
+    assert config.servers["time"].unresolved is None
+
+
 async def test_a_disabled_server_with_unset_variables_does_not_stop_the_daemon(
     tmp_path: Path,
 ) -> None:
@@ -101,7 +115,7 @@ async def test_an_unset_variable_fails_only_its_server_and_says_why_everywhere(
             result = await agent.call("mcp__time__tool0", {"text": "now"})
             assert result["content"][0]["text"] == "tool0:now"
             broken = await status_of(agent, "broken")
-            assert broken["state"] == "config_error"
+            assert broken["state"] == "unresolved"
             assert broken["last_error"] == SENTENCE
             assert broken["retry_at"] is None
             # It never listed tools: a call to one of its names says why, not "unknown tool".
@@ -109,7 +123,7 @@ async def test_an_unset_variable_fails_only_its_server_and_says_why_everywhere(
             assert result["isError"] is True
             assert SENTENCE in result["content"][0]["text"]
             assert daemon.supervisor.runners["broken"].attempts == 1
-            assert "1 config_error (broken)" in daemon.supervisor.summary()
+            assert "1 unresolved (broken)" in daemon.supervisor.summary()
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert any(SENTENCE in r.getMessage() for r in errors)
 
@@ -137,7 +151,7 @@ async def test_a_reload_that_breaks_a_server_keeps_its_tools_marked_and_a_fix_br
             assert result["isError"] is True
             text = result["content"][0]["text"]
             assert SENTENCE in text and "mcpd reload" in text
-            assert result["_meta"]["mcpd/outage"]["state"] == "config_error"
+            assert result["_meta"]["mcpd/outage"]["state"] == "unresolved"
             result = await agent.call("mcp__time__tool0", {"text": "c"})
             assert result["content"][0]["text"] == "tool0:c"
 
@@ -159,7 +173,7 @@ async def test_a_reload_with_the_variable_replaced_by_a_literal_starts_the_serve
             running(load(path), str(path)) as daemon,
             connect(str(tmp_path / "mcpd.sock")) as agent,
         ):
-            assert daemon.supervisor.runners["broken"].state == "config_error"
+            assert daemon.supervisor.runners["broken"].state == "unresolved"
             write_config(path, {"time": server(), "broken": server(env="literal")})
             await agent.result("mcpd/reload")
             broken = await status_of(agent, "broken")
