@@ -140,6 +140,15 @@ def status_row(
     b = r.breaker.status(now)
     d = r.downtime
     snap = r.stats.snapshot()
+    since = d.down_since if d.down_since is not None else d.since
+    last_error = d.last_error
+    if b.state != "closed":
+        # Open or probing: the calls that failed say why, and since when, not the
+        # session (which may still be up).
+        since = b.since if b.since is not None else since
+        last_error = b.reason or last_error
+    elif last_error is None and b.consecutive_failures:
+        last_error = b.reason  # degraded: what the last failed call met
     return {
         "alias": r.alias,
         "transport": r.transport_kind,
@@ -150,8 +159,8 @@ def status_row(
         "list_cache_scope": cache_scope,
         "tools": tools,
         # Down: since the outage began, not since the last retry's phase change.
-        "since": d.down_since if d.down_since is not None else d.since,
-        "last_error": d.last_error,
+        "since": since,
+        "last_error": last_error,
         "retry_at": d.retry_at if d.phase == "waiting" else b.retry_at,
         "restarts": r.policy.restarts,
         "breaker": {

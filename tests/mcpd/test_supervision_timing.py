@@ -231,6 +231,10 @@ async def test_breaker_opens_after_the_threshold_and_fails_fast(
         assert outage.retry_at == pytest.approx(opened_at + 5.0)
         assert "connection reset" in outage.reason
         assert fake.calls_seen == 3, "a call reached the server while the breaker was open"
+        # What `mcpd status` shows: why it opened, and since when.
+        row = runner.status()
+        assert row["state"] == "open" and "connection reset" in (row["last_error"] or "")
+        assert row["since"] == pytest.approx(opened_at)
         # The cooldown passes: one probe, which fails: open again, for twice as long.
         await fake.probed.wait()
         fake.probed = trio.Event()
