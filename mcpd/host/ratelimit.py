@@ -13,6 +13,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# Under a flood, one summary of what was held back this often at most: one before
+# each admitted record made the summaries a second flood.
+SUMMARY_EVERY = 10.0
+
 
 @dataclass
 class Bucket:
@@ -21,6 +25,8 @@ class Bucket:
     tokens: float
     stamp: float
     suppressed: int = 0
+    lines: int = 0  # in the records suppressed (a record holds a burst of lines)
+    summarized: float = -1e18
 
     def take(self, now: float, burst: int, rate: float) -> bool:
         """Whether one more may go now; what may not is counted in ``suppressed``."""
@@ -59,10 +65,11 @@ class StderrRateLimiter:
         if bucket is None:
             bucket = self._buckets[server] = Bucket(tokens=float(self.burst), stamp=now)
         if not bucket.take(now, self.burst, self.rate):
+            bucket.lines += record.getMessage().count("\n") + 1
             return []
-        if bucket.suppressed:
-            summary = self._summary(server, bucket.suppressed, record.name)
-            bucket.suppressed = 0
+        if bucket.suppressed and now - bucket.summarized >= SUMMARY_EVERY:
+            summary = self._summary(server, bucket, record.name)
+            bucket.summarized = now
             return [summary, record]
         return [record]
 
@@ -71,12 +78,13 @@ class StderrRateLimiter:
         out = []
         for server, bucket in self._buckets.items():
             if bucket.suppressed:
-                out.append(self._summary(server, bucket.suppressed, "mcpd"))
-                bucket.suppressed = 0
+                out.append(self._summary(server, bucket, "mcpd"))
         return out
 
     @staticmethod
-    def _summary(server: str, count: int, logger_name: str) -> logging.LogRecord:
+    def _summary(server: str, bucket: Bucket, logger_name: str) -> logging.LogRecord:
+        count = bucket.lines
+        bucket.suppressed = bucket.lines = 0
         return logging.makeLogRecord(
             {
                 "name": logger_name,

@@ -370,6 +370,29 @@ def test_stderr_lines_are_rate_limited_per_server(logger: logging.Logger) -> Non
     assert out.getvalue() == "<4>[noisy] stderr: 5 stderr lines from noisy suppressed\n"
 
 
+def test_a_long_flood_gets_a_summary_every_ten_seconds_counting_lines(
+    logger: logging.Logger,
+) -> None:
+    clock = FakeClock()
+    out = io.StringIO()
+    handler = journal.LineHandler(
+        out, syslog_prefix=True, limiter=journal.StderrRateLimiter(50, 10.0, clock)
+    )
+    logger.addHandler(handler)
+    for i in range(3000):  # 30 s of a server writing 100 bursts of 2 lines a second
+        logger.info("line %d\nmore %d", i, i, extra=log_extra("noisy", "stderr"))
+        clock.now += 0.01
+    logger.removeHandler(handler)
+    handler.close()
+    lines = out.getvalue().splitlines()
+    summaries = [ln for ln in lines if "suppressed" in ln]
+    assert 3 <= len(summaries) <= 5, summaries
+    admitted = sum(1 for ln in lines if "stderr: line " in ln)
+    counts = [re.search(r"(\d+) stderr lines", ln) for ln in summaries]
+    counted = sum(int(m.group(1)) for m in counts if m is not None)
+    assert counted == 2 * (3000 - admitted), "lines held back, counted as records"
+
+
 def test_suppression_summary_is_a_journal_entry(
     journal_socket: tuple[str, socket.socket], logger: logging.Logger
 ) -> None:
