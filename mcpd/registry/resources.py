@@ -167,6 +167,10 @@ class ResourceTable:
                 return Routed(owners[0], uri)
             return Ambiguous([wrap(a, uri) for a in owners])
         matched = sorted({a for a, t in self._plain_templates if tpl.matches(t, uri)})
+        if not matched:
+            # A template two servers share is shown in its mcpd:// forms, but an agent
+            # may expand the server's own (a tool's text names it): say which to read.
+            matched = sorted({a for a, t in self._wrapped_templates if tpl.matches(t, uri)})
         if len(matched) == 1:
             return Routed(matched[0], uri)
         if len(matched) > 1:

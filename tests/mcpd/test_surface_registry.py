@@ -156,6 +156,11 @@ def test_templates_that_could_claim_the_same_uri_are_rewritten() -> None:
     assert table.route("mcpd://b/file:///x.txt") == Routed("b", "file:///x.txt")
     assert table.template_route("mcpd://a/file:///{name}") == ("a", "file:///{name}")
     assert table.template_route("demo://text/{id}") == ("a", "demo://text/{id}")
+    # The servers' own form of a shared template (as a tool's text may give it): which
+    # to read instead, not "not found".
+    assert table.route("file:///x.txt") == Ambiguous(
+        ["mcpd://a/file:///x.txt", "mcpd://b/file:///x.txt"]
+    )
 
 
 def test_a_template_matching_another_servers_listed_uri_is_rewritten() -> None:
