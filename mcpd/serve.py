@@ -17,27 +17,41 @@ from transports import early
 from transports.base import single_exceptions
 from transports.process import signal_group, spawn
 
-from .config.load import parse
+from .config.load import load, parse
 from .config.model import EX_CONFIG, Config, ConfigError
 from .config.paths import daemon_socket_path
+from .config_hold import ConfigHold
 from .daemon import Daemon, DaemonError
 from .host import heap
-from .host.systemd import SystemdEnv
+from .host.systemd import SystemdEnv, adopt_listener
 from .prestart import stop_unclaimed
 
 logger = logging.getLogger("mcpd")
 
 
 def serve(
-    config: Config | None, config_path: str | None, *, demo: bool, socket: str | None = None
+    config: Config | None,
+    config_path: str | None,
+    *,
+    demo: bool,
+    socket: str | None = None,
+    config_error: ConfigError | None = None,
 ) -> int:
+    """``config_error``: why ``config_path`` could not be loaded (``config`` is None);
+    then mcpd serves only if systemd passed it its socket, as a ``ConfigHold``."""
     sysd = SystemdEnv.take()
+    hold = None
+    if config_error is not None:
+        listener = adopt_listener(sysd.sockets)
+        if listener is None or config_path is None:
+            return EX_CONFIG  # nothing would start it again: the error is final
+        hold = (ConfigHold(config_path, config_error, load, sysd.notifier), listener)
     # The modules and the config are here for good: frozen before the servers start,
     # the collections their lists set off do not walk them (with 50 servers of 200
     # tools, 40 ms of the start-up's 200 ms of CPU went to collections, 13 ms after).
     heap.settle()
     try:
-        trio.run(_main, config, config_path, demo, socket, sysd)
+        trio.run(_main, config, config_path, demo, socket, sysd, hold)
     except DaemonError as exc:
         logger.error("%s", exc)
         return 1
@@ -50,34 +64,45 @@ def serve(
 
 
 async def _main(
-    config: Config | None, config_path: str | None, demo: bool, socket: str | None, sysd: SystemdEnv
+    config: Config | None,
+    config_path: str | None,
+    demo: bool,
+    socket: str | None,
+    sysd: SystemdEnv,
+    hold: tuple[ConfigHold, trio.SocketListener] | None,
 ) -> None:
-    configured = config.daemon.socket if config is not None else None
     given = socket
-    socket = daemon_socket_path(given, configured, runtime_dir=sysd.runtime_directory)
     if demo:
+        socket = daemon_socket_path(given, None, runtime_dir=sysd.runtime_directory)
         async with demo_config(socket) as cfg:
             await Daemon(cfg, sysd=sysd, on_settled=heap.settle).run()
         return
-    assert config is not None
-    config = msgspec.structs.replace(
-        config, daemon=msgspec.structs.replace(config.daemon, socket=socket)
-    )
 
     def socket_for(new: Config) -> str:
         # Where a restart with the reloaded config would listen: the same rule again.
         return daemon_socket_path(given, new.daemon.socket, runtime_dir=sysd.runtime_directory)
 
-    daemon = Daemon(
-        config,
-        config_path=config_path,
-        sysd=sysd,
-        on_settled=heap.settle,
-        socket_for=socket_for,
-    )
     with single_exceptions():
         async with trio.open_nursery() as nursery:
+            if hold is not None:
+                # The daemon adopts systemd's socket again, the one the hold leaves open.
+                config = await nursery.start(hold[0].run, hold[1])
+            assert config is not None
+            config = msgspec.structs.replace(
+                config, daemon=msgspec.structs.replace(config.daemon, socket=socket_for(config))
+            )
+            daemon = Daemon(
+                config,
+                config_path=config_path,
+                sysd=sysd,
+                on_settled=heap.settle,
+                socket_for=socket_for,
+            )
             await nursery.start(daemon.run)
+            if hold is not None:
+                hold[0].handed_on(
+                    {"added": sorted(config.servers), "removed": [], "changed": [], "unchanged": []}
+                )
             stop_unclaimed()
 
 

@@ -43,7 +43,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             # Through the log, not a bare print: under systemd this is why the
             # service failed, and `journalctl -p err -u mcpd` must show it.
             logging.getLogger("mcpd").error("config error: %s", exc)
-            return EX_CONFIG
+            if not _socket_activated():
+                return EX_CONFIG
+            from ..serve import serve
+
+            # Exiting would only have systemd start mcpd again for the connection
+            # waiting on its socket: see ``config_hold``.
+            path = os.path.abspath(config_path)
+            return serve(None, path, demo=False, socket=args.socket, config_error=exc)
         # Before ``..serve`` imports trio and the daemon: see ``prestart``.
         from ..prestart import start_early
 
@@ -54,6 +61,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..serve import serve
 
     return serve(config, config_path, demo=args.demo, socket=args.socket)
+
+
+def _socket_activated() -> bool:
+    return os.environ.get("LISTEN_PID") == str(os.getpid()) and bool(os.environ.get("LISTEN_FDS"))
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:

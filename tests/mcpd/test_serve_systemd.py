@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from mcpd.cli.client import Client
+from mcpd.config.model import CONFIG_ERROR
+from protocol import jsonrpc as rpc
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.timeout(60)
@@ -211,3 +213,48 @@ def test_a_socket_the_config_names_wins_and_one_that_replaced_ours_is_left_alone
         notify.sock.close()
     assert path.exists(), "the daemon removed a socket that was not its own"
     newcomer.close()
+
+
+def test_a_config_error_under_socket_activation_keeps_the_socket_until_a_reload(
+    short_dir: Path,
+) -> None:
+    """Exiting would have systemd start mcpd again for the waiting connection until it
+    gives up on the socket: mcpd stays, answers why it does not serve, and a reload that
+    finds a fixed config starts serving on the same socket with the same pid."""
+    config = short_dir / "config.toml"
+    config.write_text(_server("notes") + "[servers.oops]\ncommand = 5\n")
+    api = short_dir / "api.sock"
+    passed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    passed.bind(str(api))
+    passed.listen()
+    notify = Notifications(short_dir / "notify")
+    proc = _serve(config, notify, passed=passed)
+    passed.close()
+    try:
+        ready = notify.next_with("READY=1")
+        assert ready[1].startswith("STATUS=config error: servers.oops.command"), ready
+        with Client(str(api)) as client:
+            with pytest.raises(rpc.RPCError) as refused:
+                client.list_tools()
+            assert str(config) in refused.value.message
+            assert "systemctl reload mcpd" in refused.value.message
+            with pytest.raises(rpc.RPCError) as status:
+                client.request("mcpd/status")
+            assert CONFIG_ERROR in status.value.data
+            with pytest.raises(rpc.RPCError) as rejected:
+                client.request("mcpd/reload")  # still broken
+            assert "servers.oops.command" in rejected.value.data[CONFIG_ERROR]
+        assert proc.poll() is None
+
+        config.write_text(_server("notes"))
+        with Client(str(api)) as client:
+            report = client.request("mcpd/reload")
+        assert report["added"] == ["notes"], report
+        with Client(str(api)) as client:
+            assert len(client.list_tools()) == 3
+            assert client.request("mcpd/status")["daemon"]["pid"] == proc.pid
+    finally:
+        stderr = _stop(proc, notify)
+        notify.sock.close()
+    assert "config error: servers.oops.command" in stderr, stderr
+    assert "listening on " + str(api) in stderr, stderr

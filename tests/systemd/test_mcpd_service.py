@@ -232,3 +232,41 @@ def test_socket_activation_and_stop(systemd_rootfs: harness.Rootfs) -> None:
     assert active("mcpd") == "inactive" and not any(map(alive, children))
     """
     run_check(machine(systemd_rootfs), check)
+
+
+def test_a_config_error_keeps_the_socket_and_a_reload_recovers(
+    systemd_rootfs: harness.Rootfs,
+) -> None:
+    """With a broken config, a restart does not end in a start loop that fails
+    mcpd.socket: mcpd stays up saying why it does not serve, the error is in the
+    journal at error level, and `systemctl reload` with the config fixed serves it."""
+    check = r"""
+    CONFIG = "/etc/mcpd/config.toml"
+    original = open(CONFIG).read()
+    sh("systemctl", "start", "mcpd.socket", "mcpd")
+    write(CONFIG, original + '[servers.oops]\ncommand = 5\n')
+    sh("systemctl", "restart", "mcpd")
+    pid = show("MainPID")
+
+    step("every request is told the config error and what to do")
+    for _ in range(8):
+        out = mcpd("status", check=False)
+        assert out.returncode == 78, out
+        assert "servers.oops.command" in out.stderr and "systemctl reload mcpd" in out.stderr, out
+    assert active("mcpd") == "active" and active("mcpd.socket") == "active"
+    assert show("MainPID") == pid and show("NRestarts") == "0"
+    assert show("StatusText").startswith("config error: servers.oops.command"), show("StatusText")
+    errors = sh("journalctl", "-p", "err", "-u", "mcpd", "--no-pager", "-o", "cat")
+    assert "config error: servers.oops.command" in errors, errors
+    print("refused:", out.stderr.strip())
+
+    step("a reload that still fails keeps it so; one with the config fixed serves")
+    failed = subprocess.run(["systemctl", "reload", "mcpd"], capture_output=True, text=True)
+    assert failed.returncode != 0 and active("mcpd") == "active", failed
+    write(CONFIG, original)
+    sh("systemctl", "reload", "mcpd")
+    assert show("MainPID") == pid
+    assert show("StatusText") == "2 servers: 2 ready", show("StatusText")
+    assert len(tool_names()) == 6
+    """
+    run_check(machine(systemd_rootfs), check)
