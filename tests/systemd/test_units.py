@@ -102,3 +102,20 @@ def test_sockets_match_what_mcpd_adopts() -> None:
         assert s["Accept"] == ["no"]
     sysusers = (UNITS / "mcpd.sysusers").read_text()
     assert "\nu mcpd - " in sysusers
+
+
+def _seconds(value: str) -> float:
+    return float(value.removesuffix("s")) if not value.endswith("min") else 60 * float(value[:-3])
+
+
+def test_start_limit_stops_a_crash_loop_but_not_restarts_by_hand() -> None:
+    """A daemon that dies as it starts is restarted every RestartSec: that must reach the
+    limit within the interval. Ten restarts by hand in two minutes must not."""
+    s = _settings(UNITS / "mcpd.service")
+    burst = int(s["StartLimitBurst"][0])
+    interval = _seconds(s["StartLimitIntervalSec"][0])
+    restart_sec = _seconds(s["RestartSec"][0])
+    assert burst * restart_sec < interval, (burst, restart_sec, interval)
+    # At most `burst` starts fit in any window of `interval`: ten in 120 s, spread
+    # evenly, put at most 10 * interval / 120 + 1 in one.
+    assert burst > 10 * interval / 120 + 1, (burst, interval)

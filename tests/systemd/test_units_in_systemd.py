@@ -101,6 +101,11 @@ system_log = sh("journalctl", "-u", "mcpd", "--no-pager")
 assert "Watchdog timeout" in system_log, system_log
 print("watchdog restarted the wedged daemon:", pid, "->", new_pid)
 
+for i in range(7):                 # someone restarting it while editing the config
+    sh("systemctl", "restart", "mcpd")
+assert sh("systemctl", "is-active", "mcpd", "mcpd.socket") == "active\nactive"
+print("restarted 7 times by hand, still active")
+
 sh("systemctl", "stop", "mcpd")
 state = subprocess.run(["systemctl", "is-active", "mcpd"], capture_output=True, text=True)
 assert state.stdout.strip() == "inactive", state
