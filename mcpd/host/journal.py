@@ -112,12 +112,19 @@ def encode_entry(fields: Iterable[tuple[str, str]]) -> bytes:
     return bytes(out)
 
 
+def _unnamed(server: str, message: str) -> str:
+    """``message`` without the ``server: `` that its own text or the reasons quoted in
+    it begin with: the handlers name the server once, in front."""
+    head = f"{server}: "
+    return message.removeprefix(head).replace(": " + head, ": ")
+
+
 def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
     message = _message(record)
     server = getattr(record, "mcpd_server", None)
     if server:
         # journalctl shows MESSAGE alone; name the server in it, as the line format does.
-        message = f"{server}: {message}"
+        message = f"{server}: {_unnamed(server, message)}"
     fields = [
         ("MESSAGE", message),
         ("PRIORITY", str(syslog_priority(record.levelno))),
@@ -185,14 +192,15 @@ class LineHandler(_RateLimitedHandler):
         server = getattr(record, "mcpd_server", None)
         event = getattr(record, "mcpd_event", None)
         reason = getattr(record, "mcpd_reason", None)
-        first, *rest = _message(record).split("\n")
+        message = _message(record)
+        first, *rest = (_unnamed(server, message) if server else message).split("\n")
         head = ""
         if server:
             head += f"[{server}] "
         if event:
             head += f"{event}: "
         line = head + first
-        if reason and reason not in first:
+        if reason and (_unnamed(server, reason) if server else reason) not in first:
             line += f" ({reason})"
         more = [f"    | {text}" for text in rest]
         tail = getattr(record, "mcpd_stderr", None)

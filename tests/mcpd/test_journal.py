@@ -135,6 +135,33 @@ def test_record_becomes_an_entry_with_mcpd_fields(
     assert b"MCPD_SERVER=tickets\n" in raw
 
 
+def test_the_server_is_named_once_also_when_the_message_names_it(
+    journal_socket: tuple[str, socket.socket], logger: logging.Logger
+) -> None:
+    path, rx = journal_socket
+    logger.addHandler(journal.JournalHandler(path))
+    out = io.StringIO()
+    logger.addHandler(journal.LineHandler(out))
+    logger.warning("stubborn: still running 3 s after SIGTERM", extra=log_extra("stubborn"))
+    assert receive_entry(rx)[0]["MESSAGE"] == "stubborn: still running 3 s after SIGTERM"
+    reason = "missing: cannot start 'nope': No such file or directory"
+    logger.error(
+        "still cannot start after 5 attempts within 60 s: %s; retrying every 60 s",
+        reason,
+        extra=log_extra("missing", "spawn_failed", reason),
+    )
+    assert receive_entry(rx)[0]["MESSAGE"] == (
+        "missing: still cannot start after 5 attempts within 60 s: cannot start 'nope': "
+        "No such file or directory; retrying every 60 s"
+    )
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith("WARNING  [stubborn] still running 3 s after SIGTERM"), lines
+    assert lines[1].endswith(
+        "[missing] spawn_failed: still cannot start after 5 attempts within 60 s: "
+        "cannot start 'nope': No such file or directory; retrying every 60 s"
+    ), lines
+
+
 @pytest.mark.parametrize(
     ("level", "priority"),
     [
