@@ -78,16 +78,20 @@ class Door:
         if profile is not None:
             uids, gids = self._allowed(profile)
         if peer is not None and not is_allowed(peer, uids, set(gids)):
+            keys = "daemon" if profile is None else f"profiles.{profile}"
+            keys = f"{keys}.allow_uids/allow_groups"
             logger.warning(
                 "refused an agent connection from uid %d (pid %d): not allowed by %s",
                 peer.uid,
                 peer.pid,
-                "daemon.allow_uids/allow_groups"
-                if profile is None
-                else f"profiles.{profile}.allow_uids/allow_groups",
+                keys,
                 extra=log_extra(None, reason=f"uid {peer.uid} not allowed"),
             )
-            await refuse(stream, f"mcpd: uid {peer.uid} may not use this socket")
+            await refuse(
+                stream,
+                f"mcpd: uid {peer.uid} may not use this socket: neither it nor one of its "
+                f"groups is in {keys} of mcpd's config",
+            )
             return False, peer
         return True, peer
 

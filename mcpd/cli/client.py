@@ -3,6 +3,7 @@ command that works on mcpd's files finds the config the running daemon uses."""
 
 from __future__ import annotations
 
+import grp
 import os
 import socket
 from collections.abc import Callable
@@ -41,10 +42,12 @@ class Client:
             self._sock.connect(path)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             self._sock.close()
-            raise Unreachable(f"no mcpd is listening on {path} ({exc.strerror})") from None
+            raise Unreachable(
+                f"no mcpd is listening on {path} ({exc.strerror}){_system_hint(path)}"
+            ) from None
         except PermissionError:
             self._sock.close()
-            raise Unreachable(f"not allowed to connect to {path}") from None
+            raise Unreachable(_refused_by_mode(path)) from None
         self._buf = b""
         self._ids = rpc.IdAllocator()
 
@@ -118,6 +121,34 @@ class Client:
             cursor = result.get("nextCursor")
             if not cursor:
                 return tools
+
+
+SYSTEM_SOCKET = "/run/mcpd/mcpd.sock"  # mcpd.socket's ListenStream=
+
+
+def _system_hint(path: str) -> str:
+    # A user's commands look for their own daemon by default: the service's socket is
+    # the one thing they may be meaning instead.
+    if path == SYSTEM_SOCKET or not os.path.exists(SYSTEM_SOCKET):
+        return ""
+    return f"; a system mcpd listens on {SYSTEM_SOCKET}: use --socket or MCPD_SOCKET"
+
+
+def _refused_by_mode(path: str) -> str:
+    """Why the kernel refused the connection (the socket file's permissions), and
+    whom to ask."""
+    text = f"not allowed to connect to {path}: the socket's file permissions keep you out"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return text
+    if st.st_mode & 0o020:
+        try:
+            group = grp.getgrgid(st.st_gid).gr_name
+        except KeyError:
+            group = str(st.st_gid)
+        return f"{text} (ask to be added to group {group})"
+    return f"{text} (mode {st.st_mode & 0o777:04o}: its owner only)"
 
 
 class ConfigInUse(NamedTuple):

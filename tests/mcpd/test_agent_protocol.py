@@ -216,6 +216,7 @@ async def test_a_disallowed_uid_is_refused_and_logged(
         async with running(cfg):
             refused = await as_user("ping")
             assert f"uid {uid} may not use this socket" in refused["error"]["message"]
+            assert "daemon.allow_uids/allow_groups" in refused["error"]["message"]
         assert any(f"uid {uid}" in r.getMessage() for r in caplog.records)
     cfg = make_config(tmp_path, {}, socket=str(sock), socket_mode="0666", allow_uids=[uid])
     with trio.fail_after(30):

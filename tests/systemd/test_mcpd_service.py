@@ -212,6 +212,11 @@ def test_socket_activation_and_stop(systemd_rootfs: harness.Rootfs) -> None:
     assert "6 tools" in mcpd("tools", "--socket", SOCKET, user="alice").stdout
     refused = mcpd("tools", "--socket", SOCKET, user="bob", check=False)
     assert refused.returncode == 3 and "not allowed" in refused.stderr, refused
+    assert "file permissions" in refused.stderr, refused
+    assert "ask to be added to group mcpd" in refused.stderr, refused
+    elsewhere = mcpd("tools", user="alice", check=False)  # her own default socket
+    assert elsewhere.returncode == 3, elsewhere
+    assert f"a system mcpd listens on {SOCKET}: use --socket" in elsewhere.stderr, elsewhere
 
     step("stop")
     children = list(server_pids(pid))
