@@ -25,9 +25,11 @@ def read_secret(path: str, env: Mapping[str, str]) -> str:
         if not base:
             raise SecretError(
                 f"{path!r} is relative and $CREDENTIALS_DIRECTORY is not set "
-                "(give an absolute path, or use systemd's LoadCredential=)"
+                "(give an absolute path, or use systemd's LoadCredential=)" + _unit_hint(env)
             )
         path = os.path.join(base, path)
+        if not os.path.exists(path):
+            raise SecretError(f"secret file {path!r} does not exist" + _unit_hint(env))
     try:
         with open(path, "rb") as f:
             # Checked on the open file, so the mode seen is the mode of what is read.
@@ -53,3 +55,14 @@ def read_secret(path: str, env: Mapping[str, str]) -> str:
     if text.endswith("\r\n"):
         return text[:-2]
     return text[:-1] if text.endswith("\n") else text
+
+
+def _unit_hint(env: Mapping[str, str]) -> str:
+    # What a unit passes in is fixed when the service starts: a LoadCredential= just
+    # added is not there for a reload, and the user who added it needs to hear that.
+    if not (env.get("INVOCATION_ID") or env.get("NOTIFY_SOCKET")):
+        return ""
+    return (
+        "; under systemd, credentials from LoadCredential= and variables from "
+        "Environment= take effect at the next `systemctl restart mcpd`, not at a reload"
+    )

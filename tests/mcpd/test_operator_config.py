@@ -142,6 +142,20 @@ def test_a_relative_file_secret_comes_from_the_credentials_directory(tmp_path: P
     assert "CREDENTIALS_DIRECTORY" in reason
 
 
+def test_under_systemd_a_missing_credential_says_it_takes_a_restart(tmp_path: Path) -> None:
+    """A user who just added LoadCredential= and reloaded learns that a reload cannot
+    bring it."""
+    text = '[servers.s]\ncommand = "x"\nenv = { TOKEN = "${file:tickets-token}" }\n'
+    for env in (
+        {"INVOCATION_ID": "0123abcd"},
+        {"INVOCATION_ID": "0123abcd", "CREDENTIALS_DIRECTORY": str(tmp_path)},
+    ):
+        message = error_of(text, env).message
+        assert "LoadCredential=" in message and "Environment=" in message
+        assert "next `systemctl restart mcpd`, not at a reload" in message
+    assert "systemctl restart" not in error_of(text, {}).message  # not under systemd
+
+
 def test_a_world_readable_secret_file_is_refused_without_showing_it(tmp_path: Path) -> None:
     path = secret_file(tmp_path, "do-not-print-me\n", 0o644)
     reason = unresolved_of(f'[servers.s]\ncommand = "x"\nenv = {{ TOKEN = "${{file:{path}}}" }}\n')
