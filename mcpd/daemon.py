@@ -22,6 +22,7 @@ from transports import fdread, linewriter
 from . import __version__
 from .agents.api import Api
 from .agents.listener import DaemonError, open_unix_listener, unlink_if_ours
+from .config.endpoints import groups_locked_out
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
@@ -103,9 +104,21 @@ class Daemon:
         if listener is None:
             listener = await open_unix_listener(self.socket_path, self.config.socket_mode())
             owned = os.lstat(self.socket_path)
+            locked = groups_locked_out(self.config.daemon)
+            if locked:
+                logger.warning("%s", locked, extra=log_extra(None, "config"))
         else:
             bound = listener.socket.getsockname()
             if isinstance(bound, str) and bound:
+                if bound != self.socket_path:
+                    # Root's commands read the config's path: say where mcpd really is.
+                    logger.warning(
+                        "listening on %s, the socket systemd passed (mcpd.socket), not on "
+                        "%s; to move it, set ListenStream= in mcpd.socket",
+                        bound,
+                        self.socket_path,
+                        extra=log_extra(None, "config"),
+                    )
                 self.socket_path = bound  # systemd's (mcpd.socket), whatever the config says
         try:
             async with trio.open_nursery() as nursery:

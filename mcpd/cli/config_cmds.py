@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 
+from ..config.endpoints import groups_locked_out
 from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.paths import daemon_socket_path, runtime_directory
@@ -85,7 +86,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         if s.auth is not None:
             flags.append(s.auth.type.replace("_", " "))
         print(f"  {alias:<20} {', '.join(flags):<16} {where}")
-    for warning in _unstartable(config):
+    locked = groups_locked_out(config.daemon)
+    for warning in _unstartable(config) + ([locked] if locked else []):
         print(f"warning: {warning}", file=sys.stderr)
     return 0
 

@@ -517,6 +517,19 @@ def test_check_config_warns_of_a_server_that_cannot_start_and_ignores_a_disabled
     ]
 
 
+def test_check_config_warns_that_allow_groups_needs_a_group_readable_socket(
+    tmp_path: Path,
+) -> None:
+    locked = check_config(write(tmp_path, '[daemon]\nallow_groups = ["root"]\n'), {})
+    assert locked.returncode == 0, locked.stderr
+    assert "daemon.allow_groups has no effect while daemon.socket_mode is '0600'" in (
+        locked.stderr
+    )
+    assert 'socket_mode = "0660"' in locked.stderr
+    opened = '[daemon]\nallow_groups = ["root"]\nsocket_mode = "0660"\n'
+    assert check_config(write(tmp_path, opened), {}).stderr == ""
+
+
 def test_a_disabled_server_is_not_expanded_but_its_references_must_be_well_formed() -> None:
     config = parse_toml(OFF_AND_BROKEN, env={})
     off = config.servers["off"]

@@ -169,6 +169,28 @@ def test_socket_activated_serve_notifies_ready_status_reload_and_stop(short_dir:
     assert not (short_dir / "rt").exists(), "a passed socket means no socket of our own"
 
 
+def test_a_config_socket_that_systemds_replaces_is_warned_of(short_dir: Path) -> None:
+    config = short_dir / "config.toml"
+    other = short_dir / "other.sock"
+    config.write_text(f'[daemon]\nsocket = "{other}"\n' + _server("notes"))
+    api = short_dir / "api.sock"
+    passed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    passed.bind(str(api))
+    passed.listen()
+    notify = Notifications(short_dir / "notify")
+    proc = _serve(config, notify, passed=passed)
+    passed.close()
+    try:
+        notify.next_with("READY=1")
+    finally:
+        stderr = _stop(proc, notify)
+        notify.sock.close()
+    # Root's commands look where the config says: the log says where mcpd really is.
+    assert f"listening on {api}, the socket systemd passed (mcpd.socket), not on {other}" in (
+        stderr
+    ), stderr
+
+
 def test_the_socket_goes_into_the_runtime_directory_replacing_a_stale_one(
     short_dir: Path,
 ) -> None:
