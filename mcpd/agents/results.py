@@ -95,10 +95,8 @@ def shape_call_result(
                 embedded = b.resource.text
                 if isinstance(embedded, str):
                     total += len(embedded)
-    data = head.structuredContent if isinstance(head, mcp.CallToolResultHead) else UNSET
-    # As JSON: how a host that shows structured content to the model shows it.
-    structured_size = len(data) if isinstance(data, Raw) else 0
-    if total <= budget and structured_size <= budget:
+    # A short result's structured content fits as surely as its text does.
+    if total <= budget and (short or _structured_size(head) <= budget):
         if modern and head.resultType is None:
             fixed = msgspec.json.decode(raw)
             fixed["resultType"] = mcp.COMPLETE  # null is not a value agents accept
@@ -107,10 +105,17 @@ def shape_call_result(
             return _with_result_type(raw), links
         return raw, links
     result = msgspec.json.decode(raw)
-    _cut(result, budget, total, structured_size, structured)
+    _cut(result, budget, total, _structured_size(head), structured)
     if modern:
         result["resultType"] = mcp.COMPLETE
     return result, links
+
+
+def _structured_size(head: mcp.CallToolResultFate) -> int:
+    """How long ``structuredContent`` is as JSON: what a host that shows it to the
+    model shows (0 for a head that did not read it, a short result's)."""
+    data = getattr(head, "structuredContent", None)
+    return len(data) if isinstance(data, Raw) else 0
 
 
 def _not_complete(
