@@ -150,10 +150,10 @@ def test_under_systemd_a_missing_credential_says_it_takes_a_restart(tmp_path: Pa
         {"INVOCATION_ID": "0123abcd"},
         {"INVOCATION_ID": "0123abcd", "CREDENTIALS_DIRECTORY": str(tmp_path)},
     ):
-        message = error_of(text, env).message
+        message = unresolved_of(text, env)
         assert "LoadCredential=" in message and "Environment=" in message
         assert "next `systemctl restart mcpd`, not at a reload" in message
-    assert "systemctl restart" not in error_of(text, {}).message  # not under systemd
+    assert "systemctl restart" not in unresolved_of(text, {})  # not under systemd
 
 
 def test_a_world_readable_secret_file_is_refused_without_showing_it(tmp_path: Path) -> None:
