@@ -11,6 +11,17 @@ from typing import Final
 
 DEFAULT_MAX_LINE: Final = 16 * 1024 * 1024
 _PREFIX_KEEP: Final = 512
+BOM: Final = b"\xef\xbb\xbf"
+
+
+def without_bom(line: bytes) -> bytes:
+    """``line`` without a UTF-8 byte order mark in front.
+
+    Tools built on Windows (.NET, PowerShell) often start their output with one; JSON
+    does not allow it, and the line it sits on is usually the first answer a server
+    gives. One at the start of a later line does no harm either, so every line may go
+    through this."""
+    return line[3:] if line.startswith(BOM) else line
 
 
 class Oversized:

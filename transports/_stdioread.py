@@ -1,6 +1,7 @@
 """What a stdio server writes on stdout, cut into lines and each sent where it goes:
 responses to the requests waiting for them, notifications to their handler, the
-server's own requests to whoever answers them.
+server's own requests to whoever answers them. A byte order mark in front of a line
+(Windows-built servers write one at the start of their output) is not part of it.
 
 A line over the limit fails only the request it answered, once its end (and size) is
 known; the server goes on. A line that is not JSON-RPC is skipped with a warning.
@@ -12,7 +13,7 @@ import logging
 from collections.abc import Callable
 
 from protocol import jsonrpc as rpc
-from protocol.framing import LineFramer, Oversized, OversizedEnd
+from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from protocol.logfields import log_extra
 
 from ._pending import Pending
@@ -60,6 +61,12 @@ class StdoutReader:
         if answer is not None:  # the common line, in one pass
             self._pending.route(answer)
             return
+        if item.startswith(BOM):  # checked only here: the common line never pays for it
+            item = without_bom(item)
+            answer = rpc.decode_response(item)
+            if answer is not None:
+                self._pending.route(answer)
+                return
         try:
             msg = rpc.decode_message(item)
         except rpc.DecodeFailure as exc:
@@ -91,7 +98,7 @@ class StdoutReader:
 
     def _oversized(self, item: Oversized) -> None:
         if not isinstance(item, OversizedEnd):
-            self._oversized_head = item.prefix
+            self._oversized_head = without_bom(item.prefix)
             return
         reason = too_large_reason(self._alias, item.size, item.limit)
         rid = rpc.id_at_edges(self._oversized_head, item.tail)

@@ -133,6 +133,22 @@ async def test_dual_era_server_is_spoken_to_as_modern_without_initialize(
 
 
 @pytest.mark.parametrize("era", ["modern", "both"])
+async def test_a_byte_order_mark_before_the_first_answer_is_ignored(
+    log_path: Path, era: str
+) -> None:
+    # The discover answer is the line the mark sits on: dropping it made a dual-era
+    # server legacy and a modern-only one unreachable.
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--era", era, "--bom") as server:
+            up = upstream(server, probe_timeout=2.0)
+            await up.connect()
+            assert up.era == "modern"
+            tools = await up.list_tools()
+            assert [t.name for t in tools.tools] == ["tool0", "tool1", "tool2"]
+            assert "initialize" not in server.methods()
+
+
+@pytest.mark.parametrize("era", ["modern", "both"])
 async def test_unsupported_version_error_is_retried_with_a_listed_version(
     log_path: Path, era: str
 ) -> None:

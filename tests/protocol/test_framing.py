@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.framing import LineFramer, Oversized
+from protocol.framing import LineFramer, Oversized, without_bom
 
 
 def test_half_lines_are_kept_until_complete() -> None:
@@ -72,3 +72,10 @@ def test_any_chunking_gives_the_same_lines(lines: list[bytes], cuts: list[int]) 
         i += 1
     out += f.flush()
     assert out == expected
+
+
+def test_a_byte_order_mark_in_front_of_a_line_is_not_part_of_it() -> None:
+    assert without_bom(b'\xef\xbb\xbf{"id":1}') == b'{"id":1}'
+    assert without_bom(b'{"id":1}') == b'{"id":1}'
+    # Only one mark is taken: a second is the line's own (and not JSON).
+    assert without_bom(b"\xef\xbb\xbf\xef\xbb\xbf{}") == b"\xef\xbb\xbf{}"

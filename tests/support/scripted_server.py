@@ -30,6 +30,7 @@ p.add_argument(
 p.add_argument("--empty-first-cursor", action="store_true")
 p.add_argument("--repeat-cursor", action="store_true")
 p.add_argument("--garbage", action="store_true", help="print non-JSON lines between messages")
+p.add_argument("--bom", action="store_true", help="start stdout with a UTF-8 byte order mark")
 p.add_argument("--notify-before", action="store_true", help="notifications before each response")
 p.add_argument("--trickle", action="store_true", help="write responses a few bytes at a time")
 p.add_argument("--die-on-call", action="store_true")
@@ -76,12 +77,15 @@ p.add_argument("--extra-tools", help="a JSON array of tool definitions listed af
 args = p.parse_args()
 
 out_lock = threading.Lock()
-state = {"era": None, "discover_count": 0, "lists": 0}
+state = {"era": None, "discover_count": 0, "lists": 0, "bom": args.bom}
 
 
 def write(obj: dict) -> None:
     data = (json.dumps(obj) + "\n").encode()
     with out_lock:
+        if state["bom"]:
+            state["bom"] = False
+            data = b"\xef\xbb\xbf" + data
         if args.garbage:
             sys.stdout.buffer.write(b"** scripted server says hello **\n")
         if args.trickle:
