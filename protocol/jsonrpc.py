@@ -68,13 +68,18 @@ Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
 
 class DecodeFailure(Exception):
-    """A line that is not a usable JSON-RPC message. ``id`` is kept when it was readable."""
+    """A line that is not a usable JSON-RPC message. ``id`` is kept when it was readable;
+    ``unreadable`` says, for a line that could not be parsed at all, why not ("not
+    valid UTF-8", "nested too deeply", "not JSON")."""
 
-    def __init__(self, code: int, message: str, id: Id | None = None) -> None:
+    def __init__(
+        self, code: int, message: str, id: Id | None = None, unreadable: str | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.id = id
+        self.unreadable = unreadable
 
     def reply(self) -> bytes:
         return encode_error(self.id, self.code, self.message)
@@ -115,7 +120,7 @@ _envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
 _error_decoder: Final = msgspec.json.Decoder(ErrorObject)
 
 
-def _valid_id(value: Any) -> bool:
+def valid_id(value: Any) -> bool:
     # bool is an int subclass but never a valid id; floats are not ids either.
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
@@ -150,7 +155,9 @@ def decode_message(data: bytes | memoryview) -> Message:
         if not data.isascii():
             str(data, "utf-8")
     except UnicodeDecodeError as exc:
-        raise DecodeFailure(PARSE_ERROR, f"Parse error: not valid UTF-8 ({exc.reason})") from None
+        raise DecodeFailure(
+            PARSE_ERROR, f"Parse error: not valid UTF-8 ({exc.reason})", None, "not valid UTF-8"
+        ) from None
     try:
         data = one_line(data)
         env = _envelope_decoder.decode(data)
@@ -163,9 +170,12 @@ def decode_message(data: bytes | memoryview) -> Message:
                 "taken here; send each message on its own",
             ) from None
         raise DecodeFailure(INVALID_REQUEST, f"Invalid request: {exc}") from None
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}") from None
-    msg_id = env.id if _valid_id(env.id) else None
+    except RecursionError as exc:
+        raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}", None, "nested too deeply") from None
+    except msgspec.DecodeError as exc:
+        why = "nested too deeply" if "recursion depth" in str(exc) else "not JSON"
+        raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}", None, why) from None
+    msg_id = env.id if valid_id(env.id) else None
     if env.jsonrpc != "2.0":
         raise DecodeFailure(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"', msg_id)
     params = env.params if isinstance(env.params, Raw) else None
@@ -235,7 +245,7 @@ def id_at_edges(head: bytes, tail: bytes = b"") -> Id | None:
         found = msgspec.json.decode(m.group(1))
     except msgspec.DecodeError:
         return None
-    return found if _valid_id(found) else None
+    return found if valid_id(found) else None
 
 
 _raw_decoder: Final = msgspec.json.Decoder(Raw)

@@ -4,7 +4,10 @@ server's own requests to whoever answers them. A byte order mark in front of a l
 (Windows-built servers write one at the start of their output) is not part of it.
 
 A line over the limit fails only the request it answered, once its end (and size) is
-known; the server goes on. A line that is not JSON-RPC is skipped with a warning.
+known; the server goes on. So does a reply that cannot be read (invalid UTF-8, too
+deeply nested, not JSON) when the request it answered can still be told: that request
+fails at once with the reason. Any other line that is not JSON-RPC is skipped with a
+warning.
 """
 
 from __future__ import annotations
@@ -13,11 +16,18 @@ import logging
 from collections.abc import Callable
 
 from protocol import jsonrpc as rpc
+from protocol import unreadable
 from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from protocol.logfields import log_extra
 
 from ._pending import Pending
-from .base import MessageTooLarge, NotificationHandler, too_large_reason
+from .base import (
+    MalformedReply,
+    MessageTooLarge,
+    NotificationHandler,
+    malformed_reason,
+    too_large_reason,
+)
 
 logger = logging.getLogger("mcpd.stdio")
 
@@ -70,6 +80,8 @@ class StdoutReader:
         try:
             msg = rpc.decode_message(item)
         except rpc.DecodeFailure as exc:
+            if exc.unreadable is not None and self._unreadable(item, exc.unreadable):
+                return
             note = self._complain()
             if note is not None:
                 logger.warning(
@@ -95,6 +107,23 @@ class StdoutReader:
                     logger.exception("%s: notification handler failed", self._alias)
         else:
             self._on_request(msg)
+
+    def _unreadable(self, item: bytes, why: str) -> bool:
+        """Fail the request a reply that cannot be read answered, if it can be told."""
+        rid = unreadable.reply_id(item)
+        if rid is None:
+            return False
+        reason = malformed_reason(self._alias, why)
+        if not self._pending.resolve(rid, None, MalformedReply(reason)):
+            return False  # a late one, or for nobody: skipped like any other bad line
+        logger.warning(
+            "%s; the request (id %r) it answered failed, the server keeps running: %.200r",
+            reason,
+            rid,
+            item,
+            extra=log_extra(self._alias, "malformed_reply", reason),
+        )
+        return True
 
     def _oversized(self, item: Oversized) -> None:
         if not isinstance(item, OversizedEnd):

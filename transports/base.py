@@ -92,6 +92,22 @@ def too_large_reason(label: str, size: int | None, limit: int) -> str:
     )
 
 
+class MalformedReply(Exception):
+    """A reply mcpd could not read (invalid UTF-8, nested too deeply, not JSON) but
+    could tell which request it answered: only that request fails, at once, rather
+    than wait out its time limit for an answer that already came. The server is up."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def malformed_reason(label: str, why: str) -> str:
+    """Why a reply was dropped when it could not be read: ``why`` is the decoder's
+    short account ("not valid UTF-8", "nested too deeply", "not JSON")."""
+    return f"{label}: the reply was {why} and was dropped"
+
+
 class ServerCancelled(Exception):
     """The server itself cancelled one of our requests (how it may end a subscription)."""
 

@@ -19,7 +19,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports.base import MessageTooLarge, SpawnError, TransportError
+from transports.base import MalformedReply, MessageTooLarge, SpawnError, TransportError
 
 from .backoff import BackoffConfig, Restart
 from .breaker import Transition
@@ -164,7 +164,7 @@ def describe_failure(exc: Exception, alias: str) -> Failure | None:
     attempt's failure (and must go on up)."""
     if isinstance(exc, SpawnError):
         return Failure("spawn_failed", exc.describe(), exc.reason)
-    if isinstance(exc, MessageTooLarge):
+    if isinstance(exc, MessageTooLarge | MalformedReply):
         return Failure("outage", exc.reason, exc.reason)
     if isinstance(exc, TransportError):
         return Failure("outage", exc.describe(), exc.reason, exc.retry_after)

@@ -83,6 +83,11 @@ class Outage(msgspec.Struct, frozen=True):
                 f"The result from the tool server '{self.server}' was too large to pass on: "
                 f"{self.plain_reason()}. '{self.server}' is still running"
             ) + "."
+        if self.state == "malformed":
+            return (
+                f"The tool server '{self.server}' sent a malformed reply to this call: "
+                f"{self.plain_reason()}. '{self.server}' is still running"
+            ) + "."
         if self.state == "timeout":
             # One call took too long: the server itself may be fine, and a model told it
             # is unavailable gives up on all its tools.
@@ -107,6 +112,12 @@ class Outage(msgspec.Struct, frozen=True):
             text = (
                 f"{self.sentence()} Ask for less (a narrower query, a smaller page or "
                 "range), or raise daemon.max_line_bytes."
+            )
+        elif self.state == "malformed":
+            text = (
+                f"{self.sentence()} The call was not completed. Other tools keep working; "
+                "the same call would most likely get the same reply, so try another "
+                "approach or different arguments."
             )
         elif self.state == "needs_login":
             # Waiting does not help here; the user has to act, so say who and how.

@@ -22,7 +22,7 @@ from msgspec import Raw
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports.base import ServerCancelled, TransportError
+from transports.base import MalformedReply, ServerCancelled, TransportError
 
 from .askback import Asker
 from .calls import CallRefused
@@ -94,6 +94,9 @@ async def _send(
                 if isinstance(exc, ServerCancelled):
                     raise CallRefused(Outage(runner.alias, "failed", str(exc), start)) from None
                 raise
+            except MalformedReply as exc:
+                runner.breaker.record_success(trio.current_time())
+                raise CallRefused(Outage(runner.alias, "malformed", exc.reason, start)) from None
             except TransportError as exc:
                 logger.warning(
                     "%s: %s failed: %s",

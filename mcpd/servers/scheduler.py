@@ -23,7 +23,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.base import MessageTooLarge, ServerCancelled, TransportError
+from transports.base import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
 from .askback import ASKING
 from .autherrors import LoginRequired
@@ -186,7 +186,13 @@ class CallScheduler:
             with call.scope:
                 try:
                     raw = await up.call_tool(call.params, capabilities=call.capabilities)
-                except (TransportError, rpc.RPCError, ServerCancelled, MessageTooLarge) as exc:
+                except (
+                    TransportError,
+                    rpc.RPCError,
+                    ServerCancelled,
+                    MessageTooLarge,
+                    MalformedReply,
+                ) as exc:
                     self.complete(call, None, exc)
                 else:
                     self.complete(call, raw, None)
@@ -260,6 +266,13 @@ class CallScheduler:
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed, error=True)
             outcome = Outage(r.alias, "failed", str(error), call.start)
+        elif isinstance(error, MalformedReply):
+            # The server answered, unreadably; asked again it would most likely do the
+            # same, and a model told the call timed out would ask again. The transport
+            # has logged it.
+            r.breaker.record_success(now, call.ticket)
+            r.stats.record(elapsed, error=True)
+            outcome = Outage(r.alias, "malformed", error.reason, call.start)
         elif isinstance(error, MessageTooLarge):
             # The server answered, and goes on serving: only this call failed.
             r.breaker.record_success(now, call.ticket)

@@ -7,7 +7,8 @@ never answers does not hold up the others. Plain stdlib, so it starts fast.
 
 Tools: echo, bytewise, batched, invalid_json, not_jsonrpc, unknown_id, duplicate,
 wrong_id_type, flood, huge_line, never, late, close_stdout, exit, invalid_utf8,
-stderr_flood, garbage_flood, slow (answers after 0.1 s), big (a 256 KiB image).
+nested_deep, stderr_flood, garbage_flood, slow (answers after 0.1 s), big (a 256 KiB
+image).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ TOOLS = (
     "close_stdout",
     "exit",
     "invalid_utf8",
+    "nested_deep",
     "stderr_flood",
     "garbage_flood",
     "slow",
@@ -180,6 +182,9 @@ def call(rid: Any, name: str, text: str) -> None:
             b'"resultType":"complete"}}\n'
         )
         out(raw)
+    elif name == "nested_deep":
+        deep = b'{"a":[' * 5000 + b"1" + b"]}" * 5000
+        out(answer[:-3] + b',"structuredContent":' + deep + b"}}\n")
     elif name == "stderr_flood":
         threading.Thread(target=stderr_flood, daemon=True).start()
         out(answer)

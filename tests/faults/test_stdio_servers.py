@@ -195,9 +195,15 @@ async def garbage_flood(case: Case) -> None:
 
 async def invalid_utf8(case: Case) -> None:
     async with case.agent() as a:
-        reply = await a.call(BAD + "invalid_utf8", "x")
-        # Whatever it says, it reached the agent as valid UTF-8 JSON (the agent checks).
-        assert "result" in reply or "error" in reply
+        # It reached the agent as valid UTF-8 JSON (the agent checks), saying what the
+        # reply was, not that the server took too long.
+        await call_fails(a, "invalid_utf8", "malformed reply", "not valid UTF-8", "still running")
+        await call_ok(a, "echo", "after")
+
+
+async def nested_deep(case: Case) -> None:
+    async with case.agent() as a:
+        await call_fails(a, "nested_deep", "malformed reply", "nested too deeply")
         await call_ok(a, "echo", "after")
 
 
@@ -302,7 +308,18 @@ CASES: list[
             "daemon": {"failure_threshold": 3, "cooldown_base": 1.0},
         },
     ),
-    ("invalid UTF-8 in a result", invalid_utf8, bad(), {"log_expect": [r"\[bad\].*UTF-8"]}),
+    (
+        "invalid UTF-8 in a result",
+        invalid_utf8,
+        bad(),
+        {"log_expect": [r"\[bad\].*not valid UTF-8 and was dropped.*id \d+"]},
+    ),
+    (
+        "a result nested 5000 deep",
+        nested_deep,
+        bad(),
+        {"log_expect": [r"\[bad\].*nested too deeply and was dropped"]},
+    ),
 ]
 
 

@@ -236,3 +236,20 @@ def test_the_one_pass_response_decoder_reads_plain_responses(
 )
 def test_anything_but_a_plain_response_is_left_to_the_general_decoder(line: bytes) -> None:
     assert rpc.decode_response(line) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"result":"\xff"}', "not valid UTF-8"),
+        (
+            b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 5000 + b"]" * 5000 + b"}",
+            "nested too deeply",
+        ),
+        (b'{"jsonrpc":"2.0","id":1,"result":nope}', "not JSON"),
+    ],
+)
+def test_a_line_that_cannot_be_parsed_says_why(line: bytes, why: str) -> None:
+    with pytest.raises(rpc.DecodeFailure) as caught:
+        rpc.decode_message(line)
+    assert caught.value.unreadable == why

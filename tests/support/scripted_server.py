@@ -31,6 +31,12 @@ p.add_argument("--empty-first-cursor", action="store_true")
 p.add_argument("--repeat-cursor", action="store_true")
 p.add_argument("--garbage", action="store_true", help="print non-JSON lines between messages")
 p.add_argument("--bom", action="store_true", help="start stdout with a UTF-8 byte order mark")
+p.add_argument(
+    "--malformed-reply",
+    choices=["utf8", "deep", "json", "request"],
+    help="answer tools/call with a line that cannot be decoded (request: first send a "
+    "broken request of the server's own under the call's id, then the answer)",
+)
 p.add_argument("--notify-before", action="store_true", help="notifications before each response")
 p.add_argument("--trickle", action="store_true", help="write responses a few bytes at a time")
 p.add_argument("--die-on-call", action="store_true")
@@ -223,6 +229,19 @@ def ask(rid, params: dict) -> None:
     result(rid, {"content": [{"type": "text", "text": f"hello {name} ({state})"}]})
 
 
+def malformed_reply(rid) -> None:
+    head = b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode()
+    body = {
+        "utf8": b',"result":{"content":[{"type":"text","text":"bad \xff\xfe"}]}}',
+        "deep": b',"result":{"structuredContent":' + b'{"a":[' * 5000 + b"1" + b"]}" * 5000 + b"}}",
+        "json": b',"result":{"content":[{"type":"text","text":"x"}],"isError":nope}}',
+        "request": b',"method":"sampling/createMessage","params":{"note":"\xff"}}',
+    }[args.malformed_reply]
+    with out_lock:
+        sys.stdout.buffer.write(head + body + b"\n")
+        sys.stdout.buffer.flush()
+
+
 def call_tool(rid, params: dict) -> None:
     if args.die_on_call:
         print("dying on purpose", file=sys.stderr, flush=True)
@@ -235,6 +254,10 @@ def call_tool(rid, params: dict) -> None:
         return
     name = params.get("name")
     arguments = params.get("arguments") or {}
+    if args.malformed_reply:
+        malformed_reply(rid)
+        if args.malformed_reply != "request":
+            return
 
     def answer() -> None:
         if args.slow:

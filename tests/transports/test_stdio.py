@@ -16,7 +16,13 @@ import trio
 
 from protocol import jsonrpc as rpc
 from tests.support.procs import alive, read_pid, scripted, wait_gone
-from transports.base import MessageTooLarge, SpawnError, TransportClosed, TransportError
+from transports.base import (
+    MalformedReply,
+    MessageTooLarge,
+    SpawnError,
+    TransportClosed,
+    TransportError,
+)
 from transports.stdio import StdioParams, child_environment, open_stdio_transport
 
 
@@ -339,3 +345,26 @@ async def test_a_burst_of_stderr_is_one_log_record(
     assert len(records[0].getMessage().splitlines()) == 5
     assert all(getattr(r, "mcpd_event", None) == "stderr" for r in records)
     assert all(getattr(r, "mcpd_server", None) == "noisy" for r in records)
+
+
+@pytest.mark.parametrize(
+    ("kind", "why"),
+    [("utf8", "not valid UTF-8"), ("deep", "nested too deeply"), ("json", "not JSON")],
+)
+async def test_an_unreadable_reply_fails_only_its_call_at_once(kind: str, why: str) -> None:
+    # Its id is still plain to see: waiting out the time limit helped nobody, and the
+    # timeout it ended in invited the same call again.
+    with trio.fail_after(10):
+        async with open_stdio_transport("s", params("--malformed-reply", kind)) as t:
+            with pytest.raises(MalformedReply, match=why) as caught:
+                await call(t)
+            assert caught.value.reason == f"s: the reply was {why} and was dropped"
+            assert t.error is None  # the server goes on
+            assert await t.request("ping", None) is not None
+
+
+async def test_a_broken_request_from_the_server_fails_none_of_ours() -> None:
+    # The server's own requests have ids of their own, which may equal one of ours.
+    with trio.fail_after(10):
+        async with open_stdio_transport("s", params("--malformed-reply", "request")) as t:
+            assert text_of(await call(t, "x")) == "tool0:x"

@@ -1,0 +1,97 @@
+"""Which request a reply that cannot be parsed answered, when that is certain.
+
+A reply with invalid UTF-8 in a string, nested deeper than the decoder goes, or with a
+broken token is no message; but its id may still be plain to see, and then the request
+it answered can fail at once with the reason instead of waiting out its time limit.
+Only an id that is surely the outer object's own counts, on a line that surely is one
+whole reply: a wrong guess would fail some other request.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import re
+from typing import Final
+
+import msgspec
+
+from . import jsonrpc as rpc
+
+# For a reply that cannot be parsed: its id where it is a member of the outer object
+# for sure, as the first member after an optional "jsonrpc" and followed by "result" or
+# "error" (most SDKs), or as the last one of an object that begins with "result" or
+# "error" (the TypeScript SDK's order).
+_V: Final = rb'(-?\d+|"[^"\\]*(?:\\.[^"\\]*)*")'
+_JSONRPC: Final = rb'"jsonrpc"\s*:\s*"2\.0"\s*'
+_REPLY_HEAD: Final = re.compile(
+    rb"^\s*\{\s*(?:" + _JSONRPC + rb',\s*)?"id"\s*:\s*' + _V + rb'\s*,\s*"(?:result|error)"\s*:'
+)
+_REPLY_OPENS: Final = re.compile(rb'^\s*\{\s*"(?:result|error)"\s*:')
+_REPLY_TAIL: Final = re.compile(
+    rb',\s*"id"\s*:\s*' + _V + rb"\s*(?:,\s*" + _JSONRPC + rb")?\}\s*\Z"
+)
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKET: Final = bytes(c for c in range(256) if c not in b"{}[]")
+# Each bracket as a step in depth plus one: an opening one 2, a closing one 0.
+_STEP: Final = bytes.maketrans(b"{[}]", b"\x02\x02\x00\x00")
+_PASSES: Final = 16
+_MAX_STEPS: Final = 1 << 16
+_MAX_SCAN: Final = 1 << 20  # bytes: about 50 ms of scanning for the worst of them
+
+
+def _one_object(line: bytes) -> bool:
+    """Whether the brackets of ``line`` outside its strings make one object that closes
+    at its last bracket: a cut-off line is never taken for a whole reply. Done with
+    regular expressions and C-level loops, not a parser, and in bounded time: a broken
+    line is no reason to hold up the event loop, or to recurse into its nesting."""
+    skeleton = _STRING.sub(b"", line)
+    if b'"' in skeleton:
+        return False  # a string that never ends
+    steps = skeleton.translate(_STEP, _NOT_BRACKET)
+    if len(steps) < 2 or steps[0] != 2 or steps[-1] != 0 or sum(steps) != len(steps):
+        return False
+    # Inside the outer object the depth must never fall below where it began. A bracket
+    # that opens followed by one that closes changes no lowest point: dropping such
+    # pairs leaves little to walk for all but very deep nesting.
+    inner = steps[1:-1]
+    for _ in range(_PASSES):
+        fewer = inner.replace(b"\x02\x00", b"")
+        if len(fewer) == len(inner):
+            break
+        inner = fewer
+    if len(inner) > _MAX_STEPS:
+        return False  # too deep to be sure of cheaply
+    depths = map(operator.sub, itertools.accumulate(inner), range(1, len(inner) + 1))
+    return min(depths, default=0) >= 0
+
+
+def reply_id(line: bytes) -> rpc.Id | None:
+    """The id of a reply that cannot be parsed (invalid UTF-8, nested too deeply, not
+    JSON), where it can be told without parsing: in the outer object, next to its
+    ``result`` or ``error``, of a line whose brackets close where it ends. None for
+    anything less certain, such as a request from the peer, whose id is its own."""
+    if not line.isascii():
+        try:
+            str(line, "utf-8")
+        except UnicodeDecodeError:
+            # Bytes that are no text need no guessing: with them replaced, the message
+            # says exactly what it is.
+            try:
+                msg = rpc.decode_message(line.decode("utf-8", "replace").encode())
+            except rpc.DecodeFailure:
+                pass  # broken in another way too
+            else:
+                return msg.id if isinstance(msg, rpc.Response | rpc.ErrorResponse) else None
+    if len(line) > _MAX_SCAN:
+        return None
+    m = _REPLY_HEAD.match(line)
+    if m is None and _REPLY_OPENS.match(line):
+        m = _REPLY_TAIL.search(line)
+    if m is None or not _one_object(line):
+        return None
+    try:
+        found = msgspec.json.decode(m.group(1))
+    except msgspec.DecodeError:
+        return None
+    return found if rpc.valid_id(found) else None
