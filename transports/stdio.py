@@ -96,6 +96,8 @@ class StdioTransport:
         self._stderr = StderrLog(alias, params.stderr_tail, on_stderr)
         self._stdout_eof = trio.Event()
         self._exited = trio.Event()
+        # Set as the owner stops the server: stdin is closed under the writer then.
+        self._stopping = False
         self.closed = trio.Event()
         self.error: TransportError | None = None
         self._relays = Relays(alias, self._put, self.closed)
@@ -213,6 +215,8 @@ class StdioTransport:
         try:
             await self._writer.run()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            if self._stopping:
+                return  # closed by the stop, which tells the waiting requests why
             # The exit watcher usually knows why (exit status); give it a moment.
             with trio.move_on_after(_EXIT_DRAIN):
                 await self.closed.wait()
@@ -306,7 +310,14 @@ async def open_stdio_transport(
                 nursery.start_soon(transport._write_stdin)
                 try:
                     yield transport
+                except TransportError as exc:
+                    # The owner ends the session for a reason of its own (a probe got
+                    # no answer): that is what the requests still waiting are told,
+                    # not what closing the pipes of a stuck server then looks like.
+                    transport._close(exc)
+                    raise
                 finally:
+                    transport._stopping = True
                     with trio.CancelScope(shield=True):
                         await stop_process(
                             process,

@@ -37,6 +37,7 @@ p.add_argument(
     help="answer tools/call with a line that cannot be decoded (request: first send a "
     "broken request of the server's own under the call's id, then the answer)",
 )
+p.add_argument("--deaf", action="store_true", help="never read stdin")
 p.add_argument("--notify-before", action="store_true", help="notifications before each response")
 p.add_argument("--trickle", action="store_true", help="write responses a few bytes at a time")
 p.add_argument("--die-on-call", action="store_true")
@@ -391,6 +392,8 @@ def main() -> None:
     print(args.stderr_banner, file=sys.stderr, flush=True)
     if args.start_delay:
         time.sleep(args.start_delay)
+    while args.deaf:
+        time.sleep(60)
     log = open(args.log_file, "ab", buffering=0) if args.log_file else None  # noqa: SIM115
     for line in sys.stdin.buffer:
         line = line.strip()

@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 from protocol import jsonrpc as rpc
 from tests.support.procs import alive, read_pid, scripted, wait_gone
@@ -368,3 +369,19 @@ async def test_a_broken_request_from_the_server_fails_none_of_ours() -> None:
     with trio.fail_after(10):
         async with open_stdio_transport("s", params("--malformed-reply", "request")) as t:
             assert text_of(await call(t, "x")) == "tool0:x"
+
+
+async def test_requests_waiting_when_the_owner_gives_up_are_told_its_reason() -> None:
+    # A server that stopped reading its stdin: what its waiting requests learn is why
+    # it was given up on, not that the pipe mcpd was stuck writing to was then closed.
+    why = "deaf stopped responding (a probe got no answer in 5 s)"
+    errors: list[Exception | None] = []
+    with trio.fail_after(10):
+        with pytest.raises(TransportError, match="stopped responding"):
+            async with open_stdio_transport("deaf", params("--deaf", stdin_grace=1.0)) as t:
+                big = {"name": "tool0", "arguments": {"text": "x" * 300_000}}
+                t.request_nowait("tools/call", big, lambda _raw, error: errors.append(error))
+                await trio.testing.wait_all_tasks_blocked()  # the write is stuck
+                raise TransportError(why)
+    assert len(errors) == 1 and isinstance(errors[0], TransportError)
+    assert errors[0].reason == why
