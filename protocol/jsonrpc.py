@@ -163,6 +163,11 @@ def decode_message(data: bytes | memoryview) -> Message:
         env = _envelope_decoder.decode(data)
     except msgspec.ValidationError as exc:
         if data.lstrip()[:1] == b"[":
+            # The type is checked at the first byte: "[INFO] starting" is no batch.
+            if line_fault(data) is not None:
+                raise DecodeFailure(
+                    PARSE_ERROR, "Parse error: not JSON (text starting with '[')", None, "not JSON"
+                ) from None
             # Batches left MCP with 2025-06-18; a 2025-03-26 peer may still send one.
             raise DecodeFailure(
                 INVALID_REQUEST,

@@ -32,6 +32,14 @@ def test_a_batch_is_refused_in_words_that_say_so() -> None:
     )
 
 
+@pytest.mark.parametrize("line", [b"[INFO] server log line", b"[", b"[1, 2"])
+def test_text_that_only_starts_like_a_batch_is_not_json(line: bytes) -> None:
+    with pytest.raises(rpc.DecodeFailure) as info:
+        rpc.decode_message(line)
+    assert info.value.code == rpc.PARSE_ERROR and info.value.unreadable == "not JSON"
+    assert "batch" not in info.value.message
+
+
 def test_parse_error_has_null_id() -> None:
     with pytest.raises(rpc.DecodeFailure) as info:
         rpc.decode_message(b'{"jsonrpc":"2.0","id":1,')

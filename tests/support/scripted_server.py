@@ -37,6 +37,7 @@ p.add_argument(
     help="answer tools/call with a line that cannot be decoded (request: first send a "
     "broken request of the server's own under the call's id, then the answer)",
 )
+p.add_argument("--noise", help="a line of plain text written before each message")
 p.add_argument("--deaf", action="store_true", help="never read stdin")
 p.add_argument("--notify-before", action="store_true", help="notifications before each response")
 p.add_argument("--trickle", action="store_true", help="write responses a few bytes at a time")
@@ -95,6 +96,8 @@ def write(obj: dict) -> None:
             data = b"\xef\xbb\xbf" + data
         if args.garbage:
             sys.stdout.buffer.write(b"** scripted server says hello **\n")
+        if args.noise:
+            sys.stdout.buffer.write(args.noise.encode() + b"\n")
         if args.trickle:
             for i in range(0, len(data), 7):
                 sys.stdout.buffer.write(data[i : i + 7])

@@ -64,6 +64,16 @@ async def test_garbage_lines_on_stdout_are_skipped(caplog: pytest.LogCaptureFixt
     )
 
 
+async def test_a_log_line_on_stdout_starting_with_a_bracket_is_called_not_json(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with trio.fail_after(10):
+        async with open_stdio_transport("noisy", params("--noise", "[INFO] answering")) as t:
+            assert text_of(await call(t, "a")) == "tool0:a"
+    said = [r.getMessage() for r in caplog.records if "not JSON-RPC" in r.getMessage()]
+    assert said and all("not JSON" in m and "batch" not in m for m in said), said
+
+
 async def test_notifications_before_a_response_do_not_satisfy_it() -> None:
     seen: list[rpc.Notification] = []
     with trio.fail_after(10):
