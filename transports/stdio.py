@@ -95,6 +95,7 @@ class StdioTransport:
         self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED, rpc.line_fault)
         self._stderr = StderrLog(alias, params.stderr_tail, on_stderr)
         self._stdout_eof = trio.Event()
+        self._stderr_eof = trio.Event()
         self._exited = trio.Event()
         # Set as the owner stops the server: stdin is closed under the writer then.
         self._stopping = False
@@ -251,14 +252,17 @@ class StdioTransport:
         with trio.move_on_after(_EXIT_DRAIN):
             await self._exited.wait()
         if self._exited.is_set():
-            self._close(self._exit_error())
+            await self._close_on_exit()
         else:
             self._close(self._error("closed its stdout but is still running"))
 
     async def _read_stderr(self) -> None:
         stderr = self.process.stderr
         assert stderr is not None
-        await read_stderr(stderr, self._stderr)
+        try:
+            await read_stderr(stderr, self._stderr)
+        finally:
+            self._stderr_eof.set()
 
     async def _watch_exit(self) -> None:
         await self.process.wait()
@@ -266,6 +270,13 @@ class StdioTransport:
         # Responses written just before exit may still sit in the pipe.
         with trio.move_on_after(_EXIT_DRAIN):
             await self._stdout_eof.wait()
+        await self._close_on_exit()
+
+    async def _close_on_exit(self) -> None:
+        # What a dying server last wrote on stderr (its traceback) may not have been
+        # read yet as its exit is seen; the requests it leaves waiting quote it.
+        with trio.move_on_after(_EXIT_DRAIN):
+            await self._stderr_eof.wait()
         self._close(self._exit_error())
 
     def _server_request(self, req: rpc.Request) -> None:

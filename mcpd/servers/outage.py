@@ -46,6 +46,11 @@ _PHRASES = {
 }
 
 
+def last_line(lines: list[str]) -> str | None:
+    """The last line of a child's stderr that says anything, for an outage to quote."""
+    return next((line.strip()[:300] for line in reversed(lines) if line.strip()), None)
+
+
 class Outage(msgspec.Struct, frozen=True):
     """Why a call could not reach its server. ``since``/``retry_at`` are trio clock times."""
 

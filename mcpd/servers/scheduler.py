@@ -28,7 +28,7 @@ from transports.base import MalformedReply, MessageTooLarge, ServerCancelled, Tr
 from .askback import ASKING
 from .autherrors import LoginRequired
 from .calls import _LIVE, CallHost, Outcome, PendingCall
-from .outage import Outage
+from .outage import Outage, last_line
 
 if TYPE_CHECKING:
     from .upstream import Upstream
@@ -305,7 +305,10 @@ class CallScheduler:
                 # No process to watch: probe now, so an endpoint that went away is
                 # marked unavailable before the next model turn.
                 r.check_liveness()
-            outcome = Outage(r.alias, "failed", error.reason, call.start)
+            # A stdio server's detail is its stderr's tail: what a call in flight as it
+            # died most needs to say (a traceback's last line), as later calls do.
+            said = last_line(error.detail.splitlines()) if r.transport_kind == "stdio" else None
+            outcome = Outage(r.alias, "failed", error.reason, call.start, stderr=said)
         else:
             outcome = Outage(r.alias, "failed", f"internal error: {error!r}", call.start)
         # Only now: releasing a half-open probe first made the breaker discard the

@@ -16,7 +16,7 @@ from ..registry.catalog import Catalog
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig
 from .downtime import Downtime
-from .outage import Outage
+from .outage import Outage, last_line
 from .stats import LatencyStats
 
 # Every state, in the order summaries list them.
@@ -87,7 +87,7 @@ def outage_of(
     (``stderr``: a child's last lines, for a server that failed or keeps crashing)."""
     last_error, down_since, retry_at = d.last_error, d.down_since, d.retry_at
     if state in ("failed", "crash_loop") and stderr:
-        last = next((line.strip()[:300] for line in reversed(stderr) if line.strip()), None)
+        last = last_line(stderr)
         return Outage(alias, state, last_error or "not running", down_since, retry_at, last)
     if state in ("open", "half_open"):
         st = breaker.status(now)

@@ -190,3 +190,23 @@ async def test_a_timed_out_call_names_the_limit_that_ended_it(tmp_path: Path) ->
             said = text(await agent.call("mcp__slow__tool0"))
     assert "did not answer this call in time: no answer within 0.3 s " in said
     assert "(the limit servers.slow.tool_timeouts sets)" in said
+
+
+async def test_a_call_in_flight_when_its_server_dies_quotes_its_last_stderr_line(
+    tmp_path: Path,
+) -> None:
+    # The exit is seen before the last of stderr is read; the call it leaves waiting
+    # must quote the traceback's end as the calls after it do.
+    cfg = make_config(
+        tmp_path,
+        {"dies": server("--die-on-call", "--last-words", "RuntimeError: boom")},
+        backoff_base=20.0,
+        backoff_cap=30.0,
+    )
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            await wait_state(agent, "dies", "ready")
+            died = await agent.call("mcp__dies__tool0")
+            assert "exited with status 3" in text(died), text(died)
+            assert "Its last line on stderr: 'RuntimeError: boom'." in text(died), text(died)
+            assert died["_meta"]["mcpd/outage"]["stderr"] == "RuntimeError: boom"

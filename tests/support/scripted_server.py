@@ -42,6 +42,11 @@ p.add_argument("--deaf", action="store_true", help="never read stdin")
 p.add_argument("--notify-before", action="store_true", help="notifications before each response")
 p.add_argument("--trickle", action="store_true", help="write responses a few bytes at a time")
 p.add_argument("--die-on-call", action="store_true")
+p.add_argument(
+    "--last-words",
+    help="with --die-on-call: a helper writes this to stderr just after the server exits "
+    "(a traceback's last line that is still in flight as the exit is seen)",
+)
 p.add_argument("--hang-on-call", action="store_true")
 p.add_argument("--slow", type=float, default=0.0, help="seconds before answering tools/call")
 p.add_argument("--big", type=int, default=0, help="size of the text tools/call returns")
@@ -249,6 +254,11 @@ def malformed_reply(rid) -> None:
 def call_tool(rid, params: dict) -> None:
     if args.die_on_call:
         print("dying on purpose", file=sys.stderr, flush=True)
+        if args.last_words and os.fork() == 0:
+            os.close(1)
+            time.sleep(0.1)
+            os.write(2, args.last_words.encode() + b"\n")
+            os._exit(0)
         os._exit(3)
     if args.hang_on_call:
         return
