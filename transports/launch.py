@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -75,13 +76,21 @@ def environment(
     return env
 
 
+# Set to a token of its own in each child's environment, which its descendants inherit:
+# a helper that calls setsid() leaves the process group and escapes PR_SET_PDEATHSIG,
+# but not this, and a stop finds it by it (``transports.strays``).
+START_MARK: Final = "MCPD_SERVER_START"
+
+
 class Launched(NamedTuple):
-    """A started child and mcpd's ends of its pipes (-1 for a pipe not asked for)."""
+    """A started child and mcpd's ends of its pipes (-1 for a pipe not asked for);
+    ``token`` is its ``START_MARK``."""
 
     popen: subprocess.Popen[bytes]
     stdin: int
     stdout: int
     stderr: int
+    token: str
 
 
 def _armer() -> str | None:
@@ -155,6 +164,9 @@ def launch(
     """
     ours: list[int] = []
     theirs: list[int | None] = []
+    token = f"{os.getpid()}-{secrets.token_hex(8)}"
+    child_env = dict(os.environ if env is None else env)
+    child_env[START_MARK] = token
     try:
         for wanted, child_reads in ((stdin, True), (stdout, False), (stderr, False)):
             if not wanted:
@@ -177,7 +189,7 @@ def launch(
             stdin=theirs[0],
             stdout=theirs[1],
             stderr=theirs[2],
-            env=dict(env) if env is not None else None,
+            env=child_env,
             cwd=cwd,
             start_new_session=True,
             preexec_fn=preexec,
@@ -190,7 +202,7 @@ def launch(
     for fd in theirs:
         if fd is not None:
             os.close(fd)
-    return Launched(popen, *ours)
+    return Launched(popen, ours[0], ours[1], ours[2], token)
 
 
 def signal_group(pgid: int, sig: int) -> None:

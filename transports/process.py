@@ -24,8 +24,11 @@ class ChildProcess:
         stdin: trio.lowlevel.FdStream | None,
         stdout: trio.lowlevel.FdStream | None,
         stderr: trio.lowlevel.FdStream | None,
+        token: str = "",
     ) -> None:
         self._popen = popen
+        # What its descendants carry in their environment (launch.START_MARK).
+        self.token = token
         self.stdin = stdin
         self.stdout = stdout
         self.stderr = stderr
@@ -83,8 +86,8 @@ def spawn(
 
 def adopt(child: Launched) -> ChildProcess:
     """A launched child with its pipes as trio streams."""
-    streams = [
+    stdin, stdout, stderr = (
         trio.lowlevel.FdStream(fd) if fd >= 0 else None
         for fd in (child.stdin, child.stdout, child.stderr)
-    ]
-    return ChildProcess(child.popen, *streams)
+    )
+    return ChildProcess(child.popen, stdin, stdout, stderr, child.token)

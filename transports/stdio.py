@@ -3,7 +3,8 @@
 Responses are routed to waiting requests by id. When the process exits or its stdout
 closes, every pending request fails at once with the exit status and the last lines
 of stderr. Stopping closes stdin, waits, then SIGTERMs and SIGKILLs the whole group,
-so helpers a server spawned (``npx`` -> ``node``) go with it.
+so helpers a server spawned (``npx`` -> ``node``) go with it, and then the descendants
+that left the group (``transports.strays``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .base import (
 from .launch import PARENT_ONLY_VARS, environment
 from .linewriter import LineWriter, batch
 from .process import ChildProcess, signal_group
+from .strays import stop_strays
 
 __all__ = [
     "PARENT_ONLY_VARS",
@@ -337,6 +339,8 @@ async def open_stdio_transport(
                             term_grace=params.term_grace,
                         )
                         transport._close(transport._exit_error())
+                        # After the group: what is left of it has moved out of it.
+                        await stop_strays(alias, process.token, process.pid, params.term_grace)
                     nursery.cancel_scope.cancel()
     finally:
         if process.returncode is None:

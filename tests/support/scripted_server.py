@@ -54,6 +54,11 @@ p.add_argument(
     "--id-last", action="store_true", help="write results as {result, jsonrpc, id} (TS SDK order)"
 )
 p.add_argument("--grandchild", action="store_true", help="spawn a child holding stdout open")
+p.add_argument(
+    "--setsid-helper",
+    help="fork a helper that calls setsid() (leaving the process group) and sleeps; "
+    "its pid is written to this file",
+)
 p.add_argument("--ignore-sigterm", action="store_true")
 p.add_argument("--linger", action="store_true", help="keep running after stdin EOF")
 p.add_argument("--close-stdout-on-call", action="store_true")
@@ -392,6 +397,21 @@ def handle(msg: dict) -> None:
         error(rid, -32601, f"Method not found: {method}")
 
 
+def start_setsid_helper(pid_file: str) -> None:
+    """A daemonizing helper: its own session, none of the server's pipes."""
+    if os.fork() != 0:
+        return
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    with open(pid_file + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(pid_file + ".tmp", pid_file)
+    time.sleep(600)
+    os._exit(0)
+
+
 def main() -> None:
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -402,6 +422,8 @@ def main() -> None:
         child = subprocess.Popen(["sleep", "600"], stdout=sys.stdout, stderr=subprocess.DEVNULL)
         with open(args.pid_file + ".child" if args.pid_file else os.devnull, "w") as f:
             f.write(str(child.pid))
+    if args.setsid_helper:
+        start_setsid_helper(args.setsid_helper)
     print(args.stderr_banner, file=sys.stderr, flush=True)
     if args.start_delay:
         time.sleep(args.start_delay)

@@ -235,7 +235,9 @@ async def test_spawned_child_does_not_see_notify_socket(tmp_path: Path) -> None:
     assert env["EXTRA"] == "1"
 
 
-async def test_shutdown_leaves_no_child_or_grandchild(tmp_path: Path) -> None:
+async def test_shutdown_leaves_no_child_or_grandchild(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     pidfile = tmp_path / "pid"
     with trio.fail_after(20):
         async with open_stdio_transport(
@@ -247,6 +249,8 @@ async def test_shutdown_leaves_no_child_or_grandchild(tmp_path: Path) -> None:
             assert alive(pid) and alive(grandchild)
         assert await wait_gone(pid)
         assert await wait_gone(grandchild)
+    # It went with the group: not a process that had left it.
+    assert not [r for r in caplog.records if "left its process group" in r.getMessage()]
 
 
 async def test_server_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
@@ -395,3 +399,31 @@ async def test_requests_waiting_when_the_owner_gives_up_are_told_its_reason() ->
                 raise TransportError(why)
     assert len(errors) == 1 and isinstance(errors[0], TransportError)
     assert errors[0].reason == why
+
+
+async def test_a_helper_that_left_the_process_group_goes_with_its_server(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # setsid() takes it out of the group the stop signals and out of PR_SET_PDEATHSIG's
+    # reach; its environment still says which start it came from.
+    pid_file = tmp_path / "helper.pid"
+    helper = 0
+    try:
+        with trio.fail_after(20):
+            async with open_stdio_transport(
+                "s", params("--setsid-helper", str(pid_file), term_grace=1.0)
+            ) as t:
+                helper = await read_pid(pid_file)
+                assert os.getsid(helper) != os.getsid(t.pid)
+                assert text_of(await call(t, "x")) == "tool0:x"
+            assert await wait_gone(helper, 5)
+        said = [
+            r.getMessage() for r in caplog.records if "left its process group" in r.getMessage()
+        ]
+        assert said == [
+            f"s: 1 process(es) it started had left its process group and were "
+            f"still running (pids {helper}); stopping them"
+        ]
+    finally:
+        if helper and alive(helper):
+            os.kill(helper, signal.SIGKILL)
