@@ -29,6 +29,7 @@ from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Backend, CallHandle, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
 from .door import Door, refuse
+from .instructions import instructions
 from .listen import Listens
 from .listener import DaemonError
 from .metatools import NAMES as META_TOOLS
@@ -292,37 +293,7 @@ class Api(ProfileMethods):
 
     def instructions(self, servers: Servers | None = None) -> str:
         servers = servers or self.profiles.default
-        names = "mcp__<server>__<tool>"
-        if isinstance(servers, ProfileServers):
-            template = (servers.view.naming or servers.view.registry.naming).template
-            names = template.replace("{alias}", "<server>").replace("{tool}", "<tool>")
-        text = (
-            f"mcpd aggregates the tools of several MCP servers. Tool names are {names}; "
-            "descriptions start with the server's name in brackets."
-        )
-        if isinstance(servers, ProfileServers) and servers.view.mode == "search":
-            text += (
-                " Find tools with mcpd_search_tools, read their arguments with "
-                "mcpd_describe_tools and run them with mcpd_call_tool."
-            )
-        outages = servers.outages()
-        if outages:
-            text += " Current outages: " + " ".join(outages)
-        given = servers.instructions()
-        if given:
-            # Hosts put a server's instructions before the model; behind mcpd the
-            # servers' own would be lost, and some servers are not used well without.
-            limit = self.control.settings.result_budget_chars
-            text += (
-                "\n\nThe servers' own instructions follow, each under its name. They name "
-                "tools as the server does; here each is called by the name above."
-            )
-            for alias, said in given:
-                said = said.strip()
-                if len(said) > limit:
-                    said = said[:limit] + f" [mcpd: cut at {limit} characters]"
-                text += f"\n\n## {alias}\n\n{said}"
-        return text
+        return instructions(servers, self.control.settings.result_budget_chars)
 
     # -- methods --
 
