@@ -129,8 +129,10 @@ class Front:
     def instructions(self, only: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
         out = []
         for alias, runner in sorted(self._supervisor.runners.items()):
-            text = runner.instructions
-            if text and (only is None or only(alias)):
+            # What the server said of itself for models when mcpd last connected.
+            up = runner.upstream
+            text = up.instructions if up is not None else None
+            if isinstance(text, str) and text.strip() and (only is None or only(alias)):
                 out.append((alias, text))
         return out
 

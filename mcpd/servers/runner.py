@@ -390,13 +390,6 @@ class Runner:
     async def phase_changed(self) -> None:
         await self.downtime.phase_changed()
 
-    @property
-    def instructions(self) -> str | None:
-        """What the server said of itself for models, when mcpd last connected."""
-        up = self.upstream
-        text = up.instructions if up is not None else None
-        return text if isinstance(text, str) and text.strip() else None
-
     def status(self) -> dict[str, Any]:
         up = self.upstream
         row = status_row(
