@@ -205,7 +205,6 @@ class CallToolResultHead(CallToolResultFate):
     """For a result that may need cutting: each block's text, to measure."""
 
     content: list[ContentHead] | None = None
-    structuredContent: Raw | UnsetType = UNSET
 
 
 class TextContent(msgspec.Struct, tag_field="type", tag="text", omit_defaults=True):

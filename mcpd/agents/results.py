@@ -55,11 +55,13 @@ def shape_call_result(
     alias: str,
     capabilities: dict[str, Any] | None = None,
     tasks: bool = False,
-    structured: bool = False,
 ) -> tuple[Raw | dict[str, Any], bool]:
     """The result as the agent gets it, and whether its content may hold a URI to
     rewrite (False only when every block's type is known and none is a resource).
-    ``structured``: the tool declared an outputSchema."""
+
+    ``structuredContent`` is passed on whole: it is for the host's code, which checks
+    it against the tool's outputSchema (a cut or missing one fails the call there),
+    and it repeats what ``content`` tells the model, which the budget cuts."""
     # Each character of text is at least one byte of JSON: a result no longer than the
     # budget cannot need cutting, and its texts need not be read.
     short = len(raw) <= budget
@@ -95,8 +97,7 @@ def shape_call_result(
                 embedded = b.resource.text
                 if isinstance(embedded, str):
                     total += len(embedded)
-    # A short result's structured content fits as surely as its text does.
-    if total <= budget and (short or _structured_size(head) <= budget):
+    if total <= budget:
         if modern and head.resultType is None:
             fixed = msgspec.json.decode(raw)
             fixed["resultType"] = mcp.COMPLETE  # null is not a value agents accept
@@ -105,17 +106,10 @@ def shape_call_result(
             return _with_result_type(raw), links
         return raw, links
     result = msgspec.json.decode(raw)
-    _cut(result, budget, total, _structured_size(head), structured)
+    _cut(result, budget, total)
     if modern:
         result["resultType"] = mcp.COMPLETE
     return result, links
-
-
-def _structured_size(head: mcp.CallToolResultFate) -> int:
-    """How long ``structuredContent`` is as JSON: what a host that shows it to the
-    model shows (0 for a head that did not read it, a short result's)."""
-    data = getattr(head, "structuredContent", None)
-    return len(data) if isinstance(data, Raw) else 0
 
 
 def _not_complete(
@@ -156,9 +150,7 @@ def _with_result_type(raw: Raw) -> Raw:
     return Raw(b"".join((b"{", _RESULT_TYPE_FIELD, b",", rest)))
 
 
-def _cut(
-    result: dict[str, Any], budget: int, total: int, structured_size: int, required: bool
-) -> None:
+def _cut(result: dict[str, Any], budget: int, total: int) -> None:
     kept: list[Any] = []
     remaining = budget
     for block in result.get("content") or []:
@@ -174,25 +166,16 @@ def _cut(
                     block = dict(block, text=text)
             remaining -= len(text)
         kept.append(block)
-    notes = []
-    if total > budget:
-        notes.append(
-            f"[mcpd: {total - budget} more characters were cut here; this result was {total} "
-            f"characters and the budget is {budget}. Ask the tool for a smaller part "
-            "if you need the rest.]"
-        )
-    if structured_size > budget:
-        del result["structuredContent"]
-        notes.append(
-            f"[mcpd: the tool's structured result was left out: it was {structured_size} "
-            f"characters and the budget is {budget}. Ask the tool for a smaller part "
-            "if you need it.]"
-        )
-        if required:
-            # The tool promised structured content (an outputSchema): a host checks
-            # a successful result for it and fails the call with words of its own.
-            result["isError"] = True
-    kept += [{"type": "text", "text": note} for note in notes]
+    kept.append(
+        {
+            "type": "text",
+            "text": (
+                f"[mcpd: {total - budget} more characters were cut here; this result was "
+                f"{total} characters and the budget is {budget}. Ask the tool for a smaller "
+                "part if you need the rest.]"
+            ),
+        }
+    )
     result["content"] = kept
 
 

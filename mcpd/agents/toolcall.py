@@ -51,7 +51,6 @@ class Route(msgspec.Struct):
     # The agent takes task handles (io.modelcontextprotocol/tasks) for results.
     tasks: bool = False
     owner: Any = None  # whose call it is (a task it creates is that agent's alone)
-    structured: bool = False  # the tool has an outputSchema
 
 
 # The last step before a result is written, for a result that may hold links or task
@@ -95,15 +94,7 @@ def route_call(
     local = params.name
     params.name = entry.original
     caps = ctx.capabilities if modern and ctx is not None else None
-    return Route(
-        params,
-        entry.alias,
-        modern,
-        caps,
-        local,
-        modern and surface.has_tasks(caps),
-        structured=entry.tool.outputSchema is not UNSET,
-    )
+    return Route(params, entry.alias, modern, caps, local, modern and surface.has_tasks(caps))
 
 
 def start_call(
@@ -160,7 +151,6 @@ def call_reply(
         alias=route.alias,
         capabilities=route.capabilities,
         tasks=route.tasks,
-        structured=route.structured,
     )
     if finish is not None and (links or route.tasks):
         shaped = finish(route, shaped, links)

@@ -213,24 +213,6 @@ async def test_long_results_are_cut_to_the_budget_with_a_note(tmp_path: Path) ->
             assert "12000 more characters were cut" in blocks[-1]["text"]
 
 
-async def test_a_structured_result_over_the_budget_is_an_error_for_a_tool_that_promised_one(
-    tmp_path: Path,
-) -> None:
-    promised = [{"name": "mirror", "inputSchema": {"type": "object"}, "outputSchema": {}}]
-    cfg = make_config(
-        tmp_path,
-        {"s": server("--extra-tools", json.dumps(promised))},
-        result_budget_chars=1000,
-    )
-    with trio.fail_after(30):
-        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            result = await agent.call("mcp__s__mirror", {"rows": "r" * 3000})
-            assert "structuredContent" not in result and result["isError"] is True
-            assert "structured result was left out" in result["content"][-1]["text"]
-            small = await agent.call("mcp__s__mirror", {"rows": "r"})
-            assert small["structuredContent"] == {"rows": "r"} and not small.get("isError")
-
-
 async def test_status_method_reports_every_server(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, {"alpha": server(), "ghost": {"command": "/nonexistent/x"}})
     with trio.fail_after(30):

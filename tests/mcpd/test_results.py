@@ -260,24 +260,15 @@ def test_an_embedded_resources_text_counts_and_is_cut_like_a_text_block() -> Non
     assert cut_count(out) == 5070 - 100
 
 
-def test_structured_content_over_the_budget_is_left_out_with_a_note() -> None:
-    rows = {"rows": ["r" * 50] * 100}
-    data = body(text("short"), structuredContent=rows)
+def test_structured_content_is_passed_on_whole_while_the_text_is_cut() -> None:
+    # What FastMCP sends for a long string: the text, and the same as structured content
+    # the host checks against the tool's outputSchema.
+    long = "r" * 5000
+    data = body(text(long), structuredContent={"result": long})
     out = as_json(shape(data, budget=1000, modern=False))
-    assert "structuredContent" not in out
-    assert out["content"][0] == text("short")
-    (note,) = texts(out)[1:]
-    assert "structured result was left out" in note and "budget is 1000" in note
+    assert out["structuredContent"] == {"result": long}
+    assert out["content"][0] == text("r" * 1000) and cut_count(out) == 4000
     assert "isError" not in out
-    # A tool with an outputSchema promised it: a host would fail the call in words of
-    # its own, so the result says it is an error, in mcpd's words.
-    promised = shape_call_result(
-        Raw(data), modern=True, budget=1000, alias="notes", structured=True
-    )[0]
-    assert as_json(promised)["isError"] is True
-    small = body(text("x" * 2000), structuredContent={"rows": 3})
-    kept = as_json(shape(small, budget=1000))
-    assert kept["structuredContent"] == {"rows": 3} and cut_count(kept) == 1000
 
 
 def test_the_budget_counts_characters_not_bytes() -> None:
