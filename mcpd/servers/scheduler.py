@@ -4,7 +4,8 @@ Calls are driven by callbacks rather than a task and a cancel scope each: a stdi
 server's reply completes its call straight from the transport's reader, a timer task
 per server expires calls from one heap of deadlines, and a finished call hands its
 slot to the next queued one at once. Servers without a callback-style transport
-(HTTP) get one task per call, still scheduled, timed and accounted for here.
+(HTTP), and tools that run only as tasks at their server (``task_tools``), get one
+task per call, still scheduled, timed and accounted for here.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .askback import ASKING
 from .autherrors import LoginRequired
 from .calls import _LIVE, CallHost, Outcome, PendingCall
 from .outage import Outage, last_line
+from .task_tools import call_as_task
 
 if TYPE_CHECKING:
     from .upstream import Upstream
@@ -178,6 +180,8 @@ class CallScheduler:
             self._set_deadline(call, min(self._now() + seconds, call.limit))
 
     async def _run_task(self, call: PendingCall, up: Upstream) -> None:
+        if call.state != "running":
+            return  # given up before this task began: never sent
         call.scope = trio.CancelScope()
         # This task's own agent, whatever the task that started it was doing: an HTTP
         # server's request on this call's stream is relayed to it.
@@ -185,7 +189,11 @@ class CallScheduler:
         try:
             with call.scope:
                 try:
-                    raw = await up.call_tool(call.params, capabilities=call.capabilities)
+                    if call.params.name in up.task_tools:
+                        ttl = self.runner.settings.max_call_time
+                        raw = await call_as_task(up, call.params, call.capabilities, ttl)
+                    else:
+                        raw = await up.call_tool(call.params, capabilities=call.capabilities)
                 except (
                     TransportError,
                     rpc.RPCError,

@@ -21,7 +21,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.base import SessionExpired, Transport
 
-from . import toolshape
+from . import task_tools, toolshape
 from .handshake import (
     NO_CAPABILITIES,
     RESERVED_META_PREFIX,
@@ -80,6 +80,8 @@ class Upstream:
         self.log_level: str | None = None
         # Per tool, the Mcp-Param-* headers its arguments are mirrored into (HTTP only).
         self._param_headers: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
+        # The tools a legacy server runs only as tasks (see task_tools).
+        self.task_tools: frozenset[str] = frozenset()
 
     # -- lifecycle --
 
@@ -206,6 +208,8 @@ class Upstream:
                 continue
             names.add(tool.name)
             tools.append(tool)
+        if self.era == "legacy":
+            self.task_tools = task_tools.task_tools(tools, self.capabilities)
         self._listed = (digest, tools, dropped)
         return ListResult(tools, ttl, dropped, scope)
 
@@ -289,7 +293,7 @@ class Upstream:
         """Send tools/call and return its id, with ``reply`` called on the answer; or
         None when this transport only offers the awaitable ``call_tool``."""
         send = getattr(self.transport, "request_nowait", None)
-        if send is None or self.http:
+        if send is None or self.http or params.name in self.task_tools:
             return None
         self._prepare_call(params, capabilities, None)
         rid: rpc.Id = send("tools/call", params, reply)

@@ -1,0 +1,161 @@
+"""Tools a legacy (2025-11-25) server runs only as tasks, called for agents as plain tools.
+
+Such a server marks a tool ``execution.taskSupport: "required"`` and refuses a plain
+``tools/call`` of it. Agents are offered no legacy tasks of mcpd's (a host that saw the
+marker would refuse to call the tool without one), so mcpd holds the task itself:
+the tool is listed without the marker, its call goes to the server with a ``task``
+param, and the task's outcome, awaited with ``tasks/result`` (which the server holds
+open until the task ends), is the call's result. A call given up (cancelled by its
+agent, out of time) gives the task up at the server too, with ``tasks/cancel``.
+
+Which tools need this is settled when the server lists them; a call only looks its
+name up in a set. "optional" tools stay plain calls: the server runs those either way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import trio
+from msgspec import UNSET, Raw, UnsetType
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.logfields import log_extra
+
+if TYPE_CHECKING:
+    from .upstream import Upstream
+
+logger = logging.getLogger("mcpd.calls")
+
+# How long giving a task up may hold the call's end: the agent has its answer (or
+# has left) already, and a server that does not answer is not waited for.
+CANCEL_GRACE: Final = 5.0
+
+
+class _Execution(msgspec.Struct):
+    taskSupport: Any = None
+
+
+class _TaskRequest(msgspec.Struct):
+    ttl: int  # ms the server keeps the task and its result
+
+
+class TaskCallParams(mcp.CallToolParams, omit_defaults=True):
+    task: _TaskRequest | UnsetType = UNSET
+
+
+class _TaskRef(msgspec.Struct):
+    taskId: str
+
+
+class _Handle(msgspec.Struct):
+    taskId: str
+
+
+class _Created(msgspec.Struct):
+    task: _Handle | None = None
+
+
+_execution: Final = msgspec.json.Decoder(_Execution)
+_created: Final = msgspec.json.Decoder(_Created)
+_encode: Final = msgspec.json.Encoder().encode
+
+
+def _runs_tool_tasks(capabilities: Mapping[str, Any]) -> bool:
+    """Whether the server says it takes task-augmented tools/call (without that, the
+    spec forbids sending one, whatever a tool says)."""
+    node: Any = capabilities.get("tasks")
+    for key in ("requests", "tools", "call"):
+        if not isinstance(node, dict):
+            return False
+        node = node.get(key)
+    return isinstance(node, dict)
+
+
+def task_tools(tools: Sequence[mcp.Tool], capabilities: Mapping[str, Any]) -> frozenset[str]:
+    """The names of the tools that run only as tasks; each is left listed without the
+    marker, which agents must not act on (mcpd takes no task-augmented calls)."""
+    if not _runs_tool_tasks(capabilities):
+        return frozenset()
+    names: set[str] = set()
+    for tool in tools:
+        execution = tool.execution
+        if not isinstance(execution, Raw):
+            continue
+        try:
+            support = _execution.decode(execution).taskSupport
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+        if support != "required":
+            continue
+        names.add(tool.name)
+        rest = msgspec.json.decode(execution)
+        del rest["taskSupport"]
+        tool.execution = Raw(_encode(rest)) if rest else UNSET
+    return frozenset(names)
+
+
+async def call_as_task(
+    up: Upstream,
+    params: mcp.CallToolParams,
+    capabilities: Mapping[str, Any] | None,
+    ttl: float,
+) -> Raw:
+    """``up.call_tool`` for a tool that runs only as a task: the result it ended with.
+
+    Raises as ``call_tool`` does; the task's own JSON-RPC error comes as rpc.RPCError."""
+    asked = TaskCallParams(
+        params.name,
+        params.arguments,
+        meta=params.meta,
+        task=_TaskRequest(ttl=int(ttl * 1000)),
+    )
+    created = await up.call_tool(asked, capabilities=capabilities)
+    try:
+        handle = _created.decode(created).task
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        handle = None
+    if handle is None:
+        return created  # the server ran it at once after all: that is the result
+    ref = _TaskRef(handle.taskId)
+    try:
+        return await up.request("tasks/result", ref)
+    except rpc.RPCError as exc:
+        if exc.code != rpc.METHOD_NOT_FOUND:
+            raise  # the task ended with this error: it is the call's outcome
+        await _give_up(up, ref, "tasks/result was refused")
+        raise
+    except BaseException:
+        # Cancelled (by the agent or the call's time limit) or cut off: nobody will
+        # ever ask for this task's result, so the server can stop working on it.
+        await _give_up(up, ref, "the call ended before the task")
+        raise
+
+
+async def _give_up(up: Upstream, ref: _TaskRef, why: str) -> None:
+    with trio.move_on_after(CANCEL_GRACE, shield=True) as scope:
+        try:
+            await up.request("tasks/cancel", ref, cancellable=False)
+        except Exception as exc:
+            # Finished meanwhile (the server refuses to cancel a finished task), or
+            # the server is gone: either way nothing is left to stop.
+            logger.info(
+                "%s: could not cancel task %r (%s): %s",
+                up.alias,
+                ref.taskId,
+                why,
+                exc,
+                extra=log_extra(up.alias),
+            )
+    if scope.cancelled_caught:
+        logger.info(
+            "%s: no answer to cancelling task %r within %g s",
+            up.alias,
+            ref.taskId,
+            CANCEL_GRACE,
+            extra=log_extra(up.alias),
+        )
