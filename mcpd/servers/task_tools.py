@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 import trio
@@ -25,9 +25,6 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-
-if TYPE_CHECKING:
-    from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.calls")
 
@@ -58,6 +55,18 @@ class _Handle(msgspec.Struct):
 
 class _Created(msgspec.Struct):
     task: _Handle | None = None
+
+
+class Server(Protocol):
+    """What running a task needs of its server's session (an ``Upstream``)."""
+
+    alias: str
+
+    async def call_tool(
+        self, params: mcp.CallToolParams, *, capabilities: Mapping[str, Any] | None = ...
+    ) -> Raw: ...
+
+    async def request(self, method: str, params: Any, *, cancellable: bool = ...) -> Raw: ...
 
 
 _execution: Final = msgspec.json.Decoder(_Execution)
@@ -100,7 +109,7 @@ def task_tools(tools: Sequence[mcp.Tool], capabilities: Mapping[str, Any]) -> fr
 
 
 async def call_as_task(
-    up: Upstream,
+    up: Server,
     params: mcp.CallToolParams,
     capabilities: Mapping[str, Any] | None,
     ttl: float,
@@ -136,7 +145,7 @@ async def call_as_task(
         raise
 
 
-async def _give_up(up: Upstream, ref: _TaskRef, why: str) -> None:
+async def _give_up(up: Server, ref: _TaskRef, why: str) -> None:
     with trio.move_on_after(CANCEL_GRACE, shield=True) as scope:
         try:
             await up.request("tasks/cancel", ref, cancellable=False)
