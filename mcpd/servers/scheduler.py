@@ -30,7 +30,7 @@ from .askback import ASKING
 from .autherrors import LoginRequired
 from .calls import _LIVE, CallHost, Outcome, PendingCall
 from .outage import Outage, last_line
-from .task_tools import call_as_task
+from .task_tools import call_tool
 
 if TYPE_CHECKING:
     from .upstream import Upstream
@@ -189,11 +189,8 @@ class CallScheduler:
         try:
             with call.scope:
                 try:
-                    if call.params.name in up.task_tools:
-                        ttl = self.runner.settings.max_call_time
-                        raw = await call_as_task(up, call.params, call.capabilities, ttl)
-                    else:
-                        raw = await up.call_tool(call.params, capabilities=call.capabilities)
+                    ttl = self.runner.settings.max_call_time  # for a tool that runs as a task
+                    raw = await call_tool(up, call.params, call.capabilities, ttl)
                 except (
                     TransportError,
                     rpc.RPCError,

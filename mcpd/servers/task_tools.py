@@ -61,6 +61,7 @@ class Server(Protocol):
     """What running a task needs of its server's session (an ``Upstream``)."""
 
     alias: str
+    task_tools: frozenset[str]
 
     async def call_tool(
         self, params: mcp.CallToolParams, *, capabilities: Mapping[str, Any] | None = ...
@@ -106,6 +107,19 @@ def task_tools(tools: Sequence[mcp.Tool], capabilities: Mapping[str, Any]) -> fr
         del rest["taskSupport"]
         tool.execution = Raw(_encode(rest)) if rest else UNSET
     return frozenset(names)
+
+
+async def call_tool(
+    up: Server,
+    params: mcp.CallToolParams,
+    capabilities: Mapping[str, Any] | None,
+    ttl: float,
+) -> Raw:
+    """``up.call_tool``, as a task (kept up to ``ttl`` seconds at the server) for a
+    tool that runs only as one."""
+    if params.name in up.task_tools:
+        return await call_as_task(up, params, capabilities, ttl)
+    return await up.call_tool(params, capabilities=capabilities)
 
 
 async def call_as_task(

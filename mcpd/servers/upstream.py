@@ -291,7 +291,7 @@ class Upstream:
         reply: Callable[[Raw | None, Exception | None], None],
     ) -> rpc.Id | None:
         """Send tools/call and return its id, with ``reply`` called on the answer; or
-        None when this transport only offers the awaitable ``call_tool``."""
+        None when it must be awaited (``call_tool``): this transport, or a task's tool."""
         send = getattr(self.transport, "request_nowait", None)
         if send is None or self.http or params.name in self.task_tools:
             return None
