@@ -74,9 +74,7 @@ class Api(ProfileMethods):
         self._dirty = trio.Event()
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
         # Prompts, resources, completions, tasks, and servers that ask back.
-        self.surface = Surface(
-            servers, control, lambda: self.connections, lambda conn: self.view(conn).view
-        )
+        self.surface = Surface(servers, control, self._agents, lambda conn: self.view(conn).view)
         self._finish_result = self.surface.finish_result  # bound once: every call takes it
         self.listens = Listens(self.surface.open_listen, self.surface.close_listen)
         self.profiles = Profiles(servers)
@@ -203,6 +201,18 @@ class Api(ProfileMethods):
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
 
+    def _agents(self) -> list[Connection]:
+        """Who hears of list changes: the socket's connections (and listens over HTTP),
+        and the legacy HTTP sessions, whose GET streams carry the news."""
+        agents = list(self.connections)
+        if self._http is not None:
+            agents += [s.news for s in self._http.sessions.values()]
+        return agents
+
+    def agent_joined(self, conn: Connection) -> None:
+        """An agent without a connection of its own (an HTTP session) has begun."""
+        self.surface.joined(conn)
+
     def agent_gone(self, owner: object) -> None:
         """An agent without a connection of its own (an HTTP session) has ended."""
         self.surface.left(owner)
@@ -217,7 +227,7 @@ class Api(ProfileMethods):
             await trio.sleep(_DEBOUNCE)
             self._dirty = trio.Event()
             line = rpc.encode_notification("notifications/tools/list_changed")
-            for conn in list(self.connections):
+            for conn in self._agents():
                 # Only changes to its own profile after the agent connected are news to it.
                 version = self.view(conn).version
                 if conn.seen_version >= version:

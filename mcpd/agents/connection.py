@@ -142,6 +142,10 @@ class Connection:
     def _send_progress(self, params: mcp.ProgressParams) -> None:
         self.send_nowait(rpc.encode_notification("notifications/progress", params))
 
+    def news_sender(self) -> Callable[[bytes], None]:
+        """Where what answers no request goes later (a subscribed resource's updates)."""
+        return self.send_nowait
+
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery

@@ -54,6 +54,8 @@ class Exchange(Connection):
         # where a legacy server's requests to it are matched with its answers.
         self.owner: object = self
         self.asks = AgentRequests()
+        # A legacy session's news, which its GET stream carries (None: stateless).
+        self.news: Connection | None = None
         self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
 
     def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:
@@ -61,6 +63,10 @@ class Exchange(Connection):
             self.send_nowait(rpc.encode_notification("notifications/progress", params))
 
         return deliver
+
+    def news_sender(self) -> Callable[[bytes], None]:
+        # This response ends with its answer; later news goes to the session's stream.
+        return self.send_nowait if self.news is None else self.news.send_nowait
 
     async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):

@@ -135,6 +135,10 @@ class Response:
         """Send one ``message`` event, switching to a stream if need be."""
         await self._write(h11.Data(data=b"event: message\ndata: " + message + b"\n\n"))
 
+    async def comment(self, text: bytes) -> None:
+        """Send an SSE comment (clients skip it): a keep-alive on a quiet stream."""
+        await self._write(h11.Data(data=b": " + text + b"\n\n"))
+
     async def _write(self, *events: Any) -> None:
         async with self._lock:
             if self.wire.broken:

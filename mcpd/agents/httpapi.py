@@ -11,6 +11,8 @@ start with ``{``) is served by h11 instead of the line protocol:
 - ``POST /mcp``: Streamable HTTP MCP in both eras, answered by the socket's own
   dispatch (a modern request stands alone; ``initialize`` opens a legacy session
   named by ``Mcp-Session-Id``, which DELETE ends): ``mcp_route``
+- ``GET /mcp``: a legacy session's event stream, for what answers no request (list
+  changes, resource updates): ``http_stream``
 
 so ``curl --unix-socket /run/mcpd/mcpd.sock http://mcpd/status`` works. Who may
 connect is decided by the socket's mode and ``allow_uids``/``allow_groups``, as

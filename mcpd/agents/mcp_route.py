@@ -5,9 +5,10 @@ A modern request (2026-07-28) stands alone: it names its protocol version in a
 header, one stateless session answers it, and a client that hangs up cancels it.
 ``initialize`` without a modern version opens a legacy session instead, named by
 ``Mcp-Session-Id``, that keeps the profile chosen then, the requests in flight
-(so ``notifications/cancelled`` finds them) and what servers asked the agent;
-DELETE ends it. Either way the request becomes an ``Exchange``, whose messages
-before its answer turn the response into an event stream.
+(so ``notifications/cancelled`` finds them), what servers asked the agent and the
+news for it that answers no request, which its GET stream carries
+(``http_stream``); DELETE ends it. Either way a POST becomes an ``Exchange``, whose
+messages before its answer turn the response into an event stream.
 
 It is apart from ``httpapi`` (the connection, the routing and the read-only pages)
 because only this part has sessions, requests in flight and the listeners' list
@@ -30,8 +31,16 @@ from protocol.server import ServerSession
 from .askback import AgentRequests
 from .connection import Connection, Dispatcher
 from .http_exchange import Caller, Exchange
+from .http_stream import SessionNews, serve_stream
 from .http_wire import HeaderList, Headers, Reject, Response, Wire
-from .mcp_http import MODERN_STATUS, check_post, decode_body, modern_request, rpc_reject
+from .mcp_http import (
+    MODERN_STATUS,
+    accepts,
+    check_post,
+    decode_body,
+    modern_request,
+    rpc_reject,
+)
 from .profiles import ProfileServers
 
 MAX_SESSIONS: Final = 256
@@ -47,8 +56,10 @@ class LegacySession:
         self.servers = servers  # the profile chosen at initialize
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
         self.asks = AgentRequests()
+        self.news = SessionNews(session, servers, self)  # read by its GET stream
 
     def close(self) -> None:
+        self.news.close()
         self.asks.close("the agent ended its session")
         for scope in self.requests.values():
             scope.cancel()
@@ -90,15 +101,75 @@ class McpRoute:
             self._end(legacy)
             await Response(wire).json(200, b"")
             return
+        if request.method == b"GET":
+            await self._stream(wire, request, headers, caller)
+            return
         if request.method != b"POST":
-            # No stream for unsolicited messages: list changes come on a listen instead.
-            raise Reject(405, headers=[(b"allow", b"POST, DELETE")])
+            raise Reject(405, headers=[(b"allow", b"GET, POST, DELETE")])
         check_post(headers)
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in self.stateless.legacy_versions:
             await self._modern(wire, headers, body, version, caller, query)
         else:
             await self._legacy(wire, headers, body, caller, query)
+
+    async def _stream(
+        self, wire: Wire, request: h11.Request, headers: Headers, caller: Caller
+    ) -> None:
+        """GET: a legacy session's stream for what answers no request; one at a time."""
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in self.stateless.legacy_versions:
+            message = (
+                f"Method Not Allowed: {version} has no GET stream; "
+                "list changes come on a subscriptions/listen"
+            )
+            raise Reject(
+                405,
+                rpc.encode_error(None, rpc.INVALID_REQUEST, message),
+                [(b"allow", b"POST")],
+            )
+        if not accepts(headers.get("accept"), "text/event-stream"):
+            message = (
+                "Not Acceptable: GET /mcp opens a legacy session's event stream and needs "
+                "Accept: text/event-stream and its Mcp-Session-Id; MCP messages go by POST"
+            )
+            raise rpc_reject(406, None, rpc.INVALID_REQUEST, message)
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            message = (
+                "Bad Request: Missing session ID (GET /mcp opens the event stream of a "
+                "session that initialize opened)"
+            )
+            raise rpc_reject(400, None, rpc.INVALID_REQUEST, message)
+        legacy = self.sessions.get(sid)
+        if legacy is None or caller.fixed not in (None, legacy.servers.name):
+            raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
+        if legacy.news.streaming:
+            message = "Conflict: this session's event stream is already open (one per session)"
+            raise rpc_reject(409, None, rpc.INVALID_REQUEST, message)
+
+        def allowed() -> bool:
+            # A stream outlives the request that opened it: a rotated token ends it.
+            try:
+                if caller.guard is not None:
+                    caller.guard(request)
+            except Reject:
+                return False
+            return True
+
+        await serve_stream(wire, legacy.news, allowed)
+
+    def _open(self, session: ServerSession, servers: ProfileServers) -> str:
+        """A new legacy session's id (the oldest ends when there are too many)."""
+        if len(self.sessions) >= MAX_SESSIONS:
+            self._end(self.sessions.pop(next(iter(self.sessions))))
+        sid = secrets.token_hex(16)
+        legacy = self.sessions[sid] = LegacySession(session, servers)
+        legacy.news.sid = sid
+        joined = getattr(self.handler, "agent_joined", None)  # its news from now on
+        if joined is not None:
+            joined(legacy.news)
+        return sid
 
     def _end(self, legacy: LegacySession) -> None:
         legacy.close()
@@ -115,7 +186,7 @@ class McpRoute:
     ) -> Exchange:
         exchange = Exchange(self.handler, session, caller, servers)
         if legacy is not None:
-            exchange.owner, exchange.asks = legacy, legacy.asks
+            exchange.owner, exchange.asks, exchange.news = legacy, legacy.asks, legacy.news
         else:
             uid = caller.peer.uid if caller.peer is not None else None
             exchange.owner = self._peers.setdefault(uid, object())
@@ -149,11 +220,7 @@ class McpRoute:
             reply = self.handler.answer_now(self._exchange_for(session, caller, servers), msg)
             extra: HeaderList = []
             if session.legacy_version is not None:
-                if len(self.sessions) >= MAX_SESSIONS:
-                    self._end(self.sessions.pop(next(iter(self.sessions))))
-                sid = secrets.token_hex(16)
-                self.sessions[sid] = LegacySession(session, servers)
-                extra.append((b"mcp-session-id", sid.encode()))
+                extra.append((b"mcp-session-id", self._open(session, servers).encode()))
             await Response(wire).json(200, reply, extra)
             return
         session_id = headers.get("mcp-session-id")

@@ -206,7 +206,7 @@ class Surface:
         params = rpc.decode_as(req.params, surface.SubscribeParams)
         owner = agent_side(conn, ctx).owner
         sees = self._sees(conn)[1]
-        self.subscriptions.subscribe(owner, params.uri, conn.send_nowait, on, sees)
+        self.subscriptions.subscribe(owner, params.uri, conn.news_sender(), on, sees)
         return {}
 
     async def _set_level(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:

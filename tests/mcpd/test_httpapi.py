@@ -255,7 +255,11 @@ async def test_legacy_session_over_http(tmp_path: Path) -> None:
             gone = await curl(sock, "/mcp", "-X", "DELETE", "-H", f"Mcp-Session-Id: {sid}")
             assert gone.status == 200
             assert (await post(sock, call, *session)).status == 404
-            assert (await curl(sock, "/mcp")).status == 405  # GET: no unsolicited stream
+            # GET opens a session's event stream: not for a session that ended, nor
+            # for a client that does not take an event stream.
+            assert (await curl(sock, "/mcp", "-H", f"Mcp-Session-Id: {sid}")).status == 404
+            plain = await curl(sock, "/mcp", "-H", "Accept: application/json")
+            assert plain.status == 406 and b"text/event-stream" in plain.body
 
 
 async def test_reload_over_http_is_the_same_method(tmp_path: Path) -> None:

@@ -1,0 +1,181 @@
+"""``GET /mcp``: a legacy session's own event stream, for what answers no request.
+
+A client of the 2025-era Streamable HTTP transport (2025-03-26 to 2025-11-25) opens it
+right after ``notifications/initialized`` and gets there what its counterpart on the
+socket gets unsolicited: the list changes of tools, prompts and resources, and the
+updates of the resources it subscribed to. What a server asks the agent during a call
+still comes on that call's own response stream, next to the request it belongs to.
+
+``SessionNews`` is the session in the shape the broadcasters expect of an agent
+connection. Its queue is the session's, not the stream's: news that comes while no
+stream is open (between ``initialize`` and the GET, or while the client reconnects)
+waits there, so none is lost in between; one stream at a time reads it. The queue is
+bounded, as a slow agent's is on the socket: what does not fit is dropped, and a client
+that stops reading for ``WRITE_TIMEOUT`` loses its stream (not its session).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Final
+
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+from protocol.server import ServerSession
+
+from .connection import Connection
+from .http_wire import Response, Wire
+from .profiles import ProfileServers
+
+logger = logging.getLogger("mcpd.http")
+
+QUEUE: Final = 256  # messages waiting for one session's stream; more are dropped
+# A comment this often keeps a quiet stream open: clients drop one that says nothing for
+# long (Node's fetch after 300 s, an httpx client after its read timeout, often 30 s).
+KEEPALIVE: Final = 15.0
+# As on the socket: a client that takes nothing for this long has stopped reading.
+WRITE_TIMEOUT: Final = 30.0
+_END_GRACE: Final = 1.0
+
+
+class SessionNews(Connection):
+    """A legacy HTTP session, where the list changes and resource updates for its agent
+    go; its GET stream writes them out."""
+
+    long_replies = False
+
+    def __init__(self, session: ServerSession, servers: ProfileServers, owner: object) -> None:
+        # What the broadcasters read of a connection; the line connection's constructor
+        # is deliberately not run (there is no socket of its own here).
+        self.session = session
+        self.profile = servers
+        self.peer = None
+        self.fixed_profile = None
+        self.subscriptions: set[rpc.Id] = set()  # a listen's; a legacy session has none
+        self.seen_version = servers.version
+        self.inflight = {}
+        self.dropped = 0
+        self._nursery = None
+        self.owner = owner
+        self.sid = ""  # its Mcp-Session-Id, for the log
+        self.streaming = False  # a GET stream is reading the queue
+        self.closed = False
+        self._queue: deque[bytes] = deque()
+        self._arrived = trio.Event()
+
+    @property
+    def label(self) -> str:
+        name = getattr(self.session.client_info, "name", None)
+        who = f"HTTP client {name!r}" if isinstance(name, str) else "HTTP client"
+        return f"{who} (session {self.sid[:8]})"
+
+    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        if self.closed or data in self._queue:
+            return  # the same news still waiting to go out says nothing new
+        if len(self._queue) >= QUEUE:
+            self.dropped += 1
+            if self.dropped == 1 and self.streaming:
+                logger.warning(
+                    "%s is not reading its event stream; dropping what does not fit "
+                    "(%d messages wait)",
+                    self.label,
+                    QUEUE,
+                    extra=log_extra(None, reason="peer not reading"),
+                )
+            return
+        self._queue.append(data)
+        self._arrived.set()
+
+    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        self.send_nowait(data, rid)
+        await trio.lowlevel.checkpoint()
+
+    async def drain(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def next(self) -> bytes | None:
+        """The next message to write, or None once the session has ended."""
+        while not self._queue:
+            if self.closed:
+                return None
+            self._arrived = trio.Event()
+            await self._arrived.wait()
+        return self._queue.popleft()
+
+    def put_back(self, data: bytes) -> None:
+        """A message whose write was cut short goes first to the next stream."""
+        if not self.closed:
+            self._queue.appendleft(data)
+
+    def close(self) -> None:
+        """The session ended: its stream ends, and nothing more is queued."""
+        self.closed = True
+        self._queue.clear()
+        self._arrived.set()
+
+
+async def serve_stream(wire: Wire, news: SessionNews, allowed: Callable[[], bool]) -> None:
+    """Write ``news`` as an event stream until the session ends, the client hangs up or
+    stops reading, or ``allowed`` (asked at each keep-alive) says no; the caller made
+    sure no other stream reads it."""
+    response = Response(wire)
+    news.streaming = True
+    try:
+        # The head at once: a client waits for it before it reads anything.
+        with trio.move_on_after(WRITE_TIMEOUT):
+            await response.open_stream()
+        if wire.broken:
+            return
+        async with trio.open_nursery() as nursery:
+
+            async def end_on_hangup() -> None:
+                await wire.wait_gone()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(end_on_hangup)
+            try:
+                await _pump(response, news, allowed)
+            except trio.TooSlowError:
+                logger.warning(
+                    "%s stopped reading its event stream for %.0f s; closing the stream",
+                    news.label,
+                    WRITE_TIMEOUT,
+                    extra=log_extra(None, reason="peer not reading"),
+                )
+            nursery.cancel_scope.cancel()
+    finally:
+        news.streaming = False
+        if not wire.broken:
+            # Ended by us (the session's end, the daemon stopping, a socket closed by a
+            # reload): the last chunk tells the client the stream ended, not broke.
+            with trio.move_on_after(_END_GRACE, shield=True):
+                await response.finish(None, 200)
+
+
+async def _pump(response: Response, news: SessionNews, allowed: Callable[[], bool]) -> None:
+    wire = response.wire
+    while not wire.broken:
+        message: bytes | None = None
+        with trio.move_on_after(KEEPALIVE) as idle:
+            message = await news.next()
+        if idle.cancelled_caught:
+            if not allowed():
+                logger.info(
+                    "%s: its event stream ends, its credentials no longer pass",
+                    news.label,
+                    extra=log_extra(None),
+                )
+                return
+            with trio.fail_after(WRITE_TIMEOUT):
+                await response.comment(b"keep-alive")
+            continue
+        if message is None:
+            return
+        with trio.fail_after(WRITE_TIMEOUT):
+            await response.event(message)
+        if wire.broken:
+            news.put_back(message)

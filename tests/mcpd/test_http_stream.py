@@ -1,0 +1,360 @@
+"""GET /mcp on the HTTP endpoint: a legacy session's event stream, where its agent hears
+unasked what an agent on the socket hears (list changes, resource updates). One stream
+per session; it ends when the session does; a client that stops reading loses its
+stream, and nobody else notices."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import h11
+import pytest
+import trio
+
+import mcpd.agents.http_stream
+from mcpd.config.load import load
+from mcpd.daemon import Daemon
+from mcpd.host.token import write_token
+from protocol import jsonrpc as rpc
+from tests.support.agent import running
+from tests.support.procs import scripted
+
+from .test_http_endpoint import http
+
+LEGACY = "2025-11-25"
+POST = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+LIMIT = 60
+
+
+def toml_server(*flags: str) -> str:
+    command, args = scripted(*flags)
+    return f"command = {json.dumps(command)}\nargs = {json.dumps(list(args))}\n"
+
+
+def write_config(path: Path, servers: dict[str, str], extra: str = "") -> None:
+    text = (
+        f'[daemon]\nsocket = "{path.parent / "mcpd.sock"}"\n'
+        f'state_dir = "{path.parent / "state"}"\nhttp_listen = "127.0.0.1:0"\n'
+        "backoff_base = 0.05\n"
+    )
+    for alias, body in servers.items():
+        text += f"\n[servers.{alias}]\n{body}"
+    path.write_text(text + extra)
+
+
+@asynccontextmanager
+async def daemon_with(tmp_path: Path, extra: str = "", **servers: str) -> AsyncIterator[Daemon]:
+    path = tmp_path / "mcpd.toml"
+    write_config(path, servers, extra)
+    async with running(load(path), str(path)) as daemon:
+        yield daemon
+
+
+async def reload_with(daemon: Daemon, extra: str = "", **servers: str) -> None:
+    assert daemon.config_path is not None
+    write_config(Path(daemon.config_path), servers, extra)
+    await daemon.reload_config()
+
+
+class Client:
+    """One HTTP/1.1 connection to the endpoint, read as it arrives."""
+
+    def __init__(self, stream: trio.SocketStream, token: str) -> None:
+        self.stream = stream
+        self.token = token
+        self.conn = h11.Connection(h11.CLIENT)
+        self._sse = b""
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, daemon: Daemon, *, rcvbuf: int | None = None, unix: str | None = None
+    ) -> AsyncIterator[Client]:
+        """A connection to the TCP endpoint, or to the Unix socket ``unix``."""
+        assert daemon.api.endpoint is not None
+        if unix is not None:
+            sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            await sock.connect(unix)
+        else:
+            sock = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            if rcvbuf is not None:  # set before connecting, so the window stays small
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            await sock.connect(("127.0.0.1", daemon.api.endpoint.port))
+        async with trio.SocketStream(sock) as stream:
+            yield cls(stream, daemon.http_token())
+
+    async def _next(self) -> Any:
+        while (event := self.conn.next_event()) is h11.NEED_DATA:
+            self.conn.receive_data(await self.stream.receive_some(1 << 16))
+        return event
+
+    async def start(
+        self, method: str, headers: dict[str, str], body: Any = None
+    ) -> tuple[int, dict[str, str]]:
+        if self.conn.our_state is h11.DONE:
+            self.conn.start_next_cycle()
+        data = b"" if body is None else json.dumps(body).encode()
+        fields = [
+            ("host", "127.0.0.1"),
+            ("authorization", f"Bearer {self.token}"),
+            *headers.items(),
+            ("content-length", str(len(data))),
+        ]
+        for event in (
+            h11.Request(method=method, target="/mcp", headers=fields),
+            h11.Data(data=data),
+            h11.EndOfMessage(),
+        ):
+            await self.stream.send_all(self.conn.send(event) or b"")
+        head = await self._next()
+        assert isinstance(head, h11.Response), head
+        return head.status_code, {k.decode(): v.decode() for k, v in head.headers}
+
+    async def body(self) -> bytes:
+        data = b""
+        while isinstance(event := await self._next(), h11.Data):
+            data += event.data
+        assert isinstance(event, h11.EndOfMessage), event
+        return data
+
+    async def request(
+        self, method: str, headers: dict[str, str], body: Any = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        status, head = await self.start(method, headers, body)
+        return status, head, await self.body()
+
+    async def message(self) -> dict[str, Any] | None:
+        """The next message on an event stream (comments skipped), or None at its end."""
+        while True:
+            block, sep, rest = self._sse.partition(b"\n\n")
+            if sep:
+                self._sse = rest
+                data = [ln[6:] for ln in block.split(b"\n") if ln.startswith(b"data: ")]
+                if data:
+                    return json.loads(b"\n".join(data))  # type: ignore[no-any-return]
+                continue
+            event = await self._next()
+            if isinstance(event, h11.EndOfMessage):
+                return None
+            assert isinstance(event, h11.Data), event
+            self._sse += event.data
+
+
+async def open_session(
+    daemon: Daemon, unix: str | None = None, capabilities: dict[str, Any] | None = None
+) -> str:
+    """initialize and initialized over HTTP; the session id."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    async with Client.open(daemon, unix=unix) as c:
+        status, head, _ = await c.request("POST", POST, init)
+        assert status == 200
+        sid = head["mcp-session-id"]
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await c.request("POST", session_headers(sid), note))[0] == 202
+    return sid
+
+
+def session_headers(sid: str, **extra: str) -> dict[str, str]:
+    return {**POST, "mcp-session-id": sid, "mcp-protocol-version": LEGACY, **extra}
+
+
+def stream_headers(sid: str) -> dict[str, str]:
+    return {"accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": LEGACY}
+
+
+async def wait_for(predicate: Any) -> None:
+    while not predicate():
+        await trio.sleep(0.01)
+
+
+async def test_one_stream_per_session_carries_list_changes_and_ends_with_it(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, alpha=toml_server("--tools", "2")) as daemon:
+            sid = await open_session(daemon)
+            news = daemon.api.http.sessions[sid].news
+            async with Client.open(daemon) as stream, Client.open(daemon) as other:
+                status, head = await stream.start("GET", stream_headers(sid))
+                assert status == 200 and head["content-type"] == "text/event-stream"
+                await wait_for(lambda: news.streaming)
+                second, _, body = await other.request("GET", stream_headers(sid))
+                assert second == 409 and b"already open" in body
+
+                await reload_with(
+                    daemon, alpha=toml_server("--tools", "2"), beta=toml_server("--names", "jot")
+                )
+                assert await stream.message() == {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/tools/list_changed",
+                }
+                listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+                _, _, body = await other.request("POST", session_headers(sid), listed)
+                assert "mcp__beta__jot" in {t["name"] for t in json.loads(body)["result"]["tools"]}
+
+                gone, _, _ = await other.request("DELETE", {"mcp-session-id": sid})
+                assert gone == 200
+                assert await stream.message() is None  # the stream ended, whole
+                assert (await other.request("GET", stream_headers(sid)))[0] == 404
+
+
+async def test_news_before_the_stream_opens_waits_for_it(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, alpha=toml_server("--tools", "1")) as daemon:
+            sid = await open_session(daemon)
+            news = daemon.api.http.sessions[sid].news
+            await reload_with(daemon, alpha=toml_server("--tools", "1"), beta=toml_server())
+            # The broadcast went out while no stream was open (as between initialize and
+            # the client's GET, or while it reconnects).
+            await wait_for(lambda: news.seen_version == news.profile.version)
+            async with Client.open(daemon) as stream:
+                assert (await stream.start("GET", stream_headers(sid)))[0] == 200
+                first = await stream.message()
+                assert first is not None
+                assert first["method"] == "notifications/tools/list_changed"
+
+
+async def test_the_stream_ends_whole_when_the_session_is_pushed_out_or_its_socket_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mcpd.agents.mcp_route
+
+    monkeypatch.setattr(mcpd.agents.mcp_route, "MAX_SESSIONS", 1)
+    side = tmp_path / "side.sock"
+    profile = f'\n[profiles.side]\nservers = ["alpha"]\nsocket = "{side}"\n'
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, profile, alpha=toml_server()) as daemon:
+            first = await open_session(daemon)
+            async with Client.open(daemon) as stream:
+                assert (await stream.start("GET", stream_headers(first)))[0] == 200
+                await open_session(daemon)  # one too many: the oldest session ends
+                assert await stream.message() is None
+            # A reload that closes the profile's own socket ends the streams on it.
+            on_side = await open_session(daemon, unix=str(side))
+            async with Client.open(daemon, unix=str(side)) as stream:
+                assert (await stream.start("GET", stream_headers(on_side)))[0] == 200
+                news = daemon.api.http.sessions[on_side].news
+                await wait_for(lambda: news.streaming)
+                await reload_with(daemon, alpha=toml_server())
+                assert await stream.message() is None
+
+
+async def test_the_stream_ends_whole_when_the_daemon_stops(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, alpha=toml_server()) as daemon:
+            sid = await open_session(daemon)
+            async with Client.open(daemon) as stream:
+                assert (await stream.start("GET", stream_headers(sid)))[0] == 200
+                await wait_for(lambda: daemon.api.http.sessions[sid].news.streaming)
+                daemon.stop()
+                assert await stream.message() is None
+
+
+async def test_a_get_that_cannot_open_a_stream_is_told_why(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, alpha=toml_server()) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            sid = await open_session(daemon)
+            auth = {"Authorization": f"Bearer {token}"}
+
+            plain = await http(port, "GET", "/mcp", {**auth, "Accept": "application/json"})
+            assert plain.status == 406
+            assert "Accept: text/event-stream" in plain.json()["error"]["message"]
+            modern = await http(
+                port,
+                "GET",
+                "/mcp",
+                {**auth, "Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"},
+            )
+            assert modern.status == 405 and modern.headers["allow"] == "POST"
+            assert "subscriptions/listen" in modern.json()["error"]["message"]
+            bare = await http(port, "GET", "/mcp", {**auth, "Accept": "text/event-stream"})
+            assert bare.status == 400 and "Missing session ID" in bare.json()["error"]["message"]
+            unknown = await http(port, "GET", "/mcp", {**auth, **stream_headers("0" * 32)})
+            assert unknown.status == 404
+            put = await http(port, "PUT", "/mcp", {**auth, **stream_headers(sid)})
+            assert put.status == 405 and put.headers["allow"] == "GET, POST, DELETE"
+            no_token = await http(port, "GET", "/mcp", stream_headers(sid))
+            assert no_token.status == 401
+
+
+async def test_a_rotated_token_ends_an_open_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mcpd.agents.http_stream, "KEEPALIVE", 0.1)
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, alpha=toml_server()) as daemon:
+            sid = await open_session(daemon)
+            async with Client.open(daemon) as stream:
+                assert (await stream.start("GET", stream_headers(sid)))[0] == 200
+                data = b""
+                while b": keep-alive\n\n" not in data:  # a quiet stream says it is alive
+                    event = await stream._next()
+                    assert isinstance(event, h11.Data)
+                    data += event.data
+                write_token(str(tmp_path / "state" / "token"))
+                assert await stream.message() is None
+            assert sid in daemon.api.http.sessions  # the session itself stays
+
+
+async def test_a_client_that_stops_reading_loses_its_stream_and_no_one_else_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(mcpd.agents.http_stream, "WRITE_TIMEOUT", 1.0)
+    caplog.set_level(logging.INFO, logger="mcpd.http")
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, alpha=toml_server("--tools", "2")) as daemon:
+            stuck_sid, live_sid = await open_session(daemon), await open_session(daemon)
+            stuck = daemon.api.http.sessions[stuck_sid].news
+            async with Client.open(daemon, rcvbuf=4096) as quiet, Client.open(daemon) as live:
+                assert (await quiet.start("GET", stream_headers(stuck_sid)))[0] == 200
+                await wait_for(lambda: stuck.streaming)
+                # What the broadcasters put for it piles up in the kernel, then in its
+                # queue, which stays bounded: the rest is dropped.
+                pushed = 0
+                while not stuck.dropped:
+                    assert pushed < 2000, "the stream never filled up"
+                    stuck.send_nowait(big_notification(pushed))
+                    pushed += 1
+                    await trio.lowlevel.checkpoint()
+                assert len(stuck._queue) == mcpd.agents.http_stream.QUEUE
+                assert any("is not reading its event stream" in r.message for r in caplog.records)
+
+                # Meanwhile another session is served as usual.
+                call = {
+                    "jsonrpc": "2.0",
+                    "id": 7,
+                    "method": "tools/call",
+                    "params": {"name": "mcp__alpha__tool1", "arguments": {"text": "on"}},
+                }
+                with trio.fail_after(5):
+                    status, _, body = await live.request("POST", session_headers(live_sid), call)
+                assert status == 200
+                assert json.loads(body)["result"]["content"][0]["text"] == "tool1:on"
+
+                await wait_for(lambda: not stuck.streaming)
+                assert any(
+                    "stopped reading its event stream for 1 s" in r.message for r in caplog.records
+                )
+                assert stuck_sid in daemon.api.http.sessions  # its stream went, not its session
+
+
+def big_notification(n: int) -> bytes:
+    params = {"level": "info", "data": f"{n}:" + "x" * 60_000}
+    return rpc.encode_notification("notifications/message", params)
