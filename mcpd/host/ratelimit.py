@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# What a server says: its stderr, and its log messages (notifications/message).
+_LIMITED = frozenset({"stderr", "message"})
 # Under a flood, one summary of what was held back this often at most: one before
 # each admitted record made the summaries a second flood.
 SUMMARY_EVERY = 10.0
@@ -40,11 +42,11 @@ class Bucket:
 
 
 class StderrRateLimiter:
-    """A token bucket per server for records with ``mcpd_event == "stderr"``.
+    """A token bucket per server for the records of what it says (``_LIMITED``).
 
     A chatty (or crash-looping) server must not flood the journal or drown other
     servers' lines. Lines over the budget are counted; when the server's lines are
-    admitted again, one summary record ("N stderr lines from X suppressed") goes first.
+    admitted again, one summary record ("N lines of output from X suppressed") goes first.
     All other records pass untouched.
     """
 
@@ -57,7 +59,7 @@ class StderrRateLimiter:
         self._buckets: dict[str, Bucket] = {}
 
     def admit(self, record: logging.LogRecord) -> list[logging.LogRecord]:
-        if getattr(record, "mcpd_event", None) != "stderr":
+        if getattr(record, "mcpd_event", None) not in _LIMITED:
             return [record]
         server = str(getattr(record, "mcpd_server", "?"))
         now = self.clock()
@@ -90,7 +92,7 @@ class StderrRateLimiter:
                 "name": logger_name,
                 "levelno": logging.WARNING,
                 "levelname": "WARNING",
-                "msg": "%d stderr lines from %s suppressed",
+                "msg": "%d lines of output from %s suppressed",
                 "args": (count, server),
                 "mcpd_server": server,
                 "mcpd_event": "stderr",

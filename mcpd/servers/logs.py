@@ -35,6 +35,18 @@ BURST: Final = 50
 RATE: Final = 10.0
 
 
+_PYTHON_LEVEL: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
 class ServerLogs:
     def __init__(self, alias: str, wake: Callable[[], None]) -> None:
         self.alias = alias
@@ -86,8 +98,14 @@ class ServerLogs:
         message = loglevels.decode_message(msg.params)
         if message is None:
             return
-        # What journalctl shows; the journal handler limits how much of it gets there.
-        logger.info("%s", loglevels.data_text(message), extra=log_extra(self.alias, "stderr"))
+        # What journalctl shows, at the server's own severity (a server's error is
+        # in `journalctl -p err`); limited per server as its stderr is.
+        logger.log(
+            _PYTHON_LEVEL.get(message.level, logging.INFO),
+            "%s",
+            loglevels.data_text(message),
+            extra=log_extra(self.alias, "message"),
+        )
         self._to_agents(message)
 
     def _to_agents(self, message: LogMessage) -> None:

@@ -291,7 +291,7 @@ CASES: list[
         "floods stderr",
         stderr_flood,
         bad(),
-        {"log_expect": [r"\[bad\].*stderr lines from bad suppressed"]},
+        {"log_expect": [r"\[bad\].*lines of output from bad suppressed"]},
     ),
     (
         "floods stdout with non-JSON lines",

@@ -386,7 +386,7 @@ def test_stderr_lines_are_rate_limited_per_server(logger: logging.Logger) -> Non
     for i in range(80, 90):
         logger.info("noisy %d", i, extra=log_extra("noisy", "stderr"))
     assert out.getvalue().splitlines() == [
-        "<4>[noisy] stderr: 30 stderr lines from noisy suppressed",
+        "<4>[noisy] stderr: 30 lines of output from noisy suppressed",
         *(f"<6>[noisy] stderr: noisy {i}" for i in range(80, 85)),
     ]
 
@@ -394,7 +394,7 @@ def test_stderr_lines_are_rate_limited_per_server(logger: logging.Logger) -> Non
     out.truncate()
     logger.removeHandler(handler)
     handler.close()  # the five lines suppressed since are not forgotten
-    assert out.getvalue() == "<4>[noisy] stderr: 5 stderr lines from noisy suppressed\n"
+    assert out.getvalue() == "<4>[noisy] stderr: 5 lines of output from noisy suppressed\n"
 
 
 def test_a_long_flood_gets_a_summary_every_ten_seconds_counting_lines(
@@ -415,7 +415,7 @@ def test_a_long_flood_gets_a_summary_every_ten_seconds_counting_lines(
     summaries = [ln for ln in lines if "suppressed" in ln]
     assert 3 <= len(summaries) <= 5, summaries
     admitted = sum(1 for ln in lines if "stderr: line " in ln)
-    counts = [re.search(r"(\d+) stderr lines", ln) for ln in summaries]
+    counts = [re.search(r"(\d+) lines of output", ln) for ln in summaries]
     counted = sum(int(m.group(1)) for m in counts if m is not None)
     assert counted == 2 * (3000 - admitted), "lines held back, counted as records"
 
@@ -436,7 +436,7 @@ def test_suppression_summary_is_a_journal_entry(
     messages = [receive_entry(rx)[0] for _ in range(3)]
     assert [m["MESSAGE"] for m in messages] == [
         "s: a",
-        "s: 2 stderr lines from s suppressed",
+        "s: 2 lines of output from s suppressed",
         "s: d",
     ]
     assert messages[1]["MCPD_SUPPRESSED"] == "2"
@@ -467,3 +467,20 @@ def test_a_config_error_at_start_is_an_error_entry(
     entry, _, _ = receive_entry(sock)
     assert entry["PRIORITY"] == "3"
     assert "config error: servers.x.command" in entry["MESSAGE"]
+
+
+def test_a_servers_log_messages_share_its_stderr_budget(logger: logging.Logger) -> None:
+    clock = FakeClock()
+    out = io.StringIO()
+    handler = journal.LineHandler(
+        out, syslog_prefix=True, limiter=journal.StderrRateLimiter(50, 10.0, clock)
+    )
+    logger.addHandler(handler)
+    for i in range(40):
+        logger.info("said %d", i, extra=log_extra("noisy", "message"))
+        logger.info("wrote %d", i, extra=log_extra("noisy", "stderr"))
+    logger.removeHandler(handler)
+    handler.close()
+    lines = out.getvalue().splitlines()
+    assert sum(" said " in ln or " wrote " in ln for ln in lines) == 50
+    assert lines[-1] == "<4>[noisy] stderr: 30 lines of output from noisy suppressed"

@@ -102,3 +102,23 @@ def test_an_unknown_level_is_refused_naming_the_levels(params: bytes | None) -> 
     assert "debug, info, notice, warning, error, critical, alert, emergency" in (
         caught.value.message
     )
+
+
+def test_mcpds_own_log_keeps_each_message_at_its_servers_severity(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    from mcpd.servers.logs import ServerLogs
+
+    logs = ServerLogs("everything", lambda: None)
+    with caplog.at_level(logging.DEBUG, logger="mcpd.server"):
+        for level in ("error", "alert", "info"):
+            params = json.dumps({"level": level, "data": f"{level}-level message"}).encode()
+            logs.on_notification(rpc.Notification("notifications/message", msgspec.Raw(params)))
+    seen = [(r.levelname, r.getMessage(), getattr(r, "mcpd_event", None)) for r in caplog.records]
+    assert seen == [
+        ("ERROR", "error-level message", "message"),
+        ("CRITICAL", "alert-level message", "message"),
+        ("INFO", "info-level message", "message"),
+    ], "a server's log message is not its stderr, and its severity is kept"
