@@ -72,6 +72,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     config, path = _load_config(args.config)
     socket = daemon_socket_path(None, config.daemon.socket, runtime_dir=runtime_directory())
     print(f"{path}: OK, {len(config.servers)} server(s); socket {socket}")
+    unstartable = _unstartable(config)
     for alias, s in sorted(config.servers.items()):
         where = f"{s.command} {' '.join(s.args)}".strip() if s.command else s.url
         flags: list[str] = [s.kind]
@@ -79,7 +80,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             flags.append("trusted")
         if not s.enabled:
             flags.append("disabled")
-        elif s.unresolved is not None:
+        elif alias in unstartable:
             flags.append("cannot start")
         if s.start == "lazy":
             flags.append("lazy")
@@ -87,21 +88,21 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             flags.append(s.auth.type.replace("_", " "))
         print(f"  {alias:<20} {', '.join(flags):<16} {where}")
     locked = groups_locked_out(config.daemon)
-    for warning in _unstartable(config) + ([locked] if locked else []):
+    for warning in [*unstartable.values(), *([locked] if locked else [])]:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
-def _unstartable(config: Config) -> list[str]:
+def _unstartable(config: Config) -> dict[str, str]:
     """Enabled servers that cannot start from here: a variable or secret file their table
     needs, or a stdio command not found as their start would find it. Warnings, not
     errors: a service may run with another environment, and the other servers run."""
     from transports.launch import environment, resolve
 
-    out = []
+    out: dict[str, str] = {}
     for alias, s in sorted(config.servers.items()):
         if s.enabled and s.unresolved is not None:
-            out.append(f"{s.unresolved}; the server will not start")
+            out[alias] = f"{s.unresolved}; the server will not start"
             continue
         if not s.enabled or s.command is None:
             continue
@@ -109,9 +110,9 @@ def _unstartable(config: Config) -> list[str]:
             resolve(s.command, environment(s.inherit_env, s.env or None), s.cwd)
         except OSError as exc:
             what = "cwd" if s.cwd is not None and exc.filename == s.cwd else "command"
-            out.append(
+            out[alias] = (
                 f"servers.{alias}.{what}: {exc.filename!r}: {exc.strerror}; "
-                f"the server will not start"
+                "the server will not start"
             )
     return out
 

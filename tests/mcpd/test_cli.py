@@ -138,6 +138,11 @@ def test_check_config_warns_of_a_command_that_cannot_start(tmp_path: Path) -> No
         "warning: servers.typo.command: 'pyhton3': No such file or directory; the server "
         "will not start",
     ]
+    # Each one's line says so too, as for a server whose variables are missing.
+    lines = {line.split()[0]: line for line in out.stdout.splitlines()[1:]}
+    for alias in ("ghost", "typo", "nowhere"):
+        assert "cannot start" in lines[alias], lines[alias]
+    assert "cannot start" not in lines["off"]
 
 
 def test_bridge_answers_clearly_when_the_daemon_is_down(tmp_path: Path) -> None:
