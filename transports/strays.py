@@ -126,7 +126,7 @@ async def stop_strays(alias: str, token: str, group: int, grace: float) -> None:
         alias,
         len(fds),
         ", ".join(map(str, sorted(fds))),
-        extra=log_extra(alias, "strays", f"{len(fds)} left running"),
+        extra=log_extra(alias, "strays", f"{len(fds)} outside its process group"),
     )
     try:
         _signal(fds, signal.SIGTERM)
