@@ -314,10 +314,10 @@ def test_serve_takes_an_mcp_servers_json_file(tmp_path: Path) -> None:
 
 def test_check_config_marks_lazy_servers(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[servers.files]\ncommand = "fs-server"\nstart = "lazy"\n')
+    config.write_text('[servers.files]\ncommand = "python3"\nstart = "lazy"\n')
     out = mcpd("check-config", "--config", str(config))
     assert out.returncode == 0
-    assert re.search(r"files\s+stdio, lazy\s+fs-server", out.stdout)
+    assert re.search(r"files\s+stdio, lazy\s+python3", out.stdout)
 
 
 def test_reload_says_what_waits_for_a_restart_and_a_rejected_config_exits_78(
