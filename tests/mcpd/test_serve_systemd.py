@@ -96,6 +96,14 @@ def _serve(
     )
 
 
+def _listening(path: Path) -> socket.socket:
+    """A listening socket as systemd's mcpd.socket would pass it."""
+    passed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    passed.bind(str(path))
+    passed.listen()
+    return passed
+
+
 def _stop(proc: subprocess.Popen[str], notify: Notifications) -> str:
     proc.send_signal(signal.SIGTERM)
     notify.next_with("STOPPING=1")
@@ -130,9 +138,7 @@ def test_socket_activated_serve_notifies_ready_status_reload_and_stop(short_dir:
     config = short_dir / "config.toml"
     config.write_text(_server("notes") + _server("tickets", "tickets"))
     api = short_dir / "api.sock"
-    passed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    passed.bind(str(api))
-    passed.listen()
+    passed = _listening(api)
     notify = Notifications(short_dir / "notify")
     proc = _serve(config, notify, passed=passed, RUNTIME_DIRECTORY=str(short_dir / "rt"))
     passed.close()  # only the daemon holds it now
@@ -174,9 +180,7 @@ def test_a_config_socket_that_systemds_replaces_is_warned_of(short_dir: Path) ->
     other = short_dir / "other.sock"
     config.write_text(f'[daemon]\nsocket = "{other}"\n' + _server("notes"))
     api = short_dir / "api.sock"
-    passed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    passed.bind(str(api))
-    passed.listen()
+    passed = _listening(api)
     notify = Notifications(short_dir / "notify")
     proc = _serve(config, notify, passed=passed)
     passed.close()
@@ -246,9 +250,7 @@ def test_a_config_error_under_socket_activation_keeps_the_socket_until_a_reload(
     config = short_dir / "config.toml"
     config.write_text(_server("notes") + "[servers.oops]\ncommand = 5\n")
     api = short_dir / "api.sock"
-    passed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    passed.bind(str(api))
-    passed.listen()
+    passed = _listening(api)
     notify = Notifications(short_dir / "notify")
     proc = _serve(config, notify, passed=passed)
     passed.close()
