@@ -21,6 +21,7 @@ from typing import Any, Final
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 
 from .agents.door import is_http
@@ -134,28 +135,22 @@ class ConfigHold:
                 await self._http(stream)
                 return
             peer = peer_of(stream.socket)
-            buf = b""
-            while True:
-                chunk = await stream.receive_some(65536)
-                if not chunk:
-                    return
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                if len(buf) > _MAX_LINE:
-                    return
-                for line in lines:
-                    if line.strip():
+            framer = LineFramer(max_line=_MAX_LINE)
+            while chunk := await stream.receive_some(65536):
+                for line in framer.feed(chunk):
+                    if isinstance(line, Oversized):
+                        return
+                    if not self._asking:
+                        self._answered = trio.Event()
+                    self._asking += 1
+                    try:
+                        reply = await self._answer(line, is_owner(peer))
+                        if reply is not None:
+                            await stream.send_all(reply + b"\n")
+                    finally:
+                        self._asking -= 1
                         if not self._asking:
-                            self._answered = trio.Event()
-                        self._asking += 1
-                        try:
-                            reply = await self._answer(line, is_owner(peer))
-                            if reply is not None:
-                                await stream.send_all(reply + b"\n")
-                        finally:
-                            self._asking -= 1
-                            if not self._asking:
-                                self._answered.set()
+                            self._answered.set()
 
     async def _answer(self, line: bytes, owner: bool) -> bytes | None:
         try:
