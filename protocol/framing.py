@@ -11,6 +11,9 @@ from typing import Final
 
 DEFAULT_MAX_LINE: Final = 16 * 1024 * 1024
 _PREFIX_KEEP: Final = 512
+# A chunk shorter than this is cut with bytes.split, the quickest way for a few short
+# lines; a longer one with find (memchr), since split walks a long line byte by byte.
+_SPLIT_UNDER: Final = 4096
 BOM: Final = b"\xef\xbb\xbf"
 
 
@@ -68,6 +71,13 @@ class LineFramer:
         return len(self._buf)
 
     def feed(self, data: bytes | bytearray) -> list[bytes | Oversized]:
+        if (
+            len(data) < _SPLIT_UNDER
+            and not self._buf
+            and not self._discarding
+            and len(data) <= self.max_line
+        ):
+            return self._short(bytes(data))
         out: list[bytes | Oversized] = []
         start = 0
         if self._discarding:
@@ -106,6 +116,16 @@ class LineFramer:
             else:
                 self._buf += rest
         return out
+
+    def _short(self, data: bytes) -> list[bytes | Oversized]:
+        # No line in a chunk this short can pass the limit, so none is Oversized.
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        if rest:
+            self._buf += rest
+        if b"\r" in data:
+            lines = [line.removesuffix(b"\r") for line in lines]
+        return [line for line in lines if line[:1] == b"{" or (line and not line.isspace())]
 
     def flush(self) -> list[bytes | Oversized]:
         """At end of stream: the last line, if it had no newline."""

@@ -24,6 +24,8 @@ KEY_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 KEY_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 KEY_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 KEY_PROGRESS_TOKEN: Final = "progressToken"
+# The keys of ``_meta`` that belong to the protocol (mcpd sets its own upstream).
+RESERVED_META_PREFIX: Final = "io.modelcontextprotocol/"
 
 COMPLETE: Final = "complete"
 INPUT_REQUIRED: Final = "input_required"

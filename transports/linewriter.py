@@ -143,8 +143,14 @@ class LineWriter:
             if fault is not None:
                 self.refused += 1
                 return fault
+        self.put_spliced(line)
+        return None
+
+    def put_spliced(self, line: bytes) -> None:
+        """``put`` without the check: for a line ``put`` has checked, or a ``Spliced``
+        one, which is one line of JSON by the way it was built (``protocol.splice``)."""
         if self.error is not None:
-            return None
+            return
         if _batched is not None:
             if len(line) > _BIG:
                 self._queue(line)
@@ -155,11 +161,11 @@ class LineWriter:
             if not self._held:
                 self._held = True
                 _batched.append(self)
-            return None
+            return
         if not self._buf and not self._parts and not self._busy:
             done = self._write_now((line, b"\n"))
             if done is None or done == len(line) + 1:
-                return None
+                return
             # Keep only the unwritten rest (a big reply), by reference.
             if done < len(line):
                 self._queue(memoryview(line)[done:])
@@ -168,7 +174,6 @@ class LineWriter:
         else:
             self._queue(line)
         self._wake_writer()
-        return None
 
     def put_piece(self, piece: bytes | memoryview, end: bool = False) -> None:
         """Queue part of a line, by reference if it is big; ``end`` closes the line.

@@ -17,11 +17,12 @@ from typing import Any, Final
 
 import msgspec
 import trio
-from msgspec import Raw
+from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE
 from protocol.logfields import log_extra
+from protocol.splice import CallShape
 
 from . import fdread
 from ._pending import Pending, Reply
@@ -167,6 +168,16 @@ class StdioTransport:
         rid = self._ids.next()
         line = rpc.encode_request(rid, method, params)
         self._put(line, method)
+        self._pending.expect(rid, reply)
+        return rid
+
+    def request_spliced(self, shape: CallShape, arguments: Raw | UnsetType, reply: Reply) -> int:
+        """``request_nowait`` for a tools/call whose line is spliced from its parts
+        (``protocol.splice``): the same id, reply and failure, no encoding or check."""
+        if self.error is not None:
+            raise self.error
+        rid = self._ids.next()
+        self._writer.put_spliced(shape.request(rid, arguments))
         self._pending.expect(rid, reply)
         return rid
 

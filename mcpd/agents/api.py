@@ -18,7 +18,7 @@ import trio
 from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
-from protocol import mcp, surface
+from protocol import mcp, splice, surface
 from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
@@ -29,6 +29,7 @@ from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Backend, CallHandle, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
 from .door import Door, refuse
+from .fastcall import params_and_context
 from .instructions import instructions
 from .listen import Listens
 from .listener import DaemonError
@@ -255,6 +256,7 @@ class Api(ProfileMethods):
         session = conn.session
         try:
             if req.method == "initialize":
+                conn.contexts.clear()  # a legacy context may change with the session
                 session.instructions = self.instructions(self.view(conn))
                 return rpc.encode_result(req.id, session.initialize(req.params))
             if req.method == "ping":
@@ -347,21 +349,25 @@ class Api(ProfileMethods):
         self,
         conn: Connection,
         rid: rpc.Id,
-        params: mcp.CallToolParams | None,
+        call: splice.Call | None,
         req: rpc.Request | None,
     ) -> CallHandle | None:
         """tools/call without a task: the outcome is written from a callback. Returns
         the call's handle while it is under way (None once its reply is written)."""
         try:
-            if params is None:
+            if call is not None:
+                params, ctx = params_and_context(conn, call)
+            else:
                 assert req is not None
                 # One decode of the params serves both the era check and the routing.
                 params = rpc.decode_as(req.params, mcp.CallToolParams)
-            meta = params.meta if isinstance(params.meta, dict) else None
-            ctx = conn.session.context_of(meta)
+                meta = params.meta if isinstance(params.meta, dict) else None
+                ctx = conn.session.context_of(meta)
             if ctx.capabilities and agent_side(conn, ctx).asks:
                 # Its server may ask it things back: the call needs a task to wait in.
                 if req is None:
+                    if params.meta is UNSET and ctx.meta:  # left off by fastcall: put back
+                        params.meta = ctx.meta
                     req = rpc.Request(rid, "tools/call", msgspec.Raw(rpc.encode(params)))
                 conn.run_as_task(req)
                 return None

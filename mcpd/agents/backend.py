@@ -240,6 +240,10 @@ class LineSink(Protocol):
 
     def put(self, line: bytes) -> str | None: ...
 
+    def put_spliced(self, line: bytes) -> None:
+        """A line that needs no check: one built by ``protocol.splice``."""
+        ...
+
     def put_piece(self, piece: bytes | memoryview, end: bool = False) -> None:
         """Part of a line the caller has checked; nothing else is put until ``end``."""
         ...

@@ -12,10 +12,10 @@ import trio
 from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
+from protocol import mcp, splice
 from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
-from protocol.server import ServerSession
+from protocol.server import RequestContext, ServerSession
 
 from .askback import AgentRequests
 from .backend import CallHandle, Lines
@@ -48,10 +48,10 @@ class Dispatcher(Protocol):
         self,
         conn: Connection,
         rid: rpc.Id,
-        params: mcp.CallToolParams | None,
+        call: splice.Call | None,
         req: rpc.Request | None,
     ) -> CallHandle | None:
-        """``params`` already decoded, or ``req`` to decode them from."""
+        """``call`` decoded by the splice, or ``req`` to decode the params from."""
         ...
 
     async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None: ...
@@ -112,6 +112,8 @@ class Connection:
         self.profile = profile
         self.fixed_profile = fixed_profile
         self.subscriptions: set[rpc.Id] = set()
+        # The request contexts of the _meta this agent sends again and again (fastcall).
+        self.contexts: dict[bytes, RequestContext] = {}
         self.seen_version = version  # its profile's version whose changes it has been told
         self.asks = AgentRequests()  # what servers ask this agent through mcpd
         # Run when the agent hangs up, before anything else: a server waiting for this
@@ -206,10 +208,10 @@ class Connection:
         if FAST_CALLS and _TOOLS_CALL in line:
             # The hot path: the request decoded once, typed; no task, no cancel scope;
             # its outcome is written from a callback when the server answers.
-            call = mcp.decode_call(line)
+            call = splice.decode_call(line)
             if call is not None:
-                if self._admit(call[0]):
-                    self._start_call(call[0], call[1], None)
+                if self._admit(call.id):
+                    self._start_call(call.id, call, None)
                 return
         try:
             msg = rpc.decode_message(line)
@@ -270,11 +272,9 @@ class Connection:
             return False
         return True
 
-    def _start_call(
-        self, rid: rpc.Id, params: mcp.CallToolParams | None, req: rpc.Request | None
-    ) -> None:
+    def _start_call(self, rid: rpc.Id, call: splice.Call | None, req: rpc.Request | None) -> None:
         self.inflight[rid] = _NOT_STARTED
-        started = self.handler.start_tools_call(self, rid, params, req)
+        started = self.handler.start_tools_call(self, rid, call, req)
         if started is not None and rid in self.inflight:
             self.inflight[rid] = started  # its answer did not come at once
 
@@ -283,11 +283,15 @@ class Connection:
         self.inflight[msg.id] = scope
         nursery.start_soon(self._run_request, msg, scope)
 
-    def reply(self, rid: rpc.Id, data: bytes) -> None:
+    def reply(self, rid: rpc.Id, data: bytes, spliced: bool = False) -> None:
         """The final answer to a request started without a task; dropped if the agent
-        cancelled it meanwhile."""
+        cancelled it meanwhile. A ``spliced`` line (``protocol.splice``) goes out
+        unchecked when nothing holds it back."""
         if self.inflight.pop(rid, None) is not None:
-            self._put(data, rid)
+            if spliced and self._after_long is None and not (self.batches and rid in self.batches):
+                self._out.put_spliced(data)
+            else:
+                self._put(data, rid)
 
     def _notification(self, msg: rpc.Notification) -> None:
         if msg.method == "notifications/cancelled":

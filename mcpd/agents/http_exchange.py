@@ -46,6 +46,7 @@ class Exchange(Connection):
         self.profile = servers
         self.fixed_profile = caller.fixed
         self.subscriptions: set[rpc.Id] = set()
+        self.contexts = {}
         self.seen_version = servers.version
         self.inflight = {}
         self.dropped = 0

@@ -15,7 +15,7 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
-from protocol import mcp, surface
+from protocol import mcp, splice, surface
 from protocol.server import RequestContext
 
 from ..servers.calls import Outcome
@@ -57,6 +57,9 @@ class Route(msgspec.Struct):
 # handles: (the call's route, result, whether it may hold links) -> result.
 Finish = Callable[[Route, Raw | dict[str, Any], bool], Raw | dict[str, Any]]
 
+
+# Where a call's reply goes: (its id, the line, whether the line was spliced).
+Deliver_ = Callable[[rpc.Id, bytes, bool], None]
 
 # How arguments that are an object, or null, begin.
 _OBJECT_OR_NULL = (ord("{"), ord("n"))
@@ -103,7 +106,7 @@ def start_call(
     route: Route,
     budget: int,
     on_progress: Deliver | None,
-    deliver: Callable[[rpc.Id, bytes], None],
+    deliver: Deliver_,
     finish: Finish | None = None,
     asker: Any = None,
 ) -> CallHandle | None:
@@ -112,7 +115,12 @@ def start_call(
 
     # The one object made per call on this path: no closure per step.
     def done(outcome: Outcome) -> None:
-        deliver(rid, call_reply(rid, route, outcome, budget, finish))
+        if isinstance(outcome, Raw):
+            line = spliced_reply(rid, route, outcome, budget, finish)
+            if line is not None:
+                deliver(rid, line, True)
+                return
+        deliver(rid, call_reply(rid, route, outcome, budget, finish), False)
 
     handle = servers.start_call(
         route.alias,
@@ -130,8 +138,27 @@ def start_call(
                 f"The tool server {route.alias!r} is not running (removed from the configuration).",
                 route.modern,
             ),
+            False,
         )
     return handle
+
+
+def spliced_reply(
+    rid: rpc.Id, route: Route, result: Raw, budget: int, finish: Finish | None = None
+) -> splice.Spliced | None:
+    """The reply for a server's result when it passes as the server sent it (spliced
+    around its bytes); None when it must be made anew (``call_reply``)."""
+    shaped, links = shape_call_result(
+        result,
+        modern=route.modern,
+        budget=budget,
+        alias=route.alias,
+        capabilities=route.capabilities,
+        tasks=route.tasks,
+    )
+    if finish is not None and (links or route.tasks):
+        shaped = finish(route, shaped, links)
+    return splice.reply(rid, shaped) if isinstance(shaped, Raw) else None
 
 
 def call_reply(

@@ -28,7 +28,7 @@ logger = logging.getLogger("mcpd.upstream")
 CLIENT_INFO: Final = mcp.Implementation(name="mcpd", version=__version__)
 # A daemon has no UI to answer elicitation or sampling, so by default it declares none.
 NO_CAPABILITIES: Final[dict[str, Any]] = {}
-RESERVED_META_PREFIX: Final = "io.modelcontextprotocol/"
+RESERVED_META_PREFIX: Final = mcp.RESERVED_META_PREFIX
 
 
 class ProtocolViolation(TransportError):

@@ -17,7 +17,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
-from protocol import mcp
+from protocol import mcp, splice
 from protocol.logfields import log_extra
 from transports.base import SessionExpired, Transport
 
@@ -77,11 +77,22 @@ class Upstream:
         self.client_capabilities: dict[str, Any] = NO_CAPABILITIES
         self._plain_meta: mcp.Meta | None = None
         # A modern server sends log messages only for requests that carry a level.
-        self.log_level: str | None = None
+        self._log_level: str | None = None
+        # Per tool, the constant parts of its spliced requests (see call_tool_nowait).
+        self._shapes: dict[str, splice.CallShape] = {}
         # Per tool, the Mcp-Param-* headers its arguments are mirrored into (HTTP only).
         self._param_headers: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
         # The tools a legacy server runs only as tasks (see task_tools).
         self.task_tools: frozenset[str] = frozenset()
+
+    @property
+    def log_level(self) -> str | None:
+        return self._log_level
+
+    @log_level.setter
+    def log_level(self, level: str | None) -> None:
+        self._log_level = level
+        self._shapes.clear()  # they hold the _meta, which carries the level
 
     # -- lifecycle --
 
@@ -295,9 +306,29 @@ class Upstream:
         send = getattr(self.transport, "request_nowait", None)
         if send is None or self.http or params.name in self.task_tools:
             return None
+        if (
+            params.meta is UNSET
+            and not capabilities
+            and params.inputResponses is UNSET
+            and params.requestState is UNSET
+        ):
+            # Nothing of the agent's own goes along: the request is the tool's constant
+            # parts around the arguments' bytes, as they came.
+            spliced = getattr(self.transport, "request_spliced", None)
+            if spliced is not None:
+                shape = self._shapes.get(params.name)
+                if shape is None:
+                    shape = self._shapes[params.name] = self._shape(params.name)
+                sent: int = spliced(shape, params.arguments, reply)
+                return sent
         self._prepare_call(params, capabilities, None)
         rid: rpc.Id = send("tools/call", params, reply)
         return rid
+
+    def _shape(self, name: str) -> splice.CallShape:
+        if self.era == "modern":
+            return splice.CallShape(name, rpc.encode(self._call_meta(None, None)))
+        return splice.CallShape(name, None)
 
     def _prepare_call(
         self, params: mcp.CallToolParams, capabilities: Mapping[str, Any] | None, arguments: Any

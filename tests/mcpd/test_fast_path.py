@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from mcpd.agents import connection
-from protocol import mcp
+from protocol import splice
 from tests.support.agent import MODERN, make_config, running
 from tests.support.procs import scripted
 
@@ -168,7 +168,7 @@ async def test_fast_and_general_paths_give_the_same_bytes(
         health_interval=0,
     )
     fast = 0
-    decode = mcp.decode_call
+    decode = splice.decode_call
 
     def counting(line: bytes) -> Any:
         nonlocal fast
@@ -176,7 +176,7 @@ async def test_fast_and_general_paths_give_the_same_bytes(
         fast += call is not None
         return call
 
-    monkeypatch.setattr(mcp, "decode_call", counting)
+    monkeypatch.setattr(splice, "decode_call", counting)
     with trio.fail_after(120):
         async with running(cfg) as daemon:
             quick = await both_agents(daemon.socket_path)

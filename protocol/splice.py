@@ -1,0 +1,92 @@
+"""The tools/call splice: a call routed from its envelope, its arguments and its result
+passed on as the bytes they came in.
+
+An agent's ``tools/call`` line is decoded here only as far as routing needs: the id,
+the tool name, and the arguments and ``_meta`` kept as raw bytes. The two lines mcpd
+then writes for the call, the request to its server and the reply to the agent, are
+built here around those bytes instead of being encoded again.
+
+Such a line needs no second check that it is one line of JSON (the check every other
+line gets as it is written, which parses it once more): each of its parts is written
+here, encoded by msgspec, or came out of a decode that accepted it as JSON from a
+line that held no line break and whose text was checked. A line built here is typed
+``Spliced``; the line writers take one without checking it, and nothing else makes one.
+A call this decoder does not take (anything but an ordinary ``tools/call`` in ASCII) is
+decoded the general way, and its lines are checked as they are written.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, NewType
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from .jsonrpc import Id
+
+# One line (without its newline) built here: written as it is.
+Spliced = NewType("Spliced", bytes)
+
+
+class CallParams(msgspec.Struct, forbid_unknown_fields=True):
+    """What routing needs of a call's params. Any other member (an input retry's
+    ``requestState``, a task request) makes it a call for the general decoder."""
+
+    name: str
+    arguments: Raw | UnsetType = UNSET
+    meta: Raw | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class Call(msgspec.Struct):
+    jsonrpc: Literal["2.0"]
+    id: int | str
+    method: Literal["tools/call"]
+    params: CallParams
+
+
+_calls: Final = msgspec.json.Decoder(Call)
+
+
+def decode_call(line: bytes) -> Call | None:
+    """An ordinary tools/call, or None for any other line (the general decoder then
+    handles it, and says what is wrong with it). Only ASCII is taken here: msgspec does
+    not check the text of what it keeps raw, and the general decoder does."""
+    if not line.isascii() or b"\r" in line:
+        return None
+    try:
+        return _calls.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+_encode: Final = msgspec.json.Encoder().encode
+_REQUEST: Final = b'{"jsonrpc":"2.0","id":'
+_REPLY: Final = b'{"jsonrpc":"2.0","id":'
+
+
+class CallShape:
+    """The constant parts of the requests for one tool at one server: all but the id
+    and the arguments. ``meta`` is the request's whole ``_meta``, encoded (None: none)."""
+
+    __slots__ = ("_bare", "_head", "_tail")
+
+    def __init__(self, name: str, meta: bytes | None) -> None:
+        head = b',"method":"tools/call","params":{"name":' + _encode(name)
+        self._tail = (b',"_meta":' + meta if meta is not None else b"") + b"}}"
+        self._head = head + b',"arguments":'
+        self._bare = head + self._tail
+
+    def request(self, rid: int, arguments: Raw | UnsetType) -> Spliced:
+        """The request line under the id ``rid``. ``arguments`` were decoded from a
+        checked line (here or by the general decoder) or encoded by msgspec, as every
+        ``CallToolParams.arguments`` is."""
+        if arguments is UNSET:
+            return Spliced(b"%s%d%s" % (_REQUEST, rid, self._bare))
+        return Spliced(b"".join((_REQUEST, b"%d" % rid, self._head, arguments, self._tail)))
+
+
+def reply(agent_id: Id, result: Raw) -> Spliced:
+    """The reply line carrying a server's ``result`` as it came: ``result`` is a raw
+    result a transport decoded from one line of JSON (or that with ``resultType`` put
+    in by ``with_result_type``)."""
+    return Spliced(b"".join((_REPLY, _encode(agent_id), b',"result":', result, b"}")))
