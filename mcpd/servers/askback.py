@@ -66,14 +66,30 @@ class Asker(Protocol):
         ...
 
 
+class Cause(Protocol):
+    """An agent's request in flight on a server, which that server may ask about."""
+
+    asker: Asker | None
+    timeout: float  # its own time limit, restored once the agent answered
+    asking: int  # requests of the server's for it still waiting for the agent
+
+    def extend(self, seconds: float) -> None:
+        """Give the request this many seconds from now."""
+        ...
+
+
 class _Inflight:
-    __slots__ = ("asker", "asking", "extend", "timeout")
+    __slots__ = ("_extend", "asker", "asking", "timeout")
 
     def __init__(self, asker: Asker, extend: Callable[[float], None] | None, timeout: float):
-        self.asker = asker
-        self.extend = extend  # give the request this many seconds from now
-        self.timeout = timeout  # its own time limit, restored once the agent answered
-        self.asking = 0  # requests of the server's for it still waiting for the agent
+        self.asker: Asker | None = asker
+        self._extend = extend
+        self.timeout = timeout
+        self.asking = 0
+
+    def extend(self, seconds: float) -> None:
+        if self._extend is not None:
+            self._extend(seconds)
 
 
 def relay_capabilities(kinds: list[str]) -> dict[str, Any]:
@@ -95,7 +111,8 @@ class AskRoutes:
     def __init__(self, alias: str, timeout: Callable[[], float]) -> None:
         self.alias = alias
         self._timeout = timeout
-        self._inflight: dict[int, _Inflight] = {}
+        # By a token of enter(), or by the call itself (enter_call()).
+        self._inflight: dict[object, Cause] = {}
         self._tokens = itertools.count(1)
         self.relayed = 0
         self.refused = 0
@@ -109,6 +126,14 @@ class AskRoutes:
 
     def leave(self, token: int) -> None:
         self._inflight.pop(token, None)
+
+    def enter_call(self, call: Cause) -> None:
+        """A tools/call (its asker set) until ``leave_call``: the call is its own
+        record, so a call costs no token, closure or record of its own here."""
+        self._inflight[call] = call
+
+    def leave_call(self, call: Cause) -> None:
+        self._inflight.pop(call, None)
 
     @contextlib.contextmanager
     def scope(
@@ -128,7 +153,7 @@ class AskRoutes:
     def inflight(self) -> int:
         return len(self._inflight)
 
-    def _cause(self) -> _Inflight | None:
+    def _cause(self) -> Cause | None:
         here = ASKING.get()
         if here is not None:
             for item in self._inflight.values():
@@ -140,10 +165,10 @@ class AskRoutes:
         # asked during one call, a new request of its is about another.
         idle = [i for i in items if not i.asking]
         items = idle or items
-        owners = {id(i.asker.owner) for i in items}
-        if len(owners) != 1:
+        askers = [i.asker for i in items if i.asker is not None]
+        if len(askers) != len(items) or len({id(a.owner) for a in askers}) != 1:
             return None
-        if len(items) == 1 or all(i.asker.direct for i in items):
+        if len(items) == 1 or all(a.direct for a in askers):
             return items[0]
         return None  # one modern agent, several of its requests: which one is asked?
 
@@ -177,18 +202,18 @@ class AskRoutes:
             )
         params: Any = msgspec.json.decode(req.params) if req.params is not None else None
         wait = self._timeout()
-        if cause.extend is not None:
-            cause.extend(wait + cause.timeout)
+        cause.extend(wait + cause.timeout)
         self.relayed += 1
         cause.asking += 1
         try:
             with trio.fail_after(wait):
-                return await cause.asker.ask(req.method, params)
+                asker = cause.asker
+                assert asker is not None  # a cause is made or entered with one
+                return await asker.ask(req.method, params)
         except trio.TooSlowError:
             raise rpc.RPCError(
                 NO_ANSWER, f"the agent did not answer {req.method} within {wait:g} s"
             ) from None
         finally:
             cause.asking -= 1
-            if cause.extend is not None:
-                cause.extend(cause.timeout)
+            cause.extend(cause.timeout)

@@ -15,7 +15,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from ..config.model import DaemonConfig
-from .askback import Asker
+from .askback import Asker, AskRoutes
 from .breaker import Breaker
 from .outage import Outage
 from .progress import Deliver, ProgressRoutes
@@ -41,6 +41,8 @@ _LIVE = frozenset({"queued", "running"})
 class _Scheduler(Protocol):
     def cancel(self, call: PendingCall) -> None: ...
 
+    def extend(self, call: PendingCall, seconds: float) -> None: ...
+
     def complete(self, call: PendingCall, raw: Raw | None, error: BaseException | None) -> None: ...
 
 
@@ -51,6 +53,7 @@ class CallHost(Protocol):
     breaker: Breaker
     stats: LatencyStats
     progress: ProgressRoutes
+    asks: AskRoutes
 
     @property
     def settings(self) -> DaemonConfig: ...
@@ -91,8 +94,10 @@ class PendingCall:
     scope: trio.CancelScope | None = None
     scheduler: _Scheduler | None = None
     on_cancel: Callable[[], None] | None = None
-    # The agent behind the call, for what its server asks back (servers.askback).
+    # The agent behind the call, for what its server asks back (servers.askback), and
+    # how many of the server's requests about it wait for that agent now.
     asker: Asker | None = None
+    asking = 0
 
     def __init__(
         self,
@@ -112,6 +117,11 @@ class PendingCall:
         """The server's answer (or the transport's failure), from the transport."""
         if self.scheduler is not None:
             self.scheduler.complete(self, raw, error)
+
+    def extend(self, seconds: float) -> None:
+        """Give the call this many seconds from now (its server waits for its agent)."""
+        if self.scheduler is not None:
+            self.scheduler.extend(self, seconds)
 
     def cancel(self) -> None:
         """The caller gave up (agent cancel or disconnect): the server is told, if it

@@ -30,6 +30,7 @@ from .runner import Runner
 from .supervisor import Supervisor
 
 Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees it
+_ENDED = frozenset({"done", "cancelled"})  # a call's states once it has no server
 
 
 class Front:
@@ -72,34 +73,18 @@ class Front:
         capabilities: dict[str, Any] | None,
         on_progress: Deliver | None,
         asker: Asker | None = None,
-    ) -> PendingCall | _Asking | None:
+    ) -> PendingCall | None:
         runner = self._supervisor.runners.get(alias)
         if runner is None:
             return None
+        call = runner.start_call(params, done, capabilities=capabilities, on_progress=on_progress)
         up = runner.upstream
-        if asker is None or (up is not None and up.era == "modern"):
-            # A modern server never sends requests: nothing to route back.
-            return runner.start_call(
-                params, done, capabilities=capabilities, on_progress=on_progress
-            )
+        if asker is None or (up is not None and up.era == "modern") or call.state in _ENDED:
+            return call  # a modern server never sends requests: nothing to route back
         # While the call is under way its server may ask this agent things back.
-        token: list[int] = []
-
-        def finished(outcome: Any) -> None:
-            if token:
-                runner.asks.leave(token.pop())
-            done(outcome)
-
-        call = runner.start_call(
-            params, finished, capabilities=capabilities, on_progress=on_progress
-        )
-        if call.state in ("done", "cancelled"):
-            return call
         call.asker = asker
-        token.append(
-            runner.asks.enter(asker, lambda s: runner.scheduler.extend(call, s), call.timeout)
-        )
-        return _Asking(call, runner, token)
+        runner.asks.enter_call(call)
+        return call
 
     def states(self) -> list[dict[str, Any]]:
         out = []
@@ -296,17 +281,3 @@ class Front:
     def _task(self, alias: str, params: Raw) -> None:
         for listener in self._on_task:
             listener(alias, params)
-
-
-class _Asking:
-    """A call whose server may ask its agent things: cancelling it also ends that."""
-
-    def __init__(self, call: PendingCall, runner: Runner, token: list[int]) -> None:
-        self.call = call
-        self._runner = runner
-        self._token = token
-
-    def cancel(self) -> None:
-        self.call.cancel()
-        if self._token:
-            self._runner.asks.leave(self._token.pop())

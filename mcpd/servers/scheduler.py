@@ -109,6 +109,8 @@ class CallScheduler:
         self._enqueue(call, d.queue_timeout)
 
     def cancel(self, call: PendingCall) -> None:
+        if call.asker is not None:
+            self.runner.asks.leave_call(call)
         if call.state == "queued":
             self.queue.remove(call)
             call.state = "cancelled"
@@ -352,6 +354,8 @@ class CallScheduler:
 
     def _finish(self, call: PendingCall, outcome: Outcome) -> None:
         call.state = "done"
+        if call.asker is not None:
+            self.runner.asks.leave_call(call)
         try:
             call.on_done(outcome)
         except Exception:
