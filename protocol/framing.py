@@ -7,13 +7,15 @@ most ``max_line`` bytes of memory.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 DEFAULT_MAX_LINE: Final = 16 * 1024 * 1024
 _PREFIX_KEEP: Final = 512
-# A chunk shorter than this is cut with bytes.split, the quickest way for a few short
-# lines; a longer one with find (memchr), since split walks a long line byte by byte.
-_SPLIT_UNDER: Final = 4096
+# A chunk whose first line is shorter than this is cut with bytes.split, the quickest
+# way for short lines; one of long lines with find (memchr), as split walks a long line
+# byte by byte (a 16 KiB line costs it several times what find does).
+_SHORT_LINE: Final = 2048
 BOM: Final = b"\xef\xbb\xbf"
 
 
@@ -70,14 +72,24 @@ class LineFramer:
     def buffered(self) -> int:
         return len(self._buf)
 
-    def feed(self, data: bytes | bytearray) -> list[bytes | Oversized]:
+    def feed(self, data: bytes | bytearray) -> Sequence[bytes | Oversized]:
         if (
-            len(data) < _SPLIT_UNDER
+            len(data) <= self.max_line
             and not self._buf
             and not self._discarding
-            and len(data) <= self.max_line
+            and data.find(b"\n", 0, _SHORT_LINE) >= 0
         ):
-            return self._short(bytes(data))
+            # The usual chunk: whole short lines of JSON objects, none over the limit.
+            lines = (data if type(data) is bytes else bytes(data)).split(b"\n")
+            tail = lines.pop()
+            if tail:
+                self._buf += tail
+            if b"\r" in data:
+                return self._tidy(lines)
+            for line in lines:
+                if line[:1] != b"{":
+                    return self._tidy(lines)
+            return lines
         out: list[bytes | Oversized] = []
         start = 0
         if self._discarding:
@@ -117,15 +129,12 @@ class LineFramer:
                 self._buf += rest
         return out
 
-    def _short(self, data: bytes) -> list[bytes | Oversized]:
-        # No line in a chunk this short can pass the limit, so none is Oversized.
-        lines = data.split(b"\n")
-        rest = lines.pop()
-        if rest:
-            self._buf += rest
-        if b"\r" in data:
-            lines = [line.removesuffix(b"\r") for line in lines]
-        return [line for line in lines if line[:1] == b"{" or (line and not line.isspace())]
+    def _tidy(self, lines: list[bytes]) -> list[bytes | Oversized]:
+        """``lines`` (of a short chunk) as ``_emit`` puts them out."""
+        out: list[bytes | Oversized] = []
+        for line in lines:
+            self._emit(line, out)
+        return out
 
     def flush(self) -> list[bytes | Oversized]:
         """At end of stream: the last line, if it had no newline."""

@@ -105,6 +105,14 @@ class Pending:
         slot.resolve(result, error)
         return True
 
+    def answer(self, msg: rpc.Response) -> None:
+        """``route`` for a successful response: a call's answer, most of the time."""
+        reply = self._replies.pop(msg.id, None)
+        if reply is not None:
+            reply(msg.result, None)
+        else:
+            self.route(msg)
+
     def route(self, msg: rpc.Response | rpc.ErrorResponse) -> None:
         if msg.id is not None:
             if isinstance(msg, rpc.Response):

@@ -69,13 +69,13 @@ class StdoutReader:
             return
         answer = rpc.decode_response(item)
         if answer is not None:  # the common line, in one pass
-            self._pending.route(answer)
+            self._pending.answer(answer)
             return
         if item.startswith(BOM):  # checked only here: the common line never pays for it
             item = without_bom(item)
             answer = rpc.decode_response(item)
             if answer is not None:
-                self._pending.route(answer)
+                self._pending.answer(answer)
                 return
         try:
             msg = rpc.decode_message(item)

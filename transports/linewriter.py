@@ -45,7 +45,7 @@ class _Batch:
         if self._depth == 1:
             _batched = []
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
         global _batched
         self._depth -= 1
         if self._depth:

@@ -57,6 +57,7 @@ _EXIT_DRAIN: Final = 0.5  # after exit, how long buffered stdout may still be re
 _MAX_BUFFERED: Final = 16 * 1024 * 1024  # bytes queued for a server's stdin
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
 _READ_SIZE: Final = 65536
+_BATCH: Final = batch()
 
 
 class StdioParams(msgspec.Struct, frozen=True):
@@ -255,7 +256,7 @@ class StdioTransport:
                 if not data:
                     break
                 drained = len(data) < _READ_SIZE
-                with batch():  # answers to a chunk of responses go out together
+                with _BATCH:  # answers to a chunk of responses go out together
                     self._reader.feed(data)
                 del data  # not kept while the server is quiet: up to 64 KiB per server
             self._reader.flush()

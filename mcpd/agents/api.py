@@ -371,7 +371,13 @@ class Api(ProfileMethods):
                     req = rpc.Request(rid, "tools/call", msgspec.Raw(rpc.encode(params)))
                 conn.run_as_task(req)
                 return None
-            route = self._route(conn, rid, ctx, params)
+            if params.name in META_TOOLS:
+                route = self._route(conn, rid, ctx, params)
+            else:
+                profile = conn.profile
+                route = route_call(
+                    self.profiles.default if profile is None else profile, rid, ctx, params
+                )
         except rpc.RPCError as exc:
             conn.reply(rid, rpc.encode_error(rid, exc.code, exc.message, exc.data))
             return None
@@ -391,7 +397,7 @@ class Api(ProfileMethods):
             conn.progress_sender(),
             conn.reply,
             self._finish_result,
-            refuser(conn),
+            conn.refuser or refuser(conn),
         )
 
     async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:

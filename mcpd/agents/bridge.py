@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import Final
 
 import msgspec
@@ -81,7 +82,8 @@ class Bridge:
                 conn = await trio.open_unix_socket(self.socket_path)
             except OSError:
                 return None
-            framer, early = LineFramer(), []
+            framer = LineFramer()
+            early: Sequence[bytes | Oversized] = []
             if self.profile is not None:
                 early_lines = await self._use_profile(conn, framer)
                 if early_lines is None:
@@ -103,7 +105,7 @@ class Bridge:
 
     async def _use_profile(
         self, conn: trio.SocketStream, framer: LineFramer
-    ) -> list[bytes | Oversized] | None:
+    ) -> Sequence[bytes | Oversized] | None:
         """Ask for the profile and wait for the answer; the lines that came with it,
         or None (with ``refused`` set) when there is no profile to be had."""
         params = {"profile": self.profile, "_meta": mcp.request_meta(mcp.LATEST_MODERN, {}, _INFO)}
@@ -134,7 +136,7 @@ class Bridge:
         self,
         conn: trio.SocketStream,
         framer: LineFramer,
-        early: list[bytes | Oversized],
+        early: Sequence[bytes | Oversized],
     ) -> None:
         try:
             lines = early

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import ClassVar, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 import trio
 from msgspec import UNSET
@@ -85,6 +85,8 @@ class Connection:
     long_replies: ClassVar[bool] = True
     # Requests of JSON-RPC batches waiting for answers (None: this kind takes none).
     batches: Batches | None = None
+    # What refuses a server's requests for this agent, made at its first call (relay).
+    refuser: Any = None
 
     def __init__(
         self,
@@ -125,7 +127,7 @@ class Connection:
         # Lines put while a long reply is being written, sent when it ends.
         self._after_long: list[tuple[bytes, rpc.Id | None]] | None = None
         self._long = trio.Lock()  # one long reply at a time: two would be written into each other
-        self._batch = lines.batch
+        self._batch = lines.batch()  # the one shared batch: taken once, entered per chunk
         self._receive = lines.receive
         self._out = lines.writer(stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault)
 
@@ -179,7 +181,7 @@ class Connection:
                 return
             drained = len(data) < _READ_SIZE
             oversized = None
-            with self._batch():  # requests that came together go upstream together
+            with self._batch:  # requests that came together go upstream together
                 for item in self.framer.feed(data):
                     if isinstance(item, Oversized):
                         oversized = item
@@ -202,7 +204,8 @@ class Connection:
                 )
                 return
             # A peer that sends faster than it reads waits here, not in our memory.
-            await self._out.wait_room()
+            if self._out.queued > self._out.limit:
+                await self._out.wait_room()
 
     def _line(self, line: bytes, nursery: trio.Nursery) -> None:
         if FAST_CALLS and _TOOLS_CALL in line:
@@ -210,8 +213,14 @@ class Connection:
             # its outcome is written from a callback when the server answers.
             call = splice.decode_call(line)
             if call is not None:
-                if self._admit(call.id):
-                    self._start_call(call.id, call, None)
+                rid, inflight = call.id, self.inflight
+                if rid in inflight or len(inflight) >= self.max_inflight:
+                    self._admit(rid)  # refused, saying why
+                    return
+                inflight[rid] = _NOT_STARTED
+                started = self.handler.start_tools_call(self, rid, call, None)
+                if started is not None and rid in inflight:
+                    inflight[rid] = started  # its answer did not come at once
                 return
         try:
             msg = rpc.decode_message(line)

@@ -77,26 +77,29 @@ def shape_call_result(
     kind = head.resultType
     if isinstance(kind, str) and kind != mcp.COMPLETE:
         return _not_complete(raw, head, kind, modern, alias, capabilities, tasks)
-    blocks = head.content or []
     links = False
     total = 0
-    for b in blocks:
-        if b.type == "text":
-            t = b.text
-            if isinstance(t, str):
-                total += len(t)
-            elif isinstance(t, Raw) and (not t or memoryview(t)[0] != _QUOTE):
-                # Not a string: the texts read as strings say what is wrong.
-                try:
-                    rpc.decode_as(raw, mcp.CallToolResultHead)
-                except rpc.InvalidParams as exc:
-                    return _malformed(alias, modern, exc)
-        elif b.type in _LINKS:
-            links = True
-            if isinstance(b, mcp.ContentHead) and isinstance(b.resource, mcp.ResourceHead):
-                embedded = b.resource.text
-                if isinstance(embedded, str):
-                    total += len(embedded)
+    if short:
+        # Texts are not measured (they fit), only checked to be strings: their JSON
+        # starts with a quote.
+        for b in head.content or ():
+            if b.type == "text":
+                t = b.text
+                if isinstance(t, Raw) and (not t or memoryview(t)[0] != _QUOTE):
+                    return _not_strings(raw, alias, modern)
+            elif b.type in _LINKS:
+                links = True
+    else:
+        for b in head.content or ():
+            if b.type == "text":
+                if isinstance(b.text, str):
+                    total += len(b.text)
+            elif b.type in _LINKS:
+                links = True
+                if isinstance(b, mcp.ContentHead) and isinstance(b.resource, mcp.ResourceHead):
+                    embedded = b.resource.text
+                    if isinstance(embedded, str):
+                        total += len(embedded)
     if total <= budget:
         if modern and head.resultType is None:
             fixed = msgspec.json.decode(raw)
@@ -110,6 +113,16 @@ def shape_call_result(
     if modern:
         result["resultType"] = mcp.COMPLETE
     return result, links
+
+
+def _not_strings(raw: Raw, alias: str, modern: bool) -> tuple[Raw | dict[str, Any], bool]:
+    """A short result with a text that is not a string: the texts read as strings say
+    what is wrong."""
+    try:
+        rpc.decode_as(raw, mcp.CallToolResultHead)
+    except rpc.InvalidParams as exc:
+        return _malformed(alias, modern, exc)
+    raise AssertionError("a text that is not a string decoded as one")
 
 
 def _not_complete(

@@ -97,7 +97,8 @@ def route_call(
     local = params.name
     params.name = entry.original
     caps = ctx.capabilities if modern and ctx is not None else None
-    return Route(params, entry.alias, modern, caps, local, modern and surface.has_tasks(caps))
+    tasks = bool(caps) and surface.has_tasks(caps)
+    return Route(params, entry.alias, modern, caps, local, tasks)
 
 
 def start_call(

@@ -82,22 +82,26 @@ class CallHost(Protocol):
 class PendingCall:
     """One tools/call on its way through a server's scheduler."""
 
-    # Defaults on the class: a call sets only what it uses, and most use few of these.
-    state = "new"  # new | queued | running | done | cancelled
-    deadline = math.inf
-    limit = math.inf
-    start = 0.0
-    ticket = 0
-    probe = False
-    rid: rpc.Id | None = None
-    token: str | None = None
-    scope: trio.CancelScope | None = None
-    scheduler: _Scheduler | None = None
-    on_cancel: Callable[[], None] | None = None
-    # The agent behind the call, for what its server asks back (servers.askback), and
-    # how many of the server's requests about it wait for that agent now.
-    asker: Asker | None = None
-    asking = 0
+    __slots__ = (
+        "asker",
+        "asking",
+        "capabilities",
+        "deadline",
+        "limit",
+        "on_cancel",
+        "on_done",
+        "on_progress",
+        "params",
+        "probe",
+        "rid",
+        "scheduler",
+        "scope",
+        "start",
+        "state",
+        "ticket",
+        "timeout",
+        "token",
+    )
 
     def __init__(
         self,
@@ -112,6 +116,21 @@ class PendingCall:
         self.timeout = timeout
         self.on_progress = on_progress
         self.on_done = on_done
+        self.state = "new"  # new | queued | running | done | cancelled
+        self.deadline = math.inf
+        self.limit = math.inf
+        self.start = 0.0
+        self.ticket = 0
+        self.probe = False
+        self.rid: rpc.Id | None = None
+        self.token: str | None = None
+        self.scope: trio.CancelScope | None = None
+        self.scheduler: _Scheduler | None = None
+        self.on_cancel: Callable[[], None] | None = None
+        # The agent behind the call, for what its server asks back (servers.askback),
+        # and how many of the server's requests about it wait for that agent now.
+        self.asker: Asker | None = None
+        self.asking = 0
 
     def __call__(self, raw: Raw | None, error: Exception | None) -> None:
         """The server's answer (or the transport's failure), from the transport."""

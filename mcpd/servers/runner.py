@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpd.server")
 
+# Tools whose call timeouts a runner keeps (a server with more looks the rest up).
+_TIMEOUTS_KEPT = 4096
+
 
 class Runner:
     def __init__(
@@ -70,7 +73,9 @@ class Runner:
         d = config.daemon
         self.alias = alias
         self.cfg = cfg
-        self.config = config
+        # Each tool's call timeout, as the config sets it (cleared with a new config).
+        self._timeouts: dict[str, float] = {}
+        self._config = config
         self.registry = registry
         self._on_change = on_change
         self._open_transport = transport_factory
@@ -289,8 +294,17 @@ class Runner:
             self.changed()
 
     @property
+    def config(self) -> Config:
+        return self._config
+
+    @config.setter
+    def config(self, config: Config) -> None:
+        self._config = config
+        self._timeouts.clear()
+
+    @property
     def settings(self) -> DaemonConfig:
-        return self.config.daemon
+        return self._config.daemon
 
     def waits_for_start(self) -> bool:
         """Calls that come while the first start is under way wait for it."""
@@ -333,7 +347,11 @@ class Runner:
         ``timeout`` (default: the configured one) bounds the server's answer, not the
         wait for a free slot; progress extends it up to ``max_call_time``."""
         if timeout is None:
-            timeout = self.config.call_timeout(self.alias, params.name)
+            timeout = self._timeouts.get(params.name)
+            if timeout is None:
+                timeout = self._config.call_timeout(self.alias, params.name)
+                if len(self._timeouts) < _TIMEOUTS_KEPT:
+                    self._timeouts[params.name] = timeout
         call = PendingCall(params, capabilities, timeout, on_progress, on_done)
         self.scheduler.submit(call)
         return call

@@ -321,7 +321,8 @@ class CallScheduler:
         # Only now: releasing a half-open probe first made the breaker discard the
         # probe's own outcome as stale, so it never closed again.
         self._release(call)
-        self._start_queued()
+        if self.queue:
+            self._start_queued()
         self._finish(call, outcome)
 
     def _abandon(self, call: PendingCall, why: str) -> None:

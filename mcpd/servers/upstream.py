@@ -80,6 +80,10 @@ class Upstream:
         self._log_level: str | None = None
         # Per tool, the constant parts of its spliced requests (see call_tool_nowait).
         self._shapes: dict[str, splice.CallShape] = {}
+        # How a call is sent without waiting for its answer in a task (None: it cannot
+        # be: HTTP answers each request on its own exchange).
+        self._send_nowait = None if http else getattr(transport, "request_nowait", None)
+        self._send_spliced = None if http else getattr(transport, "request_spliced", None)
         # Per tool, the Mcp-Param-* headers its arguments are mirrored into (HTTP only).
         self._param_headers: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
         # The tools a legacy server runs only as tasks (see task_tools).
@@ -303,24 +307,26 @@ class Upstream:
     ) -> rpc.Id | None:
         """Send tools/call and return its id, with ``reply`` called on the answer; or
         None when it must be awaited (``call_tool``): this transport, or a task's tool."""
-        send = getattr(self.transport, "request_nowait", None)
-        if send is None or self.http or params.name in self.task_tools:
+        if params.name in self.task_tools:
             return None
+        spliced = self._send_spliced
         if (
-            params.meta is UNSET
+            spliced is not None
+            and params.meta is UNSET
             and not capabilities
             and params.inputResponses is UNSET
             and params.requestState is UNSET
         ):
             # Nothing of the agent's own goes along: the request is the tool's constant
             # parts around the arguments' bytes, as they came.
-            spliced = getattr(self.transport, "request_spliced", None)
-            if spliced is not None:
-                shape = self._shapes.get(params.name)
-                if shape is None:
-                    shape = self._shapes[params.name] = self._shape(params.name)
-                sent: int = spliced(shape, params.arguments, reply)
-                return sent
+            shape = self._shapes.get(params.name)
+            if shape is None:
+                shape = self._shapes[params.name] = self._shape(params.name)
+            sent: int = spliced(shape, params.arguments, reply)
+            return sent
+        send = self._send_nowait
+        if send is None:
+            return None
         self._prepare_call(params, capabilities, None)
         rid: rpc.Id = send("tools/call", params, reply)
         return rid
