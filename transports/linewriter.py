@@ -16,9 +16,10 @@ from typing import Final
 import trio
 
 DEFAULT_LIMIT: Final = 16 * 1024 * 1024
-# A line longer than this is queued by reference, not copied: a 10,000-tool list is
-# megabytes, and a copy of it would be the daemon's peak memory.
-_BIG: Final = 64 * 1024
+# A line longer than this is queued by reference, not copied into the buffer: copying
+# a 16 KiB result costs more than handing write one more piece, and a 10,000-tool list
+# is megabytes, whose copy would be the daemon's peak memory.
+_BIG: Final = 4 * 1024
 # writev takes at most IOV_MAX (1024 on Linux) buffers at a time.
 _MAX_PARTS: Final = 512
 
@@ -70,6 +71,7 @@ class LineWriter:
         limit: int = DEFAULT_LIMIT,
         check: Callable[[bytes], str | None] | None = None,
     ) -> None:
+        # Held, not written through: writes go to ``fd`` itself, which the stream owns.
         self._stream = stream
         self._check = check
         self._fd = fd
@@ -149,7 +151,7 @@ class LineWriter:
     def put_spliced(self, line: bytes) -> None:
         """``put`` without the check: for a line ``put`` has checked, or a ``Spliced``
         one, which is one line of JSON by the way it was built (``protocol.splice``)."""
-        if self.error is not None:
+        if self.error is not None or self._closed:
             return
         if _batched is not None:
             if len(line) > _BIG:
@@ -195,7 +197,7 @@ class LineWriter:
         """Write what a batch held back: at once if possible, else by the writer task."""
         self._held = False
         buf = self._buf
-        if self.error is not None or not (buf or self._parts):
+        if self.error is not None or self._closed or not (buf or self._parts):
             return
         if not self._busy:
             if self._parts:
@@ -262,8 +264,7 @@ class LineWriter:
             self._room.set()
             try:
                 with trio.fail_after(math.inf if write_timeout is None else write_timeout):
-                    for part in parts:
-                        await self._stream.send_all(part)
+                    await self._send(parts)
             finally:
                 self._busy = False
             # Not held while the next line is awaited: it may be a megabyte-long list.
@@ -271,8 +272,30 @@ class LineWriter:
             if not self.queued:
                 self._drained.set()
 
+    async def _send(self, parts: list[bytes | bytearray | memoryview]) -> None:
+        """Write every part in as few system calls as the peer's room allows: one
+        ``writev`` for all that fits, a wait for room only when none is left (a stream's
+        ``send_all`` per part would pass through the loop once for each)."""
+        fd = self._fd
+        left = [part for part in parts if len(part)]
+        start = 0
+        while start < len(left) and not self._closed:
+            try:
+                done = os.writev(fd, left[start : start + _MAX_PARTS])
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(fd)
+                continue
+            while done:
+                first = left[start]
+                if done < len(first):
+                    left[start] = memoryview(first)[done:]
+                    break
+                done -= len(first)
+                start += 1
+
     def close(self) -> None:
-        """Wake anyone waiting for room or a drain; nothing more will be written."""
+        """Wake anyone waiting for room or a drain; nothing more will be written (its
+        owner calls this before it closes the stream: the fd's number may be reused)."""
         self._closed = True
         self._room.set()
         self._drained.set()

@@ -343,6 +343,7 @@ async def open_stdio_transport(
                     raise
                 finally:
                     transport._stopping = True
+                    transport._writer.close()  # nothing is written once stdin is closed
                     with trio.CancelScope(shield=True):
                         await stop_process(
                             process,
