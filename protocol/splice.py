@@ -27,6 +27,10 @@ from .jsonrpc import Id
 # One line (without its newline) built here: written as it is.
 Spliced = NewType("Spliced", bytes)
 
+# Off only to compare the two paths (tests): every call then takes the general one,
+# decoded, encoded and checked as any other message.
+ENABLED = True
+
 
 class CallParams(msgspec.Struct, forbid_unknown_fields=True):
     """What routing needs of a call's params. Any other member (an input retry's
@@ -60,8 +64,7 @@ def decode_call(line: bytes) -> Call | None:
 
 
 _encode: Final = msgspec.json.Encoder().encode
-_REQUEST: Final = b'{"jsonrpc":"2.0","id":'
-_REPLY: Final = b'{"jsonrpc":"2.0","id":'
+_HEAD: Final = b'{"jsonrpc":"2.0","id":'
 
 
 class CallShape:
@@ -81,12 +84,12 @@ class CallShape:
         checked line (here or by the general decoder) or encoded by msgspec, as every
         ``CallToolParams.arguments`` is."""
         if arguments is UNSET:
-            return Spliced(b"%s%d%s" % (_REQUEST, rid, self._bare))
-        return Spliced(b"".join((_REQUEST, b"%d" % rid, self._head, arguments, self._tail)))
+            return Spliced(b"%s%d%s" % (_HEAD, rid, self._bare))
+        return Spliced(b"".join((_HEAD, b"%d" % rid, self._head, arguments, self._tail)))
 
 
 def reply(agent_id: Id, result: Raw) -> Spliced:
     """The reply line carrying a server's ``result`` as it came: ``result`` is a raw
-    result a transport decoded from one line of JSON (or that with ``resultType`` put
-    in by ``with_result_type``)."""
-    return Spliced(b"".join((_REPLY, _encode(agent_id), b',"result":', result, b"}")))
+    result a transport decoded from one line of JSON (or that with ``resultType`` put in
+    front of its members, ``agents.results``)."""
+    return Spliced(b"".join((_HEAD, _encode(agent_id), b',"result":', result, b"}")))

@@ -25,8 +25,6 @@ from .peers import Peer, is_owner
 from .profiles import ProfileServers
 
 _TOOLS_CALL: Final = b'"tools/call"'
-# Off only to compare the two paths: the fast one must give what the general one does.
-FAST_CALLS = True
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.
 LIFECYCLE: Final = frozenset({"initialize", "ping", "server/discover"})
 
@@ -208,7 +206,7 @@ class Connection:
                 await self._out.wait_room()
 
     def _line(self, line: bytes, nursery: trio.Nursery) -> None:
-        if FAST_CALLS and _TOOLS_CALL in line:
+        if _TOOLS_CALL in line and splice.ENABLED:
             # The hot path: the request decoded once, typed; no task, no cancel scope;
             # its outcome is written from a callback when the server answers.
             call = splice.decode_call(line)

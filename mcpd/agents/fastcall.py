@@ -5,7 +5,7 @@ An agent sends the same ``_meta`` with nearly every call (its protocol version a
 capabilities). Its context is worked out once per connection and kept by the bytes of
 that ``_meta``; such a call then goes upstream with nothing of the agent's ``_meta``,
 which is what lets its server's side splice the request. A ``_meta`` with a progress
-token or keys of the agent's own is decoded for each call and passed on, as before.
+token or keys of the agent's own is decoded for each call and passed on with it.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def start_call(
 
     # The one object made per call on this path: no closure per step.
     def done(outcome: Outcome) -> None:
-        if isinstance(outcome, Raw):
+        if isinstance(outcome, Raw) and splice.ENABLED:
             line = spliced_reply(rid, route, outcome, budget, finish)
             if line is not None:
                 deliver(rid, line, True)

@@ -312,6 +312,7 @@ class Upstream:
         spliced = self._send_spliced
         if (
             spliced is not None
+            and splice.ENABLED
             and params.meta is UNSET
             and not capabilities
             and params.inputResponses is UNSET

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.agents import connection
 from protocol import splice
 from tests.support.agent import MODERN, make_config, running
 from tests.support.procs import scripted
@@ -167,24 +166,35 @@ async def test_fast_and_general_paths_give_the_same_bytes(
         result_budget_chars=BUDGET,
         health_interval=0,
     )
-    fast = 0
-    decode = splice.decode_call
+    spliced = {"decoded": 0, "requests": 0, "replies": 0}
+    decode, request, reply = splice.decode_call, splice.CallShape.request, splice.reply
 
-    def counting(line: bytes) -> Any:
-        nonlocal fast
+    def counting_decode(line: bytes) -> Any:
         call = decode(line)
-        fast += call is not None
+        spliced["decoded"] += call is not None
         return call
 
-    monkeypatch.setattr(splice, "decode_call", counting)
+    def counting_request(shape: splice.CallShape, rid: int, arguments: Any) -> Any:
+        spliced["requests"] += 1
+        return request(shape, rid, arguments)
+
+    def counting_reply(agent_id: Any, result: Any) -> Any:
+        spliced["replies"] += 1
+        return reply(agent_id, result)
+
+    monkeypatch.setattr(splice, "decode_call", counting_decode)
+    monkeypatch.setattr(splice.CallShape, "request", counting_request)
+    monkeypatch.setattr(splice, "reply", counting_reply)
     with trio.fail_after(120):
         async with running(cfg) as daemon:
             quick = await both_agents(daemon.socket_path)
-            took_fast = fast
-            monkeypatch.setattr(connection, "FAST_CALLS", False)
+            took = dict(spliced)
+            monkeypatch.setattr(splice, "ENABLED", False)
             general = await both_agents(daemon.socket_path)
-    # The fast path really ran (ASCII lines without a CR), and only the first time.
-    assert took_fast > 500 and fast == took_fast
+    # The splice really ran, both ways (ASCII lines without a CR; calls with nothing of
+    # the agent's own in _meta; results that pass as they came), and only the first time.
+    assert took["decoded"] > 500 and took["requests"] > 300 and took["replies"] > 500, took
+    assert spliced == took, spliced
     for era in ("modern", "legacy"):
         assert len([k for k in quick[era] if k.startswith("reply")]) == CALLS
         assert quick[era].keys() == general[era].keys()
