@@ -39,7 +39,7 @@ from typing import Any, cast
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import discovery, report, targets
+from bench import callpath, discovery, report, targets
 from bench.memory import MemorySettings, memory_lines, run_memory
 from bench.scale import ScaleSettings, run_scale
 from bench.shared import run_shared, shared_lines
@@ -124,6 +124,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-shared", action="store_true", help="skip the shared-instance run")
     p.add_argument("--no-relevance", action="store_true", help="skip the tool-search check")
     p.add_argument("--no-endpoint", action="store_true", help="skip the latency by path")
+    p.add_argument("--no-callpath", action="store_true", help="skip the in-process call count")
     p.add_argument("--no-pin", action="store_true", help="do not pin to separate CPUs")
     p.add_argument("--mcpd", help="command that runs mcpd's CLI (default: the venv's mcpd)")
     p.add_argument(
@@ -249,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             shared = shared_run(env, args)
         relevance = None if args.no_relevance else discovery.relevance_run(mcpd_cmd, args.quick)
         endpoint = None if args.no_endpoint else discovery.endpoint_run(mcpd_cmd, args.quick)
+        calls = None if args.no_callpath else callpath.run(sys.executable)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -299,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\nrequest latency by path (1 agent, 1 request at a time, 64 B echo)")
         for line in discovery.endpoint_lines(endpoint):
             print(line)
+    if isinstance(calls, list):
+        print("\nmcpd's own Python per tools/call, counted in-process (bench/callpath.py)")
+        for line in callpath.lines(calls):
+            print(f"  {line}")
     if env.notes:
         print("\nnotes")
         for note in dict.fromkeys(env.notes):
@@ -327,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         "shared": shared,
         "relevance": relevance,
         "endpoint": endpoint,
+        "callpath": calls,
         "targets": [v.__dict__ for v in verdicts],
         "elapsed_s": time.monotonic() - started,
     }

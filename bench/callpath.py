@@ -1,0 +1,226 @@
+"""mcpd's own Python per tools/call, counted in-process: a figure that does not move
+with the machine's load, as the timed cells of the matrix do.
+
+A daemon runs in this process with the bench echo server as its stdio server, and an
+agent in the same event loop sends calls over the daemon's socket, one at a time or
+N at once. While a fixed number of calls go through, a profile hook counts the Python
+functions of mcpd's packages (``mcpd``, ``protocol``, ``transports``) that run, and a
+trace hook counts their bytecode instructions; C calls (msgspec's decodes, system
+calls) are counted by name. Per call, also by function with ``--by-function``.
+
+    python -m bench.callpath                    # 64 B and 16 KiB, 1 and 32 at once
+    python -m bench.callpath --cells 32:64 --by-function
+    python -m bench.callpath --legacy-server    # mcpd talks to the server's legacy era
+
+The counts include what a call costs in the reader and writer loops, shared among the
+calls that came together. trio's own functions are counted apart (``trio``), and they
+include the agent's: it runs in the same loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import trio
+
+from mcpd.config.load import parse
+from mcpd.daemon import Daemon
+
+ROOT = Path(__file__).resolve().parent.parent
+OURS = tuple(str(ROOT / package) + "/" for package in ("mcpd", "protocol", "transports"))
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+Tracer = Callable[[FrameType, str, Any], Any]
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.functions: collections.Counter[str] = collections.Counter()
+        self.bytecodes: collections.Counter[str] = collections.Counter()
+        self.c_calls: collections.Counter[str] = collections.Counter()
+        self.trio = 0
+
+    @staticmethod
+    def _name(frame: FrameType) -> str:
+        code = frame.f_code
+        return f"{code.co_filename[len(str(ROOT)) + 1 :]}:{code.co_name}"
+
+    def profile(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            if frame.f_code.co_filename.startswith(OURS):
+                self.functions[self._name(frame)] += 1
+            elif "/trio/" in frame.f_code.co_filename:
+                self.trio += 1
+        elif event == "c_call":
+            self.c_calls[getattr(arg, "__qualname__", repr(arg))] += 1
+
+    def trace(self, frame: FrameType, event: str, arg: Any) -> Tracer | None:
+        if not frame.f_code.co_filename.startswith(OURS):
+            return None
+        frame.f_trace_opcodes = True
+        name = self._name(frame)
+
+        def opcode(frame: FrameType, event: str, arg: Any) -> Tracer:
+            if event == "opcode":
+                self.bytecodes[name] += 1
+            return opcode
+
+        return opcode
+
+
+def request(i: int, payload: int, modern: bool) -> bytes:
+    params: dict[str, Any] = {"name": "mcp__echo__echo", "arguments": {"text": "x" * payload}}
+    if modern:
+        params["_meta"] = META
+    message = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+async def count(
+    cells: list[tuple[int, int]], calls: int, legacy_server: bool, legacy_agent: bool
+) -> list[tuple[int, int, Counts]]:
+    workdir = tempfile.mkdtemp(prefix="mcpd-callpath-")
+    server: dict[str, Any] = {
+        "command": sys.executable,
+        "args": [str(ROOT / "bench" / "echo_server.py")],
+        "max_concurrency": max(c for c, _ in cells),
+    }
+    if legacy_server:
+        server["era"] = "legacy"
+    config = parse(
+        {
+            "daemon": {
+                "socket": f"{workdir}/mcpd.sock",
+                "state_dir": f"{workdir}/state",
+                "health_interval": 0,
+                "result_budget_chars": 1 << 20,
+            },
+            "servers": {"echo": server},
+        }
+    )
+    daemon = Daemon(config)
+    out = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(daemon.run)
+        sock = await trio.open_unix_socket(f"{workdir}/mcpd.sock")
+        rest = b""
+
+        async def replies(n: int) -> None:
+            nonlocal rest
+            while n > 0:
+                data = await sock.receive_some(1 << 20)
+                if not data:
+                    raise RuntimeError("the daemon closed the connection")
+                rest += data
+                n -= rest.count(b"\n")
+                rest = rest[rest.rfind(b"\n") + 1 :]
+
+        if legacy_agent:
+            hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+            init = {"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": hello}
+            await sock.send_all(json.dumps(init).encode() + b"\n")
+            await replies(1)
+            await sock.send_all(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+
+        async def run(batch: bytes, concurrency: int, n: int) -> None:
+            for _ in range(n // concurrency):
+                await sock.send_all(batch)
+                await replies(concurrency)
+
+        for concurrency, payload in cells:
+            batch = b"".join(request(i, payload, not legacy_agent) for i in range(concurrency))
+            # Warm: the first calls set up what later ones reuse.
+            await run(batch, concurrency, 4 * concurrency)
+            counts = Counts()
+            sys.setprofile(counts.profile)
+            try:
+                await run(batch, concurrency, calls)
+            finally:
+                sys.setprofile(None)
+            sys.settrace(counts.trace)
+            try:
+                await run(batch, concurrency, calls)
+            finally:
+                sys.settrace(None)
+            out.append((concurrency, payload, counts))
+        await sock.aclose()
+        daemon.stop()
+    return out
+
+
+HEAD = f"{'conc':>4} {'bytes':>6} {'functions':>9} {'bytecodes':>9} {'C calls':>7} {'trio':>5}"
+
+
+def run(python: str) -> list[dict[str, Any]] | dict[str, str]:
+    """The counts from a process of their own (``python -m bench.callpath --json``),
+    for the bench runner, which does not load the daemon itself."""
+    done = subprocess.run(
+        [python, "-m", "bench.callpath", "--json"], cwd=ROOT, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        return {"skipped": (done.stderr.strip().splitlines() or ["failed"])[-1]}
+    rows: list[dict[str, Any]] = json.loads(done.stdout)
+    return rows
+
+
+def lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The table of per-call figures (``rows`` as ``--json`` prints them)."""
+    out = [HEAD]
+    for r in rows:
+        out.append(
+            f"{r['concurrency']:>4} {r['payload']:>6} {r['functions']:>9.1f}"
+            f" {r['bytecodes']:>9.0f} {r['c_calls']:>7.1f} {r['trio']:>5.1f}"
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="mcpd's own Python per tools/call")
+    parser.add_argument("--cells", default="1:64,32:64,1:16384,32:16384", help="conc:bytes,...")
+    parser.add_argument("--calls", type=int, default=320, help="calls counted per cell")
+    parser.add_argument("--by-function", action="store_true", help="per function, too")
+    parser.add_argument("--legacy-server", action="store_true", help="the server's legacy era")
+    parser.add_argument("--legacy-agent", action="store_true", help="the agent initializes")
+    parser.add_argument("--json", action="store_true", help="one JSON list on stdout")
+    args = parser.parse_args(argv)
+    cells = [(int(c), int(p)) for c, p in (cell.split(":") for cell in args.cells.split(","))]
+    results = trio.run(count, cells, args.calls, args.legacy_server, args.legacy_agent)
+    n = args.calls
+    rows = [
+        {
+            "concurrency": concurrency,
+            "payload": payload,
+            "functions": sum(c.functions.values()) / n,
+            "bytecodes": sum(c.bytecodes.values()) / n,
+            "c_calls": sum(c.c_calls.values()) / n,
+            "trio": c.trio / n,
+        }
+        for concurrency, payload, c in results
+    ]
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print(HEAD)
+    for line, (_, _, c) in zip(lines(rows)[1:], results, strict=True):
+        print(line)
+        if args.by_function:
+            for name, ops in c.bytecodes.most_common():
+                print(f"    {ops / n:7.1f} bytecodes {c.functions[name] / n:5.2f} calls  {name}")
+            for name, calls in c.c_calls.most_common(12):
+                print(f"    {calls / n:7.2f} C calls  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
