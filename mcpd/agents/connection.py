@@ -20,6 +20,7 @@ from protocol.server import RequestContext, ServerSession
 from .askback import AgentRequests
 from .backend import CallHandle, Lines
 from .batches import Batches
+from .longreply import LongReplies
 from .misbehaviour import Misbehaviour
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
@@ -32,8 +33,6 @@ logger = logging.getLogger("mcpd.api")
 
 _WRITE_TIMEOUT: Final = 30.0
 _QUEUE_BYTES: Final = 4 * 1024 * 1024  # replies queued for one agent before send() waits
-# A long reply's next piece is made once this little of it is still queued.
-_PIECES_QUEUED: Final = 256 * 1024
 _READ_SIZE: Final = 65536
 
 
@@ -122,12 +121,10 @@ class Connection:
         self.dropped = 0
         self.faults = Misbehaviour()
         self._nursery: trio.Nursery | None = None
-        # Lines put while a long reply is being written, sent when it ends.
-        self._after_long: list[tuple[bytes, rpc.Id | None]] | None = None
-        self._long = trio.Lock()  # one long reply at a time: two would be written into each other
         self._batch = lines.batch()  # the one shared batch: taken once, entered per chunk
         self._receive = lines.receive
         self._out = lines.writer(stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault)
+        self._long = LongReplies(self._out, self._put, self._broken_piece)
 
     def is_owner(self) -> bool:
         return is_owner(self.peer)
@@ -295,7 +292,7 @@ class Connection:
         cancelled it meanwhile. A ``spliced`` line (``protocol.splice``) goes out
         unchecked when nothing holds it back."""
         if self.inflight.pop(rid, None) is not None:
-            if spliced and self._after_long is None and not (self.batches and rid in self.batches):
+            if spliced and self._long.held is None and not (self.batches and rid in self.batches):
                 self._out.put_spliced(data)
             else:
                 self._put(data, rid)
@@ -343,42 +340,24 @@ class Connection:
         self._put(data, rid)
 
     async def send_long(self, pieces: Iterable[bytes | memoryview]) -> None:
-        """Send a reply made piece by piece as the agent reads it (a listing of 10,000
-        tools, whole, was the daemon's peak memory). Lines sent meanwhile follow it."""
-        async with self._long:
-            await self._send_pieces(pieces)
+        """Send a reply made piece by piece as the agent reads it (``LongReplies``).
+        Lines sent meanwhile follow it."""
+        await self._long.send(pieces)
 
-    async def _send_pieces(self, pieces: Iterable[bytes | memoryview]) -> None:
-        held: list[tuple[bytes, rpc.Id | None]] = []
-        self._after_long = held
-        try:
-            # A line once begun is finished (or the connection ends): a cancelled
-            # request in the middle would leave the agent half a message.
-            with trio.CancelScope(shield=True):
-                for piece in pieces:
-                    if self._out.closed:
-                        return  # the agent is gone: the rest need not be made
-                    self._out.put_piece(piece)
-                    await self._out.wait_room(_PIECES_QUEUED)
-                self._out.put_piece(b"", end=True)
-        except rpc.BrokenPiece as exc:
-            self.handler.broken_line()
-            logger.error(
-                "stopped writing a reply to %s half-way: %s (a fault in mcpd); closing"
-                " its connection",
-                self.label,
-                exc,
-                extra=log_extra(None, "broken_line", str(exc)),
-            )
-            self._close()
-        finally:
-            self._after_long = None
-            for data, other in held:
-                self._put(data, other)
+    def _broken_piece(self, exc: rpc.BrokenPiece) -> None:
+        self.handler.broken_line()
+        logger.error(
+            "stopped writing a reply to %s half-way: %s (a fault in mcpd); closing its connection",
+            self.label,
+            exc,
+            extra=log_extra(None, "broken_line", str(exc)),
+        )
+        self._close()
 
     def _put(self, data: bytes, rid: rpc.Id | None) -> None:
-        if self._after_long is not None:
-            self._after_long.append((data, rid))
+        held = self._long.held
+        if held is not None:
+            held.append((data, rid))
             return
         batches = self.batches
         if batches and rid is not None and rid in batches:

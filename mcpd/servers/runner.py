@@ -56,9 +56,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpd.server")
 
-# Tools whose call timeouts a runner keeps (a server with more looks the rest up).
-_TIMEOUTS_KEPT = 4096
-
 
 class Runner:
     def __init__(
@@ -348,10 +345,10 @@ class Runner:
         wait for a free slot; progress extends it up to ``max_call_time``."""
         if timeout is None:
             timeout = self._timeouts.get(params.name)
-            if timeout is None:
-                timeout = self._config.call_timeout(self.alias, params.name)
-                if len(self._timeouts) < _TIMEOUTS_KEPT:
-                    self._timeouts[params.name] = timeout
+            if timeout is None:  # names are the server's own tools': the dict stays small
+                timeout = self._timeouts[params.name] = self._config.call_timeout(
+                    self.alias, params.name
+                )
         call = PendingCall(params, capabilities, timeout, on_progress, on_done)
         self.scheduler.submit(call)
         return call

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -22,14 +22,8 @@ from protocol.logfields import log_extra
 from transports.base import SessionExpired, Transport
 
 from . import task_tools, toolshape
-from .handshake import (
-    NO_CAPABILITIES,
-    RESERVED_META_PREFIX,
-    Greeting,
-    Handshake,
-    ProtocolViolation,
-    request_meta,
-)
+from .callmeta import CallMeta
+from .handshake import NO_CAPABILITIES, Greeting, Handshake, ProtocolViolation, request_meta
 
 logger = logging.getLogger("mcpd.upstream")
 
@@ -75,11 +69,7 @@ class Upstream:
         # What a legacy server is told at initialize that mcpd can answer (relayed to
         # agents); modern servers learn each request's capabilities with the request.
         self.client_capabilities: dict[str, Any] = NO_CAPABILITIES
-        self._plain_meta: mcp.Meta | None = None
-        # A modern server sends log messages only for requests that carry a level.
-        self._log_level: str | None = None
-        # Per tool, the constant parts of its spliced requests (see call_tool_nowait).
-        self._shapes: dict[str, splice.CallShape] = {}
+        self.meta = CallMeta()  # what agents' requests carry in _meta, for the era
         # How a call is sent without waiting for its answer in a task (None: it cannot
         # be: HTTP answers each request on its own exchange).
         self._send_nowait = None if http else getattr(transport, "request_nowait", None)
@@ -91,12 +81,12 @@ class Upstream:
 
     @property
     def log_level(self) -> str | None:
-        return self._log_level
+        """The level agents want this server's log messages at (None: none)."""
+        return self.meta.log_level
 
     @log_level.setter
     def log_level(self, level: str | None) -> None:
-        self._log_level = level
-        self._shapes.clear()  # they hold the _meta, which carries the level
+        self.meta.log_level = level
 
     # -- lifecycle --
 
@@ -114,6 +104,7 @@ class Upstream:
 
     async def _adopt(self, greeting: Greeting) -> None:
         self.era, self.version = greeting.era, greeting.version
+        self.meta.adopt(greeting.era, greeting.version)
         self.capabilities = greeting.capabilities
         self.instructions = greeting.instructions
         self.server_info = greeting.server_info
@@ -320,10 +311,7 @@ class Upstream:
         ):
             # Nothing of the agent's own goes along: the request is the tool's constant
             # parts around the arguments' bytes, as they came.
-            shape = self._shapes.get(params.name)
-            if shape is None:
-                shape = self._shapes[params.name] = self._shape(params.name)
-            sent: int = spliced(shape, params.arguments, reply)
+            sent: int = spliced(self.meta.shape(params.name), params.arguments, reply)
             return sent
         send = self._send_nowait
         if send is None:
@@ -332,21 +320,13 @@ class Upstream:
         rid: rpc.Id = send("tools/call", params, reply)
         return rid
 
-    def _shape(self, name: str) -> splice.CallShape:
-        if self.era == "modern":
-            return splice.CallShape(name, rpc.encode(self._call_meta(None, None)))
-        return splice.CallShape(name, None)
-
     def _prepare_call(
         self, params: mcp.CallToolParams, capabilities: Mapping[str, Any] | None, arguments: Any
     ) -> dict[str, str] | None:
         """Set the era's ``_meta`` on params; the Mcp-Param-* headers, if any."""
-        agent_meta = params.meta if isinstance(params.meta, dict) else None
-        if self.era == "modern":
-            params.meta = self._call_meta(capabilities, agent_meta)
-        elif agent_meta:
-            kept = {k: v for k, v in agent_meta.items() if not k.startswith(RESERVED_META_PREFIX)}
-            params.meta = kept if kept else UNSET
+        params.meta = self.meta.of(
+            capabilities, params.meta if isinstance(params.meta, dict) else None
+        )
         mapping = self._param_headers.get(params.name) if self.era == "modern" else None
         if not mapping:
             return None
@@ -362,32 +342,11 @@ class Upstream:
         except mcp_headers.HeaderValueError as exc:
             raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
 
-    def _call_meta(
-        self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
-    ) -> mcp.Meta:
-        if self.log_level is not None:
-            meta = request_meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
-            meta[mcp.KEY_LOG_LEVEL] = self.log_level
-            return meta
-        if not capabilities and not _own_keys(agent_meta):
-            # The common call carries nothing of the agent's own: one shared _meta
-            # (encoded, never changed) instead of a new dict per call.
-            if self._plain_meta is None:
-                self._plain_meta = request_meta(self.version, NO_CAPABILITIES)
-            return self._plain_meta
-        return request_meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
-
     def params_meta(
         self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
     ) -> mcp.Meta | UnsetType:
-        """The ``_meta`` for a request of an agent's: the envelope (modern) or the agent's
-        own keys without the reserved ones (legacy)."""
-        if self.era == "modern":
-            return self._call_meta(capabilities, agent_meta)
-        if agent_meta:
-            kept = {k: v for k, v in agent_meta.items() if not k.startswith(RESERVED_META_PREFIX)}
-            return kept if kept else UNSET
-        return UNSET
+        """The ``_meta`` for a request of an agent's (``CallMeta.of``)."""
+        return self.meta.of(capabilities, agent_meta)
 
     async def listen_for(self, notifications: Mapping[str, Any]) -> None:
         """``listen_tools`` for any set of notifications (lists, resources, tasks)."""
@@ -419,20 +378,6 @@ class Upstream:
             await self.request("server/discover", params, cancellable=False)
         else:
             await self.request("tools/list", UNSET)
-
-
-# The reserved keys every modern request carries: a _meta of only these is the
-# common case, told in one set operation.
-_ENVELOPE: Final = frozenset({mcp.KEY_PROTOCOL_VERSION, mcp.KEY_CLIENT_CAPABILITIES})
-
-
-def _own_keys(meta: Mapping[str, Any] | None) -> bool:
-    """Whether ``meta`` holds a key of the agent's own (not a reserved one)."""
-    if meta and not meta.keys() <= _ENVELOPE:
-        for key in meta:
-            if not key.startswith(RESERVED_META_PREFIX):
-                return True
-    return False
 
 
 def _detached(tool: mcp.Tool) -> mcp.Tool:
