@@ -68,24 +68,34 @@ _HEAD: Final = b'{"jsonrpc":"2.0","id":'
 
 
 class CallShape:
-    """The constant parts of the requests for one tool at one server: all but the id
-    and the arguments. ``meta`` is the request's whole ``_meta``, encoded (None: none)."""
+    """The constant parts of the requests for one tool at one server: all but the id,
+    the arguments and a progress token. ``meta`` is the request's ``_meta`` without a
+    progress token, encoded (None: none)."""
 
-    __slots__ = ("_bare", "_head", "_tail")
+    __slots__ = ("_args", "_head", "_tail", "_token")
 
     def __init__(self, name: str, meta: bytes | None) -> None:
-        head = b',"method":"tools/call","params":{"name":' + _encode(name)
-        self._tail = (b',"_meta":' + meta if meta is not None else b"") + b"}}"
-        self._head = head + b',"arguments":'
-        self._bare = head + self._tail
+        self._head = b',"method":"tools/call","params":{"name":' + _encode(name)
+        self._args = self._head + b',"arguments":'
+        if meta is None:
+            self._tail = b"}}"
+            self._token = b',"_meta":{"progressToken":'
+        else:
+            self._tail = b',"_meta":' + meta + b"}}"
+            # The same object, one member more (an envelope is never empty).
+            self._token = b',"_meta":' + meta[:-1] + b',"progressToken":'
 
-    def request(self, rid: int, arguments: Raw | UnsetType) -> Spliced:
-        """The request line under the id ``rid``. ``arguments`` were decoded from a
-        checked line (here or by the general decoder) or encoded by msgspec, as every
-        ``CallToolParams.arguments`` is."""
+    def request(self, rid: int, arguments: Raw | UnsetType, token: str | None = None) -> Spliced:
+        """The request line under the id ``rid``, with ``token`` as its progress token
+        if given. ``arguments`` were decoded from a checked line (here or by the general
+        decoder) or encoded by msgspec, as every ``CallToolParams.arguments`` is."""
         if arguments is UNSET:
-            return Spliced(b"%s%d%s" % (_HEAD, rid, self._bare))
-        return Spliced(b"".join((_HEAD, b"%d" % rid, self._head, arguments, self._tail)))
+            head: tuple[bytes | Raw, ...] = (_HEAD, b"%d" % rid, self._head)
+        else:
+            head = (_HEAD, b"%d" % rid, self._args, arguments)
+        if token is None:
+            return Spliced(b"".join((*head, self._tail)))
+        return Spliced(b"".join((*head, self._token, _encode(token), b"}}}")))
 
 
 def reply(agent_id: Id, result: Raw) -> Spliced:

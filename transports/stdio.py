@@ -172,13 +172,19 @@ class StdioTransport:
         self._pending.expect(rid, reply)
         return rid
 
-    def request_spliced(self, shape: CallShape, arguments: Raw | UnsetType, reply: Reply) -> int:
+    def request_spliced(
+        self,
+        shape: CallShape,
+        arguments: Raw | UnsetType,
+        reply: Reply,
+        token: str | None = None,
+    ) -> int:
         """``request_nowait`` for a tools/call whose line is spliced from its parts
         (``protocol.splice``): the same id, reply and failure, no encoding or check."""
         if self.error is not None:
             raise self.error
         rid = self._ids.next()
-        self._writer.put_spliced(shape.request(rid, arguments))
+        self._writer.put_spliced(shape.request(rid, arguments, token))
         self._pending.expect(rid, reply)
         return rid
 

@@ -366,7 +366,7 @@ class Api(ProfileMethods):
             if ctx.capabilities and agent_side(conn, ctx).asks:
                 # Its server may ask it things back: the call needs a task to wait in.
                 if req is None:
-                    if params.meta is UNSET and ctx.meta:  # left off by fastcall: put back
+                    if ctx.meta:  # the agent's whole _meta (fastcall may have left it off)
                         params.meta = ctx.meta
                     req = rpc.Request(rid, "tools/call", msgspec.Raw(rpc.encode(params)))
                 conn.run_as_task(req)

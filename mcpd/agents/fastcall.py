@@ -4,8 +4,9 @@ request context from its spliced decode.
 An agent sends the same ``_meta`` with nearly every call (its protocol version and
 capabilities). Its context is worked out once per connection and kept by the bytes of
 that ``_meta``; such a call then goes upstream with nothing of the agent's ``_meta``,
-which is what lets its server's side splice the request. A ``_meta`` with a progress
-token or keys of the agent's own is decoded for each call and passed on with it.
+which is what lets its server's side splice the request; so does one whose only key of
+the agent's own is a progress token, which goes on alone. Any other ``_meta`` is decoded
+for each call and passed on with it.
 """
 
 from __future__ import annotations
@@ -46,11 +47,16 @@ def params_and_context(
     except msgspec.DecodeError:
         _refuse_meta(key)
     ctx = agent.session.context_of(meta)
-    if all(k.startswith(mcp.RESERVED_META_PREFIX) for k in meta):
+    own = [k for k in meta if not k.startswith(mcp.RESERVED_META_PREFIX)]
+    if not own:
         # No progress token and nothing of the agent's own: the context is all there is.
         if len(agent.contexts) < _KEPT:
             agent.contexts[key] = ctx
         return mcp.CallToolParams(p.name, p.arguments), ctx
+    if own == [mcp.KEY_PROGRESS_TOKEN]:
+        # Only the token goes on (as mcpd's own): the request can still be spliced.
+        token = {mcp.KEY_PROGRESS_TOKEN: meta[mcp.KEY_PROGRESS_TOKEN]}
+        return mcp.CallToolParams(p.name, p.arguments, meta=token), ctx
     return mcp.CallToolParams(p.name, p.arguments, meta=meta), ctx
 
 

@@ -304,15 +304,20 @@ class Upstream:
         if (
             spliced is not None
             and splice.ENABLED
-            and params.meta is UNSET
             and not capabilities
             and params.inputResponses is UNSET
             and params.requestState is UNSET
         ):
-            # Nothing of the agent's own goes along: the request is the tool's constant
-            # parts around the arguments' bytes, as they came.
-            sent: int = spliced(self.meta.shape(params.name), params.arguments, reply)
-            return sent
+            # Nothing of the agent's own goes along but (maybe) mcpd's progress token:
+            # the request is the tool's constant parts around the arguments' bytes.
+            meta = params.meta
+            if meta is UNSET or not meta:
+                sent: int = spliced(self.meta.shape(params.name), params.arguments, reply)
+                return sent
+            token = meta.get(mcp.KEY_PROGRESS_TOKEN) if len(meta) == 1 else None
+            if isinstance(token, str):
+                sent = spliced(self.meta.shape(params.name), params.arguments, reply, token)
+                return sent
         send = self._send_nowait
         if send is None:
             return None

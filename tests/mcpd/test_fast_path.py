@@ -166,7 +166,7 @@ async def test_fast_and_general_paths_give_the_same_bytes(
         result_budget_chars=BUDGET,
         health_interval=0,
     )
-    spliced = {"decoded": 0, "requests": 0, "replies": 0}
+    spliced = {"decoded": 0, "requests": 0, "tokens": 0, "replies": 0}
     decode, request, reply = splice.decode_call, splice.CallShape.request, splice.reply
 
     def counting_decode(line: bytes) -> Any:
@@ -174,9 +174,12 @@ async def test_fast_and_general_paths_give_the_same_bytes(
         spliced["decoded"] += call is not None
         return call
 
-    def counting_request(shape: splice.CallShape, rid: int, arguments: Any) -> Any:
+    def counting_request(
+        shape: splice.CallShape, rid: int, arguments: Any, token: str | None = None
+    ) -> Any:
         spliced["requests"] += 1
-        return request(shape, rid, arguments)
+        spliced["tokens"] += token is not None
+        return request(shape, rid, arguments, token)
 
     def counting_reply(agent_id: Any, result: Any) -> Any:
         spliced["replies"] += 1
@@ -193,7 +196,8 @@ async def test_fast_and_general_paths_give_the_same_bytes(
             general = await both_agents(daemon.socket_path)
     # The splice really ran, both ways (ASCII lines without a CR; calls with nothing of
     # the agent's own in _meta; results that pass as they came), and only the first time.
-    assert took["decoded"] > 500 and took["requests"] > 300 and took["replies"] > 500, took
+    assert took["decoded"] > 500 and took["requests"] > 400 and took["replies"] > 500, took
+    assert took["tokens"] > 100, took  # progress tokens are spliced too
     assert spliced == took, spliced
     for era in ("modern", "legacy"):
         assert len([k for k in quick[era] if k.startswith("reply")]) == CALLS

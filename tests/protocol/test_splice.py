@@ -40,10 +40,20 @@ def line(message: dict[str, Any], ascii_only: bool = True) -> bytes:
     return json.dumps(message, ensure_ascii=ascii_only).encode()
 
 
+envelopes = st.sampled_from(
+    [None, {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}, {"a": [1, "é"]}]
+)
+
+
 @settings(max_examples=300)
-@given(ids, names, objects, st.sampled_from([None, {}, {"a": 1}]), st.integers(1, 2**31))
+@given(ids, names, objects, envelopes, st.none() | st.text(), st.integers(1, 2**31))
 def test_a_spliced_request_is_the_encoded_request(
-    rid: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None, up_id: int
+    rid: Any,
+    name: str,
+    arguments: dict[str, Any],
+    meta: dict[str, Any] | None,
+    token: str | None,
+    up_id: int,
 ) -> None:
     params: dict[str, Any] = {"name": "mcp__s__tool", "arguments": arguments}
     call = splice.decode_call(
@@ -52,10 +62,13 @@ def test_a_spliced_request_is_the_encoded_request(
     assert call is not None and call.id == rid
     encoded_meta = None if meta is None else msgspec.json.encode(meta)
     shape = splice.CallShape(name, encoded_meta)
-    spliced = shape.request(up_id, call.params.arguments)
+    spliced = shape.request(up_id, call.params.arguments, token)
     assert rpc.line_fault(spliced) is None
+    whole = dict(meta or {}) if token is None else {**(meta or {}), "progressToken": token}
     expected = mcp.CallToolParams(
-        name, call.params.arguments, meta=msgspec.UNSET if meta is None else meta
+        name,
+        call.params.arguments,
+        meta=whole if meta is not None or token is not None else msgspec.UNSET,
     )
     assert json.loads(spliced) == json.loads(rpc.encode_request(up_id, "tools/call", expected))
 
@@ -105,3 +118,5 @@ def test_a_request_without_arguments_has_none() -> None:
         "method": "tools/call",
         "params": {"name": "echo"},
     }
+    with_token = json.loads(shape.request(4, msgspec.UNSET, "mcpd-echo-1"))
+    assert with_token["params"] == {"name": "echo", "_meta": {"progressToken": "mcpd-echo-1"}}
