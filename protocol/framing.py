@@ -113,13 +113,17 @@ class LineFramer:
             self._emit(bytes(self._buf), out)
             self._buf.clear()
             start = nl + 1
-        find = data.find
+        find, limit = data.find, self.max_line
         while True:
             nl = find(b"\n", start)
             if nl < 0:
                 break
             if nl > start:
-                self._emit(bytes(data[start:nl]), out)
+                line = bytes(data[start:nl])
+                if line[:1] == b"{" and line[-1:] != b"\r" and len(line) <= limit:
+                    out.append(line)  # what _emit would do with it, without the call
+                else:
+                    self._emit(line, out)
             start = nl + 1
         if start < len(data):
             rest = data[start:]

@@ -204,6 +204,11 @@ class LineWriter:
                 done = self._write_now(self._all())
                 if done is None:
                     return
+                if done == self._parked + len(buf) and len(self._parts) < _MAX_PARTS:
+                    self._parts.clear()  # all of it went: nothing to take off piece by piece
+                    self._parked = 0
+                    buf.clear()
+                    return
                 self._consume(done)
             else:
                 # The usual batch: small lines only, all in the buffer.
