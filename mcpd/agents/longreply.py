@@ -24,6 +24,8 @@ Put = Callable[[bytes, rpc.Id | None], None]
 
 
 class LongReplies:
+    __slots__ = ("_broken", "_lock", "_out", "_put", "held")
+
     def __init__(self, out: LineSink, put: Put, broken: Callable[[rpc.BrokenPiece], None]):
         """``put`` queues a line as the connection does; ``broken`` hears of a piece
         that is not JSON (a fault in mcpd: the line cannot be finished)."""
