@@ -9,6 +9,12 @@ The hot loop is a single-threaded selector over non-blocking fds; request lines 
 pre-encoded up to the id, so sending a request is one concatenation. ``loadgen_cpu`` in the
 output shows how busy the generator itself was: near 1.0 means it, not the target, set the pace.
 
+It waits for replies by polling, up to ``SPIN`` before it sleeps. On a VM a CPU that
+idles for longer than its halt-polling window (200 µs here) is given back to the host,
+and waking it again costs several hundred µs: a sleeping generator measured whether a
+round trip stayed under that window (one call took 200 µs, the next 650) more than how
+long it took. The time spent polling is not counted in ``loadgen_cpu``.
+
     python -m bench.loadgen --spawn -- python bench/echo_server.py
     python -m bench.loadgen --connect /tmp/x/mcpd.sock --tool mcp__echo__echo --cpu-pid 1234
 """
@@ -62,6 +68,9 @@ class FullReply(msgspec.Struct):
 
 PIPE_SIZE = 1 << 20
 READ_SIZE = 64 * 1024
+# How long a wait for replies polls before it sleeps: longer than any round trip the
+# matrix times at one call at a time, except the slowest proxy's.
+SPIN = 2_000_000  # ns
 REQUEST_PREFIX = b'{"jsonrpc":"2.0","id":'
 # How replies from msgspec-, json- and pydantic-based servers start (compact JSON).
 REPLY_PREFIX = b'{"jsonrpc":"2.0","id":'
@@ -108,6 +117,7 @@ class Pump:
         latencies: list[int] = []
         errors = 0
         first_error = ""
+        polled = 0  # ns spent polling for replies (not the generator's own work)
         out = bytearray()
         extend = out.extend
         clock = time.perf_counter_ns
@@ -154,7 +164,15 @@ class Pump:
                     sel.unregister(self.wfd)
             readable = False
             if not buffer or b"\n" not in buffer:
-                for key, events in sel.select(30.0):
+                ready = sel.select(0)
+                if not ready:
+                    began = clock()
+                    while not ready and clock() - began < SPIN:
+                        ready = sel.select(0)
+                    polled += clock() - began
+                    if not ready:
+                        ready = sel.select(30.0)
+                for key, events in ready:
                     if key.fd == self.rfd and events & selectors.EVENT_READ:
                         readable = True
                 if not readable:
@@ -193,7 +211,12 @@ class Pump:
         self.pending = buffer
         self.next_id = next_id
         sel.close()
-        return {"latencies": latencies, "errors": errors, "first_error": first_error}
+        return {
+            "latencies": latencies,
+            "errors": errors,
+            "first_error": first_error,
+            "polled_s": polled / 1e9,
+        }
 
     def _classify(self, line: bytes) -> tuple[int | str | None, bool]:
         """(id, success) of one reply; id None for a notification.
@@ -262,7 +285,10 @@ def measure_cell(
         "p90_us": percentile(lat, 0.90),
         "p99_us": percentile(lat, 0.99),
         "mean_us": (sum(lat) / calls / 1e3) if calls else float("nan"),
-        "loadgen_cpu": ((own1.user - own0.user) + (own1.system - own0.system)) / wall,
+        "loadgen_cpu": max(
+            0.0,
+            ((own1.user - own0.user) + (own1.system - own0.system) - outcome["polled_s"]) / wall,
+        ),
     }
     if outcome["first_error"]:
         cell["first_error"] = outcome["first_error"]
