@@ -137,29 +137,6 @@ class CallToolParams(msgspec.Struct, omit_defaults=True):
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
-class _CallRequest(msgspec.Struct):
-    jsonrpc: Literal["2.0"]
-    id: int | str
-    method: Literal["tools/call"]
-    params: CallToolParams
-
-
-_call_request: Final = msgspec.json.Decoder(_CallRequest)
-
-
-def decode_call(line: bytes) -> tuple[int | str, CallToolParams] | None:
-    """A tools/call request decoded in one pass (the id and typed params), or None for
-    anything else, or anything unusual, which the general decoder then handles and
-    answers: not ASCII (its UTF-8 is checked there), a CR in it, a bad envelope."""
-    if not line.isascii() or b"\r" in line:
-        return None
-    try:
-        req = _call_request.decode(line)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    return req.id, req.params
-
-
 class ContentKind(msgspec.Struct):
     """A content block's type, and its text as JSON (not made into a string); the
     rest of it is passed through unread."""

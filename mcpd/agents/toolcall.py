@@ -116,12 +116,15 @@ def start_call(
 
     # The one object made per call on this path: no closure per step.
     def done(outcome: Outcome) -> None:
-        if isinstance(outcome, Raw) and splice.ENABLED:
-            line = spliced_reply(rid, route, outcome, budget, finish)
-            if line is not None:
-                deliver(rid, line, True)
-                return
-        deliver(rid, call_reply(rid, route, outcome, budget, finish), False)
+        if not isinstance(outcome, Raw):
+            deliver(rid, call_reply(rid, route, outcome, budget, finish), False)
+            return
+        result = shaped(route, outcome, budget, finish)
+        if isinstance(result, Raw) and splice.ENABLED:
+            # It passes as the server sent it: spliced around its bytes.
+            deliver(rid, splice.reply(rid, result), True)
+        else:
+            deliver(rid, rpc.encode_result(rid, result), False)
 
     handle = servers.start_call(
         route.alias,
@@ -144,12 +147,11 @@ def start_call(
     return handle
 
 
-def spliced_reply(
-    rid: rpc.Id, route: Route, result: Raw, budget: int, finish: Finish | None = None
-) -> splice.Spliced | None:
-    """The reply for a server's result when it passes as the server sent it (spliced
-    around its bytes); None when it must be made anew (``call_reply``)."""
-    shaped, links = shape_call_result(
+def shaped(
+    route: Route, result: Raw, budget: int, finish: Finish | None = None
+) -> Raw | dict[str, Any]:
+    """A server's result as its agent gets it: its kind and budget, its links."""
+    out, links = shape_call_result(
         result,
         modern=route.modern,
         budget=budget,
@@ -158,8 +160,8 @@ def spliced_reply(
         tasks=route.tasks,
     )
     if finish is not None and (links or route.tasks):
-        shaped = finish(route, shaped, links)
-    return splice.reply(rid, shaped) if isinstance(shaped, Raw) else None
+        out = finish(route, out, links)
+    return out
 
 
 def call_reply(
@@ -172,17 +174,7 @@ def call_reply(
         return rpc.encode_result(rid, result)
     if isinstance(outcome, rpc.RPCError):
         return rpc.encode_error(rid, outcome.code, outcome.message, outcome.data)
-    shaped, links = shape_call_result(
-        outcome,
-        modern=route.modern,
-        budget=budget,
-        alias=route.alias,
-        capabilities=route.capabilities,
-        tasks=route.tasks,
-    )
-    if finish is not None and (links or route.tasks):
-        shaped = finish(route, shaped, links)
-    return rpc.encode_result(rid, shaped)
+    return rpc.encode_result(rid, shaped(route, outcome, budget, finish))
 
 
 def _error_reply(rid: rpc.Id, text: str, modern: bool) -> bytes:
