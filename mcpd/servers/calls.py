@@ -14,7 +14,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ..config.model import DaemonConfig
+from ..config.model import Config, DaemonConfig
 from .askback import Asker, AskRoutes
 from .breaker import Breaker
 from .outage import Outage
@@ -77,6 +77,30 @@ class CallHost(Protocol):
         """The config key that set ``timeout`` for calls of ``tool`` (None: not the
         config), for a timed-out call to say what to raise."""
         ...
+
+
+class CallLimits:
+    """How long one server's tools may take, as the config in force sets it: each
+    tool's limit is looked up once, at its first call (a reload makes a new one)."""
+
+    __slots__ = ("_alias", "_config", "_timeouts")
+
+    def __init__(self, alias: str, config: Config) -> None:
+        self._alias = alias
+        self._config = config
+        self._timeouts: dict[str, float] = {}  # the server's own tools': it stays small
+
+    def timeout(self, tool: str) -> float:
+        found = self._timeouts.get(tool)
+        if found is None:
+            found = self._timeouts[tool] = self._config.call_timeout(self._alias, tool)
+        return found
+
+    def source(self, tool: str, timeout: float) -> str | None:
+        """The config key that set ``timeout`` for calls of ``tool`` (None: not the
+        config: the caller's own limit)."""
+        limit, key = self._config.call_limit(self._alias, tool)
+        return key if timeout == limit else None
 
 
 class PendingCall:

@@ -26,7 +26,7 @@ from .askback import AskRoutes
 from .autherrors import LoginRequired
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
-from .calls import Done, PendingCall, wait_for
+from .calls import CallLimits, Done, PendingCall, wait_for
 from .downtime import Downtime
 from .events import ServerLog, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
@@ -70,9 +70,8 @@ class Runner:
         d = config.daemon
         self.alias = alias
         self.cfg = cfg
-        # Each tool's call timeout, as the config sets it (cleared with a new config).
-        self._timeouts: dict[str, float] = {}
         self._config = config
+        self.limits = CallLimits(alias, config)
         self.registry = registry
         self._on_change = on_change
         self._open_transport = transport_factory
@@ -297,7 +296,7 @@ class Runner:
     @config.setter
     def config(self, config: Config) -> None:
         self._config = config
-        self._timeouts.clear()
+        self.limits = CallLimits(self.alias, config)
 
     @property
     def settings(self) -> DaemonConfig:
@@ -344,11 +343,7 @@ class Runner:
         ``timeout`` (default: the configured one) bounds the server's answer, not the
         wait for a free slot; progress extends it up to ``max_call_time``."""
         if timeout is None:
-            timeout = self._timeouts.get(params.name)
-            if timeout is None:  # names are the server's own tools': the dict stays small
-                timeout = self._timeouts[params.name] = self._config.call_timeout(
-                    self.alias, params.name
-                )
+            timeout = self.limits.timeout(params.name)
         call = PendingCall(params, capabilities, timeout, on_progress, on_done)
         self.scheduler.submit(call)
         return call
@@ -388,8 +383,7 @@ class Runner:
         self.wake()
 
     def limit_source(self, tool: str, timeout: float) -> str | None:
-        limit, key = self.config.call_limit(self.alias, tool)
-        return key if timeout == limit else None  # else the caller's own limit
+        return self.limits.source(tool, timeout)
 
     def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
         now = trio.current_time()
