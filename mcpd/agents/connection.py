@@ -234,7 +234,7 @@ class Connection:
             elif msg.method in LIFECYCLE:
                 self._put(self.handler.answer_now(self, msg), msg.id)
             elif msg.method == "tools/call":
-                self._start_call(msg.id, None, msg)
+                self._start_call(msg.id, msg)
             else:
                 self._spawn(msg, nursery)
         elif isinstance(msg, rpc.Notification):
@@ -276,9 +276,9 @@ class Connection:
             return False
         return True
 
-    def _start_call(self, rid: rpc.Id, call: splice.Call | None, req: rpc.Request | None) -> None:
+    def _start_call(self, rid: rpc.Id, req: rpc.Request) -> None:
         self.inflight[rid] = _NOT_STARTED
-        started = self.handler.start_tools_call(self, rid, call, req)
+        started = self.handler.start_tools_call(self, rid, None, req)
         if started is not None and rid in self.inflight:
             self.inflight[rid] = started  # its answer did not come at once
 
