@@ -98,6 +98,19 @@ class CallShape:
         return Spliced(b"".join((*head, self._token, _encode(token), b"}}}")))
 
 
+class SplicedCall:
+    """A spliced tools/call for a transport that picks the id itself and sends the body
+    on its own (HTTP): it takes this in place of params and asks it for the body."""
+
+    __slots__ = ("arguments", "shape", "token")
+
+    def __init__(self, shape: CallShape, arguments: Raw | UnsetType, token: str | None) -> None:
+        self.shape, self.arguments, self.token = shape, arguments, token
+
+    def body(self, rid: int) -> Spliced:
+        return self.shape.request(rid, self.arguments, self.token)
+
+
 def reply(agent_id: Id, result: Raw) -> Spliced:
     """The reply line carrying a server's ``result`` as it came: ``result`` is a raw
     result a transport decoded from one line of JSON (or that with ``resultType`` put in

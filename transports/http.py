@@ -38,6 +38,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.mcp import Era
+from protocol.splice import SplicedCall
 
 from ._httpauth import AuthHook
 from ._httpconn import (
@@ -71,6 +72,10 @@ _PUSH_READY: Final = 5.0
 
 
 class HttpTransport:
+    # ``request`` takes a ``SplicedCall`` for params: the body is built around the
+    # arguments' bytes under the id picked here.
+    takes_spliced_calls: Final = True
+
     def __init__(
         self,
         alias: str,
@@ -168,7 +173,10 @@ class HttpTransport:
         cancellable: bool = True,
     ) -> Raw:
         rid = self._ids.next()
-        body = rpc.encode_request(rid, method, params)
+        if isinstance(params, SplicedCall):
+            body: bytes = params.body(rid)
+        else:
+            body = rpc.encode_request(rid, method, params)
         ex = Exchange(method, rid, self.session_id)
         extra = header_list(headers or {}, "request")
         self._inflight.add(rid)

@@ -10,6 +10,7 @@ once, and so are the constant parts of such a tools/call (``protocol.splice``).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -95,3 +96,31 @@ def _own_keys(meta: Mapping[str, Any] | None) -> bool:
             if not key.startswith(RESERVED_META_PREFIX):
                 return True
     return False
+
+
+class _NoSplice(enum.Enum):
+    NO = "no"
+
+
+# The call must be encoded: something of the agent's own goes along.
+NO_SPLICE: Final = _NoSplice.NO
+
+
+def splice_token(
+    params: mcp.CallToolParams, capabilities: Mapping[str, Any] | None
+) -> str | _NoSplice | None:
+    """Whether a call goes as its tool's constant parts around the arguments' bytes
+    (``CallMeta.shape``), and with which of mcpd's progress tokens (None: none);
+    ``NO_SPLICE`` when something of the agent's own goes along and it must be encoded."""
+    if (
+        not splice.ENABLED
+        or capabilities
+        or params.inputResponses is not UNSET
+        or params.requestState is not UNSET
+    ):
+        return NO_SPLICE
+    meta = params.meta
+    if meta is UNSET or not meta:
+        return None
+    token = meta.get(mcp.KEY_PROGRESS_TOKEN) if len(meta) == 1 else None
+    return token if isinstance(token, str) else NO_SPLICE

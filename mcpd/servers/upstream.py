@@ -22,7 +22,7 @@ from protocol.logfields import log_extra
 from transports.base import SessionExpired, Transport
 
 from . import task_tools, toolshape
-from .callmeta import CallMeta
+from .callmeta import NO_SPLICE, CallMeta, splice_token
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, ProtocolViolation, request_meta
 
 logger = logging.getLogger("mcpd.upstream")
@@ -74,6 +74,8 @@ class Upstream:
         # be: HTTP answers each request on its own exchange).
         self._send_nowait = None if http else getattr(transport, "request_nowait", None)
         self._send_spliced = None if http else getattr(transport, "request_spliced", None)
+        # An HTTP transport that builds a spliced call's body itself.
+        self._post_spliced = http and getattr(transport, "takes_spliced_calls", False)
         # Per tool, the Mcp-Param-* headers its arguments are mirrored into (HTTP only).
         self._param_headers: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
         # The tools a legacy server runs only as tasks (see task_tools).
@@ -287,6 +289,11 @@ class Upstream:
         ``arguments`` is the decoded arguments when the caller already has them; they
         are only needed to mirror ``x-mcp-header`` values into headers.
         """
+        if self._post_spliced and params.name not in self._param_headers:
+            token = splice_token(params, capabilities)
+            if token is not NO_SPLICE:
+                body = splice.SplicedCall(self.meta.shape(params.name), params.arguments, token)
+                return await self.request("tools/call", body, name=params.name)
         extra = self._prepare_call(params, capabilities, arguments)
         return await self.request("tools/call", params, name=params.name, extra_headers=extra)
 
@@ -301,22 +308,10 @@ class Upstream:
         if params.name in self.task_tools:
             return None
         spliced = self._send_spliced
-        if (
-            spliced is not None
-            and splice.ENABLED
-            and not capabilities
-            and params.inputResponses is UNSET
-            and params.requestState is UNSET
-        ):
-            # Nothing of the agent's own goes along but (maybe) mcpd's progress token:
-            # the request is the tool's constant parts around the arguments' bytes.
-            meta = params.meta
-            if meta is UNSET or not meta:
-                sent: int = spliced(self.meta.shape(params.name), params.arguments, reply)
-                return sent
-            token = meta.get(mcp.KEY_PROGRESS_TOKEN) if len(meta) == 1 else None
-            if isinstance(token, str):
-                sent = spliced(self.meta.shape(params.name), params.arguments, reply, token)
+        if spliced is not None:
+            token = splice_token(params, capabilities)
+            if token is not NO_SPLICE:
+                sent: int = spliced(self.meta.shape(params.name), params.arguments, reply, token)
                 return sent
         send = self._send_nowait
         if send is None:

@@ -3,7 +3,9 @@
 2,000 randomized calls (sizes around the budget, unicode, escapes, large numbers,
 nested ``_meta``, progress tokens, odd formatting, bad arguments, unknown tools) go
 through one daemon twice, once with the fast path off; what each agent reads, and
-what each server was sent (the mirror tool echoes it), must be equal as JSON.
+what each server was sent (the mirror tool echoes it), must be equal as JSON. The
+servers: a stdio one of each era and a 2026-07-28 one over HTTP (JSON bodies, and SSE
+when a call has a progress token), whose mirror shows its request headers too.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import trio
 
 from protocol import splice
 from tests.support.agent import MODERN, make_config, running
+from tests.support.http_servers import Responder, SeenRequest, event, serve_http
 from tests.support.procs import scripted
 
 CALLS = 1000  # per agent; two agents (one modern, one legacy)
@@ -46,7 +49,9 @@ def value(rng: random.Random, depth: int = 0) -> Any:
 
 
 def call_line(rng: random.Random, rid: Any, modern: bool, token: str | int | None) -> bytes:
-    name = rng.choices(["mcp__m__mirror", "mcp__l__mirror", "mcp__m__nope"], [10, 10, 1])[0]
+    name = rng.choices(
+        ["mcp__m__mirror", "mcp__l__mirror", "mcp__h__mirror", "mcp__m__nope"], [7, 7, 7, 1]
+    )[0]
     params: dict[str, Any] = {"name": name}
     shape = rng.random()
     if shape < 0.85:
@@ -152,22 +157,82 @@ async def both_agents(path: str) -> dict[str, Any]:
     return seen
 
 
+MIRROR_TOOL = {"name": "mirror", "inputSchema": {"type": "object"}}
+SEEN_HEADERS = ("mcp-method", "mcp-name", "mcp-protocol-version", "content-type")
+
+
+async def http_mirror(req: SeenRequest, respond: Responder) -> None:
+    """A 2026-07-28 server over HTTP with the scripted server's mirror tool."""
+    msg = req.message
+    rid, params = msg.get("id"), msg.get("params") or {}
+    if rid is None:
+        await respond.reply(202)
+        return
+    value: dict[str, Any]
+    if msg["method"] == "server/discover":
+        value = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "ttlMs": 0}
+    elif msg["method"] == "tools/list":
+        value = {"tools": [MIRROR_TOOL], "ttlMs": 600_000}
+    else:
+        seen = dict(params, _meta=dict(params.get("_meta") or {}))
+        token = seen["_meta"].get("progressToken")
+        if token is not None:
+            seen["_meta"]["progressToken"] = "(a token)"
+        seen["headers"] = {k: req.header(k) for k in SEEN_HEADERS}
+        text = json.dumps(seen, sort_keys=True, ensure_ascii=False)
+        arguments = params.get("arguments") or {}
+        value = {"content": [{"type": "text", "text": text}], "structuredContent": arguments}
+        if arguments.get("fail"):
+            value["isError"] = True
+        if token is not None:
+            note = {"progressToken": token, "progress": 1, "total": 1, "message": "step 1"}
+            progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": note}
+            reply = {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", **value}}
+            await respond.sse(event(progress), event(reply))
+            return
+    await respond.json({"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", **value}})
+
+
+def mirrored(text: str) -> dict[str, Any]:
+    """What a mirror tool was sent, or {} for a cut or another text."""
+    try:
+        seen = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return seen if isinstance(seen, dict) else {}
+
+
 async def test_fast_and_general_paths_give_the_same_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cmd, args = scripted("--names", "mirror", "--progress", "2")
     legacy_cmd, legacy_args = scripted("--names", "mirror", "--progress", "1", "--era", "legacy")
+    async with serve_http(http_mirror) as web:
+        await compare_paths(tmp_path, monkeypatch, cmd, args, legacy_cmd, legacy_args, web.url())
+
+
+async def compare_paths(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cmd: str,
+    args: tuple[str, ...],
+    legacy_cmd: str,
+    legacy_args: tuple[str, ...],
+    web: str,
+) -> None:
     cfg = make_config(
         tmp_path,
         {
             "m": {"command": cmd, "args": list(args)},
             "l": {"command": legacy_cmd, "args": list(legacy_args)},
+            "h": {"url": web},
         },
         result_budget_chars=BUDGET,
         health_interval=0,
     )
-    spliced = {"decoded": 0, "requests": 0, "tokens": 0, "replies": 0}
+    spliced = {"decoded": 0, "requests": 0, "tokens": 0, "replies": 0, "http": 0}
     decode, request, reply = splice.decode_call, splice.CallShape.request, splice.reply
+    body = splice.SplicedCall.body
 
     def counting_decode(line: bytes) -> Any:
         call = decode(line)
@@ -185,9 +250,14 @@ async def test_fast_and_general_paths_give_the_same_bytes(
         spliced["replies"] += 1
         return reply(agent_id, result)
 
+    def counting_body(call: splice.SplicedCall, rid: int) -> Any:
+        spliced["http"] += 1
+        return body(call, rid)
+
     monkeypatch.setattr(splice, "decode_call", counting_decode)
     monkeypatch.setattr(splice.CallShape, "request", counting_request)
     monkeypatch.setattr(splice, "reply", counting_reply)
+    monkeypatch.setattr(splice.SplicedCall, "body", counting_body)
     with trio.fail_after(120):
         async with running(cfg) as daemon:
             quick = await both_agents(daemon.socket_path)
@@ -198,6 +268,7 @@ async def test_fast_and_general_paths_give_the_same_bytes(
     # the agent's own in _meta; results that pass as they came), and only the first time.
     assert took["decoded"] > 500 and took["requests"] > 400 and took["replies"] > 500, took
     assert took["tokens"] > 100, took  # progress tokens are spliced too
+    assert took["http"] > 200, took  # HTTP request bodies too
     assert spliced == took, spliced
     for era in ("modern", "legacy"):
         assert len([k for k in quick[era] if k.startswith("reply")]) == CALLS
@@ -212,3 +283,8 @@ async def test_fast_and_general_paths_give_the_same_bytes(
     assert any("error" in r for r in replies)
     assert any('"com.example/trace"' in t for t in texts)
     assert any(k.startswith("progress") for era in quick.values() for k in era)
+    # Over HTTP, with its headers, whether the call took an SSE stream or a JSON body.
+    seen = [m for m in map(mirrored, texts) if "headers" in m]
+    assert any("progressToken" in m["_meta"] for m in seen)
+    assert any("progressToken" not in m["_meta"] for m in seen)
+    assert all(m["headers"]["mcp-name"] == "mirror" for m in seen)
