@@ -11,6 +11,7 @@ calls) are counted by name. Per call, also by function with ``--by-function``.
     python -m bench.callpath                    # 64 B and 16 KiB, 1 and 32 at once
     python -m bench.callpath --cells 32:64 --by-function
     python -m bench.callpath --legacy-server    # mcpd talks to the server's legacy era
+    python -m bench.callpath --http-server      # the server over Streamable HTTP
 
 The counts include what a call costs in the reader and writer loops, shared among the
 calls that came together. trio's own functions are counted apart (``trio``), and they
@@ -21,21 +22,24 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import trio
 
+from bench.targets import wait_for
 from mcpd.config.load import parse
 from mcpd.daemon import Daemon
 
 ROOT = Path(__file__).resolve().parent.parent
+ECHO = ROOT / "bench" / "echo_server.py"
 OURS = tuple(str(ROOT / package) + "/" for package in ("mcpd", "protocol", "transports"))
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -88,14 +92,18 @@ def request(i: int, payload: int, modern: bool) -> bytes:
 
 
 async def count(
-    cells: list[tuple[int, int]], calls: int, legacy_server: bool, legacy_agent: bool
+    cells: list[tuple[int, int]],
+    calls: int,
+    legacy_server: bool,
+    legacy_agent: bool,
+    workdir: str,
+    url: str | None,
 ) -> list[tuple[int, int, Counts]]:
-    workdir = tempfile.mkdtemp(prefix="mcpd-callpath-")
-    server: dict[str, Any] = {
-        "command": sys.executable,
-        "args": [str(ROOT / "bench" / "echo_server.py")],
-        "max_concurrency": max(c for c, _ in cells),
-    }
+    server: dict[str, Any] = {"max_concurrency": max(c for c, _ in cells)}
+    if url is not None:
+        server["url"] = url
+    else:
+        server.update(command=sys.executable, args=[str(ECHO)])
     if legacy_server:
         server["era"] = "legacy"
     config = parse(
@@ -159,6 +167,19 @@ async def count(
     return out
 
 
+@contextlib.contextmanager
+def http_echo(workdir: Path) -> Iterator[str]:
+    """The echo server on Streamable HTTP (its URL), in a process of its own."""
+    ready = workdir / "echo.url"
+    command = [sys.executable, str(ECHO), "--http", "0", "--ready-file", str(ready)]
+    with subprocess.Popen(command, stdin=subprocess.DEVNULL) as proc:
+        try:
+            wait_for(ready.exists, proc, 20)
+            yield ready.read_text().strip()
+        finally:
+            proc.kill()
+
+
 HEAD = f"{'conc':>4} {'bytes':>6} {'functions':>9} {'bytecodes':>9} {'C calls':>7} {'trio':>5}"
 
 
@@ -192,10 +213,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--by-function", action="store_true", help="per function, too")
     parser.add_argument("--legacy-server", action="store_true", help="the server's legacy era")
     parser.add_argument("--legacy-agent", action="store_true", help="the agent initializes")
+    parser.add_argument("--http-server", action="store_true", help="over Streamable HTTP")
     parser.add_argument("--json", action="store_true", help="one JSON list on stdout")
     args = parser.parse_args(argv)
     cells = [(int(c), int(p)) for c, p in (cell.split(":") for cell in args.cells.split(","))]
-    results = trio.run(count, cells, args.calls, args.legacy_server, args.legacy_agent)
+    workdir = tempfile.mkdtemp(prefix="mcpd-callpath-")
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(http_echo(Path(workdir))) if args.http_server else None
+        results = trio.run(
+            count, cells, args.calls, args.legacy_server, args.legacy_agent, workdir, url
+        )
     n = args.calls
     rows = [
         {

@@ -22,3 +22,15 @@ def test_it_counts_the_functions_and_bytecodes_a_call_runs(
         assert 200 < row["bytecodes"] < 20_000, row
     # Calls that come together share the reader's and writers' work.
     assert four["functions"] < one["functions"]
+
+
+def test_over_http_it_counts_the_http_transport_too(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--cells", "1:64", "--calls", "8", "--http-server", "--by-function"]
+    assert callpath.main(args) == 0
+    out = capsys.readouterr().out
+    # The HTTP exchange (request headers, h11 events, the answer's reader) is counted
+    # as mcpd's own, and costs more than a line over a pipe.
+    assert "transports/http.py:request" in out
+    assert "transports/stdio.py" not in out
+    row = out.splitlines()[1].split()
+    assert int(row[3]) > 1000, out[:400]
