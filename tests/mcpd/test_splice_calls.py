@@ -19,6 +19,7 @@ import trio
 from protocol import splice
 from tests.support.agent import MODERN, make_config, running
 from tests.support.procs import scripted
+from tests.support.splicing import record_spliced_requests
 
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -78,14 +79,7 @@ async def test_the_splice_gives_what_the_general_path_gives(
 ) -> None:
     cmd, args = scripted("--names", "mirror", "--progress", "1")
     cfg = make_config(tmp_path, {"m": {"command": cmd, "args": list(args)}}, health_interval=0)
-    built: list[str | None] = []
-    request = splice.CallShape.request
-
-    def counting(shape: splice.CallShape, rid: int, arguments: Any, token: Any = None) -> Any:
-        built.append(token)
-        return request(shape, rid, arguments, token)
-
-    monkeypatch.setattr(splice.CallShape, "request", counting)
+    built = record_spliced_requests(monkeypatch)
     with trio.fail_after(60):
         async with running(cfg) as daemon:
             spliced = await replies(daemon.socket_path)
