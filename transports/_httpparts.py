@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from protocol.headers import is_plain, is_token
+from protocol.urls import display_url
 
 
 class Origin(msgspec.Struct, frozen=True):
@@ -40,12 +41,12 @@ def parse_url(url: str) -> tuple[Origin, str]:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"invalid URL {url!r}: {exc}") from None
+        raise ValueError(f"invalid URL {display_url(url)!r}: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise ValueError(f"URL {url!r} must start with http:// or https://")
+        raise ValueError(f"URL {display_url(url)!r} must start with http:// or https://")
     if not parts.hostname:
-        raise ValueError(f"URL {url!r} has no host")
+        raise ValueError(f"URL {display_url(url)!r} has no host")
     if parts.username is not None or parts.password is not None:
         raise ValueError("credentials in the URL are not supported; configure a header instead")
     if port is None:

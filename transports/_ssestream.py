@@ -20,6 +20,7 @@ from typing import Final
 import trio
 
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
+from protocol.urls import display_url
 
 from ._httpconn import HttpConnection, Origin, connect
 from ._sseparts import REDIRECTS, encoded, redirect_target, stream_refused
@@ -84,7 +85,7 @@ class EventStream:
             if waiting.cancelled_caught:
                 stage = "named no endpoint" if conn is not None else "did not open"
                 raise TransportError(
-                    f"{self.alias}: the event stream at {self.url} {stage} "
+                    f"{self.alias}: the event stream at {display_url(self.url)} {stage} "
                     f"within {self._connect_timeout:g} s"
                 )
             before = "" if named else " before naming an endpoint"

@@ -55,6 +55,7 @@ from protocol.oauth import (
 from protocol.oauth.http import MAX_BODY
 from protocol.oauth.ssrf import is_loopback_host, parse_address
 from protocol.oauth.urls import parse_http_url
+from protocol.urls import display_url
 
 from ._httpconn import HttpConnection, Origin, check_header, make_ssl_context
 from .base import TransportError
@@ -137,7 +138,8 @@ class OAuthHttp:
             return await self._execute(request, policy)
         assert scope.cancelled_caught
         raise TransportError(
-            f"{self.label}: {request.purpose} to {request.url} timed out after {limit:g} s"
+            f"{self.label}: {request.purpose} to {display_url(request.url)} timed out "
+            f"after {limit:g} s"
         )
 
     async def _execute(self, request: HttpRequest, policy: FetchPolicy) -> HttpResponse:

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from protocol import jsonrpc as rpc
 from protocol.mcp import LATEST_LEGACY
+from protocol.urls import display_url
 
 from ._httpreply import HttpRPCError
 from .base import AuthError, TransportError, UnexpectedReply
@@ -108,6 +109,7 @@ async def detect_http_transport(
             return "streamable-http"
         get = exc.reason
         raise UnexpectedReply(
-            f"{alias}: {url} is neither a Streamable HTTP endpoint (POST initialize: {post}) "
+            f"{alias}: {display_url(url)} is neither a Streamable HTTP endpoint "
+            f"(POST initialize: {post}) "
             f"nor an HTTP+SSE one (GET: {get.removeprefix(f'{alias}: ')})"
         ) from None

@@ -23,6 +23,7 @@ import trio
 
 from protocol.logfields import log_extra
 from protocol.oauth import AuthorizationResult, BearerChallenge, FetchPolicy, ScopeState
+from protocol.urls import display_url
 from transports.oauth_http import OAuthHttp
 
 from ..config.model import ServerConfig
@@ -92,7 +93,7 @@ class AuthState:
         out: dict[str, Any] = {
             "server": self.alias,
             "type": self.kind if self.enabled else "header",
-            "url": self.url,
+            "url": display_url(self.url),
             **self.creds.summary(now),
             "needs_login": self.needs_login,
             "redirect_port": self.creds.redirect_port(

@@ -26,6 +26,7 @@ from typing import Literal
 
 import msgspec
 
+from ..urls import display_url
 from .errors import OAuthProtocolError
 from .http import HttpResponse, json_object
 from .urls import check_issuer, has_fragment, parse_http_url, resource_covers
@@ -95,7 +96,7 @@ def parse_resource_metadata(response: HttpResponse, url: str, server_url: str) -
     if not resource_covers(prm.resource, server_url):
         raise OAuthProtocolError(
             f"{what} at {url} is for the resource {prm.resource!r}, not for the server "
-            f"{server_url!r}; mcpd will not obtain a token for a different resource"
+            f"{display_url(server_url)!r}; mcpd will not obtain a token for a different resource"
         )
     if not prm.authorization_servers:
         raise _invalid(what, url, "it names no authorization server")

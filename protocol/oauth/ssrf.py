@@ -27,6 +27,7 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
+from ..urls import display_url
 from .errors import BlockedUrl
 from .urls import HttpUrl, parse_http_url
 
@@ -161,10 +162,10 @@ class FetchPolicy(msgspec.Struct, frozen=True):
             raise BlockedUrl(str(exc)) from None
         loopback = is_loopback_host(u.host)
         if u.scheme != "https" and not loopback and u.origin not in self.http_origins:
-            raise BlockedUrl(f"{what} {url!r} must use https")
+            raise BlockedUrl(f"{what} {display_url(url)!r} must use https")
         if loopback and not self.allow_loopback:
             raise BlockedUrl(
-                f"{what} {url!r} points at this machine (loopback), "
+                f"{what} {display_url(url)!r} points at this machine (loopback), "
                 "which a remote server may not make mcpd fetch"
             )
         literal = parse_address(u.host)
@@ -195,6 +196,6 @@ class FetchPolicy(msgspec.Struct, frozen=True):
         kind = classify(ip)
         if not self.allows(kind):
             raise BlockedUrl(
-                f"{what} {url!r}: {host} is at {ip}, a {kind} address, which mcpd "
+                f"{what} {display_url(url)!r}: {host} is at {ip}, a {kind} address, which mcpd "
                 "does not fetch for a server outside that network"
             )

@@ -23,6 +23,8 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from ..urls import display_url
+
 PRM_SUFFIX: Final = "/.well-known/oauth-protected-resource"
 OAUTH_SUFFIX: Final = "/.well-known/oauth-authorization-server"
 OIDC_SUFFIX: Final = "/.well-known/openid-configuration"
@@ -58,12 +60,12 @@ def parse_http_url(url: str, what: str) -> HttpUrl:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"{what} {url!r} is not a valid URL: {exc}") from None
+        raise ValueError(f"{what} {display_url(url)!r} is not a valid URL: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise ValueError(f"{what} {url!r} must be an http:// or https:// URL")
+        raise ValueError(f"{what} {display_url(url)!r} must be an http:// or https:// URL")
     if not parts.hostname:
-        raise ValueError(f"{what} {url!r} has no host")
+        raise ValueError(f"{what} {display_url(url)!r} has no host")
     if parts.username is not None or parts.password is not None:
         raise ValueError(f"{what} must not carry credentials in the URL")
     if port is None:
