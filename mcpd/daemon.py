@@ -17,6 +17,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
+from protocol.urls import display_url
 from transports import fdread, linewriter
 
 from . import __version__
@@ -30,7 +31,7 @@ from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults,
 from .host.token import TokenFile, token_path
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
-from .registry.views import unmatched
+from .registry.views import ProfileView, unmatched
 from .servers import metrics
 from .servers.front import Front
 from .servers.logins import Logins
@@ -271,16 +272,24 @@ class Daemon:
     def http_token(self) -> str:
         return self.token.current()
 
-    def metrics(self) -> str:
-        return metrics.render(self.supervisor.runners, self.registry, len(self.api.connections))
+    def metrics(self, scope: ProfileView | None = None) -> str:
+        runners = self.supervisor.runners
+        if scope is None:
+            return metrics.render(
+                runners, self.registry, self.registry.size(), len(self.api.connections)
+            )
+        own = {alias: r for alias, r in runners.items() if scope.has_server(alias)}
+        return metrics.render(own, self.registry, scope.count(), self.api.agents()[scope.name])
 
-    def status(self) -> dict[str, Any]:
+    def status(self, scope: ProfileView | None = None) -> dict[str, Any]:
         servers = []
-        for s in self.supervisor.status():
+        for s in self.supervisor.status(None if scope is None else scope.has_server):
             s = dict(s)
             s["since"] = iso(s["since"])
             s["retry_at"] = iso(s["retry_at"])
             servers.append(s)
+        if scope is not None:
+            return self._profile_status(scope, servers)
         return {
             "daemon": {
                 "version": __version__,
@@ -296,8 +305,30 @@ class Daemon:
                 "summary": self.supervisor.summary(),
                 "state_file": self.state.path,
                 "warnings": [w for w in [self.tool_budget.warning(self.registry.size())] if w],
-                "http": self.api.endpoint.url if self.api.endpoint is not None else None,
+                "http": display_url(self.api.endpoint.url) if self.api.endpoint else None,
             },
             "servers": servers,
             "profiles": self.api.profile_status(bool(self.tool_budget.over)),
+        }
+
+    def _profile_status(self, scope: ProfileView, servers: list[dict[str, Any]]) -> dict[str, Any]:
+        """Status as an agent of the profile ``scope`` reads it: its own servers and
+        profile, and of the daemon what says how it serves them (no paths, no pid, no
+        other server named in the summary)."""
+        over = bool(self.tool_budget.over)
+        return {
+            "daemon": {
+                "version": __version__,
+                "profile": scope.name,
+                "uptime_s": round(trio.current_time() - self._started, 1),
+                "connections": self.api.agents()[scope.name],
+                "tools": scope.count(),
+                "prompts": len(self.front.prompt_listing(scope.admits_prompt)),
+                "resources": len(self.front.resource_listing(scope.admits_resource)),
+                "max_tools": scope.cap,
+                "summary": self.supervisor.summary(scope.has_server),
+                "warnings": [],
+            },
+            "servers": servers,
+            "profiles": self.api.profile_status(over, only=scope.name),
         }

@@ -408,7 +408,7 @@ class Api(ProfileMethods):
         await self.listens.end_all()
 
     async def _status(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        return self.control.status()
+        return self.control.status(self.scope_of(conn))
 
     async def _reload(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
         if not conn.is_owner():

@@ -1,8 +1,9 @@
 """``mcpd/auth/...``: the socket methods behind ``mcpd auth login|status|logout``.
 
 ``status`` is for anyone who may use the socket (it shows issuers, scopes and
-expiry, never a token). Logging in and out changes what every agent's calls run as,
-so, like ``mcpd/reload``, those are only for the daemon's own user and root.
+expiry, never a token), of the servers of the caller's profile (``Profiles.scope``).
+Logging in and out changes what every agent's calls run as, so, like
+``mcpd/reload``, those are only for the daemon's own user and root.
 
 A login takes two requests: ``mcpd/auth/login`` starts it (the URL to open and the
 login's id) and ``mcpd/auth/complete`` hands over the redirect the browser came
@@ -19,12 +20,15 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
+from ..registry.views import ProfileView
 from .backend import Control
 from .connection import Connection
 
 
 class _Api(Protocol):
     control: Control
+
+    def scope_of(self, conn: Connection) -> ProfileView | None: ...
 
 
 class _Server(msgspec.Struct):
@@ -48,7 +52,8 @@ def _owner_only(conn: Connection, method: str) -> None:
 
 
 async def _status(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
-    return {"servers": api.control.logins.status()}
+    scope = api.scope_of(conn)
+    return {"servers": api.control.logins.status(None if scope is None else scope.has_server)}
 
 
 async def _login(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:

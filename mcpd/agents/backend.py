@@ -182,7 +182,9 @@ class Logins(Protocol):
     ``rpc.RPCError`` with a message for the person at the terminal; no answer ever
     carries a token."""
 
-    def status(self) -> list[dict[str, Any]]: ...
+    def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+        """The login of each HTTP server (whose alias ``only`` admits)."""
+        ...
 
     async def begin(self, server: str, redirect_uri: str | None) -> dict[str, Any]:
         """``{"url", "login"}`` to send a person to, or the outcome when no browser
@@ -209,10 +211,13 @@ class Control(Protocol):
     @property
     def ready(self) -> bool: ...
 
-    def status(self) -> dict[str, Any]: ...
+    def status(self, scope: ProfileView | None = None) -> dict[str, Any]:
+        """``mcpd status``: everything (``scope`` None), or what an agent of the profile
+        ``scope`` may read: its servers, its own profile, none of the daemon's paths."""
+        ...
 
-    def metrics(self) -> str:
-        """Prometheus text for ``GET /metrics``."""
+    def metrics(self, scope: ProfileView | None = None) -> str:
+        """Prometheus text for ``GET /metrics`` (of the servers ``scope`` has)."""
         ...
 
     async def reload(self) -> dict[str, Any]:

@@ -16,9 +16,9 @@ start with ``{``) is served by h11 instead of the line protocol:
 
 so ``curl --unix-socket /run/mcpd/mcpd.sock http://mcpd/status`` works. Who may
 connect is decided by the socket's mode and ``allow_uids``/``allow_groups``, as
-for agents. ``?profile=NAME`` picks a profile (``/tools`` and ``/mcp``); a profile's
-own socket serves that profile. The TCP endpoint (``tcp``) is this same code behind a
-``guard`` that checks the bearer token and the Origin.
+for agents. ``?profile=NAME`` picks a profile; a profile's own socket serves that
+profile; the status pages of a profile show its servers only. The TCP endpoint
+(``tcp``) is this same code behind a ``guard`` that checks the bearer token and the Origin.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
+from ..registry.views import ProfileView
 from .backend import Backend, Control
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
@@ -164,8 +165,12 @@ class HttpApi:
             raise rpc_reject(400 if "no profile" in exc.message else 403, None, exc.code,
                              exc.message) from None  # fmt: skip
 
+    def _scope(self, query: dict[str, list[str]], caller: Caller) -> ProfileView | None:
+        """What of the daemon's status the caller may read (``Profiles.scope``)."""
+        return self.profiles.scope(self._profile(query, caller), caller.peer, caller.fixed)
+
     def _status(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        return 200, "application/json", _encode(self.control.status())
+        return 200, "application/json", _encode(self.control.status(self._scope(query, caller)))
 
     def _tools(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
         listing = self._profile(query, caller).listing()
@@ -191,7 +196,10 @@ class HttpApi:
         return 200, "application/json", _encode(body)
 
     def _healthz(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
+        scope = self._scope(query, caller)
         states = self.servers.states()
+        if scope is not None:
+            states = [s for s in states if scope.has_server(s["server"])]
         down = [s for s in states if not s["available"]]
         if not self.control.ready:
             body = {"status": "starting", "servers": down}
@@ -202,7 +210,7 @@ class HttpApi:
         return 503, "application/json", _encode(body)
 
     def _metrics(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        return 200, METRICS_TYPE, self.control.metrics().encode()
+        return 200, METRICS_TYPE, self.control.metrics(self._scope(query, caller)).encode()
 
 
 async def _send(

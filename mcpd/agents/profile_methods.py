@@ -5,7 +5,7 @@
 - ``mcpd/tools {profile?}``: every tool of a profile under its names, whatever its
   discovery mode, and what ``tools/list`` gives its agents (``mcpd tools --profile``).
 - ``mcpd/profiles``: per profile what it exposes and how many agents use it (also in
-  ``mcpd/status``).
+  ``mcpd/status``); an agent in a profile is told of its own only.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
 from ..registry.table import listed_name
+from ..registry.views import ProfileView
 from .connection import Connection
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
@@ -40,6 +41,10 @@ class ProfileMethods:
 
     def view(self, conn: Connection) -> ProfileServers:
         raise NotImplementedError
+
+    def scope_of(self, conn: Connection) -> ProfileView | None:
+        """What of the daemon's status ``conn``'s agent may read (``Profiles.scope``)."""
+        return self.profiles.scope(self.view(conn), conn.peer, conn.fixed_profile)
 
     def _chosen(self, conn: Connection, req: rpc.Request, required: bool) -> ProfileServers:
         choice = rpc.decode_as(req.params, _Choice)
@@ -68,13 +73,21 @@ class ProfileMethods:
     async def _profiles(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
-        return {"profiles": self.profile_status()}
+        scope = self.scope_of(conn)
+        return {"profiles": self.profile_status(only=None if scope is None else scope.name)}
 
-    def profile_status(self, default_cap_warned: bool = False) -> list[dict[str, Any]]:
+    def agents(self) -> Counter[str]:
+        """How many agents use each profile, by name."""
         agents: Counter[str] = Counter(self.view(c).name for c in self.connections)
         if self._http is not None:  # no HTTP request yet, no HTTP session
             agents.update(s.servers.name for s in self._http.sessions.values())
-        rows = self.profiles.status(agents, default_cap_warned)
+        return agents
+
+    def profile_status(
+        self, default_cap_warned: bool = False, only: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Per profile (only the one named ``only``, if given): what it exposes."""
+        rows = self.profiles.status(self.agents(), default_cap_warned, only)
         for row in rows:
             error = self.sockets.errors.get(row["name"])
             if error:

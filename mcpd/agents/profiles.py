@@ -7,6 +7,10 @@ that it gets the default profile: ``[profiles.default]`` if the config has one, 
 every tool under the ``[naming]`` names. A profile that has its own socket is a
 boundary (its socket's mode and peers say who may use it), so from the daemon's socket
 only the daemon's own user and root may pick it.
+
+Status follows the profile too (``Profiles.scope``): an agent in a profile reads the
+states, errors and metrics of that profile's servers only; the owner in the default
+profile reads everything.
 """
 
 from __future__ import annotations
@@ -175,10 +179,26 @@ class Profiles:
             )
         return held
 
-    def status(self, agents: Mapping[str, int], default_cap_warned: bool) -> list[dict[str, Any]]:
-        """Per profile: what it exposes and to how many agents."""
+    def scope(
+        self, servers: ProfileServers, peer: Peer | None, fixed: str | None
+    ) -> ProfileView | None:
+        """What an agent in ``servers`` may read of the daemon's status: None for all of
+        it (the owner, on the daemon's own socket or the HTTP endpoint, in the default
+        profile), else its profile's view: that profile's servers and nothing of the
+        others or of the daemon's own files."""
+        if fixed is None and servers is self.default and is_owner(peer):
+            return None
+        return servers.view
+
+    def status(
+        self, agents: Mapping[str, int], default_cap_warned: bool, only: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Per profile (only the one named ``only``, if given): what it exposes and to
+        how many agents."""
         out = []
         for name in self.names():
+            if only is not None and name != only:
+                continue
             held = self._all[name]
             view = held.view
             mode = view.mode

@@ -37,9 +37,13 @@ def _paint(text: str, state: str, color: bool) -> str:
 
 def render_status(status: dict[str, Any], *, color: bool = False) -> str:
     d = status.get("daemon", {})
+    # An agent in a profile is shown its profile, not the daemon's pid and socket.
+    where = f"(pid {d.get('pid', '?')}) on {d.get('socket', '?')}"
+    if "profile" in d:
+        where = f"(profile {d['profile']})"
     lines = [
-        f"mcpd {d.get('version', '?')} (pid {d.get('pid', '?')}) on {d.get('socket', '?')}"
-        f" — {d.get('summary', '')}; {d.get('tools', 0)} tools, "
+        f"mcpd {d.get('version', '?')} {where} — {d.get('summary', '')}; "
+        f"{d.get('tools', 0)} tools, "
         + (f"{d['prompts']} prompts, {d['resources']} resources, " if "prompts" in d else "")
         + f"{d.get('connections', 0)} agent connection(s)"
     ]

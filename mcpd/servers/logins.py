@@ -8,6 +8,7 @@ returns once the server has used it: connected, or failed with the reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -46,9 +47,11 @@ class Logins:
             )
         return runner, runner.login
 
-    def status(self) -> list[dict[str, Any]]:
+    def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
         out = []
         for alias in sorted(self._supervisor.runners):
+            if only is not None and not only(alias):
+                continue
             runner = self._supervisor.runners[alias]
             if runner.login is not None and runner.auth is not None and runner.auth.enabled:
                 out.append({**runner.login.status(), "server_state": runner.state})

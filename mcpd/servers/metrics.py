@@ -47,7 +47,11 @@ class _Writer:
         )
 
 
-def render(runners_by_alias: Mapping[str, Runner], registry: Registry, connections: int) -> str:
+def render(
+    runners_by_alias: Mapping[str, Runner], registry: Registry, tools: int, connections: int
+) -> str:
+    """The servers of ``runners_by_alias``; ``tools`` and ``connections`` are what the
+    reader's agents are listed and how many of them are connected."""
     out = _Writer()
     now = trio.current_time()
     runners = [runners_by_alias[a] for a in sorted(runners_by_alias)]
@@ -55,7 +59,7 @@ def render(runners_by_alias: Mapping[str, Runner], registry: Registry, connectio
     out.family("mcpd_info", "gauge", "mcpd's version.")
     out.sample("mcpd_info", {"version": __version__}, 1)
     out.family("mcpd_tools", "gauge", "Tools in the aggregated list agents get.")
-    out.sample("mcpd_tools", {}, registry.size())
+    out.sample("mcpd_tools", {}, tools)
     out.family("mcpd_agent_connections", "gauge", "Open agent connections on the socket.")
     out.sample("mcpd_agent_connections", {}, connections)
 

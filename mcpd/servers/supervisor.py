@@ -135,12 +135,15 @@ class Supervisor:
             self.on_change(alias)
         return report
 
-    def status(self) -> list[dict[str, Any]]:
-        return [self.runners[a].status() for a in sorted(self.runners)]
+    def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+        """Each server's row in ``mcpd status`` (of those whose alias ``only`` admits)."""
+        return [self.runners[a].status() for a in sorted(self.runners) if only is None or only(a)]
 
-    def summary(self) -> str:
+    def summary(self, only: Callable[[str], bool] | None = None) -> str:
         """One line for systemd's STATUS=: "5 servers: 4 ready, 1 open (tickets)"."""
-        return summary({alias: r.state for alias, r in self.runners.items()})
+        return summary(
+            {alias: r.state for alias, r in self.runners.items() if only is None or only(alias)}
+        )
 
     def outages(self) -> list[str]:
         """One sentence per unavailable server, for discover/initialize instructions."""
