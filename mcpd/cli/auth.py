@@ -21,6 +21,7 @@ from typing import Any
 from .client import SOCKET_HELP
 from .client_cmds import client_for
 from .exits import ask
+from .visible import visible
 
 LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser
 
@@ -45,13 +46,14 @@ def render_status(servers: list[dict[str, Any]]) -> str:
         expires = _local(s.get("expires_at"))
         if s.get("refreshable"):
             expires += " (r)"
-        scopes = " ".join(s.get("scopes") or []) or "-"
+        scopes = visible(" ".join(s.get("scopes") or []) or "-")
+        issuer = visible(s.get("issuer") or "-")
         lines.append(
-            f"{s['server']:<16} {s['state']:<14} {expires:<21} {s.get('issuer') or '-':<32} "
+            f"{visible(s['server']):<16} {visible(s['state']):<14} {expires:<21} {issuer:<32} "
             f"{scopes}".rstrip()
         )
         if s.get("needs_login"):
-            lines.append(f"{'':<16} {s['needs_login']}")
+            lines.append(f"{'':<16} {visible(s['needs_login'])}")
     if any(s.get("refreshable") for s in servers):
         lines.append("(r): mcpd refreshes it before it expires")
     return "\n".join(lines)
@@ -78,7 +80,7 @@ def cmd_logout(args: argparse.Namespace) -> int:
     if not out.get("had_tokens"):
         print(f"{args.server}: was not logged in")
     elif out.get("problem"):
-        print(f"{args.server}: logged out; revoking the tokens failed: {out['problem']}")
+        print(f"{args.server}: logged out; revoking the tokens failed: {visible(out['problem'])}")
     elif out.get("revoked"):
         print(f"{args.server}: logged out; the server revoked the tokens")
     else:

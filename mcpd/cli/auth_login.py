@@ -20,6 +20,7 @@ from transports.base import single_exceptions
 from .client import Client
 from .client_cmds import client_for
 from .exits import EXIT_FAILED, ask, fail
+from .visible import visible
 
 if TYPE_CHECKING:
     from transports.oauth_http import RedirectListener
@@ -139,7 +140,7 @@ async def _login(args: argparse.Namespace) -> int:
         )
         url = start["url"]
         opener = None if args.no_browser or not safe_to_open(url) else browser_argv(url)
-        print(f"To log in to {alias}, open this address in a browser:\n\n  {url}\n")
+        print(f"To log in to {alias}, open this address in a browser:\n\n  {visible(url)}\n")
         print(
             f"Waiting for the browser to come back to {listener.redirect_uri} ...\n"
             "If the browser runs on another machine, paste the address it ends up at "
@@ -159,7 +160,7 @@ def _report(out: dict[str, Any]) -> int:
     if state in ("ready", "degraded"):
         print(f"{server}: logged in; {state} with {out.get('tools', 0)} tools")
         return 0
-    print(f"{server}: logged in, but the server is {state}: {out.get('reason', '')}")
+    print(f"{server}: logged in, but the server is {state}: {visible(out.get('reason', ''))}")
     return EXIT_FAILED
 
 

@@ -22,6 +22,7 @@ from protocol import jsonrpc as rpc
 from ..config.paths import client_socket_path
 from .client import BadReply, Client, Unreachable
 from .exits import EXIT_BAD_REPLY, EXIT_TOOL_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, ask, fail
+from .visible import visible
 
 
 def client_for(args: argparse.Namespace) -> Client:
@@ -57,14 +58,20 @@ def cmd_tools(args: argparse.Namespace) -> int:
         print(json.dumps({"tools": tools}, indent=2))
         return 0
     width = shutil.get_terminal_size((120, 20)).columns
-    name_w = max([len(t["name"]) for t in tools] + [4])
+    rows = [
+        (
+            visible(t["name"]),
+            visible(str((t.get("_meta") or {}).get("mcpd/server", "?"))),
+            visible((t.get("description") or "").replace("\n", " ")),
+        )
+        for t in tools
+    ]
+    name_w = max([len(name) for name, _, _ in rows] + [4])
     print(f"{'NAME':<{name_w}}  {'SERVER':<12} DESCRIPTION")
-    for t in tools:
-        meta = t.get("_meta") or {}
-        desc = (t.get("description") or "").replace("\n", " ")
+    for name, server, desc in rows:
         room = max(20, width - name_w - 16)
         desc = desc if len(desc) <= room else desc[: room - 1] + "…"
-        print(f"{t['name']:<{name_w}}  {meta.get('mcpd/server', '?'):<12} {desc}")
+        print(f"{name:<{name_w}}  {server:<12} {desc}")
     print(f"{len(tools)} tools" + (f"; {footer}" if footer else ""))
     return 0
 
@@ -132,7 +139,7 @@ def _progress(report: dict[str, Any]) -> None:
     if isinstance(total, int | float):
         said += f"/{total:g}"
     if isinstance(message, str) and message:
-        said += f": {message}"
+        said += f": {visible(message)}"
     print(f"mcpd: {said}", file=sys.stderr, flush=True)
 
 
@@ -167,7 +174,7 @@ def _watch_status(args: argparse.Namespace) -> int:
                 if client is not None:
                     client.close()
                 client = None
-                body = f"mcpd: {exc}"
+                body = f"mcpd: {visible(str(exc), lines=True)}"
             frame = watch_frame(body, interval, clear=tty)
             sys.stdout.write(frame)
             sys.stdout.flush()

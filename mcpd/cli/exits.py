@@ -16,6 +16,7 @@ from protocol import jsonrpc as rpc
 
 from ..config.model import CONFIG_ERROR, EX_CONFIG
 from .client import BadReply, Client, Unreachable
+from .visible import visible
 
 EXIT_TOOL_ERROR = 1
 EXIT_FAILED = 1  # what the daemon was asked could not be done
@@ -25,7 +26,8 @@ EXIT_BAD_REPLY = 4
 
 
 def fail(code: int, message: str) -> NoReturn:
-    print(f"mcpd: {message}", file=sys.stderr)
+    # The message may carry a server's words (its JSON-RPC error, a reply it broke).
+    print(f"mcpd: {visible(message, lines=True)}", file=sys.stderr)
     raise SystemExit(code)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from .visible import visible
+
 _COLORS = {
     "ready": "32",
     "idle": "2;32",
@@ -42,13 +44,13 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
     if "profile" in d:
         where = f"(profile {d['profile']})"
     lines = [
-        f"mcpd {d.get('version', '?')} {where} — {d.get('summary', '')}; "
+        f"mcpd {d.get('version', '?')} {where} — {visible(d.get('summary', ''))}; "
         f"{d.get('tools', 0)} tools, "
         + (f"{d['prompts']} prompts, {d['resources']} resources, " if "prompts" in d else "")
         + f"{d.get('connections', 0)} agent connection(s)"
     ]
     for warning in d.get("warnings") or []:
-        lines.append(_paint(f"warning: {warning}", "degraded", color))
+        lines.append(_paint(f"warning: {visible(warning)}", "degraded", color))
     header = (
         f"{'SERVER':<16} {'STATE':<11} {'ERA':<7} {'TOOLS':>5} {'PRMPT':>5} {'RES':>4} "
         f"{'SINCE':>8} {'RETRY':>8} {'CALLS':>6} {'P50ms':>7} {'P99ms':>7}  LAST ERROR"
@@ -60,9 +62,10 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         p99 = "-" if s.get("p99_ms") is None else f"{s['p99_ms']:.1f}"
         era = s.get("era") or "-"
         retry = local_time(s.get("retry_at")) if state not in ("ready", "degraded") else "-"
-        error = (s.get("last_error") or "").splitlines()[0] if s.get("last_error") else ""
+        # Its first line, once a carriage return in it can no longer start another.
+        error = visible(s.get("last_error") or "", lines=True).partition("\n")[0]
         line = (
-            f"{s.get('alias', '?'):<16} {_paint(f'{state:<11}', state, color)} {era:<7} "
+            f"{visible(s.get('alias', '?')):<16} {_paint(f'{state:<11}', state, color)} {era:<7} "
             f"{s.get('tools', 0):>5} {s.get('prompts', 0):>5} {_resources(s):>4} "
             f"{local_time(s.get('since')):>8} {retry:>8} "
             f"{s.get('calls', 0):>6} {p50:>7} {p99:>7}  {error}"
@@ -70,7 +73,7 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         lines.append(line.rstrip())
         if state not in ("ready", "degraded", "starting", "idle"):
             for tail in s.get("stderr") or []:
-                lines.append(f"{'':<16} stderr| {tail}")
+                lines.append(f"{'':<16} stderr| {visible(tail)}")
     profiles = status.get("profiles") or []
     if len(profiles) > 1 or any(p.get("warning") for p in profiles):
         lines += profile_lines(profiles, color)
@@ -96,7 +99,7 @@ def profile_lines(profiles: list[dict[str, Any]], color: bool = False) -> list[s
         )
         for key in ("warning", "socket_error"):
             if p.get(key):
-                lines.append(_paint(f"warning: {p[key]}", "degraded", color))
+                lines.append(_paint(f"warning: {visible(p[key])}", "degraded", color))
     return lines
 
 

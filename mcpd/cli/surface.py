@@ -16,6 +16,7 @@ from typing import Any
 
 from .client import Client
 from .exits import EXIT_USAGE, ask, fail
+from .visible import visible
 
 ClientFor = Callable[[argparse.Namespace], Client]
 
@@ -33,11 +34,11 @@ def _all(client: Client, method: str, key: str) -> list[dict[str, Any]]:
 
 def _table(rows: list[tuple[str, str, str]], header: tuple[str, str, str]) -> None:
     width = shutil.get_terminal_size((120, 20)).columns
+    rows = [(visible(a), visible(b), visible(c.replace("\n", " "))) for a, b, c in rows]
     first = max([len(r[0]) for r in rows] + [len(header[0])])
     print(f"{header[0]:<{first}}  {header[1]:<12} {header[2]}")
     for a, b, c in rows:
         room = max(20, width - first - 16)
-        c = c.replace("\n", " ")
         print(f"{a:<{first}}  {b:<12} {c if len(c) <= room else c[: room - 1] + '…'}")
 
 
@@ -83,13 +84,12 @@ def cmd_read(args: argparse.Namespace, client_for: ClientFor) -> int:
         return 0
     for item in result.get("contents") or []:
         if "text" in item:
-            text = str(item["text"])
+            text = visible(str(item["text"]), lines=True)
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
         else:
             size = len(item.get("blob", "")) * 3 // 4
-            print(
-                f"[{item.get('mimeType') or 'binary'} content, about {size} bytes: {item['uri']}]"
-            )
+            kind = visible(str(item.get("mimeType") or "binary"))
+            print(f"[{kind} content, about {size} bytes: {visible(str(item['uri']))}]")
     return 0
 
 
@@ -108,13 +108,18 @@ def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
     for message in result.get("messages") or []:
         content = message.get("content") or {}
         for block in content if isinstance(content, list) else [content]:
-            print(f"{message.get('role', '?')}: {render_block(block)}")
+            print(f"{visible(str(message.get('role', '?')))}: {render_block(block)}")
     return 0
 
 
 def render_block(block: dict[str, Any]) -> str:
     """One content block (of a tool result or a prompt message) for people: text as it
-    is, anything else as what it is, where it is and how big."""
+    is, anything else as what it is, where it is and how big; what the server wrote
+    made ``visible``."""
+    return visible(_describe(block), lines=True)
+
+
+def _describe(block: dict[str, Any]) -> str:
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", ""))

@@ -1,0 +1,63 @@
+"""Text from servers as the commands print it: every character that would act on the
+terminal, or hide from the person reading, is shown as an escape instead.
+
+A server writes tool descriptions, results, errors and stderr lines; printed raw, an
+escape sequence could erase or recolour what the operator is reviewing, a carriage
+return could write over it, a bidi override could reorder it, and zero-width or tag
+characters could carry words nobody sees. ``visible`` turns each such character into
+its Python escape (``\\r``, ``\\x1b``, ``\\u202e``, ``\\U000e0041``): control characters (C0,
+DEL, C1), format characters (category Cf: bidi controls, zero-width characters, tags),
+the whole tag block, line and paragraph separators, and lone surrogates (which cannot
+even be written to a UTF-8 terminal). Everything else, non-ASCII letters and emoji
+included, is printed as it is.
+
+The commands colour their own output after the server's text has passed through here,
+so mcpd's colours are the only escapes a terminal receives.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Final
+
+_HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_TAGS: Final = range(0xE0000, 0xE0080)  # partly unassigned, all invisible
+
+
+def _hidden(ch: str) -> bool:
+    return ord(ch) in _TAGS or unicodedata.category(ch) in _HIDDEN_CATEGORIES
+
+
+_SHORT: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(ch: str) -> str:
+    short = _SHORT.get(ch)
+    if short is not None:
+        return short
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def visible(text: str, *, lines: bool = False) -> str:
+    """``text`` safe to print: what would act on the terminal or hide is escaped.
+
+    ``lines``: a multi-line field (a result, a resource, stderr): its line breaks
+    (``\\n``, and ``\\r\\n`` as one) and tabs are kept; a ``\\r`` of its own is
+    escaped like the rest, so no line can write over another. Otherwise every
+    control character is escaped, line breaks and tabs included."""
+    if text.isprintable():  # the common case: nothing to look at one by one
+        return text
+    if lines:
+        text = text.replace("\r\n", "\n")
+    out: list[str] = []
+    for ch in text:
+        if ch.isprintable() or (lines and ch in "\n\t") or not _hidden(ch):
+            out.append(ch)
+        else:
+            out.append(_escape(ch))
+    return "".join(out)

@@ -1,0 +1,62 @@
+"""``visible``: server text printed by the commands acts on no terminal and hides nothing."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcpd.cli.visible import visible
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        # Erase the line and go back to its start: what follows would cover the text.
+        ("safe\x1b[2K\rharmless", "safe\\x1b[2K\\rharmless"),
+        # An OSC 8 hyperlink whose text hides where it points.
+        (
+            "\x1b]8;;https://evil.example\x07docs\x1b]8;;\x07",
+            "\\x1b]8;;https://evil.example\\x07docs\\x1b]8;;\\x07",
+        ),
+        ("abc\u202edef", "abc\\u202edef"),  # right-to-left override
+        ("a\u200bb\u2066c\u2069", "a\\u200bb\\u2066c\\u2069"),  # zero width space, isolates
+        ("\U000e0069\U000e0067\U000e006e", "\\U000e0069\\U000e0067\\U000e006e"),  # tags
+        ("\U000e0000\U000e007f", "\\U000e0000\\U000e007f"),  # the tag block's ends
+        ("\x9b31m\x7f\x00", "\\x9b31m\\x7f\\x00"),  # C1 CSI, DEL, NUL
+        ("\ufeffx\u00ady", "\\ufeffx\\xady"),  # BOM, soft hyphen
+        ("one\u2028two\u2029", "one\\u2028two\\u2029"),
+        ("\ud800", "\\ud800"),  # a lone surrogate cannot even be written as UTF-8
+        ("a\nb\tc", "a\\nb\\tc"),
+    ],
+)
+def test_what_acts_on_a_terminal_or_hides_is_escaped(raw: str, shown: str) -> None:
+    assert visible(raw) == shown
+
+
+def test_text_people_read_is_left_as_it_is() -> None:
+    text = "Größe: 5 €, 日本語, café (e\u0301), 🙂, \u00a0nbsp, \ue000 private, \\x1b literal"
+    assert visible(text) == text
+    assert visible(text, lines=True) == text
+
+
+def test_a_multi_line_field_keeps_its_lines_but_no_line_covers_another() -> None:
+    assert visible("a\r\nb\nc\td", lines=True) == "a\nb\nc\td"
+    assert visible("progress 10%\rprogress 99%\n", lines=True) == "progress 10%\\rprogress 99%\n"
+    assert visible("x\x1b[1A\x1b[2Ky\n", lines=True) == "x\\x1b[1A\\x1b[2Ky\n"
+
+
+def acts(ch: str) -> bool:
+    return (
+        unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") or 0xE0000 <= ord(ch) <= 0xE007F
+    )
+
+
+@given(st.text(st.characters(codec=None)))
+def test_no_character_that_acts_survives(text: str) -> None:
+    assert not any(acts(ch) for ch in visible(text))
+    kept = visible(text, lines=True)
+    assert "\r" not in kept
+    assert not any(acts(ch) for ch in kept if ch not in "\n\t")
