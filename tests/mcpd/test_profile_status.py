@@ -20,7 +20,7 @@ from mcpd.config.load import load
 from tests.support.agent import connect, running
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
 
-from .test_httpapi import CURL, curl
+from .test_httpapi import CURL, curl, modern, modern_headers, post
 from .test_profiles_daemon import PEER_PROBE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,6 +141,10 @@ async def test_a_profile_socket_shows_its_own_servers_only(tmp_path: Path) -> No
                 assert [s["server"] for s in auth["servers"]] == [SHOWN]
                 profiles = await agent.result("mcpd/profiles")
                 assert [p["name"] for p in profiles["profiles"]] == ["dev"]
+            # And so does MCP over HTTP on it.
+            reply = await post(str(dev), modern(1, "mcpd/status"), *modern_headers("mcpd/status"))
+            assert servers_of(reply.json()["result"]) == [SHOWN]
+            assert_scoped({"POST /mcp mcpd/status": reply.body.decode()}, tmp_path)
 
 
 @pytest.mark.skipif(CURL is None, reason="curl is not installed")
