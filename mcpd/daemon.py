@@ -289,7 +289,8 @@ class Daemon:
             s["retry_at"] = iso(s["retry_at"])
             servers.append(s)
         if scope is not None:
-            return self._profile_status(scope, servers)
+            return self._status_for(scope, servers)
+        endpoint = self.api.endpoint
         return {
             "daemon": {
                 "version": __version__,
@@ -305,13 +306,13 @@ class Daemon:
                 "summary": self.supervisor.summary(),
                 "state_file": self.state.path,
                 "warnings": [w for w in [self.tool_budget.warning(self.registry.size())] if w],
-                "http": display_url(self.api.endpoint.url) if self.api.endpoint else None,
+                "http": None if endpoint is None else display_url(endpoint.url),
             },
             "servers": servers,
             "profiles": self.api.profile_status(bool(self.tool_budget.over)),
         }
 
-    def _profile_status(self, scope: ProfileView, servers: list[dict[str, Any]]) -> dict[str, Any]:
+    def _status_for(self, scope: ProfileView, servers: list[dict[str, Any]]) -> dict[str, Any]:
         """Status as an agent of the profile ``scope`` reads it: its own servers and
         profile, and of the daemon what says how it serves them (no paths, no pid, no
         other server named in the summary)."""
