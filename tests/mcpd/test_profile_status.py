@@ -210,16 +210,18 @@ async def test_another_user_on_the_daemon_socket_sees_the_default_profile(
             "[daemon]\n", f"[daemon]\nallow_uids = [{uid}]\n"
         ) + f'[profiles.default]\nservers = ["{SHOWN}"]\n'
     )  # fmt: skip
-    with trio.fail_after(LIMIT):
-        async with running(load(path), str(path)):
-            requests = [("mcpd/status", {}), ("mcpd/auth/status", {}), ("mcpd/profiles", {})]
-            out = await run_as(uid, PEER_PROBE, str(shared / "mcpd.sock"), json.dumps(requests))
-            status, auth, profiles = (json.loads(line) for line in out.decode().splitlines())
-            text = out.decode()
-            for hidden in (HIDDEN, HIDDEN_STDERR, str(path), *SECRETS, "dev.sock"):
-                assert hidden not in text, f"{hidden!r} shown to another user:\n{text}"
-            assert servers_of(status["result"]) == [SHOWN]
-            assert status["result"]["daemon"]["profile"] == "default"
-            assert [s["server"] for s in auth["result"]["servers"]] == [SHOWN]
-            assert [p["name"] for p in profiles["result"]["profiles"]] == ["default"]
-    shutil.rmtree(shared)
+    try:
+        with trio.fail_after(LIMIT):
+            async with running(load(path), str(path)):
+                requests = [("mcpd/status", {}), ("mcpd/auth/status", {}), ("mcpd/profiles", {})]
+                out = await run_as(uid, PEER_PROBE, str(shared / "mcpd.sock"), json.dumps(requests))
+                status, auth, profiles = (json.loads(line) for line in out.decode().splitlines())
+                text = out.decode()
+                for hidden in (HIDDEN, HIDDEN_STDERR, str(path), *SECRETS, "dev.sock"):
+                    assert hidden not in text, f"{hidden!r} shown to another user:\n{text}"
+                assert servers_of(status["result"]) == [SHOWN]
+                assert status["result"]["daemon"]["profile"] == "default"
+                assert [s["server"] for s in auth["result"]["servers"]] == [SHOWN]
+                assert [p["name"] for p in profiles["result"]["profiles"]] == ["default"]
+    finally:
+        shutil.rmtree(shared)
