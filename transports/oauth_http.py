@@ -8,6 +8,13 @@ would let a DNS answer that changes in between (rebinding) reach an address that
 was never checked, which is why this does not use ``ConnectionPool``: a pool
 connects by name. The handful of requests a login makes do not need keep-alive.
 
+TLS is verified the default way (against ``ca_file`` where one is given for
+every origin), except on the MCP server's own origin (scheme, host and port of
+its URL), which gets the context its configuration asks for (``server_tls``):
+a server's relaxed verification or private CA says nothing about an
+authorization server elsewhere, where a token request carries a code, a PKCE
+verifier or a client secret.
+
 Redirects are not followed (the core treats a 3xx as "not here"); bodies are
 bounded; every request has an overall deadline. Failures of the network come out
 as ``transports.base.TransportError``, refusals of the policy as
@@ -91,8 +98,9 @@ class OAuthHttp:
         self,
         *,
         label: str = "oauth",
-        ssl_context: ssl.SSLContext | None = None,
         ca_file: str | None = None,
+        server_url: str | None = None,
+        server_tls: ssl.SSLContext | None = None,
         connect_timeout: float = 10.0,
         timeout: float = DEFAULT_TIMEOUT,
         max_body: int = MAX_BODY,
@@ -100,15 +108,22 @@ class OAuthHttp:
         clock: Clock = time.time,
     ) -> None:
         self.label = label
-        self._ssl = ssl_context
+        self._ssl: ssl.SSLContext | None = None
         self._ca_file = ca_file
+        self._own: Origin | None = None
+        if server_url is not None and server_tls is not None:
+            u = parse_http_url(server_url, "server URL")
+            self._own = Origin(u.scheme, u.host, u.port)
+        self._own_tls = server_tls
         self._connect_timeout = connect_timeout
         self._timeout = timeout
         self._max_body = max_body
         self._resolve = resolver
         self._clock = clock
 
-    def _tls(self) -> ssl.SSLContext:
+    def _tls(self, origin: Origin) -> ssl.SSLContext:
+        if self._own_tls is not None and origin == self._own:
+            return self._own_tls
         if self._ssl is None:
             self._ssl = make_ssl_context(ca_file=self._ca_file)
         return self._ssl
@@ -180,14 +195,19 @@ class OAuthHttp:
                 if origin.scheme != "https":
                     return HttpConnection(tcp, label, math.inf)
                 tls = trio.SSLStream(
-                    tcp, self._tls(), server_hostname=origin.host, https_compatible=True
+                    tcp, self._tls(origin), server_hostname=origin.host, https_compatible=True
                 )
                 try:
                     await tls.do_handshake()
                 except trio.BrokenResourceError as exc:
                     await trio.aclose_forcefully(tcp)
                     cause = exc.__cause__ or exc
-                    raise TransportError(f"{label}: TLS failure with {origin}: {cause}") from None
+                    own = ""
+                    if self._own is not None and origin != self._own:
+                        own = f" (the server's tls_verify and ca_file apply to {self._own} only)"
+                    raise TransportError(
+                        f"{label}: TLS failure with {origin}: {cause}{own}"
+                    ) from None
                 return HttpConnection(tls, label, math.inf)
         if scope.cancelled_caught:
             raise TransportError(f"{label}: connecting to {origin} timed out")

@@ -64,7 +64,8 @@ class AuthState:
         self.clock = clock
         self.http = http or OAuthHttp(
             label=f"{alias}: authorization",
-            ssl_context=_tls(cfg),
+            server_url=cfg.url,
+            server_tls=_tls(cfg),
             connect_timeout=cfg.connect_timeout,
             timeout=TOKEN_REQUEST_TIMEOUT,
             clock=lambda: self.clock(),  # token expiry and mcpd's own checks agree
@@ -178,7 +179,11 @@ class AuthState:
 
 
 def _tls(cfg: ServerConfig) -> ssl.SSLContext | None:
+    """The TLS the server's configuration asks for on its own origin (None: the
+    default); OAuth requests to any other origin are verified the default way."""
     if cfg.url is None or not cfg.url.lower().startswith("https:"):
+        return None
+    if cfg.tls_verify and cfg.ca_file is None:
         return None
     ctx = ssl.create_default_context(cafile=cfg.ca_file)
     if not cfg.tls_verify:

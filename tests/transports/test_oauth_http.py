@@ -236,6 +236,32 @@ async def test_the_connection_goes_to_the_checked_address(tmp_path: Path) -> Non
     assert srv.http.requests[0].header("host") == f"auth.test:{srv.http.port}"
 
 
+async def test_the_servers_own_tls_settings_stay_on_its_origin() -> None:
+    """A context for the MCP server's origin (here: no verification) is used there
+    and nowhere else: another origin with the same untrusted certificate is refused."""
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
+    relaxed = ssl.create_default_context()
+    relaxed.check_hostname = False
+    relaxed.verify_mode = ssl.CERT_NONE
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_oauth(ssl_context=server_ctx) as own,
+            serve_oauth(ssl_context=server_ctx) as other,
+        ):
+            http = OAuthHttp(server_url=own.mcp_url, server_tls=relaxed)
+            policy = FetchPolicy(allow_loopback=True)
+            path = "/.well-known/oauth-authorization-server"
+            response = await http.execute(get(own.http.url(path), "metadata"), policy)
+            assert response.status == 200
+            with pytest.raises(TransportError) as info:
+                await http.execute(get(other.http.url(path), "metadata"), policy)
+    assert "TLS failure" in info.value.reason
+    assert f"apply to https://127.0.0.1:{own.http.port} only" in info.value.reason
+    assert other.http.requests == []
+
+
 async def test_bodies_are_bounded() -> None:
     async def huge(req: SeenRequest, respond: Responder) -> None:
         await respond.reply(200, b"{" + b" " * 100_000 + b"}")
