@@ -54,6 +54,7 @@ from protocol.oauth import (
     SendRequest,
     SigningKey,
     TokenSet,
+    carries_state,
     check_revocation,
     parse_token_response,
     refresh_request,
@@ -322,17 +323,31 @@ _DONE_PAGE: Final = (
     b"<!doctype html><title>mcpd</title>"
     b"<p>mcpd received the authorization. You can close this window.</p>"
 )
+_NOT_THIS_LOGIN: Final = (
+    b"This is not the answer to the login mcpd is waiting for; it was ignored.\n"
+)
+# A connection that has not sent a whole request by then is closed: whoever can
+# reach the port must not be able to hold connections open for the whole login.
+REQUEST_TIMEOUT: Final = 10.0
 
 
 class RedirectListener:
-    """Where the browser comes back to after the user authorized: the first GET on
-    the callback path is kept (the flow checks it), anything else gets a 404."""
+    """Where the browser comes back to after the user authorized.
+
+    Any local user can reach a loopback port, so only a GET on the callback path
+    that carries the login's own ``state`` (``expect``) is taken: anything else gets
+    an error page and the listener keeps listening, until its owner stops waiting."""
 
     def __init__(self, redirect_uri: str, path: str) -> None:
         self.redirect_uri = redirect_uri
         self._path = path
+        self._state: str | None = None
         self._target: str | None = None
         self._received = trio.Event()
+
+    def expect(self, state: str) -> None:
+        """The ``state`` of the authorization request the browser was sent with."""
+        self._state = state
 
     async def wait(self) -> str:
         """The request target of the redirect (path and query), once it arrives."""
@@ -340,36 +355,44 @@ class RedirectListener:
         assert self._target is not None
         return self._target
 
+    def _answer(self, method: bytes, target: str) -> tuple[int, str, bytes]:
+        if method != b"GET" or urlsplit(target).path != self._path:
+            return 404, "text/plain; charset=utf-8", b"not found\n"
+        if self._target is not None and target == self._target:
+            return 200, "text/html; charset=utf-8", _DONE_PAGE  # the browser, reloading
+        if self._target is None and self._state and carries_state(target, self._state):
+            self._target = target
+            self._received.set()
+            return 200, "text/html; charset=utf-8", _DONE_PAGE
+        return 400, "text/plain; charset=utf-8", _NOT_THIS_LOGIN
+
     async def _serve(self, stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER)
         try:
-            while True:
-                event = conn.next_event()
-                if event is h11.NEED_DATA:
-                    data = await stream.receive_some(16384)
-                    if not data:
+            with trio.move_on_after(REQUEST_TIMEOUT):
+                while True:
+                    event = conn.next_event()
+                    if event is h11.NEED_DATA:
+                        data = await stream.receive_some(16384)
+                        if not data:
+                            return
+                        conn.receive_data(bytes(data))
+                        continue
+                    if not isinstance(event, h11.Request):
                         return
-                    conn.receive_data(bytes(data))
-                    continue
-                if not isinstance(event, h11.Request):
+                    target = event.target.decode("ascii", "replace")
+                    status, kind, body = self._answer(event.method, target)
+                    headers = [
+                        ("Content-Type", kind),
+                        ("Content-Length", str(len(body))),
+                        ("Connection", "close"),
+                        ("Cache-Control", "no-store"),
+                    ]
+                    data = conn.send(h11.Response(status_code=status, headers=headers)) or b""
+                    data += conn.send(h11.Data(data=body)) or b""
+                    data += conn.send(h11.EndOfMessage()) or b""
+                    await stream.send_all(data)
                     return
-                target = event.target.decode("ascii", "replace")
-                ours = event.method == b"GET" and urlsplit(target).path == self._path
-                if ours and self._target is None:
-                    self._target = target
-                    self._received.set()
-                status, body = (200, _DONE_PAGE) if ours else (404, b"not found")
-                headers = [
-                    ("Content-Type", "text/html; charset=utf-8"),
-                    ("Content-Length", str(len(body))),
-                    ("Connection", "close"),
-                    ("Cache-Control", "no-store"),
-                ]
-                data = conn.send(h11.Response(status_code=status, headers=headers)) or b""
-                data += conn.send(h11.Data(data=body)) or b""
-                data += conn.send(h11.EndOfMessage()) or b""
-                await stream.send_all(data)
-                return
         except (h11.ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
             return
         finally:

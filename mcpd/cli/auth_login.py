@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from protocol.oauth import carries_state, state_of
 from transports.base import single_exceptions
 
 from .client import Client
@@ -59,7 +60,9 @@ def safe_to_open(url: str) -> bool:
     return u.scheme == "http" and (u.hostname or "") in ("localhost", "127.0.0.1", "::1")
 
 
-async def _pasted(listener: RedirectListener, found: list[str], done: trio.Event) -> None:
+async def _pasted(
+    listener: RedirectListener, state: str, found: list[str], done: trio.Event
+) -> None:
     """Read pasted redirect addresses until a usable one comes (or stdin ends)."""
     prefix = listener.redirect_uri
     while True:
@@ -69,11 +72,21 @@ async def _pasted(listener: RedirectListener, found: list[str], done: trio.Event
         text = line.strip()
         if not text:
             continue
-        if text.startswith(prefix) or text.startswith(urlsplit(prefix).path + "?"):
+        if not (text.startswith(prefix) or text.startswith(urlsplit(prefix).path + "?")):
+            print(
+                f"mcpd: that is not the address to paste; it starts with {prefix}",
+                file=sys.stderr,
+            )
+        elif not carries_state(text, state):
+            print(
+                "mcpd: that address is not the answer to this login (its state differs); "
+                "paste the address the browser ended up at after this login",
+                file=sys.stderr,
+            )
+        else:
             found.append(text)
             done.set()
             return
-        print(f"mcpd: that is not the address to paste; it starts with {prefix}", file=sys.stderr)
 
 
 async def _redirect(listener: RedirectListener, found: list[str], done: trio.Event) -> None:
@@ -81,14 +94,16 @@ async def _redirect(listener: RedirectListener, found: list[str], done: trio.Eve
     done.set()
 
 
-async def _wait_for_redirect(listener: RedirectListener, opener: list[str] | None) -> str:
+async def _wait_for_redirect(
+    listener: RedirectListener, state: str, opener: list[str] | None
+) -> str:
     found: list[str] = []
     done = trio.Event()
     async with trio.open_nursery() as nursery:
         if opener is not None:
             nursery.start_soon(_open, opener)
         nursery.start_soon(_redirect, listener, found, done)
-        nursery.start_soon(_pasted, listener, found, done)
+        nursery.start_soon(_pasted, listener, state, found, done)
         await done.wait()
         nursery.cancel_scope.cancel()
     return found[0]
@@ -139,6 +154,12 @@ async def _login(args: argparse.Namespace) -> int:
             client, "mcpd/auth/login", {"server": alias, "redirect_uri": listener.redirect_uri}
         )
         url = start["url"]
+        # What the authorization server sends back with the browser: only a redirect
+        # with it is this login's answer.
+        state = state_of(url)
+        if state is None:
+            fail(EXIT_FAILED, f"the authorization address carries no single state: {url}")
+        listener.expect(state)
         opener = None if args.no_browser or not safe_to_open(url) else browser_argv(url)
         print(f"To log in to {alias}, open this address in a browser:\n\n  {visible(url)}\n")
         print(
@@ -148,7 +169,7 @@ async def _login(args: argparse.Namespace) -> int:
             flush=True,
         )
         with trio.move_on_after(args.timeout):
-            redirect = await _wait_for_redirect(listener, opener)
+            redirect = await _wait_for_redirect(listener, state, opener)
             done = {"server": alias, "login": start["login"], "redirect": redirect}
             return _report(await _call(client, "mcpd/auth/complete", done))
     print(f"mcpd: no redirect came back within {args.timeout:g} s", file=sys.stderr)

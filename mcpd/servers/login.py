@@ -4,9 +4,11 @@ mcpd runs without a terminal or a browser, so ``mcpd auth login`` does the part 
 needs a person: it listens on a loopback port, shows (or opens) the authorization
 URL and brings back the redirect. The daemon does the rest: ``begin`` runs
 discovery and registration and returns the URL with the login's id; the PKCE
-verifier and the state never leave it. ``finish`` checks the redirect (``iss``,
-state) and exchanges the code. Only the latest login of a server is waiting at any
-time, for at most ``LOGIN_TTL``.
+verifier never leaves it, the state only in that URL. ``finish`` checks the
+redirect (``iss``, state) and exchanges the code; a redirect without the login's
+state leaves the login waiting, since anyone who can reach the loopback port
+could have sent it. Only the latest login of a server is waiting at any time,
+for at most ``LOGIN_TTL``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from protocol.oauth import (
     OpenBrowser,
     Secret,
     SendRequest,
+    carries_state,
 )
 from transports.base import TransportError
 
@@ -99,8 +102,16 @@ class Login:
                 f"{LOGIN_TTL / 60:.0f} minutes, or mcpd restarted); "
                 f"run `mcpd auth login {auth.alias}` again"
             )
-        self._pending = None
         flow = pending.flow
+        asked = flow.pending
+        if asked is None or not carries_state(redirect, asked.state.reveal()):
+            # Not this login's answer: someone else's, or a stale one. It must not cost
+            # the person their login, so the login keeps waiting for its own.
+            raise LoginError(
+                "that redirect does not carry this login's state, so it is not the answer "
+                "to it; the login is still waiting for its own"
+            )
+        self._pending = None
         try:
             flow.receive_redirect(redirect, auth.clock())
             # The code is good once: a token request abandoned halfway wastes the login.

@@ -30,7 +30,14 @@ How a client drives it (the I/O side is ``transports.oauth_http.OAuthHttp``):
 * on logout: ``revocation_request``/``OAuthHttp.revoke`` when the server offers it.
 """
 
-from .authorize import AuthorizationCode, PendingAuthorization, Pkce, parse_redirect
+from .authorize import (
+    AuthorizationCode,
+    PendingAuthorization,
+    Pkce,
+    carries_state,
+    parse_redirect,
+    state_of,
+)
 from .challenge import BearerChallenge, Challenge, bearer_challenge, parse_www_authenticate
 from .discovery import Discovery, DiscoveryResult, DiscoveryState
 from .errors import (
@@ -115,6 +122,7 @@ __all__ = [
     "TokenSet",
     "bearer_challenge",
     "canonical_resource",
+    "carries_state",
     "check_revocation",
     "client_metadata_document",
     "issuer_still_listed",
@@ -124,4 +132,5 @@ __all__ = [
     "parse_www_authenticate",
     "refresh_request",
     "revocation_request",
+    "state_of",
 ]

@@ -153,6 +153,21 @@ def check_iss(iss: str | None, pending: PendingAuthorization) -> None:
         )
 
 
+def state_of(url: str) -> str | None:
+    """The ``state`` a URL (or a request target) carries; None when it has none or
+    more than one."""
+    values = parse_qs(urlsplit(url).query, keep_blank_values=True).get("state", [])
+    return values[0] if len(values) == 1 else None
+
+
+def carries_state(received: str, state: str) -> bool:
+    """Whether the redirect ``received`` answers the authorization request with
+    this ``state``: only that one may end a login, whatever else reaches the
+    redirect URI (another attempt, or someone else who can reach a loopback port)."""
+    got = state_of(received)
+    return got is not None and hmac.compare_digest(got.encode(), state.encode())
+
+
 def parse_redirect(received: str, pending: PendingAuthorization) -> AuthorizationCode:
     """Validate the redirect back from the authorization server (a full URL or the
     request target a loopback listener received) and take its code."""

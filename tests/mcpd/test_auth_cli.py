@@ -10,10 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import trio
 
 from mcpd.cli.auth_login import browser_argv, safe_to_open
+from protocol.oauth.http import get
 from tests.support.agent import connect, make_config, running
 from tests.support.oauth_mcp import ProtectedMcp, serve_protected
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
@@ -84,6 +86,9 @@ async def test_over_ssh_the_redirect_is_pasted(tmp_path: Path) -> None:
             landed = await http.follow_authorization(url, await http.policy_for(srv.mcp_url))
             await proc.stdin.send_all(b"http://example.com/not-it\n")
             await read_until(proc.stdout, b"that is not the address to paste", seen)
+            elsewhere = landed.split("?")[0] + "?code=stolen&state=another-attempt"
+            await proc.stdin.send_all(elsewhere.encode() + b"\n")
+            await read_until(proc.stdout, b"is not the answer to this login", seen)
             await proc.stdin.send_all(landed.encode() + b"\n")
             while chunk := await proc.stdout.receive_some(4096):
                 seen += chunk
@@ -92,6 +97,48 @@ async def test_over_ssh_the_redirect_is_pasted(tmp_path: Path) -> None:
             async with connect(daemon.socket_path) as agent:
                 result = await agent.call("mcp__t__whoami")
             assert result["content"][0]["text"] == "called with token #1"
+
+
+async def test_a_stray_request_to_the_listener_does_not_end_the_login(tmp_path: Path) -> None:
+    """Another local user can reach the loopback listener too: a redirect with another
+    state, with none, or to another path gets an error page, and the login waits on
+    for the browser's own redirect."""
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv, running(config_for(tmp_path, srv)) as daemon:
+            env = {k: v for k, v in os.environ.items() if k not in ("BROWSER", "DISPLAY")}
+            argv = [sys.executable, "-m", "mcpd", "auth", "login", "t", "--no-browser"]
+            proc = await trio.lowlevel.open_process(
+                [*argv, "--socket", daemon.socket_path],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=ROOT,
+            )
+            assert proc.stdout is not None
+            seen = bytearray()
+            await read_until(proc.stdout, b"press Enter.", seen)
+            lines = [line.strip() for line in seen.decode().splitlines()]
+            url = next(x for x in lines if x.startswith("http://") and "/authorize?" in x)
+            callback = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+            http = OAuthHttp()
+            policy = await http.policy_for(callback)
+            for stray, status in [
+                (f"{callback}?code=stolen&state=guessed", 400),
+                (f"{callback}?code=stolen", 400),
+                (f"{callback}?error=access_denied&state=guessed", 400),
+                (callback.replace("/callback", "/other") + "?code=x&state=y", 404),
+            ]:
+                answer = await http.execute(get(stray, "a stray request"), policy)
+                assert answer.status == status, (stray, answer.status)
+            landed = await http.follow_authorization(url, policy)
+            page = await http.execute(get(landed, "the browser"), policy)
+            assert page.status == 200 and b"close this window" in page.body
+            while chunk := await proc.stdout.receive_some(4096):
+                seen += chunk
+            assert await proc.wait() == 0, seen.decode()
+    assert seen.decode().rstrip().endswith("t: logged in; ready with 1 tools")
+    assert srv.grants["authorization_code"] == 1  # only the browser's code was redeemed
 
 
 async def test_the_browser_opens_the_url_and_its_redirect_reaches_the_command(

@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import trio
 
@@ -86,6 +87,29 @@ async def test_a_server_that_asks_for_a_login_waits_for_one(tmp_path: Path) -> N
             assert status["issuer"] == srv.base
             assert status["refreshable"] is True
     assert srv.failures == []  # PKCE, resource and redirect_uri all matched at the server
+
+
+async def test_a_redirect_without_the_logins_state_leaves_it_waiting(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path) as (srv, _daemon, agent):
+            start = await agent.result("mcpd/auth/login", {"server": "t", "redirect_uri": REDIRECT})
+            http = OAuthHttp()
+            redirect = await http.follow_authorization(
+                start["url"], await http.policy_for(srv.mcp_url)
+            )
+            state = parse_qs(urlsplit(redirect).query)["state"][0]
+            for stray in [
+                f"{REDIRECT}?code=stolen&state=guessed&iss={srv.base}",
+                f"{REDIRECT}?code=stolen&iss={srv.base}",
+                f"{REDIRECT}?error=access_denied&state={state}x",
+            ]:
+                done = {"server": "t", "login": start["login"], "redirect": stray}
+                refused = await agent.rpc("mcpd/auth/complete", done)
+                assert "does not carry this login's state" in refused["error"]["message"]
+            assert srv.grants["authorization_code"] == 0  # no stray code was tried
+            done = {"server": "t", "login": start["login"], "redirect": redirect}
+            out = await agent.result("mcpd/auth/complete", done)
+    assert out == {"server": "t", "state": "ready", "tools": 1}
 
 
 async def test_the_outage_names_the_login_in_the_tool_list_and_call_results(

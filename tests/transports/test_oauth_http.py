@@ -27,6 +27,7 @@ from protocol.oauth import (
     TokenEndpointError,
     bearer_challenge,
 )
+from protocol.oauth.authorize import state_of
 from protocol.oauth.http import get
 from transports.base import TransportError
 from transports.oauth_http import OAuthHttp, Resolver, redirect_listener
@@ -312,6 +313,9 @@ async def test_login_through_a_loopback_redirect_listener() -> None:
             )
 
             async def browser(action: OpenBrowser) -> str:
+                state = state_of(action.url)
+                assert state is not None
+                listener.expect(state)
                 location = await http.follow_authorization(action.url, policy)
                 stray = await http.execute(
                     get(f"{location.split('/callback')[0]}/favicon.ico", "x"), policy
@@ -326,6 +330,37 @@ async def test_login_through_a_loopback_redirect_listener() -> None:
             result = await http.run_flow(flow, policy, browser)
     assert result.tokens.access_token.reveal() in srv.issued
     assert srv.failures == []
+
+
+async def test_the_redirect_listener_takes_only_the_logins_own_answer() -> None:
+    """Anyone on the machine can reach the loopback port: what does not carry the
+    login's state gets an error page, and the listener waits on for the one that does."""
+    http = OAuthHttp()
+    policy = FetchPolicy(allow_loopback=True)
+
+    async def status(url: str) -> int:
+        return (await http.execute(get(url, "a request"), policy)).status
+
+    with trio.fail_after(LIMIT):
+        async with redirect_listener() as listener:
+            callback = listener.redirect_uri
+            # Before the login has started, nothing is its answer.
+            assert await status(f"{callback}?code=early&state=s3cret") == 400
+            listener.expect("s3cret")
+            for stray, expected in [
+                (f"{callback}?code=stolen&state=guessed", 400),
+                (f"{callback}?code=stolen", 400),
+                (f"{callback}?code=stolen&state=s3cret&state=guessed", 400),
+                (f"{callback}?code=stolen&state=", 400),
+                (callback.replace("/callback", "/elsewhere") + "?code=x&state=s3cret", 404),
+            ]:
+                assert await status(stray) == expected, stray
+            assert await status(f"{callback}?code=mine&state=s3cret") == 200
+            target = await listener.wait()
+            assert target == "/callback?code=mine&state=s3cret"  # no stray was taken
+            # Later strays still get nothing, and do not replace what was taken.
+            assert await status(f"{callback}?code=late&state=s3cret") == 400
+            assert await listener.wait() == target
 
 
 async def test_the_redirect_listener_is_loopback_only() -> None:
