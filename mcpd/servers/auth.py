@@ -115,6 +115,10 @@ class ServerAuth(AuthState):
                 if self.kind == "client_credentials":
                     await self.client_credentials(challenge)
                     return self.creds.header
+                if self.settings is None and (
+                    challenge is None or challenge.resource_metadata is None
+                ):
+                    raise self.unclear_refusal(challenge)
                 raise self.lost("the server asks for a login")
             moved = await self._moved(challenge)
             if moved is not None:
@@ -215,7 +219,11 @@ class ServerAuth(AuthState):
             return None
         try:
             discovery = await self.http.discover(
-                self.url, challenge, await self.policy(), known_issuers=(issuer,)
+                self.url,
+                challenge,
+                await self.policy(),
+                known_issuers=(issuer,),
+                allow_legacy=self.allow_legacy,
             )
         except (TransportError, OAuthError) as exc:
             logger.info(
@@ -272,7 +280,7 @@ class ServerAuth(AuthState):
         policy = await self.policy()
         try:
             flow = AuthorizationFlow(
-                FlowConfig(self.url, client=self.creds.client),
+                FlowConfig(self.url, client=self.creds.client, allow_legacy=self.allow_legacy),
                 policy=policy,
                 now=self.clock(),
                 challenge=challenge,

@@ -21,5 +21,9 @@ class LoginError(Exception):
     """A login could not start or finish; the message is for the person running it."""
 
 
+class NoOAuthLogin(LoginError):
+    """The server does not support an OAuth login at all; the message names it."""
+
+
 def why(exc: Exception) -> str:
     return exc.reason if isinstance(exc, TransportError) else str(exc)

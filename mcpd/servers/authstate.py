@@ -59,6 +59,9 @@ class AuthState:
             name.lower() == "authorization" for name in cfg.headers
         )
         self.kind = cfg.auth.type if cfg.auth is not None else "oauth"
+        # The 2025-03-26 stand-ins for a server without metadata (its origin as the
+        # issuer, default endpoints) are only for servers that may be of that revision.
+        self.allow_legacy = cfg.era != "modern"
         self.creds = Credentials(cfg.url, client_config(cfg.auth))
         self._store = store
         self.clock = clock
@@ -159,6 +162,19 @@ class AuthState:
 
     def lost(self, why: str) -> LoginRequired:
         self.needs_login = f"{why}; run `mcpd auth login {self.alias}`"
+        self._notify()
+        return LoginRequired(self.needs_login)
+
+    def unclear_refusal(self, challenge: BearerChallenge | None) -> LoginRequired:
+        """A 401 that does not say the server does OAuth (no metadata named): it may
+        as well want an API key, so both ways forward are named."""
+        said = challenge.words() if challenge is not None else "no WWW-Authenticate"
+        alias = self.alias
+        self.needs_login = (
+            f"the server answered HTTP 401 ({said}) and names no OAuth metadata; if it "
+            f"takes an API key or a token, give it one in `headers` ([servers.{alias}.headers] "
+            f"in mcpd's configuration); if it supports OAuth, run `mcpd auth login {alias}`"
+        )
         self._notify()
         return LoginRequired(self.needs_login)
 

@@ -26,6 +26,7 @@ from protocol.oauth import (
     Authorized,
     FetchPolicy,
     FlowConfig,
+    NoAuthorizationMetadata,
     OAuthError,
     OpenBrowser,
     Secret,
@@ -35,7 +36,7 @@ from protocol.oauth import (
 from transports.base import TransportError
 
 from .auth import ServerAuth
-from .autherrors import AuthFailed, LoginError, why
+from .autherrors import AuthFailed, LoginError, NoOAuthLogin, why
 
 LOGIN_TTL: Final = 600.0
 
@@ -74,7 +75,12 @@ class Login:
         try:
             policy = await auth.policy()
             flow = AuthorizationFlow(
-                FlowConfig(auth.url, client=auth.creds.client, redirect_uri=redirect_uri),
+                FlowConfig(
+                    auth.url,
+                    client=auth.creds.client,
+                    redirect_uri=redirect_uri,
+                    allow_legacy=auth.allow_legacy,
+                ),
                 policy=policy,
                 now=auth.clock(),
                 challenge=auth.challenge,
@@ -82,6 +88,8 @@ class Login:
                 registrations=auth.creds.registrations(redirect_uri),
             )
             action = await self._drive(flow, policy)
+        except NoAuthorizationMetadata as exc:
+            raise no_oauth_login(auth.alias, exc) from None
         except (TransportError, OAuthError) as exc:
             raise LoginError(f"cannot start the login: {why(exc)}") from None
         assert isinstance(action, OpenBrowser)
@@ -174,3 +182,12 @@ class Login:
             flow.receive_response(response, self.auth.clock())
             action = flow.next_action()
         return action
+
+
+def no_oauth_login(alias: str, exc: NoAuthorizationMetadata) -> NoOAuthLogin:
+    said = f" ({exc.detail})" if exc.detail else ""
+    return NoOAuthLogin(
+        f"{alias} offers no OAuth authorization metadata at {exc.where}: it does not "
+        f"support OAuth login; give it a token in `headers` ([servers.{alias}.headers] "
+        f"in mcpd's configuration){said}"
+    )

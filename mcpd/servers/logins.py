@@ -15,7 +15,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 
-from .autherrors import LoginError
+from .autherrors import LoginError, NoOAuthLogin
 from .runner import Runner
 from .supervisor import Supervisor
 
@@ -62,6 +62,8 @@ class Logins:
         before = runner.attempts
         try:
             started = await login.begin(redirect_uri)
+        except NoOAuthLogin as exc:
+            raise _refused(str(exc)) from None
         except LoginError as exc:
             raise _refused(f"{alias}: {exc}") from None
         if started is None:  # client credentials: done already

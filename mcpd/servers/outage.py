@@ -128,8 +128,8 @@ class Outage(msgspec.Struct, frozen=True):
             # Waiting does not help here; the user has to act, so say who and how.
             text = (
                 f"{self.sentence()} The call was not completed. Other tools keep working; "
-                f"ask the user to log in to '{self.server}' (`mcpd auth login {self.server}`), "
-                "then call this tool again."
+                f"ask the user to log in to '{self.server}' (`mcpd auth login {self.server}`) "
+                "or to give mcpd a token for it, then call this tool again."
             )
         elif self.state == "unresolved":
             # Calling again cannot help until the config (or its environment) is fixed.

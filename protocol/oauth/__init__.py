@@ -43,6 +43,7 @@ from .discovery import Discovery, DiscoveryResult, DiscoveryState
 from .errors import (
     AuthorizationDenied,
     BlockedUrl,
+    NoAuthorizationMetadata,
     OAuthConfigError,
     OAuthError,
     OAuthProtocolError,
@@ -103,6 +104,7 @@ __all__ = [
     "FlowState",
     "HttpRequest",
     "HttpResponse",
+    "NoAuthorizationMetadata",
     "OAuthConfigError",
     "OAuthError",
     "OAuthProtocolError",

@@ -24,6 +24,9 @@ import msgspec
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 _OWS: Final = " \t"
+# What RFC 6750 §3 allows in error and error_description; anything else is shown as ?.
+_NOT_SAYABLE: Final = re.compile(r"[^\x20-\x21\x23-\x5b\x5d-\x7e]")
+_SAID_LIMIT: Final = 120
 
 
 class Challenge(msgspec.Struct, frozen=True):
@@ -48,6 +51,24 @@ class BearerChallenge(msgspec.Struct, frozen=True):
     @property
     def invalid_token(self) -> bool:
         return self.error == "invalid_token"
+
+    def words(self) -> str:
+        """The challenge's error and description, fit to quote in a message (and to
+        a model): only the characters RFC 6750 allows there, and not too many."""
+        parts = [
+            f'{name}="{_sayable(value)}"'
+            for name, value in (
+                ("error", self.error),
+                ("error_description", self.error_description),
+            )
+            if value
+        ]
+        return "Bearer " + ", ".join(parts) if parts else "Bearer"
+
+
+def _sayable(text: str) -> str:
+    text = _NOT_SAYABLE.sub("?", text[: _SAID_LIMIT + 1])
+    return text if len(text) <= _SAID_LIMIT else text[:_SAID_LIMIT] + "…"
 
 
 class _Parser:

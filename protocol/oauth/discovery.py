@@ -11,7 +11,12 @@
    discovery fails (a bad document is never skipped for the next candidate);
 3. with no resource metadata at all (a 2025-03-26 server), the server's origin
    is the issuer; and if it has no metadata either, the 2025-03-26 default
-   endpoints are used.
+   endpoints are used. That revision requires the fallback, but a server that
+   serves no metadata at all may as well not speak OAuth: the result keeps the
+   URLs that were tried (``looked_at``), so that what the guessed endpoints then
+   answer can be told as that. Without the fallback (``allow_legacy=False``,
+   for servers of a later revision), finding no resource metadata where the
+   challenge named none raises ``NoAuthorizationMetadata``.
 
 Any status but 200 counts as "not here" and moves to the next candidate
 (redirects are not followed: a metadata document is where it is said to be); when
@@ -27,7 +32,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 
 from .challenge import BearerChallenge
-from .errors import OAuthError, OAuthProtocolError, OAuthUsageError
+from .errors import NoAuthorizationMetadata, OAuthError, OAuthProtocolError, OAuthUsageError
 from .http import HttpRequest, HttpResponse, get
 from .metadata import (
     AuthorizationServer,
@@ -57,6 +62,9 @@ class DiscoveryResult(msgspec.Struct, frozen=True):
     resource_metadata: ResourceMetadata | None = None
     resource_metadata_url: str | None = None
     challenge: BearerChallenge | None = None
+    # The metadata URLs that had no document and what they answered, when the
+    # default endpoints stand in.
+    looked_at: tuple[tuple[str, int], ...] = ()
 
     @property
     def legacy(self) -> bool:
@@ -93,6 +101,7 @@ class Discovery:
             else prm_urls(server_url)
         )
         self._tried: list[str] = []
+        self._looked_at: list[tuple[str, int]] = []
         self._prm: ResourceMetadata | None = None
         self._prm_url: str | None = None
         self._issuer: str | None = None
@@ -130,6 +139,7 @@ class Discovery:
         if response.status != 200:
             note = " (a redirect, not followed)" if 300 <= response.status < 400 else ""
             self._tried.append(f"{request.url}: HTTP {response.status}{note}")
+            self._looked_at.append((request.url, response.status))
             self._advance()
             return
         if self.state is DiscoveryState.RESOURCE_METADATA:
@@ -160,7 +170,9 @@ class Discovery:
             return
         tried = "; ".join(self._tried)
         if self.state is DiscoveryState.RESOURCE_METADATA:
-            if self._named or not self._allow_legacy:
+            if not self._named and not self._allow_legacy:
+                raise NoAuthorizationMetadata(tuple(self._looked_at))
+            if self._named:
                 raise OAuthProtocolError(
                     f"the server publishes no protected resource metadata ({tried}); "
                     "mcpd cannot find its authorization server"
@@ -169,13 +181,15 @@ class Discovery:
             return
         assert self._issuer is not None
         if self._prm is None:
-            self._finish(default_endpoints(self._issuer))
+            self._finish(default_endpoints(self._issuer), tuple(self._looked_at))
             return
         raise OAuthProtocolError(
             f"the authorization server {self._issuer} publishes no metadata ({tried})"
         )
 
-    def _finish(self, server: AuthorizationServer) -> None:
+    def _finish(
+        self, server: AuthorizationServer, looked_at: tuple[tuple[str, int], ...] = ()
+    ) -> None:
         resource = self._prm.resource if self._prm is not None else None
         self._result = DiscoveryResult(
             server_url=self.server_url,
@@ -184,6 +198,7 @@ class Discovery:
             resource_metadata=self._prm,
             resource_metadata_url=self._prm_url,
             challenge=self.challenge,
+            looked_at=looked_at,
         )
         self.state = DiscoveryState.DONE
         self._pending = None

@@ -28,6 +28,35 @@ class OAuthProtocolError(OAuthError):
     is not what the standard says, a redirect that fails the checks."""
 
 
+class NoAuthorizationMetadata(OAuthError):
+    """The server shows no sign of OAuth: none of the metadata URLs had a document,
+    and (where the 2025-03-26 default endpoints had to be tried) the registration
+    endpoint they imply did not answer as one. It most likely wants credentials of
+    another kind (an API key in a header). ``looked_at`` has each metadata URL
+    tried with the HTTP status it answered; ``detail`` says what the guessed
+    endpoint answered, when one was tried."""
+
+    def __init__(self, looked_at: tuple[tuple[str, int], ...], detail: str = "") -> None:
+        self.looked_at = looked_at
+        self.detail = detail
+        said = f"; {detail}" if detail else ""
+        super().__init__(f"no OAuth authorization metadata at {self.where}{said}")
+
+    @property
+    def where(self) -> str:
+        """The URLs looked at, with what they answered."""
+        statuses = {status for _, status in self.looked_at}
+        if len(statuses) == 1:
+            urls = ", ".join(url for url, _ in self.looked_at)
+            return f"{urls} ({_answer(statuses.pop())})"
+        return ", ".join(f"{url} ({_answer(status)})" for url, status in self.looked_at)
+
+
+def _answer(status: int) -> str:
+    note = ", a redirect, not followed" if 300 <= status < 400 else ""
+    return f"HTTP {status}{note}"
+
+
 class BlockedUrl(OAuthError):
     """A URL (or the addresses it resolves to) that must not be fetched."""
 

@@ -34,12 +34,19 @@ from .authorize import (
 )
 from .challenge import BearerChallenge
 from .discovery import Discovery, DiscoveryResult
-from .errors import OAuthConfigError, OAuthError, OAuthUsageError
+from .errors import (
+    NoAuthorizationMetadata,
+    OAuthConfigError,
+    OAuthError,
+    OAuthProtocolError,
+    OAuthUsageError,
+)
 from .http import HttpRequest, HttpResponse
 from .metadata import require_endpoint, require_pkce
 from .registration import (
     ClientConfig,
     ClientRegistration,
+    is_registration_error,
     parse_registration,
     registration_body,
     registration_request,
@@ -215,7 +222,7 @@ class AuthorizationFlow:
             self._action = self._discovery_action()
         elif self.state is FlowState.REGISTERING:
             assert self._result is not None
-            reg = parse_registration(response, self._result.server, self._requested_body)
+            reg = self._parse_registration(response, self._result)
             self._registration = reg
             self._registered = True
             self._start_authorization()
@@ -223,6 +230,23 @@ class AuthorizationFlow:
             self._on_token(response)
         else:  # pragma: no cover - guarded by receive_response
             raise OAuthUsageError(f"unexpected response in state {self.state.value}")
+
+    def _parse_registration(
+        self, response: HttpResponse, result: DiscoveryResult
+    ) -> ClientRegistration:
+        try:
+            return parse_registration(response, result.server, self._requested_body)
+        except OAuthProtocolError:
+            if result.server.source != "defaults" or is_registration_error(response):
+                raise
+        # Nothing said this server does OAuth: the endpoint was only guessed, and what
+        # answered it is no authorization server.
+        endpoint = result.server.metadata.registration_endpoint
+        raise NoAuthorizationMetadata(
+            result.looked_at,
+            f"the default registration endpoint of the 2025-03-26 revision, {endpoint}, "
+            f"answered HTTP {response.status}, which is no client registration",
+        ) from None
 
     def _discovered(self, result: DiscoveryResult) -> None:
         self._result = result

@@ -224,6 +224,17 @@ def parse_registration(
     )
 
 
+def is_registration_error(response: HttpResponse) -> bool:
+    """Whether a refused registration is an authorization server's answer (RFC 7591
+    §3.2.2: HTTP 400 with an ``error`` in a JSON object), not just any reply."""
+    if response.status != 400:
+        return False
+    try:
+        return isinstance(json_object(response, "error").get("error"), str)
+    except OAuthProtocolError:
+        return False
+
+
 def _error_detail(response: HttpResponse) -> str:
     try:
         obj = json_object(response, "error")

@@ -133,7 +133,10 @@ async def test_the_outage_names_the_login_in_the_tool_list_and_call_results(
                 text = result["content"][0]["text"]
                 assert text.startswith("The tool server 't' is unavailable (needs_login): ")
                 assert "mcpd auth login t" in text
-                assert "ask the user to log in to 't'" in text
+                assert text.endswith(
+                    "ask the user to log in to 't' (`mcpd auth login t`) or to give mcpd a "
+                    "token for it, then call this tool again."
+                )
                 assert result["_meta"]["mcpd/outage"]["state"] == "needs_login"
 
 

@@ -129,3 +129,29 @@ def test_quoted_values_round_trip(params: dict[str, str]) -> None:
 def test_never_raises(text: str) -> None:
     parse_www_authenticate([text])
     bearer_challenge([text])
+
+
+def test_the_words_of_a_challenge_are_quoted_only_as_far_as_they_are_safe() -> None:
+    plain = bearer_challenge(['Bearer error="invalid_token", error_description="key missing"'])
+    assert plain is not None
+    assert plain.words() == 'Bearer error="invalid_token", error_description="key missing"'
+    assert BearerChallenge().words() == "Bearer"
+    # A server's text cannot close the quotes, hide text or speak at length.
+    hostile = BearerChallenge(
+        error="invalid_token",
+        error_description='x", mcpd says="fine\u202e\u200b\\' + "a" * 300,
+    )
+    said = hostile.words()
+    assert said.startswith(
+        'Bearer error="invalid_token", error_description="x?, mcpd says=?fine???'
+    )
+    assert said.endswith('a…"') and said.count('"') == 4
+    assert all(" " <= c <= "~" or c == "…" for c in said)
+    assert len(said) < 200
+
+
+@given(st.text())
+def test_words_are_always_printable_ascii_in_two_quotes(text: str) -> None:
+    said = BearerChallenge(error=text or None, error_description=text or None).words()
+    assert all(" " <= c <= "~" or c == "…" for c in said)
+    assert said.count('"') in (0, 4)

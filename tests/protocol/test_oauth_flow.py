@@ -19,6 +19,8 @@ from protocol.oauth import (
     FetchPolicy,
     FlowConfig,
     FlowState,
+    HttpResponse,
+    NoAuthorizationMetadata,
     OAuthConfigError,
     OAuthProtocolError,
     OAuthUsageError,
@@ -266,8 +268,45 @@ def test_2025_03_26_default_endpoints_when_there_is_no_metadata_at_all() -> None
 
 def test_without_legacy_fallback_missing_metadata_is_an_error() -> None:
     world = FakeWorld(prm_url=None)
-    with pytest.raises(OAuthProtocolError, match="no protected resource metadata"):
+    with pytest.raises(NoAuthorizationMetadata) as info:
         drive(make_flow(world, None, allow_legacy=False), world)
+    assert str(info.value) == (
+        "no OAuth authorization metadata at "
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp, "
+        "https://mcp.example.com/.well-known/oauth-protected-resource (HTTP 404)"
+    )
+    assert world.urls() == [url for url, _ in info.value.looked_at]  # nothing guessed
+
+
+def test_a_guessed_registration_endpoint_that_does_not_register_means_no_oauth() -> None:
+    """2025-03-26 asks for the default endpoints when there is no metadata at all;
+    what answers there with something that is no registration (a 202, as servers
+    answer a POST they take for a notification; a page) is no authorization server."""
+    for answer in [
+        HttpResponse(202),
+        HttpResponse(200, (("content-type", "text/html"),), b"<html>hello</html>"),
+        json_response({"jsonrpc": "2.0", "id": None, "error": {"code": -32600}}, 400),
+    ]:
+        world = FakeWorld(issuer="https://mcp.example.com", prm_url=None, metadata_url="-")
+        world.extra[("POST", "https://mcp.example.com/register")] = lambda r, a=answer: a
+        with pytest.raises(NoAuthorizationMetadata) as info:
+            drive(make_flow(world, None), world)
+        assert world.urls()[-1] == "https://mcp.example.com/register"
+        assert [url for url, _ in info.value.looked_at] == world.urls()[:-1]
+        assert str(info.value).endswith(
+            "(HTTP 404); the default registration endpoint of the 2025-03-26 revision, "
+            f"https://mcp.example.com/register, answered HTTP {answer.status}, "
+            "which is no client registration"
+        )
+
+
+def test_a_guessed_registration_endpoint_may_still_refuse_as_one() -> None:
+    world = FakeWorld(issuer="https://mcp.example.com", prm_url=None, metadata_url="-")
+    world.extra[("POST", "https://mcp.example.com/register")] = lambda r: json_response(
+        {"error": "invalid_client_metadata", "error_description": "no loopback"}, 400
+    )
+    with pytest.raises(OAuthProtocolError, match="invalid_client_metadata - no loopback"):
+        drive(make_flow(world, None), world)
 
 
 def test_resource_metadata_for_another_resource_stops_the_flow() -> None:

@@ -21,7 +21,7 @@ from protocol.oauth import (
     FetchPolicy,
     FlowConfig,
     HttpRequest,
-    OAuthProtocolError,
+    NoAuthorizationMetadata,
     OpenBrowser,
     Secret,
     TokenEndpointError,
@@ -172,7 +172,7 @@ async def test_redirects_are_not_followed() -> None:
             srv.prm_redirect = True
             http = OAuthHttp()
             policy = await http.policy_for(srv.mcp_url)
-            with pytest.raises(OAuthProtocolError, match="redirect, not followed"):
+            with pytest.raises(NoAuthorizationMetadata, match="redirect, not followed"):
                 await http.discover(srv.mcp_url, None, policy, allow_legacy=False)
     paths = [urlsplit(r.target).path for r in srv.http.requests]
     assert "/elsewhere/prm" not in paths
