@@ -49,6 +49,7 @@ NOT_FOR_STDIO = (
     "h11",
     "protocol.oauth",
     "transports.oauth_http",
+    "transports.oauth_redirect",
     "transports.http",
     "transports.legacy_sse",
     "transports.sse_detect",

@@ -30,7 +30,8 @@ from protocol.oauth import (
 from protocol.oauth.authorize import state_of
 from protocol.oauth.http import get
 from transports.base import TransportError
-from transports.oauth_http import OAuthHttp, Resolver, redirect_listener
+from transports.oauth_http import OAuthHttp, Resolver
+from transports.oauth_redirect import redirect_listener
 
 from ..support.http_servers import Responder, SeenRequest, serve_http
 from ..support.oauth_server import OAuthServer, serve_oauth
@@ -330,40 +331,3 @@ async def test_login_through_a_loopback_redirect_listener() -> None:
             result = await http.run_flow(flow, policy, browser)
     assert result.tokens.access_token.reveal() in srv.issued
     assert srv.failures == []
-
-
-async def test_the_redirect_listener_takes_only_the_logins_own_answer() -> None:
-    """Anyone on the machine can reach the loopback port: what does not carry the
-    login's state gets an error page, and the listener waits on for the one that does."""
-    http = OAuthHttp()
-    policy = FetchPolicy(allow_loopback=True)
-
-    async def status(url: str) -> int:
-        return (await http.execute(get(url, "a request"), policy)).status
-
-    with trio.fail_after(LIMIT):
-        async with redirect_listener() as listener:
-            callback = listener.redirect_uri
-            # Before the login has started, nothing is its answer.
-            assert await status(f"{callback}?code=early&state=s3cret") == 400
-            listener.expect("s3cret")
-            for stray, expected in [
-                (f"{callback}?code=stolen&state=guessed", 400),
-                (f"{callback}?code=stolen", 400),
-                (f"{callback}?code=stolen&state=s3cret&state=guessed", 400),
-                (f"{callback}?code=stolen&state=", 400),
-                (callback.replace("/callback", "/elsewhere") + "?code=x&state=s3cret", 404),
-            ]:
-                assert await status(stray) == expected, stray
-            assert await status(f"{callback}?code=mine&state=s3cret") == 200
-            target = await listener.wait()
-            assert target == "/callback?code=mine&state=s3cret"  # no stray was taken
-            # Later strays still get nothing, and do not replace what was taken.
-            assert await status(f"{callback}?code=late&state=s3cret") == 400
-            assert await listener.wait() == target
-
-
-async def test_the_redirect_listener_is_loopback_only() -> None:
-    with pytest.raises(ValueError, match="loopback"):
-        async with redirect_listener(host="0.0.0.0"):
-            pass

@@ -1,0 +1,65 @@
+"""The loopback listener ``mcpd auth login`` waits on for the browser: any local user
+can reach it, so only the login's own answer counts."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from protocol.oauth import FetchPolicy
+from protocol.oauth.http import get
+from transports.oauth_http import OAuthHttp
+from transports.oauth_redirect import REQUEST_TIMEOUT, redirect_listener
+
+LIMIT = 10
+
+
+async def test_the_redirect_listener_takes_only_the_logins_own_answer() -> None:
+    """Anyone on the machine can reach the loopback port: what does not carry the
+    login's state gets an error page, and the listener waits on for the one that does."""
+    http = OAuthHttp()
+    policy = FetchPolicy(allow_loopback=True)
+
+    async def status(url: str) -> int:
+        return (await http.execute(get(url, "a request"), policy)).status
+
+    with trio.fail_after(LIMIT):
+        async with redirect_listener() as listener:
+            callback = listener.redirect_uri
+            # Before the login has started, nothing is its answer.
+            assert await status(f"{callback}?code=early&state=s3cret") == 400
+            listener.expect("s3cret")
+            for stray, expected in [
+                (f"{callback}?code=stolen&state=guessed", 400),
+                (f"{callback}?code=stolen", 400),
+                (f"{callback}?code=stolen&state=s3cret&state=guessed", 400),
+                (f"{callback}?code=stolen&state=", 400),
+                (callback.replace("/callback", "/elsewhere") + "?code=x&state=s3cret", 404),
+            ]:
+                assert await status(stray) == expected, stray
+            assert await status(f"{callback}?code=mine&state=s3cret") == 200
+            target = await listener.wait()
+            assert target == "/callback?code=mine&state=s3cret"  # no stray was taken
+            # Later strays still get nothing, and do not replace what was taken.
+            assert await status(f"{callback}?code=late&state=s3cret") == 400
+            assert await listener.wait() == target
+
+
+async def test_a_connection_that_sends_no_request_is_closed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Someone who opens connections and sends nothing does not keep them for the
+    whole login (the clock is a test clock: its minutes pass at once)."""
+    async with redirect_listener() as listener:
+        port = int(listener.redirect_uri.rsplit(":", 1)[1].split("/")[0])
+        idle = await trio.open_tcp_stream("127.0.0.1", port)
+        with trio.fail_after(REQUEST_TIMEOUT * 10):
+            assert await idle.receive_some(100) == b""
+        await idle.aclose()
+
+
+async def test_the_redirect_listener_is_loopback_only() -> None:
+    with pytest.raises(ValueError, match="loopback"):
+        async with redirect_listener(host="0.0.0.0"):
+            pass
