@@ -1,5 +1,5 @@
 """The daemon and the commands find the same socket and the same config: a daemon
-started the way the README says is the one `mcpd status`, `mcpd token` and `mcpd
+started the way docs/guide.md says is the one `mcpd status`, `mcpd token` and `mcpd
 connect` then reach, with no --socket or --config repeated. Real `mcpd serve`
 processes, and the commands as a user types them."""
 

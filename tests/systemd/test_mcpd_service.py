@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 def test_start_status_outage_and_journal(systemd_rootfs: harness.Rootfs) -> None:
     """`systemctl start` returns after READY=1 with the summary in STATUS=; the summary
     follows a server going down and coming back, and the journal has the outage with
-    its fields, queried as the README shows."""
+    its fields, queried as docs/operations.md shows."""
     check = r"""
     step("systemd-analyze verify, with the real ExecStart and ExecReload")
     units = ["/etc/systemd/system/mcpd.service", "/etc/systemd/system/mcpd.socket"]

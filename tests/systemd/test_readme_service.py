@@ -1,7 +1,7 @@
-"""README "Run as a service", word for word: its install commands, for the machine and for
-one user, run in a container booted with a real systemd, from a copy of this checkout
-(pip installs offline from the rootfs's wheelhouse), and its journalctl lines are run
-against a real outage."""
+"""docs/operations.md "Run as a service", word for word: its install commands, for the
+machine and for one user, run in a container booted with a real systemd, from a copy of
+this checkout (pip installs offline from the rootfs's wheelhouse), and its journalctl
+lines are run against a real outage."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ OFFLINE = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": harness.WHEELHOUSE}
 
 
 def readme_blocks() -> list[str]:
-    """The bash blocks of the README's "Run as a service": system install, journalctl
-    examples, user install."""
-    text = (ROOT / "README.md").read_text()
+    """The bash blocks of "Run as a service" in docs/operations.md: system install,
+    journalctl examples, user install."""
+    text = (ROOT / "docs" / "operations.md").read_text()
     section = text.split("\n## Run as a service\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
     assert len(blocks) == 3, blocks
@@ -46,7 +46,7 @@ def _with_blocks(m: harness.Machine) -> harness.Machine:
 
 def test_readme_system_install_and_journal_queries(systemd_rootfs: harness.Rootfs) -> None:
     check = r"""
-    step("the README's four commands, as root in the checkout")
+    step("the documented four commands, as root in the checkout")
     run = subprocess.run(["bash", "-ex", "/opt/checks/readme-system.sh"], cwd="/src/mcpd",
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -57,7 +57,7 @@ def test_readme_system_install_and_journal_queries(systemd_rootfs: harness.Rootf
     assert len(tool_names()) == 6
     assert show("StatusText") == "2 servers: 2 ready"
 
-    step("an outage, then the README's journalctl lines")
+    step("an outage, then the documented journalctl lines")
     sh("systemctl", "stop", "tickets")
     assert mcpd("call", "mcp__tickets__search", '{"query": "x"}', check=False).returncode == 1
     status_becomes("2 servers: 1 ready, 1 unreachable (tickets)")
@@ -96,7 +96,7 @@ def test_readme_user_install(systemd_rootfs: harness.Rootfs) -> None:
         assert not check or proc.returncode == 0, (cmd, proc.stdout + proc.stderr)
         return proc.stdout.strip()
 
-    step("the README's user commands, as alice in her checkout")
+    step("the documented user commands, as alice in her checkout")
     alice("bash", "-ex", "/opt/checks/readme-user.sh")
     assert alice("systemctl", "--user", "is-active", "mcpd.socket", "mcpd") == "active\nactive"
     assert "6 tools" in alice("/home/alice/.local/bin/mcpd", "tools")
