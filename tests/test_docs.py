@@ -211,3 +211,32 @@ def test_every_config_key_is_documented(where: str, documented: typing.Any) -> N
         f"{where} documents [{t}], which is no table" for t in sorted(set(have) - set(keys))
     ]
     assert not problems, "\n".join(problems)
+
+
+# -- links between the documents --
+
+
+def _slug(heading: str) -> str:
+    """The anchor a Markdown heading gets (GitHub's rule)."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_every_link_between_the_documents_reaches_its_place() -> None:
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    problems = []
+    for doc in docs:
+        text = doc.read_text()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue  # another site
+            path, _, anchor = target.partition("#")
+            linked = (doc.parent / path).resolve() if path else doc
+            if not linked.exists():
+                problems.append(f"{doc.name}: {target}: no such file")
+                continue
+            if anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.*)$", linked.read_text(), re.M)
+                if anchor not in {_slug(h) for h in headings}:
+                    problems.append(f"{doc.name}: {target}: no such heading")
+    assert not problems, "\n".join(problems)
