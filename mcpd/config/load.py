@@ -22,7 +22,7 @@ import msgspec
 
 from .endpoints import validate_http, validate_profiles
 from .expand import ServerTable, Unresolved, expand, expand_server, expand_tree
-from .model import Config, ConfigError, ServerConfig
+from .model import LIST_LIMIT_KEYS, Config, ConfigError, ServerConfig
 from .profiles import ProfileConfig
 from .serverchecks import check_server
 
@@ -146,6 +146,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         "queue_size",
         "max_connections",
         "max_inflight_per_connection",
+        *LIST_LIMIT_KEYS,
     ):
         if getattr(d, key) < 1:
             raise ConfigError(f"daemon.{key}", "must be at least 1")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 import msgspec
@@ -68,6 +68,14 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     http_origins: list[str] = msgspec.field(default_factory=list)
     # How long an agent has to answer a server's request (elicitation, sampling, roots).
     ask_timeout: float = 120.0
+    # What one server's lists may hold (each list kind on its own), far above what real
+    # servers list: past them items are dropped and texts cut, and ``mcpd status`` and
+    # the journal say what and why. Each can be set per server too.
+    max_list_items: int = 2000
+    max_list_bytes: int = 64 * 1024 * 1024
+    max_item_bytes: int = 256 * 1024
+    max_description_bytes: int = 64 * 1024
+    max_instructions_bytes: int = 64 * 1024
 
 
 class NamingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -149,6 +157,12 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     idle_stop: float = 300.0
     # OAuth for HTTP servers; None: OAuth login when the server asks for it.
     auth: AuthConfig | None = None
+    # The daemon's list limits for this server alone (None: the daemon's).
+    max_list_items: int | None = None
+    max_list_bytes: int | None = None
+    max_item_bytes: int | None = None
+    max_description_bytes: int | None = None
+    max_instructions_bytes: int | None = None
     # Set by mcpd, not a config key: why the server cannot start here (a variable not
     # set, a secret file it cannot read), the same words a config error would use. The
     # values that could not be expanded are left as written.
@@ -178,6 +192,35 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
         if self.max_concurrency is not None:
             return self.max_concurrency
         return 4 if self.kind == "stdio" else 16
+
+
+# The keys of the list limits, in [daemon] and in each [servers.NAME].
+LIST_LIMIT_KEYS: Final = (
+    "max_list_items",
+    "max_list_bytes",
+    "max_item_bytes",
+    "max_description_bytes",
+    "max_instructions_bytes",
+)
+
+
+class Limit(NamedTuple):
+    value: int
+    key: str  # the key that set it, for whoever is told what it left out
+
+
+class ListLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """One server's list limits as they apply to it (``Config.list_limits``)."""
+
+    items: Limit
+    list_bytes: Limit
+    item_bytes: Limit
+    description_bytes: Limit
+    instructions_bytes: Limit
+
+
+def _limit(alias: str, key: str, own: int | None, daemon: int) -> Limit:
+    return Limit(daemon, f"daemon.{key}") if own is None else Limit(own, f"servers.{alias}.{key}")
 
 
 def _path_of(url: str | None) -> str:
@@ -210,6 +253,24 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
         if server.call_timeout is not None:
             return server.call_timeout, f"servers.{alias}.call_timeout"
         return self.daemon.call_timeout, "daemon.call_timeout"
+
+    def list_limits(self, alias: str) -> ListLimits:
+        """What the server's lists may hold: its own keys, else the daemon's."""
+        s, d = self.servers.get(alias, ServerConfig()), self.daemon
+        return ListLimits(
+            items=_limit(alias, "max_list_items", s.max_list_items, d.max_list_items),
+            list_bytes=_limit(alias, "max_list_bytes", s.max_list_bytes, d.max_list_bytes),
+            item_bytes=_limit(alias, "max_item_bytes", s.max_item_bytes, d.max_item_bytes),
+            description_bytes=_limit(
+                alias, "max_description_bytes", s.max_description_bytes, d.max_description_bytes
+            ),
+            instructions_bytes=_limit(
+                alias,
+                "max_instructions_bytes",
+                s.max_instructions_bytes,
+                d.max_instructions_bytes,
+            ),
+        )
 
 
 def default_socket_path(env: Mapping[str, str] | None = None) -> str:

@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Collection, Iterator
 
-from .model import ALIAS_RE, AuthConfig, ConfigError, ServerConfig, ToolsConfig
+from .model import ALIAS_RE, LIST_LIMIT_KEYS, AuthConfig, ConfigError, ServerConfig, ToolsConfig
 
 
 def check_server(alias: str, s: ServerConfig, unknown: Collection[str] = ()) -> None:
@@ -51,6 +51,10 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
         yield ConfigError(f"{where}.call_timeout", "must be positive")
     if s.max_concurrency is not None and s.max_concurrency < 1:
         yield ConfigError(f"{where}.max_concurrency", "must be at least 1")
+    for key in LIST_LIMIT_KEYS:
+        limit = getattr(s, key)
+        if limit is not None and limit < 1:
+            yield ConfigError(f"{where}.{key}", "must be at least 1")
     if s.ca_file is not None and not os.path.isfile(s.ca_file):
         yield ConfigError(f"{where}.ca_file", f"{s.ca_file!r} does not exist")
     for tool, seconds in s.tool_timeouts.items():

@@ -352,6 +352,44 @@ def test_out_of_range_settings_name_their_key(text: str, path: str) -> None:
     assert error_of(text).path == path
 
 
+LIST_LIMITS = [
+    "max_list_items",
+    "max_list_bytes",
+    "max_item_bytes",
+    "max_description_bytes",
+    "max_instructions_bytes",
+]
+
+
+def test_list_limits_parse_in_the_daemon_and_per_server() -> None:
+    config = parse_toml(
+        "[daemon]\nmax_list_items = 500\nmax_instructions_bytes = 4096\n"
+        + STDIO
+        + "max_list_items = 20\nmax_item_bytes = 1024\nmax_list_bytes = 100000\n"
+        + "max_description_bytes = 300\n"
+    )
+    assert (config.daemon.max_list_items, config.daemon.max_instructions_bytes) == (500, 4096)
+    s = config.servers["s"]
+    assert (s.max_list_items, s.max_item_bytes, s.max_list_bytes) == (20, 1024, 100000)
+    assert (s.max_description_bytes, s.max_instructions_bytes) == (300, None)
+    defaults = parse({}, env={}).daemon
+    assert (defaults.max_list_items, defaults.max_description_bytes) == (2000, 64 * 1024)
+
+
+@pytest.mark.parametrize("key", LIST_LIMITS)
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_a_list_limit_below_one_is_an_error_naming_its_key(key: str, value: str) -> None:
+    assert error_of(f"[daemon]\n{key} = {value}\n").path == f"daemon.{key}"
+    error = error_of(STDIO + f"{key} = {value}\n")
+    assert (error.path, error.message) == (f"servers.s.{key}", "must be at least 1")
+
+
+@pytest.mark.parametrize("key", LIST_LIMITS)
+def test_a_list_limit_that_is_not_a_whole_number_is_an_error_naming_its_key(key: str) -> None:
+    assert error_of(STDIO + f'{key} = "lots"\n').path == f"servers.s.{key}"
+    assert error_of(f"[daemon]\n{key} = 1.5\n").path == f"daemon.{key}"
+
+
 def test_a_template_without_alias_and_a_custom_length_are_accepted() -> None:
     config = parse_toml('[naming]\ntemplate = "{tool}"\nmax_length = 16\n')
     assert config.naming.template == "{tool}"
