@@ -27,6 +27,7 @@ from .logs import Heard
 from .outage import Outage, iso
 from .progress import Deliver
 from .runner import Runner
+from .state import short_lists
 from .supervisor import Supervisor
 
 Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees it
@@ -116,8 +117,12 @@ class Front:
         for alias, runner in sorted(self._supervisor.runners.items()):
             # What the server said of itself for models when mcpd last connected.
             up = runner.upstream
-            text = up.instructions if up is not None else None
-            if isinstance(text, str) and text.strip() and (only is None or only(alias)):
+            if up is None or (only is not None and not only(alias)):
+                continue
+            said = up.instructions.strip() if isinstance(up.instructions, str) else ""
+            note = short_lists(runner.lists.short, runner.surface.trimmed)
+            text = "\n\n".join(t for t in (note, said) if t)
+            if text:
                 out.append((alias, text))
         return out
 

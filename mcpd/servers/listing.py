@@ -53,13 +53,16 @@ class ListKeeper:
         self._listed_at = -math.inf
         self.ttl_ms = 0
         self.cache_scope: str | None = None
-        self.dropped: list[str] = []
+        self.dropped: list[str] = []  # what the last list left out, and why
+        self.cut: list[str] = []  # what it kept with less, and why
+        self.short = False  # whether it was longer than its limits
         self._announced = 0  # list_changed heard since the last fetch began
         self._flood_logged = -math.inf
 
     def listed(self, listing: ListResult) -> None:
         self._listed_at = trio.current_time()
-        self.ttl_ms, self.dropped = listing.ttl_ms, listing.dropped
+        self.ttl_ms, self.dropped, self.cut = listing.ttl_ms, listing.dropped, listing.cut
+        self.short = listing.short
         self.cache_scope = listing.cache_scope
 
     def connected(self) -> None:

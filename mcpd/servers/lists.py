@@ -26,13 +26,14 @@ from protocol.logfields import log_extra
 from transports.base import ServerCancelled, TransportError
 
 from ..registry.catalog import Catalog
+from ..registry.limits import ListTrim, Trimmed
 from .handshake import ProtocolViolation
 from .listing import ListKeeper
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
 
-T = TypeVar("T", bound=msgspec.Struct)
+T = TypeVar("T", surface.Prompt, surface.Resource, surface.ResourceTemplate)
 Updated = Callable[[str, str], None]  # (alias, the server's URI)
 TaskNews = Callable[[str, msgspec.Raw], None]  # (alias, the notification's params)
 _RELISTEN_CAP: Final = 60.0
@@ -45,12 +46,15 @@ def _cap(up: Upstream, name: str, key: str | None = None) -> bool:
     return isinstance(value, dict) and value.get(key) is True
 
 
-async def list_all(up: Upstream, method: str, field: str, type_: type[T]) -> list[T]:
-    """Every page of a list method, each item decoded on its own (a bad item is
-    skipped and logged, as a bad tool is)."""
+async def list_all(
+    up: Upstream, method: str, field: str, type_: type[T], kind: str
+) -> tuple[list[T], Trimmed]:
+    """Every page of a list method up to the server's limits, each item decoded on its
+    own (a bad item is dropped, as a bad tool is), and what was left out."""
     out: list[T] = []
     seen: set[str] = set()
     cursor: str | None = None
+    trim = ListTrim(up.alias, kind, method, up.limits)
     for _ in range(up.max_pages):
         meta = up.params_meta(None, None)
         params: Any = (
@@ -65,19 +69,20 @@ async def list_all(up: Upstream, method: str, field: str, type_: type[T]) -> lis
             raise ProtocolViolation(f"{up.alias}: bad {method} result: {exc}") from None
         items = getattr(page, field)
         for item in items if isinstance(items, list) else []:
+            if not trim.admit(item):
+                continue
             try:
-                out.append(rpc.decode_as(item, type_))
+                decoded = rpc.decode_as(item, type_)
             except rpc.InvalidParams as exc:
-                logger.warning(
-                    "%s: skipped a malformed entry of %s: %s",
-                    up.alias,
-                    method,
-                    exc,
-                    extra=log_extra(up.alias, reason=str(exc)),
-                )
+                trim.drop("(malformed)", str(exc))
+                continue
+            trim.described(decoded)
+            out.append(decoded)
         nxt = page.nextCursor
-        if not isinstance(nxt, str):
-            return out
+        if isinstance(nxt, str) and trim.full:
+            trim.stopped()
+        if not isinstance(nxt, str) or trim.full:
+            return out, trim.done()
         if nxt in seen:
             raise ProtocolViolation(f"{up.alias}: {method} cursor {nxt!r} repeated")
         seen.add(nxt)
@@ -107,6 +112,9 @@ class SurfaceKeeper:
         # What the server's last acknowledgement of our listen said it honours.
         self.acknowledged: dict[str, Any] = {}
         self.held: set[str] = set()  # subscribed upstream on the current legacy session
+        # What the last fetch of each list left out ("prompts", "resources",
+        # "resource_templates").
+        self.trimmed: dict[str, Trimmed] = {}
         self._sync_due = False
         self._relisten = trio.Event()
 
@@ -121,23 +129,36 @@ class SurfaceKeeper:
 
     async def _fetch_prompts(self, up: Upstream) -> None:
         self.prompts_due = False
+        self.trimmed.pop("prompts", None)
         if self.catalog is None or not _cap(up, "prompts"):
             return
-        prompts = await list_all(up, "prompts/list", "prompts", surface.Prompt)
+        prompts, self.trimmed["prompts"] = await list_all(
+            up, "prompts/list", "prompts", surface.Prompt, "prompts"
+        )
         if self.catalog.prompts.update(self.alias, prompts):
             self._changed()
 
     async def _fetch_resources(self, up: Upstream) -> None:
         self.resources_due = False
+        self.trimmed.pop("resources", None)
+        self.trimmed.pop("resource_templates", None)
         if self.catalog is None or not _cap(up, "resources"):
             return
-        resources = await list_all(up, "resources/list", "resources", surface.Resource)
+        resources, self.trimmed["resources"] = await list_all(
+            up, "resources/list", "resources", surface.Resource, "resources"
+        )
         try:
-            templates = await list_all(
-                up, "resources/templates/list", "resourceTemplates", surface.ResourceTemplate
+            templates, trimmed = await list_all(
+                up,
+                "resources/templates/list",
+                "resourceTemplates",
+                surface.ResourceTemplate,
+                "resource_templates",
             )
         except rpc.RPCError:
-            templates = []  # a server with resources but no templates may refuse the method
+            # A server with resources but no templates may refuse the method.
+            templates, trimmed = [], Trimmed()
+        self.trimmed["resource_templates"] = trimmed
         if self.catalog.resources.update(self.alias, resources, templates):
             self._changed()
 

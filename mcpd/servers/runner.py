@@ -41,6 +41,7 @@ from .session import Session
 from .state import (
     backoff_config,
     breaker_config,
+    list_trims,
     outage_of,
     server_state,
     status_row,
@@ -257,7 +258,10 @@ class Runner:
 
     async def _connect_and_serve(self, transport: Transport) -> None:
         up, listing = await self.session.open(
-            transport, http=self.transport_kind == "http", settings=self.config.daemon
+            transport,
+            http=self.transport_kind == "http",
+            settings=self.config.daemon,
+            limits=self.config.list_limits(self.alias),
         )
         self.lists.listed(listing)
         self.lists.connected()
@@ -415,4 +419,5 @@ class Runner:
         row["pid"] = pid if isinstance(pid, int) else None
         if self.login is not None and self.auth is not None and self.auth.enabled:
             row["auth"] = self.login.status()
-        return row | surface_counts(catalog_of(self.registry), self.alias)
+        trims = list_trims(self.lists.cut, self.surface.trimmed, up.instructions_cut if up else "")
+        return row | surface_counts(catalog_of(self.registry), self.alias) | trims

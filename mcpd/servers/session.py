@@ -17,7 +17,7 @@ import trio
 from protocol import jsonrpc as rpc
 from transports.base import Transport, TransportError, single_exceptions
 
-from ..config.model import DaemonConfig
+from ..config.model import DaemonConfig, ListLimits
 from .askback import relay_capabilities
 from .autherrors import LoginRequired
 from .backoff import RestartPolicy
@@ -82,9 +82,9 @@ class Session:
             self._logs.on_notification(msg)
 
     async def open(
-        self, transport: Transport, *, http: bool, settings: DaemonConfig
+        self, transport: Transport, *, http: bool, settings: DaemonConfig, limits: ListLimits
     ) -> tuple[Upstream, ListResult]:
-        """Connect and list tools, prompts and resources."""
+        """Connect and list tools, prompts and resources, each up to ``limits``."""
         up = Upstream(
             self.alias,
             transport,
@@ -92,6 +92,7 @@ class Session:
             era=self.era_hint,
             probe_timeout=settings.probe_timeout,
             max_pages=settings.max_pages,
+            limits=limits,
         )
         up.client_capabilities = relay_capabilities(self._relay)
         try:

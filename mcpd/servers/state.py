@@ -7,12 +7,14 @@ results and in the journal are worked out here, in one place.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 import msgspec
 
 from ..config.model import DaemonConfig
 from ..registry.catalog import Catalog
+from ..registry.limits import NOUNS, Trimmed
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig
 from .downtime import Downtime
@@ -178,6 +180,39 @@ def status_row(
         "stderr": r.stderr[-5:] if r.transport_kind == "stdio" else [],
         "dropped_tools": r.dropped_tools,
     }
+
+
+# A server's lists besides its tools, in the order they are shown.
+_SURFACE: Final = ("prompts", "resources", "resource_templates")
+
+
+def list_trims(
+    tools_cut: list[str], surface: Mapping[str, Trimmed], instructions_cut: str
+) -> dict[str, list[str]]:
+    """Beside ``dropped_tools`` in ``mcpd status``: what the server's other lists left
+    out, and what of all its lists and its instructions was kept with less, each with
+    why (mcpd's limits, or an item agents could not be shown as it was)."""
+    listed = [surface[kind] if kind in surface else Trimmed() for kind in _SURFACE]
+    out = {f"dropped_{kind}": list(t.dropped) for kind, t in zip(_SURFACE, listed, strict=True)}
+    cut = list(tools_cut)
+    for t in listed:
+        cut += t.cut
+    out["cut"] = [*cut, instructions_cut] if instructions_cut else cut
+    return out
+
+
+def short_lists(tools: bool, surface: Mapping[str, Trimmed]) -> str:
+    """For models, beside the server's instructions: which of its lists are only partly
+    shown because they are longer than their limits ("" if none). ``tools``: whether
+    its tool list is."""
+    kinds = ["tools"] if tools else []
+    kinds += [NOUNS[k][0] for k in _SURFACE if k in surface and surface[k].short]
+    if not kinds:
+        return ""
+    return (
+        f"[mcpd: this server lists more {', '.join(kinds)} than mcpd's limits allow; "
+        "only the first ones are shown]"
+    )
 
 
 def surface_counts(catalog: Catalog | None, alias: str) -> dict[str, int]:

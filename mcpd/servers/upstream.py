@@ -21,6 +21,8 @@ from protocol import mcp, splice
 from protocol.logfields import log_extra
 from transports.base import SessionExpired, Transport
 
+from ..config.model import ListLimits
+from ..registry.limits import DEFAULT_LIMITS, ListTrim, Trimmed, limited_instructions, shown
 from . import task_tools, toolshape
 from .callmeta import NO_SPLICE, CallMeta, splice_token
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, ProtocolViolation, request_meta
@@ -31,13 +33,15 @@ logger = logging.getLogger("mcpd.upstream")
 class ListResult(msgspec.Struct):
     tools: list[mcp.Tool]
     ttl_ms: int
-    dropped: list[str]
+    dropped: list[str]  # tools left out, each with why
     # "private": the list belongs to the authorization context it was fetched in,
     # which is mcpd's own (its credentials for this server), never an agent's.
     cache_scope: str | None = None
     # The server sent the bytes it sent last time in this session: ``tools`` is the
     # list decoded then, not decoded again.
     unchanged: bool = False
+    cut: list[str] = msgspec.field(default_factory=list)  # tools kept with less, and why
+    short: bool = False  # the list was longer than its limits: only its first part is here
 
 
 class Upstream:
@@ -50,19 +54,22 @@ class Upstream:
         era: str = "auto",
         probe_timeout: float = 5.0,
         max_pages: int = 1000,
+        limits: ListLimits = DEFAULT_LIMITS,
     ) -> None:
         self.alias = alias
         self.transport = transport
         self.http = http
         self.max_pages = max_pages
+        self.limits = limits
         self.era: mcp.Era | None = None
         self.version = ""
         self.capabilities: dict[str, Any] = {}
         self.instructions: str | None = None
+        self.instructions_cut = ""  # what the limit cut of them, if it did
         self.server_info: Any = None
         self.discover_ttl_ms = 0
         # The last tools/list: a digest of its tools' bytes, and what was made of them.
-        self._listed: tuple[bytes, list[mcp.Tool], list[str]] | None = None
+        self._listed: tuple[bytes, list[mcp.Tool], Trimmed] | None = None
         self._handshake = Handshake(
             alias, transport, http=http, era=era, probe_timeout=probe_timeout
         )
@@ -108,7 +115,9 @@ class Upstream:
         self.era, self.version = greeting.era, greeting.version
         self.meta.adopt(greeting.era, greeting.version)
         self.capabilities = greeting.capabilities
-        self.instructions = greeting.instructions
+        self.instructions, self.instructions_cut = limited_instructions(
+            self.alias, greeting.instructions, self.limits.instructions_bytes
+        )
         self.server_info = greeting.server_info
         if greeting.discover_ttl_ms is not None:
             self.discover_ttl_ms = greeting.discover_ttl_ms
@@ -165,6 +174,7 @@ class Upstream:
         cursor: str | None = None
         ttl = 0
         scope: str | None = None
+        trim = ListTrim(self.alias, "tools", "tools/list", self.limits)
         for page_no in range(self.max_pages):
             raw = await self.request("tools/list", self._list_params(cursor))
             try:
@@ -179,12 +189,16 @@ class Upstream:
                 # A server may say who it is in any result's _meta (not only discover's).
                 self.server_info = page.meta.get(mcp.KEY_SERVER_INFO)
             for item in page.tools:
-                digest.update(item)
-                digest.update(b"\n")  # no two lists of items hash alike by joining
-            items += page.tools
+                if trim.admit(item):
+                    digest.update(item)
+                    digest.update(b"\n")  # no two lists of items hash alike by joining
+                    items.append(item)
             nxt = page.nextCursor
-            if not isinstance(nxt, str):
-                return self._listing(items, digest.digest(), ttl, scope)
+            if isinstance(nxt, str) and trim.full:
+                trim.stopped()
+            if not isinstance(nxt, str) or trim.full:
+                digest.update(trim.signature())
+                return self._listing(items, digest.digest(), ttl, scope, trim)
             if nxt in seen:
                 raise ProtocolViolation(f"{self.alias}: tools/list cursor {nxt!r} repeated")
             seen.add(nxt)
@@ -193,33 +207,33 @@ class Upstream:
             f"{self.alias}: tools/list did not end after {self.max_pages} pages"
         )
 
-    def _listing(self, items: list[Raw], digest: bytes, ttl: int, scope: str | None) -> ListResult:
+    def _listing(
+        self, items: list[Raw], digest: bytes, ttl: int, scope: str | None, trim: ListTrim
+    ) -> ListResult:
         last = self._listed
         if last is not None and last[0] == digest:
-            return ListResult(last[1], ttl, last[2], scope, unchanged=True)
+            was = last[2]
+            return ListResult(
+                last[1], ttl, was.dropped, scope, unchanged=True, cut=was.cut, short=was.short
+            )
         tools: list[mcp.Tool] = []
-        dropped: list[str] = []
         names: set[str] = set()
         for item in items:
-            tool = self._accept_tool(item, dropped)
+            tool = self._accept_tool(item, trim)
             if tool is None:
                 continue
             if tool.name in names:
                 # A name is how calls find a tool: a second one could never be called.
-                logger.warning(
-                    "%s: dropped a second tool named %r (the first one listed is kept)",
-                    self.alias,
-                    tool.name,
-                    extra=log_extra(self.alias, reason="duplicate tool name"),
-                )
-                dropped.append(f"{tool.name}: listed twice")
+                trim.drop(shown(tool.name), "listed twice (the first one listed is kept)")
                 continue
             names.add(tool.name)
+            trim.described(tool)
             tools.append(tool)
         if self.era == "legacy":
             self.task_tools = task_tools.task_tools(tools, self.capabilities)
-        self._listed = (digest, tools, dropped)
-        return ListResult(tools, ttl, dropped, scope)
+        trimmed = trim.done()
+        self._listed = (digest, tools, trimmed)
+        return ListResult(tools, ttl, trimmed.dropped, scope, cut=trimmed.cut, short=trimmed.short)
 
     def _list_params(self, cursor: str | None) -> Any:
         meta = request_meta(self.version, NO_CAPABILITIES) if self.era == "modern" else UNSET
@@ -227,49 +241,26 @@ class Upstream:
             return UNSET
         return mcp.ListToolsParams(cursor=UNSET if cursor is None else cursor, meta=meta)
 
-    def _accept_tool(self, item: Raw, dropped: list[str]) -> mcp.Tool | None:
+    def _accept_tool(self, item: Raw, trim: ListTrim) -> mcp.Tool | None:
         try:
             tool = rpc.decode_as(item, mcp.Tool)
         except rpc.InvalidParams as exc:
-            logger.warning(
-                "%s: skipped a malformed tool: %s",
-                self.alias,
-                exc,
-                extra=log_extra(self.alias, reason=str(exc)),
-            )
-            dropped.append(f"(malformed): {exc}")
+            trim.drop("(malformed)", str(exc))
             return None
         shaped, reason, removed = toolshape.checked(tool)
         if shaped is None:
-            logger.warning(
-                "%s: dropped tool %r: %s",
-                self.alias,
-                tool.name,
-                reason,
-                extra=log_extra(self.alias, reason=reason),
-            )
-            dropped.append(f"{tool.name}: {reason}")
+            trim.drop(shown(tool.name), reason or "")
             return None
         if removed:
-            logger.warning(
-                "%s: tool %r listed without its %s: not the JSON type MCP gives it",
-                self.alias,
-                tool.name,
-                ", ".join(removed),
-                extra=log_extra(self.alias, reason="malformed tool field"),
+            trim.mended(
+                shown(tool.name),
+                f"listed without its {', '.join(removed)}: not the JSON type MCP gives it",
             )
         if self.http:
             try:
                 mapping = mcp_headers.header_params(tool.inputSchema)
             except mcp_headers.InvalidHeaderAnnotation as exc:
-                logger.warning(
-                    "%s: dropped tool %r: %s",
-                    self.alias,
-                    tool.name,
-                    exc.reason,
-                    extra=log_extra(self.alias, reason=exc.reason),
-                )
-                dropped.append(f"{tool.name}: {exc.reason}")
+                trim.drop(shown(tool.name), exc.reason)
                 return None
             if mapping:
                 self._param_headers[tool.name] = mapping
