@@ -29,6 +29,7 @@ from protocol.logfields import log_extra
 
 from ..config.model import Config, ServerConfig
 from ..registry.catalog import catalog_of
+from ..registry.limits import limited_saved
 
 if TYPE_CHECKING:
     from ..registry.table import Registry
@@ -168,15 +169,23 @@ class StateKeeper:
             if not cfg.enabled or saved is None or saved.fingerprint != fingerprint(cfg):
                 continue
             self.saved[alias] = saved
+            # Saved under limits that may have been higher than they are now.
+            limits = config.list_limits(alias)
+            tools = limited_saved(alias, "tools", saved.tools, limits)
             self.registry.set_rules(alias, cfg.tools)
-            self.registry.update(alias, saved.tools, trusted=cfg.trusted)
+            self.registry.update(alias, tools, trusted=cfg.trusted)
             catalog = catalog_of(self.registry)
             if catalog is not None:
                 catalog.prompts.set_rules(alias, cfg.prompts)
                 if saved.prompts is not None:
-                    catalog.prompts.update(alias, saved.prompts)
+                    prompts = limited_saved(alias, "prompts", saved.prompts, limits)
+                    catalog.prompts.update(alias, prompts)
                 if saved.resources is not None:
-                    catalog.resources.update(alias, saved.resources, saved.templates or [])
+                    catalog.resources.update(
+                        alias,
+                        limited_saved(alias, "resources", saved.resources, limits),
+                        limited_saved(alias, "resource_templates", saved.templates or [], limits),
+                    )
             self.registry.set_availability(
                 alias, False, f"unavailable: {alias} has not answered since mcpd started"
             )
