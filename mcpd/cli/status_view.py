@@ -74,6 +74,7 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         if state not in ("ready", "degraded", "starting", "idle"):
             for tail in s.get("stderr") or []:
                 lines.append(f"{'':<16} stderr| {visible(tail)}")
+        lines += [f"{'':<16} {visible(note)}" for note in trim_notes(s)]
     profiles = status.get("profiles") or []
     if len(profiles) > 1 or any(p.get("warning") for p in profiles):
         lines += profile_lines(profiles, color)
@@ -101,6 +102,24 @@ def profile_lines(profiles: list[dict[str, Any]], color: bool = False) -> list[s
             if p.get(key):
                 lines.append(_paint(f"warning: {visible(p[key])}", "degraded", color))
     return lines
+
+
+_TRIMS_SHOWN = 5
+_TRIMMED = ("tools", "prompts", "resources", "resource_templates")
+
+
+def trim_notes(server: dict[str, Any]) -> list[str]:
+    """What the server's lists left out or cut, and why: the first few, then a count."""
+    notes = [
+        f"dropped {kind.replace('_', ' ')}| {why}"
+        for kind in _TRIMMED
+        for why in server.get(f"dropped_{kind}") or []
+    ]
+    notes += [f"cut| {why}" for why in server.get("cut") or []]
+    if len(notes) > _TRIMS_SHOWN:
+        more = len(notes) - _TRIMS_SHOWN + 1
+        notes[_TRIMS_SHOWN - 1 :] = [f"... and {more} more (mcpd status --json lists them)"]
+    return notes
 
 
 def _resources(server: dict[str, Any]) -> str:

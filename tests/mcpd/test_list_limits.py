@@ -12,6 +12,7 @@ import pytest
 import trio
 from msgspec import Raw
 
+from mcpd.cli.status_view import render_status
 from mcpd.config.load import parse
 from mcpd.config.model import ListLimits
 from mcpd.registry.limits import ListTrim, cut_text, limited_instructions, limited_saved
@@ -201,6 +202,34 @@ def test_saved_items_are_held_to_the_limits_of_now() -> None:
     kept = limited_saved("s", "tools", tools, limits(max_list_items=5, max_description_bytes=8))
     assert [t.name for t in kept] == ["t0", "t1", "t2", "t3", "t4"]
     assert kept[0].description == "x" * 8 + " [mcpd: cut at 8 of 40 bytes]"
+
+
+# -- what `mcpd status` shows of it --
+
+
+def test_status_text_shows_the_first_few_reasons_and_counts_the_rest() -> None:
+    row = {
+        "alias": "flood",
+        "state": "ready",
+        "dropped_tools": ["500 tools past the first 2,000 dropped (daemon.max_list_items)"],
+        "dropped_prompts": [f"p{i}: malformed" for i in range(4)],
+        "dropped_resource_templates": [],
+        "cut": ["instructions cut at 65,536 of 300,000 bytes (daemon.max_instructions_bytes)"],
+    }
+    text = render_status({"daemon": {}, "servers": [row]})
+    notes = [line.strip() for line in text.splitlines()[2:]][1:]
+    assert notes == [
+        "dropped tools| 500 tools past the first 2,000 dropped (daemon.max_list_items)",
+        "dropped prompts| p0: malformed",
+        "dropped prompts| p1: malformed",
+        "dropped prompts| p2: malformed",
+        "... and 2 more (mcpd status --json lists them)",
+    ]
+    row["dropped_prompts"] = []
+    text = render_status({"daemon": {}, "servers": [row]})
+    assert text.splitlines()[-1].strip() == (
+        "cut| instructions cut at 65,536 of 300,000 bytes (daemon.max_instructions_bytes)"
+    )
 
 
 # -- paging stops at the limit --
