@@ -92,6 +92,18 @@ p.add_argument(
 )
 p.add_argument("--instructions", default="scripted", help="what the server tells models")
 p.add_argument("--extra-tools", help="a JSON array of tool definitions listed after the others")
+p.add_argument("--prompts", type=int, default=0, help="offer and list this many prompts")
+p.add_argument(
+    "--templates", type=int, default=0, help="offer resources, listing this many templates"
+)
+p.add_argument(
+    "--long-description",
+    type=int,
+    default=0,
+    help="tool0's description is this many bytes of three-byte characters (too big for argv)",
+)
+p.add_argument("--long-instructions", type=int, default=0, help="instructions of this many bytes")
+p.add_argument("--utf8", action="store_true", help="write non-ASCII text as is, not escaped")
 args = p.parse_args()
 
 out_lock = threading.Lock()
@@ -99,7 +111,7 @@ state = {"era": None, "discover_count": 0, "lists": 0, "bom": args.bom}
 
 
 def write(obj: dict) -> None:
-    data = (json.dumps(obj) + "\n").encode()
+    data = (json.dumps(obj, ensure_ascii=not args.utf8) + "\n").encode()
     with out_lock:
         if state["bom"]:
             state["bom"] = False
@@ -134,6 +146,19 @@ def error(rid, code: int, message: str, data=None) -> None:
     write({"jsonrpc": "2.0", "id": rid, "error": err})
 
 
+def capabilities() -> dict:
+    caps: dict = {"tools": {"listChanged": True} if args.listen_end else {}}
+    if args.prompts:
+        caps["prompts"] = {}
+    if args.templates:
+        caps["resources"] = {}
+    return caps
+
+
+def instructions() -> str:
+    return "i" * args.long_instructions if args.long_instructions else args.instructions
+
+
 def tool_defs() -> list[dict]:
     names = args.names.split(",") if args.names else [f"tool{i}" for i in range(args.tools)]
     tools = [
@@ -146,6 +171,8 @@ def tool_defs() -> list[dict]:
         }
         for i, name in enumerate(names)
     ]
+    if args.long_description and tools:
+        tools[0]["description"] = "\u20ac" * (args.long_description // 3)
     if args.malformed_tool:
         tools.insert(1, {"name": 42, "inputSchema": {"type": "object"}})
     if args.extra_tools:
@@ -156,9 +183,12 @@ def tool_defs() -> list[dict]:
 def list_tools(rid, params: dict) -> None:
     if params.get("cursor") is None:
         state["lists"] += 1
-    tools = tool_defs()
+    list_page(rid, params, "tools", tool_defs())
+
+
+def list_page(rid, params: dict, key: str, tools: list[dict]) -> None:
     if not args.page_size:
-        result(rid, {"tools": tools})
+        result(rid, {key: tools})
         return
     cursor = params.get("cursor")
     if cursor is None:
@@ -170,7 +200,7 @@ def list_tools(rid, params: dict) -> None:
     else:
         start = int(cursor)
     page = tools[start : start + args.page_size]
-    res: dict = {"tools": page}
+    res: dict = {key: page}
     nxt = start + args.page_size
     if nxt < len(tools):
         res["nextCursor"] = "" if (start == 0 and args.empty_first_cursor) else str(nxt)
@@ -362,10 +392,10 @@ def handle(msg: dict) -> None:
             rid,
             {
                 "supportedVersions": [MODERN],
-                "capabilities": {"tools": {"listChanged": True} if args.listen_end else {}},
+                "capabilities": capabilities(),
                 "ttlMs": 0,
                 "cacheScope": "private",
-                "instructions": args.instructions,
+                "instructions": instructions(),
             },
         )
     elif method == "initialize":
@@ -387,6 +417,16 @@ def handle(msg: dict) -> None:
             write({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
     elif method == "tools/list":
         list_tools(rid, params)
+    elif method == "prompts/list" and args.prompts:
+        prompts = [{"name": f"prompt{i}", "description": "a prompt"} for i in range(args.prompts)]
+        list_page(rid, params, "prompts", prompts)
+    elif method == "resources/list" and args.templates:
+        result(rid, {"resources": []})
+    elif method == "resources/templates/list" and args.templates:
+        templates = [
+            {"uriTemplate": f"test://t{i}/{{x}}", "name": f"t{i}"} for i in range(args.templates)
+        ]
+        list_page(rid, params, "resourceTemplates", templates)
     elif method == "tools/call":
         call_tool(rid, params)
     elif method == "ping":
