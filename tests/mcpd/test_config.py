@@ -386,8 +386,12 @@ def test_a_list_limit_below_one_is_an_error_naming_its_key(key: str, value: str)
 
 @pytest.mark.parametrize("key", LIST_LIMITS)
 def test_a_list_limit_that_is_not_a_whole_number_is_an_error_naming_its_key(key: str) -> None:
-    assert error_of(STDIO + f'{key} = "lots"\n').path == f"servers.s.{key}"
-    assert error_of(f"[daemon]\n{key} = 1.5\n").path == f"daemon.{key}"
+    for text, path in (
+        (STDIO + f'{key} = "lots"\n', "servers.s"),
+        (f"[daemon]\n{key} = 1.5\n", "daemon"),
+    ):
+        error = error_of(text)
+        assert (error.path, error.message[:12]) == (f"{path}.{key}", "Expected `in")
 
 
 def test_a_template_without_alias_and_a_custom_length_are_accepted() -> None:
