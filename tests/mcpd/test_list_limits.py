@@ -230,6 +230,12 @@ def test_status_text_shows_the_first_few_reasons_and_counts_the_rest() -> None:
     assert text.splitlines()[-1].strip() == (
         "cut| instructions cut at 65,536 of 300,000 bytes (daemon.max_instructions_bytes)"
     )
+    # A name is the server's text: what it would do to a terminal is shown instead.
+    row["cut"] = ["tool \x1b[2Jx\r: description cut at 10 of 20 bytes"]
+    text = render_status({"daemon": {}, "servers": [row]})
+    assert text.splitlines()[-1].strip() == (
+        "cut| tool \\x1b[2Jx\\r: description cut at 10 of 20 bytes"
+    )
 
 
 # -- paging stops at the limit --
