@@ -17,6 +17,7 @@ from transports import early
 from transports.base import single_exceptions
 from transports.process import signal_group, spawn
 
+from .agents.listener import UnsafeDirectory
 from .config.load import load, parse
 from .config.model import EX_CONFIG, Config, ConfigError
 from .config.paths import daemon_socket_path
@@ -52,6 +53,11 @@ def serve(
     heap.settle()
     try:
         trio.run(_main, config, config_path, demo, socket, sysd, hold)
+    except UnsafeDirectory as exc:
+        # Starting again changes nothing (systemd does not restart on 78): the socket
+        # has to go elsewhere, or the directory has to be put right.
+        logger.error("%s", exc)
+        return EX_CONFIG
     except DaemonError as exc:
         logger.error("%s", exc)
         return 1

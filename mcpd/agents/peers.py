@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import grp
 import os
+import pwd
 import socket
 import struct
 from collections.abc import Iterable
@@ -84,3 +85,10 @@ def is_allowed(peer: Peer, allow_uids: Iterable[int], allow_gids: set[int]) -> b
 def is_owner(peer: Peer | None) -> bool:
     """Control methods (reload) are for the daemon's own user and root."""
     return peer is None or peer.uid in (0, os.getuid())
+
+
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return "no user name"

@@ -86,7 +86,7 @@ class ProfileSockets:
                 await self._open(name, cfg)
             except DaemonError as exc:
                 if strict:
-                    raise DaemonError(f"profiles.{name}.socket: {exc}") from None
+                    raise type(exc)(f"profiles.{name}.socket: {exc}") from None
                 self.errors[name] = str(exc)
                 logger.error(
                     "profile %s: not listening on its socket: %s",
