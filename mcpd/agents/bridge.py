@@ -9,6 +9,10 @@ once, and the bridge connects again when the daemon is back.
 With ``--profile NAME`` each connection to the daemon starts with ``mcpd/useProfile``,
 answered before anything of the host's is relayed; a profile the daemon does not
 have (or will not give this user) turns every request into an error that says so.
+
+Nothing of the host's is relayed to a process that runs as another user than the
+bridge's, root or the mcpd service's (``peers.untrusted_daemon``): each request gets an
+error that says who answers instead.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from protocol.framing import LineFramer, Oversized
 
 from ..config.model import EX_CONFIG
 from . import batches
+from .peers import untrusted_daemon
 
 UNREACHABLE: Final = -32000
 REPLAY_ID: Final = "mcpd-bridge-replay"
@@ -50,6 +55,8 @@ class Bridge:
         # The daemon answered that there is no such profile (or not for this user): a
         # config error, which the exit status says too once the host is done.
         self.profile_refused = False
+        # Why the last process found on the socket was not talked to.
+        self.untrusted: str | None = None
         self.stdin = stdin
         self.stdout = stdout
         self._out_lock = trio.Lock()
@@ -81,7 +88,16 @@ class Bridge:
             try:
                 conn = await trio.open_unix_socket(self.socket_path)
             except OSError:
+                self.untrusted = None
                 return None
+            refusal = untrusted_daemon(conn.socket, self.socket_path)
+            if refusal is not None:
+                await conn.aclose()
+                if refusal != self.untrusted:
+                    print(f"mcpd: {refusal}", file=sys.stderr, flush=True)
+                self.untrusted = refusal
+                return None
+            self.untrusted = None
             framer = LineFramer()
             early: Sequence[bytes | Oversized] = []
             if self.profile is not None:
@@ -220,9 +236,13 @@ class Bridge:
                 async with self._conn_lock:
                     self._conn = None
         if isinstance(msg, rpc.Request):
-            message = self.refused or (
-                f"mcpd is not running (no daemon on {self.socket_path}); start it with "
-                "`mcpd serve` or `systemctl start mcpd`, then try again"
+            message = (
+                self.untrusted
+                or self.refused
+                or (
+                    f"mcpd is not running (no daemon on {self.socket_path}); start it with "
+                    "`mcpd serve` or `systemctl start mcpd`, then try again"
+                )
             )
             await self.write_out(rpc.encode_error(msg.id, UNREACHABLE, message) + b"\n")
             self._settle(msg.id)

@@ -2,6 +2,12 @@
 
 The kernel tells us the connecting process's pid, uid and gid (SO_PEERCRED); nothing
 the peer says about itself is taken into account.
+
+The same works the other way round: a client (the command line, the bridge) asks who
+answers on the socket before it sends a thing, and talks only to a daemon run by its
+own user, root, or the mcpd service's user. Anyone who could put a socket where the
+client looks (a directory in /tmp made first by another user) would otherwise be
+sent every tool call and could answer with tools of their own.
 """
 
 from __future__ import annotations
@@ -10,12 +16,15 @@ import grp
 import os
 import pwd
 import socket
+import stat
 import struct
 from collections.abc import Iterable
 
 import msgspec
 
 _CRED = struct.Struct("3i")
+# The system unit's RuntimeDirectory=: systemd makes it for the unit's User=.
+SERVICE_DIR = "/run/mcpd"
 # The peer's supplementary groups as of connect() (Linux >= 4.13); 256 fit in the most
 # getsockopt() will return, beyond that _groups_of() reads /proc.
 SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
@@ -87,8 +96,39 @@ def is_owner(peer: Peer | None) -> bool:
     return peer is None or peer.uid in (0, os.getuid())
 
 
+def service_uid() -> int | None:
+    """The mcpd service's user: the owner of ``SERVICE_DIR``, which systemd gives to the
+    unit's User=. Only root can make a directory in a /run that nobody else may write,
+    so its owner was chosen by root; None when there is no such directory."""
+    try:
+        parent = os.stat(os.path.dirname(SERVICE_DIR))
+        st = os.stat(SERVICE_DIR)
+    except OSError:
+        return None
+    if parent.st_uid != 0 or parent.st_mode & 0o022 or not stat.S_ISDIR(st.st_mode):
+        return None
+    return st.st_uid
+
+
 def user_name(uid: int) -> str:
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return "no user name"
+
+
+def untrusted_daemon(sock: socket.socket | object, path: str) -> str | None:
+    """Why the process answering on ``path`` (connected as ``sock``) must not be told
+    anything, or None when it runs as this user, root or the service's user. The kernel
+    gives the credentials of whoever made the listening socket (systemd for
+    mcpd.socket)."""
+    peer = peer_of(sock)
+    if peer is None:
+        return f"cannot tell who answers on {path}: refusing to talk to it"
+    if peer.uid in (0, os.geteuid()) or peer.uid == service_uid():
+        return None
+    return (
+        f"the process answering on {path} (pid {peer.pid}) runs as uid {peer.uid} "
+        f"({user_name(peer.uid)}), not you, root or the mcpd service user: refusing to "
+        "talk to it"
+    )

@@ -15,6 +15,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from .. import __version__
+from ..agents.peers import untrusted_daemon
 from ..config.model import default_config_path
 from ..config.paths import client_socket_path
 
@@ -27,6 +28,10 @@ SOCKET_HELP = (
 
 class Unreachable(Exception):
     """No daemon answers on the socket."""
+
+
+class Untrusted(Unreachable):
+    """What answers on the socket runs as a user the client does not talk to."""
 
 
 class BadReply(Exception):
@@ -48,6 +53,10 @@ class Client:
         except PermissionError:
             self._sock.close()
             raise Unreachable(_refused_by_mode(path)) from None
+        refusal = untrusted_daemon(self._sock, path)
+        if refusal is not None:
+            self._sock.close()
+            raise Untrusted(refusal)
         self._buf = b""
         self._ids = rpc.IdAllocator()
 
@@ -164,22 +173,43 @@ def config_in_use_help() -> str:
     return f"the running daemon's, else {default_config_path()}"
 
 
+class Running(NamedTuple):
+    """The daemon answering on ``socket``, and the config file it was started with
+    (None: none, as for ``mcpd serve --demo``)."""
+
+    socket: str
+    config: str | None
+
+
+def running_daemon(socket: str | None = None) -> Running | None:
+    """The daemon answering on the socket (``--socket`` and the rest, as for every
+    client command), or None when none answers there or its answer cannot be read.
+    Raises ``Untrusted`` for a process that runs as another user: what it says it
+    reads is no guide, and falling back to the default would hide why."""
+    path = client_socket_path(socket)
+    try:
+        with Client(path, timeout=10) as client:
+            reported = client.request("mcpd/status")["daemon"]["config"]
+    except Untrusted:
+        raise
+    except (Unreachable, BadReply, rpc.RPCError, OSError, KeyError, TypeError):
+        return None
+    return Running(path, reported if isinstance(reported, str) and reported else None)
+
+
 def config_in_use(explicit: str | None, socket: str | None = None) -> ConfigInUse:
     """The config file of ``mcpd token`` and ``mcpd connect``: ``--config``, else
     ``$MCPD_CONFIG``, else the one the daemon answering on the socket was started with,
     else the default path. The running daemon's, because that is the file whose token
     its HTTP endpoint checks and whose profiles it serves: the default path is only
-    right for a daemon started without ``--config``."""
+    right for a daemon started without ``--config``. Raises ``Untrusted`` as
+    ``running_daemon`` does."""
     if explicit:
         return ConfigInUse(explicit)
     if os.environ.get("MCPD_CONFIG"):
         return ConfigInUse(os.environ["MCPD_CONFIG"])
-    path = client_socket_path(socket)
-    try:
-        with Client(path, timeout=10) as client:
-            reported = client.request("mcpd/status")["daemon"]["config"]
-    except (Unreachable, BadReply, rpc.RPCError, OSError, KeyError, TypeError):
-        reported = None  # none that can say: the default, as for a daemon not yet started
-    if isinstance(reported, str) and reported:
-        return ConfigInUse(reported, path)
+    running = running_daemon(socket)
+    if running is not None and running.config is not None:
+        return ConfigInUse(running.config, running.socket)
+    # None that can say: the default, as for a daemon not yet started.
     return ConfigInUse(default_config_path())

@@ -18,7 +18,7 @@ from ..config.endpoints import groups_locked_out
 from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.paths import daemon_socket_path, runtime_directory
-from .exits import EXIT_USAGE, fail
+from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
 
 
 def _load_config(path: str | None) -> tuple[Config, str]:
@@ -159,9 +159,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_token(args: argparse.Namespace) -> int:
     from ..host.statefile import state_dir
     from ..host.token import TokenError, stored_token, token_path, write_token
-    from .client import config_in_use
+    from .client import Untrusted, config_in_use
 
-    path = config_in_use(args.config).path
+    try:
+        path = config_in_use(args.config).path
+    except Untrusted as exc:
+        fail(EXIT_UNREACHABLE, str(exc))
     try:
         config = load(path)
     except ConfigError as exc:

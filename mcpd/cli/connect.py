@@ -32,7 +32,8 @@ from ..config.model import Config, ConfigError
 from ..config.paths import daemon_socket_path
 from ..config.profiles import DEFAULT_PROFILE
 from ..host.token import TokenError, read_token, token_path
-from .client import Client, Unreachable, config_in_use, config_in_use_help
+from .client import Client, Unreachable, Untrusted, config_in_use, config_in_use_help
+from .exits import EXIT_UNREACHABLE
 from .hostconfig import (
     HOSTS,
     HostConfigError,
@@ -109,6 +110,8 @@ def endpoint_url(config: Config, sock: str) -> str:
         try:
             with Client(sock, timeout=10) as client:
                 url = client.request("mcpd/status")["daemon"].get("http")
+        except Untrusted:
+            raise
         except (Unreachable, OSError) as exc:
             raise ConnectError(f"http_listen has port 0 and mcpd is not running: {exc}") from None
         if not url:
@@ -242,3 +245,6 @@ def _main(args: argparse.Namespace) -> int:
     except ConnectError as exc:
         print(f"mcpd: {exc}", file=sys.stderr)
         return 2
+    except Untrusted as exc:
+        print(f"mcpd: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE

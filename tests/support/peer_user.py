@@ -57,3 +57,13 @@ async def run_as(uid: int, script: str, *args: str) -> bytes:
         preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
     )
     return out.stdout
+
+
+async def start_as(uid: int, script: str, *args: str) -> trio.Process:
+    """Start ``script`` with Python as ``uid``, its stdout a pipe; the caller stops it."""
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    return await trio.lowlevel.open_process(
+        [python, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
+    )
