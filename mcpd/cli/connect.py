@@ -25,8 +25,9 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
+from ..config.hosts import HOSTS, TEMPLATE, host_prefix, max_tool_name
 from ..config.load import load
 from ..config.model import Config, ConfigError
 from ..config.paths import daemon_socket_path
@@ -35,23 +36,16 @@ from ..host.token import TokenError, read_token, token_path
 from .client import Client, Unreachable, Untrusted, config_in_use, config_in_use_help
 from .exits import EXIT_UNREACHABLE
 from .hostconfig import (
-    HOSTS,
     HostConfigError,
     Written,
     config_path,
     entry,
     host,
-    host_prefix,
-    max_tool_name,
     merge,
     replace_file,
     write,
 )
 from .hostconfig_toml import merge_toml, render_table
-
-# Tool caps hosts are known to enforce; above them "auto" switches to tool search.
-HOST_TOOL_CAPS: Final = {"vscode": 128, "cursor": 40}
-TEMPLATE: Final = "{alias}__{tool}"
 
 
 class ConnectError(Exception):
@@ -80,7 +74,7 @@ def profile_for(
         "template": TEMPLATE,
         "max_length": max_tool_name(key, name),
     }
-    cap = HOST_TOOL_CAPS.get(key)
+    cap = HOSTS[key].tool_cap
     if cap is not None:
         body["discovery"] = "auto"
         body["max_tools"] = cap

@@ -22,9 +22,8 @@ as text: the ``[mcp_servers.NAME]`` table and its sub-tables are replaced in pla
 appended, so every comment and byte elsewhere stays, and the result is parsed again to
 prove nothing else changed. A file that does not parse is refused, never rewritten.
 
-Hosts cut or drop tool names that are too long: 64 characters with the prefix (Gemini
-CLI 63; Cursor wants the entry name plus the tool name under 60). ``max_tool_name`` is
-the room left for mcpd's local names.
+The hosts themselves (their files, prefixes and limits) are in ``mcpd.config.hosts``,
+which the daemon reads too.
 """
 
 from __future__ import annotations
@@ -39,10 +38,11 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 
+from ..config.hosts import HOSTS, Host
 from .hostconfig_toml import merge_toml
 
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -50,59 +50,6 @@ _NAME: Final = re.compile(r"^[A-Za-z0-9_-]+$")
 
 class HostConfigError(ValueError):
     """A request or an existing file that cannot be honoured; the message says why."""
-
-
-class Host(msgspec.Struct, frozen=True):
-    key: str
-    title: str
-    docs: str  # the page the format and paths come from
-    fmt: Literal["json", "toml"]
-    servers_key: str
-    linux: str  # "~" is the home; "$XDG" the XDG config dir; "$CODEX_HOME" Codex's
-    macos: str
-    urls: bool  # whether the file takes an HTTP server
-    prefix: str  # "{name}" is the entry's name, as the host cleans it
-    max_name: int  # the longest tool name the host passes on whole
-
-
-HOSTS: Final[dict[str, Host]] = {
-    h.key: h
-    for h in (
-        Host(
-            "claude-code", "Claude Code", "https://code.claude.com/docs/en/mcp",
-            "json", "mcpServers", "~/.claude.json", "~/.claude.json",
-            True, "mcp__{name}__", 64,
-        ),
-        Host(
-            "claude-desktop", "Claude Desktop",
-            "https://modelcontextprotocol.io/docs/develop/connect-local-servers",
-            "json", "mcpServers", "$XDG/Claude/claude_desktop_config.json",
-            "~/Library/Application Support/Claude/claude_desktop_config.json",
-            False, "", 64,
-        ),
-        Host(
-            "cursor", "Cursor", "https://cursor.com/docs/context/mcp",
-            "json", "mcpServers", "~/.cursor/mcp.json", "~/.cursor/mcp.json",
-            True, "mcp_{name}_", 64,
-        ),
-        Host(
-            "vscode", "VS Code", "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration",
-            "json", "servers", "$XDG/Code/User/mcp.json",
-            "~/Library/Application Support/Code/User/mcp.json",
-            True, "mcp_{name}_", 64,
-        ),
-        Host(
-            "gemini-cli", "Gemini CLI", "https://geminicli.com/docs/tools/mcp-server/",
-            "json", "mcpServers", "~/.gemini/settings.json", "~/.gemini/settings.json",
-            True, "mcp_{name}_", 63,
-        ),
-        Host(
-            "codex", "Codex", "https://developers.openai.com/codex/mcp/",
-            "toml", "mcp_servers", "$CODEX_HOME/config.toml", "$CODEX_HOME/config.toml",
-            True, "mcp__{name}__", 64,
-        ),
-    )
-}  # fmt: skip
 
 
 def host(key: str) -> Host:
@@ -125,29 +72,6 @@ def config_path(
     codex = env.get("CODEX_HOME") or f"{home}/.codex"
     text = pattern.replace("$XDG", xdg).replace("$CODEX_HOME", codex)
     return Path(f"{home}{text[1:]}" if text.startswith("~") else text)
-
-
-# -- names --
-
-
-def host_prefix(key: str, name: str = "mcpd") -> str:
-    """What the host puts before a tool's name when it shows it to the model."""
-    h = host(key)
-    if key == "vscode":
-        # Lower case, other runs to "_", the whole prefix at most 18 characters. Since
-        # mid-2026 VS Code starts from the server's announced title ("mcpd" for mcpd)
-        # rather than the entry's key: the same for an entry named "mcpd".
-        clean = re.sub(r"[^a-z0-9_.-]+", "_", name.lower())[: 18 - len("mcp_") - 1]
-    elif key == "gemini-cli":
-        clean = re.sub(r"[^A-Za-z0-9_.:-]", "_", name)
-    else:
-        clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)
-    return h.prefix.replace("{name}", clean)
-
-
-def max_tool_name(key: str, name: str = "mcpd") -> int:
-    """The longest local tool name that reaches the model whole through this host."""
-    return host(key).max_name - len(host_prefix(key, name))
 
 
 # -- entries --

@@ -15,6 +15,7 @@ import pytest
 import trio
 
 from mcpd.cli import hostconfig as hc
+from mcpd.config import hosts
 from mcpd.config.load import load
 from tests.support.agent import connect, running
 from tests.support.procs import scripted
@@ -71,13 +72,13 @@ async def test_connect_prints_each_hosts_documented_entry(tmp_path: Path, key: s
     argv = [body["command"], *body["args"]]
     assert Path(argv[0]).name == "mcpd" and Path(argv[0]).is_absolute()
     assert argv[1:4] == ["bridge", "--socket", str(tmp_path / "mcpd.sock")]
-    if hc.host_prefix(key):
+    if hosts.host_prefix(key):
         # A prefixing host gets its own profile, with names that fit beside the prefix.
         assert argv[4:] == ["--profile", key]
         table = tomllib.loads(profile.split("\n", 1)[1])["profiles"][key]
         assert table["template"] == "{alias}__{tool}"
-        assert table["max_length"] == hc.max_tool_name(key)
-        assert len(hc.host_prefix(key)) + table["max_length"] <= hc.host(key).max_name
+        assert table["max_length"] == hosts.max_tool_name(key)
+        assert len(hosts.host_prefix(key)) + table["max_length"] <= hc.host(key).max_name
     else:
         assert argv[4:] == [] and profile == ""
 

@@ -17,6 +17,7 @@ import trio
 
 from mcpd.cli import hostconfig as hc
 from mcpd.cli.hostconfig import HostConfigError
+from mcpd.config import hosts
 
 ROOT = Path(__file__).resolve().parents[2]
 BRIDGE = ["/usr/bin/mcpd", "bridge", "--profile", "dev"]
@@ -386,8 +387,8 @@ def test_write_leaves_an_invalid_file_alone(tmp_path: Path) -> None:
 def test_host_prefixes_and_the_room_left_for_names(
     key: str, name: str, prefix: str, room: int
 ) -> None:
-    assert hc.host_prefix(key, name) == prefix
-    assert hc.max_tool_name(key, name) == room
+    assert hosts.host_prefix(key, name) == prefix
+    assert hosts.max_tool_name(key, name) == room
 
 
 # -- the host's own CLI reads the file (interop) --
