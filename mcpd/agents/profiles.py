@@ -4,8 +4,10 @@ An agent's profile is fixed by the socket it connects to when the profile has on
 on the daemon's own socket (and the HTTP endpoint) it may pick one with
 ``mcpd/useProfile`` (what ``mcpd bridge --profile`` sends) or ``?profile=``; without
 that it gets the default profile: ``[profiles.default]`` if the config has one, else
-every tool under the ``[naming]`` names. A profile that has its own socket is a
-boundary (its socket's mode and peers say who may use it), so from the daemon's socket
+every tool under the ``[naming]`` names. Each known host has a profile of its name
+(``mcpd.config.hosts``) unless the config defines one; such a built-in profile is
+shown in the status only while an agent uses it. A profile that has its own socket is
+a boundary (its socket's mode and peers say who may use it), so from the daemon's socket
 only the daemon's own user and root may pick it.
 
 Status follows the profile too (``Profiles.scope``): an agent in a profile reads the
@@ -21,6 +23,7 @@ from typing import Any
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
+from ..config.hosts import builtin_profiles
 from ..config.model import NamingConfig
 from ..config.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
 from ..registry.table import Entry, Listed
@@ -113,6 +116,7 @@ class Profiles:
         self.base = base
         self._all: dict[str, ProfileServers] = {}
         self._configs: dict[str, ProfileConfig] = {}
+        self._builtin: frozenset[str] = frozenset()
 
     def configure(
         self, profiles: Mapping[str, ProfileConfig], naming: NamingConfig, max_tools: int
@@ -121,7 +125,9 @@ class Profiles:
         those that changed. An agent that chose a profile now removed keeps its
         connection and is listed nothing (it is told the list changed); one on the
         removed profile's socket loses its connection with the socket."""
-        wanted = dict(profiles)
+        builtin = builtin_profiles(profiles)
+        self._builtin = frozenset(builtin)
+        wanted = {**builtin, **profiles}
         wanted.setdefault(DEFAULT_PROFILE, EVERYTHING)
         changed = []
         for name, cfg in wanted.items():
@@ -167,9 +173,12 @@ class Profiles:
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"this socket serves the profile {fixed!r} only")
         held = self.get(name)
         if held is None:
+            configured = [n for n in self.names() if n not in self._builtin]
+            hosts = sorted(self._builtin)
             raise rpc.RPCError(
                 rpc.INVALID_PARAMS,
-                f"no profile named {name!r} (profiles: {', '.join(self.names())})",
+                f"no profile named {name!r} (profiles: {', '.join(configured)})"
+                + (f"; one for each host too: {', '.join(hosts)}" if hosts else ""),
             )
         own_socket = self.config(name).socket
         if fixed is None and own_socket is not None and not is_owner(peer):
@@ -199,6 +208,8 @@ class Profiles:
         for name in self.names():
             if only is not None and name != only:
                 continue
+            if only is None and name in self._builtin and not agents.get(name):
+                continue  # there for any host that asks, not something to look at
             held = self._all[name]
             view = held.view
             mode = view.mode

@@ -162,7 +162,7 @@ def _refused_by_mode(path: str) -> str:
 
 class ConfigInUse(NamedTuple):
     path: str
-    # Where the running daemon that reported ``path`` answered; None when it was not asked.
+    # Where a running daemon answered when asked; None when it was not asked or none did.
     socket: str | None = None
 
 
@@ -209,7 +209,6 @@ def config_in_use(explicit: str | None, socket: str | None = None) -> ConfigInUs
     if os.environ.get("MCPD_CONFIG"):
         return ConfigInUse(os.environ["MCPD_CONFIG"])
     running = running_daemon(socket)
-    if running is not None and running.config is not None:
-        return ConfigInUse(running.config, running.socket)
-    # None that can say: the default, as for a daemon not yet started.
-    return ConfigInUse(default_config_path())
+    if running is None:
+        return ConfigInUse(default_config_path())  # as for a daemon not yet started
+    return ConfigInUse(running.config or default_config_path(), running.socket)

@@ -1,9 +1,9 @@
 """``mcpd connect HOST``: the entry a host needs to reach mcpd, printed or merged in.
 
-    mcpd connect claude-code              # print the entry (and the profile it needs)
-    mcpd connect claude-code --write      # merge both in, keeping backups; reload mcpd
+    mcpd connect claude-code              # print the entry
+    mcpd connect claude-code --write      # merge it in, keeping a backup
     mcpd connect cursor --http --write    # the HTTP endpoint's URL and token instead
-    mcpd connect vscode --profile dev     # an existing profile
+    mcpd connect vscode --profile dev     # another profile (printed too if it is new)
 
 The entry runs the bridge (``mcpd bridge --socket S --profile P``) or, with ``--http``,
 points at the HTTP endpoint (``http://127.0.0.1:PORT/mcp?profile=P``) with the
@@ -11,11 +11,14 @@ token in an ``Authorization`` header.
 
 Hosts put their own prefix before each tool's name (Claude Code ``mcp__mcpd__``) and
 cut names at 64 characters. For such a host mcpd connect uses the profile named after
-it, and sets that profile up if the config has none: every server, names
-``{alias}__{tool}`` with a length budget that leaves room for the host's prefix
-(``mcp__mcpd__git__git_status`` through Claude Code), and ``discovery = "auto"`` under
-the host's tool cap where it has one. A host that adds no prefix gets the default
-profile.
+it, which every daemon has, built in, unless its config defines one of that name
+(``mcpd.config.hosts``): so the entry works against any daemon, and nothing needs to
+be added to mcpd's config. A host that adds no prefix gets the default profile.
+
+A profile asked for with ``--profile`` that the config does not have is printed as a
+table to add, and ``--write`` adds it, but only to the config file the daemon answering
+on the socket was started with (or to the config in use when none answers): a file
+that daemon does not read would change nothing, so that is refused, saying why.
 """
 
 from __future__ import annotations
@@ -27,13 +30,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..config.hosts import HOSTS, TEMPLATE, host_prefix, max_tool_name
+from ..config.hosts import HOSTS, TEMPLATE, builtin_profiles, host_prefix, max_tool_name
 from ..config.load import load
 from ..config.model import Config, ConfigError
 from ..config.paths import daemon_socket_path
-from ..config.profiles import DEFAULT_PROFILE
+from ..config.profiles import DEFAULT_PROFILE, EVERYTHING
 from ..host.token import TokenError, read_token, token_path
-from .client import Client, Unreachable, Untrusted, config_in_use, config_in_use_help
+from .client import (
+    Client,
+    Running,
+    Unreachable,
+    Untrusted,
+    config_in_use,
+    config_in_use_help,
+    running_daemon,
+)
 from .exits import EXIT_UNREACHABLE
 from .hostconfig import (
     HostConfigError,
@@ -64,10 +75,11 @@ def mcpd_command() -> list[str]:
 def profile_for(
     key: str, config: Config, name: str, asked: str | None
 ) -> tuple[str, dict[str, Any] | None]:
-    """The profile the host's entry uses, and the table to add if the config lacks it."""
+    """The profile the host's entry uses, and the table to add when the daemon would not
+    have it (neither the config nor mcpd itself defines it)."""
     prefix = host_prefix(key, name)
     chosen = asked or (key if prefix else DEFAULT_PROFILE)
-    if chosen == DEFAULT_PROFILE or chosen in config.profiles:
+    if chosen in (DEFAULT_PROFILE, *HOSTS) or chosen in config.profiles:
         return chosen, None
     body: dict[str, Any] = {
         "servers": ["*"],
@@ -82,8 +94,11 @@ def profile_for(
 
 
 def fit_warning(key: str, config: Config, profile: str, name: str) -> str | None:
-    """A note when an existing profile's names can be too long for the host."""
-    p = config.profiles.get(profile)
+    """A note when an existing profile's names can be too long for the host (a built-in
+    one's leave room for an entry named "mcpd")."""
+    p = config.profiles.get(profile) or builtin_profiles(config.profiles).get(profile)
+    if p is None and profile == DEFAULT_PROFILE:
+        p = EVERYTHING
     longest = (p.max_length if p is not None else None) or config.naming.max_length
     room = max_tool_name(key, name)
     if longest <= room:
@@ -159,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n# mcpd's config ({path}): the profile this entry uses")
             sys.stdout.write(render_table("profiles", profile, table))
         return 0
+    running = _daemon_reading(path, sock) if table is not None else None
     if table is not None:
         _write_profile(path, profile, table)
     try:
@@ -166,9 +182,36 @@ def run(args: argparse.Namespace) -> int:
     except HostConfigError as exc:
         raise ConnectError(str(exc)) from None
     _report(written, host(key).title)
-    if table is not None:
-        _reload(sock)
+    if table is None:
+        if profile != DEFAULT_PROFILE and profile not in config.profiles:
+            print(f"mcpd: the profile {profile!r} is built in; mcpd's config is left as it is")
+    elif running is not None:
+        _reload(running.socket)
+    else:
+        print(f"mcpd is not running here; started with {path}, it has the new profile")
     return 0
+
+
+def _daemon_reading(path: str, sock: str) -> Running | None:
+    """The daemon answering on ``sock``, which must read ``path`` for a profile added
+    there to reach it; None when no daemon answers."""
+    running = running_daemon(sock)
+    if running is None:
+        return None
+    if running.config is None:
+        raise ConnectError(
+            f"the mcpd answering on {sock} was started without a config file (as `mcpd "
+            f"serve --demo` is): a profile written to {path} would not reach it, so nothing "
+            "is written; start mcpd with --config FILE, or use a profile it has (the default, "
+            "or the one named after the host)"
+        )
+    if os.path.realpath(running.config) != os.path.realpath(path):
+        raise ConnectError(
+            f"the mcpd answering on {sock} reads {running.config}, not {path}: a profile "
+            f"written there would not reach it, so nothing is written; use --config "
+            f"{running.config}"
+        )
+    return running
 
 
 def _write_profile(path: str, profile: str, table: dict[str, Any]) -> None:
@@ -207,6 +250,8 @@ def _reload(sock: str) -> None:
     try:
         with Client(sock, timeout=60) as client:
             client.request("mcpd/reload")
+    except Untrusted:
+        raise
     except Unreachable:
         print("mcpd is not running here; it reads the new profile when it starts")
     except Exception as exc:  # a rejected reload: the daemon says why
@@ -218,7 +263,7 @@ def _reload(sock: str) -> None:
 def add_parser(sub: Any) -> None:
     c = sub.add_parser("connect", help="print (or --write) the config entry a host needs")
     c.add_argument("host", choices=sorted(HOSTS), help="the host to connect")
-    c.add_argument("--profile", help="the profile (default: the host's own, set up if missing)")
+    c.add_argument("--profile", help="the profile (default: the host's own, built in)")
     c.add_argument("--http", action="store_true", help="the HTTP endpoint instead of the bridge")
     c.add_argument("--write", action="store_true", help="merge into the files, keeping backups")
     c.add_argument("--name", default="mcpd", help="the entry's name in the host (default mcpd)")

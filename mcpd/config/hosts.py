@@ -1,5 +1,14 @@
-"""The MCP hosts mcpd connects to: where each keeps its servers, what it puts before a
-tool's name, how long a name it passes on whole, and how many tools it takes.
+"""The MCP hosts mcpd connects to, as far as the daemon needs them: what each one puts
+before a tool's name, how long a name it passes on whole, how many tools it takes, and
+the profile named after each, which every daemon has unless its config defines one of
+that name (``builtin_profiles``). So the entry ``mcpd connect HOST`` prints works
+against any daemon, the demo included, without writing anything into mcpd's config.
+
+A host's profile offers what the default profile offers (its servers, patterns and
+pinned tools), named ``{alias}__{tool}`` within the room the host's prefix leaves for
+an entry named "mcpd" (``mcp__mcpd__git__git_status`` through Claude Code), and for a
+host with a tool cap, tool search above it. It is derived from the default profile, so
+a config that narrows the default narrows what every host sees too.
 
 Hosts cut or drop tool names that are too long: 64 characters with the prefix (Gemini
 CLI 63; Cursor wants the entry name plus the tool name under 60). ``max_tool_name`` is
@@ -9,12 +18,16 @@ the room left for mcpd's local names.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Final, Literal
 
 import msgspec
 
+from .profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
+
 # Names under a host's profile: the host's prefix already says they come through mcpd.
 TEMPLATE: Final = "{alias}__{tool}"
+ENTRY_NAME: Final = "mcpd"
 
 
 class Host(msgspec.Struct, frozen=True):
@@ -90,3 +103,30 @@ def host_prefix(key: str, name: str = "mcpd") -> str:
 def max_tool_name(key: str, name: str = "mcpd") -> int:
     """The longest local tool name that reaches the model whole through this host."""
     return HOSTS[key].max_name - len(host_prefix(key, name))
+
+
+def host_profile(key: str, default: ProfileConfig, name: str = ENTRY_NAME) -> ProfileConfig:
+    """The profile for ``key``'s entry named ``name``: ``default``'s choice of servers
+    and tools under names that fit beside the host's prefix."""
+    h = HOSTS[key]
+    template, max_length = default.template, default.max_length
+    if host_prefix(key, name):
+        room = max_tool_name(key, name)
+        template, max_length = TEMPLATE, min(room, default.max_length or room)
+    max_tools, discovery = default.max_tools, default.discovery
+    if h.tool_cap is not None:
+        max_tools = min(h.tool_cap, default.max_tools or h.tool_cap)
+        discovery = "auto" if default.discovery == "all" else default.discovery
+    return msgspec.structs.replace(
+        default,
+        template=template,
+        max_length=max_length,
+        max_tools=max_tools,
+        discovery=discovery,
+    )
+
+
+def builtin_profiles(configured: Mapping[str, ProfileConfig]) -> dict[str, ProfileConfig]:
+    """The hosts' profiles that ``configured`` (a config's profiles) does not define."""
+    default = configured.get(DEFAULT_PROFILE, EVERYTHING)
+    return {key: host_profile(key, default) for key in HOSTS if key not in configured}

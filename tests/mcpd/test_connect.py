@@ -1,12 +1,15 @@
-"""`mcpd connect HOST`: each host's entry in its documented shape, the profile it needs
-for a host that prefixes names, and --write keeping every other entry and a backup."""
+"""`mcpd connect HOST`: each host's entry in its documented shape, working against any
+daemon through the host's built-in profile, and --write keeping every other entry and a
+backup, and writing mcpd's config only when the running daemon reads it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import subprocess
 import sys
-import tomllib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from mcpd.config.load import load
 from tests.support.agent import connect, running
 from tests.support.procs import scripted
 
+from .test_bridge import BridgeProcess
 from .test_hostconfig import DOCUMENTED, parsed
 
 
@@ -72,15 +76,9 @@ async def test_connect_prints_each_hosts_documented_entry(tmp_path: Path, key: s
     argv = [body["command"], *body["args"]]
     assert Path(argv[0]).name == "mcpd" and Path(argv[0]).is_absolute()
     assert argv[1:4] == ["bridge", "--socket", str(tmp_path / "mcpd.sock")]
-    if hosts.host_prefix(key):
-        # A prefixing host gets its own profile, with names that fit beside the prefix.
-        assert argv[4:] == ["--profile", key]
-        table = tomllib.loads(profile.split("\n", 1)[1])["profiles"][key]
-        assert table["template"] == "{alias}__{tool}"
-        assert table["max_length"] == hosts.max_tool_name(key)
-        assert len(hosts.host_prefix(key)) + table["max_length"] <= hc.host(key).max_name
-    else:
-        assert argv[4:] == [] and profile == ""
+    # A prefixing host gets its own profile, built into every daemon: nothing to add.
+    assert argv[4:] == (["--profile", key] if hosts.host_prefix(key) else [])
+    assert profile == ""
 
 
 @pytest.mark.parametrize("key", list(DOCUMENTED))
@@ -111,12 +109,12 @@ async def test_connect_write_merges_both_files_and_the_names_fit(tmp_path: Path)
     target.parent.mkdir(parents=True, exist_ok=True)
     before = {"theme": "dark", "mcpServers": {"other": {"command": "x", "args": ["1"]}}}
     target.write_text(json.dumps(before))
+    config_before = cfg.read_text()
     with trio.fail_after(60):
         async with running(load(cfg), str(cfg)) as daemon:
             code, out, err = await mcpd_connect(tmp_path, "claude-code", "--write")
             assert code == 0, err
-            assert "mcpd reloaded its configuration" in out
-            assert daemon.api.profiles.get("claude-code") is not None
+            assert "the profile 'claude-code' is built in" in out
             async with connect(daemon.socket_path) as agent:
                 await agent.use_profile("claude-code")
                 names = [t["name"] for t in await agent.tools()]
@@ -129,9 +127,8 @@ async def test_connect_write_merges_both_files_and_the_names_fit(tmp_path: Path)
     assert after["mcpServers"]["mcpd"]["args"][-2:] == ["--profile", "claude-code"]
     backups = list(target.parent.glob(".claude.json.bak-*"))
     assert len(backups) == 1 and json.loads(backups[0].read_text()) == before
-    text = cfg.read_text()
-    assert text.startswith("# my mcpd\n") and "[profiles.claude-code]" in text
-    assert len(list(tmp_path.glob("mcpd.toml.bak-*"))) == 1
+    assert cfg.read_text() == config_before
+    assert list(tmp_path.glob("mcpd.toml.bak-*")) == []
     again = await mcpd_connect(tmp_path, "claude-code", "--write")
     assert again[0] == 0 and "already has it" in again[1]
 
@@ -195,3 +192,169 @@ async def test_a_relative_socket_is_written_as_an_absolute_path(tmp_path: Path) 
     body = printed_entry("claude-desktop", done.stdout.decode())[1]["mcpServers"]["mcpd"]
     assert body["args"][:2] == ["bridge", "--socket"]
     assert body["args"][2] == str(tmp_path / "run" / "main.sock")
+
+
+# -- the host's profile is built in, and mcpd's config is written only where it is read --
+
+
+def cli_env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("XDG_CONFIG_HOME", "CODEX_HOME", "MCPD_CONFIG", "MCPD_SOCKET")
+    }
+    env["HOME"] = str(tmp / "home")
+    env.update(extra)
+    return env
+
+
+async def cli(tmp: Path, *args: str, **env: str) -> tuple[int, str, str]:
+    """``mcpd ARGS`` without a --config: the config is the one the commands find."""
+    done = await trio.run_process(
+        [sys.executable, "-m", "mcpd", *args],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        env=cli_env(tmp, **env),
+    )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+@contextlib.asynccontextmanager
+async def demo(tmp: Path) -> AsyncIterator[Path]:
+    """``mcpd serve --demo``: a daemon started without a config file."""
+    sock = tmp / "demo.sock"
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "mcpd", "serve", "--demo", "--socket", str(sock), "--log", "stderr"],
+        stderr=subprocess.PIPE,
+        env=cli_env(tmp),
+    )
+    try:
+        said = b""
+        assert proc.stderr is not None
+        while f"listening on {sock}; ".encode() not in said:
+            chunk = await proc.stderr.receive_some(65536)
+            assert chunk, f"the demo exited: {said.decode()}"
+            said += chunk
+        yield sock
+    finally:
+        with trio.CancelScope(shield=True):
+            proc.terminate()
+            await proc.wait()
+
+
+async def tools_through(argv: list[str]) -> list[str]:
+    """The tool names a host that runs ``argv`` as its stdio server is listed."""
+    proc = await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    bridge = BridgeProcess(proc)
+    try:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "h", "version": "0"},
+        }
+        assert "result" in await bridge.ask(1, "initialize", init)
+        await bridge.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        listed = await bridge.ask(2, "tools/list")
+    finally:
+        with trio.CancelScope(shield=True):
+            proc.kill()
+            await proc.wait()
+    assert "result" in listed, listed
+    return sorted(t["name"] for t in listed["result"]["tools"])
+
+
+async def test_the_printed_entry_works_against_the_demo(tmp_path: Path) -> None:
+    with trio.fail_after(90):
+        async with demo(tmp_path) as sock:
+            code, out, err = await cli(tmp_path, "connect", "claude-code", "--socket", str(sock))
+            assert code == 0, err
+            _, doc, profile = printed_entry("claude-code", out)
+            body = doc["mcpServers"]["mcpd"]
+            names = await tools_through([body["command"], *body["args"]])
+    assert profile == "" and body["args"][-2:] == ["--profile", "claude-code"]
+    assert "notes__search" in names and "tickets__search" in names and len(names) == 6
+    room = hosts.max_tool_name("claude-code")
+    assert all(len(n) <= room for n in names)
+
+
+async def test_write_against_a_daemon_without_a_config_file_creates_none(tmp_path: Path) -> None:
+    # What the commands would take for mcpd's config: the daemon does not read it.
+    cfg = tmp_path / "mcpd.toml"
+    target = host_file(tmp_path, "claude-code")
+    with trio.fail_after(90):
+        async with demo(tmp_path) as sock:
+            code, out, err = await cli(
+                tmp_path, "connect", "claude-code", "--write", "--socket", str(sock),
+                MCPD_CONFIG=str(cfg),
+            )  # fmt: skip
+            assert code == 0, err
+            assert "the profile 'claude-code' is built in" in out
+            written = target.read_text()
+            # A profile of a new name would have to go into a config: not one it ignores.
+            code, out, err = await cli(
+                tmp_path, "connect", "claude-code", "--profile", "mine", "--write",
+                "--socket", str(sock), MCPD_CONFIG=str(cfg),
+            )  # fmt: skip
+    assert code == 2, (out, err)
+    assert f"the mcpd answering on {sock} was started without a config file" in err
+    assert f"a profile written to {cfg} would not reach it" in err
+    assert not cfg.exists() and list(tmp_path.glob("mcpd.toml*")) == []
+    assert target.read_text() == written and "mine" not in written
+
+
+async def test_a_new_profile_goes_only_into_the_config_the_daemon_reads(tmp_path: Path) -> None:
+    cfg = write_mcpd_config(tmp_path)
+    other = tmp_path / "other.toml"
+    other.write_text(cfg.read_text())
+    before = other.read_text()
+    with trio.fail_after(60):
+        async with running(load(cfg), str(cfg)) as daemon:
+            sock = daemon.socket_path
+            code, _, err = await cli(
+                tmp_path, "connect", "cursor", "--profile", "extra", "--write",
+                "--config", str(other), "--socket", sock,
+            )  # fmt: skip
+            assert code == 2
+            assert f"the mcpd answering on {sock} reads {cfg}, not {other}" in err
+            assert other.read_text() == before and not host_file(tmp_path, "cursor").exists()
+            code, out, err = await cli(
+                tmp_path, "connect", "cursor", "--profile", "extra", "--write", "--socket", sock
+            )
+            assert code == 0, err
+            assert "mcpd reloaded its configuration" in out
+            async with connect(sock) as agent:
+                await agent.use_profile("extra")
+                names = [t["name"] for t in await agent.tools()]
+    assert "[profiles.extra]" in cfg.read_text()
+    assert names == ["git__git_log", "git__git_status"]
+
+
+async def test_a_config_that_defines_the_hosts_profile_keeps_its_own(tmp_path: Path) -> None:
+    cfg = write_mcpd_config(tmp_path)
+    cfg.write_text(cfg.read_text() + '\n[profiles.claude-code]\ntools = { allow = ["git_log"] }\n')
+    before = cfg.read_text()
+    with trio.fail_after(60):
+        async with running(load(cfg), str(cfg)) as daemon:
+            code, out, err = await mcpd_connect(tmp_path, "claude-code", "--write")
+            assert code == 0, err
+            async with connect(daemon.socket_path) as agent:
+                await agent.use_profile("claude-code")
+                names = [t["name"] for t in await agent.tools()]
+    assert names == ["mcp__git__git_log"]
+    assert cfg.read_text() == before and "built in" not in out
+
+
+async def test_a_hosts_built_in_profile_offers_what_the_default_offers(tmp_path: Path) -> None:
+    cfg = write_mcpd_config(tmp_path)
+    cfg.write_text(cfg.read_text() + '\n[profiles.default]\ntools = { deny = ["git_log"] }\n')
+    with trio.fail_after(60):
+        async with running(load(cfg), str(cfg)) as daemon:
+            shown = [p["name"] for p in daemon.status()["profiles"]]
+            async with connect(daemon.socket_path) as agent:
+                await agent.use_profile("codex")
+                names = [t["name"] for t in await agent.tools()]
+                in_use = [p["name"] for p in daemon.status()["profiles"]]
+    # A default narrowed by the config narrows every host's profile too.
+    assert names == ["git__git_status"]
+    assert shown == ["default"] and in_use == ["codex", "default"]
