@@ -1,7 +1,7 @@
-"""The MCP hosts mcpd connects to, as far as the daemon needs them: what each one puts
-before a tool's name, how long a name it passes on whole, how many tools it takes, and
-the profile named after each, which every daemon has unless its config defines one of
-that name (``builtin_profiles``). So the entry ``mcpd connect HOST`` prints works
+"""The MCP hosts mcpd connects to: where each keeps its servers, what it puts before a
+tool's name, how long a name it passes on whole, how many tools it takes, and the
+profile named after each, which every daemon has unless its config defines one of that
+name (``builtin_profiles``). So the entry ``mcpd connect HOST`` prints works
 against any daemon, the demo included, without writing anything into mcpd's config.
 
 A host's profile offers what the default profile offers (its servers, patterns and
@@ -27,7 +27,7 @@ from .profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
 
 # Names under a host's profile: the host's prefix already says they come through mcpd.
 TEMPLATE: Final = "{alias}__{tool}"
-ENTRY_NAME: Final = "mcpd"
+ENTRY_NAME: Final = "mcpd"  # what mcpd connect names its entry unless told otherwise
 
 
 class Host(msgspec.Struct, frozen=True):
@@ -85,7 +85,7 @@ HOSTS: Final[dict[str, Host]] = {
 }  # fmt: skip
 
 
-def host_prefix(key: str, name: str = "mcpd") -> str:
+def host_prefix(key: str, name: str = ENTRY_NAME) -> str:
     """What the host puts before a tool's name when it shows it to the model."""
     h = HOSTS[key]
     if key == "vscode":
@@ -100,7 +100,7 @@ def host_prefix(key: str, name: str = "mcpd") -> str:
     return h.prefix.replace("{name}", clean)
 
 
-def max_tool_name(key: str, name: str = "mcpd") -> int:
+def max_tool_name(key: str, name: str = ENTRY_NAME) -> int:
     """The longest local tool name that reaches the model whole through this host."""
     return HOSTS[key].max_name - len(host_prefix(key, name))
 
