@@ -1,4 +1,4 @@
-"""``mcpd import -o`` writes a config that works as it is: the README's sample Claude
+"""``mcpd import -o`` writes a config that works as it is: the guide's sample Claude
 Desktop config, with a token in a server's env and an API key in a remote server's
 header, imported, checked and served with no extra step; the secrets are in files of
 their own (0600), not in the TOML, and the header reaches the server."""
@@ -25,9 +25,9 @@ MCPD = [sys.executable, "-m", "mcpd"]
 
 
 def readme_sample() -> dict[str, Any]:
-    """The JSON config the README shows under "Bringing in another host's servers"."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Bringing in another host's servers") :]
+    """The JSON config the guide shows under "Bringing in another host's servers"."""
+    text = (ROOT / "docs" / "guide.md").read_text()
+    section = text[text.index("## Bringing in another host's servers") :]
     block = re.search(r"```json\n(.*?)\n```", section, re.S)
     assert block is not None
     sample: dict[str, Any] = json.loads(block.group(1))
