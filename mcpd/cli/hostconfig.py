@@ -28,14 +28,11 @@ which the daemon reads too.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -43,6 +40,7 @@ from typing import Any, Final
 import msgspec
 
 from ..config.hosts import HOSTS, Host
+from ..host.privatefile import UnsafeFileError, open_directory, write_atomically
 from .hostconfig_toml import merge_toml
 
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -226,14 +224,33 @@ def replace_file(
     """``write`` for any edit: ``change`` gets the file's text ("" for none) and returns
     the new text, or raises HostConfigError to leave the file alone."""
     target = Path(path)
-    if target.is_symlink():
-        target = target.resolve()  # replace what the link points at, keep the link
     try:
-        before: str | None = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        before = None
-    except UnicodeDecodeError:
-        raise HostConfigError(f"{target}: not UTF-8 text") from None
+        if target.is_symlink():
+            # The user's own link (into a dotfiles checkout, say): what it points at is
+            # replaced and the link kept. Only a link no one else could have put there.
+            os.close(open_directory(str(target.parent)))
+            target = target.resolve()
+        try:
+            raw: bytes | None = target.read_bytes()
+        except FileNotFoundError:
+            raw = None
+        return _replace(target, raw, change, private)
+    except UnsafeFileError as exc:
+        raise HostConfigError(str(exc)) from None
+    except OSError as exc:
+        raise HostConfigError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def _replace(
+    target: Path, raw: bytes | None, change: Callable[[str], str], private: bool
+) -> Written:
+    before = None
+    if raw is not None:
+        try:
+            # Newlines as text mode reads them: the edit works on "\n" alone.
+            before = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        except UnicodeDecodeError:
+            raise HostConfigError(f"{target}: not UTF-8 text") from None
     after = change(before or "")
     if after == before:
         mode = target.stat().st_mode & 0o7777
@@ -241,36 +258,23 @@ def replace_file(
             os.chmod(target, mode & ~0o077)
             return Written(target, None, False, True)
         return Written(target, None, False)
-    target.parent.mkdir(parents=True, exist_ok=True)
     backup = None
     mode, owner = 0o600, None
     tightened = False
-    if before is not None:
+    if raw is not None:
         st = target.stat()
-        mode, owner = st.st_mode & 0o7777, (st.st_uid, st.st_gid)
-        backup = _backup_name(target)
-        shutil.copy2(target, backup)
+        mode = st.st_mode & 0o7777
+        if os.geteuid() == 0:
+            owner = (st.st_uid, st.st_gid)
         if private and mode & 0o077:
             # The token lets whoever reads it act as the daemon's owner (any profile,
             # a reload): a host's usual 0644 would hand it to every local user.
             mode &= ~0o077
             tightened = True
-            os.chmod(backup, mode)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(after)
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-            if owner is not None and hasattr(os, "fchown") and os.geteuid() == 0:
-                os.fchown(f.fileno(), *owner)
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(target.parent)
+        backup = _backup_name(target)
+        write_atomically(backup, raw, mode=mode, owner=owner)
+        os.utime(backup, ns=(st.st_atime_ns, st.st_mtime_ns))
+    write_atomically(target, after.encode("utf-8"), mode=mode, owner=owner)
     return Written(target, backup, True, tightened)
 
 
@@ -282,12 +286,3 @@ def _backup_name(target: Path) -> Path:
         candidate = target.with_name(f"{target.name}.bak-{stamp}-{n}")
         n += 1
     return candidate
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

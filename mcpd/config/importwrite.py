@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
+from ..host.privatefile import make_private_directory, write_atomically
 from .importer import SCHEME, Imported
 
 _BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -95,8 +96,7 @@ def move_secrets(imported: Imported, directory: Path) -> dict[tuple[str, ...], P
     """Write each secret to its own file under ``directory``; where each went."""
     if not imported.secrets:
         return {}
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)
+    make_private_directory(directory)
     moved: dict[tuple[str, ...], Path] = {}
     for where in imported.secrets:
         _, alias, sub, key = where
@@ -104,10 +104,7 @@ def move_secrets(imported: Imported, directory: Path) -> dict[tuple[str, ...], P
         scheme = SCHEME.match(value)
         secret = value[scheme.end() :] if scheme else value
         target = directory / _file_name(alias, sub, key)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), 0o600)  # an older file kept its mode through O_CREAT
-            f.write(secret + "\n")
+        write_atomically(target, (secret + "\n").encode("utf-8"))
         moved[where] = target
     return moved
 

@@ -7,13 +7,12 @@ server's last list (as the server sent it, with its era and cache TTL) is saved 
 down then shows its last known tools, marked unavailable. Saved tools are used only
 for the same server (same command, arguments, environment or URL).
 
-The file is replaced atomically (written aside, fsynced, renamed); a file that cannot
-be read is ignored with a warning, since it only ever holds a cache.
+The file is replaced whole and private (``privatefile``); a file that cannot be read
+is ignored with a warning, since it only ever holds a cache.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
@@ -30,6 +29,7 @@ from protocol.logfields import log_extra
 from ..config.model import Config, ServerConfig
 from ..registry.catalog import catalog_of
 from ..registry.limits import limited_saved
+from .privatefile import write_atomically
 
 if TYPE_CHECKING:
     from ..registry.table import Registry
@@ -108,29 +108,6 @@ def read_state(path: str) -> SavedState:
         logger.warning("ignoring %s: state format %d, expected %d", path, state.format, FORMAT)
         return SavedState()
     return state
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.rename(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    # The rename itself is durable only once the directory is synced.
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 # What is known of a server's live session: its era, protocol version and list ttl.

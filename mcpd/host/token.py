@@ -1,17 +1,18 @@
 """The bearer token of the HTTP endpoint: one line in ``token`` in the state directory.
 
 Created on first use (mode 0600, like the directory's other files, so only the daemon's
-user and root can read it), printed by ``mcpd token``, replaced by ``mcpd token
---rotate``. The daemon reads it again whenever the file changes, so a rotation takes
-effect with the next request and the old token stops working at once.
+user and root can read it; see ``privatefile``), printed by ``mcpd token``, replaced by
+``mcpd token --rotate``. The daemon reads it again whenever the file changes, so a
+rotation takes effect with the next request and the old token stops working at once.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 from typing import Final
+
+from .privatefile import write_atomically
 
 FILE_NAME: Final = "token"
 _BYTES: Final = 32  # 256 bits, 43 characters of URL-safe base64
@@ -34,23 +35,13 @@ def write_token(path: str, token: str | None = None) -> str:
     token = token or new_token()
     directory = os.path.dirname(path) or "."
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            if os.geteuid() == 0:
-                # root rotating a service's token: the file stays the daemon's to read.
-                st = os.stat(directory)
-                os.fchown(fd, st.st_uid, st.st_gid)
-            os.write(fd, token.encode() + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        owner = None
+        if os.geteuid() == 0 and os.path.isdir(directory):
+            # root rotating a service's token: the file stays the daemon's to read.
+            st = os.stat(directory)
+            owner = (st.st_uid, st.st_gid)
+        write_atomically(path, token.encode() + b"\n", owner=owner)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(f"{path}.{os.getpid()}.tmp")
         raise TokenError(f"cannot write the token to {path}: {exc.strerror or exc}") from None
     return token
 

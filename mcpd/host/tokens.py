@@ -7,8 +7,8 @@ issuers: a server that moved to another authorization server starts a new entry.
 The URL the tokens were obtained for is kept too, so tokens are never sent to a
 server whose configured URL changed.
 
-Files are written aside, synced and renamed into place (mode 0600 in a 0700
-directory), so a crash never leaves half a file. A file that cannot be read is
+Files are replaced whole (mode 0600 in a 0700 directory; see ``privatefile``), so a
+crash never leaves half a file. A file that cannot be read is
 reported and treated as absent: the worst case is a new login. Client secrets from
 the configuration are not copied here; only what mcpd was issued is.
 """
@@ -28,7 +28,7 @@ from protocol.logfields import log_extra
 from protocol.oauth import AuthorizationServer, ClientRegistration, TokenSet
 from protocol.oauth.secret import dec_hook, enc_hook
 
-from .statefile import write_atomically
+from .privatefile import write_atomically
 
 logger = logging.getLogger("mcpd.tokens")
 
@@ -66,7 +66,7 @@ class TokenStore:
 
     def __init__(self, state_dir: str) -> None:
         self.directory = os.path.join(state_dir, SUBDIR)
-        self._lock = trio.Lock()  # one writer: the temporary file's name is per process
+        self._lock = trio.Lock()  # a save and a delete of one login never cross
 
     def path(self, alias: str) -> str:
         return os.path.join(self.directory, f"{alias}.json")

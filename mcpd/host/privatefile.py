@@ -1,0 +1,163 @@
+"""Replacing a file whole, with its mode set before anyone can open it, never through a
+symbolic link.
+
+Every file mcpd writes that holds a secret (the endpoint token, OAuth credentials, the
+last known tools, imported secrets) and the host config files ``mcpd connect`` edits
+are written the same way: a temporary file beside the target, created exclusively
+(``O_CREAT|O_EXCL|O_NOFOLLOW``) and set to its final mode and owner while still empty;
+the data, synced; a rename over the target, which replaces whatever is there, a
+symbolic link included, instead of writing where a link points; then the directory,
+synced, so that the rename survives a crash. Readers see the old file or the new one,
+never half of one.
+
+All of it happens relative to the directory, opened once (without following a link)
+and checked: it must be a real directory that no other user can write to. There,
+others could swap or delete the file whatever its own mode says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import grp
+import os
+import pwd
+import stat
+import threading
+from typing import Final
+
+PRIVATE: Final = 0o600
+# The temporary file's name is the process's, so writers in one process take turns.
+_lock: Final = threading.Lock()
+
+
+class UnsafeFileError(OSError):
+    """The file cannot be written safely where it is; the message says why."""
+
+
+def write_atomically(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    mode: int = PRIVATE,
+    owner: tuple[int, int] | None = None,
+) -> None:
+    """Replace the file at ``path`` with ``data``, with ``mode`` (0600 unless given) and
+    ``owner`` (uid, gid; root only). Its directory is created (0700) when missing."""
+    path = os.fspath(path)
+    directory, name = os.path.split(path)
+    directory = directory or "."
+    if not name:
+        raise UnsafeFileError(f"{path!r} names a directory, not a file")
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    with _lock:
+        dir_fd = open_directory(directory)
+        try:
+            _replace(dir_fd, name, data, mode, owner)
+        finally:
+            os.close(dir_fd)
+
+
+def make_private_directory(path: str | os.PathLike[str]) -> None:
+    """Create ``path`` (0700), or make an existing one of this user's 0700; never
+    through a link."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    fd = open_directory(os.fspath(path), check=False)
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():
+            raise UnsafeFileError(
+                f"{os.fspath(path)} belongs to another user, who could read or replace "
+                "what mcpd writes there"
+            )
+        os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
+def open_directory(directory: str, *, check: bool = True) -> int:
+    """A descriptor of ``directory``, refused if it is a symbolic link or not a
+    directory, and (with ``check``) if other users can write to it."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(directory, flags)
+    except OSError as exc:
+        if os.path.islink(directory):
+            raise UnsafeFileError(
+                f"{directory} is a symbolic link; mcpd writes there only into a real "
+                "directory (give the path it points to instead)"
+            ) from None
+        raise UnsafeFileError(f"cannot open the directory {directory}: {exc.strerror}") from None
+    if not check:
+        return fd
+    st = os.fstat(fd)
+    who = _other_writers(st)
+    if who is None:
+        return fd
+    os.close(fd)
+    if st.st_mode & stat.S_ISVTX:
+        raise UnsafeFileError(
+            f"{directory} is shared by {who} (like /tmp), who could put a file there under "
+            "the name mcpd writes; use a directory of your own"
+        )
+    raise UnsafeFileError(
+        f"{directory} can be written by {who}, who could replace what mcpd writes there; "
+        f"run chmod go-w {directory}"
+    )
+
+
+def _other_writers(st: os.stat_result) -> str | None:
+    """Who besides the directory's owner (and root) may write to it, if anyone."""
+    if st.st_mode & stat.S_IWOTH:
+        return "every user"
+    if st.st_mode & stat.S_IWGRP and not _private_group(st.st_uid, st.st_gid):
+        try:
+            return f"the group {grp.getgrgid(st.st_gid).gr_name}"
+        except KeyError:
+            return f"the group {st.st_gid}"
+    return None
+
+
+def _private_group(uid: int, gid: int) -> bool:
+    """Whether ``gid`` is the owner's own group (named after the user, no other member),
+    which many distributions give each user, with a umask that lets it write."""
+    try:
+        user = pwd.getpwuid(uid)
+        group = grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return (
+        user.pw_gid == gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+    )
+
+
+def _replace(dir_fd: int, name: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
+    tmp = f"{name}.{os.getpid()}.tmp"
+    fd = _create(dir_fd, tmp)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            # Before any byte is written, and exactly: O_CREAT's mode passes the umask.
+            os.fchmod(f.fileno(), mode)
+            if owner is not None:
+                os.fchown(f.fileno(), *owner)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    os.fsync(dir_fd)
+
+
+def _create(dir_fd: int, tmp: str) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(tmp, flags, PRIVATE, dir_fd=dir_fd)
+    except FileExistsError:
+        # Left by a writer with this process id that died, or put there: whatever it
+        # is (a file with a wider mode, a link), it goes, and the name is created anew.
+        os.unlink(tmp, dir_fd=dir_fd)
+    try:
+        return os.open(tmp, flags, PRIVATE, dir_fd=dir_fd)
+    except FileExistsError:
+        raise UnsafeFileError(f"{tmp} reappeared as mcpd replaced it; not writing") from None
