@@ -15,6 +15,7 @@ import os
 import sys
 
 from ..config.endpoints import groups_locked_out
+from ..config.exposure import in_url, masked, masked_args, warnings
 from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.paths import daemon_socket_path, runtime_directory
@@ -73,8 +74,14 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     socket = daemon_socket_path(None, config.daemon.socket, runtime_dir=runtime_directory())
     print(f"{path}: OK, {len(config.servers)} server(s); socket {socket}")
     unstartable = _unstartable(config)
+    exposed: list[str] = []
     for alias, s in sorted(config.servers.items()):
-        where = f"{s.command} {' '.join(s.args)}".strip() if s.command else s.url
+        exposed += warnings(alias, s.args, s.url)
+        # Secrets in them are shown masked: this output ends up in terminals and logs.
+        if s.command:
+            where = f"{s.command} {' '.join(masked_args(s.args))}".strip()
+        else:
+            where = masked(s.url or "", in_url(s.url or ""))
         flags: list[str] = [s.kind]
         if s.trusted:
             flags.append("trusted")
@@ -88,7 +95,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             flags.append(s.auth.type.replace("_", " "))
         print(f"  {alias:<20} {', '.join(flags):<16} {where}")
     locked = groups_locked_out(config.daemon)
-    for warning in [*unstartable.values(), *([locked] if locked else [])]:
+    for warning in [*unstartable.values(), *([locked] if locked else []), *exposed]:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
 
@@ -142,8 +149,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     extra = []
     if moved:
         extra.append(f"{len(moved)} secret(s) moved to {secrets_dir(args.output)}")
-    elif imported.secrets:
-        extra.append(f"{len(imported.secrets)} secret(s) to provide")
+    elif imported.secrets or imported.inline:
+        extra.append(f"{len(imported.secrets) + len(imported.inline)} secret(s) to provide")
     if imported.notes:
         extra.append(f"{len(imported.notes)} note(s)")
     print(
@@ -153,6 +160,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     )
     for where, path in moved.items():
         print(f"mcpd:   {'.'.join(where)} -> {path} (mode 0600)", file=sys.stderr)
+    for warning in imported.exposed:
+        print(f"mcpd: warning: {warning}", file=sys.stderr)
     return 0
 
 

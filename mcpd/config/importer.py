@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import msgspec
 
+from . import exposure
 from .import_hosts import Dialect, dialect_of, normalize
 from .jsonc import objects, read_json
 from .model import ConfigError, ServerConfig
@@ -69,14 +70,32 @@ _HOST_ONLY: Final = frozenset(
 )
 
 
+class Inline(msgspec.Struct, frozen=True):
+    """A secret written inside an argument or a URL, which a reference replaces."""
+
+    where: tuple[str, ...]  # ("servers", alias, "args[3]") or ("servers", alias, "url", NAME)
+    alias: str
+    index: int | None  # the argument; None: the URL
+    start: int
+    end: int
+    var: str  # the variable that will carry it
+
+    def value_in(self, table: dict[str, Any]) -> str:
+        """The string that holds it, in the server's ``table``."""
+        return str(table["url"] if self.index is None else table["args"][self.index])
+
+
 class Imported(msgspec.Struct):
-    """mcpd server tables keyed by alias, with real values (``secrets`` says which
-    values must not be printed), and notes for the person importing."""
+    """mcpd server tables keyed by alias, with real values (``secrets`` and ``inline``
+    say which values must not be printed), and notes for the person importing."""
 
     servers: dict[str, dict[str, Any]]
     notes: list[str]
     secrets: dict[tuple[str, ...], str]  # key path -> the variable that replaces it
     source: str
+    inline: list[Inline] = msgspec.field(default_factory=list)
+    # Secrets other users or logs can read where they stand (see ``exposure``).
+    exposed: list[str] = msgspec.field(default_factory=list)
 
 
 def import_file(path: str | os.PathLike[str]) -> Imported:
@@ -135,7 +154,7 @@ def import_text(text: str, source: str) -> Imported:
         if table is not None:
             servers[alias] = table
             bodies[alias] = body
-    return Imported(servers, notes, state.secrets, source)
+    return Imported(servers, notes, state.secrets, source, state.inline, state.exposed)
 
 
 def _server_tables(doc: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -177,6 +196,8 @@ class _Converter:
         self.inputs = inputs
         self.notes = notes
         self.secrets: dict[tuple[str, ...], str] = {}
+        self.inline: list[Inline] = []
+        self.exposed: list[str] = []
         self._taken: dict[str, str] = {}  # secret variable -> its value
         self._refs = _REF
 
@@ -243,7 +264,27 @@ class _Converter:
         except msgspec.ValidationError as exc:
             self.notes.append(f"{where}: {exc}; skipped")
             return None
+        self._exposed(alias, table)
         return table
+
+    def _exposed(self, alias: str, table: dict[str, Any]) -> None:
+        """Warn of each secret in the arguments or the URL; one written there literally
+        is also replaced by a reference, so the printed config does not show it (mcpd
+        puts it back where it was when it starts the server)."""
+        args: list[str] = table.get("args", [])
+        url: str = table.get("url", "")
+        self.exposed += exposure.warnings(alias, args, url)
+        for f in exposure.in_args(args) + exposure.in_url(url):
+            secret = (url if f.index is None else args[f.index])[f.start : f.end]
+            if "$" in secret.replace("$$", ""):
+                continue  # a reference: nothing written here to hide
+            var = self._secret_var(alias, f.name, secret.replace("$$", "$"), own_name=False)
+            where: tuple[str, ...] = ("servers", alias, f"args[{f.index}]")
+            if f.index is None:
+                where, n = ("servers", alias, "url", f.name), 2
+                while any(i.where == where for i in self.inline):
+                    where, n = ("servers", alias, "url", f"{f.name}_{n}"), n + 1
+            self.inline.append(Inline(where, alias, f.index, f.start, f.end, var))
 
     def _auth(self, alias: str, where: str, body: dict[str, Any], out: dict[str, Any]) -> None:
         key = "oauth" if "oauth" in body else "auth"

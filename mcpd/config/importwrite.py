@@ -1,11 +1,12 @@
 """What ``mcpd import`` writes: the servers as mcpd TOML, and the secrets apart.
 
-A secret found in the other host's file (a token in ``env``, a key in a header)
-never goes into the TOML. Printed, it becomes a variable the user gives mcpd;
-written with ``-o FILE``, it goes into a file of its own under ``FILE``'s secrets
-directory (mode 0600, the directory 0700), and the TOML refers to it with
-``${file:PATH}``: the written config works as it is, with ``check-config`` and
-``serve``, and the secret is readable by its owner alone.
+A secret found in the other host's file (a token in ``env``, a key in a header, one
+written inside an argument or a URL) never goes into the TOML. Printed, it becomes a
+variable the user gives mcpd; written with ``-o FILE``, it goes into a file of its own
+under ``FILE``'s secrets directory (mode 0600, the directory 0700), and the TOML refers
+to it with ``${file:PATH}``: the written config works as it is, with ``check-config``
+and ``serve``, and the secret is readable by its owner alone (until mcpd puts one from
+an argument back on the server's command line: see ``exposure``).
 """
 
 from __future__ import annotations
@@ -36,16 +37,20 @@ def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None
             "# Secrets were not copied here: each is in a file of its own (mode 0600):",
         ]
         out += [f"#   {path}  ({'.'.join(key)})" for key, path in moved.items()]
-    elif imported.secrets:
+    elif imported.secrets or imported.inline:
         out += [
             "#",
             "# Secrets were not copied. Give mcpd these variables (systemd: Environment= or",
             "# EnvironmentFile=), or replace a reference with ${file:PATH} (LoadCredential=):",
         ]
         out += [f"#   {var}  ({'.'.join(path)})" for path, var in imported.secrets.items()]
+        out += [f"#   {i.var}  ({'.'.join(i.where)})" for i in imported.inline]
+    if imported.exposed:
+        out += ["#", "# Warnings:"] + [f"#   {_line(w)}" for w in imported.exposed]
     if imported.notes:
         out += ["#", "# Notes:"] + [f"#   {_line(n)}" for n in imported.notes]
     for alias, table in imported.servers.items():
+        table = _with_references(imported, alias, table, moved)
         out += ["", f"[servers.{_key(alias)}]"]
         for key in ("command", "args", "cwd", "url", "transport", "enabled", "call_timeout",
                     "trusted"):  # fmt: skip
@@ -65,6 +70,26 @@ def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None
                     value = f"{scheme.group(0) if scheme else ''}${{{ref}}}"
                 out.append(f"{_key(key)} = {_toml_value(value)}")
     return "\n".join(out) + "\n"
+
+
+def _with_references(
+    imported: Imported, alias: str, table: dict[str, Any], moved: dict[tuple[str, ...], Path]
+) -> dict[str, Any]:
+    """``table`` with each secret inside an argument or the URL replaced by a reference."""
+    mine = [i for i in imported.inline if i.alias == alias]
+    if not mine:
+        return table
+    out = dict(table)
+    if "args" in out:
+        out["args"] = list(out["args"])
+    for i in sorted(mine, key=lambda i: i.start, reverse=True):  # later ones first
+        ref = f"${{file:{moved[i.where]}}}" if i.where in moved else f"${{{i.var}}}"
+        value = i.value_in(out)
+        if i.index is None:
+            out["url"] = value[: i.start] + ref + value[i.end :]
+        else:
+            out["args"][i.index] = value[: i.start] + ref + value[i.end :]
+    return out
 
 
 def _line(text: str) -> str:
@@ -94,7 +119,7 @@ def secrets_dir(toml_path: str | os.PathLike[str]) -> Path:
 
 def move_secrets(imported: Imported, directory: Path) -> dict[tuple[str, ...], Path]:
     """Write each secret to its own file under ``directory``; where each went."""
-    if not imported.secrets:
+    if not imported.secrets and not imported.inline:
         return {}
     make_private_directory(directory)
     moved: dict[tuple[str, ...], Path] = {}
@@ -106,6 +131,12 @@ def move_secrets(imported: Imported, directory: Path) -> dict[tuple[str, ...], P
         target = directory / _file_name(alias, sub, key)
         write_atomically(target, (secret + "\n").encode("utf-8"))
         moved[where] = target
+    for i in imported.inline:
+        secret = i.value_in(imported.servers[i.alias])[i.start : i.end].replace("$$", "$")
+        place = ("url", i.where[-1]) if i.index is None else ("args", str(i.index))
+        target = directory / _file_name(i.alias, *place)
+        write_atomically(target, (secret + "\n").encode("utf-8"))
+        moved[i.where] = target
     return moved
 
 
