@@ -372,8 +372,8 @@ exec unshare --mount --propagation private /bin/sh -euc '
     if [ -n "$ENABLE" ]; then systemctl --root="$WORK/root" --quiet enable $ENABLE; fi
     exec systemd-nspawn -D "$WORK/root" --boot --register=no --keep-unit \
         --console=read-only --link-journal=no --machine="$MACHINE" \
-        --bind="$WORK/out:/harness-out"
-'
+        --bind="$WORK/out:/harness-out" "$@"
+' sh "$@"
 """
 
 
@@ -417,6 +417,7 @@ class Machine:
         self.rootfs = rootfs
         self._staged: list[_Staged] = []
         self._enable: list[str] = []
+        self._binds: list[str] = []
         self.env: dict[str, str] = {}
 
     def add_file(
@@ -443,6 +444,13 @@ class Machine:
             self.add_file(dest, Path(unit))
         if enable:
             self._enable.append(name)
+
+    def bind_ro(self, src: Path, dest: str) -> None:
+        """Host directory or file ``src`` visible read-only at ``dest``, for what is too big
+        to copy into every run (a Node runtime and its packages)."""
+        if ":" in f"{src}{dest}":
+            raise ValueError("systemd-nspawn cannot bind a path with ':' in it")
+        self._binds.append(f"--bind-ro={src.resolve()}:{dest}")
 
     def install_mcpd(self, source: Path = ROOT, *, command: bool = True) -> None:
         """This checkout's packages on the rootfs venv's path, and with ``command``
@@ -499,7 +507,7 @@ class Machine:
             }
             with open(work / "console.log", "wb") as console:
                 proc = subprocess.Popen(
-                    ["/bin/sh", "-c", LAUNCH_SH],
+                    ["/bin/sh", "-c", LAUNCH_SH, "sh", *self._binds],
                     env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=console,

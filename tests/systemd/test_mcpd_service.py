@@ -10,8 +10,12 @@ output and the container's journal.
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
+from tests.conftest import ROOT
 from tests.systemd import harness
 from tests.systemd.service_machine import PY, machine, run_check
 
@@ -275,3 +279,70 @@ def test_a_config_error_keeps_the_socket_and_a_reload_recovers(
     assert len(tool_names()) == 6
     """
     run_check(machine(systemd_rootfs), check)
+
+
+NODE_SERVER = """
+[servers.memory]
+command = "/opt/node/node"
+args = ["/opt/peers/node_modules/@modelcontextprotocol/server-memory/dist/index.js"]
+env = { MEMORY_FILE_PATH = "/var/lib/mcpd/memory.jsonl" }
+"""
+
+
+def test_the_confined_service_still_serves_node_and_python_servers(
+    systemd_rootfs: harness.Rootfs,
+) -> None:
+    """The unit's system call filter, core limit, IPC removal and unit-wide limits are in
+    force on mcpd and on every server it starts, and a Node server (which probes for
+    system calls the filter refuses) and a Python one still answer calls."""
+    node = shutil.which("node")
+    peers = ROOT / "tests/peers/node_modules/@modelcontextprotocol/server-memory"
+    if node is None or not peers.is_dir():
+        pytest.skip("needs node and tests/peers/node_modules (the interop peers)")
+    m = machine(systemd_rootfs)
+    m.bind_ro(Path(node), "/opt/node/node")
+    m.bind_ro(ROOT / "tests/peers/node_modules", "/opt/peers/node_modules")
+    check = rf"""
+    write("/etc/mcpd/config.toml", open("/etc/mcpd/config.toml").read() + {NODE_SERVER!r})
+    sh("systemctl", "start", "mcpd")
+    assert show("StatusText") == "3 servers: 3 ready", show("StatusText")
+
+    step("the unit's settings, as systemd applies them")
+    expected = {{"SystemCallErrorNumber": "1", "LimitCORE": "0", "RemoveIPC": "yes",
+                "TasksMax": "4096", "MemoryMax": str(8 << 30), "OOMPolicy": "continue",
+                "NoNewPrivileges": "yes"}}
+    shown = {{k: show(k) for k in expected}}
+    assert shown == expected, shown
+    allowed = show("SystemCallFilter").split()
+    assert "read" in allowed and "clone3" in allowed, allowed
+    refused = [c for c in ("mount", "ptrace", "reboot", "init_module", "swapon") if c in allowed]
+    assert not refused, refused
+
+    step("on mcpd and each of its servers")
+    pid = show("MainPID")
+    servers = server_pids(pid)
+    assert len(servers) == 2 and any("/opt/node/node" in a for a in servers.values()), servers
+    for p in [int(pid), *servers]:
+        status = dict(l.split(":", 1) for l in open(f"/proc/{{p}}/status").read().splitlines())
+        assert status["Seccomp"].strip() == "2" and status["NoNewPrivs"].strip() == "1", p
+        (core,) = [l for l in open(f"/proc/{{p}}/limits") if l.startswith("Max core file size")]
+        assert core.split()[4:6] == ["0", "0"], core
+
+    step("calls through the Node server and the Python one")
+    made = mcpd("call", "mcp__memory__create_entities", json.dumps({{"entities": [
+        {{"name": "mcpd", "entityType": "daemon", "observations": ["confined"]}}]}})).stdout
+    assert "confined" in made, made
+    assert "confined" in mcpd("call", "mcp__memory__read_graph", "{{}}").stdout
+    assert "welcome" in mcpd("call", "mcp__notes__search", '{{"query": "welcome"}}').stdout
+    assert show("NRestarts") == "0" and len(server_pids(pid)) == 2
+
+    step("IPC objects of the service's user go when it stops")
+    sh("runuser", "-u", "mcpd", "--", "ipcmk", "-M", "4096")
+    sh("runuser", "-u", "mcpd", "--", "sh", "-c", "echo x > /dev/shm/mcpd-probe")
+    owners = lambda: sh("ipcs", "-m", "-c").splitlines()[2:]  # after the two header lines
+    assert any(" mcpd " in l for l in owners()) and os.path.exists("/dev/shm/mcpd-probe")
+    sh("systemctl", "stop", "mcpd")
+    assert not any(" mcpd " in l for l in owners()), owners()
+    assert not os.path.exists("/dev/shm/mcpd-probe")
+    """
+    run_check(m, check)

@@ -102,8 +102,17 @@ def test_readme_user_install(systemd_rootfs: harness.Rootfs) -> None:
     assert "6 tools" in alice("/home/alice/.local/bin/mcpd", "tools")
     assert alice("systemctl", "--user", "show", "-p", "StatusText", "--value", "mcpd") == \
         "2 servers: 2 ready"
-    assert sh("ps", "-o", "user=", "-p",
-              alice("systemctl", "--user", "show", "-p", "MainPID", "--value", "mcpd")) == "alice"
+    pid = alice("systemctl", "--user", "show", "-p", "MainPID", "--value", "mcpd")
+    assert sh("ps", "-o", "user=", "-p", pid) == "alice"
+
+    step("the user unit's system call filter and limits, on mcpd and its server")
+    shown = alice("systemctl", "--user", "show", "mcpd", "-p",
+                  "SystemCallErrorNumber,LimitCORE,TasksMax,MemoryMax,OOMPolicy")
+    assert sorted(shown.splitlines()) == ["LimitCORE=0", f"MemoryMax={8 << 30}",
+        "OOMPolicy=continue", "SystemCallErrorNumber=1", "TasksMax=4096"], shown
+    for p in [pid, *map(str, server_pids(pid))]:
+        status = open(f"/proc/{p}/status").read()
+        assert "\nSeccomp:\t2\n" in status and "\nNoNewPrivs:\t1\n" in status, p
 
     step("an outage in alice's journal")
     sh("systemctl", "stop", "tickets")

@@ -91,6 +91,26 @@ def test_system_service_settings() -> None:
     assert s["ProtectSystem"] == ["strict"] and s["ProtectHome"] == ["read-only"]
 
 
+CONFINEMENT = {
+    "SystemCallFilter": ["@system-service"],
+    "SystemCallErrorNumber": ["EPERM"],
+    "LimitCORE": ["0"],
+    "TasksMax": ["4096"],
+    "MemoryMax": ["8G"],
+    "OOMPolicy": ["continue"],
+}
+
+
+def test_both_services_filter_system_calls_and_bound_the_unit() -> None:
+    """The real-systemd tests show these in force; here, that the user unit has them
+    too, except RemoveIPC=, which a user manager does not apply."""
+    system = _settings(UNITS / "mcpd.service")
+    user = _settings(UNITS / "user/mcpd.service")
+    assert {k: system.get(k) for k in CONFINEMENT} == CONFINEMENT
+    assert {k: user.get(k) for k in CONFINEMENT} == CONFINEMENT
+    assert system["RemoveIPC"] == ["yes"] and "RemoveIPC" not in user
+
+
 def test_sockets_match_what_mcpd_adopts() -> None:
     system = _settings(UNITS / "mcpd.socket")
     assert system["ListenStream"] == ["/run/mcpd/mcpd.sock"]
