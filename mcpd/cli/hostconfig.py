@@ -225,11 +225,7 @@ def replace_file(
     the new text, or raises HostConfigError to leave the file alone."""
     target = Path(path)
     try:
-        if target.is_symlink():
-            # The user's own link (into a dotfiles checkout, say): what it points at is
-            # replaced and the link kept. Only a link no one else could have put there.
-            os.close(open_directory(str(target.parent)))
-            target = target.resolve()
+        target = _real_path(target)
         try:
             raw: bytes | None = target.read_bytes()
         except FileNotFoundError:
@@ -276,6 +272,21 @@ def _replace(
         os.utime(backup, ns=(st.st_atime_ns, st.st_mtime_ns))
     write_atomically(target, after.encode("utf-8"), mode=mode, owner=owner)
     return Written(target, backup, True, tightened)
+
+
+def _real_path(path: Path) -> Path:
+    """Where the file really is. The user's own links (a dotfiles checkout, a linked
+    folder) are followed, so the link stays and what it points at is replaced; a link
+    in a directory others can write may be theirs, so none is followed from there."""
+    parts = path.absolute().parts
+    real = Path(parts[0])
+    for part in parts[1:]:
+        step = real / part
+        if step.is_symlink():
+            os.close(open_directory(str(real)))  # refuses one others can write
+            step = step.resolve()
+        real = step
+    return real
 
 
 def _backup_name(target: Path) -> Path:

@@ -256,3 +256,15 @@ def test_a_host_config_keeps_its_mode_and_a_backup_keeps_the_bytes(tmp_path: Pat
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert stat.S_IMODE(written.backup.stat().st_mode) == 0o644
     assert json.loads(path.read_text())["mcpServers"]["mcpd"]["command"] == "mcpd"
+
+
+def test_a_host_config_in_a_linked_folder_is_written_there(tmp_path: Path) -> None:
+    """Dotfile managers link whole folders: the file inside is the user's to edit."""
+    real = tmp_path / "dotfiles" / "cursor"
+    real.mkdir(parents=True)
+    (tmp_path / ".cursor").symlink_to(real)
+    path = tmp_path / ".cursor" / "mcp.json"
+    path.write_text("{}")
+    written = hc.write("cursor", path, hc.entry("cursor", bridge_argv=BRIDGE))
+    assert written.path == real / "mcp.json" and (tmp_path / ".cursor").is_symlink()
+    assert "mcpd" in json.loads((real / "mcp.json").read_text())["mcpServers"]
