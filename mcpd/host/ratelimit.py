@@ -1,9 +1,11 @@
-"""Rate limiting of what servers write on stderr, before it reaches the log.
+"""Rate limiting of what others can make mcpd log, before it reaches the log.
 
 A server that logs without pause must not fill the journal (or mcpd's own stderr)
 for everyone: records that carry a server's stderr are admitted from a token bucket
 per server, and what was held back is summed up in one record once the server's
-bucket has room again. Every other record (outages, mcpd's own) is never limited.
+bucket has room again. Every other record (outages, mcpd's own) passes the handler
+untouched; the few warnings a peer can trigger by connecting (a refused uid, a silent
+connection) are limited where they are logged, by a ``Throttle`` each.
 """
 
 from __future__ import annotations
@@ -99,3 +101,24 @@ class StderrRateLimiter:
                 "mcpd_suppressed": count,
             }
         )
+
+
+class Throttle:
+    """One warning that others can cause at will (a refused connection): ``burst`` at
+    once, then one every ``every`` seconds. The ones held back are counted, and the next
+    one let through says how many they were."""
+
+    def __init__(
+        self, burst: int = 5, every: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.burst = burst
+        self.rate = 1.0 / every
+        self.clock = clock
+        self._bucket = Bucket(tokens=float(burst), stamp=clock())
+
+    def admit(self) -> int | None:
+        """None: hold this one back; otherwise how many were held back before it."""
+        if not self._bucket.take(self.clock(), self.burst, self.rate):
+            return None
+        held, self._bucket.suppressed = self._bucket.suppressed, 0
+        return held
