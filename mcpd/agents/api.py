@@ -150,7 +150,7 @@ class Api(ProfileMethods):
     ) -> None:
         # Here, not at the top: only a daemon with [daemon] http_listen loads the TCP side.
         from ..config.endpoints import parse_listen
-        from .tcp import guard, open_endpoint, own_origins
+        from .tcp import Gate, guard, open_endpoint, own_origins
 
         host, port = parse_listen(listen)
         try:
@@ -161,10 +161,11 @@ class Api(ProfileMethods):
         check = guard(
             self.control.http_token, own_origins(host, self.endpoint.port, d.http_origins)
         )
+        gate = Gate(check, lambda: self.control.settings.http_header_timeout)
         logger.info("HTTP endpoint on %s", self.endpoint.url, extra=log_extra(None))
 
         async def handle(stream: trio.SocketStream) -> None:
-            await self.http.connection(stream, None, guard=check)
+            await self.http.connection(stream, None, gate=gate)
 
         await trio.serve_listeners(handle, listeners, task_status=task_status)
 

@@ -74,14 +74,24 @@ class Wire:
         return event
 
     async def read_request(self) -> tuple[h11.Request, bytes] | None:
-        request = await self._next_event()
-        if not isinstance(request, h11.Request):
+        request = await self.read_head()
+        if request is None:
             return None
+        body = await self.read_body()
+        return None if body is None else (request, body)
+
+    async def read_head(self) -> h11.Request | None:
+        """The next request's line and headers, none of its body (None: no request)."""
+        request = await self._next_event()
+        return request if isinstance(request, h11.Request) else None
+
+    async def read_body(self) -> bytes | None:
+        """The body of the request whose head was read (None: it did not end well)."""
         body = bytearray()
         while True:
             event = await self._next_event()
             if isinstance(event, h11.EndOfMessage):
-                return request, bytes(body)
+                return bytes(body)
             if not isinstance(event, h11.Data):
                 return None
             body += event.data
@@ -179,9 +189,12 @@ class Response:
         await self._write(h11.EndOfMessage())
 
 
-async def refuse(wire: Wire, status: int) -> None:
-    """Answer a request h11 could not parse, then close, if an answer can still go out."""
+async def refuse(
+    wire: Wire, status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """Answer a request that will not be read on (h11 could not parse it, or it was
+    refused at its headers), then close, if an answer can still go out."""
     if wire.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
         return
     with trio.move_on_after(1), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        await Response(wire).json(status, b"", [(b"connection", b"close")])
+        await Response(wire).json(status, body, [*headers, (b"connection", b"close")])

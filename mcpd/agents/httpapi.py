@@ -18,14 +18,15 @@ so ``curl --unix-socket /run/mcpd/mcpd.sock http://mcpd/status`` works. Who may
 connect is decided by the socket's mode and ``allow_uids``/``allow_groups``, as
 for agents. ``?profile=NAME`` picks a profile; a profile's own socket serves that
 profile; the status pages of a profile show its servers only. The TCP endpoint
-(``tcp``) is this same code behind a ``guard`` that checks the bearer token and the Origin.
+(``tcp``) is this same code behind a ``Gate`` that checks the bearer token and the
+Origin at each request's headers.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
 import h11
@@ -45,6 +46,9 @@ from .mcp_http import rpc_reject
 from .mcp_route import LegacySession, McpRoute
 from .peers import Peer
 from .profiles import Profiles, ProfileServers
+
+if TYPE_CHECKING:
+    from .tcp import Gate
 
 _REQUEST_TIMEOUT = 30.0
 
@@ -69,7 +73,10 @@ class HttpApi:
         self.servers = servers
         self.control = control
         self.mcp = McpRoute(handler, listeners, new_session, self._profile)
-        self.open = 0
+        # Counted apart, each against max_connections: the Unix socket's HTTP
+        # connections, and the endpoint's that got past its gate.
+        self.on_socket = Slots()
+        self.on_endpoint = Slots()
 
     @property
     def sessions(self) -> dict[str, LegacySession]:
@@ -82,21 +89,20 @@ class HttpApi:
         peer: Peer | None,
         *,
         fixed: str | None = None,
-        guard: Callable[[h11.Request], None] | None = None,
+        gate: Gate | None = None,
     ) -> None:
-        caller = Caller(peer, fixed, guard)
+        """Serve one HTTP connection; one through a ``gate`` (the TCP endpoint's) is
+        served once its first request's headers have passed it."""
         wire = Wire(stream)
-        self.open += 1
         try:
             async with stream:
-                if self.open > self.control.settings.max_connections:
-                    await _send(wire, 503, "application/json", b'{"error":"too many connections"}')
+                if gate is None:
+                    await self._serve(wire, Caller(peer, fixed), None, self.on_socket)
                     return
-                while await self._exchange(wire, caller):
-                    done = wire.conn.our_state is h11.DONE and wire.conn.their_state is h11.DONE
-                    if wire.broken or not done:
-                        break
-                    wire.conn.start_next_cycle()
+                first = await gate.admit(wire)
+                if first is not None:
+                    caller = Caller(peer, fixed, gate.check)
+                    await self._serve(wire, caller, first, self.on_endpoint)
         except h11.RemoteProtocolError as exc:
             await refuse(wire, exc.error_status_hint)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -104,15 +110,37 @@ class HttpApi:
         except Exception:
             # One broken exchange must not take the daemon (or anyone else) down.
             logger.exception("HTTP connection failed")
-        finally:
-            self.open -= 1
 
-    async def _exchange(self, wire: Wire, caller: Caller) -> bool:
+    async def _serve(
+        self, wire: Wire, caller: Caller, first: h11.Request | None, slots: Slots
+    ) -> None:
+        slots.taken += 1
+        try:
+            if slots.taken > self.control.settings.max_connections:
+                await _send(wire, 503, "application/json", b'{"error":"too many connections"}')
+                return
+            head = first
+            while await self._exchange(wire, caller, head):
+                done = wire.conn.our_state is h11.DONE and wire.conn.their_state is h11.DONE
+                if wire.broken or not done:
+                    break
+                wire.conn.start_next_cycle()
+                head = None
+        finally:
+            slots.taken -= 1
+
+    async def _exchange(self, wire: Wire, caller: Caller, head: h11.Request | None) -> bool:
+        """Serve one request (``head``: its head, read and checked already); False when
+        the connection is to be closed at once."""
         try:
             # A client that starts a request and goes quiet must not hold a connection
             # slot forever; idle keep-alive connections wait under the same limit.
             with trio.move_on_after(_REQUEST_TIMEOUT) as waited:
-                request = await wire.read_request()
+                if head is None:
+                    head = await wire.read_head()
+                    if head is not None and caller.guard is not None:
+                        caller.guard(head)  # before its body: a refused one is never read
+                body = None if head is None else await wire.read_body()
             if waited.cancelled_caught:
                 logger.info(
                     "closing an HTTP connection on the agent socket: no complete "
@@ -120,16 +148,17 @@ class HttpApi:
                     _REQUEST_TIMEOUT,
                 )
                 return False
-            if request is None:
+            if head is None or body is None:
                 return False
-            await self._route(wire, *request, caller)
+            await self._route(wire, head, body, caller)
         except Reject as rejection:
-            await Response(wire).json(rejection.status, rejection.body, rejection.headers)
+            headers = rejection.headers
+            if wire.conn.their_state is not h11.DONE:  # its body stays unread
+                headers = [*headers, (b"connection", b"close")]
+            await Response(wire).json(rejection.status, rejection.body, headers)
         return True
 
     async def _route(self, wire: Wire, request: h11.Request, body: bytes, caller: Caller) -> None:
-        if caller.guard is not None:
-            caller.guard(request)
         path, _, query_text = request.target.decode("latin-1").partition("?")
         query = parse_qs(query_text)
         if path == "/mcp":
@@ -211,6 +240,13 @@ class HttpApi:
 
     def _metrics(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
         return 200, METRICS_TYPE, self.control.metrics(self._scope(query, caller)).encode()
+
+
+class Slots:
+    """Connections of one kind being served."""
+
+    def __init__(self) -> None:
+        self.taken = 0
 
 
 async def _send(

@@ -13,6 +13,14 @@ need, since its file mode already says who may connect:
   (DNS rebinding) gets 403, as the MCP transport requires.
 
 ``?profile=NAME`` picks the profile (any: whoever has the token is the daemon's user).
+
+Both are checked as soon as a request's headers are in, before a byte of its body is
+read: a stranger costs no more than its headers. A new connection waits for its first
+headers in a lobby of its own (``Gate``), apart from the clients that got in and from
+the Unix socket's connections, for ``http_header_timeout`` at most; when the lobby is
+full, a newcomer pushes out the one that has waited longest. So a flood of silent
+connections holds a bounded number of descriptors, and never keeps a client that sends
+its token from being served.
 """
 
 from __future__ import annotations
@@ -20,18 +28,24 @@ from __future__ import annotations
 import hmac
 import logging
 from collections.abc import Callable, Iterable
+from typing import Final
 
 import h11
 import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
 
-from .http_wire import Headers, Reject
+from ..host.ratelimit import Throttle
+from .http_wire import Headers, Reject, Wire, refuse
 
 logger = logging.getLogger("mcpd.http")
 
 Guard = Callable[[h11.Request], None]
+# Connections waiting for their first headers at once. Each holds a descriptor and
+# at most h11's limit on incomplete headers, so the lobby's cost is bounded.
+LOBBY_SIZE: Final = 64
 
 
 class Connect(msgspec.Struct):
@@ -75,6 +89,63 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
             )
 
     return check
+
+
+class Gate:
+    """The endpoint's door: a connection gets in once its first request's headers come
+    within ``timeout()`` seconds and pass ``check``."""
+
+    def __init__(self, check: Guard, timeout: Callable[[], float]) -> None:
+        self.check = check
+        self._timeout = timeout
+        self._lobby: dict[trio.CancelScope, None] = {}  # oldest first
+        self._let_go = Throttle()
+        self._pushed_out = Throttle()
+
+    async def admit(self, wire: Wire) -> h11.Request | None:
+        """The first request's head once it passed the checks; None when the connection
+        is done with (refused with its status, out of time, pushed out, or gone)."""
+        if len(self._lobby) >= LOBBY_SIZE:
+            oldest = next(iter(self._lobby))
+            del self._lobby[oldest]
+            oldest.cancel()
+            self._log(self._pushed_out, f"more than {LOBBY_SIZE} waited for their headers")
+        timeout = self._timeout()
+        scope = trio.CancelScope(deadline=trio.current_time() + timeout)
+        self._lobby[scope] = None
+        try:
+            with scope:
+                request = await wire.read_head()
+                if request is None:
+                    return None
+                try:
+                    self.check(request)
+                except Reject as rejection:
+                    await refuse(wire, rejection.status, rejection.body, rejection.headers)
+                    return None
+                return request
+            if scope.deadline <= trio.current_time():
+                self._log(
+                    self._let_go,
+                    f"no complete request headers within {timeout:g} s "
+                    "(daemon.http_header_timeout)",
+                )
+            return None
+        finally:
+            self._lobby.pop(scope, None)
+
+    @staticmethod
+    def _log(throttle: Throttle, why: str) -> None:
+        held = throttle.admit()
+        if held is None:
+            return
+        more = f" ({held} more since the last such line)" if held else ""
+        logger.warning(
+            "HTTP endpoint: closed a connection before its token was checked: %s%s",
+            why,
+            more,
+            extra=log_extra(None, reason=why),
+        )
 
 
 def _refusal(message: str) -> bytes:

@@ -131,6 +131,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         "cooldown_base",
         "cooldown_cap",
         "ask_timeout",
+        "http_header_timeout",
     ):
         if not getattr(d, key) > 0:  # also refuses nan, which TOML allows
             raise ConfigError(f"daemon.{key}", "must be positive")
