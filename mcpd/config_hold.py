@@ -24,7 +24,7 @@ from protocol import jsonrpc as rpc
 from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 
-from .agents.door import is_http
+from .agents.door import speaks
 from .agents.peers import is_owner, peer_of
 from .config.model import CONFIG_ERROR, Config, ConfigError
 from .host.systemd import Notifier, run_watchdog
@@ -131,7 +131,7 @@ class ConfigHold:
 
     async def _connection(self, stream: trio.SocketStream) -> None:
         async with stream:
-            if await is_http(stream):
+            if await speaks(stream) == "http":
                 await self._http(stream)
                 return
             peer = peer_of(stream.socket)

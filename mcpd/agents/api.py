@@ -177,7 +177,11 @@ class Api(ProfileMethods):
         if servers is None:
             await refuse(stream, f"mcpd: the profile {profile!r} was removed")
             return
-        if await self.door.speaks_http(stream):  # curl, a browser, a monitor, an HTTP client
+        spoken = await self.door.speaks(stream, peer)
+        if spoken is None:  # said nothing, or nothing in time
+            await stream.aclose()
+            return
+        if spoken == "http":  # curl, a browser, a monitor, an HTTP client
             await self.http.connection(stream, peer, fixed=profile)
             return
         d = self.control.settings

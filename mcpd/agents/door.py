@@ -2,19 +2,19 @@
 the first bytes are HTTP or a line of JSON-RPC.
 
 Refusing is done here, once and cheaply, before a connection costs a session: a
-refused peer gets one JSON-RPC error line naming why, and the log gets one line per
-interval with a count, not one per refusal.
+refused peer gets one JSON-RPC error line naming why, and the log gets a few lines
+and then one per interval that says how many were not logged, not one per refusal.
+A peer that says nothing is let go after ``first_message_timeout``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import re
 import socket
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, Literal
 
 import trio
 
@@ -22,12 +22,13 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
+from ..host.ratelimit import Throttle
 from .peers import Peer, is_allowed, peer_of, resolve_groups
 
 logger = logging.getLogger("mcpd.api")
 
-_REFUSED_LOG_EVERY: Final = 10.0
 Allowed = Callable[[str], tuple[Iterable[int], Iterable[int]]]
+Speaks = Literal["http", "lines"]
 # A method token and its space ("GET ", "POST "), or as much of one as has arrived.
 _REQUEST_LINE: Final = re.compile(rb"[A-Z]{1,7}(?: |\Z)")
 
@@ -45,8 +46,9 @@ class Door:
         # when the names are the same: the groups themselves may have changed.
         groups = settings().allow_groups
         self._gids_of: tuple[list[str], set[int]] = (groups, resolve_groups(groups))
-        self._refused = 0  # refused at max_connections since the last log line
-        self._refused_logged = -math.inf
+        self._full = Throttle(burst=1)  # refused at max_connections
+        self._not_allowed = Throttle()
+        self._silent = Throttle()
         self._sniffing = 0  # accepted connections whose first byte has not come yet
 
     async def check(
@@ -58,18 +60,16 @@ class Door:
         # Connections that have not sent a byte count too: they used to escape the
         # limit, so any number of silent ones could take all of mcpd's descriptors.
         if self._open_now() + self._sniffing >= d.max_connections:
-            self._refused += 1
-            if trio.current_time() - self._refused_logged >= _REFUSED_LOG_EVERY:
+            held = self._full.admit()
+            if held is not None:
                 peer = peer_of(stream.socket)
                 logger.warning(
                     "too many agent connections (limit %d): refused %d, the latest from %s",
                     d.max_connections,
-                    self._refused,
+                    held + 1,
                     f"pid {peer.pid}, uid {peer.uid}" if peer is not None else "an unknown peer",
                     extra=log_extra(None, reason="too many connections"),
                 )
-                self._refused = 0
-                self._refused_logged = trio.current_time()
             await refuse(stream, f"mcpd: too many connections (limit {d.max_connections})")
             return False, None
         peer = peer_of(stream.socket)
@@ -80,13 +80,16 @@ class Door:
         if peer is not None and not is_allowed(peer, uids, set(gids)):
             keys = "daemon" if profile is None else f"profiles.{profile}"
             keys = f"{keys}.allow_uids/allow_groups"
-            logger.warning(
-                "refused an agent connection from uid %d (pid %d): not allowed by %s",
-                peer.uid,
-                peer.pid,
-                keys,
-                extra=log_extra(None, reason=f"uid {peer.uid} not allowed"),
-            )
+            held = self._not_allowed.admit()
+            if held is not None:
+                logger.warning(
+                    "refused an agent connection from uid %d (pid %d): not allowed by %s%s",
+                    peer.uid,
+                    peer.pid,
+                    keys,
+                    f" ({held} more refused since the last such line)" if held else "",
+                    extra=log_extra(None, reason=f"uid {peer.uid} not allowed"),
+                )
             await refuse(
                 stream,
                 f"mcpd: uid {peer.uid} may not use this socket: neither it nor one of its "
@@ -100,14 +103,28 @@ class Door:
             self._gids_of = (groups, resolve_groups(groups))
         return self._gids_of[1]
 
-    async def speaks_http(self, stream: trio.SocketStream) -> bool:
-        """Whether the first bytes are an HTTP request (counted against the limit while
-        they are awaited)."""
+    async def speaks(self, stream: trio.SocketStream, peer: Peer | None) -> Speaks | None:
+        """Whether the first bytes are an HTTP request or a line (counted against the
+        limit while they are awaited); None: the peer hung up, or said nothing within
+        ``first_message_timeout``, and is to be let go."""
+        timeout = self._settings().first_message_timeout
         self._sniffing += 1
         try:
-            return await is_http(stream)
+            with trio.move_on_after(timeout):
+                return await speaks(stream)
         finally:
             self._sniffing -= 1
+        held = self._silent.admit()
+        if held is not None:
+            logger.info(
+                "closed an agent connection from %s: it sent nothing within %g s "
+                "(daemon.first_message_timeout)%s",
+                f"pid {peer.pid}, uid {peer.uid}" if peer is not None else "an unknown peer",
+                timeout,
+                f" ({held} more since the last such line)" if held else "",
+                extra=log_extra(None, reason="silent connection"),
+            )
+        return None
 
 
 async def refuse(stream: trio.SocketStream, message: str) -> None:
@@ -118,12 +135,15 @@ async def refuse(stream: trio.SocketStream, message: str) -> None:
     await stream.aclose()
 
 
-async def is_http(stream: trio.SocketStream) -> bool:
-    """Whether the peer opened with an HTTP request line; nothing is consumed."""
+async def speaks(stream: trio.SocketStream) -> Speaks | None:
+    """Whether the peer opened with an HTTP request line or not (None: it hung up);
+    nothing is consumed."""
     try:
         first: bytes = await stream.socket.recv(8, socket.MSG_PEEK)
     except OSError:
-        return False
+        return None
+    if not first:
+        return None
     # One capital letter was enough before: an agent whose first line was a banner or
     # garbage ("Hello", "F\r...") became an HTTP client that never got an answer.
-    return _REQUEST_LINE.match(first) is not None
+    return "http" if _REQUEST_LINE.match(first) is not None else "lines"

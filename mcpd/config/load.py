@@ -132,6 +132,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         "cooldown_cap",
         "ask_timeout",
         "http_header_timeout",
+        "first_message_timeout",
     ):
         if not getattr(d, key) > 0:  # also refuses nan, which TOML allows
             raise ConfigError(f"daemon.{key}", "must be positive")

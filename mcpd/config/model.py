@@ -69,6 +69,8 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     # How long a connection to the endpoint has to send its request's headers (the
     # token is checked there).
     http_header_timeout: float = 5.0
+    # How long a new connection to an agent socket may stay silent before it is closed.
+    first_message_timeout: float = 30.0
     # How long an agent has to answer a server's request (elicitation, sampling, roots).
     ask_timeout: float = 120.0
     # What one server's lists may hold (each list kind on its own), far above what real
