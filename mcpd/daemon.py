@@ -275,9 +275,8 @@ class Daemon:
     def metrics(self, scope: ProfileView | None = None) -> str:
         runners = self.supervisor.runners
         if scope is None:
-            return metrics.render(
-                runners, self.registry, self.registry.size(), len(self.api.connections)
-            )
+            agents = len(self.api.agent_connections())
+            return metrics.render(runners, self.registry, self.registry.size(), agents)
         own = {alias: r for alias, r in runners.items() if scope.has_server(alias)}
         return metrics.render(own, self.registry, scope.count(), self.api.agents()[scope.name])
 
@@ -298,7 +297,7 @@ class Daemon:
                 "socket": self.socket_path,
                 "config": self.config_path,
                 "uptime_s": round(trio.current_time() - self._started, 1),
-                "connections": len(self.api.connections),
+                "connections": len(self.api.agent_connections()),
                 "tools": self.registry.size(),
                 "prompts": len(self.registry.prompts.listing()),
                 "resources": len(self.registry.resources.listing()),

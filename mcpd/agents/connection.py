@@ -28,6 +28,7 @@ from .profiles import ProfileServers
 _TOOLS_CALL: Final = b'"tools/call"'
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.
 LIFECYCLE: Final = frozenset({"initialize", "ping", "server/discover"})
+_OWN_METHODS: Final = "mcpd/"
 
 logger = logging.getLogger("mcpd.api")
 
@@ -84,6 +85,9 @@ class Connection:
     batches: Batches | None = None
     # What refuses a server's requests for this agent, made at its first call (relay).
     refuser: Any = None
+    # Whether it sent an MCP message: a connection that only sent mcpd's own commands
+    # (the one `mcpd status` asks on) is not counted as an agent.
+    spoke_mcp: bool = False
 
     def __init__(
         self,
@@ -208,6 +212,7 @@ class Connection:
             # its outcome is written from a callback when the server answers.
             call = splice.decode_call(line)
             if call is not None:
+                self.spoke_mcp = True
                 rid, inflight = call.id, self.inflight
                 if rid in inflight or len(inflight) >= self.max_inflight:
                     self._admit(rid)  # refused, saying why
@@ -228,6 +233,8 @@ class Connection:
             self.faults.invalid_line(self.label, exc.message)
             self.send_nowait(exc.reply())
             return
+        if not self.spoke_mcp and isinstance(msg, (rpc.Request, rpc.Notification)):
+            self.spoke_mcp = not msg.method.startswith(_OWN_METHODS)
         if isinstance(msg, rpc.Request):
             if not self._admit(msg.id):
                 pass

@@ -36,6 +36,7 @@ class Exchange(Connection):
     """
 
     long_replies = False
+    spoke_mcp = True  # it came to /mcp
 
     def __init__(
         self, handler: Dispatcher, session: ServerSession, caller: Caller, servers: ProfileServers

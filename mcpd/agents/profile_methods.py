@@ -76,9 +76,14 @@ class ProfileMethods:
         scope = self.scope_of(conn)
         return {"profiles": self.profile_status(only=None if scope is None else scope.name)}
 
+    def agent_connections(self) -> list[Connection]:
+        """The connections that spoke MCP, not those with only mcpd's own commands (as
+        the one ``mcpd status`` asks on)."""
+        return [c for c in self.connections if c.spoke_mcp]
+
     def agents(self) -> Counter[str]:
         """How many agents use each profile, by name."""
-        agents: Counter[str] = Counter(self.view(c).name for c in self.connections)
+        agents: Counter[str] = Counter(self.view(c).name for c in self.agent_connections())
         if self._http is not None:  # no HTTP request yet, no HTTP session
             agents.update(s.servers.name for s in self._http.sessions.values())
         return agents

@@ -201,3 +201,36 @@ async def test_a_piped_batch_is_answered_before_the_bridge_goes(tmp_path: Path) 
     first, answers = (json.loads(line) for line in done.stdout.splitlines())
     assert first["id"] == 1
     assert sorted(a["id"] for a in answers) == [2, 3]
+
+
+async def test_status_counts_a_bridge_and_not_the_status_command_itself(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"s": server()})
+    sock = Path(cfg.socket_path())
+
+    async def status() -> dict[str, Any]:
+        asked = await trio.run_process(
+            [sys.executable, "-m", "mcpd", "status", "--json", "--socket", str(sock)],
+            capture_stdout=True,
+        )
+        return json.loads(asked.stdout)  # type: ignore[no-any-return]
+
+    def agents(seen: dict[str, Any]) -> tuple[int, int]:
+        rows = {p["name"]: p["agents"] for p in seen["profiles"]}
+        return seen["daemon"]["connections"], rows["default"]
+
+    with trio.fail_after(60):
+        async with running(cfg):
+            assert agents(await status()) == (0, 0)
+            bridge = await start_bridge(sock)
+            try:
+                init = {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "host", "version": "1"},
+                }
+                assert "result" in await bridge.ask(1, "initialize", init)
+                assert agents(await status()) == (1, 1)
+            finally:
+                assert bridge.proc.stdin is not None
+                await bridge.proc.stdin.aclose()
+                assert await bridge.proc.wait() == 0

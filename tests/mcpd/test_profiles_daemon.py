@@ -298,8 +298,8 @@ async def test_mcpd_tools_and_status_show_each_profile(tmp_path: Path) -> None:
     )
     lines = status.stdout.decode().splitlines()
     table = lines[lines.index(next(x for x in lines if x.startswith("PROFILE"))) :]
-    # `mcpd status` itself is the default profile's one agent.
-    assert " ".join(table[1].split()) == "default all 30 30 1 mcp__{alias}__{tool} <= 64"
+    # `mcpd status` itself is no agent of the default profile's.
+    assert " ".join(table[1].split()) == "default all 30 30 0 mcp__{alias}__{tool} <= 64"
     assert " ".join(table[2].split()) == "few auto (search) 30 4 0 {alias}__{tool} <= 40"
 
 
