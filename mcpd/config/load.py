@@ -120,6 +120,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         raise ConfigError("daemon.socket_mode", "must be between 0000 and 0777")
     for key in (
         "call_timeout",
+        "max_call_time",
         "startup_deadline",
         "probe_timeout",
         "list_timeout",

@@ -296,8 +296,3 @@ def default_config_path(env: Mapping[str, str] | None = None) -> str:
         return "/etc/mcpd/config.toml"
     base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME", "/"), ".config")
     return os.path.join(base, "mcpd", "config.toml")
-
-
-def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """Header values carry secrets; status pages and errors show only the names."""
-    return {k: "***" for k in headers}

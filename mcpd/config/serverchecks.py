@@ -49,6 +49,8 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
                 )
     if s.call_timeout is not None and not s.call_timeout > 0:
         yield ConfigError(f"{where}.call_timeout", "must be positive")
+    if not s.connect_timeout > 0:  # also refuses nan, which TOML allows
+        yield ConfigError(f"{where}.connect_timeout", "must be positive")
     if s.max_concurrency is not None and s.max_concurrency < 1:
         yield ConfigError(f"{where}.max_concurrency", "must be at least 1")
     for key in LIST_LIMIT_KEYS:

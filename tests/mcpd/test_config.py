@@ -404,11 +404,6 @@ def test_socket_mode_is_octal() -> None:
     assert parse_toml('[daemon]\nsocket_mode = "0660"\n').socket_mode() == 0o660
 
 
-def test_redacted_headers_show_only_names() -> None:
-    headers = parse_toml(EXAMPLE).servers["tickets"].headers
-    assert cfg.redact_headers(headers) == {"Authorization": "***"}
-
-
 # -- default paths --
 
 
@@ -605,3 +600,12 @@ def test_unknown_allow_group_is_an_error_naming_it() -> None:
         parse({"daemon": {"allow_groups": ["root", "no-such-group-here"]}}, env={})
     assert info.value.path == "daemon.allow_groups[1]"
     assert "no-such-group-here" in info.value.message
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_a_time_limit_that_is_not_positive_is_an_error_naming_its_key(value: str) -> None:
+    error = error_of(f"[daemon]\nmax_call_time = {value}\n{STDIO}")
+    assert (error.path, error.message) == ("daemon.max_call_time", "must be positive")
+    url = '[servers.h]\nurl = "https://example.com/mcp"\n'
+    error = error_of(f"{url}connect_timeout = {value}\n")
+    assert (error.path, error.message) == ("servers.h.connect_timeout", "must be positive")
