@@ -1,10 +1,18 @@
-"""RFC 6570 templates as a router sees them: which URIs a template claims."""
+"""RFC 6570 templates as a router sees them: which URIs a template claims, and what
+it costs to find out, whatever the template and the URI hold."""
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from protocol import uritemplate as t
+
+TEMPLATE = "repo://{owner}{/path}"
 
 
 @pytest.mark.parametrize(
@@ -16,12 +24,17 @@ from protocol import uritemplate as t
         ("file:///{+path}", "file:///src/a b/c.py", True),  # + keeps reserved characters
         ("file:///{name}", "file:///a%20b.txt", True),
         ("file:///{name}", "file:///a b.txt", False),  # simple expansion percent-encodes
+        ("file:///{name}", "file:///a%2.txt", False),  # not a percent-encoding
         ("db://rows{?limit,offset}", "db://rows", True),
         ("db://rows{?limit,offset}", "db://rows?limit=3&offset=4", True),
         ("db://rows{?limit}", "db://rowsX", False),
         ("x://{a}{/path*}", "x://a/b/c", True),
         ("x://page{#section}", "x://page#intro", True),
+        ("x://{a}{.ext}{;p}{&q}", "x://a.tar.gz;x=1&y=2", True),
+        ("x://{a}{.ext}", "x://a.b/c", False),  # "." expansions hold no "/"
         ("demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/blob/1", False),
+        (TEMPLATE, "repo://x/a/b", True),
+        (TEMPLATE, "repo://x" + "/" * 26 + "#", False),
     ],
 )
 def test_which_uris_a_template_claims(template: str, uri: str, expected: bool) -> None:
@@ -30,8 +43,162 @@ def test_which_uris_a_template_claims(template: str, uri: str, expected: bool) -
 
 def test_a_broken_template_claims_nothing() -> None:
     assert t.matches("file:///{path", "file:///{path") is False
-    with pytest.raises(t.TemplateError):
-        t.pattern("x://{}")
+    for broken in ("x://{}", "x://{+}", "x://{a", "x://a}", "x://{a{b}}"):
+        with pytest.raises(t.TemplateError):
+            t.parse(broken)
+
+
+def steps_bound(template: str, uri: str) -> int:
+    """What a match may cost: linear in the URI, for any template mcpd accepts."""
+    return (len(uri) + 1) * (5 * template.count("{") + 1)
+
+
+@pytest.mark.parametrize("slashes", [26, 4000])
+def test_a_run_of_slashes_then_a_fragment_costs_linear_steps(slashes: int) -> None:
+    uri = "repo://x" + "/" * slashes + "#"
+    verdict = t.parse(TEMPLATE).match(uri)
+    assert verdict.matched is False
+    assert 0 < verdict.steps <= steps_bound(TEMPLATE, uri)
+
+
+def test_a_uri_past_the_cap_is_not_scanned() -> None:
+    template = t.parse("x://{+rest}")
+    at_cap = "x://" + "a" * (t.MAX_URI - 4)
+    assert template.match(at_cap).matched is True
+    assert template.match(at_cap + "a") == t.Verdict(False, 0)
+
+
+def test_more_expressions_than_the_cap_is_a_broken_template() -> None:
+    most = "x://" + "{a}" * t.MAX_EXPRESSIONS
+    assert t.matches(most, "x://abc") is True
+    with pytest.raises(t.TemplateError, match="expressions"):
+        t.parse(most + "{b}")
+    assert t.matches(most + "{b}", "x://abc") is False
+
+
+# -- any template, any URI --
+
+OPERATORS = ["", "+", "#", ".", "/", ";", "?", "&"]
+expressions = st.builds(
+    lambda op, name: "{" + op + name + "}",
+    st.sampled_from(OPERATORS),
+    st.sampled_from(["a", "b*", "c:3", "x,y"]),
+)
+# Literals and URIs are drawn from the characters the operators treat apart.
+SPECIAL = "/.;&,%?#=:~-_"
+literals = st.text(alphabet=SPECIAL + "aF0", max_size=4)
+
+
+@st.composite
+def hostile_cases(draw: st.DrawFn) -> tuple[str, str]:
+    """A template, and a URI with its literals (mostly) in place and long runs of what
+    some operator's expansion takes between them, ending on what none takes there."""
+    exprs = draw(st.lists(expressions, max_size=t.MAX_EXPRESSIONS))
+    adjacent = st.just("") | literals  # expressions side by side are the costly ones
+    gaps = draw(st.lists(adjacent, min_size=len(exprs) + 1, max_size=len(exprs) + 1))
+    template = gaps[0] + "".join(e + g for e, g in zip(exprs, gaps[1:], strict=True))
+    runs = st.lists(
+        st.tuples(st.sampled_from("/.;&,%aF0"), st.integers(0, t.MAX_URI)), max_size=2
+    ).map(lambda rs: "".join(c * n for c, n in rs))
+    shown = [draw(st.sampled_from([g] * 3 + [g + "/"]) | literals) for g in gaps]
+    uri = shown[0] + "".join(draw(runs) + g for g in shown[1:])
+    end = draw(st.sampled_from(["#", "?", "%", " ", ""]))
+    return template, uri[: t.MAX_URI - len(end)] + end
+
+
+@settings(max_examples=150, deadline=None)
+@given(hostile_cases())
+@example((TEMPLATE, "repo://x" + "/" * (t.MAX_URI - 9) + "#"))
+@example(("x://" + "{/a}{.b}{;c}{&d}{e}{+f}{#g}{?h}" * 4, ("x://" + "/.;&,%" * 1400)[: t.MAX_URI]))
+def test_any_match_ends_within_linear_steps(case: tuple[str, str]) -> None:
+    template, uri = case
+    verdict = t.parse(template).match(uri)
+    assert verdict.steps <= steps_bound(template, uri)
+
+
+def old_pattern(template: str) -> re.Pattern[str]:
+    """The regex matcher templates had before: the oracle, only on short URIs (where
+    its backtracking costs nothing)."""
+    unreserved = r"(?:[A-Za-z0-9\-._~]|%[0-9A-Fa-f]{2})"
+    operators = {
+        "": rf"(?:{unreserved}|,)*",
+        "+": r"[^?#]*",
+        "#": r"(?:#.*)?",
+        ".": r"(?:\.[^/?#]*)*",
+        "/": r"(?:/[^?#]*)*",
+        ";": r"(?:;[^/?#]*)*",
+        "?": r"(?:\?[^#]*)?",
+        "&": r"(?:&[^#]*)*",
+    }
+    out: list[str] = []
+    pos = 0
+    for m in re.finditer(r"\{([^{}]*)\}", template):
+        literal = template[pos : m.start()]
+        if "{" in literal or "}" in literal:
+            raise t.TemplateError(template)
+        out.append(re.escape(literal))
+        body = m.group(1)
+        op = body[:1] if body[:1] in "+#./;?&" else ""
+        if not body[len(op) :]:
+            raise t.TemplateError(template)
+        out.append(operators[op])
+        pos = m.end()
+    tail = template[pos:]
+    if "{" in tail or "}" in tail:
+        raise t.TemplateError(template)
+    out.append(re.escape(tail))
+    return re.compile("".join(out), re.DOTALL)
+
+
+URI_CHARS = SPECIAL + "aFG0 \n"
+percents = st.builds(lambda a, b: "%" + a + b, st.sampled_from("0aFG/"), st.sampled_from("0aFG/"))
+pieces = st.lists(st.sampled_from(URI_CHARS) | percents, max_size=4).map("".join)
+
+
+@st.composite
+def near_expansions(draw: st.DrawFn) -> tuple[str, str]:
+    """A small template and a URI made like its expansions, each literal kept or not:
+    matches and near misses, not only misses."""
+    exprs = draw(st.lists(expressions, max_size=4))
+    gaps = draw(st.lists(literals, min_size=len(exprs) + 1, max_size=len(exprs) + 1))
+    template = gaps[0] + "".join(e + g for e, g in zip(exprs, gaps[1:], strict=True))
+    shown = [draw(st.sampled_from([g] * 6 + [g + "/", g[1:]]) | literals) for g in gaps]
+    uri = shown[0] + "".join(draw(pieces) + g for g in shown[1:])
+    return template, uri
+
+
+@settings(max_examples=1500, deadline=None)
+@given(near_expansions())
+@example(("x://{a}", "x://%0G"))
+@example(("x://{a}{.b}", "x://%aF.%."))
+def test_matches_as_the_regexes_did(case: tuple[str, str]) -> None:
+    template, uri = case
+    assert t.matches(template, uri) is (old_pattern(template).fullmatch(uri) is not None)
+
+
+def test_every_short_uri_matches_as_the_regexes_did() -> None:
+    alphabet = "/.;&,%#?aF0G "
+    uris = ["".join(chars) for n in range(4) for chars in itertools.product(alphabet, repeat=n)]
+    shapes = [f"{{{op}a}}" for op in OPERATORS]
+    shapes += [f"{{{a}a}}{{{b}b}}" for a in OPERATORS for b in OPERATORS]
+    shapes += [f"{{{op}a}}/" for op in OPERATORS] + [f"a{{{op}a}}" for op in OPERATORS]
+    for template in shapes:
+        oracle = old_pattern(template)
+        wrong = [u for u in uris if t.matches(template, u) is not bool(oracle.fullmatch(u))]
+        assert wrong == [], template
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=SPECIAL + "a{}+", max_size=10), pieces)
+def test_templates_are_refused_as_the_regexes_did(template: str, uri: str) -> None:
+    try:
+        oracle = old_pattern(template)
+    except t.TemplateError:
+        with pytest.raises(t.TemplateError):
+            t.parse(template)
+        assert t.matches(template, uri) is False
+        return
+    assert t.matches(template, uri) is (oracle.fullmatch(uri) is not None)
 
 
 @pytest.mark.parametrize(
