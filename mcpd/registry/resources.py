@@ -12,7 +12,8 @@ character for character. Reading a URI goes back the same way:
    error naming each ``mcpd://`` form (never guessed);
 3. a URI one server's template matches goes to it (templates of two servers that
    could match the same URI, or that match another server's listed URI, are both
-   listed in the ``mcpd://`` form, so this never has two candidates);
+   listed in the ``mcpd://`` form, so this never has two candidates; so is a template
+   mcpd cannot match, which claims no URI);
 4. anything else goes to the only server with resources, if there is just one.
 
 The same function rewrites URIs in tool results, prompt messages and update
@@ -21,6 +22,7 @@ notifications, so whatever an agent is handed, it can read.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -29,11 +31,13 @@ from msgspec import Raw
 
 from protocol import surface
 from protocol import uritemplate as tpl
+from protocol.logfields import log_extra
 
 from ..config.model import ALIAS_RE
 
 SCHEME: Final = "mcpd://"
 _encode: Final = msgspec.json.Encoder().encode
+logger = logging.getLogger("mcpd.registry")
 
 Filter = Callable[[str, str], bool]  # (alias, the server's own URI or template)
 
@@ -73,12 +77,36 @@ class _Server:
         self.marker: str | None = None
 
 
+def _unmatchable(template: str) -> str | None:
+    """Why mcpd cannot match URIs against ``template``; None when it can."""
+    try:
+        tpl.parse(template)
+    except tpl.TemplateError as exc:
+        return str(exc)
+    return None
+
+
+def _check_templates(alias: str, templates: Sequence[surface.ResourceTemplate]) -> None:
+    """Say which of a server's templates mcpd cannot match (once per list it sends)."""
+    errors = [e for e in map(_unmatchable, (t.uriTemplate for t in templates)) if e]
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        logger.warning(
+            "%s: resource template shown only in the mcpd:// form, mcpd cannot match it: %s%s",
+            alias,
+            errors[0],
+            more,
+            extra=log_extra(alias, "resource_template", errors[0]),
+        )
+
+
 class ResourceTable:
     def __init__(self) -> None:
         self._servers: dict[str, _Server] = {}
         self._listers: dict[str, list[str]] = {}
         self._plain_templates: list[tuple[str, str]] = []
-        self._wrapped_templates: set[tuple[str, str]] = set()
+        self._wrapped_templates: list[tuple[str, str]] = []  # those that can match
+        self._shown_wrapped: set[tuple[str, str]] = set()  # all in the mcpd:// form
         self._by_agent_template: dict[str, tuple[str, str]] = {}
         self._listing: list[tuple[str, str, Raw]] | None = None
         self._template_listing: list[tuple[str, str, Raw]] | None = None
@@ -100,6 +128,7 @@ class ResourceTable:
         ):
             return False
         server = _Server(list(resources), list(templates))
+        _check_templates(alias, server.templates)
         if old is not None:
             server.available, server.marker = old.available, old.marker
         self._servers[alias] = server
@@ -131,21 +160,25 @@ class ResourceTable:
         every = [
             (a, t.uriTemplate) for a in sorted(self._servers) for t in self._servers[a].templates
         ]
+        # A template mcpd cannot match claims no URI: it clashes with none, and it is
+        # shown in the mcpd:// form, the only one that reads come back through.
+        claiming = [(a, t) for a, t in every if _unmatchable(t) is None]
         plain: list[tuple[str, str]] = []
-        wrapped: set[tuple[str, str]] = set()
-        for alias, template in every:
+        wrapped: list[tuple[str, str]] = []
+        for alias, template in claiming:
             clash = any(
-                other != alias and tpl.may_overlap(template, t2) for other, t2 in every
+                other != alias and tpl.may_overlap(template, t2) for other, t2 in claiming
             ) or any(
                 alias not in owners and tpl.matches(template, uri)
                 for uri, owners in listers.items()
             )
             if clash or template.startswith(SCHEME):
-                wrapped.add((alias, template))
+                wrapped.append((alias, template))
             else:
                 plain.append((alias, template))
         self._plain_templates = plain
         self._wrapped_templates = wrapped
+        self._shown_wrapped = set(every) - set(plain)
         self._by_agent_template = {self.agent_template(a, t): (a, t) for a, t in every}
         self._changed()
 
@@ -189,7 +222,7 @@ class ResourceTable:
         return wrap(alias, uri)
 
     def agent_template(self, alias: str, template: str) -> str:
-        return wrap(alias, template) if (alias, template) in self._wrapped_templates else template
+        return wrap(alias, template) if (alias, template) in self._shown_wrapped else template
 
     def template_route(self, agent_template: str) -> tuple[str, str] | None:
         """(alias, the server's template) for a template as agents were shown it."""

@@ -4,6 +4,9 @@ URI scheme that sends every read back to the server that owns the URI."""
 from __future__ import annotations
 
 import json
+import logging
+
+import pytest
 
 from mcpd.config.model import NamingConfig, ToolsConfig
 from mcpd.registry.catalog import Catalog
@@ -11,6 +14,7 @@ from mcpd.registry.prompts import PromptTable
 from mcpd.registry.resources import Ambiguous, ResourceTable, Routed, wrap
 from mcpd.registry.table import hashed_name
 from protocol import surface
+from protocol.uritemplate import MAX_EXPRESSIONS
 
 
 def prompts(*names: str) -> list[surface.Prompt]:
@@ -203,3 +207,25 @@ def test_the_catalog_marks_and_removes_all_three_tables_together() -> None:
     assert resource["description"].startswith("[unavailable: s is down] [s]")
     catalog.remove("s")
     assert catalog.prompts.listing() == [] and catalog.resources.listing() == []
+
+
+def test_a_template_mcpd_cannot_match_is_shown_in_the_mcpd_form_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    too_many = "x://" + "{a}" * (MAX_EXPRESSIONS + 1)
+    table = ResourceTable()
+    with caplog.at_level(logging.WARNING, logger="mcpd.registry"):
+        table.update("a", [], templates(too_many, "file:///{name}", "x://{"))
+    shown = [json.loads(bytes(r))["uriTemplate"] for r in table.template_listing()]
+    assert shown == [wrap("a", too_many), "file:///{name}", wrap("a", "x://{")]
+    [record] = caplog.records
+    message = record.getMessage()
+    assert message.startswith("a: ") and "expressions" in message and "1 more" in message
+    assert record.mcpd_server == "a"
+    # It claims no URI and overlaps no other server's template, which stays as it is.
+    table.update("b", [], templates("x://{id}"))
+    assert table.route("x://abc") == Routed("b", "x://abc")
+    assert table.agent_template("b", "x://{id}") == "x://{id}"
+    # Whatever an agent makes of its mcpd:// form reaches its server.
+    assert table.route(wrap("a", "x://abc")) == Routed("a", "x://abc")
+    assert table.template_route(wrap("a", too_many)) == ("a", too_many)
