@@ -88,6 +88,8 @@ _Part = str | _Automaton  # a literal, or one expression
 class Verdict(NamedTuple):
     matched: bool
     steps: int  # the work done: (position, state) pairs visited, literals tried
+    # The budget ran out before the match was decided (``matched`` is then False).
+    exhausted: bool = False
 
 
 def _quoted(template: str) -> str:
@@ -161,7 +163,10 @@ class Template:
     def __init__(self, text: str) -> None:
         self._parts = _parts(text)
 
-    def match(self, uri: str) -> Verdict:
+    def match(self, uri: str, budget: int | None = None) -> Verdict:
+        """Whether ``uri`` is an expansion of the template. With a ``budget``, the
+        match gives up once it has taken more steps than that (checked after each
+        part, so it may go over by one expression's worth)."""
         if len(uri) > MAX_URI:
             return Verdict(False, 0)
         ends = [0]
@@ -175,6 +180,8 @@ class Template:
                 steps += spent
             if not ends:
                 return Verdict(False, steps)
+            if budget is not None and steps > budget:
+                return Verdict(False, steps, exhausted=True)
         return Verdict(len(uri) in ends, steps)
 
 

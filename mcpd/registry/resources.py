@@ -34,6 +34,7 @@ from protocol import uritemplate as tpl
 from protocol.logfields import log_extra
 
 from ..config.model import ALIAS_RE
+from .claims import REBUILD_STEPS, ROUTE_STEPS, Budget, Listed, overlapping
 
 SCHEME: Final = "mcpd://"
 _encode: Final = msgspec.json.Encoder().encode
@@ -100,6 +101,20 @@ def _check_templates(alias: str, templates: Sequence[surface.ResourceTemplate]) 
         )
 
 
+def _matching(templates: list[tuple[str, str]], uri: str, budget: Budget) -> list[str] | None:
+    """The servers whose templates match ``uri``, sorted; None once the budget is spent."""
+    found: set[str] = set()
+    for alias, template in templates:
+        if alias in found or not uri.startswith(tpl.literal_prefix(template)):
+            continue
+        matched = budget.matches(template, uri)
+        if matched is None:
+            return None
+        if matched:
+            found.add(alias)
+    return sorted(found)
+
+
 class ResourceTable:
     def __init__(self) -> None:
         self._servers: dict[str, _Server] = {}
@@ -111,6 +126,8 @@ class ResourceTable:
         self._listing: list[tuple[str, str, Raw]] | None = None
         self._template_listing: list[tuple[str, str, Raw]] | None = None
         self.version = 0
+        self.match_steps = 0  # spent matching URIs against templates, ever
+        self._warned = -1  # the version whose matching budget ran out, once logged
 
     # -- changes --
 
@@ -163,19 +180,21 @@ class ResourceTable:
         # A template mcpd cannot match claims no URI: it clashes with none, and it is
         # shown in the mcpd:// form, the only one that reads come back through.
         claiming = [(a, t) for a, t in every if _unmatchable(t) is None]
+        overlaps = overlapping(claiming)
+        listed = Listed(listers)
+        budget = Budget(REBUILD_STEPS)
         plain: list[tuple[str, str]] = []
         wrapped: list[tuple[str, str]] = []
-        for alias, template in claiming:
-            clash = any(
-                other != alias and tpl.may_overlap(template, t2) for other, t2 in claiming
-            ) or any(
-                alias not in owners and tpl.matches(template, uri)
-                for uri, owners in listers.items()
-            )
+        for i, (alias, template) in enumerate(claiming):
+            # Past the budget a template counts as clashing: its mcpd:// form still works.
+            clash = i in overlaps or listed.claimed_elsewhere(alias, template, budget) is not False
             if clash or template.startswith(SCHEME):
                 wrapped.append((alias, template))
             else:
                 plain.append((alias, template))
+        self.match_steps += budget.spent
+        if budget.left <= 0:
+            self._over_budget("listing", REBUILD_STEPS)
         self._plain_templates = plain
         self._wrapped_templates = wrapped
         self._shown_wrapped = set(every) - set(plain)
@@ -199,18 +218,42 @@ class ResourceTable:
             if len(owners) == 1:
                 return Routed(owners[0], uri)
             return Ambiguous([wrap(a, uri) for a in owners])
-        matched = sorted({a for a, t in self._plain_templates if tpl.matches(t, uri)})
-        if not matched:
+        if len(self._servers) == 1:
+            # Whatever its templates say, a URI no other server lists goes to it.
+            return Routed(next(iter(self._servers)), uri)
+        budget = Budget(ROUTE_STEPS)
+        matched = _matching(self._plain_templates, uri, budget)
+        if matched == []:
             # A template two servers share is shown in its mcpd:// forms, but an agent
             # may expand the server's own (a tool's text names it): say which to read.
-            matched = sorted({a for a, t in self._wrapped_templates if tpl.matches(t, uri)})
+            matched = _matching(self._wrapped_templates, uri, budget)
+        self.match_steps += budget.spent
+        if matched is None:
+            self._over_budget("a URI", ROUTE_STEPS)
+            return None
         if len(matched) == 1:
             return Routed(matched[0], uri)
         if len(matched) > 1:
             return Ambiguous([wrap(a, uri) for a in matched])
-        if len(self._servers) == 1:
-            return Routed(next(iter(self._servers)), uri)
         return None
+
+    def _over_budget(self, what: str, steps: int) -> None:
+        """Say once per change of the lists that matching ran out of steps, naming the
+        server with the most templates (the likeliest cause)."""
+        if self._warned == self.version:
+            return
+        self._warned = self.version
+        alias = max(self._servers, key=lambda a: len(self._servers[a].templates))
+        logger.warning(
+            "matching %s against the servers' resource templates took more than %d steps "
+            "and was cut short (%s lists %d templates); what was not decided is handed to "
+            "agents in the mcpd:// form, which reads back to its server",
+            what,
+            steps,
+            alias,
+            len(self._servers[alias].templates),
+            extra=log_extra(alias, "resource_template", "template matching over budget"),
+        )
 
     def to_agent(self, alias: str, uri: str) -> str:
         """The URI an agent is handed for ``alias``'s ``uri``: reading it comes back."""

@@ -1,0 +1,110 @@
+"""Which resource templates clash, and what routing a URI costs, however many
+templates a server lists: the sweep against the pairwise definition, and step counts
+against the budgets."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcpd.registry.claims import REBUILD_STEPS, ROUTE_STEPS, Budget, Listed, overlapping
+from mcpd.registry.resources import ResourceTable, Routed, wrap
+from protocol import surface
+from protocol import uritemplate as tpl
+
+# The slowest shape found for one template: expressions side by side that each take
+# the characters the next one leads with.
+WORST = "repo://" + "{/a}{.b}{;c}{&d}" * (tpl.MAX_EXPRESSIONS // 4 - 1)
+HOSTILE_URI = "repo://" + "/.;&," * ((tpl.MAX_URI - 16) // 5) + "#"
+# What one template can cost past a budget's last check (one expression's walk).
+ONE_EXPRESSION = (tpl.MAX_URI + 1) * 3 + tpl.MAX_URI
+
+
+def templates(*ts: str) -> list[surface.ResourceTemplate]:
+    return [surface.ResourceTemplate(uriTemplate=t, name="t") for t in ts]
+
+
+def pairwise(pairs: list[tuple[str, str]]) -> set[int]:
+    return {
+        i
+        for i, (a, t) in enumerate(pairs)
+        if any(b != a and tpl.may_overlap(t, u) for b, u in pairs)
+    }
+
+
+prefixes = st.text(alphabet="ab/:", max_size=5)
+pairs_strategy = st.lists(
+    st.tuples(st.sampled_from(["x", "y", "z"]), prefixes.map(lambda p: p + "{v}")),
+    max_size=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pairs_strategy)
+def test_the_sweep_finds_the_clashes_every_pair_would(pairs: list[tuple[str, str]]) -> None:
+    assert overlapping(pairs) == pairwise(pairs)
+
+
+def test_the_sweep_on_nested_and_equal_prefixes() -> None:
+    pairs = [("x", "a{v}"), ("x", "ab{v}"), ("y", "abc{v}"), ("x", "b{v}"), ("y", "b{w}")]
+    assert overlapping(pairs) == {0, 1, 2, 3, 4}
+    assert overlapping([("x", "a{v}"), ("x", "ab{v}"), ("y", "b{v}")]) == set()
+
+
+def test_only_uris_under_a_templates_prefix_are_matched() -> None:
+    listed = Listed({"doc://1": ["y"], "file:///a": ["y"], "file:///b": ["x"]})
+    budget = Budget(1000)
+    assert listed.claimed_elsewhere("x", "file:///{name}", budget) is True
+    assert listed.claimed_elsewhere("y", "file:///{name}", budget) is True  # file:///b
+    assert listed.claimed_elsewhere("y", "note://{n}", budget) is False
+    assert budget.spent < 20
+
+
+def hostile_table(count: int) -> ResourceTable:
+    table = ResourceTable()
+    table.update(
+        "good", [surface.Resource(uri="wiki://home", name="home")], templates("wiki://{p}")
+    )
+    table.update("evil", [], templates(*(f"{WORST}{{/x{i}}}" for i in range(count))))
+    return table
+
+
+def test_a_hostile_servers_templates_cost_a_route_no_more_than_its_budget(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    table = hostile_table(2000)
+    before = table.match_steps
+    with caplog.at_level(logging.WARNING):
+        routed = table.route(HOSTILE_URI)
+    spent = table.match_steps - before
+    assert routed is None
+    assert spent <= ROUTE_STEPS + ONE_EXPRESSION
+    assert "more than 200000 steps" in caplog.text and "evil lists 2000 templates" in caplog.text
+    # The link is handed over in the form that reads back to its server, at the same cost.
+    before = table.match_steps
+    assert table.to_agent("evil", HOSTILE_URI) == wrap("evil", HOSTILE_URI)
+    assert table.match_steps - before <= ROUTE_STEPS + ONE_EXPRESSION
+    # The other server's URIs still route.
+    assert table.route("wiki://page") == Routed("good", "wiki://page")
+
+
+def test_a_rebuild_costs_no_more_than_its_budget() -> None:
+    table = ResourceTable()
+    table.update("evil", [], templates(WORST))
+    uris = [surface.Resource(uri=HOSTILE_URI[: tpl.MAX_URI - i], name="r") for i in range(300)]
+    before = table.match_steps
+    table.update("good", uris, [])
+    assert table.match_steps - before <= REBUILD_STEPS + ONE_EXPRESSION
+    # Undecided, the template is shown in the mcpd:// form, which still reaches its server.
+    assert table.agent_template("evil", WORST) == wrap("evil", WORST)
+
+
+def test_a_single_server_gets_every_uri_without_matching() -> None:
+    table = ResourceTable()
+    table.update("only", [], templates(WORST))
+    before = table.match_steps
+    assert table.route(HOSTILE_URI) == Routed("only", HOSTILE_URI)
+    assert table.match_steps == before
