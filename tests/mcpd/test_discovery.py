@@ -265,7 +265,8 @@ def test_connect_without_config_uses_the_running_daemons(tmp: Path, served: list
     config.write_text(f'[daemon]\nsocket = "{tmp / "mcpd.sock"}"\nstate_dir = "{tmp / "state"}"\n')
     env = environ(tmp, MCPD_SOCKET=str(tmp / "mcpd.sock"), HOME=str(tmp / "home"))
     serve(served, "--config", str(config), env=env)
-    out = mcpd("connect", "claude-code", env=env)
+    # A profile neither the config nor mcpd has: it would go into the daemon's config.
+    out = mcpd("connect", "claude-code", "--profile", "team", env=env)
     assert out.returncode == 0, out.stderr
     assert f"\n# mcpd's config ({config}): the profile this entry uses\n" in out.stdout
     assert f'"--socket",\n        "{tmp / "mcpd.sock"}",' in out.stdout

@@ -87,7 +87,9 @@ TOOLS = 3000  # about 1.5 MB of listing: more than a socket holds unread
 async def test_lines_sent_while_a_long_listing_is_written_follow_it_whole(
     tmp_path: Path,
 ) -> None:
-    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS), "--slow", "0.2")})
+    cfg = make_config(
+        tmp_path, {"big": server("--tools", str(TOOLS), "--slow", "0.2")}, max_list_items=TOOLS
+    )
     with trio.fail_after(60):
         async with running(cfg) as daemon:
             stream = await trio.open_unix_socket(daemon.socket_path)
@@ -109,7 +111,7 @@ async def test_lines_sent_while_a_long_listing_is_written_follow_it_whole(
 
 
 async def test_a_long_listing_begun_is_finished_even_if_cancelled(tmp_path: Path) -> None:
-    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS))})
+    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS))}, max_list_items=TOOLS)
     with trio.fail_after(60):
         async with running(cfg) as daemon:
             stream = await trio.open_unix_socket(daemon.socket_path)
@@ -130,7 +132,7 @@ async def test_a_long_listing_begun_is_finished_even_if_cancelled(tmp_path: Path
 
 
 async def test_an_agent_that_leaves_mid_listing_costs_nobody_else(tmp_path: Path) -> None:
-    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS))})
+    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS))}, max_list_items=TOOLS)
     with trio.fail_after(60):
         async with running(cfg) as daemon:
             stream = await trio.open_unix_socket(daemon.socket_path)
@@ -146,7 +148,7 @@ async def test_an_agent_that_leaves_mid_listing_costs_nobody_else(tmp_path: Path
 async def test_two_long_listings_asked_at_once_are_written_one_after_the_other(
     tmp_path: Path,
 ) -> None:
-    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS))})
+    cfg = make_config(tmp_path, {"big": server("--tools", str(TOOLS))}, max_list_items=TOOLS)
     with trio.fail_after(60):
         async with running(cfg) as daemon:
             stream = await trio.open_unix_socket(daemon.socket_path)
