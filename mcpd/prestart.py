@@ -4,7 +4,7 @@ Importing trio and the rest of the daemon costs ~0.15 s of CPU before the first
 server could be spawned, and a server's own start-up (an interpreter, ``npx``) is
 usually what an agent waits for. So the servers the daemon will start first are
 started as soon as the config is read; each runner's first start takes its own
-(``transports.early``), and whatever no runner took is stopped once the daemon is up.
+(``transports.stdio.early``), and whatever no runner took is stopped once the daemon is up.
 
 Nothing is started early when another daemon already listens on the socket: this
 one is about to exit, and its servers would only run beside that daemon's.
@@ -18,8 +18,8 @@ import logging
 import os
 import socket as stdsocket
 
-from transports import early
-from transports.launch import environment
+from transports.stdio import early
+from transports.stdio.launch import environment
 
 from .config.model import Config
 from .config.paths import daemon_socket_path, runtime_directory

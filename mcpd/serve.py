@@ -13,9 +13,9 @@ from typing import Any
 import msgspec
 import trio
 
-from transports import early
 from transports.base import single_exceptions
-from transports.process import signal_group, spawn
+from transports.stdio import early
+from transports.stdio.child import signal_group, spawn
 
 from .agents.listener import UnsafeDirectory
 from .config.load import load, parse

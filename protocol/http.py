@@ -1,10 +1,10 @@
 """HTTP's parts that do no I/O: where a URL points, which header values may be sent,
 what a reply's head says.
 
-They are apart from ``_httpconn`` (the I/O edge) because both transports, their
-request and reply logic and the OAuth client use them on values alone: an origin
-to compare a redirect or an endpoint against, a header to check before anything is
-sent, a ``Retry-After`` to wait for. Nothing here touches a socket, trio or h11.
+The HTTP transports, their request and reply logic and the OAuth client use them
+on values alone: an origin to compare a redirect or an endpoint against, a header
+to check before anything is sent, a ``Retry-After`` to wait for. The connections
+that carry them are ``transports.http.connection``'s.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def test_over_http_it_counts_the_http_transport_too(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     # The HTTP exchange (request headers, h11 events, the answer's reader) is counted
     # as mcpd's own, and costs more than a line over a pipe.
-    assert "transports/http.py:request" in out
-    assert "transports/stdio.py" not in out
+    assert "transports/http/transport.py:request" in out
+    assert "transports/stdio/" not in out
     row = out.splitlines()[1].split()
     assert int(row[3]) > 1000, out[:400]

@@ -168,4 +168,4 @@ def test_the_checker_sees_cycles_and_wrong_directions() -> None:
     assert "mcpd.agents.api" in MODULES and "protocol.jsonrpc" in MODULES
     edges = graph()
     assert "mcpd.servers.supervisor" in edges["mcpd.servers.front"]
-    assert "protocol.jsonrpc" in edges["transports.stdio"]
+    assert "protocol.jsonrpc" in edges["transports.stdio.transport"]

@@ -24,7 +24,7 @@ from .exits import EXIT_FAILED, ask, fail
 from .visible import visible
 
 if TYPE_CHECKING:
-    from transports.oauth_redirect import RedirectListener
+    from transports.http.oauth_redirect import RedirectListener
 
 
 def server_entry(client: Client, alias: str) -> dict[str, Any]:
@@ -125,7 +125,7 @@ async def _open(argv: list[str]) -> None:
 async def _listener(stack: contextlib.AsyncExitStack, port: int, fixed: bool) -> RedirectListener:
     # Here, not at the top: every command's parser is built from this module, and the
     # others (``mcpd serve`` above all) need not load the OAuth client's HTTP side.
-    from transports.oauth_redirect import redirect_listener
+    from transports.http.oauth_redirect import redirect_listener
 
     try:
         return await stack.enter_async_context(redirect_listener(port=port))

@@ -104,7 +104,7 @@ def _unstartable(config: Config) -> dict[str, str]:
     """Enabled servers that cannot start from here: a variable or secret file their table
     needs, or a stdio command not found as their start would find it. Warnings, not
     errors: a service may run with another environment, and the other servers run."""
-    from transports.launch import environment, resolve
+    from transports.stdio.launch import environment, resolve
 
     out: dict[str, str] = {}
     for alias, s in sorted(config.servers.items()):

@@ -24,7 +24,7 @@ import trio
 from protocol.logfields import log_extra
 from protocol.oauth import AuthorizationResult, BearerChallenge, FetchPolicy, ScopeState
 from protocol.urls import display_url
-from transports.oauth_http import OAuthHttp
+from transports.http.oauth_client import OAuthHttp
 
 from ..config.model import ServerConfig
 from ..host.tokens import TokenStore

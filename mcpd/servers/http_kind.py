@@ -4,7 +4,7 @@ A URL may name a Streamable HTTP endpoint or an old HTTP+SSE (2024-11-05) one, a
 configs rarely say which. mcpd tries the one the config implies ("sse" for URLs
 ending in /sse, else Streamable HTTP); when that fails the way the other kind of
 server answers (a 4xx to the POST, or a GET that opens no event stream), it asks the
-URL the spec's way (``transports.sse_detect``) and uses the other transport from then
+URL the spec's way (``transports.sse.detect``) and uses the other transport from then
 on, without counting the try as an outage.
 """
 
@@ -32,7 +32,7 @@ async def other_kind(alias: str, cfg: ServerConfig, kind: str, exc: Exception) -
         return None
     # Here, not at the top: every runner asks after a failure, and a stdio server's
     # daemon need not load both HTTP transports to be told None.
-    from transports.sse_detect import detect_http_transport
+    from transports.sse.detect import detect_http_transport
 
     with trio.move_on_after(2 * cfg.connect_timeout):
         try:

@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from transports.base import NotificationHandler, Transport
-from transports.stdio import StdioParams, open_stdio_transport
+from transports.stdio.transport import StdioParams, open_stdio_transport
 
 from ..config.model import Config, ServerConfig
 
@@ -30,7 +30,7 @@ async def open_transport(
         async with open_stdio_transport(alias, params, on_notification=on_notification) as t:
             yield t
     elif cfg.kind == "sse":
-        from transports.legacy_sse import open_legacy_sse_transport
+        from transports.sse.transport import open_legacy_sse_transport
 
         assert cfg.url is not None
         async with open_legacy_sse_transport(
@@ -38,7 +38,7 @@ async def open_transport(
         ) as sse:
             yield sse
     else:
-        from transports.http import open_http_transport
+        from transports.http.transport import open_http_transport
 
         assert cfg.url is not None
         async with open_http_transport(

@@ -1,7 +1,7 @@
 """The MCP authorization client (OAuth 2.1), sans-IO.
 
 Nothing here sends a byte, reads a clock or draws randomness unasked: requests
-come out as ``HttpRequest`` values for the I/O layer (``transports.oauth_http``),
+come out as ``HttpRequest`` values for the I/O layer (``transports.http.oauth_client``),
 responses go back in as ``HttpResponse``; ``now`` is an argument; PKCE and state
 use an injectable random source.
 
@@ -13,7 +13,7 @@ resource, well-known URLs), ``ssrf`` (which URLs may be fetched), ``metadata``
 and ``jws`` (private_key_jwt), ``tokens`` (grants, refresh, revocation),
 ``discovery`` and ``flow`` (the state machines).
 
-How a client drives it (the I/O side is ``transports.oauth_http.OAuthHttp``):
+How a client drives it (the I/O side is ``transports.http.oauth_client.OAuthHttp``):
 
 * a 401 on an MCP request: ``bearer_challenge(www_authenticate_values)``. Holding
   tokens for the server, first re-read the resource metadata (``OAuthHttp.discover``)

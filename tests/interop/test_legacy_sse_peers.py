@@ -25,8 +25,8 @@ from msgspec import Raw
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from transports.base import StreamCut, TransportClosed, TransportError
-from transports.legacy_sse import LegacySSETransport, open_legacy_sse_transport
-from transports.sse_detect import detect_http_transport
+from transports.sse.detect import detect_http_transport
+from transports.sse.transport import LegacySSETransport, open_legacy_sse_transport
 
 from .conftest import SERVERS, v1_python
 from .wiretap import ServerProcess, free_port, serve

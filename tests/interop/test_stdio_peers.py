@@ -14,7 +14,7 @@ from mcpd.servers.handshake import request_meta
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from transports.stdio import StdioParams, open_stdio_transport
+from transports.stdio.transport import StdioParams, open_stdio_transport
 
 from .conftest import SERVERS, console_script, node_env, node_tool, sdk_server_cmd, v1_python
 

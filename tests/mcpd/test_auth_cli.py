@@ -19,7 +19,7 @@ from protocol.oauth.http import get
 from tests.support.agent import connect, make_config, running
 from tests.support.oauth_mcp import ProtectedMcp, serve_protected
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
-from transports.oauth_http import OAuthHttp
+from transports.http.oauth_client import OAuthHttp
 
 LIMIT = 30
 ROOT = Path(__file__).resolve().parents[2]

@@ -48,15 +48,9 @@ main(["serve", "--config", sys.argv[1], "--log", "stderr"])
 NOT_FOR_STDIO = (
     "h11",
     "protocol.oauth",
-    "transports.oauth_http",
-    "transports.oauth_redirect",
+    "protocol.http",
     "transports.http",
-    "transports.legacy_sse",
-    "transports.sse_detect",
-    "transports._httpconn",
-    "transports._httplegacy",
-    "transports._httpsend",
-    "transports._ssestream",
+    "transports.sse",
     "mcpd.servers.auth",
     "mcpd.servers.authstate",
     "mcpd.servers.login",
@@ -98,7 +92,9 @@ def test_a_stdio_only_daemon_loads_no_http_or_oauth_code(tmp_path: Path) -> None
     ]
     assert not loaded, f"a stdio-only daemon loaded {loaded}"
     # The check must see the daemon's own modules, or it would pass on anything.
-    assert {"mcpd.daemon", "transports.stdio", "mcpd.servers.runner"} <= set(seen["modules"])
+    assert {"mcpd.daemon", "transports.stdio.transport", "mcpd.servers.runner"} <= set(
+        seen["modules"]
+    )
 
 
 def test_http_still_works_when_asked_for(tmp_path: Path) -> None:

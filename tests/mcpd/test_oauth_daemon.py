@@ -21,7 +21,7 @@ from mcpd.config.model import Config
 from mcpd.daemon import Daemon
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.oauth_mcp import ProtectedMcp, serve_protected
-from transports.oauth_http import OAuthHttp
+from transports.http.oauth_client import OAuthHttp
 
 LIMIT = 20
 REDIRECT = "http://127.0.0.1:33419/callback"

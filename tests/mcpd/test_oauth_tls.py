@@ -17,7 +17,7 @@ import trustme
 from tests.support.agent import connect, make_config, running
 from tests.support.http_servers import serve_http
 from tests.support.oauth_mcp import ProtectedMcp
-from transports.oauth_http import OAuthHttp
+from transports.http.oauth_client import OAuthHttp
 
 LIMIT = 20
 

@@ -13,9 +13,9 @@ from typing import Any
 import trio
 
 from tests.support.procs import SCRIPTED, alive, wait_gone
-from transports import early
-from transports._stdioproc import start
-from transports.launch import environment
+from transports.stdio import early
+from transports.stdio.launch import environment
+from transports.stdio.process import start
 
 # Each start of the server appends its pid (the same process execs the server); in the
 # config, where `$$` stands for `$`.

@@ -22,7 +22,7 @@ from mcpd.servers.upstream import Upstream
 from protocol import mcp
 from tests.support.procs import scripted
 from transports.base import TransportClosed
-from transports.stdio import StdioParams, StdioTransport, open_stdio_transport
+from transports.stdio.transport import StdioParams, StdioTransport, open_stdio_transport
 
 MODERN = "2026-07-28"
 RESERVED = "io.modelcontextprotocol/"

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ._httpconn import check_header
-from .base import AuthError, TransportError
+from protocol.http import check_header
+
+from ..base import AuthError, TransportError
 
 
 class AuthHook(Protocol):

@@ -9,9 +9,8 @@ connection goes back to the pool only when h11 says both sides finished the
 exchange; anything else (cancelled mid-response, a stream abandoned after its
 answer, ``Connection: close``) closes it.
 
-What these connections speak in and do no I/O for (``Origin``, ``ResponseHead``,
-URL and header checks, ``Retry-After``) is in ``_httpparts``; the names are
-importable from here as well, where the transports have always found them.
+What these connections speak in and do no I/O for (``Origin``, ``ResponseHead``)
+is in ``protocol.http``.
 """
 
 from __future__ import annotations
@@ -28,8 +27,9 @@ from typing import Final, NoReturn
 import h11
 import trio
 
-from ._httpparts import Origin, ResponseHead, check_header, parse_retry_after, parse_url
-from .base import (
+from protocol.http import Origin, ResponseHead
+
+from ..base import (
     BodyTooLarge,
     StreamCut,
     TransportClosed,
@@ -38,17 +38,7 @@ from .base import (
     Unreachable,
 )
 
-__all__ = [
-    "ConnectionPool",
-    "HttpConnection",
-    "Origin",
-    "ResponseHead",
-    "check_header",
-    "connect",
-    "make_ssl_context",
-    "parse_retry_after",
-    "parse_url",
-]
+__all__ = ["ConnectionPool", "HttpConnection", "connect", "make_ssl_context"]
 
 _RECEIVE_SIZE: Final = 64 * 1024
 

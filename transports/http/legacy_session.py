@@ -18,9 +18,9 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 
-from ._httprequest import VERSION_HEADER, Exchange, RequestHeaders, SessionId
-from ._httpsend import Sender, status_only
-from .base import ServerRequestHandler, TransportError, answer_server_request
+from ..base import ServerRequestHandler, TransportError, answer_server_request
+from .request import VERSION_HEADER, Exchange, RequestHeaders, SessionId
+from .send import Sender, status_only
 
 logger = logging.getLogger("mcpd.http")
 

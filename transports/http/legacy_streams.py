@@ -27,12 +27,13 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain
+from protocol.http import ResponseHead
 from protocol.logfields import log_extra
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 
-from ._httpconn import HttpConnection, ResponseHead
-from ._httpreply import SNIPPET, ServerRequestHandler, decode_reply, deliver, status_error
-from .base import NotificationHandler, SessionExpired, StreamCut, TransportError
+from ..base import NotificationHandler, SessionExpired, StreamCut, TransportError
+from .connection import HttpConnection
+from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, status_error
 
 logger = logging.getLogger("mcpd.http")
 

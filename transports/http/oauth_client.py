@@ -35,6 +35,7 @@ from urllib.parse import urljoin
 
 import trio
 
+from protocol.http import Origin, check_header
 from protocol.oauth import (
     AuthorizationFlow,
     AuthorizationResult,
@@ -62,8 +63,8 @@ from protocol.oauth.ssrf import parse_address
 from protocol.oauth.urls import parse_http_url
 from protocol.urls import display_url
 
-from ._httpconn import HttpConnection, Origin, check_header, make_ssl_context
-from .base import TransportError
+from ..base import TransportError
+from .connection import HttpConnection, make_ssl_context
 
 __all__ = ["OAuthHttp", "Resolver", "system_resolver"]
 

@@ -24,12 +24,12 @@ import trio
 from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
+from protocol.http import ResponseHead, parse_retry_after
 from protocol.logfields import log_extra
 from protocol.oauth.challenge import bearer_challenge
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
 
-from ._httpconn import HttpConnection, ResponseHead, parse_retry_after
-from .base import (
+from ..base import (
     AuthError,
     BodyTooLarge,
     HTTPStatusError,
@@ -41,6 +41,7 @@ from .base import (
     UnexpectedReply,
     too_large_reason,
 )
+from .connection import HttpConnection
 
 logger = logging.getLogger("mcpd.http")
 

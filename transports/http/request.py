@@ -18,11 +18,11 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain
+from protocol.http import Origin, ResponseHead, check_header, parse_url
 from protocol.logfields import log_extra
 
-from ._httpconn import Origin, ResponseHead, check_header, parse_url
-from ._httpstream import ResumePoint
-from .base import UnexpectedReply
+from ..base import UnexpectedReply
+from .legacy_streams import ResumePoint
 
 logger = logging.getLogger("mcpd.http")
 

@@ -15,11 +15,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Final, NoReturn, TypeVar
 
-from ._httpauth import AuthHook, authorized
-from ._httpconn import ConnectionPool, HttpConnection, ResponseHead
-from ._httpreply import SNIPPET, status_error
-from ._httprequest import Exchange, SessionId, redirect_target
-from .base import AuthError, SessionExpired, TransportClosed, TransportError, UnexpectedReply
+from protocol.http import ResponseHead
+
+from ..base import AuthError, SessionExpired, TransportClosed, TransportError, UnexpectedReply
+from .auth import AuthHook, authorized
+from .connection import ConnectionPool, HttpConnection
+from .reply import SNIPPET, status_error
+from .request import Exchange, SessionId, redirect_target
 
 T = TypeVar("T")
 

@@ -2,8 +2,8 @@
 
 A request's answer is either one ``application/json`` message or a
 ``text/event-stream`` carrying notifications about that request and then its
-response. Error statuses are mapped in ``_httpreply``; connections, TLS and the
-keep-alive pool live in ``_httpconn``; credentials and redirects in ``_httpsend``.
+response. Error statuses are mapped in ``reply``; connections, TLS and the
+keep-alive pool live in ``connection``; credentials and redirects in ``send``.
 Nothing is retried here: whether a request may be sent again is the caller's
 decision.
 
@@ -12,9 +12,9 @@ hands one out (unless the caller has marked the server modern) and ends it with
 DELETE on close. A cancelled request loses its connection, which is how 2026-07-28
 cancels; when the caller has marked the server legacy (``transport.era = "legacy"``)
 it also POSTs ``notifications/cancelled``, because for those servers a disconnect
-cancels nothing (that and the rest of a legacy session's upkeep: ``_httplegacy``).
+cancels nothing (that and the rest of a legacy session's upkeep: ``legacy_session``).
 
-Two more things only legacy servers get (see ``_httpstream``): ``listen`` holds the
+Two more things only legacy servers get (see ``legacy_streams``): ``listen`` holds the
 session's server-push stream (GET) open on a connection of its own, and a call whose
 event stream ends before its response, after an event id, is resumed with GET and
 ``Last-Event-ID`` instead of failing.
@@ -37,29 +37,24 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from protocol.http import ResponseHead, parse_url
 from protocol.mcp import Era
 from protocol.splice import SplicedCall
 
-from ._httpauth import AuthHook
-from ._httpconn import (
-    ConnectionPool,
-    HttpConnection,
-    ResponseHead,
-    make_ssl_context,
-    parse_url,
-)
-from ._httplegacy import POST_TIMEOUT, end_session, post_answer, post_cancel
-from ._httpreply import AnswerReader, HttpRPCError
-from ._httprequest import Exchange, RequestHeaders, SessionId, header_list
-from ._httpsend import Sender
-from ._httpstream import (
+from ..base import NotificationHandler, ServerRequestHandler, StreamCut
+from .auth import AuthHook
+from .connection import ConnectionPool, HttpConnection, make_ssl_context
+from .legacy_session import POST_TIMEOUT, end_session, post_answer, post_cancel
+from .legacy_streams import (
     PushReader,
     PushStream,
     ResumableCut,
     check_stream_reply,
     resume_call,
 )
-from .base import NotificationHandler, ServerRequestHandler, StreamCut
+from .reply import AnswerReader, HttpRPCError
+from .request import Exchange, RequestHeaders, SessionId, header_list
+from .send import Sender
 
 __all__ = ["AuthHook", "HttpRPCError", "HttpTransport", "open_http_transport"]
 

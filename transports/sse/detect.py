@@ -24,10 +24,10 @@ from protocol import jsonrpc as rpc
 from protocol.mcp import LATEST_LEGACY
 from protocol.urls import display_url
 
-from ._httpreply import HttpRPCError
-from .base import AuthError, TransportError, UnexpectedReply
-from .http import open_http_transport
-from .legacy_sse import open_legacy_sse_transport
+from ..base import AuthError, TransportError, UnexpectedReply
+from ..http.reply import HttpRPCError
+from ..http.transport import open_http_transport
+from .transport import open_legacy_sse_transport
 
 __all__ = ["HttpKind", "detect_http_transport", "looks_like_sse"]
 

@@ -5,7 +5,7 @@ server sends, from opening it to the reason it ended.
 that stay there), makes sure the reply is an event stream, decodes its events and
 hands each to the transport, and turns however it ends (the server closed it, it
 was cut, it never named an endpoint in time) into the ``TransportError`` that the
-transport fails its pending requests with. It is apart from ``legacy_sse``
+transport fails its pending requests with. It is apart from the transport
 because none of this knows about requests, ids or POSTs: what an event means and
 what an ending does to the session are the transport's to decide.
 """
@@ -19,12 +19,13 @@ from typing import Final
 
 import trio
 
+from protocol.http import Origin
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 from protocol.urls import display_url
 
-from ._httpconn import HttpConnection, Origin, connect
-from ._sseparts import REDIRECTS, encoded, redirect_target, stream_refused
-from .base import StreamCut, TransportClosed, TransportError
+from ..base import StreamCut, TransportClosed, TransportError
+from ..http.connection import HttpConnection, connect
+from .events import REDIRECTS, encoded, redirect_target, stream_refused
 
 MAX_REDIRECTS: Final = 5
 # How soon the kernel starts probing a quiet stream's connection: the stream may be

@@ -14,13 +14,13 @@ from typing import Final
 from urllib.parse import urljoin
 
 from protocol import jsonrpc as rpc
+from protocol.http import Origin, ResponseHead, parse_url
 from protocol.logfields import log_extra
 from protocol.sse import SSEEvent
 
-from ._httpconn import Origin, ResponseHead, parse_url
-from ._httpreply import SNIPPET, decode_reply, error_in, status_error
-from ._httprequest import same_origin
-from .base import TransportError, UnexpectedReply
+from ..base import TransportError, UnexpectedReply
+from ..http.reply import SNIPPET, decode_reply, error_in, status_error
+from ..http.request import same_origin
 
 logger = logging.getLogger("mcpd.sse")
 

@@ -17,8 +17,8 @@ again, as it does for a stdio server whose process exited.
 
 The protocol has no session to end: closing the stream is how a client leaves.
 ``detect_http_transport`` applies the spec's rule for telling this transport from
-Streamable HTTP at one URL (in ``sse_detect``). The stream itself (opening it,
-following its redirects, reading its events, why it ended) is ``_ssestream``'s.
+Streamable HTTP at one URL (in ``detect``). The stream itself (opening it,
+following its redirects, reading its events, why it ended) is ``event_stream``'s.
 """
 
 from __future__ import annotations
@@ -34,18 +34,12 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from protocol.http import ResponseHead, parse_url
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 from protocol.sse import SSEEvent
 
-from ._httpconn import ConnectionPool, make_ssl_context
-from ._httpparts import ResponseHead, parse_url
-from ._httpreply import decode_reply, deliver, status_error
-from ._httprequest import header_list
-from ._pending import Pending
-from ._sseparts import RESERVED, encoded, endpoint_target, message_of, session_gone
-from ._ssestream import ERROR_BODY_LIMIT, EventStream
-from .base import (
+from ..base import (
     NotificationHandler,
     ServerRequestHandler,
     TransportClosed,
@@ -53,6 +47,12 @@ from .base import (
     answer_server_request,
     single_exceptions,
 )
+from ..http.connection import ConnectionPool, make_ssl_context
+from ..http.reply import decode_reply, deliver, status_error
+from ..http.request import header_list
+from ..pending import Pending
+from .event_stream import ERROR_BODY_LIMIT, EventStream
+from .events import RESERVED, encoded, endpoint_target, message_of, session_gone
 
 __all__ = ["LegacySSETransport", "open_legacy_sse_transport"]
 

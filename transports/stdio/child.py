@@ -1,5 +1,5 @@
 """Child processes with trio streams for their pipes: how they are started, and why
-from the thread running trio, is in ``transports.launch``."""
+from the thread running trio, is in ``launch``."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def spawn(
 ) -> ChildProcess:
     """Start ``argv`` in its own session and process group, killed if mcpd dies.
 
-    Synchronous on purpose: see ``transports.launch``. Raises OSError when the
+    Synchronous on purpose: see ``launch``. Raises OSError when the
     command cannot be started.
     """
     return adopt(launch(argv, env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr))

@@ -6,7 +6,7 @@ A start takes an early child only when the command, arguments, environment and
 working directory are all equal to its own, so what it gets is exactly what it would
 have started; anything else starts as usual, and what nobody took is stopped.
 
-No trio here: see ``transports.launch``.
+No trio here: see ``launch``.
 """
 
 from __future__ import annotations

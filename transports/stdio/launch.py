@@ -14,7 +14,7 @@ that mcpd did not die before the signal was armed. The command is looked up here
 first, so that a missing or non-executable one is still an OSError naming it.
 
 This module imports nothing of trio so that ``mcpd serve`` can start its stdio servers
-before it imports the event loop and the rest of the daemon (``transports.early``).
+before it imports the event loop and the rest of the daemon (``early``).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def environment(
 
 # Set to a token of its own in each child's environment, which its descendants inherit:
 # a helper that calls setsid() leaves the process group and escapes PR_SET_PDEATHSIG,
-# but not this, and a stop finds it by it (``transports.strays``).
+# but not this, and a stop finds it by it (``strays``).
 START_MARK: Final = "MCPD_SERVER_START"
 
 

@@ -13,9 +13,9 @@ import trio
 
 from protocol.logfields import log_extra
 
+from ..base import SpawnError
 from . import early
-from .base import SpawnError
-from .process import ChildProcess, adopt, signal_group, spawn
+from .child import ChildProcess, adopt, signal_group, spawn
 
 logger = logging.getLogger("mcpd.stdio")
 

@@ -20,14 +20,14 @@ from protocol import unreadable
 from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from protocol.logfields import log_extra
 
-from ._pending import Pending
-from .base import (
+from ..base import (
     MalformedReply,
     MessageTooLarge,
     NotificationHandler,
     malformed_reason,
     too_large_reason,
 )
+from ..pending import Pending
 
 logger = logging.getLogger("mcpd.stdio")
 

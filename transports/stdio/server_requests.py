@@ -17,7 +17,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.mcp import CancelledParams
 
-from .base import ServerRequestHandler, answer_server_request, default_answer
+from ..base import ServerRequestHandler, answer_server_request, default_answer
 
 # Puts one encoded line on the server's stdin; rpc.RPCError if mcpd could not encode it.
 Put = Callable[[bytes, str], None]

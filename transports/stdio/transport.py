@@ -4,7 +4,7 @@ Responses are routed to waiting requests by id. When the process exits or its st
 closes, every pending request fails at once with the exit status and the last lines
 of stderr. Stopping closes stdin, waits, then SIGTERMs and SIGKILLs the whole group,
 so helpers a server spawned (``npx`` -> ``node``) go with it, and then the descendants
-that left the group (``transports.strays``).
+that left the group (``strays``).
 """
 
 from __future__ import annotations
@@ -24,22 +24,22 @@ from protocol.framing import DEFAULT_MAX_LINE
 from protocol.logfields import log_extra
 from protocol.splice import CallShape
 
-from . import fdread
-from ._pending import Pending, Reply
-from ._stdiolog import Complaints, StderrLog, read_stderr
-from ._stdioproc import describe_exit, start, stop_process
-from ._stdioread import StdoutReader
-from ._stdiorelay import Relays
-from .base import (
+from .. import fdread
+from ..base import (
     NotificationHandler,
     ServerRequestHandler,
     TransportClosed,
     TransportError,
     single_exceptions,
 )
+from ..linewriter import LineWriter, batch
+from ..pending import Pending, Reply
+from .child import ChildProcess, signal_group
 from .launch import PARENT_ONLY_VARS, environment
-from .linewriter import LineWriter, batch
-from .process import ChildProcess, signal_group
+from .process import describe_exit, start, stop_process
+from .reader import StdoutReader
+from .server_requests import Relays
+from .stderr import Complaints, StderrLog, read_stderr
 from .strays import stop_strays
 
 __all__ = [

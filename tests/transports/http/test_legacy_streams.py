@@ -10,11 +10,7 @@ import pytest
 import trio
 
 from protocol.jsonrpc import METHOD_NOT_FOUND, Notification
-from transports._httpstream import DEFAULT_RETRY, RESUME_ATTEMPTS, ResumePoint
-from transports.base import StreamCut
-from transports.http import HttpRPCError, HttpTransport, open_http_transport
-
-from ..support.http_servers import (
+from tests.support.http_servers import (
     LegacySession,
     Responder,
     SeenRequest,
@@ -26,6 +22,9 @@ from ..support.http_servers import (
     serve_http,
     server_request,
 )
+from transports.base import StreamCut
+from transports.http.legacy_streams import DEFAULT_RETRY, RESUME_ATTEMPTS, ResumePoint
+from transports.http.transport import HttpRPCError, HttpTransport, open_http_transport
 
 LIMIT = 10
 LEGACY = {"MCP-Protocol-Version": "2025-11-25"}

@@ -29,12 +29,11 @@ from protocol.oauth import (
 )
 from protocol.oauth.authorize import state_of
 from protocol.oauth.http import get
+from tests.support.http_servers import Responder, SeenRequest, serve_http
+from tests.support.oauth_server import OAuthServer, serve_oauth
 from transports.base import TransportError
-from transports.oauth_http import OAuthHttp, Resolver
-from transports.oauth_redirect import redirect_listener
-
-from ..support.http_servers import Responder, SeenRequest, serve_http
-from ..support.oauth_server import OAuthServer, serve_oauth
+from transports.http.oauth_client import OAuthHttp, Resolver
+from transports.http.oauth_redirect import redirect_listener
 
 LIMIT = 10
 REDIRECT = "http://127.0.0.1:33418/callback"

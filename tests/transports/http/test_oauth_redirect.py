@@ -9,8 +9,8 @@ import trio.testing
 
 from protocol.oauth import FetchPolicy
 from protocol.oauth.http import get
-from transports.oauth_http import OAuthHttp
-from transports.oauth_redirect import REQUEST_TIMEOUT, redirect_listener
+from transports.http.oauth_client import OAuthHttp
+from transports.http.oauth_redirect import REQUEST_TIMEOUT, redirect_listener
 
 LIMIT = 10
 

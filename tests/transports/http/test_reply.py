@@ -9,12 +9,11 @@ import time
 import pytest
 import trio
 
+from protocol.http import Origin, parse_retry_after, parse_url
 from protocol.jsonrpc import RPCError
-from transports._httpparts import Origin, parse_retry_after, parse_url
+from tests.support.http_servers import Responder, SeenRequest, error, serve_http
 from transports.base import AuthError, HTTPStatusError, TransportError, UnexpectedReply
-from transports.http import HttpRPCError, open_http_transport
-
-from ..support.http_servers import Responder, SeenRequest, error, serve_http
+from transports.http.transport import HttpRPCError, open_http_transport
 
 LIMIT = 10
 

@@ -15,11 +15,7 @@ import trustme
 
 from protocol import headers as mcp_headers
 from protocol.jsonrpc import Notification, RPCError
-from transports import _httpreply
-from transports.base import MessageTooLarge, StreamCut, TransportError, UnexpectedReply
-from transports.http import HttpRPCError, HttpTransport, open_http_transport
-
-from ..support.http_servers import (
+from tests.support.http_servers import (
     Responder,
     SeenRequest,
     error,
@@ -28,6 +24,9 @@ from ..support.http_servers import (
     result,
     serve_http,
 )
+from transports.base import MessageTooLarge, StreamCut, TransportError, UnexpectedReply
+from transports.http import reply as _httpreply
+from transports.http.transport import HttpRPCError, HttpTransport, open_http_transport
 
 LIMIT = 10
 

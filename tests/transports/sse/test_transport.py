@@ -15,19 +15,8 @@ import trustme
 
 from protocol import jsonrpc as rpc
 from protocol.jsonrpc import Notification
-from transports.base import (
-    AuthError,
-    ServerCancelled,
-    StreamCut,
-    TransportClosed,
-    TransportError,
-    UnexpectedReply,
-)
-from transports.legacy_sse import LegacySSETransport, open_legacy_sse_transport
-from transports.sse_detect import detect_http_transport, looks_like_sse
-
-from ..support.http_servers import Responder, SeenRequest, result, serve_http
-from ..support.legacy_sse_server import (
+from tests.support.http_servers import Responder, SeenRequest, result, serve_http
+from tests.support.legacy_sse_server import (
     LegacySSEServer,
     Message,
     OnMessage,
@@ -36,6 +25,16 @@ from ..support.legacy_sse_server import (
     serve_legacy_sse,
     sse_event,
 )
+from transports.base import (
+    AuthError,
+    ServerCancelled,
+    StreamCut,
+    TransportClosed,
+    TransportError,
+    UnexpectedReply,
+)
+from transports.sse.detect import detect_http_transport, looks_like_sse
+from transports.sse.transport import LegacySSETransport, open_legacy_sse_transport
 
 LIMIT = 10
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from transports.process import resolve, spawn
+from transports.stdio.child import resolve, spawn
 
 
 def executable(path: Path) -> Path:

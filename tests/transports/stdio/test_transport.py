@@ -24,7 +24,7 @@ from transports.base import (
     TransportClosed,
     TransportError,
 )
-from transports.stdio import StdioParams, child_environment, open_stdio_transport
+from transports.stdio.transport import StdioParams, child_environment, open_stdio_transport
 
 
 def params(*flags: str, **kw: object) -> StdioParams:
@@ -275,11 +275,11 @@ async def test_direct_children_die_with_a_killed_parent(tmp_path: Path, arming: 
     command, args = scripted("--pid-file", str(pidfile))
     parent_code = textwrap.dedent(f"""
         import trio, sys
-        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-        from transports import launch
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[3])!r})
+        from transports.stdio import launch
         if {arming!r} == "preexec":
             launch._setpriv[:] = [None]
-        from transports.stdio import StdioParams, open_stdio_transport
+        from transports.stdio.transport import StdioParams, open_stdio_transport
         async def main():
             p = StdioParams(command={command!r}, args={list(args)!r})
             async with open_stdio_transport("orphan-test", p):

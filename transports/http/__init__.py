@@ -1,0 +1,1 @@
+"""The Streamable HTTP transport, and the OAuth client that gets its credentials."""

@@ -1,0 +1,1 @@
+"""The stdio transport: a server run as a child process, spoken to in lines."""
