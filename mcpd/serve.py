@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import trio
 
-from transports.base import single_exceptions
+from transports.errors import single_exceptions
 from transports.stdio import early
 from transports.stdio.child import signal_group, spawn
 

@@ -1,19 +1,11 @@
-"""What every transport offers, and the failures it reports.
-
-A transport moves JSON-RPC messages to one server and back. It raises
-``protocol.jsonrpc.RPCError`` when the server answered with an error (the server is
-alive), and a ``TransportError`` when the server could not be reached or stopped
-answering: the second kind is what circuit breakers count.
-"""
+"""What every transport offers; what they raise is in ``transports.errors``."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
@@ -25,114 +17,6 @@ from protocol.jsonrpc import (
     encode_result,
 )
 from protocol.logfields import log_extra
-
-
-class TransportError(Exception):
-    """An availability failure. ``reason`` is one line a person (or a model) can read."""
-
-    def __init__(self, reason: str, *, detail: str = "", retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.detail = detail
-        self.retry_after = retry_after
-
-    def describe(self) -> str:
-        return f"{self.reason}\n{self.detail}" if self.detail else self.reason
-
-
-class SpawnError(TransportError):
-    """The server's command could not be started at all."""
-
-
-class Unreachable(TransportError):
-    """No connection could be made at all (refused, no route, no such host, timed out)."""
-
-
-class TransportClosed(TransportError):
-    """The process exited, its stdout closed, or the connection went away."""
-
-
-class StreamCut(TransportError):
-    """A response stream ended before the response it was carrying."""
-
-
-class HTTPStatusError(TransportError):
-    def __init__(self, reason: str, *, status: int, **kw: Any) -> None:
-        super().__init__(reason, **kw)
-        self.status = status
-
-
-class AuthError(HTTPStatusError):
-    """401/403: the server refused our credentials; ``challenge`` is WWW-Authenticate."""
-
-    def __init__(self, reason: str, *, status: int, challenge: str = "") -> None:
-        super().__init__(reason, status=status)
-        self.challenge = challenge
-
-
-class MessageTooLarge(Exception):
-    """A reply over mcpd's message limit: it was dropped, and only the request it
-    answered fails. The server sent it, so it is up; this is not an availability
-    failure."""
-
-    def __init__(self, reason: str, *, size: int | None, limit: int) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.size = size
-        self.limit = limit
-
-
-def too_large_reason(label: str, size: int | None, limit: int) -> str:
-    """Why a reply was dropped, in the same words for every transport: whatever mcpd
-    passes on is one line, so its message limit is a line limit."""
-    how = f"of {size} bytes " if size is not None else ""
-    return (
-        f"{label}: a reply {how}was larger than the {limit}-byte line limit "
-        "(daemon.max_line_bytes) and was dropped"
-    )
-
-
-class MalformedReply(Exception):
-    """A reply mcpd could not read (invalid UTF-8, nested too deeply, not JSON) but
-    could tell which request it answered: only that request fails, at once, rather
-    than wait out its time limit for an answer that already came. The server is up."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def malformed_reason(label: str, why: str) -> str:
-    """Why a reply was dropped when it could not be read: ``why`` is the decoder's
-    short account ("not valid UTF-8", "nested too deeply", "not JSON")."""
-    return f"{label}: the reply was {why} and was dropped"
-
-
-class ServerCancelled(Exception):
-    """The server itself cancelled one of our requests (how it may end a subscription)."""
-
-
-class SessionExpired(TransportError):
-    """Legacy HTTP: the server no longer knows our Mcp-Session-Id."""
-
-
-class UnexpectedReply(TransportError):
-    """The server answered with something that is not MCP (an HTML page, an empty 4xx)."""
-
-    def __init__(self, reason: str, *, status: int = 0, body: bytes = b"") -> None:
-        super().__init__(reason)
-        self.status = status
-        self.body = body
-
-
-class BodyTooLarge(UnexpectedReply):
-    """An HTTP body over the reader's limit (left unread)."""
-
-    def __init__(self, reason: str, *, status: int, size: int | None, limit: int) -> None:
-        super().__init__(reason, status=status)
-        self.size = size
-        self.limit = limit
-
 
 NotificationHandler = Callable[[Notification], None]
 # Answers a request a server sent us (elicitation, sampling, roots): the result to send
@@ -174,37 +58,6 @@ class Transport(Protocol):
 
 
 logger = logging.getLogger("mcpd.transport")
-
-
-@contextlib.contextmanager
-def single_exceptions() -> Iterator[None]:
-    """Let an exception from a context manager's body leave it bare.
-
-    Transports run helper tasks in a nursery around the caller's ``async with`` body;
-    trio wraps whatever that body raises in an ExceptionGroup. The helper tasks never
-    raise, so a group with one leaf is just the caller's own exception.
-    """
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        leaves = list(_leaves(group))
-        cancelled = [e for e in leaves if isinstance(e, trio.Cancelled)]
-        if cancelled:
-            # Being cancelled while the body failed too (a server dying during shutdown):
-            # the cancellation is what the surrounding scope must see; the failure no
-            # longer matters to anyone.
-            raise cancelled[0] from None
-        if len(leaves) == 1:
-            raise leaves[0] from None
-        raise
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            yield from _leaves(exc)
-        else:
-            yield exc
 
 
 async def answer_server_request(

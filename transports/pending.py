@@ -21,7 +21,7 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 
-from .base import ServerCancelled
+from .errors import ServerCancelled
 
 Reply = Callable[[Raw | None, Exception | None], None]
 

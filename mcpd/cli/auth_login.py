@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import trio
 
 from protocol.oauth import carries_state, state_of
-from transports.base import single_exceptions
+from transports.errors import single_exceptions
 
 from .client import Client
 from .client_cmds import client_for

@@ -43,7 +43,7 @@ from protocol.oauth import (
     bearer_challenge,
     issuer_still_listed,
 )
-from transports.base import AuthError, TransportError
+from transports.errors import AuthError, TransportError
 
 from ..config.model import Config, ServerConfig
 from ..host.statefile import state_dir

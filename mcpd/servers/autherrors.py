@@ -5,7 +5,7 @@ be able to name them."""
 
 from __future__ import annotations
 
-from transports.base import TransportError
+from transports.errors import TransportError
 
 
 class LoginRequired(TransportError):

@@ -19,7 +19,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports.base import MalformedReply, MessageTooLarge, SpawnError, TransportError
+from transports.errors import MalformedReply, MessageTooLarge, SpawnError, TransportError
 
 from .backoff import BackoffConfig, Restart
 from .breaker import Transition

@@ -19,7 +19,8 @@ from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.base import Transport, TransportError, UnexpectedReply
+from transports.base import Transport
+from transports.errors import TransportError, UnexpectedReply
 
 from .. import __version__
 

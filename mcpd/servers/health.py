@@ -20,7 +20,7 @@ from typing import Final
 import trio
 
 from protocol import jsonrpc as rpc
-from transports.base import TransportError
+from transports.errors import TransportError
 
 from .backoff import RestartPolicy
 from .breaker import Breaker

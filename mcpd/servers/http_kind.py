@@ -14,7 +14,7 @@ from typing import Final
 
 import trio
 
-from transports.base import TransportError, UnexpectedReply
+from transports.errors import TransportError, UnexpectedReply
 
 from ..config.model import ServerConfig
 

@@ -19,7 +19,8 @@ from typing import Any
 import trio
 
 from protocol import mcp
-from transports.base import Transport, single_exceptions
+from transports.base import Transport
+from transports.errors import single_exceptions
 
 from ..config.model import Config, ServerConfig
 from ..registry.table import Registry

@@ -19,7 +19,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.base import ServerCancelled, TransportError
+from transports.errors import ServerCancelled, TransportError
 
 from .upstream import ListResult, Upstream
 

@@ -23,7 +23,7 @@ from msgspec import UNSET
 from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.logfields import log_extra
-from transports.base import ServerCancelled, TransportError
+from transports.errors import ServerCancelled, TransportError
 
 from ..registry.catalog import Catalog
 from ..registry.limits import ListTrim, Trimmed

@@ -33,7 +33,7 @@ from protocol.oauth import (
     SendRequest,
     carries_state,
 )
-from transports.base import TransportError
+from transports.errors import TransportError
 
 from .auth import ServerAuth
 from .autherrors import AuthFailed, LoginError, NoOAuthLogin, why

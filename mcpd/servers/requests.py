@@ -22,7 +22,7 @@ from msgspec import Raw
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports.base import MalformedReply, ServerCancelled, TransportError
+from transports.errors import MalformedReply, ServerCancelled, TransportError
 
 from .askback import Asker
 from .calls import CallRefused

@@ -17,7 +17,8 @@ from msgspec import Raw
 
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.base import Transport, Unreachable
+from transports.base import Transport
+from transports.errors import Unreachable
 
 from ..config.model import Config, DaemonConfig, ServerConfig
 from ..registry.catalog import catalog_of

@@ -24,7 +24,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.base import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
+from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
 from .askback import ASKING
 from .autherrors import LoginRequired

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import trio
 
 from protocol import jsonrpc as rpc
-from transports.base import Transport, TransportError, single_exceptions
+from transports.base import Transport
+from transports.errors import TransportError, single_exceptions
 
 from ..config.model import DaemonConfig, ListLimits
 from .askback import relay_capabilities

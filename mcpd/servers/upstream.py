@@ -19,7 +19,8 @@ from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
 from protocol.logfields import log_extra
-from transports.base import SessionExpired, Transport
+from transports.base import Transport
+from transports.errors import SessionExpired
 
 from ..config.model import ListLimits
 from ..registry.limits import DEFAULT_LIMITS, ListTrim, Trimmed, limited_instructions, shown

@@ -24,8 +24,8 @@ from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.agent import Agent, connect, make_config, running
-from transports.base import SessionExpired
-from transports.http.transport import HttpRPCError, HttpTransport, open_http_transport
+from transports.errors import HttpRPCError, SessionExpired
+from transports.http.transport import HttpTransport, open_http_transport
 
 from .conftest import SERVERS, V1_PYTHON, node_env, node_tool, v1_python
 from .wiretap import ServerProcess, TappedRequest, WireTap, free_port, serve, wiretap

@@ -24,7 +24,7 @@ from msgspec import Raw
 
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
-from transports.base import StreamCut, TransportClosed, TransportError
+from transports.errors import StreamCut, TransportClosed, TransportError
 from transports.sse.detect import detect_http_transport
 from transports.sse.transport import LegacySSETransport, open_legacy_sse_transport
 

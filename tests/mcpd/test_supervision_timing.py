@@ -25,7 +25,7 @@ from mcpd.servers.runner import Runner
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.jsonrpc import Notification
-from transports.base import SpawnError, TransportError
+from transports.errors import SpawnError, TransportError
 
 
 class FakeServer:

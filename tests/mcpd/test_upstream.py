@@ -21,7 +21,7 @@ from mcpd.servers.handshake import Incompatible, ProtocolViolation
 from mcpd.servers.upstream import Upstream
 from protocol import mcp
 from tests.support.procs import scripted
-from transports.base import TransportClosed
+from transports.errors import TransportClosed
 from transports.stdio.transport import StdioParams, StdioTransport, open_stdio_transport
 
 MODERN = "2026-07-28"

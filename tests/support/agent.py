@@ -15,7 +15,7 @@ import trio
 from mcpd.config.load import parse
 from mcpd.config.model import Config
 from mcpd.daemon import Daemon
-from transports.base import single_exceptions
+from transports.errors import single_exceptions
 
 MODERN = "2026-07-28"
 META = {

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from protocol.http import check_header
 
-from ..base import AuthError, TransportError
+from ..errors import AuthError, TransportError
 
 
 class AuthHook(Protocol):

@@ -29,7 +29,7 @@ import trio
 
 from protocol.http import Origin, ResponseHead
 
-from ..base import (
+from ..errors import (
     BodyTooLarge,
     StreamCut,
     TransportClosed,

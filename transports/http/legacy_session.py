@@ -18,7 +18,8 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 
-from ..base import ServerRequestHandler, TransportError, answer_server_request
+from ..base import ServerRequestHandler, answer_server_request
+from ..errors import TransportError
 from .request import VERSION_HEADER, Exchange, RequestHeaders, SessionId
 from .send import Sender, status_only
 

@@ -31,7 +31,8 @@ from protocol.http import ResponseHead
 from protocol.logfields import log_extra
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 
-from ..base import NotificationHandler, SessionExpired, StreamCut, TransportError
+from ..base import NotificationHandler
+from ..errors import SessionExpired, StreamCut, TransportError
 from .connection import HttpConnection
 from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, status_error
 

@@ -63,7 +63,7 @@ from protocol.oauth.ssrf import parse_address
 from protocol.oauth.urls import parse_http_url
 from protocol.urls import display_url
 
-from ..base import TransportError
+from ..errors import TransportError
 from .connection import HttpConnection, make_ssl_context
 
 __all__ = ["OAuthHttp", "Resolver", "system_resolver"]

@@ -21,7 +21,6 @@ from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 import trio
-from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, parse_retry_after
@@ -29,12 +28,13 @@ from protocol.logfields import log_extra
 from protocol.oauth.challenge import bearer_challenge
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
 
-from ..base import (
+from ..base import NotificationHandler
+from ..errors import (
     AuthError,
     BodyTooLarge,
+    HttpRPCError,
     HTTPStatusError,
     MessageTooLarge,
-    NotificationHandler,
     SessionExpired,
     StreamCut,
     TransportError,
@@ -61,18 +61,6 @@ _SESSION_GONE: Final = (
     "unknown session",
     "session expired",
 )
-
-
-class HttpRPCError(rpc.RPCError):
-    """A JSON-RPC error that arrived in an HTTP reply; ``http_status`` says which."""
-
-    def __init__(self, code: int, message: str, data: Any = UNSET, *, http_status: int) -> None:
-        super().__init__(code, message, data)
-        self.http_status = http_status
-
-    @classmethod
-    def received(cls, error: rpc.ErrorObject, status: int) -> HttpRPCError:
-        return cls(error.code, error.message, error.data, http_status=status)
 
 
 class _ErrorBody(msgspec.Struct):

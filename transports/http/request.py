@@ -21,7 +21,7 @@ from protocol.headers import is_plain
 from protocol.http import Origin, ResponseHead, check_header, parse_url
 from protocol.logfields import log_extra
 
-from ..base import UnexpectedReply
+from ..errors import UnexpectedReply
 from .legacy_streams import ResumePoint
 
 logger = logging.getLogger("mcpd.http")

@@ -17,7 +17,7 @@ from typing import Final, NoReturn, TypeVar
 
 from protocol.http import ResponseHead
 
-from ..base import AuthError, SessionExpired, TransportClosed, TransportError, UnexpectedReply
+from ..errors import AuthError, SessionExpired, TransportClosed, TransportError, UnexpectedReply
 from .auth import AuthHook, authorized
 from .connection import ConnectionPool, HttpConnection
 from .reply import SNIPPET, status_error

@@ -41,7 +41,8 @@ from protocol.http import ResponseHead, parse_url
 from protocol.mcp import Era
 from protocol.splice import SplicedCall
 
-from ..base import NotificationHandler, ServerRequestHandler, StreamCut
+from ..base import NotificationHandler, ServerRequestHandler
+from ..errors import HttpRPCError, StreamCut
 from .auth import AuthHook
 from .connection import ConnectionPool, HttpConnection, make_ssl_context
 from .legacy_session import POST_TIMEOUT, end_session, post_answer, post_cancel
@@ -52,11 +53,11 @@ from .legacy_streams import (
     check_stream_reply,
     resume_call,
 )
-from .reply import AnswerReader, HttpRPCError
+from .reply import AnswerReader
 from .request import Exchange, RequestHeaders, SessionId, header_list
 from .send import Sender
 
-__all__ = ["AuthHook", "HttpRPCError", "HttpTransport", "open_http_transport"]
+__all__ = ["HttpTransport", "open_http_transport"]
 
 DEFAULT_MAX_BODY: Final = 64 * 1024 * 1024
 _DELETE_TIMEOUT: Final = 2.0

@@ -24,8 +24,7 @@ from protocol import jsonrpc as rpc
 from protocol.mcp import LATEST_LEGACY
 from protocol.urls import display_url
 
-from ..base import AuthError, TransportError, UnexpectedReply
-from ..http.reply import HttpRPCError
+from ..errors import AuthError, HttpRPCError, TransportError, UnexpectedReply
 from ..http.transport import open_http_transport
 from .transport import open_legacy_sse_transport
 

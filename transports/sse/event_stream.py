@@ -23,7 +23,7 @@ from protocol.http import Origin
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 from protocol.urls import display_url
 
-from ..base import StreamCut, TransportClosed, TransportError
+from ..errors import StreamCut, TransportClosed, TransportError
 from ..http.connection import HttpConnection, connect
 from .events import REDIRECTS, encoded, redirect_target, stream_refused
 

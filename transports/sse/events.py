@@ -18,7 +18,7 @@ from protocol.http import Origin, ResponseHead, parse_url
 from protocol.logfields import log_extra
 from protocol.sse import SSEEvent
 
-from ..base import TransportError, UnexpectedReply
+from ..errors import TransportError, UnexpectedReply
 from ..http.reply import SNIPPET, decode_reply, error_in, status_error
 from ..http.request import same_origin
 

@@ -39,14 +39,8 @@ from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 from protocol.sse import SSEEvent
 
-from ..base import (
-    NotificationHandler,
-    ServerRequestHandler,
-    TransportClosed,
-    TransportError,
-    answer_server_request,
-    single_exceptions,
-)
+from ..base import NotificationHandler, ServerRequestHandler, answer_server_request
+from ..errors import TransportClosed, TransportError, single_exceptions
 from ..http.connection import ConnectionPool, make_ssl_context
 from ..http.reply import decode_reply, deliver, status_error
 from ..http.request import header_list

@@ -13,7 +13,7 @@ import trio
 
 from protocol.logfields import log_extra
 
-from ..base import SpawnError
+from ..errors import SpawnError
 from . import early
 from .child import ChildProcess, adopt, signal_group, spawn
 

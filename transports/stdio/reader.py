@@ -20,13 +20,8 @@ from protocol import unreadable
 from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from protocol.logfields import log_extra
 
-from ..base import (
-    MalformedReply,
-    MessageTooLarge,
-    NotificationHandler,
-    malformed_reason,
-    too_large_reason,
-)
+from ..base import NotificationHandler
+from ..errors import MalformedReply, MessageTooLarge, malformed_reason, too_large_reason
 from ..pending import Pending
 
 logger = logging.getLogger("mcpd.stdio")

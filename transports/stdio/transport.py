@@ -25,13 +25,8 @@ from protocol.logfields import log_extra
 from protocol.splice import CallShape
 
 from .. import fdread
-from ..base import (
-    NotificationHandler,
-    ServerRequestHandler,
-    TransportClosed,
-    TransportError,
-    single_exceptions,
-)
+from ..base import NotificationHandler, ServerRequestHandler
+from ..errors import TransportClosed, TransportError, single_exceptions
 from ..linewriter import LineWriter, batch
 from ..pending import Pending, Reply
 from .child import ChildProcess, signal_group

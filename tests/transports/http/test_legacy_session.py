@@ -8,8 +8,8 @@ import pytest
 import trio
 
 from tests.support.http_servers import Responder, SeenRequest, error, event, result, serve_http
-from transports.base import SessionExpired, TransportError
-from transports.http.transport import HttpRPCError, HttpTransport, open_http_transport
+from transports.errors import HttpRPCError, SessionExpired, TransportError
+from transports.http.transport import HttpTransport, open_http_transport
 
 LIMIT = 10
 LEGACY = {"MCP-Protocol-Version": "2025-11-25"}

@@ -22,9 +22,9 @@ from tests.support.http_servers import (
     serve_http,
     server_request,
 )
-from transports.base import StreamCut
+from transports.errors import HttpRPCError, StreamCut
 from transports.http.legacy_streams import DEFAULT_RETRY, RESUME_ATTEMPTS, ResumePoint
-from transports.http.transport import HttpRPCError, HttpTransport, open_http_transport
+from transports.http.transport import HttpTransport, open_http_transport
 
 LIMIT = 10
 LEGACY = {"MCP-Protocol-Version": "2025-11-25"}

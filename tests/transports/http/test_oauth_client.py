@@ -31,7 +31,7 @@ from protocol.oauth.authorize import state_of
 from protocol.oauth.http import get
 from tests.support.http_servers import Responder, SeenRequest, serve_http
 from tests.support.oauth_server import OAuthServer, serve_oauth
-from transports.base import TransportError
+from transports.errors import TransportError
 from transports.http.oauth_client import OAuthHttp, Resolver
 from transports.http.oauth_redirect import redirect_listener
 

@@ -12,8 +12,14 @@ import trio
 from protocol.http import Origin, parse_retry_after, parse_url
 from protocol.jsonrpc import RPCError
 from tests.support.http_servers import Responder, SeenRequest, error, serve_http
-from transports.base import AuthError, HTTPStatusError, TransportError, UnexpectedReply
-from transports.http.transport import HttpRPCError, open_http_transport
+from transports.errors import (
+    AuthError,
+    HttpRPCError,
+    HTTPStatusError,
+    TransportError,
+    UnexpectedReply,
+)
+from transports.http.transport import open_http_transport
 
 LIMIT = 10
 
@@ -230,7 +236,7 @@ async def test_errors_are_transport_errors_for_breakers() -> None:
 
 
 async def test_a_body_or_event_over_the_limit_fails_the_request_not_the_server() -> None:
-    from transports.base import MessageTooLarge
+    from transports.errors import MessageTooLarge
 
     big = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": "x" * 5000}})
 

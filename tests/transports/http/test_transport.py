@@ -24,9 +24,15 @@ from tests.support.http_servers import (
     result,
     serve_http,
 )
-from transports.base import MessageTooLarge, StreamCut, TransportError, UnexpectedReply
+from transports.errors import (
+    HttpRPCError,
+    MessageTooLarge,
+    StreamCut,
+    TransportError,
+    UnexpectedReply,
+)
 from transports.http import reply as _httpreply
-from transports.http.transport import HttpRPCError, HttpTransport, open_http_transport
+from transports.http.transport import HttpTransport, open_http_transport
 
 LIMIT = 10
 

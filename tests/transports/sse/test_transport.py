@@ -25,7 +25,7 @@ from tests.support.legacy_sse_server import (
     serve_legacy_sse,
     sse_event,
 )
-from transports.base import (
+from transports.errors import (
     AuthError,
     ServerCancelled,
     StreamCut,

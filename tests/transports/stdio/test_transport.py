@@ -17,7 +17,7 @@ import trio.testing
 
 from protocol import jsonrpc as rpc
 from tests.support.procs import alive, read_pid, scripted, wait_gone
-from transports.base import (
+from transports.errors import (
     MalformedReply,
     MessageTooLarge,
     SpawnError,
