@@ -1,27 +1,169 @@
-"""What every transport offers; what they raise is in ``transports.errors``."""
+"""What every transport offers the daemon, declared once.
+
+A transport moves JSON-RPC messages to one server and back: a child process over
+stdio (``transports.stdio``), a Streamable HTTP endpoint (``transports.http``) or an
+HTTP+SSE one of MCP 2024-11-05 (``transports.sse``). ``Transport`` is everything the
+daemon uses of any of them. Each member says what it means for the transports it
+does not otherwise apply to, so that a caller never has to ask which kind it holds.
+What they raise is in ``transports.errors``.
+"""
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import ClassVar, TypeAlias
 
-from msgspec import Raw
+import msgspec
+import trio
+from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
-from protocol.jsonrpc import (
-    METHOD_NOT_FOUND,
-    Notification,
-    Request,
-    encode_error,
-    encode_result,
-)
+from protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Request, encode_error, encode_result
 from protocol.logfields import log_extra
+from protocol.mcp import Era
+from protocol.splice import CallShape, SplicedCall
 
+from .errors import AuthError, TransportError
+
+# A request's or a notification's params: a typed struct, a JSON object built as a
+# mapping, bytes passed on as they came, or none at all.
+Params: TypeAlias = msgspec.Struct | Mapping[str, object] | Raw | UnsetType | None
 NotificationHandler = Callable[[Notification], None]
 # Answers a request a server sent us (elicitation, sampling, roots): the result to send
 # back, or rpc.RPCError for an error answer. The transport never looks inside.
-ServerRequestHandler = Callable[[rpc.Request], Awaitable[Any]]
+ServerRequestHandler = Callable[[rpc.Request], Awaitable[object]]
+# Takes the answer to a request sent without waiting: (result, None) or (None, error).
+Reply = Callable[[Raw | None, Exception | None], None]
+
+
+class AuthHook(abc.ABC):
+    """Where a transport gets its ``Authorization`` value, for credentials that change
+    while it lives (an OAuth access token is refreshed, replaced after a new login)."""
+
+    @abc.abstractmethod
+    async def authorization(self) -> str | None:
+        """The value for the next message (None: none); may wait for a refresh."""
+
+    @abc.abstractmethod
+    async def refused(self, error: AuthError, sent: str | None) -> str | None:
+        """The server refused ``sent``: a value to send the message again with, or
+        ``None`` to let ``error`` stand (the hook may raise its own error instead)."""
+
+    @abc.abstractmethod
+    def accepted(self, sent: str | None) -> None:
+        """A message carrying ``sent`` went through."""
+
+
+class Transport(abc.ABC):
+    """One server's messages, whatever carries them.
+
+    A transport lives inside the ``async with`` of its ``open_*`` function, which
+    starts it (a process, a connection pool, an event stream) and stops it on exit.
+    """
+
+    # Whether ``request`` takes a ``SplicedCall`` for its params, and builds the body
+    # around the call's argument bytes under an id of its own (Streamable HTTP).
+    takes_spliced_calls: ClassVar[bool] = False
+    # Whether ``request_nowait`` and ``request_spliced`` send: a request then needs
+    # no task of its own, its answer going to a callback from the task that reads
+    # the server (stdio). Elsewhere each request is answered to the task awaiting it.
+    answers_by_callback: ClassVar[bool] = False
+
+    # Credentials that change, asked for before each message; set by the owner before
+    # the first one. Only Streamable HTTP sends them: a stdio server has no channel
+    # for them, and an HTTP+SSE server gets its configured headers only.
+    auth: AuthHook | None
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        # Who answers the server's own requests; set by the owner before any arrive.
+        # Without one, ``ping`` is answered and anything else refused.
+        self.on_request: ServerRequestHandler | None = None
+        # The era the handshake settled on, set by it before its first request. Only
+        # Streamable HTTP changes how it speaks with it (a legacy session's id, its
+        # push stream, cancelling by notification); the other two keep it.
+        self.era: Era | None = None
+        # Set once the transport can carry nothing more, with ``error`` saying why: a
+        # stdio server exited or closed its stdout, an HTTP+SSE stream ended. Each
+        # Streamable HTTP request stands alone, so that one closes only as it is left.
+        self.closed = trio.Event()
+        self.error: TransportError | None = None
+
+    @abc.abstractmethod
+    async def request(
+        self,
+        method: str,
+        params: Params | SplicedCall,
+        *,
+        headers: Mapping[str, str] | None = None,
+        cancellable: bool = True,
+    ) -> Raw:
+        """Send one request and return its raw ``result``.
+
+        ``headers`` go with it where messages have headers (HTTP); a stdio server
+        gets none. ``params`` is a ``SplicedCall`` only where ``takes_spliced_calls``.
+        Cancelling the caller abandons the request; the transport tells the server
+        (``notifications/cancelled`` or closing the stream) when ``cancellable``.
+        """
+
+    @abc.abstractmethod
+    async def notify(
+        self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
+    ) -> None:
+        """Send one notification (``headers`` as for ``request``)."""
+
+    @abc.abstractmethod
+    def request_nowait(self, method: str, params: Params, reply: Reply) -> rpc.Id:
+        """Send a request without waiting: ``reply`` gets its answer, once, from the
+        task reading the server; the id is returned for ``forget``. Only where
+        ``answers_by_callback``; elsewhere a caller awaits ``request``, and this raises
+        ``NotImplementedError``."""
+
+    @abc.abstractmethod
+    def request_spliced(
+        self,
+        shape: CallShape,
+        arguments: Raw | UnsetType,
+        reply: Reply,
+        token: str | None = None,
+    ) -> int:
+        """``request_nowait`` for a tools/call whose line is spliced from its parts
+        (``protocol.splice``), with ``token`` as its progress token: no encoding, no
+        check. Only where ``answers_by_callback``, as ``request_nowait``."""
+
+    @abc.abstractmethod
+    def forget(self, rid: rpc.Id, reason: str) -> None:
+        """Give up on a request sent with ``request_nowait``: the server is told, and a
+        late answer is dropped. Where nothing is sent that way there is nothing to
+        forget: a request given up on is its awaiting task's, cancelled."""
+
+    @abc.abstractmethod
+    async def listen(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Hold open what the server pushes on outside of any request, until the
+        transport closes; started (for ``nursery.start``) once it is open. Only a
+        legacy Streamable HTTP session has such a stream of its own: elsewhere what
+        the server sends already comes on the one stream it has (stdout, the event
+        stream), and this returns at once."""
+
+    @abc.abstractmethod
+    def reset_session(self) -> None:
+        """Forget the session an earlier handshake began, before a new one. Only a
+        legacy Streamable HTTP session is kept apart from its transport (its
+        ``Mcp-Session-Id``); a stdio process or an HTTP+SSE stream is the session,
+        and a new one comes with a new transport."""
+
+    @property
+    @abc.abstractmethod
+    def pid(self) -> int | None:
+        """The server's process id, where mcpd started it (stdio); otherwise None."""
+
+    @abc.abstractmethod
+    def stderr_tail(self) -> list[str]:
+        """The last lines the server wrote on stderr (stdio); HTTP has none."""
 
 
 def default_answer(req: Request) -> bytes:
@@ -30,31 +172,6 @@ def default_answer(req: Request) -> bytes:
     if req.method == "ping":
         return encode_result(req.id, {})
     return encode_error(req.id, METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")
-
-
-class Transport(Protocol):
-    alias: str
-
-    async def request(
-        self,
-        method: str,
-        params: Any,
-        *,
-        headers: Mapping[str, str] | None = None,
-        cancellable: bool = True,
-    ) -> Raw:
-        """Send one request and return its raw ``result``.
-
-        Cancelling the caller abandons the request; the transport tells the server
-        (``notifications/cancelled`` or closing the stream) when ``cancellable``.
-        """
-        ...
-
-    async def notify(
-        self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
-    ) -> None: ...
-
-    def stderr_tail(self) -> list[str]: ...
 
 
 logger = logging.getLogger("mcpd.transport")

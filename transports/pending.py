@@ -21,9 +21,8 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 
+from .base import Reply
 from .errors import ServerCancelled
-
-Reply = Callable[[Raw | None, Exception | None], None]
 
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
 

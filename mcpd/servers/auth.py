@@ -43,6 +43,7 @@ from protocol.oauth import (
     bearer_challenge,
     issuer_still_listed,
 )
+from transports.base import AuthHook
 from transports.errors import AuthError, TransportError
 
 from ..config.model import Config, ServerConfig
@@ -66,7 +67,7 @@ async def _no_browser(action: OpenBrowser) -> str:
     raise AssertionError("the client credentials grant has no browser step")
 
 
-class ServerAuth(AuthState):
+class ServerAuth(AuthState, AuthHook):
     @classmethod
     def for_server(cls, alias: str, cfg: ServerConfig, config: Config) -> ServerAuth:
         return cls(alias, cfg, TokenStore(state_dir(config)))

@@ -20,7 +20,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
 from transports.base import Transport
-from transports.errors import TransportError, UnexpectedReply
+from transports.errors import HttpRPCError, TransportError, UnexpectedReply
 
 from .. import __version__
 
@@ -134,7 +134,7 @@ class Handshake:
             # Modern evidence: retry (once) even with the version just sent, rather
             # than fall back to initialize.
             return _pick_modern(supported if isinstance(supported, list) else [])
-        status = getattr(exc, "http_status", None)
+        status = exc.http_status if isinstance(exc, HttpRPCError) else None
         if self.http and (
             exc.code in rpc.MODERN_ERROR_CODES
             or (status == 404 and exc.code == rpc.METHOD_NOT_FOUND)
@@ -199,10 +199,8 @@ class Handshake:
 
     def _set_transport_era(self, era: mcp.Era) -> None:
         # Either way a session id from an earlier answer (or the probe's) is dropped.
-        if hasattr(self.transport, "era"):
-            self.transport.era = era
-        if hasattr(self.transport, "reset_session"):
-            self.transport.reset_session()
+        self.transport.era = era
+        self.transport.reset_session()
 
 
 def _pick_modern(versions: list[Any]) -> str | None:

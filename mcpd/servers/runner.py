@@ -219,10 +219,9 @@ class Runner:
                 async with self._open_transport(
                     self.alias, cfg, self.config, self.session.on_notification
                 ) as transport:
-                    if self.auth is not None and hasattr(transport, "auth"):
+                    if self.auth is not None:
                         transport.auth = self.auth
-                    if hasattr(transport, "on_request"):
-                        transport.on_request = self.asks.answer
+                    transport.on_request = self.asks.answer
                     await self._connect_and_serve(transport)
             finally:
                 # Before the failure is logged: the outage's journal entry carries this tail.
@@ -416,8 +415,7 @@ class Runner:
             cache_scope=self.lists.cache_scope if up else None,
         )
         # The child's pid (stdio servers only): what to look at with ps, strace or kill.
-        pid = getattr(up.transport, "pid", None) if up is not None else None
-        row["pid"] = pid if isinstance(pid, int) else None
+        row["pid"] = up.transport.pid if up is not None else None
         if self.login is not None and self.auth is not None and self.auth.enabled:
             row["auth"] = self.login.status()
         trims = list_trims(self.lists.cut, self.surface.trimmed, up.instructions_cut if up else "")

@@ -119,9 +119,7 @@ class CallScheduler:
             self._release(call)
             up = self._up
             if call.rid is not None and up is not None:
-                forget = getattr(up.transport, "forget", None)
-                if forget is not None:
-                    forget(call.rid, "cancelled by the client")
+                up.transport.forget(call.rid, "cancelled by the client")
             if call.scope is not None:
                 call.scope.cancel()  # the transport tells the server its own way
             self._start_queued()
@@ -328,9 +326,7 @@ class CallScheduler:
     def _abandon(self, call: PendingCall, why: str) -> None:
         up = self._up
         if call.rid is not None and up is not None:
-            forget = getattr(up.transport, "forget", None)
-            if forget is not None:
-                forget(call.rid, why)
+            up.transport.forget(call.rid, why)
         if call.scope is not None:
             call.scope.cancel()
 

@@ -124,15 +124,11 @@ class Session:
         self._closed = False
         with single_exceptions():
             async with trio.open_nursery() as nursery:
-                closed = getattr(transport, "closed", None)
-                if closed is not None:
-                    nursery.start_soon(self._watch, closed)
+                nursery.start_soon(self._watch, transport.closed)
                 if up.era == "modern" and self._surface.wants_listen(up):
                     nursery.start_soon(self._surface.listen, up, self._lists)
                 # A legacy HTTP session's server-push stream: list_changed, pings, logs.
-                push = getattr(transport, "listen", None)
-                if up.era == "legacy" and push is not None:
-                    await nursery.start(push)
+                await nursery.start(transport.listen)
                 self._scheduler.attach(up, nursery)
                 on_ready()
                 try:
@@ -151,8 +147,7 @@ class Session:
         while True:
             now = trio.current_time()
             if self._closed:
-                error = getattr(transport, "error", None)
-                raise error if isinstance(error, TransportError) else TransportError("closed")
+                raise transport.error or TransportError("closed")
             if self._auth is not None and self._auth.needs_login is not None:
                 raise LoginRequired(self._auth.needs_login)
             self._policy.refresh(now)

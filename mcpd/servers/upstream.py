@@ -79,11 +79,12 @@ class Upstream:
         self.client_capabilities: dict[str, Any] = NO_CAPABILITIES
         self.meta = CallMeta()  # what agents' requests carry in _meta, for the era
         # How a call is sent without waiting for its answer in a task (None: it cannot
-        # be: HTTP answers each request on its own exchange).
-        self._send_nowait = None if http else getattr(transport, "request_nowait", None)
-        self._send_spliced = None if http else getattr(transport, "request_spliced", None)
-        # An HTTP transport that builds a spliced call's body itself.
-        self._post_spliced = http and getattr(transport, "takes_spliced_calls", False)
+        # be, and call_tool awaits it).
+        nowait = transport.answers_by_callback
+        self._send_nowait = transport.request_nowait if nowait else None
+        self._send_spliced = transport.request_spliced if nowait else None
+        # A transport that builds a spliced call's body itself.
+        self._post_spliced = transport.takes_spliced_calls
         # Per tool, the Mcp-Param-* headers its arguments are mirrored into (HTTP only).
         self._param_headers: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
         # The tools a legacy server runs only as tasks (see task_tools).

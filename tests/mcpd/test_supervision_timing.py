@@ -25,6 +25,8 @@ from mcpd.servers.runner import Runner
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.jsonrpc import Notification
+from protocol.splice import CallShape
+from transports.base import Reply, Transport
 from transports.errors import SpawnError, TransportError
 
 
@@ -54,15 +56,37 @@ class FakeServer:
         yield FakeTransport(self, alias)
 
 
-class FakeTransport:
+class FakeTransport(Transport):
     def __init__(self, server: FakeServer, alias: str) -> None:
+        super().__init__(alias)
         self.server = server
-        self.alias = alias
-        self.closed = trio.Event()
-        self.error: TransportError | None = None
+        self.auth = None
+
+    @property
+    def pid(self) -> None:
+        return None
 
     def stderr_tail(self) -> list[str]:
         return []
+
+    async def listen(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+
+    def reset_session(self) -> None:
+        pass
+
+    def request_nowait(self, method: str, params: Any, reply: Reply) -> rpc.Id:
+        raise NotImplementedError
+
+    def request_spliced(
+        self, shape: CallShape, arguments: Any, reply: Reply, token: str | None = None
+    ) -> int:
+        raise NotImplementedError
+
+    def forget(self, rid: rpc.Id, reason: str) -> None:
+        pass
 
     async def notify(
         self, method: str, params: Any, *, headers: Mapping[str, str] | None = None

@@ -15,10 +15,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Final, NoReturn, TypeVar
 
-from protocol.http import ResponseHead
+from protocol.http import ResponseHead, check_header
 
+from ..base import AuthHook
 from ..errors import AuthError, SessionExpired, TransportClosed, TransportError, UnexpectedReply
-from .auth import AuthHook, authorized
 from .connection import ConnectionPool, HttpConnection
 from .reply import SNIPPET, status_error
 from .request import Exchange, SessionId, redirect_target
@@ -120,6 +120,18 @@ class Sender:
     async def unexpected(self, conn: HttpConnection, head: ResponseHead, what: str) -> NoReturn:
         body = await conn.read_prefix(SNIPPET)
         raise UnexpectedReply(f"{self.alias}: unexpected {what}", status=head.status, body=body)
+
+
+def authorized(headers: list[tuple[bytes, bytes]], value: str | None) -> list[tuple[bytes, bytes]]:
+    """``headers`` with ``value`` as their one Authorization header (None: as they are)."""
+    if value is None:
+        return headers
+    try:
+        check_header("Authorization", value)
+    except ValueError:
+        raise TransportError("the access token cannot be sent in an HTTP header") from None
+    kept = [(k, v) for k, v in headers if k.lower() != b"authorization"]
+    return [*kept, (b"Authorization", value.encode("latin-1"))]
 
 
 async def status_only(conn: HttpConnection, head: ResponseHead, ex: Exchange) -> int:

@@ -31,19 +31,17 @@ from __future__ import annotations
 import contextlib
 import ssl
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Final
+from typing import ClassVar, Final
 
 import trio
-from msgspec import Raw
+from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, parse_url
-from protocol.mcp import Era
-from protocol.splice import SplicedCall
+from protocol.splice import CallShape, SplicedCall
 
-from ..base import NotificationHandler, ServerRequestHandler
-from ..errors import HttpRPCError, StreamCut
-from .auth import AuthHook
+from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
+from ..errors import HttpRPCError, StreamCut, TransportClosed
 from .connection import ConnectionPool, HttpConnection, make_ssl_context
 from .legacy_session import POST_TIMEOUT, end_session, post_answer, post_cancel
 from .legacy_streams import (
@@ -67,10 +65,10 @@ _PUSH_KEEPALIVE: Final = 60.0
 _PUSH_READY: Final = 5.0
 
 
-class HttpTransport:
-    # ``request`` takes a ``SplicedCall`` for params: the body is built around the
-    # arguments' bytes under the id picked here.
-    takes_spliced_calls: Final = True
+class HttpTransport(Transport):
+    # The body of a spliced call is built around its arguments' bytes under the id
+    # picked here.
+    takes_spliced_calls: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -86,17 +84,13 @@ class HttpTransport:
         on_notification: NotificationHandler | None = None,
         auth: AuthHook | None = None,
     ) -> None:
+        super().__init__(alias)
         origin, target = parse_url(url)
-        self.alias = alias
-        self.era: Era | None = None  # the caller sets it once it knows the server's era
         self._session = SessionId(alias)
-
         self._max_body = max_body
         self._on_notification = on_notification
-        # Who answers a legacy server's requests (set by the owner before any arrive).
-        self.on_request: ServerRequestHandler | None = None
         self._ids = rpc.IdAllocator()
-        self._closed = False
+        self._closed = False  # ``closed`` as every message checks it: a plain read
         self._head = RequestHeaders(origin.authority, headers or {})
         if origin.scheme == "https" and ssl_context is None:
             ssl_context = make_ssl_context()
@@ -133,7 +127,6 @@ class HttpTransport:
 
     @auth.setter
     def auth(self, hook: AuthHook | None) -> None:
-        # Set by the owner after construction, before the first message.
         self._out.auth = hook
 
     @property
@@ -152,6 +145,10 @@ class HttpTransport:
     def connections_opened(self) -> int:
         return self._pool.opened
 
+    @property
+    def pid(self) -> None:
+        return None
+
     def stderr_tail(self) -> list[str]:
         return []
 
@@ -163,7 +160,7 @@ class HttpTransport:
     async def request(
         self,
         method: str,
-        params: Any,
+        params: Params | SplicedCall,
         *,
         headers: Mapping[str, str] | None = None,
         cancellable: bool = True,
@@ -192,12 +189,31 @@ class HttpTransport:
             self._strays.pop(rid, None)
 
     async def notify(
-        self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
+        self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
     ) -> None:
         body = rpc.encode_notification(method, params)
         ex = Exchange(method, None, self.session_id)
         extra = header_list(headers or {}, "request")
         await self._out.post(b"POST", body, self._head.post(extra, ex), ex, self._out.accepted)
+
+    def request_nowait(self, method: str, params: Params, reply: Reply) -> rpc.Id:
+        """Not offered: each request is answered on its own exchange, to the task that
+        awaits ``request``."""
+        raise NotImplementedError(f"{self.alias}: HTTP answers a request to its sender")
+
+    def request_spliced(
+        self,
+        shape: CallShape,
+        arguments: Raw | UnsetType,
+        reply: Reply,
+        token: str | None = None,
+    ) -> int:
+        """Not offered, as ``request_nowait``: a spliced call goes to ``request``."""
+        raise NotImplementedError(f"{self.alias}: HTTP answers a request to its sender")
+
+    def forget(self, rid: rpc.Id, reason: str) -> None:
+        """Nothing to forget: no request is sent without a task awaiting it, and that
+        task's cancellation drops its connection (and, legacy, tells the server)."""
 
     async def listen(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -251,6 +267,8 @@ class HttpTransport:
         if self._closed:
             return
         self._closed = True
+        self.error = TransportClosed(f"{self.alias}: transport closed")
+        self.closed.set()
         if self._listening is not None:
             self._listening.cancel()
         try:

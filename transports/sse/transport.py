@@ -28,18 +28,26 @@ import logging
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Final
+from typing import Final
 
 import trio
-from msgspec import Raw
+from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, parse_url
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
+from protocol.splice import CallShape, SplicedCall
 from protocol.sse import SSEEvent
 
-from ..base import NotificationHandler, ServerRequestHandler, answer_server_request
+from ..base import (
+    AuthHook,
+    NotificationHandler,
+    Params,
+    Reply,
+    Transport,
+    answer_server_request,
+)
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..http.connection import ConnectionPool, make_ssl_context
 from ..http.reply import decode_reply, deliver, status_error
@@ -57,7 +65,7 @@ _CANCEL_TIMEOUT: Final = 2.0
 _ANSWER_TIMEOUT: Final = 2.0
 
 
-class LegacySSETransport:
+class LegacySSETransport(Transport):
     def __init__(
         self,
         alias: str,
@@ -71,15 +79,14 @@ class LegacySSETransport:
         max_body: int = DEFAULT_MAX_BODY,
         on_notification: NotificationHandler | None = None,
     ) -> None:
+        super().__init__(alias)
         self._origin, self._stream_target = parse_url(url)
-        self.alias = alias
+        self.auth: AuthHook | None = None  # never asked: the configured headers go instead
         self.endpoint: str | None = None  # where messages go, once the stream named it
         self._post_target = ""
         self._static = header_list(headers or {}, "configured", RESERVED)
         self._max_body = max_body
         self._on_notification = on_notification
-        # Who answers the server's requests (set by the owner before any arrive).
-        self.on_request: ServerRequestHandler | None = None
         if self._origin.scheme == "https" and ssl_context is None:
             ssl_context = make_ssl_context()
         self._ssl_context = ssl_context if self._origin.scheme == "https" else None
@@ -104,8 +111,6 @@ class LegacySSETransport:
         self._pending = Pending(alias, logger)
         self._reading = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
-        self.closed = trio.Event()
-        self.error: TransportError | None = None
 
     @property
     def url(self) -> str:
@@ -115,13 +120,27 @@ class LegacySSETransport:
     def pending_count(self) -> int:
         return len(self._pending)
 
+    @property
+    def pid(self) -> None:
+        return None
+
     def stderr_tail(self) -> list[str]:
         return []
+
+    async def listen(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Nothing to hold: everything the server sends comes on the event stream the
+        transport holds from its opening."""
+        task_status.started()
+
+    def reset_session(self) -> None:
+        """Nothing to forget: the event stream is the session."""
 
     async def request(
         self,
         method: str,
-        params: Any,
+        params: Params | SplicedCall,
         *,
         headers: Mapping[str, str] | None = None,
         cancellable: bool = True,
@@ -152,10 +171,28 @@ class LegacySSETransport:
         return slot.result
 
     async def notify(
-        self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
+        self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
     ) -> None:
         extra = header_list(headers or {}, "request", RESERVED)
         await self._post(rpc.encode_notification(method, params), extra, method)
+
+    def request_nowait(self, method: str, params: Params, reply: Reply) -> rpc.Id:
+        """Not offered: a message is sent by a POST, which its sender awaits."""
+        raise NotImplementedError(f"{self.alias}: HTTP+SSE sends a request by an awaited POST")
+
+    def request_spliced(
+        self,
+        shape: CallShape,
+        arguments: Raw | UnsetType,
+        reply: Reply,
+        token: str | None = None,
+    ) -> int:
+        """Not offered, as ``request_nowait``."""
+        raise NotImplementedError(f"{self.alias}: HTTP+SSE sends a request by an awaited POST")
+
+    def forget(self, rid: rpc.Id, reason: str) -> None:
+        """Nothing to forget: no request is sent without a task awaiting it, and that
+        task's cancellation tells the server."""
 
     async def aclose(self) -> None:
         """End the stream and drop every connection; bounded, and safe to call twice."""

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Final
+from typing import ClassVar, Final
 
 import msgspec
 import trio
@@ -22,13 +22,13 @@ from msgspec import Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE
 from protocol.logfields import log_extra
-from protocol.splice import CallShape
+from protocol.splice import CallShape, SplicedCall
 
 from .. import fdread
-from ..base import NotificationHandler, ServerRequestHandler
+from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..linewriter import LineWriter, batch
-from ..pending import Pending, Reply
+from ..pending import Pending
 from .child import ChildProcess, signal_group
 from .launch import PARENT_ONLY_VARS, environment
 from .process import describe_exit, start, stop_process
@@ -71,7 +71,9 @@ def child_environment(params: StdioParams, base: Mapping[str, str] | None = None
     return environment(params.inherit_env, params.env, base)
 
 
-class StdioTransport:
+class StdioTransport(Transport):
+    answers_by_callback: ClassVar[bool] = True
+
     def __init__(
         self,
         alias: str,
@@ -80,11 +82,10 @@ class StdioTransport:
         on_notification: NotificationHandler | None,
         on_stderr: Callable[[str], None] | None,
     ) -> None:
-        self.alias = alias
+        super().__init__(alias)
         self.process = process
         self.params = params
-        # Who answers the server's own requests (set by the owner before any arrive).
-        self.on_request: ServerRequestHandler | None = None
+        self.auth: AuthHook | None = None  # a child has no channel for credentials
         self._nursery: trio.Nursery | None = None
         self._ids = rpc.IdAllocator()
         complaints = Complaints()
@@ -98,8 +99,6 @@ class StdioTransport:
         self._exited = trio.Event()
         # Set as the owner stops the server: stdin is closed under the writer then.
         self._stopping = False
-        self.closed = trio.Event()
-        self.error: TransportError | None = None
         self._relays = Relays(alias, self._put, self.closed)
         self._reader = StdoutReader(
             alias,
@@ -122,10 +121,19 @@ class StdioTransport:
     def stderr_tail(self) -> list[str]:
         return list(self._stderr.tail)
 
+    async def listen(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Nothing to hold: everything the server sends comes on its stdout."""
+        task_status.started()
+
+    def reset_session(self) -> None:
+        """Nothing to forget: the process is the session."""
+
     async def request(
         self,
         method: str,
-        params: Any,
+        params: Params | SplicedCall,
         *,
         headers: Mapping[str, str] | None = None,
         cancellable: bool = True,
@@ -156,9 +164,8 @@ class StdioTransport:
         assert slot.result is not None
         return slot.result
 
-    def request_nowait(self, method: str, params: Any, reply: Reply) -> rpc.Id:
-        """Send a request without waiting; ``reply`` gets (result, None) or (None, error)
-        from the reader task, once. Raises the transport's error if it is closed."""
+    def request_nowait(self, method: str, params: Params, reply: Reply) -> rpc.Id:
+        """Raises the transport's error if it is closed."""
         if self.error is not None:
             raise self.error
         rid = self._ids.next()
@@ -174,8 +181,6 @@ class StdioTransport:
         reply: Reply,
         token: str | None = None,
     ) -> int:
-        """``request_nowait`` for a tools/call whose line is spliced from its parts
-        (``protocol.splice``): the same id, reply and failure, no encoding or check."""
         if self.error is not None:
             raise self.error
         rid = self._ids.next()
@@ -184,8 +189,6 @@ class StdioTransport:
         return rid
 
     def forget(self, rid: rpc.Id, reason: str) -> None:
-        """Give up on a request sent with ``request_nowait``: the server is told, and a
-        late answer is dropped."""
         if self._pending.forget(rid) and self.error is None:
             with contextlib.suppress(rpc.RPCError):
                 self._put(
@@ -196,7 +199,7 @@ class StdioTransport:
                 )
 
     async def notify(
-        self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
+        self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
     ) -> None:
         if self.error is not None:
             raise self.error
