@@ -1,5 +1,5 @@
 """HTTP's parts that do no I/O: where a URL points, which header values may be sent,
-what a reply's head says.
+what a reply's head says, and which JSON-RPC error its body carries.
 
 The HTTP transports, their request and reply logic and the OAuth client use them
 on values alone: an origin to compare a redirect or an endpoint against, a header
@@ -10,13 +10,26 @@ that carry them are ``transports.http.connection``'s.
 from __future__ import annotations
 
 import email.utils
+from collections.abc import Mapping
 from datetime import UTC
-from urllib.parse import urlsplit
+from typing import Any, Final, Literal
+from urllib.parse import urljoin, urlsplit
 
 import msgspec
 
+from protocol import jsonrpc as rpc
 from protocol.headers import is_plain, is_token
 from protocol.urls import display_url
+
+# Phrases legacy servers use when they do not know the session a request named.
+_UNKNOWN_SESSION: Final = (
+    "no valid session",
+    "missing session",
+    "session not found",
+    "invalid session",
+    "unknown session",
+    "session expired",
+)
 
 
 class Origin(msgspec.Struct, frozen=True):
@@ -57,12 +70,37 @@ def parse_url(url: str) -> tuple[Origin, str]:
     return Origin(scheme, parts.hostname, port), target
 
 
+def same_origin(origin: Origin, target: str, location: str) -> str | None:
+    """The request target ``location`` names (relative to ``target`` on ``origin``), or
+    None when it leads elsewhere: the configured headers carry credentials, and they
+    stay with their origin."""
+    try:
+        there, new = parse_url(urljoin(f"{origin}{target}", location))
+    except ValueError:
+        return None
+    return new if there == origin else None
+
+
 def check_header(name: str, value: str) -> None:
     """Refuse a header h11 would refuse, before anything is sent (names only in the error)."""
     if not is_token(name):
         raise ValueError(f"invalid header name {name!r}")
     if value and not is_plain(value):
         raise ValueError(f"header {name} has a value that is not plain visible ASCII")
+
+
+def header_list(
+    headers: Mapping[str, str], what: str, reserved: frozenset[str]
+) -> list[tuple[str, str]]:
+    """``headers`` checked: none of the ``reserved`` ones (those a transport sets
+    itself, lower case), no bad characters. ``what`` names them in the error."""
+    out: list[tuple[str, str]] = []
+    for name, value in headers.items():
+        if name.lower() in reserved:
+            raise ValueError(f"the {what} header {name} is set by the transport itself")
+        check_header(name, value)
+        out.append((name, value))
+    return out
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
@@ -103,3 +141,28 @@ class ResponseHead(msgspec.Struct, frozen=True):
     def content_length(self) -> int | None:
         value = self.get("content-length")
         return int(value) if value is not None and value.isdigit() else None
+
+
+class _ErrorBody(msgspec.Struct):
+    # Servers leave "id" out of errors about requests they could not read
+    # (server-everything does for unknown sessions); the envelope decoder insists on it.
+    jsonrpc: Literal["2.0"]
+    error: rpc.ErrorObject
+    id: Any = None
+
+
+_error_body: Final = msgspec.json.Decoder(_ErrorBody)
+
+
+def error_in(body: bytes) -> rpc.ErrorObject | None:
+    """The JSON-RPC error a body carries, if it is one."""
+    try:
+        return _error_body.decode(body).error
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def names_unknown_session(error: rpc.ErrorObject) -> bool:
+    """Whether a legacy server's error says it does not know the session a request named."""
+    text = error.message.lower()
+    return any(phrase in text for phrase in _UNKNOWN_SESSION)

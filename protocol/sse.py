@@ -19,6 +19,8 @@ costs at most that much memory.
 ``resume_id`` is what a client sends as ``Last-Event-ID`` when it reconnects: the
 stream's last event id as of the last event that was complete (a blank line ended
 it, or the stream ended cleanly after it), whether or not that event carried data.
+``ResumePoint`` keeps it across the streams one exchange is resumed on, with the
+wait before the next one.
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ from typing import Final
 
 import msgspec
 
+from protocol.headers import is_plain
+
 DEFAULT_MAX_EVENT: Final = 16 * 1024 * 1024
+# Without a ``retry:`` from the server, the first wait before reconnecting.
+DEFAULT_RETRY: Final = 1.0
 _EOL: Final = re.compile(rb"\r\n|\r|\n")
 _BOM: Final = b"\xef\xbb\xbf"
 
@@ -196,3 +202,28 @@ class SSEDecoder:
             self._line.clear()
             self._data.clear()
             raise EventTooLarge(f"event stream event larger than {self.max_event} bytes")
+
+
+class ResumePoint:
+    """Where one exchange's event streams got to, across its resumptions."""
+
+    __slots__ = ("event_id", "retry_ms")
+
+    def __init__(self) -> None:
+        self.event_id: str | None = None
+        self.retry_ms: int | None = None
+
+    def update(self, decoder: SSEDecoder) -> None:
+        """Take where a stream that ended got to; an id a header cannot carry is not
+        taken, and a resumed stream that brought no id of its own resumes from the
+        same place."""
+        rid = decoder.resume_id
+        if rid and is_plain(rid):
+            self.event_id = rid
+        if decoder.retry is not None:
+            self.retry_ms = decoder.retry
+
+    @property
+    def delay(self) -> float:
+        """Seconds to wait before the next stream: the server's ``retry``, or a second."""
+        return DEFAULT_RETRY if self.retry_ms is None else self.retry_ms / 1000

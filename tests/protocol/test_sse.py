@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.sse import SSEDecoder, SSEError, SSEEvent
+from protocol.sse import DEFAULT_RETRY, ResumePoint, SSEDecoder, SSEError, SSEEvent
 
 
 def decode_all(*chunks: bytes, max_event: int = 1 << 20) -> list[SSEEvent]:
@@ -157,3 +157,26 @@ def test_resume_id_is_the_id_of_the_last_complete_event() -> None:
     assert dec.last_event_id == "3"
     dec.flush()  # a stream that ended cleanly completes its last event
     assert dec.resume_id == "3"
+
+
+def test_resume_delay_is_the_servers_retry_or_a_second() -> None:
+    point = ResumePoint()
+    assert point.delay == DEFAULT_RETRY == 1.0
+    point.retry_ms = 500
+    assert point.delay == 0.5
+
+
+def test_a_resume_point_keeps_the_last_id_a_header_can_carry() -> None:
+    point = ResumePoint()
+    dec = SSEDecoder()
+    dec.feed(b"id: a1\nretry: 250\ndata: x\n\n")
+    point.update(dec)
+    assert (point.event_id, point.retry_ms, point.delay) == ("a1", 250, 0.25)
+    # A resumed stream that named no id of its own resumes from the same place.
+    point.update(SSEDecoder())
+    assert (point.event_id, point.retry_ms) == ("a1", 250)
+    # An id no header can carry is not sent back to the server.
+    bad = SSEDecoder()
+    bad.feed("id: caf\u00e9\ndata: x\n\n".encode())
+    point.update(bad)
+    assert point.event_id == "a1"

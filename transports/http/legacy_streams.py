@@ -11,8 +11,8 @@ reads one connection's worth of it.
 
 The same ids serve a call whose event stream ends before its response: the client
 waits the stream's ``retry`` time and takes the response from a GET with the last
-``Last-Event-ID`` (the request itself is never sent again). ``ResumePoint`` keeps
-where such a stream got to.
+``Last-Event-ID`` (the request itself is never sent again). ``ResumePoint``
+(``protocol.sse``) keeps where such a stream got to.
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.headers import is_plain
 from protocol.http import ResponseHead
 from protocol.logfields import log_extra
-from protocol.sse import SSEDecoder, SSEError, SSEEvent
+from protocol.sse import ResumePoint, SSEDecoder, SSEError, SSEEvent
 
 from ..base import NotificationHandler
 from ..errors import SessionExpired, StreamCut, TransportError
@@ -38,8 +37,6 @@ from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, status_
 
 logger = logging.getLogger("mcpd.http")
 
-# Without a ``retry:`` from the server, the first wait before reconnecting.
-DEFAULT_RETRY: Final = 1.0
 # How often a call's cut stream is resumed before the call fails.
 RESUME_ATTEMPTS: Final = 3
 # The longest wait between two attempts at a push stream that keeps failing.
@@ -47,32 +44,6 @@ MAX_REOPEN_DELAY: Final = 60.0
 # Statuses that refuse a push stream for now, not for good: 409 is the TS SDK's
 # answer while it still holds the stream of a connection we gave up on.
 _TRANSIENT: Final = frozenset({408, 409, 429})
-
-
-def resume_id(decoder: SSEDecoder) -> str | None:
-    """The id a stream can be resumed from, if it gave one a header can carry."""
-    rid = decoder.resume_id
-    return rid if rid and is_plain(rid) else None
-
-
-class ResumePoint:
-    """Where one exchange's event streams got to, across its resumptions."""
-
-    __slots__ = ("event_id", "retry_ms")
-
-    def __init__(self) -> None:
-        self.event_id: str | None = None
-        self.retry_ms: int | None = None
-
-    def update(self, decoder: SSEDecoder) -> None:
-        # A resumed stream that brought no id of its own resumes from the same place.
-        self.event_id = resume_id(decoder) or self.event_id
-        if decoder.retry is not None:
-            self.retry_ms = decoder.retry
-
-    @property
-    def delay(self) -> float:
-        return DEFAULT_RETRY if self.retry_ms is None else self.retry_ms / 1000
 
 
 class StreamRefused(TransportError):

@@ -17,13 +17,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Literal, TypeAlias
+from typing import Final, TypeAlias
 
-import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol.http import ResponseHead, parse_retry_after
+from protocol.http import ResponseHead, error_in, names_unknown_session, parse_retry_after
 from protocol.logfields import log_extra
 from protocol.oauth.challenge import bearer_challenge
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
@@ -52,34 +51,6 @@ SNIPPET: Final = 512
 # Once the response is in, how long the rest of an event stream may take to end
 # before its connection is given up rather than waited for.
 DRAIN_TIMEOUT: Final = 1.0
-# Phrases legacy servers use when they do not know the session a request named.
-_SESSION_GONE: Final = (
-    "no valid session",
-    "missing session",
-    "session not found",
-    "invalid session",
-    "unknown session",
-    "session expired",
-)
-
-
-class _ErrorBody(msgspec.Struct):
-    # Servers leave "id" out of errors about requests they could not read
-    # (server-everything does for unknown sessions); the envelope decoder insists on it.
-    jsonrpc: Literal["2.0"]
-    error: rpc.ErrorObject
-    id: Any = None
-
-
-_error_body: Final = msgspec.json.Decoder(_ErrorBody)
-
-
-def error_in(body: bytes) -> rpc.ErrorObject | None:
-    """The JSON-RPC error a body carries, if it is one."""
-    try:
-        return _error_body.decode(body).error
-    except (msgspec.DecodeError, RecursionError):
-        return None
 
 
 def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Message:
@@ -113,7 +84,7 @@ def status_error(
             auth_reason(label, status, challenge, said), status=status, challenge=challenge
         )
     if had_session and (
-        status == 404 or (status == 400 and error is not None and session_gone(error))
+        status == 404 or (status == 400 and error is not None and names_unknown_session(error))
     ):
         return SessionExpired(f"{label}: the server no longer knows our session{said}")
     if status in (429, 503):
@@ -161,11 +132,6 @@ def auth_reason(label: str, status: int, challenge: str, said: str = "") -> str:
     if challenge:
         text += f" [WWW-Authenticate: {challenge}]"
     return text
-
-
-def session_gone(error: rpc.ErrorObject) -> bool:
-    text = error.message.lower()
-    return any(phrase in text for phrase in _SESSION_GONE)
 
 
 class AnswerReader:

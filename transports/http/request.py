@@ -12,17 +12,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from typing import Final
-from urllib.parse import urljoin
 
 import trio
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain
-from protocol.http import Origin, ResponseHead, check_header, parse_url
+from protocol.http import Origin, ResponseHead, header_list, same_origin
 from protocol.logfields import log_extra
+from protocol.sse import ResumePoint
 
 from ..errors import UnexpectedReply
-from .legacy_streams import ResumePoint
 
 logger = logging.getLogger("mcpd.http")
 
@@ -60,7 +59,7 @@ class Exchange:
 class RequestHeaders:
     def __init__(self, authority: str, configured: Mapping[str, str]) -> None:
         self._authority = authority
-        self._static = header_list(configured, "configured")
+        self._static = header_list(configured, "configured", RESERVED)
         # The MCP-Protocol-Version requests carry, for the messages callers send without
         # one (notifications, DELETE): legacy servers check it on every POST of a session.
         self.version: str | None = None
@@ -131,17 +130,6 @@ class SessionId:
             await self._started.wait()
 
 
-def same_origin(origin: Origin, target: str, location: str) -> str | None:
-    """The request target ``location`` names (relative to ``target`` on ``origin``), or
-    None when it leads elsewhere: the configured headers carry credentials, and they
-    stay with their origin."""
-    try:
-        there, new = parse_url(urljoin(f"{origin}{target}", location))
-    except ValueError:
-        return None
-    return new if there == origin else None
-
-
 def redirect_target(alias: str, origin: Origin, head: ResponseHead, target: str) -> str:
     """Where a 307/308 to ``target`` points, on the same origin; else UnexpectedReply."""
     location = head.get("location")
@@ -167,16 +155,3 @@ def redirect_target(alias: str, origin: Origin, head: ResponseHead, target: str)
         extra=log_extra(alias, "http_redirect"),
     )
     return new
-
-
-def header_list(
-    headers: Mapping[str, str], what: str, reserved: frozenset[str] = RESERVED
-) -> list[tuple[str, str]]:
-    """``headers`` checked: none that the transport sets itself, no bad characters."""
-    out: list[tuple[str, str]] = []
-    for name, value in headers.items():
-        if name.lower() in reserved:
-            raise ValueError(f"the {what} header {name} is set by the transport itself")
-        check_header(name, value)
-        out.append((name, value))
-    return out

@@ -37,7 +37,7 @@ import trio
 from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
-from protocol.http import ResponseHead, parse_url
+from protocol.http import ResponseHead, header_list, parse_url
 from protocol.splice import CallShape, SplicedCall
 
 from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
@@ -52,7 +52,7 @@ from .legacy_streams import (
     resume_call,
 )
 from .reply import AnswerReader
-from .request import Exchange, RequestHeaders, SessionId, header_list
+from .request import RESERVED, Exchange, RequestHeaders, SessionId
 from .send import Sender
 
 __all__ = ["HttpTransport", "open_http_transport"]
@@ -171,7 +171,7 @@ class HttpTransport(Transport):
         else:
             body = rpc.encode_request(rid, method, params)
         ex = Exchange(method, rid, self.session_id)
-        extra = header_list(headers or {}, "request")
+        extra = header_list(headers or {}, "request", RESERVED)
         self._inflight.add(rid)
         try:
             try:
@@ -193,7 +193,7 @@ class HttpTransport(Transport):
     ) -> None:
         body = rpc.encode_notification(method, params)
         ex = Exchange(method, None, self.session_id)
-        extra = header_list(headers or {}, "request")
+        extra = header_list(headers or {}, "request", RESERVED)
         await self._out.post(b"POST", body, self._head.post(extra, ex), ex, self._out.accepted)
 
     def request_nowait(self, method: str, params: Params, reply: Reply) -> rpc.Id:

@@ -14,13 +14,12 @@ from typing import Final
 from urllib.parse import urljoin
 
 from protocol import jsonrpc as rpc
-from protocol.http import Origin, ResponseHead, parse_url
+from protocol.http import Origin, ResponseHead, error_in, parse_url, same_origin
 from protocol.logfields import log_extra
 from protocol.sse import SSEEvent
 
 from ..errors import TransportError, UnexpectedReply
-from ..http.reply import SNIPPET, decode_reply, error_in, status_error
-from ..http.request import same_origin
+from ..http.reply import SNIPPET, decode_reply, status_error
 
 logger = logging.getLogger("mcpd.sse")
 

@@ -34,7 +34,7 @@ import trio
 from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
-from protocol.http import ResponseHead, parse_url
+from protocol.http import ResponseHead, header_list, parse_url
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 from protocol.splice import CallShape, SplicedCall
@@ -51,7 +51,6 @@ from ..base import (
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..http.connection import ConnectionPool, make_ssl_context
 from ..http.reply import decode_reply, deliver, status_error
-from ..http.request import header_list
 from ..pending import Pending
 from .event_stream import ERROR_BODY_LIMIT, EventStream
 from .events import RESERVED, encoded, endpoint_target, message_of, session_gone

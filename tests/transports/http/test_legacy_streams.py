@@ -23,7 +23,7 @@ from tests.support.http_servers import (
     server_request,
 )
 from transports.errors import HttpRPCError, StreamCut
-from transports.http.legacy_streams import DEFAULT_RETRY, RESUME_ATTEMPTS, ResumePoint
+from transports.http.legacy_streams import RESUME_ATTEMPTS
 from transports.http.transport import HttpTransport, open_http_transport
 
 LIMIT = 10
@@ -440,10 +440,3 @@ async def test_resumption_gives_up_after_a_few_attempts() -> None:
     # Each attempt resumes from the newest id it got.
     assert [s.header("last-event-id") for s in streams] == ["c1", "g1", "g2"][:RESUME_ATTEMPTS]
     assert srv.methods().count("tools/call") == 1
-
-
-def test_resume_delay_is_the_servers_retry_or_a_second() -> None:
-    point = ResumePoint()
-    assert point.delay == DEFAULT_RETRY == 1.0
-    point.retry_ms = 500
-    assert point.delay == 0.5

@@ -1,4 +1,4 @@
-"""How the HTTP transport maps statuses and bodies to errors, and its small helpers."""
+"""How the HTTP transport maps statuses and bodies to errors."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import time
 import pytest
 import trio
 
-from protocol.http import Origin, parse_retry_after, parse_url
 from protocol.jsonrpc import RPCError
 from tests.support.http_servers import Responder, SeenRequest, error, serve_http
 from transports.errors import (
@@ -185,46 +184,6 @@ def _json(obj: object) -> str:
     import json
 
     return json.dumps(obj)
-
-
-# -- helpers --
-
-
-@pytest.mark.parametrize(
-    ("url", "origin", "target", "authority"),
-    [
-        ("http://127.0.0.1:8080/mcp", Origin("http", "127.0.0.1", 8080), "/mcp", "127.0.0.1:8080"),
-        (
-            "https://Example.COM/mcp?k=v",
-            Origin("https", "example.com", 443),
-            "/mcp?k=v",
-            "example.com",
-        ),
-        ("http://[::1]:9000", Origin("http", "::1", 9000), "/", "[::1]:9000"),
-        ("http://[::1]/x", Origin("http", "::1", 80), "/x", "[::1]"),
-        ("https://h:80/", Origin("https", "h", 80), "/", "h:80"),
-    ],
-)
-def test_parse_url(url: str, origin: Origin, target: str, authority: str) -> None:
-    assert parse_url(url) == (origin, target)
-    assert origin.authority == authority
-
-
-@pytest.mark.parametrize("url", ["mcp.example.com", "ws://x/", "http:///x", "http://h:99999/"])
-def test_parse_url_refuses(url: str) -> None:
-    with pytest.raises(ValueError):
-        parse_url(url)
-
-
-def test_parse_retry_after() -> None:
-    now = 1_000_000_000.0
-    assert parse_retry_after("120", now) == 120.0
-    assert parse_retry_after(" 0 ", now) == 0.0
-    assert parse_retry_after(email.utils.formatdate(now + 30, usegmt=True), now) == 30.0
-    assert parse_retry_after(email.utils.formatdate(now - 30, usegmt=True), now) == 0.0
-    assert parse_retry_after("Sun, 09 Sep 2001 01:46:40 GMT", now) == 0.0
-    for junk in (None, "", "soon", "-5", "1.5"):
-        assert parse_retry_after(junk, now) is None
 
 
 async def test_errors_are_transport_errors_for_breakers() -> None:
