@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.class_shapes import ClassShape, ClassTree, name_of
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("protocol", "transports", "mcpd")
 # Modules that do I/O or run an event loop; protocol/ and the registry use none.
@@ -31,7 +33,12 @@ def imports_of(path: Path) -> Iterator[str]:
     """Every module ``path`` imports, as absolute dotted names."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    yield from imports_in(ast.parse(path.read_text(), str(path)), package)
+
+
+def imports_in(tree: ast.Module, package: str) -> Iterator[str]:
+    """Every module a parsed module of ``package`` imports, as absolute dotted names."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name
@@ -169,3 +176,128 @@ def test_the_checker_sees_cycles_and_wrong_directions() -> None:
     edges = graph()
     assert "mcpd.servers.supervisor" in edges["mcpd.servers.front"]
     assert "protocol.jsonrpc" in edges["transports.stdio.transport"]
+
+
+# -- seams: what one side uses of the other is declared, not probed --
+
+
+def declared_members(source: str, cls: str) -> set[str]:
+    """The methods and attributes class ``cls`` of ``source`` declares."""
+    (node,) = (
+        n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef) and n.name == cls
+    )
+    return ClassShape.of(node, cls).members()
+
+
+TRANSPORT_MEMBERS = declared_members((ROOT / "transports" / "base.py").read_text(), "Transport")
+
+
+def transport_probes(source: str, where: str) -> list[str]:
+    """``getattr``/``hasattr`` calls that ask a transport what it has: on something
+    named as a transport, or, in a module that imports ``transports``, for a member
+    the transport interface declares."""
+    tree = ast.parse(source)
+    package = where.rpartition(".")[0]
+    on_seam = any(within(t, "transports") for t in imports_in(tree, package))
+    found = []
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and name_of(node.func) in ("getattr", "hasattr")
+            and len(node.args) >= 2
+        ):
+            continue
+        subject, key = node.args[0], node.args[1]
+        member = key.value if isinstance(key, ast.Constant) else None
+        if name_of(subject).lower().endswith("transport") or (
+            on_seam and member in TRANSPORT_MEMBERS
+        ):
+            found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_capability_of_a_transport_is_probed() -> None:
+    found = [
+        probe
+        for name, path in MODULES.items()
+        if within(name, "mcpd") or within(name, "transports")
+        for probe in transport_probes(path.read_text(), name)
+    ]
+    assert not found, (
+        "what a transport offers is declared in transports.base.Transport; use it:\n"
+        + "\n".join(found)
+    )
+
+
+# Protocols of the daemon that stand for the one class behind them, most of them on
+# the agents' side of its seam with the servers. The list may only get shorter.
+SINGLE_IMPLEMENTATION = {
+    "mcpd.agents.authapi._Api",
+    "mcpd.agents.backend.Backend",
+    "mcpd.agents.backend.Control",
+    "mcpd.agents.backend.LineSink",
+    "mcpd.agents.backend.Lines",
+    "mcpd.agents.backend.Logins",
+    "mcpd.agents.backend.Offerings",
+    "mcpd.agents.connection.Dispatcher",
+    "mcpd.agents.connection.Limits",
+    "mcpd.agents.fastcall.Agent",
+    "mcpd.agents.listen.Listener",
+    "mcpd.servers.calls.CallHost",
+    "mcpd.servers.calls._Scheduler",
+    "mcpd.servers.state.Reported",
+    "mcpd.servers.task_tools.Server",
+}
+
+
+def test_no_protocol_stands_for_a_single_class() -> None:
+    tree = ClassTree({name: path.read_text() for name, path in MODULES.items()})
+    single = tree.single_implementations()
+    new = sorted(f"{p} (only {c})" for p, c in single.items() if p not in SINGLE_IMPLEMENTATION)
+    assert not new, (
+        "a Protocol with one implementation is that class twice: use the class, or an "
+        "abstract base it derives from where a seam needs one:\n" + "\n".join(new)
+    )
+    gone = sorted(SINGLE_IMPLEMENTATION - set(single))
+    assert not gone, "no longer a Protocol of one class; strike from the list:\n" + "\n".join(gone)
+
+
+def test_the_seam_checkers_see_probes_and_lone_protocols() -> None:
+    probed = """
+def status(up, runner, t, record):
+    pid = getattr(up.transport, "pid", None)
+    if hasattr(runner.transport, "listen"):
+        pass
+    closed = getattr(t, "closed", None)
+    fine = getattr(record, "mcpd_event", None)
+"""
+    found = transport_probes(probed, "mcpd.servers.m")
+    assert [p.split(":")[1] for p in found] == ["3", "4"]
+    # Where transports are imported, any object may be one.
+    found = transport_probes("from ..errors import X\n" + probed, "transports.stdio.m")
+    assert [p.split(":")[1] for p in found] == ["4", "5", "7"]
+    assert {"request", "notify", "forget", "listen", "pid", "closed", "error"} <= TRANSPORT_MEMBERS
+    lone = """
+from typing import Protocol
+class Sink(Protocol):
+    limit: int
+    def put(self, line: bytes) -> None: ...
+class Writer:
+    def __init__(self) -> None:
+        self.limit = 1
+    def put(self, line: bytes) -> None: ...
+class FasterWriter(Writer):
+    pass
+class Logger:
+    def put(self) -> None: ...
+class Hook(Protocol):
+    def __call__(self) -> None: ...
+class Pair(Protocol):
+    def put(self, line: bytes) -> None: ...
+class Other:
+    def put(self, line: bytes, urgent: bool = False) -> None: ...
+"""
+    single = ClassTree({"m": lone}).single_implementations()
+    # Writer's subclass is not a second implementation; Logger's put takes no line;
+    # Other implements Pair (but not Sink: it has no limit), so Pair has two.
+    assert single == {"m.Sink": "m.Writer"}
