@@ -12,10 +12,7 @@ from typing import Any
 
 import trio
 
-from tests.support.procs import SCRIPTED, alive, wait_gone
-from transports.stdio import early
-from transports.stdio.launch import environment
-from transports.stdio.process import start
+from tests.support.procs import SCRIPTED, wait_gone
 
 # Each start of the server appends its pid (the same process execs the server); in the
 # config, where `$$` stands for `$`.
@@ -152,41 +149,3 @@ async def test_a_daemon_that_cannot_listen_leaves_no_early_server_running(
     assert "is not a socket" in err
     [pid] = starts(counted)
     assert await wait_gone(pid, timeout=5), "a server started early outlived its daemon"
-
-
-async def test_a_start_takes_only_a_process_started_with_its_exact_arguments(
-    tmp_path: Path,
-) -> None:
-    argv = [sys.executable, SCRIPTED]
-    env = environment(True, {"WHO": "a"})
-    cwd = str(tmp_path)
-    pid = early.launch_early(argv, env, cwd)
-    spare = early.launch_early(argv, env, cwd)
-    others = []
-    try:
-        # Another environment, working directory or argument list: a start of its own.
-        for a, e, d in (
-            (argv, environment(True, {"WHO": "b"}), cwd),
-            (argv, env, None),
-            ([*argv, "--pid-file", str(tmp_path / "p")], env, cwd),
-        ):
-            child = start("x", a, e, d)
-            others.append(child)
-            assert child.pid not in (pid, spare)
-        taken = start("x", argv, env, cwd)
-        others.append(taken)
-        assert taken.pid in (pid, spare)
-        leftover = spare if taken.pid == pid else pid
-        assert early.waiting() == [leftover]
-        assert early.discard() == [leftover]
-        assert early.waiting() == []
-        assert not alive(leftover)
-        assert alive(taken.pid)
-    finally:
-        early.discard()
-        for child in others:
-            child.send_signal(9)
-            await child.wait()
-            for pipe in (child.stdin, child.stdout, child.stderr):
-                if pipe is not None:
-                    pipe.close()

@@ -1,17 +1,14 @@
-"""The Streamable HTTP transport against in-process h11 servers: replies, streams, pool."""
+"""The Streamable HTTP transport against in-process h11 servers: replies, streams, headers."""
 
 from __future__ import annotations
 
 import json
 import logging
-import socket
-import ssl
 from typing import Any
 
 import msgspec
 import pytest
 import trio
-import trustme
 
 from protocol import headers as mcp_headers
 from protocol.jsonrpc import Notification, RPCError
@@ -202,81 +199,6 @@ async def test_stream_left_open_after_the_response(monkeypatch: pytest.MonkeyPat
     assert [r.connection for r in srv.requests] == [0, 1]
 
 
-async def test_keep_alive_reuses_one_connection() -> None:
-    async def handler(req: SeenRequest, respond: Responder) -> None:
-        if req.rpc_id is None:
-            await respond.reply(202)
-        elif req.rpc_id % 2:
-            await respond.json(result(req.rpc_id, req.rpc_id))
-        else:
-            await respond.sse(event(result(req.rpc_id, req.rpc_id)))
-
-    with trio.fail_after(LIMIT):
-        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
-            for i in range(1, 7):
-                assert value(await t.request("x", {})) == i
-            await t.notify("notifications/initialized", None)
-    assert srv.connections == 1
-    assert {r.connection for r in srv.requests} == {0}
-    assert t.connections_opened == 1
-
-
-async def test_pool_is_bounded_and_callers_wait_in_line() -> None:
-    in_flight = 0
-    most = 0
-    two_in = trio.Event()
-
-    async def handler(req: SeenRequest, respond: Responder) -> None:
-        nonlocal in_flight, most
-        in_flight += 1
-        most = max(most, in_flight)
-        if in_flight == 2:
-            two_in.set()
-        await two_in.wait()
-        in_flight -= 1
-        await respond.json(result(req.rpc_id, None))
-
-    with trio.fail_after(LIMIT):
-        async with (
-            serve_http(handler) as srv,
-            open_http_transport("a", srv.url(), pool_size=2) as t,
-            trio.open_nursery() as nursery,
-        ):
-            for _ in range(6):
-                nursery.start_soon(t.request, "x", {})
-    assert most == 2
-    assert srv.connections == 2
-    assert len(srv.requests) == 6
-
-
-async def test_server_closing_an_idle_connection_costs_nothing() -> None:
-    closed = trio.Event()
-
-    async def handler(req: SeenRequest, respond: Responder) -> None:
-        await respond.json(result(req.rpc_id, req.connection))
-        if req.connection == 0:
-            closed.set()
-            await respond.cut()  # keep-alive promised, then the server hangs up anyway
-
-    with trio.fail_after(LIMIT):
-        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
-            assert value(await t.request("x", {})) == 0
-            await closed.wait()
-            await trio.testing.wait_all_tasks_blocked()
-            assert value(await t.request("x", {})) == 1
-
-
-async def test_connection_close_from_the_server_is_honoured() -> None:
-    async def handler(req: SeenRequest, respond: Responder) -> None:
-        await respond.json(result(req.rpc_id, 1), headers={"Connection": "close"})
-
-    with trio.fail_after(LIMIT):
-        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
-            await t.request("x", {})
-            await t.request("x", {})
-    assert srv.connections == 2
-
-
 async def test_header_mirror_checked_by_the_server() -> None:
     schema = {
         "type": "object",
@@ -376,107 +298,6 @@ async def test_configured_header_values_never_reach_the_log(
     assert "TOPSECRET" not in info.value.describe()
 
 
-async def test_tls_with_a_test_ca(tmp_path: Any) -> None:
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    cert.configure_cert(server_ctx)
-    ca_file = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-
-    with trio.fail_after(LIMIT):
-        async with serve_http(answer_json, ssl_context=server_ctx) as srv:
-            assert srv.url().startswith("https://127.0.0.1:")
-            async with open_http_transport("a", srv.url(), ca_file=str(ca_file)) as t:
-                await t.request("x", {})
-                await t.request("x", {})
-            async with open_http_transport("a", srv.url()) as t:
-                with pytest.raises(TransportError, match="TLS") as info:
-                    await t.request("x", {})
-                assert "certificate" in info.value.reason.lower()
-            async with open_http_transport("a", srv.url(), tls_verify=False) as t:
-                assert value(await t.request("x", {})) == {"echo": "x"}
-    assert srv.requests[0].header("host") == f"127.0.0.1:{srv.port}"
-    assert {r.connection for r in srv.requests[:2]} == {srv.requests[0].connection}
-
-
-def _has_ipv6_loopback() -> bool:
-    if not socket.has_ipv6:
-        return False
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
-            s.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback on this machine")
-async def test_ipv6_literal() -> None:
-    with trio.fail_after(LIMIT):
-        async with serve_http(answer_json, host="::1") as srv:
-            url = srv.url()
-            assert url.startswith("http://[::1]:")
-            async with open_http_transport("a", url) as t:
-                assert value(await t.request("x", {})) == {"echo": "x"}
-    assert srv.requests[0].header("host") == f"[::1]:{srv.port}"
-
-
-async def test_redirects_307_and_308() -> None:
-    async def handler(req: SeenRequest, respond: Responder) -> None:
-        if req.target == "/mcp/":
-            await respond.reply(307, "moved", {"Location": f"http://127.0.0.1:{srv.port}/mcp"})
-        elif req.target == "/perm":
-            await respond.reply(308, headers={"Location": "/mcp?x=1"})
-        elif req.target == "/dir/rel":
-            await respond.reply(307, headers={"Location": "../mcp"})
-        else:
-            await answer_json(req, respond)
-
-    with trio.fail_after(LIMIT):
-        async with serve_http(handler) as srv:
-            async with open_http_transport("a", srv.url("/mcp/")) as t:
-                await t.request("x", {})
-                await t.request("x", {})
-            assert [r.target for r in srv.requests] == ["/mcp/", "/mcp", "/mcp/", "/mcp"]
-            assert srv.requests[1].body == srv.requests[0].body
-            assert srv.connections == 1
-            srv.requests.clear()
-            async with open_http_transport("a", srv.url("/perm")) as t:
-                await t.request("x", {})
-                await t.request("x", {})
-                assert t.url.endswith("/mcp?x=1")
-            # A permanent redirect is remembered.
-            assert [r.target for r in srv.requests] == ["/perm", "/mcp?x=1", "/mcp?x=1"]
-            srv.requests.clear()
-            async with open_http_transport("a", srv.url("/dir/rel")) as t:
-                await t.request("x", {})
-            assert [r.target for r in srv.requests] == ["/dir/rel", "/mcp"]
-
-
-async def test_redirect_loop_and_foreign_redirects_are_refused() -> None:
-    async def handler(req: SeenRequest, respond: Responder) -> None:
-        if req.target == "/away":
-            await respond.reply(307, headers={"Location": "http://example.com/mcp"})
-        elif req.target == "/nowhere":
-            await respond.reply(307)
-        else:
-            await respond.reply(307, headers={"Location": req.target + "x"})
-
-    with trio.fail_after(LIMIT):
-        async with serve_http(handler) as srv:
-            async with open_http_transport("a", srv.url("/loop")) as t:
-                with pytest.raises(TransportError, match="more than 5 redirects"):
-                    await t.request("x", {})
-            assert len(srv.requests) == 6
-            async with open_http_transport("a", srv.url("/away")) as t:
-                with pytest.raises(UnexpectedReply, match="another origin"):
-                    await t.request("x", {})
-            async with open_http_transport("a", srv.url("/nowhere")) as t:
-                with pytest.raises(UnexpectedReply, match="without a Location"):
-                    await t.request("x", {})
-
-
 async def test_body_over_the_limit_is_refused_without_reading_it() -> None:
     async def handler(req: SeenRequest, respond: Responder) -> None:
         kind = req.message["params"]["kind"]
@@ -556,31 +377,6 @@ async def test_notification_handler_failure_does_not_break_the_call(
         ):
             assert value(await t.request("x", {})) == 1
     assert "notification handler failed" in caplog.text
-
-
-async def test_connect_failures() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with trio.fail_after(LIMIT):
-        async with open_http_transport("down", f"http://127.0.0.1:{port}/mcp") as t:
-            with pytest.raises(
-                TransportError, match=r"down: cannot connect to http://127\.0\.0\.1"
-            ):
-                await t.request("x", {})
-
-
-async def test_read_timeout() -> None:
-    async def handler(req: SeenRequest, respond: Responder) -> None:
-        await respond.wait_disconnect()
-
-    with trio.fail_after(LIMIT):
-        async with (
-            serve_http(handler) as srv,
-            open_http_transport("a", srv.url(), read_timeout=0.2) as t,
-        ):
-            with pytest.raises(TransportError, match=r"no data for 0\.2 s"):
-                await t.request("x", {})
 
 
 async def test_closed_transport_refuses_requests() -> None:
