@@ -1,12 +1,18 @@
-"""How every HTTP message goes out: along redirects that stay on the server's origin."""
+"""How every HTTP message goes out: with the credentials an ``AuthHook`` hands out
+(sent once more when a refusal brings new ones), and along redirects that stay on
+the server's origin."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import pytest
 import trio
 
 from tests.support.http_servers import Responder, SeenRequest, result, serve_http
-from transports.errors import TransportError, UnexpectedReply
+from transports.base import AuthHook
+from transports.errors import AuthError, TransportError, UnexpectedReply
 from transports.http.transport import open_http_transport
 
 LIMIT = 10
@@ -14,6 +20,100 @@ LIMIT = 10
 
 async def answer_json(req: SeenRequest, respond: Responder) -> None:
     await respond.json(result(req.rpc_id, {"echo": req.rpc_method}))
+
+
+class Hook(AuthHook):
+    """Hands out ``values`` in turn: the first before each message, the next when the
+    server refuses one (None: let the refusal stand)."""
+
+    def __init__(self, *values: str | None) -> None:
+        self.values = list(values)
+        self.refusals: list[tuple[int, str, str | None]] = []
+        self.accepted_values: list[str | None] = []
+
+    async def authorization(self) -> str | None:
+        return self.values[0]
+
+    async def refused(self, error: AuthError, sent: str | None) -> str | None:
+        self.refusals.append((error.status, error.challenge, sent))
+        self.values.pop(0)
+        return self.values[0] if self.values else None
+
+    def accepted(self, sent: str | None) -> None:
+        self.accepted_values.append(sent)
+
+
+def refusing(*good: str) -> Any:
+    """A server that takes only the Authorization values ``good``."""
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.header("authorization") in good:
+            await answer_json(req, respond)
+        else:
+            await respond.reply(401, "", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+
+    return handler
+
+
+async def test_the_hooks_value_goes_with_every_message_in_place_of_a_configured_one() -> None:
+    hook = Hook("Bearer t1")
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(refusing("Bearer t1")) as srv,
+            open_http_transport(
+                "a", srv.url(), headers={"Authorization": "Bearer old"}, auth=hook
+            ) as t,
+        ):
+            await t.request("x", {})
+            await t.notify("notifications/initialized", None)
+    assert [r.header("authorization") for r in srv.requests] == ["Bearer t1", "Bearer t1"]
+    assert all(r.header_names().count("authorization") == 1 for r in srv.requests)
+    assert hook.accepted_values == ["Bearer t1", "Bearer t1"]
+
+
+async def test_a_refusal_that_brings_a_new_value_sends_the_message_once_more() -> None:
+    hook = Hook("Bearer expired", "Bearer fresh")
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(refusing("Bearer fresh")) as srv,
+            open_http_transport("a", srv.url(), auth=hook) as t,
+        ):
+            raw = await t.request("tools/call", {"name": "x"})
+    assert json.loads(bytes(raw)) == {"echo": "tools/call"}
+    sent = [(r.rpc_method, r.header("authorization")) for r in srv.requests]
+    assert sent == [("tools/call", "Bearer expired"), ("tools/call", "Bearer fresh")]
+    assert hook.refusals == [(401, 'Bearer error="invalid_token"', "Bearer expired")]
+    assert hook.accepted_values == ["Bearer fresh"]
+
+
+@pytest.mark.parametrize("values", [("Bearer a",), ("Bearer a", "Bearer b")])
+async def test_a_refusal_stands_when_the_hook_has_nothing_better(
+    values: tuple[str, ...],
+) -> None:
+    hook = Hook(*values)
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(refusing()) as srv,
+            open_http_transport("a", srv.url(), auth=hook) as t,
+        ):
+            with pytest.raises(AuthError) as caught:
+                await t.request("x", {})
+    assert caught.value.status == 401
+    # Never sent more than twice: once, and once more with a new value.
+    assert len(srv.requests) == len(values)
+    assert hook.accepted_values == []
+
+
+async def test_a_value_no_header_can_carry_is_never_sent() -> None:
+    hook = Hook("Bearer a\r\nX-Injected: 1")
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(answer_json) as srv,
+            open_http_transport("a", srv.url(), auth=hook) as t,
+        ):
+            with pytest.raises(TransportError, match="cannot be sent in an HTTP header"):
+                await t.request("x", {})
+    assert srv.requests == []
 
 
 async def test_redirects_307_and_308() -> None:

@@ -1,0 +1,89 @@
+"""What a Streamable HTTP request carries: the transport's headers, the configured
+ones and the caller's, the version a legacy session repeats, its session id."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from protocol.http import Origin, ResponseHead
+from transports.errors import UnexpectedReply
+from transports.http.request import Exchange, RequestHeaders, SessionId, redirect_target
+
+
+def named(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    return {k.decode().lower(): v.decode() for k, v in headers}
+
+
+def test_a_callers_header_wins_over_a_configured_one_of_the_same_name() -> None:
+    head = RequestHeaders("h:8080", {"X-Key": "configured", "X-Other": "o"})
+    sent = head.post([("x-key", "caller")], Exchange("tools/call", 1, None))
+    names = [k.decode().lower() for k, _ in sent]
+    assert names.count("x-key") == 1
+    assert named(sent) == {
+        "host": "h:8080",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "x-other": "o",
+        "x-key": "caller",
+    }
+
+
+def test_the_version_a_request_carried_goes_with_later_notifications() -> None:
+    head = RequestHeaders("h", {})
+    note = Exchange("notifications/initialized", None, "sid")
+    assert "mcp-protocol-version" not in named(head.post([], note))
+    head.post([("MCP-Protocol-Version", "2025-06-18")], Exchange("initialize", 1, None))
+    sent = named(head.post([], note))
+    assert (sent["mcp-protocol-version"], sent["mcp-session-id"]) == ("2025-06-18", "sid")
+    stream = named(head.stream("sid", "ev-9"))
+    assert (stream["mcp-protocol-version"], stream["last-event-id"]) == ("2025-06-18", "ev-9")
+    assert stream["accept"] == "text/event-stream"
+
+
+def test_headers_the_transport_sets_cannot_be_configured() -> None:
+    with pytest.raises(ValueError, match="Mcp-Session-Id is set by the transport"):
+        RequestHeaders("h", {"Mcp-Session-Id": "forged"})
+
+
+def reply(session: str | None) -> ResponseHead:
+    return ResponseHead(200, "OK", [] if session is None else [("mcp-session-id", session)])
+
+
+def test_a_session_id_is_taken_once_from_a_legacy_reply_and_never_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    session = SessionId("s")
+    with caplog.at_level(logging.DEBUG):
+        session.capture(reply("abc-123"), "legacy")
+        session.capture(reply("abc-123"), "legacy")
+    assert session.value == "abc-123"
+    assert caplog.text.count("legacy session started") == 1
+    assert "abc-123" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("era", "given"),
+    [("modern", "abc"), ("legacy", "has space"), ("legacy", "caf\u00e9"), ("legacy", None)],
+)
+def test_no_session_is_kept_from_a_modern_server_or_a_malformed_id(
+    era: str, given: str | None
+) -> None:
+    session = SessionId("s")
+    session.capture(reply(given), era)
+    assert session.value is None
+
+
+ORIGIN = Origin("http", "h", 80)
+
+
+def test_a_redirect_is_followed_only_on_its_origin() -> None:
+    def head(status: int, location: str | None) -> ResponseHead:
+        return ResponseHead(status, "", [] if location is None else [("location", location)])
+
+    assert redirect_target("s", ORIGIN, head(307, "../v2"), "/mcp/x") == "/v2"
+    with pytest.raises(UnexpectedReply, match="another origin"):
+        redirect_target("s", ORIGIN, head(308, "http://elsewhere/mcp"), "/mcp")
+    with pytest.raises(UnexpectedReply, match="without a Location"):
+        redirect_target("s", ORIGIN, head(307, None), "/mcp")

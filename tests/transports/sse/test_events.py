@@ -1,0 +1,110 @@
+"""What an HTTP+SSE server's events and replies mean: a message, the endpoint to POST
+to, a redirect of the stream, a refused stream, a session the server forgot."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from protocol import jsonrpc as rpc
+from protocol.http import Origin, ResponseHead
+from protocol.sse import SSEEvent
+from transports.errors import AuthError, HTTPStatusError, UnexpectedReply
+from transports.sse.events import (
+    endpoint_target,
+    message_of,
+    redirect_target,
+    session_gone,
+    stream_refused,
+)
+
+ORIGIN = Origin("https", "mcp.example.com", 443)
+STREAM = "https://mcp.example.com/v1/sse?key=1"
+
+
+def test_a_message_over_several_data_lines_is_one_json_rpc_message() -> None:
+    pretty = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"a": [1, 2]}}, indent=2)
+    msg = message_of(SSEEvent(pretty.encode()), "old")
+    assert isinstance(msg, rpc.Response)
+    assert json.loads(bytes(msg.result)) == {"a": [1, 2]}
+    assert b"\n" not in bytes(msg.result)
+
+
+def test_an_event_that_is_not_json_rpc_is_skipped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert message_of(SSEEvent(b"hello"), "old") is None
+    assert "old: skipped an event that is not JSON-RPC" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("named", "target"),
+    [
+        ("/messages?session_id=abc", "/messages?session_id=abc"),
+        ("messages?session_id=abc", "/v1/messages?session_id=abc"),
+        ("https://mcp.example.com/m?s=1", "/m?s=1"),
+        (" /m \n", "/m"),
+    ],
+)
+def test_the_endpoint_is_where_messages_go_on_the_streams_origin(named: str, target: str) -> None:
+    assert endpoint_target("old", STREAM, ORIGIN, named.encode()) == target
+
+
+@pytest.mark.parametrize(
+    "named", ["https://evil.example/m", "http://mcp.example.com/m", "//evil.example/m"]
+)
+def test_an_endpoint_elsewhere_is_refused_for_the_credentials_it_would_carry(
+    named: str,
+) -> None:
+    with pytest.raises(UnexpectedReply, match="not on the event stream's origin"):
+        endpoint_target("old", STREAM, ORIGIN, named.encode())
+
+
+def test_an_endpoint_that_is_no_url_is_refused() -> None:
+    with pytest.raises(UnexpectedReply, match="not a usable URL"):
+        endpoint_target("old", STREAM, ORIGIN, b"https://mcp.example.com:99999/m")
+
+
+def head(status: int, headers: dict[str, str] | None = None) -> ResponseHead:
+    return ResponseHead(status, "", [(k.lower(), v) for k, v in (headers or {}).items()])
+
+
+def test_the_stream_follows_a_redirect_on_its_origin_only() -> None:
+    assert redirect_target("old", ORIGIN, "/v1/sse", head(301, {"Location": "/v2/sse"})) == (
+        "/v2/sse"
+    )
+    with pytest.raises(UnexpectedReply, match="redirect of the event stream to https://evil"):
+        redirect_target("old", ORIGIN, "/v1/sse", head(302, {"Location": "https://evil/sse"}))
+    with pytest.raises(UnexpectedReply, match="without a Location"):
+        redirect_target("old", ORIGIN, "/v1/sse", head(307))
+
+
+def test_why_a_get_opened_no_stream() -> None:
+    html = stream_refused("old", head(200, {"Content-Type": "text/html"}), b"<html>")
+    assert isinstance(html, UnexpectedReply) and "not an event stream" in html.reason
+    denied = stream_refused("old", head(401, {"WWW-Authenticate": "Bearer"}), b"")
+    assert isinstance(denied, AuthError)
+    busy = stream_refused("old", head(503, {"Retry-After": "7"}), b"")
+    assert isinstance(busy, HTTPStatusError) and busy.retry_after == 7.0
+    error = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}'
+    refused = stream_refused("old", head(400), error)
+    assert isinstance(refused, UnexpectedReply) and "no" in refused.reason
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "gone"),
+    [
+        (404, b"", True),
+        (400, b"Invalid session ID", True),
+        (400, b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"No session"}}', True),
+        (400, b"Bad JSON", False),
+        (500, b"session store down", False),
+    ],
+)
+def test_a_refused_post_says_whether_the_server_forgot_the_session(
+    status: int, body: bytes, gone: bool
+) -> None:
+    assert session_gone(head(status), body) is gone

@@ -1,0 +1,157 @@
+"""A stdio server's stdout, cut into lines and each sent where it goes: responses to
+their requests, notifications to their handler, the server's requests to whoever
+answers them; what is too large or unreadable fails only the request it answered."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+
+import pytest
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled
+from transports.pending import Pending
+from transports.stdio.reader import StdoutReader
+
+logger = logging.getLogger("test.reader")
+
+
+class Stdout:
+    """A reader with everything it hands on kept for the test to look at."""
+
+    def __init__(
+        self,
+        max_line: int = 1024,
+        *,
+        withdraws: bool = False,
+        on_notification: Callable[[rpc.Notification], None] | None = None,
+    ) -> None:
+        self.pending = Pending("s", logger)
+        self.notes: list[rpc.Notification] = []
+        self.asked: list[rpc.Request] = []
+        self.complaints = 0
+        self._withdraws = withdraws
+        self.reader = StdoutReader(
+            "s",
+            max_line,
+            self.pending,
+            self._complain,
+            on_notification or self.notes.append,
+            self.asked.append,
+            lambda msg: self._withdraws,
+        )
+
+    def _complain(self) -> str | None:
+        self.complaints += 1
+        return ""
+
+    def answered(self, rid: rpc.Id) -> list[tuple[Raw | None, Exception | None]]:
+        """What the request ``rid`` is answered, once it is."""
+        got: list[tuple[Raw | None, Exception | None]] = []
+        self.pending.expect(rid, lambda result, error: got.append((result, error)))
+        return got
+
+
+def line(msg: object) -> bytes:
+    return json.dumps(msg).encode() + b"\n"
+
+
+def test_each_line_goes_where_it_belongs_whatever_the_chunks() -> None:
+    out = Stdout()
+    got = out.answered(1)
+    data = (
+        line({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}})
+        + line({"jsonrpc": "2.0", "id": "srv-1", "method": "roots/list"})
+        + line({"jsonrpc": "2.0", "id": 1, "result": {"ok": True}})
+    )
+    for i in range(0, len(data), 7):
+        out.reader.feed(data[i : i + 7])
+    assert [n.method for n in out.notes] == ["notifications/progress"]
+    assert [(r.id, r.method) for r in out.asked] == [("srv-1", "roots/list")]
+    assert [(json.loads(bytes(r or b"")), e) for r, e in got] == [({"ok": True}, None)]
+
+
+def test_a_last_line_without_its_newline_counts_once_stdout_ends() -> None:
+    out = Stdout()
+    got = out.answered(2)
+    out.reader.feed(b'{"jsonrpc":"2.0","id":2,"result":7}')
+    assert got == []
+    out.reader.flush()
+    assert [bytes(r or b"") for r, _ in got] == [b"7"]
+
+
+def test_a_byte_order_mark_is_not_part_of_the_line() -> None:
+    out = Stdout()
+    got = out.answered(3)
+    out.reader.feed(b"\xef\xbb\xbf" + line({"jsonrpc": "2.0", "id": 3, "result": 1}))
+    assert [bytes(r or b"") for r, _ in got] == [b"1"]
+
+
+def test_a_line_over_the_limit_fails_only_the_request_it_answered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    out = Stdout(max_line=64)
+    big, small = out.answered(4), out.answered(5)
+    with caplog.at_level(logging.WARNING):
+        out.reader.feed(line({"jsonrpc": "2.0", "id": 4, "result": "x" * 500}))
+        out.reader.feed(line({"jsonrpc": "2.0", "id": 5, "result": 1}))
+    ((_, error),) = big
+    assert isinstance(error, MessageTooLarge) and error.limit == 64
+    assert [bytes(r or b"") for r, _ in small] == [b"1"]
+    assert "the request (id 4) it answered failed, the server keeps running" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        (b'{"jsonrpc":"2.0","id":6,"result":"\xff"}\n', "not valid UTF-8"),
+        (b'{"jsonrpc":"2.0","id":6,"result":' + b"[" * 2000 + b"]" * 2000 + b"}\n", "nested"),
+    ],
+)
+def test_an_unreadable_reply_fails_its_request_at_once(reply: bytes, why: str) -> None:
+    out = Stdout(max_line=1 << 20)
+    got = out.answered(6)
+    out.reader.feed(reply)
+    ((result, error),) = got
+    assert result is None and isinstance(error, MalformedReply)
+    assert why in error.reason
+
+
+def test_lines_that_are_not_json_rpc_are_skipped_and_complained_about() -> None:
+    out = Stdout()
+    out.reader.feed(b"Server listening on stdio\n[1, 2]\n")
+    assert (out.notes, out.asked, out.complaints) == ([], [], 2)
+
+
+def test_the_server_cancelling_our_request_or_withdrawing_its_own() -> None:
+    out = Stdout()
+    slot = out.pending.wait(8)
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+    out.reader.feed(line(cancel | {"params": {"requestId": 8, "reason": "busy"}}))
+    assert isinstance(slot.error, ServerCancelled)
+    # One the server withdraws of its own is not handed on either.
+    withdrawing = Stdout(withdraws=True)
+    withdrawing.reader.feed(line(cancel | {"params": {"requestId": "srv-2"}}))
+    assert withdrawing.notes == []
+    # Anything else cancelled is news for the handler.
+    out.reader.feed(line(cancel | {"params": {"requestId": "unknown"}}))
+    assert [n.method for n in out.notes] == ["notifications/cancelled"]
+
+
+def test_a_failing_notification_handler_costs_nothing_else(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(msg: rpc.Notification) -> None:
+        raise RuntimeError("handler bug")
+
+    out = Stdout(on_notification=broken)
+    got = out.answered(9)
+    out.reader.feed(
+        line({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
+        + line({"jsonrpc": "2.0", "id": 9, "result": 1})
+    )
+    assert [bytes(r or b"") for r, _ in got] == [b"1"]
+    assert "notification handler failed" in caplog.text

@@ -1,0 +1,77 @@
+"""A stdio server's stderr as log records, a burst to a record, its last lines kept;
+and the rationing of warnings about what it writes on stdout."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import trio
+import trio.testing
+
+from transports.stdio.stderr import BURST_GAP, BURST_LINES, Complaints, StderrLog, read_stderr
+
+
+def records(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "mcpd.stdio"]
+
+
+async def test_lines_that_come_together_are_one_record_and_a_pause_ends_it(
+    caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
+) -> None:
+    log = StderrLog("s", tail=3)
+    ours, theirs = trio.testing.memory_stream_pair()
+    with caplog.at_level(logging.INFO, "mcpd.stdio"):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_stderr, theirs, log)
+            await ours.send_all(b"Traceback:\n  File x\nValueError: ")
+            await ours.send_all(b"bad\n")
+            await trio.sleep(BURST_GAP * 2)
+            await ours.send_all(b"after the pause\nno newline at the end")
+            await ours.send_eof()
+    assert records(caplog) == [
+        "Traceback:\n  File x\nValueError: bad",
+        "after the pause\nno newline at the end",
+    ]
+    assert list(log.tail) == ["ValueError: bad", "after the pause", "no newline at the end"]
+
+
+async def test_a_long_burst_is_cut_into_records_of_a_bounded_size(
+    caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
+) -> None:
+    log = StderrLog("s", tail=5)
+    ours, theirs = trio.testing.memory_stream_pair()
+    with caplog.at_level(logging.INFO, "mcpd.stdio"):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_stderr, theirs, log)
+            await ours.send_all(b"".join(b"line %d\n" % i for i in range(BURST_LINES + 1)))
+            await ours.send_eof()
+    first, second = records(caplog)
+    assert first.count("\n") == BURST_LINES - 1
+    assert second == f"line {BURST_LINES}"
+
+
+def test_a_line_taker_gets_each_line_instead_of_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    taken: list[str] = []
+    log = StderrLog("s", tail=2, on_line=taken.append)
+    with caplog.at_level(logging.INFO, "mcpd.stdio"):
+        for item in (b"one", b"two \xff", b"three"):
+            log.line(item)
+        log.flush()
+    assert taken == ["one", "two \ufffd", "three"]
+    assert list(log.tail) == ["two \ufffd", "three"]
+    assert records(caplog) == []
+
+
+async def test_complaints_come_in_a_burst_then_one_a_second_with_a_count(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    complaints = Complaints()
+    said = [complaints.admit() for _ in range(25)]
+    assert said[:20] == [""] * 20
+    assert said[20:] == [None] * 5
+    await trio.sleep(1.0)
+    assert complaints.admit() == " (5 more like this not logged)"
+    assert complaints.admit() is None

@@ -1,0 +1,85 @@
+"""Processes a stdio server started that left its process group: found by the token
+in their environment, and stopped; nothing else is touched."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+import trio
+
+from tests.support.procs import alive, wait_gone
+from transports.stdio.launch import START_MARK
+from transports.stdio.strays import marked, stop_strays
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
+# Stays through SIGTERM, as a helper that traps it would.
+STUBBORN = [
+    sys.executable,
+    "-c",
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(60)",
+]
+
+
+@contextlib.contextmanager
+def started(argv: list[str], token: str | None) -> Iterator[subprocess.Popen[bytes]]:
+    env = dict(os.environ)
+    if token is not None:
+        env[START_MARK] = token
+    proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.PIPE)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+async def test_a_process_carrying_the_token_is_stopped_and_no_other() -> None:
+    token = secrets.token_hex(8)
+    with (
+        started(SLEEPER, token) as stray,
+        started(SLEEPER, secrets.token_hex(8)) as another_servers,
+        started(SLEEPER, None) as unmarked,
+    ):
+        assert marked(token, group=0) == [stray.pid]
+        with trio.fail_after(20):
+            await stop_strays("s", token, group=0, grace=5)
+            assert await wait_gone(stray.pid)
+        assert alive(another_servers.pid) and alive(unmarked.pid)
+
+
+async def test_the_servers_own_group_is_left_to_its_own_kill() -> None:
+    token = secrets.token_hex(8)
+    with started(SLEEPER, token) as member:
+        assert marked(token, group=os.getpgid(member.pid)) == []
+
+
+async def test_one_that_ignores_sigterm_is_killed_after_the_grace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    token = secrets.token_hex(8)
+    with started(STUBBORN, token) as stray:
+        assert stray.stdout is not None
+        assert stray.stdout.readline() == b"ready\n"  # its SIGTERM handler is in place
+        with trio.fail_after(20):
+            await stop_strays("s", token, group=0, grace=0.2)
+        assert stray.wait() == -signal.SIGKILL
+    assert "1 process(es) it started had left its process group" in caplog.text
+
+
+async def test_no_token_no_scan() -> None:
+    with started(SLEEPER, "") as unmarked:
+        await stop_strays("s", "", group=0, grace=1)
+        assert alive(unmarked.pid)

@@ -1,0 +1,131 @@
+"""Requests waiting for their responses, matched by id: awaited or answered by a
+callback, given up on, cancelled by the server, failed all at once."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from transports.errors import ServerCancelled, TransportClosed
+from transports.pending import Pending
+
+logger = logging.getLogger("test.pending")
+
+
+def response(rid: rpc.Id, value: bytes = b"1") -> rpc.Response:
+    return rpc.Response(rid, Raw(value))
+
+
+def failure(rid: rpc.Id, message: str = "no") -> rpc.ErrorResponse:
+    return rpc.ErrorResponse(rid, rpc.ErrorObject(-32000, message))
+
+
+def cancelled(rid: object, reason: str | None = None) -> rpc.Notification:
+    params = {"requestId": rid} | ({"reason": reason} if reason is not None else {})
+    return rpc.Notification("notifications/cancelled", Raw(rpc.encode(params)))
+
+
+class Replies:
+    def __init__(self) -> None:
+        self.got: list[tuple[Raw | None, Exception | None]] = []
+
+    def __call__(self, result: Raw | None, error: Exception | None) -> None:
+        self.got.append((result, error))
+
+
+def test_an_awaited_request_gets_its_response_and_its_event() -> None:
+    pending = Pending("s", logger)
+    slot = pending.wait(1)
+    assert len(pending) == 1
+    pending.route(response(1, b'{"a":1}'))
+    assert slot.event.is_set() and slot.done
+    assert (bytes(slot.result or b""), slot.error) == (b'{"a":1}', None)
+    pending.drop(1)
+    assert len(pending) == 0
+
+
+def test_a_callback_is_answered_once_and_leaves_the_table() -> None:
+    pending = Pending("s", logger)
+    replies = Replies()
+    pending.expect(2, replies)
+    pending.answer(response(2))
+    pending.answer(response(2))  # a duplicate reaches nobody
+    assert [bytes(r or b"") for r, _ in replies.got] == [b"1"]
+    assert len(pending) == 0
+
+
+def test_an_error_response_fails_its_request_with_the_servers_error() -> None:
+    pending = Pending("s", logger)
+    replies = Replies()
+    pending.expect("x", replies)
+    pending.route(failure("x", "bad arguments"))
+    ((result, error),) = replies.got
+    assert result is None
+    assert isinstance(error, rpc.RPCError) and error.message == "bad arguments"
+
+
+def test_a_late_answer_to_a_request_given_up_on_is_dropped_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pending = Pending("s", logger)
+    replies = Replies()
+    pending.expect(3, replies)
+    assert pending.forget(3)
+    assert not pending.forget(3)  # already forgotten: the server is told only once
+    with caplog.at_level(logging.DEBUG, logger.name):
+        pending.route(response(3))
+        assert "dropped a late response for id 3" in caplog.text
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        pending.route(response(3))  # a second one is not late but a duplicate
+    assert replies.got == []
+    assert "no request with that id is waiting" in caplog.text
+
+
+def test_responses_to_nothing_are_warned_about_as_complain_allows(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    quota = ["", " (and more)", None]
+    pending = Pending("s", logger, lambda: quota.pop(0))
+    pending.wait(1)
+    with caplog.at_level(logging.WARNING, logger.name):
+        pending.route(response("1"))  # the id of the wrong type
+        pending.route(failure(9, "who?"))
+        pending.route(response(10))  # complain said: stay quiet
+    first, second = (r.getMessage() for r in caplog.records)
+    assert "dropped a response for id '1'" in first
+    assert "id 9 (who?)" in second and second.endswith("(and more)")
+
+
+def test_the_server_cancelling_one_of_our_requests_fails_it() -> None:
+    pending = Pending("s", logger)
+    slot = pending.wait(4)
+    assert not pending.server_cancelled(cancelled(5, "not ours"))
+    assert not pending.server_cancelled(cancelled([4]))  # not an id at all
+    assert pending.server_cancelled(cancelled(4, "shutting down"))
+    assert isinstance(slot.error, ServerCancelled)
+    assert str(slot.error) == "s cancelled the request: shutting down"
+    other = pending.wait(6)
+    assert pending.server_cancelled(cancelled(6))
+    assert str(other.error) == "s cancelled the request: no reason given"
+
+
+def test_everything_waiting_fails_at_once_with_the_reason() -> None:
+    pending = Pending("s", logger)
+    slots = [pending.wait(i) for i in range(3)]
+    replies = Replies()
+    pending.expect(10, replies)
+    gone = TransportClosed("s exited with status 1")
+    pending.fail_all(gone)
+    assert all(s.error is gone for s in slots)
+    assert replies.got == [(None, gone)]
+
+
+def test_an_answered_slot_is_not_answered_again() -> None:
+    pending = Pending("s", logger)
+    slot = pending.wait(1)
+    assert pending.resolve(1, Raw(b"1"), None)
+    assert not pending.resolve(1, None, TransportClosed("gone"))
+    assert slot.error is None
