@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
 
 import trio
 from msgspec import UNSET
@@ -94,7 +93,7 @@ class BodyTooLarge(UnexpectedReply):
 class HttpRPCError(rpc.RPCError):
     """A JSON-RPC error that arrived in an HTTP reply; ``http_status`` says which."""
 
-    def __init__(self, code: int, message: str, data: Any = UNSET, *, http_status: int) -> None:
+    def __init__(self, code: int, message: str, data: object = UNSET, *, http_status: int) -> None:
         super().__init__(code, message, data)
         self.http_status = http_status
 

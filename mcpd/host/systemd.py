@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import trio
 
-from transports.stdio.transport import PARENT_ONLY_VARS
+from transports.stdio.launch import PARENT_ONLY_VARS
 
 from ..config.paths import runtime_directory
 

@@ -127,7 +127,8 @@ class Session:
                 nursery.start_soon(self._watch, transport.closed)
                 if up.era == "modern" and self._surface.wants_listen(up):
                     nursery.start_soon(self._surface.listen, up, self._lists)
-                # A legacy HTTP session's server-push stream: list_changed, pings, logs.
+                # What the server pushes outside of any request: a legacy HTTP session's
+                # stream (list_changed, pings, logs). The other transports return at once.
                 await nursery.start(transport.listen)
                 self._scheduler.attach(up, nursery)
                 on_ready()

@@ -19,7 +19,7 @@ from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
 from protocol.logfields import log_extra
-from transports.base import Transport
+from transports.base import Params, Transport
 from transports.errors import SessionExpired
 
 from ..config.model import ListLimits
@@ -142,7 +142,7 @@ class Upstream:
     async def request(
         self,
         method: str,
-        params: Any,
+        params: Params | splice.SplicedCall,
         *,
         name: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
@@ -237,7 +237,7 @@ class Upstream:
         self._listed = (digest, tools, trimmed)
         return ListResult(tools, ttl, trimmed.dropped, scope, cut=trimmed.cut, short=trimmed.short)
 
-    def _list_params(self, cursor: str | None) -> Any:
+    def _list_params(self, cursor: str | None) -> Params:
         meta = request_meta(self.version, NO_CAPABILITIES) if self.era == "modern" else UNSET
         if cursor is None and meta is UNSET:
             return UNSET

@@ -66,9 +66,7 @@ _PUSH_READY: Final = 5.0
 
 
 class HttpTransport(Transport):
-    # The body of a spliced call is built around its arguments' bytes under the id
-    # picked here.
-    takes_spliced_calls: ClassVar[bool] = True
+    takes_spliced_calls: ClassVar[bool] = True  # its body is built under our own id
 
     def __init__(
         self,
