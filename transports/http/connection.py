@@ -1,7 +1,7 @@
 """HTTP/1.1 connections for the Streamable HTTP transport: h11 over trio streams.
 
 This is the I/O edge: every trio, OS, ssl and h11 failure is turned into a
-``transports.base`` error here, once, with the server's alias and what was being
+``transports.errors`` error here, once, with the server's alias and what was being
 done at the time. Above this module nothing catches ``OSError`` or h11 errors.
 
 A pool holds keep-alive connections to the one origin a transport talks to. A

@@ -17,7 +17,7 @@ verifier or a client secret.
 
 Redirects are not followed (the core treats a 3xx as "not here"); bodies are
 bounded; every request has an overall deadline. Failures of the network come out
-as ``transports.base.TransportError``, refusals of the policy as
+as ``transports.errors.TransportError``, refusals of the policy as
 ``protocol.oauth.BlockedUrl``, and everything the core finds wrong as the core's
 ``OAuthError`` subclasses.
 """
