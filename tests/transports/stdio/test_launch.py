@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from transports.stdio.child import resolve, spawn
+from transports.stdio.child import spawn
+from transports.stdio.launch import resolve
 
 
 def executable(path: Path) -> Path:
