@@ -1,0 +1,180 @@
+"""Server text made fit for a model to read: invisible and control characters taken out.
+
+A server's descriptions, titles, schemas, instructions and error texts go into a
+model's context, and a person reviewing them sees only what a terminal or a UI draws.
+Characters that draw nothing can carry words only the model reads (Unicode tag
+characters spell ASCII invisibly; variation selectors carry bytes after an emoji),
+bidirectional controls reorder what a person sees, and terminal escapes erase or
+recolour it. So before anything of a server's is listed, these are taken out:
+
+- terminal escape sequences, whole (CSI, OSC and the other string sequences, in
+  their 7-bit and 8-bit forms), not just their ESC;
+- control characters (Cc) but tab and the line feed; the other line breaks (CR,
+  VT, FF, NEL, the separators) become line feeds, so every line is a ``\\n`` line;
+- format characters (Cf: zero-width characters, bidi controls, tags, the BOM),
+  surrogates, the whole tag block, the variation selectors a text needs none of
+  (all but the emoji and text presentation selectors, and those only one at a time),
+  and a few letters that are blank by design (Hangul fillers, the grapheme joiner).
+
+Everything runs in time linear in the text: the patterns are single character
+classes, or (for escape sequences) made of possessive quantifiers over disjoint
+classes, so none of them ever goes back over what it has read.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any, Final
+
+import msgspec
+from msgspec import Raw
+
+_HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_LINE_BREAKS: Final = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+# Blank letters and marks: they draw nothing, whatever their category says.
+_BLANK: Final = (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F)
+_BLANK_TOO: Final = (0x3164, 0xFFA0)
+_PRESENTATION: Final = "\ufe0e\ufe0f"  # text and emoji presentation: kept, one at a time
+# Terminal escape sequences, whole. Every quantifier is possessive and every class
+# is disjoint from what follows it, so no match ever goes back: a CSI's parameters,
+# intermediates and final byte; a string sequence (DCS, SOS, OSC, PM, APC) up to its
+# BEL or ST, or only its introducer when another escape comes first or none ends it
+# (so a scan for a terminator never runs past the next introducer); any other escape
+# with its intermediates and final character.
+_ESCAPES: Final = re.compile(
+    "(?:\x1b\\[|\x9b)[0-?]*+[ -/]*+[@-~]?"
+    "|(?:\x1b[PX\\]^_]|[\x90\x98\x9d\x9e\x9f])"
+    "(?:[^\x07\x1b\x90\x98\x9c\x9d\x9e\x9f]*+(?:\x07|\x1b\\\\|\x9c))?"
+    "|\x1b[ -/]*+[0-~]?"
+)
+
+
+def _hidden_code_points() -> list[int]:
+    """Every code point to drop (line breaks aside), in order."""
+    drop: set[int] = set()
+    category = unicodedata.category
+    # Format, control and surrogate code points live in these planes only (plane 14
+    # holds the tags and the variation selectors supplement).
+    for span in (range(0x20000), range(0xE0000, 0xE1000)):
+        drop.update(code for code in span if category(chr(code)) in _HIDDEN_CATEGORIES)
+    drop.update(range(0xE0000, 0xE0080))
+    drop.update((*range(0xFE00, 0xFE0E), *range(0xE0100, 0xE01F0), *_BLANK, *_BLANK_TOO))
+    drop.difference_update(ord(ch) for ch in "\n\t" + _LINE_BREAKS)
+    return sorted(drop)
+
+
+def _char_class(codes: list[int]) -> re.Pattern[str]:
+    """One character class of ``codes``, written as ranges. A pattern that is a single
+    class looks at each character once: it cannot backtrack."""
+    spans: list[tuple[int, int]] = []
+    for code in codes:
+        if spans and spans[-1][1] == code - 1:
+            spans[-1] = (spans[-1][0], code)
+        else:
+            spans.append((code, code))
+    body = "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in spans
+    )
+    return re.compile(f"[{body}]")
+
+
+_DROP: Final = _char_class(_hidden_code_points())
+_BREAK: Final = _char_class(sorted(ord(ch) for ch in _LINE_BREAKS))
+_INTRODUCER: Final = _char_class([0x1B, 0x90, 0x98, 0x9B, 0x9D, 0x9E, 0x9F])
+_SELECTOR: Final = _char_class([ord(ch) for ch in _PRESENTATION])
+# A presentation selector at the start or right after another one carries only bits.
+_SELECTOR_RUN: Final = re.compile(f"(?:^|(?<=[{_PRESENTATION}]))[{_PRESENTATION}]++")
+
+
+def clean_text(text: str) -> tuple[str, int]:
+    """``text`` without what hides or acts on a terminal, and how many characters went
+    (or became line feeds). A Windows line end is a line end, not a removal."""
+    if text.isascii() and _plain_ascii(text):
+        return text, 0
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    removed = 0
+    if _INTRODUCER.search(text) is not None:
+        before = len(text)
+        text = _ESCAPES.sub("", text)
+        removed = before - len(text)
+    text, breaks = _BREAK.subn("\n", text)
+    text, dropped = _DROP.subn("", text)
+    removed += breaks + dropped
+    if _SELECTOR.search(text) is not None:
+        before = len(text)
+        text = _SELECTOR_RUN.sub("", text)
+        removed += before - len(text)
+    return text, removed
+
+
+def _plain_ascii(text: str) -> bool:
+    """ASCII with no control character but tab and line feed (the common case)."""
+    if text.isprintable():
+        return True
+    return text.replace("\n", "").replace("\t", "").isprintable()
+
+
+def clean_value(value: Any) -> tuple[Any, int]:
+    """Every string in a JSON value (keys too) cleaned, in place: the value must be
+    the caller's own (freshly decoded). Walked with a stack of its own: a deep schema
+    is not a deep recursion."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if not isinstance(value, dict | list):
+        return value, 0
+    removed = 0
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        holder, key = stack.pop()
+        item = holder[key]
+        if isinstance(item, str):
+            text, count = clean_text(item)
+            if count:
+                holder[key] = text
+                removed += count
+        elif isinstance(item, list):
+            stack.extend((item, i) for i in range(len(item)))
+        elif isinstance(item, dict):
+            removed += _clean_keys(item)
+            stack.extend((item, k) for k in item)
+    return root[0], removed
+
+
+def _clean_keys(obj: dict[str, Any]) -> int:
+    removed = 0
+    for key in [k for k in obj if not (k.isascii() and _plain_ascii(k))]:
+        text, count = clean_text(key)
+        if count:
+            obj[text] = obj.pop(key)
+            removed += count
+    return removed
+
+
+def _maybe_hidden(raw: bytes) -> bool:
+    """Whether JSON text may hold something to clean: a non-ASCII byte, or an escape
+    other than ``\\n``, ``\\t``, ``\\"``, ``\\\\`` and ``\\/`` (a false alarm only costs a
+    decode)."""
+    if not raw.isascii():
+        return True
+    return b"\\u" in raw or b"\\r" in raw or b"\\b" in raw or b"\\f" in raw
+
+
+def clean_json(raw: Raw) -> tuple[Raw | None, int]:
+    """A JSON document (a schema) with every string in it cleaned; the same bytes
+    when nothing needed it; None when it may need it but cannot be read (nested too
+    deep to decode), so it cannot be shown."""
+    data = bytes(raw)
+    if not _maybe_hidden(data):
+        return raw, 0
+    try:
+        value = msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return None, 0
+    value, removed = clean_value(value)
+    if not removed:
+        return raw, 0
+    return Raw(msgspec.json.encode(value)), removed
