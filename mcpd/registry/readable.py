@@ -1,0 +1,174 @@
+"""What a model reads of each item a server lists, cleaned, and its texts for the rules.
+
+A tool is read by its title, its description and its schemas (every property's
+description and title, however deep), and by its annotations' title; a prompt by its
+title, description and arguments; a resource or a template by its name, title and
+description. ``read_*`` returns the item as it may be listed (the same object when
+nothing needed cleaning), what was removed where, and the texts the rules look at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final, TypeVar
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from protocol import mcp, surface
+
+from .clean import clean_json, clean_text
+from .rules import HIDDEN_CHARACTERS, Finding, check
+
+T = TypeVar("T", surface.Resource, surface.ResourceTemplate)
+_TEXT_KEYS: Final = frozenset({"description", "title"})
+_EMPTY_OBJECT: Final = Raw(b'{"type":"object"}')
+
+
+class Readable(msgspec.Struct):
+    item: Any  # the item as it may be listed: cleaned
+    removed: dict[str, int]  # where -> how many characters were taken out
+    texts: list[tuple[str, str]]  # (where, cleaned text) for the rules
+
+    def findings(self, rules: bool = True) -> list[Finding]:
+        """What the cleaning and (``rules``) the rules found."""
+        out = []
+        if self.removed:
+            total = sum(self.removed.values())
+            places = ", ".join(sorted(self.removed))
+            out.append(
+                Finding(
+                    HIDDEN_CHARACTERS,
+                    places,
+                    f"{total} invisible or control character{'s' if total != 1 else ''} taken out",
+                )
+            )
+        if rules:
+            out += check(self.texts)
+        return out
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.removed: dict[str, int] = {}
+        self.texts: list[tuple[str, str]] = []
+
+    def text(self, where: str, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        out, count = clean_text(value)
+        if count:
+            self.removed[where] = self.removed.get(where, 0) + count
+        self.texts.append((where, out))
+        return out
+
+    def schema(self, where: str, raw: Raw) -> Raw | None:
+        """The schema cleaned (None: it could not be read, so it cannot be shown)."""
+        cleaned, count = clean_json(raw)
+        if cleaned is None:
+            self.removed[where] = self.removed.get(where, 0) + 1
+            return None
+        if count:
+            self.removed[where] = count
+        try:
+            value = msgspec.json.decode(cleaned)
+        except (msgspec.DecodeError, RecursionError):
+            return cleaned
+        for path, text in _texts_of(value):
+            self.texts.append((f"{where}: {path}", text))
+        return cleaned
+
+    def done(self, item: Any) -> Readable:
+        return Readable(item, self.removed, self.texts)
+
+
+def read_tool(tool: mcp.Tool) -> Readable:
+    r = _Reader()
+    changes: dict[str, Any] = {}
+    for field in ("title", "description"):
+        value = getattr(tool, field)
+        out = r.text(field, value)
+        if out is not value:
+            changes[field] = out
+    schema = r.schema("inputSchema", tool.inputSchema)
+    if schema is not tool.inputSchema:
+        changes["inputSchema"] = _EMPTY_OBJECT if schema is None else schema
+    if isinstance(tool.outputSchema, Raw):
+        out_schema = r.schema("outputSchema", tool.outputSchema)
+        if out_schema is not tool.outputSchema:
+            changes["outputSchema"] = UNSET if out_schema is None else out_schema
+    if isinstance(tool.annotations, dict):
+        annotations = _annotations(r, tool.annotations)
+        if annotations is not tool.annotations:
+            changes["annotations"] = UNSET if annotations is None else annotations
+    return r.done(msgspec.structs.replace(tool, **changes) if changes else tool)
+
+
+def _annotations(r: _Reader, annotations: dict[str, Any]) -> dict[str, Any] | None:
+    """The annotations cleaned (None: too deep to read, so left off)."""
+    cleaned, count = clean_json(Raw(msgspec.json.encode(annotations)))
+    if cleaned is None:
+        r.removed["annotations"] = r.removed.get("annotations", 0) + 1
+        return None
+    value: dict[str, Any] = msgspec.json.decode(cleaned) if count else annotations
+    if count:
+        r.removed["annotations"] = r.removed.get("annotations", 0) + count
+    title = value.get("title")
+    if isinstance(title, str):
+        r.texts.append(("annotations.title", title))
+    return value
+
+
+def read_prompt(prompt: surface.Prompt) -> Readable:
+    r = _Reader()
+    changes: dict[str, Any] = {}
+    for field in ("title", "description"):
+        value = getattr(prompt, field)
+        out = r.text(field, value)
+        if out is not value:
+            changes[field] = out
+    if isinstance(prompt.arguments, list):
+        arguments = []
+        changed = False
+        for arg in prompt.arguments:
+            where = f"argument {arg.name}"
+            parts = {
+                f: r.text(f"{where} {f}", getattr(arg, f)) for f in ("name", "title", "description")
+            }
+            if any(parts[f] is not getattr(arg, f) for f in parts):
+                arg = msgspec.structs.replace(arg, **parts)
+                changed = True
+            arguments.append(arg)
+        if changed:
+            changes["arguments"] = arguments
+    return r.done(msgspec.structs.replace(prompt, **changes) if changes else prompt)
+
+
+def read_listed(item: T) -> Readable:
+    """A resource or a template: its name, title and description (its URI is how it is
+    read, left as it is)."""
+    r = _Reader()
+    changes: dict[str, Any] = {}
+    for field in ("name", "title", "description"):
+        value = getattr(item, field)
+        out = r.text(field, value)
+        if out is not value:
+            changes[field] = out
+    return r.done(msgspec.structs.replace(item, **changes) if changes else item)
+
+
+def _texts_of(value: Any) -> Iterator[tuple[str, str]]:
+    """``(path, text)`` for every description and title in a schema, however deep,
+    without recursion; the path names the properties on the way (``query.description``)."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            for key, sub in item.items():
+                if key in _TEXT_KEYS and isinstance(sub, str):
+                    yield (f"{path}.{key}" if path else key), sub
+                elif isinstance(sub, dict | list):
+                    step = "" if key in ("properties", "items", "$defs", "definitions") else key
+                    stack.append((sub, f"{path}.{step}".strip(".") if step else path))
+        elif isinstance(item, list):
+            stack.extend((sub, path) for sub in item if isinstance(sub, dict | list))
