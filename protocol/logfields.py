@@ -2,8 +2,9 @@
 
 A record's ``extra`` carries which server it is about, what happened and why; the
 daemon's journal handler turns these into ``MCPD_SERVER``, ``MCPD_EVENT``,
-``MCPD_REASON`` and ``MCPD_STDERR`` journal fields, and the plain-text handler
-ignores them. It lives here, below both, so neither has to reach into the other.
+``MCPD_REASON`` and ``MCPD_STDERR`` journal fields (and, for what is said of one
+tool, prompt or template of a server, ``MCPD_ITEM`` and ``MCPD_KIND``), and the
+plain-text handler ignores them. It lives here, below both, so neither has to reach into the other.
 """
 
 from __future__ import annotations
@@ -16,8 +17,12 @@ def log_extra(
     event: str | None = None,
     reason: str | None = None,
     stderr: list[str] | None = None,
+    *,
+    item: str | None = None,
+    kind: str | None = None,
 ) -> dict[str, Any]:
-    """The ``extra`` for one log record."""
+    """The ``extra`` for one log record; ``item`` and ``kind``: the server's name for
+    the item it is about ("search"), and what it is ("tool")."""
     extra: dict[str, Any] = {"mcpd_server": server} if server else {}
     if event:
         extra["mcpd_event"] = event
@@ -25,4 +30,8 @@ def log_extra(
         extra["mcpd_reason"] = reason
     if stderr:
         extra["mcpd_stderr"] = "\n".join(stderr)
+    if item is not None:
+        extra["mcpd_item"] = item
+    if kind is not None:
+        extra["mcpd_kind"] = kind
     return extra

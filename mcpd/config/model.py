@@ -81,6 +81,15 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     max_item_bytes: int = 256 * 1024
     max_description_bytes: int = 64 * 1024
     max_instructions_bytes: int = 64 * 1024
+    # What mcpd does when a server's tool, prompt or resource template differs from the
+    # definition pinned when it was approved ("hold": listed but not usable until
+    # `mcpd approve`), when an approved server lists one it did not have, whether a
+    # server new to mcpd is held whole until approved, and whether an item the finding
+    # rules flag is held. Each can be set per server too.
+    on_changed_item: Literal["hold", "warn", "accept"] = "hold"
+    on_new_item: Literal["hold", "warn", "accept"] = "warn"
+    hold_new_servers: bool = False
+    on_finding: Literal["hold", "warn"] = "warn"
 
 
 class NamingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -168,6 +177,11 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     max_item_bytes: int | None = None
     max_description_bytes: int | None = None
     max_instructions_bytes: int | None = None
+    # The daemon's pin settings for this server alone (None: the daemon's).
+    on_changed_item: Literal["hold", "warn", "accept"] | None = None
+    on_new_item: Literal["hold", "warn", "accept"] | None = None
+    hold_new_servers: bool | None = None
+    on_finding: Literal["hold", "warn"] | None = None
     # Set by mcpd, not a config key: why the server cannot start here (a variable not
     # set, a secret file it cannot read), the same words a config error would use. The
     # values that could not be expanded are left as written.
@@ -224,6 +238,21 @@ class ListLimits(msgspec.Struct, frozen=True, kw_only=True):
     instructions_bytes: Limit
 
 
+Handling = Literal["hold", "warn", "accept"]
+
+
+class PinPolicy(NamedTuple):
+    """One server's pin settings as they apply to it (``Config.pin_policy``)."""
+
+    on_changed_item: Handling
+    on_new_item: Handling
+    hold_new_servers: bool
+    on_finding: Literal["hold", "warn"]
+
+
+DEFAULT_POLICY: Final = PinPolicy("hold", "warn", False, "warn")
+
+
 def _limit(alias: str, key: str, own: int | None, daemon: int) -> Limit:
     return Limit(daemon, f"daemon.{key}") if own is None else Limit(own, f"servers.{alias}.{key}")
 
@@ -275,6 +304,19 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
                 s.max_instructions_bytes,
                 d.max_instructions_bytes,
             ),
+        )
+
+    def pin_policy(self, alias: str) -> PinPolicy:
+        """What happens to the server's changed, new and flagged items: its own
+        settings, else the daemon's."""
+        s, d = self.servers.get(alias, ServerConfig()), self.daemon
+        return PinPolicy(
+            on_changed_item=d.on_changed_item if s.on_changed_item is None else s.on_changed_item,
+            on_new_item=d.on_new_item if s.on_new_item is None else s.on_new_item,
+            hold_new_servers=(
+                d.hold_new_servers if s.hold_new_servers is None else s.hold_new_servers
+            ),
+            on_finding=d.on_finding if s.on_finding is None else s.on_finding,
         )
 
 

@@ -43,6 +43,8 @@ EVENTS = frozenset(
         "spawn_failed",
         "reload",
         "stderr",
+        "definition_changed",
+        "finding",
     }
 )
 
@@ -53,6 +55,8 @@ RECORD_FIELDS: Mapping[str, str] = {
     "mcpd_reason": "MCPD_REASON",
     "mcpd_stderr": "MCPD_STDERR",
     "mcpd_suppressed": "MCPD_SUPPRESSED",
+    "mcpd_item": "MCPD_ITEM",
+    "mcpd_kind": "MCPD_KIND",
 }
 
 # One field value is capped so that a runaway server cannot make us build (and journald

@@ -8,16 +8,20 @@ tools keeps seeing a ``Registry``.
 from __future__ import annotations
 
 from ..config.model import NamingConfig
+from .gate import Gate
 from .prompts import PromptTable
 from .resources import ResourceTable
 from .table import Registry
 
 
 class Catalog(Registry):
-    def __init__(self, naming: NamingConfig) -> None:
-        super().__init__(naming)
-        self.prompts = PromptTable(naming)
-        self.resources = ResourceTable()
+    """``gate``: what every list passes (one for the three tables: a server's pins,
+    pending changes and findings are one set)."""
+
+    def __init__(self, naming: NamingConfig, gate: Gate | None = None) -> None:
+        super().__init__(naming, gate)
+        self.prompts = PromptTable(naming, self.gate)
+        self.resources = ResourceTable(self.gate)
 
     def set_availability(self, alias: str, available: bool, marker: str | None = None) -> bool:
         self.prompts.set_availability(alias, available, marker)
@@ -28,6 +32,12 @@ class Catalog(Registry):
         self.prompts.remove(alias)
         self.resources.remove(alias)
         return super().remove(alias)
+
+    def rejudge(self, alias: str) -> bool:
+        """Tools, prompts and templates of the server through the gate again."""
+        prompts = self.prompts.rejudge(alias)
+        resources = self.resources.rejudge(alias)
+        return super().rejudge(alias) or prompts or resources
 
     def rename(self, naming: NamingConfig) -> None:
         self.prompts.rename(naming)

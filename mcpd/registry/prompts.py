@@ -18,8 +18,9 @@ from protocol import surface
 
 from ..config.model import NamingConfig, ToolsConfig
 from .curation import visible
+from .gate import Gate
 from .names import assign
-from .table import sourced
+from .table import marked, sourced
 
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -29,7 +30,7 @@ Filter = Callable[[str, str], bool]  # (alias, the name before the template)
 class PromptEntry:
     """One prompt as agents see it, with the way back to its server."""
 
-    __slots__ = ("alias", "available", "encoded", "local", "name", "original", "prompt")
+    __slots__ = ("alias", "available", "encoded", "held", "local", "name", "original", "prompt")
 
     def __init__(
         self, local: str, alias: str, name: str, original: str, prompt: surface.Prompt
@@ -40,22 +41,35 @@ class PromptEntry:
         self.original = original
         self.prompt = prompt
         self.available = True
+        self.held: str | None = None  # why it is held (``gate``); None: it is not
         self.encoded = Raw(b"")
+
+    def reencode(self, available: bool, marker: str | None) -> None:
+        """As agents see it now; a held prompt stays unavailable, saying why."""
+        if self.held is not None:
+            available, marker = False, f"held: {self.held}"
+        self.available = available
+        self.encoded = Raw(_encode(agent_prompt(self, marker)))
 
 
 class _Server:
-    __slots__ = ("available", "marker", "originals", "raw", "shown")
+    __slots__ = ("available", "held", "marker", "originals", "raw", "shown")
 
-    def __init__(self, raw: dict[str, surface.Prompt], rules: ToolsConfig | None) -> None:
+    def __init__(
+        self, raw: dict[str, surface.Prompt], rules: ToolsConfig | None, gate: Gate, alias: str
+    ) -> None:
         self.raw = raw
-        self.shown, self.originals = _curate(raw, rules)
+        judged = gate.prompts(alias, raw)
+        self.held = judged.held  # by the server's own name
+        self.shown, self.originals = _curate(judged.shown, rules)
         self.available = True
         self.marker: str | None = None
 
 
 class PromptTable:
-    def __init__(self, naming: NamingConfig) -> None:
+    def __init__(self, naming: NamingConfig, gate: Gate | None = None) -> None:
         self.naming = naming
+        self.gate = gate if gate is not None else Gate()
         self._servers: dict[str, _Server] = {}
         self._rules: dict[str, ToolsConfig] = {}
         self._by_local: dict[str, PromptEntry] = {}
@@ -70,23 +84,31 @@ class PromptTable:
         old = self._servers.get(alias)
         if old is not None and _encode(list(old.raw.values())) == _encode(list(new.values())):
             return False
-        server = _Server(new, self._rules.get(alias))
+        self._install(alias, new)
+        return True
+
+    def rejudge(self, alias: str) -> bool:
+        """The server's prompts through the gate again (pins or settings changed)."""
+        old = self._servers.get(alias)
+        if old is None:
+            return False
+        self._install(alias, old.raw)
+        return True
+
+    def _install(self, alias: str, raw: dict[str, surface.Prompt]) -> None:
+        old = self._servers.get(alias)
+        server = _Server(raw, self._rules.get(alias), self.gate, alias)
         if old is not None:
             server.available, server.marker = old.available, old.marker
         self._servers[alias] = server
         self._rebuild()
-        return True
 
     def set_rules(self, alias: str, rules: ToolsConfig) -> None:
         if self._rules.get(alias) == rules:
             return
         self._rules[alias] = rules
-        old = self._servers.get(alias)
-        if old is not None:
-            server = _Server(old.raw, rules)
-            server.available, server.marker = old.available, old.marker
-            self._servers[alias] = server
-            self._rebuild()
+        if alias in self._servers:
+            self._install(alias, self._servers[alias].raw)
 
     def remove(self, alias: str) -> bool:
         if self._servers.pop(alias, None) is None:
@@ -105,8 +127,7 @@ class PromptTable:
         server.available, server.marker = available, marker
         for entry in self._entries:
             if entry.alias == alias:
-                entry.available = available
-                entry.encoded = Raw(_encode(agent_prompt(entry, marker)))
+                entry.reencode(available, marker)
         self.version += 1
         return True
 
@@ -118,8 +139,8 @@ class PromptTable:
             server = self._servers[alias]
             original = server.originals.get(name, name)
             entry = PromptEntry(local, alias, name, original, server.shown[name])
-            entry.available = server.available
-            entry.encoded = Raw(_encode(agent_prompt(entry, server.marker)))
+            entry.held = server.held.get(original) if server.held else None
+            entry.reencode(server.available, server.marker)
             entries.append(entry)
         self._entries = entries
         self._by_local = {e.local: e for e in entries}
@@ -181,4 +202,7 @@ def agent_prompt(entry: PromptEntry, marker: str | None) -> surface.Prompt:
     note, meta = sourced(
         entry.alias, entry.original, entry.available, p.description, p.meta, marker
     )
-    return msgspec.structs.replace(p, name=entry.local, description=note, meta=meta)
+    if entry.held is not None:
+        meta["mcpd/held"] = entry.held
+    title = marked(entry.alias, p.title)
+    return msgspec.structs.replace(p, name=entry.local, title=title, description=note, meta=meta)

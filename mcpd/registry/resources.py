@@ -35,6 +35,8 @@ from protocol.logfields import log_extra
 
 from ..config.model import ALIAS_RE
 from .claims import REBUILD_STEPS, ROUTE_STEPS, Budget, Listed, overlapping
+from .gate import Gate
+from .table import marked
 
 SCHEME: Final = "mcpd://"
 _encode: Final = msgspec.json.Encoder().encode
@@ -67,13 +69,19 @@ class Ambiguous(msgspec.Struct, frozen=True):
 
 
 class _Server:
-    __slots__ = ("available", "marker", "resources", "templates")
+    __slots__ = ("available", "held", "marker", "raw", "resources", "templates")
 
     def __init__(
-        self, resources: list[surface.Resource], templates: list[surface.ResourceTemplate]
+        self,
+        alias: str,
+        raw: tuple[list[surface.Resource], list[surface.ResourceTemplate]],
+        gate: Gate,
     ) -> None:
-        self.resources = resources
-        self.templates = templates
+        self.raw = raw  # as the server listed them
+        self.resources = gate.resources(alias, raw[0])  # cleaned
+        judged = gate.templates(alias, raw[1])
+        self.templates = list(judged.shown.values())
+        self.held = judged.held  # why each held template is, by its URI template
         self.available = True
         self.marker: str | None = None
 
@@ -116,7 +124,8 @@ def _matching(templates: list[tuple[str, str]], uri: str, budget: Budget) -> lis
 
 
 class ResourceTable:
-    def __init__(self) -> None:
+    def __init__(self, gate: Gate | None = None) -> None:
+        self.gate = gate if gate is not None else Gate()
         self._servers: dict[str, _Server] = {}
         self._listers: dict[str, list[str]] = {}
         self._plain_templates: list[tuple[str, str]] = []
@@ -140,17 +149,31 @@ class ResourceTable:
         old = self._servers.get(alias)
         if (
             old is not None
-            and _encode(old.resources) == _encode(list(resources))
-            and _encode(old.templates) == _encode(list(templates))
+            and _encode(old.raw[0]) == _encode(list(resources))
+            and _encode(old.raw[1]) == _encode(list(templates))
         ):
             return False
-        server = _Server(list(resources), list(templates))
-        _check_templates(alias, server.templates)
+        _check_templates(alias, templates)
+        self._install(alias, (list(resources), list(templates)))
+        return True
+
+    def rejudge(self, alias: str) -> bool:
+        """The server's templates through the gate again (pins or settings changed)."""
+        old = self._servers.get(alias)
+        if old is None:
+            return False
+        self._install(alias, old.raw)
+        return True
+
+    def _install(
+        self, alias: str, raw: tuple[list[surface.Resource], list[surface.ResourceTemplate]]
+    ) -> None:
+        old = self._servers.get(alias)
+        server = _Server(alias, raw, self.gate)
         if old is not None:
             server.available, server.marker = old.available, old.marker
         self._servers[alias] = server
         self._rebuild()
-        return True
 
     def remove(self, alias: str) -> bool:
         if self._servers.pop(alias, None) is None:
@@ -264,6 +287,20 @@ class ResourceTable:
             return uri
         return wrap(alias, uri)
 
+    def held_for(self, alias: str, uri: str) -> str | None:
+        """Why reading ``uri`` of ``alias`` is refused: it is not a resource the server
+        lists, and a template of its that is held matches it (None: it is not)."""
+        server = self._servers.get(alias)
+        if server is None or not server.held or alias in self._listers.get(uri, ()):
+            return None
+        budget = Budget(ROUTE_STEPS)
+        for template, why in sorted(server.held.items()):
+            # Matched, or mcpd cannot tell (a template it cannot parse, a budget spent):
+            # refused either way.
+            if _unmatchable(template) is not None or budget.matches(template, uri) is not False:
+                return why
+        return None
+
     def agent_template(self, alias: str, template: str) -> str:
         return wrap(alias, template) if (alias, template) in self._shown_wrapped else template
 
@@ -311,14 +348,17 @@ class ResourceTable:
     ) -> tuple[list[surface.Resource], list[surface.ResourceTemplate]] | None:
         """The server's resources and templates as it listed them; None if never."""
         server = self._servers.get(alias)
-        return (list(server.resources), list(server.templates)) if server else None
+        return (list(server.raw[0]), list(server.raw[1])) if server else None
 
-    def _note(self, alias: str, description: Any) -> str:
+    def _note(self, alias: str, description: Any, held: str | None = None) -> str:
         server = self._servers[alias]
         note = f"[{alias}] {description if isinstance(description, str) else ''}".rstrip()
-        return f"[{server.marker}] {note}" if server.marker else note
+        marker = f"held: {held}" if held is not None else server.marker
+        return f"[{marker}] {note}" if marker else note
 
-    def _meta(self, alias: str, own: Any, original: str, shown: str, key: str) -> dict[str, Any]:
+    def _meta(
+        self, alias: str, own: Any, original: str, shown: str, key: str, held: str | None = None
+    ) -> dict[str, Any]:
         meta: dict[str, Any] = (
             {k: v for k, v in own.items() if not k.startswith("mcpd/")}
             if isinstance(own, dict)
@@ -327,13 +367,16 @@ class ResourceTable:
         meta["mcpd/server"] = alias
         if shown != original:
             meta[key] = original
-        meta["mcpd/available"] = self._servers[alias].available
+        meta["mcpd/available"] = self._servers[alias].available and held is None
+        if held is not None:
+            meta["mcpd/held"] = held
         return meta
 
     def _agent_resource(self, alias: str, r: surface.Resource, uri: str) -> surface.Resource:
         return msgspec.structs.replace(
             r,
             uri=uri,
+            title=marked(alias, r.title),
             description=self._note(alias, r.description),
             meta=self._meta(alias, r.meta, r.uri, uri, "mcpd/originalUri"),
         )
@@ -341,9 +384,13 @@ class ResourceTable:
     def _agent_template(
         self, alias: str, r: surface.ResourceTemplate, template: str
     ) -> surface.ResourceTemplate:
+        held = self._servers[alias].held.get(r.uriTemplate)
         return msgspec.structs.replace(
             r,
             uriTemplate=template,
-            description=self._note(alias, r.description),
-            meta=self._meta(alias, r.meta, r.uriTemplate, template, "mcpd/originalUriTemplate"),
+            title=marked(alias, r.title),
+            description=self._note(alias, r.description, held),
+            meta=self._meta(
+                alias, r.meta, r.uriTemplate, template, "mcpd/originalUriTemplate", held
+            ),
         )

@@ -170,7 +170,8 @@ class ToolDoc(msgspec.Struct, frozen=True):
     def from_listed(cls, tool: Mapping[str, Any]) -> ToolDoc:
         """From a tool as mcpd lists it to agents (``tools/list``, ``GET /tools``): the
         server and original name from ``_meta``, the ``[marker] [alias]`` notes cut off
-        the description so an outage does not change how the tool ranks."""
+        the description (and the ``[alias]`` off the title) so an outage does not change
+        how the tool ranks."""
         meta = tool.get("_meta")
         if not isinstance(meta, dict):
             meta = {}
@@ -182,11 +183,14 @@ class ToolDoc(msgspec.Struct, frozen=True):
         if at == 0 or (at > 0 and description.startswith("[")):
             description = description[at + len(note) :].lstrip()
         schema = tool.get("inputSchema")
+        title = str(tool.get("title") or "")
+        if server and title.startswith(note):
+            title = title[len(note) :].lstrip()
         return cls(
             name=name,
             server=server,
             original=str(meta.get("mcpd/originalName") or ""),
-            title=str(tool.get("title") or ""),
+            title=title,
             description=description,
             input_schema=schema if isinstance(schema, dict) else {},
         )

@@ -12,7 +12,7 @@ import difflib
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -21,7 +21,9 @@ from protocol import mcp
 
 from ..config.model import NamingConfig, ToolsConfig
 from .curation import curate
+from .gate import Gate
 
+T = TypeVar("T")
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -47,7 +49,7 @@ def alias_prefix(template: str, alias: str) -> str:
 class Entry:
     """One tool as agents see it, with the way back to its server."""
 
-    __slots__ = ("_flags", "alias", "available", "local", "name", "original", "tool")
+    __slots__ = ("_flags", "alias", "available", "held", "local", "name", "original", "tool")
 
     def __init__(
         self, local: str, alias: str, original: str, tool: mcp.Tool, name: str | None = None
@@ -59,6 +61,8 @@ class Entry:
         self.name = original if name is None else name
         self.tool = tool
         self.available = True
+        # Why the tool is held (``gate``), in words for a model; None: it is not.
+        self.held: str | None = None
         self._flags: tuple[bool, str | None] = (False, None)  # (trusted, marker)
 
     def reencode(self, trusted: bool, marker: str | None) -> None:
@@ -74,6 +78,12 @@ class Entry:
     def look(self) -> object:
         """A new object whenever what agents see of the tool changed."""
         return self._flags
+
+    def renamed(self, local: str) -> Entry:
+        """The same tool, as it is now, under another local name (a profile's)."""
+        entry = Entry(local, self.alias, self.original, self.tool, self.name)
+        entry.available, entry.held, entry._flags = self.available, self.held, self._flags
+        return entry
 
     def wire(self) -> mcp.Tool:
         """The tool as a listing shows it to agents. Built as it is written (an entry in a
@@ -92,11 +102,21 @@ def listed_name(item: Listed) -> str:
 
 
 class _Server:
-    __slots__ = ("available", "flags", "marker", "originals", "raw", "tools", "trusted")
+    __slots__ = ("available", "flags", "held", "marker", "originals", "raw", "tools", "trusted")
 
-    def __init__(self, raw: dict[str, mcp.Tool], trusted: bool, rules: ToolsConfig | None) -> None:
+    def __init__(
+        self,
+        raw: dict[str, mcp.Tool],
+        trusted: bool,
+        rules: ToolsConfig | None,
+        gate: Gate,
+        alias: str,
+    ) -> None:
         self.raw = raw  # as the server listed them
-        curated = curate(raw, rules)
+        judged = gate.tools(alias, raw)  # cleaned, and held where the pins say so
+        # Why each held tool is held, by the server's own name.
+        self.held = judged.held
+        curated = curate(judged.shown, rules)
         self.tools = curated.tools  # what agents see, by name before the template
         self.originals = curated.originals
         self.trusted = trusted
@@ -108,10 +128,26 @@ class _Server:
         self.available, self.marker = available, marker
         self.flags = (self.trusted, marker)
 
+    def entry(self, local: str, alias: str, name: str) -> Entry:
+        """A new entry for the tool agents know as ``name`` (before the template)."""
+        original = self.originals.get(name, name)
+        entry = Entry(local, alias, original, self.tools[name], name)
+        held = self.held.get(original) if self.held else None
+        if held is None:
+            entry.available = self.available
+            entry.reflag(self.flags)
+        else:
+            entry.available = False
+            entry.held = held
+            entry.reflag((self.trusted, f"held: {held}"))
+        return entry
+
 
 class Registry:
-    def __init__(self, naming: NamingConfig) -> None:
+    def __init__(self, naming: NamingConfig, gate: Gate | None = None) -> None:
         self.naming = naming
+        # Every list passes it: cleaned, pinned, held (a table of its own by default).
+        self.gate = gate if gate is not None else Gate()
         self._servers: dict[str, _Server] = {}
         self._by_local: dict[str, Entry] = {}
         self._by_key: dict[tuple[str, str], Entry] = {}
@@ -142,15 +178,25 @@ class Registry:
         if old is not None:
             self._install(alias, old.raw, old.trusted)
 
+    def rejudge(self, alias: str) -> bool:
+        """The server's tools through the gate again (its pins or settings changed);
+        whether it has any."""
+        old = self._servers.get(alias)
+        if old is None:
+            return False
+        self._install(alias, old.raw, old.trusted)
+        return True
+
     def _install(self, alias: str, raw: dict[str, mcp.Tool], trusted: bool) -> None:
         old = self._servers.get(alias)
-        server = _Server(raw, trusted, self._rules.get(alias))
+        server = _Server(raw, trusted, self._rules.get(alias), self.gate, alias)
         if old is not None:
             server.set_state(old.available, old.marker)
         self._servers[alias] = server
         self._reclaim(alias, set(old.tools) if old else set(), set(server.tools))
 
     def remove(self, alias: str) -> bool:
+        self.gate.forget(alias)
         old = self._servers.pop(alias, None)
         if old is None:
             return False
@@ -174,8 +220,9 @@ class Registry:
         by_key, flags = self._by_key, server.flags
         for name in server.tools:
             entry = by_key[(alias, name)]
-            entry.available = available
-            entry.reflag(flags)
+            if entry.held is None:  # a held tool is unavailable, and says why, up or down
+                entry.available = available
+                entry.reflag(flags)
         self._changed()
         return True
 
@@ -219,7 +266,6 @@ class Registry:
         template, max_len = self.naming.template, self.naming.max_length
         claims, by_key, by_local = self._claims, self._by_key, self._by_local
         server = self._servers[alias]
-        originals, tools, flags = server.originals, server.tools, server.flags
         rest: set[str] = set()
         for name in names:
             cand = candidate_name(template, alias, name)
@@ -228,9 +274,7 @@ class Registry:
                 continue
             key = (alias, name)
             claims[cand] = (key,)
-            entry = Entry(cand, alias, originals.get(name, name), tools[name], name)
-            entry.available = server.available
-            entry.reflag(flags)
+            entry = server.entry(cand, alias, name)
             by_key[key] = entry
             by_local[cand] = entry
         return rest
@@ -254,10 +298,7 @@ class Registry:
             and self._by_local.get(previous.local) is previous
         ):
             del self._by_local[previous.local]
-        server = self._servers[alias]
-        entry = Entry(local, alias, server.originals.get(name, name), server.tools[name], name)
-        entry.available = server.available
-        self._encode_entry(entry)
+        entry = self._servers[alias].entry(local, alias, name)
         self._by_key[key] = entry
         self._by_local[local] = entry
         if displaced is not None and displaced is not previous:
@@ -269,9 +310,6 @@ class Registry:
         # Another tool's candidate is its plain name (now or once it is placed).
         holder = self._by_local.get(local)
         return local in self._claims or (holder is not None and holder is not self._by_key.get(key))
-
-    def _encode_entry(self, entry: Entry) -> None:
-        entry.reflag(self._servers[entry.alias].flags)
 
     def _changed(self) -> None:
         self._listing = None
@@ -357,12 +395,19 @@ def sourced(
     return note, out
 
 
+def marked(alias: str, title: T) -> T | str:
+    """A title as agents see it: its server in front, as in descriptions."""
+    return f"[{alias}] {title}" if isinstance(title, str) else title
+
+
 def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:
     """The tool as agents see it: local name, source noted, annotations not believed."""
     t = entry.tool
     note, meta = sourced(
         entry.alias, entry.original, entry.available, t.description, t.meta, marker
     )
+    if entry.held is not None:
+        meta["mcpd/held"] = entry.held
     annotations = t.annotations if isinstance(t.annotations, dict) else None
     if not trusted:
         if annotations is not None:
@@ -373,9 +418,11 @@ def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:
         annotations["destructiveHint"] = True
         annotations["idempotentHint"] = False
         annotations["openWorldHint"] = True
+    if annotations is not None and isinstance(annotations.get("title"), str):
+        annotations = {**annotations, "title": marked(entry.alias, annotations["title"])}
     return mcp.Tool(
         name=entry.local,
-        title=t.title,
+        title=marked(entry.alias, t.title),
         description=note,
         inputSchema=t.inputSchema,
         outputSchema=t.outputSchema,

@@ -181,10 +181,7 @@ class ProfileView:
             ):
                 mine = cached[2]
             else:
-                trusted, marker = self.registry.server_flags(e.alias)
-                mine = Entry(local, e.alias, e.original, e.tool, e.name)
-                mine.available = e.available
-                mine.reencode(trusted, marker)
+                mine = e.renamed(local)
             own[key] = (e, e.look, mine)
             out.append(mine)
         self._own = own

@@ -273,7 +273,7 @@ def test_an_untrusted_servers_annotations_are_not_believed() -> None:
     assert annotations["destructiveHint"] is True
     assert annotations["openWorldHint"] is True
     assert annotations["idempotentHint"] is False
-    assert annotations["title"] == "Search"
+    assert annotations["title"] == "[notes] Search"  # marked with its server, as the title
     assert seen["search"]["_meta"]["mcpd/upstreamAnnotations"] == own
     # No annotations at all still means "may write, may destroy, may not be retried".
     assert seen["plain"]["annotations"] == {
@@ -339,7 +339,7 @@ def test_title_and_icons_are_passed_on() -> None:
     reg = Registry(DEFAULT)
     reg.update("notes", [tool("search", title="Search notes", icons=icons)])
     (seen,) = listed(reg)
-    assert seen["title"] == "Search notes"
+    assert seen["title"] == "[notes] Search notes"  # a title says its server, as descriptions do
     assert seen["icons"] == icons
 
 

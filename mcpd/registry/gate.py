@@ -1,0 +1,444 @@
+"""The gate between what a server lists and what agents are shown.
+
+Every list a server sends (tools, prompts, resource templates; resources and
+instructions are cleaned too) passes here before the tables take it. Each item is
+cleaned (``readable``), checked by the finding rules, and compared with its pin
+(``pins``): an item that matches its pin, or that is seen for the first time on a
+server not yet approved, is shown as it is now; one that differs from its pin, or
+is new on an approved server, is held, warned of or accepted as the server's
+settings say (``Config.pin_policy``). A held item stays listed but unavailable,
+shown as it was approved (or by its name alone when nothing of it was), with a
+reason a model can read; the change waits in ``pending`` for ``mcpd approve``.
+
+Each change and each finding is said once per definition in the journal (a server
+that changes every time it is asked is not a journal flood: a few records a list,
+then a count), and counted for ``mcpd status``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final, Generic, Literal, TypeVar
+
+import msgspec
+
+from protocol import mcp, surface
+from protocol.logfields import log_extra
+
+from ..config.model import DEFAULT_POLICY, PinPolicy
+from .clean import clean_text
+from .pins import (
+    KINDS,
+    Item,
+    Kind,
+    Pin,
+    PinSet,
+    ServerPins,
+    digest,
+    item_of,
+    key_of,
+    pin_of,
+)
+from .readable import Readable, read_listed, read_prompt, read_tool
+from .rules import Finding
+
+logger = logging.getLogger("mcpd.registry")
+
+T = TypeVar("T", mcp.Tool, surface.Prompt, surface.ResourceTemplate)
+Why = Literal["changed", "new", "new_server", "finding"]
+_IN_JOURNAL: Final = 5  # records one list's changes get before the rest are counted
+
+
+class Verdicts(msgspec.Struct, Generic[T]):
+    shown: dict[str, T]  # by the server's name (a template's URI template)
+    held: dict[str, str]  # the held ones: why, in words a model can act on
+
+
+class Pending(msgspec.Struct):
+    """A held item: what the server offers now, and what was approved before."""
+
+    server: str
+    kind: Kind
+    name: str
+    why: Why
+    offered: Pin
+    approved: Pin | None = None
+    rules: list[str] = msgspec.field(default_factory=list)
+
+
+class Approval(msgspec.Struct):
+    approved: list[str]  # "kind name"
+    stale: list[str]  # changed again since it was shown: still held
+    unknown: list[str]  # not waiting for approval
+
+
+def held_reason(why: Why, alias: str, rules: Iterable[str] = ()) -> str:
+    how = f"run `mcpd approve {alias}`"
+    if why == "changed":
+        return f"its definition changed since it was approved; {how}"
+    if why == "new":
+        return f"it is new since {alias} was approved; {how}"
+    if why == "new_server":
+        return f"{alias} is new to mcpd and not approved yet; {how}"
+    return f"its text reads as orders to the model ({', '.join(rules)}); {how} once it is read"
+
+
+class _Seen(msgspec.Struct):
+    readable: Readable
+    offered: Pin | None  # None for what is not pinned (resources, instructions)
+    findings: list[Finding]
+
+
+class _List:
+    """What the gate keeps of one list of one server (its tools, say)."""
+
+    __slots__ = ("findings", "memo", "pending", "told")
+
+    def __init__(self) -> None:
+        # The item each cleaning and digest was made of (kept: identity is the key).
+        self.memo: dict[str, tuple[object, _Seen]] = {}
+        self.pending: dict[str, Pending] = {}
+        self.findings: dict[str, list[Finding]] = {}
+        # What the journal was last told of each item: (digest, what happened).
+        self.told: dict[tuple[str, str], str] = {}
+
+    def keep_only(self, names: set[str]) -> None:
+        """Forget what the server no longer lists (its pins stay)."""
+        for store in (self.memo, self.pending, self.findings):
+            for name in [n for n in store if n not in names]:
+                del store[name]
+        for key in [k for k in self.told if k[0] not in names]:
+            del self.told[key]
+
+    def seen(self, name: str, item: Item | surface.Resource, kind: str) -> _Seen:
+        memo = self.memo.get(name)
+        if memo is not None and memo[0] is item:
+            return memo[1]
+        if isinstance(item, surface.Resource):
+            read = read_listed(item)
+            seen = _Seen(read, None, read.findings(rules=False))
+        else:
+            read = _READERS[kind](item)  # type: ignore[index]
+            seen = _Seen(read, pin_of(item), read.findings())
+        self.memo[name] = (item, seen)
+        return seen
+
+    def tell(self, name: str, what: str, digest: str) -> bool:
+        """Whether the journal has yet to hear ``what`` of this definition."""
+        if self.told.get((name, what)) == digest:
+            return False
+        self.told[(name, what)] = digest
+        return True
+
+
+class Gate:
+    def __init__(
+        self,
+        policy: Callable[[str], PinPolicy] = lambda alias: DEFAULT_POLICY,
+        pins: PinSet | None = None,
+    ) -> None:
+        self.policy = policy
+        self.pins = pins if pins is not None else PinSet()
+        self.on_pinned: Callable[[], None] = lambda: None  # pins changed: save them
+        self.changes: dict[str, int] = {}  # definition changes seen since start, by alias
+        # By (alias, kind): kind is also "resource" or "instructions" here.
+        self._lists: dict[tuple[str, str], _List] = {}
+
+    def _list(self, alias: str, kind: str) -> _List:
+        found = self._lists.get((alias, kind))
+        if found is None:
+            found = self._lists[(alias, kind)] = _List()
+        return found
+
+    # -- lists --
+
+    def tools(self, alias: str, items: Mapping[str, mcp.Tool]) -> Verdicts[mcp.Tool]:
+        return self._judge(alias, "tool", items)
+
+    def prompts(self, alias: str, items: Mapping[str, surface.Prompt]) -> Verdicts[surface.Prompt]:
+        return self._judge(alias, "prompt", items)
+
+    def templates(
+        self, alias: str, items: Iterable[surface.ResourceTemplate]
+    ) -> Verdicts[surface.ResourceTemplate]:
+        return self._judge(alias, "template", {key_of(t): t for t in items})
+
+    def resources(self, alias: str, items: Iterable[surface.Resource]) -> list[surface.Resource]:
+        """Resources cleaned (not pinned: a folder's files come and go)."""
+        state = self._list(alias, "resource")
+        news = _News(alias, "resource")
+        out = []
+        for item in items:
+            seen = state.seen(item.uri, item, "resource")
+            self._found(state, news, item.uri, seen)
+            out.append(seen.readable.item)
+        state.keep_only({item.uri for item in out})
+        news.flush()
+        return out
+
+    def instructions(self, alias: str, text: str | None) -> str | None:
+        """A server's instructions, cleaned; what the cleaning and the rules found is
+        recorded (instructions are not pinned: they are shown fenced, as the server's)."""
+        state = self._list(alias, "instructions")
+        if text is None:
+            state.keep_only(set())
+            return None
+        out, removed = clean_text(text)
+        read = Readable(out, {"instructions": removed} if removed else {}, [("instructions", out)])
+        seen = _Seen(read, None, read.findings())
+        news = _News(alias, "server")
+        self._found(state, news, "instructions", seen, digest(text.encode()))
+        news.flush()
+        return out
+
+    def _judge(self, alias: str, kind: Kind, items: Mapping[str, T]) -> Verdicts[T]:
+        policy = self.policy(alias)
+        server = self.pins.servers.get(alias)
+        if server is None:
+            server = self.pins.servers[alias] = ServerPins()
+        pinned = server.of(kind)
+        state = self._list(alias, kind)
+        news = _News(alias, kind)
+        shown: dict[str, T] = {}
+        held: dict[str, str] = {}
+        saved = False
+        for name, item in items.items():
+            seen = state.seen(name, item, kind)
+            offered = seen.offered
+            assert offered is not None
+            pin = pinned.get(name)
+            why: Why | None = None
+            if pin is None:
+                if not server.approved and policy.hold_new_servers:
+                    why = "new_server"
+                elif server.approved and policy.on_new_item == "hold":
+                    why = "new"
+                else:
+                    pinned[name] = offered
+                    saved = True
+                    if server.approved:  # else: first sight, nothing to tell
+                        self._changed(state, news, name, offered.digest, "added",
+                                      policy.on_new_item)  # fmt: skip
+            elif pin.digest != offered.digest:
+                if policy.on_changed_item == "hold":
+                    why = "changed"
+                else:
+                    pinned[name] = offered
+                    saved = True
+                    self._changed(state, news, name, offered.digest, "changed",
+                                  policy.on_changed_item)  # fmt: skip
+            self._found(state, news, name, seen, offered.digest)
+            now = pinned.get(name)
+            reviewed = now is not None and now.reviewed
+            if why is None and seen.findings and policy.on_finding == "hold" and not reviewed:
+                why = "finding"
+            if why is None:
+                state.pending.pop(name, None)
+                shown[name] = seen.readable.item
+                continue
+            rules = sorted({f.rule for f in seen.findings}) if why == "finding" else []
+            held[name] = held_reason(why, alias, rules)
+            approved = pin if why == "changed" else None
+            shown[name] = self._held_view(kind, name, approved)  # type: ignore[assignment]
+            state.pending[name] = Pending(alias, kind, name, why, offered, approved, rules)
+            if why in ("changed", "new"):
+                self._changed(state, news, name, offered.digest, why, "hold")
+        state.keep_only(set(items))
+        news.flush()
+        if saved:
+            self.on_pinned()
+        return Verdicts(shown, held)
+
+    def _held_view(self, kind: Kind, name: str, approved: Pin | None) -> Item:
+        """What agents are shown of a held item: as approved, else its name alone."""
+        if approved is not None:
+            try:
+                shown: Item = _READERS[kind](item_of(kind, approved)).item
+                return shown
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                pass
+        if kind == "tool":
+            return mcp.Tool(name=name)
+        if kind == "prompt":
+            return surface.Prompt(name=name)
+        return surface.ResourceTemplate(uriTemplate=name, name=name)
+
+    # -- the journal --
+
+    def _changed(
+        self, state: _List, news: _News, name: str, digest: str, how: str, handling: str
+    ) -> None:
+        if state.tell(name, how, digest):
+            self.changes[news.alias] = self.changes.get(news.alias, 0) + 1
+            news.change(name, how, handling)
+
+    def _found(self, state: _List, news: _News, name: str, seen: _Seen, digest: str = "") -> None:
+        if not seen.findings:
+            state.findings.pop(name, None)
+            return
+        state.findings[name] = seen.findings
+        if state.tell(name, "finding", digest or str(id(seen))):
+            news.finding(name, seen.findings)
+
+    # -- approval --
+
+    def settle(self, alias: str) -> None:
+        """The server listed everything once: unless new servers are held, that is
+        its approval, and items it lists from now on are new items."""
+        server = self.pins.servers.get(alias)
+        if server is None or server.approved or self.policy(alias).hold_new_servers:
+            return
+        server.approved = True
+        self.on_pinned()
+
+    def approve(self, alias: str, picks: list[tuple[Kind, str, str]] | None) -> Approval:
+        """Pin what the server offers now for each ``(kind, name, digest)`` picked (all
+        that waits, when None), if it is still what was shown (the digest). With
+        nothing of the server left waiting, the server is approved as a whole."""
+        server = self.pins.servers.setdefault(alias, ServerPins())
+        out = Approval([], [], [])
+        wanted = None if picks is None else {(k, n): d for k, n, d in picks}
+        for pending in self.pending(alias):
+            key = (pending.kind, pending.name)
+            if wanted is not None and key not in wanted:
+                continue
+            label = f"{pending.kind} {pending.name}"
+            if wanted is not None and wanted.pop(key) != pending.offered.digest:
+                out.stale.append(label)
+                continue
+            offered = pending.offered
+            server.of(pending.kind)[pending.name] = Pin(offered.digest, offered.definition, True)
+            del self._list(alias, pending.kind).pending[pending.name]
+            out.approved.append(label)
+        out.unknown = [f"{k} {n}" for k, n in (wanted or {})]
+        if picks is None and not self.pending(alias):
+            server.approved = True
+        self.on_pinned()
+        return out
+
+    def import_pins(self, pins: PinSet, replace: bool) -> int:
+        """Take a checked pin set (an export) as approved; ``replace``: each server in
+        it keeps no pin of its own besides. Returns how many items it pins."""
+        count = 0
+        for alias, incoming in pins.servers.items():
+            server = self.pins.servers.get(alias)
+            if server is None or replace:
+                server = self.pins.servers[alias] = ServerPins()
+            server.approved = server.approved or incoming.approved
+            for kind in KINDS:
+                server.of(kind).update(incoming.of(kind))
+                count += len(incoming.of(kind))
+        self.on_pinned()
+        return count
+
+    def export(self, aliases: Iterable[str] | None = None) -> PinSet:
+        wanted = set(aliases) if aliases is not None else None
+        return PinSet(
+            servers={
+                a: s for a, s in sorted(self.pins.servers.items()) if wanted is None or a in wanted
+            }
+        )
+
+    def forget(self, alias: str) -> None:
+        """The server left the configuration: nothing of it waits or is found (its
+        pins stay, for when it comes back)."""
+        for key in [k for k in self._lists if k[0] == alias]:
+            del self._lists[key]
+
+    # -- what waits, what was found, how many --
+
+    def pending(self, alias: str | None = None) -> list[Pending]:
+        return [
+            p
+            for (a, _), state in sorted(self._lists.items())
+            if alias is None or a == alias
+            for p in state.pending.values()
+        ]
+
+    def found(self, alias: str | None = None) -> list[tuple[str, str, str, list[Finding]]]:
+        """(alias, kind, name, findings) of every item something was found in."""
+        return [
+            (a, kind, name, findings)
+            for (a, kind), state in sorted(self._lists.items())
+            if alias is None or a == alias
+            for name, findings in sorted(state.findings.items())
+        ]
+
+    def counts(self, alias: str) -> dict[str, int]:
+        lists = [s for (a, _), s in self._lists.items() if a == alias]
+        return {
+            "held": sum(len(s.pending) for s in lists),
+            "definition_changes": self.changes.get(alias, 0),
+            "findings": sum(len(s.findings) for s in lists),
+        }
+
+
+class _News:
+    """What one list of one server changed or was found to hold, for the journal: the
+    first few one record each, the rest in one record."""
+
+    def __init__(self, alias: str, kind: str) -> None:
+        self.alias = alias
+        self.kind = kind
+        self.said = 0
+        self.more = 0
+
+    def _say(self, level: int, event: str, name: str, message: str, reason: str) -> None:
+        if self.said >= _IN_JOURNAL:
+            self.more += 1
+            return
+        self.said += 1
+        logger.log(
+            level,
+            "%s: %s %r: %s",
+            self.alias,
+            self.kind,
+            name,
+            message,
+            extra=log_extra(self.alias, event, reason, item=name, kind=self.kind),
+        )
+
+    def change(self, name: str, how: str, handling: str) -> None:
+        what = {
+            "changed": "its definition changed since it was approved",
+            "added": "new since the server was approved",
+            "new": "new since the server was approved",
+        }[how]
+        setting = "on_changed_item" if how == "changed" else "on_new_item"
+        done = {
+            "hold": f"held until `mcpd approve {self.alias}`",
+            "warn": f"taken, as {setting} = warn says",
+            "accept": f"taken, as {setting} = accept says",
+        }[handling]
+        level = logging.INFO if handling == "accept" else logging.WARNING
+        self._say(level, "definition_changed", name, f"{what}; {done}", how)
+
+    def finding(self, name: str, findings: list[Finding]) -> None:
+        rules = ", ".join(sorted({f.rule for f in findings}))
+        where = findings[0].where
+        self._say(
+            logging.WARNING,
+            "finding",
+            name,
+            f"{rules} in {where}: {findings[0].excerpt!r} (`mcpd tools --findings`)",
+            rules,
+        )
+
+    def flush(self) -> None:
+        if self.more:
+            logger.warning(
+                "%s: %d more changes or findings in its %s list (`mcpd tools --pending`, "
+                "`mcpd tools --findings`)",
+                self.alias,
+                self.more,
+                self.kind,
+                extra=log_extra(self.alias, "definition_changed", "more"),
+            )
+
+
+_READERS: Final[dict[Kind, Callable[[Item], Readable]]] = {
+    "tool": read_tool,  # type: ignore[dict-item]
+    "prompt": read_prompt,  # type: ignore[dict-item]
+    "template": read_listed,  # type: ignore[dict-item]
+}

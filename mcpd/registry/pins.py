@@ -1,0 +1,175 @@
+"""Pins: the definition of each item a model reads, as it was approved, by digest.
+
+For each server (by alias) and each of its tools, prompts and resource templates,
+the pin holds the canonical form of what the model reads of it (name, title,
+description, schemas with every description in them, annotations; a prompt's
+arguments; a template's URI template, name and MIME type) and its SHA-256. The
+canonical form is JSON with every object's keys sorted and nothing else changed, so
+a server that reorders its schema's keys has not changed its tool; one invisible
+character more has. The digest is of what the server sent, before cleaning: a
+change a person cannot see is still a change, and ``mcpd approve`` shows it escaped.
+
+A pin set is what ``pins.json`` in the state directory holds, and what ``mcpd pins
+export`` writes for a team to commit beside the config: the definitions themselves,
+so that a diff can be shown on any machine, and a digest to check each against.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from protocol import mcp, surface
+
+Kind = Literal["tool", "prompt", "template"]
+KINDS: Final[tuple[Kind, ...]] = ("tool", "prompt", "template")
+Item: TypeAlias = mcp.Tool | surface.Prompt | surface.ResourceTemplate
+FORMAT: Final = 1
+_canonical: Final = msgspec.json.Encoder(order="sorted")
+
+
+class Pin(msgspec.Struct, forbid_unknown_fields=True):
+    digest: str  # "sha256:" and the hex digest of ``definition``
+    definition: Raw  # canonical JSON
+    # A person approved it (``mcpd approve``, an import), not just mcpd at first sight:
+    # findings no longer hold it.
+    reviewed: bool = False
+
+
+class ServerPins(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    # The server as a whole is approved: listed once without being held whole, or
+    # approved whole by a person. Until then its items are pinned as they are first
+    # seen (or, with hold_new_servers, held).
+    approved: bool = False
+    tools: dict[str, Pin] = msgspec.field(default_factory=dict)
+    prompts: dict[str, Pin] = msgspec.field(default_factory=dict)
+    templates: dict[str, Pin] = msgspec.field(default_factory=dict)
+
+    def of(self, kind: Kind) -> dict[str, Pin]:
+        if kind == "tool":
+            return self.tools
+        if kind == "prompt":
+            return self.prompts
+        return self.templates
+
+
+class PinSet(msgspec.Struct, forbid_unknown_fields=True):
+    format: int = FORMAT
+    servers: dict[str, ServerPins] = msgspec.field(default_factory=dict)
+
+
+class BadPins(Exception):
+    """A pin file or an import that cannot be used, with what is wrong with it."""
+
+
+def key_of(item: Item) -> str:
+    """How an item is known within its server: a template by its URI template."""
+    if isinstance(item, surface.ResourceTemplate):
+        return item.uriTemplate
+    return item.name
+
+
+def definition(item: Item) -> bytes:
+    """The canonical JSON of what a model reads of ``item``."""
+    out: dict[str, Any]
+    if isinstance(item, mcp.Tool):
+        out = {
+            "name": item.name,
+            "title": item.title,
+            "description": item.description,
+            "inputSchema": _json(item.inputSchema),
+            "outputSchema": _json(item.outputSchema),
+            "annotations": item.annotations,
+        }
+    elif isinstance(item, surface.Prompt):
+        arguments = None
+        if isinstance(item.arguments, list):
+            arguments = [_argument(a) for a in item.arguments]
+        out = {
+            "name": item.name,
+            "title": item.title,
+            "description": item.description,
+            "arguments": arguments,
+        }
+    else:
+        out = {
+            "uriTemplate": item.uriTemplate,
+            "name": item.name,
+            "title": item.title,
+            "description": item.description,
+            "mimeType": item.mimeType,
+        }
+    return _canonical.encode(_present(out))
+
+
+def digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def pin_of(item: Item, reviewed: bool = False) -> Pin:
+    data = definition(item)
+    return Pin(digest(data), Raw(data), reviewed)
+
+
+_TYPES: Final[dict[Kind, type[Any]]] = {
+    "tool": mcp.Tool,
+    "prompt": surface.Prompt,
+    "template": surface.ResourceTemplate,
+}
+
+
+def item_of(kind: Kind, pin: Pin) -> Item:
+    """The approved definition as an item that can be listed."""
+    item: Item = msgspec.json.decode(pin.definition, type=_TYPES[kind])
+    return item
+
+
+def canonical(raw: Raw) -> bytes:
+    """A definition read from a file, in canonical form again (the file may be
+    indented, or its keys in another order)."""
+    return _canonical.encode(msgspec.json.decode(raw))
+
+
+def checked(pins: PinSet, source: str) -> PinSet:
+    """``pins`` with every definition canonical and matching its digest; ``BadPins``
+    naming the first that does not."""
+    if pins.format != FORMAT:
+        raise BadPins(f"{source}: pin format {pins.format}, expected {FORMAT}")
+    for alias, server in pins.servers.items():
+        for kind in KINDS:
+            items = server.of(kind)
+            for key, pin in items.items():
+                try:
+                    data = canonical(pin.definition)
+                    msgspec.json.decode(data, type=_TYPES[kind])
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    raise BadPins(f"{source}: {alias} {kind} {key!r}: {exc}") from None
+                if digest(data) != pin.digest:
+                    raise BadPins(
+                        f"{source}: {alias} {kind} {key!r}: the digest does not match "
+                        "the definition"
+                    )
+                items[key] = Pin(pin.digest, Raw(data), pin.reviewed)
+    return pins
+
+
+def _argument(arg: surface.PromptArgument) -> dict[str, Any]:
+    fields = {"name": arg.name, "title": arg.title, "description": arg.description}
+    return _present({**fields, "required": arg.required})
+
+
+def _json(raw: Raw | Any) -> Any:
+    if not isinstance(raw, Raw):
+        return raw
+    try:
+        return msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        # Too deep to read: its bytes stand for it (any change is still one).
+        return {"mcpd/unreadable": bytes(raw).decode("utf-8", "replace")}
+
+
+def _present(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None and v is not UNSET}
