@@ -26,11 +26,13 @@ from .agents.listener import DaemonError, open_unix_listener, unlink_if_ours
 from .config.endpoints import groups_locked_out
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
+from .host import pinfile
 from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 from .host.token import TokenFile, token_path
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
+from .registry.gate import Gate
 from .registry.views import ProfileView, unmatched
 from .servers import metrics
 from .servers.front import Front
@@ -73,7 +75,9 @@ class Daemon:
         self._on_settled = on_settled
         self.config_path = config_path
         self.sysd = sysd or SystemdEnv(Notifier(None))
-        self.registry = Catalog(config.naming)
+        # What every server lists passes it; its settings follow the config in force.
+        gate = Gate(lambda alias: self.supervisor.config.pin_policy(alias))
+        self.registry = Catalog(config.naming, gate)
         self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
         self.front = Front(self.supervisor, self.registry)
         self.logins = Logins(self.supervisor)
@@ -82,6 +86,12 @@ class Daemon:
             self.registry,
             lambda: self.supervisor.config,
             self._session_of,
+        )
+        self.pins = pinfile.PinKeeper(
+            os.path.join(state_dir(config), pinfile.FILE_NAME),
+            gate,
+            self._rejudge,
+            lambda alias: alias in self.supervisor.config.servers,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
         self.api = Api(self.front, self, _Lines())
@@ -123,6 +133,8 @@ class Daemon:
                 self.socket_path = bound  # systemd's (mcpd.socket), whatever the config says
         try:
             async with trio.open_nursery() as nursery:
+                await self.pins.load()  # before any list is judged
+                await nursery.start(self.pins.run)
                 await self.state.seed(self.config)
                 await nursery.start(self.state.run, self.started)
                 await nursery.start(self.supervisor.run)
@@ -214,6 +226,9 @@ class Daemon:
                 self.api.configure(new.profiles, new.naming)
                 await self.api.apply_sockets()
                 self.tool_budget.limit = new.daemon.max_tools
+                # Pin settings may have changed: every list is judged by the new ones.
+                for alias in list(self.registry.aliases()):
+                    self._rejudge(alias)
                 # Added and changed servers get their first attempt before READY=1 and
                 # before `mcpd reload` returns, as at start-up.
                 await self.supervisor.wait_started(
@@ -225,6 +240,11 @@ class Daemon:
                 self._status_line = self.supervisor.summary()
                 self.notifier.ready(self._status_line)
             return report
+
+    def _rejudge(self, alias: str) -> None:
+        """The server's lists through the gate again, and agents told what changed."""
+        if self.registry.rejudge(alias):
+            self._changed(alias)
 
     def _changed(self, alias: str) -> None:
         self.front.changed()

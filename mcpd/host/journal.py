@@ -45,6 +45,7 @@ EVENTS = frozenset(
         "stderr",
         "definition_changed",
         "finding",
+        "approved",
     }
 )
 

@@ -142,6 +142,9 @@ class Gate:
         self.pins = pins if pins is not None else PinSet()
         self.on_pinned: Callable[[], None] = lambda: None  # pins changed: save them
         self.changes: dict[str, int] = {}  # definition changes seen since start, by alias
+        # The pins could not be read: no server is approved by being listed, every one
+        # not approved before is held whole (as hold_new_servers does) until approved.
+        self.hold_unapproved = False
         # By (alias, kind): kind is also "resource" or "instructions" here.
         self._lists: dict[tuple[str, str], _List] = {}
 
@@ -210,7 +213,7 @@ class Gate:
             pin = pinned.get(name)
             why: Why | None = None
             if pin is None:
-                if not server.approved and policy.hold_new_servers:
+                if not server.approved and (policy.hold_new_servers or self.hold_unapproved):
                     why = "new_server"
                 elif server.approved and policy.on_new_item == "hold":
                     why = "new"
@@ -287,7 +290,9 @@ class Gate:
         """The server listed everything once: unless new servers are held, that is
         its approval, and items it lists from now on are new items."""
         server = self.pins.servers.get(alias)
-        if server is None or server.approved or self.policy(alias).hold_new_servers:
+        if server is None or server.approved or self.hold_unapproved:
+            return
+        if self.policy(alias).hold_new_servers:
             return
         server.approved = True
         self.on_pinned()

@@ -266,6 +266,9 @@ class Runner:
         self.lists.listed(listing)
         self.lists.connected()
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
+        # Everything listed once: unless new servers are held, that is the approval of
+        # the server, and what it lists from now on is judged against it.
+        self.registry.gate.settle(self.alias)
         self.upstream = up
         self.policy.on_start(trio.current_time())
         # Connecting and listing worked: that is a success as far as the breaker goes.

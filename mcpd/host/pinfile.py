@@ -1,0 +1,203 @@
+"""``pins.json`` in the state directory: the definitions approved of every server's
+tools, prompts and templates (``registry.pins``), and what ``mcpd approve``, ``mcpd
+tools --pending|--findings`` and ``mcpd pins export|import`` ask of them.
+
+The file is read once at start-up, before any server lists anything, and rewritten
+(whole and private: ``privatefile``) after each change: soon after for what mcpd pins
+by itself (a first sight, a change taken under ``warn``), and before the command
+returns for what a person approves or imports. Unlike the last known tools, pins are
+not a cache: a file that cannot be read is set aside (``pins.json.unreadable``), and
+no server counts as approved until a person approves it again, so a damaged file
+cannot let a changed server through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from protocol.logfields import log_extra
+
+from ..registry.gate import Gate, Pending, held_reason
+from ..registry.pins import BadPins, Kind, PinSet, checked
+from .privatefile import write_atomically
+
+logger = logging.getLogger("mcpd.state")
+
+FILE_NAME: Final = "pins.json"
+_DEBOUNCE: Final = 0.5
+_decoder: Final = msgspec.json.Decoder(PinSet)
+
+
+def encode(pins: PinSet) -> bytes:
+    """A pin set as a person reads it (and a version control diff shows it)."""
+    return msgspec.json.format(msgspec.json.encode(pins), indent=2) + b"\n"
+
+
+def decode(data: bytes, source: str) -> PinSet:
+    """A pin set from a file, checked; ``BadPins`` saying what is wrong with it."""
+    try:
+        pins = _decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BadPins(f"{source}: not a pin file: {exc}") from None
+    return checked(pins, source)
+
+
+class PinKeeper:
+    """Keeps ``gate``'s pins in ``path``. ``rejudge(alias)`` puts a server's lists
+    through the gate again (after an approval or an import) and tells agents;
+    ``configured(alias)`` says whether a server of that alias is in the config."""
+
+    def __init__(
+        self,
+        path: str,
+        gate: Gate,
+        rejudge: Callable[[str], None],
+        configured: Callable[[str], bool],
+    ) -> None:
+        self.path = path
+        self.gate = gate
+        self._rejudge = rejudge
+        self._configured = configured
+        self._dirty = trio.Event()
+        self._last_error: str | None = None
+        self.writes = 0
+        gate.on_pinned = self.changed
+
+    # -- the file --
+
+    async def load(self) -> None:
+        try:
+            data = await trio.to_thread.run_sync(_read, self.path)
+        except OSError as exc:
+            self._unusable(f"cannot read it: {exc.strerror or exc}")
+            return
+        if data is None:
+            return
+        try:
+            self.gate.pins = decode(data, self.path)
+        except BadPins as exc:
+            aside = self.path + ".unreadable"
+            with contextlib.suppress(OSError):
+                os.replace(self.path, aside)
+            self._unusable(f"{exc} (kept as {aside})")
+
+    def _unusable(self, why: str) -> None:
+        self.gate.hold_unapproved = True
+        logger.error(
+            "pins: %s; every server is held until `mcpd approve` (or `mcpd pins import`)",
+            why,
+            extra=log_extra(None, "state_file", why),
+        )
+
+    def changed(self) -> None:
+        self._dirty.set()
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            while True:
+                await self._dirty.wait()
+                # A server's first list pins every item: one write for all of them.
+                await trio.sleep(_DEBOUNCE)
+                await self.flush()
+        finally:
+            with trio.move_on_after(5, shield=True):
+                await self.flush()
+
+    async def flush(self) -> bool:
+        """Write the pins now; whether they are on disk."""
+        self._dirty = trio.Event()
+        data = encode(self.gate.pins)
+        try:
+            await trio.to_thread.run_sync(write_atomically, self.path, data)
+        except OSError as exc:
+            if str(exc) != self._last_error:
+                self._last_error = str(exc)
+                logger.error(
+                    "cannot save the pins to %s: %s",
+                    self.path,
+                    exc,
+                    extra=log_extra(None, "state_file", str(exc)),
+                )
+            return False
+        self._last_error = None
+        self.writes += 1
+        return True
+
+    # -- what the commands ask --
+
+    def pending(self, only: str | None = None) -> list[dict[str, Any]]:
+        return [_pending(p) for p in self.gate.pending(only)]
+
+    def findings(self, only: str | None = None) -> list[dict[str, Any]]:
+        return [
+            {"server": alias, "kind": kind, "name": name, **msgspec.to_builtins(f)}
+            for alias, kind, name, found in self.gate.found(only)
+            for f in found
+        ]
+
+    async def approve(
+        self, alias: str, picks: list[tuple[Kind, str, str]] | None
+    ) -> dict[str, Any]:
+        """Approve what was shown (``picks``: kind, name, digest) or all that waits."""
+        if not self._configured(alias) and alias not in self.gate.pins.servers:
+            raise KeyError(alias)
+        result = self.gate.approve(alias, picks)
+        saved = await self.flush()
+        self._rejudge(alias)
+        for label in result.approved:
+            logger.info("%s: %s approved", alias, label, extra=log_extra(alias, "approved", label))
+        return {**msgspec.to_builtins(result), "saved": saved}
+
+    def export(self, aliases: list[str] | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = msgspec.json.decode(encode(self.gate.export(aliases)))
+        return out
+
+    async def import_pins(self, document: bytes, replace: bool) -> dict[str, Any]:
+        pins = decode(document, "the imported pins")
+        before = len(self.gate.pending())
+        count = self.gate.import_pins(pins, replace)
+        saved = await self.flush()
+        for alias in pins.servers:
+            self._rejudge(alias)
+        logger.info(
+            "pins imported: %d items of %s",
+            count,
+            ", ".join(sorted(pins.servers)) or "no server",
+            extra=log_extra(None, "approved"),
+        )
+        return {
+            "servers": sorted(pins.servers),
+            "items": count,
+            "released": max(0, before - len(self.gate.pending())),
+            "saved": saved,
+        }
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _pending(p: Pending) -> dict[str, Any]:
+    return {
+        "server": p.server,
+        "kind": p.kind,
+        "name": p.name,
+        "why": p.why,
+        "reason": held_reason(p.why, p.server, p.rules),
+        "rules": p.rules,
+        "digest": p.offered.digest,
+        "offered": msgspec.json.decode(p.offered.definition),
+        "approved": None if p.approved is None else msgspec.json.decode(p.approved.definition),
+    }
