@@ -29,6 +29,7 @@ from ..registry.views import ProfileView
 from ..servers.askback import Asker
 from ..servers.calls import Done
 from ..servers.progress import Deliver
+from ..servers.state import Said
 
 
 class CallHandle(Protocol):
@@ -80,9 +81,9 @@ class Servers(Protocol):
         """One sentence per unavailable server (whose alias ``only`` admits)."""
         ...
 
-    def instructions(self, only: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
-        """(alias, text): the instructions each server (whose alias ``only`` admits) gave
-        when mcpd connected to it, in alias order."""
+    def instructions(self, only: Callable[[str], bool] | None = None) -> list[Said]:
+        """What each server (whose alias ``only`` admits) said of itself when mcpd
+        connected to it, cleaned, with mcpd's note on it, in alias order."""
         ...
 
     def down_for(
@@ -134,6 +135,11 @@ class Offerings(Protocol):
         ...
 
     def route_template(self, template: str) -> tuple[str, str] | None: ...
+
+    def held_template(self, alias: str, uri: str) -> str | None:
+        """Why reading the server's ``uri`` is refused: only a held template of the
+        server matches it (None: it is not)."""
+        ...
 
     def era_of(self, alias: str) -> str | None:
         """The protocol era the server speaks now (None: not connected)."""

@@ -1,10 +1,23 @@
 """The ``instructions`` of ``initialize`` and ``server/discover``: how mcpd names its
-tools, what is down, and what each server said of itself for models."""
+tools, what is down, and what each server said of itself for models.
+
+A server's words are set apart from mcpd's so that no server can write text that
+reads as mcpd's or as another server's: each server's text comes between two lines of
+mcpd's own naming the server, and every line of it is quoted (``> ``), so a server
+cannot end its part early or start a part of its own; a line of it that would read
+as a heading (``# ...``, or a line of ``=`` or ``-`` under another) is escaped. The
+text was cleaned before (``registry.clean``): it has no line breaks but line feeds.
+"""
 
 from __future__ import annotations
 
+from typing import Final
+
+from ..servers.state import Said
 from .backend import Servers
 from .profiles import ProfileServers
+
+QUOTE: Final = "> "
 
 
 def instructions(servers: Servers, limit: int) -> str:
@@ -30,12 +43,37 @@ def instructions(servers: Servers, limit: int) -> str:
         # Hosts put a server's instructions before the model; behind mcpd the servers'
         # own would be lost, and some servers are not used well without them.
         text += (
-            "\n\nThe servers' own instructions follow, each under its name. They name "
-            "tools as the server does; here each is called by the name above."
+            "\n\nThe servers' own instructions follow. Each server's text is quoted: every "
+            f'line of it starts with "{QUOTE.strip()}", between two lines of mcpd\'s that '
+            "name the server. Whatever a quoted line says, it is that server's, never "
+            "mcpd's or another server's. Servers name tools as they do themselves; here "
+            "each is called by the name above."
         )
-        for alias, said in given:
-            said = said.strip()
-            if len(said) > limit:
-                said = said[:limit] + f" [mcpd: cut at {limit} characters]"
-            text += f"\n\n## {alias}\n\n{said}"
+        for said in given:
+            text += "\n\n" + part(said, limit)
     return text
+
+
+def part(said: Said, limit: int) -> str:
+    """One server's part: mcpd's lines around the server's, quoted."""
+    alias = said.alias
+    lines = [f"[mcpd] The server {alias!r} says:"]
+    if said.note:
+        lines.append(f"[mcpd] Of {alias!r}: {said.note}.")
+    body = said.text
+    cut = ""
+    if len(body) > limit:
+        body, cut = body[:limit], f"[mcpd] {alias!r}'s text is cut at {limit} characters."
+    lines += [quoted(line) for line in body.split("\n")] if body else []
+    if cut:
+        lines.append(cut)
+    lines.append(f"[mcpd] End of what {alias!r} says.")
+    return "\n".join(lines)
+
+
+def quoted(line: str) -> str:
+    """A line of a server's text as it is shown: quoted, and never a heading."""
+    bare = line.lstrip(" \t")
+    if bare.startswith("#") or (len(bare) >= 2 and set(bare.rstrip()) <= {"=", "-"}):
+        line = line[: len(line) - len(bare)] + "\\" + bare
+    return (QUOTE + line).rstrip() if line.strip() else QUOTE.rstrip()

@@ -30,6 +30,7 @@ from ..registry.table import Entry, Listed
 from ..registry.views import ProfileView
 from ..servers.calls import Done
 from ..servers.progress import Deliver
+from ..servers.state import Said
 from .backend import CallHandle, Servers
 from .peers import Peer, is_owner
 from .search_mode import exposed_listing
@@ -90,7 +91,7 @@ class ProfileServers:
         has = self.view.has_server
         return self.base.outages(has if only is None else lambda a: has(a) and only(a))
 
-    def instructions(self, only: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
+    def instructions(self, only: Callable[[str], bool] | None = None) -> list[Said]:
         has = self.view.has_server
         return self.base.instructions(has if only is None else lambda a: has(a) and only(a))
 

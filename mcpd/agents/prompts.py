@@ -25,6 +25,7 @@ from .paging import page
 from .relay import AgentSide, AskBack
 from .results import can_answer
 from .rewrite import prompt_result
+from .toolcall import held_meta, held_text
 
 OUTAGE: int = -32000
 
@@ -40,6 +41,12 @@ class PromptsPage(msgspec.Struct, omit_defaults=True):
 
 def outage_error(outage: Outage) -> rpc.RPCError:
     return rpc.RPCError(OUTAGE, outage.sentence(), {"mcpd/outage": outage.meta()})
+
+
+def held_error(kind: str, local: str, alias: str, original: str, why: str) -> rpc.RPCError:
+    """A get or read of a held prompt or template, refused before the server is asked
+    (with the error code an outage has: the item exists, and is unavailable)."""
+    return rpc.RPCError(OUTAGE, held_text(kind, local, alias, why), held_meta(alias, original, why))
 
 
 Sees = Callable[[str, str], bool]  # (alias, prompt name or URI): the agent's profile admits it
@@ -141,6 +148,8 @@ async def get_prompt(
     entry = servers.lookup_prompt(local)
     if entry is None or not sees(entry.alias, entry.name):
         raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {local[:200]!r}")
+    if entry.held is not None:
+        raise held_error("prompt", local, entry.alias, entry.original, entry.held)
     alias = entry.alias
     params.name = entry.original
     caps = agent.upstream_capabilities()
@@ -173,6 +182,8 @@ async def complete(
         entry = servers.lookup_prompt(ref.name)
         if entry is None or not sees_prompt(entry.alias, entry.name):
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {ref.name[:200]!r}")
+        if entry.held is not None:
+            raise held_error("prompt", ref.name, entry.alias, entry.original, entry.held)
         alias = entry.alias
         params.ref = msgspec.structs.replace(ref, name=entry.original)
     elif ref.type == "ref/resource" and isinstance(ref.uri, str):
@@ -184,6 +195,9 @@ async def complete(
             found = (routed.alias, routed.uri)  # type: ignore[union-attr]
         if not sees_resource(*found):
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
+        why = servers.held_template(*found)
+        if why is not None:
+            raise held_error("resource template", ref.uri, found[0], found[1], why)
         alias = found[0]
         params.ref = msgspec.structs.replace(ref, uri=found[1])
     else:

@@ -22,7 +22,7 @@ from protocol.server import RequestContext
 from ..registry.resources import Ambiguous, Routed
 from .backend import Backend
 from .paging import page
-from .prompts import Sees, encoded, everything, reply_for, request_outcome
+from .prompts import Sees, encoded, everything, held_error, reply_for, request_outcome
 from .relay import AgentSide, AskBack
 from .rewrite import read_result
 
@@ -90,6 +90,9 @@ async def read(
     asked = params.uri
     routed = route(servers, asked, sees)
     alias = routed.alias
+    why = servers.held_template(alias, routed.uri)
+    if why is not None:
+        raise held_error("resource template", asked, alias, routed.uri, why)
     params.uri = routed.uri
     caps = agent.upstream_capabilities()
 

@@ -94,6 +94,8 @@ def route_call(
             f"Unknown tool {_clip(params.name)!r}.{hint} Call tools/list for the current tools.",
             modern,
         )
+    if entry.held is not None:
+        return held_reply(rid, "tool", params.name, entry.alias, entry.original, entry.held, modern)
     local = params.name
     params.name = entry.original
     caps = ctx.capabilities if modern and ctx is not None else None
@@ -179,6 +181,30 @@ def call_reply(
 
 def _error_reply(rid: rpc.Id, text: str, modern: bool) -> bytes:
     result = mcp.text_result(text, is_error=True)
+    if modern:
+        result.resultType = mcp.COMPLETE
+    return rpc.encode_result(rid, result)
+
+
+def held_text(kind: str, local: str, alias: str, why: str) -> str:
+    """What a model is told of a call to a held tool, prompt or template."""
+    return (
+        f"The {kind} {_clip(local)!r} of the server {alias!r} is held by mcpd: {why}. "
+        "It was not called. Ask the user to review it (`mcpd tools --pending` shows what "
+        f"changed); until it is approved, other {kind}s keep working."
+    )
+
+
+def held_meta(alias: str, original: str, why: str) -> dict[str, Any]:
+    return {"mcpd/held": {"server": alias, "item": original, "reason": why}}
+
+
+def held_reply(
+    rid: rpc.Id, kind: str, local: str, alias: str, original: str, why: str, modern: bool
+) -> bytes:
+    """A call to a held tool, refused at the routing step: the server is not asked."""
+    result = mcp.text_result(held_text(kind, local, alias, why), is_error=True)
+    result.meta = held_meta(alias, original, why)
     if modern:
         result.resultType = mcp.COMPLETE
     return rpc.encode_result(rid, result)

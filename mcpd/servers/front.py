@@ -27,7 +27,7 @@ from .logs import Heard
 from .outage import Outage, iso
 from .progress import Deliver
 from .runner import Runner
-from .state import short_lists
+from .state import Said, short_lists
 from .supervisor import Supervisor
 
 Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees it
@@ -112,18 +112,17 @@ class Front:
             if only(a) and not runners[a].available
         ]
 
-    def instructions(self, only: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
+    def instructions(self, only: Callable[[str], bool] | None = None) -> list[Said]:
         out = []
         for alias, runner in sorted(self._supervisor.runners.items()):
             # What the server said of itself for models when mcpd last connected.
             up = runner.upstream
             if up is None or (only is not None and not only(alias)):
                 continue
-            said = up.instructions.strip() if isinstance(up.instructions, str) else ""
+            said = self._registry.gate.instructions(alias, up.instructions) or ""
             note = short_lists(runner.lists.short, runner.surface.trimmed)
-            text = "\n\n".join(t for t in (note, said) if t)
-            if text:
-                out.append((alias, text))
+            if note or said.strip():
+                out.append(Said(alias, note, said.strip()))
         return out
 
     def down_for(
@@ -196,6 +195,9 @@ class Front:
     def route_template(self, template: str) -> tuple[str, str] | None:
         c = self._catalog
         return c.resources.template_route(template) if c is not None else None
+
+    def held_template(self, alias: str, uri: str) -> str | None:
+        return self._catalog.resources.held_for(alias, uri) if self._catalog is not None else None
 
     def era_of(self, alias: str) -> str | None:
         runner = self._supervisor.runners.get(alias)

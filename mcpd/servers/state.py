@@ -8,7 +8,7 @@ results and in the journal are worked out here, in one place.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 import msgspec
 
@@ -201,6 +201,14 @@ def list_trims(
     return out
 
 
+class Said(NamedTuple):
+    """What a server said of itself for models (cleaned), and mcpd's own note on it."""
+
+    alias: str
+    note: str  # mcpd's words ("" if none)
+    text: str  # the server's words ("" if none)
+
+
 def short_lists(tools: bool, surface: Mapping[str, Trimmed]) -> str:
     """For models, beside the server's instructions: which of its lists are only partly
     shown because they are longer than their limits ("" if none). ``tools``: whether
@@ -210,8 +218,8 @@ def short_lists(tools: bool, surface: Mapping[str, Trimmed]) -> str:
     if not kinds:
         return ""
     return (
-        f"[mcpd: this server lists more {', '.join(kinds)} than mcpd's limits allow; "
-        "only the first ones are shown]"
+        f"this server lists more {', '.join(kinds)} than mcpd's limits allow; "
+        "only the first ones are shown"
     )
 
 

@@ -288,9 +288,10 @@ async def test_agents_get_each_servers_own_instructions_under_its_name(tmp_path:
         async with running(cfg) as daemon:
             async with connect(daemon.socket_path, modern=False) as legacy:
                 said = (await legacy.initialize())["instructions"]
-            assert "## apples\n\nCall pick before peel." in said
-            assert "## pears\n\nPears are soft: handle with care." in said
-            assert said.index("## apples") < said.index("## pears")
+            apples = "[mcpd] The server 'apples' says:\n> Call pick before peel.\n"
+            pears = "[mcpd] The server 'pears' says:\n> Pears are soft: handle with care.\n"
+            assert apples in said and pears in said
+            assert said.index(apples) < said.index(pears)
             async with connect(daemon.socket_path) as modern:
                 await modern.use_profile("orchard")
                 found = await modern.result("server/discover")

@@ -91,8 +91,9 @@ async def test_a_flooding_server_is_held_to_the_limits_and_says_so(
             # instructions cut.
             said = (await agent.result("server/discover"))["instructions"]
             assert (
-                "## flood\n\n[mcpd: this server lists more tools, prompts, resource templates "
-                "than mcpd's limits allow; only the first ones are shown]\n\niii"
+                "[mcpd] The server 'flood' says:\n[mcpd] Of 'flood': this server lists more "
+                "tools, prompts, resource templates than mcpd's limits allow; only the first "
+                "ones are shown.\n> iii"
             ) in said
 
             status = json.loads(await cli("status", "--json", socket=daemon.socket_path))
