@@ -34,6 +34,7 @@ from .instructions import instructions
 from .listen import Listens
 from .listener import DaemonError
 from .metatools import NAMES as META_TOOLS
+from .pinsapi import HANDLERS as PINS_HANDLERS
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .relay import agent_side, refuser
@@ -93,6 +94,7 @@ class Api(ProfileMethods):
             "mcpd/status": Api._status,
             "mcpd/reload": Api._reload,
             **AUTH_HANDLERS,
+            **PINS_HANDLERS,
             **PROFILE_METHODS,
         }
         self._surface_handlers = self.surface.handlers()

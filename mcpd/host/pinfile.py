@@ -144,12 +144,13 @@ class PinKeeper:
         ]
 
     async def approve(
-        self, alias: str, picks: list[tuple[Kind, str, str]] | None
+        self, alias: str, picks: list[tuple[Kind, str, str]] | None, whole: bool = False
     ) -> dict[str, Any]:
-        """Approve what was shown (``picks``: kind, name, digest) or all that waits."""
+        """Approve what was shown (``picks``: kind, name, digest) or all that waits;
+        ``whole``: the server too, once nothing of it waits."""
         if not self._configured(alias) and alias not in self.gate.pins.servers:
             raise KeyError(alias)
-        result = self.gate.approve(alias, picks)
+        result = self.gate.approve(alias, picks, whole)
         saved = await self.flush()
         self._rejudge(alias)
         for label in result.approved:

@@ -297,10 +297,13 @@ class Gate:
         server.approved = True
         self.on_pinned()
 
-    def approve(self, alias: str, picks: list[tuple[Kind, str, str]] | None) -> Approval:
+    def approve(
+        self, alias: str, picks: list[tuple[Kind, str, str]] | None, whole: bool = False
+    ) -> Approval:
         """Pin what the server offers now for each ``(kind, name, digest)`` picked (all
         that waits, when None), if it is still what was shown (the digest). With
-        nothing of the server left waiting, the server is approved as a whole."""
+        ``whole`` (or no picks), and nothing of the server left waiting, the server is
+        approved as a whole."""
         server = self.pins.servers.setdefault(alias, ServerPins())
         out = Approval([], [], [])
         wanted = None if picks is None else {(k, n): d for k, n, d in picks}
@@ -317,7 +320,7 @@ class Gate:
             del self._list(alias, pending.kind).pending[pending.name]
             out.approved.append(label)
         out.unknown = [f"{k} {n}" for k, n in (wanted or {})]
-        if picks is None and not self.pending(alias):
+        if (whole or picks is None) and not self.pending(alias):
             server.approved = True
         self.on_pinned()
         return out

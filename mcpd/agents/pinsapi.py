@@ -1,0 +1,112 @@
+"""``mcpd/pins/...``: the socket methods behind ``mcpd approve``, ``mcpd tools
+--pending|--findings`` and ``mcpd pins export|import``.
+
+What waits for approval and what the rules found quote servers' texts as the servers
+sent them (that is what a person has to read before approving), and approving decides
+what every agent's model reads: like ``mcpd/reload``, all of them are only for the
+daemon's own user and root, never for an agent in a profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+from protocol import jsonrpc as rpc
+from protocol.server import RequestContext
+
+from ..registry.pins import BadPins
+from .backend import Control
+from .connection import Connection
+
+
+class _Api(Protocol):
+    control: Control
+
+
+class _Only(msgspec.Struct):
+    server: str | None = None
+
+
+class _Pick(msgspec.Struct):
+    kind: Literal["tool", "prompt", "template"]
+    name: str
+    digest: str
+
+
+class _Approve(msgspec.Struct):
+    server: str
+    # What the person was shown; None: all that waits.
+    items: list[_Pick] | None = None
+    # The server as a whole too (no names were given), once nothing of it waits.
+    whole: bool = False
+
+
+class _Export(msgspec.Struct):
+    servers: list[str] | None = None
+
+
+class _Import(msgspec.Struct):
+    pins: msgspec.Raw
+    replace: bool = False
+
+
+def _owner_only(conn: Connection, method: str) -> None:
+    if not conn.is_owner():
+        raise rpc.RPCError(-32000, f"{method} is only for the daemon's user and root")
+
+
+async def _pending(
+    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    _owner_only(conn, req.method)
+    params = rpc.decode_as(req.params, _Only)
+    return {"pending": api.control.pins.pending(params.server)}
+
+
+async def _findings(
+    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    _owner_only(conn, req.method)
+    params = rpc.decode_as(req.params, _Only)
+    return {"findings": api.control.pins.findings(params.server)}
+
+
+async def _approve(
+    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    _owner_only(conn, req.method)
+    params = rpc.decode_as(req.params, _Approve)
+    picks = None if params.items is None else [(p.kind, p.name, p.digest) for p in params.items]
+    try:
+        return await api.control.pins.approve(params.server, picks, params.whole)
+    except KeyError:
+        raise rpc.RPCError(rpc.INVALID_PARAMS, f"no server named {params.server!r}") from None
+
+
+async def _export(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    _owner_only(conn, req.method)
+    params = rpc.decode_as(req.params, _Export)
+    return api.control.pins.export(params.servers)
+
+
+async def _import(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    _owner_only(conn, req.method)
+    params = rpc.decode_as(req.params, _Import)
+    try:
+        return await api.control.pins.import_pins(bytes(params.pins), params.replace)
+    except BadPins as exc:
+        raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
+
+
+Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
+
+HANDLERS: dict[str, Handler] = {
+    "mcpd/pins/pending": _pending,
+    "mcpd/pins/findings": _findings,
+    "mcpd/pins/approve": _approve,
+    "mcpd/pins/export": _export,
+    "mcpd/pins/import": _import,
+}
