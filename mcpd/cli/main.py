@@ -1,5 +1,5 @@
 """``mcpd serve|status|tools|call|reload|check-config|import|bridge|auth|connect|token``,
-and (in ``surface``) ``prompts|resources|read|prompt``.
+``approve|pins`` (in ``pins_cmds``), and (in ``surface``) ``prompts|resources|read|prompt``.
 
 This module is the command line's grammar, every command in the order ``mcpd
 --help`` lists them, and its entry point. What the commands do is elsewhere: those
@@ -25,7 +25,7 @@ from .exits import EXIT_USAGE
 SURFACE = ("prompts", "resources", "read", "prompt")
 COMMANDS: frozenset[str] = frozenset(
     {"serve", "check-config", "tools", "call", "status", "import", "reload", "bridge"}
-    | {"auth", "token", "connect", *SURFACE}
+    | {"auth", "token", "connect", "approve", "pins", *SURFACE}
 )
 
 
@@ -83,6 +83,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             type=int,
             metavar="N",
             help="report tool names longer than N characters (exit 1 if any)",
+        )
+        t.add_argument(
+            "--pending",
+            action="store_true",
+            help="list the tools, prompts and templates held until `mcpd approve`",
+        )
+        t.add_argument(
+            "--findings",
+            action="store_true",
+            help="list what the finding rules flagged, and hidden characters taken out",
         )
         t.add_argument(
             "--host-prefix",
@@ -144,6 +154,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         b = client_cmd("bridge", "serve MCP on stdin/stdout, relayed to the daemon")
         b.add_argument("--profile", metavar="NAME", help="the profile this host sees")
         b.set_defaults(func=cmd_bridge)
+
+    if want("approve"):
+        from .pins_cmds import add_approve
+
+        add_approve(client_cmd)
+
+    if want("pins"):
+        from .pins_cmds import add_pins
+
+        add_pins(sub)
 
     if want("auth"):
         from .auth import add_auth_commands

@@ -1,0 +1,231 @@
+"""``mcpd approve``, ``mcpd tools --pending|--findings`` and ``mcpd pins
+export|import``: what waits for approval, shown so a person can judge it.
+
+A pending change is shown as a unified diff of the definition as approved and as the
+server offers it now, one field to a line and a description one line of its own to a
+line, with every character that hides or acts on a terminal escaped (``visible``): a
+change of one invisible character shows. ``mcpd approve`` pins exactly what it
+showed (each item's digest goes with the approval), so a server that changes an item
+again while the person reads keeps it held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+from typing import Any, Final
+
+from .client import SOCKET_HELP
+from .client_cmds import client_for
+from .exits import EXIT_FAILED, EXIT_USAGE, ask, fail
+from .visible import visible
+
+_WHY: Final = {
+    "changed": "changed since it was approved",
+    "new": "new since the server was approved",
+    "new_server": "its server is not approved yet",
+    "finding": "flagged by the finding rules",
+}
+# A definition's fields in the order they are shown; others follow, sorted.
+_SCALARS: Final = ("name", "uriTemplate", "title", "mimeType")
+_TEXT: Final = "description"
+
+
+def lines_of(definition: dict[str, Any] | None) -> list[str]:
+    """A definition as lines to compare: what a person reads, escaped."""
+    if definition is None:
+        return []
+    out = [f"{k}: {visible(str(definition[k]))}" for k in _SCALARS if k in definition]
+    if _TEXT in definition:
+        out.append(f"{_TEXT}:")
+        out += [f"  {visible(line)}" for line in str(definition[_TEXT]).split("\n")]
+    for key in sorted(set(definition) - {*_SCALARS, _TEXT}):
+        out.append(f"{key}:")
+        dumped = json.dumps(definition[key], indent=2, sort_keys=True, ensure_ascii=False)
+        out += [f"  {visible(line)}" for line in dumped.split("\n")]
+    return out
+
+
+def diff_of(item: dict[str, Any], color: bool = False) -> list[str]:
+    before, after = lines_of(item.get("approved")), lines_of(item.get("offered"))
+    label = "approved" if item.get("approved") is not None else "(nothing approved)"
+    out = list(difflib.unified_diff(before, after, label, "offered now", lineterm="", n=3))
+    if not color:
+        return out
+    paint = {"+": "32", "-": "31", "@": "36"}
+    return [f"\x1b[{paint[line[0]]}m{line}\x1b[0m" if line[:1] in paint else line for line in out]
+
+
+def _why(item: dict[str, Any]) -> str:
+    why = _WHY.get(str(item.get("why")), str(item.get("why")))
+    rules = f" ({', '.join(item['rules'])})" if item.get("rules") else ""
+    return why + rules
+
+
+def describe(item: dict[str, Any]) -> str:
+    return f"{item['kind']} {visible(item['name'])} of {item['server']}: {_why(item)}"
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    color = sys.stdout.isatty()
+    with client_for(args) as client:
+        waiting = ask(client, "mcpd/pins/pending", {"server": args.server})["pending"]
+        if args.names:
+            wanted = set(args.names)
+            missing = sorted(wanted - {i["name"] for i in waiting})
+            if missing:
+                fail(
+                    EXIT_FAILED,
+                    f"nothing of {args.server} named {', '.join(missing)} waits for approval "
+                    "(`mcpd tools --pending` lists what does)",
+                )
+            waiting = [i for i in waiting if i["name"] in wanted]
+        if not waiting:
+            print(f"nothing of {args.server} waits for approval")
+            return 0
+        for item in waiting:
+            print(describe(item))
+            for line in diff_of(item, color):
+                print(f"  {line}")
+            print()
+        count = f"{len(waiting)} item{'s' if len(waiting) != 1 else ''}"
+        if not args.yes and not _confirmed(f"Approve {count} of {args.server}? [y/N] "):
+            print("nothing approved")
+            return EXIT_FAILED
+        picks = [{"kind": i["kind"], "name": i["name"], "digest": i["digest"]} for i in waiting]
+        params = {"server": args.server, "items": picks, "whole": not args.names}
+        result = ask(client, "mcpd/pins/approve", params)
+    for label in result.get("approved") or []:
+        print(f"approved: {visible(label)}")
+    stale = result.get("stale") or []
+    for label in stale:
+        print(f"still held: {visible(label)} changed again since it was shown; run this again")
+    if not result.get("saved", True):
+        print("mcpd: the pins could not be saved (see the journal): approved until mcpd stops")
+    return EXIT_FAILED if stale else 0
+
+
+def _confirmed(question: str) -> bool:
+    if not sys.stdin.isatty():
+        fail(
+            EXIT_FAILED,
+            "nothing approved: not at a terminal to ask (--yes approves what is shown)",
+        )
+    try:
+        answer = input(question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def print_pending(items: list[dict[str, Any]]) -> int:
+    if not items:
+        print("nothing waits for approval")
+        return 0
+    rows = [(i["server"], i["kind"], visible(i["name"]), _why(i)) for i in items]
+    name_w = max(len(r[2]) for r in rows)
+    print(f"{'SERVER':<16} {'KIND':<8} {'NAME':<{name_w}}  WHY")
+    for server, kind, name, why in rows:
+        print(f"{server:<16} {kind:<8} {name:<{name_w}}  {why}")
+    servers = sorted({i["server"] for i in items})
+    print(
+        f"{len(items)} item{'s' if len(items) != 1 else ''} wait for approval; "
+        + "; ".join(f"mcpd approve {s}" for s in servers)
+        + " shows each change and asks"
+    )
+    return 0
+
+
+def print_findings(items: list[dict[str, Any]]) -> int:
+    if not items:
+        print("no findings")
+        return 0
+    for f in items:
+        print(
+            f"{f['server']} {f['kind']} {visible(f['name'])}: {f['rule']} in "
+            f"{visible(f['where'])}: {visible(f['excerpt'])}"
+        )
+    print(f"{len(items)} finding{'s' if len(items) != 1 else ''}")
+    return 0
+
+
+def cmd_pins(args: argparse.Namespace) -> int:
+    if args.pins_command == "export":
+        return _export(args)
+    return _import(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        pins = ask(client, "mcpd/pins/export", {"servers": args.servers or None})
+    missing = sorted(set(args.servers) - set(pins.get("servers") or {}))
+    if missing:
+        fail(EXIT_FAILED, f"no pins of {', '.join(missing)}")
+    text = json.dumps(pins, indent=2, ensure_ascii=False) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    if os.path.exists(args.output) and not args.force:
+        fail(EXIT_USAGE, f"{args.output} exists (use --force to replace it)")
+    try:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        fail(EXIT_USAGE, f"cannot write {args.output}: {exc.strerror}")
+    count = sum(
+        len(s.get(kind) or {})
+        for s in pins["servers"].values()
+        for kind in ("tools", "prompts", "templates")
+    )
+    print(f"mcpd: {count} pinned items of {len(pins['servers'])} server(s) in {args.output}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    try:
+        if args.file == "-":
+            text = sys.stdin.read()
+        else:
+            with open(args.file, encoding="utf-8") as f:
+                text = f.read()
+        document = json.loads(text)
+    except OSError as exc:
+        fail(EXIT_USAGE, f"cannot read {args.file}: {exc.strerror}")
+    except ValueError as exc:
+        fail(EXIT_USAGE, f"{args.file} is not JSON: {exc}")
+    with client_for(args) as client:
+        result = ask(client, "mcpd/pins/import", {"pins": document, "replace": args.replace})
+    servers = ", ".join(result["servers"]) or "no server"
+    print(
+        f"imported {result['items']} pinned items of {servers}; "
+        f"{result['released']} held item(s) released"
+    )
+    return 0 if result.get("saved", True) else EXIT_FAILED
+
+
+def add_approve(client_cmd: Any) -> None:
+    """``approve`` in the command line's grammar."""
+    a = client_cmd("approve", "show what changed in a server's definitions, and approve it")
+    a.add_argument("server", metavar="ALIAS")
+    a.add_argument("names", nargs="*", metavar="NAME", help="only these (the server's names)")
+    a.add_argument("--yes", action="store_true", help="approve what is shown without asking")
+    a.set_defaults(func=cmd_approve)
+
+
+def add_pins(sub: Any) -> None:
+    """``pins export|import`` in the command line's grammar."""
+    p = sub.add_parser("pins", help="export or import the approved definitions")
+    ps = p.add_subparsers(dest="pins_command", required=True)
+    e = ps.add_parser("export", help="print (or write) the pins, for another machine")
+    e.add_argument("servers", nargs="*", metavar="ALIAS", help="only these servers")
+    e.add_argument("-o", "--output", help="write them to this file instead of stdout")
+    e.add_argument("--force", action="store_true", help="replace --output if it exists")
+    i = ps.add_parser("import", help="take an export's pins as approved")
+    i.add_argument("file", metavar="FILE", help="an export (- for stdin)")
+    i.add_argument("--replace", action="store_true", help="a server in FILE keeps no other pins")
+    for parser in (e, i):
+        parser.add_argument("--socket", help=SOCKET_HELP)
+    p.set_defaults(func=cmd_pins)
