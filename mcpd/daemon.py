@@ -325,6 +325,10 @@ class Daemon:
                 "summary": self.supervisor.summary(),
                 "state_file": self.state.path,
                 "warnings": [w for w in [self.tool_budget.warning(self.registry.size())] if w],
+                **{
+                    key: sum(s.get(key, 0) for s in servers)
+                    for key in ("held", "definition_changes", "findings")
+                },
                 "http": None if endpoint is None else display_url(endpoint.url),
             },
             "servers": servers,

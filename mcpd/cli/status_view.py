@@ -51,6 +51,11 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
     ]
     for warning in d.get("warnings") or []:
         lines.append(_paint(f"warning: {visible(warning)}", "degraded", color))
+    if d.get("held"):
+        held = f"{d['held']} item{'s' if d['held'] != 1 else ''}"
+        lines.append(
+            _paint(f"held: {held} wait for approval (mcpd tools --pending)", "degraded", color)
+        )
     header = (
         f"{'SERVER':<16} {'STATE':<11} {'ERA':<7} {'TOOLS':>5} {'PRMPT':>5} {'RES':>4} "
         f"{'SINCE':>8} {'RETRY':>8} {'CALLS':>6} {'P50ms':>7} {'P99ms':>7}  LAST ERROR"
@@ -74,7 +79,7 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         if state not in ("ready", "degraded", "starting", "idle"):
             for tail in s.get("stderr") or []:
                 lines.append(f"{'':<16} stderr| {visible(tail)}")
-        lines += [f"{'':<16} {visible(note)}" for note in trim_notes(s)]
+        lines += [f"{'':<16} {visible(note)}" for note in trim_notes(s) + pin_notes(s)]
     profiles = status.get("profiles") or []
     if len(profiles) > 1 or any(p.get("warning") for p in profiles):
         lines += profile_lines(profiles, color)
@@ -119,6 +124,18 @@ def trim_notes(server: dict[str, Any]) -> list[str]:
     if len(notes) > _TRIMS_SHOWN:
         more = len(notes) - _TRIMS_SHOWN + 1
         notes[_TRIMS_SHOWN - 1 :] = [f"... and {more} more (mcpd status --json lists them)"]
+    return notes
+
+
+def pin_notes(server: dict[str, Any]) -> list[str]:
+    """What of the server is held until approved, and what the rules found."""
+    alias = server.get("alias", "?")
+    notes = []
+    held, found = server.get("held", 0), server.get("findings", 0)
+    if held:
+        notes.append(f"held| {held} item(s) wait for approval: mcpd approve {alias}")
+    if found:
+        notes.append(f"findings| {found} item(s) flagged: mcpd tools --findings")
     return notes
 
 

@@ -422,4 +422,6 @@ class Runner:
         if self.login is not None and self.auth is not None and self.auth.enabled:
             row["auth"] = self.login.status()
         trims = list_trims(self.lists.cut, self.surface.trimmed, up.instructions_cut if up else "")
-        return row | surface_counts(catalog_of(self.registry), self.alias) | trims
+        # Items held until approved, definition changes seen, items with findings.
+        pins = self.registry.gate.counts(self.alias)
+        return row | surface_counts(catalog_of(self.registry), self.alias) | trims | pins
