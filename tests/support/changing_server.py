@@ -1,0 +1,161 @@
+"""A stdio MCP server whose definitions a test rewrites while it runs: a server that
+changes what it says its tools, prompts and templates are, after it was approved.
+
+    python changing_server.py DEFINITIONS.json LOG [--era both|legacy|modern]
+
+``DEFINITIONS.json`` is read again for every list: ``{"tools": [...], "prompts":
+[...], "resourceTemplates": [...], "instructions": "..."}``. Calling its tool
+``relist`` (always listed as it is) makes it announce that all three lists changed:
+unsolicited to a legacy client, on the open ``subscriptions/listen`` to a modern
+one. Each call, get and read it answers is appended to ``LOG`` (``tools/call
+NAME``), so a test can tell what reached it. Plain stdlib, so it starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any
+
+MODERN = "2026-07-28"
+RELIST = {
+    "name": "relist",
+    "description": "Announce that the lists changed.",
+    "inputSchema": {"type": "object"},
+}
+CAPABILITIES = {
+    "tools": {"listChanged": True},
+    "prompts": {"listChanged": True},
+    "resources": {"listChanged": True},
+}
+
+path, log_path = sys.argv[1], sys.argv[2]
+era = sys.argv[sys.argv.index("--era") + 1] if "--era" in sys.argv else "both"
+lock = threading.Lock()
+state: dict[str, Any] = {"era": None, "listen": None}
+
+
+def write(msg: dict[str, Any]) -> None:
+    with lock:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+
+def result(rid: Any, res: dict[str, Any]) -> None:
+    if state["era"] == "modern":
+        res.setdefault("resultType", "complete")
+    write({"jsonrpc": "2.0", "id": rid, "result": res})
+
+
+def error(rid: Any, code: int, message: str, data: Any = None) -> None:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    write({"jsonrpc": "2.0", "id": rid, "error": err})
+
+
+def definitions() -> dict[str, Any]:
+    with open(path, encoding="utf-8") as f:
+        loaded: dict[str, Any] = json.load(f)
+    return loaded
+
+
+def logged(line: str) -> None:
+    with open(log_path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+def announce() -> None:
+    methods = [f"notifications/{kind}/list_changed" for kind in ("tools", "prompts", "resources")]
+    listen = state["listen"]
+    for method in methods:
+        if state["era"] == "modern":
+            if listen is None:
+                continue
+            params = {"_meta": {"io.modelcontextprotocol/subscriptionId": listen}}
+            write({"jsonrpc": "2.0", "method": method, "params": params})
+        else:
+            write({"jsonrpc": "2.0", "method": method})
+
+
+def handle(msg: dict[str, Any]) -> None:
+    method, rid = msg.get("method"), msg.get("id")
+    params = msg.get("params") or {}
+    if rid is None:
+        return
+    if method == "server/discover":
+        if era == "legacy":
+            error(rid, -32601, "Method not found")
+            return
+        state["era"] = "modern"
+        said = definitions().get("instructions")
+        body = {"supportedVersions": [MODERN], "capabilities": CAPABILITIES, "ttlMs": 0}
+        if said is not None:
+            body["instructions"] = said
+        result(rid, body)
+    elif method == "initialize":
+        if era == "modern":
+            error(rid, -32022, "modern only", {"supported": [MODERN]})
+            return
+        state["era"] = "legacy"
+        body = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": CAPABILITIES,
+            "serverInfo": {"name": "changing", "version": "1"},
+        }
+        said = definitions().get("instructions")
+        if said is not None:
+            body["instructions"] = said
+        result(rid, body)
+    elif method == "tools/list":
+        result(rid, {"tools": [RELIST, *definitions().get("tools", [])]})
+    elif method == "prompts/list":
+        result(rid, {"prompts": definitions().get("prompts", [])})
+    elif method == "resources/list":
+        result(rid, {"resources": definitions().get("resources", [])})
+    elif method == "resources/templates/list":
+        result(rid, {"resourceTemplates": definitions().get("resourceTemplates", [])})
+    elif method == "tools/call":
+        name = params.get("name")
+        logged(f"tools/call {name}")
+        if name == "relist":
+            result(rid, {"content": [{"type": "text", "text": "announced"}]})
+            announce()
+            return
+        result(rid, {"content": [{"type": "text", "text": f"called {name}"}]})
+    elif method == "prompts/get":
+        logged(f"prompts/get {params.get('name')}")
+        text = {"type": "text", "text": f"prompt {params.get('name')}"}
+        result(rid, {"messages": [{"role": "user", "content": text}]})
+    elif method == "resources/read":
+        uri = params.get("uri")
+        logged(f"resources/read {uri}")
+        result(rid, {"contents": [{"uri": uri, "text": f"read {uri}"}]})
+    elif method == "subscriptions/listen":
+        state["listen"] = rid
+        honoured = {k: True for k, v in (params.get("notifications") or {}).items() if v is True}
+        write(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/subscriptions/acknowledged",
+                "params": {
+                    "_meta": {"io.modelcontextprotocol/subscriptionId": rid},
+                    "notifications": honoured,
+                },
+            }
+        )
+    elif method == "ping":
+        result(rid, {})
+    else:
+        error(rid, -32601, f"Method not found: {method}")
+
+
+def main() -> None:
+    for line in sys.stdin:
+        line = line.strip()
+        if line:
+            handle(json.loads(line))
+
+
+main()
