@@ -12,6 +12,8 @@ from msgspec import UNSET
 
 from protocol import mcp
 
+from ..registry.clean import clean_text
+
 
 def wall(mono: float) -> float:
     """A trio clock reading as Unix time (the clock may be a test's MockClock)."""
@@ -62,6 +64,13 @@ class Outage(msgspec.Struct, frozen=True):
     # A child's last line on stderr ("Error: missing API_KEY"), where an exit status
     # alone would tell a model (and the user it talks to) nothing they can act on.
     stderr: str | None = None
+
+    def __post_init__(self) -> None:
+        # The reason and the stderr line quote what a server wrote, and a model reads
+        # them: cleaned as everything else a server writes for it is.
+        msgspec.structs.force_setattr(self, "reason", clean_text(self.reason)[0])
+        if self.stderr is not None:
+            msgspec.structs.force_setattr(self, "stderr", clean_text(self.stderr)[0])
 
     def meta(self) -> dict[str, Any]:
         out = {

@@ -453,3 +453,21 @@ async def test_with_on_finding_hold_a_flagged_tool_is_held_until_approved(tmp_pa
             assert code == 0, err
             called = await agent.call("mcp__tickets__create")
             assert called["content"][0]["text"] == "called create"
+
+
+async def test_an_outage_quotes_a_server_s_words_cleaned(tmp_path: Path) -> None:
+    from tests.support.hostile_text_server import HOSTILE
+
+    hostile = str(Path(SERVER).with_name("hostile_text_server.py"))
+    cfg = config(tmp_path, {"hostile": {"command": sys.executable, "args": [hostile, "--fail"]}})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            result = await agent.call("mcp__hostile__peek")
+            said = (await agent.result("server/discover"))["instructions"]
+    text = result["content"][0]["text"]
+    assert "Its last line on stderr" in text and "Current outages" in said
+    for seen in (text, said):
+        for ch in (*INVISIBLE, "\r", "\x07"):
+            assert ch not in seen
+    assert "covered link esrever zerowidth" in text
+    assert HOSTILE not in text
