@@ -1,7 +1,8 @@
 """What a server writes reaches the operator's terminal as text, never as terminal
-commands: every command that prints a server's words (tools, a call's result, its
-error and progress, prompts, resources, status with its stderr tails and errors)
-shows escapes and hidden characters as visible escapes."""
+commands: every command that prints a server's words (a call's result, its error and
+progress, a prompt, a resource, status with its stderr tails and errors) shows escapes
+and hidden characters as visible escapes; its lists (tools, prompts, resources) come
+cleaned of them by the daemon."""
 
 from __future__ import annotations
 
@@ -61,13 +62,15 @@ async def test_every_command_shows_a_servers_hidden_characters(tmp_path: Path) -
     with trio.fail_after(LIMIT):
         async with running(cfg) as daemon:
             sock = daemon.socket_path
+            for argv in (("tools",), ("prompts",), ("resources",)):
+                code, out, err = await mcpd(sock, *argv)
+                assert code == 0, (argv, out, err)
+                assert [ch for ch in RAW if ch in out] == [], argv
+                assert "shown covered link esrever zerowidth  end" in out, (argv, out)
             outputs: dict[str, str] = {}
             for argv in (
-                ("tools",),
                 ("call", "mcp__evil__peek"),
-                ("prompts",),
                 ("prompt", "mcp__evil__greet"),
-                ("resources",),
                 ("read", "file:///hostile"),
             ):
                 code, out, err = await mcpd(sock, *argv)
