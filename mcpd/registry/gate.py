@@ -54,6 +54,15 @@ class Verdicts(msgspec.Struct, Generic[T]):
     shown: dict[str, T]  # by the server's name (a template's URI template)
     held: dict[str, str]  # the held ones: why, in words a model can act on
 
+    def same_as(self, other: Verdicts[T]) -> bool:
+        """Whether agents would be shown the very same items (judging the same list
+        again gives the same objects for what did not change)."""
+        return (
+            self.held == other.held
+            and self.shown.keys() == other.shown.keys()
+            and all(item is other.shown[name] for name, item in self.shown.items())
+        )
+
 
 class Pending(msgspec.Struct):
     """A held item: what the server offers now, and what was approved before."""
@@ -93,7 +102,7 @@ class _Seen(msgspec.Struct):
 class _List:
     """What the gate keeps of one list of one server (its tools, say)."""
 
-    __slots__ = ("findings", "memo", "pending", "told")
+    __slots__ = ("findings", "memo", "pending", "told", "views")
 
     def __init__(self) -> None:
         # The item each cleaning and digest was made of (kept: identity is the key).
@@ -102,10 +111,13 @@ class _List:
         self.findings: dict[str, list[Finding]] = {}
         # What the journal was last told of each item: (digest, what happened).
         self.told: dict[tuple[str, str], str] = {}
+        # What agents are shown of each held item, by the approved pin's digest ("" for
+        # none): the same object while that holds.
+        self.views: dict[str, tuple[str, Item]] = {}
 
     def keep_only(self, names: set[str]) -> None:
         """Forget what the server no longer lists (its pins stay)."""
-        for store in (self.memo, self.pending, self.findings):
+        for store in (self.memo, self.pending, self.findings, self.views):
             for name in [n for n in store if n not in names]:
                 del store[name]
         for key in [k for k in self.told if k[0] not in names]:
@@ -243,7 +255,11 @@ class Gate:
             rules = sorted({f.rule for f in seen.findings}) if why == "finding" else []
             held[name] = held_reason(why, alias, rules)
             approved = pin if why == "changed" else None
-            shown[name] = self._held_view(kind, name, approved)  # type: ignore[assignment]
+            key = approved.digest if approved is not None else ""
+            view = state.views.get(name)
+            if view is None or view[0] != key:
+                view = state.views[name] = (key, self._held_view(kind, name, approved))
+            shown[name] = view[1]  # type: ignore[assignment]
             state.pending[name] = Pending(alias, kind, name, why, offered, approved, rules)
             if why in ("changed", "new"):
                 self._changed(state, news, name, offered.digest, why, "hold")

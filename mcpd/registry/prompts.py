@@ -53,13 +53,13 @@ class PromptEntry:
 
 
 class _Server:
-    __slots__ = ("available", "held", "marker", "originals", "raw", "shown")
+    __slots__ = ("available", "held", "judged", "marker", "originals", "raw", "shown")
 
     def __init__(
         self, raw: dict[str, surface.Prompt], rules: ToolsConfig | None, gate: Gate, alias: str
     ) -> None:
         self.raw = raw
-        judged = gate.prompts(alias, raw)
+        self.judged = judged = gate.prompts(alias, raw)
         self.held = judged.held  # by the server's own name
         self.shown, self.originals = _curate(judged.shown, rules)
         self.available = True
@@ -88,9 +88,10 @@ class PromptTable:
         return True
 
     def rejudge(self, alias: str) -> bool:
-        """The server's prompts through the gate again (pins or settings changed)."""
+        """The server's prompts through the gate again (pins or settings changed);
+        whether what agents see of them changed."""
         old = self._servers.get(alias)
-        if old is None:
+        if old is None or self.gate.prompts(alias, old.raw).same_as(old.judged):
             return False
         self._install(alias, old.raw)
         return True

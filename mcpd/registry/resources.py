@@ -69,7 +69,7 @@ class Ambiguous(msgspec.Struct, frozen=True):
 
 
 class _Server:
-    __slots__ = ("available", "held", "marker", "raw", "resources", "templates")
+    __slots__ = ("available", "held", "judged", "marker", "raw", "resources", "templates")
 
     def __init__(
         self,
@@ -79,7 +79,7 @@ class _Server:
     ) -> None:
         self.raw = raw  # as the server listed them
         self.resources = gate.resources(alias, raw[0])  # cleaned
-        judged = gate.templates(alias, raw[1])
+        self.judged = judged = gate.templates(alias, raw[1])
         self.templates = list(judged.shown.values())
         self.held = judged.held  # why each held template is, by its URI template
         self.available = True
@@ -158,9 +158,10 @@ class ResourceTable:
         return True
 
     def rejudge(self, alias: str) -> bool:
-        """The server's templates through the gate again (pins or settings changed)."""
+        """The server's templates through the gate again (pins or settings changed);
+        whether what agents see of them changed (its resources are not pinned)."""
         old = self._servers.get(alias)
-        if old is None:
+        if old is None or self.gate.templates(alias, old.raw[1]).same_as(old.judged):
             return False
         self._install(alias, old.raw)
         return True

@@ -102,7 +102,17 @@ def listed_name(item: Listed) -> str:
 
 
 class _Server:
-    __slots__ = ("available", "flags", "held", "marker", "originals", "raw", "tools", "trusted")
+    __slots__ = (
+        "available",
+        "flags",
+        "held",
+        "judged",
+        "marker",
+        "originals",
+        "raw",
+        "tools",
+        "trusted",
+    )
 
     def __init__(
         self,
@@ -113,7 +123,8 @@ class _Server:
         alias: str,
     ) -> None:
         self.raw = raw  # as the server listed them
-        judged = gate.tools(alias, raw)  # cleaned, and held where the pins say so
+        # Cleaned, and held where the pins say so.
+        self.judged = judged = gate.tools(alias, raw)
         # Why each held tool is held, by the server's own name.
         self.held = judged.held
         curated = curate(judged.shown, rules)
@@ -180,9 +191,9 @@ class Registry:
 
     def rejudge(self, alias: str) -> bool:
         """The server's tools through the gate again (its pins or settings changed);
-        whether it has any."""
+        whether what agents see of them changed."""
         old = self._servers.get(alias)
-        if old is None:
+        if old is None or self.gate.tools(alias, old.raw).same_as(old.judged):
             return False
         self._install(alias, old.raw, old.trusted)
         return True
