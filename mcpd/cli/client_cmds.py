@@ -34,7 +34,9 @@ def client_for(args: argparse.Namespace) -> Client:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     if args.pending or args.findings:
-        return _held_or_found(args)
+        from .pins_cmds import cmd_held_or_found
+
+        return cmd_held_or_found(args)
     footer = None
     with client_for(args) as client:
         try:
@@ -76,20 +78,6 @@ def cmd_tools(args: argparse.Namespace) -> int:
         print(f"{name:<{name_w}}  {server:<12} {desc}")
     print(f"{len(tools)} tools" + (f"; {footer}" if footer else ""))
     return 0
-
-
-def _held_or_found(args: argparse.Namespace) -> int:
-    """``mcpd tools --pending`` and ``--findings``."""
-    from .pins_cmds import print_findings, print_pending
-
-    key = "pending" if args.pending else "findings"
-    method = f"mcpd/pins/{key}"
-    with client_for(args) as client:
-        items = ask(client, method)[key]
-    if args.json:
-        print(json.dumps({key: items}, indent=2))
-        return 0
-    return print_pending(items) if args.pending else print_findings(items)
 
 
 def _profile_footer(seen: dict[str, Any]) -> str:

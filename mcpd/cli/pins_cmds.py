@@ -18,9 +18,9 @@ import os
 import sys
 from typing import Any, Final
 
-from .client import SOCKET_HELP
-from .client_cmds import client_for
-from .exits import EXIT_FAILED, EXIT_USAGE, ask, fail
+from ..config.paths import client_socket_path
+from .client import SOCKET_HELP, Client, Unreachable
+from .exits import EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, ask, fail
 from .visible import visible
 
 _WHY: Final = {
@@ -32,6 +32,13 @@ _WHY: Final = {
 # A definition's fields in the order they are shown; others follow, sorted.
 _SCALARS: Final = ("name", "uriTemplate", "title", "mimeType")
 _TEXT: Final = "description"
+
+
+def client_for(args: argparse.Namespace) -> Client:
+    try:
+        return Client(client_socket_path(args.socket))
+    except Unreachable as exc:
+        fail(EXIT_UNREACHABLE, str(exc))
 
 
 def lines_of(definition: dict[str, Any] | None) -> list[str]:
@@ -119,6 +126,17 @@ def _confirmed(question: str) -> bool:
     except EOFError:
         return False
     return answer.strip().lower() in ("y", "yes")
+
+
+def cmd_held_or_found(args: argparse.Namespace) -> int:
+    """``mcpd tools --pending`` and ``--findings``."""
+    key = "pending" if args.pending else "findings"
+    with client_for(args) as client:
+        items = ask(client, f"mcpd/pins/{key}")[key]
+    if args.json:
+        print(json.dumps({key: items}, indent=2))
+        return 0
+    return print_pending(items) if args.pending else print_findings(items)
 
 
 def print_pending(items: list[dict[str, Any]]) -> int:
