@@ -63,7 +63,7 @@ def part(said: Said, limit: int) -> str:
     body = said.text
     cut = ""
     if len(body) > limit:
-        body, cut = body[:limit], f"[mcpd] {alias!r}'s text is cut at {limit} characters."
+        body, cut = body[:limit], f"[mcpd] The text of {alias!r} is cut at {limit} characters."
     lines += [quoted(line) for line in body.split("\n")] if body else []
     if cut:
         lines.append(cut)

@@ -18,6 +18,7 @@ import pytest
 import trio
 
 from tests.support.agent import Agent, connect, make_config, running
+from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 
 SERVER = str(Path(__file__).resolve().parents[1] / "support" / "changing_server.py")
 SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}}
@@ -471,3 +472,32 @@ async def test_an_outage_quotes_a_server_s_words_cleaned(tmp_path: Path) -> None
             assert ch not in seen
     assert "covered link esrever zerowidth" in text
     assert HOSTILE not in text
+
+
+@needs_root
+async def test_only_the_daemon_s_own_user_sees_what_waits_and_approves(tmp_path: Path) -> None:
+    uid = peer_uid()
+    sock = shared_dir() / "mcpd.sock"
+    server = Changing(tmp_path)
+    cfg = config(
+        tmp_path,
+        {"tickets": server.config()},
+        socket=str(sock),
+        socket_mode="0666",
+        allow_uids=[uid],
+        hold_new_servers=True,
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            for method in (
+                "mcpd/pins/pending",
+                "mcpd/pins/findings",
+                "mcpd/pins/approve",
+                "mcpd/pins/export",
+                "mcpd/pins/import",
+            ):
+                denied = json.loads(await run_as(uid, ONE_REQUEST, str(sock), method))
+                assert "only for the daemon's user and root" in denied["error"]["message"]
+            async with connect(daemon.socket_path) as agent:
+                tools = await agent.tools()
+                assert {t["_meta"]["mcpd/available"] for t in tools} == {False}
