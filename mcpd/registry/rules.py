@@ -16,7 +16,7 @@ always write something no rule sees, which is why changed definitions are held.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Final
 
 import msgspec
@@ -48,7 +48,6 @@ _SENTENCE_END: Final = re.compile(r"[.!?;](?=\s)|\n")
 # Two words that read as one.
 _PAIRS: Final = {
     ("do", "not"): "don't",
-    ("does", "not"): "doesn't",
     ("must", "not"): "mustn't",
     ("should", "not"): "shouldn't",
     ("will", "not"): "won't",
@@ -112,36 +111,37 @@ ORDERS: Final = _words(
 )
 SUPERSEDE: Final = _words("supersede supersedes overrule overrules")
 
-# Files and stores no tool description has reason to send a model to.
+# Files and stores no tool description has reason to send a model to, each with a word
+# it is read as (a text without the word cannot name the file).
 SENSITIVE_PATHS: Final = (
-    "~/.ssh",
-    ".ssh/",
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
-    "authorized_keys",
-    ".aws/credentials",
-    ".aws/config",
-    ".azure/",
-    "application_default_credentials",
-    "mcp.json",
-    "claude_desktop_config",
-    "/etc/passwd",
-    "/etc/shadow",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    ".git-credentials",
-    ".docker/config.json",
-    ".kube/config",
-    ".gnupg",
-    ".bash_history",
-    ".zsh_history",
-    "wallet.dat",
-    "cookies.sqlite",
-    "login data",
-    ".env",
+    ("~/.ssh", "ssh"),
+    (".ssh/", "ssh"),
+    ("id_rsa", "id_rsa"),
+    ("id_dsa", "id_dsa"),
+    ("id_ecdsa", "id_ecdsa"),
+    ("id_ed25519", "id_ed25519"),
+    ("authorized_keys", "authorized_keys"),
+    (".aws/credentials", "aws"),
+    (".aws/config", "aws"),
+    (".azure/", "azure"),
+    ("application_default_credentials", "application_default_credentials"),
+    ("mcp.json", "mcp"),
+    ("claude_desktop_config", "claude_desktop_config"),
+    ("/etc/passwd", "passwd"),
+    ("/etc/shadow", "shadow"),
+    (".netrc", "netrc"),
+    (".npmrc", "npmrc"),
+    (".pypirc", "pypirc"),
+    (".git-credentials", "credentials"),
+    (".docker/config.json", "docker"),
+    (".kube/config", "kube"),
+    (".gnupg", "gnupg"),
+    (".bash_history", "bash_history"),
+    (".zsh_history", "zsh_history"),
+    ("wallet.dat", "wallet"),
+    ("cookies.sqlite", "sqlite"),
+    ("login data", "login"),
+    (".env", "env"),
 )
 # Blocks that a UI folds away or a model takes for the system's voice.
 HIDDEN_TAGS: Final = (
@@ -161,38 +161,41 @@ _BLANK_LINES: Final = 20  # blank lines in a row that push text out of view
 
 
 Step = tuple[frozenset[str], int]  # (words, how many words may come before it)
-# "when this tool is available": the shadowing attack's way of speaking of others.
-_WHILE_PRESENT: Final = [
-    (_words("when whenever while if"), 0),
-    (_words("this"), 0),
-    (TOOL, 0),
-    (_words("is are"), 1),
-    (PRESENT, 1),
-]
 
 
-class _Sentence:
-    __slots__ = ("words",)
+class Pattern:
+    """Words that follow each other in one sentence, each set's word within its gap of
+    the last (``unless``: none of these in a gap)."""
 
-    def __init__(self, words: list[str]) -> None:
-        self.words = words
+    __slots__ = ("key", "steps", "unless")
 
-    def find(self, steps: Sequence[Step], unless: frozenset[str] = frozenset()) -> bool:
-        """Whether the words of ``steps`` follow each other, each within its gap of the
-        last (first occurrence each time), with none of ``unless`` in the gaps."""
-        words = self.words
-        first = steps[0][0]
+    def __init__(self, *steps: Step, unless: frozenset[str] = frozenset(), key: int = 0) -> None:
+        self.steps = steps
+        self.unless = unless
+        # The step whose words descriptions use least: a text without any of them is
+        # passed over at once.
+        self.key = steps[key][0]
+
+    def possible(self, words: set[str]) -> bool:
+        """Whether a text of these words could match at all (every step's words occur):
+        most texts are ruled out here, without reading them sentence by sentence."""
+        return all(not words.isdisjoint(wanted) for wanted, _ in self.steps)
+
+    def found(self, words: list[str]) -> bool:
+        """Whether the pattern is in one sentence's ``words`` (the first occurrence of
+        each step's words after the last is taken)."""
+        first = self.steps[0][0]
         for i, word in enumerate(words):
             if word not in first:
                 continue
             at = i
-            for wanted, gap in steps[1:]:
+            for wanted, gap in self.steps[1:]:
                 nxt = -1
                 for j in range(at + 1, min(len(words), at + gap + 2)):
                     if words[j] in wanted:
                         nxt = j
                         break
-                    if words[j] in unless:
+                    if words[j] in self.unless:
                         break
                 if nxt < 0:
                     break
@@ -201,63 +204,87 @@ class _Sentence:
                 return True
         return False
 
-    def has(self, *sets: frozenset[str]) -> bool:
-        present = set(self.words)
-        return all(not present.isdisjoint(s) for s in sets)
+
+_SENTENCE_RULES: Final[tuple[tuple[str, tuple[Pattern, ...]], ...]] = (
+    (
+        CONCEAL,
+        (
+            Pattern((NEGATION, 0), (TELL, 2), (PERSON, 10)),
+            Pattern((NEGATION, 0), (_words("mention reveal disclose"), 1), (THIS, 3)),
+            Pattern((HIDE, 0), (_words("from"), 5), (PERSON, 2)),
+            Pattern((PERSON, 0), (UNAWARE, 2), (NOTICE, 2), key=1),
+            Pattern((PERSON, 0), (_words("won't wont"), 1), (_words("notice"), 1), key=1),
+        ),
+    ),
+    (EXFILTRATION, (Pattern((READ, 0), (CREDENTIAL, 10), (PASS_ON, 10), key=1),)),
+    (
+        OTHER_TOOLS,
+        (
+            Pattern((NEGATION - {"without"}, 0), (USE, 2), (TOOL, 4), unless=_words("this")),
+            Pattern((WHEN, 0), (USE, 3), (ANY_OTHER, 3), (TOOL, 3)),
+            # "when this tool is available": how shadowing speaks of the others.
+            Pattern(
+                (_words("when whenever while if"), 0),
+                (_words("this"), 0),
+                (TOOL, 0),
+                (_words("is are"), 1),
+                (PRESENT, 1),
+                key=4,
+            ),
+            Pattern((_words("side_effect"), 0), (_words("on"), 3), (TOOL, 6)),
+            Pattern((ANY_OTHER, 0), (TRAFFIC, 1), (MUST, 3), (ROUTED, 4), key=3),
+        ),
+    ),
+    (
+        OVERRIDE,
+        (
+            Pattern((IGNORE, 0), (EARLIER, 3), (ORDERS, 2)),
+            Pattern((SUPERSEDE, 0), (EARLIER, 3), (ORDERS, 2)),
+        ),
+    ),
+)
+_PAIR_FIRSTS: Final = frozenset(first for first, _ in _PAIRS)
+_KEYS: Final = frozenset().union(*(p.key for _, ps in _SENTENCE_RULES for p in ps))
+# A text with none of these words (as written, before pairs are made one) matches no
+# pattern: the keys, and the first word of each pair that makes one.
+_RAW_KEYS: Final = _KEYS | {first for (first, _), one in _PAIRS.items() if one in _KEYS}
 
 
-def _sentences(text: str) -> list[_Sentence]:
-    out = []
-    for part in _SENTENCE_END.split(text.lower().replace("\u2019", "'")):
-        words = _WORD.findall(part)
-        merged: list[str] = []
-        for word in words:
-            pair = _PAIRS.get((merged[-1], word)) if merged else None
-            if pair is not None:
-                merged[-1] = pair
-            else:
-                merged.append(word)
-        if merged:
-            out.append(_Sentence(merged))
+def _merged(words: list[str]) -> list[str]:
+    """Words with the pairs that read as one (``do not``) made one."""
+    out: list[str] = []
+    for word in words:
+        pair = _PAIRS.get((out[-1], word)) if out else None
+        if pair is not None:
+            out[-1] = pair
+        else:
+            out.append(word)
     return out
 
 
-def _conceals(s: _Sentence) -> bool:
-    return (
-        s.find([(NEGATION, 0), (TELL, 2), (PERSON, 10)])
-        or s.find([(NEGATION, 0), (frozenset({"mention", "reveal", "disclose"}), 1), (THIS, 3)])
-        or s.find([(HIDE, 0), (frozenset({"from"}), 5), (PERSON, 2)])
-        or s.find([(PERSON, 0), (UNAWARE, 2), (NOTICE, 2)])
-        or s.find([(PERSON, 0), (frozenset({"won't", "wont"}), 1), (frozenset({"notice"}), 1)])
-    )
-
-
-def _exfiltrates(s: _Sentence) -> bool:
-    return s.find([(READ, 0), (CREDENTIAL, 10), (PASS_ON, 10)])
-
-
-def _redirects(s: _Sentence) -> bool:
-    return (
-        s.find([(NEGATION - {"without"}, 0), (USE, 2), (TOOL, 4)], unless=_words("this"))
-        or s.find([(WHEN, 0), (USE, 3), (ANY_OTHER, 3), (TOOL, 3)])
-        or s.find(_WHILE_PRESENT)
-        or s.find([(frozenset({"side_effect"}), 0), (frozenset({"on"}), 3), (TOOL, 6)])
-        or s.find([(ANY_OTHER, 0), (TRAFFIC, 1), (MUST, 3), (ROUTED, 4)])
-    )
-
-
-def _overrides(s: _Sentence) -> bool:
-    return s.find([(IGNORE, 0), (EARLIER, 3), (ORDERS, 2)]) or s.find(
-        [(SUPERSEDE, 0), (EARLIER, 3), (ORDERS, 2)]
-    )
-
-
-_SENTENCE_RULES: Final = (
-    (CONCEAL, _conceals),
-    (EXFILTRATION, _exfiltrates),
-    (OTHER_TOOLS, _redirects),
-    (OVERRIDE, _overrides),
-)
+def _sentence_findings(
+    where: str, lower: str, words: list[str], present: set[str]
+) -> list[Finding]:
+    if present.isdisjoint(_RAW_KEYS):
+        return []
+    if not present.isdisjoint(_PAIR_FIRSTS):
+        present = present | set(_merged(words))  # every word, and every pair made one
+    wanted = [
+        (rule, viable)
+        for rule, patterns in _SENTENCE_RULES
+        if (viable := [p for p in patterns if p.possible(present)])
+    ]
+    if not wanted:
+        return []
+    sentences = [
+        w for w in (_merged(_WORD.findall(part)) for part in _SENTENCE_END.split(lower)) if w
+    ]
+    out = []
+    for rule, patterns in wanted:
+        hit = next((s for s in sentences if any(p.found(s) for p in patterns)), None)
+        if hit is not None:
+            out.append(Finding(rule, where, _clip(" ".join(hit))))
+    return out
 
 
 def check(texts: Iterable[tuple[str, str]]) -> list[Finding]:
@@ -267,23 +294,27 @@ def check(texts: Iterable[tuple[str, str]]) -> list[Finding]:
     for where, text in texts:
         if not text:
             continue
-        lower = text.lower()
+        lower = text.lower().replace("\u2019", "'")
         hidden = _hidden_section(text, lower)
         if hidden is not None:
             out.append(Finding(HIDDEN_SECTION, where, _excerpt(text, hidden)))
-        path = _sensitive_path(lower)
+        words = _WORD.findall(lower)
+        present = set(words)
+        path = _sensitive_path(lower, present)
         if path is not None:
             out.append(Finding(SENSITIVE_FILE, where, _excerpt(text, path)))
-        sentences = _sentences(text)
-        for rule, matches in _SENTENCE_RULES:
-            hit = next((s for s in sentences if matches(s)), None)
-            if hit is not None:
-                out.append(Finding(rule, where, _clip(" ".join(hit.words))))
+        out += _sentence_findings(where, lower, words, present)
     return out
 
 
 def _hidden_section(text: str, lower: str) -> int | None:
     """Where a long tagged block or a wall of blank lines starts, if there is one."""
+    if lower.count("\n") >= _BLANK_LINES:
+        at = _after_blank_lines(text)
+        if at is not None:
+            return at
+    if "<" not in lower and "[" not in lower:
+        return None
     for tag in HIDDEN_TAGS:
         for opener in (f"<{tag}>", f"<{tag} ", f"[{tag}]"):
             at = lower.find(opener)
@@ -298,7 +329,7 @@ def _hidden_section(text: str, lower: str) -> int | None:
         end = lower.find("-->", at)
         if (end if end >= 0 else len(lower)) - at >= _LONG_BLOCK:
             return at
-    return _after_blank_lines(text)
+    return None
 
 
 def _after_blank_lines(text: str) -> int | None:
@@ -316,8 +347,10 @@ def _after_blank_lines(text: str) -> int | None:
     return None
 
 
-def _sensitive_path(lower: str) -> int | None:
-    for needle in SENSITIVE_PATHS:
+def _sensitive_path(lower: str, present: set[str]) -> int | None:
+    for needle, word in SENSITIVE_PATHS:
+        if word not in present:
+            continue
         start = 0
         while True:
             at = lower.find(needle, start)
