@@ -68,8 +68,10 @@ def diff_of(item: dict[str, Any], color: bool = False) -> list[str]:
 
 def _why(item: dict[str, Any]) -> str:
     why = _WHY.get(str(item.get("why")), str(item.get("why")))
-    rules = f" ({', '.join(item['rules'])})" if item.get("rules") else ""
-    return why + rules
+    rules = ", ".join(item.get("rules") or [])
+    if not rules:
+        return why
+    return f"{why} ({rules})" if item.get("why") == "finding" else f"{why}; flagged: {rules}"
 
 
 def describe(item: dict[str, Any]) -> str:
@@ -150,7 +152,7 @@ def print_pending(items: list[dict[str, Any]]) -> int:
         print(f"{server:<16} {kind:<8} {name:<{name_w}}  {why}")
     servers = sorted({i["server"] for i in items})
     print(
-        f"{len(items)} item{'s' if len(items) != 1 else ''} wait for approval; "
+        f"{len(items)} item{'s wait' if len(items) != 1 else ' waits'} for approval; "
         + "; ".join(f"mcpd approve {s}" for s in servers)
         + " shows each change and asks"
     )

@@ -52,10 +52,8 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
     for warning in d.get("warnings") or []:
         lines.append(_paint(f"warning: {visible(warning)}", "degraded", color))
     if d.get("held"):
-        held = f"{d['held']} item{'s' if d['held'] != 1 else ''}"
-        lines.append(
-            _paint(f"held: {held} wait for approval (mcpd tools --pending)", "degraded", color)
-        )
+        held = f"{d['held']} item{'s wait' if d['held'] != 1 else ' waits'}"
+        lines.append(_paint(f"held: {held} for approval (mcpd tools --pending)", "degraded", color))
     header = (
         f"{'SERVER':<16} {'STATE':<11} {'ERA':<7} {'TOOLS':>5} {'PRMPT':>5} {'RES':>4} "
         f"{'SINCE':>8} {'RETRY':>8} {'CALLS':>6} {'P50ms':>7} {'P99ms':>7}  LAST ERROR"

@@ -73,7 +73,7 @@ class Pending(msgspec.Struct):
     why: Why
     offered: Pin
     approved: Pin | None = None
-    rules: list[str] = msgspec.field(default_factory=list)
+    rules: list[str] = msgspec.field(default_factory=list)  # found in what is offered
 
 
 class Approval(msgspec.Struct):
@@ -252,7 +252,8 @@ class Gate:
                 state.pending.pop(name, None)
                 shown[name] = seen.readable.item
                 continue
-            rules = sorted({f.rule for f in seen.findings}) if why == "finding" else []
+            # What the rules find in what is offered, for the person who approves it.
+            rules = sorted({f.rule for f in seen.findings})
             held[name] = held_reason(why, alias, rules)
             approved = pin if why == "changed" else None
             key = approved.digest if approved is not None else ""

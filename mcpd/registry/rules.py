@@ -373,7 +373,11 @@ def _bounded(lower: str, start: int, end: int) -> bool:
 
 
 def _excerpt(text: str, at: int) -> str:
+    """The text around ``at``, from the start of a word a little before it."""
     start = max(0, at - 20)
+    space = text.find(" ", start, at)
+    if start > 0 and space >= 0:
+        start = space + 1
     return _clip(" ".join(text[start : start + _EXCERPT].split()))
 
 
