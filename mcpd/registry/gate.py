@@ -48,6 +48,10 @@ logger = logging.getLogger("mcpd.registry")
 T = TypeVar("T", mcp.Tool, surface.Prompt, surface.ResourceTemplate)
 Why = Literal["changed", "new", "new_server", "finding"]
 _IN_JOURNAL: Final = 5  # records one list's changes get before the rest are counted
+# Pins of items a server no longer lists are kept (one that comes back changed is a
+# change), but no more than this many for one list: a server that lists new names
+# every time must not grow the pin file without end.
+_UNLISTED_PINS: Final = 1000
 
 
 class Verdicts(msgspec.Struct, Generic[T]):
@@ -267,6 +271,7 @@ class Gate:
         state.keep_only(set(items))
         news.flush()
         if saved:
+            _forget_unlisted(pinned, items)
             self.on_pinned()
         return Verdicts(shown, held)
 
@@ -460,6 +465,15 @@ class _News:
                 self.kind,
                 extra=log_extra(self.alias, "definition_changed", "more"),
             )
+
+
+def _forget_unlisted(pinned: dict[str, Pin], listed: Mapping[str, object]) -> None:
+    """The oldest pins of items not listed now, past the number kept of them."""
+    extra = len(pinned) - len(listed) - _UNLISTED_PINS
+    if extra <= 0:
+        return
+    for name in [n for n in pinned if n not in listed][:extra]:
+        del pinned[name]
 
 
 _READERS: Final[dict[Kind, Callable[[Item], Readable]]] = {

@@ -306,3 +306,16 @@ def test_a_policy_per_server() -> None:
         first_sight(cat, alias)
         cat.update(alias, [tool("search", "changed"), tool("add")])
     assert held(cat) == [("strict", "tool", "search", "changed")]
+
+
+def test_a_server_listing_new_names_every_time_keeps_a_bounded_pin_set() -> None:
+    cat = catalog()
+    first_sight(cat, "churn", *[tool(f"a{i}") for i in range(10)])
+    for round_ in range(30):
+        cat.update("churn", [tool(f"r{round_}_{i}") for i in range(100)])
+    pins = cat.gate.pins.servers["churn"].tools
+    assert len(pins) <= 100 + 1000
+    assert all(f"r29_{i}" in pins for i in range(100))  # what it lists now is pinned
+    # Recent names that went away are still pinned: coming back changed, they are held.
+    cat.update("churn", [tool("r28_0", "changed")])
+    assert held(cat) == [("churn", "tool", "r28_0", "changed")]
