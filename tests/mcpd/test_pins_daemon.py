@@ -501,3 +501,53 @@ async def test_only_the_daemon_s_own_user_sees_what_waits_and_approves(tmp_path:
             async with connect(daemon.socket_path) as agent:
                 tools = await agent.tools()
                 assert {t["_meta"]["mcpd/available"] for t in tools} == {False}
+
+
+def at_a_terminal(argv: list[str], answer: bytes) -> tuple[int, str]:
+    """Run ``argv`` with a terminal for its input and output, typing ``answer`` when it
+    asks (y/N)."""
+    import pty
+    import subprocess
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    out, asked = b"", False
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal closed with the command
+                break
+            if not chunk:
+                break
+            out += chunk
+            if not asked and b"[y/N]" in out:
+                os.write(master, answer)
+                asked = True
+        return proc.wait(timeout=30), out.decode()
+    finally:
+        os.close(master)
+
+
+@pytest.mark.parametrize(("answer", "approved"), [(b"n\n", False), (b"y\n", True)])
+async def test_approve_asks_at_a_terminal(tmp_path: Path, answer: bytes, approved: bool) -> None:
+    server = Changing(tmp_path)
+    cfg = config(tmp_path, {"tickets": server.config()})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path, modern=False) as watcher:
+            await watcher.initialize()
+            server.change()
+            await relist(watcher, watcher)
+            argv = [sys.executable, "-m", "mcpd", "approve", "tickets", "--socket"]
+            code, out = await trio.to_thread.run_sync(
+                at_a_terminal, [*argv, daemon.socket_path], answer
+            )
+            assert "Approve 3 items of tickets? [y/N]" in out
+            search = by_name(await watcher.tools())["mcp__tickets__search"]
+            if approved:
+                assert code == 0 and "approved: tool search" in out
+                assert search["_meta"]["mcpd/available"] is True
+            else:
+                assert code == 1 and "nothing approved" in out
+                assert search["_meta"]["mcpd/held"] == HELD
