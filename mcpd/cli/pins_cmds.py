@@ -164,9 +164,9 @@ def print_findings(items: list[dict[str, Any]]) -> int:
         print("no findings")
         return 0
     for f in items:
+        what = f"{f['kind']} {visible(f['name'])}" if f["name"] else f["kind"]
         print(
-            f"{f['server']} {f['kind']} {visible(f['name'])}: {f['rule']} in "
-            f"{visible(f['where'])}: {visible(f['excerpt'])}"
+            f"{f['server']} {what}: {f['rule']} in {visible(f['where'])}: {visible(f['excerpt'])}"
         )
     print(f"{len(items)} finding{'s' if len(items) != 1 else ''}")
     return 0

@@ -113,7 +113,7 @@ class _List:
         self.memo: dict[str, tuple[object, _Seen]] = {}
         self.pending: dict[str, Pending] = {}
         self.findings: dict[str, list[Finding]] = {}
-        # What the journal was last told of each item: (digest, what happened).
+        # The digest of each item the journal was last told of, by (name, what happened).
         self.told: dict[tuple[str, str], str] = {}
         # What agents are shown of each held item, by the approved pin's digest ("" for
         # none): the same object while that holds.
@@ -206,8 +206,8 @@ class Gate:
         out, removed = clean_text(text)
         read = Readable(out, {"instructions": removed} if removed else {}, [("instructions", out)])
         seen = _Seen(read, None, read.findings())
-        news = _News(alias, "server")
-        self._found(state, news, "instructions", seen, digest(text.encode()))
+        news = _News(alias, "instructions")
+        self._found(state, news, "", seen, digest(text.encode()))
         news.flush()
         return out
 
@@ -419,14 +419,14 @@ class _News:
             self.more += 1
             return
         self.said += 1
+        what = f"{self.kind} {name!r}" if name else self.kind  # instructions have no name
         logger.log(
             level,
-            "%s: %s %r: %s",
+            "%s: %s: %s",
             self.alias,
-            self.kind,
-            name,
+            what,
             message,
-            extra=log_extra(self.alias, event, reason, item=name, kind=self.kind),
+            extra=log_extra(self.alias, event, reason, item=name or None, kind=self.kind),
         )
 
     def change(self, name: str, how: str, handling: str) -> None:
