@@ -289,16 +289,23 @@ def error_result(text: str) -> mcp.CallToolResult:
 
 
 def search_result(
-    query: str, hits: Sequence[Hit], *, total: int, markers: Mapping[str, str] | None = None
+    query: str,
+    hits: Sequence[Hit],
+    *,
+    total: int,
+    markers: Mapping[str, str] | None = None,
+    held: Mapping[str, str] | None = None,
 ) -> mcp.CallToolResult:
     """The result of ``mcpd_search_tools``. ``markers`` maps the alias of each server
     that is down to the words its tools carry in the full list (``unavailable: tickets
-    is down since 19:09:42, retrying at 19:09:44``)."""
+    is down since 19:09:42, retrying at 19:09:44``); ``held``, the name of each tool
+    held until it is approved to its words (``held: its definition changed ...``)."""
     markers = markers or {}
+    held = held or {}
     found: list[dict[str, Any]] = []
     lines = [f'Tools for "{_line(query)}", best first ({len(hits)} of {total}):']
     for hit in hits:
-        marker = markers.get(hit.server)
+        marker = held.get(hit.name) or markers.get(hit.server)
         description = f"[{hit.server}] {hit.summary}".rstrip()
         if marker:
             description = f"[{marker}] {description}"

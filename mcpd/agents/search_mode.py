@@ -67,7 +67,11 @@ def _arguments(raw: Raw | Any) -> Raw | None:
 def _search(view: ProfileView, arguments: Raw | Any) -> mcp.CallToolResult:
     args = metatools.parse_search(_arguments(arguments))
     hits = view.search(args.query, args.limit)
-    return metatools.search_result(args.query, hits, total=view.count(), markers=view.markers())
+    entries = [view.lookup(hit.name) for hit in hits]
+    held = {e.local: f"held: {e.held}" for e in entries if e is not None and e.held is not None}
+    return metatools.search_result(
+        args.query, hits, total=view.count(), markers=view.markers(), held=held
+    )
 
 
 def _describe(view: ProfileView, arguments: Raw | Any) -> mcp.CallToolResult:

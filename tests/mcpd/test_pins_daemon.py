@@ -552,3 +552,31 @@ async def test_approve_asks_at_a_terminal(tmp_path: Path, answer: bytes, approve
             else:
                 assert code == 1 and "nothing approved" in out
                 assert search["_meta"]["mcpd/held"] == HELD
+
+
+async def test_a_held_tool_in_search_mode_is_found_marked_and_refused(tmp_path: Path) -> None:
+    server = Changing(tmp_path)
+    cfg = config(tmp_path, {"tickets": server.config()}, profiles={"s": {"discovery": "search"}})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path, modern=False) as watcher:
+            await watcher.initialize()
+            server.change()
+            await relist(watcher, watcher, (TOOLS_CHANGED,))
+            async with connect(daemon.socket_path) as agent:
+                await agent.use_profile("s")
+                found = await agent.call("mcpd_search_tools", {"query": "search tickets"})
+                hit = by_name(found["structuredContent"]["tools"])["mcp__tickets__search"]
+                assert hit["available"] is False
+                assert hit["unavailable"] == f"held: {HELD}"
+                assert hit["description"] == f"[held: {HELD}] [tickets] Search tickets."
+                described = await agent.call(
+                    "mcpd_describe_tools", {"names": ["mcp__tickets__search"]}
+                )
+                [tool] = described["structuredContent"]["tools"]
+                assert tool["available"] is False and "id_rsa" not in json.dumps(tool)
+                before = server.reached()
+                called = await agent.call(
+                    "mcpd_call_tool", {"name": "mcp__tickets__search", "arguments": {}}
+                )
+                assert called["isError"] and HELD in called["content"][0]["text"]
+                assert server.reached() == before
