@@ -97,10 +97,13 @@ def held_reason(why: Why, alias: str, rules: Iterable[str] = ()) -> str:
     return f"its text reads as orders to the model ({', '.join(rules)}); {how} once it is read"
 
 
-class _Seen(msgspec.Struct):
-    readable: Readable
+class _Seen(msgspec.Struct, array_like=True):
+    """What the gate made of one item: kept while the server lists that very object,
+    so listing it again (or judging again after an approval) costs a lookup."""
+
+    item: object  # as it may be listed: cleaned
     offered: Pin | None  # None for what is not pinned (resources, instructions)
-    findings: list[Finding]
+    findings: tuple[Finding, ...]
 
 
 class _List:
@@ -112,7 +115,7 @@ class _List:
         # The item each cleaning and digest was made of (kept: identity is the key).
         self.memo: dict[str, tuple[object, _Seen]] = {}
         self.pending: dict[str, Pending] = {}
-        self.findings: dict[str, list[Finding]] = {}
+        self.findings: dict[str, tuple[Finding, ...]] = {}
         # The digest of each item the journal was last told of, by (name, what happened).
         self.told: dict[tuple[str, str], str] = {}
         # What agents are shown of each held item, by the approved pin's digest ("" for
@@ -133,10 +136,10 @@ class _List:
             return memo[1]
         if isinstance(item, surface.Resource):
             read = read_listed(item)
-            seen = _Seen(read, None, read.findings(rules=False))
+            seen = _Seen(read.item, None, tuple(read.findings(rules=False)))
         else:
             read = _READERS[kind](item)  # type: ignore[index]
-            seen = _Seen(read, pin_of(item), read.findings())
+            seen = _Seen(read.item, pin_of(item), tuple(read.findings()))
         self.memo[name] = (item, seen)
         return seen
 
@@ -187,11 +190,12 @@ class Gate:
         """Resources cleaned (not pinned: a folder's files come and go)."""
         state = self._list(alias, "resource")
         news = _News(alias, "resource")
-        out = []
+        out: list[surface.Resource] = []
         for item in items:
             seen = state.seen(item.uri, item, "resource")
             self._found(state, news, item.uri, seen)
-            out.append(seen.readable.item)
+            assert isinstance(seen.item, surface.Resource)
+            out.append(seen.item)
         state.keep_only({item.uri for item in out})
         news.flush()
         return out
@@ -205,7 +209,7 @@ class Gate:
             return None
         out, removed = clean_text(text)
         read = Readable(out, {"instructions": removed} if removed else {}, [("instructions", out)])
-        seen = _Seen(read, None, read.findings())
+        seen = _Seen(out, None, tuple(read.findings()))
         news = _News(alias, "instructions")
         self._found(state, news, "", seen, digest(text.encode()))
         news.flush()
@@ -239,7 +243,9 @@ class Gate:
                     if server.approved:  # else: first sight, nothing to tell
                         self._changed(state, news, name, offered.digest, "added",
                                       policy.on_new_item)  # fmt: skip
-            elif pin.digest != offered.digest:
+            elif pin.digest == offered.digest:
+                seen.offered = pin  # one copy of the definition, not two
+            else:
                 if policy.on_changed_item == "hold":
                     why = "changed"
                 else:
@@ -254,7 +260,7 @@ class Gate:
                 why = "finding"
             if why is None:
                 state.pending.pop(name, None)
-                shown[name] = seen.readable.item
+                shown[name] = seen.item  # type: ignore[assignment]
                 continue
             # What the rules find in what is offered, for the person who approves it.
             rules = sorted({f.rule for f in seen.findings})
@@ -386,7 +392,7 @@ class Gate:
             for p in state.pending.values()
         ]
 
-    def found(self, alias: str | None = None) -> list[tuple[str, str, str, list[Finding]]]:
+    def found(self, alias: str | None = None) -> list[tuple[str, str, str, tuple[Finding, ...]]]:
         """(alias, kind, name, findings) of every item something was found in."""
         return [
             (a, kind, name, findings)
@@ -444,7 +450,7 @@ class _News:
         level = logging.INFO if handling == "accept" else logging.WARNING
         self._say(level, "definition_changed", name, f"{what}; {done}", how)
 
-    def finding(self, name: str, findings: list[Finding]) -> None:
+    def finding(self, name: str, findings: tuple[Finding, ...]) -> None:
         rules = ", ".join(sorted({f.rule for f in findings}))
         where = findings[0].where
         self._say(
