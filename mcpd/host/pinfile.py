@@ -24,7 +24,8 @@ import trio
 
 from protocol.logfields import log_extra
 
-from ..registry.gate import Gate, Pending, held_reason
+from ..registry.gate import Gate
+from ..registry.judged import Pending, held_reason
 from ..registry.pins import BadPins, Kind, PinSet, checked
 from .privatefile import write_atomically
 

@@ -10,44 +10,28 @@ settings say (``Config.pin_policy``). A held item stays listed but unavailable,
 shown as it was approved (or by its name alone when nothing of it was), with a
 reason a model can read; the change waits in ``pending`` for ``mcpd approve``.
 
-Each change and each finding is said once per definition in the journal (a server
-that changes every time it is asked is not a journal flood: a few records a list,
-then a count), and counted for ``mcpd status``.
+Each change and each finding is said once per definition in the journal (``news``),
+and counted for ``mcpd status``; what is kept of each list is in ``judged``.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Final, Generic, Literal, TypeVar
+from typing import Final, Generic, TypeVar
 
 import msgspec
 
 from protocol import mcp, surface
-from protocol.logfields import log_extra
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
 from .clean import clean_text
-from .pins import (
-    KINDS,
-    Item,
-    Kind,
-    Pin,
-    PinSet,
-    ServerPins,
-    digest,
-    item_of,
-    key_of,
-    pin_of,
-)
-from .readable import Readable, read_listed, read_prompt, read_tool
+from .judged import READERS, ListState, Pending, Seen, Why, held_reason
+from .news import News
+from .pins import KINDS, Item, Kind, Pin, PinSet, ServerPins, digest, item_of, key_of
+from .readable import Readable
 from .rules import Finding
 
-logger = logging.getLogger("mcpd.registry")
-
 T = TypeVar("T", mcp.Tool, surface.Prompt, surface.ResourceTemplate)
-Why = Literal["changed", "new", "new_server", "finding"]
-_IN_JOURNAL: Final = 5  # records one list's changes get before the rest are counted
 # Pins of items a server no longer lists are kept (one that comes back changed is a
 # change), but no more than this many for one list: a server that lists new names
 # every time must not grow the pin file without end.
@@ -68,87 +52,10 @@ class Verdicts(msgspec.Struct, Generic[T]):
         )
 
 
-class Pending(msgspec.Struct):
-    """A held item: what the server offers now, and what was approved before."""
-
-    server: str
-    kind: Kind
-    name: str
-    why: Why
-    offered: Pin
-    approved: Pin | None = None
-    rules: list[str] = msgspec.field(default_factory=list)  # found in what is offered
-
-
 class Approval(msgspec.Struct):
     approved: list[str]  # "kind name"
     stale: list[str]  # changed again since it was shown: still held
     unknown: list[str]  # not waiting for approval
-
-
-def held_reason(why: Why, alias: str, rules: Iterable[str] = ()) -> str:
-    how = f"run `mcpd approve {alias}`"
-    if why == "changed":
-        return f"its definition changed since it was approved; {how}"
-    if why == "new":
-        return f"it is new since {alias} was approved; {how}"
-    if why == "new_server":
-        return f"{alias} is new to mcpd and not approved yet; {how}"
-    return f"its text reads as orders to the model ({', '.join(rules)}); {how} once it is read"
-
-
-class _Seen(msgspec.Struct, array_like=True):
-    """What the gate made of one item: kept while the server lists that very object,
-    so listing it again (or judging again after an approval) costs a lookup."""
-
-    item: object  # as it may be listed: cleaned
-    offered: Pin | None  # None for what is not pinned (resources, instructions)
-    findings: tuple[Finding, ...]
-
-
-class _List:
-    """What the gate keeps of one list of one server (its tools, say)."""
-
-    __slots__ = ("findings", "memo", "pending", "told", "views")
-
-    def __init__(self) -> None:
-        # The item each cleaning and digest was made of (kept: identity is the key).
-        self.memo: dict[str, tuple[object, _Seen]] = {}
-        self.pending: dict[str, Pending] = {}
-        self.findings: dict[str, tuple[Finding, ...]] = {}
-        # The digest of each item the journal was last told of, by (name, what happened).
-        self.told: dict[tuple[str, str], str] = {}
-        # What agents are shown of each held item, by the approved pin's digest ("" for
-        # none): the same object while that holds.
-        self.views: dict[str, tuple[str, Item]] = {}
-
-    def keep_only(self, names: set[str]) -> None:
-        """Forget what the server no longer lists (its pins stay)."""
-        for store in (self.memo, self.pending, self.findings, self.views):
-            for name in [n for n in store if n not in names]:
-                del store[name]
-        for key in [k for k in self.told if k[0] not in names]:
-            del self.told[key]
-
-    def seen(self, name: str, item: Item | surface.Resource, kind: str) -> _Seen:
-        memo = self.memo.get(name)
-        if memo is not None and memo[0] is item:
-            return memo[1]
-        if isinstance(item, surface.Resource):
-            read = read_listed(item)
-            seen = _Seen(read.item, None, tuple(read.findings(rules=False)))
-        else:
-            read = _READERS[kind](item)  # type: ignore[index]
-            seen = _Seen(read.item, pin_of(item), tuple(read.findings()))
-        self.memo[name] = (item, seen)
-        return seen
-
-    def tell(self, name: str, what: str, digest: str) -> bool:
-        """Whether the journal has yet to hear ``what`` of this definition."""
-        if self.told.get((name, what)) == digest:
-            return False
-        self.told[(name, what)] = digest
-        return True
 
 
 class Gate:
@@ -165,12 +72,12 @@ class Gate:
         # not approved before is held whole (as hold_new_servers does) until approved.
         self.hold_unapproved = False
         # By (alias, kind): kind is also "resource" or "instructions" here.
-        self._lists: dict[tuple[str, str], _List] = {}
+        self._lists: dict[tuple[str, str], ListState] = {}
 
-    def _list(self, alias: str, kind: str) -> _List:
+    def _list(self, alias: str, kind: str) -> ListState:
         found = self._lists.get((alias, kind))
         if found is None:
-            found = self._lists[(alias, kind)] = _List()
+            found = self._lists[(alias, kind)] = ListState()
         return found
 
     # -- lists --
@@ -189,7 +96,7 @@ class Gate:
     def resources(self, alias: str, items: Iterable[surface.Resource]) -> list[surface.Resource]:
         """Resources cleaned (not pinned: a folder's files come and go)."""
         state = self._list(alias, "resource")
-        news = _News(alias, "resource")
+        news = News(alias, "resource")
         out: list[surface.Resource] = []
         for item in items:
             seen = state.seen(item.uri, item, "resource")
@@ -209,8 +116,8 @@ class Gate:
             return None
         out, removed = clean_text(text)
         read = Readable(out, {"instructions": removed} if removed else {}, [("instructions", out)])
-        seen = _Seen(out, None, tuple(read.findings()))
-        news = _News(alias, "instructions")
+        seen = Seen(out, None, tuple(read.findings()))
+        news = News(alias, "instructions")
         self._found(state, news, "", seen, digest(text.encode()))
         news.flush()
         return out
@@ -222,7 +129,7 @@ class Gate:
             server = self.pins.servers[alias] = ServerPins()
         pinned = server.of(kind)
         state = self._list(alias, kind)
-        news = _News(alias, kind)
+        news = News(alias, kind)
         shown: dict[str, T] = {}
         held: dict[str, str] = {}
         saved = False
@@ -285,7 +192,7 @@ class Gate:
         """What agents are shown of a held item: as approved, else its name alone."""
         if approved is not None:
             try:
-                shown: Item = _READERS[kind](item_of(kind, approved)).item
+                shown: Item = READERS[kind](item_of(kind, approved)).item
                 return shown
             except (msgspec.DecodeError, msgspec.ValidationError):
                 pass
@@ -298,13 +205,13 @@ class Gate:
     # -- the journal --
 
     def _changed(
-        self, state: _List, news: _News, name: str, digest: str, how: str, handling: str
+        self, state: ListState, news: News, name: str, digest: str, how: str, handling: str
     ) -> None:
         if state.tell(name, how, digest):
             self.changes[news.alias] = self.changes.get(news.alias, 0) + 1
             news.change(name, how, handling)
 
-    def _found(self, state: _List, news: _News, name: str, seen: _Seen, digest: str = "") -> None:
+    def _found(self, state: ListState, news: News, name: str, seen: Seen, digest: str = "") -> None:
         if not seen.findings:
             state.findings.pop(name, None)
             return
@@ -410,69 +317,6 @@ class Gate:
         }
 
 
-class _News:
-    """What one list of one server changed or was found to hold, for the journal: the
-    first few one record each, the rest in one record."""
-
-    def __init__(self, alias: str, kind: str) -> None:
-        self.alias = alias
-        self.kind = kind
-        self.said = 0
-        self.more = 0
-
-    def _say(self, level: int, event: str, name: str, message: str, reason: str) -> None:
-        if self.said >= _IN_JOURNAL:
-            self.more += 1
-            return
-        self.said += 1
-        what = f"{self.kind} {name!r}" if name else self.kind  # instructions have no name
-        logger.log(
-            level,
-            "%s: %s: %s",
-            self.alias,
-            what,
-            message,
-            extra=log_extra(self.alias, event, reason, item=name or None, kind=self.kind),
-        )
-
-    def change(self, name: str, how: str, handling: str) -> None:
-        what = {
-            "changed": "its definition changed since it was approved",
-            "added": "new since the server was approved",
-            "new": "new since the server was approved",
-        }[how]
-        setting = "on_changed_item" if how == "changed" else "on_new_item"
-        done = {
-            "hold": f"held until `mcpd approve {self.alias}`",
-            "warn": f"taken, as {setting} = warn says",
-            "accept": f"taken, as {setting} = accept says",
-        }[handling]
-        level = logging.INFO if handling == "accept" else logging.WARNING
-        self._say(level, "definition_changed", name, f"{what}; {done}", how)
-
-    def finding(self, name: str, findings: tuple[Finding, ...]) -> None:
-        rules = ", ".join(sorted({f.rule for f in findings}))
-        where = findings[0].where
-        self._say(
-            logging.WARNING,
-            "finding",
-            name,
-            f"{rules} in {where}: {findings[0].excerpt!r} (`mcpd tools --findings`)",
-            rules,
-        )
-
-    def flush(self) -> None:
-        if self.more:
-            logger.warning(
-                "%s: %d more changes or findings in its %s list (`mcpd tools --pending`, "
-                "`mcpd tools --findings`)",
-                self.alias,
-                self.more,
-                self.kind,
-                extra=log_extra(self.alias, "definition_changed", "more"),
-            )
-
-
 def _forget_unlisted(pinned: dict[str, Pin], listed: Mapping[str, object]) -> None:
     """The oldest pins of items not listed now, past the number kept of them."""
     extra = len(pinned) - len(listed) - _UNLISTED_PINS
@@ -480,10 +324,3 @@ def _forget_unlisted(pinned: dict[str, Pin], listed: Mapping[str, object]) -> No
         return
     for name in [n for n in pinned if n not in listed][:extra]:
         del pinned[name]
-
-
-_READERS: Final[dict[Kind, Callable[[Item], Readable]]] = {
-    "tool": read_tool,  # type: ignore[dict-item]
-    "prompt": read_prompt,  # type: ignore[dict-item]
-    "template": read_listed,  # type: ignore[dict-item]
-}
