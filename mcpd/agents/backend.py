@@ -22,10 +22,11 @@ from protocol import mcp
 from protocol.loglevels import LogMessage
 
 from ..config.model import DaemonConfig
-from ..registry.pins import Kind
+from ..host.pinfile import PinKeeper
 from ..registry.prompts import PromptEntry
 from ..registry.resources import Ambiguous, Routed
-from ..registry.table import Entry, Listed
+from ..registry.shown import Entry
+from ..registry.table import Listed
 from ..registry.views import ProfileView
 from ..servers.askback import Asker
 from ..servers.calls import Done
@@ -205,32 +206,6 @@ class Logins(Protocol):
     async def logout(self, server: str) -> dict[str, Any]: ...
 
 
-class PinDesk(Protocol):
-    """``mcpd approve``, ``mcpd tools --pending|--findings`` and ``mcpd pins``: what
-    waits for approval, what the finding rules found, and the pins themselves. What it
-    returns holds servers' texts as they sent them: it is for the daemon's own user."""
-
-    def pending(self, only: str | None = None) -> list[dict[str, Any]]:
-        """Each held item (of the server ``only``): why, and both definitions."""
-        ...
-
-    def findings(self, only: str | None = None) -> list[dict[str, Any]]: ...
-
-    async def approve(
-        self, alias: str, picks: list[tuple[Kind, str, str]] | None, whole: bool = False
-    ) -> dict[str, Any]:
-        """Pin what was shown (``(kind, name, digest)``), or all that waits; ``whole``:
-        the server as a whole too, once nothing of it waits. Saved before it returns;
-        ``KeyError`` for a server mcpd does not know."""
-        ...
-
-    def export(self, aliases: list[str] | None = None) -> dict[str, Any]: ...
-
-    async def import_pins(self, document: bytes, replace: bool) -> dict[str, Any]:
-        """Take an export as approved; ``BadPins`` saying what is wrong with it."""
-        ...
-
-
 class Backend(Servers, Offerings, Protocol):
     """The servers as the wiring hands them over: tools, and everything else."""
 
@@ -261,7 +236,9 @@ class Control(Protocol):
     def logins(self) -> Logins: ...
 
     @property
-    def pins(self) -> PinDesk: ...
+    def pins(self) -> PinKeeper:
+        """``mcpd approve``, ``mcpd tools --pending|--findings`` and ``mcpd pins``."""
+        ...
 
     def http_token(self) -> str:
         """The bearer token the HTTP endpoint wants now (``mcpd token --rotate`` changes it)."""

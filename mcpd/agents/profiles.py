@@ -26,7 +26,8 @@ from protocol import mcp
 from ..config.hosts import builtin_profiles
 from ..config.model import NamingConfig
 from ..config.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
-from ..registry.table import Entry, Listed
+from ..registry.shown import Entry
+from ..registry.table import Listed
 from ..registry.views import ProfileView
 from ..servers.calls import Done
 from ..servers.progress import Deliver

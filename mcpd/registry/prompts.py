@@ -20,7 +20,7 @@ from ..config.model import NamingConfig, ToolsConfig
 from .curation import visible
 from .gate import Gate
 from .names import assign
-from .table import marked, sourced
+from .shown import marked, sourced
 
 _encode: Final = msgspec.json.Encoder().encode
 

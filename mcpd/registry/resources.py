@@ -36,7 +36,7 @@ from protocol.logfields import log_extra
 from ..config.model import ALIAS_RE
 from .claims import REBUILD_STEPS, ROUTE_STEPS, Budget, Listed, overlapping
 from .gate import Gate
-from .table import marked
+from .shown import marked
 
 SCHEME: Final = "mcpd://"
 _encode: Final = msgspec.json.Encoder().encode

@@ -28,7 +28,8 @@ import msgspec
 
 from ..config.model import ConfigError, NamingConfig
 from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
-from .table import Entry, Registry, candidate_name, hashed_name
+from .shown import Entry
+from .table import Registry, candidate_name, hashed_name
 
 if TYPE_CHECKING:
     from .search import Hit, ToolDoc, ToolIndex

@@ -17,7 +17,8 @@ from protocol.loglevels import LogMessage
 from ..registry.catalog import Catalog, catalog_of
 from ..registry.prompts import PromptEntry
 from ..registry.resources import Ambiguous, Routed
-from ..registry.table import Entry, Registry, alias_prefix
+from ..registry.shown import Entry
+from ..registry.table import Registry, alias_prefix
 from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker
