@@ -36,6 +36,7 @@ from .registry.gate import Gate
 from .registry.views import ProfileView, unmatched
 from .servers import metrics
 from .servers.front import Front
+from .servers.history import Histories, ServerHistory
 from .servers.logins import Logins
 from .servers.outage import iso
 from .servers.supervisor import ReloadReport, Supervisor
@@ -81,11 +82,13 @@ class Daemon:
         self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
         self.front = Front(self.supervisor, self.registry)
         self.logins = Logins(self.supervisor)
+        self.histories = Histories(lambda: self.state.changed())
         self.state = StateKeeper(
             os.path.join(state_dir(config), FILE_NAME),
             self.registry,
             lambda: self.supervisor.config,
             self._session_of,
+            self.histories.saved,
         )
         self.pins = pinfile.PinKeeper(
             os.path.join(state_dir(config), pinfile.FILE_NAME),
@@ -136,7 +139,10 @@ class Daemon:
                 await self.pins.load()  # before any list is judged
                 await nursery.start(self.pins.run)
                 await self.state.seed(self.config)
+                enabled = [a for a, c in self.config.servers.items() if c.enabled]
+                self.histories.load(self.state.history_read, enabled)
                 await nursery.start(self.state.run, self.started)
+                await nursery.start(self.histories.run, lambda: self.supervisor.runners)
                 await nursery.start(self.supervisor.run)
                 nursery.start_soon(self._signals)
                 await nursery.start(run_watchdog, self.notifier)
@@ -247,6 +253,11 @@ class Daemon:
             self._changed(alias)
 
     def _changed(self, alias: str) -> None:
+        runner = self.supervisor.runners.get(alias)
+        if runner is not None:
+            self.histories.note(alias, runner)
+        elif alias not in self.supervisor.config.servers:
+            self.histories.forget(alias)
         self.front.changed()
         self.state.changed()
         self.tool_budget.check(self.registry.size())
@@ -299,6 +310,10 @@ class Daemon:
             return metrics.render(runners, self.registry, self.registry.size(), agents)
         own = {alias: r for alias, r in runners.items() if scope.has_server(alias)}
         return metrics.render(own, self.registry, scope.count(), self.api.agents()[scope.name])
+
+    def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:
+        only = None if scope is None else scope.has_server
+        return self.histories.view(self.supervisor.runners, only)
 
     def status(self, scope: ProfileView | None = None) -> dict[str, Any]:
         servers = []

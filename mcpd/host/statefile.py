@@ -1,4 +1,5 @@
-"""Every server's last known tools (and prompts and resources), kept across restarts.
+"""Every server's last known tools (and prompts and resources), and what it went
+through lately, kept across restarts.
 
 After a restart, a server that is down would otherwise vanish from the tool list until
 it answers again, and a model would act as if its tools never existed. So each
@@ -6,6 +7,10 @@ server's last list (as the server sent it, with its era and cache TTL) is saved 
 ``registry.json`` in the state directory, and read back at startup: a server still
 down then shows its last known tools, marked unavailable. Saved tools are used only
 for the same server (same command, arguments, environment or URL).
+
+Beside the lists, each server's recent history (``SavedHistory``: its state changes of
+the last day, its calls minute by minute over the last hour) is saved for the status
+page, whatever the server's fingerprint: it is the history of the alias.
 
 The file is replaced whole and private (``privatefile``); a file that cannot be read
 is ignored with a warning, since it only ever holds a cache.
@@ -54,9 +59,35 @@ class SavedServer(msgspec.Struct, kw_only=True):
     saved_at: str = ""
 
 
+class SavedChange(msgspec.Struct, frozen=True, array_like=True):
+    """A server's state from ``at`` (Unix time) on, and why, if it is not up."""
+
+    at: float
+    state: str
+    reason: str | None = None
+
+
+class SavedMinute(msgspec.Struct, frozen=True, array_like=True):
+    """The calls of the minute that began at ``at`` (Unix time, a multiple of 60)."""
+
+    at: int
+    calls: int
+    errors: int
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+
+
+class SavedHistory(msgspec.Struct, kw_only=True):
+    changes: list[SavedChange] = msgspec.field(default_factory=list)
+    minutes: list[SavedMinute] = msgspec.field(default_factory=list)
+    # When it was taken: mcpd knows nothing of the time after it until it starts again.
+    until: float = 0.0
+
+
 class SavedState(msgspec.Struct, kw_only=True):
     format: int = FORMAT
     servers: dict[str, SavedServer] = msgspec.field(default_factory=dict)
+    history: dict[str, SavedHistory] = msgspec.field(default_factory=dict)
 
 
 _decoder: Final = msgspec.json.Decoder(SavedState)
@@ -123,12 +154,16 @@ class StateKeeper:
         registry: Registry,
         config: Callable[[], Config],
         session_of: Callable[[str], Session | None],
+        history: Callable[[], dict[str, SavedHistory]] = dict,
     ) -> None:
         self.path = path
         self.registry = registry
         self._config = config
         self._session_of = session_of
+        self._history = history
         self.saved: dict[str, SavedServer] = {}
+        # The servers' histories as the file had them at start-up.
+        self.history_read: dict[str, SavedHistory] = {}
         self.writes = 0
         self._dirty = trio.Event()
         # A digest of what was last written, not the bytes: with 10,000 tools the file
@@ -140,6 +175,7 @@ class StateKeeper:
         """Put each configured server's saved tools in the registry, marked unavailable
         until the server answers. Returns the aliases seeded."""
         state = await trio.to_thread.run_sync(read_state, self.path)
+        self.history_read = state.history
         seeded = []
         for alias, cfg in config.servers.items():
             saved = state.servers.get(alias)
@@ -258,7 +294,7 @@ class StateKeeper:
             else:
                 entry.saved_at = datetime.now(UTC).isoformat(timespec="seconds")
             servers[alias] = self.saved[alias] = entry
-        return SavedState(servers=servers)
+        return SavedState(servers=servers, history=self._history())
 
 
 def _same(a: SavedServer, b: SavedServer) -> bool:

@@ -173,6 +173,8 @@ class Runner:
     def _on_breaker(self, t: Transition) -> None:
         self.events.breaker(t)
         self.wake()
+        # Its state changed with it (a probe, a recovery), where no phase did.
+        self._on_change(self.alias)
 
     # -- the supervised loop --
 

@@ -174,6 +174,7 @@ def status_row(
         "calls": snap.calls,
         "errors": snap.errors,
         "p50_ms": None if snap.p50 is None else round(snap.p50 * 1000, 2),
+        "p95_ms": None if snap.p95 is None else round(snap.p95 * 1000, 2),
         "p99_ms": None if snap.p99 is None else round(snap.p99 * 1000, 2),
         "inflight": r.inflight,
         "waiting": r.waiting,

@@ -73,6 +73,7 @@ class LatencySnapshot(msgspec.Struct, frozen=True):
     # Percentiles over the most recent ``samples`` calls; None before the first call.
     samples: int
     p50: float | None
+    p95: float | None
     p99: float | None
     max: float | None
 
@@ -110,7 +111,19 @@ class LatencyStats:
         return sorted(self._ring[:n])
 
     def percentile(self, q: float) -> float | None:
-        return _nearest_rank(self.recent(), q)
+        return nearest_rank(self.recent(), q)
+
+    def since(self, calls: int) -> list[float]:
+        """The samples of the calls recorded after the first ``calls`` ones (as many
+        of them as the ring still holds), sorted ascending."""
+        count = self.histogram.count
+        n = min(count - calls, self.window)
+        if n <= 0:
+            return []
+        end = count % self.window
+        start = end - n
+        ring = self._ring
+        return sorted(ring[start:end] if start >= 0 else ring[start:] + ring[:end])
 
     def snapshot(self) -> LatencySnapshot:
         ordered = self.recent()
@@ -118,13 +131,14 @@ class LatencyStats:
             calls=self.calls,
             errors=self.errors,
             samples=len(ordered),
-            p50=_nearest_rank(ordered, 0.50),
-            p99=_nearest_rank(ordered, 0.99),
+            p50=nearest_rank(ordered, 0.50),
+            p95=nearest_rank(ordered, 0.95),
+            p99=nearest_rank(ordered, 0.99),
             max=ordered[-1] if ordered else None,
         )
 
 
-def _nearest_rank(ordered: Sequence[float], q: float) -> float | None:
+def nearest_rank(ordered: Sequence[float], q: float) -> float | None:
     """The smallest sample with at least a fraction ``q`` of samples at or below it."""
     if not 0.0 <= q <= 1.0:
         raise ValueError("percentile must be within [0, 1]")
