@@ -6,9 +6,14 @@ pages, errors and logins show where a server is, never those: ``display_url`` ke
 the scheme, the host and port as written, and the path. It works on the text alone
 (no parsing that could fail on a malformed URL and fall back to showing it whole),
 in one pass.
+
+``openable`` says whether an address a server sent is one to send a person's browser
+to: an https page, or an http one on this machine, never a script or a file.
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 
 def display_url(url: str) -> str:
@@ -22,3 +27,13 @@ def display_url(url: str) -> str:
     authority, slash, path = rest.partition("/")
     host = authority.rpartition("@")[2]
     return f"{scheme}{sep}{host}{slash}{path}"
+
+
+def openable(url: str) -> bool:
+    try:
+        u = urlsplit(url)
+    except ValueError:
+        return False
+    if u.scheme == "https":
+        return bool(u.hostname)
+    return u.scheme == "http" and (u.hostname or "") in ("localhost", "127.0.0.1", "::1")

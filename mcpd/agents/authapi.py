@@ -8,12 +8,16 @@ Logging in and out changes what every agent's calls run as, so, like
 A login takes two requests: ``mcpd/auth/login`` starts it (the URL to open and the
 login's id) and ``mcpd/auth/complete`` hands over the redirect the browser came
 back to; it answers once the server has tried the new token.
+
+``mcpd/auth/dashboard`` is the other way round: it logs a person's browser in to mcpd's
+own status page, with an address on the HTTP endpoint that carries a one-time code
+(``page.passes``). Like a login, it is for the daemon's own user and root.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -24,9 +28,17 @@ from ..registry.views import ProfileView
 from .backend import Control
 from .connection import Connection
 
+if TYPE_CHECKING:
+    from .httpapi import HttpApi
+    from .tcp import Connect
+
 
 class _Api(Protocol):
     control: Control
+    endpoint: Connect | None
+
+    @property
+    def http(self) -> HttpApi: ...
 
     def scope_of(self, conn: Connection) -> ProfileView | None: ...
 
@@ -76,6 +88,23 @@ async def _logout(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestCon
     return await api.control.logins.logout(params.server)
 
 
+async def _dashboard(
+    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    """The page's address with a new one-time code; ``url`` None: no HTTP endpoint."""
+    _owner_only(conn, req.method)
+    endpoint = api.endpoint
+    if endpoint is None:
+        return {"url": None}
+    from .page.passes import CODE_TTL
+
+    code = api.http.page.passes.issue()
+    # Where the endpoint listens on every address, this machine reaches it on loopback.
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(endpoint.host, endpoint.host)
+    host = f"[{host}]" if ":" in host else host
+    return {"url": f"http://{host}:{endpoint.port}/?code={code}", "expires_in": CODE_TTL}
+
+
 Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
 
 HANDLERS: dict[str, Handler] = {
@@ -83,4 +112,5 @@ HANDLERS: dict[str, Handler] = {
     "mcpd/auth/login": _login,
     "mcpd/auth/complete": _complete,
     "mcpd/auth/logout": _logout,
+    "mcpd/auth/dashboard": _dashboard,
 }

@@ -3,8 +3,9 @@
 Two small interfaces. ``Servers`` is every configured server seen as one: the
 aggregated tool table, starting a call, the servers' states, and a way to hear when
 any of that changes. ``Control`` is the daemon itself: its settings, whether it is
-ready, its status, metrics, reload and the OAuth logins (``Logins``, for ``mcpd
-auth``). The wiring (``mcpd.daemon``) provides both; tests may provide doubles.
+ready, its status, the servers' recent history, metrics, reload and the OAuth
+logins (``Logins``, for ``mcpd auth``). The wiring (``mcpd.daemon``) provides both;
+tests may provide doubles.
 ``LineSink`` is how a connection writes its lines; the wiring hands over the
 implementation the stdio transports use too, so a burst of requests and the writes
 it causes upstream share one batch.
@@ -30,6 +31,7 @@ from ..registry.table import Listed
 from ..registry.views import ProfileView
 from ..servers.askback import Asker
 from ..servers.calls import Done
+from ..servers.history import ServerHistory
 from ..servers.progress import Deliver
 from ..servers.state import Said
 
@@ -222,6 +224,11 @@ class Control(Protocol):
     def status(self, scope: ProfileView | None = None) -> dict[str, Any]:
         """``mcpd status``: everything (``scope`` None), or what an agent of the profile
         ``scope`` may read: its servers, its own profile, none of the daemon's paths."""
+        ...
+
+    def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:
+        """Each server's last day of states and last hour of calls (of the servers
+        ``scope`` has), for the status page."""
         ...
 
     def metrics(self, scope: ProfileView | None = None) -> str:

@@ -3,7 +3,8 @@ trio stream, no MCP in sight.
 
 ``Wire`` reads requests (bodies capped) and notices when the client hangs up while a
 request runs; ``Response`` answers with one JSON body, or switches to an event
-stream as soon as something has to be sent before the answer.
+stream as soon as something has to be sent before the answer (a body of another
+type says so in its headers).
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ class Response:
         self, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()
     ) -> None:
         fields = [*self.headers, *headers, (b"content-length", str(len(body)).encode())]
-        if body:
+        if body and not any(name == b"content-type" for name, _ in fields):
             fields.append((b"content-type", b"application/json"))
         await self.wire.send(head(status, fields), h11.Data(data=body), h11.EndOfMessage())
 

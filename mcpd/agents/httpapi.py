@@ -14,6 +14,9 @@ start with ``{``) is served by h11 instead of the line protocol:
 - ``GET /mcp``: a legacy session's event stream, for what answers no request (list
   changes, resource updates): ``http_stream``
 
+- ``GET /``: the status page for people (``page``), for reading without a session on
+  the socket, and with one (``mcpd dashboard``) on the endpoint
+
 so ``curl --unix-socket /run/mcpd/mcpd.sock http://mcpd/status`` works. Who may
 connect is decided by the socket's mode and ``allow_uids``/``allow_groups``, as
 for agents. ``?profile=NAME`` picks a profile; a profile's own socket serves that
@@ -44,10 +47,12 @@ from .http_exchange import Caller
 from .http_wire import Reject, Response, Wire, head, refuse
 from .mcp_http import rpc_reject
 from .mcp_route import LegacySession, McpRoute
+from .page import is_page
 from .peers import Peer
 from .profiles import Profiles, ProfileServers
 
 if TYPE_CHECKING:
+    from .page.routes import Access, Page
     from .tcp import Gate
 
 _REQUEST_TIMEOUT = 30.0
@@ -77,6 +82,16 @@ class HttpApi:
         # connections, and the endpoint's that got past its gate.
         self.on_socket = Slots()
         self.on_endpoint = Slots()
+        self._page: Page | None = None
+
+    @property
+    def page(self) -> Page:
+        """The status page, made for its first request."""
+        if self._page is None:
+            from .page.routes import Page
+
+            self._page = Page(self.control, self.servers)
+        return self._page
 
     @property
     def sessions(self) -> dict[str, LegacySession]:
@@ -135,11 +150,14 @@ class HttpApi:
         try:
             # A client that starts a request and goes quiet must not hold a connection
             # slot forever; idle keep-alive connections wait under the same limit.
+            access: Access | None = None
             with trio.move_on_after(_REQUEST_TIMEOUT) as waited:
                 if head is None:
                     head = await wire.read_head()
                     if head is not None and caller.guard is not None:
                         caller.guard(head)  # before its body: a refused one is never read
+                if head is not None and is_page(head.target):
+                    access = self.page.admit(head, caller)  # the page's own, at the headers too
                 body = None if head is None else await wire.read_body()
             if waited.cancelled_caught:
                 logger.info(
@@ -150,6 +168,12 @@ class HttpApi:
                 return False
             if head is None or body is None:
                 return False
+            if access is not None:
+                query = parse_qs(head.target.decode("latin-1").partition("?")[2])
+                await self.page.serve(
+                    wire, head, body, caller, access, lambda: self._scope(query, caller)
+                )
+                return True
             await self._route(wire, head, body, caller)
         except Reject as rejection:
             headers = rejection.headers

@@ -14,6 +14,12 @@ need, since its file mode already says who may connect:
 
 ``?profile=NAME`` picks the profile (any: whoever has the token is the daemon's user).
 
+The status page (``GET /``, ``/page/...``) is for browsers, which cannot send the
+token: a request for it without an ``Authorization`` header passes to the page, which
+wants its own session cookie (``mcpd dashboard``), once its ``Host`` has shown it was
+meant for this endpoint (a page elsewhere that rebinds its name to 127.0.0.1 sends its
+own name).
+
 Both are checked as soon as a request's headers are in, before a byte of its body is
 read: a stranger costs no more than its headers. A new connection waits for its first
 headers in a lobby of its own (``Gate``), apart from the clients that got in and from
@@ -39,6 +45,7 @@ from protocol.logfields import log_extra
 
 from ..host.ratelimit import Throttle
 from .http_wire import Headers, Reject, Wire, refuse
+from .page import is_page
 
 logger = logging.getLogger("mcpd.http")
 
@@ -68,11 +75,18 @@ def own_origins(host: str, port: int, extra: Iterable[str] = ()) -> frozenset[st
 def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
     """The checks every request on the endpoint passes before it is routed."""
 
+    hosts = frozenset(o.partition("://")[2] for o in origins)
+
     def check(request: h11.Request) -> None:
         headers = Headers(request.headers)
         origin = headers.get("origin")
         if origin is not None and origin.rstrip("/").lower() not in origins:
             raise Reject(403, _refusal(f"Forbidden: the Origin {origin!r} is not allowed"))
+        if is_page(request.target) and headers.get("authorization") is None:
+            host = headers.get("host")
+            if host is None or host.lower() not in hosts:
+                raise Reject(403, _refusal(f"Forbidden: the Host {host!r} is not this endpoint"))
+            return
         scheme, _, presented = (headers.get("authorization") or "").partition(" ")
         try:
             want = token()

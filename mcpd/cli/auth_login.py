@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import shlex
-import shutil
 import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
@@ -18,6 +15,7 @@ import trio
 from protocol.oauth import carries_state, state_of
 from transports.errors import single_exceptions
 
+from .browser import browser_argv, safe_to_open
 from .client import Client
 from .client_cmds import client_for
 from .exits import EXIT_FAILED, ask, fail
@@ -34,30 +32,6 @@ def server_entry(client: Client, alias: str) -> dict[str, Any]:
     # Let the daemon say why (unknown, stdio, or a configured Authorization header).
     ask(client, "mcpd/auth/login", {"server": alias}, code=False)
     fail(EXIT_FAILED, f"{alias} is not a server mcpd can log in to")
-
-
-def browser_argv(url: str, env: dict[str, str] | None = None) -> list[str] | None:
-    """The command that opens ``url`` on this desktop, or None where there is none
-    (a server, an SSH session without a display)."""
-    env = dict(os.environ) if env is None else env
-    if env.get("BROWSER"):
-        return [*shlex.split(env["BROWSER"]), url]
-    if sys.platform == "darwin" and shutil.which("open"):
-        return ["open", url]
-    if (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")) and shutil.which("xdg-open"):
-        return ["xdg-open", url]
-    return None
-
-
-def safe_to_open(url: str) -> bool:
-    """Only https, or http to this machine: anything else is not an authorization page."""
-    try:
-        u = urlsplit(url)
-    except ValueError:
-        return False
-    if u.scheme == "https":
-        return True
-    return u.scheme == "http" and (u.hostname or "") in ("localhost", "127.0.0.1", "::1")
 
 
 async def _pasted(

@@ -1,5 +1,6 @@
-"""``mcpd serve|status|tools|call|reload|check-config|import|bridge|auth|connect|token``,
-``approve|pins`` (in ``pins_cmds``), and (in ``surface``) ``prompts|resources|read|prompt``.
+"""``mcpd serve|status|dashboard|tools|call|reload|check-config|import|bridge|auth|
+connect|token``, ``approve|pins`` (in ``pins_cmds``), and (in ``surface``)
+``prompts|resources|read|prompt``.
 
 This module is the command line's grammar, every command in the order ``mcpd
 --help`` lists them, and its entry point. What the commands do is elsewhere: those
@@ -25,7 +26,7 @@ from .exits import EXIT_USAGE
 SURFACE = ("prompts", "resources", "read", "prompt")
 COMMANDS: frozenset[str] = frozenset(
     {"serve", "check-config", "tools", "call", "status", "import", "reload", "bridge"}
-    | {"auth", "token", "connect", "approve", "pins", *SURFACE}
+    | {"auth", "token", "connect", "approve", "pins", "dashboard", *SURFACE}
 )
 
 
@@ -126,6 +127,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             help="redraw every SECONDS (default 2) until Ctrl-C",
         )
         st.set_defaults(func=cmd_status)
+
+    if want("dashboard"):
+        from .dashboard import cmd_dashboard
+
+        db = client_cmd("dashboard", "print (and open) an address of the status page")
+        db.add_argument(
+            "--no-browser", action="store_true", help="print the address, do not open it"
+        )
+        db.set_defaults(func=cmd_dashboard)
 
     if want("import"):
         from .config_cmds import cmd_import

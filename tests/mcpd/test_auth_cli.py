@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import trio
 
-from mcpd.cli.auth_login import browser_argv, safe_to_open
+from mcpd.cli.browser import browser_argv, safe_to_open
 from protocol.oauth.http import get
 from tests.support.agent import connect, make_config, running
 from tests.support.oauth_mcp import ProtectedMcp, serve_protected

@@ -129,4 +129,12 @@ def test_snapshot_encodes_to_json() -> None:
     s = LatencyStats()
     s.record(0.25)
     data = msgspec.json.decode(msgspec.json.encode(s.snapshot()))
-    assert data == {"calls": 1, "errors": 0, "samples": 1, "p50": 0.25, "p95": 0.25, "p99": 0.25, "max": 0.25}
+    assert data == {
+        "calls": 1,
+        "errors": 0,
+        "samples": 1,
+        "p50": 0.25,
+        "p95": 0.25,
+        "p99": 0.25,
+        "max": 0.25,
+    }

@@ -1,0 +1,119 @@
+"""What the page shows, read into typed rows from what the daemon already answers.
+
+``mcpd status`` (its JSON) gives the servers, the daemon and the profiles; the
+histories give the day's state changes and the hour's minutes; the logins say which
+servers wait for a person. The rows keep only what the page draws, and read a
+status that lacks a field (an older or a profile's view) with its default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from ...registry.views import ProfileView
+from ...servers.history import ServerHistory
+from ..backend import Control
+
+
+class BreakerRow(msgspec.Struct, frozen=True):
+    state: str = "closed"
+    consecutive_failures: int = 0
+    failures: int = 0
+    opened: int = 0
+
+
+class ServerRow(msgspec.Struct, frozen=True):
+    alias: str
+    transport: str = ""
+    state: str = "stopped"
+    era: str | None = None
+    tools: int = 0
+    since: str | None = None
+    last_error: str | None = None
+    retry_at: str | None = None
+    restarts: int = 0
+    breaker: BreakerRow = BreakerRow()
+    calls: int = 0
+    errors: int = 0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    inflight: int = 0
+    pid: int | None = None
+    stderr: list[str] = []  # a child's last lines
+    # Where a server runs confined, when mcpd confines it: a level, or a table with one.
+    sandbox: str | dict[str, Any] | None = None
+
+    @property
+    def sandbox_level(self) -> str | None:
+        box = self.sandbox
+        if isinstance(box, dict):
+            level = box.get("level")
+            return level if isinstance(level, str) else None
+        return box
+
+
+class DaemonRow(msgspec.Struct, frozen=True):
+    version: str = ""
+    summary: str = ""
+    uptime_s: float = 0.0
+    connections: int = 0
+    tools: int = 0
+    warnings: list[str] = []
+    pid: int | None = None
+    profile: str | None = None  # set when the reader sees one profile only
+
+
+class ProfileRow(msgspec.Struct, frozen=True):
+    name: str
+    agents: int = 0
+    tools: int = 0
+    listed: int = 0
+    mode: str = "all"
+    servers: list[str] = []
+
+
+class StatusRows(msgspec.Struct, frozen=True):
+    daemon: DaemonRow
+    servers: list[ServerRow] = []
+    profiles: list[ProfileRow] = []
+
+
+class PageData(msgspec.Struct, frozen=True):
+    """Everything one rendering of the page reads, as of ``now`` (Unix time)."""
+
+    status: StatusRows
+    history: dict[str, ServerHistory]
+    now: float
+    # Whether the reader may act (a session's page, with its CSRF token); on the socket
+    # without a session the page is for reading.
+    csrf: str | None = None
+    # Where a login started from the page comes back to; None: logins are not started
+    # from this page (the socket's, or one that may not act).
+    logins_from_page: bool = False
+
+
+def read_page(
+    control: Control,
+    scope: ProfileView | None,
+    now: float,
+    *,
+    csrf: str | None = None,
+    logins_from_page: bool = False,
+) -> PageData:
+    status = msgspec.convert(control.status(scope), StatusRows)
+    history = {h.server: h for h in control.history(scope)}
+    return PageData(status, history, now, csrf, logins_from_page)
+
+
+def profile_use(profiles: list[ProfileRow]) -> Callable[[str], list[str]]:
+    """Which profiles other than the default one list a server's tools."""
+    by_server: dict[str, list[str]] = {}
+    for p in profiles:
+        if p.name == "default":
+            continue
+        for alias in p.servers:
+            by_server.setdefault(alias, []).append(p.name)
+    return lambda alias: by_server.get(alias, [])

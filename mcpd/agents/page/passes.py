@@ -1,0 +1,116 @@
+"""Who may use the page in a browser: one-time codes, and the sessions they open.
+
+A browser cannot send mcpd's bearer token. ``mcpd dashboard`` (the daemon's own user
+or root, on its socket) gets a code, good once and for ``CODE_TTL``; the page trades
+it for a session, whose id goes into an HttpOnly, SameSite=Strict cookie, and whose
+CSRF token into the page, for its actions to send back. A session lasts
+``SESSION_TTL``, and ends sooner when the endpoint's token is rotated (``mcpd token
+--rotate`` locks every browser out as it does every client) or mcpd restarts.
+
+Codes and session ids are kept by their digests, so that looking one up compares no
+secret byte by byte, and a copy of the daemon's memory holds none of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from typing import Final
+
+import msgspec
+import trio
+
+CODE_TTL: Final = 60.0
+SESSION_TTL: Final = 12 * 3600.0
+# At most this many of each at once; a new one pushes out the oldest.
+MAX_CODES: Final = 16
+MAX_SESSIONS: Final = 64
+
+
+class PageSession(msgspec.Struct, frozen=True):
+    csrf: str
+    expires: float
+    token: bytes  # a digest of the endpoint token it was opened under
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
+
+
+class Passes:
+    def __init__(self, token: Callable[[], str]) -> None:
+        """``token``: the endpoint's bearer token now (it may be rotated)."""
+        self._token = token
+        self._codes: dict[bytes, float] = {}  # digest -> when it expires
+        self._sessions: dict[bytes, PageSession] = {}
+
+    def issue(self) -> str:
+        """A new one-time code."""
+        now = trio.current_time()
+        self._codes = {d: t for d, t in self._codes.items() if t > now}
+        while len(self._codes) >= MAX_CODES:
+            del self._codes[next(iter(self._codes))]
+        code = secrets.token_urlsafe(24)
+        self._codes[_digest(code)] = now + CODE_TTL
+        return code
+
+    def redeem(self, code: str) -> str | None:
+        """The id of a new session for a good code (which is then spent), or None."""
+        now = trio.current_time()
+        expires = self._codes.pop(_digest(code), None)
+        if expires is None or expires <= now:
+            return None
+        token = self._current_token()
+        if token is None:
+            return None
+        self._sessions = {d: s for d, s in self._sessions.items() if s.expires > now}
+        while len(self._sessions) >= MAX_SESSIONS:
+            del self._sessions[next(iter(self._sessions))]
+        sid = secrets.token_urlsafe(32)
+        self._sessions[_digest(sid)] = PageSession(
+            secrets.token_urlsafe(24), now + SESSION_TTL, token
+        )
+        return sid
+
+    def session(self, sid: str | None) -> PageSession | None:
+        """The live session ``sid`` names, if any."""
+        if not sid:
+            return None
+        key = _digest(sid)
+        found = self._sessions.get(key)
+        if found is None:
+            return None
+        if found.expires <= trio.current_time() or found.token != self._current_token():
+            del self._sessions[key]
+            return None
+        return found
+
+    def end(self, sid: str) -> None:
+        self._sessions.pop(_digest(sid), None)
+
+    def _current_token(self) -> bytes | None:
+        try:
+            return _digest(self._token())
+        except Exception:  # an unreadable token file lets nobody in
+            return None
+
+
+def csrf_matches(session: PageSession, presented: str | None) -> bool:
+    return presented is not None and hmac.compare_digest(presented.encode(), session.csrf.encode())
+
+
+def cookie_name(host: str | None) -> str:
+    """The cookie's name on ``host``: browsers send a host's cookies to each of its
+    ports, so each endpoint's name has its port (two daemons keep one each)."""
+    port = (host or "").rpartition(":")[2]
+    return f"mcpd_page_{port}" if port.isdigit() else "mcpd_page"
+
+
+def read_cookie(header: str | None, name: str) -> str | None:
+    for part in (header or "").split(";"):
+        key, sep, value = part.strip().partition("=")
+        if sep and key == name:
+            return value
+    return None

@@ -1,0 +1,49 @@
+"""``mcpd dashboard``: an address that logs one browser in to mcpd's status page.
+
+The page is served on the HTTP endpoint (``[daemon] http_listen``). A browser cannot
+send the endpoint's token, so the daemon hands its own user (or root) an address with
+a one-time code instead, which the page trades for a session cookie. Without the
+endpoint, this says how to turn it on, and where the page can be read meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..config.model import default_config_path
+from .browser import browser_argv, open_in_browser
+from .client_cmds import client_for
+from .exits import EXIT_FAILED, ask
+from .visible import visible
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        out = ask(client, "mcpd/auth/dashboard", code=False)
+        if out.get("url") is None:
+            daemon = ask(client, "mcpd/status")["daemon"]
+    url = out.get("url")
+    if not isinstance(url, str):
+        config = daemon.get("config") or default_config_path()
+        socket = daemon.get("socket") or "SOCKET"
+        print(
+            "mcpd: the status page is served on the HTTP endpoint, which is off. To turn it "
+            f'on, set\n\n  [daemon]\n  http_listen = "127.0.0.1:8765"\n\nin {visible(config)} '
+            "and restart mcpd (a reload does not open it). Until then the page can be read "
+            f"with\n\n  curl --unix-socket {visible(socket)} http://mcpd/\n",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    seconds = float(out.get("expires_in") or 60)
+    print(
+        f"Open mcpd's status page in a browser:\n\n  {url}\n\n"
+        f"The address works once, within {seconds:.0f} seconds; run mcpd dashboard again "
+        "for another browser."
+    )
+    opener = None if args.no_browser else browser_argv(url)
+    if opener is not None:
+        problem = open_in_browser(opener)
+        if problem is not None:
+            print(f"mcpd: {problem}", file=sys.stderr)
+    return 0

@@ -1,0 +1,279 @@
+"""The status page over HTTP, through a running daemon: read-only on the socket, behind a
+one-time code and a session cookie on the endpoint, actions only with the session's
+CSRF token from the page's own origin, a profile's socket showing its servers only,
+and ``mcpd dashboard``."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import trio
+
+from mcpd.agents.page.passes import CODE_TTL, MAX_CODES, Passes
+from mcpd.host.token import write_token
+from tests.support.agent import connect, make_config, running
+from tests.support.oauth_mcp import serve_protected
+from tests.support.procs import scripted
+from transports.oauth_http import OAuthHttp
+
+from .test_auth_cli import mcpd
+from .test_httpapi import CURL, Reply, curl
+
+LIMIT = 60
+
+
+def scripted_server(*flags: str) -> dict[str, Any]:
+    command, args = scripted(*flags)
+    return {"command": command, "args": list(args)}
+
+
+BROKEN = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
+
+
+def config(tmp_path: Path, **daemon: Any) -> Any:
+    daemon.setdefault("http_listen", "127.0.0.1:0")
+    return make_config(
+        tmp_path,
+        {"files": scripted_server("--tools", "3"), "mail": scripted_server(), "broken": BROKEN},
+        profiles={"mail": {"servers": ["mail"], "socket": str(tmp_path / "mail.sock")}},
+        state_dir=str(tmp_path / "state"),
+        startup_deadline=10.0,
+        backoff_base=30.0,
+        backoff_cap=30.0,
+        **daemon,
+    )
+
+
+async def http(
+    port: int, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""
+) -> Reply:
+    """One request on its own connection (Host: the endpoint's, unless given)."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    fields = {"Host": f"127.0.0.1:{port}", **(headers or {})}
+    lines = [f"{method} {path} HTTP/1.1", "Connection: close", f"Content-Length: {len(body)}"]
+    lines += [f"{k}: {v}" for k, v in fields.items()]
+    await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+    data = b""
+    while chunk := await stream.receive_some(1 << 16):
+        data += chunk
+    await stream.aclose()
+    return Reply(data)
+
+
+def rows(page: bytes) -> dict[str, str]:
+    """Each server's row on the page: alias -> its state."""
+    found = re.findall(rb'<tr class="[a-z]+" data-server="([^"]+)" data-state="([^"]+)"', page)
+    return {a.decode(): s.decode() for a, s in found}
+
+
+def csrf_of(page: bytes) -> str:
+    found = re.search(rb'<meta name="mcpd-csrf" content="([^"]+)">', page)
+    assert found is not None, page[:300]
+    return found.group(1).decode()
+
+
+async def code_url(socket: str) -> str:
+    async with connect(socket) as agent:
+        out = await agent.result("mcpd/auth/dashboard")
+    assert out["expires_in"] == CODE_TTL
+    return str(out["url"])
+
+
+async def session(port: int, socket: str) -> tuple[str, str]:
+    """A cookie header of a new session, and its page's CSRF token."""
+    url = urlsplit(await code_url(socket))
+    traded = await http(port, "GET", f"/?{url.query}", {"Host": f"127.0.0.1:{port}"})
+    assert traded.status == 303, traded.body
+    cookie = traded.headers["set-cookie"].split(";")[0]
+    page = await http(port, "GET", "/", {"Host": f"127.0.0.1:{port}", "Cookie": cookie})
+    assert page.status == 200
+    return cookie, csrf_of(page.body)
+
+
+async def test_the_socket_serves_the_page_for_reading(tmp_path: Path) -> None:
+    assert CURL is not None
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path, http_listen=None)) as daemon:
+            page = await curl(daemon.socket_path, "/")
+            assert page.status == 200
+            assert page.headers["content-type"] == "text/html; charset=utf-8"
+            csp = page.headers["content-security-policy"]
+            assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
+            assert "unsafe-inline" not in csp and "script-src 'sha256-" in csp
+            assert rows(page.body) == {"broken": "failed", "files": "ready", "mail": "ready"}
+            assert b"exited with status 3" in page.body
+            assert b"<svg" in page.body and b'rect class="down"' in page.body
+            # Read-only: no CSRF token on the page, no button, and a POST is refused.
+            assert b'<meta name="mcpd-csrf"' not in page.body and b"<form" not in page.body
+            refused = await curl(daemon.socket_path, "/page/login", "--data", "server=files")
+            assert refused.status == 403
+            assert "takes a session" in refused.json()["error"]
+            # A profile's own socket shows that profile's servers, nothing of the others.
+            mine = await curl(str(tmp_path / "mail.sock"), "/")
+            assert rows(mine.body) == {"mail": "ready"}
+            assert b"broken" not in mine.body and b"tools \xc2\xb7 profiles" in mine.body
+            assert b">files<" not in mine.body
+            assert b"(profile mail)" in mine.body
+
+
+async def test_a_one_time_code_opens_one_session_and_only_once(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            host = {"Host": f"127.0.0.1:{port}"}
+            bare = await http(port, "GET", "/", host)
+            assert bare.status == 401 and b"mcpd dashboard" in bare.body
+            assert "frame-ancestors 'none'" in bare.headers["content-security-policy"]
+
+            url = urlsplit(await code_url(daemon.socket_path))
+            assert (url.scheme, url.hostname, url.port) == ("http", "127.0.0.1", port)
+            traded = await http(port, "GET", f"/?{url.query}", host)
+            assert traded.status == 303 and traded.headers["location"] == "/"
+            cookie = traded.headers["set-cookie"]
+            assert cookie.startswith(f"mcpd_page_{port}=")
+            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+            again = await http(port, "GET", f"/?{url.query}", host)
+            assert again.status == 403 and "set-cookie" not in again.headers
+            assert b"has been used" in again.body
+
+            pair = cookie.split(";")[0]
+            page = await http(port, "GET", "/", {**host, "Cookie": pair})
+            assert page.status == 200 and rows(page.body)["files"] == "ready"
+            assert csrf_of(page.body)
+            # The token holder (curl) reads it too, without a session: no actions.
+            token = daemon.http_token()
+            with_token = await http(port, "GET", "/", {"Authorization": f"Bearer {token}"})
+            assert with_token.status == 200 and b'<meta name="mcpd-csrf"' not in with_token.body
+            wrong = await http(port, "GET", "/", {"Authorization": "Bearer nope"})
+            assert wrong.status == 401
+            # A name that is not this endpoint's (DNS rebinding) gets nothing.
+            rebound = await http(port, "GET", "/", {"Host": f"evil.example:{port}"})
+            assert rebound.status == 403
+            # A new token (mcpd token --rotate) ends the session.
+            write_token(str(tmp_path / "state" / "token"))
+            ended = await http(port, "GET", "/", {**host, "Cookie": pair})
+            assert ended.status == 401
+
+
+async def test_a_forged_post_is_refused(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            cookie, csrf = await session(port, daemon.socket_path)
+            own = f"http://127.0.0.1:{port}"
+            base = {"Host": f"127.0.0.1:{port}", "Cookie": cookie}
+            form = {"Content-Type": "application/x-www-form-urlencoded"}
+
+            async def login(headers: dict[str, str], body: str = "server=files") -> Reply:
+                return await http(port, "POST", "/page/login", {**base, **form, **headers},
+                                  body.encode())  # fmt: skip
+
+            no_token = await login({"Origin": own})
+            assert no_token.status == 403 and "CSRF" in no_token.json()["error"]
+            foreign = await login({"Origin": "http://127.0.0.1:9", "X-Mcpd-Csrf": csrf})
+            assert foreign.status == 403
+            no_origin = await login({"X-Mcpd-Csrf": csrf})
+            assert no_origin.status == 403 and "from the page" in no_origin.json()["error"]
+            wrong = await login({"Origin": own, "X-Mcpd-Csrf": csrf[:-1] + "x"})
+            assert wrong.status == 403
+            no_session = await http(
+                port,
+                "POST",
+                "/page/login",
+                {"Host": f"127.0.0.1:{port}", "Origin": own, "X-Mcpd-Csrf": csrf, **form},
+                b"server=files",
+            )
+            assert no_session.status == 403
+            # With all three, the action runs: this one says why files has no login.
+            fair = await login({"Origin": own, "X-Mcpd-Csrf": csrf})
+            assert fair.status == 409 and "stdio server" in fair.json()["error"]
+            form_field = await login({"Origin": own}, f"server=files&csrf={csrf}")
+            assert form_field.status == 409
+
+
+async def test_a_login_starts_on_the_page_and_comes_back_to_it(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv:
+            cfg = make_config(
+                tmp_path,
+                {"t": {"url": srv.mcp_url}},
+                state_dir=str(tmp_path / "state"),
+                http_listen="127.0.0.1:0",
+                startup_deadline=5.0,
+            )
+            async with running(cfg) as daemon:
+                assert daemon.api.endpoint is not None
+                port = daemon.api.endpoint.port
+                own = f"http://127.0.0.1:{port}"
+                cookie, csrf = await session(port, daemon.socket_path)
+                base = {"Host": f"127.0.0.1:{port}", "Cookie": cookie}
+                page = await http(port, "GET", "/", base)
+                assert rows(page.body) == {"t": "needs_login"}
+                assert b"<code>mcpd auth login t</code>" in page.body
+                assert b'data-login="t"' in page.body  # the button
+                started = await http(
+                    port,
+                    "POST",
+                    "/page/login",
+                    {**base, "Origin": own, "X-Mcpd-Csrf": csrf, "Accept": "application/json"},
+                    b"server=t",
+                )
+                assert started.status == 200, started.body
+                url = started.json()["url"]
+                client = OAuthHttp()
+                redirect = await client.follow_authorization(
+                    url, await client.policy_for(srv.mcp_url)
+                )
+                assert redirect.startswith(f"{own}/page/oauth/t?")
+                # The browser comes back from the authorization server: no cookie.
+                back = urlsplit(redirect)
+                came = await http(
+                    port, "GET", f"{back.path}?{back.query}", {"Host": f"127.0.0.1:{port}"}
+                )
+                assert came.status == 200 and b"t is ready with 1 tools" in came.body
+                page = await http(port, "GET", "/", base)
+                assert rows(page.body) == {"t": "ready"}
+                # The same answer again finds no login waiting.
+                stale = await http(
+                    port, "GET", f"{back.path}?{back.query}", {"Host": f"127.0.0.1:{port}"}
+                )
+                assert stale.status == 404
+    assert srv.failures == []
+
+
+async def test_mcpd_dashboard_prints_an_address_or_how_to_get_one(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path, http_listen=None)) as daemon:
+            code, said = await mcpd(daemon.socket_path, "dashboard", "--no-browser")
+            assert code == 1
+            assert 'http_listen = "127.0.0.1:8765"' in said and "restart mcpd" in said
+            assert f"curl --unix-socket {daemon.socket_path} http://mcpd/" in said
+        async with running(config(tmp_path / "on")) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            code, said = await mcpd(daemon.socket_path, "dashboard", "--no-browser")
+            assert code == 0, said
+            found = re.search(rf"http://127\.0\.0\.1:{port}/\?code=[\w-]+", said)
+            assert found is not None, said
+            traded = await http(port, "GET", found.group(0)[len(f"http://127.0.0.1:{port}") :],
+                                {"Host": f"127.0.0.1:{port}"})  # fmt: skip
+            assert traded.status == 303
+
+
+async def test_codes_expire_and_are_bounded(autojump_clock: trio.testing.MockClock) -> None:
+    passes = Passes(lambda: "token")
+    late = passes.issue()
+    await trio.sleep(CODE_TTL + 1)
+    assert passes.redeem(late) is None
+    codes = [passes.issue() for _ in range(MAX_CODES + 1)]
+    assert passes.redeem(codes[0]) is None  # pushed out by the newest
+    sid = passes.redeem(codes[-1])
+    assert sid is not None and passes.session(sid) is not None
+    assert passes.redeem(codes[-1]) is None
+    assert passes.session("guess") is None
