@@ -138,7 +138,8 @@ def hour(minutes: list[SavedMinute], now: float) -> str:
     if top:
         label += f", slowest minute's p95 {top:g} ms"
     parts = [
-        f'<svg class="spark" viewBox="0 0 {_HOUR_W} {_HOUR_H}" role="img" '
+        f'<svg class="spark" viewBox="0 0 {_HOUR_W} {_HOUR_H}" preserveAspectRatio="none" '
+        f'role="img" '
         f'aria-label="{escape(label)}"><title>{escape(label)}</title>',
         f'<rect class="track" x="0" y="0" width="{_HOUR_W}" height="{_HOUR_H}"/>',
     ]

@@ -1,0 +1,253 @@
+"""The status page in a real browser (headless Chromium), against a running ``mcpd
+serve`` with a real server, a server to kill and one that cannot start: the page runs
+its script under its own Content-Security-Policy without a console error, a killed
+server's row turns red and its day gains the outage without a reload, the address
+``mcpd dashboard`` prints opens one session once, and a form on another origin that
+posts to the page is refused. Screenshots at desktop and phone widths are left in
+``tests/.artifacts/page``.
+
+One daemon and one browser serve the whole module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.browser import artifacts, chromium
+from tests.support.procs import scripted
+
+ROOT = Path(__file__).resolve().parents[2]
+# Room for a first run that installs the browser with apt; each wait below has its own.
+pytestmark = pytest.mark.timeout(600)
+DOWN_WITHIN = 2.0  # seconds for a killed server's row to turn red
+
+
+class Daemon:
+    """``mcpd serve`` in a process of its own, with its socket and endpoint."""
+
+    def __init__(self, tmp: Path) -> None:
+        victim, victim_args = scripted("--tools", "2")
+        servers = {
+            "notes": {"command": sys.executable, "args": ["-m", "mcpd.demo.notes"]},
+            "victim": {"command": victim, "args": list(victim_args)},
+            "broken": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]},
+        }
+        self.socket = str(tmp / "mcpd.sock")
+        lines = [
+            "[daemon]",
+            f"socket = {json.dumps(self.socket)}",
+            f"state_dir = {json.dumps(str(tmp / 'state'))}",
+            'http_listen = "127.0.0.1:0"',
+            # A killed server stays down for the test to see, not restarted at once.
+            "backoff_base = 30.0",
+            "backoff_cap = 30.0",
+        ]
+        for alias, server in servers.items():
+            lines += [f"[servers.{alias}]", f"command = {json.dumps(server['command'])}"]
+            lines.append(f"args = {json.dumps(server['args'])}")
+        config = tmp / "config.toml"
+        config.write_text("\n".join(lines) + "\n")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpd", "serve", "--config", str(config), "--log", "stderr"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=ROOT,
+            text=True,
+        )
+        self.log: list[str] = []
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read_log, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(30):
+            self.stop()
+            raise AssertionError("mcpd did not start:\n" + "".join(self.log[-30:]))
+        http = self.status()["daemon"]["http"]
+        self.port = int(re.fullmatch(r"http://127\.0\.0\.1:(\d+)/mcp", http).group(1))  # type: ignore[union-attr]
+        self.origin = f"http://127.0.0.1:{self.port}"
+
+    def _read_log(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.log.append(line)
+            if "listening on" in line:
+                self._ready.set()
+
+    def status(self) -> dict[str, Any]:
+        """``GET /status`` on the socket."""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(10)
+            s.connect(self.socket)
+            s.sendall(b"GET /status HTTP/1.0\r\nHost: mcpd\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        return json.loads(data.partition(b"\r\n\r\n")[2])  # type: ignore[no-any-return]
+
+    def pid_of(self, alias: str) -> int:
+        return next(s["pid"] for s in self.status()["servers"] if s["alias"] == alias)
+
+    def dashboard(self) -> str:
+        """The address ``mcpd dashboard`` prints."""
+        out = subprocess.run(
+            [sys.executable, "-m", "mcpd", "dashboard", "--no-browser", "--socket", self.socket],
+            capture_output=True, text=True, timeout=30, cwd=ROOT, check=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        found = re.search(r"http://\S+\?code=\S+", out.stdout)
+        assert found is not None, out.stdout + out.stderr
+        return found.group(0)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(5)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="module")
+def mcpd(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Daemon]:
+    daemon = Daemon(tmp_path_factory.mktemp("page"))
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def page(mcpd: Daemon, browser: Any) -> Any:
+    """The browser on the page, with a session, live."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(mcpd.dashboard())
+    WebDriverWait(browser, 10).until(lambda d: d.find_element("id", "live").text == "live")
+    return browser
+
+
+def row(driver: Any, alias: str) -> Any:
+    return driver.find_element("css selector", f'tr[data-server="{alias}"]')
+
+
+def severe(driver: Any) -> list[dict[str, Any]]:
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_the_page_renders_without_a_console_error(mcpd: Daemon, page: Any) -> None:
+    out = artifacts("page")
+    assert page.current_url == f"{mcpd.origin}/"  # the code is gone from the address
+    assert page.title.startswith("mcpd \u00b7 3 servers")
+    assert "ready" in row(page, "notes").get_attribute("class").replace("up", "ready")
+    assert row(page, "broken").get_attribute("data-state") == "failed"
+    assert "down" in row(page, "broken").get_attribute("class")
+    assert page.find_elements("css selector", 'tr[data-server="broken"] svg.day rect.down')
+    assert page.find_element("css selector", 'meta[name="mcpd-csrf"]').get_attribute("content")
+    assert severe(page) == []  # the script and style ran under the page's policy
+    page.set_window_size(1280, 900)
+    page.save_screenshot(str(out / "desktop.png"))
+    page.set_window_size(390, 844)
+    page.save_screenshot(str(out / "phone.png"))
+    # On a phone each server is a card: its state is shown, the table head is not.
+    assert not page.find_element("css selector", "table.servers thead").is_displayed()
+    assert row(page, "notes").find_element("css selector", ".pill").is_displayed()
+    page.set_window_size(1280, 900)
+    assert (out / "desktop.png").stat().st_size > 10_000
+
+
+def test_a_killed_server_turns_red_without_a_reload(mcpd: Daemon, page: Any) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    assert row(page, "victim").get_attribute("class") == "up"
+    day = 'tr[data-server="victim"] svg.day rect.down'
+    assert page.find_elements("css selector", day) == []
+    os.kill(mcpd.pid_of("victim"), signal.SIGKILL)
+    WebDriverWait(page, DOWN_WITHIN, poll_frequency=0.05).until(
+        lambda d: row(d, "victim").get_attribute("class") == "down"
+    )
+    assert row(page, "victim").get_attribute("data-state") == "failed"
+    assert page.find_elements("css selector", day), "the outage is not on the day's line"
+    assert "killed by SIGKILL" in row(page, "victim").find_element("css selector", ".why").text
+    assert severe(page) == []
+    page.save_screenshot(str(artifacts("page") / "desktop-down.png"))
+
+
+def test_the_dashboard_address_works_once(mcpd: Daemon, browser: Any) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    address = mcpd.dashboard()
+    browser.delete_all_cookies()
+    browser.get(address)
+    WebDriverWait(browser, 10).until(lambda d: d.find_elements("id", "rows"))
+    assert browser.get_cookies()[0]["httpOnly"] is True
+    assert browser.get_cookies()[0]["sameSite"] == "Strict"
+    browser.delete_all_cookies()
+    browser.get(address)
+    assert browser.find_elements("id", "rows") == []
+    assert "has been used" in browser.find_element("tag name", "h2").text
+    browser.get(mcpd.origin + "/")
+    assert "mcpd dashboard" in browser.find_element("tag name", "body").text
+    browser.get(mcpd.dashboard())  # a session again, for what follows
+
+
+class _Foreign(BaseHTTPRequestHandler):
+    """A page on another origin (another port of the same host: the same site, so the
+    browser sends the page's cookie along) whose form posts to mcpd's page."""
+
+    target = ""
+
+    def do_GET(self) -> None:
+        body = (
+            f'<form id="f" method="post" action="{self.target}">'
+            '<input name="server" value="victim"></form>'
+            "<script>document.getElementById('f').submit()</script>"
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_post_from_another_origin_is_refused(mcpd: Daemon, page: Any) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _Foreign.target = f"{mcpd.origin}/page/login"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Foreign)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert page.get_cookies(), "the browser holds a session for the page"
+        page.get(f"http://127.0.0.1:{server.server_address[1]}/")
+        WebDriverWait(page, 10).until(lambda d: d.current_url == _Foreign.target)
+        text = page.find_element("tag name", "body").text
+        assert "is not allowed" in text and "Forbidden" in text
+    finally:
+        server.shutdown()
+        thread.join(5)
+        server.server_close()
