@@ -15,9 +15,10 @@ The configurations are interleaved (A B C ... A B C ...) over the rounds, and ea
 reported as the median over the rounds. Then: the scale run (start-up against its floor,
 in interleaved rounds; 10,000 tools; idle agents), the daemon's memory at several points,
 the shared-instance comparison (N host sessions with their own servers, or through one
-mcpd), the tool-search relevance check (precision@3 over real servers' tools) and the
+mcpd), the tool-search relevance check (precision@3 over real servers' tools), the
 request latency of the socket's line protocol against POST /mcp on the socket and on the
-TCP endpoint. Raw results go to bench/results/ as JSON.
+TCP endpoint, and the status page (its time and size with 10,000 tools, and the call
+path with live pages open). Raw results go to bench/results/ as JSON.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from typing import Any, cast
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import callpath, discovery, report, targets
+from bench import callpath, discovery, page, report, targets
 from bench.memory import MemorySettings, memory_lines, run_memory
 from bench.scale import ScaleSettings, run_scale
 from bench.shared import run_shared, shared_lines
@@ -125,6 +126,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-relevance", action="store_true", help="skip the tool-search check")
     p.add_argument("--no-endpoint", action="store_true", help="skip the latency by path")
     p.add_argument("--no-callpath", action="store_true", help="skip the in-process call count")
+    p.add_argument("--no-page", action="store_true", help="skip the status page run")
     p.add_argument("--no-pin", action="store_true", help="do not pin to separate CPUs")
     p.add_argument("--mcpd", help="command that runs mcpd's CLI (default: the venv's mcpd)")
     p.add_argument(
@@ -250,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             shared = shared_run(env, args)
         relevance = None if args.no_relevance else discovery.relevance_run(mcpd_cmd, args.quick)
         endpoint = None if args.no_endpoint else discovery.endpoint_run(mcpd_cmd, args.quick)
+        page_result = None if args.no_page else page.page_run(mcpd_cmd, args.quick)
         calls = None if args.no_callpath else callpath.run(sys.executable)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -266,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     report.print_table(summary)
     verdicts = report.round_two_verdicts(summary, scale, memory)
     verdicts.append(discovery.relevance_verdict(relevance))
+    verdicts += page.verdicts(page_result)
     print("\ntargets (performance, round two)")
     print(report.TABLE_HEAD)
     for verdict in verdicts:
@@ -301,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\nrequest latency by path (1 agent, 1 request at a time, 64 B echo)")
         for line in discovery.endpoint_lines(endpoint):
             print(line)
+    if page_result and "skipped" not in page_result:
+        print("\nthe status page (one browser with a session; curl on the socket)")
+        for line in page.render(page_result):
+            print(line)
     if isinstance(calls, list):
         print("\nmcpd's own Python per tools/call, counted in-process (bench/callpath.py)")
         for line in callpath.lines(calls):
@@ -333,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         "shared": shared,
         "relevance": relevance,
         "endpoint": endpoint,
+        "page": page_result,
         "callpath": calls,
         "targets": [v.__dict__ for v in verdicts],
         "elapsed_s": time.monotonic() - started,
