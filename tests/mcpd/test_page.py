@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 import trio
 
 from mcpd.agents.page.passes import CODE_TTL, MAX_CODES, Passes
+from mcpd.agents.page.routes import Page
+from mcpd.agents.page.sources import CallFilter, CallRecord, HeldChange, PendingApproval, Sources
 from mcpd.host.token import write_token
 from tests.support.agent import connect, make_config, running
 from tests.support.oauth_mcp import serve_protected
@@ -24,6 +26,7 @@ from .test_auth_cli import mcpd
 from .test_httpapi import CURL, Reply, curl
 
 LIMIT = 60
+T = 1_800_000_000.0
 
 
 def scripted_server(*flags: str) -> dict[str, Any]:
@@ -277,3 +280,74 @@ async def test_codes_expire_and_are_bounded(autojump_clock: trio.testing.MockClo
     assert sid is not None and passes.session(sid) is not None
     assert passes.redeem(codes[-1]) is None
     assert passes.session("guess") is None
+
+
+async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
+    """Approvals, held changes and the latest calls are each one typed function: the page
+    draws them (and, without them, no section at all), and its actions reach them."""
+    decided: list[tuple[str, str]] = []
+
+    def decide(rid: str, decision: str, scope: object) -> str:
+        decided.append((rid, decision))
+        return f"call {rid}: {decision}"
+
+    def calls(scope: object, f: CallFilter) -> list[CallRecord]:
+        every = [
+            CallRecord(T, "files", "mcp__files__read", "pid 7 (host)", "ok", 3.5),
+            CallRecord(T, "mail", "mcp__mail__send", "pid 8 (host)", "refused", None),
+        ]
+        return [c for c in every if f.server in (None, c.server)]
+
+    sources = Sources(
+        approvals=lambda scope: [
+            PendingApproval("a1", "mail", "mcp__mail__send", "pid 8 (host)", T, '{"to": "<x>"}')
+        ],
+        decide=decide,
+        held=lambda scope: [HeldChange("files", "tool", "read", T, "-old\n+new <b>")],
+        calls=calls,
+    )
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            plain = await http(port, "GET", "/", {"Authorization": f"Bearer {daemon.http_token()}"})
+            assert b'id="calls"' not in plain.body and b'data-waits="approval"' not in plain.body
+            http_api = daemon.api.http
+            http_api._page = Page(daemon, daemon.front, sources)
+            cookie, csrf = await session(port, daemon.socket_path)
+            page = await http(port, "GET", "/?server=mail", {"Cookie": cookie})
+            body = page.body
+            assert b'data-waits="approval" data-id="a1"' in body
+            assert b"{&quot;to&quot;: &quot;&lt;x&gt;&quot;}" in body  # escaped
+            assert b'data-waits="change" data-server="files"' in body
+            assert b"+new &lt;b&gt;" in body
+            assert b'<section id="calls">' in body
+            assert b"mcp__mail__send" in body and b"mcp__files__read" not in body
+            own = f"http://127.0.0.1:{port}"
+            done = await http(
+                port,
+                "POST",
+                "/page/decide",
+                {
+                    "Cookie": cookie,
+                    "Origin": own,
+                    "X-Mcpd-Csrf": csrf,
+                    "Accept": "application/json",
+                },
+                b"id=a1&decision=deny",
+            )
+            assert done.status == 200 and done.json() == {"message": "call a1: deny"}
+            no_csrf = await http(
+                port, "POST", "/page/decide", {"Cookie": cookie, "Origin": own},
+                b"id=a1&decision=approve",
+            )  # fmt: skip
+            assert no_csrf.status == 403
+            release = await http(
+                port,
+                "POST",
+                "/page/release",
+                {"Cookie": cookie, "Origin": own, "X-Mcpd-Csrf": csrf},
+                b"server=files&name=read",
+            )
+            assert release.status == 404  # no release source: nothing of that kind here
+    assert decided == [("a1", "deny")]

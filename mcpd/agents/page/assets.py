@@ -64,6 +64,12 @@ button{font:inherit;font-weight:600;color:#fff;background:var(--person);border:0
 border-radius:6px;padding:4px 12px;cursor:pointer}
 button:focus-visible{outline:2px solid var(--idle);outline-offset:2px}
 output{font-size:12px;color:var(--muted)}output a{color:var(--idle)}
+button.no{background:var(--down)}
+pre.diff{flex-basis:100%;margin:0;max-height:16em;overflow:auto;font-size:12px;
+background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:6px}
+form.filter{display:flex;gap:8px;margin:0 0 8px}
+select{font:inherit;color:var(--fg);background:var(--card);border:1px solid var(--line);
+border-radius:6px;padding:2px 6px}
 footer{color:var(--muted);font-size:12px;padding-bottom:24px}
 @media (max-width:760px){
 header,main,footer{padding:0 10px}header{padding-top:12px}

@@ -16,6 +16,15 @@ import msgspec
 from ...registry.views import ProfileView
 from ...servers.history import ServerHistory
 from ..backend import Control
+from .sources import (
+    ALL_CALLS,
+    NO_SOURCES,
+    CallFilter,
+    CallRecord,
+    HeldChange,
+    PendingApproval,
+    Sources,
+)
 
 
 class BreakerRow(msgspec.Struct, frozen=True):
@@ -90,9 +99,14 @@ class PageData(msgspec.Struct, frozen=True):
     # Whether the reader may act (a session's page, with its CSRF token); on the socket
     # without a session the page is for reading.
     csrf: str | None = None
-    # Where a login started from the page comes back to; None: logins are not started
-    # from this page (the socket's, or one that may not act).
+    # Whether logins start from this page (the endpoint's, for a reader who may act):
+    # the browser has to come back to it from the authorization server.
     logins_from_page: bool = False
+    # What ``sources`` gave; None: this mcpd does not record it, and the page says nothing.
+    approvals: list[PendingApproval] | None = None
+    held: list[HeldChange] | None = None
+    calls: list[CallRecord] | None = None
+    call_filter: CallFilter = CallFilter()
 
 
 def read_page(
@@ -100,12 +114,24 @@ def read_page(
     scope: ProfileView | None,
     now: float,
     *,
+    sources: Sources = NO_SOURCES,
+    call_filter: CallFilter = ALL_CALLS,
     csrf: str | None = None,
     logins_from_page: bool = False,
 ) -> PageData:
     status = msgspec.convert(control.status(scope), StatusRows)
     history = {h.server: h for h in control.history(scope)}
-    return PageData(status, history, now, csrf, logins_from_page)
+    return PageData(
+        status,
+        history,
+        now,
+        csrf,
+        logins_from_page,
+        approvals=None if sources.approvals is None else sources.approvals(scope),
+        held=None if sources.held is None else sources.held(scope),
+        calls=None if sources.calls is None else sources.calls(scope, call_filter),
+        call_filter=call_filter,
+    )
 
 
 def profile_use(profiles: list[ProfileRow]) -> Callable[[str], list[str]]:

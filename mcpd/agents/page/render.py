@@ -13,12 +13,10 @@ from typing import Final
 from urllib.parse import quote
 
 from ...servers.history import ServerHistory
-from . import charts
+from . import charts, decisions
 from .assets import ICON, SCRIPT, STYLE
 from .model import PageData, ProfileRow, ServerRow, profile_use
 
-# The parts of the page that change, by the id of the element that holds each.
-REGION_IDS: Final = ("summary", "waiting", "rows", "agents", "footer")
 _RECENT: Final = 5  # minutes that calls per minute is averaged over
 _DOT: Final = " \u00b7 "
 
@@ -26,7 +24,7 @@ _DOT: Final = " \u00b7 "
 def regions(data: PageData) -> dict[str, str]:
     """Each changing part of the page, and the document's title."""
     s = data.status
-    return {
+    out = {
         "title": f"mcpd \u00b7 {s.daemon.summary}",
         "summary": _summary(data),
         "waiting": _waiting(data),
@@ -34,6 +32,9 @@ def regions(data: PageData) -> dict[str, str]:
         "agents": _agents(s.profiles),
         "footer": _footer(data),
     }
+    if data.calls is not None:
+        out["calls"] = decisions.calls_section(data)
+    return out
 
 
 def page(data: PageData) -> str:
@@ -54,7 +55,8 @@ def page(data: PageData) -> str:
         '<th class="n">p50 / p95</th><th class="n">Errors</th>'
         "<th>Last hour</th><th>Last 24 hours</th></tr></thead>"
         f'<tbody id="rows">{parts["rows"]}</tbody></table></section>'
-        f'<section id="agents">{parts["agents"]}</section></main>'
+        + (f'<section id="calls">{parts["calls"]}</section>' if "calls" in parts else "")
+        + f'<section id="agents">{parts["agents"]}</section></main>'
         f'<footer id="footer">{parts["footer"]}</footer>'
         f"<script>{SCRIPT}</script></body></html>"
     )
@@ -83,7 +85,7 @@ def _summary(data: PageData) -> str:
 
 
 def _waiting(data: PageData) -> str:
-    items = []
+    items = decisions.approval_items(data) + decisions.held_items(data)
     for row in data.status.servers:
         if row.state == "needs_login":
             items.append(_login_item(data, row))
