@@ -95,16 +95,16 @@ class _Track:
         if calls <= 0:
             return None
         samples = stats.since(after)
-        return SavedMinute(at, calls, errors, _ms(nearest_rank(samples, 0.5)),
-                           _ms(nearest_rank(samples, 0.95)))  # fmt: skip
+        p50, p95 = nearest_rank(samples, 0.5), nearest_rank(samples, 0.95)
+        return SavedMinute(at, calls, errors, _ms(p50), _ms(p95))
 
-    def roll(self, at: int, stats: LatencyStats | None) -> None:
-        if stats is None:
-            return
+    def roll(self, at: int, stats: LatencyStats) -> bool:
+        """Cut the minute beginning ``at``; whether it had calls."""
         done = self.minute(at, stats)
         self._stats, self._calls, self._errors = stats, stats.calls, stats.errors
         if done is not None:
             self.minutes.append(done)
+        return done is not None
 
     def saved(self, until: float) -> SavedHistory:
         return SavedHistory(changes=list(self.changes), minutes=list(self.minutes), until=until)
@@ -117,6 +117,7 @@ class Histories:
         self._on_saved_news = on_saved_news
         self._until = 0.0
         self._rolls = 0
+        self._unsaved = False  # minutes with calls that the state file has not had
         self._minute_done = trio.Event()
 
     def load(self, saved: Mapping[str, SavedHistory], aliases: Iterable[str]) -> None:
@@ -146,10 +147,11 @@ class Histories:
             track = self._tracks.get(alias)
             if track is None:
                 track = self._tracks[alias] = _Track()
-            track.roll(at, runner.stats)
+            self._unsaved |= track.roll(at, runner.stats)
         self._until = max(self._until, at + 60.0)
         self._rolls += 1
-        if self._rolls % SAVE_EVERY == 0:
+        if self._rolls % SAVE_EVERY == 0 and self._unsaved:
+            self._unsaved = False
             self._on_saved_news()
         self._minute_done.set()
         self._minute_done = trio.Event()

@@ -10,7 +10,7 @@ import msgspec
 import trio
 
 from mcpd.host.statefile import SavedHistory, read_state
-from mcpd.servers.history import CHANGES, MINUTES, NOT_RUNNING, Histories
+from mcpd.servers.history import CHANGES, MINUTES, NOT_RUNNING, SAVE_EVERY, Histories
 from mcpd.servers.outage import Outage
 from mcpd.servers.stats import LatencyStats
 from tests.support.agent import make_config, running
@@ -180,3 +180,15 @@ async def test_a_servers_history_outlives_a_daemon_restart(tmp_path: Path) -> No
     gap = again.changes[kept.index(("failed", failed_at)) + 1]
     assert gap.state == "stopped"
     assert again.changes[-1].state == "failed"
+
+
+def test_only_minutes_with_calls_ask_for_the_state_file_to_be_written() -> None:
+    saves: list[int] = []
+    h, s = Histories(lambda: saves.append(1)), Server()
+    for i in range(2 * SAVE_EVERY):  # a quiet while: the file has nothing new to keep
+        h.roll(int(T0) + 60 * i, {"s": s})
+    assert saves == []
+    s.stats.record(0.01)
+    for i in range(2 * SAVE_EVERY, 4 * SAVE_EVERY):
+        h.roll(int(T0) + 60 * i, {"s": s})
+    assert saves == [1]  # once for the minute with calls, not at every save point after
