@@ -174,3 +174,5 @@ SECURITY_HEADERS: Final = [
     (b"cross-origin-resource-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
+# An event stream says no-cache itself.
+STREAM_HEADERS: Final = [h for h in SECURITY_HEADERS if h[0] != b"cache-control"]

@@ -26,7 +26,7 @@ from ..http_exchange import Caller
 from ..http_wire import Headers, Reject, Response, Wire
 from . import render
 from .actions import HTML, NO_SESSION, OAUTH, PATHS, Actions, Scope, refuse, refuse_action, send
-from .assets import SECURITY_HEADERS
+from .assets import STREAM_HEADERS
 from .decisions import call_filter
 from .model import PageData, read_page
 from .passes import CODE_TTL, SESSION_TTL, PageSession, Passes, cookie_name, read_cookie
@@ -158,7 +158,7 @@ class Page:
             oldest = next(iter(self._streams))
             del self._streams[oldest]
             oldest.cancel()
-        response = Response(wire, headers=SECURITY_HEADERS)
+        response = Response(wire, headers=STREAM_HEADERS)
         cancel = trio.CancelScope()
         self._streams[cancel] = None
         try:
