@@ -112,6 +112,8 @@ async def test_the_socket_serves_the_page_for_reading(tmp_path: Path) -> None:
             assert b"<svg" in page.body and b'rect class="down"' in page.body
             # Read-only: no CSRF token on the page, no button, and a POST is refused.
             assert b'<meta name="mcpd-csrf"' not in page.body and b"<form" not in page.body
+            # What waits: only what this mcpd records (no approvals, no held changes).
+            assert b"No server waits for a login or a fix to its configuration.<" in page.body
             refused = await curl(daemon.socket_path, "/page/login", "--data", "server=files")
             assert refused.status == 403
             assert "takes a session" in refused.json()["error"]
@@ -311,7 +313,7 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
             assert daemon.api.endpoint is not None
             port = daemon.api.endpoint.port
             plain = await http(port, "GET", "/", {"Authorization": f"Bearer {daemon.http_token()}"})
-            assert b'id="calls"' not in plain.body and b'data-waits="approval"' not in plain.body
+            assert b'id="calls"' not in plain.body and b"approval" not in plain.body
             http_api = daemon.api.http
             http_api._page = Page(daemon, daemon.front, sources)
             cookie, csrf = await session(port, daemon.socket_path)

@@ -98,7 +98,15 @@ def _waiting(data: PageData) -> str:
             )
     head = "<h2>Waiting for you</h2>"
     if not items:
-        return head + '<p class="muted">Nothing waits for you.</p>'
+        # Only what this mcpd would know of: it says nothing of approvals or held
+        # changes where nothing records them.
+        checked = ["no server waits for a login or a fix to its configuration"]
+        if data.approvals is not None:
+            checked.append("no call waits for an approval")
+        if data.held is not None:
+            checked.append("no changed definition is held")
+        said = "; ".join(checked)
+        return head + f'<p class="muted">{said[0].upper()}{said[1:]}.</p>'
     return head + f'<ul class="waits">{"".join(items)}</ul>'
 
 
