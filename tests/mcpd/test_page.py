@@ -5,6 +5,7 @@ and ``mcpd dashboard``."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -269,6 +270,16 @@ async def test_mcpd_dashboard_prints_an_address_or_how_to_get_one(tmp_path: Path
             traded = await http(port, "GET", found.group(0)[len(f"http://127.0.0.1:{port}") :],
                                 {"Host": f"127.0.0.1:{port}"})  # fmt: skip
             assert traded.status == 303
+            # Where the desktop has a browser, the address is opened in it.
+            opened = tmp_path / "opened"
+            os.mkfifo(opened)
+            browser = tmp_path / "browser"
+            browser.write_text(f"#!/bin/sh\nprintf '%s' \"$1\" > {opened}\n")
+            browser.chmod(0o755)
+            code, said = await mcpd(daemon.socket_path, "dashboard", env={"BROWSER": str(browser)})
+            assert code == 0, said
+            url = await trio.to_thread.run_sync(opened.read_text, abandon_on_cancel=True)
+            assert url.startswith(f"http://127.0.0.1:{port}/?code=") and url in said
 
 
 async def test_codes_expire_and_are_bounded(autojump_clock: trio.testing.MockClock) -> None:
