@@ -1,13 +1,16 @@
 """The page's charts: a server's day in ten-minute slots coloured by the worst state in
-each (a short outage stays visible, a flapping server stays small), and its hour of
-calls per minute."""
+each (a short outage stays visible, a flapping server stays small), its hour of calls
+per minute, and the last outage of a server that is up again."""
 
 from __future__ import annotations
 
 import re
 
-from mcpd.agents.page.charts import SLOTS, day, hour
+from mcpd.agents.page.charts import SLOTS, clock, day, hour
+from mcpd.agents.page.model import DaemonRow, PageData, ServerRow, StatusRows
+from mcpd.agents.page.render import regions
 from mcpd.host.statefile import SavedChange, SavedMinute
+from mcpd.servers.history import ServerHistory
 
 NOW = 1_800_000_000.0
 
@@ -61,3 +64,17 @@ def test_the_hour_draws_latency_and_marks_errors() -> None:
     assert '<path class="err"' in svg
     quiet = hour([], NOW)
     assert "last hour: 0 calls, 0 errors" in quiet and "<path" not in quiet
+
+
+def test_a_server_that_is_up_says_when_it_was_last_down_and_why() -> None:
+    changes = [
+        SavedChange(NOW - 90_000, "ready"),
+        SavedChange(NOW - 7200, "crash_loop", "exited with status 2"),
+        SavedChange(NOW - 7080, "ready"),
+    ]
+    status = StatusRows(DaemonRow(summary="1 server: 1 ready"), [ServerRow("s", state="ready")])
+    history = {"s": ServerHistory("s", changes, [])}
+    row = regions(PageData(status, history, NOW))["rows"]
+    assert f"last down {clock(NOW - 7200)} for 2 min: exited with status 2" in row
+    calm = {"s": ServerHistory("s", changes[:1], [])}
+    assert "last down" not in regions(PageData(status, calm, NOW))["rows"]

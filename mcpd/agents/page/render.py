@@ -12,7 +12,7 @@ from html import escape
 from typing import Final
 from urllib.parse import quote
 
-from ...servers.history import ServerHistory
+from ...servers.history import DAY, ServerHistory
 from . import charts, decisions
 from .assets import ICON, SCRIPT, STYLE
 from .model import PageData, ProfileRow, ServerRow, profile_use
@@ -149,7 +149,7 @@ def _server(data: PageData, row: ServerRow) -> str:
         f'<tr class="{cls}" data-server="{alias}" data-state="{escape(row.state)}">'
         f'<th scope="row"><span class="name">{alias}</span>'
         f"<small>{escape(_DOT.join(facts))}</small></th>"
-        f'<td class="state" data-label="State">{_state(row, data.now)}</td>'
+        f'<td class="state" data-label="State">{_state(row, history, data.now)}</td>'
         f'<td data-label="Breaker">{_breaker(row)}</td>'
         f'<td class="n" data-label="Restarts">{row.restarts}</td>'
         f'<td class="n" data-label="Calls/min" title="average over the last {_RECENT} minutes">'
@@ -163,7 +163,7 @@ def _server(data: PageData, row: ServerRow) -> str:
     )
 
 
-def _state(row: ServerRow, now: float) -> str:
+def _state(row: ServerRow, history: ServerHistory, now: float) -> str:
     cls = charts.state_class(row.state)
     words = charts.WORDS.get(row.state, row.state)
     out = f'<span class="pill {cls}">{escape(words)}</span>'
@@ -178,10 +178,28 @@ def _state(row: ServerRow, now: float) -> str:
             out += f'<small class="why">stderr: {escape(said[:300])}</small>'
     elif row.last_error:
         out += f'<small class="why">last failure: {escape(row.last_error)}</small>'
+    if cls == "up":
+        out += _last_outage(history, now)
     retry = _parse(row.retry_at)
     if retry is not None and cls != "up":
         out += f"<small>next try {charts.clock(retry)}</small>"
     return out
+
+
+def _last_outage(history: ServerHistory, now: float) -> str:
+    """For a server that is up: when it was last down in the day, how long, and why."""
+    changes = history.changes
+    for i in range(len(changes) - 1, -1, -1):
+        change = changes[i]
+        if charts.state_class(change.state) not in ("down", "person") or now - change.at > DAY:
+            continue
+        ended = changes[i + 1].at if i + 1 < len(changes) else now
+        why = f": {escape(change.reason)}" if change.reason else ""
+        return (
+            f'<small class="why">last down {charts.clock(change.at)} for '
+            f"{_duration(ended - change.at)}{why}</small>"
+        )
+    return ""
 
 
 def _breaker(row: ServerRow) -> str:
