@@ -13,9 +13,8 @@ start with ``{``) is served by h11 instead of the line protocol:
   named by ``Mcp-Session-Id``, which DELETE ends): ``mcp_route``
 - ``GET /mcp``: a legacy session's event stream, for what answers no request (list
   changes, resource updates): ``http_stream``
-
-- ``GET /``: the status page for people (``page``), for reading without a session on
-  the socket, and with one (``mcpd dashboard``) on the endpoint
+- ``GET /`` (and ``/page/...``): the status page for people (``page``), to read without
+  a session on the socket, and with one (``mcpd dashboard``) on the endpoint
 
 so ``curl --unix-socket /run/mcpd/mcpd.sock http://mcpd/status`` works. Who may
 connect is decided by the socket's mode and ``allow_uids``/``allow_groups``, as
