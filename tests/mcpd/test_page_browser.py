@@ -77,8 +77,9 @@ class Daemon:
         if not self._ready.wait(30):
             self.stop()
             raise AssertionError("mcpd did not start:\n" + "".join(self.log[-30:]))
-        http = self.status()["daemon"]["http"]
-        self.port = int(re.fullmatch(r"http://127\.0\.0\.1:(\d+)/mcp", http).group(1))  # type: ignore[union-attr]
+        endpoint = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/mcp", self.status()["daemon"]["http"])
+        assert endpoint is not None
+        self.port = int(endpoint.group(1))
         self.origin = f"http://127.0.0.1:{self.port}"
 
     def _read_log(self) -> None:
@@ -97,7 +98,8 @@ class Daemon:
             data = b""
             while chunk := s.recv(65536):
                 data += chunk
-        return json.loads(data.partition(b"\r\n\r\n")[2])  # type: ignore[no-any-return]
+        status: dict[str, Any] = json.loads(data.partition(b"\r\n\r\n")[2])
+        return status
 
     def pid_of(self, alias: str) -> int:
         return next(s["pid"] for s in self.status()["servers"] if s["alias"] == alias)
