@@ -5,8 +5,10 @@ and ``mcpd dashboard``."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from mcpd.agents.page.sources import CallFilter, CallRecord, HeldChange, Pending
 from mcpd.host.token import write_token
 from tests.support.agent import connect, make_config, running
 from tests.support.oauth_mcp import serve_protected
+from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted
 from transports.oauth_http import OAuthHttp
 
@@ -364,3 +367,59 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
             )
             assert release.status == 404  # no release source: nothing of that kind here
     assert decided == [("a1", "deny")]
+
+
+# Reads the page on the socket (argv[1]), then asks for a one-time code.
+PEER_PAGE = """
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"GET / HTTP/1.0\\r\\nHost: mcpd\\r\\n\\r\\n")
+page = b""
+while chunk := s.recv(65536):
+    page += chunk
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}
+req = {"jsonrpc": "2.0", "id": 1, "method": "mcpd/auth/dashboard", "params": {"_meta": meta}}
+s.sendall(json.dumps(req).encode() + bytes([10]))
+print(json.dumps({"page": page.decode(), "code": json.loads(s.recv(65536).splitlines()[0])}))
+"""
+
+
+@needs_root
+async def test_another_user_reads_the_page_of_its_profile_and_gets_no_code(
+    tmp_path: Path,
+) -> None:
+    uid = peer_uid()
+    shared = shared_dir()
+    cfg = make_config(
+        tmp_path,
+        {"files": scripted_server(), "mail": scripted_server(), "broken": BROKEN},
+        profiles={"default": {"servers": ["mail"]}},
+        socket=str(shared / "mcpd.sock"),
+        socket_mode="0666",
+        allow_uids=[uid],
+        http_listen="127.0.0.1:0",
+        state_dir=str(tmp_path / "state"),
+        backoff_base=30.0,
+        backoff_cap=30.0,
+    )
+    try:
+        with trio.fail_after(LIMIT):
+            async with running(cfg) as daemon:
+                out = json.loads(await run_as(uid, PEER_PAGE, daemon.socket_path))
+                assert rows(out["page"].encode()) == {"mail": "ready"}
+                assert "broken" not in out["page"] and str(tmp_path) not in out["page"]
+                assert out["code"]["error"]["message"] == (
+                    "mcpd/auth/dashboard is only for the daemon's user and root"
+                )
+                # The owner reads every server on the same socket.
+                assert set(rows((await curl(daemon.socket_path, "/")).body)) == {
+                    "broken",
+                    "files",
+                    "mail",
+                }
+    finally:
+        shutil.rmtree(shared)
