@@ -15,13 +15,13 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import Final, Protocol
+from typing import Final
 
 import msgspec
 import trio
 
 from ..host.statefile import SavedChange, SavedHistory, SavedMinute
-from .outage import Outage
+from .runner import Runner
 from .stats import LatencyStats, nearest_rank
 
 CHANGES: Final = 256  # state changes kept per server: a day of a calm one, hours of a flapping one
@@ -31,20 +31,6 @@ HOUR: Final = 3600
 # Saved with the state file this often (in minutes) when only the minutes changed.
 SAVE_EVERY: Final = 10
 NOT_RUNNING: Final = "mcpd was not running"
-
-
-class Tracked(Protocol):
-    """What ``Histories`` reads of a runner."""
-
-    stats: LatencyStats
-
-    @property
-    def state(self) -> str: ...
-
-    @property
-    def available(self) -> bool: ...
-
-    def outage(self) -> Outage: ...
 
 
 class ServerHistory(msgspec.Struct, frozen=True):
@@ -118,7 +104,6 @@ class Histories:
         self._until = 0.0
         self._rolls = 0
         self._unsaved = False  # minutes with calls that the state file has not had
-        self._minute_done = trio.Event()
 
     def load(self, saved: Mapping[str, SavedHistory], aliases: Iterable[str]) -> None:
         """The histories the state file had, of the servers configured now."""
@@ -126,7 +111,7 @@ class Histories:
             if alias in saved:
                 self._tracks[alias] = _Track(saved[alias])
 
-    def note(self, alias: str, server: Tracked, at: float | None = None) -> None:
+    def note(self, alias: str, server: Runner, at: float | None = None) -> None:
         """The server ``alias`` may have changed state: a new state is recorded."""
         state = server.state
         reason = None if server.available else server.outage().reason
@@ -141,7 +126,7 @@ class Histories:
         """The server left the configuration: its history goes with it."""
         self._tracks.pop(alias, None)
 
-    def roll(self, at: int, runners: Mapping[str, Tracked]) -> None:
+    def roll(self, at: int, runners: Mapping[str, Runner]) -> None:
         """The minute that began at ``at`` is over: cut it from each runner's calls."""
         for alias, runner in runners.items():
             track = self._tracks.get(alias)
@@ -153,19 +138,13 @@ class Histories:
         if self._rolls % SAVE_EVERY == 0 and self._unsaved:
             self._unsaved = False
             self._on_saved_news()
-        self._minute_done.set()
-        self._minute_done = trio.Event()
-
-    async def minute_done(self) -> None:
-        """Returns when the next minute has been cut."""
-        await self._minute_done.wait()
 
     def saved(self) -> dict[str, SavedHistory]:
         return {alias: t.saved(self._until) for alias, t in sorted(self._tracks.items())}
 
     def view(
         self,
-        runners: Mapping[str, Tracked],
+        runners: Mapping[str, Runner],
         only: Callable[[str], bool] | None = None,
         now: float | None = None,
     ) -> list[ServerHistory]:
@@ -181,7 +160,7 @@ class Histories:
 
     async def run(
         self,
-        runners: Callable[[], Mapping[str, Tracked]],
+        runners: Callable[[], Mapping[str, Runner]],
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Cut a minute from every server's calls as each wall-clock minute ends."""

@@ -24,7 +24,7 @@ from tests.support.agent import connect, make_config, running
 from tests.support.oauth_mcp import serve_protected
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted
-from transports.oauth_http import OAuthHttp
+from transports.http.oauth_client import OAuthHttp
 
 from .test_auth_cli import mcpd
 from .test_httpapi import CURL, Reply, curl
