@@ -303,7 +303,7 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
     draws them (and, without them, no section at all), and its actions reach them."""
     decided: list[tuple[str, str]] = []
 
-    def decide(rid: str, decision: str, scope: object) -> str:
+    async def decide(rid: str, decision: str, scope: object) -> str:
         decided.append((rid, decision))
         return f"call {rid}: {decision}"
 
@@ -319,7 +319,9 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
             PendingApproval("a1", "mail", "mcp__mail__send", "pid 8 (host)", T, '{"to": "<x>"}')
         ],
         decide=decide,
-        held=lambda scope: [HeldChange("files", "tool", "read", T, "-old\n+new <b>")],
+        held=lambda scope: [
+            HeldChange("files", "tool", "read", "its definition changed", "-old\n+new <b>", T)
+        ],
         calls=calls,
     )
     with trio.fail_after(LIMIT):
@@ -363,7 +365,7 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
                 "POST",
                 "/page/release",
                 {"Cookie": cookie, "Origin": own, "X-Mcpd-Csrf": csrf},
-                b"server=files&name=read",
+                b"server=files&kind=tool&name=read",
             )
             assert release.status == 404  # no release source: nothing of that kind here
     assert decided == [("a1", "deny")]

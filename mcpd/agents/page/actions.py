@@ -87,9 +87,11 @@ class Actions:
                     decision = "deny"
                 else:
                     raise refuse_action(400, "a decision is approve or deny")
-                said = self.sources.decide(form.get("id", ""), decision, view)
+                said = await self.sources.decide(form.get("id", ""), decision, view)
             elif path == "/page/release" and self.sources.release is not None:
-                said = self.sources.release(form.get("server", ""), form.get("name", ""), view)
+                said = await self.sources.release(
+                    form.get("server", ""), form.get("kind", ""), form.get("name", ""), view
+                )
             else:
                 raise refuse_action(404, "this mcpd has nothing of that kind to decide")
         except rpc.RPCError as exc:

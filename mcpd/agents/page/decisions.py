@@ -51,14 +51,14 @@ def held_items(data: PageData) -> list[str]:
     for h in data.held or []:
         button = ""
         if data.csrf:
-            button = _button(
-                "/page/release", {"server": h.server, "name": h.name}, "Approve", data.csrf
-            )
+            fields = {"server": h.server, "kind": h.kind, "name": h.name}
+            button = _button("/page/release", fields, "Approve", data.csrf)
+        since = "" if h.since is None else f", since {charts.clock(h.since)}"
         out.append(
             f'<li data-waits="change" data-server="{escape(h.server)}">'
             f'<span class="name">{escape(h.server)} / {escape(h.name)}</span>'
-            f'<span class="pill person">{escape(h.kind)} changed</span>'
-            f"<small>held since {charts.clock(h.since)}</small>"
+            f'<span class="pill person">{escape(h.kind)} held</span>'
+            f"<small>{escape(h.reason)}{since}</small>"
             f'<pre class="diff">{escape(h.diff)}</pre>{button}</li>'
         )
     return out

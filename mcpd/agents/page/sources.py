@@ -11,7 +11,7 @@ read into them where the source is made.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final, Literal
 
 import msgspec
@@ -36,10 +36,11 @@ class HeldChange(msgspec.Struct, frozen=True):
     """A server's changed definition of an item, held until a person approves it."""
 
     server: str
-    kind: str  # tool | prompt | resource template
+    kind: str  # tool | prompt | template
     name: str
-    since: float
+    reason: str  # why it is held, as the model is told
     diff: str  # what changed, as unified-diff lines
+    since: float | None = None  # Unix time, where it is known
 
 
 class CallRecord(msgspec.Struct, frozen=True):
@@ -58,13 +59,16 @@ class CallFilter(msgspec.Struct, frozen=True):
 
 
 class Sources(msgspec.Struct, frozen=True):
-    approvals: Callable[[ProfileView | None], list[PendingApproval]] | None = None
-    # Returns what became of it, in words for the page.
-    decide: Callable[[str, Decision, ProfileView | None], str] | None = None
-    held: Callable[[ProfileView | None], list[HeldChange]] | None = None
-    # (server, item name): the held change approved; returns what became of it.
-    release: Callable[[str, str, ProfileView | None], str] | None = None
-    calls: Callable[[ProfileView | None, CallFilter], list[CallRecord]] | None = None
+    """Each reads what the reader (``scope``) may see: None where it may see nothing of
+    that kind (the page then says nothing of it either). The actions return what became
+    of the decision, in words, or raise ``rpc.RPCError`` with why not."""
+
+    approvals: Callable[[ProfileView | None], list[PendingApproval] | None] | None = None
+    decide: Callable[[str, Decision, ProfileView | None], Awaitable[str]] | None = None
+    held: Callable[[ProfileView | None], list[HeldChange] | None] | None = None
+    # (server, kind, item name): the held change approved.
+    release: Callable[[str, str, str, ProfileView | None], Awaitable[str]] | None = None
+    calls: Callable[[ProfileView | None, CallFilter], list[CallRecord] | None] | None = None
 
 
 # What the page has before anything records decisions or calls: none of it.
