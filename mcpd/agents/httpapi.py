@@ -87,9 +87,10 @@ class HttpApi:
     def page(self) -> Page:
         """The status page, made for its first request."""
         if self._page is None:
+            from .page.pinsource import pin_sources
             from .page.routes import Page
 
-            self._page = Page(self.control, self.servers)
+            self._page = Page(self.control, self.servers, pin_sources(self.control))
         return self._page
 
     @property

@@ -116,8 +116,11 @@ async def test_the_socket_serves_the_page_for_reading(tmp_path: Path) -> None:
             assert b"<svg" in page.body and b'rect class="down"' in page.body
             # Read-only: no CSRF token on the page, no button, and a POST is refused.
             assert b'<meta name="mcpd-csrf"' not in page.body and b"<form" not in page.body
-            # What waits: only what this mcpd records (no approvals, no held changes).
-            assert b"No server waits for a login or a fix to its configuration.<" in page.body
+            # What waits: only what this mcpd records (held changes, no approvals).
+            assert (
+                b"No server waits for a login or a fix to its configuration; no changed "
+                b"definition is held.<"
+            ) in page.body
             refused = await curl(daemon.socket_path, "/page/login", "--data", "server=files")
             assert refused.status == 403
             assert "takes a session" in refused.json()["error"]
@@ -127,6 +130,8 @@ async def test_the_socket_serves_the_page_for_reading(tmp_path: Path) -> None:
             assert b"broken" not in mine.body and b"tools \xc2\xb7 profiles" in mine.body
             assert b">files<" not in mine.body
             assert b"(profile mail)" in mine.body
+            # Held changes are the owner's to see and approve, not a profile's readers'.
+            assert b"No server waits for a login or a fix to its configuration.<" in mine.body
 
 
 async def test_a_one_time_code_opens_one_session_and_only_once(tmp_path: Path) -> None:

@@ -89,9 +89,10 @@ class Actions:
                     raise refuse_action(400, "a decision is approve or deny")
                 said = await self.sources.decide(form.get("id", ""), decision, view)
             elif path == "/page/release" and self.sources.release is not None:
-                said = await self.sources.release(
-                    form.get("server", ""), form.get("kind", ""), form.get("name", ""), view
+                server, kind, name, digest = (
+                    form.get(k, "") for k in ("server", "kind", "name", "digest")
                 )
+                said = await self.sources.release(server, kind, name, digest, view)
             else:
                 raise refuse_action(404, "this mcpd has nothing of that kind to decide")
         except rpc.RPCError as exc:

@@ -51,7 +51,7 @@ def held_items(data: PageData) -> list[str]:
     for h in data.held or []:
         button = ""
         if data.csrf:
-            fields = {"server": h.server, "kind": h.kind, "name": h.name}
+            fields = {"server": h.server, "kind": h.kind, "name": h.name, "digest": h.digest}
             button = _button("/page/release", fields, "Approve", data.csrf)
         since = "" if h.since is None else f", since {charts.clock(h.since)}"
         out.append(

@@ -103,7 +103,10 @@ class Page:
         elif path == "/page/events" and method == b"GET":
             await self._events(wire, access, caller, scope, query)
         elif path in PATHS and method == b"POST":
-            await self.actions.serve(wire, path, headers, body, access.session, scope)
+            try:
+                await self.actions.serve(wire, path, headers, body, access.session, scope)
+            finally:
+                self._changed()  # what was decided leaves every open page
         elif path.startswith(OAUTH) and method == b"GET":
             await self.actions.landing(wire, unquote(path[len(OAUTH) :]), target, headers)
         elif path in ("/", "/page/events", *PATHS):

@@ -41,6 +41,7 @@ class HeldChange(msgspec.Struct, frozen=True):
     reason: str  # why it is held, as the model is told
     diff: str  # what changed, as unified-diff lines
     since: float | None = None  # Unix time, where it is known
+    digest: str = ""  # of what is offered: approving it approves exactly what was shown
 
 
 class CallRecord(msgspec.Struct, frozen=True):
@@ -66,8 +67,9 @@ class Sources(msgspec.Struct, frozen=True):
     approvals: Callable[[ProfileView | None], list[PendingApproval] | None] | None = None
     decide: Callable[[str, Decision, ProfileView | None], Awaitable[str]] | None = None
     held: Callable[[ProfileView | None], list[HeldChange] | None] | None = None
-    # (server, kind, item name): the held change approved.
-    release: Callable[[str, str, str, ProfileView | None], Awaitable[str]] | None = None
+    # (server, kind, item name, digest): the held change approved, if it is still the one
+    # the digest names.
+    release: Callable[[str, str, str, str, ProfileView | None], Awaitable[str]] | None = None
     calls: Callable[[ProfileView | None, CallFilter], list[CallRecord] | None] | None = None
 
 

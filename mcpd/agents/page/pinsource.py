@@ -1,0 +1,86 @@
+"""Held definition changes on the page, from the daemon's pins (``Control.pins``): what
+``mcpd approve`` shows and does, for the daemon's own user and root only, as on the
+socket (``pinsapi``). A reader of one profile is shown nothing of them.
+
+A change is shown as a unified diff of the definition as approved and as offered now,
+each character a person could not see written out (``\\u200b``), since hidden text is
+what a held change is most often about.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import unicodedata
+from typing import Any, Final
+
+from protocol import jsonrpc as rpc
+
+from ...registry.pins import KINDS
+from ...registry.views import ProfileView
+from ..backend import Control
+from .sources import HeldChange, Sources
+
+OWNER_ONLY: Final = "approving held changes is for the daemon's own user and root"
+# Characters shown as they are; every other control or format character is written out.
+_PLAIN: Final = frozenset("\n\t")
+
+
+def pin_sources(control: Control) -> Sources:
+    def held(scope: ProfileView | None) -> list[HeldChange] | None:
+        if scope is not None:
+            return None
+        return [
+            HeldChange(
+                str(p["server"]),
+                str(p["kind"]),
+                str(p["name"]),
+                str(p["reason"]),
+                _diff(p),
+                digest=str(p["digest"]),
+            )
+            for p in control.pins.pending()
+        ]
+
+    async def release(
+        server: str, kind: str, name: str, digest: str, scope: ProfileView | None
+    ) -> str:
+        if scope is not None:
+            raise rpc.RPCError(-32000, OWNER_ONLY)
+        label = f"{kind} {name}"
+        picked = next((k for k in KINDS if k == kind), None)
+        if picked is None:
+            raise rpc.RPCError(-32000, f"{kind!r} is not a kind of item mcpd holds")
+        try:
+            result = await control.pins.approve(server, [(picked, name, digest)])
+        except KeyError:
+            raise rpc.RPCError(-32000, f"no server named {server!r}") from None
+        if label in result.get("stale", []):
+            raise rpc.RPCError(-32000, f"{label} of {server} changed again since; reload the page")
+        if label not in result.get("approved", []):
+            raise rpc.RPCError(-32000, f"no {label} of {server} waits for approval")
+        return f"{server}: {label} approved"
+
+    return Sources(held=held, release=release)
+
+
+def _diff(item: dict[str, Any]) -> str:
+    before, after = _lines(item.get("approved")), _lines(item.get("offered"))
+    label = "approved" if item.get("approved") is not None else "(nothing approved)"
+    return "\n".join(difflib.unified_diff(before, after, label, "offered now", lineterm="", n=3))
+
+
+def _lines(definition: Any) -> list[str]:
+    if definition is None:
+        return []
+    dumped = json.dumps(definition, indent=2, sort_keys=True, ensure_ascii=False)
+    return [_shown(line) for line in dumped.split("\n")]
+
+
+def _shown(text: str) -> str:
+    return "".join(
+        ch
+        if ch in _PLAIN or unicodedata.category(ch)[0] not in "CZ" or ch == " "
+        else f"\\u{ord(ch):04x}"
+        for ch in text
+    )
