@@ -209,6 +209,15 @@ async def test_a_forged_post_is_refused(tmp_path: Path) -> None:
             assert fair.status == 409 and "stdio server" in fair.json()["error"]
             form_field = await login({"Origin": own}, f"server=files&csrf={csrf}")
             assert form_field.status == 409
+            # A page of one profile approves no held change: that is the owner's.
+            scoped = await http(
+                port,
+                "POST",
+                "/page/release?profile=mail",
+                {**base, **form, "Origin": own, "X-Mcpd-Csrf": csrf},
+                b"server=mail&kind=tool&name=tool0&digest=x",
+            )
+            assert scoped.status == 409 and "own user and root" in scoped.json()["error"]
 
 
 async def test_a_login_starts_on_the_page_and_comes_back_to_it(tmp_path: Path) -> None:
