@@ -63,11 +63,14 @@ class Daemon:
         sysd: SystemdEnv | None = None,
         on_settled: Callable[[bool], None] | None = None,
         socket_for: Callable[[Config], str] | None = None,
+        splice: bool = True,
     ) -> None:
         """``on_settled`` is called once the daemon has started (False) and after each
         reload (True): when what it holds for the long run is built. ``socket_for`` says
         where a restart with a reloaded config would listen (``serve`` knows --socket and
-        the environment); by default, that config's socket."""
+        the environment); by default, that config's socket. ``splice`` off, every
+        tools/call is encoded as any other message is, never written around the bytes
+        it carries (``protocol.splice``): what the agents read is the same either way."""
         self.config = config
         self._socket_for = socket_for or Config.socket_path
         # What the endpoint was started with: a reload compares with this, not with the
@@ -97,7 +100,7 @@ class Daemon:
             lambda alias: alias in self.supervisor.config.servers,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
-        self.api = Api(self.front, self, _Lines())
+        self.api = Api(self.front, self, _Lines(), splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.token = TokenFile(token_path(state_dir(config)))
         self.started = trio.Event()

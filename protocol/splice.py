@@ -27,10 +27,6 @@ from .jsonrpc import Id
 # One line (without its newline) built here: written as it is.
 Spliced = NewType("Spliced", bytes)
 
-# Off only to compare the two paths (tests): every call then takes the general one,
-# decoded, encoded and checked as any other message.
-ENABLED = True
-
 
 class CallParams(msgspec.Struct, forbid_unknown_fields=True):
     """What routing needs of a call's params. Any other member (an input retry's

@@ -18,7 +18,7 @@ import trio
 from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
-from protocol import mcp, splice, surface
+from protocol import mcp, surface
 from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
@@ -26,22 +26,18 @@ from .. import __version__
 from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
 from .authapi import HANDLERS as AUTH_HANDLERS
-from .backend import Backend, CallHandle, Control, Lines, Servers
+from .backend import Backend, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
 from .door import Door, refuse
-from .fastcall import params_and_context
 from .instructions import instructions
 from .listen import Listens
 from .listener import DaemonError
-from .metatools import NAMES as META_TOOLS
 from .pinsapi import HANDLERS as PINS_HANDLERS
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
-from .relay import agent_side, refuser
-from .search_mode import unwrap
 from .sockets import ProfileSockets
 from .surface import Surface
-from .toolcall import Route, list_tools, route_call, start_call
+from .toolcall import Router, list_tools
 
 if TYPE_CHECKING:
     from .httpapi import HttpApi
@@ -68,7 +64,11 @@ def new_session() -> ServerSession:
 
 
 class Api(ProfileMethods):
-    def __init__(self, servers: Backend, control: Control, lines: Lines) -> None:
+    def __init__(
+        self, servers: Backend, control: Control, lines: Lines, *, splice: bool = True
+    ) -> None:
+        """``splice``: whether tools/call requests and replies may be written around
+        the bytes they carry (``protocol.splice``) rather than encoded."""
         self.servers = servers
         self.control = control
         self.lines = lines
@@ -77,7 +77,13 @@ class Api(ProfileMethods):
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
         # Prompts, resources, completions, tasks, and servers that ask back.
         self.surface = Surface(servers, control, self._agents, lambda conn: self.view(conn).view)
-        self._finish_result = self.surface.finish_result  # bound once: every call takes it
+        self.calls = Router(
+            servers,
+            self.surface.askback,
+            self.surface.finish_result,
+            budget=control.settings.result_budget_chars,
+            splice=splice,
+        )
         self.listens = Listens(self.surface.open_listen, self.surface.close_listen)
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
@@ -89,7 +95,6 @@ class Api(ProfileMethods):
         self._http: HttpApi | None = None
         self._handlers: dict[str, Handler] = {
             "tools/list": Api._tools_list,
-            "tools/call": Api._tools_call,
             "subscriptions/listen": Api._listen,
             "mcpd/status": Api._status,
             "mcpd/reload": Api._reload,
@@ -122,6 +127,7 @@ class Api(ProfileMethods):
         """The config's profiles, at start and after a reload; the agents of a profile
         that changed hear of it (and no one else)."""
         self.profiles.configure(profiles, naming, self.control.settings.max_tools)
+        self.calls.budget = self.control.settings.result_budget_chars
         self.list_changed()
 
     # -- serving --
@@ -255,7 +261,7 @@ class Api(ProfileMethods):
 
     def view(self, conn: Connection) -> ProfileServers:
         """The profile ``conn``'s agent sees."""
-        return conn.profile if conn.profile is not None else self.profiles.default
+        return conn.profile
 
     def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
         """The lifecycle methods, answered in order as they arrive: a request sent right
@@ -282,6 +288,8 @@ class Api(ProfileMethods):
         try:
             if req.method in LIFECYCLE:
                 return self.answer_now(conn, req)
+            if req.method == "tools/call":  # over HTTP: decoded once, awaited here
+                return await self.calls.run(self.calls.call_of(conn, req), conn)
             ctx = session.context(req)
             handler = self._handlers.get(req.method)
             result: Any
@@ -330,82 +338,6 @@ class Api(ProfileMethods):
         # and a listing of thousands is never whole in memory.
         await conn.send_long(rpc.encode_result_pieces(req.id, result, "tools", _PIECE_TOOLS))
         return None
-
-    def _route(
-        self, conn: Connection, rid: rpc.Id, ctx: RequestContext | None, params: Any
-    ) -> Route | bytes:
-        """Where a call goes: a meta-tool's call (search mode) becomes the call it
-        stands for, then both take the one routing path."""
-        servers = self.view(conn)
-        if params.name in META_TOOLS:
-            modern = ctx is not None and ctx.era == "modern"
-            params = unwrap(servers.view, rid, params, modern)
-            if isinstance(params, bytes):
-                return params
-        return route_call(servers, rid, ctx, params)
-
-    async def _tools_call(
-        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-    ) -> Any:
-        route = self._route(conn, req.id, ctx, rpc.decode_as(req.params, mcp.CallToolParams))
-        if isinstance(route, bytes):
-            return route
-        return await self.surface.tools_call(conn, req, ctx, route)
-
-    def start_tools_call(
-        self,
-        conn: Connection,
-        rid: rpc.Id,
-        call: splice.Call | None,
-        req: rpc.Request | None,
-    ) -> CallHandle | None:
-        """tools/call without a task: the outcome is written from a callback. Returns
-        the call's handle while it is under way (None once its reply is written)."""
-        try:
-            if call is not None:
-                params, ctx = params_and_context(conn, call)
-            else:
-                assert req is not None
-                # One decode of the params serves both the era check and the routing.
-                params = rpc.decode_as(req.params, mcp.CallToolParams)
-                meta = params.meta if isinstance(params.meta, dict) else None
-                ctx = conn.session.context_of(meta)
-            if ctx.capabilities and agent_side(conn, ctx).asks:
-                # Its server may ask it things back: the call needs a task to wait in.
-                if req is None:
-                    if ctx.meta:  # the agent's whole _meta (fastcall may have left it off)
-                        params.meta = ctx.meta
-                    req = rpc.Request(rid, "tools/call", msgspec.Raw(rpc.encode(params)))
-                conn.run_as_task(req)
-                return None
-            if params.name in META_TOOLS:
-                route = self._route(conn, rid, ctx, params)
-            else:
-                profile = conn.profile
-                route = route_call(
-                    self.profiles.default if profile is None else profile, rid, ctx, params
-                )
-        except rpc.RPCError as exc:
-            conn.reply(rid, rpc.encode_error(rid, exc.code, exc.message, exc.data))
-            return None
-        except rpc.InvalidParams as exc:
-            conn.reply(rid, rpc.encode_error(rid, rpc.INVALID_PARAMS, f"Invalid params: {exc}"))
-            return None
-        if isinstance(route, bytes):
-            conn.reply(rid, route)
-            return None
-        # Started on the servers themselves: a profile decides what is routed, not how.
-        route.owner = conn
-        return start_call(
-            self.servers,
-            rid,
-            route,
-            self.control.settings.result_budget_chars,
-            conn.progress_sender(),
-            conn.reply,
-            self._finish_result,
-            conn.refuser or refuser(conn),
-        )
 
     async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
         await self.listens.listen(conn, req, ctx)

@@ -1,14 +1,14 @@
 """What the agent side may ask of the rest of the daemon, and nothing more.
 
 Two small interfaces. ``Servers`` is every configured server seen as one: the
-aggregated tool table, starting a call, the servers' states, and a way to hear when
-any of that changes. ``Control`` is the daemon itself: its settings, whether it is
-ready, its status, the servers' recent history, metrics, reload and the OAuth
-logins (``Logins``, for ``mcpd auth``). The wiring (``mcpd.daemon``) provides both;
-tests may provide doubles.
+aggregated tool table, the servers' states, and a way to hear when any of that
+changes; ``Backend`` adds starting a call and what servers offer besides tools.
+``Control`` is the daemon itself: its settings, whether it is ready, its status, the
+servers' recent history, metrics, reload and the OAuth logins (``Logins``, for ``mcpd
+auth``). The wiring (``mcpd.daemon``) provides both; tests may provide doubles.
 ``LineSink`` is how a connection writes its lines; the wiring hands over the
-implementation the stdio transports use too, so a burst of requests and the writes
-it causes upstream share one batch.
+implementation the stdio transports use too, so a burst of requests and the writes it
+causes upstream share one batch.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 from msgspec import Raw
 
-from protocol import mcp
 from protocol.loglevels import LogMessage
 
 from ..config.model import DaemonConfig
@@ -30,16 +29,9 @@ from ..registry.shown import Entry
 from ..registry.table import Listed
 from ..registry.views import ProfileView
 from ..servers.askback import Asker
-from ..servers.calls import Done
+from ..servers.calls import Call
 from ..servers.history import ServerHistory
-from ..servers.progress import Deliver
 from ..servers.state import Said
-
-
-class CallHandle(Protocol):
-    """A call under way; cancelling it tells the server and delivers no outcome."""
-
-    def cancel(self) -> None: ...
 
 
 class Servers(Protocol):
@@ -60,21 +52,6 @@ class Servers(Protocol):
 
     def refresh(self) -> None:
         """An agent is listing: refresh any server's list that went stale."""
-        ...
-
-    def start_call(
-        self,
-        alias: str,
-        params: mcp.CallToolParams,
-        done: Done,
-        *,
-        capabilities: dict[str, Any] | None,
-        on_progress: Deliver | None,
-        asker: Asker | None = None,
-    ) -> CallHandle | None:
-        """Submit a tools/call (``params.name`` already the server's own name);
-        ``done`` gets its outcome once. None when no such server runs. ``asker`` is the
-        agent, for what the server asks back while it works on the call."""
         ...
 
     def states(self) -> list[dict[str, Any]]:
@@ -210,6 +187,11 @@ class Logins(Protocol):
 
 class Backend(Servers, Offerings, Protocol):
     """The servers as the wiring hands them over: tools, and everything else."""
+
+    def start(self, call: Call) -> None:
+        """Start a routed call (``call.alias`` its server, ``call.name`` the tool's name
+        there): its outcome goes to ``call.caller`` once, maybe before this returns."""
+        ...
 
 
 class Control(Protocol):

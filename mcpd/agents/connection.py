@@ -4,9 +4,10 @@ precedes its response and replies that pile up are written in one go."""
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, Final, Protocol
+from collections.abc import Awaitable, Callable, Iterable
+from typing import ClassVar, Final, Protocol
 
 import trio
 from msgspec import UNSET
@@ -17,13 +18,16 @@ from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
-from .askback import AgentRequests
-from .backend import CallHandle, Lines
+from ..servers.calls import Call, Deliver, Outcome
+from .askback import AgentRequests, DirectAsker
+from .backend import Lines
 from .batches import Batches
 from .longreply import LongReplies
 from .misbehaviour import Misbehaviour
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
+from .relay import may_be_asked
+from .toolcall import Router
 
 _TOOLS_CALL: Final = b'"tools/call"'
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.
@@ -40,17 +44,9 @@ _READ_SIZE: Final = 65536
 class Dispatcher(Protocol):
     """What a connection hands its requests to (the socket API)."""
 
-    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes: ...
+    calls: Router  # where its tools/call go
 
-    def start_tools_call(
-        self,
-        conn: Connection,
-        rid: rpc.Id,
-        call: splice.Call | None,
-        req: rpc.Request | None,
-    ) -> CallHandle | None:
-        """``call`` decoded by the splice, or ``req`` to decode the params from."""
-        ...
+    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes: ...
 
     async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None: ...
 
@@ -67,24 +63,12 @@ class Limits(Protocol):
     def max_inflight_per_connection(self) -> int: ...
 
 
-class _NotStarted:
-    """Holds a request's place while it is being started (its answer may come at once)."""
-
-    def cancel(self) -> None:
-        pass
-
-
-_NOT_STARTED: Final = _NotStarted()
-
-
 class Connection:
     # Whether ``send_long`` may write a reply in pieces (an HTTP exchange answers with
     # the reply its handler returns, whole).
     long_replies: ClassVar[bool] = True
     # Requests of JSON-RPC batches waiting for answers (None: this kind takes none).
     batches: Batches | None = None
-    # What refuses a server's requests for this agent, made at its first call (relay).
-    refuser: Any = None
     # Whether it sent an MCP message: a connection that only sent mcpd's own commands
     # (the one `mcpd status` asks on) is not counted as an agent.
     spoke_mcp: bool = False
@@ -98,20 +82,23 @@ class Connection:
         limits: Limits,
         *,
         version: int,
+        profile: ProfileServers,
         peer: Peer | None = None,
-        profile: ProfileServers | None = None,
         fixed_profile: str | None = None,
     ) -> None:
         self.handler = handler
+        self.calls = handler.calls
+        self.splice = self.calls.splice
         self.stream = stream
         self.session = session
         self.framer = LineFramer(limits.max_line_bytes)
         self.max_inflight = limits.max_inflight_per_connection
-        # What cancels each request in flight: its task's scope, or its call's handle.
-        self.inflight: dict[rpc.Id, trio.CancelScope | CallHandle | _NotStarted] = {}
+        # What cancels each request in flight: its task's scope, or the call itself.
+        self.inflight: dict[rpc.Id, trio.CancelScope | Call] = {}
         self.batches = Batches()
         self.peer = peer
-        # The profile the agent sees (None: the default), and the one its socket fixes.
+        self.owner: object = self  # who the agent is, to what it owns (tasks, asks)
+        # The profile the agent sees, and the one its socket fixes.
         self.profile = profile
         self.fixed_profile = fixed_profile
         self.subscriptions: set[rpc.Id] = set()
@@ -119,6 +106,9 @@ class Connection:
         self.contexts: dict[bytes, RequestContext] = {}
         self.seen_version = version  # its profile's version whose changes it has been told
         self.asks = AgentRequests()  # what servers ask this agent through mcpd
+        # What answers a server that asks this agent what it did not declare it answers.
+        self.refuser = DirectAsker(self, None, self.asks, self.send_nowait)
+        self.progress: Deliver = self._send_progress  # where its calls' progress goes
         # Run when the agent hangs up, before anything else: a server waiting for this
         # agent's answer must hear at once that none is coming.
         self.gone_hooks: list[Callable[[], None]] = []
@@ -138,9 +128,6 @@ class Connection:
         """Which agent this is, for the log (as the kernel says, not the agent)."""
         peer = self.peer
         return "agent (peer unknown)" if peer is None else f"agent (pid {peer.pid}, uid {peer.uid})"
-
-    def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:
-        return self._send_progress
 
     def _send_progress(self, params: mcp.ProgressParams) -> None:
         self.send_nowait(rpc.encode_notification("notifications/progress", params))
@@ -207,20 +194,17 @@ class Connection:
                 await self._out.wait_room()
 
     def _line(self, line: bytes, nursery: trio.Nursery) -> None:
-        if _TOOLS_CALL in line and splice.ENABLED:
+        if _TOOLS_CALL in line and self.splice:
             # The hot path: the request decoded once, typed; no task, no cancel scope;
             # its outcome is written from a callback when the server answers.
-            call = splice.decode_call(line)
-            if call is not None:
+            decoded = splice.decode_call(line)
+            if decoded is not None:
                 self.spoke_mcp = True
-                rid, inflight = call.id, self.inflight
+                rid, inflight = decoded.id, self.inflight
                 if rid in inflight or len(inflight) >= self.max_inflight:
                     self._admit(rid)  # refused, saying why
-                    return
-                inflight[rid] = _NOT_STARTED
-                started = self.handler.start_tools_call(self, rid, call, None)
-                if started is not None and rid in inflight:
-                    inflight[rid] = started  # its answer did not come at once
+                else:
+                    self._call(rid, decoded, nursery)
                 return
         try:
             msg = rpc.decode_message(line)
@@ -241,9 +225,9 @@ class Connection:
             elif msg.method in LIFECYCLE:
                 self._put(self.handler.answer_now(self, msg), msg.id)
             elif msg.method == "tools/call":
-                self._start_call(msg.id, msg)
+                self._call(msg.id, msg, nursery)
             else:
-                self._spawn(msg, nursery)
+                self._spawn(msg.id, functools.partial(self.handler.dispatch, self, msg), nursery)
         elif isinstance(msg, rpc.Notification):
             self._notification(msg)
         else:
@@ -256,11 +240,6 @@ class Connection:
             line = self.batches.drop(rid)
             if line is not None:
                 self._put(line, None)
-
-    def run_as_task(self, req: rpc.Request) -> None:
-        """Serve a request in a task of its own (through ``dispatch``)."""
-        assert self._nursery is not None
-        self._spawn(req, self._nursery)
 
     def _admit(self, rid: rpc.Id) -> bool:
         """Whether a request may start: its id is free and the agent is under its
@@ -283,26 +262,42 @@ class Connection:
             return False
         return True
 
-    def _start_call(self, rid: rpc.Id, req: rpc.Request) -> None:
-        self.inflight[rid] = _NOT_STARTED
-        started = self.handler.start_tools_call(self, rid, None, req)
-        if started is not None and rid in self.inflight:
-            self.inflight[rid] = started  # its answer did not come at once
+    def _call(self, rid: rpc.Id, request: splice.Call | rpc.Request, nursery: trio.Nursery) -> None:
+        try:
+            call = self.calls.call_of(self, request)
+        except rpc.RPCError as exc:
+            self._put(rpc.encode_error(rid, exc.code, exc.message, exc.data), rid)
+            return
+        except rpc.InvalidParams as exc:
+            self._put(rpc.encode_error(rid, rpc.INVALID_PARAMS, f"Invalid params: {exc}"), rid)
+            return
+        caps = call.ctx.capabilities
+        if caps and may_be_asked(caps):
+            # Its server may ask the agent things back: the call waits in a task.
+            self._spawn(rid, functools.partial(self.calls.run, call, self), nursery)
+            return
+        self.inflight[rid] = call
+        self.calls.start(call, self)
 
-    def _spawn(self, msg: rpc.Request, nursery: trio.Nursery) -> None:
+    def _spawn(
+        self, rid: rpc.Id, answer: Callable[[], Awaitable[bytes | None]], nursery: trio.Nursery
+    ) -> None:
+        """Answer a request in a task of its own."""
         scope = trio.CancelScope()
-        self.inflight[msg.id] = scope
-        nursery.start_soon(self._run_request, msg, scope)
+        self.inflight[rid] = scope
+        nursery.start_soon(self._run_request, rid, answer, scope)
 
-    def reply(self, rid: rpc.Id, data: bytes, spliced: bool = False) -> None:
-        """The final answer to a request started without a task; dropped if the agent
-        cancelled it meanwhile. A ``spliced`` line (``protocol.splice``) goes out
-        unchecked when nothing holds it back."""
-        if self.inflight.pop(rid, None) is not None:
-            if spliced and self._long.held is None and not (self.batches and rid in self.batches):
-                self._out.put_spliced(data)
-            else:
-                self._put(data, rid)
+    def finish(self, call: Call, outcome: Outcome) -> None:
+        """A call's one outcome: its reply, written now, unless the agent cancelled the
+        call meanwhile. A spliced reply goes out unchecked when nothing holds it back."""
+        rid = call.id
+        if self.inflight.pop(rid, None) is None:
+            return
+        line, spliced = self.calls.reply(rid, call, outcome)
+        if spliced and self._long.held is None and not (self.batches and rid in self.batches):
+            self._out.put_spliced(line)
+        else:
+            self._put(line, rid)
 
     def _notification(self, msg: rpc.Notification) -> None:
         if msg.method == "notifications/cancelled":
@@ -319,17 +314,22 @@ class Connection:
             if handle is not None:
                 handle.cancel()
 
-    async def _run_request(self, req: rpc.Request, scope: trio.CancelScope) -> None:
+    async def _run_request(
+        self,
+        rid: rpc.Id,
+        answer: Callable[[], Awaitable[bytes | None]],
+        scope: trio.CancelScope,
+    ) -> None:
         try:
             with scope:
-                reply = await self.handler.dispatch(self, req)
+                reply = await answer()
             if scope.cancelled_caught:
                 return  # the agent cancelled it: no response, as the protocol says
             if reply is not None:
-                await self.send(reply, req.id)
+                await self.send(reply, rid)
         finally:
-            self.inflight.pop(req.id, None)
-            self._unbatch(req.id)  # cancelled, or answered some other way
+            self.inflight.pop(rid, None)
+            self._unbatch(rid)  # cancelled, or answered some other way
 
     async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
         """Send a reply; waits while too much is queued (the peer is slow to read)."""

@@ -16,10 +16,10 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
 from protocol.server import ServerSession
 
-from .askback import AgentRequests
+from ..servers.calls import Deliver
+from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
 from .http_wire import Response
 from .peers import Peer
@@ -39,9 +39,22 @@ class Exchange(Connection):
     spoke_mcp = True  # it came to /mcp
 
     def __init__(
-        self, handler: Dispatcher, session: ServerSession, caller: Caller, servers: ProfileServers
+        self,
+        handler: Dispatcher,
+        session: ServerSession,
+        caller: Caller,
+        servers: ProfileServers,
+        owner: object,
+        asks: AgentRequests | None = None,
+        news: Connection | None = None,
     ) -> None:
+        """``owner``: who the agent is (its session, or for a stateless client its
+        user); ``asks``: where a legacy server's requests to it are matched with its
+        answers (its session's); ``news``: the session's stream of what answers no
+        request (None: stateless)."""
         self.handler = handler
+        self.calls = handler.calls
+        self.splice = self.calls.splice
         self.session = session
         self.peer = caller.peer
         self.profile = servers
@@ -52,19 +65,12 @@ class Exchange(Connection):
         self.inflight = {}
         self.dropped = 0
         self._nursery = None
-        # Who the agent is (its session, or for a stateless client its user), and
-        # where a legacy server's requests to it are matched with its answers.
-        self.owner: object = self
-        self.asks = AgentRequests()
-        # A legacy session's news, which its GET stream carries (None: stateless).
-        self.news: Connection | None = None
+        self.owner = owner
+        self.asks = asks or AgentRequests()
+        self.refuser = DirectAsker(owner, None, self.asks, self.send_nowait)
+        self.progress: Deliver = self._send_progress
+        self.news = news
         self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
-
-    def progress_sender(self) -> Callable[[mcp.ProgressParams], None]:
-        def deliver(params: mcp.ProgressParams) -> None:
-            self.send_nowait(rpc.encode_notification("notifications/progress", params))
-
-        return deliver
 
     def news_sender(self) -> Callable[[bytes], None]:
         # This response ends with its answer; later news goes to the session's stream.

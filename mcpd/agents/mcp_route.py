@@ -184,13 +184,14 @@ class McpRoute:
         servers: ProfileServers,
         legacy: LegacySession | None = None,
     ) -> Exchange:
-        exchange = Exchange(self.handler, session, caller, servers)
         if legacy is not None:
-            exchange.owner, exchange.asks, exchange.news = legacy, legacy.asks, legacy.news
-        else:
-            uid = caller.peer.uid if caller.peer is not None else None
-            exchange.owner = self._peers.setdefault(uid, object())
-        return exchange
+            return Exchange(
+                self.handler, session, caller, servers, legacy, legacy.asks, legacy.news
+            )
+        uid = caller.peer.uid if caller.peer is not None else None
+        return Exchange(
+            self.handler, session, caller, servers, self._peers.setdefault(uid, object())
+        )
 
     async def _modern(
         self,

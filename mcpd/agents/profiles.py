@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
 
 from ..config.hosts import builtin_profiles
 from ..config.model import NamingConfig
@@ -29,10 +28,8 @@ from ..config.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
 from ..registry.shown import Entry
 from ..registry.table import Listed
 from ..registry.views import ProfileView
-from ..servers.calls import Done
-from ..servers.progress import Deliver
 from ..servers.state import Said
-from .backend import CallHandle, Servers
+from .backend import Servers
 from .peers import Peer, is_owner
 from .search_mode import exposed_listing
 
@@ -70,20 +67,6 @@ class ProfileServers:
 
     def refresh(self) -> None:
         self.base.refresh()
-
-    def start_call(
-        self,
-        alias: str,
-        params: mcp.CallToolParams,
-        done: Done,
-        *,
-        capabilities: dict[str, Any] | None,
-        on_progress: Deliver | None,
-        asker: Any = None,
-    ) -> CallHandle | None:
-        return self.base.start_call(
-            alias, params, done, capabilities=capabilities, on_progress=on_progress, asker=asker
-        )
 
     def states(self) -> list[dict[str, Any]]:
         return [s for s in self.base.states() if self.view.has_server(s["server"])]

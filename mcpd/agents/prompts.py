@@ -166,7 +166,18 @@ async def get_prompt(
     def retry(p: surface.GetPromptParams, responses: Raw, state: Any) -> Any:
         return msgspec.structs.replace(p, inputResponses=responses, requestState=state)
 
-    return await askback.serve(agent, req.id, "prompts/get", local, params, upstream, shape, retry)
+    return await askback.serve(
+        agent,
+        req.id,
+        "prompts/get",
+        local,
+        params,
+        params.requestState,
+        params.inputResponses,
+        upstream,
+        shape,
+        retry,
+    )
 
 
 async def complete(

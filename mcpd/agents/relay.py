@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 import trio
-from msgspec import UNSET
+from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import surface
@@ -40,6 +40,12 @@ logger = logging.getLogger("mcpd.api")
 Shape = Callable[[rpc.Id, Any], bytes]  # (the reply's id, the outcome) -> the reply
 
 
+def may_be_asked(capabilities: dict[str, Any] | None) -> bool:
+    """Whether an agent with ``capabilities`` declared anything a server may ask of it."""
+    caps = capabilities or {}
+    return any(isinstance(caps.get(k), dict) for k in surface.ASK_METHODS.values())
+
+
 class AgentSide(msgspec.Struct):
     """The agent behind one request, as far as asking it things goes."""
 
@@ -52,8 +58,7 @@ class AgentSide(msgspec.Struct):
     @property
     def asks(self) -> bool:
         """Whether it declared anything a server may ask of it."""
-        caps = self.capabilities or {}
-        return any(isinstance(caps.get(k), dict) for k in surface.ASK_METHODS.values())
+        return may_be_asked(self.capabilities)
 
     def upstream_capabilities(self) -> dict[str, Any] | None:
         """What a modern server is told this agent can answer (a legacy agent's
@@ -65,23 +70,6 @@ class AgentSide(msgspec.Struct):
         if isinstance(caps.get("roots"), dict):
             out["roots"] = {}
         return out or None
-
-
-def refuser(conn: Any) -> DirectAsker:
-    """The asker of an agent that declared nothing a server may ask: it refuses, so a
-    server's request during that agent's call is refused for the right reason (and
-    never relayed to another agent). One per connection."""
-    found = getattr(conn, "refuser", None)
-    if not isinstance(found, DirectAsker):
-        requests = getattr(conn, "asks", None)
-        found = DirectAsker(
-            getattr(conn, "owner", conn),
-            None,
-            requests if isinstance(requests, AgentRequests) else AgentRequests(),
-            conn.send_nowait,
-        )
-        conn.refuser = found
-    return found
 
 
 def agent_side(conn: Any, ctx: RequestContext | None) -> AgentSide:
@@ -121,11 +109,15 @@ class AskBack:
         method: str,
         name: str | None,
         params: Any,
+        state: Raw | UnsetType,
+        responses: Raw | UnsetType,
         upstream: Upstream,
         shape: Shape,
         retry: Retry,
     ) -> bytes:
-        found = self.parks.find(getattr(params, "requestState", UNSET))
+        """The reply to an agent's request (``params``, with the ``requestState`` and
+        ``inputResponses`` it carries), whose server may ask the agent things."""
+        found = self.parks.find(state)
         if found is True:
             raise rpc.RPCError(
                 rpc.INVALID_PARAMS,
@@ -133,8 +125,8 @@ class AskBack:
                 "send the request again without it",
             )
         if isinstance(found, Park):
-            responses = _decode(getattr(params, "inputResponses", UNSET))
-            return await claim(found, method, name, agent.owner, responses, rid).next()
+            answers = _decode(responses)
+            return await claim(found, method, name, agent.owner, answers, rid).next()
         # An agent that declared nothing a server may ask is still the one to blame for
         # its calls: its asker refuses, and the server hears why.
         direct = DirectAsker(

@@ -113,7 +113,16 @@ async def read(
         return msgspec.structs.replace(p, inputResponses=responses, requestState=state)
 
     return await askback.serve(
-        agent, req.id, "resources/read", asked, params, upstream, shape, retry
+        agent,
+        req.id,
+        "resources/read",
+        asked,
+        params,
+        params.requestState,
+        params.inputResponses,
+        upstream,
+        shape,
+        retry,
     )
 
 

@@ -23,6 +23,7 @@ from protocol import mcp
 
 from ..registry.table import Listed
 from ..registry.views import ProfileView
+from ..servers.calls import Call
 from . import metatools
 
 _encode: Final = msgspec.json.Encoder().encode
@@ -37,27 +38,23 @@ def exposed_listing(view: ProfileView) -> Sequence[Listed]:
     return defs + view.pinned()
 
 
-def unwrap(
-    view: ProfileView, rid: rpc.Id, params: mcp.CallToolParams, modern: bool
-) -> mcp.CallToolParams | bytes:
-    """The call to route (``params`` itself unless it is a meta-tool's), or the finished
-    reply of a search, a describe, or a meta-call with arguments it cannot use."""
-    name = params.name
+def unwrap(view: ProfileView, call: Call) -> mcp.CallToolResult | None:
+    """A meta-tool's call, in the view's search mode: what a search or a describe
+    answers (or a meta-call with arguments it cannot use); or None, with ``call`` made
+    the call a meta-call stands for (or left as it is, where the mode is "all")."""
+    name = call.name
     if name not in metatools.NAMES or view.profile.discovery == "all":
-        return params
+        return None
     try:
         if name == metatools.SEARCH:
-            result = _search(view, params.arguments)
-        elif name == metatools.DESCRIBE:
-            result = _describe(view, params.arguments)
-        else:
-            target, arguments = metatools.parse_call(_arguments(params.arguments))
-            return msgspec.structs.replace(params, name=target, arguments=Raw(_encode(arguments)))
+            return _search(view, call.arguments)
+        if name == metatools.DESCRIBE:
+            return _describe(view, call.arguments)
+        target, arguments = metatools.parse_call(_arguments(call.arguments))
     except metatools.ArgumentError as exc:
-        result = metatools.error_result(str(exc))
-    if modern:
-        result.resultType = mcp.COMPLETE
-    return rpc.encode_result(rid, result)
+        return metatools.error_result(str(exc))
+    call.name, call.arguments = target, Raw(_encode(arguments))
+    return None
 
 
 def _arguments(raw: Raw | Any) -> Raw | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
-import msgspec
 import trio
 from msgspec import Raw
 
@@ -21,7 +20,7 @@ from protocol import loglevels, mcp, surface
 from protocol.server import RequestContext
 
 from ..registry.views import ProfileView
-from ..servers.calls import Outcome
+from ..servers.calls import Call
 from .backend import Backend, Control
 from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
@@ -29,7 +28,6 @@ from .relay import AgentSide, AskBack, agent_side
 from .resources import Subscriptions, list_resources, read
 from .rewrite import tool_result
 from .tasks import Tasks
-from .toolcall import Route, call_reply
 
 _DEBOUNCE: Final = 0.2
 Handler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]
@@ -90,69 +88,18 @@ class Surface:
         self.subscriptions.owner_gone(owner)
         self.logs.owner_gone(owner)
 
-    # -- tools/call through the ask-back driver --
+    # -- tools/call --
 
     def finish_result(
-        self, route: Route, result: Raw | dict[str, Any], links: bool
+        self, call: Call, result: Raw | dict[str, Any], links: bool
     ) -> Raw | dict[str, Any]:
         """A call's result, its resource links in agents' terms and its task recorded."""
         if links:
-            alias, servers = route.alias, self.servers
+            alias, servers = call.alias, self.servers
             result = tool_result(result, lambda uri: servers.agent_uri(alias, uri))
-        if route.tasks:
-            self.tasks.record(route.alias, route.owner, result)
+        if call.tasks:
+            self.tasks.record(call.alias, call.owner, result)
         return result
-
-    async def tools_call(
-        self, conn: Any, req: rpc.Request, ctx: RequestContext | None, route: Route
-    ) -> bytes:
-        """A routed call (the agent's profile decided where it goes), for an agent that a
-        server may ask things back during it."""
-        agent = agent_side(conn, ctx)
-        route.owner = agent.owner
-        finish = self.finish_result
-        budget = self.control.settings.result_budget_chars
-        progress = conn.progress_sender()
-        servers = self.servers
-        caps = agent.upstream_capabilities()
-        meta = dict(route.params.meta) if isinstance(route.params.meta, dict) else None
-
-        async def upstream(p: mcp.CallToolParams, asker: Any) -> Outcome:
-            arrived = trio.Event()
-            box: list[Outcome] = []
-
-            def done(outcome: Outcome) -> None:
-                box.append(outcome)
-                arrived.set()
-
-            handle = servers.start_call(
-                route.alias, p, done, capabilities=caps, on_progress=progress, asker=asker
-            )
-            if handle is None:
-                return rpc.RPCError(
-                    rpc.INVALID_PARAMS, f"the tool server {route.alias!r} is not running"
-                )
-            try:
-                await arrived.wait()
-            except BaseException:
-                handle.cancel()
-                raise
-            return box[0]
-
-        def shape(rid: rpc.Id, outcome: Outcome) -> bytes:
-            return call_reply(rid, route, outcome, budget, finish)
-
-        def retry(p: mcp.CallToolParams, responses: Raw, state: Any) -> mcp.CallToolParams:
-            return msgspec.structs.replace(
-                p,
-                inputResponses=responses,
-                requestState=state,
-                meta=dict(meta) if meta is not None else msgspec.UNSET,
-            )
-
-        return await self.askback.serve(
-            agent, req.id, "tools/call", route.local, route.params, upstream, shape, retry
-        )
 
     # -- methods --
 

@@ -1,4 +1,5 @@
-"""The ``_meta`` mcpd puts on the requests it sends a server for agents.
+"""How mcpd writes the requests it sends a server for agents: their ``_meta``, and a
+tools/call's params and headers.
 
 A modern server gets the envelope on every request: its protocol version, the
 capabilities of the agent behind the request, mcpd's client info, the log level agents
@@ -10,15 +11,17 @@ once, and so are the constant parts of such a tools/call (``protocol.splice``).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from typing import Any, Final
 
-from msgspec import UNSET, UnsetType
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
 
+from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
 
+from .calls import Call
 from .handshake import NO_CAPABILITIES, RESERVED_META_PREFIX, request_meta
 
 # The reserved keys every modern request carries: a _meta of only these is the
@@ -35,13 +38,15 @@ class CallMeta:
         # A modern server sends log messages only for requests that carry a level.
         self._log_level: str | None = None
         self._plain: mcp.Meta | None = None
-        # Per tool, the constant parts of its spliced requests.
-        self._shapes: dict[str, splice.CallShape] = {}
+        # Per tool, the constant parts of its spliced requests (made by ``shape``).
+        self.shapes: dict[str, splice.CallShape] = {}
+        # Per tool, the Mcp-Param-* headers its arguments are mirrored into (HTTP).
+        self.param_paths: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
 
     def adopt(self, era: mcp.Era, version: str) -> None:
         self.era, self.version = era, version
         self._plain = None
-        self._shapes.clear()
+        self.shapes.clear()
 
     @property
     def log_level(self) -> str | None:
@@ -50,7 +55,7 @@ class CallMeta:
     @log_level.setter
     def log_level(self, level: str | None) -> None:
         self._log_level = level
-        self._shapes.clear()  # they hold the _meta, which carries the level
+        self.shapes.clear()  # they hold the _meta, which carries the level
 
     def of(
         self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
@@ -82,11 +87,49 @@ class CallMeta:
 
     def shape(self, name: str) -> splice.CallShape:
         """The constant parts of a call to ``name`` that carries nothing of the agent's."""
-        shape = self._shapes.get(name)
+        shape = self.shapes.get(name)
         if shape is None:
             meta = rpc.encode(self.envelope(None, None)) if self.era == "modern" else None
-            shape = self._shapes[name] = splice.CallShape(name, meta)
+            shape = self.shapes[name] = splice.CallShape(name, meta)
         return shape
+
+    def params(self, call: Call) -> mcp.CallToolParams:
+        """The call's params as the server gets them encoded: the era's ``_meta``, with
+        mcpd's progress token in place of the agent's (none when nobody takes reports)."""
+        own = call.meta
+        if own is not None and mcp.KEY_PROGRESS_TOKEN in own:
+            token = call.token
+            own = {
+                k: token if k == mcp.KEY_PROGRESS_TOKEN else v
+                for k, v in own.items()
+                if k != mcp.KEY_PROGRESS_TOKEN or token is not None
+            }
+        return mcp.CallToolParams(
+            call.name,
+            call.arguments,
+            call.input_responses,
+            call.request_state,
+            meta=self.of(call.capabilities, own),
+        )
+
+    def param_headers(self, call: Call) -> dict[str, str] | None:
+        """The Mcp-Param-* headers the call's arguments are mirrored into, if any (a
+        modern server over HTTP); raises rpc.RPCError for a value no header can carry."""
+        paths = self.param_paths.get(call.name) if self.era == "modern" else None
+        if not paths:
+            return None
+        arguments: Any = None
+        if isinstance(call.arguments, Raw):
+            try:
+                arguments = msgspec.json.decode(call.arguments)
+            except msgspec.DecodeError:
+                arguments = None
+        try:
+            return mcp_headers.param_headers(
+                paths, arguments if isinstance(arguments, dict) else None
+            )
+        except mcp_headers.HeaderValueError as exc:
+            raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
 
 
 def _own_keys(meta: Mapping[str, Any] | None) -> bool:
@@ -96,31 +139,3 @@ def _own_keys(meta: Mapping[str, Any] | None) -> bool:
             if not key.startswith(RESERVED_META_PREFIX):
                 return True
     return False
-
-
-class _NoSplice(enum.Enum):
-    NO = "no"
-
-
-# The call must be encoded: something of the agent's own goes along.
-NO_SPLICE: Final = _NoSplice.NO
-
-
-def splice_token(
-    params: mcp.CallToolParams, capabilities: Mapping[str, Any] | None
-) -> str | _NoSplice | None:
-    """Whether a call goes as its tool's constant parts around the arguments' bytes
-    (``CallMeta.shape``), and with which of mcpd's progress tokens (None: none);
-    ``NO_SPLICE`` when something of the agent's own goes along and it must be encoded."""
-    if (
-        not splice.ENABLED
-        or capabilities
-        or params.inputResponses is not UNSET
-        or params.requestState is not UNSET
-    ):
-        return NO_SPLICE
-    meta = params.meta
-    if meta is UNSET or not meta:
-        return None
-    token = meta.get(mcp.KEY_PROGRESS_TOKEN) if len(meta) == 1 else None
-    return token if isinstance(token, str) else NO_SPLICE

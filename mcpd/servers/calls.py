@@ -1,160 +1,108 @@
-"""A tools/call on its way to a server: its outcome types, the call itself, what the
-scheduler (``scheduler``) needs of its server, and awaiting a call's outcome."""
+"""One tools/call, from the agent that sent it to its server and back: the ``Call``
+every layer takes, and the ``Outcome`` that comes back.
+
+The agent side makes a ``Call`` once, as it decodes the request (with either of its
+decoders), and the same object goes down every layer with one verb, ``start(call)``:
+the agent side's router names its server, ``Front`` finds that server, its scheduler
+admits and times it, its ``Upstream`` writes it in the server's era and hands it to the
+transport. The server's answer comes back through the call itself (a transport calls
+it with what arrived), and the one outcome of the call goes to ``call.caller.finish``
+exactly once: the agent side shapes the reply there and writes it.
+"""
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable
 from typing import Any, Protocol, TypeAlias
 
+import msgspec
 import trio
-from msgspec import Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.server import RequestContext
 
-from ..config.model import Config, DaemonConfig
-from .askback import Asker, AskRoutes
-from .breaker import Breaker
+from ..config.model import Config
+from .askback import Asker
 from .outage import Outage
-from .progress import Deliver, ProgressRoutes
-from .stats import LatencyStats
 
-logger = logging.getLogger("mcpd.calls")
-
-Outcome: TypeAlias = Raw | Outage | rpc.RPCError
-Done: TypeAlias = Callable[[Outcome], None]
+# A call's one outcome: the server's raw result, why it could not be reached, the
+# server's JSON-RPC error, or a result of mcpd's own (an unknown tool, a search).
+Outcome: TypeAlias = Raw | Outage | rpc.RPCError | mcp.CallToolResult
+# Where the server's progress reports for a call go (its agent).
+Deliver: TypeAlias = Callable[[mcp.ProgressParams], None]
 
 
 class CallRefused(Exception):
-    """The call could not reach its server; ``outage`` says why."""
+    """A request could not reach its server; ``outage`` says why."""
 
     def __init__(self, outage: Outage) -> None:
         super().__init__(outage.reason)
         self.outage = outage
 
 
-_LIVE = frozenset({"queued", "running"})
+class Caller(Protocol):
+    """Who gets a call's outcome: the agent side that started it."""
+
+    def finish(self, call: Call, outcome: Outcome) -> None:
+        """The call's one outcome (never raised into: it is written, or kept)."""
+        ...
 
 
 class _Scheduler(Protocol):
-    def cancel(self, call: PendingCall) -> None: ...
+    def cancel(self, call: Call) -> None: ...
 
-    def extend(self, call: PendingCall, seconds: float) -> None: ...
+    def extend(self, call: Call, seconds: float) -> None: ...
 
-    def complete(self, call: PendingCall, raw: Raw | None, error: BaseException | None) -> None: ...
-
-
-class CallHost(Protocol):
-    """What a scheduler needs of the server it schedules calls for (its runner)."""
-
-    alias: str
-    breaker: Breaker
-    stats: LatencyStats
-    progress: ProgressRoutes
-    asks: AskRoutes
-
-    @property
-    def settings(self) -> DaemonConfig: ...
-
-    @property
-    def transport_kind(self) -> str: ...
-
-    def waits_for_start(self) -> bool:
-        """Whether a call that finds the server down should wait for it to come up."""
-        ...
-
-    def outage(self) -> Outage: ...
-
-    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None: ...
-
-    def check_liveness(self) -> None:
-        """A call failed in a way that may mean the server is gone: find out soon."""
-        ...
-
-    def limit_source(self, tool: str, timeout: float) -> str | None:
-        """The config key that set ``timeout`` for calls of ``tool`` (None: not the
-        config), for a timed-out call to say what to raise."""
-        ...
+    def complete(self, call: Call, raw: Raw | None, error: BaseException | None) -> None: ...
 
 
-class CallLimits:
-    """How long one server's tools may take, as the config in force sets it: each
-    tool's limit is looked up once, at its first call (a reload makes a new one)."""
+class Call(msgspec.Struct, eq=False):
+    """One tools/call on its way. The agent side fills in what the request said and
+    where it goes; the scheduler and the upstream keep their own state of it here, so
+    a call costs this one object on its way down and back."""
 
-    __slots__ = ("_alias", "_config", "_timeouts")
-
-    def __init__(self, alias: str, config: Config) -> None:
-        self._alias = alias
-        self._config = config
-        self._timeouts: dict[str, float] = {}  # the server's own tools': it stays small
-
-    def timeout(self, tool: str) -> float:
-        found = self._timeouts.get(tool)
-        if found is None:
-            found = self._timeouts[tool] = self._config.call_timeout(self._alias, tool)
-        return found
-
-    def source(self, tool: str, timeout: float) -> str | None:
-        """The config key that set ``timeout`` for calls of ``tool`` (None: not the
-        config: the caller's own limit)."""
-        limit, key = self._config.call_limit(self._alias, tool)
-        return key if timeout == limit else None
-
-
-class PendingCall:
-    """One tools/call on its way through a server's scheduler."""
-
-    __slots__ = (
-        "asker",
-        "asking",
-        "capabilities",
-        "deadline",
-        "limit",
-        "on_cancel",
-        "on_done",
-        "on_progress",
-        "params",
-        "probe",
-        "rid",
-        "scheduler",
-        "scope",
-        "start",
-        "state",
-        "ticket",
-        "timeout",
-        "token",
-    )
-
-    def __init__(
-        self,
-        params: mcp.CallToolParams,
-        capabilities: dict[str, Any] | None,
-        timeout: float,
-        on_progress: Deliver | None,
-        on_done: Done,
-    ) -> None:
-        self.params = params
-        self.capabilities = capabilities
-        self.timeout = timeout
-        self.on_progress = on_progress
-        self.on_done = on_done
-        self.state = "new"  # new | queued | running | done | cancelled
-        self.deadline = math.inf
-        self.limit = math.inf
-        self.start = 0.0
-        self.ticket = 0
-        self.probe = False
-        self.rid: rpc.Id | None = None
-        self.token: str | None = None
-        self.scope: trio.CancelScope | None = None
-        self.scheduler: _Scheduler | None = None
-        self.on_cancel: Callable[[], None] | None = None
-        # The agent behind the call, for what its server asks back (servers.askback),
-        # and how many of the server's requests about it wait for that agent now.
-        self.asker: Asker | None = None
-        self.asking = 0
+    # -- what the agent sent, decoded once --
+    id: rpc.Id  # the agent's request id, which its reply carries
+    name: str  # the tool: the agent's name for it until routed, then its server's
+    arguments: Raw | UnsetType  # passed on as they came
+    caller: Caller
+    ctx: RequestContext  # the agent's era and capabilities, from the request's _meta
+    # The agent's own _meta keys, passed on (the reserved ones are mcpd's to set).
+    meta: mcp.Meta | None = None
+    input_responses: Raw | UnsetType = UNSET
+    request_state: Raw | UnsetType = UNSET
+    progress: Deliver | None = None  # where the server's progress reports go
+    asker: Asker | None = None  # the agent, for what a legacy server asks back
+    owner: object = None  # whose call it is (a task it creates is theirs alone)
+    # Whether its request and reply may be written around the bytes they carry
+    # (``protocol.splice``) rather than encoded: the daemon's switch.
+    splice: bool = True
+    # -- where it goes (the router's) --
+    modern: bool = False  # the agent speaks 2026-07-28
+    local: str = ""  # the name the agent called
+    alias: str = ""  # its server
+    # What the server is told this agent can answer (a modern server's envelope).
+    capabilities: dict[str, Any] | None = None
+    tasks: bool = False  # the agent takes task handles for results
+    # -- on its way (the scheduler's and the upstream's) --
+    state: str = "new"  # new | queued | running | done | cancelled
+    timeout: float = 0.0  # for the server's answer (0: the configured one)
+    deadline: float = math.inf
+    limit: float = math.inf  # the hard limit progress cannot push the deadline past
+    start: float = 0.0
+    ticket: int = 0
+    probe: bool = False
+    rid: rpc.Id | None = None  # its id at the server, when a transport sent it
+    token: str | None = None  # mcpd's progress token for it at the server
+    scope: trio.CancelScope | None = None  # a call sent from a task of its own
+    scheduler: _Scheduler | None = None
+    # Whether the server's requests during it go to its asker (a legacy server), and
+    # how many of them wait for that agent's answer now (``servers.askback``).
+    relays: bool = False
+    asking: int = 0
 
     def __call__(self, raw: Raw | None, error: Exception | None) -> None:
         """The server's answer (or the transport's failure), from the transport."""
@@ -167,54 +115,33 @@ class PendingCall:
             self.scheduler.extend(self, seconds)
 
     def cancel(self) -> None:
-        """The caller gave up (agent cancel or disconnect): the server is told, if it
-        already has the call, and no outcome is delivered."""
+        """The agent gave up (it cancelled, or left): the server is told, if it has the
+        call already, and no outcome is delivered."""
         if self.scheduler is not None:
             self.scheduler.cancel(self)
-        if self.on_cancel is not None:
-            self.on_cancel()
 
 
-class _Start(Protocol):
-    def __call__(
-        self,
-        params: mcp.CallToolParams,
-        on_done: Done,
-        *,
-        capabilities: dict[str, Any] | None = ...,
-        on_progress: Deliver | None = ...,
-        timeout: float | None = ...,
-    ) -> PendingCall: ...
+class CallLimits:
+    """How long one server's tools may take, as the config in force sets it: each
+    tool's limit is looked up once, at its first call (a reload makes a new one)."""
 
+    __slots__ = ("_alias", "_config", "_timeouts", "max_call_time")
 
-async def wait_for(
-    start: _Start,
-    params: mcp.CallToolParams,
-    *,
-    capabilities: dict[str, Any] | None,
-    on_progress: Deliver | None,
-    answer_within: float | None,
-) -> Raw:
-    """A call started by ``start``, awaited: its raw result, or CallRefused (with the
-    Outage) or the server's rpc.RPCError. Cancelling the caller cancels the call."""
-    done = trio.Event()
-    box: list[Outcome] = []
+    def __init__(self, alias: str, config: Config) -> None:
+        self._alias = alias
+        self._config = config
+        self._timeouts: dict[str, float] = {}  # the server's own tools': it stays small
+        # How long progress can keep any call going (daemon.max_call_time).
+        self.max_call_time = config.daemon.max_call_time
 
-    def finished(outcome: Outcome) -> None:
-        box.append(outcome)
-        done.set()
+    def timeout(self, tool: str) -> float:
+        found = self._timeouts.get(tool)
+        if found is None:
+            found = self._timeouts[tool] = self._config.call_timeout(self._alias, tool)
+        return found
 
-    call = start(
-        params, finished, capabilities=capabilities, on_progress=on_progress, timeout=answer_within
-    )
-    try:
-        await done.wait()
-    except BaseException:
-        call.cancel()
-        raise
-    outcome = box[0]
-    if isinstance(outcome, Outage):
-        raise CallRefused(outcome)
-    if isinstance(outcome, rpc.RPCError):
-        raise outcome
-    return outcome
+    def source(self, tool: str, timeout: float) -> str | None:
+        """The config key that set ``timeout`` for calls of ``tool`` (None: not the
+        config: the caller's own limit)."""
+        limit, key = self._config.call_limit(self._alias, tool)
+        return key if timeout == limit else None

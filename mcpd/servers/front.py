@@ -11,7 +11,6 @@ from typing import Any
 
 from msgspec import Raw
 
-from protocol import mcp
 from protocol.loglevels import LogMessage
 
 from ..registry.catalog import Catalog, catalog_of
@@ -22,17 +21,15 @@ from ..registry.table import Registry, alias_prefix
 from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker
-from .calls import CallRefused, Done, PendingCall
+from .calls import Call, CallRefused
 from .lists import TaskNews, Updated
 from .logs import Heard
 from .outage import Outage, iso
-from .progress import Deliver
 from .runner import Runner
 from .state import Said, short_lists
 from .supervisor import Supervisor
 
 Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees it
-_ENDED = frozenset({"done", "cancelled"})  # a call's states once it has no server
 
 
 class Front:
@@ -66,27 +63,14 @@ class Front:
         for runner in self._supervisor.runners.values():
             runner.maybe_refresh()
 
-    def start_call(
-        self,
-        alias: str,
-        params: mcp.CallToolParams,
-        done: Done,
-        *,
-        capabilities: dict[str, Any] | None,
-        on_progress: Deliver | None,
-        asker: Asker | None = None,
-    ) -> PendingCall | None:
-        runner = self._supervisor.runners.get(alias)
+    def start(self, call: Call) -> None:
+        """Hand a routed call (``call.alias`` its server) to its server's scheduler."""
+        runner = self._supervisor.runners.get(call.alias)
         if runner is None:
-            return None
-        call = runner.start_call(params, done, capabilities=capabilities, on_progress=on_progress)
-        up = runner.upstream
-        if asker is None or (up is not None and up.era == "modern") or call.state in _ENDED:
-            return call  # a modern server never sends requests: nothing to route back
-        # While the call is under way its server may ask this agent things back.
-        call.asker = asker
-        runner.asks.enter_call(call)
-        return call
+            outage = Outage(call.alias, "stopped", "removed from the configuration")
+            call.caller.finish(call, outage)
+            return
+        runner.scheduler.start(call)
 
     def states(self) -> list[dict[str, Any]]:
         out = []

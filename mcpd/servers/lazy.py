@@ -10,22 +10,18 @@ fails is an outage like any other, with backoff and the tools marked unavailable
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import trio
 
-from protocol import mcp
 from transports.base import Transport
 from transports.errors import single_exceptions
 
 from ..config.model import Config, ServerConfig
 from ..registry.table import Registry
-from .calls import Done, Outcome, PendingCall
-from .progress import Deliver
 from .runner import Runner
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
@@ -54,6 +50,7 @@ class LazyRunner(Runner):
         self._retrying = False
         self._stopping = False
         self._stopped_idle = False
+        self.scheduler.uses = self  # its calls start it, and keep it running
 
     @property
     def state(self) -> str:
@@ -138,53 +135,18 @@ class LazyRunner(Runner):
         # or started on demand: the call waits for the server.
         return (self.phase != "connected" or self._stopping) and self.available
 
-    def start_call(
-        self,
-        params: mcp.CallToolParams,
-        on_done: Done,
-        *,
-        capabilities: dict[str, Any] | None = None,
-        on_progress: Deliver | None = None,
-        timeout: float | None = None,
-    ) -> PendingCall:
+    def begin(self) -> None:
+        """A call began (queued or sent): an idle server starts for it."""
         self._users += 1
         self._touch()
         if self.phase == "idle" or self._stopping:
             self._demand.set()
-        ended = False
 
-        def end() -> None:
-            nonlocal ended
-            if not ended:
-                ended = True
-                self._users -= 1
-                self._last_use = trio.current_time()
-                self._touch()
-
-        def finished(outcome: Outcome) -> None:
-            end()
-            on_done(outcome)
-
-        call = super().start_call(
-            params, finished, capabilities=capabilities, on_progress=on_progress, timeout=timeout
-        )
-        call.on_cancel = end
-        return call
-
-    @contextlib.contextmanager
-    def in_use(self) -> Iterator[None]:
-        """A request other than a call (a read, a prompt): it starts an idle server,
-        and keeps it from being stopped, as a call does."""
-        self._users += 1
+    def end(self) -> None:
+        """A call ended (answered, failed, timed out or cancelled)."""
+        self._users -= 1
+        self._last_use = trio.current_time()
         self._touch()
-        if self.phase == "idle" or self._stopping:
-            self._demand.set()
-        try:
-            yield
-        finally:
-            self._users -= 1
-            self._last_use = trio.current_time()
-            self._touch()
 
     def status(self) -> dict[str, Any]:
         out = super().status()

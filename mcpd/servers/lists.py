@@ -56,7 +56,7 @@ async def list_all(
     cursor: str | None = None
     trim = ListTrim(up.alias, kind, method, up.limits)
     for _ in range(up.max_pages):
-        meta = up.params_meta(None, None)
+        meta = up.meta.of(None, None)
         params: Any = (
             surface.ListParams(cursor=UNSET if cursor is None else cursor, meta=meta)
             if cursor is not None or meta is not UNSET

@@ -73,7 +73,7 @@ class ServerLogs:
         """From the server's own task: tell the server the level, if that is due."""
         self.due = False
         if up.era == "modern":
-            up.log_level = self.wanted
+            up.meta.log_level = self.wanted
             return
         if not isinstance(up.capabilities.get("logging"), dict):
             return

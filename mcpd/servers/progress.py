@@ -8,37 +8,26 @@ report also tells the call's scheduler, which may push the call's deadline out.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 
 import msgspec
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-Deliver = Callable[[mcp.ProgressParams], None]
-
-
-class _Route:
-    __slots__ = ("agent_token", "deliver", "extend")
-
-    def __init__(
-        self, agent_token: str | int, deliver: Deliver, extend: Callable[[], None]
-    ) -> None:
-        self.agent_token = agent_token
-        self.deliver = deliver
-        self.extend = extend
+from .calls import Call, Deliver
 
 
 class ProgressRoutes:
     def __init__(self, prefix: str) -> None:
         self._prefix = prefix
-        self._routes: dict[str, _Route] = {}
+        # By mcpd's token: the agent's token, where its reports go, and the call.
+        self._routes: dict[str, tuple[str | int, Deliver, Call]] = {}
         self._ids = itertools.count(1)
 
-    def open(self, agent_token: str | int, deliver: Deliver, extend: Callable[[], None]) -> str:
-        """A token for the server; ``extend`` is called on each progress report."""
+    def open(self, agent_token: str | int, deliver: Deliver, call: Call) -> str:
+        """A token for the server; each report also gives ``call`` its time again."""
         token = f"{self._prefix}{next(self._ids)}"
-        self._routes[token] = _Route(agent_token, deliver, extend)
+        self._routes[token] = (agent_token, deliver, call)
         return token
 
     def close(self, token: str) -> None:
@@ -53,6 +42,8 @@ class ProgressRoutes:
         route = self._routes.get(params.progressToken)  # type: ignore[arg-type]
         if route is None:
             return False
-        route.extend()
-        route.deliver(msgspec.structs.replace(params, progressToken=route.agent_token))
+        agent_token, deliver, call = route
+        # The server is working on it: more time, within the call's hard limit.
+        call.extend(call.timeout)
+        deliver(msgspec.structs.replace(params, progressToken=agent_token))
         return True

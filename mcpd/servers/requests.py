@@ -11,7 +11,6 @@ passed on as it is.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -53,9 +52,14 @@ async def send(
     with a ``meta`` field, which gets the era's ``_meta``. Raises CallRefused (with
     the outage) or the server's rpc.RPCError."""
     limit = runner.config.call_timeout(runner.alias) if time_limit is None else time_limit
-    in_use = getattr(runner, "in_use", None)  # a lazy server: started for this request
-    with in_use() if in_use is not None else contextlib.nullcontext():
+    uses = runner.scheduler.uses  # a lazy server: started for this request, as for a call
+    if uses is None:
         return await _send(runner, method, params, name, capabilities, asker, limit)
+    uses.begin()
+    try:
+        return await _send(runner, method, params, name, capabilities, asker, limit)
+    finally:
+        uses.end()
 
 
 async def _send(
@@ -76,7 +80,7 @@ async def _send(
     if up is None or not runner.available:
         raise CallRefused(runner.outage())
     if hasattr(params, "meta"):
-        meta = up.params_meta(capabilities, _settable_meta(params))
+        meta = up.meta.of(capabilities, _settable_meta(params))
         params.meta = meta
     extra: dict[str, str] | None = None
     if up.http and up.era == "modern" and name is not None and method.startswith("tasks/"):

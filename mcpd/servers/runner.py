@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
-from msgspec import Raw
 
 from protocol import mcp
 from protocol.logfields import log_extra
@@ -27,7 +26,7 @@ from .askback import AskRoutes
 from .autherrors import LoginRequired
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
-from .calls import CallLimits, Done, PendingCall, wait_for
+from .calls import CallLimits
 from .downtime import Downtime
 from .events import ServerLog, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
@@ -36,7 +35,7 @@ from .listing import ListKeeper
 from .lists import SurfaceKeeper
 from .logs import ServerLogs
 from .outage import Outage
-from .progress import Deliver, ProgressRoutes
+from .progress import ProgressRoutes
 from .scheduler import CallScheduler
 from .session import Session
 from .state import (
@@ -335,45 +334,6 @@ class Runner:
     def request_refetch(self) -> None:
         self.lists.request()
 
-    # -- calls from agents --
-
-    def start_call(
-        self,
-        params: mcp.CallToolParams,
-        on_done: Done,
-        *,
-        capabilities: dict[str, Any] | None = None,
-        on_progress: Deliver | None = None,
-        timeout: float | None = None,
-    ) -> PendingCall:
-        """Submit one tools/call; ``on_done`` gets its outcome (a raw result, an Outage
-        or the server's RPCError) exactly once, unless the call is cancelled.
-
-        ``timeout`` (default: the configured one) bounds the server's answer, not the
-        wait for a free slot; progress extends it up to ``max_call_time``."""
-        if timeout is None:
-            timeout = self.limits.timeout(params.name)
-        call = PendingCall(params, capabilities, timeout, on_progress, on_done)
-        self.scheduler.submit(call)
-        return call
-
-    async def call(
-        self,
-        params: mcp.CallToolParams,
-        *,
-        capabilities: dict[str, Any] | None = None,
-        call_timeout: float | None = None,
-        on_progress: Deliver | None = None,
-    ) -> Raw:
-        """``start_call``, awaited. Raises CallRefused (with an Outage) or rpc.RPCError."""
-        return await wait_for(
-            self.start_call,
-            params,
-            capabilities=capabilities,
-            on_progress=on_progress,
-            answer_within=call_timeout,
-        )
-
     @property
     def dropped_tools(self) -> list[str]:
         return self.lists.dropped
@@ -390,9 +350,6 @@ class Runner:
         """After a failed call: probe the server soon (see health)."""
         self.health.suspect = True
         self.wake()
-
-    def limit_source(self, tool: str, timeout: float) -> str | None:
-        return self.limits.source(tool, timeout)
 
     def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
         now = trio.current_time()

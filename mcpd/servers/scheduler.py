@@ -3,9 +3,9 @@
 Calls are driven by callbacks rather than a task and a cancel scope each: a stdio
 server's reply completes its call straight from the transport's reader, a timer task
 per server expires calls from one heap of deadlines, and a finished call hands its
-slot to the next queued one at once. Servers without a callback-style transport
-(HTTP), and tools that run only as tasks at their server (``task_tools``), get one
-task per call, still scheduled, timed and accounted for here.
+slot to the next queued one at once. Whatever carries a call to its server (a line
+on stdin, an HTTP exchange in a task of its own) is the upstream's business: every
+call is scheduled, timed and accounted for here the same way.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
 from msgspec import Raw
@@ -26,16 +26,59 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
-from .askback import ASKING
+from ..config.model import DaemonConfig
+from .askback import AskRoutes
 from .autherrors import LoginRequired
-from .calls import _LIVE, CallHost, Outcome, PendingCall
+from .breaker import Breaker
+from .calls import Call, CallLimits, Outcome
 from .outage import Outage, last_line
-from .task_tools import call_tool
+from .progress import ProgressRoutes
+from .stats import LatencyStats
 
 if TYPE_CHECKING:
     from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.calls")
+
+_LIVE: Final = frozenset({"queued", "running"})
+
+
+class CallHost(Protocol):
+    """What a scheduler needs of the server it schedules calls for (its runner)."""
+
+    alias: str
+    breaker: Breaker
+    stats: LatencyStats
+    progress: ProgressRoutes
+    asks: AskRoutes
+    limits: CallLimits
+
+    @property
+    def settings(self) -> DaemonConfig: ...
+
+    @property
+    def transport_kind(self) -> str: ...
+
+    def waits_for_start(self) -> bool:
+        """Whether a call that finds the server down should wait for it to come up."""
+        ...
+
+    def outage(self) -> Outage: ...
+
+    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None: ...
+
+    def check_liveness(self) -> None:
+        """A call failed in a way that may mean the server is gone: find out soon."""
+        ...
+
+
+class Uses(Protocol):
+    """Who counts the calls a server has, queued or running (a lazy server, which
+    runs only while it has any)."""
+
+    def begin(self) -> None: ...
+
+    def end(self) -> None: ...
 
 
 def _clock() -> Callable[[], float]:
@@ -52,8 +95,8 @@ class CallScheduler:
         self.runner = runner
         self.limit = limit
         self.running = 0
-        self.queue: deque[PendingCall] = deque()
-        self._heap: list[tuple[float, int, PendingCall]] = []
+        self.queue: deque[Call] = deque()
+        self._heap: list[tuple[float, int, Call]] = []
         self._seq = itertools.count()
         self._timer_wake = trio.Event()
         self._timer_at = math.inf  # when the timer task wakes next (inf: it waits for a deadline)
@@ -61,17 +104,17 @@ class CallScheduler:
         # each time the server goes from idle to busy: at one call at a time, every call.
         self._idle: trio.Event | None = None
         self._up: Upstream | None = None
-        self._nursery: trio.Nursery | None = None
         self._now = _clock()
+        self.uses: Uses | None = None
 
     # -- the server coming and going --
 
-    def attach(self, up: Upstream, nursery: trio.Nursery) -> None:
-        self._up, self._nursery = up, nursery
+    def attach(self, up: Upstream) -> None:
+        self._up = up
         self._start_queued()
 
     def detach(self) -> None:
-        self._up = self._nursery = None
+        self._up = None
 
     def fail_queued(self, outage: Outage) -> None:
         while self.queue:
@@ -85,10 +128,22 @@ class CallScheduler:
 
     # -- calls --
 
-    def submit(self, call: PendingCall) -> None:
+    def start(self, call: Call) -> None:
+        """Admit ``call``: sent now, queued, or finished at once with why not. Its
+        outcome goes to ``call.caller`` once, unless it is cancelled first."""
         r = self.runner
         call.scheduler = self
-        if self._up is None:
+        if not call.timeout:
+            call.timeout = r.limits.timeout(call.name)
+        if self.uses is not None:
+            self.uses.begin()
+        up = self._up
+        if call.asker is not None and (up is None or up.era != "modern"):
+            # While it is under way its server may ask the call's agent things (a
+            # modern server never sends requests: nothing to route back).
+            call.relays = True
+            r.asks.enter_call(call)
+        if up is None:
             if r.waits_for_start():
                 # The server is coming up (its first start, or on demand): wait for it,
                 # within the call's time.
@@ -97,7 +152,7 @@ class CallScheduler:
                 self._finish(call, r.outage())
             return
         if self.running < self.limit and not self.queue:
-            self._start(call)
+            self._send(call)
             return
         d = r.settings
         if len(self.queue) >= d.queue_size:
@@ -108,23 +163,20 @@ class CallScheduler:
             return
         self._enqueue(call, d.queue_timeout)
 
-    def cancel(self, call: PendingCall) -> None:
-        if call.asker is not None:
-            self.runner.asks.leave_call(call)
+    def cancel(self, call: Call) -> None:
         if call.state == "queued":
             self.queue.remove(call)
             call.state = "cancelled"
         elif call.state == "running":
             call.state = "cancelled"
             self._release(call)
-            up = self._up
-            if call.rid is not None and up is not None:
-                up.transport.forget(call.rid, "cancelled by the client")
-            if call.scope is not None:
-                call.scope.cancel()  # the transport tells the server its own way
+            self._forget(call, "cancelled by the client")
             self._start_queued()
+        else:
+            return
+        self._ended(call)
 
-    def _enqueue(self, call: PendingCall, wait: float) -> None:
+    def _enqueue(self, call: Call, wait: float) -> None:
         # Queued calls wait in arrival order with the same allowance, so their deadlines
         # only grow along the queue: the timer looks at the front, no heap needed.
         call.state = "queued"
@@ -137,9 +189,9 @@ class CallScheduler:
 
     def _start_queued(self) -> None:
         while self.queue and self.running < self.limit and self._up is not None:
-            self._start(self.queue.popleft())
+            self._send(self.queue.popleft())
 
-    def _start(self, call: PendingCall) -> None:
+    def _send(self, call: Call) -> None:
         r = self.runner
         up = self._up
         assert up is not None
@@ -154,78 +206,34 @@ class CallScheduler:
         call.ticket, call.probe = adm.ticket, adm.probe
         call.state = "running"
         call.start = now
-        call.limit = now + r.settings.max_call_time
+        call.limit = now + r.limits.max_call_time
         self.running += 1
         self._set_deadline(call, now + call.timeout)
-        meta = call.params.meta
-        if isinstance(meta, dict) and meta.get(mcp.KEY_PROGRESS_TOKEN) is not None:
-            self._open_progress(call, meta)
+        meta = call.meta
+        if meta is not None and mcp.KEY_PROGRESS_TOKEN in meta:
+            self._open_progress(call, meta[mcp.KEY_PROGRESS_TOKEN])
         try:
-            # The call is its own reply callback (``PendingCall.__call__``): no closure.
-            rid = up.call_tool_nowait(call.params, call.capabilities, call)
+            up.start(call)
         except (TransportError, rpc.RPCError) as exc:
             self.complete(call, None, exc)
-            return
-        if rid is not None:
-            call.rid = rid
-        elif self._nursery is not None:
-            self._nursery.start_soon(self._run_task, call, up)
-        else:
-            self.complete(call, None, TransportError(f"{r.alias} is not connected"))
 
-    def extend(self, call: PendingCall, seconds: float) -> None:
+    def extend(self, call: Call, seconds: float) -> None:
         """A running call's time limit, now ``seconds`` from now (within its hard
         limit): its server is waiting for the call's agent to answer a request."""
         if call.state == "running":
             self._set_deadline(call, min(self._now() + seconds, call.limit))
 
-    async def _run_task(self, call: PendingCall, up: Upstream) -> None:
-        if call.state != "running":
-            return  # given up before this task began: never sent
-        call.scope = trio.CancelScope()
-        # This task's own agent, whatever the task that started it was doing: an HTTP
-        # server's request on this call's stream is relayed to it.
-        ASKING.set(call.asker)
-        try:
-            with call.scope:
-                try:
-                    ttl = self.runner.settings.max_call_time  # for a tool that runs as a task
-                    raw = await call_tool(up, call.params, call.capabilities, ttl)
-                except (
-                    TransportError,
-                    rpc.RPCError,
-                    ServerCancelled,
-                    MessageTooLarge,
-                    MalformedReply,
-                ) as exc:
-                    self.complete(call, None, exc)
-                else:
-                    self.complete(call, raw, None)
-        finally:
-            # The connection to the server is being torn down under this call.
-            self.complete(call, None, TransportError(f"{self.runner.alias}: connection closed"))
-
-    def _open_progress(self, call: PendingCall, meta: dict[str, Any]) -> None:
-        # Apart from _start: its closure would cost every call, token or not.
-        params = call.params
-        agent_token = meta[mcp.KEY_PROGRESS_TOKEN]
-        if call.on_progress is None or not isinstance(agent_token, str | int):
-            del meta[mcp.KEY_PROGRESS_TOKEN]  # nobody to deliver it to
-            return
-
-        def extend() -> None:
-            # The server is working on it: more time, within the hard limit.
-            if call.state == "running":
-                self._set_deadline(call, min(self._now() + call.timeout, call.limit))
-
-        call.token = self.runner.progress.open(agent_token, call.on_progress, extend)
-        params.meta = {**meta, mcp.KEY_PROGRESS_TOKEN: call.token}
+    def _open_progress(self, call: Call, agent_token: object) -> None:
+        # Apart from _send: most calls carry no token.
+        if call.progress is not None and isinstance(agent_token, str | int):
+            call.token = self.runner.progress.open(agent_token, call.progress, call)
+        # Otherwise nobody takes its reports: it goes to the server without a token.
 
     # -- outcomes --
 
     def complete(
         self,
-        call: PendingCall,
+        call: Call,
         raw: Raw | None,
         error: BaseException | None,
         timed_out: bool = False,
@@ -241,23 +249,21 @@ class CallScheduler:
             reason = f"no answer within {_seconds(elapsed)} s"
             # Progress extends a call up to its hard limit, which is then what ended it.
             hard = now >= call.limit
-            source = (
-                "daemon.max_call_time" if hard else r.limit_source(call.params.name, call.timeout)
-            )
+            source = "daemon.max_call_time" if hard else r.limits.source(call.name, call.timeout)
             if source is not None:
                 reason += f" (the limit {source} sets)"
             # Without this line a call timing out left no trace naming the server.
             logger.warning(
                 "%s: tools/call %r got %s",
                 r.alias,
-                call.params.name,
+                call.name,
                 reason,
                 extra=log_extra(r.alias, reason=reason),
             )
             r.availability_failure(elapsed, reason, call.ticket)
             r.check_liveness()
             outcome = Outage(r.alias, "timeout", reason, call.start)
-            self._abandon(call, "timed out")
+            self._forget(call, "timed out")
         elif error is None and raw is not None:  # the common case first: every call
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed)
@@ -287,7 +293,7 @@ class CallScheduler:
                 logger.warning(
                     "%s: tools/call %r failed: %s; the server keeps running",
                     r.alias,
-                    call.params.name,
+                    call.name,
                     error.reason,
                     extra=log_extra(r.alias, "message_too_large", error.reason),
                 )
@@ -303,7 +309,7 @@ class CallScheduler:
                 logger.warning(
                     "%s: tools/call %r failed: %s",
                     r.alias,
-                    call.params.name,
+                    call.name,
                     error.reason,
                     extra=log_extra(r.alias, reason=error.reason),
                 )
@@ -323,14 +329,14 @@ class CallScheduler:
             self._start_queued()
         self._finish(call, outcome)
 
-    def _abandon(self, call: PendingCall, why: str) -> None:
-        up = self._up
-        if call.rid is not None and up is not None:
-            up.transport.forget(call.rid, why)
-        if call.scope is not None:
+    def _forget(self, call: Call, why: str) -> None:
+        """The server is told to stop (if it has the call), and its answer is dropped."""
+        if self._up is not None:
+            self._up.forget(call, why)
+        elif call.scope is not None:
             call.scope.cancel()
 
-    def _release(self, call: PendingCall) -> None:
+    def _release(self, call: Call) -> None:
         self.running -= 1
         # A finished call's deadline entry goes now when it is first in the heap, as it
         # mostly is: a kept one kept the call and its reply alive long enough for the
@@ -343,18 +349,18 @@ class CallScheduler:
             heapq.heappop(heap)
         if call.token is not None:
             self.runner.progress.close(call.token)
+            call.token = None
         if call.probe:
             self.runner.breaker.release_probe(call.ticket)
         if self.running == 0 and self._idle is not None:
             self._idle.set()
             self._idle = None
 
-    def _finish(self, call: PendingCall, outcome: Outcome) -> None:
+    def _finish(self, call: Call, outcome: Outcome) -> None:
         call.state = "done"
-        if call.asker is not None:
-            self.runner.asks.leave_call(call)
+        self._ended(call)
         try:
-            call.on_done(outcome)
+            call.caller.finish(call, outcome)
         except Exception:
             logger.exception(
                 "%s: delivering a call's outcome failed",
@@ -362,9 +368,16 @@ class CallScheduler:
                 extra=log_extra(self.runner.alias),
             )
 
+    def _ended(self, call: Call) -> None:
+        if call.relays:
+            call.relays = False
+            self.runner.asks.leave_call(call)
+        if self.uses is not None:
+            self.uses.end()
+
     # -- time limits --
 
-    def _set_deadline(self, call: PendingCall, at: float) -> None:
+    def _set_deadline(self, call: Call, at: float) -> None:
         call.deadline = at
         heap = self._heap
         if len(heap) > 64 and len(heap) > 4 * (self.running + len(self.queue)):
@@ -397,7 +410,7 @@ class CallScheduler:
             with trio.move_on_at(wake):
                 await self._timer_wake.wait()
 
-    def _queue_outage(self, call: PendingCall) -> Outage:
+    def _queue_outage(self, call: Call) -> Outage:
         r = self.runner
         if self._up is None:
             return r.outage()

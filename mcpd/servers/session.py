@@ -130,7 +130,8 @@ class Session:
                 # What the server pushes outside of any request: a legacy HTTP session's
                 # stream (list_changed, pings, logs). The other transports return at once.
                 await nursery.start(transport.listen)
-                self._scheduler.attach(up, nursery)
+                up.nursery = nursery  # calls that wait for their answer in a task
+                self._scheduler.attach(up)
                 on_ready()
                 try:
                     await self._tend(up, transport)

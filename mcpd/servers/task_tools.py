@@ -61,13 +61,16 @@ class Server(Protocol):
     """What running a task needs of its server's session (an ``Upstream``)."""
 
     alias: str
-    task_tools: frozenset[str]
 
-    async def call_tool(
-        self, params: mcp.CallToolParams, *, capabilities: Mapping[str, Any] | None = ...
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        name: str | None = ...,
+        extra_headers: Mapping[str, str] | None = ...,
+        cancellable: bool = ...,
     ) -> Raw: ...
-
-    async def request(self, method: str, params: Any, *, cancellable: bool = ...) -> Raw: ...
 
 
 _execution: Final = msgspec.json.Decoder(_Execution)
@@ -109,35 +112,23 @@ def task_tools(tools: Sequence[mcp.Tool], capabilities: Mapping[str, Any]) -> fr
     return frozenset(names)
 
 
-async def call_tool(
-    up: Server,
-    params: mcp.CallToolParams,
-    capabilities: Mapping[str, Any] | None,
-    ttl: float,
-) -> Raw:
-    """``up.call_tool``, as a task (kept up to ``ttl`` seconds at the server) for a
-    tool that runs only as one."""
-    if params.name in up.task_tools:
-        return await call_as_task(up, params, capabilities, ttl)
-    return await up.call_tool(params, capabilities=capabilities)
-
-
 async def call_as_task(
     up: Server,
     params: mcp.CallToolParams,
-    capabilities: Mapping[str, Any] | None,
+    headers: Mapping[str, str] | None,
     ttl: float,
 ) -> Raw:
-    """``up.call_tool`` for a tool that runs only as a task: the result it ended with.
-
-    Raises as ``call_tool`` does; the task's own JSON-RPC error comes as rpc.RPCError."""
+    """A tools/call (``params`` and ``headers`` as a plain one would go) for a tool that
+    runs only as a task, kept up to ``ttl`` seconds at the server: the result it ended
+    with. Raises as a request does; the task's own JSON-RPC error comes as
+    rpc.RPCError."""
     asked = TaskCallParams(
         params.name,
         params.arguments,
         meta=params.meta,
         task=_TaskRequest(ttl=int(ttl * 1000)),
     )
-    created = await up.call_tool(asked, capabilities=capabilities)
+    created = await up.request("tools/call", asked, name=asked.name, extra_headers=headers)
     try:
         handle = _created.decode(created).task
     except (msgspec.DecodeError, msgspec.ValidationError):

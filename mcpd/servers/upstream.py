@@ -9,23 +9,32 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from msgspec import UNSET, Raw, UnsetType
+import trio
+from msgspec import UNSET, Raw
 
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
 from protocol.logfields import log_extra
 from transports.base import Params, Transport
-from transports.errors import SessionExpired
+from transports.errors import (
+    MalformedReply,
+    MessageTooLarge,
+    ServerCancelled,
+    SessionExpired,
+    TransportError,
+)
 
 from ..config.model import ListLimits
 from ..registry.limits import DEFAULT_LIMITS, ListTrim, Trimmed, limited_instructions, shown
 from . import task_tools, toolshape
-from .callmeta import NO_SPLICE, CallMeta, splice_token
+from .askback import ASKING
+from .callmeta import CallMeta
+from .calls import Call
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, ProtocolViolation, request_meta
 
 logger = logging.getLogger("mcpd.upstream")
@@ -79,25 +88,16 @@ class Upstream:
         self.client_capabilities: dict[str, Any] = NO_CAPABILITIES
         self.meta = CallMeta()  # what agents' requests carry in _meta, for the era
         # How a call is sent without waiting for its answer in a task (None: it cannot
-        # be, and call_tool awaits it).
+        # be, and it waits for its answer in a task).
         nowait = transport.answers_by_callback
         self._send_nowait = transport.request_nowait if nowait else None
         self._send_spliced = transport.request_spliced if nowait else None
         # A transport that builds a spliced call's body itself.
         self._post_spliced = transport.takes_spliced_calls
-        # Per tool, the Mcp-Param-* headers its arguments are mirrored into (HTTP only).
-        self._param_headers: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
+        # Where calls awaited in a task of their own run (the session's nursery).
+        self.nursery: trio.Nursery | None = None
         # The tools a legacy server runs only as tasks (see task_tools).
         self.task_tools: frozenset[str] = frozenset()
-
-    @property
-    def log_level(self) -> str | None:
-        """The level agents want this server's log messages at (None: none)."""
-        return self.meta.log_level
-
-    @log_level.setter
-    def log_level(self, level: str | None) -> None:
-        self.meta.log_level = level
 
     # -- lifecycle --
 
@@ -265,81 +265,93 @@ class Upstream:
                 trim.drop(shown(tool.name), exc.reason)
                 return None
             if mapping:
-                self._param_headers[tool.name] = mapping
+                self.meta.param_paths[tool.name] = mapping
             else:
-                self._param_headers.pop(tool.name, None)
+                self.meta.param_paths.pop(tool.name, None)
         return _detached(tool)
 
-    async def call_tool(
-        self,
-        params: mcp.CallToolParams,
-        *,
-        capabilities: Mapping[str, Any] | None = None,
-        arguments: Any = None,
-    ) -> Raw:
-        """Send tools/call with ``params.name`` already the server's own tool name.
+    # -- calls --
 
-        ``arguments`` is the decoded arguments when the caller already has them; they
-        are only needed to mirror ``x-mcp-header`` values into headers.
-        """
-        if self._post_spliced and params.name not in self._param_headers:
-            token = splice_token(params, capabilities)
-            if token is not NO_SPLICE:
-                body = splice.SplicedCall(self.meta.shape(params.name), params.arguments, token)
-                return await self.request("tools/call", body, name=params.name)
-        extra = self._prepare_call(params, capabilities, arguments)
-        return await self.request("tools/call", params, name=params.name, extra_headers=extra)
+    def start(self, call: Call) -> None:
+        """Send ``call`` (its name already the server's own), as a spliced line where
+        nothing of the agent's own goes along but a progress token, else encoded with
+        the era's ``_meta``. Its answer goes to the call, once: from the task reading a
+        stdio server, or from a task of the call's own (HTTP, a tool that runs only as
+        a task). Raises what the transport raises when it cannot send at all."""
+        spliced, send = self._send_spliced, self._send_nowait
+        if spliced is not None and send is not None and call.name not in self.task_tools:
+            shape = self._shape(call)
+            if shape is not None:
+                call.rid = spliced(shape, call.arguments, call, call.token)
+            else:
+                call.rid = send("tools/call", self.meta.params(call), call)
+        elif self.nursery is not None:
+            self.nursery.start_soon(self._awaited, call)
+        else:
+            call(None, TransportError(f"{self.alias} is not connected"))
 
-    def call_tool_nowait(
-        self,
-        params: mcp.CallToolParams,
-        capabilities: Mapping[str, Any] | None,
-        reply: Callable[[Raw | None, Exception | None], None],
-    ) -> rpc.Id | None:
-        """Send tools/call and return its id, with ``reply`` called on the answer; or
-        None when it must be awaited (``call_tool``): this transport, or a task's tool."""
-        if params.name in self.task_tools:
-            return None
-        spliced = self._send_spliced
-        if spliced is not None:
-            token = splice_token(params, capabilities)
-            if token is not NO_SPLICE:
-                sent: int = spliced(self.meta.shape(params.name), params.arguments, reply, token)
-                return sent
-        send = self._send_nowait
-        if send is None:
-            return None
-        self._prepare_call(params, capabilities, None)
-        rid: rpc.Id = send("tools/call", params, reply)
-        return rid
+    def forget(self, call: Call, why: str) -> None:
+        """Give ``call`` up: the server is told (``why``), and its answer is dropped."""
+        if call.scope is not None:
+            call.scope.cancel()  # the transport tells the server its own way
+        elif call.rid is not None:
+            self.transport.forget(call.rid, why)
 
-    def _prepare_call(
-        self, params: mcp.CallToolParams, capabilities: Mapping[str, Any] | None, arguments: Any
-    ) -> dict[str, str] | None:
-        """Set the era's ``_meta`` on params; the Mcp-Param-* headers, if any."""
-        params.meta = self.meta.of(
-            capabilities, params.meta if isinstance(params.meta, dict) else None
-        )
-        mapping = self._param_headers.get(params.name) if self.era == "modern" else None
-        if not mapping:
-            return None
-        if arguments is None and isinstance(params.arguments, Raw):
-            try:
-                arguments = msgspec.json.decode(params.arguments)
-            except msgspec.DecodeError:
-                arguments = None
+    async def _awaited(self, call: Call) -> None:
+        if call.state != "running":
+            return  # given up before this task began: never sent
+        call.scope = trio.CancelScope()
+        # This task's own agent, whatever the task that started it was doing: an HTTP
+        # server's request on this call's stream is relayed to it.
+        ASKING.set(call.asker)
         try:
-            return mcp_headers.param_headers(
-                mapping, arguments if isinstance(arguments, dict) else None
-            )
-        except mcp_headers.HeaderValueError as exc:
-            raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
+            with call.scope:
+                try:
+                    if call.name in self.task_tools:
+                        ttl = call.limit - call.start  # kept at the server as long as it may run
+                        raw = await task_tools.call_as_task(
+                            self, self.meta.params(call), self.meta.param_headers(call), ttl
+                        )
+                    else:
+                        raw = await self._post(call)
+                except (
+                    TransportError,
+                    rpc.RPCError,
+                    ServerCancelled,
+                    MessageTooLarge,
+                    MalformedReply,
+                ) as exc:
+                    call(None, exc)
+                else:
+                    call(raw, None)
+        finally:
+            # The connection to the server is being torn down under this call.
+            call(None, TransportError(f"{self.alias}: connection closed"))
 
-    def params_meta(
-        self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
-    ) -> mcp.Meta | UnsetType:
-        """The ``_meta`` for a request of an agent's (``CallMeta.of``)."""
-        return self.meta.of(capabilities, agent_meta)
+    async def _post(self, call: Call) -> Raw:
+        if self._post_spliced and call.name not in self.meta.param_paths:
+            shape = self._shape(call)
+            if shape is not None:
+                body = splice.SplicedCall(shape, call.arguments, call.token)
+                return await self.request("tools/call", body, name=call.name)
+        params, extra = self.meta.params(call), self.meta.param_headers(call)
+        return await self.request("tools/call", params, name=call.name, extra_headers=extra)
+
+    def _shape(self, call: Call) -> splice.CallShape | None:
+        """The constant parts of the call's request, when it goes as them around its
+        arguments' bytes: nothing of the agent's own goes along but a progress token
+        (None: it is encoded)."""
+        if (
+            not call.splice
+            or call.capabilities
+            or call.input_responses is not UNSET
+            or call.request_state is not UNSET
+        ):
+            return None
+        own = call.meta
+        if own is not None and (len(own) != 1 or mcp.KEY_PROGRESS_TOKEN not in own):
+            return None
+        return self.meta.shapes.get(call.name) or self.meta.shape(call.name)
 
     async def listen_for(self, notifications: Mapping[str, Any]) -> None:
         """``listen_tools`` for any set of notifications (lists, resources, tasks)."""

@@ -24,6 +24,7 @@ from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.agent import Agent, connect, make_config, running
+from tests.support.calls import at_upstream
 from transports.errors import HttpRPCError, SessionExpired
 from transports.http.transport import HttpTransport, open_http_transport
 
@@ -57,7 +58,7 @@ async def call(up: Upstream, name: str, arguments: dict[str, Any], **meta: Any) 
     params = mcp.CallToolParams(
         name=name, arguments=Raw(json.dumps(arguments).encode()), meta=meta or UNSET
     )
-    return await up.call_tool(params)
+    return await at_upstream(up, params)
 
 
 def progress_of(seen: list[rpc.Notification], token: str) -> list[dict[str, Any]]:

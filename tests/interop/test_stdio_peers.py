@@ -14,6 +14,7 @@ from mcpd.servers.handshake import request_meta
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from tests.support.calls import at_upstream
 from transports.stdio.transport import StdioParams, open_stdio_transport
 
 from .conftest import SERVERS, console_script, node_env, node_tool, sdk_server_cmd, v1_python
@@ -29,7 +30,7 @@ def text_of(raw: Raw) -> str:
 
 async def call(up: Upstream, name: str, arguments: dict[str, Any]) -> Raw:
     params = mcp.CallToolParams(name=name, arguments=Raw(json.dumps(arguments).encode()))
-    return await up.call_tool(params)
+    return await at_upstream(up, params)
 
 
 @pytest.mark.parametrize("era", ["auto", "legacy"])

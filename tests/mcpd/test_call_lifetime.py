@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.servers.calls import PendingCall
+from mcpd.servers.calls import Call
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import scripted
 
@@ -31,7 +31,7 @@ def no_collector() -> Iterator[None]:
 
 
 def live_calls() -> int:
-    return sum(isinstance(o, PendingCall) for o in gc.get_objects())
+    return sum(isinstance(o, Call) for o in gc.get_objects())
 
 
 async def test_finished_calls_are_not_kept(tmp_path: Path, no_collector: None) -> None:

@@ -255,9 +255,9 @@ async def compare_paths(
     with trio.fail_after(120):
         async with running(cfg) as daemon:
             quick = await both_agents(daemon.socket_path)
-            took = dict(spliced, requests=len(requests))
-            took["tokens"] = sum(token is not None for token in requests)
-            monkeypatch.setattr(splice, "ENABLED", False)
+        took = dict(spliced, requests=len(requests))
+        took["tokens"] = sum(token is not None for token in requests)
+        async with running(cfg, splice=False) as daemon:
             general = await both_agents(daemon.socket_path)
     # The splice really ran, both ways (ASCII lines without a CR; calls with nothing of
     # the agent's own in _meta; results that pass as they came), and only the first time.

@@ -386,12 +386,15 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
     from mcpd.daemon import _Lines
 
     broken: list[int] = []
-    handler = SimpleNamespace(broken_line=lambda: broken.append(1))
+    handler = SimpleNamespace(
+        broken_line=lambda: broken.append(1), calls=SimpleNamespace(splice=True)
+    )
     a, b = trio.socket.socketpair()
     ours, theirs = trio.SocketStream(a), trio.SocketStream(b)
-    conn = Connection(handler, ours, new_session(), _Lines(), DaemonConfig(), version=0)  # type: ignore[arg-type]
-    conn.inflight[5] = trio.CancelScope()
-    conn.reply(5, b'{"jsonrpc":"2.0","id":5,"result":{"text":"a\nb"}}')
+    conn = Connection(
+        handler, ours, new_session(), _Lines(), DaemonConfig(), version=0, profile=None
+    )  # type: ignore[arg-type]
+    await conn.send(b'{"jsonrpc":"2.0","id":5,"result":{"text":"a\nb"}}', 5)
     conn.send_nowait(b'{"jsonrpc":"2.0","method":"x"')
     with trio.fail_after(5):
         data = b""

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import trio
 
-from protocol import splice
 from tests.support.agent import MODERN, make_config, running
 from tests.support.procs import scripted
 from tests.support.splicing import record_spliced_requests
@@ -83,8 +82,8 @@ async def test_the_splice_gives_what_the_general_path_gives(
     with trio.fail_after(60):
         async with running(cfg) as daemon:
             spliced = await replies(daemon.socket_path)
-            took = list(built)
-            monkeypatch.setattr(splice, "ENABLED", False)
+        took = list(built)
+        async with running(cfg, splice=False) as daemon:
             general = await replies(daemon.socket_path)
     assert spliced == general
     # Spliced upstream: the three plain calls and the two with only a token.

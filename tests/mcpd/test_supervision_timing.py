@@ -25,6 +25,7 @@ from mcpd.servers.runner import Runner
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.jsonrpc import Notification
+from tests.support.calls import at_runner
 from protocol.splice import CallShape
 from transports.base import Reply, Transport
 from transports.errors import SpawnError, TransportError
@@ -245,11 +246,11 @@ async def test_breaker_opens_after_the_threshold_and_fails_fast(
         fake.probe_mode = "broken"
         for _ in range(3):
             with pytest.raises(CallRefused):
-                await runner.call(call_params())
+                await at_runner(runner, call_params())
         assert runner.state == "open"
         opened_at = trio.current_time()
         with pytest.raises(CallRefused) as info:
-            await runner.call(call_params())
+            await at_runner(runner, call_params())
         outage = info.value.outage
         assert outage.state == "open"
         assert outage.retry_at == pytest.approx(opened_at + 5.0)
@@ -272,7 +273,7 @@ async def test_breaker_opens_after_the_threshold_and_fails_fast(
         await fake.probed.wait()
         await trio.sleep(0.1)
         assert runner.state == "ready"
-        raw = await runner.call(call_params())
+        raw = await at_runner(runner, call_params())
         assert b"done" in bytes(raw)
         nursery.cancel_scope.cancel()
 
@@ -289,7 +290,7 @@ async def test_half_open_lets_one_probe_through_and_refuses_concurrent_callers(
         fake.call_mode = "broken"
         for _ in range(3):
             with pytest.raises(CallRefused):
-                await runner.call(call_params())
+                await at_runner(runner, call_params())
         fake.probe_mode = "slow"  # the probe takes a while: callers arrive meanwhile
         await fake.probed.wait()
         assert runner.state == "half_open"
@@ -297,7 +298,7 @@ async def test_half_open_lets_one_probe_through_and_refuses_concurrent_callers(
 
         async def caller() -> None:
             try:
-                await runner.call(call_params())
+                await at_runner(runner, call_params())
             except CallRefused as exc:
                 refused.append(exc.outage.state)
 
@@ -322,7 +323,7 @@ async def test_a_hung_call_times_out_and_a_silent_server_is_restarted(
         fake.probe_mode = "hang"
         start = trio.current_time()
         with pytest.raises(CallRefused) as info:
-            await runner.call(call_params())
+            await at_runner(runner, call_params())
         assert info.value.outage.state == "timeout"
         assert trio.current_time() - start == pytest.approx(10.0)
         await wait_for_starts(fake, 2)  # the liveness probe got no answer: restarted
@@ -341,7 +342,7 @@ async def test_concurrency_limit_and_bounded_queue(autojump_clock: trio.testing.
 
         async def caller() -> None:
             try:
-                await runner.call(call_params(), call_timeout=30)
+                await at_runner(runner, call_params(), call_timeout=30)
                 outcomes.append("ok")
             except CallRefused as exc:
                 outcomes.append(exc.outage.reason)
@@ -370,7 +371,7 @@ async def test_outage_is_visible_in_the_registry(autojump_clock: trio.testing.Mo
         fake.probe_mode = "broken"
         for _ in range(3):
             with pytest.raises(CallRefused):
-                await runner.call(call_params())
+                await at_runner(runner, call_params())
         tool = json.loads(rpc.encode(runner.registry.listing()[0]))
         assert tool["_meta"]["mcpd/available"] is False
         assert tool["description"].startswith("[unavailable: s is failing (circuit open) since ")
@@ -389,7 +390,7 @@ async def test_progress_extends_a_call_up_to_the_hard_limit(
         fake.call_mode = "progress"
         params = call_params()
         params.meta = {"progressToken": "mine"}
-        raw = await runner.call(params, on_progress=seen.append)
+        raw = await at_runner(runner, params, on_progress=seen.append)
         assert b"done" in bytes(raw)
         assert [p.progress for p in seen] == [1, 2, 3, 4, 5, 6]
         assert {p.progressToken for p in seen} == {"mine"}
@@ -397,7 +398,7 @@ async def test_progress_extends_a_call_up_to_the_hard_limit(
         fake.call_mode = "slow"
         start = trio.current_time()
         with pytest.raises(CallRefused):
-            await runner.call(call_params(), call_timeout=5)
+            await at_runner(runner, call_params(), call_timeout=5)
         assert trio.current_time() - start == pytest.approx(5)
         # ...and progress cannot stretch a call past max_call_time.
         runner.config = make(fake, max_call_time=12.0).config
@@ -406,7 +407,7 @@ async def test_progress_extends_a_call_up_to_the_hard_limit(
         params.meta = {"progressToken": "again"}
         start = trio.current_time()
         with pytest.raises(CallRefused):
-            await runner.call(params, on_progress=seen.append)
+            await at_runner(runner, params, on_progress=seen.append)
         assert trio.current_time() - start == pytest.approx(12)
         nursery.cancel_scope.cancel()
 

@@ -20,6 +20,7 @@ from mcpd import __version__
 from mcpd.servers.handshake import Incompatible, ProtocolViolation
 from mcpd.servers.upstream import Upstream
 from protocol import mcp
+from tests.support.calls import at_upstream
 from tests.support.procs import scripted
 from transports.errors import TransportClosed
 from transports.stdio.transport import StdioParams, StdioTransport, open_stdio_transport
@@ -472,7 +473,7 @@ async def test_modern_requests_carry_version_capabilities_and_client_info(
             up = upstream(server)
             await up.connect()
             await up.list_tools()
-            await up.call_tool(mcp.CallToolParams(name="tool0", arguments=Raw(b"{}")))
+            await at_upstream(up, mcp.CallToolParams(name="tool0", arguments=Raw(b"{}")))
             await up.probe()
             received = server.received()
             assert [m["method"] for m in received] == [
@@ -506,7 +507,7 @@ async def test_modern_call_keeps_the_agents_own_meta_but_not_its_reserved_keys(
                     f"{RESERVED}clientInfo": {"name": "agent", "version": "9"},
                 },
             )
-            await up.call_tool(params, capabilities={"elicitation": {}})
+            await at_upstream(up, params, capabilities={"elicitation": {}}, token="p-1")
             (call,) = server.requests("tools/call")
             assert call["params"]["_meta"] == {
                 "progressToken": "p-1",
@@ -529,7 +530,7 @@ async def test_legacy_requests_carry_no_modern_meta(log_path: Path) -> None:
                 arguments=Raw(b'{"text":"hi"}'),
                 meta={"progressToken": 7, f"{RESERVED}protocolVersion": MODERN},
             )
-            assert text_of(await up.call_tool(params)) == "tool0:hi"
+            assert text_of(await at_upstream(up, params, token=7)) == "tool0:hi"
             await up.probe()
             lines = server.raw_lines()
             received = server.received()
@@ -558,8 +559,8 @@ async def test_call_tool_sends_the_original_name_and_arguments_byte_exact(
         async with scripted_server(log_path, "--names", "notes.search,other") as server:
             up = upstream(server)
             await up.connect()
-            result = await up.call_tool(
-                mcp.CallToolParams(name="notes.search", arguments=Raw(arguments))
+            result = await at_upstream(
+                up, mcp.CallToolParams(name="notes.search", arguments=Raw(arguments))
             )
             assert text_of(result) == 'notes.search:café  "q"'
             (line,) = [raw for raw in server.raw_lines() if b'"tools/call"' in raw]
@@ -572,8 +573,8 @@ async def test_call_tool_result_is_returned_as_the_servers_bytes(log_path: Path)
         async with scripted_server(log_path, "--era", "legacy") as server:
             up = upstream(server)
             await up.connect()
-            raw = await up.call_tool(
-                mcp.CallToolParams(name="tool1", arguments=Raw(b'{"text":"x"}'))
+            raw = await at_upstream(
+                up, mcp.CallToolParams(name="tool1", arguments=Raw(b'{"text":"x"}'))
             )
             # json.dumps spacing shows these are the server's bytes, not re-encoded.
             assert bytes(raw) == b'{"content": [{"type": "text", "text": "tool1:x"}]}'

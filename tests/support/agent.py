@@ -173,8 +173,10 @@ def make_config(
 
 
 @contextlib.asynccontextmanager
-async def running(config: Config, config_path: str | None = None) -> AsyncIterator[Daemon]:
-    daemon = Daemon(config, config_path=config_path)
+async def running(
+    config: Config, config_path: str | None = None, *, splice: bool = True
+) -> AsyncIterator[Daemon]:
+    daemon = Daemon(config, config_path=config_path, splice=splice)
     with single_exceptions():
         async with trio.open_nursery() as nursery:
             await nursery.start(daemon.run)

@@ -1,0 +1,127 @@
+"""A tools/call started by a test below the agent side, and its outcome awaited: at a
+runner's scheduler (as ``Front.start`` starts it), or at a bare ``Upstream``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+from msgspec import UNSET, Raw, UnsetType
+
+from mcpd.servers.calls import Call, CallRefused, Deliver, Outcome
+from mcpd.servers.outage import Outage
+from mcpd.servers.runner import Runner
+from mcpd.servers.upstream import Upstream
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.server import RequestContext
+
+# An agent of today's era that declared nothing.
+AGENT = RequestContext("modern", mcp.LATEST_MODERN, {}, {})
+
+
+class Outcomes:
+    """The caller of a test's call: its one outcome; and where a test stands in for
+    the scheduler (at a bare upstream), the answer or failure the transport hands it."""
+
+    def __init__(self) -> None:
+        self.arrived = trio.Event()
+        self.outcome: Outcome | None = None
+        self.error: BaseException | None = None  # what a transport failed with
+
+    def finish(self, call: Call, outcome: Outcome) -> None:
+        assert not self.arrived.is_set(), "a second outcome for one call"
+        self.outcome = outcome
+        self.arrived.set()
+
+    # What a transport's answer reaches at a bare upstream (``Call.__call__``).
+    def complete(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
+        if not self.arrived.is_set():
+            self.outcome, self.error = raw, error
+            self.arrived.set()
+
+    def extend(self, call: Call, seconds: float) -> None:
+        pass
+
+    def cancel(self, call: Call) -> None:
+        pass
+
+    async def result(self, call: Call) -> Raw:
+        """The raw result, or CallRefused (with the outage) or the server's RPCError;
+        cancelling the waiter cancels the call."""
+        try:
+            await self.arrived.wait()
+        except BaseException:
+            call.cancel()
+            raise
+        if self.error is not None:
+            raise self.error
+        outcome = self.outcome
+        if isinstance(outcome, Outage):
+            raise CallRefused(outcome)
+        if isinstance(outcome, rpc.RPCError):
+            raise outcome
+        assert isinstance(outcome, Raw), outcome
+        return outcome
+
+
+def a_call(
+    name: str,
+    arguments: Raw | UnsetType = UNSET,
+    *,
+    meta: dict[str, Any] | None = None,
+    capabilities: dict[str, Any] | None = None,
+    progress: Deliver | None = None,
+    timeout: float = 0.0,
+) -> tuple[Call, Outcomes]:
+    outcomes = Outcomes()
+    call = Call(
+        0,
+        name,
+        arguments,
+        outcomes,
+        AGENT,
+        meta=meta,
+        progress=progress,
+        modern=True,
+        capabilities=capabilities,
+        timeout=timeout,
+    )
+    return call, outcomes
+
+
+async def at_runner(
+    runner: Runner,
+    params: mcp.CallToolParams,
+    *,
+    call_timeout: float | None = None,
+    on_progress: Deliver | None = None,
+) -> Raw:
+    """``params`` called at the runner's scheduler: the raw result, or CallRefused or
+    the server's RPCError."""
+    meta = params.meta if isinstance(params.meta, dict) else None
+    call, outcomes = a_call(
+        params.name, params.arguments, meta=meta, progress=on_progress, timeout=call_timeout or 0
+    )
+    runner.scheduler.start(call)
+    return await outcomes.result(call)
+
+
+async def at_upstream(
+    up: Upstream,
+    params: mcp.CallToolParams,
+    *,
+    capabilities: dict[str, Any] | None = None,
+    token: str | None = None,
+) -> Raw:
+    """``params`` sent by ``up`` with no scheduler in between (``token``: the progress
+    token the server gets in place of the agent's)."""
+    meta = params.meta if isinstance(params.meta, dict) else None
+    call, outcomes = a_call(params.name, params.arguments, meta=meta, capabilities=capabilities)
+    call.scheduler, call.state, call.token = outcomes, "running", token
+    async with trio.open_nursery() as nursery:
+        up.nursery = nursery  # where an HTTP call waits for its answer
+        up.start(call)
+        raw = await outcomes.result(call)
+        nursery.cancel_scope.cancel()
+    return raw
