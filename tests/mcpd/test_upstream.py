@@ -507,7 +507,7 @@ async def test_modern_call_keeps_the_agents_own_meta_but_not_its_reserved_keys(
                     f"{RESERVED}clientInfo": {"name": "agent", "version": "9"},
                 },
             )
-            await at_upstream(up, params, capabilities={"elicitation": {}}, token="p-1")
+            await at_upstream(up, params, capabilities={"elicitation": {}})
             (call,) = server.requests("tools/call")
             assert call["params"]["_meta"] == {
                 "progressToken": "p-1",
@@ -530,7 +530,7 @@ async def test_legacy_requests_carry_no_modern_meta(log_path: Path) -> None:
                 arguments=Raw(b'{"text":"hi"}'),
                 meta={"progressToken": 7, f"{RESERVED}protocolVersion": MODERN},
             )
-            assert text_of(await at_upstream(up, params, token=7)) == "tool0:hi"
+            assert text_of(await at_upstream(up, params)) == "tool0:hi"
             await up.probe()
             lines = server.raw_lines()
             received = server.received()

@@ -108,17 +108,14 @@ async def at_runner(
 
 
 async def at_upstream(
-    up: Upstream,
-    params: mcp.CallToolParams,
-    *,
-    capabilities: dict[str, Any] | None = None,
-    token: str | None = None,
+    up: Upstream, params: mcp.CallToolParams, *, capabilities: dict[str, Any] | None = None
 ) -> Raw:
-    """``params`` sent by ``up`` with no scheduler in between (``token``: the progress
-    token the server gets in place of the agent's)."""
+    """``params`` sent by ``up`` with no scheduler in between: with no progress routes
+    either, the server gets the agent's progress token as it is."""
     meta = params.meta if isinstance(params.meta, dict) else None
     call, outcomes = a_call(params.name, params.arguments, meta=meta, capabilities=capabilities)
-    call.scheduler, call.state, call.token = outcomes, "running", token
+    call.scheduler, call.state = outcomes, "running"
+    call.token = meta.get(mcp.KEY_PROGRESS_TOKEN) if meta is not None else None
     async with trio.open_nursery() as nursery:
         up.nursery = nursery  # where an HTTP call waits for its answer
         up.start(call)
