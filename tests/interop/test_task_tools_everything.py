@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import make_config, running
+from tests.support.agent import connect, make_config, running
 
 from .conftest import console_script, node_env, node_tool
 from .test_profile_clients import run_json, ts_probe
+from .wiretap import free_port, serve
 
 HERE = Path(__file__).resolve().parent
 TOOL = "mcp__everything__simulate-research-query"
@@ -58,3 +59,20 @@ async def test_python_sdk_calls_the_task_only_tool_through_the_bridge(
             seen = await run_json([*probe, *bridge(daemon)])
     assert seen["protocol_version"] == ("2026-07-28" if mode == "auto" else "2025-11-25")
     reported(seen)
+
+
+async def test_the_task_only_tool_runs_as_a_task_over_streamable_http(tmp_path: Path) -> None:
+    # The task goes in the request's params: a call over HTTP that took the splice
+    # used to leave it out, and the server refused a plain call of the tool.
+    port = free_port()
+    argv = [node_tool("mcp-server-everything"), "streamableHttp"]
+    async with serve(argv, port, {**node_env(), "PORT": str(port)}) as server:
+        cfg = make_config(tmp_path, {"everything": {"url": server.url()}})
+        with trio.fail_after(120):
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                tools = {t["name"]: t for t in await agent.tools()}
+                assert "execution" not in tools[TOOL]
+                result = await agent.call(TOOL, json.loads(ARGS))
+    assert result.get("isError") is not True, result
+    text = "".join(b.get("text", "") for b in result["content"] if b["type"] == "text")
+    assert "# Research Report: honey bees" in text
