@@ -27,7 +27,7 @@ from .misbehaviour import Misbehaviour
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
 from .relay import may_be_asked
-from .toolcall import Router
+from .toolcall import Agent, Router
 
 _TOOLS_CALL: Final = b'"tools/call"'
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.
@@ -63,7 +63,7 @@ class Limits(Protocol):
     def max_inflight_per_connection(self) -> int: ...
 
 
-class Connection:
+class Connection(Agent):
     # Whether ``send_long`` may write a reply in pieces (an HTTP exchange answers with
     # the reply its handler returns, whole).
     long_replies: ClassVar[bool] = True

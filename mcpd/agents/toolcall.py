@@ -13,8 +13,9 @@ instead (``Router.run``): the same call, driven through the rounds of asking bac
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
-from typing import Any, Final, NoReturn, Protocol
+from typing import Any, Final, NoReturn
 
 import msgspec
 import trio
@@ -47,8 +48,9 @@ _metas: Final = msgspec.json.Decoder(dict[str, Any])
 Finish = Callable[[Call, Raw | dict[str, Any], bool], Raw | dict[str, Any]]
 
 
-class Agent(Protocol):
-    """An agent's connection (or HTTP exchange), as its calls need it."""
+class Agent(abc.ABC):
+    """An agent's connection (or HTTP exchange), as its calls need it: the connection
+    derives from this, which keeps it out of this module's imports."""
 
     session: ServerSession
     # The request contexts of the _meta it sends again and again, by those bytes.
@@ -59,9 +61,13 @@ class Agent(Protocol):
     refuser: DirectAsker  # answers a server's request for an agent that declared none
     progress: Deliver
 
-    def finish(self, call: Call, outcome: Outcome) -> None: ...
+    @abc.abstractmethod
+    def finish(self, call: Call, outcome: Outcome) -> None:
+        """A call's one outcome (``servers.calls.Caller``)."""
 
-    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None: ...
+    @abc.abstractmethod
+    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        """A message for the agent that answers none of its requests."""
 
 
 def list_tools(

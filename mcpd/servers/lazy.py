@@ -23,11 +23,12 @@ from transports.errors import single_exceptions
 from ..config.model import Config, ServerConfig
 from ..registry.table import Registry
 from .runner import Runner
+from .scheduler import Uses
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
 
-class LazyRunner(Runner):
+class LazyRunner(Runner, Uses):
     def __init__(
         self,
         alias: str,
@@ -136,14 +137,13 @@ class LazyRunner(Runner):
         return (self.phase != "connected" or self._stopping) and self.available
 
     def begin(self) -> None:
-        """A call began (queued or sent): an idle server starts for it."""
+        # An idle server starts for it.
         self._users += 1
         self._touch()
         if self.phase == "idle" or self._stopping:
             self._demand.set()
 
     def end(self) -> None:
-        """A call ended (answered, failed, timed out or cancelled)."""
         self._users -= 1
         self._last_use = trio.current_time()
         self._touch()

@@ -10,6 +10,7 @@ call is scheduled, timed and accounted for here the same way.
 
 from __future__ import annotations
 
+import abc
 import heapq
 import itertools
 import logging
@@ -72,13 +73,17 @@ class CallHost(Protocol):
         ...
 
 
-class Uses(Protocol):
+class Uses(abc.ABC):
     """Who counts the calls a server has, queued or running (a lazy server, which
     runs only while it has any)."""
 
-    def begin(self) -> None: ...
+    @abc.abstractmethod
+    def begin(self) -> None:
+        """A call began: queued, or sent."""
 
-    def end(self) -> None: ...
+    @abc.abstractmethod
+    def end(self) -> None:
+        """A call ended: answered, failed, timed out or cancelled."""
 
 
 def _clock() -> Callable[[], float]:
