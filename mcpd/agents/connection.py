@@ -18,7 +18,8 @@ from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
-from ..servers.calls import Call, Deliver, Outcome
+from ..servers.calls import Call, Outcome
+from ..servers.progress import Deliver
 from .askback import AgentRequests, DirectAsker
 from .backend import Lines
 from .batches import Batches

@@ -18,7 +18,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ..servers.calls import Deliver
+from ..servers.progress import Deliver
 from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
 from .http_wire import Response

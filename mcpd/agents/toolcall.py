@@ -26,8 +26,9 @@ from protocol import mcp, splice, surface
 from protocol.server import RequestContext, ServerSession
 
 from ..servers.askback import Asker
-from ..servers.calls import Call, Deliver, Outcome
+from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
+from ..servers.progress import Deliver
 from .askback import AgentRequests, DirectAsker
 from .backend import Backend, Servers
 from .metatools import NAMES as META_TOOLS

@@ -12,8 +12,8 @@ exactly once: the agent side shapes the reply there and writes it.
 
 from __future__ import annotations
 
+import abc
 import math
-from collections.abc import Callable
 from typing import Any, Protocol, TypeAlias
 
 import msgspec
@@ -24,15 +24,16 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext
 
-from ..config.model import Config
-from .askback import Asker
+from ..config.model import Config, DaemonConfig
+from .askback import Asker, AskRoutes
+from .breaker import Breaker
 from .outage import Outage
+from .progress import Deliver, ProgressRoutes
+from .stats import LatencyStats
 
 # A call's one outcome: the server's raw result, why it could not be reached, the
 # server's JSON-RPC error, or a result of mcpd's own (an unknown tool, a search).
 Outcome: TypeAlias = Raw | Outage | rpc.RPCError | mcp.CallToolResult
-# Where the server's progress reports for a call go (its agent).
-Deliver: TypeAlias = Callable[[mcp.ProgressParams], None]
 
 
 class CallRefused(Exception):
@@ -119,6 +120,48 @@ class Call(msgspec.Struct, eq=False):
         call already, and no outcome is delivered."""
         if self.scheduler is not None:
             self.scheduler.cancel(self)
+
+
+class CallHost(Protocol):
+    """What a scheduler needs of the server it schedules calls for (its runner)."""
+
+    alias: str
+    breaker: Breaker
+    stats: LatencyStats
+    progress: ProgressRoutes
+    asks: AskRoutes
+    limits: CallLimits
+
+    @property
+    def settings(self) -> DaemonConfig: ...
+
+    @property
+    def transport_kind(self) -> str: ...
+
+    def waits_for_start(self) -> bool:
+        """Whether a call that finds the server down should wait for it to come up."""
+        ...
+
+    def outage(self) -> Outage: ...
+
+    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None: ...
+
+    def check_liveness(self) -> None:
+        """A call failed in a way that may mean the server is gone: find out soon."""
+        ...
+
+
+class Uses(abc.ABC):
+    """Who counts the calls a server has, queued or running (a lazy server, which
+    runs only while it has any)."""
+
+    @abc.abstractmethod
+    def begin(self) -> None:
+        """A call began: queued, or sent."""
+
+    @abc.abstractmethod
+    def end(self) -> None:
+        """A call ended: answered, failed, timed out or cancelled."""
 
 
 class CallLimits:

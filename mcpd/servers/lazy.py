@@ -22,8 +22,8 @@ from transports.errors import single_exceptions
 
 from ..config.model import Config, ServerConfig
 from ..registry.table import Registry
+from .calls import Uses
 from .runner import Runner
-from .scheduler import Uses
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 

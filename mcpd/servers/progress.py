@@ -8,23 +8,28 @@ report also tells the call's scheduler, which may push the call's deadline out.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import TypeAlias
 
 import msgspec
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from .calls import Call, Deliver
+from .askback import Cause
+
+# Where the server's progress reports for a call go (its agent).
+Deliver: TypeAlias = Callable[[mcp.ProgressParams], None]
 
 
 class ProgressRoutes:
     def __init__(self, prefix: str) -> None:
         self._prefix = prefix
         # By mcpd's token: the agent's token, where its reports go, and the call.
-        self._routes: dict[str, tuple[str | int, Deliver, Call]] = {}
+        self._routes: dict[str, tuple[str | int, Deliver, Cause]] = {}
         self._ids = itertools.count(1)
 
-    def open(self, agent_token: str | int, deliver: Deliver, call: Call) -> str:
+    def open(self, agent_token: str | int, deliver: Deliver, call: Cause) -> str:
         """A token for the server; each report also gives ``call`` its time again."""
         token = f"{self._prefix}{next(self._ids)}"
         self._routes[token] = (agent_token, deliver, call)

@@ -10,14 +10,13 @@ call is scheduled, timed and accounted for here the same way.
 
 from __future__ import annotations
 
-import abc
 import heapq
 import itertools
 import logging
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final
 
 import trio
 from msgspec import Raw
@@ -27,14 +26,9 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
-from ..config.model import DaemonConfig
-from .askback import AskRoutes
 from .autherrors import LoginRequired
-from .breaker import Breaker
-from .calls import Call, CallLimits, Outcome
+from .calls import Call, CallHost, Outcome, Uses
 from .outage import Outage, last_line
-from .progress import ProgressRoutes
-from .stats import LatencyStats
 
 if TYPE_CHECKING:
     from .upstream import Upstream
@@ -42,48 +36,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.calls")
 
 _LIVE: Final = frozenset({"queued", "running"})
-
-
-class CallHost(Protocol):
-    """What a scheduler needs of the server it schedules calls for (its runner)."""
-
-    alias: str
-    breaker: Breaker
-    stats: LatencyStats
-    progress: ProgressRoutes
-    asks: AskRoutes
-    limits: CallLimits
-
-    @property
-    def settings(self) -> DaemonConfig: ...
-
-    @property
-    def transport_kind(self) -> str: ...
-
-    def waits_for_start(self) -> bool:
-        """Whether a call that finds the server down should wait for it to come up."""
-        ...
-
-    def outage(self) -> Outage: ...
-
-    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None: ...
-
-    def check_liveness(self) -> None:
-        """A call failed in a way that may mean the server is gone: find out soon."""
-        ...
-
-
-class Uses(abc.ABC):
-    """Who counts the calls a server has, queued or running (a lazy server, which
-    runs only while it has any)."""
-
-    @abc.abstractmethod
-    def begin(self) -> None:
-        """A call began: queued, or sent."""
-
-    @abc.abstractmethod
-    def end(self) -> None:
-        """A call ended: answered, failed, timed out or cancelled."""
 
 
 def _clock() -> Callable[[], float]:

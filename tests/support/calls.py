@@ -8,8 +8,9 @@ from typing import Any
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from mcpd.servers.calls import Call, CallRefused, Deliver, Outcome
+from mcpd.servers.calls import Call, CallRefused, Outcome
 from mcpd.servers.outage import Outage
+from mcpd.servers.progress import Deliver
 from mcpd.servers.runner import Runner
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
