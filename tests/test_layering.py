@@ -241,12 +241,10 @@ SINGLE_IMPLEMENTATION = {
     "mcpd.agents.backend.Offerings",
     "mcpd.agents.connection.Dispatcher",
     "mcpd.agents.connection.Limits",
-    "mcpd.agents.fastcall.Agent",
     "mcpd.agents.listen.Listener",
     "mcpd.servers.calls.CallHost",
     "mcpd.servers.calls._Scheduler",
     "mcpd.servers.state.Reported",
-    "mcpd.servers.task_tools.Server",
 }
 
 

@@ -25,8 +25,8 @@ from mcpd.servers.runner import Runner
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.jsonrpc import Notification
-from tests.support.calls import at_runner
 from protocol.splice import CallShape
+from tests.support.calls import at_runner
 from transports.base import Reply, Transport
 from transports.errors import SpawnError, TransportError
 
