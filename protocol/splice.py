@@ -94,14 +94,13 @@ class CallShape:
         return Spliced(b"".join((*head, self._token, _encode(token), b"}}}")))
 
 
-class SplicedCall:
-    """A spliced tools/call for a transport that picks the id itself and sends the body
-    on its own (HTTP): it takes this in place of params and asks it for the body."""
+class SplicedCall(msgspec.Struct, frozen=True, gc=False):
+    """A tools/call to be spliced, as a transport takes it in place of params: it
+    picks the id and asks this for the line (or body) under it."""
 
-    __slots__ = ("arguments", "shape", "token")
-
-    def __init__(self, shape: CallShape, arguments: Raw | UnsetType, token: str | None) -> None:
-        self.shape, self.arguments, self.token = shape, arguments, token
+    shape: CallShape
+    arguments: Raw | UnsetType
+    token: str | None  # mcpd's progress token for it (None: none)
 
     def body(self, rid: int) -> Spliced:
         return self.shape.request(rid, self.arguments, self.token)

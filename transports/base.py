@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import ClassVar, TypeAlias
+from typing import TypeAlias
 
 import msgspec
 import trio
@@ -23,7 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Request, encode_error, encode_result
 from protocol.logfields import log_extra
 from protocol.mcp import Era
-from protocol.splice import CallShape, SplicedCall
+from protocol.splice import SplicedCall
 
 from .errors import AuthError, TransportError
 
@@ -63,14 +63,6 @@ class Transport(abc.ABC):
     starts it (a process, a connection pool, an event stream) and stops it on exit.
     """
 
-    # Whether ``request`` takes a ``SplicedCall`` for its params, and builds the body
-    # around the call's argument bytes under an id of its own (Streamable HTTP).
-    takes_spliced_calls: ClassVar[bool] = False
-    # Whether ``request_nowait`` and ``request_spliced`` send: a request then needs
-    # no task of its own, its answer going to a callback from the task that reads
-    # the server (stdio). Elsewhere each request is answered to the task awaiting it.
-    answers_by_callback: ClassVar[bool] = False
-
     # Credentials that change, asked for before each message; set by the owner before
     # the first one. Only Streamable HTTP sends them: a stdio server has no channel
     # for them, and an HTTP+SSE server gets its configured headers only.
@@ -95,7 +87,7 @@ class Transport(abc.ABC):
     async def request(
         self,
         method: str,
-        params: Params | SplicedCall,
+        params: Params,
         *,
         headers: Mapping[str, str] | None = None,
         cancellable: bool = True,
@@ -103,9 +95,8 @@ class Transport(abc.ABC):
         """Send one request and return its raw ``result``.
 
         ``headers`` go with it where messages have headers (HTTP); a stdio server
-        gets none. ``params`` is a ``SplicedCall`` only where ``takes_spliced_calls``.
-        Cancelling the caller abandons the request; the transport tells the server
-        (``notifications/cancelled`` or closing the stream) when ``cancellable``.
+        gets none. Cancelling the caller abandons the request; the transport tells the
+        server (``notifications/cancelled`` or closing the stream) when ``cancellable``.
         """
 
     @abc.abstractmethod
@@ -115,29 +106,27 @@ class Transport(abc.ABC):
         """Send one notification (``headers`` as for ``request``)."""
 
     @abc.abstractmethod
-    def request_nowait(self, method: str, params: Params, reply: Reply) -> rpc.Id:
-        """Send a request without waiting: ``reply`` gets its answer, once, from the
-        task reading the server; the id is returned for ``forget``. Only where
-        ``answers_by_callback``; elsewhere a caller awaits ``request``, and this raises
-        ``NotImplementedError``."""
-
-    @abc.abstractmethod
-    def request_spliced(
+    def send(
         self,
-        shape: CallShape,
-        arguments: Raw | UnsetType,
+        method: str,
+        params: Params | SplicedCall,
         reply: Reply,
-        token: str | None = None,
-    ) -> int:
-        """``request_nowait`` for a tools/call whose line is spliced from its parts
-        (``protocol.splice``), with ``token`` as its progress token: no encoding, no
-        check. Only where ``answers_by_callback``, as ``request_nowait``."""
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> rpc.Id:
+        """Send one request without waiting for its answer: ``reply`` gets it, once,
+        unless the request is forgotten first. Returns what ``forget`` takes; raises the
+        transport's error if it is closed.
+
+        A ``SplicedCall`` (a tools/call built around its arguments' bytes) is written as
+        it is, without encoding or a check. A stdio server's answer comes from the task
+        that reads it, with no task per request; HTTP answers each request on an
+        exchange of its own, which a task of the transport's awaits."""
 
     @abc.abstractmethod
     def forget(self, rid: rpc.Id, reason: str) -> None:
-        """Give up on a request sent with ``request_nowait``: the server is told, and a
-        late answer is dropped. Where nothing is sent that way there is nothing to
-        forget: a request given up on is its awaiting task's, cancelled."""
+        """Give up on a request sent with ``send``: the server is told (a notification,
+        or the exchange dropped), and its answer is not passed on."""
 
     @abc.abstractmethod
     async def listen(

@@ -103,7 +103,7 @@ class Connection(Agent):
         self.profile = profile
         self.fixed_profile = fixed_profile
         self.subscriptions: set[rpc.Id] = set()
-        # The request contexts of the _meta this agent sends again and again (fastcall).
+        # The request contexts of the _meta this agent sends again and again.
         self.contexts: dict[bytes, RequestContext] = {}
         self.seen_version = version  # its profile's version whose changes it has been told
         self.asks = AgentRequests()  # what servers ask this agent through mcpd

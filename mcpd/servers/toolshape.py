@@ -15,7 +15,11 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw
 
+from protocol import headers as mcp_headers
+from protocol import jsonrpc as rpc
 from protocol import mcp
+
+from ..registry.limits import ListTrim, shown
 
 
 class _Root(msgspec.Struct):
@@ -33,6 +37,52 @@ def _kind(raw: Raw) -> bytes:
     """The first byte of a JSON value (a decoded Raw starts at its value): b"{" for an
     object, b"[" for an array."""
     return bytes(memoryview(raw)[:1])
+
+
+def accepted(
+    item: Raw, trim: ListTrim, param_paths: dict[str, dict[str, mcp_headers.PropertyPath]] | None
+) -> mcp.Tool | None:
+    """One tool of a listed page as agents may see it, or None when it is left out
+    (``trim`` is told why, and of what was left off it). Over HTTP (``param_paths``
+    given), the Mcp-Param-* headers its arguments go in are noted there by its name."""
+    try:
+        tool = rpc.decode_as(item, mcp.Tool)
+    except rpc.InvalidParams as exc:
+        trim.drop("(malformed)", str(exc))
+        return None
+    shaped, reason, removed = checked(tool)
+    if shaped is None:
+        trim.drop(shown(tool.name), reason or "")
+        return None
+    if removed:
+        trim.mended(
+            shown(tool.name),
+            f"listed without its {', '.join(removed)}: not the JSON type MCP gives it",
+        )
+    if param_paths is not None:
+        try:
+            paths = mcp_headers.header_params(tool.inputSchema)
+        except mcp_headers.InvalidHeaderAnnotation as exc:
+            trim.drop(shown(tool.name), exc.reason)
+            return None
+        if paths:
+            param_paths[tool.name] = paths
+        else:
+            param_paths.pop(tool.name, None)
+    return _detached(tool)
+
+
+def _detached(tool: mcp.Tool) -> mcp.Tool:
+    """The tool with its raw parts copied out of the page they were decoded from: a
+    kept tool must not keep its whole page's bytes alive (about 220 B a tool)."""
+    tool.inputSchema = tool.inputSchema.copy()
+    if isinstance(tool.outputSchema, Raw):
+        tool.outputSchema = tool.outputSchema.copy()
+    if isinstance(tool.icons, Raw):
+        tool.icons = tool.icons.copy()
+    if isinstance(tool.execution, Raw):
+        tool.execution = tool.execution.copy()
+    return tool
 
 
 def checked(tool: mcp.Tool) -> tuple[mcp.Tool | None, str | None, list[str]]:

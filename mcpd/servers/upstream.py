@@ -87,14 +87,8 @@ class Upstream:
         # agents); modern servers learn each request's capabilities with the request.
         self.client_capabilities: dict[str, Any] = NO_CAPABILITIES
         self.meta = CallMeta()  # what agents' requests carry in _meta, for the era
-        # How a call is sent without waiting for its answer in a task (None: it cannot
-        # be, and it waits for its answer in a task).
-        nowait = transport.answers_by_callback
-        self._send_nowait = transport.request_nowait if nowait else None
-        self._send_spliced = transport.request_spliced if nowait else None
-        # A transport that builds a spliced call's body itself.
-        self._post_spliced = transport.takes_spliced_calls
-        # Where calls awaited in a task of their own run (the session's nursery).
+        # Where what a call awaits runs (the session's nursery): a tool that runs only
+        # as a task, a legacy HTTP session begun again.
         self.nursery: trio.Nursery | None = None
         # The tools a legacy server runs only as tasks (see task_tools).
         self.task_tools: frozenset[str] = frozenset()
@@ -142,7 +136,7 @@ class Upstream:
     async def request(
         self,
         method: str,
-        params: Params | splice.SplicedCall,
+        params: Params,
         *,
         name: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
@@ -156,12 +150,7 @@ class Upstream:
                 method, params, headers=headers, cancellable=cancellable
             )
         except SessionExpired:
-            # The server forgot our legacy session before handling this request, so
-            # sending it again after a new handshake cannot run it twice.
-            logger.info(
-                "%s: session expired, initializing again", self.alias, extra=log_extra(self.alias)
-            )
-            await self._initialize()
+            await self._renew_session()
             return await self.transport.request(
                 method, params, headers=self._headers(method, name), cancellable=cancellable
             )
@@ -221,7 +210,7 @@ class Upstream:
         tools: list[mcp.Tool] = []
         names: set[str] = set()
         for item in items:
-            tool = self._accept_tool(item, trim)
+            tool = toolshape.accepted(item, trim, self.meta.param_paths if self.http else None)
             if tool is None:
                 continue
             if tool.name in names:
@@ -243,77 +232,86 @@ class Upstream:
             return UNSET
         return mcp.ListToolsParams(cursor=UNSET if cursor is None else cursor, meta=meta)
 
-    def _accept_tool(self, item: Raw, trim: ListTrim) -> mcp.Tool | None:
-        try:
-            tool = rpc.decode_as(item, mcp.Tool)
-        except rpc.InvalidParams as exc:
-            trim.drop("(malformed)", str(exc))
-            return None
-        shaped, reason, removed = toolshape.checked(tool)
-        if shaped is None:
-            trim.drop(shown(tool.name), reason or "")
-            return None
-        if removed:
-            trim.mended(
-                shown(tool.name),
-                f"listed without its {', '.join(removed)}: not the JSON type MCP gives it",
-            )
-        if self.http:
-            try:
-                mapping = mcp_headers.header_params(tool.inputSchema)
-            except mcp_headers.InvalidHeaderAnnotation as exc:
-                trim.drop(shown(tool.name), exc.reason)
-                return None
-            if mapping:
-                self.meta.param_paths[tool.name] = mapping
-            else:
-                self.meta.param_paths.pop(tool.name, None)
-        return _detached(tool)
+    async def _renew_session(self) -> None:
+        # The server forgot our legacy session before handling a request, so sending
+        # it again after a new handshake cannot run it twice.
+        logger.info(
+            "%s: session expired, initializing again", self.alias, extra=log_extra(self.alias)
+        )
+        await self._initialize()
 
     # -- calls --
 
     def start(self, call: Call) -> None:
-        """Send ``call`` (its name already the server's own), as a spliced line where
-        nothing of the agent's own goes along but a progress token, else encoded with
-        the era's ``_meta``. Its answer goes to the call, once: from the task reading a
-        stdio server, or from a task of the call's own (HTTP, a tool that runs only as
-        a task). Raises what the transport raises when it cannot send at all."""
-        spliced, send = self._send_spliced, self._send_nowait
-        if spliced is not None and send is not None and call.name not in self.task_tools:
-            shape = self._shape(call)
-            if shape is not None:
-                call.rid = spliced(shape, call.arguments, call, call.token)
-            else:
-                call.rid = send("tools/call", self.meta.params(call), call)
-        elif self.nursery is not None:
-            self.nursery.start_soon(self._awaited, call)
-        else:
-            call(None, TransportError(f"{self.alias} is not connected"))
+        """Send ``call`` (its name already the server's own) without waiting: its answer
+        goes to the call, once (``Transport.send``). It goes spliced around its
+        arguments' bytes where nothing of the agent's own goes with it but a progress
+        token, else encoded with the era's ``_meta``; a tool the server runs only as a
+        task waits for its task in a task of its own. Raises what the transport raises
+        when it cannot send at all, or rpc.RPCError for an argument no header can carry."""
+        if call.name in self.task_tools:
+            if self.nursery is None:
+                raise TransportError(f"{self.alias} is not connected")
+            self.nursery.start_soon(self._as_task, call)
+            return
+        shape = self._shape(call)
+        params: Params | splice.SplicedCall = (
+            self.meta.params(call)
+            if shape is None
+            else splice.SplicedCall(shape, call.arguments, call.token)
+        )
+        if not self.http:
+            call.rid = self.transport.send("tools/call", params, call)
+            return
+        headers = self._call_headers(call)
+        # The task the transport waits in starts in this context: a legacy server's
+        # request on the call's stream is asked of the call's agent.
+        asking = ASKING.set(call.asker)
+        try:
+            reply = _Renewing(self, call, params)
+            call.rid = self.transport.send("tools/call", params, reply, headers=headers)
+        finally:
+            ASKING.reset(asking)
 
     def forget(self, call: Call, why: str) -> None:
         """Give ``call`` up: the server is told (``why``), and its answer is dropped."""
         if call.scope is not None:
-            call.scope.cancel()  # the transport tells the server its own way
+            call.scope.cancel()  # a task's call: the transport tells the server its way
         elif call.rid is not None:
             self.transport.forget(call.rid, why)
 
-    async def _awaited(self, call: Call) -> None:
+    def _call_headers(self, call: Call) -> dict[str, str] | None:
+        headers = self._headers("tools/call", call.name)
+        extra = self.meta.param_headers(call)
+        return {**(headers or {}), **extra} if extra else headers
+
+    async def _send_again(
+        self, call: Call, params: Params | splice.SplicedCall, reply: _Renewing
+    ) -> None:
+        """A call over HTTP whose legacy session the server forgot: a new handshake,
+        then the call once more."""
+        ASKING.set(call.asker)
+        try:
+            await self._renew_session()
+            if call.state == "running":
+                headers = self._call_headers(call)
+                call.rid = self.transport.send("tools/call", params, reply, headers=headers)
+        except (TransportError, rpc.RPCError) as exc:
+            call(None, exc)
+
+    async def _as_task(self, call: Call) -> None:
         if call.state != "running":
             return  # given up before this task began: never sent
         call.scope = trio.CancelScope()
-        # This task's own agent, whatever the task that started it was doing: an HTTP
-        # server's request on this call's stream is relayed to it.
+        # This task's own agent: an HTTP server's request on the task's streams is
+        # relayed to it.
         ASKING.set(call.asker)
         try:
             with call.scope:
                 try:
-                    if call.name in self.task_tools:
-                        ttl = call.limit - call.start  # kept at the server as long as it may run
-                        raw = await task_tools.call_as_task(
-                            self, self.meta.params(call), self.meta.param_headers(call), ttl
-                        )
-                    else:
-                        raw = await self._post(call)
+                    ttl = call.limit - call.start  # kept at the server as long as it may run
+                    params, headers = self.meta.params(call), self.meta.param_headers(call)
+                    raw = await task_tools.call_as_task(self, params, headers, ttl)
                 except (
                     TransportError,
                     rpc.RPCError,
@@ -327,15 +325,6 @@ class Upstream:
         finally:
             # The connection to the server is being torn down under this call.
             call(None, TransportError(f"{self.alias}: connection closed"))
-
-    async def _post(self, call: Call) -> Raw:
-        if self._post_spliced and call.name not in self.meta.param_paths:
-            shape = self._shape(call)
-            if shape is not None:
-                body = splice.SplicedCall(shape, call.arguments, call.token)
-                return await self.request("tools/call", body, name=call.name)
-        params, extra = self.meta.params(call), self.meta.param_headers(call)
-        return await self.request("tools/call", params, name=call.name, extra_headers=extra)
 
     def _shape(self, call: Call) -> splice.CallShape | None:
         """The constant parts of the call's request, when it goes as them around its
@@ -385,14 +374,21 @@ class Upstream:
             await self.request("tools/list", UNSET)
 
 
-def _detached(tool: mcp.Tool) -> mcp.Tool:
-    """The tool with its raw parts copied out of the page they were decoded from: a
-    kept tool must not keep its whole page's bytes alive (about 220 B a tool)."""
-    tool.inputSchema = tool.inputSchema.copy()
-    if isinstance(tool.outputSchema, Raw):
-        tool.outputSchema = tool.outputSchema.copy()
-    if isinstance(tool.icons, Raw):
-        tool.icons = tool.icons.copy()
-    if isinstance(tool.execution, Raw):
-        tool.execution = tool.execution.copy()
-    return tool
+class _Renewing:
+    """Where the answer to a call over HTTP goes: to the call, unless the server forgot
+    its legacy session before it handled the call (it cannot have run), which is then
+    begun again and the call sent once more."""
+
+    __slots__ = ("_again", "_call", "_params", "_up")
+
+    def __init__(self, up: Upstream, call: Call, params: Params | splice.SplicedCall) -> None:
+        self._up, self._call, self._params = up, call, params
+        self._again = True
+
+    def __call__(self, raw: Raw | None, error: Exception | None) -> None:
+        nursery = self._up.nursery
+        if self._again and isinstance(error, SessionExpired) and nursery is not None:
+            self._again = False
+            nursery.start_soon(self._up._send_again, self._call, self._params, self)
+        else:
+            self._call(raw, error)

@@ -25,10 +25,11 @@ from mcpd.servers.runner import Runner
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.jsonrpc import Notification
-from protocol.splice import CallShape
+from protocol.splice import SplicedCall
 from tests.support.calls import at_runner
 from transports.base import Reply, Transport
 from transports.errors import SpawnError, TransportError
+from transports.sends import Sends
 
 
 class FakeServer:
@@ -54,7 +55,11 @@ class FakeServer:
         if len(self.starts) <= self.fail_starts:
             raise SpawnError(f"{alias}: cannot start: attempt {len(self.starts)} refused")
         self.notify = on_notification
-        yield FakeTransport(self, alias)
+        transport = FakeTransport(self, alias)
+        async with trio.open_nursery() as nursery:
+            transport.sends.nursery = nursery
+            yield transport
+            nursery.cancel_scope.cancel()
 
 
 class FakeTransport(Transport):
@@ -62,6 +67,7 @@ class FakeTransport(Transport):
         super().__init__(alias)
         self.server = server
         self.auth = None
+        self.sends = Sends(alias, self._await)
 
     @property
     def pid(self) -> None:
@@ -78,16 +84,21 @@ class FakeTransport(Transport):
     def reset_session(self) -> None:
         pass
 
-    def request_nowait(self, method: str, params: Any, reply: Reply) -> rpc.Id:
-        raise NotImplementedError
-
-    def request_spliced(
-        self, shape: CallShape, arguments: Any, reply: Reply, token: str | None = None
-    ) -> int:
-        raise NotImplementedError
+    def send(
+        self,
+        method: str,
+        params: Any,
+        reply: Reply,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> rpc.Id:
+        return self.sends.send(method, params, reply, headers)
 
     def forget(self, rid: rpc.Id, reason: str) -> None:
-        pass
+        self.sends.forget(rid)
+
+    async def _await(self, method: str, params: Any, headers: Mapping[str, str] | None) -> Any:
+        return await self.request(method, params, headers=headers)
 
     async def notify(
         self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
@@ -136,7 +147,8 @@ class FakeTransport(Transport):
             s.calls_seen += 1
             if s.call_mode == "progress":
                 # 30 s of work, reporting every 5 s: longer than the 10 s call timeout.
-                token = params.meta["progressToken"]
+                spliced = isinstance(params, SplicedCall)
+                token = params.token if spliced else params.meta["progressToken"]
                 for i in range(6):
                     await trio.sleep(5)
                     s.notify(

@@ -29,6 +29,7 @@ class Outcomes:
         self.arrived = trio.Event()
         self.outcome: Outcome | None = None
         self.error: BaseException | None = None  # what a transport failed with
+        self.upstream: Upstream | None = None  # where a call cancelled is given up
 
     def finish(self, call: Call, outcome: Outcome) -> None:
         assert not self.arrived.is_set(), "a second outcome for one call"
@@ -45,7 +46,8 @@ class Outcomes:
         pass
 
     def cancel(self, call: Call) -> None:
-        pass
+        if self.upstream is not None:
+            self.upstream.forget(call, "cancelled by the client")
 
     async def result(self, call: Call) -> Raw:
         """The raw result, or CallRefused (with the outage) or the server's RPCError;
@@ -115,7 +117,7 @@ async def at_upstream(
     either, the server gets the agent's progress token as it is."""
     meta = params.meta if isinstance(params.meta, dict) else None
     call, outcomes = a_call(params.name, params.arguments, meta=meta, capabilities=capabilities)
-    call.scheduler, call.state = outcomes, "running"
+    call.scheduler, call.state, outcomes.upstream = outcomes, "running", up
     call.token = meta.get(mcp.KEY_PROGRESS_TOKEN) if meta is not None else None
     async with trio.open_nursery() as nursery:
         up.nursery = nursery  # where an HTTP call waits for its answer

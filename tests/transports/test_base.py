@@ -13,10 +13,11 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 from protocol import jsonrpc as rpc
 from tests.support.http_servers import Responder, SeenRequest, result, serve_http
-from tests.support.legacy_sse_server import serve_legacy_sse
+from tests.support.legacy_sse_server import Message, Session, answer, serve_legacy_sse
 from tests.support.procs import scripted
 from transports.base import Transport, answer_server_request, default_answer
 from transports.errors import TransportClosed
@@ -35,17 +36,35 @@ async def echo(req: SeenRequest, respond: Responder) -> None:
         await respond.json(result(req.rpc_id, {"method": req.rpc_method}))
 
 
+async def hold_calls(req: SeenRequest, respond: Responder) -> None:
+    if req.rpc_method == "tools/call":
+        await trio.sleep_forever()  # until the client goes
+    await echo(req, respond)
+
+
+async def hold_calls_sse(session: Session, msg: Message) -> None:
+    if msg.get("method") != "tools/call":
+        await answer(session, msg)
+
+
 @contextlib.asynccontextmanager
-async def opened(kind: str) -> AsyncIterator[Transport]:
+async def opened(kind: str, *, calls_answered: bool = True) -> AsyncIterator[Transport]:
+    """A transport of ``kind``; its server leaves tools/call unanswered unless
+    ``calls_answered``."""
     if kind == "stdio":
-        command, args = scripted()
+        command, args = scripted() if calls_answered else scripted("--hang-on-call")
         async with open_stdio_transport("s", StdioParams(command=command, args=args)) as t:
             yield t
     elif kind == "http":
-        async with serve_http(echo) as srv, open_http_transport("h", srv.url()) as t:
+        responder = echo if calls_answered else hold_calls
+        async with serve_http(responder) as srv, open_http_transport("h", srv.url()) as t:
             yield t
     else:
-        async with serve_legacy_sse() as srv, open_legacy_sse_transport("e", srv.url()) as t:
+        on_message = answer if calls_answered else hold_calls_sse
+        async with (
+            serve_legacy_sse(on_message) as srv,
+            open_legacy_sse_transport("e", srv.url()) as t,
+        ):
             yield t
 
 
@@ -91,9 +110,7 @@ async def test_only_stdio_has_a_process_and_its_stderr(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_request_is_answered_by_callback_only_where_the_transport_says_so(
-    kind: str,
-) -> None:
+async def test_a_request_sent_without_waiting_is_answered_to_its_reply_once(kind: str) -> None:
     answers: list[tuple[Any, Exception | None]] = []
     got = trio.Event()
 
@@ -103,17 +120,41 @@ async def test_a_request_is_answered_by_callback_only_where_the_transport_says_s
 
     with trio.fail_after(LIMIT):
         async with opened(kind) as t:
-            assert t.answers_by_callback == (kind == "stdio")
-            assert t.takes_spliced_calls == (kind == "http")
-            if not t.answers_by_callback:
-                with pytest.raises(NotImplementedError):
-                    t.request_nowait("ping", None, reply)
-                t.forget(1, "nothing was sent that way")
-                return
-            rid = t.request_nowait("ping", None, reply)
+            rid = t.send("ping", None, reply)
             await got.wait()
-            assert answers == [({}, None)]
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(answers) == 1 and answers[0][1] is None, answers
             t.forget(rid, "answered already: nothing to tell the server")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_request_sent_without_waiting_fails_once_as_its_transport_closes(
+    kind: str,
+) -> None:
+    answers: list[tuple[Any, Exception | None]] = []
+    with trio.fail_after(LIMIT):
+        async with opened(kind, calls_answered=False) as t:
+            t.send("tools/call", {"name": "x"}, lambda raw, error: answers.append((raw, error)))
+            await trio.testing.wait_all_tasks_blocked()
+            assert answers == []  # the server keeps it waiting
+        await t.closed.wait()
+    assert len(answers) == 1, answers
+    raw, error = answers[0]
+    assert raw is None and isinstance(error, TransportClosed), answers
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_request_forgotten_is_never_answered(kind: str) -> None:
+    answers: list[tuple[Any, Exception | None]] = []
+    with trio.fail_after(LIMIT):
+        async with opened(kind, calls_answered=False) as t:
+            call = {"name": "x"}
+            rid = t.send("tools/call", call, lambda raw, error: answers.append((raw, error)))
+            await trio.testing.wait_all_tasks_blocked()
+            t.forget(rid, "the caller gave up")
+            await trio.testing.wait_all_tasks_blocked()
+        await t.closed.wait()
+    assert answers == []
 
 
 @pytest.mark.parametrize("kind", KINDS)

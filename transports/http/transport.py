@@ -31,17 +31,18 @@ from __future__ import annotations
 import contextlib
 import ssl
 from collections.abc import AsyncIterator, Mapping
-from typing import ClassVar, Final
+from typing import Final
 
 import trio
-from msgspec import Raw, UnsetType
+from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, header_list, parse_url
-from protocol.splice import CallShape, SplicedCall
+from protocol.splice import SplicedCall
 
 from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
-from ..errors import HttpRPCError, StreamCut, TransportClosed
+from ..errors import HttpRPCError, StreamCut, TransportClosed, single_exceptions
+from ..sends import Sends
 from .connection import ConnectionPool, HttpConnection, make_ssl_context
 from .legacy_session import POST_TIMEOUT, end_session, post_answer, post_cancel
 from .legacy_streams import (
@@ -66,8 +67,6 @@ _PUSH_READY: Final = 5.0
 
 
 class HttpTransport(Transport):
-    takes_spliced_calls: ClassVar[bool] = True  # its body is built under our own id
-
     def __init__(
         self,
         alias: str,
@@ -118,6 +117,8 @@ class HttpTransport(Transport):
         # Requests in flight, and responses to them that came on the push stream.
         self._inflight: set[rpc.Id] = set()
         self._strays: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
+        # Requests sent without their sender waiting (calls): each waits in a task.
+        self._sends = Sends(alias, self._await_request)
 
     @property
     def auth(self) -> AuthHook | None:
@@ -194,24 +195,28 @@ class HttpTransport(Transport):
         extra = header_list(headers or {}, "request", RESERVED)
         await self._out.post(b"POST", body, self._head.post(extra, ex), ex, self._out.accepted)
 
-    def request_nowait(self, method: str, params: Params, reply: Reply) -> rpc.Id:
-        """Not offered: each request is answered on its own exchange, to the task that
-        awaits ``request``."""
-        raise NotImplementedError(f"{self.alias}: HTTP answers a request to its sender")
-
-    def request_spliced(
+    def send(
         self,
-        shape: CallShape,
-        arguments: Raw | UnsetType,
+        method: str,
+        params: Params | SplicedCall,
         reply: Reply,
-        token: str | None = None,
-    ) -> int:
-        """Not offered, as ``request_nowait``: a spliced call goes to ``request``."""
-        raise NotImplementedError(f"{self.alias}: HTTP answers a request to its sender")
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> rpc.Id:
+        """``request``, in a task of the transport's that hands the answer to ``reply``.
+        The task runs in the caller's context (contextvars): a legacy server's request
+        on this one's stream is asked of whoever the caller says it is for."""
+        return self._sends.send(method, params, reply, headers)
 
     def forget(self, rid: rpc.Id, reason: str) -> None:
-        """Nothing to forget: no request is sent without a task awaiting it, and that
-        task's cancellation drops its connection (and, legacy, tells the server)."""
+        """Cancel the request where it waits: that drops its connection (and, legacy,
+        tells the server)."""
+        self._sends.forget(rid)
+
+    async def _await_request(
+        self, method: str, params: Params | SplicedCall, headers: Mapping[str, str] | None
+    ) -> Raw:
+        return await self.request(method, params, headers=headers)
 
     async def listen(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -395,6 +400,14 @@ async def open_http_transport(
         auth=auth,
     )
     try:
-        yield transport
+        with single_exceptions():
+            async with trio.open_nursery() as sends:
+                transport._sends.nursery = sends
+                try:
+                    yield transport
+                finally:
+                    # What is still waiting is answered: the transport is gone.
+                    transport._sends.nursery = None
+                    sends.cancel_scope.cancel()
     finally:
         await transport.aclose()

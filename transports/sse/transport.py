@@ -31,13 +31,13 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Final
 
 import trio
-from msgspec import Raw, UnsetType
+from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, header_list, parse_url
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
-from protocol.splice import CallShape, SplicedCall
+from protocol.splice import SplicedCall
 from protocol.sse import SSEEvent
 
 from ..base import (
@@ -52,6 +52,7 @@ from ..errors import TransportClosed, TransportError, single_exceptions
 from ..http.connection import ConnectionPool, make_ssl_context
 from ..http.reply import decode_reply, deliver, status_error
 from ..pending import Pending
+from ..sends import Sends
 from .event_stream import ERROR_BODY_LIMIT, EventStream
 from .events import RESERVED, encoded, endpoint_target, message_of, session_gone
 
@@ -110,6 +111,8 @@ class LegacySSETransport(Transport):
         self._pending = Pending(alias, logger)
         self._reading = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
+        # Requests sent without their sender waiting (calls): each waits in a task.
+        self._sends = Sends(alias, self._await_request)
 
     @property
     def url(self) -> str:
@@ -144,6 +147,7 @@ class LegacySSETransport(Transport):
         headers: Mapping[str, str] | None = None,
         cancellable: bool = True,
     ) -> Raw:
+        """``params`` may be a ``SplicedCall``, for ``send``."""
         if self.error is not None:
             raise self.error
         extra = header_list(headers or {}, "request", RESERVED)
@@ -152,7 +156,11 @@ class LegacySSETransport(Transport):
         try:
             # The response may come on the stream before the POST is accepted: the slot
             # is there first, so it is kept either way.
-            await self._post(rpc.encode_request(rid, method, params), extra, f"{method} (id {rid})")
+            if type(params) is SplicedCall:
+                body: bytes = params.body(rid)
+            else:
+                body = rpc.encode_request(rid, method, params)
+            await self._post(body, extra, f"{method} (id {rid})")
             await slot.event.wait()
         except trio.Cancelled:
             self._pending.abandon(rid)
@@ -175,23 +183,27 @@ class LegacySSETransport(Transport):
         extra = header_list(headers or {}, "request", RESERVED)
         await self._post(rpc.encode_notification(method, params), extra, method)
 
-    def request_nowait(self, method: str, params: Params, reply: Reply) -> rpc.Id:
-        """Not offered: a message is sent by a POST, which its sender awaits."""
-        raise NotImplementedError(f"{self.alias}: HTTP+SSE sends a request by an awaited POST")
-
-    def request_spliced(
+    def send(
         self,
-        shape: CallShape,
-        arguments: Raw | UnsetType,
+        method: str,
+        params: Params | SplicedCall,
         reply: Reply,
-        token: str | None = None,
-    ) -> int:
-        """Not offered, as ``request_nowait``."""
-        raise NotImplementedError(f"{self.alias}: HTTP+SSE sends a request by an awaited POST")
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> rpc.Id:
+        """``request``, in a task of the transport's that hands the answer to ``reply``."""
+        if self.error is not None:
+            raise self.error
+        return self._sends.send(method, params, reply, headers)
 
     def forget(self, rid: rpc.Id, reason: str) -> None:
-        """Nothing to forget: no request is sent without a task awaiting it, and that
-        task's cancellation tells the server."""
+        """Cancel the request where it waits, which tells the server."""
+        self._sends.forget(rid)
+
+    async def _await_request(
+        self, method: str, params: Params | SplicedCall, headers: Mapping[str, str] | None
+    ) -> Raw:
+        return await self.request(method, params, headers=headers)
 
     async def aclose(self) -> None:
         """End the stream and drop every connection; bounded, and safe to call twice."""
@@ -361,11 +373,12 @@ async def open_legacy_sse_transport(
     try:
         with single_exceptions():
             async with trio.open_nursery() as nursery:
-                transport._nursery = nursery
+                transport._nursery = transport._sends.nursery = nursery
                 await nursery.start(transport._hold)
                 try:
                     yield transport
                 finally:
+                    transport._sends.nursery = None
                     await transport.aclose()
                     nursery.cancel_scope.cancel()
     finally:

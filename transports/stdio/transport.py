@@ -13,16 +13,16 @@ import contextlib
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import ClassVar, Final
+from typing import Final
 
 import msgspec
 import trio
-from msgspec import Raw, UnsetType
+from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE
 from protocol.logfields import log_extra
-from protocol.splice import CallShape, SplicedCall
+from protocol.splice import SplicedCall
 
 from .. import fdread
 from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
@@ -72,8 +72,6 @@ def child_environment(params: StdioParams, base: Mapping[str, str] | None = None
 
 
 class StdioTransport(Transport):
-    answers_by_callback: ClassVar[bool] = True
-
     def __init__(
         self,
         alias: str,
@@ -133,7 +131,7 @@ class StdioTransport(Transport):
     async def request(
         self,
         method: str,
-        params: Params | SplicedCall,
+        params: Params,
         *,
         headers: Mapping[str, str] | None = None,
         cancellable: bool = True,
@@ -164,27 +162,22 @@ class StdioTransport(Transport):
         assert slot.result is not None
         return slot.result
 
-    def request_nowait(self, method: str, params: Params, reply: Reply) -> rpc.Id:
-        """Raises the transport's error if it is closed."""
-        if self.error is not None:
-            raise self.error
-        rid = self._ids.next()
-        line = rpc.encode_request(rid, method, params)
-        self._put(line, method)
-        self._pending.expect(rid, reply)
-        return rid
-
-    def request_spliced(
+    def send(
         self,
-        shape: CallShape,
-        arguments: Raw | UnsetType,
+        method: str,
+        params: Params | SplicedCall,
         reply: Reply,
-        token: str | None = None,
-    ) -> int:
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> rpc.Id:
         if self.error is not None:
             raise self.error
         rid = self._ids.next()
-        self._writer.put_spliced(shape.request(rid, arguments, token))
+        if type(params) is SplicedCall:
+            # One line of JSON by the way it is built: it needs no check.
+            self._writer.put_spliced(params.shape.request(rid, params.arguments, params.token))
+        else:
+            self._put(rpc.encode_request(rid, method, params), method)
         self._pending.expect(rid, reply)
         return rid
 

@@ -394,7 +394,7 @@ async def test_requests_waiting_when_the_owner_gives_up_are_told_its_reason() ->
         with pytest.raises(TransportError, match="stopped responding"):
             async with open_stdio_transport("deaf", params("--deaf", stdin_grace=1.0)) as t:
                 big = {"name": "tool0", "arguments": {"text": "x" * 300_000}}
-                t.request_nowait("tools/call", big, lambda _raw, error: errors.append(error))
+                t.send("tools/call", big, lambda _raw, error: errors.append(error))
                 await trio.testing.wait_all_tasks_blocked()  # the write is stuck
                 raise TransportError(why)
     assert len(errors) == 1 and isinstance(errors[0], TransportError)
