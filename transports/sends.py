@@ -9,8 +9,9 @@ closing under its requests tells their senders so.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 import trio
 from msgspec import Raw
@@ -25,6 +26,7 @@ from .errors import (
     ServerCancelled,
     TransportClosed,
     TransportError,
+    single_exceptions,
 )
 
 # Sends one request and awaits its result: (method, params, headers) -> result.
@@ -42,6 +44,19 @@ class Sends:
         self._waiting: dict[int, trio.CancelScope] = {}
         # Where they wait: set while the transport is open.
         self.nursery: trio.Nursery | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Where the requests wait while the transport is open (for a transport with
+        no nursery of its own); what still waits as it closes is told so."""
+        with single_exceptions():
+            async with trio.open_nursery() as nursery:
+                self.nursery = nursery
+                try:
+                    yield
+                finally:
+                    self.nursery = None
+                    nursery.cancel_scope.cancel()
 
     def send(
         self,

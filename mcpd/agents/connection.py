@@ -107,8 +107,7 @@ class Connection(Agent):
         self.contexts: dict[bytes, RequestContext] = {}
         self.seen_version = version  # its profile's version whose changes it has been told
         self.asks = AgentRequests()  # what servers ask this agent through mcpd
-        # What answers a server that asks this agent what it did not declare it answers.
-        self.refuser = DirectAsker(self, None, self.asks, self.send_nowait)
+        self.refuser = DirectAsker(self, None, self.asks, self.send_nowait)  # says no, and why
         self.progress: Deliver = self._send_progress  # where its calls' progress goes
         # Run when the agent hangs up, before anything else: a server waiting for this
         # agent's answer must hear at once that none is coming.

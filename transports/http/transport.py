@@ -41,7 +41,7 @@ from protocol.http import ResponseHead, header_list, parse_url
 from protocol.splice import SplicedCall
 
 from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
-from ..errors import HttpRPCError, StreamCut, TransportClosed, single_exceptions
+from ..errors import HttpRPCError, StreamCut, TransportClosed
 from ..sends import Sends
 from .connection import ConnectionPool, HttpConnection, make_ssl_context
 from .legacy_session import POST_TIMEOUT, end_session, post_answer, post_cancel
@@ -118,7 +118,7 @@ class HttpTransport(Transport):
         self._inflight: set[rpc.Id] = set()
         self._strays: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
         # Requests sent without their sender waiting (calls): each waits in a task.
-        self._sends = Sends(alias, self._await_request)
+        self._sends = Sends(alias, lambda m, params, h: self.request(m, params, headers=h))
 
     @property
     def auth(self) -> AuthHook | None:
@@ -203,20 +203,13 @@ class HttpTransport(Transport):
         *,
         headers: Mapping[str, str] | None = None,
     ) -> rpc.Id:
-        """``request``, in a task of the transport's that hands the answer to ``reply``.
-        The task runs in the caller's context (contextvars): a legacy server's request
-        on this one's stream is asked of whoever the caller says it is for."""
+        """``request`` in a task of the transport's, started in the caller's context
+        (contextvars): a legacy server's request on its stream goes to the caller's."""
         return self._sends.send(method, params, reply, headers)
 
     def forget(self, rid: rpc.Id, reason: str) -> None:
-        """Cancel the request where it waits: that drops its connection (and, legacy,
-        tells the server)."""
+        """Its connection dropped (and, legacy, the server told)."""
         self._sends.forget(rid)
-
-    async def _await_request(
-        self, method: str, params: Params | SplicedCall, headers: Mapping[str, str] | None
-    ) -> Raw:
-        return await self.request(method, params, headers=headers)
 
     async def listen(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -400,14 +393,7 @@ async def open_http_transport(
         auth=auth,
     )
     try:
-        with single_exceptions():
-            async with trio.open_nursery() as sends:
-                transport._sends.nursery = sends
-                try:
-                    yield transport
-                finally:
-                    # What is still waiting is answered: the transport is gone.
-                    transport._sends.nursery = None
-                    sends.cancel_scope.cancel()
+        async with transport._sends.running():
+            yield transport
     finally:
         await transport.aclose()

@@ -112,7 +112,7 @@ class LegacySSETransport(Transport):
         self._reading = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         # Requests sent without their sender waiting (calls): each waits in a task.
-        self._sends = Sends(alias, self._await_request)
+        self._sends = Sends(alias, lambda m, params, h: self.request(m, params, headers=h))
 
     @property
     def url(self) -> str:
@@ -199,11 +199,6 @@ class LegacySSETransport(Transport):
     def forget(self, rid: rpc.Id, reason: str) -> None:
         """Cancel the request where it waits, which tells the server."""
         self._sends.forget(rid)
-
-    async def _await_request(
-        self, method: str, params: Params | SplicedCall, headers: Mapping[str, str] | None
-    ) -> Raw:
-        return await self.request(method, params, headers=headers)
 
     async def aclose(self) -> None:
         """End the stream and drop every connection; bounded, and safe to call twice."""
