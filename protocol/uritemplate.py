@@ -12,9 +12,10 @@ each a literal or a small deterministic automaton for one expression, and a URI 
 matched part by part, carrying the set of positions where the parts so far can end.
 An expression's automaton visits each (position, state) pair at most once, however
 many positions it starts from, and a literal is tried once per position: nothing is
-ever retried, so a match takes at most ``(len(uri) + 1) * (5 * expressions + 1)``
-steps (``Verdict.steps`` counts them). A literal is compared with ``str.startswith``,
-which reads no further than the literal or the URI ends.
+ever retried. ``Verdict.steps`` counts the work: a step per pair visited, and per
+literal tried, a step and one for each character it may compare. A match takes at most
+``(len(uri) + 1) * (len(template) + 2 * expressions + 1)`` steps, and with a budget
+it stops where the next step would go over it.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from typing import Final, NamedTuple
 # Far beyond any URI or template a real server writes; past them nothing is scanned.
 MAX_URI: Final = 8192  # characters: a longer URI matches no template
 MAX_EXPRESSIONS: Final = 32  # per template: a template with more is a TemplateError
+MAX_TEMPLATE: Final = 1024  # characters: a longer template is a TemplateError
 
 
 class TemplateError(ValueError):
     """Not a URI template mcpd can match (an unclosed brace, an empty expression, too
-    many expressions)."""
+    many expressions, too long)."""
 
 
 class _Move(NamedTuple):
@@ -88,7 +90,8 @@ _Part = str | _Automaton  # a literal, or one expression
 class Verdict(NamedTuple):
     matched: bool
     steps: int  # the work done: (position, state) pairs visited, literals tried
-    # The budget ran out before the match was decided (``matched`` is then False).
+    # The budget would have run out before the match was decided (``matched`` is then
+    # False, and ``steps`` what was spent, never more than the budget).
     exhausted: bool = False
 
 
@@ -97,6 +100,8 @@ def _quoted(template: str) -> str:
 
 
 def _parts(template: str) -> tuple[_Part, ...]:
+    if len(template) > MAX_TEMPLATE:
+        raise TemplateError(f"longer than {MAX_TEMPLATE} characters: {_quoted(template)}")
     parts: list[_Part] = []
     expressions = 0
     pos = 0
@@ -123,8 +128,11 @@ def _parts(template: str) -> tuple[_Part, ...]:
         pos = end + 1
 
 
-def _expand(automaton: _Automaton, uri: str, starts: list[int]) -> tuple[list[int], int]:
-    """Where one expression can end, begun at any of ``starts``, and the steps taken.
+def _expand(
+    automaton: _Automaton, uri: str, starts: list[int], limit: int
+) -> tuple[list[int], int] | None:
+    """Where one expression can end, begun at any of ``starts``, and the steps taken;
+    None if that would take more than ``limit`` steps.
 
     Each path is followed until it meets a (position, state) pair an earlier path
     went through: from there both go the same way, so it stops.
@@ -134,11 +142,15 @@ def _expand(automaton: _Automaton, uri: str, starts: list[int]) -> tuple[list[in
     seen = bytearray((n + 1) * width)  # (position, state) at index position * width + state
     ends: set[int] = set()
     steps = len(starts)
+    if steps > limit:
+        return None
     for pos in starts:
         state = 0
         while not seen[pos * width + state]:
             seen[pos * width + state] = 1
             steps += 1
+            if steps > limit:
+                return None
             accepting, moves = automaton[state]
             if accepting:
                 ends.add(pos)
@@ -155,33 +167,53 @@ def _expand(automaton: _Automaton, uri: str, starts: list[int]) -> tuple[list[in
     return sorted(ends), steps
 
 
+def _literal(part: str, uri: str, starts: list[int], limit: int) -> tuple[list[int], int] | None:
+    """Where ``part`` ends, read at any of ``starts``, and the steps taken (a step per
+    start, and the literal's length where it fits in the rest of the URI, the most
+    a comparison there reads); None if that would take more than ``limit``."""
+    n, size = len(uri), len(part)
+    ends: list[int] = []
+    steps = 0
+    for pos in starts:
+        fits = pos + size <= n
+        steps += 1 + size if fits else 1
+        if steps > limit:
+            return None
+        if fits and uri.startswith(part, pos):
+            ends.append(pos + size)
+    return ends, steps
+
+
 class Template:
     """A parsed template, ready to match URIs."""
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_parts", "prefix", "text")
 
     def __init__(self, text: str) -> None:
         self._parts = _parts(text)
+        self.text = text
+        # The text before the first expression: every expansion starts with it.
+        self.prefix = literal_prefix(text)
 
     def match(self, uri: str, budget: int | None = None) -> Verdict:
         """Whether ``uri`` is an expansion of the template. With a ``budget``, the
-        match gives up once it has taken more steps than that (checked after each
-        part, so it may go over by one expression's worth)."""
+        match gives up before it would take more steps than that."""
         if len(uri) > MAX_URI:
             return Verdict(False, 0)
+        limit = budget if budget is not None else (1 << 62)
         ends = [0]
         steps = 0
         for part in self._parts:
             if isinstance(part, str):
-                steps += len(ends)
-                ends = [p + len(part) for p in ends if uri.startswith(part, p)]
+                done = _literal(part, uri, ends, limit - steps)
             else:
-                ends, spent = _expand(part, uri, ends)
-                steps += spent
+                done = _expand(part, uri, ends, limit - steps)
+            if done is None:
+                return Verdict(False, limit, exhausted=True)  # spent, or as good as
+            ends, spent = done
+            steps += spent
             if not ends:
                 return Verdict(False, steps)
-            if budget is not None and steps > budget:
-                return Verdict(False, steps, exhausted=True)
         return Verdict(len(uri) in ends, steps)
 
 

@@ -50,7 +50,7 @@ def test_a_broken_template_claims_nothing() -> None:
 
 def steps_bound(template: str, uri: str) -> int:
     """What a match may cost: linear in the URI, for any template mcpd accepts."""
-    return (len(uri) + 1) * (5 * template.count("{") + 1)
+    return (len(uri) + 1) * (len(template) + 2 * template.count("{") + 1)
 
 
 @pytest.mark.parametrize("slashes", [26, 4000])
@@ -66,6 +66,37 @@ def test_a_uri_past_the_cap_is_not_scanned() -> None:
     at_cap = "x://" + "a" * (t.MAX_URI - 4)
     assert template.match(at_cap).matched is True
     assert template.match(at_cap + "a") == t.Verdict(False, 0)
+
+
+def test_a_template_past_the_length_cap_is_a_broken_template() -> None:
+    longest = "x://{+a}" + "b" * (t.MAX_TEMPLATE - 8)
+    assert t.matches(longest, "x://a" + "b" * (t.MAX_TEMPLATE - 8)) is True
+    with pytest.raises(t.TemplateError, match="longer than 1024 characters"):
+        t.parse(longest + "b")
+    # A server's 250 KB template claims nothing, and costs no parsing past the cap.
+    assert t.matches("x" * 250_000 + "{x}", "x" * 250_000 + "y") is False
+
+
+LONG_LITERAL = "t://{+a}" + "b" * 1000
+RUN = "t://" + "b" * (t.MAX_URI - 5) + "c"
+
+
+def test_what_a_literal_compares_is_counted_in_characters() -> None:
+    # {+a} can end anywhere, so the literal is tried at every position where it fits,
+    # and each try may compare up to its 1,000 characters.
+    verdict = t.parse(LONG_LITERAL).match(RUN)
+    assert verdict.matched is False
+    fits = len(RUN) - 1000 - 4 + 1
+    assert verdict.steps >= fits * 1000
+    assert verdict.steps <= steps_bound(LONG_LITERAL, RUN)
+
+
+@pytest.mark.parametrize("budget", [1, 5_000, 9_000, 1_000_000])
+def test_a_match_never_spends_more_than_its_budget(budget: int) -> None:
+    for template, uri in [(LONG_LITERAL, RUN), (TEMPLATE, "repo://x" + "/" * 8000 + "#")]:
+        verdict = t.parse(template).match(uri, budget)
+        assert verdict.steps <= budget
+        assert verdict.exhausted is (t.parse(template).match(uri).steps > budget)
 
 
 def test_more_expressions_than_the_cap_is_a_broken_template() -> None:
