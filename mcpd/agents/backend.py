@@ -23,8 +23,9 @@ from protocol.loglevels import LogMessage
 
 from ..config.model import DaemonConfig
 from ..host.pinfile import PinKeeper
+from ..registry.claims import Budget
 from ..registry.prompts import PromptEntry
-from ..registry.resources import Ambiguous, Routed
+from ..registry.scheme import Ambiguous, Routed, Undecided
 from ..registry.shown import Entry
 from ..registry.table import Listed
 from ..registry.views import ProfileView
@@ -107,17 +108,19 @@ class Offerings(Protocol):
 
     def template_listing(self, keep: Keep | None = None) -> list[Raw]: ...
 
-    def route_uri(self, uri: str) -> Routed | Ambiguous | None:
-        """Which server an agent's URI (or ``mcpd://`` form) goes to, and as what."""
+    def route_uri(self, uri: str, budget: Budget) -> Routed | Ambiguous | Undecided | None:
+        """Which server an agent's URI (or ``mcpd://`` form) goes to, and as what; the
+        matching it takes is drawn from ``budget``."""
         ...
 
-    def agent_uri(self, alias: str, uri: str) -> str:
-        """The URI an agent is handed for a server's URI (``registry.resources``)."""
+    def links(self, alias: str) -> Callable[[str], str]:
+        """What hands an agent the URIs of one result of a server, each as it can read
+        it back (``registry.resources``), all drawn from one matching budget."""
         ...
 
     def route_template(self, template: str) -> tuple[str, str] | None: ...
 
-    def held_template(self, alias: str, uri: str) -> str | None:
+    def held_template(self, alias: str, uri: str, budget: Budget) -> str | None:
         """Why reading the server's ``uri`` is refused: only a held template of the
         server matches it (None: it is not)."""
         ...

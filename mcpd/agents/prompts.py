@@ -18,8 +18,10 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.server import RequestContext
 
+from ..registry.scheme import Routed
 from ..servers.calls import CallRefused
 from ..servers.outage import Outage
+from .allowance import Allowance
 from .backend import Backend
 from .paging import page
 from .relay import AgentSide, AskBack
@@ -159,7 +161,7 @@ async def get_prompt(
 
     def shape(rid: rpc.Id, outcome: Any) -> bytes:
         def rewrite(raw: Raw) -> Any:
-            return prompt_result(raw, lambda uri: servers.agent_uri(alias, uri))
+            return prompt_result(raw, servers.links(alias))
 
         return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite))
 
@@ -184,6 +186,7 @@ async def complete(
     servers: Backend,
     req: rpc.Request,
     ctx: RequestContext | None,
+    allowance: Allowance,
     sees_prompt: Sees = everything,
     sees_resource: Sees = everything,
 ) -> Any:
@@ -198,15 +201,19 @@ async def complete(
         alias = entry.alias
         params.ref = msgspec.structs.replace(ref, name=entry.original)
     elif ref.type == "ref/resource" and isinstance(ref.uri, str):
-        found = servers.route_template(ref.uri)
-        if found is None:
-            routed = servers.route_uri(ref.uri)
-            if routed is None or not hasattr(routed, "alias"):
+        steps = await allowance.take()
+        try:
+            found = servers.route_template(ref.uri)
+            if found is None:
+                routed = servers.route_uri(ref.uri, steps)
+                if not isinstance(routed, Routed):
+                    raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
+                found = (routed.alias, routed.uri)
+            if not sees_resource(*found):
                 raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
-            found = (routed.alias, routed.uri)  # type: ignore[union-attr]
-        if not sees_resource(*found):
-            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
-        why = servers.held_template(*found)
+            why = servers.held_template(*found, steps)
+        finally:
+            allowance.give_back(steps)
         if why is not None:
             raise held_error("resource template", ref.uri, found[0], found[1], why)
         alias = found[0]

@@ -19,7 +19,9 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.server import RequestContext
 
-from ..registry.resources import Ambiguous, Routed
+from ..registry.claims import Budget
+from ..registry.scheme import Ambiguous, Routed, Undecided
+from .allowance import Allowance
 from .backend import Backend
 from .paging import page
 from .prompts import Sees, encoded, everything, held_error, reply_for, request_outcome
@@ -62,12 +64,20 @@ def list_resources(
     return out
 
 
-def route(servers: Backend, uri: str, sees: Sees = everything) -> Routed:
+def route(servers: Backend, uri: str, budget: Budget, sees: Sees = everything) -> Routed:
     """The server an agent's URI belongs to; the agent's error when there is none (or
     none its profile shows it)."""
-    found = servers.route_uri(uri)
+    found = servers.route_uri(uri, budget)
     if isinstance(found, Routed) and sees(found.alias, found.uri):
         return found
+    if isinstance(found, Undecided):
+        raise rpc.RPCError(
+            rpc.INVALID_PARAMS,
+            f"no server was found for {uri[:200]!r} within the {found.steps} steps of "
+            "matching a URI may take: the servers' resource templates are too costly to "
+            "match it against; name its server: mcpd://SERVER/ followed by the URI",
+            {"uri": uri},
+        )
     if isinstance(found, Ambiguous):
         raise rpc.RPCError(
             rpc.INVALID_PARAMS,
@@ -84,13 +94,18 @@ async def read(
     agent: AgentSide,
     req: rpc.Request,
     budget: int,
+    allowance: Allowance,
     sees: Sees = everything,
 ) -> bytes:
     params = rpc.decode_as(req.params, surface.ReadResourceParams)
     asked = params.uri
-    routed = route(servers, asked, sees)
+    steps = await allowance.take()
+    try:
+        routed = route(servers, asked, steps, sees)
+        why = servers.held_template(routed.alias, routed.uri, steps)
+    finally:
+        allowance.give_back(steps)
     alias = routed.alias
-    why = servers.held_template(alias, routed.uri)
     if why is not None:
         raise held_error("resource template", asked, alias, routed.uri, why)
     params.uri = routed.uri
@@ -105,7 +120,7 @@ async def read(
 
     def shape(rid: rpc.Id, outcome: Any) -> bytes:
         def rewrite(raw: Raw) -> Any:
-            return read_result(raw, lambda uri: servers.agent_uri(alias, uri), budget)
+            return read_result(raw, servers.links(alias), budget)
 
         return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite, True))
 
@@ -152,9 +167,9 @@ class Subscriptions:
     # -- legacy: resources/subscribe, resources/unsubscribe --
 
     def subscribe(
-        self, owner: object, uri: str, send: Send, on: bool, sees: Sees = everything
+        self, owner: object, uri: str, send: Send, on: bool, steps: Budget, sees: Sees = everything
     ) -> None:
-        routed = route(self.servers, uri, sees)
+        routed = route(self.servers, uri, steps, sees)
         if on and not self.servers.subscribable(routed.alias):
             raise rpc.RPCError(
                 rpc.METHOD_NOT_FOUND,
@@ -170,15 +185,22 @@ class Subscriptions:
     # -- modern: a listen's resourceSubscriptions --
 
     def listen(
-        self, conn: object, listen_id: rpc.Id, uris: Any, send: Send, sees: Sees = everything
+        self,
+        conn: object,
+        listen_id: rpc.Id,
+        uris: Any,
+        send: Send,
+        steps: Budget,
+        sees: Sees = everything,
     ) -> list[str]:
-        """Hold the URIs a listen names; the subset honoured, for its acknowledgement."""
+        """Hold the URIs a listen names; the subset honoured, for its acknowledgement
+        (a URI whose server was not found within ``steps`` is not)."""
         honoured: list[str] = []
         for uri in uris if isinstance(uris, list) else []:
             if not isinstance(uri, str):
                 continue
             try:
-                routed = route(self.servers, uri, sees)
+                routed = route(self.servers, uri, steps, sees)
             except rpc.RPCError:
                 continue
             if self.servers.subscribable(routed.alias):

@@ -21,6 +21,7 @@ from protocol.server import RequestContext
 
 from ..registry.views import ProfileView
 from ..servers.calls import Call
+from .allowance import Allowance
 from .backend import Backend, Control
 from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
@@ -52,6 +53,8 @@ class Surface:
         self.logs = AgentLogs(servers)
         # (connection, listen id) -> (which list changes it wants, its sender)
         self._listens: dict[tuple[int, rpc.Id], tuple[set[str], Callable[[bytes], None]]] = {}
+        # What each agent may spend matching URIs, by its owner.
+        self._allowances: dict[object, Allowance] = {}
         self._dirty = trio.Event()
         servers.subscribe(lambda: self._dirty.set())  # the event is replaced each time
 
@@ -87,6 +90,13 @@ class Surface:
         self.askback.owner_gone(owner, "the agent disconnected")
         self.subscriptions.owner_gone(owner)
         self.logs.owner_gone(owner)
+        self._allowances.pop(owner, None)
+
+    def _allowance(self, owner: object) -> Allowance:
+        found = self._allowances.get(owner)
+        if found is None:
+            found = self._allowances[owner] = Allowance()
+        return found
 
     # -- tools/call --
 
@@ -95,8 +105,7 @@ class Surface:
     ) -> Raw | dict[str, Any]:
         """A call's result, its resource links in agents' terms and its task recorded."""
         if links:
-            alias, servers = call.alias, self.servers
-            result = tool_result(result, lambda uri: servers.agent_uri(alias, uri))
+            result = tool_result(result, self.servers.links(call.alias))
         if call.tasks:
             self.tasks.record(call.alias, call.owner, result)
         return result
@@ -134,15 +143,17 @@ class Surface:
     async def _resources_read(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         budget = self.control.settings.result_budget_chars
         agent = agent_side(conn, ctx)
-        return await read(self.servers, self.askback, agent, req, budget, self._sees(conn)[1])
+        allowance = self._allowance(agent.owner)
+        sees = self._sees(conn)[1]
+        return await read(self.servers, self.askback, agent, req, budget, allowance, sees)
 
     async def _subscribe(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        return self._legacy_subscription(conn, req, ctx, True)
+        return await self._legacy_subscription(conn, req, ctx, True)
 
     async def _unsubscribe(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        return self._legacy_subscription(conn, req, ctx, False)
+        return await self._legacy_subscription(conn, req, ctx, False)
 
-    def _legacy_subscription(
+    async def _legacy_subscription(
         self, conn: Any, req: rpc.Request, ctx: RequestContext | None, on: bool
     ) -> Any:
         if ctx is not None and ctx.era == "modern":
@@ -153,7 +164,12 @@ class Surface:
         params = rpc.decode_as(req.params, surface.SubscribeParams)
         owner = agent_side(conn, ctx).owner
         sees = self._sees(conn)[1]
-        self.subscriptions.subscribe(owner, params.uri, conn.news_sender(), on, sees)
+        allowance = self._allowance(owner)
+        steps = await allowance.take()
+        try:
+            self.subscriptions.subscribe(owner, params.uri, conn.news_sender(), on, steps, sees)
+        finally:
+            allowance.give_back(steps)
         return {}
 
     async def _set_level(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
@@ -177,7 +193,8 @@ class Surface:
         return lambda alias: view_of(conn).has_server(alias)
 
     async def _complete(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        return await complete(self.servers, req, ctx, *self._sees(conn))
+        allowance = self._allowance(agent_side(conn, ctx).owner)
+        return await complete(self.servers, req, ctx, allowance, *self._sees(conn))
 
     async def _task(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         if ctx is None or ctx.era != "modern" or not surface.has_tasks(ctx.capabilities):
@@ -209,9 +226,14 @@ class Surface:
         agent: AgentSide = agent_side(conn, ctx)
         if "resourceSubscriptions" in wanted:
             uris = wanted.get("resourceSubscriptions")
-            honoured["resourceSubscriptions"] = self.subscriptions.listen(
-                conn, listen_id, uris, conn.send_nowait, self._sees(conn)[1]
-            )
+            allowance = self._allowance(agent.owner)
+            steps = allowance.now()
+            try:
+                honoured["resourceSubscriptions"] = self.subscriptions.listen(
+                    conn, listen_id, uris, conn.send_nowait, steps, self._sees(conn)[1]
+                )
+            finally:
+                allowance.give_back(steps)
         if "taskIds" in wanted:
             if ctx is None or not surface.has_tasks(ctx.capabilities):
                 raise rpc.RPCError(

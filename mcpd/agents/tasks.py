@@ -89,9 +89,7 @@ class Tasks:
         # tools/call result's would be.
         decoded = msgspec.json.decode(raw)
         if isinstance(decoded, dict) and isinstance(decoded.get("result"), dict):
-            decoded["result"] = tool_result(
-                decoded["result"], lambda uri: self.servers.agent_uri(alias, uri)
-            )
+            decoded["result"] = tool_result(decoded["result"], self.servers.links(alias))
             return decoded
         return raw
 
@@ -133,9 +131,7 @@ class Tasks:
         if task is None or task.alias != alias:
             return
         if isinstance(data.get("result"), dict):
-            data["result"] = tool_result(
-                data["result"], lambda uri: self.servers.agent_uri(alias, uri)
-            )
+            data["result"] = tool_result(data["result"], self.servers.links(alias))
         for (_, listen_id), (owner, ids, send) in self._watches.items():
             if owner is task.owner and task_id in ids:
                 meta = dict(data.get("_meta") or {})

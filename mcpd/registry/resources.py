@@ -30,46 +30,41 @@ import msgspec
 from msgspec import Raw
 
 from protocol import surface
-from protocol import uritemplate as tpl
 from protocol.logfields import log_extra
 
-from ..config.model import ALIAS_RE
-from .claims import REBUILD_STEPS, ROUTE_STEPS, Budget, Listed, overlapping
+from .claims import (
+    REBUILD_STEPS,
+    RESULT_STEPS,
+    ROUTE_STEPS,
+    Budget,
+    Claim,
+    Listings,
+    check_templates,
+    parsed,
+)
 from .gate import Gate
+from .routing import PrefixIndex, claimants
+from .scheme import SCHEME, Ambiguous, Routed, Undecided, unwrap, wrap
 from .shown import marked
 
-SCHEME: Final = "mcpd://"
 _encode: Final = msgspec.json.Encoder().encode
 logger = logging.getLogger("mcpd.registry")
 
 Filter = Callable[[str, str], bool]  # (alias, the server's own URI or template)
 
 
-def wrap(alias: str, uri: str) -> str:
-    return f"{SCHEME}{alias}/{uri}"
-
-
-def unwrap(uri: str) -> tuple[str, str] | None:
-    """``(alias, the server's URI)`` for an ``mcpd://`` URI, else None."""
-    if not uri.startswith(SCHEME):
-        return None
-    alias, sep, rest = uri[len(SCHEME) :].partition("/")
-    if not sep or not ALIAS_RE.match(alias):
-        return None
-    return alias, rest
-
-
-class Routed(msgspec.Struct, frozen=True):
-    alias: str
-    uri: str  # as the server knows it
-
-
-class Ambiguous(msgspec.Struct, frozen=True):
-    candidates: list[str]  # the mcpd:// form of each server's URI
-
-
 class _Server:
-    __slots__ = ("available", "held", "judged", "marker", "raw", "resources", "templates")
+    __slots__ = (
+        "available",
+        "claims",
+        "held",
+        "held_claims",
+        "judged",
+        "marker",
+        "raw",
+        "resources",
+        "templates",
+    )
 
     def __init__(
         self,
@@ -82,61 +77,30 @@ class _Server:
         self.judged = judged = gate.templates(alias, raw[1])
         self.templates = list(judged.shown.values())
         self.held = judged.held  # why each held template is, by its URI template
+        # The templates parsed once: those mcpd can match, and the held ones (None:
+        # one it cannot match, so it cannot tell what the template claims).
+        shapes = (parsed(t.uriTemplate) for t in self.templates)
+        self.claims = [Claim(alias, p) for p in shapes if p is not None]
+        self.held_claims = [(parsed(t), why) for t, why in sorted(self.held.items())]
         self.available = True
         self.marker: str | None = None
-
-
-def _unmatchable(template: str) -> str | None:
-    """Why mcpd cannot match URIs against ``template``; None when it can."""
-    try:
-        tpl.parse(template)
-    except tpl.TemplateError as exc:
-        return str(exc)
-    return None
-
-
-def _check_templates(alias: str, templates: Sequence[surface.ResourceTemplate]) -> None:
-    """Say which of a server's templates mcpd cannot match (once per list it sends)."""
-    errors = [e for e in map(_unmatchable, (t.uriTemplate for t in templates)) if e]
-    if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        logger.warning(
-            "%s: resource template shown only in the mcpd:// form, mcpd cannot match it: %s%s",
-            alias,
-            errors[0],
-            more,
-            extra=log_extra(alias, "resource_template", errors[0]),
-        )
-
-
-def _matching(templates: list[tuple[str, str]], uri: str, budget: Budget) -> list[str] | None:
-    """The servers whose templates match ``uri``, sorted; None once the budget is spent."""
-    found: set[str] = set()
-    for alias, template in templates:
-        if alias in found or not uri.startswith(tpl.literal_prefix(template)):
-            continue
-        matched = budget.matches(template, uri)
-        if matched is None:
-            return None
-        if matched:
-            found.add(alias)
-    return sorted(found)
 
 
 class ResourceTable:
     def __init__(self, gate: Gate | None = None) -> None:
         self.gate = gate if gate is not None else Gate()
         self._servers: dict[str, _Server] = {}
-        self._listers: dict[str, list[str]] = {}
-        self._plain_templates: list[tuple[str, str]] = []
-        self._wrapped_templates: list[tuple[str, str]] = []  # those that can match
+        self._lists = Listings()
+        self._plain = PrefixIndex(())
+        self._wrapped = PrefixIndex(())  # those that can match
         self._shown_wrapped: set[tuple[str, str]] = set()  # all in the mcpd:// form
         self._by_agent_template: dict[str, tuple[str, str]] = {}
         self._listing: list[tuple[str, str, Raw]] | None = None
         self._template_listing: list[tuple[str, str, Raw]] | None = None
         self.version = 0
         self.match_steps = 0  # spent matching URIs against templates, ever
-        self._warned = -1  # the version whose matching budget ran out, once logged
+        # The version each kind of matching budget last ran out in, once logged.
+        self._warned: dict[str, int] = {}
 
     # -- changes --
 
@@ -153,7 +117,7 @@ class ResourceTable:
             and _encode(old.raw[1]) == _encode(list(templates))
         ):
             return False
-        _check_templates(alias, templates)
+        check_templates(alias, templates)
         self._install(alias, (list(resources), list(templates)))
         return True
 
@@ -174,11 +138,16 @@ class ResourceTable:
         if old is not None:
             server.available, server.marker = old.available, old.marker
         self._servers[alias] = server
+        spent, out = self._lists.put(alias, (r.uri for r in server.resources), server.claims)
+        self.match_steps += spent
         self._rebuild()
+        if out:
+            self._over_budget("the URIs servers list", REBUILD_STEPS, alias)
 
     def remove(self, alias: str) -> bool:
         if self._servers.pop(alias, None) is None:
             return False
+        self._lists.remove(alias)
         self._rebuild()
         return True
 
@@ -191,37 +160,26 @@ class ResourceTable:
         return True
 
     def _rebuild(self) -> None:
-        listers: dict[str, list[str]] = {}
-        for alias in sorted(self._servers):
-            for r in self._servers[alias].resources:
-                owners = listers.setdefault(r.uri, [])
-                if alias not in owners:
-                    owners.append(alias)
-        self._listers = listers
+        """Which templates are shown as the server wrote them, from the claims kept per
+        pair of servers (no matching: that was done for the pairs that changed)."""
         every = [
             (a, t.uriTemplate) for a in sorted(self._servers) for t in self._servers[a].templates
         ]
         # A template mcpd cannot match claims no URI: it clashes with none, and it is
-        # shown in the mcpd:// form, the only one that reads come back through.
-        claiming = [(a, t) for a, t in every if _unmatchable(t) is None]
-        overlaps = overlapping(claiming)
-        listed = Listed(listers)
-        budget = Budget(REBUILD_STEPS)
-        plain: list[tuple[str, str]] = []
-        wrapped: list[tuple[str, str]] = []
-        for i, (alias, template) in enumerate(claiming):
-            # Past the budget a template counts as clashing: its mcpd:// form still works.
-            clash = i in overlaps or listed.claimed_elsewhere(alias, template, budget) is not False
-            if clash or template.startswith(SCHEME):
-                wrapped.append((alias, template))
-            else:
-                plain.append((alias, template))
-        self.match_steps += budget.spent
-        if budget.left <= 0:
-            self._over_budget("listing", REBUILD_STEPS)
-        self._plain_templates = plain
-        self._wrapped_templates = wrapped
-        self._shown_wrapped = set(every) - set(plain)
+        # shown in the mcpd:// form, the only one that reads come back through. Past
+        # the budget a template counts as clashing: its mcpd:// form still works.
+        claims, clash = self._lists.clashing()
+        plain = [
+            c
+            for i, c in enumerate(claims)
+            if i not in clash and not c.template.text.startswith(SCHEME)
+        ]
+        shown_plain = {(c.alias, c.template.text) for c in plain}
+        self._plain = PrefixIndex(plain)
+        self._wrapped = PrefixIndex(
+            c for c in claims if (c.alias, c.template.text) not in shown_plain
+        )
+        self._shown_wrapped = set(every) - shown_plain
         self._by_agent_template = {self.agent_template(a, t): (a, t) for a, t in every}
         self._changed()
 
@@ -232,12 +190,15 @@ class ResourceTable:
 
     # -- the scheme --
 
-    def route(self, uri: str) -> Routed | Ambiguous | None:
-        """Which server an agent's URI goes to, and as what (None: no server's)."""
+    def route(
+        self, uri: str, budget: Budget | None = None
+    ) -> Routed | Ambiguous | Undecided | None:
+        """Which server an agent's URI goes to, and as what (None: no server's). What
+        matching costs comes out of ``budget`` (at most a URI's share of it)."""
         inner = unwrap(uri)
         if inner is not None:
             return Routed(*inner) if inner[0] in self._servers else None
-        owners = self._listers.get(uri)
+        owners = self._lists.listers.get(uri)
         if owners:
             if len(owners) == 1:
                 return Routed(owners[0], uri)
@@ -245,29 +206,35 @@ class ResourceTable:
         if len(self._servers) == 1:
             # Whatever its templates say, a URI no other server lists goes to it.
             return Routed(next(iter(self._servers)), uri)
-        budget = Budget(ROUTE_STEPS)
-        matched = _matching(self._plain_templates, uri, budget)
+        whole = budget if budget is not None else Budget(ROUTE_STEPS)
+        mine = whole.part(ROUTE_STEPS)
+        own = mine.left == ROUTE_STEPS  # else the caller's budget was the shorter
+        matched = claimants(self._plain, uri, mine)
         if matched == []:
             # A template two servers share is shown in its mcpd:// forms, but an agent
             # may expand the server's own (a tool's text names it): say which to read.
-            matched = _matching(self._wrapped_templates, uri, budget)
-        self.match_steps += budget.spent
+            matched = claimants(self._wrapped, uri, mine)
+        whole.settle(mine)
+        self.match_steps += mine.spent
         if matched is None:
-            self._over_budget("a URI", ROUTE_STEPS)
-            return None
+            if own:
+                self._over_budget("a URI", ROUTE_STEPS)
+            return Undecided(mine.spent)
         if len(matched) == 1:
             return Routed(matched[0], uri)
         if len(matched) > 1:
             return Ambiguous([wrap(a, uri) for a in matched])
         return None
 
-    def _over_budget(self, what: str, steps: int) -> None:
-        """Say once per change of the lists that matching ran out of steps, naming the
-        server with the most templates (the likeliest cause)."""
-        if self._warned == self.version:
+    def _over_budget(self, what: str, steps: int, alias: str | None = None) -> None:
+        """Say once per change of the lists and kind of budget that matching ran out
+        of steps, naming the server it was for, or else the one with the most
+        templates (the likeliest cause)."""
+        if self._warned.get(what) == self.version or not self._servers:
             return
-        self._warned = self.version
-        alias = max(self._servers, key=lambda a: len(self._servers[a].templates))
+        self._warned[what] = self.version
+        if alias is None or alias not in self._servers:
+            alias = max(self._servers, key=lambda a: len(self._servers[a].templates))
         logger.warning(
             "matching %s against the servers' resource templates took more than %d steps "
             "and was cut short (%s lists %d templates); what was not decided is handed to "
@@ -279,28 +246,49 @@ class ResourceTable:
             extra=log_extra(alias, "resource_template", "template matching over budget"),
         )
 
-    def to_agent(self, alias: str, uri: str) -> str:
-        """The URI an agent is handed for ``alias``'s ``uri``: reading it comes back."""
-        if uri.startswith(SCHEME):
+    def to_agent(self, alias: str, uri: str, budget: Budget | None = None) -> str:
+        """The URI an agent is handed for ``alias``'s ``uri``: reading it comes back.
+        Once ``budget`` is spent, the ``mcpd://`` form, without matching."""
+        if uri.startswith(SCHEME) or (budget is not None and not budget.spend(1)):
             return wrap(alias, uri)
-        routed = self.route(uri)
+        routed = self.route(uri, budget)
         if isinstance(routed, Routed) and routed.alias == alias:
             return uri
         return wrap(alias, uri)
 
-    def held_for(self, alias: str, uri: str) -> str | None:
+    def links(self, alias: str) -> Callable[[str], str]:
+        """What hands over the URIs of one result of ``alias`` (a tool result, a prompt,
+        a read), its matching all drawn from one budget."""
+        budget = Budget(RESULT_STEPS)
+
+        def to_agent(uri: str) -> str:
+            if budget.out:
+                return wrap(alias, uri)
+            shown = self.to_agent(alias, uri, budget)
+            if budget.out:
+                self._over_budget("the links of one result", RESULT_STEPS, alias)
+            return shown
+
+        return to_agent
+
+    def held_for(self, alias: str, uri: str, budget: Budget | None = None) -> str | None:
         """Why reading ``uri`` of ``alias`` is refused: it is not a resource the server
         lists, and a template of its that is held matches it (None: it is not)."""
         server = self._servers.get(alias)
-        if server is None or not server.held or alias in self._listers.get(uri, ()):
+        if server is None or not server.held_claims or alias in self._lists.listers.get(uri, ()):
             return None
-        budget = Budget(ROUTE_STEPS)
-        for template, why in sorted(server.held.items()):
-            # Matched, or mcpd cannot tell (a template it cannot parse, a budget spent):
-            # refused either way.
-            if _unmatchable(template) is not None or budget.matches(template, uri) is not False:
-                return why
-        return None
+        whole = budget if budget is not None else Budget(ROUTE_STEPS)
+        mine = whole.part(ROUTE_STEPS)
+        try:
+            for template, why in server.held_claims:
+                # Matched, or mcpd cannot tell (a template it cannot parse, a budget
+                # spent): refused either way.
+                if template is None or mine.matches(template, uri) is not False:
+                    return why
+            return None
+        finally:
+            whole.settle(mine)
+            self.match_steps += mine.spent
 
     def agent_template(self, alias: str, template: str) -> str:
         return wrap(alias, template) if (alias, template) in self._shown_wrapped else template

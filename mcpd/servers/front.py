@@ -14,8 +14,9 @@ from msgspec import Raw
 from protocol.loglevels import LogMessage
 
 from ..registry.catalog import Catalog, catalog_of
+from ..registry.claims import Budget
 from ..registry.prompts import PromptEntry
-from ..registry.resources import Ambiguous, Routed
+from ..registry.scheme import Ambiguous, Routed, Undecided
 from ..registry.shown import Entry
 from ..registry.table import Registry, alias_prefix
 from ..registry.views import ProfileView
@@ -171,18 +172,20 @@ class Front:
         c = self._catalog
         return c.resources.template_listing(keep) if c is not None else []
 
-    def route_uri(self, uri: str) -> Routed | Ambiguous | None:
-        return self._catalog.resources.route(uri) if self._catalog is not None else None
+    def route_uri(self, uri: str, budget: Budget) -> Routed | Ambiguous | Undecided | None:
+        c = self._catalog
+        return c.resources.route(uri, budget) if c is not None else None
 
-    def agent_uri(self, alias: str, uri: str) -> str:
-        return self._catalog.resources.to_agent(alias, uri) if self._catalog is not None else uri
+    def links(self, alias: str) -> Callable[[str], str]:
+        return self._catalog.resources.links(alias) if self._catalog is not None else str
 
     def route_template(self, template: str) -> tuple[str, str] | None:
         c = self._catalog
         return c.resources.template_route(template) if c is not None else None
 
-    def held_template(self, alias: str, uri: str) -> str | None:
-        return self._catalog.resources.held_for(alias, uri) if self._catalog is not None else None
+    def held_template(self, alias: str, uri: str, budget: Budget) -> str | None:
+        c = self._catalog
+        return c.resources.held_for(alias, uri, budget) if c is not None else None
 
     def era_of(self, alias: str) -> str | None:
         runner = self._supervisor.runners.get(alias)

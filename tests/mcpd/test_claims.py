@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpd.registry.claims import REBUILD_STEPS, ROUTE_STEPS, Budget, Listed, overlapping
-from mcpd.registry.resources import ResourceTable, Routed, wrap
+from mcpd.registry.claims import REBUILD_STEPS, ROUTE_STEPS, Budget, Claim, claimed, overlapping
+from mcpd.registry.resources import ResourceTable, Routed, Undecided, wrap
 from protocol import surface
 from protocol import uritemplate as tpl
 
@@ -19,12 +19,14 @@ from protocol import uritemplate as tpl
 # the characters the next one leads with.
 WORST = "repo://" + "{/a}{.b}{;c}{&d}" * (tpl.MAX_EXPRESSIONS // 4 - 1)
 HOSTILE_URI = "repo://" + "/.;&," * ((tpl.MAX_URI - 16) // 5) + "#"
-# What one template can cost past a budget's last check (one expression's walk).
-ONE_EXPRESSION = (tpl.MAX_URI + 1) * 3 + tpl.MAX_URI
 
 
 def templates(*ts: str) -> list[surface.ResourceTemplate]:
     return [surface.ResourceTemplate(uriTemplate=t, name="t") for t in ts]
+
+
+def claims(pairs: list[tuple[str, str]]) -> list[Claim]:
+    return [Claim(alias, tpl.parse(template)) for alias, template in pairs]
 
 
 def pairwise(pairs: list[tuple[str, str]]) -> set[int]:
@@ -45,22 +47,20 @@ pairs_strategy = st.lists(
 @settings(max_examples=400, deadline=None)
 @given(pairs_strategy)
 def test_the_sweep_finds_the_clashes_every_pair_would(pairs: list[tuple[str, str]]) -> None:
-    assert overlapping(pairs) == pairwise(pairs)
+    assert overlapping(claims(pairs)) == pairwise(pairs)
 
 
 def test_the_sweep_on_nested_and_equal_prefixes() -> None:
     pairs = [("x", "a{v}"), ("x", "ab{v}"), ("y", "abc{v}"), ("x", "b{v}"), ("y", "b{w}")]
-    assert overlapping(pairs) == {0, 1, 2, 3, 4}
-    assert overlapping([("x", "a{v}"), ("x", "ab{v}"), ("y", "b{v}")]) == set()
+    assert overlapping(claims(pairs)) == {0, 1, 2, 3, 4}
+    assert overlapping(claims([("x", "a{v}"), ("x", "ab{v}"), ("y", "b{v}")])) == set()
 
 
 def test_only_uris_under_a_templates_prefix_are_matched() -> None:
-    listed = Listed({"doc://1": ["y"], "file:///a": ["y"], "file:///b": ["x"]})
     budget = Budget(1000)
-    assert listed.claimed_elsewhere("x", "file:///{name}", budget) is True
-    assert listed.claimed_elsewhere("y", "file:///{name}", budget) is True  # file:///b
-    assert listed.claimed_elsewhere("y", "note://{n}", budget) is False
-    assert budget.spent < 20
+    mine = claims([("x", "file:///{name}"), ("x", "note://{n}"), ("x", "doc://{n}/x")])
+    assert claimed(mine, ["doc://1", "file:///a", "file:///b"], budget) == {0}
+    assert budget.spent < 60
 
 
 def hostile_table(count: int) -> ResourceTable:
@@ -80,13 +80,13 @@ def test_a_hostile_servers_templates_cost_a_route_no_more_than_its_budget(
     with caplog.at_level(logging.WARNING):
         routed = table.route(HOSTILE_URI)
     spent = table.match_steps - before
-    assert routed is None
-    assert spent <= ROUTE_STEPS + ONE_EXPRESSION
-    assert "more than 200000 steps" in caplog.text and "evil lists 2000 templates" in caplog.text
+    assert isinstance(routed, Undecided)
+    assert spent <= ROUTE_STEPS
+    assert "more than" in caplog.text and "evil lists 2000 templates" in caplog.text
     # The link is handed over in the form that reads back to its server, at the same cost.
     before = table.match_steps
     assert table.to_agent("evil", HOSTILE_URI) == wrap("evil", HOSTILE_URI)
-    assert table.match_steps - before <= ROUTE_STEPS + ONE_EXPRESSION
+    assert table.match_steps - before <= ROUTE_STEPS
     # The other server's URIs still route.
     assert table.route("wiki://page") == Routed("good", "wiki://page")
 
@@ -97,7 +97,7 @@ def test_a_rebuild_costs_no_more_than_its_budget() -> None:
     uris = [surface.Resource(uri=HOSTILE_URI[: tpl.MAX_URI - i], name="r") for i in range(300)]
     before = table.match_steps
     table.update("good", uris, [])
-    assert table.match_steps - before <= REBUILD_STEPS + ONE_EXPRESSION
+    assert table.match_steps - before <= REBUILD_STEPS
     # Undecided, the template is shown in the mcpd:// form, which still reaches its server.
     assert table.agent_template("evil", WORST) == wrap("evil", WORST)
 
