@@ -37,6 +37,10 @@ T = TypeVar("T", surface.Prompt, surface.Resource, surface.ResourceTemplate)
 Updated = Callable[[str, str], None]  # (alias, the server's URI)
 TaskNews = Callable[[str, msgspec.Raw], None]  # (alias, the notification's params)
 _RELISTEN_CAP: Final = 60.0
+# A list the server says changed is fetched again no sooner than this after its last
+# fetch ended: a server announcing a change after every fetch cannot keep mcpd busy
+# fetching and rebuilding. What it announces meanwhile is in the list fetched then.
+MIN_REFETCH: Final = 1.0
 
 
 def _cap(up: Upstream, name: str, key: str | None = None) -> bool:
@@ -117,6 +121,9 @@ class SurfaceKeeper:
         self.trimmed: dict[str, Trimmed] = {}
         self._sync_due = False
         self._relisten = trio.Event()
+        # When each list may be fetched again.
+        self._prompts_after = -math.inf
+        self._resources_after = -math.inf
 
     # -- fetching --
 
@@ -132,9 +139,12 @@ class SurfaceKeeper:
         self.trimmed.pop("prompts", None)
         if self.catalog is None or not _cap(up, "prompts"):
             return
-        prompts, self.trimmed["prompts"] = await list_all(
-            up, "prompts/list", "prompts", surface.Prompt, "prompts"
-        )
+        try:
+            prompts, self.trimmed["prompts"] = await list_all(
+                up, "prompts/list", "prompts", surface.Prompt, "prompts"
+            )
+        finally:
+            self._prompts_after = trio.current_time() + MIN_REFETCH
         if self.catalog.prompts.update(self.alias, prompts):
             self._changed()
 
@@ -144,6 +154,12 @@ class SurfaceKeeper:
         self.trimmed.pop("resource_templates", None)
         if self.catalog is None or not _cap(up, "resources"):
             return
+        try:
+            await self._list_resources(up, self.catalog)
+        finally:
+            self._resources_after = trio.current_time() + MIN_REFETCH
+
+    async def _list_resources(self, up: Upstream, catalog: Catalog) -> None:
         resources, self.trimmed["resources"] = await list_all(
             up, "resources/list", "resources", surface.Resource, "resources"
         )
@@ -159,19 +175,31 @@ class SurfaceKeeper:
             # A server with resources but no templates may refuse the method.
             templates, trimmed = [], Trimmed()
         self.trimmed["resource_templates"] = trimmed
-        if self.catalog.resources.update(self.alias, resources, templates):
+        if catalog.resources.update(self.alias, resources, templates):
             self._changed()
+
+    def _prompts_now(self) -> bool:
+        return self.prompts_due and trio.current_time() >= self._prompts_after
+
+    def _resources_now(self) -> bool:
+        return self.resources_due and trio.current_time() >= self._resources_after
 
     @property
     def due(self) -> bool:
-        """Whether ``tend`` has something to do."""
-        return self.prompts_due or self.resources_due or self._sync_due
+        """Whether ``tend`` has something to do now."""
+        return self._prompts_now() or self._resources_now() or self._sync_due
+
+    def waits_until(self) -> float:
+        """When a list announced as changed may be fetched (inf: none is waiting)."""
+        waiting = [self._prompts_after] if self.prompts_due else []
+        waiting += [self._resources_after] if self.resources_due else []
+        return min(waiting, default=math.inf)
 
     async def tend(self, up: Upstream) -> None:
-        """From the server's own task: whatever is due."""
-        if self.prompts_due:
+        """From the server's own task: whatever is due now."""
+        if self._prompts_now():
             await self._fetch_prompts(up)
-        if self.resources_due:
+        if self._resources_now():
             await self._fetch_resources(up)
         if self._sync_due:
             if up.era == "legacy":

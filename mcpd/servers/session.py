@@ -159,7 +159,7 @@ class Session:
             await self._surface.tend(up)
             if self._logs.due:
                 await self._logs.tend(up)
-            deadline = self._health.next_wake(self._policy, now)
+            deadline = min(self._health.next_wake(self._policy, now), self._surface.waits_until())
             self._wake = trio.Event()
             if self._lists.due or self._surface.due or self._logs.due:
                 continue  # asked for while the loop was busy: that wake-up is gone
