@@ -18,10 +18,11 @@ import argparse
 from datetime import datetime
 from typing import Any
 
+from protocol.visible import visible
+
 from .client import SOCKET_HELP
 from .client_cmds import client_for
 from .exits import ask
-from .visible import visible
 
 LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser
 

@@ -13,13 +13,13 @@ from urllib.parse import urlsplit
 import trio
 
 from protocol.oauth import carries_state, state_of
+from protocol.visible import visible
 from transports.errors import single_exceptions
 
 from .browser import browser_argv, safe_to_open
 from .client import Client
 from .client_cmds import client_for
 from .exits import EXIT_FAILED, ask, fail
-from .visible import visible
 
 if TYPE_CHECKING:
     from transports.http.oauth_redirect import RedirectListener

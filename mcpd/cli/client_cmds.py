@@ -18,11 +18,11 @@ import time
 from typing import Any
 
 from protocol import jsonrpc as rpc
+from protocol.visible import visible
 
 from ..config.paths import client_socket_path
 from .client import BadReply, Client, Unreachable
 from .exits import EXIT_BAD_REPLY, EXIT_TOOL_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, ask, fail
-from .visible import visible
 
 
 def client_for(args: argparse.Namespace) -> Client:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from protocol.visible import visible
+
 from ..config.model import default_config_path
 from .browser import browser_argv, open_in_browser
 from .client_cmds import client_for
 from .exits import EXIT_FAILED, ask
-from .visible import visible
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from protocol import jsonrpc as rpc
+from protocol.visible import visible
 
 from ..config.model import CONFIG_ERROR, EX_CONFIG
 from .client import BadReply, Client, Unreachable
-from .visible import visible
 
 EXIT_TOOL_ERROR = 1
 EXIT_FAILED = 1  # what the daemon was asked could not be done

@@ -18,10 +18,11 @@ import os
 import sys
 from typing import Any, Final
 
+from protocol.visible import visible
+
 from ..config.paths import client_socket_path
 from .client import SOCKET_HELP, Client, Unreachable
 from .exits import EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, ask, fail
-from .visible import visible
 
 _WHY: Final = {
     "changed": "changed since it was approved",

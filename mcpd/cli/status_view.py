@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from .visible import visible
+from protocol.visible import visible
 
 _COLORS = {
     "ready": "32",

@@ -14,9 +14,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from protocol.visible import visible
+
 from .client import Client
 from .exits import EXIT_USAGE, ask, fail
-from .visible import visible
 
 ClientFor = Callable[[argparse.Namespace], Client]
 

@@ -1,5 +1,6 @@
-"""Text from servers as the commands print it: every character that would act on the
-terminal, or hide from the person reading, is shown as an escape instead.
+"""Text from servers as people read it, in the commands' output and in mcpd's log:
+every character that would act on a terminal, or hide from the person reading, is
+shown as an escape instead.
 
 A server writes tool descriptions, results, errors and stderr lines; printed raw, an
 escape sequence could erase or recolour what the operator is reviewing, a carriage
@@ -12,7 +13,9 @@ even be written to a UTF-8 terminal). Everything else, non-ASCII letters and emo
 included, is printed as it is.
 
 The commands colour their own output after the server's text has passed through here,
-so mcpd's colours are the only escapes a terminal receives.
+so mcpd's colours are the only escapes a terminal receives. The same goes for the log:
+``mcpd serve`` in a terminal, and ``journalctl``, which shows a message with a control
+character in it as a blob instead of its text.
 """
 
 from __future__ import annotations

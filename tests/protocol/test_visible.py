@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpd.cli.visible import visible
+from protocol.visible import visible
 
 
 @pytest.mark.parametrize(
