@@ -49,18 +49,23 @@ def _escape(ch: str) -> str:
 def visible(text: str, *, lines: bool = False) -> str:
     """``text`` safe to print: what would act on the terminal or hide is escaped.
 
-    ``lines``: a multi-line field (a result, a resource, stderr): its line breaks
-    (``\\n``, and ``\\r\\n`` as one) and tabs are kept; a ``\\r`` of its own is
-    escaped like the rest, so no line can write over another. Otherwise every
+    ``lines``: a multi-line field (a result, a resource, stderr, a log message): its
+    line breaks (``\\n``, and ``\\r\\n`` as one) and tabs are kept; a ``\\r`` of its own
+    is escaped like the rest, so no line can write over another. Otherwise every
     control character is escaped, line breaks and tabs included."""
     if text.isprintable():  # the common case: nothing to look at one by one
         return text
-    if lines:
-        text = text.replace("\r\n", "\n")
-    out: list[str] = []
-    for ch in text:
-        if ch.isprintable() or (lines and ch in "\n\t") or not _hidden(ch):
-            out.append(ch)
-        else:
-            out.append(_escape(ch))
-    return "".join(out)
+    if not lines:
+        return _escaped(text)
+    # Line by line, so that a long text whose only controls are its line breaks (a
+    # burst of stderr, a traceback) takes the quick test on each line.
+    return "\n".join(
+        "\t".join(map(_escaped, line.split("\t")))
+        for line in text.replace("\r\n", "\n").split("\n")
+    )
+
+
+def _escaped(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or not _hidden(ch) else _escape(ch) for ch in text)

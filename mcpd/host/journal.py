@@ -26,6 +26,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import TextIO
 
+from protocol.visible import visible
+
 from .ratelimit import StderrRateLimiter
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
@@ -84,14 +86,25 @@ def syslog_priority(levelno: int) -> int:
 
 
 def _message(record: logging.LogRecord) -> str:
-    """The message plus traceback/stack, as the default Formatter would put them."""
+    """The message plus traceback/stack, as the default Formatter would put them, with
+    every control and hidden character shown as an escape (``_shown``)."""
     text = record.getMessage()
     if record.exc_info and not record.exc_text:
         record.exc_text = logging.Formatter().formatException(record.exc_info)
     for extra in (record.exc_text, record.stack_info):
         if extra:
             text = f"{text}\n{extra}"
-    return text
+    return _shown(text)
+
+
+def _shown(value: object) -> str:
+    """A record's text as the log shows it. Much of what mcpd logs is a server's (its
+    stderr, its log messages, the errors it answers with, its names for things), often
+    inside mcpd's own sentence: an escape sequence or a carriage return in it would act
+    on the terminal of whoever reads the log, and journalctl shows a message with a
+    control character as a blob instead of text. mcpd's own text has no character this
+    changes but its line breaks and tabs, which stay."""
+    return visible(str(value), lines=True)
 
 
 def _cap(value: bytes) -> bytes:
@@ -139,7 +152,7 @@ def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> li
     optional: dict[str, object] = {"LOGGER": record.name, "CODE_FILE": record.pathname}
     optional |= {"CODE_LINE": record.lineno or None, "CODE_FUNC": record.funcName}
     optional |= {name: getattr(record, attr, None) for attr, name in RECORD_FIELDS.items()}
-    fields += [(name, str(value)) for name, value in optional.items() if value not in (None, "")]
+    fields += [(name, _shown(value)) for name, value in optional.items() if value not in (None, "")]
     return fields
 
 
@@ -197,6 +210,9 @@ class LineHandler(_RateLimitedHandler):
         server = getattr(record, "mcpd_server", None)
         event = getattr(record, "mcpd_event", None)
         reason = getattr(record, "mcpd_reason", None)
+        if reason:
+            # Within the first line: its own line breaks are shown, not made.
+            reason = visible(str(reason))
         message = _message(record)
         first, *rest = (_unnamed(server, message) if server else message).split("\n")
         head = ""
@@ -210,7 +226,7 @@ class LineHandler(_RateLimitedHandler):
         more = [f"    | {text}" for text in rest]
         tail = getattr(record, "mcpd_stderr", None)
         if tail and event != "stderr":
-            more += [f"    stderr| {text}" for text in str(tail).split("\n")]
+            more += [f"    stderr| {text}" for text in _shown(tail).split("\n")]
         if self.syslog_prefix:
             prefix = f"<{syslog_priority(record.levelno)}>"
             return "".join(f"{prefix}{text}\n" for text in [line, *more])

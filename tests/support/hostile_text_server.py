@@ -1,6 +1,6 @@
 """A legacy stdio MCP server whose every text carries terminal escapes and hidden
 characters (``HOSTILE``): tool descriptions, results, errors, progress, prompts,
-resources and stderr. Plain stdlib, so it starts fast.
+resources, a log message once initialized, and stderr. Plain stdlib, so it starts fast.
 
     python hostile_text_server.py          # serves
     python hostile_text_server.py --fail   # says HOSTILE on stderr, refuses to start
@@ -55,7 +55,10 @@ def handle(msg: dict[str, object], failing: bool) -> None:
     params = msg.get("params")
     params = params if isinstance(params, dict) else {}
     if rid is None:
-        return  # a notification
+        if method == "notifications/initialized":
+            log = {"level": "warning", "data": HOSTILE}
+            write({"jsonrpc": "2.0", "method": "notifications/message", "params": log})
+        return
     if failing or method == "server/discover":
         refuse(rid, -32601 if not failing else -32603, HOSTILE)
         return
