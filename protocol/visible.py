@@ -20,6 +20,7 @@ character in it as a blob instead of its text.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Final
 
@@ -69,3 +70,31 @@ def _escaped(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() or not _hidden(ch) else _escape(ch) for ch in text)
+
+
+# Outside the printable ASCII range: the only characters that can be hidden ones.
+_NOT_PLAIN: Final = re.compile(r"[^ -~]")
+
+
+def visible_json(data: bytes) -> bytes:
+    """JSON text for people to read (``curl`` in a terminal, a browser's viewer): each
+    hidden character in its strings written as a ``\\uXXXX`` escape (a surrogate pair
+    beyond the BMP). JSON encoders escape only C0 controls; DEL, C1 controls (such as
+    the one-byte CSI, U+009B) and format characters (bidi overrides, zero-width
+    characters, tags) would reach the terminal raw. What a program decodes from the
+    result is what it decoded from ``data``."""
+    text = data.decode("utf-8")
+    if text.isprintable():  # a JSON encoder's output has no line breaks of its own
+        return data
+    return _NOT_PLAIN.sub(_json_escape, text).encode("utf-8")
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    ch = m.group()
+    if not _hidden(ch):
+        return ch
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"

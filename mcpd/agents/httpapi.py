@@ -37,6 +37,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
+from protocol.visible import visible_json
 
 from ..registry.views import ProfileView
 from .backend import Backend, Control
@@ -202,6 +203,11 @@ class HttpApi:
         if request.method not in (b"GET", b"HEAD"):
             raise Reject(405, headers=[(b"allow", b"GET, HEAD")])
         status, content_type, content = page(query, caller)
+        if content_type == "application/json":
+            # These pages are read by people (curl in a terminal), and a server's names
+            # and URIs are in them as it wrote them. /mcp is not escaped: agents decode
+            # JSON, and what they decode would be the same.
+            content = visible_json(content)
         await _send(wire, status, content_type, content, head_only=request.method == b"HEAD")
 
     # -- pages --

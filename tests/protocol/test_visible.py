@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import unicodedata
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.visible import visible
+from protocol.visible import visible, visible_json
 
 
 @pytest.mark.parametrize(
@@ -60,3 +61,17 @@ def test_no_character_that_acts_survives(text: str) -> None:
     kept = visible(text, lines=True)
     assert "\r" not in kept
     assert not any(acts(ch) for ch in kept if ch not in "\n\t")
+
+
+@given(st.recursive(st.text(), lambda inner: st.dictionaries(st.text(), inner, max_size=3)))
+def test_a_json_page_shows_no_character_that_acts_and_decodes_the_same(value: object) -> None:
+    shown = visible_json(msgspec.json.encode(value))
+    assert msgspec.json.decode(shown) == value
+    assert not any(acts(ch) for ch in shown.decode())
+
+
+def test_a_json_page_escapes_c1_format_and_tag_characters() -> None:
+    encoded = msgspec.json.encode({"d": "a\x9b2K\u202eb\U000e0041\x7f é 🙂"})
+    assert visible_json(encoded) == (
+        b'{"d":"a\\u009b2K\\u202eb\\udb40\\udc41\\u007f \xc3\xa9 \xf0\x9f\x99\x82"}'
+    )

@@ -17,6 +17,9 @@ HOSTILE = (
     "shown\x1b[2K\rcovered \x1b]8;;https://evil.example\x07link\x1b]8;;\x07 "
     "\u202eesrever\u2069 zero\u200bwidth \U000e0041\U000e0042 end"
 )
+# Where a server's text is an identifier, kept as the server wrote it: a one-byte CSI
+# (a C1 control) and a right-to-left override.
+ODD = "odd\x9b2K\u202e"
 
 
 def write(msg: dict[str, object]) -> None:
@@ -35,6 +38,7 @@ def refuse(rid: object, code: int, message: str) -> None:
 TOOLS = [
     {"name": "peek", "description": HOSTILE, "inputSchema": {"type": "object"}},
     {"name": "oops", "description": "fails", "inputSchema": {"type": "object"}},
+    {"name": ODD, "description": "its name is odd", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -73,12 +77,13 @@ def handle(msg: dict[str, object], failing: bool) -> None:
         call(rid, params)
     elif method == "prompts/list":
         prompt = {"name": "greet", "description": HOSTILE, "arguments": [{"name": "who"}]}
-        answer(rid, {"prompts": [prompt]})
+        answer(rid, {"prompts": [prompt, {"name": ODD}]})
     elif method == "prompts/get":
         text = {"type": "text", "text": HOSTILE}
         answer(rid, {"messages": [{"role": "user", "content": text}]})
     elif method == "resources/list":
-        answer(rid, {"resources": [{"uri": "file:///hostile", "name": HOSTILE}]})
+        odd = {"uri": f"file:///{ODD}", "name": "odd"}
+        answer(rid, {"resources": [{"uri": "file:///hostile", "name": HOSTILE}, odd]})
     elif method == "resources/templates/list":
         template = {"uriTemplate": "file:///t/{x}", "name": HOSTILE}
         answer(rid, {"resourceTemplates": [template]})
