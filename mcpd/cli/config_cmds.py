@@ -76,10 +76,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     unstartable = _unstartable(config)
     exposed: list[str] = []
     for alias, s in sorted(config.servers.items()):
-        exposed += warnings(alias, s.args, s.url)
+        exposed += warnings(alias, s.args, s.url, s.command)
         # Secrets in them are shown masked: this output ends up in terminals and logs.
         if s.command:
-            where = f"{s.command} {' '.join(masked_args(s.args))}".strip()
+            where = f"{s.command} {' '.join(masked_args(s.args, s.command))}".strip()
         else:
             where = masked(s.url or "", in_url(s.url or ""))
         flags: list[str] = [s.kind]

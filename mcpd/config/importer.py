@@ -31,8 +31,8 @@ from typing import Any, Final
 
 import msgspec
 
-from . import exposure
 from .import_hosts import Dialect, dialect_of, normalize
+from .import_inline import Inline, inline_secrets
 from .jsonc import objects, read_json
 from .model import ConfigError, ServerConfig
 from .oauth_hints import oauth_table
@@ -68,21 +68,6 @@ _HOST_ONLY: Final = frozenset(
         "trust",
     }
 )
-
-
-class Inline(msgspec.Struct, frozen=True):
-    """A secret written inside an argument or a URL, which a reference replaces."""
-
-    where: tuple[str, ...]  # ("servers", alias, "args[3]") or ("servers", alias, "url", NAME)
-    alias: str
-    index: int | None  # the argument; None: the URL
-    start: int
-    end: int
-    var: str  # the variable that will carry it
-
-    def value_in(self, table: dict[str, Any]) -> str:
-        """The string that holds it, in the server's ``table``."""
-        return str(table["url"] if self.index is None else table["args"][self.index])
 
 
 class Imported(msgspec.Struct):
@@ -264,27 +249,12 @@ class _Converter:
         except msgspec.ValidationError as exc:
             self.notes.append(f"{where}: {exc}; skipped")
             return None
-        self._exposed(alias, table)
+        inline, warnings = inline_secrets(
+            alias, table, lambda name, secret: self._secret_var(alias, name, secret, False)
+        )
+        self.inline += inline
+        self.exposed += warnings
         return table
-
-    def _exposed(self, alias: str, table: dict[str, Any]) -> None:
-        """Warn of each secret in the arguments or the URL; one written there literally
-        is also replaced by a reference, so the printed config does not show it (mcpd
-        puts it back where it was when it starts the server)."""
-        args: list[str] = table.get("args", [])
-        url: str = table.get("url", "")
-        self.exposed += exposure.warnings(alias, args, url)
-        for f in exposure.in_args(args) + exposure.in_url(url):
-            secret = (url if f.index is None else args[f.index])[f.start : f.end]
-            if "$" in secret.replace("$$", ""):
-                continue  # a reference: nothing written here to hide
-            var = self._secret_var(alias, f.name, secret.replace("$$", "$"), own_name=False)
-            where: tuple[str, ...] = ("servers", alias, f"args[{f.index}]")
-            if f.index is None:
-                where, n = ("servers", alias, "url", f.name), 2
-                while any(i.where == where for i in self.inline):
-                    where, n = ("servers", alias, "url", f"{f.name}_{n}"), n + 1
-            self.inline.append(Inline(where, alias, f.index, f.start, f.end, var))
 
     def _auth(self, alias: str, where: str, body: dict[str, Any], out: dict[str, Any]) -> None:
         key = "oauth" if "oauth" in body else "auth"
@@ -304,10 +274,14 @@ class _Converter:
 
     def _secret_var(self, alias: str, key: str, value: str, own_name: bool = True) -> str:
         """The variable that will carry a secret: an environment variable keeps its
-        own name unless another server's secret already took it."""
+        own name unless another secret already took it; a number tells apart the
+        secrets of one server that share a name."""
         name = _var_name(key) if own_name else _var(alias, key)
         if self._taken.get(name, value) != value:
-            name = _var(alias, key)
+            name = base = _var(alias, key)
+            n = 2
+            while self._taken.get(name, value) != value:
+                name, n = f"{base}_{n}", n + 1
         self._taken[name] = value
         return name
 

@@ -133,7 +133,9 @@ def move_secrets(imported: Imported, directory: Path) -> dict[tuple[str, ...], P
         moved[where] = target
     for i in imported.inline:
         secret = i.value_in(imported.servers[i.alias])[i.start : i.end].replace("$$", "$")
-        place = ("url", i.where[-1]) if i.index is None else ("args", str(i.index))
+        # ("servers", alias, "args[3]"[, NAME]) -> "args", "3[.NAME]"
+        key = ".".join([str(i.index), *i.where[3:]])
+        place = ("url", i.where[-1]) if i.index is None else ("args", key)
         target = directory / _file_name(i.alias, *place)
         write_atomically(target, (secret + "\n").encode("utf-8"))
         moved[i.where] = target
