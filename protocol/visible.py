@@ -28,7 +28,8 @@ _HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _TAGS: Final = range(0xE0000, 0xE0080)  # partly unassigned, all invisible
 
 
-def _hidden(ch: str) -> bool:
+def hidden(ch: str) -> bool:
+    """``ch`` acts on a terminal or draws nothing: see the module's list."""
     return ord(ch) in _TAGS or unicodedata.category(ch) in _HIDDEN_CATEGORIES
 
 
@@ -69,7 +70,7 @@ def visible(text: str, *, lines: bool = False) -> str:
 def _escaped(text: str) -> str:
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() or not _hidden(ch) else _escape(ch) for ch in text)
+    return "".join(ch if ch.isprintable() or not hidden(ch) else _escape(ch) for ch in text)
 
 
 # Outside the printable ASCII range: the only characters that can be hidden ones.
@@ -91,7 +92,7 @@ def visible_json(data: bytes) -> bytes:
 
 def _json_escape(m: re.Match[str]) -> str:
     ch = m.group()
-    if not _hidden(ch):
+    if not hidden(ch):
         return ch
     code = ord(ch)
     if code < 0x10000:

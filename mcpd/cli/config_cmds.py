@@ -14,6 +14,8 @@ import logging
 import os
 import sys
 
+from protocol.visible import visible
+
 from ..config.endpoints import groups_locked_out
 from ..config.exposure import in_url, masked, masked_args, warnings
 from ..config.load import load
@@ -93,10 +95,12 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             flags.append("lazy")
         if s.auth is not None:
             flags.append(s.auth.type.replace("_", " "))
-        print(f"  {alias:<20} {', '.join(flags):<16} {where}")
+        # A config imported from another host's file may hold anything: a carriage
+        # return in a command could show another command than the one that runs.
+        print(f"  {alias:<20} {', '.join(flags):<16} {visible(where)}")
     locked = groups_locked_out(config.daemon)
     for warning in [*unstartable.values(), *([locked] if locked else []), *exposed]:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {visible(warning)}", file=sys.stderr)
     return 0
 
 
@@ -153,15 +157,16 @@ def cmd_import(args: argparse.Namespace) -> int:
         extra.append(f"{len(imported.secrets) + len(imported.inline)} secret(s) to provide")
     if imported.notes:
         extra.append(f"{len(imported.notes)} note(s)")
+    # The host file's names and values show their hidden characters, as in the TOML.
     print(
-        f"mcpd: imported {len(imported.servers)} server(s) from {source}"
+        f"mcpd: imported {len(imported.servers)} server(s) from {visible(str(source))}"
         + (f"; {', '.join(extra)} (see the comments at the top)" if extra else ""),
         file=sys.stderr,
     )
     for where, path in moved.items():
-        print(f"mcpd:   {'.'.join(where)} -> {path} (mode 0600)", file=sys.stderr)
+        print(f"mcpd:   {visible('.'.join(where))} -> {path} (mode 0600)", file=sys.stderr)
     for warning in imported.exposed:
-        print(f"mcpd: warning: {warning}", file=sys.stderr)
+        print(f"mcpd: warning: {visible(warning)}", file=sys.stderr)
     return 0
 
 

@@ -99,6 +99,12 @@ def import_text(text: str, source: str) -> Imported:
         raw = read_json(text)
     except ValueError as exc:
         raise ConfigError("", f"{source}: not valid JSON: {exc}") from None
+    try:
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # JSON can write one (\ud800); no TOML file, argument or header can hold it.
+        half = exc.object[exc.start : exc.end]
+        raise ConfigError("", f"{source}: a string holds {half!r}, half of a character") from None
     notes: list[str] = []
     doc = objects(raw, "", notes)
     if not isinstance(doc, dict):

@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
+from protocol.visible import hidden, visible
+
 from ..host.privatefile import make_private_directory, write_atomically
 from .importer import SCHEME, Imported
 
@@ -93,7 +95,10 @@ def _with_references(
 
 
 def _line(text: str) -> str:
-    return " ".join(text.split())
+    """``text`` as one comment line: the host file's names and values in it show their
+    line breaks, control and hidden characters as escapes (TOML allows none in a
+    comment)."""
+    return visible(text)
 
 
 def _key(key: str) -> str:
@@ -107,8 +112,20 @@ def _toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    # A JSON string is a TOML basic string, except that TOML also wants DEL escaped.
-    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
+    # A JSON string is a TOML basic string (JSON escapes C0 controls as TOML allows);
+    # DEL, C1 controls and what draws nothing or reorders (bidi controls, zero-width
+    # characters, tags) are escaped too, so that the person reviewing the file sees them.
+    return _NOT_PLAIN.sub(_escaped, json.dumps(str(value), ensure_ascii=False))
+
+
+_NOT_PLAIN: Final = re.compile(r"[^ -~]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    ch = m.group()
+    if not hidden(ch):
+        return ch
+    return f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
 
 
 def secrets_dir(toml_path: str | os.PathLike[str]) -> Path:
