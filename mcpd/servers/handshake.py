@@ -13,7 +13,6 @@ from typing import Any, Final
 
 import msgspec
 import trio
-from msgspec import UNSET
 
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
@@ -23,6 +22,7 @@ from transports.base import Transport
 from transports.errors import HttpRPCError, TransportError, UnexpectedReply
 
 from .. import __version__
+from ..registry.clean import clean_text
 
 logger = logging.getLogger("mcpd.upstream")
 
@@ -40,12 +40,45 @@ class Incompatible(TransportError):
     """The server speaks no protocol version mcpd does."""
 
 
+# What a server says of itself is shown in status, each string at most this long.
+IDENTITY_CHARS: Final = 256
+
+
+class Identity(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A server's name, version and title as it gives them: shown, never trusted."""
+
+    name: str | None = None
+    version: str | None = None
+    title: str | None = None
+
+
+def identity(info: object) -> Identity | None:
+    """What ``info`` (``serverInfo``, or a ``_meta``'s) says of the server, each string
+    cleaned as a description is, on one line and cut short: a server's name is not
+    its to make megabytes of, in every status reply."""
+    if isinstance(info, mcp.Implementation):
+        said: dict[str, object] = {"name": info.name, "version": info.version}
+        said["title"] = info.title
+    elif isinstance(info, dict):
+        said = {key: info.get(key) for key in ("name", "version", "title")}
+    else:
+        return None
+    kept = {key: _one_line(value) for key, value in said.items() if isinstance(value, str)}
+    return Identity(**kept) if kept else None
+
+
+def _one_line(text: str) -> str:
+    # Cut first: cleaning and splitting need not see more than is kept.
+    text = " ".join(clean_text(text[: IDENTITY_CHARS * 4])[0].split())
+    return text if len(text) <= IDENTITY_CHARS else text[: IDENTITY_CHARS - 3] + "..."
+
+
 class Greeting(msgspec.Struct):
     era: mcp.Era
     version: str
     capabilities: dict[str, Any]
     instructions: str | None
-    server_info: Any
+    server_info: Identity | None
     # Only a modern server's discover result carries one.
     discover_ttl_ms: int | None = None
 
@@ -152,7 +185,7 @@ class Handshake:
             version,
             result.capabilities,
             result.instructions if isinstance(result.instructions, str) else None,
-            (result.meta or {}).get(mcp.KEY_SERVER_INFO) if result.meta else None,
+            identity((result.meta or {}).get(mcp.KEY_SERVER_INFO)),
             ttl if isinstance(ttl, int) and ttl > 0 else 0,
         )
 
@@ -194,7 +227,7 @@ class Handshake:
             result.protocolVersion,
             result.capabilities,
             result.instructions if isinstance(result.instructions, str) else None,
-            result.serverInfo if result.serverInfo is not UNSET else None,
+            identity(result.serverInfo),
         )
 
     def _set_transport_era(self, era: mcp.Era) -> None:

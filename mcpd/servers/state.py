@@ -18,6 +18,7 @@ from ..registry.limits import NOUNS, Trimmed
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig
 from .downtime import Downtime
+from .handshake import Identity
 from .outage import Outage, last_line
 from .stats import LatencyStats
 
@@ -135,7 +136,7 @@ def status_row(
     version: str | None,
     tools: int,
     now: float,
-    server_info: Any = None,
+    server_info: Identity | None = None,
     cache_scope: str | None = None,
 ) -> dict[str, Any]:
     """One server's entry in ``mcpd status`` (times still on the trio clock)."""
@@ -237,14 +238,9 @@ def surface_counts(catalog: Catalog | None, alias: str) -> dict[str, int]:
     }
 
 
-def _identity(info: Any) -> dict[str, str] | None:
-    """The server's self-reported name and version (shown, never trusted)."""
-    if isinstance(info, msgspec.Struct):
-        info = msgspec.to_builtins(info)
-    if not isinstance(info, dict):
-        return None
-    out = {k: str(info[k]) for k in ("name", "version", "title") if isinstance(info.get(k), str)}
-    return out or None
+def _identity(info: Identity | None) -> dict[str, str] | None:
+    """The server's self-reported name, version and title (shown, never trusted)."""
+    return None if info is None else msgspec.to_builtins(info)
 
 
 def summary(states: dict[str, str]) -> str:

@@ -31,7 +31,7 @@ from transports.errors import (
 
 from ..config.model import ListLimits
 from ..registry.limits import DEFAULT_LIMITS, ListTrim, Trimmed, limited_instructions, shown
-from . import task_tools, toolshape
+from . import handshake, task_tools, toolshape
 from .askback import ASKING
 from .callmeta import CallMeta
 from .calls import Call
@@ -76,7 +76,7 @@ class Upstream:
         self.capabilities: dict[str, Any] = {}
         self.instructions: str | None = None
         self.instructions_cut = ""  # what the limit cut of them, if it did
-        self.server_info: Any = None
+        self.server_info: handshake.Identity | None = None
         self.discover_ttl_ms = 0
         # The last tools/list: a digest of its tools' bytes, and what was made of them.
         self._listed: tuple[bytes, list[mcp.Tool], Trimmed] | None = None
@@ -178,7 +178,7 @@ class Upstream:
                 scope = page.cacheScope if isinstance(page.cacheScope, str) else None
             if self.server_info is None and isinstance(page.meta, dict):
                 # A server may say who it is in any result's _meta (not only discover's).
-                self.server_info = page.meta.get(mcp.KEY_SERVER_INFO)
+                self.server_info = handshake.identity(page.meta.get(mcp.KEY_SERVER_INFO))
             for item in page.tools:
                 if trim.admit(item):
                     digest.update(item)
