@@ -256,7 +256,7 @@ class _Converter:
             self.notes.append(f"{where}: {exc}; skipped")
             return None
         inline, warnings = inline_secrets(
-            alias, table, lambda name, secret: self._secret_var(alias, name, secret, False)
+            alias, table, lambda name, secret: self._secret_var(alias, name, secret, own_name=False)
         )
         self.inline += inline
         self.exposed += warnings

@@ -38,14 +38,14 @@ def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None
             "#",
             "# Secrets were not copied here: each is in a file of its own (mode 0600):",
         ]
-        out += [f"#   {path}  ({'.'.join(key)})" for key, path in moved.items()]
+        out += [f"#   {_line(str(path))}  ({_line('.'.join(key))})" for key, path in moved.items()]
     elif imported.secrets or imported.inline:
         out += [
             "#",
             "# Secrets were not copied. Give mcpd these variables (systemd: Environment= or",
             "# EnvironmentFile=), or replace a reference with ${file:PATH} (LoadCredential=):",
         ]
-        out += [f"#   {var}  ({'.'.join(path)})" for path, var in imported.secrets.items()]
+        out += [f"#   {var}  ({_line('.'.join(path))})" for path, var in imported.secrets.items()]
         out += [f"#   {i.var}  ({'.'.join(i.where)})" for i in imported.inline]
     if imported.exposed:
         out += ["#", "# Warnings:"] + [f"#   {_line(w)}" for w in imported.exposed]

@@ -22,7 +22,7 @@ HOST_FILE = {
         f"a{EVIL}": {
             "command": f"npx{EVIL}",
             "args": [f"x{EVIL}", "--flag", f"y{EVIL}"],
-            "env": {f"K{EVIL}": f"v{EVIL}"},
+            "env": {f"K{EVIL}": f"v{EVIL}", f"API_TOKEN{EVIL}": "t0k3n-value"},
         },
         "b": {"url": f"https://h.example/mcp{EVIL}"},
     }
@@ -61,7 +61,8 @@ def test_import_prints_and_writes_the_host_files_hidden_characters_escaped(
     original = HOST_FILE["mcpServers"][f"a{EVIL}"]
     assert servers[alias]["command"] == original["command"]
     assert servers[alias]["args"] == original["args"]
-    assert servers[alias]["env"] == original["env"]
+    assert servers[alias]["env"][f"K{EVIL}"] == original["env"][f"K{EVIL}"]
+    assert "t0k3n-value" not in text  # moved aside, named in a comment that shows its key
     assert servers["b"]["url"] == HOST_FILE["mcpServers"]["b"]["url"]
 
 
