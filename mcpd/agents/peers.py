@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import grp
 import os
-import pwd
 import socket
-import stat
 import struct
 from collections.abc import Iterable
 
 import msgspec
 
+from ..host.owners import trusted_owners, user_name
+
 _CRED = struct.Struct("3i")
-# The system unit's RuntimeDirectory=: systemd makes it for the unit's User=.
-SERVICE_DIR = "/run/mcpd"
 # The peer's supplementary groups as of connect() (Linux >= 4.13); 256 fit in the most
 # getsockopt() will return, beyond that _groups_of() reads /proc.
 SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
@@ -96,27 +94,6 @@ def is_owner(peer: Peer | None) -> bool:
     return peer is None or peer.uid in (0, os.getuid())
 
 
-def service_uid() -> int | None:
-    """The mcpd service's user: the owner of ``SERVICE_DIR``, which systemd gives to the
-    unit's User=. Only root can make a directory in a /run that nobody else may write,
-    so its owner was chosen by root; None when there is no such directory."""
-    try:
-        parent = os.stat(os.path.dirname(SERVICE_DIR))
-        st = os.stat(SERVICE_DIR)
-    except OSError:
-        return None
-    if parent.st_uid != 0 or parent.st_mode & 0o022 or not stat.S_ISDIR(st.st_mode):
-        return None
-    return st.st_uid
-
-
-def user_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return "no user name"
-
-
 def untrusted_daemon(sock: socket.socket | object, path: str) -> str | None:
     """Why the process answering on ``path`` (connected as ``sock``) must not be told
     anything, or None when it runs as this user, root or the service's user. The kernel
@@ -125,7 +102,7 @@ def untrusted_daemon(sock: socket.socket | object, path: str) -> str | None:
     peer = peer_of(sock)
     if peer is None:
         return f"cannot tell who answers on {path}: refusing to talk to it"
-    if peer.uid in (0, os.geteuid()) or peer.uid == service_uid():
+    if peer.uid in trusted_owners():
         return None
     return (
         f"the process answering on {path} (pid {peer.pid}) runs as uid {peer.uid} "

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.agents import peers
 from mcpd.cli.client import Client
+from mcpd.host import owners
 from tests.support.agent import make_config, running
 from tests.support.peer_user import USER, needs_root, peer_uid, shared_dir, start_as
 
@@ -265,7 +265,7 @@ async def test_the_service_user_is_talked_to(
     service = tmp_path / "run" / "mcpd"
     service.mkdir(parents=True)
     os.chown(service, peer_uid(), peer_uid())
-    monkeypatch.setattr(peers, "SERVICE_DIR", str(service))
+    monkeypatch.setattr(owners, "SERVICE_DIR", str(service))
 
     def status() -> dict[str, Any]:
         with Client(str(squatter.sock), timeout=10) as client:
