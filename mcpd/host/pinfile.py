@@ -27,7 +27,7 @@ from protocol.logfields import log_extra
 from ..registry.gate import Gate
 from ..registry.judged import Pending, held_reason
 from ..registry.pins import BadPins, Kind, PinSet, checked
-from .privatefile import write_atomically
+from .privatefile import read_private, write_atomically
 
 logger = logging.getLogger("mcpd.state")
 
@@ -184,11 +184,8 @@ class PinKeeper:
 
 
 def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
+    found = read_private(path, "mcpd writes its own in its place")
+    return found[0] if found is not None else None
 
 
 def _pending(p: Pending) -> dict[str, Any]:

@@ -11,8 +11,13 @@ synced, so that the rename survives a crash. Readers see the old file or the new
 never half of one.
 
 All of it happens relative to the directory, opened once (without following a link)
-and checked: it must be a real directory that no other user can write to. There,
-others could swap or delete the file whatever its own mode says.
+and checked: it must be a real directory of this user, root or the mcpd service user
+(see ``owners``) that no other user can write to. Elsewhere, others could swap or
+delete the file whatever its own mode says.
+
+Reading such a file back (``read_private``) is checked the same way: it must be a
+regular file of one of those users that no one else can write, or what it says may
+be another user's choice (a token they know, a login endpoint of theirs).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import pwd
 import stat
 import threading
 from typing import Final
+
+from .owners import not_trusted, trusted_owners
 
 PRIVATE: Final = 0o600
 # The temporary file's name is the process's, so writers in one process take turns.
@@ -75,7 +82,8 @@ def make_private_directory(path: str | os.PathLike[str]) -> None:
 
 def open_directory(directory: str, *, check: bool = True) -> int:
     """A descriptor of ``directory``, refused if it is a symbolic link or not a
-    directory, and (with ``check``) if other users can write to it."""
+    directory, and (with ``check``) if it belongs to another user or other users can
+    write to it."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(directory, flags)
@@ -89,6 +97,12 @@ def open_directory(directory: str, *, check: bool = True) -> int:
     if not check:
         return fd
     st = os.fstat(fd)
+    if st.st_uid not in trusted_owners():
+        os.close(fd)
+        raise UnsafeFileError(
+            f"{not_trusted(directory, st.st_uid)}: its owner could replace or read what "
+            "mcpd writes there; use a directory of your own"
+        )
     who = _other_writers(st)
     if who is None:
         return fd
@@ -102,6 +116,37 @@ def open_directory(directory: str, *, check: bool = True) -> int:
         f"{directory} can be written by {who}, who could replace what mcpd writes there; "
         f"run chmod go-w {directory}"
     )
+
+
+def read_private(path: str, fix: str) -> tuple[bytes, os.stat_result] | None:
+    """The content of a file mcpd wrote for itself, and its status; None when there is
+    none. Refused (``UnsafeFileError``, saying why and then ``fix``) when it is a link,
+    not a regular file, another user's, or writable by others."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        if os.path.islink(path):
+            raise UnsafeFileError(
+                f"{path} is a symbolic link, which mcpd never writes there; {fix}"
+            ) from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFileError(f"{path} is not a regular file; {fix}")
+        if st.st_uid not in trusted_owners():
+            raise UnsafeFileError(
+                f"{not_trusted(path, st.st_uid)}, so mcpd does not trust what it says; {fix}"
+            )
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise UnsafeFileError(
+                f"{path} can be written by other users (mode {stat.S_IMODE(st.st_mode):04o}), "
+                f"so mcpd does not trust what it says; {fix}"
+            )
+        return f.read(), st
 
 
 def _other_writers(st: os.stat_result) -> str | None:

@@ -34,7 +34,7 @@ from protocol.logfields import log_extra
 from ..config.model import Config, ServerConfig
 from ..registry.catalog import catalog_of
 from ..registry.limits import limited_saved
-from .privatefile import write_atomically
+from .privatefile import read_private, write_atomically
 
 if TYPE_CHECKING:
     from ..registry.table import Registry
@@ -118,13 +118,13 @@ def fingerprint(cfg: ServerConfig) -> str:
 
 def read_state(path: str) -> SavedState:
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return SavedState()
+        found = read_private(path, "mcpd replaces it")
     except OSError as exc:
         logger.warning("cannot read %s (%s); starting without last known tools", path, exc)
         return SavedState()
+    if found is None:
+        return SavedState()
+    data = found[0]
     try:
         state = _decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

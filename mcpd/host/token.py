@@ -12,7 +12,8 @@ import os
 import secrets
 from typing import Final
 
-from .privatefile import write_atomically
+from .owners import service_uids
+from .privatefile import UnsafeFileError, read_private, write_atomically
 
 FILE_NAME: Final = "token"
 _BYTES: Final = 32  # 256 bits, 43 characters of URL-safe base64
@@ -37,9 +38,11 @@ def write_token(path: str, token: str | None = None) -> str:
     try:
         owner = None
         if os.geteuid() == 0 and os.path.isdir(directory):
-            # root rotating a service's token: the file stays the daemon's to read.
+            # root rotating the service's token: the file stays the daemon's to read. No
+            # one else's: a directory of another user is refused before anything is written.
             st = os.stat(directory)
-            owner = (st.st_uid, st.st_gid)
+            if st.st_uid in service_uids():
+                owner = (st.st_uid, st.st_gid)
         write_atomically(path, token.encode() + b"\n", owner=owner)
     except OSError as exc:
         raise TokenError(f"cannot write the token to {path}: {exc.strerror or exc}") from None
@@ -47,12 +50,14 @@ def write_token(path: str, token: str | None = None) -> str:
 
 
 def stored_token(path: str) -> str:
-    """The token in ``path``, or "" when there is none yet (no file, or an empty one)."""
+    """The token in ``path``, or "" when there is none yet (no file, or an empty one).
+    A token file another user could have written is refused: they would know it."""
+    fix = f"remove it (rm {path}) and run `mcpd token` as the daemon's user to make a new one"
     try:
-        with open(path, encoding="ascii") as f:
-            return f.read().strip()
-    except FileNotFoundError:
-        return ""
+        found = read_private(path, fix)
+        return found[0].decode("ascii").strip() if found is not None else ""
+    except UnsafeFileError as exc:
+        raise TokenError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TokenError(f"cannot read the token in {path}: {exc}") from None
 

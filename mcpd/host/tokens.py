@@ -28,7 +28,7 @@ from protocol.logfields import log_extra
 from protocol.oauth import AuthorizationServer, ClientRegistration, TokenSet
 from protocol.oauth.secret import dec_hook, enc_hook
 
-from .privatefile import write_atomically
+from .privatefile import read_private, write_atomically
 
 logger = logging.getLogger("mcpd.tokens")
 
@@ -93,15 +93,14 @@ class TokenStore:
     def _read(self, alias: str) -> StoredLogin | None:
         path = self.path(alias)
         try:
-            with open(path, "rb") as f:
-                mode = os.fstat(f.fileno()).st_mode
-                data = f.read()
-        except FileNotFoundError:
-            return None
+            found = read_private(path, f"`mcpd auth login {alias}` replaces it")
         except OSError as exc:
             self._unusable(alias, path, exc.strerror or str(exc))
             return None
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        if found is None:
+            return None
+        data, st = found
+        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             # Someone loosened it; credentials are for mcpd's user alone.
             with contextlib.suppress(OSError):
                 os.chmod(path, 0o600)

@@ -1,9 +1,8 @@
-"""The HTTP endpoint's token file: created private, re-read when replaced, kept the
-daemon's when root rotates it; and what the endpoint's checks answer."""
+"""The HTTP endpoint's token file: created private and re-read when replaced; and what
+the endpoint's checks answer. Who may own it: ``test_file_owners``."""
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
@@ -28,16 +27,6 @@ def test_created_private_read_back_and_rotated(tmp_path: Path) -> None:
     assert list(path.parent.iterdir()) == [path]  # no temporary file left
     with pytest.raises(TokenError, match="mcpd token"):
         read_token(str(tmp_path / "none"), create=False)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give files away")
-def test_root_rotating_keeps_the_file_the_daemons(tmp_path: Path) -> None:
-    state = tmp_path / "state"
-    state.mkdir()
-    os.chown(state, 65534, 65534)
-    write_token(str(state / "token"))
-    st = (state / "token").stat()
-    assert (st.st_uid, st.st_gid) == (65534, 65534)
 
 
 def request(**headers: str) -> h11.Request:
