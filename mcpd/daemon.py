@@ -22,7 +22,7 @@ from transports import fdread, linewriter
 
 from . import __version__
 from .agents.api import Api
-from .agents.listener import DaemonError, open_unix_listener, unlink_if_ours
+from .agents.listener import DaemonError, SocketFile, open_unix_listener
 from .config.endpoints import groups_locked_out
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
@@ -117,10 +117,9 @@ class Daemon:
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._started = trio.current_time()
         listener = adopt_listener(self.sysd.sockets)
-        owned: os.stat_result | None = None
+        owned: SocketFile | None = None
         if listener is None:
-            listener = await open_unix_listener(self.socket_path, self.config.socket_mode())
-            owned = os.lstat(self.socket_path)
+            listener, owned = await open_unix_listener(self.socket_path, self.config.socket_mode())
             locked = groups_locked_out(self.config.daemon)
             if locked:
                 logger.warning("%s", locked, extra=log_extra(None, "config"))
@@ -183,7 +182,7 @@ class Daemon:
             raise group.exceptions[0] from None  # what serve() reports and exits with
         finally:
             if owned is not None:
-                unlink_if_ours(self.socket_path, owned)
+                owned.remove()
 
     def stop(self) -> None:
         self._stop.set()

@@ -2,10 +2,13 @@
 and removed on the way out only if it is still the one we bound.
 
 It is bound only in a directory where nobody but the daemon's user and root can put
-another socket in its place: the directory and every one above it must belong to
-one of them and be writable by nobody else (a sticky one such as /tmp, where only an
-entry's owner may remove or rename it, is fine). A missing directory is
-made private, or 0755 when the socket's own mode lets others in."""
+another socket in its place. The path is followed as written, one name at a time:
+every directory on the way must belong to one of them and be writable by nobody else
+(a sticky one such as /tmp, where only an entry's owner may remove or rename it, is
+fine), and every symbolic link must be theirs too, or its owner could point it
+elsewhere whenever they like. Missing directories are made, the last one private, or
+0755 when the socket's own mode lets others in. The socket file is removed from the
+directory it was bound in, held open meanwhile, whatever the path names by then."""
 
 from __future__ import annotations
 
@@ -13,10 +16,11 @@ import contextlib
 import os
 import socket as stdsocket
 import stat
+from collections import deque
 
 import trio
 
-from .peers import user_name
+from ..host.owners import user_name
 
 
 class DaemonError(Exception):
@@ -27,64 +31,142 @@ class UnsafeDirectory(DaemonError):
     """Someone else could replace the socket: a place to change, as a config error is."""
 
 
-async def open_unix_listener(path: str, mode: int) -> trio.SocketListener:
-    """Bind ``path`` with ``mode`` already set, replacing a stale socket file."""
-    directory = os.path.dirname(path) or "."
-    try:
-        os.makedirs(directory, mode=0o755 if mode & 0o077 else 0o700, exist_ok=True)
-    except OSError as exc:
-        raise DaemonError(f"cannot create the socket directory {directory!r}: {exc}") from None
-    problem = unsafe_directory(directory)
-    if problem is not None:
-        raise UnsafeDirectory(f"will not listen on {path}: {problem}")
-    await _refuse_live_socket(path)
-    sock = trio.socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
-    # Bind under a temporary name and rename into place, so the socket is never
-    # reachable with the umask's permissions instead of ``mode``.
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}")
-    try:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        await sock.bind(tmp)
-        os.chmod(tmp, mode)
-        os.rename(tmp, path)
-        sock.listen(512)
-    except OSError as exc:
-        sock.close()
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None
-    return trio.SocketListener(sock)
+# As the kernel, which gives up on a path after this many links (ELOOP).
+_MAX_LINKS = 40
 
 
-def unsafe_directory(directory: str) -> str | None:
-    """Why someone other than this user and root could replace a socket in
-    ``directory``, or None."""
-    mine = os.geteuid()
-    allowed = "root" if mine == 0 else f"you (uid {mine}) or root"
-    at = own = os.path.realpath(directory)
-    while True:
+class SocketFile:
+    """A socket file we bound: its directory (held open), its name and identity."""
+
+    def __init__(self, dir_fd: int, name: str) -> None:
+        self._dir_fd: int | None = dir_fd
+        self._name = name
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        self._ours = (st.st_dev, st.st_ino)
+
+    def remove(self) -> None:
+        """Remove the socket file, unless another one (say mcpd.socket's) has taken its
+        place since; once."""
+        fd, self._dir_fd = self._dir_fd, None
+        if fd is None:
+            return
         try:
-            st = os.stat(at)
+            with contextlib.suppress(OSError):
+                st = os.stat(self._name, dir_fd=fd, follow_symlinks=False)
+                if stat.S_ISSOCK(st.st_mode) and (st.st_dev, st.st_ino) == self._ours:
+                    os.unlink(self._name, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+
+async def open_unix_listener(path: str, mode: int) -> tuple[trio.SocketListener, SocketFile]:
+    """Bind ``path`` with ``mode`` already set, replacing a stale socket file."""
+    directory, name = os.path.split(path)
+    if not name:
+        raise DaemonError(f"{path!r} names a directory, not a socket")
+    try:
+        real = safe_directory(directory or ".", 0o755 if mode & 0o077 else 0o700)
+    except OSError as exc:
+        raise DaemonError(
+            f"cannot check or create the socket directory {directory!r}: {exc}"
+        ) from None
+    except UnsafeDirectory as exc:
+        raise UnsafeDirectory(f"will not listen on {path}: {exc}") from None
+    dir_fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        await _refuse_live_socket(path)
+        sock = trio.socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+        # Bind under a temporary name and rename into place, so the socket is never
+        # reachable with the umask's permissions instead of ``mode``.
+        tmp = f".{name}.{os.getpid()}"
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            await sock.bind(os.path.join(directory, tmp))
+            os.chmod(tmp, mode, dir_fd=dir_fd)
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            sock.listen(512)
+            bound = SocketFile(dir_fd, name)
         except OSError as exc:
-            return f"cannot check {at}: {exc.strerror}"
-        what = "the socket directory" if at == own else "a directory above the socket"
-        if st.st_uid not in (mine, 0):
-            return (
-                f"{what} {at} belongs to uid {st.st_uid} ({user_name(st.st_uid)}), not to "
-                f"{allowed}: its owner could put a socket of their own in "
-                "mcpd's place; remove it or choose another socket path"
-            )
-        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-            return (
-                f"{what} {at} is writable by others (mode {stat.S_IMODE(st.st_mode):04o}): "
-                f"anyone could put a socket of their own in mcpd's place; chmod go-w {at} "
-                "or choose another socket path"
-            )
-        parent = os.path.dirname(at)
-        if parent == at:
-            return None
-        at = parent
+            sock.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None
+    except BaseException:
+        os.close(dir_fd)
+        raise
+    return trio.SocketListener(sock), bound
+
+
+def safe_directory(directory: str, mode: int) -> str:
+    """The real path of ``directory``, made where missing (the last directory with
+    ``mode``), once every name on the way there, as written, proved to be one that
+    only this user and root can change; raises ``UnsafeDirectory`` saying which one
+    is not."""
+    todo = deque(os.path.join(os.getcwd(), directory).split("/"))
+    at = "/"
+    _check(at, os.lstat(at), last=not any(n not in ("", ".") for n in todo))
+    links = 0
+    while todo:
+        name = todo.popleft()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            at = os.path.dirname(at)  # checked on the way down
+            continue
+        step = os.path.join(at, name)
+        last = not any(n not in ("", ".") for n in todo)
+        try:
+            st = os.lstat(step)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(step, mode if last else 0o755)
+            st = os.lstat(step)
+        if stat.S_ISLNK(st.st_mode):
+            problem = _not_ours(step, st)
+            if problem is not None:
+                raise UnsafeDirectory(
+                    f"the symbolic link {problem}: its owner could point it elsewhere at "
+                    "any time; remove it or choose another socket path"
+                )
+            links += 1
+            if links > _MAX_LINKS:
+                raise UnsafeDirectory(f"{directory} goes through too many symbolic links")
+            target = os.readlink(step)
+            if target.startswith("/"):
+                at = "/"
+            todo.extendleft(reversed(target.split("/")))
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafeDirectory(f"{step} is not a directory")
+        _check(step, st, last=last)
+        at = step
+    return at
+
+
+def _not_ours(at: str, st: os.stat_result) -> str | None:
+    """Why ``at`` (a directory or a link) belongs to someone who must not change it."""
+    mine = os.geteuid()
+    if st.st_uid in (mine, 0):
+        return None
+    allowed = "root" if mine == 0 else f"you (uid {mine}) or root"
+    return f"{at} belongs to uid {st.st_uid} ({user_name(st.st_uid)}), not to {allowed}"
+
+
+def _check(at: str, st: os.stat_result, *, last: bool) -> None:
+    what = "the socket directory" if last else "a directory above the socket"
+    problem = _not_ours(at, st)
+    if problem is not None:
+        raise UnsafeDirectory(
+            f"{what} {problem}: its owner could put a socket of their own in mcpd's place; "
+            "remove it or choose another socket path"
+        )
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise UnsafeDirectory(
+            f"{what} {at} is writable by others (mode {stat.S_IMODE(st.st_mode):04o}): "
+            f"anyone could put a socket of their own in mcpd's place; chmod go-w {at} "
+            "or choose another socket path"
+        )
 
 
 async def _refuse_live_socket(path: str) -> None:
@@ -108,12 +190,3 @@ async def _refuse_live_socket(path: str) -> None:
             os.unlink(path)
     except OSError as exc:
         raise DaemonError(f"cannot remove the stale socket {path}: {exc.strerror}") from None
-
-
-def unlink_if_ours(path: str, ours: os.stat_result) -> None:
-    """Remove the socket file we bound, unless another one (say mcpd.socket's) has
-    taken its place since."""
-    with contextlib.suppress(OSError):
-        st = os.lstat(path)
-        if stat.S_ISSOCK(st.st_mode) and (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino):
-            os.unlink(path)

@@ -19,7 +19,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ..config.profiles import ProfileConfig
-from .listener import DaemonError, open_unix_listener, unlink_if_ours
+from .listener import DaemonError, SocketFile, open_unix_listener
 from .peers import resolve_groups
 
 logger = logging.getLogger("mcpd.api")
@@ -31,7 +31,7 @@ class _Bound(msgspec.Struct):
     path: str
     mode: int
     scope: trio.CancelScope
-    ours: os.stat_result | None
+    file: SocketFile
     allow_uids: frozenset[int]
     allow_gids: frozenset[int]
 
@@ -98,14 +98,13 @@ class ProfileSockets:
     async def _open(self, name: str, cfg: ProfileConfig) -> None:
         assert self._nursery is not None
         path, mode = _where(cfg)
-        listener = await open_unix_listener(path, mode)
-        ours = os.lstat(path)
+        listener, file = await open_unix_listener(path, mode)
         scope = trio.CancelScope()
         self._bound[name] = _Bound(
             path,
             mode,
             scope,
-            ours,
+            file,
             frozenset(cfg.allow_uids),
             frozenset(resolve_groups(cfg.allow_groups)),
         )
@@ -125,8 +124,7 @@ class ProfileSockets:
     def _close(self, name: str) -> None:
         bound = self._bound.pop(name)
         bound.scope.cancel()
-        if bound.ours is not None:
-            unlink_if_ours(bound.path, bound.ours)
+        bound.file.remove()
 
 
 def _where(cfg: ProfileConfig) -> tuple[str, int]:

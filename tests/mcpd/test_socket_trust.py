@@ -1,24 +1,27 @@
 """Another local user cannot stand in for mcpd: the daemon listens only in a directory
-nobody else can write, and every client asks who answers before it says anything."""
+nobody else can write, reached through no link anyone else can change, and every client
+asks who answers before it says anything."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
+from mcpd.agents.listener import UnsafeDirectory
 from mcpd.cli.client import Client
 from mcpd.host import owners
 from tests.support.agent import make_config, running
-from tests.support.peer_user import USER, needs_root, peer_uid, shared_dir, start_as
+from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir, start_as
 
 from .test_bridge import BridgeProcess
 
@@ -137,6 +140,89 @@ async def test_a_missing_socket_directory_is_made_private(tmp_path: Path) -> Non
         async with running(cfg):
             mode = stat.S_IMODE((tmp_path / "run").stat().st_mode)
     assert mode == 0o700, oct(mode)
+
+
+# A profile needs a server to serve; this one need not work.
+A_SERVER = {"v": {"command": sys.executable, "args": ["-V"]}}
+# Makes a symbolic link (argv[2]) to argv[1], as the user running it.
+LINK_AS = "import os, sys; os.symlink(sys.argv[1], sys.argv[2])"
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A directory everyone may add to, sticky, as /tmp is."""
+    base = shared_dir()
+    sticky = base / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    try:
+        yield sticky
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@needs_root
+@pytest.mark.parametrize("profile", [False, True], ids=["daemon", "profile"])
+async def test_a_link_another_user_made_is_not_followed(
+    tmp_path: Path, shared_tmp: Path, profile: bool
+) -> None:
+    # As /tmp/mcpd-UID would be, made by someone else as a link to a directory of the
+    # daemon's user, which passes every check; they could repoint it later.
+    mine = tmp_path / "home"
+    mine.mkdir(mode=0o700)
+    link = shared_tmp / f"mcpd-{os.getuid()}"
+    await run_as(peer_uid(), LINK_AS, str(mine), str(link))
+    refusal = (
+        f"the symbolic link {link} belongs to uid {peer_uid()} ({USER}), not to root: its "
+        "owner could point it elsewhere at any time"
+    )
+    if profile:
+        profiles = {"p": {"socket": str(link / "p.sock")}}
+        cfg = make_config(tmp_path, A_SERVER, profiles=profiles)
+        with pytest.raises(UnsafeDirectory, match=f"profiles.p.socket: .*{re.escape(refusal)}"):
+            with trio.fail_after(30):
+                async with running(cfg):
+                    pass
+    else:
+        code, said = await serve_until_ready_or_gone(tmp_path, link / "mcpd.sock")
+        assert code == 78, said
+        assert refusal in said
+    assert list(mine.iterdir()) == []
+
+
+async def test_a_link_in_a_directory_others_may_write_is_not_followed(tmp_path: Path) -> None:
+    mine = tmp_path / "home"
+    mine.mkdir(mode=0o700)
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    (open_dir / "run").symlink_to(mine)  # ours, but anyone may replace it
+    code, said = await serve_until_ready_or_gone(tmp_path, open_dir / "run" / "mcpd.sock")
+    assert code == 78, said
+    assert f"a directory above the socket {open_dir} is writable by others" in said
+    assert list(mine.iterdir()) == []
+
+
+async def test_the_socket_goes_from_where_it_was_bound_wherever_the_link_points(
+    tmp_path: Path,
+) -> None:
+    first, then = tmp_path / "first", tmp_path / "then"
+    first.mkdir(mode=0o700)
+    then.mkdir(mode=0o700)
+    link = tmp_path / "run"
+    link.symlink_to(first)  # the daemon's user's own link: followed
+    cfg = make_config(
+        tmp_path,
+        A_SERVER,
+        socket=str(link / "mcpd.sock"),
+        profiles={"p": {"socket": str(link / "p.sock")}},
+    )
+    with trio.fail_after(30):
+        async with running(cfg):
+            assert sorted(p.name for p in first.iterdir()) == ["mcpd.sock", "p.sock"]
+            link.unlink()
+            link.symlink_to(then)
+    assert list(first.iterdir()) == [] and list(then.iterdir()) == []
 
 
 class Squatter:
