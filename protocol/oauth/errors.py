@@ -87,11 +87,14 @@ class TokenEndpointError(OAuthError):
         status: int,
         error: str | None = None,
         description: str | None = None,
+        refused: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.error = error
         self.description = description
+        # What was refused and how, without the advice on what to do about it.
+        self.refused = refused or message
 
     @property
     def needs_login(self) -> bool:

@@ -192,6 +192,24 @@ class AuthorizationFlow:
         self._now = now
         self._guard(lambda: self._on_redirect(received))
 
+    def await_another_redirect(self) -> None:
+        """Wait again for a redirect to the same authorization request, after one that
+        did not end in tokens: it was refused, carried an error, or its code was not
+        taken (or never got an answer). Whoever can reach the redirect URI can send
+        one with the right state, so a failed redirect need not be the browser's;
+        PKCE keeps any code they send from being redeemed here, and the browser's
+        own redirect can still come."""
+        pending = self.pending
+        if (
+            pending is None
+            or self._client.grant != "authorization_code"
+            or self.state is FlowState.DONE
+        ):
+            raise OAuthUsageError(f"no redirect was awaited (state: {self.state.value})")
+        self.state = FlowState.AWAITING_REDIRECT
+        self._failure = None
+        self._action = OpenBrowser(pending.url, pending.redirect_uri)
+
     def _guard(self, step: Callable[[], None]) -> None:
         try:
             step()

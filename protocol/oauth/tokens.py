@@ -164,11 +164,13 @@ def _refusal(response: HttpResponse, what: str) -> TokenEndpointError:
     if error:
         detail = f", {shown(error)}" + (f": {shown(description)}" if description else "")
     hint = "; a new login is needed" if error == "invalid_grant" else ""
+    refused = f"{what} was refused (HTTP {response.status}{detail})"
     return TokenEndpointError(
-        f"{what} was refused (HTTP {response.status}{detail}){hint}",
+        refused + hint,
         status=response.status,
         error=error,
         description=description,
+        refused=refused,
     )
 
 

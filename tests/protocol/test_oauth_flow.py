@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -401,6 +402,39 @@ def test_an_error_redirect_is_reported_only_after_iss_checks_out() -> None:
     with pytest.raises(AuthorizationDenied) as info:
         flow.receive_redirect(denied, 1000.0)
     assert info.value.error == "access_denied"
+
+
+def test_after_a_redirect_that_failed_another_one_is_awaited() -> None:
+    """Another local user can send a redirect with the state (it can be read where the
+    browser was told of it): their error, or their code that the token endpoint
+    refuses, must not end the authorization the browser is still completing."""
+    world = FakeWorld()
+    flow = make_flow(world)
+    action = _to_redirect(flow, world)
+    real = world.authorize(action.url)
+    state = real.split("state=")[1].split("&")[0]
+    iss = "&iss=https%3A%2F%2Fauth.example.com"
+    with pytest.raises(AuthorizationDenied):
+        flow.receive_redirect(f"{REDIRECT}?error=access_denied&state={state}{iss}", 1000.0)
+    flow.await_another_redirect()
+    assert flow.next_action() == action  # the same request: same state, same verifier
+    world.token, world.token_status = {"error": "invalid_grant"}, 400
+    flow.receive_redirect(f"{REDIRECT}?code=theirs&state={state}{iss}", 1000.0)
+    with pytest.raises(TokenEndpointError, match="invalid_grant"):
+        while isinstance(step := flow.next_action(), SendRequest):
+            flow.receive_response(world.handle(step.request), 1000.0)
+    flow.await_another_redirect()
+    assert flow.state is FlowState.AWAITING_REDIRECT and flow.next_action() == action
+    world.token, world.token_status = {"access_token": "at-1", "token_type": "Bearer"}, 200
+    flow.receive_redirect(real, 1000.0)
+    while isinstance(step := flow.next_action(), SendRequest):
+        flow.receive_response(world.handle(step.request), 1000.0)
+    assert flow.state is FlowState.DONE
+    exchanges = [r for r in world.requests if r.url == "https://auth.example.com/token"]
+    verifiers = {parse_qs(r.body.decode())["code_verifier"][0] for r in exchanges}
+    assert len(exchanges) == 2 and len(verifiers) == 1
+    with pytest.raises(OAuthUsageError):
+        flow.await_another_redirect()  # done is done
 
 
 def test_scope_comes_from_the_challenge_first() -> None:
