@@ -2,13 +2,16 @@
 
 ``mcpd auth login`` runs it (RFC 8252 §7.3): the authorization server sends the
 browser to ``http://127.0.0.1:PORT/callback?code=...&state=...``. Every local user
-can reach a loopback port, so the listener takes only the redirect that carries the
-login's own ``state``; anything else gets an error page and changes nothing.
+can reach a loopback port, so the listener takes only redirects that carry the
+login's own ``state``; anything else gets an error page and changes nothing. Even
+one with the state may not be the browser's (the state can be seen on the way to
+the browser), so every such redirect is handed on in turn, until the login is done.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Final
 from urllib.parse import urlsplit
@@ -23,11 +26,18 @@ __all__ = ["RedirectListener", "redirect_listener"]
 
 _DONE_PAGE: Final = (
     b"<!doctype html><title>mcpd</title>"
-    b"<p>mcpd received the authorization. You can close this window.</p>"
+    b"<p>mcpd received the authorization; the terminal where the login runs says "
+    b"whether it worked. You can close this window.</p>"
 )
 _NOT_THIS_LOGIN: Final = (
     b"This is not the answer to the login mcpd is waiting for; it was ignored.\n"
 )
+_BUSY: Final = b"mcpd has other answers to this login to try first; reload this page soon.\n"
+# Redirects with the login's state waiting their turn: whoever floods the port gets
+# the busy page beyond this many, rather than mcpd's memory.
+WAITING: Final = 16
+# Redirects already handed on, so a browser that reloads one is not handed on again.
+_REMEMBERED: Final = 16
 # A connection that has not sent a whole request by then is closed: whoever can
 # reach the port must not be able to hold connections open for the whole login.
 REQUEST_TIMEOUT: Final = 10.0
@@ -38,35 +48,36 @@ class RedirectListener:
 
     Any local user can reach a loopback port, so only a GET on the callback path
     that carries the login's own ``state`` (``expect``) is taken: anything else gets
-    an error page and the listener keeps listening, until its owner stops waiting."""
+    an error page. What is taken is handed on once (``next``), in the order it came,
+    and the listener keeps listening until its owner stops waiting."""
 
     def __init__(self, redirect_uri: str, path: str) -> None:
         self.redirect_uri = redirect_uri
         self._path = path
         self._state: str | None = None
-        self._target: str | None = None
-        self._received = trio.Event()
+        self._send, self._taken = trio.open_memory_channel[str](WAITING)
+        self._seen: deque[str] = deque(maxlen=_REMEMBERED)
 
     def expect(self, state: str) -> None:
         """The ``state`` of the authorization request the browser was sent with."""
         self._state = state
 
-    async def wait(self) -> str:
-        """The request target of the redirect (path and query), once it arrives."""
-        await self._received.wait()
-        assert self._target is not None
-        return self._target
+    async def next(self) -> str:
+        """The request target (path and query) of the next redirect taken."""
+        return await self._taken.receive()
 
     def _answer(self, method: bytes, target: str) -> tuple[int, str, bytes]:
         if method != b"GET" or urlsplit(target).path != self._path:
             return 404, "text/plain; charset=utf-8", b"not found\n"
-        if self._target is not None and target == self._target:
-            return 200, "text/html; charset=utf-8", _DONE_PAGE  # the browser, reloading
-        if self._target is None and self._state and carries_state(target, self._state):
-            self._target = target
-            self._received.set()
-            return 200, "text/html; charset=utf-8", _DONE_PAGE
-        return 400, "text/plain; charset=utf-8", _NOT_THIS_LOGIN
+        if not self._state or not carries_state(target, self._state):
+            return 400, "text/plain; charset=utf-8", _NOT_THIS_LOGIN
+        if target not in self._seen:
+            try:
+                self._send.send_nowait(target)
+            except trio.WouldBlock:
+                return 503, "text/plain; charset=utf-8", _BUSY
+            self._seen.append(target)
+        return 200, "text/html; charset=utf-8", _DONE_PAGE
 
     async def _serve(self, stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER)

@@ -325,7 +325,7 @@ async def test_login_through_a_loopback_redirect_listener() -> None:
                 assert page.status == 200 and b"close this window" in page.body
                 again = await http.execute(get(location, "the browser"), policy)
                 assert again.status == 200
-                return await listener.wait()
+                return await listener.next()
 
             result = await http.run_flow(flow, policy, browser)
     assert result.tokens.access_token.reveal() in srv.issued

@@ -10,7 +10,7 @@ import trio.testing
 from protocol.oauth import FetchPolicy
 from protocol.oauth.http import get
 from transports.http.oauth_client import OAuthHttp
-from transports.http.oauth_redirect import REQUEST_TIMEOUT, redirect_listener
+from transports.http.oauth_redirect import REQUEST_TIMEOUT, WAITING, redirect_listener
 
 LIMIT = 10
 
@@ -39,11 +39,33 @@ async def test_the_redirect_listener_takes_only_the_logins_own_answer() -> None:
             ]:
                 assert await status(stray) == expected, stray
             assert await status(f"{callback}?code=mine&state=s3cret") == 200
-            target = await listener.wait()
-            assert target == "/callback?code=mine&state=s3cret"  # no stray was taken
-            # Later strays still get nothing, and do not replace what was taken.
-            assert await status(f"{callback}?code=late&state=s3cret") == 400
-            assert await listener.wait() == target
+            assert await listener.next() == "/callback?code=mine&state=s3cret"  # no stray
+
+
+async def test_every_redirect_with_the_state_is_handed_on_once_in_turn() -> None:
+    """The state can be read on its way to the browser, so a redirect that carries it
+    may be someone else's: those after it are not lost, a reload is not handed on
+    twice, and a flood is turned away rather than kept."""
+    http = OAuthHttp()
+    policy = FetchPolicy(allow_loopback=True)
+
+    async def status(url: str) -> int:
+        return (await http.execute(get(url, "a request"), policy)).status
+
+    with trio.fail_after(LIMIT):
+        async with redirect_listener() as listener:
+            callback = listener.redirect_uri
+            listener.expect("s3cret")
+            assert await status(f"{callback}?code=theirs&state=s3cret") == 200
+            assert await status(f"{callback}?code=mine&state=s3cret") == 200
+            assert await status(f"{callback}?code=mine&state=s3cret") == 200  # a reload
+            assert await listener.next() == "/callback?code=theirs&state=s3cret"
+            assert await listener.next() == "/callback?code=mine&state=s3cret"
+            for n in range(WAITING):
+                assert await status(f"{callback}?code=flood{n}&state=s3cret") == 200
+            assert await status(f"{callback}?code=more&state=s3cret") == 503
+            assert await listener.next() == "/callback?code=flood0&state=s3cret"
+            assert await status(f"{callback}?code=more&state=s3cret") == 200
 
 
 async def test_a_connection_that_sends_no_request_is_closed(
