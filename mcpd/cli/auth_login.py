@@ -7,19 +7,21 @@ import argparse
 import contextlib
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import trio
 
+from protocol import jsonrpc as rpc
 from protocol.oauth import carries_state, state_of
 from protocol.visible import visible
 from transports.errors import single_exceptions
 
-from .browser import browser_argv, safe_to_open
-from .client import Client
+from .browser import browser_argv, page_to, safe_to_open
+from .client import BadReply, Client, Unreachable
 from .client_cmds import client_for
-from .exits import EXIT_FAILED, ask, fail
+from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, fail
 
 if TYPE_CHECKING:
     from transports.http.oauth_redirect import RedirectListener
@@ -35,9 +37,9 @@ def server_entry(client: Client, alias: str) -> dict[str, Any]:
 
 
 async def _pasted(
-    listener: RedirectListener, state: str, found: list[str], done: trio.Event
+    listener: RedirectListener, state: str, found: trio.MemorySendChannel[str]
 ) -> None:
-    """Read pasted redirect addresses until a usable one comes (or stdin ends)."""
+    """Read pasted redirect addresses, handing on each usable one (until stdin ends)."""
     prefix = listener.redirect_uri
     while True:
         line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
@@ -58,29 +60,66 @@ async def _pasted(
                 file=sys.stderr,
             )
         else:
-            found.append(text)
-            done.set()
-            return
+            await found.send(text)
 
 
-async def _redirect(listener: RedirectListener, found: list[str], done: trio.Event) -> None:
-    found.append(await listener.wait())
-    done.set()
+async def _redirected(listener: RedirectListener, found: trio.MemorySendChannel[str]) -> None:
+    while True:
+        await found.send(await listener.next())
 
 
-async def _wait_for_redirect(
-    listener: RedirectListener, state: str, opener: list[str] | None
-) -> str:
-    found: list[str] = []
-    done = trio.Event()
+async def _complete(
+    client: Client, alias: str, login_id: str, redirect: str
+) -> dict[str, Any] | str:
+    """The daemon's answer once the redirect logged in; why not, when it did not and
+    the login waits on. Anything else ends the command."""
+
+    def complete() -> dict[str, Any] | str:
+        params = {"server": alias, "login": login_id, "redirect": redirect}
+        try:
+            return client.request("mcpd/auth/complete", params)  # type: ignore[no-any-return]
+        except rpc.RPCError as exc:
+            if exc.data == {"login": "waiting"}:
+                return exc.message
+            fail(EXIT_FAILED, exc.message)
+        except Unreachable as exc:
+            fail(EXIT_UNREACHABLE, str(exc))
+        except BadReply as exc:
+            fail(EXIT_BAD_REPLY, str(exc))
+
+    return await trio.to_thread.run_sync(complete)
+
+
+async def _until_logged_in(
+    client: Client,
+    alias: str,
+    login_id: str,
+    listener: RedirectListener,
+    state: str,
+    opener: list[str] | None,
+    failed: list[str],
+) -> int:
+    """Try each redirect that comes, from the browser or pasted, until one logs in;
+    what those that did not said goes to ``failed``."""
+    send, found = trio.open_memory_channel[str](0)
     async with trio.open_nursery() as nursery:
         if opener is not None:
             nursery.start_soon(_open, opener)
-        nursery.start_soon(_redirect, listener, found, done)
-        nursery.start_soon(_pasted, listener, state, found, done)
-        await done.wait()
-        nursery.cancel_scope.cancel()
-    return found[0]
+        nursery.start_soon(_redirected, listener, send.clone())
+        nursery.start_soon(_pasted, listener, state, send)
+        while True:
+            out = await _complete(client, alias, login_id, await found.receive())
+            if isinstance(out, dict):
+                nursery.cancel_scope.cancel()
+                return _report(out)
+            failed.append(out)
+            print(
+                f"mcpd: a redirect with this login's state came back but did not log in "
+                f"({visible(out)}). It may not have come from your browser, so mcpd waits "
+                "on for another.",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 async def _open(argv: list[str]) -> None:
@@ -134,20 +173,43 @@ async def _login(args: argparse.Namespace) -> int:
         if state is None:
             fail(EXIT_FAILED, f"the authorization address carries no single state: {url}")
         listener.expect(state)
-        opener = None if args.no_browser or not safe_to_open(url) else browser_argv(url)
+        until = datetime.now() + timedelta(seconds=args.timeout)
         print(f"To log in to {alias}, open this address in a browser:\n\n  {visible(url)}\n")
         print(
-            f"Waiting for the browser to come back to {listener.redirect_uri} ...\n"
+            f"Waiting for the browser to come back to {listener.redirect_uri}, until "
+            f"{until:%H:%M:%S} ...\n"
             "If the browser runs on another machine, paste the address it ends up at "
-            f"(it starts with {listener.redirect_uri}) here and press Enter.",
+            f"(it starts with {listener.redirect_uri}) here and press Enter.\n"
+            "Anyone on this machine can send an answer there, so one that does not log in "
+            "does not end the wait: the login fails only if no good one comes by then.",
             flush=True,
         )
+        opener = None
+        if not args.no_browser and safe_to_open(url):
+            opener = _opener(stack, url)
+        failed: list[str] = []
         with trio.move_on_after(args.timeout):
-            redirect = await _wait_for_redirect(listener, state, opener)
-            done = {"server": alias, "login": start["login"], "redirect": redirect}
-            return _report(await _call(client, "mcpd/auth/complete", done))
-    print(f"mcpd: no redirect came back within {args.timeout:g} s", file=sys.stderr)
+            return await _until_logged_in(
+                client, alias, start["login"], listener, state, opener, failed
+            )
+    if failed:
+        print(f"mcpd: the login failed: {visible(failed[-1])}", file=sys.stderr)
+    else:
+        print(f"mcpd: no redirect came back within {args.timeout:g} s", file=sys.stderr)
     return EXIT_FAILED
+
+
+def _opener(stack: contextlib.AsyncExitStack, url: str) -> list[str] | None:
+    """The command that opens ``url`` through a private page, or None (no desktop, or
+    the page could not be written: then the person opens the printed address)."""
+    if browser_argv(url) is None:
+        return None
+    try:
+        page = stack.enter_context(page_to(url))
+    except OSError as exc:
+        print(f"mcpd: not opening a browser: {exc}", file=sys.stderr)
+        return None
+    return browser_argv(page)
 
 
 def _report(out: dict[str, Any]) -> int:

@@ -21,6 +21,11 @@ class LoginError(Exception):
     """A login could not start or finish; the message is for the person running it."""
 
 
+class RedirectFailed(LoginError):
+    """A redirect with the login's state did not log in: the login still waits for
+    another, since that one need not have been the browser's."""
+
+
 class NoOAuthLogin(LoginError):
     """The server does not support an OAuth login at all; the message names it."""
 

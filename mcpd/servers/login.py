@@ -5,10 +5,11 @@ needs a person: it listens on a loopback port, shows (or opens) the authorizatio
 URL and brings back the redirect. The daemon does the rest: ``begin`` runs
 discovery and registration and returns the URL with the login's id; the PKCE
 verifier never leaves it, the state only in that URL. ``finish`` checks the
-redirect (``iss``, state) and exchanges the code; a redirect without the login's
-state leaves the login waiting, since anyone who can reach the loopback port
-could have sent it. Only the latest login of a server is waiting at any time,
-for at most ``LOGIN_TTL``.
+redirect (``iss``, state) and exchanges the code. Anyone who can reach the loopback
+port could have sent a redirect, and the state can be known to others (it is in the
+URL the browser is sent to), so neither a redirect without the login's state nor one
+whose code is not taken ends the login: it keeps waiting for the browser's own.
+Only the latest login of a server is waiting at any time, for at most ``LOGIN_TTL``.
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ from protocol.oauth import (
     OpenBrowser,
     Secret,
     SendRequest,
+    TokenEndpointError,
     carries_state,
 )
 from transports.errors import TransportError
 
 from .auth import ServerAuth
-from .autherrors import AuthFailed, LoginError, NoOAuthLogin, why
+from .autherrors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
 
 LOGIN_TTL: Final = 600.0
 
@@ -53,6 +55,7 @@ class Login:
     def __init__(self, auth: ServerAuth) -> None:
         self.auth = auth
         self._pending: _Pending | None = None
+        self._finishing = trio.Lock()  # one redirect of a login is tried at a time
 
     @property
     def pending(self) -> bool:
@@ -97,7 +100,12 @@ class Login:
         return action.url, self._pending.id
 
     async def finish(self, login_id: str, redirect: str) -> None:
-        """Complete the login ``login_id`` with the redirect the browser came back to."""
+        """Complete the login ``login_id`` with the redirect the browser came back to;
+        ``RedirectFailed`` when that redirect did not log in and the login waits on."""
+        async with self._finishing:
+            await self._finish(login_id, redirect)
+
+    async def _finish(self, login_id: str, redirect: str) -> None:
         auth = self.auth
         pending = self._pending
         if (
@@ -115,18 +123,21 @@ class Login:
         if asked is None or not carries_state(redirect, asked.state.reveal()):
             # Not this login's answer: someone else's, or a stale one. It must not cost
             # the person their login, so the login keeps waiting for its own.
-            raise LoginError(
+            raise RedirectFailed(
                 "that redirect does not carry this login's state, so it is not the answer "
                 "to it; the login is still waiting for its own"
             )
-        self._pending = None
         try:
             flow.receive_redirect(redirect, auth.clock())
             # The code is good once: a token request abandoned halfway wastes the login.
             with trio.CancelScope(shield=True):
                 action = await self._drive(flow, await auth.policy())
         except (TransportError, OAuthError) as exc:
-            raise LoginError(f"the login failed: {why(exc)}") from None
+            flow.await_another_redirect()
+            # Not "a new login is needed": this one goes on.
+            said = exc.refused if isinstance(exc, TokenEndpointError) else why(exc)
+            raise RedirectFailed(f"that redirect did not log in: {said}") from None
+        self._pending = None
         assert isinstance(action, Authorized)
         requested = flow.pending.scopes if flow.pending is not None else None
         async with auth.lock:

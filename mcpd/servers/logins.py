@@ -15,7 +15,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 
-from .autherrors import LoginError, NoOAuthLogin
+from .autherrors import LoginError, NoOAuthLogin, RedirectFailed
 from .runner import Runner
 from .supervisor import Supervisor
 
@@ -76,6 +76,9 @@ class Logins:
         before = runner.attempts
         try:
             await login.finish(login_id, redirect)
+        except RedirectFailed as exc:
+            # The refusal says the login was not ended by it (``mcpd auth login`` waits on).
+            raise rpc.RPCError(REFUSED, f"{alias}: {exc}", {"login": "waiting"}) from None
         except LoginError as exc:
             raise _refused(f"{alias}: {exc}") from None
         return await self._outcome(runner, before)

@@ -61,13 +61,15 @@ def auth_table(scenario: str, context: dict[str, Any], tmp: Path) -> dict[str, A
 
 
 async def log_in(socket: str) -> tuple[int, str]:
-    """``mcpd auth login conf`` as a person runs it; its exit status and output."""
+    """``mcpd auth login conf`` as a person runs it; its exit status and output. A
+    redirect that does not log in leaves the login waiting for another until its
+    deadline: the scripted browser sends one at once, so a short one does."""
     out = io.StringIO()
 
     def run() -> int:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             try:
-                mcpd_main(["auth", "login", ALIAS, "--socket", socket, "--timeout", "15"])
+                mcpd_main(["auth", "login", ALIAS, "--socket", socket, "--timeout", "8"])
             except SystemExit as exc:
                 return int(exc.code or 0)
         return 0

@@ -7,14 +7,22 @@ requests (so ``mcpd auth login``'s listener receives the code). It sends nothing
 else: no cookies, no form. With ``--print`` it stops before the loopback address
 and prints it instead, the way a person over SSH copies it from the address bar.
 
+Given a ``file:`` address (the private page ``mcpd auth login`` opens), it reads the
+page and follows its refresh, as a browser does. With ``--hold SOCKET`` it first
+connects to the Unix socket SOCKET and waits there for one byte, so a test can look
+at the running browser (its command line) before it goes on.
+
 Exit status 0 when the redirect address was reached (or printed), 1 otherwise.
 """
 
 from __future__ import annotations
 
+import html
 import http.client
+import re
+import socket
 import sys
-from urllib.parse import parse_qs, urljoin, urlsplit
+from urllib.parse import parse_qs, unquote, urljoin, urlsplit
 
 MAX_HOPS = 10
 
@@ -28,9 +36,33 @@ def get(url: str) -> http.client.HTTPResponse:
     return conn.getresponse()
 
 
+_REFRESH = re.compile(r"<meta http-equiv=\"refresh\" content=\"0; url='([^']*)'\">")
+
+
+def from_page(url: str) -> str:
+    """Where a local page's refresh sends the browser."""
+    with open(unquote(urlsplit(url).path), encoding="utf-8") as f:
+        found = _REFRESH.search(f.read())
+    if found is None:
+        raise SystemExit(f"scripted browser: {url} sends the browser nowhere")
+    return html.unescape(found.group(1))
+
+
+def hold(path: str) -> None:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(path)
+        s.recv(1)
+
+
 def main(argv: list[str]) -> int:
     print_only = "--print" in argv
+    if "--hold" in argv:
+        at = argv.index("--hold")
+        hold(argv[at + 1])
+        argv = argv[:at] + argv[at + 2 :]
     url = next(a for a in argv if not a.startswith("--"))
+    if url.startswith("file:"):
+        url = from_page(url)
     # Where the login comes back to is in the authorization request itself.
     home = parse_qs(urlsplit(url).query).get("redirect_uri", [""])[0]
     for _ in range(MAX_HOPS):
