@@ -2,8 +2,9 @@
 
 What an opener is given sits on its command line, which every local user can read
 (``/proc/PID/cmdline``), so an address that carries something only this user should
-see (a login's ``state``) is not given to it: a page of this user's alone that sends
-the browser on to it is (``page_to``); the page's path tells others nothing.
+see (a login's ``state``, the status page's one-time code) is not given to it: a page
+of this user's alone that sends the browser on to it is (``write_page``); the page's
+path tells others nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import html
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from protocol.urls import openable
 
-from ..host.privatefile import write_atomically
+from ..host.privatefile import make_private_directory, write_atomically
 
 
 def browser_argv(url: str, env: dict[str, str] | None = None) -> list[str] | None:
@@ -57,25 +59,37 @@ def open_in_browser(argv: list[str]) -> str | None:
     return None
 
 
+def pages_directory() -> str:
+    """Where the pages are: ``$XDG_RUNTIME_DIR/mcpd-pages``, else ``mcpd-pages-UID``
+    in the temporary directory; made 0700, and refused (``OSError``) when another
+    user made it first or it is a link."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime) and os.path.isdir(runtime):
+        folder = os.path.join(runtime, "mcpd-pages")
+    else:
+        folder = os.path.join(tempfile.gettempdir(), f"mcpd-pages-{os.geteuid()}")
+    make_private_directory(folder)
+    return folder
+
+
+def write_page(name: str, url: str) -> str:
+    """Write the page ``name`` (mode 0600) that sends a browser on to ``url``; its
+    ``file:`` address. Raises OSError when it cannot be written."""
+    path = os.path.join(pages_directory(), name)
+    write_atomically(path, _page(url).encode("utf-8"))
+    return Path(path).as_uri()
+
+
 @contextlib.contextmanager
 def page_to(url: str) -> Iterator[str]:
-    """The ``file:`` address of a page that sends a browser on to ``url``, readable by
-    this user alone (mode 0600, in a directory of its own in ``$XDG_RUNTIME_DIR`` or
-    else the temporary directory); removed when the block ends. Raises OSError when
-    it cannot be written."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    folder = None
-    if runtime and os.path.isabs(runtime):
-        with contextlib.suppress(OSError):
-            folder = tempfile.mkdtemp(prefix="mcpd-", dir=runtime)
-    if folder is None:
-        folder = tempfile.mkdtemp(prefix="mcpd-")
+    """``write_page`` for as long as the block lasts."""
+    name = f"login-{secrets.token_hex(8)}.html"
+    address = write_page(name, url)
     try:
-        page = os.path.join(folder, "open.html")
-        write_atomically(page, _page(url).encode("utf-8"))
-        yield Path(page).as_uri()
+        yield address
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(pages_directory(), name))
 
 
 def _page(url: str) -> str:

@@ -14,7 +14,7 @@ import sys
 from protocol.visible import visible
 
 from ..config.model import default_config_path
-from .browser import browser_argv, open_in_browser
+from .browser import browser_argv, open_in_browser, write_page
 from .client_cmds import client_for
 from .exits import EXIT_FAILED, ask
 
@@ -42,9 +42,17 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         f"The address works once, within {seconds:.0f} seconds; run mcpd dashboard again "
         "for another browser."
     )
-    opener = None if args.no_browser else browser_argv(url)
-    if opener is not None:
-        problem = open_in_browser(opener)
-        if problem is not None:
-            print(f"mcpd: {problem}", file=sys.stderr)
+    if args.no_browser or browser_argv(url) is None:
+        return 0
+    try:
+        # The code stays off the opener's command line, where any local user could read
+        # it and redeem it first. The page stays too: the browser may read it later than
+        # this command ends, and the next run replaces it.
+        opener = browser_argv(write_page("dashboard.html", url))
+    except OSError as exc:
+        print(f"mcpd: not opening a browser: {exc}", file=sys.stderr)
+        return 0
+    problem = open_in_browser(opener) if opener is not None else None
+    if problem is not None:
+        print(f"mcpd: {problem}", file=sys.stderr)
     return 0

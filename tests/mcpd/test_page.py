@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from tests.support.agent import connect, make_config, running
 from tests.support.oauth_mcp import serve_protected
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted
+from tests.support.scripted_browser import from_page
 from transports.http.oauth_client import OAuthHttp
 
 from .test_auth_cli import mcpd
@@ -287,7 +289,8 @@ async def test_mcpd_dashboard_prints_an_address_or_how_to_get_one(tmp_path: Path
             traded = await http(port, "GET", found.group(0)[len(f"http://127.0.0.1:{port}") :],
                                 {"Host": f"127.0.0.1:{port}"})  # fmt: skip
             assert traded.status == 303
-            # Where the desktop has a browser, the address is opened in it.
+            # Where the desktop has a browser, the address is opened in it, through a page
+            # of this user's: on the opener's command line, other users could read the code.
             opened = tmp_path / "opened"
             os.mkfifo(opened)
             browser = tmp_path / "browser"
@@ -295,7 +298,10 @@ async def test_mcpd_dashboard_prints_an_address_or_how_to_get_one(tmp_path: Path
             browser.chmod(0o755)
             code, said = await mcpd(daemon.socket_path, "dashboard", env={"BROWSER": str(browser)})
             assert code == 0, said
-            url = await trio.to_thread.run_sync(opened.read_text, abandon_on_cancel=True)
+            page = await trio.to_thread.run_sync(opened.read_text, abandon_on_cancel=True)
+            assert page.startswith("file:") and "code=" not in page
+            assert stat.S_IMODE(os.stat(urlsplit(page).path).st_mode) == 0o600
+            url = from_page(page)
             assert url.startswith(f"http://127.0.0.1:{port}/?code=") and url in said
 
 
