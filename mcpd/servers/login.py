@@ -137,7 +137,8 @@ class Login:
             # Not "a new login is needed": this one goes on.
             said = exc.refused if isinstance(exc, TokenEndpointError) else why(exc)
             raise RedirectFailed(f"that redirect did not log in: {said}") from None
-        self._pending = None
+        if self._pending is pending:  # not a newer login begun meanwhile
+            self._pending = None
         assert isinstance(action, Authorized)
         requested = flow.pending.scopes if flow.pending is not None else None
         async with auth.lock:
