@@ -65,7 +65,7 @@ async def test_relaxed_tls_stays_with_the_servers_own_origin(tmp_path: Path, rel
                 (auth,) = (await agent.result("mcpd/auth/status"))["servers"]
     assert "error" in refused, f"the token request went to {elsewhere.url('')}: {refused}"
     message = refused["error"]["message"]
-    assert message.startswith("t: the login failed: "), message
+    assert message.startswith("t: that redirect did not log in: "), message
     assert f"token request: TLS failure with https://127.0.0.1:{elsewhere.port}" in message
     assert "CERTIFICATE_VERIFY_FAILED" in message
     assert f"tls_verify and ca_file apply to https://127.0.0.1:{own.port} only" in message
