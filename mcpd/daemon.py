@@ -365,7 +365,7 @@ class Daemon:
                 "connections": self.api.agents()[scope.name],
                 "tools": scope.count(),
                 "prompts": len(self.front.prompt_listing(scope.admits_prompt)),
-                "resources": len(self.front.resource_listing(scope.admits_resource)),
+                "resources": len(self.front.resource_listing(scope)),
                 "max_tools": scope.cap,
                 "summary": self.supervisor.summary(scope.has_server),
                 "warnings": [],

@@ -25,7 +25,7 @@ from ..config.model import DaemonConfig
 from ..host.pinfile import PinKeeper
 from ..registry.claims import Budget
 from ..registry.prompts import PromptEntry
-from ..registry.scheme import Ambiguous, Routed, Undecided
+from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from ..registry.shown import Entry
 from ..registry.table import Listed
 from ..registry.views import ProfileView
@@ -89,11 +89,14 @@ Keep = Callable[[str, str], bool]
 
 class Offerings(Protocol):
     """What servers offer besides tools: prompts, resources, completions, tasks. What
-    one agent sees of it is filtered by its profile (``keep``)."""
+    one agent sees of it is filtered by its profile (``keep`` for prompts; its
+    ``sight`` for resources, None for everything): a server the profile does not show
+    is no candidate for its URIs, and does not change the form they are handed in."""
 
     @property
     def surface_versions(self) -> tuple[int, int]:
-        """(prompts, resources): each grows when what agents are listed of it changes."""
+        """(prompts, resources): each grows when what agents are listed of it changes
+        (a profile keeps its own: ``ProfileView.offered``)."""
         ...
 
     def prompt_listing(self, keep: Keep | None = None) -> list[Raw]:
@@ -102,23 +105,30 @@ class Offerings(Protocol):
 
     def lookup_prompt(self, name: str) -> PromptEntry | None: ...
 
-    def resource_listing(self, keep: Keep | None = None) -> list[Raw]:
-        """Every resource; ``keep(alias, the server's URI)`` says which an agent sees."""
+    def resource_listing(self, sight: Sight | None = None) -> list[Raw]:
+        """Every resource ``sight`` shows, in the form its agents read it back by."""
         ...
 
-    def template_listing(self, keep: Keep | None = None) -> list[Raw]: ...
+    def template_listing(self, sight: Sight | None = None) -> list[Raw]: ...
 
-    def route_uri(self, uri: str, budget: Budget) -> Routed | Ambiguous | Undecided | None:
-        """Which server an agent's URI (or ``mcpd://`` form) goes to, and as what; the
-        matching it takes is drawn from ``budget``."""
+    def route_uri(
+        self, uri: str, budget: Budget, sight: Sight | None = None
+    ) -> Routed | Ambiguous | Undecided | None:
+        """Which of the servers ``sight`` shows an agent's URI goes to, and as what (an
+        ``mcpd://`` form goes to the server it names, whoever it is: the caller checks
+        it); the matching it takes is drawn from ``budget``."""
         ...
 
-    def links(self, alias: str) -> Callable[[str], str]:
-        """What hands an agent the URIs of one result of a server, each as it can read
-        it back (``registry.resources``), all drawn from one matching budget."""
+    def links(self, alias: str, sight: Sight | None = None) -> Callable[[str], str]:
+        """What hands an agent of ``sight`` the URIs of one result of a server, each as
+        it can read it back (``registry.resources``), all drawn from one matching
+        budget."""
         ...
 
-    def route_template(self, template: str) -> tuple[str, str] | None: ...
+    def route_template(self, template: str, sight: Sight | None = None) -> tuple[str, str] | None:
+        """(alias, the server's template) for a template as agents of ``sight`` are shown
+        it."""
+        ...
 
     def held_template(self, alias: str, uri: str, budget: Budget) -> str | None:
         """Why reading the server's ``uri`` is refused: only a held template of the

@@ -247,10 +247,10 @@ class HttpApi:
         return 200, "application/json", _encode({"prompts": self.servers.prompt_listing(sees)})
 
     def _resources(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        s, sees = self.servers, self._profile(query, caller).view.admits_resource
+        s, sight = self.servers, self._profile(query, caller).view
         body = {
-            "resources": s.resource_listing(sees),
-            "resourceTemplates": s.template_listing(sees),
+            "resources": s.resource_listing(sight),
+            "resourceTemplates": s.template_listing(sight),
         }
         return 200, "application/json", _encode(body)
 

@@ -18,7 +18,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.server import RequestContext
 
-from ..registry.scheme import Routed
+from ..registry.scheme import Routed, Sight
 from ..servers.calls import CallRefused
 from ..servers.outage import Outage
 from .allowance import Allowance
@@ -143,7 +143,12 @@ async def request_outcome(
 
 
 async def get_prompt(
-    servers: Backend, askback: AskBack, agent: AgentSide, req: rpc.Request, sees: Sees = everything
+    servers: Backend,
+    askback: AskBack,
+    agent: AgentSide,
+    req: rpc.Request,
+    sees: Sees = everything,
+    sight: Sight | None = None,
 ) -> bytes:
     params = rpc.decode_as(req.params, surface.GetPromptParams)
     local = params.name
@@ -161,7 +166,7 @@ async def get_prompt(
 
     def shape(rid: rpc.Id, outcome: Any) -> bytes:
         def rewrite(raw: Raw) -> Any:
-            return prompt_result(raw, servers.links(alias))
+            return prompt_result(raw, servers.links(alias, sight))
 
         return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite))
 
@@ -188,7 +193,7 @@ async def complete(
     ctx: RequestContext | None,
     allowance: Allowance,
     sees_prompt: Sees = everything,
-    sees_resource: Sees = everything,
+    sight: Sight | None = None,
 ) -> Any:
     params = rpc.decode_as(req.params, surface.CompleteParams)
     ref = params.ref
@@ -203,13 +208,13 @@ async def complete(
     elif ref.type == "ref/resource" and isinstance(ref.uri, str):
         steps = await allowance.take()
         try:
-            found = servers.route_template(ref.uri)
+            found = servers.route_template(ref.uri, sight)
             if found is None:
-                routed = servers.route_uri(ref.uri, steps)
+                routed = servers.route_uri(ref.uri, steps, sight)
                 if not isinstance(routed, Routed):
                     raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
                 found = (routed.alias, routed.uri)
-            if not sees_resource(*found):
+            if sight is not None and not sight.admits_resource(*found):
                 raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
             why = servers.held_template(*found, steps)
         finally:

@@ -1,10 +1,13 @@
 """Resources for agents: lists, reads, and subscriptions to updates.
 
-URIs are the agents' (``registry.resources`` says which server each goes to). A
-subscription is held per agent: a legacy agent's ``resources/subscribe``, or the
-``resourceSubscriptions`` of a modern agent's ``subscriptions/listen``. Upstream each
-URI is subscribed once, whatever the number of agents; an update reaches exactly the
-agents subscribed to it, under the URI each subscribed with.
+URIs are the agents' (``registry.resources`` says which server each goes to), read
+through the agent's profile (its ``Sight``): a server the profile does not show is
+no candidate, in errors as in routing, and a URI another server lists too is read
+from the one the profile shows. A subscription is held per agent: a legacy agent's
+``resources/subscribe``, or the ``resourceSubscriptions`` of a modern agent's
+``subscriptions/listen``. Upstream each URI is subscribed once, whatever the number
+of agents; an update reaches exactly the agents subscribed to it, under the URI each
+subscribed with.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from protocol import mcp, surface
 from protocol.server import RequestContext
 
 from ..registry.claims import Budget
-from ..registry.scheme import Ambiguous, Routed, Undecided
+from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from .allowance import Allowance
 from .backend import Backend
 from .paging import page
-from .prompts import Sees, encoded, everything, held_error, reply_for, request_outcome
+from .prompts import encoded, held_error, reply_for, request_outcome
 from .relay import AgentSide, AskBack
 from .rewrite import read_result
 
@@ -47,9 +50,9 @@ def list_resources(
     ctx: RequestContext | None,
     page_size: int,
     templates: bool,
-    sees: Sees = everything,
+    sight: Sight | None = None,
 ) -> ResourcesPage:
-    items = servers.template_listing(sees) if templates else servers.resource_listing(sees)
+    items = servers.template_listing(sight) if templates else servers.resource_listing(sight)
     chunk, after = page(items, params.cursor, page_size)
     modern = ctx is not None and ctx.era == "modern"
     out = ResourcesPage(
@@ -64,11 +67,13 @@ def list_resources(
     return out
 
 
-def route(servers: Backend, uri: str, budget: Budget, sees: Sees = everything) -> Routed:
-    """The server an agent's URI belongs to; the agent's error when there is none (or
-    none its profile shows it)."""
-    found = servers.route_uri(uri, budget)
-    if isinstance(found, Routed) and sees(found.alias, found.uri):
+def route(servers: Backend, uri: str, budget: Budget, sight: Sight | None = None) -> Routed:
+    """The server an agent's URI belongs to among those its profile shows; the agent's
+    error when there is none."""
+    found = servers.route_uri(uri, budget, sight)
+    if isinstance(found, Routed) and (
+        sight is None or sight.admits_resource(found.alias, found.uri)
+    ):
         return found
     if isinstance(found, Undecided):
         raise rpc.RPCError(
@@ -95,13 +100,13 @@ async def read(
     req: rpc.Request,
     budget: int,
     allowance: Allowance,
-    sees: Sees = everything,
+    sight: Sight | None = None,
 ) -> bytes:
     params = rpc.decode_as(req.params, surface.ReadResourceParams)
     asked = params.uri
     steps = await allowance.take()
     try:
-        routed = route(servers, asked, steps, sees)
+        routed = route(servers, asked, steps, sight)
         why = servers.held_template(routed.alias, routed.uri, steps)
     finally:
         allowance.give_back(steps)
@@ -120,7 +125,7 @@ async def read(
 
     def shape(rid: rpc.Id, outcome: Any) -> bytes:
         def rewrite(raw: Raw) -> Any:
-            return read_result(raw, servers.links(alias), budget)
+            return read_result(raw, servers.links(alias, sight), budget)
 
         return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite, True))
 
@@ -167,9 +172,15 @@ class Subscriptions:
     # -- legacy: resources/subscribe, resources/unsubscribe --
 
     def subscribe(
-        self, owner: object, uri: str, send: Send, on: bool, steps: Budget, sees: Sees = everything
+        self,
+        owner: object,
+        uri: str,
+        send: Send,
+        on: bool,
+        steps: Budget,
+        sight: Sight | None = None,
     ) -> None:
-        routed = route(self.servers, uri, steps, sees)
+        routed = route(self.servers, uri, steps, sight)
         if on and not self.servers.subscribable(routed.alias):
             raise rpc.RPCError(
                 rpc.METHOD_NOT_FOUND,
@@ -191,7 +202,7 @@ class Subscriptions:
         uris: Any,
         send: Send,
         steps: Budget,
-        sees: Sees = everything,
+        sight: Sight | None = None,
     ) -> list[str]:
         """Hold the URIs a listen names; the subset honoured, for its acknowledgement
         (a URI whose server was not found within ``steps`` is not)."""
@@ -200,7 +211,7 @@ class Subscriptions:
             if not isinstance(uri, str):
                 continue
             try:
-                routed = route(self.servers, uri, steps, sees)
+                routed = route(self.servers, uri, steps, sight)
             except rpc.RPCError:
                 continue
             if self.servers.subscribable(routed.alias):

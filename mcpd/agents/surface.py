@@ -19,6 +19,7 @@ from protocol import jsonrpc as rpc
 from protocol import loglevels, mcp, surface
 from protocol.server import RequestContext
 
+from ..registry.scheme import Sight
 from ..registry.views import ProfileView
 from ..servers.calls import Call
 from .allowance import Allowance
@@ -105,9 +106,9 @@ class Surface:
     ) -> Raw | dict[str, Any]:
         """A call's result, its resource links in agents' terms and its task recorded."""
         if links:
-            result = tool_result(result, self.servers.links(call.alias))
+            result = tool_result(result, self.servers.links(call.alias, call.sight))
         if call.tasks:
-            self.tasks.record(call.alias, call.owner, result)
+            self.tasks.record(call.alias, call.owner, result, call.sight)
         return result
 
     # -- methods --
@@ -115,12 +116,12 @@ class Surface:
     def _page_size(self) -> int:
         return self.control.settings.page_size
 
-    def _sees(self, conn: Any) -> tuple[Sees, Sees]:
+    def _sees(self, conn: Any) -> tuple[Sees, Sight | None]:
         """What the agent's profile admits: (prompts, resources)."""
         if self._view_of is None:
-            return everything, everything
+            return everything, None
         view = self._view_of(conn)
-        return view.admits_prompt, view.admits_resource
+        return view.admits_prompt, view
 
     async def _prompts_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         params = rpc.decode_as(req.params, surface.ListParams)
@@ -128,7 +129,7 @@ class Surface:
 
     async def _prompts_get(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         agent = agent_side(conn, ctx)
-        return await get_prompt(self.servers, self.askback, agent, req, self._sees(conn)[0])
+        return await get_prompt(self.servers, self.askback, agent, req, *self._sees(conn))
 
     async def _resources_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         params = rpc.decode_as(req.params, surface.ListParams)

@@ -25,6 +25,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.server import RequestContext
 
+from ..registry.scheme import Sight
 from ..servers.calls import CallRefused
 from .backend import Backend
 from .rewrite import tool_result
@@ -34,11 +35,12 @@ _encode: Final = msgspec.json.Encoder().encode
 
 
 class _Task:
-    __slots__ = ("alias", "owner")
+    __slots__ = ("alias", "owner", "sight")
 
-    def __init__(self, alias: str, owner: object) -> None:
+    def __init__(self, alias: str, owner: object, sight: Sight | None) -> None:
         self.alias = alias
         self.owner = owner
+        self.sight = sight  # the profile of the agent whose call made it
 
 
 class Tasks:
@@ -51,8 +53,10 @@ class Tasks:
         ] = {}
         servers.on_task_news(self._news)
 
-    def record(self, alias: str, owner: object, result: Raw | dict[str, Any]) -> None:
-        """Note a task handle a server returned to ``owner``."""
+    def record(
+        self, alias: str, owner: object, result: Raw | dict[str, Any], sight: Sight | None = None
+    ) -> None:
+        """Note a task handle a server returned to ``owner`` (of the profile ``sight``)."""
         try:
             head = rpc.decode_as(
                 result if isinstance(result, Raw) else _encode(result), surface.ResultHead
@@ -60,21 +64,26 @@ class Tasks:
         except rpc.InvalidParams:
             return
         if head.kind == surface.TASK and isinstance(head.taskId, str):
-            self._tasks[head.taskId] = _Task(alias, owner)
+            self._tasks[head.taskId] = _Task(alias, owner, sight)
             self._tasks.move_to_end(head.taskId)
             while len(self._tasks) > MAX_TASKS:
                 self._tasks.popitem(last=False)
 
     def owned(self, task_id: str, owner: object) -> str | None:
+        task = self._owned(task_id, owner)
+        return task.alias if task is not None else None
+
+    def _owned(self, task_id: str, owner: object) -> _Task | None:
         task = self._tasks.get(task_id)
-        return task.alias if task is not None and task.owner is owner else None
+        return task if task is not None and task.owner is owner else None
 
     async def handle(
         self, method: str, params: surface.TaskParams, ctx: RequestContext | None, owner: object
     ) -> Any:
-        alias = self.owned(params.taskId, owner)
-        if alias is None:
+        task = self._owned(params.taskId, owner)
+        if task is None:
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown task {params.taskId!r}")
+        alias = task.alias
         caps = ctx.capabilities if ctx is not None and ctx.era == "modern" else None
         try:
             raw = await self.servers.request(
@@ -89,7 +98,9 @@ class Tasks:
         # tools/call result's would be.
         decoded = msgspec.json.decode(raw)
         if isinstance(decoded, dict) and isinstance(decoded.get("result"), dict):
-            decoded["result"] = tool_result(decoded["result"], self.servers.links(alias))
+            decoded["result"] = tool_result(
+                decoded["result"], self.servers.links(alias, task.sight)
+            )
             return decoded
         return raw
 
@@ -131,7 +142,7 @@ class Tasks:
         if task is None or task.alias != alias:
             return
         if isinstance(data.get("result"), dict):
-            data["result"] = tool_result(data["result"], self.servers.links(alias))
+            data["result"] = tool_result(data["result"], self.servers.links(alias, task.sight))
         for (_, listen_id), (owner, ids, send) in self._watches.items():
             if owner is task.owner and task_id in ids:
                 meta = dict(data.get("_meta") or {})

@@ -220,6 +220,7 @@ class Router:
             result.meta = held_meta(entry.alias, entry.original, why)
             return result
         call.local, call.name, call.alias = name, entry.original, entry.alias
+        call.sight = profile.view
         return None
 
     def reply(self, rid: rpc.Id, call: Call, outcome: Outcome) -> tuple[bytes, bool]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Final, NamedTuple
 
 from protocol import surface
@@ -240,15 +240,18 @@ class Listings:
         for pair in [p for p in self._claimed if alias in p]:
             del self._claimed[pair]
 
-    def clashing(self) -> tuple[list[Claim], set[int]]:
-        """Every server's claims, and the indexes of those that clash with another
-        server's templates or match a URI another server lists."""
+    def clashing(self, among: Collection[str] | None = None) -> tuple[list[Claim], set[int]]:
+        """The claims of every server (of those ``among``, if given), and the indexes
+        of those that clash with another of those servers' templates or match a URI
+        another of them lists: what the others do is not looked at."""
+        aliases = sorted(a for a in self._claims if among is None or a in among)
         every: list[Claim] = []
         clash: set[int] = set()
-        claimed_by = {alias: set[int]() for alias in self._claims}
-        for (alias, _), indexes in self._claimed.items():
-            claimed_by[alias] |= indexes
-        for alias in sorted(self._claims):
+        claimed_by = {alias: set[int]() for alias in aliases}
+        for (alias, other), indexes in self._claimed.items():
+            if alias in claimed_by and other in claimed_by:
+                claimed_by[alias] |= indexes
+        for alias in aliases:
             base = len(every)
             every += self._claims[alias]
             clash |= {base + i for i in claimed_by[alias]}

@@ -18,13 +18,18 @@ character for character. Reading a URI goes back the same way:
 
 The same function rewrites URIs in tool results, prompt messages and update
 notifications, so whatever an agent is handed, it can read.
+
+All of this is as the agent's profile (its ``Sight``) shows the servers: a server it
+does not show lists nothing, claims nothing and is no candidate, for that agent, so
+neither an error nor the form of a URI it is handed tells it of that server
+(``registry.scopes`` keeps the templates' forms per set of servers shown).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 from msgspec import Raw
@@ -43,14 +48,13 @@ from .claims import (
     parsed,
 )
 from .gate import Gate
-from .routing import PrefixIndex, claimants
-from .scheme import SCHEME, Ambiguous, Routed, Undecided, unwrap, wrap
-from .shown import marked
+from .routing import claimants
+from .scheme import SCHEME, Ambiguous, Routed, Sight, Undecided, unwrap, wrap
+from .scopes import MAX_SCOPES, Scope
+from .shown import agent_resource, agent_template
 
 _encode: Final = msgspec.json.Encoder().encode
 logger = logging.getLogger("mcpd.registry")
-
-Filter = Callable[[str, str], bool]  # (alias, the server's own URI or template)
 
 
 class _Server:
@@ -91,12 +95,12 @@ class ResourceTable:
         self.gate = gate if gate is not None else Gate()
         self._servers: dict[str, _Server] = {}
         self._lists = Listings()
-        self._plain = PrefixIndex(())
-        self._wrapped = PrefixIndex(())  # those that can match
-        self._shown_wrapped: set[tuple[str, str]] = set()  # all in the mcpd:// form
-        self._by_agent_template: dict[str, tuple[str, str]] = {}
-        self._listing: list[tuple[str, str, Raw]] | None = None
-        self._template_listing: list[tuple[str, str, Raw]] | None = None
+        self._scopes: dict[frozenset[str], Scope] = {}  # by the servers agents see
+        self._all = Scope(frozenset(), self._lists, {})  # every server's, always made
+        # Each resource and template as agents see it, encoded once per change, by
+        # (alias, its place in the server's list, whether in the mcpd:// form).
+        self._encoded: dict[tuple[str, int, bool], Raw] = {}
+        self._encoded_templates: dict[tuple[str, int, bool], Raw] = {}
         self.version = 0
         self.match_steps = 0  # spent matching URIs against templates, ever
         # The version each kind of matching budget last ran out in, once logged.
@@ -160,60 +164,78 @@ class ResourceTable:
         return True
 
     def _rebuild(self) -> None:
-        """Which templates are shown as the server wrote them, from the claims kept per
-        pair of servers (no matching: that was done for the pairs that changed)."""
-        every = [
-            (a, t.uriTemplate) for a in sorted(self._servers) for t in self._servers[a].templates
-        ]
-        # A template mcpd cannot match claims no URI: it clashes with none, and it is
-        # shown in the mcpd:// form, the only one that reads come back through. Past
-        # the budget a template counts as clashing: its mcpd:// form still works.
-        claims, clash = self._lists.clashing()
-        plain = [
-            c
-            for i, c in enumerate(claims)
-            if i not in clash and not c.template.text.startswith(SCHEME)
-        ]
-        shown_plain = {(c.alias, c.template.text) for c in plain}
-        self._plain = PrefixIndex(plain)
-        self._wrapped = PrefixIndex(
-            c for c in claims if (c.alias, c.template.text) not in shown_plain
-        )
-        self._shown_wrapped = set(every) - shown_plain
-        self._by_agent_template = {self.agent_template(a, t): (a, t) for a, t in every}
+        """The lists changed: which templates are shown as the server wrote them is
+        found again, for all servers now, for each other set of servers agents see
+        when it is next needed."""
+        self._scopes.clear()
+        self._all = self._made(frozenset(self._servers))
         self._changed()
 
     def _changed(self) -> None:
-        self._listing = None
-        self._template_listing = None
+        self._encoded.clear()
+        self._encoded_templates.clear()
         self.version += 1
+
+    def _scope(self, sight: Sight | None) -> Scope:
+        """The scope of the servers ``sight`` shows (None: all of them)."""
+        if sight is None:
+            return self._all
+        aliases = frozenset(a for a in self._servers if sight.has_server(a))
+        if aliases == self._all.aliases:
+            return self._all
+        scope = self._scopes.get(aliases)
+        if scope is None:
+            if len(self._scopes) >= MAX_SCOPES:
+                self._scopes.clear()
+            scope = self._scopes[aliases] = self._made(aliases)
+        return scope
+
+    def _made(self, aliases: frozenset[str]) -> Scope:
+        templates = {a: [t.uriTemplate for t in self._servers[a].templates] for a in aliases}
+        return Scope(aliases, self._lists, templates)
+
+    def _listers(self, uri: str, sight: Sight | None) -> list[str]:
+        """The servers that list ``uri`` and show it to agents of ``sight``."""
+        owners = self._lists.listers.get(uri, [])
+        if sight is None or not owners:
+            return owners
+        return [a for a in owners if sight.admits_resource(a, uri)]
 
     # -- the scheme --
 
     def route(
-        self, uri: str, budget: Budget | None = None
+        self, uri: str, budget: Budget | None = None, sight: Sight | None = None
     ) -> Routed | Ambiguous | Undecided | None:
-        """Which server an agent's URI goes to, and as what (None: no server's). What
-        matching costs comes out of ``budget`` (at most a URI's share of it)."""
+        """Which server an agent's URI goes to, and as what (None: no server's), among
+        the servers ``sight`` shows (None: all). What matching costs comes out of
+        ``budget`` (at most a URI's share of it). The ``mcpd://`` form names its server
+        whoever sees it: the caller checks the sight."""
+        return self._route(uri, budget, sight, lambda: self._scope(sight))
+
+    def _route(
+        self, uri: str, budget: Budget | None, sight: Sight | None, scoped: Callable[[], Scope]
+    ) -> Routed | Ambiguous | Undecided | None:
+        """``route``, with the sight's scope from ``scoped`` (asked only if needed)."""
         inner = unwrap(uri)
         if inner is not None:
             return Routed(*inner) if inner[0] in self._servers else None
-        owners = self._lists.listers.get(uri)
+        owners = self._listers(uri, sight)
         if owners:
             if len(owners) == 1:
                 return Routed(owners[0], uri)
             return Ambiguous([wrap(a, uri) for a in owners])
-        if len(self._servers) == 1:
+        scope = scoped()
+        if len(scope.aliases) == 1:
             # Whatever its templates say, a URI no other server lists goes to it.
-            return Routed(next(iter(self._servers)), uri)
+            return Routed(next(iter(scope.aliases)), uri)
         whole = budget if budget is not None else Budget(ROUTE_STEPS)
         mine = whole.part(ROUTE_STEPS)
         own = mine.left == ROUTE_STEPS  # else the caller's budget was the shorter
-        matched = claimants(self._plain, uri, mine)
+        matched = _shown(claimants(scope.plain, uri, mine), uri, sight)
         if matched == []:
             # A template two servers share is shown in its mcpd:// forms, but an agent
             # may expand the server's own (a tool's text names it): say which to read.
-            matched = claimants(self._wrapped, uri, mine)
+            matched = _shown(claimants(scope.wrapped, uri, mine), uri, sight)
         whole.settle(mine)
         self.match_steps += mine.spent
         if matched is None:
@@ -246,25 +268,44 @@ class ResourceTable:
             extra=log_extra(alias, "resource_template", "template matching over budget"),
         )
 
-    def to_agent(self, alias: str, uri: str, budget: Budget | None = None) -> str:
-        """The URI an agent is handed for ``alias``'s ``uri``: reading it comes back.
-        Once ``budget`` is spent, the ``mcpd://`` form, without matching."""
+    def to_agent(
+        self, alias: str, uri: str, budget: Budget | None = None, sight: Sight | None = None
+    ) -> str:
+        """The URI an agent of ``sight`` is handed for ``alias``'s ``uri``: reading it
+        through that sight comes back. Once ``budget`` is spent, the ``mcpd://`` form,
+        without matching."""
+        return self._to_agent(alias, uri, budget, sight, lambda: self._scope(sight))
+
+    def _to_agent(
+        self,
+        alias: str,
+        uri: str,
+        budget: Budget | None,
+        sight: Sight | None,
+        scoped: Callable[[], Scope],
+    ) -> str:
         if uri.startswith(SCHEME) or (budget is not None and not budget.spend(1)):
             return wrap(alias, uri)
-        routed = self.route(uri, budget)
+        routed = self._route(uri, budget, sight, scoped)
         if isinstance(routed, Routed) and routed.alias == alias:
             return uri
         return wrap(alias, uri)
 
-    def links(self, alias: str) -> Callable[[str], str]:
-        """What hands over the URIs of one result of ``alias`` (a tool result, a prompt,
-        a read), its matching all drawn from one budget."""
+    def links(self, alias: str, sight: Sight | None = None) -> Callable[[str], str]:
+        """What hands an agent of ``sight`` the URIs of one result of ``alias`` (a tool
+        result, a prompt, a read), its matching all drawn from one budget."""
         budget = Budget(RESULT_STEPS)
+        found: list[Scope] = []  # the sight's scope, found for the first link that needs it
+
+        def scoped() -> Scope:
+            if not found:
+                found.append(self._scope(sight))
+            return found[0]
 
         def to_agent(uri: str) -> str:
             if budget.out:
                 return wrap(alias, uri)
-            shown = self.to_agent(alias, uri, budget)
+            shown = self._to_agent(alias, uri, budget, sight, scoped)
             if budget.out:
                 self._over_budget("the links of one result", RESULT_STEPS, alias)
             return shown
@@ -290,12 +331,15 @@ class ResourceTable:
             whole.settle(mine)
             self.match_steps += mine.spent
 
-    def agent_template(self, alias: str, template: str) -> str:
-        return wrap(alias, template) if (alias, template) in self._shown_wrapped else template
+    def agent_template(self, alias: str, template: str, sight: Sight | None = None) -> str:
+        return self._scope(sight).agent_template(alias, template)
 
-    def template_route(self, agent_template: str) -> tuple[str, str] | None:
-        """(alias, the server's template) for a template as agents were shown it."""
-        found = self._by_agent_template.get(agent_template)
+    def template_route(
+        self, agent_template: str, sight: Sight | None = None
+    ) -> tuple[str, str] | None:
+        """(alias, the server's template) for a template as agents of ``sight`` were
+        shown it."""
+        found = self._scope(sight).by_agent_template.get(agent_template)
         if found is not None:
             return found
         inner = unwrap(agent_template)
@@ -303,27 +347,48 @@ class ResourceTable:
 
     # -- queries --
 
-    def listing(self, keep: Filter | None = None) -> list[Raw]:
-        if self._listing is None:
-            self._listing = [
-                (a, r.uri, Raw(_encode(self._agent_resource(a, r, self.to_agent(a, r.uri)))))
-                for a in sorted(self._servers)
-                for r in self._servers[a].resources
-            ]
-        return [raw for a, uri, raw in self._listing if keep is None or keep(a, uri)]
+    def listing(self, sight: Sight | None = None) -> list[Raw]:
+        """The resources agents of ``sight`` see, each plain exactly when its server is
+        the only one they see list it."""
+        out = []
+        for a in sorted(self._servers):
+            for i, r in enumerate(self._servers[a].resources):
+                if sight is not None and not sight.admits_resource(a, r.uri):
+                    continue
+                wrapped = r.uri.startswith(SCHEME) or self._listers(r.uri, sight) != [a]
+                key = (a, i, wrapped)
+                raw = self._encoded.get(key)
+                if raw is None:
+                    uri = wrap(a, r.uri) if wrapped else r.uri
+                    server = self._servers[a]
+                    shown = agent_resource(a, r, uri, server.available, server.marker)
+                    raw = self._encoded[key] = Raw(_encode(shown))
+                out.append(raw)
+        return out
 
-    def template_listing(self, keep: Filter | None = None) -> list[Raw]:
-        if self._template_listing is None:
-            self._template_listing = [
-                (
-                    a,
-                    r.uriTemplate,
-                    Raw(_encode(self._agent_template(a, r, self.agent_template(a, r.uriTemplate)))),
-                )
-                for a in sorted(self._servers)
-                for r in self._servers[a].templates
-            ]
-        return [raw for a, t, raw in self._template_listing if keep is None or keep(a, t)]
+    def template_listing(self, sight: Sight | None = None) -> list[Raw]:
+        scope = self._scope(sight)
+        out = []
+        for a in sorted(scope.aliases):
+            for i, r in enumerate(self._servers[a].templates):
+                if sight is not None and not sight.admits_resource(a, r.uriTemplate):
+                    continue
+                wrapped = (a, r.uriTemplate) in scope.shown_wrapped
+                key = (a, i, wrapped)
+                raw = self._encoded_templates.get(key)
+                if raw is None:
+                    server = self._servers[a]
+                    shown = agent_template(
+                        a,
+                        r,
+                        wrap(a, r.uriTemplate) if wrapped else r.uriTemplate,
+                        server.available,
+                        server.marker,
+                        server.held.get(r.uriTemplate),
+                    )
+                    raw = self._encoded_templates[key] = Raw(_encode(shown))
+                out.append(raw)
+        return out
 
     def count(self, alias: str) -> tuple[int, int]:
         server = self._servers.get(alias)
@@ -339,47 +404,9 @@ class ResourceTable:
         server = self._servers.get(alias)
         return (list(server.raw[0]), list(server.raw[1])) if server else None
 
-    def _note(self, alias: str, description: Any, held: str | None = None) -> str:
-        server = self._servers[alias]
-        note = f"[{alias}] {description if isinstance(description, str) else ''}".rstrip()
-        marker = f"held: {held}" if held is not None else server.marker
-        return f"[{marker}] {note}" if marker else note
 
-    def _meta(
-        self, alias: str, own: Any, original: str, shown: str, key: str, held: str | None = None
-    ) -> dict[str, Any]:
-        meta: dict[str, Any] = (
-            {k: v for k, v in own.items() if not k.startswith("mcpd/")}
-            if isinstance(own, dict)
-            else {}
-        )
-        meta["mcpd/server"] = alias
-        if shown != original:
-            meta[key] = original
-        meta["mcpd/available"] = self._servers[alias].available and held is None
-        if held is not None:
-            meta["mcpd/held"] = held
-        return meta
-
-    def _agent_resource(self, alias: str, r: surface.Resource, uri: str) -> surface.Resource:
-        return msgspec.structs.replace(
-            r,
-            uri=uri,
-            title=marked(alias, r.title),
-            description=self._note(alias, r.description),
-            meta=self._meta(alias, r.meta, r.uri, uri, "mcpd/originalUri"),
-        )
-
-    def _agent_template(
-        self, alias: str, r: surface.ResourceTemplate, template: str
-    ) -> surface.ResourceTemplate:
-        held = self._servers[alias].held.get(r.uriTemplate)
-        return msgspec.structs.replace(
-            r,
-            uriTemplate=template,
-            title=marked(alias, r.title),
-            description=self._note(alias, r.description, held),
-            meta=self._meta(
-                alias, r.meta, r.uriTemplate, template, "mcpd/originalUriTemplate", held
-            ),
-        )
+def _shown(found: list[str] | None, uri: str, sight: Sight | None) -> list[str] | None:
+    """The servers of ``found`` whose ``uri`` agents of ``sight`` may read."""
+    if found is None or sight is None:
+        return found
+    return [a for a in found if sight.admits_resource(a, uri)]

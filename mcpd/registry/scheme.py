@@ -1,9 +1,11 @@
 """The ``mcpd://`` scheme: a server's URI that agents could not otherwise read back
 through mcpd is handed to them as ``mcpd://ALIAS/`` followed by that URI, character for
-character; and what routing a URI an agent sends can find."""
+character; what routing a URI an agent sends can find; and what of the servers'
+resources one agent's profile shows it (``Sight``)."""
 
 from __future__ import annotations
 
+import abc
 from typing import Final
 
 import msgspec
@@ -40,3 +42,16 @@ class Undecided(msgspec.Struct, frozen=True):
     """Matching the URI against the servers' templates ran out of its budget."""
 
     steps: int  # what it spent
+
+
+class Sight(abc.ABC):
+    """What one agent's profile shows of the servers' resources: a profile's view
+    derives from this, which keeps the views out of the resource table's imports."""
+
+    @abc.abstractmethod
+    def has_server(self, alias: str) -> bool: ...
+
+    @abc.abstractmethod
+    def admits_resource(self, alias: str, uri: str) -> bool:
+        """Whether the profile shows the server ``alias`` and, of it, ``uri`` (a URI
+        or a template as the server wrote it)."""

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+import msgspec
 from msgspec import UNSET
 
-from protocol import mcp
+from protocol import mcp, surface
 
 T = TypeVar("T")
 
@@ -85,6 +86,63 @@ def sourced(
     out["mcpd/originalName"] = original
     out["mcpd/available"] = available
     return note, out
+
+
+def _resource_meta(
+    alias: str, own: object, original: str, shown: str, key: str, available: bool
+) -> dict[str, Any]:
+    meta: dict[str, Any] = (
+        {k: v for k, v in own.items() if not k.startswith("mcpd/")} if isinstance(own, dict) else {}
+    )
+    meta["mcpd/server"] = alias
+    if shown != original:
+        meta[key] = original
+    meta["mcpd/available"] = available
+    return meta
+
+
+def _resource_note(alias: str, description: object, marker: str | None) -> str:
+    note = f"[{alias}] {description if isinstance(description, str) else ''}".rstrip()
+    return f"[{marker}] {note}" if marker else note
+
+
+def agent_resource(
+    alias: str, r: surface.Resource, uri: str, available: bool, marker: str | None
+) -> surface.Resource:
+    """A resource as agents see it under ``uri`` (the server's, or its mcpd:// form)."""
+    return msgspec.structs.replace(
+        r,
+        uri=uri,
+        title=marked(alias, r.title),
+        description=_resource_note(alias, r.description, marker),
+        meta=_resource_meta(alias, r.meta, r.uri, uri, "mcpd/originalUri", available),
+    )
+
+
+def agent_template(
+    alias: str,
+    r: surface.ResourceTemplate,
+    template: str,
+    available: bool,
+    marker: str | None,
+    held: str | None,
+) -> surface.ResourceTemplate:
+    """A resource template as agents see it as ``template``; a held one is marked
+    unavailable, saying why."""
+    if held is not None:
+        available, marker = False, f"held: {held}"
+    meta = _resource_meta(
+        alias, r.meta, r.uriTemplate, template, "mcpd/originalUriTemplate", available
+    )
+    if held is not None:
+        meta["mcpd/held"] = held
+    return msgspec.structs.replace(
+        r,
+        uriTemplate=template,
+        title=marked(alias, r.title),
+        description=_resource_note(alias, r.description, marker),
+        meta=meta,
+    )
 
 
 def marked(alias: str, title: T) -> T | str:

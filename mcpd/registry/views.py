@@ -28,6 +28,7 @@ import msgspec
 
 from ..config.model import ConfigError, NamingConfig
 from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
+from .scheme import Sight
 from .shown import Entry
 from .table import Registry, candidate_name, hashed_name
 
@@ -82,7 +83,7 @@ def assign_names(
     return out
 
 
-class ProfileView:
+class ProfileView(Sight):
     def __init__(self, name: str, registry: Registry) -> None:
         self.name = name
         self.registry = registry

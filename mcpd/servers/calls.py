@@ -25,6 +25,7 @@ from protocol import mcp
 from protocol.server import RequestContext
 
 from ..config.model import Config, DaemonConfig
+from ..registry.scheme import Sight
 from .askback import Asker, AskRoutes
 from .breaker import Breaker
 from .outage import Outage
@@ -85,6 +86,9 @@ class Call(msgspec.Struct, eq=False):
     modern: bool = False  # the agent speaks 2026-07-28
     local: str = ""  # the name the agent called
     alias: str = ""  # its server
+    # What the agent's profile shows of resources: the links in its result are handed
+    # over as that profile reads them back (None: as the daemon's owner does).
+    sight: Sight | None = None
     # What the server is told this agent can answer (a modern server's envelope).
     capabilities: dict[str, Any] | None = None
     tasks: bool = False  # the agent takes task handles for results

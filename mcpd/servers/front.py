@@ -16,7 +16,7 @@ from protocol.loglevels import LogMessage
 from ..registry.catalog import Catalog, catalog_of
 from ..registry.claims import Budget
 from ..registry.prompts import PromptEntry
-from ..registry.scheme import Ambiguous, Routed, Undecided
+from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from ..registry.shown import Entry
 from ..registry.table import Registry, alias_prefix
 from ..registry.views import ProfileView
@@ -165,23 +165,26 @@ class Front:
     def lookup_prompt(self, name: str) -> PromptEntry | None:
         return self._catalog.prompts.lookup(name) if self._catalog is not None else None
 
-    def resource_listing(self, keep: Keep | None = None) -> list[Raw]:
-        return self._catalog.resources.listing(keep) if self._catalog is not None else []
+    def resource_listing(self, sight: Sight | None = None) -> list[Raw]:
+        return self._catalog.resources.listing(sight) if self._catalog is not None else []
 
-    def template_listing(self, keep: Keep | None = None) -> list[Raw]:
+    def template_listing(self, sight: Sight | None = None) -> list[Raw]:
         c = self._catalog
-        return c.resources.template_listing(keep) if c is not None else []
+        return c.resources.template_listing(sight) if c is not None else []
 
-    def route_uri(self, uri: str, budget: Budget) -> Routed | Ambiguous | Undecided | None:
+    def route_uri(
+        self, uri: str, budget: Budget, sight: Sight | None = None
+    ) -> Routed | Ambiguous | Undecided | None:
         c = self._catalog
-        return c.resources.route(uri, budget) if c is not None else None
+        return c.resources.route(uri, budget, sight) if c is not None else None
 
-    def links(self, alias: str) -> Callable[[str], str]:
-        return self._catalog.resources.links(alias) if self._catalog is not None else str
-
-    def route_template(self, template: str) -> tuple[str, str] | None:
+    def links(self, alias: str, sight: Sight | None = None) -> Callable[[str], str]:
         c = self._catalog
-        return c.resources.template_route(template) if c is not None else None
+        return c.resources.links(alias, sight) if c is not None else str
+
+    def route_template(self, template: str, sight: Sight | None = None) -> tuple[str, str] | None:
+        c = self._catalog
+        return c.resources.template_route(template, sight) if c is not None else None
 
     def held_template(self, alias: str, uri: str, budget: Budget) -> str | None:
         c = self._catalog

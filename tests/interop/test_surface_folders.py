@@ -189,8 +189,13 @@ async def test_a_profile_sees_only_the_prompts_and_resources_it_admits(tmp_path:
         ):
             await a_only.use_profile("a_only")
             await no_readme.use_profile("no_readme")
+            # b, which a_only does not show, lists the same README: for a_only it does
+            # not exist, so a's README is a's alone, handed over and read as a wrote it.
             uris = [r["uri"] for r in (await a_only.result("resources/list"))["resources"]]
-            assert sorted(uris) == ["file:///notes.txt", "mcpd://a/" + README]
+            assert sorted(uris) == [README, "file:///notes.txt"]
+            assert await texts(a_only, README) == ["readme of a\n"]
+            listed = await a_only.result("resources/templates/list")
+            assert [t["uriTemplate"] for t in listed["resourceTemplates"]] == ["file:///{name}"]
             prompts = [p["name"] for p in (await a_only.result("prompts/list"))["prompts"]]
             assert prompts == ["mcp__a__review"]
             hidden = await a_only.rpc("resources/read", {"uri": "mcpd://b/" + README})

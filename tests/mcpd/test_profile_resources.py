@@ -1,0 +1,199 @@
+"""What a profile's agents learn of a server the profile does not show, in a running
+daemon: nothing. The hidden server lists the same URI and template as a shown one;
+for the profile's agents the URI and the template are the shown server's alone
+(listed, read, linked, completed and subscribed as that server wrote them), a URI two
+shown servers list names those two only. The owner's view of the same daemon is
+unchanged: both servers' forms, and the ambiguity they make."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from mcpd.config.load import load
+from tests.support.agent import META, Agent, connect, running
+
+from .test_httpapi import curl
+
+LIMIT = 60
+SERVER = str(Path(__file__).with_name("shared_uri_server.py"))
+HIDDEN = "privy"
+README = "file:///README.md"
+SHARED = "file:///shared.md"
+TEMPLATE = "notes://{id}"
+LISTEN = "subscriptions/listen"
+
+
+def server(name: str, uris: str, templates: str = "", prompts: str = "") -> str:
+    args = [SERVER, name, uris, templates, prompts]
+    return f"[servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n"
+
+
+def write_config(tmp: Path, dev_servers: str = '"pub", "pub2"', extra: str = "") -> Path:
+    """``pub`` and ``pub2`` shown to the profile ``dev`` (on its own socket), and
+    ``privy``, hidden from it, listing what ``pub`` lists."""
+    path = tmp / "mcpd.toml"
+    path.write_text(
+        f'[daemon]\nsocket = "{tmp / "mcpd.sock"}"\nstartup_deadline = 20\n'
+        + server("pub", f"{README},{SHARED}", TEMPLATE, "hello")
+        + server("pub2", SHARED)
+        + server(HIDDEN, f"{README},{SHARED},privy://payroll", TEMPLATE, "hello")
+        + extra
+        + f'[profiles.dev]\nservers = [{dev_servers}]\nsocket = "{tmp / "dev.sock"}"\n'
+    )
+    return path
+
+
+def uris(listing: dict[str, Any]) -> list[str]:
+    return sorted(r["uri"] for r in listing["resources"])
+
+
+def templates(listing: dict[str, Any]) -> list[str]:
+    return sorted(t["uriTemplate"] for t in listing["resourceTemplates"])
+
+
+async def read(agent: Agent, uri: str) -> dict[str, Any]:
+    return await agent.rpc("resources/read", {"uri": uri})
+
+
+def text_of(reply: dict[str, Any]) -> str:
+    assert "result" in reply, reply
+    [content] = reply["result"]["contents"]
+    return str(content["text"])
+
+
+async def listen(agent: Agent, rid: str, notifications: dict[str, Any]) -> dict[str, Any]:
+    """Open a listen; what its acknowledgement says mcpd honours."""
+    count = len(agent.notifications)
+    body = {"notifications": notifications, "_meta": META}
+    message = {"jsonrpc": "2.0", "id": rid, "method": LISTEN, "params": body}
+    await agent.send_raw(json.dumps(message).encode() + b"\n")
+    acknowledged = (await agent.wait_notifications(count + 1))[count]
+    assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+    return dict(acknowledged["params"]["notifications"])
+
+
+@contextlib.asynccontextmanager
+async def profile_agents(tmp_path: Path) -> AsyncIterator[tuple[Agent, Agent]]:
+    """A modern and an initialized legacy agent on the profile's socket."""
+    path = write_config(tmp_path)
+    dev_sock = str(tmp_path / "dev.sock")
+    async with (
+        running(load(path), str(path)),
+        connect(dev_sock) as dev,
+        connect(dev_sock, modern=False) as legacy,
+    ):
+        await legacy.initialize()
+        yield dev, legacy
+
+
+def assert_unnamed(replies: dict[str, Any]) -> None:
+    for what, reply in replies.items():
+        assert HIDDEN not in json.dumps(reply), f"{what} names {HIDDEN}: {reply}"
+
+
+async def test_a_uri_a_hidden_server_lists_too_is_the_shown_servers_alone(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with profile_agents(tmp_path) as (dev, legacy):
+            replies: dict[str, Any] = {}
+            replies["list"] = listed = await dev.result("resources/list")
+            assert uris(listed) == [README, f"mcpd://pub/{SHARED}", f"mcpd://pub2/{SHARED}"]
+            page = await curl(str(tmp_path / "dev.sock"), "/resources")
+            replies["GET /resources"] = body = json.loads(page.body)
+            assert uris(body) == uris(listed)
+            replies["read"] = reply = await read(dev, README)
+            assert text_of(reply) == f"pub read {README}"
+            replies["legacy read"] = reply = await read(legacy, README)
+            assert text_of(reply) == f"pub read {README}"
+            assert_unnamed(replies)
+            # The hidden server's own URIs stay out of reach.
+            for uri in ("privy://payroll", f"mcpd://{HIDDEN}/{README}"):
+                assert (await read(dev, uri))["error"]["message"] == "Resource not found"
+
+
+async def test_an_ambiguous_uri_names_the_shown_servers_only(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with profile_agents(tmp_path) as (dev, legacy):
+            for agent in (dev, legacy):
+                reply = await read(agent, SHARED)
+                assert reply["error"]["code"] == -32602
+                assert reply["error"]["data"]["candidates"] == [
+                    f"mcpd://pub/{SHARED}",
+                    f"mcpd://pub2/{SHARED}",
+                ]
+                assert_unnamed({"read": reply})
+
+
+async def test_a_template_a_hidden_server_shares_is_the_shown_servers_alone(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with profile_agents(tmp_path) as (dev, legacy):
+            replies: dict[str, Any] = {}
+            replies["templates"] = shown = await dev.result("resources/templates/list")
+            assert templates(shown) == [TEMPLATE]
+            replies["read"] = reply = await read(dev, "notes://7")
+            assert text_of(reply) == "pub read notes://7"
+            ref = {"type": "ref/resource", "uri": TEMPLATE}
+            arg = {"name": "id", "value": ""}
+            for agent in (dev, legacy):
+                complete = {"ref": ref, "argument": arg}
+                replies["complete"] = done = await agent.rpc("completion/complete", complete)
+                assert done["result"]["completion"]["values"] == ["pub"], done
+            assert_unnamed(replies)
+
+
+async def test_links_in_results_are_handed_over_as_the_profile_reads_them(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with profile_agents(tmp_path) as (dev, _):
+            linked = await dev.call("mcp__pub__link", {"uri": README})
+            assert linked["content"][0]["uri"] == README
+            prompt = await dev.result("prompts/get", {"name": "mcp__pub__hello"})
+            assert prompt["messages"][0]["content"]["uri"] == README
+            assert_unnamed({"call": linked, "prompt": prompt})
+
+
+async def test_subscriptions_to_such_a_uri_are_honoured(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with profile_agents(tmp_path) as (dev, legacy):
+            assert (await legacy.rpc("resources/subscribe", {"uri": README}))["result"] == {}
+            honoured = await listen(dev, "L", {"resourceSubscriptions": [README, "notes://7"]})
+            assert honoured["resourceSubscriptions"] == [README, "notes://7"]
+
+
+async def test_the_owner_still_sees_every_server_and_their_ambiguity(tmp_path: Path) -> None:
+    path = write_config(tmp_path)
+    with trio.fail_after(LIMIT):
+        async with running(load(path), str(path)) as daemon, connect(daemon.socket_path) as owner:
+            listed = await owner.result("resources/list")
+            assert uris(listed) == [
+                f"mcpd://privy/{README}",
+                f"mcpd://privy/{SHARED}",
+                f"mcpd://pub/{README}",
+                f"mcpd://pub/{SHARED}",
+                f"mcpd://pub2/{SHARED}",
+                "privy://payroll",
+            ]
+            shown = await owner.result("resources/templates/list")
+            assert templates(shown) == [f"mcpd://privy/{TEMPLATE}", f"mcpd://pub/{TEMPLATE}"]
+            reply = await read(owner, README)
+            assert reply["error"]["data"]["candidates"] == [
+                f"mcpd://privy/{README}",
+                f"mcpd://pub/{README}",
+            ]
+            assert text_of(await read(owner, f"mcpd://privy/{README}")) == f"privy read {README}"
+            assert text_of(await read(owner, "privy://payroll")) == "privy read privy://payroll"
+            linked = await owner.call("mcp__pub__link", {"uri": README})
+            assert linked["content"][0]["uri"] == f"mcpd://pub/{README}"
+            page = json.loads((await curl(daemon.socket_path, "/resources")).body)
+            assert uris(page) == uris(listed)
