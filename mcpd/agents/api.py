@@ -129,6 +129,7 @@ class Api(ProfileMethods):
         self.profiles.configure(profiles, naming, self.control.settings.max_tools)
         self.calls.budget = self.control.settings.result_budget_chars
         self.list_changed()
+        self.surface.list_changed()
 
     # -- serving --
 

@@ -27,6 +27,7 @@ from .sockets import ProfileSockets
 
 if TYPE_CHECKING:
     from .httpapi import HttpApi
+    from .surface import Surface
 
 
 class _Choice(msgspec.Struct):
@@ -38,6 +39,7 @@ class ProfileMethods:
     connections: set[Connection]
     _http: HttpApi | None
     sockets: ProfileSockets
+    surface: Surface
 
     def view(self, conn: Connection) -> ProfileServers:
         raise NotImplementedError
@@ -60,6 +62,7 @@ class ProfileMethods:
         chosen = self._chosen(conn, req, required=True)
         conn.profile = chosen
         conn.seen_version = chosen.version  # what it lists from now on is not a change
+        self.surface.joined(conn)
         return summary(chosen)
 
     async def _profile_tools(

@@ -4,7 +4,8 @@ what listens honour.
 ``Surface`` holds the per-daemon parts (the ask-back driver, task ownership,
 resource subscriptions) and hands the socket API its handlers. It also sends
 ``notifications/{prompts,resources}/list_changed``: unsolicited to legacy agents,
-tagged on the listens of modern agents that asked for them.
+tagged on the listens of modern agents that asked for them, and only when what the
+agent's own profile lists of them changed (``ProfileView.offered``).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class Surface:
         # What each agent may spend matching URIs, by its owner.
         self._allowances: dict[object, Allowance] = {}
         self._dirty = trio.Event()
-        servers.subscribe(lambda: self._dirty.set())  # the event is replaced each time
+        servers.subscribe(self.list_changed)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -81,10 +82,21 @@ class Surface:
             nursery.start_soon(self._broadcast)
             task_status.started()
 
+    def list_changed(self) -> None:
+        """What some agent is listed may have changed: each hears of it if its own
+        profile's lists did (the event is replaced each time the broadcaster wakes)."""
+        self._dirty.set()
+
     # -- agents coming and going --
 
     def joined(self, conn: Any) -> None:
-        conn.seen_surface = self.servers.surface_versions
+        """Only what changes in the agent's profile from now on is news to it."""
+        conn.seen_surface = self._offered(conn)
+
+    def _offered(self, conn: Any) -> tuple[int, int]:
+        if self._view_of is None:
+            return self.servers.surface_versions
+        return self._view_of(conn).offered()
 
     def left(self, owner: Any) -> None:
         """The agent disconnected: servers waiting for its answers get an error now."""
@@ -260,16 +272,15 @@ class Surface:
             await self._dirty.wait()
             await trio.sleep(_DEBOUNCE)
             self._dirty = trio.Event()
-            prompts, resources = now = self.servers.surface_versions
             for conn in list(self._connections()):
                 seen = getattr(conn, "seen_surface", None)
-                conn.seen_surface = now
+                conn.seen_surface = now = self._offered(conn)
                 if seen is None or seen == now:
                     continue
                 news = []
-                if prompts != seen[0]:
+                if now[0] != seen[0]:
                     news.append(("notifications/prompts/list_changed", "promptsListChanged"))
-                if resources != seen[1]:
+                if now[1] != seen[1]:
                     news.append(("notifications/resources/list_changed", "resourcesListChanged"))
                 legacy = getattr(getattr(conn, "session", None), "legacy_version", None)
                 for method, flag in news:

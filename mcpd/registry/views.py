@@ -14,7 +14,9 @@ says (the servers and the tool count), not every tool behind it. A server coming
 going elsewhere leaves this profile's agents alone.
 
 ``NameFilter`` is the same allow/deny rule over any ``(alias, name)``: prompts and
-resources go through ``admits_prompt`` and ``admits_resource``.
+resources go through ``admits_prompt`` and ``admits_resource``. ``offered`` keeps a
+version of what the view lists of prompts and of resources, which grows only when
+that changed, as ``version`` does for tools.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import msgspec
 
 from ..config.model import ConfigError, NamingConfig
 from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
+from .catalog import catalog_of
 from .scheme import Sight
 from .shown import Entry
 from .table import Registry, candidate_name, hashed_name
@@ -105,6 +108,7 @@ class ProfileView(Sight):
         self._exposed_refs: Any = None  # keeps the objects whose ids _exposed holds
         self._index: ToolIndex | None = None
         self._index_key: list[tuple[str, Any]] = []
+        self._offered = _Offered()
 
     def configure(self, profile: ProfileConfig, naming: NamingConfig, max_tools: int) -> None:
         """Apply (or re-apply, on reload) the profile; ``naming`` and ``max_tools`` are the
@@ -126,6 +130,7 @@ class ProfileView(Sight):
         # Everything under the table's names: the view is the table (and costs nothing).
         self.identity = self.naming is None and self._servers == ["*"] and self._tools.everything
         self._synced = -1
+        self._offered.synced = (-1, -1)
 
     # -- which servers, tools, prompts and resources --
 
@@ -201,6 +206,28 @@ class ProfileView(Sight):
         pinned = [(e, e.look) for e in self.pinned()]
         key = ("search", tuple(self.servers()), self.count(), [(id(e), id(k)) for e, k in pinned])
         return pinned, key
+
+    def offered(self) -> tuple[int, int]:
+        """(prompts, resources): each grows only when what the view's agents are listed
+        of it changed (a server outside the view leaves them alone)."""
+        catalog = catalog_of(self.registry)
+        if catalog is None:
+            return (0, 0)
+        held = self._offered
+        now = (catalog.prompts.version, catalog.resources.version)
+        if now[0] != held.synced[0]:
+            prompts = catalog.prompts.listing(self.admits_prompt)
+            if prompts != held.prompts:
+                held.prompts = prompts
+                held.versions[0] += 1
+        if now[1] != held.synced[1]:
+            listed = catalog.resources.listing(self)
+            templates = catalog.resources.template_listing(self)
+            if (listed, templates) != held.resources:
+                held.resources = (listed, templates)
+                held.versions[1] += 1
+        held.synced = now
+        return held.versions[0], held.versions[1]
 
     # -- queries --
 
@@ -283,6 +310,19 @@ class ProfileView(Sight):
                 'some hosts refuse that many (discovery = "auto" would switch to search)'
             )
         return None
+
+
+class _Offered:
+    """What a view last listed of prompts and of resources, at which versions of the
+    tables, and its own versions of each."""
+
+    __slots__ = ("prompts", "resources", "synced", "versions")
+
+    def __init__(self) -> None:
+        self.synced = (-1, -1)
+        self.versions = [0, 0]
+        self.prompts: list[msgspec.Raw] | None = None
+        self.resources: tuple[list[msgspec.Raw], list[msgspec.Raw]] | None = None
 
 
 def _doc(entry: Entry, doc: type[ToolDoc]) -> ToolDoc:

@@ -2,8 +2,9 @@
 daemon: nothing. The hidden server lists the same URI and template as a shown one;
 for the profile's agents the URI and the template are the shown server's alone
 (listed, read, linked, completed and subscribed as that server wrote them), a URI two
-shown servers list names those two only. The owner's view of the same daemon is
-unchanged: both servers' forms, and the ambiguity they make."""
+shown servers list names those two only, and the hidden server's list changes are no
+news to them. The owner's view of the same daemon is unchanged: both servers' forms,
+and the ambiguity they make."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ README = "file:///README.md"
 SHARED = "file:///shared.md"
 TEMPLATE = "notes://{id}"
 LISTEN = "subscriptions/listen"
+CHANGES = ("notifications/prompts/list_changed", "notifications/resources/list_changed")
 
 
 def server(name: str, uris: str, templates: str = "", prompts: str = "") -> str:
@@ -77,6 +79,16 @@ async def listen(agent: Agent, rid: str, notifications: dict[str, Any]) -> dict[
     acknowledged = (await agent.wait_notifications(count + 1))[count]
     assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
     return dict(acknowledged["params"]["notifications"])
+
+
+async def changes(agent: Agent, after: int) -> list[str]:
+    """Wait for both list changes among the notifications after the first ``after``;
+    the methods of those about prompts and resources."""
+    while True:
+        methods = [m["method"] for m in agent.notifications[after:]]
+        if set(CHANGES) <= set(methods):
+            return [m for m in methods if m in CHANGES]
+        await agent.wait_notifications(len(agent.notifications) + 1)
 
 
 @contextlib.asynccontextmanager
@@ -197,3 +209,62 @@ async def test_the_owner_still_sees_every_server_and_their_ambiguity(tmp_path: P
             assert linked["content"][0]["uri"] == f"mcpd://pub/{README}"
             page = json.loads((await curl(daemon.socket_path, "/resources")).body)
             assert uris(page) == uris(listed)
+
+
+MORE = server("privy2", "privy2://x", "", "more")
+
+
+@contextlib.asynccontextmanager
+async def listening(tmp_path: Path) -> AsyncIterator[tuple[Agent, Agent, Agent]]:
+    """The owner and the profile's modern agent listening for prompt and resource list
+    changes, and a legacy agent on the profile's socket; then a reload adds a server
+    the profile does not show, with prompts and resources, and the owner hears of
+    both."""
+    path = write_config(tmp_path)
+    dev_sock = str(tmp_path / "dev.sock")
+    async with (
+        running(load(path), str(path)) as daemon,
+        connect(daemon.socket_path) as owner,
+        connect(dev_sock) as dev,
+        connect(dev_sock, modern=False) as legacy,
+    ):
+        await legacy.initialize()
+        flags = {"promptsListChanged": True, "resourcesListChanged": True}
+        for agent in (owner, dev):
+            assert await listen(agent, "L", flags) == flags
+        write_config(tmp_path, extra=MORE)
+        await owner.result("mcpd/reload")
+        await changes(owner, 1)
+        # Whatever went to the profile's agents went out in the same pass as the
+        # owner's, before the replies to these.
+        for agent in (dev, legacy):
+            assert await agent.result("ping") == {}
+        yield owner, dev, legacy
+
+
+async def test_a_hidden_servers_list_changes_are_no_news_to_the_profile(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with listening(tmp_path) as (_, dev, legacy):
+            assert [m["method"] for m in dev.notifications[1:]] == []
+            assert legacy.notifications == []
+
+
+async def test_a_profile_that_comes_to_show_a_server_tells_its_agents_only(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with listening(tmp_path) as (owner, dev, legacy):
+            owner_seen, dev_seen, legacy_seen = (len(a.notifications) for a in (owner, dev, legacy))
+            write_config(tmp_path, dev_servers='"pub", "pub2", "privy2"', extra=MORE)
+            await owner.result("mcpd/reload")
+            assert sorted(await changes(dev, dev_seen)) == sorted(CHANGES)
+            tags = [m["params"]["_meta"][META_ID] for m in dev.notifications[dev_seen:]]
+            assert tags == ["L", "L"]
+            assert sorted(await changes(legacy, legacy_seen)) == sorted(CHANGES)
+            assert "privy2://x" in uris(await dev.result("resources/list"))
+            # Nothing the owner sees changed.
+            assert await owner.result("ping") == {}
+            assert len(owner.notifications) == owner_seen
+
+
+META_ID = "io.modelcontextprotocol/subscriptionId"
