@@ -28,7 +28,7 @@ from ..config.profiles import ProfileConfig
 from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Backend, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
-from .door import Door, refuse
+from .door import Door, Seat, refuse
 from .instructions import instructions
 from .listen import Listens
 from .listener import DaemonError
@@ -88,9 +88,7 @@ class Api(ProfileMethods):
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
         self.sockets = ProfileSockets(self._handle)
-        self.door = Door(
-            lambda: control.settings, lambda: len(self.connections), self.sockets.allowed
-        )
+        self.door = Door(lambda: control.settings, self.sockets.allowed)
         self.endpoint: Connect | None = None  # where the HTTP endpoint listens
         self._http: HttpApi | None = None
         self._handlers: dict[str, Handler] = {
@@ -179,19 +177,25 @@ class Api(ProfileMethods):
         await trio.serve_listeners(handle, listeners, task_status=task_status)
 
     async def _handle(self, stream: trio.SocketStream, profile: str | None = None) -> None:
-        admitted, peer = await self.door.check(stream, profile)
-        if not admitted:
+        seat = await self.door.check(stream, profile)
+        if seat is None:
             return
+        with seat:
+            await self._serve_seated(stream, profile, seat)
+
+    async def _serve_seated(
+        self, stream: trio.SocketStream, profile: str | None, seat: Seat
+    ) -> None:
         servers = self.profiles.default if profile is None else self.profiles.get(profile)
         if servers is None:
             await refuse(stream, f"mcpd: the profile {profile!r} was removed")
             return
-        spoken = await self.door.speaks(stream, peer)
+        spoken = await self.door.speaks(stream, seat)
         if spoken is None:  # said nothing, or nothing in time
             await stream.aclose()
             return
         if spoken == "http":  # curl, a browser, a monitor, an HTTP client
-            await self.http.connection(stream, peer, fixed=profile)
+            await self.http.connection(stream, seat.peer, fixed=profile)
             return
         d = self.control.settings
         conn = Connection(
@@ -201,7 +205,7 @@ class Api(ProfileMethods):
             self.lines,
             d,
             version=servers.version,
-            peer=peer,
+            peer=seat.peer,
             profile=servers,
             fixed_profile=profile,
         )
@@ -209,7 +213,10 @@ class Api(ProfileMethods):
         self.surface.joined(conn)
         conn.gone_hooks.append(lambda: self.surface.left(conn))
         try:
-            await conn.run()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.door.expect_request, conn, seat)
+                await conn.run()
+                nursery.cancel_scope.cancel()
         finally:
             self.connections.discard(conn)
             self.surface.left(conn)

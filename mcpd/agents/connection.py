@@ -113,6 +113,7 @@ class Connection(Agent):
         # agent's answer must hear at once that none is coming.
         self.gone_hooks: list[Callable[[], None]] = []
         self.dropped = 0
+        self.asked = trio.Event()  # it has sent a request (the door waits for one)
         self.faults = Misbehaviour()
         self._nursery: trio.Nursery | None = None
         self._batch = lines.batch()  # the one shared batch: taken once, entered per chunk
@@ -200,6 +201,7 @@ class Connection(Agent):
             decoded = splice.decode_call(line)
             if decoded is not None:
                 self.spoke_mcp = True
+                self.asked.set()
                 rid, inflight = decoded.id, self.inflight
                 if rid in inflight or len(inflight) >= self.max_inflight:
                     self._admit(rid)  # refused, saying why
@@ -220,6 +222,7 @@ class Connection(Agent):
         if not self.spoke_mcp and isinstance(msg, (rpc.Request, rpc.Notification)):
             self.spoke_mcp = not msg.method.startswith(_OWN_METHODS)
         if isinstance(msg, rpc.Request):
+            self.asked.set()
             if not self._admit(msg.id):
                 pass
             elif msg.method in LIFECYCLE:
@@ -359,7 +362,7 @@ class Connection(Agent):
             exc,
             extra=log_extra(None, "broken_line", str(exc)),
         )
-        self._close()
+        self.close()
 
     def _put(self, data: bytes, rid: rpc.Id | None) -> None:
         held = self._long.held
@@ -413,8 +416,9 @@ class Connection(Agent):
             pass
         finally:
             self._out.close()
-        self._close()
+        self.close()
 
-    def _close(self) -> None:
+    def close(self) -> None:
+        """End the connection: its read loop and writer stop, and ``run`` returns."""
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()

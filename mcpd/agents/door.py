@@ -1,10 +1,25 @@
-"""Who gets a connection: the connection limit, the peer's uid and groups, and whether
-the first bytes are HTTP or a line of JSON-RPC.
+"""Who gets a connection on an agent socket: the peer's uid and groups, how many
+connections it and everyone else hold, whether the first bytes are HTTP or a line of
+JSON-RPC, and whether a line connection ever asks for anything.
 
 Refusing is done here, once and cheaply, before a connection costs a session: a
 refused peer gets one JSON-RPC error line naming why, and the log gets a few lines
 and then one per interval that says how many were not logged, not one per refusal.
-A peer that says nothing is let go after ``first_message_timeout``.
+
+Connections are counted across the daemon's socket and every profile's, HTTP ones
+too, from the moment they are let in until they close:
+
+- everyone together may hold ``max_connections``;
+- one user other than mcpd's own and root may hold ``max_connections_per_uid`` of
+  them (a quarter by default), so that a user allowed on some socket cannot take
+  the places of all the others;
+- mcpd's own user and root may hold ``OWNER_RESERVE`` more, so that they can always
+  get in (``mcpd status``, ``mcpd reload``) whatever other users hold.
+
+A peer that says nothing is let go after ``first_message_timeout``, and so is a line
+connection that has sent no request by then (only notifications, or lines that are
+not JSON-RPC): it would hold its place and do nothing. Once it has asked something,
+an agent may stay idle for as long as it likes.
 """
 
 from __future__ import annotations
@@ -14,7 +29,7 @@ import logging
 import re
 import socket
 from collections.abc import Callable, Iterable
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import trio
 
@@ -23,7 +38,10 @@ from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
 from ..host.ratelimit import Throttle
-from .peers import Peer, is_allowed, peer_of, resolve_groups
+from .peers import Peer, is_allowed, is_owner, peer_of, resolve_groups
+
+if TYPE_CHECKING:
+    from .connection import Connection
 
 logger = logging.getLogger("mcpd.api")
 
@@ -31,47 +49,75 @@ Allowed = Callable[[str], tuple[Iterable[int], Iterable[int]]]
 Speaks = Literal["http", "lines"]
 # A method token and its space ("GET ", "POST "), or as much of one as has arrived.
 _REQUEST_LINE: Final = re.compile(rb"[A-Z]{1,7}(?: |\Z)")
+# Places beyond max_connections that only mcpd's own user and root may take.
+OWNER_RESERVE: Final = 16
+
+
+def uid_quota(d: DaemonConfig) -> int:
+    """How many connections one user other than mcpd's own and root may hold."""
+    return d.max_connections_per_uid or max(1, d.max_connections // 4)
+
+
+class Held:
+    """The connections the agent sockets hold: all together, and per uid (None: a
+    peer the socket cannot name)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._by_uid: dict[int | None, int] = {}
+
+    def of(self, uid: int | None) -> int:
+        return self._by_uid.get(uid, 0)
+
+    def take(self, uid: int | None) -> None:
+        self.total += 1
+        self._by_uid[uid] = self._by_uid.get(uid, 0) + 1
+
+    def give(self, uid: int | None) -> None:
+        self.total -= 1
+        left = self._by_uid[uid] - 1
+        if left:
+            self._by_uid[uid] = left
+        else:
+            del self._by_uid[uid]
+
+
+class Seat:
+    """One admitted connection's place in ``Held``, given back when the ``with``
+    block around its service ends."""
+
+    def __init__(self, held: Held, peer: Peer | None, deadline: float) -> None:
+        self._held = held
+        self.peer = peer
+        self.deadline = deadline  # by when it must have sent a request (trio time)
+        held.take(None if peer is None else peer.uid)
+
+    def __enter__(self) -> Seat:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._held.give(None if self.peer is None else self.peer.uid)
 
 
 class Door:
-    def __init__(
-        self, settings: Callable[[], DaemonConfig], open_now: Callable[[], int], allowed: Allowed
-    ) -> None:
-        """``open_now``: connections being served; ``allowed``: a profile socket's
-        own uids and gids."""
+    def __init__(self, settings: Callable[[], DaemonConfig], allowed: Allowed) -> None:
+        """``allowed``: a profile socket's own uids and gids."""
         self._settings = settings
-        self._open_now = open_now
         self._allowed = allowed
+        self.held = Held()
         # Resolved again for each config a reload brings (a new list object), also
         # when the names are the same: the groups themselves may have changed.
         groups = settings().allow_groups
         self._gids_of: tuple[list[str], set[int]] = (groups, resolve_groups(groups))
         self._full = Throttle(burst=1)  # refused at max_connections
+        self._over_quota = Throttle()  # refused at max_connections_per_uid
         self._not_allowed = Throttle()
         self._silent = Throttle()
-        self._sniffing = 0  # accepted connections whose first byte has not come yet
 
-    async def check(
-        self, stream: trio.SocketStream, profile: str | None
-    ) -> tuple[bool, Peer | None]:
-        """Whether the connection may go on (if not, it was refused and closed), and
-        its peer (None where the socket cannot tell)."""
+    async def check(self, stream: trio.SocketStream, profile: str | None) -> Seat | None:
+        """The connection's seat, to hold while it is served; None: it was refused
+        (and closed)."""
         d = self._settings()
-        # Connections that have not sent a byte count too: they used to escape the
-        # limit, so any number of silent ones could take all of mcpd's descriptors.
-        if self._open_now() + self._sniffing >= d.max_connections:
-            held = self._full.admit()
-            if held is not None:
-                peer = peer_of(stream.socket)
-                logger.warning(
-                    "too many agent connections (limit %d): refused %d, the latest from %s",
-                    d.max_connections,
-                    held + 1,
-                    f"pid {peer.pid}, uid {peer.uid}" if peer is not None else "an unknown peer",
-                    extra=log_extra(None, reason="too many connections"),
-                )
-            await refuse(stream, f"mcpd: too many connections (limit {d.max_connections})")
-            return False, None
         peer = peer_of(stream.socket)
         uids: Iterable[int] = d.allow_uids
         gids: Iterable[int] = self._allow_gids(d.allow_groups)
@@ -95,36 +141,98 @@ class Door:
                 f"mcpd: uid {peer.uid} may not use this socket: neither it nor one of its "
                 f"groups is in {keys} of mcpd's config",
             )
-            return False, peer
-        return True, peer
+            return None
+        refusal = self._over_limit(d, peer)
+        if refusal is not None:
+            await refuse(stream, f"mcpd: {refusal}")
+            return None
+        return Seat(self.held, peer, trio.current_time() + d.first_message_timeout)
+
+    def _over_limit(self, d: DaemonConfig, peer: Peer | None) -> str | None:
+        """Why ``peer`` may not have one more connection now (logged), or None."""
+        who = "an unknown peer" if peer is None else f"pid {peer.pid}, uid {peer.uid}"
+        if is_owner(peer):
+            if self.held.total < d.max_connections + OWNER_RESERVE:
+                return None
+            self._log_full(d, f"{who}, past the {OWNER_RESERVE} kept for mcpd's user and root")
+            return (
+                f"too many connections (limit {d.max_connections}, and the {OWNER_RESERVE} "
+                "kept for mcpd's own user and root are taken too)"
+            )
+        assert peer is not None  # an unknown peer is taken for the owner
+        quota, has = uid_quota(d), self.held.of(peer.uid)
+        if has >= quota:
+            held = self._over_quota.admit()
+            if held is not None:
+                logger.warning(
+                    "refused an agent connection from uid %d (pid %d): it has %d open, the "
+                    "most one user may have (daemon.max_connections_per_uid = %d)%s",
+                    peer.uid,
+                    peer.pid,
+                    has,
+                    quota,
+                    f" ({held} more refused since the last such line)" if held else "",
+                    extra=log_extra(None, reason=f"uid {peer.uid} at its connection limit"),
+                )
+            return (
+                f"uid {peer.uid} has {has} connections to mcpd open, the most one user may "
+                f"have (daemon.max_connections_per_uid = {quota})"
+            )
+        if self.held.total >= d.max_connections:
+            self._log_full(d, who)
+            return f"too many connections (limit {d.max_connections})"
+        return None
+
+    def _log_full(self, d: DaemonConfig, latest: str) -> None:
+        held = self._full.admit()
+        if held is not None:
+            logger.warning(
+                "too many agent connections (limit %d): refused %d, the latest from %s",
+                d.max_connections,
+                held + 1,
+                latest,
+                extra=log_extra(None, reason="too many connections"),
+            )
 
     def _allow_gids(self, groups: list[str]) -> set[int]:
         if self._gids_of[0] is not groups:
             self._gids_of = (groups, resolve_groups(groups))
         return self._gids_of[1]
 
-    async def speaks(self, stream: trio.SocketStream, peer: Peer | None) -> Speaks | None:
-        """Whether the first bytes are an HTTP request or a line (counted against the
-        limit while they are awaited); None: the peer hung up, or said nothing within
-        ``first_message_timeout``, and is to be let go."""
-        timeout = self._settings().first_message_timeout
-        self._sniffing += 1
-        try:
-            with trio.move_on_after(timeout):
-                return await speaks(stream)
-        finally:
-            self._sniffing -= 1
+    async def speaks(self, stream: trio.SocketStream, seat: Seat) -> Speaks | None:
+        """Whether the first bytes are an HTTP request or a line; None: the peer hung
+        up, or said nothing by the seat's deadline, and is to be let go."""
+        with trio.move_on_at(seat.deadline):
+            return await speaks(stream)
+        self._log_silent(seat.peer, "sent nothing")
+        return None
+
+    async def expect_request(self, conn: Connection, seat: Seat) -> None:
+        """Close ``conn``, saying why, if it has sent no request by the seat's deadline."""
+        with trio.move_on_at(seat.deadline):
+            await conn.asked.wait()
+            return
+        why = self._log_silent(seat.peer, "sent no request")
+        conn.send_nowait(rpc.encode_error(None, -32000, f"mcpd: closing this connection: {why}"))
+        with trio.move_on_after(1):
+            await conn.drain()
+        conn.close()
+
+    def _log_silent(self, peer: Peer | None, what: str) -> str:
+        why = (
+            f"it {what} within {self._settings().first_message_timeout:g} s of connecting "
+            "(daemon.first_message_timeout)"
+        )
         held = self._silent.admit()
         if held is not None:
             logger.info(
-                "closed an agent connection from %s: it sent nothing within %g s "
-                "(daemon.first_message_timeout)%s",
+                "closed an agent connection from %s: %s%s",
                 f"pid {peer.pid}, uid {peer.uid}" if peer is not None else "an unknown peer",
-                timeout,
+                why,
                 f" ({held} more since the last such line)" if held else "",
                 extra=log_extra(None, reason="silent connection"),
             )
-        return None
+        return why
 
 
 async def refuse(stream: trio.SocketStream, message: str) -> None:

@@ -78,9 +78,8 @@ class HttpApi:
         self.servers = servers
         self.control = control
         self.mcp = McpRoute(handler, listeners, new_session, self._profile)
-        # Counted apart, each against max_connections: the Unix socket's HTTP
-        # connections, and the endpoint's that got past its gate.
-        self.on_socket = Slots()
+        # The endpoint's connections that got past its gate, counted against
+        # max_connections apart from the agent sockets' (whose door counts those).
         self.on_endpoint = Slots()
         self._page: Page | None = None
 
@@ -113,7 +112,7 @@ class HttpApi:
         try:
             async with stream:
                 if gate is None:
-                    await self._serve(wire, Caller(peer, fixed), None, self.on_socket)
+                    await self._serve(wire, Caller(peer, fixed), None, None)
                     return
                 first = await gate.admit(wire)
                 if first is not None:
@@ -128,22 +127,29 @@ class HttpApi:
             logger.exception("HTTP connection failed")
 
     async def _serve(
-        self, wire: Wire, caller: Caller, first: h11.Request | None, slots: Slots
+        self, wire: Wire, caller: Caller, first: h11.Request | None, slots: Slots | None
     ) -> None:
+        """Serve requests until the connection ends; one counted in ``slots`` (None:
+        counted already) is refused with 503 beyond max_connections."""
+        if slots is None:
+            await self._exchanges(wire, caller, first)
+            return
         slots.taken += 1
         try:
             if slots.taken > self.control.settings.max_connections:
                 await _send(wire, 503, "application/json", b'{"error":"too many connections"}')
                 return
-            head = first
-            while await self._exchange(wire, caller, head):
-                done = wire.conn.our_state is h11.DONE and wire.conn.their_state is h11.DONE
-                if wire.broken or not done:
-                    break
-                wire.conn.start_next_cycle()
-                head = None
+            await self._exchanges(wire, caller, first)
         finally:
             slots.taken -= 1
+
+    async def _exchanges(self, wire: Wire, caller: Caller, head: h11.Request | None) -> None:
+        while await self._exchange(wire, caller, head):
+            done = wire.conn.our_state is h11.DONE and wire.conn.their_state is h11.DONE
+            if wire.broken or not done:
+                break
+            wire.conn.start_next_cycle()
+            head = None
 
     async def _exchange(self, wire: Wire, caller: Caller, head: h11.Request | None) -> bool:
         """Serve one request (``head``: its head, read and checked already); False when

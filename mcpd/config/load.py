@@ -165,6 +165,8 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         raise ConfigError("daemon.max_line_bytes", "must be at least 4096")
     if d.result_budget_chars < 100:
         raise ConfigError("daemon.result_budget_chars", "must be at least 100")
+    if d.max_connections_per_uid is not None and d.max_connections_per_uid < 1:
+        raise ConfigError("daemon.max_connections_per_uid", "must be at least 1")
     if d.page_size < 0:
         raise ConfigError("daemon.page_size", "must be >= 0 (0 = everything in one page)")
     if d.max_pages < 1:

@@ -44,6 +44,9 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     max_pages: int = 1000
     max_line_bytes: int = 16 * 1024 * 1024
     max_connections: int = 256
+    # What one user other than mcpd's own and root may hold of max_connections (None:
+    # a quarter of it), so that no one user can take the sockets from the others.
+    max_connections_per_uid: int | None = None
     max_inflight_per_connection: int = 128
     allow_uids: list[int] = msgspec.field(default_factory=list)
     allow_groups: list[str] = msgspec.field(default_factory=list)
@@ -69,7 +72,8 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     # How long a connection to the endpoint has to send its request's headers (the
     # token is checked there).
     http_header_timeout: float = 5.0
-    # How long a new connection to an agent socket may stay silent before it is closed.
+    # How long a new connection to an agent socket may go without sending a request
+    # (or anything) before it is closed.
     first_message_timeout: float = 30.0
     # How long an agent has to answer a server's request (elicitation, sampling, roots).
     ask_timeout: float = 120.0

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import trio
 
+from mcpd.agents.door import OWNER_RESERVE
 from tests.faults.harness import (
     META,
     MIB,
@@ -185,7 +186,8 @@ async def silent_connections(case: Case) -> None:
         for stream in streams:
             await trio.aclose_forcefully(stream)
     case.note = f"300 silent connections held, {refused} refused; mcpd had {fds_held} fds"
-    assert refused >= 300 - 100, case.note
+    # The test runs as the daemon's own user, which has a few places more.
+    assert refused >= 300 - 100 - OWNER_RESERVE, case.note
     async with case.agent() as a:
         await ping(a)
 

@@ -339,6 +339,7 @@ def test_a_missing_ca_file_is_an_error(tmp_path: Path) -> None:
         ("[daemon]\nresult_budget_chars = 99\n", "daemon.result_budget_chars"),
         ("[daemon]\npage_size = -1\n", "daemon.page_size"),
         ("[daemon]\nmax_pages = 0\n", "daemon.max_pages"),
+        ("[daemon]\nmax_connections_per_uid = 0\n", "daemon.max_connections_per_uid"),
         ('[naming]\ntemplate = "mcp__{alias}"\n', "naming.template"),
         ('[naming]\ntemplate = "{server}__{tool}"\n', "naming.template"),
         ("[naming]\nmax_length = 15\n", "naming.max_length"),

@@ -1,17 +1,27 @@
-"""The agent socket's door: a peer that says nothing is let go, and a flood of refused
-peers gets each its refusal but costs the log only a few lines."""
+"""The agent socket's door: a peer that says nothing (or asks nothing) is let go, a
+flood of refused peers gets each its refusal but costs the log only a few lines, and
+no user allowed on some socket can take the connections of mcpd's own user, root or
+the other users."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
+from mcpd.agents.door import OWNER_RESERVE
+from mcpd.config.model import Config
 from tests.support.agent import connect, make_config, running
-from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir, start_as
+from tests.support.procs import scripted
+
+from .test_profile_status import mcpd
 
 # Connects argv[2] times, each time sends a ping, and prints the first line back.
 MANY_PINGS = """
@@ -25,6 +35,29 @@ for i in range(int(sys.argv[2])):
         print(s.recv(65536).decode().splitlines()[0], flush=True)
 """
 REFUSALS = 30
+# Opens argv[2] connections that each send a notification and a ping, keeps those
+# answered, prints what happened as one line of JSON, and holds on until killed.
+HOG = """
+import contextlib, json, socket, sys, time
+held, refusals = [], []
+for i in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        s.sendall(b'{"jsonrpc":"2.0","method":"notifications/initialized"}' + bytes([10]))
+        s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}' + bytes([10]))
+    line = b""
+    with contextlib.suppress(ConnectionResetError):
+        while not line.endswith(bytes([10])) and (chunk := s.recv(4096)):
+            line += chunk
+    if b'"result"' in line:
+        held.append(s)
+    else:
+        refusals.append(line.decode())
+        s.close()
+print(json.dumps({"held": len(held), "refusals": refusals}), flush=True)
+time.sleep(600)
+"""
 
 
 async def test_a_silent_connection_is_let_go(
@@ -65,3 +98,95 @@ async def test_a_flood_of_refused_peers_is_logged_a_few_times(
         if r.levelno == logging.WARNING and f"connection from uid {uid}" in r.getMessage()
     ]
     assert 1 <= len(warned) <= 5, warned
+
+
+async def test_a_connection_that_asks_nothing_is_let_go_and_one_that_asked_stays(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = make_config(tmp_path, {}, first_message_timeout=0.5)
+    caplog.set_level(logging.INFO)
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            assert (await agent.rpc("ping"))["result"] == {}
+            async with connect(daemon.socket_path) as idle:
+                await idle.send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+                await idle.closed.wait()  # closed by the daemon, its deadline passed
+                said = idle.unmatched[0]["error"]["message"]
+            assert "sent no request within 0.5 s" in said
+            assert "(daemon.first_message_timeout)" in said
+            # The agent that asked something came first, so its deadline passed too:
+            # it is idle as long as it likes.
+            assert (await agent.rpc("ping"))["result"] == {}
+    logged = [r.getMessage() for r in caplog.records if "sent no request" in r.getMessage()]
+    assert len(logged) == 1
+
+
+def hog_config(tmp_path: Path, shared: Path, uids: list[int], **daemon: int) -> Config:
+    """A profile with a socket of its own that ``uids`` may use."""
+    profile = {"servers": ["*"], "socket": str(shared / "p.sock"), "socket_mode": "0666"}
+    profile["allow_uids"] = uids
+    command, args = scripted("--tools", "1")
+    servers = {"s": {"command": command, "args": list(args)}}
+    return make_config(
+        tmp_path, servers, socket=str(shared / "mcpd.sock"), profiles={"p": profile}, **daemon
+    )
+
+
+@contextlib.asynccontextmanager
+async def hogging(uid: int, sock: Path, count: int) -> AsyncIterator[dict[str, Any]]:
+    """``HOG`` as ``uid`` on ``sock``: what it got, while it holds its connections."""
+    proc = await start_as(uid, HOG, str(sock), str(count))
+    try:
+        assert proc.stdout is not None
+        out = b""
+        while not out.endswith(b"\n"):
+            chunk = await proc.stdout.receive_some(1 << 16)
+            assert chunk, "the hog ended before it said what it got"
+            out += chunk
+        yield json.loads(out)
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+@needs_root
+async def test_one_user_cannot_take_the_connections_of_the_others(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    uid, other = peer_uid(), peer_uid() + 1
+    shared = shared_dir()
+    cfg = hog_config(tmp_path, shared, [uid, other])
+    caplog.set_level(logging.INFO)
+    with trio.fail_after(120):
+        async with running(cfg), hogging(uid, shared / "p.sock", 260) as got:
+            # Root, on the daemon's socket and on the profile's, and another user.
+            assert "mcpd" in await mcpd(shared / "mcpd.sock", "status")
+            async with connect(str(shared / "p.sock")) as agent:
+                assert (await agent.rpc("ping"))["result"] == {}
+            answer = json.loads(await run_as(other, MANY_PINGS, str(shared / "p.sock"), "1"))
+            assert answer["result"] == {}
+            quota = cfg.daemon.max_connections // 4
+            assert got["held"] == quota
+            assert len(got["refusals"]) == 260 - quota
+            refusal = json.loads(got["refusals"][-1])["error"]["message"]
+            assert f"uid {uid} has {quota} connections to mcpd open" in refusal
+            assert "daemon.max_connections_per_uid" in refusal
+    warned = [r.getMessage() for r in caplog.records if "max_connections_per_uid" in r.getMessage()]
+    assert 1 <= len(warned) <= 5, warned
+
+
+@needs_root
+async def test_the_owner_gets_in_when_others_hold_every_shared_place(tmp_path: Path) -> None:
+    uid = peer_uid()
+    shared = shared_dir()
+    cfg = hog_config(tmp_path, shared, [uid], max_connections=8, max_connections_per_uid=100)
+    with trio.fail_after(120):
+        async with running(cfg), hogging(uid, shared / "p.sock", 10) as got:
+            assert got["held"] == 8
+            assert all("too many connections (limit 8)" in r for r in got["refusals"])
+            assert len(got["refusals"]) == 2
+            assert "mcpd" in await mcpd(shared / "mcpd.sock", "status")
+            async with contextlib.AsyncExitStack() as stack:
+                for _ in range(OWNER_RESERVE):
+                    agent = await stack.enter_async_context(connect(str(shared / "p.sock")))
+                    assert (await agent.rpc("ping"))["result"] == {}
