@@ -22,11 +22,16 @@ own name).
 
 Both are checked as soon as a request's headers are in, before a byte of its body is
 read: a stranger costs no more than its headers. A new connection waits for its first
-headers in a lobby of its own (``Gate``), apart from the clients that got in and from
-the Unix socket's connections, for ``http_header_timeout`` at most; when the lobby is
-full, a newcomer pushes out the one that has waited longest. So a flood of silent
-connections holds a bounded number of descriptors, and never keeps a client that sends
-its token from being served.
+headers in a lobby of its own (``Gate``, ``lobby.Lobby``), apart from the clients that
+got in and from the Unix socket's connections, for ``http_header_timeout`` at most.
+When the lobby is full, a newcomer pushes out the longest waiting connection of the
+address that holds the most places. So a flood of silent connections holds a bounded
+number of descriptors and never turns away a client whose headers come with its
+connection; a flood from other addresses never pushes out a client that is slow to
+send its headers. But a flood from the client's own address (on loopback, any local
+program's) cannot be told from the client: there a slow client is pushed out once as
+many connections as the lobby has places have come after it, and is served only if
+its headers come sooner than that.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from protocol.logfields import log_extra
 
 from ..host.ratelimit import Throttle
 from .http_wire import Headers, Reject, Wire, refuse
+from .lobby import Lobby, source_of
 from .page import is_page
 
 logger = logging.getLogger("mcpd.http")
@@ -112,21 +118,23 @@ class Gate:
     def __init__(self, check: Guard, timeout: Callable[[], float]) -> None:
         self.check = check
         self._timeout = timeout
-        self._lobby: dict[trio.CancelScope, None] = {}  # oldest first
+        self._lobby = Lobby(LOBBY_SIZE)
         self._let_go = Throttle()
         self._pushed_out = Throttle()
 
     async def admit(self, wire: Wire) -> h11.Request | None:
         """The first request's head once it passed the checks; None when the connection
         is done with (refused with its status, out of time, pushed out, or gone)."""
-        if len(self._lobby) >= LOBBY_SIZE:
-            oldest = next(iter(self._lobby))
-            del self._lobby[oldest]
-            oldest.cancel()
-            self._log(self._pushed_out, f"more than {LOBBY_SIZE} waited for their headers")
         timeout = self._timeout()
         scope = trio.CancelScope(deadline=trio.current_time() + timeout)
-        self._lobby[scope] = None
+        source = source_of(wire.stream)
+        pushed = self._lobby.enter(scope, source)
+        if pushed is not None:
+            self._log(
+                self._pushed_out,
+                f"more than {LOBBY_SIZE} waited for their headers; {pushed} held the most "
+                "places, and its longest waiting one made room",
+            )
         try:
             with scope:
                 request = await wire.read_head()
@@ -146,7 +154,7 @@ class Gate:
                 )
             return None
         finally:
-            self._lobby.pop(scope, None)
+            self._lobby.leave(scope, source)
 
     @staticmethod
     def _log(throttle: Throttle, why: str) -> None:

@@ -14,12 +14,14 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import msgspec
 import trio
 
+from mcpd.agents.tcp import LOBBY_SIZE
 from tests.support.procs import scripted
 
 from .test_httpapi import Reply, modern, modern_headers
@@ -27,6 +29,8 @@ from .test_httpapi import Reply, modern, modern_headers
 MCPD = [sys.executable, "-m", "mcpd"]
 DECLARED = 4 * 1024 * 1024  # the most a body may be: what a stranger claims to send
 STRANGERS = 20
+SLOW_CLIENTS = 5
+BEYOND_THE_LOBBY = 8
 
 
 class Served(msgspec.Struct):
@@ -227,3 +231,70 @@ async def test_headers_must_come_soon(tmp_path: Path) -> None:
                 assert await read_to_end(silent) == b""
                 assert await read_to_end(halfway) == b""
             assert (await list_tools(daemon.port, daemon.token)).status == 200
+
+
+async def connect_from(address: str, port: int) -> trio.SocketStream:
+    """A connection to the endpoint from another loopback address than 127.0.0.1."""
+    sock = trio.socket.socket()
+    try:
+        await sock.bind((address, 0))
+        await sock.connect(("127.0.0.1", port))
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketStream(sock)
+
+
+async def test_a_flood_from_another_address_never_pushes_out_a_slow_client(
+    tmp_path: Path,
+) -> None:
+    """Clients that connect, then send their headers only once more strangers than
+    the lobby has places have connected after them from another address (as a client
+    that waits 200 ms does under a flood of a few hundred connections a second), are
+    all served."""
+    with trio.fail_after(90):
+        async with serving(tmp_path, "http_header_timeout = 60") as daemon:
+            slow = [
+                await trio.open_tcp_stream("127.0.0.1", daemon.port) for _ in range(SLOW_CLIENTS)
+            ]
+            flood = [
+                await connect_from("127.0.0.2", daemon.port)
+                for _ in range(LOBBY_SIZE + BEYOND_THE_LOBBY)
+            ]
+            # All of them waited in the lobby, so this many were pushed out of it.
+            pushed_out, enough = 0, trio.Event()
+            answers = [b""] * SLOW_CLIENTS
+
+            async def watch(stream: trio.SocketStream, slot: int | None = None) -> None:
+                nonlocal pushed_out
+                data = await read_to_end(stream)
+                if slot is not None:
+                    answers[slot] = data
+                if not data:
+                    pushed_out += 1
+                    if pushed_out == SLOW_CLIENTS + BEYOND_THE_LOBBY:
+                        enough.set()
+
+            try:
+                async with trio.open_nursery() as watching:
+                    for stream in flood:
+                        watching.start_soon(watch, stream)
+                    async with trio.open_nursery() as clients:
+                        for i, stream in enumerate(slow):
+                            clients.start_soon(watch, stream, i)
+                        await enough.wait()
+                        head = request_head(
+                            "GET",
+                            "/status",
+                            {"Authorization": f"Bearer {daemon.token}", "Connection": "close"},
+                            0,
+                        )
+                        for stream in slow:
+                            with contextlib.suppress(trio.BrokenResourceError):
+                                await stream.send_all(head)
+                    watching.cancel_scope.cancel()
+            finally:
+                for stream in slow + flood:
+                    await stream.aclose()
+            outcomes = Counter(Reply(a).status if a else "pushed out" for a in answers)
+            assert outcomes == {200: SLOW_CLIENTS}
