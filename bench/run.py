@@ -17,8 +17,9 @@ in interleaved rounds; 10,000 tools; idle agents), the daemon's memory at severa
 the shared-instance comparison (N host sessions with their own servers, or through one
 mcpd), the tool-search relevance check (precision@3 over real servers' tools), the
 request latency of the socket's line protocol against POST /mcp on the socket and on the
-TCP endpoint, and the status page (its time and size with 10,000 tools, and the call
-path with live pages open). Raw results go to bench/results/ as JSON.
+TCP endpoint, the status page (its time and size with 10,000 tools, and the call
+path with live pages open), and what putting tool lists through the gate costs
+in-process (bench/pins.py). Raw results go to bench/results/ as JSON.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any, cast
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import callpath, discovery, page, report, targets
+from bench import callpath, discovery, page, pins, report, targets
 from bench.memory import MemorySettings, memory_lines, run_memory
 from bench.scale import ScaleSettings, run_scale
 from bench.shared import run_shared, shared_lines
@@ -127,6 +128,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-endpoint", action="store_true", help="skip the latency by path")
     p.add_argument("--no-callpath", action="store_true", help="skip the in-process call count")
     p.add_argument("--no-page", action="store_true", help="skip the status page run")
+    p.add_argument("--no-pins", action="store_true", help="skip the in-process list gate costs")
     p.add_argument("--no-pin", action="store_true", help="do not pin to separate CPUs")
     p.add_argument("--mcpd", help="command that runs mcpd's CLI (default: the venv's mcpd)")
     p.add_argument(
@@ -254,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         endpoint = None if args.no_endpoint else discovery.endpoint_run(mcpd_cmd, args.quick)
         page_result = None if args.no_page else page.page_run(mcpd_cmd, args.quick)
         calls = None if args.no_callpath else callpath.run(sys.executable)
+        gate = None if args.no_pins else pins.run(sys.executable)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -313,6 +316,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\nmcpd's own Python per tools/call, counted in-process (bench/callpath.py)")
         for line in callpath.lines(calls):
             print(f"  {line}")
+    if gate is not None:
+        print("\nputting 10,000 tools through the gate: cleaning, rules, pins (bench/pins.py)")
+        for line in pins.lines(gate):
+            print(line)
     if env.notes:
         print("\nnotes")
         for note in dict.fromkeys(env.notes):
@@ -343,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         "endpoint": endpoint,
         "page": page_result,
         "callpath": calls,
+        "pins": gate,
         "targets": [v.__dict__ for v in verdicts],
         "elapsed_s": time.monotonic() - started,
     }
