@@ -160,6 +160,8 @@ def _maybe_hidden(raw: bytes) -> bool:
     decode)."""
     if not raw.isascii():
         return True
+    if b"\\" not in raw:  # no escape at all: one pass, not four
+        return False
     return b"\\u" in raw or b"\\r" in raw or b"\\b" in raw or b"\\f" in raw
 
 

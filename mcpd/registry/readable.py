@@ -18,20 +18,76 @@ from msgspec import UNSET, Raw
 from protocol import mcp, surface
 
 from .clean import clean_json, clean_text
+from .glance import may_find, may_find_ascii
 from .rules import HIDDEN_CHARACTERS, Finding, check
 
 T = TypeVar("T", surface.Resource, surface.ResourceTemplate)
 _TEXT_KEYS: Final = frozenset({"description", "title"})
 _EMPTY_OBJECT: Final = Raw(b'{"type":"object"}')
+# A JSON string's escapes but ``\\uXXXX``, and the character each stands for.
+_ESCAPES: Final = (
+    (b"\\n", b"\n"),
+    (b"\\t", b"\t"),
+    (b"\\r", b"\r"),
+    (b'\\"', b'"'),
+    (b"\\/", b"/"),
+    (b"\\b", b"\b"),
+    (b"\\f", b"\f"),
+)
 
 
 class Readable(msgspec.Struct):
     item: Any  # the item as it may be listed: cleaned
     removed: dict[str, int]  # where -> how many characters were taken out
-    texts: list[tuple[str, str]]  # (where, cleaned text) for the rules
+    # (where, cleaned text) for the rules; a schema (cleaned) stands for its texts,
+    # read from it only when a rule may find something in it.
+    texts: list[tuple[str, str | Raw]]
 
-    def findings(self, rules: bool = True) -> list[Finding]:
-        """What the cleaning and (``rules``) the rules found."""
+    def all_texts(self) -> list[tuple[str, str]]:
+        """Every text the rules look at, a schema's each on its own (``query.description``)."""
+        out: list[tuple[str, str]] = []
+        for where, text in self.texts:
+            if isinstance(text, str):
+                out.append((where, text))
+                continue
+            try:
+                value = msgspec.json.decode(text)
+            except (msgspec.DecodeError, RecursionError):
+                continue  # too deep to read: it is not shown either
+            out += [(f"{where}: {path}", sub) for path, sub in _texts_of(value)]
+        return out
+
+    def may_find(self) -> bool:
+        """Whether a rule may find something: all the texts, schemas as the JSON they
+        are (their keys and other strings too, which can only add to what is there),
+        looked at once; as bytes while they are ASCII (most are)."""
+        parts: list[bytes] = []
+        for _, text in self.texts:
+            if isinstance(text, str):
+                if not text.isascii():
+                    return self._may_find_text()
+                parts.append(text.encode("ascii"))
+                continue
+            data = bytes(text)
+            if not data.isascii() or b"\\u" in data:
+                return self._may_find_text()
+            parts.append(_unescaped(data) if b"\\" in data else data)
+        return may_find_ascii(b"\t".join(parts))
+
+    def _may_find_text(self) -> bool:
+        parts: list[str] = []
+        for _, text in self.texts:
+            read = text if isinstance(text, str) else _json_text(text)
+            if read is None:
+                return True
+            parts.append(read)
+        return may_find("\t".join(parts))
+
+    def findings(self, rules: bool = True, definition: bytes | None = None) -> list[Finding]:
+        """What the cleaning and (``rules``) the rules found. ``definition``: the
+        item's canonical JSON (``pins``), which holds every text of it as the server
+        sent it: when nothing was taken out in cleaning, a first look at it alone
+        says whether the rules have anything to find."""
         out = []
         if self.removed:
             total = sum(self.removed.values())
@@ -43,15 +99,21 @@ class Readable(msgspec.Struct):
                     f"{total} invisible or control character{'s' if total != 1 else ''} taken out",
                 )
             )
-        if rules:
-            out += check(self.texts)
+        if not rules:
+            return out
+        if definition is not None and not self.removed:
+            worth = _may_find_json(definition)
+        else:
+            worth = self.may_find()
+        if worth:
+            out += check(self.all_texts())
         return out
 
 
 class _Reader:
     def __init__(self) -> None:
         self.removed: dict[str, int] = {}
-        self.texts: list[tuple[str, str]] = []
+        self.texts: list[tuple[str, str | Raw]] = []
 
     def text(self, where: str, value: Any) -> Any:
         if not isinstance(value, str):
@@ -70,12 +132,7 @@ class _Reader:
             return None
         if count:
             self.removed[where] = count
-        try:
-            value = msgspec.json.decode(cleaned)
-        except (msgspec.DecodeError, RecursionError):
-            return cleaned
-        for path, text in _texts_of(value):
-            self.texts.append((f"{where}: {path}", text))
+        self.texts.append((where, cleaned))
         return cleaned
 
     def done(self, item: Any) -> Readable:
@@ -172,3 +229,39 @@ def _texts_of(value: Any) -> Iterator[tuple[str, str]]:
                     stack.append((sub, f"{path}.{step}".strip(".") if step else path))
         elif isinstance(item, list):
             stack.extend((sub, path) for sub in item if isinstance(sub, dict | list))
+
+
+def _may_find_json(data: bytes) -> bool:
+    """``may_find`` for the texts of a JSON document (strings, keys and all)."""
+    if data.isascii() and b"\\u" not in data:
+        return may_find_ascii(_unescaped(data))
+    text = _json_text(Raw(data))
+    return text is None or may_find(text)
+
+
+def _json_text(raw: Raw) -> str | None:
+    """A JSON document as text in which every string reads as it holds (its escapes
+    read), so that its words and characters are where they are in the decoded strings;
+    None when that takes decoding (an escape that may stand for a letter)."""
+    data = bytes(raw)
+    if b"\\u" in data:
+        # Written again, the document escapes only what is no letter (controls).
+        try:
+            data = msgspec.json.encode(msgspec.json.decode(raw))
+        except (msgspec.DecodeError, msgspec.EncodeError, RecursionError, UnicodeError):
+            return None
+        if b"\\u" in data:
+            return None
+    return _unescaped(data).decode("utf-8", "replace")
+
+
+def _unescaped(data: bytes) -> bytes:
+    """JSON text with no ``\\u`` escape, every other escape read."""
+    if b"\\" not in data:
+        return data
+    # A backslash escaped is set aside first: what is left of each escape is one
+    # backslash and the letter after it.
+    data = data.replace(b"\\\\", b"\x00")
+    for escape, char in _ESCAPES:
+        data = data.replace(escape, char)
+    return data.replace(b"\x00", b"\\")

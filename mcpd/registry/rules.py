@@ -43,10 +43,10 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_WORD: Final = re.compile(r"[a-z0-9_']++")
+WORD: Final = re.compile(r"[a-z0-9_']++")
 _SENTENCE_END: Final = re.compile(r"[.!?;](?=\s)|\n")
 # Two words that read as one.
-_PAIRS: Final = {
+PAIRS: Final = {
     ("do", "not"): "don't",
     ("must", "not"): "mustn't",
     ("should", "not"): "shouldn't",
@@ -157,7 +157,7 @@ HIDDEN_TAGS: Final = (
 # Files named like a secret one that are meant to be shared.
 _SHARED_SUFFIXES: Final = (".example", ".sample", ".template", ".dist")
 _LONG_BLOCK: Final = 80  # characters inside such a block that make it a hidden section
-_BLANK_LINES: Final = 20  # blank lines in a row that push text out of view
+BLANK_LINES: Final = 20  # blank lines in a row that push text out of view
 
 
 Step = tuple[frozenset[str], int]  # (words, how many words may come before it)
@@ -205,7 +205,7 @@ class Pattern:
         return False
 
 
-_SENTENCE_RULES: Final[tuple[tuple[str, tuple[Pattern, ...]], ...]] = (
+SENTENCE_RULES: Final[tuple[tuple[str, tuple[Pattern, ...]], ...]] = (
     (
         CONCEAL,
         (
@@ -243,18 +243,22 @@ _SENTENCE_RULES: Final[tuple[tuple[str, tuple[Pattern, ...]], ...]] = (
         ),
     ),
 )
-_PAIR_FIRSTS: Final = frozenset(first for first, _ in _PAIRS)
-_KEYS: Final = frozenset().union(*(p.key for _, ps in _SENTENCE_RULES for p in ps))
+PAIR_FIRSTS: Final = frozenset(first for first, _ in PAIRS)
+_KEYS: Final = frozenset().union(*(p.key for _, ps in SENTENCE_RULES for p in ps))
 # A text with none of these words (as written, before pairs are made one) matches no
 # pattern: the keys, and the first word of each pair that makes one.
-_RAW_KEYS: Final = _KEYS | {first for (first, _), one in _PAIRS.items() if one in _KEYS}
+RAW_KEYS: Final = _KEYS | {first for (first, _), one in PAIRS.items() if one in _KEYS}
+PATHS_BY_WORD: Final = {
+    word: tuple(needle for needle, w in SENSITIVE_PATHS if w == word) for _, word in SENSITIVE_PATHS
+}
+PATH_WORDS: Final = frozenset(PATHS_BY_WORD)
 
 
 def _merged(words: list[str]) -> list[str]:
     """Words with the pairs that read as one (``do not``) made one."""
     out: list[str] = []
     for word in words:
-        pair = _PAIRS.get((out[-1], word)) if out else None
+        pair = PAIRS.get((out[-1], word)) if out else None
         if pair is not None:
             out[-1] = pair
         else:
@@ -265,19 +269,19 @@ def _merged(words: list[str]) -> list[str]:
 def _sentence_findings(
     where: str, lower: str, words: list[str], present: set[str]
 ) -> list[Finding]:
-    if present.isdisjoint(_RAW_KEYS):
+    if present.isdisjoint(RAW_KEYS):
         return []
-    if not present.isdisjoint(_PAIR_FIRSTS):
+    if not present.isdisjoint(PAIR_FIRSTS):
         present = present | set(_merged(words))  # every word, and every pair made one
     wanted = [
         (rule, viable)
-        for rule, patterns in _SENTENCE_RULES
+        for rule, patterns in SENTENCE_RULES
         if (viable := [p for p in patterns if p.possible(present)])
     ]
     if not wanted:
         return []
     sentences = [
-        w for w in (_merged(_WORD.findall(part)) for part in _SENTENCE_END.split(lower)) if w
+        w for w in (_merged(WORD.findall(part)) for part in _SENTENCE_END.split(lower)) if w
     ]
     out = []
     for rule, patterns in wanted:
@@ -298,7 +302,7 @@ def check(texts: Iterable[tuple[str, str]]) -> list[Finding]:
         hidden = _hidden_section(text, lower)
         if hidden is not None:
             out.append(Finding(HIDDEN_SECTION, where, _excerpt(text, hidden)))
-        words = _WORD.findall(lower)
+        words = WORD.findall(lower)
         present = set(words)
         path = _sensitive_path(lower, present)
         if path is not None:
@@ -309,7 +313,7 @@ def check(texts: Iterable[tuple[str, str]]) -> list[Finding]:
 
 def _hidden_section(text: str, lower: str) -> int | None:
     """Where a long tagged block or a wall of blank lines starts, if there is one."""
-    if lower.count("\n") >= _BLANK_LINES:
+    if lower.count("\n") >= BLANK_LINES:
         at = _after_blank_lines(text)
         if at is not None:
             return at
@@ -338,7 +342,7 @@ def _after_blank_lines(text: str) -> int | None:
     offset = 0
     for line in text.split("\n"):
         if line.strip():
-            if run >= _BLANK_LINES:
+            if run >= BLANK_LINES:
                 return offset
             run = 0
         else:
@@ -348,6 +352,8 @@ def _after_blank_lines(text: str) -> int | None:
 
 
 def _sensitive_path(lower: str, present: set[str]) -> int | None:
+    if present.isdisjoint(PATH_WORDS):
+        return None
     for needle, word in SENSITIVE_PATHS:
         if word not in present:
             continue
