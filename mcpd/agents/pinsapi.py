@@ -89,7 +89,10 @@ async def _approve(
 async def _export(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Export)
-    return api.control.pins.export(params.servers)
+    try:
+        return await api.control.pins.export(params.servers)
+    except BadPins as exc:
+        raise rpc.RPCError(-32000, str(exc)) from None
 
 
 async def _import(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:

@@ -9,6 +9,14 @@ returns for what a person approves or imports. Unlike the last known tools, pins
 not a cache: a file that cannot be read is set aside (``pins.json.unreadable``), and
 no server counts as approved until a person approves it again, so a damaged file
 cannot let a changed server through.
+
+Only the digests stay in memory (``registry.pinned``); the file is where the
+definitions are (``pinrecords``). It is read again for the few a held item or a
+command needs, and each rewrite (``pinwriter``) takes what did not change from the
+file it replaces, and makes the rest from what the servers listed. If another
+program changed the file while mcpd runs and it no longer holds a definition mcpd
+pinned, the rewrite fails, says which, and leaves the file as it is (the next start
+reads it).
 """
 
 from __future__ import annotations
@@ -26,28 +34,15 @@ from protocol.logfields import log_extra
 
 from ..registry.gate import Gate
 from ..registry.judged import Pending, held_reason
-from ..registry.pins import BadPins, Kind, PinSet, checked
-from .privatefile import read_private, write_atomically
+from ..registry.pinned import Found, Wanted
+from ..registry.pins import BadPins, Kind
+from . import pinrecords, pinwriter
+from .pinrecords import Sections, decode
 
 logger = logging.getLogger("mcpd.state")
 
 FILE_NAME: Final = "pins.json"
 _DEBOUNCE: Final = 0.5
-_decoder: Final = msgspec.json.Decoder(PinSet)
-
-
-def encode(pins: PinSet) -> bytes:
-    """A pin set as a person reads it (and a version control diff shows it)."""
-    return msgspec.json.format(msgspec.json.encode(pins), indent=2) + b"\n"
-
-
-def decode(data: bytes, source: str) -> PinSet:
-    """A pin set from a file, checked; ``BadPins`` saying what is wrong with it."""
-    try:
-        pins = _decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise BadPins(f"{source}: not a pin file: {exc}") from None
-    return checked(pins, source)
 
 
 class PinKeeper:
@@ -67,22 +62,25 @@ class PinKeeper:
         self._rejudge = rejudge
         self._configured = configured
         self._dirty = trio.Event()
+        self._writing = trio.Lock()
+        self._sections: Sections | None = None  # where each server's part is in the file
         self._last_error: str | None = None
         self.writes = 0
         gate.on_pinned = self.changed
+        gate.stored = self.stored
 
     # -- the file --
 
     async def load(self) -> None:
         try:
-            data = await trio.to_thread.run_sync(_read, self.path)
+            data = await trio.to_thread.run_sync(pinrecords.read, self.path)
         except OSError as exc:
             self._unusable(f"cannot read it: {exc.strerror or exc}")
             return
         if data is None:
             return
         try:
-            self.gate.pins = decode(data, self.path)
+            self.gate.pins, self._sections = pinrecords.loaded(self.path, data)
         except BadPins as exc:
             aside = self.path + ".unreadable"
             with contextlib.suppress(OSError):
@@ -114,23 +112,40 @@ class PinKeeper:
 
     async def flush(self) -> bool:
         """Write the pins now; whether they are on disk."""
-        self._dirty = trio.Event()
-        data = encode(self.gate.pins)
-        try:
-            await trio.to_thread.run_sync(write_atomically, self.path, data)
-        except OSError as exc:
-            if str(exc) != self._last_error:
-                self._last_error = str(exc)
-                logger.error(
-                    "cannot save the pins to %s: %s",
-                    self.path,
-                    exc,
-                    extra=log_extra(None, "state_file", str(exc)),
+        async with self._writing:
+            self._dirty = trio.Event()
+            servers = {alias: s.copy() for alias, s in self.gate.pins.servers.items()}
+            unwritten = self.gate.unwritten.take()
+            try:
+                self._sections = await trio.to_thread.run_sync(
+                    pinwriter.write, self.path, servers, unwritten, self._sections
                 )
-            return False
+            except (OSError, BadPins) as exc:
+                self.gate.unwritten.give_back(unwritten)
+                self._failed(exc)
+                return False
         self._last_error = None
         self.writes += 1
         return True
+
+    def _failed(self, exc: Exception) -> None:
+        if str(exc) != self._last_error:
+            self._last_error = str(exc)
+            logger.error(
+                "cannot save the pins to %s: %s",
+                self.path,
+                exc,
+                extra=log_extra(None, "state_file", str(exc)),
+            )
+
+    def stored(self, wanted: list[Wanted]) -> Found:
+        """The definitions of these pins that the file holds, read now (a held item is
+        shown as approved from the moment it is held): from their servers' parts."""
+        try:
+            return pinrecords.definitions(self.path, self._sections, wanted)
+        except (OSError, BadPins) as exc:
+            self._failed(exc)
+            return {}
 
     # -- what the commands ask --
 
@@ -158,8 +173,14 @@ class PinKeeper:
             logger.info("%s: %s approved", alias, label, extra=log_extra(alias, "approved", label))
         return {**msgspec.to_builtins(result), "saved": saved}
 
-    def export(self, aliases: list[str] | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = msgspec.json.decode(encode(self.gate.export(aliases)))
+    async def export(self, aliases: list[str] | None = None) -> dict[str, Any]:
+        """The pins of these servers (all), with their definitions, as the file has
+        them once everything is written."""
+        if await self.flush():
+            pins = await trio.to_thread.run_sync(pinrecords.exported, self.path, aliases)
+        else:
+            pins = self.gate.export(aliases)
+        out: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(pins))
         return out
 
     async def import_pins(self, document: bytes, replace: bool) -> dict[str, Any]:
@@ -181,11 +202,6 @@ class PinKeeper:
             "released": max(0, before - len(self.gate.pending())),
             "saved": saved,
         }
-
-
-def _read(path: str) -> bytes | None:
-    found = read_private(path, "mcpd writes its own in its place")
-    return found[0] if found is not None else None
 
 
 def _pending(p: Pending) -> dict[str, Any]:

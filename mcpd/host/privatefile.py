@@ -28,6 +28,7 @@ import os
 import pwd
 import stat
 import threading
+from collections.abc import Iterable
 from typing import Final
 
 from .owners import not_trusted, trusted_owners
@@ -43,13 +44,15 @@ class UnsafeFileError(OSError):
 
 def write_atomically(
     path: str | os.PathLike[str],
-    data: bytes,
+    data: bytes | Iterable[bytes],
     *,
     mode: int = PRIVATE,
     owner: tuple[int, int] | None = None,
 ) -> None:
     """Replace the file at ``path`` with ``data``, with ``mode`` (0600 unless given) and
-    ``owner`` (uid, gid; root only). Its directory is created (0700) when missing."""
+    ``owner`` (uid, gid; root only). Its directory is created (0700) when missing.
+    ``data`` may come in pieces, each written as it comes (an error while they come
+    leaves the file as it was)."""
     path = os.fspath(path)
     directory, name = os.path.split(path)
     directory = directory or "."
@@ -174,7 +177,9 @@ def _private_group(uid: int, gid: int) -> bool:
     )
 
 
-def _replace(dir_fd: int, name: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
+def _replace(
+    dir_fd: int, name: str, data: bytes | Iterable[bytes], mode: int, owner: tuple[int, int] | None
+) -> None:
     tmp = f"{name}.{os.getpid()}.tmp"
     fd = _create(dir_fd, tmp)
     try:
@@ -183,7 +188,10 @@ def _replace(dir_fd: int, name: str, data: bytes, mode: int, owner: tuple[int, i
             os.fchmod(f.fileno(), mode)
             if owner is not None:
                 os.fchown(f.fileno(), *owner)
-            f.write(data)
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                f.writelines(data)
             f.flush()
             os.fsync(f.fileno())
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)

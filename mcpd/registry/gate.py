@@ -16,18 +16,32 @@ and counted for ``mcpd status``; what is kept of each list is in ``judged``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final, Generic, TypeVar
 
 import msgspec
+from msgspec import Raw
 
 from protocol import mcp, surface
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
 from .clean import clean_text
-from .judged import READERS, ListState, Pending, Seen, Why, held_reason
+from .judged import HeldView, ListState, Pending, Seen, Why, held_reason, held_view
 from .news import News
-from .pins import KINDS, Item, Kind, Pin, PinSet, ServerPins, digest, item_of, key_of
+from .pinned import (
+    Found,
+    Pins,
+    ServerPins,
+    Unwritten,
+    Wanted,
+    adopt,
+    definition_of,
+    parsed_digest,
+    pin_set,
+    shown_digest,
+)
+from .pins import KINDS, Kind, PinRecord, PinSet, key_of, record_of
 from .readable import Readable
 from .rules import Finding
 
@@ -58,14 +72,21 @@ class Approval(msgspec.Struct):
     unknown: list[str]  # not waiting for approval
 
 
+Stored = Callable[[list[Wanted]], Found]
+
+
 class Gate:
     def __init__(
         self,
         policy: Callable[[str], PinPolicy] = lambda alias: DEFAULT_POLICY,
-        pins: PinSet | None = None,
+        pins: Pins | None = None,
     ) -> None:
         self.policy = policy
-        self.pins = pins if pins is not None else PinSet()
+        self.pins = pins if pins is not None else Pins()
+        # What was pinned and is not in the pin file yet, and what the pin file holds
+        # of the definitions asked for (those it has, matching their digests).
+        self.unwritten = Unwritten()
+        self.stored: Stored = lambda wanted: {}
         self.on_pinned: Callable[[], None] = lambda: None  # pins changed: save them
         self.changes: dict[str, int] = {}  # definition changes seen since start, by alias
         # The pins could not be read: no server is approved by being listed, every one
@@ -116,9 +137,9 @@ class Gate:
             return None
         out, removed = clean_text(text)
         read = Readable(out, {"instructions": removed} if removed else {}, [("instructions", out)])
-        seen = Seen(out, None, tuple(read.findings()))
+        seen = Seen(text, out, None, tuple(read.findings()))
         news = News(alias, "instructions")
-        self._found(state, news, "", seen, digest(text.encode()))
+        self._found(state, news, "", seen, hashlib.sha256(text.encode()).digest())
         news.flush()
         return out
 
@@ -131,11 +152,11 @@ class Gate:
         state = self._list(alias, kind)
         news = News(alias, kind)
         shown: dict[str, T] = {}
-        held: dict[str, str] = {}
+        waiting: list[tuple[str, Seen, Why]] = []
         saved = False
         for name, item in items.items():
             seen = state.seen(name, item, kind)
-            offered = seen.offered
+            offered = seen.digest
             assert offered is not None
             pin = pinned.get(name)
             why: Why | None = None
@@ -145,78 +166,132 @@ class Gate:
                 elif server.approved and policy.on_new_item == "hold":
                     why = "new"
                 else:
-                    pinned[name] = offered
+                    self._pin(alias, kind, server, name, seen)
                     saved = True
                     if server.approved:  # else: first sight, nothing to tell
-                        self._changed(state, news, name, offered.digest, "added",
-                                      policy.on_new_item)  # fmt: skip
-            elif pin.digest == offered.digest:
-                seen.offered = pin  # one copy of the definition, not two
+                        self._changed(state, news, name, offered, "added", policy.on_new_item)
+            elif pin == offered:
+                seen.digest = pin  # one copy of the digest, not two
+            elif policy.on_changed_item == "hold":
+                why = "changed"
             else:
-                if policy.on_changed_item == "hold":
-                    why = "changed"
-                else:
-                    pinned[name] = offered
-                    saved = True
-                    self._changed(state, news, name, offered.digest, "changed",
-                                  policy.on_changed_item)  # fmt: skip
-            self._found(state, news, name, seen, offered.digest)
-            now = pinned.get(name)
-            reviewed = now is not None and now.reviewed
+                self._pin(alias, kind, server, name, seen)
+                saved = True
+                self._changed(state, news, name, offered, "changed", policy.on_changed_item)
+            self._found(state, news, name, seen, offered)
+            reviewed = (kind, name) in server.reviewed
             if why is None and seen.findings and policy.on_finding == "hold" and not reviewed:
                 why = "finding"
             if why is None:
                 state.pending.pop(name, None)
                 shown[name] = seen.item  # type: ignore[assignment]
-                continue
-            # What the rules find in what is offered, for the person who approves it.
-            rules = sorted({f.rule for f in seen.findings})
-            held[name] = held_reason(why, alias, rules)
-            approved = pin if why == "changed" else None
-            key = approved.digest if approved is not None else ""
-            view = state.views.get(name)
-            if view is None or view[0] != key:
-                view = state.views[name] = (key, self._held_view(kind, name, approved))
-            shown[name] = view[1]  # type: ignore[assignment]
-            state.pending[name] = Pending(alias, kind, name, why, offered, approved, rules)
-            if why in ("changed", "new"):
-                self._changed(state, news, name, offered.digest, why, "hold")
+            else:
+                waiting.append((name, seen, why))
+        held = self._hold(alias, kind, state, news, pinned, waiting, shown) if waiting else {}
         state.keep_only(set(items))
         news.flush()
         if saved:
-            _forget_unlisted(pinned, items)
+            self._forget_unlisted(alias, kind, server, items)
             self.on_pinned()
         return Verdicts(shown, held)
 
-    def _held_view(self, kind: Kind, name: str, approved: Pin | None) -> Item:
-        """What agents are shown of a held item: as approved, else its name alone."""
-        if approved is not None:
-            try:
-                shown: Item = READERS[kind](item_of(kind, approved)).item
-                return shown
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                pass
-        if kind == "tool":
-            return mcp.Tool(name=name)
-        if kind == "prompt":
-            return surface.Prompt(name=name)
-        return surface.ResourceTemplate(uriTemplate=name, name=name)
+    def _pin(self, alias: str, kind: Kind, server: ServerPins, name: str, seen: Seen) -> None:
+        """Take what is offered as the item's pin (not a person's approval)."""
+        assert seen.digest is not None
+        server.of(kind)[name] = seen.digest
+        server.reviewed.discard((kind, name))
+        self.unwritten.put(alias, kind, name, seen.source)  # type: ignore[arg-type]
+
+    def _hold(
+        self,
+        alias: str,
+        kind: Kind,
+        state: ListState,
+        news: News,
+        pinned: dict[str, bytes],
+        waiting: list[tuple[str, Seen, Why]],
+        shown: dict[str, T],
+    ) -> dict[str, str]:
+        """Hold what waits: shown as approved (the approved definitions not at hand
+        read at once, for all of them), or by its name alone. Why each is, by name."""
+        wanted = [
+            (alias, kind, name, pinned[name])
+            for name, _, why in waiting
+            if why == "changed" and state.view(name, pinned[name]) is None
+        ]
+        approved = self.definitions(wanted) if wanted else {}
+        held: dict[str, str] = {}
+        for name, seen, why in waiting:
+            assert seen.digest is not None
+            # What the rules find in what is offered, for the person who approves it.
+            rules = sorted({f.rule for f in seen.findings})
+            held[name] = held_reason(why, alias, rules)
+            pin = pinned[name] if why == "changed" else b""
+            view = state.view(name, pin)
+            if view is None:
+                data = approved.get((alias, kind, name))
+                record = None if data is None else PinRecord(shown_digest(pin), data)
+                view = state.views[name] = HeldView(pin, held_view(kind, name, record), record)
+            shown[name] = view.item  # type: ignore[assignment]
+            old = state.pending.get(name)
+            now = (why, shown_digest(seen.digest), view.definition)
+            if old is None or (old.why, old.offered.digest, old.approved) != now:
+                offered = record_of(seen.source)  # type: ignore[arg-type]
+                state.pending[name] = Pending(
+                    alias, kind, name, why, offered, view.definition, rules
+                )
+            if why in ("changed", "new"):
+                self._changed(state, news, name, seen.digest, why, "hold")
+        return held
+
+    def definitions(self, wanted: list[Wanted]) -> Found:
+        """The definitions of these pins: those not written yet from memory, the
+        others from the pin file; any that cannot be found, or that does not match
+        its digest, is left out."""
+        out: Found = {}
+        rest: list[Wanted] = []
+        for alias, kind, name, digest in wanted:
+            source = self.unwritten.get(alias, kind, name)
+            data = None if source is None else definition_of(source, digest)
+            if data is None:
+                rest.append((alias, kind, name, digest))
+            else:
+                out[(alias, kind, name)] = Raw(data)
+        if rest:
+            out.update(self.stored(rest))
+        return out
+
+    def _forget_unlisted(
+        self, alias: str, kind: Kind, server: ServerPins, listed: Mapping[str, object]
+    ) -> None:
+        """The oldest pins of items not listed now, past the number kept of them."""
+        pinned = server.of(kind)
+        extra = len(pinned) - len(listed) - _UNLISTED_PINS
+        if extra <= 0:
+            return
+        gone = [n for n in pinned if n not in listed][:extra]
+        for name in gone:
+            del pinned[name]
+            server.reviewed.discard((kind, name))
+        self.unwritten.drop(alias, kind, gone)
 
     # -- the journal --
 
     def _changed(
-        self, state: ListState, news: News, name: str, digest: str, how: str, handling: str
+        self, state: ListState, news: News, name: str, digest: bytes, how: str, handling: str
     ) -> None:
         if state.tell(name, how, digest):
             self.changes[news.alias] = self.changes.get(news.alias, 0) + 1
             news.change(name, how, handling)
 
-    def _found(self, state: ListState, news: News, name: str, seen: Seen, digest: str = "") -> None:
+    def _found(
+        self, state: ListState, news: News, name: str, seen: Seen, digest: bytes | None = None
+    ) -> None:
         if not seen.findings:
             state.findings.pop(name, None)
             return
         state.findings[name] = seen.findings
-        if state.tell(name, "finding", digest or str(id(seen))):
+        if state.tell(name, "finding", seen if digest is None else digest):
             news.finding(name, seen.findings)
 
     # -- approval --
@@ -230,6 +305,7 @@ class Gate:
         if self.policy(alias).hold_new_servers:
             return
         server.approved = True
+        self.unwritten.changed(alias)
         self.on_pinned()
 
     def approve(
@@ -251,12 +327,17 @@ class Gate:
                 out.stale.append(label)
                 continue
             offered = pending.offered
-            server.of(pending.kind)[pending.name] = Pin(offered.digest, offered.definition, True)
+            digest = parsed_digest(offered.digest)
+            assert digest is not None
+            server.of(pending.kind)[pending.name] = digest
+            server.reviewed.add(key)
+            self.unwritten.put(alias, pending.kind, pending.name, offered.definition)
             del self._list(alias, pending.kind).pending[pending.name]
             out.approved.append(label)
         out.unknown = [f"{k} {n}" for k, n in (wanted or {})]
         if (whole or picks is None) and not self.pending(alias):
             server.approved = True
+        self.unwritten.changed(alias)
         self.on_pinned()
         return out
 
@@ -269,19 +350,26 @@ class Gate:
             if server is None or replace:
                 server = self.pins.servers[alias] = ServerPins()
             server.approved = server.approved or incoming.approved
+            self.unwritten.changed(alias)
             for kind in KINDS:
-                server.of(kind).update(incoming.of(kind))
-                count += len(incoming.of(kind))
+                count += adopt(alias, kind, server, incoming.of(kind), self.unwritten)
         self.on_pinned()
         return count
 
     def export(self, aliases: Iterable[str] | None = None) -> PinSet:
-        wanted = set(aliases) if aliases is not None else None
-        return PinSet(
-            servers={
-                a: s for a, s in sorted(self.pins.servers.items()) if wanted is None or a in wanted
-            }
-        )
+        """The pins of these servers (all), with their definitions; ``BadPins`` if a
+        definition cannot be found (the pin file lost it)."""
+        chosen = set(aliases) if aliases is not None else None
+        servers = {
+            a: s for a, s in sorted(self.pins.servers.items()) if chosen is None or a in chosen
+        }
+        wanted = [
+            (alias, kind, name, digest)
+            for alias, server in servers.items()
+            for kind in KINDS
+            for name, digest in server.of(kind).items()
+        ]
+        return pin_set(servers, self.definitions(wanted))
 
     def forget(self, alias: str) -> None:
         """The server left the configuration: nothing of it waits or is found (its
@@ -315,12 +403,3 @@ class Gate:
             "definition_changes": self.changes.get(alias, 0),
             "findings": sum(len(s.findings) for s in lists),
         }
-
-
-def _forget_unlisted(pinned: dict[str, Pin], listed: Mapping[str, object]) -> None:
-    """The oldest pins of items not listed now, past the number kept of them."""
-    extra = len(pinned) - len(listed) - _UNLISTED_PINS
-    if extra <= 0:
-        return
-    for name in [n for n in pinned if n not in listed][:extra]:
-        del pinned[name]

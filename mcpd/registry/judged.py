@@ -1,33 +1,37 @@
 """What the gate keeps of each list of each server: each item as it was made fit to
 list, with its digest and findings; what of it is held and why; what the journal was
-told of it. Kept while the server lists the very same object, so that listing it
-again, or judging it again after an approval, costs a lookup."""
+told of it. Kept while the server lists the same item (the very object, or one equal
+to it), so that listing it again, or judging it again after an approval, costs a
+lookup."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from typing import Final, Literal
 
 import msgspec
 
-from protocol import surface
+from protocol import mcp, surface
 
-from .pins import Item, Kind, Pin, pin_of
+from .pins import Item, Kind, PinRecord, definition, item_of
 from .readable import Readable, read_listed, read_prompt, read_tool
 from .rules import Finding
 
 Why = Literal["changed", "new", "new_server", "finding"]
+_encode: Final = msgspec.json.Encoder().encode
 
 
 class Pending(msgspec.Struct):
-    """A held item: what the server offers now, and what was approved before."""
+    """A held item: what the server offers now, and what was approved before (when
+    it changed, and its definition could be read)."""
 
     server: str
     kind: Kind
     name: str
     why: Why
-    offered: Pin
-    approved: Pin | None = None
+    offered: PinRecord
+    approved: PinRecord | None = None
     rules: list[str] = msgspec.field(default_factory=list)  # found in what is offered
 
 
@@ -42,13 +46,23 @@ def held_reason(why: Why, alias: str, rules: Iterable[str] = ()) -> str:
     return f"its text reads as orders to the model ({', '.join(rules)}); {how} once it is read"
 
 
-class Seen(msgspec.Struct, array_like=True):
-    """What the gate made of one item: kept while the server lists that very object,
-    so listing it again (or judging again after an approval) costs a lookup."""
+class Seen(msgspec.Struct, gc=False):
+    """What the gate made of one item: kept while the server lists that item, so
+    listing it again (or judging again after an approval) costs a lookup. (Nothing
+    it holds refers back to it: it needs no place among what the collector tracks.)"""
 
-    item: object  # as it may be listed: cleaned
-    offered: Pin | None  # None for what is not pinned (resources, instructions)
+    source: object  # as the server listed it
+    item: object  # as it may be listed: cleaned (``source`` itself when it was clean)
+    digest: bytes | None  # of its definition; None for what is not pinned
     findings: tuple[Finding, ...]
+
+
+class HeldView(msgspec.Struct, gc=False):
+    """What agents are shown of a held item, made from the definition approved."""
+
+    approved: bytes  # the approved digest it was made for (b"": none)
+    item: Item  # as approved, or its name alone
+    definition: PinRecord | None  # the approved definition, when it could be read
 
 
 class ListState:
@@ -57,15 +71,15 @@ class ListState:
     __slots__ = ("findings", "memo", "pending", "told", "views")
 
     def __init__(self) -> None:
-        # The item each cleaning and digest was made of (kept: identity is the key).
-        self.memo: dict[str, tuple[object, Seen]] = {}
+        self.memo: dict[str, Seen] = {}
         self.pending: dict[str, Pending] = {}
         self.findings: dict[str, tuple[Finding, ...]] = {}
-        # The digest of each item the journal was last told of, by (name, what happened).
-        self.told: dict[tuple[str, str], str] = {}
-        # What agents are shown of each held item, by the approved pin's digest ("" for
-        # none): the same object while that holds.
-        self.views: dict[str, tuple[str, Item]] = {}
+        # What the journal was last told of each item, by (name, what happened): the
+        # definition's digest (or, for what is not pinned, which Seen).
+        self.told: dict[tuple[str, str], object] = {}
+        # What agents are shown of each held item: the same object while the approved
+        # definition is the same.
+        self.views: dict[str, HeldView] = {}
 
     def keep_only(self, names: set[str]) -> None:
         """Forget what the server no longer lists (its pins stay)."""
@@ -76,23 +90,40 @@ class ListState:
             del self.told[key]
 
     def seen(self, name: str, item: Item | surface.Resource, kind: str) -> Seen:
-        memo = self.memo.get(name)
-        if memo is not None and memo[0] is item:
-            return memo[1]
+        seen = self.memo.get(name)
+        if seen is not None:
+            if seen.source is item:
+                return seen
+            if seen.source == item and _encode(seen.source) == _encode(item):
+                # Listed again, the same: what was made of it stands, and the new
+                # object (the one the tables keep) takes the old one's place. (Equal
+                # is not enough: to Python, 1, 1.0 and true in annotations are.)
+                if seen.item is seen.source:
+                    seen.item = item
+                seen.source = item
+                return seen
         if isinstance(item, surface.Resource):
             read = read_listed(item)
-            seen = Seen(read.item, None, tuple(read.findings(rules=False)))
+            seen = Seen(item, read.item, None, tuple(read.findings(rules=False)))
         else:
             read = READERS[kind](item)  # type: ignore[index]
-            seen = Seen(read.item, pin_of(item), tuple(read.findings()))
-        self.memo[name] = (item, seen)
+            data = definition(item)
+            findings = tuple(read.findings(definition=data))
+            seen = Seen(item, read.item, hashlib.sha256(data).digest(), findings)
+        self.memo[name] = seen
         return seen
 
-    def tell(self, name: str, what: str, digest: str) -> bool:
-        """Whether the journal has yet to hear ``what`` of this definition."""
-        if self.told.get((name, what)) == digest:
+    def view(self, name: str, approved: bytes) -> HeldView | None:
+        """What agents are shown of a held item, if it was made for that approved
+        digest (b"": none)."""
+        view = self.views.get(name)
+        return view if view is not None and view.approved == approved else None
+
+    def tell(self, name: str, what: str, key: object) -> bool:
+        """Whether the journal has yet to hear ``what`` of this definition (``key``)."""
+        if self.told.get((name, what)) == key:
             return False
-        self.told[(name, what)] = digest
+        self.told[(name, what)] = key
         return True
 
 
@@ -101,3 +132,18 @@ READERS: Final[dict[Kind, Callable[[Item], Readable]]] = {
     "prompt": read_prompt,  # type: ignore[dict-item]
     "template": read_listed,  # type: ignore[dict-item]
 }
+
+
+def held_view(kind: Kind, name: str, approved: PinRecord | None) -> Item:
+    """What agents are shown of a held item: as approved, else its name alone."""
+    if approved is not None:
+        try:
+            shown: Item = READERS[kind](item_of(kind, approved.definition)).item
+            return shown
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
+    if kind == "tool":
+        return mcp.Tool(name=name)
+    if kind == "prompt":
+        return surface.Prompt(name=name)
+    return surface.ResourceTemplate(uriTemplate=name, name=name)

@@ -9,9 +9,10 @@ a server that reorders its schema's keys has not changed its tool; one invisible
 character more has. The digest is of what the server sent, before cleaning: a
 change a person cannot see is still a change, and ``mcpd approve`` shows it escaped.
 
-A pin set is what ``pins.json`` in the state directory holds, and what ``mcpd pins
-export`` writes for a team to commit beside the config: the definitions themselves,
-so that a diff can be shown on any machine, and a digest to check each against.
+A pin set (``PinSet``) is what ``pins.json`` in the state directory holds, and what
+``mcpd pins export`` writes for a team to commit beside the config: the definitions
+themselves, so that a diff can be shown on any machine, and a digest to check each
+against. What the daemon keeps in memory of them is in ``pinned``.
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ Kind = Literal["tool", "prompt", "template"]
 KINDS: Final[tuple[Kind, ...]] = ("tool", "prompt", "template")
 Item: TypeAlias = mcp.Tool | surface.Prompt | surface.ResourceTemplate
 FORMAT: Final = 1
+_PREFIX: Final = "sha256:"
 _canonical: Final = msgspec.json.Encoder(order="sorted")
 
 
-class Pin(msgspec.Struct, forbid_unknown_fields=True):
+class PinRecord(msgspec.Struct, forbid_unknown_fields=True):
+    """One pinned item as a pin file holds it."""
+
     digest: str  # "sha256:" and the hex digest of ``definition``
     definition: Raw  # canonical JSON
     # A person approved it (``mcpd approve``, an import), not just mcpd at first sight:
@@ -39,16 +43,16 @@ class Pin(msgspec.Struct, forbid_unknown_fields=True):
     reviewed: bool = False
 
 
-class ServerPins(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+class PinnedServer(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     # The server as a whole is approved: listed once without being held whole, or
     # approved whole by a person. Until then its items are pinned as they are first
     # seen (or, with hold_new_servers, held).
     approved: bool = False
-    tools: dict[str, Pin] = msgspec.field(default_factory=dict)
-    prompts: dict[str, Pin] = msgspec.field(default_factory=dict)
-    templates: dict[str, Pin] = msgspec.field(default_factory=dict)
+    tools: dict[str, PinRecord] = msgspec.field(default_factory=dict)
+    prompts: dict[str, PinRecord] = msgspec.field(default_factory=dict)
+    templates: dict[str, PinRecord] = msgspec.field(default_factory=dict)
 
-    def of(self, kind: Kind) -> dict[str, Pin]:
+    def of(self, kind: Kind) -> dict[str, PinRecord]:
         if kind == "tool":
             return self.tools
         if kind == "prompt":
@@ -58,7 +62,7 @@ class ServerPins(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
 
 class PinSet(msgspec.Struct, forbid_unknown_fields=True):
     format: int = FORMAT
-    servers: dict[str, ServerPins] = msgspec.field(default_factory=dict)
+    servers: dict[str, PinnedServer] = msgspec.field(default_factory=dict)
 
 
 class BadPins(Exception):
@@ -72,19 +76,34 @@ def key_of(item: Item) -> str:
     return item.name
 
 
+class _ToolDefinition(msgspec.Struct, omit_defaults=True):
+    """What a model reads of a tool, as its definition is encoded: its fields in
+    sorted order (the encoder's), those unset or None left out (as ``_present``
+    leaves them out of the other kinds' definitions)."""
+
+    name: str
+    title: Any = None
+    description: Any = None
+    inputSchema: Any = None
+    outputSchema: Any = None
+    annotations: Any = None
+
+
 def definition(item: Item) -> bytes:
     """The canonical JSON of what a model reads of ``item``."""
     out: dict[str, Any]
     if isinstance(item, mcp.Tool):
-        out = {
-            "name": item.name,
-            "title": item.title,
-            "description": item.description,
-            "inputSchema": _json(item.inputSchema),
-            "outputSchema": _json(item.outputSchema),
-            "annotations": item.annotations,
-        }
-    elif isinstance(item, surface.Prompt):
+        return _canonical.encode(
+            _ToolDefinition(
+                item.name,
+                item.title,
+                item.description,
+                _json(item.inputSchema),
+                _json(item.outputSchema),
+                item.annotations,
+            )
+        )
+    if isinstance(item, surface.Prompt):
         arguments = None
         if isinstance(item.arguments, list):
             arguments = [_argument(a) for a in item.arguments]
@@ -106,12 +125,13 @@ def definition(item: Item) -> bytes:
 
 
 def digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    """The digest of a definition as pin files and people see it."""
+    return _PREFIX + hashlib.sha256(data).hexdigest()
 
 
-def pin_of(item: Item, reviewed: bool = False) -> Pin:
+def record_of(item: Item) -> PinRecord:
     data = definition(item)
-    return Pin(digest(data), Raw(data), reviewed)
+    return PinRecord(digest(data), Raw(data))
 
 
 _TYPES: Final[dict[Kind, type[Any]]] = {
@@ -121,9 +141,9 @@ _TYPES: Final[dict[Kind, type[Any]]] = {
 }
 
 
-def item_of(kind: Kind, pin: Pin) -> Item:
-    """The approved definition as an item that can be listed."""
-    item: Item = msgspec.json.decode(pin.definition, type=_TYPES[kind])
+def item_of(kind: Kind, data: Raw | bytes) -> Item:
+    """A definition as an item that can be listed."""
+    item: Item = msgspec.json.decode(data, type=_TYPES[kind])
     return item
 
 
@@ -152,8 +172,22 @@ def checked(pins: PinSet, source: str) -> PinSet:
                         f"{source}: {alias} {kind} {key!r}: the digest does not match "
                         "the definition"
                     )
-                items[key] = Pin(pin.digest, Raw(data), pin.reviewed)
+                items[key] = PinRecord(pin.digest, Raw(data), pin.reviewed)
     return pins
+
+
+def verified(record: PinRecord, expected: bytes) -> Raw | None:
+    """The definition of a record read back from a pin file, canonical, if it is the
+    one of the digest ``expected``; None if not. A definition as mcpd writes it is
+    canonical already, and is only hashed; another (indented, its keys in another
+    order) is made canonical first."""
+    if hashlib.sha256(record.definition).digest() == expected:
+        return record.definition
+    try:
+        data = canonical(record.definition)
+    except msgspec.DecodeError:
+        return None
+    return Raw(data) if hashlib.sha256(data).digest() == expected else None
 
 
 def _argument(arg: surface.PromptArgument) -> dict[str, Any]:

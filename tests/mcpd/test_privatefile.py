@@ -20,9 +20,13 @@ import trio
 from mcpd.cli import hostconfig as hc
 from mcpd.config.importer import Imported
 from mcpd.config.importwrite import move_secrets
-from mcpd.host import statefile
+from mcpd.config.model import NamingConfig
+from mcpd.host import pinwriter, statefile
 from mcpd.host.token import TokenError, write_token
 from mcpd.host.tokens import StoredLogin, TokenStore, encode
+from mcpd.registry.catalog import Catalog
+from mcpd.registry.gate import Gate
+from protocol import mcp
 
 VICTIM = b"someone else's file\n"
 LOGIN = StoredLogin(server_url="https://tickets.example.com/mcp")
@@ -65,6 +69,16 @@ async def _imported_secret(path: Path) -> bytes:
     return b"ghp_secret\n"
 
 
+async def _pins(path: Path) -> bytes:
+    gate = Gate()
+    Catalog(NamingConfig(), gate).update("notes", [mcp.Tool(name="search", description="x")])
+    # Written in pieces, as they are made.
+    pinwriter.write(str(path), gate.pins.servers, gate.unwritten.take(), None)
+    written = path.read_bytes()
+    assert json.loads(written)["servers"]["notes"]["tools"]["search"]["definition"]
+    return written
+
+
 WRITERS = [
     Writer("state file", lambda d: d / "state" / statefile.FILE_NAME, _state),
     Writer("endpoint token", lambda d: d / "state" / "token", _token),
@@ -72,6 +86,7 @@ WRITERS = [
     Writer(
         "imported secret", lambda d: d / "config.secrets" / "github.env.TOKEN", _imported_secret
     ),
+    Writer("pin file", lambda d: d / "state" / "pins.json", _pins),
 ]
 
 

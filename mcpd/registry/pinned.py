@@ -1,0 +1,212 @@
+"""What the daemon keeps in memory of its pins: each item's digest, 32 bytes.
+
+Judging a list needs no more: an item is as approved when its digest is the pinned
+one. The definitions are in the pin file (``host.pinfile``), read back for the few
+that a held item or a command needs. In memory, a definition is only what it is made
+from between the moment it is pinned and the next write of the file (``Unwritten``:
+the item as the server listed it, which the tables keep anyway, or the definition a
+person approved), and what a held item is shown as and offers (``judged``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from typing import Final, NamedTuple, TypeAlias
+
+from msgspec import Raw
+
+from .pins import (
+    KINDS,
+    BadPins,
+    Item,
+    Kind,
+    PinnedServer,
+    PinRecord,
+    PinSet,
+    definition,
+)
+
+_PREFIX: Final = "sha256:"
+
+
+class Pin(NamedTuple):
+    """What is known in memory of one pinned item, as it is shown."""
+
+    digest: str  # "sha256:" and the hex digest
+    reviewed: bool
+
+
+class ServerPins:
+    """One server's pins as the daemon keeps them: each item's SHA-256 (32 bytes, by
+    the server's name for it), and which of them a person approved."""
+
+    __slots__ = ("approved", "digests", "reviewed")
+
+    def __init__(self, approved: bool = False) -> None:
+        self.approved = approved
+        self.digests: dict[Kind, dict[str, bytes]] = {kind: {} for kind in KINDS}
+        self.reviewed: set[tuple[Kind, str]] = set()
+
+    def of(self, kind: Kind) -> dict[str, bytes]:
+        return self.digests[kind]
+
+    def copy(self) -> ServerPins:
+        out = ServerPins(self.approved)
+        out.digests = {kind: dict(digests) for kind, digests in self.digests.items()}
+        out.reviewed = set(self.reviewed)
+        return out
+
+    def shown(self, kind: Kind) -> Mapping[str, Pin]:
+        return _Shown(self, kind)
+
+    @property
+    def tools(self) -> Mapping[str, Pin]:
+        return self.shown("tool")
+
+    @property
+    def prompts(self) -> Mapping[str, Pin]:
+        return self.shown("prompt")
+
+    @property
+    def templates(self) -> Mapping[str, Pin]:
+        return self.shown("template")
+
+
+class _Shown(Mapping[str, Pin]):
+    """One kind of a server's pins, each as a ``Pin``."""
+
+    __slots__ = ("_kind", "_server")
+
+    def __init__(self, server: ServerPins, kind: Kind) -> None:
+        self._server = server
+        self._kind = kind
+
+    def __getitem__(self, name: str) -> Pin:
+        found = self._server.of(self._kind)[name]
+        return Pin(shown_digest(found), (self._kind, name) in self._server.reviewed)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._server.of(self._kind))
+
+    def __len__(self) -> int:
+        return len(self._server.of(self._kind))
+
+
+class Pins:
+    """Every server's pins, as the daemon keeps them (by alias)."""
+
+    __slots__ = ("servers",)
+
+    def __init__(self) -> None:
+        self.servers: dict[str, ServerPins] = {}
+
+
+Source: TypeAlias = "Item | Raw"  # an item as a server listed it, or its definition
+Wanted = tuple[str, Kind, str, bytes]  # (alias, kind, name, digest) of a definition
+Found = dict[tuple[str, Kind, str], Raw]  # definitions, by (alias, kind, name)
+
+
+class Unwritten:
+    """What changed in the pins since the pin file was last written: the servers whose
+    pins did (each of them is written anew, the others copied as they are), and for
+    each item pinned, what its definition is made from (the item as the server listed
+    it, or the definition a person approved). Only these are kept in memory until
+    they are written."""
+
+    __slots__ = ("lists", "servers")
+
+    def __init__(self) -> None:
+        self.servers: set[str] = set()
+        self.lists: dict[tuple[str, Kind], dict[str, Source]] = {}
+
+    def changed(self, alias: str) -> None:
+        """The server's pins changed (an item dropped, the server approved)."""
+        self.servers.add(alias)
+
+    def put(self, alias: str, kind: Kind, name: str, source: Source) -> None:
+        self.servers.add(alias)
+        found = self.lists.get((alias, kind))
+        if found is None:
+            found = self.lists[(alias, kind)] = {}
+        found[name] = source
+
+    def get(self, alias: str, kind: Kind, name: str) -> Source | None:
+        found = self.lists.get((alias, kind))
+        return None if found is None else found.get(name)
+
+    def drop(self, alias: str, kind: Kind, names: list[str]) -> None:
+        self.servers.add(alias)
+        found = self.lists.get((alias, kind))
+        for name in names if found is not None else ():
+            found.pop(name, None)  # type: ignore[union-attr]
+
+    def take(self) -> Unwritten:
+        """All of it, to write; none is left here."""
+        out = Unwritten()
+        out.servers, self.servers = self.servers, set()
+        out.lists, self.lists = self.lists, {}
+        return out
+
+    def give_back(self, taken: Unwritten) -> None:
+        """What could not be written, unless it was pinned again since."""
+        self.servers |= taken.servers
+        for key, items in taken.lists.items():
+            mine = self.lists.setdefault(key, {})
+            for name, source in items.items():
+                mine.setdefault(name, source)
+
+
+def definition_of(source: Source, expected: bytes) -> bytes | None:
+    """The definition ``source`` stands for, if it is the one of that digest."""
+    data = bytes(source) if isinstance(source, Raw) else definition(source)
+    return data if hashlib.sha256(data).digest() == expected else None
+
+
+def adopt(
+    alias: str, kind: Kind, server: ServerPins, records: Mapping[str, PinRecord], out: Unwritten
+) -> int:
+    """Pin records of a checked pin set as they are (``out`` gets their definitions to
+    write); how many."""
+    pinned = server.of(kind)
+    for name, record in records.items():
+        digest = parsed_digest(record.digest)
+        assert digest is not None  # checked
+        pinned[name] = digest
+        if record.reviewed:
+            server.reviewed.add((kind, name))
+        else:
+            server.reviewed.discard((kind, name))
+        out.put(alias, kind, name, record.definition)
+    return len(records)
+
+
+def pin_set(servers: Mapping[str, ServerPins], found: Found) -> PinSet:
+    """These servers' pins with their definitions; ``BadPins`` if one is not found."""
+    out = PinSet()
+    for alias, server in servers.items():
+        pinned = out.servers[alias] = PinnedServer(approved=server.approved)
+        for kind in KINDS:
+            records = pinned.of(kind)
+            for name, digest in server.of(kind).items():
+                data = found.get((alias, kind, name))
+                if data is None:
+                    raise BadPins(f"the definition of {alias} {kind} {name!r} is lost")
+                reviewed = (kind, name) in server.reviewed
+                records[name] = PinRecord(shown_digest(digest), data, reviewed)
+    return out
+
+
+def shown_digest(raw_digest: bytes) -> str:
+    """A digest as pin files and people see it (``pins.digest``)."""
+    return _PREFIX + raw_digest.hex()
+
+
+def parsed_digest(text: str) -> bytes | None:
+    """A digest as pin files write it, as the daemon keeps it (None: not one)."""
+    if not text.startswith(_PREFIX) or len(text) != len(_PREFIX) + 64:
+        return None
+    try:
+        return bytes.fromhex(text[len(_PREFIX) :])
+    except ValueError:
+        return None
