@@ -11,7 +11,6 @@ worth reading, never less.
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Final
 
@@ -39,6 +38,7 @@ _WORDS_ONLY: Final = bytes(b if chr(b).isalnum() or b in b"_'" else 32 for b in 
     b" " * 128
 )
 _TAGS: Final = frozenset(HIDDEN_TAGS)
+_PAIRS: Final = tuple(PAIRS.items())
 # A text without any of these words, no HTML comment and few line feeds is ruled out.
 _WORTH_READING: Final = RAW_KEYS | PATH_WORDS | _TAGS
 
@@ -51,8 +51,8 @@ def may_find(text: str) -> bool:
 
     Every rule needs something here: a hidden section an HTML comment, a tag's opener
     or enough line feeds; a sensitive file its word and its name; a sentence rule a
-    word of each of its steps (with pairs made one wherever two words are in a row,
-    which is more than any sentence of them makes)."""
+    word of each of its steps (with two words made one wherever both are in the text,
+    which is more than where they are in a row)."""
     lower = text.lower().replace("\u2019", "'")
     if "<!--" in lower or lower.count("\n") >= BLANK_LINES:
         return True
@@ -82,7 +82,7 @@ def _may_match(lower: str, words: list[str]) -> bool:
     if present.isdisjoint(RAW_KEYS):
         return False
     if not present.isdisjoint(PAIR_FIRSTS):
-        present.update(filter(None, map(PAIRS.get, itertools.pairwise(words))))
+        present.update([one for (a, b), one in _PAIRS if a in present and b in present])
     for steps in _STEP_WORDS:
         for words_of_step in steps:
             if present.isdisjoint(words_of_step):
