@@ -7,6 +7,8 @@ so that the fixed cost cancels.
                   daemon with 1,000 legacy agents (initialize + notifications/initialized)
   few servers     50 servers x 20 tools = 1,000 tools, after a full paged tools/list
   many tools      50 servers x 200 tools = 10,000 tools, listed (the scale run's daemon)
+  restarted       the same, started again on the state the first start left: its pins and
+                  last known tools read back, every list judged against the pins again
   many servers    200 servers x 5 tools = 1,000 tools, listed
 
 per connection = (with - idle) / connections; per tool = (many tools - few servers) / 9,000
@@ -15,7 +17,9 @@ per connection = (with - idle) / connections; per tool = (many tools - few serve
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bench import procstat
@@ -42,6 +46,27 @@ def listed_point(
             "tools": servers * tools_each,
             "listed": listing["tools"],
             "ready_s": daemon.ready_s,
+            **procstat.memory_kb(daemon.proc.pid),
+        }
+
+
+def restarted_point(
+    env: Env, name: str, servers: int, tools_each: int, repeats: int
+) -> dict[str, Any]:
+    """``listed_point`` for a daemon started a second time on the state of the first."""
+    state = Path(tempfile.mkdtemp(prefix=f"{name}-state-", dir=env.workdir))
+    spec = echo_servers(servers, tools_each)
+    options = {"state_dir": str(state)}
+    with running_mcpd(env, name + "-first", spec, None, options, timeout=120) as daemon:
+        time_tools_list(daemon.socket, 1)
+    with running_mcpd(env, name, spec, None, options, timeout=120) as daemon:
+        listing = time_tools_list(daemon.socket, repeats)
+        return {
+            "servers": servers,
+            "tools": servers * tools_each,
+            "listed": listing["tools"],
+            "ready_s": daemon.ready_s,
+            "restarted": True,
             **procstat.memory_kb(daemon.proc.pid),
         }
 
@@ -91,6 +116,9 @@ def run_memory(
             "from": "scale run",
             **many_tools,
         }
+    out["restarted"] = restarted_point(
+        env, "mem-restarted", few_servers, many_tools_n // few_servers, settings.list_repeats
+    )
     out["many_servers"] = listed_point(
         env, "mem-many-servers", many_servers, few_tools // many_servers, settings.list_repeats
     )
@@ -125,9 +153,13 @@ def memory_lines(mem: dict[str, Any] | None) -> list[str]:
             f"  {held:<44} {_mb(point['with_agents'])}"
             f"  ({agents['open_s']:.2f} s to connect{failed})"
         )
-    for key in ("few_servers", "many_tools", "many_servers"):
-        point = mem[key]
+    for key in ("few_servers", "many_tools", "restarted", "many_servers"):
+        point = mem.get(key)
+        if point is None:
+            continue
         label = f"{point['servers']} servers, {point['tools']:,} tools listed"
+        if point.get("restarted"):
+            label += ", restarted"
         where = " (the scale run's daemon)" if point.get("from") else ""
         short = "" if point["listed"] == point["tools"] else f"  only {point['listed']} listed!"
         lines.append(f"  {label:<44} {_mb(point)}{where}{short}")
