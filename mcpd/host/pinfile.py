@@ -73,14 +73,14 @@ class PinKeeper:
 
     async def load(self) -> None:
         try:
-            data = await trio.to_thread.run_sync(pinrecords.read, self.path)
+            found = await trio.to_thread.run_sync(pinrecords.read, self.path)
         except OSError as exc:
             self._unusable(f"cannot read it: {exc.strerror or exc}")
             return
-        if data is None:
+        if found is None:
             return
         try:
-            self.gate.pins, self._sections = pinrecords.loaded(self.path, data)
+            self.gate.pins, self._sections = pinrecords.loaded(self.path, *found)
         except BadPins as exc:
             aside = self.path + ".unreadable"
             with contextlib.suppress(OSError):
@@ -122,17 +122,18 @@ class PinKeeper:
                 )
             except (OSError, BadPins) as exc:
                 self.gate.unwritten.give_back(unwritten)
-                self._failed(exc)
+                self._failed("cannot save the pins to", exc)
                 return False
         self._last_error = None
         self.writes += 1
         return True
 
-    def _failed(self, exc: Exception) -> None:
+    def _failed(self, doing: str, exc: Exception) -> None:
         if str(exc) != self._last_error:
             self._last_error = str(exc)
             logger.error(
-                "cannot save the pins to %s: %s",
+                "%s %s: %s",
+                doing,
                 self.path,
                 exc,
                 extra=log_extra(None, "state_file", str(exc)),
@@ -144,7 +145,7 @@ class PinKeeper:
         try:
             return pinrecords.definitions(self.path, self._sections, wanted)
         except (OSError, BadPins) as exc:
-            self._failed(exc)
+            self._failed("cannot read the pins approved from", exc)
             return {}
 
     # -- what the commands ask --

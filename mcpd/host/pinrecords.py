@@ -29,6 +29,7 @@ from .privatefile import read_private
 _decoder: Final = msgspec.json.Decoder(PinSet)
 server_decoder: Final = msgspec.json.Decoder(PinnedServer)
 END_OF_SERVER: Final = b"\n    }"
+_END_OF_FILE: Final = b"\n  }\n}"
 
 FileId = tuple[int, int, int]  # inode, size, modification time (ns)
 
@@ -51,11 +52,11 @@ def header(alias: str) -> bytes:
     return b"\n    " + msgspec.json.encode(alias) + b": "
 
 
-def read(path: str) -> bytes | None:
-    """The pin file, if there is one: only one of mcpd's user, root or the service user
-    that nobody else can write (``UnsafeFileError`` otherwise)."""
+def read(path: str) -> tuple[bytes, FileId] | None:
+    """The file's bytes, and which file they were read from: only a file of mcpd's user,
+    root or the service user that nobody else can write (``UnsafeFileError`` otherwise)."""
     found = read_private(path, "mcpd writes its own in its place")
-    return found[0] if found is not None else None
+    return None if found is None else (found[0], file_id(found[1]))
 
 
 def parsed(data: bytes, source: str) -> PinSet:
@@ -74,7 +75,7 @@ def decode(data: bytes, source: str) -> PinSet:
     return checked(parsed(data, source), source)
 
 
-def loaded(path: str, data: bytes) -> tuple[Pins, Sections | None]:
+def loaded(path: str, data: bytes, file: FileId) -> tuple[Pins, Sections]:
     """The digests of the pin file ``data`` read from ``path``, each checked against
     its definition (``BadPins`` naming the first that does not match), and where each
     server's part is in it, if it is laid out as mcpd writes it."""
@@ -93,32 +94,30 @@ def loaded(path: str, data: bytes) -> tuple[Pins, Sections | None]:
                 digests[name] = digest
                 if record.reviewed:
                     server.reviewed.add((kind, name))
-    try:
-        file = file_id(os.stat(path))
-    except OSError:
-        return out, None
     return out, _found_sections(data, file, list(pins.servers))
 
 
-def _found_sections(data: bytes, file: FileId, aliases: list[str]) -> Sections | None:
-    """Each server's part, if each starts where mcpd would have written it."""
-    if file[1] != len(data):
-        return None
+def _found_sections(data: bytes, file: FileId, aliases: list[str]) -> Sections:
+    """Where each server's part is, if the file is laid out as mcpd writes it: each
+    part right after its server's name at the start of a line, the next right after a
+    comma, the last followed by the file's end (else none is known)."""
     spans: dict[str, tuple[int, int]] = {}
     at = 0
-    for alias in aliases:
+    for n, alias in enumerate(aliases):
         opening = header(alias)
-        at = data.find(opening, at)
-        if at < 0:
-            return None
-        at += len(opening)
-        spans[alias] = (at, 0)
-    ends = [start for start, _ in list(spans.values())[1:]] + [len(data)]
-    for (alias, (start, _)), bound in zip(list(spans.items()), ends, strict=True):
+        start = data.find(opening, at)
+        if start < 0 or (n and data[at:start] != b","):
+            return Sections(file, {})
+        start += len(opening)
+        following = header(aliases[n + 1]) if n + 1 < len(aliases) else _END_OF_FILE
+        bound = data.find(following, start) if n + 1 < len(aliases) else len(data)
         end = data.rfind(END_OF_SERVER, start, bound)
-        if end < 0:
-            return None
-        spans[alias] = (start, end + len(END_OF_SERVER))
+        if bound < 0 or end < 0:
+            return Sections(file, {})
+        at = end + len(END_OF_SERVER)
+        spans[alias] = (start, at)
+    if aliases and data[at:].rstrip(b"\n") != _END_OF_FILE:
+        return Sections(file, {})
     return Sections(file, spans)
 
 
@@ -154,8 +153,9 @@ def definitions(path: str, sections: Sections | None, wanted: list[Wanted]) -> F
 
 def exported(path: str, aliases: list[str] | None) -> PinSet:
     """The file's pins of these servers (all), checked."""
-    data = read(path)
-    pins = decode(data, path) if data is not None else PinSet()
-    if aliases is not None:
-        pins.servers = {a: s for a, s in pins.servers.items() if a in aliases}
+    found = read(path)
+    pins = decode(found[0], path) if found is not None else PinSet()
+    pins.servers = {
+        a: s for a, s in sorted(pins.servers.items()) if aliases is None or a in aliases
+    }
     return pins

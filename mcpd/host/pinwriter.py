@@ -48,11 +48,11 @@ def write(
     try:
         old = _Old(path, f, sections)
         spans: dict[str, tuple[int, int]] = {}
-        write_atomically(path, _pieces(path, servers, unwritten, old, spans))
+        written = write_atomically(path, _pieces(path, servers, unwritten, old, spans))
     finally:
         if f is not None:
             f.close()
-    return Sections(file_id(os.stat(path)), spans)
+    return Sections(file_id(written), spans)
 
 
 def _opened(path: str) -> BinaryIO | None:

@@ -48,11 +48,11 @@ def write_atomically(
     *,
     mode: int = PRIVATE,
     owner: tuple[int, int] | None = None,
-) -> None:
+) -> os.stat_result:
     """Replace the file at ``path`` with ``data``, with ``mode`` (0600 unless given) and
     ``owner`` (uid, gid; root only). Its directory is created (0700) when missing.
     ``data`` may come in pieces, each written as it comes (an error while they come
-    leaves the file as it was)."""
+    leaves the file as it was). Returns the new file's status, as it was written."""
     path = os.fspath(path)
     directory, name = os.path.split(path)
     directory = directory or "."
@@ -62,7 +62,7 @@ def write_atomically(
     with _lock:
         dir_fd = open_directory(directory)
         try:
-            _replace(dir_fd, name, data, mode, owner)
+            return _replace(dir_fd, name, data, mode, owner)
         finally:
             os.close(dir_fd)
 
@@ -179,7 +179,7 @@ def _private_group(uid: int, gid: int) -> bool:
 
 def _replace(
     dir_fd: int, name: str, data: bytes | Iterable[bytes], mode: int, owner: tuple[int, int] | None
-) -> None:
+) -> os.stat_result:
     tmp = f"{name}.{os.getpid()}.tmp"
     fd = _create(dir_fd, tmp)
     try:
@@ -194,12 +194,14 @@ def _replace(
                 f.writelines(data)
             f.flush()
             os.fsync(f.fileno())
+            written = os.fstat(f.fileno())
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
         raise
     os.fsync(dir_fd)
+    return written
 
 
 def _create(dir_fd: int, tmp: str) -> int:

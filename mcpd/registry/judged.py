@@ -1,8 +1,8 @@
 """What the gate keeps of each list of each server: each item as it was made fit to
 list, with its digest and findings; what of it is held and why; what the journal was
-told of it. Kept while the server lists the same item (the very object, or one equal
-to it), so that listing it again, or judging it again after an approval, costs a
-lookup."""
+told of it. Kept while the server lists the same item (the very object, or one that
+encodes the same), so that listing it again, or judging it again after an approval,
+costs a lookup."""
 
 from __future__ import annotations
 
