@@ -38,6 +38,14 @@ ServerRequestHandler = Callable[[rpc.Request], Awaitable[object]]
 Reply = Callable[[Raw | None, Exception | None], None]
 
 
+class Started(msgspec.Struct, frozen=True):
+    """A stdio server's process as mcpd started it (``Transport.started``)."""
+
+    pid: int  # the process mcpd started: its sandbox's, whose descendants run the server
+    mark: str  # what its descendants carry in their environment (``stdio.launch``)
+    unprotected: str | None  # what of its sandbox could not be applied, and why
+
+
 class AuthHook(abc.ABC):
     """Where a transport gets its ``Authorization`` value, for credentials that change
     while it lives (an OAuth access token is refreshed, replaced after a new login)."""
@@ -149,6 +157,13 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     def pid(self) -> int | None:
         """The server's process id, where mcpd started it (stdio); otherwise None."""
+
+    @property
+    @abc.abstractmethod
+    def started(self) -> Started | None:
+        """What mcpd started for the server (stdio): the process, the mark its
+        descendants carry, and what of its sandbox could not be applied. None where
+        mcpd started nothing (HTTP)."""
 
     @abc.abstractmethod
     def stderr_tail(self) -> list[str]:

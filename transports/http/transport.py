@@ -148,6 +148,10 @@ class HttpTransport(Transport):
     def pid(self) -> None:
         return None
 
+    @property
+    def started(self) -> None:
+        return None
+
     def stderr_tail(self) -> list[str]:
         return []
 

@@ -126,6 +126,10 @@ class LegacySSETransport(Transport):
     def pid(self) -> None:
         return None
 
+    @property
+    def started(self) -> None:
+        return None
+
     def stderr_tail(self) -> list[str]:
         return []
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import trio
 
 from .launch import Launched, launch, resolve, signal_group
+from .sandbox import Sandbox
 
 __all__ = ["ChildProcess", "adopt", "resolve", "signal_group", "spawn"]
 
@@ -33,10 +34,34 @@ class ChildProcess:
         self.stdout = stdout
         self.stderr = stderr
         self._wait_lock = trio.Lock()
+        # The sandbox it was started in (None: none), whether bubblewrap runs it (its
+        # exit status then tells a signal as 128 + N), and what of the sandbox could
+        # not be applied.
+        self.sandbox: Sandbox | None = None
+        self.wrapped = False
+        self.unprotected: str | None = None
+        self.join: str | None = None  # the cgroup it joined (``pidgroup``)
 
     @property
     def pid(self) -> int:
         return self._popen.pid
+
+    def command_pid(self) -> int:
+        """The pid of the command itself: in a sandbox, bubblewrap's child (the PID
+        namespace's init) runs it as its own child; else ``pid``."""
+        if not self.wrapped:
+            return self.pid
+        pid = self.pid
+        for _ in range(2):
+            try:
+                with open(f"/proc/{pid}/task/{pid}/children") as f:
+                    children = f.read().split()
+            except OSError:
+                return self.pid
+            if not children:
+                return self.pid
+            pid = int(children[0])
+        return pid
 
     @property
     def returncode(self) -> int | None:
@@ -75,13 +100,17 @@ def spawn(
     stdin: bool = True,
     stdout: bool = True,
     stderr: bool = True,
+    join: str | None = None,
 ) -> ChildProcess:
-    """Start ``argv`` in its own session and process group, killed if mcpd dies.
+    """Start ``argv`` in its own session and process group, killed if mcpd dies (in the
+    cgroup ``join`` names, if given: ``transports.stdio.launch``).
 
     Synchronous on purpose: see ``launch``. Raises OSError when the
     command cannot be started.
     """
-    return adopt(launch(argv, env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr))
+    return adopt(
+        launch(argv, env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr, join=join)
+    )
 
 
 def adopt(child: Launched) -> ChildProcess:

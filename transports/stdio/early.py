@@ -24,10 +24,12 @@ _Key = tuple[tuple[str, ...], str | None]
 _waiting: dict[_Key, list[tuple[dict[str, str], Launched]]] = {}
 
 
-def launch_early(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> int:
+def launch_early(
+    argv: Sequence[str], env: Mapping[str, str], cwd: str | None, join: str | None = None
+) -> int:
     """Start a stdio server now, for a later ``take`` with the same arguments; its pid.
     Raises OSError as ``launch`` does."""
-    child = launch(argv, env=env, cwd=cwd)
+    child = launch(argv, env=env, cwd=cwd, join=join)
     _waiting.setdefault((tuple(argv), cwd), []).append((dict(env), child))
     return child.popen.pid
 
@@ -50,6 +52,11 @@ def take(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> Launch
 def waiting() -> list[int]:
     """The pids of the children started early that no start has taken yet."""
     return [child.popen.pid for entries in _waiting.values() for _, child in entries]
+
+
+def waiting_marks() -> dict[int, str]:
+    """The children started early that no start has taken yet: pid -> start mark."""
+    return {child.popen.pid: child.token for entries in _waiting.values() for _, child in entries}
 
 
 def discard() -> list[int]:

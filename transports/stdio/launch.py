@@ -30,51 +30,15 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, NamedTuple
 
+from .childenv import PARENT_ONLY_VARS as PARENT_ONLY_VARS
+
 _PR_SET_PDEATHSIG = 1
 _libc: ctypes.CDLL | None = None
 # After setpriv armed the signal: if mcpd died before that, nobody would kill us.
 _GUARD = '[ "$PPID" = "$0" ] || exit 1; exec "$@"'
+# The same, joining the cgroup whose cgroup.procs is $1 first (``pidgroup``).
+_GUARD_JOIN = '[ "$PPID" = "$0" ] || exit 1; echo $$ > "$1" || exit 1; shift; exec "$@"'
 _setpriv: list[str | None] = []  # [path or None], once looked up
-
-# Variables systemd hands to the main process only (plus mcpd's own test-fault switches).
-# A child that inherited them could send READY=1 or WATCHDOG=1 on mcpd's behalf, believe
-# it owns mcpd's listening sockets, or think its stderr is a journal stream when it is
-# really a pipe into mcpd.
-PARENT_ONLY_VARS: Final = frozenset(
-    {
-        "NOTIFY_SOCKET",
-        "WATCHDOG_USEC",
-        "WATCHDOG_PID",
-        "LISTEN_FDS",
-        "LISTEN_PID",
-        "LISTEN_FDNAMES",
-        "JOURNAL_STREAM",
-        "SYSTEMD_EXEC_PID",
-        "FDSTORE",
-        "MEMORY_PRESSURE_WATCH",
-        "MEMORY_PRESSURE_WRITE",
-        "TRIGGER_UNIT",
-        "TRIGGER_PATH",
-        "TRIGGER_TIMER_REALTIME_USEC",
-        "TRIGGER_TIMER_MONOTONIC_USEC",
-        "MAINPID",
-        "MCPD_TEST_FAULTS",
-        "MCPD_TEST_WEDGE_SECONDS",
-    }
-)
-
-
-def environment(
-    inherit_env: bool, extra: Mapping[str, str] | None, base: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The child's environment: ours (unless not inherited) without systemd's
-    main-process variables, plus its own."""
-    source = os.environ if base is None else base
-    env = {k: v for k, v in source.items() if k not in PARENT_ONLY_VARS} if inherit_env else {}
-    if extra:
-        env.update(extra)
-    return env
-
 
 # Set to a token of its own in each child's environment, which its descendants inherit:
 # a helper that calls setsid() leaves the process group and escapes PR_SET_PDEATHSIG,
@@ -133,7 +97,7 @@ def resolve(command: str, env: Mapping[str, str] | None, cwd: str | None) -> str
     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
 
 
-def die_with_parent(parent: int) -> Callable[[], None]:
+def die_with_parent(parent: int, join: str | None = None) -> Callable[[], None]:
     global _libc
     # Loaded here, once, not in each child: between fork and exec the child is a copy
     # of mcpd, and a dlopen there cost ~9 ms per server during which mcpd waited.
@@ -144,6 +108,12 @@ def die_with_parent(parent: int) -> Callable[[], None]:
         # The parent may have died between fork and prctl: then nobody would kill us.
         if os.getppid() != parent:
             os._exit(1)
+        if join is not None:
+            try:
+                with open(join, "w") as f:
+                    f.write(str(os.getpid()))
+            except OSError:
+                os._exit(1)
 
     return preexec
 
@@ -156,8 +126,10 @@ def launch(
     stdin: bool = True,
     stdout: bool = True,
     stderr: bool = True,
+    join: str | None = None,
 ) -> Launched:
-    """Start ``argv`` in its own session and process group, killed if mcpd dies.
+    """Start ``argv`` in its own session and process group, killed if mcpd dies, and
+    in the cgroup whose ``cgroup.procs`` is ``join``, if given, before it execs ``argv``.
 
     Call it from the main thread (see the module docstring). Raises OSError when the
     command cannot be started.
@@ -180,10 +152,11 @@ def launch(
         preexec: Callable[[], None] | None = None
         if armer is not None:
             command = resolve(argv[0], env, cwd)
-            args = [armer, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", _GUARD, str(os.getpid())]
-            args += [command, *argv[1:]]
+            guard = _GUARD if join is None else _GUARD_JOIN
+            args = [armer, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", guard, str(os.getpid())]
+            args += [command, *argv[1:]] if join is None else [join, command, *argv[1:]]
         else:
-            args, preexec = list(argv), die_with_parent(os.getpid())
+            args, preexec = list(argv), die_with_parent(os.getpid(), join)
         popen = subprocess.Popen(
             args,
             stdin=theirs[0],

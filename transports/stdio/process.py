@@ -1,5 +1,5 @@
-"""A stdio server's process: starting it (or taking the one started early), describing
-its exit, and stopping it with everything in its process group."""
+"""A stdio server's process: starting it, in its sandbox (or taking the one started
+early), and stopping it with everything in its process group."""
 
 from __future__ import annotations
 
@@ -16,20 +16,10 @@ from protocol.logfields import log_extra
 from ..errors import SpawnError
 from . import early
 from .child import ChildProcess, adopt, signal_group, spawn
+from .sandbox import Sandbox, SandboxError
+from .sandbox_host import command_line
 
 logger = logging.getLogger("mcpd.stdio")
-
-
-def describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "is still running"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"was killed by {name}"
-    return f"exited with status {returncode}"
 
 
 def start(
@@ -37,14 +27,29 @@ def start(
     argv: Sequence[str],
     env: dict[str, str],
     cwd: str | None,
+    sandbox: Sandbox | None = None,
 ) -> ChildProcess:
+    """Start the server (in its sandbox, when it has one) or take the one started
+    early with exactly the same command line. Raises SpawnError."""
+    unprotected = join = None
+    if sandbox is not None:
+        try:
+            plan, cwd = command_line(argv, env, cwd, sandbox)
+        except SandboxError as exc:
+            raise SpawnError(f"{alias}: cannot start in its sandbox: {exc}") from None
+        except OSError as exc:
+            raise _spawn_error(alias, argv[0], cwd, exc) from None
+        argv, unprotected, join = plan.argv, plan.unprotected, plan.join
     started = early.take(argv, env, cwd)
-    if started is not None:
-        return adopt(started)
     try:
-        return spawn(argv, env=env, cwd=cwd)
+        proc = adopt(started) if started is not None else spawn(argv, env=env, cwd=cwd, join=join)
     except OSError as exc:
         raise _spawn_error(alias, argv[0], cwd, exc) from None
+    proc.sandbox = sandbox
+    proc.wrapped = sandbox is not None and sandbox.level != "off" and not unprotected
+    proc.unprotected = unprotected
+    proc.join = join
+    return proc
 
 
 def _spawn_error(alias: str, command: str, cwd: str | None, exc: OSError) -> SpawnError:

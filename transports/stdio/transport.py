@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Final
@@ -25,14 +26,17 @@ from protocol.logfields import log_extra
 from protocol.splice import SplicedCall
 
 from .. import fdread
-from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
+from ..base import AuthHook, NotificationHandler, Params, Reply, Started, Transport
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..linewriter import LineWriter, batch
 from ..pending import Pending
+from . import pidgroup
 from .child import ChildProcess, signal_group
-from .launch import PARENT_ONLY_VARS, environment
-from .process import describe_exit, start, stop_process
+from .childenv import PARENT_ONLY_VARS, environment
+from .exits import describe_exit, exit_reason
+from .process import start, stop_process
 from .reader import StdoutReader
+from .sandbox import Sandbox
 from .server_requests import Relays
 from .stderr import Complaints, StderrLog, read_stderr
 from .strays import stop_strays
@@ -60,7 +64,13 @@ class StdioParams(msgspec.Struct, frozen=True):
     args: tuple[str, ...] = ()
     env: dict[str, str] | None = None
     cwd: str | None = None
-    inherit_env: bool = True
+    # What it inherits of mcpd's environment besides the default set (``childenv``),
+    # what of it is kept for others, and what mcpd sets for it (its own HOME).
+    inherit_env: bool | tuple[str, ...] = False
+    withheld: frozenset[str] = frozenset()
+    provided: dict[str, str] | None = None
+    # None: started as it is, in mcpd's working directory.
+    sandbox: Sandbox | None = None
     max_line: int = DEFAULT_MAX_LINE
     stdin_grace: float = 2.0
     term_grace: float = 3.0
@@ -68,7 +78,13 @@ class StdioParams(msgspec.Struct, frozen=True):
 
 
 def child_environment(params: StdioParams, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    return environment(params.inherit_env, params.env, base)
+    return environment(
+        params.inherit_env,
+        params.env,
+        os.environ if base is None else base,
+        withheld=params.withheld,
+        provided=params.provided,
+    )
 
 
 class StdioTransport(Transport):
@@ -110,7 +126,13 @@ class StdioTransport(Transport):
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        """The server's own process (in its sandbox, if it has one)."""
+        return self.process.command_pid()
+
+    @property
+    def started(self) -> Started:
+        p = self.process
+        return Started(p.pid, p.token, p.unprotected)
 
     @property
     def pending_count(self) -> int:
@@ -298,7 +320,10 @@ class StdioTransport(Transport):
         return TransportClosed(f"{self.alias} {what}", detail="\n".join(self._stderr.tail))
 
     def _exit_error(self) -> TransportClosed:
-        return self._error(describe_exit(self.process.returncode))
+        proc = self.process
+        limits = proc.sandbox.limits if proc.sandbox is not None else None
+        reason = exit_reason(proc.returncode, limits, self._stderr.tail, sandboxed=proc.wrapped)
+        return self._error(reason)
 
     def _close(self, error: TransportError) -> None:
         if self.error is not None:
@@ -319,7 +344,11 @@ async def open_stdio_transport(
 ) -> AsyncIterator[StdioTransport]:
     """Spawn the server; on exit stop it and everything in its process group."""
     process = start(
-        alias, [params.command, *params.args], child_environment(params, base_env), params.cwd
+        alias,
+        [params.command, *params.args],
+        child_environment(params, base_env),
+        params.cwd,
+        params.sandbox,
     )
     transport = StdioTransport(alias, process, params, on_notification, on_stderr)
     try:
@@ -351,6 +380,8 @@ async def open_stdio_transport(
                         transport._close(transport._exit_error())
                         # After the group: what is left of it has moved out of it.
                         await stop_strays(alias, process.token, process.pid, params.term_grace)
+                        if process.join is not None:
+                            pidgroup.release(process.join)
                     nursery.cancel_scope.cancel()
     finally:
         if process.returncode is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.support.procs import SCRIPTED, alive
 from transports.stdio import early
-from transports.stdio.launch import environment
+from transports.stdio.childenv import environment
 from transports.stdio.process import start
 
 

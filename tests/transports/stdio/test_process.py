@@ -12,8 +12,9 @@ import trio
 
 from tests.support.procs import alive, read_pid, wait_gone
 from transports.errors import SpawnError
-from transports.stdio.launch import environment
-from transports.stdio.process import describe_exit, start, stop_process
+from transports.stdio.childenv import environment
+from transports.stdio.exits import describe_exit
+from transports.stdio.process import start, stop_process
 
 
 def test_an_exit_is_told_in_words() -> None:

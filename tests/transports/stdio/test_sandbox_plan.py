@@ -1,0 +1,213 @@
+"""The sandbox as a plan: which bubblewrap and prlimit arguments a server's config gives,
+what a machine without namespaces gets instead, and the words for a limit reached.
+No process is started here."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from transports.stdio.childenv import environment
+from transports.stdio.exits import exit_reason
+from transports.stdio.sandbox import (
+    Limits,
+    Machine,
+    Mount,
+    Resolved,
+    Sandbox,
+    SandboxError,
+    SystemPath,
+    plan,
+)
+
+MACHINE = Machine(
+    bwrap="/usr/bin/bwrap",
+    prlimit="/usr/bin/prlimit",
+    namespaces=None,
+    network=None,
+    system=(SystemPath("/usr"), SystemPath("/bin", "usr/bin"), SystemPath("/etc")),
+    nofile_hard=4096,
+)
+HOME = "/var/lib/mcpd/homes/files"
+
+
+def resolved(
+    mounts: tuple[Mount, ...] = (), command: str = "/usr/bin/node", **kw: object
+) -> Resolved:
+    sandbox = Sandbox(home=HOME, where="servers.files", **kw)  # type: ignore[arg-type]
+    return Resolved(sandbox=sandbox, home=HOME, mounts=mounts, command=command)
+
+
+def binds(argv: list[str]) -> list[tuple[str, ...]]:
+    """The mounts of a bubblewrap command line, in order, as (option, path...)."""
+    out: list[tuple[str, ...]] = []
+    i = 0
+    while argv[i] != "--":
+        opt = argv[i]
+        if opt in ("--bind", "--ro-bind", "--symlink"):
+            out.append((opt, argv[i + 1], argv[i + 2]))
+            i += 3
+        elif opt in ("--tmpfs", "--dev", "--proc", "--chdir", "--perms", "--cap-drop"):
+            out.append((opt, argv[i + 1]))
+            i += 2
+        else:
+            i += 1
+    return out
+
+
+def test_the_default_level_shows_the_machine_but_what_is_hidden() -> None:
+    mounts = (
+        Mount("/var/lib/mcpd", "hide_dir"),
+        Mount("/home/u/.netrc", "hide_file"),
+        Mount("/home/u/.ssh", "hide_dir"),
+    )
+    p = plan(resolved(mounts), ["node", "server.js"], MACHINE, HOME)
+    assert p.unprotected is None
+    assert p.argv[0] == "/usr/bin/bwrap"
+    for flag in ("--unshare-user", "--unshare-pid", "--die-with-parent"):
+        assert flag in p.argv
+    assert "--unshare-net" not in p.argv
+    mounted = binds(p.argv)
+    assert mounted.index(("--bind", "/", "/")) == 1  # after --cap-drop ALL
+    assert ("--ro-bind", "/dev/null", "/home/u/.netrc") in mounted
+    # The state directory is hidden, and the server's own home in it shown again on top.
+    hide = mounted.index(("--tmpfs", "/var/lib/mcpd"))
+    assert mounted[hide - 1] == ("--perms", "0555")
+    assert mounted.index(("--bind", HOME, HOME)) > hide
+    # No limit set: the command itself, resolved, right after bubblewrap's arguments.
+    assert p.argv[p.argv.index("--") + 1 :] == ["/usr/bin/node", "server.js"]
+
+
+def test_a_grant_inside_what_is_hidden_is_shown_and_a_hidden_path_inside_a_grant_is_not() -> None:
+    mounts = (
+        Mount("/home/u/.aws", "hide_dir"),
+        Mount("/home/u/.aws", "read"),
+        Mount("/home/u", "write"),
+        Mount("/home/u/.ssh", "hide_dir"),
+    )
+    mounted = binds(plan(resolved(mounts), ["x"], MACHINE, HOME).argv)
+    order = [m[-1] for m in mounted if m[0] != "--perms"]
+    assert order.index("/home/u") < order.index("/home/u/.ssh")
+    aws = [m for m in mounted if m[-1] == "/home/u/.aws"]
+    assert aws[-1] == ("--ro-bind", "/home/u/.aws", "/home/u/.aws")
+
+
+def test_the_strict_level_starts_from_nothing() -> None:
+    mounts = (
+        Mount("/srv/docs", "read"),
+        Mount("/srv/out", "write"),
+        Mount("/home/u/.ssh", "hide_dir"),
+    )
+    p = plan(resolved(mounts, level="strict", network=False), ["node"], MACHINE, HOME)
+    mounted = binds(p.argv)
+    assert ("--bind", "/", "/") not in mounted
+    assert ("--ro-bind", "/usr", "/usr") in mounted
+    assert ("--symlink", "usr/bin", "/bin") in mounted
+    assert ("--tmpfs", "/tmp") in mounted
+    assert ("--ro-bind", "/srv/docs", "/srv/docs") in mounted
+    assert ("--bind", "/srv/out", "/srv/out") in mounted
+    # Nothing shows the home it would hide from, so nothing is mounted for it.
+    assert not [m for m in mounted if "/home/u/.ssh" in m]
+    assert "--unshare-net" in p.argv
+
+
+def test_a_strict_command_outside_its_grants_is_refused_by_name() -> None:
+    with pytest.raises(SandboxError, match=r"/opt2/tool/bin/x is outside .*servers\.files\.read"):
+        plan(resolved(command="/opt2/tool/bin/x", level="strict"), ["x"], MACHINE, HOME)
+
+
+def test_without_namespaces_the_default_level_runs_unprotected_and_says_why() -> None:
+    machine = Machine(
+        bwrap="/usr/bin/bwrap", prlimit="/usr/bin/prlimit", namespaces="No permission"
+    )
+    limits = Limits(memory=1 << 30, processes=64, keys={"processes": "daemon.limits.processes"})
+    p = plan(resolved(limits=limits), ["node"], machine, HOME)
+    assert p.argv[:2] == ["/usr/bin/prlimit", f"--data={1 << 30}"]
+    assert not any(a.startswith("--nproc") for a in p.argv)
+    assert p.unprotected is not None
+    assert "namespaces are not available (No permission)" in p.unprotected
+    assert "daemon.limits.processes" in p.unprotected
+
+
+@pytest.mark.parametrize(
+    ("kw", "promise"),
+    [({"level": "strict"}, 'sandbox = "strict"'), ({"network": False}, "network = false")],
+)
+def test_a_promise_that_cannot_be_kept_fails_the_start(kw: dict[str, object], promise: str) -> None:
+    machine = Machine(bwrap=None)
+    with pytest.raises(SandboxError, match=f"servers.files.{promise}.*bubblewrap"):
+        plan(resolved(**kw), ["node"], machine, HOME)
+
+
+def test_limits_are_set_inside_the_namespaces() -> None:
+    limits = Limits(memory=512 << 20, processes=64, open_files=100_000, cpu=30)
+    p = plan(resolved(limits=limits), ["node"], MACHINE, HOME)
+    tail = p.argv[p.argv.index("--") + 1 :]
+    assert tail == [
+        "/usr/bin/prlimit",
+        f"--data={512 << 20}",
+        "--nproc=64",
+        "--nofile=4096",  # no more than mcpd itself may have
+        "--cpu=30:31",
+        "--",
+        "/usr/bin/node",
+    ]
+
+
+def test_a_limit_reached_is_named_in_the_exit_reason() -> None:
+    limits = Limits(memory=1 << 30, cpu=5, keys={"memory": "servers.hog.limits.memory"})
+    assert exit_reason(1, limits, ["Traceback", "MemoryError"], sandboxed=True) == (
+        "exited with status 1: it reached its limit servers.hog.limits.memory = 1 GiB"
+    )
+    assert exit_reason(128 + signal.SIGXCPU, limits, [], sandboxed=True) == (
+        "was killed by SIGXCPU: it reached its limit limits.cpu = 5 s"
+    )
+    assert exit_reason(128 + 9, limits, [], sandboxed=True) == "was killed by SIGKILL"
+    assert exit_reason(137, limits, [], sandboxed=False) == "exited with status 137"
+    # No limit in force, no claim.
+    assert exit_reason(1, Limits(), ["MemoryError"], sandboxed=True) == "exited with status 1"
+
+
+BASE = {
+    "PATH": "/usr/bin",
+    "HOME": "/home/u",
+    "LANG": "C.UTF-8",
+    "LC_TIME": "de_DE",
+    "TICKETS_TOKEN": "secret",
+    "AWS_PROFILE": "dev",
+    "AWS_SECRET_ACCESS_KEY": "k",
+    "CREDENTIALS_DIRECTORY": "/run/credentials/mcpd.service",
+    "NOTIFY_SOCKET": "/run/systemd/notify",
+    "LISTEN_FDS": "1",
+    "MCPD_CONFIG": "/etc/mcpd/config.toml",
+    "GITHUB_TOKEN": "gh",
+}
+
+
+def test_a_server_inherits_the_default_set_and_what_it_names() -> None:
+    env = environment(False, {"OWN": "1"}, BASE, provided={"HOME": "/srv/home"})
+    assert env == {
+        "PATH": "/usr/bin",
+        "HOME": "/srv/home",
+        "LANG": "C.UTF-8",
+        "LC_TIME": "de_DE",
+        "OWN": "1",
+    }
+    env = environment(["AWS_*", "GITHUB_TOKEN"], None, BASE)
+    assert {"AWS_PROFILE", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"} <= set(env)
+    assert "TICKETS_TOKEN" not in env
+
+
+def test_what_the_config_resolves_for_another_is_withheld_even_with_true() -> None:
+    env = environment(True, None, BASE, withheld={"TICKETS_TOKEN", "PATH"})
+    assert "TICKETS_TOKEN" not in env
+    assert env["PATH"] == "/usr/bin"  # the default set is nobody's secret
+    for name in ("CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "LISTEN_FDS", "MCPD_CONFIG"):
+        assert name not in env
+    # Asked for by its exact name, it is this server's too.
+    assert (
+        environment(["TICKETS_TOKEN"], None, BASE, withheld={"TICKETS_TOKEN"})["TICKETS_TOKEN"]
+        == "secret"
+    )
+    assert "TICKETS_TOKEN" not in environment(["TICKETS_*"], None, BASE, withheld={"TICKETS_TOKEN"})

@@ -1,0 +1,287 @@
+"""A stdio server's sandbox as a plan: the bubblewrap and prlimit arguments that start
+its command inside it. Sans-IO: what the machine offers and what the paths are come
+in as values (``transports.stdio.sandbox_host`` finds them); this module only decides.
+
+Levels:
+
+- ``default``: the server sees the machine as its user does, but for what is hidden
+  (mcpd's state, config and socket directories, the other servers' homes, the user's
+  credential stores), each covered by an empty read-only directory or ``/dev/null``.
+  It runs in user and PID namespaces of its own: it cannot see, signal or trace mcpd or
+  another server, and dies with mcpd (``--die-with-parent`` under the parent-death
+  signal mcpd arms).
+- ``strict``: a new root holding the system's directories read-only, its own home, a
+  private ``/tmp``, and the paths its config grants, and nothing else.
+- ``off``: started as it is.
+
+``read`` grants are bound read-only and ``write`` grants read-write, on top of what is
+hidden: at the default level a grant is how a server gets one hidden path back (an
+AWS server its ``~/.aws``). ``network = false`` gives it a network namespace of its own,
+where only its own loopback exists.
+
+Limits are set by ``prlimit`` inside the namespaces, so that the process limit counts
+the server's own processes (the kernel counts RLIMIT_NPROC per user and per user
+namespace) rather than every process of mcpd's user. Memory is RLIMIT_DATA, what a
+process may allocate: address-space limits break runtimes that reserve large ranges
+they never use (V8, the JVM, Go).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Literal
+
+import msgspec
+
+Level = Literal["off", "default", "strict"]
+
+# Where each limit is set, for messages: "servers.x.limits.memory".
+LIMIT_NAMES: Final = ("memory", "processes", "open_files", "cpu")
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    memory: int | None = None  # bytes a process may allocate (RLIMIT_DATA)
+    processes: int | None = None  # tasks of the server's own user namespace
+    open_files: int | None = None
+    cpu: int | None = None  # seconds of CPU time, per process
+    keys: dict[str, str] = msgspec.field(default_factory=dict)
+
+    def any(self) -> bool:
+        return any(getattr(self, name) is not None for name in LIMIT_NAMES)
+
+    def key(self, name: str) -> str:
+        return self.keys.get(name, f"limits.{name}")
+
+
+class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
+    """What a server's config asks for, paths as written (absolute)."""
+
+    level: Level = "default"
+    home: str = ""
+    hide: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    network: bool = True
+    limits: Limits = msgspec.field(default_factory=Limits)
+    alias: str = ""
+    where: str = ""  # the config key of the server, for messages ("servers.files")
+
+    @property
+    def promises(self) -> list[str]:
+        """What cannot be dropped silently when the machine lacks namespaces."""
+        out = []
+        if self.level == "strict":
+            out.append(f'{self.where}.sandbox = "strict"')
+        if not self.network:
+            out.append(f"{self.where}.network = false")
+        return out
+
+
+class SystemPath(msgspec.Struct, frozen=True):
+    """A top-level system directory a strict sandbox shows, or the symlink it is."""
+
+    path: str
+    link: str | None = None  # the symlink's target, as read
+
+
+class Machine(msgspec.Struct, frozen=True, kw_only=True):
+    """What this machine offers (``sandbox_host.probe``)."""
+
+    bwrap: str | None = None
+    prlimit: str | None = None
+    # None when user, mount and PID namespaces work; else why they do not.
+    namespaces: str | None = "not probed"
+    network: str | None = "not probed"  # the same for a network namespace
+    system: tuple[SystemPath, ...] = ()
+    nofile_hard: int | None = None  # mcpd's own hard limit: a child cannot go above it
+    # mcpd runs as root, whom RLIMIT_NPROC never holds: processes are limited by a pids
+    # cgroup instead, where one can be made (``pidgroup``).
+    root: bool = False
+    pids_cgroup: bool = False
+
+
+class Mount(msgspec.Struct, frozen=True):
+    path: str  # resolved, absolute
+    kind: Literal["hide_dir", "hide_file", "read", "write"]
+    # A grant as written when that is a symlink's path: a strict sandbox shows the
+    # link too, so that the paths of the config work inside as they do outside.
+    written: str | None = None
+
+
+class Resolved(msgspec.Struct, frozen=True, kw_only=True):
+    """A sandbox with its paths resolved on the host and what to hide found to exist."""
+
+    sandbox: Sandbox
+    home: str
+    mounts: tuple[Mount, ...]
+    command: str  # the server's command, resolved
+
+
+class SandboxError(Exception):
+    """A sandbox that was asked for cannot be applied; the server does not start."""
+
+
+class Plan(msgspec.Struct, frozen=True):
+    argv: list[str]
+    # None when the sandbox is applied as asked; else why the server runs without it
+    # (the default level on a machine without namespaces) or without part of it.
+    unprotected: str | None = None
+    # The ``cgroup.procs`` its first process joins (a root mcpd's process limit).
+    join: str | None = None
+
+
+def _depth(path: str) -> int:
+    return path.rstrip("/").count("/")
+
+
+def within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _order(m: Mount) -> tuple[int, int]:
+    # Shallower first, so that a deeper path (a grant inside a hidden directory, a hidden
+    # file inside a granted one) lands on top; at the same path the grant wins.
+    return (_depth(m.path), 0 if m.kind.startswith("hide") else 1)
+
+
+def _namespaces(network: bool) -> list[str]:
+    args = ["--unshare-user", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL"]
+    if not network:
+        args.append("--unshare-net")
+    return args
+
+
+def _strict_roots(r: Resolved, machine: Machine) -> list[str]:
+    roots = [p.path for p in machine.system if p.link is None]
+    for m in r.mounts:
+        if m.kind in ("read", "write"):
+            roots += [m.path] if m.written is None else [m.path, m.written]
+    return [*roots, r.home, "/tmp"]
+
+
+def _visible(path: str, roots: Sequence[str]) -> bool:
+    return any(within(path, root) for root in roots)
+
+
+def bwrap_args(r: Resolved, machine: Machine, cwd: str) -> list[str]:
+    """The bubblewrap command line up to and including its ``--``."""
+    assert machine.bwrap is not None
+    s = r.sandbox
+    args = [machine.bwrap, *_namespaces(s.network)]
+    mounts = list(r.mounts)
+    if s.level == "strict":
+        for p in machine.system:
+            if p.link is not None:
+                args += ["--symlink", p.link, p.path]
+            else:
+                args += ["--ro-bind", p.path, p.path]
+        roots = _strict_roots(r, machine)
+        mounts = [m for m in mounts if not m.kind.startswith("hide") or _visible(m.path, roots)]
+        if not _visible(r.command, roots):
+            raise SandboxError(
+                f"{s.where}: its command {r.command} is outside what a strict sandbox "
+                f"shows; add its folder to {s.where}.read"
+            )
+        if not _visible(cwd, roots):
+            raise SandboxError(
+                f"{s.where}.cwd: {cwd} is outside what a strict sandbox shows; add it to "
+                f"{s.where}.read or {s.where}.write"
+            )
+    else:
+        args += ["--bind", "/", "/"]
+    args += ["--dev", "/dev", "--proc", "/proc"]
+    if s.level == "strict":
+        args += ["--tmpfs", "/tmp"]
+    mounts.append(Mount(r.home, "write"))
+    for m in sorted(mounts, key=_order):
+        if m.kind == "hide_dir":
+            args += ["--perms", "0555", "--tmpfs", m.path]
+        elif m.kind == "hide_file":
+            args += ["--ro-bind", "/dev/null", m.path]
+        elif m.kind == "read":
+            args += ["--ro-bind", m.path, m.path]
+        else:
+            args += ["--bind", m.path, m.path]
+    if s.level == "strict":
+        for m in r.mounts:
+            if m.written is not None and m.kind in ("read", "write"):
+                args += ["--symlink", m.path, m.written]
+    return [*args, "--chdir", cwd, "--"]
+
+
+def prlimit_args(limits: Limits, machine: Machine, *, processes: bool) -> list[str]:
+    """The prlimit command line up to its ``--``; empty when no limit is set.
+    ``processes``: whether the process limit can be applied (inside a user namespace)."""
+    if not limits.any() or machine.prlimit is None:
+        return []
+    args = [machine.prlimit]
+    if limits.memory is not None:
+        args.append(f"--data={limits.memory}")
+    if limits.processes is not None and processes:
+        args.append(f"--nproc={limits.processes}")
+    if limits.open_files is not None:
+        n = limits.open_files
+        if machine.nofile_hard is not None:
+            n = min(n, machine.nofile_hard)
+        args.append(f"--nofile={n}")
+    if limits.cpu is not None:
+        # SIGXCPU at the limit; SIGKILL a second later for a server that ignores it.
+        args.append(f"--cpu={limits.cpu}:{limits.cpu + 1}")
+    return [*args, "--"] if len(args) > 1 else []
+
+
+def shortfall(s: Sandbox, machine: Machine) -> str | None:
+    """What of the sandbox this machine cannot apply, and why (None: all of it).
+    Raises SandboxError when that is a promise of the config (``Sandbox.promises``)."""
+    gaps: list[str] = []
+    applied = s.level != "off"
+    if s.level == "off" and not s.network:
+        raise SandboxError(f"{s.where}.network = false needs a sandbox (sandbox is off)")
+    missing = _missing(s, machine) if applied else None
+    if missing is not None:
+        if s.promises:
+            raise SandboxError(f"{' and '.join(s.promises)} cannot be applied: {missing}")
+        gaps.append(f"no sandbox: {missing}")
+        applied = False
+    if s.limits.processes is not None:
+        if machine.root and not machine.pids_cgroup:
+            gaps.append(
+                f"{s.limits.key('processes')} is not applied: mcpd runs as root, whom "
+                "RLIMIT_NPROC does not hold, and no pids cgroup can be made here"
+            )
+        elif not machine.root and not applied:
+            gaps.append(f"{s.limits.key('processes')} is not applied: it needs the sandbox")
+    if s.limits.any() and machine.prlimit is None:
+        gaps.append("limits are not applied: prlimit (util-linux) not found")
+    return "; ".join(gaps) if gaps else None
+
+
+def plan(r: Resolved, argv: Sequence[str], machine: Machine, cwd: str) -> Plan:
+    """The command line that starts ``argv`` (its command already resolved) in the
+    sandbox. Raises SandboxError when a promise of the config cannot be kept."""
+    s = r.sandbox
+    unprotected = shortfall(s, machine)
+    applied = s.level != "off" and _missing(s, machine) is None
+    wrapped = bwrap_args(r, machine, cwd) if applied else []
+    limited = prlimit_args(s.limits, machine, processes=applied and not machine.root)
+    return Plan([*wrapped, *limited, r.command, *argv[1:]], unprotected)
+
+
+def _missing(s: Sandbox, machine: Machine) -> str | None:
+    if machine.bwrap is None:
+        return "bubblewrap (bwrap) is not installed"
+    if machine.namespaces is not None:
+        return f"namespaces are not available ({machine.namespaces})"
+    if not s.network and machine.network is not None:
+        return f"a network namespace is not available ({machine.network})"
+    return None
+
+
+def exit_signal(returncode: int, sandboxed: bool) -> int | None:
+    """The signal that ended the server: bubblewrap exits with 128 + N for a command
+    killed by signal N."""
+    if returncode < 0:
+        return -returncode
+    if sandboxed and 128 < returncode < 128 + 65:
+        return returncode - 128
+    return None

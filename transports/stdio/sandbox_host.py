@@ -1,0 +1,161 @@
+"""What the machine offers a sandbox, found once, and a sandbox's paths resolved on it.
+
+Probing runs bubblewrap once with the namespaces and mounts every sandbox uses (and
+once more with a network namespace, when a server first asks for one): a machine
+without unprivileged user namespaces, or a service whose hardening forbids them,
+answers with bubblewrap's own words, which are what ``mcpd status`` shows as the
+reason a server runs unprotected. No trio here (``transports.stdio.launch``).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import msgspec
+
+from . import pidgroup
+from .launch import resolve as resolve_command
+from .sandbox import Machine, Mount, Plan, Resolved, Sandbox, SandboxError, SystemPath, plan
+
+# The system's directories a strict sandbox shows read-only, where they exist.
+SYSTEM_DIRS: Final = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+)
+_PROBE_TIMEOUT: Final = 10.0
+
+_machine: list[Machine] = []
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "no reason given"
+
+
+def _try(bwrap: str, *extra: str) -> str | None:
+    """None when bubblewrap starts ``true`` with these namespaces; else why not."""
+    args = [bwrap, "--unshare-user", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL"]
+    args += [*extra, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
+    try:
+        done = subprocess.run(
+            args, capture_output=True, text=True, timeout=_PROBE_TIMEOUT, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    return _first_line(done.stderr) if done.stderr else f"bwrap exited with {done.returncode}"
+
+
+def _system() -> tuple[SystemPath, ...]:
+    found = []
+    for path in SYSTEM_DIRS:
+        try:
+            link = os.readlink(path)
+        except OSError:
+            link = None
+        if link is not None:
+            found.append(SystemPath(path, link))
+        elif os.path.isdir(path):
+            found.append(SystemPath(path))
+    # Name resolution where /etc/resolv.conf points into /run (systemd-resolved).
+    resolv = os.path.realpath("/etc/resolv.conf")
+    if not resolv.startswith(("/etc/", "/usr/")) and os.path.exists(resolv):
+        found.append(SystemPath(os.path.dirname(resolv)))
+    return tuple(found)
+
+
+def probe(*, network: bool = False) -> Machine:
+    """What this machine offers, found on the first call (and, for ``network``, on the
+    first call that asks for it); then remembered."""
+    if not _machine:
+        bwrap = shutil.which("bwrap")
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        _machine.append(
+            Machine(
+                bwrap=bwrap,
+                prlimit=shutil.which("prlimit"),
+                namespaces=_try(bwrap) if bwrap is not None else "bwrap not found",
+                system=_system(),
+                nofile_hard=None if nofile == resource.RLIM_INFINITY else nofile,
+                root=os.geteuid() == 0,
+                pids_cgroup=os.geteuid() == 0 and pidgroup.base() is not None,
+            )
+        )
+    machine = _machine[0]
+    if network and machine.network == "not probed":
+        why: str | None = machine.namespaces or "bwrap not found"
+        if machine.bwrap is not None and machine.namespaces is None:
+            why = _try(machine.bwrap, "--unshare-net")
+        machine = _machine[0] = msgspec.structs.replace(machine, network=why)
+    return machine
+
+
+def forget() -> None:
+    """Probe again on the next call (after a package was installed, in tests)."""
+    _machine.clear()
+
+
+def resolve(sandbox: Sandbox, command: str) -> Resolved:
+    """The sandbox's paths as they are on this machine: hidden paths that exist, grants
+    (which must exist), and its home, created (0700) when missing. Raises SandboxError."""
+    where = sandbox.where
+    mounts: list[Mount] = []
+    for path in sandbox.hide:
+        real = os.path.realpath(path)
+        if os.path.isdir(real):
+            mounts.append(Mount(real, "hide_dir"))
+        elif os.path.lexists(real):
+            mounts.append(Mount(real, "hide_file"))
+    for key, paths in (("read", sandbox.read), ("write", sandbox.write)):
+        for i, path in enumerate(paths):
+            real = os.path.realpath(path)
+            if not os.path.exists(real):
+                raise SandboxError(f"{where}.{key}[{i}]: {path} does not exist")
+            written = os.path.normpath(path)
+            link = written if written != real else None
+            mounts.append(Mount(real, "read" if key == "read" else "write", link))
+    home = make_home(sandbox.home, where)
+    return Resolved(sandbox=sandbox, home=home, mounts=tuple(mounts), command=command)
+
+
+def make_home(home: str, where: str) -> str:
+    try:
+        os.makedirs(home, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise SandboxError(f"{where}: cannot make its home {home}: {exc.strerror}") from None
+    return os.path.realpath(home)
+
+
+def command_line(
+    argv: Sequence[str], env: Mapping[str, str], cwd: str | None, sandbox: Sandbox
+) -> tuple[Plan, str]:
+    """The command line that starts ``argv`` in ``sandbox``, and the working directory
+    (its home unless ``cwd``). Raises OSError for a command that cannot be found or run
+    (as exec would) and SandboxError for a sandbox that cannot be applied."""
+    home = make_home(sandbox.home, sandbox.where)
+    cwd = cwd or home
+    command = resolve_command(argv[0], env, cwd)
+    machine = probe(network=not sandbox.network)
+    planned = plan(resolve(sandbox, command), argv, machine, cwd)
+    processes = sandbox.limits.processes
+    if processes is not None and machine.root and machine.pids_cgroup:
+        join = pidgroup.procs_file(sandbox.alias, processes)
+        if join is None:
+            why = f"{sandbox.limits.key('processes')} is not applied: its pids cgroup was refused"
+            gaps = [g for g in (planned.unprotected, why) if g]
+            return msgspec.structs.replace(planned, unprotected="; ".join(gaps)), cwd
+        planned = msgspec.structs.replace(planned, join=join)
+    return planned, cwd
