@@ -79,6 +79,12 @@ def validate_profiles(config: Config) -> None:
             raise ConfigError(f"{where}.max_length", "must be between 16 and 1024")
         if profile.max_tools is not None and profile.max_tools < 1:
             raise ConfigError(f"{where}.max_tools", "must be at least 1")
+        for i, pattern in enumerate(profile.allow_servers):
+            at = f"{where}.allow_servers[{i}]"
+            if not pattern:
+                raise ConfigError(at, "is empty")
+            if not is_glob(pattern) and pattern not in config.servers:
+                raise ConfigError(at, f"{pattern!r} is not a configured server")
         _check_socket(where, name, profile, main_socket, sockets)
 
 

@@ -26,6 +26,22 @@ class Unresolved(ConfigError):
     """A well-formed reference with nothing to resolve it to on this machine."""
 
 
+class References:
+    """The variables and secret files a part of the config refers to, whether or not
+    they could be resolved: who may see what (``Config.withheld_from``) and what a
+    sandbox hides follow from them."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.files: set[str] = set()
+
+    def note(self, body: str) -> None:
+        if body.startswith("file:"):
+            self.files.add(body[len("file:") :])
+        else:
+            self.names.add(body.partition(":-")[0])
+
+
 def _check_reference(body: str, path: str) -> None:
     if body.startswith("file:"):
         if not body[len("file:") :]:
@@ -36,12 +52,14 @@ def _check_reference(body: str, path: str) -> None:
         raise ConfigError(path, f"bad variable reference ${{{body}}}")
 
 
-def expand(value: str, path: str, env: Mapping[str, str]) -> str:
+def expand(value: str, path: str, env: Mapping[str, str], refs: References | None = None) -> str:
     def sub(m: re.Match[str]) -> str:
         if m.group(0) == "$$":
             return "$"
         body = m.group(1)
         _check_reference(body, path)
+        if refs is not None:
+            refs.note(body)
         if body.startswith("file:"):
             try:
                 return read_secret(body[len("file:") :], env)
@@ -68,9 +86,11 @@ def _walk(node: Any, path: str, on_str: Callable[[str, str], str]) -> Any:
     return node
 
 
-def expand_tree(node: Any, path: str, env: Mapping[str, str]) -> Any:
+def expand_tree(
+    node: Any, path: str, env: Mapping[str, str], refs: References | None = None
+) -> Any:
     """Every string under ``node`` expanded; any reference that fails is an error."""
-    return _walk(node, path, lambda value, where: expand(value, where, env))
+    return _walk(node, path, lambda value, where: expand(value, where, env, refs))
 
 
 class ServerTable(msgspec.Struct, frozen=True):
@@ -82,27 +102,33 @@ class ServerTable(msgspec.Struct, frozen=True):
     # The key paths whose strings were left as written, so nothing is known of their
     # values yet (validation of them waits until they are expanded).
     unknown: frozenset[str] = frozenset()
+    variables: frozenset[str] = frozenset()  # the variables it refers to
+    files: frozenset[str] = frozenset()  # the secret files it refers to
 
 
 def expand_server(body: Any, where: str, env: Mapping[str, str]) -> ServerTable:
+    refs = References()
     if isinstance(body, dict) and body.get("enabled") is False:
-        return _unexpanded(body, where)
+        return _unexpanded(body, where, refs)
     problems: list[Unresolved] = []
     unknown: set[str] = set()
 
     def on_str(value: str, path: str) -> str:
         try:
-            return expand(value, path, env)
+            return expand(value, path, env, refs)
         except Unresolved as exc:
             problems.append(exc)
             unknown.add(path)
             return value
 
     expanded = _walk(body, where, on_str)
-    return ServerTable(expanded, str(problems[0]) if problems else None, frozenset(unknown))
+    problem = str(problems[0]) if problems else None
+    return ServerTable(
+        expanded, problem, frozenset(unknown), frozenset(refs.names), frozenset(refs.files)
+    )
 
 
-def _unexpanded(body: dict[str, Any], where: str) -> ServerTable:
+def _unexpanded(body: dict[str, Any], where: str, refs: References) -> ServerTable:
     """A disabled server: its variables and files may be missing, but a reference
     written wrongly is still an error in the file."""
     unknown: set[str] = set()
@@ -111,8 +137,9 @@ def _unexpanded(body: dict[str, Any], where: str) -> ServerTable:
         for m in _VAR_RE.finditer(value):
             if m.group(1) is not None:
                 _check_reference(m.group(1), path)
+                refs.note(m.group(1))
                 unknown.add(path)
         return value
 
     _walk(body, where, on_str)
-    return ServerTable(body, None, frozenset(unknown))
+    return ServerTable(body, None, frozenset(unknown), frozenset(refs.names), frozenset(refs.files))

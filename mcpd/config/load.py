@@ -21,9 +21,10 @@ from typing import Any, Final
 import msgspec
 
 from .endpoints import validate_http, validate_profiles
-from .expand import ServerTable, Unresolved, expand, expand_server, expand_tree
+from .expand import References, ServerTable, Unresolved, expand, expand_server, expand_tree
 from .model import LIST_LIMIT_KEYS, Config, ConfigError, ServerConfig
 from .profiles import ProfileConfig
+from .sandbox import limits_errors
 from .serverchecks import check_server
 
 __all__ = ["Unresolved", "expand", "load", "parse", "validate"]
@@ -46,10 +47,12 @@ def parse(
     data: Mapping[str, Any], env: Mapping[str, str] | None = None, source: str = ""
 ) -> Config:
     env = os.environ if env is None else env
-    if "source" in data:  # set by mcpd, not a config key
-        raise ConfigError("source", "unknown key")
+    for key in ("source", "variables", "secret_files"):  # set by mcpd, not config keys
+        if key in data:
+            raise ConfigError(key, "unknown key")
     servers = data.get("servers")
-    expanded = expand_tree({k: v for k, v in data.items() if k != "servers"}, "", env)
+    refs = References()
+    expanded = expand_tree({k: v for k, v in data.items() if k != "servers"}, "", env, refs)
     tables: dict[str, ServerTable] = {}
     if isinstance(servers, dict):
         # Each server on its own: what one of them lacks on this machine is its problem.
@@ -58,6 +61,10 @@ def parse(
     elif servers is not None:
         expanded["servers"] = servers
     expanded["source"] = source
+    expanded["variables"] = {a: sorted(t.variables) for a, t in tables.items() if t.variables}
+    if refs.names:
+        expanded["variables"][""] = sorted(refs.names)
+    expanded["secret_files"] = sorted(refs.files.union(*(t.files for t in tables.values())))
     _check_servers(expanded.get("servers"))
     profiles = expanded.get("profiles")
     if isinstance(profiles, dict):  # each on its own, so an error names the profile
@@ -180,6 +187,8 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         raise ConfigError("naming.max_length", "must be between 16 and 1024")
     if d.max_tools < 1:
         raise ConfigError("daemon.max_tools", "must be at least 1")
+    for error in limits_errors("daemon.limits", d.limits):
+        raise error
     for alias, server in config.servers.items():
         check_server(alias, server, (unexpanded or {}).get(alias, ()))
     validate_http(d)

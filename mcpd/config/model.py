@@ -28,6 +28,25 @@ class ConfigError(Exception):
         self.message = message
 
 
+Level = Literal["off", "default", "strict"]
+
+
+class LimitsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """``limits``: what one server's processes may use (0: no limit). Memory is bytes or
+    a size such as ``"2G"``; ``cpu`` is seconds of CPU time per process."""
+
+    memory: int | str | None = None
+    processes: int | None = None
+    open_files: int | None = None
+    cpu: int | None = None
+
+
+# What a limit is when neither [daemon.limits] nor a server's own [servers.X.limits] sets
+# it: far above what ordinary servers use, low enough that a runaway one is
+# stopped before the machine is.
+DEFAULT_LIMITS: Final = LimitsConfig(memory="4G", processes=1024)
+
+
 class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     socket: str | None = None
     socket_mode: str = "0600"
@@ -94,6 +113,10 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     on_new_item: Literal["hold", "warn", "accept"] = "warn"
     hold_new_servers: bool = False
     on_finding: Literal["hold", "warn"] = "warn"
+    # The sandbox every stdio server gets unless its own `sandbox` says otherwise, and
+    # the limits it gets unless its own `limits` say otherwise (``mcpd.config.sandbox``).
+    sandbox: Level = "default"
+    limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
 
 
 class NamingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -151,7 +174,15 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     args: list[str] = msgspec.field(default_factory=list)
     env: dict[str, str] = msgspec.field(default_factory=dict)
     cwd: str | None = None
-    inherit_env: bool = True
+    # What it inherits of mcpd's environment besides the default set: names and
+    # "PREFIX_*" patterns, or true for everything (``transports.stdio.childenv``).
+    inherit_env: bool | list[str] = False
+    # None: [daemon] sandbox. Paths it may read and write, and whether it has a network.
+    sandbox: Level | None = None
+    read: list[str] = msgspec.field(default_factory=list)
+    write: list[str] = msgspec.field(default_factory=list)
+    network: bool = True
+    limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
     url: str | None = None
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     connect_timeout: float = 10.0
@@ -271,6 +302,23 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     servers: dict[str, ServerConfig] = msgspec.field(default_factory=dict)
     profiles: dict[str, ProfileConfig] = msgspec.field(default_factory=dict)
     source: str = ""
+    # Set by mcpd, not config keys: the environment variables each server's table
+    # refers to (``${VAR}``; "" for the rest of the file), and the secret files
+    # (``${file:PATH}``) the file reads.
+    variables: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    secret_files: list[str] = msgspec.field(default_factory=list)
+
+    def withheld_from(self, alias: str) -> frozenset[str]:
+        """Variables the config resolves for others (other servers, mcpd itself) and
+        not for ``alias``: none of them reaches ``alias`` but by its exact name."""
+        own = set(self.variables.get(alias, ()))
+        return frozenset(
+            name
+            for other, names in self.variables.items()
+            if other != alias
+            for name in names
+            if name not in own
+        )
 
     def socket_path(self) -> str:
         return self.daemon.socket or default_socket_path()

@@ -98,3 +98,33 @@ def configured_socket(path: str, env: Mapping[str, str] | None = None) -> str | 
         return expand(socket, "daemon.socket", env) or None
     except ConfigError:
         return None
+
+
+def state_directory(configured: str | None, env: Mapping[str, str] | None = None) -> str:
+    """``[daemon] state_dir`` (``configured``), else systemd's StateDirectory=, else the
+    XDG state home (``/var/lib/mcpd`` for root without one)."""
+    env = os.environ if env is None else env
+    if configured:
+        return configured
+    systemd = env.get("STATE_DIRECTORY")
+    if systemd:
+        return systemd.split(":")[0]  # several directories are colon-separated
+    if env.get("XDG_STATE_HOME"):
+        return os.path.join(env["XDG_STATE_HOME"], "mcpd")
+    if os.geteuid() == 0:
+        return "/var/lib/mcpd"
+    return os.path.join(env.get("HOME", "/"), ".local", "state", "mcpd")
+
+
+def cache_directory(env: Mapping[str, str] | None = None) -> str:
+    """systemd's CacheDirectory=, else the XDG cache home (``/var/cache/mcpd`` for root
+    without one)."""
+    env = os.environ if env is None else env
+    systemd = env.get("CACHE_DIRECTORY")
+    if systemd:
+        return systemd.split(":")[0]
+    if env.get("XDG_CACHE_HOME"):
+        return os.path.join(env["XDG_CACHE_HOME"], "mcpd")
+    if os.geteuid() == 0:
+        return "/var/cache/mcpd"
+    return os.path.join(env.get("HOME", "/"), ".cache", "mcpd")

@@ -52,6 +52,9 @@ class ProfileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     socket_mode: str = "0600"
     allow_uids: list[int] = msgspec.field(default_factory=list)
     allow_groups: list[str] = msgspec.field(default_factory=list)
+    # Servers (aliases, globs allowed) whose processes may use this profile as agents:
+    # a connection from a server's process is refused unless a profile names it.
+    allow_servers: list[str] = msgspec.field(default_factory=list)
 
 
 EVERYTHING: Final = ProfileConfig()

@@ -11,6 +11,7 @@ import re
 from collections.abc import Collection, Iterator
 
 from .model import ALIAS_RE, LIST_LIMIT_KEYS, AuthConfig, ConfigError, ServerConfig, ToolsConfig
+from .sandbox import grant_errors
 
 
 def check_server(alias: str, s: ServerConfig, unknown: Collection[str] = ()) -> None:
@@ -42,7 +43,7 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
             if getattr(s, key):
                 yield ConfigError(f"{where}.{key}", "only applies to HTTP servers (with `url`)")
     if s.url is not None:
-        for key in ("args", "env", "cwd"):
+        for key in ("args", "env", "cwd", "inherit_env"):
             if getattr(s, key):
                 yield ConfigError(
                     f"{where}.{key}", "only applies to stdio servers (with `command`)"
@@ -66,6 +67,7 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
         yield ConfigError(f"{where}.start", '"lazy" only applies to stdio servers (with `command`)')
     if not s.idle_stop > 0:
         yield ConfigError(f"{where}.idle_stop", "must be positive")
+    yield from grant_errors(where, s)
     yield from _tools_errors(f"{where}.tools", s.tools)
     yield from _tools_errors(f"{where}.prompts", s.prompts)
     if len(set(s.relay)) != len(s.relay):

@@ -122,7 +122,7 @@ def test_server_defaults() -> None:
         assert server.trusted is False
         assert server.enabled is True
         assert server.era == "auto"
-        assert server.inherit_env is True
+        assert server.inherit_env is False
     assert stdio.concurrency() == 4
     assert http.concurrency() == 16
 

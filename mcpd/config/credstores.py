@@ -1,0 +1,81 @@
+"""The user's credential stores: what a server's sandbox hides at every level.
+
+This is the one list; the documentation's table is checked against it. Paths are
+relative to the home of the user mcpd runs as (and to ``$HOME``, when that is another
+directory), or to ``$XDG_RUNTIME_DIR``. A path is hidden when it exists as the server
+starts; a file is read as empty, a directory as an empty one, both read-only. A
+server that needs one of them gets it back by a grant (``read = ["~/.aws"]``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Keys, tokens and logins, under the home directory.
+IN_HOME: Final = (
+    # SSH and GnuPG keys
+    ".ssh",
+    ".gnupg",
+    # cloud and cluster credentials
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".oci",
+    ".docker/config.json",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    # logins to hosts, forges and package registries
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh",
+    ".config/hub",
+    ".config/glab-cli",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".gem/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".m2/settings-security.xml",
+    # other AI tools' logins
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".config/gemini",
+    # keyrings and password managers
+    ".local/share/keyrings",
+    ".local/share/kwalletd",
+    ".password-store",
+    ".config/op",
+    ".config/1Password",
+    ".config/Bitwarden",
+    ".pki",
+    # browser profiles (cookies, saved passwords)
+    ".mozilla",
+    ".thunderbird",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".config/microsoft-edge",
+    ".config/vivaldi",
+    ".config/opera",
+    "snap/firefox",
+    "snap/chromium",
+    ".var/app/org.mozilla.firefox",
+    ".var/app/com.google.Chrome",
+    ".var/app/org.chromium.Chromium",
+)
+
+# Agents and buses that hand out keys or secrets, under $XDG_RUNTIME_DIR.
+IN_RUNTIME_DIR: Final = (
+    "keyring",
+    "gnupg",
+    "gcr",
+    "ssh-agent.socket",
+    "openssh_agent",
+    "bus",
+)
+
+# Variables of mcpd's own environment that name a credential store elsewhere.
+NAMED_BY: Final = ("SSH_AUTH_SOCK", "GNUPGHOME", "AWS_SHARED_CREDENTIALS_FILE", "KUBECONFIG")

@@ -1,0 +1,269 @@
+"""Each stdio server's sandbox, home, limits and provided variables, from the config.
+
+What is hidden from every server (at the default and the strict level alike):
+
+- mcpd's state directory (the endpoint token, OAuth tokens, persisted lists, and the
+  servers' homes, of which each server gets its own back);
+- its config file and the secret files the config reads, and the whole config
+  directory when it is mcpd's own (named ``mcpd``: ``/etc/mcpd``, ``~/.config/mcpd``) or
+  systemd's ConfigurationDirectory=;
+- the directories of its sockets when they are mcpd's own (``/run/mcpd``,
+  ``$XDG_RUNTIME_DIR/mcpd``, ``/tmp/mcpd-UID``), systemd's RuntimeDirectory= and
+  ``$CREDENTIALS_DIRECTORY``;
+- the user's credential stores (``credstores``).
+
+A server's home is ``homes/ALIAS`` in the state directory, and its working directory
+unless ``cwd`` says otherwise. Outside the strict level, the npm and uv caches stay
+the user's (or, when those lie in a hidden directory, mcpd's cache directory), so a
+package downloaded once serves every server; a strict server keeps its own in its home.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from transports.stdio.childenv import environment
+from transports.stdio.sandbox import (
+    LIMIT_NAMES,
+    Level,
+    Limits,
+    Sandbox,
+    SandboxError,
+    shortfall,
+    within,
+)
+from transports.stdio.sandbox_host import probe
+
+from .credstores import IN_HOME, IN_RUNTIME_DIR, NAMED_BY
+from .model import DEFAULT_LIMITS, Config, ConfigError, LimitsConfig, ServerConfig
+from .paths import cache_directory, state_directory
+
+HOMES: Final = "homes"
+_SIZE_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.I)
+_UNITS: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes from an int or a size such as ``"512M"`` or ``"2GiB"`` (powers of 1024)."""
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("must be 0 (no limit) or a number of bytes")
+        return value
+    m = _SIZE_RE.match(value)
+    if m is None:
+        raise ValueError(f'{value!r} is not a size (bytes, or a number with K, M, G or T: "2G")')
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def limits_errors(where: str, limits: LimitsConfig) -> Iterator[ConfigError]:
+    if limits.memory is not None:
+        try:
+            size = parse_size(limits.memory)
+        except ValueError as exc:
+            yield ConfigError(f"{where}.memory", str(exc))
+        else:
+            if 0 < size < 16 << 20:
+                yield ConfigError(f"{where}.memory", "must be 0 (no limit) or at least 16M")
+    for key in ("processes", "open_files", "cpu"):
+        value = getattr(limits, key)
+        if value is not None and value < 0:
+            yield ConfigError(f"{where}.{key}", "must be 0 (no limit) or positive")
+    if limits.open_files is not None and 0 < limits.open_files < 16:
+        yield ConfigError(f"{where}.open_files", "must be 0 (no limit) or at least 16")
+
+
+def grant_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
+    if s.url is not None:
+        for key in ("sandbox", "read", "write"):
+            if getattr(s, key):
+                yield ConfigError(
+                    f"{where}.{key}", "only applies to stdio servers (with `command`)"
+                )
+        if not s.network:
+            yield ConfigError(f"{where}.network", "only applies to stdio servers (with `command`)")
+        if s.limits != LimitsConfig():
+            yield ConfigError(f"{where}.limits", "only applies to stdio servers (with `command`)")
+    for key in ("read", "write"):
+        for i, path in enumerate(getattr(s, key)):
+            if not (path.startswith("/") or path == "~" or path.startswith("~/")):
+                yield ConfigError(f"{where}.{key}[{i}]", "must be an absolute path (or ~/...)")
+            elif os.path.normpath(path) in ("/", "~"):
+                yield ConfigError(
+                    f"{where}.{key}[{i}]", "would give back everything the sandbox hides"
+                )
+    if isinstance(s.inherit_env, list):
+        for i, name in enumerate(s.inherit_env):
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", name):
+                yield ConfigError(
+                    f"{where}.inherit_env[{i}]", 'must be a variable name or a "PREFIX_*" pattern'
+                )
+    yield from limits_errors(f"{where}.limits", s.limits)
+
+
+def level_of(cfg: ServerConfig, config: Config) -> Level:
+    return cfg.sandbox or config.daemon.sandbox
+
+
+def limits_of(alias: str, cfg: ServerConfig, config: Config) -> Limits:
+    """The server's limits: each its own, else the daemon's, else the default; 0 is none."""
+    values: dict[str, int | None] = {}
+    keys: dict[str, str] = {}
+    for name in LIMIT_NAMES:
+        value = getattr(cfg.limits, name)
+        keys[name] = f"servers.{alias}.limits.{name}"
+        if value is None:
+            value = getattr(config.daemon.limits, name)
+            keys[name] = f"daemon.limits.{name}"
+        if value is None:
+            value = getattr(DEFAULT_LIMITS, name)
+        if isinstance(value, str):
+            value = parse_size(value)
+        values[name] = value or None
+    return Limits(**values, keys=keys)
+
+
+def home_of(alias: str, config: Config, env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(state_directory(config.daemon.state_dir, env), HOMES, alias)
+
+
+def user_homes(env: Mapping[str, str]) -> list[str]:
+    homes = []
+    with contextlib.suppress(KeyError):
+        homes.append(pwd.getpwuid(os.getuid()).pw_dir)
+    if env.get("HOME") and env["HOME"] not in homes:
+        homes.append(env["HOME"])
+    return [h for h in homes if h and h != "/"]
+
+
+def _owned_dir(path: str) -> bool:
+    """Whether a directory is mcpd's own: named for it, or its default socket's."""
+    path = os.path.normpath(path)
+    return os.path.basename(path) == "mcpd" or path == f"/tmp/mcpd-{os.getuid()}"
+
+
+def hidden(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """Every path no server may see (they may not exist)."""
+    env = os.environ if env is None else env
+    out = [state_directory(config.daemon.state_dir, env)]
+    if os.path.isabs(config.source):
+        out.append(config.source)
+        folder = os.path.dirname(config.source)
+        if _owned_dir(folder):
+            out.append(folder)
+    out += [f if os.path.isabs(f) else os.path.join(env.get("CREDENTIALS_DIRECTORY", "/"), f)
+            for f in config.secret_files]  # fmt: skip
+    # A socket elsewhere is not hidden: it is made after the servers started early,
+    # and a mount needs what it covers to exist. The socket refuses servers anyway.
+    sockets = [config.socket_path()] + [p.socket for p in config.profiles.values() if p.socket]
+    out += [os.path.dirname(s) for s in sockets if _owned_dir(os.path.dirname(s))]
+    for var in ("CONFIGURATION_DIRECTORY", "RUNTIME_DIRECTORY", "CREDENTIALS_DIRECTORY"):
+        out += [p for p in env.get(var, "").split(":") if p]
+    for home in user_homes(env):
+        out += [os.path.join(home, p) for p in IN_HOME]
+    runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
+    out += [os.path.join(runtime, p) for p in IN_RUNTIME_DIR]
+    for var in NAMED_BY:
+        out += [p for p in env.get(var, "").split(":") if os.path.isabs(p)]
+    return sorted(set(out))
+
+
+def _grant(path: str, env: Mapping[str, str]) -> str:
+    if path == "~" or path.startswith("~/"):
+        return env.get("HOME", "/") + path[1:]
+    return path
+
+
+def sandbox_of(
+    alias: str, cfg: ServerConfig, config: Config, env: Mapping[str, str] | None = None
+) -> Sandbox:
+    env = os.environ if env is None else env
+    return Sandbox(
+        level=level_of(cfg, config),
+        home=home_of(alias, config, env),
+        hide=tuple(hidden(config, env)),
+        read=tuple(_grant(p, env) for p in cfg.read),
+        write=tuple(_grant(p, env) for p in cfg.write),
+        network=cfg.network,
+        limits=limits_of(alias, cfg, config),
+        alias=alias,
+        where=f"servers.{alias}",
+    )
+
+
+def provided_env(
+    sandbox: Sandbox, config: Config, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """What mcpd sets in a server's environment: its own HOME, and where the package
+    caches are (the shared ones, or for a strict server its own)."""
+    env = os.environ if env is None else env
+    out = {"HOME": sandbox.home}
+    if sandbox.level == "strict":
+        out["npm_config_cache"] = os.path.join(sandbox.home, ".npm")
+        out["UV_CACHE_DIR"] = os.path.join(sandbox.home, ".cache", "uv")
+        return out
+    hide = [] if sandbox.level == "off" else sandbox.hide
+    homes = user_homes(env)
+    user_home = homes[-1] if homes else sandbox.home
+    cache_home = env.get("XDG_CACHE_HOME") or os.path.join(user_home, ".cache")
+    for name, usual, own in (
+        ("npm_config_cache", os.path.join(user_home, ".npm"), "npm"),
+        ("UV_CACHE_DIR", os.path.join(cache_home, "uv"), "uv"),
+    ):
+        if env.get(name):
+            continue  # inherited as it is (the default set has it)
+        if any(within(usual, h) for h in hide):
+            usual = os.path.join(cache_directory(env), own)
+        out[name] = usual
+    return out
+
+
+def inherit_of(cfg: ServerConfig) -> bool | tuple[str, ...]:
+    return cfg.inherit_env if isinstance(cfg.inherit_env, bool) else tuple(cfg.inherit_env)
+
+
+def child_env(
+    alias: str,
+    cfg: ServerConfig,
+    config: Config,
+    sandbox: Sandbox,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The server's whole environment, as its start builds it."""
+    env = os.environ if env is None else env
+    return environment(
+        inherit_of(cfg),
+        cfg.env or None,
+        env,
+        withheld=config.withheld_from(alias),
+        provided=provided_env(sandbox, config, env),
+    )
+
+
+def expected_shortfall(sandbox: Sandbox) -> str | None:
+    """What of the sandbox a start would not apply on this machine, and why."""
+    try:
+        return shortfall(sandbox, probe(network=not sandbox.network))
+    except SandboxError as exc:
+        return f"the server cannot start: {exc}"
+
+
+def sandbox_status(sandbox: Sandbox, unprotected: str | None, started: bool) -> dict[str, Any]:
+    """A server's sandbox as ``mcpd status --json`` shows it: ``unprotected`` is what its
+    last start could not apply (when ``started``)."""
+    if not started:
+        unprotected = expected_shortfall(sandbox)
+    limits = sandbox.limits
+    return {
+        "level": sandbox.level,
+        "unprotected": unprotected,
+        "home": sandbox.home,
+        "read": list(sandbox.read),
+        "write": list(sandbox.write),
+        "network": sandbox.network,
+        "limits": {name: getattr(limits, name) for name in LIMIT_NAMES},
+    }
