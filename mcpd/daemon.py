@@ -19,10 +19,13 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.urls import display_url
 from transports import fdread, linewriter
+from transports.stdio import early
+from transports.stdio.launch import START_MARK
 
 from . import __version__
 from .agents.api import Api
 from .agents.listener import DaemonError, SocketFile, open_unix_listener
+from .agents.peers import server_of
 from .config.endpoints import groups_locked_out
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
@@ -226,6 +229,10 @@ class Daemon:
                     key,
                     extra=log_extra(None, "reload"),
                 )
+            # The socket listening now is the one every server's sandbox must hide.
+            new = msgspec.structs.replace(
+                new, daemon=msgspec.structs.replace(new.daemon, socket=self.socket_path)
+            )
             self.notifier.reloading()
             try:
                 report = await self.supervisor.reload(new)
@@ -288,6 +295,14 @@ class Daemon:
         return up.era, up.version, runner.lists.ttl_ms
 
     # -- what the agent side may ask of the daemon (agents.backend.Control) --
+
+    def server_of(self, pid: int) -> str | None:
+        running = self.supervisor.processes()
+        for early_pid, token in early.waiting_marks().items():
+            running.setdefault(early_pid, ("a server starting", token))
+        processes = {p: alias for p, (alias, _) in running.items()}
+        marks = {token: alias for alias, token in running.values() if token}
+        return server_of(pid, processes, marks, START_MARK)
 
     @property
     def settings(self) -> DaemonConfig:

@@ -18,11 +18,15 @@ import logging
 import os
 import socket as stdsocket
 
+import msgspec
+
 from transports.stdio import early
-from transports.stdio.launch import environment
+from transports.stdio.sandbox import SandboxError
+from transports.stdio.sandbox_host import command_line
 
 from .config.model import Config
 from .config.paths import daemon_socket_path, runtime_directory
+from .config.sandbox import child_env, sandbox_of
 
 logger = logging.getLogger("mcpd")
 
@@ -33,14 +37,20 @@ def start_early(config: Config, socket: str | None) -> list[int]:
     path = daemon_socket_path(socket, config.daemon.socket, runtime_dir=runtime_directory())
     if _taken(path):
         return []
+    # What the servers' sandboxes hide is decided with the socket the daemon will use.
+    config = msgspec.structs.replace(
+        config, daemon=msgspec.structs.replace(config.daemon, socket=path)
+    )
     pids = []
     for alias, cfg in config.servers.items():
         if not cfg.enabled or cfg.unresolved or cfg.start == "lazy" or cfg.command is None:
             continue
-        argv = [cfg.command, *cfg.args]
+        sandbox = sandbox_of(alias, cfg, config)
+        env = child_env(alias, cfg, config, sandbox)
         try:
-            pid = early.launch_early(argv, environment(cfg.inherit_env, cfg.env or None), cfg.cwd)
-        except OSError:
+            plan, cwd = command_line([cfg.command, *cfg.args], env, cfg.cwd, sandbox)
+            pid = early.launch_early(plan.argv, env, cwd, plan.join)
+        except (OSError, SandboxError):
             continue  # its runner starts it again, and says by name why it cannot
         logger.debug("%s: started early (pid %d)", alias, pid)
         pids.append(pid)

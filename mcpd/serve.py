@@ -14,7 +14,7 @@ import msgspec
 import trio
 
 from transports.errors import single_exceptions
-from transports.stdio import early
+from transports.stdio import early, pidgroup
 from transports.stdio.child import signal_group, spawn
 
 from .agents.listener import UnsafeDirectory
@@ -66,6 +66,7 @@ def serve(
         return EX_CONFIG
     finally:
         early.discard()  # started before the loop, for a daemon that did not get that far
+        pidgroup.close()
     return 0
 
 

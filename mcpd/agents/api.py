@@ -88,7 +88,12 @@ class Api(ProfileMethods):
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
         self.sockets = ProfileSockets(self._handle)
-        self.door = Door(lambda: control.settings, self.sockets.allowed)
+        self.door = Door(
+            lambda: control.settings,
+            self.sockets.allowed,
+            control.server_of,
+            self.profiles.granting,
+        )
         self.endpoint: Connect | None = None  # where the HTTP endpoint listens
         self._http: HttpApi | None = None
         self._handlers: dict[str, Handler] = {
@@ -181,7 +186,7 @@ class Api(ProfileMethods):
         if seat is None:
             return
         with seat:
-            await self._serve_seated(stream, profile, seat)
+            await self._serve_seated(stream, seat.profile, seat)
 
     async def _serve_seated(
         self, stream: trio.SocketStream, profile: str | None, seat: Seat

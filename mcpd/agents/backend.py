@@ -246,6 +246,10 @@ class Control(Protocol):
         """The bearer token the HTTP endpoint wants now (``mcpd token --rotate`` changes it)."""
         ...
 
+    def server_of(self, pid: int) -> str | None:
+        """The server whose process ``pid`` is, or descends from (None: no server's)."""
+        ...
+
 
 class LineSink(Protocol):
     """A connection's ordered, non-blocking line writer."""

@@ -1,6 +1,8 @@
 """Who gets a connection on an agent socket: the peer's uid and groups, how many
 connections it and everyone else hold, whether the first bytes are HTTP or a line of
-JSON-RPC, and whether a line connection ever asks for anything.
+JSON-RPC, whether the peer is one of mcpd's own servers' processes (let in only
+through a profile whose ``allow_servers`` names that server, and never as the owner),
+and whether a line connection ever asks for anything.
 
 Refusing is done here, once and cheaply, before a connection costs a session: a
 refused peer gets one JSON-RPC error line naming why, and the log gets a few lines
@@ -31,6 +33,7 @@ import socket
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final, Literal
 
+import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
@@ -46,6 +49,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.api")
 
 Allowed = Callable[[str], tuple[Iterable[int], Iterable[int]]]
+# The server a pid belongs to (None: not a server's process).
+ServerOf = Callable[[int], str | None]
+# The profile that lets a server's processes in through a socket (None: none does).
+Granted = Callable[[str, str | None], str | None]
+
+
 Speaks = Literal["http", "lines"]
 # A method token and its space ("GET ", "POST "), or as much of one as has arrived.
 _REQUEST_LINE: Final = re.compile(rb"[A-Z]{1,7}(?: |\Z)")
@@ -86,9 +95,10 @@ class Seat:
     """One admitted connection's place in ``Held``, given back when the ``with``
     block around its service ends."""
 
-    def __init__(self, held: Held, peer: Peer | None, deadline: float) -> None:
+    def __init__(self, held: Held, peer: Peer | None, profile: str | None, deadline: float) -> None:
         self._held = held
         self.peer = peer
+        self.profile = profile  # the profile it is fixed to (None: it may choose)
         self.deadline = deadline  # by when it must have sent a request (trio time)
         held.take(None if peer is None else peer.uid)
 
@@ -100,11 +110,22 @@ class Seat:
 
 
 class Door:
-    def __init__(self, settings: Callable[[], DaemonConfig], allowed: Allowed) -> None:
-        """``allowed``: a profile socket's own uids and gids."""
+    def __init__(
+        self,
+        settings: Callable[[], DaemonConfig],
+        allowed: Allowed,
+        server_of: ServerOf,
+        granted: Granted,
+    ) -> None:
+        """``allowed``: a profile socket's own uids and gids; ``server_of``: which
+        server a process belongs to; ``granted``: the profile that lets a server's
+        processes in."""
         self._settings = settings
         self._allowed = allowed
         self.held = Held()
+        self._server_of = server_of
+        self._granted = granted
+        self._from_servers = Throttle()
         # Resolved again for each config a reload brings (a new list object), also
         # when the names are the same: the groups themselves may have changed.
         groups = settings().allow_groups
@@ -142,11 +163,24 @@ class Door:
                 f"groups is in {keys} of mcpd's config",
             )
             return None
+        server = self._server_of(peer.pid) if peer is not None else None
+        if peer is not None and server is not None:
+            peer = msgspec.structs.replace(peer, server=server)
+            granted = self._granted(server, profile)
+            if granted is None:
+                self._refused_server(peer, server, profile)
+                await refuse(
+                    stream,
+                    f"mcpd: a process of the server {server!r} may not use this socket: no "
+                    "profile's allow_servers names that server",
+                )
+                return None
+            profile = granted
         refusal = self._over_limit(d, peer)
         if refusal is not None:
             await refuse(stream, f"mcpd: {refusal}")
             return None
-        return Seat(self.held, peer, trio.current_time() + d.first_message_timeout)
+        return Seat(self.held, peer, profile, trio.current_time() + d.first_message_timeout)
 
     def _over_limit(self, d: DaemonConfig, peer: Peer | None) -> str | None:
         """Why ``peer`` may not have one more connection now (logged), or None."""
@@ -193,6 +227,21 @@ class Door:
                 latest,
                 extra=log_extra(None, reason="too many connections"),
             )
+
+    def _refused_server(self, peer: Peer, server: str, profile: str | None) -> None:
+        held = self._from_servers.admit()
+        if held is None:
+            return
+        where = "mcpd's socket" if profile is None else f"the socket of profile {profile!r}"
+        logger.warning(
+            "a process of the server %s (pid %d) connected to %s and was refused: no "
+            "profile's allow_servers names that server%s",
+            server,
+            peer.pid,
+            where,
+            f" ({held} more refused since the last such line)" if held else "",
+            extra=log_extra(server, "server_on_socket", "a server's process on mcpd's socket"),
+        )
 
     def _allow_gids(self, groups: list[str]) -> set[int]:
         if self._gids_of[0] is not groups:

@@ -16,7 +16,8 @@ import grp
 import os
 import socket
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Final
 
 import msgspec
 
@@ -34,6 +35,54 @@ class Peer(msgspec.Struct, frozen=True):
     uid: int
     gid: int
     groups: frozenset[int] | None = None  # None: unknown, look in /proc
+    # The server whose process (or its descendant) this is: never the owner.
+    server: str | None = None
+
+
+# How far up the parent chain a peer is followed, and how much of its environment read.
+_MAX_ANCESTORS: Final = 256
+_MAX_ENVIRON: Final = 1 << 20
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The name (in parentheses) may hold anything; what follows the last ")" does not.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[1]) if len(fields) > 1 else None
+
+
+def _marks_of(pid: int, mark: str) -> str | None:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read(_MAX_ENVIRON)
+    except OSError:
+        return None
+    prefix = mark.encode() + b"="
+    for item in environ.split(b"\0"):
+        if item.startswith(prefix):
+            return item[len(prefix) :].decode("ascii", "replace")
+    return None
+
+
+def server_of(
+    pid: int, processes: Mapping[int, str], marks: Mapping[str, str], mark: str
+) -> str | None:
+    """The server that process ``pid`` belongs to: one of ``processes`` (pid -> alias)
+    is it or an ancestor of it, or its environment carries a server's start mark (a
+    descendant that left its server's process tree). None for any other process."""
+    seen = 0
+    current: int | None = pid
+    while current is not None and current > 1 and seen < _MAX_ANCESTORS:
+        if current in processes:
+            return processes[current]
+        current = _parent(current)
+        seen += 1
+    token = _marks_of(pid, mark)
+    return marks.get(token) if token is not None else None
 
 
 def peer_of(sock: socket.socket | object) -> Peer | None:
@@ -90,7 +139,10 @@ def is_allowed(peer: Peer, allow_uids: Iterable[int], allow_gids: set[int]) -> b
 
 
 def is_owner(peer: Peer | None) -> bool:
-    """Control methods (reload) are for the daemon's own user and root."""
+    """Control methods (reload) are for the daemon's own user and root, and never for
+    one of its servers' processes, whatever its uid."""
+    if peer is not None and peer.server is not None:
+        return False
     return peer is None or peer.uid in (0, os.getuid())
 
 

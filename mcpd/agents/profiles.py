@@ -18,6 +18,7 @@ profile reads everything.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
 from protocol import jsonrpc as rpc
@@ -150,6 +151,15 @@ class Profiles:
 
     def with_sockets(self) -> dict[str, ProfileConfig]:
         return {n: c for n, c in self._configs.items() if c.socket is not None}
+
+    def granting(self, server: str, socket: str | None) -> str | None:
+        """The profile whose ``allow_servers`` lets ``server``'s processes in through
+        the socket of the profile ``socket`` (None: the daemon's, where the first such
+        profile by name is the one)."""
+        for name in [socket] if socket is not None else self.names():
+            if any(fnmatchcase(server, p) for p in self.config(name).allow_servers):
+                return name
+        return None
 
     def choose(self, name: str, peer: Peer | None, fixed: str | None) -> ProfileServers:
         """The profile ``name`` for an agent that asks for it; raises ``rpc.RPCError``

@@ -72,6 +72,8 @@ def _socket_activated() -> bool:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
+    from .check_sandbox import inherited_warnings, sandbox_lines
+
     config, path = _load_config(args.config)
     socket = daemon_socket_path(None, config.daemon.socket, runtime_dir=runtime_directory())
     print(f"{path}: OK, {len(config.servers)} server(s); socket {socket}")
@@ -98,8 +100,12 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         # A config imported from another host's file may hold anything: a carriage
         # return in a command could show another command than the one that runs.
         print(f"  {alias:<20} {', '.join(flags):<16} {visible(where)}")
+        if s.command is not None:
+            for line in sandbox_lines(alias, s, config):
+                print(f"  {'':<20} {visible(line)}")
     locked = groups_locked_out(config.daemon)
-    for warning in [*unstartable.values(), *([locked] if locked else []), *exposed]:
+    inherited = inherited_warnings(config)
+    for warning in [*unstartable.values(), *([locked] if locked else []), *exposed, *inherited]:
         print(f"warning: {visible(warning)}", file=sys.stderr)
     return 0
 
@@ -108,7 +114,9 @@ def _unstartable(config: Config) -> dict[str, str]:
     """Enabled servers that cannot start from here: a variable or secret file their table
     needs, or a stdio command not found as their start would find it. Warnings, not
     errors: a service may run with another environment, and the other servers run."""
-    from transports.stdio.launch import environment, resolve
+    from transports.stdio.launch import resolve
+
+    from ..config.sandbox import child_env, sandbox_of
 
     out: dict[str, str] = {}
     for alias, s in sorted(config.servers.items()):
@@ -118,7 +126,7 @@ def _unstartable(config: Config) -> dict[str, str]:
         if not s.enabled or s.command is None:
             continue
         try:
-            resolve(s.command, environment(s.inherit_env, s.env or None), s.cwd)
+            resolve(s.command, child_env(alias, s, config, sandbox_of(alias, s, config)), s.cwd)
         except OSError as exc:
             what = "cwd" if s.cwd is not None and exc.filename == s.cwd else "command"
             out[alias] = (

@@ -78,6 +78,9 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
             for tail in s.get("stderr") or []:
                 lines.append(f"{'':<16} stderr| {visible(tail)}")
         lines += [f"{'':<16} {visible(note)}" for note in trim_notes(s) + pin_notes(s)]
+        unprotected = (s.get("sandbox") or {}).get("unprotected")
+        if unprotected:
+            lines.append(_paint(f"{'':<16} unprotected| {visible(unprotected)}", "degraded", color))
     profiles = status.get("profiles") or []
     if len(profiles) > 1 or any(p.get("warning") for p in profiles):
         lines += profile_lines(profiles, color)

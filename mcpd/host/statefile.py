@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, TypeAlias
@@ -32,6 +31,7 @@ from protocol import mcp, surface
 from protocol.logfields import log_extra
 
 from ..config.model import Config, ServerConfig
+from ..config.paths import state_directory
 from ..registry.catalog import catalog_of
 from ..registry.limits import limited_saved
 from .privatefile import read_private, write_atomically
@@ -97,17 +97,7 @@ _encoder: Final = msgspec.json.Encoder()
 def state_dir(config: Config, env: Mapping[str, str] | None = None) -> str:
     """``[daemon] state_dir``, else systemd's StateDirectory=, else the XDG state home
     (``/var/lib/mcpd`` for root without one)."""
-    env = os.environ if env is None else env
-    if config.daemon.state_dir:
-        return config.daemon.state_dir
-    systemd = env.get("STATE_DIRECTORY")
-    if systemd:
-        return systemd.split(":")[0]  # several directories are colon-separated
-    if env.get("XDG_STATE_HOME"):
-        return os.path.join(env["XDG_STATE_HOME"], "mcpd")
-    if os.geteuid() == 0:
-        return "/var/lib/mcpd"
-    return os.path.join(env.get("HOME", "/"), ".local", "state", "mcpd")
+    return state_directory(config.daemon.state_dir, env)
 
 
 def fingerprint(cfg: ServerConfig) -> str:

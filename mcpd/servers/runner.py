@@ -16,10 +16,11 @@ import trio
 
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.base import Transport
+from transports.base import Started, Transport
 from transports.errors import Unreachable
 
 from ..config.model import Config, DaemonConfig, ServerConfig
+from ..config.sandbox import sandbox_of, sandbox_status
 from ..registry.catalog import catalog_of
 from ..registry.table import Registry
 from .askback import AskRoutes
@@ -118,6 +119,10 @@ class Runner:
             login_changed=self.auth.wait_changed if self.auth is not None else None,
         )
         self.attempts = 0
+        # Its process while it runs, and what of its sandbox its last start could not
+        # apply (stdio servers only).
+        self.process: Started | None = None
+        self.unprotected: str | None = None
         self._ready: tuple[bool, str, int] = (False, "", 0)
         # Prompts, resources and templates; what the server asks back, and of whom.
         self.surface = SurfaceKeeper(alias, catalog_of(registry), self.wake, self.changed)
@@ -220,6 +225,7 @@ class Runner:
                 async with self._open_transport(
                     self.alias, cfg, self.config, self.session.on_notification
                 ) as transport:
+                    self._started(transport.started)
                     if self.auth is not None:
                         transport.auth = self.auth
                     transport.on_request = self.asks.answer
@@ -227,6 +233,7 @@ class Runner:
             finally:
                 # Before the failure is logged: the outage's journal entry carries this tail.
                 self.upstream = None
+                self.process = None
                 if transport is not None:
                     self.stderr = transport.stderr_tail() or self.stderr
         except LoginRequired as exc:
@@ -245,6 +252,17 @@ class Runner:
                 logger.exception("%s: unexpected error", self.alias, extra=log_extra(self.alias))
             self.downtime.failed(failure, unreachable=isinstance(exc, Unreachable))
             self.first_attempt.set()
+
+    def _started(self, started: Started | None) -> None:
+        self.process = started
+        self.unprotected = started.unprotected if started is not None else None
+        if self.unprotected is not None:
+            self.events.event(
+                logging.WARNING,
+                "unprotected",
+                f"runs without part of its sandbox: {self.unprotected}",
+                self.unprotected,
+            )
 
     def _auth_changed(self) -> None:
         self.wake()
@@ -378,6 +396,11 @@ class Runner:
         )
         # The child's pid (stdio servers only): what to look at with ps, strace or kill.
         row["pid"] = up.transport.pid if up is not None else None
+        if self.cfg.command is not None:
+            # Before a start (lazy, or not yet): what a start would meet on this machine.
+            started = self.attempts > 0 and self.cfg.start != "lazy"
+            sandbox = sandbox_of(self.alias, self.cfg, self.config)
+            row["sandbox"] = sandbox_status(sandbox, self.unprotected if started else None, started)
         if self.login is not None and self.auth is not None and self.auth.enabled:
             row["auth"] = self.login.status()
         trims = list_trims(self.lists.cut, self.surface.trimmed, up.instructions_cut if up else "")

@@ -84,6 +84,14 @@ class Supervisor:
         finally:
             done.set()
 
+    def processes(self) -> dict[int, tuple[str, str]]:
+        """The running stdio servers' processes: pid -> (alias, start mark)."""
+        return {
+            r.process.pid: (alias, r.process.mark)
+            for alias, r in self.runners.items()
+            if r.process is not None
+        }
+
     async def wait_started(self, deadline: float) -> None:
         """Until every server had its first attempt, or the deadline passed."""
         with trio.move_on_at(deadline):

@@ -12,6 +12,7 @@ from transports.base import NotificationHandler, Transport
 from transports.stdio.transport import StdioParams, open_stdio_transport
 
 from ..config.model import Config, ServerConfig
+from ..config.sandbox import inherit_of, provided_env, sandbox_of
 
 
 @contextlib.asynccontextmanager
@@ -19,14 +20,7 @@ async def open_transport(
     alias: str, cfg: ServerConfig, config: Config, on_notification: NotificationHandler
 ) -> AsyncIterator[Transport]:
     if cfg.command is not None:
-        params = StdioParams(
-            command=cfg.command,
-            args=tuple(cfg.args),
-            env=cfg.env or None,
-            cwd=cfg.cwd,
-            inherit_env=cfg.inherit_env,
-            max_line=config.daemon.max_line_bytes,
-        )
+        params = stdio_params(alias, cfg, config)
         async with open_stdio_transport(alias, params, on_notification=on_notification) as t:
             yield t
     elif cfg.kind == "sse":
@@ -45,6 +39,22 @@ async def open_transport(
             alias, cfg.url, **http_settings(cfg, config), on_notification=on_notification
         ) as t:
             yield t
+
+
+def stdio_params(alias: str, cfg: ServerConfig, config: Config) -> StdioParams:
+    assert cfg.command is not None
+    sandbox = sandbox_of(alias, cfg, config)
+    return StdioParams(
+        command=cfg.command,
+        args=tuple(cfg.args),
+        env=cfg.env or None,
+        cwd=cfg.cwd,
+        inherit_env=inherit_of(cfg),
+        withheld=config.withheld_from(alias),
+        provided=provided_env(sandbox, config),
+        sandbox=sandbox,
+        max_line=config.daemon.max_line_bytes,
+    )
 
 
 def http_settings(cfg: ServerConfig, config: Config) -> dict[str, Any]:

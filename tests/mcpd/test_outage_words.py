@@ -199,7 +199,11 @@ async def test_a_call_in_flight_when_its_server_dies_quotes_its_last_stderr_line
     # must quote the traceback's end as the calls after it do.
     cfg = make_config(
         tmp_path,
-        {"dies": server("--die-on-call", "--last-words", "RuntimeError: boom")},
+        # No sandbox: a sandbox's PID namespace ends with the server, helper and all.
+        {
+            "dies": server("--die-on-call", "--last-words", "RuntimeError: boom")
+            | {"sandbox": "off"}
+        },
         backoff_base=20.0,
         backoff_cap=30.0,
     )

@@ -1,5 +1,6 @@
 """A stdio server's helper that called setsid() goes when its server does: at each
-restart, and when mcpd stops."""
+restart, and when mcpd stops; found by its start's mark without a sandbox, and taken
+down with its sandbox's PID namespace in one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
 import trio
 
 from tests.support.agent import connect, make_config, running
@@ -18,17 +20,20 @@ from .test_supervision import server, text, wait_state
 
 async def _new_pid(path: Path, old: int) -> int:
     while True:
-        pid = await read_pid(path)
-        if pid != old:
-            return pid
+        with contextlib.suppress(ProcessLookupError):  # the old one's, gone with its sandbox
+            pid = await read_pid(path)
+            if pid != old:
+                return pid
         await trio.sleep(0.05)
 
 
+@pytest.mark.parametrize("sandbox", ["off", "default"])
 async def test_a_helper_outside_the_process_group_goes_at_restart_and_at_stop(
-    tmp_path: Path,
+    tmp_path: Path, sandbox: str
 ) -> None:
     pid_file = tmp_path / "helper.pid"
-    cfg = make_config(tmp_path, {"dies": server("--setsid-helper", str(pid_file), "--die-on-call")})
+    dies = server("--setsid-helper", str(pid_file), "--die-on-call") | {"sandbox": sandbox}
+    cfg = make_config(tmp_path, {"dies": dies})
     helpers: list[int] = []
     try:
         with trio.fail_after(40):

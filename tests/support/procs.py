@@ -35,6 +35,34 @@ async def wait_gone(pid: int, timeout: float = 10.0) -> bool:
     return False
 
 
+def pid_record(pid: int) -> str:
+    """What a test server writes for one of its processes: its pid as it sees it and its
+    PID namespace (a sandboxed server's pids are its sandbox's own). The test servers
+    copy this rule, since they run without the tests on their path."""
+    return f"{pid} {os.readlink('/proc/self/ns/pid')}"
+
+
+def host_pid(record: str) -> int:
+    """The pid, as mcpd and the tests see it, of a process a test server recorded (a
+    bare pid, or a ``pid_record``)."""
+    pid, _, namespace = record.strip().partition(" ")
+    if not namespace or namespace == os.readlink("/proc/self/ns/pid"):
+        return int(pid)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/ns/pid") != namespace:
+                continue
+            with open(f"/proc/{entry}/status") as f:
+                nspid = next(line for line in f if line.startswith("NSpid:"))
+        except (OSError, StopIteration):
+            continue
+        if nspid.split()[-1] == pid:
+            return int(entry)
+    raise ProcessLookupError(f"no process {pid} in {namespace}")
+
+
 async def read_pid(path: Path, timeout: float = 10.0) -> int:
     with trio.fail_after(timeout):
         while True:
@@ -43,7 +71,7 @@ async def read_pid(path: Path, timeout: float = 10.0) -> int:
             except FileNotFoundError:
                 text = ""
             if text:
-                return int(text)
+                return host_pid(text)
             await trio.sleep(0.02)
 
 

@@ -437,6 +437,11 @@ def handle(msg: dict) -> None:
         error(rid, -32601, f"Method not found: {method}")
 
 
+def pid_record(pid: int) -> str:
+    """Its pid and PID namespace (``tests.support.procs.pid_record``)."""
+    return f"{pid} {os.readlink('/proc/self/ns/pid')}"
+
+
 def start_setsid_helper(pid_file: str) -> None:
     """A daemonizing helper: its own session, none of the server's pipes."""
     if os.fork() != 0:
@@ -446,7 +451,7 @@ def start_setsid_helper(pid_file: str) -> None:
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     with open(pid_file + ".tmp", "w") as f:
-        f.write(str(os.getpid()))
+        f.write(pid_record(os.getpid()))
     os.rename(pid_file + ".tmp", pid_file)
     time.sleep(600)
     os._exit(0)
@@ -456,12 +461,13 @@ def main() -> None:
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.pid_file:
-        with open(args.pid_file, "w") as f:
-            f.write(str(os.getpid()))
+        with open(args.pid_file + ".tmp", "w") as f:
+            f.write(pid_record(os.getpid()))
+        os.rename(args.pid_file + ".tmp", args.pid_file)
     if args.grandchild:
         child = subprocess.Popen(["sleep", "600"], stdout=sys.stdout, stderr=subprocess.DEVNULL)
         with open(args.pid_file + ".child" if args.pid_file else os.devnull, "w") as f:
-            f.write(str(child.pid))
+            f.write(pid_record(child.pid))
     if args.setsid_helper:
         start_setsid_helper(args.setsid_helper)
     print(args.stderr_banner, file=sys.stderr, flush=True)

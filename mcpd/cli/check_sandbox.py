@@ -1,0 +1,57 @@
+"""What ``mcpd check-config`` says of each stdio server's sandbox: its level, grants,
+network and limits, the names (never the values) of its environment, what of the
+sandbox this machine cannot apply, and the variables it seems to rely on but no
+longer inherits (``config.envcheck``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from transports.stdio.exits import shown
+from transports.stdio.sandbox import LIMIT_NAMES
+
+from ..config.envcheck import relied_on
+from ..config.model import Config, ServerConfig
+from ..config.sandbox import child_env, expected_shortfall, sandbox_of
+
+
+def sandbox_lines(
+    alias: str, s: ServerConfig, config: Config, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """The lines printed under a stdio server."""
+    env = os.environ if env is None else env
+    sandbox = sandbox_of(alias, s, config, env)
+    parts = [f"sandbox {sandbox.level}"]
+    if sandbox.read:
+        parts.append(f"read {', '.join(sandbox.read)}")
+    if sandbox.write:
+        parts.append(f"write {', '.join(sandbox.write)}")
+    parts.append("network" if sandbox.network else "no network")
+    limits = [
+        f"{name.replace('_', ' ')} {shown(name, value)}"
+        for name in LIMIT_NAMES
+        if (value := getattr(sandbox.limits, name)) is not None
+    ]
+    parts.append(f"limits: {', '.join(limits) or 'none'}")
+    names = sorted(child_env(alias, s, config, sandbox, env))
+    lines = ["; ".join(parts), f"env: {', '.join(names)}"]
+    unprotected = expected_shortfall(sandbox) if s.enabled else None
+    if unprotected is not None:
+        lines.append(f"unprotected: {unprotected}")
+    return lines
+
+
+def inherited_warnings(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """One warning per variable a server seems to rely on and does not get."""
+    env = os.environ if env is None else env
+    out = []
+    for alias, s in sorted(config.servers.items()):
+        if not s.enabled:
+            continue
+        for name in relied_on(alias, s, env):
+            out.append(
+                f"servers.{alias}: {name} is set here but the server no longer inherits it; "
+                f'if it needs it, add "{name}" to servers.{alias}.inherit_env'
+            )
+    return out
