@@ -46,10 +46,14 @@ demo: $(VENV)/.runtime
 # pytest exits 5 when it collects nothing; that is not a failure of the code.
 # As root, the tests that boot a real systemd (tests/systemd/) must run, not skip; their
 # first run builds a Debian rootfs into ~/.cache/mcpd-tests (about a minute and a half).
+# As root they also install bubblewrap (apt) when it is missing: servers run sandboxed.
 test: export MCPD_REQUIRE_SYSTEMD_TESTS ?= $(if $(filter 0,$(shell id -u)),1)
 # Likewise the status page's browser tests: as root they install Debian's chromium and
 # chromium-driver with apt on first use (tests/support/browser.py), and must run.
 test: export MCPD_REQUIRE_BROWSER_TESTS ?= $(if $(filter 0,$(shell id -u)),1)
+# Likewise the servers' sandbox: as root the tests install bubblewrap with apt and the
+# sandbox tests must run.
+test: export MCPD_REQUIRE_SANDBOX_TESTS ?= $(if $(filter 0,$(shell id -u)),1)
 test: setup peers
 	$(BIN)/pytest; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
 

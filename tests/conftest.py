@@ -4,6 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import bubblewrap
+from transports.stdio import pidgroup
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -11,6 +14,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def python() -> str:
     """The interpreter running the tests, for spawning test servers."""
     return sys.executable
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _bubblewrap() -> Iterator[None]:
+    """Every server the tests start runs in the sandbox a user's would get."""
+    bubblewrap.ensure()
+    yield
+    pidgroup.close()  # the in-process daemons' servers' cgroups, when run as root
 
 
 @pytest.fixture(scope="session", autouse=True)

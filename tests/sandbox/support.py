@@ -1,0 +1,166 @@
+"""A daemon of its own for the sandbox tests: ``mcpd serve`` as a separate process (an
+attack that reached it must not take the test runner down with it), with a home, a
+state directory holding an endpoint token and an OAuth store, and a secret in its
+environment that the config resolves for an HTTP server's header."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.faults.harness import toml_value
+from tests.support.agent import Agent, connect
+from tests.support.procs import SCRIPTED, alive
+
+HOSTILE = str(Path(__file__).with_name("hostile_server.py"))
+SECRET = "tickets-secret-0451"  # TICKETS_TOKEN in mcpd's environment
+ENDPOINT_TOKEN = "endpoint-token-7e3f"
+OAUTH_TOKEN = "oauth-access-token-91c2"
+SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nplanted\n"
+
+
+def hostile(**settings: Any) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [HOSTILE], **settings}
+
+
+def steady() -> dict[str, Any]:
+    return {"command": sys.executable, "args": [SCRIPTED]}
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen[str], socket: str, log: Path, home: Path) -> None:
+        self.proc = proc
+        self.socket = socket
+        self.log_path = log
+        self.home = home
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    async def status(self) -> dict[str, Any]:
+        async with connect(self.socket) as agent:
+            result: dict[str, Any] = await agent.result("mcpd/status")
+        return {s["alias"]: s for s in result["servers"]}
+
+
+def toml(daemon: dict[str, Any], servers: dict[str, dict[str, Any]], extra: str = "") -> str:
+    lines = ["[daemon]", *(f"{k} = {toml_value(v)}" for k, v in daemon.items())]
+    for alias, body in servers.items():
+        lines.append(f"[servers.{alias}]")
+        lines += [f"{k} = {toml_value(v)}" for k, v in body.items()]
+    return "\n".join(lines) + "\n" + extra
+
+
+def plant(tmp: Path) -> tuple[Path, Path]:
+    """A home with an SSH key, a state directory with the files mcpd keeps secret."""
+    home, state = tmp / "home", tmp / "state"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text(SSH_KEY)
+    (state / "oauth").mkdir(parents=True)
+    (state / "token").write_text(ENDPOINT_TOKEN + "\n")
+    (state / "oauth" / "tickets.json").write_text(json.dumps({"access_token": OAUTH_TOKEN}))
+    return home, state
+
+
+@contextlib.contextmanager
+def serving(
+    tmp: Path,
+    servers: dict[str, dict[str, Any]],
+    extra: str = "",
+    **daemon: Any,
+) -> Iterator[Served]:
+    home, state = plant(tmp)
+    socket = str(tmp / "mcpd.sock")
+    daemon = {"socket": socket, "state_dir": str(state), "backoff_base": 0.05, **daemon}
+    servers = {
+        **servers,
+        # An HTTP server whose header secret comes from mcpd's environment (nothing
+        # listens there: the secret is what matters).
+        "tickets": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Api-Key": "${TICKETS_TOKEN}"}},
+    }
+    config = tmp / "mcpd.toml"
+    config.write_text(toml(daemon, servers, extra))
+    env = {**os.environ, "HOME": str(home), "TICKETS_TOKEN": SECRET}
+    log = tmp / "mcpd.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpd", "serve", "--config", str(config), "--log", "stderr"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    listening = threading.Event()
+    copier = threading.Thread(target=_copy, args=(proc, log, listening), daemon=True)
+    copier.start()
+    served = Served(proc, socket, log, home)
+    try:
+        listening.wait(timeout=60)
+        if not listening.is_set():
+            raise AssertionError(f"mcpd did not get going:\n{served.log()}")
+        yield served
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        copier.join(timeout=10)
+
+
+def _copy(proc: subprocess.Popen[str], log: Path, listening: threading.Event) -> None:
+    """mcpd's log into a file the test reads; ``listening`` set once it serves."""
+    assert proc.stderr is not None
+    with open(log, "w") as out:
+        for line in proc.stderr:
+            out.write(line)
+            out.flush()
+            if "listening on " in line:
+                listening.set()
+    listening.set()
+
+
+def text(result: dict[str, Any]) -> str:
+    return "".join(b.get("text", "") for b in result["content"] if b["type"] == "text")
+
+
+@contextlib.asynccontextmanager
+async def agent_of(served: Served) -> AsyncIterator[Agent]:
+    async with connect(served.socket) as agent:
+        yield agent
+
+
+async def wait_ready(agent: Agent, *aliases: str, timeout: float = 30) -> None:
+    with trio.fail_after(timeout):
+        while True:
+            rows = {s["alias"]: s for s in (await agent.result("mcpd/status"))["servers"]}
+            if all(rows.get(a, {}).get("state") == "ready" for a in aliases):
+                return
+            await trio.sleep(0.05)
+
+
+async def untouched(served: Served, agent: Agent, before: dict[str, Any]) -> None:
+    """mcpd still runs, the hostile server's ordinary tool answers, and the steady
+    server is the same process it was, never restarted, and answers."""
+    assert served.proc.poll() is None and alive(served.pid)
+    assert text(await agent.call("mcp__hostile__echo", {"text": "still"})) == "ok: echo still"
+    assert text(await agent.call("mcp__steady__tool0", {"text": "a"})) == "tool0:a"
+    rows = await served.status()
+    assert rows["steady"]["pid"] == before["steady"]["pid"]
+    assert rows["steady"]["restarts"] == 0
+    assert rows["hostile"]["restarts"] == before["hostile"]["restarts"]
