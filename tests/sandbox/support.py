@@ -81,8 +81,11 @@ def serving(
     tmp: Path,
     servers: dict[str, dict[str, Any]],
     extra: str = "",
+    wrap: tuple[str, ...] = (),
     **daemon: Any,
 ) -> Iterator[Served]:
+    """``mcpd serve`` with these servers (and the tickets server), run through the
+    command line ``wrap`` if given."""
     home, state = plant(tmp)
     socket = str(tmp / "mcpd.sock")
     daemon = {"socket": socket, "state_dir": str(state), "backoff_base": 0.05, **daemon}
@@ -97,7 +100,7 @@ def serving(
     env = {**os.environ, "HOME": str(home), "TICKETS_TOKEN": SECRET}
     log = tmp / "mcpd.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpd", "serve", "--config", str(config), "--log", "stderr"],
+        [*wrap, sys.executable, "-m", "mcpd", "serve", "--config", str(config), "--log", "stderr"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
