@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .envcheck import relied_on
 from .import_hosts import Dialect, dialect_of, normalize
 from .import_inline import Inline, inline_secrets
 from .jsonc import objects, read_json
@@ -218,6 +219,10 @@ class _Converter:
             out["env"] = env
             if body.get("cwd"):
                 out["cwd"] = val(body["cwd"], "cwd")
+            elif self.workspace is not None:
+                # The host ran a project's servers in its folder; mcpd would run them
+                # in their own homes.
+                out["cwd"] = self.workspace.replace("$", "$$")
             if body.get("envFile"):
                 self.notes.append(
                     f"{where}.envFile: not read; put its variables in [servers.{alias}.env] "
@@ -260,7 +265,19 @@ class _Converter:
         )
         self.inline += inline
         self.exposed += warnings
+        self._inherited(alias, where, table)
         return table
+
+    def _inherited(self, alias: str, where: str, table: dict[str, Any]) -> None:
+        """What the server seems to have taken from the host's environment, which mcpd
+        no longer passes on by itself (``envcheck``), named in its ``inherit_env``."""
+        names = relied_on(alias, msgspec.convert(table, ServerConfig), os.environ)
+        if names:
+            table["inherit_env"] = names
+            self.notes.append(
+                f"{where}: inherits {', '.join(names)} from mcpd's environment "
+                f"(servers.{alias}.inherit_env), as it seems to rely on them"
+            )
 
     def _auth(self, alias: str, where: str, body: dict[str, Any], out: dict[str, Any]) -> None:
         key = "oauth" if "oauth" in body else "auth"

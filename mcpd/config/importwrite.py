@@ -54,8 +54,8 @@ def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None
     for alias, table in imported.servers.items():
         table = _with_references(imported, alias, table, moved)
         out += ["", f"[servers.{_key(alias)}]"]
-        for key in ("command", "args", "cwd", "url", "transport", "enabled", "call_timeout",
-                    "trusted"):  # fmt: skip
+        for key in ("command", "args", "cwd", "inherit_env", "url", "transport", "enabled",
+                    "call_timeout", "trusted"):  # fmt: skip
             if key in table:
                 out.append(f"{key} = {_toml_value(table[key])}")
         for sub in ("env", "headers", "auth", "tools"):

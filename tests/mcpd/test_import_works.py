@@ -16,9 +16,9 @@ from typing import Any
 
 import trio
 
+from tests.sandbox.support import HOSTILE
 from tests.support.agent import META, connect
 from tests.support.http_servers import Responder, SeenRequest, serve_http
-from tests.support.procs import scripted
 
 ROOT = Path(__file__).resolve().parents[2]
 MCPD = [sys.executable, "-m", "mcpd"]
@@ -75,8 +75,8 @@ async def test_the_readme_sample_imports_checks_and_serves(tmp_path: Path) -> No
     async with serve_http(tickets) as http:
         # Offline stand-ins where the sample names things from the internet.
         sample["mcpServers"]["tickets"]["url"] = http.url()
-        command, args = scripted()
-        sample["mcpServers"]["github"].update(command=command, args=list(args))
+        # A server that says what it sees: its environment, the files around it.
+        sample["mcpServers"]["github"].update(command=sys.executable, args=[HOSTILE])
         source = tmp_path / "claude_desktop_config.json"
         source.write_text(json.dumps(sample))
         config = tmp_path / "mcpd" / "config.toml"
@@ -118,6 +118,15 @@ async def test_the_readme_sample_imports_checks_and_serves(tmp_path: Path) -> No
                         {"name": "mcp__tickets__search", "arguments": {}, "_meta": META},
                     )
                     assert reply["result"]["content"][0]["text"] == "3 open tickets"
+                    # The stdio server got its token through its sandbox, and cannot
+                    # read the file mcpd read it from.
+                    seen = await agent.call(
+                        "mcp__github__getenv", {"name": "GITHUB_PERSONAL_ACCESS_TOKEN"}
+                    )
+                    assert seen["content"][0]["text"] == f"ok: {token}"
+                    file = secrets / "github.env.GITHUB_PERSONAL_ACCESS_TOKEN"
+                    seen = await agent.call("mcp__github__read_file", {"path": str(file)})
+                    assert seen["content"][0]["text"].startswith("refused:")
             finally:
                 proc.terminate()
                 await proc.wait()

@@ -64,7 +64,9 @@ def test_import_claude_desktop_keeps_servers_and_hides_the_token() -> None:
 def test_import_claude_code_project_file_with_types_and_expansions() -> None:
     data, text, _ = imported("claude-code/.mcp.json")
     servers = data["servers"]
-    assert servers["shared-server"] == {"command": "/path/to/server"}
+    # A project's servers run in its folder, as the host ran them.
+    folder = str(SAMPLES / "claude-code")
+    assert servers["shared-server"] == {"command": "/path/to/server", "cwd": folder}
     assert servers["api-server"]["url"] == "${API_BASE_URL:-https://api.example.com}/mcp"
     assert servers["api-server"]["headers"] == {"Authorization": "Bearer ${API_KEY}"}
     assert servers["db"]["args"][-1] == "${DATABASE_URL}"

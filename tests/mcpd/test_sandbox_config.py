@@ -1,0 +1,177 @@
+"""The sandbox's keys in the config, what every sandbox hides, what check-config says of
+each server's sandbox and environment, and what ``mcpd import`` writes so that an
+imported server keeps the variables it relied on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpd.config.load import parse
+from mcpd.config.model import ConfigError
+from mcpd.config.sandbox import hidden, limits_of, sandbox_of
+
+MCPD = [sys.executable, "-m", "mcpd"]
+
+
+def stdio(**keys: Any) -> dict[str, Any]:
+    return {"command": "/bin/true", **keys}
+
+
+@pytest.mark.parametrize(
+    ("server", "path", "message"),
+    [
+        (stdio(read=["relative/dir"]), "servers.s.read[0]", "absolute path"),
+        (stdio(write=["/"]), "servers.s.write[0]", "everything the sandbox hides"),
+        (stdio(sandbox="loose"), "servers.s.sandbox", "Invalid enum value"),
+        (stdio(limits={"memory": "lots"}), "servers.s.limits.memory", "not a size"),
+        (stdio(limits={"memory": "1M"}), "servers.s.limits.memory", "at least 16M"),
+        (stdio(limits={"processes": -1}), "servers.s.limits.processes", "0 (no limit)"),
+        (stdio(limits={"swap": 1}), "servers.s.limits.swap", "unknown key"),
+        (stdio(inherit_env=["AWS_*", "BAD-NAME"]), "servers.s.inherit_env[1]", "pattern"),
+        ({"url": "http://127.0.0.1:1/mcp", "network": False}, "servers.s.network", "stdio"),
+        ({"url": "http://127.0.0.1:1/mcp", "read": ["/srv"]}, "servers.s.read", "stdio"),
+    ],
+)
+def test_a_bad_sandbox_key_is_named(server: dict[str, Any], path: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse({"servers": {"s": server}})
+    assert info.value.path == path
+    assert message in info.value.message
+
+
+def test_keys_set_by_mcpd_are_not_config_keys() -> None:
+    for key in ("variables", "secret_files"):
+        with pytest.raises(ConfigError, match="unknown key"):
+            parse({key: {}})
+
+
+def test_an_unknown_server_in_allow_servers_is_named() -> None:
+    data = {"servers": {"s": stdio()}, "profiles": {"p": {"allow_servers": ["nope"]}}}
+    with pytest.raises(ConfigError) as info:
+        parse(data)
+    assert info.value.path == "profiles.p.allow_servers[0]"
+
+
+def test_limits_come_from_the_server_then_the_daemon_then_the_default() -> None:
+    config = parse(
+        {
+            "daemon": {"limits": {"cpu": 600, "processes": 0}},
+            "servers": {"s": stdio(limits={"memory": "512M"}), "t": stdio()},
+        }
+    )
+    s = limits_of("s", config.servers["s"], config)
+    assert (s.memory, s.processes, s.open_files, s.cpu) == (512 << 20, None, None, 600)
+    assert s.key("memory") == "servers.s.limits.memory"
+    assert s.key("cpu") == "daemon.limits.cpu"
+    t = limits_of("t", config.servers["t"], config)
+    assert t.memory == 4 << 30  # the default, which no table set
+
+
+def test_what_every_sandbox_hides(tmp_path: Path) -> None:
+    config_dir = tmp_path / "mcpd"
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "SSH_AUTH_SOCK": str(tmp_path / "agent.sock"),
+    }
+    data = {
+        "daemon": {"state_dir": str(tmp_path / "state"), "socket": str(tmp_path / "run/mcpd/s")},
+        "servers": {"s": stdio(env={"KEY": f"${{file:{tmp_path}/key}}"})},
+    }
+    (tmp_path / "key").write_text("k")
+    config = parse(data, env=env, source=str(config_dir / "config.toml"))
+    paths = set(hidden(config, env))
+    for path in (
+        tmp_path / "state",  # tokens, OAuth store, lists, the servers' homes
+        config_dir,  # mcpd's own config directory, config and secrets in it
+        tmp_path / "key",  # a secret file the config reads
+        tmp_path / "run" / "mcpd",  # mcpd's socket directory
+        tmp_path / "home" / ".ssh",
+        tmp_path / "home" / ".aws",
+        tmp_path / "home" / ".netrc",
+        tmp_path / "home" / ".docker" / "config.json",
+        tmp_path / "run" / "keyring",
+        tmp_path / "agent.sock",
+    ):
+        assert str(path) in paths, path
+    sandbox = sandbox_of("s", config.servers["s"], config, env)
+    assert sandbox.home == str(tmp_path / "state" / "homes" / "s")
+
+
+def test_check_config_shows_the_sandbox_and_environment_names_never_values(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[daemon]\nstate_dir = "{tmp_path / "state"}"\n'
+        '[servers.github]\ncommand = "/bin/true"\nargs = ["@modelcontextprotocol/server-github"]\n'
+        'env = { OWN_SECRET = "s3cr3t-value" }\n'
+        '[servers.files]\ncommand = "/bin/true"\nsandbox = "strict"\n'
+        f'read = ["{tmp_path}"]\nnetwork = false\nlimits = {{ cpu = 60 }}\n'
+        '[servers.weather]\ncommand = "/bin/true"\ninherit_env = ["WEATHER_*"]\n'
+    )
+    env = {
+        **os.environ,
+        "GITHUB_PERSONAL_ACCESS_TOKEN": "ghp-value",
+        "WEATHER_API_KEY": "weather-value",
+        "UNRELATED_TOKEN": "other-value",
+    }
+    checked = subprocess.run(
+        [*MCPD, "check-config", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert checked.returncode == 0, checked.stderr
+    out = checked.stdout
+    assert "sandbox default; network; limits: memory 4 GiB, processes 1024" in out
+    assert f"sandbox strict; read {tmp_path}; no network; limits:" in out
+    assert "cpu 60 s" in out
+    assert "env: HOME, " in out and "OWN_SECRET" in out and "WEATHER_API_KEY" in out
+    for value in ("s3cr3t-value", "ghp-value", "weather-value", "other-value"):
+        assert value not in out + checked.stderr
+    # The github server's variable, named for it, is no longer inherited: said by name.
+    warning = (
+        "warning: servers.github: GITHUB_PERSONAL_ACCESS_TOKEN is set here but the server "
+        'no longer inherits it; if it needs it, add "GITHUB_PERSONAL_ACCESS_TOKEN" to '
+        "servers.github.inherit_env"
+    )
+    assert warning in checked.stderr
+    assert "WEATHER_API_KEY is set here" not in checked.stderr  # inherited by its pattern
+    assert "UNRELATED_TOKEN" not in checked.stderr
+
+
+def test_import_names_what_a_server_relied_on_in_its_inherit_env(tmp_path: Path) -> None:
+    source = tmp_path / "claude_desktop_config.json"
+    source.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "weather": {"command": "npx", "args": ["-y", "weather-mcp"]},
+                    "github": {
+                        "command": "npx",
+                        "args": ["-y", "@modelcontextprotocol/server-github"],
+                        "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_abc123def456ghi789jkl0"},
+                    },
+                }
+            }
+        )
+    )
+    env = {**os.environ, "WEATHER_API_KEY": "w", "GITHUB_PERSONAL_ACCESS_TOKEN": "g"}
+    made = subprocess.run(
+        [*MCPD, "import", str(source)], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert made.returncode == 0, made.stderr
+    servers = tomllib.loads(made.stdout)["servers"]
+    assert servers["weather"]["inherit_env"] == ["WEATHER_API_KEY"]
+    assert "inherit_env" not in servers["github"]  # its own env has it
+    assert "inherits WEATHER_API_KEY from mcpd's environment" in made.stdout
