@@ -1,5 +1,6 @@
 """What ``mcpd check-config`` says of each stdio server's sandbox: its level, grants,
-network and limits, the names (never the values) of its environment, what of the
+network and limits, the names (never the values) of its environment beyond the default
+set, what of the
 sandbox this machine cannot apply, and the variables it seems to rely on but no
 longer inherits (``config.envcheck``)."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from transports.stdio.childenv import in_default_set
 from transports.stdio.exits import shown
 from transports.stdio.sandbox import LIMIT_NAMES
 
@@ -34,8 +36,10 @@ def sandbox_lines(
         if (value := getattr(sandbox.limits, name)) is not None
     ]
     parts.append(f"limits: {', '.join(limits) or 'none'}")
-    names = sorted(child_env(alias, s, config, sandbox, env))
-    lines = ["; ".join(parts), f"env: {', '.join(names)}"]
+    # The default set is the same for every server: named once, in the docs.
+    names = sorted(n for n in child_env(alias, s, config, sandbox, env) if not in_default_set(n))
+    base = "all of mcpd's environment" if s.inherit_env is True else "the default set"
+    lines = ["; ".join(parts), f"env: {base}" + (f" + {', '.join(names)}" if names else "")]
     unprotected = expected_shortfall(sandbox) if s.enabled else None
     if unprotected is not None:
         lines.append(f"unprotected: {unprotected}")
