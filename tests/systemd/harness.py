@@ -58,6 +58,7 @@ PACKAGES = (
     "python3-venv",
     "procps",
     "libpam-systemd",
+    "bubblewrap",  # the stdio servers' sandbox
 )
 VENV = "/opt/mcpd-venv"  # in the rootfs: python with mcpd's runtime dependencies
 # Wheels of the runtime and build dependencies, so that `pip install .` works offline in

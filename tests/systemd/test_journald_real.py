@@ -141,15 +141,27 @@ class NotifyReceiver:
 
 
 def _child(parent: int, module: str) -> int:
+    """The server process running ``module`` that ``parent`` started: in its sandbox,
+    bubblewrap's, a few generations down."""
+    parents: dict[int, int] = {}
+    found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             ppid = int(stat.read_text().rsplit(") ", 1)[1].split()[1])
             cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == parent and module.encode() in cmdline:
-            return int(stat.parent.name)
-    raise AssertionError(f"no {module} child of {parent}")
+        pid = int(stat.parent.name)
+        parents[pid] = ppid
+        if module.encode() in cmdline and not cmdline[0].endswith(b"bwrap"):
+            found.append(pid)
+    for pid in found:
+        up = parents.get(pid)
+        for _ in range(4):
+            if up == parent:
+                return pid
+            up = parents.get(up or 0)
+    raise AssertionError(f"no {module} process started by {parent}")
 
 
 def test_outage_and_recovery_read_back_with_journalctl(journald: Journald) -> None:

@@ -92,7 +92,8 @@ def test_system_service_settings() -> None:
 
 
 CONFINEMENT = {
-    "SystemCallFilter": ["@system-service"],
+    # @mount for the servers' sandboxes (bubblewrap mounts inside namespaces of its own).
+    "SystemCallFilter": ["@system-service", "@mount"],
     "SystemCallErrorNumber": ["EPERM"],
     "LimitCORE": ["0"],
     "TasksMax": ["4096"],

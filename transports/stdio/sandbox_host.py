@@ -20,7 +20,17 @@ import msgspec
 
 from . import pidgroup
 from .launch import resolve as resolve_command
-from .sandbox import Machine, Mount, Plan, Resolved, Sandbox, SandboxError, SystemPath, plan
+from .sandbox import (
+    Machine,
+    Mount,
+    Plan,
+    Resolved,
+    Sandbox,
+    SandboxError,
+    SystemPath,
+    plan,
+    within,
+)
 
 # The system's directories a strict sandbox shows read-only, where they exist.
 SYSTEM_DIRS: Final = (
@@ -119,6 +129,9 @@ def resolve(sandbox: Sandbox, command: str) -> Resolved:
             mounts.append(Mount(real, "hide_dir"))
         elif os.path.lexists(real):
             mounts.append(Mount(real, "hide_file"))
+    # What lies in a hidden directory is hidden with it.
+    dirs = [m.path for m in mounts if m.kind == "hide_dir"]
+    mounts = [m for m in mounts if not any(m.path != d and within(m.path, d) for d in dirs)]
     for key, paths in (("read", sandbox.read), ("write", sandbox.write)):
         for i, path in enumerate(paths):
             real = os.path.realpath(path)
