@@ -28,6 +28,8 @@ from typing import Any
 
 import trio
 
+from tests.support.procs import host_pid
+
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_STDIO = str(Path(__file__).with_name("hostile_stdio.py"))
 MIB = 1024 * 1024
@@ -267,7 +269,14 @@ class Daemon:
         return self.log_path.stat().st_size
 
     def recorded_pids(self) -> set[int]:
-        return {int(p.name) for p in self.pid_dir.rglob("*") if p.name.isdigit()}
+        """The pids, as mcpd sees them, of the live processes the servers recorded."""
+        found = set()
+        for p in self.pid_dir.rglob("*"):
+            if p.suffix == ".tmp" or not p.name.partition("-")[0].isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError):  # gone: nothing left to find
+                found.add(host_pid(p.read_text()))
+        return found
 
     def processes(self) -> set[int]:
         found = processes_of(self.pid, self.recorded_pids())

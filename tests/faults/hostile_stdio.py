@@ -303,9 +303,14 @@ def handle(msg: dict[str, Any]) -> None:
 
 
 def record_pid(pid: int) -> None:
+    """Its pid as it sees it and its PID namespace (in a sandbox, its pids are the
+    sandbox's own: ``tests.support.procs.pid_record``), in a file of its own."""
     if args.pid_dir:
-        with open(os.path.join(args.pid_dir, str(pid)), "w") as f:
-            f.write(str(pid))
+        namespace = os.readlink("/proc/self/ns/pid")
+        name = f"{pid}-{namespace.strip('pid:[]')}"
+        with open(os.path.join(args.pid_dir, name + ".tmp"), "w") as f:
+            f.write(f"{pid} {namespace}")
+        os.rename(os.path.join(args.pid_dir, name + ".tmp"), os.path.join(args.pid_dir, name))
 
 
 def main() -> None:

@@ -266,7 +266,9 @@ CASES: list[
     (
         "closes stdout, keeps running",
         close_stdout,
-        bad("--linger"),
+        # Unsandboxed: in a sandbox bubblewrap holds the server's stdout until it exits,
+        # so a server that closes it and lingers is seen by its calls timing out.
+        bad("--linger", sandbox="off"),
         {"log_expect": [r"\[bad\].*closed its stdout"]},
     ),
     (

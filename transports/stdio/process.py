@@ -66,13 +66,21 @@ def _spawn_error(alias: str, command: str, cwd: str | None, exc: OSError) -> Spa
 async def stop_process(
     proc: ChildProcess, alias: str, *, stdin_grace: float, term_grace: float
 ) -> None:
-    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group."""
+    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group.
+
+    In a sandbox the group is bubblewrap's too, which SIGTERM would end, and the whole
+    sandbox with it before the server could do what it does on SIGTERM: there the
+    server's own process gets it (a helper it started goes with its sandbox)."""
     with contextlib.suppress(Exception):
         await proc.stdin.aclose()  # type: ignore[union-attr]
     with trio.move_on_after(stdin_grace):
         await proc.wait()
     if proc.returncode is None:
-        signal_group(proc.pid, signal.SIGTERM)
+        if proc.wrapped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(proc.command_pid(), signal.SIGTERM)
+        else:
+            signal_group(proc.pid, signal.SIGTERM)
         with trio.move_on_after(term_grace):
             await proc.wait()
     if proc.returncode is None:
