@@ -73,6 +73,10 @@ class FakeTransport(Transport):
     def pid(self) -> None:
         return None
 
+    @property
+    def started(self) -> None:
+        return None
+
     def stderr_tail(self) -> list[str]:
         return []
 

@@ -143,6 +143,16 @@ def reply(rid: Any, result: Any) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--on-term":
+        # Stays after its stdin closes, and on SIGTERM takes a moment to write where it
+        # was told, then exits.
+        def terminated(signum: int, frame: object) -> None:
+            time.sleep(1)
+            with open(sys.argv[2], "w") as f:
+                f.write("terminated")
+            os._exit(0)
+
+        signal.signal(signal.SIGTERM, terminated)
     for line in sys.stdin:
         msg = json.loads(line)
         rid, method = msg.get("id"), msg.get("method")
@@ -170,6 +180,8 @@ def main() -> None:
             error = {"code": -32601, "message": f"no method {method}"}
             sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}) + "\n")
             sys.stdout.flush()
+    if len(sys.argv) > 2:
+        signal.pause()
 
 
 if __name__ == "__main__":
