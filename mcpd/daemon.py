@@ -300,6 +300,8 @@ class Daemon:
         running = self.supervisor.processes()
         for early_pid, token in early.waiting_marks().items():
             running.setdefault(early_pid, ("a server starting", token))
+        if not running:
+            return None  # no server's process to be (nothing of the peer is read)
         processes = {p: alias for p, (alias, _) in running.items()}
         marks = {token: alias for alias, token in running.values() if token}
         return server_of(pid, processes, marks, START_MARK)
