@@ -30,7 +30,9 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         servers.append(f'[servers.{alias}]\ncommand = "{sys.executable}"\nargs = {args}\n')
     sock = base / "mcpd.sock"
     config = base / "config.toml"
-    config.write_text(f'[daemon]\nsocket = "{sock}"\nstate_dir = "{base}"\n' + "".join(servers))
+    # The state directory apart from the folders: no server may see into it.
+    state = base / "state"
+    config.write_text(f'[daemon]\nsocket = "{sock}"\nstate_dir = "{state}"\n' + "".join(servers))
     proc = subprocess.Popen(
         [*MCPD, "serve", "--config", str(config), "--log", "stderr"],
         stderr=subprocess.PIPE,

@@ -87,7 +87,9 @@ async def test_a_down_servers_prompts_and_resources_stay_listed_and_marked(
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
             runner = daemon.supervisor.runners["docs"]
             assert runner.upstream is not None
-            os.killpg(runner.upstream.transport.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+            pid = runner.upstream.transport.pid  # the server's own process
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
             while runner.available:
                 await trio.sleep(0.02)
             [prompt] = (await agent.result("prompts/list"))["prompts"]
