@@ -6,8 +6,12 @@ home, its limits in force and, for the strict one, no network."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
+from tests.conftest import ROOT
 from tests.systemd import harness
 from tests.systemd.service_machine import PY, machine, run_check
 
@@ -73,3 +77,59 @@ def test_servers_run_sandboxed_under_the_shipped_unit(systemd_rootfs: harness.Ro
     assert found.returncode == 0, found
     """
     run_check(machine(systemd_rootfs), check.replace("import json", "import json, re"))
+
+
+FILESYSTEM = """
+[servers.files]
+command = "/opt/node/node"
+args = [
+    "/opt/peers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+    "/srv/notes",
+]
+sandbox = "strict"
+read = ["/opt/node", "/opt/peers/node_modules"]
+write = ["/srv/notes"]
+"""
+
+
+def test_the_filesystem_server_works_strictly_sandboxed_under_the_unit(
+    systemd_rootfs: harness.Rootfs,
+) -> None:
+    """The npm filesystem server, strict, with one granted folder: it reads and writes
+    there and is refused elsewhere, under the shipped unit (which lets mcpd write to
+    the folder with ReadWritePaths=)."""
+    node = shutil.which("node")
+    peers = ROOT / "tests/peers/node_modules/@modelcontextprotocol/server-filesystem"
+    if node is None or not peers.is_dir():
+        pytest.skip("needs node and tests/peers/node_modules (the interop peers)")
+    m = machine(systemd_rootfs, "[Service]\nReadWritePaths=/srv/notes\n")
+    m.bind_ro(Path(node), "/opt/node/node")
+    m.bind_ro(ROOT / "tests/peers/node_modules", "/opt/peers/node_modules")
+    check = rf"""
+    import json
+    os.makedirs("/srv/notes")
+    os.makedirs("/srv/private")
+    write("/srv/notes/hello.txt", "hello from a file")
+    write("/srv/private/secret.txt", "not for it")
+    sh("chown", "-R", "mcpd:mcpd", "/srv/notes")
+    write("/etc/mcpd/config.toml", open("/etc/mcpd/config.toml").read() + {FILESYSTEM!r})
+    sh("systemctl", "start", "mcpd")
+    status_becomes("3 servers: 3 ready")
+    row = [s for s in json.loads(mcpd("status", "--json").stdout)["servers"]
+           if s["alias"] == "files"][0]
+    assert row["sandbox"]["level"] == "strict" and row["sandbox"]["unprotected"] is None, row
+
+    step("reads and writes in its folder")
+    out = mcpd("call", "mcp__files__read_text_file", '{{"path": "/srv/notes/hello.txt"}}')
+    assert "hello from a file" in out.stdout, out
+    mcpd("call", "mcp__files__write_file",
+         '{{"path": "/srv/notes/new.txt", "content": "written"}}')
+    assert open("/srv/notes/new.txt").read() == "written"
+
+    step("refused elsewhere")
+    out = mcpd("call", "mcp__files__read_text_file", '{{"path": "/srv/private/secret.txt"}}',
+               check=False)
+    assert out.returncode != 0 and "not for it" not in out.stdout, out
+    assert "private" not in os.listdir(f"/proc/{{row['pid']}}/root/srv")
+    """
+    run_check(m, check)
