@@ -19,6 +19,7 @@ import trio
 
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
+from tests.support.procs import host_pid
 
 SERVER = str(Path(__file__).resolve().parents[1] / "support" / "changing_server.py")
 SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}}
@@ -242,7 +243,7 @@ async def test_a_change_when_the_server_is_restarted_is_held(tmp_path: Path) -> 
             await watcher.initialize()
             since = len(watcher.notifications)
             server.change()
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            os.kill(host_pid(pid_file.read_text()), signal.SIGKILL)
             await heard(watcher, since, (TOOLS_CHANGED,))
             while (
                 "mcpd/held" not in by_name(await watcher.tools())["mcp__tickets__search"]["_meta"]
@@ -251,9 +252,11 @@ async def test_a_change_when_the_server_is_restarted_is_held(tmp_path: Path) -> 
             await assert_held(watcher, server)
 
 
-# Writes its pid, then runs the server: a test can kill it, and mcpd starts it again.
+# Writes its pid (with its PID namespace: tests.support.procs.pid_record), then runs the
+# server: a test can kill it, and mcpd starts it again.
 _PID_THEN_SERVE = (
-    "import os, runpy, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
+    "import os, runpy, sys; open(sys.argv[1], 'w').write("
+    "f\"{os.getpid()} {os.readlink('/proc/self/ns/pid')}\"); "
     "sys.argv = sys.argv[2:]; runpy.run_path(sys.argv[0], run_name='__main__')"
 )
 
