@@ -55,7 +55,7 @@ def _parent(pid: int) -> int | None:
     return int(fields[1]) if len(fields) > 1 else None
 
 
-def _marks_of(pid: int, mark: str) -> str | None:
+def _mark_of(pid: int, mark: str) -> str | None:
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             environ = f.read(_MAX_ENVIRON)
@@ -81,7 +81,7 @@ def server_of(
             return processes[current]
         current = _parent(current)
         seen += 1
-    token = _marks_of(pid, mark)
+    token = _mark_of(pid, mark)
     return marks.get(token) if token is not None else None
 
 
