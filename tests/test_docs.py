@@ -22,7 +22,7 @@ MAN1 = ROOT / "man" / "mcpd.1"
 MAN5 = ROOT / "man" / "mcpd.toml.5"
 CONFIG_MD = ROOT / "docs" / "configuration.md"
 # Struct fields mcpd sets itself, which a config file may not: (table, key).
-NOT_KEYS = {("", "source"), ("servers.*", "unresolved")}
+NOT_KEYS = {("", "source"), ("", "held_secrets"), ("servers.*", "unresolved")}
 _OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 
 # -- the command line --
@@ -125,6 +125,9 @@ def _struct_of(annotation: object) -> tuple[type[msgspec.Struct] | None, bool]:
     if origin is dict:
         struct, _ = _struct_of(typing.get_args(annotation)[1])
         return struct, struct is not None
+    if origin is list:  # an array of tables ([[policy]]), documented as one table
+        struct, _ = _struct_of(typing.get_args(annotation)[0])
+        return struct, False
     return None, False
 
 
@@ -176,7 +179,7 @@ def test_the_walk_finds_the_tables_and_keys_it_must() -> None:
     """A walk that missed nested or named tables would pass any document."""
     keys = config_keys()
     assert {"daemon", "naming", "servers.*", "servers.*.tools", "servers.*.auth"} <= set(keys)
-    assert {"profiles.*", "profiles.*.resources"} <= set(keys)
+    assert {"profiles.*", "profiles.*.resources", "policy", "policy.annotations"} <= set(keys)
     assert {"call_timeout", "ask_timeout", "http_origins"} <= keys["daemon"]
     assert {"tools", "auth", "relay"} <= keys["servers.*"]
     assert "unresolved" not in keys["servers.*"]

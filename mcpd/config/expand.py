@@ -16,10 +16,21 @@ from typing import Any, Final
 import msgspec
 
 from .model import ConfigError
-from .secrets import SecretError, read_secret
+from .secrets import HeldSecret, SecretError, read_secret
 
 _VAR_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VAR_RE: Final = re.compile(r"\$\$|\$\{([^}]*)\}")
+# Variables that say where things are or how the session looks, not secrets: their
+# values (a home directory, a path) would be masked wherever they appear.
+_PLAIN_VARS: Final = frozenset(
+    {"HOME", "USER", "LOGNAME", "PATH", "PWD", "SHELL", "LANG", "TERM", "TMPDIR", "TZ"}
+)
+_PLAIN_PREFIXES: Final = ("XDG_", "LC_")
+_PLAIN_SUFFIXES: Final = ("_DIRECTORY",)  # systemd's STATE_DIRECTORY= and the others
+# Shorter values are not told apart from ordinary text ("true", a port).
+MIN_SECRET: Final = 6
+
+Found = list[HeldSecret]
 
 
 class Unresolved(ConfigError):
@@ -52,7 +63,25 @@ def _check_reference(body: str, path: str) -> None:
         raise ConfigError(path, f"bad variable reference ${{{body}}}")
 
 
-def expand(value: str, path: str, env: Mapping[str, str], refs: References | None = None) -> str:
+def _plain_var(name: str) -> bool:
+    return name in _PLAIN_VARS or name.startswith(_PLAIN_PREFIXES) or name.endswith(_PLAIN_SUFFIXES)
+
+
+def expand(
+    value: str,
+    path: str,
+    env: Mapping[str, str],
+    refs: References | None = None,
+    found: Found | None = None,
+) -> str:
+    """``refs`` notes each reference; ``found`` collects the values that came from the
+    environment or a secret file (a default written in the file is no secret)."""
+
+    def held(value: str, plain: bool = False) -> str:
+        if found is not None and not plain and len(value) >= MIN_SECRET:
+            found.append(HeldSecret(path, value))
+        return value
+
     def sub(m: re.Match[str]) -> str:
         if m.group(0) == "$$":
             return "$"
@@ -62,13 +91,13 @@ def expand(value: str, path: str, env: Mapping[str, str], refs: References | Non
             refs.note(body)
         if body.startswith("file:"):
             try:
-                return read_secret(body[len("file:") :], env)
+                return held(read_secret(body[len("file:") :], env))
             except SecretError as exc:
                 raise Unresolved(path, str(exc)) from None
         name, sep, default = body.partition(":-")
         value = env.get(name)
         if value is not None and (value or not sep):
-            return value
+            return held(value, _plain_var(name))
         if sep:  # as in the shell, ":-" also replaces a variable set to ""
             return default
         raise Unresolved(path, f"environment variable {name} is not set (use ${{{name}:-default}})")
@@ -87,10 +116,14 @@ def _walk(node: Any, path: str, on_str: Callable[[str, str], str]) -> Any:
 
 
 def expand_tree(
-    node: Any, path: str, env: Mapping[str, str], refs: References | None = None
+    node: Any,
+    path: str,
+    env: Mapping[str, str],
+    refs: References | None = None,
+    found: Found | None = None,
 ) -> Any:
     """Every string under ``node`` expanded; any reference that fails is an error."""
-    return _walk(node, path, lambda value, where: expand(value, where, env, refs))
+    return _walk(node, path, lambda value, where: expand(value, where, env, refs, found))
 
 
 class ServerTable(msgspec.Struct, frozen=True):
@@ -106,7 +139,9 @@ class ServerTable(msgspec.Struct, frozen=True):
     files: frozenset[str] = frozenset()  # the secret files it refers to
 
 
-def expand_server(body: Any, where: str, env: Mapping[str, str]) -> ServerTable:
+def expand_server(
+    body: Any, where: str, env: Mapping[str, str], found: Found | None = None
+) -> ServerTable:
     refs = References()
     if isinstance(body, dict) and body.get("enabled") is False:
         return _unexpanded(body, where, refs)
@@ -115,7 +150,7 @@ def expand_server(body: Any, where: str, env: Mapping[str, str]) -> ServerTable:
 
     def on_str(value: str, path: str) -> str:
         try:
-            return expand(value, path, env, refs)
+            return expand(value, path, env, refs, found)
         except Unresolved as exc:
             problems.append(exc)
             unknown.add(path)

@@ -142,6 +142,11 @@ def _name_kind(name: str, *, query: bool = False) -> str | None:
     return None
 
 
+def secret_name(name: str) -> bool:
+    """``name`` (a header's, a variable's) says its value is, or may be, a secret."""
+    return _name_kind(name) is not None
+
+
 def _secret_value(name: str, value: str, *, query: bool = False) -> bool:
     """``value``, given to ``name``, is a secret: see the module's rules."""
     kind = _name_kind(name, query=query)

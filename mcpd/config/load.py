@@ -21,9 +21,20 @@ from typing import Any, Final
 import msgspec
 
 from .endpoints import validate_http, validate_profiles
-from .expand import References, ServerTable, Unresolved, expand, expand_server, expand_tree
+from .expand import (
+    Found,
+    References,
+    ServerTable,
+    Unresolved,
+    expand,
+    expand_server,
+    expand_tree,
+)
+from .held import held_in
+from .hosts import builtin_profiles
 from .model import LIST_LIMIT_KEYS, Config, ConfigError, ServerConfig
-from .profiles import ProfileConfig
+from .policychecks import validate_policy
+from .profiles import DEFAULT_PROFILE, ProfileConfig
 from .sandbox import limits_errors
 from .serverchecks import check_server
 
@@ -47,16 +58,17 @@ def parse(
     data: Mapping[str, Any], env: Mapping[str, str] | None = None, source: str = ""
 ) -> Config:
     env = os.environ if env is None else env
-    for key in ("source", "variables", "secret_files"):  # set by mcpd, not config keys
+    for key in ("source", "variables", "secret_files", "held_secrets"):  # set by mcpd
         if key in data:
             raise ConfigError(key, "unknown key")
     servers = data.get("servers")
     refs = References()
-    expanded = expand_tree({k: v for k, v in data.items() if k != "servers"}, "", env, refs)
+    found: Found = []
+    expanded = expand_tree({k: v for k, v in data.items() if k != "servers"}, "", env, refs, found)
     tables: dict[str, ServerTable] = {}
     if isinstance(servers, dict):
         # Each server on its own: what one of them lacks on this machine is its problem.
-        tables = {a: expand_server(b, f"servers.{a}", env) for a, b in servers.items()}
+        tables = {a: expand_server(b, f"servers.{a}", env, found) for a, b in servers.items()}
         expanded["servers"] = {a: t.body for a, t in tables.items()}
     elif servers is not None:
         expanded["servers"] = servers
@@ -82,7 +94,7 @@ def parse(
         }
         config = msgspec.structs.replace(config, servers=servers_)
     validate(config, {a: t.unknown for a, t in tables.items()})
-    return config
+    return msgspec.structs.replace(config, held_secrets=held_in(config, found))
 
 
 def _check_servers(servers: Any) -> None:
@@ -157,9 +169,12 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         "max_connections",
         "max_inflight_per_connection",
         *LIST_LIMIT_KEYS,
+        "audit_files",
     ):
         if getattr(d, key) < 1:
             raise ConfigError(f"daemon.{key}", "must be at least 1")
+    if d.audit_max_bytes < 64 * 1024:
+        raise ConfigError("daemon.audit_max_bytes", "must be at least 65536")
     for i, group in enumerate(d.allow_groups):
         if not group.isdigit():
             try:
@@ -193,6 +208,8 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         check_server(alias, server, (unexpanded or {}).get(alias, ()))
     validate_http(d)
     validate_profiles(config)
+    profiles = {DEFAULT_PROFILE, *config.profiles, *builtin_profiles(config.profiles)}
+    validate_policy(config.policy, config.servers, profiles)
 
 
 def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:

@@ -11,7 +11,9 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from .policy import PolicyRule
 from .profiles import ProfileConfig
+from .secrets import HeldSecret
 
 EX_CONFIG: Final = 78
 # The key of a JSON-RPC error's data when the daemon rejected a config (a reload's).
@@ -117,6 +119,14 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     # the limits it gets unless its own `limits` say otherwise (``mcpd.config.sandbox``).
     sandbox: Level = "default"
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
+    # The audit log: a record of every call in the state directory (``calls.jsonl``,
+    # rotated at audit_max_bytes, audit_files old ones kept), and one journal entry
+    # a call. Arguments are kept only with audit_arguments, mcpd's secrets masked.
+    audit: bool = True
+    audit_journal: bool = True
+    audit_arguments: bool = False
+    audit_max_bytes: int = 16 * 1024 * 1024
+    audit_files: int = 4
 
 
 class NamingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -301,12 +311,16 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     naming: NamingConfig = msgspec.field(default_factory=NamingConfig)
     servers: dict[str, ServerConfig] = msgspec.field(default_factory=dict)
     profiles: dict[str, ProfileConfig] = msgspec.field(default_factory=dict)
+    policy: list[PolicyRule] = msgspec.field(default_factory=list)
+    # Set by mcpd, not config keys: the file read; the environment variables each
+    # server's table refers to (``${VAR}``; "" for the rest of the file) and the
+    # secret files (``${file:PATH}``) the file reads; and the secrets its values hold
+    # (what came from ${VAR} and ${file:...}, headers, keys), which nothing mcpd
+    # shows may contain.
     source: str = ""
-    # Set by mcpd, not config keys: the environment variables each server's table
-    # refers to (``${VAR}``; "" for the rest of the file), and the secret files
-    # (``${file:PATH}``) the file reads.
     variables: dict[str, list[str]] = msgspec.field(default_factory=dict)
     secret_files: list[str] = msgspec.field(default_factory=list)
+    held_secrets: tuple[HeldSecret, ...] = ()
 
     def withheld_from(self, alias: str) -> frozenset[str]:
         """Variables the config resolves for others (other servers, mcpd itself) and

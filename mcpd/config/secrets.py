@@ -11,6 +11,19 @@ import os
 import stat
 from collections.abc import Mapping
 
+import msgspec
+
+
+class HeldSecret(msgspec.Struct, frozen=True):
+    """A value mcpd holds that nothing it shows may contain, and where it is held (the
+    key path: ``servers.notes.headers.Authorization``)."""
+
+    where: str
+    value: str
+
+    def __repr__(self) -> str:
+        return f"HeldSecret({self.where!r}, ***)"
+
 
 class SecretError(Exception):
     """The file cannot be used; the message never contains its content."""
