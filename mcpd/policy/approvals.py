@@ -1,0 +1,234 @@
+"""Calls that wait for a person: the approvals registry.
+
+A call the policy says to ``ask`` about is held here until someone decides it: the
+agent's user, when the agent can be asked (``asking``), or the operator with ``mcpd
+approvals``; whoever answers first decides. A call nobody decides within its rule's
+timeout is refused, and one the agent stops waiting for (cancelled, disconnected) is
+removed at once. Nothing here holds a server slot: the call has not been sent.
+
+An approval may be remembered for the rest of the agent's connection (``remember =
+"connection"``): the same tool of the same rule is then approved without asking.
+Each agent may have only so many calls waiting, so that no agent can bury the
+operator's list.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Final, Literal
+
+import msgspec
+import trio
+
+from .agent import AgentInfo, descends_from
+
+TIMEOUT: Final = "timeout"  # who "decided" a call nobody decided in time
+PER_AGENT: Final = 32
+TOTAL: Final = 1024
+_REMEMBERED_PER_CONNECTION: Final = 256
+
+Outcome = Literal["approved", "denied", "unanswered"]
+
+
+class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What a person is asked about. ``arguments`` is the call's arguments as JSON text,
+    mcpd's secrets masked and cut to a size a person can read."""
+
+    agent: AgentInfo
+    tool: str  # as the agent called it
+    server: str
+    original: str  # the server's own name for it
+    arguments: str
+    rule: int | None = None
+    reason: str | None = None
+
+
+class Verdict(msgspec.Struct, frozen=True):
+    outcome: Outcome
+    by: str  # "the agent's user", "uid 1000 (alice)", "timeout", "remembered"
+    reason: str | None = None
+
+    @property
+    def approved(self) -> bool:
+        return self.outcome == "approved"
+
+
+class ApprovalError(Exception):
+    """A decision or a request the registry refuses; the message says why."""
+
+
+class PendingView(msgspec.Struct, frozen=True, kw_only=True):
+    """A pending approval as ``mcpd approvals`` and ``mcpd status`` show it."""
+
+    id: str
+    agent: AgentInfo
+    tool: str
+    server: str
+    original: str
+    arguments: str
+    rule: int | None
+    reason: str | None
+    asked: str  # "agent" (its user was asked too) or "operator"
+    since: str
+    deadline: str
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+
+
+class Pending:
+    __slots__ = ("asked", "deadline", "event", "id", "request", "since", "verdict")
+
+    def __init__(
+        self, id: str, request: ApprovalRequest, since: float, timeout: float, asked: str
+    ) -> None:
+        self.id = id
+        self.request = request
+        self.since = since  # wall-clock time
+        self.deadline = since + timeout
+        self.asked = asked
+        self.event = trio.Event()
+        self.verdict: Verdict | None = None
+
+    def view(self) -> PendingView:
+        r = self.request
+        return PendingView(
+            id=self.id,
+            agent=r.agent,
+            tool=r.tool,
+            server=r.server,
+            original=r.original,
+            arguments=r.arguments,
+            rule=r.rule,
+            reason=r.reason,
+            asked=self.asked,
+            since=_iso(self.since),
+            deadline=_iso(self.deadline),
+        )
+
+
+AgentAnswer = Callable[[], Awaitable[Verdict | None]]
+
+
+class Approvals:
+    def __init__(self, wall: Callable[[], float] = time.time) -> None:
+        self._wall = wall
+        self._pending: dict[str, Pending] = {}
+        self._remembered: dict[str, set[tuple[int | None, str, str]]] = {}
+        self.version = 0
+        self._changed = trio.Event()
+
+    # -- the call's side --
+
+    async def ask(
+        self,
+        request: ApprovalRequest,
+        within: float,
+        agent_answer: AgentAnswer | None = None,
+    ) -> Verdict:
+        """Hold the call until it is decided, or ``within`` seconds pass. With
+        ``agent_answer``, the agent's user is asked at the same time; its verdict
+        decides unless the operator was first (None: the agent could not answer, and
+        the operator still can). Raises ``ApprovalError`` when the agent already has
+        too many calls waiting."""
+        pending = self._open(request, within, "agent" if agent_answer else "operator")
+        try:
+            async with trio.open_nursery() as nursery:
+                if agent_answer is not None:
+                    nursery.start_soon(self._agent_decides, pending, agent_answer)
+                with trio.move_on_after(within):
+                    await pending.event.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._close(pending)
+        if pending.verdict is None:
+            return Verdict("unanswered", TIMEOUT, f"nobody decided within {within:g} s")
+        return pending.verdict
+
+    async def _agent_decides(self, pending: Pending, answer: AgentAnswer) -> None:
+        verdict = await answer()
+        if verdict is not None and pending.verdict is None:
+            self._settle(pending, verdict)
+
+    def _open(self, request: ApprovalRequest, timeout: float, asked: str) -> Pending:
+        key = request.agent.key
+        if sum(p.request.agent.key == key for p in self._pending.values()) >= PER_AGENT:
+            raise ApprovalError(
+                f"{PER_AGENT} calls of this agent already wait for approval; "
+                "wait for them to be decided"
+            )
+        if len(self._pending) >= TOTAL:
+            raise ApprovalError(f"{TOTAL} calls already wait for approval")
+        while True:
+            pid = secrets.token_hex(3)
+            if pid not in self._pending:
+                break
+        pending = self._pending[pid] = Pending(pid, request, self._wall(), timeout, asked)
+        self._bump()
+        return pending
+
+    def _close(self, pending: Pending) -> None:
+        if self._pending.pop(pending.id, None) is not None:
+            self._bump()
+
+    # -- the operator's side --
+
+    def list(self) -> list[PendingView]:
+        """What waits, oldest first."""
+        return [p.view() for p in sorted(self._pending.values(), key=lambda p: p.since)]
+
+    def decide(
+        self,
+        id: str,
+        approve: bool,
+        by: str,
+        reason: str | None = None,
+        decider_pid: int | None = None,
+    ) -> PendingView:
+        """Decide the pending call ``id``. ``decider_pid``: the process deciding, which
+        must not be the agent that asked or a process it started."""
+        pending = self._pending.get(id)
+        if pending is None or pending.verdict is not None:
+            raise ApprovalError(f"no call waits for approval under {id!r}")
+        asker = pending.request.agent.pid
+        if decider_pid is not None and asker is not None and descends_from(decider_pid, asker):
+            raise ApprovalError(
+                "the agent that made this call (or a process it started) cannot decide it"
+            )
+        verdict = Verdict("approved" if approve else "denied", by, reason)
+        self._settle(pending, verdict)
+        return pending.view()
+
+    def _settle(self, pending: Pending, verdict: Verdict) -> None:
+        pending.verdict = verdict
+        pending.event.set()
+        self._bump()
+
+    async def wait_change(self, after: int) -> int:
+        """Until the registry changed since version ``after``; the version now."""
+        while self.version <= after:
+            await self._changed.wait()
+        return self.version
+
+    def _bump(self) -> None:
+        self.version += 1
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # -- remembered approvals --
+
+    def remembered(self, connection: str, rule: int | None, server: str, original: str) -> bool:
+        return (rule, server, original) in self._remembered.get(connection, ())
+
+    def remember(self, connection: str, rule: int | None, server: str, original: str) -> None:
+        kept = self._remembered.setdefault(connection, set())
+        if len(kept) < _REMEMBERED_PER_CONNECTION:
+            kept.add((rule, server, original))
+
+    def forget(self, connection: str) -> None:
+        """The connection ended: what was approved for it goes with it."""
+        self._remembered.pop(connection, None)

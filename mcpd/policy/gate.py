@@ -1,0 +1,107 @@
+"""The policy as the call path meets it: one decision for each call, and for the
+calls a person decides, the wait.
+
+``decide`` runs the rules, then the matched rule's rate limit for the calling agent;
+``ask`` holds an ``ask`` call in the approvals registry (or lets it through when an
+approval was remembered for the connection). What the model reads when a call is
+refused is built by ``refusals``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import msgspec
+import trio
+
+from ..config.policy import PolicyRule
+from .agent import AgentInfo
+from .approvals import AgentAnswer, ApprovalError, ApprovalRequest, Approvals, Verdict
+from .masking import KnownSecrets
+from .rates import RateLimits
+from .rules import CallFacts, Decision, Policy
+
+REMEMBERED: Final = "remembered"
+# What a person is shown of a call's arguments at most (the JSON text, masked).
+MAX_SHOWN: Final = 8192
+_encode: Final = msgspec.json.Encoder().encode
+
+
+class Gate:
+    def __init__(
+        self,
+        approvals: Approvals,
+        secrets: KnownSecrets,
+        clock: Callable[[], float] = trio.current_time,
+    ) -> None:
+        self.approvals = approvals
+        self.secrets = secrets
+        self._clock = clock
+        self.policy = Policy()
+        self.rates = RateLimits()
+
+    def configure(self, rules: Sequence[PolicyRule]) -> None:
+        """The config's rules, at start and after each reload."""
+        self.policy = Policy(rules)
+
+    @property
+    def empty(self) -> bool:
+        return self.policy.empty
+
+    def decide(self, facts: CallFacts, agent: AgentInfo) -> Decision:
+        decision = self.policy.decide(facts)
+        if decision.rate is None or decision.action == "deny":
+            return decision
+        wait = self.rates.admit(decision, agent.key, self._clock())
+        if wait is None:
+            return decision
+        return msgspec.structs.replace(decision, action="deny", limited=wait)
+
+    def request(
+        self, facts: CallFacts, agent: AgentInfo, decision: Decision, arguments: bytes | None
+    ) -> ApprovalRequest:
+        return ApprovalRequest(
+            agent=agent,
+            tool=facts.name,
+            server=facts.server,
+            original=facts.original,
+            arguments=self.shown_arguments(arguments),
+            rule=decision.rule,
+            reason=decision.reason,
+        )
+
+    def shown_arguments(self, arguments: bytes | None) -> str:
+        """The arguments as a person is shown them: compact JSON, secrets masked."""
+        if not arguments:
+            return "{}"
+        try:
+            value = msgspec.json.decode(arguments)
+        except msgspec.DecodeError:
+            return "(not valid JSON)"
+        text = _encode(self.secrets.mask_value(value)).decode()
+        if len(text) > MAX_SHOWN:
+            text = text[:MAX_SHOWN] + f"… ({len(text) - MAX_SHOWN} more characters)"
+        return text
+
+    async def ask(
+        self,
+        facts: CallFacts,
+        agent: AgentInfo,
+        decision: Decision,
+        arguments: bytes | None,
+        agent_answer: AgentAnswer | None = None,
+    ) -> Verdict:
+        """Wait for a person's decision on an ``ask`` call. ``agent_answer`` asks the
+        agent's user (``asking``) while the operator can decide too."""
+        connection = agent.connection
+        if self.approvals.remembered(connection, decision.rule, facts.server, facts.original):
+            return Verdict("approved", REMEMBERED)
+        request = self.request(facts, agent, decision, arguments)
+        try:
+            verdict = await self.approvals.ask(request, decision.timeout, agent_answer)
+        except ApprovalError as exc:
+            return Verdict("unanswered", "mcpd", str(exc))
+        if verdict.approved and decision.remember:
+            self.approvals.remember(connection, decision.rule, facts.server, facts.original)
+        return verdict

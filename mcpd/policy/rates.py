@@ -1,0 +1,59 @@
+"""Per-rule rate limits (``rate = "30/min"``), counted for each agent apart.
+
+A token bucket per (rule, agent): a rule's whole count at once, then refilled
+evenly over its period. A call over the limit is refused with the time until the
+agent may call again, as an open breaker says when it retries. Buckets that have
+filled up again are forgotten once there are many, so agents that come and go leave
+nothing behind.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ..config.policy import Rate
+from ..host.ratelimit import Bucket
+from .rules import Decision
+
+# Past this many buckets, full ones are dropped before another is made.
+PRUNE_AT: Final = 4096
+
+
+class _Allowance:
+    __slots__ = ("bucket", "per_second", "rate")
+
+    def __init__(self, rate: Rate, now: float) -> None:
+        self.rate = rate
+        self.per_second = rate.calls / rate.period
+        self.bucket = Bucket(tokens=float(rate.calls), stamp=now)
+
+    def take(self, now: float) -> float | None:
+        if self.bucket.take(now, self.rate.calls, self.per_second):
+            return None
+        return (1.0 - self.bucket.tokens) / self.per_second
+
+    def full(self, now: float) -> bool:
+        b = self.bucket
+        return b.tokens + (now - b.stamp) * self.per_second >= self.rate.calls
+
+
+class RateLimits:
+    def __init__(self) -> None:
+        self._allowances: dict[tuple[int, str], _Allowance] = {}
+
+    def admit(self, decision: Decision, agent: str, now: float) -> float | None:
+        """None when the call may go; else the seconds until this agent may call again
+        under ``decision``'s rule. ``agent`` tells agents apart (``AgentInfo.key``)."""
+        rate, rule = decision.rate, decision.rule
+        if rate is None or rule is None:
+            return None
+        key = (rule, agent)
+        allowance = self._allowances.get(key)
+        if allowance is None or allowance.rate != rate:
+            if len(self._allowances) >= PRUNE_AT:
+                self._allowances = {k: a for k, a in self._allowances.items() if not a.full(now)}
+            allowance = self._allowances[key] = _Allowance(rate, now)
+        return allowance.take(now)
+
+    def __len__(self) -> int:
+        return len(self._allowances)

@@ -1,0 +1,85 @@
+"""What a model reads when the policy stops a call: a tool result that says it was
+policy, not an outage, why, and what to do instead. Its ``_meta["mcpd/policy"]``
+carries the same for programs."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from protocol import mcp
+
+from .approvals import TIMEOUT, Verdict
+from .rules import CallFacts, Decision
+
+META_KEY: Final = "mcpd/policy"
+
+
+def _result(text: str, meta: dict[str, Any]) -> mcp.CallToolResult:
+    shown = {k: v for k, v in meta.items() if v is not None}
+    return mcp.text_result(text, is_error=True, meta={META_KEY: shown})
+
+
+def denied(facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
+    """A ``deny`` rule matched."""
+    why = f": {decision.reason}" if decision.reason else ""
+    text = (
+        f"mcpd's policy does not allow calls to '{facts.name}' (rule {decision.by}){why}. "
+        "This is a rule of the person who runs mcpd, not an outage: calling it again is "
+        "refused the same way. Try another approach, or ask the user to change mcpd's "
+        "policy if this tool is needed."
+    )
+    meta = {"decision": "deny", "rule": decision.rule, "reason": decision.reason}
+    return _result(text, meta)
+
+
+def limited(facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
+    """The rule's rate refused the call (``decision.limited`` is set)."""
+    assert decision.rate is not None and decision.limited is not None
+    wait = decision.limited
+    at = time.time() + wait
+    text = (
+        f"mcpd's policy lets each agent call '{facts.name}' at most "
+        f"{decision.rate.words()} (rule {decision.by}), and this agent has reached that. "
+        f"It may call it again in {max(1, round(wait))} s (at "
+        f"{datetime.fromtimestamp(at).strftime('%H:%M:%S')}). This is a limit, not an "
+        "outage: the call was not sent, and other tools keep working."
+    )
+    meta = {
+        "decision": "limited",
+        "rule": decision.rule,
+        "reason": decision.reason,
+        "retry_at": datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds"),
+    }
+    return _result(text, meta)
+
+
+def not_approved(facts: CallFacts, decision: Decision, verdict: Verdict) -> mcp.CallToolResult:
+    """An ``ask`` that ended without an approval."""
+    if verdict.outcome == "unanswered" and verdict.by == TIMEOUT:
+        text = (
+            f"Nobody approved the call to '{facts.name}' within {decision.timeout:g} s "
+            f"(mcpd's policy, rule {decision.by}, asks a person first), so it was not sent "
+            "to the server. Tell the user it waits for their approval; call it again when "
+            "they are there to approve it."
+        )
+    elif verdict.outcome == "unanswered":
+        text = (
+            f"mcpd's policy asks a person before calling '{facts.name}' (rule "
+            f"{decision.by}), and this call could not wait for one: {verdict.reason}. It "
+            "was not sent to the server."
+        )
+    else:
+        why = f": {verdict.reason}" if verdict.reason and verdict.reason != "denied" else ""
+        text = (
+            f"The call to '{facts.name}' was denied by {verdict.by}{why}. It was not sent "
+            "to the server. Do not call it again unless the user asks for it."
+        )
+    meta = {
+        "decision": verdict.outcome,
+        "rule": decision.rule,
+        "reason": verdict.reason,
+        "by": verdict.by,
+    }
+    return _result(text, meta)

@@ -1,0 +1,114 @@
+"""The policy's decision for one call: the first ``[[policy]]`` rule that matches it
+decides; a call no rule matches is allowed. Pure: the facts of the call in, a
+``Decision`` out. Rate limits (``rates``) come after, for what a rule let through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from ..config.glob import Glob
+from ..config.policy import Action, PolicyRule, Rate, parse_rate
+
+# The hints of a tool as a model is told to take them when its server is not trusted,
+# which are also what the spec says an absent hint means.
+CAUTIOUS: Final[Mapping[str, bool]] = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
+
+
+def hints_of(annotations: Mapping[str, Any] | None, trusted: bool) -> dict[str, bool]:
+    """The hints a rule sees: the tool's own only when its server is trusted."""
+    hints = dict(CAUTIOUS)
+    if trusted and annotations:
+        for key in hints:
+            value = annotations.get(key)
+            if isinstance(value, bool):
+                hints[key] = value
+    return hints
+
+
+class CallFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What a rule can be about. ``name`` is the tool's name as the agent called it
+    (under its profile's naming); ``original`` is the server's own name for it."""
+
+    name: str
+    server: str
+    original: str
+    profile: str
+    annotations: dict[str, Any] | None = None
+    trusted: bool = False
+
+
+class Decision(msgspec.Struct, frozen=True, kw_only=True):
+    action: Action
+    rule: int | None = None  # the rule's index; None: no rule matched
+    reason: str | None = None
+    rate: Rate | None = None
+    timeout: float = 120.0  # ask: how long a person has to decide
+    remember: bool = False  # ask: an approval holds for the rest of the connection
+    # Set when the rule's rate refused the call: seconds until the agent may call again.
+    limited: float | None = None
+
+    @property
+    def by(self) -> str:
+        """Who decided, for the record: ``policy[2]``, or ``default``."""
+        return "default" if self.rule is None else f"policy[{self.rule}]"
+
+
+ALLOW: Final = Decision(action="allow")
+
+
+class _Rule:
+    __slots__ = ("decision", "hints", "profiles", "servers", "tools")
+
+    def __init__(self, index: int, rule: PolicyRule) -> None:
+        self.tools = [Glob(p) for p in rule.tools]
+        self.servers = [Glob(p) for p in rule.servers]
+        self.profiles = [Glob(p) for p in rule.profiles]
+        self.hints = rule.annotations.wanted() if rule.annotations is not None else {}
+        self.decision = Decision(
+            action=rule.action,
+            rule=index,
+            reason=rule.reason,
+            rate=parse_rate(rule.rate) if rule.rate is not None else None,
+            timeout=rule.ask_timeout(),
+            remember=rule.remember == "connection",
+        )
+
+    def matches(self, facts: CallFacts, qualified: str) -> bool:
+        if self.servers and not any(g.match(facts.server) for g in self.servers):
+            return False
+        if self.profiles and not any(g.match(facts.profile) for g in self.profiles):
+            return False
+        if not any(g.match(facts.name) or g.match(qualified) for g in self.tools):
+            return False
+        if self.hints:
+            hints = hints_of(facts.annotations, facts.trusted)
+            return all(hints[k] == v for k, v in self.hints.items())
+        return True
+
+
+class Policy:
+    """The config's rules, compiled once (at start and on each reload)."""
+
+    def __init__(self, rules: Sequence[PolicyRule] = ()) -> None:
+        self._rules = [_Rule(i, r) for i, r in enumerate(rules)]
+
+    @property
+    def empty(self) -> bool:
+        """No rules: every call is allowed, and nothing about it need be looked up."""
+        return not self._rules
+
+    def decide(self, facts: CallFacts) -> Decision:
+        qualified = f"{facts.server}/{facts.original}"
+        for rule in self._rules:
+            if rule.matches(facts, qualified):
+                return rule.decision
+        return ALLOW

@@ -1,0 +1,270 @@
+"""The approvals registry on trio's MockClock: a held call waits for a decision, the
+first decision wins, the timeout refuses, a cancelled wait leaves nothing pending, an
+approval can be remembered for the connection, and no agent can fill the list or
+decide its own call. And what the agent's user is asked, in both eras."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from mcpd.policy import asking, refusals
+from mcpd.policy.agent import AgentInfo, descends_from, exe_of
+from mcpd.policy.approvals import (
+    PER_AGENT,
+    TIMEOUT,
+    ApprovalError,
+    ApprovalRequest,
+    Approvals,
+    Verdict,
+)
+from mcpd.policy.gate import Gate
+from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.rules import CallFacts, Decision
+
+AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
+
+
+def request(agent: AgentInfo = AGENT, tool: str = "mcp__github__delete_repo") -> ApprovalRequest:
+    return ApprovalRequest(
+        agent=agent,
+        tool=tool,
+        server="github",
+        original="delete_repo",
+        arguments='{"repo":"x"}',
+        rule=1,
+        reason="deleting needs a person",
+    )
+
+
+async def started(approvals: Approvals, count: int) -> None:
+    """Until ``count`` calls wait."""
+    while len(approvals.list()) < count:
+        await approvals.wait_change(approvals.version)
+
+
+async def test_the_operator_decides_a_waiting_call(autojump_clock: trio.testing.MockClock) -> None:
+    approvals = Approvals()
+    verdicts: list[Verdict] = []
+
+    async def call() -> None:
+        verdicts.append(await approvals.ask(request(), 120))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call)
+        await started(approvals, 1)
+        [view] = approvals.list()
+        assert (view.tool, view.server, view.asked, view.agent.pid) == (
+            "mcp__github__delete_repo",
+            "github",
+            "operator",
+            4242,
+        )
+        decided = approvals.decide(view.id, False, "uid 0 (root)", "not today")
+        assert decided.id == view.id
+    assert verdicts == [Verdict("denied", "uid 0 (root)", "not today")]
+    assert approvals.list() == []
+    with pytest.raises(ApprovalError, match="no call waits"):
+        approvals.decide(view.id, True, "uid 0 (root)")
+
+
+async def test_nobody_deciding_in_time_refuses(autojump_clock: trio.testing.MockClock) -> None:
+    approvals = Approvals()
+    start = trio.current_time()
+    verdict = await approvals.ask(request(), 120)
+    assert trio.current_time() - start == pytest.approx(120)
+    assert (verdict.outcome, verdict.by) == ("unanswered", TIMEOUT)
+    assert approvals.list() == []
+    facts = CallFacts(name="mcp__github__x", server="github", original="x", profile="default")
+    text = refusals.not_approved(facts, Decision(action="ask", rule=1), verdict).content[0].text
+    assert "Nobody approved the call to 'mcp__github__x' within 120 s" in text
+
+
+async def test_a_cancelled_wait_leaves_nothing_pending(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    approvals = Approvals()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(approvals.ask, request(), 120)
+        await started(approvals, 1)
+        before = approvals.version
+        nursery.cancel_scope.cancel()  # the agent cancelled its call, or went away
+    assert approvals.list() == []
+    assert approvals.version > before  # a --watch sees it go
+
+
+async def test_the_agents_user_and_the_operator_race(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    approvals = Approvals()
+    answered = trio.Event()
+
+    async def user_approves() -> Verdict | None:
+        await trio.sleep(10)
+        answered.set()
+        return asking.verdict_of(b'{"action":"accept","content":{"decision":"approve"}}')
+
+    verdict = await approvals.ask(request(), 120, user_approves)
+    assert verdict == Verdict("approved", asking.BY_AGENT)
+    assert answered.is_set()
+
+    async def user_never_answers() -> Verdict | None:
+        await trio.sleep_forever()
+        return None
+
+    async with trio.open_nursery() as nursery:
+
+        async def call() -> None:
+            verdict = await approvals.ask(request(), 120, user_never_answers)
+            assert verdict == Verdict("approved", "uid 1000 (alice)")
+
+        nursery.start_soon(call)
+        await started(approvals, 1)
+        [view] = approvals.list()
+        assert view.asked == "agent"
+        approvals.decide(view.id, True, "uid 1000 (alice)")
+
+    async def agent_cannot_answer() -> Verdict | None:
+        return None  # the operator still can, until the timeout
+
+    verdict = await approvals.ask(request(), 30, agent_cannot_answer)
+    assert verdict.by == TIMEOUT
+
+
+async def test_one_agent_cannot_fill_the_list(autojump_clock: trio.testing.MockClock) -> None:
+    approvals = Approvals()
+    async with trio.open_nursery() as nursery:
+        for _ in range(PER_AGENT):
+            nursery.start_soon(approvals.ask, request(), 120)
+        await started(approvals, PER_AGENT)
+        with pytest.raises(ApprovalError, match="already wait"):
+            await approvals.ask(request(), 120)
+        other = AgentInfo(uid=1000, pid=5151, connection="c2")
+        nursery.start_soon(approvals.ask, request(other), 120)
+        await started(approvals, PER_AGENT + 1)
+        nursery.cancel_scope.cancel()
+    assert approvals.list() == []
+
+
+async def test_an_agent_cannot_decide_its_own_call(autojump_clock: trio.testing.MockClock) -> None:
+    approvals = Approvals()
+    me = AgentInfo(uid=os.getuid(), pid=os.getpid(), connection="c1")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(approvals.ask, request(me), 120)
+        await started(approvals, 1)
+        [view] = approvals.list()
+        with pytest.raises(ApprovalError, match="cannot decide it"):
+            approvals.decide(view.id, True, "me", decider_pid=os.getpid())
+        # ... nor a process it started (its shell tool running `mcpd approvals`).
+        child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                                 stdin=subprocess.PIPE)  # fmt: skip
+        try:
+            assert descends_from(child.pid, os.getpid())
+            with pytest.raises(ApprovalError, match="cannot decide it"):
+                approvals.decide(view.id, True, "me", decider_pid=child.pid)
+        finally:
+            child.communicate(b"")
+        assert approvals.list() != []
+        approvals.decide(view.id, False, "root", decider_pid=1)
+    assert approvals.list() == []
+
+
+async def test_an_approval_is_remembered_for_its_connection_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    gate = Gate(Approvals(), KnownSecrets())
+    facts = CallFacts(
+        name="mcp__github__merge", server="github", original="merge", profile="default"
+    )
+    decision = Decision(action="ask", rule=0, remember=True)
+    async with trio.open_nursery() as nursery:
+
+        async def call() -> None:
+            assert (await gate.ask(facts, AGENT, decision, b"{}")).by == "operator"
+
+        nursery.start_soon(call)
+        await started(gate.approvals, 1)
+        gate.approvals.decide(gate.approvals.list()[0].id, True, "operator")
+    start = trio.current_time()
+    assert (await gate.ask(facts, AGENT, decision, b"{}")).by == "remembered"
+    assert trio.current_time() == start  # nobody was asked
+    other = msgspec.structs.replace(AGENT, connection="c2")
+    assert (await gate.ask(facts, other, decision, b"{}")).by == TIMEOUT
+    gate.approvals.forget("c1")
+    assert (await gate.ask(facts, AGENT, decision, b"{}")).by == TIMEOUT
+
+
+async def test_a_full_list_refuses_with_a_reason(autojump_clock: trio.testing.MockClock) -> None:
+    gate = Gate(Approvals(), KnownSecrets())
+    facts = CallFacts(name="t", server="github", original="t", profile="default")
+    decision = Decision(action="ask", rule=0)
+    async with trio.open_nursery() as nursery:
+        for _ in range(PER_AGENT):
+            nursery.start_soon(gate.ask, facts, AGENT, decision, b"{}")
+        await started(gate.approvals, PER_AGENT)
+        verdict = await gate.ask(facts, AGENT, decision, b"{}")
+        nursery.cancel_scope.cancel()
+    assert verdict.outcome == "unanswered" and "already wait" in (verdict.reason or "")
+    text = refusals.not_approved(facts, decision, verdict).content[0].text
+    assert "could not wait for one" in text
+
+
+def test_the_exe_is_read_from_proc() -> None:
+    assert exe_of(os.getpid()) == os.path.basename(os.readlink("/proc/self/exe"))
+    assert exe_of(2**22 + 12345) is None
+
+
+# -- what the agent's user is asked --
+
+
+def test_a_legacy_agent_is_asked_with_a_form() -> None:
+    params = asking.elicitation_params(request(), "2025-11-25")
+    assert params["mode"] == "form"
+    assert "delete_repo on the server 'github'" in params["message"]
+    assert '{"repo":"x"}' in params["message"]
+    assert "deleting needs a person" in params["message"]
+    schema = params["requestedSchema"]
+    assert schema["properties"]["decision"]["enum"] == ["approve", "deny"]
+    assert schema["required"] == ["decision"]
+    # Before modes existed, the params had none.
+    assert "mode" not in asking.elicitation_params(request(), "2025-06-18")
+
+
+def test_a_modern_agent_is_asked_with_input_required() -> None:
+    result = asking.input_required("mcpd_approval", request(), "mcpd-ask:xyz", "2026-07-28")
+    assert result["resultType"] == "input_required"
+    assert result["requestState"] == "mcpd-ask:xyz"
+    asked = result["inputRequests"]["mcpd_approval"]
+    assert asked["method"] == "elicitation/create"
+    assert asked["params"] == asking.elicitation_params(request(), "2026-07-28")
+
+
+def test_long_arguments_are_cut_in_the_question() -> None:
+    long = msgspec.structs.replace(request(), arguments="x" * 5000)
+    message = asking.question(long)
+    assert "(3000 more)" in message and len(message) < 2500
+
+
+@pytest.mark.parametrize(
+    ("answer", "outcome", "reason"),
+    [
+        ({"action": "accept", "content": {"decision": "approve"}}, "approved", None),
+        ({"action": "accept", "content": {"decision": "deny", "reason": " no "}}, "denied", "no"),
+        ({"action": "accept", "content": {"decision": "deny"}}, "denied", "denied"),
+        ({"action": "accept", "content": {}}, "denied", "denied"),
+        ({"action": "accept", "content": {"decision": "APPROVE"}}, "denied", "denied"),
+        ({"action": "decline"}, "denied", "declined"),
+        ({"action": "cancel"}, "denied", "dismissed without a decision"),
+        ({"content": {"decision": "approve"}}, "denied", "the agent's answer could not be read"),
+        (b"not json", "denied", "the agent's answer could not be read"),
+    ],
+)
+def test_only_an_explicit_approval_approves(answer: object, outcome: str, reason: str) -> None:
+    verdict = asking.verdict_of(answer)
+    assert (verdict.outcome, verdict.reason, verdict.by) == (outcome, reason, asking.BY_AGENT)

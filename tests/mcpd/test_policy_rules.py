@@ -1,0 +1,271 @@
+"""``[[policy]]``: the rules as the config states them, checked with errors that name
+the key, and the decision they give a call: first match wins, the default allows,
+annotations count only from trusted servers, rates refuse with a retry time."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcpd.config.glob import Glob
+from mcpd.config.load import parse
+from mcpd.config.model import ConfigError
+from mcpd.config.policy import Rate, parse_rate, unreachable
+from mcpd.policy import refusals
+from mcpd.policy.agent import AgentInfo
+from mcpd.policy.approvals import Approvals
+from mcpd.policy.gate import Gate
+from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.rates import PRUNE_AT, RateLimits
+from mcpd.policy.rules import CallFacts, Policy
+
+SERVERS = {"github": {"command": "true"}, "notes": {"command": "true"}}
+
+
+def config(*rules: dict[str, Any], **extra: Any) -> Any:
+    return parse({"servers": SERVERS, "policy": list(rules), **extra}, env={})
+
+
+def facts(name: str = "mcp__github__delete_repo", **kw: Any) -> CallFacts:
+    base: dict[str, Any] = {
+        "name": name,
+        "server": "github",
+        "original": "delete_repo",
+        "profile": "default",
+    }
+    return CallFacts(**{**base, **kw})
+
+
+# -- the config --
+
+
+@pytest.mark.parametrize(
+    ("rule", "where", "words"),
+    [
+        ({}, "policy[0]", "action"),
+        ({"action": "maybe"}, "policy[0].action", "maybe"),
+        ({"action": "ask", "tools": []}, "policy[0].tools", "empty"),
+        ({"action": "ask", "tools": [""]}, "policy[0].tools[0]", "empty"),
+        ({"action": "ask", "tools": ["gihtub/*"]}, "policy[0].tools[0]", "'gihtub'"),
+        ({"action": "ask", "servers": ["gihtub"]}, "policy[0].servers[0]", "configured server"),
+        ({"action": "ask", "servers": ["x*"]}, "policy[0].servers[0]", "matches no"),
+        ({"action": "ask", "profiles": ["ci"]}, "policy[0].profiles[0]", "not a profile"),
+        ({"action": "ask", "annotations": {}}, "policy[0].annotations", "no hint"),
+        (
+            {"action": "ask", "annotations": {"readonly": True}},
+            "policy[0].annotations.readonly",
+            "unknown key",
+        ),
+        ({"action": "deny", "rate": "3/min"}, "policy[0].rate", "never let through"),
+        ({"action": "allow", "rate": "3/fortnight"}, "policy[0].rate", "30/min"),
+        ({"action": "allow", "rate": "0/min"}, "policy[0].rate", "no call"),
+        ({"action": "allow", "timeout": 5}, "policy[0].timeout", 'action = "ask"'),
+        ({"action": "deny", "remember": "connection"}, "policy[0].remember", "ask"),
+        ({"action": "ask", "remember": "forever"}, "policy[0].remember", "forever"),
+        ({"action": "ask", "timeout": 0}, "policy[0].timeout", "positive"),
+        ({"action": "ask", "timeout": float("nan")}, "policy[0].timeout", "positive"),
+        ({"action": "ask", "reason": ""}, "policy[0].reason", "1 to"),
+        ({"action": "ask", "rules": []}, "policy[0].rules", "unknown key"),
+    ],
+)
+def test_a_bad_rule_is_an_error_that_names_its_key(
+    rule: dict[str, Any], where: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        config(rule)
+    assert caught.value.path == where, caught.value
+    assert words in str(caught.value)
+
+
+def test_rules_may_name_configured_and_built_in_profiles() -> None:
+    cfg = config(
+        {"action": "deny", "profiles": ["ci", "claude-code", "default"]},
+        profiles={"ci": {"servers": ["notes"]}},
+    )
+    assert cfg.policy[0].profiles == ["ci", "claude-code", "default"]
+
+
+def test_a_catch_all_rule_leaves_the_ones_after_it_unreachable() -> None:
+    cfg = config(
+        {"action": "deny", "tools": ["*/delete_*"]},
+        {"action": "ask"},
+        {"action": "allow", "servers": ["notes"]},
+    )
+    assert unreachable(cfg.policy) == ["policy[2] is never reached: policy[1] matches every call"]
+    assert unreachable(config({"action": "ask", "servers": ["notes"]}).policy) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "rate"),
+    [("30/min", Rate(30, 60.0)), ("1/s", Rate(1, 1.0)), (" 5 / hour", Rate(5, 3600.0))],
+)
+def test_rates_are_read_as_written(text: str, rate: Rate) -> None:
+    assert parse_rate(text) == rate
+
+
+# -- the decision --
+
+
+def test_the_first_rule_that_matches_decides_and_the_default_allows() -> None:
+    policy = Policy(
+        config(
+            {"action": "deny", "tools": ["*/delete_*"], "reason": "no deletions"},
+            {"action": "ask", "servers": ["github"]},
+        ).policy
+    )
+    d = policy.decide(facts())
+    assert (d.action, d.rule, d.reason, d.by) == ("deny", 0, "no deletions", "policy[0]")
+    merge = facts("mcp__github__merge", original="merge")
+    assert (policy.decide(merge).action, policy.decide(merge).rule) == ("ask", 1)
+    other = facts("mcp__notes__read", server="notes", original="read")
+    d = policy.decide(other)
+    assert (d.action, d.rule, d.by) == ("allow", None, "default")
+
+
+def test_a_tool_pattern_matches_the_agents_name_or_alias_slash_original() -> None:
+    by_local = Policy(config({"action": "deny", "tools": ["mcp__github__*"]}).policy)
+    by_original = Policy(config({"action": "deny", "tools": ["github/delete_*"]}).policy)
+    # A profile's own naming, or a rename, changes the agent's name, not alias/original.
+    renamed = facts("gh_remove", original="delete_repo")
+    assert by_local.decide(renamed).action == "allow"
+    assert by_original.decide(renamed).action == "deny"
+    assert by_local.decide(facts()).action == "deny"
+    assert by_original.decide(facts(server="notes")).action == "allow"
+
+
+def test_profiles_and_servers_narrow_a_rule() -> None:
+    policy = Policy(
+        config(
+            {"action": "deny", "profiles": ["c*"], "servers": ["github"]},
+            profiles={"ci": {}},
+        ).policy
+    )
+    assert policy.decide(facts(profile="ci")).action == "deny"
+    assert policy.decide(facts(profile="default")).action == "allow"
+    assert policy.decide(facts(profile="ci", server="notes")).action == "allow"
+
+
+def test_annotations_count_only_from_a_trusted_server() -> None:
+    policy = Policy(
+        config(
+            {"action": "allow", "annotations": {"readOnlyHint": True}},
+            {"action": "ask", "annotations": {"destructiveHint": True}},
+        ).policy
+    )
+    says_safe = {"readOnlyHint": True, "destructiveHint": False}
+    # An untrusted server saying its tool only reads is taken at its most dangerous.
+    d = policy.decide(facts(annotations=says_safe, trusted=False))
+    assert (d.action, d.rule) == ("ask", 1)
+    d = policy.decide(facts(annotations=says_safe, trusted=True))
+    assert (d.action, d.rule) == ("allow", 0)
+    # A trusted server's hint left out means what the spec says: destructive.
+    d = policy.decide(facts(annotations={}, trusted=True))
+    assert (d.action, d.rule) == ("ask", 1)
+    # A hint that is not a boolean is no hint.
+    d = policy.decide(facts(annotations={"readOnlyHint": "yes"}, trusted=True))
+    assert d.rule == 1
+
+
+def test_ask_carries_its_timeout_and_memory() -> None:
+    policy = Policy(
+        config(
+            {"action": "ask", "tools": ["a*"], "timeout": 30, "remember": "connection"},
+            {"action": "ask"},
+        ).policy
+    )
+    d = policy.decide(facts("alpha"))
+    assert (d.timeout, d.remember) == (30, True)
+    d = policy.decide(facts("beta"))
+    assert (d.timeout, d.remember) == (120, False)
+
+
+def test_an_empty_policy_says_so() -> None:
+    assert Policy().empty
+    assert Policy().decide(facts()).action == "allow"
+    assert not Policy(config({"action": "deny"}).policy).empty
+
+
+# -- globs --
+
+_GLOB_CHARS = st.sampled_from(list("ab*?[]!-/_"))
+_TEXT_CHARS = st.sampled_from(list("ab-/_[]!"))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(_GLOB_CHARS, max_size=10), st.text(_TEXT_CHARS, max_size=12))
+def test_a_glob_matches_as_fnmatchcase_does(pattern: str, text: str) -> None:
+    assert Glob(pattern).match(text) == fnmatchcase(text, pattern), (pattern, text)
+
+
+class _Counting(str):
+    """A name that counts how often the matcher looks at one of its characters."""
+
+    looked = 0
+
+    def __getitem__(self, key: Any) -> Any:
+        _Counting.looked += 1
+        return str.__getitem__(self, key)
+
+
+@pytest.mark.parametrize("n", [1_000, 10_000])
+def test_a_glob_never_tries_a_name_twice(n: int) -> None:
+    # Against a backtracking matcher this pattern takes time exponential in its stars.
+    pattern = "*a?" * 8 + "*b?"
+    _Counting.looked = 0
+    assert not Glob(pattern).match(_Counting("a" * n))
+    assert _Counting.looked <= 2 * len(pattern) * n
+
+
+# -- rate limits --
+
+
+def test_a_rate_lets_its_count_through_then_says_when_to_come_back() -> None:
+    policy = Policy(config({"action": "allow", "rate": "3/min"}).policy)
+    decision = policy.decide(facts())
+    rates = RateLimits()
+    assert [rates.admit(decision, "pid:1", 100.0) for _ in range(3)] == [None] * 3
+    wait = rates.admit(decision, "pid:1", 100.0)
+    assert wait == pytest.approx(20.0)  # one call back every 20 s
+    assert rates.admit(decision, "pid:2", 100.0) is None  # another agent counts apart
+    assert rates.admit(decision, "pid:1", 110.0) == pytest.approx(10.0)
+    assert rates.admit(decision, "pid:1", 120.0) is None
+
+
+def test_quiet_agents_buckets_are_forgotten() -> None:
+    decision = Policy(config({"action": "allow", "rate": "1/s"}).policy).decide(facts())
+    rates = RateLimits()
+    for pid in range(PRUNE_AT):
+        rates.admit(decision, f"pid:{pid}", 0.0)
+    assert len(rates) == PRUNE_AT
+    rates.admit(decision, "pid:new", 5.0)  # all the others have refilled by now
+    assert len(rates) == 1
+
+
+def test_the_gate_refuses_past_the_rate_with_the_retry_time() -> None:
+    now = [0.0]
+    gate = Gate(Approvals(), KnownSecrets(), clock=lambda: now[0])
+    gate.configure(config({"action": "ask", "rate": "1/min", "reason": "costly"}).policy)
+    agent = AgentInfo(pid=7, uid=1000, connection="c1")
+    assert gate.decide(facts(), agent).action == "ask"
+    limited = gate.decide(facts(), agent)
+    assert (limited.action, limited.limited) == ("deny", pytest.approx(60.0))
+    result = refusals.limited(facts(), limited)
+    text = result.content[0].text
+    assert "at most 1 call a minute" in text and "in 60 s" in text and "not an outage" in text
+    assert result.isError is True
+    assert result.meta["mcpd/policy"]["decision"] == "limited"
+    now[0] = 60.0
+    assert gate.decide(facts(), agent).action == "ask"
+
+
+def test_a_denied_call_reads_as_policy_not_an_outage() -> None:
+    decision = Policy(config({"action": "deny", "reason": "read-only day"}).policy).decide(facts())
+    result = refusals.denied(facts(), decision)
+    text = result.content[0].text
+    assert "does not allow calls to 'mcp__github__delete_repo'" in text
+    assert "read-only day" in text and "not an outage" in text
+    assert result.meta["mcpd/policy"] == {"decision": "deny", "rule": 0, "reason": "read-only day"}
