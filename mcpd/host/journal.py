@@ -48,6 +48,8 @@ EVENTS = frozenset(
         "definition_changed",
         "finding",
         "approved",
+        "call",
+        "audit",
     }
 )
 
@@ -60,7 +62,21 @@ RECORD_FIELDS: Mapping[str, str] = {
     "mcpd_suppressed": "MCPD_SUPPRESSED",
     "mcpd_item": "MCPD_ITEM",
     "mcpd_kind": "MCPD_KIND",
+    # A call's audit entry (MCPD_EVENT=call).
+    "mcpd_method": "MCPD_METHOD",
+    "mcpd_tool": "MCPD_TOOL",
+    "mcpd_outcome": "MCPD_OUTCOME",
+    "mcpd_decision": "MCPD_DECISION",
+    "mcpd_decided_by": "MCPD_DECIDED_BY",
+    "mcpd_agent_uid": "MCPD_AGENT_UID",
+    "mcpd_agent_pid": "MCPD_AGENT_PID",
+    "mcpd_profile": "MCPD_PROFILE",
 }
+
+# Between INFO and WARNING: what an operator may look for (a refused or failed call),
+# kept out of ``journalctl -p warning``.
+NOTICE = 25
+logging.addLevelName(NOTICE, "NOTICE")
 
 # One field value is capped so that a runaway server cannot make us build (and journald
 # store) arbitrarily large entries. Well above anything a stderr tail or traceback needs.
@@ -80,6 +96,8 @@ def syslog_priority(levelno: int) -> int:
         return 3
     if levelno >= logging.WARNING:
         return 4
+    if levelno >= NOTICE:
+        return 5
     if levelno >= logging.INFO:
         return 6
     return 7

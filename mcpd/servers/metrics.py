@@ -8,13 +8,13 @@ handles as a counter reset.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Final
 
 import trio
 
 from .. import __version__
+from ..host.prometheus import Writer, number
 from ..registry.table import Registry
 from .runner import Runner
 from .state import STATES
@@ -22,37 +22,12 @@ from .state import STATES
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value)) if not float(value).is_integer() else str(int(value))
-
-
-class _Writer:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def family(self, name: str, kind: str, help: str) -> None:
-        self.lines.append(f"# HELP {name} {help}")
-        self.lines.append(f"# TYPE {name} {kind}")
-
-    def sample(self, name: str, labels: dict[str, str], value: float) -> None:
-        inner = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
-        self.lines.append(
-            f"{name}{{{inner}}} {_number(value)}" if inner else f"{name} {_number(value)}"
-        )
-
-
 def render(
     runners_by_alias: Mapping[str, Runner], registry: Registry, tools: int, connections: int
 ) -> str:
     """The servers of ``runners_by_alias``; ``tools`` and ``connections`` are what the
     reader's agents are listed and how many of them are connected."""
-    out = _Writer()
+    out = Writer()
     now = trio.current_time()
     runners = [runners_by_alias[a] for a in sorted(runners_by_alias)]
 
@@ -92,7 +67,7 @@ def render(
     for r in runners:
         hist = r.stats.histogram
         for bound, count in hist.cumulative():
-            out.sample(f"{name}_bucket", {"server": r.alias, "le": _number(bound)}, count)
+            out.sample(f"{name}_bucket", {"server": r.alias, "le": number(bound)}, count)
         out.sample(f"{name}_sum", {"server": r.alias}, hist.sum)
         out.sample(f"{name}_count", {"server": r.alias}, hist.count)
 

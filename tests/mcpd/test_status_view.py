@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from mcpd.cli.status_view import local_time, render_status, watch_frame
-from mcpd.servers.metrics import _label, _number
+from mcpd.host.prometheus import label, number
 
 
 def status(**daemon: object) -> dict[str, object]:
@@ -78,8 +78,8 @@ def test_watch_frames_clear_a_terminal_and_stack_otherwise() -> None:
 
 
 def test_prometheus_labels_and_numbers() -> None:
-    assert _label('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
-    assert _number(float("inf")) == "+Inf"
-    assert _number(3) == "3" and _number(0.25) == "0.25"
+    assert label('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    assert number(float("inf")) == "+Inf"
+    assert number(3) == "3" and number(0.25) == "0.25"
     assert local_time(None) == "-"
     assert local_time((datetime.now(UTC) + timedelta(hours=1)).isoformat()) != "-"

@@ -1,0 +1,257 @@
+"""The audit log: every record in ``calls.jsonl`` in the state directory, one JSON
+line each, and (unless ``audit_journal = false``) one journal entry each.
+
+The call path never waits for it: ``record`` counts the record for the metrics and
+appends it to a bounded buffer, and a writer task hands what piled up to a worker
+thread that writes the file and the journal. When the buffer is full (the disk or
+journald fell behind), a record is counted and dropped, never waited for; the next
+write puts a ``Gap`` line in the file with how many were dropped, and a warning in
+the log.
+
+The file is rotated when the next line would take it past ``audit_max_bytes``:
+``calls.jsonl`` becomes ``calls.jsonl.1`` (and ``.1`` becomes ``.2``, up to
+``audit_files``), so the records just written are in ``.1``, whole, and only the
+oldest file goes. It is opened for appending, so a restart adds to what is there,
+and is private (0600), in a directory no other user can write to, never through a
+symbolic link.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from typing import Any, Final
+
+import msgspec
+import trio
+from msgspec import UNSET, UnsetType
+
+from protocol.logfields import log_extra
+
+from ..config.model import DaemonConfig
+from ..host.journal import NOTICE
+from ..host.privatefile import open_directory
+from ..host.ratelimit import Throttle
+from ..policy.masking import KnownSecrets
+from .counts import CallCounts
+from .record import CallRecord, Gap, digest, iso
+
+FILE_NAME: Final = "calls.jsonl"
+BUFFER: Final = 8192  # records waiting to be written
+_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+logger = logging.getLogger("mcpd.audit")
+calls_logger = logging.getLogger("mcpd.calls")
+
+
+class AuditLog:
+    def __init__(
+        self,
+        directory: str | None,
+        settings: DaemonConfig,
+        secrets: KnownSecrets | None = None,
+        capacity: int = BUFFER,
+    ) -> None:
+        """``directory``: where ``calls.jsonl`` goes (None: no file, journal only);
+        ``secrets``: what is masked in the arguments kept with ``audit_arguments``."""
+        self.directory = directory
+        self.secrets = secrets or KnownSecrets()
+        self.capacity = capacity
+        self.counts = CallCounts()
+        self.written = 0
+        self._buffer: list[CallRecord] = []
+        self._dropped = 0  # since the last write
+        self._wake = trio.Event()
+        self._fd: int | None = None
+        self._size = 0
+        self._problem: str | None = None
+        self._dropped_warning = Throttle(burst=1, every=60.0)
+        self.configure(settings)
+
+    def configure(self, settings: DaemonConfig) -> None:
+        """The ``[daemon]`` audit keys in force (at start and after each reload)."""
+        self.to_file = settings.audit and self.directory is not None
+        self.to_journal = settings.audit_journal
+        self.arguments_kept = settings.audit_arguments
+        self.max_bytes = settings.audit_max_bytes
+        self.files = settings.audit_files
+
+    @property
+    def path(self) -> str | None:
+        return None if self.directory is None else os.path.join(self.directory, FILE_NAME)
+
+    # -- the call path's side --
+
+    def arguments(self, raw: bytes | None) -> tuple[int, str | None, Any | UnsetType]:
+        """What a record says of a call's arguments (the JSON text the agent sent):
+        their size, their digest, and themselves (secrets masked) only with
+        ``audit_arguments``."""
+        if not raw:
+            return 0, None, UNSET
+        kept: Any | UnsetType = UNSET
+        if self.arguments_kept:
+            try:
+                kept = self.secrets.mask_value(msgspec.json.decode(raw))
+            except msgspec.DecodeError:
+                kept = "(not valid JSON)"
+        return len(raw), digest(raw), kept
+
+    def record(self, record: CallRecord) -> None:
+        """Count ``record`` and queue it for writing; never blocks."""
+        self.counts.add(record)
+        if not (self.to_file or self.to_journal):
+            return
+        if len(self._buffer) >= self.capacity:
+            self._dropped += 1
+            self.counts.dropped += 1
+            return
+        self._buffer.append(record)
+        self._wake.set()
+
+    # -- the writer --
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            while True:
+                await self._wake.wait()
+                await self.flush()
+        finally:
+            with trio.move_on_after(5, shield=True):
+                await self.flush()
+            self._close()
+
+    async def flush(self) -> None:
+        """Write what is waiting (in a worker thread: the event loop never waits for
+        the disk or journald)."""
+        self._wake = trio.Event()
+        batch, self._buffer = self._buffer, []
+        dropped, self._dropped = self._dropped, 0
+        if batch or dropped:
+            await trio.to_thread.run_sync(self._write, batch, dropped)
+
+    def _write(self, batch: list[CallRecord], dropped: int) -> None:
+        now = time.time()
+        lines = []
+        for record in batch:
+            record.time = iso(record.ts)
+            lines.append(msgspec.json.encode(record) + b"\n")
+        if dropped:
+            gap = Gap(time=iso(now), ts=now, dropped=dropped)
+            lines.append(msgspec.json.encode(gap) + b"\n")
+            if self._dropped_warning.admit() is not None:
+                logger.warning(
+                    "%d audit records dropped: the audit log was not keeping up",
+                    dropped,
+                    extra=log_extra(None, "audit", "buffer full"),
+                )
+        if self.to_file:
+            self._append(lines)
+        if self.to_journal:
+            for record in batch:
+                _journal(record)
+
+    def _append(self, lines: list[bytes]) -> None:
+        try:
+            fd = self._open()
+            chunk: list[bytes] = []
+            pending = 0  # bytes in chunk
+            for line in lines:
+                if self._size + pending + len(line) > self.max_bytes and self._size + pending:
+                    if chunk:
+                        self._write_all(fd, b"".join(chunk))
+                        chunk, pending = [], 0
+                    fd = self._rotate()
+                chunk.append(line)
+                pending += len(line)
+            if chunk:
+                self._write_all(fd, b"".join(chunk))
+        except OSError as exc:
+            self.counts.write_errors += 1
+            self._close()
+            if str(exc) != self._problem:  # once per distinct problem, not per batch
+                self._problem = str(exc)
+                logger.warning(
+                    "cannot write the audit log %s: %s",
+                    self.path,
+                    exc,
+                    extra=log_extra(None, "audit", str(exc)),
+                )
+            return
+        self.written += len(lines)
+        self._problem = None
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        self._size += len(data)
+
+    def _open(self) -> int:
+        if self._fd is not None:
+            return self._fd
+        assert self.directory is not None
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        dir_fd = open_directory(self.directory)
+        try:
+            fd = os.open(FILE_NAME, _FLAGS, 0o600, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+        self._fd, self._size = fd, os.fstat(fd).st_size
+        if self._size and os.pread(fd, 1, self._size - 1) != b"\n":
+            self._write_all(fd, b"\n")  # a line cut short by a crash stays on its own
+        return fd
+
+    def _rotate(self) -> int:
+        assert self.directory is not None
+        self._close()
+        dir_fd = open_directory(self.directory)
+        try:
+            for n in range(self.files, 1, -1):
+                with contextlib.suppress(FileNotFoundError):
+                    older, newer = f"{FILE_NAME}.{n - 1}", f"{FILE_NAME}.{n}"
+                    os.rename(older, newer, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            os.rename(FILE_NAME, f"{FILE_NAME}.1", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+        return self._open()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd, self._size = None, 0
+
+
+def _journal(record: CallRecord) -> None:
+    agent = record.agent
+    who = agent.label()
+    took = f"{record.duration_ms:.0f} ms"
+    what = record.name or "-"
+    if record.original and record.server:
+        what += f" ({record.server}/{record.original})"
+    outcome = record.outcome + (f": {record.reason}" if record.reason else "")
+    extra = log_extra(record.server, "call", record.reason)
+    extra.update(
+        mcpd_method=record.method,
+        mcpd_tool=record.name,
+        mcpd_outcome=record.outcome,
+        mcpd_decision=record.decision,
+        mcpd_decided_by=record.decided_by,
+        mcpd_agent_uid=agent.uid,
+        mcpd_agent_pid=agent.pid,
+        mcpd_profile=agent.profile,
+    )
+    calls_logger.log(
+        logging.INFO if record.outcome == "ok" else NOTICE,
+        "%s %s by %s: %s in %s (%s by %s)",
+        record.method,
+        what,
+        who,
+        outcome,
+        took,
+        record.decision,
+        record.decided_by,
+        extra=extra,
+    )

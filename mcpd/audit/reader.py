@@ -1,0 +1,104 @@
+"""Reading the audit log back, oldest record first, and choosing records: what ``mcpd
+calls`` does. It reads the files directly, so the daemon need not be running."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Final
+
+import msgspec
+
+from ..config.glob import Glob
+from .log import FILE_NAME
+from .record import CallRecord, Gap
+
+_ROTATED: Final = re.compile(re.escape(FILE_NAME) + r"\.([0-9]{1,4})\Z")
+_records: Final = msgspec.json.Decoder(CallRecord)
+_gaps: Final = msgspec.json.Decoder(Gap)
+
+
+def log_files(directory: str) -> list[str]:
+    """The audit files in ``directory``, oldest first (``calls.jsonl.N`` … ``.1``,
+    then ``calls.jsonl``)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    rotated = sorted(
+        ((int(m.group(1)), name) for name in names if (m := _ROTATED.match(name))),
+        reverse=True,
+    )
+    found = [os.path.join(directory, name) for _, name in rotated]
+    if FILE_NAME in names:
+        found.append(os.path.join(directory, FILE_NAME))
+    return found
+
+
+class Reading:
+    """The records of a directory's audit files, and what could not be read."""
+
+    def __init__(self, directory: str) -> None:
+        self.files = log_files(directory)
+        self.unreadable = 0  # lines that are no record (one cut short by a crash)
+        self.dropped = 0  # records the daemon counted but could not write
+
+    def __iter__(self) -> Iterator[CallRecord]:
+        for path in self.files:
+            try:
+                f = open(path, "rb")  # noqa: SIM115 - closed below, while iterating
+            except FileNotFoundError:
+                continue  # rotated away while we read
+            with f:
+                for line in f:
+                    record = self._decode(line)
+                    if record is not None:
+                        yield record
+
+    def _decode(self, line: bytes) -> CallRecord | None:
+        if not line.strip():
+            return None
+        try:
+            return _records.decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
+        try:
+            self.dropped += _gaps.decode(line).dropped
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            self.unreadable += 1
+        return None
+
+
+class Choice(msgspec.Struct, frozen=True, kw_only=True):
+    """Which records to show; what is left out (None, False) does not choose."""
+
+    since: float | None = None  # Unix time
+    server: str | None = None  # a glob over aliases
+    tool: str | None = None  # a glob over the agent's name or ``ALIAS/NAME``
+    agent: int | None = None  # a pid or a uid
+    failed: bool = False
+
+    def compiled(self) -> _Compiled:
+        return _Compiled(self)
+
+
+class _Compiled:
+    def __init__(self, choice: Choice) -> None:
+        self.choice = choice
+        self.server = Glob(choice.server) if choice.server is not None else None
+        self.tool = Glob(choice.tool) if choice.tool is not None else None
+
+    def admits(self, r: CallRecord) -> bool:
+        c = self.choice
+        if c.since is not None and r.ts < c.since:
+            return False
+        if self.server is not None and not self.server.match(r.server or ""):
+            return False
+        if self.tool is not None:
+            qualified = f"{r.server}/{r.original}" if r.server and r.original else ""
+            if not (self.tool.match(r.name or "") or self.tool.match(qualified)):
+                return False
+        if c.agent is not None and c.agent not in (r.agent.pid, r.agent.uid):
+            return False
+        return not c.failed or r.failed

@@ -1,0 +1,69 @@
+"""One audit record: a ``tools/call``, ``prompts/get``, ``resources/read`` or
+``completion/complete`` that an agent made, and what came of it.
+
+Written as one JSON line in ``calls.jsonl`` (``log``); ``mcpd calls`` reads them back.
+A ``Gap`` line says how many records were not written because the writer fell behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ..policy.agent import AgentInfo
+
+METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
+
+# ok: the server answered; tool_error: a tool result with isError; refused: mcpd did
+# not send it (policy, a held definition, an unknown name); outage: the server was
+# unavailable; timeout: no answer in time; cancelled: the agent stopped waiting;
+# error: the server answered with a JSON-RPC error.
+Outcome = Literal["ok", "tool_error", "refused", "outage", "timeout", "cancelled", "error"]
+OUTCOMES: Final = ("ok", "tool_error", "refused", "outage", "timeout", "cancelled", "error")
+# allow, deny and limited are the rules' (and their rates'); approved, denied and
+# unanswered end an ask; ask is one the agent stopped waiting for.
+DECISIONS: Final = ("allow", "deny", "limited", "approved", "denied", "unanswered", "ask")
+
+
+class CallRecord(msgspec.Struct, kw_only=True):
+    time: str = ""  # ISO 8601, UTC, set from ``ts`` when the record is written
+    ts: float  # Unix time the call arrived
+    agent: AgentInfo
+    method: str
+    name: str | None = None  # what the agent asked for: a tool or prompt name, a URI
+    original: str | None = None  # the server's own name for it
+    server: str | None = None
+    args_bytes: int = 0
+    args_digest: str | None = None  # of the arguments as the agent sent them
+    # The arguments themselves, with mcpd's secrets masked: only with audit_arguments.
+    arguments: Any | UnsetType = UNSET
+    decision: str = "allow"
+    decided_by: str = "default"  # policy[N], default, the agent's user, uid N (name), ...
+    outcome: Outcome
+    reason: str | None = None  # why it was refused or failed
+    duration_ms: float = 0.0
+    result_bytes: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome != "ok"
+
+
+class Gap(msgspec.Struct, kw_only=True):
+    """Records that were counted but never written (the buffer was full)."""
+
+    time: str
+    ts: float
+    dropped: int
+
+
+def digest(arguments: bytes) -> str:
+    return hashlib.sha256(arguments).hexdigest()[:32]
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

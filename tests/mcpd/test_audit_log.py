@@ -1,0 +1,197 @@
+"""The audit log's file and journal: one JSON line a record, written off the call path;
+rotated at its cap with the records just written kept; appended to after a restart; a
+full buffer drops and counts, never waits; a link where the file goes is not followed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from mcpd.audit.log import FILE_NAME, AuditLog
+from mcpd.audit.reader import Reading, log_files
+from mcpd.audit.record import CallRecord
+from mcpd.config.model import DaemonConfig
+from mcpd.config.secrets import HeldSecret
+from mcpd.host.journal import record_fields
+from mcpd.policy.agent import AgentInfo
+from mcpd.policy.masking import KnownSecrets, marker
+
+AGENT = AgentInfo(
+    uid=1000, pid=4242, exe="claude", profile="default", connection="c1", era="modern"
+)
+
+
+def settings(**kw: Any) -> DaemonConfig:
+    return DaemonConfig(**{"audit_journal": False, **kw})
+
+
+def record(n: int, **kw: Any) -> CallRecord:
+    base: dict[str, Any] = {
+        "ts": 1_700_000_000.0 + n,
+        "agent": AGENT,
+        "method": "tools/call",
+        "name": f"mcp__notes__t{n}",
+        "original": f"t{n}",
+        "server": "notes",
+        "outcome": "ok",
+        "duration_ms": 1.5,
+        "result_bytes": 10,
+    }
+    return CallRecord(**{**base, **kw})
+
+
+async def test_a_record_is_one_json_line_with_every_field(tmp_path: Path) -> None:
+    log = AuditLog(str(tmp_path), settings())
+    size, digest, kept = log.arguments(b'{"q": "x"}')
+    refused = {"decision": "deny", "decided_by": "policy[0]", "outcome": "refused"}
+    log.record(
+        record(
+            1, args_bytes=size, args_digest=digest, arguments=kept, reason="no deletions", **refused
+        )
+    )
+    await log.flush()
+    [line] = (tmp_path / FILE_NAME).read_text().splitlines()
+    data = json.loads(line)
+    assert data["time"] == "2023-11-14T22:13:21.000Z"
+    assert data["agent"] == {
+        "uid": 1000,
+        "pid": 4242,
+        "exe": "claude",
+        "profile": "default",
+        "connection": "c1",
+        "era": "modern",
+    }
+    assert (data["args_bytes"], len(data["args_digest"])) == (10, 32)
+    assert "arguments" not in data  # only with audit_arguments
+    assert (data["decision"], data["decided_by"], data["outcome"], data["reason"]) == (
+        "deny",
+        "policy[0]",
+        "refused",
+        "no deletions",
+    )
+    assert os.stat(tmp_path / FILE_NAME).st_mode & 0o777 == 0o600
+
+
+async def test_arguments_are_kept_only_when_asked_with_secrets_masked(tmp_path: Path) -> None:
+    secrets = KnownSecrets()
+    secrets.replace("config", [HeldSecret("servers.gh.headers.Authorization", "ghp-secret-1")])
+    log = AuditLog(str(tmp_path), settings(audit_arguments=True), secrets)
+    raw = b'{"note": "token ghp-secret-1 inside", "n": 1}'
+    size, digest, kept = log.arguments(raw)
+    assert kept == {"note": f"token {marker('servers.gh.headers.Authorization')} inside", "n": 1}
+    log.record(record(1, args_bytes=size, args_digest=digest, arguments=kept))
+    await log.flush()
+    text = (tmp_path / FILE_NAME).read_text()
+    assert "ghp-secret-1" not in text and "[secret of servers.gh.headers.Authorization]" in text
+    assert log.arguments(b"not json")[2] == "(not valid JSON)"
+
+
+async def test_the_file_rotates_at_its_cap_and_keeps_what_was_just_written(
+    tmp_path: Path,
+) -> None:
+    log = AuditLog(str(tmp_path), settings(audit_max_bytes=4096, audit_files=3))
+    line = len(msgspec.json.encode(record(0, time="2023-11-14T22:13:20.000Z"))) + 1
+    per_file = 4096 // line
+    total = per_file * 3 + 5  # three full files and part of a fourth
+    for n in range(total):
+        log.record(record(n))
+        if n % 7 == 0:  # batches of every size, some across a rotation
+            await log.flush()
+    await log.flush()
+    names = sorted(os.listdir(tmp_path))
+    assert names == [FILE_NAME, f"{FILE_NAME}.1", f"{FILE_NAME}.2", f"{FILE_NAME}.3"]
+    for name in names:
+        assert os.path.getsize(tmp_path / name) <= 4096
+    read = [r.name for r in Reading(str(tmp_path))]
+    assert read == [f"mcp__notes__t{n}" for n in range(total)]
+    # One more file's worth: the oldest file goes, and only it.
+    for n in range(total, total + per_file):
+        log.record(record(n))
+    await log.flush()
+    read = [r.name for r in Reading(str(tmp_path))]
+    assert read == [f"mcp__notes__t{n}" for n in range(per_file, total + per_file)]
+    assert log_files(str(tmp_path))[-1].endswith(FILE_NAME)
+
+
+async def test_a_restart_adds_to_what_is_there(tmp_path: Path) -> None:
+    first = AuditLog(str(tmp_path), settings())
+    for n in range(3):
+        first.record(record(n))
+    await first.flush()
+    first._close()
+    # The daemon died in the middle of a line.
+    with open(tmp_path / FILE_NAME, "ab") as f:
+        f.write(b'{"time": "2023-11-14T22:13:2')
+    second = AuditLog(str(tmp_path), settings())
+    for n in range(3, 5):
+        second.record(record(n))
+    await second.flush()
+    reading = Reading(str(tmp_path))
+    assert [r.name for r in reading] == [f"mcp__notes__t{n}" for n in range(5)]
+    assert reading.unreadable == 1
+
+
+async def test_a_full_buffer_drops_and_counts_and_never_waits(tmp_path: Path) -> None:
+    log = AuditLog(str(tmp_path), settings(), capacity=10)
+    for n in range(15):
+        log.record(record(n))  # no writer ran in between: the buffer filled
+    assert log.counts.dropped == 5
+    assert sum(log.counts.calls.values()) == 15  # the metrics count every call
+    await log.flush()
+    reading = Reading(str(tmp_path))
+    assert [r.name for r in reading] == [f"mcp__notes__t{n}" for n in range(10)]
+    assert reading.dropped == 5
+
+
+async def test_a_link_where_the_file_goes_is_not_followed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / FILE_NAME).symlink_to(target)
+    log = AuditLog(str(state), settings())
+    log.record(record(1))
+    with caplog.at_level(logging.WARNING):
+        await log.flush()
+    assert target.read_text() == ""
+    assert log.counts.write_errors == 1
+    assert "cannot write the audit log" in caplog.text
+
+
+async def test_each_call_is_a_journal_entry_below_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = AuditLog(None, settings(audit_journal=True))
+    log.record(record(1))
+    log.record(record(2, outcome="refused", decision="deny", decided_by="policy[0]", reason="no"))
+    with caplog.at_level(logging.INFO, logger="mcpd.calls"):
+        await log.flush()
+    ok, refused = [dict(record_fields(r)) for r in caplog.records if r.name == "mcpd.calls"]
+    assert (ok["PRIORITY"], ok["MCPD_EVENT"], ok["MCPD_OUTCOME"]) == ("6", "call", "ok")
+    assert (ok["MCPD_SERVER"], ok["MCPD_TOOL"], ok["MCPD_AGENT_PID"]) == (
+        "notes",
+        "mcp__notes__t1",
+        "4242",
+    )
+    assert refused["PRIORITY"] == "5"  # notice: journalctl -p warning leaves it out
+    assert (refused["MCPD_DECISION"], refused["MCPD_DECIDED_BY"]) == ("deny", "policy[0]")
+    assert "refused: no" in refused["MESSAGE"]
+
+
+async def test_the_journal_can_be_turned_off(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = AuditLog(str(tmp_path), settings(audit_journal=False))
+    log.record(record(1))
+    with caplog.at_level(logging.DEBUG, logger="mcpd.calls"):
+        await log.flush()
+    assert not [r for r in caplog.records if r.name == "mcpd.calls"]
+    assert len((tmp_path / FILE_NAME).read_text().splitlines()) == 1
