@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import pwd
+from typing import Final
 
 import msgspec
 
+_MAX_EXE: Final = 64
 
-class AgentInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+
+class AgentInfo(msgspec.Struct, frozen=True, kw_only=True):
     uid: int | None = None  # None: not known (an agent over TCP)
     pid: int | None = None
     exe: str | None = None  # the executable's name, from /proc/PID/exe
@@ -38,16 +41,17 @@ class AgentInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 def exe_of(pid: int) -> str | None:
     """The name of the program ``pid`` runs (None when /proc does not say: the process
-    is gone, or hidden as under systemd's ProtectProc=)."""
+    is gone, or hidden as under systemd's ProtectProc=). Whoever runs the program chose
+    the name: what could not be printed on a line of its own is replaced."""
     try:
-        return os.path.basename(os.readlink(f"/proc/{pid}/exe")).removesuffix(" (deleted)")
+        name = os.path.basename(os.readlink(f"/proc/{pid}/exe")).removesuffix(" (deleted)")
     except OSError:
-        pass
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
-            return f.read().strip() or None
-    except OSError:
-        return None
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+                name = f.read().strip()
+        except OSError:
+            return None
+    return "".join(c if c.isprintable() else "?" for c in name[:_MAX_EXE]) or None
 
 
 def parent_of(pid: int) -> int | None:

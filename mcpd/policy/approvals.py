@@ -178,8 +178,9 @@ class Approvals:
     # -- the operator's side --
 
     def list(self) -> list[PendingView]:
-        """What waits, oldest first."""
-        return [p.view() for p in sorted(self._pending.values(), key=lambda p: p.since)]
+        """What waits, oldest first (a call just decided waits no more)."""
+        waiting = [p for p in self._pending.values() if p.verdict is None]
+        return [p.view() for p in sorted(waiting, key=lambda p: p.since)]
 
     def decide(
         self,

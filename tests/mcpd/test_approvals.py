@@ -6,8 +6,10 @@ decide its own call. And what the agent's user is asked, in both eras."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -268,3 +270,14 @@ def test_long_arguments_are_cut_in_the_question() -> None:
 def test_only_an_explicit_approval_approves(answer: object, outcome: str, reason: str) -> None:
     verdict = asking.verdict_of(answer)
     assert (verdict.outcome, verdict.reason, verdict.by) == (outcome, reason, asking.BY_AGENT)
+
+
+def test_a_program_named_to_forge_log_lines_is_shown_on_one(tmp_path: Path) -> None:
+    program = tmp_path / "agent\nWARNING forged\x1b[2J"
+    shutil.copy(shutil.which("cat") or "/bin/cat", program)
+    child = subprocess.Popen([str(program)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        name = exe_of(child.pid)
+    finally:
+        child.communicate(b"")
+    assert name == "agent?WARNING forged?[2J"
