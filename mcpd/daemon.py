@@ -30,9 +30,13 @@ from .config.endpoints import groups_locked_out
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from .host import pinfile
+from .config.secrets import HeldSecret
 from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 from .host.token import TokenFile, token_path
+from .oversight import Oversight
+from .policy.approvals import Approvals
+from .policy.gate import Gate as PolicyGate
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.gate import Gate
@@ -106,6 +110,8 @@ class Daemon:
         self.api = Api(self.front, self, _Lines(), splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.token = TokenFile(token_path(state_dir(config)))
+        self.oversight = Oversight(config, state_dir(config))
+        self.oversight.watch_secrets("daemon", self._secrets_held_now)
         self.started = trio.Event()
         self.socket_path = config.socket_path()
         self._started = 0.0
@@ -148,6 +154,7 @@ class Daemon:
                 self.histories.load(self.state.history_read, enabled)
                 await nursery.start(self.state.run, self.started)
                 await nursery.start(self.histories.run, lambda: self.supervisor.runners)
+                await nursery.start(self.oversight.run)
                 await nursery.start(self.supervisor.run)
                 nursery.start_soon(self._signals)
                 await nursery.start(run_watchdog, self.notifier)
@@ -238,6 +245,7 @@ class Daemon:
                 report = await self.supervisor.reload(new)
                 report.restart = restart
                 self.config = new
+                self.oversight.configure(new)
                 self.api.configure(new.profiles, new.naming)
                 await self.api.apply_sockets()
                 self.tool_budget.limit = new.daemon.max_tools
@@ -287,6 +295,21 @@ class Daemon:
         ] if old is not None else []  # fmt: skip
         return unmatched(new.profiles, self.registry, new.naming, enabled, unknown)
 
+    def _secrets_held_now(self) -> list[HeldSecret]:
+        """The secrets that change while mcpd runs: the servers' OAuth tokens, and the
+        endpoint's token while it listens."""
+        held = []
+        for alias, runner in self.supervisor.runners.items():
+            tokens = runner.auth.creds.tokens if runner.auth is not None else None
+            if tokens is not None:
+                held.append(HeldSecret(f"servers.{alias} (OAuth)", tokens.access_token.reveal()))
+                if tokens.refresh_token is not None:
+                    refresh = tokens.refresh_token.reveal()
+                    held.append(HeldSecret(f"servers.{alias} (OAuth)", refresh))
+        if self.api.endpoint is not None:
+            held.append(HeldSecret("the HTTP endpoint's token", self.token.current()))
+        return held
+
     def _session_of(self, alias: str) -> Session | None:
         runner = self.supervisor.runners.get(alias)
         up = runner.upstream if runner is not None else None
@@ -322,13 +345,23 @@ class Daemon:
     def http_token(self) -> str:
         return self.token.current()
 
+    @property
+    def approvals(self) -> Approvals:
+        return self.oversight.approvals
+
+    @property
+    def gate(self) -> PolicyGate:
+        return self.oversight.gate
+
     def metrics(self, scope: ProfileView | None = None) -> str:
         runners = self.supervisor.runners
         if scope is None:
             agents = len(self.api.agent_connections())
-            return metrics.render(runners, self.registry, self.registry.size(), agents)
+            text = metrics.render(runners, self.registry, self.registry.size(), agents)
+            return text + self.oversight.metrics()
         own = {alias: r for alias, r in runners.items() if scope.has_server(alias)}
-        return metrics.render(own, self.registry, scope.count(), self.api.agents()[scope.name])
+        text = metrics.render(own, self.registry, scope.count(), self.api.agents()[scope.name])
+        return text + self.oversight.metrics(scope.has_server)
 
     def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:
         only = None if scope is None else scope.has_server
@@ -367,6 +400,7 @@ class Daemon:
             },
             "servers": servers,
             "profiles": self.api.profile_status(bool(self.tool_budget.over)),
+            **self.oversight.status(),
         }
 
     def _status_for(self, scope: ProfileView, servers: list[dict[str, Any]]) -> dict[str, Any]:

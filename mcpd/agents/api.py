@@ -25,6 +25,7 @@ from protocol.server import RequestContext, ServerSession
 from .. import __version__
 from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
+from .approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Backend, Control, Lines, Servers
 from .connection import LIFECYCLE, Connection
@@ -103,6 +104,7 @@ class Api(ProfileMethods):
             "mcpd/reload": Api._reload,
             **AUTH_HANDLERS,
             **PINS_HANDLERS,
+            **APPROVAL_HANDLERS,
             **PROFILE_METHODS,
         }
         self._surface_handlers = self.surface.handlers()

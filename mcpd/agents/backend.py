@@ -4,11 +4,12 @@ Two small interfaces. ``Servers`` is every configured server seen as one: the
 aggregated tool table, the servers' states, and a way to hear when any of that
 changes; ``Backend`` adds starting a call and what servers offer besides tools.
 ``Control`` is the daemon itself: its settings, whether it is ready, its status, the
-servers' recent history, metrics, reload and the OAuth logins (``Logins``, for ``mcpd
-auth``). The wiring (``mcpd.daemon``) provides both; tests may provide doubles.
-``LineSink`` is how a connection writes its lines; the wiring hands over the
-implementation the stdio transports use too, so a burst of requests and the writes it
-causes upstream share one batch.
+servers' recent history, metrics, reload, the OAuth logins (``Logins``, for ``mcpd
+auth``), the pins, the policy and the calls waiting for approval. The wiring
+(``mcpd.daemon``) provides both; tests may provide doubles. ``LineSink`` is how a
+connection writes its lines; the wiring hands over the implementation the stdio
+transports use too, so a burst of requests and the writes it causes upstream share one
+batch.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from protocol.loglevels import LogMessage
 
 from ..config.model import DaemonConfig
 from ..host.pinfile import PinKeeper
+from ..policy.approvals import Approvals
+from ..policy.gate import Gate
 from ..registry.claims import Budget
 from ..registry.prompts import PromptEntry
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
@@ -240,6 +243,16 @@ class Control(Protocol):
     @property
     def pins(self) -> PinKeeper:
         """``mcpd approve``, ``mcpd tools --pending|--findings`` and ``mcpd pins``."""
+        ...
+
+    @property
+    def approvals(self) -> Approvals:
+        """The calls waiting for a person (``mcpd approvals``)."""
+        ...
+
+    @property
+    def gate(self) -> Gate:
+        """The ``[[policy]]`` rules in force, their rate limits and the approvals."""
         ...
 
     def http_token(self) -> str:

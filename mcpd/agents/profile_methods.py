@@ -2,8 +2,10 @@
 
 - ``mcpd/useProfile {profile}``: this connection sees that profile from now on
   (``mcpd bridge --profile`` sends it first); an error says which profiles exist.
-- ``mcpd/tools {profile?}``: every tool of a profile under its names, whatever its
-  discovery mode, and what ``tools/list`` gives its agents (``mcpd tools --profile``).
+- ``mcpd/tools {profile?, policy?}``: every tool of a profile under its names, whatever
+  its discovery mode, and what ``tools/list`` gives its agents (``mcpd tools
+  --profile``); with ``policy``, what the ``[[policy]]`` rules decide for a call to
+  each (``mcpd tools --policy``).
 - ``mcpd/profiles``: per profile what it exposes and how many agents use it (also in
   ``mcpd/status``); an agent in a profile is told of its own only.
 """
@@ -19,8 +21,10 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
+from ..policy.rules import facts_of
 from ..registry.table import listed_name
 from ..registry.views import ProfileView
+from .backend import Control
 from .connection import Connection
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
@@ -32,9 +36,11 @@ if TYPE_CHECKING:
 
 class _Choice(msgspec.Struct):
     profile: str | None = None
+    policy: bool = False
 
 
 class ProfileMethods:
+    control: Control
     profiles: Profiles
     connections: set[Connection]
     _http: HttpApi | None
@@ -48,8 +54,7 @@ class ProfileMethods:
         """What of the daemon's status ``conn``'s agent may read (``Profiles.scope``)."""
         return self.profiles.scope(self.view(conn), conn.peer, conn.fixed_profile)
 
-    def _chosen(self, conn: Connection, req: rpc.Request, required: bool) -> ProfileServers:
-        choice = rpc.decode_as(req.params, _Choice)
+    def _chosen(self, conn: Connection, choice: _Choice, required: bool) -> ProfileServers:
         if choice.profile is None:
             if required:
                 raise rpc.RPCError(rpc.INVALID_PARAMS, "params.profile names the profile")
@@ -59,7 +64,7 @@ class ProfileMethods:
     async def _use_profile(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
-        chosen = self._chosen(conn, req, required=True)
+        chosen = self._chosen(conn, rpc.decode_as(req.params, _Choice), required=True)
         conn.profile = chosen
         conn.seen_version = chosen.version  # what it lists from now on is not a change
         self.surface.joined(conn)
@@ -68,9 +73,18 @@ class ProfileMethods:
     async def _profile_tools(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
-        chosen = self._chosen(conn, req, required=False)
+        choice = rpc.decode_as(req.params, _Choice)
+        chosen = self._chosen(conn, choice, required=False)
         out = summary(chosen)
         out["tools"] = chosen.view.listing()
+        if choice.policy:
+            gate, view = self.control.gate, chosen.view
+            out["decisions"] = {
+                e.local: gate.policy.decide(
+                    facts_of(e, chosen.name, view.registry.server_flags(e.alias)[0])
+                ).summary()
+                for e in view.entries()
+            }
         return out
 
     async def _profiles(

@@ -12,6 +12,7 @@ import msgspec
 
 from ..config.glob import Glob
 from ..config.policy import Action, PolicyRule, Rate, parse_rate
+from ..registry.table import Entry
 
 # The hints of a tool as a model is told to take them when its server is not trusted,
 # which are also what the spec says an absent hint means.
@@ -46,6 +47,19 @@ class CallFacts(msgspec.Struct, frozen=True, kw_only=True):
     trusted: bool = False
 
 
+def facts_of(entry: Entry, profile: str, trusted: bool) -> CallFacts:
+    """The facts of a call to a listed tool, as an agent of ``profile`` calls it."""
+    annotations = entry.tool.annotations
+    return CallFacts(
+        name=entry.local,
+        server=entry.alias,
+        original=entry.original,
+        profile=profile,
+        annotations=annotations if isinstance(annotations, dict) else None,
+        trusted=trusted,
+    )
+
+
 class Decision(msgspec.Struct, frozen=True, kw_only=True):
     action: Action
     rule: int | None = None  # the rule's index; None: no rule matched
@@ -60,6 +74,15 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     def by(self) -> str:
         """Who decided, for the record: ``policy[2]``, or ``default``."""
         return "default" if self.rule is None else f"policy[{self.rule}]"
+
+    def summary(self) -> dict[str, Any]:
+        """What ``mcpd tools --policy`` shows of it."""
+        out: dict[str, Any] = {"action": self.action, "rule": self.rule, "by": self.by}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.rate is not None:
+            out["rate"] = self.rate.words()
+        return out
 
 
 ALLOW: Final = Decision(action="allow")

@@ -1,0 +1,98 @@
+"""``mcpd/approvals/...``: the socket methods behind ``mcpd approvals``.
+
+- ``mcpd/approvals/list``: the calls waiting for a person, oldest first, and the
+  list's version;
+- ``mcpd/approvals/decide {id, approve, reason?}``: approve or deny one of them;
+- ``mcpd/approvals/watch {after, wait?}``: answers once the list changed since version
+  ``after`` (or after ``wait`` seconds, at most a minute), with the list.
+
+Deciding a call lets it reach a server (or stops it), and the list shows what agents
+asked with which arguments: like ``mcpd/reload``, these are for the daemon's own user
+and root, and only where the kernel says who is asking (a Unix socket), so that an
+agent given the HTTP endpoint's token cannot approve its own calls. Neither can the
+agent that made a call, or a process it started (``Approvals.decide``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Protocol
+
+import msgspec
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol.server import RequestContext
+
+from ..policy.agent import user_name
+from ..policy.approvals import ApprovalError
+from .backend import Control
+from .connection import Connection
+
+MAX_WAIT: Final = 60.0
+
+
+class _Api(Protocol):
+    control: Control
+
+
+class _Decide(msgspec.Struct):
+    id: str
+    approve: bool
+    reason: str | None = None
+
+
+class _Watch(msgspec.Struct):
+    after: int = 0
+    wait: float = MAX_WAIT
+
+
+def _operator(conn: Connection, method: str) -> str:
+    """Who is deciding, for the record; refuses anyone but the owner on a socket."""
+    peer = conn.peer
+    if peer is None or not conn.is_owner():
+        raise rpc.RPCError(
+            -32000, f"{method} is only for the daemon's user and root, on its Unix socket"
+        )
+    return f"uid {peer.uid} ({user_name(peer.uid)})"
+
+
+def _listing(api: _Api) -> dict[str, Any]:
+    approvals = api.control.approvals
+    return {"approvals": approvals.list(), "version": approvals.version}
+
+
+async def _list(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    _operator(conn, req.method)
+    return _listing(api)
+
+
+async def _decide(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    by = _operator(conn, req.method)
+    params = rpc.decode_as(req.params, _Decide)
+    reason = (params.reason.strip()[:500] or None) if params.reason else None
+    assert conn.peer is not None
+    try:
+        decided = api.control.approvals.decide(
+            params.id, params.approve, by, reason, decider_pid=conn.peer.pid
+        )
+    except ApprovalError as exc:
+        raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
+    return {"decided": decided, "approved": params.approve, "by": by}
+
+
+async def _watch(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    _operator(conn, req.method)
+    params = rpc.decode_as(req.params, _Watch)
+    with trio.move_on_after(max(0.0, min(params.wait, MAX_WAIT))):
+        await api.control.approvals.wait_change(params.after)
+    return _listing(api)
+
+
+Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
+
+HANDLERS: dict[str, Handler] = {
+    "mcpd/approvals/list": _list,
+    "mcpd/approvals/decide": _decide,
+    "mcpd/approvals/watch": _watch,
+}

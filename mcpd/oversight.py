@@ -1,0 +1,61 @@
+"""Who may call what, and the record of every call, as the daemon holds them: the
+secrets mcpd knows, the policy gate, the approvals that wait for a person and the
+audit log, built together from the config and reconfigured together on reload."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+import trio
+
+from .audit.counts import render
+from .audit.log import AuditLog
+from .config.model import Config
+from .config.secrets import HeldSecret
+from .policy.approvals import Approvals
+from .policy.gate import Gate
+from .policy.masking import KnownSecrets
+
+
+class Oversight:
+    def __init__(self, config: Config, state_dir: str) -> None:
+        self.secrets = KnownSecrets()
+        self.approvals = Approvals()
+        self.gate = Gate(self.approvals, self.secrets)
+        self.audit = AuditLog(state_dir, config.daemon, self.secrets)
+        self.configure(config)
+
+    def configure(self, config: Config) -> None:
+        """The config in force: at start, and after each reload."""
+        self.secrets.replace("config", config.held_secrets)
+        self.gate.configure(config.policy)
+        self.audit.configure(config.daemon)
+
+    def watch_secrets(self, name: str, source: Callable[[], Iterable[HeldSecret]]) -> None:
+        """Secrets that change on their own (OAuth tokens, the endpoint token)."""
+        self.secrets.watch(name, source)
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await self.audit.run(task_status=task_status)
+
+    def status(self, only: Callable[[str], bool] | None = None) -> dict[str, Any]:
+        """What ``mcpd status`` shows of it: the calls waiting for approval (of the
+        servers ``only`` admits), and the audit log's state."""
+        waiting = [v for v in self.approvals.list() if only is None or only(v.server)]
+        out: dict[str, Any] = {"approvals": msgspec.to_builtins(waiting)}
+        if only is None:
+            audit = self.audit
+            out["audit"] = {
+                "file": audit.path if audit.to_file else None,
+                "journal": audit.to_journal,
+                "written": audit.written,
+                "dropped": audit.counts.dropped,
+                "write_errors": audit.counts.write_errors,
+            }
+        return out
+
+    def metrics(self, only: Callable[[str], bool] | None = None) -> str:
+        pending = sum(1 for v in self.approvals.list() if only is None or only(v.server))
+        return "\n".join(render(self.audit.counts, pending, only)) + "\n"
