@@ -29,8 +29,8 @@ from .agents.peers import server_of
 from .config.endpoints import groups_locked_out
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
-from .host import pinfile
 from .config.secrets import HeldSecret
+from .host import pinfile
 from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 from .host.token import TokenFile, token_path

@@ -38,11 +38,17 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
         return cmd_held_or_found(args)
     footer = None
+    decisions: dict[str, dict[str, Any]] | None = None
     with client_for(args) as client:
         try:
-            if args.profile is not None:
-                seen = client.request("mcpd/tools", {"profile": args.profile})
-                tools, footer = seen["tools"], _profile_footer(seen)
+            if args.profile is not None or args.policy:
+                params: dict[str, Any] = {"policy": True} if args.policy else {}
+                if args.profile is not None:
+                    params["profile"] = args.profile
+                seen = client.request("mcpd/tools", params)
+                tools, decisions = seen["tools"], seen.get("decisions")
+                if args.profile is not None:
+                    footer = _profile_footer(seen)
             else:
                 tools = client.list_tools()
         except Unreachable as exc:
@@ -59,7 +65,10 @@ def cmd_tools(args: argparse.Namespace) -> int:
         print(json.dumps(translate(tools, args.format), indent=2))
         return 0
     if args.json:
-        print(json.dumps({"tools": tools}, indent=2))
+        out: dict[str, Any] = {"tools": tools}
+        if decisions is not None:
+            out["decisions"] = decisions
+        print(json.dumps(out, indent=2))
         return 0
     width = shutil.get_terminal_size((120, 20)).columns
     rows = [
@@ -67,17 +76,33 @@ def cmd_tools(args: argparse.Namespace) -> int:
             visible(t["name"]),
             visible(str((t.get("_meta") or {}).get("mcpd/server", "?"))),
             visible((t.get("description") or "").replace("\n", " ")),
+            _decision((decisions or {}).get(t["name"])) if decisions is not None else "",
         )
         for t in tools
     ]
-    name_w = max([len(name) for name, _, _ in rows] + [4])
-    print(f"{'NAME':<{name_w}}  {'SERVER':<12} DESCRIPTION")
-    for name, server, desc in rows:
-        room = max(20, width - name_w - 16)
+    name_w = max([len(name) for name, _, _, _ in rows] + [4])
+    dec_w = max([len(d) for _, _, _, d in rows] + [8]) + 1 if decisions is not None else 0
+    column = f"{'DECISION':<{dec_w}}" if dec_w else ""
+    print(f"{'NAME':<{name_w}}  {'SERVER':<12} {column}DESCRIPTION")
+    for name, server, desc, decision in rows:
+        room = max(20, width - name_w - 16 - dec_w)
         desc = desc if len(desc) <= room else desc[: room - 1] + "…"
-        print(f"{name:<{name_w}}  {server:<12} {desc}")
+        print(f"{name:<{name_w}}  {server:<12} {decision:<{dec_w}}{desc}")
     print(f"{len(tools)} tools" + (f"; {footer}" if footer else ""))
     return 0
+
+
+def _decision(decision: dict[str, Any] | None) -> str:
+    """A tool's policy decision in a few words: ``ask policy[1]``, ``allow 30 calls a
+    minute policy[2]``, ``allow``."""
+    if decision is None:
+        return "-"
+    words = [str(decision["action"])]
+    if decision.get("rate"):
+        words.append(f"({decision['rate']})")
+    if decision.get("rule") is not None:
+        words.append(f"policy[{decision['rule']}]")
+    return " ".join(words)
 
 
 def _profile_footer(seen: dict[str, Any]) -> str:

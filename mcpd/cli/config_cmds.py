@@ -21,6 +21,7 @@ from ..config.exposure import in_url, masked, masked_args, warnings
 from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.paths import daemon_socket_path, runtime_directory
+from ..config.policy import PolicyRule, parse_rate, unreachable
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
 
 
@@ -103,11 +104,37 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         if s.command is not None:
             for line in sandbox_lines(alias, s, config):
                 print(f"  {'':<20} {visible(line)}")
+    if config.policy:
+        print(f"policy: {len(config.policy)} rule(s), the first that matches a call decides")
+        for i, rule in enumerate(config.policy):
+            print(f"  policy[{i}]  {rule.action:<5}  {visible(rule_words(rule))}")
+        print("  each tool's decision: mcpd tools --policy (with the daemon running)")
     locked = groups_locked_out(config.daemon)
-    inherited = inherited_warnings(config)
-    for warning in [*unstartable.values(), *([locked] if locked else []), *exposed, *inherited]:
+    warned = [*unstartable.values(), *([locked] if locked else []), *exposed]
+    for warning in [*warned, *inherited_warnings(config), *unreachable(config.policy)]:
         print(f"warning: {visible(warning)}", file=sys.stderr)
     return 0
+
+
+def rule_words(rule: PolicyRule) -> str:
+    """What a rule is about and what it adds, in one line."""
+    words = [f"tools {', '.join(rule.tools)}"]
+    if rule.servers:
+        words.append(f"servers {', '.join(rule.servers)}")
+    if rule.profiles:
+        words.append(f"profiles {', '.join(rule.profiles)}")
+    if rule.annotations is not None:
+        hints = rule.annotations.wanted().items()
+        words.append("annotations " + ", ".join(f"{k}={str(v).lower()}" for k, v in hints))
+    if rule.rate is not None:
+        words.append(f"at most {parse_rate(rule.rate).words()} per agent")
+    if rule.action == "ask":
+        words.append(f"decided within {rule.ask_timeout():g} s")
+        if rule.remember == "connection":
+            words.append("remembered for the connection")
+    if rule.reason:
+        words.append(f"reason: {rule.reason}")
+    return "; ".join(words)
 
 
 def _unstartable(config: Config) -> dict[str, str]:

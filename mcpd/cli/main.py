@@ -1,6 +1,6 @@
 """``mcpd serve|status|dashboard|tools|call|reload|check-config|import|bridge|auth|
-connect|token``, ``approve|pins`` (in ``pins_cmds``), and (in ``surface``)
-``prompts|resources|read|prompt``.
+connect|token``, ``approve|pins`` (in ``pins_cmds``), ``approvals|calls``, and (in
+``surface``) ``prompts|resources|read|prompt``.
 
 This module is the command line's grammar, every command in the order ``mcpd
 --help`` lists them, and its entry point. What the commands do is elsewhere: those
@@ -26,7 +26,8 @@ from .exits import EXIT_USAGE
 SURFACE = ("prompts", "resources", "read", "prompt")
 COMMANDS: frozenset[str] = frozenset(
     {"serve", "check-config", "tools", "call", "status", "import", "reload", "bridge"}
-    | {"auth", "token", "connect", "approve", "pins", "dashboard", *SURFACE}
+    | {"auth", "token", "connect", "approve", "pins", "dashboard", "approvals", "calls"}
+    | {*SURFACE}
 )
 
 
@@ -96,6 +97,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             help="list what the finding rules flagged, and hidden characters taken out",
         )
         t.add_argument(
+            "--policy",
+            action="store_true",
+            help="show what the [[policy]] rules decide for a call to each tool",
+        )
+        t.add_argument(
             "--host-prefix",
             default="",
             metavar="PREFIX",
@@ -136,6 +142,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "--no-browser", action="store_true", help="print the address, do not open it"
         )
         db.set_defaults(func=cmd_dashboard)
+
+    if want("approvals"):
+        from .approvals import add_parser as add_approvals
+
+        add_approvals(sub)
+
+    if want("calls"):
+        from .calls import add_parser as add_calls
+
+        add_calls(sub)
 
     if want("import"):
         from .config_cmds import cmd_import

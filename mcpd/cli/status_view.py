@@ -86,6 +86,14 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         lines += profile_lines(profiles, color)
     if d.get("http"):
         lines.append(f"HTTP endpoint: {d['http']} (bearer token: `mcpd token`)")
+    waiting = status.get("approvals") or []
+    if waiting:
+        oldest = local_time(waiting[0].get("since"))
+        text = f"{len(waiting)} call(s) wait for approval, since {oldest}: `mcpd approvals`"
+        lines.append(_paint(text, "degraded", color))
+    dropped = (status.get("audit") or {}).get("dropped")
+    if dropped:
+        lines.append(f"audit log: {dropped} records not written (the writer fell behind)")
     return "\n".join(lines)
 
 

@@ -1,0 +1,152 @@
+"""``mcpd approvals``: the calls waiting for a person, and deciding them.
+
+``mcpd approvals`` lists them; ``mcpd approvals approve ID`` and ``mcpd approvals deny
+ID [--reason TEXT]`` decide one; ``--watch`` shows the list again each time it changes,
+until Ctrl-C. What the agents asked is shown as it is, made visible: a tool name comes
+from a server and arguments from an agent, and neither may drive the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from .client import SOCKET_HELP
+from .client_cmds import client_for
+from .exits import EXIT_USAGE, ask, fail
+from .visible import visible
+
+ACTIONS = ("approve", "deny")
+
+
+def add_parser(sub: Any) -> None:
+    ap = sub.add_parser("approvals", help="list the calls waiting for approval, or decide one")
+    ap.add_argument("--socket", help=SOCKET_HELP)
+    ap.add_argument(
+        "action",
+        nargs="?",
+        choices=ACTIONS,
+        metavar="approve|deny",
+        help="approve or deny the call ID",
+    )
+    ap.add_argument("id", nargs="?", metavar="ID", help="the call's id, as the list shows it")
+    ap.add_argument("--reason", metavar="TEXT", help="with deny: why (the agent is told)")
+    ap.add_argument("--watch", action="store_true", help="show the list again at each change")
+    ap.add_argument("--json", action="store_true")
+    ap.set_defaults(func=cmd_approvals)
+
+
+def cmd_approvals(args: argparse.Namespace) -> int:
+    if args.action is not None and args.id is None:
+        fail(EXIT_USAGE, f"mcpd approvals {args.action} needs the call's ID")
+    if args.reason is not None and args.action != "deny":
+        fail(EXIT_USAGE, "--reason goes with deny")
+    if args.action is not None and args.watch:
+        fail(EXIT_USAGE, "--watch lists; it does not go with approve or deny")
+    if args.action is not None:
+        return _decide(args)
+    if args.watch:
+        return _watch(args)
+    with client_for(args) as client:
+        listing = ask(client, "mcpd/approvals/list")
+    if args.json:
+        print(json.dumps(listing["approvals"], indent=2))
+    else:
+        print(render(listing["approvals"]))
+    return 0
+
+
+def _decide(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"id": args.id, "approve": args.action == "approve"}
+    if args.reason is not None:
+        params["reason"] = args.reason
+    with client_for(args) as client:
+        done = ask(client, "mcpd/approvals/decide", params, code=False)
+    if args.json:
+        print(json.dumps(done, indent=2))
+        return 0
+    item = done["decided"]
+    word = "approved" if done["approved"] else "denied"
+    print(f"{word} {visible(item['id'])}: {_tool(item)} for {_agent(item['agent'])}")
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    tty = sys.stdout.isatty()
+    version = -1
+    shown: list[dict[str, Any]] | None = None
+    try:
+        with client_for(args) as client:
+            while True:
+                listing = ask(client, "mcpd/approvals/watch", {"after": version})
+                version = listing["version"]
+                if listing["approvals"] == shown:
+                    continue  # nothing a person would see changed: ask again
+                shown = listing["approvals"]
+                if args.json:
+                    print(json.dumps(listing["approvals"]), flush=True)
+                    continue
+                stamp = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S")
+                body = f"mcpd approvals    {stamp}\n\n{render(listing['approvals'])}\n"
+                # On a terminal the list is redrawn in place; elsewhere each follows the last.
+                sys.stdout.write(f"\x1b[H\x1b[2J{body}" if tty else f"{body}\n")
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        return 0
+
+
+def render(items: list[dict[str, Any]]) -> str:
+    if not items:
+        return "no call waits for approval"
+    now = datetime.now(UTC)
+    rows = []
+    for item in items:
+        waited = now - datetime.fromisoformat(item["since"])
+        left = datetime.fromisoformat(item["deadline"]) - now
+        rows.append(
+            (
+                visible(item["id"]),
+                f"{max(0, int(waited.total_seconds()))} s",
+                f"{max(0, int(left.total_seconds()))} s",
+                _agent(item["agent"]),
+                _tool(item),
+                visible(item["arguments"]).replace("\n", " "),
+            )
+        )
+    widths = [max(len(r[i]) for r in [_HEAD, *rows]) for i in range(5)]
+    width = shutil.get_terminal_size((120, 20)).columns
+    room = max(20, width - sum(widths) - 2 * 5)
+    lines = []
+    for row in [_HEAD, *rows]:
+        cells = [f"{row[i]:<{widths[i]}}" for i in range(5)]
+        args = row[5] if len(row[5]) <= room else row[5][: room - 1] + "…"
+        lines.append("  ".join([*cells, args]).rstrip())
+    reasons = [f"{visible(i['id'])}: {visible(i['reason'])}" for i in items if i.get("reason")]
+    if reasons:
+        lines += ["", "why they ask:", *[f"  {r}" for r in reasons]]
+    lines.append(f"{len(items)} waiting; decide with mcpd approvals approve|deny ID")
+    return "\n".join(lines)
+
+
+_HEAD = ("ID", "WAITING", "LEFT", "AGENT", "TOOL", "ARGUMENTS")
+
+
+def _agent(agent: dict[str, Any]) -> str:
+    parts = []
+    if agent.get("pid") is not None:
+        exe = f" ({visible(agent['exe'])})" if agent.get("exe") else ""
+        parts.append(f"pid {agent['pid']}{exe}")
+    if agent.get("uid") is not None:
+        parts.append(f"uid {agent['uid']}")
+    if not parts:
+        parts.append(f"connection {visible(agent.get('connection') or '?')}")
+    parts.append(visible(agent.get("profile") or "default"))
+    return ", ".join(parts)
+
+
+def _tool(item: dict[str, Any]) -> str:
+    return f"{visible(item['server'])}/{visible(item['original'])}"

@@ -1,0 +1,168 @@
+"""``mcpd calls``: the audit log, read from the state directory (the daemon need not
+be running), narrowed by time, server, tool, agent and failure.
+
+The state directory is the one the config in use names (``--config``, else
+``$MCPD_CONFIG``, else the running daemon's, else the default), as for ``mcpd token``.
+What agents and servers wrote (names, reasons) is made visible before it is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+import re
+import sys
+import time
+from collections import deque
+from datetime import datetime
+from typing import Final
+
+import msgspec
+
+from ..audit.reader import Choice, Reading
+from ..audit.record import CallRecord
+from ..config.load import load
+from ..config.model import EX_CONFIG, Config, ConfigError
+from .client import Untrusted, config_in_use, config_in_use_help
+from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
+from .visible import visible
+
+_AGO: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d)\Z")
+_SECONDS: Final = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    c = sub.add_parser("calls", help="show the audit log: the calls agents made")
+    c.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only calls since then: 90s, 30m, 1h, 2d ago, or a date and time "
+        "(2026-08-01T10:00, local time)",
+    )
+    c.add_argument("--server", metavar="ALIAS", help="only calls to this server (a glob)")
+    c.add_argument(
+        "--tool", metavar="NAME", help="only calls of this tool: the agent's name or ALIAS/NAME"
+    )
+    c.add_argument(
+        "--agent", metavar="PID|UID", help="only calls of this process or user (or a user name)"
+    )
+    c.add_argument("--failed", action="store_true", help="only calls that did not succeed")
+    c.add_argument("--json", action="store_true", help="the records as JSON lines")
+    c.add_argument("--last", type=int, default=100, metavar="N", help="the last N records (0: all)")
+    c.add_argument("--config", help=f"config file (default: {config_in_use_help()})")
+    c.set_defaults(func=cmd_calls)
+
+
+def cmd_calls(args: argparse.Namespace) -> int:
+    choice = Choice(
+        since=None if args.since is None else since(args.since),
+        server=args.server,
+        tool=args.tool,
+        agent=None if args.agent is None else _agent(args.agent),
+        failed=args.failed,
+    ).compiled()
+    if args.last < 0:
+        fail(EXIT_USAGE, "--last must be 0 (all) or more")
+    directory = _state_dir(args.config)
+    reading = Reading(directory)
+    if not reading.files:
+        print(f"mcpd: no audit log in {directory} yet", file=sys.stderr)
+        return 0
+    kept: deque[CallRecord] = deque(maxlen=args.last or None)
+    seen = 0
+    for record in reading:
+        seen += 1
+        if choice.admits(record):
+            kept.append(record)
+    if args.json:
+        for record in kept:
+            sys.stdout.write(msgspec.json.encode(record).decode() + "\n")
+    else:
+        print(render(list(kept)))
+        print(f"{len(kept)} of {seen} calls in {directory}", file=sys.stderr)
+    if reading.dropped:
+        print(
+            f"mcpd: {reading.dropped} calls were not written (the log fell behind)",
+            file=sys.stderr,
+        )
+    if reading.unreadable:
+        print(f"mcpd: {reading.unreadable} lines could not be read", file=sys.stderr)
+    return 0
+
+
+def since(text: str, now: float | None = None) -> float:
+    """``--since``: a duration ago, or a local date and time, as Unix time."""
+    now = time.time() if now is None else now
+    m = _AGO.match(text.strip())
+    if m is not None:
+        return now - float(m.group(1)) * _SECONDS[m.group(2)]
+    try:
+        return datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        fail(EXIT_USAGE, f"--since {text!r}: give a duration (90s, 30m, 1h, 2d) or a date")
+
+
+def _agent(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    try:
+        return pwd.getpwnam(text).pw_uid
+    except KeyError:
+        fail(EXIT_USAGE, f"--agent {text!r}: not a pid, a uid or a user name")
+
+
+def _state_dir(explicit: str | None) -> str:
+    from ..host.statefile import state_dir
+
+    try:
+        path = config_in_use(explicit).path
+    except Untrusted as exc:
+        fail(EXIT_UNREACHABLE, str(exc))
+    try:
+        config = load(path)
+    except ConfigError as exc:
+        if explicit or os.path.exists(path):
+            fail(EX_CONFIG, f"config error: {exc}")
+        config = Config()  # no config file: the default state directory
+    return state_dir(config)
+
+
+def render(records: list[CallRecord]) -> str:
+    head = ("TIME", "AGENT", "SERVER", "TOOL", "DECISION", "OUTCOME", "MS")
+    today = datetime.now().date()
+    rows = [head]
+    for r in records:
+        at = datetime.fromtimestamp(r.ts)
+        when = at.strftime("%H:%M:%S") if at.date() == today else at.strftime("%m-%d %H:%M")
+        a = r.agent
+        agent = f"pid {a.pid}" if a.pid is not None else f"conn {a.connection}"
+        if a.exe:
+            agent += f" ({a.exe})"
+        decision = r.decision if r.decided_by == "default" else f"{r.decision} {r.decided_by}"
+        outcome = r.outcome
+        rows.append(
+            (
+                when,
+                visible(agent),
+                visible(r.server or "-"),
+                visible(r.name or "-"),
+                visible(decision),
+                outcome,
+                f"{r.duration_ms:.0f}",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = []
+    for row in rows:
+        cells = [f"{row[i]:<{widths[i]}}" for i in range(len(head) - 1)]
+        lines.append("  ".join([*cells, f"{row[-1]:>{widths[-1]}}"]))
+    reasons = [
+        f"  {datetime.fromtimestamp(r.ts).strftime('%H:%M:%S')} {visible(r.name or '-')}: "
+        f"{visible(r.reason)}"
+        for r in records
+        if r.reason and r.failed
+    ]
+    if reasons:
+        lines += ["", "why:", *reasons]
+    return "\n".join(lines)
