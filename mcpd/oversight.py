@@ -4,11 +4,14 @@ audit log, built together from the config and reconfigured together on reload.""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
 import trio
+
+from protocol.logfields import log_extra
 
 from .audit.counts import render
 from .audit.log import AuditLog
@@ -17,6 +20,8 @@ from .config.secrets import HeldSecret
 from .policy.approvals import Approvals
 from .policy.gate import Gate
 from .policy.masking import KnownSecrets
+
+logger = logging.getLogger("mcpd.policy")
 
 
 class Oversight:
@@ -32,6 +37,15 @@ class Oversight:
         self.secrets.replace("config", config.held_secrets)
         self.gate.configure(config.policy)
         self.audit.configure(config.daemon)
+        if config.policy:
+            # Said where the operator looks, so that no rule is taken for a guard it
+            # is not: the gate is not on the call path in this version.
+            logger.warning(
+                "%d [[policy]] rule(s) read; calls are not held to them in this version "
+                "(`mcpd tools --policy` shows what they would decide)",
+                len(config.policy),
+                extra=log_extra(None, "config"),
+            )
 
     def watch_secrets(self, name: str, source: Callable[[], Iterable[HeldSecret]]) -> None:
         """Secrets that change on their own (OAuth tokens, the endpoint token)."""
