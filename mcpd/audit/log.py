@@ -40,6 +40,9 @@ from .record import CallRecord, Gap, digest, iso
 
 FILE_NAME: Final = "calls.jsonl"
 BUFFER: Final = 8192  # records waiting to be written
+# Arguments larger than this are not kept, even with audit_arguments (their size and
+# digest are): the buffer and each line stay small.
+MAX_KEPT: Final = 64 * 1024
 _FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 logger = logging.getLogger("mcpd.audit")
@@ -91,7 +94,9 @@ class AuditLog:
         if not raw:
             return 0, None, UNSET
         kept: Any | UnsetType = UNSET
-        if self.arguments_kept:
+        if self.arguments_kept and len(raw) > MAX_KEPT:
+            kept = f"({len(raw)} bytes, more than the {MAX_KEPT} kept)"
+        elif self.arguments_kept:
             try:
                 kept = self.secrets.mask_value(msgspec.json.decode(raw))
             except msgspec.DecodeError:

@@ -47,7 +47,13 @@ class AnnotationMatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
     openWorldHint: bool | None = None
 
     def wanted(self) -> dict[str, bool]:
-        return {k: v for k in self.__struct_fields__ if (v := getattr(self, k)) is not None}
+        hints = {
+            "readOnlyHint": self.readOnlyHint,
+            "destructiveHint": self.destructiveHint,
+            "idempotentHint": self.idempotentHint,
+            "openWorldHint": self.openWorldHint,
+        }
+        return {k: v for k, v in hints.items() if v is not None}
 
 
 class PolicyRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -38,8 +38,8 @@ def validate_policy(
                 parse_rate(rule.rate)
             except ValueError as exc:
                 raise ConfigError(f"{where}.rate", str(exc)) from None
-        for key in ("timeout", "remember"):
-            if getattr(rule, key) is not None and rule.action != "ask":
+        for key, value in (("timeout", rule.timeout), ("remember", rule.remember)):
+            if value is not None and rule.action != "ask":
                 raise ConfigError(f"{where}.{key}", 'only applies to action = "ask"')
         if rule.timeout is not None and not (
             0 < rule.timeout <= MAX_ASK_TIMEOUT and math.isfinite(rule.timeout)

@@ -13,6 +13,7 @@ form whose content does not say "approve".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
@@ -93,7 +94,7 @@ class _Answer(msgspec.Struct):
     content: dict[str, Any] | None = None
 
 
-def verdict_of(answer: Any) -> Verdict:
+def verdict_of(answer: bytes | msgspec.Raw | Mapping[str, object]) -> Verdict:
     """The user's answer (an ``ElicitResult``, raw JSON or decoded) as a verdict."""
     try:
         if isinstance(answer, bytes | msgspec.Raw):

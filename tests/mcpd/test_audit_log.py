@@ -13,7 +13,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpd.audit.log import FILE_NAME, AuditLog
+from mcpd.audit import record as records
+from mcpd.audit.log import FILE_NAME, MAX_KEPT, AuditLog
 from mcpd.audit.reader import Reading, log_files
 from mcpd.audit.record import CallRecord
 from mcpd.config.model import DaemonConfig
@@ -48,11 +49,11 @@ def record(n: int, **kw: Any) -> CallRecord:
 
 async def test_a_record_is_one_json_line_with_every_field(tmp_path: Path) -> None:
     log = AuditLog(str(tmp_path), settings())
-    size, digest, kept = log.arguments(b'{"q": "x"}')
+    size, hashed, kept = log.arguments(b'{"q": "x"}')
     refused = {"decision": "deny", "decided_by": "policy[0]", "outcome": "refused"}
     log.record(
         record(
-            1, args_bytes=size, args_digest=digest, arguments=kept, reason="no deletions", **refused
+            1, args_bytes=size, args_digest=hashed, arguments=kept, reason="no deletions", **refused
         )
     )
     await log.flush()
@@ -83,13 +84,19 @@ async def test_arguments_are_kept_only_when_asked_with_secrets_masked(tmp_path: 
     secrets.replace("config", [HeldSecret("servers.gh.headers.Authorization", "ghp-secret-1")])
     log = AuditLog(str(tmp_path), settings(audit_arguments=True), secrets)
     raw = b'{"note": "token ghp-secret-1 inside", "n": 1}'
-    size, digest, kept = log.arguments(raw)
+    size, hashed, kept = log.arguments(raw)
     assert kept == {"note": f"token {marker('servers.gh.headers.Authorization')} inside", "n": 1}
-    log.record(record(1, args_bytes=size, args_digest=digest, arguments=kept))
+    log.record(record(1, args_bytes=size, args_digest=hashed, arguments=kept))
     await log.flush()
     text = (tmp_path / FILE_NAME).read_text()
     assert "ghp-secret-1" not in text and "[secret of servers.gh.headers.Authorization]" in text
     assert log.arguments(b"not json")[2] == "(not valid JSON)"
+    big = b'{"x": "' + b"a" * MAX_KEPT + b'"}'
+    assert log.arguments(big) == (
+        len(big),
+        records.digest(big),
+        f"({len(big)} bytes, more than the 65536 kept)",
+    )
 
 
 async def test_the_file_rotates_at_its_cap_and_keeps_what_was_just_written(
