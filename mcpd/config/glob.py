@@ -114,15 +114,43 @@ def _at(segment: Sequence[Atom], text: str, pos: int) -> bool:
 class Glob:
     """One compiled pattern."""
 
-    __slots__ = ("_literals", "_segments", "pattern")
+    __slots__ = ("_literals", "_segments", "_shape", "pattern")
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
         self._segments = _parse(pattern)
         # A segment of plain characters is found with str's own search.
         self._literals = [_literal(s) for s in self._segments]
+        self._shape = self._shape_of()
+
+    def _shape_of(self) -> str:
+        """The common patterns, matched with one string operation each."""
+        plain = all(lit is not None for lit in self._literals)
+        if not plain:
+            return ""
+        if len(self._segments) == 1:
+            return "exact"  # "name"
+        if len(self._segments) == 2:
+            if not self._segments[0] and not self._segments[1]:
+                return "any"  # "*"
+            if not self._segments[1]:
+                return "prefix"  # "name*"
+            if not self._segments[0]:
+                return "suffix"  # "*name"
+        return ""
 
     def match(self, text: str) -> bool:
+        shape = self._shape
+        if shape:
+            if shape == "any":
+                return True
+            head, tail = self._literals[0], self._literals[-1]
+            assert head is not None and tail is not None
+            if shape == "exact":
+                return text == head
+            if shape == "prefix":
+                return text.startswith(head)
+            return text.endswith(tail)
         segments, literals = self._segments, self._literals
         first = segments[0]
         if len(segments) == 1:

@@ -106,16 +106,20 @@ class _Rule:
         )
 
     def matches(self, facts: CallFacts, qualified: str) -> bool:
-        if self.servers and not any(g.match(facts.server) for g in self.servers):
+        if self.servers and not _any(self.servers, facts.server):
             return False
-        if self.profiles and not any(g.match(facts.profile) for g in self.profiles):
+        if self.profiles and not _any(self.profiles, facts.profile):
             return False
-        if not any(g.match(facts.name) or g.match(qualified) for g in self.tools):
+        if not (_any(self.tools, facts.name) or _any(self.tools, qualified)):
             return False
         if self.hints:
             hints = hints_of(facts.annotations, facts.trusted)
             return all(hints[k] == v for k, v in self.hints.items())
         return True
+
+
+def _any(globs: list[Glob], text: str) -> bool:
+    return any(glob.match(text) for glob in globs)
 
 
 class Policy:
