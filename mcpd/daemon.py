@@ -36,7 +36,7 @@ from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults,
 from .host.token import TokenFile, token_path
 from .oversight import Oversight
 from .policy.approvals import Approvals
-from .policy.gate import Gate as PolicyGate
+from .policy.gate import CallGate
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.gate import Gate
@@ -350,8 +350,8 @@ class Daemon:
         return self.oversight.approvals
 
     @property
-    def gate(self) -> PolicyGate:
-        return self.oversight.gate
+    def call_gate(self) -> CallGate:
+        return self.oversight.call_gate
 
     def metrics(self, scope: ProfileView | None = None) -> str:
         runners = self.supervisor.runners

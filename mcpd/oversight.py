@@ -18,7 +18,7 @@ from .audit.log import AuditLog
 from .config.model import Config
 from .config.secrets import HeldSecret
 from .policy.approvals import Approvals
-from .policy.gate import Gate
+from .policy.gate import CallGate
 from .policy.masking import KnownSecrets
 
 logger = logging.getLogger("mcpd.policy")
@@ -28,14 +28,14 @@ class Oversight:
     def __init__(self, config: Config, state_dir: str) -> None:
         self.secrets = KnownSecrets()
         self.approvals = Approvals()
-        self.gate = Gate(self.approvals, self.secrets)
+        self.call_gate = CallGate(self.approvals, self.secrets)
         self.audit = AuditLog(state_dir, config.daemon, self.secrets)
         self.configure(config)
 
     def configure(self, config: Config) -> None:
         """The config in force: at start, and after each reload."""
         self.secrets.replace("config", config.held_secrets)
-        self.gate.configure(config.policy)
+        self.call_gate.configure(config.policy)
         self.audit.configure(config.daemon)
         if config.policy:
             # Said where the operator looks, so that no rule is taken for a guard it

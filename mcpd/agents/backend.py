@@ -25,7 +25,7 @@ from protocol.loglevels import LogMessage
 from ..config.model import DaemonConfig
 from ..host.pinfile import PinKeeper
 from ..policy.approvals import Approvals
-from ..policy.gate import Gate
+from ..policy.gate import CallGate
 from ..registry.claims import Budget
 from ..registry.prompts import PromptEntry
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
@@ -251,7 +251,7 @@ class Control(Protocol):
         ...
 
     @property
-    def gate(self) -> Gate:
+    def call_gate(self) -> CallGate:
         """The ``[[policy]]`` rules in force, their rate limits and the approvals."""
         ...
 

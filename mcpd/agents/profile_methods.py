@@ -78,7 +78,7 @@ class ProfileMethods:
         out = summary(chosen)
         out["tools"] = chosen.view.listing()
         if choice.policy:
-            gate, view = self.control.gate, chosen.view
+            gate, view = self.control.call_gate, chosen.view
             out["decisions"] = {
                 e.local: gate.policy.decide(
                     facts_of(e, chosen.name, view.registry.server_flags(e.alias)[0])

@@ -28,7 +28,7 @@ MAX_SHOWN: Final = 8192
 _encode: Final = msgspec.json.Encoder().encode
 
 
-class Gate:
+class CallGate:
     def __init__(
         self,
         approvals: Approvals,

@@ -12,7 +12,7 @@ import msgspec
 
 from ..config.glob import Glob
 from ..config.policy import Action, PolicyRule, Rate, parse_rate
-from ..registry.table import Entry
+from ..registry.shown import Entry
 
 # The hints of a tool as a model is told to take them when its server is not trusted,
 # which are also what the spec says an absent hint means.

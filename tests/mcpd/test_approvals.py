@@ -26,7 +26,7 @@ from mcpd.policy.approvals import (
     Approvals,
     Verdict,
 )
-from mcpd.policy.gate import Gate
+from mcpd.policy.gate import CallGate
 from mcpd.policy.masking import KnownSecrets
 from mcpd.policy.rules import CallFacts, Decision
 
@@ -180,7 +180,7 @@ async def test_an_agent_cannot_decide_its_own_call(autojump_clock: trio.testing.
 async def test_an_approval_is_remembered_for_its_connection_only(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    gate = Gate(Approvals(), KnownSecrets())
+    gate = CallGate(Approvals(), KnownSecrets())
     facts = CallFacts(
         name="mcp__github__merge", server="github", original="merge", profile="default"
     )
@@ -203,7 +203,7 @@ async def test_an_approval_is_remembered_for_its_connection_only(
 
 
 async def test_a_full_list_refuses_with_a_reason(autojump_clock: trio.testing.MockClock) -> None:
-    gate = Gate(Approvals(), KnownSecrets())
+    gate = CallGate(Approvals(), KnownSecrets())
     facts = CallFacts(name="t", server="github", original="t", profile="default")
     decision = Decision(action="ask", rule=0)
     async with trio.open_nursery() as nursery:

@@ -18,7 +18,7 @@ from mcpd.config.policy import Rate, parse_rate, unreachable
 from mcpd.policy import refusals
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import Approvals
-from mcpd.policy.gate import Gate
+from mcpd.policy.gate import CallGate
 from mcpd.policy.masking import KnownSecrets
 from mcpd.policy.rates import PRUNE_AT, RateLimits
 from mcpd.policy.rules import CallFacts, Policy
@@ -247,7 +247,7 @@ def test_quiet_agents_buckets_are_forgotten() -> None:
 
 def test_the_gate_refuses_past_the_rate_with_the_retry_time() -> None:
     now = [0.0]
-    gate = Gate(Approvals(), KnownSecrets(), clock=lambda: now[0])
+    gate = CallGate(Approvals(), KnownSecrets(), clock=lambda: now[0])
     gate.configure(config({"action": "ask", "rate": "1/min", "reason": "costly"}).policy)
     agent = AgentInfo(pid=7, uid=1000, connection="c1")
     assert gate.decide(facts(), agent).action == "ask"
