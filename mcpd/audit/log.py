@@ -1,12 +1,16 @@
 """The audit log: every record in ``calls.jsonl`` in the state directory, one JSON
 line each, and (unless ``audit_journal = false``) one journal entry each.
 
-The call path never waits for it: ``record`` counts the record for the metrics and
-appends it to a bounded buffer, and a writer task hands what piled up to a worker
-thread that writes the file and the journal. When the buffer is full (the disk or
-journald fell behind), a record is counted and dropped, never waited for; the next
-write puts a ``Gap`` line in the file with how many were dropped, and a warning in
-the log.
+The call path never waits for it: ``record`` counts the record for the metrics, keeps
+it among the latest (``recent``, which the status page reads) and appends it, with
+the arguments' bytes, to a bounded buffer. A writer task (``run``) wakes when the
+buffer is no longer empty, lets a moment's records gather, and hands them to a
+worker thread, which works out each one's digest (and, with ``audit_arguments``, the
+arguments with mcpd's secrets masked) and writes the file and the journal. When the
+buffer is full (the disk or journald fell behind), a record is counted and dropped,
+never waited for; the next write puts a ``Gap`` line in the file with how many were
+dropped, and a warning in the log. What is still buffered when the daemon stops is
+written before it exits (``flush``, under a shield).
 
 The file is rotated when the next line would take it past ``audit_max_bytes``:
 ``calls.jsonl`` becomes ``calls.jsonl.1`` (and ``.1`` becomes ``.2``, up to
@@ -22,11 +26,12 @@ import contextlib
 import logging
 import os
 import time
+from collections import deque
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
 import trio
-from msgspec import UNSET, UnsetType
 
 from protocol.logfields import log_extra
 
@@ -34,16 +39,24 @@ from ..config.model import DaemonConfig
 from ..host.journal import NOTICE
 from ..host.privatefile import open_directory
 from ..host.ratelimit import Throttle
-from ..policy.masking import KnownSecrets
+from ..policy.masking import KnownSecrets, SecretSet
 from .counts import CallCounts
 from .record import CallRecord, Gap, digest, iso
 
 FILE_NAME: Final = "calls.jsonl"
 BUFFER: Final = 8192  # records waiting to be written
+RECENT: Final = 500  # the latest records kept in memory, for the status page
+# How long the writer lets records gather once one is waiting: one hand-over to the
+# worker thread for a burst of calls, not one for each.
+GATHER: Final = 0.2
 # Arguments larger than this are not kept, even with audit_arguments (their size and
 # digest are): the buffer and each line stay small.
 MAX_KEPT: Final = 64 * 1024
 _FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+# The arguments' JSON as the agent sent it (a view into what was read, kept only until
+# the record is written).
+Arguments = bytes | msgspec.Raw
 
 logger = logging.getLogger("mcpd.audit")
 calls_logger = logging.getLogger("mcpd.calls")
@@ -64,7 +77,9 @@ class AuditLog:
         self.capacity = capacity
         self.counts = CallCounts()
         self.written = 0
-        self._buffer: list[CallRecord] = []
+        self._buffer: list[tuple[CallRecord, Arguments | None]] = []
+        self._recent: deque[CallRecord] = deque(maxlen=RECENT)
+        self._writing = trio.Lock()
         self._dropped = 0  # since the last write
         self._wake = trio.Event()
         self._fd: int | None = None
@@ -87,33 +102,29 @@ class AuditLog:
 
     # -- the call path's side --
 
-    def arguments(self, raw: bytes | None) -> tuple[int, str | None, Any | UnsetType]:
-        """What a record says of a call's arguments (the JSON text the agent sent):
-        their size, their digest, and themselves (secrets masked) only with
-        ``audit_arguments``."""
-        if not raw:
-            return 0, None, UNSET
-        kept: Any | UnsetType = UNSET
-        if self.arguments_kept and len(raw) > MAX_KEPT:
-            kept = f"({len(raw)} bytes, more than the {MAX_KEPT} kept)"
-        elif self.arguments_kept:
-            try:
-                kept = self.secrets.mask_value(msgspec.json.decode(raw))
-            except msgspec.DecodeError:
-                kept = "(not valid JSON)"
-        return len(raw), digest(raw), kept
-
-    def record(self, record: CallRecord) -> None:
-        """Count ``record`` and queue it for writing; never blocks."""
+    def record(self, record: CallRecord, arguments: Arguments | None = None) -> None:
+        """Count ``record`` and queue it for writing, with the ``arguments`` the agent
+        sent (their digest is worked out off the call path); never blocks."""
         self.counts.add(record)
+        self._recent.append(record)
         if not (self.to_file or self.to_journal):
             return
         if len(self._buffer) >= self.capacity:
             self._dropped += 1
             self.counts.dropped += 1
             return
-        self._buffer.append(record)
+        self._buffer.append((record, arguments))
         self._wake.set()
+
+    def recent(self, keep: Callable[[CallRecord], bool], limit: int) -> list[CallRecord]:
+        """The latest records ``keep`` admits, newest first, at most ``limit``."""
+        out: list[CallRecord] = []
+        for record in reversed(self._recent):
+            if keep(record):
+                out.append(record)
+                if len(out) >= limit:
+                    break
+        return out
 
     # -- the writer --
 
@@ -122,26 +133,43 @@ class AuditLog:
         try:
             while True:
                 await self._wake.wait()
+                await trio.sleep(GATHER)
                 await self.flush()
         finally:
             with trio.move_on_after(5, shield=True):
                 await self.flush()
-            self._close()
 
     async def flush(self) -> None:
         """Write what is waiting (in a worker thread: the event loop never waits for
         the disk or journald)."""
-        self._wake = trio.Event()
-        batch, self._buffer = self._buffer, []
-        dropped, self._dropped = self._dropped, 0
-        if batch or dropped:
-            await trio.to_thread.run_sync(self._write, batch, dropped)
+        async with self._writing:
+            self._wake = trio.Event()
+            batch, self._buffer = self._buffer, []
+            dropped, self._dropped = self._dropped, 0
+            if batch or dropped:
+                # The secrets as they are now, taken here: their sources read the
+                # daemon's state, which only this thread may.
+                secrets = self.secrets.current() if self.arguments_kept else None
+                await trio.to_thread.run_sync(self._write, batch, dropped, secrets)
 
-    def _write(self, batch: list[CallRecord], dropped: int) -> None:
+    def close(self) -> None:
+        """The daemon stops: the file is closed (``flush`` first)."""
+        self._close()
+
+    def _write(
+        self,
+        batch: list[tuple[CallRecord, Arguments | None]],
+        dropped: int,
+        secrets: SecretSet | None,
+    ) -> None:
         now = time.time()
         lines = []
-        for record in batch:
+        for record, arguments in batch:
             record.time = iso(record.ts)
+            if arguments:
+                record.args_digest = digest(arguments)
+                if secrets is not None:
+                    record.arguments = kept_arguments(arguments, secrets)
             lines.append(msgspec.json.encode(record) + b"\n")
         if dropped:
             gap = Gap(time=iso(now), ts=now, dropped=dropped)
@@ -155,7 +183,7 @@ class AuditLog:
         if self.to_file:
             self._append(lines)
         if self.to_journal:
-            for record in batch:
+            for record, _ in batch:
                 _journal(record)
 
     def _append(self, lines: list[bytes]) -> None:
@@ -227,6 +255,17 @@ class AuditLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd, self._size = None, 0
+
+
+def kept_arguments(raw: Arguments, secrets: SecretSet) -> Any:
+    """The arguments as ``audit_arguments`` keeps them: decoded, mcpd's secrets masked;
+    past ``MAX_KEPT`` bytes, only a note of their size."""
+    if len(raw) > MAX_KEPT:
+        return f"({len(raw)} bytes, more than the {MAX_KEPT} kept)"
+    try:
+        return secrets.mask_value(msgspec.json.decode(raw))
+    except msgspec.DecodeError:
+        return "(not valid JSON)"
 
 
 def _journal(record: CallRecord) -> None:

@@ -61,7 +61,7 @@ class Gap(msgspec.Struct, kw_only=True):
     dropped: int
 
 
-def digest(arguments: bytes) -> str:
+def digest(arguments: bytes | msgspec.Raw) -> str:
     return hashlib.sha256(arguments).hexdigest()[:32]
 
 

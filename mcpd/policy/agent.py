@@ -4,6 +4,7 @@ limits count by, and the audit log records."""
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
 from typing import Final
@@ -81,7 +82,10 @@ def descends_from(pid: int, ancestor: int, limit: int = 64) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=256)
 def user_name(uid: int) -> str:
+    # Cached: a record of every call names its agent's user, and a lookup may read
+    # /etc/passwd or ask a directory service.
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:

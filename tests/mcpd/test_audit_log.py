@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from mcpd.audit import record as records
-from mcpd.audit.log import FILE_NAME, MAX_KEPT, AuditLog
+from mcpd.audit.log import FILE_NAME, MAX_KEPT, AuditLog, kept_arguments
 from mcpd.audit.reader import Reading, log_files
 from mcpd.audit.record import CallRecord
 from mcpd.config.model import DaemonConfig
@@ -49,13 +49,9 @@ def record(n: int, **kw: Any) -> CallRecord:
 
 async def test_a_record_is_one_json_line_with_every_field(tmp_path: Path) -> None:
     log = AuditLog(str(tmp_path), settings())
-    size, hashed, kept = log.arguments(b'{"q": "x"}')
+    raw = b'{"q": "x"}'
     refused = {"decision": "deny", "decided_by": "policy[0]", "outcome": "refused"}
-    log.record(
-        record(
-            1, args_bytes=size, args_digest=hashed, arguments=kept, reason="no deletions", **refused
-        )
-    )
+    log.record(record(1, args_bytes=len(raw), reason="no deletions", **refused), raw)
     await log.flush()
     [line] = (tmp_path / FILE_NAME).read_text().splitlines()
     data = json.loads(line)
@@ -68,7 +64,7 @@ async def test_a_record_is_one_json_line_with_every_field(tmp_path: Path) -> Non
         "connection": "c1",
         "era": "modern",
     }
-    assert (data["args_bytes"], len(data["args_digest"])) == (10, 32)
+    assert (data["args_bytes"], data["args_digest"]) == (10, records.digest(raw))
     assert "arguments" not in data  # only with audit_arguments
     assert (data["decision"], data["decided_by"], data["outcome"], data["reason"]) == (
         "deny",
@@ -84,19 +80,16 @@ async def test_arguments_are_kept_only_when_asked_with_secrets_masked(tmp_path: 
     secrets.replace("config", [HeldSecret("servers.gh.headers.Authorization", "ghp-secret-1")])
     log = AuditLog(str(tmp_path), settings(audit_arguments=True), secrets)
     raw = b'{"note": "token ghp-secret-1 inside", "n": 1}'
-    size, hashed, kept = log.arguments(raw)
-    assert kept == {"note": f"token {marker('servers.gh.headers.Authorization')} inside", "n": 1}
-    log.record(record(1, args_bytes=size, args_digest=hashed, arguments=kept))
+    log.record(record(1, args_bytes=len(raw)), raw)
     await log.flush()
     text = (tmp_path / FILE_NAME).read_text()
-    assert "ghp-secret-1" not in text and "[secret of servers.gh.headers.Authorization]" in text
-    assert log.arguments(b"not json")[2] == "(not valid JSON)"
+    assert "ghp-secret-1" not in text
+    kept = json.loads(text)["arguments"]
+    assert kept == {"note": f"token {marker('servers.gh.headers.Authorization')} inside", "n": 1}
+    masking = secrets.current()
+    assert kept_arguments(b"not json", masking) == "(not valid JSON)"
     big = b'{"x": "' + b"a" * MAX_KEPT + b'"}'
-    assert log.arguments(big) == (
-        len(big),
-        records.digest(big),
-        f"({len(big)} bytes, more than the 65536 kept)",
-    )
+    assert kept_arguments(big, masking) == f"({len(big)} bytes, more than the 65536 kept)"
 
 
 async def test_the_file_rotates_at_its_cap_and_keeps_what_was_just_written(
