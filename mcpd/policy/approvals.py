@@ -111,12 +111,18 @@ class Pending:
         )
 
 
-AgentAnswer = Callable[[], Awaitable[Verdict | None]]
+# Asks the agent's user about a request: their verdict, or None when the agent cannot
+# be asked (it never raises).
+AgentAnswer = Callable[[ApprovalRequest], Awaitable[Verdict | None]]
 
 
 class Approvals:
-    def __init__(self, wall: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, wall: Callable[[], float] = time.time, changed: Callable[[], None] = lambda: None
+    ) -> None:
+        """``changed``: called whenever a call begins or ends waiting, or is decided."""
         self._wall = wall
+        self._on_change = changed
         self._pending: dict[str, Pending] = {}
         self._remembered: dict[str, set[tuple[int | None, str, str]]] = {}
         self.version = 0
@@ -150,7 +156,7 @@ class Approvals:
         return pending.verdict
 
     async def _agent_decides(self, pending: Pending, answer: AgentAnswer) -> None:
-        verdict = await answer()
+        verdict = await answer(pending.request)
         if verdict is not None and pending.verdict is None:
             self._settle(pending, verdict)
 
@@ -219,6 +225,7 @@ class Approvals:
         self.version += 1
         self._changed.set()
         self._changed = trio.Event()
+        self._on_change()
 
     # -- remembered approvals --
 

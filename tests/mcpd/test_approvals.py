@@ -107,7 +107,7 @@ async def test_the_agents_user_and_the_operator_race(
     approvals = Approvals()
     answered = trio.Event()
 
-    async def user_approves() -> Verdict | None:
+    async def user_approves(request: ApprovalRequest) -> Verdict | None:
         await trio.sleep(10)
         answered.set()
         return asking.verdict_of(b'{"action":"accept","content":{"decision":"approve"}}')
@@ -116,7 +116,7 @@ async def test_the_agents_user_and_the_operator_race(
     assert verdict == Verdict("approved", asking.BY_AGENT)
     assert answered.is_set()
 
-    async def user_never_answers() -> Verdict | None:
+    async def user_never_answers(request: ApprovalRequest) -> Verdict | None:
         await trio.sleep_forever()
         return None
 
@@ -132,7 +132,7 @@ async def test_the_agents_user_and_the_operator_race(
         assert view.asked == "agent"
         approvals.decide(view.id, True, "uid 1000 (alice)")
 
-    async def agent_cannot_answer() -> Verdict | None:
+    async def agent_cannot_answer(request: ApprovalRequest) -> Verdict | None:
         return None  # the operator still can, until the timeout
 
     verdict = await approvals.ask(request(), 30, agent_cannot_answer)
