@@ -26,6 +26,7 @@ from . import __version__
 from .agents.api import Api
 from .agents.listener import DaemonError, SocketFile, open_unix_listener
 from .agents.peers import server_of
+from .audit.log import AuditLog
 from .config.endpoints import groups_locked_out
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
@@ -107,11 +108,13 @@ class Daemon:
             lambda alias: alias in self.supervisor.config.servers,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
+        # The policy, the approvals and the audit log; a call waiting for approval, or
+        # decided, redraws open status pages as a server's change does.
+        self.oversight = Oversight(config, state_dir(config), self.front.changed)
+        self.oversight.watch_secrets("daemon", self._secrets_held_now)
         self.api = Api(self.front, self, _Lines(), splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.token = TokenFile(token_path(state_dir(config)))
-        self.oversight = Oversight(config, state_dir(config))
-        self.oversight.watch_secrets("daemon", self._secrets_held_now)
         self.started = trio.Event()
         self.socket_path = config.socket_path()
         self._started = 0.0
@@ -191,6 +194,11 @@ class Daemon:
         except* (ConfigError, DaemonError) as group:
             raise group.exceptions[0] from None  # what serve() reports and exits with
         finally:
+            # Everything has stopped: the records of the last calls (those cancelled as
+            # their agents were let go among them) are written before mcpd exits.
+            with trio.move_on_after(5, shield=True):
+                await self.oversight.audit.flush()
+            self.oversight.audit.close()
             if owned is not None:
                 owned.remove()
 
@@ -348,6 +356,10 @@ class Daemon:
     @property
     def approvals(self) -> Approvals:
         return self.oversight.approvals
+
+    @property
+    def audit(self) -> AuditLog:
+        return self.oversight.audit
 
     @property
     def call_gate(self) -> CallGate:

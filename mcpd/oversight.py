@@ -4,14 +4,11 @@ audit log, built together from the config and reconfigured together on reload.""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
 import trio
-
-from protocol.logfields import log_extra
 
 from .audit.counts import render
 from .audit.log import AuditLog
@@ -21,13 +18,14 @@ from .policy.approvals import Approvals
 from .policy.gate import CallGate
 from .policy.masking import KnownSecrets
 
-logger = logging.getLogger("mcpd.policy")
-
 
 class Oversight:
-    def __init__(self, config: Config, state_dir: str) -> None:
+    def __init__(
+        self, config: Config, state_dir: str, changed: Callable[[], None] = lambda: None
+    ) -> None:
+        """``changed``: called when a call begins or ends waiting for approval."""
         self.secrets = KnownSecrets()
-        self.approvals = Approvals()
+        self.approvals = Approvals(changed=changed)
         self.call_gate = CallGate(self.approvals, self.secrets)
         self.audit = AuditLog(state_dir, config.daemon, self.secrets)
         self.configure(config)
@@ -37,15 +35,6 @@ class Oversight:
         self.secrets.replace("config", config.held_secrets)
         self.call_gate.configure(config.policy)
         self.audit.configure(config.daemon)
-        if config.policy:
-            # Said where the operator looks, so that no rule is taken for a guard it
-            # is not: the gate is not on the call path in this version.
-            logger.warning(
-                "%d [[policy]] rule(s) read; calls are not held to them in this version "
-                "(`mcpd tools --policy` shows what they would decide)",
-                len(config.policy),
-                extra=log_extra(None, "config"),
-            )
 
     def watch_secrets(self, name: str, source: Callable[[], Iterable[HeldSecret]]) -> None:
         """Secrets that change on their own (OAuth tokens, the endpoint token)."""

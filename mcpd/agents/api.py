@@ -28,6 +28,8 @@ from ..config.profiles import ProfileConfig
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Backend, Control, Lines, Servers
+from .callpolicy import CallPolicy
+from .callrecords import CallRecords
 from .connection import LIFECYCLE, Connection
 from .door import Door, Seat, refuse
 from .instructions import instructions
@@ -76,12 +78,17 @@ class Api(ProfileMethods):
         self.connections: set[Connection] = set()
         self._dirty = trio.Event()
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
+        records = CallRecords(control.audit)
         # Prompts, resources, completions, tasks, and servers that ask back.
-        self.surface = Surface(servers, control, self._agents, lambda conn: self.view(conn).view)
+        self.surface = Surface(
+            servers, control, self._agents, records, lambda conn: self.view(conn).view
+        )
         self.calls = Router(
             servers,
             self.surface.askback,
             self.surface.finish_result,
+            CallPolicy(control.call_gate, self.surface.askback.parks),
+            records,
             budget=control.settings.result_budget_chars,
             splice=splice,
         )
@@ -227,6 +234,7 @@ class Api(ProfileMethods):
         finally:
             self.connections.discard(conn)
             self.surface.left(conn)
+            self.control.approvals.forget(conn.identity.connection)
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
 

@@ -22,6 +22,7 @@ from msgspec import Raw
 
 from protocol.loglevels import LogMessage
 
+from ..audit.log import AuditLog
 from ..config.model import DaemonConfig
 from ..host.pinfile import PinKeeper
 from ..policy.approvals import Approvals
@@ -248,6 +249,11 @@ class Control(Protocol):
     @property
     def approvals(self) -> Approvals:
         """The calls waiting for a person (``mcpd approvals``)."""
+        ...
+
+    @property
+    def audit(self) -> AuditLog:
+        """The record of every call (``calls.jsonl``, the journal, the counts)."""
         ...
 
     @property

@@ -23,6 +23,7 @@ from ..servers.progress import Deliver
 from .askback import AgentRequests, DirectAsker
 from .backend import Lines
 from .batches import Batches
+from .identity import Identity
 from .longreply import LongReplies
 from .misbehaviour import Misbehaviour
 from .peers import Peer, is_owner
@@ -98,6 +99,7 @@ class Connection(Agent):
         self.inflight: dict[rpc.Id, trio.CancelScope | Call] = {}
         self.batches = Batches()
         self.peer = peer
+        self.identity = Identity(peer)
         self.owner: object = self  # who the agent is, to what it owns (tasks, asks)
         # The profile the agent sees, and the one its socket fixes.
         self.profile = profile
@@ -146,15 +148,24 @@ class Connection(Agent):
                 self.asks.close("the agent disconnected")
                 for hook in self.gone_hooks:
                     hook()
-                # The agent hung up: its calls are cancelled (their servers are told),
-                # and what is already queued for it still goes out if it can.
-                for scope in self.inflight.values():
-                    scope.cancel()
+                # The agent hung up: what is already queued for it still goes out if it can.
+                self._let_go()
                 with trio.move_on_after(1):
                     await self.drain()
             finally:
+                self._let_go()  # the daemon stops
                 nursery.cancel_scope.cancel()
                 self.faults.log_totals(self.label)
+
+    def _let_go(self) -> None:
+        """Its requests in flight end: calls are cancelled (their servers are told, each
+        leaves its record), and the tasks of the rest too."""
+        inflight, self.inflight = self.inflight, {}
+        for handle in inflight.values():
+            if isinstance(handle, trio.CancelScope):
+                handle.cancel()
+            else:
+                self.calls.abandon(handle, self)
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
         fd = self.stream.socket.fileno()
@@ -269,9 +280,11 @@ class Connection(Agent):
         try:
             call = self.calls.call_of(self, request)
         except rpc.RPCError as exc:
+            self.calls.unreadable(self, exc.message)
             self._put(rpc.encode_error(rid, exc.code, exc.message, exc.data), rid)
             return
         except rpc.InvalidParams as exc:
+            self.calls.unreadable(self, f"Invalid params: {exc}")
             self._put(rpc.encode_error(rid, rpc.INVALID_PARAMS, f"Invalid params: {exc}"), rid)
             return
         caps = call.ctx.capabilities
@@ -290,13 +303,19 @@ class Connection(Agent):
         self.inflight[rid] = scope
         nursery.start_soon(self._run_request, rid, answer, scope)
 
+    def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
+        if self._nursery is None:  # not reading lines: every call came to ``run``
+            self.finish(call, rpc.RPCError(rpc.INTERNAL_ERROR, "mcpd cannot wait here"))
+            return
+        self._spawn(call.id, answer, self._nursery)  # in place of the call in flight
+
     def finish(self, call: Call, outcome: Outcome) -> None:
         """A call's one outcome: its reply, written now, unless the agent cancelled the
         call meanwhile. A spliced reply goes out unchecked when nothing holds it back."""
         rid = call.id
         if self.inflight.pop(rid, None) is None:
             return
-        line, spliced = self.calls.reply(rid, call, outcome)
+        line, spliced = self.calls.reply(rid, call, outcome, self)
         if spliced and self._long.held is None and not (self.batches and rid in self.batches):
             self._out.put_spliced(line)
         else:
@@ -311,11 +330,12 @@ class Connection(Agent):
             if params.requestId is UNSET:
                 return
             handle = self.inflight.get(params.requestId)
-            if handle is not None and not isinstance(handle, trio.CancelScope):
-                del self.inflight[params.requestId]  # a request's task removes its own
+            if isinstance(handle, trio.CancelScope):
+                handle.cancel()  # its task removes it
+            elif handle is not None:
+                del self.inflight[params.requestId]
                 self._unbatch(params.requestId)
-            if handle is not None:
-                handle.cancel()
+                self.calls.abandon(handle, self)
 
     async def _run_request(
         self,

@@ -22,6 +22,7 @@ from ..servers.progress import Deliver
 from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
 from .http_wire import Response
+from .identity import Identity
 from .peers import Peer
 from .profiles import ProfileServers
 
@@ -45,13 +46,15 @@ class Exchange(Connection):
         caller: Caller,
         servers: ProfileServers,
         owner: object,
+        identity: Identity,
         asks: AgentRequests | None = None,
         news: Connection | None = None,
     ) -> None:
         """``owner``: who the agent is (its session, or for a stateless client its
-        user); ``asks``: where a legacy server's requests to it are matched with its
-        answers (its session's); ``news``: the session's stream of what answers no
-        request (None: stateless)."""
+        user); ``identity``: who it is for the policy and the audit log (its session,
+        or the HTTP connection a stateless client sends on); ``asks``: where a legacy
+        server's requests to it are matched with its answers (its session's); ``news``:
+        the session's stream of what answers no request (None: stateless)."""
         self.handler = handler
         self.calls = handler.calls
         self.splice = self.calls.splice
@@ -66,6 +69,7 @@ class Exchange(Connection):
         self.dropped = 0
         self._nursery = None
         self.owner = owner
+        self.identity = identity
         self.asks = asks or AgentRequests()
         self.refuser = DirectAsker(owner, None, self.asks, self.send_nowait)
         self.progress: Deliver = self._send_progress
@@ -104,3 +108,8 @@ class Caller(msgspec.Struct, frozen=True):
     peer: Peer | None
     fixed: str | None = None  # the profile a profile's own socket serves
     guard: Callable[[h11.Request], None] | None = None  # raises Reject
+    # Who a stateless client sending on this connection is (a session has its own).
+    identity: Identity | None = None
+
+    def who(self) -> Identity:
+        return self.identity if self.identity is not None else Identity(self.peer)

@@ -45,6 +45,7 @@ from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
 from .http_exchange import Caller
 from .http_wire import Reject, Response, Wire, head, refuse
+from .identity import Identity
 from .mcp_http import rpc_reject
 from .mcp_route import LegacySession, McpRoute
 from .page import is_page
@@ -77,7 +78,9 @@ class HttpApi:
         self.profiles = profiles
         self.servers = servers
         self.control = control
-        self.mcp = McpRoute(handler, listeners, new_session, self._profile)
+        self.mcp = McpRoute(
+            handler, listeners, new_session, self._profile, control.approvals.forget
+        )
         # The endpoint's connections that got past its gate, counted against
         # max_connections apart from the agent sockets' (whose door counts those).
         self.on_endpoint = Slots()
@@ -109,14 +112,16 @@ class HttpApi:
         """Serve one HTTP connection; one through a ``gate`` (the TCP endpoint's) is
         served once its first request's headers have passed it."""
         wire = Wire(stream)
+        identity = Identity(peer)
         try:
             async with stream:
                 if gate is None:
-                    await self._serve(wire, Caller(peer, fixed), None, None)
+                    caller = Caller(peer, fixed, identity=identity)
+                    await self._serve(wire, caller, None, None)
                     return
                 first = await gate.admit(wire)
                 if first is not None:
-                    caller = Caller(peer, fixed, gate.check)
+                    caller = Caller(peer, fixed, gate.check, identity)
                     await self._serve(wire, caller, first, self.on_endpoint)
         except h11.RemoteProtocolError as exc:
             await refuse(wire, exc.error_status_hint)
@@ -125,6 +130,8 @@ class HttpApi:
         except Exception:
             # One broken exchange must not take the daemon (or anyone else) down.
             logger.exception("HTTP connection failed")
+        finally:
+            self.control.approvals.forget(identity.connection)
 
     async def _serve(
         self, wire: Wire, caller: Caller, first: h11.Request | None, slots: Slots | None

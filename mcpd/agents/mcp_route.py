@@ -33,6 +33,7 @@ from .connection import Connection, Dispatcher
 from .http_exchange import Caller, Exchange
 from .http_stream import SessionNews, serve_stream
 from .http_wire import HeaderList, Headers, Reject, Response, Wire
+from .identity import Identity
 from .mcp_http import (
     MODERN_STATUS,
     accepts,
@@ -51,9 +52,10 @@ ChooseProfile = Callable[[dict[str, list[str]], Caller], ProfileServers]
 
 
 class LegacySession:
-    def __init__(self, session: ServerSession, servers: ProfileServers) -> None:
+    def __init__(self, session: ServerSession, servers: ProfileServers, identity: Identity) -> None:
         self.session = session
         self.servers = servers  # the profile chosen at initialize
+        self.identity = identity  # its own, not its HTTP connection's
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
         self.asks = AgentRequests()
         self.news = SessionNews(session, servers, self)  # read by its GET stream
@@ -72,8 +74,12 @@ class McpRoute:
         listeners: set[Connection],
         new_session: Callable[[], ServerSession],
         choose_profile: ChooseProfile,
+        forget: Callable[[str], None],
     ) -> None:
+        """``forget``: told each session's connection id when it ends (what was
+        approved for it goes with it)."""
         self.handler = handler
+        self._forget = forget
         # A listen over HTTP gets the list changes the socket's agents get.
         self.listeners = listeners
         self.new_session = new_session
@@ -159,12 +165,13 @@ class McpRoute:
 
         await serve_stream(wire, legacy.news, allowed)
 
-    def _open(self, session: ServerSession, servers: ProfileServers) -> str:
+    def _open(self, session: ServerSession, servers: ProfileServers, caller: Caller) -> str:
         """A new legacy session's id (the oldest ends when there are too many)."""
         if len(self.sessions) >= MAX_SESSIONS:
             self._end(self.sessions.pop(next(iter(self.sessions))))
         sid = secrets.token_hex(16)
-        legacy = self.sessions[sid] = LegacySession(session, servers)
+        legacy = LegacySession(session, servers, Identity(caller.peer))
+        self.sessions[sid] = legacy
         legacy.news.sid = sid
         joined = getattr(self.handler, "agent_joined", None)  # its news from now on
         if joined is not None:
@@ -173,6 +180,7 @@ class McpRoute:
 
     def _end(self, legacy: LegacySession) -> None:
         legacy.close()
+        self._forget(legacy.identity.connection)
         gone = getattr(self.handler, "agent_gone", None)  # its subscriptions end with it
         if gone is not None:
             gone(legacy)
@@ -186,12 +194,18 @@ class McpRoute:
     ) -> Exchange:
         if legacy is not None:
             return Exchange(
-                self.handler, session, caller, servers, legacy, legacy.asks, legacy.news
+                self.handler,
+                session,
+                caller,
+                servers,
+                legacy,
+                legacy.identity,
+                legacy.asks,
+                legacy.news,
             )
         uid = caller.peer.uid if caller.peer is not None else None
-        return Exchange(
-            self.handler, session, caller, servers, self._peers.setdefault(uid, object())
-        )
+        owner = self._peers.setdefault(uid, object())
+        return Exchange(self.handler, session, caller, servers, owner, caller.who())
 
     async def _modern(
         self,
@@ -221,7 +235,7 @@ class McpRoute:
             reply = self.handler.answer_now(self._exchange_for(session, caller, servers), msg)
             extra: HeaderList = []
             if session.legacy_version is not None:
-                extra.append((b"mcp-session-id", self._open(session, servers).encode()))
+                extra.append((b"mcp-session-id", self._open(session, servers, caller).encode()))
             await Response(wire).json(200, reply, extra)
             return
         session_id = headers.get("mcp-session-id")

@@ -23,11 +23,12 @@ from ..servers.calls import CallRefused
 from ..servers.outage import Outage
 from .allowance import Allowance
 from .backend import Backend
+from .callrecords import Seen
 from .paging import page
 from .relay import AgentSide, AskBack
 from .results import can_answer
 from .rewrite import prompt_result
-from .toolcall import held_meta, held_text
+from .unrouted import held_meta, held_text
 
 OUTAGE: int = -32000
 
@@ -149,12 +150,17 @@ async def get_prompt(
     req: rpc.Request,
     sees: Sees = everything,
     sight: Sight | None = None,
+    seen: Seen | None = None,
 ) -> bytes:
+    """``seen``: filled in with what the request named and came to, for its record."""
+    seen = seen or Seen()
     params = rpc.decode_as(req.params, surface.GetPromptParams)
-    local = params.name
+    local = seen.name = params.name
+    seen.arguments = params.arguments if isinstance(params.arguments, Raw) else None
     entry = servers.lookup_prompt(local)
     if entry is None or not sees(entry.alias, entry.name):
         raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {local[:200]!r}")
+    seen.target = (entry.alias, entry.original)
     if entry.held is not None:
         raise held_error("prompt", local, entry.alias, entry.original, entry.held)
     alias = entry.alias
@@ -165,6 +171,8 @@ async def get_prompt(
         return await request_outcome(servers, alias, "prompts/get", p, p.name, caps, asker)
 
     def shape(rid: rpc.Id, outcome: Any) -> bytes:
+        seen.outcome = outcome
+
         def rewrite(raw: Raw) -> Any:
             return prompt_result(raw, servers.links(alias, sight))
 
@@ -194,18 +202,25 @@ async def complete(
     allowance: Allowance,
     sees_prompt: Sees = everything,
     sight: Sight | None = None,
+    seen: Seen | None = None,
 ) -> Any:
+    """``seen``: filled in with what the request named and came to, for its record."""
+    seen = seen or Seen()
     params = rpc.decode_as(req.params, surface.CompleteParams)
+    seen.arguments = params.argument
     ref = params.ref
     if ref.type == "ref/prompt" and isinstance(ref.name, str):
+        seen.name = ref.name
         entry = servers.lookup_prompt(ref.name)
         if entry is None or not sees_prompt(entry.alias, entry.name):
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {ref.name[:200]!r}")
+        seen.target = (entry.alias, entry.original)
         if entry.held is not None:
             raise held_error("prompt", ref.name, entry.alias, entry.original, entry.held)
         alias = entry.alias
         params.ref = msgspec.structs.replace(ref, name=entry.original)
     elif ref.type == "ref/resource" and isinstance(ref.uri, str):
+        seen.name = ref.uri
         steps = await allowance.take()
         try:
             found = servers.route_template(ref.uri, sight)
@@ -216,6 +231,7 @@ async def complete(
                 found = (routed.alias, routed.uri)
             if sight is not None and not sight.admits_resource(*found):
                 raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
+            seen.target = found
             why = servers.held_template(*found, steps)
         finally:
             allowance.give_back(steps)
@@ -229,7 +245,12 @@ async def complete(
     try:
         raw = await servers.request(alias, "completion/complete", params, capabilities=caps)
     except CallRefused as refused:
+        seen.outcome = refused.outage
         raise outage_error(refused.outage) from None
+    except rpc.RPCError as exc:
+        seen.outcome = exc
+        raise
+    seen.outcome = raw
     if ctx is not None and ctx.era == "modern":
         decoded = msgspec.json.decode(raw)
         if isinstance(decoded, dict):

@@ -26,6 +26,7 @@ from ..registry.claims import Budget
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from .allowance import Allowance
 from .backend import Backend
+from .callrecords import Seen
 from .paging import page
 from .prompts import encoded, held_error, reply_for, request_outcome
 from .relay import AgentSide, AskBack
@@ -101,12 +102,16 @@ async def read(
     budget: int,
     allowance: Allowance,
     sight: Sight | None = None,
+    seen: Seen | None = None,
 ) -> bytes:
+    """``seen``: filled in with what the request named and came to, for its record."""
+    seen = seen or Seen()
     params = rpc.decode_as(req.params, surface.ReadResourceParams)
-    asked = params.uri
+    asked = seen.name = params.uri
     steps = await allowance.take()
     try:
         routed = route(servers, asked, steps, sight)
+        seen.target = (routed.alias, routed.uri)
         why = servers.held_template(routed.alias, routed.uri, steps)
     finally:
         allowance.give_back(steps)
@@ -124,6 +129,8 @@ async def read(
         return outcome
 
     def shape(rid: rpc.Id, outcome: Any) -> bytes:
+        seen.outcome = outcome
+
         def rewrite(raw: Raw) -> Any:
             return read_result(raw, servers.links(alias, sight), budget)
 

@@ -27,6 +27,9 @@ _LINKS: Final = frozenset({"resource", "resource_link"})
 _KINDS: Final = msgspec.json.Decoder(mcp.CallToolResultKinds)
 _HEADS: Final = msgspec.json.Decoder(mcp.CallToolResultHead)
 
+# (the result, whether it may hold links, whether it is an error)
+Shaped = tuple[Raw | dict[str, Any], bool, bool]
+
 # Which client capability each kind of input request needs.
 _NEEDS: Final = {
     "elicitation/create": "elicitation",
@@ -55,9 +58,10 @@ def shape_call_result(
     alias: str,
     capabilities: dict[str, Any] | None = None,
     tasks: bool = False,
-) -> tuple[Raw | dict[str, Any], bool]:
-    """The result as the agent gets it, and whether its content may hold a URI to
-    rewrite (False only when every block's type is known and none is a resource).
+) -> Shaped:
+    """The result as the agent gets it, whether its content may hold a URI to rewrite
+    (False only when every block's type is known and none is a resource), and whether
+    it is an error (``isError``, the server's or mcpd's own).
 
     ``structuredContent`` is passed on whole: it is for the host's code, which checks
     it against the tool's outputSchema (a cut or missing one fails the call there),
@@ -77,6 +81,7 @@ def shape_call_result(
     kind = head.resultType
     if isinstance(kind, str) and kind != mcp.COMPLETE:
         return _not_complete(raw, head, kind, modern, alias, capabilities, tasks)
+    failed = head.isError is True
     links = False
     total = 0
     if short:
@@ -104,18 +109,18 @@ def shape_call_result(
         if modern and head.resultType is None:
             fixed = msgspec.json.decode(raw)
             fixed["resultType"] = mcp.COMPLETE  # null is not a value agents accept
-            return fixed, links
+            return fixed, links, failed
         if modern and head.resultType is UNSET:
-            return _with_result_type(raw), links
-        return raw, links
+            return _with_result_type(raw), links, failed
+        return raw, links, failed
     result = msgspec.json.decode(raw)
     _cut(result, budget, total)
     if modern:
         result["resultType"] = mcp.COMPLETE
-    return result, links
+    return result, links, failed
 
 
-def _not_strings(raw: Raw, alias: str, modern: bool) -> tuple[Raw | dict[str, Any], bool]:
+def _not_strings(raw: Raw, alias: str, modern: bool) -> Shaped:
     """A short result with a text that is not a string: the texts read as strings say
     what is wrong."""
     try:
@@ -133,20 +138,20 @@ def _not_complete(
     alias: str,
     capabilities: dict[str, Any] | None,
     tasks: bool,
-) -> tuple[Raw | dict[str, Any], bool]:
+) -> Shaped:
     """``shape_call_result`` for a result whose ``resultType`` is not complete."""
     if kind == mcp.INPUT_REQUIRED and modern and can_answer(head.inputRequests, capabilities):
         # The agent can answer: it retries with inputResponses and the same requestState,
         # which mcpd forwards to the same server as a new request.
-        return raw, True
+        return raw, True, False
     if kind == mcp.INPUT_REQUIRED:
         inputs = head.inputRequests if isinstance(head.inputRequests, dict) else {}
         extra = {"mcpd/inputRequired": inputs}
-        return _error(_input_required_text(alias, head), modern, extra), False
+        return _error(_input_required_text(alias, head), modern, extra), False, True
     if kind == "task" and tasks:
-        return raw, True  # a task handle for an agent that takes them (agents.tasks)
+        return raw, True, False  # a task handle for an agent that takes them (agents.tasks)
     text = f"The tool server {alias!r} returned an unknown resultType {kind!r}."
-    return _error(text, modern), False
+    return _error(text, modern), False, True
 
 
 def _with_result_type(raw: Raw) -> Raw:
@@ -222,9 +227,9 @@ def _input_required_text(alias: str, head: mcp.CallToolResultFate) -> str:
     )
 
 
-def _malformed(alias: str, modern: bool, exc: Exception) -> tuple[dict[str, Any], bool]:
+def _malformed(alias: str, modern: bool, exc: Exception) -> Shaped:
     text = f"The tool server {alias!r} returned a malformed result: {exc}"
-    return _error(text, modern), False
+    return _error(text, modern), False, True
 
 
 def _error(text: str, modern: bool, meta: dict[str, Any] | None = None) -> dict[str, Any]:

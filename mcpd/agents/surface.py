@@ -25,6 +25,7 @@ from ..registry.views import ProfileView
 from ..servers.calls import Call
 from .allowance import Allowance
 from .backend import Backend, Control
+from .callrecords import CallRecords, Seen, ended
 from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .relay import AgentSide, AskBack, agent_side
@@ -42,10 +43,12 @@ class Surface:
         servers: Backend,
         control: Control,
         connections: Callable[[], Iterable[Any]],
+        records: CallRecords,
         view_of: Callable[[Any], ProfileView] | None = None,
     ) -> None:
         self.servers = servers
         self.control = control
+        self.records = records  # each get, read and completion's audit record
         # The agent's profile: which prompts and resources it sees.
         self._view_of = view_of
         self._connections = connections
@@ -139,9 +142,48 @@ class Surface:
         params = rpc.decode_as(req.params, surface.ListParams)
         return list_prompts(self.servers, params, ctx, self._page_size(), self._sees(conn)[0])
 
+    async def _recorded(
+        self,
+        conn: Any,
+        req: rpc.Request,
+        ctx: RequestContext | None,
+        answer: Callable[[Seen], Awaitable[Any]],
+    ) -> Any:
+        """``answer``'s reply, and the request's audit record."""
+        arrived = self.records.now()
+        seen = Seen()
+        size = 0
+        try:
+            result = await answer(seen)
+            word, reason = seen.words()
+            size = len(result) if isinstance(result, bytes | Raw) else 0
+            return result
+        except rpc.RPCError as exc:
+            word, reason = seen.words(exc)
+            raise
+        except rpc.InvalidParams as exc:
+            word, reason = "error", f"Invalid params: {exc}"[:200]
+            raise
+        except BaseException as exc:
+            word, reason = ended(exc)
+            raise
+        finally:
+            view_of = self._view_of
+            profile = view_of(conn).name if view_of is not None else "default"
+            agent = conn.identity.info(profile, ctx is not None and ctx.era == "modern")
+            arguments = seen.arguments
+            self.records.request(
+                arrived, agent, req.method, seen.name, seen.target, word, reason, size, arguments
+            )
+
     async def _prompts_get(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         agent = agent_side(conn, ctx)
-        return await get_prompt(self.servers, self.askback, agent, req, *self._sees(conn))
+        sees, sight = self._sees(conn)
+
+        def answer(seen: Seen) -> Awaitable[bytes]:
+            return get_prompt(self.servers, self.askback, agent, req, sees, sight, seen)
+
+        return await self._recorded(conn, req, ctx, answer)
 
     async def _resources_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         params = rpc.decode_as(req.params, surface.ListParams)
@@ -158,7 +200,11 @@ class Surface:
         agent = agent_side(conn, ctx)
         allowance = self._allowance(agent.owner)
         sees = self._sees(conn)[1]
-        return await read(self.servers, self.askback, agent, req, budget, allowance, sees)
+
+        def answer(seen: Seen) -> Awaitable[bytes]:
+            return read(self.servers, self.askback, agent, req, budget, allowance, sees, seen)
+
+        return await self._recorded(conn, req, ctx, answer)
 
     async def _subscribe(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         return await self._legacy_subscription(conn, req, ctx, True)
@@ -207,7 +253,12 @@ class Surface:
 
     async def _complete(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         allowance = self._allowance(agent_side(conn, ctx).owner)
-        return await complete(self.servers, req, ctx, allowance, *self._sees(conn))
+        prompts, resources = self._sees(conn)
+
+        def answer(seen: Seen) -> Awaitable[Any]:
+            return complete(self.servers, req, ctx, allowance, prompts, resources, seen)
+
+        return await self._recorded(conn, req, ctx, answer)
 
     async def _task(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
         if ctx is None or ctx.era != "modern" or not surface.has_tasks(ctx.capabilities):

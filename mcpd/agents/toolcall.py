@@ -3,18 +3,21 @@ routed by the agent's profile, and the reply for each outcome.
 
 A call is decoded once (``Router.call_of``, from what either decoder made of the
 request) and routed once (``Router.route``): through the agent's profile, whose
-search mode answers its own meta-tools, to a server and the tool's name there.
-Started without a task (``Router.start``), its one outcome comes back to its caller,
-the agent's connection, which writes the reply ``Router.reply`` makes. A call whose
-server may ask its agent things, and every call over HTTP, is awaited in a task
-instead (``Router.run``): the same call, driven through the rounds of asking back
+search mode answers its own meta-tools, to a server and the tool's name there, and
+past the policy's rules (``callpolicy``). Started without a task (``Router.start``),
+its one outcome comes back to its caller, the agent's connection, which writes the
+reply ``Router.reply`` makes; the reply is where the call's audit record is made
+(``callrecords``). A call whose server may ask its agent things, one that waits for a
+person's approval, and every call over HTTP, is awaited in a task instead
+(``Router.run``): the same call, driven through the rounds of asking back
 (``relay.AskBack``).
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, NoReturn
 
 import msgspec
@@ -25,18 +28,23 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, splice, surface
 from protocol.server import RequestContext, ServerSession
 
+from ..policy.agent import AgentInfo
 from ..servers.askback import Asker
 from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
 from ..servers.progress import Deliver
 from .askback import AgentRequests, DirectAsker
 from .backend import Backend, Servers
+from .callpolicy import Ask, CallPolicy
+from .callrecords import CallRecords, ended, outcome_of
+from .identity import Identity
 from .metatools import NAMES as META_TOOLS
 from .paging import page
 from .profiles import ProfileServers
 from .relay import AgentSide, AskBack
 from .results import shape_call_result
 from .search_mode import unwrap
+from .unrouted import held_tool, unknown_tool
 
 # How arguments that are an object, or null, begin.
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
@@ -61,10 +69,16 @@ class Agent(abc.ABC):
     asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
     refuser: DirectAsker  # answers a server's request for an agent that declared none
     progress: Deliver
+    identity: Identity  # who it is, for the policy and the audit log
 
     @abc.abstractmethod
     def finish(self, call: Call, outcome: Outcome) -> None:
         """A call's one outcome (``servers.calls.Caller``)."""
+
+    @abc.abstractmethod
+    def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
+        """``call``, started without a task, is answered by ``answer`` in a task of
+        its request instead (it waits for a person's decision)."""
 
     @abc.abstractmethod
     def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
@@ -94,11 +108,21 @@ class Router:
     other message is."""
 
     def __init__(
-        self, servers: Backend, askback: AskBack, finish: Finish, *, budget: int, splice: bool
+        self,
+        servers: Backend,
+        askback: AskBack,
+        finish: Finish,
+        policy: CallPolicy,
+        records: CallRecords,
+        *,
+        budget: int,
+        splice: bool,
     ) -> None:
         self.servers = servers
         self.askback = askback
         self._finish = finish
+        self.policy = policy
+        self.records = records
         self.budget = budget  # daemon.result_budget_chars; set again on each reload
         self.splice = splice
 
@@ -140,23 +164,60 @@ class Router:
             modern=modern,
             capabilities=caps,
             tasks=caps is not None and surface.has_tasks(caps),
+            arrived=self.records.now(),
         )
 
     def start(self, call: Call, agent: Agent) -> None:
         """Route ``call`` and start it at its server, without a task: its outcome goes
-        to ``call.caller`` once, maybe before this returns."""
-        refused = self.route(call, agent.profile)
-        if refused is None:
+        to ``call.caller`` once, maybe before this returns. One that must wait for a
+        person's decision goes on in a task of its request (``Agent.in_task``)."""
+        routed = self.route(call, agent)
+        if routed is None:
             self.servers.start(call)
+        elif isinstance(routed, Ask):
+            agent.in_task(call, functools.partial(self._serve, call, agent, routed))
         else:
-            call.caller.finish(call, refused)
+            call.caller.finish(call, routed)
 
     async def run(self, call: Call, agent: Agent) -> bytes:
         """``start``, awaited in a task of the agent's request: its reply, after as many
         rounds as its server and agent need to ask each other things."""
-        refused = self.route(call, agent.profile)
-        if refused is not None:
-            return self.reply(call.id, call, refused)[0]
+        routed = self.route(call, agent)
+        if routed is not None and not isinstance(routed, Ask):
+            return self.reply(call.id, call, routed, agent)[0]
+        return await self._serve(call, agent, routed)
+
+    def abandon(self, call: Call, agent: Agent) -> None:
+        """The agent stopped waiting for ``call`` (it cancelled it, or hung up): its
+        server is told, and no outcome is delivered."""
+        call.cancel()
+        self.records.tool_call(call, self._who(call, agent), "cancelled")
+
+    def unreadable(self, agent: Agent, why: str) -> None:
+        """A tools/call whose request could not be read as a call: its record."""
+        info = agent.identity.info(agent.profile.name, agent.session.legacy_version is None)
+        now = self.records.now()
+        self.records.request(now, info, "tools/call", None, None, "error", why[:200], 0)
+
+    @staticmethod
+    def _who(call: Call, agent: Agent) -> AgentInfo:
+        return agent.identity.info(agent.profile.name, call.modern)
+
+    async def _serve(self, call: Call, agent: Agent, ask: Ask | None) -> bytes:
+        """A routed call, awaited: asked about first when the policy says so, then
+        through the rounds of its server asking its agent things."""
+        try:
+            return await self._rounds(call, agent, ask)
+        except rpc.RPCError as exc:
+            # A requestState that names no wait of mcpd's (expired, another agent's):
+            # this request's error, never the connection's.
+            self.records.tool_call(call, self._who(call, agent), "error", exc.message)
+            return rpc.encode_error(call.id, exc.code, exc.message, exc.data)
+        except BaseException as exc:
+            self.records.tool_call(call, self._who(call, agent), *ended(exc))
+            raise
+
+    async def _rounds(self, call: Call, agent: Agent, ask: Ask | None) -> bytes:
         side = AgentSide(
             owner=call.owner,
             modern=call.modern,
@@ -167,7 +228,22 @@ class Router:
         call.capabilities = side.upstream_capabilities()
 
         def shape(rid: rpc.Id, outcome: Outcome) -> bytes:
-            return self.reply(rid, call, outcome)[0]
+            return self.reply(rid, call, outcome, agent)[0]
+
+        async def upstream(call: Call, asker: Asker | None) -> Outcome:
+            nonlocal ask
+            try:
+                if ask is not None:  # before its first round only
+                    asked, ask = ask, None
+                    refused = await self.policy.ask(call, self._who(call, agent), asked, asker)
+                    if refused is not None:
+                        return refused
+                return await self._upstream(call, asker)
+            except BaseException as exc:
+                # Here too: a modern agent's call that waits for its agent's answer runs
+                # on after the agent's request was answered with input_required.
+                self.records.tool_call(call, self._who(call, agent), *ended(exc))
+                raise
 
         return await self.askback.serve(
             side,
@@ -177,7 +253,7 @@ class Router:
             call,
             call.request_state,
             call.input_responses,
-            self._upstream,
+            upstream,
             shape,
             _retry,
         )
@@ -193,10 +269,12 @@ class Router:
             call.cancel()
             raise
 
-    def route(self, call: Call, profile: ProfileServers) -> Outcome | None:
+    def route(self, call: Call, agent: Agent) -> Outcome | Ask | None:
         """Where ``call`` goes in the agent's profile: its server (``call.alias``) and
         the tool's name there; or the outcome it ends with here (arguments that are not
-        an object, an unknown tool, what search mode's meta-tools answer)."""
+        an object, an unknown tool, what search mode's meta-tools answer, a held tool,
+        the policy's refusal); or ``Ask``, when a person decides first."""
+        profile = agent.profile
         name = call.name
         if name in META_TOOLS:
             answered = unwrap(profile.view, call)
@@ -212,22 +290,32 @@ class Router:
             )
         entry = profile.lookup(name)
         if entry is None:
-            return _unknown(profile, name)
+            call.refusal = "unknown tool"
+            return unknown_tool(profile, name)
         if entry.held is not None:
-            # Refused where calls are routed: the server is not asked.
-            why = entry.held
-            result = mcp.text_result(held_text("tool", name, entry.alias, why), is_error=True)
-            result.meta = held_meta(entry.alias, entry.original, why)
-            return result
+            # Refused where calls are routed, before any rule: the server is not asked.
+            call.refusal = f"held: {entry.held}"
+            return held_tool(entry, name)
         call.local, call.name, call.alias = name, entry.original, entry.alias
         call.sight = profile.view
-        return None
+        if call.request_state is not UNSET and self.policy.continues(call):
+            return None
+        if self.policy.gate.empty:
+            return None
+        return self.policy.decide(call, entry, profile, self._who(call, agent))
 
-    def reply(self, rid: rpc.Id, call: Call, outcome: Outcome) -> tuple[bytes, bool]:
+    def reply(self, rid: rpc.Id, call: Call, outcome: Outcome, agent: Agent) -> tuple[bytes, bool]:
         """The reply line for ``outcome`` under the id ``rid``, and whether it was
-        spliced around the server's result as it came (needing no check)."""
+        spliced around the server's result as it came (needing no check). The call's
+        audit record is made here."""
+        line, spliced, failed = self._reply(rid, call, outcome)
+        word, reason = outcome_of(outcome, failed)
+        self.records.tool_call(call, self._who(call, agent), word, reason, len(line))
+        return line, spliced
+
+    def _reply(self, rid: rpc.Id, call: Call, outcome: Outcome) -> tuple[bytes, bool, bool]:
         if isinstance(outcome, Raw):
-            result, links = shape_call_result(
+            result, links, failed = shape_call_result(
                 outcome,
                 modern=call.modern,
                 budget=self.budget,
@@ -238,14 +326,15 @@ class Router:
             if links or call.tasks:
                 result = self._finish(call, result, links)
             if isinstance(result, Raw) and call.splice:
-                return splice.reply(rid, result), True
-            return rpc.encode_result(rid, result), False
+                return splice.reply(rid, result), True, failed
+            return rpc.encode_result(rid, result), False, failed
         if isinstance(outcome, rpc.RPCError):
-            return rpc.encode_error(rid, outcome.code, outcome.message, outcome.data), False
+            line = rpc.encode_error(rid, outcome.code, outcome.message, outcome.data)
+            return line, False, True
         own = outcome.result() if isinstance(outcome, Outage) else outcome
         if call.modern:
             own.resultType = mcp.COMPLETE
-        return rpc.encode_result(rid, own), False
+        return rpc.encode_result(rid, own), False, own.isError is True
 
 
 class _Awaited:
@@ -303,32 +392,3 @@ def _refuse_meta(meta: bytes) -> NoReturn:
     # The words the general decoder has for it (the name and arguments were fine).
     rpc.decode_as(Raw(b'{"name":"","_meta":' + meta + b"}"), mcp.CallToolParams)
     raise rpc.InvalidParams("params._meta must be an object")
-
-
-def _unknown(profile: ProfileServers, name: str) -> mcp.CallToolResult:
-    down = profile.down_for(name)
-    if down is not None:
-        text = f"No tool {_clip(name)!r} is listed now. {down}"
-    else:
-        near = profile.closest(name)
-        hint = f" Did you mean: {', '.join(near)}?" if near else ""
-        text = f"Unknown tool {_clip(name)!r}.{hint} Call tools/list for the current tools."
-    return mcp.text_result(text, is_error=True)
-
-
-def held_text(kind: str, local: str, alias: str, why: str) -> str:
-    """What a model is told of a call to a held tool, prompt or template."""
-    return (
-        f"The {kind} {_clip(local)!r} of the server {alias!r} is held by mcpd: {why}. "
-        "It was not called. Ask the user to review it (`mcpd tools --pending` shows what "
-        f"changed); until it is approved, other {kind}s keep working."
-    )
-
-
-def held_meta(alias: str, original: str, why: str) -> dict[str, Any]:
-    return {"mcpd/held": {"server": alias, "item": original, "reason": why}}
-
-
-def _clip(name: str, limit: int = 200) -> str:
-    """An unknown name as quoted back: a huge one would cost its size again in the reply."""
-    return name if len(name) <= limit else f"{name[:limit]}... ({len(name)} characters)"

@@ -92,6 +92,12 @@ class Call(msgspec.Struct, eq=False):
     # What the server is told this agent can answer (a modern server's envelope).
     capabilities: dict[str, Any] | None = None
     tasks: bool = False  # the agent takes task handles for results
+    # -- what the agent side records of it (its audit record) --
+    arrived: float = 0.0  # Unix time its request was read
+    decision: str = "allow"  # the policy's, or how the person asked decided
+    decided_by: str = "default"  # the rule (policy[2]), or who decided
+    refusal: str | None = None  # why mcpd answered it itself, in a few words
+    recorded: bool = False  # its record is made (or is another call's, which it continues)
     # -- on its way (the scheduler's and the upstream's) --
     state: str = "new"  # new | queued | running | done | cancelled
     timeout: float = 0.0  # for the server's answer (0: the configured one)

@@ -150,6 +150,27 @@ async def test_input_required_reaches_an_agent_that_can_answer(tmp_path: Path) -
     assert calls[0]["id"] != calls[1]["id"]
 
 
+async def test_a_request_state_that_names_no_wait_is_that_request_s_error(tmp_path: Path) -> None:
+    """An agent that sends mcpd's kind of requestState that names nothing waiting (made
+    up, or for a wait that is over) gets an error; the daemon serves on."""
+    cfg = make_config(tmp_path, {"s": server("--names", "ask,echo")})
+    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    forged = {
+        "name": "mcp__s__echo",
+        "_meta": caps,
+        "inputResponses": {"mcpd_1": {"action": "accept", "content": {}}},
+        "requestState": "mcpd-ask:made-up",
+    }
+    with trio.fail_after(30):
+        async with running(cfg) as daemon:
+            async with connect(daemon.socket_path) as agent:
+                reply = await agent.rpc("tools/call", forged)
+                assert "requestState is mcpd's and has expired" in reply["error"]["message"]
+                assert text(await agent.call("mcp__s__echo", {"text": "on"})) == "echo:on"
+            async with connect(daemon.socket_path) as other:
+                assert text(await other.call("mcp__s__echo", {"text": "up"})) == "echo:up"
+
+
 async def test_input_required_is_an_error_for_an_agent_that_cannot(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, {"s": server("--names", "ask")})
     with trio.fail_after(30):

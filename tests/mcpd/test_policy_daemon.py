@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import trio
 
 from mcpd.audit.record import CallRecord
@@ -87,14 +86,12 @@ def decisions(out: str) -> dict[str, str]:
 
 
 async def test_tools_policy_shows_each_tools_decision_and_follows_reloads(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
 ) -> None:
     path = write_config(tmp_path, RULES)
     with trio.fail_after(LIMIT):
         async with running(load(path), str(path)) as daemon:
             sock = daemon.socket_path
-            # Nobody takes the rules for a guard the calls do not meet yet.
-            assert "3 [[policy]] rule(s) read; calls are not held to them" in caplog.text
             code, out, err = await run("tools", "--policy", "--socket", sock)
             assert code == 0, err
             assert decisions(out) == {

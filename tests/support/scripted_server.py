@@ -152,6 +152,8 @@ def capabilities() -> dict:
         caps["prompts"] = {}
     if args.templates:
         caps["resources"] = {}
+    if args.prompts or args.templates:
+        caps["completions"] = {}
     return caps
 
 
@@ -427,6 +429,16 @@ def handle(msg: dict) -> None:
             {"uriTemplate": f"test://t{i}/{{x}}", "name": f"t{i}"} for i in range(args.templates)
         ]
         list_page(rid, params, "resourceTemplates", templates)
+    elif method == "prompts/get" and args.prompts:
+        text = f"{params.get('name')}: {json.dumps(params.get('arguments') or {})}"
+        message = {"role": "user", "content": {"type": "text", "text": text}}
+        result(rid, {"messages": [message]})
+    elif method == "resources/read" and args.templates:
+        uri = params.get("uri")
+        result(rid, {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f"read {uri}"}]})
+    elif method == "completion/complete" and (args.prompts or args.templates):
+        value = (params.get("argument") or {}).get("value", "")
+        result(rid, {"completion": {"values": [value + "1", value + "2"], "hasMore": False}})
     elif method == "tools/call":
         call_tool(rid, params)
     elif method == "ping":

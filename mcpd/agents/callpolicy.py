@@ -1,0 +1,118 @@
+"""The policy's step on the call path: the ``[[policy]]`` rules' decision for a routed
+tools/call, and for an ``ask`` the wait for a person's answer.
+
+``decide`` runs where calls are routed (``toolcall.Router.route``), direct calls and
+search mode's meta-calls alike, once the tool is known and not held: an allowed call
+goes on, a denied or rate-limited one ends there with a result a model can read, and
+one to ask about goes on in a task (``Ask``). ``ask`` runs in that task before the
+call is started at its server, so the wait holds no slot there and no breaker hears
+of it. It asks the agent's user through the agent when the agent can be asked (an
+``elicitation/create`` of mcpd's own to a legacy agent, an ``input_required`` to a
+modern one, through the same askers that carry a server's questions) while the
+operator can decide with ``mcpd approvals`` or on the status page; whoever answers
+first decides, and a call nobody decides in time is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp, surface
+
+from ..policy import asking, refusals
+from ..policy.agent import AgentInfo
+from ..policy.approvals import ApprovalRequest, Verdict
+from ..policy.gate import CallGate
+from ..policy.rules import CallFacts, Decision, facts_of
+from ..registry.shown import Entry
+from ..servers.askback import Asker
+from ..servers.calls import Call
+from .askback import Park, Parks
+from .profiles import ProfileServers
+
+_NO_ARGUMENTS: Final = b"{}"
+# What is asked does not change whether an agent takes it: its shape does.
+_PROBE: Final = ApprovalRequest(agent=AgentInfo(), tool="", server="", original="", arguments="{}")
+
+
+class Ask(msgspec.Struct, frozen=True):
+    """A call the policy says to ask a person about: what the rules saw, and the rule."""
+
+    facts: CallFacts
+    decision: Decision
+
+
+class CallPolicy:
+    def __init__(self, gate: CallGate, parks: Parks) -> None:
+        self.gate = gate
+        self._parks = parks
+
+    def decide(
+        self, call: Call, entry: Entry, profile: ProfileServers, agent: AgentInfo
+    ) -> mcp.CallToolResult | Ask | None:
+        """What the rules say of ``call`` to the listed tool ``entry``: None when it
+        may go, the result it ends with when it may not, or ``Ask``."""
+        gate = self.gate
+        trusted = profile.view.registry.server_flags(entry.alias)[0]
+        facts = facts_of(entry, profile.name, trusted)
+        decision = gate.decide(facts, agent)
+        call.decision, call.decided_by = decision.action, decision.by
+        if decision.action == "allow":
+            return None
+        if decision.action == "ask":
+            return Ask(facts, decision)
+        why = f": {decision.reason}" if decision.reason else ""
+        if decision.limited is not None:
+            call.decision = "limited"
+            call.refusal = f"over the rate of {decision.by}"
+            return refusals.limited(facts, decision)
+        call.refusal = f"denied by {decision.by}{why}"
+        return refusals.denied(facts, decision)
+
+    def continues(self, call: Call) -> bool:
+        """Whether ``call`` answers what mcpd asked its agent for another call (its
+        ``requestState`` is mcpd's): that call met the rules, and this one only brings
+        the answer. While that call waits, this one's record is that call's; once it
+        is over, this one is refused with an error of its own."""
+        found = self._parks.find(call.request_state)
+        if found is None:
+            return False
+        if isinstance(found, Park):
+            call.recorded = True
+        return True
+
+    async def ask(
+        self, call: Call, agent: AgentInfo, ask: Ask, asker: Asker | None
+    ) -> mcp.CallToolResult | None:
+        """Wait for a person's decision on ``call``: None once it is approved, else the
+        result it ends with."""
+        version = call.ctx.version
+        # Asked only when it declared it takes elicitation (a form, for this version).
+        probe = asking.elicitation_params(_PROBE, version)
+        can_ask = asker is not None and surface.declares(
+            call.ctx.capabilities, asking.METHOD, probe
+        )
+
+        async def agent_answer(request: ApprovalRequest) -> Verdict | None:
+            assert asker is not None
+            params = asking.elicitation_params(request, version)
+            try:
+                answer = await asker.ask(asking.METHOD, params)
+            except rpc.RPCError:
+                return None  # it cannot answer after all (it left, or refused)
+            return asking.verdict_of(answer if isinstance(answer, Raw) else Raw(b"null"))
+
+        arguments = call.arguments
+        raw = bytes(arguments) if isinstance(arguments, Raw) else _NO_ARGUMENTS
+        answer = agent_answer if can_ask else None
+        verdict = await self.gate.ask(ask.facts, agent, ask.decision, raw, answer)
+        call.decision, call.decided_by = verdict.outcome, verdict.by
+        if verdict.approved:
+            return None
+        why = f": {verdict.reason}" if verdict.reason else ""
+        call.refusal = f"{verdict.outcome} by {verdict.by}{why}"
+        return refusals.not_approved(ask.facts, ask.decision, verdict)

@@ -1,0 +1,160 @@
+"""Each request an agent makes of a server's tools, prompts, resources and completions,
+as its audit record: made once, where its outcome passes (a tools/call's in
+``Router.reply``, or where it was cancelled), from what the call carried since it was
+read (when it came, what the policy decided and who decided it).
+
+What came of it is named in a few words (``CallRecord.outcome``): ``ok``,
+``tool_error`` (a result with ``isError``), ``refused`` (mcpd answered it itself: the
+policy, a held definition, an unknown name), ``outage`` or ``timeout`` (the server
+could not answer), ``cancelled`` (the agent stopped waiting) or ``error`` (a JSON-RPC
+error).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import trio
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+
+from ..audit.log import AuditLog
+from ..audit.record import CallRecord, Outcome
+from ..policy.agent import AgentInfo
+from ..servers.calls import Call
+from ..servers.calls import Outcome as CallOutcome
+from ..servers.outage import Outage
+
+_REASON: Final = 200  # characters of a reason kept
+
+
+def outcome_of(outcome: CallOutcome | Any, failed: bool = False) -> tuple[Outcome, str | None]:
+    """The record's words for a request's outcome: a server's result (``failed``: it
+    says ``isError``), an ``Outage``, a JSON-RPC error, or a result of mcpd's own."""
+    if isinstance(outcome, Raw | bytes):
+        return ("tool_error" if failed else "ok"), None
+    if isinstance(outcome, Outage):
+        return ("timeout" if outcome.state == "timeout" else "outage"), outcome.reason
+    if isinstance(outcome, rpc.RPCError):
+        return "error", outcome.message[:_REASON]
+    if isinstance(outcome, mcp.CallToolResult) and outcome.isError:
+        return "refused", _first_text(outcome)
+    return "ok", None
+
+
+def ended(exc: BaseException) -> tuple[Outcome, str | None]:
+    """What a request that ended with ``exc``, and no reply, came to: cancelled (trio's
+    cancellation, alone or gathered from a nursery), or an error of mcpd's."""
+    if isinstance(exc, trio.Cancelled):
+        return "cancelled", None
+    if isinstance(exc, BaseExceptionGroup) and all(
+        ended(e)[0] == "cancelled" for e in exc.exceptions
+    ):
+        return "cancelled", None
+    return "error", f"mcpd failed: {type(exc).__name__}"
+
+
+def _first_text(result: mcp.CallToolResult) -> str | None:
+    for block in result.content:
+        text = block.get("text") if isinstance(block, dict) else getattr(block, "text", None)
+        if isinstance(text, str):
+            return text[:_REASON]
+    return None
+
+
+class Seen:
+    """What one prompts/get, resources/read or completion/complete came to, filled in
+    as it is answered: what it named, the server and the server's name for it once
+    routed, its arguments, and the outcome its server's answer was."""
+
+    __slots__ = ("arguments", "name", "outcome", "target")
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.target: tuple[str, str] | None = None
+        self.arguments: Raw | None = None
+        self.outcome: CallOutcome | None = None
+
+    def words(self, refused: rpc.RPCError | None = None) -> tuple[Outcome, str | None]:
+        """The record's outcome: the server's answer's; else ``refused``, mcpd's own
+        refusal of what was named (an unknown or held item)."""
+        if self.outcome is not None:
+            return outcome_of(self.outcome)
+        if refused is not None:
+            return ("refused" if self.name is not None else "error"), refused.message[:_REASON]
+        return "ok", None
+
+
+class CallRecords:
+    def __init__(self, audit: AuditLog, wall: Callable[[], float] = time.time) -> None:
+        self.audit = audit
+        self._wall = wall
+
+    def now(self) -> float:
+        return self._wall()
+
+    def tool_call(
+        self,
+        call: Call,
+        agent: AgentInfo,
+        outcome: Outcome,
+        reason: str | None = None,
+        result_bytes: int = 0,
+    ) -> None:
+        """The record of ``call`` (once: a call recorded already is not again)."""
+        if call.recorded:
+            return
+        call.recorded = True
+        arguments = call.arguments
+        raw = arguments if isinstance(arguments, Raw) else None
+        routed = bool(call.alias)
+        record = CallRecord(
+            ts=call.arrived,
+            agent=agent,
+            method="tools/call",
+            name=(call.local or call.name) if routed else call.name,
+            original=call.name if routed else None,
+            server=call.alias or None,
+            args_bytes=0 if raw is None else len(raw),
+            decision=call.decision,
+            decided_by=call.decided_by,
+            outcome=outcome,
+            reason=call.refusal if call.refusal is not None else reason,
+            duration_ms=round((self._wall() - call.arrived) * 1000, 3),
+            result_bytes=result_bytes,
+        )
+        self.audit.record(record, raw)
+
+    def request(
+        self,
+        arrived: float,
+        agent: AgentInfo,
+        method: str,
+        name: str | None,
+        target: tuple[str, str] | None,
+        outcome: Outcome,
+        reason: str | None,
+        result_bytes: int,
+        arguments: Raw | None = None,
+    ) -> None:
+        """The record of a prompts/get, resources/read or completion/complete:
+        ``target`` its server and the server's name for what was asked (None: it
+        named nothing mcpd could route)."""
+        record = CallRecord(
+            ts=arrived,
+            agent=agent,
+            method=method,
+            name=name,
+            original=None if target is None else target[1],
+            server=None if target is None else target[0],
+            args_bytes=0 if arguments is None else len(arguments),
+            outcome=outcome,
+            reason=reason,
+            duration_ms=round((self._wall() - arrived) * 1000, 3),
+            result_bytes=result_bytes,
+        )
+        self.audit.record(record, arguments)
