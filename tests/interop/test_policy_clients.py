@@ -1,0 +1,185 @@
+"""mcpd's policy with the official SDK clients as agents, through `mcpd bridge`: the
+Python SDK 2.x in each era (2026-07-28: mcpd's input_required; the handshake: an
+elicitation request of mcpd's own), the Python SDK 1.x and the TypeScript SDK, each with
+an elicitation handler. Its user is asked about an ``ask`` tool: approving sends the
+call to the server once, denying never reaches it; a ``deny`` rule never reaches it
+either. A client that declared no elicitation waits while the operator decides with
+``mcpd approvals`` from another process. Every call is in the audit log with who
+decided it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from mcpd.audit.reader import Reading
+from mcpd.config.load import parse
+from mcpd.daemon import Daemon
+from tests.support.agent import running
+from tests.support.procs import scripted
+
+from .conftest import ROOT, console_script, node_env, v1_python
+from .test_profile_clients import node
+
+HERE = Path(__file__).resolve().parent
+PEERS = ROOT / "tests" / "peers"
+LIMIT = 100
+CLIENTS = ["python-2026", "python-handshake", "python-v1", "typescript"]
+VERSIONS = {
+    "python-2026": "2026-07-28",
+    "python-handshake": "2025-11-25",
+    "python-v1": "2025-11-25",
+    "typescript": "2025-11-25",
+}
+RULES = [
+    {"tools": ["*/delete_*"], "action": "deny", "reason": "deleting is done by people"},
+    {"tools": ["gh/create_issue"], "action": "ask", "reason": "issues need a person"},
+]
+
+
+def config(tmp_path: Path) -> tuple[Any, Path]:
+    log = tmp_path / "server.in"
+    command, args = scripted("--names", "create_issue,delete_repo,read", "--log-file", str(log))
+    parsed = parse(
+        {
+            "daemon": {
+                "socket": str(tmp_path / "mcpd.sock"),
+                "state_dir": str(tmp_path / "state"),
+                "audit_journal": False,
+            },
+            "servers": {"gh": {"command": command, "args": list(args)}},
+            "policy": RULES,
+        }
+    )
+    return parsed, log
+
+
+def reached(log: Path, tool: str) -> list[dict[str, Any]]:
+    lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    return [m for m in lines if m.get("method") == "tools/call" and m["params"]["name"] == tool]
+
+
+def client_command(client: str, asks: str, calls: list[Any], sock: str) -> tuple[list[str], Any]:
+    bridge = [console_script("mcpd"), "bridge", "--socket", sock]
+    encoded = json.dumps(calls)
+    if client == "typescript":
+        script = str(HERE / "ts_sdk_policy.mjs")
+        return [node(), script, str(PEERS), asks, encoded, "--", *bridge], node_env()
+    python = v1_python() if client == "python-v1" else sys.executable
+    mode = "auto" if client == "python-2026" else "legacy"
+    script = str(HERE / "sdk_client_policy.py")
+    return [python, script, mode, asks, encoded, "--", *bridge], None
+
+
+async def run_client(client: str, asks: str, calls: list[Any], sock: str) -> dict[str, Any]:
+    command, env = client_command(client, asks, calls, sock)
+    done = await trio.run_process(
+        command,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        env=None if env is None else {**os.environ, **env},
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    out: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    return out
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_the_agent_s_user_is_asked_and_decides(tmp_path: Path, client: str) -> None:
+    parsed, log = config(tmp_path)
+    calls = [
+        ["mcp__gh__create_issue", {"title": "please fix the login", "text": "yes"}],
+        ["mcp__gh__create_issue", {"title": "rewrite everything", "text": "no"}],
+        ["mcp__gh__delete_repo", {"repo": "web"}],
+        ["mcp__gh__read", {"text": "free"}],
+    ]
+    with trio.fail_after(LIMIT):
+        async with running(parsed) as daemon:
+            seen = await run_client(client, "elicitation", calls, daemon.socket_path)
+            await daemon.audit.flush()
+    assert seen["version"] == VERSIONS[client]
+    approved, denied, deny, allowed = seen["results"]
+    assert approved == {"is_error": False, "text": ["create_issue:yes"]}
+    assert denied["is_error"] is True
+    assert "denied by the agent's user: not without a please" in denied["text"][0]
+    assert deny["is_error"] is True and "does not allow calls" in deny["text"][0]
+    assert allowed == {"is_error": False, "text": ["read:free"]}
+    # The user was asked twice, about what would be called with which arguments.
+    first, second = seen["asked"]
+    assert "Tool: create_issue on the server 'gh'" in first and "please fix" in first
+    assert "issues need a person" in first and "rewrite everything" in second
+    # Approving sent it once; denying, and the deny rule, never reached the server.
+    assert [m["params"]["arguments"]["text"] for m in reached(log, "create_issue")] == ["yes"]
+    assert reached(log, "delete_repo") == []
+    records = list(Reading(str(tmp_path / "state")))
+    assert [(r.decision, r.decided_by, r.outcome) for r in records] == [
+        ("approved", "the agent's user", "ok"),
+        ("denied", "the agent's user", "refused"),
+        ("deny", "policy[0]", "refused"),
+        ("allow", "default", "ok"),
+    ]
+    era = "modern" if client == "python-2026" else "legacy"
+    assert {r.agent.era for r in records} == {era}
+
+
+async def operator(daemon: Daemon, verb: str, *argv: str) -> str:
+    """``mcpd approvals ...`` from another process, once a call waits."""
+    approvals = daemon.approvals
+    while not approvals.list():
+        await approvals.wait_change(approvals.version)
+    [waiting] = approvals.list()
+    command = [sys.executable, "-m", "mcpd", "approvals", verb, waiting.id, *argv]
+    done = await trio.run_process(
+        [*command, "--socket", daemon.socket_path],
+        capture_stdout=True,
+        capture_stderr=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert waiting.id not in {v.id for v in approvals.list()}  # decided: waits no more
+    return done.stdout.decode()
+
+
+@pytest.mark.parametrize("client", ["python-2026", "python-handshake", "typescript"])
+async def test_an_agent_that_cannot_be_asked_is_decided_by_the_operator(
+    tmp_path: Path, client: str
+) -> None:
+    parsed, log = config(tmp_path)
+    calls = [
+        ["mcp__gh__create_issue", {"text": "approved"}],
+        ["mcp__gh__create_issue", {"text": "denied"}],
+    ]
+    with trio.fail_after(LIMIT):
+        async with running(parsed) as daemon:
+            seen: dict[str, Any] = {}
+
+            async def agent() -> None:
+                seen.update(await run_client(client, "none", calls, daemon.socket_path))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(agent)
+                said = await operator(daemon, "approve")
+                assert "approved" in said and "gh/create_issue" in said
+                said = await operator(daemon, "deny", "--reason", "one is enough")
+            await daemon.audit.flush()
+    assert seen["asked"] == []
+    approved, denied = seen["results"]
+    assert approved == {"is_error": False, "text": ["create_issue:approved"]}
+    assert denied["is_error"] is True and "one is enough" in denied["text"][0]
+    assert [m["params"]["arguments"]["text"] for m in reached(log, "create_issue")] == ["approved"]
+    records = list(Reading(str(tmp_path / "state")))
+    assert [(r.decision, r.outcome) for r in records] == [
+        ("approved", "ok"),
+        ("denied", "refused"),
+    ]
+    assert all(r.decided_by.startswith("uid ") for r in records)
