@@ -91,9 +91,17 @@ class HttpApi:
         """The status page, made for its first request."""
         if self._page is None:
             from .page.pinsource import pin_sources
+            from .page.policysource import policy_sources
             from .page.routes import Page
 
-            self._page = Page(self.control, self.servers, pin_sources(self.control))
+            policy = policy_sources(self.control)
+            sources = msgspec.structs.replace(
+                pin_sources(self.control),
+                approvals=policy.approvals,
+                decide=policy.decide,
+                calls=policy.calls,
+            )
+            self._page = Page(self.control, self.servers, sources)
         return self._page
 
     @property

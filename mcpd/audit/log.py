@@ -80,6 +80,7 @@ class AuditLog:
         self._buffer: list[tuple[CallRecord, Arguments | None]] = []
         self._recent: deque[CallRecord] = deque(maxlen=RECENT)
         self._writing = trio.Lock()
+        self._watchers: list[Callable[[], None]] = []
         self._dropped = 0  # since the last write
         self._wake = trio.Event()
         self._fd: int | None = None
@@ -116,6 +117,11 @@ class AuditLog:
         self._buffer.append((record, arguments))
         self._wake.set()
 
+    def watch(self, written: Callable[[], None]) -> None:
+        """``written()`` after each batch of records is written (the status page's
+        latest calls): at most one call a batch, never one a record."""
+        self._watchers.append(written)
+
     def recent(self, keep: Callable[[CallRecord], bool], limit: int) -> list[CallRecord]:
         """The latest records ``keep`` admits, newest first, at most ``limit``."""
         out: list[CallRecord] = []
@@ -151,6 +157,8 @@ class AuditLog:
                 # daemon's state, which only this thread may.
                 secrets = self.secrets.current() if self.arguments_kept else None
                 await trio.to_thread.run_sync(self._write, batch, dropped, secrets)
+                for written in self._watchers:
+                    written()
 
     def close(self) -> None:
         """The daemon stops: the file is closed (``flush`` first)."""

@@ -117,12 +117,14 @@ async def test_the_socket_serves_the_page_for_reading(tmp_path: Path) -> None:
             assert b"exited with status 3" in page.body
             assert b"<svg" in page.body and b'rect class="down"' in page.body
             # Read-only: no CSRF token on the page, no button, and a POST is refused.
-            assert b'<meta name="mcpd-csrf"' not in page.body and b"<form" not in page.body
-            # What waits: only what this mcpd records (held changes, no approvals).
+            assert b'<meta name="mcpd-csrf"' not in page.body
+            assert b'<form method="post"' not in page.body
+            # What waits: what this mcpd records (calls to approve, held changes).
             assert (
-                b"No server waits for a login or a fix to its configuration; no changed "
-                b"definition is held.<"
+                b"No server waits for a login or a fix to its configuration; no call waits "
+                b"for an approval; no changed definition is held.<"
             ) in page.body
+            assert b'<section id="calls">' in page.body  # the latest calls, none yet
             refused = await curl(daemon.socket_path, "/page/login", "--data", "server=files")
             assert refused.status == 403
             assert "takes a session" in refused.json()["error"]
@@ -132,8 +134,10 @@ async def test_the_socket_serves_the_page_for_reading(tmp_path: Path) -> None:
             assert b"broken" not in mine.body and b"tools \xc2\xb7 profiles" in mine.body
             assert b">files<" not in mine.body
             assert b"(profile mail)" in mine.body
-            # Held changes are the owner's to see and approve, not a profile's readers'.
+            # Held changes and approvals are the owner's to see and decide, not a
+            # profile's readers'; its latest calls are the profile's.
             assert b"No server waits for a login or a fix to its configuration.<" in mine.body
+            assert b'<section id="calls">' in mine.body
 
 
 async def test_a_one_time_code_opens_one_session_and_only_once(tmp_path: Path) -> None:
@@ -348,9 +352,11 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
         async with running(config(tmp_path)) as daemon:
             assert daemon.api.endpoint is not None
             port = daemon.api.endpoint.port
-            plain = await http(port, "GET", "/", {"Authorization": f"Bearer {daemon.http_token()}"})
-            assert b'id="calls"' not in plain.body and b"approval" not in plain.body
             http_api = daemon.api.http
+            http_api._page = Page(daemon, daemon.front)  # no sources: none of it drawn
+            bearer = {"Authorization": f"Bearer {daemon.http_token()}"}
+            plain = await http(port, "GET", "/", bearer)
+            assert b'id="calls"' not in plain.body and b"approval" not in plain.body
             http_api._page = Page(daemon, daemon.front, sources)
             cookie, csrf = await session(port, daemon.socket_path)
             page = await http(port, "GET", "/?server=mail", {"Cookie": cookie})

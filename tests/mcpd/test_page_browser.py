@@ -4,7 +4,8 @@ its tools: the page runs its script under its own Content-Security-Policy withou
 console error, a killed server's row turns red and its day gains the outage without a
 reload, the address ``mcpd dashboard`` prints opens one session once, a form on another
 origin that posts to the page is refused, and a held definition change approved on the
-page is released. Screenshots at desktop and phone widths are left in
+page is released, and a call waiting for approval is let through by Approve on the
+page. Screenshots at desktop and phone widths are left in
 ``tests/.artifacts/page``.
 
 One daemon and one browser serve the whole module.
@@ -72,6 +73,8 @@ class Daemon:
         for alias, server in servers.items():
             lines += [f"[servers.{alias}]", f"command = {json.dumps(server['command'])}"]
             lines.append(f"args = {json.dumps(server['args'])}")
+        # Reading a note waits for a person's approval.
+        lines += ["[[policy]]", 'tools = ["notes/read_note"]', 'action = "ask"']
         config = tmp / "config.toml"
         config.write_text("\n".join(lines) + "\n")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -115,13 +118,13 @@ class Daemon:
         status: dict[str, Any] = json.loads(data.partition(b"\r\n\r\n")[2])
         return status
 
-    def call(self, tool: str) -> dict[str, Any]:
+    def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """``tools/call`` of ``tool`` on the socket, as an agent makes it."""
         meta = {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
         }
-        params = {"name": tool, "arguments": {}, "_meta": meta}
+        params = {"name": tool, "arguments": arguments or {}, "_meta": meta}
         line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
         with socket.socket(socket.AF_UNIX) as s:
             s.settimeout(20)
@@ -317,4 +320,38 @@ def test_a_held_change_approved_on_the_page_is_released(mcpd: Daemon, page: Any)
     released = mcpd.call("mcp__tickets__search")
     assert not released.get("isError"), released
     assert "tools/call search" in mcpd.reached.read_text().splitlines()
+    assert severe(page) == []
+
+
+def test_an_approval_clicked_on_the_page_lets_the_waiting_call_through(
+    mcpd: Daemon, page: Any
+) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    open_page(page, mcpd)
+    waiting = 'li[data-waits="approval"]'
+    assert page.find_elements("css selector", waiting) == []
+    returned: list[dict[str, Any]] = []
+    agent = threading.Thread(
+        target=lambda: returned.append(mcpd.call("mcp__notes__read_note", {"name": "welcome"}))
+    )
+    agent.start()
+    try:
+        WebDriverWait(page, 10).until(lambda d: d.find_elements("css selector", waiting))
+        item = page.find_element("css selector", waiting)
+        assert "mcp__notes__read_note" in item.text and "welcome" in item.text
+        page.save_screenshot(str(artifacts("page") / "desktop-approval.png"))
+        assert returned == []  # it waits for the click
+        approve = item.find_element("css selector", "button:not(.no)")
+        assert approve.text == "Approve"
+        approve.click()
+        agent.join(10)
+        assert not agent.is_alive(), "the call did not come back after Approve"
+    finally:
+        agent.join(20)
+    [result] = returned
+    assert not result.get("isError"), result
+    WebDriverWait(page, 10).until(lambda d: not d.find_elements("css selector", waiting))
+    rows = page.find_elements("css selector", "#calls tbody tr")
+    assert "mcp__notes__read_note" in rows[0].text and "ok" in rows[0].text
     assert severe(page) == []

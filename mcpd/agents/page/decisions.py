@@ -13,7 +13,7 @@ from . import charts
 from .model import PageData
 from .sources import CallFilter, CallRecord
 
-OUTCOMES: Final = ("ok", "tool error", "refused", "outage", "timeout", "cancelled")
+OUTCOMES: Final = ("ok", "tool error", "refused", "outage", "timeout", "cancelled", "error")
 
 
 def _button(path: str, fields: dict[str, str], label: str, csrf: str, cls: str = "") -> str:

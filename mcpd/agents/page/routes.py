@@ -55,6 +55,8 @@ class Page:
         self._news = trio.Event()
         self._streams: dict[trio.CancelScope, None] = {}  # oldest first
         servers.subscribe(self._changed)
+        if sources.calls is not None:
+            control.audit.watch(self._changed)  # the latest calls, as they are written
 
     def _changed(self) -> None:
         self._news.set()

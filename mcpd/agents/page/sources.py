@@ -49,7 +49,7 @@ class CallRecord(msgspec.Struct, frozen=True):
     server: str
     tool: str
     agent: str
-    outcome: str  # ok | tool error | refused | outage | timeout | cancelled
+    outcome: str  # ok | tool error | refused | outage | timeout | cancelled | error
     duration_ms: float | None = None
 
 

@@ -1,0 +1,79 @@
+"""Calls waiting for approval and the latest calls on the page, from the daemon's
+approvals registry and the audit log's records in memory (``Control.approvals``,
+``Control.audit``).
+
+Approvals are for the daemon's own user and root, as ``mcpd approvals`` is: a reader
+of one profile is shown none, and the page's Approve and Deny do what ``mcpd approvals
+approve|deny`` does. The latest calls are shown to every reader, of the servers and
+the profile the reader may see: a profile's reader sees that profile's agents' calls.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Final
+
+from protocol import jsonrpc as rpc
+
+from ...audit.record import CallRecord as Record
+from ...policy.approvals import ApprovalError
+from ...registry.views import ProfileView
+from ..backend import Control
+from .sources import CallFilter, CallRecord, Decision, PendingApproval, Sources
+
+OWNER_ONLY: Final = "deciding calls is for the daemon's own user and root"
+BY: Final = "the status page"
+# The page's words for the audit log's outcomes.
+OUTCOME_WORDS: Final = {"tool_error": "tool error"}
+
+
+def policy_sources(control: Control) -> Sources:
+    def approvals(scope: ProfileView | None) -> list[PendingApproval] | None:
+        if scope is not None:
+            return None
+        return [
+            PendingApproval(
+                v.id,
+                v.server,
+                v.tool,
+                v.agent.label(),
+                datetime.fromisoformat(v.since).timestamp(),
+                v.arguments,
+            )
+            for v in control.approvals.list()
+        ]
+
+    async def decide(id: str, decision: Decision, scope: ProfileView | None) -> str:
+        if scope is not None:
+            raise rpc.RPCError(-32000, OWNER_ONLY)
+        try:
+            decided = control.approvals.decide(id, decision == "approve", BY)
+        except ApprovalError as exc:
+            raise rpc.RPCError(-32000, str(exc)) from None
+        done = "approved" if decision == "approve" else "denied"
+        return f"{done} {decided.server}/{decided.original} for {decided.agent.label()}"
+
+    def calls(scope: ProfileView | None, chosen: CallFilter) -> list[CallRecord] | None:
+        def keep(r: Record) -> bool:
+            if chosen.server is not None and r.server != chosen.server:
+                return False
+            if chosen.outcome is not None and _word(r) != chosen.outcome:
+                return False
+            if scope is None:
+                return True
+            return r.agent.profile == scope.name and (
+                r.server is None or scope.has_server(r.server)
+            )
+
+        return [
+            CallRecord(
+                r.ts, r.server or "-", r.name or "-", r.agent.label(), _word(r), r.duration_ms
+            )
+            for r in control.audit.recent(keep, chosen.limit)
+        ]
+
+    return Sources(approvals=approvals, decide=decide, calls=calls)
+
+
+def _word(record: Record) -> str:
+    return OUTCOME_WORDS.get(record.outcome, record.outcome)
