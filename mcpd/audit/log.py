@@ -36,10 +36,10 @@ import trio
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
-from ..host.journal import NOTICE
 from ..host.privatefile import open_directory
 from ..host.ratelimit import Throttle
 from ..policy.masking import KnownSecrets, SecretSet
+from . import journal
 from .counts import CallCounts
 from .record import CallRecord, Gap, digest, iso
 
@@ -59,7 +59,6 @@ _FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOE
 Arguments = bytes | msgspec.Raw
 
 logger = logging.getLogger("mcpd.audit")
-calls_logger = logging.getLogger("mcpd.calls")
 
 
 class AuditLog:
@@ -110,12 +109,14 @@ class AuditLog:
         self._recent.append(record)
         if not (self.to_file or self.to_journal):
             return
-        if len(self._buffer) >= self.capacity:
+        buffer = self._buffer
+        if len(buffer) >= self.capacity:
             self._dropped += 1
             self.counts.dropped += 1
             return
-        self._buffer.append((record, arguments))
-        self._wake.set()
+        buffer.append((record, arguments))
+        if len(buffer) == 1:  # the first since the last write wakes the writer
+            self._wake.set()
 
     def watch(self, written: Callable[[], None]) -> None:
         """``written()`` after each batch of records is written (the status page's
@@ -191,8 +192,7 @@ class AuditLog:
         if self.to_file:
             self._append(lines)
         if self.to_journal:
-            for record, _ in batch:
-                _journal(record)
+            journal.write((record for record, _ in batch), now)
 
     def _append(self, lines: list[bytes]) -> None:
         try:
@@ -274,36 +274,3 @@ def kept_arguments(raw: Arguments, secrets: SecretSet) -> Any:
         return secrets.mask_value(msgspec.json.decode(raw))
     except msgspec.DecodeError:
         return "(not valid JSON)"
-
-
-def _journal(record: CallRecord) -> None:
-    agent = record.agent
-    who = agent.label()
-    took = f"{record.duration_ms:.0f} ms"
-    what = record.name or "-"
-    if record.original and record.server:
-        what += f" ({record.server}/{record.original})"
-    outcome = record.outcome + (f": {record.reason}" if record.reason else "")
-    extra = log_extra(record.server, "call", record.reason)
-    extra.update(
-        mcpd_method=record.method,
-        mcpd_tool=record.name,
-        mcpd_outcome=record.outcome,
-        mcpd_decision=record.decision,
-        mcpd_decided_by=record.decided_by,
-        mcpd_agent_uid=agent.uid,
-        mcpd_agent_pid=agent.pid,
-        mcpd_profile=agent.profile,
-    )
-    calls_logger.log(
-        logging.INFO if record.outcome == "ok" else NOTICE,
-        "%s %s by %s: %s in %s (%s by %s)",
-        record.method,
-        what,
-        who,
-        outcome,
-        took,
-        record.decision,
-        record.decided_by,
-        extra=extra,
-    )

@@ -66,4 +66,26 @@ def digest(arguments: bytes | msgspec.Raw) -> str:
 
 
 def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``ts`` as ``2026-08-01T10:00:00.123Z``."""
+    second = int(ts)
+    micro = round((ts - second) * 1_000_000)  # as datetime rounds it
+    if micro >= 1_000_000:
+        second, micro = second + 1, micro - 1_000_000
+    return f"{_seconds.text(second)}.{micro // 1000:03d}Z"
+
+
+class _Seconds:
+    """The date and time of the last second formatted: records come many a second."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._text = ""
+
+    def text(self, second: int) -> str:
+        if second != self._second:
+            self._text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            self._second = second
+        return self._text
+
+
+_seconds: Final = _Seconds()

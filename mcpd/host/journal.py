@@ -23,7 +23,7 @@ import socket
 import stat
 import struct
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TextIO
 
 from protocol.visible import visible
@@ -177,7 +177,7 @@ def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> li
 # --- handlers ----------------------------------------------------------------------------
 
 
-class _RateLimitedHandler(logging.Handler):
+class RateLimitedHandler(logging.Handler):
     def __init__(self, limiter: StderrRateLimiter | None = None) -> None:
         super().__init__()
         self.limiter = limiter or StderrRateLimiter()
@@ -192,6 +192,29 @@ class _RateLimitedHandler(logging.Handler):
     def write(self, record: logging.LogRecord) -> None:
         raise NotImplementedError
 
+    def handle_all(self, records: Sequence[logging.LogRecord]) -> None:
+        """Many records at once (each call's audit entry, a batch at a time): the lock
+        taken once, and written together where the output allows."""
+        admitted = [
+            admitted
+            for record in records
+            if record.levelno >= self.level and self.filter(record)
+            for admitted in self.limiter.admit(record)
+        ]
+        if not admitted:
+            return
+        self.acquire()
+        try:
+            self.write_all(admitted)
+        except Exception:
+            self.handleError(admitted[0])
+        finally:
+            self.release()
+
+    def write_all(self, records: Sequence[logging.LogRecord]) -> None:
+        for record in records:
+            self.write(record)
+
     def close(self) -> None:
         self.acquire()
         try:
@@ -205,7 +228,7 @@ class _RateLimitedHandler(logging.Handler):
         super().close()
 
 
-class LineHandler(_RateLimitedHandler):
+class LineHandler(RateLimitedHandler):
     """One readable line per record: time, level, [server] event: message.
 
     With ``syslog_prefix`` the time is left out and each line starts with ``<N>``: that
@@ -223,6 +246,8 @@ class LineHandler(_RateLimitedHandler):
         super().__init__(limiter)
         self.stream = stream
         self.syslog_prefix = syslog_prefix
+        self._second = -1
+        self._stamp_text = ""
 
     def format_record(self, record: logging.LogRecord) -> str:
         server = getattr(record, "mcpd_server", None)
@@ -248,17 +273,30 @@ class LineHandler(_RateLimitedHandler):
         if self.syslog_prefix:
             prefix = f"<{syslog_priority(record.levelno)}>"
             return "".join(f"{prefix}{text}\n" for text in [line, *more])
-        stamp = datetime.datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S")
-        lead = f"{stamp}.{int(record.msecs):03d} {record.levelname:<8} "
+        lead = f"{self._stamp(record.created)}.{int(record.msecs):03d} {record.levelname:<8} "
         return "".join(f"{text}\n" for text in [lead + line, *more])
+
+    def _stamp(self, created: float) -> str:
+        # Formatted once a second, not once a line: a busy daemon logs every call.
+        second = int(created)
+        if second != self._second:
+            self._second = second
+            moment = datetime.datetime.fromtimestamp(second)
+            self._stamp_text = moment.strftime("%Y-%m-%d %H:%M:%S")
+        return self._stamp_text
 
     def write(self, record: logging.LogRecord) -> None:
         stream = self.stream if self.stream is not None else sys.stderr
         stream.write(self.format_record(record))
         stream.flush()
 
+    def write_all(self, records: Sequence[logging.LogRecord]) -> None:
+        stream = self.stream if self.stream is not None else sys.stderr
+        stream.write("".join(self.format_record(record) for record in records))
+        stream.flush()
 
-class JournalHandler(_RateLimitedHandler):
+
+class JournalHandler(RateLimitedHandler):
     """Writes each record as one entry to journald's native socket.
 
     Entries too big for one datagram go through a sealed memfd, as the protocol allows,
@@ -419,7 +457,7 @@ def setup_logging(
         raise ValueError(f"unknown log level {level!r}") from None
     handler = make_handler(mode, stream=stream, environ=environ, journal_socket=journal_socket)
     root = logging.getLogger()
-    for old in [h for h in root.handlers if isinstance(h, _RateLimitedHandler)]:
+    for old in [h for h in root.handlers if isinstance(h, RateLimitedHandler)]:
         root.removeHandler(old)
         old.close()
     root.addHandler(handler)

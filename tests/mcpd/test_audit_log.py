@@ -4,9 +4,11 @@ full buffer drops and counts, never waits; a link where the file goes is not fol
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +21,11 @@ from mcpd.audit.reader import Reading, log_files
 from mcpd.audit.record import CallRecord
 from mcpd.config.model import DaemonConfig
 from mcpd.config.secrets import HeldSecret
-from mcpd.host.journal import record_fields
+from mcpd.host.journal import JournalHandler, LineHandler, record_fields
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.masking import KnownSecrets, marker
+
+from .test_journal import decode_entry
 
 AGENT = AgentInfo(
     uid=1000, pid=4242, exe="claude", profile="default", connection="c1", era="modern"
@@ -195,3 +199,42 @@ async def test_the_journal_can_be_turned_off(
         await log.flush()
     assert not [r for r in caplog.records if r.name == "mcpd.calls"]
     assert len((tmp_path / FILE_NAME).read_text().splitlines()) == 1
+
+
+async def test_a_batch_of_calls_is_one_journal_entry_each_through_mcpd_s_handlers(
+    tmp_path: Path,
+) -> None:
+    """Under systemd each call is a journal entry of its own, with fields to filter by;
+    on stderr one line each, written together."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(tmp_path / "journal"))
+    sock.settimeout(5)
+    root = logging.getLogger()
+    lines = io.StringIO()
+    handlers = [JournalHandler(str(tmp_path / "journal")), LineHandler(lines)]
+    saved = root.level
+    root.setLevel(logging.INFO)
+    for handler in handlers:
+        root.addHandler(handler)
+    try:
+        log = AuditLog(None, settings(audit_journal=True))
+        log.record(record(1))
+        log.record(record(2, outcome="refused", decision="deny", decided_by="policy[0]"))
+        await log.flush()
+    finally:
+        root.setLevel(saved)
+        for handler in handlers:
+            root.removeHandler(handler)
+            handler.close()
+    entries = [decode_entry(sock.recv(1 << 16)) for _ in range(2)]
+    sock.close()
+    assert [e["MCPD_TOOL"] for e in entries] == ["mcp__notes__t1", "mcp__notes__t2"]
+    assert [(e["PRIORITY"], e["MCPD_OUTCOME"]) for e in entries] == [("6", "ok"), ("5", "refused")]
+    assert entries[1]["MCPD_DECIDED_BY"] == "policy[0]" and entries[1]["MCPD_EVENT"] == "call"
+    assert entries[0]["MESSAGE"].startswith(
+        "notes: tools/call mcp__notes__t1 (notes/t1) by pid 4242"
+    )
+    written = lines.getvalue().splitlines()
+    assert len(written) == 2
+    assert "INFO     [notes] call: tools/call mcp__notes__t1" in written[0]
+    assert "NOTICE   [notes] call: tools/call mcp__notes__t2" in written[1]
