@@ -308,12 +308,7 @@ class Router:
         """The reply line for ``outcome`` under the id ``rid``, and whether it was
         spliced around the server's result as it came (needing no check). The call's
         audit record is made here."""
-        line, spliced, failed = self._reply(rid, call, outcome)
-        word, reason = outcome_of(outcome, failed)
-        self.records.tool_call(call, self._who(call, agent), word, reason, len(line))
-        return line, spliced
-
-    def _reply(self, rid: rpc.Id, call: Call, outcome: Outcome) -> tuple[bytes, bool, bool]:
+        who = agent.identity.info(agent.profile.name, call.modern)
         if isinstance(outcome, Raw):
             result, links, failed = shape_call_result(
                 outcome,
@@ -325,16 +320,22 @@ class Router:
             )
             if links or call.tasks:
                 result = self._finish(call, result, links)
+            line: bytes
             if isinstance(result, Raw) and call.splice:
-                return splice.reply(rid, result), True, failed
-            return rpc.encode_result(rid, result), False, failed
+                line, spliced = splice.reply(rid, result), True
+            else:
+                line, spliced = rpc.encode_result(rid, result), False
+            self.records.tool_call(call, who, "tool_error" if failed else "ok", None, len(line))
+            return line, spliced
         if isinstance(outcome, rpc.RPCError):
             line = rpc.encode_error(rid, outcome.code, outcome.message, outcome.data)
-            return line, False, True
-        own = outcome.result() if isinstance(outcome, Outage) else outcome
-        if call.modern:
-            own.resultType = mcp.COMPLETE
-        return rpc.encode_result(rid, own), False, own.isError is True
+        else:
+            own = outcome.result() if isinstance(outcome, Outage) else outcome
+            if call.modern:
+                own.resultType = mcp.COMPLETE
+            line = rpc.encode_result(rid, own)
+        self.records.tool_call(call, who, *outcome_of(outcome), len(line))
+        return line, False
 
 
 class _Awaited:

@@ -39,15 +39,14 @@ class CallGate:
         self.secrets = secrets
         self._clock = clock
         self.policy = Policy()
+        self.empty = True
         self.rates = RateLimits()
 
     def configure(self, rules: Sequence[PolicyRule]) -> None:
         """The config's rules, at start and after each reload."""
         self.policy = Policy(rules)
-
-    @property
-    def empty(self) -> bool:
-        return self.policy.empty
+        # No rules: every call is allowed, and nothing about it need be looked up.
+        self.empty = self.policy.empty
 
     def decide(self, facts: CallFacts, agent: AgentInfo) -> Decision:
         decision = self.policy.decide(facts)
