@@ -12,6 +12,7 @@ calls) are counted by name. Per call, also by function with ``--by-function``.
     python -m bench.callpath --cells 32:64 --by-function
     python -m bench.callpath --legacy-server    # mcpd talks to the server's legacy era
     python -m bench.callpath --http-server      # the server over Streamable HTTP
+    python -m bench.callpath --no-audit         # without the audit log (audit = false)
 
 The counts include what a call costs in the reader and writer loops, shared among the
 calls that came together. trio's own functions are counted apart (``trio``), and they
@@ -98,6 +99,7 @@ async def count(
     legacy_agent: bool,
     workdir: str,
     url: str | None,
+    audit: bool = True,
 ) -> list[tuple[int, int, Counts]]:
     server: dict[str, Any] = {"max_concurrency": max(c for c, _ in cells)}
     if url is not None:
@@ -113,6 +115,8 @@ async def count(
                 "state_dir": f"{workdir}/state",
                 "health_interval": 0,
                 "result_budget_chars": 1 << 20,
+                "audit": audit,
+                "audit_journal": audit,
             },
             "servers": {"echo": server},
         }
@@ -183,11 +187,14 @@ def http_echo(workdir: Path) -> Iterator[str]:
 HEAD = f"{'conc':>4} {'bytes':>6} {'functions':>9} {'bytecodes':>9} {'C calls':>7} {'trio':>5}"
 
 
-def run(python: str) -> list[dict[str, Any]] | dict[str, str]:
+def run(python: str, *options: str) -> list[dict[str, Any]] | dict[str, str]:
     """The counts from a process of their own (``python -m bench.callpath --json``),
     for the bench runner, which does not load the daemon itself."""
     done = subprocess.run(
-        [python, "-m", "bench.callpath", "--json"], cwd=ROOT, capture_output=True, text=True
+        [python, "-m", "bench.callpath", "--json", *options],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     if done.returncode != 0:
         return {"skipped": (done.stderr.strip().splitlines() or ["failed"])[-1]}
@@ -214,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--legacy-server", action="store_true", help="the server's legacy era")
     parser.add_argument("--legacy-agent", action="store_true", help="the agent initializes")
     parser.add_argument("--http-server", action="store_true", help="over Streamable HTTP")
+    parser.add_argument("--no-audit", action="store_true", help="audit = false, no journal")
     parser.add_argument("--json", action="store_true", help="one JSON list on stdout")
     args = parser.parse_args(argv)
     cells = [(int(c), int(p)) for c, p in (cell.split(":") for cell in args.cells.split(","))]
@@ -221,7 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(http_echo(Path(workdir))) if args.http_server else None
         results = trio.run(
-            count, cells, args.calls, args.legacy_server, args.legacy_agent, workdir, url
+            count,
+            cells,
+            args.calls,
+            args.legacy_server,
+            args.legacy_agent,
+            workdir,
+            url,
+            not args.no_audit,
         )
     n = args.calls
     rows = [

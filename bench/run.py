@@ -8,6 +8,7 @@ Configurations (each drives the same echo server; see bench/README.md):
   direct         load generator <-> echo server over a stdio pipe
   relay          load generator -> bench.relay (Unix socket, byte copy) -> echo server (stdio)
   mcpd           load generator -> mcpd's socket -> echo server (stdio upstream)
+  mcpd-noaudit   the same, without the audit log (audit = false, audit_journal = false)
   mcpd-http      load generator -> mcpd's socket -> echo server (Streamable HTTP upstream)
   fastmcp-proxy  load generator <-> FastMCP 4.x proxy (stdio) -> echo server (stdio)
 
@@ -41,7 +42,7 @@ from typing import Any, cast
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import callpath, discovery, page, pins, report, targets
+from bench import audit, callpath, discovery, page, pins, report, targets
 from bench.memory import MemorySettings, memory_lines, run_memory
 from bench.scale import ScaleSettings, run_scale
 from bench.shared import run_shared, shared_lines
@@ -257,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         page_result = None if args.no_page else page.page_run(mcpd_cmd, args.quick)
         calls = None if args.no_callpath else callpath.run(sys.executable)
         gate = None if args.no_pins else pins.run(sys.executable)
+        unaudited = None if args.no_callpath else callpath.run(sys.executable, "--no-audit")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -288,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{title}")
             for verdict in report.call_path_verdicts(summary, name):
                 print(verdict.line())
+    if "cells" in summary.get(audit.OFF, {}):
+        print("\nthe audit log's cost: mcpd (audit on, the default) / mcpd-noaudit")
+        for verdict in audit.verdicts(summary):
+            print(verdict.line())
     if scale and "skipped" not in scale:
         print("\nscale run")
         for line in report.scale_lines(scale):
@@ -320,6 +326,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\nputting 10,000 tools through the gate: cleaning, rules, pins (bench/pins.py)")
         for line in pins.lines(gate):
             print(line)
+    if isinstance(unaudited, list):
+        print("\nthe same without the audit log (bench/callpath.py --no-audit)")
+        for line in callpath.lines(unaudited):
+            print(f"  {line}")
     if env.notes:
         print("\nnotes")
         for note in dict.fromkeys(env.notes):
@@ -351,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         "page": page_result,
         "callpath": calls,
         "pins": gate,
+        "callpath_unaudited": unaudited,
         "targets": [v.__dict__ for v in verdicts],
         "elapsed_s": time.monotonic() - started,
     }

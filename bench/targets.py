@@ -216,6 +216,15 @@ def mcpd_stdio(env: Env) -> Iterator[Launch]:
 
 
 @contextlib.contextmanager
+def mcpd_unaudited(env: Env) -> Iterator[Launch]:
+    """mcpd as ``mcpd`` runs, without its audit log: no record written, none logged."""
+    servers = {"echo": {"command": PYTHON, "args": [ECHO]}}
+    off = {"audit": False, "audit_journal": False}
+    with running_mcpd(env, "mcpd-noaudit", servers, env.target_cpus, off) as daemon:
+        yield Launch(daemon.loadgen_args(), "mcp__echo__echo")
+
+
+@contextlib.contextmanager
 def mcpd_http(env: Env) -> Iterator[Launch]:
     ready_file = env.workdir / "echo-http.url"
     ready_file.unlink(missing_ok=True)
@@ -239,6 +248,7 @@ CONFIGURATIONS: dict[str, Callable[[Env], contextlib.AbstractContextManager[Laun
     "splice": splice,
     "splice-gate4": splice_gated,
     "mcpd": mcpd_stdio,
+    "mcpd-noaudit": mcpd_unaudited,
     "mcpd-http": mcpd_http,
     "fastmcp-proxy": fastmcp_proxy,
 }
