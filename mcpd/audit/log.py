@@ -59,6 +59,7 @@ _FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOE
 Arguments = bytes | msgspec.Raw
 
 logger = logging.getLogger("mcpd.audit")
+_encoder: Final = msgspec.json.Encoder()
 
 
 class AuditLog:
@@ -172,17 +173,18 @@ class AuditLog:
         secrets: SecretSet | None,
     ) -> None:
         now = time.time()
-        lines = []
+        records = []
         for record, arguments in batch:
             record.time = iso(record.ts)
             if arguments:
                 record.args_digest = digest(arguments)
                 if secrets is not None:
                     record.arguments = kept_arguments(arguments, secrets)
-            lines.append(msgspec.json.encode(record) + b"\n")
+            records.append(record)
+        lines = _encoder.encode_lines(records)
         if dropped:
             gap = Gap(time=iso(now), ts=now, dropped=dropped)
-            lines.append(msgspec.json.encode(gap) + b"\n")
+            lines += _encoder.encode(gap) + b"\n"
             if self._dropped_warning.admit() is not None:
                 logger.warning(
                     "%d audit records dropped: the audit log was not keeping up",
@@ -194,21 +196,18 @@ class AuditLog:
         if self.to_journal:
             journal.write((record for record, _ in batch), now)
 
-    def _append(self, lines: list[bytes]) -> None:
+    def _append(self, lines: bytes) -> None:
+        """JSON lines (one or more, each ending with a line feed), the file rotated
+        before any line would take it past its cap."""
         try:
             fd = self._open()
-            chunk: list[bytes] = []
-            pending = 0  # bytes in chunk
-            for line in lines:
-                if self._size + pending + len(line) > self.max_bytes and self._size + pending:
-                    if chunk:
-                        self._write_all(fd, b"".join(chunk))
-                        chunk, pending = [], 0
-                    fd = self._rotate()
-                chunk.append(line)
-                pending += len(line)
-            if chunk:
-                self._write_all(fd, b"".join(chunk))
+            if self._size + len(lines) <= self.max_bytes:
+                self._write_all(fd, lines)
+            else:
+                for line in lines.splitlines(keepends=True):
+                    if self._size and self._size + len(line) > self.max_bytes:
+                        fd = self._rotate()
+                    self._write_all(fd, line)
         except OSError as exc:
             self.counts.write_errors += 1
             self._close()
@@ -221,7 +220,7 @@ class AuditLog:
                     extra=log_extra(None, "audit", str(exc)),
                 )
             return
-        self.written += len(lines)
+        self.written += lines.count(b"\n")
         self._problem = None
 
     def _write_all(self, fd: int, data: bytes) -> None:

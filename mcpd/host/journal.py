@@ -24,7 +24,7 @@ import stat
 import struct
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from protocol.visible import visible
 
@@ -174,6 +174,51 @@ def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> li
     return fields
 
 
+class Note:
+    """A log entry made without a ``LogRecord`` (one for every call, many a second): its
+    level, its logger, its message and the ``extra`` a record would carry
+    (``log_extra``'s fields and more)."""
+
+    __slots__ = ("extra", "levelno", "logger", "message")
+
+    def __init__(self, levelno: int, logger: str, message: str, extra: dict[str, Any]) -> None:
+        self.levelno = levelno
+        self.logger = logger
+        self.message = message
+        self.extra = extra
+
+    def line(self) -> str:
+        """What a line says after its time and level: ``[server] event: message``."""
+        server, event = self.extra.get("mcpd_server"), self.extra.get("mcpd_event")
+        head = (f"[{server}] " if server else "") + (f"{event}: " if event else "")
+        return head + self.message
+
+    def fields(self, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
+        """The journal entry ``record_fields`` makes of the same record."""
+        server = self.extra.get("mcpd_server")
+        fields = [
+            ("MESSAGE", f"{server}: {self.message}" if server else self.message),
+            ("PRIORITY", str(syslog_priority(self.levelno))),
+            ("SYSLOG_IDENTIFIER", identifier),
+            ("LOGGER", self.logger),
+        ]
+        for attr, value in self.extra.items():
+            name = RECORD_FIELDS.get(attr)
+            if name is not None and value not in (None, ""):
+                fields.append((name, str(value)))
+        return fields
+
+    def record(self, created: float) -> logging.LogRecord:
+        """The same as a ``LogRecord`` of ``created``, for any other handler."""
+        record = logging.makeLogRecord(
+            {"name": self.logger, "levelno": self.levelno, "msg": self.message, **self.extra}
+        )
+        record.levelname = logging.getLevelName(self.levelno)
+        record.created = created
+        record.msecs = (created - int(created)) * 1000
+        return record
+
+
 # --- handlers ----------------------------------------------------------------------------
 
 
@@ -192,28 +237,24 @@ class RateLimitedHandler(logging.Handler):
     def write(self, record: logging.LogRecord) -> None:
         raise NotImplementedError
 
-    def handle_all(self, records: Sequence[logging.LogRecord]) -> None:
-        """Many records at once (each call's audit entry, a batch at a time): the lock
-        taken once, and written together where the output allows."""
-        admitted = [
-            admitted
-            for record in records
-            if record.levelno >= self.level and self.filter(record)
-            for admitted in self.limiter.admit(record)
-        ]
-        if not admitted:
+    def handle_notes(self, notes: Sequence[Note], created: float) -> None:
+        """Many entries of one logger at once, made without a ``LogRecord`` each (every
+        call's, a batch at a time): the lock taken once, and each entry written as
+        ``write`` would write its record."""
+        wanted = [note for note in notes if note.levelno >= self.level]
+        if not wanted:
             return
         self.acquire()
         try:
-            self.write_all(admitted)
+            self.write_notes(wanted, created)
         except Exception:
-            self.handleError(admitted[0])
+            self.handleError(wanted[0].record(created))
         finally:
             self.release()
 
-    def write_all(self, records: Sequence[logging.LogRecord]) -> None:
-        for record in records:
-            self.write(record)
+    def write_notes(self, notes: Sequence[Note], created: float) -> None:
+        for note in notes:
+            self.write(note.record(created))
 
     def close(self) -> None:
         self.acquire()
@@ -290,9 +331,15 @@ class LineHandler(RateLimitedHandler):
         stream.write(self.format_record(record))
         stream.flush()
 
-    def write_all(self, records: Sequence[logging.LogRecord]) -> None:
+    def write_notes(self, notes: Sequence[Note], created: float) -> None:
+        if self.syslog_prefix:
+            lead = [f"<{syslog_priority(n.levelno)}>" for n in notes]
+        else:
+            now = f"{self._stamp(created)}.{int((created - int(created)) * 1000):03d} "
+            lead = [f"{now}{logging.getLevelName(n.levelno):<8} " for n in notes]
+        lines = [f"{head}{note.line()}\n" for head, note in zip(lead, notes, strict=True)]
         stream = self.stream if self.stream is not None else sys.stderr
-        stream.write("".join(self.format_record(record) for record in records))
+        stream.write("".join(lines))
         stream.flush()
 
 
@@ -354,6 +401,16 @@ class JournalHandler(RateLimitedHandler):
             return
         self.dropped = 0
         self._failed = False
+
+    def write_notes(self, notes: Sequence[Note], created: float) -> None:
+        for note in notes:
+            fields = note.fields(self.identifier)
+            try:
+                self._send(encode_entry(fields))
+            except TimeoutError:
+                self.dropped += 1
+            except OSError:
+                self.write(note.record(created))  # the record's way, to the fallback
 
     def _send(self, data: bytes) -> None:
         try:
