@@ -10,7 +10,8 @@ Deciding a call lets it reach a server (or stops it), and the list shows what ag
 asked with which arguments: like ``mcpd/reload``, these are for the daemon's own user
 and root, and only where the kernel says who is asking (a Unix socket), so that an
 agent given the HTTP endpoint's token cannot approve its own calls. Neither can the
-agent that made a call, or a process it started (``Approvals.decide``).
+agent that made a call, a process it started, or one in its session
+(``Approvals.decide``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..policy.agent import user_name
+from ..policy.agent import decider_of, user_name
 from ..policy.approvals import ApprovalError
 from .backend import Control
 from .connection import Connection
@@ -74,7 +75,7 @@ async def _decide(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestCon
     assert conn.peer is not None
     try:
         decided = api.control.approvals.decide(
-            params.id, params.approve, by, reason, decider_pid=conn.peer.pid
+            params.id, params.approve, by, reason, decider_of(conn.peer.pid)
         )
     except ApprovalError as exc:
         raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None

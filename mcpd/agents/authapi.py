@@ -24,6 +24,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
+from ..policy.agent import decider_of
 from ..registry.views import ProfileView
 from .backend import Control
 from .connection import Connection
@@ -98,7 +99,8 @@ async def _dashboard(
         return {"url": None}
     from .page.passes import CODE_TTL
 
-    code = api.http.page.passes.issue()
+    assert conn.peer is not None  # the owner, as the kernel says
+    code = api.http.page.passes.issue(decider_of(conn.peer.pid))
     # Where the endpoint listens on every address, this machine reaches it on loopback.
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(endpoint.host, endpoint.host)
     host = f"[{host}]" if ":" in host else host

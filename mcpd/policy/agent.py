@@ -55,7 +55,8 @@ def exe_of(pid: int) -> str | None:
     return "".join(c if c.isprintable() else "?" for c in name[:_MAX_EXE]) or None
 
 
-def parent_of(pid: int) -> int | None:
+def _stat_field(pid: int, index: int) -> int | None:
+    """A number of /proc/PID/stat, counted from the state (0) after the name."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
@@ -64,22 +65,48 @@ def parent_of(pid: int) -> int | None:
     # The name (field 2) is in parentheses and may hold anything, spaces included.
     fields = stat[stat.rfind(b")") + 2 :].split()
     try:
-        return int(fields[1])
+        return int(fields[index])
     except (IndexError, ValueError):
         return None
 
 
-def descends_from(pid: int, ancestor: int, limit: int = 64) -> bool:
-    """Whether ``pid`` is ``ancestor`` or one of the processes it started (directly or
-    not), as far as /proc tells."""
-    seen = 0
+def parent_of(pid: int) -> int | None:
+    return _stat_field(pid, 1)
+
+
+def session_of(pid: int) -> int | None:
+    """The session ``pid`` is in (a terminal's, or a service's), 0 or None if unknown."""
+    return _stat_field(pid, 3)
+
+
+class Decider(msgspec.Struct, frozen=True):
+    """Who decides a call waiting for approval, as /proc told when they asked: their
+    process and those it descends from, and their session."""
+
+    lineage: tuple[int, ...] = ()
+    session: int | None = None
+
+    def excluded(self, asker: int) -> str | None:
+        """Why this decider may not decide a call of the process ``asker``, if so: it
+        is that process or one it started, or in the same session (a tool the agent's
+        host started beside the agent, in the terminal the host runs in)."""
+        if asker in self.lineage:
+            return "the agent that made this call (or a process it started) cannot decide it"
+        if self.session and self.session == session_of(asker):
+            return (
+                "a process in the same session as the agent that made this call (a tool "
+                "its host started, the terminal it runs in) cannot decide it"
+            )
+        return None
+
+
+def decider_of(pid: int, limit: int = 64) -> Decider:
+    lineage: list[int] = []
     current: int | None = pid
-    while current is not None and current > 1 and seen < limit:
-        if current == ancestor:
-            return True
+    while current is not None and current > 1 and len(lineage) < limit:
+        lineage.append(current)
         current = parent_of(current)
-        seen += 1
-    return False
+    return Decider(tuple(lineage), session_of(pid))
 
 
 @functools.lru_cache(maxsize=256)

@@ -23,7 +23,7 @@ from typing import Final, Literal
 import msgspec
 import trio
 
-from .agent import AgentInfo, descends_from
+from .agent import AgentInfo, Decider
 
 TIMEOUT: Final = "timeout"  # who "decided" a call nobody decided in time
 PER_AGENT: Final = 32
@@ -194,18 +194,17 @@ class Approvals:
         approve: bool,
         by: str,
         reason: str | None = None,
-        decider_pid: int | None = None,
+        decider: Decider | None = None,
     ) -> PendingView:
-        """Decide the pending call ``id``. ``decider_pid``: the process deciding, which
-        must not be the agent that asked or a process it started."""
+        """Decide the pending call ``id``. ``decider``: who decides, who must not be the
+        agent that asked, a process it started or one in its session."""
         pending = self._pending.get(id)
         if pending is None or pending.verdict is not None:
             raise ApprovalError(f"no call waits for approval under {id!r}")
         asker = pending.request.agent.pid
-        if decider_pid is not None and asker is not None and descends_from(decider_pid, asker):
-            raise ApprovalError(
-                "the agent that made this call (or a process it started) cannot decide it"
-            )
+        excluded = None if decider is None or asker is None else decider.excluded(asker)
+        if excluded is not None:
+            raise ApprovalError(excluded)
         verdict = Verdict("approved" if approve else "denied", by, reason)
         self._settle(pending, verdict)
         return pending.view()

@@ -86,6 +86,7 @@ async def run_client(client: str, asks: str, calls: list[Any], sock: str) -> dic
         capture_stderr=True,
         check=False,
         env=None if env is None else {**os.environ, **env},
+        start_new_session=True,  # as a host in a terminal of its own
     )
     assert done.returncode == 0, done.stderr.decode()[-3000:]
     out: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])

@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 from mcpd.policy import asking, refusals
-from mcpd.policy.agent import AgentInfo, descends_from, exe_of
+from mcpd.policy.agent import AgentInfo, decider_of, exe_of
 from mcpd.policy.approvals import (
     PER_AGENT,
     TIMEOUT,
@@ -162,19 +162,47 @@ async def test_an_agent_cannot_decide_its_own_call(autojump_clock: trio.testing.
         await started(approvals, 1)
         [view] = approvals.list()
         with pytest.raises(ApprovalError, match="cannot decide it"):
-            approvals.decide(view.id, True, "me", decider_pid=os.getpid())
+            approvals.decide(view.id, True, "me", decider=decider_of(os.getpid()))
         # ... nor a process it started (its shell tool running `mcpd approvals`).
         child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
                                  stdin=subprocess.PIPE)  # fmt: skip
         try:
-            assert descends_from(child.pid, os.getpid())
+            assert os.getpid() in decider_of(child.pid).lineage
             with pytest.raises(ApprovalError, match="cannot decide it"):
-                approvals.decide(view.id, True, "me", decider_pid=child.pid)
+                approvals.decide(view.id, True, "me", decider=decider_of(child.pid))
         finally:
             child.communicate(b"")
         assert approvals.list() != []
-        approvals.decide(view.id, False, "root", decider_pid=1)
+        approvals.decide(view.id, False, "root", decider=decider_of(1))
     assert approvals.list() == []
+
+
+async def test_a_process_in_the_agent_s_session_cannot_decide_its_call(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A host that runs ``mcpd bridge`` and a shell tool side by side: the tool does not
+    descend from the bridge (the agent mcpd sees), but shares its session; a person's
+    terminal is a session of its own."""
+    approvals = Approvals()
+    argv = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    beside = subprocess.Popen(argv, stdin=subprocess.PIPE)
+    apart = subprocess.Popen(argv, stdin=subprocess.PIPE, start_new_session=True)
+    try:
+        async with trio.open_nursery() as nursery:
+            for pid in (beside.pid, apart.pid):
+                agent = AgentInfo(uid=os.getuid(), pid=pid, connection=str(pid))
+                nursery.start_soon(approvals.ask, request(agent), 120)
+                await started(approvals, 1 + (pid == apart.pid))
+            by_pid = {v.agent.pid: v.id for v in approvals.list()}
+            me = decider_of(os.getpid())
+            assert beside.pid not in me.lineage
+            with pytest.raises(ApprovalError, match="same session as the agent"):
+                approvals.decide(by_pid[beside.pid], True, "me", decider=me)
+            approvals.decide(by_pid[apart.pid], True, "me", decider=me)
+            nursery.cancel_scope.cancel()
+    finally:
+        beside.communicate(b"")
+        apart.communicate(b"")
 
 
 async def test_an_approval_is_remembered_for_its_connection_only(

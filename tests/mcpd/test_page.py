@@ -327,7 +327,7 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
     draws them (and, without them, no section at all), and its actions reach them."""
     decided: list[tuple[str, str]] = []
 
-    async def decide(rid: str, decision: str, scope: object) -> str:
+    async def decide(rid: str, decision: str, scope: object, decider: object) -> str:
         decided.append((rid, decision))
         return f"call {rid}: {decision}"
 

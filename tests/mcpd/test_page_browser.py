@@ -33,6 +33,7 @@ from tests.support.procs import scripted
 
 ROOT = Path(__file__).resolve().parents[2]
 CHANGING = str(ROOT / "tests" / "support" / "changing_server.py")
+BURST = str(ROOT / "tests" / "support" / "call_burst.py")
 SEARCH = {
     "name": "search",
     "description": "Search tickets.",
@@ -332,9 +333,15 @@ def test_an_approval_clicked_on_the_page_lets_the_waiting_call_through(
     waiting = 'li[data-waits="approval"]'
     assert page.find_elements("css selector", waiting) == []
     returned: list[dict[str, Any]] = []
-    agent = threading.Thread(
-        target=lambda: returned.append(mcpd.call("mcp__notes__read_note", {"name": "welcome"}))
-    )
+    # An agent in a process and a session of its own: not the one that opened the page.
+    calls = json.dumps([["mcp__notes__read_note", {"name": "welcome"}]])
+    command = [sys.executable, BURST, mcpd.socket, "default", "modern", calls]
+
+    def call() -> None:
+        out = subprocess.run(command, capture_output=True, timeout=30, start_new_session=True)
+        returned.append(json.loads(out.stdout))
+
+    agent = threading.Thread(target=call)
     agent.start()
     try:
         WebDriverWait(page, 10).until(lambda d: d.find_elements("css selector", waiting))
@@ -350,7 +357,7 @@ def test_an_approval_clicked_on_the_page_lets_the_waiting_call_through(
     finally:
         agent.join(20)
     [result] = returned
-    assert not result.get("isError"), result
+    assert result["results"] == [{"error": False, "is_error": False}], result
     WebDriverWait(page, 10).until(lambda d: not d.find_elements("css selector", waiting))
     rows = page.find_elements("css selector", "#calls tbody tr")
     assert "mcp__notes__read_note" in rows[0].text and "ok" in rows[0].text

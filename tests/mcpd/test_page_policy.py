@@ -6,7 +6,9 @@ and no approvals."""
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from .test_httpapi import curl
 from .test_page import http, session
 
 LIMIT = 60
+BURST = str(Path(__file__).resolve().parents[1] / "support" / "call_burst.py")
 
 
 def config(tmp_path: Path) -> Any:
@@ -44,6 +47,18 @@ def config(tmp_path: Path) -> Any:
             "policy": [{"tools": ["files/write"], "action": "ask", "reason": "writes need a look"}],
         }
     )
+
+
+async def agent(sock: str, calls: list[Any]) -> dict[str, Any]:
+    """Calls made by an agent in a process and a session of its own."""
+    done = await trio.run_process(
+        [sys.executable, BURST, sock, "default", "modern", json.dumps(calls)],
+        capture_stdout=True,
+        capture_stderr=True,
+        start_new_session=True,
+    )
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
 
 
 def waiting_ids(page: bytes) -> list[str]:
@@ -71,10 +86,13 @@ async def test_an_approval_clicked_on_the_page_lets_the_call_through(tmp_path: P
             acting = {"Cookie": cookie, "Origin": own, "X-Mcpd-Csrf": csrf}
             acting["Accept"] = "application/json"
             got: list[Any] = []
-            async with connect(daemon.socket_path) as agent, trio.open_nursery() as nursery:
+            async with trio.open_nursery() as nursery:
 
                 async def call() -> None:
-                    got.append(await agent.call("mcp__files__write", {"text": "page"}))
+                    # An agent of its own, in a session of its own: not the process
+                    # (nor the terminal) that opened the page.
+                    calls = [["mcp__files__write", {"text": "page"}]]
+                    got.append(await agent(daemon.socket_path, calls))
 
                 nursery.start_soon(call)
                 approvals = daemon.approvals
@@ -90,7 +108,7 @@ async def test_an_approval_clicked_on_the_page_lets_the_call_through(tmp_path: P
                 done = await http(port, "POST", "/page/decide", acting, body)
                 assert done.status == 200, done.body
                 assert done.json()["message"].startswith("approved files/write for pid ")
-            assert got[0]["content"][0]["text"] == "write:page"
+            assert got[0]["results"] == [{"error": False, "is_error": False}]
             after = (await http(port, "GET", "/", {"Cookie": cookie})).body
             assert waiting_ids(after) == []
             assert ("mcp__files__write", "ok") in call_rows(after)
@@ -124,3 +142,27 @@ async def test_the_latest_calls_are_filtered_and_a_profile_sees_its_own(tmp_path
             theirs = (await curl(str(tmp_path / "mail.sock"), "/")).body
             assert call_rows(theirs) == [("mcp__mail__send", "ok")]
             assert b"approval" not in theirs
+
+
+async def test_a_page_opened_by_the_agent_cannot_decide_its_call(tmp_path: Path) -> None:
+    """The code of ``mcpd dashboard`` remembers who asked for it: an agent that opens the
+    page itself (a shell tool of its host, say) cannot approve its own call there."""
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            cookie, csrf = await session(port, daemon.socket_path)  # this process's
+            acting = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"}
+            acting.update({"X-Mcpd-Csrf": csrf, "Accept": "application/json"})
+            async with connect(daemon.socket_path) as agent, trio.open_nursery() as nursery:
+                nursery.start_soon(agent.call, "mcp__files__write", {"text": "mine"})
+                approvals = daemon.approvals
+                while not approvals.list():
+                    await approvals.wait_change(approvals.version)
+                [waiting] = approvals.list()
+                body = f"id={waiting.id}&decision=approve".encode()
+                refused = await http(port, "POST", "/page/decide", acting, body)
+                assert refused.status == 409
+                assert "cannot decide it" in refused.json()["error"]
+                assert [v.id for v in approvals.list()] == [waiting.id]  # still waiting
+                nursery.cancel_scope.cancel()

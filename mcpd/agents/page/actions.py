@@ -87,7 +87,10 @@ class Actions:
                     decision = "deny"
                 else:
                     raise refuse_action(400, "a decision is approve or deny")
-                said = await self.sources.decide(form.get("id", ""), decision, view)
+                assert session is not None  # checked_form let it through
+                said = await self.sources.decide(
+                    form.get("id", ""), decision, view, session.decider
+                )
             elif path == "/page/release" and self.sources.release is not None:
                 server, kind, name, digest = (
                     form.get(k, "") for k in ("server", "kind", "name", "digest")

@@ -22,6 +22,8 @@ from typing import Final
 import msgspec
 import trio
 
+from ...policy.agent import Decider
+
 CODE_TTL: Final = 60.0
 SESSION_TTL: Final = 12 * 3600.0
 # At most this many of each at once; a new one pushes out the oldest.
@@ -33,6 +35,9 @@ class PageSession(msgspec.Struct, frozen=True):
     csrf: str
     expires: float
     token: bytes  # a digest of the endpoint token it was opened under
+    # Who asked for its code (``mcpd dashboard``): who decides a call waiting for
+    # approval on the page, and so may not be the agent that made it.
+    decider: Decider = Decider()
 
 
 def _digest(secret: str) -> bytes:
@@ -43,25 +48,26 @@ class Passes:
     def __init__(self, token: Callable[[], str]) -> None:
         """``token``: the endpoint's bearer token now (it may be rotated)."""
         self._token = token
-        self._codes: dict[bytes, float] = {}  # digest -> when it expires
+        self._codes: dict[bytes, tuple[float, Decider]] = {}  # digest -> (expiry, for whom)
         self._sessions: dict[bytes, PageSession] = {}
 
-    def issue(self) -> str:
-        """A new one-time code."""
+    def issue(self, decider: Decider | None = None) -> str:
+        """A new one-time code, for ``decider`` (who asked for it)."""
         now = trio.current_time()
-        self._codes = {d: t for d, t in self._codes.items() if t > now}
+        self._codes = {d: c for d, c in self._codes.items() if c[0] > now}
         while len(self._codes) >= MAX_CODES:
             del self._codes[next(iter(self._codes))]
         code = secrets.token_urlsafe(24)
-        self._codes[_digest(code)] = now + CODE_TTL
+        self._codes[_digest(code)] = (now + CODE_TTL, decider or Decider())
         return code
 
     def redeem(self, code: str) -> str | None:
         """The id of a new session for a good code (which is then spent), or None."""
         now = trio.current_time()
-        expires = self._codes.pop(_digest(code), None)
-        if expires is None or expires <= now:
+        found = self._codes.pop(_digest(code), None)
+        if found is None or found[0] <= now:
             return None
+        decider = found[1]
         token = self._current_token()
         if token is None:
             return None
@@ -70,7 +76,7 @@ class Passes:
             del self._sessions[next(iter(self._sessions))]
         sid = secrets.token_urlsafe(32)
         self._sessions[_digest(sid)] = PageSession(
-            secrets.token_urlsafe(24), now + SESSION_TTL, token
+            secrets.token_urlsafe(24), now + SESSION_TTL, token, decider
         )
         return sid
 

@@ -16,6 +16,7 @@ from typing import Final
 from protocol import jsonrpc as rpc
 
 from ...audit.record import CallRecord as Record
+from ...policy.agent import Decider
 from ...policy.approvals import ApprovalError
 from ...registry.views import ProfileView
 from ..backend import Control
@@ -43,11 +44,13 @@ def policy_sources(control: Control) -> Sources:
             for v in control.approvals.list()
         ]
 
-    async def decide(id: str, decision: Decision, scope: ProfileView | None) -> str:
+    async def decide(
+        id: str, decision: Decision, scope: ProfileView | None, decider: Decider
+    ) -> str:
         if scope is not None:
             raise rpc.RPCError(-32000, OWNER_ONLY)
         try:
-            decided = control.approvals.decide(id, decision == "approve", BY)
+            decided = control.approvals.decide(id, decision == "approve", BY, None, decider)
         except ApprovalError as exc:
             raise rpc.RPCError(-32000, str(exc)) from None
         done = "approved" if decision == "approve" else "denied"

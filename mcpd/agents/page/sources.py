@@ -16,6 +16,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from ...policy.agent import Decider
 from ...registry.views import ProfileView
 
 Decision = Literal["approve", "deny"]
@@ -65,7 +66,8 @@ class Sources(msgspec.Struct, frozen=True):
     of the decision, in words, or raise ``rpc.RPCError`` with why not."""
 
     approvals: Callable[[ProfileView | None], list[PendingApproval] | None] | None = None
-    decide: Callable[[str, Decision, ProfileView | None], Awaitable[str]] | None = None
+    # (id, decision, scope, who decides: the session's, from its mcpd dashboard)
+    decide: Callable[[str, Decision, ProfileView | None, Decider], Awaitable[str]] | None = None
     held: Callable[[ProfileView | None], list[HeldChange] | None] | None = None
     # (server, kind, item name, digest): the held change approved, if it is still the one
     # the digest names.
