@@ -18,7 +18,8 @@ from typing import Final
 
 from protocol.logfields import log_extra
 
-from ..host.journal import NOTICE, Note, RateLimitedHandler
+from ..host.journal import RateLimitedHandler
+from ..host.journalfields import NOTICE, Note
 from .record import CallRecord
 
 calls_logger: Final = logging.getLogger("mcpd.calls")

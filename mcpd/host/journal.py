@@ -21,203 +21,30 @@ import logging
 import os
 import socket
 import stat
-import struct
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TextIO
+from collections.abc import Mapping, Sequence
+from typing import TextIO
 
 from protocol.visible import visible
 
+from .journalfields import (
+    IDENTIFIER,
+    Note,
+    encode_entry,
+    message_of,
+    record_fields,
+    shown,
+    syslog_priority,
+    unnamed,
+)
 from .ratelimit import StderrRateLimiter
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
-IDENTIFIER = "mcpd"
-
-# The values MCPD_EVENT takes, for people writing journalctl queries.
-EVENTS = frozenset(
-    {
-        "outage",
-        "recovered",
-        "breaker_open",
-        "breaker_half_open",
-        "restart",
-        "crash_loop",
-        "spawn_failed",
-        "reload",
-        "stderr",
-        "definition_changed",
-        "finding",
-        "approved",
-        "call",
-        "audit",
-    }
-)
-
-# LogRecord attribute (set through ``extra=``) -> journal field.
-RECORD_FIELDS: Mapping[str, str] = {
-    "mcpd_server": "MCPD_SERVER",
-    "mcpd_event": "MCPD_EVENT",
-    "mcpd_reason": "MCPD_REASON",
-    "mcpd_stderr": "MCPD_STDERR",
-    "mcpd_suppressed": "MCPD_SUPPRESSED",
-    "mcpd_item": "MCPD_ITEM",
-    "mcpd_kind": "MCPD_KIND",
-    # A call's audit entry (MCPD_EVENT=call).
-    "mcpd_method": "MCPD_METHOD",
-    "mcpd_tool": "MCPD_TOOL",
-    "mcpd_outcome": "MCPD_OUTCOME",
-    "mcpd_decision": "MCPD_DECISION",
-    "mcpd_decided_by": "MCPD_DECIDED_BY",
-    "mcpd_agent_uid": "MCPD_AGENT_UID",
-    "mcpd_agent_pid": "MCPD_AGENT_PID",
-    "mcpd_profile": "MCPD_PROFILE",
-}
-
-# Between INFO and WARNING: what an operator may look for (a refused or failed call),
-# kept out of ``journalctl -p warning``.
-NOTICE = 25
-logging.addLevelName(NOTICE, "NOTICE")
-
-# One field value is capped so that a runaway server cannot make us build (and journald
-# store) arbitrarily large entries. Well above anything a stderr tail or traceback needs.
-MAX_FIELD_BYTES = 1 << 20
 
 # How long one send may block when journald's queue is full. journald normally drains at
 # once (and the kernel's per-socket datagram queue can be as short as 10), so a short wait
 # absorbs bursts; past it we drop the record and count it rather than stall the event loop.
 SEND_TIMEOUT = 0.5
-
-
-def syslog_priority(levelno: int) -> int:
-    """syslog(3) priority for a ``logging`` level."""
-    if levelno >= logging.CRITICAL:
-        return 2
-    if levelno >= logging.ERROR:
-        return 3
-    if levelno >= logging.WARNING:
-        return 4
-    if levelno >= NOTICE:
-        return 5
-    if levelno >= logging.INFO:
-        return 6
-    return 7
-
-
-def _message(record: logging.LogRecord) -> str:
-    """The message plus traceback/stack, as the default Formatter would put them, with
-    every control and hidden character shown as an escape (``_shown``)."""
-    text = record.getMessage()
-    if record.exc_info and not record.exc_text:
-        record.exc_text = logging.Formatter().formatException(record.exc_info)
-    for extra in (record.exc_text, record.stack_info):
-        if extra:
-            text = f"{text}\n{extra}"
-    return _shown(text)
-
-
-def _shown(value: object) -> str:
-    """A record's text as the log shows it. Much of what mcpd logs is a server's (its
-    stderr, its log messages, the errors it answers with, its names for things), often
-    inside mcpd's own sentence: an escape sequence or a carriage return in it would act
-    on the terminal of whoever reads the log, and journalctl shows a message with a
-    control character as a blob instead of text. mcpd's own text has no character this
-    changes but its line breaks and tabs, which stay."""
-    return visible(str(value), lines=True)
-
-
-def _cap(value: bytes) -> bytes:
-    if len(value) <= MAX_FIELD_BYTES:
-        return value
-    dropped = len(value) - MAX_FIELD_BYTES
-    return value[:MAX_FIELD_BYTES] + f"\n[... {dropped} bytes truncated by mcpd]".encode()
-
-
-def encode_entry(fields: Iterable[tuple[str, str]]) -> bytes:
-    """Serialize fields in journald's native format.
-
-    ``NAME=value\\n`` when the value has no newline; otherwise ``NAME\\n``, the value's
-    length as a little-endian 64-bit integer, the value, ``\\n``.
-    """
-    out = bytearray()
-    for name, value in fields:
-        data = _cap(value.encode("utf-8", "backslashreplace"))
-        if b"\n" in data:
-            out += name.encode() + b"\n" + struct.pack("<Q", len(data)) + data + b"\n"
-        else:
-            out += name.encode() + b"=" + data + b"\n"
-    return bytes(out)
-
-
-def _unnamed(server: str, message: str) -> str:
-    """``message`` without the ``server: `` that its own text or the reasons quoted in
-    it begin with: the handlers name the server once, in front."""
-    head = f"{server}: "
-    return message.removeprefix(head).replace(": " + head, ": ")
-
-
-def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
-    message = _message(record)
-    server = getattr(record, "mcpd_server", None)
-    if server:
-        # journalctl shows MESSAGE alone; name the server in it, as the line format does.
-        message = f"{server}: {_unnamed(server, message)}"
-    fields = [
-        ("MESSAGE", message),
-        ("PRIORITY", str(syslog_priority(record.levelno))),
-        ("SYSLOG_IDENTIFIER", identifier),
-    ]
-    # Records made by hand (makeLogRecord) may lack a name or source location.
-    optional: dict[str, object] = {"LOGGER": record.name, "CODE_FILE": record.pathname}
-    optional |= {"CODE_LINE": record.lineno or None, "CODE_FUNC": record.funcName}
-    optional |= {name: getattr(record, attr, None) for attr, name in RECORD_FIELDS.items()}
-    fields += [(name, _shown(value)) for name, value in optional.items() if value not in (None, "")]
-    return fields
-
-
-class Note:
-    """A log entry made without a ``LogRecord`` (one for every call, many a second): its
-    level, its logger, its message and the ``extra`` a record would carry
-    (``log_extra``'s fields and more)."""
-
-    __slots__ = ("extra", "levelno", "logger", "message")
-
-    def __init__(self, levelno: int, logger: str, message: str, extra: dict[str, Any]) -> None:
-        self.levelno = levelno
-        self.logger = logger
-        self.message = message
-        self.extra = extra
-
-    def line(self) -> str:
-        """What a line says after its time and level: ``[server] event: message``."""
-        server, event = self.extra.get("mcpd_server"), self.extra.get("mcpd_event")
-        head = (f"[{server}] " if server else "") + (f"{event}: " if event else "")
-        return head + self.message
-
-    def fields(self, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
-        """The journal entry ``record_fields`` makes of the same record."""
-        server = self.extra.get("mcpd_server")
-        fields = [
-            ("MESSAGE", f"{server}: {self.message}" if server else self.message),
-            ("PRIORITY", str(syslog_priority(self.levelno))),
-            ("SYSLOG_IDENTIFIER", identifier),
-            ("LOGGER", self.logger),
-        ]
-        for attr, value in self.extra.items():
-            name = RECORD_FIELDS.get(attr)
-            if name is not None and value not in (None, ""):
-                fields.append((name, str(value)))
-        return fields
-
-    def record(self, created: float) -> logging.LogRecord:
-        """The same as a ``LogRecord`` of ``created``, for any other handler."""
-        record = logging.makeLogRecord(
-            {"name": self.logger, "levelno": self.levelno, "msg": self.message, **self.extra}
-        )
-        record.levelname = logging.getLevelName(self.levelno)
-        record.created = created
-        record.msecs = (created - int(created)) * 1000
-        return record
-
 
 # --- handlers ----------------------------------------------------------------------------
 
@@ -297,20 +124,20 @@ class LineHandler(RateLimitedHandler):
         if reason:
             # Within the first line: its own line breaks are shown, not made.
             reason = visible(str(reason))
-        message = _message(record)
-        first, *rest = (_unnamed(server, message) if server else message).split("\n")
+        message = message_of(record)
+        first, *rest = (unnamed(server, message) if server else message).split("\n")
         head = ""
         if server:
             head += f"[{server}] "
         if event:
             head += f"{event}: "
         line = head + first
-        if reason and (_unnamed(server, reason) if server else reason) not in first:
+        if reason and (unnamed(server, reason) if server else reason) not in first:
             line += f" ({reason})"
         more = [f"    | {text}" for text in rest]
         tail = getattr(record, "mcpd_stderr", None)
         if tail and event != "stderr":
-            more += [f"    stderr| {text}" for text in _shown(tail).split("\n")]
+            more += [f"    stderr| {text}" for text in shown(tail).split("\n")]
         if self.syslog_prefix:
             prefix = f"<{syslog_priority(record.levelno)}>"
             return "".join(f"{prefix}{text}\n" for text in [line, *more])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.host import journal
+from mcpd.host import journal, journalfields
 from protocol.logfields import log_extra
 
 # --- a small, independent decoder of journald's native protocol --------------------------
@@ -219,7 +219,7 @@ def test_oversized_fields_are_truncated_with_a_marker(
     logger: logging.Logger,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(journal, "MAX_FIELD_BYTES", 1000)
+    monkeypatch.setattr(journalfields, "MAX_FIELD_BYTES", 1000)
     path, rx = journal_socket
     logger.addHandler(journal.JournalHandler(path))
     logger.info("y" * 5000)
