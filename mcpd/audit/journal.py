@@ -14,22 +14,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Final
-
-from protocol.logfields import log_extra
+from typing import Any, Final
 
 from ..host.journal import RateLimitedHandler
 from ..host.journalfields import NOTICE, Note
 from .record import CallRecord
 
-calls_logger: Final = logging.getLogger("mcpd.calls")
+LOGGER: Final = "mcpd.calls"
+calls_logger: Final = logging.getLogger(LOGGER)
 
 
 def write(records: Iterable[CallRecord], now: float) -> None:
     """Each of ``records`` as an entry of ``now`` (the batch's time)."""
     info, notice = calls_logger.isEnabledFor(logging.INFO), calls_logger.isEnabledFor(NOTICE)
-    notes = [
-        _note(r, level)
+    notes: list[Note] = [
+        _CallNote(r, level)
         for r in records
         if (info if (level := logging.INFO if r.outcome == "ok" else NOTICE) == logging.INFO
             else notice)
@@ -48,25 +47,35 @@ def write(records: Iterable[CallRecord], now: float) -> None:
         logger = logger.parent if logger.propagate else None
 
 
-def _note(record: CallRecord, level: int) -> Note:
-    agent = record.agent
-    what = record.name or "-"
-    if record.original and record.server:
-        what += f" ({record.server}/{record.original})"
-    outcome = record.outcome + (f": {record.reason}" if record.reason else "")
-    message = (
-        f"{record.method} {what} by {agent.label()}: {outcome} in {record.duration_ms:.0f} ms "
-        f"({record.decision} by {record.decided_by})"
-    )
-    extra = log_extra(record.server, "call", record.reason)
-    extra.update(
-        mcpd_method=record.method,
-        mcpd_tool=record.name,
-        mcpd_outcome=record.outcome,
-        mcpd_decision=record.decision,
-        mcpd_decided_by=record.decided_by,
-        mcpd_agent_uid=agent.uid,
-        mcpd_agent_pid=agent.pid,
-        mcpd_profile=agent.profile,
-    )
-    return Note(level, calls_logger.name, message, extra)
+class _CallNote(Note):
+    __slots__ = ("_record",)
+
+    def __init__(self, record: CallRecord, level: int) -> None:
+        super().__init__(level, LOGGER, record.server, "call")
+        self._record = record
+
+    def message(self) -> str:
+        r = self._record
+        what = r.name or "-"
+        if r.original and r.server:
+            what += f" ({r.server}/{r.original})"
+        outcome = f"{r.outcome}: {r.reason}" if r.reason else r.outcome
+        return (
+            f"{r.method} {what} by {r.agent.label()}: {outcome} in {r.duration_ms:.0f} ms "
+            f"({r.decision} by {r.decided_by})"
+        )
+
+    def extra(self) -> dict[str, Any]:
+        r = self._record
+        agent = r.agent
+        return {
+            "mcpd_reason": r.reason,
+            "mcpd_method": r.method,
+            "mcpd_tool": r.name,
+            "mcpd_outcome": r.outcome,
+            "mcpd_decision": r.decision,
+            "mcpd_decided_by": r.decided_by,
+            "mcpd_agent_uid": agent.uid,
+            "mcpd_agent_pid": agent.pid,
+            "mcpd_profile": agent.profile,
+        }

@@ -6,11 +6,13 @@ it among the latest (``recent``, which the status page reads) and appends it, wi
 the arguments' bytes, to a bounded buffer. A writer task (``run``) wakes when the
 buffer is no longer empty, lets a moment's records gather, and hands them to a
 worker thread, which works out each one's digest (and, with ``audit_arguments``, the
-arguments with mcpd's secrets masked) and writes the file and the journal. When the
-buffer is full (the disk or journald fell behind), a record is counted and dropped,
-never waited for; the next write puts a ``Gap`` line in the file with how many were
-dropped, and a warning in the log. What is still buffered when the daemon stops is
-written before it exits (``flush``, under a shield).
+arguments with mcpd's secrets masked) and writes the file and the journal. The buffer
+holds a copy of the arguments until then, up to ``HELD_ARGUMENTS`` bytes; past that, a
+record's digest is worked out as it is made. When the buffer is full (the disk or
+journald fell behind), a record is counted and dropped, never waited for; the next
+write puts a ``Gap`` line in the file with how many were dropped, and a warning in the
+log. What is still buffered when the daemon stops is written before it exits
+(``flush``, under a shield).
 
 The file is rotated when the next line would take it past ``audit_max_bytes``:
 ``calls.jsonl`` becomes ``calls.jsonl.1`` (and ``.1`` becomes ``.2``, up to
@@ -46,6 +48,9 @@ from .record import CallRecord, Gap, digest, iso
 FILE_NAME: Final = "calls.jsonl"
 BUFFER: Final = 8192  # records waiting to be written
 RECENT: Final = 500  # the latest records kept in memory, for the status page
+# Arguments the buffer holds for their digests to be worked out off the call path, at
+# most: past it (the writer is behind), a record's digest is worked out at once.
+HELD_ARGUMENTS: Final = 16 * 1024 * 1024
 # How long the writer lets records gather once one is waiting: one hand-over to the
 # worker thread for a burst of calls, not one for each.
 GATHER: Final = 0.2
@@ -82,6 +87,7 @@ class AuditLog:
         self._writing = trio.Lock()
         self._watchers: list[Callable[[], None]] = []
         self._dropped = 0  # since the last write
+        self._held = 0  # bytes of arguments in the buffer
         self._wake = trio.Event()
         self._fd: int | None = None
         self._size = 0
@@ -115,6 +121,15 @@ class AuditLog:
             self._dropped += 1
             self.counts.dropped += 1
             return
+        if arguments:
+            if self._held + len(arguments) <= HELD_ARGUMENTS:
+                arguments = bytes(arguments)  # a copy: not the whole read it is a view of
+                self._held += len(arguments)
+            else:  # the writer is behind: no more bytes are held for it
+                record.args_digest = digest(arguments)
+                if self.arguments_kept:
+                    record.arguments = kept_arguments(arguments, self.secrets.current())
+                arguments = None
         buffer.append((record, arguments))
         if len(buffer) == 1:  # the first since the last write wakes the writer
             self._wake.set()
@@ -159,6 +174,7 @@ class AuditLog:
                 # daemon's state, which only this thread may.
                 secrets = self.secrets.current() if self.arguments_kept else None
                 await trio.to_thread.run_sync(self._write, batch, dropped, secrets)
+                self._held -= sum(len(a) for _, a in batch if a)
                 for written in self._watchers:
                     written()
 

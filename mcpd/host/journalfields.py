@@ -6,6 +6,7 @@ and ``Note``, an entry made without a ``LogRecord`` (every call's, many a second
 
 from __future__ import annotations
 
+import abc
 import logging
 import struct
 from collections.abc import Iterable, Mapping
@@ -151,35 +152,48 @@ def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> li
     return fields
 
 
-class Note:
+class Note(abc.ABC):
     """A log entry made without a ``LogRecord`` (one for every call, many a second): its
-    level, its logger, its message and the ``extra`` a record would carry
-    (``log_extra``'s fields and more)."""
+    level, logger, server and event at once; its message and the rest of the ``extra``
+    a record would carry only when a handler asks (a line needs the message alone)."""
 
-    __slots__ = ("extra", "levelno", "logger", "message")
+    __slots__ = ("event", "levelno", "logger", "server")
 
-    def __init__(self, levelno: int, logger: str, message: str, extra: dict[str, Any]) -> None:
+    def __init__(self, levelno: int, logger: str, server: str | None, event: str) -> None:
         self.levelno = levelno
         self.logger = logger
-        self.message = message
-        self.extra = extra
+        self.server = server
+        self.event = event
+
+    @abc.abstractmethod
+    def message(self) -> str: ...
+
+    @abc.abstractmethod
+    def extra(self) -> dict[str, Any]:
+        """The ``extra`` a record of it would carry beyond its server and event."""
 
     def line(self) -> str:
         """What a line says after its time and level: ``[server] event: message``."""
-        server, event = self.extra.get("mcpd_server"), self.extra.get("mcpd_event")
-        head = (f"[{server}] " if server else "") + (f"{event}: " if event else "")
-        return head + shown(self.message)
+        server = self.server
+        return (
+            f"[{server}] {self.event}: {shown(self.message())}"
+            if server
+            else f"{self.event}: {shown(self.message())}"
+        )
 
     def fields(self, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
         """The journal entry ``record_fields`` makes of the same record."""
-        server, message = self.extra.get("mcpd_server"), shown(self.message)
+        server, message = self.server, shown(self.message())
         fields = [
             ("MESSAGE", f"{server}: {message}" if server else message),
             ("PRIORITY", str(syslog_priority(self.levelno))),
             ("SYSLOG_IDENTIFIER", identifier),
             ("LOGGER", self.logger),
+            ("MCPD_EVENT", self.event),
         ]
-        for attr, value in self.extra.items():
+        if server:
+            fields.append(("MCPD_SERVER", server))
+        for attr, value in self.extra().items():
             name = RECORD_FIELDS.get(attr)
             if name is not None and value not in (None, ""):
                 fields.append((name, shown(value)))
@@ -187,9 +201,11 @@ class Note:
 
     def record(self, created: float) -> logging.LogRecord:
         """The same as a ``LogRecord`` of ``created``, for any other handler."""
-        record = logging.makeLogRecord(
-            {"name": self.logger, "levelno": self.levelno, "msg": self.message, **self.extra}
-        )
+        attrs = {"name": self.logger, "levelno": self.levelno, "msg": self.message()}
+        attrs.update(self.extra(), mcpd_event=self.event)
+        if self.server:
+            attrs["mcpd_server"] = self.server
+        record = logging.makeLogRecord(attrs)
         record.levelname = logging.getLevelName(self.levelno)
         record.created = created
         record.msecs = (created - int(created)) * 1000

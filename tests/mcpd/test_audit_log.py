@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from mcpd.audit import log as audit_log
 from mcpd.audit import record as records
 from mcpd.audit.log import FILE_NAME, MAX_KEPT, AuditLog, kept_arguments
 from mcpd.audit.reader import Reading, log_files
@@ -239,3 +240,23 @@ async def test_a_batch_of_calls_is_one_journal_entry_each_through_mcpd_s_handler
     assert len(written) == 2
     assert "INFO     [notes] call: tools/call mcp__notes__t1" in written[0]
     assert "NOTICE   [notes] call: tools/call mcp__notes__t2" in written[1]
+
+
+async def test_arguments_held_for_the_writer_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past what the buffer may hold of arguments, a record's digest is worked out as it
+    is made, and nothing more is held for the writer."""
+    monkeypatch.setattr(audit_log, "HELD_ARGUMENTS", 100)
+    log = AuditLog(str(tmp_path), settings())
+    small, big = b'{"a": 1}', b'{"b": "' + b"x" * 200 + b'"}'
+    first, second = record(1, args_bytes=len(small)), record(2, args_bytes=len(big))
+    log.record(first, small)
+    log.record(second, big)
+    assert first.args_digest is None  # left to the writer
+    assert second.args_digest == records.digest(big)  # not held: done now
+    await log.flush()
+    written = [json.loads(line) for line in (tmp_path / FILE_NAME).read_text().splitlines()]
+    assert [w["args_digest"] for w in written] == [records.digest(small), records.digest(big)]
+    log.record(record(3, args_bytes=len(small)), small)  # written: room again
+    assert log._buffer[-1][1] == small
