@@ -152,6 +152,10 @@ class AuditLog:
     # -- the writer --
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        if self.to_file:
+            # Opened now, not at the first call: a file that cannot be written is said
+            # at start, and the daemon holds the same descriptors before and after calls.
+            await trio.to_thread.run_sync(self._append, b"")
         task_status.started()
         try:
             while True:
