@@ -30,6 +30,8 @@ from tests.support.agent import META, Agent, connect, running
 from tests.support.answering import connect_answering
 from tests.support.procs import scripted
 
+from .test_httpapi import modern, modern_headers, post
+
 LIMIT = 30
 TOOLS = "delete_repo,create_issue,read_repo,merge"
 RULES: list[dict[str, Any]] = [
@@ -414,3 +416,34 @@ async def test_calls_without_rules_are_recorded_as_allowed_by_default(tmp_path: 
                 "unknown tool",
                 None,
             )
+
+
+async def test_calls_over_http_meet_the_same_rules(tmp_path: Path) -> None:
+    """An agent on the socket's Streamable HTTP: a deny rule refuses, an ask waits for the
+    operator (curl declares no elicitation), and each call is recorded once."""
+    create = modern(2, "tools/call", {"name": "mcp__gh__create_issue", "arguments": {"text": "h"}})
+    delete = modern(1, "tools/call", {"name": "mcp__gh__delete_repo", "arguments": {}})
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path) as setup:
+            sock = setup.daemon.socket_path
+            denied = await post(sock, delete, *modern_headers("tools/call", "mcp__gh__delete_repo"))
+            assert "mcpd's policy does not allow" in denied.json()["result"]["content"][0]["text"]
+            got: list[Any] = []
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    headers = modern_headers("tools/call", "mcp__gh__create_issue")
+                    got.append((await post(sock, create, *headers)).json())
+
+                nursery.start_soon(call)
+                [waiting] = await setup.pending()
+                assert waiting.asked == "operator" and waiting.agent.era == "modern"
+                setup.daemon.approvals.decide(waiting.id, True, "uid 0 (root)")
+            assert got[0]["result"]["content"][0]["text"] == "create_issue:h"
+            assert setup.reached("delete_repo") == []
+            assert len(setup.reached("create_issue")) == 1
+            records = await setup.records()
+            assert [(r.name, r.decision, r.outcome) for r in records] == [
+                ("mcp__gh__delete_repo", "deny", "refused"),
+                ("mcp__gh__create_issue", "approved", "ok"),
+            ]
