@@ -60,7 +60,10 @@ def ended(exc: BaseException) -> tuple[Outcome, str | None]:
 
 def _first_text(result: mcp.CallToolResult) -> str | None:
     for block in result.content:
-        text = block.get("text") if isinstance(block, dict) else getattr(block, "text", None)
+        if isinstance(block, mcp.TextContent):
+            text: object = block.text
+        else:
+            text = block.get("text") if isinstance(block, dict) else None
         if isinstance(text, str):
             return text[:_REASON]
     return None
