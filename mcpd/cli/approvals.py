@@ -15,10 +15,11 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from protocol.visible import visible
+
 from .client import SOCKET_HELP
 from .client_cmds import client_for
 from .exits import EXIT_USAGE, ask, fail
-from .visible import visible
 
 ACTIONS = ("approve", "deny")
 

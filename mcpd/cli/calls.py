@@ -20,13 +20,14 @@ from typing import Final
 
 import msgspec
 
+from protocol.visible import visible
+
 from ..audit.reader import Choice, Reading
 from ..audit.record import CallRecord
 from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError
 from .client import Untrusted, config_in_use, config_in_use_help
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
-from .visible import visible
 
 _AGO: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d)\Z")
 _SECONDS: Final = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
