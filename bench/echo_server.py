@@ -8,17 +8,18 @@ results carry ``resultType``); anything else is served the legacy way (``initial
 Tools: ``echo`` returns its ``text`` argument as one text block; ``--tools N`` adds
 ``tool_0001`` ... so the server exposes N tools (all echo), listed in pages of ``--page-size``.
 
-Only the standard library and msgspec are imported (http.server only with ``--http``;
+Only the standard library and msgspec are imported (``http_echo`` only with ``--http``;
 ``--stdlib-json`` skips msgspec too, so that fifty of these start quickly).
 
     python bench/echo_server.py [--tools N] [--page-size P] [--sleep S]
-                                [--http PORT [--ready-file PATH]] [--stdlib-json]
+                                [--http PORT [--ready-file PATH] [--sse]] [--stdlib-json]
 
     --tools N          expose N tools (default 1)
     --page-size P      tools per tools/list page (default 100)
     --sleep S          sleep S seconds before answering anything (models a slow start)
     --http PORT        also serve Streamable HTTP on 127.0.0.1:PORT/mcp (0 = any port)
     --ready-file PATH  with --http: write the URL to PATH once listening
+    --sse              with --http: answer each request with an event stream of one event
     --stdlib-json      use the json module instead of msgspec
 """
 
@@ -303,59 +304,12 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def start_http(core: EchoCore, port: int, ready_file: str | None) -> None:
-    """Streamable HTTP on 127.0.0.1:PORT/mcp with one JSON response per POST, in threads."""
-    import socket
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+def start_http(core: EchoCore, port: int, ready_file: str | None, sse: bool) -> None:
+    """Streamable HTTP on 127.0.0.1:PORT/mcp, in a thread (``bench/http_echo.py``)."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from bench.http_echo import start_in_thread
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def setup(self) -> None:
-            super().setup()
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _reply(self, status: int, body: bytes, extra: str = "") -> None:
-            # One write per response: headers and body in separate segments would meet
-            # Nagle and delayed ACK on the client side.
-            reason = self.responses.get(status, ("",))[0]
-            head = f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\n"
-            if body:
-                head += "Content-Type: application/json\r\n"
-            head += extra + "\r\n"
-            self.wfile.write(head.encode() + body)
-
-        def do_POST(self) -> None:
-            if self.path.split("?")[0] != "/mcp":
-                self._reply(404, b"")
-                return
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            response, code = core.handle(body, self.headers)
-            if response is None:
-                self._reply(202, b"")
-            else:
-                self._reply(HTTP_STATUS.get(code, 200), response)
-
-        def do_GET(self) -> None:
-            self._reply(405, b"", "Allow: POST\r\n")
-
-        do_DELETE = do_GET
-
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 128
-
-    server = Server(("127.0.0.1", port), Handler)
-    url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    if ready_file:
-        with open(ready_file + ".tmp", "w") as f:
-            f.write(url + "\n")
-        os.replace(ready_file + ".tmp", ready_file)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    start_in_thread(core, port, ready_file, sse)
 
 
 OPTIONS = {
@@ -365,7 +319,7 @@ OPTIONS = {
     "--http": ("http", int, None),
     "--ready-file": ("ready_file", str, None),
 }
-FLAGS = {"--stdlib-json": "stdlib_json"}
+FLAGS = {"--stdlib-json": "stdlib_json", "--sse": "sse"}
 
 
 def parse_args(argv: list[str]) -> dict[str, Any]:
@@ -397,7 +351,7 @@ def main() -> None:
     if args["sleep"] > 0:
         time.sleep(args["sleep"])
     if args["http"] is not None:
-        start_http(core, args["http"], args["ready_file"])
+        start_http(core, args["http"], args["ready_file"], args["sse"])
     try:
         serve_stdio(core)
         if args["http"] is not None:
