@@ -17,6 +17,7 @@ long it took. The time spent polling is not counted in ``loadgen_cpu``.
 
     python -m bench.loadgen --spawn -- python bench/echo_server.py
     python -m bench.loadgen --connect /tmp/x/mcpd.sock --tool mcp__echo__echo --cpu-pid 1234
+    python -m bench.loadgen --http http://127.0.0.1:8000/mcp --cpu-pid 1234
 """
 
 from __future__ import annotations
@@ -261,10 +262,16 @@ def measure_cell(
     duration: float | None,
     count: int | None,
     warmup: float,
+    upstream_pids: list[int] | None = None,
 ) -> dict[str, Any]:
+    """One cell's figures. The CPU of ``upstream_pids`` (a server that is not the
+    target's child) counts in the target's, and is given on its own as well."""
+    upstream_pids = upstream_pids or []
+    cpu_pids = [*cpu_pids, *upstream_pids]
     if warmup > 0:
         pump.run(concurrency, payload, warmup, None)
     gc.collect()
+    upstream_cpu0 = procstat.cpu_seconds(upstream_pids) if upstream_pids else 0.0
     target_cpu0 = procstat.cpu_seconds(cpu_pids) if cpu_pids else 0.0
     own0 = os.times()
     t0 = time.perf_counter()
@@ -272,6 +279,7 @@ def measure_cell(
     wall = time.perf_counter() - t0
     own1 = os.times()
     target_cpu = procstat.cpu_seconds(cpu_pids) - target_cpu0 if cpu_pids else None
+    upstream_cpu = procstat.cpu_seconds(upstream_pids) - upstream_cpu0 if upstream_pids else None
     lat = sorted(outcome["latencies"])
     calls = len(lat)
     cell: dict[str, Any] = {
@@ -296,6 +304,8 @@ def measure_cell(
     if target_cpu is not None:
         cell["target_cpu_s"] = target_cpu
         cell["cpu_us_per_call"] = target_cpu / calls * 1e6 if calls else float("nan")
+        if upstream_cpu is not None and calls:
+            cell["upstream_cpu_us_per_call"] = upstream_cpu / calls * 1e6
         cell["target_memory"] = procstat.tree_memory_kb(cpu_pids)
         cell["target_main_memory"] = procstat.memory_kb(cpu_pids[0])
     return cell
@@ -318,6 +328,12 @@ def open_target(
     args: argparse.Namespace, stack: contextlib.ExitStack
 ) -> tuple[LineClient, list[int]]:
     """Connect to the socket or start the server; returns the client and the pids to watch."""
+    if args.http or args.sse:
+        from bench.httpload import HttpClient, SseClient
+
+        http = SseClient(args.sse) if args.sse else HttpClient(args.http)
+        stack.callback(http.close)
+        return http, list(args.cpu_pid)
     if not args.spawn:
         client = LineClient.connect(args.connect, timeout=args.timeout)
         stack.callback(client.close)
@@ -360,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--connect", metavar="SOCKET", help="Unix socket to connect to")
     where.add_argument("--spawn", action="store_true", help="run the command after -- on stdio")
+    where.add_argument("--http", metavar="URL", help="Streamable HTTP endpoint to POST to")
+    where.add_argument("--sse", metavar="URL", help="HTTP+SSE (2024-11-05) event stream")
     parser.add_argument("command", nargs="*", help="with --spawn: the server command")
     parser.add_argument("--tool", default="echo")
     parser.add_argument("--legacy", action="store_true", help="initialize handshake, no _meta")
@@ -368,6 +386,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, help="calls per cell instead of --duration")
     parser.add_argument("--warmup", type=float, default=0.3, help="seconds before each cell")
     parser.add_argument("--cpu-pid", type=int, action="append", default=[], help="target pid")
+    parser.add_argument(
+        "--upstream-pid", type=int, action="append", default=[],
+        help="the target's upstream server: counted in its CPU, and given apart",
+    )  # fmt: skip
     parser.add_argument("--cpus", help="pin the load generator to these CPUs, e.g. 0")
     parser.add_argument("--spawn-cpus", help="pin the spawned server to these CPUs, e.g. 1")
     parser.add_argument("--stderr", help="with --spawn: file for the server's stderr")
@@ -389,10 +411,23 @@ def main(argv: list[str] | None = None) -> int:
         report["tools_listed"] = len(tools)
         if args.tool not in tools:
             raise SystemExit(f"tool {args.tool!r} is not listed; the first few: {tools[:5]}")
-        pump = Pump(client, args.tool, modern=not args.legacy)
+        if args.sse:
+            from bench.httpload import SseClient, SsePump
+
+            assert isinstance(client, SseClient)
+            pump: Pump = SsePump(client, args.tool, modern=not args.legacy)
+        elif args.http:
+            from bench.httpload import HttpClient, HttpPump
+
+            assert isinstance(client, HttpClient)
+            pump = HttpPump(client, args.tool, modern=not args.legacy)
+        else:
+            pump = Pump(client, args.tool, modern=not args.legacy)
         gc.disable()  # a collection in the middle of a window shows up as a latency spike
         report["cells"] = [
-            measure_cell(pump, cpu_pids, c, p, args.duration, args.count, args.warmup)
+            measure_cell(
+                pump, cpu_pids, c, p, args.duration, args.count, args.warmup, args.upstream_pid
+            )
             for c, p in parse_matrix(args.matrix)
         ]
 
@@ -407,14 +442,14 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"ready after {report['ready_ms']:.0f} ms, {report['tools_listed']} tools listed")
     print(
         f"{'conc':>4} {'bytes':>6} {'calls/s':>9} {'p50 us':>8} {'p90 us':>8} {'p99 us':>8}"
-        f" {'cpu us/call':>11} {'gen cpu':>7} {'errors':>6}"
+        f" {'cpu us/call':>11} {'gen cpu':>7} {'errors':>6} {'upstream us/call':>16}"
     )
     for c in report["cells"]:
         cpu = f"{c['cpu_us_per_call']:.1f}" if "cpu_us_per_call" in c else "-"
         print(
             f"{c['concurrency']:>4} {c['payload']:>6} {c['calls_per_s']:>9.0f} {c['p50_us']:>8.0f}"
             f" {c['p90_us']:>8.0f} {c['p99_us']:>8.0f} {cpu:>11} {c['loadgen_cpu']:>7.2f}"
-            f" {c['errors']:>6}"
+            f" {c['errors']:>6} {c.get('upstream_cpu_us_per_call', float('nan')):>16.1f}"
         )
         if c["check"] != "ok":
             print(f"     check: {c['check']}")
