@@ -13,6 +13,7 @@ calls) are counted by name. Per call, also by function with ``--by-function``.
     python -m bench.callpath --legacy-server    # mcpd talks to the server's legacy era
     python -m bench.callpath --http-server      # the server over Streamable HTTP
     python -m bench.callpath --no-audit         # without the audit log (audit = false)
+    python -m bench.callpath --http-relay       # bench/http_relay.py in mcpd's place
 
 The counts include what a call costs in the reader and writer loops, shared among the
 calls that came together. trio's own functions are counted apart (``trio``), and they
@@ -35,6 +36,7 @@ from typing import Any
 
 import trio
 
+from bench import http_relay
 from bench.targets import wait_for
 from mcpd.config.load import parse
 from mcpd.daemon import Daemon
@@ -50,11 +52,15 @@ Tracer = Callable[[FrameType, str, Any], Any]
 
 
 class Counts:
-    def __init__(self) -> None:
+    def __init__(self, ours: tuple[str, ...] = OURS) -> None:
+        self.ours = ours
         self.functions: collections.Counter[str] = collections.Counter()
         self.bytecodes: collections.Counter[str] = collections.Counter()
         self.c_calls: collections.Counter[str] = collections.Counter()
         self.trio = 0
+        # h11's functions and bytecodes: an HTTP exchange's parsing and framing.
+        self.h11 = 0
+        self.h11_bytecodes = 0
 
     @staticmethod
     def _name(frame: FrameType) -> str:
@@ -63,16 +69,21 @@ class Counts:
 
     def profile(self, frame: FrameType, event: str, arg: Any) -> None:
         if event == "call":
-            if frame.f_code.co_filename.startswith(OURS):
+            if frame.f_code.co_filename.startswith(self.ours):
                 self.functions[self._name(frame)] += 1
             elif "/trio/" in frame.f_code.co_filename:
                 self.trio += 1
+            elif "/h11/" in frame.f_code.co_filename:
+                self.h11 += 1
         elif event == "c_call":
             self.c_calls[getattr(arg, "__qualname__", repr(arg))] += 1
 
     def trace(self, frame: FrameType, event: str, arg: Any) -> Tracer | None:
-        if not frame.f_code.co_filename.startswith(OURS):
-            return None
+        if not frame.f_code.co_filename.startswith(self.ours):
+            if "/h11/" not in frame.f_code.co_filename:
+                return None
+            frame.f_trace_opcodes = True
+            return self._h11_opcode
         frame.f_trace_opcodes = True
         name = self._name(frame)
 
@@ -83,9 +94,14 @@ class Counts:
 
         return opcode
 
+    def _h11_opcode(self, frame: FrameType, event: str, arg: Any) -> Tracer:
+        if event == "opcode":
+            self.h11_bytecodes += 1
+        return self._h11_opcode
 
-def request(i: int, payload: int, modern: bool) -> bytes:
-    params: dict[str, Any] = {"name": "mcp__echo__echo", "arguments": {"text": "x" * payload}}
+
+def request(i: int, payload: int, modern: bool, tool: str = "mcp__echo__echo") -> bytes:
+    params: dict[str, Any] = {"name": tool, "arguments": {"text": "x" * payload}}
     if modern:
         params["_meta"] = META
     message = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
@@ -100,7 +116,9 @@ async def count(
     workdir: str,
     url: str | None,
     audit: bool = True,
+    relay: bool = False,
 ) -> list[tuple[int, int, Counts]]:
+    """Counts per cell for mcpd, or (``relay``) for ``bench/http_relay.py`` in its place."""
     server: dict[str, Any] = {"max_concurrency": max(c for c, _ in cells)}
     if url is not None:
         server["url"] = url
@@ -123,8 +141,14 @@ async def count(
     )
     daemon = Daemon(config)
     out = []
+    tool, ours = "mcp__echo__echo", OURS
     async with trio.open_nursery() as nursery:
-        await nursery.start(daemon.run)
+        if relay:
+            assert url is not None
+            tool, ours = "echo", (str(ROOT / "bench" / "http_relay.py"),)
+            await nursery.start(http_relay.serve, f"{workdir}/mcpd.sock", url, 64)
+        else:
+            await nursery.start(daemon.run)
         sock = await trio.open_unix_socket(f"{workdir}/mcpd.sock")
         rest = b""
 
@@ -151,10 +175,12 @@ async def count(
                 await replies(concurrency)
 
         for concurrency, payload in cells:
-            batch = b"".join(request(i, payload, not legacy_agent) for i in range(concurrency))
+            batch = b"".join(
+                request(i, payload, not legacy_agent, tool) for i in range(concurrency)
+            )
             # Warm: the first calls set up what later ones reuse.
             await run(batch, concurrency, 4 * concurrency)
-            counts = Counts()
+            counts = Counts(ours)
             sys.setprofile(counts.profile)
             try:
                 await run(batch, concurrency, calls)
@@ -168,6 +194,7 @@ async def count(
             out.append((concurrency, payload, counts))
         await sock.aclose()
         daemon.stop()
+        nursery.cancel_scope.cancel()
     return out
 
 
@@ -184,7 +211,10 @@ def http_echo(workdir: Path) -> Iterator[str]:
             proc.kill()
 
 
-HEAD = f"{'conc':>4} {'bytes':>6} {'functions':>9} {'bytecodes':>9} {'C calls':>7} {'trio':>5}"
+HEAD = (
+    f"{'conc':>4} {'bytes':>6} {'functions':>9} {'bytecodes':>9} {'C calls':>7} {'trio':>5}"
+    f" {'h11 fn':>6} {'h11 ops':>7}"
+)
 
 
 def run(python: str, *options: str) -> list[dict[str, Any]] | dict[str, str]:
@@ -209,6 +239,7 @@ def lines(rows: list[dict[str, Any]]) -> list[str]:
         out.append(
             f"{r['concurrency']:>4} {r['payload']:>6} {r['functions']:>9.1f}"
             f" {r['bytecodes']:>9.0f} {r['c_calls']:>7.1f} {r['trio']:>5.1f}"
+            f" {r.get('h11', 0):>6.1f} {r.get('h11_bytecodes', 0):>7.0f}"
         )
     return out
 
@@ -222,12 +253,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--legacy-agent", action="store_true", help="the agent initializes")
     parser.add_argument("--http-server", action="store_true", help="over Streamable HTTP")
     parser.add_argument("--no-audit", action="store_true", help="audit = false, no journal")
+    parser.add_argument(
+        "--http-relay", action="store_true",
+        help="count bench/http_relay.py instead of mcpd (over Streamable HTTP)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="one JSON list on stdout")
     args = parser.parse_args(argv)
     cells = [(int(c), int(p)) for c, p in (cell.split(":") for cell in args.cells.split(","))]
     workdir = tempfile.mkdtemp(prefix="mcpd-callpath-")
     with contextlib.ExitStack() as stack:
-        url = stack.enter_context(http_echo(Path(workdir))) if args.http_server else None
+        http = args.http_server or args.http_relay
+        url = stack.enter_context(http_echo(Path(workdir))) if http else None
         results = trio.run(
             count,
             cells,
@@ -237,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             workdir,
             url,
             not args.no_audit,
+            args.http_relay,
         )
     n = args.calls
     rows = [
@@ -247,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
             "bytecodes": sum(c.bytecodes.values()) / n,
             "c_calls": sum(c.c_calls.values()) / n,
             "trio": c.trio / n,
+            "h11": c.h11 / n,
+            "h11_bytecodes": c.h11_bytecodes / n,
         }
         for concurrency, payload, c in results
     ]

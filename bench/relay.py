@@ -74,7 +74,12 @@ async def relay_to_socket(client: trio.SocketStream, path: str) -> None:
         nursery.cancel_scope.cancel()
 
 
-async def listen(socket_path: str, handle: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
+async def listen(
+    socket_path: str,
+    handle: Callable[[trio.SocketStream], Awaitable[None]],
+    *,
+    task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED,
+) -> None:
     """Serve ``handle`` for each connection on a Unix socket at ``socket_path``."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(socket_path)
@@ -82,7 +87,7 @@ async def listen(socket_path: str, handle: Callable[[trio.SocketStream], Awaitab
     await sock.bind(socket_path)
     sock.listen(1024)
     try:
-        await trio.serve_listeners(handle, [trio.SocketListener(sock)])
+        await trio.serve_listeners(handle, [trio.SocketListener(sock)], task_status=task_status)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(socket_path)

@@ -7,7 +7,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-METRICS = ("calls_per_s", "p50_us", "p90_us", "p99_us", "cpu_us_per_call", "loadgen_cpu")
+METRICS = (
+    "calls_per_s", "p50_us", "p90_us", "p99_us", "cpu_us_per_call", "loadgen_cpu",
+    "upstream_cpu_us_per_call",
+)  # fmt: skip
 Cell = tuple[int, int]  # (concurrency, payload bytes)
 
 
@@ -49,14 +52,17 @@ def _fmt(value: float | None, digits: int = 0) -> str:
 
 
 def print_table(summary: dict[str, Any]) -> None:
+    """The matrix, a row per configuration and cell; ``upstream`` is the CPU per call of
+    an HTTP upstream (counted in ``cpu us/call`` too)."""
     print()
     print(
-        f"{'configuration':<14} {'conc':>4} {'bytes':>6} {'calls/s':>9} {'p50 us':>8}"
-        f" {'p90 us':>8} {'p99 us':>8} {'cpu us/call':>11} {'gen cpu':>7}  peak RSS MB main/tree"
+        f"{'configuration':<18} {'conc':>4} {'bytes':>6} {'calls/s':>9} {'p50 us':>8}"
+        f" {'p90 us':>8} {'p99 us':>8} {'cpu us/call':>11} {'upstream':>8} {'gen cpu':>7}"
+        "  peak RSS MB main/tree"
     )
     for name, data in summary.items():
         if "cells" not in data:
-            print(f"{name:<14} skipped: {data.get('skipped', 'no data').splitlines()[0]}")
+            print(f"{name:<18} skipped: {data.get('skipped', 'no data').splitlines()[0]}")
             continue
         mem = data["memory"]
         rss = f"{_fmt(mem['main_peak_mb'], 1)}/{_fmt(mem['tree_peak_mb'], 1)}"
@@ -67,9 +73,10 @@ def print_table(summary: dict[str, Any]) -> None:
             if c["checks"]:
                 flag += f"  check: {'; '.join(c['checks'])}"
             print(
-                f"{name:<14} {conc:>4} {payload:>6} {_fmt(c['calls_per_s']):>9}"
+                f"{name:<18} {conc:>4} {payload:>6} {_fmt(c['calls_per_s']):>9}"
                 f" {_fmt(c['p50_us']):>8} {_fmt(c['p90_us']):>8} {_fmt(c['p99_us']):>8}"
-                f" {_fmt(c['cpu_us_per_call'], 1):>11} {_fmt(c['loadgen_cpu'], 2):>7}  {rss}{flag}"
+                f" {_fmt(c['cpu_us_per_call'], 1):>11} {_fmt(c['upstream_cpu_us_per_call'], 1):>8}"
+                f" {_fmt(c['loadgen_cpu'], 2):>7}  {rss}{flag}"
             )
             rss = ""
 
@@ -122,18 +129,19 @@ def ratio_verdict(
     limit: float,
     at_most: bool,
     judged: str = "mcpd",
+    floor: str = "relay",
 ) -> Verdict:
-    """`judged`'s metric over relay's in one cell: at most (or at least) `limit`."""
+    """`judged`'s metric over `floor`'s in one cell: at most (or at least) `limit`."""
     target = f"{'<=' if at_most else '>='} {limit:g}"
     ours = _metric(summary, judged, cell, metric)
-    theirs = _metric(summary, "relay", cell, metric)
+    theirs = _metric(summary, floor, cell, metric)
     if ours is None or theirs is None or theirs == 0:
-        missing = judged if ours is None else "relay"
+        missing = judged if ours is None else floor
         return Verdict(figure, "-", "-", None, target, None, f"no figure for {missing}")
     ratio = ours / theirs
     met = ratio <= limit if at_most else ratio >= limit
     return Verdict(
-        figure, _show(ours, unit), f"relay {_show(theirs, unit)}", ratio, target, met,
+        figure, _show(ours, unit), f"{floor} {_show(theirs, unit)}", ratio, target, met,
         numbers=(ours, theirs, unit),
     )  # fmt: skip
 
@@ -170,6 +178,77 @@ def call_path_verdicts(summary: dict[str, Any], judged: str = "mcpd") -> list[Ve
         ratio_verdict(summary, f"conc 1, 16 KiB: {judged} p50 / relay p50", big, "p50_us",
                       "us", 1.25, True, judged),
     ]  # fmt: skip
+
+
+# Each peer, and the mcpd row on the same upstream that must be ahead of it.
+PEERS = {
+    "fastmcp-proxy": "mcpd",
+    "fastmcp-proxy-http": "mcpd-http",
+    "mcp-proxy": "mcpd-http",
+    "mcp-hub": "mcpd-http",
+}
+
+
+def round_three_verdicts(summary: dict[str, Any]) -> list[Verdict]:
+    """HTTP upstreams against their floor, the stdio gate raised, and the peers."""
+    small = (1, 64)
+    out = [
+        ratio_verdict(summary, "conc 1, 64 B: mcpd-http p50 / http-relay p50", small, "p50_us",
+                      "us", 1.3, True, "mcpd-http", "http-relay"),
+        ratio_verdict(summary, "conc 1, 64 B: mcpd-http CPU per call / http-relay's", small,
+                      "cpu_us_per_call", "us", 1.3, True, "mcpd-http", "http-relay"),
+        ratio_verdict(summary, "conc 32, 64 B: mcpd-http calls/s / http-relay calls/s",
+                      (32, 64), "calls_per_s", "calls/s", 0.6, False, "mcpd-http", "http-relay"),
+        ratio_verdict(summary, "conc 32, 64 B: mcpd-gate64 calls/s / relay calls/s", (32, 64),
+                      "calls_per_s", "calls/s", 0.5, False, "mcpd-gate64"),
+    ]  # fmt: skip
+    for peer, ours in PEERS.items():
+        out.append(ahead_verdict(summary, ours, peer))
+    return out
+
+
+def ahead_verdict(summary: dict[str, Any], ours: str, peer: str) -> Verdict:
+    """`ours` ahead of `peer` on every cell: more calls/s and a lower p50. The ratio is
+    the closest of those margins (above 1: ahead on all)."""
+    figure = f"{ours} ahead of {peer} on every cell"
+    cells = sorted(set(summary.get(ours, {}).get("cells", {})) & set(
+        summary.get(peer, {}).get("cells", {})))  # fmt: skip
+    margins = []
+    for cell in cells:
+        rate = (_metric(summary, ours, cell, "calls_per_s"),
+                _metric(summary, peer, cell, "calls_per_s"))  # fmt: skip
+        p50 = _metric(summary, ours, cell, "p50_us"), _metric(summary, peer, cell, "p50_us")
+        if None in rate or None in p50 or not rate[1] or not p50[0]:
+            continue
+        margins.append(min(rate[0] / rate[1], p50[1] / p50[0]))  # type: ignore[operator]
+    if not margins:
+        missing = peer if "cells" not in summary.get(peer, {}) else ours
+        return Verdict(figure, "-", "-", None, "> 1", None, f"no figures for {missing}")
+    worst = min(margins)
+    return Verdict(figure, f"{worst:.1f}x", "-", worst, "> 1", worst > 1)
+
+
+def peer_lines(summary: dict[str, Any]) -> list[str]:
+    """Each peer's cells beside the mcpd row on the same upstream: how many times
+    mcpd's calls/s theirs is, and theirs its p50."""
+    out = [
+        f"  {'peer':<20} {'conc':>4} {'bytes':>6} {'calls/s':>9} {'mcpd':>9} {'x':>6}"
+        f" {'p50 us':>9} {'mcpd':>8} {'x':>6}"
+    ]
+    for peer, ours in PEERS.items():
+        cells = summary.get(peer, {}).get("cells", {})
+        for cell in sorted(cells):
+            rate = _metric(summary, peer, cell, "calls_per_s")
+            p50 = _metric(summary, peer, cell, "p50_us")
+            our_rate = _metric(summary, ours, cell, "calls_per_s")
+            our_p50 = _metric(summary, ours, cell, "p50_us")
+            faster = our_rate / rate if rate and our_rate else None
+            quicker = p50 / our_p50 if p50 and our_p50 else None
+            out.append(
+                f"  {peer:<20} {cell[0]:>4} {cell[1]:>6} {_fmt(rate):>9} {_fmt(our_rate):>9}"
+                f" {_fmt(faster, 1):>6} {_fmt(p50):>9} {_fmt(our_p50):>8} {_fmt(quicker, 1):>6}"
+            )
+    return out
 
 
 def round_two_verdicts(

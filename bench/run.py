@@ -5,12 +5,18 @@
     .venv/bin/python bench/run.py --help
 
 Configurations (each drives the same echo server; see bench/README.md):
-  direct         load generator <-> echo server over a stdio pipe
-  relay          load generator -> bench.relay (Unix socket, byte copy) -> echo server (stdio)
-  mcpd           load generator -> mcpd's socket -> echo server (stdio upstream)
-  mcpd-noaudit   the same, without the audit log (audit = false, audit_journal = false)
-  mcpd-http      load generator -> mcpd's socket -> echo server (Streamable HTTP upstream)
-  fastmcp-proxy  load generator <-> FastMCP 4.x proxy (stdio) -> echo server (stdio)
+  direct              load generator <-> echo server over a stdio pipe
+  relay               load generator -> bench.relay (byte copy) -> echo server (stdio)
+  splice[-gate4]      load generator -> bench.splicer (routing only) -> echo server (stdio)
+  mcpd[-gate64]       load generator -> mcpd's socket -> echo server (stdio upstream)
+  mcpd-noaudit        the same as mcpd, without the audit log (audit = false)
+  fastmcp-proxy       load generator <-> FastMCP's proxy (stdio) -> echo server (stdio)
+  direct-http[-sse]   load generator -> echo server over Streamable HTTP (JSON / SSE replies)
+  http-relay          load generator -> bench.http_relay (trio + h11) -> echo server (HTTP)
+  mcpd-http[-sse]     load generator -> mcpd's socket -> echo server (HTTP, JSON / SSE)
+  fastmcp-proxy-http  load generator <-> FastMCP's proxy (stdio) -> echo server (HTTP)
+  mcp-proxy           load generator <-> mcp-proxy (stdio) -> echo server (HTTP)
+  mcp-hub             load generator -> mcp-hub (HTTP+SSE) -> echo server (HTTP)
 
 The configurations are interleaved (A B C ... A B C ...) over the rounds, and each cell is
 reported as the median over the rounds. Then: the scale run (start-up against its floor,
@@ -42,11 +48,19 @@ from typing import Any, cast
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import audit, callpath, discovery, page, pins, report, targets
+from bench import audit, callpath, discovery, page, peers, pins, report, targets
 from bench.memory import MemorySettings, memory_lines, run_memory
 from bench.scale import ScaleSettings, run_scale
 from bench.shared import run_shared, shared_lines
-from bench.targets import CONFIGURATIONS, ROOT, Env, Launch, TargetUnavailable
+from bench.targets import ROOT, Env, Launch, TargetUnavailable
+
+# Interleaved in this order: the stdio rows, then the HTTP rows, each with its peers.
+ORDER = (
+    "direct", "relay", "splice", "splice-gate4", "mcpd", "mcpd-gate64", "fastmcp-proxy",
+    "direct-http", "direct-http-sse", "http-relay", "mcpd-http", "mcpd-http-sse",
+    "fastmcp-proxy-http", "mcp-proxy", "mcp-hub",
+)  # fmt: skip
+CONFIGURATIONS = {name: {**targets.CONFIGURATIONS, **peers.CONFIGURATIONS}[name] for name in ORDER}
 
 RESULTS = ROOT / "bench" / "results"
 MATRIX = "1:64,1:16384,32:64,32:16384"
@@ -198,9 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     mcpd_cmd, mcpd_note = targets.find_mcpd(args.mcpd)
     print(f"  {mcpd_note}")
-    fastmcp_python = None
-    if "fastmcp-proxy" in args.configs:
-        fastmcp_python, note = targets.ensure_fastmcp(logdir / "fastmcp-install.log")
+    found_peers, peer_notes = peers.ensure(args.configs, logdir)
+    for note in peer_notes:
         print(f"  {note}")
     # A 16 KiB echo must come back whole; mcpd's default result text budget is smaller.
     daemon_options = {"result_budget_chars": 1 << 20, **parse_options(args.daemon_option)}
@@ -209,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         logdir=logdir,
         target_cpus=target_cpus,
         mcpd=mcpd_cmd,
-        fastmcp_python=fastmcp_python,
+        peers=found_peers,
         daemon_options=daemon_options,
         server_options=parse_options(args.server_option),
     )
@@ -232,17 +245,17 @@ def main(argv: list[str] | None = None) -> int:
                 except TargetUnavailable as exc:
                     if raw[name]:  # it ran before: a failure of this round, not a skip
                         failures[name].append(str(exc))
-                        print(f"  {name:<14} FAILED: {exc}")
+                        print(f"  {name:<18} FAILED: {exc}")
                     else:
                         skipped[name] = str(exc)
-                        print(f"  {name:<14} SKIPPED: {exc}")
+                        print(f"  {name:<18} SKIPPED: {exc}")
                     continue
                 except LoadgenFailed as exc:
                     failures[name].append(str(exc))
-                    print(f"  {name:<14} FAILED: {exc}")
+                    print(f"  {name:<18} FAILED: {exc}")
                     continue
                 raw[name].append(result)
-                print(f"  {name:<14} " + progress_line(result))
+                print(f"  {name:<18} " + progress_line(result))
 
         scale = None
         if not args.no_scale:
@@ -279,6 +292,16 @@ def main(argv: list[str] | None = None) -> int:
     print(report.TABLE_HEAD)
     for verdict in verdicts:
         print(verdict.line())
+    third = report.round_three_verdicts(summary)
+    print("\ntargets (performance, round three: HTTP upstreams, the raised gate, the peers)")
+    print(report.TABLE_HEAD)
+    for verdict in third:
+        print(verdict.line())
+    verdicts += third
+    if any(name in summary for name in report.PEERS):
+        print("\nthe peers beside mcpd on the same upstream (x: how many times mcpd's is better)")
+        for line in report.peer_lines(summary):
+            print(line)
     floors = {
         "splice": "the routing floor (bench/splicer.py), judged the same way",
         "splice-gate4": "the routing floor with mcpd's default gate (4 calls at the server)",
@@ -343,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "cpus": {"loadgen": sorted(gen_cpus or []), "target": sorted(target_cpus or [])},
         "mcpd": mcpd_note,
+        "peers": peer_notes,
         "notes": list(dict.fromkeys(env.notes)),
         "raw": raw,
         "failures": failures,

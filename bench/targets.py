@@ -33,8 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 PYTHON = sys.executable
 ECHO = str(BENCH / "echo_server.py")
-FASTMCP_VENV = BENCH / ".venv-fastmcp"
-FASTMCP_REQUIREMENTS = BENCH / "requirements-fastmcp.txt"
 EX_CONFIG = 78
 # Without READY=1 by then, `mcpd status` is polled instead (see _wait_ready).
 NOTIFY_GRACE = 5.0
@@ -52,7 +50,7 @@ class Env:
     logdir: Path
     target_cpus: set[int] | None
     mcpd: list[str] | None
-    fastmcp_python: str | None
+    peers: dict[str, str] = field(default_factory=dict)  # peer -> its command (bench.peers)
     daemon_options: dict[str, Any] = field(default_factory=dict)
     server_options: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -200,15 +198,6 @@ def splice_gated(env: Env) -> contextlib.AbstractContextManager[Launch]:
 
 
 @contextlib.contextmanager
-def fastmcp_proxy(env: Env) -> Iterator[Launch]:
-    if env.fastmcp_python is None:
-        raise TargetUnavailable("the FastMCP venv is not available (see the note above)")
-    stderr = env.logdir / "fastmcp-proxy.log"
-    cmd = [env.fastmcp_python, str(BENCH / "fastmcp_proxy.py"), "--", *echo_command()]
-    yield Launch(["--spawn", *_spawn_cpus(env), "--stderr", str(stderr), "--", *cmd], "echo_echo")
-
-
-@contextlib.contextmanager
 def mcpd_stdio(env: Env) -> Iterator[Launch]:
     servers = {"echo": {"command": PYTHON, "args": [ECHO]}}
     with running_mcpd(env, "mcpd", servers, env.target_cpus) as daemon:
@@ -225,21 +214,84 @@ def mcpd_unaudited(env: Env) -> Iterator[Launch]:
 
 
 @contextlib.contextmanager
-def mcpd_http(env: Env) -> Iterator[Launch]:
-    ready_file = env.workdir / "echo-http.url"
+def mcpd_gated(env: Env) -> Iterator[Launch]:
+    """mcpd with the stdio server's gate raised to 64 calls at a time."""
+    servers = {"echo": {"command": PYTHON, "args": [ECHO], "max_concurrency": 64}}
+    with running_mcpd(env, "mcpd-gate64", servers, env.target_cpus) as daemon:
+        yield Launch(daemon.loadgen_args(), "mcp__echo__echo")
+
+
+@contextlib.contextmanager
+def http_echo(env: Env, name: str, sse: bool = False) -> Iterator[tuple[str, int]]:
+    """The echo server on Streamable HTTP (``bench/http_echo.py``): its URL and pid."""
+    ready_file = env.workdir / f"{name}.url"
     ready_file.unlink(missing_ok=True)
-    log = env.logdir / "echo-http.log"
-    echo = start(echo_command("--http", "0", "--ready-file", str(ready_file)), env.target_cpus, log)
+    log = env.logdir / f"{name}-upstream.log"
+    cmd = [PYTHON, str(BENCH / "http_echo.py"), "--ready-file", str(ready_file)]
+    echo = start([*cmd, *(["--sse"] if sse else [])], env.target_cpus, log)
     try:
         try:
             wait_for(ready_file.exists, echo, 20)
         except TargetUnavailable as exc:
             raise TargetUnavailable(f"HTTP echo server {exc}{log_tail(log)}") from None
-        servers = {"echo": {"url": ready_file.read_text().strip()}}
-        with running_mcpd(env, "mcpd-http", servers, env.target_cpus) as daemon:
-            yield Launch([*daemon.loadgen_args(), "--cpu-pid", str(echo.pid)], "mcp__echo__echo")
+        yield ready_file.read_text().strip(), echo.pid
     finally:
         stop(echo)
+
+
+def _direct_http(env: Env, name: str, sse: bool) -> contextlib.AbstractContextManager[Launch]:
+    @contextlib.contextmanager
+    def run() -> Iterator[Launch]:
+        with http_echo(env, name, sse) as (url, pid):
+            yield Launch(["--http", url, "--upstream-pid", str(pid)], "echo")
+
+    return run()
+
+
+def direct_http(env: Env) -> contextlib.AbstractContextManager[Launch]:
+    return _direct_http(env, "direct-http", False)
+
+
+def direct_http_sse(env: Env) -> contextlib.AbstractContextManager[Launch]:
+    return _direct_http(env, "direct-http-sse", True)
+
+
+@contextlib.contextmanager
+def http_relay(env: Env) -> Iterator[Launch]:
+    with http_echo(env, "http-relay") as (url, pid):
+        sock = env.workdir / "http-relay.sock"
+        log = env.logdir / "http-relay.log"
+        cmd = [PYTHON, "-m", "bench.http_relay", "--socket", str(sock), "--url", url]
+        proc = start(cmd, env.target_cpus, log)
+        try:
+            try:
+                wait_for(lambda: socket_accepts(sock), proc, 20)
+            except TargetUnavailable as exc:
+                raise TargetUnavailable(f"http-relay {exc}{log_tail(log)}") from None
+            args = ["--connect", str(sock), "--cpu-pid", str(proc.pid), "--upstream-pid", str(pid)]
+            yield Launch(args, "echo")
+        finally:
+            stop(proc)
+
+
+def _mcpd_http(env: Env, name: str, sse: bool) -> contextlib.AbstractContextManager[Launch]:
+    @contextlib.contextmanager
+    def run() -> Iterator[Launch]:
+        with http_echo(env, name, sse) as (url, pid):
+            servers = {"echo": {"url": url}}
+            with running_mcpd(env, name, servers, env.target_cpus) as daemon:
+                args = [*daemon.loadgen_args(), "--upstream-pid", str(pid)]
+                yield Launch(args, "mcp__echo__echo")
+
+    return run()
+
+
+def mcpd_http(env: Env) -> contextlib.AbstractContextManager[Launch]:
+    return _mcpd_http(env, "mcpd-http", False)
+
+
+def mcpd_http_sse(env: Env) -> contextlib.AbstractContextManager[Launch]:
+    return _mcpd_http(env, "mcpd-http-sse", True)
 
 
 CONFIGURATIONS: dict[str, Callable[[Env], contextlib.AbstractContextManager[Launch]]] = {
@@ -249,8 +301,12 @@ CONFIGURATIONS: dict[str, Callable[[Env], contextlib.AbstractContextManager[Laun
     "splice-gate4": splice_gated,
     "mcpd": mcpd_stdio,
     "mcpd-noaudit": mcpd_unaudited,
+    "mcpd-gate64": mcpd_gated,
+    "direct-http": direct_http,
+    "direct-http-sse": direct_http_sse,
+    "http-relay": http_relay,
     "mcpd-http": mcpd_http,
-    "fastmcp-proxy": fastmcp_proxy,
+    "mcpd-http-sse": mcpd_http_sse,
 }
 
 
@@ -469,35 +525,3 @@ def _drain_ready(notify: socket.socket) -> bool:
         except (BlockingIOError, InterruptedError):
             return seen
         seen = seen or b"READY=1" in message.split(b"\n")
-
-
-# --- FastMCP venv -----------------------------------------------------------------------
-
-
-def ensure_fastmcp(log: Path) -> tuple[str | None, str]:
-    """The venv's python, made from the pinned requirement on first use, or None and why."""
-    python = FASTMCP_VENV / "bin" / "python"
-    wanted = FASTMCP_REQUIREMENTS.read_text().split("==")[1].strip()
-    check = [str(python), "-c", "import fastmcp; print(fastmcp.__version__)"]
-    if python.exists():
-        done = subprocess.run(check, capture_output=True, text=True, timeout=120)
-        if done.returncode == 0 and done.stdout.strip() == wanted:
-            return str(python), f"FastMCP {wanted} from {FASTMCP_VENV.relative_to(ROOT)}"
-    print(f"  creating {FASTMCP_VENV.relative_to(ROOT)} (fastmcp=={wanted}) ...", flush=True)
-    with open(log, "ab") as out:
-        steps = [
-            [PYTHON, "-m", "venv", "--clear", str(FASTMCP_VENV)],
-            [str(python), "-m", "pip", "install", "-q", "-r", str(FASTMCP_REQUIREMENTS)],
-        ]
-        for step in steps:
-            try:
-                ok = subprocess.run(step, stdout=out, stderr=out, timeout=900).returncode == 0
-            except (OSError, subprocess.TimeoutExpired):
-                ok = False
-            if not ok:
-                reason = f"fastmcp-proxy skipped: could not install fastmcp=={wanted}"
-                return None, reason + log_tail(log, 5)
-    done = subprocess.run(check, capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        return None, f"fastmcp-proxy skipped: fastmcp does not import\n{done.stderr[-500:]}"
-    return str(python), f"FastMCP {done.stdout.strip()} installed in {FASTMCP_VENV.name}"
