@@ -108,21 +108,28 @@ class SSEDecoder:
             self._after_cr = False
             if data[0] == 0x0A:
                 pos = 1
+        # Lines end in LF alone in most streams: found with find(), not the pattern.
+        lf_only = b"\r" not in data
         while pos < end:
-            m = _EOL.search(data, pos)
-            if m is None:
+            if lf_only:
+                stop = data.find(b"\n", pos)
+                after = stop + 1
+            else:
+                m = _EOL.search(data, pos)
+                stop, after = (-1, -1) if m is None else (m.start(), m.end())
+            if stop < 0:
                 self._line += data[pos:]
                 self._check_size()
                 break
             if self._line:
-                self._line += data[pos : m.start()]
+                self._line += data[pos:stop]
                 line = bytes(self._line)
                 self._line.clear()
             else:
-                line = data[pos : m.start()]
-            if m.end() == end and data[end - 1] == 0x0D:
+                line = data[pos:stop]
+            if after == end and data[end - 1] == 0x0D:
                 self._after_cr = True
-            pos = m.end()
+            pos = after
             self._process(line, out)
         return out
 
@@ -161,9 +168,9 @@ class SSEDecoder:
             name, value = line, b""
         else:
             name = line[:colon]
-            value = line[colon + 1 :]
-            if value[:1] == b" ":
-                value = value[1:]
+            # One slice of the value: a data line may be a whole large message.
+            start = colon + 2 if line[colon + 1 : colon + 2] == b" " else colon + 1
+            value = line[start:]
         if name == b"data":
             self._data.append(value)
             self._data_size += len(value) + 1

@@ -1,17 +1,27 @@
 """Requests sent without their sender waiting, on a transport that answers each on an
 exchange of its own (Streamable HTTP, HTTP+SSE): ``Transport.send`` there.
 
-Each such request waits for its answer in a task of the transport's own, which hands
-the answer (or why none came) to the request's reply, once. A request forgotten is
-cancelled where it waits, which is how that transport tells the server; the transport
-closing under its requests tells their senders so.
+A request waits in a queue for a worker, a task of the transport's that sends one
+request at a time and hands its answer (or why none came) to the request's reply,
+once. Workers are started as requests find none free, up to ``workers`` (the
+transport's connections: one exchange each), and then serve request after request:
+no request costs a task of its own. A request forgotten is dropped from the queue, or
+cancelled where it is under way, which is how that transport tells the server; the
+transport closing under its requests tells their senders so.
+
+A request may be sent in its sender's context (``keep_context``): then its worker runs
+the exchange with the sender's context variables, so what the server sends back on
+that exchange (a legacy server's request) is seen as the sender's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import math
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 
 import trio
 from msgspec import Raw
@@ -32,17 +42,46 @@ from .errors import (
 # Sends one request and awaits its result: (method, params, headers) -> result.
 Request = Callable[[str, Params | SplicedCall, Mapping[str, str] | None], Awaitable[Raw]]
 
+_FAILURES = (TransportError, rpc.RPCError, ServerCancelled, MessageTooLarge, MalformedReply)
+
+
+class _Sent:
+    """One request on its way: queued, then under way in a worker."""
+
+    __slots__ = ("context", "headers", "key", "method", "params", "reply", "scope")
+
+    def __init__(
+        self,
+        key: int,
+        method: str,
+        params: Params | SplicedCall,
+        reply: Reply,
+        headers: Mapping[str, str] | None,
+        context: contextvars.Context | None,
+    ) -> None:
+        self.key = key
+        self.method = method
+        self.params = params
+        self.reply = reply
+        self.headers = headers
+        self.context = context
+        self.scope: trio.CancelScope | None = None  # set while under way
+
 
 class Sends:
     """The requests one transport sends for senders that do not wait."""
 
-    def __init__(self, alias: str, request: Request) -> None:
+    def __init__(self, alias: str, request: Request, workers: float = math.inf) -> None:
         self._alias = alias
         self._request = request
+        self._limit = workers
         self._keys = itertools.count(1)
-        # Requests waiting, by the key ``send`` returned: what cancels each.
-        self._waiting: dict[int, trio.CancelScope] = {}
-        # Where they wait: set while the transport is open.
+        # Requests queued or under way, by the key ``send`` returned.
+        self._sent: dict[int, _Sent] = {}
+        self._queue: deque[_Sent] = deque()
+        self._free = trio.lowlevel.ParkingLot()  # workers waiting for a request
+        self._workers = 0
+        # Where the workers run: set while the transport is open.
         self.nursery: trio.Nursery | None = None
 
     @contextlib.asynccontextmanager
@@ -64,48 +103,74 @@ class Sends:
         params: Params | SplicedCall,
         reply: Reply,
         headers: Mapping[str, str] | None,
+        keep_context: bool = False,
     ) -> int:
-        if self.nursery is None:
+        nursery = self.nursery
+        if nursery is None:
             raise TransportClosed(f"{self._alias}: transport closed")
         key = next(self._keys)
-        self._waiting[key] = trio.CancelScope()
-        self.nursery.start_soon(self._wait, key, method, params, reply, headers)
+        context = contextvars.copy_context() if keep_context else None
+        sent = self._sent[key] = _Sent(key, method, params, reply, headers, context)
+        self._queue.append(sent)
+        if self._free:
+            self._free.unpark()
+        elif self._workers < self._limit:
+            self._workers += 1
+            nursery.start_soon(self._work)
         return key
 
     def forget(self, key: rpc.Id) -> None:
-        scope = self._waiting.pop(key, None) if isinstance(key, int) else None
-        if scope is not None:
-            scope.cancel()
+        sent = self._sent.pop(key, None) if isinstance(key, int) else None
+        if sent is None:
+            return
+        if sent.scope is not None:
+            sent.scope.cancel()
+        else:
+            self._queue.remove(sent)  # never sent: the server knows nothing of it
 
-    async def _wait(
-        self,
-        key: int,
-        method: str,
-        params: Params | SplicedCall,
-        reply: Reply,
-        headers: Mapping[str, str] | None,
-    ) -> None:
-        scope = self._waiting.get(key)
-        if scope is None:
-            return  # forgotten before it was sent
+    async def _work(self) -> None:
+        try:
+            while True:
+                while not self._queue:
+                    await self._free.park()
+                await self._exchange(self._queue.popleft())
+        finally:
+            self._workers -= 1
+            # Only the transport closing ends a worker: what is still queued never goes.
+            while self._queue:
+                sent = self._queue.popleft()
+                if self._sent.pop(sent.key, None) is not None:
+                    sent.reply(None, TransportClosed(f"{self._alias}: transport closed"))
+
+    async def _exchange(self, sent: _Sent) -> None:
         raw: Raw | None = None
         error: Exception = TransportClosed(f"{self._alias}: connection closed")
+        sent.scope = scope = trio.CancelScope()
         try:
             with scope:
                 try:
-                    raw = await self._request(method, params, headers)
-                except (
-                    TransportError,
-                    rpc.RPCError,
-                    ServerCancelled,
-                    MessageTooLarge,
-                    MalformedReply,
-                ) as exc:
+                    if sent.context is None:
+                        raw = await self._request(sent.method, sent.params, sent.headers)
+                    else:
+                        with _in_context(sent.context):
+                            raw = await self._request(sent.method, sent.params, sent.headers)
+                except _FAILURES as exc:
                     error = exc
         finally:
             # Answered, failed, or cut off as the transport closes; never once forgotten.
-            if self._waiting.pop(key, None) is not None:
+            if self._sent.pop(sent.key, None) is not None:
                 if raw is not None:
-                    reply(raw, None)
+                    sent.reply(raw, None)
                 else:
-                    reply(None, error)
+                    sent.reply(None, error)
+
+
+@contextlib.contextmanager
+def _in_context(context: contextvars.Context) -> Iterator[None]:
+    """The sender's context variables, set in this task for as long as the block runs."""
+    tokens = [(var, var.set(value)) for var, value in context.items()]
+    try:
+        yield
+    finally:
+        for var, token in reversed(tokens):
+            var.reset(token)

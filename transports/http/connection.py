@@ -16,13 +16,15 @@ is in ``protocol.http``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
+import re
 import select
 import socket
 import ssl
 from collections.abc import AsyncIterator, Iterator
-from typing import Final, NoReturn
+from typing import Final, Literal, NoReturn
 
 import h11
 import trio
@@ -41,6 +43,18 @@ from ..errors import (
 __all__ = ["ConnectionPool", "HttpConnection", "connect", "make_ssl_context"]
 
 _RECEIVE_SIZE: Final = 64 * 1024
+_END: Final = h11.EndOfMessage()
+# A header name (an RFC 9110 token), and what must never be inside a header's value.
+_FIELD: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BREAKS: Final = re.compile(rb"[\r\n\0]")
+
+
+@functools.lru_cache(maxsize=64)
+def _exchange_of(method: bytes, target: bytes) -> h11.Request:
+    """The request h11 follows an exchange by (its method and target are checked here)."""
+    return h11.Request(
+        method=method, target=target, headers=[(b"Host", b"mcpd"), (b"Content-Length", b"0")]
+    )
 
 
 def make_ssl_context(*, verify: bool = True, ca_file: str | None = None) -> ssl.SSLContext:
@@ -106,14 +120,22 @@ class HttpConnection:
     async def send(
         self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> None:
+        """One request, its bytes put together here: the headers were checked where they
+        were made (a transport's are kept per session), and h11 is told of a request of
+        the same method and target without a body, which is all it reads of a client's
+        request to follow the exchange (how the response is framed, whether the
+        connection may carry another)."""
         conn = self._h11
-        headers = [*headers, (b"Content-Length", str(len(body)).encode())]
-        data = conn.send(h11.Request(method=method, target=target, headers=headers)) or b""
-        if body:
-            data += conn.send(h11.Data(data=body)) or b""
-        data += conn.send(h11.EndOfMessage()) or b""
+        conn.send(_exchange_of(method, target))
+        conn.send(_END)
+        parts = [method, b" ", target, b" HTTP/1.1\r\n"]
+        for name, value in headers:
+            if not _FIELD.fullmatch(name) or _BREAKS.search(value):
+                raise TransportError(f"{self._label}: refused to send a malformed header")
+            parts += (name, b": ", value, b"\r\n")
+        parts += (b"Content-Length: %d\r\n\r\n" % len(body), body)
         with _io_errors(self._label, "sending the request", TransportClosed):
-            await self._stream.send_all(data)
+            await self._stream.send_all(b"".join(parts))
 
     async def receive_head(self) -> ResponseHead:
         while True:
@@ -140,16 +162,46 @@ class HttpConnection:
                 raise StreamCut(f"{self._label}: the response body ended early")
         return None
 
+    def received_chunk(self) -> bytes | Literal[False] | None:
+        """``next_chunk`` when it needs no I/O: the next piece of the body already
+        received, or ``None`` once the body is complete; ``False`` when the rest is
+        still to come (or cannot be read: ``next_chunk`` says why)."""
+        conn = self._h11
+        while conn.their_state is not h11.DONE:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError:
+                return False
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                return False
+            if isinstance(event, h11.Data):
+                if event.data:
+                    return bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                return None
+            else:
+                return False
+        return None
+
     async def read_body(self, head: ResponseHead, limit: int) -> bytes:
         """The whole body, refusing (before reading it) one larger than ``limit``."""
         declared = head.content_length
         if declared is not None and declared > limit:
             self._too_large(head, limit)
-        body = bytearray()
-        while (chunk := await self.next_chunk()) is not None:
+        first = await self.next_chunk()
+        if first is None:
+            return b""
+        if len(first) > limit:
+            self._too_large(head, limit)
+        chunk = await self.next_chunk()
+        if chunk is None:
+            return first  # most bodies come whole: no copy to put them together
+        body = bytearray(first)
+        while chunk is not None:
             body += chunk
             if len(body) > limit:
                 self._too_large(head, limit)
+            chunk = await self.next_chunk()
         return bytes(body)
 
     async def read_prefix(self, limit: int) -> bytes:
@@ -296,8 +348,23 @@ class ConnectionPool:
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[HttpConnection]:
-        async with self._slots:
-            conn = await self._take_idle()
+        conn = await self.acquire()
+        try:
+            yield conn
+        finally:
+            await self.release(conn)
+
+    async def acquire(self) -> HttpConnection:
+        """A connection for one exchange (an idle one, or a new one): ``release`` it
+        after, whatever happened."""
+        slots = self._slots
+        try:
+            # A free slot is taken at once: the exchange's own I/O lets others run.
+            slots.acquire_nowait()
+        except trio.WouldBlock:
+            await slots.acquire()
+        try:
+            conn = await self._take_idle() if self._idle else None
             if conn is None:
                 if self._closed:
                     raise TransportClosed(f"{self._label}: transport closed")
@@ -310,14 +377,21 @@ class ConnectionPool:
                     tcp_keepalive=self._tcp_keepalive,
                 )
                 self.opened += 1
-            try:
-                yield conn
-            finally:
-                if not self._closed and conn.recycle():
-                    conn.idle_since = trio.current_time()
-                    self._idle.append(conn)
-                else:
-                    await conn.aclose()
+        except BaseException:
+            slots.release()
+            raise
+        return conn
+
+    async def release(self, conn: HttpConnection) -> None:
+        """Back to the idle ones if the exchange finished cleanly, else closed."""
+        try:
+            if not self._closed and conn.recycle():
+                conn.idle_since = trio.current_time()
+                self._idle.append(conn)
+            else:
+                await conn.aclose()
+        finally:
+            self._slots.release()
 
     async def _take_idle(self) -> HttpConnection | None:
         now = trio.current_time()

@@ -54,7 +54,11 @@ DRAIN_TIMEOUT: Final = 1.0
 
 
 def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Message:
-    """One JSON-RPC message from a reply body or an event's data."""
+    """One JSON-RPC message from a reply body or an event's data: a plain response in
+    one pass, as a stdio server's line is read; anything else classified and checked."""
+    answer = rpc.decode_response(data)
+    if answer is not None:
+        return answer
     try:
         # Raw results skip msgspec's UTF-8 checks; bad bytes must not travel on.
         data.decode("utf-8")
@@ -153,8 +157,15 @@ class AnswerReader:
         self._on_notification = on_notification
         self._on_request = on_request
         self._requests: list[rpc.Request] = []
-        # Kept after a stream was cut: its resume_id and retry say how to resume it.
-        self.decoder = SSEDecoder(max_body)
+        self._decoder: SSEDecoder | None = None
+
+    @property
+    def decoder(self) -> SSEDecoder:
+        """The event stream's decoder, made for a reply that is one (a JSON one needs
+        none); kept after a stream was cut: its resume_id and retry say how to resume."""
+        if self._decoder is None:
+            self._decoder = SSEDecoder(self._max_body)
+        return self._decoder
 
     async def read(self, conn: HttpConnection, head: ResponseHead) -> Answer:
         media = head.media_type
@@ -214,7 +225,19 @@ class AnswerReader:
                 f"({events} events read)"
             )
         # Read on to the end of the stream, so the connection can carry the next request;
-        # a stream that does not end soon, or ends badly, costs only its connection.
+        # a stream that does not end soon, or ends badly, costs only its connection. What
+        # is already received (most often all of it: the response was the last event)
+        # is read without waiting.
+        while (at_hand := conn.received_chunk()) is not False:
+            if at_hand is None:
+                for event in decoder.flush():
+                    self._on_event(event, head)
+                return answer
+            try:
+                for event in decoder.feed(at_hand):
+                    self._on_event(event, head)
+            except SSEError:
+                return answer
         with trio.move_on_after(DRAIN_TIMEOUT), contextlib.suppress(TransportError, SSEError):
             while (chunk := await conn.next_chunk()) is not None:
                 for event in decoder.feed(chunk):

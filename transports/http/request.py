@@ -56,6 +56,10 @@ class Exchange:
         return self.method if self.id is None else f"{self.method} (id {self.id})"
 
 
+# How many sets of request headers are kept encoded (``RequestHeaders.request``).
+_KEPT: Final = 256
+
+
 class RequestHeaders:
     def __init__(self, authority: str, configured: Mapping[str, str]) -> None:
         self._authority = authority
@@ -63,6 +67,24 @@ class RequestHeaders:
         # The MCP-Protocol-Version requests carry, for the messages callers send without
         # one (notifications, DELETE): legacy servers check it on every POST of a session.
         self.version: str | None = None
+        # A request's headers as ``post`` made them, by the caller's headers, the
+        # session and the version; with the version they set.
+        self._kept: dict[object, tuple[list[tuple[bytes, bytes]], str | None]] = {}
+
+    def request(self, headers: Mapping[str, str] | None, ex: Exchange) -> list[tuple[bytes, bytes]]:
+        """``post`` for a request and its caller's headers, which are checked and
+        encoded once for as long as they, the session and the version stay the same:
+        a server's calls of one tool carry the same ones."""
+        key = (tuple(headers.items()) if headers else (), ex.session, self.version)
+        found = self._kept.get(key)
+        if found is None:
+            out = self.post(header_list(headers or {}, "request", RESERVED), ex)
+            if len(self._kept) >= _KEPT:
+                self._kept.clear()  # headers that vary by call (Mcp-Param) must not pile up
+            found = self._kept[key] = (out, self.version)
+        else:
+            self.version = found[1]
+        return found[0]
 
     def post(self, extra: list[tuple[str, str]], ex: Exchange) -> list[tuple[bytes, bytes]]:
         given = {name.lower() for name, _ in extra}

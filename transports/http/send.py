@@ -85,8 +85,10 @@ class Sender:
         pool: ConnectionPool | None,
     ) -> T:
         target = self.target
+        pool = pool or self.pool
         for _ in range(MAX_REDIRECTS + 1):
-            async with (pool or self.pool).connection() as conn:
+            conn = await pool.acquire()
+            try:
                 ex.sent = True
                 await conn.send(method, target.encode(), headers, body)
                 head = await conn.receive_head()
@@ -96,6 +98,8 @@ class Sender:
                 if head.status == 308:
                     self.target = target
                 await conn.read_prefix(ERROR_BODY_LIMIT)
+            finally:
+                await pool.release(conn)
         raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for {ex}")
 
     async def accepted(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Final
 
 import trio
@@ -117,8 +117,8 @@ class HttpTransport(Transport):
         # Requests in flight, and responses to them that came on the push stream.
         self._inflight: set[rpc.Id] = set()
         self._strays: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
-        # Requests sent without their sender waiting (calls): each waits in a task.
-        self._sends = Sends(alias, lambda m, params, h: self.request(m, params, headers=h))
+        # Requests sent without their sender waiting (calls): a worker per connection.
+        self._sends = Sends(alias, self._call, workers=pool_size)
 
     @property
     def auth(self) -> AuthHook | None:
@@ -173,17 +173,17 @@ class HttpTransport(Transport):
             body: bytes = params.body(rid)
         else:
             body = rpc.encode_request(rid, method, params)
-        ex = Exchange(method, rid, self.session_id)
-        extra = header_list(headers or {}, "request", RESERVED)
+        ex = Exchange(method, rid, self._session.value)
         self._inflight.add(rid)
         try:
             try:
-                out_headers = self._head.post(extra, ex)
+                out_headers = self._head.request(headers, ex)
                 return await self._out.post(b"POST", body, out_headers, ex, self._answer)
             except ResumableCut as early:
                 return await self._resume(ex, early.cut)
         except trio.Cancelled:
             if cancellable and ex.sent and self.era == "legacy":
+                extra = header_list(headers or {}, "request", RESERVED)
                 with trio.move_on_after(POST_TIMEOUT, shield=True):
                     await post_cancel(self._out, self._head, self._session, rid, extra)
             raise
@@ -207,9 +207,15 @@ class HttpTransport(Transport):
         *,
         headers: Mapping[str, str] | None = None,
     ) -> rpc.Id:
-        """``request`` in a task of the transport's, started in the caller's context
-        (contextvars): a legacy server's request on its stream goes to the caller's."""
-        return self._sends.send(method, params, reply, headers)
+        """``request`` in a worker of the transport's; with a server not known to be
+        modern, in the caller's context (contextvars): a legacy server's request on its
+        stream goes to the caller's."""
+        return self._sends.send(method, params, reply, headers, self.era != "modern")
+
+    def _call(
+        self, method: str, params: Params | SplicedCall, headers: Mapping[str, str] | None
+    ) -> Awaitable[Raw]:
+        return self.request(method, params, headers=headers)
 
     def forget(self, rid: rpc.Id, reason: str) -> None:
         """Its connection dropped (and, legacy, the server told)."""
