@@ -6,8 +6,9 @@ request at a time and hands its answer (or why none came) to the request's reply
 once. Workers are started as requests find none free, up to ``workers`` (the
 transport's connections: one exchange each), and then serve request after request:
 no request costs a task of its own. A request forgotten is dropped from the queue, or
-cancelled where it is under way, which is how that transport tells the server; the
-transport closing under its requests tells their senders so.
+cancelled where it is under way (with its worker, which another replaces), which is
+how that transport tells the server; the transport closing under its requests tells
+their senders so.
 
 A request may be sent in its sender's context (``keep_context``): then its worker runs
 the exchange with the sender's context variables, so what the server sends back on
@@ -65,7 +66,7 @@ class _Sent:
         self.reply = reply
         self.headers = headers
         self.context = context
-        self.scope: trio.CancelScope | None = None  # set while under way
+        self.scope: trio.CancelScope | None = None  # its worker's, while under way
 
 
 class Sends:
@@ -124,39 +125,50 @@ class Sends:
         if sent is None:
             return
         if sent.scope is not None:
-            sent.scope.cancel()
+            sent.scope.cancel()  # its worker goes with it
         else:
             self._queue.remove(sent)  # never sent: the server knows nothing of it
 
     async def _work(self) -> None:
-        try:
-            while True:
-                while not self._queue:
-                    await self._free.park()
-                await self._exchange(self._queue.popleft())
-        finally:
-            self._workers -= 1
-            # Only the transport closing ends a worker: what is still queued never goes.
-            while self._queue:
-                sent = self._queue.popleft()
-                if self._sent.pop(sent.key, None) is not None:
-                    sent.reply(None, TransportClosed(f"{self._alias}: transport closed"))
-
-    async def _exchange(self, sent: _Sent) -> None:
-        raw: Raw | None = None
-        error: Exception = TransportClosed(f"{self._alias}: connection closed")
-        sent.scope = scope = trio.CancelScope()
+        # One scope for the worker's life: forgetting a request under way cancels its
+        # worker, which another replaces (a scope per request costs every request).
+        scope = trio.CancelScope()
         try:
             with scope:
-                try:
-                    if sent.context is None:
-                        raw = await self._request(sent.method, sent.params, sent.headers)
-                    else:
-                        with _in_context(sent.context):
-                            raw = await self._request(sent.method, sent.params, sent.headers)
-                except _FAILURES as exc:
-                    error = exc
+                # A request forgotten as it was answered leaves the scope cancelled:
+                # then no other request is taken into it.
+                while not scope.cancel_called:
+                    while not self._queue:
+                        await self._free.park()
+                    await self._exchange(self._queue.popleft(), scope)
         finally:
+            self._workers -= 1
+            if scope.cancel_called:
+                if self._queue and self.nursery is not None:
+                    self._workers += 1
+                    self.nursery.start_soon(self._work)
+            else:
+                # The transport is closing: what is still queued never goes.
+                while self._queue:
+                    sent = self._queue.popleft()
+                    if self._sent.pop(sent.key, None) is not None:
+                        sent.reply(None, TransportClosed(f"{self._alias}: transport closed"))
+
+    async def _exchange(self, sent: _Sent, scope: trio.CancelScope) -> None:
+        raw: Raw | None = None
+        error: Exception = TransportClosed(f"{self._alias}: connection closed")
+        sent.scope = scope
+        try:
+            try:
+                if sent.context is None:
+                    raw = await self._request(sent.method, sent.params, sent.headers)
+                else:
+                    with _in_context(sent.context):
+                        raw = await self._request(sent.method, sent.params, sent.headers)
+            except _FAILURES as exc:
+                error = exc
+        finally:
+            sent.scope = None
             # Answered, failed, or cut off as the transport closes; never once forgotten.
             if self._sent.pop(sent.key, None) is not None:
                 if raw is not None:

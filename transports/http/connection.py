@@ -68,19 +68,30 @@ def make_ssl_context(*, verify: bool = True, ca_file: str | None = None) -> ssl.
     return ctx
 
 
+_IO_FAILURES: Final = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+def _io_error(
+    label: str, doing: str, error: type[TransportError], exc: BaseException
+) -> TransportError:
+    """The transport's error for a failure of the stream while ``doing``."""
+    if isinstance(exc, trio.BrokenResourceError):
+        cause = exc.__cause__
+        if isinstance(cause, ssl.SSLError):
+            return error(f"{label}: TLS failure while {doing}: {cause}")
+        return error(f"{label}: connection lost while {doing}: {cause or exc}")
+    if isinstance(exc, trio.ClosedResourceError):
+        return TransportClosed(f"{label}: connection already closed while {doing}")
+    assert isinstance(exc, OSError)
+    return error(f"{label}: connection error while {doing}: {exc.strerror or exc}")
+
+
 @contextlib.contextmanager
 def _io_errors(label: str, doing: str, error: type[TransportError]) -> Iterator[None]:
     try:
         yield
-    except trio.BrokenResourceError as exc:
-        cause = exc.__cause__
-        if isinstance(cause, ssl.SSLError):
-            raise error(f"{label}: TLS failure while {doing}: {cause}") from None
-        raise error(f"{label}: connection lost while {doing}: {cause or exc}") from None
-    except trio.ClosedResourceError:
-        raise TransportClosed(f"{label}: connection already closed while {doing}") from None
-    except OSError as exc:
-        raise error(f"{label}: connection error while {doing}: {exc.strerror or exc}") from None
+    except _IO_FAILURES as exc:
+        raise _io_error(label, doing, error, exc) from None
 
 
 class HttpConnection:
@@ -93,6 +104,10 @@ class HttpConnection:
         self._read_timeout = math.inf if read_timeout is None else read_timeout
         self._eof = False
         self.idle_since = 0.0
+        # The scope of the exchange under way, when its sender keeps one: the read
+        # timeout moves its deadline, where it would otherwise take a scope per read.
+        self.watch: trio.CancelScope | None = None
+        self._doing = ""
 
     @property
     def finished(self) -> bool:
@@ -134,12 +149,18 @@ class HttpConnection:
                 raise TransportError(f"{self._label}: refused to send a malformed header")
             parts += (name, b": ", value, b"\r\n")
         parts += (b"Content-Length: %d\r\n\r\n" % len(body), body)
-        with _io_errors(self._label, "sending the request", TransportClosed):
+        try:
             await self._stream.send_all(b"".join(parts))
+        except _IO_FAILURES as exc:
+            raise _io_error(self._label, "sending the request", TransportClosed, exc) from None
 
     async def receive_head(self) -> ResponseHead:
+        doing = "waiting for the response"
         while True:
-            event = await self._next_event("waiting for the response", TransportClosed)
+            event = self._event(doing, TransportClosed)
+            if event is h11.NEED_DATA:
+                self._h11.receive_data(await self._receive(doing, TransportClosed))
+                continue
             if isinstance(event, h11.Response):
                 return ResponseHead(
                     event.status_code,
@@ -151,8 +172,12 @@ class HttpConnection:
 
     async def next_chunk(self) -> bytes | None:
         """The next piece of the body, or ``None`` once the body is complete."""
+        doing = "reading the response body"
         while self._h11.their_state is not h11.DONE:
-            event = await self._next_event("reading the response body", StreamCut)
+            event = self._event(doing, StreamCut)
+            if event is h11.NEED_DATA:
+                self._h11.receive_data(await self._receive(doing, StreamCut))
+                continue
             if isinstance(event, h11.Data):
                 if event.data:
                     return bytes(event.data)
@@ -220,31 +245,48 @@ class HttpConnection:
             limit=limit,
         )
 
-    async def _next_event(self, doing: str, error: type[TransportError]) -> object:
-        while True:
-            try:
-                event = self._h11.next_event()
-            except h11.RemoteProtocolError as exc:
-                if self._eof:
-                    raise error(
-                        f"{self._label}: the server closed the connection while {doing}"
-                    ) from None
-                raise UnexpectedReply(
-                    f"{self._label}: invalid HTTP from the server: {exc}"
+    def _event(self, doing: str, error: type[TransportError]) -> object:
+        """h11's next event from what was received (``NEED_DATA``: more must be)."""
+        try:
+            return self._h11.next_event()
+        except h11.RemoteProtocolError as exc:
+            if self._eof:
+                raise error(
+                    f"{self._label}: the server closed the connection while {doing}"
                 ) from None
-            if event is not h11.NEED_DATA:
-                return event
-            self._h11.receive_data(await self._receive(doing, error))
+            raise UnexpectedReply(f"{self._label}: invalid HTTP from the server: {exc}") from None
 
     async def _receive(self, doing: str, error: type[TransportError]) -> bytes:
-        with trio.move_on_after(self._read_timeout) as scope:
-            with _io_errors(self._label, doing, error):
+        watch = self.watch
+        if watch is None:
+            with trio.move_on_after(self._read_timeout) as scope:
+                try:
+                    data = bytes(await self._stream.receive_some(_RECEIVE_SIZE))
+                except _IO_FAILURES as exc:
+                    raise _io_error(self._label, doing, error, exc) from None
+            if scope.cancelled_caught:
+                raise self._quiet(doing)
+        else:
+            # The exchange's scope: armed only while waiting here, so the time a reader
+            # spends elsewhere (answering what the server asked) is not silence.
+            self._doing = doing
+            watch.deadline = trio.current_time() + self._read_timeout
+            try:
                 data = bytes(await self._stream.receive_some(_RECEIVE_SIZE))
-            if not data:
-                self._eof = True
-            return data
-        assert scope.cancelled_caught
-        raise TransportError(f"{self._label}: no data for {self._read_timeout:g} s while {doing}")
+            except _IO_FAILURES as exc:
+                raise _io_error(self._label, doing, error, exc) from None
+            finally:
+                watch.deadline = math.inf
+        if not data:
+            self._eof = True
+        return data
+
+    def quiet(self) -> TransportError:
+        """Why an exchange whose ``watch`` ran out ended."""
+        return self._quiet(self._doing)
+
+    def _quiet(self, doing: str) -> TransportError:
+        return TransportError(f"{self._label}: no data for {self._read_timeout:g} s while {doing}")
 
 
 def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:

@@ -15,6 +15,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Final, NoReturn, TypeVar
 
+import trio
+
 from protocol.http import ResponseHead, check_header
 
 from ..base import AuthHook
@@ -89,16 +91,23 @@ class Sender:
         for _ in range(MAX_REDIRECTS + 1):
             conn = await pool.acquire()
             try:
-                ex.sent = True
-                await conn.send(method, target.encode(), headers, body)
-                head = await conn.receive_head()
-                if head.status not in (307, 308):
-                    return await read(conn, head, ex)
-                target = redirect_target(self.alias, self.pool.origin, head, target)
-                if head.status == 308:
-                    self.target = target
-                await conn.read_prefix(ERROR_BODY_LIMIT)
+                # One scope for the exchange, whose deadline the connection's reads
+                # move: the read timeout without a scope per read.
+                with trio.CancelScope() as watch:
+                    conn.watch = watch
+                    ex.sent = True
+                    await conn.send(method, target.encode(), headers, body)
+                    head = await conn.receive_head()
+                    if head.status not in (307, 308):
+                        return await read(conn, head, ex)
+                    target = redirect_target(self.alias, self.pool.origin, head, target)
+                    if head.status == 308:
+                        self.target = target
+                    await conn.read_prefix(ERROR_BODY_LIMIT)
+                if watch.cancelled_caught:
+                    raise conn.quiet()
             finally:
+                conn.watch = None
                 await pool.release(conn)
         raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for {ex}")
 
