@@ -13,6 +13,7 @@ calls) are counted by name. Per call, also by function with ``--by-function``.
     python -m bench.callpath --legacy-server    # mcpd talks to the server's legacy era
     python -m bench.callpath --http-server      # the server over Streamable HTTP
     python -m bench.callpath --no-audit         # without the audit log (audit = false)
+    python -m bench.callpath --http-server --sse  # ... answering with event streams
     python -m bench.callpath --http-relay       # bench/http_relay.py in mcpd's place
 
 The counts include what a call costs in the reader and writer loops, shared among the
@@ -199,10 +200,11 @@ async def count(
 
 
 @contextlib.contextmanager
-def http_echo(workdir: Path) -> Iterator[str]:
+def http_echo(workdir: Path, sse: bool = False) -> Iterator[str]:
     """The echo server on Streamable HTTP (its URL), in a process of its own."""
     ready = workdir / "echo.url"
     command = [sys.executable, str(ECHO), "--http", "0", "--ready-file", str(ready)]
+    command += ["--sse"] if sse else []
     with subprocess.Popen(command, stdin=subprocess.DEVNULL) as proc:
         try:
             wait_for(ready.exists, proc, 20)
@@ -253,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--legacy-agent", action="store_true", help="the agent initializes")
     parser.add_argument("--http-server", action="store_true", help="over Streamable HTTP")
     parser.add_argument("--no-audit", action="store_true", help="audit = false, no journal")
+    parser.add_argument("--sse", action="store_true", help="HTTP replies as event streams")
     parser.add_argument(
         "--http-relay", action="store_true",
         help="count bench/http_relay.py instead of mcpd (over Streamable HTTP)",
@@ -263,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = tempfile.mkdtemp(prefix="mcpd-callpath-")
     with contextlib.ExitStack() as stack:
         http = args.http_server or args.http_relay
-        url = stack.enter_context(http_echo(Path(workdir))) if http else None
+        url = stack.enter_context(http_echo(Path(workdir), args.sse)) if http else None
         results = trio.run(
             count,
             cells,

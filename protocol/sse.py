@@ -147,6 +147,9 @@ class SSEDecoder:
         return out
 
     def _strip_bom(self, data: bytes) -> bytes:
+        if not self._line and len(data) >= 3:
+            self._started = True  # decided by the first feed, as it nearly always is
+            return data[3:] if data.startswith(_BOM) else data
         # The BOM may itself arrive split across feeds; hold bytes back until it is decided.
         self._line += data
         head = bytes(self._line[:3])

@@ -82,6 +82,9 @@ class Sends:
         self._queue: deque[_Sent] = deque()
         self._free = trio.lowlevel.ParkingLot()  # workers waiting for a request
         self._workers = 0
+        # Workers handing an answer over: one takes the next request itself, so a
+        # request sent as the answer arrives (the next call let through) wakes no other.
+        self._returning = 0
         # Where the workers run: set while the transport is open.
         self.nursery: trio.Nursery | None = None
 
@@ -113,7 +116,9 @@ class Sends:
         context = contextvars.copy_context() if keep_context else None
         sent = self._sent[key] = _Sent(key, method, params, reply, headers, context)
         self._queue.append(sent)
-        if self._free:
+        if len(self._queue) <= self._returning:
+            pass
+        elif self._free:
             self._free.unpark()
         elif self._workers < self._limit:
             self._workers += 1
@@ -171,10 +176,14 @@ class Sends:
             sent.scope = None
             # Answered, failed, or cut off as the transport closes; never once forgotten.
             if self._sent.pop(sent.key, None) is not None:
-                if raw is not None:
-                    sent.reply(raw, None)
-                else:
-                    sent.reply(None, error)
+                self._returning += 1
+                try:
+                    if raw is not None:
+                        sent.reply(raw, None)
+                    else:
+                        sent.reply(None, error)
+                finally:
+                    self._returning -= 1
 
 
 @contextlib.contextmanager

@@ -49,6 +49,18 @@ _FIELD: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BREAKS: Final = re.compile(rb"[\r\n\0]")
 
 
+@functools.lru_cache(maxsize=256)
+def _header_block(headers: tuple[tuple[bytes, bytes], ...]) -> bytes | None:
+    """The header lines of a request (None: a header that must not be sent); a
+    session's requests carry the same headers, so most are made once."""
+    parts = []
+    for name, value in headers:
+        if not _FIELD.fullmatch(name) or _BREAKS.search(value):
+            return None
+        parts += (name, b": ", value, b"\r\n")
+    return b"".join(parts)
+
+
 @functools.lru_cache(maxsize=64)
 def _exchange_of(method: bytes, target: bytes) -> h11.Request:
     """The request h11 follows an exchange by (its method and target are checked here)."""
@@ -143,14 +155,13 @@ class HttpConnection:
         conn = self._h11
         conn.send(_exchange_of(method, target))
         conn.send(_END)
-        parts = [method, b" ", target, b" HTTP/1.1\r\n"]
-        for name, value in headers:
-            if not _FIELD.fullmatch(name) or _BREAKS.search(value):
-                raise TransportError(f"{self._label}: refused to send a malformed header")
-            parts += (name, b": ", value, b"\r\n")
-        parts += (b"Content-Length: %d\r\n\r\n" % len(body), body)
+        block = _header_block(tuple(headers))
+        if block is None:
+            raise TransportError(f"{self._label}: refused to send a malformed header")
+        length = b"Content-Length: %d\r\n\r\n" % len(body)
+        data = b"".join((method, b" ", target, b" HTTP/1.1\r\n", block, length, body))
         try:
-            await self._stream.send_all(b"".join(parts))
+            await self._stream.send_all(data)
         except _IO_FAILURES as exc:
             raise _io_error(self._label, "sending the request", TransportClosed, exc) from None
 

@@ -43,14 +43,21 @@ RESERVED: Final = frozenset(
 class Exchange:
     """One message on its way, as the reply readers need to know it."""
 
-    __slots__ = ("id", "method", "resume", "sent", "session")
+    __slots__ = ("_resume", "id", "method", "sent", "session")
 
     def __init__(self, method: str, id: rpc.Id | None, session: str | None) -> None:
         self.method = method
         self.id = id
         self.session = session  # the Mcp-Session-Id it carried
         self.sent = False
-        self.resume = ResumePoint()
+        self._resume: ResumePoint | None = None
+
+    @property
+    def resume(self) -> ResumePoint:
+        """Where its event streams got to (made for an exchange that has one)."""
+        if self._resume is None:
+            self._resume = ResumePoint()
+        return self._resume
 
     def __str__(self) -> str:
         return self.method if self.id is None else f"{self.method} (id {self.id})"
