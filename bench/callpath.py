@@ -15,6 +15,7 @@ calls) are counted by name. Per call, also by function with ``--by-function``.
     python -m bench.callpath --no-audit         # without the audit log (audit = false)
     python -m bench.callpath --http-server --sse  # ... answering with event streams
     python -m bench.callpath --http-relay       # bench/http_relay.py in mcpd's place
+    python -m bench.callpath --splicer          # bench/splicer.py in mcpd's place (stdio)
 
 The counts include what a call costs in the reader and writer loops, shared among the
 calls that came together. trio's own functions are counted apart (``trio``), and they
@@ -38,6 +39,7 @@ from typing import Any
 import trio
 
 from bench import http_relay
+from bench import splicer as bench_splicer
 from bench.targets import wait_for
 from mcpd.config.load import parse
 from mcpd.daemon import Daemon
@@ -118,8 +120,10 @@ async def count(
     url: str | None,
     audit: bool = True,
     relay: bool = False,
+    splicer: bool = False,
 ) -> list[tuple[int, int, Counts]]:
-    """Counts per cell for mcpd, or (``relay``) for ``bench/http_relay.py`` in its place."""
+    """Counts per cell for mcpd, or for ``bench/http_relay.py`` (``relay``) or
+    ``bench/splicer.py`` (``splicer``) in its place."""
     server: dict[str, Any] = {"max_concurrency": max(c for c, _ in cells)}
     if url is not None:
         server["url"] = url
@@ -148,6 +152,13 @@ async def count(
             assert url is not None
             tool, ours = "echo", (str(ROOT / "bench" / "http_relay.py"),)
             await nursery.start(http_relay.serve, f"{workdir}/mcpd.sock", url, 64)
+        elif splicer:
+            tool = "echo"
+            ours = tuple(str(ROOT / "bench" / name) for name in ("splicer.py", "relay.py"))
+            echo = [sys.executable, str(ECHO)]
+            await nursery.start(
+                bench_splicer.serve, f"{workdir}/mcpd.sock", echo, {"echo": "echo"}, 0
+            )
         else:
             await nursery.start(daemon.run)
         sock = await trio.open_unix_socket(f"{workdir}/mcpd.sock")
@@ -219,29 +230,48 @@ HEAD = (
 )
 
 
-def run(python: str, *options: str) -> list[dict[str, Any]] | dict[str, str]:
-    """The counts from a process of their own (``python -m bench.callpath --json``),
-    for the bench runner, which does not load the daemon itself."""
-    done = subprocess.run(
-        [python, "-m", "bench.callpath", "--json", *options],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        return {"skipped": (done.stderr.strip().splitlines() or ["failed"])[-1]}
-    rows: list[dict[str, Any]] = json.loads(done.stdout)
+# The paths the bench runner counts: mcpd over stdio and the splicer in its place (the
+# routing floor), mcpd over HTTP with JSON and with event-stream replies, and the HTTP
+# relay in its place (the HTTP floor).
+PATHS = {
+    "stdio": [],
+    # 32 calls of 16 KiB sent at once outgrow the pipes of a splicer that has no
+    # queue of its own while the agent is still sending them: its 64 B cells only.
+    "splice": ["--splicer", "--cells", "1:64,32:64"],
+    "http": ["--http-server"],
+    "http-sse": ["--http-server", "--sse"],
+    "http-relay": ["--http-relay"],
+}
+
+
+def run(
+    python: str, paths: dict[str, list[str]] | None = None
+) -> list[dict[str, Any]] | dict[str, str]:
+    """The counts from a process of their own (``python -m bench.callpath --json``) for
+    each of ``paths`` (``PATHS``), for the bench runner, which does not load the daemon."""
+    rows: list[dict[str, Any]] = []
+    for path, flags in (PATHS if paths is None else paths).items():
+        done = subprocess.run(
+            [python, "-m", "bench.callpath", "--json", *flags],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            return {"skipped": f"{path}: " + (done.stderr.strip().splitlines() or ["failed"])[-1]}
+        rows += [{**row, "path": path} for row in json.loads(done.stdout)]
     return rows
 
 
 def lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The table of per-call figures (``rows`` as ``--json`` prints them)."""
-    out = [HEAD]
+    """The table of per-call figures (``rows`` as ``--json`` prints them, with the
+    path each was counted on when the runner counted several)."""
+    out = [f"{'':<10} " + HEAD]
     for r in rows:
         out.append(
-            f"{r['concurrency']:>4} {r['payload']:>6} {r['functions']:>9.1f}"
-            f" {r['bytecodes']:>9.0f} {r['c_calls']:>7.1f} {r['trio']:>5.1f}"
-            f" {r.get('h11', 0):>6.1f} {r.get('h11_bytecodes', 0):>7.0f}"
+            f"{r.get('path', ''):<10} {r['concurrency']:>4} {r['payload']:>6}"
+            f" {r['functions']:>9.1f} {r['bytecodes']:>9.0f} {r['c_calls']:>7.1f}"
+            f" {r['trio']:>5.1f} {r.get('h11', 0):>6.1f} {r.get('h11_bytecodes', 0):>7.0f}"
         )
     return out
 
@@ -256,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http-server", action="store_true", help="over Streamable HTTP")
     parser.add_argument("--no-audit", action="store_true", help="audit = false, no journal")
     parser.add_argument("--sse", action="store_true", help="HTTP replies as event streams")
+    parser.add_argument(
+        "--splicer", action="store_true", help="count bench/splicer.py instead of mcpd (stdio)"
+    )
     parser.add_argument(
         "--http-relay", action="store_true",
         help="count bench/http_relay.py instead of mcpd (over Streamable HTTP)",
@@ -277,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             url,
             not args.no_audit,
             args.http_relay,
+            args.splicer,
         )
     n = args.calls
     rows = [
@@ -295,8 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    print(HEAD)
-    for line, (_, _, c) in zip(lines(rows)[1:], results, strict=True):
+    table = lines(rows)
+    print(table[0])
+    for line, (_, _, c) in zip(table[1:], results, strict=True):
         print(line)
         if args.by_function:
             for name, ops in c.bytecodes.most_common():

@@ -271,7 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         page_result = None if args.no_page else page.page_run(mcpd_cmd, args.quick)
         calls = None if args.no_callpath else callpath.run(sys.executable)
         gate = None if args.no_pins else pins.run(sys.executable)
-        unaudited = None if args.no_callpath else callpath.run(sys.executable, "--no-audit")
+        unaudited = (
+            None
+            if args.no_callpath
+            else callpath.run(sys.executable, {"stdio, no audit": ["--no-audit"]})
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

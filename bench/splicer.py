@@ -164,13 +164,20 @@ async def splice_lines(
     await pass_eof(sink)
 
 
-async def serve(socket_path: str, command: Sequence[str], names: dict[str, str], gate: int) -> None:
+async def serve(
+    socket_path: str,
+    command: Sequence[str],
+    names: dict[str, str],
+    gate: int,
+    *,
+    task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED,
+) -> None:
     async def one(client: trio.SocketStream) -> None:
         splice = Splice(names, gate)
         async with client:
             await relay_to_process(client, command, up=splice.up, down=splice.down)
 
-    await listen(socket_path, one)
+    await listen(socket_path, one, task_status=task_status)
 
 
 def main(argv: list[str] | None = None) -> int:

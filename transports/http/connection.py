@@ -53,7 +53,7 @@ _BREAKS: Final = re.compile(rb"[\r\n\0]")
 def _header_block(headers: tuple[tuple[bytes, bytes], ...]) -> bytes | None:
     """The header lines of a request (None: a header that must not be sent); a
     session's requests carry the same headers, so most are made once."""
-    parts = []
+    parts: list[bytes] = []
     for name, value in headers:
         if not _FIELD.fullmatch(name) or _BREAKS.search(value):
             return None
