@@ -21,7 +21,8 @@ from protocol.http import ResponseHead, check_header
 
 from ..base import AuthHook
 from ..errors import AuthError, SessionExpired, TransportClosed, TransportError, UnexpectedReply
-from .connection import ConnectionPool, HttpConnection
+from .connection import HttpConnection
+from .pool import ConnectionPool
 from .reply import SNIPPET, status_error
 from .request import Exchange, SessionId, redirect_target
 

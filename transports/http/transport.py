@@ -43,7 +43,7 @@ from protocol.splice import SplicedCall
 from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
 from ..errors import HttpRPCError, StreamCut, TransportClosed
 from ..sends import Sends
-from .connection import ConnectionPool, HttpConnection, make_ssl_context
+from .connection import HttpConnection, make_ssl_context
 from .legacy_session import POST_TIMEOUT, end_session, post_answer, post_cancel
 from .legacy_streams import (
     PushReader,
@@ -52,6 +52,7 @@ from .legacy_streams import (
     check_stream_reply,
     resume_call,
 )
+from .pool import ConnectionPool
 from .reply import AnswerReader
 from .request import RESERVED, Exchange, RequestHeaders, SessionId
 from .send import Sender

@@ -49,7 +49,8 @@ from ..base import (
     answer_server_request,
 )
 from ..errors import TransportClosed, TransportError, single_exceptions
-from ..http.connection import ConnectionPool, make_ssl_context
+from ..http.connection import make_ssl_context
+from ..http.pool import ConnectionPool
 from ..http.reply import decode_reply, deliver, status_error
 from ..pending import Pending
 from ..sends import Sends
