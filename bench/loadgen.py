@@ -329,7 +329,8 @@ def open_target(
 ) -> tuple[LineClient, list[int]]:
     """Connect to the socket or start the server; returns the client and the pids to watch."""
     if args.http or args.sse:
-        from bench.httpload import HttpClient, SseClient
+        from bench.httpload import HttpClient
+        from bench.sseload import SseClient
 
         http = SseClient(args.sse) if args.sse else HttpClient(args.http)
         stack.callback(http.close)
@@ -412,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.tool not in tools:
             raise SystemExit(f"tool {args.tool!r} is not listed; the first few: {tools[:5]}")
         if args.sse:
-            from bench.httpload import SseClient, SsePump
+            from bench.sseload import SseClient, SsePump
 
             assert isinstance(client, SseClient)
             pump: Pump = SsePump(client, args.tool, modern=not args.legacy)

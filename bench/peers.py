@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.http_targets import http_echo
 from bench.targets import (
     BENCH,
     PYTHON,
@@ -31,7 +32,6 @@ from bench.targets import (
     Launch,
     TargetUnavailable,
     echo_command,
-    http_echo,
     log_tail,
     start,
     stop,

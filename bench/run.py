@@ -48,7 +48,7 @@ from typing import Any, cast
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import audit, callpath, discovery, page, peers, pins, report, targets
+from bench import audit, callpath, discovery, http_targets, page, peers, pins, report, targets
 from bench.memory import MemorySettings, memory_lines, run_memory
 from bench.scale import ScaleSettings, run_scale
 from bench.shared import run_shared, shared_lines
@@ -60,7 +60,8 @@ ORDER = (
     "direct-http", "direct-http-sse", "http-relay", "mcpd-http", "mcpd-http-sse",
     "fastmcp-proxy-http", "mcp-proxy", "mcp-hub",
 )  # fmt: skip
-CONFIGURATIONS = {name: {**targets.CONFIGURATIONS, **peers.CONFIGURATIONS}[name] for name in ORDER}
+_ALL = {**targets.CONFIGURATIONS, **http_targets.CONFIGURATIONS, **peers.CONFIGURATIONS}
+CONFIGURATIONS = {name: _ALL[name] for name in ORDER}
 
 RESULTS = ROOT / "bench" / "results"
 MATRIX = "1:64,1:16384,32:64,32:16384"

@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     logdir.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="mcpd-bench-"))
     mcpd_cmd, note = targets.find_mcpd(args.mcpd)
-    env = Env(workdir=workdir, logdir=logdir, target_cpus=None, mcpd=mcpd_cmd, fastmcp_python=None)
+    env = Env(workdir=workdir, logdir=logdir, target_cpus=None, mcpd=mcpd_cmd)
     print(f"start-up: {args.servers} servers x {args.tools} tools, {args.sleep} s each; {note}")
     try:
         rounds = startup_rounds(env, args)
