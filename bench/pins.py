@@ -2,7 +2,7 @@
 
 Two shapes of 10,000 tools on 50 servers: the scale run's (200 echo tools each, as
 ``bench/scale.py`` starts them) and the real peers' (the tools the servers of
-``tests/peers`` list, ``tests/mcpd/data/peer_listings.json``, taken in turn until
+``tests/peers`` list, ``tests/support/data/peer_listings.json``, taken in turn until
 there are 200, each name made one of its own). Each tool is decoded from its own bytes
 as ``tools/list`` decodes it. For each shape:
 
@@ -53,7 +53,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS = ROOT / "tests" / "mcpd" / "data" / "peer_listings.json"
+PEERS = ROOT / "tests" / "support" / "data" / "peer_listings.json"
 Lists = dict[str, list[bytes]]  # alias -> each tool's bytes, as a server lists them
 
 

@@ -16,7 +16,7 @@ from tests.support.agent import connect, make_config, running
 from .conftest import ROOT, console_script, node_env, node_tool, sdk_server_cmd
 
 HERE = Path(__file__).resolve().parent
-CUSTOM = str(ROOT / "tests" / "mcpd" / "demo_custom_server.py")
+CUSTOM = str(ROOT / "tests" / "support" / "demo_custom_server.py")
 
 
 def tapped(log: Path, command: str, args: list[str], **extra: Any) -> dict[str, Any]:

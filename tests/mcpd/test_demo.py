@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from mcpd.demo import notes
-from tests.mcpd.demo_support import (
+from tests.support.demo import (
     CUSTOM,
     INITIALIZED,
     MODERN,

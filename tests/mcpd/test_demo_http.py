@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.mcpd.demo_support import (
+from tests.support.demo import (
     CUSTOM,
     INITIALIZED,
     MODERN,

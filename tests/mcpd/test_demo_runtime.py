@@ -15,7 +15,7 @@ from mcpd.demo.arguments import check_arguments
 from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, object_schema
 from mcpd.demo.stdio import serve_stdio
 from protocol import mcp
-from tests.mcpd.demo_support import call, initialize, meta, request
+from tests.support.demo import call, initialize, meta, request
 
 
 class Client:

@@ -20,7 +20,7 @@ from mcpd.config.exposure import in_args, in_url
 from mcpd.config.load import load, parse
 
 MCPD = [sys.executable, "-m", "mcpd"]
-SAMPLES = Path(__file__).with_name("import_samples")
+SAMPLES = Path(__file__).resolve().parents[1] / "support" / "import_samples"
 
 OPENAI = "sk-proj4f9a8b7c6d5e4f3a2b1c0d9e"
 GITHUB = "ghp_R8x2Kq9ZtLmN4vB7cD1eF3gH5jK6lM0pQ2rS"

@@ -17,12 +17,12 @@ from typing import Any
 
 import trio
 
-from tests.mcpd.demo_support import spawn_http
 from tests.mcpd.test_operator_cli import client, start, stop
+from tests.support.demo import spawn_http
 from tests.support.procs import scripted
 
 MCPD = [sys.executable, "-m", "mcpd"]
-SAMPLES = Path(__file__).with_name("import_samples")
+SAMPLES = Path(__file__).resolve().parents[1] / "support" / "import_samples"
 TICKETS = [sys.executable, "-m", "mcpd.demo.tickets"]
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import trio
 
-from tests.sandbox.support import HOSTILE
 from tests.support.agent import META, connect
 from tests.support.http_servers import Responder, SeenRequest, serve_http
+from tests.support.sandbox import HOSTILE
 
 ROOT = Path(__file__).resolve().parents[2]
 MCPD = [sys.executable, "-m", "mcpd"]

@@ -21,7 +21,7 @@ from mcpd.config.load import parse
 from tests.support.procs import scripted
 
 MCPD = [sys.executable, "-m", "mcpd"]
-SAMPLES = Path(__file__).with_name("import_samples")
+SAMPLES = Path(__file__).resolve().parents[1] / "support" / "import_samples"
 
 
 def mcpd(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

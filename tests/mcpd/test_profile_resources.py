@@ -23,7 +23,7 @@ from tests.support.agent import META, Agent, connect, running
 from .test_httpapi import curl
 
 LIMIT = 60
-SERVER = str(Path(__file__).with_name("shared_uri_server.py"))
+SERVER = str(Path(__file__).resolve().parents[1] / "support" / "shared_uri_server.py")
 HIDDEN = "privy"
 README = "file:///README.md"
 SHARED = "file:///shared.md"

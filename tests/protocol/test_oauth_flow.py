@@ -34,8 +34,14 @@ from protocol.oauth import (
 )
 from protocol.oauth.jws import ASSERTION_TYPE, ec_public_point, es256_verify
 from protocol.oauth.keys import EcPrivateKey
-
-from .oauth_fake import NOT_FOUND, FakeWorld, counter_random, drive, json_response, s256
+from tests.support.oauth_fake import (
+    NOT_FOUND,
+    FakeWorld,
+    counter_random,
+    drive,
+    json_response,
+    s256,
+)
 
 REDIRECT = "http://127.0.0.1:33418/callback"
 NAMED = BearerChallenge(

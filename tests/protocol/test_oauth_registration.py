@@ -25,8 +25,7 @@ from protocol.oauth.registration import (
     registration_request,
     select_identity,
 )
-
-from .oauth_fake import counter_random
+from tests.support.oauth_fake import counter_random
 
 ISSUER = "https://auth.example.com"
 

@@ -22,8 +22,7 @@ from protocol.oauth import (
     TokenSet,
     load_signing_key,
 )
-
-from .oauth_fake import FakeWorld, counter_random
+from tests.support.oauth_fake import FakeWorld, counter_random
 
 MARK = "SeCrEt"
 KEY = '{"kty":"EC","crv":"P-256","d":"' + "AQ" + '"}'

@@ -20,8 +20,7 @@ from protocol.oauth import (
 )
 from protocol.oauth.metadata import AuthorizationServer, ServerMetadata
 from protocol.oauth.tokens import client_credentials_request
-
-from .oauth_fake import counter_random
+from tests.support.oauth_fake import counter_random
 
 ISSUER = "https://auth.example.com"
 SERVER = AuthorizationServer(

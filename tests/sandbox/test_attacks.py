@@ -14,8 +14,7 @@ import pytest
 import trio
 
 from tests.support import bubblewrap
-
-from .support import (
+from tests.support.sandbox import (
     ENDPOINT_TOKEN,
     HOSTILE,
     OAUTH_TOKEN,

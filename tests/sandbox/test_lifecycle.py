@@ -11,8 +11,7 @@ import pytest
 
 from tests.support import bubblewrap
 from tests.support.procs import wait_gone
-
-from .support import HOSTILE, agent_of, hostile, serving, steady, wait_ready
+from tests.support.sandbox import HOSTILE, agent_of, hostile, serving, steady, wait_ready
 
 pytestmark = pytest.mark.timeout(120)
 

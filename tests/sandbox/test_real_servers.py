@@ -16,8 +16,7 @@ import trio
 from tests.interop.conftest import NODE_BIN, node_tool
 from tests.support import bubblewrap
 from tests.support.agent import Agent, connect, make_config, running
-
-from .support import text, wait_ready
+from tests.support.sandbox import text, wait_ready
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import bubblewrap
-
-from .support import HOSTILE, agent_of, hostile, serving, steady, text, wait_ready
+from tests.support.sandbox import HOSTILE, agent_of, hostile, serving, steady, text, wait_ready
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,6 +1,6 @@
 """Capture what the real servers list, for ``tests/mcpd/test_rules.py``.
 
-    python tests/support/capture_peer_listings.py > tests/mcpd/data/peer_listings.json
+    python tests/support/capture_peer_listings.py > tests/support/data/peer_listings.json
 
 Each server is started on stdio, greeted in the handshake era (every peer speaks it)
 and asked for every page of its tools, prompts and resource templates; its

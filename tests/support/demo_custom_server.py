@@ -1,6 +1,6 @@
 """A test server built on the demo runtime: tools that block, fail and change the list.
 
-    python tests/mcpd/demo_custom_server.py [--http HOST:PORT --ready-file F] [--page-size N]
+    python tests/support/demo_custom_server.py [--http HOST:PORT --ready-file F] [--page-size N]
 
 ``sleep`` reports progress 0 (so an HTTP client sees its stream open) and then waits
 to be cancelled; ``cancelled`` answers once ``count`` calls to ``sleep`` have been
