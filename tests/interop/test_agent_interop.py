@@ -6,30 +6,16 @@ import functools
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
 
 from tests.support.agent import connect, make_config, running
+from tests.support.interop import HERE, lines, tapped
 
 from .conftest import ROOT, console_script, node_env, node_tool, sdk_server_cmd
 
-HERE = Path(__file__).resolve().parent
 CUSTOM = str(ROOT / "tests" / "support" / "demo_custom_server.py")
-
-
-def tapped(log: Path, command: str, args: list[str], **extra: Any) -> dict[str, Any]:
-    """A server config whose stdin lines are also written to ``log``."""
-    return {
-        "command": sys.executable,
-        "args": [str(HERE / "stdio_tap.py"), str(log), "--", command, *args],
-        **extra,
-    }
-
-
-def lines(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -10,7 +10,6 @@ and what it sent over the wire) is checked too.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -19,14 +18,14 @@ from typing import Any
 import pytest
 import trio
 
+from tests.support.interop import DRIVER, MODERN, Run, unexpected
+
 from .conftest import node_env, node_tool
 
 # A pytestmark in conftest.py marks nothing, so each module marks itself.
 pytestmark = pytest.mark.interop
 
-DRIVER = Path(__file__).with_name("conformance_driver.py")
 
-MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 
 # mcpd itself has no one to ask for input. When the agent did not declare elicitation
@@ -225,20 +224,6 @@ ANSWERS = {
 }
 
 
-class Run:
-    def __init__(self, returncode: int, out_dir: Path, log: str) -> None:
-        self.returncode = returncode
-        self.log = log
-        # An "auth/x" scenario's results are one folder further down.
-        found = sorted(out_dir.glob("**/checks.json"))
-        assert len(found) == 1, f"no checks.json under {out_dir}:\n{log}"
-        self.checks: list[dict[str, Any]] = json.loads(found[0].read_text())
-        stdout = found[0].with_name("stdout.txt").read_text()
-        lines = [line for line in stdout.splitlines() if line.startswith("{")]
-        assert lines, f"the driver printed no summary:\n{stdout}\n{log}"
-        self.summary: dict[str, Any] = json.loads(lines[-1])
-
-
 async def run_scenario(scenario: str, version: str, out_dir: Path, *driver_args: str) -> Run:
     argv = [
         node_tool("conformance"),
@@ -261,27 +246,6 @@ async def run_scenario(scenario: str, version: str, out_dir: Path, *driver_args:
     )
     log = (proc.stdout + proc.stderr).decode("utf-8", "replace")
     return Run(proc.returncode, out_dir, log)
-
-
-def unexpected(checks: list[dict[str, Any]], expected: dict[str, str]) -> dict[str, str]:
-    """Checks whose status differs from what is expected, and expected checks never seen."""
-    problems: dict[str, str] = {}
-    seen: set[str] = set()
-    for check in checks:
-        if check["status"] == "INFO":
-            continue
-        full = f"{check['id']}/{check.get('name', '')}"
-        key = full if full in expected else check["id"]
-        seen.add(key)
-        want = expected.get(key)
-        if check["status"] != want:
-            problems[full] = (
-                f"{check['status']} (expected {want}): "
-                f"{check.get('errorMessage') or check.get('description', '')}"
-            )
-    for key in expected.keys() - seen:
-        problems[key] = "not reported"
-    return problems
 
 
 @pytest.mark.parametrize(("scenario", "version"), RUNS, ids=[f"{s}@{v}" for s, v in RUNS])

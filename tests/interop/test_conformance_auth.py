@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.interop import DRIVER, MODERN, Run, unexpected
+
 from .conftest import node_env, node_tool
-from .test_conformance import DRIVER, MODERN, Run, unexpected
 
 pytestmark = pytest.mark.interop
 

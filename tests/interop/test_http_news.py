@@ -19,12 +19,12 @@ import trio
 import mcpd.agents.http_stream
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
-from tests.mcpd.test_http_stream import Client, open_session, session_headers, stream_headers
 from tests.support.agent import connect, running
+from tests.support.http_stream_client import Client, open_session, session_headers, stream_headers
+from tests.support.interop import node, ts_probe
 from tests.support.procs import scripted
 
 from .conftest import node_env, node_tool, v1_python
-from .test_profile_clients import node, ts_probe
 
 HERE = Path(__file__).resolve().parent
 URI = "demo://resource/static/document/features.md"

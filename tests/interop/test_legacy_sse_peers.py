@@ -9,13 +9,9 @@ cut one.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-from collections.abc import AsyncIterator
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,36 +20,18 @@ from msgspec import Raw
 
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
+from tests.support.interop import peer_server, relay
 from transports.errors import StreamCut, TransportClosed, TransportError
 from transports.sse.detect import detect_http_transport
 from transports.sse.transport import LegacySSETransport, open_legacy_sse_transport
 
-from .conftest import SERVERS, v1_python
-from .wiretap import ServerProcess, free_port, serve
+from .wiretap import free_port
 
 pytestmark = pytest.mark.interop
 
-SSE_SERVER = str(SERVERS / "sdk1_sse_server.py")
 TOOLS = ["count_up", "nap", "shout"]
 PEERS = ["sdk1", "mcp-proxy"]
 LIMIT = 60
-
-
-def argv(peer: str, port: int) -> list[str]:
-    python = v1_python()
-    if peer == "sdk1":
-        return [python, SSE_SERVER, "sse", str(port)]
-    proxy = str(Path(python).with_name("mcp-proxy"))
-    if not Path(proxy).exists():
-        pytest.skip("mcp-proxy is missing from the v1 venv; run `make peers`")
-    return [proxy, "--port", str(port), "--host", "127.0.0.1", "--", python, SSE_SERVER, "stdio"]
-
-
-@contextlib.asynccontextmanager
-async def peer_server(peer: str, port: int | None = None) -> AsyncIterator[ServerProcess]:
-    port = port or free_port()
-    async with serve(argv(peer, port), port) as server:
-        yield server
 
 
 def decoded(raw: Raw) -> Any:
@@ -104,57 +82,6 @@ class Napping:
     async def wait(self, count: int) -> None:
         while len(self.started) < count:
             await self._grew.wait()
-
-
-class Relay:
-    """A TCP relay to the server that can cut the connections it carries."""
-
-    def __init__(self, server_port: int) -> None:
-        self.server_port = server_port
-        self.port = 0
-        self._scopes: list[trio.CancelScope] = []
-
-    def url(self, path: str = "/sse") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def cut(self, index: int) -> None:
-        """Drop the index-th connection (0: the first, which carries the stream)."""
-        self._scopes[index].cancel()
-
-    def cut_all(self) -> None:
-        """Drop every connection carried so far."""
-        for scope in self._scopes:
-            scope.cancel()
-
-    async def _relay(self, client: trio.SocketStream) -> None:
-        scope = trio.CancelScope()
-        self._scopes.append(scope)
-        with scope:
-            server = await trio.open_tcp_stream("127.0.0.1", self.server_port)
-            async with server, client, trio.open_nursery() as nursery:
-                nursery.start_soon(self._pipe, client, server, nursery.cancel_scope)
-                await self._pipe(server, client, nursery.cancel_scope)
-
-    @staticmethod
-    async def _pipe(
-        src: trio.SocketStream, dst: trio.SocketStream, scope: trio.CancelScope
-    ) -> None:
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            while data := await src.receive_some(65536):
-                await dst.send_all(data)
-        scope.cancel()
-
-
-@contextlib.asynccontextmanager
-async def relay(server_port: int) -> AsyncIterator[Relay]:
-    r = Relay(server_port)
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(partial(trio.serve_tcp, r._relay, 0, host="127.0.0.1"))
-        r.port = listeners[0].socket.getsockname()[1]
-        try:
-            yield r
-        finally:
-            nursery.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize("peer", PEERS)

@@ -23,10 +23,10 @@ from mcpd.audit.reader import Reading
 from mcpd.config.load import parse
 from mcpd.daemon import Daemon
 from tests.support.agent import running
+from tests.support.interop import node
 from tests.support.procs import scripted
 
 from .conftest import ROOT, console_script, node_env, v1_python
-from .test_profile_clients import node
 
 HERE = Path(__file__).resolve().parent
 PEERS = ROOT / "tests" / "peers"

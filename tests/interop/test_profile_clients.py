@@ -5,7 +5,6 @@ over `mcpd bridge --profile`, in search mode and with names of the profile's own
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,12 +13,11 @@ import pytest
 import trio
 
 from tests.support.agent import make_config, running
+from tests.support.interop import HERE, run_json, ts_probe
 from tests.support.procs import scripted
 
-from .conftest import NODE_BIN, ROOT, console_script, node_env, node_tool, sdk_server_cmd
+from .conftest import console_script, node_env, node_tool, sdk_server_cmd
 
-HERE = Path(__file__).resolve().parent
-PEERS = ROOT / "tests" / "peers"
 META_TOOLS = ["mcpd_search_tools", "mcpd_describe_tools", "mcpd_call_tool"]
 
 
@@ -47,30 +45,6 @@ def config(tmp_path: Path) -> Any:
         http_listen="127.0.0.1:0",
         state_dir=str(tmp_path / "state"),
     )
-
-
-async def run_json(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
-    done = await trio.run_process(
-        argv, capture_stdout=True, capture_stderr=True, check=False, env=env
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    return json.loads(done.stdout.decode().strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
-def node() -> str:
-    found = NODE_BIN / "node"
-    if found.exists():
-        return str(found)
-    system = shutil.which("node")
-    if system is None:
-        pytest.skip("node is not installed; run `make peers`")
-    return system
-
-
-def ts_probe(*args: str) -> list[str]:
-    if not (PEERS / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
-        pytest.skip("the TypeScript SDK is not installed; run `make peers`")
-    return [node(), str(HERE / "ts_sdk_probe.mjs"), str(PEERS), *args]
 
 
 def bridge(daemon: Any, profile: str) -> list[str]:

@@ -11,9 +11,9 @@ from typing import Any
 import trio
 
 from tests.support.agent import make_config, running
+from tests.support.interop import PEERS, node, run_json, ts_probe
 
 from .conftest import console_script, node_env, node_tool
-from .test_profile_clients import PEERS, node, run_json, ts_probe
 
 HERE = Path(__file__).resolve().parent
 TOGGLE = "mcp__everything__toggle-simulated-logging"

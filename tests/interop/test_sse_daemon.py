@@ -17,8 +17,8 @@ import pytest
 import trio
 
 from tests.support.agent import connect, make_config, running
+from tests.support.interop import peer_server, relay
 
-from .test_legacy_sse_peers import peer_server, relay
 from .wiretap import free_port
 
 pytestmark = pytest.mark.interop

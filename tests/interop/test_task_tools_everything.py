@@ -13,9 +13,9 @@ import pytest
 import trio
 
 from tests.support.agent import connect, make_config, running
+from tests.support.interop import run_json, ts_probe
 
 from .conftest import console_script, node_env, node_tool
-from .test_profile_clients import run_json, ts_probe
 from .wiretap import free_port, serve
 
 HERE = Path(__file__).resolve().parent

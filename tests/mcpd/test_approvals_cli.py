@@ -23,10 +23,8 @@ from mcpd.daemon import Daemon
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import ApprovalRequest, Verdict
 from tests.support.agent import make_config, running
+from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
-
-from .test_http_endpoint import MCP, auth, header_dict, http
-from .test_httpapi import modern, modern_headers
 
 LIMIT = 30
 ROOT = Path(__file__).resolve().parents[2]

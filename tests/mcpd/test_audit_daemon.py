@@ -23,9 +23,8 @@ from mcpd.audit.reader import Reading
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import META, connect, running
+from tests.support.daemon_http import curl
 from tests.support.procs import scripted
-
-from .test_httpapi import curl
 
 LIMIT = 120
 NAP = {"name": "mcp__slow__nap", "arguments": {}, "_meta": META}

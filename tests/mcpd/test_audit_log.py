@@ -26,8 +26,7 @@ from mcpd.host.journal import JournalHandler, LineHandler
 from mcpd.host.journalfields import record_fields
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.masking import KnownSecrets, marker
-
-from .test_journal import decode_entry
+from tests.support.journald import decode_entry
 
 AGENT = AgentInfo(
     uid=1000, pid=4242, exe="claude", profile="default", connection="c1", era="modern"

@@ -16,39 +16,11 @@ import trio
 
 from mcpd.cli.browser import browser_argv, safe_to_open
 from protocol.oauth.http import get
-from tests.support.agent import connect, make_config, running
-from tests.support.oauth_mcp import ProtectedMcp, serve_protected
+from tests.support.agent import connect, running
+from tests.support.auth_login import LIMIT, ROOT, config_for, mcpd, read_until
+from tests.support.oauth_mcp import serve_protected
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from transports.http.oauth_client import OAuthHttp
-
-LIMIT = 30
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def config_for(tmp: Path, srv: ProtectedMcp, **daemon: Any) -> Any:
-    servers = {"t": {"url": srv.mcp_url}, "notes": {"command": sys.executable, "args": ["-V"]}}
-    return make_config(tmp, servers, state_dir=str(tmp / "state"), **daemon)
-
-
-async def mcpd(socket: str, *argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    proc = await trio.run_process(
-        [sys.executable, "-m", "mcpd", *argv, "--socket", socket],
-        stdin=subprocess.DEVNULL,
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-        env={**os.environ, **(env or {})},
-        cwd=ROOT,
-    )
-    return proc.returncode, (proc.stdout + proc.stderr).decode()
-
-
-async def read_until(stream: trio.abc.ReceiveStream, needle: bytes, seen: bytearray) -> None:
-    while needle not in seen:
-        chunk = await stream.receive_some(4096)
-        if not chunk:
-            raise AssertionError(f"the command ended without printing {needle!r}:\n{seen!r}")
-        seen += chunk
 
 
 async def test_over_ssh_the_redirect_is_pasted(tmp_path: Path) -> None:

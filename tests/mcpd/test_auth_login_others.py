@@ -17,11 +17,10 @@ import trio
 from mcpd.agents.peers import peer_of
 from protocol.oauth.http import get
 from tests.support.agent import connect, running
+from tests.support.auth_login import LIMIT, ROOT, config_for, read_until
 from tests.support.oauth_mcp import serve_protected
 from tests.support.peer_user import needs_root, peer_uid, run_as
 from transports.http.oauth_client import OAuthHttp
-
-from .test_auth_cli import LIMIT, ROOT, config_for, read_until
 
 # As another user: GET argv[1]; print the status it answered.
 SEND_AS = """

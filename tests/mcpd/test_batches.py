@@ -12,8 +12,7 @@ from typing import Any
 import trio
 
 from tests.support.agent import make_config, running
-
-from .test_supervision import server
+from tests.support.supervision import server
 
 INIT = {
     "protocolVersion": "2025-03-26",

@@ -21,10 +21,9 @@ from mcpd.cli import hostconfig as hc
 from mcpd.config import hosts
 from mcpd.config.load import load
 from tests.support.agent import connect, running
+from tests.support.bridge import BridgeProcess
+from tests.support.hostconfig import DOCUMENTED, parsed
 from tests.support.procs import scripted
-
-from .test_bridge import BridgeProcess
-from .test_hostconfig import DOCUMENTED, parsed
 
 
 def write_mcpd_config(tmp: Path, extra: str = "") -> Path:
@@ -135,7 +134,7 @@ async def test_connect_write_merges_both_files_and_the_names_fit(tmp_path: Path)
 
 @pytest.mark.interop
 async def test_gemini_cli_connects_through_what_mcpd_connect_writes(tmp_path: Path) -> None:
-    from .test_hostconfig import GEMINI, gemini_list
+    from tests.support.hostconfig import GEMINI, gemini_list
 
     if not GEMINI.exists():
         pytest.skip("the Gemini CLI is not installed; run `make peers`")

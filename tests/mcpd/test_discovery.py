@@ -21,9 +21,8 @@ import pytest
 
 from mcpd.config.model import default_socket_path
 from mcpd.config.paths import client_socket_path, daemon_socket_path
+from tests.support.prestart import counted_server, starts
 from tests.support.procs import SCRIPTED
-
-from .test_prestart import counted_server, starts
 
 MCPD = [sys.executable, "-m", "mcpd"]
 ROOT = Path(__file__).resolve().parents[2]

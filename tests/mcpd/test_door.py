@@ -20,8 +20,7 @@ from mcpd.config.model import Config
 from tests.support.agent import connect, make_config, running
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir, start_as
 from tests.support.procs import scripted
-
-from .test_profile_status import mcpd
+from tests.support.socket_cli import mcpd
 
 # Connects argv[2] times, each time sends a ping, and prints the first line back.
 MANY_PINGS = """

@@ -7,10 +7,6 @@ back into the same argument. Ordinary arguments raise nothing."""
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -18,8 +14,8 @@ import pytest
 
 from mcpd.config.exposure import in_args, in_url
 from mcpd.config.load import load, parse
+from tests.support.import_cli import mcpd, warned
 
-MCPD = [sys.executable, "-m", "mcpd"]
 SAMPLES = Path(__file__).resolve().parents[1] / "support" / "import_samples"
 
 OPENAI = "sk-proj4f9a8b7c6d5e4f3a2b1c0d9e"
@@ -51,21 +47,6 @@ EXPECTED = [
     ("servers.weather.url: the query parameter api_key", "?api_key=***&units=si", "headers]"),
     ("servers.basic.url: the password in the URL", "https://ada:***@mcp", "Authorization"),
 ]
-
-
-def mcpd(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*MCPD, *args], capture_output=True, text=True, timeout=60, env={**os.environ, **env}
-    )
-
-
-def warned(text: str) -> list[str]:
-    """The warnings about an argument or a URL (others name a command, say)."""
-    return [
-        line
-        for line in text.splitlines()
-        if re.search(r"warning: servers\.\S+\.(args\[|url:)", line)
-    ]
 
 
 def assert_warnings(lines: list[str]) -> None:

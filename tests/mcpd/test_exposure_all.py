@@ -14,8 +14,7 @@ import pytest
 
 from mcpd.config.exposure import in_args
 from mcpd.config.load import load, parse
-
-from .test_exposure import mcpd, warned
+from tests.support.import_cli import mcpd, warned
 
 PG_PASSWORD, PG_QUERY = "S3cretPw", "AlsoSecret"
 GH_ONE, GH_TWO = "ghp_" + "A" * 36, "ghp_" + "B" * 38

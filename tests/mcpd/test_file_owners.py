@@ -22,11 +22,7 @@ from mcpd.host.statefile import FILE_NAME, read_state
 from mcpd.host.token import TokenError, TokenFile, stored_token, write_token
 from mcpd.host.tokens import TokenStore, encode
 from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
-
-from .test_pinfile import keeper
-from .test_privatefile import WRITERS, Writer
-from .test_token import request
-from .test_token_store import login
+from tests.support.private_files import WRITERS, Writer, keeper, login, request
 
 ROOT = Path(__file__).resolve().parents[2]
 

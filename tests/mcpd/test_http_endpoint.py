@@ -13,36 +13,13 @@ from typing import Any
 import trio
 
 from tests.support.agent import META, make_config, running
+from tests.support.daemon_http import MCP, Reply, auth, header_dict, http, modern, modern_headers
 from tests.support.procs import scripted
-
-from .test_httpapi import Reply, modern, modern_headers
-
-MCP = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
 def server(*flags: str) -> dict[str, Any]:
     command, args = scripted(*flags)
     return {"command": command, "args": list(args)}
-
-
-async def http(
-    port: int, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""
-) -> Reply:
-    """One request on its own connection; the whole answer."""
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    lines = [
-        f"{method} {path} HTTP/1.1",
-        "Host: 127.0.0.1",
-        "Connection: close",
-        f"Content-Length: {len(body)}",
-    ]
-    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-    await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-    data = b""
-    while chunk := await stream.receive_some(1 << 16):
-        data += chunk
-    await stream.aclose()
-    return Reply(data)
 
 
 def config(tmp_path: Path, **daemon: Any) -> Any:
@@ -54,14 +31,6 @@ def config(tmp_path: Path, **daemon: Any) -> Any:
         state_dir=str(tmp_path / "state"),
         **daemon,
     )
-
-
-def auth(token: str, **extra: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}", **extra}
-
-
-def header_dict(items: list[str]) -> dict[str, str]:
-    return dict(h.split(": ", 1) for h in items)
 
 
 async def test_no_token_is_401_a_foreign_origin_403(tmp_path: Path) -> None:

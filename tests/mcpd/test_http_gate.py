@@ -22,9 +22,8 @@ import msgspec
 import trio
 
 from mcpd.agents.tcp import LOBBY_SIZE
+from tests.support.daemon_http import Reply, modern, modern_headers
 from tests.support.procs import scripted
-
-from .test_httpapi import Reply, modern, modern_headers
 
 MCPD = [sys.executable, "-m", "mcpd"]
 DECLARED = 4 * 1024 * 1024  # the most a body may be: what a stranger claims to send

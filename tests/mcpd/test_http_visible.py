@@ -13,26 +13,13 @@ from pathlib import Path
 import trio
 
 from tests.support.agent import connect, make_config, running
+from tests.support.daemon_http import auth, http, socket_get
 from tests.support.hostile_text_server import HOSTILE, ODD
-
-from .test_http_endpoint import auth, http
 
 SERVER = str(Path(__file__).resolve().parents[1] / "support" / "hostile_text_server.py")
 PAGES = ("/status", "/tools", "/prompts", "/resources", "/healthz")
 # A one-byte CSI, the bidi controls and the zero-width space, encoded as UTF-8.
 RAW = ("\x9b", "\u202e", "\u2069", "\u200b", "\U000e0041")
-
-
-async def socket_get(path: str, target: str) -> bytes:
-    stream = await trio.open_unix_socket(path)
-    await stream.send_all(f"GET {target} HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n".encode())
-    data = b""
-    while chunk := await stream.receive_some(1 << 16):
-        data += chunk
-    await stream.aclose()
-    head, _, body = data.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200") or target == "/healthz", head
-    return body
 
 
 def raw_in(body: bytes) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,60 +13,10 @@ import pytest
 import trio
 
 from tests.support.agent import META, connect, make_config, running
+from tests.support.daemon_http import CURL, curl, modern, modern_headers, post
 from tests.support.procs import scripted
 
-CURL = shutil.which("curl")
 pytestmark = pytest.mark.skipif(CURL is None, reason="curl is not installed")
-
-MCP_HEADERS = [
-    "-H",
-    "Content-Type: application/json",
-    "-H",
-    "Accept: application/json, text/event-stream",
-]
-
-
-class Reply:
-    def __init__(self, raw: bytes) -> None:
-        head, _, self.body = raw.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        self.status = int(lines[0].split()[1])
-        self.headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def events(self) -> list[dict[str, Any]]:
-        """The messages of an event-stream body."""
-        return [json.loads(m) for m in re.findall(rb"^data: (.*)$", self.body, re.M)]
-
-
-async def curl(sock: str, path: str, *args: str) -> Reply:
-    assert CURL is not None
-    proc = await trio.run_process(
-        [CURL, "-s", "-i", "--max-time", "20", "--unix-socket", sock, *args, f"http://mcpd{path}"],
-        capture_stdout=True,
-    )
-    return Reply(proc.stdout)
-
-
-async def post(sock: str, body: dict[str, Any], *headers: str) -> Reply:
-    extra = [a for h in headers for a in ("-H", h)]
-    return await curl(sock, "/mcp", *MCP_HEADERS, *extra, "--data-binary", json.dumps(body))
-
-
-def modern(rid: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": rid,
-        "method": method,
-        "params": {**(params or {}), "_meta": META},
-    }
-
-
-def modern_headers(method: str, name: str | None = None) -> list[str]:
-    out = ["MCP-Protocol-Version: 2026-07-28", f"Mcp-Method: {method}"]
-    return [*out, f"Mcp-Name: {name}"] if name else out
 
 
 def server(*flags: str) -> dict[str, Any]:

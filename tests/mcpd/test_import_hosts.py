@@ -17,8 +17,8 @@ from typing import Any
 
 import trio
 
-from tests.mcpd.test_operator_cli import client, start, stop
 from tests.support.demo import spawn_http
+from tests.support.operator import client, start, stop
 from tests.support.procs import scripted
 
 MCPD = [sys.executable, "-m", "mcpd"]

@@ -11,8 +11,7 @@ import tomllib
 from pathlib import Path
 
 from protocol.visible import hidden
-
-from .test_exposure import mcpd
+from tests.support.import_cli import mcpd
 
 # Erase the line and go back to its start, a one-byte CSI, a right-to-left override, a
 # zero-width space and a tag character.

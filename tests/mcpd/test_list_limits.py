@@ -17,7 +17,7 @@ from mcpd.config.load import parse
 from mcpd.config.model import ListLimits
 from mcpd.registry.limits import ListTrim, cut_text, limited_instructions, limited_saved
 from protocol import mcp, surface
-from tests.mcpd.test_upstream import scripted_server, upstream
+from tests.support.upstream import scripted_server, upstream
 
 
 def limits(alias: str = "s", **keys: int) -> ListLimits:

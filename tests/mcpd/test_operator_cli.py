@@ -8,7 +8,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import textwrap
 import tomllib
 from collections.abc import Iterator
@@ -18,14 +17,10 @@ from typing import Any
 import pytest
 
 from mcpd.config.load import parse
+from tests.support.operator import MCPD, client, mcpd, start, stop
 from tests.support.procs import scripted
 
-MCPD = [sys.executable, "-m", "mcpd"]
 SAMPLES = Path(__file__).resolve().parents[1] / "support" / "import_samples"
-
-
-def mcpd(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*MCPD, *args], capture_output=True, text=True, timeout=timeout)
 
 
 def imported(sample: str) -> tuple[dict[str, Any], str, str]:
@@ -157,29 +152,6 @@ def test_import_of_something_else_is_a_config_error(tmp_path: Path) -> None:
 # -- a running daemon --
 
 
-def start(args: list[str], sock: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [*MCPD, "serve", *args, "--socket", str(sock), "--log", "stderr"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:  # the daemon says when it listens and is ready
-        if f"listening on {sock}" in line:
-            return proc
-    proc.wait()
-    pytest.fail("mcpd serve exited before it was ready")
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise
-
-
 LONG = "summarize_the_entire_quarterly_report_by_region"
 
 
@@ -210,10 +182,6 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield sock
     finally:
         stop(proc)
-
-
-def client(sock: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return mcpd(*args, "--socket", str(sock))
 
 
 @pytest.mark.parametrize(

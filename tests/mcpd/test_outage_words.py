@@ -17,8 +17,7 @@ import trio
 
 from mcpd.servers.outage import Outage
 from tests.support.agent import connect, make_config, running
-
-from .test_supervision import closed_port, server, text, wait_state
+from tests.support.supervision import closed_port, server, text, wait_state
 
 RETRY = re.compile(r"mcpd will retry at (\d\d:\d\d:\d\d) \(in \d+ s\)")
 MARKER_RETRY = re.compile(r"retrying at \d\d:\d\d:\d\d")

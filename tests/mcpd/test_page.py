@@ -21,15 +21,15 @@ from mcpd.agents.page.passes import CODE_TTL, MAX_CODES, Passes
 from mcpd.agents.page.routes import Page
 from mcpd.agents.page.sources import CallFilter, CallRecord, HeldChange, PendingApproval, Sources
 from mcpd.host.token import write_token
-from tests.support.agent import connect, make_config, running
+from tests.support.agent import make_config, running
+from tests.support.auth_login import mcpd
+from tests.support.daemon_http import CURL, Reply, curl
 from tests.support.oauth_mcp import serve_protected
+from tests.support.page_http import code_url, csrf_of, http, session
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted
 from tests.support.scripted_browser import from_page
 from transports.http.oauth_client import OAuthHttp
-
-from .test_auth_cli import mcpd
-from .test_httpapi import CURL, Reply, curl
 
 LIMIT = 60
 T = 1_800_000_000.0
@@ -57,50 +57,10 @@ def config(tmp_path: Path, **daemon: Any) -> Any:
     )
 
 
-async def http(
-    port: int, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""
-) -> Reply:
-    """One request on its own connection (Host: the endpoint's, unless given)."""
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    fields = {"Host": f"127.0.0.1:{port}", **(headers or {})}
-    lines = [f"{method} {path} HTTP/1.1", "Connection: close", f"Content-Length: {len(body)}"]
-    lines += [f"{k}: {v}" for k, v in fields.items()]
-    await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-    data = b""
-    while chunk := await stream.receive_some(1 << 16):
-        data += chunk
-    await stream.aclose()
-    return Reply(data)
-
-
 def rows(page: bytes) -> dict[str, str]:
     """Each server's row on the page: alias -> its state."""
     found = re.findall(rb'<tr class="[a-z]+" data-server="([^"]+)" data-state="([^"]+)"', page)
     return {a.decode(): s.decode() for a, s in found}
-
-
-def csrf_of(page: bytes) -> str:
-    found = re.search(rb'<meta name="mcpd-csrf" content="([^"]+)">', page)
-    assert found is not None, page[:300]
-    return found.group(1).decode()
-
-
-async def code_url(socket: str) -> str:
-    async with connect(socket) as agent:
-        out = await agent.result("mcpd/auth/dashboard")
-    assert out["expires_in"] == CODE_TTL
-    return str(out["url"])
-
-
-async def session(port: int, socket: str) -> tuple[str, str]:
-    """A cookie header of a new session, and its page's CSRF token."""
-    url = urlsplit(await code_url(socket))
-    traded = await http(port, "GET", f"/?{url.query}", {"Host": f"127.0.0.1:{port}"})
-    assert traded.status == 303, traded.body
-    cookie = traded.headers["set-cookie"].split(";")[0]
-    page = await http(port, "GET", "/", {"Host": f"127.0.0.1:{port}", "Cookie": cookie})
-    assert page.status == 200
-    return cookie, csrf_of(page.body)
 
 
 async def test_the_socket_serves_the_page_for_reading(tmp_path: Path) -> None:

@@ -17,10 +17,9 @@ import trio
 from mcpd.audit.reader import Reading
 from mcpd.config.load import parse
 from tests.support.agent import connect, running
+from tests.support.daemon_http import curl
+from tests.support.page_http import http, session
 from tests.support.procs import scripted
-
-from .test_httpapi import curl
-from .test_page import http, session
 
 LIMIT = 60
 BURST = str(Path(__file__).resolve().parents[1] / "support" / "call_burst.py")

@@ -10,21 +10,13 @@ from pathlib import Path
 import msgspec
 import trio
 
-from mcpd.config.model import NamingConfig
-from mcpd.host.pinfile import PinKeeper
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
 from protocol import mcp
+from tests.support.private_files import keeper
 
 
 def tool(name: str, description: str) -> mcp.Tool:
     body = {"name": name, "description": description, "inputSchema": {"type": "object"}}
     return msgspec.json.decode(json.dumps(body).encode(), type=mcp.Tool)
-
-
-def keeper(path: Path) -> tuple[Catalog, PinKeeper]:
-    cat = Catalog(NamingConfig(), Gate())
-    return cat, PinKeeper(str(path), cat.gate, cat.rejudge, lambda alias: True)
 
 
 async def test_pins_are_written_private_and_read_back(tmp_path: Path) -> None:

@@ -28,9 +28,8 @@ from mcpd.daemon import Daemon
 from mcpd.policy.approvals import PendingView
 from tests.support.agent import META, Agent, connect, running
 from tests.support.answering import connect_answering
+from tests.support.daemon_http import modern, modern_headers, post
 from tests.support.procs import scripted
-
-from .test_httpapi import modern, modern_headers, post
 
 LIMIT = 30
 TOOLS = "delete_repo,create_issue,read_repo,merge"

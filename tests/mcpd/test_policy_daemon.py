@@ -16,9 +16,8 @@ from mcpd.audit.record import CallRecord
 from mcpd.config.load import load
 from mcpd.policy.agent import AgentInfo
 from tests.support.agent import running
+from tests.support.daemon_http import curl
 from tests.support.procs import scripted
-
-from .test_httpapi import curl
 
 LIMIT = 60
 ROOT = Path(__file__).resolve().parents[2]

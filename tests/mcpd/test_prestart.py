@@ -13,11 +13,8 @@ from typing import Any
 
 import trio
 
-from tests.support.procs import SCRIPTED, wait_gone
-
-# Each start of the server appends its pid (the same process execs the server); in the
-# config, where `$$` stands for `$`.
-COUNTED = 'echo $$$$ >> "$$1"; shift; exec "$$0" "$$@"'
+from tests.support.prestart import counted_server, starts
+from tests.support.procs import wait_gone
 
 # `mcpd serve` as the console script runs it, noting whether trio was loaded when the
 # servers were started early; once an agent has listed the tools it prints what it saw
@@ -57,11 +54,6 @@ main(["serve", "--config", sys.argv[1], "--log", "stderr", "--log-level", "debug
 """
 
 
-def counted_server(starts: Path, extra: str = "") -> str:
-    args = ["-c", COUNTED, sys.executable, str(starts), SCRIPTED]
-    return f'command = "/bin/sh"\nargs = {json.dumps(args)}\n{extra}'
-
-
 def write_config(tmp_path: Path, servers: dict[str, str]) -> tuple[Path, Path]:
     cfg = tmp_path / "mcpd.toml"
     sock = tmp_path / "mcpd.sock"
@@ -70,10 +62,6 @@ def write_config(tmp_path: Path, servers: dict[str, str]) -> tuple[Path, Path]:
         text += f"[servers.{alias}]\n{body}\n"
     cfg.write_text(text)
     return cfg, sock
-
-
-def starts(path: Path) -> list[int]:
-    return [int(line) for line in path.read_text().split()] if path.exists() else []
 
 
 def test_each_server_starts_once_and_before_trio_is_imported(tmp_path: Path) -> None:

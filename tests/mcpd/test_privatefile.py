@@ -11,83 +11,17 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 import trio
 
 from mcpd.cli import hostconfig as hc
-from mcpd.config.importer import Imported
-from mcpd.config.importwrite import move_secrets
-from mcpd.config.model import NamingConfig
-from mcpd.host import pinwriter, statefile
-from mcpd.host.token import TokenError, write_token
-from mcpd.host.tokens import StoredLogin, TokenStore, encode
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
-from protocol import mcp
+from mcpd.host import statefile
+from mcpd.host.token import TokenError
+from tests.support.private_files import WRITERS, Writer, _imported_secret
 
 VICTIM = b"someone else's file\n"
-LOGIN = StoredLogin(server_url="https://tickets.example.com/mcp")
-
-
-class Writer:
-    """One of mcpd's writers of private files: where it writes under a directory, and
-    a call that writes there, returning the bytes it wrote."""
-
-    def __init__(
-        self, name: str, place: Callable[[Path], Path], write: Callable[[Path], Awaitable[bytes]]
-    ) -> None:
-        self.name = name
-        self.place = place
-        self.write = write
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-async def _state(path: Path) -> bytes:
-    statefile.write_atomically(str(path), b'{"format": 1, "servers": {}}')
-    return b'{"format": 1, "servers": {}}'
-
-
-async def _token(path: Path) -> bytes:
-    write_token(str(path), "fresh-token")
-    return b"fresh-token\n"
-
-
-async def _login(path: Path) -> bytes:
-    await TokenStore(str(path.parent.parent)).save(path.stem, LOGIN)
-    return encode(LOGIN)
-
-
-async def _imported_secret(path: Path) -> bytes:
-    server = {"command": "x", "env": {"TOKEN": "ghp_secret"}}
-    imported = Imported({"github": server}, [], {("servers", "github", "env", "TOKEN"): "T"}, "")
-    move_secrets(imported, path.parent)
-    return b"ghp_secret\n"
-
-
-async def _pins(path: Path) -> bytes:
-    gate = Gate()
-    Catalog(NamingConfig(), gate).update("notes", [mcp.Tool(name="search", description="x")])
-    # Written in pieces, as they are made.
-    pinwriter.write(str(path), gate.pins.servers, gate.unwritten.take(), None)
-    written = path.read_bytes()
-    assert json.loads(written)["servers"]["notes"]["tools"]["search"]["definition"]
-    return written
-
-
-WRITERS = [
-    Writer("state file", lambda d: d / "state" / statefile.FILE_NAME, _state),
-    Writer("endpoint token", lambda d: d / "state" / "token", _token),
-    Writer("oauth login", lambda d: d / "state" / "oauth" / "tickets.json", _login),
-    Writer(
-        "imported secret", lambda d: d / "config.secrets" / "github.env.TOKEN", _imported_secret
-    ),
-    Writer("pin file", lambda d: d / "state" / "pins.json", _pins),
-]
 
 
 @pytest.fixture

@@ -19,8 +19,7 @@ import trio
 
 from mcpd.config.load import load
 from tests.support.agent import META, Agent, connect, running
-
-from .test_httpapi import curl
+from tests.support.daemon_http import curl
 
 LIMIT = 60
 SERVER = str(Path(__file__).resolve().parents[1] / "support" / "shared_uri_server.py")

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +16,11 @@ import trio
 
 from mcpd.config.load import load
 from tests.support.agent import connect, running
+from tests.support.daemon_http import CURL, curl, modern, modern_headers, post
+from tests.support.peer_probe import PEER_PROBE
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.socket_cli import mcpd
 
-from .test_httpapi import CURL, curl, modern, modern_headers, post
-from .test_profiles_daemon import PEER_PROBE
-
-ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 60
 
 # The server the profile does not show: a stdio child that fails, saying why on stderr.
@@ -65,20 +62,6 @@ async def silent_port(nursery: trio.Nursery) -> int:
 
     nursery.start_soon(trio.serve_listeners, hold, listeners)
     return int(listeners[0].socket.getsockname()[1])
-
-
-async def mcpd(socket: Path, *argv: str) -> str:
-    proc = await trio.run_process(
-        [sys.executable, "-m", "mcpd", *argv, "--socket", str(socket)],
-        stdin=subprocess.DEVNULL,
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-        cwd=ROOT,
-    )
-    out = (proc.stdout + proc.stderr).decode()
-    assert proc.returncode == 0, out
-    return out
 
 
 async def views(sock: Path, query: str = "") -> dict[str, str]:

@@ -18,10 +18,10 @@ import trio
 from mcpd.config.load import load
 from mcpd.config.model import ConfigError
 from tests.support.agent import connect, make_config, running
+from tests.support.bridge import BridgeProcess
+from tests.support.peer_probe import PEER_PROBE
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted
-
-from .test_bridge import BridgeProcess
 
 
 def server(*flags: str) -> str:
@@ -303,31 +303,6 @@ async def test_mcpd_tools_and_status_show_each_profile(tmp_path: Path) -> None:
     assert " ".join(table[2].split()) == "few auto (search) 30 4 0 {alias}__{tool} <= 40"
 
 
-# Sends requests (argv[2]: a JSON list of [method, params]) on one connection and prints
-# each reply, one per line.
-PEER_PROBE = """
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}
-buf = b""
-for i, (method, params) in enumerate(json.loads(sys.argv[2])):
-    req = {"jsonrpc": "2.0", "id": i, "method": method, "params": {**params, "_meta": meta}}
-    try:
-        s.sendall(json.dumps(req).encode() + bytes([10]))
-    except OSError:
-        pass
-    while bytes([10]) not in buf:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        buf += chunk
-    line, _, buf = buf.partition(bytes([10]))
-    print(line.decode())
-"""
-
-
 @needs_root
 async def test_a_profile_socket_has_its_own_peers(tmp_path: Path) -> None:
     uid = peer_uid()
@@ -372,7 +347,7 @@ async def test_a_profile_socket_has_its_own_peers(tmp_path: Path) -> None:
 
 
 async def unix_http(sock: Path, method: str, path: str, body: bytes = b"", **headers: str) -> Any:
-    from .test_httpapi import Reply
+    from tests.support.daemon_http import Reply
 
     stream = await trio.open_unix_socket(str(sock))
     head = [

@@ -21,9 +21,8 @@ from mcpd.agents.listener import UnsafeDirectory
 from mcpd.cli.client import Client
 from mcpd.host import owners
 from tests.support.agent import make_config, running
+from tests.support.bridge import BridgeProcess
 from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir, start_as
-
-from .test_bridge import BridgeProcess
 
 MCPD = [sys.executable, "-m", "mcpd"]
 REFUSAL = "not you, root or the mcpd service user: refusing to talk to it"

@@ -14,8 +14,7 @@ import trio
 
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import alive, read_pid, wait_gone
-
-from .test_supervision import server, text, wait_state
+from tests.support.supervision import server, text, wait_state
 
 
 async def _new_pid(path: Path, old: int) -> int:

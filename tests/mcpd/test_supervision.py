@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,23 +14,7 @@ import trio
 
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.procs import read_pid, scripted
-
-
-def server(*flags: str) -> dict[str, Any]:
-    command, args = scripted(*flags)
-    return {"command": command, "args": list(args)}
-
-
-def text(result: dict[str, Any]) -> str:
-    return "".join(b.get("text", "") for b in result["content"] if b["type"] == "text")
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port: int = s.getsockname()[1]
-    s.close()
-    return port
+from tests.support.supervision import closed_port, server, text, wait_state
 
 
 def flaky_server(tmp_path: Path, failures: int) -> dict[str, Any]:
@@ -58,15 +41,6 @@ async def steady_calls(agent: Agent, stop: trio.Event, tally: dict[str, int]) ->
         result = await agent.call("mcp__steady__tool0", {"text": str(i)})
         tally["ok" if text(result) == f"tool0:{i}" else "wrong"] += 1
         i += 1
-
-
-async def wait_state(agent: Agent, alias: str, *states: str) -> dict[str, Any]:
-    while True:
-        status = await agent.result("mcpd/status")
-        for s in status["servers"]:
-            if s["alias"] == alias and s["state"] in states:
-                return s  # type: ignore[no-any-return]
-        await trio.sleep(0.05)
 
 
 async def test_failing_servers_do_not_disturb_a_steady_one(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from mcpd.agents.http_wire import Reject
 from mcpd.agents.tcp import guard, own_origins
 from mcpd.host.token import TokenError, TokenFile, read_token, write_token
+from tests.support.private_files import request
 
 
 def test_created_private_read_back_and_rotated(tmp_path: Path) -> None:
@@ -27,11 +28,6 @@ def test_created_private_read_back_and_rotated(tmp_path: Path) -> None:
     assert list(path.parent.iterdir()) == [path]  # no temporary file left
     with pytest.raises(TokenError, match="mcpd token"):
         read_token(str(tmp_path / "none"), create=False)
-
-
-def request(**headers: str) -> h11.Request:
-    fields = [("Host", "127.0.0.1"), *headers.items()]
-    return h11.Request(method="GET", target="/healthz", headers=fields)
 
 
 def refusal(check: object, req: h11.Request) -> tuple[int, str]:

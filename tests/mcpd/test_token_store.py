@@ -9,28 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.host.tokens import FORMAT, IssuerRecord, StoredLogin, TokenStore, encode
-from protocol.oauth import ClientRegistration, Secret, TokenSet
-
-URL = "https://tickets.example.com/mcp"
-ISSUER = "https://auth.example.com"
-
-
-def login() -> StoredLogin:
-    tokens = TokenSet(
-        access_token=Secret("at-123"),
-        refresh_token=Secret("rt-456"),
-        expires_at=2_000_000_000.0,
-        scope=("read",),
-        issuer=ISSUER,
-        resource=URL,
-    )
-    reg = ClientRegistration(ISSUER, "client-1", Secret("cs-789"), "client_secret_basic")
-    return StoredLogin(
-        server_url=URL,
-        issuer=ISSUER,
-        issuers={ISSUER: IssuerRecord(registration=reg, tokens=tokens)},
-    )
+from mcpd.host.tokens import FORMAT, StoredLogin, TokenStore, encode
+from protocol.oauth import Secret
+from tests.support.private_files import URL, login
 
 
 async def test_a_saved_login_comes_back_whole_in_a_private_file(tmp_path: Path) -> None:

@@ -1,0 +1,37 @@
+"""Servers for supervision tests, and waiting on a server's state through the socket."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import trio
+
+from tests.support.agent import Agent
+from tests.support.procs import scripted
+
+
+def server(*flags: str) -> dict[str, Any]:
+    command, args = scripted(*flags)
+    return {"command": command, "args": list(args)}
+
+
+def text(result: dict[str, Any]) -> str:
+    return "".join(b.get("text", "") for b in result["content"] if b["type"] == "text")
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port: int = s.getsockname()[1]
+    s.close()
+    return port
+
+
+async def wait_state(agent: Agent, alias: str, *states: str) -> dict[str, Any]:
+    while True:
+        status = await agent.result("mcpd/status")
+        for s in status["servers"]:
+            if s["alias"] == alias and s["state"] in states:
+                return s  # type: ignore[no-any-return]
+        await trio.sleep(0.05)
