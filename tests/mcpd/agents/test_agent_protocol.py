@@ -16,7 +16,7 @@ from tests.support.agent import connect, make_config, running
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted
 
-CUSTOM = str(Path(__file__).resolve().parents[1] / "support" / "demo_custom_server.py")
+CUSTOM = str(Path(__file__).resolve().parents[2] / "support" / "demo_custom_server.py")
 
 
 def server(*flags: str) -> dict[str, Any]:

@@ -223,7 +223,7 @@ async def test_reload_over_http_is_the_same_method(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])
 async def test_the_official_sdk_client_over_http_on_the_socket(tmp_path: Path, mode: str) -> None:
-    probe = Path(__file__).resolve().parents[1] / "support" / "sdk_unix_http_probe.py"
+    probe = Path(__file__).resolve().parents[2] / "support" / "sdk_unix_http_probe.py"
     cfg = make_config(tmp_path, {"alpha": server("--tools", "2")})
     with trio.fail_after(90):
         async with running(cfg) as daemon:

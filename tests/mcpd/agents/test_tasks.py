@@ -12,7 +12,7 @@ import trio
 
 from tests.support.agent import META, Agent, connect, make_config, running
 
-TASK_SERVER = str(Path(__file__).resolve().parents[1] / "support" / "task_server.py")
+TASK_SERVER = str(Path(__file__).resolve().parents[2] / "support" / "task_server.py")
 EXT = "io.modelcontextprotocol/tasks"
 TASKS_META = {**META, "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}}
 
