@@ -22,7 +22,7 @@ from tests.support.page_http import http, session
 from tests.support.procs import scripted
 
 LIMIT = 60
-BURST = str(Path(__file__).resolve().parents[1] / "support" / "call_burst.py")
+BURST = str(Path(__file__).resolve().parents[3] / "support" / "call_burst.py")
 
 
 def config(tmp_path: Path) -> Any:

@@ -31,7 +31,7 @@ import pytest
 from tests.support.browser import artifacts, chromium
 from tests.support.procs import scripted
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 CHANGING = str(ROOT / "tests" / "support" / "changing_server.py")
 BURST = str(ROOT / "tests" / "support" / "call_burst.py")
 SEARCH = {
