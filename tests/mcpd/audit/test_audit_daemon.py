@@ -28,7 +28,7 @@ from tests.support.procs import scripted
 
 LIMIT = 120
 NAP = {"name": "mcp__slow__nap", "arguments": {}, "_meta": META}
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BURST = str(ROOT / "tests" / "support" / "call_burst.py")
 AGENTS = 8
 CALLS = 125  # each
