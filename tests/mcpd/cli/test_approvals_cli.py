@@ -27,7 +27,7 @@ from tests.support.daemon_http import MCP, auth, header_dict, http, modern, mode
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 
 LIMIT = 30
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # A process that cannot exist: no command this test runs descends from it.
 ELSEWHERE = 2**22 + 7
 AGENT = AgentInfo(uid=1000, pid=ELSEWHERE, exe="claude", profile="default", connection="c9")

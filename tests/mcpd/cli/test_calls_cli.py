@@ -22,7 +22,7 @@ from mcpd.cli.calls import since
 from mcpd.config.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NOW = time.time()
 # Between two records (they are 7.2 s apart), an hour before the last ones.
 SINCE = NOW - 3600 + 3.6
