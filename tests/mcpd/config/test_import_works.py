@@ -20,7 +20,7 @@ from tests.support.agent import META, connect
 from tests.support.http_servers import Responder, SeenRequest, serve_http
 from tests.support.sandbox import HOSTILE
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MCPD = [sys.executable, "-m", "mcpd"]
 
 

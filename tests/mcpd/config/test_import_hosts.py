@@ -22,7 +22,7 @@ from tests.support.operator import client, start, stop
 from tests.support.procs import scripted
 
 MCPD = [sys.executable, "-m", "mcpd"]
-SAMPLES = Path(__file__).resolve().parents[1] / "support" / "import_samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "support" / "import_samples"
 TICKETS = [sys.executable, "-m", "mcpd.demo.tickets"]
 
 

@@ -16,7 +16,7 @@ from mcpd.config.exposure import in_args, in_url
 from mcpd.config.load import load, parse
 from tests.support.import_cli import mcpd, warned
 
-SAMPLES = Path(__file__).resolve().parents[1] / "support" / "import_samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "support" / "import_samples"
 
 OPENAI = "sk-proj4f9a8b7c6d5e4f3a2b1c0d9e"
 GITHUB = "ghp_R8x2Kq9ZtLmN4vB7cD1eF3gH5jK6lM0pQ2rS"

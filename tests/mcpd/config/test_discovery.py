@@ -25,7 +25,7 @@ from tests.support.prestart import counted_server, starts
 from tests.support.procs import SCRIPTED
 
 MCPD = [sys.executable, "-m", "mcpd"]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DISCOVERY_VARS = ("MCPD_SOCKET", "MCPD_CONFIG", "RUNTIME_DIRECTORY", "LISTEN_FDS", "LISTEN_PID")
 
 
