@@ -19,7 +19,7 @@ from mcpd.host import journal
 from protocol.logfields import log_extra
 from tests.support.agent import make_config, running
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SERVER = str(ROOT / "tests" / "support" / "hostile_text_server.py")
 
 RAW = ("\x1b", "\r", "\x07", "\u202e", "\u2069", "\u200b", "\U000e0041")

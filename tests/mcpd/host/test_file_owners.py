@@ -24,7 +24,7 @@ from mcpd.host.tokens import TokenStore, encode
 from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
 from tests.support.private_files import WRITERS, Writer, keeper, login, request
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # Writes bytes (argv[2], in hex) to a file (argv[1]) as the user running it, 0600.
 WRITE_AS = """
