@@ -20,7 +20,7 @@ from tests.support.daemon_http import curl
 from tests.support.procs import scripted
 
 LIMIT = 60
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False}
 
 
