@@ -16,7 +16,7 @@ import trio
 from mcpd.registry.claims import RESULT_STEPS
 from tests.support.agent import META, Agent, connect, make_config, running
 
-SERVER = str(Path(__file__).resolve().parents[1] / "support" / "link_server.py")
+SERVER = str(Path(__file__).resolve().parents[2] / "support" / "link_server.py")
 
 
 def server(shape: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from tests.support.agent import META, Agent, connect, running
 from tests.support.daemon_http import curl
 
 LIMIT = 60
-SERVER = str(Path(__file__).resolve().parents[1] / "support" / "shared_uri_server.py")
+SERVER = str(Path(__file__).resolve().parents[2] / "support" / "shared_uri_server.py")
 HIDDEN = "privy"
 README = "file:///README.md"
 SHARED = "file:///shared.md"

@@ -21,7 +21,7 @@ from tests.support.agent import Agent, connect, make_config, running
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import host_pid
 
-SERVER = str(Path(__file__).resolve().parents[1] / "support" / "changing_server.py")
+SERVER = str(Path(__file__).resolve().parents[2] / "support" / "changing_server.py")
 SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}}
 FIRST: dict[str, Any] = {
     "tools": [

@@ -12,7 +12,7 @@ import trio
 
 from tests.support.agent import Agent, connect, make_config, running
 
-SERVER = str(Path(__file__).resolve().parents[1] / "support" / "template_server.py")
+SERVER = str(Path(__file__).resolve().parents[2] / "support" / "template_server.py")
 REPO = "repo://{owner}{/path}"
 # A run no expansion can end in: a backtracking matcher's time grows exponentially
 # with its length, and with this one runs far past the deadline below.

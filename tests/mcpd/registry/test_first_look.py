@@ -18,7 +18,7 @@ from mcpd.registry.judged import ListState
 from mcpd.registry.readable import read_prompt, read_tool
 from protocol import mcp, surface
 
-DATA = Path(__file__).resolve().parents[1] / "support" / "data"
+DATA = Path(__file__).resolve().parents[2] / "support" / "data"
 CORPUS: list[dict[str, Any]] = json.loads((DATA / "poisoned.json").read_text())
 PEERS: dict[str, dict[str, Any]] = json.loads((DATA / "peer_listings.json").read_text())
 
