@@ -15,7 +15,7 @@ import trio.testing
 
 from tests.support.agent import Agent, connect, make_config, running
 
-SERVER = str(Path(__file__).resolve().parents[1] / "support" / "legacy_task_server.py")
+SERVER = str(Path(__file__).resolve().parents[2] / "support" / "legacy_task_server.py")
 RESEARCH = "mcp__jobs__research"
 
 
