@@ -9,50 +9,17 @@ TYPE_CHECKING is still two modules that cannot be read, tested or replaced apart
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.class_shapes import ClassShape, ClassTree, name_of
+from tests.support.imports import imports_in, imports_of, module_name
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("protocol", "transports", "mcpd")
 # Modules that do I/O or run an event loop; protocol/ and the registry use none.
 IO_MODULES = ("trio", "h11", "socket", "ssl", "subprocess", "asyncio", "selectors")
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def imports_of(path: Path) -> Iterator[str]:
-    """Every module ``path`` imports, as absolute dotted names."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    yield from imports_in(ast.parse(path.read_text(), str(path)), package)
-
-
-def imports_in(tree: ast.Module, package: str) -> Iterator[str]:
-    """Every module a parsed module of ``package`` imports, as absolute dotted names."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            yield target
-            # "from . import x" and "from pkg import module" name modules too.
-            for alias in node.names:
-                yield f"{target}.{alias.name}"
 
 
 def our_modules() -> dict[str, Path]:
