@@ -1,7 +1,7 @@
 """Properties of the pieces every hostile byte goes through: the line framer, the
 JSON-RPC decoder and the tool-name mapping.
 
-tests/protocol and tests/mcpd/test_registry.py already check that any chunking of
+tests/protocol and tests/mcpd/registry/test_table.py already check that any chunking of
 short lines gives the same lines, that arbitrary bytes only ever raise DecodeFailure,
 that valid requests round-trip and that local names are unique, safe and reversible.
 These add what an attacker would aim at: lines over the limit and the memory bound,
