@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from mcpd.agents.door import OWNER_RESERVE
-from tests.faults.harness import (
+from tests.support.fault_harness import (
     META,
     MIB,
     Agent,

@@ -18,7 +18,7 @@ import trio
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.faults.harness import META, Case, run_case
+from tests.support.fault_harness import META, Case, run_case
 
 EXAMPLES = 400
 HTTP_START = re.compile(rb"[A-Z]{1,7}(?: |\Z)")

@@ -17,8 +17,8 @@ from typing import Any
 
 import trio
 
-from tests.faults.harness import Agent, Case, hostile, is_error_result, run_case, text_of
-from tests.faults.hostile_http import HostileHttp, serve_hostile_http
+from tests.support.fault_harness import Agent, Case, hostile, is_error_result, run_case, text_of
+from tests.support.hostile_http import HostileHttp, serve_hostile_http
 from tests.support.procs import host_pid
 
 AGENTS = 50

@@ -18,8 +18,8 @@ from typing import Any
 
 import trio
 
-from tests.faults.harness import toml_value
 from tests.support.agent import Agent, connect
+from tests.support.fault_harness import toml_value
 from tests.support.procs import SCRIPTED, alive
 
 HOSTILE = str(Path(__file__).with_name("hostile_server.py"))

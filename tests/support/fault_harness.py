@@ -198,7 +198,7 @@ class Daemon:
             [
                 sys.executable,
                 "-m",
-                "tests.faults.mcpd_probe",
+                "tests.support.mcpd_probe",
                 "serve",
                 "--config",
                 str(self.config_path),
