@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.interop.conformance_auth import drive_auth  # noqa: E402
-from tests.interop.wiretap import WireTap, wiretap  # noqa: E402
 from tests.support.agent import Agent, connect, make_config, running  # noqa: E402
+from tests.support.conformance_auth import drive_auth  # noqa: E402
+from tests.support.wiretap import WireTap, wiretap  # noqa: E402
 
 ALIAS = "conf"
 PREFIX = f"mcp__{ALIAS}__"

@@ -17,9 +17,9 @@ import trio
 from tests.support.agent import META, make_config, running
 from tests.support.answering import AnsweringAgent, connect_answering
 from tests.support.interop import lines, tapped
+from tests.support.wiretap import free_port, serve
 
 from .conftest import console_script
-from .wiretap import free_port, serve
 
 ASKING = str(Path(__file__).with_name("servers") / "asking_server.py")
 CAPS = {"elicitation": {}, "sampling": {}, "roots": {"listChanged": True}}

@@ -25,11 +25,11 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.calls import at_upstream
+from tests.support.wiretap import ServerProcess, TappedRequest, WireTap, free_port, serve, wiretap
 from transports.errors import HttpRPCError, SessionExpired
 from transports.http.transport import HttpTransport, open_http_transport
 
 from .conftest import SERVERS, V1_PYTHON, node_env, node_tool, v1_python
-from .wiretap import ServerProcess, TappedRequest, WireTap, free_port, serve, wiretap
 
 # A pytestmark in conftest.py marks nothing, so each module marks itself.
 pytestmark = pytest.mark.interop

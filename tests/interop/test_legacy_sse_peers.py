@@ -21,11 +21,10 @@ from msgspec import Raw
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from tests.support.interop import peer_server, relay
+from tests.support.wiretap import free_port
 from transports.errors import StreamCut, TransportClosed, TransportError
 from transports.sse.detect import detect_http_transport
 from transports.sse.transport import LegacySSETransport, open_legacy_sse_transport
-
-from .wiretap import free_port
 
 pytestmark = pytest.mark.interop
 

@@ -39,9 +39,9 @@ import trio
 
 from mcpd.host.journal import JournalHandler, LineHandler
 from tests.support.agent import Agent, connect, make_config, running
+from tests.support.wiretap import free_port, serve
 
 from .conftest import SERVERS
-from .wiretap import free_port, serve
 
 pytestmark = pytest.mark.interop
 

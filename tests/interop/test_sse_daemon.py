@@ -18,8 +18,7 @@ import trio
 
 from tests.support.agent import connect, make_config, running
 from tests.support.interop import peer_server, relay
-
-from .wiretap import free_port
+from tests.support.wiretap import free_port
 
 pytestmark = pytest.mark.interop
 

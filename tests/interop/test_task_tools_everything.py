@@ -14,9 +14,9 @@ import trio
 
 from tests.support.agent import connect, make_config, running
 from tests.support.interop import run_json, ts_probe
+from tests.support.wiretap import free_port, serve
 
 from .conftest import console_script, node_env, node_tool
-from .wiretap import free_port, serve
 
 HERE = Path(__file__).resolve().parent
 TOOL = "mcp__everything__simulate-research-query"

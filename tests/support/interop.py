@@ -21,7 +21,7 @@ from tests.interop.conftest import (
     SERVERS,
     v1_python,
 )
-from tests.interop.wiretap import ServerProcess, free_port, serve
+from tests.support.wiretap import ServerProcess, free_port, serve
 
 HERE = Path(__file__).resolve().parents[1] / "interop"
 

@@ -30,7 +30,7 @@ from tests.support.agent import Agent, connect, make_config, running
 ALIAS = "conf"
 PREFIX = f"mcp__{ALIAS}__"
 CIMD = "https://conformance-test.local/client-metadata.json"
-BROWSER = Path(__file__).resolve().parents[1] / "support" / "scripted_browser.py"
+BROWSER = Path(__file__).resolve().with_name("scripted_browser.py")
 # More than any scenario needs (an initial login and two step-ups): a safety net
 # for the test, not what stops mcpd.
 MAX_LOGINS = 5
