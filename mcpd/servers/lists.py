@@ -28,7 +28,7 @@ from transports.errors import ServerCancelled, TransportError
 from ..registry.catalog import Catalog
 from ..registry.limits import ListTrim, Trimmed
 from .handshake import ProtocolViolation
-from .listing import ListKeeper
+from .tool_list import ToolListKeeper
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
@@ -311,7 +311,7 @@ class SurfaceKeeper:
             wanted["taskIds"] = sorted(self.watched_tasks)
         return wanted
 
-    async def listen(self, up: Upstream, lists: ListKeeper) -> None:
+    async def listen(self, up: Upstream, lists: ToolListKeeper) -> None:
         """Keep one ``subscriptions/listen`` open for everything this server can tell
         (tools too), listening again when it ends or when the filter changes."""
         delay = 1.0

@@ -32,7 +32,6 @@ from .downtime import Downtime
 from .events import ServerLog, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
-from .listing import ListKeeper
 from .lists import SurfaceKeeper
 from .logs import ServerLogs
 from .outage import Outage
@@ -49,6 +48,7 @@ from .state import (
     surface_counts,
 )
 from .stats import LatencyStats
+from .tool_list import ToolListKeeper
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
@@ -98,7 +98,7 @@ class Runner:
         )
         self.events = ServerLog(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
-        self.lists = ListKeeper(alias, self.wake, self._is_connected, self._install)
+        self.lists = ToolListKeeper(alias, self.wake, self._is_connected, self._install)
         # OAuth, for HTTP servers: dormant until the server answers 401.
         self.auth: ServerAuth | None = None
         self.login: Login | None = None

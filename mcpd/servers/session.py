@@ -25,11 +25,11 @@ from .backoff import RestartPolicy
 from .events import ServerLog
 from .handshake import ProtocolViolation
 from .health import Health
-from .listing import ListKeeper
 from .lists import SurfaceKeeper
 from .logs import ServerLogs
 from .progress import ProgressRoutes
 from .scheduler import CallScheduler
+from .tool_list import ToolListKeeper
 from .upstream import ListResult, Upstream
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class Session:
         events: ServerLog,
         health: Health,
         policy: RestartPolicy,
-        lists: ListKeeper,
+        lists: ToolListKeeper,
         surface: SurfaceKeeper,
         logs: ServerLogs,
         progress: ProgressRoutes,
