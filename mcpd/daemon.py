@@ -323,7 +323,7 @@ class Daemon:
         up = runner.upstream if runner is not None else None
         if runner is None or up is None:
             return None
-        return up.era, up.version, runner.lists.ttl_ms
+        return up.era, up.version, runner.tool_list.ttl_ms
 
     # -- what the agent side may ask of the daemon (agents.backend.Control) --
 

@@ -98,7 +98,7 @@ class Offerings(Protocol):
     is no candidate for its URIs, and does not change the form they are handed in."""
 
     @property
-    def surface_versions(self) -> tuple[int, int]:
+    def prompt_resource_versions(self) -> tuple[int, int]:
         """(prompts, resources): each grows when what agents are listed of it changes
         (a profile keeps its own: ``ProfileView.offered``)."""
         ...

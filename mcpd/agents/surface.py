@@ -98,7 +98,7 @@ class Surface:
 
     def _offered(self, conn: Any) -> tuple[int, int]:
         if self._view_of is None:
-            return self.servers.surface_versions
+            return self.servers.prompt_resource_versions
         return self._view_of(conn).offered()
 
     def left(self, owner: Any) -> None:

@@ -23,9 +23,9 @@ from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker
 from .calls import Call, CallRefused
-from .lists import TaskNews, Updated
 from .logs import Heard
 from .outage import Outage, iso
+from .prompt_resource_lists import TaskNews, Updated
 from .runner import Runner
 from .state import Said, short_lists
 from .supervisor import Supervisor
@@ -106,7 +106,7 @@ class Front:
             if up is None or (only is not None and not only(alias)):
                 continue
             said = self._registry.gate.instructions(alias, up.instructions) or ""
-            note = short_lists(runner.lists.short, runner.surface.trimmed)
+            note = short_lists(runner.tool_list.short, runner.prompt_resources.trimmed)
             if note or said.strip():
                 out.append(Said(alias, note, said.strip()))
         return out
@@ -155,7 +155,7 @@ class Front:
     # -- prompts, resources, completions, tasks --
 
     @property
-    def surface_versions(self) -> tuple[int, int]:
+    def prompt_resource_versions(self) -> tuple[int, int]:
         c = self._catalog
         return (c.prompts.version, c.resources.version) if c is not None else (0, 0)
 
@@ -215,7 +215,9 @@ class Front:
 
     def subscribable(self, alias: str) -> bool:
         runner = self._supervisor.runners.get(alias)
-        return runner is not None and runner.surface.supports_subscriptions(runner.upstream)
+        return runner is not None and runner.prompt_resources.supports_subscriptions(
+            runner.upstream
+        )
 
     def subscribe_resource(self, alias: str, uri: str, on: bool) -> None:
         """Hold (or let go of) one agent's subscription to a server's URI."""
@@ -229,15 +231,15 @@ class Front:
         if runner is not None:
             self._hook(runner)
             if on:
-                runner.surface.add_subscription(uri)
+                runner.prompt_resources.add_subscription(uri)
             else:
-                runner.surface.drop_subscription(uri)
+                runner.prompt_resources.drop_subscription(uri)
 
     def watch_task(self, alias: str, task_id: str, on: bool) -> None:
         runner = self._supervisor.runners.get(alias)
         if runner is not None:
             self._hook(runner)
-            runner.surface.watch_task(task_id, on)
+            runner.prompt_resources.watch_task(task_id, on)
 
     def on_resource_updated(self, listener: Updated) -> None:
         self._on_updated.append(listener)
@@ -259,14 +261,14 @@ class Front:
         if runner.logs.on_message is None:
             runner.logs.on_message = self._log_heard
             runner.logs.want(self._log_level(runner.alias))
-        if runner.surface.on_updated is not None:
+        if runner.prompt_resources.on_updated is not None:
             return
-        runner.surface.on_updated = self._updated
-        runner.surface.on_task = self._task
+        runner.prompt_resources.on_updated = self._updated
+        runner.prompt_resources.on_task = self._task
         for (alias, uri), count in self._subscriptions.items():
-            if alias == runner.alias and uri not in runner.surface.subscribed:
+            if alias == runner.alias and uri not in runner.prompt_resources.subscribed:
                 for _ in range(count):
-                    runner.surface.add_subscription(uri)
+                    runner.prompt_resources.add_subscription(uri)
 
     def _updated(self, alias: str, uri: str) -> None:
         for listener in self._on_updated:

@@ -32,10 +32,10 @@ from .downtime import Downtime
 from .events import ServerLog, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
-from .lists import SurfaceKeeper
 from .logs import ServerLogs
 from .outage import Outage
 from .progress import ProgressRoutes
+from .prompt_resource_lists import PromptResourceKeeper
 from .scheduler import CallScheduler
 from .session import Session
 from .state import (
@@ -43,9 +43,9 @@ from .state import (
     breaker_config,
     list_trims,
     outage_of,
+    prompt_resource_counts,
     server_state,
     status_row,
-    surface_counts,
 )
 from .stats import LatencyStats
 from .tool_list import ToolListKeeper
@@ -98,7 +98,7 @@ class Runner:
         )
         self.events = ServerLog(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
-        self.lists = ToolListKeeper(alias, self.wake, self._is_connected, self._install)
+        self.tool_list = ToolListKeeper(alias, self.wake, self._is_connected, self._install)
         # OAuth, for HTTP servers: dormant until the server answers 401.
         self.auth: ServerAuth | None = None
         self.login: Login | None = None
@@ -125,7 +125,9 @@ class Runner:
         self.unprotected: str | None = None
         self._ready: tuple[bool, str, int] = (False, "", 0)
         # Prompts, resources and templates; what the server asks back, and of whom.
-        self.surface = SurfaceKeeper(alias, catalog_of(registry), self.wake, self.changed)
+        self.prompt_resources = PromptResourceKeeper(
+            alias, catalog_of(registry), self.wake, self.changed
+        )
         self.logs = ServerLogs(alias, self.wake)
         self.asks = AskRoutes(alias, lambda: self.config.daemon.ask_timeout)
         self.session = Session(
@@ -135,8 +137,8 @@ class Runner:
             events=self.events,
             health=self.health,
             policy=self.policy,
-            lists=self.lists,
-            surface=self.surface,
+            tool_list=self.tool_list,
+            prompt_resources=self.prompt_resources,
             logs=self.logs,
             progress=self.progress,
             scheduler=self.scheduler,
@@ -282,8 +284,8 @@ class Runner:
             settings=self.config.daemon,
             limits=self.config.list_limits(self.alias),
         )
-        self.lists.listed(listing)
-        self.lists.connected()
+        self.tool_list.listed(listing)
+        self.tool_list.connected()
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
         # Everything listed once: unless new servers are held, that is the approval of
         # the server, and what it lists from now on is judged against it.
@@ -340,21 +342,21 @@ class Runner:
 
     @property
     def subscribed(self) -> bool:
-        return self.lists.subscribed
+        return self.tool_list.subscribed
 
     @property
     def refetches(self) -> int:
-        return self.lists.refetches
+        return self.tool_list.refetches
 
     def maybe_refresh(self) -> None:
-        self.lists.maybe_refresh()
+        self.tool_list.maybe_refresh()
 
     def request_refetch(self) -> None:
-        self.lists.request()
+        self.tool_list.request()
 
     @property
     def dropped_tools(self) -> list[str]:
-        return self.lists.dropped
+        return self.tool_list.dropped
 
     @property
     def inflight(self) -> int:
@@ -392,7 +394,7 @@ class Runner:
             tools=self.registry.count(self.alias),
             now=trio.current_time(),
             server_info=up.server_info if up else None,
-            cache_scope=self.lists.cache_scope if up else None,
+            cache_scope=self.tool_list.cache_scope if up else None,
         )
         # The child's pid (stdio servers only): what to look at with ps, strace or kill.
         row["pid"] = up.transport.pid if up is not None else None
@@ -403,7 +405,9 @@ class Runner:
             row["sandbox"] = sandbox_status(sandbox, self.unprotected if started else None, started)
         if self.login is not None and self.auth is not None and self.auth.enabled:
             row["auth"] = self.login.status()
-        trims = list_trims(self.lists.cut, self.surface.trimmed, up.instructions_cut if up else "")
+        trims = list_trims(
+            self.tool_list.cut, self.prompt_resources.trimmed, up.instructions_cut if up else ""
+        )
         # Items held until approved, definition changes seen, items with findings.
         pins = self.registry.gate.counts(self.alias)
-        return row | surface_counts(catalog_of(self.registry), self.alias) | trims | pins
+        return row | prompt_resource_counts(catalog_of(self.registry), self.alias) | trims | pins

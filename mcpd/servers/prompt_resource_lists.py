@@ -94,7 +94,7 @@ async def list_all(
     raise ProtocolViolation(f"{up.alias}: {method} did not end after {up.max_pages} pages")
 
 
-class SurfaceKeeper:
+class PromptResourceKeeper:
     def __init__(
         self,
         alias: str,
