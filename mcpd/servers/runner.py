@@ -29,7 +29,7 @@ from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
 from .calls import CallLimits
 from .downtime import Downtime
-from .events import ServerLog, describe_failure
+from .events import LifecycleJournal, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
 from .logs import ServerLogs
@@ -96,7 +96,7 @@ class Runner:
             probe_timeout=lambda: self.config.daemon.probe_timeout,
             on_probe=self._publish,
         )
-        self.events = ServerLog(alias, lambda: self.stderr)
+        self.events = LifecycleJournal(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
         self.tool_list = ToolListKeeper(alias, self.wake, self._is_connected, self._install)
         # OAuth, for HTTP servers: dormant until the server answers 401.

@@ -22,7 +22,7 @@ from ..config.model import DaemonConfig, ListLimits
 from .askback import relay_capabilities
 from .autherrors import LoginRequired
 from .backoff import RestartPolicy
-from .events import ServerLog
+from .events import LifecycleJournal
 from .handshake import ProtocolViolation
 from .health import Health
 from .logs import ServerLogs
@@ -46,7 +46,7 @@ class Session:
         *,
         era: str,
         relay: list[str],
-        events: ServerLog,
+        events: LifecycleJournal,
         health: Health,
         policy: RestartPolicy,
         tool_list: ToolListKeeper,
