@@ -23,7 +23,7 @@ from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker
 from .calls import Call, CallRefused
-from .logs import Heard
+from .log_messages import Heard
 from .outage import Outage, iso
 from .prompt_resource_lists import TaskNews, Updated
 from .runner import Runner

@@ -32,7 +32,7 @@ from .downtime import Downtime
 from .events import LifecycleJournal, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
-from .logs import ServerLogs
+from .log_messages import LogMessages
 from .outage import Outage
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
@@ -128,7 +128,7 @@ class Runner:
         self.prompt_resources = PromptResourceKeeper(
             alias, catalog_of(registry), self.wake, self.changed
         )
-        self.logs = ServerLogs(alias, self.wake)
+        self.logs = LogMessages(alias, self.wake)
         self.asks = AskRoutes(alias, lambda: self.config.daemon.ask_timeout)
         self.session = Session(
             alias,

@@ -25,7 +25,7 @@ from .backoff import RestartPolicy
 from .events import LifecycleJournal
 from .handshake import ProtocolViolation
 from .health import Health
-from .logs import ServerLogs
+from .log_messages import LogMessages
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
 from .scheduler import CallScheduler
@@ -51,7 +51,7 @@ class Session:
         policy: RestartPolicy,
         tool_list: ToolListKeeper,
         prompt_resources: PromptResourceKeeper,
-        logs: ServerLogs,
+        logs: LogMessages,
         progress: ProgressRoutes,
         scheduler: CallScheduler,
         auth: ServerAuth | None,

@@ -47,7 +47,7 @@ _PYTHON_LEVEL: Final = {
 }
 
 
-class ServerLogs:
+class LogMessages:
     def __init__(self, alias: str, wake: Callable[[], None]) -> None:
         self.alias = alias
         self._wake = wake
