@@ -24,13 +24,14 @@ from transports.stdio.launch import START_MARK
 
 from . import __version__
 from .agents.api import Api
-from .agents.listener import DaemonError, SocketFile, open_unix_listener
+from .agents.listener import SocketFile, open_unix_listener
 from .agents.peers import server_of
 from .audit.log import AuditLog
 from .config.endpoints import groups_locked_out
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from .config.secrets import HeldSecret
+from .errors import DaemonError
 from .host import pinfile
 from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
@@ -49,7 +50,7 @@ from .servers.logins import Logins
 from .servers.outage import iso
 from .servers.supervisor import ReloadReport, Supervisor
 
-__all__ = ["Daemon", "DaemonError"]
+__all__ = ["Daemon"]
 
 logger = logging.getLogger("mcpd")
 

@@ -22,7 +22,8 @@ from .config.load import load, parse
 from .config.model import EX_CONFIG, Config, ConfigError
 from .config.paths import daemon_socket_path
 from .config_hold import ConfigHold
-from .daemon import Daemon, DaemonError
+from .daemon import Daemon
+from .errors import DaemonError
 from .host import heap
 from .host.systemd import SystemdEnv, adopt_listener
 from .prestart import stop_unclaimed

@@ -25,6 +25,7 @@ from protocol.server import RequestContext, ServerSession
 from .. import __version__
 from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
+from ..errors import DaemonError
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Backend, Control, Lines, Servers
@@ -34,7 +35,6 @@ from .connection import LIFECYCLE, Connection
 from .door import Door, Seat, refuse
 from .instructions import instructions
 from .listen import Listens
-from .listener import DaemonError
 from .pinsapi import HANDLERS as PINS_HANDLERS
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers

@@ -20,11 +20,8 @@ from collections import deque
 
 import trio
 
+from ..errors import DaemonError
 from ..host.owners import user_name
-
-
-class DaemonError(Exception):
-    """The daemon cannot start (socket taken, unusable path)."""
 
 
 class UnsafeDirectory(DaemonError):

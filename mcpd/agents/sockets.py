@@ -19,7 +19,8 @@ import trio
 from protocol.logfields import log_extra
 
 from ..config.profiles import ProfileConfig
-from .listener import DaemonError, SocketFile, open_unix_listener
+from ..errors import DaemonError
+from .listener import SocketFile, open_unix_listener
 from .peers import resolve_groups
 
 logger = logging.getLogger("mcpd.api")
