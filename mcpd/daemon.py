@@ -24,8 +24,8 @@ from transports.stdio.launch import START_MARK
 
 from . import __version__
 from .agents.api import Api
-from .agents.listener import SocketFile, open_unix_listener
 from .agents.peers import server_of
+from .agents.unix_socket import SocketFile, open_unix_listener
 from .audit.log import AuditLog
 from .config.endpoints import groups_locked_out
 from .config.load import load

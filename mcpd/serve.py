@@ -17,7 +17,7 @@ from transports.errors import single_exceptions
 from transports.stdio import early, pidgroup
 from transports.stdio.child import signal_group, spawn
 
-from .agents.listener import UnsafeDirectory
+from .agents.unix_socket import UnsafeDirectory
 from .config.load import load, parse
 from .config.model import EX_CONFIG, Config, ConfigError
 from .config.paths import daemon_socket_path

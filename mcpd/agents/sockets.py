@@ -20,8 +20,8 @@ from protocol.logfields import log_extra
 
 from ..config.profiles import ProfileConfig
 from ..errors import DaemonError
-from .listener import SocketFile, open_unix_listener
 from .peers import resolve_groups
+from .unix_socket import SocketFile, open_unix_listener
 
 logger = logging.getLogger("mcpd.api")
 
