@@ -21,6 +21,7 @@ from protocol.server import RequestContext, ServerSession
 from ..servers.calls import Call, Outcome
 from ..servers.progress import Deliver
 from .askback import AgentRequests, DirectAsker
+from .askback_driver import may_be_asked
 from .backend import Lines
 from .batches import Batches
 from .identity import Identity
@@ -28,7 +29,6 @@ from .longreply import LongReplies
 from .misbehaviour import Misbehaviour
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
-from .relay import may_be_asked
 from .toolcall import Agent, Router
 
 _TOOLS_CALL: Final = b'"tools/call"'

@@ -24,11 +24,11 @@ from ..registry.scheme import Sight
 from ..registry.views import ProfileView
 from ..servers.calls import Call
 from .allowance import Allowance
+from .askback_driver import AgentSide, AskBackDriver, agent_side
 from .backend import Backend, Control
 from .callrecords import CallRecords, Seen, ended
 from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
-from .relay import AgentSide, AskBack, agent_side
 from .resources import Subscriptions, list_resources, read
 from .rewrite import tool_result
 from .tasks import Tasks
@@ -52,7 +52,7 @@ class Surface:
         # The agent's profile: which prompts and resources it sees.
         self._view_of = view_of
         self._connections = connections
-        self.askback = AskBack()
+        self.askback = AskBackDriver()
         self.tasks = Tasks(servers)
         self.subscriptions = Subscriptions(servers)
         self.logs = AgentLogs(servers)

@@ -10,7 +10,7 @@ reply ``Router.reply`` makes; the reply is where the call's audit record is made
 (``callrecords``). A call whose server may ask its agent things, one that waits for a
 person's approval, and every call over HTTP, is awaited in a task instead
 (``Router.run``): the same call, driven through the rounds of asking back
-(``relay.AskBack``).
+(``askback_driver.AskBackDriver``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
 from ..servers.progress import Deliver
 from .askback import AgentRequests, DirectAsker
+from .askback_driver import AgentSide, AskBackDriver
 from .backend import Backend, Servers
 from .callpolicy import Ask, CallPolicy
 from .callrecords import CallRecords, ended, outcome_of
@@ -41,7 +42,6 @@ from .identity import Identity
 from .metatools import NAMES as META_TOOLS
 from .paging import page
 from .profiles import ProfileServers
-from .relay import AgentSide, AskBack
 from .results import shape_call_result
 from .search_mode import unwrap
 from .unrouted import held_tool, unknown_tool
@@ -110,7 +110,7 @@ class Router:
     def __init__(
         self,
         servers: Backend,
-        askback: AskBack,
+        askback: AskBackDriver,
         finish: Finish,
         policy: CallPolicy,
         records: CallRecords,
