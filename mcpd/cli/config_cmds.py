@@ -206,8 +206,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
+    from ..host.endpoint_token import TokenError, stored_token, token_path, write_token
     from ..host.statefile import state_dir
-    from ..host.token import TokenError, stored_token, token_path, write_token
     from .client import Untrusted, config_in_use
 
     try:

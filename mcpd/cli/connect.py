@@ -35,7 +35,7 @@ from ..config.load import load
 from ..config.model import Config, ConfigError
 from ..config.paths import daemon_socket_path
 from ..config.profiles import DEFAULT_PROFILE, EVERYTHING
-from ..host.token import TokenError, read_token, token_path
+from ..host.endpoint_token import TokenError, read_token, token_path
 from .client import (
     Client,
     Running,

@@ -47,8 +47,8 @@ from transports.base import AuthHook
 from transports.errors import AuthError, TransportError
 
 from ..config.model import Config, ServerConfig
+from ..host.oauth_store import OAuthStore
 from ..host.statefile import state_dir
-from ..host.tokens import TokenStore
 from .autherrors import AuthFailed, LoginRequired, why
 from .authstate import AuthState
 
@@ -70,7 +70,7 @@ async def _no_browser(action: OpenBrowser) -> str:
 class ServerAuth(AuthState, AuthHook):
     @classmethod
     def for_server(cls, alias: str, cfg: ServerConfig, config: Config) -> ServerAuth:
-        return cls(alias, cfg, TokenStore(state_dir(config)))
+        return cls(alias, cfg, OAuthStore(state_dir(config)))
 
     # -- the transport's hook --
 

@@ -27,7 +27,7 @@ from protocol.urls import display_url
 from transports.http.oauth_client import OAuthHttp
 
 from ..config.model import ServerConfig
-from ..host.tokens import TokenStore
+from ..host.oauth_store import OAuthStore
 from .autherrors import LoginRequired
 from .credentials import Credentials, client_config
 
@@ -45,7 +45,7 @@ class AuthState:
         self,
         alias: str,
         cfg: ServerConfig,
-        store: TokenStore,
+        store: OAuthStore,
         *,
         http: OAuthHttp | None = None,
         clock: Callable[[], float] = time.time,

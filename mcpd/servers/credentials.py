@@ -31,7 +31,7 @@ from protocol.oauth import (
 )
 
 from ..config.model import AuthConfig
-from ..host.tokens import IssuerRecord, StoredLogin
+from ..host.oauth_store import IssuerRecord, StoredLogin
 
 
 def client_config(settings: AuthConfig | None) -> ClientConfig:

@@ -22,8 +22,8 @@ from mcpd.config.importer import Imported
 from mcpd.config.importwrite import move_secrets
 from mcpd.config.model import NamingConfig
 from mcpd.host import pinwriter, statefile
-from mcpd.host.token import TokenError, write_token
-from mcpd.host.tokens import StoredLogin, TokenStore, encode
+from mcpd.host.endpoint_token import TokenError, write_token
+from mcpd.host.oauth_store import OAuthStore, StoredLogin, encode
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import Gate
 from protocol import mcp
@@ -58,7 +58,7 @@ async def _token(path: Path) -> bytes:
 
 
 async def _login(path: Path) -> bytes:
-    await TokenStore(str(path.parent.parent)).save(path.stem, LOGIN)
+    await OAuthStore(str(path.parent.parent)).save(path.stem, LOGIN)
     return encode(LOGIN)
 
 
