@@ -32,10 +32,10 @@ from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from .config.secrets import HeldSecret
 from .errors import DaemonError
-from .host import pinfile
-from .host.endpoint_token import TokenFile, token_path
-from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
-from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
+from .local import pinfile
+from .local.endpoint_token import TokenFile, token_path
+from .local.statefile import FILE_NAME, Session, StateKeeper, state_dir
+from .local.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 from .oversight import Oversight
 from .policy.approvals import Approvals
 from .policy.gate import CallGate

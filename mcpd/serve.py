@@ -24,8 +24,8 @@ from .config.paths import daemon_socket_path
 from .config_hold import ConfigHold
 from .daemon import Daemon
 from .errors import DaemonError
-from .host import heap
-from .host.systemd import SystemdEnv, adopt_listener
+from .local import heap
+from .local.systemd import SystemdEnv, adopt_listener
 from .prestart import stop_unclaimed
 
 logger = logging.getLogger("mcpd")

@@ -129,12 +129,20 @@ FORBIDDEN = [
     ("mcpd.servers", "mcpd.agents", "servers never know about agents"),
     ("mcpd.registry", "mcpd.servers", "the registry is bookkeeping: no I/O, no servers"),
     ("mcpd.registry", "mcpd.agents", "the registry is bookkeeping: no I/O, no agents"),
-    ("mcpd.registry", "mcpd.host", "the registry is bookkeeping: no I/O"),
+    ("mcpd.registry", "mcpd.local", "the registry is bookkeeping: no I/O"),
     ("mcpd.registry", "transports", "the registry is bookkeeping: no I/O"),
     ("mcpd.config", "mcpd.servers", "the config is a model and its loader, used by all"),
     ("mcpd.config", "mcpd.agents", "the config is a model and its loader, used by all"),
-    ("mcpd.host", "mcpd.agents", "the host side serves the wiring, not the agents"),
-    ("mcpd.host", "mcpd.servers", "the host side serves the wiring, not the servers"),
+    (
+        "mcpd.local",
+        "mcpd.agents",
+        "mcpd.local serves the wiring, not the agents",
+    ),
+    (
+        "mcpd.local",
+        "mcpd.servers",
+        "mcpd.local serves the wiring, not the servers",
+    ),
     ("mcpd.cli", "mcpd.servers", "the command line talks to the daemon over its socket"),
     ("mcpd.cli", "mcpd.agents.api", "the command line talks to the daemon over its socket"),
 ]

@@ -24,7 +24,7 @@ from protocol.loglevels import LogMessage
 
 from ..audit.log import AuditLog
 from ..config.model import DaemonConfig
-from ..host.pinfile import PinKeeper
+from ..local.pinfile import PinKeeper
 from ..policy.approvals import Approvals
 from ..policy.gate import CallGate
 from ..registry.claims import Budget

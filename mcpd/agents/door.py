@@ -40,7 +40,7 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
-from ..host.ratelimit import Throttle
+from ..local.ratelimit import Throttle
 from .peers import Peer, is_allowed, is_owner, peer_of, resolve_groups
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from collections import deque
 import trio
 
 from ..errors import DaemonError
-from ..host.owners import user_name
+from ..local.owners import user_name
 
 
 class UnsafeDirectory(DaemonError):

@@ -47,8 +47,8 @@ from transports.base import AuthHook
 from transports.errors import AuthError, TransportError
 
 from ..config.model import Config, ServerConfig
-from ..host.oauth_store import OAuthStore
-from ..host.statefile import state_dir
+from ..local.oauth_store import OAuthStore
+from ..local.statefile import state_dir
 from .autherrors import AuthFailed, LoginRequired, why
 from .authstate import AuthState
 

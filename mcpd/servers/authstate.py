@@ -27,7 +27,7 @@ from protocol.urls import display_url
 from transports.http.oauth_client import OAuthHttp
 
 from ..config.model import ServerConfig
-from ..host.oauth_store import OAuthStore
+from ..local.oauth_store import OAuthStore
 from .autherrors import LoginRequired
 from .credentials import Credentials, client_config
 

@@ -31,7 +31,7 @@ from protocol.oauth import (
 )
 
 from ..config.model import AuthConfig
-from ..host.oauth_store import IssuerRecord, StoredLogin
+from ..local.oauth_store import IssuerRecord, StoredLogin
 
 
 def client_config(settings: AuthConfig | None) -> ClientConfig:

@@ -22,7 +22,7 @@ from protocol import loglevels
 from protocol.logfields import log_extra
 from protocol.loglevels import LogMessage
 
-from ..host.ratelimit import Bucket
+from ..local.ratelimit import Bucket
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")

@@ -17,10 +17,10 @@ import trio
 
 from mcpd.agents.http_wire import Reject
 from mcpd.agents.tcp import guard, own_origins
-from mcpd.host import owners
-from mcpd.host.endpoint_token import TokenError, TokenFile, stored_token, write_token
-from mcpd.host.oauth_store import OAuthStore, encode
-from mcpd.host.statefile import FILE_NAME, read_state
+from mcpd.local import owners
+from mcpd.local.endpoint_token import TokenError, TokenFile, stored_token, write_token
+from mcpd.local.oauth_store import OAuthStore, encode
+from mcpd.local.statefile import FILE_NAME, read_state
 from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
 
 from .test_pinfile import keeper

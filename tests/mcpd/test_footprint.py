@@ -54,7 +54,7 @@ NOT_FOR_STDIO = (
     "mcpd.servers.auth",
     "mcpd.servers.authstate",
     "mcpd.servers.login",
-    "mcpd.host.oauth_store",
+    "mcpd.local.oauth_store",
     "mcpd.agents.httpapi",
     "mcpd.agents.mcp_route",
     "mcpd.agents.tcp",

@@ -20,7 +20,7 @@ import trio
 from mcpd.agents.page.passes import CODE_TTL, MAX_CODES, Passes
 from mcpd.agents.page.routes import Page
 from mcpd.agents.page.sources import CallFilter, CallRecord, HeldChange, PendingApproval, Sources
-from mcpd.host.endpoint_token import write_token
+from mcpd.local.endpoint_token import write_token
 from tests.support.agent import connect, make_config, running
 from tests.support.oauth_mcp import serve_protected
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir

@@ -11,7 +11,7 @@ import msgspec
 import trio
 
 from mcpd.config.model import NamingConfig
-from mcpd.host.pinfile import PinKeeper
+from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import Gate
 from protocol import mcp

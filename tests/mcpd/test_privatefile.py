@@ -21,9 +21,9 @@ from mcpd.cli import hostconfig as hc
 from mcpd.config.importer import Imported
 from mcpd.config.importwrite import move_secrets
 from mcpd.config.model import NamingConfig
-from mcpd.host import pinwriter, statefile
-from mcpd.host.endpoint_token import TokenError, write_token
-from mcpd.host.oauth_store import OAuthStore, StoredLogin, encode
+from mcpd.local import pinwriter, statefile
+from mcpd.local.endpoint_token import TokenError, write_token
+from mcpd.local.oauth_store import OAuthStore, StoredLogin, encode
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import Gate
 from protocol import mcp

@@ -15,7 +15,7 @@ import trio
 
 from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig
-from mcpd.host.statefile import (
+from mcpd.local.statefile import (
     FILE_NAME,
     StateKeeper,
     fingerprint,

@@ -12,7 +12,7 @@ import pytest
 
 from mcpd.agents.http_wire import Reject
 from mcpd.agents.tcp import guard, own_origins
-from mcpd.host.endpoint_token import TokenError, TokenFile, read_token, write_token
+from mcpd.local.endpoint_token import TokenError, TokenFile, read_token, write_token
 
 
 def test_created_private_read_back_and_rotated(tmp_path: Path) -> None:

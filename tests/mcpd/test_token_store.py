@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.host.oauth_store import FORMAT, IssuerRecord, OAuthStore, StoredLogin, encode
+from mcpd.local.oauth_store import FORMAT, IssuerRecord, OAuthStore, StoredLogin, encode
 from protocol.oauth import ClientRegistration, Secret, TokenSet
 
 URL = "https://tickets.example.com/mcp"
