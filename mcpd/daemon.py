@@ -23,7 +23,7 @@ from transports.stdio import early
 from transports.stdio.launch import START_MARK
 
 from . import __version__
-from .agents.api import Api
+from .agents.api import AgentServer
 from .agents.peers import server_of
 from .agents.unix_socket import SocketFile, open_unix_listener
 from .audit.log import AuditLog
@@ -113,7 +113,7 @@ class Daemon:
         # decided, redraws open status pages as a server's change does.
         self.oversight = Oversight(config, state_dir(config), self.front.changed)
         self.oversight.watch_secrets("daemon", self._secrets_held_now)
-        self.api = Api(self.front, self, _Lines(), splice=splice)
+        self.api = AgentServer(self.front, self, _Lines(), splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.token = TokenFile(token_path(state_dir(config)))
         self.started = trio.Event()

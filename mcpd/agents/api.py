@@ -59,14 +59,16 @@ CAPABILITIES: Final[dict[str, Any]] = {
     "extensions": {surface.TASKS_EXTENSION: {}},
 }
 _DEBOUNCE: Final = 0.2
-Handler = Callable[["Api", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]]
+Handler = Callable[
+    ["AgentServer", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]
+]
 
 
 def new_session() -> ServerSession:
     return ServerSession(SERVER_INFO, CAPABILITIES)
 
 
-class Api(ProfileMethods):
+class AgentServer(ProfileMethods):
     def __init__(
         self, servers: Backend, control: Control, lines: Lines, *, splice: bool = True
     ) -> None:
@@ -105,10 +107,10 @@ class Api(ProfileMethods):
         self.endpoint: Connect | None = None  # where the HTTP endpoint listens
         self._http: HttpApi | None = None
         self._handlers: dict[str, Handler] = {
-            "tools/list": Api._tools_list,
-            "subscriptions/listen": Api._listen,
-            "mcpd/status": Api._status,
-            "mcpd/reload": Api._reload,
+            "tools/list": AgentServer._tools_list,
+            "subscriptions/listen": AgentServer._listen,
+            "mcpd/status": AgentServer._status,
+            "mcpd/reload": AgentServer._reload,
             **AUTH_HANDLERS,
             **PINS_HANDLERS,
             **APPROVAL_HANDLERS,

@@ -1,6 +1,6 @@
 """One HTTP request in the shape of an agent connection, and who sent it.
 
-``Api.dispatch`` answers connections; ``Exchange`` lets it answer one HTTP request the
+``AgentServer.dispatch`` answers connections; ``Exchange`` lets it answer one HTTP request the
 same way, whatever it sends before its answer going into the response (which then
 becomes an event stream). ``Caller`` is what the HTTP connection it came on decides:
 the peer, the profile a profile's socket fixes, and the checks of the TCP endpoint.
@@ -28,7 +28,7 @@ from .profiles import ProfileServers
 
 
 class Exchange(Connection):
-    """One HTTP request in the shape ``Api.dispatch`` expects of an agent connection.
+    """One HTTP request in the shape ``AgentServer.dispatch`` expects of an agent connection.
 
     What a handler sends before its answer (progress, a subscription's
     acknowledgement) goes through ``outbox`` into the response, which then becomes an
