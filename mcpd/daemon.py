@@ -44,7 +44,7 @@ from .registry.curation import ToolBudget
 from .registry.gate import Gate
 from .registry.views import ProfileView, unmatched
 from .servers import metrics
-from .servers.front import Front
+from .servers.all_servers import AllServers
 from .servers.history import Histories, ServerHistory
 from .servers.logins import Logins
 from .servers.outage import iso
@@ -92,7 +92,7 @@ class Daemon:
         gate = Gate(lambda alias: self.supervisor.config.pin_policy(alias))
         self.registry = Catalog(config.naming, gate)
         self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
-        self.front = Front(self.supervisor, self.registry)
+        self.all_servers = AllServers(self.supervisor, self.registry)
         self.logins = Logins(self.supervisor)
         self.histories = Histories(lambda: self.state.changed())
         self.state = StateKeeper(
@@ -111,9 +111,9 @@ class Daemon:
         self.tool_budget = ToolBudget(config.daemon.max_tools)
         # The policy, the approvals and the audit log; a call waiting for approval, or
         # decided, redraws open status pages as a server's change does.
-        self.oversight = Oversight(config, state_dir(config), self.front.changed)
+        self.oversight = Oversight(config, state_dir(config), self.all_servers.changed)
         self.oversight.watch_secrets("daemon", self._secrets_held_now)
-        self.api = AgentServer(self.front, self, _Lines(), splice=splice)
+        self.api = AgentServer(self.all_servers, self, _Lines(), splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.token = TokenFile(token_path(state_dir(config)))
         self.started = trio.Event()
@@ -284,7 +284,7 @@ class Daemon:
             self.histories.note(alias, runner)
         elif alias not in self.supervisor.config.servers:
             self.histories.forget(alias)
-        self.front.changed()
+        self.all_servers.changed()
         self.state.changed()
         self.tool_budget.check(self.registry.size())
         if self.started.is_set():
@@ -428,8 +428,8 @@ class Daemon:
                 "uptime_s": round(trio.current_time() - self._started, 1),
                 "connections": self.api.agents()[scope.name],
                 "tools": scope.count(),
-                "prompts": len(self.front.prompt_listing(scope.admits_prompt)),
-                "resources": len(self.front.resource_listing(scope)),
+                "prompts": len(self.all_servers.prompt_listing(scope.admits_prompt)),
+                "resources": len(self.all_servers.resource_listing(scope)),
                 "max_tools": scope.cap,
                 "summary": self.supervisor.summary(scope.has_server),
                 "warnings": [],

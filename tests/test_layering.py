@@ -182,7 +182,7 @@ def test_the_checker_sees_cycles_and_wrong_directions() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert "mcpd.agents.api" in MODULES and "protocol.jsonrpc" in MODULES
     edges = graph()
-    assert "mcpd.servers.supervisor" in edges["mcpd.servers.front"]
+    assert "mcpd.servers.supervisor" in edges["mcpd.servers.all_servers"]
     assert "protocol.jsonrpc" in edges["transports.stdio.transport"]
 
 

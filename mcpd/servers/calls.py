@@ -3,7 +3,7 @@ every layer takes, and the ``Outcome`` that comes back.
 
 The agent side makes a ``Call`` once, as it decodes the request (with either of its
 decoders), and the same object goes down every layer with one verb, ``start(call)``:
-the agent side's router names its server, ``Front`` finds that server, its scheduler
+the agent side's router names its server, ``AllServers`` finds that server, its scheduler
 admits and times it, its ``Upstream`` writes it in the server's era and hands it to the
 transport. The server's answer comes back through the call itself (a transport calls
 it with what arrived), and the one outcome of the call goes to ``call.caller.finish``

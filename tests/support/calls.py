@@ -1,5 +1,5 @@
 """A tools/call started by a test below the agent side, and its outcome awaited: at a
-runner's scheduler (as ``Front.start`` starts it), or at a bare ``Upstream``."""
+runner's scheduler (as ``AllServers.start`` starts it), or at a bare ``Upstream``."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from .supervisor import Supervisor
 Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees it
 
 
-class Front:
+class AllServers:
     def __init__(self, supervisor: Supervisor, registry: Registry) -> None:
         self._supervisor = supervisor
         self._registry = registry
