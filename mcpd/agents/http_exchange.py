@@ -18,7 +18,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ..servers.progress import Deliver
+from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
 from .http_wire import Response
@@ -72,7 +72,7 @@ class Exchange(Connection):
         self.identity = identity
         self.asks = asks or AgentRequests()
         self.refuser = DirectAsker(owner, None, self.asks, self.send_nowait)
-        self.progress: Deliver = self._send_progress
+        self.progress: ProgressSink = self._send_progress
         self.news = news
         self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
 

@@ -32,7 +32,7 @@ from ..policy.agent import AgentInfo
 from ..servers.askback import Asker
 from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
-from ..servers.progress import Deliver
+from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .askback_driver import AgentSide, AskBackDriver
 from .backend import Backend, Servers
@@ -68,7 +68,7 @@ class Agent(abc.ABC):
     owner: object
     asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
     refuser: DirectAsker  # answers a server's request for an agent that declared none
-    progress: Deliver
+    progress: ProgressSink
     identity: Identity  # who it is, for the policy and the audit log
 
     @abc.abstractmethod

@@ -29,7 +29,7 @@ from ..registry.scheme import Sight
 from .askback import Asker, AskRoutes
 from .breaker import Breaker
 from .outage import Outage
-from .progress import Deliver, ProgressRoutes
+from .progress import ProgressRoutes, ProgressSink
 from .stats import LatencyStats
 
 # A call's one outcome: the server's raw result, why it could not be reached, the
@@ -76,7 +76,7 @@ class Call(msgspec.Struct, eq=False):
     meta: mcp.Meta | None = None
     input_responses: Raw | UnsetType = UNSET
     request_state: Raw | UnsetType = UNSET
-    progress: Deliver | None = None  # where the server's progress reports go
+    progress: ProgressSink | None = None  # where the server's progress reports go
     asker: Asker | None = None  # the agent, for what a legacy server asks back
     owner: object = None  # whose call it is (a task it creates is theirs alone)
     # Whether its request and reply may be written around the bytes they carry
