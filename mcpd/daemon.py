@@ -45,8 +45,8 @@ from .registry.gate import Gate
 from .registry.views import ProfileView, unmatched
 from .servers import metrics
 from .servers.all_servers import AllServers
+from .servers.auth_commands import Logins
 from .servers.history import Histories, ServerHistory
-from .servers.logins import Logins
 from .servers.outage import iso
 from .servers.supervisor import ReloadReport, Supervisor
 

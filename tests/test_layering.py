@@ -165,6 +165,32 @@ def test_no_import_goes_the_wrong_way(who: str, banned: str, why: str) -> None:
     assert not wrong, f"{why}:\n" + "\n".join(wrong)
 
 
+# Packages the rest of mcpd reaches through their ``__init__`` only: what is inside
+# may be split, merged or loaded late without touching anyone who uses it.
+ENTRY_POINTS = ("mcpd.servers.oauth",)
+
+
+def reaches_inside(edges: dict[str, set[str]], package: str) -> list[str]:
+    return sorted(
+        f"{src} imports {dst}"
+        for src, dsts in edges.items()
+        if not within(src, package)
+        for dst in dsts
+        if dst.startswith(package + ".")
+    )
+
+
+@pytest.mark.parametrize("package", ENTRY_POINTS)
+def test_a_package_with_an_entry_point_is_used_through_it(package: str) -> None:
+    wrong = reaches_inside(graph(), package)
+    assert not wrong, f"import {package} itself, not its modules:\n" + "\n".join(wrong)
+
+
+def test_the_entry_point_checker_sees_a_module_reached_inside() -> None:
+    edges = {"a.user": {"a.pkg", "a.pkg.inner"}, "a.pkg.inner": {"a.pkg.errors"}}
+    assert reaches_inside(edges, "a.pkg") == ["a.user imports a.pkg.inner"]
+
+
 @pytest.mark.parametrize("who", ["protocol", "mcpd.registry"])
 def test_pure_parts_do_no_io(who: str) -> None:
     wrong = sorted(

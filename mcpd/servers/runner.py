@@ -24,7 +24,6 @@ from ..config.sandbox import sandbox_of, sandbox_status
 from ..registry.catalog import catalog_of
 from ..registry.table import Registry
 from .askback import AskRoutes
-from .autherrors import LoginRequired
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
 from .calls import CallLimits
@@ -33,6 +32,7 @@ from .events import LifecycleJournal, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
 from .log_messages import LogMessages
+from .oauth import LoginRequired, attach
 from .outage import Outage
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
@@ -53,8 +53,7 @@ from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
 if TYPE_CHECKING:
-    from .auth import ServerAuth
-    from .login import Login
+    from .oauth import Login, ServerAuth
 
 logger = logging.getLogger("mcpd.server")
 
@@ -103,13 +102,7 @@ class Runner:
         self.auth: ServerAuth | None = None
         self.login: Login | None = None
         if cfg.url is not None:
-            # Here, not at the top: a daemon with only stdio servers never loads the OAuth
-            # client (protocol.oauth, the OAuth transport, the token store).
-            from .auth import ServerAuth
-            from .login import Login
-
-            self.auth = ServerAuth.for_server(alias, cfg, config)
-            self.login = Login(self.auth)
+            self.auth, self.login = attach(alias, cfg, config)
             self.auth.on_change = self._auth_changed
         self.downtime = Downtime(
             self.events,

@@ -26,8 +26,8 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
-from .autherrors import LoginRequired
 from .calls import Call, CallHost, Outcome, Uses
+from .oauth import LoginRequired
 from .outage import Outage, last_line
 
 if TYPE_CHECKING:

@@ -20,12 +20,12 @@ from transports.errors import TransportError, single_exceptions
 
 from ..config.model import DaemonConfig, ListLimits
 from .askback import relay_capabilities
-from .autherrors import LoginRequired
 from .backoff import RestartPolicy
 from .events import LifecycleJournal
 from .handshake import ProtocolViolation
 from .health import Health
 from .log_messages import LogMessages
+from .oauth import LoginRequired
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
 from .scheduler import CallScheduler
@@ -33,7 +33,7 @@ from .tool_list import ToolListKeeper
 from .upstream import ListResult, Upstream
 
 if TYPE_CHECKING:
-    from .auth import ServerAuth
+    from .oauth import ServerAuth
 
 
 class Session:
