@@ -13,12 +13,12 @@ from msgspec import Raw
 
 from protocol.loglevels import LogMessage
 
-from ..registry.catalog import Catalog, catalog_of
+from ..registry.catalog import Catalog
 from ..registry.claims import Budget
 from ..registry.prompts import PromptEntry
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from ..registry.shown import Entry
-from ..registry.table import Registry, alias_prefix
+from ..registry.table import alias_prefix
 from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker
@@ -34,11 +34,10 @@ Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees
 
 
 class AllServers:
-    def __init__(self, supervisor: Supervisor, registry: Registry) -> None:
+    def __init__(self, supervisor: Supervisor, registry: Catalog) -> None:
         self._supervisor = supervisor
         self._registry = registry
         self._listeners: list[Callable[[], None]] = []
-        self._catalog: Catalog | None = catalog_of(registry)
         # Every resource subscription agents hold, by (alias, the server's URI): a
         # runner started again (a reload, say) gets them back.
         self._subscriptions: dict[tuple[str, str], int] = {}
@@ -156,39 +155,34 @@ class AllServers:
 
     @property
     def prompt_resource_versions(self) -> tuple[int, int]:
-        c = self._catalog
-        return (c.prompts.version, c.resources.version) if c is not None else (0, 0)
+        c = self._registry
+        return (c.prompts.version, c.resources.version)
 
     def prompt_listing(self, keep: Keep | None = None) -> list[Raw]:
-        return self._catalog.prompts.listing(keep) if self._catalog is not None else []
+        return self._registry.prompts.listing(keep)
 
     def lookup_prompt(self, name: str) -> PromptEntry | None:
-        return self._catalog.prompts.lookup(name) if self._catalog is not None else None
+        return self._registry.prompts.lookup(name)
 
     def resource_listing(self, sight: Sight | None = None) -> list[Raw]:
-        return self._catalog.resources.listing(sight) if self._catalog is not None else []
+        return self._registry.resources.listing(sight)
 
     def template_listing(self, sight: Sight | None = None) -> list[Raw]:
-        c = self._catalog
-        return c.resources.template_listing(sight) if c is not None else []
+        return self._registry.resources.template_listing(sight)
 
     def route_uri(
         self, uri: str, budget: Budget, sight: Sight | None = None
     ) -> Routed | Ambiguous | Undecided | None:
-        c = self._catalog
-        return c.resources.route(uri, budget, sight) if c is not None else None
+        return self._registry.resources.route(uri, budget, sight)
 
     def links(self, alias: str, sight: Sight | None = None) -> Callable[[str], str]:
-        c = self._catalog
-        return c.resources.links(alias, sight) if c is not None else str
+        return self._registry.resources.links(alias, sight)
 
     def route_template(self, template: str, sight: Sight | None = None) -> tuple[str, str] | None:
-        c = self._catalog
-        return c.resources.template_route(template, sight) if c is not None else None
+        return self._registry.resources.template_route(template, sight)
 
     def held_template(self, alias: str, uri: str, budget: Budget) -> str | None:
-        c = self._catalog
-        return c.resources.held_for(alias, uri, budget) if c is not None else None
+        return self._registry.resources.held_for(alias, uri, budget)
 
     def era_of(self, alias: str) -> str | None:
         runner = self._supervisor.runners.get(alias)

@@ -98,7 +98,7 @@ class PromptResourceKeeper:
     def __init__(
         self,
         alias: str,
-        catalog: Catalog | None,
+        catalog: Catalog,
         wake: Callable[[], None],
         changed: Callable[[], None],
     ) -> None:
@@ -137,7 +137,7 @@ class PromptResourceKeeper:
     async def _fetch_prompts(self, up: Upstream) -> None:
         self.prompts_due = False
         self.trimmed.pop("prompts", None)
-        if self.catalog is None or not _cap(up, "prompts"):
+        if not _cap(up, "prompts"):
             return
         try:
             prompts, self.trimmed["prompts"] = await list_all(
@@ -152,7 +152,7 @@ class PromptResourceKeeper:
         self.resources_due = False
         self.trimmed.pop("resources", None)
         self.trimmed.pop("resource_templates", None)
-        if self.catalog is None or not _cap(up, "resources"):
+        if not _cap(up, "resources"):
             return
         try:
             await self._list_resources(up, self.catalog)

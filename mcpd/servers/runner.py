@@ -21,8 +21,7 @@ from transports.errors import Unreachable
 
 from ..config.model import Config, DaemonConfig, ServerConfig
 from ..config.sandbox import sandbox_of, sandbox_status
-from ..registry.catalog import catalog_of
-from ..registry.table import Registry
+from ..registry.catalog import Catalog
 from .askback import AskRoutes
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
@@ -64,7 +63,7 @@ class Runner:
         alias: str,
         cfg: ServerConfig,
         config: Config,
-        registry: Registry,
+        registry: Catalog,
         on_change: Callable[[str], None],
         transport_factory: TransportFactory = open_transport,
     ) -> None:
@@ -118,9 +117,7 @@ class Runner:
         self.unprotected: str | None = None
         self._ready: tuple[bool, str, int] = (False, "", 0)
         # Prompts, resources and templates; what the server asks back, and of whom.
-        self.prompt_resources = PromptResourceKeeper(
-            alias, catalog_of(registry), self.wake, self.changed
-        )
+        self.prompt_resources = PromptResourceKeeper(alias, registry, self.wake, self.changed)
         self.logs = LogMessages(alias, self.wake)
         self.asks = AskRoutes(alias, lambda: self.config.daemon.ask_timeout)
         self.session = Session(
@@ -403,4 +400,4 @@ class Runner:
         )
         # Items held until approved, definition changes seen, items with findings.
         pins = self.registry.gate.counts(self.alias)
-        return row | prompt_resource_counts(catalog_of(self.registry), self.alias) | trims | pins
+        return row | prompt_resource_counts(self.registry, self.alias) | trims | pins

@@ -225,11 +225,8 @@ def short_lists(tools: bool, others: Mapping[str, Trimmed]) -> str:
     )
 
 
-def prompt_resource_counts(catalog: Catalog | None, alias: str) -> dict[str, int]:
-    """The server's prompts, resources and templates in ``mcpd status`` (none without
-    a catalog: a bare tool table)."""
-    if catalog is None:
-        return {}
+def prompt_resource_counts(catalog: Catalog, alias: str) -> dict[str, int]:
+    """The server's prompts, resources and templates in ``mcpd status``."""
     resources, templates = catalog.resources.count(alias)
     return {
         "prompts": catalog.prompts.count(alias),
