@@ -49,8 +49,8 @@ def serve(
             return EX_CONFIG  # nothing would start it again: the error is final
         hold = (ConfigHold(config_path, config_error, load, sysd.notifier), listener)
     # The modules and the config are here for good: frozen before the servers start,
-    # the collections their lists set off do not walk them (with 50 servers of 200
-    # tools, 40 ms of the start-up's 200 ms of CPU went to collections, 13 ms after).
+    # the collections their lists set off do not walk them again and again, which
+    # with many servers of many tools is a large part of the start-up's CPU.
     heap.settle()
     try:
         trio.run(_main, config, config_path, demo, socket, sysd, hold)

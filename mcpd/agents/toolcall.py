@@ -283,8 +283,8 @@ class Router:
             name = call.name  # the call it stands for
         args = call.arguments
         if isinstance(args, Raw) and (not args or memoryview(args)[0] not in _OBJECT_OR_NULL):
-            # Anything else used to reach the server as it was, and a server that
-            # crashed on it took every other agent's calls down too.
+            # Refused here, not passed on: a server that crashes on arguments that are
+            # not an object takes every other agent's calls down with it.
             return rpc.RPCError(
                 rpc.INVALID_PARAMS, "Invalid params: tools/call arguments must be an object"
             )
