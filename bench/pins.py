@@ -45,7 +45,7 @@ import trio
 
 from bench.echo_server import make_tools
 from mcpd.config.model import NamingConfig
-from mcpd.host.pinfile import PinKeeper
+from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import Gate
 from mcpd.servers import toolshape

@@ -27,7 +27,7 @@ from protocol.logfields import log_extra
 from .agents.door import speaks
 from .agents.peers import is_owner, peer_of
 from .config.model import CONFIG_ERROR, Config, ConfigError
-from .host.systemd import Notifier, run_watchdog
+from .local.systemd import Notifier, run_watchdog
 
 logger = logging.getLogger("mcpd")
 

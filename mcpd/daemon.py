@@ -23,18 +23,19 @@ from transports.stdio import early
 from transports.stdio.launch import START_MARK
 
 from . import __version__
-from .agents.api import Api
-from .agents.listener import DaemonError, SocketFile, open_unix_listener
+from .agents.api import AgentServer
 from .agents.peers import server_of
+from .agents.unix_socket import SocketFile, open_unix_listener
 from .audit.log import AuditLog
 from .config.endpoints import groups_locked_out
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from .config.secrets import HeldSecret
-from .host import pinfile
-from .host.statefile import FILE_NAME, Session, StateKeeper, state_dir
-from .host.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
-from .host.token import TokenFile, token_path
+from .errors import DaemonError
+from .local import pinfile
+from .local.endpoint_token import TokenFile, token_path
+from .local.statefile import FILE_NAME, Session, StateKeeper, state_dir
+from .local.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 from .oversight import Oversight
 from .policy.approvals import Approvals
 from .policy.gate import CallGate
@@ -43,13 +44,13 @@ from .registry.curation import ToolBudget
 from .registry.gate import Gate
 from .registry.views import ProfileView, unmatched
 from .servers import metrics
-from .servers.front import Front
+from .servers.all_servers import AllServers
+from .servers.auth_commands import Logins
 from .servers.history import Histories, ServerHistory
-from .servers.logins import Logins
 from .servers.outage import iso
 from .servers.supervisor import ReloadReport, Supervisor
 
-__all__ = ["Daemon", "DaemonError"]
+__all__ = ["Daemon"]
 
 logger = logging.getLogger("mcpd")
 
@@ -91,7 +92,7 @@ class Daemon:
         gate = Gate(lambda alias: self.supervisor.config.pin_policy(alias))
         self.registry = Catalog(config.naming, gate)
         self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
-        self.front = Front(self.supervisor, self.registry)
+        self.all_servers = AllServers(self.supervisor, self.registry)
         self.logins = Logins(self.supervisor)
         self.histories = Histories(lambda: self.state.changed())
         self.state = StateKeeper(
@@ -110,9 +111,9 @@ class Daemon:
         self.tool_budget = ToolBudget(config.daemon.max_tools)
         # The policy, the approvals and the audit log; a call waiting for approval, or
         # decided, redraws open status pages as a server's change does.
-        self.oversight = Oversight(config, state_dir(config), self.front.changed)
+        self.oversight = Oversight(config, state_dir(config), self.all_servers.changed)
         self.oversight.watch_secrets("daemon", self._secrets_held_now)
-        self.api = Api(self.front, self, _Lines(), splice=splice)
+        self.api = AgentServer(self.all_servers, self, _Lines(), splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.token = TokenFile(token_path(state_dir(config)))
         self.started = trio.Event()
@@ -283,7 +284,7 @@ class Daemon:
             self.histories.note(alias, runner)
         elif alias not in self.supervisor.config.servers:
             self.histories.forget(alias)
-        self.front.changed()
+        self.all_servers.changed()
         self.state.changed()
         self.tool_budget.check(self.registry.size())
         if self.started.is_set():
@@ -323,7 +324,7 @@ class Daemon:
         up = runner.upstream if runner is not None else None
         if runner is None or up is None:
             return None
-        return up.era, up.version, runner.lists.ttl_ms
+        return up.era, up.version, runner.tool_list.ttl_ms
 
     # -- what the agent side may ask of the daemon (agents.backend.Control) --
 
@@ -427,8 +428,8 @@ class Daemon:
                 "uptime_s": round(trio.current_time() - self._started, 1),
                 "connections": self.api.agents()[scope.name],
                 "tools": scope.count(),
-                "prompts": len(self.front.prompt_listing(scope.admits_prompt)),
-                "resources": len(self.front.resource_listing(scope)),
+                "prompts": len(self.all_servers.prompt_listing(scope.admits_prompt)),
+                "resources": len(self.all_servers.resource_listing(scope)),
                 "max_tools": scope.cap,
                 "summary": self.supervisor.summary(scope.has_server),
                 "warnings": [],

@@ -1,7 +1,7 @@
 """``mcpd serve`` starts its stdio servers before it imports the event loop.
 
-Importing trio and the rest of the daemon costs ~0.15 s of CPU before the first
-server could be spawned, and a server's own start-up (an interpreter, ``npx``) is
+Importing trio and the rest of the daemon takes CPU time before the first server
+could be spawned, and a server's own start-up (an interpreter, ``npx``) is
 usually what an agent waits for. So the servers the daemon will start first are
 started as soon as the config is read; each runner's first start takes its own
 (``transports.stdio.early``), and whatever no runner took is stopped once the daemon is up.

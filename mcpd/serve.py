@@ -17,14 +17,15 @@ from transports.errors import single_exceptions
 from transports.stdio import early, pidgroup
 from transports.stdio.child import signal_group, spawn
 
-from .agents.listener import UnsafeDirectory
+from .agents.unix_socket import UnsafeDirectory
 from .config.load import load, parse
 from .config.model import EX_CONFIG, Config, ConfigError
 from .config.paths import daemon_socket_path
 from .config_hold import ConfigHold
-from .daemon import Daemon, DaemonError
-from .host import heap
-from .host.systemd import SystemdEnv, adopt_listener
+from .daemon import Daemon
+from .errors import DaemonError
+from .local import heap
+from .local.systemd import SystemdEnv, adopt_listener
 from .prestart import stop_unclaimed
 
 logger = logging.getLogger("mcpd")
@@ -48,8 +49,8 @@ def serve(
             return EX_CONFIG  # nothing would start it again: the error is final
         hold = (ConfigHold(config_path, config_error, load, sysd.notifier), listener)
     # The modules and the config are here for good: frozen before the servers start,
-    # the collections their lists set off do not walk them (with 50 servers of 200
-    # tools, 40 ms of the start-up's 200 ms of CPU went to collections, 13 ms after).
+    # the collections their lists set off do not walk them again and again, which
+    # with many servers of many tools is a large part of the start-up's CPU.
     heap.settle()
     try:
         trio.run(_main, config, config_path, demo, socket, sysd, hold)

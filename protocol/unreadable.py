@@ -37,7 +37,7 @@ _NOT_BRACKET: Final = bytes(c for c in range(256) if c not in b"{}[]")
 _STEP: Final = bytes.maketrans(b"{[}]", b"\x02\x02\x00\x00")
 _PASSES: Final = 16
 _MAX_STEPS: Final = 1 << 16
-_MAX_SCAN: Final = 1 << 20  # bytes: about 50 ms of scanning for the worst of them
+_MAX_SCAN: Final = 1 << 20  # bytes: bounds the scan of the worst of them
 
 
 def _one_object(line: bytes) -> bool:

@@ -124,8 +124,8 @@ class Pending:
                 del self._abandoned[msg.id]  # a second one is not late but a duplicate
                 self._log.debug("%s: dropped a late response for id %r", self._label, msg.id)
                 return
-        # Unknown ids, duplicates, an id of the wrong type ("3" for 3): used to be
-        # debug-level only, so the log never said which server sent them.
+        # Unknown ids, duplicates, an id of the wrong type ("3" for 3): a warning, not
+        # debug only, so that the log says which server sent them.
         note = self._complain()
         if note is None:
             return

@@ -25,6 +25,7 @@ from protocol.server import RequestContext, ServerSession
 from .. import __version__
 from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
+from ..errors import DaemonError
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Backend, Control, Lines, Servers
@@ -32,14 +33,13 @@ from .callpolicy import CallPolicy
 from .callrecords import CallRecords
 from .connection import LIFECYCLE, Connection
 from .door import Door, Seat, refuse
+from .extra_methods import ExtraMethods
 from .instructions import instructions
 from .listen import Listens
-from .listener import DaemonError
 from .pinsapi import HANDLERS as PINS_HANDLERS
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
-from .surface import Surface
 from .toolcall import Router, list_tools
 
 if TYPE_CHECKING:
@@ -59,14 +59,16 @@ CAPABILITIES: Final[dict[str, Any]] = {
     "extensions": {surface.TASKS_EXTENSION: {}},
 }
 _DEBOUNCE: Final = 0.2
-Handler = Callable[["Api", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]]
+Handler = Callable[
+    ["AgentServer", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]
+]
 
 
 def new_session() -> ServerSession:
     return ServerSession(SERVER_INFO, CAPABILITIES)
 
 
-class Api(ProfileMethods):
+class AgentServer(ProfileMethods):
     def __init__(
         self, servers: Backend, control: Control, lines: Lines, *, splice: bool = True
     ) -> None:
@@ -80,19 +82,19 @@ class Api(ProfileMethods):
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
         records = CallRecords(control.audit)
         # Prompts, resources, completions, tasks, and servers that ask back.
-        self.surface = Surface(
+        self.extras = ExtraMethods(
             servers, control, self._agents, records, lambda conn: self.view(conn).view
         )
         self.calls = Router(
             servers,
-            self.surface.askback,
-            self.surface.finish_result,
-            CallPolicy(control.call_gate, self.surface.askback.parks),
+            self.extras.askback,
+            self.extras.finish_result,
+            CallPolicy(control.call_gate, self.extras.askback.parks),
             records,
             budget=control.settings.result_budget_chars,
             splice=splice,
         )
-        self.listens = Listens(self.surface.open_listen, self.surface.close_listen)
+        self.listens = Listens(self.extras.open_listen, self.extras.close_listen)
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
         self.sockets = ProfileSockets(self._handle)
@@ -105,16 +107,16 @@ class Api(ProfileMethods):
         self.endpoint: Connect | None = None  # where the HTTP endpoint listens
         self._http: HttpApi | None = None
         self._handlers: dict[str, Handler] = {
-            "tools/list": Api._tools_list,
-            "subscriptions/listen": Api._listen,
-            "mcpd/status": Api._status,
-            "mcpd/reload": Api._reload,
+            "tools/list": AgentServer._tools_list,
+            "subscriptions/listen": AgentServer._listen,
+            "mcpd/status": AgentServer._status,
+            "mcpd/reload": AgentServer._reload,
             **AUTH_HANDLERS,
             **PINS_HANDLERS,
             **APPROVAL_HANDLERS,
             **PROFILE_METHODS,
         }
-        self._surface_handlers = self.surface.handlers()
+        self._extra_handlers = self.extras.handlers()
         # Not self._dirty.set: that would be the first event's, and the broadcaster
         # replaces the event each time it wakes.
         servers.subscribe(self.list_changed)
@@ -141,7 +143,7 @@ class Api(ProfileMethods):
         self.profiles.configure(profiles, naming, self.control.settings.max_tools)
         self.calls.budget = self.control.settings.result_budget_chars
         self.list_changed()
-        self.surface.list_changed()
+        self.extras.list_changed()
 
     # -- serving --
 
@@ -152,7 +154,7 @@ class Api(ProfileMethods):
     ) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._broadcast_list_changes)
-            await nursery.start(self.surface.run)
+            await nursery.start(self.extras.run)
             # The daemon's own socket last: once it answers, status shows every endpoint.
             await nursery.start(self.sockets.run, self.profiles.with_sockets())
             if self.control.settings.http_listen is not None:
@@ -224,8 +226,8 @@ class Api(ProfileMethods):
             fixed_profile=profile,
         )
         self.connections.add(conn)
-        self.surface.joined(conn)
-        conn.gone_hooks.append(lambda: self.surface.left(conn))
+        self.extras.joined(conn)
+        conn.gone_hooks.append(lambda: self.extras.left(conn))
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.door.expect_request, conn, seat)
@@ -233,7 +235,7 @@ class Api(ProfileMethods):
                 nursery.cancel_scope.cancel()
         finally:
             self.connections.discard(conn)
-            self.surface.left(conn)
+            self.extras.left(conn)
             self.control.approvals.forget(conn.identity.connection)
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
@@ -248,11 +250,11 @@ class Api(ProfileMethods):
 
     def agent_joined(self, conn: Connection) -> None:
         """An agent without a connection of its own (an HTTP session) has begun."""
-        self.surface.joined(conn)
+        self.extras.joined(conn)
 
     def agent_gone(self, owner: object) -> None:
         """An agent without a connection of its own (an HTTP session) has ended."""
-        self.surface.left(owner)
+        self.extras.left(owner)
 
     def broken_line(self) -> None:
         self.broken_lines += 1
@@ -318,8 +320,8 @@ class Api(ProfileMethods):
             result: Any
             if handler is not None:
                 result = await handler(self, conn, req, ctx)
-            elif req.method in self._surface_handlers:
-                result = await self._surface_handlers[req.method](conn, req, ctx)
+            elif req.method in self._extra_handlers:
+                result = await self._extra_handlers[req.method](conn, req, ctx)
             else:
                 raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"Method not found: {req.method}")
             if result is None or isinstance(result, bytes):

@@ -24,7 +24,7 @@ from protocol.loglevels import LogMessage
 
 from ..audit.log import AuditLog
 from ..config.model import DaemonConfig
-from ..host.pinfile import PinKeeper
+from ..local.pinfile import PinKeeper
 from ..policy.approvals import Approvals
 from ..policy.gate import CallGate
 from ..registry.claims import Budget
@@ -98,7 +98,7 @@ class Offerings(Protocol):
     is no candidate for its URIs, and does not change the form they are handed in."""
 
     @property
-    def surface_versions(self) -> tuple[int, int]:
+    def prompt_resource_versions(self) -> tuple[int, int]:
         """(prompts, resources): each grows when what agents are listed of it changes
         (a profile keeps its own: ``ProfileView.offered``)."""
         ...

@@ -19,8 +19,9 @@ from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
 from ..servers.calls import Call, Outcome
-from ..servers.progress import Deliver
+from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
+from .askback_driver import may_be_asked
 from .backend import Lines
 from .batches import Batches
 from .identity import Identity
@@ -28,7 +29,6 @@ from .longreply import LongReplies
 from .misbehaviour import Misbehaviour
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
-from .relay import may_be_asked
 from .toolcall import Agent, Router
 
 _TOOLS_CALL: Final = b'"tools/call"'
@@ -110,7 +110,7 @@ class Connection(Agent):
         self.seen_version = version  # its profile's version whose changes it has been told
         self.asks = AgentRequests()  # what servers ask this agent through mcpd
         self.refuser = DirectAsker(self, None, self.asks, self.send_nowait)  # says no, and why
-        self.progress: Deliver = self._send_progress  # where its calls' progress goes
+        self.progress: ProgressSink = self._send_progress  # where its calls' progress goes
         # Run when the agent hangs up, before anything else: a server waiting for this
         # agent's answer must hear at once that none is coming.
         self.gone_hooks: list[Callable[[], None]] = []

@@ -40,7 +40,7 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
-from ..host.ratelimit import Throttle
+from ..local.ratelimit import Throttle
 from .peers import Peer, is_allowed, is_owner, peer_of, resolve_groups
 
 if TYPE_CHECKING:
@@ -285,8 +285,8 @@ class Door:
 
 
 async def refuse(stream: trio.SocketStream, message: str) -> None:
-    # A peer that has hung up already must not take the daemon down with it: the
-    # BrokenResourceError from this write used to end serve_listeners, and mcpd.
+    # A peer that has hung up already must not take the daemon down with it: a
+    # BrokenResourceError from this write would end serve_listeners, and mcpd.
     with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
         await stream.send_all(rpc.encode_error(None, -32000, message) + b"\n")
     await stream.aclose()

@@ -1,6 +1,6 @@
 """One HTTP request in the shape of an agent connection, and who sent it.
 
-``Api.dispatch`` answers connections; ``Exchange`` lets it answer one HTTP request the
+``AgentServer.dispatch`` answers connections; ``Exchange`` lets it answer one HTTP request the
 same way, whatever it sends before its answer going into the response (which then
 becomes an event stream). ``Caller`` is what the HTTP connection it came on decides:
 the peer, the profile a profile's socket fixes, and the checks of the TCP endpoint.
@@ -18,7 +18,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ..servers.progress import Deliver
+from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
 from .http_wire import Response
@@ -28,7 +28,7 @@ from .profiles import ProfileServers
 
 
 class Exchange(Connection):
-    """One HTTP request in the shape ``Api.dispatch`` expects of an agent connection.
+    """One HTTP request in the shape ``AgentServer.dispatch`` expects of an agent connection.
 
     What a handler sends before its answer (progress, a subscription's
     acknowledgement) goes through ``outbox`` into the response, which then becomes an
@@ -72,7 +72,7 @@ class Exchange(Connection):
         self.identity = identity
         self.asks = asks or AgentRequests()
         self.refuser = DirectAsker(owner, None, self.asks, self.send_nowait)
-        self.progress: Deliver = self._send_progress
+        self.progress: ProgressSink = self._send_progress
         self.news = news
         self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
 

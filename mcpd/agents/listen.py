@@ -2,7 +2,7 @@
 
 A listen is a request that stays open: it is acknowledged at once with what mcpd
 honours (tool-list changes here; prompts, resources and tasks through ``extra``,
-see ``agents.surface``), every change after that is sent as a notification
+see ``agents.extra_methods``), every change after that is sent as a notification
 carrying the subscription's id, and when the daemon stops each listen gets its
 final response before the socket closes.
 """

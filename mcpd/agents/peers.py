@@ -21,7 +21,7 @@ from typing import Final
 
 import msgspec
 
-from ..host.owners import trusted_owners, user_name
+from ..local.owners import trusted_owners, user_name
 
 _CRED = struct.Struct("3i")
 # The peer's supplementary groups as of connect() (Linux >= 4.13); 256 fit in the most

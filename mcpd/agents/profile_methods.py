@@ -30,8 +30,8 @@ from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
 
 if TYPE_CHECKING:
+    from .extra_methods import ExtraMethods
     from .httpapi import HttpApi
-    from .surface import Surface
 
 
 class _Choice(msgspec.Struct):
@@ -45,7 +45,7 @@ class ProfileMethods:
     connections: set[Connection]
     _http: HttpApi | None
     sockets: ProfileSockets
-    surface: Surface
+    extras: ExtraMethods
 
     def view(self, conn: Connection) -> ProfileServers:
         raise NotImplementedError
@@ -67,7 +67,7 @@ class ProfileMethods:
         chosen = self._chosen(conn, rpc.decode_as(req.params, _Choice), required=True)
         conn.profile = chosen
         conn.seen_version = chosen.version  # what it lists from now on is not a change
-        self.surface.joined(conn)
+        self.extras.joined(conn)
         return summary(chosen)
 
     async def _profile_tools(

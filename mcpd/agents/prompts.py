@@ -22,10 +22,10 @@ from ..registry.scheme import Routed, Sight
 from ..servers.calls import CallRefused
 from ..servers.outage import Outage
 from .allowance import Allowance
+from .askback_driver import AgentSide, AskBackDriver
 from .backend import Backend
 from .callrecords import Seen
 from .paging import page
-from .relay import AgentSide, AskBack
 from .results import can_answer
 from .rewrite import prompt_result
 from .unrouted import held_meta, held_text
@@ -145,7 +145,7 @@ async def request_outcome(
 
 async def get_prompt(
     servers: Backend,
-    askback: AskBack,
+    askback: AskBackDriver,
     agent: AgentSide,
     req: rpc.Request,
     sees: Sees = everything,

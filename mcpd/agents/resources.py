@@ -25,11 +25,11 @@ from protocol.server import RequestContext
 from ..registry.claims import Budget
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from .allowance import Allowance
+from .askback_driver import AgentSide, AskBackDriver
 from .backend import Backend
 from .callrecords import Seen
 from .paging import page
 from .prompts import encoded, held_error, reply_for, request_outcome
-from .relay import AgentSide, AskBack
 from .rewrite import read_result
 
 Send = Callable[[bytes], None]
@@ -96,7 +96,7 @@ def route(servers: Backend, uri: str, budget: Budget, sight: Sight | None = None
 
 async def read(
     servers: Backend,
-    askback: AskBack,
+    askback: AskBackDriver,
     agent: AgentSide,
     req: rpc.Request,
     budget: int,

@@ -19,8 +19,9 @@ import trio
 from protocol.logfields import log_extra
 
 from ..config.profiles import ProfileConfig
-from .listener import DaemonError, SocketFile, open_unix_listener
+from ..errors import DaemonError
 from .peers import resolve_groups
+from .unix_socket import SocketFile, open_unix_listener
 
 logger = logging.getLogger("mcpd.api")
 

@@ -48,7 +48,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 
-from ..host.ratelimit import Throttle
+from ..local.ratelimit import Throttle
 from .http_wire import Headers, Reject, Wire, refuse
 from .lobby import Lobby, source_of
 from .page import is_page

@@ -10,7 +10,7 @@ reply ``Router.reply`` makes; the reply is where the call's audit record is made
 (``callrecords``). A call whose server may ask its agent things, one that waits for a
 person's approval, and every call over HTTP, is awaited in a task instead
 (``Router.run``): the same call, driven through the rounds of asking back
-(``relay.AskBack``).
+(``askback_driver.AskBackDriver``).
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from ..policy.agent import AgentInfo
 from ..servers.askback import Asker
 from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
-from ..servers.progress import Deliver
+from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
+from .askback_driver import AgentSide, AskBackDriver
 from .backend import Backend, Servers
 from .callpolicy import Ask, CallPolicy
 from .callrecords import CallRecords, ended, outcome_of
@@ -41,7 +42,6 @@ from .identity import Identity
 from .metatools import NAMES as META_TOOLS
 from .paging import page
 from .profiles import ProfileServers
-from .relay import AgentSide, AskBack
 from .results import shape_call_result
 from .search_mode import unwrap
 from .unrouted import held_tool, unknown_tool
@@ -68,7 +68,7 @@ class Agent(abc.ABC):
     owner: object
     asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
     refuser: DirectAsker  # answers a server's request for an agent that declared none
-    progress: Deliver
+    progress: ProgressSink
     identity: Identity  # who it is, for the policy and the audit log
 
     @abc.abstractmethod
@@ -110,7 +110,7 @@ class Router:
     def __init__(
         self,
         servers: Backend,
-        askback: AskBack,
+        askback: AskBackDriver,
         finish: Finish,
         policy: CallPolicy,
         records: CallRecords,
@@ -283,8 +283,8 @@ class Router:
             name = call.name  # the call it stands for
         args = call.arguments
         if isinstance(args, Raw) and (not args or memoryview(args)[0] not in _OBJECT_OR_NULL):
-            # Anything else used to reach the server as it was, and a server that
-            # crashed on it took every other agent's calls down too.
+            # Refused here, not passed on: a server that crashes on arguments that are
+            # not an object takes every other agent's calls down with it.
             return rpc.RPCError(
                 rpc.INVALID_PARAMS, "Invalid params: tools/call arguments must be an object"
             )

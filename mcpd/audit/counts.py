@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from ..host.prometheus import Writer
+from ..local.prometheus import Writer
 from .record import CallRecord
 
 Key = tuple[str, str, str, str]  # (server, method, outcome, decision)

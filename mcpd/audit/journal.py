@@ -6,7 +6,7 @@ warning`` leaves them out; with fields to filter by (``MCPD_OUTCOME``,
 The audit writer hands over a batch of records at a time, in its worker thread. Each
 becomes an entry without the ``LogRecord`` the logging module would make (and all it
 looks up for one: the caller's frame, the thread, the process): mcpd's own handlers
-(``host.journal``) write them a batch at a time; any other handler gets them as
+(``local.journal``) write them a batch at a time; any other handler gets them as
 records, one by one.
 """
 
@@ -16,8 +16,8 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Final
 
-from ..host.journal import RateLimitedHandler
-from ..host.journalfields import NOTICE, Note
+from ..local.journal import RateLimitedHandler
+from ..local.journalfields import NOTICE, Note
 from .record import CallRecord
 
 LOGGER: Final = "mcpd.calls"

@@ -38,8 +38,8 @@ import trio
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
-from ..host.privatefile import open_directory
-from ..host.ratelimit import Throttle
+from ..local.privatefile import open_directory
+from ..local.ratelimit import Throttle
 from ..policy.masking import KnownSecrets, SecretSet
 from . import journal
 from .counts import CallCounts

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from protocol.urls import openable
 
-from ..host.privatefile import make_private_directory, write_atomically
+from ..local.privatefile import make_private_directory, write_atomically
 
 
 def browser_argv(url: str, env: dict[str, str] | None = None) -> list[str] | None:

@@ -114,7 +114,7 @@ def _agent(text: str) -> int:
 
 
 def _state_dir(explicit: str | None) -> str:
-    from ..host.statefile import state_dir
+    from ..local.statefile import state_dir
 
     try:
         path = config_in_use(explicit).path

@@ -4,8 +4,8 @@ the commands that ask the running daemon, over its socket.
 Each opens a ``Client`` on the socket (``--socket``, ``$MCPD_SOCKET``, the config's
 ``[daemon] socket`` or the standard path: see ``config.paths``) and turns what can go
 wrong there into an exit code: 3 when the daemon cannot be reached, 4 when its reply
-cannot be read, 1 for an error it answered. ``client_for`` is also how the ``surface``
-commands get their client.
+cannot be read, 1 for an error it answered. ``client_for`` is also how the prompt and
+resource commands (``prompt_resource_cmds``) get their client.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        from .surface import render_block
+        from .prompt_resource_cmds import render_block
 
         for block in result.get("content") or []:
             print(render_block(block))

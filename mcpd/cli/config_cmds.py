@@ -34,7 +34,7 @@ def _load_config(path: str | None) -> tuple[Config, str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..host.journal import setup_logging
+    from ..local.journal import setup_logging
 
     setup_logging(args.log, args.log_level)
     if args.demo:
@@ -206,8 +206,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from ..host.statefile import state_dir
-    from ..host.token import TokenError, stored_token, token_path, write_token
+    from ..local.endpoint_token import TokenError, stored_token, token_path, write_token
+    from ..local.statefile import state_dir
     from .client import Untrusted, config_in_use
 
     try:

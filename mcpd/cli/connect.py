@@ -35,7 +35,7 @@ from ..config.load import load
 from ..config.model import Config, ConfigError
 from ..config.paths import daemon_socket_path
 from ..config.profiles import DEFAULT_PROFILE, EVERYTHING
-from ..host.token import TokenError, read_token, token_path
+from ..local.endpoint_token import TokenError, read_token, token_path
 from .client import (
     Client,
     Running,
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
             url = endpoint_url(config, sock)
             if suffix:
                 url += f"?profile={suffix}"
-            from ..host.statefile import state_dir  # trio: not for every command's parser
+            from ..local.statefile import state_dir  # trio: not for every command's parser
 
             token = read_token(token_path(state_dir(config)))
             new = entry(key, name=name, url=url, token=token)

@@ -40,7 +40,7 @@ from typing import Any, Final
 import msgspec
 
 from ..config.hosts import HOSTS, Host
-from ..host.privatefile import UnsafeFileError, open_directory, write_atomically
+from ..local.privatefile import UnsafeFileError, open_directory, write_atomically
 from .hostconfig_toml import merge_toml
 
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]+$")

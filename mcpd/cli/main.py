@@ -1,11 +1,11 @@
 """``mcpd serve|status|dashboard|tools|call|reload|check-config|import|bridge|auth|
 connect|token``, ``approve|pins`` (in ``pins_cmds``), ``approvals|calls``, and (in
-``surface``) ``prompts|resources|read|prompt``.
+``prompt_resource_cmds``) ``prompts|resources|read|prompt``.
 
 This module is the command line's grammar, every command in the order ``mcpd
 --help`` lists them, and its entry point. What the commands do is elsewhere: those
 that ask the running daemon in ``client_cmds``, those that work from the config
-file in ``config_cmds``, and ``auth``, ``connect`` and ``surface`` (which also
+file in ``config_cmds``, and ``auth``, ``connect`` and ``prompt_resource_cmds`` (which also
 declare their own arguments).
 
 Exit codes (``exits``): 0 ok, 1 the tool returned isError, 2 usage, 3 daemon
@@ -23,11 +23,11 @@ from ..config.model import default_config_path
 from .client import SOCKET_HELP, config_in_use_help
 from .exits import EXIT_USAGE
 
-SURFACE = ("prompts", "resources", "read", "prompt")
+PROMPT_RESOURCE_COMMANDS = ("prompts", "resources", "read", "prompt")
 COMMANDS: frozenset[str] = frozenset(
     {"serve", "check-config", "tools", "call", "status", "import", "reload", "bridge"}
     | {"auth", "token", "connect", "approve", "pins", "dashboard", "approvals", "calls"}
-    | {*SURFACE}
+    | {*PROMPT_RESOURCE_COMMANDS}
 )
 
 
@@ -209,9 +209,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
         add_parser(sub)
 
-    if want(*SURFACE):
+    if want(*PROMPT_RESOURCE_COMMANDS):
         from .client_cmds import client_for
-        from .surface import add_commands
+        from .prompt_resource_cmds import add_commands
 
         add_commands(client_cmd, client_for)
     # argparse reports words it did not recognise from the top, with mcpd's usage; each

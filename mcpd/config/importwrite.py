@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from protocol.visible import hidden, visible
 
-from ..host.privatefile import make_private_directory, write_atomically
+from ..local.privatefile import make_private_directory, write_atomically
 from .importer import SCHEME, Imported
 
 _BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from ..config.policy import Rate
-from ..host.ratelimit import Bucket
+from ..local.ratelimit import Bucket
 from .rules import Decision
 
 # Past this many buckets, full ones are dropped before another is made.

@@ -42,9 +42,3 @@ class Catalog(Registry):
     def rename(self, naming: NamingConfig) -> None:
         self.prompts.rename(naming)
         super().rename(naming)
-
-
-def catalog_of(registry: Registry) -> Catalog | None:
-    """The prompt and resource tables, when the registry has them (tests may give a
-    runner a bare tool table)."""
-    return registry if isinstance(registry, Catalog) else None

@@ -37,7 +37,7 @@ def curate(
     tools: Sequence[mcp.Tool] | dict[str, mcp.Tool], rules: ToolsConfig | None, alias: str = ""
 ) -> Curated:
     """``tools`` by name, as a list or as the table's own dict (kept as it is when there
-    is nothing to curate: a copy per server was 2 KB per 100 tools, for nothing)."""
+    is nothing to curate: a copy per server would cost memory for nothing)."""
     if isinstance(tools, dict):
         if rules is None or rules == _NONE:
             return Curated(tools, {}, [])

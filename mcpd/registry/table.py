@@ -323,7 +323,8 @@ class Registry:
 
     def closest(self, name: str, n: int = 3) -> list[str]:
         # A ratio of 0.5 needs the name within 3x the length of a local name, and difflib
-        # indexes every character of it: an agent's 8 MiB name cost 340 MiB and 1.4 s.
+        # indexes every character of it: a huge name from an agent would cost memory
+        # and time in proportion to its length, for a match that cannot exist.
         if len(name) > 3 * self.naming.max_length:
             return []
         return difflib.get_close_matches(name, list(self._by_local), n=n, cutoff=0.5)

@@ -30,10 +30,10 @@ import msgspec
 
 from ..config.model import ConfigError, NamingConfig
 from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
-from .catalog import catalog_of
+from .catalog import Catalog
 from .scheme import Sight
 from .shown import Entry
-from .table import Registry, candidate_name, hashed_name
+from .table import candidate_name, hashed_name
 
 if TYPE_CHECKING:
     from .search import Hit, ToolDoc, ToolIndex
@@ -87,7 +87,7 @@ def assign_names(
 
 
 class ProfileView(Sight):
-    def __init__(self, name: str, registry: Registry) -> None:
+    def __init__(self, name: str, registry: Catalog) -> None:
         self.name = name
         self.registry = registry
         self.profile = EVERYTHING
@@ -210,9 +210,7 @@ class ProfileView(Sight):
     def offered(self) -> tuple[int, int]:
         """(prompts, resources): each grows only when what the view's agents are listed
         of it changed (a server outside the view leaves them alone)."""
-        catalog = catalog_of(self.registry)
-        if catalog is None:
-            return (0, 0)
+        catalog = self.registry
         held = self._offered
         now = (catalog.prompts.version, catalog.resources.version)
         if now[0] != held.synced[0]:
@@ -343,7 +341,7 @@ def _doc(entry: Entry, doc: type[ToolDoc]) -> ToolDoc:
 
 def unmatched(
     profiles: Mapping[str, ProfileConfig],
-    registry: Registry,
+    registry: Catalog,
     naming: NamingConfig,
     aliases: Collection[str],
     unknown: Collection[str] = (),

@@ -3,7 +3,7 @@ every layer takes, and the ``Outcome`` that comes back.
 
 The agent side makes a ``Call`` once, as it decodes the request (with either of its
 decoders), and the same object goes down every layer with one verb, ``start(call)``:
-the agent side's router names its server, ``Front`` finds that server, its scheduler
+the agent side's router names its server, ``AllServers`` finds that server, its scheduler
 admits and times it, its ``Upstream`` writes it in the server's era and hands it to the
 transport. The server's answer comes back through the call itself (a transport calls
 it with what arrived), and the one outcome of the call goes to ``call.caller.finish``
@@ -29,7 +29,7 @@ from ..registry.scheme import Sight
 from .askback import Asker, AskRoutes
 from .breaker import Breaker
 from .outage import Outage
-from .progress import Deliver, ProgressRoutes
+from .progress import ProgressRoutes, ProgressSink
 from .stats import LatencyStats
 
 # A call's one outcome: the server's raw result, why it could not be reached, the
@@ -76,7 +76,7 @@ class Call(msgspec.Struct, eq=False):
     meta: mcp.Meta | None = None
     input_responses: Raw | UnsetType = UNSET
     request_state: Raw | UnsetType = UNSET
-    progress: Deliver | None = None  # where the server's progress reports go
+    progress: ProgressSink | None = None  # where the server's progress reports go
     asker: Asker | None = None  # the agent, for what a legacy server asks back
     owner: object = None  # whose call it is (a task it creates is theirs alone)
     # Whether its request and reply may be written around the bytes they carry

@@ -15,13 +15,13 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from .backoff import RestartPolicy
-from .events import Failure, ServerLog
+from .events import Failure, LifecycleJournal
 
 
 class Downtime:
     def __init__(
         self,
-        events: ServerLog,
+        events: LifecycleJournal,
         policy: RestartPolicy,
         publish: Callable[[], None],
         *,

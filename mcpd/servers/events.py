@@ -33,7 +33,7 @@ _KINDS: Final = {"http": "Streamable HTTP", "sse": "the old HTTP+SSE transport (
 _WITH_STDERR: Final = frozenset({"outage", "crash_loop", "spawn_failed"})
 
 
-class ServerLog:
+class LifecycleJournal:
     def __init__(self, alias: str, stderr: Callable[[], list[str]]) -> None:
         self.alias = alias
         self._stderr = stderr

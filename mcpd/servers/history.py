@@ -20,7 +20,7 @@ from typing import Final
 import msgspec
 import trio
 
-from ..host.statefile import SavedChange, SavedHistory, SavedMinute
+from ..local.statefile import SavedChange, SavedHistory, SavedMinute
 from .runner import Runner
 from .stats import LatencyStats, nearest_rank
 

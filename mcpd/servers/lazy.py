@@ -21,7 +21,7 @@ from transports.base import Transport
 from transports.errors import single_exceptions
 
 from ..config.model import Config, ServerConfig
-from ..registry.table import Registry
+from ..registry.catalog import Catalog
 from .calls import Uses
 from .runner import Runner
 from .transport_factory import TransportFactory, open_transport
@@ -34,7 +34,7 @@ class LazyRunner(Runner, Uses):
         alias: str,
         cfg: ServerConfig,
         config: Config,
-        registry: Registry,
+        registry: Catalog,
         on_change: Callable[[str], None],
         transport_factory: TransportFactory = open_transport,
     ) -> None:

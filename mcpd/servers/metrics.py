@@ -14,7 +14,7 @@ from typing import Final
 import trio
 
 from .. import __version__
-from ..host.prometheus import Writer, number
+from ..local.prometheus import Writer, number
 from ..registry.table import Registry
 from .runner import Runner
 from .state import STATES

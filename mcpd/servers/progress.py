@@ -19,17 +19,17 @@ from protocol import mcp
 from .askback import Cause
 
 # Where the server's progress reports for a call go (its agent).
-Deliver: TypeAlias = Callable[[mcp.ProgressParams], None]
+ProgressSink: TypeAlias = Callable[[mcp.ProgressParams], None]
 
 
 class ProgressRoutes:
     def __init__(self, prefix: str) -> None:
         self._prefix = prefix
         # By mcpd's token: the agent's token, where its reports go, and the call.
-        self._routes: dict[str, tuple[str | int, Deliver, Cause]] = {}
+        self._routes: dict[str, tuple[str | int, ProgressSink, Cause]] = {}
         self._ids = itertools.count(1)
 
-    def open(self, agent_token: str | int, deliver: Deliver, call: Cause) -> str:
+    def open(self, agent_token: str | int, deliver: ProgressSink, call: Cause) -> str:
         """A token for the server; each report also gives ``call`` its time again."""
         token = f"{self._prefix}{next(self._ids)}"
         self._routes[token] = (agent_token, deliver, call)

@@ -21,22 +21,20 @@ from transports.errors import Unreachable
 
 from ..config.model import Config, DaemonConfig, ServerConfig
 from ..config.sandbox import sandbox_of, sandbox_status
-from ..registry.catalog import catalog_of
-from ..registry.table import Registry
+from ..registry.catalog import Catalog
 from .askback import AskRoutes
-from .autherrors import LoginRequired
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
 from .calls import CallLimits
 from .downtime import Downtime
-from .events import ServerLog, describe_failure
+from .events import LifecycleJournal, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
 from .http_kind import other_kind
-from .listing import ListKeeper
-from .lists import SurfaceKeeper
-from .logs import ServerLogs
+from .log_messages import LogMessages
+from .oauth import LoginRequired, attach
 from .outage import Outage
 from .progress import ProgressRoutes
+from .prompt_resource_lists import PromptResourceKeeper
 from .scheduler import CallScheduler
 from .session import Session
 from .state import (
@@ -44,17 +42,17 @@ from .state import (
     breaker_config,
     list_trims,
     outage_of,
+    prompt_resource_counts,
     server_state,
     status_row,
-    surface_counts,
 )
 from .stats import LatencyStats
+from .tool_list import ToolListKeeper
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
 if TYPE_CHECKING:
-    from .auth import ServerAuth
-    from .login import Login
+    from .oauth import Login, ServerAuth
 
 logger = logging.getLogger("mcpd.server")
 
@@ -65,7 +63,7 @@ class Runner:
         alias: str,
         cfg: ServerConfig,
         config: Config,
-        registry: Registry,
+        registry: Catalog,
         on_change: Callable[[str], None],
         transport_factory: TransportFactory = open_transport,
     ) -> None:
@@ -96,20 +94,14 @@ class Runner:
             probe_timeout=lambda: self.config.daemon.probe_timeout,
             on_probe=self._publish,
         )
-        self.events = ServerLog(alias, lambda: self.stderr)
+        self.events = LifecycleJournal(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
-        self.lists = ListKeeper(alias, self.wake, self._is_connected, self._install)
+        self.tool_list = ToolListKeeper(alias, self.wake, self._is_connected, self._install)
         # OAuth, for HTTP servers: dormant until the server answers 401.
         self.auth: ServerAuth | None = None
         self.login: Login | None = None
         if cfg.url is not None:
-            # Here, not at the top: a daemon with only stdio servers never loads the OAuth
-            # client (protocol.oauth, the OAuth transport, the token store).
-            from .auth import ServerAuth
-            from .login import Login
-
-            self.auth = ServerAuth.for_server(alias, cfg, config)
-            self.login = Login(self.auth)
+            self.auth, self.login = attach(alias, cfg, config)
             self.auth.on_change = self._auth_changed
         self.downtime = Downtime(
             self.events,
@@ -125,8 +117,8 @@ class Runner:
         self.unprotected: str | None = None
         self._ready: tuple[bool, str, int] = (False, "", 0)
         # Prompts, resources and templates; what the server asks back, and of whom.
-        self.surface = SurfaceKeeper(alias, catalog_of(registry), self.wake, self.changed)
-        self.logs = ServerLogs(alias, self.wake)
+        self.prompt_resources = PromptResourceKeeper(alias, registry, self.wake, self.changed)
+        self.logs = LogMessages(alias, self.wake)
         self.asks = AskRoutes(alias, lambda: self.config.daemon.ask_timeout)
         self.session = Session(
             alias,
@@ -135,8 +127,8 @@ class Runner:
             events=self.events,
             health=self.health,
             policy=self.policy,
-            lists=self.lists,
-            surface=self.surface,
+            tool_list=self.tool_list,
+            prompt_resources=self.prompt_resources,
             logs=self.logs,
             progress=self.progress,
             scheduler=self.scheduler,
@@ -282,8 +274,8 @@ class Runner:
             settings=self.config.daemon,
             limits=self.config.list_limits(self.alias),
         )
-        self.lists.listed(listing)
-        self.lists.connected()
+        self.tool_list.listed(listing)
+        self.tool_list.connected()
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
         # Everything listed once: unless new servers are held, that is the approval of
         # the server, and what it lists from now on is judged against it.
@@ -340,21 +332,21 @@ class Runner:
 
     @property
     def subscribed(self) -> bool:
-        return self.lists.subscribed
+        return self.tool_list.subscribed
 
     @property
     def refetches(self) -> int:
-        return self.lists.refetches
+        return self.tool_list.refetches
 
     def maybe_refresh(self) -> None:
-        self.lists.maybe_refresh()
+        self.tool_list.maybe_refresh()
 
     def request_refetch(self) -> None:
-        self.lists.request()
+        self.tool_list.request()
 
     @property
     def dropped_tools(self) -> list[str]:
-        return self.lists.dropped
+        return self.tool_list.dropped
 
     @property
     def inflight(self) -> int:
@@ -392,7 +384,7 @@ class Runner:
             tools=self.registry.count(self.alias),
             now=trio.current_time(),
             server_info=up.server_info if up else None,
-            cache_scope=self.lists.cache_scope if up else None,
+            cache_scope=self.tool_list.cache_scope if up else None,
         )
         # The child's pid (stdio servers only): what to look at with ps, strace or kill.
         row["pid"] = up.transport.pid if up is not None else None
@@ -403,7 +395,9 @@ class Runner:
             row["sandbox"] = sandbox_status(sandbox, self.unprotected if started else None, started)
         if self.login is not None and self.auth is not None and self.auth.enabled:
             row["auth"] = self.login.status()
-        trims = list_trims(self.lists.cut, self.surface.trimmed, up.instructions_cut if up else "")
+        trims = list_trims(
+            self.tool_list.cut, self.prompt_resources.trimmed, up.instructions_cut if up else ""
+        )
         # Items held until approved, definition changes seen, items with findings.
         pins = self.registry.gate.counts(self.alias)
-        return row | surface_counts(catalog_of(self.registry), self.alias) | trims | pins
+        return row | prompt_resource_counts(self.registry, self.alias) | trims | pins

@@ -26,8 +26,8 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
-from .autherrors import LoginRequired
 from .calls import Call, CallHost, Outcome, Uses
+from .oauth import LoginRequired
 from .outage import Outage, last_line
 
 if TYPE_CHECKING:
@@ -36,15 +36,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.calls")
 
 _LIVE: Final = frozenset({"queued", "running"})
-
-
-def _clock() -> Callable[[], float]:
-    """The run's clock, read in one call rather than ``trio.current_time``'s three: a
-    tools/call reads it three times."""
-    try:
-        return trio.lowlevel.current_clock().current_time
-    except RuntimeError:  # built outside a run (a unit test): read it the long way
-        return trio.current_time
 
 
 class CallScheduler:
@@ -61,7 +52,9 @@ class CallScheduler:
         # each time the server goes from idle to busy: at one call at a time, every call.
         self._idle: trio.Event | None = None
         self._up: Upstream | None = None
-        self._now = _clock()
+        # The run's clock itself: ``trio.current_time`` looks it up again on every read,
+        # and a tools/call reads it at each step. Built inside the run, as runners are.
+        self._now: Callable[[], float] = trio.lowlevel.current_clock().current_time
         self.uses: Uses | None = None
 
     # -- the server coming and going --

@@ -20,20 +20,20 @@ from transports.errors import TransportError, single_exceptions
 
 from ..config.model import DaemonConfig, ListLimits
 from .askback import relay_capabilities
-from .autherrors import LoginRequired
 from .backoff import RestartPolicy
-from .events import ServerLog
+from .events import LifecycleJournal
 from .handshake import ProtocolViolation
 from .health import Health
-from .listing import ListKeeper
-from .lists import SurfaceKeeper
-from .logs import ServerLogs
+from .log_messages import LogMessages
+from .oauth import LoginRequired
 from .progress import ProgressRoutes
+from .prompt_resource_lists import PromptResourceKeeper
 from .scheduler import CallScheduler
+from .tool_list import ToolListKeeper
 from .upstream import ListResult, Upstream
 
 if TYPE_CHECKING:
-    from .auth import ServerAuth
+    from .oauth import ServerAuth
 
 
 class Session:
@@ -46,12 +46,12 @@ class Session:
         *,
         era: str,
         relay: list[str],
-        events: ServerLog,
+        events: LifecycleJournal,
         health: Health,
         policy: RestartPolicy,
-        lists: ListKeeper,
-        surface: SurfaceKeeper,
-        logs: ServerLogs,
+        tool_list: ToolListKeeper,
+        prompt_resources: PromptResourceKeeper,
+        logs: LogMessages,
         progress: ProgressRoutes,
         scheduler: CallScheduler,
         auth: ServerAuth | None,
@@ -62,8 +62,8 @@ class Session:
         self._events = events
         self._health = health
         self._policy = policy
-        self._lists = lists
-        self._surface = surface
+        self._tool_list = tool_list
+        self._prompt_resources = prompt_resources
         self._logs = logs
         self._progress = progress
         self._scheduler = scheduler
@@ -78,8 +78,8 @@ class Session:
         if msg.method == "notifications/progress":
             self._progress.handle(msg)
         else:
-            self._surface.on_notification(msg)
-            self._lists.on_notification(msg)
+            self._prompt_resources.on_notification(msg)
+            self._tool_list.on_notification(msg)
             self._logs.on_notification(msg)
 
     async def open(
@@ -101,16 +101,16 @@ class Session:
                 await up.connect()
                 self._logs.connected()
                 listing = await up.list_tools()
-                await self._fetch_surface(up)
+                await self._fetch_prompt_resources(up)
         finally:
             if up.probe_died and self.era_hint == "auto":
                 self.era_hint = "legacy"
         return up, listing
 
-    async def _fetch_surface(self, up: Upstream) -> None:
+    async def _fetch_prompt_resources(self, up: Upstream) -> None:
         # A server whose prompts or resources cannot be listed still serves its tools.
         try:
-            await self._surface.fetch(up)
+            await self._prompt_resources.fetch(up)
         except (rpc.RPCError, ProtocolViolation) as exc:
             self._events.event(
                 logging.WARNING, "list_failed", f"listing prompts or resources failed: {exc}"
@@ -125,8 +125,8 @@ class Session:
         with single_exceptions():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch, transport.closed)
-                if up.era == "modern" and self._surface.wants_listen(up):
-                    nursery.start_soon(self._surface.listen, up, self._lists)
+                if up.era == "modern" and self._prompt_resources.wants_listen(up):
+                    nursery.start_soon(self._prompt_resources.listen, up, self._tool_list)
                 # What the server pushes outside of any request: a legacy HTTP session's
                 # stream (list_changed, pings, logs). The other transports return at once.
                 await nursery.start(transport.listen)
@@ -154,14 +154,16 @@ class Session:
                 raise LoginRequired(self._auth.needs_login)
             self._policy.refresh(now)
             await self._health.tend(up, now)
-            if self._lists.due:
-                await self._lists.refetch(up)
-            await self._surface.tend(up)
+            if self._tool_list.due:
+                await self._tool_list.refetch(up)
+            await self._prompt_resources.tend(up)
             if self._logs.due:
                 await self._logs.tend(up)
-            deadline = min(self._health.next_wake(self._policy, now), self._surface.waits_until())
+            deadline = min(
+                self._health.next_wake(self._policy, now), self._prompt_resources.waits_until()
+            )
             self._wake = trio.Event()
-            if self._lists.due or self._surface.due or self._logs.due:
+            if self._tool_list.due or self._prompt_resources.due or self._logs.due:
                 continue  # asked for while the loop was busy: that wake-up is gone
             with trio.move_on_at(deadline):
                 await self._wake.wait()

@@ -185,17 +185,17 @@ def status_row(
 
 
 # A server's lists besides its tools, in the order they are shown.
-_SURFACE: Final = ("prompts", "resources", "resource_templates")
+_OTHER_LISTS: Final = ("prompts", "resources", "resource_templates")
 
 
 def list_trims(
-    tools_cut: list[str], surface: Mapping[str, Trimmed], instructions_cut: str
+    tools_cut: list[str], others: Mapping[str, Trimmed], instructions_cut: str
 ) -> dict[str, list[str]]:
     """Beside ``dropped_tools`` in ``mcpd status``: what the server's other lists left
     out, and what of all its lists and its instructions was kept with less, each with
     why (mcpd's limits, or an item agents could not be shown as it was)."""
-    listed = [surface[kind] if kind in surface else Trimmed() for kind in _SURFACE]
-    out = {f"dropped_{kind}": list(t.dropped) for kind, t in zip(_SURFACE, listed, strict=True)}
+    listed = [others[kind] if kind in others else Trimmed() for kind in _OTHER_LISTS]
+    out = {f"dropped_{kind}": list(t.dropped) for kind, t in zip(_OTHER_LISTS, listed, strict=True)}
     cut = list(tools_cut)
     for t in listed:
         cut += t.cut
@@ -211,12 +211,12 @@ class Said(NamedTuple):
     text: str  # the server's words ("" if none)
 
 
-def short_lists(tools: bool, surface: Mapping[str, Trimmed]) -> str:
+def short_lists(tools: bool, others: Mapping[str, Trimmed]) -> str:
     """For models, beside the server's instructions: which of its lists are only partly
     shown because they are longer than their limits ("" if none). ``tools``: whether
     its tool list is."""
     kinds = ["tools"] if tools else []
-    kinds += [NOUNS[k][0] for k in _SURFACE if k in surface and surface[k].short]
+    kinds += [NOUNS[k][0] for k in _OTHER_LISTS if k in others and others[k].short]
     if not kinds:
         return ""
     return (
@@ -225,11 +225,8 @@ def short_lists(tools: bool, surface: Mapping[str, Trimmed]) -> str:
     )
 
 
-def surface_counts(catalog: Catalog | None, alias: str) -> dict[str, int]:
-    """The server's prompts, resources and templates in ``mcpd status`` (none without
-    a catalog: a bare tool table)."""
-    if catalog is None:
-        return {}
+def prompt_resource_counts(catalog: Catalog, alias: str) -> dict[str, int]:
+    """The server's prompts, resources and templates in ``mcpd status``."""
     resources, templates = catalog.resources.count(alias)
     return {
         "prompts": catalog.prompts.count(alias),

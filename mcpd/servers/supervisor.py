@@ -13,8 +13,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ..config.model import Config, ServerConfig
-from ..registry.catalog import catalog_of
-from ..registry.table import Registry
+from ..registry.catalog import Catalog
 from .lazy import LazyRunner
 from .runner import Runner
 from .state import summary
@@ -36,7 +35,7 @@ class Supervisor:
     def __init__(
         self,
         config: Config,
-        registry: Registry,
+        registry: Catalog,
         on_change: Callable[[str], None] = lambda alias: None,
         transport_factory: TransportFactory = open_transport,
     ) -> None:
@@ -61,9 +60,7 @@ class Supervisor:
     def _start(self, alias: str, cfg: ServerConfig) -> None:
         assert self._nursery is not None
         self.registry.set_rules(alias, cfg.tools)
-        catalog = catalog_of(self.registry)
-        if catalog is not None:
-            catalog.prompts.set_rules(alias, cfg.prompts)
+        self.registry.prompts.set_rules(alias, cfg.prompts)
         # A lazy server that cannot start has no idle time to wait out: it is shown
         # down from the start, as any other.
         kind = LazyRunner if cfg.start == "lazy" and cfg.unresolved is None else Runner

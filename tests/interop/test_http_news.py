@@ -124,7 +124,9 @@ async def test_a_legacy_http_client_hears_a_reload_and_its_resource_updates(
                 (legacy,) = daemon.api.http.sessions.values()
                 runner = daemon.supervisor.runners["everything"]
                 # The client opened its stream by itself, and mcpd holds its subscription.
-                await wait_for(lambda: legacy.news.streaming and URI in runner.surface.held)
+                await wait_for(
+                    lambda: legacy.news.streaming and URI in runner.prompt_resources.held
+                )
 
                 write_config(path, notes=True)
                 await daemon.reload_config()

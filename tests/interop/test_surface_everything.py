@@ -152,7 +152,7 @@ async def test_everything_servers_resource_updates_reach_the_subscriber(tmp_path
                 await agent.initialize_with({})
                 assert await agent.result("resources/subscribe", {"uri": uri}) == {}
                 runner = daemon.supervisor.runners["everything"]
-                while uri not in runner.surface.held:  # the server has the subscription
+                while uri not in runner.prompt_resources.held:  # the server has the subscription
                     await trio.sleep(0.02)
                 # The tool starts the server's simulated updates (the first one at once).
                 await agent.call(EV + "toggle-subscriber-updates", {})
@@ -168,6 +168,6 @@ async def test_everything_servers_resource_updates_reach_the_subscriber(tmp_path
                 ]
                 assert updated[0]["params"] == {"uri": uri}
                 assert await agent.result("resources/unsubscribe", {"uri": uri}) == {}
-                while uri in runner.surface.held:  # the server let go of it too
+                while uri in runner.prompt_resources.held:  # the server let go of it too
                     await trio.sleep(0.02)
             daemon.stop()

@@ -148,13 +148,13 @@ async def test_resource_updates_reach_exactly_the_agents_that_subscribed(
                     assert await subscriber.result("resources/subscribe", {"uri": watched}) == {}
                 # The subscription reaches the server; then a change to the file is news.
                 runner = daemon.supervisor.runners["a"]
-                while README not in runner.surface.subscribed:
+                while README not in runner.prompt_resources.subscribed:
                     await trio.sleep(0.02)
                 if server_era == "modern":
-                    while not runner.lists.subscribed:
+                    while not runner.tool_list.subscribed:
                         await trio.sleep(0.02)
                 else:
-                    while README not in runner.surface.held:
+                    while README not in runner.prompt_resources.held:
                         await trio.sleep(0.02)
                 await bystander.call("mcp__a__touch", {"name": "README.md", "text": "changed\n"})
                 note = await wait_for(subscriber, "notifications/resources/updated")

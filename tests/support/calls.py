@@ -1,5 +1,5 @@
 """A tools/call started by a test below the agent side, and its outcome awaited: at a
-runner's scheduler (as ``Front.start`` starts it), or at a bare ``Upstream``."""
+runner's scheduler (as ``AllServers.start`` starts it), or at a bare ``Upstream``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from mcpd.servers.calls import Call, CallRefused, Outcome
 from mcpd.servers.outage import Outage
-from mcpd.servers.progress import Deliver
+from mcpd.servers.progress import ProgressSink
 from mcpd.servers.runner import Runner
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
@@ -74,7 +74,7 @@ def a_call(
     *,
     meta: dict[str, Any] | None = None,
     capabilities: dict[str, Any] | None = None,
-    progress: Deliver | None = None,
+    progress: ProgressSink | None = None,
     timeout: float = 0.0,
 ) -> tuple[Call, Outcomes]:
     outcomes = Outcomes()
@@ -98,7 +98,7 @@ async def at_runner(
     params: mcp.CallToolParams,
     *,
     call_timeout: float | None = None,
-    on_progress: Deliver | None = None,
+    on_progress: ProgressSink | None = None,
 ) -> Raw:
     """``params`` called at the runner's scheduler: the raw result, or CallRefused or
     the server's RPCError."""

@@ -28,7 +28,7 @@ from typing import Any
 
 import trio
 
-from tests.support.procs import host_pid
+from tests.support.procs import host_pid, wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_STDIO = str(Path(__file__).with_name("hostile_stdio.py"))
@@ -707,7 +707,10 @@ async def _run(
         await probe.settle()
     log = d.log(log_start)
     code = await d.stop()
-    leftovers = [p for p in d.seen_pids | d.recorded_pids() if alive(p)]
+    # A server's processes are killed as mcpd exits (parent-death signal, the end of
+    # their PID namespace), which the kernel finishes a moment later: any still there
+    # after that moment were left behind.
+    leftovers = [p for p in d.seen_pids | d.recorded_pids() if not await wait_gone(p, 5.0)]
     result = CaseResult(
         group=group,
         case=name,

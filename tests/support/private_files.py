@@ -12,10 +12,10 @@ import h11
 from mcpd.config.importer import Imported
 from mcpd.config.importwrite import move_secrets
 from mcpd.config.model import NamingConfig
-from mcpd.host import pinwriter, statefile
-from mcpd.host.pinfile import PinKeeper
-from mcpd.host.token import write_token
-from mcpd.host.tokens import IssuerRecord, StoredLogin, TokenStore, encode
+from mcpd.local import pinwriter, statefile
+from mcpd.local.endpoint_token import write_token
+from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin, encode
+from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import Gate
 from protocol import mcp
@@ -56,7 +56,7 @@ async def _token(path: Path) -> bytes:
 
 
 async def _login(path: Path) -> bytes:
-    await TokenStore(str(path.parent.parent)).save(path.stem, LOGIN)
+    await OAuthStore(str(path.parent.parent)).save(path.stem, LOGIN)
     return encode(LOGIN)
 
 

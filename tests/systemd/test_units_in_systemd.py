@@ -1,5 +1,5 @@
 """The shipped system units under a real systemd, with a stand-in daemon built on
-mcpd.host.systemd and mcpd.host.journal in place of `mcpd serve`: socket activation of
+mcpd.local.systemd and mcpd.local.journal in place of `mcpd serve`: socket activation of
 /run/mcpd/mcpd.sock, READY/STATUS, reload with the same PID, journald fields queried
 the way users will, the watchdog restarting a wedged daemon, and stop."""
 

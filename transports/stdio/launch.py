@@ -7,8 +7,8 @@ forked from the thread running trio (the main thread), which lives as long as th
 daemon.
 
 Setting it from a ``preexec_fn`` makes Python fork a full copy of the daemon (no
-vfork) and wait for it to exec: ~9 ms per server, with the event loop stopped, against
-~5 ms without. So where util-linux's ``setpriv`` can set it, the child execs
+vfork) and wait for it to exec, with the event loop stopped, for markedly longer than
+without. So where util-linux's ``setpriv`` can set it, the child execs
 ``setpriv --pdeathsig KILL`` and then, through ``sh``, the command, after checking
 that mcpd did not die before the signal was armed. The command is looked up here
 first, so that a missing or non-executable one is still an OSError naming it.
@@ -100,7 +100,7 @@ def resolve(command: str, env: Mapping[str, str] | None, cwd: str | None) -> str
 def die_with_parent(parent: int, join: str | None = None) -> Callable[[], None]:
     global _libc
     # Loaded here, once, not in each child: between fork and exec the child is a copy
-    # of mcpd, and a dlopen there cost ~9 ms per server during which mcpd waited.
+    # of mcpd, and a dlopen there would make mcpd wait for it once per server.
     libc = _libc = _libc or ctypes.CDLL(None, use_errno=True)
 
     def preexec() -> None:

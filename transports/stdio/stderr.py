@@ -6,10 +6,10 @@ them together and its rate limit counts the burst once; a burst ends when stderr
 been quiet for ``BURST_GAP`` or it has ``BURST_LINES`` lines. The last lines are kept
 as the tail that every failure of the server quotes.
 
-Lines on stdout that are not JSON-RPC are the server's mistake: each used to be a
-warning of its own, and a server writing nonsense at full speed turned mcpd's event
-loop into a log writer while every other server waited. Past a burst they are
-counted, and the next warning says how many.
+Lines on stdout that are not JSON-RPC are the server's mistake. A warning for each
+would let a server writing nonsense at full speed turn mcpd's event loop into a log
+writer while every other server waited, so past a burst they are counted, and the
+next warning says how many.
 """
 
 from __future__ import annotations

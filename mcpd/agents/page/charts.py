@@ -12,7 +12,7 @@ from datetime import datetime
 from html import escape
 from typing import Final
 
-from ...host.statefile import SavedChange, SavedMinute
+from ...local.statefile import SavedChange, SavedMinute
 from ...servers.history import DAY, HOUR
 
 SLOTS: Final = 144  # of ten minutes

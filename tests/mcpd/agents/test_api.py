@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from mcpd.agents.door import OWNER_RESERVE
-from mcpd.daemon import DaemonError
+from mcpd.errors import DaemonError
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import read_pid, scripted
 

@@ -19,7 +19,7 @@ import trio
 import mcpd.agents.http_stream
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
-from mcpd.host.token import write_token
+from mcpd.local.endpoint_token import write_token
 from protocol import jsonrpc as rpc
 from tests.support.agent import running
 from tests.support.daemon_http import http

@@ -109,9 +109,9 @@ def test_mcpds_own_log_keeps_each_message_at_its_servers_severity(
 ) -> None:
     import logging
 
-    from mcpd.servers.logs import ServerLogs
+    from mcpd.servers.log_messages import LogMessages
 
-    logs = ServerLogs("everything", lambda: None)
+    logs = LogMessages("everything", lambda: None)
     with caplog.at_level(logging.DEBUG, logger="mcpd.server"):
         for level in ("error", "alert", "info"):
             params = json.dumps({"level": level, "data": f"{level}-level message"}).encode()

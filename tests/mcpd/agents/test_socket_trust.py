@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.agents.listener import UnsafeDirectory
+from mcpd.agents.unix_socket import UnsafeDirectory
 from mcpd.cli.client import Client
-from mcpd.host import owners
+from mcpd.local import owners
 from tests.support.agent import make_config, running
 from tests.support.bridge import BridgeProcess
 from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir, start_as

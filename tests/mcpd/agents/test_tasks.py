@@ -53,7 +53,7 @@ async def test_a_task_is_the_creating_agents_and_reaches_its_server(tmp_path: Pa
             assert other.notifications[0]["params"]["notifications"] == {"taskIds": []}
             # mcpd listens to the server for the task before the update is sent.
             runner = daemon.supervisor.runners["jobs"]
-            while "t-1" not in runner.surface.acknowledged.get("taskIds", []):
+            while "t-1" not in runner.prompt_resources.acknowledged.get("taskIds", []):
                 await trio.sleep(0.02)
             answers = {"confirm": {"action": "accept", "content": {}}}
             done = await rpc(owner, "tasks/update", {"taskId": "t-1", "inputResponses": answers})

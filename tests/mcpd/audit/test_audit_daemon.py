@@ -80,13 +80,13 @@ def plan(alias: str) -> list[tuple[str, dict[str, Any]]]:
 async def kill_victim(daemon: Daemon) -> None:
     """The victim server down (its tools still listed, calls to it an outage)."""
     changed = trio.Event()
-    daemon.front.subscribe(changed.set)
+    daemon.all_servers.subscribe(changed.set)
     [row] = [s for s in daemon.supervisor.status() if s["alias"] == "victim"]
     os.kill(row["pid"], signal.SIGKILL)
     while daemon.supervisor.runners["victim"].available:
         await changed.wait()
         changed = trio.Event()
-        daemon.front.subscribe(changed.set)
+        daemon.all_servers.subscribe(changed.set)
 
 
 async def burst(sock: str, profile: str, era: str, calls: list[Any]) -> dict[str, Any]:

@@ -22,8 +22,8 @@ from mcpd.audit.reader import Reading, log_files
 from mcpd.audit.record import CallRecord
 from mcpd.config.model import DaemonConfig
 from mcpd.config.secrets import HeldSecret
-from mcpd.host.journal import JournalHandler, LineHandler
-from mcpd.host.journalfields import record_fields
+from mcpd.local.journal import JournalHandler, LineHandler
+from mcpd.local.journalfields import record_fields
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.masking import KnownSecrets, marker
 from tests.support.journald import decode_entry

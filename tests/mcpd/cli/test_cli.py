@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.cli.main import COMMANDS, SURFACE, build_parser
+from mcpd.cli.main import COMMANDS, PROMPT_RESOURCE_COMMANDS, build_parser
 
 MCPD = [sys.executable, "-m", "mcpd"]
 
@@ -205,8 +205,10 @@ def test_each_command_parses_alike_when_only_its_own_parser_is_built() -> None:
     assert set(full) == COMMANDS
     for name, whole in full.items():
         alone = _commands(build_parser(name))
-        # Only its own (the surface commands come as the four of them).
-        assert set(alone) == ({name} if name not in SURFACE else set(SURFACE))
+        # Only its own (the prompt and resource commands come as the four of them).
+        assert set(alone) == (
+            {name} if name not in PROMPT_RESOURCE_COMMANDS else set(PROMPT_RESOURCE_COMMANDS)
+        )
         assert alone[name].format_help() == whole.format_help()
     # A word that is no command gets the whole grammar, so the error lists them all.
     out = run("serv")
@@ -215,7 +217,7 @@ def test_each_command_parses_alike_when_only_its_own_parser_is_built() -> None:
 
 
 def test_content_that_is_not_text_says_what_it_is_where_and_how_big() -> None:
-    from mcpd.cli.surface import render_block
+    from mcpd.cli.prompt_resource_cmds import render_block
 
     png = base64.b64encode(b"\x89PNG" + bytes(12_341)).decode()
     assert render_block({"type": "text", "text": "hi"}) == "hi"

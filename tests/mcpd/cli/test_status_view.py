@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from mcpd.cli.status_view import local_time, render_status, watch_frame
-from mcpd.host.prometheus import label, number
+from mcpd.local.prometheus import label, number
 
 
 def status(**daemon: object) -> dict[str, object]:

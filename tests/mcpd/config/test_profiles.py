@@ -14,7 +14,7 @@ import pytest
 from mcpd.config.load import parse
 from mcpd.config.model import ConfigError, NamingConfig, ToolsConfig
 from mcpd.config.profiles import Patterns, ProfileConfig
-from mcpd.registry.table import Registry
+from mcpd.registry.catalog import Catalog
 from mcpd.registry.views import ProfileView, assign_names, unmatched
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -134,8 +134,8 @@ def tool(name: str, description: str = "", **props: str) -> mcp.Tool:
     )
 
 
-def table() -> Registry:
-    r = Registry(NamingConfig())
+def table() -> Catalog:
+    r = Catalog(NamingConfig())
     r.update(
         "git",
         [
@@ -159,7 +159,7 @@ def table() -> Registry:
 HOSTED: dict[str, Any] = {"template": "{alias}__{tool}", "max_length": 53}
 
 
-def view(registry: Registry, **profile: Any) -> ProfileView:
+def view(registry: Catalog, **profile: Any) -> ProfileView:
     v = ProfileView("p", registry)
     v.configure(msgspec.convert(profile, ProfileConfig), registry.naming, 128)
     return v
@@ -236,7 +236,7 @@ def test_names_from_scratch_equal_the_tables() -> None:
             template=rng.choice(["{alias}__{tool}", "{tool}", "x.{tool}"]),
             max_length=rng.choice([16, 20, 64]),
         )
-        r = Registry(naming)
+        r = Catalog(naming)
         keys = []
         for alias in ("a", "b", "a_b"):
             tools = {

@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from mcpd.config.model import NamingConfig, ToolsConfig
+from mcpd.registry.catalog import Catalog
 from mcpd.registry.curation import ToolBudget, curate
-from mcpd.registry.table import Registry
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.agent import connect, make_config, running
@@ -30,7 +30,7 @@ def tools(*names: str) -> list[mcp.Tool]:
     return [tool(n) for n in names]
 
 
-def names(registry: Registry) -> list[str]:
+def names(registry: Catalog) -> list[str]:
     return [e.local for e in registry.entries()]
 
 
@@ -67,7 +67,7 @@ def test_a_rename_onto_another_tools_name_is_ignored() -> None:
 
 
 def test_the_registry_lists_curated_tools_and_calls_back_by_the_servers_name() -> None:
-    registry = Registry(NamingConfig())
+    registry = Catalog(NamingConfig())
     registry.set_rules(
         "fs", ToolsConfig(deny=["write_*", "*secret*"], rename={"search": "find_files"})
     )
@@ -86,7 +86,7 @@ def test_the_registry_lists_curated_tools_and_calls_back_by_the_servers_name() -
 
 
 def test_new_rules_apply_to_the_tools_already_listed() -> None:
-    registry = Registry(NamingConfig())
+    registry = Catalog(NamingConfig())
     registry.update("fs", tools(*FS))
     version = registry.version
     registry.set_rules("fs", ToolsConfig(allow=["read_file"]))

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from mcpd.config.model import NamingConfig
-from mcpd.host.pinfile import PinKeeper
+from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import Gate
 from protocol import jsonrpc as rpc

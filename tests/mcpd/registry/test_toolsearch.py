@@ -14,8 +14,8 @@ import pytest
 from mcpd.agents import metatools
 from mcpd.agents.metatools import ArgumentError
 from mcpd.config.model import NamingConfig
+from mcpd.registry.catalog import Catalog
 from mcpd.registry.search import ToolDoc, ToolIndex, stem, terms, words
-from mcpd.registry.table import Registry
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
@@ -215,7 +215,7 @@ def test_get_looks_up_by_local_and_original_name() -> None:
 
 
 def test_from_listed_reads_the_registry_listing_outage_and_all() -> None:
-    registry = Registry(NamingConfig())
+    registry = Catalog(NamingConfig())
     raw = {
         "name": "search",
         "title": "Ticket search",

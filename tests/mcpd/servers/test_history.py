@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import trio
 
-from mcpd.host.statefile import SavedHistory, read_state
+from mcpd.local.statefile import SavedHistory, read_state
 from mcpd.servers.history import CHANGES, MINUTES, NOT_RUNNING, SAVE_EVERY, Histories
 from mcpd.servers.outage import Outage
 from mcpd.servers.stats import LatencyStats

@@ -8,7 +8,7 @@ from typing import Any
 
 import trio
 
-from mcpd.host.statefile import FILE_NAME
+from mcpd.local.statefile import FILE_NAME
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import alive, read_pid, scripted, wait_gone
 

@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.servers.listing import ListKeeper
+from mcpd.servers.tool_list import ToolListKeeper
 from mcpd.servers.upstream import ListResult, Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -41,7 +41,7 @@ async def test_a_flood_of_list_changes_costs_one_fetch_a_second(
     def poke() -> None:
         wake.set()
 
-    keeper = ListKeeper("noisy", poke, lambda: True, lambda tools: installed.append(len(tools)))
+    keeper = ToolListKeeper("noisy", poke, lambda: True, lambda tools: installed.append(len(tools)))
     up = Lister()
 
     async def session() -> None:  # as the server's task tends its list
@@ -76,7 +76,7 @@ async def test_a_flood_of_list_changes_costs_one_fetch_a_second(
 async def test_a_single_change_after_a_quiet_while_is_fetched_at_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    keeper = ListKeeper("calm", lambda: None, lambda: True, lambda tools: None)
+    keeper = ToolListKeeper("calm", lambda: None, lambda: True, lambda tools: None)
     up = Lister()
     await trio.sleep(10)
     keeper.on_notification(CHANGED)

@@ -19,7 +19,7 @@ import trio.testing
 
 from mcpd.config.load import parse
 from mcpd.config.model import Config, ServerConfig
-from mcpd.registry.table import Registry
+from mcpd.registry.catalog import Catalog
 from mcpd.servers.calls import CallRefused
 from mcpd.servers.runner import Runner
 from protocol import jsonrpc as rpc
@@ -197,7 +197,7 @@ def make(fake: FakeServer, **daemon: Any) -> Runner:
     base.update(daemon)
     config = parse({"daemon": base, "servers": {"s": {"command": "fake"}}})
     return Runner(
-        "s", config.servers["s"], config, Registry(config.naming), lambda a: None, fake.open
+        "s", config.servers["s"], config, Catalog(config.naming), lambda a: None, fake.open
     )
 
 

@@ -16,7 +16,7 @@ from msgspec import Raw
 from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig
 from mcpd.registry.catalog import Catalog
-from mcpd.servers.lists import MIN_REFETCH, SurfaceKeeper
+from mcpd.servers.prompt_resource_lists import MIN_REFETCH, PromptResourceKeeper
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 
@@ -36,7 +36,7 @@ class Storming:
         self.storms = storms
         self.version = 0
         self.fetched_at: dict[str, list[float]] = {"resources/list": [], "prompts/list": []}
-        self.keeper: SurfaceKeeper | None = None
+        self.keeper: PromptResourceKeeper | None = None
         self.listed = ""  # the URI its resource list held last
         self.meta = self  # a legacy session's requests carry no _meta
         self.limits = parse({"servers": {"storm": {"command": "x"}}}, env={}).list_limits("storm")
@@ -71,7 +71,7 @@ async def tended(up: Storming, seconds: float) -> Catalog:
     def poke() -> None:
         wake.set()
 
-    keeper = SurfaceKeeper("storm", catalog, poke, lambda: None)
+    keeper = PromptResourceKeeper("storm", catalog, poke, lambda: None)
     up.keeper = keeper
     server = cast(Upstream, up)
 
@@ -124,7 +124,7 @@ async def test_a_single_change_after_a_quiet_while_is_fetched_at_once(
 ) -> None:
     up = Storming(0)
     catalog = Catalog(NamingConfig())
-    keeper = SurfaceKeeper("storm", catalog, lambda: None, lambda: None)
+    keeper = PromptResourceKeeper("storm", catalog, lambda: None, lambda: None)
     up.keeper = keeper
     server = cast(Upstream, up)
     await keeper.fetch(server)

@@ -20,7 +20,7 @@ import trio
 from mcpd.agents.page.passes import CODE_TTL, MAX_CODES, Passes
 from mcpd.agents.page.routes import Page
 from mcpd.agents.page.sources import CallFilter, CallRecord, HeldChange, PendingApproval, Sources
-from mcpd.host.token import write_token
+from mcpd.local.endpoint_token import write_token
 from tests.support.agent import make_config, running
 from tests.support.auth_login import mcpd
 from tests.support.daemon_http import CURL, Reply, curl
@@ -313,11 +313,11 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
             assert daemon.api.endpoint is not None
             port = daemon.api.endpoint.port
             http_api = daemon.api.http
-            http_api._page = Page(daemon, daemon.front)  # no sources: none of it drawn
+            http_api._page = Page(daemon, daemon.all_servers)  # no sources: none of it drawn
             bearer = {"Authorization": f"Bearer {daemon.http_token()}"}
             plain = await http(port, "GET", "/", bearer)
             assert b'id="calls"' not in plain.body and b"approval" not in plain.body
-            http_api._page = Page(daemon, daemon.front, sources)
+            http_api._page = Page(daemon, daemon.all_servers, sources)
             cookie, csrf = await session(port, daemon.socket_path)
             page = await http(port, "GET", "/?server=mail", {"Cookie": cookie})
             body = page.body

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.host.tokens import FORMAT, StoredLogin, TokenStore, encode
+from mcpd.local.oauth_store import FORMAT, OAuthStore, StoredLogin, encode
 from protocol.oauth import Secret
 from tests.support.private_files import URL, login
 
 
 async def test_a_saved_login_comes_back_whole_in_a_private_file(tmp_path: Path) -> None:
-    store = TokenStore(str(tmp_path / "state"))
+    store = OAuthStore(str(tmp_path / "state"))
     await store.save("tickets", login())
     path = Path(store.path("tickets"))
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -36,7 +36,7 @@ async def test_a_saved_login_comes_back_whole_in_a_private_file(tmp_path: Path) 
 async def test_a_loosened_file_is_made_private_again(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = TokenStore(str(tmp_path))
+    store = OAuthStore(str(tmp_path))
     await store.save("tickets", login())
     os.chmod(store.path("tickets"), 0o644)
     with caplog.at_level(logging.WARNING):
@@ -56,7 +56,7 @@ async def test_a_loosened_file_is_made_private_again(
 async def test_a_file_that_cannot_be_used_means_a_new_login(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, content: bytes, why: str
 ) -> None:
-    store = TokenStore(str(tmp_path))
+    store = OAuthStore(str(tmp_path))
     os.makedirs(store.directory, mode=0o700)
     Path(store.path("tickets")).write_bytes(content)
     os.chmod(store.path("tickets"), 0o600)

@@ -17,8 +17,8 @@ import pytest
 import trio
 
 from mcpd.cli import hostconfig as hc
-from mcpd.host import statefile
-from mcpd.host.token import TokenError
+from mcpd.local import statefile
+from mcpd.local.endpoint_token import TokenError
 from tests.support.private_files import WRITERS, Writer, _imported_secret
 
 VICTIM = b"someone else's file\n"

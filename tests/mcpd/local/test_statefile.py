@@ -15,7 +15,7 @@ import trio
 
 from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig
-from mcpd.host.statefile import (
+from mcpd.local.statefile import (
     FILE_NAME,
     StateKeeper,
     fingerprint,
@@ -23,7 +23,7 @@ from mcpd.host.statefile import (
     state_dir,
     write_atomically,
 )
-from mcpd.registry.table import Registry
+from mcpd.registry.catalog import Catalog
 from protocol import mcp
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import scripted
@@ -80,7 +80,7 @@ async def test_the_first_write_waits_until_every_server_had_its_first_attempt(
     # At start-up each server's listing would otherwise write the whole file again, in
     # the event loop, while the last servers are still answering.
     config = parse({"servers": {"a": {"command": "x"}}})
-    registry = Registry(NamingConfig())
+    registry = Catalog(NamingConfig())
     registry.update("a", [mcp.Tool(name="search")])
     path = tmp_path / FILE_NAME
     keeper = StateKeeper(str(path), registry, lambda: config, lambda alias: None)

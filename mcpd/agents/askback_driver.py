@@ -1,6 +1,6 @@
 """One agent request that its server may answer by asking back: the driver.
 
-``AskBack.serve`` runs a tools/call, prompts/get or resources/read for an agent and
+``AskBackDriver.serve`` runs a tools/call, prompts/get or resources/read for an agent and
 returns its reply, whichever era either side speaks (``askback`` explains the four
 cases). For a modern agent the server's request may come after the agent's request
 has been answered (with input_required), so the request to the server runs in a
@@ -84,7 +84,7 @@ def agent_side(conn: Any, ctx: RequestContext | None) -> AgentSide:
     )
 
 
-class AskBack:
+class AskBackDriver:
     def __init__(self) -> None:
         self.parks = Parks()
         self._nursery: trio.Nursery | None = None

@@ -15,12 +15,12 @@ import trio
 
 from protocol import jsonrpc as rpc
 
-from .autherrors import LoginError, NoOAuthLogin, RedirectFailed
+from .oauth import LoginError, NoOAuthLogin, RedirectFailed
 from .runner import Runner
 from .supervisor import Supervisor
 
 if TYPE_CHECKING:
-    from .login import Login
+    from .oauth import Login
 
 REFUSED: Final = -32000
 

@@ -13,12 +13,12 @@ meet an expired token cost one token request.
 
 When only a person can help (no token, a refresh token that was revoked, more
 scope wanted) it raises ``LoginRequired``, and the server waits in its own state,
-``needs_login``, until ``mcpd auth login`` has run (``servers.login``).
+``needs_login``, until ``mcpd auth login`` has run (``servers.oauth.login``).
 Tokens never appear in a message, a log line or a status: they leave this module
 only as the header value handed to the transport.
 
 What it keeps (credentials and their file, ``needs_login``, the lock, the status)
-is ``AuthState``'s, in ``authstate``, which the person's login shares; this module
+is ``AuthState``'s, in ``state``, which the person's login shares; this module
 is the deciding: when to renew, how, and when to give up and ask for a login.
 """
 
@@ -46,11 +46,11 @@ from protocol.oauth import (
 from transports.base import AuthHook
 from transports.errors import AuthError, TransportError
 
-from ..config.model import Config, ServerConfig
-from ..host.statefile import state_dir
-from ..host.tokens import TokenStore
-from .autherrors import AuthFailed, LoginRequired, why
-from .authstate import AuthState
+from ...config.model import Config, ServerConfig
+from ...local.oauth_store import OAuthStore
+from ...local.statefile import state_dir
+from .errors import AuthFailed, LoginRequired, why
+from .state import AuthState
 
 __all__ = ["AuthFailed", "LoginRequired", "ServerAuth", "why"]
 
@@ -70,7 +70,7 @@ async def _no_browser(action: OpenBrowser) -> str:
 class ServerAuth(AuthState, AuthHook):
     @classmethod
     def for_server(cls, alias: str, cfg: ServerConfig, config: Config) -> ServerAuth:
-        return cls(alias, cfg, TokenStore(state_dir(config)))
+        return cls(alias, cfg, OAuthStore(state_dir(config)))
 
     # -- the transport's hook --
 

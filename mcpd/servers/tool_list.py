@@ -31,7 +31,7 @@ _FLOOD: Final = 20
 _FLOOD_LOG_EVERY: Final = 60.0
 
 
-class ListKeeper:
+class ToolListKeeper:
     """``wake`` asks the server's task to come round (it does the fetching);
     ``connected`` says whether there is a session to fetch from; ``install`` puts a
     fetched list in the table and tells whoever needs to know."""

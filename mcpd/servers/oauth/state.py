@@ -26,10 +26,10 @@ from protocol.oauth import AuthorizationResult, BearerChallenge, FetchPolicy, Sc
 from protocol.urls import display_url
 from transports.http.oauth_client import OAuthHttp
 
-from ..config.model import ServerConfig
-from ..host.tokens import TokenStore
-from .autherrors import LoginRequired
+from ...config.model import ServerConfig
+from ...local.oauth_store import OAuthStore
 from .credentials import Credentials, client_config
+from .errors import LoginRequired
 
 logger = logging.getLogger("mcpd.auth")
 
@@ -45,7 +45,7 @@ class AuthState:
         self,
         alias: str,
         cfg: ServerConfig,
-        store: TokenStore,
+        store: OAuthStore,
         *,
         http: OAuthHttp | None = None,
         clock: Callable[[], float] = time.time,

@@ -12,7 +12,7 @@ import pytest
 
 from mcpd.agents.http_wire import Reject
 from mcpd.agents.tcp import guard, own_origins
-from mcpd.host.token import TokenError, TokenFile, read_token, write_token
+from mcpd.local.endpoint_token import TokenError, TokenFile, read_token, write_token
 from tests.support.private_files import request
 
 

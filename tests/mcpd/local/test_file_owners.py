@@ -17,10 +17,10 @@ import trio
 
 from mcpd.agents.http_wire import Reject
 from mcpd.agents.tcp import guard, own_origins
-from mcpd.host import owners
-from mcpd.host.statefile import FILE_NAME, read_state
-from mcpd.host.token import TokenError, TokenFile, stored_token, write_token
-from mcpd.host.tokens import TokenStore, encode
+from mcpd.local import owners
+from mcpd.local.endpoint_token import TokenError, TokenFile, stored_token, write_token
+from mcpd.local.oauth_store import OAuthStore, encode
+from mcpd.local.statefile import FILE_NAME, read_state
 from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
 from tests.support.private_files import WRITERS, Writer, keeper, login, request
 
@@ -126,7 +126,7 @@ async def test_a_token_another_user_wrote_is_refused(peer_home: Path) -> None:
 async def test_a_login_another_user_wrote_is_not_used(
     peer_home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = TokenStore(str(peer_home / "state"))
+    store = OAuthStore(str(peer_home / "state"))
     path = Path(store.path("tickets"))
     await written_by_peer(path, encode(login()))
     with caplog.at_level(logging.WARNING, "mcpd.tokens"):
@@ -159,7 +159,7 @@ async def test_a_file_others_may_write_is_refused(tmp_path: Path, mode: int) -> 
     path.chmod(mode)
     with pytest.raises(TokenError, match=f"can be written by other users \\(mode 0{mode:o}\\)"):
         stored_token(str(path))
-    store = TokenStore(str(tmp_path / "state"))
+    store = OAuthStore(str(tmp_path / "state"))
     await store.save("tickets", login())
     os.chmod(store.path("tickets"), mode)
     assert await store.load("tickets") is None

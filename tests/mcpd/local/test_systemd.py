@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.host import systemd
+from mcpd.local import systemd
 from tests.conftest import ROOT
 
 
@@ -212,7 +212,7 @@ _ACTIVATED_CHILD = textwrap.dedent(
     """
     import json, os, subprocess, sys
     import trio
-    from mcpd.host import systemd
+    from mcpd.local import systemd
 
     os.dup2(int(sys.argv[1]), 3)
     os.close(int(sys.argv[1]))
@@ -273,7 +273,7 @@ def test_listen_fds_marks_passed_sockets_close_on_exec(short_dir: Path) -> None:
     code = textwrap.dedent(
         """
         import os, socket, sys
-        from mcpd.host import systemd
+        from mcpd.local import systemd
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.bind(sys.argv[1]); s.listen()
         if s.fileno() != 3:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.host import journal, journalfields
+from mcpd.local import journal, journalfields
 from protocol.logfields import log_extra
 from tests.support.journald import decode_entry
 

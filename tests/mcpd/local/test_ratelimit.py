@@ -3,7 +3,7 @@ and each line let through says how many were held back before it."""
 
 from __future__ import annotations
 
-from mcpd.host.ratelimit import Throttle
+from mcpd.local.ratelimit import Throttle
 
 
 class Clock:

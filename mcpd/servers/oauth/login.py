@@ -38,7 +38,7 @@ from protocol.oauth import (
 from transports.errors import TransportError
 
 from .auth import ServerAuth
-from .autherrors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
+from .errors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
 
 LOGIN_TTL: Final = 600.0
 

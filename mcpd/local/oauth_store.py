@@ -61,7 +61,7 @@ def encode(login: StoredLogin) -> bytes:
     return _encoder.encode(login)
 
 
-class TokenStore:
+class OAuthStore:
     """The credential files under one state directory."""
 
     def __init__(self, state_dir: str) -> None:

@@ -20,11 +20,8 @@ from collections import deque
 
 import trio
 
-from ..host.owners import user_name
-
-
-class DaemonError(Exception):
-    """The daemon cannot start (socket taken, unusable path)."""
+from ..errors import DaemonError
+from ..local.owners import user_name
 
 
 class UnsafeDirectory(DaemonError):

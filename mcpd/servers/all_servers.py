@@ -13,19 +13,19 @@ from msgspec import Raw
 
 from protocol.loglevels import LogMessage
 
-from ..registry.catalog import Catalog, catalog_of
+from ..registry.catalog import Catalog
 from ..registry.claims import Budget
 from ..registry.prompts import PromptEntry
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from ..registry.shown import Entry
-from ..registry.table import Registry, alias_prefix
+from ..registry.table import alias_prefix
 from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker
 from .calls import Call, CallRefused
-from .lists import TaskNews, Updated
-from .logs import Heard
+from .log_messages import Heard
 from .outage import Outage, iso
+from .prompt_resource_lists import TaskNews, Updated
 from .runner import Runner
 from .state import Said, short_lists
 from .supervisor import Supervisor
@@ -33,12 +33,11 @@ from .supervisor import Supervisor
 Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees it
 
 
-class Front:
-    def __init__(self, supervisor: Supervisor, registry: Registry) -> None:
+class AllServers:
+    def __init__(self, supervisor: Supervisor, registry: Catalog) -> None:
         self._supervisor = supervisor
         self._registry = registry
         self._listeners: list[Callable[[], None]] = []
-        self._catalog: Catalog | None = catalog_of(registry)
         # Every resource subscription agents hold, by (alias, the server's URI): a
         # runner started again (a reload, say) gets them back.
         self._subscriptions: dict[tuple[str, str], int] = {}
@@ -106,7 +105,7 @@ class Front:
             if up is None or (only is not None and not only(alias)):
                 continue
             said = self._registry.gate.instructions(alias, up.instructions) or ""
-            note = short_lists(runner.lists.short, runner.surface.trimmed)
+            note = short_lists(runner.tool_list.short, runner.prompt_resources.trimmed)
             if note or said.strip():
                 out.append(Said(alias, note, said.strip()))
         return out
@@ -155,40 +154,35 @@ class Front:
     # -- prompts, resources, completions, tasks --
 
     @property
-    def surface_versions(self) -> tuple[int, int]:
-        c = self._catalog
-        return (c.prompts.version, c.resources.version) if c is not None else (0, 0)
+    def prompt_resource_versions(self) -> tuple[int, int]:
+        c = self._registry
+        return (c.prompts.version, c.resources.version)
 
     def prompt_listing(self, keep: Keep | None = None) -> list[Raw]:
-        return self._catalog.prompts.listing(keep) if self._catalog is not None else []
+        return self._registry.prompts.listing(keep)
 
     def lookup_prompt(self, name: str) -> PromptEntry | None:
-        return self._catalog.prompts.lookup(name) if self._catalog is not None else None
+        return self._registry.prompts.lookup(name)
 
     def resource_listing(self, sight: Sight | None = None) -> list[Raw]:
-        return self._catalog.resources.listing(sight) if self._catalog is not None else []
+        return self._registry.resources.listing(sight)
 
     def template_listing(self, sight: Sight | None = None) -> list[Raw]:
-        c = self._catalog
-        return c.resources.template_listing(sight) if c is not None else []
+        return self._registry.resources.template_listing(sight)
 
     def route_uri(
         self, uri: str, budget: Budget, sight: Sight | None = None
     ) -> Routed | Ambiguous | Undecided | None:
-        c = self._catalog
-        return c.resources.route(uri, budget, sight) if c is not None else None
+        return self._registry.resources.route(uri, budget, sight)
 
     def links(self, alias: str, sight: Sight | None = None) -> Callable[[str], str]:
-        c = self._catalog
-        return c.resources.links(alias, sight) if c is not None else str
+        return self._registry.resources.links(alias, sight)
 
     def route_template(self, template: str, sight: Sight | None = None) -> tuple[str, str] | None:
-        c = self._catalog
-        return c.resources.template_route(template, sight) if c is not None else None
+        return self._registry.resources.template_route(template, sight)
 
     def held_template(self, alias: str, uri: str, budget: Budget) -> str | None:
-        c = self._catalog
-        return c.resources.held_for(alias, uri, budget) if c is not None else None
+        return self._registry.resources.held_for(alias, uri, budget)
 
     def era_of(self, alias: str) -> str | None:
         runner = self._supervisor.runners.get(alias)
@@ -215,7 +209,9 @@ class Front:
 
     def subscribable(self, alias: str) -> bool:
         runner = self._supervisor.runners.get(alias)
-        return runner is not None and runner.surface.supports_subscriptions(runner.upstream)
+        return runner is not None and runner.prompt_resources.supports_subscriptions(
+            runner.upstream
+        )
 
     def subscribe_resource(self, alias: str, uri: str, on: bool) -> None:
         """Hold (or let go of) one agent's subscription to a server's URI."""
@@ -229,15 +225,15 @@ class Front:
         if runner is not None:
             self._hook(runner)
             if on:
-                runner.surface.add_subscription(uri)
+                runner.prompt_resources.add_subscription(uri)
             else:
-                runner.surface.drop_subscription(uri)
+                runner.prompt_resources.drop_subscription(uri)
 
     def watch_task(self, alias: str, task_id: str, on: bool) -> None:
         runner = self._supervisor.runners.get(alias)
         if runner is not None:
             self._hook(runner)
-            runner.surface.watch_task(task_id, on)
+            runner.prompt_resources.watch_task(task_id, on)
 
     def on_resource_updated(self, listener: Updated) -> None:
         self._on_updated.append(listener)
@@ -259,14 +255,14 @@ class Front:
         if runner.logs.on_message is None:
             runner.logs.on_message = self._log_heard
             runner.logs.want(self._log_level(runner.alias))
-        if runner.surface.on_updated is not None:
+        if runner.prompt_resources.on_updated is not None:
             return
-        runner.surface.on_updated = self._updated
-        runner.surface.on_task = self._task
+        runner.prompt_resources.on_updated = self._updated
+        runner.prompt_resources.on_task = self._task
         for (alias, uri), count in self._subscriptions.items():
-            if alias == runner.alias and uri not in runner.surface.subscribed:
+            if alias == runner.alias and uri not in runner.prompt_resources.subscribed:
                 for _ in range(count):
-                    runner.surface.add_subscription(uri)
+                    runner.prompt_resources.add_subscription(uri)
 
     def _updated(self, alias: str, uri: str) -> None:
         for listener in self._on_updated:

@@ -22,7 +22,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import Final, TypeAlias
 
 import msgspec
 import trio
@@ -32,12 +32,9 @@ from protocol.logfields import log_extra
 
 from ..config.model import Config, ServerConfig
 from ..config.paths import state_directory
-from ..registry.catalog import catalog_of
+from ..registry.catalog import Catalog
 from ..registry.limits import limited_saved
 from .privatefile import read_private, write_atomically
-
-if TYPE_CHECKING:
-    from ..registry.table import Registry
 
 logger = logging.getLogger("mcpd.state")
 
@@ -141,7 +138,7 @@ class StateKeeper:
     def __init__(
         self,
         path: str,
-        registry: Registry,
+        registry: Catalog,
         config: Callable[[], Config],
         session_of: Callable[[str], Session | None],
         history: Callable[[], dict[str, SavedHistory]] = dict,
@@ -177,18 +174,16 @@ class StateKeeper:
             tools = limited_saved(alias, "tools", saved.tools, limits)
             self.registry.set_rules(alias, cfg.tools)
             self.registry.update(alias, tools, trusted=cfg.trusted)
-            catalog = catalog_of(self.registry)
-            if catalog is not None:
-                catalog.prompts.set_rules(alias, cfg.prompts)
-                if saved.prompts is not None:
-                    prompts = limited_saved(alias, "prompts", saved.prompts, limits)
-                    catalog.prompts.update(alias, prompts)
-                if saved.resources is not None:
-                    catalog.resources.update(
-                        alias,
-                        limited_saved(alias, "resources", saved.resources, limits),
-                        limited_saved(alias, "resource_templates", saved.templates or [], limits),
-                    )
+            self.registry.prompts.set_rules(alias, cfg.prompts)
+            if saved.prompts is not None:
+                prompts = limited_saved(alias, "prompts", saved.prompts, limits)
+                self.registry.prompts.update(alias, prompts)
+            if saved.resources is not None:
+                self.registry.resources.update(
+                    alias,
+                    limited_saved(alias, "resources", saved.resources, limits),
+                    limited_saved(alias, "resource_templates", saved.templates or [], limits),
+                )
             self.registry.set_availability(
                 alias, False, f"unavailable: {alias} has not answered since mcpd started"
             )
@@ -273,12 +268,10 @@ class StateKeeper:
                 protocol_version=version,
                 ttl_ms=ttl,
             )
-            catalog = catalog_of(self.registry)
-            if catalog is not None:
-                entry.prompts = catalog.prompts.raw(alias)
-                listed = catalog.resources.raw(alias)
-                if listed is not None:
-                    entry.resources, entry.templates = listed
+            entry.prompts = self.registry.prompts.raw(alias)
+            listed = self.registry.resources.raw(alias)
+            if listed is not None:
+                entry.resources, entry.templates = listed
             if before is not None and _same(before, entry):
                 entry = before
             else:

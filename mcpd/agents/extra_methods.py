@@ -1,7 +1,7 @@
 """Everything agents get beyond tools/list: the methods, the list-change news, and
 what listens honour.
 
-``Surface`` holds the per-daemon parts (the ask-back driver, task ownership,
+``ExtraMethods`` holds the per-daemon parts (the ask-back driver, task ownership,
 resource subscriptions) and hands the socket API its handlers. It also sends
 ``notifications/{prompts,resources}/list_changed``: unsolicited to legacy agents,
 tagged on the listens of modern agents that asked for them, and only when what the
@@ -24,11 +24,11 @@ from ..registry.scheme import Sight
 from ..registry.views import ProfileView
 from ..servers.calls import Call
 from .allowance import Allowance
+from .askback_driver import AgentSide, AskBackDriver, agent_side
 from .backend import Backend, Control
 from .callrecords import CallRecords, Seen, ended
 from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
-from .relay import AgentSide, AskBack, agent_side
 from .resources import Subscriptions, list_resources, read
 from .rewrite import tool_result
 from .tasks import Tasks
@@ -37,7 +37,7 @@ _DEBOUNCE: Final = 0.2
 Handler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]
 
 
-class Surface:
+class ExtraMethods:
     def __init__(
         self,
         servers: Backend,
@@ -52,7 +52,7 @@ class Surface:
         # The agent's profile: which prompts and resources it sees.
         self._view_of = view_of
         self._connections = connections
-        self.askback = AskBack()
+        self.askback = AskBackDriver()
         self.tasks = Tasks(servers)
         self.subscriptions = Subscriptions(servers)
         self.logs = AgentLogs(servers)
@@ -94,11 +94,11 @@ class Surface:
 
     def joined(self, conn: Any) -> None:
         """Only what changes in the agent's profile from now on is news to it."""
-        conn.seen_surface = self._offered(conn)
+        conn.seen_offered = self._offered(conn)
 
     def _offered(self, conn: Any) -> tuple[int, int]:
         if self._view_of is None:
-            return self.servers.surface_versions
+            return self.servers.prompt_resource_versions
         return self._view_of(conn).offered()
 
     def left(self, owner: Any) -> None:
@@ -279,7 +279,7 @@ class Surface:
         self, conn: Any, listen_id: rpc.Id, wanted: dict[str, Any], ctx: RequestContext | None
     ) -> dict[str, Any]:
         """What mcpd honours of a listen besides tool-list changes."""
-        if getattr(conn, "seen_surface", None) is None:
+        if getattr(conn, "seen_offered", None) is None:
             self.joined(conn)  # only changes from now on are news to it
         honoured: dict[str, Any] = {}
         flags = {k for k in ("promptsListChanged", "resourcesListChanged") if wanted.get(k)}
@@ -324,8 +324,8 @@ class Surface:
             await trio.sleep(_DEBOUNCE)
             self._dirty = trio.Event()
             for conn in list(self._connections()):
-                seen = getattr(conn, "seen_surface", None)
-                conn.seen_surface = now = self._offered(conn)
+                seen = getattr(conn, "seen_offered", None)
+                conn.seen_offered = now = self._offered(conn)
                 if seen is None or seen == now:
                     continue
                 news = []

@@ -22,7 +22,7 @@ from protocol import loglevels
 from protocol.logfields import log_extra
 from protocol.loglevels import LogMessage
 
-from ..host.ratelimit import Bucket
+from ..local.ratelimit import Bucket
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
@@ -47,7 +47,7 @@ _PYTHON_LEVEL: Final = {
 }
 
 
-class ServerLogs:
+class LogMessages:
     def __init__(self, alias: str, wake: Callable[[], None]) -> None:
         self.alias = alias
         self._wake = wake

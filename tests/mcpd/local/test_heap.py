@@ -12,7 +12,7 @@ import trio
 
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
-from mcpd.host import heap
+from mcpd.local import heap
 from tests.support.procs import scripted
 
 

@@ -30,8 +30,8 @@ from protocol.oauth import (
     load_signing_key,
 )
 
-from ..config.model import AuthConfig
-from ..host.tokens import IssuerRecord, StoredLogin
+from ...config.model import AuthConfig
+from ...local.oauth_store import IssuerRecord, StoredLogin
 
 
 def client_config(settings: AuthConfig | None) -> ClientConfig:

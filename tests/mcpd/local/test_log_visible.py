@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.host import journal
+from mcpd.local import journal
 from protocol.logfields import log_extra
 from tests.support.agent import make_config, running
 

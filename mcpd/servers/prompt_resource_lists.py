@@ -28,7 +28,7 @@ from transports.errors import ServerCancelled, TransportError
 from ..registry.catalog import Catalog
 from ..registry.limits import ListTrim, Trimmed
 from .handshake import ProtocolViolation
-from .listing import ListKeeper
+from .tool_list import ToolListKeeper
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
@@ -94,11 +94,11 @@ async def list_all(
     raise ProtocolViolation(f"{up.alias}: {method} did not end after {up.max_pages} pages")
 
 
-class SurfaceKeeper:
+class PromptResourceKeeper:
     def __init__(
         self,
         alias: str,
-        catalog: Catalog | None,
+        catalog: Catalog,
         wake: Callable[[], None],
         changed: Callable[[], None],
     ) -> None:
@@ -137,7 +137,7 @@ class SurfaceKeeper:
     async def _fetch_prompts(self, up: Upstream) -> None:
         self.prompts_due = False
         self.trimmed.pop("prompts", None)
-        if self.catalog is None or not _cap(up, "prompts"):
+        if not _cap(up, "prompts"):
             return
         try:
             prompts, self.trimmed["prompts"] = await list_all(
@@ -152,7 +152,7 @@ class SurfaceKeeper:
         self.resources_due = False
         self.trimmed.pop("resources", None)
         self.trimmed.pop("resource_templates", None)
-        if self.catalog is None or not _cap(up, "resources"):
+        if not _cap(up, "resources"):
             return
         try:
             await self._list_resources(up, self.catalog)
@@ -311,7 +311,7 @@ class SurfaceKeeper:
             wanted["taskIds"] = sorted(self.watched_tasks)
         return wanted
 
-    async def listen(self, up: Upstream, lists: ListKeeper) -> None:
+    async def listen(self, up: Upstream, lists: ToolListKeeper) -> None:
         """Keep one ``subscriptions/listen`` open for everything this server can tell
         (tools too), listening again when it ends or when the filter changes."""
         delay = 1.0

@@ -1,0 +1,41 @@
+"""OAuth for the HTTP servers that ask for it, as the rest of mcpd sees it.
+
+Everything outside this package imports from here, never from a module inside:
+the errors every runner, session and scheduler catches, and ``attach``, which gives
+an HTTP server its authorization and its login. Importing this package loads only
+the errors; the OAuth client itself (``auth``, ``state``, ``credentials``,
+``login``, and through them ``protocol.oauth`` and the OAuth transport) is loaded
+by the first ``attach``, so a daemon with only stdio servers never loads it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import AuthFailed, LoginError, LoginRequired, NoOAuthLogin, RedirectFailed
+
+if TYPE_CHECKING:
+    from ...config.model import Config, ServerConfig
+    from .auth import ServerAuth
+    from .login import Login
+
+__all__ = [
+    "AuthFailed",
+    "Login",
+    "LoginError",
+    "LoginRequired",
+    "NoOAuthLogin",
+    "RedirectFailed",
+    "ServerAuth",
+    "attach",
+]
+
+
+def attach(alias: str, cfg: ServerConfig, config: Config) -> tuple[ServerAuth, Login]:
+    """An HTTP server's authorization (the transport's hook) and the login that a
+    person runs through ``mcpd auth`` when only they can help."""
+    from .auth import ServerAuth
+    from .login import Login
+
+    auth = ServerAuth.for_server(alias, cfg, config)
+    return auth, Login(auth)
