@@ -91,7 +91,13 @@ class Daemon:
         # What every server lists passes it; its settings follow the config in force.
         gate = Gate(lambda alias: self.supervisor.config.pin_policy(alias))
         self.registry = Catalog(config.naming, gate)
-        self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
+        # The policy, the approvals, the audit log and the secrets guarded in what
+        # servers send; a call waiting for approval, or decided, redraws open status
+        # pages as a server's change does.
+        self.oversight = Oversight(config, state_dir(config), lambda: self.all_servers.changed())
+        self.supervisor = Supervisor(
+            config, self.registry, on_change=self._changed, guard=self.oversight.guard
+        )
         self.all_servers = AllServers(self.supervisor, self.registry)
         self.logins = Logins(self.supervisor)
         self.histories = Histories(lambda: self.state.changed())
@@ -109,13 +115,11 @@ class Daemon:
             lambda alias: alias in self.supervisor.config.servers,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
-        # The policy, the approvals and the audit log; a call waiting for approval, or
-        # decided, redraws open status pages as a server's change does.
-        self.oversight = Oversight(config, state_dir(config), self.all_servers.changed)
-        self.oversight.watch_secrets("daemon", self._secrets_held_now)
         self.api = AgentServer(self.all_servers, self, _Lines(), splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.token = TokenFile(token_path(state_dir(config)))
+        self._guarded_token = ""
+        self.oversight.watch_secrets("daemon", self._secrets_held_now)
         self.started = trio.Event()
         self.socket_path = config.socket_path()
         self._started = 0.0
@@ -315,8 +319,8 @@ class Daemon:
                 if tokens.refresh_token is not None:
                     refresh = tokens.refresh_token.reveal()
                     held.append(HeldSecret(f"servers.{alias} (OAuth)", refresh))
-        if self.api.endpoint is not None:
-            held.append(HeldSecret("the HTTP endpoint's token", self.token.current()))
+        if self._guarded_token:  # handed out to check an HTTP request with
+            held.append(HeldSecret("the HTTP endpoint's token", self._guarded_token))
         return held
 
     def _session_of(self, alias: str) -> Session | None:
@@ -352,7 +356,12 @@ class Daemon:
         return out
 
     def http_token(self) -> str:
-        return self.token.current()
+        token = self.token.current()
+        if token != self._guarded_token:
+            # A new token (the file was written again): searched for from now on.
+            self._guarded_token = token
+            self.oversight.guard.refresh()
+        return token
 
     @property
     def approvals(self) -> Approvals:

@@ -25,6 +25,7 @@ from protocol import mcp
 from protocol.server import RequestContext
 
 from ..config.model import Config, DaemonConfig
+from ..policy.guard import SecretGuard
 from ..registry.scheme import Sight
 from .askback import Asker, AskRoutes
 from .breaker import Breaker
@@ -138,6 +139,7 @@ class CallHost(Protocol):
     alias: str
     breaker: Breaker
     stats: LatencyStats
+    guard: SecretGuard
     progress: ProgressRoutes
     asks: AskRoutes
     limits: CallLimits

@@ -12,6 +12,7 @@ from msgspec import UNSET
 
 from protocol import mcp
 
+from ..policy.guard import SecretGuard
 from ..registry.clean import clean_text
 
 
@@ -71,6 +72,17 @@ class Outage(msgspec.Struct, frozen=True):
         msgspec.structs.force_setattr(self, "reason", clean_text(self.reason)[0])
         if self.stderr is not None:
             msgspec.structs.force_setattr(self, "stderr", clean_text(self.stderr)[0])
+
+    def masked(self, guard: SecretGuard) -> Outage:
+        """This outage, or a copy with the secrets mcpd holds masked in what it quotes
+        of the server."""
+        reason = guard.text(self.server, self.reason, "why a call failed")
+        stderr = self.stderr
+        if stderr is not None:
+            stderr = guard.text(self.server, stderr, "its stderr")
+        if reason is self.reason and stderr is self.stderr:
+            return self
+        return msgspec.structs.replace(self, reason=reason, stderr=stderr)
 
     def meta(self) -> dict[str, Any]:
         out = {

@@ -96,11 +96,15 @@ async def _send(
             except (rpc.RPCError, ServerCancelled) as exc:
                 runner.breaker.record_success(trio.current_time())
                 if isinstance(exc, ServerCancelled):
-                    raise CallRefused(Outage(runner.alias, "failed", str(exc), start)) from None
+                    raise CallRefused(
+                        Outage(runner.alias, "failed", str(exc), start).masked(runner.guard)
+                    ) from None
                 raise
             except MalformedReply as exc:
                 runner.breaker.record_success(trio.current_time())
-                raise CallRefused(Outage(runner.alias, "malformed", exc.reason, start)) from None
+                raise CallRefused(
+                    Outage(runner.alias, "malformed", exc.reason, start).masked(runner.guard)
+                ) from None
             except TransportError as exc:
                 logger.warning(
                     "%s: %s failed: %s",
@@ -110,7 +114,8 @@ async def _send(
                     extra=log_extra(runner.alias, reason=exc.reason),
                 )
                 runner.check_liveness()
-                raise CallRefused(Outage(runner.alias, "failed", exc.reason, start)) from None
+                outage = Outage(runner.alias, "failed", exc.reason, start)
+                raise CallRefused(outage.masked(runner.guard)) from None
             return raw
     elapsed = trio.current_time() - start
     reason = f"no answer to {method} within {elapsed:.3g} s"
