@@ -46,6 +46,7 @@ from mcpd.daemon import Daemon
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO = ROOT / "bench" / "echo_server.py"
+BENCH_SECRET = "bench-secret-never-echoed-0123456789"
 OURS = tuple(str(ROOT / package) + "/" for package in ("mcpd", "protocol", "transports"))
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -125,10 +126,13 @@ async def count(
     """Counts per cell for mcpd, or for ``bench/http_relay.py`` (``relay``) or
     ``bench/splicer.py`` (``splicer``) in its place."""
     server: dict[str, Any] = {"max_concurrency": max(c for c, _ in cells)}
+    # A secret mcpd holds for the server, as real configs have: every result is
+    # searched for it (the echo server never repeats it).
     if url is not None:
         server["url"] = url
+        server["headers"] = {"X-Api-Key": BENCH_SECRET}
     else:
-        server.update(command=sys.executable, args=[str(ECHO)])
+        server.update(command=sys.executable, args=[str(ECHO)], env={"API_TOKEN": BENCH_SECRET})
     if legacy_server:
         server["era"] = "legacy"
     config = parse(
