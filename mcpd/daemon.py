@@ -254,6 +254,8 @@ class Daemon:
                 new, daemon=msgspec.structs.replace(new.daemon, socket=self.socket_path)
             )
             self.notifier.reloading()
+            # Servers the new config starts may speak before it is in force.
+            self.oversight.expect(new)
             try:
                 report = await self.supervisor.reload(new)
                 report.restart = restart

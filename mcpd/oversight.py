@@ -34,8 +34,15 @@ class Oversight:
         self.audit = AuditLog(state_dir, config.daemon, self.secrets)
         self.configure(config)
 
+    def expect(self, config: Config) -> None:
+        """A config about to be in force: its secrets are guarded from now on, beside
+        those of the config in force, until ``configure`` takes it up."""
+        self.secrets.replace("next config", config.held_secrets)
+        self.guard.refresh()
+
     def configure(self, config: Config) -> None:
         """The config in force: at start, and after each reload."""
+        self.secrets.replace("next config", ())
         self.secrets.replace("config", config.held_secrets)
         self.guard.configure(config.redacting())
         self.call_gate.configure(config.policy)
