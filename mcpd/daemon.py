@@ -163,6 +163,8 @@ class Daemon:
                 await nursery.start(self.state.run, self.started)
                 await nursery.start(self.histories.run, lambda: self.supervisor.runners)
                 await nursery.start(self.oversight.run)
+                if self.config.daemon.http_listen:
+                    self.http_token()  # guarded before any server speaks
                 await nursery.start(self.supervisor.run)
                 nursery.start_soon(self._signals)
                 await nursery.start(run_watchdog, self.notifier)

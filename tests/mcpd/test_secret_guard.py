@@ -196,3 +196,38 @@ async def test_a_result_without_a_secret_is_spliced_as_it_came(tmp_path: Path) -
     # The result's bytes after its first brace, as the server spaced them (a modern
     # agent's reply gets its resultType put in front).
     assert PLAIN[1:] in line
+
+
+async def test_the_endpoint_token_is_masked_for_an_agent_over_http(tmp_path: Path) -> None:
+    from mcpd.host.token import token_path, write_token
+
+    from .test_http_endpoint import MCP, auth, header_dict, http
+    from .test_httpapi import modern, modern_headers
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    token = write_token(token_path(str(state)))
+    servers = {"leaky": {"command": sys.executable, "args": [LEAKY], "env": {"LEAK": token}}}
+    cfg = make_config(tmp_path, servers, http_listen="127.0.0.1:0", state_dir=str(state))
+    marker = "[secret of the HTTP endpoint's token]"
+    with trio.fail_after(LIMIT):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            headers = {**MCP, **auth(token), **header_dict(modern_headers("tools/list"))}
+            listed = await http(
+                port, "POST", "/mcp", headers, json.dumps(modern(1, "tools/list")).encode()
+            )
+            params = {"name": "mcp__leaky__leak", "arguments": {}, "_meta": META}
+            body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+            headers = {
+                **MCP,
+                **auth(token),
+                **header_dict(modern_headers("tools/call", "mcp__leaky__leak")),
+            }
+            called = await http(port, "POST", "/mcp", headers, json.dumps(body).encode())
+    assert token not in listed.body.decode() and token not in called.body.decode()
+    (tool,) = [t for t in listed.json()["result"]["tools"] if t["name"] == "mcp__leaky__leak"]
+    assert tool["description"].endswith(f"repeats {marker}")
+    text = called.body.decode()
+    assert f"the key is {marker}" in text, text
