@@ -122,7 +122,7 @@ class Upstream:
         self.instructions, self.instructions_cut = limited_instructions(
             self.alias, instructions, self.limits.instructions_bytes
         )
-        self.server_info = greeting.server_info
+        self.server_info = self._masked_identity(greeting.server_info)
         if greeting.discover_ttl_ms is not None:
             self.discover_ttl_ms = greeting.discover_ttl_ms
         if greeting.era == "legacy":
@@ -131,6 +131,14 @@ class Upstream:
                 UNSET,
                 headers=self._headers("notifications/initialized"),
             )
+
+    def _masked_identity(self, info: handshake.Identity | None) -> handshake.Identity | None:
+        """What the server says it is, shown in ``mcpd status``: guarded as its text."""
+        if info is None:
+            return None
+        raw = Raw(msgspec.json.encode(info))
+        masked = self.guard.raw(self.alias, raw, "its name")
+        return info if masked is raw else msgspec.json.decode(masked, type=handshake.Identity)
 
     # -- requests --
 
@@ -206,7 +214,8 @@ class Upstream:
                 scope = page.cacheScope if isinstance(page.cacheScope, str) else None
             if self.server_info is None and isinstance(page.meta, dict):
                 # A server may say who it is in any result's _meta (not only discover's).
-                self.server_info = handshake.identity(page.meta.get(mcp.KEY_SERVER_INFO))
+                info = handshake.identity(page.meta.get(mcp.KEY_SERVER_INFO))
+                self.server_info = self._masked_identity(info)
             for item in page.tools:
                 if trim.admit(item):
                     digest.update(item)

@@ -231,3 +231,73 @@ async def test_the_endpoint_token_is_masked_for_an_agent_over_http(tmp_path: Pat
     assert tool["description"].endswith(f"repeats {marker}")
     text = called.body.decode()
     assert f"the key is {marker}" in text, text
+
+
+async def test_prompts_resources_completions_and_requests_to_agents_are_masked(
+    tmp_path: Path, collector: Collector
+) -> None:
+    servers: dict[str, Any] = {
+        "other": {"command": "true", "env": {"API_TOKEN": STOLEN}, "enabled": False},
+        "leaky": {"command": sys.executable, "args": [LEAKY], "env": {"LEAK": STOLEN}},
+    }
+    cfg = make_config(tmp_path, servers)
+    seen: list[str] = []
+    with trio.fail_after(LIMIT):
+        async with running(cfg) as daemon, connect(daemon.socket_path, modern=False) as agent:
+            hello = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "legacy-agent", "version": "0"},
+            }
+            await agent.result("initialize", hello)
+            await agent.send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            (prompt,) = (await agent.result("prompts/list"))["prompts"]
+            (resource,) = (await agent.result("resources/list"))["resources"]
+            got = await agent.result("prompts/get", {"name": prompt["name"], "arguments": {}})
+            read = await agent.result("resources/read", {"uri": resource["uri"]})
+            ref = {"type": "ref/prompt", "name": prompt["name"]}
+            completed = await agent.result(
+                "completion/complete", {"ref": ref, "argument": {"name": "who", "value": ""}}
+            )
+            async with trio.open_nursery() as nursery:
+                answered: list[dict[str, Any]] = []
+
+                async def call() -> None:
+                    answered.append(await agent.call("mcp__leaky__ask"))
+
+                nursery.start_soon(call)
+                (asked,) = await agent.wait_unmatched(1)
+                reply = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}
+                await agent.send_raw(json.dumps(reply).encode() + b"\n")
+            status = await agent.result("mcpd/status")
+            seen += texts_of([prompt, resource, got, read, completed, asked, answered, status])
+            seen.append(render_status(status))
+    seen += collector.texts
+    assert OTHERS in prompt["description"] and OTHERS in resource["description"]
+    assert got["messages"][0]["content"]["text"] == f"hello {OTHERS}"
+    assert read["contents"][0]["text"] == f"the key: {OTHERS}"
+    assert completed["completion"]["values"] == [OTHERS, "other"]
+    assert asked["method"] == "elicitation/create"
+    assert asked["params"]["message"] == f"confirm {OTHERS}"
+    (row,) = [r for r in status["servers"] if r["alias"] == "leaky"]
+    assert row["server_info"]["title"] == f"by {OTHERS}"
+    forms = [STOLEN, json.dumps(STOLEN)[1:-1]]
+    assert [form for text in seen for form in forms if form in text] == []
+
+
+async def test_redact_patterns_masks_credential_formats_of_the_servers_it_is_on_for(
+    tmp_path: Path,
+) -> None:
+    aws = "AKIAIOSFODNN7EXAMPLE"
+    leaky = {"command": sys.executable, "args": [LEAKY], "env": {"LEAK": aws}}
+    servers = {"on": {**leaky, "redact_patterns": True}, "off": leaky}
+    cfg = make_config(tmp_path, servers)
+    with trio.fail_after(LIMIT):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            on = await agent.call("mcp__on__leak")
+            off = await agent.call("mcp__off__leak")
+            rows = {r["alias"]: r for r in (await agent.result("mcpd/status"))["servers"]}
+    assert on["content"][0]["text"] == "the key is [secret: AWS access key id]"
+    assert off["content"][0]["text"] == f"the key is {aws}"
+    assert rows["on"]["secrets_masked"]["format: AWS access key id"] >= 1
+    assert rows["off"]["secrets_masked"] == {}
