@@ -30,7 +30,7 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 
 from ..config.secrets import HeldSecret
-from .masking import KnownSecrets, SecretSet, marker
+from .masking import KnownSecrets, marker
 from .patterns import FORMAT, TRIGGER, kind_marker, redact
 
 logger = logging.getLogger("mcpd.secrets")
@@ -60,18 +60,67 @@ def json_forms(value: str) -> set[bytes]:
 
 
 class _Search:
-    """One set of secrets, compiled: the secrets themselves and the alternation."""
+    """One set of secrets, compiled: an alternation of their JSON forms for raw
+    bytes, and one of the values for decoded text, each searched at C speed (a result
+    of many megabytes that holds a secret is masked without a Python step a byte)."""
 
-    __slots__ = ("pattern", "secrets")
+    __slots__ = ("key", "owners", "pattern", "values")
 
-    def __init__(self, secrets: SecretSet, held: Iterable[HeldSecret]) -> None:
-        self.secrets = secrets
-        forms = {form for s in held if s.value for form in json_forms(s.value)}
-        # Longest first: the alternation tries its branches in order.
-        ordered = sorted(forms, key=len, reverse=True)
+    def __init__(self, held: Iterable[HeldSecret]) -> None:
+        self.owners: dict[str, str] = {}
+        for secret in held:
+            if secret.value:
+                self.owners.setdefault(secret.value, secret.where)
+        self.key = tuple(self.owners.items())
+        # Longest first: an alternation tries its branches in order.
+        forms = sorted({f for v in self.owners for f in json_forms(v)}, key=len, reverse=True)
         self.pattern: re.Pattern[bytes] | None = (
-            re.compile(b"|".join(re.escape(f) for f in ordered)) if ordered else None
+            re.compile(b"|".join(re.escape(f) for f in forms)) if forms else None
         )
+        values = sorted(self.owners, key=len, reverse=True)
+        self.values: re.Pattern[str] | None = (
+            re.compile("|".join(re.escape(v) for v in values)) if values else None
+        )
+
+    def mask(self, text: str, seen: list[str] | None) -> str:
+        """``text`` with every secret replaced by its marker; secrets that overlap are
+        masked as one (under the first one's owner), so no part of either shows."""
+        values = self.values
+        found = values.search(text) if values is not None else None
+        if found is None or values is None:
+            return text
+        out: list[str] = []
+        pos = 0
+        while found is not None:
+            start, end = found.span()
+            owner = self.owners[found.group()]
+            # Any secret that begins inside this one's span extends it; the first that
+            # begins after it is the next one found.
+            later = values.search(text, start + 1)
+            while later is not None and later.start() < end:
+                end = max(end, later.end())
+                later = values.search(text, later.start() + 1)
+            out += [text[pos:start], marker(owner)]
+            if seen is not None:
+                seen.append(owner)
+            pos, found = end, later
+        out.append(text[pos:])
+        return "".join(out)
+
+    def mask_value(self, value: Any, seen: list[str]) -> Any:
+        """A decoded JSON value with every string (keys too) masked, and a number
+        whose digits hold a secret replaced by the marker."""
+        if isinstance(value, str):
+            return self.mask(value, seen)
+        if isinstance(value, dict):
+            return {self.mask(k, seen): self.mask_value(v, seen) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.mask_value(v, seen) for v in value]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            text = str(value)
+            masked = self.mask(text, seen)
+            return value if masked == text else masked
+        return value
 
 
 class SecretGuard:
@@ -80,8 +129,7 @@ class SecretGuard:
 
     def __init__(self, known: KnownSecrets) -> None:
         self._known = known
-        self._search = _Search(SecretSet(()), ())
-        self._built: SecretSet | None = None
+        self._search = _Search(())
         # The servers whose text is also searched for credential formats.
         self.patterns_for: frozenset[str] = frozenset()
         self.counts: dict[str, Counter[str]] = {}
@@ -90,10 +138,9 @@ class SecretGuard:
     def refresh(self) -> None:
         """Take up the secrets held now; rebuilt only when they changed (a reload, an
         OAuth token refreshed, the endpoint's token replaced)."""
-        current = self._known.current()
-        if current is not self._built:
-            self._built = current
-            self._search = _Search(current, self._known.held())
+        search = _Search(self._known.held())
+        if search.key != self._search.key:
+            self._search = search
 
     def configure(self, patterns_for: Iterable[str]) -> None:
         self.patterns_for = frozenset(patterns_for)
@@ -119,7 +166,7 @@ class SecretGuard:
         """A decoded JSON value with every secret in its strings (keys too) masked:
         ``value`` itself when it holds none."""
         seen: list[str] = []
-        masked = self._search.secrets.mask_value(value, seen)
+        masked = self._search.mask_value(value, seen)
         if alias in self.patterns_for:
             masked = _redact_value(masked, seen)
         if not seen:
@@ -132,7 +179,7 @@ class SecretGuard:
         if not self.holds(text) and alias not in self.patterns_for:
             return text
         seen: list[str] = []
-        masked = self._search.secrets.mask(text, seen)
+        masked = self._search.mask(text, seen)
         if alias in self.patterns_for:
             masked = redact(masked, seen)
         if not seen:
@@ -142,12 +189,12 @@ class SecretGuard:
 
     def holds(self, text: str) -> bool:
         """Whether ``text`` holds any secret mcpd holds (as it is)."""
-        pattern = self._search.pattern
-        return pattern is not None and pattern.search(text.encode("utf-8", "replace")) is not None
+        values = self._search.values
+        return values is not None and values.search(text) is not None
 
     def mask_quietly(self, text: str) -> str:
         """``text`` masked without counting: for what mcpd writes itself."""
-        return self._search.secrets.mask(text) if self.holds(text) else text
+        return self._search.mask(text, None)
 
     def rpc_error(self, alias: str, exc: rpc.RPCError, what: str) -> rpc.RPCError:
         """A server's JSON-RPC error as it sent it, or a copy with its message and data

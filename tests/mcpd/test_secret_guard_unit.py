@@ -135,3 +135,24 @@ def test_a_log_record_is_masked_in_its_message_and_fields() -> None:
     assert LogMask(g).filter(record)
     assert record.getMessage() == "said [secret of servers.a.env.KEY]"
     assert record.mcpd_stderr == "line [secret of servers.a.env.KEY]"
+
+
+def test_a_large_result_full_of_secrets_is_masked_everywhere() -> None:
+    g = guard(("servers.a.env.KEY", PLAIN))
+    copies = 100_000
+    raw = json.dumps({"text": f"{PLAIN} and " * copies}).encode()
+    out = masked(g, raw)
+    assert out == {"text": "[secret of servers.a.env.KEY] and " * copies}
+    assert g.masked("s") == {"servers.a.env.KEY": copies}
+
+
+def test_adjacent_secrets_get_a_marker_each_and_a_chain_of_overlaps_one() -> None:
+    g = guard(
+        ("servers.a.env.A", "aaaa-bbbb"),
+        ("servers.b.env.B", "bbbb-cccc"),
+        ("servers.c.env.C", "cccc-dddd"),
+    )
+    text = "aaaa-bbbbaaaa-bbbb|aaaa-bbbb-cccc-dddd|"
+    assert g.text("s", text, "stderr") == (
+        "[secret of servers.a.env.A][secret of servers.a.env.A]|[secret of servers.a.env.A]|"
+    )
