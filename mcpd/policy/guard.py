@@ -151,9 +151,15 @@ class SecretGuard:
     def raw(self, alias: str, raw: Raw, what: str) -> Raw:
         """``raw`` (a JSON value as a server sent it), or a copy with every secret in
         it masked. Without one it is returned as it is: the same object."""
+        # The common case, on every call's path: nothing found, nothing more done.
         pattern = self._search.pattern
-        found = pattern is not None and pattern.search(raw) is not None
-        if not found and not (alias in self.patterns_for and TRIGGER.search(raw) is not None):
+        if (pattern is None or pattern.search(raw) is None) and alias not in self.patterns_for:
+            return raw
+        return self._masked_raw(alias, raw, what)
+
+    def _masked_raw(self, alias: str, raw: Raw, what: str) -> Raw:
+        pattern = self._search.pattern
+        if (pattern is None or pattern.search(raw) is None) and TRIGGER.search(raw) is None:
             return raw
         try:
             value = _decode.decode(raw)
