@@ -122,7 +122,7 @@ class Upstream:
         self.instructions, self.instructions_cut = limited_instructions(
             self.alias, instructions, self.limits.instructions_bytes
         )
-        self.server_info = self._masked_identity(greeting.server_info)
+        self.server_info = handshake.guarded(greeting.server_info, self.guard, self.alias)
         if greeting.discover_ttl_ms is not None:
             self.discover_ttl_ms = greeting.discover_ttl_ms
         if greeting.era == "legacy":
@@ -131,14 +131,6 @@ class Upstream:
                 UNSET,
                 headers=self._headers("notifications/initialized"),
             )
-
-    def _masked_identity(self, info: handshake.Identity | None) -> handshake.Identity | None:
-        """What the server says it is, shown in ``mcpd status``: guarded as its text."""
-        if info is None:
-            return None
-        raw = Raw(msgspec.json.encode(info))
-        masked = self.guard.raw(self.alias, raw, "its name")
-        return info if masked is raw else msgspec.json.decode(masked, type=handshake.Identity)
 
     # -- requests --
 
@@ -160,36 +152,25 @@ class Upstream:
     ) -> Raw:
         """One request's result, with every secret mcpd holds masked in it (and in a
         JSON-RPC error the server answers with)."""
-        what = f"a {method} result"
+        headers = self._headers(method, name)
+        if extra_headers:
+            headers = {**(headers or {}), **extra_headers}
         try:
-            raw = await self._request(method, params, name, extra_headers, cancellable)
+            try:
+                raw = await self.transport.request(
+                    method, params, headers=headers, cancellable=cancellable
+                )
+            except SessionExpired:
+                await self._renew_session()
+                raw = await self.transport.request(
+                    method, params, headers=self._headers(method, name), cancellable=cancellable
+                )
         except rpc.RPCError as exc:
             masked = self.guard.rpc_error(self.alias, exc, f"a {method} error")
             if masked is exc:
                 raise
             raise masked from None
-        return self.guard.raw(self.alias, raw, what)
-
-    async def _request(
-        self,
-        method: str,
-        params: Params,
-        name: str | None,
-        extra_headers: Mapping[str, str] | None,
-        cancellable: bool,
-    ) -> Raw:
-        headers = self._headers(method, name)
-        if extra_headers:
-            headers = {**(headers or {}), **extra_headers}
-        try:
-            return await self.transport.request(
-                method, params, headers=headers, cancellable=cancellable
-            )
-        except SessionExpired:
-            await self._renew_session()
-            return await self.transport.request(
-                method, params, headers=self._headers(method, name), cancellable=cancellable
-            )
+        return self.guard.raw(self.alias, raw, f"a {method} result")
 
     async def list_tools(self) -> ListResult:
         """Every page of the server's tools. A list whose bytes are the same as last
@@ -214,8 +195,7 @@ class Upstream:
                 scope = page.cacheScope if isinstance(page.cacheScope, str) else None
             if self.server_info is None and isinstance(page.meta, dict):
                 # A server may say who it is in any result's _meta (not only discover's).
-                info = handshake.identity(page.meta.get(mcp.KEY_SERVER_INFO))
-                self.server_info = self._masked_identity(info)
+                self.server_info = handshake.identity(page.meta.get(mcp.KEY_SERVER_INFO))
             for item in page.tools:
                 if trim.admit(item):
                     digest.update(item)
