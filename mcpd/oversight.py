@@ -45,6 +45,7 @@ class Oversight:
         self.secrets.replace("next config", ())
         self.secrets.replace("config", config.held_secrets)
         self.guard.configure(config.redacting())
+        self.guard.forget(lambda alias: alias in config.servers)
         self.call_gate.configure(config.policy)
         self.audit.configure(config.daemon)
 
