@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 import trio
-from mcpd.host import journal
-from mcpd.host.journalfields import record_fields
+from mcpd.local import journal
+from mcpd.local.journalfields import record_fields
 
 from mcpd.cli.status_view import render_status
 from protocol.mcp import KEY_LOG_LEVEL
@@ -199,7 +199,7 @@ async def test_a_result_without_a_secret_is_spliced_as_it_came(tmp_path: Path) -
 
 
 async def test_the_endpoint_token_is_masked_for_an_agent_over_http(tmp_path: Path) -> None:
-    from mcpd.host.token import token_path, write_token
+    from mcpd.local.endpoint_token import token_path, write_token
 
     from .test_http_endpoint import MCP, auth, header_dict, http
     from .test_httpapi import modern, modern_headers
