@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 import trio
-from mcpd.local import journal
-from mcpd.local.journalfields import record_fields
 
 from mcpd.cli.status_view import render_status
+from mcpd.local import journal
+from mcpd.local.journalfields import record_fields
 from protocol.mcp import KEY_LOG_LEVEL
 from tests.mcpd.test_oauth_daemon import login
 from tests.support.agent import META, Agent, connect, make_config, running
