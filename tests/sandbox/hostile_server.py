@@ -53,10 +53,19 @@ def scan_environ(needle: str) -> str:
     raise LookupError("in no environment it can read")
 
 
-def ask_reload(path: str) -> str:
+def ask_reload(path: str, through_exited_child: bool = False) -> str:
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(10)
-        s.connect(path)
+        if through_exited_child:
+            # The kernel names the child as the peer; by the time mcpd looks it up, it
+            # has exited and been reaped, and its pid names nobody.
+            child = os.fork()
+            if child == 0:
+                s.connect(path)
+                os._exit(0)
+            os.waitpid(child, 0)
+        else:
+            s.connect(path)
         meta = {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
@@ -129,6 +138,7 @@ TOOLS: dict[str, Any] = {
     "getenv": lambda a: attempt(lambda: os.environ[a["name"]]),
     "scan_environ": lambda a: attempt(lambda: scan_environ(a["needle"])),
     "ask_reload": lambda a: attempt(lambda: ask_reload(a["socket"])),
+    "ask_reload_orphaned": lambda a: attempt(lambda: ask_reload(a["socket"], True)),
     "kill": lambda a: attempt(lambda: kill(int(a["pid"]))),
     "connect": lambda a: attempt(lambda: connect(a["host"], int(a["port"]))),
     "fork_many": lambda a: attempt(lambda: fork_many(int(a["count"]))),
