@@ -30,6 +30,8 @@ def sandbox_lines(
     if sandbox.write:
         parts.append(f"write {', '.join(sandbox.write)}")
     parts.append("network" if sandbox.network else "no network")
+    if sandbox.loopback:
+        parts[-1] += f" but host loopback ports {', '.join(map(str, sandbox.loopback))}"
     limits = [
         f"{name.replace('_', ' ')} {shown(name, value)}"
         for name in LIMIT_NAMES

@@ -195,6 +195,9 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     read: list[str] = msgspec.field(default_factory=list)
     write: list[str] = msgspec.field(default_factory=list)
     network: bool = True
+    # With network = false: the host's loopback ports it may still reach (5432 or
+    # "127.0.0.1:5432"), each relayed by mcpd to that port alone.
+    host_loopback: list[int | str] = msgspec.field(default_factory=list)
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
     url: str | None = None
     headers: dict[str, str] = msgspec.field(default_factory=dict)

@@ -86,8 +86,13 @@ def grant_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
                 )
         if not s.network:
             yield ConfigError(f"{where}.network", "only applies to stdio servers (with `command`)")
+        if s.host_loopback:
+            yield ConfigError(
+                f"{where}.host_loopback", "only applies to stdio servers (with `command`)"
+            )
         if s.limits != LimitsConfig():
             yield ConfigError(f"{where}.limits", "only applies to stdio servers (with `command`)")
+    yield from host_loopback_errors(where, s)
     for key in ("read", "write"):
         for i, path in enumerate(getattr(s, key)):
             if not (path.startswith("/") or path == "~" or path.startswith("~/")):
@@ -103,6 +108,36 @@ def grant_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
                     f"{where}.inherit_env[{i}]", 'must be a variable name or a "PREFIX_*" pattern'
                 )
     yield from limits_errors(f"{where}.limits", s.limits)
+
+
+def loopback_port(value: int | str) -> int:
+    """The port of a host loopback grant: ``5432`` or ``"127.0.0.1:5432"``."""
+    text = str(value)
+    if isinstance(value, str):
+        host, sep, text = value.rpartition(":")
+        if not sep or host != "127.0.0.1":
+            raise ValueError(f'{value!r} is not a host loopback port (5432 or "127.0.0.1:5432")')
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValueError(f"{value!r}: a port is a number from 1 to 65535")
+    return int(text)
+
+
+def host_loopback_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
+    if s.host_loopback and s.network and s.url is None:
+        yield ConfigError(
+            f"{where}.host_loopback",
+            "needs network = false (with a network the host's loopback is reachable already)",
+        )
+    seen: set[int] = set()
+    for i, value in enumerate(s.host_loopback):
+        try:
+            port = loopback_port(value)
+        except ValueError as exc:
+            yield ConfigError(f"{where}.host_loopback[{i}]", str(exc))
+            continue
+        if port in seen:
+            yield ConfigError(f"{where}.host_loopback[{i}]", f"port {port} is granted twice")
+        seen.add(port)
 
 
 def level_of(cfg: ServerConfig, config: Config) -> Level:
@@ -189,6 +224,7 @@ def sandbox_of(
         read=tuple(_grant(p, env) for p in cfg.read),
         write=tuple(_grant(p, env) for p in cfg.write),
         network=cfg.network,
+        loopback=tuple(loopback_port(p) for p in cfg.host_loopback),
         limits=limits_of(alias, cfg, config),
         alias=alias,
         where=f"servers.{alias}",
@@ -265,5 +301,6 @@ def sandbox_status(sandbox: Sandbox, unprotected: str | None, started: bool) -> 
         "read": list(sandbox.read),
         "write": list(sandbox.write),
         "network": sandbox.network,
+        "host_loopback": list(sandbox.loopback),
         "limits": {name: getattr(limits, name) for name in LIMIT_NAMES},
     }
