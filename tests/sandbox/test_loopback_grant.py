@@ -130,6 +130,9 @@ async def test_a_flood_of_connections_is_capped(tmp_path: Path) -> None:
                 got = await call(agent, "hostile", "receive", host="127.0.0.1", port=granted.port)
                 assert got == f"ok: received 'hello from {granted.port}'", got
                 assert d.proc.poll() is None
+        # Said once for the whole run of refusals, not once per connection (read once
+        # mcpd is done, its log all copied).
+        assert d.log().count("are refused while") == 1, d.log()
 
 
 async def test_the_relay_ends_with_the_server(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import trio
 MAX_OPEN: Final = 32
 _CHUNK: Final = 65536
 
-logger = logging.getLogger("mcpd")
+logger = logging.getLogger("mcpd.stdio")
 
 
 async def relay_loopback(alias: str, listeners: Sequence[tuple[socket.socket, int]]) -> None:
@@ -46,19 +46,23 @@ async def _accept(
     limiter: trio.CapacityLimiter,
     nursery: trio.Nursery,
 ) -> None:
+    refusing = False  # said once per run of refusals: a flood must not flood the log too
     while True:
         inside = await listener.accept()
         try:
             limiter.acquire_on_behalf_of_nowait(inside)
         except trio.WouldBlock:
-            logger.warning(
-                "%s: a connection to host loopback port %d is refused: %d are open already",
-                alias,
-                port,
-                MAX_OPEN,
-            )
+            if not refusing:
+                logger.warning(
+                    "%s: connections to host loopback port %d are refused while %d are open",
+                    alias,
+                    port,
+                    MAX_OPEN,
+                )
+                refusing = True
             await inside.aclose()
             continue
+        refusing = False
         nursery.start_soon(_splice, alias, inside, port, limiter)
 
 
