@@ -80,9 +80,11 @@ def namespaces_held(pid: int) -> int:
 
 
 async def test_a_granted_port_is_reached_and_no_other(tmp_path: Path) -> None:
-    async with host_listeners(2) as (granted, other):
+    async with host_listeners(3) as (granted, also, other):
         servers = {
-            "hostile": hostile(network=False, host_loopback=[f"127.0.0.1:{granted.port}"]),
+            "hostile": hostile(
+                network=False, host_loopback=[f"127.0.0.1:{granted.port}", also.port]
+            ),
             "closed": hostile(network=False),
             "steady": steady(),
         }
@@ -91,11 +93,12 @@ async def test_a_granted_port_is_reached_and_no_other(tmp_path: Path) -> None:
                 await wait_ready(agent, "hostile", "closed", "steady")
                 rows = await d.status()
                 assert rows["hostile"]["sandbox"]["network"] is False
-                assert rows["hostile"]["sandbox"]["host_loopback"] == [granted.port]
+                assert rows["hostile"]["sandbox"]["host_loopback"] == [granted.port, also.port]
                 assert rows["hostile"]["sandbox"]["unprotected"] is None
                 assert rows["closed"]["sandbox"]["host_loopback"] == []
-                got = await call(agent, "hostile", "receive", host="127.0.0.1", port=granted.port)
-                assert got == f"ok: received 'hello from {granted.port}'", got
+                for port in (granted.port, also.port):
+                    got = await call(agent, "hostile", "receive", host="127.0.0.1", port=port)
+                    assert got == f"ok: received 'hello from {port}'", got
                 for port in (other.port, 22, 1):
                     got = await call(agent, "hostile", "connect", host="127.0.0.1", port=port)
                     assert got.startswith("refused: ConnectionRefusedError"), got
@@ -103,13 +106,12 @@ async def test_a_granted_port_is_reached_and_no_other(tmp_path: Path) -> None:
                 got = await call(agent, "hostile", "connect", host="10.0.0.1", port=80)
                 assert got.startswith("refused: OSError"), got
                 # Without the grant, neither port is there.
-                for port in (granted.port, other.port):
+                for port in (granted.port, also.port, other.port):
                     got = await call(agent, "closed", "connect", host="127.0.0.1", port=port)
                     assert got.startswith("refused: ConnectionRefusedError"), got
                 # The daemon's own endpoint: not a TCP port of the host it relays.
                 assert text(await agent.call("mcp__steady__tool0", {"text": "a"})) == "tool0:a"
-    assert granted.accepted == 1
-    assert other.accepted == 0
+    assert (granted.accepted, also.accepted, other.accepted) == (1, 1, 0)
 
 
 async def test_a_flood_of_connections_is_capped(tmp_path: Path) -> None:

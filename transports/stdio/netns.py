@@ -41,15 +41,15 @@ for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
 with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
     fcntl.ioctl(s, 0x8914, struct.pack("16sh22x", b"lo", 0x1 | 0x8 | 0x40))
 fds = [os.open("/proc/self/ns/user", os.O_RDONLY), os.open("/proc/self/ns/net", os.O_RDONLY)]
+listeners = []
 for port in sys.argv[2:]:
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listeners.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
     try:
-        s.bind(("127.0.0.1", int(port)))
+        listeners[-1].bind(("127.0.0.1", int(port)))
     except OSError as exc:
         sys.exit(f"cannot listen on 127.0.0.1:{port} in it: {exc.strerror}")
-    s.listen(64)
-    fds.append(s.fileno())
-socket.send_fds(back, [b"ok"], fds)
+    listeners[-1].listen(64)
+socket.send_fds(back, [b"ok"], fds + [s.fileno() for s in listeners])
 """
 
 
@@ -98,6 +98,9 @@ def make(sandbox: Sandbox) -> HostLoopback:
             _, fds, _, _ = socket.recv_fds(ours, 16, len(sandbox.loopback) + 2)
         except OSError as exc:
             raise SandboxError(f"{where} cannot be set up: {exc}") from None
+    for fd in fds:
+        # Received without close-on-exec: no other child of mcpd may inherit them.
+        os.set_inheritable(fd, False)
     if len(fds) != len(sandbox.loopback) + 2:
         for fd in fds:
             os.close(fd)
