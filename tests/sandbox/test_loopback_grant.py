@@ -5,6 +5,7 @@ connections is capped, and the relay goes with the server."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -163,3 +164,27 @@ async def test_the_relay_ends_with_the_server(tmp_path: Path) -> None:
                 got = await call(agent, "hostile", "receive", host="127.0.0.1", port=granted.port)
                 assert got == f"ok: received 'hello from {granted.port}'", got
                 assert granted.accepted == 2
+
+
+async def test_a_grant_that_cannot_be_set_up_keeps_its_server_from_starting(
+    tmp_path: Path,
+) -> None:
+    # A PATH with bubblewrap and the rest, but no nsenter.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("bwrap", "prlimit", "setpriv", "true"):
+        found = shutil.which(name)
+        if found is not None:
+            (tools / name).symlink_to(found)
+    servers = {"db": hostile(network=False, host_loopback=[5432]), "steady": steady()}
+    with serving(tmp_path, servers, wrap=("env", f"PATH={tools}")) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "steady")
+            with trio.fail_after(30):
+                while not (await d.status())["db"].get("last_error"):
+                    await trio.sleep(0.05)
+            row = (await d.status())["db"]
+            assert row["state"] not in ("ready", "degraded")
+            assert "servers.db.host_loopback cannot be applied" in row["last_error"]
+            assert "nsenter (util-linux) is not installed" in row["last_error"]
+            assert text(await agent.call("mcp__steady__tool0", {"text": "a"})) == "tool0:a"
