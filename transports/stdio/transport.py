@@ -361,8 +361,7 @@ async def open_stdio_transport(
                 nursery.start_soon(transport._watch_exit)
                 nursery.start_soon(transport._write_stdin)
                 if process.host_loopback is not None:
-                    listeners = process.host_loopback.listeners
-                    nursery.start_soon(relay_loopback, alias, listeners)
+                    nursery.start_soon(relay_loopback, alias, process.host_loopback.listeners)
                 try:
                     yield transport
                 except TransportError as exc:
