@@ -117,7 +117,7 @@ def loopback_port(value: int | str) -> int:
         host, sep, text = value.rpartition(":")
         if not sep or host != "127.0.0.1":
             raise ValueError(f'{value!r} is not a host loopback port (5432 or "127.0.0.1:5432")')
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
         raise ValueError(f"{value!r}: a port is a number from 1 to 65535")
     return int(text)
 

@@ -44,6 +44,11 @@ def stdio(**keys: Any) -> dict[str, Any]:
             "from 1 to 65535",
         ),
         (
+            stdio(network=False, host_loopback=["127.0.0.1:٥٤٣٢"]),
+            "servers.s.host_loopback[0]",
+            "from 1 to 65535",
+        ),
+        (
             stdio(network=False, host_loopback=["localhost"]),
             "servers.s.host_loopback[0]",
             "not a host loopback port",
