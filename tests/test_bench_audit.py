@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import audit, run
+import pytest
+
+from bench import audit, callpath, run
 
 
 def test_a_full_run_interleaves_mcpd_with_and_without_its_audit_log() -> None:
@@ -37,3 +39,17 @@ def test_a_run_without_the_unaudited_mcpd_says_so() -> None:
     verdicts = audit.verdicts(summary)
     assert verdicts and all(v.met is None for v in verdicts)
     assert "no figure for mcpd-noaudit" in verdicts[0].line()
+
+
+def test_the_call_count_includes_the_audit_writers_work(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The records are written and logged in a worker thread: a count of the event
+    # loop's thread alone would miss most of what the audit log costs.
+    args = ["--cells", "4:64", "--calls", "8", "--by-function"]
+    assert callpath.main(args) == 0
+    out = capsys.readouterr().out
+    assert "mcpd/audit/log.py:_write" in out
+    assert "mcpd/audit/journal.py:" in out  # each call's log line
+    assert callpath.main([*args, "--no-audit"]) == 0
+    assert "mcpd/audit/log.py:_write" not in capsys.readouterr().out
