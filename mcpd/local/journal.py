@@ -159,12 +159,13 @@ class LineHandler(RateLimitedHandler):
         stream.flush()
 
     def write_notes(self, notes: Sequence[Note], created: float) -> None:
+        levels = {note.levelno for note in notes}  # a head for each, not for each note
         if self.syslog_prefix:
-            lead = [f"<{syslog_priority(n.levelno)}>" for n in notes]
+            heads = {level: f"<{syslog_priority(level)}>" for level in levels}
         else:
             now = f"{self._stamp(created)}.{int((created - int(created)) * 1000):03d} "
-            lead = [f"{now}{logging.getLevelName(n.levelno):<8} " for n in notes]
-        lines = [f"{head}{note.line()}\n" for head, note in zip(lead, notes, strict=True)]
+            heads = {level: f"{now}{logging.getLevelName(level):<8} " for level in levels}
+        lines = [f"{heads[note.levelno]}{note.line()}\n" for note in notes]
         stream = self.stream if self.stream is not None else sys.stderr
         stream.write("".join(lines))
         stream.flush()
