@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from ..local.journal import RateLimitedHandler
-from ..local.journalfields import NOTICE, Note
+from ..local.journalfields import IDENTIFIER, NOTICE, Note, shown
 from ..policy.agent import AgentInfo
 from .record import CallRecord
 
@@ -73,6 +73,39 @@ class _CallNote(Note):
             f"{r.method} {what} by {_label(r.agent)}: {outcome} in {r.duration_ms:.0f} ms "
             f"({r.decision} by {r.decided_by})"
         )
+
+    def fields(self, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
+        # What ``Note.fields`` makes of ``extra()``, in its order, without the dict and
+        # the lookups of each name (an entry for every call).
+        r, server = self._record, self.server
+        message = shown(self.message())
+        fields = [
+            ("MESSAGE", f"{server}: {message}" if server else message),
+            ("PRIORITY", "6" if self.levelno == logging.INFO else "5"),
+            ("SYSLOG_IDENTIFIER", identifier),
+            ("LOGGER", LOGGER),
+            ("MCPD_EVENT", "call"),
+        ]
+        if server:
+            fields.append(("MCPD_SERVER", server))
+        for name, value in (
+            ("MCPD_REASON", r.reason),
+            ("MCPD_METHOD", r.method),
+            ("MCPD_TOOL", r.name),
+            ("MCPD_OUTCOME", r.outcome),
+            ("MCPD_DECISION", r.decision),
+            ("MCPD_DECIDED_BY", r.decided_by),
+        ):
+            if value:
+                fields.append((name, shown(value)))
+        agent = r.agent
+        if agent.uid is not None:
+            fields.append(("MCPD_AGENT_UID", str(agent.uid)))
+        if agent.pid is not None:
+            fields.append(("MCPD_AGENT_PID", str(agent.pid)))
+        if agent.profile:
+            fields.append(("MCPD_PROFILE", shown(agent.profile)))
+        return fields
 
     def extra(self) -> dict[str, Any]:
         r = self._record

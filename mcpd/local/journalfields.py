@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 import logging
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from protocol.visible import visible
@@ -110,12 +110,19 @@ def _cap(value: bytes) -> bytes:
     return value[:MAX_FIELD_BYTES] + f"\n[... {dropped} bytes truncated by mcpd]".encode()
 
 
-def encode_entry(fields: Iterable[tuple[str, str]]) -> bytes:
+def encode_entry(fields: Sequence[tuple[str, str]]) -> bytes:
     """Serialize fields in journald's native format.
 
     ``NAME=value\\n`` when the value has no newline; otherwise ``NAME\\n``, the value's
     length as a little-endian 64-bit integer, the value, ``\\n``.
     """
+    # Most entries (every call's) have no line break in any value and are far below the
+    # cap: encoded whole, as the loop below would encode them field by field. A
+    # character takes at most 6 bytes (a lone surrogate's escape), so no value of an
+    # entry of fewer characters than a sixth of the cap can be over it.
+    text = "".join([f"{name}={value}\n" for name, value in fields])
+    if text.count("\n") == len(fields) and len(text) <= MAX_FIELD_BYTES // 6:
+        return text.encode("utf-8", "backslashreplace")
     out = bytearray()
     for name, value in fields:
         data = _cap(value.encode("utf-8", "backslashreplace"))
