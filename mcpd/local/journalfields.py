@@ -181,12 +181,10 @@ class Note(abc.ABC):
 
     def line(self) -> str:
         """What a line says after its time and level: ``[server] event: message``."""
-        server = self.server
-        return (
-            f"[{server}] {self.event}: {shown(self.message())}"
-            if server
-            else f"{self.event}: {shown(self.message())}"
-        )
+        # One line, whatever the message holds: a reason quoted from a server with a
+        # line break in it would otherwise start a line of its own choosing.
+        server, message = self.server, visible(self.message())
+        return f"[{server}] {self.event}: {message}" if server else f"{self.event}: {message}"
 
     def fields(self, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
         """The journal entry ``record_fields`` makes of the same record."""

@@ -14,8 +14,8 @@ import pytest
 
 from mcpd.audit import journal as call_journal
 from mcpd.audit.record import CallRecord, Outcome, iso, stamp
-from mcpd.host import journal
-from mcpd.host.journalfields import (
+from mcpd.local import journal
+from mcpd.local.journalfields import (
     MAX_FIELD_BYTES,
     NOTICE,
     Note,
@@ -143,3 +143,12 @@ def test_a_batchs_times_are_those_of_each_record() -> None:
     stamp(records)
     assert [r.time for r in records] == [iso(t) for t in times]
     assert records[3].time == "2023-11-14T22:13:21.000Z"  # rounded into the next second
+
+
+def test_a_reason_with_a_line_break_stays_on_its_calls_line() -> None:
+    (forging,) = [r for r in _records()[:4] if "\n" in (r.reason or "")]
+    out = io.StringIO()
+    journal.LineHandler(out).write_notes([call_journal._CallNote(forging, NOTICE)], 1.0)
+    lines = out.getvalue().split("\n")[:-1]
+    assert len(lines) == 1, lines
+    assert "no\\nsecond line" in lines[0]
