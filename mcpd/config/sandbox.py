@@ -39,7 +39,7 @@ from transports.stdio.sandbox import (
 )
 from transports.stdio.sandbox_host import probe
 
-from .credstores import IN_HOME, IN_RUNTIME_DIR, NAMED_BY
+from .credstores import IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY
 from .model import DEFAULT_LIMITS, Config, ConfigError, LimitsConfig, ServerConfig
 from .paths import cache_directory, state_directory
 
@@ -201,7 +201,9 @@ def hidden(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
     for home in user_homes(env):
         out += [os.path.join(home, p) for p in IN_HOME]
     runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
-    out += [os.path.join(runtime, p) for p in IN_RUNTIME_DIR]
+    names = {"uid": str(os.getuid()), "user": env.get("USER") or env.get("LOGNAME") or ""}
+    out += [os.path.join(runtime, p.format_map(names)) for p in IN_RUNTIME_DIR]
+    out += [os.path.join("/tmp", p.format_map(names)) for p in IN_TMP]
     for var in NAMED_BY:
         out += [p for p in env.get(var, "").split(":") if os.path.isabs(p)]
     return sorted(set(out))
