@@ -81,6 +81,12 @@ def syslog_priority(levelno: int) -> int:
     return 7
 
 
+def extra(record: logging.LogRecord, name: str) -> object:
+    """What a record's ``extra`` put under ``name``, or None: the logging module sets
+    those as attributes no type declares, so they are read from the record's dict."""
+    return record.__dict__.get(name)
+
+
 def message_of(record: logging.LogRecord) -> str:
     """The message plus traceback/stack, as the default Formatter would put them, with
     every control and hidden character shown as an escape (``shown``)."""
@@ -142,8 +148,8 @@ def unnamed(server: str, message: str) -> str:
 
 def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
     message = message_of(record)
-    server = getattr(record, "mcpd_server", None)
-    if server:
+    server = extra(record, "mcpd_server")
+    if isinstance(server, str) and server:
         # journalctl shows MESSAGE alone; name the server in it, as the line format does.
         message = f"{server}: {unnamed(server, message)}"
     fields = [
@@ -154,7 +160,7 @@ def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> li
     # Records made by hand (makeLogRecord) may lack a name or source location.
     optional: dict[str, object] = {"LOGGER": record.name, "CODE_FILE": record.pathname}
     optional |= {"CODE_LINE": record.lineno or None, "CODE_FUNC": record.funcName}
-    optional |= {name: getattr(record, attr, None) for attr, name in RECORD_FIELDS.items()}
+    optional |= {name: extra(record, attr) for attr, name in RECORD_FIELDS.items()}
     fields += [(name, shown(value)) for name, value in optional.items() if value not in (None, "")]
     return fields
 
