@@ -175,9 +175,9 @@ class AuthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     def __repr__(self) -> str:
         # The config is printed in errors and debugging sessions; its secrets must not be.
         shown = {
-            k: ("***" if k in ("client_secret", "private_key") else getattr(self, k))
-            for k in self.__struct_fields__
-            if getattr(self, k) is not None
+            k: ("***" if k in ("client_secret", "private_key") else v)
+            for k, v in msgspec.structs.asdict(self).items()
+            if v is not None
         }
         return "AuthConfig(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 

@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+import msgspec
+
 from transports.stdio.childenv import environment
 from transports.stdio.sandbox import (
     LIMIT_NAMES,
@@ -69,8 +71,11 @@ def limits_errors(where: str, limits: LimitsConfig) -> Iterator[ConfigError]:
         else:
             if 0 < size < 16 << 20:
                 yield ConfigError(f"{where}.memory", "must be 0 (no limit) or at least 16M")
-    for key in ("processes", "open_files", "cpu"):
-        value = getattr(limits, key)
+    for key, value in (
+        ("processes", limits.processes),
+        ("open_files", limits.open_files),
+        ("cpu", limits.cpu),
+    ):
         if value is not None and value < 0:
             yield ConfigError(f"{where}.{key}", "must be 0 (no limit) or positive")
     if limits.open_files is not None and 0 < limits.open_files < 16:
@@ -79,8 +84,8 @@ def limits_errors(where: str, limits: LimitsConfig) -> Iterator[ConfigError]:
 
 def grant_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
     if s.url is not None:
-        for key in ("sandbox", "read", "write"):
-            if getattr(s, key):
+        for key, value in (("sandbox", s.sandbox), ("read", s.read), ("write", s.write)):
+            if value:
                 yield ConfigError(
                     f"{where}.{key}", "only applies to stdio servers (with `command`)"
                 )
@@ -93,8 +98,8 @@ def grant_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
         if s.limits != LimitsConfig():
             yield ConfigError(f"{where}.limits", "only applies to stdio servers (with `command`)")
     yield from host_loopback_errors(where, s)
-    for key in ("read", "write"):
-        for i, path in enumerate(getattr(s, key)):
+    for key, paths in (("read", s.read), ("write", s.write)):
+        for i, path in enumerate(paths):
             if not (path.startswith("/") or path == "~" or path.startswith("~/")):
                 yield ConfigError(f"{where}.{key}[{i}]", "must be an absolute path (or ~/...)")
             elif os.path.normpath(path) in ("/", "~"):
@@ -148,14 +153,18 @@ def limits_of(alias: str, cfg: ServerConfig, config: Config) -> Limits:
     """The server's limits: each its own, else the daemon's, else the default; 0 is none."""
     values: dict[str, int | None] = {}
     keys: dict[str, str] = {}
+    own, daemon, default = (
+        msgspec.structs.asdict(limits)
+        for limits in (cfg.limits, config.daemon.limits, DEFAULT_LIMITS)
+    )
     for name in LIMIT_NAMES:
-        value = getattr(cfg.limits, name)
+        value = own[name]
         keys[name] = f"servers.{alias}.limits.{name}"
         if value is None:
-            value = getattr(config.daemon.limits, name)
+            value = daemon[name]
             keys[name] = f"daemon.limits.{name}"
         if value is None:
-            value = getattr(DEFAULT_LIMITS, name)
+            value = default[name]
         if isinstance(value, str):
             value = parse_size(value)
         values[name] = value or None
@@ -304,5 +313,5 @@ def sandbox_status(sandbox: Sandbox, unprotected: str | None, started: bool) -> 
         "write": list(sandbox.write),
         "network": sandbox.network,
         "host_loopback": list(sandbox.loopback),
-        "limits": {name: getattr(limits, name) for name in LIMIT_NAMES},
+        "limits": limits.values(),
     }

@@ -48,8 +48,17 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     cpu: int | None = None  # seconds of CPU time, per process
     keys: dict[str, str] = msgspec.field(default_factory=dict)
 
+    def values(self) -> dict[str, int | None]:
+        """Each limit by its name in ``LIMIT_NAMES``, None where it is not set."""
+        return {
+            "memory": self.memory,
+            "processes": self.processes,
+            "open_files": self.open_files,
+            "cpu": self.cpu,
+        }
+
     def any(self) -> bool:
-        return any(getattr(self, name) is not None for name in LIMIT_NAMES)
+        return any(value is not None for value in self.values().values())
 
     def key(self, name: str) -> str:
         return self.keys.get(name, f"limits.{name}")
