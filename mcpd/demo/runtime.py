@@ -52,7 +52,7 @@ class ToolError(Exception):
 
 
 @dataclass(frozen=True)
-class ToolDef:
+class ToolDef(rpc.Late):
     name: str
     description: str
     input_schema: Mapping[str, Any]
