@@ -337,10 +337,11 @@ class AgentServer(ProfileMethods):
             ctx is not None
             and ctx.era == "modern"
             and isinstance(result, msgspec.Struct)
-            and hasattr(result, "resultType")
-            and result.resultType is UNSET
+            # The result types share the field by name, not by a base class.
+            and "resultType" in result.__struct_fields__
+            and msgspec.structs.asdict(result)["resultType"] is UNSET
         ):
-            result.resultType = mcp.COMPLETE
+            result = msgspec.structs.replace(result, resultType=mcp.COMPLETE)
         return rpc.encode_result(rid, result)
 
     def instructions(self, servers: Servers | None = None) -> str:
