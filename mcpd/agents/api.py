@@ -40,7 +40,7 @@ from .pinsapi import HANDLERS as PINS_HANDLERS
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
-from .toolcall import Router, list_tools
+from .toolcall import Agent, Router, list_tools
 
 if TYPE_CHECKING:
     from .httpapi import HttpApi
@@ -284,7 +284,7 @@ class AgentServer(ProfileMethods):
 
     # -- dispatch --
 
-    def view(self, conn: Connection) -> ProfileServers:
+    def view(self, conn: Agent) -> ProfileServers:
         """The profile ``conn``'s agent sees."""
         return conn.profile
 

@@ -56,6 +56,14 @@ class Dispatcher(Protocol):
         """A line was refused as not one line of JSON (a fault in mcpd)."""
         ...
 
+    def agent_joined(self, conn: Connection) -> None:
+        """An agent without a connection of its own (an HTTP session) has begun."""
+        ...
+
+    def agent_gone(self, owner: object) -> None:
+        """An agent without a connection of its own (an HTTP session) has ended."""
+        ...
+
 
 class Limits(Protocol):
     @property
@@ -153,6 +161,7 @@ class Connection(Agent):
                 with trio.move_on_after(1):
                     await self.drain()
             finally:
+                self.asks.close("the agent disconnected")  # also when the daemon stops
                 self._let_go()  # the daemon stops
                 nursery.cancel_scope.cancel()
                 self.faults.log_totals(self.label)

@@ -70,6 +70,9 @@ class Agent(abc.ABC):
     refuser: DirectAsker  # answers a server's request for an agent that declared none
     progress: ProgressSink
     identity: Identity  # who it is, for the policy and the audit log
+    # The versions of the prompt and resource lists it was last told of (None: it has
+    # not begun to hear of their changes).
+    seen_offered: tuple[int, int] | None = None
 
     @abc.abstractmethod
     def finish(self, call: Call, outcome: Outcome) -> None:
@@ -83,6 +86,10 @@ class Agent(abc.ABC):
     @abc.abstractmethod
     def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
         """A message for the agent that answers none of its requests."""
+
+    @abc.abstractmethod
+    def news_sender(self) -> Callable[[bytes], None]:
+        """Where what answers no request goes later (a subscribed resource's updates)."""
 
 
 def list_tools(
