@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import msgspec
-from msgspec import UNSET, Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from . import jsonrpc as rpc
 from . import mcp
@@ -59,7 +59,7 @@ class ServerSession:
         self.cache_scope = cache_scope
         self.legacy_version: str | None = None
         self.legacy_capabilities: dict[str, Any] = {}
-        self.client_info: Any = None
+        self.client_info: mcp.Implementation | UnsetType | None = None
 
     @property
     def supported(self) -> list[str]:
