@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+import msgspec
 from msgspec import Raw
 
 from protocol.loglevels import LogMessage
@@ -147,7 +148,7 @@ class Offerings(Protocol):
         self,
         alias: str,
         method: str,
-        params: Any,
+        params: msgspec.Struct,
         *,
         name: str | None = None,
         capabilities: Mapping[str, Any] | None = None,

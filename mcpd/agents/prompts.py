@@ -127,7 +127,7 @@ async def request_outcome(
     servers: Backend,
     alias: str,
     method: str,
-    params: Any,
+    params: msgspec.Struct,
     name: str,
     caps: dict[str, Any] | None,
     asker: Any,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import msgspec
 from msgspec import Raw
 
 from protocol.loglevels import LogMessage
@@ -193,7 +194,7 @@ class AllServers:
         self,
         alias: str,
         method: str,
-        params: Any,
+        params: msgspec.Struct,
         *,
         name: str | None = None,
         capabilities: Mapping[str, Any] | None = None,

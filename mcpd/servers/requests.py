@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import trio
 from msgspec import Raw
 
@@ -33,15 +34,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.calls")
 
 
-def _settable_meta(params: Any) -> dict[str, Any] | None:
-    meta = getattr(params, "meta", None)
-    return meta if isinstance(meta, dict) else None
-
-
 async def send(
     runner: Runner,
     method: str,
-    params: Any,
+    params: msgspec.Struct,
     *,
     name: str | None = None,
     capabilities: Mapping[str, Any] | None = None,
@@ -65,7 +61,7 @@ async def send(
 async def _send(
     runner: Runner,
     method: str,
-    params: Any,
+    params: msgspec.Struct,
     name: str | None,
     capabilities: Mapping[str, Any] | None,
     asker: Asker | None,
@@ -79,9 +75,11 @@ async def _send(
     up = runner.upstream
     if up is None or not runner.available:
         raise CallRefused(runner.outage())
-    if hasattr(params, "meta"):
-        meta = up.meta.of(capabilities, _settable_meta(params))
-        params.meta = meta
+    # The params types share their ``_meta`` field by name, not by a base class.
+    if "meta" in params.__struct_fields__:
+        given = msgspec.structs.asdict(params)["meta"]
+        meta = up.meta.of(capabilities, given if isinstance(given, dict) else None)
+        params = msgspec.structs.replace(params, meta=meta)
     extra: dict[str, str] | None = None
     if up.http and up.era == "modern" and name is not None and method.startswith("tasks/"):
         extra = {mcp_headers.NAME: mcp_headers.encode_value(name)}
