@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 
 import msgspec
+import trio
 
 from ..local.owners import trusted_owners, user_name
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 _CRED = struct.Struct("3i")
 # The peer's supplementary groups as of connect() (Linux >= 4.13); 256 fit in the most
 # getsockopt() will return, beyond that _groups_of() reads /proc.
+# The stdlib names the option only where its build knew it: the number is Linux's.
 SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
 _GROUPS_BUFLEN = 1024
 
@@ -97,10 +99,8 @@ def server_of(
     return marks.get(token) if token is not None else None
 
 
-def peer_of(sock: socket.socket | object) -> Peer | None:
-    getsockopt = getattr(sock, "getsockopt", None)
-    if getsockopt is None:
-        return None
+def peer_of(sock: socket.socket | trio.socket.SocketType) -> Peer | None:
+    getsockopt = sock.getsockopt
     try:
         raw = getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
     except OSError:
@@ -201,7 +201,7 @@ def is_owner(peer: Peer | None) -> bool:
     return peer is None or peer.uid in (0, os.getuid())
 
 
-def untrusted_daemon(sock: socket.socket | object, path: str) -> str | None:
+def untrusted_daemon(sock: socket.socket | trio.socket.SocketType, path: str) -> str | None:
     """Why the process answering on ``path`` (connected as ``sock``) must not be told
     anything, or None when it runs as this user, root or the service's user. The kernel
     gives the credentials of whoever made the listening socket (systemd for
