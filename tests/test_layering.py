@@ -260,12 +260,9 @@ def test_no_capability_is_probed() -> None:
 # the agents' side of its seam with the servers. The list may only get shorter.
 SINGLE_IMPLEMENTATION = {
     "mcpd.agents.authapi._Api",
-    "mcpd.agents.backend.Backend",
     "mcpd.agents.backend.Control",
     "mcpd.agents.backend.LineSink",
     "mcpd.agents.backend.Lines",
-    "mcpd.agents.backend.Logins",
-    "mcpd.agents.backend.Offerings",
     "mcpd.agents.connection.Dispatcher",
     "mcpd.agents.connection.Limits",
     "mcpd.agents.listen.Listener",

@@ -26,9 +26,10 @@ from .. import __version__
 from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
 from ..errors import DaemonError
+from ..servers.all_servers import AllServers
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .authapi import HANDLERS as AUTH_HANDLERS
-from .backend import Backend, Control, Lines, Servers
+from .backend import Control, Lines, Servers
 from .callpolicy import CallPolicy
 from .callrecords import CallRecords
 from .connection import LIFECYCLE, Connection
@@ -70,7 +71,7 @@ def new_session() -> ServerSession:
 
 class AgentServer(ProfileMethods):
     def __init__(
-        self, servers: Backend, control: Control, lines: Lines, *, splice: bool = True
+        self, servers: AllServers, control: Control, lines: Lines, *, splice: bool = True
     ) -> None:
         """``splice``: whether tools/call requests and replies may be written around
         the bytes they carry (``protocol.splice``) rather than encoded."""

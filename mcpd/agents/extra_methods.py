@@ -22,10 +22,11 @@ from protocol.server import RequestContext
 
 from ..registry.scheme import Sight
 from ..registry.views import ProfileView
+from ..servers.all_servers import AllServers
 from ..servers.calls import Call
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
-from .backend import Backend, Control
+from .backend import Control
 from .callrecords import CallRecords, Seen, ended
 from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
@@ -51,7 +52,7 @@ def _agent_side(conn: Agent, ctx: RequestContext | None) -> AgentSide:
 class ExtraMethods:
     def __init__(
         self,
-        servers: Backend,
+        servers: AllServers,
         control: Control,
         connections: Callable[[], Iterable[Agent]],
         records: CallRecords,

@@ -40,7 +40,8 @@ from protocol.server import ServerSession
 from protocol.visible import visible_json
 
 from ..registry.views import ProfileView
-from .backend import Backend, Control
+from ..servers.all_servers import AllServers
+from .backend import Control
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
 from .http_exchange import Caller
@@ -69,7 +70,7 @@ class HttpApi:
     def __init__(
         self,
         handler: Dispatcher,
-        servers: Backend,
+        servers: AllServers,
         control: Control,
         listeners: set[Connection],
         new_session: Callable[[], ServerSession],

@@ -29,13 +29,14 @@ from protocol import mcp, splice, surface
 from protocol.server import RequestContext, ServerSession
 
 from ..policy.agent import AgentInfo
+from ..servers.all_servers import AllServers
 from ..servers.askback import Asker
 from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .askback_driver import AgentSide, AskBackDriver
-from .backend import Backend, Servers
+from .backend import Servers
 from .callpolicy import Ask, CallPolicy
 from .callrecords import CallRecords, ended, outcome_of
 from .identity import Identity
@@ -116,7 +117,7 @@ class Router:
 
     def __init__(
         self,
-        servers: Backend,
+        servers: AllServers,
         askback: AskBackDriver,
         finish: Finish,
         policy: CallPolicy,
