@@ -264,8 +264,6 @@ SINGLE_IMPLEMENTATION = {
     "mcpd.agents.backend.LineSink",
     "mcpd.agents.backend.Lines",
     "mcpd.agents.connection.Dispatcher",
-    "mcpd.agents.connection.Limits",
-    "mcpd.agents.listen.Listener",
     "mcpd.servers.calls.CallHost",
     "mcpd.servers.calls._Scheduler",
     "mcpd.servers.state.Reported",

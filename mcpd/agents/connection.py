@@ -18,6 +18,7 @@ from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
+from ..config.model import DaemonConfig
 from ..servers.calls import Call, Outcome
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
@@ -65,14 +66,6 @@ class Dispatcher(Protocol):
         ...
 
 
-class Limits(Protocol):
-    @property
-    def max_line_bytes(self) -> int: ...
-
-    @property
-    def max_inflight_per_connection(self) -> int: ...
-
-
 class Connection(Agent):
     # Whether ``send_long`` may write a reply in pieces (an HTTP exchange answers with
     # the reply its handler returns, whole).
@@ -89,7 +82,7 @@ class Connection(Agent):
         stream: trio.SocketStream,
         session: ServerSession,
         lines: Lines,
-        limits: Limits,
+        limits: DaemonConfig,
         *,
         version: int,
         profile: ProfileServers,
