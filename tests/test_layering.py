@@ -266,7 +266,6 @@ SINGLE_IMPLEMENTATION = {
     "mcpd.agents.connection.Dispatcher",
     "mcpd.servers.calls.CallHost",
     "mcpd.servers.calls._Scheduler",
-    "mcpd.servers.state.Reported",
 }
 
 

@@ -41,6 +41,7 @@ from .prompt_resource_lists import PromptResourceKeeper
 from .scheduler import CallScheduler
 from .session import Session
 from .state import (
+    Reported,
     backoff_config,
     breaker_config,
     list_trims,
@@ -402,8 +403,21 @@ class Runner:
 
     def status(self) -> dict[str, Any]:
         up = self.upstream
+        reported = Reported(
+            alias=self.alias,
+            state=self.state,
+            transport_kind=self.transport_kind,
+            downtime=self.downtime,
+            stderr=self.stderr,
+            breaker=self.breaker,
+            policy=self.policy,
+            stats=self.stats,
+            inflight=self.inflight,
+            waiting=self.waiting,
+            dropped_tools=self.dropped_tools,
+        )
         row = status_row(
-            self,
+            reported,
             era=up.era if up else None,
             version=up.version if up else None,
             tools=self.registry.count(self.alias),
