@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Protocol
+
+import trio
 
 from ..audit.log import AuditLog
 from ..config.model import DaemonConfig
@@ -51,7 +53,7 @@ class Servers(Protocol):
         """An agent is listing: refresh any server's list that went stale."""
         ...
 
-    def states(self) -> list[dict[str, Any]]:
+    def states(self) -> list[dict[str, object]]:
         """Per server: its state, whether it is available, and the outage if not."""
         ...
 
@@ -89,7 +91,7 @@ class Control(Protocol):
     @property
     def ready(self) -> bool: ...
 
-    def status(self, scope: ProfileView | None = None) -> dict[str, Any]:
+    def status(self, scope: ProfileView | None = None) -> dict[str, object]:
         """``mcpd status``: everything (``scope`` None), or what an agent of the profile
         ``scope`` may read: its servers, its own profile, none of the daemon's paths."""
         ...
@@ -103,7 +105,7 @@ class Control(Protocol):
         """Prometheus text for ``GET /metrics`` (of the servers ``scope`` has)."""
         ...
 
-    async def reload(self) -> dict[str, Any]:
+    async def reload(self) -> dict[str, object]:
         """Re-read the config; raises ``rpc.RPCError`` when it is rejected."""
         ...
 
@@ -176,7 +178,11 @@ class Lines(Protocol):
     reads a chunk (waiting first when the last read emptied the socket)."""
 
     def writer(
-        self, stream: Any, fd: int, limit: int, check: Callable[[bytes], str | None]
+        self,
+        stream: trio.abc.SendStream,
+        fd: int,
+        limit: int,
+        check: Callable[[bytes], str | None],
     ) -> LineSink: ...
 
     def batch(self) -> AbstractContextManager[None]: ...

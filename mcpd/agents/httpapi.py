@@ -280,7 +280,7 @@ class HttpApi:
         scope = self._scope(query, caller)
         states = self.servers.states()
         if scope is not None:
-            states = [s for s in states if scope.has_server(s["server"])]
+            states = [s for s in states if scope.has_server(str(s["server"]))]
         down = [s for s in states if not s["available"]]
         if not self.control.ready:
             body = {"status": "starting", "servers": down}

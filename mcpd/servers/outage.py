@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 import msgspec
 import trio
@@ -84,7 +84,7 @@ class Outage(msgspec.Struct, frozen=True):
             return self
         return msgspec.structs.replace(self, reason=reason, stderr=stderr)
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> dict[str, str | None]:
         out = {
             "server": self.server,
             "state": self.state,
@@ -188,7 +188,7 @@ class Outage(msgspec.Struct, frozen=True):
         return f"unavailable: {self.server} {phrase}{since}{retry}"
 
 
-def error_result(text: str, meta: dict[str, Any] | None = None) -> mcp.CallToolResult:
+def error_result(text: str, meta: Mapping[str, object] | None = None) -> mcp.CallToolResult:
     return mcp.CallToolResult(
-        content=[mcp.TextContent(text)], isError=True, meta=meta if meta else UNSET
+        content=[mcp.TextContent(text)], isError=True, meta=dict(meta) if meta else UNSET
     )

@@ -8,7 +8,7 @@ results and in the journal are worked out here, in one place.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
 import msgspec
 
@@ -128,7 +128,7 @@ def status_row(
     now: float,
     server_info: Identity | None = None,
     cache_scope: str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """One server's entry in ``mcpd status`` (times still on the trio clock)."""
     b = r.breaker.status(now)
     d = r.downtime
