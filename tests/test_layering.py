@@ -256,6 +256,68 @@ def test_no_capability_is_probed() -> None:
     assert not gone, "no longer probed; strike from PROBES_ALLOWED:\n" + "\n".join(gone)
 
 
+# -- seams: what crosses between agents and servers is typed, not Any --
+
+
+def any_at(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """The parameters of ``fn`` (and ``return``) whose annotation names ``Any``."""
+    a = fn.args
+    params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]
+    found = [(p.arg, p.annotation) for p in params] + [("return", fn.returns)]
+    return [
+        name
+        for name, note in found
+        if note is not None and "Any" in {n.id for n in ast.walk(note) if isinstance(n, ast.Name)}
+    ]
+
+
+def seam_modules(edges: dict[str, set[str]]) -> set[str]:
+    """The modules of the agents/servers seam: ``mcpd.servers.front`` (the servers as
+    the agent side is handed them), ``mcpd.agents.backend`` (the agent side's view of
+    the rest of the daemon), and each module of ``mcpd.servers`` that a module of
+    ``mcpd.agents`` imports."""
+    found = {"mcpd.servers.front", "mcpd.agents.backend"}
+    for src, dsts in edges.items():
+        if within(src, "mcpd.agents"):
+            found |= {d for d in dsts if within(d, "mcpd.servers")}
+    return found
+
+
+def any_at_seam(source: str, where: str) -> list[str]:
+    """``Any`` in a seam module's public interface: its public functions, and every
+    public method (and ``__init__``) of its public classes."""
+    found = []
+    for node in ast.parse(source).body:
+        defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            defs = [(node.name, node)]
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            defs = [
+                (f"{node.name}.{f.name}", f)
+                for f in node.body
+                if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                and (not f.name.startswith("_") or f.name == "__init__")
+            ]
+        for name, fn in defs:
+            if not name.startswith("_"):
+                found += [f"{where}.{name}:{p}" for p in any_at(fn)]
+    return found
+
+
+def test_no_any_crosses_the_seam() -> None:
+    """A value that crosses between the agent side and the server side has a type
+    both can read: a struct, a named alias, ``object`` for what is checked where it is
+    read. The seam is ``seam_modules``; in those, every public function, and every
+    public method and ``__init__`` of a public class, is checked for ``Any`` in a
+    parameter's annotation or the return's."""
+    found = sorted(
+        hit
+        for name in seam_modules(graph())
+        for hit in any_at_seam(MODULES[name].read_text(), name)
+    )
+    assert not found, "Any at the seam between agents and servers:\n" + "\n".join(found)
+
+
 # Protocols of the daemon that stand for the one class behind them, most of them on
 # the agents' side of its seam with the servers. The list may only get shorter.
 SINGLE_IMPLEMENTATION = {
@@ -317,3 +379,27 @@ class Other:
     # Writer's subclass is not a second implementation; Logger's put takes no line;
     # Other implements Pair (but not Sink: it has no limit), so Pair has two.
     assert single == {"m.Sink": "m.Writer"}
+
+
+def test_the_seam_checker_sees_any() -> None:
+    source = """
+from typing import Any
+def send(params: Any, *, caps: dict[str, Any] | None = None) -> bytes: ...
+def _inner(x: Any) -> Any: ...
+class Front:
+    def __init__(self, config: Any) -> None: ...
+    async def request(self, alias: str) -> Any: ...
+    def _private(self, x: Any) -> None: ...
+class _Hidden:
+    def open(self, x: Any) -> None: ...
+def typed(raw: bytes) -> list[object]: ...
+"""
+    assert any_at_seam(source, "m") == [
+        "m.send:params",
+        "m.send:caps",
+        "m.Front.__init__:config",
+        "m.Front.request:return",
+    ]
+    seam = seam_modules(graph())
+    assert {"mcpd.servers.front", "mcpd.servers.calls", "mcpd.agents.backend"} <= seam
+    assert not any(within(m, "mcpd.agents") for m in seam - {"mcpd.agents.backend"})
