@@ -326,8 +326,6 @@ SINGLE_IMPLEMENTATION = {
     "mcpd.agents.backend.LineSink",
     "mcpd.agents.backend.Lines",
     "mcpd.agents.connection.Dispatcher",
-    "mcpd.servers.calls.CallHost",
-    "mcpd.servers.calls._Scheduler",
 }
 
 

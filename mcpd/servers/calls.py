@@ -54,11 +54,17 @@ class Caller(Protocol):
         ...
 
 
-class _Scheduler(Protocol):
+class _Scheduler(abc.ABC):
+    """What a call tells the scheduler that admitted it (``scheduler.CallScheduler``,
+    which derives from this: it imports this module)."""
+
+    @abc.abstractmethod
     def cancel(self, call: Call) -> None: ...
 
+    @abc.abstractmethod
     def extend(self, call: Call, seconds: float) -> None: ...
 
+    @abc.abstractmethod
     def complete(self, call: Call, raw: Raw | None, error: BaseException | None) -> None: ...
 
 
@@ -133,8 +139,9 @@ class Call(msgspec.Struct, eq=False):
             self.scheduler.cancel(self)
 
 
-class CallHost(Protocol):
-    """What a scheduler needs of the server it schedules calls for (its runner)."""
+class CallHost(abc.ABC):
+    """What a scheduler needs of the server it schedules calls for: its runner, which
+    derives from this (the runner imports the scheduler, which imports this)."""
 
     alias: str
     breaker: Breaker
@@ -143,24 +150,25 @@ class CallHost(Protocol):
     progress: ProgressRoutes
     asks: AskRoutes
     limits: CallLimits
+    transport_kind: str  # "stdio" or "http", as the server is reached now
 
     @property
+    @abc.abstractmethod
     def settings(self) -> DaemonConfig: ...
 
-    @property
-    def transport_kind(self) -> str: ...
-
+    @abc.abstractmethod
     def waits_for_start(self) -> bool:
         """Whether a call that finds the server down should wait for it to come up."""
-        ...
 
+    @abc.abstractmethod
     def outage(self) -> Outage: ...
 
+    @abc.abstractmethod
     def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None: ...
 
+    @abc.abstractmethod
     def check_liveness(self) -> None:
         """A call failed in a way that may mean the server is gone: find out soon."""
-        ...
 
 
 class Uses(abc.ABC):

@@ -28,7 +28,7 @@ from ..registry.catalog import Catalog
 from .askback import AskRoutes
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
-from .calls import CallLimits
+from .calls import CallHost, CallLimits
 from .downtime import Downtime
 from .events import LifecycleJournal, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.server")
 
 
-class Runner:
+class Runner(CallHost):
     def __init__(
         self,
         alias: str,

@@ -26,7 +26,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
-from .calls import Call, CallHost, Outcome, Uses
+from .calls import Call, CallHost, Outcome, Uses, _Scheduler
 from .oauth import LoginRequired
 from .outage import Outage, last_line
 
@@ -38,7 +38,7 @@ logger = logging.getLogger("mcpd.calls")
 _LIVE: Final = frozenset({"queued", "running"})
 
 
-class CallScheduler:
+class CallScheduler(_Scheduler):
     def __init__(self, runner: CallHost, limit: int) -> None:
         self.runner = runner
         self.limit = limit
