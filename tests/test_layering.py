@@ -325,7 +325,6 @@ SINGLE_IMPLEMENTATION = {
     "mcpd.agents.backend.Control",
     "mcpd.agents.backend.LineSink",
     "mcpd.agents.backend.Lines",
-    "mcpd.agents.connection.Dispatcher",
 }
 
 

@@ -32,7 +32,7 @@ from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Control, Lines, Servers
 from .callpolicy import CallPolicy
 from .callrecords import CallRecords
-from .connection import LIFECYCLE, Connection
+from .connection import LIFECYCLE, Connection, Dispatcher
 from .door import Door, Seat, refuse
 from .extra_methods import ExtraMethods
 from .instructions import instructions
@@ -69,7 +69,7 @@ def new_session() -> ServerSession:
     return ServerSession(SERVER_INFO, CAPABILITIES)
 
 
-class AgentServer(ProfileMethods):
+class AgentServer(ProfileMethods, Dispatcher):
     def __init__(
         self, servers: AllServers, control: Control, lines: Lines, *, splice: bool = True
     ) -> None:
