@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import trio
@@ -24,6 +24,7 @@ from transports.stdio.launch import START_MARK
 
 from . import __version__
 from .agents.api import AgentServer
+from .agents.backend import Lines
 from .agents.peers import server_of
 from .agents.unix_socket import SocketFile, open_unix_listener
 from .audit.log import AuditLog
@@ -55,12 +56,8 @@ __all__ = ["Daemon"]
 logger = logging.getLogger("mcpd")
 
 
-class _Lines:
-    """The line writer and reader the stdio transports use, lent to agent connections."""
-
-    writer = staticmethod(linewriter.LineWriter)
-    batch = staticmethod(linewriter.batch)
-    receive = staticmethod(fdread.receive)
+# The line writer and reader the stdio transports use, lent to agent connections.
+_LINES: Final = Lines(writer=linewriter.LineWriter, batch=linewriter.batch, receive=fdread.receive)
 
 
 class Daemon:
@@ -115,7 +112,7 @@ class Daemon:
             lambda alias: alias in self.supervisor.config.servers,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
-        self.api = AgentServer(self.all_servers, self, _Lines(), splice=splice)
+        self.api = AgentServer(self.all_servers, self, _LINES, splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.token = TokenFile(token_path(state_dir(config)))
         self._guarded_token = ""

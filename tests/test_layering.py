@@ -324,7 +324,6 @@ SINGLE_IMPLEMENTATION = {
     "mcpd.agents.authapi._Api",
     "mcpd.agents.backend.Control",
     "mcpd.agents.backend.LineSink",
-    "mcpd.agents.backend.Lines",
 }
 
 

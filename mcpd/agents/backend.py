@@ -14,8 +14,9 @@ causes upstream share one batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Protocol
 
 import trio
@@ -173,18 +174,13 @@ class LineSink(Protocol):
     def close(self) -> None: ...
 
 
-class Lines(Protocol):
-    """Makes a connection's ``LineSink``, batches the writes of one chunk read, and
-    reads a chunk (waiting first when the last read emptied the socket)."""
+@dataclass(frozen=True)
+class Lines:
+    """How a connection writes and reads its lines, lent by the transports:
+    ``writer(stream, fd, limit, check)`` makes its ``LineSink``; ``batch()`` batches
+    the writes of one chunk read; ``receive(fd, max_bytes, wait_first)`` reads a chunk
+    (waiting first when the last read emptied the socket)."""
 
-    def writer(
-        self,
-        stream: trio.abc.SendStream,
-        fd: int,
-        limit: int,
-        check: Callable[[bytes], str | None],
-    ) -> LineSink: ...
-
-    def batch(self) -> AbstractContextManager[None]: ...
-
-    async def receive(self, fd: int, max_bytes: int, wait_first: bool = False) -> bytes: ...
+    writer: Callable[[trio.abc.SendStream, int, int, Callable[[bytes], str | None]], LineSink]
+    batch: Callable[[], AbstractContextManager[None]]
+    receive: Callable[[int, int, bool], Awaitable[bytes]]
