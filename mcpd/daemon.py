@@ -24,7 +24,7 @@ from transports.stdio.launch import START_MARK
 
 from . import __version__
 from .agents.api import AgentServer
-from .agents.backend import Lines
+from .agents.backend import Control, Lines
 from .agents.peers import server_of
 from .agents.unix_socket import SocketFile, open_unix_listener
 from .audit.log import AuditLog
@@ -60,7 +60,7 @@ logger = logging.getLogger("mcpd")
 _LINES: Final = Lines(writer=linewriter.LineWriter, batch=linewriter.batch, receive=fdread.receive)
 
 
-class Daemon:
+class Daemon(Control):
     def __init__(
         self,
         config: Config,

@@ -14,6 +14,7 @@ causes upstream share one batch.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -83,62 +84,69 @@ class Servers(Protocol):
         ...
 
 
-class Control(Protocol):
+class Control(abc.ABC):
+    """The daemon as the agent side may ask it (``mcpd.daemon.Daemon``, which derives
+    from this: it imports the agent side)."""
+
+    logins: Logins  # ``mcpd auth``: the OAuth logins of the HTTP servers, by alias
+    pins: PinKeeper  # ``mcpd approve``, ``mcpd tools --pending|--findings``, ``mcpd pins``
+
     @property
+    @abc.abstractmethod
     def settings(self) -> DaemonConfig:
         """The ``[daemon]`` table in force (it may change on reload)."""
         ...
 
     @property
+    @abc.abstractmethod
     def ready(self) -> bool: ...
 
+    @abc.abstractmethod
     def status(self, scope: ProfileView | None = None) -> dict[str, object]:
         """``mcpd status``: everything (``scope`` None), or what an agent of the profile
         ``scope`` may read: its servers, its own profile, none of the daemon's paths."""
         ...
 
+    @abc.abstractmethod
     def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:
         """Each server's last day of states and last hour of calls (of the servers
         ``scope`` has), for the status page."""
         ...
 
+    @abc.abstractmethod
     def metrics(self, scope: ProfileView | None = None) -> str:
         """Prometheus text for ``GET /metrics`` (of the servers ``scope`` has)."""
         ...
 
+    @abc.abstractmethod
     async def reload(self) -> dict[str, object]:
         """Re-read the config; raises ``rpc.RPCError`` when it is rejected."""
         ...
 
     @property
-    def logins(self) -> Logins:
-        """``mcpd auth``: the OAuth logins of the HTTP servers, by alias."""
-        ...
-
-    @property
-    def pins(self) -> PinKeeper:
-        """``mcpd approve``, ``mcpd tools --pending|--findings`` and ``mcpd pins``."""
-        ...
-
-    @property
+    @abc.abstractmethod
     def approvals(self) -> Approvals:
         """The calls waiting for a person (``mcpd approvals``)."""
         ...
 
     @property
+    @abc.abstractmethod
     def audit(self) -> AuditLog:
         """The record of every call (``calls.jsonl``, the journal, the counts)."""
         ...
 
     @property
+    @abc.abstractmethod
     def call_gate(self) -> CallGate:
         """The ``[[policy]]`` rules in force, their rate limits and the approvals."""
         ...
 
+    @abc.abstractmethod
     def http_token(self) -> str:
         """The bearer token the HTTP endpoint wants now (``mcpd token --rotate`` changes it)."""
         ...
 
+    @abc.abstractmethod
     def server_of(self, pid: int) -> str | None:
         """The server whose process ``pid`` is, or descends from (None: no server's)."""
         ...
