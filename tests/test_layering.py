@@ -311,7 +311,7 @@ def test_no_any_crosses_the_seam() -> None:
     public method and ``__init__`` of a public class, is checked for ``Any`` in a
     parameter's annotation or the return's. What the check does not see: the fields
     of the structs that cross (``servers.calls.Call``), and an alias that stands for
-    ``Any`` (``protocol.mcp.Meta``); mypy --strict reads those where they are used."""
+    ``Any`` (``protocol.mcp.Meta``)."""
     found = sorted(
         hit
         for name in seam_modules(graph())
