@@ -22,12 +22,14 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 
 import msgspec
-import trio
 
 from ..local.owners import trusted_owners, user_name
 
 if TYPE_CHECKING:
     import trio
+
+if TYPE_CHECKING:
+    import trio  # the command line reads its peer without loading trio
 
 _CRED = struct.Struct("3i")
 # The peer's supplementary groups as of connect() (Linux >= 4.13); 256 fit in the most
