@@ -272,11 +272,11 @@ def any_at(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
 
 
 def seam_modules(edges: dict[str, set[str]]) -> set[str]:
-    """The modules of the agents/servers seam: ``mcpd.servers.front`` (the servers as
+    """The modules of the agents/servers seam: ``mcpd.servers.all_servers`` (the servers as
     the agent side is handed them), ``mcpd.agents.backend`` (the agent side's view of
     the rest of the daemon), and each module of ``mcpd.servers`` that a module of
     ``mcpd.agents`` imports."""
-    found = {"mcpd.servers.front", "mcpd.agents.backend"}
+    found = {"mcpd.servers.all_servers", "mcpd.agents.backend"}
     for src, dsts in edges.items():
         if within(src, "mcpd.agents"):
             found |= {d for d in dsts if within(d, "mcpd.servers")}
@@ -398,5 +398,5 @@ def typed(raw: bytes) -> list[object]: ...
         "m.Front.request:return",
     ]
     seam = seam_modules(graph())
-    assert {"mcpd.servers.front", "mcpd.servers.calls", "mcpd.agents.backend"} <= seam
+    assert {"mcpd.servers.all_servers", "mcpd.servers.calls", "mcpd.agents.backend"} <= seam
     assert not any(within(m, "mcpd.agents") for m in seam - {"mcpd.agents.backend"})
