@@ -6,7 +6,10 @@ agent in the same event loop sends calls over the daemon's socket, one at a time
 N at once. While a fixed number of calls go through, a profile hook counts the Python
 functions of mcpd's packages (``mcpd``, ``protocol``, ``transports``) that run, and a
 trace hook counts their bytecode instructions; C calls (msgspec's decodes, system
-calls) are counted by name. Per call, also by function with ``--by-function``.
+calls) are counted by name. Per call, also by function with ``--by-function``. What
+mcpd hands to worker threads for these calls (the audit log's writing: each record's
+line and journal entry) is counted with the rest, its records written before the
+count ends.
 
     python -m bench.callpath                    # 64 B and 16 KiB, 1 and 32 at once
     python -m bench.callpath --cells 32:64 --by-function
@@ -27,14 +30,18 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import functools
 import json
+import logging
+import os
 import subprocess
 import sys
 import tempfile
+import unittest.mock
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO, TypeVar
 
 import trio
 
@@ -43,15 +50,18 @@ from bench import splicer as bench_splicer
 from bench.targets import wait_for
 from mcpd.config.load import parse
 from mcpd.daemon import Daemon
+from mcpd.local.journal import setup_logging
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO = ROOT / "bench" / "echo_server.py"
+BENCH_SECRET = "bench-secret-never-echoed-0123456789"
 OURS = tuple(str(ROOT / package) + "/" for package in ("mcpd", "protocol", "transports"))
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 Tracer = Callable[[FrameType, str, Any], Any]
+R = TypeVar("R")
 
 
 class Counts:
@@ -102,6 +112,35 @@ class Counts:
             self.h11_bytecodes += 1
         return self._h11_opcode
 
+    def add(self, other: Counts) -> None:
+        self.functions += other.functions
+        self.bytecodes += other.bytecodes
+        self.c_calls += other.c_calls
+        self.trio += other.trio
+        self.h11 += other.h11
+        self.h11_bytecodes += other.h11_bytecodes
+
+
+@contextlib.contextmanager
+def in_threads(hooks: Callable[[], None]) -> Iterator[None]:
+    """Every function handed to ``trio.to_thread.run_sync`` meanwhile runs with
+    ``hooks()`` installed in its thread (the hooks of ``sys`` are a thread's own)."""
+    original = trio.to_thread.run_sync
+
+    async def run_sync(fn: Callable[..., R], *args: Any, **options: Any) -> R:
+        def hooked(*args: Any) -> R:
+            hooks()
+            try:
+                return fn(*args)
+            finally:
+                sys.setprofile(None)
+                sys.settrace(None)
+
+        return await original(hooked, *args, **options)
+
+    with unittest.mock.patch.object(trio.to_thread, "run_sync", run_sync):
+        yield
+
 
 def request(i: int, payload: int, modern: bool, tool: str = "mcp__echo__echo") -> bytes:
     params: dict[str, Any] = {"name": tool, "arguments": {"text": "x" * payload}}
@@ -125,10 +164,13 @@ async def count(
     """Counts per cell for mcpd, or for ``bench/http_relay.py`` (``relay``) or
     ``bench/splicer.py`` (``splicer``) in its place."""
     server: dict[str, Any] = {"max_concurrency": max(c for c, _ in cells)}
+    # A secret mcpd holds for the server, as real configs have: every result is
+    # searched for it (the echo server never repeats it).
     if url is not None:
         server["url"] = url
+        server["headers"] = {"X-Api-Key": BENCH_SECRET}
     else:
-        server.update(command=sys.executable, args=[str(ECHO)])
+        server.update(command=sys.executable, args=[str(ECHO)], env={"API_TOKEN": BENCH_SECRET})
     if legacy_server:
         server["era"] = "legacy"
     config = parse(
@@ -192,22 +234,38 @@ async def count(
             )
             # Warm: the first calls set up what later ones reuse.
             await run(batch, concurrency, 4 * concurrency)
-            counts = Counts(ours)
-            sys.setprofile(counts.profile)
-            try:
-                await run(batch, concurrency, calls)
-            finally:
-                sys.setprofile(None)
-            sys.settrace(counts.trace)
-            try:
-                await run(batch, concurrency, calls)
-            finally:
-                sys.settrace(None)
+            await daemon.audit.flush()
+            counts, threads = Counts(ours), Counts(ours)
+            with in_threads(functools.partial(sys.setprofile, threads.profile)):
+                sys.setprofile(counts.profile)
+                try:
+                    await run(batch, concurrency, calls)
+                    await daemon.audit.flush()  # these calls' records, written
+                finally:
+                    sys.setprofile(None)
+            with in_threads(functools.partial(sys.settrace, threads.trace)):
+                sys.settrace(counts.trace)
+                try:
+                    await run(batch, concurrency, calls)
+                    await daemon.audit.flush()
+                finally:
+                    sys.settrace(None)
+            counts.add(threads)
             out.append((concurrency, payload, counts))
         await sock.aclose()
         daemon.stop()
         nursery.cancel_scope.cancel()
     return out
+
+
+@contextlib.contextmanager
+def logged(stream: TextIO) -> Iterator[None]:
+    handler = setup_logging("stderr", "info", stream=stream)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
 
 
 @contextlib.contextmanager
@@ -298,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     cells = [(int(c), int(p)) for c, p in (cell.split(":") for cell in args.cells.split(","))]
     workdir = tempfile.mkdtemp(prefix="mcpd-callpath-")
     with contextlib.ExitStack() as stack:
+        # Logged as ``mcpd serve`` logs by default (a line for each call at info), to
+        # nowhere: the lines are made and written, as a daemon's would be.
+        stack.enter_context(logged(stack.enter_context(open(os.devnull, "w"))))
         http = args.http_server or args.http_relay
         url = stack.enter_context(http_echo(Path(workdir), args.sse)) if http else None
         results = trio.run(

@@ -56,7 +56,8 @@ from bench.targets import ROOT, Env, Launch, TargetUnavailable
 
 # Interleaved in this order: the stdio rows, then the HTTP rows, each with its peers.
 ORDER = (
-    "direct", "relay", "splice", "splice-gate4", "mcpd", "mcpd-gate64", "fastmcp-proxy",
+    "direct", "relay", "splice", "splice-gate4", "mcpd", "mcpd-noaudit", "mcpd-gate64",
+    "fastmcp-proxy",
     "direct-http", "direct-http-sse", "http-relay", "mcpd-http", "mcpd-http-sse",
     "fastmcp-proxy-http", "mcp-proxy", "mcp-hub",
 )  # fmt: skip

@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import trio
@@ -24,6 +24,7 @@ from transports.stdio.launch import START_MARK
 
 from . import __version__
 from .agents.api import AgentServer
+from .agents.backend import Control, Lines
 from .agents.peers import server_of
 from .agents.unix_socket import SocketFile, open_unix_listener
 from .audit.log import AuditLog
@@ -55,15 +56,11 @@ __all__ = ["Daemon"]
 logger = logging.getLogger("mcpd")
 
 
-class _Lines:
-    """The line writer and reader the stdio transports use, lent to agent connections."""
-
-    writer = staticmethod(linewriter.LineWriter)
-    batch = staticmethod(linewriter.batch)
-    receive = staticmethod(fdread.receive)
+# The line writer and reader the stdio transports use, lent to agent connections.
+_LINES: Final = Lines(writer=linewriter.LineWriter, batch=linewriter.batch, receive=fdread.receive)
 
 
-class Daemon:
+class Daemon(Control):
     def __init__(
         self,
         config: Config,
@@ -91,7 +88,13 @@ class Daemon:
         # What every server lists passes it; its settings follow the config in force.
         gate = Gate(lambda alias: self.supervisor.config.pin_policy(alias))
         self.registry = Catalog(config.naming, gate)
-        self.supervisor = Supervisor(config, self.registry, on_change=self._changed)
+        # The policy, the approvals, the audit log and the secrets guarded in what
+        # servers send; a call waiting for approval, or decided, redraws open status
+        # pages as a server's change does.
+        self.oversight = Oversight(config, state_dir(config), lambda: self.all_servers.changed())
+        self.supervisor = Supervisor(
+            config, self.registry, on_change=self._changed, guard=self.oversight.guard
+        )
         self.all_servers = AllServers(self.supervisor, self.registry)
         self.logins = Logins(self.supervisor)
         self.histories = Histories(lambda: self.state.changed())
@@ -109,13 +112,11 @@ class Daemon:
             lambda alias: alias in self.supervisor.config.servers,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
-        # The policy, the approvals and the audit log; a call waiting for approval, or
-        # decided, redraws open status pages as a server's change does.
-        self.oversight = Oversight(config, state_dir(config), self.all_servers.changed)
-        self.oversight.watch_secrets("daemon", self._secrets_held_now)
-        self.api = AgentServer(self.all_servers, self, _Lines(), splice=splice)
+        self.api = AgentServer(self.all_servers, self, _LINES, splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.token = TokenFile(token_path(state_dir(config)))
+        self._guarded_token = ""
+        self.oversight.watch_secrets("daemon", self._secrets_held_now)
         self.started = trio.Event()
         self.socket_path = config.socket_path()
         self._started = 0.0
@@ -159,6 +160,8 @@ class Daemon:
                 await nursery.start(self.state.run, self.started)
                 await nursery.start(self.histories.run, lambda: self.supervisor.runners)
                 await nursery.start(self.oversight.run)
+                if self.config.daemon.http_listen:
+                    self.http_token()  # guarded before any server speaks
                 await nursery.start(self.supervisor.run)
                 nursery.start_soon(self._signals)
                 await nursery.start(run_watchdog, self.notifier)
@@ -250,6 +253,8 @@ class Daemon:
                 new, daemon=msgspec.structs.replace(new.daemon, socket=self.socket_path)
             )
             self.notifier.reloading()
+            # Servers the new config starts may speak before it is in force.
+            self.oversight.expect(new)
             try:
                 report = await self.supervisor.reload(new)
                 report.restart = restart
@@ -315,8 +320,8 @@ class Daemon:
                 if tokens.refresh_token is not None:
                     refresh = tokens.refresh_token.reveal()
                     held.append(HeldSecret(f"servers.{alias} (OAuth)", refresh))
-        if self.api.endpoint is not None:
-            held.append(HeldSecret("the HTTP endpoint's token", self.token.current()))
+        if self._guarded_token:  # handed out to check an HTTP request with
+            held.append(HeldSecret("the HTTP endpoint's token", self._guarded_token))
         return held
 
     def _session_of(self, alias: str) -> Session | None:
@@ -352,7 +357,12 @@ class Daemon:
         return out
 
     def http_token(self) -> str:
-        return self.token.current()
+        token = self.token.current()
+        if token != self._guarded_token:
+            # A new token (the file was written again): searched for from now on.
+            self._guarded_token = token
+            self.oversight.guard.refresh()
+        return token
 
     @property
     def approvals(self) -> Approvals:

@@ -4,6 +4,7 @@ audit log, built together from the config and reconfigured together on reload.""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -16,6 +17,7 @@ from .config.model import Config
 from .config.secrets import HeldSecret
 from .policy.approvals import Approvals
 from .policy.gate import CallGate
+from .policy.guard import LogMask, SecretGuard
 from .policy.masking import KnownSecrets
 
 
@@ -25,23 +27,45 @@ class Oversight:
     ) -> None:
         """``changed``: called when a call begins or ends waiting for approval."""
         self.secrets = KnownSecrets()
+        # What servers send is searched for the secrets held (``policy.guard``).
+        self.guard = SecretGuard(self.secrets)
         self.approvals = Approvals(changed=changed)
         self.call_gate = CallGate(self.approvals, self.secrets)
         self.audit = AuditLog(state_dir, config.daemon, self.secrets)
         self.configure(config)
 
+    def expect(self, config: Config) -> None:
+        """A config about to be in force: its secrets are guarded from now on, beside
+        those of the config in force, until ``configure`` takes it up."""
+        self.secrets.replace("next config", config.held_secrets)
+        self.guard.refresh()
+
     def configure(self, config: Config) -> None:
         """The config in force: at start, and after each reload."""
+        self.secrets.replace("next config", ())
         self.secrets.replace("config", config.held_secrets)
+        self.guard.configure(config.redacting())
+        self.guard.forget(lambda alias: alias in config.servers)
         self.call_gate.configure(config.policy)
         self.audit.configure(config.daemon)
 
     def watch_secrets(self, name: str, source: Callable[[], Iterable[HeldSecret]]) -> None:
         """Secrets that change on their own (OAuth tokens, the endpoint token)."""
         self.secrets.watch(name, source)
+        self.guard.refresh()
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        await self.audit.run(task_status=task_status)
+        # Every log record passes the guard on its way out, whoever wrote it: a
+        # server's stderr, or its words quoted in an event.
+        mask = LogMask(self.guard)
+        handlers = list(logging.getLogger().handlers)
+        for handler in handlers:
+            handler.addFilter(mask)
+        try:
+            await self.audit.run(task_status=task_status)
+        finally:
+            for handler in handlers:
+                handler.removeFilter(mask)
 
     def status(self, only: Callable[[str], bool] | None = None) -> dict[str, Any]:
         """What ``mcpd status`` shows of it: the calls waiting for approval (of the

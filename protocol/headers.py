@@ -138,12 +138,12 @@ def request_headers(version: str, method: str, name: str | None = None) -> dict[
     return headers
 
 
-def name_of(method: str, params: Any) -> str | None:
-    """The value ``Mcp-Name`` mirrors, read from a params mapping or struct."""
+def name_of(method: str, params: Mapping[str, object]) -> str | None:
+    """The value ``Mcp-Name`` mirrors, read from a request's params."""
     key = NAME_SOURCE.get(method)
     if key is None:
         return None
-    value = params.get(key) if isinstance(params, Mapping) else getattr(params, key, None)
+    value = params.get(key)
     return value if isinstance(value, str) else None
 
 

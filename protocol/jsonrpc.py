@@ -8,6 +8,7 @@ type the caller asks for, with decoders built once per type.
 
 from __future__ import annotations
 
+import abc
 import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -319,13 +320,21 @@ class _OutError(msgspec.Struct):
     error: ErrorObject
 
 
-def _late(obj: Any) -> Any:
-    # A value that is built only as it is written (it has ``wire()``): a table of
-    # thousands of tools is listed without holding an encoding of each one as well.
-    wire = getattr(obj, "wire", None)
-    if wire is None:
+class Late(abc.ABC):
+    """A value built only as it is written: a table of thousands of tools is listed
+    without holding an encoding of each one as well."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def wire(self) -> object:
+        """What is encoded in this value's place."""
+
+
+def _late(obj: object) -> object:
+    if not isinstance(obj, Late):
         raise NotImplementedError(f"cannot encode {type(obj).__name__} as JSON")
-    return wire()
+    return obj.wire()
 
 
 _encoder: Final = msgspec.json.Encoder(enc_hook=_late)
@@ -361,7 +370,7 @@ def encode_result_pieces(
     ``field``, is a list, and each piece holds ``per`` of its items, encoded only when
     the piece before it has been taken. Each piece is checked as ``line_fault`` checks
     a line (raising ``BrokenPiece``); the pieces joined are one line of JSON."""
-    items: Sequence[Any] = getattr(result, field)
+    items: Sequence[Any] = msgspec.structs.asdict(result)[field]
     empty = _encoder.encode(_OutResult("2.0", id, msgspec.structs.replace(result, **{field: []})))
     head = b'{"jsonrpc":"2.0","id":' + _encoder.encode(id) + b',"result":{"' + field.encode()
     head += b'":['

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import msgspec
-from msgspec import UNSET, Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from . import jsonrpc as rpc
 from . import mcp
@@ -59,7 +59,7 @@ class ServerSession:
         self.cache_scope = cache_scope
         self.legacy_version: str | None = None
         self.legacy_capabilities: dict[str, Any] = {}
-        self.client_info: Any = None
+        self.client_info: mcp.Implementation | UnsetType | None = None
 
     @property
     def supported(self) -> list[str]:
@@ -136,15 +136,17 @@ class ServerSession:
         """
         if ctx.era != "modern":
             return result
-        meta = dict(getattr(result, "meta", None) or {})
+        # The result types share these fields by name, not by a base class.
+        fields = msgspec.structs.asdict(result)
+        meta = dict(fields.get("meta") or {})
         meta.setdefault(mcp.KEY_SERVER_INFO, self.info)
         changes: dict[str, Any] = {"meta": meta}
-        if getattr(result, "resultType", UNSET) is UNSET:
+        if fields.get("resultType", UNSET) is UNSET:
             changes["resultType"] = mcp.COMPLETE
         if cacheable:
-            if getattr(result, "ttlMs", UNSET) in (UNSET, None):
+            if fields.get("ttlMs", UNSET) in (UNSET, None):
                 changes["ttlMs"] = self.ttl_ms
-            if getattr(result, "cacheScope", UNSET) is UNSET:
+            if fields.get("cacheScope", UNSET) is UNSET:
                 changes["cacheScope"] = self.cache_scope
         return msgspec.structs.replace(result, **changes)
 

@@ -26,12 +26,13 @@ from .. import __version__
 from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
 from ..errors import DaemonError
+from ..servers.all_servers import AllServers
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .authapi import HANDLERS as AUTH_HANDLERS
-from .backend import Backend, Control, Lines, Servers
+from .backend import Control, Lines, Servers
 from .callpolicy import CallPolicy
 from .callrecords import CallRecords
-from .connection import LIFECYCLE, Connection
+from .connection import LIFECYCLE, Connection, Dispatcher
 from .door import Door, Seat, refuse
 from .extra_methods import ExtraMethods
 from .instructions import instructions
@@ -40,7 +41,7 @@ from .pinsapi import HANDLERS as PINS_HANDLERS
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
-from .toolcall import Router, list_tools
+from .toolcall import Agent, Router, list_tools
 
 if TYPE_CHECKING:
     from .httpapi import HttpApi
@@ -68,9 +69,9 @@ def new_session() -> ServerSession:
     return ServerSession(SERVER_INFO, CAPABILITIES)
 
 
-class AgentServer(ProfileMethods):
+class AgentServer(ProfileMethods, Dispatcher):
     def __init__(
-        self, servers: Backend, control: Control, lines: Lines, *, splice: bool = True
+        self, servers: AllServers, control: Control, lines: Lines, *, splice: bool = True
     ) -> None:
         """``splice``: whether tools/call requests and replies may be written around
         the bytes they carry (``protocol.splice``) rather than encoded."""
@@ -284,7 +285,7 @@ class AgentServer(ProfileMethods):
 
     # -- dispatch --
 
-    def view(self, conn: Connection) -> ProfileServers:
+    def view(self, conn: Agent) -> ProfileServers:
         """The profile ``conn``'s agent sees."""
         return conn.profile
 
@@ -337,10 +338,11 @@ class AgentServer(ProfileMethods):
             ctx is not None
             and ctx.era == "modern"
             and isinstance(result, msgspec.Struct)
-            and hasattr(result, "resultType")
-            and result.resultType is UNSET
+            # The result types share the field by name, not by a base class.
+            and "resultType" in result.__struct_fields__
+            and msgspec.structs.asdict(result)["resultType"] is UNSET
         ):
-            result.resultType = mcp.COMPLETE
+            result = msgspec.structs.replace(result, resultType=mcp.COMPLETE)
         return rpc.encode_result(rid, result)
 
     def instructions(self, servers: Servers | None = None) -> str:

@@ -25,7 +25,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..policy.agent import decider_of, user_name
+from ..policy.agent import Decider, user_name
 from ..policy.approvals import ApprovalError
 from .backend import Control
 from .connection import Connection
@@ -75,7 +75,7 @@ async def _decide(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestCon
     assert conn.peer is not None
     try:
         decided = api.control.approvals.decide(
-            params.id, params.approve, by, reason, decider_of(conn.peer.pid)
+            params.id, params.approve, by, reason, Decider(conn.peer.lineage, conn.peer.session)
         )
     except ApprovalError as exc:
         raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None

@@ -20,7 +20,6 @@ from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import surface
-from protocol.server import RequestContext
 
 from .askback import (
     AgentRequests,
@@ -72,18 +71,6 @@ class AgentSide(msgspec.Struct):
         return out or None
 
 
-def agent_side(conn: Any, ctx: RequestContext | None) -> AgentSide:
-    modern = ctx is not None and ctx.era == "modern"
-    requests = getattr(conn, "asks", None)
-    return AgentSide(
-        owner=getattr(conn, "owner", conn),
-        modern=modern,
-        capabilities=ctx.capabilities if ctx is not None else None,
-        requests=requests if isinstance(requests, AgentRequests) else None,
-        send=conn.send_nowait,
-    )
-
-
 class AskBackDriver:
     def __init__(self) -> None:
         self.parks = Parks()
@@ -96,10 +83,8 @@ class AskBackDriver:
             await trio.sleep_forever()
 
     def owner_gone(self, owner: object, why: str) -> None:
-        """The agent disconnected: what its servers wait for fails at once."""
-        requests = getattr(owner, "asks", None)
-        if isinstance(requests, AgentRequests):
-            requests.close(why)
+        """The agent disconnected: what its servers wait for fails at once (its own
+        requests were failed by its connection or session as it closed)."""
         self.parks.owner_gone(owner, why)
 
     async def serve(

@@ -24,7 +24,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..policy.agent import decider_of
+from ..policy.agent import Decider
 from ..registry.views import ProfileView
 from .backend import Control
 from .connection import Connection
@@ -100,7 +100,7 @@ async def _dashboard(
     from .page.passes import CODE_TTL
 
     assert conn.peer is not None  # the owner, as the kernel says
-    code = api.http.page.passes.issue(decider_of(conn.peer.pid))
+    code = api.http.page.passes.issue(Decider(conn.peer.lineage, conn.peer.session))
     # Where the endpoint listens on every address, this machine reaches it on loopback.
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(endpoint.host, endpoint.host)
     host = f"[{host}]" if ":" in host else host

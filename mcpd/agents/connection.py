@@ -4,10 +4,11 @@ precedes its response and replies that pile up are written in one go."""
 
 from __future__ import annotations
 
+import abc
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import ClassVar, Final, Protocol
+from typing import ClassVar, Final
 
 import trio
 from msgspec import UNSET
@@ -18,6 +19,7 @@ from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
+from ..config.model import DaemonConfig
 from ..servers.calls import Call, Outcome
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
@@ -43,26 +45,29 @@ _QUEUE_BYTES: Final = 4 * 1024 * 1024  # replies queued for one agent before sen
 _READ_SIZE: Final = 65536
 
 
-class Dispatcher(Protocol):
-    """What a connection hands its requests to (the socket API)."""
+class Dispatcher(abc.ABC):
+    """What a connection hands its requests to: the socket API (``api.Api``, which
+    derives from this: it imports this module)."""
 
     calls: Router  # where its tools/call go
 
+    @abc.abstractmethod
     def answer_now(self, conn: Connection, req: rpc.Request) -> bytes: ...
 
+    @abc.abstractmethod
     async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None: ...
 
+    @abc.abstractmethod
     def broken_line(self) -> None:
         """A line was refused as not one line of JSON (a fault in mcpd)."""
-        ...
 
+    @abc.abstractmethod
+    def agent_joined(self, conn: Connection) -> None:
+        """An agent without a connection of its own (an HTTP session) has begun."""
 
-class Limits(Protocol):
-    @property
-    def max_line_bytes(self) -> int: ...
-
-    @property
-    def max_inflight_per_connection(self) -> int: ...
+    @abc.abstractmethod
+    def agent_gone(self, owner: object) -> None:
+        """An agent without a connection of its own (an HTTP session) has ended."""
 
 
 class Connection(Agent):
@@ -81,7 +86,7 @@ class Connection(Agent):
         stream: trio.SocketStream,
         session: ServerSession,
         lines: Lines,
-        limits: Limits,
+        limits: DaemonConfig,
         *,
         version: int,
         profile: ProfileServers,
@@ -153,6 +158,7 @@ class Connection(Agent):
                 with trio.move_on_after(1):
                     await self.drain()
             finally:
+                self.asks.close("the agent disconnected")  # also when the daemon stops
                 self._let_go()  # the daemon stops
                 nursery.cancel_scope.cancel()
                 self.faults.log_totals(self.label)

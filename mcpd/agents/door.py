@@ -41,7 +41,8 @@ from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
 from ..local.ratelimit import Throttle
-from .peers import Peer, is_allowed, is_owner, peer_of, resolve_groups
+from ..policy.agent import decider_of
+from .peers import Peer, PeerWatch, is_allowed, is_owner, peer_of, resolve_groups
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -134,6 +135,7 @@ class Door:
         self._over_quota = Throttle()  # refused at max_connections_per_uid
         self._not_allowed = Throttle()
         self._silent = Throttle()
+        self._gone = Throttle()  # refused: the process that connected had exited
 
     async def check(self, stream: trio.SocketStream, profile: str | None) -> Seat | None:
         """The connection's seat, to hold while it is served; None: it was refused
@@ -163,9 +165,19 @@ class Door:
                 f"groups is in {keys} of mcpd's config",
             )
             return None
-        server = self._server_of(peer.pid) if peer is not None else None
+        server: str | None = None
+        if peer is not None:
+            known = self._known(stream, peer)
+            if known is None:
+                await refuse(
+                    stream,
+                    "mcpd: the process that connected has already exited, so mcpd cannot "
+                    "tell whose it is; connect from the process that uses the connection",
+                )
+                return None
+            peer = known
+            server = peer.server
         if peer is not None and server is not None:
-            peer = msgspec.structs.replace(peer, server=server)
             granted = self._granted(server, profile)
             if granted is None:
                 self._refused_server(peer, server, profile)
@@ -181,6 +193,37 @@ class Door:
             await refuse(stream, f"mcpd: {refusal}")
             return None
         return Seat(self.held, peer, profile, trio.current_time() + d.first_message_timeout)
+
+    def _known(self, stream: trio.SocketStream, peer: Peer) -> Peer | None:
+        """``peer`` with what /proc tells of it: the server it belongs to, its lineage
+        and session; None when it is gone before all of that was read (what was read
+        may then be of another process, or of none)."""
+        if peer.pid == 0:
+            return msgspec.structs.replace(peer, unverified=True)
+        watch = PeerWatch(stream.socket, peer.pid)
+        try:
+            server = self._server_of(peer.pid)
+            decider = decider_of(peer.pid)
+            if not watch.still_there():
+                self._log_gone(peer)
+                return None
+        finally:
+            watch.close()
+        return msgspec.structs.replace(
+            peer, server=server, lineage=decider.lineage, session=decider.session
+        )
+
+    def _log_gone(self, peer: Peer) -> None:
+        held = self._gone.admit()
+        if held is not None:
+            logger.warning(
+                "refused an agent connection from uid %d: its process (pid %d) had "
+                "exited before mcpd could tell whose it is%s",
+                peer.uid,
+                peer.pid,
+                f" ({held} more refused since the last such line)" if held else "",
+                extra=log_extra(None, reason="the peer's process is gone"),
+            )
 
     def _over_limit(self, d: DaemonConfig, peer: Peer | None) -> str | None:
         """Why ``peer`` may not have one more connection now (logged), or None."""

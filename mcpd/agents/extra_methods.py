@@ -22,29 +22,41 @@ from protocol.server import RequestContext
 
 from ..registry.scheme import Sight
 from ..registry.views import ProfileView
+from ..servers.all_servers import AllServers
 from ..servers.calls import Call
 from .allowance import Allowance
-from .askback_driver import AgentSide, AskBackDriver, agent_side
-from .backend import Backend, Control
+from .askback_driver import AgentSide, AskBackDriver
+from .backend import Control
 from .callrecords import CallRecords, Seen, ended
 from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .resources import Subscriptions, list_resources, read
 from .rewrite import tool_result
 from .tasks import Tasks
+from .toolcall import Agent
 
 _DEBOUNCE: Final = 0.2
 Handler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]
 
 
+def _agent_side(conn: Agent, ctx: RequestContext | None) -> AgentSide:
+    return AgentSide(
+        owner=conn.owner,
+        modern=ctx is not None and ctx.era == "modern",
+        capabilities=ctx.capabilities if ctx is not None else None,
+        requests=conn.asks,
+        send=conn.send_nowait,
+    )
+
+
 class ExtraMethods:
     def __init__(
         self,
-        servers: Backend,
+        servers: AllServers,
         control: Control,
-        connections: Callable[[], Iterable[Any]],
+        connections: Callable[[], Iterable[Agent]],
         records: CallRecords,
-        view_of: Callable[[Any], ProfileView] | None = None,
+        view_of: Callable[[Agent], ProfileView] | None = None,
     ) -> None:
         self.servers = servers
         self.control = control
@@ -92,11 +104,11 @@ class ExtraMethods:
 
     # -- agents coming and going --
 
-    def joined(self, conn: Any) -> None:
+    def joined(self, conn: Agent) -> None:
         """Only what changes in the agent's profile from now on is news to it."""
         conn.seen_offered = self._offered(conn)
 
-    def _offered(self, conn: Any) -> tuple[int, int]:
+    def _offered(self, conn: Agent) -> tuple[int, int]:
         if self._view_of is None:
             return self.servers.prompt_resource_versions
         return self._view_of(conn).offered()
@@ -131,20 +143,20 @@ class ExtraMethods:
     def _page_size(self) -> int:
         return self.control.settings.page_size
 
-    def _sees(self, conn: Any) -> tuple[Sees, Sight | None]:
+    def _sees(self, conn: Agent) -> tuple[Sees, Sight | None]:
         """What the agent's profile admits: (prompts, resources)."""
         if self._view_of is None:
             return everything, None
         view = self._view_of(conn)
         return view.admits_prompt, view
 
-    async def _prompts_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _prompts_list(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
         params = rpc.decode_as(req.params, surface.ListParams)
         return list_prompts(self.servers, params, ctx, self._page_size(), self._sees(conn)[0])
 
     async def _recorded(
         self,
-        conn: Any,
+        conn: Agent,
         req: rpc.Request,
         ctx: RequestContext | None,
         answer: Callable[[Seen], Awaitable[Any]],
@@ -176,8 +188,8 @@ class ExtraMethods:
                 arrived, agent, req.method, seen.name, seen.target, word, reason, size, arguments
             )
 
-    async def _prompts_get(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        agent = agent_side(conn, ctx)
+    async def _prompts_get(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        agent = _agent_side(conn, ctx)
         sees, sight = self._sees(conn)
 
         def answer(seen: Seen) -> Awaitable[bytes]:
@@ -185,19 +197,25 @@ class ExtraMethods:
 
         return await self._recorded(conn, req, ctx, answer)
 
-    async def _resources_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _resources_list(
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
+    ) -> Any:
         params = rpc.decode_as(req.params, surface.ListParams)
         sees = self._sees(conn)[1]
         return list_resources(self.servers, params, ctx, self._page_size(), False, sees)
 
-    async def _templates_list(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _templates_list(
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
+    ) -> Any:
         params = rpc.decode_as(req.params, surface.ListParams)
         sees = self._sees(conn)[1]
         return list_resources(self.servers, params, ctx, self._page_size(), True, sees)
 
-    async def _resources_read(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _resources_read(
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
+    ) -> Any:
         budget = self.control.settings.result_budget_chars
-        agent = agent_side(conn, ctx)
+        agent = _agent_side(conn, ctx)
         allowance = self._allowance(agent.owner)
         sees = self._sees(conn)[1]
 
@@ -206,14 +224,14 @@ class ExtraMethods:
 
         return await self._recorded(conn, req, ctx, answer)
 
-    async def _subscribe(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _subscribe(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
         return await self._legacy_subscription(conn, req, ctx, True)
 
-    async def _unsubscribe(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _unsubscribe(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
         return await self._legacy_subscription(conn, req, ctx, False)
 
     async def _legacy_subscription(
-        self, conn: Any, req: rpc.Request, ctx: RequestContext | None, on: bool
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None, on: bool
     ) -> Any:
         if ctx is not None and ctx.era == "modern":
             raise rpc.RPCError(
@@ -221,7 +239,7 @@ class ExtraMethods:
                 f"{req.method} belongs to the handshake protocol; use subscriptions/listen",
             )
         params = rpc.decode_as(req.params, surface.SubscribeParams)
-        owner = agent_side(conn, ctx).owner
+        owner = _agent_side(conn, ctx).owner
         sees = self._sees(conn)[1]
         allowance = self._allowance(owner)
         steps = await allowance.take()
@@ -231,7 +249,7 @@ class ExtraMethods:
             allowance.give_back(steps)
         return {}
 
-    async def _set_level(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _set_level(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
         if ctx is not None and ctx.era == "modern":
             raise rpc.RPCError(
                 rpc.METHOD_NOT_FOUND,
@@ -239,11 +257,11 @@ class ExtraMethods:
                 " in a request's _meta",
             )
         level = loglevels.checked_level(req.params)
-        owner = agent_side(conn, ctx).owner
+        owner = _agent_side(conn, ctx).owner
         self.logs.set_level(owner, level, conn.send_nowait, self._sees_server(conn))
         return {}
 
-    def _sees_server(self, conn: Any) -> SeesServer:
+    def _sees_server(self, conn: Agent) -> SeesServer:
         """Whether the agent's profile shows a server (asked anew each time: a reload
         may change the profile)."""
         view_of = self._view_of
@@ -251,8 +269,8 @@ class ExtraMethods:
             return lambda alias: True
         return lambda alias: view_of(conn).has_server(alias)
 
-    async def _complete(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        allowance = self._allowance(agent_side(conn, ctx).owner)
+    async def _complete(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
+        allowance = self._allowance(_agent_side(conn, ctx).owner)
         prompts, resources = self._sees(conn)
 
         def answer(seen: Seen) -> Awaitable[Any]:
@@ -260,7 +278,7 @@ class ExtraMethods:
 
         return await self._recorded(conn, req, ctx, answer)
 
-    async def _task(self, conn: Any, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _task(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
         if ctx is None or ctx.era != "modern" or not surface.has_tasks(ctx.capabilities):
             raise rpc.RPCError(
                 rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -268,7 +286,7 @@ class ExtraMethods:
                 {"requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}},
             )
         params = rpc.decode_as(req.params, surface.TaskParams)
-        result = await self.tasks.handle(req.method, params, ctx, agent_side(conn, ctx).owner)
+        result = await self.tasks.handle(req.method, params, ctx, _agent_side(conn, ctx).owner)
         if isinstance(result, dict):
             result.setdefault("resultType", mcp.COMPLETE)
         return result
@@ -276,10 +294,10 @@ class ExtraMethods:
     # -- subscriptions/listen --
 
     def open_listen(
-        self, conn: Any, listen_id: rpc.Id, wanted: dict[str, Any], ctx: RequestContext | None
+        self, conn: Agent, listen_id: rpc.Id, wanted: dict[str, Any], ctx: RequestContext | None
     ) -> dict[str, Any]:
         """What mcpd honours of a listen besides tool-list changes."""
-        if getattr(conn, "seen_offered", None) is None:
+        if conn.seen_offered is None:
             self.joined(conn)  # only changes from now on are news to it
         honoured: dict[str, Any] = {}
         flags = {k for k in ("promptsListChanged", "resourcesListChanged") if wanted.get(k)}
@@ -287,7 +305,7 @@ class ExtraMethods:
             honoured[flag] = True
         where = (id(conn), listen_id)
         self._listens[where] = (flags, conn.send_nowait)
-        agent: AgentSide = agent_side(conn, ctx)
+        agent: AgentSide = _agent_side(conn, ctx)
         if "resourceSubscriptions" in wanted:
             uris = wanted.get("resourceSubscriptions")
             allowance = self._allowance(agent.owner)
@@ -310,7 +328,7 @@ class ExtraMethods:
             )
         return honoured
 
-    def close_listen(self, conn: Any, listen_id: rpc.Id) -> None:
+    def close_listen(self, conn: Agent, listen_id: rpc.Id) -> None:
         where = (id(conn), listen_id)
         self._listens.pop(where, None)
         self.subscriptions.unlisten(conn, listen_id)
@@ -324,7 +342,7 @@ class ExtraMethods:
             await trio.sleep(_DEBOUNCE)
             self._dirty = trio.Event()
             for conn in list(self._connections()):
-                seen = getattr(conn, "seen_offered", None)
+                seen = conn.seen_offered
                 conn.seen_offered = now = self._offered(conn)
                 if seen is None or seen == now:
                     continue
@@ -333,7 +351,7 @@ class ExtraMethods:
                     news.append(("notifications/prompts/list_changed", "promptsListChanged"))
                 if now[1] != seen[1]:
                     news.append(("notifications/resources/list_changed", "resourcesListChanged"))
-                legacy = getattr(getattr(conn, "session", None), "legacy_version", None)
+                legacy = conn.session.legacy_version
                 for method, flag in news:
                     if legacy is not None:
                         conn.send_nowait(rpc.encode_notification(method))

@@ -24,6 +24,7 @@ from typing import Final
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol import mcp
 from protocol.logfields import log_extra
 from protocol.server import ServerSession
 
@@ -69,7 +70,8 @@ class SessionNews(Connection):
 
     @property
     def label(self) -> str:
-        name = getattr(self.session.client_info, "name", None)
+        info = self.session.client_info
+        name = info.name if isinstance(info, mcp.Implementation) else None
         who = f"HTTP client {name!r}" if isinstance(name, str) else "HTTP client"
         return f"{who} (session {self.sid[:8]})"
 

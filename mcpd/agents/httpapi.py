@@ -40,7 +40,8 @@ from protocol.server import ServerSession
 from protocol.visible import visible_json
 
 from ..registry.views import ProfileView
-from .backend import Backend, Control
+from ..servers.all_servers import AllServers
+from .backend import Control
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
 from .http_exchange import Caller
@@ -69,7 +70,7 @@ class HttpApi:
     def __init__(
         self,
         handler: Dispatcher,
-        servers: Backend,
+        servers: AllServers,
         control: Control,
         listeners: set[Connection],
         new_session: Callable[[], ServerSession],
@@ -279,7 +280,7 @@ class HttpApi:
         scope = self._scope(query, caller)
         states = self.servers.states()
         if scope is not None:
-            states = [s for s in states if scope.has_server(s["server"])]
+            states = [s for s in states if scope.has_server(str(s["server"]))]
         down = [s for s in states if not s["available"]]
         if not self.control.ready:
             body = {"status": "starting", "servers": down}

@@ -10,27 +10,21 @@ final response before the socket closes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.server import RequestContext
 
-
-class Listener(Protocol):
-    subscriptions: set[rpc.Id]
-
-    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None: ...
-
-    async def drain(self) -> None: ...
-
+from .connection import Connection
 
 # What else a listen may ask for (prompts, resources, tasks): given the connection,
 # the listen's id, its filter and the request's context, the part honoured; its end.
-Extra = Callable[[Any, rpc.Id, dict[str, Any], Any], dict[str, Any]]
-ExtraEnd = Callable[[Any, rpc.Id], None]
+Extra = Callable[[Connection, rpc.Id, dict[str, Any], RequestContext | None], dict[str, Any]]
+ExtraEnd = Callable[[Connection, rpc.Id], None]
 
 
 class Listens:
@@ -42,7 +36,9 @@ class Listens:
         self._all_done = trio.Event()
         self._all_done.set()
 
-    async def listen(self, conn: Listener, req: rpc.Request, ctx: Any = None) -> None:
+    async def listen(
+        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None = None
+    ) -> None:
         """Acknowledge, then hold the subscription until the daemon stops (the agent
         ends it by cancelling the request)."""
         try:

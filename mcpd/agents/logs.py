@@ -5,7 +5,7 @@ its profile shows, each ``notifications/message`` at that level or a more severe
 An agent that never asked gets none. ``logger`` says which server spoke: the server's
 alias, or ``alias/logger`` when the server named a logger of its own; ``data`` is
 passed on as the server sent it. Each server is asked for the most verbose level any
-agent that sees it wants (``Offerings.want_logs``).
+agent that sees it wants (``AllServers.want_logs``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from protocol import jsonrpc as rpc
 from protocol import loglevels
 from protocol.loglevels import LogMessage
 
-from .backend import Offerings
+from ..servers.all_servers import AllServers
 
 Send = Callable[[bytes], None]
 SeesServer = Callable[[str], bool]
@@ -35,7 +35,7 @@ class _Asked:
 
 
 class AgentLogs:
-    def __init__(self, servers: Offerings) -> None:
+    def __init__(self, servers: AllServers) -> None:
         self._servers = servers
         self._agents: dict[int, _Asked] = {}  # by id of the agent (its owner object)
         servers.on_log_message(self.heard)

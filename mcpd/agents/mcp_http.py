@@ -76,9 +76,10 @@ def header_mismatch(headers: Headers, req: rpc.Request) -> str | None:
     if source is None:
         return None
     try:
-        want = getattr(rpc.decode_as(req.params, _Named), source)
+        named = rpc.decode_as(req.params, _Named)
     except rpc.InvalidParams:
         return None  # the handler reports the malformed params
+    want = named.uri if source == "uri" else named.name
     raw = headers.get("mcp-name")
     if raw is None:
         return "Mcp-Name is missing" if want is not None else None

@@ -173,17 +173,13 @@ class McpRoute:
         legacy = LegacySession(session, servers, Identity(caller.peer))
         self.sessions[sid] = legacy
         legacy.news.sid = sid
-        joined = getattr(self.handler, "agent_joined", None)  # its news from now on
-        if joined is not None:
-            joined(legacy.news)
+        self.handler.agent_joined(legacy.news)  # its news from now on
         return sid
 
     def _end(self, legacy: LegacySession) -> None:
         legacy.close()
         self._forget(legacy.identity.connection)
-        gone = getattr(self.handler, "agent_gone", None)  # its subscriptions end with it
-        if gone is not None:
-            gone(legacy)
+        self.handler.agent_gone(legacy)  # its subscriptions end with it
 
     def _exchange_for(
         self,

@@ -12,20 +12,29 @@ sent every tool call and could answer with tools of their own.
 
 from __future__ import annotations
 
+import errno
 import grp
 import os
+import select
 import socket
 import struct
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
 from ..local.owners import trusted_owners, user_name
 
+if TYPE_CHECKING:
+    import trio
+
+if TYPE_CHECKING:
+    import trio  # the command line reads its peer without loading trio
+
 _CRED = struct.Struct("3i")
 # The peer's supplementary groups as of connect() (Linux >= 4.13); 256 fit in the most
 # getsockopt() will return, beyond that _groups_of() reads /proc.
+# The stdlib names the option only where its build knew it: the number is Linux's.
 SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
 _GROUPS_BUFLEN = 1024
 
@@ -37,6 +46,13 @@ class Peer(msgspec.Struct, frozen=True):
     groups: frozenset[int] | None = None  # None: unknown, look in /proc
     # The server whose process (or its descendant) this is: never the owner.
     server: str | None = None
+    # The process and those it descends from, and its session, read when it connected
+    # (``policy.agent.Decider``): who may not decide its calls, or it theirs.
+    lineage: tuple[int, ...] = ()
+    session: int | None = None
+    # Its pid is not one of this PID namespace's (0): nothing can be known of it from
+    # /proc, so it is never taken for the owner nor decides a call.
+    unverified: bool = False
 
 
 # How far up the parent chain a peer is followed, and how much of its environment read.
@@ -85,10 +101,8 @@ def server_of(
     return marks.get(token) if token is not None else None
 
 
-def peer_of(sock: socket.socket | object) -> Peer | None:
-    getsockopt = getattr(sock, "getsockopt", None)
-    if getsockopt is None:
-        return None
+def peer_of(sock: socket.socket | trio.socket.SocketType) -> Peer | None:
+    getsockopt = sock.getsockopt
     try:
         raw = getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
     except OSError:
@@ -101,6 +115,49 @@ def peer_of(sock: socket.socket | object) -> Peer | None:
     except OSError:
         pass
     return Peer(pid, uid, gid, groups)
+
+
+# SO_PEERPIDFD (Linux 6.5): a pidfd of the very process that connected, whose place no
+# later process can take, as one can take its pid once it is gone.
+_SO_PEERPIDFD: Final = 77
+
+
+class PeerWatch:
+    """Whether the process that connected is still there. What /proc says of a pid is
+    of that process only while it runs: a process can connect, hand the socket to its
+    parent and be gone, and the pid then names nobody (or, later, someone else). So
+    what is read of a peer by its pid counts only if the peer is still there after."""
+
+    def __init__(self, sock: trio.socket.SocketType, pid: int) -> None:
+        self._pid = pid
+        self._fd: int | None = None
+        self._gone = False
+        try:
+            self._fd = sock.getsockopt(socket.SOL_SOCKET, _SO_PEERPIDFD)
+        except OSError as exc:
+            # A kernel that has no such option cannot say; any other refusal is for a
+            # peer that has already exited and been reaped.
+            self._gone = exc.errno not in (errno.ENOPROTOOPT, errno.EOPNOTSUPP)
+
+    def still_there(self) -> bool:
+        if self._gone:
+            return False
+        if self._fd is not None:
+            poller = select.poll()
+            poller.register(self._fd, select.POLLIN)  # readable once it has exited
+            return not poller.poll(0)
+        try:
+            os.kill(self._pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass  # another user's process: there
+        return True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _groups_of(pid: int) -> set[int]:
@@ -141,12 +198,12 @@ def is_allowed(peer: Peer, allow_uids: Iterable[int], allow_gids: set[int]) -> b
 def is_owner(peer: Peer | None) -> bool:
     """Control methods (reload) are for the daemon's own user and root, and never for
     one of its servers' processes, whatever its uid."""
-    if peer is not None and peer.server is not None:
+    if peer is not None and (peer.server is not None or peer.unverified):
         return False
     return peer is None or peer.uid in (0, os.getuid())
 
 
-def untrusted_daemon(sock: socket.socket | object, path: str) -> str | None:
+def untrusted_daemon(sock: socket.socket | trio.socket.SocketType, path: str) -> str | None:
     """Why the process answering on ``path`` (connected as ``sock``) must not be told
     anything, or None when it runs as this user, root or the service's user. The kernel
     gives the credentials of whoever made the listening socket (systemd for

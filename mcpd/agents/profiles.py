@@ -69,8 +69,8 @@ class ProfileServers:
     def refresh(self) -> None:
         self.base.refresh()
 
-    def states(self) -> list[dict[str, Any]]:
-        return [s for s in self.base.states() if self.view.has_server(s["server"])]
+    def states(self) -> list[dict[str, object]]:
+        return [s for s in self.base.states() if self.view.has_server(str(s["server"]))]
 
     def outages(self, only: Callable[[str], bool] | None = None) -> list[str]:
         has = self.view.has_server

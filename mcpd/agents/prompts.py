@@ -19,11 +19,11 @@ from protocol import mcp, surface
 from protocol.server import RequestContext
 
 from ..registry.scheme import Routed, Sight
+from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused
 from ..servers.outage import Outage
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
-from .backend import Backend
 from .callrecords import Seen
 from .paging import page
 from .results import can_answer
@@ -60,7 +60,7 @@ def everything(alias: str, name: str) -> bool:
 
 
 def list_prompts(
-    servers: Backend,
+    servers: AllServers,
     params: surface.ListParams,
     ctx: RequestContext | None,
     page_size: int,
@@ -77,7 +77,7 @@ def list_prompts(
 
 
 def reply_for(
-    servers: Backend,
+    servers: AllServers,
     alias: str,
     agent: AgentSide,
     outcome: Any,
@@ -124,10 +124,10 @@ def encoded(rid: rpc.Id, make: Any) -> bytes:
 
 
 async def request_outcome(
-    servers: Backend,
+    servers: AllServers,
     alias: str,
     method: str,
-    params: Any,
+    params: msgspec.Struct,
     name: str,
     caps: dict[str, Any] | None,
     asker: Any,
@@ -144,7 +144,7 @@ async def request_outcome(
 
 
 async def get_prompt(
-    servers: Backend,
+    servers: AllServers,
     askback: AskBackDriver,
     agent: AgentSide,
     req: rpc.Request,
@@ -196,7 +196,7 @@ async def get_prompt(
 
 
 async def complete(
-    servers: Backend,
+    servers: AllServers,
     req: rpc.Request,
     ctx: RequestContext | None,
     allowance: Allowance,

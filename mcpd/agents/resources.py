@@ -24,9 +24,9 @@ from protocol.server import RequestContext
 
 from ..registry.claims import Budget
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
+from ..servers.all_servers import AllServers
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
-from .backend import Backend
 from .callrecords import Seen
 from .paging import page
 from .prompts import encoded, held_error, reply_for, request_outcome
@@ -46,7 +46,7 @@ class ResourcesPage(msgspec.Struct, omit_defaults=True):
 
 
 def list_resources(
-    servers: Backend,
+    servers: AllServers,
     params: surface.ListParams,
     ctx: RequestContext | None,
     page_size: int,
@@ -68,7 +68,7 @@ def list_resources(
     return out
 
 
-def route(servers: Backend, uri: str, budget: Budget, sight: Sight | None = None) -> Routed:
+def route(servers: AllServers, uri: str, budget: Budget, sight: Sight | None = None) -> Routed:
     """The server an agent's URI belongs to among those its profile shows; the agent's
     error when there is none."""
     found = servers.route_uri(uri, budget, sight)
@@ -95,7 +95,7 @@ def route(servers: Backend, uri: str, budget: Budget, sight: Sight | None = None
 
 
 async def read(
-    servers: Backend,
+    servers: AllServers,
     askback: AskBackDriver,
     agent: AgentSide,
     req: rpc.Request,
@@ -154,7 +154,7 @@ async def read(
 
 
 class Subscriptions:
-    def __init__(self, servers: Backend) -> None:
+    def __init__(self, servers: AllServers) -> None:
         self.servers = servers
         # (alias, the server's URI) -> {subscriber: (the agent's URI, send, listen id)}
         self._subs: dict[tuple[str, str], dict[tuple[int, Any], tuple[str, Send, Any]]] = {}

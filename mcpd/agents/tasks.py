@@ -26,8 +26,8 @@ from protocol import mcp, surface
 from protocol.server import RequestContext
 
 from ..registry.scheme import Sight
+from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused
-from .backend import Backend
 from .rewrite import tool_result
 
 MAX_TASKS: Final = 10_000  # remembered at once; the oldest are forgotten first
@@ -44,7 +44,7 @@ class _Task:
 
 
 class Tasks:
-    def __init__(self, servers: Backend) -> None:
+    def __init__(self, servers: AllServers) -> None:
         self.servers = servers
         self._tasks: OrderedDict[str, _Task] = OrderedDict()
         # (connection, listen id) -> (its owner, the task ids it watches, its sender)

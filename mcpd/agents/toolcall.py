@@ -29,13 +29,14 @@ from protocol import mcp, splice, surface
 from protocol.server import RequestContext, ServerSession
 
 from ..policy.agent import AgentInfo
+from ..servers.all_servers import AllServers
 from ..servers.askback import Asker
 from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .askback_driver import AgentSide, AskBackDriver
-from .backend import Backend, Servers
+from .backend import Servers
 from .callpolicy import Ask, CallPolicy
 from .callrecords import CallRecords, ended, outcome_of
 from .identity import Identity
@@ -70,6 +71,9 @@ class Agent(abc.ABC):
     refuser: DirectAsker  # answers a server's request for an agent that declared none
     progress: ProgressSink
     identity: Identity  # who it is, for the policy and the audit log
+    # The versions of the prompt and resource lists it was last told of (None: it has
+    # not begun to hear of their changes).
+    seen_offered: tuple[int, int] | None = None
 
     @abc.abstractmethod
     def finish(self, call: Call, outcome: Outcome) -> None:
@@ -83,6 +87,10 @@ class Agent(abc.ABC):
     @abc.abstractmethod
     def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
         """A message for the agent that answers none of its requests."""
+
+    @abc.abstractmethod
+    def news_sender(self) -> Callable[[bytes], None]:
+        """Where what answers no request goes later (a subscribed resource's updates)."""
 
 
 def list_tools(
@@ -109,7 +117,7 @@ class Router:
 
     def __init__(
         self,
-        servers: Backend,
+        servers: AllServers,
         askback: AskBackDriver,
         finish: Finish,
         policy: CallPolicy,

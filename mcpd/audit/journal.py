@@ -12,12 +12,14 @@ records, one by one.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable
 from typing import Any, Final
 
 from ..local.journal import RateLimitedHandler
-from ..local.journalfields import NOTICE, Note
+from ..local.journalfields import IDENTIFIER, NOTICE, Note, shown
+from ..policy.agent import AgentInfo
 from .record import CallRecord
 
 LOGGER: Final = "mcpd.calls"
@@ -26,13 +28,13 @@ calls_logger: Final = logging.getLogger(LOGGER)
 
 def write(records: Iterable[CallRecord], now: float) -> None:
     """Each of ``records`` as an entry of ``now`` (the batch's time)."""
-    info, notice = calls_logger.isEnabledFor(logging.INFO), calls_logger.isEnabledFor(NOTICE)
-    notes: list[Note] = [
-        _CallNote(r, level)
-        for r in records
-        if (info if (level := logging.INFO if r.outcome == "ok" else NOTICE) == logging.INFO
-            else notice)
-    ]  # fmt: skip
+    notes: list[Note]
+    if calls_logger.isEnabledFor(logging.INFO):  # and so for NOTICE, above it
+        notes = [_CallNote(r, logging.INFO if r.outcome == "ok" else NOTICE) for r in records]
+    elif calls_logger.isEnabledFor(NOTICE):
+        notes = [_CallNote(r, NOTICE) for r in records if r.outcome != "ok"]
+    else:
+        return
     if not notes:
         return
     logger: logging.Logger | None = calls_logger
@@ -47,23 +49,63 @@ def write(records: Iterable[CallRecord], now: float) -> None:
         logger = logger.parent if logger.propagate else None
 
 
+# An agent's label, worked out once for all its calls (an agent makes many).
+_label: Final = functools.lru_cache(maxsize=256)(AgentInfo.label)
+
+
 class _CallNote(Note):
     __slots__ = ("_record",)
 
     def __init__(self, record: CallRecord, level: int) -> None:
-        super().__init__(level, LOGGER, record.server, "call")
+        # Set here rather than by ``Note.__init__``: one is made for every call.
+        self.levelno, self.logger, self.server, self.event = level, LOGGER, record.server, "call"
         self._record = record
 
     def message(self) -> str:
         r = self._record
-        what = r.name or "-"
-        if r.original and r.server:
-            what += f" ({r.server}/{r.original})"
+        what = (
+            f"{r.name or '-'} ({r.server}/{r.original})"
+            if r.original and r.server
+            else (r.name or "-")
+        )
         outcome = f"{r.outcome}: {r.reason}" if r.reason else r.outcome
         return (
-            f"{r.method} {what} by {r.agent.label()}: {outcome} in {r.duration_ms:.0f} ms "
+            f"{r.method} {what} by {_label(r.agent)}: {outcome} in {r.duration_ms:.0f} ms "
             f"({r.decision} by {r.decided_by})"
         )
+
+    def fields(self, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
+        # What ``Note.fields`` makes of ``extra()``, in its order, without the dict and
+        # the lookups of each name (an entry for every call).
+        r, server = self._record, self.server
+        message = shown(self.message())
+        fields = [
+            ("MESSAGE", f"{server}: {message}" if server else message),
+            ("PRIORITY", "6" if self.levelno == logging.INFO else "5"),
+            ("SYSLOG_IDENTIFIER", identifier),
+            ("LOGGER", LOGGER),
+            ("MCPD_EVENT", "call"),
+        ]
+        if server:
+            fields.append(("MCPD_SERVER", server))
+        for name, value in (
+            ("MCPD_REASON", r.reason),
+            ("MCPD_METHOD", r.method),
+            ("MCPD_TOOL", r.name),
+            ("MCPD_OUTCOME", r.outcome),
+            ("MCPD_DECISION", r.decision),
+            ("MCPD_DECIDED_BY", r.decided_by),
+        ):
+            if value:
+                fields.append((name, shown(value)))
+        agent = r.agent
+        if agent.uid is not None:
+            fields.append(("MCPD_AGENT_UID", str(agent.uid)))
+        if agent.pid is not None:
+            fields.append(("MCPD_AGENT_PID", str(agent.pid)))
+        if agent.profile:
+            fields.append(("MCPD_PROFILE", shown(agent.profile)))
+        return fields
 
     def extra(self) -> dict[str, Any]:
         r = self._record

@@ -30,6 +30,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
+from hashlib import sha256
 from typing import Any, Final
 
 import msgspec
@@ -43,7 +44,7 @@ from ..local.ratelimit import Throttle
 from ..policy.masking import KnownSecrets, SecretSet
 from . import journal
 from .counts import CallCounts
-from .record import CallRecord, Gap, digest, iso
+from .record import DIGEST, CallRecord, Gap, digest, iso, stamp
 
 FILE_NAME: Final = "calls.jsonl"
 BUFFER: Final = 8192  # records waiting to be written
@@ -88,6 +89,7 @@ class AuditLog:
         self._watchers: list[Callable[[], None]] = []
         self._dropped = 0  # since the last write
         self._held = 0  # bytes of arguments in the buffer
+        self._room = HELD_ARGUMENTS  # what the batch being written leaves of it
         self._wake = trio.Event()
         self._fd: int | None = None
         self._size = 0
@@ -99,6 +101,7 @@ class AuditLog:
         """The ``[daemon]`` audit keys in force (at start and after each reload)."""
         self.to_file = settings.audit and self.directory is not None
         self.to_journal = settings.audit_journal
+        self._writes = self.to_file or self.to_journal  # anywhere
         self.arguments_kept = settings.audit_arguments
         self.max_bytes = settings.audit_max_bytes
         self.files = settings.audit_files
@@ -114,7 +117,7 @@ class AuditLog:
         sent (their digest is worked out off the call path); never blocks."""
         self.counts.add(record)
         self._recent.append(record)
-        if not (self.to_file or self.to_journal):
+        if not self._writes:
             return
         buffer = self._buffer
         if len(buffer) >= self.capacity:
@@ -122,9 +125,10 @@ class AuditLog:
             self.counts.dropped += 1
             return
         if arguments:
-            if self._held + len(arguments) <= HELD_ARGUMENTS:
+            held = self._held + len(arguments)
+            if held <= self._room:
                 arguments = bytes(arguments)  # a copy: not the whole read it is a view of
-                self._held += len(arguments)
+                self._held = held
             else:  # the writer is behind: no more bytes are held for it
                 record.args_digest = digest(arguments)
                 if self.arguments_kept:
@@ -173,12 +177,15 @@ class AuditLog:
             self._wake = trio.Event()
             batch, self._buffer = self._buffer, []
             dropped, self._dropped = self._dropped, 0
+            self._room, self._held = HELD_ARGUMENTS - self._held, 0
             if batch or dropped:
                 # The secrets as they are now, taken here: their sources read the
                 # daemon's state, which only this thread may.
                 secrets = self.secrets.current() if self.arguments_kept else None
-                await trio.to_thread.run_sync(self._write, batch, dropped, secrets)
-                self._held -= sum(len(a) for _, a in batch if a)
+                try:
+                    await trio.to_thread.run_sync(self._write, batch, dropped, secrets)
+                finally:
+                    self._room = HELD_ARGUMENTS
                 for written in self._watchers:
                     written()
 
@@ -193,14 +200,13 @@ class AuditLog:
         secrets: SecretSet | None,
     ) -> None:
         now = time.time()
-        records = []
+        records = [record for record, _ in batch]
+        stamp(records)
         for record, arguments in batch:
-            record.time = iso(record.ts)
             if arguments:
-                record.args_digest = digest(arguments)
+                record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
                 if secrets is not None:
                     record.arguments = kept_arguments(arguments, secrets)
-            records.append(record)
         lines = _encoder.encode_lines(records)
         if dropped:
             gap = Gap(time=iso(now), ts=now, dropped=dropped)
@@ -214,7 +220,7 @@ class AuditLog:
         if self.to_file:
             self._append(lines)
         if self.to_journal:
-            journal.write((record for record, _ in batch), now)
+            journal.write(records, now)
 
     def _append(self, lines: bytes) -> None:
         """JSON lines (one or more, each ending with a line feed), the file rotated

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 
 from transports.stdio.childenv import in_default_set
 from transports.stdio.exits import shown
-from transports.stdio.sandbox import LIMIT_NAMES
 
 from ..config.envcheck import relied_on
 from ..config.model import Config, ServerConfig
@@ -30,10 +29,12 @@ def sandbox_lines(
     if sandbox.write:
         parts.append(f"write {', '.join(sandbox.write)}")
     parts.append("network" if sandbox.network else "no network")
+    if sandbox.loopback:
+        parts[-1] += f" but host loopback ports {', '.join(map(str, sandbox.loopback))}"
     limits = [
         f"{name.replace('_', ' ')} {shown(name, value)}"
-        for name in LIMIT_NAMES
-        if (value := getattr(sandbox.limits, name)) is not None
+        for name, value in sandbox.limits.values().items()
+        if value is not None
     ]
     parts.append(f"limits: {', '.join(limits) or 'none'}")
     # The default set is the same for every server: named once, in the docs.

@@ -227,6 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         args, extra = parser.parse_known_args(argv)
         if extra:
+            # argparse's Namespace has only what the chosen subcommand's defaults set.
             getattr(args, "usage_of", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:
         raise SystemExit(EXIT_USAGE if exc.code not in (0, None) else 0) from None

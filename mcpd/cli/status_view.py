@@ -77,7 +77,8 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         if state not in ("ready", "degraded", "starting", "idle"):
             for tail in s.get("stderr") or []:
                 lines.append(f"{'':<16} stderr| {visible(tail)}")
-        lines += [f"{'':<16} {visible(note)}" for note in trim_notes(s) + pin_notes(s)]
+        notes = trim_notes(s) + pin_notes(s) + masked_notes(s)
+        lines += [f"{'':<16} {visible(note)}" for note in notes]
         unprotected = (s.get("sandbox") or {}).get("unprotected")
         if unprotected:
             lines.append(_paint(f"{'':<16} unprotected| {visible(unprotected)}", "degraded", color))
@@ -146,6 +147,15 @@ def pin_notes(server: dict[str, Any]) -> list[str]:
     if found:
         notes.append(f"findings| {found} item(s) flagged: mcpd tools --findings")
     return notes
+
+
+def masked_notes(server: dict[str, Any]) -> list[str]:
+    """How many of mcpd's secrets the server sent, masked, and whose they were."""
+    masked: dict[str, int] = server.get("secrets_masked") or {}
+    if not masked:
+        return []
+    whose = ", ".join(f"{where} ({n})" for where, n in sorted(masked.items()))
+    return [f"secrets masked| {sum(masked.values())} in what it sent: {whose}"]
 
 
 def _resources(server: dict[str, Any]) -> str:

@@ -67,7 +67,10 @@ IN_HOME: Final = (
     ".var/app/org.chromium.Chromium",
 )
 
-# Agents and buses that hand out keys or secrets, under $XDG_RUNTIME_DIR.
+# Agents and buses that hand out keys or secrets, and the sockets of the user's session
+# through which a process could act as the user outside its sandbox (start a command
+# under the user's service manager, type into a window or a terminal), under
+# $XDG_RUNTIME_DIR.
 IN_RUNTIME_DIR: Final = (
     "keyring",
     "gnupg",
@@ -75,7 +78,18 @@ IN_RUNTIME_DIR: Final = (
     "ssh-agent.socket",
     "openssh_agent",
     "bus",
+    "systemd",
+    "wayland-0",
+    "wayland-1",
+    "pipewire-0",
+    "pulse",
+    "tmux-{uid}",
+    "screen",
 )
+
+# The same in /tmp, which the default level shares: the X display's sockets, and
+# tmux's and screen's (where their servers keep them without $XDG_RUNTIME_DIR).
+IN_TMP: Final = (".X11-unix", "tmux-{uid}", "screens/S-{user}")
 
 # Variables of mcpd's own environment that name a credential store elsewhere.
 NAMED_BY: Final = ("SSH_AUTH_SOCK", "GNUPGHOME", "AWS_SHARED_CREDENTIALS_FILE", "KUBECONFIG")

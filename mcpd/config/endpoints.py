@@ -69,8 +69,12 @@ def validate_profiles(config: Config) -> None:
         if not ALIAS_RE.match(name):
             raise ConfigError(where, "a profile name must be made of A-Z a-z 0-9 _ -")
         servers = _resolve_servers(where, profile, config)
-        for kind in ("tools", "prompts", "resources"):
-            _check_patterns(f"{where}.{kind}", getattr(profile, kind), servers)
+        for kind, patterns in (
+            ("tools", profile.tools),
+            ("prompts", profile.prompts),
+            ("resources", profile.resources),
+        ):
+            _check_patterns(f"{where}.{kind}", patterns, servers)
         for i, pattern in enumerate(profile.pinned):
             _check_pattern(f"{where}.pinned[{i}]", pattern, servers)
         if profile.template is not None:
@@ -106,8 +110,8 @@ def _resolve_servers(where: str, profile: ProfileConfig, config: Config) -> set[
 
 
 def _check_patterns(where: str, patterns: Patterns, servers: set[str]) -> None:
-    for key in ("allow", "deny"):
-        for i, pattern in enumerate(getattr(patterns, key)):
+    for key, listed in (("allow", patterns.allow), ("deny", patterns.deny)):
+        for i, pattern in enumerate(listed):
             _check_pattern(f"{where}.{key}[{i}]", pattern, servers)
 
 

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .exposure import secret_name
 from .model import ConfigError
 from .secrets import HeldSecret, SecretError, read_secret
 
@@ -67,6 +68,17 @@ def _plain_var(name: str) -> bool:
     return name in _PLAIN_VARS or name.startswith(_PLAIN_PREFIXES) or name.endswith(_PLAIN_SUFFIXES)
 
 
+def _secret_value(name: str, path: str) -> bool:
+    """Whether a variable's value is a secret where it is used: its name or its key's
+    says so (``API_TOKEN``), or it is a header or part of an ``auth`` table. Any other
+    value (a folder, a socket, a port) is masked nowhere: masking it would blot out
+    every path under it in what servers send and what mcpd logs."""
+    if _plain_var(name):
+        return False
+    key = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    return secret_name(name) or secret_name(key) or ".headers." in path or ".auth." in f"{path}."
+
+
 def expand(
     value: str,
     path: str,
@@ -97,7 +109,7 @@ def expand(
         name, sep, default = body.partition(":-")
         value = env.get(name)
         if value is not None and (value or not sep):
-            return held(value, _plain_var(name))
+            return held(value, not _secret_value(name, path))
         if sep:  # as in the shell, ":-" also replaces a variable set to ""
             return default
         raise Unresolved(path, f"environment variable {name} is not set (use ${{{name}:-default}})")

@@ -131,6 +131,7 @@ def _convert_at(value: Any, type_: Any, where: str) -> None:
 def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = None) -> None:
     """``unexpanded``: per server, the key paths whose values were left as written."""
     d = config.daemon
+    fields = msgspec.structs.asdict(d)  # the numbers checked alike, by key
     try:
         mode = config.socket_mode()
     except ValueError:
@@ -154,7 +155,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         "http_header_timeout",
         "first_message_timeout",
     ):
-        if not getattr(d, key) > 0:  # also refuses nan, which TOML allows
+        if not fields[key] > 0:  # also refuses nan, which TOML allows
             raise ConfigError(f"daemon.{key}", "must be positive")
     if not d.health_interval >= 0:
         raise ConfigError("daemon.health_interval", "must be 0 (off) or positive")
@@ -171,7 +172,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         *LIST_LIMIT_KEYS,
         "audit_files",
     ):
-        if getattr(d, key) < 1:
+        if fields[key] < 1:
             raise ConfigError(f"daemon.{key}", "must be at least 1")
     if d.audit_max_bytes < 64 * 1024:
         raise ConfigError("daemon.audit_max_bytes", "must be at least 65536")

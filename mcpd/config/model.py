@@ -119,6 +119,9 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     # the limits it gets unless its own `limits` say otherwise (``mcpd.config.sandbox``).
     sandbox: Level = "default"
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
+    # Whether well-known credential formats (private key blocks, cloud and API keys)
+    # in what servers send are masked too, besides the secrets mcpd holds. Per server too.
+    redact_patterns: bool = False
     # The audit log: a record of every call in the state directory (``calls.jsonl``,
     # rotated at audit_max_bytes, audit_files old ones kept), and one journal entry
     # a call. Arguments are kept only with audit_arguments, mcpd's secrets masked.
@@ -172,9 +175,9 @@ class AuthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     def __repr__(self) -> str:
         # The config is printed in errors and debugging sessions; its secrets must not be.
         shown = {
-            k: ("***" if k in ("client_secret", "private_key") else getattr(self, k))
-            for k in self.__struct_fields__
-            if getattr(self, k) is not None
+            k: ("***" if k in ("client_secret", "private_key") else v)
+            for k, v in msgspec.structs.asdict(self).items()
+            if v is not None
         }
         return "AuthConfig(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
@@ -192,6 +195,9 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     read: list[str] = msgspec.field(default_factory=list)
     write: list[str] = msgspec.field(default_factory=list)
     network: bool = True
+    # With network = false: the host's loopback ports it may still reach (5432 or
+    # "127.0.0.1:5432"), each relayed by mcpd to that port alone.
+    host_loopback: list[int | str] = msgspec.field(default_factory=list)
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
     url: str | None = None
     headers: dict[str, str] = msgspec.field(default_factory=dict)
@@ -227,6 +233,8 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     on_new_item: Literal["hold", "warn", "accept"] | None = None
     hold_new_servers: bool | None = None
     on_finding: Literal["hold", "warn"] | None = None
+    # [daemon] redact_patterns for this server alone (None: the daemon's).
+    redact_patterns: bool | None = None
     # Set by mcpd, not a config key: why the server cannot start here (a variable not
     # set, a secret file it cannot read), the same words a config error would use. The
     # values that could not be expanded are left as written.
@@ -353,6 +361,15 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
         if server.call_timeout is not None:
             return server.call_timeout, f"servers.{alias}.call_timeout"
         return self.daemon.call_timeout, "daemon.call_timeout"
+
+    def redacting(self) -> list[str]:
+        """The servers whose text is searched for credential formats too."""
+        on = self.daemon.redact_patterns
+        return [
+            alias
+            for alias, server in self.servers.items()
+            if (on if server.redact_patterns is None else server.redact_patterns)
+        ]
 
     def list_limits(self, alias: str) -> ListLimits:
         """What the server's lists may hold: its own keys, else the daemon's."""

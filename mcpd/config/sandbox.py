@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+import msgspec
+
 from transports.stdio.childenv import environment
 from transports.stdio.sandbox import (
     LIMIT_NAMES,
@@ -39,7 +41,7 @@ from transports.stdio.sandbox import (
 )
 from transports.stdio.sandbox_host import probe
 
-from .credstores import IN_HOME, IN_RUNTIME_DIR, NAMED_BY
+from .credstores import IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY
 from .model import DEFAULT_LIMITS, Config, ConfigError, LimitsConfig, ServerConfig
 from .paths import cache_directory, state_directory
 
@@ -69,8 +71,11 @@ def limits_errors(where: str, limits: LimitsConfig) -> Iterator[ConfigError]:
         else:
             if 0 < size < 16 << 20:
                 yield ConfigError(f"{where}.memory", "must be 0 (no limit) or at least 16M")
-    for key in ("processes", "open_files", "cpu"):
-        value = getattr(limits, key)
+    for key, value in (
+        ("processes", limits.processes),
+        ("open_files", limits.open_files),
+        ("cpu", limits.cpu),
+    ):
         if value is not None and value < 0:
             yield ConfigError(f"{where}.{key}", "must be 0 (no limit) or positive")
     if limits.open_files is not None and 0 < limits.open_files < 16:
@@ -79,17 +84,22 @@ def limits_errors(where: str, limits: LimitsConfig) -> Iterator[ConfigError]:
 
 def grant_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
     if s.url is not None:
-        for key in ("sandbox", "read", "write"):
-            if getattr(s, key):
+        for key, value in (("sandbox", s.sandbox), ("read", s.read), ("write", s.write)):
+            if value:
                 yield ConfigError(
                     f"{where}.{key}", "only applies to stdio servers (with `command`)"
                 )
         if not s.network:
             yield ConfigError(f"{where}.network", "only applies to stdio servers (with `command`)")
+        if s.host_loopback:
+            yield ConfigError(
+                f"{where}.host_loopback", "only applies to stdio servers (with `command`)"
+            )
         if s.limits != LimitsConfig():
             yield ConfigError(f"{where}.limits", "only applies to stdio servers (with `command`)")
-    for key in ("read", "write"):
-        for i, path in enumerate(getattr(s, key)):
+    yield from host_loopback_errors(where, s)
+    for key, paths in (("read", s.read), ("write", s.write)):
+        for i, path in enumerate(paths):
             if not (path.startswith("/") or path == "~" or path.startswith("~/")):
                 yield ConfigError(f"{where}.{key}[{i}]", "must be an absolute path (or ~/...)")
             elif os.path.normpath(path) in ("/", "~"):
@@ -105,6 +115,36 @@ def grant_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
     yield from limits_errors(f"{where}.limits", s.limits)
 
 
+def loopback_port(value: int | str) -> int:
+    """The port of a host loopback grant: ``5432`` or ``"127.0.0.1:5432"``."""
+    text = str(value)
+    if isinstance(value, str):
+        host, sep, text = value.rpartition(":")
+        if not sep or host != "127.0.0.1":
+            raise ValueError(f'{value!r} is not a host loopback port (5432 or "127.0.0.1:5432")')
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
+        raise ValueError(f"{value!r}: a port is a number from 1 to 65535")
+    return int(text)
+
+
+def host_loopback_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
+    if s.host_loopback and s.network and s.url is None:
+        yield ConfigError(
+            f"{where}.host_loopback",
+            "needs network = false (with a network the host's loopback is reachable already)",
+        )
+    seen: set[int] = set()
+    for i, value in enumerate(s.host_loopback):
+        try:
+            port = loopback_port(value)
+        except ValueError as exc:
+            yield ConfigError(f"{where}.host_loopback[{i}]", str(exc))
+            continue
+        if port in seen:
+            yield ConfigError(f"{where}.host_loopback[{i}]", f"port {port} is granted twice")
+        seen.add(port)
+
+
 def level_of(cfg: ServerConfig, config: Config) -> Level:
     return cfg.sandbox or config.daemon.sandbox
 
@@ -113,14 +153,18 @@ def limits_of(alias: str, cfg: ServerConfig, config: Config) -> Limits:
     """The server's limits: each its own, else the daemon's, else the default; 0 is none."""
     values: dict[str, int | None] = {}
     keys: dict[str, str] = {}
+    own, daemon, default = (
+        msgspec.structs.asdict(limits)
+        for limits in (cfg.limits, config.daemon.limits, DEFAULT_LIMITS)
+    )
     for name in LIMIT_NAMES:
-        value = getattr(cfg.limits, name)
+        value = own[name]
         keys[name] = f"servers.{alias}.limits.{name}"
         if value is None:
-            value = getattr(config.daemon.limits, name)
+            value = daemon[name]
             keys[name] = f"daemon.limits.{name}"
         if value is None:
-            value = getattr(DEFAULT_LIMITS, name)
+            value = default[name]
         if isinstance(value, str):
             value = parse_size(value)
         values[name] = value or None
@@ -166,7 +210,9 @@ def hidden(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
     for home in user_homes(env):
         out += [os.path.join(home, p) for p in IN_HOME]
     runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
-    out += [os.path.join(runtime, p) for p in IN_RUNTIME_DIR]
+    names = {"uid": str(os.getuid()), "user": env.get("USER") or env.get("LOGNAME") or ""}
+    out += [os.path.join(runtime, p.format_map(names)) for p in IN_RUNTIME_DIR]
+    out += [os.path.join("/tmp", p.format_map(names)) for p in IN_TMP]
     for var in NAMED_BY:
         out += [p for p in env.get(var, "").split(":") if os.path.isabs(p)]
     return sorted(set(out))
@@ -189,6 +235,7 @@ def sandbox_of(
         read=tuple(_grant(p, env) for p in cfg.read),
         write=tuple(_grant(p, env) for p in cfg.write),
         network=cfg.network,
+        loopback=tuple(loopback_port(p) for p in cfg.host_loopback),
         limits=limits_of(alias, cfg, config),
         alias=alias,
         where=f"servers.{alias}",
@@ -265,5 +312,6 @@ def sandbox_status(sandbox: Sandbox, unprotected: str | None, started: bool) -> 
         "read": list(sandbox.read),
         "write": list(sandbox.write),
         "network": sandbox.network,
-        "limits": {name: getattr(limits, name) for name in LIMIT_NAMES},
+        "host_loopback": list(sandbox.loopback),
+        "limits": limits.values(),
     }

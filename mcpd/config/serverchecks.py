@@ -10,6 +10,8 @@ import os
 import re
 from collections.abc import Collection, Iterator
 
+import msgspec
+
 from .model import ALIAS_RE, LIST_LIMIT_KEYS, AuthConfig, ConfigError, ServerConfig, ToolsConfig
 from .sandbox import grant_errors
 
@@ -39,12 +41,23 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
     if s.url is not None and s.transport == "stdio":
         yield ConfigError(f"{where}.transport", '"stdio" needs a `command`, not a `url`')
     if s.command is not None:
-        for key in ("url", "headers", "ca_file"):
-            if getattr(s, key):
+        http_only: tuple[tuple[str, object], ...] = (
+            ("url", s.url),
+            ("headers", s.headers),
+            ("ca_file", s.ca_file),
+        )
+        for key, given in http_only:
+            if given:
                 yield ConfigError(f"{where}.{key}", "only applies to HTTP servers (with `url`)")
     if s.url is not None:
-        for key in ("args", "env", "cwd", "inherit_env"):
-            if getattr(s, key):
+        stdio_only: tuple[tuple[str, object], ...] = (
+            ("args", s.args),
+            ("env", s.env),
+            ("cwd", s.cwd),
+            ("inherit_env", s.inherit_env),
+        )
+        for key, given in stdio_only:
+            if given:
                 yield ConfigError(
                     f"{where}.{key}", "only applies to stdio servers (with `command`)"
                 )
@@ -54,8 +67,9 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
         yield ConfigError(f"{where}.connect_timeout", "must be positive")
     if s.max_concurrency is not None and s.max_concurrency < 1:
         yield ConfigError(f"{where}.max_concurrency", "must be at least 1")
+    fields = msgspec.structs.asdict(s)
     for key in LIST_LIMIT_KEYS:
-        limit = getattr(s, key)
+        limit = fields[key]
         if limit is not None and limit < 1:
             yield ConfigError(f"{where}.{key}", "must be at least 1")
     if s.ca_file is not None and not os.path.isfile(s.ca_file):
@@ -93,8 +107,7 @@ def _auth_errors(where: str, s: ServerConfig, a: AuthConfig) -> Iterator[ConfigE
     if (a.client_secret is not None or a.private_key is not None) and a.client_id is None:
         key = "client_secret" if a.client_secret is not None else "private_key"
         yield ConfigError(f"{at}.{key}", "needs client_id (the client it belongs to)")
-    for key in ("client_id", "client_secret"):
-        value = getattr(a, key)
+    for key, value in (("client_id", a.client_id), ("client_secret", a.client_secret)):
         if value is not None and not value.strip():
             yield ConfigError(f"{at}.{key}", "is empty")
     if a.client_metadata_url is not None and not re.match(
@@ -125,8 +138,8 @@ def _auth_errors(where: str, s: ServerConfig, a: AuthConfig) -> Iterator[ConfigE
 
 
 def _tools_errors(where: str, t: ToolsConfig) -> Iterator[ConfigError]:
-    for key in ("allow", "deny"):
-        for i, pattern in enumerate(getattr(t, key)):
+    for key, patterns in (("allow", t.allow), ("deny", t.deny)):
+        for i, pattern in enumerate(patterns):
             if not pattern:
                 yield ConfigError(f"{where}.{key}[{i}]", "is empty")
     targets: dict[str, str] = {}

@@ -52,7 +52,7 @@ class ToolError(Exception):
 
 
 @dataclass(frozen=True)
-class ToolDef:
+class ToolDef(rpc.Late):
     name: str
     description: str
     input_schema: Mapping[str, Any]
@@ -176,6 +176,7 @@ class DemoServer:
         """Decorator: register the handler as a tool named after the function."""
 
         def register(handler: Handler) -> Handler:
+            # A callable object (a partial, an instance) has no __name__ its type declares.
             tool_name = name if name is not None else getattr(handler, "__name__", "")
             schema = input_schema if input_schema is not None else object_schema({})
             self.add_tool(ToolDef(tool_name, description, schema, handler, annotations, title))

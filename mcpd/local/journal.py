@@ -31,6 +31,7 @@ from .journalfields import (
     IDENTIFIER,
     Note,
     encode_entry,
+    extra,
     message_of,
     record_fields,
     shown,
@@ -118,12 +119,12 @@ class LineHandler(RateLimitedHandler):
         self._stamp_text = ""
 
     def format_record(self, record: logging.LogRecord) -> str:
-        server = getattr(record, "mcpd_server", None)
-        event = getattr(record, "mcpd_event", None)
-        reason = getattr(record, "mcpd_reason", None)
-        if reason:
-            # Within the first line: its own line breaks are shown, not made.
-            reason = visible(str(reason))
+        named = extra(record, "mcpd_server")
+        server = str(named) if named else None
+        event = extra(record, "mcpd_event")
+        given = extra(record, "mcpd_reason")
+        # Within the first line: its own line breaks are shown, not made.
+        reason = visible(str(given)) if given else None
         message = message_of(record)
         first, *rest = (unnamed(server, message) if server else message).split("\n")
         head = ""
@@ -135,7 +136,7 @@ class LineHandler(RateLimitedHandler):
         if reason and (unnamed(server, reason) if server else reason) not in first:
             line += f" ({reason})"
         more = [f"    | {text}" for text in rest]
-        tail = getattr(record, "mcpd_stderr", None)
+        tail = extra(record, "mcpd_stderr")
         if tail and event != "stderr":
             more += [f"    stderr| {text}" for text in shown(tail).split("\n")]
         if self.syslog_prefix:
@@ -159,12 +160,13 @@ class LineHandler(RateLimitedHandler):
         stream.flush()
 
     def write_notes(self, notes: Sequence[Note], created: float) -> None:
+        levels = {note.levelno for note in notes}  # a head for each, not for each note
         if self.syslog_prefix:
-            lead = [f"<{syslog_priority(n.levelno)}>" for n in notes]
+            heads = {level: f"<{syslog_priority(level)}>" for level in levels}
         else:
             now = f"{self._stamp(created)}.{int((created - int(created)) * 1000):03d} "
-            lead = [f"{now}{logging.getLevelName(n.levelno):<8} " for n in notes]
-        lines = [f"{head}{note.line()}\n" for head, note in zip(lead, notes, strict=True)]
+            heads = {level: f"{now}{logging.getLevelName(level):<8} " for level in levels}
+        lines = [f"{heads[note.levelno]}{note.line()}\n" for note in notes]
         stream = self.stream if self.stream is not None else sys.stderr
         stream.write("".join(lines))
         stream.flush()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 import logging
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from protocol.visible import visible
@@ -81,6 +81,12 @@ def syslog_priority(levelno: int) -> int:
     return 7
 
 
+def extra(record: logging.LogRecord, name: str) -> object:
+    """What a record's ``extra`` put under ``name``, or None: the logging module sets
+    those as attributes no type declares, so they are read from the record's dict."""
+    return record.__dict__.get(name)
+
+
 def message_of(record: logging.LogRecord) -> str:
     """The message plus traceback/stack, as the default Formatter would put them, with
     every control and hidden character shown as an escape (``shown``)."""
@@ -110,12 +116,19 @@ def _cap(value: bytes) -> bytes:
     return value[:MAX_FIELD_BYTES] + f"\n[... {dropped} bytes truncated by mcpd]".encode()
 
 
-def encode_entry(fields: Iterable[tuple[str, str]]) -> bytes:
+def encode_entry(fields: Sequence[tuple[str, str]]) -> bytes:
     """Serialize fields in journald's native format.
 
     ``NAME=value\\n`` when the value has no newline; otherwise ``NAME\\n``, the value's
     length as a little-endian 64-bit integer, the value, ``\\n``.
     """
+    # Most entries (every call's) have no line break in any value and are far below the
+    # cap: encoded whole, as the loop below would encode them field by field. A
+    # character takes at most 6 bytes (a lone surrogate's escape), so no value of an
+    # entry of fewer characters than a sixth of the cap can be over it.
+    text = "".join([f"{name}={value}\n" for name, value in fields])
+    if text.count("\n") == len(fields) and len(text) <= MAX_FIELD_BYTES // 6:
+        return text.encode("utf-8", "backslashreplace")
     out = bytearray()
     for name, value in fields:
         data = _cap(value.encode("utf-8", "backslashreplace"))
@@ -135,8 +148,8 @@ def unnamed(server: str, message: str) -> str:
 
 def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
     message = message_of(record)
-    server = getattr(record, "mcpd_server", None)
-    if server:
+    server = extra(record, "mcpd_server")
+    if isinstance(server, str) and server:
         # journalctl shows MESSAGE alone; name the server in it, as the line format does.
         message = f"{server}: {unnamed(server, message)}"
     fields = [
@@ -147,7 +160,7 @@ def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> li
     # Records made by hand (makeLogRecord) may lack a name or source location.
     optional: dict[str, object] = {"LOGGER": record.name, "CODE_FILE": record.pathname}
     optional |= {"CODE_LINE": record.lineno or None, "CODE_FUNC": record.funcName}
-    optional |= {name: getattr(record, attr, None) for attr, name in RECORD_FIELDS.items()}
+    optional |= {name: extra(record, attr) for attr, name in RECORD_FIELDS.items()}
     fields += [(name, shown(value)) for name, value in optional.items() if value not in (None, "")]
     return fields
 
@@ -174,12 +187,10 @@ class Note(abc.ABC):
 
     def line(self) -> str:
         """What a line says after its time and level: ``[server] event: message``."""
-        server = self.server
-        return (
-            f"[{server}] {self.event}: {shown(self.message())}"
-            if server
-            else f"{self.event}: {shown(self.message())}"
-        )
+        # One line, whatever the message holds: a reason quoted from a server with a
+        # line break in it would otherwise start a line of its own choosing.
+        server, message = self.server, visible(self.message())
+        return f"[{server}] {self.event}: {message}" if server else f"{self.event}: {message}"
 
     def fields(self, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
         """The journal entry ``record_fields`` makes of the same record."""

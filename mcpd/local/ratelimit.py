@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .journalfields import extra
+
 # What a server says: its stderr, and its log messages (notifications/message).
 _LIMITED = frozenset({"stderr", "message"})
 # Under a flood, one summary of what was held back this often at most: one before
@@ -61,9 +63,9 @@ class StderrRateLimiter:
         self._buckets: dict[str, Bucket] = {}
 
     def admit(self, record: logging.LogRecord) -> list[logging.LogRecord]:
-        if getattr(record, "mcpd_event", None) not in _LIMITED:
+        if extra(record, "mcpd_event") not in _LIMITED:
             return [record]
-        server = str(getattr(record, "mcpd_server", "?"))
+        server = str(extra(record, "mcpd_server") or "?")
         now = self.clock()
         bucket = self._buckets.get(server)
         if bucket is None:

@@ -88,9 +88,10 @@ class SecretSet:
                 hit_node = hit_node.out
         return found
 
-    def mask(self, text: str) -> str:
+    def mask(self, text: str, seen: list[str] | None = None) -> str:
         """``text`` with every secret in it replaced by its marker; overlapping ones are
-        masked together (under the first one's owner)."""
+        masked together (under the first one's owner). ``seen`` gets the owner of each
+        marker put in."""
         found = self.find(text)
         if not found:
             return text
@@ -103,25 +104,29 @@ class SecretSet:
                 span_end = max(span_end, end)
                 continue
             out += [text[pos:span_start], marker(owner)]
+            if seen is not None:
+                seen.append(owner)
             pos = span_end
             span_start, span_end, owner = start, end, where
         out += [text[pos:span_start], marker(owner), text[span_end:]]
+        if seen is not None:
+            seen.append(owner)
         return "".join(out)
 
-    def mask_value(self, value: Any) -> Any:
+    def mask_value(self, value: Any, seen: list[str] | None = None) -> Any:
         """A decoded JSON value with every string (keys too) masked, and any number
         whose digits hold a secret replaced by the marker."""
         if not self.size:
             return value
         if isinstance(value, str):
-            return self.mask(value)
+            return self.mask(value, seen)
         if isinstance(value, dict):
-            return {self.mask(str(k)): self.mask_value(v) for k, v in value.items()}
+            return {self.mask(str(k), seen): self.mask_value(v, seen) for k, v in value.items()}
         if isinstance(value, list):
-            return [self.mask_value(v) for v in value]
+            return [self.mask_value(v, seen) for v in value]
         if isinstance(value, int | float) and not isinstance(value, bool):
             text = str(value)
-            masked = self.mask(text)
+            masked = self.mask(text, seen)
             return value if masked == text else masked
         return value
 
@@ -147,10 +152,16 @@ class KnownSecrets:
         """``source()`` says what ``name`` holds each time the set is used."""
         self._sources[name] = source
 
-    def current(self) -> SecretSet:
+    def held(self) -> list[HeldSecret]:
+        """Every secret held now, from every place."""
         held = [s for group in self._fixed.values() for s in group]
         for source in self._sources.values():
             held += source()
+        return held
+
+    def current(self) -> SecretSet:
+        """The set held now: the same object while nothing changed."""
+        held = self.held()
         key = tuple((s.value, s.where) for s in held)
         if key != self._built_for:
             self._set, self._built_for = SecretSet(held), key

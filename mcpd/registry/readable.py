@@ -142,8 +142,7 @@ class _Reader:
 def read_tool(tool: mcp.Tool) -> Readable:
     r = _Reader()
     changes: dict[str, Any] = {}
-    for field in ("title", "description"):
-        value = getattr(tool, field)
+    for field, value in (("title", tool.title), ("description", tool.description)):
         out = r.text(field, value)
         if out is not value:
             changes[field] = out
@@ -179,8 +178,7 @@ def _annotations(r: _Reader, annotations: dict[str, Any]) -> dict[str, Any] | No
 def read_prompt(prompt: surface.Prompt) -> Readable:
     r = _Reader()
     changes: dict[str, Any] = {}
-    for field in ("title", "description"):
-        value = getattr(prompt, field)
+    for field, value in (("title", prompt.title), ("description", prompt.description)):
         out = r.text(field, value)
         if out is not value:
             changes[field] = out
@@ -189,10 +187,9 @@ def read_prompt(prompt: surface.Prompt) -> Readable:
         changed = False
         for arg in prompt.arguments:
             where = f"argument {arg.name}"
-            parts = {
-                f: r.text(f"{where} {f}", getattr(arg, f)) for f in ("name", "title", "description")
-            }
-            if any(parts[f] is not getattr(arg, f) for f in parts):
+            given = {"name": arg.name, "title": arg.title, "description": arg.description}
+            parts = {f: r.text(f"{where} {f}", v) for f, v in given.items()}
+            if any(parts[f] is not given[f] for f in parts):
                 arg = msgspec.structs.replace(arg, **parts)
                 changed = True
             arguments.append(arg)
@@ -206,8 +203,11 @@ def read_listed(item: T) -> Readable:
     read, left as it is)."""
     r = _Reader()
     changes: dict[str, Any] = {}
-    for field in ("name", "title", "description"):
-        value = getattr(item, field)
+    for field, value in (
+        ("name", item.name),
+        ("title", item.title),
+        ("description", item.description),
+    ):
         out = r.text(field, value)
         if out is not value:
             changes[field] = out

@@ -11,12 +11,12 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET
 
-from protocol import mcp, surface
+from protocol import jsonrpc, mcp, surface
 
 T = TypeVar("T")
 
 
-class Entry:
+class Entry(jsonrpc.Late):
     """One tool as agents see it, with the way back to its server."""
 
     __slots__ = ("_flags", "alias", "available", "held", "local", "name", "original", "tool")

@@ -7,8 +7,8 @@ alias, reads the servers' states, and subscribes to changes through this one doo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
+import msgspec
 from msgspec import Raw
 
 from protocol.loglevels import LogMessage
@@ -72,11 +72,11 @@ class AllServers:
             return
         runner.scheduler.start(call)
 
-    def states(self) -> list[dict[str, Any]]:
+    def states(self) -> list[dict[str, object]]:
         out = []
         for alias in sorted(self._supervisor.runners):
             runner = self._supervisor.runners[alias]
-            entry: dict[str, Any] = {
+            entry: dict[str, object] = {
                 "server": alias,
                 "state": runner.state,
                 "available": runner.available,
@@ -193,10 +193,10 @@ class AllServers:
         self,
         alias: str,
         method: str,
-        params: Any,
+        params: msgspec.Struct,
         *,
         name: str | None = None,
-        capabilities: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, object] | None = None,
         asker: Asker | None = None,
     ) -> Raw:
         """One request to a server for an agent; raises CallRefused or rpc.RPCError."""

@@ -61,7 +61,7 @@ class Asker(Protocol):
         one request of the agent's."""
         ...
 
-    async def ask(self, method: str, params: Any) -> Any:
+    async def ask(self, method: str, params: object) -> object:
         """The agent's answer (a result to send back), or rpc.RPCError to send."""
         ...
 
@@ -92,9 +92,9 @@ class _Inflight:
             self._extend(seconds)
 
 
-def relay_capabilities(kinds: list[str]) -> dict[str, Any]:
+def relay_capabilities(kinds: list[str]) -> dict[str, object]:
     """The client capabilities mcpd declares to a legacy server for ``servers.X.relay``."""
-    caps: dict[str, Any] = {}
+    caps: dict[str, object] = {}
     if "elicitation" in kinds:
         caps["elicitation"] = {"form": {}, "url": {}}
     if "sampling" in kinds:
@@ -172,7 +172,7 @@ class AskRoutes:
             return items[0]
         return None  # one modern agent, several of its requests: which one is asked?
 
-    async def answer(self, req: rpc.Request) -> Any:
+    async def answer(self, req: rpc.Request) -> object:
         """The transport's ``on_request``: relay to the cause, or refuse."""
         if surface.needs(req.method) is None:
             raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")

@@ -9,7 +9,7 @@ returns once the server has used it: connected, or failed with the reason.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -47,7 +47,7 @@ class Logins:
             )
         return runner, runner.login
 
-    def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+    def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, object]]:
         out = []
         for alias in sorted(self._supervisor.runners):
             if only is not None and not only(alias):
@@ -57,7 +57,7 @@ class Logins:
                 out.append({**runner.login.status(), "server_state": runner.state})
         return out
 
-    async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, Any]:
+    async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, object]:
         runner, login = self._runner(alias)
         before = runner.attempts
         try:
@@ -71,7 +71,7 @@ class Logins:
         url, login_id = started
         return {"server": alias, "url": url, "login": login_id}
 
-    async def finish(self, alias: str, login_id: str, redirect: str) -> dict[str, Any]:
+    async def finish(self, alias: str, login_id: str, redirect: str) -> dict[str, object]:
         runner, login = self._runner(alias)
         before = runner.attempts
         try:
@@ -83,11 +83,11 @@ class Logins:
             raise _refused(f"{alias}: {exc}") from None
         return await self._outcome(runner, before)
 
-    async def logout(self, alias: str) -> dict[str, Any]:
+    async def logout(self, alias: str) -> dict[str, object]:
         _, login = self._runner(alias)
         return {"server": alias, **await login.logout()}
 
-    async def _outcome(self, runner: Runner, before: int) -> dict[str, Any]:
+    async def _outcome(self, runner: Runner, before: int) -> dict[str, object]:
         """Once the server has tried the new credentials: its state afterwards."""
         with trio.move_on_after(self._supervisor.config.daemon.startup_deadline):
             while not (
@@ -95,7 +95,7 @@ class Logins:
                 or (runner.attempts > before and runner.phase != "starting")
             ):
                 await runner.phase_changed()
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "server": runner.alias,
             "state": runner.state,
             "tools": self._supervisor.registry.count(runner.alias),

@@ -25,6 +25,7 @@ from protocol import mcp
 from protocol.server import RequestContext
 
 from ..config.model import Config, DaemonConfig
+from ..policy.guard import SecretGuard
 from ..registry.scheme import Sight
 from .askback import Asker, AskRoutes
 from .breaker import Breaker
@@ -53,11 +54,17 @@ class Caller(Protocol):
         ...
 
 
-class _Scheduler(Protocol):
+class _Scheduler(abc.ABC):
+    """What a call tells the scheduler that admitted it (``scheduler.CallScheduler``,
+    which derives from this: it imports this module)."""
+
+    @abc.abstractmethod
     def cancel(self, call: Call) -> None: ...
 
+    @abc.abstractmethod
     def extend(self, call: Call, seconds: float) -> None: ...
 
+    @abc.abstractmethod
     def complete(self, call: Call, raw: Raw | None, error: BaseException | None) -> None: ...
 
 
@@ -132,33 +139,36 @@ class Call(msgspec.Struct, eq=False):
             self.scheduler.cancel(self)
 
 
-class CallHost(Protocol):
-    """What a scheduler needs of the server it schedules calls for (its runner)."""
+class CallHost(abc.ABC):
+    """What a scheduler needs of the server it schedules calls for: its runner, which
+    derives from this (the runner imports the scheduler, which imports this)."""
 
     alias: str
     breaker: Breaker
     stats: LatencyStats
+    guard: SecretGuard
     progress: ProgressRoutes
     asks: AskRoutes
     limits: CallLimits
+    transport_kind: str  # "stdio" or "http", as the server is reached now
 
     @property
+    @abc.abstractmethod
     def settings(self) -> DaemonConfig: ...
 
-    @property
-    def transport_kind(self) -> str: ...
-
+    @abc.abstractmethod
     def waits_for_start(self) -> bool:
         """Whether a call that finds the server down should wait for it to come up."""
-        ...
 
+    @abc.abstractmethod
     def outage(self) -> Outage: ...
 
+    @abc.abstractmethod
     def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None: ...
 
+    @abc.abstractmethod
     def check_liveness(self) -> None:
         """A call failed in a way that may mean the server is gone: find out soon."""
-        ...
 
 
 class Uses(abc.ABC):

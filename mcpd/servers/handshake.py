@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import msgspec
 import trio
+from msgspec import Raw
 
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
@@ -22,6 +23,7 @@ from transports.base import Transport
 from transports.errors import HttpRPCError, TransportError, UnexpectedReply
 
 from .. import __version__
+from ..policy.guard import SecretGuard
 from ..registry.clean import clean_text
 
 logger = logging.getLogger("mcpd.upstream")
@@ -65,6 +67,15 @@ def identity(info: object) -> Identity | None:
         return None
     kept = {key: _one_line(value) for key, value in said.items() if isinstance(value, str)}
     return Identity(**kept) if kept else None
+
+
+def guarded(info: Identity | None, guard: SecretGuard, alias: str) -> Identity | None:
+    """What the server says it is, shown in ``mcpd status``: guarded as its text is."""
+    if info is None:
+        return None
+    raw = Raw(msgspec.json.encode(info))
+    masked = guard.raw(alias, raw, "its name")
+    return info if masked is raw else msgspec.json.decode(masked, type=Identity)
 
 
 def _one_line(text: str) -> str:

@@ -21,6 +21,7 @@ from transports.base import Transport
 from transports.errors import single_exceptions
 
 from ..config.model import Config, ServerConfig
+from ..policy.guard import SecretGuard
 from ..registry.catalog import Catalog
 from .calls import Uses
 from .runner import Runner
@@ -37,8 +38,10 @@ class LazyRunner(Runner, Uses):
         registry: Catalog,
         on_change: Callable[[str], None],
         transport_factory: TransportFactory = open_transport,
+        *,
+        guard: SecretGuard | None = None,
     ) -> None:
-        super().__init__(alias, cfg, config, registry, on_change, transport_factory)
+        super().__init__(alias, cfg, config, registry, on_change, transport_factory, guard=guard)
         self.idle_stop = cfg.idle_stop
         self._demand = trio.Event()  # a call is waiting for an idle server
         self._touched = trio.Event()  # a call began or ended

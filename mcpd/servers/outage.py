@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 import msgspec
 import trio
@@ -12,6 +12,7 @@ from msgspec import UNSET
 
 from protocol import mcp
 
+from ..policy.guard import SecretGuard
 from ..registry.clean import clean_text
 
 
@@ -72,7 +73,18 @@ class Outage(msgspec.Struct, frozen=True):
         if self.stderr is not None:
             msgspec.structs.force_setattr(self, "stderr", clean_text(self.stderr)[0])
 
-    def meta(self) -> dict[str, Any]:
+    def masked(self, guard: SecretGuard) -> Outage:
+        """This outage, or a copy with the secrets mcpd holds masked in what it quotes
+        of the server."""
+        reason = guard.text(self.server, self.reason, "why a call failed")
+        stderr = self.stderr
+        if stderr is not None:
+            stderr = guard.text(self.server, stderr, "its stderr")
+        if reason is self.reason and stderr is self.stderr:
+            return self
+        return msgspec.structs.replace(self, reason=reason, stderr=stderr)
+
+    def meta(self) -> dict[str, str | None]:
         out = {
             "server": self.server,
             "state": self.state,
@@ -176,7 +188,7 @@ class Outage(msgspec.Struct, frozen=True):
         return f"unavailable: {self.server} {phrase}{since}{retry}"
 
 
-def error_result(text: str, meta: dict[str, Any] | None = None) -> mcp.CallToolResult:
+def error_result(text: str, meta: Mapping[str, object] | None = None) -> mcp.CallToolResult:
     return mcp.CallToolResult(
-        content=[mcp.TextContent(text)], isError=True, meta=meta if meta else UNSET
+        content=[mcp.TextContent(text)], isError=True, meta=dict(meta) if meta else UNSET
     )

@@ -71,7 +71,11 @@ async def list_all(
             page = rpc.decode_as(raw, surface.ListPage)
         except rpc.InvalidParams as exc:
             raise ProtocolViolation(f"{up.alias}: bad {method} result: {exc}") from None
-        items = getattr(page, field)
+        items = {
+            "prompts": page.prompts,
+            "resources": page.resources,
+            "resourceTemplates": page.resourceTemplates,
+        }[field]
         for item in items if isinstance(items, list) else []:
             if not trim.admit(item):
                 continue

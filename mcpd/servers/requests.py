@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import trio
 from msgspec import Raw
 
@@ -33,15 +34,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.calls")
 
 
-def _settable_meta(params: Any) -> dict[str, Any] | None:
-    meta = getattr(params, "meta", None)
-    return meta if isinstance(meta, dict) else None
-
-
 async def send(
     runner: Runner,
     method: str,
-    params: Any,
+    params: msgspec.Struct,
     *,
     name: str | None = None,
     capabilities: Mapping[str, Any] | None = None,
@@ -65,7 +61,7 @@ async def send(
 async def _send(
     runner: Runner,
     method: str,
-    params: Any,
+    params: msgspec.Struct,
     name: str | None,
     capabilities: Mapping[str, Any] | None,
     asker: Asker | None,
@@ -79,9 +75,11 @@ async def _send(
     up = runner.upstream
     if up is None or not runner.available:
         raise CallRefused(runner.outage())
-    if hasattr(params, "meta"):
-        meta = up.meta.of(capabilities, _settable_meta(params))
-        params.meta = meta
+    # The params types share their ``_meta`` field by name, not by a base class.
+    if "meta" in params.__struct_fields__:
+        given = msgspec.structs.asdict(params)["meta"]
+        meta = up.meta.of(capabilities, given if isinstance(given, dict) else None)
+        params = msgspec.structs.replace(params, meta=meta)
     extra: dict[str, str] | None = None
     if up.http and up.era == "modern" and name is not None and method.startswith("tasks/"):
         extra = {mcp_headers.NAME: mcp_headers.encode_value(name)}
@@ -96,11 +94,15 @@ async def _send(
             except (rpc.RPCError, ServerCancelled) as exc:
                 runner.breaker.record_success(trio.current_time())
                 if isinstance(exc, ServerCancelled):
-                    raise CallRefused(Outage(runner.alias, "failed", str(exc), start)) from None
+                    raise CallRefused(
+                        Outage(runner.alias, "failed", str(exc), start).masked(runner.guard)
+                    ) from None
                 raise
             except MalformedReply as exc:
                 runner.breaker.record_success(trio.current_time())
-                raise CallRefused(Outage(runner.alias, "malformed", exc.reason, start)) from None
+                raise CallRefused(
+                    Outage(runner.alias, "malformed", exc.reason, start).masked(runner.guard)
+                ) from None
             except TransportError as exc:
                 logger.warning(
                     "%s: %s failed: %s",
@@ -110,7 +112,8 @@ async def _send(
                     extra=log_extra(runner.alias, reason=exc.reason),
                 )
                 runner.check_liveness()
-                raise CallRefused(Outage(runner.alias, "failed", exc.reason, start)) from None
+                outage = Outage(runner.alias, "failed", exc.reason, start)
+                raise CallRefused(outage.masked(runner.guard)) from None
             return raw
     elapsed = trio.current_time() - start
     reason = f"no answer to {method} within {elapsed:.3g} s"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
+from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
 from transports.base import Started, Transport
@@ -21,11 +22,13 @@ from transports.errors import Unreachable
 
 from ..config.model import Config, DaemonConfig, ServerConfig
 from ..config.sandbox import sandbox_of, sandbox_status
+from ..policy.guard import SecretGuard
+from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog
 from .askback import AskRoutes
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
-from .calls import CallLimits
+from .calls import CallHost, CallLimits
 from .downtime import Downtime
 from .events import LifecycleJournal, describe_failure
 from .health import LIVENESS_TIMEOUT, Health
@@ -38,6 +41,7 @@ from .prompt_resource_lists import PromptResourceKeeper
 from .scheduler import CallScheduler
 from .session import Session
 from .state import (
+    Reported,
     backoff_config,
     breaker_config,
     list_trims,
@@ -57,7 +61,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.server")
 
 
-class Runner:
+class Runner(CallHost):
     def __init__(
         self,
         alias: str,
@@ -66,9 +70,13 @@ class Runner:
         registry: Catalog,
         on_change: Callable[[str], None],
         transport_factory: TransportFactory = open_transport,
+        *,
+        guard: SecretGuard | None = None,
     ) -> None:
         d = config.daemon
         self.alias = alias
+        # The secrets mcpd holds, kept out of everything this server sends.
+        self.guard = guard or SecretGuard(KnownSecrets())
         self.cfg = cfg
         self._config = config
         self.limits = CallLimits(alias, config)
@@ -103,6 +111,7 @@ class Runner:
         if cfg.url is not None:
             self.auth, self.login = attach(alias, cfg, config)
             self.auth.on_change = self._auth_changed
+            self.auth.on_tokens = self.guard.refresh
         self.downtime = Downtime(
             self.events,
             self.policy,
@@ -133,6 +142,7 @@ class Runner:
             progress=self.progress,
             scheduler=self.scheduler,
             auth=self.auth,
+            guard=self.guard,
         )
 
     # -- state shown to people and models --
@@ -220,14 +230,16 @@ class Runner:
                     self._started(transport.started)
                     if self.auth is not None:
                         transport.auth = self.auth
-                    transport.on_request = self.asks.answer
+                    transport.on_request = self._answer
                     await self._connect_and_serve(transport)
             finally:
                 # Before the failure is logged: the outage's journal entry carries this tail.
                 self.upstream = None
                 self.process = None
                 if transport is not None:
-                    self.stderr = transport.stderr_tail() or self.stderr
+                    # Counted already, as each line was logged.
+                    tail = [self.guard.mask_quietly(line) for line in transport.stderr_tail()]
+                    self.stderr = tail or self.stderr
         except LoginRequired as exc:
             self._login_needed(exc.reason)
         except Exception as exc:
@@ -239,11 +251,25 @@ class Runner:
             failure = describe_failure(exc, self.alias)
             if failure is None:
                 raise
+            # Its words may quote what the server said (an error, its stderr).
+            failure = msgspec.structs.replace(
+                failure,
+                detail=self.guard.text(self.alias, failure.detail, "why it failed"),
+                reason=self.guard.text(self.alias, failure.reason, "why it failed"),
+            )
             if failure.event == "internal":
                 # A bug in handling one server must not take the daemon (and the others) down.
                 logger.exception("%s: unexpected error", self.alias, extra=log_extra(self.alias))
             self.downtime.failed(failure, unreachable=isinstance(exc, Unreachable))
             self.first_attempt.set()
+
+    async def _answer(self, request: rpc.Request) -> object:
+        """A request the server sends (elicitation, sampling, roots), with every secret
+        mcpd holds masked before any agent sees it."""
+        if request.params is not None:
+            params = self.guard.raw(self.alias, request.params, f"a {request.method} request")
+            request = rpc.Request(request.id, request.method, params)
+        return await self.asks.answer(request)
 
     def _started(self, started: Started | None) -> None:
         self.process = started
@@ -377,8 +403,21 @@ class Runner:
 
     def status(self) -> dict[str, Any]:
         up = self.upstream
+        reported = Reported(
+            alias=self.alias,
+            state=self.state,
+            transport_kind=self.transport_kind,
+            downtime=self.downtime,
+            stderr=self.stderr,
+            breaker=self.breaker,
+            policy=self.policy,
+            stats=self.stats,
+            inflight=self.inflight,
+            waiting=self.waiting,
+            dropped_tools=self.dropped_tools,
+        )
         row = status_row(
-            self,
+            reported,
             era=up.era if up else None,
             version=up.version if up else None,
             tools=self.registry.count(self.alias),
@@ -400,4 +439,6 @@ class Runner:
         )
         # Items held until approved, definition changes seen, items with findings.
         pins = self.registry.gate.counts(self.alias)
+        # Secrets mcpd holds found in what it sent, by whose they were: never the values.
+        row["secrets_masked"] = self.guard.masked(self.alias)
         return row | prompt_resource_counts(self.registry, self.alias) | trims | pins

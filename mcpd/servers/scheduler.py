@@ -26,7 +26,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
-from .calls import Call, CallHost, Outcome, Uses
+from .calls import Call, CallHost, Outcome, Uses, _Scheduler
 from .oauth import LoginRequired
 from .outage import Outage, last_line
 
@@ -38,7 +38,7 @@ logger = logging.getLogger("mcpd.calls")
 _LIVE: Final = frozenset({"queued", "running"})
 
 
-class CallScheduler:
+class CallScheduler(_Scheduler):
     def __init__(self, runner: CallHost, limit: int) -> None:
         self.runner = runner
         self.limit = limit
@@ -217,12 +217,13 @@ class CallScheduler:
         elif error is None and raw is not None:  # the common case first: every call
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed)
-            outcome = raw
+            # The same bytes unless they hold a secret mcpd holds: a reply stays spliced.
+            outcome = r.guard.raw(r.alias, raw, "a tools/call result")
         elif isinstance(error, rpc.RPCError):
             # The server answered: it is up, whatever it thought of the request.
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed, error=True)
-            outcome = error
+            outcome = r.guard.rpc_error(r.alias, error, "a tools/call error")
         elif isinstance(error, ServerCancelled):
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed, error=True)
@@ -272,6 +273,8 @@ class CallScheduler:
             outcome = Outage(r.alias, "failed", error.reason, call.start, stderr=said)
         else:
             outcome = Outage(r.alias, "failed", f"internal error: {error!r}", call.start)
+        if isinstance(outcome, Outage):
+            outcome = outcome.masked(r.guard)
         # Only now: releasing a half-open probe first made the breaker discard the
         # probe's own outcome as stale, so it never closed again.
         self._release(call)

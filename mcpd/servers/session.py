@@ -19,6 +19,7 @@ from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 
 from ..config.model import DaemonConfig, ListLimits
+from ..policy.guard import SecretGuard
 from .askback import relay_capabilities
 from .backoff import RestartPolicy
 from .events import LifecycleJournal
@@ -55,8 +56,10 @@ class Session:
         progress: ProgressRoutes,
         scheduler: CallScheduler,
         auth: ServerAuth | None,
+        guard: SecretGuard,
     ) -> None:
         self.alias = alias
+        self._guard = guard
         self.era_hint = era
         self._relay = relay
         self._events = events
@@ -75,6 +78,11 @@ class Session:
         self._wake.set()
 
     def on_notification(self, msg: rpc.Notification) -> None:
+        if msg.params is not None:
+            # A log message, a progress message: relayed to agents and logged.
+            params = self._guard.raw(self.alias, msg.params, f"a {msg.method} notification")
+            if params is not msg.params:
+                msg = rpc.Notification(msg.method, params)
         if msg.method == "notifications/progress":
             self._progress.handle(msg)
         else:
@@ -94,6 +102,7 @@ class Session:
             probe_timeout=settings.probe_timeout,
             max_pages=settings.max_pages,
             limits=limits,
+            guard=self._guard,
         )
         up.client_capabilities = relay_capabilities(self._relay)
         try:

@@ -8,7 +8,7 @@ results and in the journal are worked out here, in one place.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Final, NamedTuple
 
 import msgspec
 
@@ -103,30 +103,20 @@ def outage_of(
     return Outage(alias, state, last_error or "not running", down_since, retry_at)
 
 
-class Reported(Protocol):
-    """What ``status_row`` reads of a runner."""
+class Reported(NamedTuple):
+    """What ``status_row`` reads of a runner, handed over by the runner."""
 
     alias: str
+    state: str
+    transport_kind: str
     downtime: Downtime
     stderr: list[str]
     breaker: Breaker
     policy: RestartPolicy
     stats: LatencyStats
-
-    @property
-    def state(self) -> str: ...
-
-    @property
-    def transport_kind(self) -> str: ...
-
-    @property
-    def inflight(self) -> int: ...
-
-    @property
-    def waiting(self) -> int: ...
-
-    @property
-    def dropped_tools(self) -> list[str]: ...
+    inflight: int
+    waiting: int
+    dropped_tools: list[str]
 
 
 def status_row(
@@ -138,7 +128,7 @@ def status_row(
     now: float,
     server_info: Identity | None = None,
     cache_scope: str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """One server's entry in ``mcpd status`` (times still on the trio clock)."""
     b = r.breaker.status(now)
     d = r.downtime

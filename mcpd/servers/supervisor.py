@@ -13,6 +13,8 @@ import trio
 from protocol.logfields import log_extra
 
 from ..config.model import Config, ServerConfig
+from ..policy.guard import SecretGuard
+from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog
 from .lazy import LazyRunner
 from .runner import Runner
@@ -38,8 +40,11 @@ class Supervisor:
         registry: Catalog,
         on_change: Callable[[str], None] = lambda alias: None,
         transport_factory: TransportFactory = open_transport,
+        guard: SecretGuard | None = None,
     ) -> None:
         self.config = config
+        # What every server sends passes it (``policy.guard``).
+        self.guard = guard or SecretGuard(KnownSecrets())
         self.registry = registry
         self.on_change = on_change
         self.transport_factory = transport_factory
@@ -65,7 +70,13 @@ class Supervisor:
         # down from the start, as any other.
         kind = LazyRunner if cfg.start == "lazy" and cfg.unresolved is None else Runner
         runner = kind(
-            alias, cfg, self.config, self.registry, self.on_change, self.transport_factory
+            alias,
+            cfg,
+            self.config,
+            self.registry,
+            self.on_change,
+            self.transport_factory,
+            guard=self.guard,
         )
         scope = trio.CancelScope()
         done = trio.Event()

@@ -30,6 +30,8 @@ from transports.errors import (
 )
 
 from ..config.model import ListLimits
+from ..policy.guard import SecretGuard
+from ..policy.masking import KnownSecrets
 from ..registry.limits import DEFAULT_LIMITS, ListTrim, Trimmed, limited_instructions, shown
 from . import handshake, task_tools, toolshape
 from .askback import ASKING
@@ -65,8 +67,11 @@ class Upstream:
         probe_timeout: float = 5.0,
         max_pages: int = 1000,
         limits: ListLimits = DEFAULT_LIMITS,
+        guard: SecretGuard | None = None,
     ) -> None:
         self.alias = alias
+        # Every result and error of a request, and the instructions, pass it.
+        self.guard = guard or SecretGuard(KnownSecrets())
         self.transport = transport
         self.http = http
         self.max_pages = max_pages
@@ -111,10 +116,13 @@ class Upstream:
         self.era, self.version = greeting.era, greeting.version
         self.meta.adopt(greeting.era, greeting.version)
         self.capabilities = greeting.capabilities
+        instructions = greeting.instructions
+        if instructions is not None:
+            instructions = self.guard.text(self.alias, instructions, "its instructions")
         self.instructions, self.instructions_cut = limited_instructions(
-            self.alias, greeting.instructions, self.limits.instructions_bytes
+            self.alias, instructions, self.limits.instructions_bytes
         )
-        self.server_info = greeting.server_info
+        self.server_info = handshake.guarded(greeting.server_info, self.guard, self.alias)
         if greeting.discover_ttl_ms is not None:
             self.discover_ttl_ms = greeting.discover_ttl_ms
         if greeting.era == "legacy":
@@ -142,18 +150,27 @@ class Upstream:
         extra_headers: Mapping[str, str] | None = None,
         cancellable: bool = True,
     ) -> Raw:
+        """One request's result, with every secret mcpd holds masked in it (and in a
+        JSON-RPC error the server answers with)."""
         headers = self._headers(method, name)
         if extra_headers:
             headers = {**(headers or {}), **extra_headers}
         try:
-            return await self.transport.request(
-                method, params, headers=headers, cancellable=cancellable
-            )
-        except SessionExpired:
-            await self._renew_session()
-            return await self.transport.request(
-                method, params, headers=self._headers(method, name), cancellable=cancellable
-            )
+            try:
+                raw = await self.transport.request(
+                    method, params, headers=headers, cancellable=cancellable
+                )
+            except SessionExpired:
+                await self._renew_session()
+                raw = await self.transport.request(
+                    method, params, headers=self._headers(method, name), cancellable=cancellable
+                )
+        except rpc.RPCError as exc:
+            masked = self.guard.rpc_error(self.alias, exc, f"a {method} error")
+            if masked is exc:
+                raise
+            raise masked from None
+        return self.guard.raw(self.alias, raw, f"a {method} result")
 
     async def list_tools(self) -> ListResult:
         """Every page of the server's tools. A list whose bytes are the same as last

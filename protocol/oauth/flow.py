@@ -273,9 +273,8 @@ class AuthorizationFlow:
             require_pkce(server)
             require_endpoint(server, "authorization_endpoint")
         require_endpoint(server, "token_endpoint")
-        for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
-            endpoint = getattr(server.metadata, name)
-            if endpoint:
+        for name, endpoint in server.metadata.endpoints().items():
+            if endpoint and name != "revocation_endpoint":
                 self._policy.check_url(endpoint, name.replace("_", " "))
         chosen = select_identity(self._client, server, self._registrations, self._now)
         if chosen is None:

@@ -56,6 +56,15 @@ class ServerMetadata(msgspec.Struct, frozen=True):
     authorization_response_iss_parameter_supported: bool = False
     client_id_metadata_document_supported: bool = False
 
+    def endpoints(self) -> dict[str, str | None]:
+        """The endpoints, by their metadata names."""
+        return {
+            "authorization_endpoint": self.authorization_endpoint,
+            "token_endpoint": self.token_endpoint,
+            "registration_endpoint": self.registration_endpoint,
+            "revocation_endpoint": self.revocation_endpoint,
+        }
+
 
 class AuthorizationServer(msgspec.Struct, frozen=True):
     """An authorization server as discovered: its metadata and where it came from.
@@ -72,14 +81,6 @@ class AuthorizationServer(msgspec.Struct, frozen=True):
     @property
     def offers_offline_access(self) -> bool:
         return "offline_access" in (self.metadata.scopes_supported or ())
-
-
-_ENDPOINTS = (
-    "authorization_endpoint",
-    "token_endpoint",
-    "registration_endpoint",
-    "revocation_endpoint",
-)
 
 
 def _invalid(what: str, url: str, detail: str) -> OAuthProtocolError:
@@ -120,8 +121,7 @@ def parse_server_metadata(response: HttpResponse, url: str, issuer: str) -> Serv
             f"{what} at {url} declares the issuer {meta.issuer!r}, but it was looked up for "
             f"{issuer!r}; the document is not used (RFC 8414 §3.3)"
         )
-    for name in _ENDPOINTS:
-        endpoint = getattr(meta, name)
+    for name, endpoint in meta.endpoints().items():
         if endpoint is None:
             continue
         try:
@@ -163,7 +163,7 @@ def require_pkce(server: AuthorizationServer) -> None:
 
 
 def require_endpoint(server: AuthorizationServer, name: str) -> str:
-    endpoint = getattr(server.metadata, name)
+    endpoint = server.metadata.endpoints()[name]
     if not isinstance(endpoint, str) or not endpoint:
         raise OAuthProtocolError(
             f"the authorization server {server.issuer} publishes no {name} in its metadata"

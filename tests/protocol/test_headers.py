@@ -69,11 +69,7 @@ def test_name_of() -> None:
     assert h.name_of("resources/read", {"name": "t", "uri": "u"}) == "u"
     assert h.name_of("tools/list", {"name": "t"}) is None
     assert h.name_of("tools/call", {"name": 3}) is None
-
-    class P(msgspec.Struct):
-        name: str
-
-    assert h.name_of("prompts/get", P("p")) == "p"
+    assert h.name_of("prompts/get", {"name": "p"}) == "p"
 
 
 def schema(**props: Any) -> dict[str, Any]:

@@ -53,10 +53,19 @@ def scan_environ(needle: str) -> str:
     raise LookupError("in no environment it can read")
 
 
-def ask_reload(path: str) -> str:
+def ask_reload(path: str, through_exited_child: bool = False) -> str:
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(10)
-        s.connect(path)
+        if through_exited_child:
+            # The kernel names the child as the peer; by the time mcpd looks it up, it
+            # has exited and been reaped, and its pid names nobody.
+            child = os.fork()
+            if child == 0:
+                s.connect(path)
+                os._exit(0)
+            os.waitpid(child, 0)
+        else:
+            s.connect(path)
         meta = {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
@@ -91,6 +100,33 @@ def kill(pid: int) -> str:
 def connect(host: str, port: int) -> str:
     with socket.create_connection((host, port), timeout=5):
         return f"connected to {host}:{port}"
+
+
+KEPT: list[socket.socket] = []
+
+
+def receive(host: str, port: int, keep: bool) -> str:
+    """What the listener at host:port sends first; the connection kept open if ``keep``."""
+    conn = socket.create_connection((host, port), timeout=30)
+    got = conn.recv(200).decode("utf-8", "replace")
+    if keep:
+        KEPT.append(conn)
+    else:
+        conn.close()
+    return f"received {got!r}"
+
+
+def hold_many(host: str, port: int, count: int) -> str:
+    """Opens ``count`` connections at once, then reads each: how many the listener
+    greeted and how many were closed unanswered, all held open until every one is read."""
+    conns = [socket.create_connection((host, port), timeout=30) for _ in range(count)]
+    try:
+        firsts = [c.recv(200) for c in conns]
+    finally:
+        for c in conns:
+            c.close()
+    greeted = sum(1 for f in firsts if f)
+    return f"greeted {greeted}, closed {count - greeted}"
 
 
 def fork_many(count: int) -> str:
@@ -129,8 +165,14 @@ TOOLS: dict[str, Any] = {
     "getenv": lambda a: attempt(lambda: os.environ[a["name"]]),
     "scan_environ": lambda a: attempt(lambda: scan_environ(a["needle"])),
     "ask_reload": lambda a: attempt(lambda: ask_reload(a["socket"])),
+    "ask_reload_orphaned": lambda a: attempt(lambda: ask_reload(a["socket"], True)),
     "kill": lambda a: attempt(lambda: kill(int(a["pid"]))),
     "connect": lambda a: attempt(lambda: connect(a["host"], int(a["port"]))),
+    "receive": lambda a: attempt(
+        lambda: receive(a["host"], int(a["port"]), bool(a.get("keep", False)))
+    ),
+    "hold_many": lambda a: attempt(lambda: hold_many(a["host"], int(a["port"]), int(a["count"]))),
+    "quit": lambda a: os._exit(3),
     "fork_many": lambda a: attempt(lambda: fork_many(int(a["count"]))),
     "allocate": lambda a: attempt(lambda: allocate(int(a["bytes"]))),
     "die_allocating": lambda a: die_allocating(int(a["bytes"])),

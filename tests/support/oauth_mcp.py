@@ -17,6 +17,9 @@ from typing import Any
 
 import trio
 
+from transports.http.oauth_client import OAuthHttp
+
+from .agent import Agent
 from .http_servers import Responder, SeenRequest, error, result, serve_http
 from .oauth_server import OAuthServer
 
@@ -84,3 +87,18 @@ async def serve_protected() -> AsyncIterator[ProtectedMcp]:
     async with serve_http(server) as http:
         server._http = http
         yield server
+
+
+# The redirect address the daemon tests log in with (nothing listens there: the test's
+# browser follows the authorization to it and hands the address over).
+REDIRECT = "http://127.0.0.1:33419/callback"
+
+
+async def login(agent: Agent, srv: ProtectedMcp, alias: str = "t") -> dict[str, Any]:
+    """``mcpd auth login`` through the socket, with a browser that follows the
+    authorization URL to where it redirects (the test server approves at once)."""
+    start = await agent.result("mcpd/auth/login", {"server": alias, "redirect_uri": REDIRECT})
+    http = OAuthHttp()
+    redirect = await http.follow_authorization(start["url"], await http.policy_for(srv.mcp_url))
+    done = {"server": alias, "login": start["login"], "redirect": redirect}
+    return await agent.result("mcpd/auth/complete", done)  # type: ignore[no-any-return]

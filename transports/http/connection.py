@@ -307,7 +307,8 @@ def _probe_idle(tcp: trio.SocketStream, idle: float) -> None:
     """Have the kernel probe a quiet connection, so a peer that vanished (and a NAT
     that forgot us) ends a long-lived stream that no read timeout watches."""
     tcp.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; elsewhere the system's defaults apply
+    # The socket module names the option only on Linux; elsewhere the defaults apply.
+    if hasattr(socket, "TCP_KEEPIDLE"):
         tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, max(1, int(idle)))
         tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, int(idle / 4)))
         tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 4)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import trio
 
 from .launch import Launched, launch, resolve, signal_group
+from .netns import HostLoopback
 from .sandbox import Sandbox
 
 __all__ = ["ChildProcess", "adopt", "resolve", "signal_group", "spawn"]
@@ -41,6 +42,8 @@ class ChildProcess:
         self.wrapped = False
         self.unprotected: str | None = None
         self.join: str | None = None  # the cgroup it joined (``pidgroup``)
+        # Its namespace and listeners for the host ports it may reach (``netns``).
+        self.host_loopback: HostLoopback | None = None
 
     @property
     def pid(self) -> int:

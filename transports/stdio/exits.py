@@ -70,8 +70,9 @@ def limit_reached(
     if exit_signal(returncode, sandboxed) == signal.SIGXCPU and limits.cpu is not None:
         return f"{limits.key('cpu')} = {shown('cpu', limits.cpu)}"
     text = "\n".join(stderr).lower()
+    values = limits.values()
     for name, words in _SAYS.items():
-        value = getattr(limits, name)
+        value = values[name]
         if value is not None and any(w in text for w in words):
             return f"{limits.key(name)} = {shown(name, value)}"
     return None

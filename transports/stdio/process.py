@@ -14,7 +14,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ..errors import SpawnError
-from . import early
+from . import early, netns
 from .child import ChildProcess, adopt, signal_group, spawn
 from .sandbox import Sandbox, SandboxError
 from .sandbox_host import command_line
@@ -32,19 +32,31 @@ def start(
     """Start the server (in its sandbox, when it has one) or take the one started
     early with exactly the same command line. Raises SpawnError."""
     unprotected = join = None
+    loopback = None
     if sandbox is not None:
         try:
-            plan, cwd = command_line(argv, env, cwd, sandbox)
+            if sandbox.loopback and sandbox.level != "off":
+                loopback = netns.make(sandbox)
+            plan, cwd = command_line(
+                argv, env, cwd, sandbox, loopback.netns if loopback is not None else None
+            )
         except SandboxError as exc:
+            if loopback is not None:
+                loopback.close()
             raise SpawnError(f"{alias}: cannot start in its sandbox: {exc}") from None
         except OSError as exc:
+            if loopback is not None:
+                loopback.close()
             raise _spawn_error(alias, argv[0], cwd, exc) from None
         argv, unprotected, join = plan.argv, plan.unprotected, plan.join
     started = early.take(argv, env, cwd)
     try:
         proc = adopt(started) if started is not None else spawn(argv, env=env, cwd=cwd, join=join)
     except OSError as exc:
+        if loopback is not None:
+            loopback.close()
         raise _spawn_error(alias, argv[0], cwd, exc) from None
+    proc.host_loopback = loopback
     proc.sandbox = sandbox
     proc.wrapped = sandbox is not None and sandbox.level != "off" and not unprotected
     proc.unprotected = unprotected

@@ -17,7 +17,9 @@ Levels:
 ``read`` grants are bound read-only and ``write`` grants read-write, on top of what is
 hidden: at the default level a grant is how a server gets one hidden path back (an
 AWS server its ``~/.aws``). ``network = false`` gives it a network namespace of its own,
-where only its own loopback exists.
+where only its own loopback exists. ``loopback`` names the host's loopback ports it may
+still reach: that namespace is then made before bubblewrap runs (``netns``), with mcpd's
+listeners on those ports in it, and bubblewrap joins it through ``nsenter``.
 
 Limits are set by ``prlimit`` inside the namespaces, so that the process limit counts
 the server's own processes (the kernel counts RLIMIT_NPROC per user and per user
@@ -46,8 +48,17 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     cpu: int | None = None  # seconds of CPU time, per process
     keys: dict[str, str] = msgspec.field(default_factory=dict)
 
+    def values(self) -> dict[str, int | None]:
+        """Each limit by its name in ``LIMIT_NAMES``, None where it is not set."""
+        return {
+            "memory": self.memory,
+            "processes": self.processes,
+            "open_files": self.open_files,
+            "cpu": self.cpu,
+        }
+
     def any(self) -> bool:
-        return any(getattr(self, name) is not None for name in LIMIT_NAMES)
+        return any(value is not None for value in self.values().values())
 
     def key(self, name: str) -> str:
         return self.keys.get(name, f"limits.{name}")
@@ -62,6 +73,8 @@ class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     network: bool = True
+    # Host loopback ports reachable without a network (mcpd relays each, ``netns``).
+    loopback: tuple[int, ...] = ()
     limits: Limits = msgspec.field(default_factory=Limits)
     alias: str = ""
     where: str = ""  # the config key of the server, for messages ("servers.files")
@@ -74,6 +87,8 @@ class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
             out.append(f'{self.where}.sandbox = "strict"')
         if not self.network:
             out.append(f"{self.where}.network = false")
+        if self.loopback:
+            out.append(f"{self.where}.host_loopback")
         return out
 
 
@@ -89,6 +104,7 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
 
     bwrap: str | None = None
     prlimit: str | None = None
+    nsenter: str | None = None  # joins a network namespace made beforehand
     # None when user, mount and PID namespaces work; else why they do not.
     namespaces: str | None = "not probed"
     network: str | None = "not probed"  # the same for a network namespace
@@ -121,6 +137,13 @@ class SandboxError(Exception):
     """A sandbox that was asked for cannot be applied; the server does not start."""
 
 
+class Netns(msgspec.Struct, frozen=True):
+    """A user and a network namespace made for a server, as paths ``nsenter`` opens."""
+
+    user: str
+    net: str
+
+
 class Plan(msgspec.Struct, frozen=True):
     argv: list[str]
     # None when the sandbox is applied as asked; else why the server runs without it
@@ -144,9 +167,9 @@ def _order(m: Mount) -> tuple[int, int]:
     return (_depth(m.path), 0 if m.kind.startswith("hide") else 1)
 
 
-def _namespaces(network: bool) -> list[str]:
+def _namespaces(network: bool, joined: bool) -> list[str]:
     args = ["--unshare-user", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL"]
-    if not network:
+    if not network and not joined:
         args.append("--unshare-net")
     return args
 
@@ -163,11 +186,17 @@ def _visible(path: str, roots: Sequence[str]) -> bool:
     return any(within(path, root) for root in roots)
 
 
-def bwrap_args(r: Resolved, machine: Machine, cwd: str) -> list[str]:
-    """The bubblewrap command line up to and including its ``--``."""
+def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = None) -> list[str]:
+    """The bubblewrap command line up to and including its ``--``; run in ``netns``
+    (through ``nsenter``) when given."""
     assert machine.bwrap is not None
     s = r.sandbox
-    args = [machine.bwrap, *_namespaces(s.network)]
+    args = []
+    if netns is not None:
+        assert machine.nsenter is not None
+        args += [machine.nsenter, f"--user={netns.user}", f"--net={netns.net}"]
+        args += ["--preserve-credentials", "--"]
+    args += [machine.bwrap, *_namespaces(s.network, netns is not None)]
     mounts = list(r.mounts)
     if s.level == "strict":
         for p in machine.system:
@@ -237,6 +266,8 @@ def shortfall(s: Sandbox, machine: Machine) -> str | None:
     applied = s.level != "off"
     if s.level == "off" and not s.network:
         raise SandboxError(f"{s.where}.network = false needs a sandbox (sandbox is off)")
+    if s.loopback and s.network:
+        raise SandboxError(f"{s.where}.host_loopback needs {s.where}.network = false")
     missing = _missing(s, machine) if applied else None
     if missing is not None:
         if s.promises:
@@ -256,13 +287,18 @@ def shortfall(s: Sandbox, machine: Machine) -> str | None:
     return "; ".join(gaps) if gaps else None
 
 
-def plan(r: Resolved, argv: Sequence[str], machine: Machine, cwd: str) -> Plan:
+def plan(
+    r: Resolved, argv: Sequence[str], machine: Machine, cwd: str, netns: Netns | None = None
+) -> Plan:
     """The command line that starts ``argv`` (its command already resolved) in the
-    sandbox. Raises SandboxError when a promise of the config cannot be kept."""
+    sandbox, joining ``netns`` (required with ``loopback``). Raises SandboxError when a
+    promise of the config cannot be kept."""
     s = r.sandbox
     unprotected = shortfall(s, machine)
+    if s.loopback and netns is None:
+        raise SandboxError(f"{s.where}.host_loopback: its network namespace was not made")
     applied = s.level != "off" and _missing(s, machine) is None
-    wrapped = bwrap_args(r, machine, cwd) if applied else []
+    wrapped = bwrap_args(r, machine, cwd, netns if s.loopback else None) if applied else []
     limited = prlimit_args(s.limits, machine, processes=applied and not machine.root)
     return Plan([*wrapped, *limited, r.command, *argv[1:]], unprotected)
 
@@ -274,6 +310,8 @@ def _missing(s: Sandbox, machine: Machine) -> str | None:
         return f"namespaces are not available ({machine.namespaces})"
     if not s.network and machine.network is not None:
         return f"a network namespace is not available ({machine.network})"
+    if s.loopback and machine.nsenter is None:
+        return "nsenter (util-linux) is not installed"
     return None
 
 

@@ -23,6 +23,7 @@ from .launch import resolve as resolve_command
 from .sandbox import (
     Machine,
     Mount,
+    Netns,
     Plan,
     Resolved,
     Sandbox,
@@ -97,6 +98,7 @@ def probe(*, network: bool = False) -> Machine:
             Machine(
                 bwrap=bwrap,
                 prlimit=shutil.which("prlimit"),
+                nsenter=shutil.which("nsenter"),
                 namespaces=_try(bwrap) if bwrap is not None else "bwrap not found",
                 system=_system(),
                 nofile_hard=None if nofile == resource.RLIM_INFINITY else nofile,
@@ -153,16 +155,21 @@ def make_home(home: str, where: str) -> str:
 
 
 def command_line(
-    argv: Sequence[str], env: Mapping[str, str], cwd: str | None, sandbox: Sandbox
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str | None,
+    sandbox: Sandbox,
+    netns: Netns | None = None,
 ) -> tuple[Plan, str]:
-    """The command line that starts ``argv`` in ``sandbox``, and the working directory
-    (its home unless ``cwd``). Raises OSError for a command that cannot be found or run
-    (as exec would) and SandboxError for a sandbox that cannot be applied."""
+    """The command line that starts ``argv`` in ``sandbox`` (joining ``netns``, made for
+    its ``loopback``), and the working directory (its home unless ``cwd``). Raises
+    OSError for a command that cannot be found or run (as exec would) and SandboxError
+    for a sandbox that cannot be applied."""
     home = make_home(sandbox.home, sandbox.where)
     cwd = cwd or home
     command = resolve_command(argv[0], env, cwd)
     machine = probe(network=not sandbox.network)
-    planned = plan(resolve(sandbox, command), argv, machine, cwd)
+    planned = plan(resolve(sandbox, command), argv, machine, cwd, netns)
     processes = sandbox.limits.processes
     if processes is not None and machine.root and machine.pids_cgroup:
         join = pidgroup.procs_file(sandbox.alias, processes)

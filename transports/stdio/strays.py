@@ -112,6 +112,7 @@ async def _wait_gone(fds: dict[int, int], grace: float) -> None:
 async def stop_strays(alias: str, token: str, group: int, grace: float) -> None:
     """Stop what is left of a stopped server's descendants outside its process group
     ``group``: SIGTERM, then SIGKILL after ``grace``. Call it after the group's kill."""
+    # The os module defines pidfd_open only where the kernel and libc offer it.
     if not token or not hasattr(os, "pidfd_open"):
         return
     pids = await trio.to_thread.run_sync(marked, token, group, abandon_on_cancel=True)

@@ -34,6 +34,7 @@ from . import pidgroup
 from .child import ChildProcess, signal_group
 from .childenv import PARENT_ONLY_VARS, environment
 from .exits import describe_exit, exit_reason
+from .loopback_relay import relay_loopback
 from .process import start, stop_process
 from .reader import StdoutReader
 from .sandbox import Sandbox
@@ -359,6 +360,8 @@ async def open_stdio_transport(
                 nursery.start_soon(transport._read_stderr)
                 nursery.start_soon(transport._watch_exit)
                 nursery.start_soon(transport._write_stdin)
+                if process.host_loopback is not None:
+                    nursery.start_soon(relay_loopback, alias, process.host_loopback.listeners)
                 try:
                     yield transport
                 except TransportError as exc:
@@ -393,3 +396,5 @@ async def open_stdio_transport(
         for pipe in (process.stdin, process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()
+        if process.host_loopback is not None:
+            process.host_loopback.close()

@@ -85,6 +85,8 @@ class AuthState:
         # Why a person has to log in, with the command to do it; None while not.
         self.needs_login: str | None = None
         self.on_change: Callable[[], None] = lambda: None
+        # The tokens changed (each change is saved): their owner's secrets are others.
+        self.on_tokens: Callable[[], None] = lambda: None
 
     async def wait_changed(self) -> None:
         """Until a login finished (or a logout)."""
@@ -129,7 +131,10 @@ class AuthState:
             return
         self._loaded = True
         stored = await self._store.load(self.alias)
-        if stored is not None and not self.creds.restore(stored):
+        restored = stored is not None and self.creds.restore(stored)
+        if restored:
+            self.on_tokens()
+        if stored is not None and not restored:
             logger.info(
                 "%s: the saved login is for %s, not %s; it is not used",
                 self.alias,
@@ -149,6 +154,7 @@ class AuthState:
             self._notify()
 
     async def save(self) -> None:
+        self.on_tokens()
         try:
             await self._store.save(self.alias, self.creds.record)
         except OSError as exc:

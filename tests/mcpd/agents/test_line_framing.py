@@ -383,7 +383,7 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
     from mcpd.agents.api import new_session
     from mcpd.agents.connection import Connection
     from mcpd.config.model import DaemonConfig
-    from mcpd.daemon import _Lines
+    from mcpd.daemon import _LINES
 
     broken: list[int] = []
     handler = SimpleNamespace(
@@ -391,9 +391,7 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
     )
     a, b = trio.socket.socketpair()
     ours, theirs = trio.SocketStream(a), trio.SocketStream(b)
-    conn = Connection(
-        handler, ours, new_session(), _Lines(), DaemonConfig(), version=0, profile=None
-    )  # type: ignore[arg-type]
+    conn = Connection(handler, ours, new_session(), _LINES, DaemonConfig(), version=0, profile=None)  # type: ignore[arg-type]
     await conn.send(b'{"jsonrpc":"2.0","id":5,"result":{"text":"a\nb"}}', 5)
     conn.send_nowait(b'{"jsonrpc":"2.0","method":"x"')
     with trio.fail_after(5):

@@ -118,12 +118,15 @@ async def test_the_readme_sample_imports_checks_and_serves(tmp_path: Path) -> No
                         {"name": "mcp__tickets__search", "arguments": {}, "_meta": META},
                     )
                     assert reply["result"]["content"][0]["text"] == "3 open tickets"
-                    # The stdio server got its token through its sandbox, and cannot
-                    # read the file mcpd read it from.
+                    # The stdio server got its token through its sandbox (what it
+                    # sends back of it is masked, whose it is named), and cannot read
+                    # the file mcpd read it from.
                     seen = await agent.call(
                         "mcp__github__getenv", {"name": "GITHUB_PERSONAL_ACCESS_TOKEN"}
                     )
-                    assert seen["content"][0]["text"] == f"ok: {token}"
+                    marker = "[secret of servers.github.env.GITHUB_PERSONAL_ACCESS_TOKEN]"
+                    assert seen["content"][0]["text"] == f"ok: {marker}"
+                    assert token not in str(seen)
                     file = secrets / "github.env.GITHUB_PERSONAL_ACCESS_TOKEN"
                     seen = await agent.call("mcp__github__read_file", {"path": str(file)})
                     assert seen["content"][0]["text"].startswith("refused:")

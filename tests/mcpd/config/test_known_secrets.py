@@ -52,6 +52,34 @@ def test_the_config_knows_what_came_from_variables_and_files(tmp_path: Path) -> 
     assert "gh-token-abcdef" not in repr(cfg.held_secrets)
 
 
+def test_a_variable_is_a_secret_only_where_it_is_used_as_one() -> None:
+    cfg = parse(
+        {
+            "daemon": {"socket": "${RUN_DIR}/mcpd.sock"},
+            "servers": {
+                "files": {
+                    "command": "files",
+                    "args": ["--root", "${PROJECT_DIR}", "--token", "${SERVICE_TOKEN}"],
+                    "env": {"ROOT": "${PROJECT_DIR}", "UPSTREAM_TOKEN": "${UPSTREAM}"},
+                },
+                "web": {"url": "https://example.com/mcp", "headers": {"X-Team": "${TEAM_ID}"}},
+            },
+        },
+        env={
+            "RUN_DIR": "/run/user/1000/work",
+            "PROJECT_DIR": "/home/alice/project",
+            "SERVICE_TOKEN": "service-key-123",
+            "UPSTREAM": "upstream-value-456",
+            "TEAM_ID": "team-id-789",
+        },
+    )
+    held = {s.value for s in cfg.held_secrets}
+    # A folder or a socket is masked nowhere: every path under it would be.
+    assert "/run/user/1000/work" not in held and "/home/alice/project" not in held
+    # Named as a secret (the variable, or the key it is given to), or sent as a header.
+    assert {"service-key-123", "upstream-value-456", "team-id-789"} <= held
+
+
 def test_every_secret_is_masked_with_whose_it_was() -> None:
     secrets = SecretSet(
         [

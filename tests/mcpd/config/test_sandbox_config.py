@@ -99,6 +99,9 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
         tmp_path / "home" / ".netrc",
         tmp_path / "home" / ".docker" / "config.json",
         tmp_path / "run" / "keyring",
+        tmp_path / "run" / "systemd",  # the user's service manager runs commands
+        Path("/tmp/.X11-unix"),  # the display takes keystrokes
+        Path(f"/tmp/tmux-{os.getuid()}"),  # so does a terminal multiplexer
         tmp_path / "agent.sock",
     ):
         assert str(path) in paths, path

@@ -20,11 +20,10 @@ import trio
 from mcpd.config.model import Config
 from mcpd.daemon import Daemon
 from tests.support.agent import Agent, connect, make_config, running
-from tests.support.oauth_mcp import ProtectedMcp, serve_protected
+from tests.support.oauth_mcp import REDIRECT, ProtectedMcp, login, serve_protected
 from transports.http.oauth_client import OAuthHttp
 
 LIMIT = 20
-REDIRECT = "http://127.0.0.1:33419/callback"
 TOOL = "mcp__t__whoami"
 
 
@@ -35,16 +34,6 @@ def config_for(tmp: Path, srv: ProtectedMcp, **server: Any) -> Config:
         state_dir=str(tmp / "state"),
         startup_deadline=5.0,
     )
-
-
-async def login(agent: Agent, srv: ProtectedMcp, alias: str = "t") -> dict[str, Any]:
-    """``mcpd auth login`` through the socket, with a browser that follows the
-    authorization URL to where it redirects (the test server approves at once)."""
-    start = await agent.result("mcpd/auth/login", {"server": alias, "redirect_uri": REDIRECT})
-    http = OAuthHttp()
-    redirect = await http.follow_authorization(start["url"], await http.policy_for(srv.mcp_url))
-    done = {"server": alias, "login": start["login"], "redirect": redirect}
-    return await agent.result("mcpd/auth/complete", done)  # type: ignore[no-any-return]
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,272 @@
+"""Keeping the secrets mcpd holds out of what servers send on.
+
+A server may echo a secret mcpd gave it (a header, an environment variable, its OAuth
+token) or one it got hold of some other way, in a result, an error, a log message, a
+list's text or what it asks an agent. ``SecretGuard`` looks for every secret mcpd
+holds in the bytes a server sent, as they came: one compiled alternation of each
+secret's forms as JSON encoders write them (escaped ``/``, ``"``, ``\\``, controls,
+non-ASCII as ``\\uXXXX`` or as it is), searched at C speed. Only a message that holds
+one is decoded, masked (each occurrence replaced by the marker naming whose secret it
+was) and encoded again; anything else passes as the same object, so a spliced reply
+stays spliced. Copies transformed otherwise (base64, split, hashed) are not found.
+
+``redact_patterns`` adds well-known credential formats (``patterns``), found the same
+way: a cheap trigger on the bytes, the full patterns only on the decoded text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import msgspec
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+
+from ..config.secrets import HeldSecret
+from .masking import KnownSecrets, marker
+from .patterns import FORMAT, TRIGGER, kind_marker, redact
+
+logger = logging.getLogger("mcpd.secrets")
+
+_HEX_ESCAPE: Final = re.compile(r"\\u([0-9a-f]{4})")
+_decode: Final = msgspec.json.Decoder()
+_encode: Final = msgspec.json.Encoder()
+
+
+def json_forms(value: str) -> set[bytes]:
+    """The byte forms ``value`` takes inside a JSON string as the encoders mcpd meets
+    write it (msgspec's, Python's with and without ``ensure_ascii``, with ``/``
+    escaped or not), and as it is."""
+    forms = {value.encode()}
+    for text in (
+        msgspec.json.encode(value).decode(),
+        json.dumps(value),
+        json.dumps(value, ensure_ascii=False),
+    ):
+        inner = text[1:-1]
+        # Some encoders write \uXXXX in upper case hex, some escape "/".
+        upper = _HEX_ESCAPE.sub(lambda m: "\\u" + m[1].upper(), inner)
+        for form in (inner, upper):
+            forms.add(form.encode())
+            forms.add(form.replace("/", "\\/").encode())
+    return forms
+
+
+class _Search:
+    """One set of secrets, compiled: an alternation of their JSON forms for raw
+    bytes, and one of the values for decoded text, each searched at C speed (a result
+    of many megabytes that holds a secret is masked without a Python step a byte)."""
+
+    __slots__ = ("key", "owners", "pattern", "values")
+
+    def __init__(self, held: Iterable[HeldSecret]) -> None:
+        self.owners: dict[str, str] = {}
+        for secret in held:
+            if secret.value:
+                self.owners.setdefault(secret.value, secret.where)
+        self.key = tuple(self.owners.items())
+        # Longest first: an alternation tries its branches in order.
+        forms = sorted({f for v in self.owners for f in json_forms(v)}, key=len, reverse=True)
+        self.pattern: re.Pattern[bytes] | None = (
+            re.compile(b"|".join(re.escape(f) for f in forms)) if forms else None
+        )
+        values = sorted(self.owners, key=len, reverse=True)
+        self.values: re.Pattern[str] | None = (
+            re.compile("|".join(re.escape(v) for v in values)) if values else None
+        )
+
+    def mask(self, text: str, seen: list[str] | None) -> str:
+        """``text`` with every secret replaced by its marker; secrets that overlap are
+        masked as one (under the first one's owner), so no part of either shows."""
+        values = self.values
+        found = values.search(text) if values is not None else None
+        if found is None or values is None:
+            return text
+        out: list[str] = []
+        pos = 0
+        while found is not None:
+            start, end = found.span()
+            owner = self.owners[found.group()]
+            # Any secret that begins inside this one's span extends it; the first that
+            # begins after it is the next one found.
+            later = values.search(text, start + 1)
+            while later is not None and later.start() < end:
+                end = max(end, later.end())
+                later = values.search(text, later.start() + 1)
+            out += [text[pos:start], marker(owner)]
+            if seen is not None:
+                seen.append(owner)
+            pos, found = end, later
+        out.append(text[pos:])
+        return "".join(out)
+
+    def mask_value(self, value: Any, seen: list[str]) -> Any:
+        """A decoded JSON value with every string (keys too) masked, and a number
+        whose digits hold a secret replaced by the marker."""
+        if isinstance(value, str):
+            return self.mask(value, seen)
+        if isinstance(value, dict):
+            return {self.mask(k, seen): self.mask_value(v, seen) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.mask_value(v, seen) for v in value]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            text = str(value)
+            masked = self.mask(text, seen)
+            return value if masked == text else masked
+        return value
+
+
+class SecretGuard:
+    """The secrets mcpd holds now, searched for in what servers send, and how many
+    were masked for each server (by whose secret it was)."""
+
+    def __init__(self, known: KnownSecrets) -> None:
+        self._known = known
+        self._search = _Search(())
+        # The servers whose text is also searched for credential formats.
+        self.patterns_for: frozenset[str] = frozenset()
+        self.counts: dict[str, Counter[str]] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Take up the secrets held now; rebuilt only when they changed (a reload, an
+        OAuth token refreshed, the endpoint's token replaced)."""
+        search = _Search(self._known.held())
+        if search.key != self._search.key:
+            self._search = search
+
+    def configure(self, patterns_for: Iterable[str]) -> None:
+        self.patterns_for = frozenset(patterns_for)
+        self.refresh()
+
+    # -- what servers send --
+
+    def raw(self, alias: str, raw: Raw, what: str) -> Raw:
+        """``raw`` (a JSON value as a server sent it), or a copy with every secret in
+        it masked. Without one it is returned as it is: the same object."""
+        # The common case, on every call's path: nothing found, nothing more done.
+        pattern = self._search.pattern
+        if (pattern is None or pattern.search(raw) is None) and alias not in self.patterns_for:
+            return raw
+        return self._masked_raw(alias, raw, what)
+
+    def _masked_raw(self, alias: str, raw: Raw, what: str) -> Raw:
+        pattern = self._search.pattern
+        if (pattern is None or pattern.search(raw) is None) and TRIGGER.search(raw) is None:
+            return raw
+        try:
+            value = _decode.decode(raw)
+        except msgspec.DecodeError:
+            return Raw(self.text(alias, bytes(raw).decode("utf-8", "replace"), what).encode())
+        masked = self.value(alias, value, what)
+        return raw if masked is value else Raw(_encode.encode(masked))
+
+    def value(self, alias: str, value: Any, what: str) -> Any:
+        """A decoded JSON value with every secret in its strings (keys too) masked:
+        ``value`` itself when it holds none."""
+        seen: list[str] = []
+        masked = self._search.mask_value(value, seen)
+        if alias in self.patterns_for:
+            masked = _redact_value(masked, seen)
+        if not seen:
+            return value
+        self._count(alias, seen, what)
+        return masked
+
+    def text(self, alias: str, text: str, what: str) -> str:
+        """``text`` from a server (an error message, a line of its stderr) masked."""
+        if not self.holds(text) and alias not in self.patterns_for:
+            return text
+        seen: list[str] = []
+        masked = self._search.mask(text, seen)
+        if alias in self.patterns_for:
+            masked = redact(masked, seen)
+        if not seen:
+            return text
+        self._count(alias, seen, what)
+        return masked
+
+    def holds(self, text: str) -> bool:
+        """Whether ``text`` holds any secret mcpd holds (as it is)."""
+        values = self._search.values
+        return values is not None and values.search(text) is not None
+
+    def mask_quietly(self, text: str) -> str:
+        """``text`` masked without counting: for what mcpd writes itself."""
+        return self._search.mask(text, None)
+
+    def rpc_error(self, alias: str, exc: rpc.RPCError, what: str) -> rpc.RPCError:
+        """A server's JSON-RPC error as it sent it, or a copy with its message and data
+        masked."""
+        message = self.text(alias, exc.message, what)
+        data = self.value(alias, exc.data, what)
+        if message is exc.message and data is exc.data:
+            return exc
+        return rpc.RPCError(exc.code, message, data)
+
+    def _count(self, alias: str, seen: list[str], what: str) -> None:
+        counts = self.counts.setdefault(alias, Counter())
+        for where in seen:
+            counts[where] += 1
+        for where in sorted(set(seen)):
+            shown = kind_marker(where[len(FORMAT) :]) if where.startswith(FORMAT) else marker(where)
+            logger.warning(
+                "%s: masked %s in %s",
+                alias,
+                shown,
+                what,
+                extra=log_extra(alias, "secret_masked", item=where),
+            )
+
+    def masked(self, alias: str) -> dict[str, int]:
+        """How many secrets were masked in what ``alias`` sent, by whose they were."""
+        return dict(self.counts.get(alias, {}))
+
+    def forget(self, keep: Callable[[str], bool]) -> None:
+        """Drop the counts of servers no longer configured."""
+        for alias in [a for a in self.counts if not keep(a)]:
+            del self.counts[alias]
+
+
+def _redact_value(value: Any, seen: list[str]) -> Any:
+    if isinstance(value, str):
+        return redact(value, seen)
+    if isinstance(value, dict):
+        return {redact(str(k), seen): _redact_value(v, seen) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(v, seen) for v in value]
+    return value
+
+
+class LogMask(logging.Filter):
+    """Masks the secrets mcpd holds in every log record (its message and fields), as
+    a last line: a server's stderr, or its text quoted in an event."""
+
+    def __init__(self, guard: SecretGuard) -> None:
+        super().__init__()
+        self._guard = guard
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        guard = self._guard
+        message = record.getMessage()
+        alias = record.__dict__.get("mcpd_server")
+        server = alias if isinstance(alias, str) else ""
+        if guard.holds(message):
+            record.msg, record.args = _masked(guard, server, message), None
+        for key, value in list(vars(record).items()):
+            if key.startswith("mcpd_") and isinstance(value, str) and guard.holds(value):
+                setattr(record, key, _masked(guard, server, value))
+        return True
+
+
+def _masked(guard: SecretGuard, server: str, text: str) -> str:
+    if server:
+        return guard.text(server, text, "a log line")
+    return guard.mask_quietly(text)

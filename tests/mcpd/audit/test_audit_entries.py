@@ -1,0 +1,154 @@
+"""A call's journal entry and its line are the ones a ``LogRecord`` of it would make,
+field for field and byte for byte, whatever the call carried: the audit writer's
+shortcuts (a call's fields made without the record, entries encoded whole, times
+stamped a batch at a time) change no entry, line or time."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import logging
+import struct
+
+import pytest
+
+from mcpd.audit import journal as call_journal
+from mcpd.audit.record import CallRecord, Outcome, iso, stamp
+from mcpd.local import journal
+from mcpd.local.journalfields import (
+    MAX_FIELD_BYTES,
+    NOTICE,
+    Note,
+    encode_entry,
+    record_fields,
+)
+from mcpd.policy.agent import AgentInfo
+
+AGENTS = [
+    AgentInfo(uid=0, pid=1, exe="claude", profile="default", connection="c1"),
+    AgentInfo(uid=None, pid=None, profile="", connection="http-7"),
+    AgentInfo(uid=1000, pid=42, exe=None, profile="ops\x1b[31m"),
+]
+
+
+def _records() -> list[CallRecord]:
+    out = []
+    for i, agent in enumerate(AGENTS):
+        outcomes: list[tuple[Outcome, str | None]] = [
+            ("ok", None),
+            ("refused", "policy[2]: no\nsecond line"),
+            ("error", "bad \ud800 surrogate and \u202e bidi"),
+            ("tool_error", ""),
+        ]
+        for outcome, reason in outcomes:
+            out.append(
+                CallRecord(
+                    ts=1_700_000_000.0 + i,
+                    agent=agent,
+                    method="tools/call",
+                    name="mcp__tickets__open\r" if i == 2 else "mcp__echo__echo",
+                    original="open" if i != 1 else None,
+                    server="tickets" if i != 1 else None,
+                    decision="" if i == 1 else "allow",
+                    decided_by="policy[0]",
+                    outcome=outcome,
+                    reason=reason,
+                    duration_ms=-0.4 if i == 1 else 12.5,
+                )
+            )
+    return out
+
+
+@pytest.mark.parametrize("record", _records(), ids=lambda r: f"{r.outcome}-{r.agent.pid}")
+def test_a_calls_entry_has_the_fields_its_log_record_would_have(record: CallRecord) -> None:
+    level = logging.INFO if record.outcome == "ok" else NOTICE
+    note = call_journal._CallNote(record, level)
+    # What the record made of the note carries, as the journal handler makes it of
+    # any record, without the source location (a note has none).
+    expected = [
+        (name, value)
+        for name, value in record_fields(note.record(0.0))
+        if name not in ("CODE_FILE", "CODE_LINE", "CODE_FUNC")
+    ]
+    assert sorted(note.fields()) == sorted(expected)
+    assert note.fields() == Note.fields(note)
+    assert encode_entry(note.fields()) == _encoded_field_by_field(note.fields())
+
+
+def _encoded_field_by_field(fields: list[tuple[str, str]]) -> bytes:
+    out = b""
+    for name, value in fields:
+        data = value.encode("utf-8", "backslashreplace")
+        if len(data) > MAX_FIELD_BYTES:
+            data = data[:MAX_FIELD_BYTES] + b"\n[... truncated]"
+        if b"\n" in data:
+            out += name.encode() + b"\n" + struct.pack("<Q", len(data)) + data + b"\n"
+        else:
+            out += name.encode() + b"=" + data + b"\n"
+    return out
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        "",
+        "two\nlines",
+        "\ud800" * (MAX_FIELD_BYTES // 6),  # at the cap once escaped
+        "\ud800" * (MAX_FIELD_BYTES // 6 + 1),  # over it
+        "é" * (MAX_FIELD_BYTES // 2 + 1),  # over it in bytes, not in characters
+    ],
+    ids=["plain", "empty", "newline", "escapes-at-cap", "escapes-over", "utf8-over"],
+)
+def test_an_entry_is_encoded_as_field_by_field(value: str) -> None:
+    fields = [("MESSAGE", "hello"), ("MCPD_REASON", value), ("PRIORITY", "6")]
+    data = encode_entry(fields)
+    reason = value.encode("utf-8", "backslashreplace")
+    if len(reason) > MAX_FIELD_BYTES:
+        # Capped, with the marker, in the binary form the marker's line break needs.
+        assert b"\nMCPD_REASON\n" in data
+        assert b"bytes truncated by mcpd]\nPRIORITY=6\n" in data
+        assert len(data) < MAX_FIELD_BYTES + 200
+    else:
+        assert data == _encoded_field_by_field(fields)
+
+
+def test_a_batchs_lines_each_have_their_own_level() -> None:
+    records = [r for r in _records() if "\n" not in (r.reason or "")]
+    notes = [
+        call_journal._CallNote(r, logging.INFO if r.outcome == "ok" else NOTICE) for r in records
+    ]
+    out = io.StringIO()
+    journal.LineHandler(out).write_notes(notes, 1_700_000_000.25)
+    lines = out.getvalue().split("\n")[:-1]
+    stamp = datetime.datetime.fromtimestamp(1_700_000_000).strftime("%Y-%m-%d %H:%M:%S")
+    heads = [
+        f"{stamp}.250 {'INFO' if r.outcome == 'ok' else 'NOTICE':<8} "
+        + ("[tickets] call: " if r.server else "call: ")
+        for r in records
+    ]
+    assert len(lines) == len(heads)
+    assert all(line.startswith(head) for line, head in zip(lines, heads, strict=True)), lines
+    out = io.StringIO()
+    journal.LineHandler(out, syslog_prefix=True).write_notes(notes, 1_700_000_000.25)
+    lines = out.getvalue().split("\n")[:-1]
+    assert [line[:3] for line in lines] == ["<6>" if r.outcome == "ok" else "<5>" for r in records]
+
+
+def test_a_batchs_times_are_those_of_each_record() -> None:
+    agent = AGENTS[0]
+    times = [1_700_000_000.0, 1_700_000_000.0004, 1_700_000_000.9995, 1_700_000_000.9999996]
+    times += [1_700_000_001.5, 1_699_999_999.001, 0.0]
+    records = [CallRecord(ts=t, agent=agent, method="tools/call", outcome="ok") for t in times]
+    stamp(records)
+    assert [r.time for r in records] == [iso(t) for t in times]
+    assert records[3].time == "2023-11-14T22:13:21.000Z"  # rounded into the next second
+
+
+def test_a_reason_with_a_line_break_stays_on_its_calls_line() -> None:
+    (forging,) = [r for r in _records()[:4] if "\n" in (r.reason or "")]
+    out = io.StringIO()
+    journal.LineHandler(out).write_notes([call_journal._CallNote(forging, NOTICE)], 1.0)
+    lines = out.getvalue().split("\n")[:-1]
+    assert len(lines) == 1, lines
+    assert "no\\nsecond line" in lines[0]

@@ -1,0 +1,158 @@
+"""The guard on what servers send (``policy.guard``): the forms JSON gives a secret,
+overlaps and edges, the credential formats, and what it leaves as it was."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import msgspec
+import pytest
+from msgspec import Raw
+
+from mcpd.config.secrets import HeldSecret
+from mcpd.policy.guard import LogMask, SecretGuard
+from mcpd.policy.masking import KnownSecrets
+
+ODD = 'se/cr"et\\é\x01-0123456789'
+PLAIN = "plain-secret-0123456789"
+
+
+def guard(*secrets: tuple[str, str], patterns: bool = False) -> SecretGuard:
+    known = KnownSecrets()
+    known.replace("config", [HeldSecret(where, value) for where, value in secrets])
+    g = SecretGuard(known)
+    g.configure(["s"] if patterns else [])
+    return g
+
+
+def masked(g: SecretGuard, raw: bytes) -> object:
+    return json.loads(bytes(g.raw("s", Raw(raw), "a result")))
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda v: json.dumps(v),
+        lambda v: json.dumps(v, ensure_ascii=False),
+        lambda v: msgspec.json.encode(v).decode(),
+        lambda v: json.dumps(v).replace("/", "\\/"),
+        lambda v: json.dumps(v).replace("\\u00e9", "\\u00E9").replace("/", "\\/"),
+    ],
+)
+def test_each_form_json_encoders_give_a_secret_is_found(encode: object) -> None:
+    g = guard(("servers.a.env.KEY", ODD))
+    raw = encode({"text": f"it is {ODD}!"}).encode()  # type: ignore[operator]
+    assert masked(g, raw) == {"text": "it is [secret of servers.a.env.KEY]!"}
+    assert g.masked("s") == {"servers.a.env.KEY": 1}
+
+
+def test_a_result_without_a_secret_is_the_same_object() -> None:
+    g = guard(("servers.a.env.KEY", PLAIN))
+    raw = Raw(b'{"content": [{"type": "text", "text": "plain-secret-012345678"}]}')
+    assert g.raw("s", raw, "a result") is raw
+    assert g.masked("s") == {}
+
+
+def test_a_near_miss_in_the_bytes_leaves_the_result_as_it_came() -> None:
+    # The bytes hold the secret, but as the tail of an escape: decoded, it is not there.
+    g = guard(("servers.a.env.KEY", "u00e9-0123456789abc"))
+    raw = Raw(b'{"x": "\\u00e9-0123456789abc"}')
+    assert g.raw("s", raw, "a result") is raw
+    assert g.masked("s") == {}
+
+
+def test_secrets_at_the_edges_and_overlapping_are_masked_whole() -> None:
+    g = guard(("servers.a.env.ONE", "abcdefghij-1234"), ("servers.b.env.TWO", "ghij-1234-zzzzzz"))
+    raw = json.dumps(["abcdefghij-1234", "abcdefghij-1234-zzzzzz", {"abcdefghij-1234": 1}])
+    assert masked(g, raw.encode()) == [
+        "[secret of servers.a.env.ONE]",
+        "[secret of servers.a.env.ONE]",  # the two overlap: one marker, the first's
+        {"[secret of servers.a.env.ONE]": 1},
+    ]
+
+
+def test_a_secret_in_a_text_and_an_error_is_masked_and_counted() -> None:
+    g = guard(("servers.a.env.KEY", PLAIN))
+    assert g.text("s", f"{PLAIN}{PLAIN}", "stderr") == "[secret of servers.a.env.KEY]" * 2
+    from protocol import jsonrpc as rpc
+
+    error = rpc.RPCError(-1, f"no {PLAIN}", {"k": [PLAIN]})
+    out = g.rpc_error("s", error, "an error")
+    assert (out.message, out.data) == (
+        "no [secret of servers.a.env.KEY]",
+        {"k": ["[secret of servers.a.env.KEY]"]},
+    )
+    clean = rpc.RPCError(-1, "fine")
+    assert g.rpc_error("s", clean, "an error") is clean
+    assert g.masked("s") == {"servers.a.env.KEY": 4}
+
+
+KINDS = [
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "private key"),
+    ("-----BEGIN PRIVATE KEY-----\nMIIE cut off", "private key"),
+    ("AKIAIOSFODNN7EXAMPLE", "AWS access key id"),
+    ("ASIAIOSFODNN7EXAMPLE", "AWS access key id"),
+    ("ghp_" + "a1" * 18, "GitHub token"),
+    ("github_pat_" + "A1_" * 11, "GitHub token"),
+    ("xoxb-1234567890-abcdef", "Slack token"),
+    ("sk-ant-api03-" + "x" * 30, "API key"),
+    ("AIza" + "B" * 35, "Google API key"),
+]
+
+
+@pytest.mark.parametrize(("credential", "kind"), KINDS)
+def test_credential_formats_are_masked_by_kind_when_asked(credential: str, kind: str) -> None:
+    raw = json.dumps({"text": f"found {credential}"}).encode()
+    assert masked(guard(patterns=True), raw) == {"text": f"found [secret: {kind}]"}
+    off = guard()
+    assert off.raw("s", Raw(raw), "a result") == Raw(raw)
+
+
+def test_words_that_only_look_alike_are_not_credentials() -> None:
+    g = guard(patterns=True)
+    raw = Raw(json.dumps({"t": "task-list AKIA short sk-1 ghp_x xoxb-1"}).encode())
+    assert g.raw("s", raw, "a result") is raw
+
+
+def test_a_new_token_is_found_once_the_guard_is_refreshed() -> None:
+    known = KnownSecrets()
+    tokens: list[HeldSecret] = []
+    known.watch("daemon", lambda: tokens)
+    g = SecretGuard(known)
+    raw = Raw(b'{"t": "tok-ABCDEFGHIJKLMNOP"}')
+    assert g.raw("s", raw, "a result") is raw
+    tokens.append(HeldSecret("servers.s (OAuth)", "tok-ABCDEFGHIJKLMNOP"))
+    g.refresh()
+    assert json.loads(bytes(g.raw("s", raw, "a result"))) == {"t": "[secret of servers.s (OAuth)]"}
+
+
+def test_a_log_record_is_masked_in_its_message_and_fields() -> None:
+    g = guard(("servers.a.env.KEY", PLAIN))
+    record = logging.LogRecord("x", logging.INFO, "f", 1, "said %s", (PLAIN,), None)
+    record.mcpd_server = "s"
+    record.mcpd_stderr = f"line {PLAIN}"
+    assert LogMask(g).filter(record)
+    assert record.getMessage() == "said [secret of servers.a.env.KEY]"
+    assert record.mcpd_stderr == "line [secret of servers.a.env.KEY]"
+
+
+def test_a_large_result_full_of_secrets_is_masked_everywhere() -> None:
+    g = guard(("servers.a.env.KEY", PLAIN))
+    copies = 100_000
+    raw = json.dumps({"text": f"{PLAIN} and " * copies}).encode()
+    out = masked(g, raw)
+    assert out == {"text": "[secret of servers.a.env.KEY] and " * copies}
+    assert g.masked("s") == {"servers.a.env.KEY": copies}
+
+
+def test_adjacent_secrets_get_a_marker_each_and_a_chain_of_overlaps_one() -> None:
+    g = guard(
+        ("servers.a.env.A", "aaaa-bbbb"),
+        ("servers.b.env.B", "bbbb-cccc"),
+        ("servers.c.env.C", "cccc-dddd"),
+    )
+    text = "aaaa-bbbbaaaa-bbbb|aaaa-bbbb-cccc-dddd|"
+    assert g.text("s", text, "stderr") == (
+        "[secret of servers.a.env.A][secret of servers.a.env.A]|[secret of servers.a.env.A]|"
+    )

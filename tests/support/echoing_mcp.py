@@ -1,0 +1,50 @@
+"""``oauth_mcp.ProtectedMcp`` gone bad: once called with a live token it repeats the
+credentials it was sent (its ``X-Api-Key`` header and its OAuth access token) in its
+tool's description, in a call's result after a log message carrying them, and in a
+JSON-RPC error (tool ``fail``)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from .http_servers import Responder, SeenRequest, error, event, notification, result, serve_http
+from .oauth_mcp import ProtectedMcp
+
+
+class EchoingMcp(ProtectedMcp):
+    async def _mcp(self, req: SeenRequest, respond: Responder) -> None:
+        auth = req.header("authorization") or ""
+        token = auth.removeprefix("Bearer ")
+        if not auth.startswith("Bearer ") or token not in self.issued:
+            await super()._mcp(req, respond)  # the 401 with its challenge
+            return
+        said = f"key {req.header('x-api-key')} token {token}"
+        method, rid = req.rpc_method, req.rpc_id
+        if method == "tools/list":
+            tools = [
+                {
+                    "name": "echo",
+                    "description": f"echoes {said}",
+                    "inputSchema": {"type": "object"},
+                },
+                {"name": "fail", "description": "fails", "inputSchema": {"type": "object"}},
+            ]
+            await respond.json(result(rid, {"tools": tools, "resultType": "complete"}))
+        elif method == "tools/call" and req.message["params"]["name"] == "fail":
+            await respond.json(error(rid, -32000, f"refused {said}"))
+        elif method == "tools/call":
+            log = notification("notifications/message", {"level": "error", "data": said})
+            text = {"type": "text", "text": f"you sent {said}"}
+            answer = result(rid, {"content": [text], "resultType": "complete"})
+            await respond.sse(event(log), event(answer))
+        else:
+            await super()._mcp(req, respond)
+
+
+@contextlib.asynccontextmanager
+async def serve_echoing() -> AsyncIterator[EchoingMcp]:
+    server = EchoingMcp()
+    async with serve_http(server) as http:
+        server._http = http
+        yield server

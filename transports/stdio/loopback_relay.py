@@ -1,0 +1,100 @@
+"""mcpd's side of a server's host loopback grant: each connection the server makes to
+a listener in its namespace (``netns``) is spliced to the same port on the host's
+loopback, and nowhere else: the server picks neither the address nor the port, and
+learns nothing but the bytes that port's listener sends. A relayed connection ends as a
+whole when either side ends its sending (there is no half-close through it).
+
+At most ``MAX_OPEN`` relayed connections are open per server at a time, across its
+ports: one over that is closed as soon as it is accepted, so a server that floods its
+grant holds a bounded number of mcpd's descriptors and of the host listener's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+from collections.abc import Sequence
+from typing import Final
+
+import trio
+
+MAX_OPEN: Final = 32
+_CHUNK: Final = 65536
+
+logger = logging.getLogger("mcpd.stdio")
+
+
+async def relay_loopback(alias: str, listeners: Sequence[tuple[socket.socket, int]]) -> None:
+    """Serve the listeners until cancelled; they are closed on the way out."""
+    limiter = trio.CapacityLimiter(MAX_OPEN)
+    wrapped = [(trio.SocketListener(trio.socket.from_stdlib_socket(s)), p) for s, p in listeners]
+    try:
+        async with trio.open_nursery() as nursery:
+            for listener, port in wrapped:
+                nursery.start_soon(_accept, alias, listener, port, limiter, nursery)
+    finally:
+        with trio.CancelScope(shield=True):
+            for listener, _ in wrapped:
+                await listener.aclose()
+
+
+async def _accept(
+    alias: str,
+    listener: trio.SocketListener,
+    port: int,
+    limiter: trio.CapacityLimiter,
+    nursery: trio.Nursery,
+) -> None:
+    refusing = False  # said once per run of refusals: a flood must not flood the log too
+    while True:
+        inside = await listener.accept()
+        try:
+            limiter.acquire_on_behalf_of_nowait(inside)
+        except trio.WouldBlock:
+            if not refusing:
+                logger.warning(
+                    "%s: connections to host loopback port %d are refused while %d are open",
+                    alias,
+                    port,
+                    MAX_OPEN,
+                )
+                refusing = True
+            await inside.aclose()
+            continue
+        refusing = False
+        nursery.start_soon(_splice, alias, inside, port, limiter)
+
+
+async def _splice(
+    alias: str, inside: trio.SocketStream, port: int, limiter: trio.CapacityLimiter
+) -> None:
+    outside: trio.SocketStream | None = None
+    try:
+        try:
+            outside = await trio.open_tcp_stream("127.0.0.1", port)
+        except OSError as exc:
+            logger.info("%s: host loopback port %d: %s", alias, port, exc.strerror or exc)
+            return
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_copy, inside, outside, nursery.cancel_scope)
+            nursery.start_soon(_copy, outside, inside, nursery.cancel_scope)
+    finally:
+        # Released before either side hears the end, so that the next connection the
+        # server makes after seeing this one end is not refused for it.
+        limiter.release_on_behalf_of(inside)
+        with trio.CancelScope(shield=True):
+            await inside.aclose()
+            if outside is not None:
+                await outside.aclose()
+
+
+async def _copy(
+    source: trio.SocketStream, sink: trio.SocketStream, splice: trio.CancelScope
+) -> None:
+    """One direction; its end (or a failure) ends both: a side that closed is not kept
+    waiting on the other, which would hold a relayed connection open for nothing."""
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while data := await source.receive_some(_CHUNK):
+            await sink.send_all(data)
+    splice.cancel()
