@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 
 from ..local.owners import trusted_owners, user_name
+from ..policy.agent import parent_of
 
 if TYPE_CHECKING:
     import trio
@@ -60,17 +61,6 @@ _MAX_ANCESTORS: Final = 256
 _MAX_ENVIRON: Final = 1 << 20
 
 
-def _parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    # The name (in parentheses) may hold anything; what follows the last ")" does not.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return int(fields[1]) if len(fields) > 1 else None
-
-
 def _mark_of(pid: int, mark: str) -> str | None:
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
@@ -95,7 +85,7 @@ def server_of(
     while current is not None and current > 1 and seen < _MAX_ANCESTORS:
         if current in processes:
             return processes[current]
-        current = _parent(current)
+        current = parent_of(current)
         seen += 1
     token = _mark_of(pid, mark)
     return marks.get(token) if token is not None else None
