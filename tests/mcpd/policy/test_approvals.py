@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 from mcpd.policy import asking, refusals
-from mcpd.policy.agent import AgentInfo, decider_of, exe_of
+from mcpd.policy.agent import AgentInfo, Decider, decider_of, exe_of, session_of
 from mcpd.policy.approvals import (
     PER_AGENT,
     TIMEOUT,
@@ -30,6 +30,15 @@ from mcpd.policy.gate import CallGate
 from mcpd.policy.masking import KnownSecrets
 from mcpd.policy.rules import CallFacts, Decision
 
+# Starts a child in its own session, says the child's pid, and waits for stdin to close.
+SESSION_LEADER = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+print(child.pid, flush=True)
+sys.stdin.read()
+child.kill()
+child.wait()
+"""
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
 
 
@@ -182,27 +191,54 @@ async def test_a_process_in_the_agent_s_session_cannot_decide_its_call(
 ) -> None:
     """A host that runs ``mcpd bridge`` and a shell tool side by side: the tool does not
     descend from the bridge (the agent mcpd sees), but shares its session; a person's
-    terminal is a session of its own."""
+    terminal is a session of its own. The sessions are made here, so that the test does
+    not depend on the session it runs in (which reads as 0 in a container)."""
     approvals = Approvals()
-    argv = [sys.executable, "-c", "import sys; sys.stdin.read()"]
-    beside = subprocess.Popen(argv, stdin=subprocess.PIPE)
-    apart = subprocess.Popen(argv, stdin=subprocess.PIPE, start_new_session=True)
+    # The decider leads a session of its own and starts the agent's "host" in it.
+    leader = subprocess.Popen(
+        [sys.executable, "-c", SESSION_LEADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    apart = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
     try:
+        assert leader.stdout is not None
+        beside = int(leader.stdout.readline())
+        assert session_of(beside) == leader.pid
         async with trio.open_nursery() as nursery:
-            for pid in (beside.pid, apart.pid):
+            for pid in (beside, apart.pid):
                 agent = AgentInfo(uid=os.getuid(), pid=pid, connection=str(pid))
                 nursery.start_soon(approvals.ask, request(agent), 120)
                 await started(approvals, 1 + (pid == apart.pid))
             by_pid = {v.agent.pid: v.id for v in approvals.list()}
-            me = decider_of(os.getpid())
-            assert beside.pid not in me.lineage
+            me = decider_of(leader.pid)
+            assert beside not in me.lineage
             with pytest.raises(ApprovalError, match="same session as the agent"):
-                approvals.decide(by_pid[beside.pid], True, "me", decider=me)
+                approvals.decide(by_pid[beside], True, "me", decider=me)
             approvals.decide(by_pid[apart.pid], True, "me", decider=me)
             nursery.cancel_scope.cancel()
     finally:
-        beside.communicate(b"")
+        leader.communicate(b"")
         apart.communicate(b"")
+
+
+async def test_a_session_that_cannot_be_read_leaves_the_lineage_check(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Where a session began outside mcpd's PID namespace /proc says 0 for it: nobody can
+    tell two such sessions apart, so only the lineage decides."""
+    approvals = Approvals()
+    agent = AgentInfo(uid=os.getuid(), pid=4242, connection="c1")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(approvals.ask, request(agent), 120)
+        await started(approvals, 1)
+        [view] = approvals.list()
+        with pytest.raises(ApprovalError, match="cannot decide it"):
+            approvals.decide(view.id, True, "me", decider=Decider((7, 4242), 0))
+        approvals.decide(view.id, True, "me", decider=Decider((7, 8), 0))
+    assert approvals.list() == []
 
 
 async def test_an_approval_is_remembered_for_its_connection_only(
