@@ -13,8 +13,9 @@ from transports.stdio.childenv import in_default_set
 from transports.stdio.exits import shown
 
 from ..config.envcheck import relied_on
-from ..config.model import Config, ServerConfig
+from ..config.model import Config
 from ..config.sandbox import child_env, expected_shortfall, sandbox_of
+from ..config.servertable import ServerConfig
 
 
 def sandbox_lines(

@@ -25,7 +25,7 @@ from typing import Final
 
 from transports.stdio.childenv import in_default_set, matches, never_inherited
 
-from .model import ServerConfig
+from .servertable import ServerConfig
 
 _WORD: Final = re.compile(r"[a-z0-9]+")
 _SHELL_REF: Final = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")

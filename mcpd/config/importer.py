@@ -35,8 +35,9 @@ from .envcheck import relied_on
 from .import_hosts import Dialect, dialect_of, normalize
 from .import_inline import Inline, inline_secrets
 from .jsonc import objects, read_json
-from .model import ConfigError, ServerConfig
+from .model import ConfigError
 from .oauth_hints import oauth_table
+from .servertable import ServerConfig
 
 _ALIAS_BAD: Final = re.compile(r"[^A-Za-z0-9_-]+")
 _VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")

@@ -32,11 +32,12 @@ from .expand import (
 )
 from .held import held_in
 from .hosts import builtin_profiles
-from .model import LIST_LIMIT_KEYS, Config, ConfigError, ServerConfig
+from .model import LIST_LIMIT_KEYS, Config, ConfigError
 from .policychecks import validate_policy
 from .profiles import DEFAULT_PROFILE, ProfileConfig
 from .sandbox import limits_errors
 from .serverchecks import check_server
+from .servertable import ServerConfig
 
 __all__ = ["Unresolved", "expand", "load", "parse", "validate"]
 

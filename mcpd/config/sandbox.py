@@ -42,8 +42,9 @@ from transports.stdio.sandbox import (
 from transports.stdio.sandbox_host import probe
 
 from .credstores import IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY
-from .model import DEFAULT_LIMITS, Config, ConfigError, LimitsConfig, ServerConfig
+from .model import Config, ConfigError
 from .paths import cache_directory, state_directory
+from .servertable import DEFAULT_LIMITS, LimitsConfig, ServerConfig
 
 HOMES: Final = "homes"
 _SIZE_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.I)

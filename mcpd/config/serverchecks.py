@@ -12,8 +12,9 @@ from collections.abc import Collection, Iterator
 
 import msgspec
 
-from .model import ALIAS_RE, LIST_LIMIT_KEYS, AuthConfig, ConfigError, ServerConfig, ToolsConfig
+from .model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError
 from .sandbox import grant_errors
+from .servertable import AuthConfig, ServerConfig, ToolsConfig
 
 
 def check_server(alias: str, s: ServerConfig, unknown: Collection[str] = ()) -> None:

@@ -30,8 +30,9 @@ import trio
 from protocol import mcp, surface
 from protocol.logfields import log_extra
 
-from ..config.model import Config, ServerConfig
+from ..config.model import Config
 from ..config.paths import state_directory
+from ..config.servertable import ServerConfig
 from ..registry.catalog import Catalog
 from ..registry.limits import limited_saved
 from .privatefile import read_private, write_atomically

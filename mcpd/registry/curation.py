@@ -16,7 +16,7 @@ import msgspec
 from protocol import mcp
 from protocol.logfields import log_extra
 
-from ..config.model import ToolsConfig
+from ..config.servertable import ToolsConfig
 
 logger = logging.getLogger("mcpd.registry")
 

@@ -16,7 +16,8 @@ from msgspec import Raw
 
 from protocol import surface
 
-from ..config.model import NamingConfig, ToolsConfig
+from ..config.model import NamingConfig
+from ..config.servertable import ToolsConfig
 from .curation import visible
 from .gate import Gate
 from .names import assign

@@ -18,7 +18,8 @@ import msgspec
 
 from protocol import mcp
 
-from ..config.model import NamingConfig, ToolsConfig
+from ..config.model import NamingConfig
+from ..config.servertable import ToolsConfig
 from .curation import curate
 from .gate import Gate
 from .shown import Entry

@@ -16,7 +16,7 @@ import trio
 
 from transports.errors import TransportError, UnexpectedReply
 
-from ..config.model import ServerConfig
+from ..config.servertable import ServerConfig
 
 # A 4xx that is about the request, not the caller or the moment: only these suggest
 # the server speaks the other transport.

@@ -20,8 +20,9 @@ from protocol.logfields import log_extra
 from transports.base import Started, Transport
 from transports.errors import Unreachable
 
-from ..config.model import Config, DaemonConfig, ServerConfig
+from ..config.model import Config, DaemonConfig
 from ..config.sandbox import sandbox_of, sandbox_status
+from ..config.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog

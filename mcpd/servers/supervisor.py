@@ -12,7 +12,8 @@ import trio
 
 from protocol.logfields import log_extra
 
-from ..config.model import Config, ServerConfig
+from ..config.model import Config
+from ..config.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog

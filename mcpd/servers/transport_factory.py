@@ -11,8 +11,9 @@ from typing import Any
 from transports.base import NotificationHandler, Transport
 from transports.stdio.transport import StdioParams, open_stdio_transport
 
-from ..config.model import Config, ServerConfig
+from ..config.model import Config
 from ..config.sandbox import inherit_of, provided_env, sandbox_of
+from ..config.servertable import ServerConfig
 
 
 @contextlib.asynccontextmanager

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from .errors import AuthFailed, LoginError, LoginRequired, NoOAuthLogin, RedirectFailed
 
 if TYPE_CHECKING:
-    from ...config.model import Config, ServerConfig
+    from ...config.model import Config
+    from ...config.servertable import ServerConfig
     from .auth import ServerAuth
     from .login import Login
 

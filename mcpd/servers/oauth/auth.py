@@ -46,7 +46,8 @@ from protocol.oauth import (
 from transports.base import AuthHook
 from transports.errors import AuthError, TransportError
 
-from ...config.model import Config, ServerConfig
+from ...config.model import Config
+from ...config.servertable import ServerConfig
 from ...local.oauth_store import OAuthStore
 from ...local.statefile import state_dir
 from .errors import AuthFailed, LoginRequired, why

@@ -30,7 +30,7 @@ from protocol.oauth import (
     load_signing_key,
 )
 
-from ...config.model import AuthConfig
+from ...config.servertable import AuthConfig
 from ...local.oauth_store import IssuerRecord, StoredLogin
 
 

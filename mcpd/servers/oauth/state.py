@@ -26,7 +26,7 @@ from protocol.oauth import AuthorizationResult, BearerChallenge, FetchPolicy, Sc
 from protocol.urls import display_url
 from transports.http.oauth_client import OAuthHttp
 
-from ...config.model import ServerConfig
+from ...config.servertable import ServerConfig
 from ...local.oauth_store import OAuthStore
 from .credentials import Credentials, client_config
 from .errors import LoginRequired

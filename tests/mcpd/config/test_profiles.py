@@ -12,8 +12,9 @@ import msgspec
 import pytest
 
 from mcpd.config.load import parse
-from mcpd.config.model import ConfigError, NamingConfig, ToolsConfig
+from mcpd.config.model import ConfigError, NamingConfig
 from mcpd.config.profiles import Patterns, ProfileConfig
+from mcpd.config.servertable import ToolsConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.views import ProfileView, assign_names, unmatched
 from protocol import jsonrpc as rpc

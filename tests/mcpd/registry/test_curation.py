@@ -12,7 +12,8 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.config.model import NamingConfig, ToolsConfig
+from mcpd.config.model import NamingConfig
+from mcpd.config.servertable import ToolsConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.curation import ToolBudget, curate
 from protocol import jsonrpc as rpc

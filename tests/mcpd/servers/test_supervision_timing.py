@@ -18,7 +18,8 @@ import trio.lowlevel
 import trio.testing
 
 from mcpd.config.load import parse
-from mcpd.config.model import Config, ServerConfig
+from mcpd.config.model import Config
+from mcpd.config.servertable import ServerConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.calls import CallRefused
 from mcpd.servers.runner import Runner
