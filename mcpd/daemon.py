@@ -17,12 +17,10 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from protocol.urls import display_url
 from transports import fdread, linewriter
 from transports.stdio import early
 from transports.stdio.launch import START_MARK
 
-from . import __version__
 from .agents.api import AgentServer
 from .agents.backend import Control, Lines
 from .agents.peers import server_of
@@ -44,12 +42,11 @@ from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.gate import Gate
 from .registry.views import ProfileView, unmatched
-from .servers import metrics
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
 from .servers.history import Histories, ServerHistory
-from .servers.outage import iso
 from .servers.supervisor import ReloadReport, Supervisor
+from .status_report import StatusReport
 
 __all__ = ["Daemon"]
 
@@ -114,6 +111,16 @@ class Daemon(Control):
         self.tool_budget = ToolBudget(config.daemon.max_tools)
         self.api = AgentServer(self.all_servers, self, _LINES, splice=splice)
         self.api.configure(config.profiles, config.naming)
+        self.report = StatusReport(
+            self.supervisor,
+            self.registry,
+            self.all_servers,
+            self.api,
+            self.oversight,
+            self.histories,
+            self.tool_budget,
+            self.state.path,
+        )
         self.token = TokenFile(token_path(state_dir(config)))
         self._guarded_token = ""
         self.oversight.watch_secrets("daemon", self._secrets_held_now)
@@ -377,73 +384,14 @@ class Daemon(Control):
         return self.oversight.call_gate
 
     def metrics(self, scope: ProfileView | None = None) -> str:
-        runners = self.supervisor.runners
-        if scope is None:
-            agents = len(self.api.agent_connections())
-            text = metrics.render(runners, self.registry, self.registry.size(), agents)
-            return text + self.oversight.metrics()
-        own = {alias: r for alias, r in runners.items() if scope.has_server(alias)}
-        text = metrics.render(own, self.registry, scope.count(), self.api.agents()[scope.name])
-        return text + self.oversight.metrics(scope.has_server)
+        return self.report.metrics(scope)
 
     def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:
-        only = None if scope is None else scope.has_server
-        return self.histories.view(self.supervisor.runners, only)
+        return self.report.history(scope)
 
-    def status(self, scope: ProfileView | None = None) -> dict[str, Any]:
-        servers = []
-        for s in self.supervisor.status(None if scope is None else scope.has_server):
-            s = dict(s)
-            s["since"] = iso(s["since"])
-            s["retry_at"] = iso(s["retry_at"])
-            servers.append(s)
+    def status(self, scope: ProfileView | None = None) -> dict[str, object]:
         if scope is not None:
-            return self._status_for(scope, servers)
-        endpoint = self.api.endpoint
-        return {
-            "daemon": {
-                "version": __version__,
-                "pid": os.getpid(),
-                "socket": self.socket_path,
-                "config": self.config_path,
-                "uptime_s": round(trio.current_time() - self._started, 1),
-                "connections": len(self.api.agent_connections()),
-                "tools": self.registry.size(),
-                "prompts": len(self.registry.prompts.listing()),
-                "resources": len(self.registry.resources.listing()),
-                "max_tools": self.tool_budget.limit,
-                "summary": self.supervisor.summary(),
-                "state_file": self.state.path,
-                "warnings": [w for w in [self.tool_budget.warning(self.registry.size())] if w],
-                **{
-                    key: sum(s.get(key, 0) for s in servers)
-                    for key in ("held", "definition_changes", "findings")
-                },
-                "http": None if endpoint is None else display_url(endpoint.url),
-            },
-            "servers": servers,
-            "profiles": self.api.profile_status(bool(self.tool_budget.over)),
-            **self.oversight.status(),
-        }
-
-    def _status_for(self, scope: ProfileView, servers: list[dict[str, Any]]) -> dict[str, Any]:
-        """Status as an agent of the profile ``scope`` reads it: its own servers and
-        profile, and of the daemon what says how it serves them (no paths, no pid, no
-        other server named in the summary)."""
-        over = bool(self.tool_budget.over)
-        return {
-            "daemon": {
-                "version": __version__,
-                "profile": scope.name,
-                "uptime_s": round(trio.current_time() - self._started, 1),
-                "connections": self.api.agents()[scope.name],
-                "tools": scope.count(),
-                "prompts": len(self.all_servers.prompt_listing(scope.admits_prompt)),
-                "resources": len(self.all_servers.resource_listing(scope)),
-                "max_tools": scope.cap,
-                "summary": self.supervisor.summary(scope.has_server),
-                "warnings": [],
-            },
-            "servers": servers,
-            "profiles": self.api.profile_status(over, only=scope.name),
-        }
+            return self.report.of_profile(scope, started=self._started)
+        return self.report.whole(
+            socket=self.socket_path, config=self.config_path, started=self._started
+        )

@@ -1,0 +1,126 @@
+"""What the daemon says of itself: the status document (``mcpd status``, the status
+page, ``mcpd/status``), the servers' recent history and the Prometheus text, either
+whole, for those who may read all of it, or as an agent of one profile reads it."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import trio
+
+from protocol.urls import display_url
+
+from . import __version__
+from .agents.api import AgentServer
+from .oversight import Oversight
+from .registry.catalog import Catalog
+from .registry.curation import ToolBudget
+from .registry.views import ProfileView
+from .servers import metrics
+from .servers.all_servers import AllServers
+from .servers.history import Histories, ServerHistory
+from .servers.outage import iso
+from .servers.supervisor import Supervisor
+
+
+class StatusReport:
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        registry: Catalog,
+        all_servers: AllServers,
+        api: AgentServer,
+        oversight: Oversight,
+        histories: Histories,
+        tool_budget: ToolBudget,
+        state_file: str,
+    ) -> None:
+        self._supervisor = supervisor
+        self._registry = registry
+        self._all_servers = all_servers
+        self._api = api
+        self._oversight = oversight
+        self._histories = histories
+        self._tool_budget = tool_budget
+        self._state_file = state_file
+
+    def whole(self, *, socket: str, config: str | None, started: float) -> dict[str, object]:
+        """Everything, for those the daemon's own paths and pid may be shown to.
+        ``started`` is the trio time the daemon started at."""
+        servers = self._servers()
+        registry = self._registry
+        endpoint = self._api.endpoint
+        return {
+            "daemon": {
+                "version": __version__,
+                "pid": os.getpid(),
+                "socket": socket,
+                "config": config,
+                "uptime_s": round(trio.current_time() - started, 1),
+                "connections": len(self._api.agent_connections()),
+                "tools": registry.size(),
+                "prompts": len(registry.prompts.listing()),
+                "resources": len(registry.resources.listing()),
+                "max_tools": self._tool_budget.limit,
+                "summary": self._supervisor.summary(),
+                "state_file": self._state_file,
+                "warnings": [w for w in [self._tool_budget.warning(registry.size())] if w],
+                **{
+                    key: sum(s.get(key, 0) for s in servers)
+                    for key in ("held", "definition_changes", "findings")
+                },
+                "http": None if endpoint is None else display_url(endpoint.url),
+            },
+            "servers": servers,
+            "profiles": self._api.profile_status(bool(self._tool_budget.over)),
+            **self._oversight.status(),
+        }
+
+    def of_profile(self, scope: ProfileView, *, started: float) -> dict[str, object]:
+        """Status as an agent of the profile ``scope`` reads it: its own servers and
+        profile, and of the daemon what says how it serves them (no paths, no pid, no
+        other server named in the summary)."""
+        servers = self._servers(scope)
+        over = bool(self._tool_budget.over)
+        return {
+            "daemon": {
+                "version": __version__,
+                "profile": scope.name,
+                "uptime_s": round(trio.current_time() - started, 1),
+                "connections": self._api.agents()[scope.name],
+                "tools": scope.count(),
+                "prompts": len(self._all_servers.prompt_listing(scope.admits_prompt)),
+                "resources": len(self._all_servers.resource_listing(scope)),
+                "max_tools": scope.cap,
+                "summary": self._supervisor.summary(scope.has_server),
+                "warnings": [],
+            },
+            "servers": servers,
+            "profiles": self._api.profile_status(over, only=scope.name),
+        }
+
+    def metrics(self, scope: ProfileView | None = None) -> str:
+        runners = self._supervisor.runners
+        registry = self._registry
+        if scope is None:
+            agents = len(self._api.agent_connections())
+            text = metrics.render(runners, registry, registry.size(), agents)
+            return text + self._oversight.metrics()
+        own = {alias: r for alias, r in runners.items() if scope.has_server(alias)}
+        text = metrics.render(own, registry, scope.count(), self._api.agents()[scope.name])
+        return text + self._oversight.metrics(scope.has_server)
+
+    def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:
+        only = None if scope is None else scope.has_server
+        return self._histories.view(self._supervisor.runners, only)
+
+    def _servers(self, scope: ProfileView | None = None) -> list[dict[str, Any]]:
+        """Each server's row (of those ``scope`` has), its times as ISO dates."""
+        servers = []
+        for s in self._supervisor.status(None if scope is None else scope.has_server):
+            s = dict(s)
+            s["since"] = iso(s["since"])
+            s["retry_at"] = iso(s["retry_at"])
+            servers.append(s)
+        return servers
