@@ -1,7 +1,8 @@
 """The daemon: the wiring. It builds the parts (config, the tool table, the supervised
-servers, the agents' socket, the state file, systemd), owns the nursery they run in,
-and handles signals and reload. The parts see each other only through what is
-handed to them here."""
+servers, the agents' socket, the state file, systemd, what it reports of itself), owns
+the nursery they run in, and handles signals and reload: a config read again
+(``reread``) is put in force part by part. The parts see each other only through what
+is handed to them here."""
 
 from __future__ import annotations
 
@@ -27,8 +28,7 @@ from .agents.peers import server_of
 from .agents.unix_socket import SocketFile, open_unix_listener
 from .audit.log import AuditLog
 from .config.endpoints import groups_locked_out
-from .config.load import load
-from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
+from .config.model import Config, ConfigError, DaemonConfig
 from .config.secrets import HeldSecret
 from .errors import DaemonError
 from .local import pinfile
@@ -41,7 +41,8 @@ from .policy.gate import CallGate
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.gate import Gate
-from .registry.views import ProfileView, unmatched
+from .registry.views import ProfileView
+from .reread import Rereader, unmatched_profile
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
 from .servers.history import Histories, ServerHistory
@@ -75,16 +76,15 @@ class Daemon(Control):
         tools/call is encoded as any other message is, never written around the bytes
         it carries (``protocol.splice``): what the agents read is the same either way."""
         self.config = config
-        self._socket_for = socket_for or Config.socket_path
-        # What the endpoint was started with: a reload compares with this, not with the
-        # config it read last, which may itself be waiting for a restart.
-        self._http_listen = config.daemon.http_listen
         self._on_settled = on_settled
         self.config_path = config_path
         self.sysd = sysd or SystemdEnv(Notifier(None))
         # What every server lists passes it; its settings follow the config in force.
         gate = Gate(lambda alias: self.supervisor.config.pin_policy(alias))
         self.registry = Catalog(config.naming, gate)
+        self.rereader = Rereader(
+            config_path, config, self.registry, socket_for or Config.socket_path
+        )
         # The policy, the approvals, the audit log and the secrets guarded in what
         # servers send; a call waiting for approval, or decided, redraws open status
         # pages as a server's change does.
@@ -178,7 +178,7 @@ class Daemon(Control):
                 await self.supervisor.wait_started(
                     self._started + self.config.daemon.startup_deadline
                 )
-                problem = self._unmatched_profile(self.config)
+                problem = unmatched_profile(self.config, self.registry)
                 if problem is not None:
                     raise problem
                 # Agents are served once every server has had its first attempt: with socket
@@ -227,44 +227,14 @@ class Daemon(Control):
 
     async def reload_config(self) -> ReloadReport:
         async with self._reload_lock:
-            if self.config_path is None:
-                raise rpc.RPCError(-32000, "mcpd was started without a config file to re-read")
-            try:
-                new = load(self.config_path)
-                problem = self._unmatched_profile(new, self.config)
-                if problem is not None:
-                    raise problem
-            except ConfigError as exc:
-                logger.error(
-                    "reload rejected, keeping the running configuration: %s",
-                    exc,
-                    extra=log_extra(None, "reload", str(exc)),
-                )
-                # The data lets `mcpd reload` exit as every config error does (78).
-                raise rpc.RPCError(
-                    -32000, f"config rejected: {exc}", {CONFIG_ERROR: str(exc)}
-                ) from None
-            restart = []
-            if self._socket_for(new) != self.socket_path:
-                restart.append("daemon.socket")
-            if new.daemon.http_listen != self._http_listen:
-                restart.append("daemon.http_listen")
-            for key in restart:
-                logger.warning(
-                    "%s changed; that takes a restart, not a reload",
-                    key,
-                    extra=log_extra(None, "reload"),
-                )
-            # The socket listening now is the one every server's sandbox must hide.
-            new = msgspec.structs.replace(
-                new, daemon=msgspec.structs.replace(new.daemon, socket=self.socket_path)
-            )
+            reread = self.rereader.read(self.config, self.socket_path)
+            new = reread.config
             self.notifier.reloading()
             # Servers the new config starts may speak before it is in force.
             self.oversight.expect(new)
             try:
                 report = await self.supervisor.reload(new)
-                report.restart = restart
+                report.restart = reread.restart
                 self.config = new
                 self.oversight.configure(new)
                 self.api.configure(new.profiles, new.naming)
@@ -304,17 +274,6 @@ class Daemon(Control):
             if line != self._status_line:
                 self._status_line = line
                 self.notifier.status(line)
-
-    def _unmatched_profile(self, new: Config, old: Config | None = None) -> ConfigError | None:
-        """A profile of ``new`` that matches no tool, judged by the tools listed now;
-        servers that a reload adds or changes are not judged yet."""
-        if not new.profiles:
-            return None
-        enabled = [a for a, c in new.servers.items() if c.enabled]
-        unknown = [
-            a for a in enabled if old is None or old.servers.get(a) != new.servers[a]
-        ] if old is not None else []  # fmt: skip
-        return unmatched(new.profiles, self.registry, new.naming, enabled, unknown)
 
     def _secrets_held_now(self) -> list[HeldSecret]:
         """The secrets that change while mcpd runs: the servers' OAuth tokens, and the
