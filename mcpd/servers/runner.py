@@ -2,67 +2,38 @@
 
 The runner's task owns the server's transport (so the process or connection lives
 exactly as long as the task); calls arrive from agents' tasks and go through the
-circuit breaker and a bounded concurrency gate before they reach the transport.
+circuit breaker and a bounded concurrency gate before they reach the transport. The
+server's parts, its state and its status row are ``server_parts.ServerParts``'s.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
 from protocol.logfields import log_extra
 from transports.base import Started, Transport
 from transports.errors import Unreachable
 
-from ..config.model import Config, DaemonConfig
-from ..config.sandbox import sandbox_of, sandbox_status
+from ..config.model import Config
 from ..config.servertable import ServerConfig
 from ..policy.guard import SecretGuard
-from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog
-from .askback import AskRoutes
-from .backoff import RestartPolicy
-from .breaker import Breaker, Transition
-from .calls import CallHost, CallLimits
-from .downtime import Downtime
-from .events import LifecycleJournal, describe_failure
-from .health import LIVENESS_TIMEOUT, Health
+from .events import describe_failure
 from .http_kind import other_kind
-from .log_messages import LogMessages
-from .oauth import LoginRequired, attach
-from .outage import Outage
-from .progress import ProgressRoutes
-from .prompt_resource_lists import PromptResourceKeeper
-from .scheduler import CallScheduler
-from .session import Session
-from .state import (
-    Reported,
-    backoff_config,
-    breaker_config,
-    list_trims,
-    outage_of,
-    prompt_resource_counts,
-    server_state,
-    status_row,
-)
-from .stats import LatencyStats
-from .tool_list import ToolListKeeper
+from .oauth import LoginRequired
+from .server_parts import ServerParts
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
-
-if TYPE_CHECKING:
-    from .oauth import Login, ServerAuth
 
 logger = logging.getLogger("mcpd.server")
 
 
-class Runner(CallHost):
+class Runner(ServerParts):
     def __init__(
         self,
         alias: str,
@@ -74,114 +45,13 @@ class Runner(CallHost):
         *,
         guard: SecretGuard | None = None,
     ) -> None:
-        d = config.daemon
-        self.alias = alias
-        # The secrets mcpd holds, kept out of everything this server sends.
-        self.guard = guard or SecretGuard(KnownSecrets())
-        self.cfg = cfg
-        self._config = config
-        self.limits = CallLimits(alias, config)
-        self.registry = registry
-        self._on_change = on_change
+        super().__init__(alias, cfg, config, registry, on_change, guard=guard)
         self._open_transport = transport_factory
-        self.transport_kind: str = cfg.kind
-        self.breaker = Breaker(
-            breaker_config(d, probe_timeout=config.call_timeout(alias) + LIVENESS_TIMEOUT),
-            on_transition=self._on_breaker,
-        )
-        self.policy = RestartPolicy(backoff_config(d), loops=cfg.kind == "stdio")
-        self.stats = LatencyStats()
-        self.scheduler = CallScheduler(self, cfg.concurrency())
-        self.upstream: Upstream | None = None
-        self.stderr: list[str] = []
-        self.first_attempt = trio.Event()
         self._switched = False
-        self.health = Health(
-            alias,
-            self.breaker,
-            interval=self._health_interval,
-            probe_timeout=lambda: self.config.daemon.probe_timeout,
-            on_probe=self._publish,
-        )
-        self.events = LifecycleJournal(alias, lambda: self.stderr)
-        self.progress = ProgressRoutes(f"mcpd-{alias}-")
-        self.tool_list = ToolListKeeper(alias, self.wake, self._is_connected, self._install)
-        # OAuth, for HTTP servers: dormant until the server answers 401.
-        self.auth: ServerAuth | None = None
-        self.login: Login | None = None
-        if cfg.url is not None:
-            self.auth, self.login = attach(alias, cfg, config)
-            self.auth.on_change = self._auth_changed
-            self.auth.on_tokens = self.guard.refresh
-        self.downtime = Downtime(
-            self.events,
-            self.policy,
-            self._publish,
-            process=cfg.kind == "stdio",
-            login_changed=self.auth.wait_changed if self.auth is not None else None,
-        )
-        self.attempts = 0
-        # Its process while it runs, and what of its sandbox its last start could not
-        # apply (stdio servers only).
-        self.process: Started | None = None
-        self.unprotected: str | None = None
         self._ready: tuple[bool, str, int] = (False, "", 0)
-        # Prompts, resources and templates; what the server asks back, and of whom.
-        self.prompt_resources = PromptResourceKeeper(alias, registry, self.wake, self.changed)
-        self.logs = LogMessages(alias, self.wake)
-        self.asks = AskRoutes(alias, lambda: self.config.daemon.ask_timeout)
-        self.session = Session(
-            alias,
-            era=cfg.era,
-            relay=list(cfg.relay),
-            events=self.events,
-            health=self.health,
-            policy=self.policy,
-            tool_list=self.tool_list,
-            prompt_resources=self.prompt_resources,
-            logs=self.logs,
-            progress=self.progress,
-            scheduler=self.scheduler,
-            auth=self.auth,
-            guard=self.guard,
-        )
-
-    # -- state shown to people and models --
-
-    @property
-    def state(self) -> str:
-        return server_state(self.downtime, self.breaker, trio.current_time())
-
-    @property
-    def phase(self) -> str:
-        return self.downtime.phase
-
-    def outage(self) -> Outage:
-        return outage_of(
-            self.alias, self.state, self.breaker, self.downtime, trio.current_time(), self.stderr
-        )
-
-    @property
-    def available(self) -> bool:
-        """Whether calls can be expected to work (the tools are listed as available)."""
-        return self.state in ("ready", "degraded")
-
-    def _publish(self) -> None:
-        available = self.available
-        if available:
-            self.registry.set_availability(self.alias, True)
-        else:
-            self.registry.set_availability(self.alias, False, self.outage().marker())
-        self._on_change(self.alias)
-
-    def _log(self, level: int, event: str, message: str, reason: str | None = None) -> None:
-        self.events.event(level, event, message, reason, depth=2)
-
-    def _on_breaker(self, t: Transition) -> None:
-        self.events.breaker(t)
-        self.wake()
-        # Its state changed with it (a probe, a recovery), where no phase did.
-        self._on_change(self.alias)
+        if self.auth is not None:
+            # A login that stops working while the server is served is shown at once.
+            self.auth.on_change = self._auth_changed
 
     # -- the supervised loop --
 
@@ -323,123 +193,3 @@ class Runner(CallHost):
 
     async def _serve(self, up: Upstream, transport: Transport) -> None:
         await self.session.serve(up, transport, self._now_ready)
-
-    def _health_interval(self) -> float:
-        return self.config.daemon.health_interval if self.transport_kind != "stdio" else 0.0
-
-    def _is_connected(self) -> bool:
-        return self.phase == "connected"
-
-    def _install(self, tools: list[mcp.Tool]) -> None:
-        if self.registry.update(self.alias, tools, trusted=self.cfg.trusted):
-            self.changed()
-
-    @property
-    def config(self) -> Config:
-        return self._config
-
-    @config.setter
-    def config(self, config: Config) -> None:
-        self._config = config
-        self.limits = CallLimits(self.alias, config)
-
-    @property
-    def settings(self) -> DaemonConfig:
-        return self._config.daemon
-
-    def waits_for_start(self) -> bool:
-        """Calls that come while the first start is under way wait for it."""
-        return self.phase == "starting" and not self.first_attempt.is_set()
-
-    def wake(self) -> None:
-        self.session.wake()
-
-    def changed(self) -> None:
-        self._on_change(self.alias)
-
-    @property
-    def subscribed(self) -> bool:
-        return self.tool_list.subscribed
-
-    @property
-    def refetches(self) -> int:
-        return self.tool_list.refetches
-
-    def maybe_refresh(self) -> None:
-        self.tool_list.maybe_refresh()
-
-    def request_refetch(self) -> None:
-        self.tool_list.request()
-
-    @property
-    def dropped_tools(self) -> list[str]:
-        return self.tool_list.dropped
-
-    @property
-    def inflight(self) -> int:
-        return self.scheduler.running
-
-    @property
-    def waiting(self) -> int:
-        return len(self.scheduler.queue)
-
-    def check_liveness(self) -> None:
-        """After a failed call: probe the server soon (see health)."""
-        self.health.suspect = True
-        self.wake()
-
-    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
-        now = trio.current_time()
-        self.stats.record(elapsed, error=True)
-        before = self.breaker.state
-        self.breaker.record_failure(now, reason, ticket)
-        if self.breaker.state != before:
-            self._publish()
-
-    async def wait_idle(self) -> None:
-        await self.scheduler.wait_idle()
-
-    async def phase_changed(self) -> None:
-        await self.downtime.phase_changed()
-
-    def status(self) -> dict[str, Any]:
-        up = self.upstream
-        reported = Reported(
-            alias=self.alias,
-            state=self.state,
-            transport_kind=self.transport_kind,
-            downtime=self.downtime,
-            stderr=self.stderr,
-            breaker=self.breaker,
-            policy=self.policy,
-            stats=self.stats,
-            inflight=self.inflight,
-            waiting=self.waiting,
-            dropped_tools=self.dropped_tools,
-        )
-        row = status_row(
-            reported,
-            era=up.era if up else None,
-            version=up.version if up else None,
-            tools=self.registry.count(self.alias),
-            now=trio.current_time(),
-            server_info=up.server_info if up else None,
-            cache_scope=self.tool_list.cache_scope if up else None,
-        )
-        # The child's pid (stdio servers only): what to look at with ps, strace or kill.
-        row["pid"] = up.transport.pid if up is not None else None
-        if self.cfg.command is not None:
-            # Before a start (lazy, or not yet): what a start would meet on this machine.
-            started = self.attempts > 0 and self.cfg.start != "lazy"
-            sandbox = sandbox_of(self.alias, self.cfg, self.config)
-            row["sandbox"] = sandbox_status(sandbox, self.unprotected if started else None, started)
-        if self.login is not None and self.auth is not None and self.auth.enabled:
-            row["auth"] = self.login.status()
-        trims = list_trims(
-            self.tool_list.cut, self.prompt_resources.trimmed, up.instructions_cut if up else ""
-        )
-        # Items held until approved, definition changes seen, items with findings.
-        pins = self.registry.gate.counts(self.alias)
-        # Secrets mcpd holds found in what it sent, by whose they were: never the values.
-        row["secrets_masked"] = self.guard.masked(self.alias)
-        return row | prompt_resource_counts(self.registry, self.alias) | trims | pins
