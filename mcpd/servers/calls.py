@@ -140,8 +140,8 @@ class Call(msgspec.Struct, eq=False):
 
 
 class CallHost(abc.ABC):
-    """What a scheduler needs of the server it schedules calls for: its runner, which
-    derives from this (the runner imports the scheduler, which imports this)."""
+    """What a scheduler needs of the server it schedules calls for: its runner, whose
+    ``ServerParts`` derives from this (and imports the scheduler, which imports this)."""
 
     alias: str
     breaker: Breaker
