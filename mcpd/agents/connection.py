@@ -27,8 +27,8 @@ from .askback_driver import may_be_asked
 from .backend import Lines
 from .batches import Batches
 from .identity import Identity
-from .longreply import LongReplies
 from .misbehaviour import Misbehaviour
+from .outbox import Outbox
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
 from .toolcall import Agent, Router
@@ -40,8 +40,6 @@ _OWN_METHODS: Final = "mcpd/"
 
 logger = logging.getLogger("mcpd.api")
 
-_WRITE_TIMEOUT: Final = 30.0
-_QUEUE_BYTES: Final = 4 * 1024 * 1024  # replies queued for one agent before send() waits
 _READ_SIZE: Final = 65536
 
 
@@ -102,7 +100,6 @@ class Connection(Agent):
         self.max_inflight = limits.max_inflight_per_connection
         # What cancels each request in flight: its task's scope, or the call itself.
         self.inflight: dict[rpc.Id, trio.CancelScope | Call] = {}
-        self.batches = Batches()
         self.peer = peer
         self.identity = Identity(peer)
         self.owner: object = self  # who the agent is, to what it owns (tasks, asks)
@@ -125,8 +122,13 @@ class Connection(Agent):
         self._nursery: trio.Nursery | None = None
         self._batch = lines.batch()  # the one shared batch: taken once, entered per chunk
         self._receive = lines.receive
-        self._out = lines.writer(stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault)
-        self._long = LongReplies(self._out, self._put, self._broken_piece)
+        self._outbox = Outbox(lines, stream, self.label, handler.broken_line, self.close)
+        # Its parts, held here too: a call's reply reads them without another lookup.
+        self._out = self._outbox.out
+        self._long = self._outbox.long
+        self.batches = self._outbox.batches
+        self._put = self._outbox.put
+        self._unbatch = self._outbox.unbatch
 
     def is_owner(self) -> bool:
         return is_owner(self.peer)
@@ -147,7 +149,7 @@ class Connection(Agent):
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._writer)
+            nursery.start_soon(self._outbox.run)
             try:
                 await self._read_loop(nursery)
                 self.asks.close("the agent disconnected")
@@ -253,13 +255,6 @@ class Connection(Agent):
         else:
             # An answer to what a server asked this agent; any other is ignored.
             self.asks.route(msg)
-
-    def _unbatch(self, rid: rpc.Id) -> None:
-        """``rid`` ended without an answer: its batch may be complete without it."""
-        if self.batches and rid in self.batches:
-            line = self.batches.drop(rid)
-            if line is not None:
-                self._put(line, None)
 
     def _admit(self, rid: rpc.Id) -> bool:
         """Whether a request may start: its id is free and the agent is under its
@@ -380,69 +375,8 @@ class Connection(Agent):
         Lines sent meanwhile follow it."""
         await self._long.send(pieces)
 
-    def _broken_piece(self, exc: rpc.BrokenPiece) -> None:
-        self.handler.broken_line()
-        logger.error(
-            "stopped writing a reply to %s half-way: %s (a fault in mcpd); closing its connection",
-            self.label,
-            exc,
-            extra=log_extra(None, "broken_line", str(exc)),
-        )
-        self.close()
-
-    def _put(self, data: bytes, rid: rpc.Id | None) -> None:
-        held = self._long.held
-        if held is not None:
-            held.append((data, rid))
-            return
-        batches = self.batches
-        if batches and rid is not None and rid in batches:
-            whole = batches.answer(rid, data)
-            if whole is None:
-                return  # held for the rest of its batch
-            data, rid = whole, None
-        fault = self._out.put(data)
-        if fault is None:
-            return
-        # Never pass a broken line on: the agent would lose its whole session to it.
-        # It is mcpd's own fault, so it is logged as one, and the request (if this was
-        # its answer) still gets an answer, an error that says what happened.
-        self.handler.broken_line()
-        logger.error(
-            "did not send a message to %s: %s (a fault in mcpd; %s)",
-            self.label,
-            fault,
-            "answered with an error instead" if rid is not None else "dropped",
-            extra=log_extra(None, "broken_line", fault),
-        )
-        if rid is not None:
-            self._out.put(
-                rpc.encode_error(
-                    rid,
-                    rpc.INTERNAL_ERROR,
-                    f"mcpd could not deliver the answer to this request: {fault}. "
-                    "This is a fault in mcpd and was logged.",
-                )
-            )
-
     async def drain(self) -> None:
         await self._out.drain()
-
-    async def _writer(self) -> None:
-        try:
-            await self._out.run(_WRITE_TIMEOUT)
-        except trio.TooSlowError:
-            logger.warning(
-                "%s stopped reading its replies for %.0f s; closing its connection",
-                self.label,
-                _WRITE_TIMEOUT,
-                extra=log_extra(None, reason="peer not reading"),
-            )
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
-        finally:
-            self._out.close()
-        self.close()
 
     def close(self) -> None:
         """End the connection: its read loop and writer stop, and ``run`` returns."""
