@@ -1,6 +1,8 @@
-"""One agent connection: reads lines, runs each request in its own task, and writes
-every reply and notification through one ordered LineWriter, so progress always
-precedes its response and replies that pile up are written in one go."""
+"""One agent connection: each line its reader hands on is a request answered at once
+(the lifecycle), a call started without a task, a request run in a task of its own, a
+notification, or an answer to what a server asked; what it has in flight is kept by id
+until it ends, is cancelled, or the agent hangs up. Every reply and notification goes
+out through its outbox, in order."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
-from protocol.framing import LineFramer, Oversized
+from protocol.framing import Oversized
 from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
@@ -27,6 +29,7 @@ from .askback_driver import may_be_asked
 from .backend import Lines
 from .batches import Batches
 from .identity import Identity
+from .line_reader import LineReader
 from .misbehaviour import Misbehaviour
 from .outbox import Outbox
 from .peers import Peer, is_owner
@@ -39,8 +42,6 @@ LIFECYCLE: Final = frozenset({"initialize", "ping", "server/discover"})
 _OWN_METHODS: Final = "mcpd/"
 
 logger = logging.getLogger("mcpd.api")
-
-_READ_SIZE: Final = 65536
 
 
 class Dispatcher(abc.ABC):
@@ -96,7 +97,6 @@ class Connection(Agent):
         self.splice = self.calls.splice
         self.stream = stream
         self.session = session
-        self.framer = LineFramer(limits.max_line_bytes)
         self.max_inflight = limits.max_inflight_per_connection
         # What cancels each request in flight: its task's scope, or the call itself.
         self.inflight: dict[rpc.Id, trio.CancelScope | Call] = {}
@@ -120,8 +120,6 @@ class Connection(Agent):
         self.asked = trio.Event()  # it has sent a request (the door waits for one)
         self.faults = Misbehaviour()
         self._nursery: trio.Nursery | None = None
-        self._batch = lines.batch()  # the one shared batch: taken once, entered per chunk
-        self._receive = lines.receive
         self._outbox = Outbox(lines, stream, self.label, handler.broken_line, self.close)
         # Its parts, held here too: a call's reply reads them without another lookup.
         self._out = self._outbox.out
@@ -129,6 +127,7 @@ class Connection(Agent):
         self.batches = self._outbox.batches
         self._put = self._outbox.put
         self._unbatch = self._outbox.unbatch
+        self._reader = LineReader(lines, stream, limits.max_line_bytes, self._out, self._line)
 
     def is_owner(self) -> bool:
         return is_owner(self.peer)
@@ -151,7 +150,9 @@ class Connection(Agent):
             self._nursery = nursery
             nursery.start_soon(self._outbox.run)
             try:
-                await self._read_loop(nursery)
+                oversized = await self._reader.run(nursery)
+                if oversized is not None:
+                    await self._refuse_oversized(oversized)
                 self.asks.close("the agent disconnected")
                 for hook in self.gone_hooks:
                     hook()
@@ -175,43 +176,21 @@ class Connection(Agent):
             else:
                 self.calls.abandon(handle, self)
 
-    async def _read_loop(self, nursery: trio.Nursery) -> None:
-        fd = self.stream.socket.fileno()
-        drained = False
-        while True:
-            try:
-                data = await self._receive(fd, _READ_SIZE, drained)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return
-            if not data:
-                return
-            drained = len(data) < _READ_SIZE
-            oversized = None
-            with self._batch:  # requests that came together go upstream together
-                for item in self.framer.feed(data):
-                    if isinstance(item, Oversized):
-                        oversized = item
-                        break
-                    self._line(item, nursery)
-            del data  # an idle agent's last chunk is not kept while it is quiet
-            if oversized is not None:
-                logger.warning(
-                    "%s sent a line over %d bytes; closing its connection",
-                    self.label,
-                    oversized.limit,
-                    extra=log_extra(None, reason="oversized line"),
-                )
-                await self.send(
-                    rpc.encode_error(
-                        None,
-                        rpc.INVALID_REQUEST,
-                        f"message exceeds the {oversized.limit} byte line limit; closing",
-                    )
-                )
-                return
-            # A peer that sends faster than it reads waits here, not in our memory.
-            if self._out.queued > self._out.limit:
-                await self._out.wait_room()
+    async def _refuse_oversized(self, oversized: Oversized) -> None:
+        """The agent is told why nothing after its line over the limit is read."""
+        logger.warning(
+            "%s sent a line over %d bytes; closing its connection",
+            self.label,
+            oversized.limit,
+            extra=log_extra(None, reason="oversized line"),
+        )
+        await self.send(
+            rpc.encode_error(
+                None,
+                rpc.INVALID_REQUEST,
+                f"message exceeds the {oversized.limit} byte line limit; closing",
+            )
+        )
 
     def _line(self, line: bytes, nursery: trio.Nursery) -> None:
         if _TOOLS_CALL in line and self.splice:
