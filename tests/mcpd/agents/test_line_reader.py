@@ -1,0 +1,39 @@
+"""An agent socket's reader: the lines it hands on, and where it stops."""
+
+from __future__ import annotations
+
+import trio
+
+from mcpd.agents.line_reader import LineReader
+from mcpd.daemon import _LINES
+from protocol import jsonrpc as rpc
+from protocol.framing import Oversized
+
+
+async def _read(sent: list[bytes], max_line: int) -> tuple[list[bytes], Oversized | None]:
+    a, b = trio.socket.socketpair()
+    ours, theirs = trio.SocketStream(a), trio.SocketStream(b)
+    out = _LINES.writer(ours, a.fileno(), 1 << 20, rpc.line_fault)
+    got: list[bytes] = []
+    reader = LineReader(_LINES, ours, max_line, out, lambda line, nursery: got.append(line))
+    with trio.fail_after(5):
+        for chunk in sent:
+            await theirs.send_all(chunk)
+        await theirs.aclose()
+        async with trio.open_nursery() as nursery:
+            ended = await reader.run(nursery)
+    await ours.aclose()
+    return got, ended
+
+
+async def test_each_line_is_handed_on_in_order_until_the_agent_hangs_up() -> None:
+    got, ended = await _read([b'{"a":1}\n{"b"', b':2}\n{"c":3}\n'], 64)
+    assert got == [b'{"a":1}', b'{"b":2}', b'{"c":3}']
+    assert ended is None
+
+
+async def test_a_line_over_the_limit_ends_the_reading_and_nothing_after_it_is_handed_on() -> None:
+    got, ended = await _read([b'{"a":1}\n{"b":"' + b"x" * 100 + b'"}\n{"c":3}\n'], 64)
+    assert got == [b'{"a":1}']
+    assert isinstance(ended, Oversized)
+    assert ended.limit == 64
