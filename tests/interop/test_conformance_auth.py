@@ -316,7 +316,7 @@ def test_auth_scenario(scenario: str, version: str, runs: dict[Any, Any]) -> Non
         assert (
             "still refuses for insufficient scope after 2 new authorization(s)"
             in (server["last_error"])
-        )
+        ), run.log
         return
     assert summary["ok"] is True, summary
     # The version flag shapes the authorization side; below 2026-07-28 the MCP server

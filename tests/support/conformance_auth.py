@@ -127,8 +127,14 @@ async def drive_auth(url: str, scenario: str, tmp: Path, timeout: float) -> dict
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     out: dict[str, Any] = {"scenario": scenario, "logins": [], "calls": [], "ok": False}
     server = {"url": url, "auth": auth_table(scenario, context, tmp)}
+    # The era probe gets the scenario's whole time: these runs test authorization, and
+    # on a loaded machine a probe cut short would be taken for a legacy server.
     config = make_config(
-        tmp, {ALIAS: server}, state_dir=str(tmp / "state"), startup_deadline=timeout
+        tmp,
+        {ALIAS: server},
+        state_dir=str(tmp / "state"),
+        startup_deadline=timeout,
+        probe_timeout=timeout,
     )
     os.environ["BROWSER"] = f"{sys.executable} {BROWSER}"
     sys.stdin = open(os.devnull)  # nobody pastes anything here  # noqa: SIM115
