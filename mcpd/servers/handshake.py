@@ -123,9 +123,11 @@ class Handshake:
         self.era_pref = era
         self.probe_timeout = probe_timeout
         self.probe_died = False
+        self.probe_timed_out = False
 
     async def connect(self, client_capabilities: dict[str, Any]) -> Greeting:
         """Find out which era the server speaks and greet it in that era."""
+        self.probe_timed_out = False
         if self.era_pref != "legacy":
             version = mcp.LATEST_MODERN
             for _ in range(2):  # at most one retry, with a version from -32022's list
@@ -152,6 +154,7 @@ class Handshake:
                     "server/discover", params, headers=headers, cancellable=False
                 )
         except trio.TooSlowError:
+            self.probe_timed_out = True
             logger.info(
                 "%s: no answer to server/discover, trying the legacy handshake",
                 self.alias,
@@ -223,7 +226,15 @@ class Handshake:
                     outcome = await self._probe(chosen)
                     if isinstance(outcome, mcp.DiscoverResult):
                         return self._discovered(outcome, chosen)
-            raise Incompatible(f"{self.alias}: initialize failed: {exc.message}") from None
+            # Taken for legacy only because the probe had no answer in time: the
+            # server may be a slow modern one, and the user the one to say so.
+            slow = (
+                f"no answer to server/discover within {self.probe_timeout:g} s "
+                "(the daemon's probe_timeout), and "
+                if self.probe_timed_out
+                else ""
+            )
+            raise Incompatible(f"{self.alias}: {slow}initialize failed: {exc.message}") from None
         try:
             result = rpc.decode_as(raw, mcp.InitializeResult)
         except rpc.InvalidParams as exc:

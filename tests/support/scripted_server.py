@@ -65,6 +65,9 @@ p.add_argument("--close-stdout-on-call", action="store_true")
 p.add_argument("--pid-file")
 p.add_argument("--stderr-banner", default="scripted server starting")
 p.add_argument("--start-delay", type=float, default=0.0)
+p.add_argument(
+    "--initialize-error", type=int, default=-32022, help="the error code --era modern answers"
+)
 p.add_argument("--ping-first", action="store_true", help="send a ping request after initialize")
 p.add_argument(
     "--unsupported-version",
@@ -402,7 +405,8 @@ def handle(msg: dict) -> None:
         )
     elif method == "initialize":
         if args.era == "modern":
-            error(rid, -32022, "modern only", {"supported": [MODERN]})
+            code = args.initialize_error
+            error(rid, code, "modern only", {"supported": [MODERN]} if code == -32022 else None)
             return
         state["era"] = "legacy"
         asked = params.get("protocolVersion")

@@ -207,6 +207,24 @@ async def test_slow_starting_modern_server_is_found_again_after_initialize_is_re
             ]
 
 
+async def test_a_slow_modern_server_refusing_initialize_is_told_of_the_probe_time(
+    log_path: Path,
+) -> None:
+    # No -32022 to go on: the refusal names the probe's time limit, the one thing the
+    # user can change, rather than reading as a legacy server's complaint.
+    with trio.fail_after(20):
+        args = ("--era", "modern", "--start-delay", "2", "--initialize-error", "-32600")
+        async with scripted_server(log_path, *args) as server:
+            up = upstream(server, probe_timeout=0.2)
+            with pytest.raises(Incompatible) as info:
+                await up.connect()
+            assert str(info.value) == (
+                "scripted: no answer to server/discover within 0.2 s (the daemon's "
+                "probe_timeout), and initialize failed: modern only"
+            )
+            assert server.methods() == ["server/discover", "initialize"]
+
+
 async def test_era_preference_legacy_skips_the_probe(log_path: Path) -> None:
     with trio.fail_after(15):
         async with scripted_server(log_path, "--era", "both") as server:
