@@ -20,7 +20,12 @@ _PLACEHOLDER: Final = re.compile(r"\{([^}]*)\}")
 def parse_listen(text: str, where: str = "daemon.http_listen") -> tuple[str, int]:
     """``HOST:PORT`` (``[v6]:PORT`` for IPv6) as a host and a port number."""
     host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if (
+        not sep
+        or not host
+        or not (port.isascii() and port.isdigit())
+        or not 0 <= int(port) <= 65535
+    ):
         raise ConfigError(where, f'{text!r} is not HOST:PORT such as "127.0.0.1:8765"')
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]

@@ -55,11 +55,6 @@ def test_a_listen_address_without_host_and_port_is_named(text: str) -> None:
 
 # str.isdigit() is true of digits int() does not read (²) or reads as another port (٣):
 # such a port must be the config error, not a traceback or a port nobody wrote.
-@pytest.mark.xfail(
-    strict=True,
-    raises=(ValueError, pytest.fail.Exception),
-    reason="BUG: non-ASCII digits pass the port check",
-)
 @pytest.mark.parametrize("port", ["\u00b2", "\u2460", "\u0663"])
 def test_a_port_of_digits_other_than_ascii_is_a_config_error(port: str) -> None:
     path, _ = error_of(parse_listen, f"127.0.0.1:{port}")
