@@ -168,9 +168,10 @@ def _check_socket(
 
 
 def groups_locked_out(d: DaemonConfig) -> str | None:
-    """Why ``allow_groups`` lets nobody in, when the socket mcpd binds is its owner's
-    alone (the default 0600): the groups' members cannot open the file at all."""
-    if d.allow_groups and not int(d.socket_mode, 8) & 0o070:
+    """Why ``allow_groups`` lets nobody in, when the socket mcpd binds gives its group
+    no write permission (the default 0600), which connecting to a unix socket takes:
+    the groups' members cannot open the file at all."""
+    if d.allow_groups and not int(d.socket_mode, 8) & 0o020:
         return (
             f"daemon.allow_groups has no effect while daemon.socket_mode is "
             f"{d.socket_mode!r}: the groups' members cannot open the socket file; "

@@ -317,7 +317,6 @@ def test_allow_groups_on_an_owner_only_socket_is_called_out() -> None:
 
 # Connecting to a unix socket takes write permission on its file (unix(7)): a group that
 # may only read it, or only search it, is as locked out as one with no bit at all.
-@pytest.mark.xfail(strict=True, reason="BUG: any group bit counts, not the write bit")
 @pytest.mark.parametrize("mode", ["0640", "0610", "0650"])
 def test_allow_groups_on_a_socket_the_group_cannot_write_is_called_out(mode: str) -> None:
     why = groups_locked_out(DaemonConfig(allow_groups=["dev"], socket_mode=mode))
