@@ -54,9 +54,10 @@ def objects(node: Any, path: str, notes: list[str]) -> Any:
     if isinstance(node, _Pairs):
         out: dict[str, Any] = {}
         for key, value in node:
+            where = f"{path}.{key}" if path else key
             if key in out:
-                notes.append(f"{path}.{key}: the key appears more than once; the last one wins")
-            out[key] = objects(value, f"{path}.{key}" if path else key, notes)
+                notes.append(f"{where}: the key appears more than once; the last one wins")
+            out[key] = objects(value, where, notes)
         return out
     if isinstance(node, list):
         return [objects(v, f"{path}[{i}]", notes) for i, v in enumerate(node)]

@@ -93,7 +93,6 @@ def test_a_repeated_key_inside_a_list_is_reported_with_its_index() -> None:
     assert notes == ["file.list[1].x: the key appears more than once; the last one wins"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a top-level key's note starts with a dot")
 def test_a_repeated_key_at_the_top_is_named_alone() -> None:
     assert plain('{"a": 1, "a": 2}') == (
         {"a": 2},
