@@ -33,7 +33,7 @@ def port_of(value: Any) -> int | None:
         return value if 0 < value < 65536 else None
     if not isinstance(value, str):
         return None
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return port_of(int(value))
     try:
         u = urlsplit(value)
