@@ -28,9 +28,6 @@ class _Root(msgspec.Struct):
 
 _root: Final = msgspec.json.Decoder(_Root)
 _OBJECT_TYPE: Final = Raw(b'{"type":"object"}')
-# How nearly every server writes it: seen at the start, the schema needs no decoding
-# (a list of 10,000 tools is checked at every start).
-_PLAIN: Final = (b'{"type":"object"', b'{"type": "object"')
 
 
 def _kind(raw: Raw) -> bytes:
@@ -89,18 +86,17 @@ def checked(tool: mcp.Tool) -> tuple[mcp.Tool | None, str | None, list[str]]:
     """The tool as agents may see it (None to leave it out), why it is left out, and
     the optional fields taken off it."""
     schema = tool.inputSchema
-    if bytes(memoryview(schema)[:17]).startswith(_PLAIN):
-        pass
-    elif _kind(schema) != b"{":
+    if _kind(schema) != b"{":
         return None, f"inputSchema is not a JSON object ({_describe(schema)})", []
-    else:
-        root = _root.decode(schema)
-        if root.type is UNSET:
-            # Arguments are always an object, so saying so changes nothing for a
-            # validator; but TypeScript hosts refuse a schema without the type.
-            tool.inputSchema = _with_object_type(schema)
-        elif root.type != "object":
-            return None, f"inputSchema has type {root.type!r}, not 'object'", []
+    # Decoded even when it starts with the object type: a type repeated later is the
+    # one hosts read.
+    root = _root.decode(schema)
+    if root.type is UNSET:
+        # Arguments are always an object, so saying so changes nothing for a
+        # validator; but TypeScript hosts refuse a schema without the type.
+        tool.inputSchema = _with_object_type(schema)
+    elif root.type != "object":
+        return None, f"inputSchema has type {root.type!r}, not 'object'", []
     removed: list[str] = []
     if isinstance(tool.outputSchema, Raw) and _kind(tool.outputSchema) != b"{":
         tool.outputSchema = UNSET

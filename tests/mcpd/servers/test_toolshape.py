@@ -109,7 +109,6 @@ def test_a_long_schema_that_is_not_an_object_is_quoted_short() -> None:
 
 
 # A host reads a repeated key as its last value: this schema is an array schema to it.
-@pytest.mark.xfail(strict=True, reason="BUG: a schema starting with the object type is not read")
 def test_a_repeated_type_is_read_as_hosts_read_it() -> None:
     t = trim()
     assert (
