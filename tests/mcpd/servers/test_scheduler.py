@@ -1,0 +1,488 @@
+"""A server's call scheduler on its own, under trio's virtual clock: a call is sent while a
+slot is free and queued (in order, up to the queue's size) when none is; a call that
+waits or runs too long ends with a reason that names the limit to raise; each way a
+call can fail becomes the outcome an agent is told, counted against the server or not;
+and a cancelled call gives its slot to the next one."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from msgspec import Raw
+from trio.testing import MockClock
+
+from mcpd.config.load import parse
+from mcpd.config.model import DaemonConfig
+from mcpd.policy.guard import SecretGuard
+from mcpd.policy.masking import KnownSecrets
+from mcpd.servers.askback import AskRoutes
+from mcpd.servers.breaker import Breaker
+from mcpd.servers.calls import Call, CallHost, CallLimits, Uses
+from mcpd.servers.oauth import LoginRequired
+from mcpd.servers.outage import Outage
+from mcpd.servers.progress import ProgressRoutes
+from mcpd.servers.scheduler import CallScheduler
+from mcpd.servers.state import breaker_config
+from mcpd.servers.stats import LatencyStats
+from protocol import jsonrpc as rpc
+from tests.support.calls import Outcomes, a_call
+from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
+
+LIMIT = 30.0
+RESULT = Raw(b'{"content":[]}')
+
+
+class Host(CallHost):
+    """The server's side of its scheduler: what a runner keeps, and what it is told."""
+
+    def __init__(self, kind: str, server: dict[str, Any], daemon: dict[str, Any]) -> None:
+        config = parse({"daemon": daemon, "servers": {"s": {"command": "x", **server}}}, env={})
+        self.alias = "s"
+        self.breaker = Breaker(breaker_config(config.daemon, probe_timeout=5.0))
+        self.stats = LatencyStats()
+        self.guard = SecretGuard(KnownSecrets())
+        self.progress = ProgressRoutes("mcpd-s-")
+        self.asks = AskRoutes("s", lambda: 60.0)
+        self.limits = CallLimits("s", config)
+        self.transport_kind = kind
+        self._settings = config.daemon
+        self.starting = False
+        self.failures: list[str] = []
+        self.liveness_checks = 0
+
+    @property
+    def settings(self) -> DaemonConfig:
+        return self._settings
+
+    def waits_for_start(self) -> bool:
+        return self.starting
+
+    def outage(self) -> Outage:
+        return Outage("s", "stopped", "the server is not running")
+
+    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
+        self.failures.append(reason)
+        self.breaker.record_failure(trio.current_time(), reason, ticket)
+
+    def check_liveness(self) -> None:
+        self.liveness_checks += 1
+
+
+class Server:
+    """The upstream a scheduler hands calls to: what it was sent and told to drop."""
+
+    era = "legacy"
+
+    def __init__(self) -> None:
+        self.sent: list[Call] = []
+        self.forgotten: list[tuple[Call, str]] = []
+        self.refuse: BaseException | None = None
+
+    def start(self, call: Call) -> None:
+        if self.refuse is not None:
+            raise self.refuse
+        self.sent.append(call)
+
+    def forget(self, call: Call, why: str) -> None:
+        self.forgotten.append((call, why))
+
+
+class Counting(Uses):
+    def __init__(self) -> None:
+        self.now = 0
+
+    def begin(self) -> None:
+        self.now += 1
+
+    def end(self) -> None:
+        self.now -= 1
+
+
+class Bench:
+    def __init__(self, host: Host, scheduler: CallScheduler, server: Server) -> None:
+        self.host = host
+        self.scheduler = scheduler
+        self.server = server
+
+    def call(self, name: str = "t", *, timeout: float = 0.0) -> tuple[Call, Outcomes]:
+        call, outcomes = a_call(name, timeout=timeout)
+        self.scheduler.start(call)
+        return call, outcomes
+
+    def answer(self, call: Call, raw: Raw | None, error: BaseException | None = None) -> None:
+        call(raw, error)  # as a transport hands a call its answer
+
+    @property
+    def sent(self) -> list[str]:
+        return [c.name for c in self.server.sent]
+
+
+def bench_maker(
+    nursery: trio.Nursery,
+) -> Callable[..., Bench]:
+    def make(
+        *,
+        limit: int = 2,
+        kind: str = "stdio",
+        attached: bool = True,
+        server: dict[str, Any] | None = None,
+        **daemon: Any,
+    ) -> Bench:
+        host = Host(kind, server or {}, daemon)
+        scheduler = CallScheduler(host, limit)
+        upstream = Server()
+        if attached:
+            scheduler.attach(upstream)  # type: ignore[arg-type]
+        nursery.start_soon(scheduler.run_timer)
+        return Bench(host, scheduler, upstream)
+
+    return make
+
+
+@pytest.fixture
+async def make() -> AsyncIterator[Callable[..., Bench]]:
+    """Each test asks for ``autojump_clock`` too: the clock a test runs on is one of
+    its own arguments."""
+    async with trio.open_nursery() as nursery:
+        yield bench_maker(nursery)
+        nursery.cancel_scope.cancel()
+
+
+async def outcome_of(outcomes: Outcomes) -> object:
+    with trio.fail_after(LIMIT * 100):  # virtual time: the limits tested run out first
+        await outcomes.arrived.wait()
+    return outcomes.outcome
+
+
+def outage(outcomes: Outcomes) -> Outage:
+    assert isinstance(outcomes.outcome, Outage), outcomes.outcome
+    return outcomes.outcome
+
+
+# -- admission --
+
+
+async def test_a_call_is_sent_at_once_and_its_answer_delivered(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make()
+    call, outcomes = b.call()
+    assert b.sent == ["t"] and call.state == "running"
+    b.answer(call, RESULT)
+    assert outcomes.outcome == RESULT
+    assert b.scheduler.running == 0
+    assert (b.host.stats.calls, b.host.stats.errors) == (1, 0)
+
+
+async def test_calls_past_the_limit_wait_in_order_for_a_slot(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(limit=2)
+    calls = [b.call(f"c{i}") for i in range(4)]
+    assert b.sent == ["c0", "c1"]
+    assert [c.state for c, _ in calls] == ["running", "running", "queued", "queued"]
+    b.answer(calls[1][0], RESULT)
+    assert b.sent == ["c0", "c1", "c2"]
+    b.answer(calls[0][0], RESULT)
+    assert b.sent == ["c0", "c1", "c2", "c3"]
+
+
+async def test_a_full_queue_refuses_at_once_and_says_how_many_wait(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(limit=1, queue_size=2)
+    b.call("running")
+    b.call("q1")
+    b.call("q2")
+    _, refused = b.call("over")
+    assert outage(refused).state == "busy"
+    assert outage(refused).reason == "2 calls already waiting for this server"
+    assert b.sent == ["running"]
+
+
+async def test_a_call_that_waits_too_long_for_a_slot_is_told_why(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(limit=1, queue_timeout=7.0)
+    b.call("running")
+    _, waiting = b.call("waiting")
+    await outcome_of(waiting)
+    assert outage(waiting).state == "busy"
+    assert outage(waiting).reason == "no free slot within 7 s (1 calls at a time)"
+    assert b.sent == ["running"]
+
+
+async def test_a_call_to_a_stopped_server_gets_its_outage_at_once(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(attached=False)
+    _, outcomes = b.call()
+    assert outage(outcomes) == Outage("s", "stopped", "the server is not running")
+
+
+async def test_a_call_to_a_starting_server_waits_and_is_sent_when_it_is_up(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(attached=False)
+    b.host.starting = True
+    call, outcomes = b.call()
+    assert call.state == "queued" and not outcomes.arrived.is_set()
+    up = Server()
+    b.scheduler.attach(up)
+    assert up.sent == [call] and call.state == "running"
+
+
+async def test_a_server_that_never_comes_up_fails_the_waiting_call_in_its_time(
+    make: Any,
+    autojump_clock: MockClock,
+) -> None:
+    b = make(attached=False)
+    b.host.starting = True
+    _, outcomes = b.call(timeout=3.0)
+    await outcome_of(outcomes)
+    assert outage(outcomes).reason == "the server is not running"
+
+
+async def test_queued_calls_fail_with_the_outage_that_stopped_their_server(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(limit=1)
+    b.call("running")
+    queued = [b.call(f"q{i}")[1] for i in range(2)]
+    gone = Outage("s", "crashed", "exit status 1")
+    b.scheduler.fail_queued(gone)
+    assert [o.outcome for o in queued] == [gone, gone]
+
+
+# -- time limits --
+
+
+async def test_a_call_with_no_answer_in_time_names_the_limit_that_set_it(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(server={"call_timeout": 2.5})
+    call, outcomes = b.call("slow")
+    await outcome_of(outcomes)
+    found = outage(outcomes)
+    assert found.state == "timeout"
+    assert found.reason == "no answer within 2.5 s (the limit servers.s.call_timeout sets)"
+    assert b.server.forgotten == [(call, "timed out")]
+    assert b.host.failures == [found.reason]
+    assert b.host.liveness_checks == 1
+
+
+async def test_a_tools_own_limit_is_named_for_it(make: Any, autojump_clock: MockClock) -> None:
+    b = make(server={"tool_timeouts": {"slow": 4.0}})
+    _, outcomes = b.call("slow")
+    await outcome_of(outcomes)
+    assert outage(outcomes).reason == (
+        "no answer within 4 s (the limit servers.s.tool_timeouts sets)"
+    )
+
+
+async def test_a_callers_own_limit_names_no_key(make: Any, autojump_clock: MockClock) -> None:
+    b = make()
+    _, outcomes = b.call(timeout=1.0)
+    await outcome_of(outcomes)
+    assert outage(outcomes).reason == "no answer within 1 s"
+
+
+async def test_a_late_answer_after_the_time_limit_is_dropped(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make()
+    call, outcomes = b.call(timeout=1.0)
+    await outcome_of(outcomes)
+    b.answer(call, RESULT)  # Outcomes refuses a second outcome
+    assert outage(outcomes).state == "timeout"
+    assert b.scheduler.running == 0
+
+
+async def test_extending_a_call_never_passes_the_hard_limit(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(max_call_time=10.0)
+    call, outcomes = b.call(timeout=2.0)
+    call.extend(3600.0)  # its server waits for the agent: far longer than allowed
+    await outcome_of(outcomes)
+    assert outage(outcomes).reason == (
+        "no answer within 10 s (the limit daemon.max_call_time sets)"
+    )
+
+
+async def test_an_extended_call_that_is_answered_is_not_timed_out(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make()
+    call, outcomes = b.call(timeout=2.0)
+    call.extend(50.0)
+    await trio.sleep(10.0)  # virtual: past the first limit, within the second
+    assert not outcomes.arrived.is_set()
+    b.answer(call, RESULT)
+    assert outcomes.outcome == RESULT
+
+
+# -- what each failure becomes --
+
+
+@pytest.mark.parametrize(
+    ("error", "state", "reason"),
+    [
+        (ServerCancelled("the server cancelled it"), "failed", "the server cancelled it"),
+        (MalformedReply("not JSON"), "malformed", "not JSON"),
+        (MessageTooLarge("reply of 9 MB", size=9, limit=1), "too_large", "reply of 9 MB"),
+    ],
+)
+async def test_a_server_that_answered_badly_is_still_up(
+    make: Any, autojump_clock: MockClock, error: BaseException, state: str, reason: str
+) -> None:
+    b = make()
+    call, outcomes = b.call()
+    b.answer(call, None, error)
+    assert (outage(outcomes).state, outage(outcomes).reason) == (state, reason)
+    assert b.host.failures == [] and b.host.breaker.state == "closed"
+
+
+async def test_a_servers_json_rpc_error_is_passed_on(make: Any, autojump_clock: MockClock) -> None:
+    b = make()
+    call, outcomes = b.call()
+    error = rpc.RPCError(rpc.INVALID_PARAMS, "no such argument")
+    b.answer(call, None, error)
+    assert isinstance(outcomes.outcome, rpc.RPCError)
+    assert outcomes.outcome.message == "no such argument"
+    assert b.host.failures == []
+
+
+async def test_a_login_needed_is_not_counted_against_the_server(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(kind="http", failure_threshold=1)
+    call, outcomes = b.call()
+    b.answer(call, None, LoginRequired("run `mcpd auth login s`"))
+    assert outage(outcomes).state == "needs_login"
+    assert b.host.failures == [] and b.host.breaker.state == "closed"
+
+
+async def test_a_stdio_server_that_died_mid_call_quotes_its_last_stderr_line(
+    make: Any,
+    autojump_clock: MockClock,
+) -> None:
+    b = make()
+    call, outcomes = b.call()
+    detail = "Traceback (most recent call last):\n  ...\nKeyError: 'API_KEY'\n"
+    b.answer(call, None, TransportError("the server exited (status 1)", detail=detail))
+    found = outage(outcomes)
+    assert (found.state, found.reason, found.stderr) == (
+        "failed",
+        "the server exited (status 1)",
+        "KeyError: 'API_KEY'",
+    )
+    assert b.host.failures == ["the server exited (status 1)"]
+    assert b.host.liveness_checks == 0  # its process going is what is watched
+
+
+async def test_an_http_failure_probes_the_server_soon(make: Any, autojump_clock: MockClock) -> None:
+    b = make(kind="http")
+    call, outcomes = b.call()
+    b.answer(call, None, TransportError("connection refused", detail="ignored"))
+    assert outage(outcomes).stderr is None
+    assert b.host.liveness_checks == 1
+
+
+async def test_an_unexpected_error_is_an_internal_error_not_a_crash(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make()
+    call, outcomes = b.call()
+    b.answer(call, None, KeyError("x"))
+    assert outage(outcomes).reason == "internal error: KeyError('x')"
+
+
+async def test_a_server_that_refuses_the_call_as_it_is_sent_fails_it(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make()
+    b.server.refuse = TransportError("the pipe is closed")
+    _, outcomes = b.call()
+    assert outage(outcomes).reason == "the pipe is closed"
+    assert b.scheduler.running == 0
+
+
+async def test_an_open_circuit_refuses_calls_without_sending_them(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(failure_threshold=2)
+    for _ in range(2):
+        call, _ = b.call()
+        b.answer(call, None, TransportError("connection reset"))
+    _, outcomes = b.call("after")
+    assert outage(outcomes).state == "open"
+    assert "after" not in b.sent
+
+
+# -- cancelling --
+
+
+async def test_a_cancelled_queued_call_leaves_the_queue_without_an_outcome(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(limit=1)
+    b.call("running")
+    call, outcomes = b.call("queued")
+    call.cancel()
+    assert call.state == "cancelled" and len(b.scheduler.queue) == 0
+    assert not outcomes.arrived.is_set()
+    assert b.server.forgotten == []
+
+
+async def test_a_cancelled_running_call_is_dropped_and_its_slot_goes_to_the_next(
+    make: Any,
+    autojump_clock: MockClock,
+) -> None:
+    b = make(limit=1)
+    running, outcomes = b.call("running")
+    b.call("next")
+    running.cancel()
+    assert b.server.forgotten == [(running, "cancelled by the client")]
+    assert b.sent == ["running", "next"]
+    b.answer(running, RESULT)  # the answer that was on its way
+    assert not outcomes.arrived.is_set()
+
+
+async def test_every_call_that_began_ends_once(make: Any, autojump_clock: MockClock) -> None:
+    b = make(limit=1, queue_size=1)
+    uses = b.scheduler.uses = Counting()
+    answered, _ = b.call("answered")
+    cancelled, _ = b.call("cancelled")
+    b.call("refused")  # the queue is full
+    assert uses.now == 2
+    cancelled.cancel()
+    cancelled.cancel()  # twice: counted once
+    b.answer(answered, RESULT)
+    assert uses.now == 0
+
+
+async def test_waiting_for_idle_returns_when_the_last_call_ends(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make()
+    first, _ = b.call()
+    second, _ = b.call()
+    idle = trio.Event()
+
+    async def wait() -> None:
+        await b.scheduler.wait_idle()
+        idle.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait)
+        await trio.testing.wait_all_tasks_blocked()
+        b.answer(first, RESULT)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not idle.is_set()
+        b.answer(second, RESULT)
+    assert idle.is_set()
