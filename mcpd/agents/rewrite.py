@@ -105,9 +105,10 @@ def read_result(result: Raw, to_agent: ToAgent, budget: int) -> Raw | dict[str, 
         meta = decoded.setdefault("_meta", {})
         if isinstance(meta, dict):
             meta["mcpd/truncated"] = {"characters": total, "budget": budget}
-        last = next((c for c in reversed(contents) if isinstance(c, dict) and "text" in c), None)
-        if last is not None:
-            last["text"] += (
+        # Only a text takes the note: a server may give "text" anything.
+        texts = [c for c in contents if isinstance(c, dict) and isinstance(c.get("text"), str)]
+        if texts:
+            texts[-1]["text"] += (
                 f"\n[mcpd: {total - budget} more characters were cut here; this resource is "
                 f"{total} characters and the budget is {budget}.]"
             )
