@@ -105,7 +105,7 @@ def since(text: str, now: float | None = None) -> float:
 
 
 def _agent(text: str) -> int:
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return int(text)
     try:
         return pwd.getpwnam(text).pw_uid
