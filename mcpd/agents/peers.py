@@ -166,7 +166,7 @@ def _groups_of(pid: int) -> set[int]:
 def resolve_groups(names: Iterable[str]) -> set[int]:
     gids: set[int] = set()
     for name in names:
-        if name.isdigit():
+        if name.isascii() and name.isdigit():
             gids.add(int(name))
             continue
         try:

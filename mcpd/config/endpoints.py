@@ -143,7 +143,7 @@ def _check_socket(
     if not 0 <= mode <= 0o777:
         raise ConfigError(f"{where}.socket_mode", "must be between 0000 and 0777")
     for i, group in enumerate(profile.allow_groups):
-        if not group.isdigit():
+        if not (group.isascii() and group.isdigit()):
             try:
                 grp.getgrnam(group)
             except KeyError:

@@ -178,7 +178,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
     if d.audit_max_bytes < 64 * 1024:
         raise ConfigError("daemon.audit_max_bytes", "must be at least 65536")
     for i, group in enumerate(d.allow_groups):
-        if not group.isdigit():
+        if not (group.isascii() and group.isdigit()):
             try:
                 grp.getgrnam(group)
             except KeyError:

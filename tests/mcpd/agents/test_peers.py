@@ -120,7 +120,6 @@ def test_a_group_that_does_not_exist_is_left_out() -> None:
     assert resolve_groups(["no-such-group-here"]) == set()
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="BUG: int() of a non-ASCII digit")
 def test_a_group_of_digits_other_than_ascii_is_a_name_not_a_number() -> None:
     # "²" passes str.isdigit() but not int(); "٣" would be read as group 3.
     assert resolve_groups(["\u00b2", "\u0663"]) == set()

@@ -612,7 +612,6 @@ def test_a_time_limit_that_is_not_positive_is_an_error_naming_its_key(value: str
     assert (error.path, error.message) == ("servers.h.connect_timeout", "must be positive")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: non-ASCII digits are taken for a group id")
 @pytest.mark.parametrize("group", ["\u00b2", "\u0663"])
 def test_a_daemon_group_of_digits_other_than_ascii_is_a_name(group: str) -> None:
     err = error_of(f'[daemon]\nallow_groups = ["{group}"]\n')

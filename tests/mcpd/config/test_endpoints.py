@@ -278,7 +278,6 @@ def test_a_profile_key_out_of_range_is_named(
     assert profile_error(tmp_path, p=profile) == (f"profiles.p.{path}", message)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: non-ASCII digits are taken for a group id")
 @pytest.mark.parametrize("group", ["\u00b2", "\u0663"])
 def test_a_group_of_digits_other_than_ascii_is_a_name(tmp_path: Path, group: str) -> None:
     profile = ProfileConfig(socket=str(tmp_path / "p.sock"), allow_groups=[group])
