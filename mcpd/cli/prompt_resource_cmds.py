@@ -107,32 +107,38 @@ def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
         print(json.dumps(result, indent=2))
         return 0
     for message in result.get("messages") or []:
+        if not isinstance(message, dict):
+            message = {"content": message}
         content = message.get("content") or {}
         for block in content if isinstance(content, list) else [content]:
             print(f"{visible(str(message.get('role', '?')))}: {render_block(block)}")
     return 0
 
 
-def render_block(block: dict[str, Any]) -> str:
+def render_block(block: object) -> str:
     """One content block (of a tool result or a prompt message) for people: text as it
     is, anything else as what it is, where it is and how big; what the server wrote
     made ``visible``."""
     return visible(_describe(block), lines=True)
 
 
-def _describe(block: dict[str, Any]) -> str:
+def _describe(block: object) -> str:
+    # A server may send anything here: what is no block is said as what it is.
+    if not isinstance(block, dict):
+        return f"[{type(block).__name__} where a content block belongs]"
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", ""))
     if kind == "resource":
-        inner = block.get("resource") or {}
+        inner = block.get("resource")
+        inner = inner if isinstance(inner, dict) else {}
         body = inner.get("text")
         if body is None:
             body = f"[{_media(inner.get('mimeType'), inner.get('blob'))}]"
         return f"[resource {inner.get('uri')}]\n{body}"
     if kind == "resource_link":
-        name = block.get("name")
-        extra = f" ({name}{', ' + block['mimeType'] if block.get('mimeType') else ''})"
+        name, mime = block.get("name"), block.get("mimeType")
+        extra = f" ({name}{f', {mime}' if mime else ''})"
         return f"[link {block.get('uri')}{extra if name else ''}]"
     if kind in ("image", "audio"):
         return f"[{kind} {_media(block.get('mimeType'), block.get('data'))}]"
