@@ -33,12 +33,16 @@ _MAX_LINKS = 40
 
 
 class SocketFile:
-    """A socket file we bound: its directory (held open), its name and identity."""
+    """A socket file we bound: its directory and itself (held open), its name and
+    identity."""
 
     def __init__(self, dir_fd: int, name: str) -> None:
         self._dir_fd: int | None = dir_fd
         self._name = name
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        # Held until removed: a file made in its place meanwhile cannot be given its inode
+        # number, as ext4 gives a freed one to the next file made.
+        self._held = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        st = os.fstat(self._held)
         self._ours = (st.st_dev, st.st_ino)
 
     def remove(self) -> None:
@@ -54,6 +58,7 @@ class SocketFile:
                     os.unlink(self._name, dir_fd=fd)
         finally:
             os.close(fd)
+            os.close(self._held)
 
 
 async def open_unix_listener(path: str, mode: int) -> tuple[trio.SocketListener, SocketFile]:

@@ -168,8 +168,7 @@ async def test_a_directory_is_no_socket_path(tmp_path: Path) -> None:
 
 
 # A filesystem such as ext4 gives a new file the inode number just freed: the same
-# number alone does not make the same socket.
-@pytest.mark.xfail(strict=True, reason="BUG: a reused inode number is taken for ours")
+# number must not make it ours.
 async def test_a_socket_that_replaced_ours_is_left_where_it_is(tmp_path: Path) -> None:
     path = tmp_path / "mcpd.sock"
     listener, bound = await open_unix_listener(str(path), 0o600)
