@@ -1,0 +1,162 @@
+"""Each request's audit record as the agent side makes it: the few words its outcome is
+named with (and the reason kept, cut short), a request that ended without a reply
+named as cancelled only when every part of it was, and one record per call, with the
+agent's name for a tool and its server's."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from msgspec import Raw
+
+from mcpd.agents.callrecords import CallRecords, Seen, ended, outcome_of
+from mcpd.audit.record import CallRecord
+from mcpd.policy.agent import AgentInfo
+from mcpd.servers.outage import Outage
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from tests.support.calls import a_call
+
+AGENT = AgentInfo(uid=1000, pid=42, connection="c1")
+
+
+@pytest.mark.parametrize(
+    ("outcome", "failed", "words"),
+    [
+        (Raw(b"{}"), False, ("ok", None)),
+        (Raw(b"{}"), True, ("tool_error", None)),
+        (b"{}", False, ("ok", None)),
+        (
+            Outage("s", "timeout", "no answer within 5 s"),
+            False,
+            ("timeout", "no answer within 5 s"),
+        ),
+        (Outage("s", "open", "too many failures"), False, ("outage", "too many failures")),
+        (rpc.RPCError(-32602, "bad arguments"), False, ("error", "bad arguments")),
+        (mcp.CallToolResult([mcp.TextContent("found")]), False, ("ok", None)),
+    ],
+)
+def test_each_outcome_is_named_in_a_few_words(
+    outcome: object, failed: bool, words: tuple[str, str | None]
+) -> None:
+    assert outcome_of(outcome, failed) == words
+
+
+def test_a_refusal_of_mcpds_own_says_its_first_text() -> None:
+    result = mcp.CallToolResult(
+        [{"type": "image", "data": ""}, {"type": "text", "text": "denied by policy[0]"}],
+        isError=True,
+    )
+    assert outcome_of(result) == ("refused", "denied by policy[0]")
+    assert outcome_of(mcp.CallToolResult([mcp.TextContent("held")], isError=True)) == (
+        "refused",
+        "held",
+    )
+    assert outcome_of(mcp.CallToolResult([{"type": "text", "text": 5}], isError=True)) == (
+        "refused",
+        None,
+    )
+
+
+def test_a_reason_is_cut_short() -> None:
+    long = "x" * 1000
+    assert outcome_of(rpc.RPCError(-32000, long)) == ("error", "x" * 200)
+    refused = mcp.CallToolResult([mcp.TextContent(long)], isError=True)
+    assert outcome_of(refused) == ("refused", "x" * 200)
+
+
+async def cancelled() -> trio.Cancelled:
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            await trio.lowlevel.checkpoint()
+        except trio.Cancelled as exc:
+            caught = exc
+            raise
+    return caught
+
+
+async def test_a_request_is_cancelled_only_when_every_part_of_it_was() -> None:
+    one = await cancelled()
+    assert ended(one) == ("cancelled", None)
+    assert ended(BaseExceptionGroup("g", [one, await cancelled()])) == ("cancelled", None)
+    nested = BaseExceptionGroup("g", [BaseExceptionGroup("h", [one])])
+    assert ended(nested) == ("cancelled", None)
+    mixed = BaseExceptionGroup("g", [one, KeyError("x")])
+    assert ended(mixed) == ("error", "mcpd failed: BaseExceptionGroup")
+    assert ended(KeyError("x")) == ("error", "mcpd failed: KeyError")
+
+
+def test_a_request_says_what_its_server_answered_or_what_mcpd_refused() -> None:
+    seen = Seen()
+    assert seen.words() == ("ok", None)
+    assert seen.words(rpc.RPCError(-32602, "no such prompt")) == ("error", "no such prompt")
+    seen.name = "review"
+    assert seen.words(rpc.RPCError(-32602, "no such prompt")) == ("refused", "no such prompt")
+    seen.outcome = Outage("s", "failed", "exited")
+    assert seen.words(rpc.RPCError(-32602, "ignored")) == ("outage", "exited")
+
+
+# -- the records --
+
+
+class Audit:
+    def __init__(self) -> None:
+        self.records: list[tuple[CallRecord, Raw | None]] = []
+
+    def record(self, record: CallRecord, arguments: Raw | None) -> None:
+        self.records.append((record, arguments))
+
+
+def test_a_routed_call_is_recorded_once_with_both_names() -> None:
+    audit = Audit()
+    records = CallRecords(audit, wall=lambda: 1000.25)  # type: ignore[arg-type]
+    call, _ = a_call("search", Raw(b'{"q":"x"}'))
+    call.arrived, call.local, call.alias = 1000.0, "mcp__notes__search", "notes"
+    call.decision, call.decided_by = "ask", "uid 1000 (ann)"
+    records.tool_call(call, AGENT, "ok", result_bytes=77)
+    records.tool_call(call, AGENT, "error", "again")  # already recorded: not again
+    assert len(audit.records) == 1
+    record, arguments = audit.records[0]
+    assert (record.name, record.original, record.server) == (
+        "mcp__notes__search",
+        "search",
+        "notes",
+    )
+    assert (record.decision, record.decided_by, record.outcome) == ("ask", "uid 1000 (ann)", "ok")
+    assert (record.args_bytes, record.result_bytes, record.duration_ms) == (9, 77, 250.0)
+    assert arguments == Raw(b'{"q":"x"}')
+
+
+def test_an_unrouted_call_is_recorded_under_the_name_the_agent_used() -> None:
+    audit = Audit()
+    call, _ = a_call("mcp__nowhere__x")
+    call.refusal = "no tool of that name"
+    CallRecords(audit, wall=lambda: 0.0).tool_call(call, AGENT, "refused", "other")  # type: ignore[arg-type]
+    record, arguments = audit.records[0]
+    assert (record.name, record.original, record.server) == ("mcp__nowhere__x", None, None)
+    assert record.reason == "no tool of that name"  # mcpd's own refusal wins
+    assert (record.args_bytes, arguments) == (0, None)
+
+
+def test_other_requests_are_recorded_with_their_target() -> None:
+    audit = Audit()
+    records = CallRecords(audit, wall=lambda: 12.5)  # type: ignore[arg-type]
+    records.request(12.0, AGENT, "resources/read", "mcpd://notes/x", ("notes", "file:///x"),
+                    "ok", None, 40)  # fmt: skip
+    records.request(12.0, AGENT, "prompts/get", "nope", None, "refused", "no such prompt", 0,
+                    Raw(b"{}"))  # fmt: skip
+    (read, _), (prompt, arguments) = audit.records
+    assert (read.method, read.server, read.original, read.duration_ms) == (
+        "resources/read",
+        "notes",
+        "file:///x",
+        500.0,
+    )
+    assert (prompt.server, prompt.original, prompt.reason, prompt.args_bytes) == (
+        None,
+        None,
+        "no such prompt",
+        2,
+    )
+    assert arguments == Raw(b"{}")
