@@ -1,0 +1,176 @@
+"""What mcpd holds to authorize itself to one server: one authorization server in use
+at a time, everything of an old one dropped when the server names another, a
+pre-registered client's secret never kept beside the tokens, the port a login listens
+on, and a summary for people that never holds a token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcpd.config.model import AuthConfig
+from mcpd.local.oauth_store import IssuerRecord, StoredLogin
+from mcpd.servers.oauth.credentials import Credentials, client_config
+from protocol.oauth import (
+    AuthorizationResult,
+    AuthorizationServer,
+    ClientConfig,
+    ClientRegistration,
+    DiscoveryResult,
+    Secret,
+    TokenSet,
+)
+from protocol.oauth.metadata import ServerMetadata
+
+URL = "https://mcp.example.test/mcp"
+OLD, NEW = "https://old-as.example.test", "https://new-as.example.test"
+
+
+def server(issuer: str) -> AuthorizationServer:
+    return AuthorizationServer(issuer, ServerMetadata(issuer))
+
+
+def discovery(issuer: str) -> DiscoveryResult:
+    return DiscoveryResult(URL, URL, server(issuer))
+
+
+def tokens(access: str = "at-1", refresh: str | None = "rt-1", **keys: Any) -> TokenSet:
+    return TokenSet(Secret(access), refresh_token=None if refresh is None else Secret(refresh),
+                    **keys)  # fmt: skip
+
+
+def logged_in(issuer: str = OLD, **reg: Any) -> Credentials:
+    creds = Credentials(URL, ClientConfig(client_secret=Secret("configured-secret")))
+    registration = ClientRegistration(issuer, reg.pop("client_id", "cid"), **reg)
+    creds.adopt(AuthorizationResult(tokens(), registration, discovery(issuer)))
+    return creds
+
+
+def test_a_finished_login_puts_its_issuer_and_tokens_in_use() -> None:
+    creds = logged_in()
+    assert creds.issuer == OLD
+    assert creds.header == "Bearer at-1"
+    assert creds.server == server(OLD)
+    assert creds.has_tokens_saved()
+
+
+def test_a_preregistered_secret_is_not_kept_but_put_back_from_the_config() -> None:
+    creds = logged_in(client_secret=Secret("from-the-as"), source="preregistered")
+    current = creds.record.current
+    assert current is not None and current.registration is not None
+    assert current.registration.client_secret is None  # what the file would hold
+    reg = creds.registration()
+    assert reg is not None and reg.client_secret is not None
+    assert reg.client_secret.reveal() == "configured-secret"
+
+
+def test_a_dynamic_registrations_own_secret_is_kept() -> None:
+    creds = logged_in(client_secret=Secret("issued"), source="dynamic")
+    reg = creds.registration()
+    assert reg is not None and reg.client_secret is not None
+    assert reg.client_secret.reveal() == "issued"
+
+
+def test_a_server_that_moved_voids_everything_of_the_old_authorization_server() -> None:
+    creds = logged_in(OLD)
+    creds.moved(discovery(NEW))
+    assert creds.issuer == NEW
+    assert OLD not in creds.record.issuers
+    assert creds.tokens is None and creds.header is None and creds.registration() is None
+    assert creds.server == server(NEW)
+    assert not creds.has_tokens_saved()
+
+
+def test_tokens_are_replaced_and_dropped() -> None:
+    creds = logged_in()
+    creds.replace_tokens(tokens("at-2", "rt-2"))
+    assert creds.header == "Bearer at-2"
+    creds.drop_refresh_token()
+    assert creds.tokens is not None and creds.tokens.refresh_token is None
+    assert creds.header == "Bearer at-2"
+    creds.drop_tokens()
+    assert creds.tokens is None and not creds.has_tokens_saved()
+
+
+def test_dropping_all_tokens_keeps_the_registrations() -> None:
+    creds = logged_in(OLD)
+    creds.record.issuers[NEW] = IssuerRecord(tokens=tokens("other"))
+    creds.drop_all_tokens()
+    assert not creds.has_tokens_saved()
+    assert creds.registration() is not None
+
+
+def test_nothing_changes_without_a_current_issuer() -> None:
+    creds = Credentials(URL, ClientConfig())
+    creds.replace_tokens(tokens())
+    creds.drop_tokens()
+    creds.drop_refresh_token()
+    assert creds.tokens is None and creds.issuer is None and creds.registration() is None
+
+
+def test_only_what_was_saved_for_this_very_url_is_restored() -> None:
+    creds = Credentials(URL, ClientConfig())
+    assert not creds.restore(None)
+    assert not creds.restore(StoredLogin(server_url=URL + "/other", issuer=OLD))
+    assert creds.issuer is None
+    assert creds.restore(StoredLogin(server_url=URL, issuer=OLD))
+    assert creds.issuer == OLD
+
+
+def test_dynamic_registrations_that_fit_the_redirect_uri_are_offered_again() -> None:
+    creds = logged_in(OLD, redirect_uris=("http://127.0.0.1:4321/callback",))
+    creds.record.issuers[NEW] = IssuerRecord(
+        registration=ClientRegistration(NEW, "pre", source="preregistered")
+    )
+    assert list(creds.registrations("http://127.0.0.1:4321/callback")) == [OLD]
+    assert creds.registrations("http://127.0.0.1:9999/callback") == {}
+    assert list(creds.registrations(None)) == [OLD]
+
+
+def test_a_login_listens_where_it_was_registered_unless_configured() -> None:
+    creds = logged_in(OLD, redirect_uris=("http://127.0.0.1:4321/callback",))
+    assert creds.redirect_port(8080) == 8080
+    assert creds.redirect_port(0) == 4321
+    odd = logged_in(OLD, redirect_uris=("http://127.0.0.1:99999/cb", "http://localhost/cb"))
+    assert odd.redirect_port(0) == 0
+    assert Credentials(URL, ClientConfig()).redirect_port(0) == 0
+
+
+def test_the_summary_never_holds_a_token() -> None:
+    creds = logged_in()
+    creds.replace_tokens(
+        tokens(scope=("read", "write"), expires_at=1_000_000.0, obtained_at=999_000.0)
+    )
+    said = creds.summary(now=1_000_001.0)
+    assert said == {
+        "issuer": OLD,
+        "client_id": "cid",
+        "logged_in": True,
+        "scopes": ["read", "write"],
+        "expires_at": "1970-01-12T13:46:40+00:00",
+        "expired": True,
+        "refreshable": True,
+        "obtained_at": "1970-01-12T13:30:00+00:00",
+    }
+    assert "at-1" not in repr(said) and "rt-1" not in repr(said)
+    creds.drop_tokens()
+    assert creds.summary(now=0.0) == {"issuer": OLD, "client_id": "cid", "logged_in": False}
+    assert Credentials(URL, ClientConfig()).summary(now=0.0) == {
+        "issuer": None,
+        "client_id": None,
+        "logged_in": False,
+    }
+
+
+def test_the_config_gives_the_client_it_names() -> None:
+    assert client_config(None) == ClientConfig()
+    machine = client_config(
+        AuthConfig(type="client_credentials", client_id="m", client_secret="s", issuer=OLD)
+    )
+    assert (machine.client_id, machine.issuer, machine.grant) == ("m", OLD, "client_credentials")
+    assert machine.client_secret is not None and machine.client_secret.reveal() == "s"
+    person = client_config(AuthConfig(client_id="p"))
+    assert (person.grant, person.client_secret, person.signing_key) == (
+        "authorization_code",
+        None,
+        None,
+    )
