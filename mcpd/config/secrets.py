@@ -44,9 +44,14 @@ def read_secret(path: str, env: Mapping[str, str]) -> str:
         if not os.path.exists(path):
             raise SecretError(f"secret file {path!r} does not exist" + _unit_hint(env))
     try:
-        with open(path, "rb") as f:
+        # Opened without waiting: a FIFO named by mistake (or on purpose) would hold the
+        # config's loading, and a reload with it, until something wrote to it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
             # Checked on the open file, so the mode seen is the mode of what is read.
             mode = os.fstat(f.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise SecretError(f"secret file {path!r} is a directory")
             if not stat.S_ISREG(mode):
                 raise SecretError(f"secret file {path!r} is not a regular file")
             if mode & stat.S_IROTH:

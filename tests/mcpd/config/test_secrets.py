@@ -112,3 +112,11 @@ def test_a_held_secret_never_shows_its_value() -> None:
     held = HeldSecret("servers.s.headers.Authorization", "Bearer abcdef")
     assert "abcdef" not in repr(held)
     assert "servers.s.headers.Authorization" in repr(held)
+
+
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
+    # Nothing ever writes to it: opening it to read would wait for a writer for ever.
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo, 0o600)
+    with pytest.raises(SecretError, match="is not a regular file"):
+        read_secret(str(fifo), {})
