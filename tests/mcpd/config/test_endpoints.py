@@ -16,8 +16,9 @@ from mcpd.config.endpoints import (
     validate_http,
     validate_profiles,
 )
-from mcpd.config.model import Config, ConfigError, DaemonConfig, ServerConfig
+from mcpd.config.model import Config, ConfigError, DaemonConfig
 from mcpd.config.profiles import Patterns, ProfileConfig
+from mcpd.config.servertable import ServerConfig
 
 
 def error_of(call: Any, *args: Any) -> tuple[str, str]:

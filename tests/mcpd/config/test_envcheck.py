@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcpd.config.envcheck import gets, relied_on
-from mcpd.config.model import ServerConfig
+from mcpd.config.servertable import ServerConfig
 
 GITHUB = ServerConfig(command="npx", args=["-y", "@modelcontextprotocol/server-github"])
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from mcpd.config.held import held_in
-from mcpd.config.model import AuthConfig, Config, ServerConfig
+from mcpd.config.model import Config
 from mcpd.config.secrets import HeldSecret
+from mcpd.config.servertable import AuthConfig, ServerConfig
 
 
 def held(referenced: tuple[HeldSecret, ...] = (), **servers: ServerConfig) -> dict[str, str]:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.model import AuthConfig, ConfigError, ServerConfig, ToolsConfig
+from mcpd.config.model import ConfigError
 from mcpd.config.serverchecks import check_server, server_errors
+from mcpd.config.servertable import AuthConfig, ServerConfig, ToolsConfig
 
 URL = "https://mcp.example.test/mcp"
 
