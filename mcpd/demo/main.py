@@ -41,7 +41,7 @@ def _parse_args(argv: Sequence[str] | None, server: DemoServer) -> argparse.Name
         parser.error("--page-size must be at least 1")
     if args.http is not None:
         host, sep, port = args.http.rpartition(":")
-        if not sep or not port.isdigit():
+        if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
             parser.error("--http wants HOST:PORT, e.g. 127.0.0.1:0")
         args.host, args.port = host.strip("[]") or "127.0.0.1", int(port)
     elif args.ready_file is not None:
