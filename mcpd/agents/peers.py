@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
+from ..config.endpoints import group_id
 from ..local.owners import trusted_owners, user_name
 from ..policy.agent import parent_of
 
@@ -166,8 +167,9 @@ def _groups_of(pid: int) -> set[int]:
 def resolve_groups(names: Iterable[str]) -> set[int]:
     gids: set[int] = set()
     for name in names:
-        if name.isascii() and name.isdigit():
-            gids.add(int(name))
+        gid = group_id(name)
+        if gid is not None:
+            gids.add(gid)
             continue
         try:
             gids.add(grp.getgrnam(name).gr_gid)

@@ -32,6 +32,23 @@ def parse_listen(text: str, where: str = "daemon.http_listen") -> tuple[str, int
     return host, int(port)
 
 
+def group_id(name: str) -> int | None:
+    """The group id ``name`` is written as, if it is one: ASCII digits only, so that
+    ``"²"`` or ``"٣"`` is a name (which must exist), never a number."""
+    return int(name) if name.isascii() and name.isdigit() else None
+
+
+def check_groups(groups: list[str], where: str) -> None:
+    """Each of ``groups`` (an ``allow_groups`` list at ``where``) a group id, or the
+    name of a group that exists."""
+    for i, group in enumerate(groups):
+        if group_id(group) is None:
+            try:
+                grp.getgrnam(group)
+            except KeyError:
+                raise ConfigError(f"{where}[{i}]", f"no group named {group!r}") from None
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -142,14 +159,7 @@ def _check_socket(
         ) from None
     if not 0 <= mode <= 0o777:
         raise ConfigError(f"{where}.socket_mode", "must be between 0000 and 0777")
-    for i, group in enumerate(profile.allow_groups):
-        if not (group.isascii() and group.isdigit()):
-            try:
-                grp.getgrnam(group)
-            except KeyError:
-                raise ConfigError(
-                    f"{where}.allow_groups[{i}]", f"no group named {group!r}"
-                ) from None
+    check_groups(profile.allow_groups, f"{where}.allow_groups")
     if profile.socket is None:
         if profile.allow_uids or profile.allow_groups:
             raise ConfigError(

@@ -10,7 +10,6 @@ as its ``unresolved`` reason and does not start, and the others run.
 
 from __future__ import annotations
 
-import grp
 import os
 import re
 import tomllib
@@ -20,7 +19,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .endpoints import validate_http, validate_profiles
+from .endpoints import check_groups, validate_http, validate_profiles
 from .expand import (
     Found,
     References,
@@ -177,14 +176,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
             raise ConfigError(f"daemon.{key}", "must be at least 1")
     if d.audit_max_bytes < 64 * 1024:
         raise ConfigError("daemon.audit_max_bytes", "must be at least 65536")
-    for i, group in enumerate(d.allow_groups):
-        if not (group.isascii() and group.isdigit()):
-            try:
-                grp.getgrnam(group)
-            except KeyError:
-                raise ConfigError(
-                    f"daemon.allow_groups[{i}]", f"no group named {group!r}"
-                ) from None
+    check_groups(d.allow_groups, "daemon.allow_groups")
     if d.max_line_bytes < 4096:
         raise ConfigError("daemon.max_line_bytes", "must be at least 4096")
     if d.result_budget_chars < 100:

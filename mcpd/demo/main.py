@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import trio
 
+from ..config.endpoints import parse_listen
+from ..config.model import ConfigError
 from .http import serve_http
 from .runtime import DemoServer
 from .stdio import DEFAULT_EOF_GRACE, serve_stdio
@@ -40,10 +42,10 @@ def _parse_args(argv: Sequence[str] | None, server: DemoServer) -> argparse.Name
     if args.page_size is not None and args.page_size < 1:
         parser.error("--page-size must be at least 1")
     if args.http is not None:
-        host, sep, port = args.http.rpartition(":")
-        if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
+        try:
+            args.host, args.port = parse_listen(args.http, "--http")
+        except ConfigError:
             parser.error("--http wants HOST:PORT, e.g. 127.0.0.1:0")
-        args.host, args.port = host.strip("[]") or "127.0.0.1", int(port)
     elif args.ready_file is not None:
         parser.error("--ready-file needs --http")
     return args
