@@ -1,0 +1,241 @@
+"""The resource table on its own: when a listing is news, what a held template refuses,
+what a server that is down or gone leaves listed, what one agent's sight lets it see and
+route, and what a server's odd URIs become."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcpd.config.model import DEFAULT_POLICY
+from mcpd.registry.claims import Budget
+from mcpd.registry.gate import Gate
+from mcpd.registry.resources import ResourceTable
+from mcpd.registry.scheme import Ambiguous, Routed, Sight, wrap
+from protocol import surface
+
+
+class Shows(Sight):
+    """A profile that shows some servers, and of them every URI but those hidden."""
+
+    def __init__(self, *aliases: str, hidden: tuple[str, ...] = ()) -> None:
+        self.aliases = set(aliases)
+        self.hidden = set(hidden)
+
+    def has_server(self, alias: str) -> bool:
+        return alias in self.aliases
+
+    def admits_resource(self, alias: str, uri: str) -> bool:
+        return alias in self.aliases and uri not in self.hidden
+
+
+def resources(*uris: str) -> list[surface.Resource]:
+    return [surface.Resource(uri=u, name=u.rsplit("/", 1)[-1]) for u in uris]
+
+
+def templates(*ts: str, description: str | None = None) -> list[surface.ResourceTemplate]:
+    return [surface.ResourceTemplate(uriTemplate=t, name="t", description=description) for t in ts]
+
+
+def listed(table: ResourceTable, sight: Sight | None = None) -> list[dict[str, Any]]:
+    return [json.loads(bytes(r)) for r in table.listing(sight)]
+
+
+def listed_templates(table: ResourceTable, sight: Sight | None = None) -> list[dict[str, Any]]:
+    return [json.loads(bytes(r)) for r in table.template_listing(sight)]
+
+
+def held_template_table() -> ResourceTable:
+    """Server "a" lists notes://index and a template notes://{id} changed since approved."""
+    table = ResourceTable(Gate(lambda alias: DEFAULT_POLICY))
+    table.update("a", resources("notes://index"), templates("notes://{id}"))
+    table.gate.settle("a")
+    table.update("a", resources("notes://index"), templates("notes://{id}", description="new"))
+    return table
+
+
+# -- when a listing is news --
+
+
+def test_the_same_lists_again_are_no_news_and_another_is() -> None:
+    table = ResourceTable()
+    assert table.update("a", resources("x://1"), templates("x://{id}"))
+    version = table.version
+    assert not table.update("a", resources("x://1"), templates("x://{id}"))
+    assert table.version == version
+    assert table.update("a", resources("x://1", "x://2"), templates("x://{id}"))
+    assert table.version > version
+
+
+def test_what_a_server_listed_is_handed_back_as_a_copy() -> None:
+    table = ResourceTable()
+    assert table.raw("a") is None and not table.known("a") and table.count("a") == (0, 0)
+    table.update("a", resources("x://1", "x://2"), templates("x://{id}"))
+    raw = table.raw("a")
+    assert raw is not None
+    raw[0].clear()
+    assert [r.uri for r in table.raw("a")[0]] == ["x://1", "x://2"]  # type: ignore[index]
+    assert table.count("a") == (2, 1) and table.known("a")
+
+
+def test_removing_a_server_not_there_changes_nothing() -> None:
+    table = ResourceTable()
+    table.update("a", resources("x://1"), [])
+    version = table.version
+    assert not table.remove("b")
+    assert table.version == version
+    assert table.remove("a") and not table.known("a")
+    assert table.route("x://1") is None
+
+
+# -- availability --
+
+
+def test_a_down_servers_resources_and_templates_stay_listed_and_say_so() -> None:
+    table = ResourceTable()
+    table.update("a", resources("x://1"), templates("x://{id}"))
+    assert table.set_availability("a", False, "unavailable: a is down")
+    assert not table.set_availability("a", False, "unavailable: a is down")  # no news
+    [resource] = listed(table)
+    [template] = listed_templates(table)
+    for shown in (resource, template):
+        assert shown["_meta"]["mcpd/available"] is False
+        assert shown["description"].startswith("[unavailable: a is down] [a]")
+    # Listed again while down, it is still down.
+    table.update("a", resources("x://1", "x://2"), templates("x://{id}"))
+    assert all(r["_meta"]["mcpd/available"] is False for r in listed(table))
+    assert table.set_availability("a", True)
+    assert all(r["_meta"]["mcpd/available"] is True for r in listed(table))
+    assert not table.set_availability("nobody", False)
+
+
+# -- held templates --
+
+
+def test_a_held_template_is_listed_unavailable_with_its_reason() -> None:
+    table = held_template_table()
+    [template] = listed_templates(table)
+    assert template["_meta"]["mcpd/available"] is False
+    assert "mcpd approve a" in template["_meta"]["mcpd/held"]
+    assert table.count("a") == (1, 1)
+
+
+def test_a_held_template_refuses_what_it_matches_and_nothing_the_server_lists() -> None:
+    table = held_template_table()
+    assert table.held_for("a", "notes://42") is not None
+    assert table.held_for("a", "notes://index") is None
+    assert table.held_for("a", "other://42") is None
+    assert table.held_for("b", "notes://42") is None
+
+
+def test_a_held_template_refuses_when_its_budget_is_spent() -> None:
+    table = held_template_table()
+    spent = Budget(0)
+    assert table.held_for("a", "notes://42", spent) is not None
+    assert table.held_for("a", "other://42", spent) is not None
+
+
+def test_a_held_template_mcpd_cannot_match_refuses_every_unlisted_uri() -> None:
+    table = ResourceTable(Gate(lambda alias: DEFAULT_POLICY))
+    table.update("a", resources("x://listed"), templates("x://{"))
+    table.gate.settle("a")
+    table.update("a", resources("x://listed"), templates("x://{", description="changed"))
+    assert table.held_for("a", "anything://at-all") is not None
+    assert table.held_for("a", "x://listed") is None
+
+
+def test_an_approved_template_is_shown_after_the_table_judges_it_again() -> None:
+    table = held_template_table()
+    assert not table.rejudge("b")
+    version = table.version
+    assert not table.rejudge("a")  # nothing changed in the pins
+    assert table.version == version
+    table.gate.approve("a", None)
+    assert table.rejudge("a")
+    [template] = listed_templates(table)
+    assert template["_meta"]["mcpd/available"] is True
+    assert table.held_for("a", "notes://42") is None
+
+
+# -- a server's odd URIs --
+
+
+def test_a_uri_in_the_mcpd_form_a_server_lists_is_handed_over_wrapped() -> None:
+    table = ResourceTable()
+    table.update("a", resources("mcpd://b/secret"), [])
+    table.update("b", resources("b://x"), [])
+    [uri, _] = [r["uri"] for r in listed(table)]
+    assert uri == "mcpd://a/mcpd://b/secret"
+    assert table.route(uri) == Routed("a", "mcpd://b/secret")
+
+
+def test_a_malformed_mcpd_uri_names_no_server() -> None:
+    table = ResourceTable()
+    table.update("a", resources("x://1"), [])
+    table.update("b", resources("y://1"), [])
+    for uri in ("mcpd://a", "mcpd://../x", "mcpd:///x", "mcpd://a b/x"):
+        assert table.route(uri) is None, uri
+
+
+def test_a_uri_a_server_lists_twice_is_still_its_own() -> None:
+    table = ResourceTable()
+    table.update("a", resources("x://1", "x://1"), [])
+    table.update("b", resources("y://1"), [])
+    assert table.route("x://1") == Routed("a", "x://1")
+    assert [r["uri"] for r in listed(table)] == ["x://1", "x://1", "y://1"]
+
+
+# -- what one agent sees --
+
+
+def test_a_sight_lists_the_servers_it_shows_and_their_uris_it_admits() -> None:
+    table = ResourceTable()
+    table.update("a", resources("x://shared", "x://secret"), [])
+    table.update("b", resources("x://shared"), [])
+    sight = Shows("a", hidden=("x://secret",))
+    assert [r["uri"] for r in listed(table, sight)] == ["x://shared"]  # plain: b is not seen
+    assert table.route("x://shared", sight=sight) == Routed("a", "x://shared")
+    assert table.route("x://shared") == Ambiguous(
+        [wrap("a", "x://shared"), wrap("b", "x://shared")]
+    )
+    assert table.to_agent("a", "x://shared", sight=sight) == "x://shared"
+    assert table.to_agent("a", "x://shared") == wrap("a", "x://shared")
+
+
+def test_a_sight_routes_templates_among_the_servers_it_shows() -> None:
+    table = ResourceTable()
+    table.update("a", [], templates("file:///{name}"))
+    table.update("b", [], templates("file:///{name}"))
+    table.update("c", resources("c://1"), [])
+    both = Shows("a", "b", "c")
+    assert table.route("file:///x", sight=both) == Ambiguous(
+        [wrap("a", "file:///x"), wrap("b", "file:///x")]
+    )
+    only_a = Shows("a", "c")
+    assert table.route("file:///x", sight=only_a) == Routed("a", "file:///x")
+    assert [t["uriTemplate"] for t in listed_templates(table, only_a)] == ["file:///{name}"]
+    assert table.agent_template("a", "file:///{name}", only_a) == "file:///{name}"
+    assert table.agent_template("a", "file:///{name}") == wrap("a", "file:///{name}")
+    assert table.template_route("file:///{name}", only_a) == ("a", "file:///{name}")
+    assert table.template_route("file:///{name}") is None
+
+
+def test_many_different_sights_each_get_their_own_answer() -> None:
+    table = ResourceTable()
+    aliases = [f"s{i:02}" for i in range(12)]
+    for alias in aliases:
+        table.update(alias, [], templates("file:///{name}"))
+    # More sets of servers than are kept: each still routes as its sight says.
+    for i, first in enumerate(aliases):
+        for second in aliases[i + 1 :]:
+            pair = Shows(first, second)
+            assert table.route("file:///x", sight=pair) == Ambiguous(
+                [wrap(first, "file:///x"), wrap(second, "file:///x")]
+            )
+            assert [t["uriTemplate"] for t in listed_templates(table, pair)] == [
+                wrap(first, "file:///{name}"),
+                wrap(second, "file:///{name}"),
+            ]
+            alone = Shows(second)
+            assert table.route("file:///x", sight=alone) == Routed(second, "file:///x")
+            assert table.agent_template(second, "file:///{name}", alone) == "file:///{name}"
