@@ -1,0 +1,177 @@
+"""A profile's view on its own: its patterns over odd names and URIs, names of its own
+that no server can take from another, its search index over whatever a server sends,
+what grows the versions its agents watch, and what it says of its cap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from mcpd.config.model import NamingConfig
+from mcpd.config.profiles import Patterns, ProfileConfig
+from mcpd.registry.catalog import Catalog
+from mcpd.registry.table import candidate_name, hashed_name
+from mcpd.registry.views import NameFilter, ProfileView, assign_names
+from protocol import mcp, surface
+
+
+def tool(name: str, description: str = "", schema: bytes | None = None) -> mcp.Tool:
+    raw = msgspec.Raw(schema if schema is not None else b'{"type":"object"}')
+    return mcp.Tool(name=name, description=description or f"does {name}", inputSchema=raw)
+
+
+def view(catalog: Catalog, **profile: Any) -> ProfileView:
+    v = ProfileView("p", catalog)
+    v.configure(msgspec.convert(profile, ProfileConfig), catalog.naming, 128)
+    return v
+
+
+def catalog(**servers: list[str]) -> Catalog:
+    c = Catalog(NamingConfig())
+    for alias, names in servers.items():
+        c.update(alias, [tool(n) for n in names])
+    return c
+
+
+# -- patterns --
+
+
+def test_a_pattern_names_a_server_only_before_its_first_slash() -> None:
+    rule = NameFilter(Patterns(allow=["git/log*"], deny=["*/log_secret"]))
+    assert rule.admits("git", "log")
+    assert not rule.admits("fs", "log")
+    assert not rule.admits("git", "log_secret")
+    # A server's tool named like another server's pattern is not that server's.
+    assert not rule.admits("evil", "git/log")
+
+
+def test_a_uri_pattern_is_not_read_as_a_server_and_a_pattern() -> None:
+    rule = NameFilter(Patterns(allow=["file:///srv/*"]))
+    assert rule.admits("fs", "file:///srv/a/b.txt")
+    assert not rule.admits("fs", "file:///etc/passwd")
+    assert not rule.admits("file:", "//srv/x")
+
+
+def test_deny_wins_over_allow_and_patterns_are_case_sensitive() -> None:
+    rule = NameFilter(Patterns(allow=["*"], deny=["delete_*"]))
+    assert not rule.admits("fs", "delete_file")
+    assert rule.admits("fs", "Delete_file")
+    assert NameFilter(Patterns()).everything
+
+
+def test_a_server_pattern_is_a_glob_over_aliases() -> None:
+    c = catalog(git=["status"], github=["issues"], fs=["read"])
+    v = view(c, servers=["git*"])
+    assert v.servers() == ["git", "github"]
+    assert v.has_server("github") and not v.has_server("fs")
+    assert not v.admits_prompt("fs", "anything") and not v.admits_resource("fs", "x://1")
+
+
+# -- names of the view's own --
+
+
+def test_a_tool_named_like_anothers_hashed_name_does_not_take_it() -> None:
+    naming = NamingConfig(template="{tool}", max_length=64)
+    # Two servers both offer "t": each gets "t_" and a hash. A third server lists a
+    # tool literally named like the first one's hashed name.
+    taken = hashed_name(candidate_name(naming.template, "a", "t"), "a", "t", naming.max_length)
+    names = assign_names([("a", "t"), ("b", "t"), ("c", taken)], naming)
+    assert names[("c", taken)] == taken
+    assert names[("a", "t")] != taken
+    assert len(set(names.values())) == 3
+
+
+def test_names_of_the_view_are_the_same_whatever_order_the_tools_come_in() -> None:
+    naming = NamingConfig(template="{tool}", max_length=16)
+    keys = [("a", "t"), ("b", "t"), ("a", "x" * 30), ("b", "x" * 30), ("c", "t_1")]
+    assert assign_names(keys, naming) == assign_names(list(reversed(keys)), naming)
+    assert all(len(n) <= 16 for n in assign_names(keys, naming).values())
+
+
+def test_a_renamed_view_finds_its_own_names_only() -> None:
+    c = catalog(git=["status"], fs=["read"])
+    v = view(c, template="{alias}.{tool}")
+    assert sorted(e.local for e in v.entries()) == ["fs_read", "git_status"]
+    found = v.lookup("git_status")
+    assert found is not None and (found.alias, found.name) == ("git", "status")
+    assert v.lookup("mcp__git__status") is None
+    # Reconfigured to the table's naming: the table's names, and not the old ones.
+    v.configure(ProfileConfig(), c.naming, 128)
+    assert v.lookup("git_status") is None and v.lookup("mcp__git__status") is not None
+
+
+# -- the search index over what servers send --
+
+
+def test_a_schema_that_is_no_object_is_searched_without_its_arguments() -> None:
+    c = Catalog(NamingConfig())
+    c.update("odd", [tool("listed", "a list schema", b"[1,2]"), tool("text", "x", b'"s"')])
+    v = view(c, discovery="search")
+    assert {h.name for h in v.search("list schema", 5)} == {"mcp__odd__listed"}
+
+
+def test_the_index_is_rebuilt_when_a_tool_changes_and_kept_otherwise() -> None:
+    c = catalog(git=["status"])
+    v = view(c, discovery="search")
+    index = v.index()
+    assert v.index() is index
+    c.update("git", [tool("status"), tool("tree", "shows the working tree")])
+    assert v.index() is not index
+    assert v.search("working tree", 1)[0].name == "mcp__git__tree"
+
+
+# -- versions and what the view says --
+
+
+def test_prompts_and_resources_of_servers_outside_the_view_leave_it_alone() -> None:
+    c = catalog(git=["status"], fs=["read"])
+    v = view(c, servers=["git"])
+    before = v.offered()
+    c.prompts.update("fs", [surface.Prompt(name="p")])
+    c.resources.update("fs", [surface.Resource(uri="file:///x", name="x")], [])
+    assert v.offered() == before
+    c.prompts.update("git", [surface.Prompt(name="p")])
+    assert v.offered() == (before[0] + 1, before[1])
+    c.resources.update("git", [surface.Resource(uri="git://x", name="x")], [])
+    assert v.offered() == (before[0] + 1, before[1] + 1)
+    c.set_availability("fs", False, "down")
+    assert v.offered() == (before[0] + 1, before[1] + 1)
+
+
+def test_a_prompt_the_view_denies_is_no_news_to_it() -> None:
+    c = catalog(git=["status"])
+    v = view(c, prompts={"deny": ["draft_*"]})
+    before = v.offered()
+    c.prompts.update("git", [surface.Prompt(name="draft_reply")])
+    assert v.offered() == before
+
+
+def test_over_the_cap_is_said_only_where_everything_is_listed() -> None:
+    c = catalog(s=[f"t{i}" for i in range(5)])
+    listed = ProfileView("dev", c)
+    listed.configure(ProfileConfig(max_tools=4), c.naming, 128)
+    warning = listed.over_cap()
+    assert warning is not None and "'dev'" in warning and "5 tools" in warning and "(4)" in warning
+    searched = ProfileView("dev", c)
+    searched.configure(ProfileConfig(max_tools=4, discovery="auto"), c.naming, 128)
+    assert searched.over_cap() is None and searched.mode == "search"
+    listed.configure(ProfileConfig(max_tools=5), c.naming, 128)
+    assert listed.over_cap() is None
+
+
+def test_the_closest_names_are_of_the_view_and_a_huge_name_gets_none() -> None:
+    c = catalog(git=["status"], fs=["stat"])
+    v = view(c, servers=["git"])
+    assert v.closest("mcp__git__statu") == ["mcp__git__status"]
+    assert "mcp__fs__stat" not in v.closest("mcp__fs__stat")
+    assert v.closest("mcp__git__status" * 1000) == []
+
+
+def test_markers_are_of_the_views_servers_only() -> None:
+    c = catalog(git=["status"], fs=["read"])
+    v = view(c, servers=["git"])
+    c.set_availability("fs", False, "unavailable: fs is down")
+    assert v.markers() == {}
+    c.set_availability("git", False, "unavailable: git is down")
+    assert v.markers() == {"git": "unavailable: git is down"}
