@@ -327,7 +327,9 @@ def _doc(entry: Entry, doc: type[ToolDoc]) -> ToolDoc:
     tool = entry.tool
     try:
         schema = _decode_schema.decode(tool.inputSchema)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
+        # Not an object, or nested too deep to read here (the index may be built
+        # deeper in the stack than the listing was decoded): searched by its texts.
         schema = {}
     return doc(
         name=entry.local,

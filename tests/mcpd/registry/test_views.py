@@ -4,6 +4,7 @@ what grows the versions its agents watch, and what it says of its cap."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import msgspec
@@ -102,6 +103,18 @@ def test_a_renamed_view_finds_its_own_names_only() -> None:
 
 
 # -- the search index over what servers send --
+
+
+def test_a_schema_too_deep_to_read_does_not_break_the_profiles_search() -> None:
+    depth = sys.getrecursionlimit()
+    deep = b'{"type":"object","properties":' + b'{"a":' * depth + b"1" + b"}" * depth + b"}"
+    c = Catalog(NamingConfig())
+    c.update("evil", [tool("deep", "deep one", deep)])
+    c.update("mail", [tool("send_mail", "Send an email")])
+    v = view(c, discovery="search")
+    hits = v.search("send an email", 3)
+    assert hits[0].name == "mcp__mail__send_mail"
+    assert [h.name for h in v.search("deep", 3)] == ["mcp__evil__deep"]
 
 
 def test_a_schema_that_is_no_object_is_searched_without_its_arguments() -> None:
