@@ -1,0 +1,99 @@
+"""The search index against what a hostile server lists or a hostile agent asks: names
+made to look like another server's tool, schemas of the wrong shape, words of any length;
+and what a listing reads into a document, and a summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpd.registry.search import ToolDoc, ToolIndex, summary
+
+
+def doc(server: str, tool: str, description: str = "", **fields: Any) -> ToolDoc:
+    return ToolDoc(
+        name=f"mcp__{server}__{tool}",
+        server=server,
+        original=tool,
+        description=description or f"does {tool}",
+        **fields,
+    )
+
+
+# -- a server's names --
+
+
+# -- a server's schemas --
+
+
+def test_argument_words_are_read_a_few_levels_deep_and_no_deeper() -> None:
+    def nested(levels: int, word: str) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string", "description": word}
+        for _ in range(levels):
+            schema = {"type": "object", "properties": {"x": schema}}
+        return schema
+
+    shallow = doc("a", "one", input_schema=nested(3, "pelican"))
+    deep = doc("b", "two", input_schema=nested(8, "albatross"))
+    index = ToolIndex([shallow, deep])
+    assert [h.name for h in index.search("pelican", 5)] == ["mcp__a__one"]
+    assert index.search("albatross", 5) == []
+
+
+def test_enum_values_and_alternatives_are_argument_words() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "mode": {"enum": ["fast", 3, None, "thorough"]},
+            "target": {"anyOf": [{"type": "string", "description": "a branch"}, "junk"]},
+            "items": {"type": "array", "items": {"description": "a tag"}},
+        },
+    }
+    index = ToolIndex([doc("s", "t", "Does it.", input_schema=schema), doc("s", "u")])
+    for word in ("thorough", "branch", "tag", "mode"):
+        assert [h.name for h in index.search(word, 5)] == ["mcp__s__t"], word
+
+
+# -- an agent's queries --
+
+
+def test_a_query_of_only_odd_characters_finds_nothing() -> None:
+    index = ToolIndex([doc("fs", "read_file", "Read a file.")])
+    for query in ("\u200b\u200b", "!!!", "___", "\x00\x01", "🙂🙃"):
+        assert index.search(query, 3) == [], query
+
+
+# -- documents from a listing, summaries --
+
+
+def test_a_listed_tool_of_any_shape_makes_a_document() -> None:
+    assert ToolDoc.from_listed({}) == ToolDoc(name="", server="")
+    odd = ToolDoc.from_listed(
+        {"name": "n", "_meta": "nope", "inputSchema": [1], "title": 5, "description": None}
+    )
+    assert odd == ToolDoc(name="n", server="", title="5")
+
+
+def test_only_mcpds_own_notes_are_cut_from_a_listed_description() -> None:
+    listed = {"name": "mcp__s__t", "_meta": {"mcpd/server": "s"}}
+    cut = ToolDoc.from_listed({**listed, "description": "[held: x] [s] Does [s] things."})
+    assert cut.description == "Does [s] things."
+    # A description that only mentions the server later keeps all its words.
+    kept = ToolDoc.from_listed({**listed, "description": "Use [s] for it."})
+    assert kept.description == "Use [s] for it."
+
+
+@pytest.mark.parametrize(
+    ("description", "expected"),
+    [
+        ("", ""),
+        ("One line\nand more.  Two.", "One line and more."),
+        ("No end", "No end"),
+        ("Version 1.2 is out. Next.", "Version 1.2 is out."),
+        ("x" * 200, "x" * 159 + "…"),
+    ],
+)
+def test_a_summary_is_the_first_sentence_on_one_line(description: str, expected: str) -> None:
+    assert summary(description) == expected
+    assert len(summary(description)) <= 160
