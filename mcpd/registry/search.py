@@ -268,9 +268,13 @@ class ToolIndex:
     def _build(self, tools: Iterable[ToolDoc]) -> None:
         self._docs: list[ToolDoc] = sorted(tools, key=lambda d: d.name)
         self._by_name: dict[str, int] = {}
+        # Each tool's own name first: no other tool takes it, whatever its server
+        # named it (a tool called "mcp__bank__transfer" on another server).
         for i, doc in enumerate(self._docs):
             self._by_name.setdefault(doc.name, i)
+        for i, doc in enumerate(self._docs):
             self._by_name.setdefault(doc.name.lower(), i)
+        for i, doc in enumerate(self._docs):
             if doc.original:
                 self._by_name.setdefault(doc.original.lower(), i)
         analysed = [_fields(d) for d in self._docs]
@@ -327,7 +331,9 @@ class ToolIndex:
                         best[i] = s
             for i, s in best.items():
                 scores[i] = scores.get(i, 0.0) + s
-        exact = self._by_name.get(query.strip()) or self._by_name.get(query.strip().lower())
+        exact = self._by_name.get(query.strip())
+        if exact is None:
+            exact = self._by_name.get(query.strip().lower())
         if exact is not None:
             scores[exact] = scores.get(exact, 0.0) + 1000.0
         docs = self._docs
