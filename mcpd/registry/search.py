@@ -220,7 +220,9 @@ def _schema_words(schema: Any, out: list[str], depth: int = 0) -> None:
         for key in ("title", "description"):
             if isinstance(text := schema.get(key), str):
                 out.append(text)
-    for value in schema.get("enum") or ():
+    # What a server sends is any JSON: a list where a schema has one is not a given.
+    enum = schema.get("enum")
+    for value in enum if isinstance(enum, list) else ():
         if isinstance(value, str):
             out.append(value)
     props = schema.get("properties")
@@ -231,7 +233,8 @@ def _schema_words(schema: Any, out: list[str], depth: int = 0) -> None:
     if "items" in schema:
         _schema_words(schema["items"], out, depth + 1)
     for key in ("anyOf", "oneOf", "allOf"):
-        for sub in schema.get(key) or ():
+        subs = schema.get(key)
+        for sub in subs if isinstance(subs, list) else ():
             _schema_words(sub, out, depth + 1)
 
 

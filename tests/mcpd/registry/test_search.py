@@ -47,6 +47,27 @@ def test_names_that_differ_in_case_are_each_found_by_their_own() -> None:
 # -- a server's schemas --
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "enum": 5},
+        {"type": "object", "enum": None},
+        {"properties": {"a": {"anyOf": 1}}},
+        {"properties": {"a": {"oneOf": {"x": 1}}}},
+        {"properties": {"a": {"allOf": True}}},
+        {"properties": ["a", "b"]},
+        {"items": "x"},
+    ],
+)
+def test_a_schema_of_the_wrong_shape_is_indexed_without_its_odd_parts(
+    schema: dict[str, Any],
+) -> None:
+    index = ToolIndex([doc("odd", "tool", "Files of the odd kind."), doc("ok", "read_file")])
+    assert index.search("odd files", 1)[0].name == "mcp__odd__tool"
+    odd = ToolIndex([doc("odd", "tool", "Files of the odd kind.", input_schema=schema)])
+    assert odd.search("odd files", 1)[0].name == "mcp__odd__tool"
+
+
 def test_argument_words_are_read_a_few_levels_deep_and_no_deeper() -> None:
     def nested(levels: int, word: str) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "string", "description": word}
