@@ -305,6 +305,10 @@ class ToolIndex:
                     row[1].append(f)
         self._n = n
         self._vocabulary = sorted(postings)
+        # The lengths of the index's terms: a query term's prefixes are looked up at
+        # these lengths alone, so a long word in a query costs what the index holds,
+        # not the square of its length.
+        self._lengths = sorted({len(t) for t in postings})
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -365,6 +369,8 @@ class ToolIndex:
             if vocab[at] != term:
                 yield vocab[at], PREFIX_WEIGHT
             at += 1
-        for cut in range(3, len(term)):
-            if term[:cut] in self._postings:
+        for cut in self._lengths:
+            if cut >= len(term):
+                break
+            if cut >= 3 and term[:cut] in self._postings:
                 yield term[:cut], PREFIX_WEIGHT

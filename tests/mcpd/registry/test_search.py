@@ -99,6 +99,30 @@ def test_enum_values_and_alternatives_are_argument_words() -> None:
 # -- an agent's queries --
 
 
+def test_a_long_query_word_costs_no_more_than_the_index_has_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    index = ToolIndex([doc("fs", "read_file", "Read a file."), doc("env", "environment")])
+    looked: list[int] = []
+    postings = index._postings
+
+    class Counting(dict[str, Any]):
+        def __contains__(self, key: object) -> bool:
+            looked.append(len(key) if isinstance(key, str) else 0)
+            return key in postings
+
+        def get(self, key: str, default: Any = None) -> Any:
+            return postings.get(key, default)
+
+    monkeypatch.setattr(index, "_postings", Counting())
+    # A prefix of the word is still found (env finds environment, environments env).
+    assert index.search("environmentvariables", 2)[0].name == "mcp__env__environment"
+    looked.clear()
+    assert index.search("x" * 20_000, 5) == []
+    longest = max(len(t) for t in postings)
+    assert len(looked) <= longest and sum(looked) <= longest * longest
+
+
 def test_a_query_of_only_odd_characters_finds_nothing() -> None:
     index = ToolIndex([doc("fs", "read_file", "Read a file.")])
     for query in ("\u200b\u200b", "!!!", "___", "\x00\x01", "🙂🙃"):
