@@ -115,6 +115,7 @@ _RUN: Final = re.compile(r"[^\W_]+")
 # bounded, since queries come from agents.
 _runs: dict[str, tuple[str, ...]] = {}
 _RUN_CACHE: Final = 100_000
+_CACHED_RUN: Final = 64  # longer runs are no words worth keeping: an agent's junk
 
 
 def words(text: str) -> list[str]:
@@ -131,7 +132,7 @@ def _split(run: str) -> tuple[str, ...]:
         if w not in STOP_WORDS and (len(w) > 1 or w.isdigit()):
             out.append(stem(w))
     terms = tuple(out)
-    if len(_runs) < _RUN_CACHE:
+    if len(_runs) < _RUN_CACHE and len(run) <= _CACHED_RUN:
         _runs[run] = terms
     return terms
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mcpd.registry import search
 from mcpd.registry.search import ToolDoc, ToolIndex, summary
 
 
@@ -121,6 +122,13 @@ def test_a_long_query_word_costs_no_more_than_the_index_has_words(
     assert index.search("x" * 20_000, 5) == []
     longest = max(len(t) for t in postings)
     assert len(looked) <= longest and sum(looked) <= longest * longest
+
+
+def test_the_word_cache_keeps_no_long_words_from_queries() -> None:
+    index = ToolIndex([doc("fs", "read_file", "Read a file.")])
+    for i in range(50):
+        index.search(f"{'q' * 10_000}{i:03d}{'z' * 10_000}", 3)
+    assert not any(run.startswith("q" * 1000) for run in search._runs)
 
 
 def test_a_query_of_only_odd_characters_finds_nothing() -> None:
