@@ -162,7 +162,12 @@ def read_tool(tool: mcp.Tool) -> Readable:
 
 def _annotations(r: _Reader, annotations: dict[str, Any]) -> dict[str, Any] | None:
     """The annotations cleaned (None: too deep to read, so left off)."""
-    cleaned, count = clean_json(Raw(msgspec.json.encode(annotations)))
+    try:
+        # As deep as the listing was decoded, which may have been higher in the stack.
+        encoded: Raw | None = Raw(msgspec.json.encode(annotations))
+    except RecursionError:
+        encoded = None
+    cleaned, count = (None, 0) if encoded is None else clean_json(encoded)
     if cleaned is None:
         r.removed["annotations"] = r.removed.get("annotations", 0) + 1
         return None

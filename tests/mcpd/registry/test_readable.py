@@ -4,6 +4,7 @@ text is left as the server sent it."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import msgspec
@@ -111,6 +112,17 @@ def test_an_output_schema_too_deep_to_read_is_left_off() -> None:
     read = read_tool(broken)
     assert read.item.outputSchema is UNSET
     assert "outputSchema" in read.removed
+
+
+def test_annotations_too_deep_to_read_are_left_off() -> None:
+    # As deep as a server's listing may be decoded, where the stack is shallower.
+    nested: Any = "x\u200b"
+    for _ in range(sys.getrecursionlimit()):
+        nested = [nested]
+    broken = mcp.Tool(name="t", annotations={"readOnlyHint": True, "x": nested})
+    read = read_tool(broken)
+    assert read.item.annotations is UNSET
+    assert "annotations" in read.removed
 
 
 def test_a_schema_too_deep_to_read_adds_no_texts_and_breaks_nothing() -> None:
