@@ -238,7 +238,7 @@ class CallArgs(msgspec.Struct):
             return {}
         try:
             value = msgspec.json.decode(self.arguments)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             value = None
         if not isinstance(value, dict):
             raise ArgumentError(f"{CALL}: 'arguments' must be an object (or JSON of one)")
@@ -253,7 +253,7 @@ def _read(tool: str, arguments: Raw | bytes | Mapping[str, Any] | None, kind: ty
         if isinstance(arguments, Raw | bytes):
             return msgspec.json.decode(bytes(arguments) or b"{}", type=kind)
         return msgspec.convert(dict(arguments or {}), kind)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
         raise ArgumentError(f"{tool}: {exc}") from None
 
 

@@ -26,6 +26,10 @@ def text_of(result: mcp.CallToolResult) -> str:
     return block.text
 
 
+def deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
 # -- definitions --
 
 
@@ -141,6 +145,29 @@ def test_no_meta_tool_is_called_through_the_meta_call(name: str) -> None:
 def test_a_meta_call_without_a_tool_name_is_refused(body: bytes) -> None:
     with pytest.raises(ArgumentError, match=r"mcpd_call_tool: .*name"):
         metatools.parse_call(msgspec.Raw(body))
+
+
+def test_call_arguments_nested_beyond_what_is_decoded_are_refused_not_raised() -> None:
+    # A JSON string inside arguments is decoded here, past the depth limit the
+    # request's own decoding applies: it must end as this call's error.
+    for arguments in (deep(5000), '{"a": ' + deep(5000) + "}"):
+        with pytest.raises(ArgumentError, match="mcpd_call_tool: 'arguments'"):
+            metatools.parse_call({"name": "mcp__fs__read", "arguments": arguments})
+        raw = msgspec.json.encode({"name": "mcp__fs__read", "arguments": arguments})
+        with pytest.raises(ArgumentError, match="mcpd_call_tool: 'arguments'"):
+            metatools.parse_call(msgspec.Raw(raw))
+
+
+def test_arguments_nested_beyond_what_is_decoded_are_refused_not_raised() -> None:
+    raw = b'{"query": "x", "extra": ' + deep(5000).encode() + b"}"
+    with pytest.raises(ArgumentError, match="mcpd_search_tools"):
+        metatools.parse_search(msgspec.Raw(raw))
+    raw = b'{"names": ' + deep(5000).encode() + b"}"
+    with pytest.raises(ArgumentError, match="mcpd_describe_tools"):
+        metatools.parse_describe(msgspec.Raw(raw))
+    raw = b'{"name": "t", "arguments": {"a": ' + deep(5000).encode() + b"}}"
+    with pytest.raises(ArgumentError, match="mcpd_call_tool"):
+        metatools.parse_call(msgspec.Raw(raw))
 
 
 # -- results --
