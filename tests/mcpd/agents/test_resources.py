@@ -1,0 +1,338 @@
+"""Resources for agents, called directly over a catalog: lists, the routing of an
+agent's URI through its profile (and the errors that must not name a hidden server),
+reads refused before a server is asked, and subscriptions held per agent."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+from msgspec import Raw
+
+from mcpd.agents.allowance import Allowance
+from mcpd.agents.askback_driver import AgentSide, AskBackDriver
+from mcpd.agents.callrecords import Seen
+from mcpd.agents.prompts import OUTAGE
+from mcpd.agents.resources import Subscriptions, list_resources, read, route
+from mcpd.config.load import parse
+from mcpd.config.model import NamingConfig
+from mcpd.registry.catalog import Catalog
+from mcpd.registry.claims import ROUTE_STEPS, Budget
+from mcpd.registry.scheme import Routed, Sight, wrap
+from mcpd.servers.all_servers import AllServers
+from mcpd.servers.outage import Outage
+from mcpd.servers.supervisor import Supervisor
+from protocol import jsonrpc as rpc
+from protocol import mcp, surface
+from protocol.server import RequestContext
+
+MODERN = RequestContext("modern", mcp.LATEST_MODERN, {}, {})
+README = "file:///README.md"
+
+
+class Shows(Sight):
+    """A profile that shows only some servers."""
+
+    def __init__(self, *aliases: str) -> None:
+        self.aliases = set(aliases)
+
+    def has_server(self, alias: str) -> bool:
+        return alias in self.aliases
+
+    def admits_resource(self, alias: str, uri: str) -> bool:
+        return alias in self.aliases
+
+
+class Offering(AllServers):
+    """Every server, with no server running; those in ``offering`` take subscriptions,
+    and what agents hold upstream is counted."""
+
+    def __init__(self, lists: dict[str, tuple[list[str], list[str]]], offering: set[str]) -> None:
+        catalog = Catalog(NamingConfig())
+        for alias, (uris, templates) in lists.items():
+            catalog.resources.update(
+                alias,
+                [surface.Resource(uri=u, name=u) for u in uris],
+                [surface.ResourceTemplate(uriTemplate=t, name=t) for t in templates],
+            )
+        config = parse({"servers": {a: {"command": "x"} for a in lists}}, env={})
+        super().__init__(Supervisor(config, catalog), catalog)
+        self.offering = offering
+        self.held: Counter[tuple[str, str]] = Counter()
+
+    def subscribable(self, alias: str) -> bool:
+        return alias in self.offering
+
+    def subscribe_resource(self, alias: str, uri: str, on: bool) -> None:
+        self.held[(alias, uri)] += 1 if on else -1
+        assert self.held[(alias, uri)] >= 0, "let go of more than was held"
+        super().subscribe_resource(alias, uri, on)
+
+    def announce(self, alias: str, uri: str) -> None:
+        """The server says ``uri`` changed (as its runner reports it)."""
+        self._updated(alias, uri)
+
+
+LISTS = {
+    "a": ([README, "a://only"], ["a://{id}"]),
+    "b": ([README, "b://only"], ["b://{id}"]),
+    "c": (["c://only"], ["c://{id}"]),
+}
+
+
+def three_servers(offering: set[str] | None = None) -> Offering:
+    return Offering(LISTS, offering or set())
+
+
+def budget() -> Budget:
+    return Budget(ROUTE_STEPS)
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.got: list[dict[str, Any]] = []
+
+    def send(self, data: bytes) -> None:
+        self.got.append(msgspec.json.decode(data))
+
+    def uris(self) -> list[str]:
+        return [m["params"]["uri"] for m in self.got]
+
+
+# -- lists --
+
+
+def test_resources_and_templates_are_listed_apart_and_paged() -> None:
+    servers = three_servers()
+    first = list_resources(servers, surface.ListParams(), None, 3, False)
+    assert first.resourceTemplates is msgspec.UNSET and isinstance(first.resources, list)
+    assert len(first.resources) == 3 and isinstance(first.nextCursor, str)
+    rest = list_resources(servers, surface.ListParams(cursor=first.nextCursor), None, 3, False)
+    assert isinstance(rest.resources, list) and len(rest.resources) == 2
+    assert rest.nextCursor is msgspec.UNSET
+    templates = list_resources(servers, surface.ListParams(), MODERN, 0, True)
+    assert templates.resources is msgspec.UNSET and isinstance(templates.resourceTemplates, list)
+    assert len(templates.resourceTemplates) == 3
+    assert (templates.ttlMs, templates.cacheScope) == (0, "private")
+    with pytest.raises(rpc.RPCError):
+        list_resources(servers, surface.ListParams(cursor="bm90IG1jcGQ="), None, 3, False)
+
+
+def test_a_profile_lists_only_the_resources_of_the_servers_it_shows() -> None:
+    servers = three_servers()
+    page = list_resources(servers, surface.ListParams(), None, 0, False, Shows("b"))
+    assert isinstance(page.resources, list)
+    servers_named = {msgspec.json.decode(r)["_meta"]["mcpd/server"] for r in page.resources}
+    assert servers_named == {"b"}
+    uris = {msgspec.json.decode(r)["uri"] for r in page.resources}
+    assert README in uris  # not made ambiguous by a server this profile does not show
+
+
+# -- routing --
+
+
+def test_a_uri_one_server_lists_or_matches_goes_to_it() -> None:
+    servers = three_servers()
+    assert route(servers, "a://only", budget()) == Routed("a", "a://only")
+    assert route(servers, "b://42", budget()) == Routed("b", "b://42")
+    assert route(servers, wrap("a", README), budget()) == Routed("a", README)
+
+
+def test_a_uri_three_servers_list_is_refused_naming_each_way_to_read_it() -> None:
+    with pytest.raises(rpc.RPCError) as refused:
+        route(three_servers(), README, budget())
+    assert refused.value.code == rpc.INVALID_PARAMS
+    assert refused.value.data == {
+        "uri": README,
+        "candidates": [wrap("a", README), wrap("b", README)],
+    }
+    assert refused.value.message.startswith(f"2 servers have {README!r}")
+
+
+def test_through_a_profile_a_uri_a_hidden_server_lists_too_is_the_shown_servers() -> None:
+    assert route(three_servers(), README, budget(), Shows("a", "c")) == Routed("a", README)
+
+
+@pytest.mark.parametrize("uri", [wrap("b", "b://only"), "b://only", "b://42", "z://nothing"])
+def test_a_hidden_servers_uri_is_not_found_as_if_it_were_no_ones(uri: str) -> None:
+    with pytest.raises(rpc.RPCError) as refused:
+        route(three_servers(), uri, budget(), Shows("a", "c"))
+    assert refused.value.code == rpc.INVALID_PARAMS
+    assert refused.value.message == "Resource not found" and refused.value.data == {"uri": uri}
+    assert "'b'" not in str(refused.value.data)
+
+
+def test_a_uri_matched_past_its_budget_is_refused_with_the_way_to_name_its_server() -> None:
+    uri = "q://" + "x" * 5000
+    with pytest.raises(rpc.RPCError) as refused:
+        route(three_servers(), uri, Budget(0))
+    assert refused.value.code == rpc.INVALID_PARAMS
+    assert "mcpd://SERVER/" in refused.value.message
+    assert len(refused.value.message) < 600 and refused.value.data == {"uri": uri}
+
+
+# -- reads --
+
+
+async def reading(
+    servers: AllServers, uri: str, seen: Seen | None = None, sight: Sight | None = None
+) -> bytes:
+    sent: list[bytes] = []
+    side = AgentSide(object(), True, None, None, sent.append)
+    req = rpc.Request(1, "resources/read", Raw(msgspec.json.encode({"uri": uri})))
+    with trio.fail_after(5):
+        return await read(servers, AskBackDriver(), side, req, 1000, Allowance(), sight, seen)
+
+
+async def test_reading_a_uri_of_a_server_that_is_gone_is_its_outage_and_recorded() -> None:
+    seen = Seen()
+    reply = msgspec.json.decode(await reading(three_servers(), "a://7", seen))
+    assert reply["error"]["code"] == OUTAGE
+    assert reply["error"]["data"]["mcpd/outage"]["server"] == "a"
+    assert seen.name == "a://7" and seen.target == ("a", "a://7")
+    assert isinstance(seen.outcome, Outage)
+
+
+async def test_reading_a_uri_no_shown_server_has_is_refused_before_any_server_is_asked() -> None:
+    seen = Seen()
+    with pytest.raises(rpc.RPCError, match="Resource not found"):
+        await reading(three_servers(), "b://only", seen, Shows("a", "c"))
+    assert seen.name == "b://only" and seen.target is None and seen.outcome is None
+
+
+async def test_a_read_gives_its_steps_back_whether_it_is_routed_or_refused() -> None:
+    servers = three_servers()
+    allowance = Allowance()
+    side = AgentSide(object(), True, None, None, lambda data: None)
+    with trio.fail_after(5):
+        for uri in ["z://nothing", "a://1"] * 10:
+            req = rpc.Request(1, "resources/read", Raw(msgspec.json.encode({"uri": uri})))
+            with contextlib.suppress(rpc.RPCError):
+                await read(servers, AskBackDriver(), side, req, 1000, allowance)
+    assert allowance.now().left == ROUTE_STEPS
+
+
+@pytest.mark.parametrize("params", [{}, {"uri": 3}, {"uri": None}])
+async def test_a_read_without_a_uri_is_invalid_params(params: dict[str, Any]) -> None:
+    side = AgentSide(object(), True, None, None, lambda data: None)
+    req = rpc.Request(1, "resources/read", Raw(msgspec.json.encode(params)))
+    with pytest.raises(rpc.InvalidParams):
+        await read(three_servers(), AskBackDriver(), side, req, 1000, Allowance())
+
+
+# -- subscriptions --
+
+
+def test_an_update_reaches_exactly_the_agents_subscribed_under_the_uri_each_used() -> None:
+    servers = three_servers({"a", "b"})
+    subs = Subscriptions(servers)
+    plain, wrapped, other = Inbox(), Inbox(), Inbox()
+    agents = [object(), object(), object()]
+    subs.subscribe(agents[0], "a://only", plain.send, True, budget())
+    subs.subscribe(agents[1], wrap("a", "a://only"), wrapped.send, True, budget())
+    subs.subscribe(agents[2], "b://only", other.send, True, budget())
+    servers.announce("a", "a://only")
+    assert plain.uris() == ["a://only"] and wrapped.uris() == [wrap("a", "a://only")]
+    assert other.got == []
+    assert plain.got[0]["method"] == "notifications/resources/updated"
+    assert "_meta" not in plain.got[0]["params"]
+    assert servers.held[("a", "a://only")] == 2
+
+
+def test_subscribing_twice_holds_once_and_unsubscribing_lets_go() -> None:
+    servers = three_servers({"a"})
+    subs = Subscriptions(servers)
+    agent, inbox = object(), Inbox()
+    for _ in range(3):
+        subs.subscribe(agent, "a://only", inbox.send, True, budget())
+    assert servers.held[("a", "a://only")] == 1
+    servers.announce("a", "a://only")
+    assert inbox.uris() == ["a://only"]
+    for _ in range(2):
+        subs.subscribe(agent, "a://only", inbox.send, False, budget())
+    assert servers.held[("a", "a://only")] == 0
+    servers.announce("a", "a://only")
+    assert len(inbox.got) == 1
+
+
+def test_unsubscribing_what_was_never_subscribed_changes_nothing() -> None:
+    servers = three_servers({"a"})
+    subs = Subscriptions(servers)
+    subs.subscribe(object(), "a://only", Inbox().send, False, budget())
+    assert +servers.held == Counter()
+
+
+def test_a_server_without_subscriptions_is_refused_by_name() -> None:
+    subs = Subscriptions(three_servers({"b"}))
+    with pytest.raises(rpc.RPCError) as refused:
+        subs.subscribe(object(), "a://only", Inbox().send, True, budget())
+    assert refused.value.code == rpc.METHOD_NOT_FOUND and "'a'" in refused.value.message
+
+
+def test_a_listen_holds_what_it_can_and_tags_its_updates_with_its_id() -> None:
+    servers = three_servers({"a"})
+    subs = Subscriptions(servers)
+    conn, inbox = object(), Inbox()
+    uris: Any = ["a://only", "b://only", "z://nothing", 3, None, README, "a://9"]
+    honoured = subs.listen(conn, "L1", uris, inbox.send, budget())
+    assert honoured == ["a://only", "a://9"]
+    servers.announce("a", "a://9")
+    assert inbox.got == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": "a://9", "_meta": {mcp.KEY_SUBSCRIPTION_ID: "L1"}},
+        }
+    ]
+    assert subs.listen(conn, "L2", "a://only", inbox.send, budget()) == []
+    assert subs.listen(conn, "L3", {"uri": "a://only"}, inbox.send, budget()) == []
+
+
+def test_a_listen_through_a_profile_holds_nothing_of_a_hidden_server() -> None:
+    servers = three_servers({"a", "b"})
+    subs = Subscriptions(servers)
+    got = subs.listen(
+        object(),
+        1,
+        ["b://only", wrap("b", "b://x"), "a://1"],
+        Inbox().send,
+        budget(),
+        Shows("a", "c"),
+    )
+    assert got == ["a://1"] and servers.held[("b", "b://only")] == 0
+
+
+def test_ending_one_listen_keeps_the_agents_other_subscriptions() -> None:
+    servers = three_servers({"a"})
+    subs = Subscriptions(servers)
+    conn, inbox = object(), Inbox()
+    subs.listen(conn, 1, ["a://only"], inbox.send, budget())
+    subs.listen(conn, 2, ["a://only"], inbox.send, budget())
+    subs.subscribe(conn, "a://only", inbox.send, True, budget())
+    assert servers.held[("a", "a://only")] == 3
+    subs.unlisten(conn, 1)
+    servers.announce("a", "a://only")
+    tags = sorted(str(m["params"].get("_meta", {}).get(mcp.KEY_SUBSCRIPTION_ID)) for m in inbox.got)
+    assert tags == ["2", "None"]
+    assert servers.held[("a", "a://only")] == 2
+
+
+def test_an_agent_gone_lets_go_of_everything_it_held_and_nothing_of_others() -> None:
+    servers = three_servers({"a", "b"})
+    subs = Subscriptions(servers)
+    gone, stays = object(), object()
+    left, kept = Inbox(), Inbox()
+    subs.subscribe(gone, "a://only", left.send, True, budget())
+    subs.listen(gone, 5, ["b://only", "a://2"], left.send, budget())
+    subs.subscribe(stays, "a://only", kept.send, True, budget())
+    subs.owner_gone(gone)
+    assert +servers.held == Counter({("a", "a://only"): 1})
+    for alias, uri in [("a", "a://only"), ("b", "b://only"), ("a", "a://2")]:
+        servers.announce(alias, uri)
+    assert left.got == [] and kept.uris() == ["a://only"]
+    subs.owner_gone(gone)  # a second time: nothing left to let go of
+    assert +servers.held == Counter({("a", "a://only"): 1})
