@@ -1,0 +1,260 @@
+"""``/mcp`` on the agent socket, called directly: the requests refused at their method,
+headers and session before anything runs, legacy sessions (their cap, their end, and
+which socket may reach them), and a legacy agent's cancellation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import h11
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from mcpd.agents.api import new_session
+from mcpd.agents.connection import Connection, Dispatcher
+from mcpd.agents.http_exchange import Caller
+from mcpd.agents.http_wire import Reject, Wire
+from mcpd.agents.mcp_route import LegacySession, McpRoute, _cancel
+from mcpd.agents.profiles import ProfileServers
+from mcpd.config.load import parse
+from mcpd.config.model import NamingConfig
+from mcpd.registry.catalog import Catalog
+from mcpd.servers.all_servers import AllServers
+from mcpd.servers.supervisor import Supervisor
+from protocol import jsonrpc as rpc
+from protocol import mcp
+
+JSON_POST = [
+    (b"host", b"mcpd"),
+    (b"content-type", b"application/json"),
+    (b"accept", b"application/json, text/event-stream"),
+]
+STREAM_GET = [(b"host", b"mcpd"), (b"accept", b"text/event-stream")]
+
+
+class Recording(Dispatcher):
+    """The socket's dispatch as far as sessions go: who joined and left."""
+
+    def __init__(self) -> None:
+        self.joined: list[Connection] = []
+        self.gone: list[object] = []
+
+    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
+        raise AssertionError("no request is answered in these tests")
+
+    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
+        raise AssertionError("no request is answered in these tests")
+
+    def broken_line(self) -> None:
+        pass
+
+    def agent_joined(self, conn: Connection) -> None:
+        self.joined.append(conn)
+
+    def agent_gone(self, owner: object) -> None:
+        self.gone.append(owner)
+
+
+def profile(name: str = "default") -> ProfileServers:
+    catalog = Catalog(NamingConfig())
+    config = parse({"servers": {"a": {"command": "x"}}}, env={})
+    base = AllServers(Supervisor(config, catalog), catalog)
+    return ProfileServers(base, base.view_of(name))
+
+
+class Route:
+    def __init__(self) -> None:
+        self.handler = Recording()
+        self.forgotten: list[str] = []
+        self.route = McpRoute(
+            self.handler, set(), new_session, lambda query, caller: profile(), self.forgotten.append
+        )
+
+    def open(self, name: str = "default") -> str:
+        """A legacy session, as ``initialize`` opens it on the socket of ``name``."""
+        return self.route._open(new_session(), profile(name), Caller(None))
+
+
+async def served(
+    route: McpRoute,
+    method: bytes,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes = b"",
+    caller: Caller | None = None,
+) -> bytes:
+    """What the client reads back of one request the route serves (a Reject, as its
+    caller turns it into a response, included)."""
+    client, server = trio.testing.memory_stream_pair()
+    wire = Wire(server)  # type: ignore[arg-type]
+    peer = h11.Connection(h11.CLIENT)
+    fields = [*headers, (b"content-length", str(len(body)).encode())]
+    await client.send_all(
+        peer.send(h11.Request(method=method, target="/mcp", headers=fields))
+        + peer.send(h11.Data(data=body))
+        + peer.send(h11.EndOfMessage())
+    )
+    with trio.fail_after(5):
+        got = await wire.read_request()
+        assert got is not None
+        request, read_body = got
+        try:
+            await route.serve(wire, request, read_body, caller or Caller(None), {})
+        except Reject as reject:
+            return f"{reject.status} {reject.body.decode()}".encode()
+        await client.send_eof()  # type: ignore[attr-defined]
+        return await client.receive_some()
+
+
+def status_of(answer: bytes) -> int:
+    if answer.startswith(b"HTTP/1.1 "):
+        return int(answer.split()[1])
+    return int(answer.split()[0])
+
+
+def rejected(answer: bytes) -> tuple[int, str]:
+    status, _, body = answer.partition(b" ")
+    message = msgspec.json.decode(body)["error"]["message"] if body else ""
+    return int(status), message
+
+
+@pytest.fixture
+def route() -> Iterator[Route]:
+    yield Route()
+
+
+# -- refused before anything runs --
+
+
+@pytest.mark.parametrize("method", [b"PUT", b"PATCH", b"HEAD"])
+async def test_a_method_mcp_does_not_take_is_405_saying_which_it_does(
+    route: Route, method: bytes
+) -> None:
+    with pytest.raises(Reject) as reject:
+        await route.route.serve(
+            None,  # type: ignore[arg-type]
+            h11.Request(method=method, target="/mcp", headers=[(b"host", b"x")]),
+            b"",
+            Caller(None),
+            {},
+        )
+    assert reject.value.status == 405
+    assert reject.value.headers == [(b"allow", b"GET, POST, DELETE")]
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "words"),
+    [
+        (
+            [*STREAM_GET, (b"mcp-protocol-version", mcp.LATEST_MODERN.encode())],
+            405,
+            "no GET stream",
+        ),
+        ([(b"host", b"mcpd"), (b"accept", b"application/json")], 406, "Not Acceptable"),
+        (STREAM_GET, 400, "Missing session ID"),
+        ([*STREAM_GET, (b"mcp-session-id", b"nope")], 404, "Session not found"),
+    ],
+)
+async def test_a_get_that_opens_no_sessions_stream_is_refused_saying_why(
+    route: Route, headers: list[tuple[bytes, bytes]], status: int, words: str
+) -> None:
+    got, message = rejected(await served(route.route, b"GET", headers))
+    assert got == status and words in message
+
+
+async def test_a_legacy_post_without_a_session_is_refused_and_a_modern_one_is_told_its_header(
+    route: Route,
+) -> None:
+    ping = rpc.encode_request(1, "ping", None)
+    got, message = rejected(await served(route.route, b"POST", JSON_POST, ping))
+    assert (got, message) == (400, "Bad Request: Missing session ID")
+    params = {"_meta": {mcp.KEY_PROTOCOL_VERSION: mcp.LATEST_MODERN}}
+    modern = rpc.encode_request(2, "tools/list", params)
+    got, message = rejected(await served(route.route, b"POST", JSON_POST, modern))
+    assert got == 400 and "needs the MCP-Protocol-Version header" in message
+
+
+async def test_a_post_to_a_session_that_does_not_exist_is_404(route: Route) -> None:
+    headers = [*JSON_POST, (b"mcp-session-id", b"0" * 32)]
+    ping = rpc.encode_request(1, "ping", None)
+    assert rejected(await served(route.route, b"POST", headers, ping)) == (404, "Session not found")
+
+
+# -- legacy sessions --
+
+
+async def test_delete_ends_a_session_once_and_forgets_what_was_approved_for_it(
+    route: Route,
+) -> None:
+    sid = route.open()
+    legacy = route.route.sessions[sid]
+    delete = [(b"host", b"mcpd"), (b"mcp-session-id", sid.encode())]
+    answer = await served(route.route, b"DELETE", delete, b"", Caller(None, fixed="default"))
+    assert status_of(answer) == 200
+    assert sid not in route.route.sessions
+    assert route.handler.gone == [legacy] and route.forgotten == [legacy.identity.connection]
+    assert legacy.news.closed
+    again = await served(route.route, b"DELETE", delete)
+    assert rejected(again)[0] == 404 and route.handler.gone == [legacy]
+
+
+async def test_without_a_session_id_delete_is_404(route: Route) -> None:
+    assert rejected(await served(route.route, b"DELETE", [(b"host", b"mcpd")]))[0] == 404
+
+
+async def test_sessions_are_capped_and_the_oldest_ends_to_make_room(
+    route: Route, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mcpd.agents.mcp_route
+
+    monkeypatch.setattr(mcpd.agents.mcp_route, "MAX_SESSIONS", 3)
+    sids = [route.open() for _ in range(3)]
+    oldest = route.route.sessions[sids[0]]
+    newest = route.open()
+    assert list(route.route.sessions) == [*sids[1:], newest]
+    assert route.handler.gone == [oldest] and oldest.news.closed
+    assert len(route.handler.joined) == 4
+    assert len(set([*sids, newest])) == 4 and all(len(s) == 32 for s in sids)
+
+
+# -- cancellation --
+
+
+def legacy_session() -> LegacySession:
+    return LegacySession(new_session(), profile(), Caller(None).who())
+
+
+def cancelled(request_id: Any) -> rpc.Notification:
+    params = msgspec.json.encode({"requestId": request_id, "reason": "user"})
+    return rpc.Notification("notifications/cancelled", msgspec.Raw(params))
+
+
+async def test_a_cancellation_reaches_only_the_request_it_names() -> None:
+    legacy = legacy_session()
+    one, two = trio.CancelScope(), trio.CancelScope()
+    legacy.requests.update({1: one, "1": two})
+    _cancel(legacy, cancelled("1"))
+    assert two.cancel_called and not one.cancel_called
+
+
+@pytest.mark.parametrize("request_id", [None, [1], {"a": 1}, 2.5, 9])
+async def test_a_cancellation_that_names_no_request_in_flight_changes_nothing(
+    request_id: Any,
+) -> None:
+    legacy = legacy_session()
+    scope = trio.CancelScope()
+    legacy.requests[1] = scope
+    _cancel(legacy, cancelled(request_id))
+    _cancel(legacy, rpc.Notification("notifications/cancelled", msgspec.Raw(b"[]")))
+    _cancel(legacy, rpc.Notification("notifications/cancelled", None))
+    assert not scope.cancel_called
+
+
+async def test_closing_a_session_cancels_its_requests_in_flight() -> None:
+    legacy = legacy_session()
+    scopes = [trio.CancelScope() for _ in range(3)]
+    legacy.requests.update(enumerate(scopes))
+    legacy.close()
+    assert all(s.cancel_called for s in scopes) and legacy.news.closed
