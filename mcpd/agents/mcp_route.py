@@ -101,9 +101,11 @@ class McpRoute:
         headers = Headers(request.headers)
         if request.method == b"DELETE":
             sid = headers.get("mcp-session-id")
-            legacy = self.sessions.pop(sid, None) if sid is not None else None
-            if legacy is None:
+            legacy = self.sessions.get(sid) if sid is not None else None
+            # As for its other requests, another profile's socket does not reach it.
+            if sid is None or legacy is None or caller.fixed not in (None, legacy.servers.name):
                 raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
+            del self.sessions[sid]
             self._end(legacy)
             await Response(wire).json(200, b"")
             return

@@ -185,6 +185,19 @@ async def test_a_post_to_a_session_that_does_not_exist_is_404(route: Route) -> N
 # -- legacy sessions --
 
 
+async def test_a_session_of_one_profiles_socket_does_not_exist_on_anothers(route: Route) -> None:
+    sid = route.open("default").encode()
+    elsewhere = Caller(None, fixed="other")
+    ping = rpc.encode_request(1, "ping", None)
+    post = [*JSON_POST, (b"mcp-session-id", sid)]
+    get = [*STREAM_GET, (b"mcp-session-id", sid)]
+    assert rejected(await served(route.route, b"POST", post, ping, elsewhere))[0] == 404
+    assert rejected(await served(route.route, b"GET", get, b"", elsewhere))[0] == 404
+    delete = [(b"host", b"mcpd"), (b"mcp-session-id", sid)]
+    assert rejected(await served(route.route, b"DELETE", delete, b"", elsewhere))[0] == 404
+    assert sid.decode() in route.route.sessions and route.handler.gone == []
+
+
 async def test_delete_ends_a_session_once_and_forgets_what_was_approved_for_it(
     route: Route,
 ) -> None:
