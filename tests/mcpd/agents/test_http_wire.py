@@ -1,0 +1,263 @@
+"""HTTP/1.1 plumbing over an in-memory stream: requests read with their bodies capped,
+a client's hang-up noticed (and what it sends meanwhile bounded), answers as one JSON
+body or as an event stream, and a refusal that closes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import h11
+import pytest
+import trio
+import trio.testing
+
+from mcpd.agents.http_wire import _READ_SIZE, MAX_BODY, Headers, Reject, Response, Wire, refuse
+
+
+class Client:
+    """The other end of a wire: an h11 client over the memory stream."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.conn = h11.Connection(h11.CLIENT)
+
+    async def request(
+        self,
+        method: bytes = b"POST",
+        body: bytes = b"",
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        fields = [(b"host", b"mcpd"), *(headers or [])]
+        if not any(name == b"transfer-encoding" for name, _ in fields):
+            fields.append((b"content-length", str(len(body)).encode()))
+        await self.stream.send_all(
+            self.conn.send(h11.Request(method=method, target="/mcp", headers=fields))
+        )
+        if body:
+            await self.stream.send_all(self.conn.send(h11.Data(data=body)))
+        await self.stream.send_all(self.conn.send(h11.EndOfMessage()))
+
+    async def response(self) -> tuple[h11.Response, bytes, bool]:
+        """The answer: its head, its body, whether it ended."""
+        head: h11.Response | None = None
+        body = b""
+        while True:
+            event = self.conn.next_event()
+            if event is h11.NEED_DATA:
+                self.conn.receive_data(await self.stream.receive_some())
+                continue
+            if isinstance(event, h11.Response):
+                head = event
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+                assert head is not None
+                return head, body, isinstance(event, h11.EndOfMessage)
+
+
+def pair() -> tuple[Client, Wire]:
+    client, server = trio.testing.memory_stream_pair()
+    return Client(client), Wire(server)  # type: ignore[arg-type]
+
+
+def fields(response: h11.Response) -> dict[bytes, bytes]:
+    return dict(response.headers)
+
+
+# -- headers --
+
+
+def test_headers_are_found_whatever_their_case_and_the_first_of_several_counts() -> None:
+    headers = Headers([(b"Accept", b"a"), (b"ACCEPT", b"b"), (b"X-Name", b"caf\xe9")])
+    assert headers.get("accept") == "a" and headers.count("accept") == 2
+    assert headers.get("x-name") == "café"  # latin-1: every byte is some character
+    assert headers.get("missing") is None and headers.count("missing") == 0
+
+
+# -- reading --
+
+
+async def test_a_request_is_read_with_its_body_in_pieces_or_chunked() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request(body=b'{"a": 1}')
+        got = await wire.read_request()
+        assert got is not None and got[0].method == b"POST" and got[1] == b'{"a": 1}'
+        await wire.send(h11.Response(status_code=204, headers=[]), h11.EndOfMessage())
+        await client.response()
+        client.conn.start_next_cycle()
+        wire.conn.start_next_cycle()
+        chunked = [(b"transfer-encoding", b"chunked")]
+        await client.stream.send_all(
+            client.conn.send(
+                h11.Request(method=b"POST", target="/mcp", headers=[(b"host", b"x"), *chunked])
+            )
+        )
+        for piece in (b"ab", b"cd", b"ef"):
+            await client.stream.send_all(client.conn.send(h11.Data(data=piece)))
+        await client.stream.send_all(client.conn.send(h11.EndOfMessage()))
+        got = await wire.read_request()
+        assert got is not None and got[1] == b"abcdef"
+
+
+async def test_a_body_over_the_cap_is_refused_with_413_and_one_at_the_cap_is_read() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request(body=b"x" * MAX_BODY)
+        got = await wire.read_request()
+        assert got is not None and len(got[1]) == MAX_BODY
+    client, wire = pair()
+    with trio.fail_after(5):
+        chunked = [(b"transfer-encoding", b"chunked")]
+        await client.stream.send_all(
+            client.conn.send(
+                h11.Request(method=b"POST", target="/mcp", headers=[(b"host", b"x"), *chunked])
+            )
+        )
+        # No length said up front: the cap holds while the body arrives.
+        piece = client.conn.send(h11.Data(data=b"y" * _READ_SIZE))
+        for _ in range(MAX_BODY // _READ_SIZE + 1):
+            await client.stream.send_all(piece)
+        assert await wire.read_head() is not None
+        with pytest.raises(Reject) as reject:
+            await wire.read_body()
+        assert reject.value.status == 413
+
+
+async def test_a_client_that_hangs_up_before_or_during_a_request_gives_no_request() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.stream.send_eof()
+        assert await wire.read_request() is None and wire.broken
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.stream.send_all(
+            client.conn.send(
+                h11.Request(
+                    method=b"POST",
+                    target="/mcp",
+                    headers=[(b"host", b"x"), (b"content-length", b"10")],
+                )
+            )
+            + client.conn.send(h11.Data(data=b"12345"))
+        )
+        await client.stream.send_eof()
+        # Never the half of a body: no request, or h11's error its connection answers.
+        with pytest.raises(h11.RemoteProtocolError):
+            await wire.read_request()
+        assert wire.broken
+
+
+# -- noticing a hang-up while a request runs --
+
+
+async def test_a_hang_up_while_a_request_runs_is_noticed_and_pipelined_bytes_are_kept() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request(body=b"{}")
+        assert await wire.read_request() is not None
+        await client.stream.send_all(b"GET /next HTTP/1.1\r\n")
+        await client.stream.send_eof()
+        await wire.wait_gone()
+    assert wire.broken
+    assert wire.conn.trailing_data[0] == b"GET /next HTTP/1.1\r\n"
+
+
+# -- answering --
+
+
+async def test_a_json_answer_says_its_length_and_type_unless_given_one() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request()
+        await wire.read_request()
+        await Response(wire, headers=[(b"x-a", b"1")]).json(200, b'{"ok":true}')
+        head, body, ended = await client.response()
+    assert head.status_code == 200 and body == b'{"ok":true}' and ended
+    assert fields(head)[b"content-type"] == b"application/json"
+    assert fields(head)[b"content-length"] == b"11" and fields(head)[b"x-a"] == b"1"
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request()
+        await wire.read_request()
+        await Response(wire).json(202, b"")
+        head, body, _ = await client.response()
+    assert head.status_code == 202 and body == b"" and b"content-type" not in fields(head)
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request()
+        await wire.read_request()
+        await Response(wire).json(200, b"hi", [(b"content-type", b"text/plain")])
+        head, _, _ = await client.response()
+    assert fields(head)[b"content-type"] == b"text/plain"
+
+
+async def test_a_message_before_the_answer_turns_it_into_an_event_stream() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request()
+        await wire.read_request()
+        response = Response(wire)
+        await response.event(b'{"n":1}')
+        await response.comment(b"keep-alive")
+        await response.finish(b'{"answer":2}', 404)  # the status no longer applies
+        head, body, ended = await client.response()
+    assert head.status_code == 200 and ended
+    assert fields(head)[b"content-type"] == b"text/event-stream"
+    assert fields(head)[b"cache-control"] == b"no-cache"
+    assert body == (
+        b'event: message\ndata: {"n":1}\n\n: keep-alive\n\nevent: message\ndata: {"answer":2}\n\n'
+    )
+
+
+async def test_finishing_without_an_answer_ends_an_empty_stream() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request()
+        await wire.read_request()
+        await Response(wire).finish(None, 200)
+        head, body, ended = await client.response()
+    assert fields(head)[b"content-type"] == b"text/event-stream" and body == b"" and ended
+
+
+async def test_writing_to_a_client_that_has_gone_cancels_the_request_and_writes_no_more() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request()
+        await wire.read_request()
+        await client.stream.aclose()
+        scope = trio.CancelScope()
+        response = Response(wire, scope)
+        await response.event(b"{}")
+        assert wire.broken and scope.cancel_called
+        await response.event(b"{}")  # nothing more is tried
+        await response.finish(b"{}", 200)
+
+
+# -- refusing --
+
+
+async def test_a_refusal_answers_and_says_the_connection_closes() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request()
+        await wire.read_head()
+        await refuse(wire, 401, b"no", [(b"www-authenticate", b"Bearer")])
+        head, body, _ = await client.response()
+    assert head.status_code == 401 and body == b"no"
+    assert (
+        fields(head)[b"connection"] == b"close" and fields(head)[b"www-authenticate"] == b"Bearer"
+    )
+
+
+async def test_a_refusal_after_the_answer_began_sends_nothing_more() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request()
+        await wire.read_request()
+        response = Response(wire)
+        await response.event(b"{}")
+        await refuse(wire, 500, b"late")
+        await response.finish(b"{}", 200)
+        head, body, _ = await client.response()
+    assert head.status_code == 200 and b"late" not in body
