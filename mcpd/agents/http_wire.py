@@ -19,6 +19,8 @@ import trio
 
 MAX_BODY: Final = 4 * 1024 * 1024
 _READ_SIZE: Final = 64 * 1024
+# Read ahead of the request being answered: a pipelined request's head and body.
+_MAX_PIPELINED: Final = MAX_BODY + _READ_SIZE
 
 HeaderList: TypeAlias = list[tuple[bytes, bytes]]
 
@@ -60,7 +62,7 @@ class Wire:
         # The client hung up, or a write was cut short: nothing more can be sent.
         self.broken = False
 
-    async def _receive(self) -> None:
+    async def _receive(self) -> int:
         try:
             data = await self.stream.receive_some(_READ_SIZE)
         except trio.BrokenResourceError:
@@ -68,6 +70,7 @@ class Wire:
         if not data:
             self.broken = True
         self.conn.receive_data(data)
+        return len(data)
 
     async def _next_event(self) -> Any:
         while (event := self.conn.next_event()) is h11.NEED_DATA:
@@ -100,9 +103,14 @@ class Wire:
                 raise Reject(413, b"request body too large")
 
     async def wait_gone(self) -> None:
-        """Return once the client hangs up; keep whatever it pipelines meanwhile."""
+        """Return once the client hangs up; keep whatever it pipelines meanwhile, up to
+        the size of a request: past that nothing more is read until this one is
+        answered, so a client cannot make the daemon hold what it streams."""
+        kept = len(self.conn.trailing_data[0])
         while not self.broken:
-            await self._receive()
+            if kept > _MAX_PIPELINED:
+                await trio.sleep_forever()
+            kept += await self._receive()
 
     async def send(self, *events: Any) -> None:
         for event in events:

@@ -163,6 +163,25 @@ async def test_a_hang_up_while_a_request_runs_is_noticed_and_pipelined_bytes_are
     assert wire.conn.trailing_data[0] == b"GET /next HTTP/1.1\r\n"
 
 
+async def test_what_a_client_sends_while_its_request_runs_is_not_buffered_without_end() -> None:
+    # A request that runs long (a listen, a slow tool) while its client streams bytes
+    # that are no part of it: they must not pile up in the daemon's memory.
+    client, wire = pair()
+    junk = b"x" * _READ_SIZE
+    with trio.fail_after(10):
+        await client.request(body=b"{}")
+        assert await wire.read_request() is not None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wire.wait_gone)
+            for _ in range(4 * MAX_BODY // len(junk)):
+                await client.stream.send_all(junk)
+            await trio.testing.wait_all_tasks_blocked()
+            kept = len(wire.conn.trailing_data[0])
+            assert kept <= MAX_BODY + 2 * _READ_SIZE, kept
+            assert not wire.broken
+            nursery.cancel_scope.cancel()
+
+
 # -- answering --
 
 
