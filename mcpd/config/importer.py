@@ -118,7 +118,9 @@ def import_text(text: str, source: str) -> Imported:
             notes.append(f"{where}: not an object; skipped")
             continue
         found.extend((f"{where}.{name}", name, body) for name, body in table.items())
-    for item in doc.get("inputs") or (doc.get("mcp") or {}).get("inputs") or []:
+    mcp = doc.get("mcp")
+    listed = doc.get("inputs") or (mcp.get("inputs") if isinstance(mcp, dict) else None)
+    for item in listed if isinstance(listed, list) else []:
         if isinstance(item, dict) and isinstance(item.get("id"), str):
             inputs[item["id"]] = str(item.get("description") or "")
     if not found:
@@ -204,6 +206,11 @@ class _Converter:
         if shaped is None:
             return None
         body, extra = shaped
+        for key, shape in (("args", list), ("env", dict), ("headers", dict)):
+            if body.get(key) and not isinstance(body[key], shape):
+                what = "a list" if shape is list else "an object"
+                self.notes.append(f"{where}.{key}: not {what}; skipped")
+                return None
         self._refs = _REF_BARE if dialect == "gemini" else _REF
         kind = body.get("type")
         out: dict[str, Any] = {}
