@@ -22,7 +22,7 @@ from protocol.visible import hidden, visible
 from ..local.privatefile import make_private_directory, write_atomically
 from .importer import SCHEME, Imported
 
-_BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n
 
 
 def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None) -> str:
