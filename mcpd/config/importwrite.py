@@ -144,7 +144,8 @@ def move_secrets(imported: Imported, directory: Path) -> dict[tuple[str, ...], P
         _, alias, sub, key = where
         value = str(imported.servers[alias][sub][key])
         scheme = SCHEME.match(value)
-        secret = value[scheme.end() :] if scheme else value
+        # A secret file is read as it is: the "$" the TOML escaped is the secret's own.
+        secret = (value[scheme.end() :] if scheme else value).replace("$$", "$")
         target = directory / _file_name(alias, sub, key)
         write_atomically(target, (secret + "\n").encode("utf-8"))
         moved[where] = target
