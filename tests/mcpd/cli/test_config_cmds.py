@@ -1,0 +1,278 @@
+"""The commands that work from the config file, run in this process: what
+``check-config`` prints of each server and rule (and never of a secret), what
+``import`` writes and refuses to overwrite, and the token ``token`` keeps. The
+commands as processes, with a daemon, are ``test_cli``'s and the import tests'."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from mcpd.cli.config_cmds import rule_words
+from mcpd.cli.main import main
+from mcpd.config.model import EX_CONFIG
+from mcpd.config.policy import AnnotationMatch, PolicyRule
+
+TOKEN = "ghp_5mB2x9QvT7kLw3NcR8yZ1aHd4FjU6eP0sGiO"
+
+
+def run(*argv: str) -> int:
+    with pytest.raises(SystemExit) as done:
+        main(list(argv))
+    code = done.value.code
+    assert isinstance(code, int)
+    return code
+
+
+def written(tmp_path: Path, text: str, name: str = "config.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# -- check-config --
+
+
+def test_check_config_lists_each_server_with_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = written(
+        tmp_path,
+        f"""
+        [daemon]
+        socket = "{tmp_path}/mcpd.sock"
+        [servers.notes]
+        command = "/bin/sh"
+        args = ["-c", "true"]
+        trusted = true
+        start = "lazy"
+        sandbox = "off"
+        [servers.off]
+        command = "/bin/true"
+        enabled = false
+        [servers.events]
+        url = "https://events.example.com/sse"
+        [servers.api]
+        url = "https://api.example.com/mcp"
+        auth = {{ type = "client_credentials", client_id = "mcpd", client_secret = "s" }}
+        """.replace("\n        ", "\n"),
+    )
+    assert run("check-config", "--config", str(config)) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{config}: OK, 4 server(s); socket {tmp_path}/mcpd.sock\n")
+    lines = {line.split()[0]: line for line in out.splitlines()[1:] if line.startswith("  ")}
+    assert "stdio, trusted, lazy" in lines["notes"] and "/bin/sh -c true" in lines["notes"]
+    assert "stdio, disabled" in lines["off"]
+    assert "sse" in lines["events"] and "https://events.example.com/sse" in lines["events"]
+    assert "http, client credentials" in lines["api"]
+
+
+def test_check_config_shows_no_secret_and_no_hidden_character(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = written(
+        tmp_path,
+        "[servers.pay]\n"
+        'command = "/bin/true"\n'
+        f'args = ["--api-key", "{TOKEN}", "\\u202eevil"]\n'
+        "[servers.web]\n"
+        f'url = "https://api.example.com/mcp?api_key={TOKEN}"\n',
+    )
+    assert run("check-config", "--config", str(config)) == 0
+    captured = capsys.readouterr()
+    assert TOKEN not in captured.out and TOKEN not in captured.err
+    assert "\u202e" not in captured.out
+    # The secrets are where they are, named in a warning.
+    assert "servers.pay.args[1]" in captured.err and "servers.web.url" in captured.err
+
+
+def test_check_config_warns_of_a_server_that_cannot_start_and_still_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = written(
+        tmp_path,
+        "[servers.gone]\n"
+        'command = "no-such-program-anywhere"\n'
+        "[servers.nowhere]\n"
+        'command = "/bin/true"\n'
+        f'cwd = "{tmp_path}/missing"\n'
+        "[servers.unset]\n"
+        'command = "/bin/true"\n'
+        'env = { K = "${MCPD_TEST_NEVER_SET}" }\n'
+        "[servers.off]\n"
+        'command = "no-such-program-anywhere"\n'
+        "enabled = false\n",
+    )
+    assert run("check-config", "--config", str(config)) == 0
+    captured = capsys.readouterr()
+    assert "servers.gone.command: 'no-such-program-anywhere'" in captured.err
+    assert f"servers.nowhere.cwd: '{tmp_path}/missing'" in captured.err
+    assert "MCPD_TEST_NEVER_SET is not set" in captured.err
+    assert "servers.off" not in captured.err
+    assert "cannot start" in captured.out
+
+
+def test_check_config_names_the_bad_key_and_exits_78(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = written(tmp_path, '[servers.s]\ncommand = "x"\ncomand = "y"\n')
+    assert run("check-config", "--config", str(config)) == EX_CONFIG
+    assert "config error: servers.s.comand" in capsys.readouterr().err
+    assert run("check-config", "--config", str(tmp_path / "absent.toml")) == EX_CONFIG
+
+
+def test_check_config_lists_the_policy_and_the_rules_no_call_reaches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = written(
+        tmp_path,
+        '[servers.s]\ncommand = "/bin/true"\n'
+        '[[policy]]\ntools = ["*"]\naction = "allow"\n'
+        '[[policy]]\ntools = ["delete_*"]\naction = "deny"\n',
+    )
+    assert run("check-config", "--config", str(config)) == 0
+    captured = capsys.readouterr()
+    assert "policy: 2 rule(s), the first that matches a call decides" in captured.out
+    assert "policy[1]  deny   tools delete_*" in captured.out
+    assert "policy[1]" in captured.err
+
+
+def test_a_rule_in_words() -> None:
+    rule = PolicyRule(
+        tools=["send_*", "post"],
+        servers=["mail"],
+        profiles=["assistant"],
+        annotations=AnnotationMatch(readOnlyHint=False, destructiveHint=True),
+        action="ask",
+        rate="1/min",
+        timeout=30.0,
+        remember="connection",
+        reason="mail leaves the house",
+    )
+    assert rule_words(rule) == (
+        "tools send_*, post; servers mail; profiles assistant; "
+        "annotations readOnlyHint=false, destructiveHint=true; at most 1 call a minute per "
+        "agent; decided within 30 s; remembered for the connection; "
+        "reason: mail leaves the house"
+    )
+    assert rule_words(PolicyRule(action="deny")) == "tools *"
+
+
+# -- import --
+
+
+def host_file(tmp_path: Path) -> Path:
+    source = tmp_path / "claude_desktop_config.json"
+    source.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": TOKEN}},
+                    "docs": {"command": "docs", "alwaysAllow": ["read"]},
+                }
+            }
+        )
+    )
+    return source
+
+
+def test_import_prints_the_toml_and_a_summary_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run("import", str(host_file(tmp_path))) == 0
+    captured = capsys.readouterr()
+    assert TOKEN not in captured.out + captured.err
+    assert '[servers.github.env]\nGITHUB_TOKEN = "${GITHUB_TOKEN}"' in captured.out
+    assert "imported 2 server(s)" in captured.err
+    assert "1 secret(s) to provide, 1 note(s) (see the comments at the top)" in captured.err
+
+
+def test_import_to_a_file_refuses_to_replace_one_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = host_file(tmp_path)
+    out = written(tmp_path, "# mine\n", "mcpd.toml")
+    assert run("import", str(source), "-o", str(out)) == 2
+    assert "exists (use --force to replace it)" in capsys.readouterr().err
+    assert out.read_text() == "# mine\n"
+    # Nothing was moved aside either.
+    assert not (tmp_path / "mcpd.secrets").exists()
+    assert run("import", str(source), "-o", str(out), "--force") == 0
+    assert TOKEN not in out.read_text()
+    secret = tmp_path / "mcpd.secrets" / "github.env.GITHUB_TOKEN"
+    assert secret.read_text() == TOKEN + "\n"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    err = capsys.readouterr().err
+    assert f"servers.github.env.GITHUB_TOKEN -> {secret} (mode 0600)" in err
+
+
+def test_import_says_what_it_cannot_read_or_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run("import", str(tmp_path / "absent.json")) == EX_CONFIG
+    assert "cannot import: cannot read" in capsys.readouterr().err
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    source = host_file(tmp_path)
+    assert run("import", str(source), "-o", str(blocked / "mcpd.toml")) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+# -- token --
+
+
+def test_token_is_made_once_kept_and_rotated_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    config = written(tmp_path, f'[daemon]\nstate_dir = "{state}"\n')
+    assert run("token", "--config", str(config)) == 0
+    first = capsys.readouterr()
+    token = first.out.strip()
+    assert token and "there was no token yet; created" in first.err
+    assert run("token", "--config", str(config)) == 0
+    again = capsys.readouterr()
+    assert again.out.strip() == token and again.err == ""
+    assert run("token", "--config", str(config), "--rotate") == 0
+    rotated = capsys.readouterr()
+    assert rotated.out.strip() not in ("", token)
+    assert "the old one no longer works" in rotated.err
+    stored = [p for p in state.rglob("*") if p.is_file()]
+    assert all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in stored)
+
+
+def test_token_with_a_config_that_is_missing_or_bad_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run("token", "--config", str(tmp_path / "absent.toml")) == EX_CONFIG
+    bad = written(tmp_path, "[daemon]\nstate_dir = 3\n")
+    assert run("token", "--config", str(bad)) == EX_CONFIG
+    assert "config error: daemon.state_dir" in capsys.readouterr().err
+
+
+# -- serve --
+
+
+def test_serve_with_a_bad_config_logs_why_and_exits_78_when_not_socket_activated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("LISTEN_PID", raising=False)
+    monkeypatch.delenv("LISTEN_FDS", raising=False)
+    bad = written(tmp_path, "[servers.s]\n")
+    argv = ["serve", "--config", str(bad), "--log", "stderr", "--socket", str(tmp_path / "s")]
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        assert run(*argv) == EX_CONFIG
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
+    assert "config error: servers.s: give exactly one of" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["config.toml"]
