@@ -3,114 +3,155 @@ priority info, or notice for a call that did not succeed, so that ``journalctl -
 warning`` leaves them out; with fields to filter by (``MCPD_OUTCOME``,
 ``MCPD_DECISION``, ``MCPD_AGENT_PID``, ...).
 
-The audit writer hands over a batch of records at a time, in its worker thread. Each
-becomes an entry without the ``LogRecord`` the logging module would make (and all it
-looks up for one: the caller's frame, the thread, the process): mcpd's own handlers
-(``local.journal``) write them a batch at a time; any other handler gets them as
-records, one by one.
+The audit writer hands over a batch of records at a time, in its worker thread. mcpd's
+own handlers get them without the ``LogRecord`` the logging module would make for
+each (and all it looks up for one: the caller's frame, the thread, the process): the
+line handler the batch's lines in one write, the journal handler each call's entry
+encoded from the record. Any other handler gets records, one by one, that say the same.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
-from ..local.journal import RateLimitedHandler
-from ..local.journalfields import IDENTIFIER, NOTICE, Note, shown
+from protocol.visible import visible
+
+from ..local.journal import JournalHandler, LineHandler
+from ..local.journalfields import IDENTIFIER, NOTICE, encode_entry, shown
 from ..policy.agent import AgentInfo
 from .record import CallRecord
 
 LOGGER: Final = "mcpd.calls"
 calls_logger: Final = logging.getLogger(LOGGER)
+INFO: Final = logging.INFO
 
 
-def write(records: Iterable[CallRecord], now: float) -> None:
+def write(records: list[CallRecord], now: float) -> None:
     """Each of ``records`` as an entry of ``now`` (the batch's time)."""
-    notes: list[Note]
-    if calls_logger.isEnabledFor(logging.INFO):  # and so for NOTICE, above it
-        notes = [_CallNote(r, logging.INFO if r.outcome == "ok" else NOTICE) for r in records]
+    if calls_logger.isEnabledFor(INFO):  # and so for NOTICE, above it
+        lowest = INFO
     elif calls_logger.isEnabledFor(NOTICE):
-        notes = [_CallNote(r, NOTICE) for r in records if r.outcome != "ok"]
+        lowest = NOTICE
     else:
-        return
-    if not notes:
         return
     logger: logging.Logger | None = calls_logger
     while logger is not None:
         for handler in logger.handlers:
-            if isinstance(handler, RateLimitedHandler):
-                handler.handle_notes(notes, now)
-            else:
-                for note in notes:
-                    if note.levelno >= handler.level:
-                        handler.handle(note.record(now))
+            level = max(lowest, handler.level)
+            if level > NOTICE:
+                continue
+            wanted = records if level <= INFO else [r for r in records if r.outcome != "ok"]
+            if wanted:
+                hand_over(handler, wanted, now)
         logger = logger.parent if logger.propagate else None
 
 
-# An agent's label, worked out once for all its calls (an agent makes many).
-_label: Final = functools.lru_cache(maxsize=256)(AgentInfo.label)
+def level_of(record: CallRecord) -> int:
+    return INFO if record.outcome == "ok" else NOTICE
 
 
-class _CallNote(Note):
-    __slots__ = ("_record",)
+def hand_over(handler: logging.Handler, records: list[CallRecord], now: float) -> None:
+    """``records`` (each of a level ``handler`` takes) to ``handler``."""
+    if isinstance(handler, LineHandler):
+        heads = (handler.head(NOTICE, now), handler.head(INFO, now))  # by "ok"
+        handler.write_lines("".join([f"{heads[r.outcome == 'ok']}{line(r)}\n" for r in records]))
+    elif isinstance(handler, JournalHandler):
+        identifier = handler.identifier
+        handler.acquire()
+        try:
+            for r in records:
+                if not handler.send_entry(encode_entry(fields(r, identifier))):
+                    handler.write(log_record(r, now))  # the record's way, to the fallback
+        finally:
+            handler.release()
+    else:
+        for r in records:
+            handler.handle(log_record(r, now))
 
-    def __init__(self, record: CallRecord, level: int) -> None:
-        # Set here rather than by ``Note.__init__``: one is made for every call.
-        self.levelno, self.logger, self.server, self.event = level, LOGGER, record.server, "call"
-        self._record = record
 
-    def message(self) -> str:
-        r = self._record
-        what = (
-            f"{r.name or '-'} ({r.server}/{r.original})"
-            if r.original and r.server
-            else (r.name or "-")
-        )
-        outcome = f"{r.outcome}: {r.reason}" if r.reason else r.outcome
-        return (
-            f"{r.method} {what} by {_label(r.agent)}: {outcome} in {r.duration_ms:.0f} ms "
-            f"({r.decision} by {r.decided_by})"
-        )
+def message(r: CallRecord) -> str:
+    """``tools/call mcp__t__open (t/open) by pid 42 (claude), ...: ok in 3 ms (allow by
+    default)``: the server's and the agent's text in it as they sent it."""
+    key = (r.agent, r.method, r.name, r.server, r.original)
+    subject = _subjects.get(key)
+    if subject is None:
+        subject = _subject(r)
+        if len(_subjects) >= _SUBJECTS:  # names an agent made up need not stay
+            _subjects.clear()
+        _subjects[key] = subject
+    reason = r.reason
+    return (
+        f"{subject}{r.outcome}{': ' + reason if reason else ''} in {r.duration_ms:.0f} ms "
+        f"({r.decision} by {r.decided_by})"
+    )
 
-    def fields(self, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
-        # What ``Note.fields`` makes of ``extra()``, in its order, without the dict and
-        # the lookups of each name (an entry for every call).
-        r, server = self._record, self.server
-        message = shown(self.message())
-        fields = [
-            ("MESSAGE", f"{server}: {message}" if server else message),
-            ("PRIORITY", "6" if self.levelno == logging.INFO else "5"),
-            ("SYSLOG_IDENTIFIER", identifier),
-            ("LOGGER", LOGGER),
-            ("MCPD_EVENT", "call"),
-        ]
-        if server:
-            fields.append(("MCPD_SERVER", server))
-        for name, value in (
-            ("MCPD_REASON", r.reason),
-            ("MCPD_METHOD", r.method),
-            ("MCPD_TOOL", r.name),
-            ("MCPD_OUTCOME", r.outcome),
-            ("MCPD_DECISION", r.decision),
-            ("MCPD_DECIDED_BY", r.decided_by),
-        ):
-            if value:
-                fields.append((name, shown(value)))
-        agent = r.agent
-        if agent.uid is not None:
-            fields.append(("MCPD_AGENT_UID", str(agent.uid)))
-        if agent.pid is not None:
-            fields.append(("MCPD_AGENT_PID", str(agent.pid)))
-        if agent.profile:
-            fields.append(("MCPD_PROFILE", shown(agent.profile)))
-        return fields
 
-    def extra(self) -> dict[str, Any]:
-        r = self._record
-        agent = r.agent
-        return {
+def _subject(r: CallRecord) -> str:
+    name, server, original = r.name or "-", r.server, r.original
+    what = f"{name} ({server}/{original})" if original and server else name
+    return f"{r.method} {what} by {r.agent.label()}: "
+
+
+# What a message starts with, by agent and what it called: worked out once for the many
+# calls of each (in the writer's thread only).
+_SUBJECTS: Final = 1024
+_subjects: dict[tuple[AgentInfo, str, str | None, str | None, str | None], str] = {}
+
+
+def line(r: CallRecord) -> str:
+    """What a call's line says after its time and level, on one line whatever the
+    message holds: a reason quoted from a server with a line break in it would
+    otherwise start a line of its own choosing."""
+    server, text = r.server, visible(message(r))
+    return f"[{server}] call: {text}" if server else f"call: {text}"
+
+
+def fields(r: CallRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
+    """The call's journal entry: what ``journalfields.record_fields`` makes of the
+    record ``log_record`` makes, but its source location, in the same order."""
+    server, text = r.server, shown(message(r))
+    out = [
+        ("MESSAGE", f"{server}: {text}" if server else text),
+        ("PRIORITY", "6" if r.outcome == "ok" else "5"),
+        ("SYSLOG_IDENTIFIER", identifier),
+        ("LOGGER", LOGGER),
+        ("MCPD_EVENT", "call"),
+    ]
+    if server:
+        out.append(("MCPD_SERVER", server))
+    for name, value in (
+        ("MCPD_REASON", r.reason),
+        ("MCPD_METHOD", r.method),
+        ("MCPD_TOOL", r.name),
+        ("MCPD_OUTCOME", r.outcome),
+        ("MCPD_DECISION", r.decision),
+        ("MCPD_DECIDED_BY", r.decided_by),
+    ):
+        if value:
+            out.append((name, shown(value)))
+    agent = r.agent
+    if agent.uid is not None:
+        out.append(("MCPD_AGENT_UID", str(agent.uid)))
+    if agent.pid is not None:
+        out.append(("MCPD_AGENT_PID", str(agent.pid)))
+    if agent.profile:
+        out.append(("MCPD_PROFILE", shown(agent.profile)))
+    return out
+
+
+def log_record(r: CallRecord, created: float) -> logging.LogRecord:
+    """The call as a ``LogRecord`` made at ``created``, for any other handler."""
+    agent, level = r.agent, level_of(r)
+    return logging.makeLogRecord(
+        {
+            "name": LOGGER,
+            "levelno": level,
+            "levelname": logging.getLevelName(level),
+            "msg": message(r),
+            "created": created,
+            "msecs": (created - int(created)) * 1000,
+            "mcpd_event": "call",
             "mcpd_reason": r.reason,
             "mcpd_method": r.method,
             "mcpd_tool": r.name,
@@ -120,4 +161,6 @@ class _CallNote(Note):
             "mcpd_agent_uid": agent.uid,
             "mcpd_agent_pid": agent.pid,
             "mcpd_profile": agent.profile,
+            "mcpd_server": r.server,
         }
+    )

@@ -83,7 +83,10 @@ class AuditLog:
         self.capacity = capacity
         self.counts = CallCounts()
         self.written = 0
-        self._buffer: list[tuple[CallRecord, Arguments | None]] = []
+        self._buffer: list[CallRecord] = []
+        # Records of the buffer whose digest is still to be worked out, with a copy of
+        # their arguments.
+        self._undigested: list[tuple[CallRecord, bytes]] = []
         self._recent: deque[CallRecord] = deque(maxlen=RECENT)
         self._writing = trio.Lock()
         self._watchers: list[Callable[[], None]] = []
@@ -127,14 +130,14 @@ class AuditLog:
         if arguments:
             held = self._held + len(arguments)
             if held <= self._room:
-                arguments = bytes(arguments)  # a copy: not the whole read it is a view of
+                # A copy: not the whole read the arguments are a view of.
+                self._undigested.append((record, bytes(arguments)))
                 self._held = held
             else:  # the writer is behind: no more bytes are held for it
                 record.args_digest = digest(arguments)
                 if self.arguments_kept:
                     record.arguments = kept_arguments(arguments, self.secrets.current())
-                arguments = None
-        buffer.append((record, arguments))
+        buffer.append(record)
         if len(buffer) == 1:  # the first since the last write wakes the writer
             self._wake.set()
 
@@ -176,6 +179,7 @@ class AuditLog:
         async with self._writing:
             self._wake = trio.Event()
             batch, self._buffer = self._buffer, []
+            undigested, self._undigested = self._undigested, []
             dropped, self._dropped = self._dropped, 0
             self._room, self._held = HELD_ARGUMENTS - self._held, 0
             if batch or dropped:
@@ -183,7 +187,7 @@ class AuditLog:
                 # daemon's state, which only this thread may.
                 secrets = self.secrets.current() if self.arguments_kept else None
                 try:
-                    await trio.to_thread.run_sync(self._write, batch, dropped, secrets)
+                    await trio.to_thread.run_sync(self._write, batch, undigested, dropped, secrets)
                 finally:
                     self._room = HELD_ARGUMENTS
                 for written in self._watchers:
@@ -195,18 +199,17 @@ class AuditLog:
 
     def _write(
         self,
-        batch: list[tuple[CallRecord, Arguments | None]],
+        records: list[CallRecord],
+        undigested: list[tuple[CallRecord, bytes]],
         dropped: int,
         secrets: SecretSet | None,
     ) -> None:
         now = time.time()
-        records = [record for record, _ in batch]
         stamp(records)
-        for record, arguments in batch:
-            if arguments:
-                record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
-                if secrets is not None:
-                    record.arguments = kept_arguments(arguments, secrets)
+        for record, arguments in undigested:
+            record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
+            if secrets is not None:
+                record.arguments = kept_arguments(arguments, secrets)
         lines = _encoder.encode_lines(records)
         if dropped:
             gap = Gap(time=iso(now), ts=now, dropped=dropped)

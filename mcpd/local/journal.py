@@ -22,14 +22,13 @@ import os
 import socket
 import stat
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TextIO
 
 from protocol.visible import visible
 
 from .journalfields import (
     IDENTIFIER,
-    Note,
     encode_entry,
     extra,
     message_of,
@@ -64,25 +63,6 @@ class RateLimitedHandler(logging.Handler):
 
     def write(self, record: logging.LogRecord) -> None:
         raise NotImplementedError
-
-    def handle_notes(self, notes: Sequence[Note], created: float) -> None:
-        """Many entries of one logger at once, made without a ``LogRecord`` each (every
-        call's, a batch at a time): the lock taken once, and each entry written as
-        ``write`` would write its record."""
-        wanted = [note for note in notes if note.levelno >= self.level]
-        if not wanted:
-            return
-        self.acquire()
-        try:
-            self.write_notes(wanted, created)
-        except Exception:
-            self.handleError(wanted[0].record(created))
-        finally:
-            self.release()
-
-    def write_notes(self, notes: Sequence[Note], created: float) -> None:
-        for note in notes:
-            self.write(note.record(created))
 
     def close(self) -> None:
         self.acquire()
@@ -159,17 +139,26 @@ class LineHandler(RateLimitedHandler):
         stream.write(self.format_record(record))
         stream.flush()
 
-    def write_notes(self, notes: Sequence[Note], created: float) -> None:
-        levels = {note.levelno for note in notes}  # a head for each, not for each note
+    def head(self, levelno: int, created: float) -> str:
+        """What a line of ``levelno`` made at ``created`` starts with, before its
+        ``[server] event: message``."""
         if self.syslog_prefix:
-            heads = {level: f"<{syslog_priority(level)}>" for level in levels}
-        else:
-            now = f"{self._stamp(created)}.{int((created - int(created)) * 1000):03d} "
-            heads = {level: f"{now}{logging.getLevelName(level):<8} " for level in levels}
-        lines = [f"{heads[note.levelno]}{note.line()}\n" for note in notes]
-        stream = self.stream if self.stream is not None else sys.stderr
-        stream.write("".join(lines))
-        stream.flush()
+            return f"<{syslog_priority(levelno)}>"
+        millis = int((created - int(created)) * 1000)
+        return f"{self._stamp(created)}.{millis:03d} {logging.getLevelName(levelno):<8} "
+
+    def write_lines(self, text: str) -> None:
+        """Lines made elsewhere (each a ``head`` and what follows it, and a line feed),
+        written at once: the calls of a batch, without a record each."""
+        self.acquire()
+        try:
+            stream = self.stream if self.stream is not None else sys.stderr
+            stream.write(text)
+            stream.flush()
+        except Exception:
+            self.handleError(logging.makeLogRecord({"msg": "audit lines"}))
+        finally:
+            self.release()
 
 
 class JournalHandler(RateLimitedHandler):
@@ -231,15 +220,17 @@ class JournalHandler(RateLimitedHandler):
         self.dropped = 0
         self._failed = False
 
-    def write_notes(self, notes: Sequence[Note], created: float) -> None:
-        for note in notes:
-            fields = note.fields(self.identifier)
-            try:
-                self._send(encode_entry(fields))
-            except TimeoutError:
-                self.dropped += 1
-            except OSError:
-                self.write(note.record(created))  # the record's way, to the fallback
+    def send_entry(self, data: bytes) -> bool:
+        """An entry encoded elsewhere (``encode_entry``), sent as ``write`` sends a
+        record's; False when the socket cannot be used, and the caller writes the
+        record instead (which falls back to stderr). The caller holds the lock."""
+        try:
+            self._send(data)
+        except TimeoutError:
+            self.dropped += 1
+        except OSError:
+            return False
+        return True
 
     def _send(self, data: bytes) -> None:
         try:

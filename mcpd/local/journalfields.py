@@ -1,16 +1,13 @@
 """What a log record becomes in journald: its fields (mcpd's own beside ``MESSAGE`` and
 ``PRIORITY``), their values capped, and the native protocol's encoding of an entry;
-and ``Note``, an entry made without a ``LogRecord`` (every call's, many a second).
 ``journal`` sends them, or writes lines of the same.
 """
 
 from __future__ import annotations
 
-import abc
 import logging
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from protocol.visible import visible
 
@@ -163,61 +160,3 @@ def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> li
     optional |= {name: extra(record, attr) for attr, name in RECORD_FIELDS.items()}
     fields += [(name, shown(value)) for name, value in optional.items() if value not in (None, "")]
     return fields
-
-
-class Note(abc.ABC):
-    """A log entry made without a ``LogRecord`` (one for every call, many a second): its
-    level, logger, server and event at once; its message and the rest of the ``extra``
-    a record would carry only when a handler asks (a line needs the message alone)."""
-
-    __slots__ = ("event", "levelno", "logger", "server")
-
-    def __init__(self, levelno: int, logger: str, server: str | None, event: str) -> None:
-        self.levelno = levelno
-        self.logger = logger
-        self.server = server
-        self.event = event
-
-    @abc.abstractmethod
-    def message(self) -> str: ...
-
-    @abc.abstractmethod
-    def extra(self) -> dict[str, Any]:
-        """The ``extra`` a record of it would carry beyond its server and event."""
-
-    def line(self) -> str:
-        """What a line says after its time and level: ``[server] event: message``."""
-        # One line, whatever the message holds: a reason quoted from a server with a
-        # line break in it would otherwise start a line of its own choosing.
-        server, message = self.server, visible(self.message())
-        return f"[{server}] {self.event}: {message}" if server else f"{self.event}: {message}"
-
-    def fields(self, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
-        """The journal entry ``record_fields`` makes of the same record."""
-        server, message = self.server, shown(self.message())
-        fields = [
-            ("MESSAGE", f"{server}: {message}" if server else message),
-            ("PRIORITY", str(syslog_priority(self.levelno))),
-            ("SYSLOG_IDENTIFIER", identifier),
-            ("LOGGER", self.logger),
-            ("MCPD_EVENT", self.event),
-        ]
-        if server:
-            fields.append(("MCPD_SERVER", server))
-        for attr, value in self.extra().items():
-            name = RECORD_FIELDS.get(attr)
-            if name is not None and value not in (None, ""):
-                fields.append((name, shown(value)))
-        return fields
-
-    def record(self, created: float) -> logging.LogRecord:
-        """The same as a ``LogRecord`` of ``created``, for any other handler."""
-        attrs = {"name": self.logger, "levelno": self.levelno, "msg": self.message()}
-        attrs.update(self.extra(), mcpd_event=self.event)
-        if self.server:
-            attrs["mcpd_server"] = self.server
-        record = logging.makeLogRecord(attrs)
-        record.levelname = logging.getLevelName(self.levelno)
-        record.created = created
-        record.msecs = (created - int(created)) * 1000
-        return record

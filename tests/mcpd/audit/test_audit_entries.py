@@ -18,7 +18,6 @@ from mcpd.local import journal
 from mcpd.local.journalfields import (
     MAX_FIELD_BYTES,
     NOTICE,
-    Note,
     encode_entry,
     record_fields,
 )
@@ -61,18 +60,17 @@ def _records() -> list[CallRecord]:
 
 @pytest.mark.parametrize("record", _records(), ids=lambda r: f"{r.outcome}-{r.agent.pid}")
 def test_a_calls_entry_has_the_fields_its_log_record_would_have(record: CallRecord) -> None:
-    level = logging.INFO if record.outcome == "ok" else NOTICE
-    note = call_journal._CallNote(record, level)
-    # What the record made of the note carries, as the journal handler makes it of
-    # any record, without the source location (a note has none).
+    # What the journal handler makes of the call's LogRecord, without the source
+    # location (a call's record has none).
     expected = [
         (name, value)
-        for name, value in record_fields(note.record(0.0))
+        for name, value in record_fields(call_journal.log_record(record, 0.0))
         if name not in ("CODE_FILE", "CODE_LINE", "CODE_FUNC")
     ]
-    assert sorted(note.fields()) == sorted(expected)
-    assert note.fields() == Note.fields(note)
-    assert encode_entry(note.fields()) == _encoded_field_by_field(note.fields())
+    assert sorted(call_journal.fields(record)) == sorted(expected)
+    level = logging.INFO if record.outcome == "ok" else NOTICE
+    assert call_journal.log_record(record, 0.0).levelno == level
+    assert encode_entry(expected) == _encoded_field_by_field(expected)
 
 
 def _encoded_field_by_field(fields: list[tuple[str, str]]) -> bytes:
@@ -115,11 +113,8 @@ def test_an_entry_is_encoded_as_field_by_field(value: str) -> None:
 
 def test_a_batchs_lines_each_have_their_own_level() -> None:
     records = [r for r in _records() if "\n" not in (r.reason or "")]
-    notes = [
-        call_journal._CallNote(r, logging.INFO if r.outcome == "ok" else NOTICE) for r in records
-    ]
     out = io.StringIO()
-    journal.LineHandler(out).write_notes(notes, 1_700_000_000.25)
+    call_journal.hand_over(journal.LineHandler(out), records, 1_700_000_000.25)
     lines = out.getvalue().split("\n")[:-1]
     stamp = datetime.datetime.fromtimestamp(1_700_000_000).strftime("%Y-%m-%d %H:%M:%S")
     heads = [
@@ -130,7 +125,7 @@ def test_a_batchs_lines_each_have_their_own_level() -> None:
     assert len(lines) == len(heads)
     assert all(line.startswith(head) for line, head in zip(lines, heads, strict=True)), lines
     out = io.StringIO()
-    journal.LineHandler(out, syslog_prefix=True).write_notes(notes, 1_700_000_000.25)
+    call_journal.hand_over(journal.LineHandler(out, syslog_prefix=True), records, 1_700_000_000.25)
     lines = out.getvalue().split("\n")[:-1]
     assert [line[:3] for line in lines] == ["<6>" if r.outcome == "ok" else "<5>" for r in records]
 
@@ -148,7 +143,7 @@ def test_a_batchs_times_are_those_of_each_record() -> None:
 def test_a_reason_with_a_line_break_stays_on_its_calls_line() -> None:
     (forging,) = [r for r in _records()[:4] if "\n" in (r.reason or "")]
     out = io.StringIO()
-    journal.LineHandler(out).write_notes([call_journal._CallNote(forging, NOTICE)], 1.0)
+    call_journal.hand_over(journal.LineHandler(out), [forging], 1.0)
     lines = out.getvalue().split("\n")[:-1]
     assert len(lines) == 1, lines
     assert "no\\nsecond line" in lines[0]

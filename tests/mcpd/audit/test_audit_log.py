@@ -258,4 +258,4 @@ async def test_arguments_held_for_the_writer_are_bounded(
     written = [json.loads(line) for line in (tmp_path / FILE_NAME).read_text().splitlines()]
     assert [w["args_digest"] for w in written] == [records.digest(small), records.digest(big)]
     log.record(record(3, args_bytes=len(small)), small)  # written: room again
-    assert log._buffer[-1][1] == small
+    assert log._undigested[-1] == (log._buffer[-1], small)
