@@ -147,3 +147,24 @@ def test_a_reason_with_a_line_break_stays_on_its_calls_line() -> None:
     lines = out.getvalue().split("\n")[:-1]
     assert len(lines) == 1, lines
     assert "no\\nsecond line" in lines[0]
+
+
+def test_a_calls_message_names_its_own_agent_and_tool_among_many() -> None:
+    """The part of a message that names the agent and the tool is kept for the next
+    call of the same; names an agent makes up by the thousand neither grow it without
+    bound nor mix one call's words into another's."""
+    records = [
+        CallRecord(
+            ts=1.0,
+            agent=AGENTS[n % 2],
+            method="tools/call",
+            name=f"made_up_{n}",
+            outcome="refused",
+            reason="unknown tool",
+        )
+        for n in range(3000)
+    ]
+    for r in records + records[:5]:
+        text = call_journal.message(r)
+        assert text.startswith(f"tools/call {r.name} by {r.agent.label()}: refused: unknown")
+    assert 0 < len(call_journal._subjects) <= call_journal._SUBJECTS
