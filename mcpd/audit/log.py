@@ -4,8 +4,8 @@ line each, and (unless ``audit_journal = false``) one journal entry each.
 The call path never waits for it: ``record`` counts the record for the metrics, keeps
 it among the latest (``recent``, which the status page reads) and appends it, with
 the arguments' bytes, to a bounded buffer. A writer task (``run``) wakes when the
-buffer is no longer empty, lets a moment's records gather, and hands them to a
-worker thread, which works out each one's digest (and, with ``audit_arguments``, the
+buffer is no longer empty, lets a moment's records gather (or fewer, when a batch's
+worth have come sooner), and hands them to a worker thread, which works out each one's digest (and, with ``audit_arguments``, the
 arguments with mcpd's secrets masked) and writes the file and the journal. The buffer
 holds a copy of the arguments until then, up to ``HELD_ARGUMENTS`` bytes; past that, a
 record's digest is worked out as it is made. When the buffer is full (the disk or
@@ -55,6 +55,10 @@ HELD_ARGUMENTS: Final = 16 * 1024 * 1024
 # How long the writer lets records gather once one is waiting: one hand-over to the
 # worker thread for a burst of calls, not one for each.
 GATHER: Final = 0.2
+# How many records gathered make the writer go at once, without waiting the rest of
+# GATHER: enough to share a hand-over among many, few enough that the records are
+# still in the processor's cache when the worker reads them.
+BATCH: Final = 512
 # Arguments larger than this are not kept, even with audit_arguments (their size and
 # digest are): the buffer and each line stay small.
 MAX_KEPT: Final = 64 * 1024
@@ -94,6 +98,7 @@ class AuditLog:
         self._held = 0  # bytes of arguments in the buffer
         self._room = HELD_ARGUMENTS  # what the batch being written leaves of it
         self._wake = trio.Event()
+        self._full = trio.Event()
         self._fd: int | None = None
         self._size = 0
         self._problem: str | None = None
@@ -138,8 +143,11 @@ class AuditLog:
                 if self.arguments_kept:
                     record.arguments = kept_arguments(arguments, self.secrets.current())
         buffer.append(record)
-        if len(buffer) == 1:  # the first since the last write wakes the writer
+        waiting = len(buffer)
+        if waiting == 1:  # the first since the last write wakes the writer
             self._wake.set()
+        elif waiting == BATCH:
+            self._full.set()
 
     def watch(self, written: Callable[[], None]) -> None:
         """``written()`` after each batch of records is written (the status page's
@@ -167,7 +175,8 @@ class AuditLog:
         try:
             while True:
                 await self._wake.wait()
-                await trio.sleep(GATHER)
+                with trio.move_on_after(GATHER):
+                    await self._full.wait()
                 await self.flush()
         finally:
             with trio.move_on_after(5, shield=True):
@@ -177,7 +186,7 @@ class AuditLog:
         """Write what is waiting (in a worker thread: the event loop never waits for
         the disk or journald)."""
         async with self._writing:
-            self._wake = trio.Event()
+            self._wake, self._full = trio.Event(), trio.Event()
             batch, self._buffer = self._buffer, []
             undigested, self._undigested = self._undigested, []
             dropped, self._dropped = self._dropped, 0

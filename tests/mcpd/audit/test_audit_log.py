@@ -14,6 +14,8 @@ from typing import Any
 
 import msgspec
 import pytest
+import trio
+import trio.testing
 
 from mcpd.audit import log as audit_log
 from mcpd.audit import record as records
@@ -259,3 +261,38 @@ async def test_arguments_held_for_the_writer_are_bounded(
     assert [w["args_digest"] for w in written] == [records.digest(small), records.digest(big)]
     log.record(record(3, args_bytes=len(small)), small)  # written: room again
     assert log._undigested[-1] == (log._buffer[-1], small)
+
+
+async def test_a_burst_is_written_at_once_and_a_trickle_after_a_moment(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    """The writer waits a moment for records to gather, unless a batch's worth has:
+    a burst of calls is written while it is still fresh, a single call soon after."""
+    log = AuditLog(str(tmp_path), settings())
+    batches: list[int] = []
+    written = trio.Event()
+
+    def batch_written() -> None:
+        batches.append(log.written)
+        written.set()
+
+    log.watch(batch_written)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(log.run)
+        log.record(record(0))
+        await trio.testing.wait_all_tasks_blocked()
+        assert batches == []  # the clock stands still: still gathering
+        for n in range(1, audit_log.BATCH):
+            log.record(record(n))
+        await written.wait()  # a batch's worth: written without the clock moving
+        assert batches == [audit_log.BATCH]
+        written = trio.Event()
+        log.record(record(audit_log.BATCH))
+        await trio.testing.wait_all_tasks_blocked()
+        assert batches == [audit_log.BATCH]
+        mock_clock.jump(audit_log.GATHER)
+        await written.wait()
+        assert batches == [audit_log.BATCH, audit_log.BATCH + 1]
+        nursery.cancel_scope.cancel()
+    lines = (tmp_path / FILE_NAME).read_text().splitlines()
+    assert len(lines) == audit_log.BATCH + 1
