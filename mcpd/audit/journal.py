@@ -3,6 +3,11 @@ priority info, or notice for a call that did not succeed, so that ``journalctl -
 warning`` leaves them out; with fields to filter by (``MCPD_OUTCOME``,
 ``MCPD_DECISION``, ``MCPD_AGENT_PID``, ...).
 
+The journal is for people and alerts, and the audit file for the record: past a
+budget (``BURST`` at once, then ``RATE`` a second, for the calls that succeeded and
+for the others apart) calls are counted instead of logged, and one entry every
+``SUMMARY_EVERY`` seconds at most says how many.
+
 The audit writer hands over a batch of records at a time, in its worker thread. mcpd's
 own handlers get them without the ``LogRecord`` the logging module would make for
 each (and all it looks up for one: the caller's frame, the thread, the process): the
@@ -13,12 +18,15 @@ encoded from the record. Any other handler gets records, one by one, that say th
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Final
 
 from protocol.visible import visible
 
 from ..local.journal import JournalHandler, LineHandler
 from ..local.journalfields import IDENTIFIER, NOTICE, encode_entry, shown
+from ..local.ratelimit import Bucket
 from ..policy.agent import AgentInfo
 from .record import CallRecord
 
@@ -27,14 +35,64 @@ calls_logger: Final = logging.getLogger(LOGGER)
 INFO: Final = logging.INFO
 
 
-def write(records: list[CallRecord], now: float) -> None:
-    """Each of ``records`` as an entry of ``now`` (the batch's time)."""
-    if calls_logger.isEnabledFor(INFO):  # and so for NOTICE, above it
-        lowest = INFO
-    elif calls_logger.isEnabledFor(NOTICE):
-        lowest = NOTICE
-    else:
-        return
+# Entries a second, after a burst, for the calls that succeeded and for the others
+# (each their own budget: a flood of either never hides the other). journald drops a
+# service's entries past its own budget (RateLimitBurst), and with them mcpd's outage
+# warnings; the file holds every call.
+BURST: Final = 500
+RATE: Final = 50.0
+# At most one entry this often says how many calls were not logged one by one.
+SUMMARY_EVERY: Final = 10.0
+
+
+class CallJournal:
+    """The calls' entries, within their budget."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        start = clock()
+        self._ok = Bucket(tokens=float(BURST), stamp=start)
+        self._other = Bucket(tokens=float(BURST), stamp=start)
+        self._summarized = start
+
+    def write(self, records: list[CallRecord], now: float) -> None:
+        """Each of ``records`` as an entry of ``now`` (the batch's time), as far as the
+        budget goes."""
+        if not calls_logger.isEnabledFor(NOTICE):  # and so for INFO, below it
+            return
+        clock = self._clock()
+        ok = [r for r in records if r.outcome == "ok"]
+        chosen = ok[: self._ok.take_some(clock, BURST, RATE, len(ok))]
+        if len(ok) < len(records):
+            others = [r for r in records if r.outcome != "ok"]
+            chosen += others[: self._other.take_some(clock, BURST, RATE, len(others))]
+        if chosen:
+            _write(chosen, now)
+        if clock - self._summarized >= SUMMARY_EVERY:
+            self.summarize(clock)
+
+    def summarize(self, clock: float | None = None) -> None:
+        """Say how many calls were left out since the last time (at once when the
+        daemon stops)."""
+        ok, other = self._ok.suppressed, self._other.suppressed
+        self._summarized = self._clock() if clock is None else clock
+        if not ok and not other:
+            return
+        self._ok.suppressed = self._other.suppressed = 0
+        calls_logger.log(
+            NOTICE if other else INFO,
+            "%d calls not logged one by one (%d succeeded, %d did not): "
+            "more than %g a second; every call is in the audit log (mcpd calls)",
+            ok + other,
+            ok,
+            other,
+            RATE,
+            extra={"mcpd_event": "call", "mcpd_suppressed": ok + other},
+        )
+
+
+def _write(records: list[CallRecord], now: float) -> None:
+    lowest = INFO if calls_logger.isEnabledFor(INFO) else NOTICE
     logger: logging.Logger | None = calls_logger
     while logger is not None:
         for handler in logger.handlers:

@@ -1,18 +1,19 @@
 """The audit log: every record in ``calls.jsonl`` in the state directory, one JSON
-line each, and (unless ``audit_journal = false``) one journal entry each.
+line each, and (unless ``audit_journal = false``) a journal entry each, within a budget.
 
 The call path never waits for it: ``record`` counts the record for the metrics, keeps
 it among the latest (``recent``, which the status page reads) and appends it, with
 the arguments' bytes, to a bounded buffer. A writer task (``run``) wakes when the
 buffer is no longer empty, lets a moment's records gather (or fewer, when a batch's
-worth have come sooner), and hands them to a worker thread, which works out each one's digest (and, with ``audit_arguments``, the
-arguments with mcpd's secrets masked) and writes the file and the journal. The buffer
-holds a copy of the arguments until then, up to ``HELD_ARGUMENTS`` bytes; past that, a
-record's digest is worked out as it is made. When the buffer is full (the disk or
-journald fell behind), a record is counted and dropped, never waited for; the next
-write puts a ``Gap`` line in the file with how many were dropped, and a warning in the
-log. What is still buffered when the daemon stops is written before it exits
-(``flush``, under a shield).
+worth have come sooner), and hands them to a worker thread, which works out each
+one's digest (and, with ``audit_arguments``, the arguments with mcpd's secrets
+masked) and writes the file and the journal (within the journal's budget: see
+``journal``). The buffer holds a copy of the arguments until then, up to
+``HELD_ARGUMENTS`` bytes; past that, a record's digest is worked out as it is made.
+When the buffer is full (the disk or journald fell behind), a record is counted and
+dropped, never waited for; the next write puts a ``Gap`` line in the file with how
+many were dropped, and a warning in the log. What is still buffered when the daemon
+stops is written before it exits (``flush``, under a shield).
 
 The file is rotated when the next line would take it past ``audit_max_bytes``:
 ``calls.jsonl`` becomes ``calls.jsonl.1`` (and ``.1`` becomes ``.2``, up to
@@ -103,6 +104,7 @@ class AuditLog:
         self._size = 0
         self._problem: str | None = None
         self._dropped_warning = Throttle(burst=1, every=60.0)
+        self._journal = journal.CallJournal()
         self.configure(settings)
 
     def configure(self, settings: DaemonConfig) -> None:
@@ -203,8 +205,11 @@ class AuditLog:
                     written()
 
     def close(self) -> None:
-        """The daemon stops: the file is closed (``flush`` first)."""
+        """The daemon stops: the file is closed (``flush`` first), and the journal told
+        how many calls it did not get one by one."""
         self._close()
+        if self.to_journal:
+            self._journal.summarize()
 
     def _write(
         self,
@@ -232,7 +237,7 @@ class AuditLog:
         if self.to_file:
             self._append(lines)
         if self.to_journal:
-            journal.write(records, now)
+            self._journal.write(records, now)
 
     def _append(self, lines: bytes) -> None:
         """JSON lines (one or more, each ending with a line feed), the file rotated

@@ -44,6 +44,16 @@ class Bucket:
         self.tokens -= 1.0
         return True
 
+    def take_some(self, now: float, burst: int, rate: float, wanted: int) -> int:
+        """How many of ``wanted`` may go now (the first of them); the rest are counted
+        in ``suppressed``."""
+        self.tokens = min(float(burst), self.tokens + (now - self.stamp) * rate)
+        self.stamp = now
+        taken = min(wanted, int(self.tokens))
+        self.tokens -= taken
+        self.suppressed += wanted - taken
+        return taken
+
 
 class StderrRateLimiter:
     """A token bucket per server for the records of what it says (``_LIMITED``).

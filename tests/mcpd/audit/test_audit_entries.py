@@ -168,3 +168,63 @@ def test_a_calls_message_names_its_own_agent_and_tool_among_many() -> None:
         text = call_journal.message(r)
         assert text.startswith(f"tools/call {r.name} by {r.agent.label()}: refused: unknown")
     assert 0 < len(call_journal._subjects) <= call_journal._SUBJECTS
+
+
+class _Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def _call(n: int, outcome: Outcome = "ok") -> CallRecord:
+    return CallRecord(
+        ts=1.0, agent=AGENTS[0], method="tools/call", name=f"mcp__echo__t{n}", outcome=outcome
+    )
+
+
+def test_a_flood_of_calls_is_logged_within_its_budget_and_summed_up() -> None:
+    """Past the budget, calls are counted, not logged (journald would drop a service's
+    entries past its own, outage warnings among them); the calls that did not succeed
+    have a budget of their own, so a flood of successes never hides a refusal; and one
+    entry says how many were left out."""
+    now = [100.0]
+    kept = _Kept()
+    logger = call_journal.calls_logger
+    saved = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(kept)
+    try:
+        entries = call_journal.CallJournal(clock=lambda: now[0])
+        flood = [_call(n) for n in range(3 * call_journal.BURST)]
+        entries.write(flood, 1.0)
+        entries.write([_call(n, "refused") for n in range(3)], 1.0)
+        names = [r.mcpd_tool for r in kept.records]
+        assert names[: call_journal.BURST] == [r.name for r in flood[: call_journal.BURST]]
+        assert names[call_journal.BURST :] == ["mcp__echo__t0", "mcp__echo__t1", "mcp__echo__t2"]
+        assert [r.mcpd_outcome for r in kept.records[call_journal.BURST :]] == ["refused"] * 3
+        kept.records.clear()
+        now[0] += call_journal.SUMMARY_EVERY  # the budget refills, and it is time to say
+        entries.write([_call(7)], 1.0)
+        assert [r.getMessage()[:20] for r in kept.records] == [
+            "tools/call mcp__echo",
+            f"{2 * call_journal.BURST} calls not logge",
+        ]
+        summary = kept.records[1]
+        assert f"({2 * call_journal.BURST} succeeded, 0 did not)" in summary.getMessage()
+        assert summary.mcpd_suppressed == 2 * call_journal.BURST
+        assert summary.mcpd_event == "call" and summary.levelno == logging.INFO
+        kept.records.clear()
+        entries.write([_call(n, "error") for n in range(call_journal.BURST + 4)], 1.0)
+        entries.summarize()  # the daemon stops: what is left out is said at once
+        assert len(kept.records) == call_journal.BURST + 1
+        assert "(0 succeeded, 4 did not)" in kept.records[-1].getMessage()
+        assert kept.records[-1].levelno == NOTICE
+        kept.records.clear()
+        entries.summarize()
+        assert kept.records == []  # nothing left out since: nothing said
+    finally:
+        logger.removeHandler(kept)
+        logger.setLevel(saved)
