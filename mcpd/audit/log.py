@@ -2,15 +2,15 @@
 line each, and (unless ``audit_journal = false``) a journal entry each, within a budget.
 
 The call path never waits for it: ``record`` counts the record for the metrics, keeps
-it among the latest (``recent``, which the status page reads) and appends it, with
-the arguments' bytes, to a bounded buffer. A writer task (``run``) wakes when the
-buffer is no longer empty, lets a moment's records gather (or fewer, when a batch's
-worth have come sooner), and hands them to a worker thread, which works out each
-one's digest (and, with ``audit_arguments``, the arguments with mcpd's secrets
-masked) and writes the file and the journal (within the journal's budget: see
-``journal``). The buffer holds a copy of the arguments until then, up to
-``HELD_ARGUMENTS`` bytes; past that, a record's digest is worked out as it is made.
-When the buffer is full (the disk or journald fell behind), a record is counted and
+it among the latest (``recent``, which the status page reads), works out the digest
+of its arguments (one pass over bytes the call has just read) and appends it to a
+bounded buffer. A writer task (``run``) wakes when the buffer is no longer empty, lets
+a moment's records gather (or fewer, when a batch's worth have come sooner), and hands
+them to a worker thread, which writes the file and the journal (within the journal's
+budget: see ``journal``). With ``audit_arguments``, the arguments themselves are
+masked and kept there too: the buffer holds a copy of them until then, up to
+``HELD_ARGUMENTS`` bytes, and past that a record's are worked out as it is made. When
+the buffer is full (the disk or journald fell behind), a record is counted and
 dropped, never waited for; the next write puts a ``Gap`` line in the file with how
 many were dropped, and a warning in the log. What is still buffered when the daemon
 stops is written before it exits (``flush``, under a shield).
@@ -50,8 +50,8 @@ from .record import DIGEST, CallRecord, Gap, digest, iso, stamp
 FILE_NAME: Final = "calls.jsonl"
 BUFFER: Final = 8192  # records waiting to be written
 RECENT: Final = 500  # the latest records kept in memory, for the status page
-# Arguments the buffer holds for their digests to be worked out off the call path, at
-# most: past it (the writer is behind), a record's digest is worked out at once.
+# Arguments the buffer holds for the writer to mask and keep (``audit_arguments``), at
+# most: past it (the writer is behind), a record's are worked out at once.
 HELD_ARGUMENTS: Final = 16 * 1024 * 1024
 # How long the writer lets records gather once one is waiting: one hand-over to the
 # worker thread for a burst of calls, not one for each.
@@ -89,9 +89,9 @@ class AuditLog:
         self.counts = CallCounts()
         self.written = 0
         self._buffer: list[CallRecord] = []
-        # Records of the buffer whose digest is still to be worked out, with a copy of
-        # their arguments.
-        self._undigested: list[tuple[CallRecord, bytes]] = []
+        # Records of the buffer whose arguments are still to be kept, with a copy of
+        # them (``audit_arguments``).
+        self._to_keep: list[tuple[CallRecord, bytes]] = []
         self._recent: deque[CallRecord] = deque(maxlen=RECENT)
         self._writing = trio.Lock()
         self._watchers: list[Callable[[], None]] = []
@@ -134,16 +134,19 @@ class AuditLog:
             self._dropped += 1
             self.counts.dropped += 1
             return
-        if arguments:
+        if arguments and not self.arguments_kept:
+            # Worked out now, over the bytes the call was just read into: a copy for
+            # the writer would cost more (fresh memory each time) than the digest.
+            record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
+        elif arguments:
             held = self._held + len(arguments)
             if held <= self._room:
                 # A copy: not the whole read the arguments are a view of.
-                self._undigested.append((record, bytes(arguments)))
+                self._to_keep.append((record, bytes(arguments)))
                 self._held = held
             else:  # the writer is behind: no more bytes are held for it
                 record.args_digest = digest(arguments)
-                if self.arguments_kept:
-                    record.arguments = kept_arguments(arguments, self.secrets.current())
+                record.arguments = kept_arguments(arguments, self.secrets.current())
         buffer.append(record)
         waiting = len(buffer)
         if waiting == 1:  # the first since the last write wakes the writer
@@ -190,7 +193,7 @@ class AuditLog:
         async with self._writing:
             self._wake, self._full = trio.Event(), trio.Event()
             batch, self._buffer = self._buffer, []
-            undigested, self._undigested = self._undigested, []
+            to_keep, self._to_keep = self._to_keep, []
             dropped, self._dropped = self._dropped, 0
             self._room, self._held = HELD_ARGUMENTS - self._held, 0
             if batch or dropped:
@@ -198,7 +201,7 @@ class AuditLog:
                 # daemon's state, which only this thread may.
                 secrets = self.secrets.current() if self.arguments_kept else None
                 try:
-                    await trio.to_thread.run_sync(self._write, batch, undigested, dropped, secrets)
+                    await trio.to_thread.run_sync(self._write, batch, to_keep, dropped, secrets)
                 finally:
                     self._room = HELD_ARGUMENTS
                 for written in self._watchers:
@@ -214,13 +217,13 @@ class AuditLog:
     def _write(
         self,
         records: list[CallRecord],
-        undigested: list[tuple[CallRecord, bytes]],
+        to_keep: list[tuple[CallRecord, bytes]],
         dropped: int,
         secrets: SecretSet | None,
     ) -> None:
         now = time.time()
         stamp(records)
-        for record, arguments in undigested:
+        for record, arguments in to_keep:
             record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
             if secrets is not None:
                 record.arguments = kept_arguments(arguments, secrets)

@@ -243,24 +243,44 @@ async def test_a_batch_of_calls_is_one_journal_entry_each_through_mcpd_s_handler
     assert "NOTICE   [notes] call: tools/call mcp__notes__t2" in written[1]
 
 
-async def test_arguments_held_for_the_writer_are_bounded(
+async def test_arguments_kept_are_held_for_the_writer_within_a_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past what the buffer may hold of arguments, a record's digest is worked out as it
-    is made, and nothing more is held for the writer."""
+    """With audit_arguments, the arguments wait for the writer to mask them, up to what
+    the buffer may hold; past that, a record's are worked out as it is made, and
+    nothing more is held for the writer."""
     monkeypatch.setattr(audit_log, "HELD_ARGUMENTS", 100)
-    log = AuditLog(str(tmp_path), settings())
+    log = AuditLog(str(tmp_path), settings(audit_arguments=True))
     small, big = b'{"a": 1}', b'{"b": "' + b"x" * 200 + b'"}'
     first, second = record(1, args_bytes=len(small)), record(2, args_bytes=len(big))
     log.record(first, small)
     log.record(second, big)
     assert first.args_digest is None  # left to the writer
     assert second.args_digest == records.digest(big)  # not held: done now
+    assert second.arguments == {"b": "x" * 200}
     await log.flush()
     written = [json.loads(line) for line in (tmp_path / FILE_NAME).read_text().splitlines()]
     assert [w["args_digest"] for w in written] == [records.digest(small), records.digest(big)]
+    assert [w["arguments"] for w in written] == [{"a": 1}, {"b": "x" * 200}]
     log.record(record(3, args_bytes=len(small)), small)  # written: room again
-    assert log._undigested[-1] == (log._buffer[-1], small)
+    assert log._to_keep[-1] == (log._buffer[-1], small)
+
+
+async def test_without_the_arguments_kept_nothing_of_them_waits_for_the_writer(
+    tmp_path: Path,
+) -> None:
+    """Only the digest is recorded: worked out as the record is made, over the bytes
+    the call came in, with no copy of them held until the record is written."""
+    log = AuditLog(str(tmp_path), settings())
+    raw = msgspec.Raw(b'{"q": "' + b"y" * 5000 + b'"}')
+    made = record(1, args_bytes=len(raw))
+    log.record(made, raw)
+    assert made.args_digest == records.digest(bytes(raw))
+    assert log._to_keep == []
+    await log.flush()
+    (line,) = (tmp_path / FILE_NAME).read_text().splitlines()
+    assert json.loads(line)["args_digest"] == records.digest(bytes(raw))
+    assert "arguments" not in json.loads(line)
 
 
 async def test_a_burst_is_written_at_once_and_a_trickle_after_a_moment(
