@@ -1,0 +1,440 @@
+"""One server's prompts, resources and templates as the keeper fetches and tends them,
+against an upstream that answers from a script: pages, limits, a server's bad pages and
+notifications, subscriptions held once per URI whatever the number of agents."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, cast
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+from msgspec import Raw
+
+from mcpd.config.model import Limit, NamingConfig
+from mcpd.registry.catalog import Catalog
+from mcpd.registry.limits import DEFAULT_LIMITS
+from mcpd.servers.callmeta import CallMeta
+from mcpd.servers.handshake import ProtocolViolation
+from mcpd.servers.prompt_resource_lists import MIN_REFETCH, PromptResourceKeeper, list_all
+from mcpd.servers.tool_list import ToolListKeeper
+from mcpd.servers.upstream import Upstream
+from protocol import jsonrpc as rpc
+from protocol import surface
+from transports.errors import TransportClosed
+
+Answer = dict[str, Any] | list[Any] | Exception | Callable[[Any], Any]
+
+
+class ScriptedUp:
+    """What the keeper uses of an upstream: each request answered by ``answers[method]``
+    (a result, an error to raise, or a function of the params), every request kept."""
+
+    def __init__(self, capabilities: dict[str, Any], era: str = "legacy") -> None:
+        self.alias = "srv"
+        self.capabilities = capabilities
+        self.era = era
+        self.max_pages = 1000
+        self.limits = DEFAULT_LIMITS
+        self.meta = CallMeta()
+        self.answers: dict[str, Answer] = {}
+        self.sent: list[tuple[str, Any]] = []
+        self.listens: list[dict[str, Any]] = []
+        self.listening = trio.Event()
+        self.end_listen = trio.Event()
+        self.listen_error: Exception | None = None
+        self.heard_on_listen: list[rpc.Notification] = []  # before its answer
+        self.notify: Callable[[rpc.Notification], None] = lambda msg: None
+
+    @property
+    def lists_changes(self) -> bool:
+        tools = self.capabilities.get("tools")
+        return isinstance(tools, dict) and tools.get("listChanged") is True
+
+    async def request(self, method: str, params: Any) -> Raw:
+        self.sent.append((method, params))
+        answer = self.answers[method]
+        if isinstance(answer, Exception):
+            raise answer
+        if callable(answer):
+            answer = answer(params)
+        return Raw(json.dumps(answer, ensure_ascii=False).encode())
+
+    async def listen_for(self, notifications: dict[str, Any]) -> None:
+        self.listens.append(dict(notifications))
+        self.listening.set()
+        for msg in self.heard_on_listen:
+            self.notify(msg)
+        if self.listen_error is not None:
+            raise self.listen_error
+        await self.end_listen.wait()
+        self.end_listen = trio.Event()
+
+    def methods(self) -> list[str]:
+        return [m for m, _ in self.sent]
+
+
+def as_up(up: ScriptedUp) -> Upstream:
+    return cast(Upstream, up)
+
+
+def paged(field: str, pages: list[list[Any]]) -> Callable[[Any], Any]:
+    """A list method answering page ``n`` at cursor ``"n"``."""
+
+    def answer(params: Any) -> Any:
+        cursor = getattr(params, "cursor", None)
+        n = int(cursor) if isinstance(cursor, str) else 0
+        page: dict[str, Any] = {field: pages[n]}
+        if n + 1 < len(pages):
+            page["nextCursor"] = str(n + 1)
+        return page
+
+    return answer
+
+
+def notification(method: str, params: Any = None) -> rpc.Notification:
+    raw = None if params is None else Raw(json.dumps(params).encode())
+    return rpc.Notification(method=method, params=raw)
+
+
+class Keeper:
+    def __init__(self) -> None:
+        self.catalog = Catalog(NamingConfig())
+        self.wakes = 0
+        self.changes = 0
+        self.keeper = PromptResourceKeeper("srv", self.catalog, self._wake, self._changed)
+
+    def _wake(self) -> None:
+        self.wakes += 1
+
+    def _changed(self) -> None:
+        self.changes += 1
+
+
+# -- list_all --
+
+
+async def test_every_page_is_fetched_with_the_cursor_the_server_gave() -> None:
+    up = ScriptedUp({"prompts": {}})
+    up.answers["prompts/list"] = paged("prompts", [[{"name": "a"}], [{"name": "b"}], []])
+    prompts, trimmed = await list_all(
+        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
+    )
+    assert [p.name for p in prompts] == ["a", "b"]
+    assert [getattr(p, "cursor", None) for _, p in up.sent] == [None, "1", "2"]
+    assert trimmed.dropped == [] and not trimmed.short
+
+
+async def test_a_repeated_cursor_is_a_protocol_violation_not_a_loop() -> None:
+    up = ScriptedUp({"prompts": {}})
+    up.answers["prompts/list"] = {"prompts": [{"name": "a"}], "nextCursor": "again"}
+    with pytest.raises(ProtocolViolation, match="srv: prompts/list cursor 'again' repeated"):
+        await list_all(as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts")
+    assert len(up.sent) == 2
+
+
+async def test_a_list_that_never_ends_stops_at_max_pages() -> None:
+    up = ScriptedUp({"resources": {}})
+    up.max_pages = 5
+    count = iter(range(1000))
+    up.answers["resources/list"] = lambda _: {"resources": [], "nextCursor": f"c{next(count)}"}
+    with pytest.raises(ProtocolViolation, match="did not end after 5 pages"):
+        await list_all(as_up(up), "resources/list", "resources", surface.Resource, "resources")
+    assert len(up.sent) == 5
+
+
+@pytest.mark.parametrize(
+    "page",
+    [[1, 2], "text", {"prompts": "none"}, {"prompts": [{"name": "a"}], "nextCursor": 5}],
+)
+async def test_a_page_of_the_wrong_shape_is_a_protocol_violation(page: Any) -> None:
+    up = ScriptedUp({"prompts": {}})
+    up.answers["prompts/list"] = page
+    with pytest.raises(ProtocolViolation, match="srv: bad prompts/list result"):
+        await list_all(as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts")
+
+
+async def test_a_malformed_item_is_dropped_with_why_and_the_rest_kept() -> None:
+    up = ScriptedUp({"prompts": {}})
+    up.answers["prompts/list"] = {
+        "prompts": [{"name": "good"}, {"name": 7}, {"title": "nameless"}, "junk", {"name": "ok"}]
+    }
+    prompts, trimmed = await list_all(
+        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
+    )
+    assert [p.name for p in prompts] == ["good", "ok"]
+    assert len(trimmed.dropped) == 3
+    assert all("(malformed)" in d for d in trimmed.dropped)
+
+
+async def test_a_full_list_asks_for_no_further_page_and_says_it_was_cut_short() -> None:
+    up = ScriptedUp({"resources": {}})
+    up.limits = msgspec.structs.replace(
+        DEFAULT_LIMITS, items=Limit(3, "servers.srv.max_list_items")
+    )
+    pages = [[{"uri": f"f://{p}/{i}"} for i in range(2)] for p in range(10)]
+    up.answers["resources/list"] = paged("resources", pages)
+    resources, trimmed = await list_all(
+        as_up(up), "resources/list", "resources", surface.Resource, "resources"
+    )
+    assert [r.uri for r in resources] == ["f://0/0", "f://0/1", "f://1/0"]
+    assert len(up.sent) == 2
+    assert trimmed.short and trimmed.unread and trimmed.past == 1
+
+
+async def test_an_item_too_big_is_dropped_and_a_long_description_cut() -> None:
+    up = ScriptedUp({"prompts": {}})
+    up.limits = msgspec.structs.replace(
+        DEFAULT_LIMITS,
+        item_bytes=Limit(200, "max_item_bytes"),
+        description_bytes=Limit(20, "max_description_bytes"),
+    )
+    up.answers["prompts/list"] = {
+        "prompts": [
+            {"name": "huge", "title": "x" * 300},
+            {"name": "wordy", "description": "é" * 30},
+        ]
+    }
+    prompts, trimmed = await list_all(
+        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
+    )
+    assert [p.name for p in prompts] == ["wordy"]
+    assert trimmed.dropped and trimmed.dropped[0].startswith("huge:")
+    description = prompts[0].description
+    assert isinstance(description, str)
+    assert description.startswith("é" * 10 + " [mcpd: cut at 20 of 60 bytes]")
+    assert trimmed.cut == [
+        "prompt wordy: description cut at 20 of 60 bytes (max_description_bytes)"
+    ]
+
+
+# -- fetching --
+
+
+async def test_only_the_lists_the_server_offers_are_asked_for() -> None:
+    k = Keeper()
+    up = ScriptedUp({"tools": {}, "prompts": True, "resources": None})
+    await k.keeper.fetch(as_up(up))
+    assert up.sent == []
+    assert k.catalog.prompts.raw("srv") is None
+
+
+async def test_fetched_lists_go_into_the_catalog_and_a_second_same_fetch_changes_nothing() -> None:
+    k = Keeper()
+    up = ScriptedUp({"prompts": {}, "resources": {}})
+    up.answers["prompts/list"] = {"prompts": [{"name": "p"}]}
+    up.answers["resources/list"] = {"resources": [{"uri": "f://a"}]}
+    up.answers["resources/templates/list"] = {"resourceTemplates": [{"uriTemplate": "f://{x}"}]}
+    await k.keeper.fetch(as_up(up))
+    assert [p.name for p in k.catalog.prompts.raw("srv") or []] == ["p"]
+    assert k.catalog.prompts.count("srv") == 1
+    assert k.changes == 2
+    assert set(k.keeper.trimmed) == {"prompts", "resources", "resource_templates"}
+    await k.keeper.fetch(as_up(up))
+    assert k.changes == 2
+
+
+async def test_a_server_refusing_templates_still_gets_its_resources_listed() -> None:
+    k = Keeper()
+    up = ScriptedUp({"resources": {}})
+    up.answers["resources/list"] = {"resources": [{"uri": "f://a"}]}
+    up.answers["resources/templates/list"] = rpc.RPCError(-32601, "Method not found")
+    await k.keeper.fetch(as_up(up))
+    assert k.changes == 1
+    assert k.keeper.trimmed["resource_templates"].dropped == []
+
+
+async def test_a_failed_fetch_keeps_the_old_list_and_forgets_what_it_left_out() -> None:
+    k = Keeper()
+    up = ScriptedUp({"prompts": {}})
+    up.answers["prompts/list"] = {"prompts": [{"name": "p"}, {"name": 1}]}
+    await k.keeper.fetch(as_up(up))
+    assert len(k.keeper.trimmed["prompts"].dropped) == 1
+    up.answers["prompts/list"] = TransportClosed("gone")
+    with pytest.raises(TransportClosed):
+        await k.keeper.fetch(as_up(up))
+    assert [p.name for p in k.catalog.prompts.raw("srv") or []] == ["p"]
+    assert "prompts" not in k.keeper.trimmed
+
+
+# -- notifications --
+
+
+async def test_a_list_changed_is_fetched_again_no_sooner_than_a_second_after_the_last(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    k = Keeper()
+    up = ScriptedUp({"prompts": {"listChanged": True}, "resources": {"listChanged": True}})
+    up.answers["prompts/list"] = {"prompts": []}
+    up.answers["resources/list"] = {"resources": []}
+    up.answers["resources/templates/list"] = {"resourceTemplates": []}
+    await k.keeper.fetch(as_up(up))
+    start = trio.current_time()
+    k.keeper.on_notification(notification("notifications/prompts/list_changed"))
+    assert k.wakes == 1 and k.keeper.prompts_due
+    assert not k.keeper.due
+    assert k.keeper.waits_until() == pytest.approx(start + MIN_REFETCH)
+    await trio.sleep_until(k.keeper.waits_until())
+    assert k.keeper.due
+    up.sent.clear()
+    await k.keeper.tend(as_up(up))
+    assert up.methods() == ["prompts/list"]
+    assert not k.keeper.due and k.keeper.waits_until() == float("inf")
+
+
+@pytest.mark.parametrize(
+    "params", [None, [1], "f://a", 5, {"uri": 5}, {"uri": None}, {"other": "f://a"}]
+)
+async def test_a_resource_update_without_a_string_uri_is_ignored(params: Any) -> None:
+    k = Keeper()
+    heard: list[tuple[str, str]] = []
+    k.keeper.on_updated = lambda alias, uri: heard.append((alias, uri))
+    k.keeper.on_notification(notification("notifications/resources/updated", params))
+    assert heard == []
+    k.keeper.on_notification(notification("notifications/resources/updated", {"uri": "f://a"}))
+    assert heard == [("srv", "f://a")]
+
+
+async def test_an_acknowledgement_that_is_not_an_object_honours_nothing() -> None:
+    k = Keeper()
+    ack = "notifications/subscriptions/acknowledged"
+    k.keeper.on_notification(notification(ack, {"notifications": {"resourceSubscriptions": []}}))
+    assert k.keeper.acknowledged == {"resourceSubscriptions": []}
+    for params in ([1], "x", {"notifications": [1]}, None):
+        k.keeper.on_notification(notification(ack, params))
+        assert k.keeper.acknowledged == {}
+
+
+async def test_task_news_is_passed_on_only_with_params() -> None:
+    k = Keeper()
+    news: list[bytes] = []
+    k.keeper.on_task = lambda alias, params: news.append(bytes(params))
+    k.keeper.on_notification(notification("notifications/tasks"))
+    k.keeper.on_notification(notification("notifications/tasks", {"taskId": "t"}))
+    assert news == [b'{"taskId": "t"}']
+
+
+# -- subscriptions --
+
+
+async def test_a_legacy_server_hears_one_subscribe_per_uri_whatever_the_agents() -> None:
+    k = Keeper()
+    up = ScriptedUp({"resources": {"subscribe": True}})
+    up.answers["resources/subscribe"] = {}
+    up.answers["resources/unsubscribe"] = {}
+    for _ in range(3):
+        k.keeper.add_subscription("f://a")
+    assert k.wakes == 1 and k.keeper.due
+    await k.keeper.tend(as_up(up))
+    assert up.sent == [("resources/subscribe", surface.SubscribeParams(uri="f://a"))]
+    k.keeper.drop_subscription("f://a")
+    k.keeper.drop_subscription("f://a")
+    assert not k.keeper.due
+    k.keeper.drop_subscription("f://a")
+    await k.keeper.tend(as_up(up))
+    assert up.methods() == ["resources/subscribe", "resources/unsubscribe"]
+    k.keeper.drop_subscription("f://a")  # once more than it was added
+    k.keeper.drop_subscription("f://never")
+    assert not k.keeper.due and k.keeper.subscribed == {}
+
+
+async def test_after_a_reconnect_a_legacy_server_is_subscribed_again() -> None:
+    k = Keeper()
+    up = ScriptedUp({"resources": {"subscribe": True}})
+    up.answers.update(
+        {
+            "resources/subscribe": {},
+            "resources/list": {"resources": []},
+            "resources/templates/list": {"resourceTemplates": []},
+        }
+    )
+    k.keeper.add_subscription("f://b")
+    k.keeper.add_subscription("f://a")
+    await k.keeper.tend(as_up(up))
+    up.sent.clear()
+    await k.keeper.fetch(as_up(up))
+    assert k.keeper.due
+    await k.keeper.tend(as_up(up))
+    assert [p.uri for m, p in up.sent if m == "resources/subscribe"] == ["f://a", "f://b"]
+
+
+async def test_a_refused_subscribe_is_logged_and_the_rest_still_sent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    k = Keeper()
+    up = ScriptedUp({"resources": {"subscribe": True}})
+
+    def subscribe(params: surface.SubscribeParams) -> Any:
+        if params.uri == "f://a":
+            raise rpc.RPCError(-32002, "no such resource")
+        return {}
+
+    up.answers["resources/subscribe"] = subscribe
+    k.keeper.add_subscription("f://a")
+    k.keeper.add_subscription("f://b")
+    with caplog.at_level(logging.INFO, logger="mcpd.server"):
+        await k.keeper.tend(as_up(up))
+    assert up.methods() == ["resources/subscribe", "resources/subscribe"]
+    assert any("f://a refused: no such resource" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_legacy_server_without_subscribe_is_never_asked_to() -> None:
+    k = Keeper()
+    up = ScriptedUp({"resources": {}})
+    k.keeper.add_subscription("f://a")
+    assert not k.keeper.supports_subscriptions(as_up(up))
+    assert not k.keeper.supports_subscriptions(None)
+    await k.keeper.tend(as_up(up))
+    assert up.sent == [] and not k.keeper.due
+
+
+async def test_a_modern_server_is_not_sent_legacy_subscribes() -> None:
+    k = Keeper()
+    up = ScriptedUp({"resources": {"subscribe": True}}, era="modern")
+    k.keeper.add_subscription("f://a")
+    await k.keeper.tend(as_up(up))
+    assert up.sent == [] and not k.keeper.due
+
+
+# -- the modern listen --
+
+
+def test_the_listen_is_wanted_only_when_the_server_could_tell_something() -> None:
+    k = Keeper()
+    assert not k.keeper.wants_listen(as_up(ScriptedUp({"prompts": {}, "resources": {}})))
+    assert not k.keeper.wants_listen(as_up(ScriptedUp({"prompts": {"listChanged": "yes"}})))
+    assert k.keeper.wants_listen(as_up(ScriptedUp({"resources": {"subscribe": True}})))
+    assert k.keeper.wants_listen(as_up(ScriptedUp({"tools": {"listChanged": True}})))
+
+
+async def test_the_listen_follows_the_subscribed_uris_and_relistens_when_ended() -> None:
+    k = Keeper()
+    caps = {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True}}
+    up = ScriptedUp(caps, era="modern")
+    lists = ToolListKeeper("srv", lambda: None, lambda: True, lambda tools: None)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(k.keeper.listen, as_up(up), lists)
+            await up.listening.wait()
+            up.listening = trio.Event()
+            k.keeper.add_subscription("f://b")
+            k.keeper.add_subscription("f://a")
+            await up.listening.wait()
+            up.listening = trio.Event()
+            k.keeper.add_subscription("f://a")  # no new URI: the listen stays
+            k.keeper.watch_task("t1", True)  # the server has no tasks
+            await up.listening.wait()
+            up.listening = trio.Event()
+            assert up.listens[0] == {"toolsListChanged": True, "resourcesListChanged": True}
+            assert up.listens[-1]["resourceSubscriptions"] == ["f://a", "f://b"]
+            assert "taskIds" not in up.listens[-1]
+            count = len(up.listens)
+            up.end_listen.set()  # the server ends it: everything may have changed
+            await up.listening.wait()
+            assert len(up.listens) == count + 1
+            assert k.keeper.prompts_due and k.keeper.resources_due and lists.due
+            nursery.cancel_scope.cancel()
