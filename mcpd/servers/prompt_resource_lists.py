@@ -325,6 +325,7 @@ class PromptResourceKeeper:
                 wanted["toolsListChanged"] = True
             self._relisten = trio.Event()
             why = ""
+            refused = False
             async with trio.open_nursery() as nursery:
 
                 async def restart_on_change() -> None:
@@ -347,11 +348,13 @@ class PromptResourceKeeper:
                         exc.message,
                         extra=log_extra(self.alias),
                     )
-                    return
+                    refused = True
                 except TransportError as exc:
                     why = exc.reason
                 nursery.cancel_scope.cancel()
             lists.subscribed = False
+            if refused:
+                return
             if not why:
                 delay = 1.0
                 continue  # the filter changed: listen again at once

@@ -438,3 +438,22 @@ async def test_the_listen_follows_the_subscribed_uris_and_relistens_when_ended()
             assert len(up.listens) == count + 1
             assert k.keeper.prompts_due and k.keeper.resources_due and lists.due
             nursery.cancel_scope.cancel()
+
+
+async def test_a_refused_listen_ends_and_the_tool_list_falls_back_to_its_ttl(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The server took up the subscription, then answered the listen with an error:
+    # no change will be told on it, so the tool list must be refreshed by its ttl.
+    k = Keeper()
+    up = ScriptedUp({"tools": {"listChanged": True}}, era="modern")
+    up.listen_error = rpc.RPCError(-32603, "internal error")
+    lists = ToolListKeeper("srv", lambda: None, lambda: True, lambda tools: None)
+    up.notify = lists.on_notification
+    ack = {"notifications": {"toolsListChanged": True}}
+    up.heard_on_listen = [notification("notifications/subscriptions/acknowledged", ack)]
+    with trio.fail_after(5), caplog.at_level(logging.INFO, logger="mcpd.server"):
+        await k.keeper.listen(as_up(up), lists)
+    assert up.listens == [{"toolsListChanged": True}]
+    assert any("relying on ttl" in r.getMessage() for r in caplog.records)
+    assert not lists.subscribed
