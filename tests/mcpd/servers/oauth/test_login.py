@@ -1,0 +1,271 @@
+"""A person's login in its two halves, and logging out: only the browser's own redirect
+for the latest login, within its time, ends it; a redirect that is not it leaves the
+login waiting; logging out revokes and forgets, and holds the server for a login."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+import trio
+import trio.testing
+
+from mcpd.servers.oauth import LoginError, NoOAuthLogin, RedirectFailed
+from mcpd.servers.oauth.login import LOGIN_TTL, Login
+from protocol.oauth import HttpResponse
+from tests.support.oauth_fake import FakeWorld
+from tests.support.oauth_world import REDIRECT, Clock, WorldHttp, log_in, server_auth
+
+
+@pytest.fixture
+def world() -> FakeWorld:
+    return FakeWorld()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def login_for(tmp_path: Path, world: FakeWorld, clock: Clock) -> tuple[Login, WorldHttp]:
+    auth, http = server_auth(tmp_path, world, clock)
+    return Login(auth), http
+
+
+async def begun(login: Login) -> tuple[str, str]:
+    out = await login.begin(REDIRECT)
+    assert out is not None
+    return out
+
+
+def query(url: str) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+
+
+def token_requests(world: FakeWorld) -> int:
+    return len(world.sent_to(world.metadata["token_endpoint"]))
+
+
+async def test_a_login_asks_the_browser_with_pkce_and_its_tokens_are_then_used(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    url, login_id = await begun(login)
+    asked = query(url)
+    assert url.startswith(world.metadata["authorization_endpoint"])
+    assert asked["redirect_uri"] == REDIRECT and asked["code_challenge_method"] == "S256"
+    assert login.pending and login.status()["login_pending"] is True
+    await login.finish(login_id, world.authorize(url))
+    assert not login.pending
+    assert await login.auth.authorization() == "Bearer at-1"
+    assert login.status()["state"] == "logged_in"
+
+
+async def test_a_login_ends_the_wait_for_one(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    login.auth.lost("the server asks for a login")
+    woken = trio.Event()
+
+    async def waiter() -> None:
+        await login.auth.wait_changed()
+        woken.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiter)
+        await trio.testing.wait_all_tasks_blocked()
+        await log_in(login, world)
+    assert woken.is_set() and login.auth.needs_login is None
+
+
+async def test_a_login_needs_a_redirect_uri(tmp_path: Path, world: FakeWorld, clock: Clock) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    with pytest.raises(LoginError, match="needs a redirect URI"):
+        await login.begin(None)
+    assert world.requests == []
+
+
+async def test_a_redirect_without_the_logins_state_leaves_it_waiting(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    # Anyone who reaches the loopback port can send a redirect: it must not cost the
+    # person their login, nor be exchanged.
+    login, _ = login_for(tmp_path, world, clock)
+    url, login_id = await begun(login)
+    for forged in (
+        f"{REDIRECT}?code=evil",
+        f"{REDIRECT}?code=evil&state=guessed",
+        f"{REDIRECT}?code=evil&state=",
+        "not a url at all",
+    ):
+        with pytest.raises(RedirectFailed, match="does not carry this login's state"):
+            await login.finish(login_id, forged)
+    assert token_requests(world) == 0
+    await login.finish(login_id, world.authorize(url))
+    assert await login.auth.authorization() == "Bearer at-1"
+
+
+async def test_a_redirect_from_the_wrong_issuer_is_refused_and_the_login_waits_on(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    url, login_id = await begun(login)
+    world.iss_mode = "wrong"
+    with pytest.raises(RedirectFailed, match="did not log in"):
+        await login.finish(login_id, world.authorize(url))
+    assert token_requests(world) == 0
+    world.iss_mode = "correct"
+    await login.finish(login_id, world.authorize(url))
+    assert login.auth.creds.header == "Bearer at-1"
+
+
+async def test_a_refused_code_leaves_the_login_waiting_for_another_redirect(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    url, login_id = await begun(login)
+    world.token_status = 400
+    saved = world.token
+    world.token = {"error": "invalid_grant", "error_description": "code already used"}
+    with pytest.raises(RedirectFailed) as caught:
+        await login.finish(login_id, world.authorize(url))
+    assert "code already used" in str(caught.value)
+    assert login.pending
+    world.token_status, world.token = 200, saved
+    await login.finish(login_id, world.authorize(url))
+    assert login.auth.creds.header == "Bearer at-1"
+
+
+async def test_a_person_who_refused_in_the_browser_is_told_and_may_try_again(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    url, login_id = await begun(login)
+    state = query(url)["state"]
+    denied = f"{REDIRECT}?" + urlencode(
+        {"error": "access_denied", "state": state, "iss": world.issuer}
+    )
+    with pytest.raises(RedirectFailed):
+        await login.finish(login_id, denied)
+    assert login.pending and token_requests(world) == 0
+
+
+async def test_only_the_latest_login_within_its_time_can_finish(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    old_url, old_id = await begun(login)
+    url, login_id = await begun(login)
+    assert old_id != login_id
+    with pytest.raises(LoginError, match="no longer waiting"):
+        await login.finish(old_id, world.authorize(old_url))
+    with pytest.raises(LoginError, match="no longer waiting"):
+        await login.finish("é" + login_id, world.authorize(url))
+    clock.now += LOGIN_TTL + 1
+    with pytest.raises(LoginError, match="no longer waiting") as caught:
+        await login.finish(login_id, world.authorize(url))
+    assert "mcpd auth login srv" in str(caught.value)
+    assert token_requests(world) == 0
+
+
+async def test_a_server_without_oauth_metadata_says_to_give_it_a_header(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    world.prm_url = None
+    world.metadata_url = "https://nowhere.example.com/"
+    world.extra[("POST", "https://mcp.example.com/register")] = lambda r: HttpResponse(404)
+    login, _ = login_for(tmp_path, world, clock)
+    with pytest.raises(NoOAuthLogin) as caught:
+        await login.begin(REDIRECT)
+    assert "does not support OAuth login" in str(caught.value)
+    assert "[servers.srv.headers]" in str(caught.value)
+    assert not login.pending
+
+
+async def test_an_unreachable_authorization_server_fails_the_start_with_why(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, http = login_for(tmp_path, world, clock)
+    http.down = True
+    with pytest.raises(LoginError, match=r"cannot start the login: .*connection refused"):
+        await login.begin(REDIRECT)
+    assert not login.pending
+
+
+async def test_client_credentials_log_in_without_a_browser(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    world.metadata["token_endpoint_auth_methods_supported"] = ["client_secret_basic"]
+    auth, _ = server_auth(
+        tmp_path,
+        world,
+        clock,
+        auth={"type": "client_credentials", "client_id": "machine", "client_secret": "s3cret"},
+    )
+    login = Login(auth)
+    assert await login.begin(None) is None
+    assert auth.creds.header == "Bearer at-1"
+    world.token_status, world.token = 401, {"error": "invalid_client"}
+    auth.creds.drop_tokens()
+    with pytest.raises(LoginError) as caught:
+        await login.begin(None)
+    assert "s3cret" not in str(caught.value)
+
+
+# -- logging out --
+
+
+async def test_logging_out_revokes_both_tokens_forgets_them_and_holds_the_server(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    await log_in(login, world)
+    said = await login.logout()
+    assert said == {
+        "had_tokens": True,
+        "revoked": ["refresh_token", "access_token"],
+        "problem": None,
+    }
+    revoked = [world.form(r) for r in world.sent_to(world.metadata["revocation_endpoint"])]
+    assert [r["token"] for r in revoked] == ["rt-1", "at-1"]
+    assert login.auth.creds.tokens is None
+    assert login.auth.needs_login == "logged out; run `mcpd auth login srv`"
+    fresh, _ = server_auth(tmp_path, world, clock)
+    await fresh.load()
+    assert fresh.creds.tokens is None
+
+
+async def test_logging_out_with_the_revocation_endpoint_down_still_forgets(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, http = login_for(tmp_path, world, clock)
+    await log_in(login, world)
+    http.down = True
+    said = await login.logout()
+    assert said["had_tokens"] is True and said["revoked"] == []
+    assert "connection refused" in said["problem"]
+    assert login.auth.creds.tokens is None
+
+
+async def test_logging_out_without_revocation_offered_only_forgets(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    del world.metadata["revocation_endpoint"]
+    login, _ = login_for(tmp_path, world, clock)
+    await log_in(login, world)
+    said = await login.logout()
+    assert said == {"had_tokens": True, "revoked": [], "problem": None}
+    assert login.auth.creds.tokens is None
+
+
+async def test_logging_out_of_a_server_never_logged_in_to_leaves_it_serving(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    await begun(login)
+    said = await login.logout()
+    assert said == {"had_tokens": False, "revoked": [], "problem": None}
+    assert login.auth.needs_login is None
+    assert not login.pending  # a login begun before is abandoned
