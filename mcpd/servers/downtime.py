@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 import trio
 
 from .backoff import RestartPolicy
 from .events import Failure, LifecycleJournal
+
+# The longest a server's own Retry-After keeps it from being tried again: a time
+# further off would leave it down for good, and one past what a clock can show could
+# be neither logged nor shown in status.
+MAX_RETRY_AFTER: Final = 86_400.0
 
 
 class Downtime:
@@ -70,7 +76,9 @@ class Downtime:
         restart = self.policy.on_failure(now)
         # A server that said when to come back (429/503 Retry-After) is not asked sooner.
         retry_after = failure.retry_after
-        self.retry_at = max(restart.at, now + retry_after) if retry_after else restart.at
+        self.retry_at = (
+            max(restart.at, now + min(retry_after, MAX_RETRY_AFTER)) if retry_after else restart.at
+        )
         changed = failure.reason != self.last_error
         self.last_error = failure.reason
         self.events.failed(

@@ -1,9 +1,11 @@
 """A server's phase and downtime: since when it is down and why, when it is tried
-again (never sooner than it asked), and what waits for a login or a fixed config instead."""
+again (never sooner than it asked, and a time it names that no clock can show does
+not stop the daemon), and what waits for a login or a fixed config instead."""
 
 from __future__ import annotations
 
 import logging
+import math
 
 import pytest
 import trio
@@ -12,6 +14,7 @@ import trio.testing
 from mcpd.servers.backoff import BackoffConfig, RestartPolicy
 from mcpd.servers.downtime import Downtime
 from mcpd.servers.events import Failure, LifecycleJournal
+from mcpd.servers.outage import Outage, clock_time
 
 BACKOFF = BackoffConfig(base=1.0, cap=8.0, jitter="none", max_restarts=5, window=60.0)
 
@@ -92,6 +95,25 @@ async def test_a_server_is_not_asked_sooner_than_its_retry_after() -> None:
     assert d.downtime.retry_at == pytest.approx(now + 120.0)
     d.downtime.failed(outage(retry_after=0.5), unreachable=False)  # sooner than backoff
     assert d.downtime.retry_at == pytest.approx(now + 2.0)
+
+
+@pytest.mark.parametrize("retry_after", [1e12, math.inf, 1e300])
+async def test_a_retry_after_beyond_any_clock_does_not_stop_the_daemon(
+    retry_after: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    # "Retry-After: 1000000000000" from a server: its failure must be recorded and
+    # shown like any other, and the server tried again some day.
+    d = Down()
+    with caplog.at_level(logging.WARNING, logger="mcpd.server"):
+        d.downtime.failed(outage(retry_after=retry_after), unreachable=False)
+    retry_at = d.downtime.retry_at
+    assert retry_at is not None and math.isfinite(retry_at)
+    assert retry_at >= trio.current_time() + 3600  # still not asked soon
+    assert d.downtime.phase == "waiting"
+    shown = Outage("srv", "failed", "HTTP 503", d.downtime.down_since, retry_at)
+    assert shown.meta()["retry_at"] is not None
+    assert "mcpd will retry at" in shown.sentence()
+    assert clock_time(retry_at) in caplog.text
 
 
 async def test_a_wait_for_a_login_has_no_retry_time_and_is_logged_once_per_reason(
