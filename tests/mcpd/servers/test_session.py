@@ -1,0 +1,323 @@
+"""One session with a server, built as a runner builds it, against a transport that
+answers from a script: connecting and listing within their time, a server whose
+prompts cannot be listed still serving its tools, what a server pushes passed on with
+mcpd's secrets masked, and what ends a session that is being served."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, cast
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+from msgspec import Raw
+
+from mcpd.config.load import parse
+from mcpd.config.model import Config, NamingConfig
+from mcpd.config.secrets import HeldSecret
+from mcpd.policy.guard import SecretGuard
+from mcpd.policy.masking import KnownSecrets, marker
+from mcpd.registry.catalog import Catalog
+from mcpd.registry.limits import DEFAULT_LIMITS
+from mcpd.servers.askback import Asker
+from mcpd.servers.oauth import LoginRequired
+from mcpd.servers.runner import Runner
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from transports.base import Transport
+from transports.errors import TransportClosed
+
+SECRET = "tok-0123456789abcdef"
+LEGACY_INIT = {"protocolVersion": mcp.LATEST_LEGACY, "capabilities": {"tools": {}}}
+
+
+class Never:
+    """An answer that never comes."""
+
+
+class ScriptedTransport:
+    """What a session uses of a transport, answering each method from ``answers``
+    (a result, an error to raise, or ``Never``)."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+        self.sent: list[str] = []
+        self.era: str | None = None
+        self.closed = trio.Event()
+        self.error: TransportClosed | None = None
+        self.auth = None
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        cancellable: bool = True,
+    ) -> Raw:
+        self.sent.append(method)
+        answer = self.answers[method]
+        if isinstance(answer, Never):
+            await trio.sleep_forever()
+        if isinstance(answer, Exception):
+            raise answer
+        return Raw(json.dumps(answer).encode())
+
+    async def notify(
+        self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
+    ) -> None:
+        self.sent.append(method)
+
+    def reset_session(self) -> None:
+        pass
+
+    async def listen(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+
+
+def config(era: str = "auto", **daemon: Any) -> Config:
+    server = {"command": "x", "era": era}
+    return parse({"daemon": daemon, "servers": {"srv": server}}, env={})
+
+
+def runner(cfg: Config, guard: SecretGuard | None = None) -> Runner:
+    return Runner(
+        "srv", cfg.servers["srv"], cfg, Catalog(NamingConfig()), lambda a: None, guard=guard
+    )
+
+
+def transport(t: ScriptedTransport) -> Transport:
+    return cast(Transport, t)
+
+
+def note(method: str, params: Any) -> rpc.Notification:
+    return rpc.Notification(method=method, params=Raw(json.dumps(params).encode()))
+
+
+async def opened(r: Runner, t: ScriptedTransport, cfg: Config) -> Any:
+    return await r.session.open(
+        transport(t), http=False, settings=cfg.daemon, limits=DEFAULT_LIMITS
+    )
+
+
+# -- opening --
+
+
+async def test_a_legacy_server_is_greeted_and_every_list_it_offers_fetched() -> None:
+    cfg = config()
+    r = runner(cfg)
+    t = ScriptedTransport(
+        {
+            "server/discover": rpc.RPCError(rpc.METHOD_NOT_FOUND, "no"),
+            "initialize": {**LEGACY_INIT, "capabilities": {"tools": {}, "prompts": {}}},
+            "tools/list": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]},
+            "prompts/list": {"prompts": [{"name": "p"}]},
+        }
+    )
+    up, listing = await opened(r, t, cfg)
+    assert up.era == "legacy" and [tool.name for tool in listing.tools] == ["t"]
+    assert t.sent == [
+        "server/discover",
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "prompts/list",
+    ]
+    assert r.registry.prompts.count("srv") == 1
+
+
+async def test_a_server_whose_prompts_cannot_be_listed_still_serves_its_tools(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cfg = config()
+    r = runner(cfg)
+    t = ScriptedTransport(
+        {
+            "server/discover": rpc.RPCError(rpc.METHOD_NOT_FOUND, "no"),
+            "initialize": {**LEGACY_INIT, "capabilities": {"tools": {}, "prompts": {}}},
+            "tools/list": {"tools": [{"name": "t"}]},
+            "prompts/list": {"prompts": "not a list"},
+        }
+    )
+    with caplog.at_level(logging.WARNING, logger="mcpd.server"):
+        _, listing = await opened(r, t, cfg)
+    assert [tool.name for tool in listing.tools] == ["t"]
+    (line,) = [rec.getMessage() for rec in caplog.records]
+    assert line.startswith("listing prompts or resources failed: srv: bad prompts/list result")
+
+
+async def test_a_server_that_drops_while_listing_prompts_ends_the_session() -> None:
+    cfg = config()
+    r = runner(cfg)
+    t = ScriptedTransport(
+        {
+            "server/discover": rpc.RPCError(rpc.METHOD_NOT_FOUND, "no"),
+            "initialize": {**LEGACY_INIT, "capabilities": {"tools": {}, "prompts": {}}},
+            "tools/list": {"tools": []},
+            "prompts/list": TransportClosed("exited"),
+        }
+    )
+    with pytest.raises(TransportClosed):
+        await opened(r, t, cfg)
+
+
+async def test_connecting_and_listing_share_one_time_limit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cfg = config(list_timeout=7)
+    r = runner(cfg)
+    t = ScriptedTransport(
+        {
+            "server/discover": rpc.RPCError(rpc.METHOD_NOT_FOUND, "no"),
+            "initialize": LEGACY_INIT,
+            "tools/list": Never(),
+        }
+    )
+    start = trio.current_time()
+    with pytest.raises(trio.TooSlowError):
+        await opened(r, t, cfg)
+    assert trio.current_time() == start + 7
+
+
+@pytest.mark.parametrize(("era", "next_era"), [("auto", "legacy"), ("modern", "modern")])
+async def test_a_process_that_dies_at_the_probe_is_next_started_at_legacy(
+    era: str, next_era: str
+) -> None:
+    cfg = config(era=era)
+    r = runner(cfg)
+    t = ScriptedTransport({"server/discover": TransportClosed("exited")})
+    with pytest.raises(TransportClosed):
+        await opened(r, t, cfg)
+    assert r.session.era_hint == next_era
+    if era == "auto":
+        t = ScriptedTransport({"initialize": LEGACY_INIT, "tools/list": {"tools": []}})
+        up, _ = await opened(r, t, cfg)
+        assert up.era == "legacy" and t.sent[0] == "initialize"
+
+
+# -- what the server pushes --
+
+
+async def test_a_secret_in_what_a_server_pushes_is_masked_before_anyone_sees_it() -> None:
+    known = KnownSecrets()
+    known.replace("config", [HeldSecret("servers.srv.env.TOKEN", SECRET)])
+    cfg = config()
+    r = runner(cfg, SecretGuard(known))
+    updated: list[str] = []
+    r.prompt_resources.on_updated = lambda alias, uri: updated.append(uri)
+    heard: list[Any] = []
+    r.logs.on_message = lambda alias, message: heard.append(message)
+    r.logs.want("debug")
+    r.session.on_notification(note("notifications/resources/updated", {"uri": f"file:///{SECRET}"}))
+    r.session.on_notification(
+        note("notifications/message", {"level": "error", "data": f"leaked {SECRET}"})
+    )
+    assert updated == [f"file:///{marker('servers.srv.env.TOKEN')}"]
+    assert len(heard) == 1 and SECRET not in msgspec.json.encode(heard[0]).decode()
+
+
+class Waiting:
+    """A call waiting for its answer: what progress gives it."""
+
+    def __init__(self) -> None:
+        self.timeout = 30.0
+        self.asker: Asker | None = None
+        self.asking = 0
+        self.extended: list[float] = []
+
+    def extend(self, seconds: float) -> None:
+        self.extended.append(seconds)
+
+
+async def test_progress_reaches_the_agent_of_its_call_with_the_agents_token() -> None:
+    cfg = config()
+    r = runner(cfg)
+    reports: list[Any] = []
+    call = Waiting()
+    token = r.progress.open("agent-7", reports.append, call)
+    r.session.on_notification(
+        note("notifications/progress", {"progressToken": token, "progress": 1})
+    )
+    r.session.on_notification(
+        note("notifications/progress", {"progressToken": "other", "progress": 2})
+    )
+    assert [(p.progressToken, p.progress) for p in reports] == [("agent-7", 1)]
+    assert call.extended == [30.0]
+
+
+# -- serving --
+
+
+async def serve(r: Runner, t: ScriptedTransport, cfg: Config) -> None:
+    up, _ = await opened(r, t, cfg)
+    await r.session.serve(up, transport(t), lambda: None)
+
+
+def legacy_server() -> ScriptedTransport:
+    return ScriptedTransport(
+        {
+            "server/discover": rpc.RPCError(rpc.METHOD_NOT_FOUND, "no"),
+            "initialize": LEGACY_INIT,
+            "tools/list": {"tools": []},
+        }
+    )
+
+
+async def test_a_transport_that_closes_ends_the_session_with_its_error() -> None:
+    cfg = config()
+    r = runner(cfg)
+    t = legacy_server()
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+
+            async def close() -> None:
+                await trio.testing.wait_all_tasks_blocked()
+                t.error = TransportClosed("the server exited (code 3)")
+                t.closed.set()
+
+            nursery.start_soon(close)
+            with pytest.raises(TransportClosed, match="code 3"):
+                await serve(r, t, cfg)
+
+
+async def test_a_list_change_while_served_is_fetched_by_the_sessions_task(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cfg = config()
+    r = runner(cfg)
+    t = legacy_server()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve, r, t, cfg)
+            await trio.sleep(5)
+            t.sent.clear()
+            t.answers["tools/list"] = {"tools": [{"name": "new"}]}
+            r.session.on_notification(rpc.Notification("notifications/tools/list_changed", None))
+            await trio.sleep(5)
+            assert t.sent == ["tools/list"]
+            assert [e.local for e in r.registry.entries()] == ["mcp__srv__new"]
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_login_needed_while_served_ends_the_session() -> None:
+    cfg = parse({"servers": {"srv": {"url": "https://mcp.example.com/mcp"}}}, env={})
+    r = runner(cfg)
+    assert r.auth is not None
+    t = legacy_server()
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+
+            async def lose() -> None:
+                await trio.testing.wait_all_tasks_blocked()
+                assert r.auth is not None
+                r.auth.lost("the server asks for a login")
+
+            nursery.start_soon(lose)
+            with pytest.raises(LoginRequired, match="mcpd auth login srv"):
+                await serve(r, t, cfg)
