@@ -1,0 +1,247 @@
+"""All configured servers under one supervisor, each reached through a scripted
+transport: only enabled servers run; a reload starts, stops and restarts only the
+servers whose config changed, gives calls in flight their grace, and takes a removed
+server's tools away; status, the summary line and the outages say who is down."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, cast
+
+import pytest
+import trio
+import trio.testing
+from msgspec import Raw
+
+from mcpd.config.load import parse
+from mcpd.config.model import Config
+from mcpd.config.servertable import ServerConfig
+from mcpd.registry.catalog import Catalog
+from mcpd.servers.calls import CallRefused
+from mcpd.servers.supervisor import Supervisor
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from tests.support.calls import a_call
+from transports.base import NotificationHandler, Reply, Transport
+from transports.errors import TransportClosed
+
+
+class Scripted:
+    """A legacy server listing one tool, ``<alias>_tool``; tools/call is kept
+    unanswered until the test answers it."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self.era: str | None = None
+        self.closed = trio.Event()
+        self.error: TransportClosed | None = None
+        self.auth = None
+        self.on_request = None
+        self.started = None
+        self.pid = None
+        self.calls: dict[rpc.Id, Reply] = {}
+        self.forgotten: list[str] = []
+        self._ids = iter(range(1, 10**6))
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        cancellable: bool = True,
+    ) -> Raw:
+        answers: dict[str, Any] = {
+            "initialize": {"protocolVersion": mcp.LATEST_LEGACY, "capabilities": {"tools": {}}},
+            "tools/list": {"tools": [{"name": f"{self.alias}_tool"}]},
+        }
+        if method not in answers:
+            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, "Method not found")
+        return Raw(json.dumps(answers[method]).encode())
+
+    async def notify(self, method: str, params: Any, **kw: Any) -> None:
+        pass
+
+    def send(self, method: str, params: Any, reply: Reply, **kw: Any) -> rpc.Id:
+        rid = next(self._ids)
+        self.calls[rid] = reply
+        return rid
+
+    def forget(self, rid: rpc.Id, reason: str) -> None:
+        self.calls.pop(rid, None)
+        self.forgotten.append(reason)
+
+    def reset_session(self) -> None:
+        pass
+
+    async def listen(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+
+    def stderr_tail(self) -> list[str]:
+        return []
+
+
+class Servers:
+    """The transport factory: who was opened, how many times, and their transports."""
+
+    def __init__(self, failing: frozenset[str] = frozenset()) -> None:
+        self.opened: list[str] = []
+        self.current: dict[str, Scripted] = {}
+        self.failing = failing
+
+    @contextlib.asynccontextmanager
+    async def __call__(
+        self, alias: str, cfg: ServerConfig, config: Config, on: NotificationHandler
+    ) -> AsyncIterator[Transport]:
+        self.opened.append(alias)
+        if alias in self.failing:
+            raise TransportClosed(f"{alias}: connection refused")
+        t = Scripted(alias)
+        self.current[alias] = t
+        try:
+            yield cast(Transport, t)
+        finally:
+            # As a transport does as it closes: what was sent fails.
+            for reply in list(t.calls.values()):
+                reply(None, TransportClosed(f"{alias}: the server was stopped"))
+
+
+def config(servers: dict[str, dict[str, Any]], **daemon: Any) -> Config:
+    return parse({"daemon": daemon, "servers": servers}, env={})
+
+
+def stdio(*args: str, **more: Any) -> dict[str, Any]:
+    return {"command": "srv", "args": list(args), **more}
+
+
+@contextlib.asynccontextmanager
+async def running(
+    cfg: Config, servers: Servers, changed: list[str] | None = None
+) -> AsyncIterator[Supervisor]:
+    catalog = Catalog(cfg.naming)
+    sup = Supervisor(
+        cfg, catalog, (changed if changed is not None else []).append, transport_factory=servers
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sup.run)
+        await sup.wait_started(trio.current_time() + 30)
+        await trio.testing.wait_all_tasks_blocked()
+        yield sup
+        nursery.cancel_scope.cancel()
+
+
+def tools(sup: Supervisor) -> list[str]:
+    return sorted(e.local for e in sup.registry.entries())
+
+
+async def test_only_enabled_servers_run_and_the_summary_counts_them(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = Servers()
+    cfg = config({"a": stdio(), "b": stdio(), "off": stdio(enabled=False)})
+    async with running(cfg, servers) as sup:
+        assert sorted(servers.opened) == ["a", "b"]
+        assert sorted(sup.runners) == ["a", "b"]
+        assert tools(sup) == ["mcp__a__a_tool", "mcp__b__b_tool"]
+        assert sup.summary() == "2 servers: 2 ready"
+        assert sup.summary(only=lambda alias: alias == "a") == "1 server: 1 ready"
+        assert [row["alias"] for row in sup.status(only=lambda alias: alias == "b")] == ["b"]
+        assert sup.outages() == [] and sup.processes() == {}
+
+
+async def test_a_server_that_cannot_be_reached_is_in_the_outages_and_the_summary(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = Servers(failing=frozenset({"down"}))
+    async with running(config({"up": stdio(), "down": stdio()}), servers) as sup:
+        (sentence,) = sup.outages()
+        assert "down" in sentence and "connection refused" in sentence
+        summary = sup.summary()
+        assert summary.startswith("2 servers: 1 ready") and "(down)" in summary
+
+
+async def test_a_reload_touches_only_the_servers_whose_config_changed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = Servers()
+    changed: list[str] = []
+    old = config({"same": stdio(), "edited": stdio("--v1"), "gone": stdio(), "off": stdio()})
+    async with running(old, servers, changed) as sup:
+        same = sup.runners["same"]
+        opened = list(servers.opened)
+        new = config(
+            {
+                "same": stdio(),
+                "edited": stdio("--v2"),
+                "added": stdio(),
+                "off": stdio(enabled=False),
+            },
+            call_timeout=5,
+        )
+        report = await sup.reload(new)
+        await trio.testing.wait_all_tasks_blocked()
+        assert report.added == ["added"]
+        assert report.removed == ["gone", "off"]
+        assert report.changed == ["edited"] and report.unchanged == ["same"]
+        assert sup.runners["same"] is same and same.config is new
+        assert sorted(servers.opened[len(opened) :]) == ["added", "edited"]
+        assert sorted(sup.runners) == ["added", "edited", "same"]
+        assert tools(sup) == [
+            "mcp__added__added_tool",
+            "mcp__edited__edited_tool",
+            "mcp__same__same_tool",
+        ]
+        assert sorted(set(changed) & {"gone", "off"}) == ["gone", "off"]
+
+
+async def test_a_renaming_reload_renames_every_tool(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = Servers()
+    old = config({"a": stdio()})
+    async with running(old, servers) as sup:
+        new = parse({"naming": {"template": "x_{alias}_{tool}"}, "servers": {"a": stdio()}}, env={})
+        report = await sup.reload(new)
+        assert report.unchanged == ["a"]
+        assert tools(sup) == ["x_a_a_tool"]
+        assert servers.opened == ["a"]
+
+
+async def test_a_call_in_flight_gets_its_grace_before_its_server_is_restarted(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = Servers()
+    async with running(config({"a": stdio("--v1")}, call_timeout=10), servers) as sup:
+        call, outcomes = a_call("a_tool")
+        sup.runners["a"].scheduler.start(call)
+        (rid,) = servers.current["a"].calls
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sup.reload, config({"a": stdio("--v2")}, call_timeout=10))
+            await trio.sleep(4)
+            assert servers.opened == ["a"]  # still waiting for the call
+            servers.current["a"].calls[rid](Raw(b'{"content":[]}'), None)
+        assert await outcomes.result(call) == Raw(b'{"content":[]}')
+        assert trio.current_time() == start + 4
+        assert servers.opened == ["a", "a"]
+
+
+async def test_a_call_that_outlasts_the_grace_is_told_why(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = Servers()
+    async with running(config({"a": stdio()}, call_timeout=10), servers) as sup:
+        call, outcomes = a_call("a_tool", timeout=1000)
+        sup.runners["a"].scheduler.start(call)
+        start = trio.current_time()
+        await sup.reload(config({}, call_timeout=10))
+        assert trio.current_time() == start + 10
+        with pytest.raises(CallRefused) as refused:
+            await outcomes.result(call)
+        assert refused.value.outage.server == "a"
+        assert refused.value.outage.reason == "a: the server was stopped"
+        assert tools(sup) == [] and sup.runners == {}
