@@ -411,7 +411,9 @@ def test_the_listen_is_wanted_only_when_the_server_could_tell_something() -> Non
     assert k.keeper.wants_listen(as_up(ScriptedUp({"tools": {"listChanged": True}})))
 
 
-async def test_the_listen_follows_the_subscribed_uris_and_relistens_when_ended() -> None:
+async def test_the_listen_follows_the_subscribed_uris_and_relistens_when_ended(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     k = Keeper()
     caps = {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True}}
     up = ScriptedUp(caps, era="modern")
