@@ -35,6 +35,7 @@ from .callrecords import CallRecords
 from .connection import LIFECYCLE, Connection, Dispatcher
 from .door import Door, Seat, refuse
 from .extra_methods import ExtraMethods
+from .failures import Failures
 from .instructions import instructions
 from .listen import Listens
 from .pinsapi import HANDLERS as PINS_HANDLERS
@@ -82,9 +83,15 @@ class AgentServer(ProfileMethods, Dispatcher):
         self._dirty = trio.Event()
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
         records = CallRecords(control.audit)
+        self.failures = Failures()
         # Prompts, resources, completions, tasks, and servers that ask back.
         self.extras = ExtraMethods(
-            servers, control, self._agents, records, lambda conn: self.view(conn).view
+            servers,
+            control,
+            self._agents,
+            records,
+            lambda conn: self.view(conn).view,
+            self.failures,
         )
         self.calls = Router(
             servers,
@@ -307,6 +314,8 @@ class AgentServer(ProfileMethods, Dispatcher):
             return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
         except rpc.InvalidParams as exc:
             return rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
+        except Exception as exc:
+            return self.failures.reply(conn.label, req.id, req.method, exc)
 
     async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
         """The encoded reply, or None when the handler already sent it."""
@@ -332,6 +341,10 @@ class AgentServer(ProfileMethods, Dispatcher):
             return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
         except rpc.InvalidParams as exc:
             return rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
+        except Exception as exc:
+            # A fault in mcpd costs this request alone (the socket's connection, an
+            # HTTP exchange), answered with an error that names it.
+            return self.failures.reply(conn.label, req.id, req.method, exc)
 
     def _finish(self, rid: rpc.Id, ctx: RequestContext | None, result: Any) -> bytes:
         if (

@@ -10,7 +10,6 @@ whichever of the agent's retries is waiting.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -33,8 +32,7 @@ from .askback import (
     claim,
     legacy_rounds,
 )
-
-logger = logging.getLogger("mcpd.api")
+from .failures import Failures, split_failure
 
 Shape = Callable[[rpc.Id, Any], bytes]  # (the reply's id, the outcome) -> the reply
 
@@ -72,8 +70,9 @@ class AgentSide(msgspec.Struct):
 
 
 class AskBackDriver:
-    def __init__(self) -> None:
+    def __init__(self, failures: Failures | None = None) -> None:
         self.parks = Parks()
+        self.failures = failures or Failures()
         self._nursery: trio.Nursery | None = None
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -136,12 +135,15 @@ class AskBackDriver:
             try:
                 outcome = await upstream(params, asker)
                 flow.deliver(lambda rid: shape(rid, outcome))
-            except Exception:
-                # A fault here must cost this request only, never the daemon.
-                logger.exception("answering a %s failed", flow.method)
-                flow.deliver(
-                    lambda rid: rpc.encode_error(rid, rpc.INTERNAL_ERROR, "mcpd failed to answer")
-                )
+            except BaseException as exc:
+                # A fault here must cost this request only, never the daemon; what is not
+                # an Exception (a cancellation) goes on up.
+                failed, rest = split_failure(exc)
+                if failed is None:
+                    raise
+                flow.deliver(lambda rid: self.failures.reply("an agent", rid, flow.method, failed))
+                if rest is not None:
+                    raise rest from None
 
 
 def _decode(raw: Any) -> Any:

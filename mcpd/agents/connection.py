@@ -28,6 +28,7 @@ from .askback import AgentRequests, DirectAsker
 from .askback_driver import may_be_asked
 from .backend import Lines
 from .batches import Batches
+from .failures import Failures, kind_of
 from .identity import Identity
 from .line_reader import LineReader
 from .misbehaviour import Misbehaviour
@@ -49,6 +50,7 @@ class Dispatcher(abc.ABC):
     derives from this: it imports this module)."""
 
     calls: Router  # where its tools/call go
+    failures: Failures  # what a request that raised is answered with, and its log
 
     @abc.abstractmethod
     def answer_now(self, conn: Connection, req: rpc.Request) -> bytes: ...
@@ -193,47 +195,55 @@ class Connection(Agent):
         )
 
     def _line(self, line: bytes, nursery: trio.Nursery) -> None:
-        if _TOOLS_CALL in line and self.splice:
-            # The hot path: the request decoded once, typed; no task, no cancel scope;
-            # its outcome is written from a callback when the server answers.
-            decoded = splice.decode_call(line)
-            if decoded is not None:
-                self.spoke_mcp = True
-                self.asked.set()
-                rid, inflight = decoded.id, self.inflight
-                if rid in inflight or len(inflight) >= self.max_inflight:
-                    self._admit(rid)  # refused, saying why
-                else:
-                    self._call(rid, decoded, nursery)
-                return
+        # What raises here, nothing expected (a fault in mcpd): it costs this line's
+        # request alone, never the connection or the daemon.
         try:
-            msg = rpc.decode_message(line)
-        except rpc.DecodeFailure as exc:
-            if self.batches is not None and line.lstrip()[:1] == b"[":
-                # A JSON-RPC batch: each message as if it came alone, answered together.
-                for message in self.batches.start(line, self.inflight, self.send_nowait):
-                    self._line(message, nursery)
+            if _TOOLS_CALL in line and self.splice:
+                # The hot path: the request decoded once, typed; no task, no cancel scope;
+                # its outcome is written from a callback when the server answers.
+                decoded = splice.decode_call(line)
+                if decoded is not None:
+                    self.spoke_mcp = True
+                    self.asked.set()
+                    rid, inflight = decoded.id, self.inflight
+                    if rid in inflight or len(inflight) >= self.max_inflight:
+                        self._admit(rid)  # refused, saying why
+                    else:
+                        self._call(rid, decoded, nursery)
+                    return
+            try:
+                msg = rpc.decode_message(line)
+            except rpc.DecodeFailure as exc:
+                if self.batches is not None and line.lstrip()[:1] == b"[":
+                    # A JSON-RPC batch: each message as if it came alone, answered together.
+                    for message in self.batches.start(line, self.inflight, self.send_nowait):
+                        self._line(message, nursery)
+                    return
+                self.faults.invalid_line(self.label, exc.message)
+                self.send_nowait(exc.reply())
                 return
-            self.faults.invalid_line(self.label, exc.message)
-            self.send_nowait(exc.reply())
-            return
-        if not self.spoke_mcp and isinstance(msg, (rpc.Request, rpc.Notification)):
-            self.spoke_mcp = not msg.method.startswith(_OWN_METHODS)
-        if isinstance(msg, rpc.Request):
-            self.asked.set()
-            if not self._admit(msg.id):
-                pass
-            elif msg.method in LIFECYCLE:
-                self._put(self.handler.answer_now(self, msg), msg.id)
-            elif msg.method == "tools/call":
-                self._call(msg.id, msg, nursery)
+            if not self.spoke_mcp and isinstance(msg, (rpc.Request, rpc.Notification)):
+                self.spoke_mcp = not msg.method.startswith(_OWN_METHODS)
+            if isinstance(msg, rpc.Request):
+                self.asked.set()
+                if not self._admit(msg.id):
+                    pass
+                elif msg.method in LIFECYCLE:
+                    self._put(self.handler.answer_now(self, msg), msg.id)
+                elif msg.method == "tools/call":
+                    self._call(msg.id, msg, nursery)
+                else:
+                    answer = functools.partial(self.handler.dispatch, self, msg)
+                    self._spawn(msg.id, msg.method, answer, nursery)
+            elif isinstance(msg, rpc.Notification):
+                self._notification(msg)
             else:
-                self._spawn(msg.id, functools.partial(self.handler.dispatch, self, msg), nursery)
-        elif isinstance(msg, rpc.Notification):
-            self._notification(msg)
-        else:
-            # An answer to what a server asked this agent; any other is ignored.
-            self.asks.route(msg)
+                # An answer to what a server asked this agent; any other is ignored.
+                self.asks.route(msg)
+        except Exception as exc:
+            failed = self.handler.failures.of_line(self.label, line, exc)
+            if failed is not None:
+                self.send_nowait(*failed)
 
     def _admit(self, rid: rpc.Id) -> bool:
         """Whether a request may start: its id is free and the agent is under its
@@ -267,27 +277,50 @@ class Connection(Agent):
             self.calls.unreadable(self, f"Invalid params: {exc}")
             self._put(rpc.encode_error(rid, rpc.INVALID_PARAMS, f"Invalid params: {exc}"), rid)
             return
+        except Exception as exc:
+            self.calls.unreadable(self, f"mcpd failed: {kind_of(exc)}")
+            self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
+            return
         caps = call.ctx.capabilities
         if caps and may_be_asked(caps):
             # Its server may ask the agent things back: the call waits in a task.
-            self._spawn(rid, functools.partial(self.calls.run, call, self), nursery)
+            self._spawn(rid, "tools/call", functools.partial(self.calls.run, call, self), nursery)
             return
         self.inflight[rid] = call
-        self.calls.start(call, self)
+        try:
+            self.calls.start(call, self)
+        except Exception as exc:
+            self._call_failed(call, exc)
+
+    def _call_failed(self, call: Call, exc: Exception) -> None:
+        """A call started without a task whose way raised: its record says so, and
+        unless it was answered already, its server lets it go and the agent hears why."""
+        self.calls.failed(call, self, exc)
+        rid = call.id
+        if self.inflight.get(rid) is not call:
+            self.handler.failures.log(self.label, "tools/call", exc, answered=False)
+            return
+        del self.inflight[rid]
+        call.cancel()
+        self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
 
     def _spawn(
-        self, rid: rpc.Id, answer: Callable[[], Awaitable[bytes | None]], nursery: trio.Nursery
+        self,
+        rid: rpc.Id,
+        method: str,
+        answer: Callable[[], Awaitable[bytes | None]],
+        nursery: trio.Nursery,
     ) -> None:
         """Answer a request in a task of its own."""
         scope = trio.CancelScope()
         self.inflight[rid] = scope
-        nursery.start_soon(self._run_request, rid, answer, scope)
+        nursery.start_soon(self._run_request, rid, method, answer, scope)
 
     def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
         if self._nursery is None:  # not reading lines: every call came to ``run``
             self.finish(call, rpc.RPCError(rpc.INTERNAL_ERROR, "mcpd cannot wait here"))
             return
-        self._spawn(call.id, answer, self._nursery)  # in place of the call in flight
+        self._spawn(call.id, "tools/call", answer, self._nursery)  # in place of the call
 
     def finish(self, call: Call, outcome: Outcome) -> None:
         """A call's one outcome: its reply, written now, unless the agent cancelled the
@@ -295,7 +328,12 @@ class Connection(Agent):
         rid = call.id
         if self.inflight.pop(rid, None) is None:
             return
-        line, spliced = self.calls.reply(rid, call, outcome, self)
+        try:
+            line, spliced = self.calls.reply(rid, call, outcome, self)
+        except Exception as exc:
+            self.calls.failed(call, self, exc)
+            self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
+            return
         if spliced and self._long.held is None and not (self.batches and rid in self.batches):
             self._out.put_spliced(line)
         else:
@@ -320,12 +358,20 @@ class Connection(Agent):
     async def _run_request(
         self,
         rid: rpc.Id,
+        method: str,
         answer: Callable[[], Awaitable[bytes | None]],
         scope: trio.CancelScope,
     ) -> None:
         try:
-            with scope:
-                reply = await answer()
+            try:
+                with scope:
+                    reply = await answer()
+            except BaseException as exc:
+                # Left to go up, a fault in mcpd would end the connection's nursery, and
+                # the daemon's; it costs this request alone.
+                put = functools.partial(self._put, rid=rid)
+                self.handler.failures.of_task(self.label, rid, method, exc, scope, put)
+                return
             if scope.cancelled_caught:
                 return  # the agent cancelled it: no response, as the protocol says
             if reply is not None:

@@ -28,6 +28,7 @@ from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
 from .backend import Control
 from .callrecords import CallRecords, Seen, ended
+from .failures import Failures
 from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .resources import Subscriptions, list_resources, read
@@ -57,6 +58,7 @@ class ExtraMethods:
         connections: Callable[[], Iterable[Agent]],
         records: CallRecords,
         view_of: Callable[[Agent], ProfileView] | None = None,
+        failures: Failures | None = None,
     ) -> None:
         self.servers = servers
         self.control = control
@@ -64,7 +66,7 @@ class ExtraMethods:
         # The agent's profile: which prompts and resources it sees.
         self._view_of = view_of
         self._connections = connections
-        self.askback = AskBackDriver()
+        self.askback = AskBackDriver(failures)  # its own task's faults are logged there
         self.tasks = Tasks(servers)
         self.subscriptions = Subscriptions(servers)
         self.logs = AgentLogs(servers)

@@ -190,9 +190,13 @@ class Router:
     async def run(self, call: Call, agent: Agent) -> bytes:
         """``start``, awaited in a task of the agent's request: its reply, after as many
         rounds as its server and agent need to ask each other things."""
-        routed = self.route(call, agent)
-        if routed is not None and not isinstance(routed, Ask):
-            return self.reply(call.id, call, routed, agent)[0]
+        try:
+            routed = self.route(call, agent)
+            if routed is not None and not isinstance(routed, Ask):
+                return self.reply(call.id, call, routed, agent)[0]
+        except Exception as exc:
+            self.failed(call, agent, exc)
+            raise
         return await self._serve(call, agent, routed)
 
     def abandon(self, call: Call, agent: Agent) -> None:
@@ -200,6 +204,11 @@ class Router:
         server is told, and no outcome is delivered."""
         call.cancel()
         self.records.tool_call(call, self._who(call, agent), "cancelled")
+
+    def failed(self, call: Call, agent: Agent, exc: BaseException) -> None:
+        """``call`` raised what nothing expected on its way (a fault in mcpd): its record
+        says so, unless it has one already."""
+        self.records.tool_call(call, self._who(call, agent), *ended(exc))
 
     def unreadable(self, agent: Agent, why: str) -> None:
         """A tools/call whose request could not be read as a call: its record."""
@@ -236,7 +245,11 @@ class Router:
         call.capabilities = side.upstream_capabilities()
 
         def shape(rid: rpc.Id, outcome: Outcome) -> bytes:
-            return self.reply(rid, call, outcome, agent)[0]
+            try:
+                return self.reply(rid, call, outcome, agent)[0]
+            except Exception as exc:  # where no one else records it: the ask-back task
+                self.failed(call, agent, exc)
+                raise
 
         async def upstream(call: Call, asker: Asker | None) -> Outcome:
             nonlocal ask
