@@ -116,5 +116,6 @@ def split_failure(
     if isinstance(exc, Exception):
         return exc, None
     if isinstance(exc, BaseExceptionGroup):
-        return exc.split(Exception)
+        failed, rest = exc.split(Exception)
+        return (None, exc) if failed is None else (failed, rest)
     return None, exc

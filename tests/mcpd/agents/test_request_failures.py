@@ -19,11 +19,13 @@ import trio
 
 from mcpd.agents import extra_methods
 from mcpd.agents.connection import Connection
+from mcpd.agents.failures import Failures
 from mcpd.agents.toolcall import Router
 from mcpd.audit.reader import Reading
 from mcpd.daemon import Daemon
 from protocol import jsonrpc as rpc
-from tests.support.agent import Agent, connect, make_config, running
+from tests.support.agent import META, Agent, connect, make_config, running
+from tests.support.daemon_http import modern, modern_headers, post
 from tests.support.procs import scripted
 
 SECRET = "sk-live-not-for-agents"
@@ -197,3 +199,108 @@ async def test_a_notification_that_raises_is_logged_and_dropped(
     [logged] = failures(caplog)
     assert logged.exc_info is not None and logged.exc_info[0] is RuntimeError
     assert "notifications/cancelled" in logged.getMessage() and "dropped" in logged.getMessage()
+
+
+async def test_an_http_request_that_raises_is_answered_and_its_connection_serves_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On /mcp too: an answer, not a connection dropped without one."""
+    caplog.set_level(logging.ERROR, logger="mcpd.api")
+    route = Router.route
+
+    def broken_route(self: Router, call: Any, agent: Any) -> Any:
+        if call.name == BROKEN:
+            raise TypeError(SECRET)
+        return route(self, call, agent)
+
+    monkeypatch.setattr(Router, "route", broken_route)
+    with trio.fail_after(30):
+        async with daemon_and_agents(tmp_path, True) as (daemon, agent, bystander):
+            body = modern(1, "tools/call", {"name": BROKEN, "arguments": {"text": "x"}})
+            reply = await post(daemon.socket_path, body, *modern_headers("tools/call", BROKEN))
+            assert reply.status == 200
+            assert_internal_error(reply.json(), "TypeError")
+            name = "mcp__s__tool0"
+            body = modern(2, "tools/call", {"name": name, "arguments": {"text": "x"}})
+            reply = await post(daemon.socket_path, body, *modern_headers("tools/call", name))
+            assert text(reply.json()["result"]) == "tool0:x"
+            await served_on(daemon, agent, bystander)
+            await daemon.audit.flush()
+    [logged] = failures(caplog)
+    assert logged.exc_info is not None and logged.exc_info[0] is TypeError
+    records = [r for r in Reading(str(tmp_path / "state")) if r.name == BROKEN]
+    assert [(r.outcome, r.reason) for r in records] == [("error", "mcpd failed: TypeError")]
+
+
+async def test_an_agent_that_makes_mcpd_fail_again_and_again_does_not_flood_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every request is answered; the tracebacks are let through a throttle."""
+    caplog.set_level(logging.ERROR, logger="mcpd.api")
+
+    def broken_route(self: Router, call: Any, agent: Any) -> Any:
+        raise TypeError(SECRET)
+
+    with trio.fail_after(30):
+        async with daemon_and_agents(tmp_path, True) as (daemon, agent, bystander):
+            monkeypatch.setattr(Router, "route", broken_route)
+            sent = 40
+            lines = [
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": f"n{i}",
+                        "method": "tools/call",
+                        "params": {"name": BROKEN, "arguments": {}, "_meta": META},
+                    }
+                )
+                for i in range(sent)
+            ]
+            await agent.send_raw(("\n".join(lines) + "\n").encode())
+            replies = await agent.wait_unmatched(sent)
+            assert {r["error"]["code"] for r in replies} == {rpc.INTERNAL_ERROR}
+            assert sorted(r["id"] for r in replies) == sorted(f"n{i}" for i in range(sent))
+            agent.unmatched.clear()
+            monkeypatch.undo()
+            await served_on(daemon, agent, bystander)
+    assert 1 <= len(failures(caplog)) <= sent // 4
+
+
+async def cancelled() -> trio.Cancelled:
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            await trio.lowlevel.checkpoint()
+        except trio.Cancelled as exc:
+            caught = exc
+            raise
+    return caught
+
+
+async def test_only_exceptions_are_answered_and_the_rest_goes_on_up() -> None:
+    """What a request's task ended with: a cancellation, alone or gathered, and
+    KeyboardInterrupt are raised again; an exception gathered with a cancellation is
+    answered, and the cancellation still goes up; a request the agent cancelled gets
+    no answer."""
+    answered: list[bytes] = []
+    guard = Failures()
+    one = await cancelled()
+
+    def ended(exc: BaseException, scope: trio.CancelScope | None = None) -> None:
+        guard.of_task("agent", 7, "prompts/get", exc, scope or trio.CancelScope(), answered.append)
+
+    for passing in (one, BaseExceptionGroup("", [one, await cancelled()]), KeyboardInterrupt()):
+        with pytest.raises(type(passing)) as raised:
+            ended(passing)
+        assert raised.value is passing
+    assert answered == []
+    with pytest.raises(BaseExceptionGroup) as rest:
+        ended(BaseExceptionGroup("", [one, TypeError(SECRET)]))
+    assert rest.value.exceptions == (one,)
+    [line] = answered
+    assert_internal_error(json.loads(line), "TypeError")
+    assert json.loads(line)["id"] == 7
+    gone = trio.CancelScope()
+    gone.cancel()
+    ended(TypeError(SECRET), gone)
+    assert len(answered) == 1
