@@ -29,6 +29,7 @@ EVENTS = frozenset(
         "finding",
         "approved",
         "call",
+        "request_failed",
         "audit",
     }
 )
