@@ -29,7 +29,9 @@ OUTCOMES: Final = ("ok", "tool_error", "refused", "outage", "timeout", "cancelle
 DECISIONS: Final = ("allow", "deny", "limited", "approved", "denied", "unanswered", "ask")
 
 
-class CallRecord(msgspec.Struct, kw_only=True):
+# Untracked by the cycle collector (a record is never part of a cycle): the records a
+# burst of calls holds until they are written would otherwise set off collections.
+class CallRecord(msgspec.Struct, kw_only=True, gc=False):
     time: str = ""  # ISO 8601, UTC, set from ``ts`` when the record is written
     ts: float  # Unix time the call arrived
     agent: AgentInfo

@@ -14,7 +14,8 @@ import msgspec
 _MAX_EXE: Final = 64
 
 
-class AgentInfo(msgspec.Struct, frozen=True, kw_only=True):
+# Untracked by the cycle collector, as the records that carry it (never part of a cycle).
+class AgentInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     uid: int | None = None  # None: not known (an agent over TCP)
     pid: int | None = None
     exe: str | None = None  # the executable's name, from /proc/PID/exe

@@ -6,6 +6,7 @@ stamped a batch at a time) change no entry, line or time."""
 from __future__ import annotations
 
 import datetime
+import gc
 import io
 import logging
 import struct
@@ -228,3 +229,10 @@ def test_a_flood_of_calls_is_logged_within_its_budget_and_summed_up() -> None:
     finally:
         logger.removeHandler(kept)
         logger.setLevel(saved)
+
+
+def test_records_held_for_the_writer_set_off_no_collection() -> None:
+    """A burst of calls holds its records until they are written: were they tracked by
+    the cycle collector, holding them would set off collections on the call path."""
+    records = _records()
+    assert not any(gc.is_tracked(r) or gc.is_tracked(r.agent) for r in records)
