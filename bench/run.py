@@ -18,7 +18,7 @@ Configurations (each drives the same echo server; see bench/README.md):
   mcp-proxy           load generator <-> mcp-proxy (stdio) -> echo server (HTTP)
   mcp-hub             load generator -> mcp-hub (HTTP+SSE) -> echo server (HTTP)
 
-The configurations are interleaved (A B C ... A B C ...) over the rounds, and each cell is
+The configurations are interleaved (A B C, C B A, A B C, ...) over the rounds, and each cell is
 reported as the median over the rounds. Then: the scale run (start-up against its floor,
 in interleaved rounds; 10,000 tools; idle agents), the daemon's memory at several points,
 the shared-instance comparison (N host sessions with their own servers, or through one
@@ -236,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for r in range(args.rounds):
             print(f"\nround {r + 1}/{args.rounds}")
-            for name in args.configs:
+            # Every other round the other way round: no configuration always runs just
+            # after the same one (whose files and cache it would inherit).
+            for name in args.configs if r % 2 == 0 else args.configs[::-1]:
                 if name in skipped:
                     continue
                 try:
