@@ -48,7 +48,9 @@ from .rules import Finding
 T = TypeVar("T", mcp.Tool, surface.Prompt, surface.ResourceTemplate)
 # Pins of items a server no longer lists are kept (one that comes back changed is a
 # change), but no more than this many for one list: a server that lists new names
-# every time must not grow the pin file without end.
+# every time must not grow the pin file without end. The ones pinned last go first: a
+# flood of names a server made up and dropped again never pushes out the pin of an
+# item approved before it, which would come back as new rather than as a change.
 _UNLISTED_PINS: Final = 1000
 
 
@@ -264,12 +266,12 @@ class Gate:
     def _forget_unlisted(
         self, alias: str, kind: Kind, server: ServerPins, listed: Mapping[str, object]
     ) -> None:
-        """The oldest pins of items not listed now, past the number kept of them."""
+        """The latest pins of items not listed now, past the number kept of them."""
         pinned = server.of(kind)
         extra = len(pinned) - len(listed) - _UNLISTED_PINS
         if extra <= 0:
             return
-        gone = [n for n in pinned if n not in listed][:extra]
+        gone = [n for n in reversed(pinned) if n not in listed][:extra]
         for name in gone:
             del pinned[name]
             server.reviewed.discard((kind, name))
