@@ -1,7 +1,9 @@
 """The audit log's cost on the call path: mcpd as it runs by default (every call
 recorded in calls.jsonl and logged) against the same mcpd with ``audit = false`` and
 ``audit_journal = false`` (configuration ``mcpd-noaudit``), cell by cell, from the
-same interleaved rounds. Held to within 10%."""
+same interleaved rounds. Held to within 10%; and the same for the call path's counts
+(``bench/callpath.py`` with and without ``--no-audit``), which do not move with the
+machine's load as the timed cells do."""
 
 from __future__ import annotations
 
@@ -35,4 +37,29 @@ def verdicts(summary: dict[str, Any]) -> list[Verdict]:
             met = ratio <= 1 + LIMIT if lower else ratio >= 1 - LIMIT
             shown = f"off {_show(off, unit)}"
             out.append(Verdict(figure, _show(on, unit), shown, ratio, target, met))
+    return out
+
+
+def counted_verdicts(
+    audited: list[dict[str, Any]], unaudited: list[dict[str, Any]]
+) -> list[Verdict]:
+    """Per stdio cell counted in-process: bytecodes per call with the audit log over
+    without it, within 10%."""
+    off = {(r["concurrency"], r["payload"]): r for r in unaudited}
+    out = []
+    for row in audited:
+        if row.get("path", "stdio") != "stdio":
+            continue
+        cell = (row["concurrency"], row["payload"])
+        figure = f"conc {cell[0]}, {cell[1]} B: bytecodes per call audit on / off"
+        target = f"<= {1 + LIMIT:g}"
+        other = off.get(cell)
+        if other is None or not other["bytecodes"]:
+            out.append(Verdict(figure, "-", "-", None, target, None, "no count without it"))
+            continue
+        ratio = row["bytecodes"] / other["bytecodes"]
+        shown = f"off {other['bytecodes']:,.0f}"
+        out.append(
+            Verdict(figure, f"{row['bytecodes']:,.0f}", shown, ratio, target, ratio <= 1 + LIMIT)
+        )
     return out

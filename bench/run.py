@@ -361,6 +361,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\nthe same without the audit log (bench/callpath.py --no-audit)")
         for line in callpath.lines(unaudited):
             print(f"  {line}")
+        if isinstance(calls, list):
+            print("\nthe audit log's cost, counted: stdio rows above / rows without it")
+            for verdict in audit.counted_verdicts(calls, unaudited):
+                print(verdict.line())
     if env.notes:
         print("\nnotes")
         for note in dict.fromkeys(env.notes):

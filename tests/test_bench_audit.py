@@ -53,3 +53,20 @@ def test_the_call_count_includes_the_audit_writers_work(
     assert "mcpd/audit/journal.py:" in out  # each call's log line
     assert callpath.main([*args, "--no-audit"]) == 0
     assert "mcpd/audit/log.py:_write" not in capsys.readouterr().out
+
+
+def _row(conc: int, payload: int, bytecodes: float, path: str = "stdio") -> dict[str, Any]:
+    return {"concurrency": conc, "payload": payload, "bytecodes": bytecodes, "path": path}
+
+
+def test_the_counted_rows_are_judged_cell_by_cell_against_those_without_the_audit() -> None:
+    audited = [_row(1, 64, 2100), _row(32, 64, 1700), _row(1, 64, 5000, "http")]
+    unaudited = [_row(1, 64, 2000, "stdio, no audit"), _row(32, 64, 1500, "stdio, no audit")]
+    verdicts = audit.counted_verdicts(audited, unaudited)
+    assert [(v.figure[:13], v.met) for v in verdicts] == [
+        ("conc 1, 64 B:", True),  # 1.05
+        ("conc 32, 64 B", False),  # 1.13
+    ]
+    assert "2,100" in verdicts[0].line() and "off 2,000" in verdicts[0].line()
+    missing = audit.counted_verdicts([_row(1, 16384, 10)], unaudited)
+    assert missing[0].met is None and "no count without it" in missing[0].line()
