@@ -4,7 +4,9 @@
 What waits for approval and what the rules found quote servers' texts as the servers
 sent them (that is what a person has to read before approving), and approving decides
 what every agent's model reads: like ``mcpd/reload``, all of them are only for the
-daemon's own user and root, never for an agent in a profile.
+daemon's own user and root, never for an agent in a profile, and only where the kernel
+says who is asking (a Unix socket), so that an agent given the HTTP endpoint's token
+cannot approve what its servers changed.
 """
 
 from __future__ import annotations
@@ -54,8 +56,10 @@ class _Import(msgspec.Struct):
 
 
 def _owner_only(conn: Connection, method: str) -> None:
-    if not conn.is_owner():
-        raise rpc.RPCError(-32000, f"{method} is only for the daemon's user and root")
+    if conn.peer is None or not conn.is_owner():
+        raise rpc.RPCError(
+            -32000, f"{method} is only for the daemon's user and root, on its Unix socket"
+        )
 
 
 async def _pending(
