@@ -207,6 +207,8 @@ def parsed_digest(text: str) -> bytes | None:
     if not text.startswith(_PREFIX) or len(text) != len(_PREFIX) + 64:
         return None
     try:
-        return bytes.fromhex(text[len(_PREFIX) :])
+        raw = bytes.fromhex(text[len(_PREFIX) :])
     except ValueError:
         return None
+    # Reading hex skips spaces: 64 characters with some of them are fewer bytes.
+    return raw if len(raw) == hashlib.sha256().digest_size else None
