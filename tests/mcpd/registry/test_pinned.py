@@ -8,9 +8,19 @@ import json
 
 import msgspec
 import pytest
+from msgspec import Raw
 
-from mcpd.registry.pinned import parsed_digest, shown_digest
-from mcpd.registry.pins import definition, digest
+from mcpd.registry.pinned import (
+    Pin,
+    ServerPins,
+    Unwritten,
+    adopt,
+    definition_of,
+    parsed_digest,
+    pin_set,
+    shown_digest,
+)
+from mcpd.registry.pins import BadPins, PinRecord, definition, digest, record_of
 from protocol import mcp, surface
 
 
@@ -51,3 +61,146 @@ def test_a_digest_is_shown_as_pin_files_write_it_and_read_back() -> None:
 )
 def test_what_is_not_a_digest_of_32_bytes_is_none(text: str) -> None:
     assert parsed_digest(text) is None
+
+
+# -- one server's pins, as shown --
+
+
+def test_a_servers_pins_are_shown_by_kind_with_digest_and_review() -> None:
+    server = ServerPins()
+    search, add = sha(tool("search")), sha(tool("add"))
+    server.of("tool").update({"search": search, "add": add})
+    server.reviewed.add(("tool", "add"))
+    server.of("prompt")["daily"] = b"\x01" * 32
+    assert dict(server.tools) == {
+        "search": Pin(shown_digest(search), False),
+        "add": Pin(shown_digest(add), True),
+    }
+    assert list(server.tools) == ["search", "add"]  # in the order pinned
+    assert len(server.prompts) == 1 and len(server.templates) == 0
+    # A prompt reviewed is not a tool of that name reviewed.
+    server.reviewed.add(("prompt", "search"))
+    assert server.tools["search"].reviewed is False
+    with pytest.raises(KeyError):
+        server.tools["daily"]
+    assert "daily" not in server.tools
+
+
+def test_a_copy_is_not_changed_by_later_pins_nor_changes_them() -> None:
+    server = ServerPins(approved=True)
+    server.of("tool")["search"] = b"\x01" * 32
+    server.reviewed.add(("tool", "search"))
+    copy = server.copy()
+    server.of("tool")["add"] = b"\x02" * 32
+    server.of("tool")["search"] = b"\x03" * 32
+    server.reviewed.discard(("tool", "search"))
+    server.approved = False
+    assert copy.approved is True
+    assert copy.of("tool") == {"search": b"\x01" * 32}
+    assert copy.reviewed == {("tool", "search")}
+    copy.of("prompt")["p"] = b"\x04" * 32
+    assert server.of("prompt") == {}
+
+
+# -- what is not written yet --
+
+
+def test_what_is_pinned_waits_to_be_written_and_is_taken_whole() -> None:
+    unwritten = Unwritten()
+    search = tool("search")
+    unwritten.put("notes", "tool", "search", search)
+    unwritten.changed("mail")
+    assert unwritten.get("notes", "tool", "search") is search
+    assert unwritten.get("notes", "prompt", "search") is None
+    assert unwritten.get("mail", "tool", "search") is None
+    taken = unwritten.take()
+    assert taken.servers == {"notes", "mail"}
+    assert taken.get("notes", "tool", "search") is search
+    assert unwritten.servers == set() and unwritten.get("notes", "tool", "search") is None
+
+
+def test_a_dropped_pin_leaves_nothing_to_write_but_its_server() -> None:
+    unwritten = Unwritten()
+    unwritten.put("notes", "tool", "search", tool("search"))
+    unwritten.put("notes", "tool", "add", tool("add"))
+    unwritten.drop("notes", "tool", ["search", "never-pinned"])
+    unwritten.drop("other", "prompt", ["x"])  # nothing of it waits: its server does
+    assert unwritten.get("notes", "tool", "search") is None
+    assert unwritten.get("notes", "tool", "add") is not None
+    assert unwritten.servers == {"notes", "other"}
+
+
+def test_what_could_not_be_written_comes_back_unless_pinned_again_since() -> None:
+    unwritten = Unwritten()
+    before, after = tool("search", "before"), tool("search", "after")
+    unwritten.put("notes", "tool", "search", before)
+    unwritten.put("notes", "tool", "add", tool("add"))
+    taken = unwritten.take()
+    unwritten.put("notes", "tool", "search", after)  # while the write failed
+    unwritten.put("mail", "prompt", "daily", Raw(b"{}"))
+    unwritten.give_back(taken)
+    assert unwritten.get("notes", "tool", "search") is after
+    assert unwritten.get("notes", "tool", "add") is not None
+    assert unwritten.get("mail", "prompt", "daily") == Raw(b"{}")
+    assert unwritten.servers == {"notes", "mail"}
+
+
+# -- a definition, from what it was pinned from --
+
+
+def test_a_definition_is_made_from_an_item_or_a_raw_one_only_if_it_is_the_pinned_one() -> None:
+    search = tool("search")
+    data = definition(search)
+    raw = sha(search)
+    assert definition_of(search, raw) == data
+    assert definition_of(Raw(data), raw) == data
+    # The server listed it changed since: not the definition of that pin.
+    assert definition_of(tool("search", "other"), raw) is None
+    assert definition_of(Raw(data + b" "), raw) is None
+    prompt = surface.Prompt(name="daily", description="the day")
+    assert definition_of(prompt, sha(prompt)) == definition(prompt)
+
+
+# -- pins taken from a pin set, and a pin set made of pins --
+
+
+def test_adopted_records_are_pinned_reviewed_as_they_say_and_wait_to_be_written() -> None:
+    server = ServerPins()
+    server.reviewed.add(("tool", "add"))  # reviewed before; the import says it is not
+    search, add = record_of(tool("search")), record_of(tool("add"))
+    records = {"search": PinRecord(search.digest, search.definition, True), "add": add}
+    unwritten = Unwritten()
+    assert adopt("notes", "tool", server, records, unwritten) == 2
+    assert dict(server.tools) == {
+        "search": Pin(search.digest, True),
+        "add": Pin(add.digest, False),
+    }
+    assert unwritten.get("notes", "tool", "search") == search.definition
+    assert unwritten.servers == {"notes"}
+
+
+def test_a_pin_set_holds_each_pin_with_its_definition() -> None:
+    server = ServerPins(approved=True)
+    search, prompt = tool("search"), surface.Prompt(name="daily")
+    server.of("tool")["search"] = sha(search)
+    server.of("prompt")["daily"] = sha(prompt)
+    server.reviewed.add(("prompt", "daily"))
+    found = {
+        ("notes", "tool", "search"): Raw(definition(search)),
+        ("notes", "prompt", "daily"): Raw(definition(prompt)),
+    }
+    pins = pin_set({"notes": server}, found)
+    notes = pins.servers["notes"]
+    assert notes.approved is True
+    assert notes.tools == {
+        "search": PinRecord(digest(definition(search)), found[("notes", "tool", "search")])
+    }
+    assert notes.prompts["daily"].reviewed is True
+    assert notes.templates == {}
+
+
+def test_a_pin_set_with_a_definition_lost_says_which() -> None:
+    server = ServerPins()
+    server.of("template")["notes://{id}"] = b"\x01" * 32
+    with pytest.raises(BadPins, match=r"the definition of notes template 'notes://\{id\}' is lost"):
+        pin_set({"notes": server}, {})
