@@ -83,7 +83,7 @@ def _short(reason: str) -> str:
 def _raw_label(item: Raw) -> str:
     try:
         named = _named.decode(item)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return "(an item)"
     for value in (named.name, named.uri, named.uriTemplate):
         if isinstance(value, str):
