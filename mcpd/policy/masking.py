@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from ..config.expand import MIN_SECRET
 from ..config.secrets import HeldSecret
 
 
@@ -153,11 +154,13 @@ class KnownSecrets:
         self._sources[name] = source
 
     def held(self) -> list[HeldSecret]:
-        """Every secret held now, from every place."""
+        """Every secret held now, from every place; none too short to be told apart
+        from text (a server's authorization server chooses its tokens: one of a letter
+        would mask that letter in everything mcpd writes and every server's replies)."""
         held = [s for group in self._fixed.values() for s in group]
         for source in self._sources.values():
             held += source()
-        return held
+        return [s for s in held if len(s.value) >= MIN_SECRET]
 
     def current(self) -> SecretSet:
         """The set held now: the same object while nothing changed."""
