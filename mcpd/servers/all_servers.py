@@ -215,15 +215,18 @@ class AllServers:
 
     def subscribe_resource(self, alias: str, uri: str, on: bool) -> None:
         """Hold (or let go of) one agent's subscription to a server's URI."""
+        runner = self._supervisor.runners.get(alias)
+        if runner is not None:
+            # Before the count changes: a runner hooked now gets the subscriptions held
+            # so far, and this one below, once.
+            self._hook(runner)
         key = (alias, uri)
         count = self._subscriptions.get(key, 0) + (1 if on else -1)
         if count > 0:
             self._subscriptions[key] = count
         else:
             self._subscriptions.pop(key, None)
-        runner = self._supervisor.runners.get(alias)
         if runner is not None:
-            self._hook(runner)
             if on:
                 runner.prompt_resources.add_subscription(uri)
             else:

@@ -182,6 +182,18 @@ async def test_down_for_follows_the_naming_template_it_is_given() -> None:
 # -- what agents hold, reaching the runners --
 
 
+async def test_a_subscription_held_and_let_go_leaves_the_server_unsubscribed() -> None:
+    world = World({"a": cmd()})
+    runner = world.runner("a")
+    world.all.subscribe_resource("a", "file:///x", True)
+    assert runner.prompt_resources.subscribed == {"file:///x": 1}
+    world.all.subscribe_resource("a", "file:///x", True)
+    assert runner.prompt_resources.subscribed == {"file:///x": 2}
+    world.all.subscribe_resource("a", "file:///x", False)
+    world.all.subscribe_resource("a", "file:///x", False)
+    assert runner.prompt_resources.subscribed == {}
+
+
 async def test_a_runner_started_again_gets_back_every_subscription_agents_hold() -> None:
     world = World({"a": cmd(), "b": cmd()})
     world.all.changed()
