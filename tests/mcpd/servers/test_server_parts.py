@@ -1,0 +1,172 @@
+"""One server's parts, wired together and never run: what its state makes of its
+listed tools (available, or marked with why not), when it tells the rest of mcpd it
+changed, what failed calls do to it, what a reload's config changes, and its row in
+``mcpd status``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from mcpd.config.load import parse
+from mcpd.config.model import Config
+from mcpd.registry.catalog import Catalog
+from mcpd.servers.server_parts import ServerParts
+from protocol import mcp
+
+SCHEMA = msgspec.Raw(b'{"type":"object"}')
+
+
+def config(servers: dict[str, dict[str, Any]], **daemon: Any) -> Config:
+    return parse({"daemon": daemon, "servers": servers}, env={})
+
+
+class Parts:
+    """A server's parts, with every change it tells the rest of mcpd counted."""
+
+    def __init__(self, server: dict[str, Any], alias: str = "s", **daemon: Any) -> None:
+        self.config = config({alias: server}, **daemon)
+        self.catalog = Catalog(self.config.naming)
+        self.changes: list[str] = []
+        self.parts = ServerParts(
+            alias, self.config.servers[alias], self.config, self.catalog, self.changes.append
+        )
+
+    def tools(self) -> list[mcp.Tool]:
+        return [entry.wire() for entry in self.catalog.listing()]
+
+    def install(self, *names: str) -> None:
+        self.parts._install([mcp.Tool(name=n, inputSchema=SCHEMA) for n in names])
+
+
+def stdio(**more: Any) -> dict[str, Any]:
+    return {"command": "srv", **more}
+
+
+async def test_a_server_not_yet_started_is_unavailable_and_its_calls_wait_for_its_start() -> None:
+    p = Parts(stdio()).parts
+    assert p.state == "starting" and not p.available
+    assert p.waits_for_start()
+    p.first_attempt.set()  # its first attempt is over: nobody waits for it any more
+    assert not p.waits_for_start()
+
+
+async def test_a_connected_server_is_ready_and_its_calls_do_not_wait() -> None:
+    p = Parts(stdio()).parts
+    p.downtime.set_phase("connected")
+    assert p.state == "ready" and p.available and not p.waits_for_start()
+
+
+async def test_a_down_server_marks_its_listed_tools_with_why_and_clears_them_when_back() -> None:
+    world = Parts(stdio())
+    p = world.parts
+    p.downtime.set_phase("connected")
+    world.install("search")
+    (tool,) = world.tools()
+    assert isinstance(tool.description, str) and "unavailable" not in tool.description
+    p.downtime.cannot_start("NOTES_TOKEN is not set")
+    (tool,) = world.tools()
+    assert isinstance(tool.description, str)
+    assert "unavailable: s cannot start" in tool.description
+    assert "NOTES_TOKEN is not set" in tool.description
+    assert [e.available for e in world.catalog.listing()] == [False]
+    p.downtime.set_phase("connected")
+    (tool,) = world.tools()
+    assert isinstance(tool.description, str) and "unavailable" not in tool.description
+    assert [e.available for e in world.catalog.listing()] == [True]
+
+
+async def test_a_list_is_a_change_only_when_it_changed_the_table() -> None:
+    world = Parts(stdio())
+    world.install("a", "b")
+    assert world.changes == ["s"]
+    world.install("a", "b")
+    assert world.changes == ["s"]
+    world.install("a")
+    assert world.changes == ["s", "s"]
+    assert [e.original for e in world.catalog.listing()] == ["a"]
+
+
+async def test_failed_calls_open_the_breaker_at_the_threshold_and_the_tools_say_so() -> None:
+    world = Parts(stdio(), failure_threshold=3)
+    p = world.parts
+    p.downtime.set_phase("connected")
+    world.install("t")
+    told = len(world.changes)
+    ticket = p.breaker.allow(0.0).ticket
+    p.availability_failure(1.0, "timed out", ticket)
+    p.availability_failure(1.0, "timed out", ticket)
+    # Failing, not yet open: degraded, and its tools still callable.
+    assert p.state == "degraded" and p.available
+    assert [e.available for e in world.catalog.listing()] == [True]
+    p.availability_failure(1.0, "timed out", ticket)
+    assert p.state == "open" and not p.available
+    assert [e.available for e in world.catalog.listing()] == [False]
+    (tool,) = world.tools()
+    assert isinstance(tool.description, str) and "unavailable: s" in tool.description
+    assert len(world.changes) > told
+    assert p.stats.snapshot().errors == 3
+
+
+async def test_a_failure_from_before_the_breaker_moved_on_does_not_count_against_it() -> None:
+    p = Parts(stdio(), failure_threshold=1).parts
+    p.downtime.set_phase("connected")
+    stale = p.breaker.allow(0.0).ticket
+    p.breaker.record_success(0.0)
+    p.breaker.record_failure(0.0, "x")  # opens it: a new epoch
+    p.breaker.allow(1e9)  # and a probe later, another
+    before = p.breaker.status(1e9)
+    p.availability_failure(1.0, "late", stale)
+    after = p.breaker.status(1e9)
+    assert after.consecutive_failures == before.consecutive_failures
+    assert after.state == before.state
+
+
+async def test_a_reloaded_config_sets_the_call_limits_of_the_calls_that_follow() -> None:
+    world = Parts(stdio(), call_timeout=10)
+    p = world.parts
+    assert p.limits.timeout("t") == 10
+    p.config = config({"s": stdio(tool_timeouts={"t": 3})}, call_timeout=20)
+    assert p.limits.timeout("t") == 3 and p.limits.timeout("u") == 20
+    assert p.settings.call_timeout == 20
+
+
+async def test_a_failed_call_makes_the_server_probed_soon() -> None:
+    p = Parts(stdio()).parts
+    assert not p.health.suspect
+    p.check_liveness()
+    assert p.health.suspect
+
+
+async def test_the_status_row_of_a_stdio_server_shows_its_sandbox_as_its_last_start_met_it() -> (
+    None
+):
+    p = Parts(stdio()).parts
+    row = p.status()
+    assert row["alias"] == "s" and row["transport"] == "stdio" and row["pid"] is None
+    assert "auth" not in row
+    sandbox = row["sandbox"]
+    assert isinstance(sandbox, dict) and sandbox["level"] == "default"
+    p.attempts = 1
+    p.unprotected = "no user namespaces here"
+    row = p.status()
+    assert isinstance(row["sandbox"], dict)
+    assert row["sandbox"]["unprotected"] == "no user namespaces here"
+
+
+async def test_the_status_row_counts_tools_and_masks_and_names_no_secret() -> None:
+    world = Parts(stdio())
+    world.install("a", "b", "c")
+    row = world.parts.status()
+    assert row["tools"] == 3
+    assert row["secrets_masked"] == {}
+    assert row["held"] == 0 and row["prompts"] == 0 and row["cut"] == []
+
+
+async def test_the_status_row_of_an_http_server_shows_its_login_and_no_sandbox() -> None:
+    p = Parts({"url": "https://mcp.example.com/mcp"}, alias="web").parts
+    row = p.status()
+    assert row["transport"] == "http" and "sandbox" not in row
+    auth = row["auth"]
+    assert isinstance(auth, dict) and auth["server"] == "web" and auth["logged_in"] is False
