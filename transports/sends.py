@@ -148,12 +148,13 @@ class Sends:
                     await self._exchange(self._queue.popleft(), scope)
         finally:
             self._workers -= 1
-            if scope.cancel_called:
-                if self._queue and self.nursery is not None:
+            if scope.cancel_called and self.nursery is not None:
+                if self._queue:
                     self._workers += 1
                     self.nursery.start_soon(self._work)
             else:
-                # The transport is closing: what is still queued never goes.
+                # The transport is closing (also for a worker whose request was
+                # forgotten as it closed: it may be the last): what is queued never goes.
                 while self._queue:
                     sent = self._queue.popleft()
                     if self._sent.pop(sent.key, None) is not None:

@@ -182,6 +182,19 @@ async def test_a_transport_that_closes_tells_every_sender_it_still_held() -> Non
         s.send("late", None, replies.to("late"), None)
 
 
+async def test_a_transport_closing_as_its_only_request_is_forgotten_still_tells_the_queue() -> None:
+    server, replies = Server(), Replies()
+    s = sends(server, workers=1)
+    async with s.running():
+        key = s.send("forgotten", None, replies.to("forgotten"), None)
+        s.send("queued", None, replies.to("queued"), None)
+        await settle()
+        s.forget(key)  # and the transport closes before its worker has gone
+    assert "forgotten" not in replies.got
+    ((raw, error),) = replies.got["queued"]
+    assert raw is None and isinstance(error, TransportClosed)
+
+
 async def test_a_request_sent_as_an_answer_arrives_is_taken_by_the_same_worker() -> None:
     server, replies = Server(), Replies()
     s = sends(server)
