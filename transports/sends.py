@@ -87,6 +87,10 @@ class Sends:
         self._returning = 0
         # Where the workers run: set while the transport is open.
         self.nursery: trio.Nursery | None = None
+        # What workers start in: the transport's own context, not that of the sender
+        # that happened to start one (a task inherits its spawner's), which every later
+        # request in that worker would otherwise run with.
+        self._context = contextvars.copy_context()
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -122,7 +126,7 @@ class Sends:
             self._free.unpark()
         elif self._workers < self._limit:
             self._workers += 1
-            nursery.start_soon(self._work)
+            self._context.run(nursery.start_soon, self._work)
         return key
 
     def forget(self, key: rpc.Id) -> None:
@@ -151,7 +155,7 @@ class Sends:
             if scope.cancel_called and self.nursery is not None:
                 if self._queue:
                     self._workers += 1
-                    self.nursery.start_soon(self._work)
+                    self._context.run(self.nursery.start_soon, self._work)
             else:
                 # The transport is closing (also for a worker whose request was
                 # forgotten as it closed: it may be the last): what is queued never goes.

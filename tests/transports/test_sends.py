@@ -6,6 +6,7 @@ closes tells every sender whose request it still held."""
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 
 import pytest
@@ -19,6 +20,8 @@ from transports.base import Params, Reply
 from transports.errors import TransportClosed, TransportError
 from transports.sends import Sends
 
+caller: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="nobody")
+
 
 class Server:
     """The request function: each request waits until the test answers it."""
@@ -28,6 +31,7 @@ class Server:
         self.answers: dict[str, Raw | Exception] = {}
         self.sent: list[str] = []
         self.cancelled: list[str] = []
+        self.callers: list[str] = []
         self.tasks: list[object] = []
         self.most = 0
 
@@ -35,6 +39,7 @@ class Server:
         self, method: str, params: Params | SplicedCall, headers: Mapping[str, str] | None
     ) -> Raw:
         self.sent.append(method)
+        self.callers.append(caller.get())
         self.tasks.append(trio.lowlevel.current_task())
         done = self.under_way[method] = trio.Event()
         self.most = max(self.most, len(self.under_way))
@@ -213,3 +218,24 @@ async def test_a_request_sent_as_an_answer_arrives_is_taken_by_the_same_worker()
     assert sorted(replies.got) == ["first", "second"]
     first_task, second_task = server.tasks
     assert first_task is second_task
+
+
+async def test_only_a_request_kept_in_its_senders_context_sees_its_variables() -> None:
+    server, replies = Server(), Replies()
+    s = sends(server, workers=1)
+    async with s.running():
+        token = caller.set("agent-7")
+        try:
+            s.send("kept", None, replies.to("kept"), None, keep_context=True)
+        finally:
+            caller.reset(token)
+        await settle()
+        server.answer("kept", Raw(b"{}"))
+        await settle()
+        # Another sender's request, on the worker the first one started.
+        s.send("plain", None, replies.to("plain"), None)
+        await settle()
+        server.answer("plain", Raw(b"{}"))
+        await settle()
+    assert server.tasks[0] is server.tasks[1]
+    assert server.callers == ["agent-7", "nobody"]
