@@ -1,0 +1,244 @@
+"""A sandbox's paths resolved on this machine, and what the machine offers, found once:
+hidden paths that do not exist are left out and what lies in a hidden directory goes
+with it, a grant that does not exist is an error naming its key, a grant through a
+symlink keeps the link, a server's home is made private, and bubblewrap's own words
+say why a machine cannot sandbox (the probe's bwrap is a script the test writes)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from transports.stdio import sandbox_host
+from transports.stdio.sandbox import Mount, Sandbox, SandboxError
+
+Paths = tuple[str, ...]
+
+
+@pytest.fixture
+def tmp(tmp_path: Path) -> Path:
+    """The test's directory as the sandbox finds it (symlinks resolved)."""
+    return Path(os.path.realpath(tmp_path))
+
+
+def sandbox(tmp: Path, *, hide: Paths = (), read: Paths = (), write: Paths = ()) -> Sandbox:
+    home = str(tmp / "homes" / "s")
+    return Sandbox(home=home, hide=hide, read=read, write=write, alias="s", where="servers.s")
+
+
+def mounts(tmp: Path, *, hide: Paths = (), read: Paths = (), write: Paths = ()) -> list[Mount]:
+    found = sandbox_host.resolve(sandbox(tmp, hide=hide, read=read, write=write), "/bin/true")
+    return list(found.mounts)
+
+
+# -- resolving a sandbox's paths --
+
+
+def test_hidden_paths_are_hidden_as_what_they_are_and_missing_ones_left_out(
+    tmp: Path,
+) -> None:
+    (tmp / "secrets").mkdir()
+    (tmp / "token").write_text("x")
+    hide = (str(tmp / "secrets"), str(tmp / "token"), str(tmp / "missing"))
+    assert mounts(tmp, hide=hide) == [
+        Mount(str(tmp / "secrets"), "hide_dir"),
+        Mount(str(tmp / "token"), "hide_file"),
+    ]
+
+
+def test_a_hidden_symlink_hides_what_it_points_to(tmp: Path) -> None:
+    (tmp / "real").mkdir()
+    (tmp / "link").symlink_to(tmp / "real")
+    assert mounts(tmp, hide=(str(tmp / "link"),)) == [Mount(str(tmp / "real"), "hide_dir")]
+
+
+def test_what_lies_in_a_hidden_directory_is_hidden_with_it_and_a_neighbour_is_not(
+    tmp: Path,
+) -> None:
+    for d in ("data/inner", "data2"):
+        (tmp / d).mkdir(parents=True)
+    (tmp / "data" / "inner" / "f").write_text("x")
+    (tmp / "data2" / "f").write_text("x")
+    hide = (
+        str(tmp / "data" / "inner" / "f"),
+        str(tmp / "data"),
+        str(tmp / "data" / "inner"),
+        str(tmp / "data2" / "f"),  # "data2" starts with "data": not inside it
+    )
+    assert mounts(tmp, hide=hide) == [
+        Mount(str(tmp / "data"), "hide_dir"),
+        Mount(str(tmp / "data2" / "f"), "hide_file"),
+    ]
+
+
+def test_a_grant_that_does_not_exist_is_an_error_naming_its_key(tmp: Path) -> None:
+    (tmp / "there").mkdir()
+    with pytest.raises(SandboxError) as error:
+        mounts(tmp, write=(str(tmp / "there"), str(tmp / "not-there")))
+    assert str(error.value) == f"servers.s.write[1]: {tmp / 'not-there'} does not exist"
+    with pytest.raises(SandboxError, match=r"servers\.s\.read\[0\]"):
+        mounts(tmp, read=(str(tmp / "nope"),))
+
+
+def test_a_grant_through_a_symlink_is_mounted_where_it_points_and_keeps_its_link(
+    tmp: Path,
+) -> None:
+    (tmp / "real").mkdir()
+    (tmp / "plain").mkdir()
+    (tmp / "link").symlink_to(tmp / "real")
+    found = mounts(tmp, read=(str(tmp / "link"),), write=(str(tmp / "plain/"),))
+    assert found == [
+        Mount(str(tmp / "real"), "read", str(tmp / "link")),
+        Mount(str(tmp / "plain"), "write", None),
+    ]
+
+
+def test_a_grant_with_dots_in_it_is_the_path_it_names(tmp: Path) -> None:
+    (tmp / "a").mkdir()
+    (tmp / "b").mkdir()
+    found = mounts(tmp, read=(f"{tmp}/a/../b",))
+    assert found == [Mount(str(tmp / "b"), "read", None)]
+
+
+def test_a_servers_home_is_made_for_it_private_and_given_as_its_real_path(
+    tmp: Path,
+) -> None:
+    resolved = sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    assert resolved.home == str(tmp / "homes" / "s")
+    assert stat.S_IMODE(os.stat(resolved.home).st_mode) == 0o700
+    assert resolved.command == "/bin/true"
+    # Made again: the home that is there is kept, with what the server left in it.
+    (tmp / "homes" / "s" / "kept").write_text("x")
+    again = sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    assert (Path(again.home) / "kept").read_text() == "x"
+
+
+def test_a_home_that_cannot_be_made_is_an_error_naming_the_server_and_the_home(
+    tmp: Path,
+) -> None:
+    (tmp / "homes").write_text("a file where a directory should be")
+    with pytest.raises(SandboxError) as error:
+        sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    assert str(error.value).startswith(f"servers.s: cannot make its home {tmp}/homes/s: ")
+
+
+# -- the working directory and the command --
+
+
+def test_a_server_with_no_working_directory_runs_in_its_home(tmp: Path) -> None:
+    plan, cwd = sandbox_host.command_line(["true"], {"PATH": "/usr/bin:/bin"}, None, sandbox(tmp))
+    assert cwd == str(tmp / "homes" / "s")
+    assert plan.argv and plan.join is None
+
+
+def test_a_command_that_cannot_be_found_fails_as_exec_would(tmp: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        sandbox_host.command_line(["no-such-command-here"], {"PATH": str(tmp)}, None, sandbox(tmp))
+
+
+# -- what the machine offers --
+
+
+def bwrap_script(tmp: Path, body: str) -> str:
+    path = tmp / "bwrap"
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_bubblewrap_that_starts_means_namespaces_work(tmp: Path) -> None:
+    assert sandbox_host._try(bwrap_script(tmp, "exit 0")) is None
+
+
+def test_bubblewrap_that_refuses_is_quoted_by_its_last_words(tmp: Path) -> None:
+    script = bwrap_script(
+        tmp,
+        "echo 'warning: something' >&2; echo '' >&2;"
+        " echo '  bwrap: No permissions to creating new namespace  ' >&2; exit 1",
+    )
+    assert sandbox_host._try(script) == "bwrap: No permissions to creating new namespace"
+
+
+def test_bubblewrap_that_fails_silently_is_said_to_by_its_status(tmp: Path) -> None:
+    assert sandbox_host._try(bwrap_script(tmp, "exit 3")) == "bwrap exited with 3"
+    assert sandbox_host._try(bwrap_script(tmp, "echo '   ' >&2; exit 4")) == ("no reason given")
+
+
+def test_bubblewrap_that_cannot_run_at_all_is_said_so(tmp: Path) -> None:
+    why = sandbox_host._try(str(tmp / "no-bwrap"))
+    assert why is not None and "no-bwrap" in why
+
+
+class Probes:
+    """bubblewrap as the probe meets it: the extra arguments of each try, and what it
+    answers to them."""
+
+    def __init__(self, namespaces: str | None, network: str | None) -> None:
+        self.tries: list[tuple[str, ...]] = []
+        self.answers = {(): namespaces, ("--unshare-net",): network}
+
+    def __call__(self, bwrap: str, *extra: str) -> str | None:
+        self.tries.append(extra)
+        return self.answers[extra]
+
+
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe of its own: the one the test run made is left as it was."""
+    monkeypatch.setattr(sandbox_host, "_machine", [])
+
+
+@pytest.mark.usefixtures("fresh")
+def test_the_machine_is_probed_once_and_the_network_only_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    probes = Probes(None, "no network namespace")
+    monkeypatch.setattr(sandbox_host, "_try", probes)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    machine = sandbox_host.probe()
+    assert machine.bwrap == "/usr/bin/bwrap" and machine.namespaces is None
+    assert machine.network == "not probed"
+    assert sandbox_host.probe() is machine and probes.tries == [()]
+    assert sandbox_host.probe(network=True).network == "no network namespace"
+    assert sandbox_host.probe(network=True).network == "no network namespace"
+    assert probes.tries == [(), ("--unshare-net",)]
+    sandbox_host.forget()
+    sandbox_host.probe()
+    assert probes.tries == [(), ("--unshare-net",), ()]
+
+
+@pytest.mark.usefixtures("fresh")
+def test_a_machine_without_namespaces_has_no_network_namespace_for_the_same_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    probes = Probes("bwrap: setting up uid map: Permission denied", None)
+    monkeypatch.setattr(sandbox_host, "_try", probes)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    machine = sandbox_host.probe(network=True)
+    assert machine.network == machine.namespaces == "bwrap: setting up uid map: Permission denied"
+    assert probes.tries == [()]
+
+
+@pytest.mark.usefixtures("fresh")
+def test_a_machine_without_bubblewrap_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    machine = sandbox_host.probe(network=True)
+    assert machine.bwrap is None
+    assert machine.namespaces == machine.network == "bwrap not found"
+
+
+def test_the_system_directories_are_found_as_directories_or_as_the_links_they_are(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp / "usr").mkdir()
+    (tmp / "bin").symlink_to("usr/bin")
+    (tmp / "file").write_text("x")
+    dirs = tuple(str(tmp / d) for d in ("usr", "bin", "file", "missing"))
+    monkeypatch.setattr(sandbox_host, "SYSTEM_DIRS", dirs)
+    found = [(p.path, p.link) for p in sandbox_host._system()][:2]
+    assert found == [(str(tmp / "usr"), None), (str(tmp / "bin"), "usr/bin")]
+    assert all(p.path != str(tmp / "file") for p in sandbox_host._system())
