@@ -1,0 +1,139 @@
+"""MCP beyond tools (``protocol.surface``): which capability a server's request needs
+of the agent it goes to (elicitation by its mode), whether an agent takes tasks, what
+kind of result a server sent, and what a server's lists decode to, passed-through
+parts kept as they came."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from protocol import surface
+
+
+@pytest.mark.parametrize(
+    ("method", "need"),
+    [
+        ("elicitation/create", "elicitation"),
+        ("sampling/createMessage", "sampling"),
+        ("roots/list", "roots"),
+        ("tools/call", None),
+        ("ping", None),
+        ("", None),
+    ],
+)
+def test_each_request_a_server_may_send_needs_its_own_capability(
+    method: str, need: str | None
+) -> None:
+    assert surface.needs(method) == need
+
+
+def test_a_request_mcpd_does_not_relay_is_never_declared() -> None:
+    everything: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}, "tools": {}}
+    assert not surface.declares(everything, "tools/call")
+    assert not surface.declares(everything, "notifications/message")
+
+
+def test_an_agent_that_declared_nothing_or_not_an_object_takes_no_request() -> None:
+    caps: dict[str, Any] | None
+    for caps in (None, {}, {"sampling": True}, {"sampling": []}, {"roots": None}):
+        assert not surface.declares(caps, "sampling/createMessage")
+        assert not surface.declares(caps, "roots/list")
+    assert surface.declares({"sampling": {}}, "sampling/createMessage")
+    assert surface.declares({"roots": {"listChanged": True}}, "roots/list")
+    assert not surface.declares({"sampling": {}}, "roots/list")
+
+
+@pytest.mark.parametrize(
+    ("caps", "params", "taken"),
+    [
+        ({}, {}, True),  # {}: form mode only
+        ({}, {"mode": "form"}, True),
+        ({}, {"mode": "url", "url": "https://x"}, False),
+        ({"form": {}}, {"message": "hi"}, True),
+        ({"form": {}}, {"mode": "url"}, False),
+        ({"url": {}}, {"mode": "url"}, True),
+        ({"url": {}}, {"message": "a form"}, False),  # URL mode only
+        ({"url": {}}, {"mode": "form"}, False),
+        ({"form": {}, "url": {}}, {"mode": "url"}, True),
+        ({"form": {}, "url": {}}, {}, True),
+        ({"url": True}, {"mode": "url"}, False),
+    ],
+)
+def test_elicitation_is_declared_by_its_mode(
+    caps: dict[str, Any], params: dict[str, Any], taken: bool
+) -> None:
+    assert surface.declares({"elicitation": caps}, "elicitation/create", params) is taken
+
+
+def test_tasks_are_taken_only_by_an_agent_declaring_the_extension_as_an_object() -> None:
+    ext = surface.TASKS_EXTENSION
+    caps: dict[str, Any] | None
+    assert surface.has_tasks({"extensions": {ext: {}}})
+    assert surface.has_tasks({"extensions": {ext: {"x": 1}, "other/ext": {}}})
+    for caps in (
+        None,
+        {},
+        {"extensions": None},
+        {"extensions": []},
+        {"extensions": {ext: True}},
+        {"extensions": {"other/ext": {}}},
+        {ext: {}},  # not under extensions
+    ):
+        assert not surface.has_tasks(caps)
+
+
+def head(raw: bytes) -> surface.ResultHead:
+    return msgspec.json.decode(raw, type=surface.ResultHead)
+
+
+def test_a_result_with_no_result_type_is_complete() -> None:
+    assert head(b'{"content":[]}').kind == "complete"
+    assert head(b'{"resultType":null}').kind == "complete"
+    assert head(b'{"resultType":"input_required","inputRequests":{}}').kind == "input_required"
+    task = head(b'{"resultType":"task","taskId":"t-1"}')
+    assert task.kind == surface.TASK and task.taskId == "t-1"
+
+
+def test_a_result_type_that_is_not_a_string_is_refused_when_decoded() -> None:
+    with pytest.raises(msgspec.ValidationError):
+        head(b'{"resultType":5}')
+    with pytest.raises(msgspec.ValidationError):
+        head(b'{"inputRequests":[1]}')
+
+
+def test_a_page_keeps_each_item_as_the_server_sent_it() -> None:
+    raw = b'{"prompts":[{"name":"p","weird":{"deep":[1]}}],"nextCursor":"c2"}'
+    page = msgspec.json.decode(raw, type=surface.ListPage)
+    assert page.nextCursor == "c2"
+    assert isinstance(page.prompts, list)
+    assert bytes(page.prompts[0]) == b'{"name":"p","weird":{"deep":[1]}}'
+
+
+def test_items_decode_with_what_mcpd_rewrites_typed_and_the_rest_passed_through() -> None:
+    prompt = msgspec.json.decode(
+        b'{"name":"p","arguments":[{"name":"a","required":true}],"icons":[{"src":"x"}],'
+        b'"_meta":{"k":1}}',
+        type=surface.Prompt,
+    )
+    assert prompt.name == "p" and prompt.meta == {"k": 1}
+    assert isinstance(prompt.arguments, list) and prompt.arguments[0].required is True
+    assert isinstance(prompt.icons, msgspec.Raw) and bytes(prompt.icons) == b'[{"src":"x"}]'
+    resource = msgspec.json.decode(b'{"uri":"file:///a"}', type=surface.Resource)
+    assert resource.uri == "file:///a" and resource.name is msgspec.UNSET
+    # Encoded again, what was absent stays absent.
+    assert msgspec.json.encode(resource) == b'{"uri":"file:///a"}'
+
+
+def test_items_without_what_names_them_are_refused() -> None:
+    for raw, kind in (
+        (b'{"title":"no name"}', surface.Prompt),
+        (b'{"name":"no uri"}', surface.Resource),
+        (b'{"name":"no template"}', surface.ResourceTemplate),
+        (b'{"name":5}', surface.Prompt),
+        (b'{"uri":["x"]}', surface.Resource),
+    ):
+        with pytest.raises(msgspec.ValidationError):
+            msgspec.json.decode(raw, type=kind)
