@@ -125,3 +125,16 @@ async def at_upstream(
         raw = await outcomes.result(call)
         nursery.cancel_scope.cancel()
     return raw
+
+
+async def cancelled() -> trio.Cancelled:
+    """A cancellation as trio raises it in a cancelled scope (to hand to code that
+    tells cancellations from failures)."""
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            await trio.lowlevel.checkpoint()
+        except trio.Cancelled as exc:
+            caught = exc
+            raise
+    return caught

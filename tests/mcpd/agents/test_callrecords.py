@@ -6,7 +6,6 @@ agent's name for a tool and its server's."""
 from __future__ import annotations
 
 import pytest
-import trio
 from msgspec import Raw
 
 from mcpd.agents.callrecords import CallRecords, Seen, ended, outcome_of
@@ -15,7 +14,7 @@ from mcpd.policy.agent import AgentInfo
 from mcpd.servers.outage import Outage
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from tests.support.calls import a_call
+from tests.support.calls import a_call, cancelled
 
 AGENT = AgentInfo(uid=1000, pid=42, connection="c1")
 
@@ -63,17 +62,6 @@ def test_a_reason_is_cut_short() -> None:
     assert outcome_of(rpc.RPCError(-32000, long)) == ("error", "x" * 200)
     refused = mcp.CallToolResult([mcp.TextContent(long)], isError=True)
     assert outcome_of(refused) == ("refused", "x" * 200)
-
-
-async def cancelled() -> trio.Cancelled:
-    with trio.CancelScope() as scope:
-        scope.cancel()
-        try:
-            await trio.lowlevel.checkpoint()
-        except trio.Cancelled as exc:
-            caught = exc
-            raise
-    return caught
 
 
 async def test_a_request_is_cancelled_only_when_every_part_of_it_was() -> None:

@@ -25,6 +25,7 @@ from mcpd.audit.reader import Reading
 from mcpd.daemon import Daemon
 from protocol import jsonrpc as rpc
 from tests.support.agent import META, Agent, connect, make_config, running
+from tests.support.calls import cancelled
 from tests.support.daemon_http import modern, modern_headers, post
 from tests.support.procs import scripted
 
@@ -264,17 +265,6 @@ async def test_an_agent_that_makes_mcpd_fail_again_and_again_does_not_flood_the_
             monkeypatch.undo()
             await served_on(daemon, agent, bystander)
     assert 1 <= len(failures(caplog)) <= sent // 4
-
-
-async def cancelled() -> trio.Cancelled:
-    with trio.CancelScope() as scope:
-        scope.cancel()
-        try:
-            await trio.lowlevel.checkpoint()
-        except trio.Cancelled as exc:
-            caught = exc
-            raise
-    return caught
 
 
 async def test_only_exceptions_are_answered_and_the_rest_goes_on_up() -> None:
