@@ -29,15 +29,12 @@ from mcpd.servers.handshake import (
 )
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from tests.support.stand_in import Never
 from transports.errors import HttpRPCError, TransportClosed, UnexpectedReply
 
 MODERN = mcp.LATEST_MODERN
 LEGACY = mcp.LATEST_LEGACY
 VERSION_KEY = f"{mcp.RESERVED_META_PREFIX}protocolVersion"
-
-
-class Never:
-    """An answer that never comes."""
 
 
 Outcome = dict[str, Any] | Exception | Never

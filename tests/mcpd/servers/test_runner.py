@@ -9,13 +9,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
 import trio
 import trio.testing
-from msgspec import Raw
 
 from mcpd.config.load import parse
 from mcpd.config.model import Config
@@ -26,58 +25,34 @@ from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.calls import CallRefused
 from mcpd.servers.runner import Runner
-from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import a_call
+from tests.support.stand_in import StandIn
 from transports.base import NotificationHandler, Started, Transport
 from transports.errors import TransportClosed
 
 SECRET = "tok-0123456789abcdef"
 
 
-class Played:
+class Played(StandIn):
     """A legacy server with one tool, ``t``; ``die`` ends its session as a transport
     whose server went away does."""
 
     def __init__(self, stderr: list[str], started: Started | None) -> None:
-        self.era: str | None = None
-        self.closed = trio.Event()
-        self.error: TransportClosed | None = None
-        self.auth = None
-        self.on_request = None
+        super().__init__()
         self.started = started
         self.pid = started.pid if started is not None else None
         self.fail_with: Exception | None = None
         self._stderr = stderr
 
-    async def request(
-        self,
-        method: str,
-        params: Any,
-        *,
-        headers: Mapping[str, str] | None = None,
-        cancellable: bool = True,
-    ) -> Raw:
+    def answer(self, method: str, params: Any) -> Any:
         if self.fail_with is not None:
-            raise self.fail_with
-        answers: dict[str, Any] = {
-            "initialize": {"protocolVersion": mcp.LATEST_LEGACY, "capabilities": {"tools": {}}},
-            "tools/list": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]},
-        }
-        if method not in answers:
-            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, "Method not found")
-        return Raw(json.dumps(answers[method]).encode())
-
-    async def notify(self, method: str, params: Any, **kw: Any) -> None:
-        pass
-
-    def reset_session(self) -> None:
-        pass
-
-    async def listen(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        task_status.started()
+            return self.fail_with
+        if method == "initialize":
+            return {"protocolVersion": mcp.LATEST_LEGACY, "capabilities": {"tools": {}}}
+        if method == "tools/list":
+            return {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+        return super().answer(method, params)
 
     def stderr_tail(self) -> list[str]:
         return list(self._stderr)

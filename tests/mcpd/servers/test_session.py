@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from typing import Any, cast
 
 import msgspec
@@ -28,6 +27,7 @@ from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.runner import Runner
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from tests.support.stand_in import Never, StandIn
 from transports.base import Transport
 from transports.errors import TransportClosed
 
@@ -35,50 +35,16 @@ SECRET = "tok-0123456789abcdef"
 LEGACY_INIT = {"protocolVersion": mcp.LATEST_LEGACY, "capabilities": {"tools": {}}}
 
 
-class Never:
-    """An answer that never comes."""
-
-
-class ScriptedTransport:
+class ScriptedTransport(StandIn):
     """What a session uses of a transport, answering each method from ``answers``
     (a result, an error to raise, or ``Never``)."""
 
     def __init__(self, answers: dict[str, Any]) -> None:
+        super().__init__()
         self.answers = answers
-        self.sent: list[str] = []
-        self.era: str | None = None
-        self.closed = trio.Event()
-        self.error: TransportClosed | None = None
-        self.auth = None
 
-    async def request(
-        self,
-        method: str,
-        params: Any,
-        *,
-        headers: Mapping[str, str] | None = None,
-        cancellable: bool = True,
-    ) -> Raw:
-        self.sent.append(method)
-        answer = self.answers[method]
-        if isinstance(answer, Never):
-            await trio.sleep_forever()
-        if isinstance(answer, Exception):
-            raise answer
-        return Raw(json.dumps(answer).encode())
-
-    async def notify(
-        self, method: str, params: Any, *, headers: Mapping[str, str] | None = None
-    ) -> None:
-        self.sent.append(method)
-
-    def reset_session(self) -> None:
-        pass
-
-    async def listen(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        task_status.started()
+    def answer(self, method: str, params: Any) -> Any:
+        return self.answers[method]
 
 
 def config(era: str = "auto", **daemon: Any) -> Config:

@@ -6,8 +6,7 @@ server's tools away; status, the summary line and the outages say who is down.""
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
@@ -24,45 +23,28 @@ from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import a_call
+from tests.support.stand_in import StandIn
 from transports.base import NotificationHandler, Reply, Transport
 from transports.errors import TransportClosed
 
 
-class Scripted:
+class Scripted(StandIn):
     """A legacy server listing one tool, ``<alias>_tool``; tools/call is kept
     unanswered until the test answers it."""
 
     def __init__(self, alias: str) -> None:
+        super().__init__()
         self.alias = alias
-        self.era: str | None = None
-        self.closed = trio.Event()
-        self.error: TransportClosed | None = None
-        self.auth = None
-        self.on_request = None
-        self.started = None
-        self.pid = None
         self.calls: dict[rpc.Id, Reply] = {}
         self.forgotten: list[str] = []
         self._ids = iter(range(1, 10**6))
 
-    async def request(
-        self,
-        method: str,
-        params: Any,
-        *,
-        headers: Mapping[str, str] | None = None,
-        cancellable: bool = True,
-    ) -> Raw:
-        answers: dict[str, Any] = {
-            "initialize": {"protocolVersion": mcp.LATEST_LEGACY, "capabilities": {"tools": {}}},
-            "tools/list": {"tools": [{"name": f"{self.alias}_tool"}]},
-        }
-        if method not in answers:
-            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, "Method not found")
-        return Raw(json.dumps(answers[method]).encode())
-
-    async def notify(self, method: str, params: Any, **kw: Any) -> None:
-        pass
+    def answer(self, method: str, params: Any) -> Any:
+        if method == "initialize":
+            return {"protocolVersion": mcp.LATEST_LEGACY, "capabilities": {"tools": {}}}
+        if method == "tools/list":
+            return {"tools": [{"name": f"{self.alias}_tool"}]}
+        return super().answer(method, params)
 
     def send(self, method: str, params: Any, reply: Reply, **kw: Any) -> rpc.Id:
         rid = next(self._ids)
@@ -72,17 +54,6 @@ class Scripted:
     def forget(self, rid: rpc.Id, reason: str) -> None:
         self.calls.pop(rid, None)
         self.forgotten.append(reason)
-
-    def reset_session(self) -> None:
-        pass
-
-    async def listen(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        task_status.started()
-
-    def stderr_tail(self) -> list[str]:
-        return []
 
 
 class Servers:
