@@ -6,7 +6,8 @@ and how long a watch waits."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+import subprocess
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,7 +23,7 @@ from mcpd.policy.agent import AgentInfo, user_name
 from mcpd.policy.approvals import ApprovalRequest, Approvals, Verdict
 from protocol import jsonrpc as rpc
 
-# The agent is this process: its session is read from /proc as the decider's is compared.
+# The agent is this process (and, where its session matters, a process of its own).
 AGENT_PID = os.getpid()
 ME = os.getuid()
 OWNER = Peer(pid=10, uid=ME, gid=0, lineage=(10, 1))
@@ -30,7 +31,6 @@ STRANGER = Peer(pid=12, uid=ME + 4242, gid=0)
 A_SERVERS_PROCESS = Peer(pid=13, uid=ME, gid=0, server="notes")
 THE_AGENT = Peer(pid=AGENT_PID, uid=ME, gid=0, lineage=(AGENT_PID, 1))
 STARTED_BY_THE_AGENT = Peer(pid=77, uid=ME, gid=0, lineage=(77, AGENT_PID, 1), session=5)
-IN_ITS_SESSION = Peer(pid=78, uid=ME, gid=0, lineage=(78, 1), session=os.getsid(0))
 
 
 class Conn:
@@ -53,12 +53,12 @@ async def call(api: Api, method: str, params: Any = None, peer: Peer | None = OW
 
 
 @asynccontextmanager
-async def one_waiting(api: Api) -> AsyncIterator[list[Verdict]]:
-    """A call of the agent's (process AGENT_PID) waiting for a person;
+async def one_waiting(api: Api, agent: int = AGENT_PID) -> AsyncIterator[list[Verdict]]:
+    """A call of the agent's (process ``agent``) waiting for a person;
     its verdict, once decided, in the list yielded."""
     verdicts: list[Verdict] = []
     request = ApprovalRequest(
-        agent=AgentInfo(uid=ME, pid=AGENT_PID, connection="c1"),
+        agent=AgentInfo(uid=ME, pid=agent, connection="c1"),
         tool="mcp__git__push",
         server="git",
         original="push",
@@ -102,9 +102,20 @@ async def test_only_the_daemons_user_on_its_socket_may_see_or_decide(
         assert len(api.approvals.list()) == 1 and verdicts == []
 
 
-@pytest.mark.parametrize(
-    "peer", [THE_AGENT, STARTED_BY_THE_AGENT, IN_ITS_SESSION], ids=["itself", "child", "session"]
-)
+@pytest.fixture
+def agent_in_a_session() -> Iterator[int]:
+    """An agent leading a session of its own, as a host started in a terminal does.
+    (The tests' own session may be 0, the mark of one begun outside this PID
+    namespace, which names no session and excludes nobody.)"""
+    agent = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        yield agent.pid
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+@pytest.mark.parametrize("peer", [THE_AGENT, STARTED_BY_THE_AGENT], ids=["itself", "child"])
 async def test_the_agent_that_made_the_call_cannot_decide_it(peer: Peer) -> None:
     api = Api()
     async with one_waiting(api) as verdicts:
@@ -112,6 +123,19 @@ async def test_the_agent_that_made_the_call_cannot_decide_it(peer: Peer) -> None
             await call(api, "mcpd/approvals/decide", {"id": the_id(api), "approve": True}, peer)
         assert refused.value.code == rpc.INVALID_PARAMS
         assert "cannot decide it" in refused.value.message
+        assert len(api.approvals.list()) == 1 and verdicts == []
+
+
+async def test_a_process_in_the_agents_session_cannot_decide_its_call(
+    agent_in_a_session: int,
+) -> None:
+    api = Api()
+    beside = Peer(pid=78, uid=ME, gid=0, lineage=(78, 1), session=agent_in_a_session)
+    async with one_waiting(api, agent_in_a_session) as verdicts:
+        with pytest.raises(rpc.RPCError) as refused:
+            await call(api, "mcpd/approvals/decide", {"id": the_id(api), "approve": True}, beside)
+        assert refused.value.code == rpc.INVALID_PARAMS
+        assert "same session" in refused.value.message
         assert len(api.approvals.list()) == 1 and verdicts == []
 
 
