@@ -27,6 +27,7 @@ from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
 from ..errors import DaemonError
 from ..servers.all_servers import AllServers
+from .agent import Agent
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Control, Lines, Servers
@@ -42,7 +43,7 @@ from .pinsapi import HANDLERS as PINS_HANDLERS
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
-from .toolcall import Agent, Router, list_tools
+from .toolcall import Router, list_tools
 
 if TYPE_CHECKING:
     from .httpapi import HttpApi

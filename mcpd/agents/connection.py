@@ -24,6 +24,7 @@ from protocol.server import RequestContext, ServerSession
 from ..config.model import DaemonConfig
 from ..servers.calls import Call, Outcome
 from ..servers.progress import ProgressSink
+from .agent import Agent
 from .askback import AgentRequests, DirectAsker
 from .askback_driver import may_be_asked
 from .backend import Lines
@@ -35,7 +36,7 @@ from .misbehaviour import Misbehaviour
 from .outbox import Outbox
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
-from .toolcall import Agent, Router
+from .toolcall import Router
 
 _TOOLS_CALL: Final = b'"tools/call"'
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.

@@ -24,6 +24,7 @@ from ..registry.scheme import Sight
 from ..registry.views import ProfileView
 from ..servers.all_servers import AllServers
 from ..servers.calls import Call
+from .agent import Agent
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
 from .backend import Control
@@ -34,7 +35,6 @@ from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .resources import Subscriptions, list_resources, read
 from .rewrite import tool_result
 from .tasks import Tasks
-from .toolcall import Agent
 
 _DEBOUNCE: Final = 0.2
 Handler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]

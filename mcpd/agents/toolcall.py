@@ -15,9 +15,8 @@ person's approval, and every call over HTTP, is awaited in a task instead
 
 from __future__ import annotations
 
-import abc
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
 import msgspec
@@ -26,23 +25,20 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice, surface
-from protocol.server import RequestContext, ServerSession
+from protocol.server import RequestContext
 
 from ..policy.agent import AgentInfo
 from ..servers.all_servers import AllServers
 from ..servers.askback import Asker
 from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
-from ..servers.progress import ProgressSink
-from .askback import AgentRequests, DirectAsker
+from .agent import Agent
 from .askback_driver import AgentSide, AskBackDriver
 from .backend import Servers
 from .callpolicy import Ask, CallPolicy
 from .callrecords import CallRecords, ended, outcome_of
-from .identity import Identity
 from .metatools import NAMES as META_TOOLS
 from .paging import page
-from .profiles import ProfileServers
 from .results import shape_call_result
 from .search_mode import unwrap
 from .unrouted import held_tool, unknown_tool
@@ -56,41 +52,6 @@ _metas: Final = msgspec.json.Decoder(dict[str, Any])
 # The last step before a result is written, for a result that may hold links or task
 # handles: (the call, its result, whether it may hold links) -> the result.
 Finish = Callable[[Call, Raw | dict[str, Any], bool], Raw | dict[str, Any]]
-
-
-class Agent(abc.ABC):
-    """An agent's connection (or HTTP exchange), as its calls need it: the connection
-    derives from this, which keeps it out of this module's imports."""
-
-    session: ServerSession
-    # The request contexts of the _meta it sends again and again, by those bytes.
-    contexts: dict[bytes, RequestContext]
-    profile: ProfileServers
-    owner: object
-    asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
-    refuser: DirectAsker  # answers a server's request for an agent that declared none
-    progress: ProgressSink
-    identity: Identity  # who it is, for the policy and the audit log
-    # The versions of the prompt and resource lists it was last told of (None: it has
-    # not begun to hear of their changes).
-    seen_offered: tuple[int, int] | None = None
-
-    @abc.abstractmethod
-    def finish(self, call: Call, outcome: Outcome) -> None:
-        """A call's one outcome (``servers.calls.Caller``)."""
-
-    @abc.abstractmethod
-    def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
-        """``call``, started without a task, is answered by ``answer`` in a task of
-        its request instead (it waits for a person's decision)."""
-
-    @abc.abstractmethod
-    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
-        """A message for the agent that answers none of its requests."""
-
-    @abc.abstractmethod
-    def news_sender(self) -> Callable[[bytes], None]:
-        """Where what answers no request goes later (a subscribed resource's updates)."""
 
 
 def list_tools(

@@ -16,11 +16,11 @@ import trio
 import trio.testing
 from msgspec import Raw
 
+from mcpd.agents.agent import Agent
 from mcpd.agents.askback import AgentRequests, DirectAsker
 from mcpd.agents.callrecords import CallRecords
 from mcpd.agents.extra_methods import ExtraMethods
 from mcpd.agents.identity import Identity
-from mcpd.agents.toolcall import Agent
 from mcpd.audit.record import CallRecord
 from mcpd.config.load import parse
 from mcpd.config.model import DaemonConfig, NamingConfig, ProfileConfig

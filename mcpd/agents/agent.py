@@ -1,0 +1,54 @@
+"""An agent's connection (or HTTP exchange) as the calls it makes need it: where their
+outcomes go, where a call that must wait for a person is awaited, and what the agent
+is (its session, profile, identity). ``connection.Connection`` derives from it, and so
+do HTTP exchanges; what routes a call (``toolcall``) and what answers the other
+requests (``extra_methods``) know the agent by this alone."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable
+
+from protocol import jsonrpc as rpc
+from protocol.server import RequestContext, ServerSession
+
+from ..servers.calls import Call, Outcome
+from ..servers.progress import ProgressSink
+from .askback import AgentRequests, DirectAsker
+from .identity import Identity
+from .profiles import ProfileServers
+
+
+class Agent(abc.ABC):
+    """An agent's connection (or HTTP exchange), as its calls need it: the connection
+    derives from this, which keeps it out of this module's imports."""
+
+    session: ServerSession
+    # The request contexts of the _meta it sends again and again, by those bytes.
+    contexts: dict[bytes, RequestContext]
+    profile: ProfileServers
+    owner: object
+    asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
+    refuser: DirectAsker  # answers a server's request for an agent that declared none
+    progress: ProgressSink
+    identity: Identity  # who it is, for the policy and the audit log
+    # The versions of the prompt and resource lists it was last told of (None: it has
+    # not begun to hear of their changes).
+    seen_offered: tuple[int, int] | None = None
+
+    @abc.abstractmethod
+    def finish(self, call: Call, outcome: Outcome) -> None:
+        """A call's one outcome (``servers.calls.Caller``)."""
+
+    @abc.abstractmethod
+    def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
+        """``call``, started without a task, is answered by ``answer`` in a task of
+        its request instead (it waits for a person's decision)."""
+
+    @abc.abstractmethod
+    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        """A message for the agent that answers none of its requests."""
+
+    @abc.abstractmethod
+    def news_sender(self) -> Callable[[bytes], None]:
+        """Where what answers no request goes later (a subscribed resource's updates)."""
