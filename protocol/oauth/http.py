@@ -110,6 +110,8 @@ def json_object(response: HttpResponse, what: str) -> dict[str, Any]:
         raise OAuthProtocolError(
             f"{what}: the response (HTTP {response.status}, {kind}) is not JSON"
         ) from None
+    except RecursionError:
+        raise OAuthProtocolError(f"{what}: the response is JSON nested too deeply") from None
     if not isinstance(value, dict):
         raise OAuthProtocolError(f"{what}: the response is JSON but not an object")
     return value

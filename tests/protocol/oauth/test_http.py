@@ -132,3 +132,12 @@ def test_json_that_is_not_an_object(body: bytes) -> None:
     with pytest.raises(OAuthProtocolError, match="JSON but not an object"):
         json_object(json_body(body), "x")
 
+
+@pytest.mark.parametrize("opening", [b"[", b'{"a":'])
+def test_json_nested_beyond_reason_is_a_protocol_error(opening: bytes) -> None:
+    # Deep nesting fits easily under the size limit; it must end as the server's fault,
+    # not as an error the daemon takes for a bug of its own.
+    body = b'{"a": ' + opening * 20_000
+    assert len(body) <= MAX_BODY
+    with pytest.raises(OAuthProtocolError, match=r"token response: .*nested too deeply"):
+        json_object(json_body(body), "token response")
