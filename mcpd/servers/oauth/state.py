@@ -138,8 +138,8 @@ class AuthState:
             logger.info(
                 "%s: the saved login is for %s, not %s; it is not used",
                 self.alias,
-                stored.server_url,
-                self.url,
+                display_url(stored.server_url),
+                display_url(self.url),
                 extra=log_extra(self.alias),
             )
 

@@ -191,6 +191,24 @@ async def test_a_saved_login_is_taken_back_once(tmp_path: Path) -> None:
     assert auth.creds.header == "Bearer at-1" and restored == [True]
 
 
+async def test_a_login_saved_for_another_url_is_not_sent_there_and_its_url_not_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = "https://old:old-pw@mcp.example.com/v1?key=old-key"
+    await OAuthStore(str(tmp_path)).save("srv", stored(old))
+    auth = state(tmp_path, server("https://mcp.example.com/mcp?key=new-key"))
+    restored = []
+    auth.on_tokens = lambda: restored.append(True)
+    with caplog.at_level(logging.INFO, "mcpd.auth"):
+        await auth.load()
+    assert auth.creds.tokens is None and auth.creds.header is None and restored == []
+    assert auth.status()["logged_in"] is False
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "mcpd.auth"]
+    assert "https://mcp.example.com/v1" in line and "https://mcp.example.com/mcp" in line
+    for secret in ("old-pw", "old-key", "new-key"):
+        assert secret not in line
+
+
 async def test_a_login_that_cannot_be_saved_is_kept_in_memory(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
