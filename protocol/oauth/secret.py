@@ -56,6 +56,9 @@ def enc_hook(obj: object) -> object:
 
 
 def dec_hook(kind: type, obj: object) -> object:
-    if kind is Secret and isinstance(obj, str):
-        return Secret(obj)
+    if kind is Secret:
+        if isinstance(obj, str):
+            return Secret(obj)
+        # A file of the wrong shape is the file's fault: msgspec reports it with its path.
+        raise TypeError(f"Expected `str`, got `{type(obj).__name__}`")
     raise NotImplementedError(f"cannot decode {kind!r}")

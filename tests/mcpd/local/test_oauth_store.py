@@ -68,6 +68,10 @@ async def test_a_file_written_without_a_format_is_taken_as_this_one(tmp_path: Pa
         (b"[]", "Expected `object`"),
         (b"null", "Expected `object`"),
         (
+            b'{"server_url": "u", "issuers": {"i": {"tokens": {"access_token": 5}}}}',
+            "issuers",
+        ),
+        (
             b'{"server_url": "u", "issuers": {"i": {"tokens": '
             b'{"access_token": "at-123", "expires_at": "rt-456"}}}}',
             "expires_at",
