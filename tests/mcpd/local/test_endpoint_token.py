@@ -1,0 +1,92 @@
+"""The endpoint's bearer token file on its own: what a token looks like, what counts as
+no token yet, files that cannot be read, and the daemon's view of it following every
+rotation."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from mcpd.local.endpoint_token import (
+    FILE_NAME,
+    TokenError,
+    TokenFile,
+    new_token,
+    read_token,
+    stored_token,
+    token_path,
+    write_token,
+)
+
+
+def private(path: Path, content: bytes) -> Path:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.write_bytes(content)
+    os.chmod(path, 0o600)
+    return path
+
+
+def test_the_token_lives_in_the_state_directory() -> None:
+    assert token_path("/var/lib/mcpd") == f"/var/lib/mcpd/{FILE_NAME}"
+
+
+def test_new_tokens_are_url_safe_and_not_repeated() -> None:
+    tokens = {new_token() for _ in range(50)}
+    assert len(tokens) == 50
+    alphabet = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    assert all(len(t) == 43 and set(t) <= alphabet for t in tokens)
+
+
+def test_a_written_token_is_one_private_line(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "token"
+    assert write_token(str(path), "given-token") == "given-token"
+    assert path.read_bytes() == b"given-token\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    made = write_token(str(path), "")  # nothing given: a new random one
+    assert len(made) == 43 and path.read_bytes() == made.encode() + b"\n"
+
+
+@pytest.mark.parametrize("content", [b"", b"\n", b"  \n\t\n"])
+def test_an_empty_file_is_no_token_yet(tmp_path: Path, content: bytes) -> None:
+    path = private(tmp_path / "token", content)
+    assert stored_token(str(path)) == ""
+    with pytest.raises(TokenError, match=r"no token in .* yet"):
+        read_token(str(path), create=False)
+    made = read_token(str(path))
+    assert len(made) == 43 and stored_token(str(path)) == made
+
+
+def test_surrounding_whitespace_is_not_part_of_the_token(tmp_path: Path) -> None:
+    path = private(tmp_path / "token", b"  tok-1 \r\n")
+    assert stored_token(str(path)) == "tok-1"
+
+
+def test_a_token_that_is_not_ascii_is_refused_without_being_replaced(tmp_path: Path) -> None:
+    path = private(tmp_path / "token", "tökén\n".encode())
+    with pytest.raises(TokenError, match="cannot read the token"):
+        read_token(str(path))
+    assert path.read_bytes() == "tökén\n".encode()
+
+
+def test_a_token_cannot_be_written_where_a_file_stands_for_the_folder(tmp_path: Path) -> None:
+    (tmp_path / "state").write_text("")
+    with pytest.raises(TokenError, match="cannot write the token to"):
+        write_token(str(tmp_path / "state" / "token"))
+
+
+def test_the_daemon_view_follows_rotations_and_creates_a_missing_token(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "token"
+    watched = TokenFile(str(path))
+    first = watched.current()
+    assert first and stored_token(str(path)) == first
+    assert watched.current() == first
+    for _ in range(3):
+        rotated = write_token(str(path))
+        assert watched.current() == rotated
+    path.unlink()
+    again = watched.current()
+    assert again not in ("", rotated) and stored_token(str(path)) == again
