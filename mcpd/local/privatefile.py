@@ -136,10 +136,13 @@ def read_private(path: str, fix: str) -> tuple[bytes, os.stat_result] | None:
                 f"{path} is a symbolic link, which mcpd never writes there; {fix}"
             ) from None
         raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        # Before the descriptor becomes a file object: one refuses a directory itself,
+        # leaving the descriptor open.
+        os.close(fd)
+        raise UnsafeFileError(f"{path} is not a regular file; {fix}")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafeFileError(f"{path} is not a regular file; {fix}")
         if st.st_uid not in trusted_owners():
             raise UnsafeFileError(
                 f"{not_trusted(path, st.st_uid)}, so mcpd does not trust what it says; {fix}"

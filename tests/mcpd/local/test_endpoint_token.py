@@ -72,6 +72,18 @@ def test_a_token_that_is_not_ascii_is_refused_without_being_replaced(tmp_path: P
     assert path.read_bytes() == "tökén\n".encode()
 
 
+def test_a_directory_in_place_of_the_token_is_refused_and_costs_no_descriptor(
+    tmp_path: Path,
+) -> None:
+    # The daemon reads the token at each request: a refusal must not keep a descriptor.
+    (tmp_path / "token").mkdir(mode=0o700)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        with pytest.raises(TokenError, match="not a regular file"):
+            stored_token(str(tmp_path / "token"))
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_a_token_cannot_be_written_where_a_file_stands_for_the_folder(tmp_path: Path) -> None:
     (tmp_path / "state").write_text("")
     with pytest.raises(TokenError, match="cannot write the token to"):
