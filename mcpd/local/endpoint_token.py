@@ -88,6 +88,6 @@ class TokenFile:
             seen = None
         if seen is None or seen != self._seen or not self._token:
             self._token = read_token(self.path)
-            st = os.stat(self.path)
-            self._seen = (st.st_ino, st.st_mtime_ns, st.st_size)
+            # The file as it was before the read: one replaced since is read at the next call.
+            self._seen = seen
         return self._token

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mcpd.local import endpoint_token
 from mcpd.local.endpoint_token import (
     FILE_NAME,
     TokenError,
@@ -102,3 +103,24 @@ def test_the_daemon_view_follows_rotations_and_creates_a_missing_token(tmp_path:
     path.unlink()
     again = watched.current()
     assert again not in ("", rotated) and stored_token(str(path)) == again
+
+
+def test_a_rotation_while_the_token_is_read_is_not_missed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file is replaced after the daemon read it but before it noted which file it
+    # read: the old token must stop working at the next request all the same.
+    path = str(tmp_path / "token")
+    write_token(path, "old-token")
+    real_read = endpoint_token.read_token
+
+    def read_then_rotated(where: str, *, create: bool = True) -> str:
+        token = real_read(where, create=create)
+        write_token(where, "new-token")
+        return token
+
+    watched = TokenFile(path)
+    monkeypatch.setattr(endpoint_token, "read_token", read_then_rotated)
+    assert watched.current() == "old-token"
+    monkeypatch.setattr(endpoint_token, "read_token", real_read)
+    assert watched.current() == "new-token"
