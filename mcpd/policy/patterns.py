@@ -29,8 +29,11 @@ _KINDS: Final = (
 _ALL: Final = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_KINDS)), re.S)
 
 TRIGGER: Final = re.compile(
-    rb"PRIVATE KEY-----|\b(?:AKIA|ASIA)[A-Z0-9]{16}|\bgh[pousr]_|github_pat_|\bxox[abpr]-"
-    rb"|\bsk-|\bAIza"
+    rb"PRIVATE KEY-----|github_pat_"
+    # A word's edge in the text may be an escape in the bytes: a line break ("\n") or
+    # a character written as \uXXXX (a curly quote, a dash) ends in a letter or digit.
+    rb"|(?:\b|\\[bfnrt]|\\u[0-9A-Fa-f]{4})"
+    rb"(?:(?:AKIA|ASIA)[A-Z0-9]{16}|gh[pousr]_|xox[abpr]-|sk-|AIza)"
 )
 
 

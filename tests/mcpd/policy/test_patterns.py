@@ -1,11 +1,17 @@
 """Credential formats found in what a server sends: the kind each marker names, what
-only looks like a credential, key blocks whole or cut off,."""
+only looks like a credential, key blocks whole or cut off, and the cheap trigger on
+the raw bytes, which must find every credential the full patterns would mask in any
+way a JSON encoder writes the text around it."""
 
 from __future__ import annotations
 
+import json
+import re
+
+import msgspec
 import pytest
 
-from mcpd.policy.patterns import FORMAT, kind_marker, redact
+from mcpd.policy.patterns import FORMAT, TRIGGER, kind_marker, redact
 
 KEY_BLOCK = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIB\nAAKCAQ==\n-----END RSA PRIVATE KEY-----"
 CREDENTIALS = [
@@ -78,6 +84,39 @@ def test_a_key_block_cut_off_is_masked_to_the_end_of_the_text() -> None:
 def test_a_key_block_whose_end_line_is_garbled_hides_everything_after_it() -> None:
     out, _ = redacted("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KE\nmore")
     assert out == kind_marker("private key")
+
+
+# What may come just before a credential in a text, and how encoders write it.
+BEFORE = ["", " ", "=", "\n", "\r\n", "\t", "“", "\u00a0", "—", "\x0b", "\\", '"']
+
+
+def encodings(text: str) -> list[bytes]:
+    ascii_only = json.dumps({"text": text})
+    return [
+        ascii_only.encode(),
+        # Some encoders write the hex of \\uXXXX in upper case.
+        re.sub(r"\\u[0-9a-f]{4}", lambda m: m[0][:2] + m[0][2:].upper(), ascii_only).encode(),
+        json.dumps({"text": text}, ensure_ascii=False).encode(),
+        msgspec.json.encode({"text": text}),
+    ]
+
+
+@pytest.mark.parametrize("before", BEFORE)
+@pytest.mark.parametrize(("credential", "kind"), CREDENTIALS)
+def test_the_trigger_finds_every_credential_the_patterns_would_mask(
+    credential: str, kind: str, before: str
+) -> None:
+    text = f"config:{before}{credential}"
+    _, seen = redacted(text)
+    assert seen == [FORMAT + kind], "the case itself is a credential"
+    for raw in encodings(text):
+        assert TRIGGER.search(raw) is not None, raw
+
+
+def test_the_trigger_passes_text_without_any_credential() -> None:
+    for text in ("a plain result", "task-list", "AKIA", "the ask-key flag", "mask-sk"):
+        for raw in encodings(text):
+            assert TRIGGER.search(raw) is None, raw
 
 
 def test_a_flood_of_almost_key_blocks_is_matched_in_one_pass() -> None:
