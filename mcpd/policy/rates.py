@@ -17,6 +17,10 @@ from .rules import Decision
 
 # Past this many buckets, full ones are dropped before another is made.
 PRUNE_AT: Final = 4096
+# The refill is float arithmetic on a clock far from zero: an agent calling again when
+# it was told may be a rounding error short of a whole call, which is no reason to
+# refuse it (and tell it to wait again for next to nothing).
+_SLACK: Final = 1e-6
 
 
 class _Allowance:
@@ -30,7 +34,11 @@ class _Allowance:
     def take(self, now: float) -> float | None:
         if self.bucket.take(now, self.rate.calls, self.per_second):
             return None
-        return (1.0 - self.bucket.tokens) / self.per_second
+        wait = (1.0 - self.bucket.tokens) / self.per_second
+        if wait > _SLACK:
+            return wait
+        self.bucket.tokens -= 1.0
+        return None
 
     def full(self, now: float) -> bool:
         b = self.bucket

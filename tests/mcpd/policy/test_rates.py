@@ -1,5 +1,5 @@
 """Per-rule rate limits, on a clock the tests move: a rule's whole count at once, then
-an even refill; the wait a refused call is told;
+an even refill; the wait a refused call is told, and that waiting it out is enough;
 agents and rules counted apart, however many connections an agent opens; a reload that
 changes a rate; and what is forgotten when many agents come and go."""
 
@@ -27,6 +27,22 @@ def test_a_rules_whole_count_goes_at_once_and_the_next_is_told_its_wait() -> Non
     # Later, less is left to wait; a refused call takes nothing from the bucket.
     assert limits.admit(decision, "a", START + 15) == pytest.approx(5.0)
     assert limits.admit(decision, "a", START + 15) == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize(
+    "rate", ["1/s", "3/s", "7/s", "1/min", "7/min", "13/min", "1/h", "7/h", "3/day", "97/day"]
+)
+def test_an_agent_that_waits_as_long_as_it_was_told_may_call(rate: str) -> None:
+    limits, decision = RateLimits(), rule(rate)
+    now = START + 0.123
+    calls = parse_rate(rate).calls
+    for _ in range(calls):
+        assert limits.admit(decision, "a", now) is None
+    for _ in range(5):
+        wait = limits.admit(decision, "a", now)
+        assert wait is not None and wait > 0
+        now += wait
+        assert limits.admit(decision, "a", now) is None, f"refused again after {wait} s"
 
 
 def test_the_bucket_refills_evenly_and_never_past_the_rules_count() -> None:
