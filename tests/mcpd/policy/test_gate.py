@@ -1,0 +1,240 @@
+"""The policy as the call path meets it: the decision for each call with its rule's
+rate for the calling agent, what a person is shown of a call's arguments (masked, cut,
+whatever the agent sent), and the wait for a person, with approvals remembered for a
+connection."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from mcpd.config.policy import PolicyRule
+from mcpd.config.secrets import HeldSecret
+from mcpd.policy.agent import AgentInfo
+from mcpd.policy.approvals import PER_AGENT, TIMEOUT, ApprovalRequest, Approvals, Verdict
+from mcpd.policy.gate import MAX_SHOWN, REMEMBERED, CallGate
+from mcpd.policy.masking import KnownSecrets, marker
+from mcpd.policy.rules import CallFacts
+
+AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
+SECRET = "tok-9f8e7d6c5b4a3210"
+WHERE = "servers.github.env.GITHUB_TOKEN"
+
+
+def facts(name: str = "mcp__github__merge", original: str = "merge") -> CallFacts:
+    return CallFacts(name=name, server="github", original=original, profile="default")
+
+
+def gate(*rules: dict[str, Any], now: list[float] | None = None) -> CallGate:
+    known = KnownSecrets()
+    known.replace("config", [HeldSecret(WHERE, SECRET)])
+    clock = now if now is not None else [0.0]
+    g = CallGate(Approvals(), known, clock=lambda: clock[0])
+    g.configure([msgspec.convert(r, PolicyRule) for r in rules])
+    return g
+
+
+async def waiting(approvals: Approvals, count: int) -> None:
+    while len(approvals.list()) < count:
+        await approvals.wait_change(approvals.version)
+
+
+# -- decisions --
+
+
+def test_no_rules_allow_every_call_and_count_nothing() -> None:
+    g = gate()
+    assert g.empty
+    for _ in range(100):
+        assert g.decide(facts(), AGENT).action == "allow"
+    assert len(g.rates) == 0
+
+
+def test_a_rate_refuses_past_its_count_with_the_wait_and_counts_each_agent_apart() -> None:
+    now = [100.0]
+    g = gate({"action": "allow", "rate": "2/min"}, now=now)
+    assert [g.decide(facts(), AGENT).action for _ in range(2)] == ["allow", "allow"]
+    refused = g.decide(facts(), AGENT)
+    assert (refused.action, refused.limited, refused.rule) == ("deny", pytest.approx(30.0), 0)
+    # Another process is another agent; the same process on a new connection is not.
+    assert g.decide(facts(), msgspec.structs.replace(AGENT, pid=4243)).action == "allow"
+    again = msgspec.structs.replace(AGENT, connection="c2")
+    assert g.decide(facts(), again).action == "deny"
+    now[0] += 30.0
+    assert g.decide(facts(), AGENT).action == "allow"
+
+
+def test_an_ask_rule_with_a_rate_counts_the_calls_it_asks_about() -> None:
+    g = gate({"action": "ask", "rate": "1/h"})
+    assert g.decide(facts(), AGENT).action == "ask"
+    limited = g.decide(facts(), AGENT)
+    assert limited.action == "deny" and limited.limited == pytest.approx(3600.0)
+
+
+def test_a_denied_call_takes_nothing_from_a_later_rules_rate() -> None:
+    g = gate(
+        {"action": "deny", "tools": ["*/delete_*"]},
+        {"action": "allow", "rate": "1/min"},
+    )
+    for _ in range(10):
+        assert g.decide(facts("mcp__github__delete_repo", "delete_repo"), AGENT).action == "deny"
+    assert g.decide(facts(), AGENT).action == "allow"
+
+
+def test_a_deny_rule_is_met_under_either_name_of_the_tool() -> None:
+    # A profile may name a tool anything; the rule on the server's own name still holds.
+    g = gate({"action": "deny", "tools": ["github/delete_*"]})
+    for name in ("mcp__github__delete_repo", "renamed_harmless", "DELETE_REPO"):
+        assert g.decide(facts(name, "delete_repo"), AGENT).action == "deny", name
+
+
+# -- what a person is shown --
+
+
+def shown(g: CallGate, arguments: bytes | None) -> str:
+    return g.shown_arguments(arguments)
+
+
+def test_arguments_are_shown_compact_with_mcpds_secrets_masked_keys_too() -> None:
+    g = gate()
+    raw = json.dumps({"repo": "x", "auth": SECRET, SECRET: [1, {"t": f"Bearer {SECRET}"}]})
+    text = shown(g, raw.encode())
+    assert SECRET not in text
+    assert json.loads(text) == {
+        "repo": "x",
+        "auth": marker(WHERE),
+        marker(WHERE): [1, {"t": f"Bearer {marker(WHERE)}"}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        (None, "{}"),
+        (b"", "{}"),
+        (b"{not json", "(not valid JSON)"),
+        (b"\xff\xfe", "(not valid JSON)"),
+    ],
+)
+def test_missing_or_broken_arguments_are_shown_as_such(raw: bytes | None, text: str) -> None:
+    assert shown(gate(), raw) == text
+
+
+def test_long_arguments_are_cut_after_masking_so_no_part_of_a_secret_shows() -> None:
+    g = gate()
+    # The secret straddles the cut: masked first, so none of it is shown.
+    pad = "a" * (MAX_SHOWN - len('{"k":"') - 5)
+    text = shown(g, json.dumps({"k": pad + SECRET + "b" * 50_000}).encode())
+    assert SECRET[:5] not in text
+    assert text.endswith(" more characters)")
+    head, _, _ = text.partition("…")
+    assert len(head) == MAX_SHOWN
+    shown_count = int(text.rsplit("(", 1)[1].split()[0])
+    full = json.dumps({"k": pad + marker(WHERE) + "b" * 50_000}, separators=(",", ":"))
+    assert shown_count == len(full) - MAX_SHOWN
+
+
+def test_the_request_names_the_tool_both_ways_with_the_rule_and_its_reason() -> None:
+    g = gate({"action": "ask", "reason": "merging needs a person"})
+    f = facts("renamed_merge", "merge")
+    decision = g.decide(f, AGENT)
+    req = g.request(f, AGENT, decision, b'{"pr": 7}')
+    assert req == ApprovalRequest(
+        agent=AGENT,
+        tool="renamed_merge",
+        server="github",
+        original="merge",
+        arguments='{"pr":7}',
+        rule=0,
+        reason="merging needs a person",
+    )
+
+
+# -- the wait --
+
+
+async def decide_first(g: CallGate, call: Any, approve: bool) -> Verdict:
+    """Start ``call``, decide the request it makes as the operator, return its verdict."""
+    out: list[Verdict] = []
+
+    async def run() -> None:
+        out.append(await call())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        await waiting(g.approvals, 1)
+        g.approvals.decide(g.approvals.list()[0].id, approve, "operator")
+    return out[0]
+
+
+async def test_an_approval_is_remembered_only_when_the_rule_says_so(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    remembers = gate({"action": "ask", "remember": "connection"})
+    forgets = gate({"action": "ask"})
+    for g, expected in ((remembers, REMEMBERED), (forgets, TIMEOUT)):
+        decision = g.decide(facts(), AGENT)
+        first = await decide_first(g, lambda: g.ask(facts(), AGENT, decision, b"{}"), True)  # noqa: B023
+        assert first.approved
+        assert (await g.ask(facts(), AGENT, decision, b"{}")).by == expected
+
+
+async def test_a_denial_is_never_remembered(autojump_clock: trio.testing.MockClock) -> None:
+    g = gate({"action": "ask", "remember": "connection"})
+    decision = g.decide(facts(), AGENT)
+    denied = await decide_first(g, lambda: g.ask(facts(), AGENT, decision, b"{}"), False)
+    assert denied.outcome == "denied"
+    assert (await g.ask(facts(), AGENT, decision, b"{}")).by == TIMEOUT
+
+
+async def test_a_remembered_approval_covers_that_tool_of_that_rule_alone(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    g = gate({"action": "ask", "remember": "connection"})
+    decision = g.decide(facts(), AGENT)
+    await decide_first(g, lambda: g.ask(facts(), AGENT, decision, b"{}"), True)
+    other_tool = facts("mcp__github__delete_repo", "delete_repo")
+    assert (await g.ask(other_tool, AGENT, decision, b"{}")).by == TIMEOUT
+    # The same tool under another name (a profile's naming) is the same tool.
+    renamed = facts("gh_merge", "merge")
+    assert (await g.ask(renamed, AGENT, decision, b"{}")).by == REMEMBERED
+
+
+async def test_an_agent_with_too_many_calls_waiting_is_told_so_not_held(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    g = gate({"action": "ask"})
+    decision = g.decide(facts(), AGENT)
+    async with trio.open_nursery() as nursery:
+        for _ in range(PER_AGENT):
+            nursery.start_soon(g.ask, facts(), AGENT, decision, b"{}")
+        await waiting(g.approvals, PER_AGENT)
+        start = trio.current_time()
+        verdict = await g.ask(facts(), AGENT, decision, b"{}")
+        assert trio.current_time() == start
+        nursery.cancel_scope.cancel()
+    assert (verdict.outcome, verdict.by) == ("unanswered", "mcpd")
+    assert verdict.reason is not None and "already wait" in verdict.reason
+
+
+async def test_the_agents_user_may_decide_and_the_approval_is_remembered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    g = gate({"action": "ask", "remember": "connection"})
+    decision = g.decide(facts(), AGENT)
+    asked: list[ApprovalRequest] = []
+
+    async def user(request: ApprovalRequest) -> Verdict | None:
+        asked.append(request)
+        return Verdict("approved", "the agent's user")
+
+    verdict = await g.ask(facts(), AGENT, decision, b'{"k": 1}', user)
+    assert verdict.by == "the agent's user"
+    assert [r.arguments for r in asked] == ['{"k":1}']
+    assert (await g.ask(facts(), AGENT, decision, b"{}", user)).by == REMEMBERED
+    assert len(asked) == 1
