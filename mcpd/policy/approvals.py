@@ -239,3 +239,7 @@ class Approvals:
     def forget(self, connection: str) -> None:
         """The connection ended: what was approved for it goes with it."""
         self._remembered.pop(connection, None)
+
+    def forget_all(self) -> None:
+        """The rules changed: what was approved under them holds no more."""
+        self._remembered.clear()

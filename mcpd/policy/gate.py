@@ -39,11 +39,17 @@ class CallGate:
         self.secrets = secrets
         self._clock = clock
         self.policy = Policy()
+        self._rules: tuple[PolicyRule, ...] = ()
         self.empty = True
         self.rates = RateLimits()
 
     def configure(self, rules: Sequence[PolicyRule]) -> None:
         """The config's rules, at start and after each reload."""
+        # An approval is remembered under its rule's index: once the rules differ, that
+        # index may name another rule, one the person never approved anything under.
+        if tuple(rules) != self._rules:
+            self.approvals.forget_all()
+        self._rules = tuple(rules)
         self.policy = Policy(rules)
         # No rules: every call is allowed, and nothing about it need be looked up.
         self.empty = self.policy.empty

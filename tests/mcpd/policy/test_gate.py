@@ -1,7 +1,7 @@
 """The policy as the call path meets it: the decision for each call with its rule's
 rate for the calling agent, what a person is shown of a call's arguments (masked, cut,
 whatever the agent sent), and the wait for a person, with approvals remembered for a
-connection."""
+connection only as long as the rules that granted them stand."""
 
 from __future__ import annotations
 
@@ -203,6 +203,38 @@ async def test_a_remembered_approval_covers_that_tool_of_that_rule_alone(
     # The same tool under another name (a profile's naming) is the same tool.
     renamed = facts("gh_merge", "merge")
     assert (await g.ask(renamed, AGENT, decision, b"{}")).by == REMEMBERED
+
+
+async def test_rules_changed_by_a_reload_are_asked_again_not_answered_by_old_approvals(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    g = gate({"action": "ask", "remember": "connection", "tools": ["github/merge"]})
+    decision = g.decide(facts(), AGENT)
+    await decide_first(g, lambda: g.ask(facts(), AGENT, decision, b"{}"), True)
+    assert (await g.ask(facts(), AGENT, decision, b"{}")).by == REMEMBERED
+    # The operator puts a stricter rule first: what it asks about, a person decides.
+    g.configure(
+        [
+            PolicyRule(action="ask", reason="a person decides every call today"),
+            PolicyRule(action="ask", remember="connection", tools=["github/merge"]),
+        ]
+    )
+    stricter = g.decide(facts(), AGENT)
+    assert stricter.rule == 0
+    verdict = await g.ask(facts(), AGENT, stricter, b"{}")
+    assert verdict.by == TIMEOUT
+
+
+async def test_a_reload_that_keeps_the_rules_keeps_what_was_approved(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    rules = [PolicyRule(action="ask", remember="connection")]
+    g = gate()
+    g.configure(rules)
+    decision = g.decide(facts(), AGENT)
+    await decide_first(g, lambda: g.ask(facts(), AGENT, decision, b"{}"), True)
+    g.configure(list(rules))
+    assert (await g.ask(facts(), AGENT, decision, b"{}")).by == REMEMBERED
 
 
 async def test_an_agent_with_too_many_calls_waiting_is_told_so_not_held(
