@@ -1,0 +1,127 @@
+"""What a model reads when the policy stops a call, and what a program reads in its
+``_meta``: a denial, a rate limit with when the call may be made again, and each way
+an ``ask`` can end without approval."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from mcpd.config.policy import Rate
+from mcpd.policy import refusals
+from mcpd.policy.approvals import TIMEOUT, Verdict
+from mcpd.policy.refusals import META_KEY
+from mcpd.policy.rules import CallFacts, Decision
+from protocol import mcp
+
+FACTS = CallFacts(name="mcp__github__merge", server="github", original="merge", profile="default")
+# A wall clock that is not on a whole second, as it almost never is.
+NOW = 1_800_000_000.7
+
+
+def text_of(result: mcp.CallToolResult) -> str:
+    [content] = result.content
+    assert isinstance(content, mcp.TextContent)
+    return content.text
+
+
+def meta_of(result: mcp.CallToolResult) -> dict[str, Any]:
+    assert isinstance(result.meta, dict)
+    meta = result.meta[META_KEY]
+    assert isinstance(meta, dict)
+    return meta
+
+
+@pytest.fixture
+def wall(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(refusals.time, "time", lambda: NOW)
+
+
+def test_a_denial_says_policy_not_outage_with_the_rule_and_its_reason() -> None:
+    decision = Decision(action="deny", rule=2, reason="merging is done by people")
+    result = refusals.denied(FACTS, decision)
+    assert result.isError is True
+    text = text_of(result)
+    assert "does not allow calls to 'mcp__github__merge' (rule policy[2])" in text
+    assert ": merging is done by people." in text and "not an outage" in text
+    assert meta_of(result) == {"decision": "deny", "rule": 2, "reason": "merging is done by people"}
+
+
+def test_a_denial_without_a_reason_leaves_it_out_of_text_and_meta() -> None:
+    result = refusals.denied(FACTS, Decision(action="deny", rule=0))
+    assert "(rule policy[0]). This is a rule" in text_of(result)
+    assert meta_of(result) == {"decision": "deny", "rule": 0}
+
+
+def limited(wait: float, rate: Rate | None = None) -> mcp.CallToolResult:
+    decision = Decision(action="deny", rule=1, rate=rate or Rate(1, 60.0), limited=wait)
+    return refusals.limited(FACTS, decision)
+
+
+def told_wait(result: mcp.CallToolResult) -> int:
+    text = text_of(result)
+    return int(text.split("may call it again in ", 1)[1].split(" s", 1)[0])
+
+
+def retry_at(result: mcp.CallToolResult) -> float:
+    return datetime.fromisoformat(meta_of(result)["retry_at"]).timestamp()
+
+
+@pytest.mark.usefixtures("wall")
+def test_a_rate_limit_says_the_rule_its_rate_and_that_it_is_not_an_outage() -> None:
+    result = limited(12.0, Rate(30, 60.0))
+    text = text_of(result)
+    assert result.isError is True
+    assert "at most 30 calls a minute (rule policy[1])" in text
+    assert "in 12 s" in text and "not an outage" in text and "other tools keep working" in text
+    meta = meta_of(result)
+    assert (meta["decision"], meta["rule"]) == ("limited", 1)
+    assert "reason" not in meta
+    # The clock time in the text and the one in the meta are the same moment.
+    local = datetime.fromtimestamp(retry_at(result)).strftime("%H:%M:%S")
+    assert f"(at {local})" in text
+
+
+def test_nobody_deciding_in_time_says_to_call_again_with_the_user_there() -> None:
+    decision = Decision(action="ask", rule=0, timeout=300.0)
+    verdict = Verdict("unanswered", TIMEOUT, "nobody decided within 300 s")
+    result = refusals.not_approved(FACTS, decision, verdict)
+    text = text_of(result)
+    assert "Nobody approved the call to 'mcp__github__merge' within 300 s" in text
+    assert "was not sent to the server" in text
+    assert meta_of(result) == {
+        "decision": "unanswered",
+        "rule": 0,
+        "reason": "nobody decided within 300 s",
+        "by": TIMEOUT,
+    }
+
+
+def test_a_call_that_could_not_wait_says_why() -> None:
+    verdict = Verdict("unanswered", "mcpd", "32 calls of this agent already wait")
+    text = text_of(refusals.not_approved(FACTS, Decision(action="ask", rule=0), verdict))
+    assert "could not wait for one: 32 calls of this agent already wait." in text
+    assert "Nobody approved" not in text
+
+
+@pytest.mark.parametrize(
+    ("reason", "shown"),
+    [
+        (None, "was denied by uid 1000 (alice). It was not sent"),
+        ("denied", "was denied by uid 1000 (alice). It was not sent"),
+        ("not on a Friday", "was denied by uid 1000 (alice): not on a Friday. It was not"),
+    ],
+)
+def test_a_denial_by_a_person_names_them_and_their_reason(reason: str | None, shown: str) -> None:
+    verdict = Verdict("denied", "uid 1000 (alice)", reason)
+    result = refusals.not_approved(FACTS, Decision(action="ask", rule=3), verdict)
+    text = text_of(result)
+    assert shown in text and "Do not call it again unless the user asks" in text
+    meta = meta_of(result)
+    assert (meta["decision"], meta["by"], meta.get("reason")) == (
+        "denied",
+        "uid 1000 (alice)",
+        reason,
+    )
