@@ -20,7 +20,7 @@ PRUNE_AT: Final = 4096
 # The refill is float arithmetic on a clock far from zero: an agent calling again when
 # it was told may be a rounding error short of a whole call, which is no reason to
 # refuse it (and tell it to wait again for next to nothing).
-_SLACK: Final = 1e-6
+SLACK: Final = 1e-6
 
 
 class _Allowance:
@@ -35,7 +35,7 @@ class _Allowance:
         if self.bucket.take(now, self.rate.calls, self.per_second):
             return None
         wait = (1.0 - self.bucket.tokens) / self.per_second
-        if wait > _SLACK:
+        if wait > SLACK:
             return wait
         self.bucket.tokens -= 1.0
         return None

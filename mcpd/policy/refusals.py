@@ -4,6 +4,7 @@ carries the same for programs."""
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -11,6 +12,7 @@ from typing import Any, Final
 from protocol import mcp
 
 from .approvals import TIMEOUT, Verdict
+from .rates import SLACK
 from .rules import CallFacts, Decision
 
 META_KEY: Final = "mcpd/policy"
@@ -38,11 +40,13 @@ def limited(facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
     """The rule's rate refused the call (``decision.limited`` is set)."""
     assert decision.rate is not None and decision.limited is not None
     wait = decision.limited
-    at = time.time() + wait
+    # Whole seconds, rounded up: an agent that calls again at the time it is told
+    # is let through, not refused again a fraction of a second early.
+    at = math.ceil(time.time() + wait - SLACK)
     text = (
         f"mcpd's policy lets each agent call '{facts.name}' at most "
         f"{decision.rate.words()} (rule {decision.by}), and this agent has reached that. "
-        f"It may call it again in {max(1, round(wait))} s (at "
+        f"It may call it again in {max(1, math.ceil(wait - SLACK))} s (at "
         f"{datetime.fromtimestamp(at).strftime('%H:%M:%S')}). This is a limit, not an "
         "outage: the call was not sent, and other tools keep working."
     )

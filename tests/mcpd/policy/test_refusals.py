@@ -1,6 +1,6 @@
 """What a model reads when the policy stops a call, and what a program reads in its
-``_meta``: a denial, a rate limit with when the call may be made again, and each way
-an ``ask`` can end without approval."""
+``_meta``: a denial, a rate limit with when the call may be made again (never a time at
+which it would be refused again), and each way an ``ask`` can end without approval."""
 
 from __future__ import annotations
 
@@ -67,6 +67,16 @@ def told_wait(result: mcp.CallToolResult) -> int:
 
 def retry_at(result: mcp.CallToolResult) -> float:
     return datetime.fromisoformat(meta_of(result)["retry_at"]).timestamp()
+
+
+@pytest.mark.usefixtures("wall")
+@pytest.mark.parametrize("wait", [0.0001, 0.4, 1.0, 1.4, 2.5, 37.11, 59.999, 3600.0, 86399.3])
+def test_a_rate_limit_never_tells_a_time_at_which_the_call_is_refused_again(wait: float) -> None:
+    result = limited(wait)
+    assert told_wait(result) >= wait
+    assert told_wait(result) < wait + 1
+    assert retry_at(result) >= NOW + wait
+    assert retry_at(result) < NOW + wait + 1
 
 
 @pytest.mark.usefixtures("wall")
