@@ -1,0 +1,262 @@
+"""The policy's step on the call path, called directly on a routed call: what the rules
+see of a listed tool (its name under the profile's naming, its server's own name, its
+annotations only when its server is trusted), what the call's record is told, and the
+wait for a person: the agent's user when it declared it can be asked, the operator
+otherwise, and an agent whose answer cannot be read or never comes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+from msgspec import UNSET, Raw
+
+from mcpd.agents.askback import TOKEN_PREFIX, Flow, Park, Parks
+from mcpd.agents.callpolicy import Ask, CallPolicy
+from mcpd.agents.profiles import ProfileServers
+from mcpd.config.load import parse
+from mcpd.config.model import NamingConfig
+from mcpd.config.policy import PolicyRule
+from mcpd.policy.agent import AgentInfo
+from mcpd.policy.approvals import TIMEOUT, Approvals
+from mcpd.policy.gate import CallGate
+from mcpd.policy.masking import KnownSecrets
+from mcpd.registry.catalog import Catalog
+from mcpd.registry.shown import Entry
+from mcpd.servers.all_servers import AllServers
+from mcpd.servers.calls import Call
+from mcpd.servers.supervisor import Supervisor
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.server import RequestContext
+from tests.support.calls import Outcomes
+
+AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", connection="c1")
+# What a server that wants its tool waved through claims of it.
+HARMLESS = {"readOnlyHint": True, "destructiveHint": False}
+ELICITATION = {"elicitation": {"form": {}}}
+
+
+def profile(trusted: dict[str, bool]) -> ProfileServers:
+    catalog = Catalog(NamingConfig())
+    config = parse({"servers": {alias: {"command": "x"} for alias in trusted}}, env={})
+    base = AllServers(Supervisor(config, catalog), catalog)
+    servers = ProfileServers(base, base.view_of("default"))
+    for alias, is_trusted in trusted.items():
+        sent = {"name": "delete_repo", "inputSchema": {"type": "object"}, "annotations": HARMLESS}
+        tool = msgspec.json.decode(msgspec.json.encode(sent), type=mcp.Tool)
+        servers.view.registry.update(alias, [tool], trusted=is_trusted)
+    return servers
+
+
+def entry_of(servers: ProfileServers, alias: str) -> Entry:
+    [found] = [e for e in servers.view.registry.entries() if e.alias == alias]
+    return found
+
+
+def policy(*rules: dict[str, Any]) -> CallPolicy:
+    gate = CallGate(Approvals(), KnownSecrets(), clock=lambda: 0.0)
+    gate.configure([msgspec.convert(r, PolicyRule) for r in rules])
+    return CallPolicy(gate, Parks())
+
+
+def a_call(
+    arguments: Raw | Any = UNSET,
+    capabilities: dict[str, Any] | None = None,
+    state: Raw | Any = UNSET,
+) -> Call:
+    ctx = RequestContext("legacy", "2025-11-25", {}, capabilities or {})
+    return Call(0, "delete_repo", arguments, Outcomes(), ctx, request_state=state)
+
+
+# -- the decision --
+
+
+def test_an_allowed_call_goes_on_with_its_rule_recorded() -> None:
+    servers = profile({"gh": False})
+    call = a_call()
+    assert (
+        policy({"action": "allow", "tools": ["gh/*"]}).decide(
+            call, entry_of(servers, "gh"), servers, AGENT
+        )
+        is None
+    )
+    assert (call.decision, call.decided_by, call.refusal) == ("allow", "policy[0]", None)
+
+
+def test_a_denied_call_ends_with_a_result_and_its_record_says_by_what() -> None:
+    servers = profile({"gh": False})
+    call = a_call()
+    p = policy({"action": "deny", "tools": ["gh/delete_*"], "reason": "people delete"})
+    result = p.decide(call, entry_of(servers, "gh"), servers, AGENT)
+    assert isinstance(result, mcp.CallToolResult) and result.isError is True
+    assert (call.decision, call.decided_by) == ("deny", "policy[0]")
+    assert call.refusal == "denied by policy[0]: people delete"
+
+
+def test_a_deny_rule_on_the_name_the_agent_sees_holds_too() -> None:
+    servers = profile({"gh": False})
+    entry = entry_of(servers, "gh")
+    assert entry.local != entry.original  # the profile's naming puts the server in it
+    p = policy({"action": "deny", "tools": [entry.local]})
+    assert isinstance(p.decide(a_call(), entry, servers, AGENT), mcp.CallToolResult)
+
+
+def test_a_rate_limited_call_is_recorded_as_limited_not_denied() -> None:
+    servers = profile({"gh": False})
+    p = policy({"action": "allow", "rate": "1/h"})
+    entry = entry_of(servers, "gh")
+    assert p.decide(a_call(), entry, servers, AGENT) is None
+    call = a_call()
+    result = p.decide(call, entry, servers, AGENT)
+    assert isinstance(result, mcp.CallToolResult)
+    assert (call.decision, call.refusal) == ("limited", "over the rate of policy[0]")
+
+
+@pytest.mark.parametrize(("trusted", "action"), [(False, "deny"), (True, "allow")])
+def test_a_servers_word_that_its_tool_is_harmless_counts_only_if_it_is_trusted(
+    trusted: bool, action: str
+) -> None:
+    servers = profile({"gh": trusted})
+    p = policy(
+        {"action": "allow", "annotations": {"readOnlyHint": True}},
+        {"action": "deny", "reason": "not read-only"},
+    )
+    call = a_call()
+    p.decide(call, entry_of(servers, "gh"), servers, AGENT)
+    assert call.decision == action
+
+
+def test_an_ask_carries_what_the_rules_saw_of_the_tool() -> None:
+    servers = profile({"gh": True, "notes": False})
+    p = policy({"action": "ask", "servers": ["gh"]})
+    entry = entry_of(servers, "gh")
+    ask = p.decide(a_call(), entry, servers, AGENT)
+    assert isinstance(ask, Ask)
+    assert (ask.facts.name, ask.facts.server, ask.facts.original) == (
+        entry.local,
+        "gh",
+        "delete_repo",
+    )
+    assert ask.facts.trusted and ask.decision.rule == 0
+    assert p.decide(a_call(), entry_of(servers, "notes"), servers, AGENT) is None
+
+
+# -- a retry that brings an answer --
+
+
+def test_only_a_retry_naming_mcpds_own_state_continues_another_call() -> None:
+    p = policy({"action": "deny"})
+    assert not p.continues(a_call())
+    # A server's own requestState is the server's business: the call meets the rules.
+    assert not p.continues(a_call(state=Raw(b'"server-state-1"')))
+    assert not p.continues(a_call(state=Raw(b"{not json")))
+    # mcpd's token for an ask that is over: not the rules' to decide (it is refused).
+    expired = a_call(state=Raw(msgspec.json.encode(TOKEN_PREFIX + "gone")))
+    assert p.continues(expired) and not expired.recorded
+    park = Park(Flow(object(), "tools/call", "delete_repo", 1), "mcpd_1", "x", None)
+    p._parks.open(park)
+    waiting = a_call(state=Raw(msgspec.json.encode(park.token)))
+    assert p.continues(waiting) and waiting.recorded
+
+
+# -- the wait --
+
+
+class User:
+    """An agent's side as the policy asks it: its user's answer, or an error."""
+
+    direct = True
+
+    def __init__(self, answer: Raw | rpc.RPCError | dict[str, Any]) -> None:
+        self.owner = object()
+        self.answer = answer
+        self.asked: list[tuple[str, Any]] = []
+
+    async def ask(self, method: str, params: object) -> object:
+        self.asked.append((method, params))
+        if isinstance(self.answer, rpc.RPCError):
+            raise self.answer
+        return self.answer
+
+
+def asked(p: CallPolicy, servers: ProfileServers) -> Ask:
+    ask = p.decide(a_call(), entry_of(servers, "gh"), servers, AGENT)
+    assert isinstance(ask, Ask)
+    return ask
+
+
+async def test_the_agents_user_approves_and_is_shown_the_arguments(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = profile({"gh": False})
+    p = policy({"action": "ask", "reason": "deleting"})
+    user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
+    call = a_call(Raw(b'{"repo": "x"}'), ELICITATION)
+    assert await p.ask(call, AGENT, asked(p, servers), user) is None
+    assert (call.decision, call.decided_by) == ("approved", "the agent's user")
+    [(method, params)] = user.asked
+    assert method == "elicitation/create" and '{"repo":"x"}' in params["message"]
+
+
+async def test_an_agent_that_did_not_declare_elicitation_is_not_asked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = profile({"gh": False})
+    p = policy({"action": "ask", "timeout": 30})
+    user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
+    call = a_call()
+    result = await p.ask(call, AGENT, asked(p, servers), user)
+    assert user.asked == []
+    assert isinstance(result, mcp.CallToolResult)
+    assert (call.decision, call.decided_by) == ("unanswered", TIMEOUT)
+    assert call.refusal == "unanswered by timeout: nobody decided within 30 s"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Raw(b'{"action": "accept", "content": {"decision": "APPROVE"}}'),
+        Raw(b'{"action": "accept", "content": {"decision": "approve "}}'),
+        Raw(b'{"action": "accept"}'),
+        Raw(b'"approve"'),
+        # An asker that hands back what is not the raw answer is not read as one.
+        {"action": "accept", "content": {"decision": "approve"}},
+    ],
+)
+async def test_only_an_explicit_approval_from_the_agent_approves(
+    answer: Any, autojump_clock: trio.testing.MockClock
+) -> None:
+    servers = profile({"gh": False})
+    p = policy({"action": "ask"})
+    call = a_call(capabilities=ELICITATION)
+    result = await p.ask(call, AGENT, asked(p, servers), User(answer))
+    assert isinstance(result, mcp.CallToolResult)
+    assert (call.decision, call.decided_by) == ("denied", "the agent's user")
+    assert call.refusal is not None and call.refusal.startswith("denied by the agent's user")
+
+
+async def test_an_agent_that_cannot_answer_leaves_the_call_to_the_operator(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = profile({"gh": False})
+    p = policy({"action": "ask"})
+    call = a_call(capabilities=ELICITATION)
+    user = User(rpc.RPCError(-32601, "no elicitation here"))
+    approvals = p.gate.approvals
+    async with trio.open_nursery() as nursery:
+
+        async def operator() -> None:
+            while not approvals.list():
+                await approvals.wait_change(approvals.version)
+            approvals.decide(approvals.list()[0].id, False, "uid 0 (root)", "not today")
+
+        nursery.start_soon(operator)
+        result = await p.ask(call, AGENT, asked(p, servers), user)
+    assert len(user.asked) == 1
+    assert isinstance(result, mcp.CallToolResult)
+    assert (call.decision, call.decided_by) == ("denied", "uid 0 (root)")
+    assert call.refusal == "denied by uid 0 (root): not today"
