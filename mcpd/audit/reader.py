@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from typing import Final
+from typing import BinaryIO, Final
 
 import msgspec
 
@@ -15,6 +15,9 @@ from .log import FILE_NAME
 from .record import CallRecord, Gap
 
 _ROTATED: Final = re.compile(re.escape(FILE_NAME) + r"\.([0-9]{1,4})\Z")
+# A line longer than any record the daemon writes is garbage (another process's, or a
+# crash's run of zeros): it is passed over, never held whole.
+MAX_LINE: Final = 64 * 1024 * 1024
 _records: Final = msgspec.json.Decoder(CallRecord)
 _gaps: Final = msgspec.json.Decoder(Gap)
 
@@ -39,8 +42,9 @@ def log_files(directory: str) -> list[str]:
 class Reading:
     """The records of a directory's audit files, and what could not be read."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, max_line: int = MAX_LINE) -> None:
         self.files = log_files(directory)
+        self.max_line = max_line
         self.unreadable = 0  # lines that are no record (one cut short by a crash)
         self.dropped = 0  # records the daemon counted but could not write
 
@@ -51,7 +55,10 @@ class Reading:
             except FileNotFoundError:
                 continue  # rotated away while we read
             with f:
-                for line in f:
+                for line in _lines(f, self.max_line):
+                    if line is None:
+                        self.unreadable += 1
+                        continue
                     record = self._decode(line)
                     if record is not None:
                         yield record
@@ -68,6 +75,18 @@ class Reading:
         except (msgspec.DecodeError, msgspec.ValidationError):
             self.unreadable += 1
         return None
+
+
+def _lines(f: BinaryIO, limit: int) -> Iterator[bytes | None]:
+    """The lines of ``f``, and None for each longer than ``limit`` bytes (its line
+    feed aside), which is read past in pieces of that size."""
+    while line := f.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while (rest := f.readline(limit)) and not rest.endswith(b"\n"):
+            pass
+        yield None
 
 
 class Choice(msgspec.Struct, frozen=True, kw_only=True):

@@ -5,6 +5,7 @@ another process appended (however long); gaps the daemon noted; and the filters.
 from __future__ import annotations
 
 import os
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,38 @@ def test_gaps_are_summed_and_are_no_records(tmp_path: Path) -> None:
     reading = Reading(str(tmp_path))
     assert names(reading) == ["mcp__gh__tool1"]
     assert (reading.dropped, reading.unreadable) == (12, 0)
+
+
+def test_a_huge_line_of_garbage_is_passed_over_without_holding_it(tmp_path: Path) -> None:
+    # Another process appended tens of megabytes without a line feed (or a crash left
+    # a long run of zeros): the records after it are still read, in little memory.
+    huge = 48 * 1024 * 1024
+    with open(tmp_path / FILE_NAME, "wb") as f:
+        f.write(line(record(1)))
+        block = b"\x00" * (1024 * 1024)
+        for _ in range(huge // len(block)):
+            f.write(block)
+        f.write(b"\n" + line(record(2)))
+    reading = Reading(str(tmp_path), max_line=1024 * 1024)
+    tracemalloc.start()
+    try:
+        read = names(reading)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert read == ["mcp__gh__tool1", "mcp__gh__tool2"]
+    assert reading.unreadable == 1
+    assert peak < 8 * 1024 * 1024
+
+
+def test_a_line_as_long_as_the_bound_is_still_a_record(tmp_path: Path) -> None:
+    long = record(1, name="r" * 5000)
+    encoded = line(long)
+    write(tmp_path, FILE_NAME, encoded, line(record(2)))
+    reading = Reading(str(tmp_path), max_line=len(encoded))
+    assert [r.name for r in reading] == ["r" * 5000, "mcp__gh__tool2"]
+    shorter = Reading(str(tmp_path), max_line=len(encoded) - 2)
+    assert names(shorter) == ["mcp__gh__tool2"] and shorter.unreadable == 1
 
 
 # -- the filters --
