@@ -1,0 +1,180 @@
+"""Who may call what and the record of every call, as the daemon holds them together
+(``mcpd.oversight``): the secrets guarded before, during and after a reload, the rules
+and credential formats taken up on reload, the counts of servers gone, what a reader
+of some servers is shown of the approvals and the audit, and the log mask in place
+only while it runs."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+import trio.testing
+from msgspec import Raw
+
+from mcpd.config.load import parse
+from mcpd.config.model import Config
+from mcpd.config.secrets import HeldSecret
+from mcpd.oversight import Oversight
+from mcpd.policy.agent import AgentInfo
+from mcpd.policy.approvals import ApprovalRequest
+from mcpd.policy.masking import marker
+from mcpd.policy.rules import CallFacts
+
+OLD = "tok-old-0123456789abcdef"
+NEW = "tok-new-fedcba9876543210"
+AWS = "AKIAIOSFODNN7EXAMPLE"
+AGENT = AgentInfo(uid=1000, pid=4242, connection="c1")
+
+
+def config(token: str, *, extra: dict[str, Any] | None = None, **top: Any) -> Config:
+    servers: dict[str, Any] = {
+        "gh": {"command": "x", "env": {"GITHUB_TOKEN": token}},
+        "notes": {"command": "x"},
+        **(extra or {}),
+    }
+    daemon = {"audit": False, "audit_journal": False, **top.pop("daemon", {})}
+    return parse({"daemon": daemon, "servers": servers, **top}, env={})
+
+
+def said(o: Oversight, alias: str, text: str) -> Any:
+    """What the agents get of ``text`` in a result ``alias`` sent."""
+    raw = Raw(msgspec.json.encode({"text": text}))
+    return msgspec.json.decode(o.guard.raw(alias, raw, "a result"))["text"]
+
+
+def facts(server: str) -> CallFacts:
+    return CallFacts(name=f"{server}_t", server=server, original="t", profile="default")
+
+
+def test_the_configs_secrets_are_masked_in_what_servers_send(tmp_path: Path) -> None:
+    o = Oversight(config(OLD), str(tmp_path))
+    assert said(o, "notes", f"leaked {OLD}") == f"leaked {marker('servers.gh.env.GITHUB_TOKEN')}"
+    assert o.guard.masked("notes") == {"servers.gh.env.GITHUB_TOKEN": 1}
+    # ... and in what a person is shown of a call's arguments.
+    assert OLD not in o.call_gate.shown_arguments(msgspec.json.encode({"t": OLD}))
+
+
+def test_a_reloads_secrets_are_guarded_from_when_it_is_expected(tmp_path: Path) -> None:
+    o = Oversight(config(OLD), str(tmp_path))
+    new = config(NEW)
+    assert said(o, "gh", NEW) == NEW  # nobody told it yet
+    # The new config's servers may start and speak before it is in force: both the
+    # old token (its servers still run) and the new one are masked meanwhile.
+    o.expect(new)
+    assert said(o, "gh", NEW) != NEW and said(o, "gh", OLD) != OLD
+    o.configure(new)
+    assert said(o, "gh", NEW) != NEW
+    assert said(o, "gh", OLD) == OLD  # no longer held, no longer masked
+
+
+def test_secrets_watched_are_masked_as_they_change(tmp_path: Path) -> None:
+    o = Oversight(config(OLD), str(tmp_path))
+    tokens: list[HeldSecret] = []
+    o.watch_secrets("daemon", lambda: tokens)
+    tokens.append(HeldSecret("servers.gh (OAuth)", NEW))
+    o.guard.refresh()
+    assert said(o, "notes", NEW) == marker("servers.gh (OAuth)")
+    # A reload keeps watching them.
+    o.configure(config(OLD))
+    assert said(o, "notes", NEW) == marker("servers.gh (OAuth)")
+
+
+def test_credential_formats_are_masked_for_the_servers_a_reload_names(tmp_path: Path) -> None:
+    o = Oversight(config(OLD), str(tmp_path))
+    assert said(o, "notes", AWS) == AWS
+    o.configure(config(OLD, daemon={"redact_patterns": True}))
+    assert said(o, "notes", AWS) == "[secret: AWS access key id]"
+    o.configure(config(OLD, extra={"notes": {"command": "x", "redact_patterns": False}}))
+    assert said(o, "notes", AWS) == AWS
+
+
+def test_a_reload_drops_the_counts_of_servers_no_longer_configured(tmp_path: Path) -> None:
+    extra = {"gone": {"command": "x"}}
+    o = Oversight(config(OLD, extra=extra), str(tmp_path))
+    said(o, "gone", OLD)
+    said(o, "notes", OLD)
+    o.configure(config(OLD))
+    assert o.guard.masked("gone") == {}
+    assert o.guard.masked("notes") == {"servers.gh.env.GITHUB_TOKEN": 1}
+
+
+def test_a_reload_puts_its_rules_in_force(tmp_path: Path) -> None:
+    o = Oversight(config(OLD), str(tmp_path))
+    assert o.call_gate.empty
+    assert o.call_gate.decide(facts("gh"), AGENT).action == "allow"
+    o.configure(config(OLD, policy=[{"action": "deny", "servers": ["gh"]}]))
+    assert o.call_gate.decide(facts("gh"), AGENT).action == "deny"
+    assert o.call_gate.decide(facts("notes"), AGENT).action == "allow"
+    o.configure(config(OLD))
+    assert o.call_gate.empty
+
+
+def request(server: str) -> ApprovalRequest:
+    return ApprovalRequest(agent=AGENT, tool="t", server=server, original="t", arguments="{}")
+
+
+async def test_a_reader_of_some_servers_sees_their_approvals_and_no_audit(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    o = Oversight(config(OLD, daemon={"audit": True}), str(tmp_path))
+    async with trio.open_nursery() as nursery:
+        for server in ("gh", "notes"):
+            nursery.start_soon(o.approvals.ask, request(server), 60)
+        while len(o.approvals.list()) < 2:
+            await o.approvals.wait_change(o.approvals.version)
+        whole = o.status()
+        mine = o.status(lambda alias: alias == "notes")
+        metrics, my_metrics = o.metrics(), o.metrics(lambda alias: alias == "notes")
+        nursery.cancel_scope.cancel()
+    assert sorted(a["server"] for a in whole["approvals"]) == ["gh", "notes"]
+    assert whole["audit"]["file"] == str(tmp_path / "calls.jsonl")
+    assert (whole["audit"]["written"], whole["audit"]["dropped"]) == (0, 0)
+    assert [a["server"] for a in mine["approvals"]] == ["notes"]
+    assert "audit" not in mine
+    assert "mcpd_approvals_pending 2" in metrics.splitlines()
+    assert "mcpd_approvals_pending 1" in my_metrics.splitlines()
+    assert "mcpd_audit_dropped_total" in metrics and "mcpd_audit_" not in my_metrics
+    assert metrics.endswith("\n")
+
+
+def test_without_a_file_the_status_names_none(tmp_path: Path) -> None:
+    o = Oversight(config(OLD), str(tmp_path))
+    assert o.status()["audit"] == {
+        "file": None,
+        "journal": False,
+        "written": 0,
+        "dropped": 0,
+        "write_errors": 0,
+    }
+
+
+class Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+async def test_log_records_are_masked_while_it_runs_and_the_mask_goes_with_it(
+    tmp_path: Path,
+) -> None:
+    o = Oversight(config(OLD), str(tmp_path))
+    root, handler = logging.getLogger(), Lines()
+    root.addHandler(handler)
+    log = logging.getLogger("mcpd.test.oversight")
+    try:
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(o.run)
+                log.warning("stderr: %s", OLD)
+                nursery.cancel_scope.cancel()
+        log.warning("after: %s", OLD)
+    finally:
+        root.removeHandler(handler)
+    assert handler.lines == [f"stderr: {marker('servers.gh.env.GITHUB_TOKEN')}", f"after: {OLD}"]
