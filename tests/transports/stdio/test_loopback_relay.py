@@ -1,0 +1,204 @@
+"""The relay of a server's host loopback grant, on plain sockets: a listener standing
+for the one in the server's namespace, spliced to a host listener's port; what flows,
+how a relayed connection ends, and how a flood of connections is capped."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+import trio
+import trio.testing
+
+from transports.stdio.loopback_relay import MAX_OPEN, relay_loopback
+
+LIMIT = 10
+
+
+class Host:
+    """A listener on the host's loopback that greets each connection, echoes what it
+    gets, and counts the connections it accepted and those whose other side ended."""
+
+    def __init__(self, listener: trio.SocketListener) -> None:
+        self.listener = listener
+        self.port: int = listener.socket.getsockname()[1]
+        self.accepted = 0
+        self.ended = 0
+        self.changed = trio.Event()
+
+    def _changed(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def serve(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            self.accepted += 1
+            self._changed()
+            try:
+                await stream.send_all(b"hello ")
+                while data := await stream.receive_some(1024):
+                    await stream.send_all(data)
+            except trio.BrokenResourceError:
+                pass
+            self.ended += 1
+            self._changed()
+
+    async def wait(self, *, accepted: int = 0, ended: int = 0) -> None:
+        while self.accepted < accepted or self.ended < ended:
+            await self.changed.wait()
+
+
+def inside_listener() -> socket.socket:
+    """The listener the relay serves (in the server's namespace, in the product)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    return sock
+
+
+def free_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port: int = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+@asynccontextmanager
+async def relaying(ports: list[int]) -> AsyncIterator[list[int]]:
+    """The relay serving one inside listener per port; the inside listeners' ports."""
+    socks = [inside_listener() for _ in ports]
+    inside = [s.getsockname()[1] for s in socks]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(relay_loopback, "srv", list(zip(socks, ports, strict=True)))
+        yield inside
+        nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def hosts(count: int) -> AsyncIterator[list[Host]]:
+    async with trio.open_nursery() as nursery:
+        found = []
+        for _ in range(count):
+            host = Host((await trio.open_tcp_listeners(0, host="127.0.0.1"))[0])
+            nursery.start_soon(trio.serve_listeners, host.serve, [host.listener])
+            found.append(host)
+        yield found
+        nursery.cancel_scope.cancel()
+
+
+async def receive_exactly(stream: trio.SocketStream, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = await stream.receive_some(size - len(data))
+        assert chunk, f"ended after {data!r}"
+        data += chunk
+    return data
+
+
+async def test_each_listener_reaches_its_own_port_both_ways() -> None:
+    with trio.fail_after(LIMIT):
+        async with hosts(2) as (a, b), relaying([a.port, b.port]) as (to_a, to_b):
+            for port in (to_a, to_b, to_a):
+                async with await trio.open_tcp_stream("127.0.0.1", port) as conn:
+                    await conn.send_all(b"x" * 200_000)
+                    assert await receive_exactly(conn, 6 + 200_000) == b"hello " + b"x" * 200_000
+    assert (a.accepted, b.accepted) == (2, 1)
+
+
+async def test_the_server_ending_its_sending_ends_the_whole_connection() -> None:
+    with trio.fail_after(LIMIT):
+        async with hosts(1) as (host,), relaying([host.port]) as (port,):
+            conn = await trio.open_tcp_stream("127.0.0.1", port)
+            assert await receive_exactly(conn, 6) == b"hello "
+            await conn.send_eof()
+            await host.wait(ended=1)
+            # No half-close through the relay: the server's side is ended too.
+            assert await conn.receive_some(1024) == b""
+            await conn.aclose()
+
+
+async def test_the_host_listener_ending_ends_the_servers_connection() -> None:
+    async def brief(stream: trio.SocketStream) -> None:
+        async with stream:
+            await stream.send_all(b"bye")
+
+    with trio.fail_after(LIMIT):
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        target = listeners[0].socket.getsockname()[1]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.serve_listeners, brief, listeners)
+            async with (
+                relaying([target]) as (port,),
+                await trio.open_tcp_stream("127.0.0.1", port) as conn,
+            ):
+                assert await receive_exactly(conn, 3) == b"bye"
+                assert await conn.receive_some(1024) == b""
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_port_nobody_listens_on_closes_the_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    closed_port = free_port()
+    with trio.fail_after(LIMIT), caplog.at_level(logging.INFO, "mcpd.stdio"):
+        async with relaying([closed_port]) as (port,):
+            for _ in range(2):
+                async with await trio.open_tcp_stream("127.0.0.1", port) as conn:
+                    assert await conn.receive_some(1024) == b""
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2
+    assert all(m.startswith(f"srv: host loopback port {closed_port}: ") for m in said)
+
+
+async def test_a_flood_is_capped_and_a_slot_freed_is_taken_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.stdio"):
+        async with hosts(2) as (a, b), relaying([a.port, b.port]) as (to_a, to_b):
+            held = []
+            # The cap is across the server's ports.
+            for n in range(MAX_OPEN):
+                held.append(await trio.open_tcp_stream("127.0.0.1", to_a if n % 2 else to_b))
+            for conn in held:
+                assert await receive_exactly(conn, 6) == b"hello "
+            # Those over the cap are closed at once, on either port.
+            for port in (to_a, to_b, to_a, to_b):
+                async with await trio.open_tcp_stream("127.0.0.1", port) as extra:
+                    assert await extra.receive_some(1024) == b""
+            assert a.accepted + b.accepted == MAX_OPEN
+            # One ends: the next connection after it is relayed.
+            await held.pop().aclose()
+            await a.wait(ended=1)
+            async with await trio.open_tcp_stream("127.0.0.1", to_b) as again:
+                assert await receive_exactly(again, 6) == b"hello "
+            for conn in held:
+                await conn.aclose()
+    refusals = [r for r in caplog.records if "are refused while" in r.getMessage()]
+    # Said once per port for the run of refusals, not once per connection.
+    assert sorted(r.getMessage() for r in refusals) == sorted(
+        f"srv: connections to host loopback port {p} are refused while {MAX_OPEN} are open"
+        for p in (a.port, b.port)
+    )
+
+
+async def test_cancelling_the_relay_closes_its_listeners_and_connections() -> None:
+    with trio.fail_after(LIMIT):
+        async with hosts(1) as (host,):
+            sock = inside_listener()
+            port = sock.getsockname()[1]
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(relay_loopback, "srv", [(sock, host.port)])
+                    conn = await trio.open_tcp_stream("127.0.0.1", port)
+                    assert await receive_exactly(conn, 6) == b"hello "
+                    scope.cancel()
+            assert sock.fileno() == -1
+            await host.wait(ended=1)
+            assert await conn.receive_some(1024) == b""
+            await conn.aclose()
+            with pytest.raises(OSError):
+                await trio.open_tcp_stream("127.0.0.1", port)
