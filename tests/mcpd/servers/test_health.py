@@ -1,0 +1,218 @@
+"""Probing a connected server, on its own against a server the test plays: when a
+probe is due, what each answer (a result, an error, nothing, a failure, a cancel, an
+unreadable reply) means for the session and for the circuit breaker, and when the
+server's task must look again."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import trio
+import trio.testing
+
+from mcpd.servers.backoff import RestartPolicy
+from mcpd.servers.breaker import Breaker, BreakerConfig
+from mcpd.servers.health import LIVENESS_TIMEOUT, Health
+from mcpd.servers.upstream import Upstream
+from protocol import jsonrpc as rpc
+from transports.errors import TransportClosed, TransportError
+
+
+class Never:
+    """A probe answer that never comes."""
+
+
+class Server:
+    """What the probe gets: nothing to raise (an answer), an exception, or ``Never``."""
+
+    def __init__(self) -> None:
+        self.answer: Exception | Never | None = None
+        self.probes = 0
+
+    async def probe(self) -> None:
+        self.probes += 1
+        if isinstance(self.answer, Never):
+            await trio.sleep_forever()
+        if self.answer is not None:
+            raise self.answer
+
+
+def as_upstream(server: Server) -> Upstream:
+    return server  # type: ignore[return-value]
+
+
+class Setup:
+    def __init__(self, *, interval: float = 0.0, probe_timeout: float = 3.0) -> None:
+        self.breaker = Breaker(BreakerConfig(failure_threshold=1, cooldown_base=10.0))
+        self.published = 0
+        self.health = Health(
+            "s",
+            self.breaker,
+            interval=lambda: interval,
+            probe_timeout=lambda: probe_timeout,
+            on_probe=self._publish,
+        )
+        self.server = Server()
+
+    def _publish(self) -> None:
+        self.published += 1
+
+    async def tend(self) -> None:
+        await self.health.tend(as_upstream(self.server), trio.current_time())
+
+    def open_breaker(self) -> None:
+        """One failure opens it (threshold 1); its probe is due after the cooldown."""
+        self.breaker.record_failure(trio.current_time(), "down")
+        assert self.breaker.state == "open"
+
+
+async def test_no_probe_is_due_without_a_check_or_a_suspicion() -> None:
+    s = Setup()
+    s.health.schedule()
+    assert s.health.next_check == math.inf
+    await s.tend()
+    assert s.server.probes == 0
+
+
+async def test_the_periodic_check_comes_within_a_tenth_of_its_interval(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    s = Setup(interval=100.0)
+    for _ in range(20):
+        s.health.schedule()
+        assert 90.0 <= s.health.next_check - trio.current_time() <= 110.0
+    await trio.sleep(111)
+    await s.tend()
+    assert s.server.probes == 1
+    # Due again one interval on, not at once.
+    await s.tend()
+    assert s.server.probes == 1
+
+
+async def test_a_suspect_server_that_answers_stays(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    s = Setup()
+    s.health.suspect = True
+    await s.tend()
+    assert (s.server.probes, s.health.suspect) == (1, False)
+    await s.tend()
+    assert s.server.probes == 1
+
+
+async def test_a_json_rpc_error_is_an_answer(autojump_clock: trio.testing.MockClock) -> None:
+    s = Setup()
+    s.server.answer = rpc.RPCError(rpc.METHOD_NOT_FOUND, "no tools here")
+    s.health.suspect = True
+    await s.tend()
+    assert s.server.probes == 1
+
+
+async def test_a_suspect_server_that_does_not_answer_is_gone(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    s = Setup()
+    s.server.answer = Never()
+    s.health.suspect = True
+    start = trio.current_time()
+    with pytest.raises(TransportError) as info:
+        await s.tend()
+    assert trio.current_time() - start == pytest.approx(LIVENESS_TIMEOUT)
+    assert info.value.reason == (
+        f"s stopped responding (a probe got no answer in {LIVENESS_TIMEOUT:.0f} s)"
+    )
+
+
+async def test_a_failure_of_the_liveness_probe_is_raised_as_it_is(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    s = Setup()
+    s.server.answer = gone = TransportClosed("s: the server exited")
+    s.health.suspect = True
+    with pytest.raises(TransportClosed) as info:
+        await s.tend()
+    assert info.value is gone
+
+
+async def test_the_half_open_probe_closes_the_circuit_on_an_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    s = Setup()
+    s.open_breaker()
+    await s.tend()
+    assert s.server.probes == 0  # not before the cooldown
+    await trio.sleep(10)
+    await s.tend()
+    assert s.server.probes == 1
+    assert s.breaker.state == "closed"
+    # Published as it started and as it ended.
+    assert s.published == 2
+
+
+@pytest.mark.parametrize(
+    ("answer", "closes"),
+    [
+        (None, True),
+        (rpc.RPCError(rpc.INTERNAL_ERROR, "oops"), True),
+        (TransportClosed("s: connection reset"), False),
+        (Never(), False),
+    ],
+    ids=["a result", "an error", "a failure", "no answer"],
+)
+async def test_what_the_half_open_probes_answer_does_to_the_circuit(
+    autojump_clock: trio.testing.MockClock, answer: Exception | Never | None, closes: bool
+) -> None:
+    s = Setup(probe_timeout=3.0)
+    s.open_breaker()
+    await trio.sleep(10)
+    s.server.answer = answer
+    start = trio.current_time()
+    await s.tend()
+    assert s.breaker.state == ("closed" if closes else "open")
+    assert s.published == 2
+    if isinstance(answer, Never):
+        assert trio.current_time() - start == pytest.approx(3.0)
+    if not closes:
+        # Opened again: the next probe after a longer cooldown, not at once.
+        await s.tend()
+        assert s.server.probes == 1
+
+
+async def test_a_half_open_probe_already_out_is_not_sent_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    s = Setup(probe_timeout=30.0)
+    s.open_breaker()
+    await trio.sleep(10)
+    s.server.answer = Never()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(s.tend)
+        await trio.testing.wait_all_tasks_blocked()
+        await s.tend()
+        assert s.server.probes == 1
+        nursery.cancel_scope.cancel()
+    # The cancelled probe gave its slot back: the next one goes.
+    s.server.answer = None
+    await s.tend()
+    assert s.server.probes == 2
+    assert s.breaker.state == "closed"
+
+
+async def test_the_next_wake_is_the_soonest_of_what_is_due(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    s = Setup()
+    policy = RestartPolicy()
+    now = trio.current_time()
+    assert s.health.next_wake(policy, now) == math.inf
+    s.health.next_check = now + 50
+    assert s.health.next_wake(policy, now) == now + 50
+    s.open_breaker()
+    assert s.health.next_wake(policy, now) == now + 10
+    # Past failures to forget: when the server counts as stable.
+    policy.on_failure(now)
+    policy.on_start(now)
+    stable = policy.stable_at
+    assert stable is not None
+    assert s.health.next_wake(policy, now) == min(now + 10, stable)
