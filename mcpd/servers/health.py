@@ -20,13 +20,15 @@ from typing import Final
 import trio
 
 from protocol import jsonrpc as rpc
-from transports.errors import TransportError
+from transports.errors import MalformedReply, ServerCancelled, TransportError
 
 from .backoff import RestartPolicy
 from .breaker import Breaker
 from .upstream import Upstream
 
 LIVENESS_TIMEOUT: Final = 5.0
+# What a server that read the probe can answer besides a result: it is there.
+_ANSWERED: Final = (rpc.RPCError, ServerCancelled, MalformedReply)
 
 
 class Health:
@@ -82,7 +84,7 @@ class Health:
         try:
             with trio.fail_after(LIVENESS_TIMEOUT):
                 await up.probe()
-        except rpc.RPCError:
+        except _ANSWERED:
             return  # an answer, even an error, is a server that is there
         except trio.TooSlowError:
             raise TransportError(
@@ -102,7 +104,7 @@ class Health:
         except (TransportError, trio.TooSlowError) as exc:
             reason = exc.reason if isinstance(exc, TransportError) else "probe timed out"
             breaker.record_failure(trio.current_time(), reason, adm.ticket)
-        except rpc.RPCError:
+        except _ANSWERED:
             breaker.record_success(trio.current_time(), adm.ticket)
         else:
             breaker.record_success(trio.current_time(), adm.ticket)

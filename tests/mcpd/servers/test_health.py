@@ -16,7 +16,7 @@ from mcpd.servers.breaker import Breaker, BreakerConfig
 from mcpd.servers.health import LIVENESS_TIMEOUT, Health
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
-from transports.errors import TransportClosed, TransportError
+from transports.errors import MalformedReply, ServerCancelled, TransportClosed, TransportError
 
 
 class Never:
@@ -135,6 +135,22 @@ async def test_a_failure_of_the_liveness_probe_is_raised_as_it_is(
     assert info.value is gone
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [ServerCancelled("s cancelled the request"), MalformedReply("s: invalid UTF-8 in a reply")],
+    ids=["cancelled by the server", "an unreadable reply"],
+)
+async def test_a_liveness_probe_the_server_cancels_or_garbles_was_answered(
+    autojump_clock: trio.testing.MockClock, answer: Exception
+) -> None:
+    # The server is there: it read the probe and answered it, in its way.
+    s = Setup()
+    s.server.answer = answer
+    s.health.suspect = True
+    await s.tend()
+    assert s.server.probes == 1
+
+
 async def test_the_half_open_probe_closes_the_circuit_on_an_answer(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -155,10 +171,12 @@ async def test_the_half_open_probe_closes_the_circuit_on_an_answer(
     [
         (None, True),
         (rpc.RPCError(rpc.INTERNAL_ERROR, "oops"), True),
+        (ServerCancelled("s cancelled the request"), True),
+        (MalformedReply("s: invalid UTF-8 in a reply"), True),
         (TransportClosed("s: connection reset"), False),
         (Never(), False),
     ],
-    ids=["a result", "an error", "a failure", "no answer"],
+    ids=["a result", "an error", "a cancel", "an unreadable reply", "a failure", "no answer"],
 )
 async def test_what_the_half_open_probes_answer_does_to_the_circuit(
     autojump_clock: trio.testing.MockClock, answer: Exception | Never | None, closes: bool
