@@ -126,9 +126,9 @@ class LifecycleJournal:
 
     def connected(self, was_down: bool, how: str, tools: int) -> None:
         if was_down:
-            self.event(logging.INFO, "recovered", f"available again ({tools} tools)", depth=2)
+            self.event(logging.INFO, "recovered", f"available again ({tools} tools)")
         else:
-            self.event(logging.INFO, "ready", f"{how}, {tools} tools", depth=2)
+            self.event(logging.INFO, "ready", f"{how}, {tools} tools")
 
     def switched(self, old: str, new: str) -> None:
         """The server turned out to speak the other HTTP transport."""
@@ -136,7 +136,6 @@ class LifecycleJournal:
             logging.INFO,
             "transport",
             f"speaks {_KINDS[new]}, not {_KINDS[old]}; using that",
-            depth=2,
         )
 
     def restarting(self, what: str, failures: int) -> None:

@@ -208,6 +208,25 @@ async def test_ready_recovered_switched_and_restarting(
     ]
 
 
+def runner_stand_in(journal: LifecycleJournal) -> None:
+    """Stands for the runner: it calls the journal itself, and through its downtime
+    keeper (``fail``)."""
+    fail(journal, first=True)
+    journal.restarting("restarting", 1)  # the keeper's call, made here for brevity
+    journal.connected(False, "legacy era", 1)
+    journal.switched("http", "sse")
+
+
+async def test_a_line_names_the_runners_code_where_the_event_happened(
+    journal: LifecycleJournal, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner_stand_in(journal)
+    failed, _, ready, switched = caplog.records
+    assert (failed.funcName, failed.pathname) == ("runner_stand_in", __file__)
+    assert ready.funcName == "runner_stand_in"
+    assert switched.funcName == "runner_stand_in"
+
+
 @pytest.mark.parametrize(
     ("exc", "expected"),
     [
