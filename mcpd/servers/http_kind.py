@@ -14,13 +14,22 @@ from typing import Final
 
 import trio
 
-from transports.errors import TransportError, UnexpectedReply
+from transports.errors import (
+    MalformedReply,
+    MessageTooLarge,
+    ServerCancelled,
+    TransportError,
+    UnexpectedReply,
+)
 
 from ..config.servertable import ServerConfig
 
 # A 4xx that is about the request, not the caller or the moment: only these suggest
 # the server speaks the other transport.
 _NOT_A_MISMATCH: Final = frozenset({401, 403, 407, 408, 425, 429})
+# How asking can fail besides an outage: the server answered, but not in a way that
+# names a transport (a reply too large to read, an unreadable one, a cancel).
+_NO_ANSWER: Final = (TransportError, MessageTooLarge, MalformedReply, ServerCancelled)
 
 
 async def other_kind(alias: str, cfg: ServerConfig, kind: str, exc: Exception) -> str | None:
@@ -44,7 +53,7 @@ async def other_kind(alias: str, cfg: ServerConfig, kind: str, exc: Exception) -
                 tls_verify=cfg.tls_verify,
                 ca_file=cfg.ca_file,
             )
-        except TransportError:
+        except _NO_ANSWER:
             return None
         other = "sse" if found == "sse" else "http"
         return other if other != kind else None

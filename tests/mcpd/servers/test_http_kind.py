@@ -109,3 +109,17 @@ async def test_a_server_that_never_answers_the_question_is_no_switch() -> None:
         async with serve_http(handler) as srv:
             cfg = server(srv.url(), connect_timeout=0.2)
             assert await other_kind("s", cfg, "http", refused(404)) is None
+
+
+async def test_a_server_that_answers_the_question_with_too_much_is_no_switch() -> None:
+    # A reply over mcpd's size limit: the server said nothing about its transport, and
+    # the runner that asked goes on as after any failure.
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        head = [("Content-Type", "application/json"), ("Content-Length", str(1 << 40))]
+        await respond.start(200, head)
+        await respond.wait_disconnect()
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv:
+            assert await other_kind("s", server(srv.url()), "http", refused(404)) is None
+    assert [r.method for r in srv.requests] == ["POST"]
