@@ -1,0 +1,221 @@
+"""Which agent a legacy server's request back (elicitation, sampling, roots) goes to:
+the one agent whose request caused it, or nobody; and what mcpd told the server it
+may ask at all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from mcpd.servers.askback import ASKING, NO_ANSWER, AskRoutes, relay_capabilities
+from protocol import jsonrpc as rpc
+from protocol import surface
+
+ALL = ["elicitation", "sampling", "roots"]
+
+
+class Agent:
+    """An agent as the routes see it: who it is, and what it was asked."""
+
+    def __init__(self, direct: bool = True, answer: object = None) -> None:
+        self.owner = object()
+        self.direct = direct
+        self.asked: list[tuple[str, Any]] = []
+        self._answer = {"answered": True} if answer is None else answer
+        self.release: trio.Event | None = None
+
+    def request(self) -> Agent:
+        """Another request of the same agent (the same owner)."""
+        other = Agent(self.direct, self._answer)
+        other.owner, other.asked = self.owner, self.asked
+        return other
+
+    async def ask(self, method: str, params: Any) -> object:
+        self.asked.append((method, params))
+        if self.release is not None:
+            await self.release.wait()
+        return self._answer
+
+
+class Extensions:
+    def __init__(self) -> None:
+        self.given: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.given.append(seconds)
+
+
+def request(method: str = "roots/list", params: bytes | None = None) -> rpc.Request:
+    return rpc.Request(9, method, rpc.Raw(params) if params is not None else None)
+
+
+async def refusal(routes: AskRoutes, method: str = "roots/list") -> rpc.RPCError:
+    with pytest.raises(rpc.RPCError) as caught:
+        await routes.answer(request(method))
+    return caught.value
+
+
+async def test_the_one_agent_with_a_request_in_flight_is_asked_with_the_servers_params() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    agent = Agent()
+    token = routes.enter(agent)
+    got = await routes.answer(request("elicitation/create", b'{"message":"Which file?"}'))
+    assert got == {"answered": True}
+    assert agent.asked == [("elicitation/create", {"message": "Which file?"})]
+    assert (routes.relayed, routes.refused) == (1, 0)
+    routes.leave(token)
+    assert routes.inflight == 0
+    assert "no agent" in (await refusal(routes)).message
+    routes.leave(token)  # leaving twice is harmless
+
+
+async def test_a_method_mcpd_does_not_relay_is_not_found_and_asks_nobody() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    agent = Agent()
+    routes.enter(agent)
+    for method in ("tools/call", "ping/../sampling/createMessage", "", "x" * 10_000):
+        error = await refusal(routes, method)
+        assert error.code == rpc.METHOD_NOT_FOUND
+    assert agent.asked == [] and routes.relayed == 0
+
+
+async def test_two_agents_in_flight_are_never_guessed_between() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    one, two = Agent(), Agent()
+    routes.enter(one)
+    routes.enter(two)
+    error = await refusal(routes, "sampling/createMessage")
+    assert error.code == rpc.INVALID_REQUEST and "several agents" in error.message
+    assert one.asked == [] and two.asked == []
+    assert routes.refused == 1
+
+
+async def test_a_request_with_no_agent_behind_it_among_others_is_not_guessed() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    agent = Agent()
+    routes.enter(agent)
+    routes.enter_call(Cause(None))  # a request of mcpd's own, or a hidden caller's
+    await refusal(routes)
+    assert agent.asked == []
+
+
+async def test_several_requests_of_one_legacy_agent_go_to_that_agent() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    agent = Agent(direct=True)
+    routes.enter(agent)
+    routes.enter(agent.request())
+    await routes.answer(request())
+    assert len(agent.asked) == 1
+
+
+async def test_several_requests_of_one_modern_agent_are_not_guessed_between() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    agent = Agent(direct=False)
+    routes.enter(agent)
+    routes.enter(agent.request())
+    await refusal(routes)
+    assert agent.asked == []
+
+
+async def test_the_request_on_an_agents_own_stream_goes_to_that_agent_among_many() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    one, two = Agent(), Agent()
+    routes.enter(one)
+    routes.enter(two)
+    reset = ASKING.set(two)
+    try:
+        await routes.answer(request())
+    finally:
+        ASKING.reset(reset)
+    assert one.asked == [] and len(two.asked) == 1
+
+
+async def test_a_scope_sets_and_restores_the_agent_asking_even_on_failure() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    agent = Agent()
+    with pytest.raises(KeyError), routes.scope(agent, None, 1.0):
+        assert ASKING.get() is agent and routes.inflight == 1
+        raise KeyError
+    assert ASKING.get() is None and routes.inflight == 0
+    with routes.scope(None, None, 1.0):
+        assert routes.inflight == 0
+
+
+class Cause:
+    def __init__(self, asker: Agent | None, timeout: float = 30.0) -> None:
+        self.asker = asker
+        self.timeout = timeout
+        self.asking = 0
+        self.given: list[float] = []
+
+    def extend(self, seconds: float) -> None:
+        self.given.append(seconds)
+
+
+async def test_a_call_waiting_for_its_agent_is_left_out_of_the_next_guess() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    first, second = Agent(), Agent()
+    first.release = trio.Event()
+    waiting, other = Cause(first), Cause(second)
+    routes.enter_call(waiting)
+    routes.enter_call(other)
+    # Both in flight, neither waiting: nobody is guessed.
+    await refusal(routes)
+    waiting.asking = 1  # the server asked about the first call and waits for its agent
+    await routes.answer(request())
+    assert len(second.asked) == 1 and first.asked == []
+    routes.leave_call(waiting)
+    routes.leave_call(other)
+    assert routes.inflight == 0
+
+
+async def test_the_call_gets_time_for_the_agent_and_its_own_back_after(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    cause = Cause(Agent(), timeout=30.0)
+    routes.enter_call(cause)
+    await routes.answer(request())
+    assert cause.given == [35.0, 30.0]
+    assert cause.asking == 0
+
+
+async def test_an_agent_that_never_answers_gives_the_server_an_error_in_time(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    agent = Agent()
+    agent.release = trio.Event()  # never set
+    extend = Extensions()
+    routes.enter(agent, extend, 30.0)
+    start = trio.current_time()
+    with trio.fail_after(60):
+        error = await refusal(routes, "sampling/createMessage")
+    assert trio.current_time() - start == pytest.approx(5.0)
+    assert error.code == NO_ANSWER and "sampling/createMessage within 5 s" in error.message
+    assert extend.given == [35.0, 30.0]
+    assert routes.inflight == 1  # the agent's request itself is still in flight
+
+
+async def test_an_agents_error_reaches_the_server_as_it_is() -> None:
+    class Refusing(Agent):
+        async def ask(self, method: str, params: Any) -> object:
+            raise rpc.RPCError(rpc.INVALID_PARAMS, "the user declined")
+
+    routes = AskRoutes("files", lambda: 5.0)
+    routes.enter(Refusing())
+    error = await refusal(routes, "elicitation/create")
+    assert (error.code, error.message) == (rpc.INVALID_PARAMS, "the user declined")
+
+
+def test_the_capabilities_declared_are_those_configured() -> None:
+    assert relay_capabilities([]) == {}
+    assert relay_capabilities(["roots"]) == {"roots": {"listChanged": False}}
+    caps = relay_capabilities(ALL)
+    assert set(caps) == {"elicitation", "sampling", "roots"}
+    assert surface.declares(caps, "elicitation/create", {"mode": "url"})
+    for method in surface.ASK_METHODS:
+        assert surface.declares(caps, method)
