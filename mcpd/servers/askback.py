@@ -26,7 +26,7 @@ import contextlib
 import contextvars
 import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -108,9 +108,17 @@ class AskRoutes:
     """One server's requests in flight on behalf of agents, and the handler its
     transport calls with the server's own requests."""
 
-    def __init__(self, alias: str, timeout: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        alias: str,
+        timeout: Callable[[], float],
+        relay: Iterable[str] = tuple(surface.ASK_METHODS.values()),
+    ) -> None:
         self.alias = alias
         self._timeout = timeout
+        # The kinds mcpd declared to the server (``servers.X.relay``): a server that asks
+        # for another has been told it may not, and no agent is asked on its behalf.
+        self._relay = frozenset(relay)
         # By a token of enter(), or by the call itself (enter_call()).
         self._inflight: dict[object, Cause] = {}
         self._tokens = itertools.count(1)
@@ -174,8 +182,24 @@ class AskRoutes:
 
     async def answer(self, req: rpc.Request) -> object:
         """The transport's ``on_request``: relay to the cause, or refuse."""
-        if surface.needs(req.method) is None:
+        kind = surface.needs(req.method)
+        if kind is None:
             raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")
+        if kind not in self._relay:
+            self.refused += 1
+            why = f"{kind} is not in servers.{self.alias}.relay"
+            # Quiet at start-up (servers ask for roots whether offered or not), as below.
+            logger.log(
+                logging.INFO if self._inflight else logging.DEBUG,
+                "%s: refused its %s request: %s",
+                self.alias,
+                req.method,
+                why,
+                extra=log_extra(self.alias, "ask_refused", why),
+            )
+            raise rpc.RPCError(
+                rpc.METHOD_NOT_FOUND, f"mcpd did not offer {kind} to this server: {why}"
+            )
         cause = self._cause()
         if cause is None:
             self.refused += 1

@@ -219,3 +219,30 @@ def test_the_capabilities_declared_are_those_configured() -> None:
     assert surface.declares(caps, "elicitation/create", {"mode": "url"})
     for method in surface.ASK_METHODS:
         assert surface.declares(caps, method)
+
+
+@pytest.mark.parametrize(
+    ("relay", "method"),
+    [
+        ([], "roots/list"),
+        (["roots"], "sampling/createMessage"),
+        (["roots", "sampling"], "elicitation/create"),
+        (["elicitation"], "roots/list"),
+    ],
+)
+async def test_a_server_asking_for_what_it_was_not_offered_reaches_no_agent(
+    relay: list[str], method: str
+) -> None:
+    assert surface.needs(method) not in relay_capabilities(relay)
+    routes = AskRoutes("files", lambda: 5.0, relay)
+    agent = Agent()
+    routes.enter(agent)
+    error = await refusal(routes, method)
+    assert error.code == rpc.METHOD_NOT_FOUND
+    assert "servers.files.relay" in error.message
+    assert agent.asked == [] and (routes.relayed, routes.refused) == (0, 1)
+    # What it was offered still reaches the agent.
+    offered = [m for m, kind in surface.ASK_METHODS.items() if kind in relay]
+    for allowed in offered:
+        await routes.answer(request(allowed))
+    assert [m for m, _ in agent.asked] == offered
