@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from mcpd.config.model import NamingConfig
 from mcpd.registry.catalog import Catalog
 from protocol import mcp, surface
 
+SCHEMA = msgspec.Raw(b'{"type":"object"}')
+
 
 def tool(name: str, description: str = "") -> mcp.Tool:
-    return mcp.Tool(name=name, description=description or f"does {name}", inputSchema={})
+    return mcp.Tool(name=name, description=description or f"does {name}", inputSchema=SCHEMA)
 
 
 def prompt(name: str, description: str = "") -> surface.Prompt:
