@@ -110,8 +110,13 @@ def shown(value: object) -> str:
 def _cap(value: bytes) -> bytes:
     if len(value) <= MAX_FIELD_BYTES:
         return value
-    dropped = len(value) - MAX_FIELD_BYTES
-    return value[:MAX_FIELD_BYTES] + f"\n[... {dropped} bytes truncated by mcpd]".encode()
+    # Cut between characters, never inside one: journalctl shows a field that is not
+    # UTF-8 as a blob, not as the text it is.
+    cut = MAX_FIELD_BYTES
+    while cut > 0 and value[cut] & 0xC0 == 0x80:
+        cut -= 1
+    dropped = len(value) - cut
+    return value[:cut] + f"\n[... {dropped} bytes truncated by mcpd]".encode()
 
 
 def encode_entry(fields: Sequence[tuple[str, str]]) -> bytes:

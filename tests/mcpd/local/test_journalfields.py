@@ -8,6 +8,7 @@ import logging
 
 import pytest
 
+from mcpd.local import journalfields
 from mcpd.local.journalfields import (
     MAX_FIELD_BYTES,
     NOTICE,
@@ -68,6 +69,20 @@ def test_a_runaway_value_is_cut_at_the_cap_and_says_so() -> None:
     fields = decode_entry(encode_entry([("MCPD_STDERR", big), ("PRIORITY", "3")]))
     assert fields["MCPD_STDERR"] == "z" * MAX_FIELD_BYTES + "\n[... 10 bytes truncated by mcpd]"
     assert fields["PRIORITY"] == "3"
+
+
+def test_a_value_cut_at_the_cap_is_still_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    # journalctl shows a field that is not UTF-8 as a blob, not as the text it is.
+    monkeypatch.setattr(journalfields, "MAX_FIELD_BYTES", 1000)
+    for lead in ("", "a", "ab", "abc"):
+        value = lead + "é🙂" * 1000
+        data = encode_entry([("MCPD_STDERR", value)])
+        fields = decode_entry(data)  # strict UTF-8
+        kept, _, note = fields["MCPD_STDERR"].partition("\n[... ")
+        assert value.startswith(kept) and len(kept.encode()) <= 1000
+        assert len(kept.encode()) > 1000 - 4
+        dropped = len(value.encode()) - len(kept.encode())
+        assert note == f"{dropped} bytes truncated by mcpd]"
 
 
 def test_a_servers_message_is_one_field_of_text_naming_the_server() -> None:
