@@ -51,6 +51,9 @@ class LongReplies:
                         await self._out.wait_room(_PIECES_QUEUED)
                     self._out.put_piece(b"", end=True)
             except rpc.BrokenPiece as exc:
+                # Whatever is put from now on would be written into the unfinished
+                # line, as if it were part of it: nothing more is written.
+                self._out.close()
                 self._broken(exc)
             finally:
                 self.held = None

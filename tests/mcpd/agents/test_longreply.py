@@ -142,3 +142,14 @@ async def test_an_agent_gone_mid_reply_does_not_hold_the_reply_up() -> None:
         assert w.out.closed
     finally:
         w.stream.socket.close()
+
+
+async def test_a_reply_that_cannot_be_finished_is_the_last_thing_written() -> None:
+    async with wire() as w:
+        await w.long.send(tools(w, 5, during=1, broken_at=3))
+        assert [str(e) for e in w.broken] == ["not valid JSON"]
+        # What is put after it, before the connection has ended, is not written either.
+        w.put(b'{"jsonrpc":"2.0","id":3,"result":{}}', 3)
+        rest = await w.rest()
+    assert rest.startswith(HEAD)
+    assert b"\n" not in rest and b"notifications/progress" not in rest and b'"id":3' not in rest
