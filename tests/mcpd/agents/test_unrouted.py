@@ -1,0 +1,90 @@
+"""What a model is told of a tools/call mcpd sends to no server: an unknown name (with
+the outage that explains it, or the names near it) and a held tool; a name an agent
+made up is quoted back bounded and escaped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from mcpd.agents.unrouted import held_meta, held_text, held_tool, unknown_tool
+from mcpd.registry.shown import Entry
+from protocol import mcp
+
+
+class Profile:
+    """What the agent's profile says of a name it does not list."""
+
+    def __init__(self, down: str | None = None, near: list[str] | None = None) -> None:
+        self.down, self.near = down, near or []
+        self.asked: list[str] = []
+
+    def down_for(self, name: str) -> str | None:
+        self.asked.append(name)
+        return self.down
+
+    def closest(self, name: str) -> list[str]:
+        return self.near
+
+
+def text(result: mcp.CallToolResult) -> str:
+    assert result.isError is True
+    [block] = result.content
+    assert isinstance(block, mcp.TextContent)
+    return block.text
+
+
+def test_an_unknown_name_of_a_down_server_says_why() -> None:
+    profile = Profile(down="The server notes is down since 10:00 (exit 1); retried at 10:05.")
+    said = text(unknown_tool(profile, "mcp__notes__search"))  # type: ignore[arg-type]
+    assert said == (
+        "No tool 'mcp__notes__search' is listed now. "
+        "The server notes is down since 10:00 (exit 1); retried at 10:05."
+    )
+    assert profile.asked == ["mcp__notes__search"]
+
+
+def test_an_unknown_name_gets_the_names_near_it_or_none() -> None:
+    near = Profile(near=["mcp__notes__search", "mcp__notes__seek"])
+    assert text(unknown_tool(near, "mcp__notes__serch")) == (  # type: ignore[arg-type]
+        "Unknown tool 'mcp__notes__serch'. Did you mean: mcp__notes__search, "
+        "mcp__notes__seek? Call tools/list for the current tools."
+    )
+    assert text(unknown_tool(Profile(), "x")) == (  # type: ignore[arg-type]
+        "Unknown tool 'x'. Call tools/list for the current tools."
+    )
+
+
+@pytest.mark.parametrize("profile", [Profile(), Profile(down="It is down.")])
+def test_a_huge_or_hostile_name_is_quoted_back_bounded_and_on_one_line(profile: Any) -> None:
+    huge = "a\n\x1b[2J" + "x" * 1_000_000
+    said = text(unknown_tool(profile, huge))
+    assert len(said) < 400
+    assert f"({len(huge)} characters)" in said
+    assert "\n" not in said and "\x1b" not in said and "\\x1b[2J" in said
+    quoted = text(unknown_tool(Profile(), 'it\'s "x"\u202e'))
+    assert quoted.startswith("Unknown tool 'it\\'s \"x\"\\u202e'.")
+
+
+def test_a_held_tool_says_why_and_how_to_go_on() -> None:
+    tool = mcp.Tool(name="search", inputSchema=msgspec.Raw(b"{}"))
+    entry = Entry("mcp__notes__search", "notes", "search", tool)
+    entry.held = "its definition changed since it was approved; run `mcpd approve notes`"
+    result = held_tool(entry, "mcp__notes__search")
+    said = text(result)
+    assert said == (
+        "The tool 'mcp__notes__search' of the server 'notes' is held by mcpd: its "
+        "definition changed since it was approved; run `mcpd approve notes`. It was not "
+        "called. Ask the user to review it (`mcpd tools --pending` shows what changed); "
+        "until it is approved, other tools keep working."
+    )
+    assert result.meta == {"mcpd/held": {"server": "notes", "item": "search", "reason": entry.held}}
+
+
+def test_held_words_name_the_kind_and_clip_the_name() -> None:
+    said = held_text("prompt", "p" * 500, "notes", "why")
+    assert said.startswith("The prompt 'pppp") and "(500 characters)" in said
+    assert "other prompts keep working" in said
+    assert held_meta("a", "b", "c") == {"mcpd/held": {"server": "a", "item": "b", "reason": "c"}}
