@@ -9,11 +9,11 @@ percentile latency as lines, minutes with errors as red marks below.
 from __future__ import annotations
 
 from datetime import datetime
-from html import escape
 from typing import Final
 
 from ...local.statefile import SavedChange, SavedMinute
 from ...servers.history import DAY, HOUR
+from . import words
 
 SLOTS: Final = 144  # of ten minutes
 _SLOT_W: Final = 2
@@ -122,7 +122,7 @@ def _slot_run(change: SavedChange, begins: float, ends: float, first: int, last:
     x, w = first * _SLOT_W, (last - first) * _SLOT_W
     return (
         f'<rect class="{cls}" x="{x}" y="2" width="{w}" height="{_DAY_H - 4}">'
-        f"<title>{escape(title)}</title></rect>"
+        f"<title>{words.shown(title)}</title></rect>"
     )
 
 
@@ -140,7 +140,7 @@ def hour(minutes: list[SavedMinute], now: float) -> str:
     parts = [
         f'<svg class="spark" viewBox="0 0 {_HOUR_W} {_HOUR_H}" preserveAspectRatio="none" '
         f'role="img" '
-        f'aria-label="{escape(label)}"><title>{escape(label)}</title>',
+        f'aria-label="{words.shown(label)}"><title>{words.shown(label)}</title>',
         f'<rect class="track" x="0" y="0" width="{_HOUR_W}" height="{_HOUR_H}"/>',
     ]
     if top:

@@ -12,11 +12,13 @@ from typing import Final
 from . import charts
 from .model import PageData
 from .sources import CallFilter, CallRecord
+from .words import shown
 
 OUTCOMES: Final = ("ok", "tool error", "refused", "outage", "timeout", "cancelled", "error")
 
 
 def _button(path: str, fields: dict[str, str], label: str, csrf: str, cls: str = "") -> str:
+    # The values go back as they are: a decision names the very item it was shown.
     hidden = "".join(
         f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">'
         for k, v in {**fields, "csrf": csrf}.items()
@@ -24,7 +26,7 @@ def _button(path: str, fields: dict[str, str], label: str, csrf: str, cls: str =
     kind = f' class="{cls}"' if cls else ""
     return (
         f'<form method="post" action="{path}">{hidden}'
-        f'<button type="submit"{kind}>{escape(label)}</button> <output></output></form>'
+        f'<button type="submit"{kind}>{shown(label)}</button> <output></output></form>'
     )
 
 
@@ -37,11 +39,11 @@ def approval_items(data: PageData) -> list[str]:
                 "/page/decide", {"id": a.id, "decision": "approve"}, "Approve", data.csrf
             ) + _button("/page/decide", {"id": a.id, "decision": "deny"}, "Deny", data.csrf, "no")
         out.append(
-            f'<li data-waits="approval" data-id="{escape(a.id)}">'
-            f'<span class="name">{escape(a.tool)}</span>'
+            f'<li data-waits="approval" data-id="{shown(a.id)}">'
+            f'<span class="name">{shown(a.tool)}</span>'
             '<span class="pill person">asks for approval</span>'
-            f"<small>{escape(a.agent)}, since {charts.clock(a.since)}; "
-            f"server {escape(a.server)}</small><code>{escape(a.arguments)}</code>{buttons}</li>"
+            f"<small>{shown(a.agent)}, since {charts.clock(a.since)}; "
+            f"server {shown(a.server)}</small><code>{shown(a.arguments)}</code>{buttons}</li>"
         )
     return out
 
@@ -55,11 +57,11 @@ def held_items(data: PageData) -> list[str]:
             button = _button("/page/release", fields, "Approve", data.csrf)
         since = "" if h.since is None else f", since {charts.clock(h.since)}"
         out.append(
-            f'<li data-waits="change" data-server="{escape(h.server)}">'
-            f'<span class="name">{escape(h.server)} / {escape(h.name)}</span>'
-            f'<span class="pill person">{escape(h.kind)} held</span>'
-            f"<small>{escape(h.reason)}{since}</small>"
-            f'<pre class="diff">{escape(h.diff)}</pre>{button}</li>'
+            f'<li data-waits="change" data-server="{shown(h.server)}">'
+            f'<span class="name">{shown(h.server)} / {shown(h.name)}</span>'
+            f'<span class="pill person">{shown(h.kind)} held</span>'
+            f"<small>{shown(h.reason)}{since}</small>"
+            f'<pre class="diff">{shown(h.diff)}</pre>{button}</li>'
         )
     return out
 
@@ -87,7 +89,8 @@ def calls_section(data: PageData) -> str:
 
 def _select(name: str, options: list[str], chosen: str | None) -> str:
     items = [f'<option value="">any {name}</option>'] + [
-        f"<option{' selected' if o == chosen else ''}>{escape(o)}</option>" for o in options
+        f'<option value="{escape(o)}"{" selected" if o == chosen else ""}>{shown(o)}</option>'
+        for o in options
     ]
     return f'<select name="{name}" aria-label="{name}">{"".join(items)}</select>'
 
@@ -96,9 +99,9 @@ def _call_row(c: CallRecord) -> str:
     took = "-" if c.duration_ms is None else f"{c.duration_ms:g} ms"
     cls = "up" if c.outcome == "ok" else "down"
     return (
-        f"<tr><td>{charts.clock(c.at)}</td><td>{escape(c.server)}</td>"
-        f"<td>{escape(c.tool)}</td><td>{escape(c.agent)}</td>"
-        f'<td><span class="pill {cls}">{escape(c.outcome)}</span></td>'
+        f"<tr><td>{charts.clock(c.at)}</td><td>{shown(c.server)}</td>"
+        f"<td>{shown(c.tool)}</td><td>{shown(c.agent)}</td>"
+        f'<td><span class="pill {cls}">{shown(c.outcome)}</span></td>'
         f'<td class="n">{took}</td></tr>'
     )
 

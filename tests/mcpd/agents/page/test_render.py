@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
+from mcpd.agents.page.decisions import OUTCOMES
 from mcpd.agents.page.model import (
     BreakerRow,
     DaemonRow,
@@ -34,6 +35,7 @@ HOSTILE = (
 # zero-width space, a tag character, a carriage return and a terminal escape.
 HIDDEN = ("\u202e", "\u200b", "\U000e0041", "\r", "\x1b")
 SNEAKY = "ok\u202eevil\u200bname\U000e0041\r\x1b[2J"
+WRITTEN = "ok\\u202eevil\\u200bname\\U000e0041\\r\\x1b[2J"  # as mcpd status shows it
 
 
 class Parsed(HTMLParser):
@@ -126,6 +128,28 @@ def test_each_region_is_escaped_on_its_own() -> None:
             continue  # set as the document's title, which is text
         assert "<script" not in html and "<img" not in html and "<style" not in html, name
         assert "onerror=" not in html or "onerror=alert(2)&gt;" in html, name
+
+
+def test_what_hides_or_reorders_text_is_written_out() -> None:
+    """What a person reads (text, titles, labels) shows each such character as
+    ``mcpd status`` does; only a form's values, which nobody reads, keep them."""
+    html = page(data_with(SNEAKY))
+    p = parsed(html)
+    seen = "".join(p.text) + "".join(v for k, v in p.attrs if k != "value")
+    for ch in HIDDEN:
+        assert ch not in seen, repr(ch)
+    assert WRITTEN in "".join(p.text)
+    # The live page sets the title region as the document's title, as text.
+    assert regions(data_with(SNEAKY))["title"] == f"mcpd \u00b7 {WRITTEN}"
+
+
+def test_what_a_form_sends_back_is_the_word_as_it_is() -> None:
+    """Approve, Deny, Log in and the filter name the item as the daemon knows it, so a
+    name written out for the eye is not what the form sends."""
+    p = parsed(page(data_with(SNEAKY)))
+    values = [v for k, v in p.attrs if k == "value" and v not in ("the-csrf", "")]
+    assert values and all(v in (SNEAKY, "approve", "deny") or v in OUTCOMES for v in values)
+    assert values.count(SNEAKY) >= 5  # the id twice, the change's four fields, the login
 
 
 def test_a_page_for_reading_has_no_form_and_no_token() -> None:
