@@ -1,0 +1,204 @@
+"""What the page reads of the daemon: ``mcpd status`` (its JSON) into typed rows, with
+the fields the page does not draw left aside and the ones a profile's view lacks read
+as their defaults; each server's history by its alias; what ``sources`` give, asked for
+the reader's scope and the page's filter, or None where this mcpd records nothing; and
+which profiles besides the default one list each server."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from mcpd.agents.backend import Control
+from mcpd.agents.page.model import BreakerRow, ProfileRow, ServerRow, profile_use, read_page
+from mcpd.agents.page.sources import (
+    CallFilter,
+    CallRecord,
+    HeldChange,
+    PendingApproval,
+    Sources,
+)
+from mcpd.registry.views import ProfileView
+from mcpd.servers.history import ServerHistory
+
+NOW = 1_800_000_000.0
+
+# As the daemon's whole status has it: more than the page draws.
+OWNER_STATUS: dict[str, object] = {
+    "daemon": {
+        "version": "1.2.3",
+        "pid": 4242,
+        "socket": "/run/user/1000/mcpd/mcpd.sock",
+        "config": "/home/u/.config/mcpd/config.toml",
+        "uptime_s": 93.5,
+        "connections": 2,
+        "tools": 7,
+        "prompts": 1,
+        "resources": 0,
+        "max_tools": 128,
+        "summary": "2 servers: 1 ready, 1 failed",
+        "state_file": "/home/u/.local/state/mcpd/state.json",
+        "warnings": ["7 tools is close to the limit"],
+        "http": "http://127.0.0.1:8765/mcp",
+    },
+    "servers": [
+        {
+            "alias": "files",
+            "transport": "stdio",
+            "state": "ready",
+            "era": "2025-06-18",
+            "protocol_version": "2025-06-18",
+            "server_info": {"name": "files", "version": "0.1"},
+            "list_cache_scope": None,
+            "tools": 5,
+            "since": "2027-01-15T08:00:00+00:00",
+            "last_error": None,
+            "retry_at": None,
+            "restarts": 1,
+            "breaker": {"state": "closed", "consecutive_failures": 0, "failures": 3, "opened": 1},
+            "calls": 10,
+            "errors": 1,
+            "p50_ms": 2.5,
+            "p95_ms": 9.0,
+            "p99_ms": 12.0,
+            "inflight": 0,
+            "waiting": 0,
+            "stderr": ["started"],
+            "dropped_tools": [],
+            "pid": 777,
+            "sandbox": {"level": "default", "unprotected": None, "read": [], "limits": {}},
+        },
+        {"alias": "mail", "transport": "http", "state": "failed", "last_error": "refused"},
+    ],
+    "profiles": [
+        {"name": "default", "mode": "all", "tools": 7, "servers": ["files", "mail"], "agents": 1},
+        {"name": "work", "mode": "search", "tools": 2, "servers": ["files"], "naming": {}},
+    ],
+}
+
+# As a profile's reader gets it: no pid, no paths, and its profile named.
+PROFILE_STATUS: dict[str, object] = {
+    "daemon": {"version": "1.2.3", "profile": "work", "summary": "1 server", "warnings": []},
+    "servers": [{"alias": "files"}],
+    "profiles": [{"name": "work"}],
+}
+
+
+class Daemon:
+    """What ``read_page`` asks of the daemon, and who it asked for."""
+
+    def __init__(self, status: dict[str, object], history: list[ServerHistory]) -> None:
+        self._status = status
+        self._history = history
+        self.asked: list[ProfileView | None] = []
+
+    def status(self, scope: ProfileView | None = None) -> dict[str, object]:
+        self.asked.append(scope)
+        return self._status
+
+    def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:
+        self.asked.append(scope)
+        return self._history
+
+
+def control(status: dict[str, object], history: list[ServerHistory] | None = None) -> Control:
+    return cast(Control, Daemon(status, history or []))
+
+
+def test_the_whole_status_is_read_into_rows() -> None:
+    history = [ServerHistory("files", [], []), ServerHistory("mail", [], [])]
+    data = read_page(control(OWNER_STATUS, history), None, NOW, csrf="c")
+    d = data.status.daemon
+    assert (d.version, d.pid, d.connections, d.tools, d.profile) == ("1.2.3", 4242, 2, 7, None)
+    assert d.warnings == ["7 tools is close to the limit"]
+    files, mail = data.status.servers
+    assert (files.alias, files.state, files.pid, files.restarts) == ("files", "ready", 777, 1)
+    assert files.breaker == BreakerRow("closed", 0, 3, 1)
+    assert (files.p50_ms, files.p95_ms, files.stderr) == (2.5, 9.0, ["started"])
+    assert files.sandbox_level == "default"
+    # A row with only what it has: the rest as nothing happened.
+    assert (mail.last_error, mail.breaker, mail.tools, mail.pid) == (
+        "refused",
+        BreakerRow(),
+        0,
+        None,
+    )
+    assert [p.name for p in data.status.profiles] == ["default", "work"]
+    assert set(data.history) == {"files", "mail"}
+    assert (data.now, data.csrf, data.logins_from_page) == (NOW, "c", False)
+
+
+def test_a_profiles_view_reads_with_defaults() -> None:
+    data = read_page(control(PROFILE_STATUS), None, NOW)
+    d = data.status.daemon
+    assert (d.profile, d.pid, d.uptime_s, d.connections) == ("work", None, 0.0, 0)
+    (row,) = data.status.servers
+    assert (row.state, row.transport, row.since, row.sandbox_level) == ("stopped", "", None, None)
+    assert data.status.profiles == [ProfileRow("work")]
+    assert data.history == {}
+
+
+def test_without_sources_the_page_knows_nothing_of_approvals_held_or_calls() -> None:
+    data = read_page(control(PROFILE_STATUS), None, NOW)
+    assert (data.approvals, data.held, data.calls) == (None, None, None)
+
+
+def test_each_source_is_asked_for_the_readers_scope_and_the_filter() -> None:
+    asked: list[object] = []
+    scope = cast(ProfileView, object())  # the reader's view, passed through untouched
+    approval = PendingApproval("a1", "mail", "send", "pid 8", NOW, "{}")
+    change = HeldChange("files", "tool", "read", "changed", "-a\n+b")
+    call = CallRecord(NOW, "files", "read", "pid 8", "ok", 1.0)
+
+    def approvals(s: ProfileView | None) -> list[PendingApproval]:
+        asked.append(("approvals", s))
+        return [approval]
+
+    def held(s: ProfileView | None) -> list[HeldChange]:
+        asked.append(("held", s))
+        return [change]
+
+    def calls(s: ProfileView | None, f: CallFilter) -> list[CallRecord]:
+        asked.append(("calls", s, f))
+        return [call]
+
+    chosen = CallFilter("files", "ok")
+    daemon = Daemon(PROFILE_STATUS, [])
+    data = read_page(
+        cast(Control, daemon),
+        scope,
+        NOW,
+        sources=Sources(approvals=approvals, held=held, calls=calls),
+        call_filter=chosen,
+    )
+    assert (data.approvals, data.held, data.calls) == ([approval], [change], [call])
+    assert data.call_filter == chosen
+    assert asked == [("approvals", scope), ("held", scope), ("calls", scope, chosen)]
+    assert daemon.asked == [scope, scope]  # status and history for the same reader
+
+
+def test_a_source_may_say_the_reader_sees_none_of_its_kind() -> None:
+    data = read_page(
+        control(PROFILE_STATUS), None, NOW, sources=Sources(approvals=lambda s: None, held=None)
+    )
+    assert data.approvals is None and data.held is None
+
+
+def test_a_sandbox_level_is_read_from_a_word_or_a_table() -> None:
+    assert ServerRow("s", sandbox="strict").sandbox_level == "strict"
+    assert ServerRow("s", sandbox={"level": "default"}).sandbox_level == "default"
+    assert ServerRow("s", sandbox={"unprotected": "net"}).sandbox_level is None
+    assert ServerRow("s", sandbox={"level": ["strict"]}).sandbox_level is None
+    assert ServerRow("s").sandbox_level is None
+
+
+def test_profile_use_names_the_profiles_besides_the_default_one() -> None:
+    profiles = [
+        ProfileRow("default", servers=["files", "mail"]),
+        ProfileRow("work", servers=["files"]),
+        ProfileRow("home", servers=["files", "mail"]),
+    ]
+    used = profile_use(profiles)
+    assert used("files") == ["work", "home"]
+    assert used("mail") == ["home"]
+    assert used("nowhere") == []
+    assert profile_use([])("files") == []
