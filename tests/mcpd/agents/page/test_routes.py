@@ -1,0 +1,324 @@
+"""The page's requests, answered by ``Page`` over an in-memory connection: who gets in
+at the headers (the socket's reader, a session's cookie of this very port, a bearer
+token, a one-time code on ``/`` only; an action never without a session), what a code
+is traded for (an HttpOnly, SameSite=Strict cookie, away from the address with the
+code, once), and what other methods and paths get (405 with what is allowed, 404, no
+route around by an encoded slash or a dotted path, a login's landing that echoes no
+markup)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import cast
+
+import h11
+import pytest
+import trio
+import trio.testing
+
+from mcpd.agents.backend import Control, Servers
+from mcpd.agents.http_exchange import Caller
+from mcpd.agents.http_wire import MAX_BODY, Reject, Wire
+from mcpd.agents.page import is_page
+from mcpd.agents.page.actions import NO_SESSION
+from mcpd.agents.page.routes import Access, Page
+
+HOST = "127.0.0.1:8765"
+COOKIE = "mcpd_page_8765"
+STATUS: dict[str, object] = {
+    "daemon": {"version": "1.0", "summary": "1 server: 1 ready"},
+    "servers": [{"alias": "files", "state": "ready"}],
+    "profiles": [],
+}
+
+
+class Daemon:
+    """What the page asks of the daemon to read itself and to let a browser in."""
+
+    def http_token(self) -> str:
+        return "endpoint-token"
+
+    def status(self, scope: object = None) -> dict[str, object]:
+        return STATUS
+
+    def history(self, scope: object = None) -> list[object]:
+        return []
+
+
+class Registry:
+    def subscribe(self, changed: Callable[[], None]) -> None:
+        pass
+
+
+def new_page() -> Page:
+    return Page(cast(Control, Daemon()), cast(Servers, Registry()))
+
+
+def passed_gate(request: h11.Request) -> None:
+    """The endpoint's own check, which these requests have passed already."""
+
+
+SOCKET = Caller(None)
+ENDPOINT = Caller(None, guard=passed_gate)
+
+
+def request(
+    method: str, target: str, headers: dict[str, str] | None = None, body: bytes = b""
+) -> h11.Request:
+    fields = {"host": HOST, **(headers or {})}
+    if method == "POST":
+        fields["content-length"] = str(len(body))
+    return h11.Request(method=method, target=target, headers=list(fields.items()))
+
+
+class Answer:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    @property
+    def text(self) -> str:
+        return self.body.decode()
+
+
+async def exchange(page: Page, req: h11.Request, caller: Caller, body: bytes = b"") -> Answer:
+    """One request as the daemon serves it: admitted at its headers, then served; a
+    refusal is answered with its status and body."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    client = h11.Connection(h11.CLIENT)
+    raw = client.send(req) or b""
+    if body:
+        raw += client.send(h11.Data(data=body)) or b""
+    raw += client.send(h11.EndOfMessage()) or b""
+    wire = Wire(cast(trio.SocketStream, server_stream))
+    with trio.fail_after(5):
+        await client_stream.send_all(raw)
+        head = await wire.read_head()
+        assert head is not None
+        try:
+            access = page.admit(head, caller)
+            got = await wire.read_body()
+            assert got is not None
+            await page.serve(wire, head, got, caller, access, lambda: None)
+        except Reject as refusal:
+            fields = {k.decode(): v.decode() for k, v in refusal.headers}
+            return Answer(refusal.status, fields, refusal.body)
+        response: h11.Response | None = None
+        out = b""
+        while True:
+            event = client.next_event()
+            if event is h11.NEED_DATA:
+                client.receive_data(await client_stream.receive_some(1 << 16))
+            elif isinstance(event, h11.Response):
+                response = event
+            elif isinstance(event, h11.Data):
+                out += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+    assert response is not None
+    fields = {k.decode(): v.decode() for k, v in response.headers}
+    return Answer(response.status_code, fields, out)
+
+
+def admitted(page: Page, req: h11.Request, caller: Caller) -> Access:
+    return page.admit(req, caller)
+
+
+def refused(page: Page, req: h11.Request, caller: Caller) -> Reject:
+    with pytest.raises(Reject) as info:
+        page.admit(req, caller)
+    return info.value
+
+
+async def opened_session(page: Page) -> tuple[str, str]:
+    """A session's cookie header, and its CSRF token."""
+    traded = await exchange(page, request("GET", f"/?code={page.passes.issue()}"), ENDPOINT)
+    assert traded.status == 303
+    cookie = traded.headers["set-cookie"].split(";")[0]
+    session = page.passes.session(cookie.partition("=")[2])
+    assert session is not None
+    return cookie, session.csrf
+
+
+# -- who gets in, at the headers --
+
+
+async def test_the_socket_serves_the_page_for_reading_without_a_session() -> None:
+    page = new_page()
+    assert admitted(page, request("GET", "/"), SOCKET) == Access()
+    answer = await exchange(page, request("GET", "/"), SOCKET)
+    assert answer.status == 200
+    assert '<meta name="mcpd-csrf"' not in answer.text and "files" in answer.text
+    assert "content-security-policy" in answer.headers
+
+
+async def test_no_action_without_a_session_on_either_side() -> None:
+    page = new_page()
+    for caller in (SOCKET, ENDPOINT):
+        for path in ("/page/login", "/page/decide", "/page/release", "/"):
+            no = refused(page, request("POST", path, {"authorization": "Bearer x"}), caller)
+            assert no.status == 403
+            assert json.loads(no.body) == {"error": NO_SESSION}
+
+
+async def test_the_endpoint_wants_a_session_a_token_or_a_code() -> None:
+    page = new_page()
+    no = refused(page, request("GET", "/"), ENDPOINT)
+    assert no.status == 401 and b"mcpd dashboard" in no.body
+    assert admitted(page, request("GET", "/", {"authorization": "Bearer t"}), ENDPOINT) == Access()
+    assert admitted(page, request("GET", "/?code=anything"), ENDPOINT) == Access()
+    # A code opens a session on the page's address only.
+    assert refused(page, request("GET", "/page/events?code=anything"), ENDPOINT).status == 401
+
+
+async def test_a_session_is_found_by_its_cookie_on_its_own_port_only() -> None:
+    page = new_page()
+    cookie, _ = await opened_session(page)
+    got = admitted(page, request("GET", "/", {"cookie": f"a=b; {cookie}"}), ENDPOINT)
+    assert got.session is not None and got.sid == cookie.partition("=")[2]
+    elsewhere = request("GET", "/", {"cookie": cookie, "host": "127.0.0.1:9999"})
+    assert refused(page, elsewhere, ENDPOINT).status == 401
+    forged = f"{COOKIE}=" + "A" * 43
+    assert refused(page, request("GET", "/", {"cookie": forged}), ENDPOINT).status == 401
+
+
+# -- a code, traded for a session --
+
+
+async def test_a_code_is_traded_once_for_a_strict_cookie_and_a_clean_address() -> None:
+    page = new_page()
+    code = page.passes.issue()
+    traded = await exchange(page, request("GET", f"/?code={code}"), ENDPOINT)
+    assert traded.status == 303
+    assert traded.headers["location"] == "/"
+    cookie = traded.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE}=")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    again = await exchange(page, request("GET", f"/?code={code}"), ENDPOINT)
+    assert again.status == 403 and "has been used" in again.text
+    wrong = await exchange(page, request("GET", "/?code=guessed"), ENDPOINT)
+    assert wrong.status == 403
+
+
+async def test_the_profile_kept_past_the_trade_cannot_add_a_header() -> None:
+    page = new_page()
+    target = f"/?code={page.passes.issue()}&profile=work%0d%0aSet-Cookie:%20x=y"
+    traded = await exchange(page, request("GET", target), ENDPOINT)
+    assert traded.status == 303
+    assert traded.headers["location"] == "/?profile=work%0D%0ASet-Cookie%3A+x%3Dy"
+    assert "x=y" not in traded.headers["set-cookie"]
+
+
+async def test_a_session_reads_the_page_with_its_token() -> None:
+    page = new_page()
+    cookie, csrf = await opened_session(page)
+    answer = await exchange(page, request("GET", "/", {"cookie": cookie}), ENDPOINT)
+    assert answer.status == 200
+    assert f'<meta name="mcpd-csrf" content="{csrf}">' in answer.text
+
+
+# -- methods and paths --
+
+
+async def test_a_head_answers_the_pages_headers_without_its_body() -> None:
+    page = new_page()
+    whole = await exchange(page, request("GET", "/"), SOCKET)
+    head = await exchange(page, request("HEAD", "/"), SOCKET)
+    assert head.status == 200 and head.body == b""
+    assert head.headers["content-length"] == str(len(whole.body))
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("PUT", "/", "GET, HEAD"),
+        ("DELETE", "/page/events", "GET, HEAD"),
+        ("GET", "/page/login", "POST"),
+        ("GET", "/page/decide", "POST"),
+        ("HEAD", "/page/release", "POST"),
+    ],
+)
+async def test_a_wrong_method_is_told_what_is_allowed(method: str, path: str, allowed: str) -> None:
+    page = new_page()
+    cookie, _ = await opened_session(page)
+    headers = {"cookie": cookie}
+    answer = await exchange(page, request(method, path, headers), ENDPOINT)
+    assert answer.status == 405
+    assert answer.headers["allow"] == allowed
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/page/",
+        "/page/nothing",
+        "/page/login/",
+        "/page/login%2F",
+        "/page/./login",
+        "/page/x/../login",
+    ],
+)
+async def test_no_other_path_under_the_page_is_served(path: str) -> None:
+    page = new_page()
+    cookie, csrf = await opened_session(page)
+    for method in ("GET", "POST"):
+        headers = {"cookie": cookie, "origin": f"http://{HOST}", "x-mcpd-csrf": csrf}
+        answer = await exchange(page, request(method, path, headers), ENDPOINT)
+        assert answer.status == 404, (method, path)
+
+
+def test_an_encoded_slash_does_not_make_a_page_path() -> None:
+    assert is_page(b"/") and is_page(b"/?code=x") and is_page(b"/page/login")
+    for target in (b"/page%2Flogin", b"%2Fpage/login", b"//page/login", b"/pages/x", b"/status"):
+        assert not is_page(target), target
+
+
+async def test_a_landing_without_a_login_echoes_no_markup() -> None:
+    page = new_page()
+    alias = "%3Cscript%3Ealert(1)%3C%2Fscript%3E"
+    answer = await exchange(page, request("GET", f"/page/oauth/{alias}?state=s"), ENDPOINT)
+    assert answer.status == 404
+    assert b"<script>alert" not in answer.body
+    assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in answer.body
+
+
+async def test_a_landing_needs_no_session_but_only_a_get() -> None:
+    page = new_page()
+    assert admitted(page, request("GET", "/page/oauth/files?state=s"), ENDPOINT) == Access()
+    answer = await exchange(page, request("POST", "/page/oauth/files"), ENDPOINT)
+    assert answer.status == 404
+
+
+# -- actions --
+
+
+async def test_an_action_takes_the_token_and_the_pages_own_origin() -> None:
+    page = new_page()
+    cookie, csrf = await opened_session(page)
+    body = b"id=a-1&decision=approve"
+    own = {"cookie": cookie, "origin": f"http://{HOST}"}
+    cases = [
+        ({**own}, 403),  # no token
+        ({**own, "x-mcpd-csrf": "forged"}, 403),
+        ({**own, "x-mcpd-csrf": csrf, "origin": "http://localhost:8765"}, 403),
+        ({**own, "x-mcpd-csrf": csrf, "origin": "null"}, 403),
+        # Everything right, and nothing of that kind recorded here: said so.
+        ({**own, "x-mcpd-csrf": csrf, "accept": "application/json"}, 404),
+    ]
+    for headers, status in cases:
+        answer = await exchange(
+            page, request("POST", "/page/decide", headers, body), ENDPOINT, body
+        )
+        assert answer.status == status, headers
+        assert "error" in json.loads(answer.body)
+
+
+async def test_a_body_past_the_limit_is_refused_unread() -> None:
+    page = new_page()
+    cookie, csrf = await opened_session(page)
+    body = b"x" * (MAX_BODY + 1)
+    headers = {"cookie": cookie, "origin": f"http://{HOST}", "x-mcpd-csrf": csrf}
+    answer = await exchange(page, request("POST", "/page/decide", headers, body), ENDPOINT, body)
+    assert answer.status == 413
