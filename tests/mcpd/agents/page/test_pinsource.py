@@ -1,0 +1,141 @@
+"""Held definition changes as the page shows and releases them: for the daemon's own
+user and root only; shown as a diff of what was approved and what is offered now, with
+every character a person could not see written out; released only if what is offered
+is still what was shown (its digest), with each refusal saying why."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from mcpd.agents.backend import Control
+from mcpd.agents.page.pinsource import OWNER_ONLY, pin_sources
+from mcpd.agents.page.sources import HeldChange, Sources
+from mcpd.registry.views import ProfileView
+from protocol import jsonrpc as rpc
+
+A_PROFILE = cast(ProfileView, object())  # a reader of one profile
+
+
+def held_tool(approved: dict[str, Any] | None, offered: dict[str, Any]) -> dict[str, Any]:
+    """An item as the daemon's pins list what waits."""
+    return {
+        "server": "files",
+        "kind": "tool",
+        "name": "read",
+        "why": "changed",
+        "reason": "its definition changed since it was approved",
+        "rules": [],
+        "digest": "sha256:" + "ab" * 32,
+        "offered": offered,
+        "approved": approved,
+    }
+
+
+class Pins:
+    def __init__(self, pending: list[dict[str, Any]], answer: dict[str, Any] | None = None):
+        self._pending = pending
+        self._answer = answer or {}
+        self.approved: list[tuple[str, object]] = []
+
+    def pending(self) -> list[dict[str, Any]]:
+        return self._pending
+
+    async def approve(self, alias: str, picks: object) -> dict[str, Any]:
+        if alias != "files":
+            raise KeyError(alias)
+        self.approved.append((alias, picks))
+        return self._answer
+
+
+class Daemon:
+    def __init__(self, pins: Pins) -> None:
+        self.pins = pins
+
+
+def sources(pins: Pins) -> Sources:
+    return pin_sources(cast(Control, Daemon(pins)))
+
+
+def test_the_owner_sees_each_held_change_with_its_diff() -> None:
+    item = held_tool({"description": "Reads a file."}, {"description": "Reads any file."})
+    src = sources(Pins([item]))
+    assert src.held is not None
+    (change,) = src.held(None) or []
+    assert isinstance(change, HeldChange)
+    assert (change.server, change.kind, change.name) == ("files", "tool", "read")
+    assert change.reason == item["reason"] and change.digest == item["digest"]
+    lines = change.diff.split("\n")
+    assert lines[:2] == ["--- approved", "+++ offered now"]
+    assert '-  "description": "Reads a file."' in lines
+    assert '+  "description": "Reads any file."' in lines
+
+
+def test_a_reader_of_one_profile_is_shown_none() -> None:
+    src = sources(Pins([held_tool(None, {"description": "x"})]))
+    assert src.held is not None and src.held(A_PROFILE) is None
+
+
+def test_a_first_definition_is_all_new() -> None:
+    src = sources(Pins([held_tool(None, {"name": "read"})]))
+    assert src.held is not None
+    (change,) = src.held(None) or []
+    lines = change.diff.split("\n")
+    assert lines[0] == "--- (nothing approved)"
+    assert all(not line.startswith("-") for line in lines[1:])
+    assert '+  "name": "read"' in lines
+
+
+def test_what_a_person_could_not_see_is_written_out_in_the_diff() -> None:
+    hidden = "Reads\u200b a file\u202e.\U000e0041\x1b[2J\r"
+    src = sources(Pins([held_tool({"description": "Reads a file."}, {"description": hidden})]))
+    assert src.held is not None
+    (change,) = src.held(None) or []
+    for ch in ("\u200b", "\u202e", "\U000e0041", "\x1b", "\r"):
+        assert ch not in change.diff
+    assert "\\u200b" in change.diff and "\\u202e" in change.diff
+    # Letters of any script are shown as they are.
+    src = sources(Pins([held_tool(None, {"description": "Liest eine Datei: äöü 文件"})]))
+    assert src.held is not None
+    assert "äöü 文件" in (src.held(None) or [])[0].diff
+
+
+async def test_approving_releases_exactly_what_was_shown() -> None:
+    pins = Pins([], {"approved": ["tool read"], "stale": []})
+    src = sources(pins)
+    assert src.release is not None
+    said = await src.release("files", "tool", "read", "sha256:ab", None)
+    assert said == "files: tool read approved"
+    assert pins.approved == [("files", [("tool", "read", "sha256:ab")])]
+
+
+@pytest.mark.parametrize(
+    ("server", "kind", "answer", "said"),
+    [
+        ("files", "tool", {"stale": ["tool read"]}, "changed again since"),
+        ("files", "tool", {"approved": [], "stale": []}, "no tool read of files waits"),
+        ("nowhere", "tool", {}, "no server named 'nowhere'"),
+        ("files", "server", {}, "'server' is not a kind of item mcpd holds"),
+        ("files", "<b>", {}, "'<b>' is not a kind"),
+    ],
+)
+async def test_a_release_that_cannot_be_done_says_why(
+    server: str, kind: str, answer: dict[str, Any], said: str
+) -> None:
+    pins = Pins([], answer)
+    src = sources(pins)
+    assert src.release is not None
+    with pytest.raises(rpc.RPCError) as info:
+        await src.release(server, kind, "read", "sha256:ab", None)
+    assert said in info.value.message
+
+
+async def test_a_reader_of_one_profile_releases_nothing() -> None:
+    pins = Pins([], {"approved": ["tool read"]})
+    src = sources(pins)
+    assert src.release is not None
+    with pytest.raises(rpc.RPCError) as info:
+        await src.release("files", "tool", "read", "sha256:ab", A_PROFILE)
+    assert info.value.message == OWNER_ONLY
+    assert pins.approved == []
