@@ -1,0 +1,175 @@
+"""``mcpd calls`` in the process: ``--since`` read as a duration ago or a local date,
+``--agent`` as a pid, a uid or a user name, and every value it cannot read a usage error
+that names it; the table and the JSON lines with what agents and servers wrote made
+visible, so that no name or reason in the log acts on the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from mcpd.audit.log import AuditLog
+from mcpd.audit.record import CallRecord
+from mcpd.cli.calls import _agent, cmd_calls, render, since
+from mcpd.config.model import DaemonConfig
+from mcpd.policy.agent import AgentInfo
+
+NOW = 1_800_000_000.0
+# What an agent may ask for and a server may answer: a terminal's escapes, in their
+# 7-bit and 8-bit forms, a bidi override, a zero-width space, DEL.
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x9b31m\u202eevil\u200b\x7f"
+TERMINAL = ("\x1b", "\x07", "\x9b", "\u202e", "\u200b", "\x7f")
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *call: object) -> str:
+    fn, *args = call
+    with pytest.raises(SystemExit) as info:
+        fn(*args)  # type: ignore[operator]
+    assert info.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "ago"),
+    [
+        ("90s", 90),
+        ("30m", 1800),
+        ("30min", 1800),
+        ("1h", 3600),
+        ("2d", 172_800),
+        ("1.5h", 5400),
+        ("0s", 0),
+        (" 45 s ", 45),
+        ("10 min", 600),
+    ],
+)
+def test_since_reads_a_duration_ago(text: str, ago: float) -> None:
+    assert since(text, now=NOW) == NOW - ago
+
+
+def test_since_reads_a_local_date_and_time() -> None:
+    assert since("2026-08-01T10:00", now=NOW) == datetime(2026, 8, 1, 10, 0).timestamp()
+    assert since("2026-08-01", now=NOW) == datetime(2026, 8, 1).timestamp()
+    aware = since("2026-08-01T10:00+02:00", now=NOW)
+    assert aware == datetime.fromisoformat("2026-08-01T08:00+00:00").timestamp()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "yesterday",
+        "90",
+        "-1h",
+        "1h ago",
+        "90S",
+        "1y",
+        "1e3s",
+        "2026-13-01",
+        "\u0661h",
+        "1 hour",
+    ],
+)
+def test_since_refuses_what_it_cannot_read_and_says_what_it_takes(
+    capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    err = usage_error(capsys, since, text, NOW)
+    assert f"--since {text!r}" in err
+    assert "90s, 30m, 1h, 2d" in err
+
+
+def test_since_names_a_hostile_value_without_printing_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    err = usage_error(capsys, since, HOSTILE, NOW)
+    assert "--since" in err
+    assert not any(ch in err for ch in TERMINAL)
+
+
+def test_agent_is_a_pid_a_uid_or_a_user_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _agent("4242") == 4242
+    assert _agent(pwd.getpwuid(os.getuid()).pw_name) == os.getuid()
+    for bad in ("no-such-user-x", "\u00b2", "-1", "4 2"):
+        assert f"--agent {bad!r}" in usage_error(capsys, _agent, bad)
+
+
+def record(n: int, **kw: object) -> CallRecord:
+    fields: dict[str, object] = {
+        "ts": NOW + n,
+        "agent": AgentInfo(uid=1000, pid=500 + n, exe="claude"),
+        "method": "tools/call",
+        "name": f"notes__t{n}",
+        "original": f"t{n}",
+        "server": "notes",
+        "outcome": "ok",
+        "duration_ms": 12.4,
+        **kw,
+    }
+    return CallRecord(**fields)  # type: ignore[arg-type]
+
+
+def test_the_table_makes_what_agents_and_servers_wrote_visible() -> None:
+    hostile = record(
+        1,
+        name=HOSTILE,
+        server=HOSTILE,
+        agent=AgentInfo(pid=7, exe=HOSTILE, connection=HOSTILE),
+        outcome="tool_error",
+        reason=HOSTILE,
+        decided_by=HOSTILE,
+    )
+    table = render([record(0), hostile])
+    assert not any(ch in table for ch in TERMINAL)
+    assert "\\x1b[2J" in table and "\\u202e" in table
+    lines = table.splitlines()
+    assert lines[0].split() == ["TIME", "AGENT", "SERVER", "TOOL", "DECISION", "OUTCOME", "MS"]
+    assert lines[1].split()[-2:] == ["ok", "12"]
+    assert lines[-2] == "why:"
+
+
+def test_a_reason_is_shown_only_for_a_call_that_failed() -> None:
+    table = render([record(0, reason="kept for the record"), record(1, outcome="refused")])
+    assert "why:" not in table and "kept for the record" not in table
+
+
+async def written(tmp_path: Path) -> Path:
+    state = tmp_path / "state"
+    log = AuditLog(str(state), DaemonConfig(audit_journal=False))
+    log.record(record(0))
+    log.record(record(1, name=HOSTILE, outcome="error", reason=HOSTILE))
+    await log.flush()
+    log._close()
+    config = tmp_path / "config.toml"
+    config.write_text(f'[daemon]\nstate_dir = "{state}"\n')
+    return config
+
+
+def args(config: Path, **kw: object) -> argparse.Namespace:
+    base: dict[str, object] = {
+        "since": None,
+        "server": None,
+        "tool": None,
+        "agent": None,
+        "failed": False,
+        "json": False,
+        "last": 100,
+        "config": str(config),
+    }
+    return argparse.Namespace(**{**base, **kw})
+
+
+async def test_the_last_n_and_a_negative_n(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = await written(tmp_path)
+    assert cmd_calls(args(config, json=True, last=1)) == 0
+    captured = capsys.readouterr()
+    assert [json.loads(line)["ts"] for line in captured.out.splitlines()] == [NOW + 1]
+    err = usage_error(capsys, cmd_calls, args(config, last=-1))
+    assert "--last must be 0 (all) or more" in err
