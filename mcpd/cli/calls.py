@@ -105,11 +105,11 @@ def since(text: str, now: float | None = None) -> float:
 
 
 def _agent(text: str) -> int:
-    if text.isascii() and text.isdigit():
-        return int(text)
     try:
+        if text.isascii() and text.isdigit():
+            return int(text)  # more digits than int() reads: ValueError
         return pwd.getpwnam(text).pw_uid
-    except KeyError:
+    except (KeyError, ValueError):
         fail(EXIT_USAGE, f"--agent {text!r}: not a pid, a uid or a user name")
 
 

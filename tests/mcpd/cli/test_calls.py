@@ -99,6 +99,10 @@ def test_agent_is_a_pid_a_uid_or_a_user_name(capsys: pytest.CaptureFixture[str])
         assert f"--agent {bad!r}" in usage_error(capsys, _agent, bad)
 
 
+def test_an_agent_of_too_many_digits_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "not a pid, a uid or a user name" in usage_error(capsys, _agent, "9" * 5000)
+
+
 def record(n: int, **kw: object) -> CallRecord:
     fields: dict[str, object] = {
         "ts": NOW + n,
