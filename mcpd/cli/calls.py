@@ -3,7 +3,8 @@ be running), narrowed by time, server, tool, agent and failure.
 
 The state directory is the one the config in use names (``--config``, else
 ``$MCPD_CONFIG``, else the running daemon's, else the default), as for ``mcpd token``.
-What agents and servers wrote (names, reasons) is made visible before it is printed.
+What agents and servers wrote (names, reasons) is made visible before it is printed,
+in the table and in the JSON lines.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Final
 
 import msgspec
 
-from protocol.visible import visible
+from protocol.visible import visible, visible_json
 
 from ..audit.reader import Choice, Reading
 from ..audit.record import CallRecord
@@ -78,7 +79,8 @@ def cmd_calls(args: argparse.Namespace) -> int:
             kept.append(record)
     if args.json:
         for record in kept:
-            sys.stdout.write(msgspec.json.encode(record).decode() + "\n")
+            # A program decodes the same record; a terminal gets no escape of anyone's.
+            sys.stdout.write(visible_json(msgspec.json.encode(record)).decode() + "\n")
     else:
         print(render(list(kept)))
         print(f"{len(kept)} of {seen} calls in {directory}", file=sys.stderr)

@@ -168,6 +168,19 @@ def args(config: Path, **kw: object) -> argparse.Namespace:
     return argparse.Namespace(**{**base, **kw})
 
 
+async def test_json_lines_hold_the_records_with_nothing_that_acts_on_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = await written(tmp_path)
+    assert cmd_calls(args(config, json=True)) == 0
+    out = capsys.readouterr().out
+    assert not any(ch in out for ch in TERMINAL)
+    first, second = (json.loads(line) for line in out.splitlines())
+    assert first["name"] == "notes__t0"
+    # A program reading the lines gets what was written, escapes and all.
+    assert second["name"] == HOSTILE and second["reason"] == HOSTILE
+
+
 async def test_the_last_n_and_a_negative_n(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
