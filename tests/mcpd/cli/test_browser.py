@@ -1,0 +1,135 @@
+"""Opening an address in the person's browser: which opener this desktop has (none on a
+server or an SSH session without a display), only https or http to this machine taken
+as an authorization page, and the page a secret address is handed over in: of this user
+alone, its address never on a command line, and no way for the address to break out of
+the page into markup or script of its own."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from mcpd.cli import browser
+from mcpd.cli.browser import browser_argv, page_to, safe_to_open, write_page
+
+SECRET = "http://127.0.0.1:8765/?code=only-for-this-user"
+
+
+class Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs += attrs
+
+
+def tags_of(text: str) -> Tags:
+    t = Tags()
+    t.feed(text)
+    return t
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_browser_argv_takes_browser_first_then_the_desktops_opener() -> None:
+    assert browser_argv("https://x", {"BROWSER": "firefox --new-tab"}) == [
+        "firefox",
+        "--new-tab",
+        "https://x",
+    ]
+    if shutil.which("xdg-open") and os.uname().sysname == "Linux":
+        assert browser_argv("https://x", {"DISPLAY": ":0"}) == ["xdg-open", "https://x"]
+    if os.uname().sysname == "Linux":
+        assert browser_argv("https://x", {}) is None  # no display: nothing to open it in
+
+
+def test_the_url_is_one_argument_whatever_it_holds() -> None:
+    url = "https://x/?a=1;rm -rf ~ $(id) `id`"
+    argv = browser_argv(url, {"BROWSER": "opener"})
+    assert argv == ["opener", url]
+
+
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("https://auth.example.org/authorize?x=1", True),
+        ("http://127.0.0.1:8765/", True),
+        ("http://localhost/cb", True),
+        ("http://[::1]:80/", True),
+        ("http://auth.example.org/", False),
+        ("javascript:alert(1)", False),
+        ("JAVASCRIPT:alert(1)", False),
+        ("data:text/html,<script>alert(1)</script>", False),
+        ("file:///etc/passwd", False),
+        ("https:///nohost", False),
+        ("http://localhost.evil.example/", False),
+        ("http://127.0.0.1@evil.example/", False),
+        ("http://[::1", False),
+    ],
+)
+def test_only_https_or_http_to_this_machine_is_opened(url: str, ok: bool) -> None:
+    assert safe_to_open(url) is ok
+
+
+def test_a_page_is_the_users_alone_and_its_address_tells_nothing(runtime: Path) -> None:
+    address = write_page("dashboard.html", SECRET)
+    assert "code" not in address and address.startswith("file://")
+    path = Path(urlsplit(address).path)
+    assert path.parent == runtime / "mcpd-pages"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    text = path.read_text()
+    assert 'content="no-referrer"' in text
+    assert f"url='{SECRET}'" in text and f'href="{SECRET}"' in text
+
+
+def test_an_address_cannot_break_out_of_the_page(runtime: Path) -> None:
+    hostile = 'https://x.example/?a="><script>alert(1)</script><img src=x onerror=alert(2)>'
+    path = Path(urlsplit(write_page("h.html", hostile)).path)
+    t = tags_of(path.read_text())
+    assert t.tags == ["meta", "meta", "meta", "title", "p", "a"]
+    assert not any(k.startswith("on") or k == "src" for k, _ in t.attrs)
+    assert ("href", hostile) in t.attrs
+
+
+def test_a_directory_someone_made_a_link_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    runtime = tmp_path / "run"
+    runtime.mkdir()
+    (runtime / "mcpd-pages").symlink_to(elsewhere)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    with pytest.raises(OSError):
+        write_page("dashboard.html", SECRET)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_without_a_runtime_directory_the_pages_are_the_users_in_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "relative/dir")
+    monkeypatch.setattr(browser.tempfile, "gettempdir", lambda: str(tmp_path))
+    assert browser.pages_directory() == str(tmp_path / f"mcpd-pages-{os.geteuid()}")
+
+
+def test_a_login_page_lasts_as_long_as_the_block(runtime: Path) -> None:
+    with page_to(SECRET) as address:
+        path = Path(urlsplit(address).path)
+        assert path.exists() and re.fullmatch(r"login-[0-9a-f]{16}\.html", path.name)
+    assert not path.exists()
