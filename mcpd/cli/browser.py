@@ -94,8 +94,11 @@ def page_to(url: str) -> Iterator[str]:
 
 def _page(url: str) -> str:
     to = html.escape(url, quote=True)
+    # The refresh's address ends at its first apostrophe: one in the address is sent
+    # percent-encoded, as a browser sends it in a query anyway.
+    refresh = html.escape(url.replace("'", "%27"), quote=True)
     return (
         '<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
-        f'<meta http-equiv="refresh" content="0; url=\'{to}\'"><title>mcpd</title>'
+        f'<meta http-equiv="refresh" content="0; url=\'{refresh}\'"><title>mcpd</title>'
         f'<p>On to <a href="{to}">the address mcpd opens</a>.</p>\n'
     )

@@ -133,3 +133,19 @@ def test_a_login_page_lasts_as_long_as_the_block(runtime: Path) -> None:
         path = Path(urlsplit(address).path)
         assert path.exists() and re.fullmatch(r"login-[0-9a-f]{16}\.html", path.name)
     assert not path.exists()
+
+
+def refresh_target(content: str) -> str:
+    """Where a browser's refresh goes: after ``url=``, a quoted address ends at its
+    closing quote."""
+    rest = content.split("url=", 1)[1]
+    if rest[:1] in ("'", '"'):
+        return rest[1:].split(rest[0], 1)[0]
+    return rest
+
+
+def test_the_refresh_goes_to_the_whole_address_even_with_an_apostrophe(runtime: Path) -> None:
+    url = "https://auth.example.org/authorize?state=s&scope=it's&redirect_uri=http://127.0.0.1/cb"
+    path = Path(urlsplit(write_page("q.html", url)).path)
+    refresh = [v for k, v in tags_of(path.read_text()).attrs if k == "content"][-1] or ""
+    assert refresh_target(refresh) == url.replace("'", "%27")
