@@ -46,7 +46,8 @@ async def test_no_token_is_401_a_foreign_origin_403(tmp_path: Path) -> None:
             assert bare.status == 401
             assert bare.headers["www-authenticate"] == 'Bearer realm="mcpd"'
             assert "mcpd token" in bare.json()["error"]["message"]
-            wrong = await http(port, "GET", "/healthz", auth(token[:-1] + "x"))
+            off_by_one = token[:-1] + ("x" if token[-1] != "x" else "y")
+            wrong = await http(port, "GET", "/healthz", auth(off_by_one))
             assert wrong.status == 401
             listed = modern(1, "tools/list")
             no_token_mcp = await http(port, "POST", "/mcp", {**MCP}, json.dumps(listed).encode())
