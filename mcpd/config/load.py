@@ -31,7 +31,7 @@ from .expand import (
 )
 from .held import held_in
 from .hosts import builtin_profiles
-from .model import LIST_LIMIT_KEYS, Config, ConfigError
+from .model import LIST_LIMIT_KEYS, MAX_AUDIT_FILES, Config, ConfigError
 from .policychecks import validate_policy
 from .profiles import DEFAULT_PROFILE, ProfileConfig
 from .sandbox import limits_errors
@@ -174,6 +174,9 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
     ):
         if fields[key] < 1:
             raise ConfigError(f"daemon.{key}", "must be at least 1")
+    if d.audit_files > MAX_AUDIT_FILES:
+        # Each rotation renames every file kept, and `mcpd calls` reads back as many.
+        raise ConfigError("daemon.audit_files", f"must be at most {MAX_AUDIT_FILES}")
     if d.audit_max_bytes < 64 * 1024:
         raise ConfigError("daemon.audit_max_bytes", "must be at least 65536")
     check_groups(d.allow_groups, "daemon.allow_groups")

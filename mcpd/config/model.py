@@ -121,6 +121,8 @@ class NamingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
 
 
 # The keys of the list limits, in [daemon] and in each [servers.NAME].
+MAX_AUDIT_FILES: Final = 1000
+
 LIST_LIMIT_KEYS: Final = (
     "max_list_items",
     "max_list_bytes",

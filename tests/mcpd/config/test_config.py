@@ -617,3 +617,14 @@ def test_a_daemon_group_of_digits_other_than_ascii_is_a_name(group: str) -> None
     err = error_of(f'[daemon]\nallow_groups = ["{group}"]\n')
     assert err.path == "daemon.allow_groups[0]"
     assert err.message == f"no group named {group!r}"
+
+
+@pytest.mark.parametrize(("files", "kept"), [("1", 1), ("1000", 1000)])
+def test_the_audit_files_kept_are_from_one_to_a_thousand(files: str, kept: int) -> None:
+    assert parse_toml(f"[daemon]\naudit_files = {files}\n").daemon.audit_files == kept
+
+
+@pytest.mark.parametrize(("files", "message"), [("0", "at least 1"), ("1001", "at most 1000")])
+def test_audit_files_out_of_range_is_an_error_naming_the_key(files: str, message: str) -> None:
+    error = error_of(f"[daemon]\naudit_files = {files}\n")
+    assert error.path == "daemon.audit_files" and message in error.message
