@@ -28,7 +28,7 @@ from ..audit.record import CallRecord
 from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError
 from .client import Untrusted, config_in_use, config_in_use_help
-from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
+from .exits import EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, fail
 
 _AGO: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d)\Z")
 _SECONDS: Final = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
@@ -67,16 +67,19 @@ def cmd_calls(args: argparse.Namespace) -> int:
     if args.last < 0:
         fail(EXIT_USAGE, "--last must be 0 (all) or more")
     directory = _state_dir(args.config)
-    reading = Reading(directory)
-    if not reading.files:
-        print(f"mcpd: no audit log in {directory} yet", file=sys.stderr)
-        return 0
     kept: deque[CallRecord] = deque(maxlen=args.last or None)
     seen = 0
-    for record in reading:
-        seen += 1
-        if choice.admits(record):
-            kept.append(record)
+    try:
+        reading = Reading(directory)
+        if not reading.files:
+            print(f"mcpd: no audit log in {directory} yet", file=sys.stderr)
+            return 0
+        for record in reading:
+            seen += 1
+            if choice.admits(record):
+                kept.append(record)
+    except OSError as exc:
+        fail(EXIT_FAILED, f"cannot read the audit log in {directory}: {exc.strerror or exc}")
     if args.json:
         for record in kept:
             # A program decodes the same record; a terminal gets no escape of anyone's.

@@ -190,3 +190,25 @@ async def test_the_last_n_and_a_negative_n(
     assert [json.loads(line)["ts"] for line in captured.out.splitlines()] == [NOW + 1]
     err = usage_error(capsys, cmd_calls, args(config, last=-1))
     assert "--last must be 0 (all) or more" in err
+
+
+@pytest.mark.parametrize("where", ["the state directory", "the current file"])
+async def test_a_log_that_cannot_be_read_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    config = await written(tmp_path)
+    state = tmp_path / "state"
+    if where == "the state directory":
+        for name in os.listdir(state):
+            (state / name).unlink()
+        state.rmdir()
+        state.write_text("not a directory\n")
+    else:
+        (state / "calls.jsonl").unlink()
+        (state / "calls.jsonl").mkdir()
+    with pytest.raises(SystemExit) as info:
+        cmd_calls(args(config))
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mcpd: cannot read the audit log in ") and str(state) in err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
