@@ -45,10 +45,12 @@ class CallGate:
 
     def configure(self, rules: Sequence[PolicyRule]) -> None:
         """The config's rules, at start and after each reload."""
-        # An approval is remembered under its rule's index: once the rules differ, that
-        # index may name another rule, one the person never approved anything under.
+        # Approvals and rates are kept under their rule's index: once the rules differ,
+        # that index may name another rule, one the person never approved anything
+        # under, or whose calls were never counted.
         if tuple(rules) != self._rules:
             self.approvals.forget_all()
+            self.rates = RateLimits()
         self._rules = tuple(rules)
         self.policy = Policy(rules)
         # No rules: every call is allowed, and nothing about it need be looked up.

@@ -237,6 +237,20 @@ async def test_a_reload_that_keeps_the_rules_keeps_what_was_approved(
     assert (await g.ask(facts(), AGENT, decision, b"{}")).by == REMEMBERED
 
 
+def test_a_reload_that_changes_the_rules_counts_each_rules_calls_afresh() -> None:
+    merge = {"action": "allow", "rate": "1/min", "tools": ["github/merge"]}
+    g = gate(merge)
+    assert [g.decide(facts(), AGENT).action for _ in range(2)] == ["allow", "deny"]
+    # The same rule again counts on: a reload is no way to a fresh allowance.
+    g.configure([msgspec.convert(merge, PolicyRule)])
+    assert g.decide(facts(), AGENT).action == "deny"
+    # A new first rule of the same rate is not charged with the merges counted before.
+    push = {"action": "allow", "rate": "1/min", "tools": ["github/push"]}
+    g.configure([msgspec.convert(r, PolicyRule) for r in (push, merge)])
+    pushed = g.decide(facts("mcp__github__push", "push"), AGENT)
+    assert (pushed.action, pushed.rule) == ("allow", 0)
+
+
 async def test_an_agent_with_too_many_calls_waiting_is_told_so_not_held(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
