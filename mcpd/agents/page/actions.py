@@ -21,6 +21,7 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 from protocol.urls import openable
+from protocol.visible import visible
 
 from ...registry.views import ProfileView
 from ..backend import Control
@@ -29,6 +30,7 @@ from . import render
 from .assets import SECURITY_HEADERS
 from .passes import PageSession, csrf_matches
 from .sources import Decision, Sources
+from .words import shown
 
 Scope = Callable[[], ProfileView | None]  # raises Reject (a profile it may not read)
 _encode: Final = msgspec.json.Encoder().encode
@@ -46,7 +48,9 @@ def refuse(status: int, title: str, text: str) -> Reject:
 
 
 def refuse_action(status: int, error: str) -> Reject:
-    return Reject(status, _encode({"error": error}), [JSON, *SECURITY_HEADERS])
+    """A refusal for the page's script, which shows ``error`` as text: a server's words
+    in it have what hides or reorders them written out."""
+    return Reject(status, _encode({"error": visible(error)}), [JSON, *SECURITY_HEADERS])
 
 
 def checked_form(headers: Headers, body: bytes, session: PageSession | None) -> dict[str, str]:
@@ -125,7 +129,7 @@ class Actions:
             await send(wire, 200, JSON, _encode({"url": url}))
             return
         link = f'<a href="{escape(url)}" rel="noopener noreferrer">the login page</a>'
-        text = f"Log in to {escape(alias)} at {link}; it comes back here when done."
+        text = f"Log in to {shown(alias)} at {link}; it comes back here when done."
         await send(wire, 200, HTML, render.message("Log in", text).encode())
 
     async def landing(self, wire: Wire, alias: str, target: str, headers: Headers) -> None:
@@ -136,27 +140,27 @@ class Actions:
             raise refuse(
                 404,
                 "No login is waiting",
-                f"No login of {escape(alias)} started from this page is waiting. Start "
-                f"one from the page, or run <code>mcpd auth login {escape(alias)}</code>.",
+                f"No login of {shown(alias)} started from this page is waiting. Start "
+                f"one from the page, or run <code>mcpd auth login {shown(alias)}</code>.",
             )
         redirect = f"http://{headers.get('host') or ''}{target}"
         try:
             out = await self.control.logins.finish(alias, login, redirect)
         except rpc.RPCError as exc:
-            raise refuse(400, "The login did not work", escape(exc.message)) from None
+            raise refuse(400, "The login did not work", shown(exc.message)) from None
         self._logins.pop(alias, None)
         state = str(out.get("state"))
         said = f"{alias} is {state} with {out.get('tools', 0)} tools"
         if state not in ("ready", "degraded"):
             said = f"{alias}: logged in, but the server is {state}: {out.get('reason', '')}"
-        await send(wire, 200, HTML, render.message("Logged in", escape(said)).encode())
+        await send(wire, 200, HTML, render.message("Logged in", shown(said)).encode())
 
 
 async def _answer(wire: Wire, said: str, wants_json: bool) -> None:
     if wants_json:
-        await send(wire, 200, JSON, _encode({"message": said}))
+        await send(wire, 200, JSON, _encode({"message": visible(said)}))
     else:
-        await send(wire, 200, HTML, render.message("Done", escape(said)).encode())
+        await send(wire, 200, HTML, render.message("Done", shown(said)).encode())
 
 
 async def send(

@@ -1,17 +1,29 @@
 """What every action on the page must carry before it is done: a session, the session's
 CSRF token (as the script's header or a form field) and an Origin that is the page's own;
-each refusal says which is missing, as JSON for the page's script."""
+each refusal says which is missing, as JSON for the page's script. What a login or a
+decision comes back with, from a server or its authorization server, is shown with each
+character that hides or reorders text written out, as the page shows a server's words."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
+from typing import cast
 
+import h11
 import pytest
+import trio
+import trio.testing
 
-from mcpd.agents.http_wire import Headers, Reject
-from mcpd.agents.page.actions import MAX_FORM, NO_SESSION, checked_form
+from mcpd.agents.backend import Control
+from mcpd.agents.http_wire import Headers, Reject, Wire
+from mcpd.agents.page.actions import MAX_FORM, NO_SESSION, Actions, checked_form
 from mcpd.agents.page.assets import SECURITY_HEADERS
 from mcpd.agents.page.passes import PageSession
+from mcpd.agents.page.sources import NO_SOURCES, Decision, Sources
+from mcpd.policy.agent import Decider
+from mcpd.registry.views import ProfileView
+from protocol import jsonrpc as rpc
 
 SESSION = PageSession("the-csrf", 0.0, b"")
 HOST = "127.0.0.1:8765"
@@ -88,3 +100,118 @@ def test_a_refusal_is_json_with_the_pages_security_headers() -> None:
     with pytest.raises(Reject) as info:
         checked_form(headers(), b"", None)
     assert info.value.headers == [(b"content-type", b"application/json"), *SECURITY_HEADERS]
+
+
+# -- what comes back from a login or a decision --
+
+# A right-to-left override and a zero-width space: what follows reads backwards, or
+# words hide, in a browser that draws them.
+HIDING = "files\u202e gnol\u200bin"
+WRITTEN_OUT = "files\\u202e gnol\\u200bin"
+
+
+class Logins:
+    def __init__(self, finished: dict[str, object] | None = None) -> None:
+        self.finished = finished
+
+    async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, object]:
+        raise rpc.RPCError(-32000, f"{alias}: {HIDING}")
+
+    async def finish(self, alias: str, login_id: str, redirect: str) -> dict[str, object]:
+        if self.finished is None:
+            raise rpc.RPCError(-32000, HIDING)
+        return self.finished
+
+
+class Daemon:
+    def __init__(self, logins: Logins) -> None:
+        self.logins = logins
+
+
+async def answered(act: Callable[[Wire], Awaitable[None]]) -> tuple[int, bytes]:
+    """What ``act`` answers one request with, as a browser receives it; a refusal as
+    its status and body."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    client = h11.Connection(h11.CLIENT)
+    raw = client.send(h11.Request(method="GET", target="/", headers=[("host", HOST)])) or b""
+    raw += client.send(h11.EndOfMessage()) or b""
+    wire = Wire(cast(trio.SocketStream, server_stream))
+    with trio.fail_after(5):
+        await client_stream.send_all(raw)
+        assert await wire.read_request() is not None
+        try:
+            await act(wire)
+        except Reject as refusal:
+            return refusal.status, refusal.body
+        status, body = 0, b""
+        while not isinstance(event := client.next_event(), h11.EndOfMessage):
+            if event is h11.NEED_DATA:
+                client.receive_data(bytes(await client_stream.receive_some(1 << 16)))
+            elif isinstance(event, h11.Response):
+                status = event.status_code
+            elif isinstance(event, h11.Data):
+                body += event.data
+    return status, body
+
+
+def shows_it_written_out(body: bytes) -> bool:
+    """The page's script shows a JSON answer's words as text; a small page is HTML."""
+    text = body.decode()
+    if text.startswith("{"):
+        answer = json.loads(text)
+        text = answer.get("error") or answer["message"]
+    return WRITTEN_OUT in text and "\u202e" not in text and "\u200b" not in text
+
+
+def actions(logins: Logins, sources: Sources = NO_SOURCES) -> Actions:
+    return Actions(cast(Control, Daemon(logins)), sources)
+
+
+async def test_a_failed_login_shows_the_authorization_servers_words_written_out() -> None:
+    page = actions(Logins())
+    page._logins["files"] = "login-1"
+    status, body = await answered(lambda w: page.landing(w, "files", "/?state=s", headers()))
+    assert status == 400 and shows_it_written_out(body)
+
+
+async def test_a_login_whose_server_is_not_ready_shows_its_reason_written_out() -> None:
+    page = actions(Logins({"state": "failed", "reason": HIDING}))
+    page._logins["files"] = "login-1"
+    status, body = await answered(lambda w: page.landing(w, "files", "/?state=s", headers()))
+    assert status == 200 and shows_it_written_out(body)
+
+
+async def test_a_login_that_cannot_start_says_why_written_out() -> None:
+    page = actions(Logins())
+    body = b"csrf=the-csrf&server=files"
+    h = headers(accept="application/json")
+    status, said = await answered(lambda w: page.serve(w, "/page/login", h, body, SESSION, none))
+    assert status == 409 and shows_it_written_out(said)
+
+
+async def decided(id: str, decision: Decision, scope: ProfileView | None, decider: Decider) -> str:
+    return f"{id}: {HIDING}"
+
+
+async def not_decided(
+    id: str, decision: Decision, scope: ProfileView | None, decider: Decider
+) -> str:
+    raise rpc.RPCError(-32000, f"{id}: {HIDING}")
+
+
+def none() -> None:
+    return None
+
+
+@pytest.mark.parametrize("accept", ["application/json", "text/html"])
+@pytest.mark.parametrize(("decide", "status"), [(decided, 200), (not_decided, 409)])
+async def test_what_a_decision_comes_back_with_is_written_out(
+    decide: Callable[[str, Decision, ProfileView | None, Decider], Awaitable[str]],
+    status: int,
+    accept: str,
+) -> None:
+    page = actions(Logins(), Sources(decide=decide))
+    body = b"csrf=the-csrf&id=a-1&decision=approve"
+    h = headers(accept=accept)
+    got, said = await answered(lambda w: page.serve(w, "/page/decide", h, body, SESSION, none))
+    assert got == status and shows_it_written_out(said)
