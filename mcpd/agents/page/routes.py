@@ -97,6 +97,11 @@ class Page:
         method = request.method
         headers = Headers(request.headers)
         if path == "/" and method in (b"GET", b"HEAD"):
+            if "code" in query and method == b"HEAD":
+                # A link preview or a checker asks first: the code stays for the
+                # browser, and the page is not drawn for whoever holds no session.
+                await send(wire, 200, HTML, b"", head_only=True)
+                return
             if "code" in query:
                 await self._trade(wire, query, headers)
                 return

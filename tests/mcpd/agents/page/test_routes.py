@@ -202,6 +202,17 @@ async def test_a_code_is_traded_once_for_a_strict_cookie_and_a_clean_address() -
     assert wrong.status == 403
 
 
+async def test_a_head_for_the_address_with_a_code_leaves_the_code_to_the_browser() -> None:
+    # A link preview or a checker asks for the headers first; the person's browser
+    # that follows must still get in.
+    page = new_page()
+    code = page.passes.issue()
+    head = await exchange(page, request("HEAD", f"/?code={code}"), ENDPOINT)
+    assert head.status == 200 and "set-cookie" not in head.headers and head.body == b""
+    traded = await exchange(page, request("GET", f"/?code={code}"), ENDPOINT)
+    assert traded.status == 303 and traded.headers["set-cookie"].startswith(f"{COOKIE}=")
+
+
 async def test_the_profile_kept_past_the_trade_cannot_add_a_header() -> None:
     page = new_page()
     target = f"/?code={page.passes.issue()}&profile=work%0d%0aSet-Cookie:%20x=y"
