@@ -36,7 +36,8 @@ def hidden(ch: str) -> bool:
 _SHORT: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _escape(ch: str) -> str:
+def written_out(ch: str) -> str:
+    """``ch`` as its Python escape, which no character that follows can be read into."""
     short = _SHORT.get(ch)
     if short is not None:
         return short
@@ -70,7 +71,7 @@ def visible(text: str, *, lines: bool = False) -> str:
 def _escaped(text: str) -> str:
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() or not hidden(ch) else _escape(ch) for ch in text)
+    return "".join(ch if ch.isprintable() or not hidden(ch) else written_out(ch) for ch in text)
 
 
 # Outside the printable ASCII range: the only characters that can be hidden ones.

@@ -15,6 +15,7 @@ import unicodedata
 from typing import Any, Final
 
 from protocol import jsonrpc as rpc
+from protocol.visible import written_out
 
 from ...registry.pins import KINDS
 from ...registry.views import ProfileView
@@ -81,6 +82,6 @@ def _shown(text: str) -> str:
     return "".join(
         ch
         if ch in _PLAIN or unicodedata.category(ch)[0] not in "CZ" or ch == " "
-        else f"\\u{ord(ch):04x}"
+        else written_out(ch)
         for ch in text
     )

@@ -101,6 +101,18 @@ def test_what_a_person_could_not_see_is_written_out_in_the_diff() -> None:
     assert "äöü 文件" in (src.held(None) or [])[0].diff
 
 
+def test_a_character_past_u_ffff_is_written_out_apart_from_what_follows_it() -> None:
+    # A tag "A", and a private-use character then a "1": two texts a diff must not show alike.
+    tag, private_then_one = "x\U000e0041", "x\ue0041"
+    diff = {}
+    for text in (tag, private_then_one):
+        src = sources(Pins([held_tool(None, {"description": text})]))
+        assert src.held is not None
+        diff[text] = (src.held(None) or [])[0].diff
+    assert "\\U000e0041" in diff[tag]
+    assert diff[tag] != diff[private_then_one]
+
+
 async def test_approving_releases_exactly_what_was_shown() -> None:
     pins = Pins([], {"approved": ["tool read"], "stale": []})
     src = sources(pins)
