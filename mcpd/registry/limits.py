@@ -34,6 +34,9 @@ DEFAULT_LIMITS: Final = Config().list_limits("")
 _IN_LOG: Final = 3  # reasons one warning names; ``mcpd status`` has them all
 _NAME_SHOWN: Final = 60  # characters of a server's name for an item, in a reason
 _REASON_SHOWN: Final = 300  # characters of a reason (some quote what the server sent)
+# Why a later item of one name (a resource's URI, a template's) is left out: what an
+# agent was shown under a name is what it gets, whatever page a server lists it on.
+LISTED_TWICE: Final = "listed twice (the first one listed is kept)"
 
 
 class Trimmed(msgspec.Struct):

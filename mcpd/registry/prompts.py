@@ -81,7 +81,9 @@ class PromptTable:
 
     def update(self, alias: str, prompts: Sequence[surface.Prompt]) -> bool:
         """Replace one server's prompts; whether anything agents see changed."""
-        new = {p.name: p for p in prompts}
+        new: dict[str, surface.Prompt] = {}
+        for p in prompts:
+            new.setdefault(p.name, p)  # the first listed, as with tools
         old = self._servers.get(alias)
         if old is not None and _encode(list(old.raw.values())) == _encode(list(new.values())):
             return False

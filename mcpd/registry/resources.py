@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, TypeVar
 
 import msgspec
 from msgspec import Raw
@@ -53,6 +53,7 @@ from .scheme import SCHEME, Ambiguous, Routed, Sight, Undecided, unwrap, wrap
 from .scopes import MAX_SCOPES, Scope
 from .shown import agent_resource, agent_template
 
+_Item = TypeVar("_Item", surface.Resource, surface.ResourceTemplate)
 _encode: Final = msgspec.json.Encoder().encode
 logger = logging.getLogger("mcpd.registry")
 
@@ -114,15 +115,18 @@ class ResourceTable:
         resources: Sequence[surface.Resource],
         templates: Sequence[surface.ResourceTemplate],
     ) -> bool:
+        # Of a URI or a URI template listed twice, the first listed, as with tools.
+        listed = _first_of(resources, lambda r: r.uri)
+        shapes = _first_of(templates, lambda t: t.uriTemplate)
         old = self._servers.get(alias)
         if (
             old is not None
-            and _encode(old.raw[0]) == _encode(list(resources))
-            and _encode(old.raw[1]) == _encode(list(templates))
+            and _encode(old.raw[0]) == _encode(listed)
+            and _encode(old.raw[1]) == _encode(shapes)
         ):
             return False
-        check_templates(alias, templates)
-        self._install(alias, (list(resources), list(templates)))
+        check_templates(alias, shapes)
+        self._install(alias, (listed, shapes))
         return True
 
     def rejudge(self, alias: str) -> bool:
@@ -410,3 +414,10 @@ def _shown(found: list[str] | None, uri: str, sight: Sight | None) -> list[str] 
     if found is None or sight is None:
         return found
     return [a for a in found if sight.admits_resource(a, uri)]
+
+
+def _first_of(items: Sequence[_Item], key: Callable[[_Item], str]) -> list[_Item]:
+    kept: dict[str, _Item] = {}
+    for item in items:
+        kept.setdefault(key(item), item)
+    return list(kept.values())

@@ -26,7 +26,7 @@ from protocol.logfields import log_extra
 from transports.errors import ServerCancelled, TransportError
 
 from ..registry.catalog import Catalog
-from ..registry.limits import ListTrim, Trimmed
+from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, label
 from .handshake import ProtocolViolation
 from .tool_list import ToolListKeeper
 from .upstream import Upstream
@@ -56,6 +56,7 @@ async def list_all(
     """Every page of a list method up to the server's limits, each item decoded on its
     own (a bad item is dropped, as a bad tool is), and what was left out."""
     out: list[T] = []
+    keys: set[str] = set()
     seen: set[str] = set()
     cursor: str | None = None
     trim = ListTrim(up.alias, kind, method, up.limits)
@@ -84,6 +85,11 @@ async def list_all(
             except rpc.InvalidParams as exc:
                 trim.drop("(malformed)", str(exc))
                 continue
+            key = _key(decoded)
+            if key in keys:
+                trim.drop(label(decoded), LISTED_TWICE)
+                continue
+            keys.add(key)
             trim.described(decoded)
             out.append(decoded)
         nxt = page.nextCursor
@@ -96,6 +102,15 @@ async def list_all(
         seen.add(nxt)
         cursor = nxt
     raise ProtocolViolation(f"{up.alias}: {method} did not end after {up.max_pages} pages")
+
+
+def _key(item: surface.Prompt | surface.Resource | surface.ResourceTemplate) -> str:
+    """What names an item to agents and to the server."""
+    if isinstance(item, surface.Resource):
+        return item.uri
+    if isinstance(item, surface.ResourceTemplate):
+        return item.uriTemplate
+    return item.name
 
 
 class PromptResourceKeeper:

@@ -32,7 +32,14 @@ from transports.errors import (
 from ..config.model import ListLimits
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
-from ..registry.limits import DEFAULT_LIMITS, ListTrim, Trimmed, limited_instructions, shown
+from ..registry.limits import (
+    DEFAULT_LIMITS,
+    LISTED_TWICE,
+    ListTrim,
+    Trimmed,
+    limited_instructions,
+    shown,
+)
 from . import handshake, task_tools, toolshape
 from .askback import ASKING
 from .callmeta import CallMeta
@@ -232,7 +239,7 @@ class Upstream:
                 continue
             if tool.name in names:
                 # A name is how calls find a tool: a second one could never be called.
-                trim.drop(shown(tool.name), "listed twice (the first one listed is kept)")
+                trim.drop(shown(tool.name), LISTED_TWICE)
                 continue
             names.add(tool.name)
             trim.described(tool)

@@ -77,10 +77,11 @@ def test_a_name_with_control_characters_or_of_any_length_becomes_a_safe_local_na
     assert originals == {"a\nb\x1b[31m", long, ""}
 
 
-def test_a_prompt_listed_twice_is_shown_once_as_listed_last() -> None:
+def test_a_prompt_listed_twice_is_shown_once_as_listed_first() -> None:
+    # As a tool listed twice is: a later one cannot take the place of what was shown.
     table = PromptTable(NamingConfig())
     table.update("notes", [prompt("daily", "first"), prompt("daily", "second")])
-    assert [p["description"] for p in listed(table).values()] == ["[notes] second"]
+    assert [p["description"] for p in listed(table).values()] == ["[notes] first"]
     assert table.count("notes") == 1
 
 

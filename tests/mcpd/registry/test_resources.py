@@ -177,12 +177,21 @@ def test_a_malformed_mcpd_uri_names_no_server() -> None:
         assert table.route(uri) is None, uri
 
 
-def test_a_uri_a_server_lists_twice_is_still_its_own() -> None:
+def test_a_uri_a_server_lists_twice_is_its_own_and_listed_once_as_listed_first() -> None:
     table = ResourceTable()
-    table.update("a", resources("x://1", "x://1"), [])
+    twice = [surface.Resource(uri="x://1", name=name) for name in ("first", "second")]
+    table.update("a", twice, [])
     table.update("b", resources("y://1"), [])
     assert table.route("x://1") == Routed("a", "x://1")
-    assert [r["uri"] for r in listed(table)] == ["x://1", "x://1", "y://1"]
+    assert [(r["uri"], r["name"]) for r in listed(table)] == [("x://1", "first"), ("y://1", "1")]
+    assert not table.update("a", twice[:1], [])  # what agents see is the same
+
+
+def test_a_template_a_server_lists_twice_is_listed_once_as_listed_first() -> None:
+    table = ResourceTable()
+    table.update("a", [], templates("x://{id}", description="first") + templates("x://{id}"))
+    [shown] = listed_templates(table)
+    assert shown["uriTemplate"] == "x://{id}" and "first" in shown["description"]
 
 
 # -- what one agent sees --

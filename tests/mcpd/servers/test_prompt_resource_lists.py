@@ -212,6 +212,38 @@ async def test_an_item_too_big_is_dropped_and_a_long_description_cut() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("method", "field", "type_", "kind", "key"),
+    [
+        ("prompts/list", "prompts", surface.Prompt, "prompts", "name"),
+        ("resources/list", "resources", surface.Resource, "resources", "uri"),
+        (
+            "resources/templates/list",
+            "resourceTemplates",
+            surface.ResourceTemplate,
+            "resource_templates",
+            "uriTemplate",
+        ),
+    ],
+)
+async def test_an_item_listed_twice_keeps_the_first_listed_and_says_so(
+    method: str, field: str, type_: Any, kind: str, key: str
+) -> None:
+    # The second on a later page: a server cannot show one in the first page and swap
+    # it for another later on.
+    up = ScriptedUp({"prompts": {}, "resources": {}})
+    first = {"name": "n", "description": "the first", key: "x://{a}"}
+    later = {"name": "n", "description": "the later", key: "x://{a}"}
+    other = {"name": "m", "description": "another", key: "y://{b}"}
+    up.answers[method] = paged(field, [[first], [other, later]])
+    items, trimmed = await list_all(as_up(up), method, field, type_, kind)
+    assert [(getattr(i, key), i.description) for i in items] == [
+        ("x://{a}", "the first"),
+        ("y://{b}", "another"),
+    ]
+    assert trimmed.dropped == ["x://{a}: listed twice (the first one listed is kept)"]
+
+
 # -- fetching --
 
 
