@@ -24,14 +24,16 @@ class Catalog(Registry):
         self.resources = ResourceTable(self.gate)
 
     def set_availability(self, alias: str, available: bool, marker: str | None = None) -> bool:
-        self.prompts.set_availability(alias, available, marker)
-        self.resources.set_availability(alias, available, marker)
-        return super().set_availability(alias, available, marker)
+        """The server marked up or down in every table; whether any of them changed."""
+        prompts = self.prompts.set_availability(alias, available, marker)
+        resources = self.resources.set_availability(alias, available, marker)
+        return super().set_availability(alias, available, marker) or prompts or resources
 
     def remove(self, alias: str) -> bool:
-        self.prompts.remove(alias)
-        self.resources.remove(alias)
-        return super().remove(alias)
+        """The server gone from every table; whether any of them listed it."""
+        prompts = self.prompts.remove(alias)
+        resources = self.resources.remove(alias)
+        return super().remove(alias) or prompts or resources
 
     def rejudge(self, alias: str) -> bool:
         """Tools, prompts and templates of the server through the gate again."""

@@ -102,3 +102,15 @@ def test_a_removed_server_leaves_nothing_listed_or_waiting() -> None:
     assert catalog.resources.listing() == []
     assert catalog.gate.pending("notes") == []
     assert not catalog.remove("notes")
+
+
+def test_a_server_without_tools_going_down_or_removed_is_news() -> None:
+    catalog = Catalog(NamingConfig())
+    catalog.prompts.update("notes", [prompt("daily")])
+    catalog.resources.update("files", [surface.Resource(uri="x://a", name="a")], [])
+    for alias in ("notes", "files"):
+        assert catalog.set_availability(alias, False, f"unavailable: {alias} is down")
+        assert not catalog.set_availability(alias, False, f"unavailable: {alias} is down")
+        assert catalog.remove(alias)
+        assert not catalog.remove(alias)
+    assert catalog.prompts.listing() == [] and catalog.resources.listing() == []
