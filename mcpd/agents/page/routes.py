@@ -117,7 +117,7 @@ class Page:
         elif path.startswith(OAUTH) and method == b"GET":
             await self.actions.landing(wire, unquote(path[len(OAUTH) :]), target, headers)
         elif path in ("/", "/page/events", *PATHS):
-            allowed = b"POST" if path in PATHS else b"GET, HEAD"
+            allowed = {"/": b"GET, HEAD", "/page/events": b"GET"}.get(path, b"POST")
             raise Reject(405, headers=[(b"allow", allowed)])
         else:
             raise Reject(404)
