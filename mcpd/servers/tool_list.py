@@ -80,7 +80,9 @@ class ToolListKeeper:
         """
         if not self._connected() or self.due or self.subscribed:
             return
-        if trio.current_time() >= self._listed_at + max(self.ttl_ms / 1000, _MIN_REFRESH):
+        # In milliseconds: a server's ttl may be an integer too large to be a float.
+        age_ms = (trio.current_time() - self._listed_at) * 1000
+        if age_ms >= max(self.ttl_ms, _MIN_REFRESH * 1000):
             self.request()
 
     async def refetch(self, up: Upstream) -> None:

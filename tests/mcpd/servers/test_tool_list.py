@@ -181,3 +181,17 @@ async def test_other_notifications_change_nothing() -> None:
     for method in ("notifications/prompts/list_changed", "notifications/message", "x"):
         k.keeper.on_notification(note(method, {"notifications": {"toolsListChanged": True}}))
     assert not k.keeper.due and not k.keeper.subscribed and k.wakes == 0
+
+
+async def test_a_ttl_too_large_for_a_float_keeps_the_list_fresh_and_listing_works(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A server's ttlMs is any JSON integer; one of hundreds of digits decodes, and was
+    # turned into seconds as a float on every agent's listing, which overflowed.
+    k = Keeper()
+    lister = Lister()
+    lister.result = ListResult([mcp.Tool(name="a")], rpc.decode_as(b"9" * 400, int), [], None)
+    await k.keeper.refetch(up(lister))
+    await trio.sleep(10**9)
+    k.keeper.maybe_refresh()
+    assert not k.keeper.due and k.wakes == 0
