@@ -10,8 +10,10 @@ as its ``unresolved`` reason and does not start, and the others run.
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -40,6 +42,8 @@ from .servertable import ServerConfig
 
 __all__ = ["Unresolved", "expand", "load", "parse", "validate"]
 
+# Far above any config or host file; what is larger is not one, and is not read.
+MAX_CONFIG_BYTES: Final = 64 * 1024 * 1024
 _AT_RE: Final = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.S)
 
 
@@ -209,14 +213,36 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
     validate_policy(config.policy, config.servers, profiles)
 
 
-def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
-    p = Path(path)
+def _read(p: Path) -> bytes:
     try:
-        text = p.read_bytes()
+        # Opened without waiting: a FIFO would hold the loading (and a reload, with the
+        # daemon in it) until something wrote to it.
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
+            # Checked on the open file, so what is checked is what is read.
+            st = os.fstat(f.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise ConfigError("", f"cannot read {str(p)!r}: it is a directory")
+            if not stat.S_ISREG(st.st_mode):  # a device such as /dev/zero never ends
+                raise ConfigError("", f"config file {str(p)!r} is not a regular file")
+            too_large = f"config file {str(p)!r} is larger than {MAX_CONFIG_BYTES} bytes"
+            if st.st_size > MAX_CONFIG_BYTES:
+                raise ConfigError("", too_large)
+            text = f.read(MAX_CONFIG_BYTES + 1)  # it may have grown since
     except FileNotFoundError:
         raise ConfigError("", f"config file {str(p)!r} not found") from None
     except OSError as exc:
         raise ConfigError("", f"cannot read {str(p)!r}: {exc.strerror}") from None
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError("", too_large)
+    # Some editors start UTF-8 text with a byte order mark; neither TOML nor JSON
+    # parsers take it.
+    return text.removeprefix(codecs.BOM_UTF8)
+
+
+def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+    p = Path(path)
+    text = _read(p)
     if p.suffix == ".json" or text.lstrip()[:1] == b"{":
         # Another host's mcpServers file, used as it is. The importer (and json) only
         # then: a daemon started on TOML does without them.

@@ -1,0 +1,189 @@
+"""Reading the config file (``mcpd.config.load.load``): which files are read and how
+each one that cannot be is refused, in one error naming the file, without waiting on
+a pipe or reading a device without end; which format a file is read as; and errors
+in its text naming the line or the key. (What a config's keys mean and how they are
+checked is in test_config.py and its neighbours.)"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from mcpd.config import load as config_load
+from mcpd.config.load import load
+from mcpd.config.model import ConfigError
+
+TOML = b'[daemon]\ncall_timeout = 5.0\n\n[servers.notes]\ncommand = "notes-server"\n'
+JSON = b'{"mcpServers": {"notes": {"command": "notes-server"}}}'
+
+
+def written(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def refusal(path: Path | str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={})
+    assert caught.value.path == ""  # about the file, not a key in it
+    return str(caught.value)
+
+
+def test_a_toml_file_loads_and_names_itself_as_the_source(tmp_path: Path) -> None:
+    path = written(tmp_path, "mcpd.toml", TOML)
+    config = load(path, env={})
+    assert config.daemon.call_timeout == 5.0
+    assert config.servers["notes"].command == "notes-server"
+    assert config.source == str(path)
+
+
+@pytest.mark.parametrize("name", ["servers.json", "servers.conf"])
+def test_another_hosts_json_loads_by_its_suffix_or_its_first_brace(
+    tmp_path: Path, name: str
+) -> None:
+    path = written(tmp_path, name, b"\n  " + JSON)
+    assert load(path, env={}).servers["notes"].command == "notes-server"
+
+
+def test_an_empty_file_is_the_default_config(tmp_path: Path) -> None:
+    assert load(written(tmp_path, "empty.toml", b""), env={}).servers == {}
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "absent.toml"
+    assert refusal(path) == f"config file {str(path)!r} not found"
+    assert "not found" in refusal(tmp_path / "no-dir" / "mcpd.toml")
+
+
+def test_a_dangling_symlink_is_a_missing_file(tmp_path: Path) -> None:
+    link = tmp_path / "mcpd.toml"
+    link.symlink_to(tmp_path / "gone.toml")
+    assert "not found" in refusal(link)
+
+
+def test_a_directory_is_refused_naming_it(tmp_path: Path) -> None:
+    folder = tmp_path / "mcpd.toml"
+    folder.mkdir()
+    message = refusal(folder)
+    assert str(folder) in message and "directory" in message
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_is_refused_naming_it(tmp_path: Path) -> None:
+    path = written(tmp_path, "mcpd.toml", TOML)
+    path.chmod(0)
+    message = refusal(path)
+    assert str(path) in message and "Permission denied" in message
+
+
+def test_a_fifo_is_refused_at_once_rather_than_waited_on(tmp_path: Path) -> None:
+    # Opening a FIFO for reading waits for a writer: the loading (the daemon's, on a
+    # reload) would hang. A writer opened here only if the load does block, so the
+    # test ends either way.
+    fifo = tmp_path / "mcpd.toml"
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def unblock() -> None:
+        if not done.wait(10):
+            with open(os.open(fifo, os.O_WRONLY), "wb") as w:
+                w.write(TOML)
+
+    helper = threading.Thread(target=unblock)
+    helper.start()
+    try:
+        message = refusal(fifo)
+    finally:
+        done.set()
+        helper.join()
+    assert str(fifo) in message and "not a regular file" in message
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null", "/dev/urandom"])
+def test_a_symlink_to_a_device_is_refused_without_reading_it(tmp_path: Path, device: str) -> None:
+    link = tmp_path / "mcpd.toml"
+    link.symlink_to(device)
+    message = refusal(link)
+    assert str(link) in message and "not a regular file" in message
+
+
+def test_a_file_of_gigabytes_is_refused_without_being_read(tmp_path: Path) -> None:
+    path = tmp_path / "mcpd.toml"
+    with open(path, "wb") as f:
+        f.truncate(4 << 30)  # sparse: nothing is written, nothing need be read
+    message = refusal(path)
+    assert str(path) in message and "larger than" in message
+
+
+def test_a_file_just_over_the_limit_is_refused_and_one_at_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(config_load, "MAX_CONFIG_BYTES", len(TOML))
+    assert load(written(tmp_path, "at.toml", TOML), env={}).daemon.call_timeout == 5.0
+    assert "larger than" in refusal(written(tmp_path, "over.toml", TOML + b"\n"))
+
+
+def test_a_file_that_is_not_utf8_is_refused_naming_it(tmp_path: Path) -> None:
+    message = refusal(written(tmp_path, "mcpd.toml", b'[daemon]\nsocket = "\xff\xfe"\n'))
+    assert "mcpd.toml" in message and "not valid TOML" in message
+    utf16 = '{"mcpServers": {}}'.encode("utf-16")
+    assert "UTF-8" in refusal(written(tmp_path, "servers.json", utf16))
+
+
+@pytest.mark.parametrize(("name", "data"), [("mcpd.toml", TOML), ("servers.json", JSON)])
+def test_a_byte_order_mark_as_some_editors_write_is_not_part_of_the_text(
+    tmp_path: Path, name: str, data: bytes
+) -> None:
+    path = written(tmp_path, name, b"\xef\xbb\xbf" + data)
+    assert load(path, env={}).servers["notes"].command == "notes-server"
+
+
+def test_json_with_a_byte_order_mark_and_no_suffix_is_still_json(tmp_path: Path) -> None:
+    path = written(tmp_path, "servers", b"\xef\xbb\xbf" + JSON)
+    assert load(path, env={}).servers["notes"].command == "notes-server"
+
+
+def test_a_toml_error_names_the_file_and_its_line(tmp_path: Path) -> None:
+    text = b'[daemon]\ncall_timeout = 5.0\n\n[servers.notes\ncommand = "x"\n'
+    message = refusal(written(tmp_path, "mcpd.toml", text))
+    assert message.startswith(f"{tmp_path / 'mcpd.toml'}: not valid TOML")
+    assert "line 4" in message
+
+
+def test_a_repeated_key_is_a_toml_error_naming_its_line(tmp_path: Path) -> None:
+    text = b"[daemon]\ncall_timeout = 5.0\ncall_timeout = 6.0\n"
+    assert "line 3" in refusal(written(tmp_path, "mcpd.toml", text))
+
+
+def test_a_json_error_names_the_file_and_its_line(tmp_path: Path) -> None:
+    message = refusal(written(tmp_path, "servers.json", b'{"mcpServers": {\n  "a": [}\n}'))
+    assert "servers.json" in message and "line 2" in message
+
+
+def test_a_bad_value_names_its_key_path(tmp_path: Path) -> None:
+    path = written(tmp_path, "mcpd.toml", b'[daemon]\ncall_timeout = "soon"\n')
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={})
+    assert caught.value.path == "daemon.call_timeout"
+
+
+@pytest.mark.parametrize("key", ["a\\u0000b", "\\u001b[2J"])
+def test_a_key_with_control_characters_is_an_unknown_key_named_as_written(
+    tmp_path: Path, key: str
+) -> None:
+    path = written(tmp_path, "mcpd.toml", f'[daemon]\n"{key}" = 1\n'.encode())
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={})
+    decoded = key.encode().decode("unicode_escape")
+    assert (caught.value.path, caught.value.message) == (f"daemon.{decoded}", "unknown key")
+
+
+def test_variables_come_from_the_environment_given(tmp_path: Path) -> None:
+    path = written(tmp_path, "mcpd.toml", b'[servers.notes]\ncommand = "${NOTES_BIN}"\n')
+    config = load(path, env={"NOTES_BIN": "/opt/notes"})
+    assert config.servers["notes"].command == "/opt/notes"
+    assert config.variables == {"notes": ["NOTES_BIN"]}
