@@ -51,7 +51,7 @@ def _validation_error(exc: msgspec.ValidationError, prefix: str = "") -> ConfigE
     m = _AT_RE.match(str(exc))
     assert m is not None
     message, where = m.group(1), (prefix + (m.group(2) or "")).lstrip(".")
-    unknown = re.match(r"Object contains unknown field `(.+)`", message)
+    unknown = re.match(r"Object contains unknown field `(.+)`", message, re.S)
     if unknown:
         key = unknown.group(1)
         return ConfigError(f"{where}.{key}" if where else key, "unknown key")

@@ -171,7 +171,7 @@ def test_a_bad_value_names_its_key_path(tmp_path: Path) -> None:
     assert caught.value.path == "daemon.call_timeout"
 
 
-@pytest.mark.parametrize("key", ["a\\u0000b", "\\u001b[2J"])
+@pytest.mark.parametrize("key", ["a\\u0000b", "\\u001b[2J", "line\\nbreak"])
 def test_a_key_with_control_characters_is_an_unknown_key_named_as_written(
     tmp_path: Path, key: str
 ) -> None:
