@@ -18,6 +18,8 @@ import argparse
 import os
 import sys
 
+from protocol.visible import visible
+
 from .. import __version__
 from ..config.model import default_config_path
 from .client import SOCKET_HELP, config_in_use_help
@@ -228,7 +230,10 @@ def main(argv: list[str] | None = None) -> None:
         args, extra = parser.parse_known_args(argv)
         if extra:
             # argparse's Namespace has only what the chosen subcommand's defaults set.
-            getattr(args, "usage_of", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+            # The words are echoed: escaped, so none can act on the terminal or start
+            # a line of its own.
+            shown = visible(" ".join(extra))
+            getattr(args, "usage_of", parser).error(f"unrecognized arguments: {shown}")
     except SystemExit as exc:
         raise SystemExit(EXIT_USAGE if exc.code not in (0, None) else 0) from None
     try:

@@ -1,0 +1,173 @@
+"""The command line's grammar and entry point (``mcpd.cli.main``), called in this
+process: every usage error is one line under the command's own usage and exits 2,
+help and version exit 0, a command's own code is the exit code, and no word typed
+on the command line reaches the terminal as a control character."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pytest
+
+from mcpd import __version__
+from mcpd.cli import client_cmds
+from mcpd.cli.exits import EXIT_USAGE
+from mcpd.cli.main import COMMANDS, main
+
+ESC = "\x1b"
+
+
+def exit_of(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    code = caught.value.code
+    assert isinstance(code, int)
+    return code
+
+
+def usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
+    """(the usage line, the error line) of a command line argparse refuses."""
+    assert exit_of(argv) == EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    error = lines[-1]
+    assert error.startswith("mcpd") and ": error: " in error, err
+    assert lines[0].startswith("usage: mcpd"), err
+    return lines[0], error
+
+
+def test_no_command_is_a_usage_error_naming_what_is_missing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, error = usage_error([], capsys)
+    assert error == "mcpd: error: the following arguments are required: command"
+
+
+def test_a_word_that_is_no_command_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    _, error = usage_error(["serv"], capsys)
+    assert "invalid choice: 'serv'" in error
+    for command in ("serve", "check-config", "status", "prompts"):
+        assert f"'{command}'" in error
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h"]])
+def test_help_lists_every_command_and_exits_0(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert exit_of(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: mcpd")
+    for command in COMMANDS:
+        assert command in out
+
+
+def test_version_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert exit_of(["--version"]) == 0
+    assert capsys.readouterr().out == f"mcpd {__version__}\n"
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_commands_help_is_its_own_and_exits_0(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert exit_of([command, "--help"]) == 0
+    assert capsys.readouterr().out.startswith(f"usage: mcpd {command}")
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_commands_unknown_option_is_one_line_under_its_own_usage(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    usage, error = usage_error([command, "--no-such-option"], capsys)
+    assert usage.startswith(f"usage: mcpd {command}")
+    assert error.startswith(f"mcpd {command}: error: ")
+    # (a command missing its own arguments says so first)
+    assert "--no-such-option" in error or "arguments are required" in error
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["call"], "the following arguments are required: name"),
+        (["call", "t", "{}", "extra"], "unrecognized arguments: extra"),
+        (["status", "--watch", "soon"], "invalid float value: 'soon'"),
+        (["tools", "--format", "xml"], "invalid choice: 'xml'"),
+        (["tools", "--check-names", "ten"], "invalid int value: 'ten'"),
+        (["serve", "--log", "syslog"], "invalid choice: 'syslog'"),
+        (["serve", "--config"], "expected one argument"),
+        (["import"], "the following arguments are required: PATH|HOST"),
+    ],
+)
+def test_a_commands_bad_arguments_are_one_line_under_its_usage(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    usage, error = usage_error(argv, capsys)
+    assert usage.startswith(f"usage: mcpd {argv[0]}")
+    assert error.startswith(f"mcpd {argv[0]}: error: ")
+    assert says in error
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status", f"--{ESC}]0;owned{ESC}\\"],
+        ["status", f"{ESC}[2J{ESC}[Hall clear"],
+        ["call", "t", "{}", f"x\nmcpd: done, nothing went wrong{ESC}[8m"],
+        ["tools", "--bogus", "\u202eevil"],
+    ],
+)
+def test_words_echoed_in_a_usage_error_cannot_drive_the_terminal(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, error = usage_error(argv, capsys)
+    err = capsys.readouterr().err  # already read: what usage_error saw is all there was
+    assert err == ""
+    assert ESC not in error and "\u202e" not in error
+    assert "unrecognized arguments" in error
+
+
+def test_a_commands_code_is_the_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[argparse.Namespace] = []
+
+    def reload(args: argparse.Namespace) -> int:
+        seen.append(args)
+        return 3
+
+    monkeypatch.setattr(client_cmds, "cmd_reload", reload)
+    assert exit_of(["reload", "--socket", "/run/x.sock"]) == 3
+    [args] = seen
+    assert args.socket == "/run/x.sock"
+
+
+def test_ctrl_c_in_a_command_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    def reload(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(client_cmds, "cmd_reload", reload)
+    assert exit_of(["reload"]) == 130
+
+
+def test_a_closed_pipe_on_stdout_is_a_quiet_exit_0(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # `mcpd tools | head -1`: the reader went away; what is left to print goes nowhere.
+    def reload(args: object) -> int:
+        raise BrokenPipeError
+
+    monkeypatch.setattr(client_cmds, "cmd_reload", reload)
+    assert exit_of(["reload"]) == 0
+    print("after", file=sys.stdout, flush=True)  # now to /dev/null, not an error
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_an_error_a_command_does_not_catch_is_not_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def reload(args: object) -> int:
+        raise SystemExit(78)
+
+    monkeypatch.setattr(client_cmds, "cmd_reload", reload)
+    assert exit_of(["reload"]) == 78
