@@ -10,22 +10,38 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from protocol.visible import visible
 
 from ..config.model import default_config_path
 from .browser import browser_argv, open_in_browser, write_page
 from .client_cmds import client_for
-from .exits import EXIT_FAILED, ask
+from .exits import EXIT_BAD_REPLY, EXIT_FAILED, ask, fail
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        fail(EXIT_BAD_REPLY, f"the daemon's {what} is not an object")
+    return value
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     with client_for(args) as client:
-        out = ask(client, "mcpd/auth/dashboard", code=False)
+        out = _object(ask(client, "mcpd/auth/dashboard", code=False), "address reply")
         if out.get("url") is None:
-            daemon = ask(client, "mcpd/status")["daemon"]
+            status = _object(ask(client, "mcpd/status"), "status")
+            daemon = _object(status.get("daemon"), "status of itself")
     url = out.get("url")
-    if not isinstance(url, str):
+    expires_in = out.get("expires_in") or 60
+    # An address is printed and opened as it is: only one that is plainly text.
+    if url is not None and not (isinstance(url, str) and url.isprintable()):
+        fail(EXIT_BAD_REPLY, f"the daemon sent no usable address: {visible(repr(url))}")
+    if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
+        fail(
+            EXIT_BAD_REPLY, f"the daemon's expires_in is not a number: {visible(repr(expires_in))}"
+        )
+    if url is None:
         config = daemon.get("config") or default_config_path()
         socket = daemon.get("socket") or "SOCKET"
         print(
@@ -36,7 +52,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    seconds = float(out.get("expires_in") or 60)
+    seconds = float(expires_in)
     print(
         f"Open mcpd's status page in a browser:\n\n  {url}\n\n"
         f"The address works once, within {seconds:.0f} seconds; run mcpd dashboard again "

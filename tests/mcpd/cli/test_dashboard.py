@@ -1,0 +1,171 @@
+"""``mcpd dashboard`` (``mcpd.cli.dashboard``) run in this process against a stand-in
+daemon: the one-time address printed with how long it lasts, the way to turn the
+endpoint on when it is off, and the reply's words never acting on the terminal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpd.cli import dashboard
+from mcpd.cli.main import main
+from tests.support.fake_daemon import FakeDaemon, error, result
+
+URL = "http://127.0.0.1:8765/login?code=abc"
+
+
+@pytest.fixture
+def sock(tmp_path: Path) -> Path:
+    return tmp_path / "mcpd.sock"
+
+
+@pytest.fixture(autouse=True)
+def no_desktop(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """No browser is ever started; what would have been is noted."""
+    opened: list[list[str]] = []
+
+    def opener(argv: list[str]) -> str | None:
+        opened.append(argv)
+        return None
+
+    monkeypatch.setattr(dashboard, "open_in_browser", opener)
+    for name in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    return opened
+
+
+def run(*argv: str) -> int:
+    with pytest.raises(SystemExit) as done:
+        main(list(argv))
+    code = done.value.code
+    assert isinstance(code, int)
+    return code
+
+
+def daemon(sock: Path, login: Any, status: Any = None) -> FakeDaemon:
+    def answer(msg: dict[str, Any]) -> bytes:
+        if msg["method"] == "mcpd/auth/dashboard":
+            return login(msg) if callable(login) else result(msg, login)
+        return result(msg, status)
+
+    return FakeDaemon(sock, answer)
+
+
+def test_the_address_is_printed_with_how_long_it_works(
+    sock: Path, capsys: pytest.CaptureFixture[str], no_desktop: list[list[str]]
+) -> None:
+    with daemon(sock, {"url": URL, "expires_in": 90}) as d:
+        assert run("dashboard", "--socket", str(sock)) == 0
+    out, err = capsys.readouterr()
+    assert f"\n  {URL}\n" in out and "within 90 seconds" in out
+    assert err == "" and no_desktop == []
+    assert [r["method"] for r in d.requests] == ["mcpd/auth/dashboard"]
+
+
+def test_without_a_lifetime_the_address_is_said_to_last_a_minute(
+    sock: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with daemon(sock, {"url": URL}):
+        assert run("dashboard", "--socket", str(sock), "--no-browser") == 0
+    assert "within 60 seconds" in capsys.readouterr().out
+
+
+def test_a_browser_is_given_a_page_not_the_address(
+    sock: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    no_desktop: list[list[str]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("BROWSER", "my-browser --new-tab")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    with daemon(sock, {"url": URL, "expires_in": 30}):
+        assert run("dashboard", "--socket", str(sock)) == 0
+    [argv] = no_desktop
+    assert argv[:2] == ["my-browser", "--new-tab"]
+    assert "code=abc" not in " ".join(argv)  # the one-time code is off the command line
+    capsys.readouterr()
+    again = tmp_path / "again.sock"
+    with daemon(again, {"url": URL}):
+        assert run("dashboard", "--socket", str(again), "--no-browser") == 0
+    assert len(no_desktop) == 1
+
+
+def test_with_the_endpoint_off_it_says_how_to_turn_it_on_and_fails(
+    sock: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = {"daemon": {"config": "/etc/mcpd/config.toml", "socket": "/run/mcpd.sock"}}
+    with daemon(sock, {"url": None}, status) as d:
+        assert run("dashboard", "--socket", str(sock)) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "http_listen" in err and "in /etc/mcpd/config.toml" in err
+    assert "curl --unix-socket /run/mcpd.sock http://mcpd/" in err
+    assert [r["method"] for r in d.requests] == ["mcpd/auth/dashboard", "mcpd/status"]
+
+
+def test_the_hint_falls_back_when_the_status_names_no_config_or_socket(
+    sock: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with daemon(sock, {}, {"daemon": {}}):
+        assert run("dashboard", "--socket", str(sock)) == 1
+    assert "curl --unix-socket SOCKET " in capsys.readouterr().err
+
+
+def test_paths_in_the_hint_cannot_drive_the_terminal(
+    sock: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = {"daemon": {"config": "/tmp/\x1b[2Jc.toml", "socket": "/tmp/s\u202e.sock"}}
+    with daemon(sock, {}, status):
+        assert run("dashboard", "--socket", str(sock)) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\u202e" not in err
+    assert "/tmp/\\x1b[2Jc.toml" in err
+
+
+def test_a_refusal_is_the_daemons_message_and_exit_1(
+    sock: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def refuse(msg: dict[str, Any]) -> bytes:
+        return error(msg, -32001, "only mcpd's own user may log a browser in")
+
+    with daemon(sock, refuse):
+        assert run("dashboard", "--socket", str(sock)) == 1
+    assert capsys.readouterr().err == "mcpd: only mcpd's own user may log a browser in\n"
+
+
+def test_no_daemon_is_exit_3(sock: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run("dashboard", "--socket", str(sock)) == 3
+    assert str(sock) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "login",
+    [
+        {"url": URL, "expires_in": "soon"},
+        {"url": URL, "expires_in": [60]},
+        {"url": f"{URL}\x1b[2J\x1b[Hfake"},
+        [URL],
+        "url",
+    ],
+)
+def test_a_reply_of_the_wrong_shape_is_a_reply_that_cannot_be_read(
+    sock: Path, capsys: pytest.CaptureFixture[str], login: Any
+) -> None:
+    with daemon(sock, login, {"daemon": {}}):
+        assert run("dashboard", "--socket", str(sock), "--no-browser") == 4
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err
+    assert err.startswith("mcpd: ") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("status", [None, [], {"daemon": "up"}, {"daemon": ["x"]}])
+def test_a_status_of_the_wrong_shape_is_a_reply_that_cannot_be_read(
+    sock: Path, capsys: pytest.CaptureFixture[str], status: Any
+) -> None:
+    with daemon(sock, {"url": None}, status):
+        assert run("dashboard", "--socket", str(sock)) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("mcpd: the daemon's status") and len(err.splitlines()) == 1
