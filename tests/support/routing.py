@@ -1,0 +1,124 @@
+"""A ``Router`` over a catalog of a few tools and no server behind it, for the tests of
+the call path on the agent side: each call it starts at a server is kept for the test
+to answer (``Servers.started``), what it tells a server of a call given up is counted
+(``Servers.cancelled``), and each audit record it makes is kept (``Audit.records``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import Raw
+
+from mcpd.agents.askback_driver import AskBackDriver
+from mcpd.agents.callpolicy import CallPolicy
+from mcpd.agents.callrecords import CallRecords
+from mcpd.agents.profiles import ProfileServers
+from mcpd.agents.toolcall import Router
+from mcpd.audit.record import CallRecord
+from mcpd.config.load import parse
+from mcpd.config.model import NamingConfig, ProfileConfig
+from mcpd.config.policy import PolicyRule
+from mcpd.policy.approvals import Approvals
+from mcpd.policy.gate import CallGate
+from mcpd.policy.masking import KnownSecrets
+from mcpd.registry.catalog import Catalog
+from mcpd.servers.all_servers import AllServers
+from mcpd.servers.calls import Call, Outcome
+from mcpd.servers.supervisor import Supervisor
+from protocol import mcp
+
+# Each server's tools, by its own names for them.
+TOOLS: dict[str, list[str]] = {"notes": ["search", "add"], "git": ["status"]}
+
+
+def tool(name: str, description: str = "does it") -> mcp.Tool:
+    sent = {"name": name, "description": description, "inputSchema": {"type": "object"}}
+    return msgspec.json.decode(msgspec.json.encode(sent), type=mcp.Tool)
+
+
+class Audit:
+    def __init__(self) -> None:
+        self.records: list[CallRecord] = []
+
+    def record(self, record: CallRecord, arguments: Raw | None) -> None:
+        self.records.append(record)
+
+    def outcomes(self) -> list[tuple[str | None, str]]:
+        return [(r.name, r.outcome) for r in self.records]
+
+
+class Servers:
+    """What the router uses of ``AllServers`` (``start``), and the scheduler each call
+    it starts tells when its agent gives it up."""
+
+    def __init__(self) -> None:
+        self.started: list[Call] = []
+        self.cancelled: list[Call] = []
+
+    def start(self, call: Call) -> None:
+        call.scheduler = self  # type: ignore[assignment]
+        self.started.append(call)
+
+    def answer(self, outcome: Outcome, index: int = -1) -> Call:
+        """The server's answer to a call it was given (the last by default)."""
+        call = self.started[index]
+        call.caller.finish(call, outcome)
+        return call
+
+    def cancel(self, call: Call) -> None:
+        self.cancelled.append(call)
+
+    def extend(self, call: Call, seconds: float) -> None:
+        pass
+
+    def complete(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
+        raise AssertionError("no transport answers here")
+
+
+class World:
+    """The tools of ``TOOLS`` in a catalog, a profile of them, and a router whose
+    policy has ``rules``; ``held`` names tools of the notes server held for review."""
+
+    def __init__(
+        self,
+        *rules: dict[str, Any],
+        held: tuple[str, ...] = (),
+        discovery: str = "all",
+        splice: bool = True,
+    ) -> None:
+        self.catalog = Catalog(NamingConfig())
+        config = parse({"servers": {alias: {"command": "x"} for alias in TOOLS}}, env={})
+        base = AllServers(Supervisor(config, self.catalog), self.catalog)
+        for alias, names in TOOLS.items():
+            self.catalog.update(alias, [tool(n) for n in names])
+        if held:
+            self.catalog.gate.settle("notes")
+            changed = [tool(n, "now does more" if n in held else "does it") for n in TOOLS["notes"]]
+            self.catalog.update("notes", changed)
+        view = base.view_of("default")
+        view.configure(ProfileConfig(discovery=discovery), NamingConfig(), 128)  # type: ignore[arg-type]
+        self.profile = ProfileServers(base, view)
+        self.audit = Audit()
+        self.servers = Servers()
+        gate = CallGate(Approvals(), KnownSecrets(), clock=lambda: 0.0)
+        gate.configure([msgspec.convert(r, PolicyRule) for r in rules])
+        driver = AskBackDriver()
+        self.router = Router(
+            self.servers,  # type: ignore[arg-type]
+            driver,
+            lambda call, result, links: result,
+            CallPolicy(gate, driver.parks),
+            CallRecords(self.audit, wall=lambda: 100.0),  # type: ignore[arg-type]
+            budget=100_000,
+            splice=splice,
+        )
+
+    def local(self, alias: str, original: str) -> str:
+        """The name agents call the server's tool by."""
+        [entry] = [
+            e
+            for e in self.profile.view.registry.entries()
+            if (e.alias, e.original) == (alias, original)
+        ]
+        return entry.local
