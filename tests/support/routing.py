@@ -5,14 +5,19 @@ to answer (``Servers.started``), what it tells a server of a call given up is co
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 from msgspec import Raw
 
+from mcpd.agents.agent import Agent
+from mcpd.agents.api import new_session
+from mcpd.agents.askback import AgentRequests, DirectAsker
 from mcpd.agents.askback_driver import AskBackDriver
 from mcpd.agents.callpolicy import CallPolicy
 from mcpd.agents.callrecords import CallRecords
+from mcpd.agents.identity import Identity
 from mcpd.agents.profiles import ProfileServers
 from mcpd.agents.toolcall import Router
 from mcpd.audit.record import CallRecord
@@ -26,6 +31,7 @@ from mcpd.registry.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import Call, Outcome
 from mcpd.servers.supervisor import Supervisor
+from protocol import jsonrpc as rpc
 from protocol import mcp
 
 # Each server's tools, by its own names for them.
@@ -122,3 +128,37 @@ class World:
             if (e.alias, e.original) == (alias, original)
         ]
         return entry.local
+
+
+class StandInAgent(Agent):
+    """An agent as the router knows one: each outcome its calls come to is kept
+    (``finished``), and so is each call that waits for a person (``in_tasks``) and
+    each message sent to it. ``legacy``: it began with initialize, else each of its
+    requests carries its own ``_meta`` envelope."""
+
+    def __init__(self, profile: ProfileServers, legacy: bool = True) -> None:
+        self.session = new_session()
+        if legacy:
+            self.session.legacy_version = "2025-11-25"
+        self.contexts = {}
+        self.profile = profile
+        self.owner = self
+        self.asks = AgentRequests()
+        self.refuser = DirectAsker(self, None, self.asks, self.send_nowait)
+        self.progress = lambda params: None
+        self.identity = Identity(None)
+        self.sent: list[bytes] = []
+        self.finished: list[tuple[Call, Outcome]] = []
+        self.in_tasks: list[tuple[Call, Callable[[], Awaitable[bytes]]]] = []
+
+    def finish(self, call: Call, outcome: Outcome) -> None:
+        self.finished.append((call, outcome))
+
+    def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
+        self.in_tasks.append((call, answer))
+
+    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        self.sent.append(data)
+
+    def news_sender(self) -> Callable[[bytes], None]:
+        return self.send_nowait

@@ -1,0 +1,388 @@
+"""The router on the agent side, called directly: a call made of what either decoder
+read (its ``_meta`` envelope's context kept per connection, within a bound, and every
+wrong shape of it refused), routed through a profile (meta-tools, unknown and held
+tools, the policy), the reply and audit record of each kind of outcome, and a call
+given up or failed recorded once."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from msgspec import UNSET, Raw
+
+from mcpd.agents.callpolicy import Ask
+from mcpd.agents.metatools import CALL, SEARCH
+from mcpd.servers.calls import Call
+from mcpd.servers.outage import Outage
+from protocol import jsonrpc as rpc
+from protocol import mcp, splice
+from tests.support.agent import META
+from tests.support.routing import StandInAgent, World
+
+VERSION = "io.modelcontextprotocol/protocolVersion"
+CAPS = "io.modelcontextprotocol/clientCapabilities"
+
+
+def line(rid: Any, name: str, arguments: Any = None, meta: Any = UNSET) -> bytes:
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = arguments
+    if meta is not UNSET:
+        params["_meta"] = meta
+    msg = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+    return json.dumps(msg).encode()
+
+
+def spliced(data: bytes) -> splice.Call:
+    decoded = splice.decode_call(data)
+    assert decoded is not None
+    return decoded
+
+
+def general(data: bytes) -> rpc.Request:
+    msg = rpc.decode_message(data)
+    assert isinstance(msg, rpc.Request)
+    return msg
+
+
+DECODERS = [spliced, general]
+
+
+def text(outcome: Any) -> str:
+    assert isinstance(outcome, mcp.CallToolResult), outcome
+    block = outcome.content[0]
+    assert isinstance(block, mcp.TextContent)
+    return block.text
+
+
+# -- the call, from either decoder --
+
+
+@pytest.mark.parametrize("decode", DECODERS)
+def test_either_decoder_makes_the_same_call(decode: Any) -> None:
+    world = World()
+    agent = StandInAgent(world.profile, legacy=False)
+    meta = {**META, "progressToken": "p1", "note": [1]}
+    call = world.router.call_of(agent, decode(line("r", "t", {"a": 1}, meta)))
+    assert (call.id, call.name, json.loads(bytes(call.arguments))) == ("r", "t", {"a": 1})  # type: ignore[arg-type]
+    assert call.meta == {"progressToken": "p1", "note": [1]}  # the agent's own keys
+    assert call.modern and call.ctx.era == "modern" and call.ctx.meta == meta
+    assert call.caller is agent and call.owner is agent and call.arrived == 100.0
+
+
+@pytest.mark.parametrize("decode", DECODERS)
+def test_a_call_without_an_envelope_is_refused_until_the_agent_initialized(decode: Any) -> None:
+    world = World()
+    agent = StandInAgent(world.profile, legacy=False)
+    with pytest.raises(rpc.RPCError) as refused:
+        world.router.call_of(agent, decode(line(1, "t")))
+    assert refused.value.code == rpc.INVALID_PARAMS and VERSION in refused.value.message
+    agent.session.legacy_version = "2025-11-25"
+    call = world.router.call_of(agent, decode(line(1, "t")))
+    assert call.ctx.era == "legacy" and not call.modern and call.meta is None
+
+
+def test_an_envelope_seen_again_is_read_once_and_one_with_keys_of_the_agents_own_never_kept() -> (
+    None
+):
+    world = World()
+    agent = StandInAgent(world.profile, legacy=False)
+    first = world.router.call_of(agent, spliced(line(1, "t", {}, META)))
+    again = world.router.call_of(agent, spliced(line(2, "t", {}, META)))
+    assert again.ctx is first.ctx and again.meta is None
+    for rid in (3, 4):
+        own = world.router.call_of(
+            agent, spliced(line(rid, "t", {}, {**META, "progressToken": rid}))
+        )
+        assert own.meta == {"progressToken": rid}
+    assert len(agent.contexts) == 1
+
+
+def test_thousands_of_distinct_envelopes_are_each_read_as_they_are_and_few_kept() -> None:
+    world = World()
+    agent = StandInAgent(world.profile, legacy=False)
+    for n in range(3000):
+        meta = {**META, CAPS: {"n": {"x": n}}}
+        call = world.router.call_of(agent, spliced(line(n, "t", {}, meta)))
+        assert call.ctx.capabilities == {"n": {"x": n}}
+    assert 0 < len(agent.contexts) <= 8
+    # The first kept are still right.
+    call = world.router.call_of(agent, spliced(line("x", "t", {}, {**META, CAPS: {"n": {"x": 0}}})))
+    assert call.ctx.capabilities == {"n": {"x": 0}}
+
+
+def test_contexts_are_kept_per_connection() -> None:
+    world = World()
+    legacy, modern = StandInAgent(world.profile), StandInAgent(world.profile, legacy=False)
+    meta = {"io.modelcontextprotocol/other": 1}  # reserved keys only, no version
+    assert world.router.call_of(legacy, spliced(line(1, "t", {}, meta))).ctx.era == "legacy"
+    with pytest.raises(rpc.RPCError):
+        world.router.call_of(modern, spliced(line(1, "t", {}, meta)))
+    assert modern.contexts == {}
+
+
+@pytest.mark.parametrize("meta", [None, [], [META], 1, "x", True])
+def test_an_envelope_that_is_not_an_object_is_refused_in_the_same_words_by_either_decoder(
+    meta: Any,
+) -> None:
+    world = World()
+    agent = StandInAgent(world.profile)
+    said = []
+    for decode in DECODERS:
+        with pytest.raises(rpc.InvalidParams) as refused:
+            world.router.call_of(agent, decode(line(1, "t", {}, meta)))
+        said.append(str(refused.value))
+    assert said[0] == said[1] and "_meta" in said[0]
+    assert agent.contexts == {}
+
+
+@pytest.mark.parametrize(
+    ("meta", "code"),
+    [
+        ({VERSION: "1999-01-01", CAPS: {}}, rpc.UNSUPPORTED_PROTOCOL_VERSION),
+        ({VERSION: 5, CAPS: {}}, rpc.UNSUPPORTED_PROTOCOL_VERSION),
+        ({VERSION: META[VERSION]}, rpc.INVALID_PARAMS),
+        ({VERSION: META[VERSION], CAPS: []}, rpc.INVALID_PARAMS),
+        ({VERSION: META[VERSION], CAPS: "all"}, rpc.INVALID_PARAMS),
+    ],
+)
+@pytest.mark.parametrize("decode", DECODERS)
+def test_a_wrong_envelope_is_refused_and_never_kept(meta: Any, code: int, decode: Any) -> None:
+    world = World()
+    agent = StandInAgent(world.profile, legacy=False)
+    for _ in range(2):
+        with pytest.raises(rpc.RPCError) as refused:
+            world.router.call_of(agent, decode(line(1, "t", {}, meta)))
+        assert refused.value.code == code
+    assert agent.contexts == {}
+
+
+@pytest.mark.parametrize("params", [{"name": 1}, {"arguments": {}}, {"name": None}, []])
+def test_params_that_are_no_call_are_invalid(params: Any) -> None:
+    world = World()
+    agent = StandInAgent(world.profile)
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    with pytest.raises(rpc.InvalidParams):
+        world.router.call_of(agent, general(json.dumps(msg).encode()))
+
+
+# -- routing --
+
+
+def routed(world: World, name: str, arguments: Any = None, **agent: Any) -> tuple[Call, Any]:
+    caller = StandInAgent(world.profile, **agent)
+    call = world.router.call_of(caller, spliced(line(1, name, arguments, META)))
+    return call, world.router.route(call, caller)
+
+
+def test_a_listed_tool_goes_to_its_server_under_the_servers_name() -> None:
+    world = World()
+    local = world.local("git", "status")
+    call, outcome = routed(world, local, {"a": 1})
+    assert outcome is None
+    assert (call.local, call.name, call.alias) == (local, "status", "git")
+    assert call.sight is world.profile.view
+
+
+@pytest.mark.parametrize("arguments", [[], [{}], 1, "x", True, 0.5])
+def test_arguments_that_are_not_an_object_never_reach_the_server(arguments: Any) -> None:
+    world = World()
+    caller = StandInAgent(world.profile)
+    for decode in DECODERS:
+        call = world.router.call_of(
+            caller, decode(line(1, world.local("git", "status"), arguments))
+        )
+        world.router.start(call, caller)
+    assert world.servers.started == []
+    for _, outcome in caller.finished:
+        assert isinstance(outcome, rpc.RPCError) and outcome.code == rpc.INVALID_PARAMS
+        assert outcome.message == "Invalid params: tools/call arguments must be an object"
+
+
+@pytest.mark.parametrize("arguments", [None, {}, {"a": [1]}])
+def test_arguments_left_out_null_or_an_object_go_on(arguments: Any) -> None:
+    world = World()
+    data = line(1, world.local("git", "status"), META)
+    if arguments is not None:
+        data = line(1, world.local("git", "status"), arguments, META)
+    caller = StandInAgent(world.profile)
+    world.router.start(world.router.call_of(caller, spliced(data)), caller)
+    assert len(world.servers.started) == 1
+
+
+def test_an_unknown_tool_is_answered_here_with_the_names_it_is_close_to() -> None:
+    world = World()
+    local = world.local("notes", "search")
+    call, outcome = routed(world, local + "x")
+    assert outcome.isError and f"Did you mean: {local}," in text(outcome)
+    assert call.refusal == "unknown tool" and call.alias == ""
+
+
+def test_a_held_tool_is_refused_before_its_server_or_any_rule() -> None:
+    world = World({"action": "allow"}, held=("search",))
+    local = world.local("notes", "search")
+    caller = StandInAgent(world.profile)
+    call = world.router.call_of(caller, spliced(line(1, local, {})))
+    world.router.start(call, caller)
+    assert world.servers.started == []
+    [(_, outcome)] = caller.finished
+    assert outcome.isError and "held by mcpd" in text(outcome)
+    assert outcome.meta["mcpd/held"]["item"] == "search"
+    assert call.refusal is not None and call.refusal.startswith("held: its definition changed")
+    # Its neighbour on the same server is not held.
+    world.router.start(
+        world.router.call_of(caller, spliced(line(2, world.local("notes", "add")))), caller
+    )
+    assert len(world.servers.started) == 1
+
+
+def test_a_call_the_policy_denies_is_answered_here_and_one_it_asks_about_waits_in_a_task() -> None:
+    world = World(
+        {"action": "deny", "servers": ["git"], "reason": "no git"},
+        {"action": "ask", "servers": ["notes"]},
+    )
+    caller = StandInAgent(world.profile)
+    denied = world.router.call_of(caller, spliced(line(1, world.local("git", "status"))))
+    asked = world.router.call_of(caller, spliced(line(2, world.local("notes", "add"))))
+    again = world.router.call_of(caller, spliced(line(3, world.local("notes", "add"))))
+    assert isinstance(world.router.route(again, caller), Ask)
+    world.router.start(denied, caller)
+    world.router.start(asked, caller)
+    assert world.servers.started == []
+    [(call, outcome)] = caller.finished
+    assert call is denied and outcome.isError and "no git" in text(outcome)
+    assert [c for c, _ in caller.in_tasks] == [asked]
+
+
+def test_in_search_mode_the_meta_tools_answer_or_stand_for_the_call_they_wrap() -> None:
+    world = World(discovery="search")
+    local = world.local("git", "status")
+    call, outcome = routed(world, SEARCH, {"query": "status"})
+    assert isinstance(outcome, mcp.CallToolResult) and local in json.dumps(
+        rpc.encode(outcome).decode()
+    )
+    call, outcome = routed(world, CALL, {"name": local, "arguments": {"a": 1}})
+    assert outcome is None
+    assert (call.local, call.name, call.alias, bytes(call.arguments)) == (  # type: ignore[arg-type]
+        local,
+        "status",
+        "git",
+        b'{"a":1}',
+    )
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"name": CALL, "arguments": {"name": "x"}},  # a meta-call of a meta-call
+        {"name": "mcp__git__status", "arguments": [1]},
+        {"name": 5},
+        {},
+        None,
+    ],
+)
+def test_a_meta_call_that_stands_for_no_call_is_refused_without_a_server(arguments: Any) -> None:
+    world = World(discovery="search")
+    caller = StandInAgent(world.profile)
+    world.router.start(world.router.call_of(caller, spliced(line(1, CALL, arguments))), caller)
+    assert world.servers.started == []
+    [(_, outcome)] = caller.finished
+    assert isinstance(outcome, rpc.RPCError | mcp.CallToolResult)
+    if isinstance(outcome, mcp.CallToolResult):
+        assert outcome.isError
+
+
+def test_where_everything_is_listed_a_meta_tools_name_is_unknown() -> None:
+    world = World()
+    _, outcome = routed(world, SEARCH, {"query": "x"})
+    assert outcome.isError and "Unknown tool" in text(outcome)
+
+
+# -- the reply, and the record --
+
+
+def started(
+    world: World, name: str, legacy: bool = True, rid: Any = 7
+) -> tuple[StandInAgent, Call]:
+    caller = StandInAgent(world.profile, legacy=legacy)
+    meta = UNSET if legacy else META
+    world.router.start(world.router.call_of(caller, spliced(line(rid, name, {}, meta))), caller)
+    return caller, world.servers.started[-1]
+
+
+@pytest.mark.parametrize("splicing", [True, False])
+def test_a_servers_result_is_passed_on_spliced_only_where_splicing_is_on(splicing: bool) -> None:
+    world = World(splice=splicing)
+    caller, call = started(world, world.local("git", "status"), rid="a\nb")
+    result = Raw(b'{"content":[{"type":"text","text":"hi"}],"x":{"y":[1]}}')
+    data, was_spliced = world.router.reply(call.id, call, result, caller)
+    assert was_spliced is splicing
+    assert json.loads(data) == {"jsonrpc": "2.0", "id": "a\nb", "result": json.loads(bytes(result))}
+    [record] = world.audit.records
+    assert (record.outcome, record.server, record.original, record.result_bytes) == (
+        "ok",
+        "git",
+        "status",
+        len(data),
+    )
+
+
+@pytest.mark.parametrize(
+    ("outcome", "words"),
+    [
+        (Raw(b'{"content":[],"isError":true}'), ("tool_error", None)),
+        (rpc.RPCError(-32002, "gone", {"d": 1}), ("error", "gone")),
+        (
+            Outage(server="git", state="timeout", reason="took too long"),
+            ("timeout", "took too long"),
+        ),
+        (Outage(server="git", state="failed", reason="exited 1"), ("outage", "exited 1")),
+        (mcp.text_result("fine"), ("ok", None)),
+    ],
+)
+@pytest.mark.parametrize("legacy", [True, False])
+def test_each_outcome_has_its_reply_and_its_record(outcome: Any, words: Any, legacy: bool) -> None:
+    world = World()
+    caller, call = started(world, world.local("git", "status"), legacy=legacy)
+    data, was_spliced = world.router.reply(5, call, outcome, caller)
+    reply = json.loads(data)
+    assert reply["id"] == 5
+    if isinstance(outcome, rpc.RPCError):
+        assert reply["error"] == {"code": -32002, "message": "gone", "data": {"d": 1}}
+        assert not was_spliced
+    else:
+        assert reply["result"].get("isError", False) is (words[0] != "ok")
+        assert ("resultType" in reply["result"]) is (not legacy)
+        if isinstance(outcome, Outage):
+            assert outcome.reason in json.dumps(reply)
+    [record] = world.audit.records
+    assert (record.outcome, record.reason) == words
+
+
+def test_a_call_given_up_is_told_to_its_server_and_recorded_once() -> None:
+    world = World()
+    caller, call = started(world, world.local("git", "status"))
+    world.router.abandon(call, caller)
+    world.router.abandon(call, caller)
+    world.router.failed(call, caller, ValueError("late"))
+    assert world.servers.cancelled == [call, call]
+    assert world.audit.outcomes() == [(world.local("git", "status"), "cancelled")]
+
+
+def test_a_call_that_failed_on_its_way_says_so_once_naming_only_the_kind() -> None:
+    world = World()
+    caller, call = started(world, world.local("git", "status"))
+    world.router.failed(call, caller, KeyError("secret words"))
+    world.router.reply(call.id, call, Raw(b'{"content":[]}'), caller)
+    [record] = world.audit.records
+    assert (record.outcome, record.reason) == ("error", "mcpd failed: KeyError")
+
+
+def test_a_call_that_could_not_be_read_is_recorded_with_its_reason_cut() -> None:
+    world = World()
+    world.router.unreadable(StandInAgent(world.profile), "Invalid params: " + "x" * 1000)
+    [record] = world.audit.records
+    assert (record.method, record.name, record.outcome) == ("tools/call", None, "error")
+    assert record.reason is not None and len(record.reason) == 200
