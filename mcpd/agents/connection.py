@@ -227,7 +227,7 @@ class Connection(Agent):
                 self.spoke_mcp = not msg.method.startswith(_OWN_METHODS)
             if isinstance(msg, rpc.Request):
                 self.asked.set()
-                if not self._admit(msg.id):
+                if not self._admit(msg.id, holds_slot=msg.method not in LIFECYCLE):
                     pass
                 elif msg.method in LIFECYCLE:
                     self._put(self.handler.answer_now(self, msg), msg.id)
@@ -246,15 +246,15 @@ class Connection(Agent):
             if failed is not None:
                 self.send_nowait(*failed)
 
-    def _admit(self, rid: rpc.Id) -> bool:
-        """Whether a request may start: its id is free and the agent is under its
-        in-flight limit; otherwise it is answered with an error here."""
+    def _admit(self, rid: rpc.Id, holds_slot: bool = True) -> bool:
+        """Whether a request may start: its id is free and, if it holds a slot, the agent
+        is under its in-flight limit; otherwise it is answered with an error here."""
         if rid in self.inflight:
             self.send_nowait(
                 rpc.encode_error(rid, rpc.INVALID_REQUEST, f"id {rid!r} is already in use")
             )
             return False
-        if len(self.inflight) >= self.max_inflight:
+        if holds_slot and len(self.inflight) >= self.max_inflight:
             self.faults.refused_at_limit(self.label, self.max_inflight)
             self.send_nowait(
                 rpc.encode_error(

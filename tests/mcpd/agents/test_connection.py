@@ -244,6 +244,10 @@ async def test_past_the_in_flight_limit_a_request_is_refused_until_one_ends(
                 "too many requests in flight on this connection (limit 2)",
             )
         assert len(world.servers.started) == 1
+        # A ping holds nothing, and an agent at its limit still learns mcpd is there.
+        await link.agent.send(request(9, "ping"))
+        pong = await link.agent.line()
+        assert pong["id"] == 9 and pong["result"] == {"lifecycle": "ping"}
         world.servers.answer(RESULT)
         assert (await link.agent.line())["id"] == 1
         await link.agent.send(request(6, "test/other"))
