@@ -1,0 +1,125 @@
+"""Who holds the other end of a real loopback connection, read from this machine's TCP
+tables in both address families (another user's, as root); and when that cannot be
+told (tables that cannot be read, a connection they do not list), an error saying
+why; a connection's owner asked for once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from mcpd.local.tcpowner import TABLES, ConnectionOwner, OwnerUnknown, tcp_owner
+
+# Connects to argv[1]:argv[2], says so, and holds the connection until stdin closes.
+HOLD = """
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+print("connected", flush=True)
+sys.stdin.read()
+"""
+
+
+async def accepted(host: str, client_uid: int | None = None) -> int | str:
+    """The owner tcp_owner finds for a connection to a listener on ``host``, from this
+    process or (``client_uid``) from a process of that user."""
+    with trio.fail_after(10):
+        listener = trio.socket.socket(trio.socket.AF_INET6 if ":" in host else trio.socket.AF_INET)
+        with listener:
+            await listener.bind((host, 0))
+            listener.listen()
+            port = listener.getsockname()[1]
+            if client_uid is None:
+                async with await trio.open_tcp_stream(host, port):
+                    conn, _ = await listener.accept()
+                    with conn:
+                        return _owner(conn)
+
+            def become() -> None:
+                os.setgroups([])
+                os.setgid(client_uid)
+                os.setuid(client_uid)
+
+            python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+            proc = await trio.lowlevel.open_process(
+                [python, "-c", HOLD, host, str(port)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                preexec_fn=become,
+            )
+            try:
+                assert proc.stdout is not None and proc.stdin is not None
+                said = b""
+                while not said.endswith(b"\n"):
+                    chunk = await proc.stdout.receive_some()
+                    assert chunk, "the client ended before it connected"
+                    said += chunk
+                conn, _ = await listener.accept()
+                with conn:
+                    return _owner(conn)
+            finally:
+                if proc.stdin is not None:
+                    await proc.stdin.aclose()
+                await proc.wait()
+
+
+def _owner(conn: trio.socket.SocketType) -> int | str:
+    try:
+        return tcp_owner(conn)
+    except OwnerUnknown as exc:
+        return str(exc)
+
+
+async def test_this_processs_connection_is_its_users() -> None:
+    assert await accepted("127.0.0.1") == os.getuid()
+
+
+async def test_an_ipv6_connection_is_found_in_the_other_table() -> None:
+    if not Path(TABLES[1]).exists():
+        pytest.skip("this machine has no IPv6")
+    assert await accepted("::1") == os.getuid()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a process of another user is started as root")
+async def test_another_users_connection_is_theirs() -> None:
+    assert await accepted("127.0.0.1", 65534) == 65534
+
+
+async def test_tables_that_cannot_be_read_say_so(tmp_path: Path) -> None:
+    listener = trio.socket.socket()
+    with trio.fail_after(10), listener:
+        await listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        async with await trio.open_tcp_stream(*listener.getsockname()):
+            conn, _ = await listener.accept()
+            with conn:
+                missing = (str(tmp_path / "tcp"), str(tmp_path / "tcp6"))
+                with pytest.raises(OwnerUnknown, match="tables cannot be read"):
+                    tcp_owner(conn, missing)
+                empty = tmp_path / "empty"
+                empty.write_text("  sl  local_address rem_address   st\n")
+                with pytest.raises(OwnerUnknown, match="no process of this machine"):
+                    tcp_owner(conn, (str(empty),))
+
+
+def test_a_connections_owner_is_looked_up_once_a_failure_too() -> None:
+    asked: list[str] = []
+
+    def found() -> int:
+        asked.append("found")
+        return 1000
+
+    def unknown() -> int:
+        asked.append("unknown")
+        raise OwnerUnknown("no such socket")
+
+    owner, nobody = ConnectionOwner(found), ConnectionOwner(unknown)
+    assert owner.uid() == owner.uid() == 1000
+    for _ in range(2):
+        with pytest.raises(OwnerUnknown, match="no such socket"):
+            nobody.uid()
+    assert asked == ["found", "unknown"]
