@@ -3,7 +3,8 @@
 ``AgentServer.dispatch`` answers connections; ``Exchange`` lets it answer one HTTP request the
 same way, whatever it sends before its answer going into the response (which then
 becomes an event stream). ``Caller`` is what the HTTP connection it came on decides:
-the peer, the profile a profile's socket fixes, and the checks of the TCP endpoint.
+the peer, the profile a profile's socket fixes, the checks of the TCP endpoint, and
+the local user at its other end.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
+from ..local.tcpowner import ConnectionOwner
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
@@ -110,6 +112,9 @@ class Caller(msgspec.Struct, frozen=True):
     guard: Callable[[h11.Request], None] | None = None  # raises Reject
     # Who a stateless client sending on this connection is (a session has its own).
     identity: Identity | None = None
+    # The local user at its other end, for what is bound to one (the page's sessions);
+    # None: not known.
+    owner: ConnectionOwner | None = None
 
     def who(self) -> Identity:
         return self.identity if self.identity is not None else Identity(self.peer)

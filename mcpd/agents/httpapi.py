@@ -39,6 +39,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 from protocol.visible import visible_json
 
+from ..local.tcpowner import ConnectionOwner, tcp_owner
 from ..registry.views import ProfileView
 from ..servers.all_servers import AllServers
 from .backend import Control
@@ -125,12 +126,15 @@ class HttpApi:
         try:
             async with stream:
                 if gate is None:
-                    caller = Caller(peer, fixed, identity=identity)
+                    owner = None if peer is None else ConnectionOwner(lambda: peer.uid)
+                    caller = Caller(peer, fixed, identity=identity, owner=owner)
                     await self._serve(wire, caller, None, None)
                     return
                 first = await gate.admit(wire)
                 if first is not None:
-                    caller = Caller(peer, fixed, gate.check, identity)
+                    # Looked up only if a request needs it: the page's session or code.
+                    owner = ConnectionOwner(lambda: tcp_owner(stream.socket))
+                    caller = Caller(peer, fixed, gate.check, identity, owner)
                     await self._serve(wire, caller, first, self.on_endpoint)
         except h11.RemoteProtocolError as exc:
             await refuse(wire, exc.error_status_hint)

@@ -3,7 +3,10 @@
 A browser cannot send mcpd's bearer token. ``mcpd dashboard`` (the daemon's own user
 or root, on its socket) gets a code, good once and for ``CODE_TTL``; the page trades
 it for a session, whose id goes into an HttpOnly, SameSite=Strict cookie, and whose
-CSRF token into the page, for its actions to send back. A session lasts
+CSRF token into the page, for its actions to send back. A session is the local user's
+whose connection traded the code, and is taken only on a connection of that user:
+browsers send a cookie of 127.0.0.1 to every port there, another user's server too,
+and a cookie may be planted by anyone who serves a page there. A session lasts
 ``SESSION_TTL``, and ends sooner when the endpoint's token is rotated (``mcpd token
 --rotate`` locks every browser out as it does every client) or mcpd restarts.
 
@@ -35,6 +38,7 @@ class PageSession(msgspec.Struct, frozen=True):
     csrf: str
     expires: float
     token: bytes  # a digest of the endpoint token it was opened under
+    uid: int  # the local user whose connection traded its code: the only one it admits
     # Who asked for its code (``mcpd dashboard``): who decides a call waiting for
     # approval on the page, and so may not be the agent that made it.
     decider: Decider = Decider()
@@ -61,24 +65,45 @@ class Passes:
         self._codes[_digest(code)] = (now + CODE_TTL, decider or Decider())
         return code
 
-    def redeem(self, code: str) -> str | None:
-        """The id of a new session for a good code (which is then spent), or None."""
+    def redeem(self, code: str, owner: Callable[[], int]) -> str | None:
+        """The id of a new session for a good code (which is then spent), or None.
+
+        ``owner``: the uid of the local user trading it, asked for a good code only;
+        what it raises (``OwnerUnknown``) leaves the code unspent.
+        """
         now = trio.current_time()
-        found = self._codes.pop(_digest(code), None)
+        key = _digest(code)
+        found = self._codes.get(key)
         if found is None or found[0] <= now:
+            self._codes.pop(key, None)
             return None
         decider = found[1]
         token = self._current_token()
         if token is None:
+            del self._codes[key]
             return None
+        uid = owner()
+        del self._codes[key]
         self._sessions = {d: s for d, s in self._sessions.items() if s.expires > now}
         while len(self._sessions) >= MAX_SESSIONS:
             del self._sessions[next(iter(self._sessions))]
         sid = secrets.token_urlsafe(32)
         self._sessions[_digest(sid)] = PageSession(
-            secrets.token_urlsafe(24), now + SESSION_TTL, token, decider
+            secrets.token_urlsafe(24), now + SESSION_TTL, token, uid, decider
         )
         return sid
+
+    def session_of(
+        self, sids: list[str], owner: Callable[[], int]
+    ) -> tuple[str, PageSession] | None:
+        """The first live session among those ``sids`` name that the local user
+        ``owner`` (asked only when one is live; it may raise ``OwnerUnknown``) opened,
+        with its id. Any other, another user's or one planted, is passed over."""
+        live = [(sid, s) for sid in sids if (s := self.session(sid)) is not None]
+        if not live:
+            return None
+        uid = owner()
+        return next(((sid, s) for sid, s in live if s.uid == uid), None)
 
     def session(self, sid: str | None) -> PageSession | None:
         """The live session ``sid`` names, if any."""
@@ -114,9 +139,12 @@ def cookie_name(host: str | None) -> str:
     return f"mcpd_page_{port}" if port.isdigit() else "mcpd_page"
 
 
-def read_cookie(header: str | None, name: str) -> str | None:
+def read_cookies(header: str | None, name: str) -> list[str]:
+    """The values of every cookie called ``name``: a browser sends each it holds, a
+    planted one of another path or domain first as often as not."""
+    found = []
     for part in (header or "").split(";"):
         key, sep, value = part.strip().partition("=")
         if sep and key == name:
-            return value
-    return None
+            found.append(value)
+    return found

@@ -7,13 +7,17 @@ Who may do what is settled at a request's headers (``admit``), before its body i
 read. On the HTTP endpoint the page wants its session cookie (or the bearer token, for
 ``curl``); on the socket, whose peer check already let the caller in, it is served
 without one, for reading. Acting takes a session on either: its cookie, its CSRF
-token, and an ``Origin`` that is the page's own. What a reader sees is what ``mcpd
-status`` shows them (``Profiles.scope``).
+token, and an ``Origin`` that is the page's own. A session is taken only on a
+connection of the local user that opened it (``Caller.owner``), which is looked up
+for a request that brings a live session's cookie or a good code, and for no other.
+What a reader sees is what ``mcpd status`` shows them (``Profiles.scope``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from html import escape
 from typing import Final
 from urllib.parse import parse_qs, unquote, urlencode
 
@@ -21,6 +25,7 @@ import h11
 import msgspec
 import trio
 
+from ...local.tcpowner import OwnerUnknown
 from ..backend import Control, Servers
 from ..http_exchange import Caller
 from ..http_wire import Headers, Reject, Response, Wire
@@ -29,7 +34,7 @@ from .actions import HTML, NO_SESSION, OAUTH, PATHS, Actions, Scope, refuse, ref
 from .assets import STREAM_HEADERS
 from .decisions import call_filter
 from .model import PageData, read_page
-from .passes import CODE_TTL, SESSION_TTL, PageSession, Passes, cookie_name, read_cookie
+from .passes import CODE_TTL, SESSION_TTL, PageSession, Passes, cookie_name, read_cookies
 from .sources import NO_SOURCES, Sources
 
 _encode: Final = msgspec.json.Encoder().encode
@@ -68,10 +73,15 @@ class Page:
         path, _, query = request.target.decode("latin-1").partition("?")
         if path.startswith(OAUTH):
             return Access()  # the login's state, in the query, is what it is checked by
-        sid = read_cookie(headers.get("cookie"), cookie_name(headers.get("host")))
-        session = self.passes.session(sid)
-        if session is not None:
-            return Access(session, sid)
+        sids = read_cookies(headers.get("cookie"), cookie_name(headers.get("host")))
+        try:
+            found = self.passes.session_of(sids, _owner(caller))
+        except OwnerUnknown as exc:
+            if request.method == b"POST":
+                raise refuse_action(403, _unbound(str(exc))) from None
+            raise _unknown_owner(str(exc)) from None
+        if found is not None:
+            return Access(found[1], found[0])
         if request.method == b"POST":
             raise refuse_action(403, NO_SESSION)
         # On the socket its peer check admitted the caller; on the endpoint its gate
@@ -103,7 +113,7 @@ class Page:
                 await send(wire, 200, HTML, b"", head_only=True)
                 return
             if "code" in query:
-                await self._trade(wire, query, headers)
+                await self._trade(wire, query, headers, caller)
                 return
             data = self._read(access, caller, scope, query)
             await send(wire, 200, HTML, render.page(data).encode(), head_only=method == b"HEAD")
@@ -138,8 +148,13 @@ class Page:
 
     # -- a session --
 
-    async def _trade(self, wire: Wire, query: dict[str, list[str]], headers: Headers) -> None:
-        sid = self.passes.redeem(query["code"][0])
+    async def _trade(
+        self, wire: Wire, query: dict[str, list[str]], headers: Headers, caller: Caller
+    ) -> None:
+        try:
+            sid = self.passes.redeem(query["code"][0], _owner(caller))
+        except OwnerUnknown as exc:
+            raise _unknown_owner(str(exc)) from None
         if sid is None:
             raise refuse(
                 403,
@@ -215,3 +230,31 @@ class Page:
                 return  # the session ended (its time, a new token)
             if not quiet:
                 await trio.sleep(DEBOUNCE)
+
+
+def _owner(caller: Caller) -> Callable[[], int]:
+    """The uid of the local user at the other end of ``caller``'s connection."""
+    owner = caller.owner
+    if owner is not None:
+        return owner.uid
+
+    def unknown() -> int:
+        raise OwnerUnknown("mcpd was not told who is at its other end")
+
+    return unknown
+
+
+def _unbound(why: str) -> str:
+    return (
+        "a page's session is taken only from the local user who opened it, and mcpd "
+        f"cannot tell which user holds this connection: {why}"
+    )
+
+
+def _unknown_owner(why: str) -> Reject:
+    text = _unbound(why)
+    return refuse(
+        403,
+        "mcpd cannot tell who is connecting",
+        f"{escape(text[0].upper() + text[1:])}. The page opens in a browser on this machine.",
+    )

@@ -25,7 +25,7 @@ from mcpd.policy.agent import Decider
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 
-SESSION = PageSession("the-csrf", 0.0, b"")
+SESSION = PageSession("the-csrf", 0.0, b"", 1000)
 HOST = "127.0.0.1:8765"
 
 

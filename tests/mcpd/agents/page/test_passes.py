@@ -5,6 +5,7 @@ and sessions are kept, the oldest pushed out. Run on trio's virtual clock."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 from trio.testing import MockClock
 
@@ -16,8 +17,9 @@ from mcpd.agents.page.passes import (
     Passes,
     cookie_name,
     csrf_matches,
-    read_cookie,
+    read_cookies,
 )
+from mcpd.local.tcpowner import OwnerUnknown
 from mcpd.policy.agent import Decider
 
 
@@ -31,8 +33,13 @@ class Token:
         return self.value
 
 
+def me() -> int:
+    """The uid of the user trading a code, in these tests."""
+    return 1000
+
+
 def opened(passes: Passes, decider: Decider | None = None) -> str:
-    sid = passes.redeem(passes.issue(decider))
+    sid = passes.redeem(passes.issue(decider), me)
     assert sid is not None
     return sid
 
@@ -40,21 +47,21 @@ def opened(passes: Passes, decider: Decider | None = None) -> str:
 async def test_a_code_opens_a_session_once() -> None:
     passes = Passes(Token())
     code = passes.issue()
-    sid = passes.redeem(code)
+    sid = passes.redeem(code, me)
     assert sid is not None and sid != code
     session = passes.session(sid)
     assert session is not None and session.csrf
-    assert passes.redeem(code) is None
+    assert passes.redeem(code, me) is None
 
 
 async def test_a_code_is_good_until_its_time_is_up(autojump_clock: MockClock) -> None:
     passes = Passes(Token())
     code = passes.issue()
     await trio.sleep(CODE_TTL - 1)
-    assert passes.redeem(code) is not None
+    assert passes.redeem(code, me) is not None
     late = passes.issue()
     await trio.sleep(CODE_TTL)
-    assert passes.redeem(late) is None
+    assert passes.redeem(late, me) is None
 
 
 async def test_a_session_is_for_whoever_asked_for_its_code() -> None:
@@ -90,7 +97,7 @@ async def test_an_unreadable_token_lets_nobody_in() -> None:
     sid = opened(passes)
     token.value = None
     assert passes.session(sid) is None
-    assert passes.redeem(passes.issue()) is None
+    assert passes.redeem(passes.issue(), me) is None
 
 
 async def test_an_ended_session_is_gone() -> None:
@@ -120,7 +127,7 @@ async def test_the_oldest_session_is_pushed_out_past_the_limit() -> None:
 
 
 def test_the_csrf_token_must_be_presented_exactly() -> None:
-    session = PageSession("csrf-token", 0.0, b"")
+    session = PageSession("csrf-token", 0.0, b"", 1000)
     assert csrf_matches(session, "csrf-token")
     for wrong in (None, "", "csrf-toke", "csrf-token ", "CSRF-TOKEN", "csrf-tokén"):
         assert not csrf_matches(session, wrong)
@@ -134,9 +141,71 @@ def test_each_port_has_its_own_cookie() -> None:
     assert cookie_name(None) == "mcpd_page"
 
 
-def test_the_cookie_is_read_by_its_exact_name() -> None:
+def test_every_cookie_of_the_name_is_read() -> None:
     header = "xmcpd_page_1=no; mcpd_page_10=no;  mcpd_page_1=yes=really ; other"
-    assert read_cookie(header, "mcpd_page_1") == "yes=really"
-    assert read_cookie(header, "mcpd_page_2") is None
-    assert read_cookie(None, "mcpd_page_1") is None
-    assert read_cookie("mcpd_page_1", "mcpd_page_1") is None  # no value at all
+    assert read_cookies(header, "mcpd_page_1") == ["yes=really"]
+    assert read_cookies(header, "mcpd_page_2") == []
+    assert read_cookies(None, "mcpd_page_1") == []
+    assert read_cookies("mcpd_page_1", "mcpd_page_1") == []  # no value at all
+    planted = "mcpd_page_1=planted; a=b; mcpd_page_1=real"
+    assert read_cookies(planted, "mcpd_page_1") == ["planted", "real"]
+
+
+# -- whose a session is --
+
+
+class Lookups:
+    """A connection's owner, as ``Caller.owner`` gives it, counting each time asked."""
+
+    def __init__(self, uid: int | None) -> None:
+        self.uid = uid
+        self.asked = 0
+
+    def __call__(self) -> int:
+        self.asked += 1
+        if self.uid is None:
+            raise OwnerUnknown("no such socket")
+        return self.uid
+
+
+async def test_a_session_is_its_traders_and_no_other_users() -> None:
+    passes = Passes(Token())
+    sid = passes.redeem(passes.issue(), Lookups(1000))
+    assert sid is not None
+    session = passes.session(sid)
+    assert session is not None and session.uid == 1000
+    assert passes.session_of([sid], Lookups(1000)) == (sid, session)
+    assert passes.session_of([sid], Lookups(1001)) is None
+    assert passes.session_of([sid], Lookups(0)) is None  # root's connection neither
+    with pytest.raises(OwnerUnknown):
+        passes.session_of([sid], Lookups(None))
+
+
+async def test_a_planted_or_another_users_cookie_neither_locks_out_nor_is_taken() -> None:
+    passes = Passes(Token())
+    mine = opened(passes)
+    theirs = passes.redeem(passes.issue(), Lookups(1001))
+    assert theirs is not None
+    for sids in (["planted", mine], [theirs, mine], [mine, theirs], ["a", theirs, mine, "b"]):
+        found = passes.session_of(sids, me)
+        assert found is not None and found[0] == mine, sids
+    assert passes.session_of(["planted", theirs], me) is None
+
+
+async def test_the_owner_is_asked_only_for_a_live_session_or_a_good_code() -> None:
+    passes = Passes(Token())
+    owner = Lookups(1000)
+    assert passes.session_of([], owner) is None
+    assert passes.session_of(["forged", "A" * 43], owner) is None
+    assert passes.redeem("guessed", owner) is None
+    assert owner.asked == 0
+    assert passes.redeem(passes.issue(), owner) is not None
+    assert owner.asked == 1
+
+
+async def test_a_code_from_a_connection_of_no_known_owner_opens_nothing_and_is_kept() -> None:
+    passes = Passes(Token())
+    code = passes.issue()
+    with pytest.raises(OwnerUnknown):
+        passes.redeem(code, Lookups(None))
+    assert passes.redeem(code, me) is not None  # the browser on this machine still can

@@ -23,6 +23,7 @@ from mcpd.agents.http_wire import MAX_BODY, Reject, Wire
 from mcpd.agents.page import is_page
 from mcpd.agents.page.actions import NO_SESSION
 from mcpd.agents.page.routes import Access, Page
+from mcpd.local.tcpowner import ConnectionOwner, OwnerUnknown
 
 HOST = "127.0.0.1:8765"
 COOKIE = "mcpd_page_8765"
@@ -59,8 +60,15 @@ def passed_gate(request: h11.Request) -> None:
     """The endpoint's own check, which these requests have passed already."""
 
 
-SOCKET = Caller(None)
-ENDPOINT = Caller(None, guard=passed_gate)
+USER = 1000  # the local user at the other end of these connections
+
+
+def owned_by(uid: int) -> ConnectionOwner:
+    return ConnectionOwner(lambda: uid)
+
+
+SOCKET = Caller(None, owner=owned_by(USER))
+ENDPOINT = Caller(None, guard=passed_gate, owner=owned_by(USER))
 
 
 def request(
@@ -182,6 +190,96 @@ async def test_a_session_is_found_by_its_cookie_on_its_own_port_only() -> None:
     assert refused(page, elsewhere, ENDPOINT).status == 401
     forged = f"{COOKIE}=" + "A" * 43
     assert refused(page, request("GET", "/", {"cookie": forged}), ENDPOINT).status == 401
+
+
+# -- whose a session is --
+
+
+def unknown_owner() -> int:
+    raise OwnerUnknown("no process of this machine holds its other end")
+
+
+async def test_a_session_is_taken_on_its_own_users_connections_only() -> None:
+    page = new_page()
+    cookie, csrf = await opened_session(page)
+    again = Caller(None, guard=passed_gate, owner=owned_by(USER))
+    assert admitted(page, request("GET", "/", {"cookie": cookie}), again).session is not None
+    other = Caller(None, guard=passed_gate, owner=owned_by(USER + 1))
+    read = await exchange(page, request("GET", "/", {"cookie": cookie}), other)
+    assert read.status == 401 and "mcpd-csrf" not in read.text
+    act = {"cookie": cookie, "origin": f"http://{HOST}", "x-mcpd-csrf": csrf}
+    body = b"id=a-1&decision=approve"
+    acted = await exchange(page, request("POST", "/page/decide", act, body), other, body)
+    assert acted.status == 403 and json.loads(acted.body) == {"error": NO_SESSION}
+    # On the socket too: another user allowed there has the cookie no better.
+    on_socket = Caller(None, owner=owned_by(USER + 1))
+    assert admitted(page, request("GET", "/", {"cookie": cookie}), on_socket) == Access()
+
+
+async def test_a_planted_cookie_of_the_name_neither_locks_out_nor_is_taken() -> None:
+    page = new_page()
+    cookie, _ = await opened_session(page)
+    theirs, _ = await exchange_as(page, USER + 1)
+    for header in (f"{COOKIE}=planted; {cookie}", f"{theirs}; {cookie}", f"{cookie}; {theirs}"):
+        answer = await exchange(page, request("GET", "/", {"cookie": header}), ENDPOINT)
+        assert answer.status == 200 and "mcpd-csrf" in answer.text, header
+    alone = await exchange(page, request("GET", "/", {"cookie": theirs}), ENDPOINT)
+    assert alone.status == 401
+
+
+async def exchange_as(page: Page, uid: int) -> tuple[str, str]:
+    """A session traded on a connection of ``uid``: its cookie, and its CSRF token."""
+    caller = Caller(None, guard=passed_gate, owner=owned_by(uid))
+    traded = await exchange(page, request("GET", f"/?code={page.passes.issue()}"), caller)
+    assert traded.status == 303
+    cookie = traded.headers["set-cookie"].split(";")[0]
+    session = page.passes.session(cookie.partition("=")[2])
+    assert session is not None and session.uid == uid
+    return cookie, session.csrf
+
+
+async def test_where_the_owner_cannot_be_found_no_session_is_opened_or_taken() -> None:
+    page = new_page()
+    unknown = Caller(None, guard=passed_gate, owner=ConnectionOwner(unknown_owner))
+    code = page.passes.issue()
+    trade = await exchange(page, request("GET", f"/?code={code}"), unknown)
+    assert trade.status == 403 and "set-cookie" not in trade.headers
+    assert "cannot tell which user holds this connection" in trade.text
+    assert "no process of this machine holds its other end" in trade.text
+    cookie, csrf = await opened_session(page)
+    read = await exchange(page, request("GET", "/", {"cookie": cookie}), unknown)
+    assert read.status == 403 and "no process of this machine" in read.text
+    act = {"cookie": cookie, "origin": f"http://{HOST}", "x-mcpd-csrf": csrf}
+    acted = await exchange(page, request("POST", "/page/decide", act, b"x=1"), unknown, b"x=1")
+    assert acted.status == 403 and "no process of this machine" in json.loads(acted.body)["error"]
+    # A connection that says nothing of its owner is refused the same way.
+    untold = Caller(None, guard=passed_gate)
+    assert refused(page, request("GET", "/", {"cookie": cookie}), untold).status == 403
+    # The code was not spent: the browser on this machine still opens it.
+    later = await exchange(page, request("GET", f"/?code={code}"), ENDPOINT)
+    assert later.status == 303
+
+
+async def test_the_owner_is_looked_up_once_a_connection_and_only_for_a_session() -> None:
+    page = new_page()
+    cookie, _ = await opened_session(page)
+    asked: list[int] = []
+
+    def lookup() -> int:
+        asked.append(USER)
+        return USER
+
+    caller = Caller(None, guard=passed_gate, owner=ConnectionOwner(lookup))
+    token = {"authorization": "Bearer t"}
+    assert admitted(page, request("GET", "/", token), caller) == Access()
+    forged = {"cookie": f"{COOKIE}=" + "A" * 43, **token}
+    assert admitted(page, request("GET", "/", forged), caller) == Access()
+    guessed = await exchange(page, request("GET", "/?code=guessed"), caller)
+    assert guessed.status == 403
+    assert asked == []
+    for _ in range(3):
+        assert admitted(page, request("GET", "/", {"cookie": cookie}), caller).session is not None
+    assert asked == [USER]
 
 
 # -- a code, traded for a session --
