@@ -1,0 +1,247 @@
+"""The profiles' own sockets, bound, served and closed directly: each connection is
+handed over with its profile's name; a socket that cannot be bound stops the start with
+the key to change, and on a reload is only reported; a reload binds new profiles,
+closes removed ones, rebinds a changed one and leaves the others' connections alone; a
+live socket of someone else's is never taken, a stale one is; and nothing is left
+behind on the way out."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import stat
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+import pytest
+import trio
+
+from mcpd.agents.sockets import ProfileSockets
+from mcpd.config.profiles import ProfileConfig
+from mcpd.errors import DaemonError
+
+TIMEOUT = 10
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")
+OTHER = 54_321
+
+
+class Served:
+    """The handler: each connection's profile, and an echo of what it sends."""
+
+    def __init__(self) -> None:
+        self.profiles: list[str | None] = []
+
+    async def __call__(self, stream: trio.SocketStream, profile: str | None) -> None:
+        self.profiles.append(profile)
+        async with stream:
+            async for data in stream:
+                await stream.send_all(data)
+
+
+def profile(
+    path: Path | None,
+    *,
+    socket_mode: str = "0600",
+    allow_uids: list[int] | None = None,
+    allow_groups: list[str] | None = None,
+) -> ProfileConfig:
+    return ProfileConfig(
+        socket=None if path is None else str(path),
+        socket_mode=socket_mode,
+        allow_uids=allow_uids or [],
+        allow_groups=allow_groups or [],
+    )
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    profiles: Mapping[str, ProfileConfig], served: Served | None = None
+) -> AsyncIterator[ProfileSockets]:
+    sockets = ProfileSockets(served or Served())
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(sockets.run, profiles)
+            yield sockets
+            nursery.cancel_scope.cancel()
+
+
+async def echo(path: Path | str, data: bytes = b"ping") -> bytes:
+    async with await trio.open_unix_socket(str(path)) as stream:
+        await stream.send_all(data)
+        return await stream.receive_some(100)
+
+
+async def refused(path: Path) -> bool:
+    try:
+        async with await trio.open_unix_socket(str(path)):
+            return False
+    except (ConnectionRefusedError, FileNotFoundError):
+        return True
+
+
+async def start_fails(profiles: Mapping[str, ProfileConfig]) -> str:
+    """What stops the start: the one error, out of the groups of the nurseries it left."""
+    with pytest.raises(BaseExceptionGroup) as info:
+        async with serving(profiles):
+            pytest.fail("started")
+    error: BaseException = info.value
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    assert isinstance(error, DaemonError)
+    return str(error)
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def someone_listening(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.listen(1)
+    return sock
+
+
+async def test_each_profile_with_a_socket_is_served_as_itself(tmp_path: Path) -> None:
+    served = Served()
+    profiles = {
+        "dev": profile(
+            tmp_path / "dev.sock", allow_uids=[1001], allow_groups=["root", "nogroup-x"]
+        ),
+        "ops": profile(tmp_path / "ops.sock", socket_mode="0660"),
+        "plain": profile(None),
+    }
+    async with serving(profiles, served) as sockets:
+        assert sockets.paths() == {
+            "dev": str(tmp_path / "dev.sock"),
+            "ops": str(tmp_path / "ops.sock"),
+        }
+        assert (mode_of(tmp_path / "dev.sock"), mode_of(tmp_path / "ops.sock")) == (0o600, 0o660)
+        assert await echo(tmp_path / "dev.sock") == b"ping"
+        assert await echo(tmp_path / "ops.sock") == b"ping"
+        assert served.profiles == ["dev", "ops"]
+        # A group that does not exist lets no one in; one that does is its gid.
+        assert sockets.allowed("dev") == (frozenset({1001}), frozenset({0}))
+        assert sockets.allowed("plain") == (frozenset(), frozenset())
+        assert sockets.allowed("nobody") == (frozenset(), frozenset())
+        assert sockets.errors == {}
+    assert not (tmp_path / "dev.sock").exists() and not (tmp_path / "ops.sock").exists()
+
+
+async def test_a_relative_socket_path_is_bound_where_it_was_when_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    async with serving({"dev": profile(Path("run/dev.sock"))}) as sockets:
+        assert sockets.paths() == {"dev": str(tmp_path / "run" / "dev.sock")}
+        assert await echo(tmp_path / "run" / "dev.sock") == b"ping"
+
+
+async def test_a_socket_that_cannot_be_bound_at_start_names_the_profiles_key(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "taken").write_text("a file of someone's")
+    profiles = {"a": profile(tmp_path / "a.sock"), "b": profile(tmp_path / "taken")}
+    said = await start_fails(profiles)
+    assert said.startswith("profiles.b.socket: ")
+    assert said.endswith("exists and is not a socket; not replacing it")
+    assert (tmp_path / "taken").read_text() == "a file of someone's"
+    # What was bound before the failure is not left behind.
+    assert not (tmp_path / "a.sock").exists()
+
+
+async def test_a_live_socket_of_someone_elses_is_never_taken(tmp_path: Path) -> None:
+    path = tmp_path / "dev.sock"
+    other = someone_listening(path)
+    try:
+        said = await start_fails({"dev": profile(path)})
+        assert said == f"profiles.dev.socket: another mcpd is listening on {path}"
+        assert stat.S_ISSOCK(path.lstat().st_mode)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.connect(str(path))  # still the other's
+    finally:
+        other.close()
+
+
+async def test_a_stale_socket_file_is_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "dev.sock"
+    someone_listening(path).close()  # the file stays, nobody listens
+    async with serving({"dev": profile(path)}):
+        assert await echo(path) == b"ping"
+
+
+async def test_a_symbolic_link_as_the_socket_is_not_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("kept")
+    (tmp_path / "dev.sock").symlink_to(target)
+    said = await start_fails({"dev": profile(tmp_path / "dev.sock")})
+    assert said.endswith("exists and is not a socket; not replacing it")
+    assert target.read_text() == "kept" and (tmp_path / "dev.sock").is_symlink()
+
+
+@needs_root
+async def test_a_directory_link_of_another_users_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "run"
+    link.symlink_to(tmp_path / "real")
+    os.lchown(link, OTHER, OTHER)
+    said = await start_fails({"dev": profile(link / "dev.sock")})
+    assert said.startswith(f"profiles.dev.socket: will not listen on {link / 'dev.sock'}: ")
+    assert f"the symbolic link {link} belongs to uid {OTHER}" in said
+    assert list((tmp_path / "real").iterdir()) == []
+
+
+async def test_a_reload_binds_closes_and_rebinds_and_keeps_the_others_connections(
+    tmp_path: Path,
+) -> None:
+    served = Served()
+    kept, gone, moved = tmp_path / "kept.sock", tmp_path / "gone.sock", tmp_path / "moved.sock"
+    before = {"kept": profile(kept), "gone": profile(gone), "moved": profile(moved)}
+    async with serving(before, served) as sockets:
+        async with await trio.open_unix_socket(str(kept)) as stream:
+            await stream.send_all(b"1")
+            assert await stream.receive_some(10) == b"1"
+            await sockets.apply(
+                {
+                    "kept": profile(kept, allow_uids=[7]),
+                    "moved": profile(moved, socket_mode="0660"),
+                    "new": profile(tmp_path / "new.sock"),
+                }
+            )
+            # The connection made before the reload is served on.
+            await stream.send_all(b"2")
+            assert await stream.receive_some(10) == b"2"
+        assert sockets.paths() == {
+            "kept": str(kept),
+            "moved": str(moved),
+            "new": str(tmp_path / "new.sock"),
+        }
+        assert sockets.allowed("kept") == (frozenset({7}), frozenset())
+        assert not gone.exists() and await refused(gone)
+        assert mode_of(moved) == 0o660 and await echo(moved) == b"ping"
+        assert await echo(tmp_path / "new.sock") == b"ping"
+        assert served.profiles == ["kept", "moved", "new"]
+
+
+async def test_a_socket_that_cannot_be_bound_on_a_reload_is_reported_and_the_rest_served(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "taken").write_text("")
+    async with serving({"dev": profile(tmp_path / "dev.sock")}) as sockets:
+        with caplog.at_level(logging.ERROR, "mcpd.api"):
+            await sockets.apply(
+                {"dev": profile(tmp_path / "dev.sock"), "bad": profile(tmp_path / "taken")}
+            )
+        assert set(sockets.errors) == {"bad"}
+        assert "exists and is not a socket" in sockets.errors["bad"]
+        assert "profile bad: not listening on its socket" in caplog.text
+        assert sockets.paths() == {"dev": str(tmp_path / "dev.sock")}
+        assert await echo(tmp_path / "dev.sock") == b"ping"
+        # Once the profile's socket is fixed, the next reload binds it and forgets the error.
+        await sockets.apply(
+            {"dev": profile(tmp_path / "dev.sock"), "bad": profile(tmp_path / "bad.sock")}
+        )
+        assert sockets.errors == {}
+        assert await echo(tmp_path / "bad.sock") == b"ping"
