@@ -3,7 +3,8 @@
 ``status`` is for anyone who may use the socket (it shows issuers, scopes and
 expiry, never a token), of the servers of the caller's profile (``Profiles.scope``).
 Logging in and out changes what every agent's calls run as, so, like
-``mcpd/reload``, those are only for the daemon's own user and root.
+``mcpd/reload``, those are only for the daemon's own user and root, on a socket: a
+request on the HTTP endpoint has no peer, and its token is what agents are given.
 
 A login takes two requests: ``mcpd/auth/login`` starts it (the URL to open and the
 login's id) and ``mcpd/auth/complete`` hands over the redirect the browser came
@@ -60,7 +61,9 @@ class _Complete(msgspec.Struct):
 
 
 def _owner_only(conn: Connection, method: str) -> None:
-    if not conn.is_owner():
+    # No peer: a request on the HTTP endpoint, from whoever holds its token (an agent
+    # it was given to), not from a user the kernel named.
+    if conn.peer is None or not conn.is_owner():
         raise rpc.RPCError(-32000, f"{method} is only for the daemon's user and root")
 
 
@@ -99,7 +102,7 @@ async def _dashboard(
         return {"url": None}
     from .page.passes import CODE_TTL
 
-    assert conn.peer is not None  # the owner, as the kernel says
+    assert conn.peer is not None  # the owner on the socket, as the kernel says
     code = api.http.page.passes.issue(Decider(conn.peer.lineage, conn.peer.session))
     # Where the endpoint listens on every address, this machine reaches it on loopback.
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(endpoint.host, endpoint.host)
