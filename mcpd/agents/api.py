@@ -391,6 +391,8 @@ class AgentServer(ProfileMethods, Dispatcher):
         return self.control.status(self.scope_of(conn))
 
     async def _reload(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        if not conn.is_owner():
-            raise rpc.RPCError(-32000, "mcpd/reload is only for the daemon's user and root")
+        if not conn.may_control():
+            raise rpc.RPCError(
+                -32000, "mcpd/reload is only for the daemon's user and root, on its Unix socket"
+            )
         return await self.control.reload()

@@ -51,7 +51,7 @@ class _Watch(msgspec.Struct):
 def _operator(conn: Connection, method: str) -> str:
     """Who is deciding, for the record; refuses anyone but the owner on a socket."""
     peer = conn.peer
-    if peer is None or not conn.is_owner():
+    if peer is None or not conn.may_control():
         raise rpc.RPCError(
             -32000, f"{method} is only for the daemon's user and root, on its Unix socket"
         )

@@ -61,9 +61,7 @@ class _Complete(msgspec.Struct):
 
 
 def _owner_only(conn: Connection, method: str) -> None:
-    # No peer: a request on the HTTP endpoint, from whoever holds its token (an agent
-    # it was given to), not from a user the kernel named.
-    if conn.peer is None or not conn.is_owner():
+    if not conn.may_control():
         raise rpc.RPCError(-32000, f"{method} is only for the daemon's user and root")
 
 

@@ -132,8 +132,9 @@ class Connection(Agent):
         self._unbatch = self._outbox.unbatch
         self._reader = LineReader(lines, stream, limits.max_line_bytes, self._out, self._line)
 
-    def is_owner(self) -> bool:
-        return is_owner(self.peer)
+    def may_control(self) -> bool:
+        """The daemon's user or root, on a socket (no peer: the HTTP endpoint's token)."""
+        return self.peer is not None and is_owner(self.peer)
 
     @property
     def label(self) -> str:

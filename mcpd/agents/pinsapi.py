@@ -56,7 +56,7 @@ class _Import(msgspec.Struct):
 
 
 def _owner_only(conn: Connection, method: str) -> None:
-    if conn.peer is None or not conn.is_owner():
+    if not conn.may_control():
         raise rpc.RPCError(
             -32000, f"{method} is only for the daemon's user and root, on its Unix socket"
         )

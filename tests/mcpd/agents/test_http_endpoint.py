@@ -167,3 +167,32 @@ async def test_mcpd_token_prints_and_rotates(tmp_path: Path) -> None:
             assert (await http(port, "GET", "/healthz", auth(printed))).status == 401
             assert (await http(port, "GET", "/healthz", auth(new))).status == 200
     assert oct(os.stat(tmp_path / "state" / "token").st_mode & 0o777) == "0o600"
+
+
+# What only the daemon's user and root may do, on the Unix socket: an agent given the
+# endpoint's token must not reload mcpd, log it out of a server, approve what its own
+# servers changed, or decide its own calls.
+OWNER_ONLY = {
+    "mcpd/reload": {},
+    "mcpd/auth/logout": {"server": "code"},
+    "mcpd/auth/login": {"server": "code"},
+    "mcpd/auth/dashboard": {},
+    "mcpd/pins/approve": {"server": "code"},
+    "mcpd/pins/import": {"pins": {"format": 1, "servers": {}}, "replace": True},
+    "mcpd/approvals/list": {},
+    "mcpd/approvals/decide": {"id": "x", "approve": True},
+}
+
+
+async def test_the_owners_methods_are_refused_to_a_holder_of_the_token(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            for rid, (method, params) in enumerate(OWNER_ONLY.items()):
+                headers = {**MCP, **auth(token), **header_dict(modern_headers(method))}
+                body = json.dumps(modern(rid, method, params)).encode()
+                reply = await http(port, "POST", "/mcp", headers, body)
+                error = reply.json()["error"]
+                assert error["code"] == -32000, (method, error)
+                assert "only for the daemon's user and root" in error["message"], (method, error)

@@ -34,8 +34,8 @@ class Conn:
     def __init__(self, peer: Peer | None) -> None:
         self.peer = peer
 
-    def is_owner(self) -> bool:
-        return is_owner(self.peer)
+    def may_control(self) -> bool:
+        return self.peer is not None and is_owner(self.peer)
 
 
 class Api:
