@@ -180,9 +180,12 @@ async def _refuse_live_socket(path: str) -> None:
         raise DaemonError(f"{path!r} exists and is not a socket; not replacing it")
     probe = trio.socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
     try:
-        with trio.move_on_after(2):
+        with trio.move_on_after(2) as probing:
             await probe.connect(path)
             raise DaemonError(f"another mcpd is listening on {path}")
+        if probing.cancelled_caught:
+            # A listener whose queue is full: alive, only busy.
+            raise DaemonError(f"something listens on {path} but does not answer; not replacing it")
     except (ConnectionRefusedError, FileNotFoundError):
         pass  # a stale file left by a daemon that died
     finally:

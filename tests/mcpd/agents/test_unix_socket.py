@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from mcpd.agents.unix_socket import UnsafeDirectory, open_unix_listener, safe_directory
 from mcpd.errors import DaemonError
@@ -141,6 +142,35 @@ async def test_a_live_socket_is_never_taken_over(tmp_path: Path) -> None:
     finally:
         bound.remove()
         await first.aclose()
+
+
+async def test_a_socket_whose_listener_does_not_answer_in_time_is_not_taken_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    path = tmp_path / "mcpd.sock"
+    busy = socket.socket(socket.AF_UNIX)
+    busy.bind(str(path))
+    busy.listen(1)
+    file = os.stat(path).st_ino
+    made = trio.socket.socket
+
+    class Unanswered:
+        """A connection to a listener too busy to take it in the probe's time."""
+
+        async def connect(self, address: str) -> None:
+            await trio.sleep_forever()
+
+        def close(self) -> None:
+            pass
+
+    probes = iter([Unanswered()])
+    monkeypatch.setattr(trio.socket, "socket", lambda *a: next(probes, None) or made(*a))
+    try:
+        with pytest.raises(DaemonError, match="does not answer; not replacing it"):
+            await open_unix_listener(str(path), 0o600)
+        assert os.stat(path).st_ino == file  # still the busy listener's
+    finally:
+        busy.close()
 
 
 async def test_a_stale_socket_is_replaced(tmp_path: Path) -> None:
