@@ -180,46 +180,39 @@ class AskRoutes:
             return items[0]
         return None  # one modern agent, several of its requests: which one is asked?
 
+    def _refuse(self, method: str, why: str) -> None:
+        self.refused += 1
+        # Many servers ask for roots as soon as they start, with nobody to ask: that is
+        # routine (and the server says so on its stderr), not worth an INFO line at
+        # every start. A refusal while agents are at work is worth one.
+        logger.log(
+            logging.INFO if self._inflight else logging.DEBUG,
+            "%s: refused its %s request: %s",
+            self.alias,
+            method,
+            why,
+            extra=log_extra(self.alias, "ask_refused", why),
+        )
+
     async def answer(self, req: rpc.Request) -> object:
         """The transport's ``on_request``: relay to the cause, or refuse."""
         kind = surface.needs(req.method)
         if kind is None:
             raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")
         if kind not in self._relay:
-            self.refused += 1
             why = f"{kind} is not in servers.{self.alias}.relay"
-            # Quiet at start-up (servers ask for roots whether offered or not), as below.
-            logger.log(
-                logging.INFO if self._inflight else logging.DEBUG,
-                "%s: refused its %s request: %s",
-                self.alias,
-                req.method,
-                why,
-                extra=log_extra(self.alias, "ask_refused", why),
-            )
+            self._refuse(req.method, why)
             raise rpc.RPCError(
                 rpc.METHOD_NOT_FOUND, f"mcpd did not offer {kind} to this server: {why}"
             )
         cause = self._cause()
         if cause is None:
-            self.refused += 1
-            idle = not self._inflight
             why = (
                 "no agent has a request in flight on this server"
-                if idle
+                if not self._inflight
                 else "requests of several agents are in flight on this server"
             )
-            # Many servers ask for roots as soon as they start, with nobody to ask: that
-            # is routine (and the server says so on its stderr), not worth an INFO line
-            # at every start. Several agents at once is worth one.
-            logger.log(
-                logging.DEBUG if idle else logging.INFO,
-                "%s: refused its %s request: %s, so mcpd cannot tell whose it is",
-                self.alias,
-                req.method,
-                why,
-                extra=log_extra(self.alias, "ask_refused", why),
-            )
+            self._refuse(req.method, f"{why}, so mcpd cannot tell whose it is")
             raise rpc.RPCError(
                 rpc.INVALID_REQUEST,
                 f"mcpd cannot tell which agent this {req.method} request is for: {why}",
