@@ -17,6 +17,9 @@ from .rules import Decision
 
 # Past this many buckets, full ones are dropped before another is made.
 PRUNE_AT: Final = 4096
+# Buckets kept at most, full or not: past it, those of the agents known longest go.
+# Each is a process or a connection, which had an allowance of its own anyway.
+MAX_BUCKETS: Final = 65536
 # The refill is float arithmetic on a clock far from zero: an agent calling again when
 # it was told may be a rounding error short of a whole call, which is no reason to
 # refuse it (and tell it to wait again for next to nothing).
@@ -48,6 +51,7 @@ class _Allowance:
 class RateLimits:
     def __init__(self) -> None:
         self._allowances: dict[tuple[int, str], _Allowance] = {}
+        self._prune_at = PRUNE_AT
 
     def admit(self, decision: Decision, agent: str, now: float) -> float | None:
         """None when the call may go; else the seconds until this agent may call again
@@ -58,10 +62,19 @@ class RateLimits:
         key = (rule, agent)
         allowance = self._allowances.get(key)
         if allowance is None or allowance.rate != rate:
-            if len(self._allowances) >= PRUNE_AT:
-                self._allowances = {k: a for k, a in self._allowances.items() if not a.full(now)}
+            if len(self._allowances) >= self._prune_at:
+                self._prune(now)
             allowance = self._allowances[key] = _Allowance(rate, now)
         return allowance.take(now)
+
+    def _prune(self, now: float) -> None:
+        kept = [(k, a) for k, a in self._allowances.items() if not a.full(now)]
+        if len(kept) >= MAX_BUCKETS:
+            kept = kept[len(kept) - MAX_BUCKETS // 2 :]
+        self._allowances = dict(kept)
+        # The next look once as many again are made: agents that all still count (a
+        # rule of one call a day) cost one pass over them now and then, not one each.
+        self._prune_at = max(PRUNE_AT, 2 * len(kept))
 
     def __len__(self) -> int:
         return len(self._allowances)

@@ -9,7 +9,7 @@ import pytest
 
 from mcpd.config.policy import Rate, parse_rate
 from mcpd.policy.agent import AgentInfo
-from mcpd.policy.rates import PRUNE_AT, RateLimits
+from mcpd.policy.rates import MAX_BUCKETS, PRUNE_AT, RateLimits
 from mcpd.policy.rules import Decision
 
 # A monotonic clock far from zero, as a long-running machine's is.
@@ -104,8 +104,20 @@ def test_agents_that_came_and_went_are_forgotten_but_not_one_still_limited() -> 
     for i in range(PRUNE_AT):
         assert limits.admit(fast, f"conn:{i}", START) is None
     assert len(limits) == PRUNE_AT + 1
-    # A second on, every passing agent's bucket is full again; the next new agent
-    # drops them. The limited agent's bucket stays: making others call cannot reset it.
-    assert limits.admit(fast, "new", START + 1) is None
-    assert len(limits) == 2
+    # A second on, every passing agent's bucket is full again: new agents coming drop
+    # them. The limited agent's bucket stays: making others call cannot reset it.
+    for i in range(PRUNE_AT * 2):
+        assert limits.admit(fast, f"new:{i}", START + 1) is None
+    assert len(limits) == PRUNE_AT * 2 + 1  # the new ones and the limited one alone
     assert limits.admit(slow, "limited", START + 1) == pytest.approx(86399.0)
+
+
+def test_agents_that_all_still_count_are_kept_within_a_bound_newest_first() -> None:
+    limits = RateLimits()
+    daily = rule("1/day")
+    # Each connection of a token holder is an agent; a day's rule keeps every one.
+    for i in range(MAX_BUCKETS + 1000):
+        assert limits.admit(daily, f"conn:{i}", START) is None
+        assert len(limits) <= MAX_BUCKETS
+    # The latest still count: no way to a fresh allowance by making agents.
+    assert limits.admit(daily, f"conn:{MAX_BUCKETS + 999}", START) is not None
