@@ -14,7 +14,7 @@ status`` and said in one warning per list fetched, not one per item.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias, TypeVar
 
 import msgspec
@@ -37,6 +37,14 @@ _REASON_SHOWN: Final = 300  # characters of a reason (some quote what the server
 # Why a later item of one name (a resource's URI, a template's) is left out: what an
 # agent was shown under a name is what it gets, whatever page a server lists it on.
 LISTED_TWICE: Final = "listed twice (the first one listed is kept)"
+
+
+def first_listed(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
+    """``items`` with each name (``key``) once, as first listed (``LISTED_TWICE``)."""
+    kept: dict[str, T] = {}
+    for item in items:
+        kept.setdefault(key(item), item)
+    return list(kept.values())
 
 
 class Trimmed(msgspec.Struct):

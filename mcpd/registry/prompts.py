@@ -20,6 +20,7 @@ from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
 from .curation import visible
 from .gate import Gate
+from .limits import first_listed
 from .names import assign
 from .shown import marked, sourced
 
@@ -81,9 +82,7 @@ class PromptTable:
 
     def update(self, alias: str, prompts: Sequence[surface.Prompt]) -> bool:
         """Replace one server's prompts; whether anything agents see changed."""
-        new: dict[str, surface.Prompt] = {}
-        for p in prompts:
-            new.setdefault(p.name, p)  # the first listed, as with tools
+        new = {p.name: p for p in first_listed(prompts, lambda p: p.name)}
         old = self._servers.get(alias)
         if old is not None and _encode(list(old.raw.values())) == _encode(list(new.values())):
             return False

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Final, TypeVar
+from typing import Final
 
 import msgspec
 from msgspec import Raw
@@ -48,12 +48,12 @@ from .claims import (
     parsed,
 )
 from .gate import Gate
+from .limits import first_listed
 from .routing import claimants
 from .scheme import SCHEME, Ambiguous, Routed, Sight, Undecided, unwrap, wrap
 from .scopes import MAX_SCOPES, Scope
 from .shown import agent_resource, agent_template
 
-_Item = TypeVar("_Item", surface.Resource, surface.ResourceTemplate)
 _encode: Final = msgspec.json.Encoder().encode
 logger = logging.getLogger("mcpd.registry")
 
@@ -116,8 +116,8 @@ class ResourceTable:
         templates: Sequence[surface.ResourceTemplate],
     ) -> bool:
         # Of a URI or a URI template listed twice, the first listed, as with tools.
-        listed = _first_of(resources, lambda r: r.uri)
-        shapes = _first_of(templates, lambda t: t.uriTemplate)
+        listed = first_listed(resources, lambda r: r.uri)
+        shapes = first_listed(templates, lambda t: t.uriTemplate)
         old = self._servers.get(alias)
         if (
             old is not None
@@ -414,10 +414,3 @@ def _shown(found: list[str] | None, uri: str, sight: Sight | None) -> list[str] 
     if found is None or sight is None:
         return found
     return [a for a in found if sight.admits_resource(a, uri)]
-
-
-def _first_of(items: Sequence[_Item], key: Callable[[_Item], str]) -> list[_Item]:
-    kept: dict[str, _Item] = {}
-    for item in items:
-        kept.setdefault(key(item), item)
-    return list(kept.values())
