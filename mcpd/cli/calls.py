@@ -122,9 +122,12 @@ def _state_dir(explicit: str | None) -> str:
     from ..local.statefile import state_dir
 
     try:
-        path = config_in_use(explicit).path
+        in_use = config_in_use(explicit)
     except Untrusted as exc:
         fail(EXIT_UNREACHABLE, str(exc))
+    if in_use.state_dir is not None:
+        return in_use.state_dir  # the running daemon's, whatever file it was started with
+    path = in_use.path
     try:
         config = load(path)
     except ConfigError as exc:

@@ -164,6 +164,8 @@ class ConfigInUse(NamedTuple):
     path: str
     # Where a running daemon answered when asked; None when it was not asked or none did.
     socket: str | None = None
+    # Where that daemon keeps its state, as it says (a demo's is a directory of its own).
+    state_dir: str | None = None
 
 
 def config_in_use_help() -> str:
@@ -179,6 +181,7 @@ class Running(NamedTuple):
 
     socket: str
     config: str | None
+    state_dir: str | None = None
 
 
 def running_daemon(socket: str | None = None) -> Running | None:
@@ -189,12 +192,17 @@ def running_daemon(socket: str | None = None) -> Running | None:
     path = client_socket_path(socket)
     try:
         with Client(path, timeout=10) as client:
-            reported = client.request("mcpd/status")["daemon"]["config"]
+            daemon = client.request("mcpd/status")["daemon"]
+            reported, state_file = daemon["config"], daemon.get("state_file")
     except Untrusted:
         raise
     except (Unreachable, BadReply, rpc.RPCError, OSError, KeyError, TypeError):
         return None
-    return Running(path, reported if isinstance(reported, str) and reported else None)
+    return Running(
+        path,
+        reported if isinstance(reported, str) and reported else None,
+        os.path.dirname(state_file) if isinstance(state_file, str) and state_file else None,
+    )
 
 
 def config_in_use(explicit: str | None, socket: str | None = None) -> ConfigInUse:
@@ -211,4 +219,4 @@ def config_in_use(explicit: str | None, socket: str | None = None) -> ConfigInUs
     running = running_daemon(socket)
     if running is None:
         return ConfigInUse(default_config_path())  # as for a daemon not yet started
-    return ConfigInUse(running.config or default_config_path(), running.socket)
+    return ConfigInUse(running.config or default_config_path(), running.socket, running.state_dir)

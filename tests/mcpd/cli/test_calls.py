@@ -19,6 +19,7 @@ from mcpd.audit.record import CallRecord
 from mcpd.cli.calls import _agent, cmd_calls, render, since
 from mcpd.config.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
+from tests.support.fake_daemon import FakeDaemon, result
 
 NOW = 1_800_000_000.0
 # What an agent may ask for and a server may answer: a terminal's escapes, in their
@@ -212,3 +213,22 @@ async def test_a_log_that_cannot_be_read_is_one_line_naming_it(
     err = capsys.readouterr().err
     assert err.startswith("mcpd: cannot read the audit log in ") and str(state) in err
     assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+async def test_without_a_config_the_log_is_the_running_daemons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A daemon started without a config file (the demo) keeps its state elsewhere.
+    await written(tmp_path)
+    sock = tmp_path / "mcpd.sock"
+    said = {"daemon": {"config": "", "state_file": str(tmp_path / "state" / "state.json")}}
+    monkeypatch.delenv("MCPD_CONFIG", raising=False)
+    monkeypatch.setenv("MCPD_SOCKET", str(sock))
+    without_config = args(tmp_path, json=True)
+    without_config.config = None
+    with FakeDaemon(sock, lambda msg: result(msg, said)):
+        assert cmd_calls(without_config) == 0
+    assert [json.loads(line)["name"] for line in capsys.readouterr().out.splitlines()] == [
+        "notes__t0",
+        HOSTILE,
+    ]

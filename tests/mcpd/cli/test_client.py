@@ -226,6 +226,15 @@ def test_the_running_daemon_says_which_config_it_reads(sock: Path) -> None:
         )
 
 
+def test_the_running_daemon_says_where_it_keeps_its_state(sock: Path, tmp_path: Path) -> None:
+    state = tmp_path / "demo-state"
+    said = {"daemon": {"config": "", "state_file": str(state / "state.json")}}
+    with FakeDaemon(sock, lambda msg: result(msg, said)):
+        assert running_daemon(str(sock)) == Running(str(sock), None, str(state))
+        assert config_in_use(None, str(sock)).state_dir == str(state)
+    assert config_in_use("/etc/mcpd/config.toml", str(sock)).state_dir is None
+
+
 @pytest.mark.parametrize(
     "answer",
     [
