@@ -1,25 +1,32 @@
 """Which local user holds the other end of a TCP connection mcpd accepted.
 
-A loopback connection's other end is a socket of this machine, and Linux lists every
-socket of mcpd's network namespace, with the uid that made it, in ``/proc/net/tcp``
-and ``/proc/net/tcp6`` (``protocol.proctcp`` reads them). A connection from another
-machine, or from another network namespace, has no such line: its owner is unknown,
-and whoever asks refuses what takes one.
+A loopback connection's other end is a socket of this machine, and Linux knows every
+socket of mcpd's network namespace with the uid that made it. mcpd asks the kernel for
+that one socket by its addresses (netlink ``sock_diag``, ``protocol.sockdiag``), which
+costs the same however many sockets there are; where that cannot be asked, it reads
+the lists of them all in ``/proc/net/tcp`` and ``/proc/net/tcp6``
+(``protocol.proctcp``), which the kernel writes out at each read. A connection from
+another machine, or from another network namespace, is not found either way: its owner
+is unknown, and whoever asks refuses what takes one.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import itertools
+import socket
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+from protocol import sockdiag
 from protocol.proctcp import Address, socket_owner
 
 if TYPE_CHECKING:
     import trio
 
 TABLES: Final = ("/proc/net/tcp", "/proc/net/tcp6")
+_sequence = itertools.count(1)
 
 
 class OwnerUnknown(Exception):
@@ -36,12 +43,58 @@ def _address(sockaddr: object) -> Address:
         raise OwnerUnknown(f"the address {host!r} cannot be read") from None
 
 
-def tcp_owner(sock: trio.socket.SocketType, tables: tuple[str, ...] = TABLES) -> int:
-    """The uid of the process holding the other end of ``sock``; raises OwnerUnknown."""
+class _NoDiag(Exception):
+    """The kernel cannot be asked through netlink here."""
+
+
+def _netlink() -> socket.socket:
+    return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, sockdiag.NETLINK_SOCK_DIAG)
+
+
+def kernel_owner(local: Address, remote: Address) -> int | None:
+    """The uid of the socket at ``local`` connected to ``remote``, as the kernel says
+    (None: it knows none, or none a process holds); raises _NoDiag when it cannot be
+    asked. Its answer comes with the request: nothing waits."""
+    try:
+        nl = _netlink()
+    except (OSError, AttributeError) as exc:
+        raise _NoDiag(str(exc)) from None
+    with nl:
+        nl.settimeout(1.0)
+        for body in sockdiag.requests(local, remote):
+            request = sockdiag.numbered(body, next(_sequence) & 0xFFFFFFFF)
+            try:
+                nl.send(request)
+                uid = sockdiag.owner(nl.recv(8192), request)
+            except (OSError, ValueError, sockdiag.DiagRefused) as exc:
+                raise _NoDiag(str(exc)) from None
+            if uid is not None:
+                return uid
+    return None
+
+
+def tcp_owner(
+    sock: trio.socket.SocketType, tables: tuple[str, ...] = TABLES, ask_kernel: bool = True
+) -> int:
+    """The uid of the process holding the other end of ``sock``; raises OwnerUnknown.
+    ``ask_kernel``: through netlink first (the tables alone when False)."""
     try:
         own, peer = _address(sock.getsockname()), _address(sock.getpeername())
     except OSError as exc:
         raise OwnerUnknown(f"the connection is gone ({exc.strerror})") from None
+    if ask_kernel:
+        try:
+            uid = kernel_owner(peer, own)
+        except _NoDiag:
+            pass  # the tables, then
+        else:
+            if uid is not None:
+                return uid
+            raise OwnerUnknown(
+                "no process of this machine holds its other end (the kernel knows no "
+                "socket from its address to mcpd's): a browser elsewhere, or in another "
+                "network namespace, is not told apart"
+            )
     unread = []
     for path in tables:
         try:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from mcpd.local import tcpowner
 from mcpd.local.tcpowner import TABLES, ConnectionOwner, OwnerUnknown, tcp_owner
 
 # Connects to argv[1]:argv[2], says so, and holds the connection until stdin closes.
@@ -68,10 +69,19 @@ async def accepted(host: str, client_uid: int | None = None) -> int | str:
 
 
 def _owner(conn: trio.socket.SocketType) -> int | str:
+    """What the kernel says, checked against what the tables say."""
     try:
-        return tcp_owner(conn)
+        kernel = tcp_owner(conn)
     except OwnerUnknown as exc:
-        return str(exc)
+        kernel = str(exc)
+    try:
+        tables: int | str = tcp_owner(conn, ask_kernel=False)
+    except OwnerUnknown as exc:
+        tables = str(exc)
+    assert isinstance(kernel, int) == isinstance(tables, int) and (
+        not isinstance(kernel, int) or kernel == tables
+    ), (kernel, tables)
+    return kernel
 
 
 async def test_this_processs_connection_is_its_users() -> None:
@@ -99,11 +109,11 @@ async def test_tables_that_cannot_be_read_say_so(tmp_path: Path) -> None:
             with conn:
                 missing = (str(tmp_path / "tcp"), str(tmp_path / "tcp6"))
                 with pytest.raises(OwnerUnknown, match="tables cannot be read"):
-                    tcp_owner(conn, missing)
+                    tcp_owner(conn, missing, ask_kernel=False)
                 empty = tmp_path / "empty"
                 empty.write_text("  sl  local_address rem_address   st\n")
                 with pytest.raises(OwnerUnknown, match="no process of this machine"):
-                    tcp_owner(conn, (str(empty),))
+                    tcp_owner(conn, (str(empty),), ask_kernel=False)
 
 
 def test_a_connections_owner_is_looked_up_once_a_failure_too() -> None:
@@ -123,3 +133,28 @@ def test_a_connections_owner_is_looked_up_once_a_failure_too() -> None:
         with pytest.raises(OwnerUnknown, match="no such socket"):
             nobody.uid()
     assert asked == ["found", "unknown"]
+
+
+async def test_where_the_kernel_cannot_be_asked_the_tables_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_netlink() -> object:
+        raise OSError(97, "Address family not supported by protocol")
+
+    monkeypatch.setattr(tcpowner, "_netlink", no_netlink)
+    assert await accepted("127.0.0.1") == os.getuid()
+
+
+async def test_a_connection_whose_other_end_is_gone_has_no_owner() -> None:
+    listener = trio.socket.socket()
+    with trio.fail_after(10), listener:
+        await listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        client = await trio.open_tcp_stream(*listener.getsockname())
+        conn, _ = await listener.accept()
+        with conn:
+            await client.aclose()  # its socket lingers a while, held by no process
+            await conn.recv(1)  # the close has reached mcpd's end
+            for ask_kernel in (True, False):
+                with pytest.raises(OwnerUnknown, match="no process of this machine"):
+                    tcp_owner(conn, ask_kernel=ask_kernel)
