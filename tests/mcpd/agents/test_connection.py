@@ -24,6 +24,7 @@ from mcpd.daemon import _LINES
 from mcpd.servers.askback import NO_ANSWER
 from protocol import jsonrpc as rpc
 from tests.support.agent import META
+from tests.support.line_end import LineEnd
 from tests.support.routing import World
 
 RESULT = Raw(b'{"content":[{"type":"text","text":"done"}]}')
@@ -90,24 +91,7 @@ class Handler(Dispatcher):
         pass
 
 
-class AgentEnd:
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
-        self._buf = b""
-
-    async def send(self, *msgs: Any) -> None:
-        """Each message on a line of its own (bytes as they are), in one write."""
-        lines = [m if isinstance(m, bytes) else json.dumps(m).encode() for m in msgs]
-        await self.stream.send_all(b"".join(line + b"\n" for line in lines))
-
-    async def line(self) -> Any:
-        while b"\n" not in self._buf:
-            data = await self.stream.receive_some(1 << 16)
-            assert data, "the connection ended"
-            self._buf += data
-        line, self._buf = self._buf.split(b"\n", 1)
-        return json.loads(line)
-
+class AgentEnd(LineEnd):
     async def ended(self) -> bytes:
         """What mcpd still wrote until it closed the connection."""
         rest = self._buf

@@ -25,6 +25,7 @@ from mcpd.daemon import _LINES
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext
+from tests.support.line_end import LineEnd
 from tests.support.routing import World
 
 ACK = "notifications/subscriptions/acknowledged"
@@ -70,22 +71,8 @@ class Extras:
         self.ended.append(rid)
 
 
-class Agent:
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
-        self._buf = b""
-
-    async def line(self) -> Any:
-        while b"\n" not in self._buf:
-            data = await self.stream.receive_some(1 << 16)
-            assert data, "the connection ended"
-            self._buf += data
-        line, self._buf = self._buf.split(b"\n", 1)
-        return json.loads(line)
-
-
 class Link:
-    def __init__(self, conn: Connection, agent: Agent, nursery: trio.Nursery) -> None:
+    def __init__(self, conn: Connection, agent: LineEnd, nursery: trio.Nursery) -> None:
         self.conn, self.agent, self.nursery = conn, agent, nursery
         self.extras = Extras()
         self.listens = Listens(self.extras.extra, self.extras.end)
@@ -123,7 +110,7 @@ async def connected() -> AsyncIterator[Link]:
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(conn.run)
-                yield Link(conn, Agent(trio.SocketStream(theirs)), nursery)
+                yield Link(conn, LineEnd(trio.SocketStream(theirs)), nursery)
                 nursery.cancel_scope.cancel()
     finally:
         theirs.close()
