@@ -175,7 +175,7 @@ class AuditLog:
         if self.to_file:
             # Opened now, not at the first call: a file that cannot be written is said
             # at start, and the daemon holds the same descriptors before and after calls.
-            await trio.to_thread.run_sync(self._append, b"")
+            await trio.to_thread.run_sync(self._append, b"", 0)
         task_status.started()
         try:
             while True:
@@ -238,13 +238,13 @@ class AuditLog:
                     extra=log_extra(None, "audit", "buffer full"),
                 )
         if self.to_file:
-            self._append(lines)
+            self._append(lines, len(records) + (1 if dropped else 0))
         if self.to_journal:
             self._journal.write(records, now)
 
-    def _append(self, lines: bytes) -> None:
-        """JSON lines (one or more, each ending with a line feed), the file rotated
-        before any line would take it past its cap."""
+    def _append(self, lines: bytes, count: int) -> None:
+        """``count`` JSON lines, each ending with a line feed, the file rotated before
+        any line would take it past its cap."""
         try:
             fd = self._open()
             if self._size + len(lines) <= self.max_bytes:
@@ -266,7 +266,7 @@ class AuditLog:
                     extra=log_extra(None, "audit", str(exc)),
                 )
             return
-        self.written += lines.count(b"\n")
+        self.written += count
         self._problem = None
 
     def _write_all(self, fd: int, data: bytes) -> None:

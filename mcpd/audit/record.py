@@ -73,8 +73,8 @@ def digest(arguments: bytes | msgspec.Raw) -> str:
 def iso(ts: float) -> str:
     """``ts`` as ``2026-08-01T10:00:00.123Z`` (rounded to the microsecond first, as
     datetime rounds it, then cut to the millisecond)."""
-    second, micro = divmod(round(ts * 1_000_000), 1_000_000)
-    return _seconds.text(second) + _MILLIS[micro // 1000]
+    second, milli = divmod(round(ts * 1_000_000) // 1000, 1000)
+    return _seconds.text(second) + _MILLIS[milli]
 
 
 def stamp(records: list[CallRecord]) -> None:
@@ -83,10 +83,10 @@ def stamp(records: list[CallRecord]) -> None:
     text_of, millis = _seconds.text, _MILLIS
     last, text = -1, ""
     for record in records:
-        second, micro = divmod(round(record.ts * 1_000_000), 1_000_000)
+        second, milli = divmod(round(record.ts * 1_000_000) // 1000, 1000)
         if second != last:
             last, text = second, text_of(second)
-        record.time = text + millis[micro // 1000]
+        record.time = text + millis[milli]
 
 
 # A second's fraction as the time's text ends: one of a thousand, made once.
