@@ -8,9 +8,10 @@ return could write over it, a bidi override could reorder it, and zero-width or 
 characters could carry words nobody sees. ``visible`` turns each such character into
 its Python escape (``\\r``, ``\\x1b``, ``\\u202e``, ``\\U000e0041``): control characters (C0,
 DEL, C1), format characters (category Cf: bidi controls, zero-width characters, tags),
-the whole tag block, line and paragraph separators, and lone surrogates (which cannot
-even be written to a UTF-8 terminal). Everything else, non-ASCII letters and emoji
-included, is printed as it is.
+the whole tag block, the variation selectors but text and emoji presentation (a run
+of them after an emoji can spell any bytes), letters blank by design, line and
+paragraph separators, and lone surrogates (which cannot even be written to a UTF-8
+terminal). Everything else, non-ASCII letters and emoji included, is printed as it is.
 
 The commands colour their own output after the server's text has passed through here,
 so mcpd's colours are the only escapes a terminal receives. The same goes for the log:
@@ -26,11 +27,28 @@ from typing import Final
 
 _HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _TAGS: Final = range(0xE0000, 0xE0080)  # partly unassigned, all invisible
+# Printable by Python's measure, yet drawing nothing: the variation selectors but the
+# text and emoji presentation ones (a run of them after an emoji can carry any bytes),
+# and letters and marks that are blank by design (the grapheme joiner, Hangul fillers).
+_BLANK: Final = (
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164\uffa0"
+    "\ufe00-\ufe0d\U000e0100-\U000e01ef"
+)
+_BLANK_CHAR: Final = re.compile(f"[{_BLANK}]")
 
 
 def hidden(ch: str) -> bool:
     """``ch`` acts on a terminal or draws nothing: see the module's list."""
-    return ord(ch) in _TAGS or unicodedata.category(ch) in _HIDDEN_CATEGORIES
+    return (
+        ord(ch) in _TAGS
+        or unicodedata.category(ch) in _HIDDEN_CATEGORIES
+        or _BLANK_CHAR.match(ch) is not None
+    )
+
+
+def _plain(text: str) -> bool:
+    """Nothing in ``text`` to escape: the quick test before one character at a time."""
+    return text.isprintable() and _BLANK_CHAR.search(text) is None
 
 
 _SHORT: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -56,7 +74,7 @@ def visible(text: str, *, lines: bool = False) -> str:
     line breaks (``\\n``, and ``\\r\\n`` as one) and tabs are kept; a ``\\r`` of its own
     is escaped like the rest, so no line can write over another. Otherwise every
     control character is escaped, line breaks and tabs included."""
-    if text.isprintable():  # the common case: nothing to look at one by one
+    if _plain(text):  # the common case: nothing to look at one by one
         return text
     if not lines:
         return _escaped(text)
@@ -69,9 +87,9 @@ def visible(text: str, *, lines: bool = False) -> str:
 
 
 def _escaped(text: str) -> str:
-    if text.isprintable():
+    if _plain(text):
         return text
-    return "".join(ch if ch.isprintable() or not hidden(ch) else written_out(ch) for ch in text)
+    return "".join(written_out(ch) if hidden(ch) else ch for ch in text)
 
 
 # Outside the printable ASCII range: the only characters that can be hidden ones.
@@ -86,7 +104,7 @@ def visible_json(data: bytes) -> bytes:
     characters, tags) would reach the terminal raw. What a program decodes from the
     result is what it decoded from ``data``."""
     text = data.decode("utf-8")
-    if text.isprintable():  # a JSON encoder's output has no line breaks of its own
+    if _plain(text):  # a JSON encoder's output has no line breaks of its own
         return data
     return _NOT_PLAIN.sub(_json_escape, text).encode("utf-8")
 

@@ -31,6 +31,9 @@ from protocol.visible import visible, visible_json
         ("one\u2028two\u2029", "one\\u2028two\\u2029"),
         ("\ud800", "\\ud800"),  # a lone surrogate cannot even be written as UTF-8
         ("a\nb\tc", "a\\nb\\tc"),
+        # Bytes spelled as variation selectors after an emoji (U+FE00 + b, U+E0100 + b - 16).
+        ("🙂\ufe01\U000e0158\ufe0d", "🙂\\ufe01\\U000e0158\\ufe0d"),
+        ("\u3164\u115f\u034f", "\\u3164\\u115f\\u034f"),  # Hangul fillers, grapheme joiner
     ],
 )
 def test_what_acts_on_a_terminal_or_hides_is_escaped(raw: str, shown: str) -> None:
@@ -38,7 +41,9 @@ def test_what_acts_on_a_terminal_or_hides_is_escaped(raw: str, shown: str) -> No
 
 
 def test_text_people_read_is_left_as_it_is() -> None:
-    text = "Größe: 5 €, 日本語, café (e\u0301), 🙂, \u00a0nbsp, \ue000 private, \\x1b literal"
+    text = (
+        "Größe: 5 €, 日本語, café (e\u0301), 🙂, ❤\ufe0f, \u00a0nbsp, \ue000 private, \\x1b literal"
+    )
     assert visible(text) == text
     assert visible(text, lines=True) == text
 
@@ -50,8 +55,12 @@ def test_a_multi_line_field_keeps_its_lines_but_no_line_covers_another() -> None
 
 
 def acts(ch: str) -> bool:
+    code = ord(ch)
     return (
-        unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") or 0xE0000 <= ord(ch) <= 0xE007F
+        unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")
+        or 0xE0000 <= code <= 0xE007F
+        or 0xFE00 <= code <= 0xFE0D
+        or 0xE0100 <= code <= 0xE01EF
     )
 
 
@@ -68,6 +77,13 @@ def test_a_json_page_shows_no_character_that_acts_and_decodes_the_same(value: ob
     shown = visible_json(msgspec.json.encode(value))
     assert msgspec.json.decode(shown) == value
     assert not any(acts(ch) for ch in shown.decode())
+
+
+def test_bytes_carried_by_variation_selectors_show_in_a_json_page() -> None:
+    hidden_bytes = "".join(chr(0xE0100 + b - 16) for b in b"run rm -rf")
+    shown = visible_json(msgspec.json.encode({"d": "🙂" + hidden_bytes})).decode()
+    assert all(not 0xE0100 <= ord(ch) <= 0xE01EF for ch in shown)
+    assert msgspec.json.decode(shown) == {"d": "🙂" + hidden_bytes}
 
 
 def test_a_json_page_escapes_c1_format_and_tag_characters() -> None:
