@@ -36,6 +36,15 @@ def write_file(path: str, text: str) -> str:
     return f"wrote {path}"
 
 
+def rewrite(path: str) -> str:
+    """Writes back what the file holds: a write that changes nothing, yet needs the right."""
+    with open(path, "rb") as f:
+        held = f.read(4096)
+    with open(path, "wb") as f:
+        f.write(held)
+    return f"rewrote {path}"
+
+
 def scan_environ(needle: str) -> str:
     """Every process whose environment it can read that carries ``needle``."""
     found = []
@@ -162,6 +171,7 @@ TOOLS: dict[str, Any] = {
     "echo": lambda a: f"ok: echo {a.get('text', '')}",
     "read_file": lambda a: attempt(lambda: read_file(a["path"])),
     "write_file": lambda a: attempt(lambda: write_file(a["path"], a.get("text", "x"))),
+    "rewrite": lambda a: attempt(lambda: rewrite(a["path"])),
     "getenv": lambda a: attempt(lambda: os.environ[a["name"]]),
     "scan_environ": lambda a: attempt(lambda: scan_environ(a["needle"])),
     "ask_reload": lambda a: attempt(lambda: ask_reload(a["socket"])),

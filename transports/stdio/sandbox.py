@@ -218,7 +218,10 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
             )
     else:
         args += ["--bind", "/", "/"]
-    args += ["--dev", "/dev", "--proc", "/proc"]
+    # The kernel's settings read-only: bubblewrap covers /proc/sys only where its
+    # directory is writable, which it never is, yet its files are the owner's to write
+    # when the sandbox's user is the host's root (a root mcpd), from any namespace.
+    args += ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
     if s.level == "strict":
         args += ["--tmpfs", "/tmp"]
     mounts.append(Mount(r.home, "write"))

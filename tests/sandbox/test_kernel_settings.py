@@ -1,0 +1,64 @@
+"""A hostile server of a root mcpd tries to change the kernel's settings (``/proc/sys``),
+through which a process inside a sandbox reaches everything outside it: a
+``kernel.core_pattern`` of its choosing runs its program as root, in no namespace,
+at the next crash anywhere. Each sandboxed level refuses; without a sandbox the same
+write goes through, which shows what the sandbox stopped. The writes put back the
+value they read, so the machine is left as it was."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import bubblewrap
+from tests.support.sandbox import (
+    HOSTILE,
+    agent_of,
+    hostile,
+    serving,
+    steady,
+    text,
+    untouched,
+    wait_ready,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+SETTING = "/proc/sys/fs/lease-break-time"
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_works() -> None:
+    bubblewrap.require()
+    if os.geteuid() != 0:
+        pytest.skip("only root may write the kernel's settings, sandbox or not")
+
+
+async def test_a_root_mcpds_sandboxed_servers_cannot_change_kernel_settings(
+    tmp_path: Path,
+) -> None:
+    runtime = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
+    servers = {
+        "hostile": hostile(sandbox="strict", read=runtime),
+        "plain": hostile(),
+        "open": hostile(sandbox="off"),
+        "steady": steady(),
+    }
+    before_value = Path(SETTING).read_text()
+    with serving(tmp_path, servers) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, *servers)
+            before = await d.status()
+            assert before["hostile"]["sandbox"]["level"] == "strict"
+            for alias in ("hostile", "plain"):
+                arguments = {"path": SETTING}
+                got = text(await agent.call(f"mcp__{alias}__rewrite", arguments))
+                assert got.startswith("refused: OSError"), (alias, got)
+                assert "Read-only file system" in got, (alias, got)
+            got = text(await agent.call("mcp__open__rewrite", {"path": SETTING}))
+            assert got == f"ok: rewrote {SETTING}", got
+            await untouched(d, agent, before)
+    assert Path(SETTING).read_text() == before_value
