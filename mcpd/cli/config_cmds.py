@@ -139,9 +139,12 @@ def rule_words(rule: PolicyRule) -> str:
 
 def _unstartable(config: Config) -> dict[str, str]:
     """Enabled servers that cannot start from here: a variable or secret file their table
-    needs, or a stdio command not found as their start would find it. Warnings, not
+    needs, a path they are granted that is not there, or a stdio command not found as
+    their start would find it. Warnings, not
     errors: a service may run with another environment, and the other servers run."""
     from transports.stdio.launch import resolve
+    from transports.stdio.sandbox import SandboxError
+    from transports.stdio.sandbox_host import grants
 
     from ..config.sandbox import child_env, sandbox_of
 
@@ -152,8 +155,14 @@ def _unstartable(config: Config) -> dict[str, str]:
             continue
         if not s.enabled or s.command is None:
             continue
+        sandbox = sandbox_of(alias, s, config)
         try:
-            resolve(s.command, child_env(alias, s, config, sandbox_of(alias, s, config)), s.cwd)
+            grants(sandbox)
+        except SandboxError as exc:
+            out[alias] = f"{exc}; the server will not start"
+            continue
+        try:
+            resolve(s.command, child_env(alias, s, config, sandbox), s.cwd)
         except OSError as exc:
             what = "cwd" if s.cwd is not None and exc.filename == s.cwd else "command"
             out[alias] = (

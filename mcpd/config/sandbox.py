@@ -103,7 +103,7 @@ def grant_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
         for i, path in enumerate(paths):
             if not (path.startswith("/") or path == "~" or path.startswith("~/")):
                 yield ConfigError(f"{where}.{key}[{i}]", "must be an absolute path (or ~/...)")
-            elif os.path.normpath(path) in ("/", "~"):
+            elif os.path.normpath(path).strip("/") == "" or os.path.normpath(path) == "~":
                 yield ConfigError(
                     f"{where}.{key}[{i}]", "would give back everything the sandbox hides"
                 )

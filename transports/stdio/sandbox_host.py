@@ -134,16 +134,32 @@ def resolve(sandbox: Sandbox, command: str) -> Resolved:
     # What lies in a hidden directory is hidden with it.
     dirs = [m.path for m in mounts if m.kind == "hide_dir"]
     mounts = [m for m in mounts if not any(m.path != d and within(m.path, d) for d in dirs)]
+    mounts += grants(sandbox)
+    home = make_home(sandbox.home, where)
+    return Resolved(sandbox=sandbox, home=home, mounts=tuple(mounts), command=command)
+
+
+def grants(sandbox: Sandbox) -> list[Mount]:
+    """Its ``read`` and ``write`` grants as they are on this machine. Raises SandboxError
+    naming the first that does not exist or that is the root."""
+    where = sandbox.where
+    found: list[Mount] = []
     for key, paths in (("read", sandbox.read), ("write", sandbox.write)):
         for i, path in enumerate(paths):
             real = os.path.realpath(path)
             if not os.path.exists(real):
                 raise SandboxError(f"{where}.{key}[{i}]: {path} does not exist")
+            if real == "/":
+                # Through a link or a spelling the config could not tell apart from
+                # another folder: the whole machine, which no grant gives.
+                raise SandboxError(
+                    f"{where}.{key}[{i}]: {path} is /, which would give back everything "
+                    "the sandbox hides"
+                )
             written = os.path.normpath(path)
             link = written if written != real else None
-            mounts.append(Mount(real, "read" if key == "read" else "write", link))
-    home = make_home(sandbox.home, where)
-    return Resolved(sandbox=sandbox, home=home, mounts=tuple(mounts), command=command)
+            found.append(Mount(real, "read" if key == "read" else "write", link))
+    return found
 
 
 def make_home(home: str, where: str) -> str:

@@ -126,6 +126,7 @@ def test_check_config_warns_of_a_command_that_cannot_start(tmp_path: Path) -> No
         '[servers.typo]\ncommand = "pyhton3"\n'
         '[servers.nowhere]\ncommand = "python3"\ncwd = "/no/such/dir"\n'
         '[servers.off]\ncommand = "pyhton3"\nenabled = false\n'
+        f'[servers.ungranted]\ncommand = "python3"\nwrite = ["{tmp_path}", "/no/such/notes"]\n'
     )
     out = run("check-config", "--config", str(config))
     assert out.returncode == 0, out.stderr  # the config itself is valid
@@ -137,10 +138,12 @@ def test_check_config_warns_of_a_command_that_cannot_start(tmp_path: Path) -> No
         "server will not start",
         "warning: servers.typo.command: 'pyhton3': No such file or directory; the server "
         "will not start",
+        "warning: servers.ungranted.write[1]: /no/such/notes does not exist; the server "
+        "will not start",
     ]
     # Each one's line says so too, as for a server whose variables are missing.
     lines = {line.split()[0]: line for line in out.stdout.splitlines()[1:]}
-    for alias in ("ghost", "typo", "nowhere"):
+    for alias in ("ghost", "typo", "nowhere", "ungranted"):
         assert "cannot start" in lines[alias], lines[alias]
     assert "cannot start" not in lines["off"]
 

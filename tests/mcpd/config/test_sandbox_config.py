@@ -30,6 +30,8 @@ def stdio(**keys: Any) -> dict[str, Any]:
     [
         (stdio(read=["relative/dir"]), "servers.s.read[0]", "absolute path"),
         (stdio(write=["/"]), "servers.s.write[0]", "everything the sandbox hides"),
+        (stdio(read=["//"]), "servers.s.read[0]", "everything the sandbox hides"),
+        (stdio(write=["/srv/../"]), "servers.s.write[0]", "everything the sandbox hides"),
         (stdio(sandbox="loose"), "servers.s.sandbox", "Invalid enum value"),
         (stdio(limits={"memory": "lots"}), "servers.s.limits.memory", "not a size"),
         (stdio(limits={"memory": "1M"}), "servers.s.limits.memory", "at least 16M"),
