@@ -5,29 +5,60 @@ Each request that someone must answer runs in a task of its own: the answer may 
 a person's time, and the reader must go on meanwhile (the server may be waiting for
 it to read something). The server may withdraw such a request with
 ``notifications/cancelled``; it then gets no answer.
+
+Answers are made as fast as the server asks, and wait on its stdin until it reads
+them: a server that asks without reading would have mcpd keep every answer. Past the
+bound of its stdin's queue an answer is dropped instead (the server asked and did not
+listen).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
+from typing import Protocol
 
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 
 from ..base import ServerRequestHandler, answer_server_request, default_answer
+
+logger = logging.getLogger("mcpd.stdio")
 
 # Puts one encoded line on the server's stdin; rpc.RPCError if mcpd could not encode it.
 Put = Callable[[bytes, str], None]
 
 
+class Backlog(Protocol):
+    """What waits for the server on its stdin (a ``LineWriter``), in bytes."""
+
+    @property
+    def queued(self) -> int: ...
+
+    @property
+    def limit(self) -> int: ...
+
+
 class Relays:
-    def __init__(self, alias: str, put: Put, closed: trio.Event) -> None:
+    def __init__(
+        self,
+        alias: str,
+        put: Put,
+        closed: trio.Event,
+        stdin: Backlog,
+        complain: Callable[[], str | None],
+    ) -> None:
+        """``stdin`` is read for how much waits for the server; ``complain`` rations
+        the warnings (None: stay quiet)."""
         self._alias = alias
         self._put = put
         self._closed = closed
+        self._stdin = stdin
+        self._complain = complain
         self._scopes: dict[rpc.Id, trio.CancelScope] = {}
 
     def take(
@@ -44,8 +75,7 @@ class Relays:
                 return
         else:
             reply = default_answer(req)
-        with contextlib.suppress(rpc.RPCError):
-            self._put(reply, f"the answer to {req.method}")
+        self._answer(reply, req.method)
 
     async def _relay(
         self, req: rpc.Request, handler: ServerRequestHandler, scope: trio.CancelScope
@@ -54,10 +84,27 @@ class Relays:
             with scope:
                 reply = await answer_server_request(self._alias, handler, req)
                 if not self._closed.is_set():
-                    with contextlib.suppress(rpc.RPCError):
-                        self._put(reply, f"the answer to {req.method}")
+                    self._answer(reply, req.method)
         finally:
             self._scopes.pop(req.id, None)
+
+    def _answer(self, reply: bytes, method: str) -> None:
+        queued = self._stdin.queued
+        if queued <= self._stdin.limit:
+            with contextlib.suppress(rpc.RPCError):
+                self._put(reply, f"the answer to {method}")
+            return
+        note = self._complain()
+        if note is not None:
+            logger.warning(
+                "%s: dropped the answer to its %.100r request: it is not reading its "
+                "stdin (%d bytes wait for it)%s",
+                self._alias,
+                method,
+                queued,
+                note,
+                extra=log_extra(self._alias, "stdin_full"),
+            )
 
     def withdrawn(self, msg: rpc.Notification) -> bool:
         """Whether ``msg`` (notifications/cancelled) withdrew a request being relayed;

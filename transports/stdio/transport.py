@@ -114,7 +114,7 @@ class StdioTransport(Transport):
         self._exited = trio.Event()
         # Set as the owner stops the server: stdin is closed under the writer then.
         self._stopping = False
-        self._relays = Relays(alias, self._put, self.closed)
+        self._relays = Relays(alias, self._put, self.closed, self._writer, complaints.admit)
         self._reader = StdoutReader(
             alias,
             params.max_line,

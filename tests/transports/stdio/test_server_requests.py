@@ -15,11 +15,20 @@ from transports.stdio.server_requests import Relays
 
 
 class Stdin:
-    def __init__(self) -> None:
+    """A server's stdin that the server reads only when the test says so."""
+
+    def __init__(self, limit: int = 1 << 20) -> None:
         self.lines: list[dict[str, Any]] = []
+        self.limit = limit
+        self.queued = 0
 
     def __call__(self, line: bytes, what: str) -> None:
         self.lines.append(json.loads(line))
+        self.queued += len(line) + 1
+
+
+def quiet() -> str | None:
+    return None
 
 
 def request(rid: rpc.Id, method: str) -> rpc.Request:
@@ -33,7 +42,7 @@ def withdrawal(rid: rpc.Id) -> rpc.Notification:
 
 async def test_ping_and_requests_nobody_answers_are_answered_at_once() -> None:
     stdin = Stdin()
-    relays = Relays("s", stdin, trio.Event())
+    relays = Relays("s", stdin, trio.Event(), stdin, quiet)
     relays.take(request(1, "ping"), None, None)
     relays.take(request(2, "roots/list"), None, None)
     assert stdin.lines[0] == {"jsonrpc": "2.0", "id": 1, "result": {}}
@@ -48,7 +57,7 @@ async def test_a_request_is_relayed_and_its_id_is_taken_until_answered() -> None
         await release.wait()
         return {"roots": []}
 
-    relays = Relays("s", stdin, trio.Event())
+    relays = Relays("s", stdin, trio.Event(), stdin, quiet)
     async with trio.open_nursery() as nursery:
         relays.take(request("r", "roots/list"), handler, nursery)
         await trio.testing.wait_all_tasks_blocked()
@@ -74,7 +83,7 @@ async def test_a_withdrawn_request_gets_no_answer() -> None:
         finally:
             stopped.set()
 
-    relays = Relays("s", stdin, trio.Event())
+    relays = Relays("s", stdin, trio.Event(), stdin, quiet)
     async with trio.open_nursery() as nursery:
         relays.take(request(7, "elicitation/create"), handler, nursery)
         await trio.testing.wait_all_tasks_blocked()
@@ -92,7 +101,30 @@ async def test_no_answer_is_written_to_a_server_that_went_away() -> None:
         closed.set()  # the server exits while the answer is being made
         return {}
 
-    relays = Relays("s", stdin, closed)
+    relays = Relays("s", stdin, closed, stdin, quiet)
     async with trio.open_nursery() as nursery:
         relays.take(request(1, "sampling/createMessage"), handler, nursery)
     assert stdin.lines == []
+
+
+async def test_a_server_that_asks_without_reading_its_stdin_is_not_answered_past_its_bound() -> (
+    None
+):
+    stdin = Stdin(limit=4096)
+    complaints: list[int] = []
+
+    def complain() -> str | None:
+        complaints.append(1)
+        return ""
+
+    relays = Relays("s", stdin, trio.Event(), stdin, complain)
+    for i in range(10_000):
+        relays.take(request(i, "ping"), None, None)
+    # Every answer kept is one the server could have read; the rest were dropped.
+    assert stdin.queued <= stdin.limit + len(b'{"jsonrpc":"2.0","id":9999,"result":{}}\n')
+    assert len(stdin.lines) < 200
+    assert len(complaints) == 10_000 - len(stdin.lines)
+    # Once it reads again, it is answered again.
+    stdin.queued = 0
+    relays.take(request("again", "ping"), None, None)
+    assert stdin.lines[-1] == {"jsonrpc": "2.0", "id": "again", "result": {}}

@@ -1,0 +1,122 @@
+"""Stdio servers that attack with what they send unasked (``hostile_asker``): requests
+of their own, notifications about what is not theirs, odd values. Each case checks what
+the other stdio fault cases check: mcpd stays up, answers every request once, keeps the
+steady server working, stays within its memory bound, leaks nothing and names the
+server in its log."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.fault_harness import Agent, Case, is_error_result, run_case, text_of
+
+BAD = "mcp__bad__"
+ASKER = str(Path(__file__).parents[1] / "support" / "hostile_asker.py")
+
+
+def asker(*flags: str) -> Callable[[Path], dict[str, Any]]:
+    return lambda pids: {
+        "bad": {"command": sys.executable, "args": [ASKER, "--pid-dir", str(pids), *flags]}
+    }
+
+
+async def call_ok(a: Agent, tool: str) -> dict[str, Any]:
+    reply = await a.call(BAD + tool, "x")
+    assert text_of(reply) == f"{tool}:x" and not is_error_result(reply), reply
+    return reply
+
+
+def answered(tool: str) -> Callable[[Case], Awaitable[None]]:
+    """The attack's call is answered as the server answered it, and the server's other
+    tools keep working."""
+
+    async def body(case: Case) -> None:
+        async with case.agent() as a:
+            await call_ok(a, tool)
+            await call_ok(a, "echo")
+
+    return body
+
+
+async def lone_surrogate(case: Case) -> None:
+    async with case.agent() as a:
+        reply = await a.call(BAD + "lone_surrogate", "x")
+        assert is_error_result(reply), reply
+        said = text_of(reply)
+        assert "'bad'" in said and "malformed reply" in said, said
+        await call_ok(a, "echo")
+
+
+async def ping_flood(case: Case) -> None:
+    async with case.agent() as a:
+        await call_ok(a, "ping_flood")
+        # It reads its stdin again: the answers kept for it reach it, and so does this.
+        await call_ok(a, "echo")
+
+
+CASES: list[tuple[str, Callable[[Case], Awaitable[None]], Any, dict[str, Any]]] = [
+    (
+        "pings mcpd without reading its stdin",
+        ping_flood,
+        asker(),
+        {
+            # The flood takes seconds to read; the call waits for all of it.
+            "daemon": {"call_timeout": 60.0},
+            "log_expect": [r"\[bad\].*dropped the answer to its 'ping' request"],
+        },
+    ),
+    ("20k sampling, elicitation and roots requests", answered("ask_storm"), asker(), {}),
+    (
+        "20k sampling, elicitation and roots requests, legacy",
+        answered("ask_storm"),
+        asker("--legacy"),
+        {},
+    ),
+    (
+        "requests with odd ids and methods",
+        answered("odd_requests"),
+        asker(),
+        {"log_expect": [r"\[bad\].*Integer value out of range"]},
+    ),
+    (
+        "requests with odd ids and methods, legacy",
+        answered("odd_requests"),
+        asker("--legacy"),
+        {"log_expect": [r"\[bad\].*Integer value out of range"]},
+    ),
+    (
+        "an unpaired surrogate in a result",
+        lone_surrogate,
+        asker(),
+        {"log_expect": [r"\[bad\].*the request \(id \d+\) it answered failed"]},
+    ),
+    (
+        "an id of 5000 digits, 1e999999 in a result",
+        answered("huge_numbers"),
+        asker(),
+        {"log_expect": [r"\[bad\].*Integer value out of range"]},
+    ),
+    (
+        "progress, resource updates and cancellations for nobody",
+        answered("foreign_notes"),
+        asker(),
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "servers", "options"), CASES, ids=[c[0].replace(" ", "-") for c in CASES]
+)
+async def test_a_server_that_asks_and_tells_unasked(
+    name: str,
+    body: Callable[[Case], Awaitable[None]],
+    servers: Callable[[Path], dict[str, Any]],
+    options: dict[str, Any],
+) -> None:
+    await run_case("asking stdio server", name, body, servers=servers, **options)

@@ -1,0 +1,265 @@
+"""A stdio MCP server whose misbehaviour is what it sends unasked: requests of its own,
+notifications about calls and resources that are not its business, and values JSON
+allows but no one expects.
+
+It starts and lists its tools like any good server; each attack is a tool, chosen by
+the tool's name. Every call runs in its own thread. Plain stdlib, so it starts fast.
+
+Tools: echo, ping_flood (pings mcpd while it stops reading its stdin), ask_storm
+(sampling, elicitation and roots requests, then the answer), odd_requests (requests
+whose ids or methods are odd), lone_surrogate (a result with an unpaired surrogate),
+huge_numbers (an id of thousands of digits, a result holding 1e999999), foreign_notes
+(progress for tokens it was never given, updates of resources never subscribed,
+cancellations of requests mcpd never sent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+MODERN = "2026-07-28"
+TOOLS = (
+    "echo",
+    "ping_flood",
+    "ask_storm",
+    "odd_requests",
+    "lone_surrogate",
+    "huge_numbers",
+    "foreign_notes",
+)
+
+p = argparse.ArgumentParser()
+p.add_argument("--pid-dir", help="write this process's pid here")
+p.add_argument("--legacy", action="store_true", help="speak the initialize handshake")
+p.add_argument("--pings", type=int, default=1_500_000, help="pings `ping_flood` sends")
+p.add_argument("--asks", type=int, default=20_000, help="requests `ask_storm` sends")
+args = p.parse_args()
+
+_out_lock = threading.Lock()
+# Set while the server does not read its stdin.
+_deaf = threading.Event()
+_hearing = threading.Condition()
+
+
+def _write_all(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view) :]
+
+
+def out(data: bytes) -> None:
+    with _out_lock, contextlib.suppress(OSError):
+        _write_all(data)
+
+
+def message(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj).encode() + b"\n"
+
+
+def response(rid: Any, res: dict[str, Any]) -> bytes:
+    if not args.legacy:
+        res.setdefault("resultType", "complete")
+    return message({"jsonrpc": "2.0", "id": rid, "result": res})
+
+
+def text_result(rid: Any, text: str) -> bytes:
+    return response(rid, {"content": [{"type": "text", "text": text}]})
+
+
+def tool_defs() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "description": f"misbehaves: {name}",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+        }
+        for name in TOOLS
+    ]
+
+
+def ping_flood(rid: Any, answer: bytes) -> None:
+    """Stop reading stdin, ask mcpd for ``--pings`` pings, answer the call, read again.
+
+    Every ping is answered on the server's stdin, which nobody reads meanwhile."""
+    _deaf.set()
+    chunk_size = 1000
+    for start in range(0, args.pings, chunk_size):
+        out(
+            b"".join(
+                message({"jsonrpc": "2.0", "id": f"p{i}", "method": "ping"})
+                for i in range(start, start + chunk_size)
+            )
+        )
+    out(answer)
+    # Some time for mcpd to have read it all before the server reads again.
+    time.sleep(1.0)
+    with _hearing:
+        _deaf.clear()
+        _hearing.notify_all()
+
+
+def ask_storm(rid: Any, answer: bytes) -> None:
+    kinds = (
+        ("sampling/createMessage", {"messages": [], "maxTokens": 1}),
+        ("elicitation/create", {"message": "who are you?", "requestedSchema": {}}),
+        ("roots/list", {}),
+    )
+    lines = []
+    for i in range(args.asks):
+        method, params = kinds[i % 3]
+        lines.append(message({"jsonrpc": "2.0", "id": f"a{i}", "method": method, "params": params}))
+    out(b"".join(lines))
+    out(answer)
+
+
+def odd_requests(rid: Any, answer: bytes) -> None:
+    lines = [
+        # The id of the call itself, reused as the id of a request of the server's.
+        message({"jsonrpc": "2.0", "id": rid, "method": "roots/list"}),
+        b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}\n',
+        message({"jsonrpc": "2.0", "id": None, "method": "ping"}),
+        message({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}),
+        message({"jsonrpc": "2.0", "id": "x", "method": "m" * 100_000}),
+        message({"jsonrpc": "2.0", "id": "y", "method": "\x1b[2Kroots/list\u202e"}),
+    ]
+    out(b"".join(lines))
+    out(answer)
+
+
+def lone_surrogate(rid: Any, answer: bytes) -> None:
+    raw = (
+        b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":{"content":'
+        b'[{"type":"text","text":"half \\ud800 a pair"}],"resultType":"complete"}}\n'
+    )
+    out(raw)
+
+
+def huge_numbers(rid: Any, answer: bytes) -> None:
+    out(b'{"jsonrpc":"2.0","id":' + b"7" * 5000 + b',"result":{}}\n')
+    out(
+        b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":{"content":'
+        b'[{"type":"text","text":"huge_numbers:x"}],"structuredContent":{"n":1e999999},'
+        b'"resultType":"complete"}}\n'
+    )
+
+
+def foreign_notes(rid: Any, answer: bytes) -> None:
+    lines = []
+    for i in range(2000):
+        for token in (f"mcpd-{i}", i, rid, "steady-1"):
+            lines.append(
+                message(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": i, "message": "not yours"},
+                    }
+                )
+            )
+        lines.append(
+            message(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/resources/updated",
+                    "params": {"uri": f"file:///never/subscribed/{i}"},
+                }
+            )
+        )
+        lines.append(
+            message(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": f"nobody-{i}", "reason": "for nobody"},
+                }
+            )
+        )
+    out(b"".join(lines))
+    out(answer)
+
+
+ATTACKS = {
+    "ping_flood": ping_flood,
+    "ask_storm": ask_storm,
+    "odd_requests": odd_requests,
+    "lone_surrogate": lone_surrogate,
+    "huge_numbers": huge_numbers,
+    "foreign_notes": foreign_notes,
+}
+
+
+def call(rid: Any, name: str, text: str) -> None:
+    answer = text_result(rid, f"{name}:{text}")
+    attack = ATTACKS.get(name)
+    if attack is None:
+        out(answer)
+    else:
+        attack(rid, answer)
+
+
+def handle(msg: dict[str, Any]) -> None:
+    method = msg.get("method")
+    rid = msg.get("id")
+    params = msg.get("params")
+    if not isinstance(params, dict):
+        params = {}
+    if rid is None or method is None:
+        return
+    if method == "server/discover" and not args.legacy:
+        caps = {"tools": {}}
+        out(response(rid, {"supportedVersions": [MODERN], "capabilities": caps, "ttlMs": 0}))
+    elif method == "initialize" and args.legacy:
+        info = {"name": "hostile-asker", "version": "1"}
+        out(
+            response(
+                rid,
+                {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": info,
+                },
+            )
+        )
+    elif method == "tools/list":
+        out(response(rid, {"tools": tool_defs()}))
+    elif method == "ping":
+        out(response(rid, {}))
+    elif method == "tools/call":
+        name = str(params.get("name"))
+        arguments = params.get("arguments")
+        text = str(arguments.get("text", "")) if isinstance(arguments, dict) else ""
+        threading.Thread(target=call, args=(rid, name, text), daemon=True).start()
+    else:
+        out(message({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": method}}))
+
+
+def main() -> None:
+    if args.pid_dir:
+        namespace = os.readlink("/proc/self/ns/pid")
+        name = f"{os.getpid()}-{namespace.strip('pid:[]')}"
+        with open(os.path.join(args.pid_dir, name + ".tmp"), "w") as f:
+            f.write(f"{os.getpid()} {namespace}")
+        os.rename(os.path.join(args.pid_dir, name + ".tmp"), os.path.join(args.pid_dir, name))
+    print("hostile asker ready", file=sys.stderr, flush=True)
+    for line in sys.stdin.buffer:
+        with _hearing:
+            while _deaf.is_set():
+                _hearing.wait()
+        if not line.strip():
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict):
+            handle(msg)
+
+
+main()
