@@ -15,13 +15,16 @@ trust). The common keys are then converted like any other host's.
   ``args``/``env`` beside it, or, in older files, an object with ``path``, ``args``
   and ``env``; ``enabled: false`` turns a server off. A server an extension provides
   has only ``settings`` and cannot be started without that extension.
+
+Every host's file may also hold the entry ``mcpd connect`` wrote there (``mcpd bridge``):
+the host's way to mcpd, which as a server of mcpd would only lead back to mcpd.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Final, Literal
 
 import msgspec
@@ -89,7 +92,23 @@ def normalize(
     extra.deny += _names(out.pop("excludeTools", None), f"{where}.excludeTools", notes)
     if dialect == "gemini":
         _gemini(out, where, extra, notes)
+    if _runs_bridge(out):
+        notes.append(
+            f"{where}: mcpd's own entry (`mcpd bridge`, as `mcpd connect` writes it); "
+            "skipped: as a server of mcpd it would only lead back to mcpd"
+        )
+        return None
     return out, extra
+
+
+def _runs_bridge(body: dict[str, Any]) -> bool:
+    command, args = body.get("command"), body.get("args")
+    if not isinstance(command, str) or not isinstance(args, list):
+        return False
+    words = [PurePath(command).name, *args[:3]]
+    if words[0].startswith("python") and words[1:3] == ["-m", "mcpd"]:
+        words = ["mcpd", *words[3:]]
+    return words[:2] == ["mcpd", "bridge"]
 
 
 def _zed(out: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any] | None:

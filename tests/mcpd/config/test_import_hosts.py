@@ -152,6 +152,27 @@ def test_import_by_host_name_reads_the_hosts_user_file(tmp_path: Path) -> None:
     assert f"{tmp_path}/nobody/.codeium/windsurf/mcp_config.json" in missing.stderr
 
 
+def test_the_entry_mcpd_connect_wrote_is_not_imported_as_a_server(tmp_path: Path) -> None:
+    """A host's file that ``mcpd connect --write`` changed holds mcpd's own bridge;
+    imported, mcpd would run a bridge back to itself as one of its servers."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "MCPD_SOCKET": str(tmp_path / "mcpd.sock")}
+    for host in ("claude-code", "gemini-cli"):
+        wrote = mcpd("connect", host, "--write", **env)
+        assert wrote.returncode == 0, wrote.stderr
+    for host, file in (("claude-code", ".claude.json"), ("gemini-cli", ".gemini/settings.json")):
+        doc = json.loads((home / file).read_text())
+        doc["mcpServers"]["notes"] = {"command": "notes-server", "args": ["--dir", "/srv"]}
+        doc["mcpServers"]["local"] = {"command": "python3", "args": ["-m", "mcpd", "bridge"]}
+        (home / file).write_text(json.dumps(doc))
+        proc = mcpd("import", host, **env)
+        assert proc.returncode == 0, proc.stderr
+        assert list(tomllib.loads(proc.stdout)["servers"]) == ["notes"]
+        assert "mcpServers.mcpd: mcpd's own entry (`mcpd bridge`" in proc.stdout
+        assert "mcpServers.local: mcpd's own entry" in proc.stdout
+
+
 # -- served: the tools the user turned off stay off --
 
 
