@@ -42,13 +42,25 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             EXIT_BAD_REPLY, f"the daemon's expires_in is not a number: {visible(repr(expires_in))}"
         )
     if url is None:
-        config = daemon.get("config") or default_config_path()
         socket = daemon.get("socket") or "SOCKET"
+        listen = '\n\n  [daemon]\n  http_listen = "127.0.0.1:8765"\n\n'
+        if "config" in daemon and daemon["config"] is None:
+            # No file of its own to edit: the default config is not what it reads.
+            how = (
+                "The mcpd answering here was started without a config file (as `mcpd serve "
+                "--demo` is), so no file turns it on: start mcpd with --config FILE, where "
+                f"FILE has its servers and{listen}"
+            )
+        else:
+            config = daemon.get("config") or default_config_path()
+            how = (
+                f"To turn it on, set{listen}in {visible(config)} and restart mcpd (a reload "
+                "does not open it). "
+            )
         print(
-            "mcpd: the status page is served on the HTTP endpoint, which is off. To turn it "
-            f'on, set\n\n  [daemon]\n  http_listen = "127.0.0.1:8765"\n\nin {visible(config)} '
-            "and restart mcpd (a reload does not open it). Until then the page can be read "
-            f"with\n\n  curl --unix-socket {visible(socket)} http://mcpd/\n",
+            f"mcpd: the status page is served on the HTTP endpoint, which is off. {how}"
+            "Until then the page can be read with\n\n"
+            f"  curl --unix-socket {visible(socket)} http://mcpd/\n",
             file=sys.stderr,
         )
         return EXIT_FAILED

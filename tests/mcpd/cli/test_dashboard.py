@@ -106,6 +106,22 @@ def test_with_the_endpoint_off_it_says_how_to_turn_it_on_and_fails(
     assert [r["method"] for r in d.requests] == ["mcpd/auth/dashboard", "mcpd/status"]
 
 
+def test_a_daemon_without_a_config_file_is_not_sent_to_the_default_one(
+    sock: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mcpd serve --demo`` reads no config file: editing the default one would never
+    turn its endpoint on."""
+    monkeypatch.setenv("MCPD_CONFIG", "/home/ada/.config/mcpd/config.toml")
+    status = {"daemon": {"config": None, "socket": "/tmp/demo.sock"}}
+    with daemon(sock, {"url": None}, status):
+        assert run("dashboard", "--socket", str(sock)) == 1
+    err = capsys.readouterr().err
+    assert "config.toml" not in err
+    assert "started without a config file" in err and "--config FILE" in err
+    assert 'http_listen = "127.0.0.1:8765"' in err
+    assert "curl --unix-socket /tmp/demo.sock http://mcpd/" in err
+
+
 def test_the_hint_falls_back_when_the_status_names_no_config_or_socket(
     sock: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
