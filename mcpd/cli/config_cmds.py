@@ -175,8 +175,11 @@ def _unstartable(config: Config) -> dict[str, str]:
 def cmd_import(args: argparse.Namespace) -> int:
     from ..config.importer import import_file
     from ..config.importwrite import move_secrets, secrets_dir, to_toml
-    from .import_sources import import_source
+    from .import_sources import import_source, unread_host
 
+    unread = unread_host(args.path)
+    if unread is not None:
+        fail(EX_CONFIG, f"cannot import: {visible(unread)}")
     source = import_source(args.path)
     try:
         imported = import_file(source)

@@ -22,6 +22,23 @@ _READ_ONLY: Final = ("windsurf", "zed")
 HOST_NAMES: Final = (*_CONNECTED, *_READ_ONLY)
 
 
+def unread_host(arg: str, *, env: Mapping[str, str] | None = None) -> str | None:
+    """Why ``mcpd import ARG`` cannot read what ARG names, when it is Codex (a host
+    ``mcpd connect`` knows, whose TOML is not read) or a TOML file; else None."""
+    env = os.environ if env is None else env
+    if arg == "codex" and not os.path.exists(arg):
+        where = f"Codex's servers ({config_path('codex', env=env)}, TOML)"
+    elif arg.endswith(".toml"):
+        where = f"{arg}: a TOML file"
+    else:
+        return None
+    return (
+        f"{where} cannot be imported: mcpd import reads hosts' JSON files. Codex's "
+        "[mcp_servers.NAME] tables are written as [servers.NAME] in mcpd's config by hand; "
+        "command, args, env, cwd and url keep their names"
+    )
+
+
 def import_source(
     arg: str, *, env: Mapping[str, str] | None = None, system: str | None = None
 ) -> str:

@@ -211,6 +211,25 @@ def test_import_to_a_file_refuses_to_replace_one_without_force(
     assert f"servers.github.env.GITHUB_TOKEN -> {secret} (mode 0600)" in err
 
 
+def test_import_of_codex_says_its_toml_is_not_read_and_what_to_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mcpd connect codex`` writes Codex's file; an import of it names that file and
+    the format instead of a missing file called 'codex' or a JSON parse error."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    codex = written(tmp_path, '[mcp_servers.git]\ncommand = "mcp-server-git"\n', "config.toml")
+    assert run("import", "codex") == EX_CONFIG
+    err = capsys.readouterr().err
+    assert f"Codex's servers ({tmp_path}/.codex/config.toml, TOML)" in err
+    assert "[servers.NAME]" in err and "cannot read 'codex'" not in err
+    assert run("import", str(codex)) == EX_CONFIG
+    err = capsys.readouterr().err
+    assert f"{codex}: a TOML file cannot be imported" in err and "JSON" in err
+    assert "Expecting value" not in err
+
+
 def test_import_says_what_it_cannot_read_or_write(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
