@@ -30,6 +30,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from protocol.jsonrpc import RPCError
+from protocol.visible import visible
+
 from ..config.hosts import HOSTS, TEMPLATE, builtin_profiles, host_prefix, max_tool_name
 from ..config.load import load
 from ..config.model import Config, ConfigError
@@ -37,6 +40,7 @@ from ..config.paths import daemon_socket_path
 from ..config.profiles import DEFAULT_PROFILE, EVERYTHING
 from ..local.endpoint_token import TokenError, read_token, token_path
 from .client import (
+    BadReply,
     Client,
     Running,
     Unreachable,
@@ -129,6 +133,26 @@ def endpoint_url(config: Config, sock: str) -> str:
     return f"http://{address}:{port}/mcp"
 
 
+def endpoint_warning(url: str, sock: str) -> str | None:
+    """Why the endpoint ``url`` does not answer yet: the daemon on ``sock`` was started
+    before ``http_listen`` named it, and only a restart opens it. None when no daemon
+    answers (one started later opens it)."""
+    try:
+        with Client(sock, timeout=10) as client:
+            served = client.request("mcpd/status")["daemon"].get("http")
+    except Untrusted:
+        raise
+    except (Unreachable, OSError, BadReply, RPCError, KeyError, TypeError, AttributeError):
+        return None
+    if isinstance(served, str) and served.rpartition(":")[2] == url.rpartition(":")[2]:
+        return None
+    now = f"serves it at {served}" if isinstance(served, str) else "serves no HTTP endpoint"
+    return (
+        f"the mcpd answering on {sock} {now}, not {url}, until it restarts "
+        "(http_listen takes a restart, not a reload)"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     key, name = args.host, args.name
     try:
@@ -150,6 +174,9 @@ def run(args: argparse.Namespace) -> int:
         suffix = "" if profile == DEFAULT_PROFILE else profile
         if args.http:
             url = endpoint_url(config, sock)
+            stale = endpoint_warning(url, sock)
+            if stale:
+                print(f"mcpd: warning: {visible(stale)}", file=sys.stderr)
             if suffix:
                 url += f"?profile={suffix}"
             from ..local.statefile import state_dir  # trio: not for every command's parser

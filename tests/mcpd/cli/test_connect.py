@@ -102,6 +102,25 @@ async def test_connect_http_needs_the_endpoint(tmp_path: Path) -> None:
     assert code == 2 and "http_listen" in err
 
 
+async def test_connect_http_warns_while_the_daemon_has_not_opened_the_endpoint(
+    tmp_path: Path,
+) -> None:
+    """http_listen added to the file of a daemon already running: the entry's URL only
+    answers once mcpd restarts, and the user is told before a host tries it."""
+    cfg = write_mcpd_config(tmp_path)
+    with trio.fail_after(60):
+        async with running(load(cfg), str(cfg)):
+            write_mcpd_config(tmp_path, 'http_listen = "127.0.0.1:8765"')
+            code, out, err = await mcpd_connect(tmp_path, "cursor", "--http")
+    assert code == 0, err
+    assert '"url": "http://127.0.0.1:8765/mcp?profile=cursor"' in out
+    assert f"the mcpd answering on {tmp_path / 'mcpd.sock'} serves no HTTP endpoint" in err
+    assert "takes a restart, not a reload" in err
+    # No daemon yet: the one started from this file opens the endpoint.
+    code, _, err = await mcpd_connect(tmp_path, "cursor", "--http")
+    assert code == 0 and err == ""
+
+
 async def test_connect_write_merges_both_files_and_the_names_fit(tmp_path: Path) -> None:
     cfg = write_mcpd_config(tmp_path)
     target = host_file(tmp_path, "claude-code")
