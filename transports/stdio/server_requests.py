@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Protocol
 
 import trio
 
@@ -26,21 +25,12 @@ from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 
 from ..base import ServerRequestHandler, answer_server_request, default_answer
+from ..linewriter import LineWriter
 
 logger = logging.getLogger("mcpd.stdio")
 
 # Puts one encoded line on the server's stdin; rpc.RPCError if mcpd could not encode it.
 Put = Callable[[bytes, str], None]
-
-
-class Backlog(Protocol):
-    """What waits for the server on its stdin (a ``LineWriter``), in bytes."""
-
-    @property
-    def queued(self) -> int: ...
-
-    @property
-    def limit(self) -> int: ...
 
 
 class Relays:
@@ -49,11 +39,11 @@ class Relays:
         alias: str,
         put: Put,
         closed: trio.Event,
-        stdin: Backlog,
+        stdin: LineWriter,
         complain: Callable[[], str | None],
     ) -> None:
-        """``stdin`` is read for how much waits for the server; ``complain`` rations
-        the warnings (None: stay quiet)."""
+        """``stdin`` is read for how much waits for the server (its ``queued`` bytes
+        against its ``limit``); ``complain`` rations the warnings (None: stay quiet)."""
         self._alias = alias
         self._put = put
         self._closed = closed
