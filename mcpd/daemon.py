@@ -234,7 +234,7 @@ class Daemon(Control):
             self.oversight.expect(new)
             try:
                 report = await self.supervisor.reload(new)
-                report.restart = reread.restart
+                report.restart, report.settings = reread.restart, reread.settings
                 self.config = new
                 self.oversight.configure(new)
                 self.api.configure(new.profiles, new.naming)

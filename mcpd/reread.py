@@ -1,7 +1,9 @@
 """A reload's first step: the config file read again and judged before anything of the
 daemon changes. A file that does not load, or a profile that would match no tool, is
 refused whole with the error ``mcpd reload`` reports; a key changed that only a restart
-puts in force is named; and the socket listening now stays the socket, whatever the
+puts in force is named, as are the settings the reload puts in force besides the
+servers (profiles, rules, naming, daemon keys), so that the person who changed them
+sees they were taken; and the socket listening now stays the socket, whatever the
 file says."""
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ logger = logging.getLogger("mcpd")
 class Reread:
     config: Config  # to put in force, with the socket listening now
     restart: list[str]  # the keys changed that take a restart, not a reload
+    settings: list[str]  # the rest of what changed but the servers: in force now
 
 
 class Rereader:
@@ -42,9 +45,10 @@ class Rereader:
         self.path = path
         self._registry = registry
         self._socket_for = socket_for
-        # What the endpoint was started with: a reload compares with this, not with the
-        # config it read last, which may itself be waiting for a restart.
-        self._http_listen = started_with.daemon.http_listen
+        # The keys that take a restart as mcpd started with them: a reload compares
+        # with these, not with the config it read last, which may itself be waiting.
+        started = msgspec.structs.asdict(started_with.daemon)
+        self._at_start = {key: started[key] for key in AT_START}
 
     def read(self, running: Config, socket: str) -> Reread:
         """The file again, judged against ``running``, the config in force; raises
@@ -69,8 +73,8 @@ class Rereader:
         restart = []
         if self._socket_for(new) != socket:
             restart.append("daemon.socket")
-        if new.daemon.http_listen != self._http_listen:
-            restart.append("daemon.http_listen")
+        now = msgspec.structs.asdict(new.daemon)
+        restart.extend(f"daemon.{key}" for key, was in self._at_start.items() if now[key] != was)
         for key in restart:
             logger.warning(
                 "%s changed; that takes a restart, not a reload",
@@ -81,7 +85,37 @@ class Rereader:
         new = msgspec.structs.replace(
             new, daemon=msgspec.structs.replace(new.daemon, socket=socket)
         )
-        return Reread(new, restart)
+        return Reread(new, restart, changed_settings(running, new))
+
+
+# Daemon keys read once, as mcpd starts: the socket's mode, the endpoint (and whom it
+# lets in) and where mcpd keeps its state. The socket itself is apart: where it is
+# comes from more than its key.
+AT_START = ("socket_mode", "http_listen", "http_allow_remote", "http_origins", "state_dir")
+# What a reload reads but no person wrote as a setting of its own: the file's name and
+# what mcpd worked out from it (the servers are reported by name on their own).
+_NOT_SETTINGS = frozenset({"servers", "source", "variables", "secret_files", "held_secrets"})
+
+
+def changed_settings(running: Config, new: Config) -> list[str]:
+    """The sections (``profiles``, ``policy``, ``naming``) and ``daemon`` keys that
+    differ between ``running`` and ``new``, but those only a restart puts in force."""
+    out: list[str] = []
+    old_sections, new_sections = msgspec.structs.asdict(running), msgspec.structs.asdict(new)
+    for name in old_sections:
+        if name in _NOT_SETTINGS or old_sections[name] == new_sections[name]:
+            continue
+        if name != "daemon":
+            out.append(name)
+            continue
+        old_keys = msgspec.structs.asdict(running.daemon)
+        new_keys = msgspec.structs.asdict(new.daemon)
+        out.extend(
+            f"daemon.{key}"
+            for key in old_keys
+            if old_keys[key] != new_keys[key] and key != "socket" and key not in AT_START
+        )
+    return out
 
 
 def unmatched_profile(

@@ -219,7 +219,10 @@ def cmd_reload(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         report = ask(client, "mcpd/reload")
     restart = report.pop("restart", None) or []
+    settings = report.pop("settings", None) or []
     print("reloaded: " + ", ".join(f"{k} {', '.join(v) or '-'}" for k, v in report.items()))
+    if settings:
+        print(f"in force now: {', '.join(settings)}")
     if restart:
         # Said here too, not only in the log: a user who changed them waits for nothing.
         print(f"not applied until mcpd restarts: {', '.join(restart)}")

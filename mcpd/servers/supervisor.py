@@ -32,6 +32,8 @@ class ReloadReport(msgspec.Struct):
     unchanged: list[str]
     # Settings that changed but apply only when mcpd starts again.
     restart: list[str] = msgspec.field(default_factory=list)
+    # The rest of what changed but the servers (profiles, policy, daemon keys): in force.
+    settings: list[str] = msgspec.field(default_factory=list)
 
 
 class Supervisor:

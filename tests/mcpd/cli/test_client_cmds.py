@@ -244,11 +244,17 @@ def test_status_json_is_the_daemons_answer(sock: Path, capsys: pytest.CaptureFix
 def test_reload_says_what_changed_and_what_waits_for_a_restart(
     sock: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    report = {"added": ["docs"], "removed": [], "restart": ["daemon.socket", "daemon.http_listen"]}
+    report = {
+        "added": ["docs"],
+        "removed": [],
+        "restart": ["daemon.socket", "daemon.http_listen"],
+        "settings": ["profiles", "policy"],
+    }
     with daemon(sock, mcpd_reload=report):
         assert run("reload", "--socket", str(sock)) == 0
     assert capsys.readouterr().out.splitlines() == [
         "reloaded: added docs, removed -",
+        "in force now: profiles, policy",
         "not applied until mcpd restarts: daemon.socket, daemon.http_listen",
     ]
 

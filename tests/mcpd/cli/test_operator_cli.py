@@ -312,6 +312,10 @@ def test_reload_says_what_waits_for_a_restart_and_a_rejected_config_exits_78(
         assert "restarts: daemon.http_listen\n" in client(sock, "reload").stdout
         config.write_text(daemon + server)
         assert "restart" not in client(sock, "reload").stdout
+        # What a reload puts in force besides the servers is said to be.
+        config.write_text(daemon + server + '[[policy]]\ntools = ["*"]\naction = "deny"\n')
+        assert "in force now: policy\n" in client(sock, "reload").stdout
+        config.write_text(daemon + server)
         # A config the daemon will not take exits as a config error does for serve.
         config.write_text(daemon + server + "comand = 'x'\n")
         out = client(sock, "reload")

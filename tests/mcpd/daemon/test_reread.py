@@ -106,3 +106,48 @@ def test_a_server_the_reload_changes_is_not_judged_by_its_old_list(tmp_path: Pat
     assert unmatched_profile(new, table, old) is None  # git's new list is not in yet
     problem = unmatched_profile(new, table)  # at start-up, every list counts
     assert problem is not None and "matches no tool of git" in str(problem)
+
+
+def test_the_settings_a_reload_puts_in_force_besides_the_servers_are_named(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path / "mcpd.toml", tmp_path / "mcpd.sock")
+    started = load(str(path))
+    read = rereader(path, started)
+    assert read.read(started, started.socket_path()).settings == []
+    rules = '\n[[policy]]\ntools = ["git__*"]\naction = "deny"\n'
+    write(path, tmp_path / "mcpd.sock", extra="call_timeout = 5", profile_tools="status")
+    path.write_text(path.read_text() + rules)
+    again = read.read(started, started.socket_path())
+    assert again.settings == ["daemon.call_timeout", "profiles", "policy"]
+    assert again.restart == []
+
+
+def test_a_key_that_waits_for_a_restart_is_not_said_to_be_in_force(tmp_path: Path) -> None:
+    path = write(tmp_path / "mcpd.toml", tmp_path / "mcpd.sock")
+    started = load(str(path))
+    read = rereader(path, started)
+    write(path, tmp_path / "elsewhere.sock", extra='http_listen = "127.0.0.1:8111"')
+    again = read.read(started, started.socket_path())
+    assert again.restart == ["daemon.socket", "daemon.http_listen"]
+    assert again.settings == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("socket_mode", '"0660"'),
+        ("http_origins", '["https://app.example"]'),
+        ("state_dir", '"/var/tmp/elsewhere"'),
+    ],
+)
+def test_every_key_read_only_at_start_waits_for_a_restart(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    path = write(tmp_path / "mcpd.toml", tmp_path / "mcpd.sock")
+    started = load(str(path))
+    read = rereader(path, started)
+    write(path, tmp_path / "mcpd.sock", extra=f"{key} = {value}")
+    again = read.read(started, started.socket_path())
+    assert again.restart == [f"daemon.{key}"]
+    assert again.settings == []
