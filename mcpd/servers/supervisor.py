@@ -13,6 +13,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ..config.model import Config
+from ..config.sandbox import sandbox_of
 from ..config.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
@@ -34,6 +35,22 @@ class ReloadReport(msgspec.Struct):
     restart: list[str] = msgspec.field(default_factory=list)
     # The rest of what changed but the servers (profiles, policy, daemon keys): in force.
     settings: list[str] = msgspec.field(default_factory=list)
+
+
+def _restarts(alias: str, old: Config, new: Config) -> bool:
+    """Whether a reload from ``old`` to ``new`` restarts the server: its table changed,
+    or, for a stdio server, the sandbox it runs in (the daemon's level or limits it
+    takes, what every server's sandbox hides, such as a new secret file), which a
+    running process keeps until it is started again."""
+    was, now = old.servers[alias], new.servers[alias]
+    if was != now:
+        return True
+    if now.kind != "stdio":
+        return False
+    before, after = sandbox_of(alias, was, old), sandbox_of(alias, now, new)
+    if before.level == after.level == "off":  # nothing hidden: only its limits count
+        return before.limits != after.limits
+    return before != after
 
 
 class Supervisor:
@@ -125,8 +142,8 @@ class Supervisor:
         added = sorted(new_on.keys() - old_on.keys())
         removed = sorted(old_on.keys() - new_on.keys())
         both = sorted(old_on.keys() & new_on.keys())
-        changed = [a for a in both if old_on[a] != new_on[a]]
-        unchanged = [a for a in both if old_on[a] == new_on[a]]
+        changed = [a for a in both if _restarts(a, old, new)]
+        unchanged = [a for a in both if a not in changed]
         self.config = new
         for alias in unchanged:
             self.runners[alias].config = new

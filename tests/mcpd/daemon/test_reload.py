@@ -128,3 +128,45 @@ async def test_in_flight_call_on_a_removed_server_finishes(tmp_path: Path) -> No
                 assert report["removed"] == ["slow"]
             assert results[0]["content"][0]["text"] == "tool0:x"
             assert await agent.tools() == []
+
+
+async def test_a_server_whose_sandbox_the_reload_changes_is_restarted(tmp_path: Path) -> None:
+    """A running process keeps the limits (and sandbox) it was started with: a reload
+    that changes the daemon's restarts the stdio servers that take them; one whose own
+    table sets them is not touched."""
+    pid = {name: tmp_path / f"{name}.pid" for name in ("takes", "own")}
+    config_path = tmp_path / "mcpd.toml"
+    sock = tmp_path / "mcpd.sock"
+    servers = {
+        "takes": toml_server(pid["takes"]) + 'sandbox = "off"\n',
+        "own": toml_server(pid["own"]) + 'sandbox = "off"\nlimits = { open_files = 512 }\n',
+    }
+    write_config(config_path, sock, servers, extra='sandbox = "off"')
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)),
+            connect(str(sock)) as agent,
+        ):
+            before = {n: await read_pid(pid[n]) for n in pid}
+            pid["takes"].unlink()
+            write_config(
+                config_path, sock, servers, extra='sandbox = "off"\nlimits = { open_files = 256 }'
+            )
+            report = await agent.result("mcpd/reload")
+            assert report["changed"] == ["takes"] and report["unchanged"] == ["own"]
+            assert await read_pid(pid["takes"]) != before["takes"]
+            assert not alive(before["takes"]) and alive(before["own"])
+            # What every sandbox hides grows (a new secret file): a server without one
+            # hides nothing, and keeps running (tests/sandbox covers the sandboxed).
+            secret = tmp_path / "token"
+            secret.write_text("s3cret")
+            uses = toml_server(tmp_path / "uses.pid")
+            uses += f'env = {{ T = "${{file:{secret}}}" }}\nsandbox = "off"\n'
+            write_config(
+                config_path,
+                sock,
+                servers | {"uses": uses},
+                extra='sandbox = "off"\nlimits = { open_files = 256 }',
+            )
+            report = await agent.result("mcpd/reload")
+            assert report["added"] == ["uses"] and report["changed"] == []

@@ -1,0 +1,43 @@
+"""A reload that hides more from every server (a secret file the new config reads)
+restarts the sandboxed servers already running: a process keeps the sandbox it was
+started with, and one started before the file was named would read it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support import bubblewrap
+from tests.support.sandbox import agent_of, hostile, serving, steady, text, wait_ready
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_works() -> None:
+    bubblewrap.require()
+
+
+async def test_a_secret_file_a_reload_names_is_hidden_from_servers_already_running(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "vault-token"
+    secret.write_text("vault-s3cret\n")
+    with serving(tmp_path, {"hostile": hostile(), "steady": steady()}) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "hostile", "steady")
+            read = {"path": str(secret)}
+            # Named by nothing yet: the default sandbox shares the user's files.
+            seen = text(await agent.call("mcp__hostile__read_file", read))
+            assert "vault-s3cret" in seen
+            config = tmp_path / "mcpd.toml"
+            vault = '[servers.vault]\nurl = "http://127.0.0.1:9/mcp"\n'
+            vault += f'headers = {{ X-Api-Key = "${{file:{secret}}}" }}\n'
+            config.write_text(config.read_text() + vault)
+            report = await agent.result("mcpd/reload")
+            assert report["added"] == ["vault"]
+            assert "hostile" in report["changed"]
+            await wait_ready(agent, "hostile")
+            got = text(await agent.call("mcp__hostile__read_file", read))
+            assert "vault-s3cret" not in got and got.startswith("refused:"), got
