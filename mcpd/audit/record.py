@@ -79,14 +79,17 @@ def iso(ts: float) -> str:
 
 def stamp(records: list[CallRecord]) -> None:
     """Each record's ``time`` from its ``ts``, as ``iso`` puts it, in one pass over a
-    batch (the records of a batch mostly share their second)."""
+    batch (the records of a busy batch mostly share their millisecond, and the rest
+    their second)."""
     text_of, millis = _seconds.text, _MILLIS
-    last, text = -1, ""
+    last, text = None, ""
     for record in records:
-        second, milli = divmod(round(record.ts * 1_000_000) // 1000, 1000)
-        if second != last:
-            last, text = second, text_of(second)
-        record.time = text + millis[milli]
+        ms = round(record.ts * 1_000_000) // 1000
+        if ms != last:
+            last = ms
+            second, milli = divmod(ms, 1000)
+            text = text_of(second) + millis[milli]
+        record.time = text
 
 
 # A second's fraction as the time's text ends: one of a thousand, made once.
