@@ -10,3 +10,6 @@ from __future__ import annotations
 
 class DaemonError(Exception):
     """The daemon cannot start (socket taken, unusable path); the message says why."""
+
+    # What ``mcpd serve`` exits with: 1, a failure systemd may retry.
+    exit_code = 1

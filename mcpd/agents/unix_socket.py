@@ -8,7 +8,10 @@ every directory on the way must belong to one of them and be writable by nobody 
 fine), and every symbolic link must be theirs too, or its owner could point it
 elsewhere whenever they like. Missing directories are made, the last one private, or
 0755 when the socket's own mode lets others in. The socket file is removed from the
-directory it was bound in, held open meanwhile, whatever the path names by then."""
+directory it was bound in, held open meanwhile, whatever the path names by then.
+
+Binding needs no event loop: ``mcpd serve`` binds before it loads one (``listening``).
+"""
 
 from __future__ import annotations
 
@@ -17,15 +20,22 @@ import os
 import socket as stdsocket
 import stat
 from collections import deque
+from typing import TYPE_CHECKING
 
-import trio
-
+from ..config.model import EX_CONFIG
 from ..errors import DaemonError
 from ..local.owners import user_name
+
+if TYPE_CHECKING:
+    import trio
 
 
 class UnsafeDirectory(DaemonError):
     """Someone else could replace the socket: a place to change, as a config error is."""
+
+    # Starting again changes nothing (systemd does not restart on 78): the socket has
+    # to go elsewhere, or the directory has to be put right.
+    exit_code = EX_CONFIG
 
 
 # As the kernel, which gives up on a path after this many links (ELOOP).
@@ -61,8 +71,37 @@ class SocketFile:
             os.close(self._held)
 
 
+class UnixBound:
+    """A socket listening at ``path``, and the file that names it."""
+
+    def __init__(self, path: str, mode: int, sock: stdsocket.socket, file: SocketFile) -> None:
+        self.path = path
+        self.mode = mode
+        self.sock = sock
+        self.file = file
+
+    def listener(self) -> trio.SocketListener:
+        """The socket for serving; it is the listener's from then on."""
+        import trio  # here, not at the top: see the module's note
+
+        return trio.SocketListener(trio.socket.from_stdlib_socket(self.sock))
+
+    def close(self) -> None:
+        self.file.remove()
+        self.sock.close()
+
+
 async def open_unix_listener(path: str, mode: int) -> tuple[trio.SocketListener, SocketFile]:
-    """Bind ``path`` with ``mode`` already set, replacing a stale socket file."""
+    """``bind_unix`` from a running event loop, which it does not hold up."""
+    import trio  # here, not at the top: see the module's note
+
+    bound = await trio.to_thread.run_sync(bind_unix, path, mode)
+    return bound.listener(), bound.file
+
+
+def bind_unix(path: str, mode: int) -> UnixBound:
+    """A socket listening on ``path`` with ``mode`` already set, replacing a stale
+    socket file."""
     directory, name = os.path.split(path)
     if not name:
         raise DaemonError(f"{path!r} names a directory, not a socket")
@@ -76,19 +115,19 @@ async def open_unix_listener(path: str, mode: int) -> tuple[trio.SocketListener,
         raise UnsafeDirectory(f"will not listen on {path}: {exc}") from None
     dir_fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        await _refuse_live_socket(path)
-        sock = trio.socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+        _refuse_live_socket(path)
+        sock = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
         # Bind under a temporary name and rename into place, so the socket is never
         # reachable with the umask's permissions instead of ``mode``.
         tmp = f".{name}.{os.getpid()}"
         try:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp, dir_fd=dir_fd)
-            await sock.bind(os.path.join(directory, tmp))
+            sock.bind(os.path.join(directory, tmp))
             os.chmod(tmp, mode, dir_fd=dir_fd)
             os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             sock.listen(512)
-            bound = SocketFile(dir_fd, name)
+            bound = UnixBound(path, mode, sock, SocketFile(dir_fd, name))
         except OSError as exc:
             sock.close()
             with contextlib.suppress(OSError):
@@ -97,7 +136,7 @@ async def open_unix_listener(path: str, mode: int) -> tuple[trio.SocketListener,
     except BaseException:
         os.close(dir_fd)
         raise
-    return trio.SocketListener(sock), bound
+    return bound
 
 
 def safe_directory(directory: str, mode: int) -> str:
@@ -171,21 +210,24 @@ def _check(at: str, st: os.stat_result, *, last: bool) -> None:
         )
 
 
-async def _refuse_live_socket(path: str) -> None:
+def _refuse_live_socket(path: str) -> None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return
     if not stat.S_ISSOCK(st.st_mode):
         raise DaemonError(f"{path!r} exists and is not a socket; not replacing it")
-    probe = trio.socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+    probe = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+    # Not blocking: a listener whose queue is full answers at once that it is busy
+    # (EAGAIN) rather than hold the probe until it accepts.
+    probe.setblocking(False)
     try:
-        with trio.move_on_after(2) as probing:
-            await probe.connect(path)
-            raise DaemonError(f"another mcpd is listening on {path}")
-        if probing.cancelled_caught:
-            # A listener whose queue is full: alive, only busy.
-            raise DaemonError(f"something listens on {path} but does not answer; not replacing it")
+        probe.connect(path)
+        raise DaemonError(f"another mcpd is listening on {path}")
+    except BlockingIOError:
+        raise DaemonError(
+            f"something listens on {path} but does not answer; not replacing it"
+        ) from None
     except (ConnectionRefusedError, FileNotFoundError):
         pass  # a stale file left by a daemon that died
     finally:

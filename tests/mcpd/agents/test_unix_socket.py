@@ -145,31 +145,22 @@ async def test_a_live_socket_is_never_taken_over(tmp_path: Path) -> None:
 
 
 async def test_a_socket_whose_listener_does_not_answer_in_time_is_not_taken_over(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+    tmp_path: Path,
 ) -> None:
     path = tmp_path / "mcpd.sock"
     busy = socket.socket(socket.AF_UNIX)
     busy.bind(str(path))
-    busy.listen(1)
+    busy.listen(0)
+    waiting = socket.socket(socket.AF_UNIX)
+    waiting.connect(str(path))  # its one place in the queue, never accepted
     file = os.stat(path).st_ino
-    made = trio.socket.socket
-
-    class Unanswered:
-        """A connection to a listener too busy to take it in the probe's time."""
-
-        async def connect(self, address: str) -> None:
-            await trio.sleep_forever()
-
-        def close(self) -> None:
-            pass
-
-    probes = iter([Unanswered()])
-    monkeypatch.setattr(trio.socket, "socket", lambda *a: next(probes, None) or made(*a))
     try:
-        with pytest.raises(DaemonError, match="does not answer; not replacing it"):
-            await open_unix_listener(str(path), 0o600)
+        with trio.fail_after(30):
+            with pytest.raises(DaemonError, match="does not answer; not replacing it"):
+                await open_unix_listener(str(path), 0o600)
         assert os.stat(path).st_ino == file  # still the busy listener's
     finally:
+        waiting.close()
         busy.close()
 
 
