@@ -25,12 +25,13 @@ from transports.stdio.launch import START_MARK
 from .agents.api import AgentServer
 from .agents.backend import Control, Lines
 from .agents.peers import server_of
-from .agents.unix_socket import SocketFile, open_unix_listener
+from .agents.unix_socket import SocketFile, bind_unix
 from .audit.log import AuditLog
 from .config.endpoints import groups_locked_out
 from .config.model import Config, ConfigError, DaemonConfig
 from .config.secrets import HeldSecret
 from .errors import DaemonError
+from .listening import Listening
 from .local import pinfile
 from .local.endpoint_token import TokenFile, token_path
 from .local.statefile import FILE_NAME, Session, StateKeeper, state_dir
@@ -68,13 +69,15 @@ class Daemon(Control):
         on_settled: Callable[[bool], None] | None = None,
         socket_for: Callable[[Config], str] | None = None,
         splice: bool = True,
+        listening: Listening | None = None,
     ) -> None:
         """``on_settled`` is called once the daemon has started (False) and after each
         reload (True): when what it holds for the long run is built. ``socket_for`` says
         where a restart with a reloaded config would listen (``serve`` knows --socket and
         the environment); by default, that config's socket. ``splice`` off, every
         tools/call is encoded as any other message is, never written around the bytes
-        it carries (``protocol.splice``): what the agents read is the same either way."""
+        it carries (``protocol.splice``): what the agents read is the same either way.
+        ``listening``: the sockets ``mcpd serve`` bound before starting any server."""
         self.config = config
         self._on_settled = on_settled
         self.config_path = config_path
@@ -130,6 +133,7 @@ class Daemon(Control):
         self._status_line = ""
         self._stop = trio.Event()
         self._reload_lock = trio.Lock()
+        self._listening = listening
 
     @property
     def notifier(self) -> Notifier:
@@ -138,13 +142,28 @@ class Daemon(Control):
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._started = trio.current_time()
         listener = adopt_listener(self.sysd.sockets)
+        # Every socket agents reach mcpd on is bound before any server starts
+        # (``listening``): by ``mcpd serve`` before the servers it starts early, else here.
+        prebound, self._listening = self._listening, None
+        listening = prebound or Listening()
+        try:
+            if prebound is None:
+                listening.bind(self.config, self.socket_path if listener is None else None)
+            if listener is None and listening.socket is None:
+                # systemd was to pass the socket, and passed none mcpd can use.
+                listening.socket = bind_unix(self.socket_path, self.config.socket_mode())
+        except BaseException:
+            listening.close()
+            raise
         owned: SocketFile | None = None
-        if listener is None:
-            listener, owned = await open_unix_listener(self.socket_path, self.config.socket_mode())
+        own = listening.take_socket()
+        if own is not None:
+            listener, owned = own.listener(), own.file
             locked = groups_locked_out(self.config.daemon)
             if locked:
                 logger.warning("%s", locked, extra=log_extra(None, "config"))
         else:
+            assert listener is not None
             bound = listener.socket.getsockname()
             if isinstance(bound, str) and bound:
                 if bound != self.socket_path:
@@ -184,7 +203,9 @@ class Daemon(Control):
                 # Agents are served once every server has had its first attempt: with socket
                 # activation the first connection (which started us) waits in the backlog
                 # instead of seeing only the tools of the servers that happened to be quick.
-                await nursery.start(self.api.serve, listener)
+                await nursery.start(
+                    self.api.serve, listener, listening.take_profiles(), listening.take_http()
+                )
                 self.started.set()
                 self._status_line = self.supervisor.summary()
                 self.notifier.ready(self._status_line)
@@ -210,6 +231,7 @@ class Daemon(Control):
             with trio.move_on_after(5, shield=True):
                 await self.oversight.audit.flush()
             self.oversight.audit.close()
+            listening.close()
             if owned is not None:
                 owned.remove()
 

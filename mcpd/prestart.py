@@ -6,8 +6,9 @@ usually what an agent waits for. So the servers the daemon will start first are
 started as soon as the config is read; each runner's first start takes its own
 (``transports.stdio.early``), and whatever no runner took is stopped once the daemon is up.
 
-Nothing is started early when another daemon already listens on the socket: this
-one is about to exit, and its servers would only run beside that daemon's.
+Every socket agents reach mcpd on is bound first (``listening``): a server started
+before could take the HTTP endpoint's port or a socket's place. A socket mcpd cannot
+bind (another daemon's, a port in use) stops it before any server has started.
 
 No trio here, and nothing that imports it.
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket as stdsocket
 
 import msgspec
 
@@ -27,16 +27,24 @@ from transports.stdio.sandbox_host import command_line
 from .config.model import Config
 from .config.paths import daemon_socket_path, runtime_directory
 from .config.sandbox import child_env, sandbox_of
+from .listening import Listening
 
 logger = logging.getLogger("mcpd")
 
 
+def bind_first(config: Config, socket: str | None) -> Listening:
+    """Every socket of ``config`` bound, but the agents' socket when systemd passes
+    it (the daemon adopts that one); raises ``DaemonError`` naming what failed."""
+    activated = os.environ.get("LISTEN_PID") == str(os.getpid()) and os.environ.get("LISTEN_FDS")
+    listening = Listening()
+    listening.bind(config, None if activated else _socket_path(config, socket))
+    return listening
+
+
 def start_early(config: Config, socket: str | None) -> list[int]:
-    """Start every enabled stdio server that starts with the daemon; their pids."""
-    # The daemon's own rule, with systemd's variables still in the environment.
-    path = daemon_socket_path(socket, config.daemon.socket, runtime_dir=runtime_directory())
-    if _taken(path):
-        return []
+    """Start every enabled stdio server that starts with the daemon; their pids. Only
+    once ``bind_first`` has bound the daemon's sockets."""
+    path = _socket_path(config, socket)
     # What the servers' sandboxes hide is decided with the socket the daemon will use.
     config = msgspec.structs.replace(
         config, daemon=msgspec.structs.replace(config.daemon, socket=path)
@@ -65,18 +73,6 @@ def stop_unclaimed() -> None:
         logger.warning("a server started early (pid %d) was not used and is stopped", pid)
 
 
-def _taken(path: str) -> bool:
-    """Whether another daemon listens on ``path`` (systemd's socket is ours)."""
-    if os.environ.get("LISTEN_PID") == str(os.getpid()):
-        return False
-    probe = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
-    probe.settimeout(1.0)
-    try:
-        probe.connect(path)
-    except TimeoutError:
-        return True  # bound and listening, with a full backlog
-    except OSError:
-        return False  # no file, or a stale one
-    finally:
-        probe.close()
-    return True
+def _socket_path(config: Config, socket: str | None) -> str:
+    # The daemon's own rule, with systemd's variables still in the environment.
+    return daemon_socket_path(socket, config.daemon.socket, runtime_dir=runtime_directory())

@@ -17,13 +17,13 @@ from transports.errors import single_exceptions
 from transports.stdio import early, pidgroup
 from transports.stdio.child import signal_group, spawn
 
-from .agents.unix_socket import UnsafeDirectory
 from .config.load import load, parse
 from .config.model import EX_CONFIG, Config, ConfigError
 from .config.paths import daemon_socket_path
 from .config_hold import ConfigHold
 from .daemon import Daemon
 from .errors import DaemonError
+from .listening import Listening
 from .local import heap
 from .local.systemd import SystemdEnv, adopt_listener
 from .prestart import stop_unclaimed
@@ -38,9 +38,11 @@ def serve(
     demo: bool,
     socket: str | None = None,
     config_error: ConfigError | None = None,
+    listening: Listening | None = None,
 ) -> int:
     """``config_error``: why ``config_path`` could not be loaded (``config`` is None);
-    then mcpd serves only if systemd passed it its socket, as a ``ConfigHold``."""
+    then mcpd serves only if systemd passed it its socket, as a ``ConfigHold``.
+    ``listening``: the sockets bound before any server was started (``prestart``)."""
     sysd = SystemdEnv.take()
     hold = None
     if config_error is not None:
@@ -53,21 +55,18 @@ def serve(
     # with many servers of many tools is a large part of the start-up's CPU.
     heap.settle()
     try:
-        trio.run(_main, config, config_path, demo, socket, sysd, hold)
-    except UnsafeDirectory as exc:
-        # Starting again changes nothing (systemd does not restart on 78): the socket
-        # has to go elsewhere, or the directory has to be put right.
-        logger.error("%s", exc)
-        return EX_CONFIG
+        trio.run(_main, config, config_path, demo, socket, sysd, hold, listening)
     except DaemonError as exc:
         logger.error("%s", exc)
-        return 1
+        return exc.exit_code
     except ConfigError as exc:
         logger.error("config error: %s", exc)
         return EX_CONFIG
     finally:
         early.discard()  # started before the loop, for a daemon that did not get that far
         pidgroup.close()
+        if listening is not None:
+            listening.close()  # what a daemon that did not get that far left unserved
     return 0
 
 
@@ -78,6 +77,7 @@ async def _main(
     socket: str | None,
     sysd: SystemdEnv,
     hold: tuple[ConfigHold, trio.SocketListener] | None,
+    listening: Listening | None,
 ) -> None:
     given = socket
     if demo:
@@ -105,6 +105,7 @@ async def _main(
                 sysd=sysd,
                 on_settled=heap.settle,
                 socket_for=socket_for,
+                listening=listening,
             )
             await nursery.start(daemon.run)
             if hold is not None:

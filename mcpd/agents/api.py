@@ -10,6 +10,7 @@ else notices.
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -25,7 +26,6 @@ from protocol.server import RequestContext, ServerSession
 from .. import __version__
 from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
-from ..errors import DaemonError
 from ..servers.all_servers import AllServers
 from .agent import Agent
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS
@@ -44,6 +44,7 @@ from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
 from .toolcall import Router, list_tools
+from .unix_socket import UnixBound
 
 if TYPE_CHECKING:
     from .httpapi import HttpApi
@@ -159,15 +160,20 @@ class AgentServer(ProfileMethods, Dispatcher):
     async def serve(
         self,
         listener: trio.abc.Listener[trio.SocketStream],
+        profile_sockets: Mapping[str, UnixBound],
+        endpoint: list[socket.socket],
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        """Serve agents on what ``mcpd.listening`` bound before any server started."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._broadcast_list_changes)
             await nursery.start(self.extras.run)
             # The daemon's own socket last: once it answers, status shows every endpoint.
-            await nursery.start(self.sockets.run, self.profiles.with_sockets())
+            await nursery.start(self.sockets.run, self.profiles.with_sockets(), profile_sockets)
             if self.control.settings.http_listen is not None:
-                await nursery.start(self._serve_endpoint, self.control.settings.http_listen)
+                await nursery.start(
+                    self._serve_endpoint, self.control.settings.http_listen, endpoint
+                )
             await nursery.start(trio.serve_listeners, self._handle, [listener])
             task_status.started()
 
@@ -178,17 +184,15 @@ class AgentServer(ProfileMethods, Dispatcher):
     async def _serve_endpoint(
         self,
         listen: str,
+        socks: list[socket.socket],
         task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         # Here, not at the top: only a daemon with [daemon] http_listen loads the TCP side.
         from ..config.endpoints import parse_listen
-        from .tcp import Gate, guard, open_endpoint, own_origins
+        from .tcp import Gate, endpoint_of, guard, own_origins
 
-        host, port = parse_listen(listen)
-        try:
-            listeners, self.endpoint = await open_endpoint(host, port)
-        except OSError as exc:
-            raise DaemonError(f"daemon.http_listen: cannot listen on {listen}: {exc}") from None
+        host, _ = parse_listen(listen)
+        listeners, self.endpoint = endpoint_of(host, socks)
         d = self.control.settings
         check = guard(
             self.control.http_token, own_origins(host, self.endpoint.port, d.http_origins)

@@ -10,7 +10,6 @@ others keep their connections.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable, Mapping
 
 import msgspec
@@ -18,10 +17,10 @@ import trio
 
 from protocol.logfields import log_extra
 
-from ..config.profiles import ProfileConfig
+from ..config.profiles import ProfileConfig, socket_where
 from ..errors import DaemonError
 from .peers import resolve_groups
-from .unix_socket import SocketFile, open_unix_listener
+from .unix_socket import SocketFile, UnixBound, open_unix_listener
 
 logger = logging.getLogger("mcpd.api")
 
@@ -47,20 +46,25 @@ class ProfileSockets:
     async def run(
         self,
         profiles: Mapping[str, ProfileConfig],
+        bound: Mapping[str, UnixBound] | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Bind the sockets in ``profiles`` (a failure stops the daemon: it was asked to
-        listen there), then serve them until cancelled."""
+        """Serve the sockets in ``profiles`` until cancelled: those ``bound`` already
+        (which are this one's to close from now on), and the others bound here (a
+        failure stops the daemon: it was asked to listen there)."""
+        ready = dict(bound or {})
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                await self.apply(profiles, strict=True)
+                await self.apply(profiles, strict=True, ready=ready)
                 task_status.started()
                 await trio.sleep_forever()
         finally:
             self._nursery = None
             for name in list(self._bound):
                 self._close(name)
+            for left in ready.values():  # bound for a profile it was not given
+                left.close()
 
     def allowed(self, name: str) -> tuple[frozenset[int], frozenset[int]]:
         bound = self._bound.get(name)
@@ -69,12 +73,20 @@ class ProfileSockets:
     def paths(self) -> dict[str, str]:
         return {name: b.path for name, b in self._bound.items()}
 
-    async def apply(self, profiles: Mapping[str, ProfileConfig], *, strict: bool = False) -> None:
+    async def apply(
+        self,
+        profiles: Mapping[str, ProfileConfig],
+        *,
+        strict: bool = False,
+        ready: dict[str, UnixBound] | None = None,
+    ) -> None:
+        """Bind, close or rebind the sockets to match ``profiles``; a socket in
+        ``ready`` (taken from it) is used as it is where its place matches."""
         wanted = {n: p for n, p in profiles.items() if p.socket is not None}
         for name in list(self._bound):
             cfg = wanted.get(name)
             bound = self._bound[name]
-            if cfg is None or _where(cfg) != (bound.path, bound.mode):
+            if cfg is None or socket_where(cfg) != (bound.path, bound.mode):
                 self._close(name)
         self.errors = {}
         for name, cfg in wanted.items():
@@ -84,7 +96,7 @@ class ProfileSockets:
                 bound.allow_gids = frozenset(resolve_groups(cfg.allow_groups))
                 continue
             try:
-                await self._open(name, cfg)
+                await self._open(name, cfg, (ready or {}).pop(name, None))
             except DaemonError as exc:
                 if strict:
                     raise type(exc)(f"profiles.{name}.socket: {exc}") from None
@@ -96,10 +108,16 @@ class ProfileSockets:
                     extra=log_extra(None, "reload", str(exc)),
                 )
 
-    async def _open(self, name: str, cfg: ProfileConfig) -> None:
+    async def _open(self, name: str, cfg: ProfileConfig, ready: UnixBound | None) -> None:
         assert self._nursery is not None
-        path, mode = _where(cfg)
-        listener, file = await open_unix_listener(path, mode)
+        path, mode = socket_where(cfg)
+        if ready is not None and (ready.path, ready.mode) != (path, mode):
+            ready.close()  # bound for another place than this config's
+            ready = None
+        if ready is None:
+            listener, file = await open_unix_listener(path, mode)
+        else:
+            listener, file = ready.listener(), ready.file
         scope = trio.CancelScope()
         self._bound[name] = _Bound(
             path,
@@ -126,7 +144,3 @@ class ProfileSockets:
         bound = self._bound.pop(name)
         bound.scope.cancel()
         bound.file.remove()
-
-
-def _where(cfg: ProfileConfig) -> tuple[str, int]:
-    return os.path.abspath(cfg.socket or ""), int(cfg.socket_mode, 8)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import socket as stdsocket
 from collections.abc import Callable, Iterable
 from typing import Final
 
@@ -175,7 +176,10 @@ def _refusal(message: str) -> bytes:
     return rpc.encode_error(None, -32001, message)
 
 
-async def open_endpoint(host: str, port: int) -> tuple[list[trio.SocketListener], Connect]:
-    listeners = await trio.open_tcp_listeners(port, host=host)
-    bound = listeners[0].socket.getsockname()
-    return listeners, Connect(host, int(bound[1]))
+def endpoint_of(
+    host: str, socks: list[stdsocket.socket]
+) -> tuple[list[trio.SocketListener], Connect]:
+    """The endpoint's sockets, bound before any server started (``mcpd.listening``), as
+    listeners, and where hosts reach it (the port the kernel chose, for port 0)."""
+    listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
+    return listeners, Connect(host, int(socks[0].getsockname()[1]))

@@ -57,12 +57,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
             path = os.path.abspath(config_path)
             return serve(None, path, demo=False, socket=args.socket, config_error=exc)
         # Before ``..serve`` imports trio and the daemon: see ``prestart``.
-        from ..prestart import start_early
+        from ..errors import DaemonError
+        from ..prestart import bind_first, start_early
 
+        try:
+            listening = bind_first(config, args.socket)
+        except DaemonError as exc:
+            logging.getLogger("mcpd").error("%s", exc)
+            return exc.exit_code
         start_early(config, args.socket)
         # Absolute: the daemon reports it, and `mcpd token` and `mcpd connect` run
         # elsewhere act on it.
         config_path = os.path.abspath(config_path)
+        from ..serve import serve
+
+        return serve(config, config_path, demo=False, socket=args.socket, listening=listening)
     from ..serve import serve
 
     return serve(config, config_path, demo=args.demo, socket=args.socket)

@@ -18,6 +18,7 @@ These structs only describe; the checks are in ``endpoints`` and the view itself
 
 from __future__ import annotations
 
+import os
 from typing import Final, Literal
 
 import msgspec
@@ -58,6 +59,11 @@ class ProfileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
 
 
 EVERYTHING: Final = ProfileConfig()
+
+
+def socket_where(profile: ProfileConfig) -> tuple[str, int]:
+    """Where a profile's socket goes (absolute), and its mode."""
+    return os.path.abspath(profile.socket or ""), int(profile.socket_mode, 8)
 
 
 def split_pattern(pattern: str) -> tuple[str | None, str]:

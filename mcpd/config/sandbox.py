@@ -202,8 +202,8 @@ def hidden(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
             out.append(folder)
     out += [f if os.path.isabs(f) else os.path.join(env.get("CREDENTIALS_DIRECTORY", "/"), f)
             for f in config.secret_files]  # fmt: skip
-    # A socket elsewhere is not hidden: it is made after the servers started early,
-    # and a mount needs what it covers to exist. The socket refuses servers anyway.
+    # A socket elsewhere is not hidden: a mount needs what it covers to exist, and a
+    # profile's socket a reload adds comes after its servers. It refuses servers anyway.
     sockets = [config.socket_path()] + [p.socket for p in config.profiles.values() if p.socket]
     out += [os.path.dirname(s) for s in sockets if _owned_dir(os.path.dirname(s))]
     for var in ("CONFIGURATION_DIRECTORY", "RUNTIME_DIRECTORY", "CREDENTIALS_DIRECTORY"):

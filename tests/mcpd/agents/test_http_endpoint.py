@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import trio
 
 from tests.support.agent import META, make_config, running
 from tests.support.daemon_http import MCP, Reply, auth, header_dict, http, modern, modern_headers
-from tests.support.procs import scripted
+from tests.support.procs import SCRIPTED, scripted
 
 
 def server(*flags: str) -> dict[str, Any]:
@@ -196,3 +197,25 @@ async def test_the_owners_methods_are_refused_to_a_holder_of_the_token(tmp_path:
                 error = reply.json()["error"]
                 assert error["code"] == -32000, (method, error)
                 assert "only for the daemon's user and root" in error["message"], (method, error)
+
+
+async def test_a_server_cannot_take_the_endpoints_port_before_mcpd(tmp_path: Path) -> None:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    notes = tmp_path / "squatter.notes"
+    squatter = str(Path(SCRIPTED).with_name("squatter.py"))
+    args = [squatter, str(notes), f"tcp:127.0.0.1:{port}", "--", "--tools", "2"]
+    cfg = make_config(
+        tmp_path,
+        {"squat": {"command": sys.executable, "args": args}},
+        http_listen=f"127.0.0.1:{port}",
+        state_dir=str(tmp_path / "state"),
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            # The server had its first start (and its try) before agents are served.
+            assert notes.read_text() == f"tcp:127.0.0.1:{port} refused EADDRINUSE\n"
+            ok = await http(port, "GET", "/healthz", auth(daemon.http_token()))
+            assert ok.status == 200 and ok.json() == {"status": "ok", "servers": 1}

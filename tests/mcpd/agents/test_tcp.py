@@ -14,7 +14,8 @@ import trio
 import trio.testing
 
 from mcpd.agents.http_wire import Reject, Wire
-from mcpd.agents.tcp import LOBBY_SIZE, Connect, Gate, guard, open_endpoint, own_origins
+from mcpd.agents.tcp import LOBBY_SIZE, Connect, Gate, endpoint_of, guard, own_origins
+from mcpd.listening import bind_endpoint
 
 TOKEN = "s3cret-token"
 PORT = 8765
@@ -58,7 +59,7 @@ def test_the_own_origins_are_the_loopback_names_the_host_and_those_configured() 
 
 
 async def test_an_endpoint_asked_for_port_zero_says_the_port_it_got() -> None:
-    listeners, connect = await open_endpoint("127.0.0.1", 0)
+    listeners, connect = endpoint_of("127.0.0.1", bind_endpoint("127.0.0.1:0"))
     try:
         assert connect.host == "127.0.0.1" and connect.port > 0
         assert connect.port == listeners[0].socket.getsockname()[1]

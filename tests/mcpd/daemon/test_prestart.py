@@ -128,16 +128,28 @@ async def test_a_second_daemon_on_a_live_socket_starts_no_server(tmp_path: Path)
         first.wait(timeout=30)
 
 
-async def test_a_daemon_that_cannot_listen_leaves_no_early_server_running(
-    tmp_path: Path,
-) -> None:
+def test_a_daemon_that_cannot_listen_starts_no_server(tmp_path: Path) -> None:
     counted = tmp_path / "a.starts"
     cfg, sock = write_config(tmp_path, {"a": counted_server(counted)})
-    sock.write_text("not a socket")  # probed as free, refused by the listener
+    sock.write_text("not a socket")  # refused by the listener, bound before any server
     proc = serve(cfg, "--log-level", "debug")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert "is not a socket" in err
+    assert starts(counted) == []
+
+
+async def test_a_daemon_that_stops_after_its_start_leaves_no_early_server_running(
+    tmp_path: Path,
+) -> None:
+    counted = tmp_path / "a.starts"
+    cfg, _ = write_config(tmp_path, {"a": counted_server(counted)})
+    # Judged once the servers have listed their tools: after they started early.
+    cfg.write_text(cfg.read_text() + '[profiles.none]\ntools = { allow = ["nothing_*"] }\n')
+    proc = serve(cfg, "--log-level", "debug")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 78
+    assert "profiles.none.tools" in err
     assert len(starts(counted)) == 1
     # The process mcpd started (its sandbox's, which takes the server along with it).
     [pid] = map(int, re.findall(r"a: started early \(pid (\d+)\)", err))

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from mcpd.cli.client import Client
 from mcpd.config.model import CONFIG_ERROR
 from protocol import jsonrpc as rpc
 from tests.conftest import ROOT
+from tests.support.notify import Notifications
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -48,29 +48,6 @@ def short_dir() -> Iterator[Path]:
     # AF_UNIX paths are limited to 107 bytes; pytest's tmp_path can be longer.
     with tempfile.TemporaryDirectory(prefix="mcpd-ss-") as d:
         yield Path(d)
-
-
-class Notifications:
-    """The daemon's sd_notify datagrams, in order."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = str(path)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
-        self.seen: list[list[str]] = []
-
-    def next_with(self, line: str, timeout: float = 20) -> list[str]:
-        """The next datagram containing ``line`` (others on the way are kept in seen)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            try:
-                message = self.sock.recv(65536).decode().splitlines()
-            except TimeoutError:
-                raise AssertionError(f"no {line!r} within {timeout}s: {self.seen}") from None
-            self.seen.append(message)
-            if line in message:
-                return message
 
 
 def _serve(

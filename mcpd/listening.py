@@ -1,0 +1,115 @@
+"""Every socket agents reach mcpd on, bound before any server starts.
+
+A server is a stranger's program, and most share the host's loopback and can write
+where their user can. Were one to start first, it could bind the HTTP endpoint's port
+or a socket path it can reach, and mcpd would exit on finding its place taken, again
+at every restart; worse, what agents send there would reach the server instead, the
+endpoint's bearer token included, which hosts send with every request. So the agents'
+socket (unless systemd passed it one), the profiles' sockets and the HTTP endpoint are
+bound before the first server is started (``mcpd serve`` binds them before it starts
+servers early, ``prestart``), and a socket mcpd cannot bind stops it before any server
+runs. The daemon serves them once its servers have had their first start.
+
+No trio here, and nothing that imports it: see ``prestart``.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket as stdsocket
+from typing import Final
+
+from .agents.unix_socket import UnixBound, bind_unix
+from .config.endpoints import parse_listen
+from .config.model import Config
+from .config.profiles import socket_where
+from .errors import DaemonError
+
+# As trio's own listeners: the most the system allows.
+_BACKLOG: Final = 0xFFFF
+
+
+class Listening:
+    """What mcpd listens on, bound and not yet served. Each part is taken by what
+    serves it, which closes it from then on; ``close`` closes what nobody took."""
+
+    def __init__(self) -> None:
+        self.socket: UnixBound | None = None  # None: systemd's, or not bound here
+        self.profiles: dict[str, UnixBound] = {}
+        self.http: list[stdsocket.socket] = []
+
+    def bind(self, config: Config, socket_path: str | None) -> None:
+        """Bind the agents' socket at ``socket_path`` (None: leave it to systemd's),
+        the profiles' sockets and the HTTP endpoint; on a failure, close what was
+        bound and raise ``DaemonError`` naming the key."""
+        try:
+            if socket_path is not None:
+                self.socket = bind_unix(socket_path, config.socket_mode())
+            for name, profile in config.profiles.items():
+                if profile.socket is not None:
+                    self.profiles[name] = bind_profile(name, *socket_where(profile))
+            if config.daemon.http_listen is not None:
+                self.http = bind_endpoint(config.daemon.http_listen)
+        except BaseException:
+            self.close()
+            raise
+
+    def take_socket(self) -> UnixBound | None:
+        taken, self.socket = self.socket, None
+        return taken
+
+    def take_profiles(self) -> dict[str, UnixBound]:
+        taken, self.profiles = self.profiles, {}
+        return taken
+
+    def take_http(self) -> list[stdsocket.socket]:
+        taken, self.http = self.http, []
+        return taken
+
+    def close(self) -> None:
+        """Close what nobody took, removing the socket files; again is a no-op."""
+        socket = self.take_socket()
+        if socket is not None:
+            socket.close()
+        for bound in self.take_profiles().values():
+            bound.close()
+        for sock in self.take_http():
+            sock.close()
+
+
+def bind_profile(name: str, path: str, mode: int) -> UnixBound:
+    try:
+        return bind_unix(path, mode)
+    except DaemonError as exc:
+        raise type(exc)(f"profiles.{name}.socket: {exc}") from None
+
+
+def bind_endpoint(listen: str) -> list[stdsocket.socket]:
+    """Listening TCP sockets on every address ``listen``'s host stands for."""
+    host, port = parse_listen(listen)
+    bound: list[stdsocket.socket] = []
+    try:
+        for family, kind, proto, _, address in stdsocket.getaddrinfo(
+            host, port, type=stdsocket.SOCK_STREAM, flags=stdsocket.AI_PASSIVE
+        ):
+            try:
+                sock = stdsocket.socket(family, kind, proto)
+            except OSError as exc:
+                if exc.errno == errno.EAFNOSUPPORT:
+                    continue  # a name with an IPv6 address on a host without IPv6
+                raise
+            bound.append(sock)
+            # Lets a restart bind while the last run's connections linger in TIME_WAIT;
+            # it never lets a second socket listen on the same address and port.
+            sock.setsockopt(stdsocket.SOL_SOCKET, stdsocket.SO_REUSEADDR, 1)
+            if family == stdsocket.AF_INET6:
+                sock.setsockopt(stdsocket.IPPROTO_IPV6, stdsocket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(_BACKLOG)
+        if not bound:
+            raise OSError(errno.EAFNOSUPPORT, "no address family of its host is supported")
+    except OSError as exc:
+        for sock in bound:
+            sock.close()
+        raise DaemonError(f"daemon.http_listen: cannot listen on {listen}: {exc}") from None
+    return bound

@@ -1,0 +1,124 @@
+"""`mcpd serve` binds every socket agents reach it on before it starts any server: a
+server that tries to take the HTTP endpoint's port or a socket's path as it starts finds
+them mcpd's, and a place mcpd cannot take stops it before any server has run (were it
+otherwise, the server listening there would be sent what agents send mcpd, the
+endpoint's bearer token first)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.support.notify import Notifications
+from tests.support.prestart import counted_server, starts
+from tests.support.procs import SCRIPTED
+
+pytestmark = pytest.mark.timeout(90)
+
+SQUATTER = str(Path(SCRIPTED).with_name("squatter.py"))
+
+
+@pytest.fixture
+def port() -> Iterator[int]:
+    """A loopback port nobody listens on (the kernel's pick, let go again)."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    number: int = probe.getsockname()[1]
+    probe.close()
+    yield number
+
+
+def write_config(tmp_path: Path, port: int, servers: str) -> Path:
+    cfg = tmp_path / "mcpd.toml"
+    cfg.write_text(
+        f'[daemon]\nsocket = "{tmp_path / "mcpd.sock"}"\nstate_dir = "{tmp_path / "state"}"\n'
+        f'http_listen = "127.0.0.1:{port}"\n'
+        f'[profiles.work]\nsocket = "{tmp_path / "work.sock"}"\n' + servers
+    )
+    return cfg
+
+
+def serve(cfg: Path, notify: Notifications | None = None) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if notify is not None:
+        env["NOTIFY_SOCKET"] = notify.path
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcpd", "serve", "--config", str(cfg), "--log", "stderr"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def unix_status(path: Path, target: str) -> int:
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(20)
+        sock.connect(str(path))
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n".encode())
+        head = sock.recv(64).decode()
+    return int(head.split()[1])
+
+
+def test_a_server_started_early_finds_every_place_of_mcpd_taken(tmp_path: Path, port: int) -> None:
+    notes = tmp_path / "squatter.notes"
+    targets = [
+        f"tcp:127.0.0.1:{port}",
+        f"tcp:0.0.0.0:{port}",
+        f"unix:{tmp_path / 'mcpd.sock'}",
+        f"unix:{tmp_path / 'work.sock'}",
+    ]
+    args = [SQUATTER, str(notes), *targets, "--", "--tools", "2"]
+    cfg = write_config(
+        tmp_path,
+        port,
+        f'[servers.squat]\ncommand = "{sys.executable}"\nargs = {json.dumps(args)}\n',
+    )
+    notify = Notifications(tmp_path / "notify")
+    proc = serve(cfg, notify)
+    try:
+        notify.next_with("READY=1", timeout=60)
+        assert notes.read_text().splitlines() == [f"{t} refused EADDRINUSE" for t in targets]
+        token = (tmp_path / "state" / "token").read_text().strip()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        conn.request("GET", "/healthz", headers={"Authorization": f"Bearer {token}"})
+        reply = conn.getresponse()
+        assert reply.status == 200
+        assert json.loads(reply.read()) == {"status": "ok", "servers": 1}
+        conn.close()
+        assert unix_status(tmp_path / "mcpd.sock", "/healthz") == 200
+        assert unix_status(tmp_path / "work.sock", "/healthz") == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.communicate()
+
+
+def test_a_port_taken_before_mcpd_starts_stops_it_before_any_server_runs(
+    tmp_path: Path, port: int
+) -> None:
+    counted = tmp_path / "a.starts"
+    cfg = write_config(tmp_path, port, f"[servers.a]\n{counted_server(counted)}\n")
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        proc = serve(cfg)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert f"daemon.http_listen: cannot listen on 127.0.0.1:{port}" in err
+    assert "Address already in use" in err
+    assert starts(counted) == []
+    # What it bound before the port is let go again: the next start finds no socket left.
+    assert not (tmp_path / "mcpd.sock").exists()
+    assert not (tmp_path / "work.sock").exists()
