@@ -242,7 +242,8 @@ async def test_mcpd_dashboard_prints_an_address_or_how_to_get_one(tmp_path: Path
         async with running(config(tmp_path, http_listen=None)) as daemon:
             code, said = await mcpd(daemon.socket_path, "dashboard", "--no-browser")
             assert code == 1
-            assert 'http_listen = "127.0.0.1:8765"' in said and "restart mcpd" in said
+            # Started without a config file, as here: no file of its own turns it on.
+            assert 'http_listen = "127.0.0.1:8765"' in said and "--config FILE" in said
             assert f"curl --unix-socket {daemon.socket_path} http://mcpd/" in said
         async with running(config(tmp_path / "on")) as daemon:
             assert daemon.api.endpoint is not None
