@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -125,6 +126,44 @@ def receive(host: str, port: int, keep: bool) -> str:
     return f"received {got!r}"
 
 
+def abstract(name: str) -> str:
+    """What the listener on the abstract Unix socket ``name`` sends first."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(30)
+        s.connect("\0" + name)
+        return f"received {s.recv(200).decode('utf-8', 'replace')!r}"
+
+
+def abstract_own(name: str) -> str:
+    """An abstract socket of its own, bound here and connected to from a child it forks:
+    what the child read from it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind("\0" + name)
+        listener.listen(1)
+        reader, writer = os.pipe()
+        child = os.fork()
+        if child == 0:
+            os.close(reader)
+            try:
+                os.write(writer, abstract(name).encode())
+            except BaseException as exc:
+                os.write(writer, f"refused: {type(exc).__name__}: {exc}".encode())
+            os._exit(0)
+        os.close(writer)
+        # The pipe is readable first when the child could not connect.
+        ready, _, _ = select.select([listener, reader], [], [], 30)
+        if listener in ready:
+            conn, _ = listener.accept()
+            with conn:
+                conn.sendall(b"from its own process")
+        os.waitpid(child, 0)
+        with os.fdopen(reader, "rb") as f:
+            got = f.read().decode("utf-8", "replace")
+    if not got.startswith("received"):
+        raise ConnectionRefusedError(got)
+    return f"its child {got}"
+
+
 def hold_many(host: str, port: int, count: int) -> str:
     """Opens ``count`` connections at once, then reads each: how many the listener
     greeted and how many were closed unanswered, all held open until every one is read."""
@@ -181,6 +220,8 @@ TOOLS: dict[str, Any] = {
     "receive": lambda a: attempt(
         lambda: receive(a["host"], int(a["port"]), bool(a.get("keep", False)))
     ),
+    "abstract": lambda a: attempt(lambda: abstract(a["name"])),
+    "abstract_own": lambda a: attempt(lambda: abstract_own(a["name"])),
     "hold_many": lambda a: attempt(lambda: hold_many(a["host"], int(a["port"]), int(a["count"]))),
     "quit": lambda a: os._exit(3),
     "fork_many": lambda a: attempt(lambda: fork_many(int(a["count"]))),

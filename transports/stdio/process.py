@@ -17,9 +17,10 @@ from ..errors import SpawnError
 from . import early, netns
 from .child import ChildProcess, adopt, signal_group, spawn
 from .sandbox import Sandbox, SandboxError
-from .sandbox_host import command_line
+from .sandbox_host import command_line, probe
 
 logger = logging.getLogger("mcpd.stdio")
+_said_unscoped: list[str] = []
 
 
 def start(
@@ -49,6 +50,8 @@ def start(
                 loopback.close()
             raise _spawn_error(alias, argv[0], cwd, exc) from None
         argv, unprotected, join = plan.argv, plan.unprotected, plan.join
+        if sandbox.level != "off" and sandbox.network and not unprotected:
+            _say_unscoped()
     started = early.take(argv, env, cwd)
     try:
         proc = adopt(started) if started is not None else spawn(argv, env=env, cwd=cwd, join=join)
@@ -62,6 +65,20 @@ def start(
     proc.unprotected = unprotected
     proc.join = join
     return proc
+
+
+def _say_unscoped() -> None:
+    """Once: where the kernel cannot scope a sandbox, its abstract sockets stay open."""
+    why = probe().scoping
+    if why is None or _said_unscoped:
+        return
+    _said_unscoped.append(why)
+    logger.warning(
+        "sandboxed servers that share the host's network can still connect to its "
+        "abstract Unix sockets (an X server's, a D-Bus bus at an abstract address): %s",
+        why,
+        extra=log_extra(None, "sandbox_unscoped", why),
+    )
 
 
 def _spawn_error(alias: str, command: str, cwd: str | None, exc: OSError) -> SpawnError:

@@ -9,7 +9,10 @@ Levels:
   credential stores), each covered by an empty read-only directory or ``/dev/null``.
   It runs in user and PID namespaces of its own: it cannot see, signal or trace mcpd or
   another server, and dies with mcpd (``--die-with-parent`` under the parent-death
-  signal mcpd arms).
+  signal mcpd arms). It shares the host's network namespace, and with it the
+  host's abstract Unix sockets, which have no path to hide: a Landlock domain
+  (``landlock``) keeps it from connecting to those bound outside it, where the
+  kernel can scope one, at every sandboxed level.
 - ``strict``: a new root holding the system's directories read-only, its own home, a
   private ``/tmp``, and the paths its config grants, and nothing else.
 - ``off``: started as it is.
@@ -114,6 +117,12 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
     # cgroup instead, where one can be made (``pidgroup``).
     root: bool = False
     pids_cgroup: bool = False
+    # The command line that runs what follows it in a Landlock domain scoped to
+    # abstract Unix sockets and signals (``landlock``); empty where there is none.
+    confine: tuple[str, ...] = ()
+    # None when ``confine`` is there; else why a sandboxed server still reaches the
+    # host's abstract Unix sockets.
+    scoping: str | None = "not probed"
 
 
 class Mount(msgspec.Struct, frozen=True):
@@ -196,7 +205,10 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
         assert machine.nsenter is not None
         args += [machine.nsenter, f"--user={netns.user}", f"--net={netns.net}"]
         args += ["--preserve-credentials", "--"]
-    args += [machine.bwrap, *_namespaces(s.network, netns is not None)]
+    # Bubblewrap itself in the Landlock domain, so that all it starts is born in it;
+    # nsenter before it, which opens mcpd's descriptors through /proc: a process in the
+    # domain may not, as it may not trace one outside.
+    args += [*machine.confine, machine.bwrap, *_namespaces(s.network, netns is not None)]
     mounts = list(r.mounts)
     if s.level == "strict":
         for p in machine.system:

@@ -13,12 +13,13 @@ import os
 import resource
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Final
 
 import msgspec
 
-from . import pidgroup
+from . import landlock, pidgroup
 from .launch import resolve as resolve_command
 from .sandbox import (
     Machine,
@@ -55,9 +56,11 @@ def _first_line(text: str) -> str:
     return lines[-1] if lines else "no reason given"
 
 
-def _try(bwrap: str, *extra: str) -> str | None:
-    """None when bubblewrap starts ``true`` with these namespaces; else why not."""
-    args = [bwrap, "--unshare-user", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL"]
+def _try(bwrap: str, *extra: str, confine: Sequence[str] = ()) -> str | None:
+    """None when bubblewrap starts ``true`` with these namespaces (run by ``confine``,
+    when given); else why not."""
+    args = [*confine, bwrap, "--unshare-user", "--unshare-pid", "--die-with-parent"]
+    args += ["--cap-drop", "ALL"]
     args += [*extra, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
     try:
         done = subprocess.run(
@@ -88,22 +91,45 @@ def _system() -> tuple[SystemPath, ...]:
     return tuple(found)
 
 
+def _confinement(bwrap: str | None) -> tuple[tuple[str, ...], str | None]:
+    """``Machine.confine`` and ``Machine.scoping``, for a ``bwrap`` that works. The step
+    runs under mcpd's own interpreter, isolated from its environment and site packages."""
+    why = landlock.scoping()
+    if why is None and not sys.executable:
+        why = "mcpd's interpreter cannot be found to run its Landlock step"
+    if why is not None:
+        return (), why
+    if bwrap is None:
+        return (), "bubblewrap does not run here"
+    confine = (sys.executable, "-I", "-S", landlock.__file__)
+    # A setuid bubblewrap gains nothing under no_new_privs: where it needs its
+    # privileges, the sandbox goes without the domain rather than without bubblewrap.
+    refused = _try(bwrap, confine=confine)
+    if refused is not None:
+        return (), f"bubblewrap does not start in a Landlock domain: {refused}"
+    return confine, None
+
+
 def probe(*, network: bool = False) -> Machine:
     """What this machine offers, found on the first call (and, for ``network``, on the
     first call that asks for it); then remembered."""
     if not _machine:
         bwrap = shutil.which("bwrap")
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        namespaces = _try(bwrap) if bwrap is not None else "bwrap not found"
+        confine, scoping = _confinement(bwrap if namespaces is None else None)
         _machine.append(
             Machine(
                 bwrap=bwrap,
                 prlimit=shutil.which("prlimit"),
                 nsenter=shutil.which("nsenter"),
-                namespaces=_try(bwrap) if bwrap is not None else "bwrap not found",
+                namespaces=namespaces,
                 system=_system(),
                 nofile_hard=None if nofile == resource.RLIM_INFINITY else nofile,
                 root=os.geteuid() == 0,
                 pids_cgroup=os.geteuid() == 0 and pidgroup.base() is not None,
+                confine=confine,
+                scoping=scoping,
             )
         )
     machine = _machine[0]

@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from transports.stdio import sandbox_host
+from transports.stdio import landlock, sandbox_host
 from transports.stdio.sandbox import Mount, Sandbox, SandboxError
 
 Paths = tuple[str, ...]
@@ -173,23 +175,31 @@ def test_bubblewrap_that_cannot_run_at_all_is_said_so(tmp: Path) -> None:
     assert why is not None and "no-bwrap" in why
 
 
+CONFINED = ("in its Landlock domain",)
+
+
 class Probes:
-    """bubblewrap as the probe meets it: the extra arguments of each try, and what it
-    answers to them."""
+    """bubblewrap as the probe meets it: the extra arguments of each try (``CONFINED``
+    for the try in a Landlock domain), and what it answers to them."""
 
-    def __init__(self, namespaces: str | None, network: str | None) -> None:
+    def __init__(
+        self, namespaces: str | None, network: str | None, confined: str | None = None
+    ) -> None:
         self.tries: list[tuple[str, ...]] = []
-        self.answers = {(): namespaces, ("--unshare-net",): network}
+        self.answers = {(): namespaces, ("--unshare-net",): network, CONFINED: confined}
 
-    def __call__(self, bwrap: str, *extra: str) -> str | None:
-        self.tries.append(extra)
-        return self.answers[extra]
+    def __call__(self, bwrap: str, *extra: str, confine: Sequence[str] = ()) -> str | None:
+        tried = CONFINED if confine else extra
+        self.tries.append(tried)
+        return self.answers[tried]
 
 
 @pytest.fixture
 def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A probe of its own: the one the test run made is left as it was."""
+    """A probe of its own, on a kernel that scopes Landlock domains: the one the test
+    run made is left as it was."""
     monkeypatch.setattr(sandbox_host, "_machine", [])
+    monkeypatch.setattr(landlock, "scoping", lambda: None)
 
 
 @pytest.mark.usefixtures("fresh")
@@ -202,13 +212,13 @@ def test_the_machine_is_probed_once_and_the_network_only_when_asked(
     machine = sandbox_host.probe()
     assert machine.bwrap == "/usr/bin/bwrap" and machine.namespaces is None
     assert machine.network == "not probed"
-    assert sandbox_host.probe() is machine and probes.tries == [()]
+    assert sandbox_host.probe() is machine and probes.tries == [(), CONFINED]
     assert sandbox_host.probe(network=True).network == "no network namespace"
     assert sandbox_host.probe(network=True).network == "no network namespace"
-    assert probes.tries == [(), ("--unshare-net",)]
+    assert probes.tries == [(), CONFINED, ("--unshare-net",)]
     sandbox_host.forget()
     sandbox_host.probe()
-    assert probes.tries == [(), ("--unshare-net",), ()]
+    assert probes.tries == [(), CONFINED, ("--unshare-net",), (), CONFINED]
 
 
 @pytest.mark.usefixtures("fresh")
@@ -221,6 +231,48 @@ def test_a_machine_without_namespaces_has_no_network_namespace_for_the_same_reas
     machine = sandbox_host.probe(network=True)
     assert machine.network == machine.namespaces == "bwrap: setting up uid map: Permission denied"
     assert probes.tries == [()]
+
+
+@pytest.mark.usefixtures("fresh")
+def test_a_bubblewrap_that_fails_in_a_landlock_domain_keeps_the_sandbox_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    probes = Probes(None, None, "bwrap: No permissions to create new namespace")
+    monkeypatch.setattr(sandbox_host, "_try", probes)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    machine = sandbox_host.probe()
+    assert machine.namespaces is None and machine.confine == ()
+    assert machine.scoping == (
+        "bubblewrap does not start in a Landlock domain: "
+        "bwrap: No permissions to create new namespace"
+    )
+
+
+@pytest.mark.usefixtures("fresh")
+def test_a_bubblewrap_that_starts_in_a_landlock_domain_is_run_in_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None))
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    machine = sandbox_host.probe()
+    assert machine.scoping is None
+    assert machine.confine == (sys.executable, "-I", "-S", landlock.__file__)
+
+
+def test_the_landlock_step_runs_bubblewrap_without_new_privileges(tmp: Path) -> None:
+    """A setuid bubblewrap would run as its caller: one that needs to be root says so."""
+    if landlock.scoping() is not None:
+        pytest.skip(f"no Landlock scoping here: {landlock.scoping()}")
+    needs_privileges = (
+        "grep -q '^NoNewPrivs:[[:space:]]*1' /proc/self/status"
+        " && { echo 'bwrap: Creating new namespace failed: Operation not permitted' >&2;"
+        " exit 1; }; exit 0"
+    )
+    script = bwrap_script(tmp, needs_privileges)
+    assert sandbox_host._try(script) is None
+    confine = (sys.executable, "-I", "-S", landlock.__file__)
+    why = sandbox_host._try(script, confine=confine)
+    assert why == "bwrap: Creating new namespace failed: Operation not permitted"
 
 
 @pytest.mark.usefixtures("fresh")
