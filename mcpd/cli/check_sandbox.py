@@ -1,7 +1,8 @@
 """What ``mcpd check-config`` says of each stdio server's sandbox: its level, grants,
 network and limits, the names (never the values) of its environment beyond the default
 set, what of the
-sandbox this machine cannot apply, and the variables it seems to rely on but no
+sandbox this machine cannot apply, whether the kernel keeps sandboxed servers from the
+host's abstract Unix sockets, and the variables a server seems to rely on but no
 longer inherits (``config.envcheck``)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 
 from transports.stdio.childenv import in_default_set
 from transports.stdio.exits import shown
+from transports.stdio.sandbox_host import probe
 
 from ..config.envcheck import relied_on
 from ..config.model import Config
@@ -61,3 +63,27 @@ def inherited_warnings(config: Config, env: Mapping[str, str] | None = None) -> 
                 f'if it needs it, add "{name}" to servers.{alias}.inherit_env'
             )
     return out
+
+
+def unscoped_warnings(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """One warning, naming the servers, when sandboxed servers that share the host's
+    network can reach its abstract Unix sockets on this machine."""
+    env = os.environ if env is None else env
+    exposed = []
+    for alias, s in sorted(config.servers.items()):
+        if not s.enabled or s.command is None:
+            continue
+        sandbox = sandbox_of(alias, s, config, env)
+        if sandbox.level != "off" and sandbox.network:
+            exposed.append(alias)
+    machine = probe()
+    # Without bubblewrap there is no sandbox at all, which their own lines say.
+    if not exposed or machine.bwrap is None or machine.namespaces is not None:
+        return []
+    why = machine.scoping
+    if why is None:
+        return []
+    return [
+        f"{', '.join(exposed)}: sandboxed, but can still connect to the host's abstract Unix "
+        f"sockets (an X server's, a D-Bus bus at an abstract address): {why}"
+    ]

@@ -82,7 +82,7 @@ def _socket_activated() -> bool:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from .check_sandbox import inherited_warnings, sandbox_lines
+    from .check_sandbox import inherited_warnings, sandbox_lines, unscoped_warnings
 
     config, path = _load_config(args.config)
     socket = daemon_socket_path(None, config.daemon.socket, runtime_dir=runtime_directory())
@@ -120,6 +120,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         print("  each tool's decision: mcpd tools --policy (with the daemon running)")
     locked = groups_locked_out(config.daemon)
     warned = [*unstartable.values(), *([locked] if locked else []), *exposed]
+    warned += unscoped_warnings(config)
     for warning in [*warned, *inherited_warnings(config), *unreachable(config.policy)]:
         print(f"warning: {visible(warning)}", file=sys.stderr)
     return 0

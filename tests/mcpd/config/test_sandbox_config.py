@@ -14,9 +14,12 @@ from typing import Any
 
 import pytest
 
+from mcpd.cli.check_sandbox import unscoped_warnings
 from mcpd.config.load import parse
 from mcpd.config.model import ConfigError
 from mcpd.config.sandbox import hidden, limits_of, sandbox_of
+from transports.stdio import sandbox_host
+from transports.stdio.sandbox import Machine
 
 MCPD = [sys.executable, "-m", "mcpd"]
 
@@ -181,3 +184,32 @@ def test_import_names_what_a_server_relied_on_in_its_inherit_env(tmp_path: Path)
     assert servers["weather"]["inherit_env"] == ["WEATHER_API_KEY"]
     assert "inherit_env" not in servers["github"]  # its own env has it
     assert "inherits WEATHER_API_KEY from mcpd's environment" in made.stdout
+
+
+def _machine(scoping: str | None) -> Machine:
+    return Machine(bwrap="/usr/bin/bwrap", namespaces=None, network=None, scoping=scoping)
+
+
+def test_check_config_warns_once_where_the_kernel_leaves_abstract_sockets_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = parse(
+        {
+            "daemon": {"state_dir": str(tmp_path / "state")},
+            "servers": {
+                "files": stdio(),
+                "strict": stdio(sandbox="strict", read=[str(tmp_path)]),
+                "offline": stdio(network=False),
+                "open": stdio(sandbox="off"),
+                "http": {"url": "http://127.0.0.1:1/mcp"},
+            },
+        }
+    )
+    why = "the kernel's Landlock is ABI 4; scoping needs ABI 6 (Linux 6.12)"
+    monkeypatch.setattr(sandbox_host, "_machine", [_machine(why)])
+    (warning,) = unscoped_warnings(config, {})
+    # Only the sandboxed servers that share the host's network are named.
+    assert warning.startswith("files, strict: sandboxed, but can still connect to the host's ")
+    assert warning.endswith(f"abstract address): {why}")
+    monkeypatch.setattr(sandbox_host, "_machine", [_machine(None)])
+    assert unscoped_warnings(config, {}) == []
