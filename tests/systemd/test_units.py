@@ -92,8 +92,13 @@ def test_system_service_settings() -> None:
 
 
 CONFINEMENT = {
-    # @mount for the servers' sandboxes (bubblewrap mounts inside namespaces of its own).
-    "SystemCallFilter": ["@system-service", "@mount"],
+    # @mount for the servers' sandboxes (bubblewrap mounts inside namespaces of its own),
+    # the Landlock calls for their domain (``transports.stdio.landlock``).
+    "SystemCallFilter": [
+        "@system-service",
+        "@mount",
+        "landlock_create_ruleset landlock_restrict_self",
+    ],
     "SystemCallErrorNumber": ["EPERM"],
     "LimitCORE": ["0"],
     "TasksMax": ["4096"],
