@@ -35,6 +35,9 @@ from protocol.headers import is_plain
 DEFAULT_MAX_EVENT: Final = 16 * 1024 * 1024
 # Without a ``retry:`` from the server, the first wait before reconnecting.
 DEFAULT_RETRY: Final = 1.0
+# A ``retry:`` longer than this many digits is ignored: it names no usable wait (more
+# than 31 years), and a number of thousands of digits is costly to convert.
+_RETRY_DIGITS: Final = 12
 _EOL: Final = re.compile(rb"\r\n|\r|\n")
 _BOM: Final = b"\xef\xbb\xbf"
 
@@ -64,12 +67,13 @@ class SSEEvent(msgspec.Struct, frozen=True):
 class SSEDecoder:
     __slots__ = (
         "_after_cr",
-        "_data",
         "_data_size",
         "_event",
         "_failed",
+        "_first",
         "_has_data",
         "_line",
+        "_more",
         "_retry",
         "_started",
         "last_event_id",
@@ -84,7 +88,10 @@ class SSEDecoder:
         self.resume_id: str | None = None
         self.retry: int | None = None
         self._line = bytearray()
-        self._data: list[bytes] = []
+        # An event's data: its one line as it came (most events have one), or its lines
+        # joined as they come, so that memory follows the bytes however many lines.
+        self._first = b""
+        self._more = bytearray()
         self._data_size = 0
         self._has_data = False
         self._event = ""
@@ -175,15 +182,22 @@ class SSEDecoder:
             start = colon + 2 if line[colon + 1 : colon + 2] == b" " else colon + 1
             value = line[start:]
         if name == b"data":
-            self._data.append(value)
+            if not self._has_data:
+                self._first = value
+                self._has_data = True
+            else:
+                if not self._more:
+                    self._more += self._first
+                    self._first = b""
+                self._more += b"\n"
+                self._more += value
             self._data_size += len(value) + 1
-            self._has_data = True
             self._check_size()
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")
         elif name == b"id" and b"\0" not in value:
             self.last_event_id = value.decode("utf-8", "replace")
-        elif name == b"retry" and value.isdigit():
+        elif name == b"retry" and value.isdigit() and len(value) <= _RETRY_DIGITS:
             self._retry = self.retry = int(value)
         # Unknown field names are ignored, as the format requires.
 
@@ -192,15 +206,18 @@ class SSEDecoder:
         # stream picks up.
         self.resume_id = self.last_event_id
         if self._has_data:
+            data = bytes(self._more) if self._more else self._first
             out.append(
                 SSEEvent(
-                    data=b"\n".join(self._data),
+                    data=data,
                     event=self._event or "message",
                     id=self.last_event_id,
                     retry=self._retry,
                 )
             )
-        self._data.clear()
+            self._first = b""
+            if self._more:
+                self._more = bytearray()
         self._data_size = 0
         self._has_data = False
         self._event = ""
@@ -210,7 +227,8 @@ class SSEDecoder:
         if self._data_size + len(self._line) > self.max_event:
             self._failed = True
             self._line.clear()
-            self._data.clear()
+            self._first = b""
+            self._more = bytearray()
             raise EventTooLarge(f"event stream event larger than {self.max_event} bytes")
 
 

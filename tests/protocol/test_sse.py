@@ -1,3 +1,5 @@
+import tracemalloc
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -69,6 +71,34 @@ def test_retry_must_be_digits() -> None:
     dec = SSEDecoder()
     dec.feed(b"retry: 5s\ndata: x\n\n")
     assert dec.retry is None
+
+
+def test_a_retry_of_thousands_of_digits_is_ignored() -> None:
+    # Converting it would raise (Python refuses int() of over 4,300 digits), or give a
+    # wait no float can hold.
+    for digits in (400, 5000):
+        dec = SSEDecoder()
+        (ev,) = dec.feed(b"retry: " + b"9" * digits + b"\ndata: x\n\n")
+        assert (ev.data, ev.retry, dec.retry) == (b"x", None, None)
+        point = ResumePoint()
+        point.update(dec)
+        assert point.delay == DEFAULT_RETRY
+
+
+def test_an_event_of_empty_data_lines_costs_its_bytes_not_more() -> None:
+    # Each "data" line adds a byte to the event; what the decoder holds for it must not
+    # be a multiple of that (a list entry per line would be eight bytes each).
+    limit = 1 << 20
+    dec = SSEDecoder(limit)
+    tracemalloc.start()
+    try:
+        with pytest.raises(SSEError):
+            for _ in range(2 * limit // 65536):
+                dec.feed(b"data\n" * 65536)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * limit, peak
 
 
 def test_id_with_nul_is_ignored() -> None:

@@ -96,7 +96,7 @@ async def test_events_split_anywhere_with_mixed_line_endings_and_a_bom_arrive_wh
             why = await read_all(stream_of(srv), seen)
     assert seen.events == [
         SSEEvent(b"/messages?s=1", "endpoint"),
-        SSEEvent(b'{"a":\n1}', id="7", retry=99999999999999999999),
+        SSEEvent(b'{"a":\n1}', id="7", retry=None),
         SSEEvent(b"two", id="7"),
     ]
     assert isinstance(why, TransportClosed)
