@@ -10,6 +10,7 @@ that carry them are ``transports.http.connection``'s.
 from __future__ import annotations
 
 import email.utils
+import re
 from collections.abc import Mapping
 from datetime import UTC
 from typing import Any, Final, Literal
@@ -20,6 +21,9 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain, is_token
 from protocol.urls import display_url
+
+# A request target as it goes on the request line: visible ASCII, nothing else.
+_TARGET: Final = re.compile(r"[\x21-\x7e]+")
 
 # Phrases legacy servers use when they do not know the session a request named.
 _UNKNOWN_SESSION: Final = (
@@ -79,6 +83,12 @@ def same_origin(origin: Origin, target: str, location: str) -> str | None:
     except ValueError:
         return None
     return new if there == origin else None
+
+
+def sendable_target(target: str) -> bool:
+    """Whether ``target`` can be sent as it is (a space or a non-ASCII letter, which a
+    server may write in a Location, cannot)."""
+    return _TARGET.fullmatch(target) is not None
 
 
 def check_header(name: str, value: str) -> None:

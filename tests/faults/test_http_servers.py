@@ -53,6 +53,18 @@ async def http10(case: Case, server: HostileHttp) -> None:
         await call_ok(a, "echo", "after")
 
 
+def answered(tool: str) -> Callable[[Case, HostileHttp], Awaitable[None]]:
+    """The call gets its answer: what was odd around it is ignored."""
+
+    async def body(case: Case, server: HostileHttp) -> None:
+        async with case.agent() as a:
+            for i in range(3):
+                await call_ok(a, tool, f"t{i}")
+            await call_ok(a, "echo", "after")
+
+    return body
+
+
 async def redirects(case: Case, server: HostileHttp) -> None:
     async with case.agent() as a:
         await call_fails(a, "redirects", "redirects")
@@ -140,6 +152,12 @@ CASES: list[tuple[str, HttpBody, dict[str, Any]]] = [
         {"log_expect": [FAILED.format(tool="reset")]},
     ),
     ("stops reading its connections", deaf_later, {"log_expect": [TIMED_OUT]}),
+    ("SSE retry of 5000 digits", answered("huge_retry"), {}),
+    (
+        "308 to a target with a space and a non-ASCII letter",
+        failing("odd_redirect", "redirect", "visible ASCII"),
+        {"log_expect": [FAILED.format(tool="odd_redirect")]},
+    ),
 ]
 
 

@@ -35,6 +35,8 @@ TOOLS: Final = (
     "http10",
     "reset",
     "deaf",
+    "huge_retry",
+    "odd_redirect",
 )
 GIB: Final = 1 << 30
 # No misbehaviour lasts longer than this, whatever the client does.
@@ -229,6 +231,19 @@ class HostileHttp:
             # A complete reply: the close is announced, or a client may reuse the connection.
             head = ok_json + b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
             await send(head + body)
+        elif tool == "odd_redirect":
+            # Same origin, but a target no request line may carry as it is.
+            await send(
+                b"HTTP/1.1 308 Permanent Redirect\r\nLocation: /mcp/a b\xc3\xa9\r\n"
+                b"Connection: close\r\nContent-Length: 0\r\n\r\n"
+            )
+        elif tool == "huge_retry":
+            # A reconnection time of 5,000 digits, then the answer itself.
+            body = b"retry: " + b"9" * 5000 + b"\nevent: message\ndata: " + answer + b"\n\n"
+            await send(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body) + body
+            )
         elif tool == "http10":
             await send(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + answer)
         elif tool == "deaf":

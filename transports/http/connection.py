@@ -150,7 +150,10 @@ class HttpConnection:
         request to follow the exchange (how the response is framed, whether the
         connection may carry another)."""
         conn = self._h11
-        conn.send(_exchange_of(method, target))
+        try:
+            conn.send(_exchange_of(method, target))
+        except h11.LocalProtocolError:
+            raise TransportError(f"{self._label}: refused to send a malformed request") from None
         conn.send(_END)
         block = _header_block(tuple(headers))
         if block is None:

@@ -17,7 +17,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain
-from protocol.http import Origin, ResponseHead, header_list, same_origin
+from protocol.http import Origin, ResponseHead, header_list, same_origin, sendable_target
 from protocol.logfields import log_extra
 from protocol.sse import ResumePoint
 
@@ -170,6 +170,12 @@ def redirect_target(alias: str, origin: Origin, head: ResponseHead, target: str)
     if new is None:
         raise UnexpectedReply(
             f"{alias}: refused an HTTP {head.status} redirect to another origin",
+            status=head.status,
+        )
+    if not sendable_target(new):
+        raise UnexpectedReply(
+            f"{alias}: refused an HTTP {head.status} redirect to a target that is not "
+            "visible ASCII",
             status=head.status,
         )
     # A permanent redirect is followed from now on, so it is worth a line in the log;

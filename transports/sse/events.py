@@ -14,7 +14,7 @@ from typing import Final
 from urllib.parse import urljoin
 
 from protocol import jsonrpc as rpc
-from protocol.http import Origin, ResponseHead, error_in, parse_url, same_origin
+from protocol.http import Origin, ResponseHead, error_in, parse_url, same_origin, sendable_target
 from protocol.logfields import log_extra
 from protocol.sse import SSEEvent
 
@@ -61,6 +61,10 @@ def endpoint_target(label: str, stream_url: str, origin: Origin, data: bytes) ->
             f"{label}: refused the endpoint {named!r}: it is not on the event stream's "
             f"origin {origin}"
         )
+    if not sendable_target(target):
+        raise UnexpectedReply(
+            f"{label}: refused the endpoint {named!r}: its path is not visible ASCII"
+        )
     return target
 
 
@@ -68,7 +72,7 @@ def redirect_target(label: str, origin: Origin, target: str, head: ResponseHead)
     """Where a redirect of the stream's GET leads, if that stays on the origin."""
     location = head.get("location")
     new = same_origin(origin, target, location) if location else None
-    if new is not None:
+    if new is not None and sendable_target(new):
         return new
     raise UnexpectedReply(
         f"{label}: refused an HTTP {head.status} redirect of the event stream"

@@ -68,6 +68,13 @@ def test_an_endpoint_that_is_no_url_is_refused() -> None:
         endpoint_target("old", STREAM, ORIGIN, b"https://mcp.example.com:99999/m")
 
 
+@pytest.mark.parametrize("named", ["/messages?session=a b", "/m\u00e9ssages", "/m\x7f"])
+def test_an_endpoint_no_request_line_can_carry_is_refused(named: str) -> None:
+    # Sent as it is, it would break the request line; the transport fails to open instead.
+    with pytest.raises(UnexpectedReply, match="not visible ASCII"):
+        endpoint_target("old", STREAM, ORIGIN, named.encode())
+
+
 def head(status: int, headers: dict[str, str] | None = None) -> ResponseHead:
     return ResponseHead(status, "", [(k.lower(), v) for k, v in (headers or {}).items()])
 
