@@ -64,6 +64,10 @@ logger = logging.getLogger("mcpd.sse")
 DEFAULT_MAX_BODY: Final = 64 * 1024 * 1024
 _CANCEL_TIMEOUT: Final = 2.0
 _ANSWER_TIMEOUT: Final = 2.0
+# The server's requests being answered at once; past that, a request gets no answer
+# (a server that asks faster than it takes the answers would otherwise cost a task
+# for each request it wrote).
+MAX_ANSWERING: Final = 64
 
 
 class LegacySSETransport(Transport):
@@ -112,6 +116,8 @@ class LegacySSETransport(Transport):
         self._pending = Pending(alias, logger)
         self._reading = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
+        self._answering = 0
+        self._unanswered = 0  # requests left unanswered since answers last kept up
         # Requests sent without their sender waiting (calls): each waits in a task.
         self._sends = Sends(alias, lambda m, params, h: self.request(m, params, headers=h))
 
@@ -244,7 +250,21 @@ class LegacySSETransport(Transport):
             if msg.method != "notifications/cancelled" or not self._pending.server_cancelled(msg):
                 deliver(self.alias, self._on_notification, msg)
         elif msg is not None and self._nursery is not None:
+            if self._answering >= MAX_ANSWERING:
+                self._unanswered += 1
+                if self._unanswered == 1:
+                    logger.warning(
+                        "%s: the server asks faster than it takes the answers: %d are on "
+                        "their way, so its %s request (and any more until one is taken) "
+                        "gets none",
+                        self.alias,
+                        self._answering,
+                        msg.method,
+                        extra=log_extra(self.alias, "server_request_unanswered"),
+                    )
+                return False
             # Answered on the side, so the stream goes on meanwhile.
+            self._answering += 1
             self._nursery.start_soon(self._answer_server_request, msg)
         return False
 
@@ -318,14 +338,13 @@ class LegacySSETransport(Transport):
     async def _answer_server_request(self, req: rpc.Request) -> None:
         """POST the answer to the server's request (``ping``, or what ``on_request``
         answers; without it, -32601)."""
-        body = await answer_server_request(self.alias, self.on_request, req)
-        failed = "no answer in time"
-        with trio.move_on_after(_ANSWER_TIMEOUT):
-            try:
-                await self._post(body, [], f"the answer to {req.method}")
-                return
-            except (TransportError, rpc.RPCError) as exc:
-                failed = str(exc)
+        try:
+            failed = await self._post_answer(req)
+        finally:
+            self._answering -= 1
+        if failed is None:
+            self._unanswered = 0
+            return
         logger.info(
             "%s: could not answer the server's %s request: %s",
             self.alias,
@@ -333,6 +352,17 @@ class LegacySSETransport(Transport):
             failed,
             extra=log_extra(self.alias, "server_request_unanswered", failed),
         )
+
+    async def _post_answer(self, req: rpc.Request) -> str | None:
+        """Why the answer to ``req`` did not reach the server (None: it did)."""
+        body = await answer_server_request(self.alias, self.on_request, req)
+        with trio.move_on_after(_ANSWER_TIMEOUT):
+            try:
+                await self._post(body, [], f"the answer to {req.method}")
+                return None
+            except (TransportError, rpc.RPCError) as exc:
+                return str(exc)
+        return "no answer in time"
 
 
 @contextlib.asynccontextmanager

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 import trustme
 
 from protocol import jsonrpc as rpc
@@ -33,7 +34,11 @@ from transports.errors import (
     TransportError,
     UnexpectedReply,
 )
-from transports.sse.transport import LegacySSETransport, open_legacy_sse_transport
+from transports.sse.transport import (
+    MAX_ANSWERING,
+    LegacySSETransport,
+    open_legacy_sse_transport,
+)
 
 LIMIT = 10
 
@@ -475,6 +480,41 @@ async def test_the_servers_requests_are_answered_by_post() -> None:
     assert got["roots"]["error"]["message"] == "mcpd does not support 'roots/list'"
     answers = [r for r in posts(server) if r.rpc_method is None]
     assert {r.target for r in answers} == {"/messages?session_id=s1"}
+
+
+async def test_a_flood_of_requests_costs_a_bounded_number_of_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The server writes requests by the hundred and holds every answer's POST: only so
+    # many answers are on their way at once, and the rest get none.
+    flood = 500
+    release = trio.Event()
+
+    async def server_side(session: Session, msg: Message) -> None:
+        if "method" not in msg:
+            await release.wait()
+        else:
+            await answer(session, msg)
+
+    pings = b"".join(
+        sse_event(json.dumps({"jsonrpc": "2.0", "id": f"p{i}", "method": "ping"}))
+        for i in range(flood)
+    )
+    marker = sse_event(json.dumps(note("notifications/message", {"level": "info", "data": 1})))
+    inbox = Inbox()
+    with trio.fail_after(LIMIT):
+        async with connected(server_side, accept_after=True, on_notification=inbox) as (
+            server,
+            t,
+        ):
+            await server.session.send_raw(pings + marker)
+            await inbox.wait(1)  # every ping was read before it
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+            assert json.loads(bytes(await t.request("ping", None))) == {}
+            answers = [r for r in posts(server) if r.rpc_method is None]
+    assert len(answers) <= MAX_ANSWERING + 8, len(answers)
+    assert "asks faster than it takes the answers" in caplog.text
 
 
 async def test_the_server_cancelling_a_request() -> None:
