@@ -41,6 +41,10 @@ logger = logging.getLogger("mcpd.http")
 RESUME_ATTEMPTS: Final = 3
 # The longest wait between two attempts at a push stream that keeps failing.
 MAX_REOPEN_DELAY: Final = 60.0
+# The shortest wait between two push streams, whatever ``retry`` the server names: a
+# server that ends each stream at once with ``retry: 0`` would have mcpd open them
+# without pause.
+MIN_REOPEN_DELAY: Final = 0.1
 # Statuses that refuse a push stream for now, not for good: 409 is the TS SDK's
 # answer while it still holds the stream of a connection we gave up on.
 _TRANSIENT: Final = frozenset({408, 409, 429})
@@ -186,9 +190,9 @@ class PushStream:
 
     ``open`` sends the GET (with ``Last-Event-ID`` when given) and reads the reply
     with the reader until the stream ends. The wait before the next GET is the
-    server's ``retry`` time, or a second; it doubles (up to a minute) while
-    attempts fail or streams end without a message, unless the server named its
-    ``retry`` time, which is how it asks to be polled. A session the server forgot
+    server's ``retry`` time (at least ``MIN_REOPEN_DELAY``), or a second; it doubles
+    (up to a minute) while attempts fail or streams end without a message, unless the
+    server named its ``retry`` time, which is how it asks to be polled. A session the server forgot
     is not asked for again: the stream waits for the next handshake.
     """
 
@@ -248,7 +252,7 @@ class PushStream:
             await trio.sleep(delay)
 
     def _next_delay(self, reader: PushReader) -> float:
-        base = self._resume.delay
+        base = max(self._resume.delay, MIN_REOPEN_DELAY)
         if reader.opened and (reader.messages or self._resume.retry_ms is not None):
             self._failures = 0
             return base

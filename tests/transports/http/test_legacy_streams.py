@@ -3,11 +3,13 @@ event stream with GET + Last-Event-ID."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from protocol.jsonrpc import METHOD_NOT_FOUND, Notification
 from tests.support.http_servers import (
@@ -23,7 +25,12 @@ from tests.support.http_servers import (
     server_request,
 )
 from transports.errors import HttpRPCError, StreamCut
-from transports.http.legacy_streams import RESUME_ATTEMPTS
+from transports.http.legacy_streams import (
+    MIN_REOPEN_DELAY,
+    RESUME_ATTEMPTS,
+    PushReader,
+    PushStream,
+)
 from transports.http.transport import HttpTransport, open_http_transport
 
 LIMIT = 10
@@ -205,6 +212,39 @@ async def test_a_push_stream_refused_for_now_is_asked_for_again() -> None:
             await inbox.wait(1)
             nursery.cancel_scope.cancel()
     assert [s.header("last-event-id") for s in streams] == [None, "p1", "p1"]
+
+
+async def test_a_server_asking_to_be_polled_without_pause_is_not(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Each stream brings a message and `retry: 0`, and ends at once.
+    opened: list[float] = []
+
+    async def open_stream(last_event_id: str | None, reader: PushReader) -> None:
+        opened.append(trio.current_time())
+        reader.opened = True
+        reader.messages = 1
+        reader.decoder.feed(b"retry: 0\ndata: {}\n\n")
+        await trio.lowlevel.checkpoint()
+
+    async def no_session() -> None:
+        raise AssertionError("the session is not gone")
+
+    stream = PushStream(
+        "old",
+        open_stream,
+        lambda: PushReader("old", 1024, None, answer_nothing),
+        lambda: len(opened) >= 50,
+        no_session,
+    )
+    with trio.fail_after(3600):
+        await stream.hold()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(opened)]
+    assert min(gaps) == pytest.approx(MIN_REOPEN_DELAY), gaps
+
+
+async def answer_nothing(req: Any) -> None:
+    raise AssertionError("no request is sent")
 
 
 async def test_requests_on_the_push_stream_are_answered_by_post() -> None:
