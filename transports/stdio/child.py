@@ -104,15 +104,26 @@ def spawn(
     stdout: bool = True,
     stderr: bool = True,
     join: str | None = None,
+    confined: bool = False,
 ) -> ChildProcess:
     """Start ``argv`` in its own session and process group, killed if mcpd dies (in the
-    cgroup ``join`` names, if given: ``transports.stdio.launch``).
+    cgroup ``join`` names, if given; in the Landlock domain, if ``confined``:
+    ``transports.stdio.launch``).
 
     Synchronous on purpose: see ``launch``. Raises OSError when the
     command cannot be started.
     """
     return adopt(
-        launch(argv, env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr, join=join)
+        launch(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            join=join,
+            confined=confined,
+        )
     )
 
 

@@ -25,11 +25,15 @@ _waiting: dict[_Key, list[tuple[dict[str, str], Launched]]] = {}
 
 
 def launch_early(
-    argv: Sequence[str], env: Mapping[str, str], cwd: str | None, join: str | None = None
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str | None,
+    join: str | None = None,
+    confined: bool = False,
 ) -> int:
     """Start a stdio server now, for a later ``take`` with the same arguments; its pid.
     Raises OSError as ``launch`` does."""
-    child = launch(argv, env=env, cwd=cwd, join=join)
+    child = launch(argv, env=env, cwd=cwd, join=join, confined=confined)
     _waiting.setdefault((tuple(argv), cwd), []).append((dict(env), child))
     return child.popen.pid
 

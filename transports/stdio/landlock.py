@@ -1,5 +1,7 @@
-"""A sandboxed server's Landlock domain: run by path, as a step of its command line
-before bubblewrap, it scopes itself and then execs the rest of that command line.
+"""A sandboxed server's Landlock domain: entered by the thread that starts sandboxed
+servers (``confined``), and, run by path as a step of a command line, by the process
+that runs the rest of it (a server that joins a network namespace: after nsenter,
+before bubblewrap).
 
 Bubblewrap gives a server the host's network namespace at the default level, and with
 it the host's abstract Unix sockets (an X server's, a D-Bus bus at an ``abstract=``
@@ -7,10 +9,11 @@ address), which no mount can hide: they have no path. A Landlock domain scoped t
 abstract sockets and signals stops a process in it from connecting to an abstract
 socket bound outside it and from signalling a process outside it; between the
 server's own processes (bubblewrap, the server, what it starts: all born in it)
-both keep working. Only this step's own process enters the domain, never mcpd.
+both keep working. Only that thread and this step's own process enter the domain.
 
 Run as ``python -I -S landlock.py COMMAND...``: stdlib only, and no import of the
-package it sits in. mcpd imports it too, for ``scoping``: whether to use it.
+package it sits in. mcpd imports it too, for ``scoping`` (whether to use it) and
+``enter``.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final, NamedTuple
 
 from .childenv import PARENT_ONLY_VARS as PARENT_ONLY_VARS
+from .confined import starts as confined_starts
 
 _PR_SET_PDEATHSIG = 1
 _libc: ctypes.CDLL | None = None
@@ -127,9 +128,12 @@ def launch(
     stdout: bool = True,
     stderr: bool = True,
     join: str | None = None,
+    confined: bool = False,
 ) -> Launched:
     """Start ``argv`` in its own session and process group, killed if mcpd dies, and
-    in the cgroup whose ``cgroup.procs`` is ``join``, if given, before it execs ``argv``.
+    in the cgroup whose ``cgroup.procs`` is ``join``, if given, before it execs ``argv``;
+    ``confined``: from the thread in a Landlock domain (``confined``), so that it is born
+    in that domain.
 
     Call it from the main thread (see the module docstring). Raises OSError when the
     command cannot be started.
@@ -157,16 +161,20 @@ def launch(
             args += [command, *argv[1:]] if join is None else [join, command, *argv[1:]]
         else:
             args, preexec = list(argv), die_with_parent(os.getpid(), join)
-        popen = subprocess.Popen(
-            args,
-            stdin=theirs[0],
-            stdout=theirs[1],
-            stderr=theirs[2],
-            env=child_env,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=preexec,
-        )
+
+        def start() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                args,
+                stdin=theirs[0],
+                stdout=theirs[1],
+                stderr=theirs[2],
+                env=child_env,
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+
+        popen = confined_starts.run(start) if confined else start()
     except BaseException:
         for fd in ours + theirs:
             if fd is not None and fd >= 0:

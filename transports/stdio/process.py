@@ -33,6 +33,7 @@ def start(
     """Start the server (in its sandbox, when it has one) or take the one started
     early with exactly the same command line. Raises SpawnError."""
     unprotected = join = None
+    confined = False
     loopback = None
     if sandbox is not None:
         try:
@@ -49,12 +50,15 @@ def start(
             if loopback is not None:
                 loopback.close()
             raise _spawn_error(alias, argv[0], cwd, exc) from None
-        argv, unprotected, join = plan.argv, plan.unprotected, plan.join
+        argv, unprotected, join, confined = plan.argv, plan.unprotected, plan.join, plan.confined
         if sandbox.level != "off" and sandbox.network and not unprotected:
             _say_unscoped()
     started = early.take(argv, env, cwd)
     try:
-        proc = adopt(started) if started is not None else spawn(argv, env=env, cwd=cwd, join=join)
+        if started is not None:
+            proc = adopt(started)
+        else:
+            proc = spawn(argv, env=env, cwd=cwd, join=join, confined=confined)
     except OSError as exc:
         if loopback is not None:
             loopback.close()

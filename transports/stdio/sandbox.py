@@ -119,6 +119,8 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
     pids_cgroup: bool = False
     # The command line that runs what follows it in a Landlock domain scoped to
     # abstract Unix sockets and signals (``landlock``); empty where there is none.
+    # Its being there also says that a server may be started from the thread in such a
+    # domain (``confined``), as every sandboxed one is but one that joins a netns.
     confine: tuple[str, ...] = ()
     # None when ``confine`` is there; else why a sandboxed server still reaches the
     # host's abstract Unix sockets.
@@ -160,6 +162,8 @@ class Plan(msgspec.Struct, frozen=True):
     unprotected: str | None = None
     # The ``cgroup.procs`` its first process joins (a root mcpd's process limit).
     join: str | None = None
+    # Started from the thread in a Landlock domain (``confined``): born in it.
+    confined: bool = False
 
 
 def _depth(path: str) -> int:
@@ -205,10 +209,12 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
         assert machine.nsenter is not None
         args += [machine.nsenter, f"--user={netns.user}", f"--net={netns.net}"]
         args += ["--preserve-credentials", "--"]
-    # Bubblewrap itself in the Landlock domain, so that all it starts is born in it;
-    # nsenter before it, which opens mcpd's descriptors through /proc: a process in the
-    # domain may not, as it may not trace one outside.
-    args += [*machine.confine, machine.bwrap, *_namespaces(s.network, netns is not None)]
+    # A server that joins a network namespace is started outside the Landlock domain,
+    # since nsenter opens mcpd's descriptors through /proc, which a process in the
+    # domain may not (as it may not trace one outside): a step after nsenter enters the
+    # domain before bubblewrap. Every other one is born in it (``Plan.confined``).
+    confine = machine.confine if netns is not None else ()
+    args += [*confine, machine.bwrap, *_namespaces(s.network, netns is not None)]
     mounts = list(r.mounts)
     if s.level == "strict":
         for p in machine.system:
@@ -315,7 +321,8 @@ def plan(
     applied = s.level != "off" and _missing(s, machine) is None
     wrapped = bwrap_args(r, machine, cwd, netns if s.loopback else None) if applied else []
     limited = prlimit_args(s.limits, machine, processes=applied and not machine.root)
-    return Plan([*wrapped, *limited, r.command, *argv[1:]], unprotected)
+    confined = applied and bool(machine.confine) and not s.loopback
+    return Plan([*wrapped, *limited, r.command, *argv[1:]], unprotected, confined=confined)
 
 
 def _missing(s: Sandbox, machine: Machine) -> str | None:
