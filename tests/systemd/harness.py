@@ -363,7 +363,9 @@ sync
 systemctl poweroff --no-block
 """
 
-# Runs in the run's cgroup, then in a private mount namespace: overlay + nspawn.
+# Runs in the run's cgroup, then in a private mount namespace: overlay + nspawn. nspawn
+# filters the container's system calls on top of the units' own filters; the Landlock
+# calls, which a service on a host reaches through its unit alone, are let through it.
 LAUNCH_SH = """\
 for cg in $RUN_CGROUPS; do echo $$ > "$cg/cgroup.procs"; done
 exec unshare --mount --propagation private /bin/sh -euc '
@@ -373,6 +375,7 @@ exec unshare --mount --propagation private /bin/sh -euc '
     if [ -n "$ENABLE" ]; then systemctl --root="$WORK/root" --quiet enable $ENABLE; fi
     exec systemd-nspawn -D "$WORK/root" --boot --register=no --keep-unit \
         --console=read-only --link-journal=no --machine="$MACHINE" \
+        --system-call-filter="landlock_create_ruleset landlock_restrict_self" \
         --bind="$WORK/out:/harness-out" "$@"
 ' sh "$@"
 """
