@@ -72,6 +72,7 @@ class Login:
                     await auth.client_credentials(auth.challenge)
                 except AuthFailed as exc:
                     raise LoginError(exc.reason) from None
+                auth.logged_in()
                 return None
         if redirect_uri is None:
             raise LoginError("a login needs a redirect URI to come back to")

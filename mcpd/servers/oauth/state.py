@@ -166,6 +166,11 @@ class AuthState:
                 extra=log_extra(self.alias, "token_file", str(exc.strerror or exc)),
             )
 
+    def logged_in(self) -> None:
+        """A person's ``mcpd auth login`` took: a server waiting to try again tries now,
+        not when its backoff says (``adopt`` says so only when a login was needed)."""
+        self._notify()
+
     def lost(self, why: str) -> LoginRequired:
         self.needs_login = f"{why}; run `mcpd auth login {self.alias}`"
         self._notify()

@@ -214,6 +214,34 @@ async def test_client_credentials_log_in_without_a_browser(
     assert "s3cret" not in str(caught.value)
 
 
+async def test_a_client_credentials_login_ends_the_wait_of_a_server_that_failed(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    """A server whose token endpoint failed waits out its backoff; a person who runs
+    `mcpd auth login` after fixing it wants it tried now."""
+    world.metadata["token_endpoint_auth_methods_supported"] = ["client_secret_basic"]
+    auth, _ = server_auth(
+        tmp_path,
+        world,
+        clock,
+        auth={"type": "client_credentials", "client_id": "machine", "client_secret": "s3cret"},
+    )
+    login = Login(auth)
+    woken = trio.Event()
+
+    async def waiter() -> None:
+        await auth.wait_changed()
+        woken.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiter)
+        await trio.testing.wait_all_tasks_blocked()
+        assert await login.begin(None) is None
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()  # a waiter still waiting is the failure, not a hang
+    assert woken.is_set() and auth.creds.header == "Bearer at-1"
+
+
 # -- logging out --
 
 
