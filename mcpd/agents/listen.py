@@ -51,8 +51,10 @@ class Listens:
             raise rpc.RPCError(rpc.INVALID_PARAMS, "params.notifications must be an object")
         honoured = {"toolsListChanged": True} if wanted.get("toolsListChanged") else {}
         tag = {mcp.KEY_SUBSCRIPTION_ID: req.id}
+        if self._open == 0:
+            # A new event only when none is open: ``end_all`` may be waiting on this one.
+            self._all_done = trio.Event()
         self._open += 1
-        self._all_done = trio.Event()
         try:
             if self._extra is not None:
                 honoured.update(self._extra(conn, req.id, wanted, ctx))

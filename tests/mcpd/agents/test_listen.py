@@ -220,3 +220,44 @@ async def test_a_listen_begun_once_the_daemon_is_stopping_is_ended_at_once() -> 
         }
         await trio.testing.wait_all_tasks_blocked()
         assert link.conn.subscriptions == set() and link.extras.ended == ["late"]
+
+
+class HeldConnection:
+    """An agent's connection whose final responses wait until the test lets them go."""
+
+    def __init__(self) -> None:
+        self.subscriptions: set[rpc.Id] = set()
+        self.go = trio.Event()
+
+    async def send(self, line: bytes, rid: rpc.Id | None = None) -> None:
+        if rid is not None:  # a listen's final response
+            await self.go.wait()
+
+    async def drain(self) -> None:
+        pass
+
+
+async def test_a_listen_begun_while_the_stop_waits_does_not_keep_it_waiting(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    listens = Listens()
+    conn = HeldConnection()
+    stopped_at: list[float] = []
+
+    def req(rid: str) -> rpc.Request:
+        return rpc.Request(rid, "subscriptions/listen", Raw(b"{}"))
+
+    async def stop() -> None:
+        await listens.end_all()
+        stopped_at.append(trio.current_time())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(listens.listen, conn, req("a"))  # type: ignore[arg-type]
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(stop)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(listens.listen, conn, req("b"))  # type: ignore[arg-type]
+        await trio.testing.wait_all_tasks_blocked()
+        began = trio.current_time()
+        conn.go.set()
+    assert stopped_at == [began]
