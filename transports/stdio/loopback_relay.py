@@ -12,6 +12,7 @@ grant holds a bounded number of mcpd's descriptors and of the host listener's.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import socket
 from collections.abc import Sequence
@@ -21,6 +22,10 @@ import trio
 
 MAX_OPEN: Final = 32
 _CHUNK: Final = 65536
+# What an accept fails with while mcpd is short of descriptors or memory: the relay,
+# and the server's transport with it, goes on once they free up.
+_STARVED: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+_STARVED_PAUSE: Final = 0.1
 
 logger = logging.getLogger("mcpd.stdio")
 
@@ -47,8 +52,26 @@ async def _accept(
     nursery: trio.Nursery,
 ) -> None:
     refusing = False  # said once per run of refusals: a flood must not flood the log too
+    starved = False  # the same for a run of failed accepts
     while True:
-        inside = await listener.accept()
+        try:
+            inside = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in _STARVED:
+                raise
+            if not starved:
+                logger.warning(
+                    "%s: cannot take a connection to host loopback port %d: %s; trying again",
+                    alias,
+                    port,
+                    exc.strerror or exc,
+                )
+                starved = True
+            # Nothing tells when a descriptor or memory frees up: the connection waits in
+            # the listener's queue, and is taken after a pause (as trio's serve_listeners).
+            await trio.sleep(_STARVED_PAUSE)
+            continue
+        starved = False
         try:
             limiter.acquire_on_behalf_of_nowait(inside)
         except trio.WouldBlock:

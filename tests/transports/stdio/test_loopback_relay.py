@@ -4,6 +4,7 @@ how a relayed connection ends, and how a flood of connections is capped."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -202,3 +203,31 @@ async def test_cancelling_the_relay_closes_its_listeners_and_connections() -> No
             await conn.aclose()
             with pytest.raises(OSError):
                 await trio.open_tcp_stream("127.0.0.1", port)
+
+
+async def test_accepting_without_descriptors_to_spare_waits_and_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """mcpd out of descriptors fails an accept: the connection stays queued and is
+    taken once they free up; the relay (and the server's transport) goes on."""
+    accept = trio.SocketListener.accept
+    failures = [errno.EMFILE, errno.EMFILE, errno.ENFILE]
+    inside: list[int] = []
+
+    async def starved(self: trio.SocketListener) -> trio.SocketStream:
+        if self.socket.getsockname()[1] in inside and failures:
+            await trio.lowlevel.checkpoint()
+            raise OSError(failures.pop(0), "Too many open files")
+        return await accept(self)
+
+    monkeypatch.setattr(trio.SocketListener, "accept", starved)
+    with trio.fail_after(LIMIT):
+        async with hosts(1) as (a,), relaying([a.port]) as (to_a,):
+            inside.append(to_a)
+            conn = await trio.open_tcp_stream("127.0.0.1", to_a)
+            async with conn:
+                await conn.send_all(b"x")
+                assert await receive_exactly(conn, 7) == b"hello x"
+    assert failures == []
+    said = [r.getMessage() for r in caplog.records if "cannot take a connection" in r.getMessage()]
+    assert len(said) == 1, said  # once for the run, not once per failure
