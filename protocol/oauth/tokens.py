@@ -4,7 +4,8 @@ revocation (RFC 6749 §4.1.3, §4.4, §6; RFC 7009), with ``resource`` (RFC 8707
 A token response becomes a ``TokenSet`` with an absolute expiry computed from the
 ``now`` the caller passes (``expires_at = now + expires_in``), the scopes granted
 (the ones requested when the server does not say, RFC 6749 §5.1) and the issuer
-and resource it belongs to. A refresh answer without a new refresh token keeps the
+and resource it belongs to. A lifetime past ``LONGEST_LIFETIME`` counts as none
+stated, like an absent ``expires_in``. A refresh answer without a new refresh token keeps the
 old one. Only bearer tokens are accepted: a ``DPoP`` token would need proofs mcpd
 does not make.
 
@@ -14,6 +15,7 @@ own credential store; everywhere else the secrets stay wrapped.
 
 from __future__ import annotations
 
+import math
 from typing import Final, Literal
 
 import msgspec
@@ -29,6 +31,9 @@ from .scopes import scope_param
 from .secret import Secret, dec_hook, enc_hook
 
 REFRESH_MARGIN: Final = 60.0
+# A lifetime longer than this is taken as no stated expiry: a date that far out (or
+# past any calendar) means nothing to plan a refresh by, and cannot even be shown.
+LONGEST_LIFETIME: Final = 10 * 365 * 86400.0
 
 _encoder: Final = msgspec.json.Encoder(enc_hook=enc_hook)
 
@@ -182,6 +187,10 @@ def _expires_in(value: float | str | None, what: str) -> float | None:
             value = float(value)
         except ValueError:
             raise OAuthProtocolError(f"{what}: expires_in is not a number") from None
+    if math.isnan(value):
+        raise OAuthProtocolError(f"{what}: expires_in is not a number")
+    if value > LONGEST_LIFETIME:
+        return None
     return max(0.0, float(value))
 
 

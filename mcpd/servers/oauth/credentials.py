@@ -53,7 +53,10 @@ def client_config(settings: AuthConfig | None) -> ClientConfig:
 def _iso(at: float | None) -> str | None:
     if at is None:
         return None
-    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+    try:
+        return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+    except (OverflowError, ValueError, OSError):
+        return None  # a time no calendar holds (a login saved before expiries were bounded)
 
 
 class Credentials:

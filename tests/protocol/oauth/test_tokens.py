@@ -69,6 +69,15 @@ def test_token_response_defaults() -> None:
     )
 
 
+@pytest.mark.parametrize("expires_in", [10**12, "1e300", float("inf"), "Infinity"])
+def test_a_lifetime_past_any_plan_counts_as_none_stated(expires_in: Any) -> None:
+    tokens = parse({"access_token": "a", "token_type": "Bearer", "expires_in": expires_in})
+    assert tokens.expires_at is None
+    assert parse({"access_token": "a", "token_type": "Bearer", "expires_in": -5}).expires_at == (
+        1000.0
+    )
+
+
 @pytest.mark.parametrize(
     ("obj", "match"),
     [
@@ -76,6 +85,8 @@ def test_token_response_defaults() -> None:
         ({"access_token": "", "token_type": "Bearer"}, "empty access token"),
         ({"access_token": "a", "token_type": "DPoP"}, "only uses bearer"),
         ({"access_token": "a", "token_type": "Bearer", "expires_in": "soon"}, "not a number"),
+        ({"access_token": "a", "token_type": "Bearer", "expires_in": float("nan")}, "not a number"),
+        ({"access_token": "a", "token_type": "Bearer", "expires_in": "NaN"}, "not a number"),
         ({"access_token": 5, "token_type": "Bearer"}, "invalid token response"),
     ],
 )
