@@ -302,12 +302,9 @@ class Daemon(Control):
         endpoint's token while it listens."""
         held = []
         for alias, runner in self.supervisor.runners.items():
-            tokens = runner.auth.creds.tokens if runner.auth is not None else None
-            if tokens is not None:
-                held.append(HeldSecret(f"servers.{alias} (OAuth)", tokens.access_token.reveal()))
-                if tokens.refresh_token is not None:
-                    refresh = tokens.refresh_token.reveal()
-                    held.append(HeldSecret(f"servers.{alias} (OAuth)", refresh))
+            if runner.auth is not None:
+                for value in runner.auth.creds.to_mask():
+                    held.append(HeldSecret(f"servers.{alias} (OAuth)", value))
         if self._guarded_token:  # handed out to check an HTTP request with
             held.append(HeldSecret("the HTTP endpoint's token", self._guarded_token))
         return held

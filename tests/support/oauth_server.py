@@ -23,6 +23,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from .http_servers import HttpServer, Responder, SeenRequest, result, serve_http
 
+_DRAWN = "Zq4vT8kP2mX7wR5nB9cL"
+
 
 def _s256(verifier: str) -> str:
     digest = hashlib.sha256(verifier.encode()).digest()
@@ -194,7 +196,8 @@ class OAuthServer:
             await respond.json({"error": "unsupported_grant_type"}, 400)
             return
         n = next(self._serial)
-        access, refresh = f"access-{n}", f"refresh-{n}"
+        # As long as a real token: mcpd masks none that could be a word.
+        access, refresh = f"access-{n}-{_DRAWN}", f"refresh-{n}-{_DRAWN}"
         self.issued.append(access)
         self.live_refresh.add(refresh)
         await respond.json(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import msgspec
@@ -32,6 +32,12 @@ from protocol.oauth import (
 
 from ...config.servertable import AuthConfig
 from ...local.oauth_store import IssuerRecord, StoredLogin
+
+# RFC 6749 §10.10: a token may be guessed with a probability of at most 2^-128, so it
+# has at least this many characters of the widest alphabet a bearer token is written
+# in. A shorter one was chosen, not drawn: an authorization server that issues
+# "complete" would have that word masked in every server's replies.
+SHORTEST_MASKED_TOKEN: Final = 22
 
 
 def client_config(settings: AuthConfig | None) -> ClientConfig:
@@ -169,6 +175,15 @@ class Credentials:
             self.record.issuers.pop(old, None)
         self.record.issuers.setdefault(discovery.issuer, IssuerRecord()).server = discovery.server
         self.record.issuer = discovery.issuer
+
+    def to_mask(self) -> list[str]:
+        """The tokens in use that could be a secret at all (see ``SHORTEST_MASKED_TOKEN``);
+        reveals them."""
+        tokens = self.tokens
+        if tokens is None:
+            return []
+        held = [tokens.access_token] + ([tokens.refresh_token] if tokens.refresh_token else [])
+        return [v for v in (t.reveal() for t in held) if len(v) >= SHORTEST_MASKED_TOKEN]
 
     def has_tokens_saved(self) -> bool:
         return any(e.tokens is not None for e in self.record.issuers.values())

@@ -14,6 +14,7 @@ import trio
 
 from mcpd.daemon import Daemon
 from tests.support.agent import Agent, connect, make_config, running
+from tests.support.http_servers import Responder, SeenRequest, result, serve_http
 from tests.support.oauth_mcp import ProtectedMcp, login, serve_protected
 
 LIMIT = 20
@@ -54,3 +55,67 @@ async def test_an_expiry_beyond_any_date_does_not_break_the_status(
     assert logins["good"]["logged_in"] and logins["good"]["expires_at"] is not None
     # An expiry no calendar holds is no known expiry: used until the server refuses it.
     assert logins["evil"]["logged_in"] and logins["evil"]["expires_at"] is None
+
+
+class ChosenTokens(ProtectedMcp):
+    """An authorization server that issues the access token it is told to, and a tool
+    that says which token it was called with."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self.token = token
+
+    async def _token(self, req: SeenRequest, respond: Responder) -> None:
+        form = self._form(req)
+        if form.get("grant_type") != "authorization_code":
+            await super()._token(req, respond)
+            return
+        self.codes.pop(form.get("code", ""), None)
+        self.issued.append(self.token)
+        await respond.json({"access_token": self.token, "token_type": "Bearer"})
+
+    async def _mcp(self, req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_method == "tools/call" and req.header("authorization") == f"Bearer {self.token}":
+            text = {"type": "text", "text": f"your token is {self.token}"}
+            await respond.json(result(req.rpc_id, {"content": [text], "resultType": "complete"}))
+            return
+        await super()._mcp(req, respond)
+
+
+@contextlib.asynccontextmanager
+async def two_logins(tmp: Path, evil: ChosenTokens) -> AsyncIterator[tuple[ProtectedMcp, Agent]]:
+    async with serve_protected() as good, serve_http(evil) as http:
+        evil._http = http
+        config = make_config(
+            tmp,
+            {"good": {"url": good.mcp_url}, "evil": {"url": evil.mcp_url}},
+            state_dir=str(tmp / "state"),
+            startup_deadline=5.0,
+        )
+        async with running(config) as daemon, connect(daemon.socket_path) as agent:
+            assert (await login(agent, good, "good"))["state"] == "ready"
+            assert (await login(agent, evil, "evil"))["state"] == "ready"
+            yield good, agent
+
+
+@pytest.mark.parametrize("token", ["complete", "called with token"])
+async def test_a_token_that_is_a_word_others_write_is_not_masked_in_their_replies(
+    tmp_path: Path, token: str
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with two_logins(tmp_path, ChosenTokens(token)) as (_good, agent):
+            answer = await agent.call("mcp__good__whoami")
+            servers = rows(await agent.result("mcpd/status"), "alias")
+    assert not answer.get("isError"), answer
+    assert answer["content"] == [{"type": "text", "text": "called with token #1"}]
+    assert servers["good"]["secrets_masked"] == {}
+
+
+async def test_a_token_drawn_at_random_is_still_masked(tmp_path: Path) -> None:
+    token = "k3J9x-Qw8_ZmP2vL7rT5yN1bH6cF4dS0"
+    with trio.fail_after(LIMIT):
+        async with two_logins(tmp_path, ChosenTokens(token)) as (_good, agent):
+            answer = await agent.call("mcp__evil__whoami")
+            servers = rows(await agent.result("mcpd/status"), "alias")
+    assert answer["content"][0]["text"] == "your token is [secret of servers.evil (OAuth)]"
+    assert servers["evil"]["secrets_masked"] == {"servers.evil (OAuth)": 1}
