@@ -10,6 +10,10 @@ elsewhere whenever they like. Missing directories are made, the last one private
 0755 when the socket's own mode lets others in. The socket file is removed from the
 directory it was bound in, held open meanwhile, whatever the path names by then.
 
+A socket can also be made ready beside its path (``stage_unix``) and put in place later,
+over one of ours listening there, with no moment where the path names nothing that
+another could bind (a reload's rebinding, ``sockets``).
+
 Binding needs no event loop: ``mcpd serve`` binds before it loads one (``listening``).
 """
 
@@ -55,6 +59,17 @@ class SocketFile:
         st = os.fstat(self._held)
         self._ours = (st.st_dev, st.st_ino)
 
+    def in_place(self) -> bool:
+        """Whether its path still names this socket file (removed: no)."""
+        return self._dir_fd is not None and self._in_place_at(self._dir_fd)
+
+    def _in_place_at(self, dir_fd: int) -> bool:
+        try:
+            st = os.stat(self._name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            return False
+        return stat.S_ISSOCK(st.st_mode) and (st.st_dev, st.st_ino) == self._ours
+
     def remove(self) -> None:
         """Remove the socket file, unless another one (say mcpd.socket's) has taken its
         place since; once."""
@@ -62,9 +77,8 @@ class SocketFile:
         if fd is None:
             return
         try:
-            with contextlib.suppress(OSError):
-                st = os.stat(self._name, dir_fd=fd, follow_symlinks=False)
-                if stat.S_ISSOCK(st.st_mode) and (st.st_dev, st.st_ino) == self._ours:
+            if self._in_place_at(fd):
+                with contextlib.suppress(OSError):
                     os.unlink(self._name, dir_fd=fd)
         finally:
             os.close(fd)
@@ -102,6 +116,14 @@ async def open_unix_listener(path: str, mode: int) -> tuple[trio.SocketListener,
 def bind_unix(path: str, mode: int) -> UnixBound:
     """A socket listening on ``path`` with ``mode`` already set, replacing a stale
     socket file."""
+    return stage_unix(path, mode).publish()
+
+
+def stage_unix(path: str, mode: int, ours: SocketFile | None = None) -> Staged:
+    """A socket listening with ``mode`` beside ``path``, under a temporary name, to take
+    its place on ``publish``. What is at ``path`` now must be a stale socket file or
+    nothing, unless it is ``ours``, still listening, which ``publish`` then replaces at
+    once: the path is never free for another to bind meanwhile."""
     directory, name = os.path.split(path)
     if not name:
         raise DaemonError(f"{path!r} names a directory, not a socket")
@@ -115,9 +137,10 @@ def bind_unix(path: str, mode: int) -> UnixBound:
         raise UnsafeDirectory(f"will not listen on {path}: {exc}") from None
     dir_fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        _refuse_live_socket(path)
+        if ours is None or not ours.in_place():
+            _refuse_live_socket(path)
         sock = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
-        # Bind under a temporary name and rename into place, so the socket is never
+        # Bound under a temporary name and renamed into place, so the socket is never
         # reachable with the umask's permissions instead of ``mode``.
         tmp = f".{name}.{os.getpid()}"
         try:
@@ -125,9 +148,7 @@ def bind_unix(path: str, mode: int) -> UnixBound:
                 os.unlink(tmp, dir_fd=dir_fd)
             sock.bind(os.path.join(directory, tmp))
             os.chmod(tmp, mode, dir_fd=dir_fd)
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             sock.listen(512)
-            bound = UnixBound(path, mode, sock, SocketFile(dir_fd, name))
         except OSError as exc:
             sock.close()
             with contextlib.suppress(OSError):
@@ -136,7 +157,47 @@ def bind_unix(path: str, mode: int) -> UnixBound:
     except BaseException:
         os.close(dir_fd)
         raise
-    return bound
+    return Staged(path, mode, sock, dir_fd, tmp)
+
+
+class Staged:
+    """A socket listening under a temporary name in its directory, not yet at its path."""
+
+    def __init__(self, path: str, mode: int, sock: stdsocket.socket, dir_fd: int, tmp: str) -> None:
+        self.path = path
+        self.mode = mode
+        self._sock = sock
+        self._dir_fd: int | None = dir_fd
+        self._tmp = tmp
+
+    def publish(self) -> UnixBound:
+        """The socket renamed to its path, over whatever is there; once."""
+        fd, self._dir_fd = self._dir_fd, None
+        assert fd is not None, "published or closed already"
+        name = os.path.basename(self.path)
+        try:
+            os.rename(self._tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            return UnixBound(self.path, self.mode, self._sock, SocketFile(fd, name))
+        except OSError as exc:
+            self._sock.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self._tmp, dir_fd=fd)
+            os.close(fd)
+            raise DaemonError(f"cannot listen on {self.path!r}: {exc.strerror or exc}") from None
+        except BaseException:
+            self._sock.close()
+            os.close(fd)
+            raise
+
+    def close(self) -> None:
+        """Closed and its temporary name removed, unless published; again is a no-op."""
+        fd, self._dir_fd = self._dir_fd, None
+        if fd is None:
+            return
+        self._sock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self._tmp, dir_fd=fd)
+        os.close(fd)
 
 
 def safe_directory(directory: str, mode: int) -> str:
