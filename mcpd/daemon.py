@@ -43,7 +43,7 @@ from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.gate import Gate
 from .registry.views import ProfileView
-from .reread import Rereader, unmatched_profile
+from .reread import Rereader, refusal, unmatched_profile
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
 from .servers.history import Histories, ServerHistory
@@ -251,6 +251,11 @@ class Daemon(Control):
         async with self._reload_lock:
             reread = self.rereader.read(self.config, self.socket_path)
             new = reread.config
+            try:
+                # The new profiles' places, taken before a server the reload starts could.
+                await self.api.sockets.claim(new.profiles)
+            except ConfigError as exc:
+                raise refusal(exc) from None
             self.notifier.reloading()
             # Servers the new config starts may speak before it is in force.
             self.oversight.expect(new)
@@ -273,6 +278,7 @@ class Daemon(Control):
                 if self._on_settled is not None:
                     self._on_settled(True)
             finally:
+                self.api.sockets.release()  # what a reload given up had bound
                 self._status_line = self.supervisor.summary()
                 self.notifier.ready(self._status_line)
             return report

@@ -1,6 +1,7 @@
 """A reload's first step: the config file read again and judged before anything of the
-daemon changes. A file that does not load, or a profile that would match no tool, is
-refused whole with the error ``mcpd reload`` reports; a key changed that only a restart
+daemon changes. A file that does not load, a profile that would match no tool, or one
+whose socket cannot be bound (the daemon tries before it starts any server), is refused
+whole with the error ``mcpd reload`` reports; a key changed that only a restart
 puts in force is named, as are the settings the reload puts in force besides the
 servers (profiles, rules, naming, daemon keys), so that the person who changed them
 sees they were taken; and the socket listening now stays the socket, whatever the
@@ -61,15 +62,7 @@ class Rereader:
             if problem is not None:
                 raise problem
         except ConfigError as exc:
-            logger.error(
-                "reload rejected, keeping the running configuration: %s",
-                exc,
-                extra=log_extra(None, "reload", str(exc)),
-            )
-            # The data lets `mcpd reload` exit as every config error does (78).
-            raise rpc.RPCError(
-                -32000, f"config rejected: {exc}", {CONFIG_ERROR: str(exc)}
-            ) from None
+            raise refusal(exc) from None
         restart = []
         if self._socket_for(new) != socket:
             restart.append("daemon.socket")
@@ -86,6 +79,17 @@ class Rereader:
             new, daemon=msgspec.structs.replace(new.daemon, socket=socket)
         )
         return Reread(new, restart, changed_settings(running, new))
+
+
+def refusal(exc: ConfigError) -> rpc.RPCError:
+    """The reload refused whole for ``exc``, logged: the running configuration stays."""
+    logger.error(
+        "reload rejected, keeping the running configuration: %s",
+        exc,
+        extra=log_extra(None, "reload", str(exc)),
+    )
+    # The data lets `mcpd reload` exit as every config error does (78).
+    return rpc.RPCError(-32000, f"config rejected: {exc}", {CONFIG_ERROR: str(exc)})
 
 
 # Daemon keys read once, as mcpd starts: the socket's mode, the endpoint (and whom it

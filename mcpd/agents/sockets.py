@@ -5,6 +5,13 @@ can connect, a live socket never stolen) and serves that profile only; who may c
 is its own ``socket_mode``, ``allow_uids`` and ``allow_groups``. A reload binds the
 sockets of new profiles, closes those of removed ones and rebinds a changed one; the
 others keep their connections.
+
+A reload's new places are bound (``claim``) before it starts any server, for the same
+reason as at start-up (``mcpd.listening``): a server started first could bind them
+itself, and agents of that profile would talk to it. A socket that takes the place of
+one of ours (the same path with another mode, or a path another profile gave up) is
+made ready beside it and renamed over it once the reload is applied, so the path is
+never free for anyone to bind.
 """
 
 from __future__ import annotations
@@ -17,10 +24,11 @@ import trio
 
 from protocol.logfields import log_extra
 
+from ..config.model import ConfigError
 from ..config.profiles import ProfileConfig, socket_where
 from ..errors import DaemonError
 from .peers import resolve_groups
-from .unix_socket import SocketFile, UnixBound, open_unix_listener
+from .unix_socket import SocketFile, Staged, UnixBound, bind_unix, stage_unix
 
 logger = logging.getLogger("mcpd.api")
 
@@ -41,6 +49,7 @@ class ProfileSockets:
         self._handle = handle
         self._bound: dict[str, _Bound] = {}
         self._nursery: trio.Nursery | None = None
+        self._claimed: dict[str, UnixBound | Staged] = {}  # for the reload under way
         self.errors: dict[str, str] = {}  # profile -> why its socket is not listening
 
     async def run(
@@ -61,8 +70,10 @@ class ProfileSockets:
                 await trio.sleep_forever()
         finally:
             self._nursery = None
-            for name in list(self._bound):
-                self._close(name)
+            self.release()
+            for served in self._bound.values():
+                _close(served)
+            self._bound = {}
             for left in ready.values():  # bound for a profile it was not given
                 left.close()
 
@@ -73,6 +84,35 @@ class ProfileSockets:
     def paths(self) -> dict[str, str]:
         return {name: b.path for name, b in self._bound.items()}
 
+    async def claim(self, profiles: Mapping[str, ProfileConfig]) -> None:
+        """Before a reload starts any server: bind the socket of each profile in
+        ``profiles`` whose place or mode differs from what it listens on now, so that no
+        server the reload starts can take its path first. A path one of ours listens on
+        now is only made ready beside it, to take its place once the reload is applied
+        (``apply``), which serves what was claimed. A socket that cannot be bound makes
+        the config one that cannot be served: ``ConfigError`` naming
+        ``profiles.NAME.socket``, and none of them is kept."""
+        self.release()
+        claimed: dict[str, UnixBound | Staged] = {}
+        try:
+            ours = self._ours()
+            for name, (path, mode) in self._to_bind(profiles).items():
+                try:
+                    claimed[name] = await _bind(path, mode, ours)
+                except DaemonError as exc:
+                    raise ConfigError(f"profiles.{name}.socket", str(exc)) from None
+        except BaseException:
+            for left in claimed.values():
+                left.close()
+            raise
+        self._claimed = claimed
+
+    def release(self) -> None:
+        """Close what ``claim`` bound and no ``apply`` took (a reload given up)."""
+        claimed, self._claimed = self._claimed, {}
+        for left in claimed.values():
+            left.close()
+
     async def apply(
         self,
         profiles: Mapping[str, ProfileConfig],
@@ -81,49 +121,85 @@ class ProfileSockets:
         ready: dict[str, UnixBound] | None = None,
     ) -> None:
         """Bind, close or rebind the sockets to match ``profiles``; a socket in
-        ``ready`` (taken from it) is used as it is where its place matches."""
+        ``ready`` (all taken from it) or claimed is used as it is where its place
+        matches, and closed where it does not. A socket rebound where one of ours
+        listens takes its place before that one is closed: the path never answers to
+        nobody, nor is free for another to bind meanwhile."""
         wanted = {n: p for n, p in profiles.items() if p.socket is not None}
-        for name in list(self._bound):
-            cfg = wanted.get(name)
-            bound = self._bound[name]
-            if cfg is None or socket_where(cfg) != (bound.path, bound.mode):
-                self._close(name)
+        prepared: dict[str, UnixBound | Staged] = {**(ready or {}), **self._claimed}
+        self._claimed = {}
+        if ready:
+            ready.clear()
+        to_bind = self._to_bind(wanted)
+        ours = self._ours()
+        stale = [self._bound.pop(n) for n in list(self._bound) if n not in wanted or n in to_bind]
         self.errors = {}
-        for name, cfg in wanted.items():
-            if name in self._bound:
-                bound = self._bound[name]
-                bound.allow_uids = frozenset(cfg.allow_uids)
-                bound.allow_gids = frozenset(resolve_groups(cfg.allow_groups))
-                continue
-            try:
-                await self._open(name, cfg, (ready or {}).pop(name, None))
-            except DaemonError as exc:
-                if strict:
-                    raise type(exc)(f"profiles.{name}.socket: {exc}") from None
-                self.errors[name] = str(exc)
-                logger.error(
-                    "profile %s: not listening on its socket: %s",
-                    name,
-                    exc,
-                    extra=log_extra(None, "reload", str(exc)),
-                )
+        try:
+            for name, cfg in wanted.items():
+                if name not in to_bind:
+                    bound = self._bound[name]
+                    bound.allow_uids = frozenset(cfg.allow_uids)
+                    bound.allow_gids = frozenset(resolve_groups(cfg.allow_groups))
+                    continue
+                try:
+                    where, ready_one = to_bind[name], prepared.pop(name, None)
+                    await self._open(name, cfg, where, ready_one, ours)
+                except DaemonError as exc:
+                    if strict:
+                        raise type(exc)(f"profiles.{name}.socket: {exc}") from None
+                    self.errors[name] = str(exc)
+                    logger.error(
+                        "profile %s: not listening on its socket: %s",
+                        name,
+                        exc,
+                        extra=log_extra(None, "reload", str(exc)),
+                    )
+        finally:
+            # A socket file another took the place of is left to it (``SocketFile``).
+            for old in stale:
+                _close(old)
+            for left in prepared.values():  # for a place this config does not have
+                left.close()
 
-    async def _open(self, name: str, cfg: ProfileConfig, ready: UnixBound | None) -> None:
+    def _to_bind(self, profiles: Mapping[str, ProfileConfig]) -> dict[str, tuple[str, int]]:
+        """The place and mode of each profile with a socket other than the one it has."""
+        out = {}
+        for name, cfg in profiles.items():
+            if cfg.socket is None:
+                continue
+            where = socket_where(cfg)
+            bound = self._bound.get(name)
+            if bound is None or (bound.path, bound.mode) != where:
+                out[name] = where
+        return out
+
+    def _ours(self) -> dict[str, SocketFile]:
+        """The socket file of each path one of ours listens on."""
+        return {b.path: b.file for b in self._bound.values()}
+
+    async def _open(
+        self,
+        name: str,
+        cfg: ProfileConfig,
+        where: tuple[str, int],
+        prepared: UnixBound | Staged | None,
+        ours: Mapping[str, SocketFile],
+    ) -> None:
         assert self._nursery is not None
-        path, mode = socket_where(cfg)
-        if ready is not None and (ready.path, ready.mode) != (path, mode):
-            ready.close()  # bound for another place than this config's
-            ready = None
-        if ready is None:
-            listener, file = await open_unix_listener(path, mode)
-        else:
-            listener, file = ready.listener(), ready.file
+        path, mode = where
+        if prepared is not None and (prepared.path, prepared.mode) != where:
+            prepared.close()  # bound for another place than this config's
+            prepared = None
+        if prepared is None:
+            prepared = await _bind(path, mode, ours)
+        ready = prepared.publish() if isinstance(prepared, Staged) else prepared
+        listener = ready.listener()
         scope = trio.CancelScope()
         self._bound[name] = _Bound(
             path,
             mode,
             scope,
-            file,
+            ready.file,
             frozenset(cfg.allow_uids),
             frozenset(resolve_groups(cfg.allow_groups)),
         )
@@ -140,7 +216,14 @@ class ProfileSockets:
         await self._nursery.start(serve)
         logger.info("profile %s: listening on %s", name, path, extra=log_extra(None))
 
-    def _close(self, name: str) -> None:
-        bound = self._bound.pop(name)
-        bound.scope.cancel()
-        bound.file.remove()
+
+async def _bind(path: str, mode: int, ours: Mapping[str, SocketFile]) -> UnixBound | Staged:
+    """Bound at ``path``, or made ready beside it where one of ``ours`` listens."""
+    if path in ours:
+        return await trio.to_thread.run_sync(stage_unix, path, mode, ours[path])
+    return await trio.to_thread.run_sync(bind_unix, path, mode)
+
+
+def _close(bound: _Bound) -> None:
+    bound.scope.cancel()
+    bound.file.remove()

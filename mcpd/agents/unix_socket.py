@@ -105,14 +105,6 @@ class UnixBound:
         self.sock.close()
 
 
-async def open_unix_listener(path: str, mode: int) -> tuple[trio.SocketListener, SocketFile]:
-    """``bind_unix`` from a running event loop, which it does not hold up."""
-    import trio  # here, not at the top: see the module's note
-
-    bound = await trio.to_thread.run_sync(bind_unix, path, mode)
-    return bound.listener(), bound.file
-
-
 def bind_unix(path: str, mode: int) -> UnixBound:
     """A socket listening on ``path`` with ``mode`` already set, replacing a stale
     socket file."""

@@ -2,16 +2,21 @@
 handed over with its profile's name; a socket that cannot be bound stops the start with
 the key to change, and on a reload is only reported; a reload binds new profiles,
 closes removed ones, rebinds a changed one and leaves the others' connections alone; a
-live socket of someone else's is never taken, a stale one is; and nothing is left
-behind on the way out."""
+socket rebound where one of ours listens takes its place with no moment where the path
+is free; a reload's new places are claimed before it is applied, or refused naming the
+key; a live socket of someone else's is never taken, a stale one is; and nothing is
+left behind on the way out."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import logging
 import os
 import socket
 import stat
+import struct
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
@@ -19,6 +24,7 @@ import pytest
 import trio
 
 from mcpd.agents.sockets import ProfileSockets
+from mcpd.config.model import ConfigError
 from mcpd.config.profiles import ProfileConfig
 from mcpd.errors import DaemonError
 
@@ -245,3 +251,107 @@ async def test_a_socket_that_cannot_be_bound_on_a_reload_is_reported_and_the_res
         )
         assert sockets.errors == {}
         assert await echo(tmp_path / "bad.sock") == b"ping"
+
+
+class Removals:
+    """The names removed from a directory (inotify's IN_DELETE) while it is watched."""
+
+    IN_MOVED_TO, IN_DELETE = 0x80, 0x200
+
+    def __init__(self, directory: Path) -> None:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self._fd >= 0, os.strerror(ctypes.get_errno())
+        mask = self.IN_MOVED_TO | self.IN_DELETE
+        assert self._libc.inotify_add_watch(self._fd, bytes(directory), mask) >= 0
+
+    def events(self) -> list[tuple[str, str]]:
+        """("removed" | "moved in", name) of each event so far, in order."""
+        try:
+            data = os.read(self._fd, 1 << 16)
+        except BlockingIOError:
+            return []
+        out = []
+        while data:
+            _, mask, _, size = struct.unpack_from("iIII", data)
+            name = data[16 : 16 + size].rstrip(b"\0").decode()
+            out.append(("removed" if mask & self.IN_DELETE else "moved in", name))
+            data = data[16 + size :]
+        return out
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+async def test_a_socket_rebound_in_place_is_never_removed_meanwhile(tmp_path: Path) -> None:
+    # Between the old socket's close and the new one's bind, anyone (a server mcpd
+    # started) could bind the path and be the profile's socket from then on.
+    served = Served()
+    dev, ops = tmp_path / "dev.sock", tmp_path / "ops.sock"
+    async with serving({"dev": profile(dev), "ops": profile(ops)}, served) as sockets:
+        watch = Removals(tmp_path)
+        try:
+            # dev's mode changes; ops and a new profile swap into each other's places.
+            await sockets.apply(
+                {
+                    "dev": profile(dev, socket_mode="0660"),
+                    "ops": profile(tmp_path / "new.sock"),
+                    "new": profile(ops),
+                }
+            )
+            events = watch.events()
+        finally:
+            watch.close()
+        assert [name for what, name in events if what == "removed"] == []
+        assert sorted(name for what, name in events if what == "moved in") == [
+            "dev.sock",
+            "new.sock",
+            "ops.sock",
+        ]
+        assert mode_of(dev) == 0o660
+        for path in (dev, ops, tmp_path / "new.sock"):
+            assert await echo(path) == b"ping"
+        assert served.profiles == ["dev", "new", "ops"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.sock", "new.sock", "ops.sock"]
+
+
+async def test_a_claimed_socket_is_taken_before_the_reload_is_applied(tmp_path: Path) -> None:
+    served = Served()
+    dev, new = tmp_path / "dev.sock", tmp_path / "new.sock"
+    async with serving({"dev": profile(dev)}, served) as sockets:
+        reloaded = {"dev": profile(dev, socket_mode="0660"), "new": profile(new)}
+        await sockets.claim(reloaded)
+        # The new place is mcpd's at once; the changed one is still the old socket.
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as other:
+            with pytest.raises(OSError) as refused_bind:
+                other.bind(str(new))
+            assert refused_bind.value.errno == errno.EADDRINUSE
+        assert mode_of(dev) == 0o600 and await echo(dev) == b"ping"
+        # A reload given up lets go of what it claimed, and leaves the rest as it was.
+        sockets.release()
+        assert not new.exists()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.sock"]
+        await sockets.claim(reloaded)
+        await sockets.apply(reloaded)
+        assert mode_of(dev) == 0o660
+        assert await echo(dev) == b"ping" and await echo(new) == b"ping"
+        assert served.profiles == ["dev", "dev", "new"]
+
+
+async def test_a_claim_that_cannot_bind_names_the_key_and_keeps_nothing(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file of someone's")
+    dev = tmp_path / "dev.sock"
+    async with serving({"dev": profile(dev)}) as sockets:
+        with pytest.raises(ConfigError) as refused_claim:
+            await sockets.claim(
+                {
+                    "dev": profile(dev),
+                    "fresh": profile(tmp_path / "fresh.sock"),
+                    "bad": profile(tmp_path / "taken"),
+                }
+            )
+        assert refused_claim.value.path == "profiles.bad.socket"
+        assert "exists and is not a socket" in refused_claim.value.message
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.sock", "taken"]
+        assert sockets.paths() == {"dev": str(dev)}
+        assert await echo(dev) == b"ping"

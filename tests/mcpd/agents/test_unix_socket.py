@@ -15,11 +15,16 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.unix_socket import UnsafeDirectory, open_unix_listener, safe_directory
+from mcpd.agents.unix_socket import SocketFile, UnsafeDirectory, bind_unix, safe_directory
 from mcpd.errors import DaemonError
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")
 OTHER = 54_321
+
+
+async def open_unix_listener(path: str, mode: int) -> tuple[trio.SocketListener, SocketFile]:
+    bound = await trio.to_thread.run_sync(bind_unix, path, mode)
+    return bound.listener(), bound.file
 
 
 def mode_of(path: Path) -> int:
