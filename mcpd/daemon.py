@@ -133,6 +133,7 @@ class Daemon(Control):
         self._status_line = ""
         self._stop = trio.Event()
         self._reload_lock = trio.Lock()
+        self._reload_waits = False  # a SIGHUP before the start is done: applied after it
         self._listening = listening
 
     @property
@@ -189,7 +190,7 @@ class Daemon(Control):
                 if self.config.daemon.http_listen:
                     self.http_token()  # guarded before any server speaks
                 await nursery.start(self.supervisor.run)
-                nursery.start_soon(self._signals)
+                nursery.start_soon(self._signals, nursery)
                 await nursery.start(run_watchdog, self.notifier)
                 await nursery.start(
                     run_test_faults, self.notifier, self.sysd.faults, self.sysd.wedge_seconds
@@ -238,14 +239,29 @@ class Daemon(Control):
     def stop(self) -> None:
         self._stop.set()
 
-    async def _signals(self) -> None:
+    async def _signals(self, nursery: trio.Nursery) -> None:
         with trio.open_signal_receiver(signal.SIGHUP, signal.SIGTERM, signal.SIGINT) as sigs:
             async for signum in sigs:
-                if signum == signal.SIGHUP:
-                    with contextlib.suppress(rpc.RPCError):
-                        await self.reload_config()
-                else:
+                if signum != signal.SIGHUP:
                     self.stop()
+                elif self.started.is_set():
+                    await self._reload_quietly()
+                elif not self._reload_waits:
+                    # Before agents are served the start is still putting sockets and
+                    # servers in place: the reload comes once it is done, and this loop
+                    # stays free to hear a SIGTERM meanwhile.
+                    self._reload_waits = True
+                    nursery.start_soon(self._reload_once_started)
+
+    async def _reload_once_started(self) -> None:
+        await self.started.wait()
+        self._reload_waits = False
+        await self._reload_quietly()
+
+    async def _reload_quietly(self) -> None:
+        """A signal's reload: a refused one is said in the log, which is all it has."""
+        with contextlib.suppress(rpc.RPCError):
+            await self.reload_config()
 
     async def reload_config(self) -> ReloadReport:
         async with self._reload_lock:

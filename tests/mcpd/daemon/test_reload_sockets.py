@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -147,3 +148,37 @@ async def test_a_reload_whose_profile_socket_is_taken_is_refused_whole(
     finally:
         holder.kill()
         holder.wait(timeout=30)
+
+
+async def test_a_sighup_while_the_daemon_starts_is_applied_once_it_has_started(
+    tmp_path: Path,
+) -> None:
+    """systemd's reload (or a person's kill -HUP) can come before agents are served:
+    the reload waits for the start, then adds the new profile and its socket."""
+    from mcpd.daemon import Daemon
+
+    config_path = tmp_path / "mcpd.toml"
+    pid = tmp_path / "a.pid"
+    slow = server("--pid-file", str(pid), "--tools", "1", "--start-delay", "1")
+    config_path.write_text(
+        f'[daemon]\nsocket = "{tmp_path / "mcpd.sock"}"\nbackoff_base = 0.05\n[servers.a]\n{slow}'
+    )
+    work = tmp_path / "work.sock"
+    daemon = Daemon(load(config_path), config_path=str(config_path))
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(daemon.run)
+            await read_pid(pid)  # the server has started, and not yet answered
+            while signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
+                await trio.sleep(0.01)  # the daemon's signal receiver is open
+            assert not daemon.started.is_set()
+            config_path.write_text(
+                config_path.read_text() + f'[profiles.work]\nsocket = "{work}"\nservers = ["a"]\n'
+            )
+            os.kill(os.getpid(), signal.SIGHUP)
+            await daemon.started.wait()
+            while "work" not in daemon.config.profiles or not work.exists():
+                await trio.sleep(0.02)
+            async with connect(str(work)) as agent:
+                assert [t["name"] for t in await agent.tools()] == ["mcp__a__tool0"]
+            daemon.stop()
