@@ -41,6 +41,9 @@ _REMEMBERED: Final = 16
 # A connection that has not sent a whole request by then is closed: whoever can
 # reach the port must not be able to hold connections open for the whole login.
 REQUEST_TIMEOUT: Final = 10.0
+# Connections open at once; one more is closed as soon as it is accepted, so a flood
+# of idle ones costs the login a bounded number of descriptors, not all of them.
+CONNECTIONS: Final = 64
 
 
 class RedirectListener:
@@ -57,6 +60,7 @@ class RedirectListener:
         self._state: str | None = None
         self._send, self._taken = trio.open_memory_channel[str](WAITING)
         self._seen: deque[str] = deque(maxlen=_REMEMBERED)
+        self._open = trio.CapacityLimiter(CONNECTIONS)
 
     def expect(self, state: str) -> None:
         """The ``state`` of the authorization request the browser was sent with."""
@@ -80,6 +84,17 @@ class RedirectListener:
         return 200, "text/html; charset=utf-8", _DONE_PAGE
 
     async def _serve(self, stream: trio.abc.Stream) -> None:
+        try:
+            self._open.acquire_on_behalf_of_nowait(stream)
+        except trio.WouldBlock:
+            await trio.aclose_forcefully(stream)
+            return
+        try:
+            await self._serve_one(stream)
+        finally:
+            self._open.release_on_behalf_of(stream)
+
+    async def _serve_one(self, stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER)
         try:
             with trio.move_on_after(REQUEST_TIMEOUT):

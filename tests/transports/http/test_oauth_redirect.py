@@ -10,7 +10,12 @@ import trio.testing
 from protocol.oauth import FetchPolicy
 from protocol.oauth.http import get
 from transports.http.oauth_client import OAuthHttp
-from transports.http.oauth_redirect import REQUEST_TIMEOUT, WAITING, redirect_listener
+from transports.http.oauth_redirect import (
+    CONNECTIONS,
+    REQUEST_TIMEOUT,
+    WAITING,
+    redirect_listener,
+)
 
 LIMIT = 10
 
@@ -79,6 +84,29 @@ async def test_a_connection_that_sends_no_request_is_closed(
         with trio.fail_after(REQUEST_TIMEOUT * 10):
             assert await idle.receive_some(100) == b""
         await idle.aclose()
+
+
+async def test_a_flood_of_idle_connections_holds_a_bounded_number_and_the_login_goes_on() -> None:
+    """Another local user opening connection after connection and sending nothing:
+    past the bound each is closed at once, so the login's process keeps descriptors,
+    and once the idle ones go the browser's answer is taken."""
+    http = OAuthHttp()
+    policy = FetchPolicy(allow_loopback=True)
+    with trio.fail_after(LIMIT):
+        async with redirect_listener() as listener:
+            listener.expect("s3cret")
+            port = int(listener.redirect_uri.rsplit(":", 1)[1].split("/")[0])
+            held = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(CONNECTIONS)]
+            await trio.testing.wait_all_tasks_blocked()
+            extra = await trio.open_tcp_stream("127.0.0.1", port)
+            assert await extra.receive_some(100) == b""  # closed at once, not held
+            await extra.aclose()
+            for stream in held:
+                await stream.aclose()
+            await trio.testing.wait_all_tasks_blocked()
+            url = f"{listener.redirect_uri}?code=mine&state=s3cret"
+            assert (await http.execute(get(url, "a request"), policy)).status == 200
+            assert await listener.next() == "/callback?code=mine&state=s3cret"
 
 
 async def test_the_redirect_listener_is_loopback_only() -> None:
