@@ -276,7 +276,10 @@ def _refuse_live_socket(path: str) -> None:
     probe.setblocking(False)
     try:
         probe.connect(path)
-        raise DaemonError(f"another mcpd is listening on {path}")
+        raise DaemonError(
+            f"something already listens on {path} (another mcpd, or a program that took "
+            "its place); not replacing it"
+        )
     except BlockingIOError:
         raise DaemonError(
             f"something listens on {path} but does not answer; not replacing it"

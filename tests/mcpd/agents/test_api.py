@@ -247,7 +247,7 @@ async def test_socket_file_mode_stale_replacement_and_live_refusal(tmp_path: Pat
     with trio.fail_after(30):
         async with running(cfg):
             assert stat.S_IMODE(path.stat().st_mode) == 0o600
-            with pytest.raises(DaemonError, match="another mcpd is listening"):
+            with pytest.raises(DaemonError, match="something already listens on"):
                 async with running(cfg):
                     pass
         assert not path.exists()

@@ -163,7 +163,10 @@ async def test_a_live_socket_of_someone_elses_is_never_taken(tmp_path: Path) -> 
     other = someone_listening(path)
     try:
         said = await start_fails({"dev": profile(path)})
-        assert said == f"profiles.dev.socket: another mcpd is listening on {path}"
+        assert said == (
+            f"profiles.dev.socket: something already listens on {path} (another mcpd, or a "
+            "program that took its place); not replacing it"
+        )
         assert stat.S_ISSOCK(path.lstat().st_mode)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
             probe.connect(str(path))  # still the other's
