@@ -17,7 +17,6 @@ No trio here: ``mcpd serve`` starts servers before it imports the event loop.
 
 from __future__ import annotations
 
-import errno
 import queue
 import threading
 from collections.abc import Callable
@@ -72,7 +71,9 @@ class ConfinedStarts:
             job = self._jobs.get()
             try:
                 if self._refused is not None:
-                    raise OSError(errno.EPERM, self._refused)
+                    # No errno: one would make it a PermissionError, which reads as a
+                    # command that is not executable.
+                    raise OSError(self._refused)
                 job.value = job.start()
             except BaseException as exc:  # handed to the caller, who raises it
                 job.error = exc

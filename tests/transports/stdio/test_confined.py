@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from transports.stdio import landlock
+from transports.stdio import landlock, process
 from transports.stdio.confined import ConfinedStarts
 
 # Whether a process is in a domain scoped to abstract sockets: its connect to one the
@@ -69,3 +69,9 @@ def test_a_thread_that_cannot_enter_the_domain_starts_nothing(
     with pytest.raises(OSError, match="cannot scope the sandbox with Landlock: Landlock is disab"):
         ConfinedStarts().run(lambda: started.append(True))
     assert started == []
+    # Said as it is where a server fails to start, not as a command it may not run.
+    with pytest.raises(OSError) as caught:
+        ConfinedStarts().run(lambda: started.append(True))
+    assert not isinstance(caught.value, PermissionError)
+    failed = process._spawn_error("files", "/usr/bin/bwrap", None, caught.value)
+    assert "cannot scope the sandbox with Landlock" in str(failed), failed
