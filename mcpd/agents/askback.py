@@ -165,6 +165,10 @@ class Flow:
         self._replies: list[bytes] = []
         self._arrived = trio.Event()
 
+    def taken_by(self, owner: object, method: str, name: str | None) -> bool:
+        """Whether a retry of ``owner``'s ``method`` of ``name`` may take these replies."""
+        return owner is self.owner and method == self.method and name == self.name
+
     def deliver(self, reply: Callable[[rpc.Id], bytes]) -> None:
         self._replies.append(reply(self.rid))
         self._arrived.set()
@@ -273,7 +277,7 @@ def claim(
     flow = park.flow
     if owner is not flow.owner:
         raise rpc.RPCError(rpc.INVALID_PARAMS, "requestState belongs to another agent")
-    if method != flow.method or name != flow.name:
+    if not flow.taken_by(owner, method, name):
         raise rpc.RPCError(
             rpc.INVALID_PARAMS, f"requestState belongs to a {flow.method} of {flow.name!r}"
         )

@@ -81,7 +81,9 @@ class CallPolicy:
         found = self._parks.find(call.request_state)
         if found is None:
             return False
-        if isinstance(found, Park):
+        # Another agent's token, or one for another tool, is refused by the driver: that
+        # refusal is this call's record.
+        if isinstance(found, Park) and found.flow.taken_by(call.owner, "tools/call", call.local):
             call.recorded = True
         return True
 

@@ -145,6 +145,11 @@ class Router:
             self.servers.start(call)
         elif isinstance(routed, Ask):
             agent.in_task(call, functools.partial(self._serve, call, agent, routed))
+        elif isinstance(routed, Continues):
+            # Only the driver may take mcpd's requestState: it checks whose call and which
+            # tool the token continues, or says it expired. Sent on as it is, it would be a
+            # call no rule was asked about.
+            agent.in_task(call, functools.partial(self._serve, call, agent, None))
         else:
             call.caller.finish(call, routed)
 
@@ -153,7 +158,9 @@ class Router:
         rounds as its server and agent need to ask each other things."""
         try:
             routed = self.route(call, agent)
-            if routed is not None and not isinstance(routed, Ask):
+            if isinstance(routed, Continues):
+                routed = None
+            elif routed is not None and not isinstance(routed, Ask):
                 return self.reply(call.id, call, routed, agent)[0]
         except Exception as exc:
             self.failed(call, agent, exc)
@@ -251,11 +258,13 @@ class Router:
             call.cancel()
             raise
 
-    def route(self, call: Call, agent: Agent) -> Outcome | Ask | None:
+    def route(self, call: Call, agent: Agent) -> Outcome | Ask | Continues | None:
         """Where ``call`` goes in the agent's profile: its server (``call.alias``) and
         the tool's name there; or the outcome it ends with here (arguments that are not
         an object, an unknown tool, what search mode's meta-tools answer, a held tool,
-        the policy's refusal); or ``Ask``, when a person decides first."""
+        the policy's refusal); or ``Ask``, when a person decides first; or
+        ``CONTINUES``, when it carries mcpd's requestState (an answer to what mcpd
+        asked for another call, which met the rules)."""
         profile = agent.profile
         name = call.name
         if name in META_TOOLS:
@@ -281,7 +290,7 @@ class Router:
         call.local, call.name, call.alias = name, entry.original, entry.alias
         call.sight = profile.view
         if call.request_state is not UNSET and self.policy.continues(call):
-            return None
+            return CONTINUES
         if self.policy.gate.empty:
             return None
         return self.policy.decide(call, entry, profile, self._who(call, agent))
@@ -318,6 +327,13 @@ class Router:
             line = rpc.encode_result(rid, own)
         self.records.tool_call(call, who, *outcome_of(outcome), len(line))
         return line, False
+
+
+class Continues:
+    """A call that answers what mcpd asked its agent for another call."""
+
+
+CONTINUES: Final = Continues()
 
 
 class _Awaited:

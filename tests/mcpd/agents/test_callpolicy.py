@@ -157,10 +157,21 @@ def test_only_a_retry_naming_mcpds_own_state_continues_another_call() -> None:
     # mcpd's token for an ask that is over: not the rules' to decide (it is refused).
     expired = a_call(state=Raw(msgspec.json.encode(TOKEN_PREFIX + "gone")))
     assert p.continues(expired) and not expired.recorded
-    park = Park(Flow(object(), "tools/call", "delete_repo", 1), "mcpd_1", "x", None)
+    agent = object()
+    park = Park(Flow(agent, "tools/call", "delete_repo", 1), "mcpd_1", "x", None)
     p._parks.open(park)
-    waiting = a_call(state=Raw(msgspec.json.encode(park.token)))
+    token = Raw(msgspec.json.encode(park.token))
+    waiting = a_call(state=token)
+    waiting.owner, waiting.local = agent, "delete_repo"
     assert p.continues(waiting) and waiting.recorded
+    # Another agent's retry, or one of another tool, is the driver's to refuse; that
+    # refusal is its record.
+    stolen = a_call(state=token)
+    stolen.owner, stolen.local = object(), "delete_repo"
+    assert p.continues(stolen) and not stolen.recorded
+    other = a_call(state=token)
+    other.owner, other.local = agent, "create_issue"
+    assert p.continues(other) and not other.recorded
 
 
 # -- the wait --

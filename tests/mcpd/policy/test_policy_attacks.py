@@ -1,0 +1,93 @@
+"""A hostile agent against the ``[[policy]]`` rules of a running daemon: a requestState of
+mcpd's (made up, or taken from another call) never carries a call past its rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.mcpd.policy.test_policy_calls import LIMIT, policy_daemon, text
+from tests.support.agent import META, connect
+
+ASKS = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+APPROVE = {"action": "accept", "content": {"decision": "approve"}}
+
+
+async def test_a_made_up_request_state_of_mcpd_s_carries_no_call_past_a_deny(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path) as setup, connect(setup.daemon.socket_path) as agent:
+            for state in ("mcpd-ask:guess", "mcpd-ask:"):
+                params = {
+                    "name": "mcp__gh__delete_repo",
+                    "arguments": {"text": "x"},
+                    "requestState": state,
+                    "inputResponses": {"mcpd_1": APPROVE},
+                }
+                reply = await agent.rpc("tools/call", params)
+                assert "requestState is mcpd's and has expired" in reply["error"]["message"]
+            assert setup.reached("delete_repo") == []
+            records = await setup.records()
+            assert [(r.name, r.outcome) for r in records] == [("mcp__gh__delete_repo", "error")] * 2
+
+
+async def asked(agent: Any, name: str) -> tuple[str, str]:
+    """A call to the ``ask`` tool ``name`` that declares elicitation: mcpd's input_required,
+    as (its key, its requestState)."""
+    params = {"name": name, "arguments": {"text": "a"}, "_meta": ASKS}
+    first = (await agent.rpc("tools/call", params))["result"]
+    assert first["resultType"] == "input_required"
+    [key] = first["inputRequests"]
+    return key, first["requestState"]
+
+
+async def test_mcpd_s_request_state_answers_only_its_own_call(tmp_path: Path) -> None:
+    """A token mcpd gave for one waiting call, sent with another tool's call, or by
+    another agent (declaring elicitation or not), approves nothing: those calls are
+    refused and recorded, and the waiting call still waits."""
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path) as setup:
+            sock = setup.daemon.socket_path
+            async with connect(sock) as owner, connect(sock) as thief:
+                key, state = await asked(owner, "mcp__gh__create_issue")
+                [waiting] = await setup.pending()
+                answer = {key: APPROVE}
+                tries = [
+                    (owner, "mcp__gh__delete_repo", META),
+                    (owner, "mcp__gh__delete_repo", ASKS),
+                    (thief, "mcp__gh__create_issue", META),
+                    (thief, "mcp__gh__create_issue", ASKS),
+                    (thief, "mcp__gh__delete_repo", META),
+                ]
+                for who, name, meta in tries:
+                    params = {
+                        "name": name,
+                        "arguments": {"text": "stolen"},
+                        "_meta": meta,
+                        "requestState": state,
+                        "inputResponses": answer,
+                    }
+                    reply = await who.rpc("tools/call", params)
+                    assert "requestState belongs to" in reply["error"]["message"], reply
+                assert [p.id for p in setup.daemon.approvals.list()] == [waiting.id]
+                assert setup.reached("delete_repo") == setup.reached("create_issue") == []
+                records = await setup.records()
+                assert [(r.name, r.outcome) for r in records] == [
+                    (name, "error") for _, name, _ in tries
+                ]
+                # Its own agent's answer still decides it.
+                params = {
+                    "name": "mcp__gh__create_issue",
+                    "arguments": {"text": "a"},
+                    "_meta": ASKS,
+                    "requestState": state,
+                    "inputResponses": answer,
+                }
+                done = (await owner.rpc("tools/call", params))["result"]
+                assert text(done) == "create_issue:a"
+            assert [m["params"]["arguments"] for m in setup.reached("create_issue")] == [
+                {"text": "a"}
+            ]
