@@ -25,8 +25,15 @@ class AgentInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     @property
     def key(self) -> str:
-        """What tells this agent apart from others: its process, else its connection."""
-        return f"pid:{self.pid}" if self.pid is not None else f"conn:{self.connection}"
+        """What tells this agent apart from others, for rates and the calls each may have
+        waiting: its process; else its user (a process the kernel names no pid of, in
+        another PID namespace); else the TCP endpoint, whose agents all hold the same
+        token and are told apart by nothing a new connection cannot change."""
+        if self.pid is not None:
+            return f"pid:{self.pid}"
+        if self.uid is not None:
+            return f"uid:{self.uid}"
+        return "endpoint"
 
     def label(self) -> str:
         """For people: ``pid 4242 (claude), uid 1000 (alice), profile default``."""

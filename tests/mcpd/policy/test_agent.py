@@ -52,13 +52,16 @@ def cat_named(tmp_path: Path, name: str) -> Path:
 # -- the key and the label --
 
 
-def test_an_agent_is_told_apart_by_its_process_else_its_connection() -> None:
+def test_an_agent_is_told_apart_by_its_process_else_its_user_else_the_endpoint() -> None:
     assert AgentInfo(pid=7, connection="c1").key == AgentInfo(pid=7, connection="c2").key
     assert AgentInfo(pid=7).key != AgentInfo(pid=8).key
-    # An agent over TCP has no process mcpd can see: each connection is one agent.
-    assert AgentInfo(connection="c1").key != AgentInfo(connection="c2").key
-    # No connection id can pass for a process.
-    assert AgentInfo(connection="7").key != AgentInfo(pid=7).key
+    # A process whose pid the kernel does not give (another PID namespace): its user.
+    assert AgentInfo(uid=1000, connection="c1").key == AgentInfo(uid=1000, connection="c2").key
+    assert AgentInfo(uid=1000).key != AgentInfo(uid=1001).key
+    # Over TCP mcpd sees neither; a new connection is no new agent.
+    assert AgentInfo(connection="c1").key == AgentInfo(connection="c2").key
+    # No user can pass for a process.
+    assert AgentInfo(uid=7).key != AgentInfo(pid=7).key
     assert AgentInfo(pid=0).key == "pid:0"
 
 

@@ -3,13 +3,17 @@ mcpd's (made up, or taken from another call) never carries a call past its rules
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from tests.mcpd.policy.test_policy_calls import LIMIT, policy_daemon, text
-from tests.support.agent import META, connect
+from mcpd.config.load import parse
+from tests.mcpd.policy.test_policy_calls import LIMIT, RULES, TOOLS, Setup, policy_daemon, text
+from tests.support.agent import META, connect, running
+from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
+from tests.support.procs import scripted
 
 ASKS = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}
@@ -91,3 +95,40 @@ async def test_mcpd_s_request_state_answers_only_its_own_call(tmp_path: Path) ->
             assert [m["params"]["arguments"] for m in setup.reached("create_issue")] == [
                 {"text": "a"}
             ]
+
+
+async def test_a_new_tcp_connection_is_no_new_allowance(tmp_path: Path) -> None:
+    """Over the TCP endpoint the kernel names no process: an agent connecting afresh for
+    each call is held to its rule's rate."""
+    log = tmp_path / "server.in"
+    command, args = scripted("--names", TOOLS, "--log-file", str(log))
+    config = parse(
+        {
+            "daemon": {
+                "socket": str(tmp_path / "mcpd.sock"),
+                "state_dir": str(tmp_path / "state"),
+                "startup_deadline": 20.0,
+                "audit_journal": False,
+                "http_listen": "127.0.0.1:0",
+            },
+            "servers": {"gh": {"command": command, "args": list(args)}},
+            "policy": RULES,
+        }
+    )
+    with trio.fail_after(LIMIT):
+        async with running(config) as daemon:
+            setup = Setup(daemon, log, tmp_path / "state")
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            wanted = header_dict(modern_headers("tools/call", "mcp__gh__read_repo"))
+            headers = {**MCP, **auth(token), **wanted}
+            said = []
+            for i in range(4):
+                params = {"name": "mcp__gh__read_repo", "arguments": {"text": "r"}}
+                body = json.dumps(modern(i, "tools/call", params)).encode()
+                reply = await http(port, "POST", "/mcp", headers, body)  # a connection each
+                said.append(text(reply.json()["result"]))
+            assert said[:2] == ["read_repo:r"] * 2
+            assert all("mcp__gh__read_repo" in t and "again" in t for t in said[2:]), said
+            assert len(setup.reached("read_repo")) == 2
+            records = await setup.records()
+            assert [r.decision for r in records] == ["allow", "allow", "limited", "limited"]

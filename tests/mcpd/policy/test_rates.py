@@ -63,10 +63,10 @@ def test_agents_are_counted_apart_and_one_process_is_one_agent_however_it_connec
     conns = [AgentInfo(pid=4242, connection=f"c{i}") for i in range(5)]
     admitted = [limits.admit(decision, a.key, START) is None for a in conns]
     assert admitted == [True, True, False, False, False]
-    # Another process has its own count; so has an agent known by its connection only.
+    # Another process has its own count; agents over TCP share one, however they connect.
     assert limits.admit(decision, AgentInfo(pid=4243, connection="c0").key, START) is None
-    tcp = AgentInfo(connection="http-1")
-    assert [limits.admit(decision, tcp.key, START) is None for _ in range(3)] == [True, True, False]
+    tcp = [AgentInfo(connection=f"http-{i}") for i in range(3)]
+    assert [limits.admit(decision, a.key, START) is None for a in tcp] == [True, True, False]
 
 
 def test_each_rule_keeps_its_own_count_for_an_agent() -> None:
