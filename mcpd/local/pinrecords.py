@@ -23,7 +23,7 @@ from typing import Final
 import msgspec
 
 from ..registry.pinned import Found, Pins, ServerPins, Wanted, parsed_digest
-from ..registry.pins import FORMAT, KINDS, BadPins, PinnedServer, PinSet, checked, verified
+from ..registry.pins import FORMAT, FORMATS, KINDS, BadPins, PinnedServer, PinSet, checked, verified
 from .privatefile import read_private
 
 _decoder: Final = msgspec.json.Decoder(PinSet)
@@ -65,7 +65,7 @@ def parsed(data: bytes, source: str) -> PinSet:
         pins = _decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise BadPins(f"{source}: not a pin file: {exc}") from None
-    if pins.format != FORMAT:
+    if pins.format not in FORMATS:
         raise BadPins(f"{source}: pin format {pins.format}, expected {FORMAT}")
     return pins
 
@@ -92,6 +92,8 @@ def loaded(path: str, data: bytes, file: FileId) -> tuple[Pins, Sections]:
                         f"{path}: {alias} {kind} {name!r}: the digest does not match the definition"
                     )
                 digests[name] = digest
+                if pins.format != FORMAT:
+                    server.former.add((kind, name))
                 if record.reviewed:
                     server.reviewed.add((kind, name))
     return out, _found_sections(data, file, list(pins.servers))

@@ -37,11 +37,12 @@ from .pinned import (
     Wanted,
     adopt,
     definition_of,
+    former_match,
     parsed_digest,
     pin_set,
     shown_digest,
 )
-from .pins import KINDS, Kind, PinRecord, PinSet, key_of, record_of
+from .pins import FORMAT, KINDS, Kind, PinRecord, PinSet, key_of, record_of
 from .readable import Readable
 from .rules import Finding
 
@@ -174,6 +175,11 @@ class Gate:
                         self._changed(state, news, name, offered, "added", policy.on_new_item)
             elif pin == offered:
                 seen.digest = pin  # one copy of the digest, not two
+            elif server.former and former_match(server, kind, name, seen.source, pin):  # type: ignore[arg-type]
+                # Pinned by an earlier mcpd that left these fields out: what it pinned
+                # is unchanged, and the fields it did not see are pinned from now on.
+                self._pin(alias, kind, server, name, seen, (kind, name) in server.reviewed)
+                saved = True
             elif policy.on_changed_item == "hold":
                 why = "changed"
             else:
@@ -197,11 +203,20 @@ class Gate:
             self.on_pinned()
         return Verdicts(shown, held)
 
-    def _pin(self, alias: str, kind: Kind, server: ServerPins, name: str, seen: Seen) -> None:
-        """Take what is offered as the item's pin (not a person's approval)."""
+    def _pin(
+        self,
+        alias: str,
+        kind: Kind,
+        server: ServerPins,
+        name: str,
+        seen: Seen,
+        reviewed: bool = False,
+    ) -> None:
+        """Take what is offered as the item's pin (not a person's approval, unless
+        ``reviewed`` says one stands)."""
         assert seen.digest is not None
         server.of(kind)[name] = seen.digest
-        server.reviewed.discard((kind, name))
+        server.repinned(kind, name, reviewed)
         self.unwritten.put(alias, kind, name, seen.source)  # type: ignore[arg-type]
 
     def _hold(
@@ -274,7 +289,7 @@ class Gate:
         gone = [n for n in reversed(pinned) if n not in listed][:extra]
         for name in gone:
             del pinned[name]
-            server.reviewed.discard((kind, name))
+            server.repinned(kind, name, False)
         self.unwritten.drop(alias, kind, gone)
 
     # -- the journal --
@@ -332,7 +347,7 @@ class Gate:
             digest = parsed_digest(offered.digest)
             assert digest is not None
             server.of(pending.kind)[pending.name] = digest
-            server.reviewed.add(key)
+            server.repinned(pending.kind, pending.name, True)
             self.unwritten.put(alias, pending.kind, pending.name, offered.definition)
             del self._list(alias, pending.kind).pending[pending.name]
             out.approved.append(label)
@@ -354,7 +369,8 @@ class Gate:
             server.approved = server.approved or incoming.approved
             self.unwritten.changed(alias)
             for kind in KINDS:
-                count += adopt(alias, kind, server, incoming.of(kind), self.unwritten)
+                records = incoming.of(kind)
+                count += adopt(alias, kind, server, records, self.unwritten, pins.format != FORMAT)
         self.on_pinned()
         return count
 

@@ -25,6 +25,7 @@ from .pins import (
     PinRecord,
     PinSet,
     definition,
+    has_later_fields,
 )
 
 _PREFIX: Final = "sha256:"
@@ -41,12 +42,22 @@ class ServerPins:
     """One server's pins as the daemon keeps them: each item's SHA-256 (32 bytes, by
     the server's name for it), and which of them a person approved."""
 
-    __slots__ = ("approved", "digests", "reviewed")
+    __slots__ = ("approved", "digests", "former", "reviewed")
 
     def __init__(self, approved: bool = False) -> None:
         self.approved = approved
         self.digests: dict[Kind, dict[str, bytes]] = {kind: {} for kind in KINDS}
         self.reviewed: set[tuple[Kind, str]] = set()
+        # Pins read from a pin set of format 1 and not pinned again since (``pins``).
+        self.former: set[tuple[Kind, str]] = set()
+
+    def repinned(self, kind: Kind, name: str, reviewed: bool) -> None:
+        """The item is pinned anew (its digest set by the caller)."""
+        self.former.discard((kind, name))
+        if reviewed:
+            self.reviewed.add((kind, name))
+        else:
+            self.reviewed.discard((kind, name))
 
     def of(self, kind: Kind) -> dict[str, bytes]:
         return self.digests[kind]
@@ -55,6 +66,7 @@ class ServerPins:
         out = ServerPins(self.approved)
         out.digests = {kind: dict(digests) for kind, digests in self.digests.items()}
         out.reviewed = set(self.reviewed)
+        out.former = set(self.former)
         return out
 
     def shown(self, kind: Kind) -> Mapping[str, Pin]:
@@ -163,20 +175,34 @@ def definition_of(source: Source, expected: bytes) -> bytes | None:
     return data if hashlib.sha256(data).digest() == expected else None
 
 
+def former_match(server: ServerPins, kind: Kind, name: str, source: Item, pin: bytes) -> bool:
+    """Whether ``pin`` is of format 1 and stands for ``source``: equal in all that
+    format pinned."""
+    if (kind, name) not in server.former:
+        return False
+    if not has_later_fields(source):
+        return False  # the same definition in either format: it changed
+    return hashlib.sha256(definition(source, former=True)).digest() == pin
+
+
 def adopt(
-    alias: str, kind: Kind, server: ServerPins, records: Mapping[str, PinRecord], out: Unwritten
+    alias: str,
+    kind: Kind,
+    server: ServerPins,
+    records: Mapping[str, PinRecord],
+    out: Unwritten,
+    former: bool = False,
 ) -> int:
     """Pin records of a checked pin set as they are (``out`` gets their definitions to
-    write); how many."""
+    write); how many. ``former``: the set is of format 1."""
     pinned = server.of(kind)
     for name, record in records.items():
         digest = parsed_digest(record.digest)
         assert digest is not None  # checked
         pinned[name] = digest
-        if record.reviewed:
-            server.reviewed.add((kind, name))
-        else:
-            server.reviewed.discard((kind, name))
+        server.repinned(kind, name, record.reviewed)
+        if former:
+            server.former.add((kind, name))
         out.put(alias, kind, name, record.definition)
     return len(records)
 

@@ -1,9 +1,12 @@
 """Pins: the definition of each item a model reads, as it was approved, by digest.
 
 For each server (by alias) and each of its tools, prompts and resource templates,
-the pin holds the canonical form of what the model reads of it (name, title,
-description, schemas with every description in them, annotations; a prompt's
-arguments; a template's URI template, name and MIME type) and its SHA-256. The
+the pin holds the canonical form of every field of it agents are handed (name,
+title, description, schemas with every description in them, annotations, icons,
+``_meta``, a tool's execution; a prompt's arguments; a template's URI template,
+name and MIME type) and its SHA-256: a host acts on a field a model never reads
+(it renders the UI resource ``_meta`` names, it trusts a read-only hint), so a
+change to any of them is a change. The
 canonical form is JSON with every object's keys sorted and nothing else changed, so
 a server that reorders its schema's keys has not changed its tool; one invisible
 character more has. The digest is of what the server sent, before cleaning: a
@@ -28,7 +31,10 @@ from protocol import mcp, surface
 Kind = Literal["tool", "prompt", "template"]
 KINDS: Final[tuple[Kind, ...]] = ("tool", "prompt", "template")
 Item: TypeAlias = mcp.Tool | surface.Prompt | surface.ResourceTemplate
-FORMAT: Final = 1
+FORMAT: Final = 2
+# Pins of format 1 left out icons, ``_meta`` and a tool's execution: such a pin still
+# stands for an item that differs from it in those alone (``former``), once.
+FORMATS: Final = (1, FORMAT)
 _PREFIX: Final = "sha256:"
 _canonical: Final = msgspec.json.Encoder(order="sorted")
 
@@ -87,11 +93,18 @@ class _ToolDefinition(msgspec.Struct, omit_defaults=True):
     inputSchema: Any = None
     outputSchema: Any = None
     annotations: Any = None
+    icons: Any = None
+    execution: Any = None
+    meta: Any = msgspec.field(name="_meta", default=None)
 
 
-def definition(item: Item) -> bytes:
-    """The canonical JSON of what a model reads of ``item``."""
+def definition(item: Item, former: bool = False) -> bytes:
+    """The canonical JSON of what agents are handed of ``item``; ``former``: as pins of
+    format 1 had it (without icons, ``_meta`` and execution)."""
     out: dict[str, Any]
+    extra: dict[str, Any] = {}
+    if not former:
+        extra = {"icons": _json(item.icons), "_meta": item.meta}
     if isinstance(item, mcp.Tool):
         return _canonical.encode(
             _ToolDefinition(
@@ -101,6 +114,9 @@ def definition(item: Item) -> bytes:
                 _json(item.inputSchema),
                 _json(item.outputSchema),
                 item.annotations,
+                extra.get("icons"),
+                None if former else _json(item.execution),
+                extra.get("_meta"),
             )
         )
     if isinstance(item, surface.Prompt):
@@ -121,7 +137,19 @@ def definition(item: Item) -> bytes:
             "description": item.description,
             "mimeType": item.mimeType,
         }
-    return _canonical.encode(_present(out))
+        if not former:
+            extra["annotations"] = _json(item.annotations)
+    return _canonical.encode(_present({**out, **extra}))
+
+
+def has_later_fields(item: Item) -> bool:
+    """Whether ``item`` has a field pins of format 1 left out."""
+    later = [item.icons, item.meta]
+    if isinstance(item, mcp.Tool):
+        later.append(item.execution)
+    elif isinstance(item, surface.ResourceTemplate):
+        later.append(item.annotations)
+    return any(v is not None and v is not UNSET for v in later)
 
 
 def digest(data: bytes) -> str:
@@ -156,7 +184,7 @@ def canonical(raw: Raw) -> bytes:
 def checked(pins: PinSet, source: str) -> PinSet:
     """``pins`` with every definition canonical and matching its digest; ``BadPins``
     naming the first that does not."""
-    if pins.format != FORMAT:
+    if pins.format not in FORMATS:
         raise BadPins(f"{source}: pin format {pins.format}, expected {FORMAT}")
     for alias, server in pins.servers.items():
         for kind in KINDS:

@@ -124,7 +124,7 @@ def test_a_record_that_is_not_as_written_refuses_the_file_naming_it(
         (b"", "not a pin file"),
         (b"\x00garbage", "not a pin file"),
         (b"[]", "not a pin file"),
-        (b'{"format": 2, "servers": {}}', "pin format 2, expected 1"),
+        (b'{"format": 3, "servers": {}}', "pin format 3, expected 2"),
         (b'{"format": 1, "servers": {"a": {"tools": []}}}', "not a pin file"),
     ],
 )
