@@ -93,10 +93,13 @@ class CallPolicy:
         """Wait for a person's decision on ``call``: None once it is approved, else the
         result it ends with."""
         version = call.ctx.version
-        # Asked only when it declared it takes elicitation (a form, for this version).
+        # Asked only when it declared it takes elicitation (a form, for this version),
+        # and the rule lets an agent's user decide.
         probe = asking.elicitation_params(_PROBE, version)
-        can_ask = asker is not None and surface.declares(
-            call.ctx.capabilities, asking.METHOD, probe
+        can_ask = (
+            not ask.decision.operator_only
+            and asker is not None
+            and surface.declares(call.ctx.capabilities, asking.METHOD, probe)
         )
 
         async def agent_answer(request: ApprovalRequest) -> Verdict | None:

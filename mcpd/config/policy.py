@@ -24,6 +24,10 @@ import msgspec
 
 Action = Literal["allow", "ask", "deny"]
 Remember = Literal["connection", "none"]
+# ask: who may decide. The calling agent's user, through its host, when the agent can be
+# asked (else the operator); or only the operator, for a rule no agent may answer for
+# itself (an agent that answers its own questions is its own user).
+Decider = Literal["agent_or_operator", "operator"]
 
 DEFAULT_ASK_TIMEOUT: Final = 120.0
 MAX_ASK_TIMEOUT: Final = 24 * 3600.0
@@ -69,6 +73,7 @@ class PolicyRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     # rest of the agent's connection.
     timeout: float | None = None
     remember: Remember | None = None
+    decider: Decider | None = None
 
     def ask_timeout(self) -> float:
         return DEFAULT_ASK_TIMEOUT if self.timeout is None else self.timeout

@@ -38,7 +38,8 @@ def validate_policy(
                 parse_rate(rule.rate)
             except ValueError as exc:
                 raise ConfigError(f"{where}.rate", str(exc)) from None
-        for key, value in (("timeout", rule.timeout), ("remember", rule.remember)):
+        asking = (("timeout", rule.timeout), ("remember", rule.remember), ("decider", rule.decider))
+        for key, value in asking:
             if value is not None and rule.action != "ask":
                 raise ConfigError(f"{where}.{key}", 'only applies to action = "ask"')
         if rule.timeout is not None and not (

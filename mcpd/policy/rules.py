@@ -67,6 +67,7 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     rate: Rate | None = None
     timeout: float = 120.0  # ask: how long a person has to decide
     remember: bool = False  # ask: an approval holds for the rest of the connection
+    operator_only: bool = False  # ask: the calling agent is never asked, only the operator
     # Set when the rule's rate refused the call: seconds until the agent may call again.
     limited: float | None = None
 
@@ -103,6 +104,7 @@ class _Rule:
             rate=parse_rate(rule.rate) if rule.rate is not None else None,
             timeout=rule.ask_timeout(),
             remember=rule.remember == "connection",
+            operator_only=rule.decider == "operator",
         )
 
     def matches(self, facts: CallFacts, qualified: str) -> bool:

@@ -34,6 +34,7 @@ def test_valid_rules_pass() -> None:
             rule(servers=["git*", "notes"], profiles=["cod?ng", "default"], action="deny"),
             rule(annotations=AnnotationMatch(readOnlyHint=True), rate=" 30 / MIN "),
             rule(action="ask", timeout=MAX_ASK_TIMEOUT, remember="connection", reason="r"),
+            rule(action="ask", decider="operator"),
             rule(tools=["*"], reason="x" * MAX_REASON),
         ],
         SERVERS,
@@ -128,7 +129,9 @@ def test_a_bad_rate_is_named_with_what_is_wrong(rate: str, message: str) -> None
 
 
 @pytest.mark.parametrize("action", ["allow", "deny"])
-@pytest.mark.parametrize(("key", "value"), [("timeout", 10.0), ("remember", "connection")])
+@pytest.mark.parametrize(
+    ("key", "value"), [("timeout", 10.0), ("remember", "connection"), ("decider", "operator")]
+)
 def test_ask_keys_on_another_action_are_named(action: str, key: str, value: Any) -> None:
     assert error_of(rule(action=action, **{key: value})) == (
         f"policy[0].{key}",

@@ -446,3 +446,47 @@ async def test_calls_over_http_meet_the_same_rules(tmp_path: Path) -> None:
                 ("mcp__gh__delete_repo", "deny", "refused"),
                 ("mcp__gh__create_issue", "approved", "ok"),
             ]
+
+
+async def test_a_rule_for_the_operator_alone_never_asks_the_agent(tmp_path: Path) -> None:
+    """An agent that answers its own questions is its own user: a rule with decider =
+    "operator" is decided in `mcpd approvals` (or on the page) only, in either era,
+    however willing the agent is to answer."""
+    rules = [{"tools": ["gh/merge"], "action": "ask", "decider": "operator"}]
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path, rules) as setup:
+            sock = setup.daemon.socket_path
+            async with (
+                connect_answering(sock, False, elicitation_answer("approve")) as legacy,
+                connect(sock) as modern_agent,
+                trio.open_nursery() as nursery,
+            ):
+                await legacy.initialize_with({"elicitation": {}})
+                got: list[Any] = []
+
+                async def legacy_call() -> None:
+                    got.append(await legacy.call("mcp__gh__merge", {"text": "l"}))
+
+                async def modern_call_() -> None:
+                    meta = {
+                        **META,
+                        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+                    }
+                    params = {"name": "mcp__gh__merge", "arguments": {"text": "m"}, "_meta": meta}
+                    got.append((await modern_agent.rpc("tools/call", params))["result"])
+
+                nursery.start_soon(legacy_call)
+                nursery.start_soon(modern_call_)
+                waiting = await setup.pending(2)
+                assert [w.asked for w in waiting] == ["operator", "operator"]
+                assert legacy.asked == []  # never sent an elicitation
+                for w in waiting:
+                    setup.daemon.approvals.decide(w.id, True, "uid 0 (root)")
+            # The modern agent got its result, never an input_required.
+            assert sorted(text(r) for r in got) == ["merge:l", "merge:m"]
+            assert len(setup.reached("merge")) == 2
+            records = await setup.records()
+            assert [(r.decision, r.decided_by) for r in records] == [
+                ("approved", "uid 0 (root)"),
+                ("approved", "uid 0 (root)"),
+            ]
