@@ -18,16 +18,26 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import Final, Generic, TypeVar
+from typing import Final
 
-import msgspec
 from msgspec import Raw
 
 from protocol import mcp, surface
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
 from .clean import clean_text
-from .judged import HeldView, ListState, Pending, Seen, Why, held_reason, held_view
+from .judged import (
+    Approval,
+    HeldView,
+    ListState,
+    Pending,
+    Seen,
+    T,
+    Verdicts,
+    Why,
+    held_reason,
+    held_view,
+)
 from .news import News
 from .pinned import (
     Found,
@@ -35,44 +45,24 @@ from .pinned import (
     ServerPins,
     Unwritten,
     Wanted,
-    adopt,
     definition_of,
+    every_pin,
     former_match,
+    imported,
     parsed_digest,
     pin_set,
     shown_digest,
 )
-from .pins import FORMAT, KINDS, Kind, PinRecord, PinSet, key_of, record_of
+from .pins import Kind, PinRecord, PinSet, key_of, record_of
 from .readable import Readable
 from .rules import Finding
 
-T = TypeVar("T", mcp.Tool, surface.Prompt, surface.ResourceTemplate)
 # Pins of items a server no longer lists are kept (one that comes back changed is a
 # change), but no more than this many for one list: a server that lists new names
 # every time must not grow the pin file without end. The ones pinned last go first: a
 # flood of names a server made up and dropped again never pushes out the pin of an
 # item approved before it, which would come back as new rather than as a change.
 _UNLISTED_PINS: Final = 1000
-
-
-class Verdicts(msgspec.Struct, Generic[T]):
-    shown: dict[str, T]  # by the server's name (a template's URI template)
-    held: dict[str, str]  # the held ones: why, in words a model can act on
-
-    def same_as(self, other: Verdicts[T]) -> bool:
-        """Whether agents would be shown the very same items (judging the same list
-        again gives the same objects for what did not change)."""
-        return (
-            self.held == other.held
-            and self.shown.keys() == other.shown.keys()
-            and all(item is other.shown[name] for name, item in self.shown.items())
-        )
-
-
-class Approval(msgspec.Struct):
-    approved: list[str]  # "kind name"
-    stale: list[str]  # changed again since it was shown: still held
-    unknown: list[str]  # not waiting for approval
 
 
 Stored = Callable[[list[Wanted]], Found]
@@ -361,16 +351,7 @@ class Gate:
     def import_pins(self, pins: PinSet, replace: bool) -> int:
         """Take a checked pin set (an export) as approved; ``replace``: each server in
         it keeps no pin of its own besides. Returns how many items it pins."""
-        count = 0
-        for alias, incoming in pins.servers.items():
-            server = self.pins.servers.get(alias)
-            if server is None or replace:
-                server = self.pins.servers[alias] = ServerPins()
-            server.approved = server.approved or incoming.approved
-            self.unwritten.changed(alias)
-            for kind in KINDS:
-                records = incoming.of(kind)
-                count += adopt(alias, kind, server, records, self.unwritten, pins.format != FORMAT)
+        count = imported(self.pins, pins, self.unwritten, replace)
         self.on_pinned()
         return count
 
@@ -381,13 +362,7 @@ class Gate:
         servers = {
             a: s for a, s in sorted(self.pins.servers.items()) if chosen is None or a in chosen
         }
-        wanted = [
-            (alias, kind, name, digest)
-            for alias, server in servers.items()
-            for kind in KINDS
-            for name, digest in server.of(kind).items()
-        ]
-        return pin_set(servers, self.definitions(wanted))
+        return pin_set(servers, self.definitions(every_pin(servers)))
 
     def forget(self, alias: str) -> None:
         """The server left the configuration: nothing of it waits or is found (its

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from typing import Final, Literal
+from typing import Final, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -19,7 +19,30 @@ from .readable import Readable, read_listed, read_prompt, read_tool
 from .rules import Finding
 
 Why = Literal["changed", "new", "new_server", "finding"]
+T = TypeVar("T", mcp.Tool, surface.Prompt, surface.ResourceTemplate)
 _encode: Final = msgspec.json.Encoder().encode
+
+
+class Verdicts(msgspec.Struct, Generic[T]):
+    """What agents are shown of one list of a server."""
+
+    shown: dict[str, T]  # by the server's name (a template's URI template)
+    held: dict[str, str]  # the held ones: why, in words a model can act on
+
+    def same_as(self, other: Verdicts[T]) -> bool:
+        """Whether agents would be shown the very same items (judging the same list
+        again gives the same objects for what did not change)."""
+        return (
+            self.held == other.held
+            and self.shown.keys() == other.shown.keys()
+            and all(item is other.shown[name] for name, item in self.shown.items())
+        )
+
+
+class Approval(msgspec.Struct):
+    approved: list[str]  # "kind name"
+    stale: list[str]  # changed again since it was shown: still held
+    unknown: list[str]  # not waiting for approval
 
 
 class Pending(msgspec.Struct):

@@ -17,6 +17,7 @@ from typing import Final, NamedTuple, TypeAlias
 from msgspec import Raw
 
 from .pins import (
+    FORMAT,
     KINDS,
     BadPins,
     Item,
@@ -205,6 +206,32 @@ def adopt(
             server.former.add((kind, name))
         out.put(alias, kind, name, record.definition)
     return len(records)
+
+
+def imported(pins: Pins, incoming: PinSet, out: Unwritten, replace: bool) -> int:
+    """A checked pin set taken as approved (``replace``: each server in it keeps no
+    pin of its own besides); how many items it pins."""
+    count = 0
+    for alias, theirs in incoming.servers.items():
+        server = pins.servers.get(alias)
+        if server is None or replace:
+            server = pins.servers[alias] = ServerPins()
+        server.approved = server.approved or theirs.approved
+        out.changed(alias)
+        former = incoming.format != FORMAT
+        for kind in KINDS:
+            count += adopt(alias, kind, server, theirs.of(kind), out, former)
+    return count
+
+
+def every_pin(servers: Mapping[str, ServerPins]) -> list[Wanted]:
+    """Every pin of these servers, as definitions to find."""
+    return [
+        (alias, kind, name, digest)
+        for alias, server in servers.items()
+        for kind in KINDS
+        for name, digest in server.of(kind).items()
+    ]
 
 
 def pin_set(servers: Mapping[str, ServerPins], found: Found) -> PinSet:
