@@ -33,7 +33,7 @@ class _Only(msgspec.Struct):
 
 
 class _Pick(msgspec.Struct):
-    kind: Literal["tool", "prompt", "template"]
+    kind: Literal["tool", "prompt", "template", "instructions"]
     name: str
     digest: str
 

@@ -32,7 +32,7 @@ _WHY: Final = {
 }
 # A definition's fields in the order they are shown; others follow, sorted.
 _SCALARS: Final = ("name", "uriTemplate", "title", "mimeType")
-_TEXT: Final = "description"
+_TEXTS: Final = ("description", "instructions")
 
 
 def client_for(args: argparse.Namespace) -> Client:
@@ -47,10 +47,11 @@ def lines_of(definition: dict[str, Any] | None) -> list[str]:
     if definition is None:
         return []
     out = [f"{k}: {visible(str(definition[k]))}" for k in _SCALARS if k in definition]
-    if _TEXT in definition:
-        out.append(f"{_TEXT}:")
-        out += [f"  {visible(line)}" for line in str(definition[_TEXT]).split("\n")]
-    for key in sorted(set(definition) - {*_SCALARS, _TEXT}):
+    for text in _TEXTS:
+        if text in definition:
+            out.append(f"{text}:")
+            out += [f"  {visible(line)}" for line in str(definition[text]).split("\n")]
+    for key in sorted(set(definition) - {*_SCALARS, *_TEXTS}):
         out.append(f"{key}:")
         dumped = json.dumps(definition[key], indent=2, sort_keys=True, ensure_ascii=False)
         out += [f"  {visible(line)}" for line in dumped.split("\n")]
@@ -76,7 +77,14 @@ def _why(item: dict[str, Any]) -> str:
 
 
 def describe(item: dict[str, Any]) -> str:
-    return f"{item['kind']} {visible(item['name'])} of {item['server']}: {_why(item)}"
+    what = f"{item['kind']} {visible(item['name'])}" if item["name"] else item["kind"]
+    return f"{what} of {item['server']}: {_why(item)}"
+
+
+def _named(item: dict[str, Any]) -> str:
+    """The name an item is picked by: a server's instructions (which have none) by
+    their kind."""
+    return str(item["name"] or item["kind"])
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
@@ -85,14 +93,14 @@ def cmd_approve(args: argparse.Namespace) -> int:
         waiting = ask(client, "mcpd/pins/pending", {"server": args.server})["pending"]
         if args.names:
             wanted = set(args.names)
-            missing = sorted(wanted - {i["name"] for i in waiting})
+            missing = sorted(wanted - {_named(i) for i in waiting})
             if missing:
                 fail(
                     EXIT_FAILED,
                     f"nothing of {args.server} named {', '.join(missing)} waits for approval "
                     "(`mcpd tools --pending` lists what does)",
                 )
-            waiting = [i for i in waiting if i["name"] in wanted]
+            waiting = [i for i in waiting if _named(i) in wanted]
         if not waiting:
             print(f"nothing of {args.server} waits for approval")
             return 0
@@ -146,7 +154,7 @@ def print_pending(items: list[dict[str, Any]]) -> int:
     if not items:
         print("nothing waits for approval")
         return 0
-    rows = [(i["server"], i["kind"], visible(i["name"]), _why(i)) for i in items]
+    rows = [(i["server"], i["kind"], visible(i["name"]) or "-", _why(i)) for i in items]
     name_w = max(len(r[2]) for r in rows)
     print(f"{'SERVER':<16} {'KIND':<8} {'NAME':<{name_w}}  WHY")
     for server, kind, name, why in rows:
@@ -199,7 +207,7 @@ def _export(args: argparse.Namespace) -> int:
     count = sum(
         len(s.get(kind) or {})
         for s in pins["servers"].values()
-        for kind in ("tools", "prompts", "templates")
+        for kind in ("tools", "prompts", "templates", "instructions")
     )
     print(f"mcpd: {count} pinned items of {len(pins['servers'])} server(s) in {args.output}")
     return 0

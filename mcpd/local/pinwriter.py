@@ -29,6 +29,7 @@ _FIELDS: Final[dict[Kind, bytes]] = {
     "tool": b"tools",
     "prompt": b"prompts",
     "template": b"templates",
+    "instructions": b"instructions",
 }
 _KIND_LINES: Final = {b'      "%s": {' % field: kind for kind, field in _FIELDS.items()}
 _RECORD: Final = b'        "'  # a record's line starts so, and has its name next

@@ -1,14 +1,15 @@
 """The gate between what a server lists and what agents are shown.
 
-Every list a server sends (tools, prompts, resource templates; resources and
-instructions are cleaned too) passes here before the tables take it. Each item is
-cleaned (``readable``), checked by the finding rules, and compared with its pin
-(``pins``): an item that matches its pin, or that is seen for the first time on a
-server not yet approved, is shown as it is now; one that differs from its pin, or
-is new on an approved server, is held, warned of or accepted as the server's
-settings say (``Config.pin_policy``). A held item stays listed but unavailable,
-shown as it was approved (or by its name alone when nothing of it was), with a
-reason a model can read; the change waits in ``pending`` for ``mcpd approve``.
+Every list a server sends (tools, prompts, resource templates; resources are
+cleaned too), and its instructions as an item of their own, pass here before agents
+are shown them. Each item is cleaned (``readable``), checked by the finding rules,
+and compared with its pin (``pins``): an item that matches its pin, or that is seen
+for the first time on a server not yet approved, is shown as it is now; one that
+differs from its pin, or is new on an approved server, is held, warned of or
+accepted as the server's settings say (``Config.pin_policy``). A held item stays
+listed but unavailable, shown as it was approved (or by its name alone when nothing
+of it was), with a reason a model can read; the change waits in ``pending`` for
+``mcpd approve``.
 
 Each change and each finding is said once per definition in the journal (``news``),
 and counted for ``mcpd status``; what is kept of each list is in ``judged``.
@@ -16,7 +17,6 @@ and counted for ``mcpd status``; what is kept of each list is in ``judged``.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
@@ -25,7 +25,6 @@ from msgspec import Raw
 from protocol import mcp, surface
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
-from .clean import clean_text
 from .judged import (
     Approval,
     HeldView,
@@ -38,6 +37,7 @@ from .judged import (
     held_reason,
     held_view,
 )
+from .judged import label as shown_label  # ``label`` names a local here
 from .news import News
 from .pinned import (
     Found,
@@ -53,8 +53,7 @@ from .pinned import (
     pin_set,
     shown_digest,
 )
-from .pins import Kind, PinRecord, PinSet, key_of, record_of
-from .readable import Readable
+from .pins import INSTRUCTIONS, Instructions, Kind, PinRecord, PinSet, key_of, record_of
 from .rules import Finding
 
 # Pins of items a server no longer lists are kept (one that comes back changed is a
@@ -122,19 +121,14 @@ class Gate:
         return out
 
     def instructions(self, alias: str, text: str | None) -> str | None:
-        """A server's instructions, cleaned; what the cleaning and the rules found is
-        recorded (instructions are not pinned: they are shown fenced, as the server's)."""
-        state = self._list(alias, "instructions")
+        """A server's instructions, cleaned, judged against their pin as an item is
+        (a held change: the approved text, or none when none was). A server that
+        gives none has nothing pinned or held of them."""
         if text is None:
-            state.keep_only(set())
+            self._list(alias, "instructions").keep_only(set())
             return None
-        out, removed = clean_text(text)
-        read = Readable(out, {"instructions": removed} if removed else {}, [("instructions", out)])
-        seen = Seen(text, out, None, tuple(read.findings()))
-        news = News(alias, "instructions")
-        self._found(state, news, "", seen, hashlib.sha256(text.encode()).digest())
-        news.flush()
-        return out
+        shown = self._judge(alias, "instructions", {INSTRUCTIONS: Instructions(text)}).shown
+        return shown[INSTRUCTIONS].instructions or None
 
     def _judge(self, alias: str, kind: Kind, items: Mapping[str, T]) -> Verdicts[T]:
         policy = self.policy(alias)
@@ -178,7 +172,10 @@ class Gate:
                 self._changed(state, news, name, offered, "changed", policy.on_changed_item)
             self._found(state, news, name, seen, offered)
             reviewed = (kind, name) in server.reviewed
-            if why is None and seen.findings and policy.on_finding == "hold" and not reviewed:
+            # Instructions are orders by nature: what the rules find in them is told,
+            # never a reason to hold them.
+            held_for_findings = policy.on_finding == "hold" and kind != "instructions"
+            if why is None and seen.findings and held_for_findings and not reviewed:
                 why = "finding"
             if why is None:
                 state.pending.pop(name, None)
@@ -329,7 +326,7 @@ class Gate:
             key = (pending.kind, pending.name)
             if wanted is not None and key not in wanted:
                 continue
-            label = f"{pending.kind} {pending.name}"
+            label = shown_label(pending.kind, pending.name)
             if wanted is not None and wanted.pop(key) != pending.offered.digest:
                 out.stale.append(label)
                 continue
@@ -341,7 +338,7 @@ class Gate:
             self.unwritten.put(alias, pending.kind, pending.name, offered.definition)
             del self._list(alias, pending.kind).pending[pending.name]
             out.approved.append(label)
-        out.unknown = [f"{k} {n}" for k, n in (wanted or {})]
+        out.unknown = [shown_label(k, n) for k, n in (wanted or {})]
         if (whole or picks is None) and not self.pending(alias):
             server.approved = True
         self.unwritten.changed(alias)

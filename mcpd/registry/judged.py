@@ -14,12 +14,12 @@ import msgspec
 
 from protocol import mcp, surface
 
-from .pins import Item, Kind, PinRecord, definition, item_of
-from .readable import Readable, read_listed, read_prompt, read_tool
+from .pins import Instructions, Item, Kind, PinRecord, definition, item_of
+from .readable import Readable, read_instructions, read_listed, read_prompt, read_tool
 from .rules import Finding
 
 Why = Literal["changed", "new", "new_server", "finding"]
-T = TypeVar("T", mcp.Tool, surface.Prompt, surface.ResourceTemplate)
+T = TypeVar("T", mcp.Tool, surface.Prompt, surface.ResourceTemplate, Instructions)
 _encode: Final = msgspec.json.Encoder().encode
 
 
@@ -56,6 +56,11 @@ class Pending(msgspec.Struct):
     offered: PinRecord
     approved: PinRecord | None = None
     rules: list[str] = msgspec.field(default_factory=list)  # found in what is offered
+
+
+def label(kind: Kind, name: str) -> str:
+    """How a pinned item is named to people: a server's instructions by their kind."""
+    return f"{kind} {name}" if name else kind
 
 
 def held_reason(why: Why, alias: str, rules: Iterable[str] = ()) -> str:
@@ -154,11 +159,13 @@ READERS: Final[dict[Kind, Callable[[Item], Readable]]] = {
     "tool": read_tool,  # type: ignore[dict-item]
     "prompt": read_prompt,  # type: ignore[dict-item]
     "template": read_listed,  # type: ignore[dict-item]
+    "instructions": read_instructions,  # type: ignore[dict-item]
 }
 
 
 def held_view(kind: Kind, name: str, approved: PinRecord | None) -> Item:
-    """What agents are shown of a held item: as approved, else its name alone."""
+    """What agents are shown of a held item: as approved, else its name alone (of
+    instructions: none, no text)."""
     if approved is not None:
         try:
             shown: Item = READERS[kind](item_of(kind, approved.definition)).item
@@ -169,4 +176,6 @@ def held_view(kind: Kind, name: str, approved: PinRecord | None) -> Item:
         return mcp.Tool(name=name)
     if kind == "prompt":
         return surface.Prompt(name=name)
+    if kind == "instructions":
+        return Instructions("")
     return surface.ResourceTemplate(uriTemplate=name, name=name)

@@ -1,13 +1,13 @@
 """Pins: the definition of each item a model reads, as it was approved, by digest.
 
-For each server (by alias) and each of its tools, prompts and resource templates,
-the pin holds the canonical form of every field of it agents are handed (name,
-title, description, schemas with every description in them, annotations, icons,
-``_meta``, a tool's execution; a prompt's arguments; a template's URI template,
-name and MIME type) and its SHA-256: a host acts on a field a model never reads
-(it renders the UI resource ``_meta`` names, it trusts a read-only hint), so a
-change to any of them is a change. The
-canonical form is JSON with every object's keys sorted and nothing else changed, so
+For each server (by alias), its instructions (one item, named "") and each of its
+tools, prompts and resource templates, the pin holds the canonical form of every
+field of it agents are handed (name, title, description, schemas with every
+description in them, annotations, icons, ``_meta``, a tool's execution; a prompt's
+arguments; a template's URI template, name and MIME type; the instructions' text)
+and its SHA-256: a host acts on a field a model never reads (it renders the UI
+resource ``_meta`` names, it trusts a read-only hint), so a change to any of them
+is a change. The canonical form is JSON with every object's keys sorted and nothing else changed, so
 a server that reorders its schema's keys has not changed its tool; one invisible
 character more has. The digest is of what the server sent, before cleaning: a
 change a person cannot see is still a change, and ``mcpd approve`` shows it escaped.
@@ -28,9 +28,19 @@ from msgspec import UNSET, Raw
 
 from protocol import mcp, surface
 
-Kind = Literal["tool", "prompt", "template"]
-KINDS: Final[tuple[Kind, ...]] = ("tool", "prompt", "template")
-Item: TypeAlias = mcp.Tool | surface.Prompt | surface.ResourceTemplate
+Kind = Literal["tool", "prompt", "template", "instructions"]
+KINDS: Final[tuple[Kind, ...]] = ("tool", "prompt", "template", "instructions")
+
+
+class Instructions(msgspec.Struct, forbid_unknown_fields=True):
+    """A server's instructions as an item to pin: their text is their definition."""
+
+    instructions: str
+
+
+# The name a server's instructions are pinned and held by: a server has one text.
+INSTRUCTIONS: Final = ""
+Item: TypeAlias = mcp.Tool | surface.Prompt | surface.ResourceTemplate | Instructions
 FORMAT: Final = 2
 # Pins of format 1 left out icons, ``_meta`` and a tool's execution: such a pin still
 # stands for an item that differs from it in those alone (``former``), once.
@@ -57,12 +67,17 @@ class PinnedServer(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tru
     tools: dict[str, PinRecord] = msgspec.field(default_factory=dict)
     prompts: dict[str, PinRecord] = msgspec.field(default_factory=dict)
     templates: dict[str, PinRecord] = msgspec.field(default_factory=dict)
+    # At most one, named INSTRUCTIONS; a file without it is one of a server whose
+    # instructions were never pinned.
+    instructions: dict[str, PinRecord] = msgspec.field(default_factory=dict)
 
     def of(self, kind: Kind) -> dict[str, PinRecord]:
         if kind == "tool":
             return self.tools
         if kind == "prompt":
             return self.prompts
+        if kind == "instructions":
+            return self.instructions
         return self.templates
 
 
@@ -79,6 +94,8 @@ def key_of(item: Item) -> str:
     """How an item is known within its server: a template by its URI template."""
     if isinstance(item, surface.ResourceTemplate):
         return item.uriTemplate
+    if isinstance(item, Instructions):
+        return INSTRUCTIONS
     return item.name
 
 
@@ -102,6 +119,8 @@ def definition(item: Item, former: bool = False) -> bytes:
     """The canonical JSON of what agents are handed of ``item``; ``former``: as pins of
     format 1 had it (without icons, ``_meta`` and execution)."""
     out: dict[str, Any]
+    if isinstance(item, Instructions):
+        return _canonical.encode(item)
     extra: dict[str, Any] = {}
     if not former:
         extra = {"icons": _json(item.icons), "_meta": item.meta}
@@ -144,6 +163,8 @@ def definition(item: Item, former: bool = False) -> bytes:
 
 def has_later_fields(item: Item) -> bool:
     """Whether ``item`` has a field pins of format 1 left out."""
+    if isinstance(item, Instructions):
+        return False  # format 1 did not pin them at all
     later = [item.icons, item.meta]
     if isinstance(item, mcp.Tool):
         later.append(item.execution)
@@ -166,6 +187,7 @@ _TYPES: Final[dict[Kind, type[Any]]] = {
     "tool": mcp.Tool,
     "prompt": surface.Prompt,
     "template": surface.ResourceTemplate,
+    "instructions": Instructions,
 }
 
 

@@ -19,6 +19,7 @@ from protocol import mcp, surface
 
 from .clean import clean_json, clean_text
 from .glance import may_find, may_find_ascii
+from .pins import Instructions
 from .rules import HIDDEN_CHARACTERS, Finding, check
 
 T = TypeVar("T", surface.Resource, surface.ResourceTemplate)
@@ -217,6 +218,13 @@ def read_listed(item: T) -> Readable:
         if out is not value:
             changes[field] = out
     return r.done(msgspec.structs.replace(item, **changes) if changes else item)
+
+
+def read_instructions(given: Instructions) -> Readable:
+    """A server's instructions: one text, cleaned (the item itself when it was clean)."""
+    out, removed = clean_text(given.instructions)
+    item = given if out == given.instructions else Instructions(out)
+    return Readable(item, {"instructions": removed} if removed else {}, [("instructions", out)])
 
 
 def _texts_of(value: Any) -> Iterator[tuple[str, str]]:

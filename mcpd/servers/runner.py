@@ -174,6 +174,9 @@ class Runner(ServerParts):
         self.tool_list.listed(listing)
         self.tool_list.connected()
         self.registry.update(self.alias, listing.tools, trusted=self.cfg.trusted)
+        # Its instructions are judged as its lists are: first seen before the
+        # approval, or a change held against it.
+        self.registry.gate.instructions(self.alias, up.instructions)
         # Everything listed once: unless new servers are held, that is the approval of
         # the server, and what it lists from now on is judged against it.
         self.registry.gate.settle(self.alias)

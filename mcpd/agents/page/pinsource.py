@@ -17,6 +17,7 @@ from typing import Any, Final
 from protocol import jsonrpc as rpc
 from protocol.visible import written_out
 
+from ...registry.judged import label as shown_label
 from ...registry.pins import KINDS
 from ...registry.views import ProfileView
 from ..backend import Control
@@ -48,10 +49,10 @@ def pin_sources(control: Control) -> Sources:
     ) -> str:
         if scope is not None:
             raise rpc.RPCError(-32000, OWNER_ONLY)
-        label = f"{kind} {name}"
         picked = next((k for k in KINDS if k == kind), None)
         if picked is None:
             raise rpc.RPCError(-32000, f"{kind!r} is not a kind of item mcpd holds")
+        label = shown_label(picked, name)
         try:
             result = await control.pins.approve(server, [(picked, name, digest)])
         except KeyError:

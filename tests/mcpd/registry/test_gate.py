@@ -45,7 +45,7 @@ def held(g: Gate, alias: str | None = None) -> list[tuple[str, str, str, str]]:
     return [(p.server, p.kind, p.name, p.why) for p in g.pending(alias)]
 
 
-# -- resources and instructions: cleaned and read, never pinned --
+# -- resources (cleaned and read, never pinned) and instructions (pinned as an item) --
 
 
 def test_a_resource_is_cleaned_and_what_was_found_is_kept_while_it_is_listed() -> None:
@@ -70,7 +70,7 @@ def test_a_clean_resource_is_listed_as_the_same_object() -> None:
 
 
 def test_instructions_are_cleaned_and_a_finding_in_them_is_kept_until_they_are_gone() -> None:
-    g = gate()
+    g = gate(on_changed_item="accept")  # each text is taken: this is of findings alone
     assert g.instructions("notes", f"Use search{INVISIBLE}. {ORDERS}") == f"Use search. {ORDERS}"
     rules = {f.rule for _, kind, _, fs in g.found("notes") for f in fs if kind == "instructions"}
     assert {"hidden-characters", "conceal-from-user"} <= rules
@@ -80,6 +80,20 @@ def test_instructions_are_cleaned_and_a_finding_in_them_is_kept_until_they_are_g
     assert g.found("notes") != []
     assert g.instructions("notes", None) is None
     assert g.found("notes") == []
+
+
+def test_changed_instructions_are_held_as_approved_until_approved() -> None:
+    g = gate(on_finding="hold")
+    assert g.instructions("notes", f"Use search. {ORDERS}") == f"Use search. {ORDERS}"
+    g.settle("notes")
+    assert held(g) == []  # a finding in instructions is told, never a hold
+    assert g.instructions("notes", ORDERS) == f"Use search. {ORDERS}"
+    [pending] = g.pending("notes")
+    assert (pending.kind, pending.name, pending.why) == ("instructions", "", "changed")
+    assert g.approve("notes", None).approved == ["instructions"]
+    assert g.instructions("notes", ORDERS) == ORDERS
+    assert g.instructions("notes", None) is None
+    assert g.pending("notes") == []
 
 
 def test_the_same_instructions_again_are_told_to_the_journal_once(

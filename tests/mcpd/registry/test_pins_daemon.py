@@ -351,7 +351,8 @@ async def test_pins_exported_from_one_daemon_hold_another_s_changed_server(
                     daemon.socket_path, "pins", "import", str(tmp_path / "team.json")
                 )
                 assert code == 0, err
-                assert "imported 5 pinned items of tickets" in out
+                # Three tools, a prompt, a template and the instructions.
+                assert "imported 6 pinned items of tickets" in out
                 assert since
                 await assert_held(agent, second)
             # A forged file is refused whole, naming the item.
