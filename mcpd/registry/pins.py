@@ -212,6 +212,8 @@ def checked(pins: PinSet, source: str) -> PinSet:
         for kind in KINDS:
             items = server.of(kind)
             for key, pin in items.items():
+                if kind == "instructions" and key != INSTRUCTIONS:
+                    raise BadPins(f'{source}: {alias} instructions: named {key!r}, not ""')
                 try:
                     data = canonical(pin.definition)
                     msgspec.json.decode(data, type=_TYPES[kind])

@@ -15,7 +15,7 @@ from mcpd.config.model import DEFAULT_POLICY, NamingConfig, PinPolicy
 from mcpd.registry import gate as gate_module
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import Gate
-from mcpd.registry.pins import BadPins, PinSet, checked, definition, digest
+from mcpd.registry.pins import BadPins, Instructions, PinSet, checked, definition, digest
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
@@ -298,6 +298,18 @@ def test_an_import_whose_definition_does_not_match_its_digest_is_refused() -> No
     doc["servers"]["notes"]["tools"]["search"]["definition"]["description"] = "forged"
     with pytest.raises(BadPins, match="notes tool 'search'"):
         checked(msgspec.json.decode(json.dumps(doc), type=PinSet), "team.json")
+
+
+def test_instructions_pinned_under_another_name_are_refused() -> None:
+    """A server has one text of instructions: a pin set naming them is forged."""
+    data = definition(Instructions("Use search."))
+    record = {"digest": digest(data), "definition": json.loads(data)}
+    doc = {"format": 2, "servers": {"notes": {"instructions": {"search": record}}}}
+    with pytest.raises(BadPins, match="notes instructions: named 'search'"):
+        checked(msgspec.json.decode(json.dumps(doc), type=PinSet), "team.json")
+    doc["servers"]["notes"]["instructions"] = {"": record}
+    pins = checked(msgspec.json.decode(json.dumps(doc), type=PinSet), "team.json")
+    assert list(pins.servers["notes"].instructions) == [""]
 
 
 def test_a_policy_per_server() -> None:
