@@ -10,9 +10,9 @@ from typing import Any
 import trio
 
 from mcpd.config.load import parse
-from tests.mcpd.policy.test_policy_calls import LIMIT, RULES, TOOLS, Setup, policy_daemon, text
 from tests.support.agent import META, connect, running
 from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
+from tests.support.policy_daemon import LIMIT, RULES, TOOLS, Setup, policy_daemon, text
 from tests.support.procs import scripted
 
 ASKS = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}

@@ -15,8 +15,7 @@ import trio
 from mcpd.registry.pins import definition, digest
 from protocol import mcp
 from tests.support.agent import connect, running
-
-from .test_pins_daemon import HELD, TOOLS_CHANGED, Changing, by_name, cli, config, relist
+from tests.support.pins_daemon import HELD, TOOLS_CHANGED, Changing, by_name, cli, config, relist
 
 OBJ = {"type": "object"}
 BASE: dict[str, Any] = {
