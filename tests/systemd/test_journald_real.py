@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.notify import Notifications
 from tests.systemd import harness
 from tests.systemd.conftest import REQUIRED
 
@@ -117,29 +117,6 @@ def journald() -> Iterator[Journald]:
             proc.wait()
 
 
-class NotifyReceiver:
-    """``$NOTIFY_SOCKET`` for the daemon: every datagram, in order."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(path)
-        self.seen: list[list[str]] = []
-
-    def wait_for(self, line: str, timeout: float = 30) -> None:
-        """Until a datagram with ``line`` arrives."""
-        deadline = time.monotonic() + timeout
-        while True:
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            try:
-                message = self.sock.recv(65536).decode().splitlines()
-            except TimeoutError:
-                raise AssertionError(f"no {line!r} within {timeout}s; got {self.seen}") from None
-            self.seen.append(message)
-            if line in message:
-                return
-
-
 def _child(parent: int, module: str) -> int:
     """The server process running ``module`` that ``parent`` started: in its sandbox,
     bubblewrap's, a few generations down."""
@@ -180,7 +157,7 @@ def test_outage_and_recovery_read_back_with_journalctl(journald: Journald) -> No
             args = ["-m", "mcpd.demo.tickets"]
             """.replace("\n            ", "\n")
         )
-        notify = NotifyReceiver(f"{tmp}/notify")
+        notify = Notifications(Path(f"{tmp}/notify"))
         env = {**os.environ, "NOTIFY_SOCKET": notify.path, "PYTHONPATH": str(ROOT)}
         daemon = subprocess.Popen(
             journald.inside(
@@ -192,17 +169,17 @@ def test_outage_and_recovery_read_back_with_journalctl(journald: Journald) -> No
             cwd=ROOT,
         )
         try:
-            notify.wait_for("READY=1")
+            notify.next_with("READY=1", timeout=30)
             assert "STATUS=2 servers: 2 ready" in notify.seen[-1], notify.seen
 
             tickets = _child(daemon.pid, "mcpd.demo.tickets")
             os.kill(tickets, signal.SIGTERM)  # tickets goes down...
-            notify.wait_for("STATUS=2 servers: 1 ready, 1 failed (tickets)")
-            notify.wait_for("STATUS=2 servers: 2 ready")  # ...and is restarted
+            notify.next_with("STATUS=2 servers: 1 ready, 1 failed (tickets)", timeout=30)
+            notify.next_with("STATUS=2 servers: 2 ready", timeout=30)  # ...and is restarted
             assert _child(daemon.pid, "mcpd.demo.tickets") != tickets
 
             daemon.send_signal(signal.SIGTERM)
-            notify.wait_for("STOPPING=1")
+            notify.next_with("STOPPING=1", timeout=30)
             assert daemon.wait(timeout=30) == 0
         finally:
             if daemon.poll() is None:
