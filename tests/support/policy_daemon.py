@@ -58,8 +58,12 @@ class Setup:
 
 @asynccontextmanager
 async def policy_daemon(
-    tmp_path: Path, rules: list[dict[str, Any]] = RULES, **profiles: Any
+    tmp_path: Path,
+    rules: list[dict[str, Any]] = RULES,
+    daemon_keys: dict[str, Any] | None = None,
+    **profiles: Any,
 ) -> AsyncIterator[Setup]:
+    """The daemon, with ``daemon_keys`` added to its ``[daemon]`` table."""
     log = tmp_path / "server.in"
     command, args = scripted("--names", TOOLS, "--log-file", str(log))
     config = parse(
@@ -69,6 +73,7 @@ async def policy_daemon(
                 "state_dir": str(tmp_path / "state"),
                 "startup_deadline": 20.0,
                 "audit_journal": False,
+                **(daemon_keys or {}),
             },
             "servers": {"gh": {"command": command, "args": list(args), "max_concurrency": 1}},
             "profiles": profiles,

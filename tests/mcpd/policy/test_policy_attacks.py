@@ -9,11 +9,9 @@ from typing import Any
 
 import trio
 
-from mcpd.config.load import parse
-from tests.support.agent import META, connect, running
+from tests.support.agent import META, connect
 from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
-from tests.support.policy_daemon import LIMIT, RULES, TOOLS, Setup, policy_daemon, text
-from tests.support.procs import scripted
+from tests.support.policy_daemon import LIMIT, policy_daemon, text
 
 ASKS = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}
@@ -100,24 +98,10 @@ async def test_mcpd_s_request_state_answers_only_its_own_call(tmp_path: Path) ->
 async def test_a_new_tcp_connection_is_no_new_allowance(tmp_path: Path) -> None:
     """Over the TCP endpoint the kernel names no process: an agent connecting afresh for
     each call is held to its rule's rate."""
-    log = tmp_path / "server.in"
-    command, args = scripted("--names", TOOLS, "--log-file", str(log))
-    config = parse(
-        {
-            "daemon": {
-                "socket": str(tmp_path / "mcpd.sock"),
-                "state_dir": str(tmp_path / "state"),
-                "startup_deadline": 20.0,
-                "audit_journal": False,
-                "http_listen": "127.0.0.1:0",
-            },
-            "servers": {"gh": {"command": command, "args": list(args)}},
-            "policy": RULES,
-        }
-    )
     with trio.fail_after(LIMIT):
-        async with running(config) as daemon:
-            setup = Setup(daemon, log, tmp_path / "state")
+        async with policy_daemon(tmp_path, daemon_keys={"http_listen": "127.0.0.1:0"}) as setup:
+            daemon = setup.daemon
+            assert daemon.api.endpoint is not None
             port, token = daemon.api.endpoint.port, daemon.http_token()
             wanted = header_dict(modern_headers("tools/call", "mcp__gh__read_repo"))
             headers = {**MCP, **auth(token), **wanted}
