@@ -86,6 +86,9 @@ class Gate:
         self.hold_unapproved = False
         # By (alias, kind): kind is also "resource" or "instructions" here.
         self._lists: dict[tuple[str, str], ListState] = {}
+        # Each server's instructions as the item last judged: every agent's handshake
+        # asks for them again, and the same object is known at once, not compared.
+        self._instructions: dict[str, Instructions] = {}
 
     def _list(self, alias: str, kind: str) -> ListState:
         found = self._lists.get((alias, kind))
@@ -125,9 +128,13 @@ class Gate:
         (a held change: the approved text, or none when none was). A server that
         gives none has nothing pinned or held of them."""
         if text is None:
+            self._instructions.pop(alias, None)
             self._list(alias, "instructions").keep_only(set())
             return None
-        shown = self._judge(alias, "instructions", {INSTRUCTIONS: Instructions(text)}).shown
+        item = self._instructions.get(alias)
+        if item is None or item.instructions != text:
+            item = self._instructions[alias] = Instructions(text)
+        shown = self._judge(alias, "instructions", {INSTRUCTIONS: item}).shown
         return shown[INSTRUCTIONS].instructions or None
 
     def _judge(self, alias: str, kind: Kind, items: Mapping[str, T]) -> Verdicts[T]:
