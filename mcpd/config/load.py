@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..local.owners import untrusted_file
 from .endpoints import check_groups, validate_http, validate_profiles
 from .expand import (
     Found,
@@ -225,6 +226,11 @@ def _read(p: Path) -> bytes:
                 raise ConfigError("", f"cannot read {str(p)!r}: it is a directory")
             if not stat.S_ISREG(st.st_mode):  # a device such as /dev/zero never ends
                 raise ConfigError("", f"config file {str(p)!r} is not a regular file")
+            # The config says which commands mcpd runs as its user: a file someone
+            # else could have written would run theirs.
+            untrusted = untrusted_file(str(p), st)
+            if untrusted is not None:
+                raise ConfigError("", f"config file not trusted: {untrusted}")
             too_large = f"config file {str(p)!r} is larger than {MAX_CONFIG_BYTES} bytes"
             if st.st_size > MAX_CONFIG_BYTES:
                 raise ConfigError("", too_large)

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 
 import msgspec
 
+from ..local.owners import untrusted_file
+
 
 class HeldSecret(msgspec.Struct, frozen=True):
     """A value mcpd holds that nothing it shows may contain, and where it is held (the
@@ -49,7 +51,8 @@ def read_secret(path: str, env: Mapping[str, str]) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         with open(fd, "rb") as f:
             # Checked on the open file, so the mode seen is the mode of what is read.
-            mode = os.fstat(f.fileno()).st_mode
+            st = os.fstat(f.fileno())
+            mode = st.st_mode
             if stat.S_ISDIR(mode):
                 raise SecretError(f"secret file {path!r} is a directory")
             if not stat.S_ISREG(mode):
@@ -59,6 +62,11 @@ def read_secret(path: str, env: Mapping[str, str]) -> str:
                     f"secret file {path!r} is readable by every user; "
                     f"run chmod o-r {path} (mcpd refuses secrets anyone can read)"
                 )
+            # Another user who could write it could have mcpd log in as them, and see
+            # what it does with their account.
+            untrusted = untrusted_file(path, st)
+            if untrusted is not None:
+                raise SecretError(f"secret file not trusted: {untrusted}")
             data = f.read()
     except FileNotFoundError:
         raise SecretError(f"secret file {path!r} does not exist") from None

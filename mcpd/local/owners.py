@@ -8,9 +8,15 @@ that user, so it is refused with the owner named.
 from __future__ import annotations
 
 import contextlib
+import grp
 import os
 import pwd
 import stat
+from collections import deque
+from typing import Final
+
+# Symbolic links followed on the way to a file, at most (the kernel's own bound).
+_MAX_LINKS: Final = 40
 
 # The system unit's RuntimeDirectory=: systemd makes it for the unit's User=.
 SERVICE_DIR = "/run/mcpd"
@@ -59,3 +65,102 @@ def trusted_names() -> str:
 def not_trusted(what: str, uid: int) -> str:
     """Why ``what``, owned by ``uid``, is not trusted."""
     return f"{what} belongs to uid {uid} ({user_name(uid)}), not to {trusted_names()}"
+
+
+def other_writers(st: os.stat_result) -> str | None:
+    """Who besides the owner of a file or directory (and root) may write to it, if
+    anyone."""
+    if st.st_mode & stat.S_IWOTH:
+        return "every user"
+    if st.st_mode & stat.S_IWGRP and not _private_group(st.st_uid, st.st_gid):
+        try:
+            return f"the group {grp.getgrgid(st.st_gid).gr_name}"
+        except KeyError:
+            return f"the group {st.st_gid}"
+    return None
+
+
+def _private_group(uid: int, gid: int) -> bool:
+    """Whether ``gid`` is the owner's own group (named after the user, no other member),
+    which many distributions give each user, with a umask that lets it write."""
+    try:
+        user = pwd.getpwuid(uid)
+        group = grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return (
+        user.pw_gid == gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+    )
+
+
+def untrusted_file(path: str, st: os.stat_result) -> str | None:
+    """Why what the file at ``path`` says may be another user's choice, or None: the
+    file (``st``, its status as it was opened) must be a trusted owner's and writable by
+    no one else, and so must every directory and symbolic link on the way to it, but
+    that a directory others may write to is fine when it is sticky (as ``/tmp`` is:
+    there only an entry's owner may replace it)."""
+    trusted = trusted_owners()
+    if st.st_uid not in trusted:
+        return f"{not_trusted(path, st.st_uid)}, who decides what it says"
+    who = other_writers(st)
+    if who is not None:
+        mode = stat.S_IMODE(st.st_mode)
+        return f"{path} can be written by {who} (mode {mode:04o}); run chmod go-w {path}"
+    return _untrusted_way(path, st, trusted)
+
+
+def _untrusted_way(path: str, st: os.stat_result, trusted: frozenset[int]) -> str | None:
+    """Why the directories and links on the way to ``path`` let another user put a file
+    of theirs there, or None; also when what is there now is not the file opened."""
+    todo = deque(os.path.join(os.getcwd(), path).split("/"))
+    at, links = "/", 0
+    while todo:
+        name = todo.popleft()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            at = os.path.dirname(at)  # each directory is checked on the way down
+            continue
+        problem = _untrusted_directory(at, trusted)
+        if problem is not None:
+            return problem
+        step = os.path.join(at, name)
+        try:
+            entry = os.lstat(step)
+        except OSError as exc:
+            return f"cannot look at {step} on the way to {path}: {exc.strerror}"
+        if stat.S_ISLNK(entry.st_mode):
+            if entry.st_uid not in trusted:
+                owner = not_trusted(step, entry.st_uid)
+                return f"the symbolic link {owner}, who chose where it points"
+            links += 1
+            if links > _MAX_LINKS:
+                return f"{path} goes through too many symbolic links"
+            target = os.readlink(step)
+            if target.startswith("/"):
+                at = "/"
+            todo.extendleft(reversed(target.split("/")))
+            continue
+        if any(n not in ("", ".") for n in todo):
+            at = step
+            continue
+        if (entry.st_dev, entry.st_ino) != (st.st_dev, st.st_ino):
+            return f"{path} was replaced while mcpd read it"
+    return None
+
+
+def _untrusted_directory(directory: str, trusted: frozenset[int]) -> str | None:
+    try:
+        st = os.stat(directory)
+    except OSError as exc:
+        return f"cannot look at {directory}: {exc.strerror}"
+    if st.st_uid not in trusted:
+        owner = not_trusted(directory, st.st_uid)
+        return f"the directory {owner}, who could put another file in its place"
+    who = other_writers(st)
+    if who is not None and not st.st_mode & stat.S_ISVTX:
+        return (
+            f"the directory {directory} can be written by {who}, who could put another "
+            f"file in its place; run chmod go-w {directory}"
+        )
+    return None

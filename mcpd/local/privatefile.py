@@ -23,15 +23,13 @@ be another user's choice (a token they know, a login endpoint of theirs).
 from __future__ import annotations
 
 import contextlib
-import grp
 import os
-import pwd
 import stat
 import threading
 from collections.abc import Iterable
 from typing import Final
 
-from .owners import not_trusted, trusted_owners
+from .owners import not_trusted, other_writers, trusted_owners
 
 PRIVATE: Final = 0o600
 # The temporary file's name is the process's, so writers in one process take turns.
@@ -106,7 +104,7 @@ def open_directory(directory: str, *, check: bool = True) -> int:
             f"{not_trusted(directory, st.st_uid)}: its owner could replace or read what "
             "mcpd writes there; use a directory of your own"
         )
-    who = _other_writers(st)
+    who = other_writers(st)
     if who is None:
         return fd
     os.close(fd)
@@ -153,31 +151,6 @@ def read_private(path: str, fix: str) -> tuple[bytes, os.stat_result] | None:
                 f"so mcpd does not trust what it says; {fix}"
             )
         return f.read(), st
-
-
-def _other_writers(st: os.stat_result) -> str | None:
-    """Who besides the directory's owner (and root) may write to it, if anyone."""
-    if st.st_mode & stat.S_IWOTH:
-        return "every user"
-    if st.st_mode & stat.S_IWGRP and not _private_group(st.st_uid, st.st_gid):
-        try:
-            return f"the group {grp.getgrgid(st.st_gid).gr_name}"
-        except KeyError:
-            return f"the group {st.st_gid}"
-    return None
-
-
-def _private_group(uid: int, gid: int) -> bool:
-    """Whether ``gid`` is the owner's own group (named after the user, no other member),
-    which many distributions give each user, with a umask that lets it write."""
-    try:
-        user = pwd.getpwuid(uid)
-        group = grp.getgrgid(gid)
-    except KeyError:
-        return False
-    return (
-        user.pw_gid == gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
-    )
 
 
 def _replace(

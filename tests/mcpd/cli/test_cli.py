@@ -105,6 +105,24 @@ def test_exit_codes(demo: Path, tmp_path: Path) -> None:
     assert out.returncode == 78
 
 
+def test_serve_refuses_a_config_another_user_could_have_written(tmp_path: Path) -> None:
+    """Its servers' commands run as mcpd's user: anyone who can write the file could
+    make mcpd run theirs. Nothing starts, and the error says what to change."""
+    marker = tmp_path / "ran"
+    config = tmp_path / "mcpd.toml"
+    config.write_text(
+        f'[daemon]\nsocket = "{tmp_path / "s.sock"}"\n'
+        f'[servers.x]\ncommand = "touch"\nargs = ["{marker}"]\n'
+    )
+    config.chmod(0o666)
+    out = run("serve", "--config", str(config))
+    assert out.returncode == 78
+    assert "every user" in out.stderr and f"chmod go-w {config}" in out.stderr
+    assert not marker.exists()
+    config.chmod(0o644)
+    assert run("check-config", "--config", str(config)).returncode == 0
+
+
 def test_check_config_lists_servers(tmp_path: Path) -> None:
     good = tmp_path / "good.toml"
     good.write_text(

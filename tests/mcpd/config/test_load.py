@@ -187,3 +187,23 @@ def test_variables_come_from_the_environment_given(tmp_path: Path) -> None:
     config = load(path, env={"NOTES_BIN": "/opt/notes"})
     assert config.servers["notes"].command == "/opt/notes"
     assert config.variables == {"notes": ["NOTES_BIN"]}
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o646, 0o602], ids=oct)
+def test_a_config_every_user_may_write_is_refused_since_it_says_what_runs(
+    tmp_path: Path, mode: int
+) -> None:
+    path = written(tmp_path, "mcpd.toml", TOML)
+    path.chmod(mode)
+    message = refusal(path)
+    assert "config file not trusted" in message and "every user" in message
+    assert f"chmod go-w {path}" in message
+
+
+def test_a_config_in_a_directory_every_user_may_write_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    path = written(shared, "mcpd.toml", TOML)
+    message = refusal(path)
+    assert "config file not trusted" in message and f"the directory {shared}" in message

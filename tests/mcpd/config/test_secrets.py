@@ -120,3 +120,14 @@ def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
     os.mkfifo(fifo, 0o600)
     with pytest.raises(SecretError, match="is not a regular file"):
         read_secret(str(fifo), {})
+
+
+def test_a_secret_file_another_user_may_write_is_refused(tmp_path: Path) -> None:
+    """Not readable by them, but writable: they could put their own token there and
+    see, in their account, what mcpd's servers do with it."""
+    path = write(tmp_path / "token", b"ghp_mine\n")
+    os.chmod(path, 0o602)
+    with pytest.raises(SecretError) as info:
+        read_secret(path, {})
+    assert "secret file not trusted" in str(info.value) and "every user" in str(info.value)
+    assert "ghp_mine" not in str(info.value)

@@ -151,3 +151,15 @@ def test_every_key_read_only_at_start_waits_for_a_restart(
     again = read.read(started, started.socket_path())
     assert again.restart == [f"daemon.{key}"]
     assert again.settings == []
+
+
+def test_a_config_made_writable_by_every_user_is_refused_and_the_old_one_stays(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path / "mcpd.toml", tmp_path / "mcpd.sock")
+    started = load(str(path))
+    path.chmod(0o666)
+    with pytest.raises(rpc.RPCError) as refused:
+        rereader(path, started).read(started, started.socket_path())
+    assert refused.value.message.startswith("config rejected: ")
+    assert "every user" in refused.value.message
