@@ -95,10 +95,8 @@ class Seen:
 class CallRecords:
     def __init__(self, audit: AuditLog, wall: Callable[[], float] = time.time) -> None:
         self.audit = audit
-        self._wall = wall
-
-    def now(self) -> float:
-        return self._wall()
+        # The wall clock, read as each call arrives and as it ends.
+        self.now: Callable[[], float] = wall
 
     def tool_call(
         self,
@@ -127,7 +125,7 @@ class CallRecords:
             decided_by=call.decided_by,
             outcome=outcome,
             reason=call.refusal if call.refusal is not None else reason,
-            duration_ms=round((self._wall() - call.arrived) * 1000, 3),
+            duration_ms=round((self.now() - call.arrived) * 1000, 3),
             result_bytes=result_bytes,
         )
         self.audit.record(record, raw)
@@ -157,7 +155,7 @@ class CallRecords:
             args_bytes=0 if arguments is None else len(arguments),
             outcome=outcome,
             reason=reason,
-            duration_ms=round((self._wall() - arrived) * 1000, 3),
+            duration_ms=round((self.now() - arrived) * 1000, 3),
             result_bytes=result_bytes,
         )
         self.audit.record(record, arguments)
