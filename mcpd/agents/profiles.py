@@ -45,11 +45,8 @@ class ProfileServers:
     def __init__(self, base: Servers, view: ProfileView) -> None:
         self.base = base
         self.view = view
+        self.name = view.name  # each call's record says it
         self.removed = False
-
-    @property
-    def name(self) -> str:
-        return self.view.name
 
     @property
     def version(self) -> int:
