@@ -20,30 +20,39 @@ def new_connection_id() -> str:
 
 
 class Identity:
-    __slots__ = ("_exe", "_info", "connection", "peer")
+    __slots__ = ("_legacy", "_modern", "connection", "peer")
 
     def __init__(self, peer: Peer | None) -> None:
         self.peer = peer
         self.connection = new_connection_id()
-        self._info: AgentInfo | None = None
+        # The agent as its calls of each era are recorded, in the profile of the last.
+        self._legacy: AgentInfo | None = None
+        self._modern: AgentInfo | None = None
 
     def info(self, profile: str, modern: bool) -> AgentInfo:
         """The agent as one call of it, in ``profile`` and its era, is recorded."""
-        era = "modern" if modern else "legacy"
-        info = self._info
-        if info is not None and info.profile == profile and info.era == era:
-            return info
+        info = self._modern if modern else self._legacy
+        if info is None or info.profile != profile:
+            info = self._made(profile, modern)
+        return info
+
+    def _made(self, profile: str, modern: bool) -> AgentInfo:
         peer = self.peer
-        if info is not None:
-            exe = info.exe
+        known = self._legacy or self._modern
+        if known is not None:
+            exe = known.exe
         else:
             exe = exe_of(peer.pid) if peer is not None and peer.pid > 0 else None
-        info = self._info = AgentInfo(
+        info = AgentInfo(
             uid=None if peer is None else peer.uid,
             pid=None if peer is None or peer.pid <= 0 else peer.pid,
             exe=exe,
             profile=profile,
             connection=self.connection,
-            era=era,
+            era="modern" if modern else "legacy",
         )
+        if modern:
+            self._modern = info
+        else:
+            self._legacy = info
         return info

@@ -68,6 +68,17 @@ def test_the_program_is_read_once_and_the_profile_and_era_follow_each_call(
     assert reads == [4242]
 
 
+def test_after_a_profile_switch_calls_of_either_era_are_in_the_new_profile() -> None:
+    who = Identity(None)
+    assert who.info("default", modern=False).profile == "default"
+    assert who.info("default", modern=True).profile == "default"
+    assert who.info("work", modern=True).profile == "work"
+    legacy = who.info("work", modern=False)
+    assert (legacy.profile, legacy.era) == ("work", "legacy")
+    modern = who.info("work", modern=True)
+    assert (modern.profile, modern.era) == ("work", "modern")
+
+
 def test_each_connection_has_an_id_of_its_own() -> None:
     ids = {Identity(None).connection for _ in range(200)}
     assert len(ids) == 200
