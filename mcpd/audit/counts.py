@@ -19,9 +19,7 @@ class CallCounts:
         self.write_errors = 0  # batches the file could not take
 
     def add(self, record: CallRecord) -> None:
-        key = (record.server or "", record.method, record.outcome, record.decision)
-        calls = self.calls
-        calls[key] = calls.get(key, 0) + 1
+        self.calls[record.server or "", record.method, record.outcome, record.decision] += 1
 
     def samples(self, only: Callable[[str], bool] | None = None) -> list[tuple[Key, int]]:
         """The counters of the servers ``only`` admits (calls with no server, such as
