@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import trio
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -111,15 +111,15 @@ class CallRecords:
             return
         call.recorded = True
         arguments = call.arguments
-        raw = arguments if isinstance(arguments, Raw) else None
-        routed = bool(call.alias)
+        raw = None if arguments is UNSET else arguments
+        alias = call.alias  # empty: not routed
         record = CallRecord(
             ts=call.arrived,
             agent=agent,
             method="tools/call",
-            name=(call.local or call.name) if routed else call.name,
-            original=call.name if routed else None,
-            server=call.alias or None,
+            name=(call.local or call.name) if alias else call.name,
+            original=call.name if alias else None,
+            server=alias or None,
             args_bytes=0 if raw is None else len(raw),
             decision=call.decision,
             decided_by=call.decided_by,
