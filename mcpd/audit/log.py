@@ -130,7 +130,8 @@ class AuditLog:
         if not self._writes:
             return
         buffer = self._buffer
-        if len(buffer) >= self.capacity:
+        waiting = len(buffer)
+        if waiting >= self.capacity:
             self._dropped += 1
             self.counts.dropped += 1
             return
@@ -148,7 +149,7 @@ class AuditLog:
                 record.args_digest = digest(arguments)
                 record.arguments = kept_arguments(arguments, self.secrets.current())
         buffer.append(record)
-        waiting = len(buffer)
+        waiting += 1
         if waiting == 1:  # the first since the last write wakes the writer
             self._wake.set()
         elif waiting == BATCH:
