@@ -69,7 +69,9 @@ class CallJournal:
         ok = list(map(_outcome, records)).count("ok")
         chosen: list[CallRecord] = []
         taken = self._ok.take_some(clock, BURST, RATE, ok)
-        if taken:
+        if ok == len(records):  # all succeeded, as in most batches: none looked at again
+            chosen += records[:taken]
+        elif taken:
             chosen += islice((r for r in records if r.outcome == "ok"), taken)
         if ok < len(records):
             taken = self._other.take_some(clock, BURST, RATE, len(records) - ok)
