@@ -273,7 +273,7 @@ class Router:
                 return answered
             name = call.name  # the call it stands for
         args = call.arguments
-        if isinstance(args, Raw) and (not args or memoryview(args)[0] not in _OBJECT_OR_NULL):
+        if args is not UNSET and (not args or memoryview(args)[0] not in _OBJECT_OR_NULL):
             # Refused here, not passed on: a server that crashes on arguments that are
             # not an object takes every other agent's calls down with it.
             return rpc.RPCError(
