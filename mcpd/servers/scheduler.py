@@ -195,6 +195,26 @@ class CallScheduler(_Scheduler):
         now = self._now()
         elapsed = now - call.start
         outcome: Outcome
+        if raw is not None and error is None and not timed_out:  # every call, nearly
+            r.breaker.record_success(now, call.ticket)
+            r.stats.record(elapsed)
+            # The same bytes unless they hold a secret mcpd holds: a reply stays spliced.
+            outcome = r.guard.raw(r.alias, raw, "a tools/call result")
+        else:
+            outcome = self._failed(call, error, timed_out, now, elapsed)
+        # Only now: releasing a half-open probe first made the breaker discard the
+        # probe's own outcome as stale, so it never closed again.
+        self._release(call)
+        if self.queue:
+            self._start_queued()
+        self._finish(call, outcome)
+
+    def _failed(
+        self, call: Call, error: BaseException | None, timed_out: bool, now: float, elapsed: float
+    ) -> Outcome:
+        """What a call that got no result came to: its server's error, or an outage."""
+        r = self.runner
+        outcome: Outcome
         if timed_out:
             reason = f"no answer within {_seconds(elapsed)} s"
             # Progress extends a call up to its hard limit, which is then what ended it.
@@ -214,11 +234,6 @@ class CallScheduler(_Scheduler):
             r.check_liveness()
             outcome = Outage(r.alias, "timeout", reason, call.start)
             self._forget(call, "timed out")
-        elif error is None and raw is not None:  # the common case first: every call
-            r.breaker.record_success(now, call.ticket)
-            r.stats.record(elapsed)
-            # The same bytes unless they hold a secret mcpd holds: a reply stays spliced.
-            outcome = r.guard.raw(r.alias, raw, "a tools/call result")
         elif isinstance(error, rpc.RPCError):
             # The server answered: it is up, whatever it thought of the request.
             r.breaker.record_success(now, call.ticket)
@@ -273,14 +288,7 @@ class CallScheduler(_Scheduler):
             outcome = Outage(r.alias, "failed", error.reason, call.start, stderr=said)
         else:
             outcome = Outage(r.alias, "failed", f"internal error: {error!r}", call.start)
-        if isinstance(outcome, Outage):
-            outcome = outcome.masked(r.guard)
-        # Only now: releasing a half-open probe first made the breaker discard the
-        # probe's own outcome as stale, so it never closed again.
-        self._release(call)
-        if self.queue:
-            self._start_queued()
-        self._finish(call, outcome)
+        return outcome.masked(r.guard) if isinstance(outcome, Outage) else outcome
 
     def _forget(self, call: Call, why: str) -> None:
         """The server is told to stop (if it has the call), and its answer is dropped."""
