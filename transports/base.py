@@ -74,7 +74,7 @@ class Transport(abc.ABC):
     # Credentials that change, asked for before each message; set by the owner before
     # the first one. Only Streamable HTTP sends them: a stdio server has no channel
     # for them, and an HTTP+SSE server gets its configured headers only.
-    auth: AuthHook | None
+    auth: AuthHook | None = None
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
@@ -136,7 +136,8 @@ class Transport(abc.ABC):
         """Give up on a request sent with ``send``: the server is told (a notification,
         or the exchange dropped), and its answer is not passed on."""
 
-    @abc.abstractmethod
+    # Members of one kind of transport: the others keep what is written here.
+
     async def listen(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
@@ -145,29 +146,30 @@ class Transport(abc.ABC):
         legacy Streamable HTTP session has such a stream of its own: elsewhere what
         the server sends already comes on the one stream it has (stdout, the event
         stream), and this returns at once."""
+        task_status.started()
 
-    @abc.abstractmethod
     def reset_session(self) -> None:
         """Forget the session an earlier handshake began, before a new one. Only a
         legacy Streamable HTTP session is kept apart from its transport (its
         ``Mcp-Session-Id``); a stdio process or an HTTP+SSE stream is the session,
         and a new one comes with a new transport."""
+        return
 
     @property
-    @abc.abstractmethod
     def pid(self) -> int | None:
         """The server's process id, where mcpd started it (stdio); otherwise None."""
+        return None
 
     @property
-    @abc.abstractmethod
     def started(self) -> Started | None:
         """What mcpd started for the server (stdio): the process, the mark its
         descendants carry, and what of its sandbox could not be applied. None where
         mcpd started nothing (HTTP)."""
+        return None
 
-    @abc.abstractmethod
     def stderr_tail(self) -> list[str]:
         """The last lines the server wrote on stderr (stdio); HTTP has none."""
+        return []
 
 
 def default_answer(req: Request) -> bytes:

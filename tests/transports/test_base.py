@@ -106,7 +106,7 @@ async def test_only_stdio_has_a_process_and_its_stderr(kind: str) -> None:
                 assert isinstance(t.pid, int) and t.pid > 0
                 assert isinstance(t.stderr_tail(), list)
             else:
-                assert (t.pid, t.stderr_tail()) == (None, [])
+                assert (t.pid, t.started, t.stderr_tail()) == (None, None, [])
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -145,17 +145,6 @@ class HttpTransport(Transport):
     def connections_opened(self) -> int:
         return self._pool.opened
 
-    @property
-    def pid(self) -> None:
-        return None
-
-    @property
-    def started(self) -> None:
-        return None
-
-    def stderr_tail(self) -> list[str]:
-        return []
-
     def reset_session(self) -> None:
         """Forget the legacy session (and the version it spoke) before a new handshake."""
         self._session.value = None

@@ -40,14 +40,7 @@ from protocol.mcp import CancelledParams
 from protocol.splice import SplicedCall
 from protocol.sse import SSEEvent
 
-from ..base import (
-    AuthHook,
-    NotificationHandler,
-    Params,
-    Reply,
-    Transport,
-    answer_server_request,
-)
+from ..base import NotificationHandler, Params, Reply, Transport, answer_server_request
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..http.connection import make_ssl_context
 from ..http.pool import ConnectionPool
@@ -86,7 +79,6 @@ class LegacySSETransport(Transport):
     ) -> None:
         super().__init__(alias)
         self._origin, self._stream_target = parse_url(url)
-        self.auth: AuthHook | None = None  # never asked: the configured headers go instead
         self.endpoint: str | None = None  # where messages go, once the stream named it
         self._post_target = ""
         self._static = header_list(headers or {}, "configured", RESERVED)
@@ -128,27 +120,6 @@ class LegacySSETransport(Transport):
     @property
     def pending_count(self) -> int:
         return len(self._pending)
-
-    @property
-    def pid(self) -> None:
-        return None
-
-    @property
-    def started(self) -> None:
-        return None
-
-    def stderr_tail(self) -> list[str]:
-        return []
-
-    async def listen(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Nothing to hold: everything the server sends comes on the event stream the
-        transport holds from its opening."""
-        task_status.started()
-
-    def reset_session(self) -> None:
-        """Nothing to forget: the event stream is the session."""
 
     async def request(
         self,
