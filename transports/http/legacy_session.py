@@ -10,23 +10,17 @@ transport carries on.
 from __future__ import annotations
 
 import logging
-from typing import Final
-
-import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from protocol.mcp import CancelledParams
 
-from ..base import ServerRequestHandler, answer_server_request
+from ..base import ServerRequestHandler
+from ..best_effort import send_answer, send_cancel
 from ..errors import TransportError
 from .request import VERSION_HEADER, Exchange, RequestHeaders, SessionId
 from .send import Sender, status_only
 
 logger = logging.getLogger("mcpd.http")
-
-# How long a cancellation or an answer to the server may take; neither is worth more.
-POST_TIMEOUT: Final = 2.0
 
 
 async def post_cancel(
@@ -36,22 +30,14 @@ async def post_cancel(
     rid: rpc.Id,
     extra: list[tuple[str, str]],
 ) -> None:
-    alias = sender.alias
     # Legacy servers check the version header on every POST of a session.
     version = [(k, v) for k, v in extra if k.lower() == VERSION_HEADER]
-    params = CancelledParams(requestId=rid, reason="cancelled by the client")
-    body = rpc.encode_notification("notifications/cancelled", params)
     ex = Exchange("notifications/cancelled", None, session.value)
-    try:
+
+    async def post(body: bytes) -> None:
         await sender.post(b"POST", body, head.post(version, ex), ex, sender.accepted)
-    except (TransportError, rpc.RPCError) as exc:
-        logger.info(
-            "%s: notifications/cancelled for id %s failed: %s",
-            alias,
-            rid,
-            exc,
-            extra=log_extra(alias, "cancel_failed", str(exc)),
-        )
+
+    await send_cancel(sender.alias, logger, rid, post)
 
 
 async def post_answer(
@@ -61,25 +47,14 @@ async def post_answer(
     on_request: ServerRequestHandler | None,
     req: rpc.Request,
 ) -> None:
-    """POST the answer to a legacy server's request (``ping``, or what
-    ``on_request`` answers; without it, -32601)."""
-    alias = sender.alias
-    body = await answer_server_request(alias, on_request, req)
-    ex = Exchange(f"the answer to {req.method}", None, session.value)
-    failed = "no answer in time"
-    with trio.move_on_after(POST_TIMEOUT):
-        try:
-            await sender.post(b"POST", body, head.post([], ex), ex, sender.accepted)
-            return
-        except (TransportError, rpc.RPCError) as exc:
-            failed = str(exc)
-    logger.info(
-        "%s: could not answer the server's %s request: %s",
-        alias,
-        req.method,
-        failed,
-        extra=log_extra(alias, "server_request_unanswered", failed),
-    )
+    """POST the answer to a legacy server's request (``best_effort.send_answer``)."""
+
+    async def post(body: bytes) -> None:
+        # The session as it is once the answer is ready, which may take a person.
+        ex = Exchange(f"the answer to {req.method}", None, session.value)
+        await sender.post(b"POST", body, head.post([], ex), ex, sender.accepted)
+
+    await send_answer(sender.alias, logger, on_request, req, post)
 
 
 async def end_session(sender: Sender, head: RequestHeaders, session: SessionId) -> None:

@@ -41,10 +41,11 @@ from protocol.http import ResponseHead, header_list, parse_url
 from protocol.splice import SplicedCall
 
 from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
+from ..best_effort import POST_TIMEOUT
 from ..errors import HttpRPCError, StreamCut, TransportClosed
 from ..sends import Sends
 from .connection import HttpConnection, make_ssl_context
-from .legacy_session import POST_TIMEOUT, end_session, post_answer, post_cancel
+from .legacy_session import end_session, post_answer, post_cancel
 from .legacy_streams import (
     PushReader,
     PushStream,

@@ -36,11 +36,11 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, header_list, parse_url
 from protocol.logfields import log_extra
-from protocol.mcp import CancelledParams
 from protocol.splice import SplicedCall
 from protocol.sse import SSEEvent
 
-from ..base import NotificationHandler, Params, Reply, Transport, answer_server_request
+from ..base import NotificationHandler, Params, Reply, Transport
+from ..best_effort import POST_TIMEOUT, send_answer, send_cancel
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..http.connection import make_ssl_context
 from ..http.pool import ConnectionPool
@@ -55,8 +55,6 @@ __all__ = ["LegacySSETransport", "open_legacy_sse_transport"]
 logger = logging.getLogger("mcpd.sse")
 
 DEFAULT_MAX_BODY: Final = 64 * 1024 * 1024
-_CANCEL_TIMEOUT: Final = 2.0
-_ANSWER_TIMEOUT: Final = 2.0
 # The server's requests being answered at once; past that, a request gets no answer
 # (a server that asks faster than it takes the answers would otherwise cost a task
 # for each request it wrote).
@@ -149,8 +147,8 @@ class LegacySSETransport(Transport):
             if cancellable and not slot.done and self.error is None:
                 # The stream stays open after a caller gives up, so nothing but a
                 # notification tells the server.
-                with trio.move_on_after(_CANCEL_TIMEOUT, shield=True):
-                    await self._send_cancel(rid)
+                with trio.move_on_after(POST_TIMEOUT, shield=True):
+                    await send_cancel(self.alias, logger, rid, self._post_cancel)
             raise
         finally:
             self._pending.drop(rid)
@@ -293,47 +291,18 @@ class LegacySSETransport(Transport):
             return gone
         return status_error(self.alias, head, body, what, had_session=False, now=time.time())
 
-    async def _send_cancel(self, rid: rpc.Id) -> None:
-        params = CancelledParams(requestId=rid, reason="cancelled by the client")
-        try:
-            await self.notify("notifications/cancelled", params)
-        except (TransportError, rpc.RPCError) as exc:
-            logger.info(
-                "%s: notifications/cancelled for id %s failed: %s",
-                self.alias,
-                rid,
-                exc,
-                extra=log_extra(self.alias, "cancel_failed", str(exc)),
-            )
+    async def _post_cancel(self, body: bytes) -> None:
+        await self._post(body, [], "notifications/cancelled")
 
     async def _answer_server_request(self, req: rpc.Request) -> None:
-        """POST the answer to the server's request (``ping``, or what ``on_request``
-        answers; without it, -32601)."""
+        async def post(body: bytes) -> None:
+            await self._post(body, [], f"the answer to {req.method}")
+
         try:
-            failed = await self._post_answer(req)
+            if await send_answer(self.alias, logger, self.on_request, req, post):
+                self._unanswered = 0
         finally:
             self._answering -= 1
-        if failed is None:
-            self._unanswered = 0
-            return
-        logger.info(
-            "%s: could not answer the server's %s request: %s",
-            self.alias,
-            req.method,
-            failed,
-            extra=log_extra(self.alias, "server_request_unanswered", failed),
-        )
-
-    async def _post_answer(self, req: rpc.Request) -> str | None:
-        """Why the answer to ``req`` did not reach the server (None: it did)."""
-        body = await answer_server_request(self.alias, self.on_request, req)
-        with trio.move_on_after(_ANSWER_TIMEOUT):
-            try:
-                await self._post(body, [], f"the answer to {req.method}")
-                return None
-            except (TransportError, rpc.RPCError) as exc:
-                return str(exc)
-        return "no answer in time"
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,71 @@
+"""What a transport that POSTs its messages sends on its own account: word that a
+request was given up on, and the answer to a request of the server's.
+
+Both HTTP transports send these, HTTP+SSE always and Streamable HTTP in a legacy
+session: each hands over ``post``, its way to POST one message. Neither is worth
+failing anything for, so neither raises: when one does not get through, the log (the
+transport's own) says so and the transport carries on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+from protocol.mcp import CancelledParams
+
+from .base import ServerRequestHandler, answer_server_request
+from .errors import TransportError
+
+# POSTs one encoded message, raising what kept the server from taking it.
+Post = Callable[[bytes], Awaitable[None]]
+
+# How long a cancellation or an answer to the server may take; neither is worth more.
+POST_TIMEOUT: Final = 2.0
+
+
+async def send_cancel(alias: str, log: logging.Logger, rid: rpc.Id, post: Post) -> None:
+    """Tell the server that request ``rid`` was given up on (bounded by the caller)."""
+    params = CancelledParams(requestId=rid, reason="cancelled by the client")
+    try:
+        await post(rpc.encode_notification("notifications/cancelled", params))
+    except (TransportError, rpc.RPCError) as exc:
+        log.info(
+            "%s: notifications/cancelled for id %s failed: %s",
+            alias,
+            rid,
+            exc,
+            extra=log_extra(alias, "cancel_failed", str(exc)),
+        )
+
+
+async def send_answer(
+    alias: str,
+    log: logging.Logger,
+    on_request: ServerRequestHandler | None,
+    req: rpc.Request,
+    post: Post,
+) -> bool:
+    """POST the answer to the server's ``req`` (``ping``, or what ``on_request``
+    answers; without it, -32601) within ``POST_TIMEOUT``: whether the server took it."""
+    body = await answer_server_request(alias, on_request, req)
+    failed = "no answer in time"
+    with trio.move_on_after(POST_TIMEOUT):
+        try:
+            await post(body)
+            return True
+        except (TransportError, rpc.RPCError) as exc:
+            failed = str(exc)
+    log.info(
+        "%s: could not answer the server's %s request: %s",
+        alias,
+        req.method,
+        failed,
+        extra=log_extra(alias, "server_request_unanswered", failed),
+    )
+    return False
