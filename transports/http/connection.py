@@ -37,7 +37,7 @@ from ..errors import (
     Unreachable,
 )
 
-__all__ = ["HttpConnection", "connect", "make_ssl_context"]
+__all__ = ["HttpConnection", "client_tls", "connect", "make_ssl_context"]
 
 _RECEIVE_SIZE: Final = 64 * 1024
 _END: Final = h11.EndOfMessage()
@@ -75,6 +75,12 @@ def make_ssl_context(*, verify: bool = True, ca_file: str | None = None) -> ssl.
         ctx.verify_mode = ssl.CERT_NONE
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
+
+
+def client_tls(scheme: str, *, verify: bool, ca_file: str | None) -> ssl.SSLContext | None:
+    """How a transport reaches an origin of ``scheme``: TLS as configured for https,
+    none for plain http."""
+    return make_ssl_context(verify=verify, ca_file=ca_file) if scheme == "https" else None
 
 
 _IO_FAILURES: Final = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)

@@ -29,7 +29,6 @@ that refused the credentials has not handled the message, so it cannot run twice
 from __future__ import annotations
 
 import contextlib
-import ssl
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Final
 
@@ -44,7 +43,7 @@ from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT
 from ..errors import HttpRPCError, StreamCut, TransportClosed
 from ..sends import Sends
-from .connection import HttpConnection, make_ssl_context
+from .connection import HttpConnection, client_tls
 from .legacy_session import end_session, post_answer, post_cancel
 from .legacy_streams import (
     PushReader,
@@ -54,13 +53,12 @@ from .legacy_streams import (
     resume_call,
 )
 from .pool import ConnectionPool
-from .reply import AnswerReader
+from .reply import DEFAULT_MAX_BODY, AnswerReader
 from .request import RESERVED, Exchange, RequestHeaders, SessionId
 from .send import Sender
 
 __all__ = ["HttpTransport", "open_http_transport"]
 
-DEFAULT_MAX_BODY: Final = 64 * 1024 * 1024
 _DELETE_TIMEOUT: Final = 2.0
 # How soon the kernel starts probing a quiet push stream's connection.
 _PUSH_KEEPALIVE: Final = 60.0
@@ -77,7 +75,8 @@ class HttpTransport(Transport):
         headers: Mapping[str, str] | None = None,
         connect_timeout: float = 10.0,
         read_timeout: float | None = 300.0,
-        ssl_context: ssl.SSLContext | None = None,
+        tls_verify: bool = True,
+        ca_file: str | None = None,
         pool_size: int = 16,
         max_body: int = DEFAULT_MAX_BODY,
         on_notification: NotificationHandler | None = None,
@@ -91,13 +90,12 @@ class HttpTransport(Transport):
         self._ids = rpc.IdAllocator()
         self._closed = False  # ``closed`` as every message checks it: a plain read
         self._head = RequestHeaders(origin.authority, headers or {})
-        if origin.scheme == "https" and ssl_context is None:
-            ssl_context = make_ssl_context()
+        ssl_context = client_tls(origin.scheme, verify=tls_verify, ca_file=ca_file)
         self._pool = ConnectionPool(
             origin,
             alias,
             size=pool_size,
-            ssl_context=ssl_context if origin.scheme == "https" else None,
+            ssl_context=ssl_context,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
         )
@@ -109,7 +107,7 @@ class HttpTransport(Transport):
             origin,
             alias,
             size=1,
-            ssl_context=ssl_context if origin.scheme == "https" else None,
+            ssl_context=ssl_context,
             connect_timeout=connect_timeout,
             read_timeout=None,
             tcp_keepalive=_PUSH_KEEPALIVE,
@@ -378,16 +376,14 @@ async def open_http_transport(
     ``read_timeout`` bounds the silence between two reads (None: no bound); the
     time a whole request may take is the caller's, e.g. ``trio.fail_after``.
     """
-    ssl_context = None
-    if url.lower().startswith("https:"):
-        ssl_context = make_ssl_context(verify=tls_verify, ca_file=ca_file)
     transport = HttpTransport(
         alias,
         url,
         headers=headers,
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
-        ssl_context=ssl_context,
+        tls_verify=tls_verify,
+        ca_file=ca_file,
         pool_size=pool_size,
         max_body=max_body,
         on_notification=on_notification,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Final
@@ -42,9 +41,9 @@ from protocol.sse import SSEEvent
 from ..base import NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT, send_answer, send_cancel
 from ..errors import TransportClosed, TransportError, single_exceptions
-from ..http.connection import make_ssl_context
+from ..http.connection import client_tls
 from ..http.pool import ConnectionPool
-from ..http.reply import decode_reply, deliver, status_error
+from ..http.reply import DEFAULT_MAX_BODY, decode_reply, deliver, status_error
 from ..pending import Pending
 from ..sends import Sends
 from .event_stream import ERROR_BODY_LIMIT, EventStream
@@ -54,7 +53,6 @@ __all__ = ["LegacySSETransport", "open_legacy_sse_transport"]
 
 logger = logging.getLogger("mcpd.sse")
 
-DEFAULT_MAX_BODY: Final = 64 * 1024 * 1024
 # The server's requests being answered at once; past that, a request gets no answer
 # (a server that asks faster than it takes the answers would otherwise cost a task
 # for each request it wrote).
@@ -70,7 +68,8 @@ class LegacySSETransport(Transport):
         headers: Mapping[str, str] | None = None,
         connect_timeout: float = 10.0,
         read_timeout: float | None = 300.0,
-        ssl_context: ssl.SSLContext | None = None,
+        tls_verify: bool = True,
+        ca_file: str | None = None,
         pool_size: int = 8,
         max_body: int = DEFAULT_MAX_BODY,
         on_notification: NotificationHandler | None = None,
@@ -82,9 +81,7 @@ class LegacySSETransport(Transport):
         self._static = header_list(headers or {}, "configured", RESERVED)
         self._max_body = max_body
         self._on_notification = on_notification
-        if self._origin.scheme == "https" and ssl_context is None:
-            ssl_context = make_ssl_context()
-        self._ssl_context = ssl_context if self._origin.scheme == "https" else None
+        self._ssl_context = client_tls(self._origin.scheme, verify=tls_verify, ca_file=ca_file)
         self._pool = ConnectionPool(
             self._origin,
             alias,
@@ -326,16 +323,14 @@ async def open_legacy_sse_transport(
     ``UnexpectedReply`` for an endpoint on another origin). ``read_timeout`` bounds
     the silence while a POST is answered, never the stream's.
     """
-    ssl_context = None
-    if url.lower().startswith("https:"):
-        ssl_context = make_ssl_context(verify=tls_verify, ca_file=ca_file)
     transport = LegacySSETransport(
         alias,
         url,
         headers=headers,
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
-        ssl_context=ssl_context,
+        tls_verify=tls_verify,
+        ca_file=ca_file,
         pool_size=pool_size,
         max_body=max_body,
         on_notification=on_notification,
