@@ -142,15 +142,6 @@ class StdioTransport(Transport):
     def stderr_tail(self) -> list[str]:
         return list(self._stderr.tail)
 
-    async def listen(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Nothing to hold: everything the server sends comes on its stdout."""
-        task_status.started()
-
-    def reset_session(self) -> None:
-        """Nothing to forget: the process is the session."""
-
     async def request(
         self,
         method: str,
