@@ -120,33 +120,42 @@ class _Reader:
         if not isinstance(value, str):
             return value
         out, count = clean_text(value)
-        if count:
-            self.removed[where] = self.removed.get(where, 0) + count
+        self.took(where, count)
         self.texts.append((where, out))
         return out
+
+    def fields(self, *given: tuple[str, Any]) -> dict[str, Any]:
+        """``text`` of each (field, value): the fields that cleaning changed, cleaned."""
+        changes: dict[str, Any] = {}
+        for field, value in given:
+            out = self.text(field, value)
+            if out is not value:
+                changes[field] = out
+        return changes
+
+    def took(self, where: str, count: int) -> None:
+        """``count`` characters taken out at ``where`` (one for a part left off whole)."""
+        if count:
+            self.removed[where] = self.removed.get(where, 0) + count
 
     def schema(self, where: str, raw: Raw) -> Raw | None:
         """The schema cleaned (None: it could not be read, so it cannot be shown)."""
         cleaned, count = clean_json(raw)
+        self.took(where, 1 if cleaned is None else count)
         if cleaned is None:
-            self.removed[where] = self.removed.get(where, 0) + 1
             return None
-        if count:
-            self.removed[where] = count
         self.texts.append((where, cleaned))
         return cleaned
 
-    def done(self, item: Any) -> Readable:
+    def done(self, item: Any, changes: dict[str, Any]) -> Readable:
+        """The reading of ``item``, with ``changes`` made to it."""
+        item = msgspec.structs.replace(item, **changes) if changes else item
         return Readable(item, self.removed, self.texts)
 
 
 def read_tool(tool: mcp.Tool) -> Readable:
     r = _Reader()
-    changes: dict[str, Any] = {}
-    for field, value in (("title", tool.title), ("description", tool.description)):
-        out = r.text(field, value)
-        if out is not value:
-            changes[field] = out
+    changes = r.fields(("title", tool.title), ("description", tool.description))
     schema = r.schema("inputSchema", tool.inputSchema)
     if schema is not tool.inputSchema:
         changes["inputSchema"] = _EMPTY_OBJECT if schema is None else schema
@@ -158,7 +167,7 @@ def read_tool(tool: mcp.Tool) -> Readable:
         annotations = _annotations(r, tool.annotations)
         if annotations is not tool.annotations:
             changes["annotations"] = UNSET if annotations is None else annotations
-    return r.done(msgspec.structs.replace(tool, **changes) if changes else tool)
+    return r.done(tool, changes)
 
 
 def _annotations(r: _Reader, annotations: dict[str, Any]) -> dict[str, Any] | None:
@@ -169,12 +178,10 @@ def _annotations(r: _Reader, annotations: dict[str, Any]) -> dict[str, Any] | No
     except RecursionError:
         encoded = None
     cleaned, count = (None, 0) if encoded is None else clean_json(encoded)
+    r.took("annotations", 1 if cleaned is None else count)
     if cleaned is None:
-        r.removed["annotations"] = r.removed.get("annotations", 0) + 1
         return None
     value: dict[str, Any] = msgspec.json.decode(cleaned) if count else annotations
-    if count:
-        r.removed["annotations"] = r.removed.get("annotations", 0) + count
     title = value.get("title")
     if isinstance(title, str):
         r.texts.append(("annotations.title", title))
@@ -183,11 +190,7 @@ def _annotations(r: _Reader, annotations: dict[str, Any]) -> dict[str, Any] | No
 
 def read_prompt(prompt: surface.Prompt) -> Readable:
     r = _Reader()
-    changes: dict[str, Any] = {}
-    for field, value in (("title", prompt.title), ("description", prompt.description)):
-        out = r.text(field, value)
-        if out is not value:
-            changes[field] = out
+    changes = r.fields(("title", prompt.title), ("description", prompt.description))
     if isinstance(prompt.arguments, list):
         arguments = []
         changed = False
@@ -201,23 +204,17 @@ def read_prompt(prompt: surface.Prompt) -> Readable:
             arguments.append(arg)
         if changed:
             changes["arguments"] = arguments
-    return r.done(msgspec.structs.replace(prompt, **changes) if changes else prompt)
+    return r.done(prompt, changes)
 
 
 def read_listed(item: T) -> Readable:
     """A resource or a template: its name, title and description (its URI is how it is
     read, left as it is)."""
     r = _Reader()
-    changes: dict[str, Any] = {}
-    for field, value in (
-        ("name", item.name),
-        ("title", item.title),
-        ("description", item.description),
-    ):
-        out = r.text(field, value)
-        if out is not value:
-            changes[field] = out
-    return r.done(msgspec.structs.replace(item, **changes) if changes else item)
+    changes = r.fields(
+        ("name", item.name), ("title", item.title), ("description", item.description)
+    )
+    return r.done(item, changes)
 
 
 def read_instructions(given: Instructions) -> Readable:
