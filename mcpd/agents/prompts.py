@@ -23,6 +23,7 @@ from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused
 from ..servers.outage import Outage
 from .allowance import Allowance
+from .askback import Upstream
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
 from .paging import page
@@ -143,6 +144,36 @@ async def request_outcome(
         return exc
 
 
+async def serve_asked(
+    servers: AllServers,
+    askback: AskBackDriver,
+    agent: AgentSide,
+    req: rpc.Request,
+    params: surface.GetPromptParams | surface.ReadResourceParams,
+    name: str,
+    alias: str,
+    upstream: Upstream,
+    rewrite: Callable[[Raw], Any],
+    seen: Seen,
+    cacheable: bool = False,
+) -> bytes:
+    """The reply to ``req``, a prompts/get or resources/read of ``name`` (``params``, in
+    the server's terms) whose server ``alias`` may ask the agent things: what
+    ``upstream`` comes to, its result made the agent's by ``rewrite``, noted in ``seen``."""
+
+    def shape(rid: rpc.Id, outcome: Any) -> bytes:
+        seen.outcome = outcome
+        return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite, cacheable))
+
+    def retry(p: Any, responses: Raw, state: Any) -> Any:
+        return msgspec.structs.replace(p, inputResponses=responses, requestState=state)
+
+    state, responses = params.requestState, params.inputResponses
+    return await askback.serve(
+        agent, req.id, req.method, name, params, state, responses, upstream, shape, retry
+    )
+
+
 async def get_prompt(
     servers: AllServers,
     askback: AskBackDriver,
@@ -170,28 +201,11 @@ async def get_prompt(
     async def upstream(p: surface.GetPromptParams, asker: Any) -> Any:
         return await request_outcome(servers, alias, "prompts/get", p, p.name, caps, asker)
 
-    def shape(rid: rpc.Id, outcome: Any) -> bytes:
-        seen.outcome = outcome
+    def rewrite(raw: Raw) -> Any:
+        return prompt_result(raw, servers.links(alias, sight))
 
-        def rewrite(raw: Raw) -> Any:
-            return prompt_result(raw, servers.links(alias, sight))
-
-        return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite))
-
-    def retry(p: surface.GetPromptParams, responses: Raw, state: Any) -> Any:
-        return msgspec.structs.replace(p, inputResponses=responses, requestState=state)
-
-    return await askback.serve(
-        agent,
-        req.id,
-        "prompts/get",
-        local,
-        params,
-        params.requestState,
-        params.inputResponses,
-        upstream,
-        shape,
-        retry,
+    return await serve_asked(
+        servers, askback, agent, req, params, local, alias, upstream, rewrite, seen
     )
 
 

@@ -29,7 +29,7 @@ from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
 from .paging import page
-from .prompts import encoded, held_error, reply_for, request_outcome
+from .prompts import held_error, request_outcome, serve_asked
 from .rewrite import read_result
 
 Send = Callable[[bytes], None]
@@ -128,28 +128,11 @@ async def read(
             outcome.data = {**data, "uri": asked}  # the server's "not found", in our terms
         return outcome
 
-    def shape(rid: rpc.Id, outcome: Any) -> bytes:
-        seen.outcome = outcome
+    def rewrite(raw: Raw) -> Any:
+        return read_result(raw, servers.links(alias, sight), budget)
 
-        def rewrite(raw: Raw) -> Any:
-            return read_result(raw, servers.links(alias, sight), budget)
-
-        return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite, True))
-
-    def retry(p: surface.ReadResourceParams, responses: Raw, state: Any) -> Any:
-        return msgspec.structs.replace(p, inputResponses=responses, requestState=state)
-
-    return await askback.serve(
-        agent,
-        req.id,
-        "resources/read",
-        asked,
-        params,
-        params.requestState,
-        params.inputResponses,
-        upstream,
-        shape,
-        retry,
+    return await serve_asked(
+        servers, askback, agent, req, params, asked, alias, upstream, rewrite, seen, True
     )
 
 
