@@ -18,8 +18,7 @@ from typing import Any
 from protocol.visible import visible
 
 from .client import SOCKET_HELP
-from .client_cmds import client_for
-from .exits import EXIT_USAGE, ask, fail
+from .exits import EXIT_USAGE, ask, client_for, fail
 
 ACTIONS = ("approve", "deny")
 

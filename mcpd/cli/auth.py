@@ -21,8 +21,7 @@ from typing import Any
 from protocol.visible import visible
 
 from .client import SOCKET_HELP
-from .client_cmds import client_for
-from .exits import ask
+from .exits import ask, client_for
 
 LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser
 

@@ -20,8 +20,7 @@ from transports.errors import single_exceptions
 
 from .browser import browser_argv, page_to, safe_to_open
 from .client import BadReply, Client, Unreachable
-from .client_cmds import client_for
-from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, fail
+from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
 
 if TYPE_CHECKING:
     from transports.http.oauth_redirect import RedirectListener

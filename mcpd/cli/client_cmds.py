@@ -4,8 +4,7 @@ the commands that ask the running daemon, over its socket.
 Each opens a ``Client`` on the socket (``--socket``, ``$MCPD_SOCKET``, the config's
 ``[daemon] socket`` or the standard path: see ``config.paths``) and turns what can go
 wrong there into an exit code: 3 when the daemon cannot be reached, 4 when its reply
-cannot be read, 1 for an error it answered. ``client_for`` is also how the prompt and
-resource commands (``prompt_resource_cmds``) get their client.
+cannot be read, 1 for an error it answered (``exits.client_for`` and ``exits.ask``).
 """
 
 from __future__ import annotations
@@ -22,14 +21,15 @@ from protocol.visible import visible
 
 from ..config.paths import client_socket_path
 from .client import BadReply, Client, Unreachable
-from .exits import EXIT_BAD_REPLY, EXIT_TOOL_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, ask, fail
-
-
-def client_for(args: argparse.Namespace) -> Client:
-    try:
-        return Client(client_socket_path(args.socket))
-    except Unreachable as exc:
-        fail(EXIT_UNREACHABLE, str(exc))
+from .exits import (
+    EXIT_BAD_REPLY,
+    EXIT_TOOL_ERROR,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    ask,
+    client_for,
+    fail,
+)
 
 
 def cmd_tools(args: argparse.Namespace) -> int:

@@ -16,8 +16,7 @@ from protocol.visible import visible
 
 from ..config.model import default_config_path
 from .browser import browser_argv, open_in_browser, write_page
-from .client_cmds import client_for
-from .exits import EXIT_BAD_REPLY, EXIT_FAILED, ask, fail
+from .exits import EXIT_BAD_REPLY, EXIT_FAILED, ask, client_for, fail
 
 
 def _object(value: Any, what: str) -> dict[str, Any]:

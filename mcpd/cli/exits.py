@@ -8,6 +8,7 @@ module of commands stops with them.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -16,6 +17,7 @@ from protocol import jsonrpc as rpc
 from protocol.visible import visible
 
 from ..config.model import CONFIG_ERROR, EX_CONFIG
+from ..config.paths import client_socket_path
 from .client import BadReply, Client, Unreachable
 
 EXIT_TOOL_ERROR = 1
@@ -29,6 +31,14 @@ def fail(code: int, message: str) -> NoReturn:
     # The message may carry a server's words (its JSON-RPC error, a reply it broke).
     print(f"mcpd: {visible(message, lines=True)}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def client_for(args: argparse.Namespace) -> Client:
+    """A client on the daemon's socket (``--socket``, or where ``config.paths`` says)."""
+    try:
+        return Client(client_socket_path(args.socket))
+    except Unreachable as exc:
+        fail(EXIT_UNREACHABLE, str(exc))
 
 
 def ask(

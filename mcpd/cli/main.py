@@ -23,7 +23,7 @@ from protocol.visible import visible
 from .. import __version__
 from ..config.model import default_config_path
 from .client import SOCKET_HELP, config_in_use_help
-from .exits import EXIT_USAGE
+from .exits import EXIT_USAGE, client_for
 
 PROMPT_RESOURCE_COMMANDS = ("prompts", "resources", "read", "prompt")
 COMMANDS: frozenset[str] = frozenset(
@@ -212,7 +212,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         add_parser(sub)
 
     if want(*PROMPT_RESOURCE_COMMANDS):
-        from .client_cmds import client_for
         from .prompt_resource_cmds import add_commands
 
         add_commands(client_cmd, client_for)

@@ -20,9 +20,8 @@ from typing import Any, Final
 
 from protocol.visible import visible
 
-from ..config.paths import client_socket_path
-from .client import SOCKET_HELP, Client, Unreachable
-from .exits import EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, ask, fail
+from .client import SOCKET_HELP
+from .exits import EXIT_FAILED, EXIT_USAGE, ask, client_for, fail
 
 _WHY: Final = {
     "changed": "changed since it was approved",
@@ -33,13 +32,6 @@ _WHY: Final = {
 # A definition's fields in the order they are shown; others follow, sorted.
 _SCALARS: Final = ("name", "uriTemplate", "title", "mimeType")
 _TEXTS: Final = ("description", "instructions")
-
-
-def client_for(args: argparse.Namespace) -> Client:
-    try:
-        return Client(client_socket_path(args.socket))
-    except Unreachable as exc:
-        fail(EXIT_UNREACHABLE, str(exc))
 
 
 def lines_of(definition: dict[str, Any] | None) -> list[str]:
