@@ -25,7 +25,8 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..policy.agent import Decider, user_name
+from ..local.owners import user_name
+from ..policy.agent import Decider
 from ..policy.approvals import ApprovalError
 from .backend import Control
 from .connection import Connection

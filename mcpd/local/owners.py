@@ -8,6 +8,7 @@ that user, so it is refused with the owner named.
 from __future__ import annotations
 
 import contextlib
+import functools
 import grp
 import os
 import pwd
@@ -47,7 +48,10 @@ def trusted_owners() -> frozenset[int]:
     return frozenset({os.geteuid(), 0}) | service_uids()
 
 
+@functools.lru_cache(maxsize=256)
 def user_name(uid: int) -> str:
+    # Cached: a record of every call names its agent's user, and a lookup may read
+    # /etc/passwd or ask a directory service.
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:

@@ -4,12 +4,12 @@ limits count by, and the audit log records."""
 
 from __future__ import annotations
 
-import functools
 import os
-import pwd
 from typing import Final
 
 import msgspec
+
+from ..local.owners import user_name
 
 _MAX_EXE: Final = 64
 
@@ -115,13 +115,3 @@ def decider_of(pid: int, limit: int = 64) -> Decider:
         lineage.append(current)
         current = parent_of(current)
     return Decider(tuple(lineage), session_of(pid))
-
-
-@functools.lru_cache(maxsize=256)
-def user_name(uid: int) -> str:
-    # Cached: a record of every call names its agent's user, and a lookup may read
-    # /etc/passwd or ask a directory service.
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return "no user name"
