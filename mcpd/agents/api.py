@@ -315,12 +315,8 @@ class AgentServer(ProfileMethods, Dispatcher):
             ctx = session.context(req)
             session.instructions = self.instructions(self.view(conn))
             return self._finish(req.id, ctx, session.discover(ctx))
-        except rpc.RPCError as exc:
-            return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
-        except rpc.InvalidParams as exc:
-            return rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
         except Exception as exc:
-            return self.failures.reply(conn.label, req.id, req.method, exc)
+            return self._error_reply(conn, req, exc)
 
     async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
         """The encoded reply, or None when the handler already sent it."""
@@ -342,14 +338,17 @@ class AgentServer(ProfileMethods, Dispatcher):
             if result is None or isinstance(result, bytes):
                 return result
             return self._finish(req.id, ctx, result)
-        except rpc.RPCError as exc:
-            return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
-        except rpc.InvalidParams as exc:
-            return rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
         except Exception as exc:
-            # A fault in mcpd costs this request alone (the socket's connection, an
-            # HTTP exchange), answered with an error that names it.
-            return self.failures.reply(conn.label, req.id, req.method, exc)
+            return self._error_reply(conn, req, exc)
+
+    def _error_reply(self, conn: Connection, req: rpc.Request, exc: Exception) -> bytes:
+        if isinstance(exc, rpc.RPCError):
+            return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
+        if isinstance(exc, rpc.InvalidParams):
+            return rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
+        # A fault in mcpd costs this request alone (the socket's connection, an
+        # HTTP exchange), answered with an error that names it.
+        return self.failures.reply(conn.label, req.id, req.method, exc)
 
     def _finish(self, rid: rpc.Id, ctx: RequestContext | None, result: Any) -> bytes:
         if (
