@@ -116,7 +116,7 @@ def untrusted_file(path: str, st: os.stat_result) -> str | None:
 def _untrusted_way(path: str, st: os.stat_result, trusted: frozenset[int]) -> str | None:
     """Why the directories and links on the way to ``path`` let another user put a file
     of theirs there, or None; also when what is there now is not the file opened."""
-    todo = deque(os.path.join(os.getcwd(), path).split("/"))
+    todo = deque((path if path.startswith("/") else os.path.join(os.getcwd(), path)).split("/"))
     at, links = "/", 0
     while todo:
         name = todo.popleft()

@@ -174,3 +174,14 @@ def test_a_link_another_user_left_in_a_sticky_directory_is_not_followed(
     os.chown(link, peer_uid(), peer_uid(), follow_symlinks=False)
     why = untrusted_file(str(link), mine.stat())
     assert why is not None and f"the symbolic link {link} belongs to uid {peer_uid()}" in why
+
+
+def test_an_absolute_path_is_checked_from_a_working_directory_that_is_gone(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = written(home / "mcpd.toml")
+    gone = home / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert verdict(path) is None
