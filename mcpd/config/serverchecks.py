@@ -8,13 +8,31 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Collection, Iterator
 
 import msgspec
 
+from ..local.owners import untrusted_file
 from .model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError
 from .sandbox import grant_errors
 from .servertable import AuthConfig, ServerConfig, ToolsConfig
+
+
+def _ca_file_errors(at: str, path: str) -> Iterator[ConfigError]:
+    """The CA bundle decides whom mcpd believes is the server, and so who gets its
+    credentials: one another user could write would let them stand in for it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        yield ConfigError(at, f"{path!r} does not exist")
+        return
+    if not stat.S_ISREG(st.st_mode):
+        yield ConfigError(at, f"{path!r} is not a regular file")
+        return
+    untrusted = untrusted_file(path, st)
+    if untrusted is not None:
+        yield ConfigError(at, f"not trusted: {untrusted}")
 
 
 def check_server(alias: str, s: ServerConfig, unknown: Collection[str] = ()) -> None:
@@ -73,8 +91,8 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
         limit = fields[key]
         if limit is not None and limit < 1:
             yield ConfigError(f"{where}.{key}", "must be at least 1")
-    if s.ca_file is not None and not os.path.isfile(s.ca_file):
-        yield ConfigError(f"{where}.ca_file", f"{s.ca_file!r} does not exist")
+    if s.ca_file is not None:
+        yield from _ca_file_errors(f"{where}.ca_file", s.ca_file)
     for tool, seconds in s.tool_timeouts.items():
         if not seconds > 0:
             yield ConfigError(f"{where}.tool_timeouts.{tool}", "must be positive")

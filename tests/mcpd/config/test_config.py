@@ -322,6 +322,27 @@ def test_a_missing_ca_file_is_an_error(tmp_path: Path) -> None:
     assert config.servers["h"].ca_file == str(ca)
 
 
+def test_a_ca_file_another_user_could_write_is_an_error(tmp_path: Path) -> None:
+    """Whoever can add a certificate to it can stand in for the server, and be sent its
+    credentials."""
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not checked here")
+    ca.chmod(0o666)
+    err = error_of(f'[servers.h]\nurl = "https://h"\nca_file = "{ca}"\n')
+    assert err.path == "servers.h.ca_file"
+    assert "not trusted" in str(err) and "every user" in str(err)
+    ca.chmod(0o644)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "ca.pem").write_text("not checked here")
+    err = error_of(f'[servers.h]\nurl = "https://h"\nca_file = "{shared / "ca.pem"}"\n')
+    assert err.path == "servers.h.ca_file" and f"the directory {shared}" in str(err)
+    assert error_of(f'[servers.h]\nurl = "https://h"\nca_file = "{tmp_path}"\n').path == (
+        "servers.h.ca_file"
+    )
+
+
 # -- other checks --
 
 
