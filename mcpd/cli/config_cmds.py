@@ -13,6 +13,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Mapping
 
 from protocol.visible import visible
 
@@ -22,6 +23,7 @@ from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.paths import daemon_socket_path, runtime_directory
 from ..config.policy import PolicyRule, parse_rate, unreachable
+from ..local.owners import untrusted_file
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
 
 
@@ -121,6 +123,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     locked = groups_locked_out(config.daemon)
     warned = [*unstartable.values(), *([locked] if locked else []), *exposed]
     warned += unscoped_warnings(config)
+    warned += _changeable(config, unstartable)
     for warning in [*warned, *inherited_warnings(config), *unreachable(config.policy)]:
         print(f"warning: {visible(warning)}", file=sys.stderr)
     return 0
@@ -179,6 +182,46 @@ def _unstartable(config: Config) -> dict[str, str]:
                 f"servers.{alias}.{what}: {exc.filename!r}: {exc.strerror}; "
                 "the server will not start"
             )
+    return out
+
+
+def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
+    """Stdio servers whose program, a directory searched for it before it was found,
+    or whose ``cwd`` another user could change: they would choose what runs as mcpd's
+    user. Warnings: a shared tool kept by another user may be meant."""
+    from transports.stdio.launch import resolve
+
+    from ..config.sandbox import child_env, sandbox_of
+
+    out: list[str] = []
+    for alias, s in sorted(config.servers.items()):
+        if not s.enabled or s.command is None or alias in unstartable:
+            continue
+        env = child_env(alias, s, config, sandbox_of(alias, s, config))
+        program = resolve(s.command, env, s.cwd)
+        places = [program]
+        if "/" not in s.command:
+            searched = env.get("PATH", os.defpath).split(os.pathsep)
+            base = s.cwd or os.getcwd()
+            for d in searched:
+                found = os.path.join(base, d or ".")
+                places.append(found)
+                if os.path.join(found, s.command) == program:
+                    break
+        if s.cwd is not None:
+            places.append(s.cwd)
+        for place in places:
+            try:
+                why = untrusted_file(place, os.stat(place))
+            except OSError:
+                continue  # a directory on PATH that is not there
+            if why is not None:
+                key = "cwd" if place == s.cwd else "command"
+                out.append(
+                    f"servers.{alias}.{key}: {why}: whoever can change it chooses what runs "
+                    "as mcpd's user"
+                )
+                break
     return out
 
 

@@ -166,6 +166,47 @@ def test_check_config_warns_of_a_command_that_cannot_start(tmp_path: Path) -> No
     assert "cannot start" not in lines["off"]
 
 
+def test_check_config_warns_of_a_program_another_user_could_change(tmp_path: Path) -> None:
+    """The program a server runs, a directory searched for it first, or its working
+    directory: whoever can change one chooses what runs as mcpd's user."""
+    shared, empty = tmp_path / "shared", tmp_path / "empty"
+    for folder in (shared, empty):
+        folder.mkdir()
+        folder.chmod(0o777)
+    mine = tmp_path / "bin"
+    mine.mkdir()
+    for folder in (shared, mine):
+        program = folder / "notes-server"
+        program.write_text("#!/bin/sh\n")
+        program.chmod(0o755)
+    (mine / "open-server").write_text("#!/bin/sh\n")
+    (mine / "open-server").chmod(0o777)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[servers.direct]\ncommand = "{shared}/notes-server"\n'
+        f'[servers.open]\ncommand = "{mine}/open-server"\n'
+        f'[servers.ahead]\ncommand = "notes-server"\nenv = {{ PATH = "{empty}:{mine}" }}\n'
+        f'[servers.behind]\ncommand = "notes-server"\nenv = {{ PATH = "{mine}:{shared}" }}\n'
+        f'[servers.workdir]\ncommand = "{mine}/notes-server"\ncwd = "{shared}"\n'
+    )
+    out = run("check-config", "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    warned = {line.split(":")[1].strip(): line for line in out.stderr.splitlines()}
+    assert set(warned) == {
+        "servers.direct.command",
+        "servers.open.command",
+        "servers.ahead.command",
+        "servers.workdir.cwd",
+    }, out.stderr
+    assert (
+        f"the directory {shared} can be written by every user" in warned["servers.direct.command"]
+    )
+    assert "can be written by every user (mode 0777)" in warned["servers.open.command"]
+    # Nothing of that name is there yet, but anyone may put it there.
+    assert f"{empty} can be written by every user" in warned["servers.ahead.command"]
+    assert "chooses what runs as mcpd's user" in warned["servers.ahead.command"]
+
+
 def test_bridge_answers_clearly_when_the_daemon_is_down(tmp_path: Path) -> None:
     request = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}\n'
     out = subprocess.run(
