@@ -41,18 +41,20 @@ async def other_kind(alias: str, cfg: ServerConfig, kind: str, exc: Exception) -
         return None
     # Here, not at the top: every runner asks after a failure, and a stdio server's
     # daemon need not load both HTTP transports to be told None.
+    from transports.http.params import HttpParams
     from transports.sse.detect import detect_http_transport
 
+    # What reaching the server takes; the probe's replies are held to the transports'
+    # own size limit.
+    asking = HttpParams(
+        headers=cfg.headers,
+        connect_timeout=cfg.connect_timeout,
+        tls_verify=cfg.tls_verify,
+        ca_file=cfg.ca_file,
+    )
     with trio.move_on_after(2 * cfg.connect_timeout):
         try:
-            found = await detect_http_transport(
-                alias,
-                cfg.url,
-                headers=cfg.headers,
-                connect_timeout=cfg.connect_timeout,
-                tls_verify=cfg.tls_verify,
-                ca_file=cfg.ca_file,
-            )
+            found = await detect_http_transport(alias, cfg.url, asking)
         except _NO_ANSWER:
             return None
         other = "sse" if found == "sse" else "http"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from transports.base import NotificationHandler, Transport
 from transports.stdio.transport import StdioParams, open_stdio_transport
@@ -14,6 +14,9 @@ from transports.stdio.transport import StdioParams, open_stdio_transport
 from ..config.model import Config
 from ..config.sandbox import inherit_of, provided_env, sandbox_of
 from ..config.servertable import ServerConfig
+
+if TYPE_CHECKING:
+    from transports.http.params import HttpParams
 
 
 @contextlib.asynccontextmanager
@@ -29,7 +32,7 @@ async def open_transport(
 
         assert cfg.url is not None
         async with open_legacy_sse_transport(
-            alias, cfg.url, **http_settings(cfg, config), on_notification=on_notification
+            alias, cfg.url, http_settings(cfg, config), on_notification=on_notification
         ) as sse:
             yield sse
     else:
@@ -37,7 +40,7 @@ async def open_transport(
 
         assert cfg.url is not None
         async with open_http_transport(
-            alias, cfg.url, **http_settings(cfg, config), on_notification=on_notification
+            alias, cfg.url, http_settings(cfg, config), on_notification=on_notification
         ) as t:
             yield t
 
@@ -58,16 +61,18 @@ def stdio_params(alias: str, cfg: ServerConfig, config: Config) -> StdioParams:
     )
 
 
-def http_settings(cfg: ServerConfig, config: Config) -> dict[str, Any]:
+def http_settings(cfg: ServerConfig, config: Config) -> HttpParams:
     """What both HTTP transports take from a server's config."""
-    return {
-        "headers": cfg.headers,
-        "connect_timeout": cfg.connect_timeout,
-        "tls_verify": cfg.tls_verify,
-        "ca_file": cfg.ca_file,
-        "pool_size": cfg.concurrency(),
-        "max_body": config.daemon.max_line_bytes,
-    }
+    from transports.http.params import HttpParams
+
+    return HttpParams(
+        headers=cfg.headers,
+        connect_timeout=cfg.connect_timeout,
+        tls_verify=cfg.tls_verify,
+        ca_file=cfg.ca_file,
+        pool_size=cfg.concurrency(),
+        max_body=config.daemon.max_line_bytes,
+    )
 
 
 TransportFactory = Callable[

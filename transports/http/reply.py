@@ -48,8 +48,6 @@ Answer: TypeAlias = rpc.Response | rpc.ErrorResponse
 ServerRequestHandler: TypeAlias = Callable[[rpc.Request], Awaitable[None]]
 
 SNIPPET: Final = 512
-# The largest message a reply may carry, where the transport's owner sets no other.
-DEFAULT_MAX_BODY: Final = 64 * 1024 * 1024
 # Once the response is in, how long the rest of an event stream may take to end
 # before its connection is given up rather than waited for.
 DRAIN_TIMEOUT: Final = 1.0

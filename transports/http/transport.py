@@ -52,8 +52,9 @@ from .legacy_streams import (
     check_stream_reply,
     resume_call,
 )
+from .params import DEFAULT_HTTP_PARAMS, HttpParams
 from .pool import ConnectionPool
-from .reply import DEFAULT_MAX_BODY, AnswerReader
+from .reply import AnswerReader
 from .request import RESERVED, Exchange, RequestHeaders, SessionId
 from .send import Sender
 
@@ -71,33 +72,27 @@ class HttpTransport(Transport):
         self,
         alias: str,
         url: str,
+        params: HttpParams = DEFAULT_HTTP_PARAMS,
         *,
-        headers: Mapping[str, str] | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float | None = 300.0,
-        tls_verify: bool = True,
-        ca_file: str | None = None,
-        pool_size: int = 16,
-        max_body: int = DEFAULT_MAX_BODY,
         on_notification: NotificationHandler | None = None,
         auth: AuthHook | None = None,
     ) -> None:
         super().__init__(alias)
         origin, target = parse_url(url)
         self._session = SessionId(alias)
-        self._max_body = max_body
+        self._max_body = params.max_body
         self._on_notification = on_notification
         self._ids = rpc.IdAllocator()
         self._closed = False  # ``closed`` as every message checks it: a plain read
-        self._head = RequestHeaders(origin.authority, headers or {})
-        ssl_context = client_tls(origin.scheme, verify=tls_verify, ca_file=ca_file)
+        self._head = RequestHeaders(origin.authority, params.headers)
+        ssl_context = client_tls(origin.scheme, verify=params.tls_verify, ca_file=params.ca_file)
         self._pool = ConnectionPool(
             origin,
             alias,
-            size=pool_size,
+            size=params.pool_size,
             ssl_context=ssl_context,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
+            connect_timeout=params.connect_timeout,
+            read_timeout=params.read_timeout,
         )
         self._out = Sender(alias, target, self._pool, self._session, self._is_closed)
         self._out.auth = auth
@@ -108,7 +103,7 @@ class HttpTransport(Transport):
             alias,
             size=1,
             ssl_context=ssl_context,
-            connect_timeout=connect_timeout,
+            connect_timeout=params.connect_timeout,
             read_timeout=None,
             tcp_keepalive=_PUSH_KEEPALIVE,
         )
@@ -118,7 +113,7 @@ class HttpTransport(Transport):
         self._inflight: set[rpc.Id] = set()
         self._strays: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
         # Requests sent without their sender waiting (calls): a worker per connection.
-        self._sends = Sends(alias, self._call, workers=pool_size)
+        self._sends = Sends(alias, self._call, workers=params.pool_size)
 
     @property
     def auth(self) -> AuthHook | None:
@@ -360,35 +355,17 @@ class HttpTransport(Transport):
 async def open_http_transport(
     alias: str,
     url: str,
+    params: HttpParams = DEFAULT_HTTP_PARAMS,
     *,
-    headers: Mapping[str, str] | None = None,
-    connect_timeout: float = 10.0,
-    read_timeout: float | None = 300.0,
-    tls_verify: bool = True,
-    ca_file: str | None = None,
-    pool_size: int = 16,
-    max_body: int = DEFAULT_MAX_BODY,
     on_notification: NotificationHandler | None = None,
     auth: AuthHook | None = None,
 ) -> AsyncIterator[HttpTransport]:
     """A transport for one Streamable HTTP endpoint; leaving it ends a legacy session.
 
-    ``read_timeout`` bounds the silence between two reads (None: no bound); the
-    time a whole request may take is the caller's, e.g. ``trio.fail_after``.
+    ``params.read_timeout`` bounds the silence between two reads (None: no bound);
+    the time a whole request may take is the caller's, e.g. ``trio.fail_after``.
     """
-    transport = HttpTransport(
-        alias,
-        url,
-        headers=headers,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        tls_verify=tls_verify,
-        ca_file=ca_file,
-        pool_size=pool_size,
-        max_body=max_body,
-        on_notification=on_notification,
-        auth=auth,
-    )
+    transport = HttpTransport(alias, url, params, on_notification=on_notification, auth=auth)
     try:
         async with transport._sends.running():
             yield transport

@@ -16,15 +16,17 @@ about the transport, so the caller retries later as for any outage.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Literal, TypeAlias
 from urllib.parse import urlsplit
+
+from msgspec.structs import replace
 
 from protocol import jsonrpc as rpc
 from protocol.mcp import LATEST_LEGACY
 from protocol.urls import display_url
 
 from ..errors import AuthError, HttpRPCError, TransportError, UnexpectedReply
+from ..http.params import DEFAULT_HTTP_PARAMS, HttpParams
 from ..http.transport import open_http_transport
 from .transport import open_legacy_sse_transport
 
@@ -51,30 +53,18 @@ def looks_like_sse(url: str) -> bool:
 async def detect_http_transport(
     alias: str,
     url: str,
-    *,
-    headers: Mapping[str, str] | None = None,
-    connect_timeout: float = 10.0,
-    tls_verify: bool = True,
-    ca_file: str | None = None,
+    params: HttpParams = DEFAULT_HTTP_PARAMS,
 ) -> HttpKind:
     """Ask the server at ``url`` which transport it speaks (see the module's rule).
 
     A session the ``initialize`` opened is ended (DELETE), and an old-style stream is
     closed as soon as it named its endpoint: the caller then opens the transport it
-    was told and runs the handshake itself. Each step waits at most
-    ``connect_timeout`` for silence; the caller bounds the whole.
+    was told and runs the handshake itself. Each step, over one connection, waits at
+    most ``params.connect_timeout`` for silence; the caller bounds the whole.
     """
+    post_params = replace(params, read_timeout=params.connect_timeout, pool_size=1)
     try:
-        async with open_http_transport(
-            alias,
-            url,
-            headers=headers,
-            connect_timeout=connect_timeout,
-            read_timeout=connect_timeout,
-            tls_verify=tls_verify,
-            ca_file=ca_file,
-            pool_size=1,
-        ) as t:
+        async with open_http_transport(alias, url, post_params) as t:
             await t.request("initialize", _INITIALIZE, cancellable=False)
         return "streamable-http"
     except AuthError:
@@ -91,15 +81,7 @@ async def detect_http_transport(
         post, speaks_rpc = exc.reason.removeprefix(f"{alias}: "), False
 
     try:
-        async with open_legacy_sse_transport(
-            alias,
-            url,
-            headers=headers,
-            connect_timeout=connect_timeout,
-            tls_verify=tls_verify,
-            ca_file=ca_file,
-            pool_size=1,
-        ):
+        async with open_legacy_sse_transport(alias, url, replace(params, pool_size=1)):
             return "sse"
     except AuthError:
         raise

@@ -42,8 +42,9 @@ from ..base import NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT, send_answer, send_cancel
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..http.connection import client_tls
+from ..http.params import DEFAULT_HTTP_PARAMS, HttpParams
 from ..http.pool import ConnectionPool
-from ..http.reply import DEFAULT_MAX_BODY, decode_reply, deliver, status_error
+from ..http.reply import decode_reply, deliver, status_error
 from ..pending import Pending
 from ..sends import Sends
 from .event_stream import ERROR_BODY_LIMIT, EventStream
@@ -64,31 +65,27 @@ class LegacySSETransport(Transport):
         self,
         alias: str,
         url: str,
+        params: HttpParams = DEFAULT_HTTP_PARAMS,
         *,
-        headers: Mapping[str, str] | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float | None = 300.0,
-        tls_verify: bool = True,
-        ca_file: str | None = None,
-        pool_size: int = 8,
-        max_body: int = DEFAULT_MAX_BODY,
         on_notification: NotificationHandler | None = None,
     ) -> None:
         super().__init__(alias)
         self._origin, self._stream_target = parse_url(url)
         self.endpoint: str | None = None  # where messages go, once the stream named it
         self._post_target = ""
-        self._static = header_list(headers or {}, "configured", RESERVED)
-        self._max_body = max_body
+        self._static = header_list(params.headers, "configured", RESERVED)
+        self._max_body = params.max_body
         self._on_notification = on_notification
-        self._ssl_context = client_tls(self._origin.scheme, verify=tls_verify, ca_file=ca_file)
+        self._ssl_context = client_tls(
+            self._origin.scheme, verify=params.tls_verify, ca_file=params.ca_file
+        )
         self._pool = ConnectionPool(
             self._origin,
             alias,
-            size=pool_size,
+            size=params.pool_size,
             ssl_context=self._ssl_context,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
+            connect_timeout=params.connect_timeout,
+            read_timeout=params.read_timeout,
         )
         self._stream = EventStream(
             alias,
@@ -96,8 +93,8 @@ class LegacySSETransport(Transport):
             self._stream_target,
             self._static,
             ssl_context=self._ssl_context,
-            connect_timeout=connect_timeout,
-            max_body=max_body,
+            connect_timeout=params.connect_timeout,
+            max_body=params.max_body,
         )
         self._ids = rpc.IdAllocator()
         self._pending = Pending(alias, logger)
@@ -306,35 +303,18 @@ class LegacySSETransport(Transport):
 async def open_legacy_sse_transport(
     alias: str,
     url: str,
+    params: HttpParams = DEFAULT_HTTP_PARAMS,
     *,
-    headers: Mapping[str, str] | None = None,
-    connect_timeout: float = 10.0,
-    read_timeout: float | None = 300.0,
-    tls_verify: bool = True,
-    ca_file: str | None = None,
-    pool_size: int = 8,
-    max_body: int = DEFAULT_MAX_BODY,
     on_notification: NotificationHandler | None = None,
 ) -> AsyncIterator[LegacySSETransport]:
     """A transport for one HTTP+SSE server, entered once the stream named its endpoint.
 
     Opening raises what kept the stream from opening (``AuthError`` for 401/403, a
-    ``TransportError`` when no endpoint came within ``connect_timeout``, an
-    ``UnexpectedReply`` for an endpoint on another origin). ``read_timeout`` bounds
-    the silence while a POST is answered, never the stream's.
+    ``TransportError`` when no endpoint came within ``params.connect_timeout``, an
+    ``UnexpectedReply`` for an endpoint on another origin). ``params.read_timeout``
+    bounds the silence while a POST is answered, never the stream's.
     """
-    transport = LegacySSETransport(
-        alias,
-        url,
-        headers=headers,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        tls_verify=tls_verify,
-        ca_file=ca_file,
-        pool_size=pool_size,
-        max_body=max_body,
-        on_notification=on_notification,
-    )
+    transport = LegacySSETransport(alias, url, params, on_notification=on_notification)
     try:
         with single_exceptions():
             async with trio.open_nursery() as nursery:

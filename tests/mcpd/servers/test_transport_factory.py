@@ -17,6 +17,7 @@ from mcpd.servers.transport_factory import http_settings, open_transport, stdio_
 from protocol import jsonrpc as rpc
 from tests.support.http_servers import Responder, SeenRequest, result, serve_http
 from tests.support.legacy_sse_server import serve_legacy_sse
+from transports.http.params import HttpParams
 
 LIMIT = 10
 
@@ -88,16 +89,16 @@ def test_an_http_server_gets_its_entrys_settings_and_the_daemons_limit(tmp_path:
         },
         max_line_bytes=8192,
     )
-    assert http_settings(cfg.servers["s"], cfg) == {
-        "headers": {"X-Team": "a"},
-        "connect_timeout": 2.5,
-        "tls_verify": False,
-        "ca_file": str(ca),
-        "pool_size": 3,
-        "max_body": 8192,
-    }
+    assert http_settings(cfg.servers["s"], cfg) == HttpParams(
+        headers={"X-Team": "a"},
+        connect_timeout=2.5,
+        tls_verify=False,
+        ca_file=str(ca),
+        pool_size=3,
+        max_body=8192,
+    )
     plain = http_settings(cfg.servers["plain"], cfg)
-    assert (plain["pool_size"], plain["tls_verify"], plain["headers"]) == (16, True, {})
+    assert (plain.pool_size, plain.tls_verify, plain.headers) == (16, True, {})
 
 
 async def test_a_stdio_server_runs_with_its_args_env_and_folder(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import trustme
 
 from tests.support.http_servers import Responder, SeenRequest, event, result, serve_http
 from transports.errors import TransportError
+from transports.http.params import HttpParams
 from transports.http.transport import open_http_transport
 
 LIMIT = 10
@@ -67,7 +68,7 @@ async def test_pool_is_bounded_and_callers_wait_in_line() -> None:
     with trio.fail_after(LIMIT):
         async with (
             serve_http(handler) as srv,
-            open_http_transport("a", srv.url(), pool_size=2) as t,
+            open_http_transport("a", srv.url(), HttpParams(pool_size=2)) as t,
             trio.open_nursery() as nursery,
         ):
             for _ in range(6):
@@ -116,14 +117,14 @@ async def test_tls_with_a_test_ca(tmp_path: Any) -> None:
     with trio.fail_after(LIMIT):
         async with serve_http(answer_json, ssl_context=server_ctx) as srv:
             assert srv.url().startswith("https://127.0.0.1:")
-            async with open_http_transport("a", srv.url(), ca_file=str(ca_file)) as t:
+            async with open_http_transport("a", srv.url(), HttpParams(ca_file=str(ca_file))) as t:
                 await t.request("x", {})
                 await t.request("x", {})
             async with open_http_transport("a", srv.url()) as t:
                 with pytest.raises(TransportError, match="TLS") as info:
                     await t.request("x", {})
                 assert "certificate" in info.value.reason.lower()
-            async with open_http_transport("a", srv.url(), tls_verify=False) as t:
+            async with open_http_transport("a", srv.url(), HttpParams(tls_verify=False)) as t:
                 assert value(await t.request("x", {})) == {"echo": "x"}
     assert srv.requests[0].header("host") == f"127.0.0.1:{srv.port}"
     assert {r.connection for r in srv.requests[:2]} == {srv.requests[0].connection}
@@ -170,7 +171,7 @@ async def test_read_timeout() -> None:
     with trio.fail_after(LIMIT):
         async with (
             serve_http(handler) as srv,
-            open_http_transport("a", srv.url(), read_timeout=0.2) as t,
+            open_http_transport("a", srv.url(), HttpParams(read_timeout=0.2)) as t,
         ):
             with pytest.raises(TransportError, match=r"no data for 0\.2 s"):
                 await t.request("x", {})

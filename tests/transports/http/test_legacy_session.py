@@ -9,6 +9,7 @@ import trio
 
 from tests.support.http_servers import Responder, SeenRequest, error, event, result, serve_http
 from transports.errors import HttpRPCError, SessionExpired, TransportError
+from transports.http.params import HttpParams
 from transports.http.transport import HttpTransport, open_http_transport
 
 LIMIT = 10
@@ -285,7 +286,7 @@ async def test_cancel_before_sending_sends_nothing() -> None:
     with trio.fail_after(LIMIT):
         async with (
             serve_http(handler) as srv,
-            open_http_transport("old", srv.url(), pool_size=1) as t,
+            open_http_transport("old", srv.url(), HttpParams(pool_size=1)) as t,
         ):
             t.era = "legacy"
             async with trio.open_nursery() as nursery:

@@ -31,6 +31,7 @@ from transports.http.legacy_streams import (
     PushReader,
     PushStream,
 )
+from transports.http.params import HttpParams
 from transports.http.transport import HttpTransport, open_http_transport
 
 LIMIT = 10
@@ -91,8 +92,7 @@ async def test_push_stream_is_opened_with_the_session_headers_on_its_own_connect
             open_http_transport(
                 "old",
                 srv.url(),
-                headers={"Authorization": "Bearer s3cret"},
-                pool_size=1,
+                HttpParams(headers={"Authorization": "Bearer s3cret"}, pool_size=1),
                 on_notification=inbox,
             ) as t,
             trio.open_nursery() as nursery,

@@ -18,6 +18,7 @@ from transports.errors import (
     TransportError,
     UnexpectedReply,
 )
+from transports.http.params import HttpParams
 from transports.http.transport import open_http_transport
 
 LIMIT = 10
@@ -209,7 +210,7 @@ async def test_a_body_or_event_over_the_limit_fails_the_request_not_the_server()
     with trio.fail_after(LIMIT):
         async with (
             serve_http(reply) as srv,
-            open_http_transport("srv", srv.url(), max_body=1000) as t,
+            open_http_transport("srv", srv.url(), HttpParams(max_body=1000)) as t,
         ):
             for kind in ("json", "sse"):
                 with pytest.raises(MessageTooLarge, match="line limit") as info:

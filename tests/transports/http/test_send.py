@@ -13,6 +13,7 @@ import trio
 from tests.support.http_servers import Responder, SeenRequest, result, serve_http
 from transports.base import AuthHook
 from transports.errors import AuthError, TransportError, UnexpectedReply
+from transports.http.params import HttpParams
 from transports.http.transport import open_http_transport
 
 LIMIT = 10
@@ -61,7 +62,7 @@ async def test_the_hooks_value_goes_with_every_message_in_place_of_a_configured_
         async with (
             serve_http(refusing("Bearer t1")) as srv,
             open_http_transport(
-                "a", srv.url(), headers={"Authorization": "Bearer old"}, auth=hook
+                "a", srv.url(), HttpParams(headers={"Authorization": "Bearer old"}), auth=hook
             ) as t,
         ):
             await t.request("x", {})

@@ -29,6 +29,7 @@ from transports.errors import (
     UnexpectedReply,
 )
 from transports.http import reply as _httpreply
+from transports.http.params import HttpParams
 from transports.http.transport import HttpTransport, open_http_transport
 
 LIMIT = 10
@@ -47,7 +48,9 @@ async def test_json_reply_and_request_headers() -> None:
         async with (
             serve_http(answer_json) as srv,
             open_http_transport(
-                "notes", srv.url(), headers={"Authorization": "Bearer s3cret", "X-Extra": "1"}
+                "notes",
+                srv.url(),
+                HttpParams(headers={"Authorization": "Bearer s3cret", "X-Extra": "1"}),
             ) as t,
         ):
             mirrored = mcp_headers.request_headers("2026-07-28", "tools/call", "search")
@@ -78,7 +81,9 @@ async def test_per_request_headers_override_configured_ones() -> None:
     with trio.fail_after(LIMIT):
         async with (
             serve_http(answer_json) as srv,
-            open_http_transport("a", srv.url(), headers={"Authorization": "Bearer old"}) as t,
+            open_http_transport(
+                "a", srv.url(), HttpParams(headers={"Authorization": "Bearer old"})
+            ) as t,
         ):
             await t.request("ping", {}, headers={"authorization": "Bearer new"})
     (req,) = srv.requests
@@ -263,12 +268,16 @@ async def test_header_mirror_checked_by_the_server() -> None:
 
 def test_bad_configured_headers_are_refused_without_echoing_the_value() -> None:
     with pytest.raises(ValueError, match="Content-Type") as info:
-        HttpTransport("a", "http://127.0.0.1:1/mcp", headers={"Content-Type": "text/plain"})
+        HttpTransport(
+            "a", "http://127.0.0.1:1/mcp", HttpParams(headers={"Content-Type": "text/plain"})
+        )
     with pytest.raises(ValueError, match="Authorization") as info:
-        HttpTransport("a", "http://127.0.0.1:1/mcp", headers={"Authorization": "Bearer x\r\ny"})
+        HttpTransport(
+            "a", "http://127.0.0.1:1/mcp", HttpParams(headers={"Authorization": "Bearer x\r\ny"})
+        )
     assert "Bearer" not in str(info.value)
     with pytest.raises(ValueError, match="header name"):
-        HttpTransport("a", "http://127.0.0.1:1/mcp", headers={"Bad Name": "v"})
+        HttpTransport("a", "http://127.0.0.1:1/mcp", HttpParams(headers={"Bad Name": "v"}))
     with pytest.raises(ValueError, match="http"):
         HttpTransport("a", "ftp://example.com/mcp")
     with pytest.raises(ValueError, match="credentials"):
@@ -289,7 +298,7 @@ async def test_configured_header_values_never_reach_the_log(
         async with (
             serve_http(handler) as srv,
             open_http_transport(
-                "a", srv.url("/old"), headers={"Authorization": "Bearer TOPSECRET"}
+                "a", srv.url("/old"), HttpParams(headers={"Authorization": "Bearer TOPSECRET"})
             ) as t,
         ):
             with pytest.raises(TransportError) as info:
@@ -319,7 +328,7 @@ async def test_body_over_the_limit_is_refused_without_reading_it() -> None:
     with trio.fail_after(LIMIT):
         async with (
             serve_http(handler) as srv,
-            open_http_transport("a", srv.url(), max_body=2048) as t,
+            open_http_transport("a", srv.url(), HttpParams(max_body=2048)) as t,
         ):
             for kind in ("declared", "chunked", "sse"):
                 # The server is fine; only the request its answer was for fails.

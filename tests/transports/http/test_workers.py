@@ -22,6 +22,7 @@ from tests.support.http_servers import (
     serve_http,
     server_request,
 )
+from transports.http.params import HttpParams
 from transports.http.transport import open_http_transport
 
 LIMIT = 10
@@ -67,7 +68,10 @@ async def test_calls_wait_in_as_many_workers_as_connections_not_a_task_each() ->
     replies = Replies()
     spawns = Spawns()
     with trio.fail_after(LIMIT):
-        async with serve_http(echo) as srv, open_http_transport("a", srv.url(), pool_size=4) as t:
+        async with (
+            serve_http(echo) as srv,
+            open_http_transport("a", srv.url(), HttpParams(pool_size=4)) as t,
+        ):
             trio.lowlevel.add_instrument(spawns)
             try:
                 for batch in range(10):
@@ -99,7 +103,7 @@ async def test_a_call_given_up_under_way_is_dropped_and_the_ones_behind_it_still
     with trio.fail_after(LIMIT):
         async with (
             serve_http(handler) as srv,
-            open_http_transport("a", srv.url(), pool_size=1) as t,
+            open_http_transport("a", srv.url(), HttpParams(pool_size=1)) as t,
         ):
             slow = t.send("tools/call", {"name": "slow"}, replies.to("slow"))
             t.send("tools/call", {"name": "next"}, replies.to("next"))
@@ -124,7 +128,7 @@ async def test_a_call_given_up_while_queued_never_reaches_the_server() -> None:
     with trio.fail_after(LIMIT):
         async with (
             serve_http(handler) as srv,
-            open_http_transport("a", srv.url(), pool_size=1) as t,
+            open_http_transport("a", srv.url(), HttpParams(pool_size=1)) as t,
         ):
             t.send("tools/call", {"name": "first"}, replies.to("first"))
             queued = t.send("tools/call", {"name": "queued"}, replies.to("queued"))

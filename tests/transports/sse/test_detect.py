@@ -9,6 +9,7 @@ import trio
 from tests.support.http_servers import Responder, SeenRequest, result, serve_http
 from tests.support.legacy_sse_server import serve_legacy_sse
 from transports.errors import AuthError, TransportError, UnexpectedReply
+from transports.http.params import HttpParams
 from transports.sse.detect import detect_http_transport, looks_like_sse
 
 LIMIT = 10
@@ -27,7 +28,7 @@ async def streamable(req: SeenRequest, respond: Responder) -> None:
 async def test_detect_a_streamable_http_server() -> None:
     with trio.fail_after(LIMIT):
         async with serve_http(streamable) as srv:
-            kind = await detect_http_transport("x", srv.url(), headers={"X-Key": "k"})
+            kind = await detect_http_transport("x", srv.url(), HttpParams(headers={"X-Key": "k"}))
     assert kind == "streamable-http"
     init, delete = srv.requests
     assert (init.rpc_method, init.header("x-key")) == ("initialize", "k")
@@ -38,7 +39,9 @@ async def test_detect_a_streamable_http_server() -> None:
 async def test_detect_an_old_sse_server() -> None:
     with trio.fail_after(LIMIT):
         async with serve_legacy_sse() as server:
-            kind = await detect_http_transport("x", server.url(), headers={"X-Key": "k"})
+            kind = await detect_http_transport(
+                "x", server.url(), HttpParams(headers={"X-Key": "k"})
+            )
             await server.session.disconnected.wait()
     assert kind == "sse"
     post, get = server.requests
@@ -94,7 +97,7 @@ async def test_detect_a_server_that_is_down() -> None:
     async with serve_http(streamable) as srv:
         url = srv.url()
     with trio.fail_after(LIMIT), pytest.raises(TransportError, match="cannot connect"):
-        await detect_http_transport("x", url, connect_timeout=2)
+        await detect_http_transport("x", url, HttpParams(connect_timeout=2))
 
 
 @pytest.mark.parametrize(

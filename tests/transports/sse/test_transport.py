@@ -34,6 +34,7 @@ from transports.errors import (
     TransportError,
     UnexpectedReply,
 )
+from transports.http.params import HttpParams
 from transports.sse.transport import (
     MAX_ANSWERING,
     LegacySSETransport,
@@ -96,7 +97,7 @@ async def test_relative_endpoint_then_messages_go_there_with_the_headers() -> No
     with trio.fail_after(LIMIT):
         async with (
             serve_legacy_sse() as server,
-            open_legacy_sse_transport("old", server.url(), headers=headers) as t,
+            open_legacy_sse_transport("old", server.url(), HttpParams(headers=headers)) as t,
         ):
             assert t.endpoint == server.url("/messages?session_id=s1")
             init = await t.request("initialize", {"protocolVersion": "2024-11-05"})
@@ -149,7 +150,7 @@ async def test_an_endpoint_on_another_origin_is_refused(where: Any) -> None:
         async with serve_legacy_sse(endpoint=where) as server:
             with pytest.raises(UnexpectedReply) as info:
                 async with open_legacy_sse_transport(
-                    "old", server.url(), headers={"Authorization": "Bearer secret"}
+                    "old", server.url(), HttpParams(headers={"Authorization": "Bearer secret"})
                 ):
                     pytest.fail("the transport opened")
             await server.session.disconnected.wait()
@@ -169,7 +170,9 @@ async def test_no_endpoint_event_in_time_is_an_error() -> None:
         async with serve_http(silent) as srv:
             start = trio.current_time()
             with pytest.raises(TransportError) as info:
-                async with open_legacy_sse_transport("old", srv.url("/sse"), connect_timeout=0.3):
+                async with open_legacy_sse_transport(
+                    "old", srv.url("/sse"), HttpParams(connect_timeout=0.3)
+                ):
                     pytest.fail("the transport opened")
             took = trio.current_time() - start
     assert info.value.reason == (
@@ -303,7 +306,7 @@ async def test_tls_with_a_test_ca(tmp_path: Any) -> None:
         async with serve_legacy_sse(ssl_context=server_ctx) as server:
             url = server.url()
             assert url.startswith("https://")
-            async with open_legacy_sse_transport("old", url, ca_file=str(ca_file)) as t:
+            async with open_legacy_sse_transport("old", url, HttpParams(ca_file=str(ca_file))) as t:
                 assert t.endpoint == server.url("/messages?session_id=s1")
                 assert await call(t, "echo", text="tls") == {
                     "content": [{"type": "text", "text": "tls"}]
@@ -312,7 +315,7 @@ async def test_tls_with_a_test_ca(tmp_path: Any) -> None:
                 async with open_legacy_sse_transport("old", url):
                     pytest.fail("the transport opened")
             assert "certificate" in info.value.reason.lower()
-            async with open_legacy_sse_transport("old", url, tls_verify=False) as t:
+            async with open_legacy_sse_transport("old", url, HttpParams(tls_verify=False)) as t:
                 assert json.loads(bytes(await t.request("ping", None))) == {}
 
 
