@@ -327,7 +327,7 @@ def plan(
 
 def _missing(s: Sandbox, machine: Machine) -> str | None:
     if machine.bwrap is None:
-        return "bubblewrap (bwrap) is not installed"
+        return "bubblewrap (bwrap) is not installed (it is the bubblewrap package)"
     if machine.namespaces is not None:
         return f"namespaces are not available ({machine.namespaces})"
     if not s.network and machine.network is not None:

@@ -140,6 +140,14 @@ def test_a_promise_that_cannot_be_kept_fails_the_start(kw: dict[str, object], pr
         plan(resolved(**kw), ["node"], machine, HOME)
 
 
+def test_a_default_server_without_bubblewrap_runs_and_says_what_to_install() -> None:
+    p = plan(resolved(), ["node"], Machine(bwrap=None), HOME)
+    assert p.argv[-1].endswith("node") and "bwrap" not in " ".join(p.argv)
+    assert p.unprotected is not None
+    assert "no sandbox: bubblewrap (bwrap) is not installed" in p.unprotected
+    assert "the bubblewrap package" in p.unprotected
+
+
 def test_limits_are_set_inside_the_namespaces() -> None:
     limits = Limits(memory=512 << 20, processes=64, open_files=100_000, cpu=30)
     p = plan(resolved(limits=limits), ["node"], MACHINE, HOME)
