@@ -23,7 +23,7 @@ from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.paths import daemon_socket_path, runtime_directory
 from ..config.policy import PolicyRule, parse_rate, unreachable
-from ..local.owners import untrusted_file
+from ..local.trusted_path import untrusted_file
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
 
 

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..local.owners import untrusted_file
+from ..local.trusted_path import untrusted_file
 from .endpoints import check_groups, validate_http, validate_profiles
 from .expand import (
     Found,

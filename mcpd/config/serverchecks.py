@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterator
 
 import msgspec
 
-from ..local.owners import untrusted_file
+from ..local.trusted_path import untrusted_file
 from .model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError
 from .sandbox import grant_errors
 from .servertable import AuthConfig, ServerConfig, ToolsConfig

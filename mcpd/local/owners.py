@@ -13,11 +13,8 @@ import grp
 import os
 import pwd
 import stat
-from collections import deque
+import struct
 from typing import Final
-
-# Symbolic links followed on the way to a file, at most (the kernel's own bound).
-_MAX_LINKS: Final = 40
 
 # The system unit's RuntimeDirectory=: systemd makes it for the unit's User=.
 SERVICE_DIR = "/run/mcpd"
@@ -71,100 +68,70 @@ def not_trusted(what: str, uid: int) -> str:
     return f"{what} belongs to uid {uid} ({user_name(uid)}), not to {trusted_names()}"
 
 
-def other_writers(st: os.stat_result) -> str | None:
+def other_writers(st: os.stat_result, acl: bytes | None = None) -> str | None:
     """Who besides the owner of a file or directory (and root) may write to it, if
-    anyone."""
+    anyone: by its mode, and by ``acl``, its POSIX access ACL as the kernel keeps it
+    (``acl_of``), whose named users and groups the mode's bits do not show."""
     if st.st_mode & stat.S_IWOTH:
         return "every user"
     if st.st_mode & stat.S_IWGRP and not _private_group(st.st_uid, st.st_gid):
-        try:
-            return f"the group {grp.getgrgid(st.st_gid).gr_name}"
-        except KeyError:
-            return f"the group {st.st_gid}"
+        return f"the group {_group_name(st.st_gid)}"
+    if acl is not None:
+        for tag, ident in _acl_writers(acl):
+            if tag == _ACL_USER and ident not in (st.st_uid, 0):
+                return f"the user {user_name(ident)} (uid {ident}, by its ACL)"
+            if tag == _ACL_GROUP and not _private_group(st.st_uid, ident):
+                return f"the group {_group_name(ident)} (by its ACL)"
     return None
 
 
+def acl_of(target: str | int) -> bytes | None:
+    """The POSIX access ACL of a path (followed if a link) or an open descriptor, as
+    its extended attribute holds it; None where it has none or cannot have one."""
+    try:
+        return os.getxattr(target, _ACL)
+    except OSError:
+        return None
+
+
+_ACL: Final = "system.posix_acl_access"
+# The attribute's layout: a version word, then an entry of (tag, permissions, id) each.
+_ACL_ENTRY: Final = struct.Struct("<HHI")
+_ACL_USER, _ACL_GROUP, _ACL_MASK = 0x02, 0x08, 0x10
+_ACL_WRITE: Final = 0x02
+
+
+def _acl_writers(acl: bytes) -> list[tuple[int, int]]:
+    """The named users and groups (tag, id) an ACL lets write, within its mask."""
+    if len(acl) < 4 or (len(acl) - 4) % _ACL_ENTRY.size:
+        return []
+    entries = [_ACL_ENTRY.unpack_from(acl, at) for at in range(4, len(acl), _ACL_ENTRY.size)]
+    mask = next((perms for tag, perms, _ in entries if tag == _ACL_MASK), _ACL_WRITE)
+    return [
+        (tag, ident)
+        for tag, perms, ident in entries
+        if tag in (_ACL_USER, _ACL_GROUP) and perms & mask & _ACL_WRITE
+    ]
+
+
+def _group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
+
+
 def _private_group(uid: int, gid: int) -> bool:
-    """Whether ``gid`` is the owner's own group (named after the user, no other member),
-    which many distributions give each user, with a umask that lets it write."""
+    """Whether ``gid`` is the owner's own group (named after the user, no other member,
+    the primary group of no other user), which many distributions give each user, with
+    a umask that lets it write."""
     try:
         user = pwd.getpwuid(uid)
         group = grp.getgrgid(gid)
     except KeyError:
         return False
-    return (
-        user.pw_gid == gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
-    )
-
-
-def untrusted_file(path: str, st: os.stat_result) -> str | None:
-    """Why what the file at ``path`` says may be another user's choice, or None: the
-    file (``st``, its status as it was opened) must be a trusted owner's and writable by
-    no one else, and so must every directory and symbolic link on the way to it, but
-    that a directory others may write to is fine when it is sticky (as ``/tmp`` is:
-    there only an entry's owner may replace it)."""
-    trusted = trusted_owners()
-    if st.st_uid not in trusted:
-        return f"{not_trusted(path, st.st_uid)}, who decides what it says"
-    who = other_writers(st)
-    if who is not None:
-        mode = stat.S_IMODE(st.st_mode)
-        return f"{path} can be written by {who} (mode {mode:04o}); run chmod go-w {path}"
-    return _untrusted_way(path, st, trusted)
-
-
-def _untrusted_way(path: str, st: os.stat_result, trusted: frozenset[int]) -> str | None:
-    """Why the directories and links on the way to ``path`` let another user put a file
-    of theirs there, or None; also when what is there now is not the file opened."""
-    todo = deque((path if path.startswith("/") else os.path.join(os.getcwd(), path)).split("/"))
-    at, links = "/", 0
-    while todo:
-        name = todo.popleft()
-        if name in ("", "."):
-            continue
-        if name == "..":
-            at = os.path.dirname(at)  # each directory is checked on the way down
-            continue
-        problem = _untrusted_directory(at, trusted)
-        if problem is not None:
-            return problem
-        step = os.path.join(at, name)
-        try:
-            entry = os.lstat(step)
-        except OSError as exc:
-            return f"cannot look at {step} on the way to {path}: {exc.strerror}"
-        if stat.S_ISLNK(entry.st_mode):
-            if entry.st_uid not in trusted:
-                owner = not_trusted(step, entry.st_uid)
-                return f"the symbolic link {owner}, who chose where it points"
-            links += 1
-            if links > _MAX_LINKS:
-                return f"{path} goes through too many symbolic links"
-            target = os.readlink(step)
-            if target.startswith("/"):
-                at = "/"
-            todo.extendleft(reversed(target.split("/")))
-            continue
-        if any(n not in ("", ".") for n in todo):
-            at = step
-            continue
-        if (entry.st_dev, entry.st_ino) != (st.st_dev, st.st_ino):
-            return f"{path} was replaced while mcpd read it"
-    return None
-
-
-def _untrusted_directory(directory: str, trusted: frozenset[int]) -> str | None:
-    try:
-        st = os.stat(directory)
-    except OSError as exc:
-        return f"cannot look at {directory}: {exc.strerror}"
-    if st.st_uid not in trusted:
-        owner = not_trusted(directory, st.st_uid)
-        return f"the directory {owner}, who could put another file in its place"
-    who = other_writers(st)
-    if who is not None and not st.st_mode & stat.S_ISVTX:
-        return (
-            f"the directory {directory} can be written by {who}, who could put another "
-            f"file in its place; run chmod go-w {directory}"
-        )
-    return None
+    if user.pw_gid != gid or group.gr_name != user.pw_name:
+        return False
+    if not set(group.gr_mem) <= {user.pw_name}:
+        return False
+    return not any(other.pw_gid == gid and other.pw_uid != uid for other in pwd.getpwall())

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterable
 from typing import Final
 
-from .owners import not_trusted, other_writers, trusted_owners
+from .owners import acl_of, not_trusted, other_writers, trusted_owners
 
 PRIVATE: Final = 0o600
 # The temporary file's name is the process's, so writers in one process take turns.
@@ -104,7 +104,7 @@ def open_directory(directory: str, *, check: bool = True) -> int:
             f"{not_trusted(directory, st.st_uid)}: its owner could replace or read what "
             "mcpd writes there; use a directory of your own"
         )
-    who = other_writers(st)
+    who = other_writers(st, acl_of(fd))
     if who is None:
         return fd
     os.close(fd)

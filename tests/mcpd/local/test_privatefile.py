@@ -19,6 +19,7 @@ import trio
 from mcpd.cli import hostconfig as hc
 from mcpd.local import statefile
 from mcpd.local.endpoint_token import TokenError
+from tests.support.acls import acl, with_acl
 from tests.support.private_files import WRITERS, Writer, _imported_secret
 
 VICTIM = b"someone else's file\n"
@@ -217,3 +218,13 @@ def test_a_host_config_in_a_linked_folder_is_written_there(tmp_path: Path) -> No
     written = hc.write("cursor", path, hc.entry("cursor", bridge_argv=BRIDGE))
     assert written.path == real / "mcp.json" and (tmp_path / ".cursor").is_symlink()
     assert "mcpd" in json.loads((real / "mcp.json").read_text())["mcpServers"]
+
+
+def test_a_directory_an_acl_lets_another_user_write_is_not_written_to(tmp_path: Path) -> None:
+    """Its mode reads 0750 or so: the ACL's named user is what lets them in."""
+    folder = tmp_path / "state"
+    folder.mkdir(mode=0o700)
+    with_acl(folder, acl(("user", 65534, 0o7), mask=0o7))
+    with pytest.raises(OSError, match="uid 65534, by its ACL"):
+        statefile.write_atomically(str(folder / "file"), b"x")
+    assert list(folder.iterdir()) == []

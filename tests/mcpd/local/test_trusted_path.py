@@ -8,13 +8,16 @@ from __future__ import annotations
 import grp
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from mcpd.local.owners import untrusted_file
-from tests.support.peer_user import needs_root, peer_uid, shared_dir
+from mcpd.local import owners
+from mcpd.local.trusted_path import untrusted_file
+from tests.support.acls import acl, with_acl
+from tests.support.peer_user import USER, needs_root, peer_uid, shared_dir
 
 
 def verdict(path: Path) -> str | None:
@@ -185,3 +188,70 @@ def test_an_absolute_path_is_checked_from_a_working_directory_that_is_gone(
     monkeypatch.chdir(gone)
     gone.rmdir()
     assert verdict(path) is None
+
+
+def test_a_user_an_acl_lets_write_is_another_writer_the_mode_does_not_show(home: Path) -> None:
+    """With an ACL the mode's group bits are its mask: a file of one's own group that
+    a named user may write reads as 0664, as a user-private-group umask makes it."""
+    path = written(home / "mcpd.toml", 0o644)
+    with_acl(path, acl(("user", 65534, 0o6)))
+    why = verdict(path)
+    assert why is not None and "the user" in why and "uid 65534" in why and "ACL" in why
+
+
+def test_an_acl_whose_mask_withholds_writing_lets_no_one_write(home: Path) -> None:
+    path = written(home / "mcpd.toml", 0o644)
+    with_acl(path, acl(("user", 65534, 0o6), mask=0o4))
+    assert verdict(path) is None
+
+
+def test_a_directory_an_acl_lets_a_group_write_is_not_trusted_on_the_way(home: Path) -> None:
+    group = _shared_group()
+    folder = home / "project"
+    folder.mkdir()
+    with_acl(folder, acl(("group", group.gr_gid, 0o7), mask=0o7))
+    why = verdict(written(folder / "mcpd.toml"))
+    assert why is not None and f"the directory {folder}" in why
+    assert f"the group {group.gr_name}" in why
+
+
+def test_a_shared_directory_as_the_place_itself_is_named_so_not_to_be_made_private(
+    home: Path,
+) -> None:
+    sticky = home / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    why = verdict(sticky)
+    assert why is not None and "is shared: every user may add files to it" in why
+    assert "chmod" not in why
+
+
+@needs_root
+def test_the_service_user_is_not_trusted_with_what_runs(
+    peers_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mcpd service user runs servers nobody here wrote: a config it could write
+    must not decide what root runs, though root reads the files it keeps."""
+    monkeypatch.setattr(owners, "service_uids", lambda: frozenset({peer_uid()}))
+    assert peer_uid() in owners.trusted_owners()
+    path = written(peers_dir / "mcpd.toml", 0o644)
+    os.chown(path, peer_uid(), peer_uid())
+    why = verdict(path)
+    assert why is not None and f"belongs to uid {peer_uid()}" in why and "not to root" in why
+
+
+@needs_root
+def test_a_group_another_user_has_as_their_own_is_no_private_group(peers_dir: Path) -> None:
+    """A user made with the group of another as theirs (``useradd -g``) is not among
+    its members, and may write what that group may."""
+    path = written(peers_dir / "mcpd.toml", 0o664)
+    uid = peer_uid()
+    gid = grp.getgrnam(USER).gr_gid
+    os.chown(path, uid, gid)
+    assert owners.other_writers(path.stat()) is None  # the peer's own group, alone
+    sharer = "mcpd-test-sharer"
+    subprocess.run(["useradd", "--system", "--no-create-home", "-g", str(gid), sharer], check=True)
+    try:
+        assert owners.other_writers(path.stat()) == f"the group {USER}"
+    finally:
+        subprocess.run(["userdel", sharer], check=True)
