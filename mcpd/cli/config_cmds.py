@@ -187,8 +187,9 @@ def _unstartable(config: Config) -> dict[str, str]:
 
 def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
     """Stdio servers whose program, a directory searched for it before it was found,
-    or whose ``cwd`` another user could change: they would choose what runs as mcpd's
-    user. Warnings: a shared tool kept by another user may be meant."""
+    a script it is given, or whose ``cwd`` another user could change: they would choose
+    what runs as mcpd's user. Warnings: a shared tool kept by another user may be
+    meant."""
     from transports.stdio.launch import resolve
 
     from ..config.sandbox import child_env, sandbox_of
@@ -208,15 +209,23 @@ def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
                 places.append(found)
                 if os.path.join(found, s.command) == program:
                     break
+        keys = dict.fromkeys(places, "command")
         if s.cwd is not None:
-            places.append(s.cwd)
-        for place in places:
+            keys[s.cwd] = "cwd"
+        # The script an interpreter is given (``node /srv/x/index.js``, its first word
+        # that is no option) decides as much as the program does; later words are
+        # mostly what the server works on, another user's to share.
+        first = next(((i, a) for i, a in enumerate(s.args) if not a.startswith("-")), None)
+        if first is not None:
+            script = os.path.join(s.cwd or os.getcwd(), first[1])
+            if os.path.isfile(script):
+                keys.setdefault(script, f"args[{first[0]}]")
+        for place, key in keys.items():
             try:
                 why = untrusted_file(place, os.stat(place))
             except OSError:
                 continue  # a directory on PATH that is not there
             if why is not None:
-                key = "cwd" if place == s.cwd else "command"
                 out.append(
                     f"servers.{alias}.{key}: {why}: whoever can change it chooses what runs "
                     "as mcpd's user"

@@ -169,10 +169,12 @@ def test_check_config_warns_of_a_command_that_cannot_start(tmp_path: Path) -> No
 def test_check_config_warns_of_a_program_another_user_could_change(tmp_path: Path) -> None:
     """The program a server runs, a directory searched for it first, or its working
     directory: whoever can change one chooses what runs as mcpd's user."""
-    shared, empty = tmp_path / "shared", tmp_path / "empty"
+    shared, empty, sticky = tmp_path / "shared", tmp_path / "empty", tmp_path / "tmp"
     for folder in (shared, empty):
         folder.mkdir()
         folder.chmod(0o777)
+    sticky.mkdir()
+    sticky.chmod(0o1777)
     mine = tmp_path / "bin"
     mine.mkdir()
     for folder in (shared, mine):
@@ -188,15 +190,22 @@ def test_check_config_warns_of_a_program_another_user_could_change(tmp_path: Pat
         f'[servers.ahead]\ncommand = "notes-server"\nenv = {{ PATH = "{empty}:{mine}" }}\n'
         f'[servers.behind]\ncommand = "notes-server"\nenv = {{ PATH = "{mine}:{shared}" }}\n'
         f'[servers.workdir]\ncommand = "{mine}/notes-server"\ncwd = "{shared}"\n'
+        f'[servers.tmpdir]\ncommand = "{mine}/notes-server"\ncwd = "{sticky}"\n'
+        f'[servers.script]\ncommand = "sh"\nargs = ["-e", "{shared}/notes-server", "{shared}"]\n'
+        f'[servers.data]\ncommand = "sh"\nargs = ["{mine}/notes-server", "{shared}/notes-server"]\n'
     )
     out = run("check-config", "--config", str(config))
     assert out.returncode == 0, out.stderr
-    warned = {line.split(":")[1].strip(): line for line in out.stderr.splitlines()}
+    # (Lines about variables the servers no longer inherit are about pytest's own.)
+    ours = [line for line in out.stderr.splitlines() if "chooses what runs" in line]
+    warned = {line.split(":")[1].strip(): line for line in ours}
     assert set(warned) == {
         "servers.direct.command",
         "servers.open.command",
         "servers.ahead.command",
         "servers.workdir.cwd",
+        "servers.tmpdir.cwd",
+        "servers.script.args[1]",
     }, out.stderr
     assert (
         f"the directory {shared} can be written by every user" in warned["servers.direct.command"]
@@ -205,6 +214,9 @@ def test_check_config_warns_of_a_program_another_user_could_change(tmp_path: Pat
     # Nothing of that name is there yet, but anyone may put it there.
     assert f"{empty} can be written by every user" in warned["servers.ahead.command"]
     assert "chooses what runs as mcpd's user" in warned["servers.ahead.command"]
+    # A shared directory such as /tmp is not to be made private: another one is.
+    assert f"{sticky} is shared: every user may add files to it" in warned["servers.tmpdir.cwd"]
+    assert "chmod" not in warned["servers.tmpdir.cwd"]
 
 
 def test_bridge_answers_clearly_when_the_daemon_is_down(tmp_path: Path) -> None:
