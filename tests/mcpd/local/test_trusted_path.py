@@ -1,7 +1,7 @@
-"""A file whose words mcpd acts on (its config, a secret it sends) is trusted only when
-no one but mcpd's user, root or the service user could have written it: not the file,
-and not any directory or symbolic link on the way to it, which would let them put
-another file in its place."""
+"""A file whose words mcpd acts on (its config, a secret it sends, a CA bundle) is
+trusted only when no one but mcpd's user or root could have written it, by its mode or
+its ACL: not the file, and not any directory or symbolic link on the way to it, which
+would let them put another file in its place."""
 
 from __future__ import annotations
 
