@@ -46,7 +46,7 @@ from .backend import Control
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
 from .http_exchange import Caller
-from .http_wire import Reject, Response, Wire, head, refuse
+from .http_wire import Headers, Reject, Response, Wire, head, refuse
 from .identity import Identity
 from .mcp_http import rpc_reject
 from .mcp_route import LegacySession, McpRoute
@@ -173,7 +173,11 @@ class HttpApi:
 
     async def _exchange(self, wire: Wire, caller: Caller, head: h11.Request | None) -> bool:
         """Serve one request (``head``: its head, read and checked already); False when
-        the connection is to be closed at once."""
+        the connection is to be closed at once. A page request that nothing vouches for
+        (on the endpoint, without the token or a session: a link's code, an OAuth
+        landing, a refusal) is answered and its connection closed: kept for another
+        request, it would hold one of the places the token's holders count on."""
+        stranger = False
         try:
             # A client that starts a request and goes quiet must not hold a connection
             # slot forever; idle keep-alive connections wait under the same limit.
@@ -184,7 +188,13 @@ class HttpApi:
                     if head is not None and caller.guard is not None:
                         caller.guard(head)  # before its body: a refused one is never read
                 if head is not None and is_page(head.target):
+                    stranger = _unvouched(head, caller)
                     access = self.page.admit(head, caller)  # the page's own, at the headers too
+                    stranger = stranger and access.session is None
+                    if stranger and _declares_body(head):
+                        # Nothing it may ask for takes one: a stranger's body would be
+                        # held, up to the limit, on nobody's word.
+                        raise Reject(413, b'{"error":"this request takes no body"}')
                 body = None if head is None else await wire.read_body()
             if waited.cancelled_caught:
                 logger.info(
@@ -200,13 +210,14 @@ class HttpApi:
                 await self.page.serve(
                     wire, head, body, caller, access, lambda: self._scope(query, caller)
                 )
-                return True
+                return not stranger
             await self._route(wire, head, body, caller)
         except Reject as rejection:
             headers = rejection.headers
-            if wire.conn.their_state is not h11.DONE:  # its body stays unread
+            if stranger or wire.conn.their_state is not h11.DONE:  # its body stays unread
                 headers = [*headers, (b"connection", b"close")]
             await Response(wire).json(rejection.status, rejection.body, headers)
+            return not stranger
         return True
 
     async def _route(self, wire: Wire, request: h11.Request, body: bytes, caller: Caller) -> None:
@@ -317,3 +328,16 @@ async def _send(
     if not head_only:
         events.append(h11.Data(data=body))
     await wire.send(*events, h11.EndOfMessage())
+
+
+def _unvouched(request: h11.Request, caller: Caller) -> bool:
+    """On the endpoint, without the token: the gate let it in for the page alone."""
+    return caller.guard is not None and Headers(request.headers).get("authorization") is None
+
+
+def _declares_body(request: h11.Request) -> bool:
+    headers = Headers(request.headers)
+    if headers.get("transfer-encoding") is not None:
+        return True
+    length = headers.get("content-length")
+    return length is not None and length.strip() not in ("", "0")

@@ -219,3 +219,68 @@ async def test_a_server_cannot_take_the_endpoints_port_before_mcpd(tmp_path: Pat
             assert notes.read_text() == f"tcp:127.0.0.1:{port} refused EADDRINUSE\n"
             ok = await http(port, "GET", "/healthz", auth(daemon.http_token()))
             assert ok.status == 200 and ok.json() == {"status": "ok", "servers": 1}
+
+
+async def _answer_head(stream: trio.SocketStream) -> bytes:
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+async def _until_closed(stream: trio.SocketStream) -> None:
+    """Until the daemon hangs up (a reset, where it left a body unread, is that too)."""
+    try:
+        while await stream.receive_some(65536):
+            pass
+    except trio.BrokenResourceError:
+        pass
+
+
+async def test_strangers_without_the_token_hold_no_place_its_holders_need(
+    tmp_path: Path,
+) -> None:
+    """The page's paths are let past the gate without the token (a link's code, an
+    OAuth landing, the page's own refusal); a local user who asked for them on
+    connections kept open took every place, and a host with the token got 503. Each is
+    answered, then closed."""
+    with trio.fail_after(60):
+        async with running(config(tmp_path, max_connections=4)) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            asks = [f"HEAD /?code=x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"]
+            asks.append(f"GET /page/oauth/notes?x=1 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n")
+            asks.append(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n")  # refused
+            for i in range(9):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                await stream.send_all(asks[i % 3].encode())
+                answer = await _answer_head(stream)
+                assert answer.startswith((b"HTTP/1.1 200 ", b"HTTP/1.1 40")), answer[:100]
+                await _until_closed(stream)  # the daemon hung up: the place is free
+                await stream.aclose()
+            holder = await http(port, "GET", "/status", auth(daemon.http_token()))
+            assert holder.status == 200, holder.body[:200]
+
+
+async def test_a_strangers_request_with_a_body_is_refused_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """It would have been held, up to the 4 MiB limit, on a connection nobody vouched
+    for (most of the limit on each of many connections)."""
+    with trio.fail_after(20):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            for target, method in (("/?code=x", "GET"), ("/page/oauth/notes", "POST")):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                await stream.send_all(
+                    f"{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                    f"Content-Length: {4 * 1024 * 1024}\r\n\r\n".encode()
+                    + b"x" * 65536
+                )
+                assert (await _answer_head(stream)).startswith(b"HTTP/1.1 413 ")
+                await _until_closed(stream)
+                await stream.aclose()
