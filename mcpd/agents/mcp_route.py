@@ -18,6 +18,7 @@ changes; ``mcp_http`` holds the Streamable HTTP rules it checks requests against
 from __future__ import annotations
 
 import secrets
+from collections import Counter
 from collections.abc import Callable
 from typing import Final
 
@@ -42,6 +43,7 @@ from .mcp_http import (
     modern_request,
     rpc_reject,
 )
+from .peers import Peer
 from .profiles import ProfileServers
 
 MAX_SESSIONS: Final = 256
@@ -168,15 +170,27 @@ class McpRoute:
         await serve_stream(wire, legacy.news, allowed)
 
     def _open(self, session: ServerSession, servers: ProfileServers, caller: Caller) -> str:
-        """A new legacy session's id (the oldest ends when there are too many)."""
+        """A new legacy session's id. When there are too many, the oldest of the user
+        who holds the most ends (the newcomer counted with its own): one who opens
+        sessions without end ends their own, not everyone else's."""
         if len(self.sessions) >= MAX_SESSIONS:
-            self._end(self.sessions.pop(next(iter(self.sessions))))
+            self._end(self.sessions.pop(self._to_end(_holder(caller.peer))))
         sid = secrets.token_hex(16)
         legacy = LegacySession(session, servers, Identity(caller.peer))
         self.sessions[sid] = legacy
         legacy.news.sid = sid
         self.handler.agent_joined(legacy.news)  # its news from now on
         return sid
+
+    def _to_end(self, newcomer: int | None) -> str:
+        held = Counter(_holder(legacy.identity.peer) for legacy in self.sessions.values())
+        mine = held[newcomer] + 1
+        most = max(mine, *held.values())
+        if held[newcomer] and mine == most:
+            holder = newcomer  # a tie ends the newcomer's own
+        else:  # the holder of the oldest session among those who hold the most
+            holder = next(h for h, n in held.items() if n == most)
+        return next(sid for sid, s in self.sessions.items() if _holder(s.identity.peer) == holder)
 
     def _end(self, legacy: LegacySession) -> None:
         legacy.close()
@@ -323,3 +337,9 @@ def _cancel(legacy: LegacySession, msg: rpc.Notification) -> None:
     scope = legacy.requests.get(target) if isinstance(target, int | str) else None
     if scope is not None:
         scope.cancel()
+
+
+def _holder(peer: Peer | None) -> int | None:
+    """Whose a session is, for sharing the places out: its user (None: the endpoint's
+    clients, who all hold the one token)."""
+    return None if peer is None else peer.uid

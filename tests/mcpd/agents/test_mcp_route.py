@@ -18,6 +18,7 @@ from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.http_exchange import Caller
 from mcpd.agents.http_wire import Reject, Wire
 from mcpd.agents.mcp_route import LegacySession, McpRoute, _cancel
+from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import ProfileServers
 from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig
@@ -230,6 +231,34 @@ async def test_sessions_are_capped_and_the_oldest_ends_to_make_room(
     assert route.handler.gone == [oldest] and oldest.news.closed
     assert len(route.handler.joined) == 4
     assert len(set([*sids, newest])) == 4 and all(len(s) == 32 for s in sids)
+
+
+def opened_by(route: Route, uid: int) -> str:
+    return route.route._open(
+        new_session(), profile(), Caller(Peer(pid=1000 + uid, uid=uid, gid=uid))
+    )
+
+
+async def test_one_who_opens_sessions_without_end_ends_their_own_not_others(
+    route: Route, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The places are shared: a newcomer ends the oldest session of whoever holds the
+    most of them, itself counted with its own."""
+    import mcpd.agents.mcp_route
+
+    monkeypatch.setattr(mcpd.agents.mcp_route, "MAX_SESSIONS", 4)
+    victim = opened_by(route, 1000)
+    flood = [opened_by(route, 2000) for _ in range(3)]
+    for _ in range(20):
+        flood.append(opened_by(route, 2000))
+    assert victim in route.route.sessions
+    assert list(route.route.sessions) == [victim, *flood[-3:]]
+    # Another newcomer, with none yet, ends the flooder's oldest, not the victim's.
+    other = opened_by(route, 3000)
+    assert list(route.route.sessions) == [victim, *flood[-2:], other]
+    # A newcomer that would hold as many as the most ends its own oldest.
+    assert opened_by(route, 1000) in route.route.sessions
+    assert victim not in route.route.sessions
 
 
 # -- cancellation --
