@@ -2,7 +2,7 @@
 
 Instead of every tool, ``tools/list`` then holds these; the index is ``mcpd.toolsearch``.
 
-``mcpd_search_tools {query: string, limit?: integer 1..50 (8)}``
+``mcpd_search_tools {query: string (..1000 characters), limit?: integer 1..50 (8)}``
     Read-only. ``structuredContent``::
 
         {"query": "...", "total": 56,          # tools searched (the profile's view)
@@ -52,6 +52,10 @@ NAMES: Final = (SEARCH, DESCRIBE, CALL)
 DEFAULT_LIMIT: Final = 8
 MAX_LIMIT: Final = 50
 MAX_DESCRIBE: Final = 20
+# A search runs on the event loop, at a cost that grows with its terms, and its result
+# repeats the query: a model asks in a few words, so this is far past any honest query
+# and keeps one search from holding every other agent up or swelling its reply.
+MAX_QUERY: Final = 1000
 
 _STRING: Final = {"type": "string"}
 _READ_ONLY: Final = {
@@ -73,6 +77,7 @@ SEARCH_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "query": {
             "type": "string",
+            "maxLength": MAX_QUERY,
             "description": "What you want to do, in a few words: 'show uncommitted changes', "
             "'create ticket', 'read file'. A server's name finds its tools.",
         },
@@ -261,6 +266,11 @@ def parse_search(arguments: Raw | bytes | Mapping[str, Any] | None) -> SearchArg
     args = _read(SEARCH, arguments, SearchArgs)
     if not args.query.strip():
         raise ArgumentError(f"{SEARCH}: 'query' is empty; say what you want to do")
+    if len(args.query) > MAX_QUERY:
+        raise ArgumentError(
+            f"{SEARCH}: 'query' is at most {MAX_QUERY} characters; say what you want to do "
+            "in a few words"
+        )
     return SearchArgs(args.query, min(max(args.limit, 1), MAX_LIMIT))
 
 

@@ -95,6 +95,23 @@ def test_a_query_of_only_whitespace_is_empty() -> None:
         metatools.parse_search({"query": "\n\t \u3000"})
 
 
+def test_a_query_longer_than_the_limit_is_refused_naming_the_limit_without_echoing_it() -> None:
+    query = "read file " * (metatools.MAX_QUERY // 10) + "x"
+    with pytest.raises(ArgumentError, match=f"at most {metatools.MAX_QUERY} characters") as refused:
+        metatools.parse_search({"query": query})
+    assert "read file" not in str(refused.value) and len(str(refused.value)) < 200
+
+
+def test_a_query_at_the_limit_is_read_whole() -> None:
+    query = "read file " * (metatools.MAX_QUERY // 10)
+    assert len(query) == metatools.MAX_QUERY
+    assert metatools.parse_search({"query": query}).query == query
+
+
+def test_the_search_schema_advertises_the_query_limit() -> None:
+    assert metatools.SEARCH_INPUT["properties"]["query"]["maxLength"] == metatools.MAX_QUERY
+
+
 def test_describe_drops_empty_names_and_repeats_before_counting() -> None:
     names = [f"t{i}" for i in range(20)] * 3 + ["", ""]
     assert metatools.parse_describe({"names": names}) == [f"t{i}" for i in range(20)]

@@ -72,6 +72,22 @@ async def test_a_300_tool_profile_in_search_mode_lists_under_10_tools(tmp_path: 
             assert bad["isError"] is True and "query" in text(bad)
 
 
+async def test_an_over_long_query_is_answered_with_its_limit_and_one_at_the_limit_searches(
+    tmp_path: Path,
+) -> None:
+    cfg = make_config(tmp_path, {"a": server("--tools", "3")}, profiles={"s": SEARCH})
+    at_limit = ("mcp__a__tool2 " * 1000)[:1000]
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            await agent.use_profile("s")
+            refused = await agent.call("mcpd_search_tools", {"query": at_limit + "x"})
+            assert refused["isError"] is True and "at most 1000 characters" in text(refused)
+            assert "structuredContent" not in refused and "mcp__a__tool2" not in text(refused)
+            found = await agent.call("mcpd_search_tools", {"query": at_limit})
+            assert "isError" not in found
+            assert found["structuredContent"]["tools"][0]["name"] == "mcp__a__tool2"
+
+
 async def raw_exchange(stream: trio.SocketStream, buf: list[bytes], request: bytes) -> bytes:
     """Send one request line; return the reply line to its id, exactly as it came."""
     rid = json.loads(request)["id"]
