@@ -49,8 +49,9 @@ class Outbox:
         self.out: LineSink = lines.writer(
             stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault
         )
-        # Requests of JSON-RPC batches waiting for answers.
-        self.batches = Batches()
+        # Requests of JSON-RPC batches waiting for answers: what they hold is bounded as
+        # what is queued is.
+        self.batches = Batches(_QUEUE_BYTES)
         self.long = LongReplies(self.out, self.put, self._broken_piece)
 
     def put(self, data: bytes, rid: rpc.Id | None) -> None:

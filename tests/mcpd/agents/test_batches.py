@@ -11,6 +11,7 @@ from typing import Any
 
 import trio
 
+from mcpd.agents.batches import MAX_MESSAGES
 from tests.support.agent import make_config, running
 from tests.support.supervision import server
 
@@ -119,3 +120,55 @@ async def test_a_cancelled_request_leaves_its_batch_to_the_rest(tmp_path: Path) 
             # A cancelled request gets no answer: the batch is the ping's alone.
             answers = await agent.line()
             assert [a["id"] for a in answers] == [7] and "result" in answers[0]
+
+
+async def test_a_batch_over_the_limit_is_refused_whole(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"s": server()})
+    call = {"name": "mcp__s__tool0", "arguments": {"text": "x"}}
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, legacy_agent(daemon.socket_path) as agent:
+            runner = daemon.supervisor.runners["s"]
+            pings = [request(f"p{i}", "ping") for i in range(MAX_MESSAGES)]
+            await agent.send([request("c", "tools/call", call), *pings])
+            refused = await agent.line()
+            assert refused["id"] is None and refused["error"]["code"] == -32600
+            assert f"limit of {MAX_MESSAGES} messages per batch" in refused["error"]["message"]
+            # None of its messages ran: the call the server answers next is the first.
+            await agent.send(request("alone", "tools/call", call))
+            alone = await agent.line()
+            assert alone["id"] == "alone" and "result" in alone
+            assert runner.stats.calls == 1
+
+            # A batch at the limit is run and answered whole.
+            await agent.send([request("c", "tools/call", call), *pings[1:]])
+            answers = by_id(await agent.line())
+            assert len(answers) == MAX_MESSAGES
+            assert answers["c"][0]["result"]["content"][0]["text"] == "tool0:x"
+
+
+async def test_answers_held_for_batches_that_never_end_are_bounded(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"stuck": server("--hang-on-call")})
+    call = {"name": "mcp__stuck__tool0", "arguments": {}}
+    discovers = [request(f"d{i}", "server/discover") for i in range(MAX_MESSAGES - 1)]
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, legacy_agent(daemon.socket_path) as agent:
+            # Each batch's answers are held for as long as its call hangs: once they add
+            # up, the next batch is refused rather than held too.
+            refused = None
+            for n in range(64):
+                await agent.send([request(f"hang{n}", "tools/call", call), *discovers])
+                await agent.send(request(f"after{n}", "ping"))
+                line = await agent.line()
+                if line.get("id") != f"after{n}":
+                    refused = line
+                    assert (await agent.line())["id"] == f"after{n}"
+                    break
+            assert refused is not None, "every batch was held"
+            assert refused["id"] is None and refused["error"]["code"] == -32600
+            assert "bytes of answers to batches not yet complete" in refused["error"]["message"]
+            # The connection and the others are still answered.
+            await agent.send(request("still", "ping"))
+            assert (await agent.line())["id"] == "still"
+            async with legacy_agent(daemon.socket_path) as other:
+                await other.send([request(1, "ping")])
+                assert [a["id"] for a in await other.line()] == [1]
