@@ -7,13 +7,14 @@ from the one the profile shows. A subscription is held per agent: a legacy agent
 ``resources/subscribe``, or the ``resourceSubscriptions`` of a modern agent's
 ``subscriptions/listen``. Upstream each URI is subscribed once, whatever the number
 of agents; an update reaches exactly the agents subscribed to it, under the URI each
-subscribed with.
+subscribed with. A connection holds at most ``MAX_SUBSCRIPTIONS``, and its own are
+found without looking through the others' when it ends.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -33,6 +34,12 @@ from .prompts import held_error, request_outcome, serve_asked
 from .rewrite import read_result
 
 Send = Callable[[bytes], None]
+
+# Each subscription is held here and at its server, and costs its server a request to
+# take and another to let go: without a bound one agent naming URIs without end would
+# grow mcpd, slow every agent's turn, and keep the server busy long after it left.
+# Far more than an agent watching the resources it works with needs.
+MAX_SUBSCRIPTIONS: Final = 1_000
 
 
 class ResourcesPage(msgspec.Struct, omit_defaults=True):
@@ -141,6 +148,8 @@ class Subscriptions:
         self.servers = servers
         # (alias, the server's URI) -> {subscriber: (the agent's URI, send, listen id)}
         self._subs: dict[tuple[str, str], dict[tuple[int, Any], tuple[str, Send, Any]]] = {}
+        # id of the owner -> what it holds: (alias, the server's URI), listen id
+        self._owned: dict[int, set[tuple[tuple[str, str], Any]]] = {}
         servers.on_resource_updated(self._updated)
 
     def _hold(
@@ -149,6 +158,7 @@ class Subscriptions:
         holders = self._subs.setdefault(key, {})
         if who not in holders:
             self.servers.subscribe_resource(key[0], key[1], True)
+            self._owned.setdefault(who[0], set()).add((key, who[1]))
         holders[who] = entry
 
     def _release(self, key: tuple[str, str], who: tuple[int, Any]) -> None:
@@ -158,6 +168,20 @@ class Subscriptions:
         self.servers.subscribe_resource(key[0], key[1], False)
         if not holders:
             del self._subs[key]
+        owned = self._owned[who[0]]
+        owned.discard((key, who[1]))
+        if not owned:
+            del self._owned[who[0]]
+
+    def _room_for(self, owner: object, more: int) -> None:
+        holds = len(self._owned.get(id(owner), ()))
+        if holds + more > MAX_SUBSCRIPTIONS:
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS,
+                f"a connection may hold at most {MAX_SUBSCRIPTIONS} resource subscriptions;"
+                f" this one holds {holds} and asks for {more} more: let some go first",
+                {"limit": MAX_SUBSCRIPTIONS, "held": holds, "asked": more},
+            )
 
     # -- legacy: resources/subscribe, resources/unsubscribe --
 
@@ -179,6 +203,8 @@ class Subscriptions:
         who = (id(owner), None)
         key = (routed.alias, routed.uri)
         if on:
+            if who not in self._subs.get(key, {}):
+                self._room_for(owner, 1)
             self._hold(key, who, (uri, send, None))
         else:
             self._release(key, who)
@@ -195,9 +221,12 @@ class Subscriptions:
         sight: Sight | None = None,
     ) -> list[str]:
         """Hold the URIs a listen names; the subset honoured, for its acknowledgement
-        (a URI whose server was not found within ``steps`` is not)."""
+        (a URI whose server was not found within ``steps`` is not). Refused whole when
+        the URIs it names would take the connection past ``MAX_SUBSCRIPTIONS``."""
+        named = uris if isinstance(uris, list) else []
+        self._room_for(conn, sum(isinstance(uri, str) for uri in named))
         honoured: list[str] = []
-        for uri in uris if isinstance(uris, list) else []:
+        for uri in named:
             if not isinstance(uri, str):
                 continue
             try:
@@ -211,13 +240,13 @@ class Subscriptions:
         return honoured
 
     def unlisten(self, conn: object, listen_id: rpc.Id) -> None:
-        for key in list(self._subs):
+        owned = self._owned.get(id(conn), set())
+        for key in [key for key, held_by in owned if held_by == listen_id]:
             self._release(key, (id(conn), listen_id))
 
     def owner_gone(self, owner: object) -> None:
-        for key in list(self._subs):
-            for who in [w for w in self._subs.get(key, {}) if w[0] == id(owner)]:
-                self._release(key, who)
+        for key, listen_id in list(self._owned.get(id(owner), ())):
+            self._release(key, (id(owner), listen_id))
 
     def _updated(self, alias: str, uri: str) -> None:
         for agent_uri, send, listen_id in list(self._subs.get((alias, uri), {}).values()):

@@ -17,7 +17,13 @@ from mcpd.agents.allowance import Allowance
 from mcpd.agents.askback_driver import AgentSide, AskBackDriver
 from mcpd.agents.callrecords import Seen
 from mcpd.agents.prompts import OUTAGE
-from mcpd.agents.resources import Subscriptions, list_resources, read, route
+from mcpd.agents.resources import (
+    MAX_SUBSCRIPTIONS,
+    Subscriptions,
+    list_resources,
+    read,
+    route,
+)
 from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig
 from mcpd.registry.catalog import Catalog
@@ -336,3 +342,41 @@ def test_an_agent_gone_lets_go_of_everything_it_held_and_nothing_of_others() -> 
     assert left.got == [] and kept.uris() == ["a://only"]
     subs.owner_gone(gone)  # a second time: nothing left to let go of
     assert +servers.held == Counter({("a", "a://only"): 1})
+
+
+def test_a_subscription_past_the_limit_is_refused_naming_it_and_never_reaches_the_server() -> None:
+    servers = three_servers({"a"})
+    subs = Subscriptions(servers)
+    greedy, inbox = object(), Inbox()
+    for i in range(MAX_SUBSCRIPTIONS):
+        subs.subscribe(greedy, f"a://{i}", inbox.send, True, budget())
+    with pytest.raises(rpc.RPCError) as refused:
+        subs.subscribe(greedy, "a://one-more", inbox.send, True, budget())
+    assert refused.value.code == rpc.INVALID_PARAMS
+    assert f"at most {MAX_SUBSCRIPTIONS} resource subscriptions" in refused.value.message
+    assert servers.held[("a", "a://one-more")] == 0
+    subs.subscribe(greedy, "a://7", inbox.send, True, budget())  # already held: no more
+    servers.announce("a", "a://7")
+    assert inbox.uris() == ["a://7"]
+    other = Inbox()
+    subs.subscribe(object(), "a://one-more", other.send, True, budget())
+    servers.announce("a", "a://one-more")
+    assert other.uris() == ["a://one-more"] and inbox.uris() == ["a://7"]
+
+
+def test_a_listen_naming_more_than_the_limit_leaves_is_refused_and_holds_none_of_it() -> None:
+    servers = three_servers({"a"})
+    subs = Subscriptions(servers)
+    conn, inbox = object(), Inbox()
+    held = [f"a://{i}" for i in range(MAX_SUBSCRIPTIONS - 1)]
+    assert subs.listen(conn, 1, held, inbox.send, budget()) == held
+    with pytest.raises(rpc.RPCError) as refused:
+        subs.listen(conn, 2, ["a://x", "a://y"], inbox.send, budget())
+    assert refused.value.code == rpc.INVALID_PARAMS
+    assert f"at most {MAX_SUBSCRIPTIONS} resource subscriptions" in refused.value.message
+    assert servers.held[("a", "a://x")] == 0 and servers.held[("a", "a://y")] == 0
+    subs.unlisten(conn, 2)  # as the refused listen ends
+    servers.announce("a", "a://3")
+    assert inbox.uris() == ["a://3"]
+    assert subs.listen(conn, 3, ["a://x"], inbox.send, budget()) == ["a://x"]
+    assert subs.listen(object(), 1, ["a://y"], Inbox().send, budget()) == ["a://y"]
