@@ -204,6 +204,36 @@ async def test_a_full_queue_refuses_at_once_and_says_how_many_wait(
     assert b.sent == ["running"]
 
 
+async def test_one_agent_filling_the_queue_is_refused_its_own_calls_not_anothers(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    """The queue is one server's for every agent: one that fills it has its newest
+    queued call make room for another agent's, so the others are not all turned away
+    while it keeps calling."""
+    b = make(limit=1, queue_size=4)
+    flood, other = object(), object()
+
+    def call_of(owner: object, name: str) -> Outcomes:
+        call, outcomes = a_call(name)
+        call.owner = owner
+        b.scheduler.start(call)
+        return outcomes
+
+    call_of(flood, "running")
+    queued = [call_of(flood, f"f{i}") for i in range(4)]
+    mine = call_of(other, "mine")
+    assert not mine.arrived.is_set()  # it waits, in the flood's newest place
+    assert outage(queued[-1]).state == "busy"
+    assert not any(q.arrived.is_set() for q in queued[:-1])
+    again = call_of(flood, "f4")  # its own next call is its own to lose
+    assert outage(again).reason == "4 calls already waiting for this server"
+    assert [c.name for c in b.scheduler.queue] == ["f0", "f1", "f2", "mine"]
+    # An agent holding as many as the most, its call counted, is refused as before.
+    call_of(other, "mine2")
+    assert [c.name for c in b.scheduler.queue] == ["f0", "f1", "mine", "mine2"]
+    assert outage(call_of(other, "mine3")).state == "busy"
+
+
 async def test_a_call_that_waits_too_long_for_a_slot_is_told_why(
     make: Any, autojump_clock: MockClock
 ) -> None:
