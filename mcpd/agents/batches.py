@@ -153,8 +153,19 @@ class Batches(dict[rpc.Id, _Batch]):
         return parts.messages
 
     def answer(self, rid: rpc.Id, data: bytes) -> bytes | None:
-        """Keep ``data``, the answer to ``rid``; the batch's line once it is complete."""
+        """Keep ``data``, the answer to ``rid``; the batch's line once it is complete.
+        An answer that would take what is held past the bound is kept as an error
+        saying so: one batch of many large answers (lists of a large server) held
+        them all until its last."""
         batch = self.pop(rid)
+        if self.held + len(data) > self.max_held:
+            data = rpc.encode_error(
+                rid,
+                rpc.INTERNAL_ERROR,
+                f"Internal error: an answer of {len(data)} bytes was not kept: this "
+                f"connection would hold over {self.max_held} bytes of answers to batches "
+                "not yet complete; send this request alone",
+            )
         batch.answers.append(data)
         batch.size += len(data)
         self.held += len(data)

@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from mcpd.agents.batches import MAX_MESSAGES
+from mcpd.agents.batches import MAX_MESSAGES, Batches
 from tests.support.agent import make_config, running
 from tests.support.supervision import server
 
@@ -172,3 +172,23 @@ async def test_answers_held_for_batches_that_never_end_are_bounded(tmp_path: Pat
             async with legacy_agent(daemon.socket_path) as other:
                 await other.send([request(1, "ping")])
                 assert [a["id"] for a in await other.line()] == [1]
+
+
+def test_one_batch_of_large_answers_holds_no_more_than_the_bound() -> None:
+    """Its answers all wait for its last: those past the bound are kept as errors that
+    say so, each for its own request, and the batch still gets an answer for each."""
+    batches = Batches(max_held=1000)
+    line = json.dumps([request(i, "tools/list") for i in range(4)]).encode()
+    sent: list[bytes] = []
+    assert len(batches.start(line, (), sent.append)) == 4 and not sent
+    large = b'{"jsonrpc":"2.0","id":%d,"result":{"tools":[],"pad":"' + b"x" * 400 + b'"}}'
+    for i in range(3):
+        assert batches.answer(i, large % i) is None
+        assert batches.held <= 1000 + 512  # the bound, and at most an error's few words
+    done = batches.answer(3, large % 3)
+    assert done is not None and batches.held == 0
+    answers = json.loads(done)
+    assert [a["id"] for a in answers] == [0, 1, 2, 3]
+    assert [("result" in a) for a in answers] == [True, True, False, False]
+    assert "was not kept" in answers[2]["error"]["message"]
+    assert "send this request alone" in answers[3]["error"]["message"]
