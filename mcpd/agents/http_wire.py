@@ -61,6 +61,8 @@ class Wire:
         self.conn = h11.Connection(h11.SERVER)
         # The client hung up, or a write was cut short: nothing more can be sent.
         self.broken = False
+        # The connection ends with the answer being written: the answer says so.
+        self.closing = False
 
     async def _receive(self) -> int:
         try:
@@ -114,9 +116,21 @@ class Wire:
 
     async def send(self, *events: Any) -> None:
         for event in events:
+            if self.closing and isinstance(event, h11.Response):
+                event = _closing(event)
             data = self.conn.send(event)
             if data:
                 await self.stream.send_all(data)
+
+
+def _closing(response: h11.Response) -> h11.Response:
+    if any(name == b"connection" for name, _ in response.headers):
+        return response
+    return h11.Response(
+        status_code=response.status_code,
+        headers=[*response.headers, (b"connection", b"close")],
+        reason=response.reason,
+    )
 
 
 class Response:

@@ -188,9 +188,9 @@ class HttpApi:
                     if head is not None and caller.guard is not None:
                         caller.guard(head)  # before its body: a refused one is never read
                 if head is not None and is_page(head.target):
-                    stranger = _unvouched(head, caller)
+                    stranger = wire.closing = _unvouched(head, caller)
                     access = self.page.admit(head, caller)  # the page's own, at the headers too
-                    stranger = stranger and access.session is None
+                    stranger = wire.closing = stranger and access.session is None
                     if stranger and _declares_body(head):
                         # Nothing it may ask for takes one: a stranger's body would be
                         # held, up to the limit, on nobody's word.
@@ -214,7 +214,7 @@ class HttpApi:
             await self._route(wire, head, body, caller)
         except Reject as rejection:
             headers = rejection.headers
-            if stranger or wire.conn.their_state is not h11.DONE:  # its body stays unread
+            if wire.conn.their_state is not h11.DONE:  # its body stays unread
                 headers = [*headers, (b"connection", b"close")]
             await Response(wire).json(rejection.status, rejection.body, headers)
             return not stranger

@@ -259,6 +259,8 @@ async def test_strangers_without_the_token_hold_no_place_its_holders_need(
                 await stream.send_all(asks[i % 3].encode())
                 answer = await _answer_head(stream)
                 assert answer.startswith((b"HTTP/1.1 200 ", b"HTTP/1.1 40")), answer[:100]
+                # Said, so that a client does not send its next request on it.
+                assert b"\r\nconnection: close\r\n" in answer.lower(), answer[:300]
                 await _until_closed(stream)  # the daemon hung up: the place is free
                 await stream.aclose()
             holder = await http(port, "GET", "/status", auth(daemon.http_token()))
