@@ -74,15 +74,22 @@ def other_writers(st: os.stat_result, acl: bytes | None = None) -> str | None:
     (``acl_of``), whose named users and groups the mode's bits do not show."""
     if st.st_mode & stat.S_IWOTH:
         return "every user"
-    if st.st_mode & stat.S_IWGRP and not _private_group(st.st_uid, st.st_gid):
+    # Besides its owner and root, mcpd's own user is no other writer: root's directory
+    # that mcpd's group may write (install -o root -g mcpd -m 0770) is for mcpd alone.
+    own = (st.st_uid, os.geteuid())
+    if st.st_mode & stat.S_IWGRP and not _anyones_own(own, st.st_gid):
         return f"the group {_group_name(st.st_gid)}"
     if acl is not None:
         for tag, ident in _acl_writers(acl):
-            if tag == _ACL_USER and ident not in (st.st_uid, 0):
+            if tag == _ACL_USER and ident not in (*own, 0):
                 return f"the user {user_name(ident)} (uid {ident}, by its ACL)"
-            if tag == _ACL_GROUP and not _private_group(st.st_uid, ident):
+            if tag == _ACL_GROUP and not _anyones_own(own, ident):
                 return f"the group {_group_name(ident)} (by its ACL)"
     return None
+
+
+def _anyones_own(uids: tuple[int, ...], gid: int) -> bool:
+    return any(_private_group(uid, gid) for uid in uids)
 
 
 def acl_of(target: str | int) -> bytes | None:

@@ -255,3 +255,23 @@ def test_a_group_another_user_has_as_their_own_is_no_private_group(peers_dir: Pa
         assert owners.other_writers(path.stat()) == f"the group {USER}"
     finally:
         subprocess.run(["userdel", sharer], check=True)
+
+
+@needs_root
+def test_root_s_directory_that_only_mcpds_own_group_may_write_is_trusted(
+    peers_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``install -d -o root -g mcpd -m 0770 /etc/mcpd``: its group is mcpd's user's own
+    (named after it, no other member), so root and mcpd alone write there; likewise an
+    ACL that names mcpd's own user."""
+    folder = peers_dir / "etc"
+    folder.mkdir()
+    folder.chmod(0o770)
+    os.chown(folder, 0, grp.getgrnam(USER).gr_gid)
+    assert owners.other_writers(folder.stat()) == f"the group {USER}"  # to root, others
+    path = written(peers_dir / "mcpd.toml", 0o644)
+    with_acl(path, acl(("user", peer_uid(), 0o6)))
+    assert owners.other_writers(path.stat(), owners.acl_of(str(path))) is not None
+    monkeypatch.setattr(os, "geteuid", peer_uid)  # as mcpd running as that user sees them
+    assert owners.other_writers(folder.stat()) is None
+    assert owners.other_writers(path.stat(), owners.acl_of(str(path))) is None
