@@ -5,6 +5,8 @@ handle (``resultType: "task"``) instead of the result. mcpd notes which server t
 task is on and which agent created it; ``tasks/get``, ``tasks/update`` and
 ``tasks/cancel`` are routed by task id to that server, for that agent only: to any
 other agent a task id is unknown, as it is to the server for an id it never issued.
+Each agent's tasks are its own table, so that the same id issued by two servers (or by
+a server that picks another's on purpose) never makes one agent's task another's.
 Task status notifications (``notifications/tasks``) come on the agents' own
 ``subscriptions/listen`` for the task ids they name, and reach those listens only.
 
@@ -30,23 +32,27 @@ from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused
 from .rewrite import tool_result
 
-MAX_TASKS: Final = 10_000  # remembered at once; the oldest are forgotten first
+# Remembered at once. Past it, the oldest task of the agent that holds the most is
+# forgotten: one agent making tasks without end forgets its own, not everyone's.
+MAX_TASKS: Final = 10_000
 _encode: Final = msgspec.json.Encoder().encode
 
 
 class _Task:
-    __slots__ = ("alias", "owner", "sight")
+    __slots__ = ("alias", "sight")
 
-    def __init__(self, alias: str, owner: object, sight: Sight | None) -> None:
+    def __init__(self, alias: str, sight: Sight | None) -> None:
         self.alias = alias
-        self.owner = owner
         self.sight = sight  # the profile of the agent whose call made it
 
 
 class Tasks:
     def __init__(self, servers: AllServers) -> None:
         self.servers = servers
-        self._tasks: OrderedDict[str, _Task] = OrderedDict()
+        # By agent, then task id, oldest first: two servers may issue the same id, and
+        # one agent's task must never be found for another.
+        self._tasks: dict[object, OrderedDict[str, _Task]] = {}
+        self._count = 0
         # (connection, listen id) -> (its owner, the task ids it watches, its sender)
         self._watches: dict[
             tuple[int, rpc.Id], tuple[object, set[str], Callable[[bytes], None]]
@@ -64,18 +70,29 @@ class Tasks:
         except rpc.InvalidParams:
             return
         if head.kind == surface.TASK and isinstance(head.taskId, str):
-            self._tasks[head.taskId] = _Task(alias, owner, sight)
-            self._tasks.move_to_end(head.taskId)
-            while len(self._tasks) > MAX_TASKS:
-                self._tasks.popitem(last=False)
+            mine = self._tasks.setdefault(owner, OrderedDict())
+            if head.taskId not in mine:
+                self._count += 1
+            mine[head.taskId] = _Task(alias, sight)
+            mine.move_to_end(head.taskId)
+            if self._count > MAX_TASKS:
+                self._forget_one()
+
+    def _forget_one(self) -> None:
+        most = max(self._tasks, key=lambda owner: len(self._tasks[owner]))
+        held = self._tasks[most]
+        held.popitem(last=False)
+        self._count -= 1
+        if not held:
+            del self._tasks[most]
 
     def owned(self, task_id: str, owner: object) -> str | None:
         task = self._owned(task_id, owner)
         return task.alias if task is not None else None
 
     def _owned(self, task_id: str, owner: object) -> _Task | None:
-        task = self._tasks.get(task_id)
-        return task if task is not None and task.owner is owner else None
+        mine = self._tasks.get(owner)
+        return None if mine is None else mine.get(task_id)
 
     async def handle(
         self, method: str, params: surface.TaskParams, ctx: RequestContext | None, owner: object
@@ -115,12 +132,12 @@ class Tasks:
     ) -> list[str]:
         """A listen's ``taskIds``: those of the agent's own tasks are honoured."""
         ids = [t for t in wanted if isinstance(t, str)] if isinstance(wanted, list) else []
-        mine = [t for t in ids if self.owned(t, owner) is not None]
+        mine = {t: task for t in ids if (task := self._owned(t, owner)) is not None}
         if mine:
             self._watches[where] = (owner, set(mine), send)
-            for task_id in mine:
-                self.servers.watch_task(self._tasks[task_id].alias, task_id, True)
-        return mine
+            for task_id, task in mine.items():
+                self.servers.watch_task(task.alias, task_id, True)
+        return list(mine)
 
     def unwatch(self, where: tuple[int, rpc.Id]) -> None:
         watched = self._watches.pop(where, None)
@@ -128,7 +145,7 @@ class Tasks:
             return
         still = {t for _, ids, _ in self._watches.values() for t in ids}
         for task_id in watched[1] - still:
-            task = self._tasks.get(task_id)
+            task = self._owned(task_id, watched[0])
             if task is not None:
                 self.servers.watch_task(task.alias, task_id, False)
 
@@ -138,13 +155,15 @@ class Tasks:
         except msgspec.DecodeError:
             return
         task_id = data.get("taskId") if isinstance(data, dict) else None
-        task = self._tasks.get(task_id) if isinstance(task_id, str) else None
-        if task is None or task.alias != alias:
+        if not isinstance(task_id, str):
             return
-        if isinstance(data.get("result"), dict):
-            data["result"] = tool_result(data["result"], self.servers.links(alias, task.sight))
         for (_, listen_id), (owner, ids, send) in self._watches.items():
-            if owner is task.owner and task_id in ids:
-                meta = dict(data.get("_meta") or {})
-                meta[mcp.KEY_SUBSCRIPTION_ID] = listen_id
-                send(rpc.encode_notification("notifications/tasks", {**data, "_meta": meta}))
+            task = self._owned(task_id, owner) if task_id in ids else None
+            if task is None or task.alias != alias:
+                continue  # another agent's, or the same id at another server
+            news = dict(data)
+            if isinstance(data.get("result"), dict):
+                news["result"] = tool_result(data["result"], self.servers.links(alias, task.sight))
+            meta = dict(data.get("_meta") or {})
+            meta[mcp.KEY_SUBSCRIPTION_ID] = listen_id
+            send(rpc.encode_notification("notifications/tasks", {**news, "_meta": meta}))

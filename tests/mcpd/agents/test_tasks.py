@@ -8,8 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
+from msgspec import Raw
 
+from mcpd.config.load import parse
+from mcpd.config.model import NamingConfig
+from mcpd.registry.catalog import Catalog
+from mcpd.servers.all_servers import AllServers
+from mcpd.servers.supervisor import Supervisor
 from tests.support.agent import META, Agent, connect, make_config, running
 
 TASK_SERVER = str(Path(__file__).resolve().parents[2] / "support" / "task_server.py")
@@ -88,3 +95,53 @@ async def test_an_agent_without_the_extension_gets_no_task(tmp_path: Path) -> No
             refused = await plain.rpc("tasks/get", {"taskId": "t-1"})
             assert refused["error"]["code"] == -32021
             daemon.stop()
+
+
+async def test_the_same_task_id_at_two_servers_stays_each_agents_own(tmp_path: Path) -> None:
+    """Servers number their tasks as they like: a second server's ``t-1``, made for
+    another agent, took the first agent's task from it (its tasks/get said unknown)
+    and was reachable by the other agent in its place."""
+    job = {"command": sys.executable, "args": [TASK_SERVER]}
+    cfg = make_config(tmp_path, {"ta": job, "tb": job})
+    with trio.fail_after(60):
+        async with (
+            running(cfg) as daemon,
+            connect(daemon.socket_path) as victim,
+            connect(daemon.socket_path) as other,
+        ):
+            mine = (await rpc(victim, "tools/call", {"name": "mcp__ta__build"}))["result"]
+            theirs = (await rpc(other, "tools/call", {"name": "mcp__tb__build"}))["result"]
+            assert mine["taskId"] == theirs["taskId"] == "t-1"
+            got = await rpc(victim, "tasks/get", {"taskId": "t-1"})
+            assert got["result"]["status"] == "input_required", got
+            await rpc(other, "tasks/cancel", {"taskId": "t-1"})
+            # The other agent's cancel reached its own server's task, not the victim's.
+            assert (await rpc(victim, "tasks/get", {"taskId": "t-1"}))["result"]["status"] == (
+                "input_required"
+            )
+            assert (await rpc(other, "tasks/get", {"taskId": "t-1"}))["result"]["status"] == (
+                "cancelled"
+            )
+        daemon.stop()
+
+
+def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcpd.agents import tasks as tasks_module
+
+    monkeypatch.setattr(tasks_module, "MAX_TASKS", 5)
+    catalog = Catalog(NamingConfig())
+    config = parse({"servers": {"ta": {"command": "x"}, "tb": {"command": "x"}}}, env={})
+    table = tasks_module.Tasks(AllServers(Supervisor(config, catalog), catalog))
+    victim, flood = object(), object()
+
+    def handle(n: int) -> bytes:
+        return b'{"resultType":"task","taskId":"t-%d"}' % n
+
+    table.record("ta", victim, Raw(handle(0)))
+    for n in range(1, 50):
+        table.record("tb", flood, Raw(handle(n)))
+    assert table.owned("t-0", victim) == "ta"
+    assert table.owned("t-49", flood) == "tb" and table.owned("t-1", flood) is None
+    assert [n for n in range(50) if table.owned(f"t-{n}", flood)] == [46, 47, 48, 49]
