@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Final, Literal
@@ -26,6 +27,7 @@ import trio
 from .agent import AgentInfo, Decider
 
 TIMEOUT: Final = "timeout"  # who "decided" a call nobody decided in time
+PUSHED_OUT: Final = "room for another agent"  # who "decided" a call that gave its place up
 PER_AGENT: Final = 32
 TOTAL: Final = 1024
 _REMEMBERED_PER_CONNECTION: Final = 256
@@ -168,7 +170,7 @@ class Approvals:
                 "wait for them to be decided"
             )
         if len(self._pending) >= TOTAL:
-            raise ApprovalError(f"{TOTAL} calls already wait for approval")
+            self._make_room(key)
         while True:
             pid = secrets.token_hex(3)
             if pid not in self._pending:
@@ -176,6 +178,20 @@ class Approvals:
         pending = self._pending[pid] = Pending(pid, request, self._wall(), timeout, asked)
         self._bump()
         return pending
+
+    def _make_room(self, key: str) -> None:
+        """All places taken: the newest call of the agent that holds the most of them
+        gives its place up (it is refused as unanswered), when that agent holds more
+        than ``key``'s would with its call; else ``key``'s call is refused. Many agents
+        of one user (32 processes at 32 calls each) no longer keep out every other."""
+        waiting = [p for p in self._pending.values() if p.verdict is None]
+        held = Counter(p.request.agent.key for p in waiting)
+        top, most = held.most_common(1)[0] if held else ("", 0)
+        if most <= held[key] + 1:
+            raise ApprovalError(f"{TOTAL} calls already wait for approval")
+        newest = max((p for p in waiting if p.request.agent.key == top), key=lambda p: p.since)
+        reason = f"{TOTAL} calls waited for approval, the most of them this agent's"
+        self._settle(newest, Verdict("unanswered", PUSHED_OUT, reason))
 
     def _close(self, pending: Pending) -> None:
         if self._pending.pop(pending.id, None) is not None:

@@ -163,6 +163,36 @@ async def test_one_agent_cannot_fill_the_list(autojump_clock: trio.testing.MockC
     assert approvals.list() == []
 
 
+async def test_many_agents_of_one_flood_give_their_places_to_another(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each under its own limit, processes of one user filled every place: another
+    agent's call was refused at once. The newest call of the agent holding the most now
+    gives its place up, refused as unanswered."""
+    from mcpd.policy import approvals as approvals_module
+
+    monkeypatch.setattr(approvals_module, "TOTAL", 6)
+    approvals = Approvals()
+    verdicts: dict[int, approvals_module.Verdict] = {}
+
+    async def ask(n: int, agent: AgentInfo) -> None:
+        verdicts[n] = await approvals.ask(request(agent), 120)
+
+    flood = [AgentInfo(uid=1000, pid=6000 + i, connection=f"f{i}") for i in range(2)]
+    async with trio.open_nursery() as nursery:
+        for n in range(6):
+            nursery.start_soon(ask, n, flood[n % 2])
+            await started(approvals, n + 1)
+        victim = AgentInfo(uid=1000, pid=7000, connection="v")
+        nursery.start_soon(ask, 6, victim)
+        await approvals.wait_change(approvals.version)
+        await trio.testing.wait_all_tasks_blocked()
+        assert verdicts[4].outcome == "unanswered"  # the newest of the first holder of most
+        assert "the most of them this agent's" in (verdicts[4].reason or "")
+        assert 7000 in {view.agent.pid for view in approvals.list()}
+        nursery.cancel_scope.cancel()
+
+
 async def test_an_agent_cannot_decide_its_own_call(autojump_clock: trio.testing.MockClock) -> None:
     approvals = Approvals()
     me = AgentInfo(uid=os.getuid(), pid=os.getpid(), connection="c1")
