@@ -52,6 +52,7 @@ NAMES: Final = (SEARCH, DESCRIBE, CALL)
 DEFAULT_LIMIT: Final = 8
 MAX_LIMIT: Final = 50
 MAX_DESCRIBE: Final = 20
+MAX_NAME: Final = 1024  # the longest local name [naming] max_length allows
 # A search runs on the event loop, at a cost that grows with its terms, and its result
 # repeats the query: a model asks in a few words, so this is far past any honest query
 # and keeps one search from holding every other agent up or swelling its reply.
@@ -280,6 +281,10 @@ def parse_describe(arguments: Raw | bytes | Mapping[str, Any] | None) -> list[st
         raise ArgumentError(f"{DESCRIBE}: 'names' is empty; pass names from {SEARCH}")
     if len(names) > MAX_DESCRIBE:
         raise ArgumentError(f"{DESCRIBE}: at most {MAX_DESCRIBE} names at once")
+    if any(len(name) > MAX_NAME for name in names):
+        # No tool is named so (names are cut to at most 1,024 characters), and an
+        # unknown name is said back twice: the answer would be as large as the ask.
+        raise ArgumentError(f"{DESCRIBE}: a tool name is at most {MAX_NAME} characters")
     return names
 
 

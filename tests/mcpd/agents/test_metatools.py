@@ -121,6 +121,16 @@ def test_describe_drops_empty_names_and_repeats_before_counting() -> None:
         metatools.parse_describe({"names": ""})
 
 
+def test_describe_refuses_a_name_longer_than_any_tool_s_and_says_none_of_it_back() -> None:
+    long = "x" * (metatools.MAX_NAME + 1)
+    with pytest.raises(ArgumentError, match="at most 1024 characters") as refused:
+        metatools.parse_describe({"names": ["t1", long]})
+    assert long not in str(refused.value)
+    assert metatools.parse_describe({"names": ["x" * metatools.MAX_NAME]}) == [
+        "x" * metatools.MAX_NAME
+    ]
+
+
 @pytest.mark.parametrize("names", [[1], [None], {"a": 1}, 3, [["a"]]])
 def test_describe_names_that_are_not_strings_are_refused(names: Any) -> None:
     with pytest.raises(ArgumentError, match=r"mcpd_describe_tools: .*\$\.names"):
