@@ -3,10 +3,11 @@
 resource subscriptions.
 
 They are light (a read, a lookup), so they skip the call scheduler's queue, but not
-its rules: a server that is down answers with its outage at once, a request has a
-time limit (pushed out while the server waits for its agent's answer), a failure
-to reach the server counts against it, and a JSON-RPC error from a live server is
-passed on as it is.
+its bound (``queue_size`` of them under way at a server at once) nor its rules: a
+server that is down answers with its outage at once, a request has a time limit
+(pushed out while the server waits for its agent's answer), a failure to reach the
+server counts against it, and a JSON-RPC error from a live server is passed on as it
+is.
 """
 
 from __future__ import annotations
@@ -48,14 +49,25 @@ async def send(
     with a ``meta`` field, which gets the era's ``_meta``. Raises CallRefused (with
     the outage) or the server's rpc.RPCError."""
     limit = runner.config.call_timeout(runner.alias) if time_limit is None else time_limit
-    uses = runner.scheduler.uses  # a lazy server: started for this request, as for a call
-    if uses is None:
-        return await _send(runner, method, params, name, capabilities, asker, limit)
-    uses.begin()
+    scheduler = runner.scheduler
+    # They skip the queue, not its bound: without one, agents could have thousands
+    # under way at a stdio server, and every tools/call would wait behind them.
+    most = runner.settings.queue_size
+    if scheduler.requests >= most:
+        reason = f"{scheduler.requests} requests already under way at this server"
+        raise CallRefused(Outage(runner.alias, "busy", reason))
+    uses = scheduler.uses  # a lazy server: started for this request, as for a call
+    scheduler.requests += 1
     try:
-        return await _send(runner, method, params, name, capabilities, asker, limit)
+        if uses is None:
+            return await _send(runner, method, params, name, capabilities, asker, limit)
+        uses.begin()
+        try:
+            return await _send(runner, method, params, name, capabilities, asker, limit)
+        finally:
+            uses.end()
     finally:
-        uses.end()
+        scheduler.requests -= 1
 
 
 async def _send(

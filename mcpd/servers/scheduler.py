@@ -43,6 +43,7 @@ class CallScheduler(_Scheduler):
         self.runner = runner
         self.limit = limit
         self.running = 0
+        self.requests = 0  # other requests under way (``requests.send``)
         self.queue: deque[Call] = deque()
         self._heap: list[tuple[float, int, Call]] = []
         self._seq = itertools.count()

@@ -74,13 +74,16 @@ class Factory:
         yield cast(Transport, self.played)
 
 
-def config(**server: Any) -> Config:
-    return parse({"servers": {"s": {"command": "srv", **server}}}, env={"HOME": "/nonexistent"})
+def config(daemon: dict[str, Any] | None = None, **server: Any) -> Config:
+    data = {"daemon": daemon or {}, "servers": {"s": {"command": "srv", **server}}}
+    return parse(data, env={"HOME": "/nonexistent"})
 
 
 @contextlib.asynccontextmanager
-async def running(factory: Factory, **server: Any) -> AsyncIterator[Runner]:
-    cfg = config(**server)
+async def running(
+    factory: Factory, daemon: dict[str, Any] | None = None, **server: Any
+) -> AsyncIterator[Runner]:
+    cfg = config(daemon, **server)
     known = KnownSecrets()
     known.replace("config", [HeldSecret("servers.s.env.TOKEN", SECRET)])
     kind = LazyRunner if cfg.servers["s"].start == "lazy" else Runner
@@ -239,3 +242,26 @@ async def test_a_lazy_server_is_started_for_a_request_and_counts_it_as_a_use(
         # Its use ended with the answer: left idle, it is stopped after idle_stop.
         await trio.sleep(61)
         assert r.phase == "idle"
+
+
+async def test_requests_under_way_at_a_server_are_bounded_as_its_queue_is(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """They skip the call queue; without a bound an agent had thousands under way at a
+    stdio server, with every agent's tools/call waiting behind them at its stdin."""
+    factory = Factory()
+    factory.played.answers["prompts/get"] = Never()
+    async with running(factory, {"queue_size": 3}) as r:
+        await ready(r)
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(requests.send, r, "prompts/get", PROMPT)
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(CallRefused) as info:
+                await requests.send(r, "prompts/get", PROMPT)
+            assert info.value.outage.state == "busy"
+            assert info.value.outage.reason == "3 requests already under way at this server"
+            nursery.cancel_scope.cancel()
+        assert r.scheduler.requests == 0  # each gave its place back as it ended
+        factory.played.answers["prompts/get"] = {"messages": []}
+        assert json.loads(bytes(await requests.send(r, "prompts/get", PROMPT))) == {"messages": []}
