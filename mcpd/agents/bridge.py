@@ -235,17 +235,24 @@ class Bridge:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 async with self._conn_lock:
                     self._conn = None
-        if isinstance(msg, rpc.Request):
-            message = (
-                self.untrusted
-                or self.refused
-                or (
-                    f"mcpd is not running (no daemon on {self.socket_path}); start it with "
-                    "`mcpd serve` or `systemctl start mcpd`, then try again"
-                )
+        # No daemon to ask: each request gets an error saying why, a batch's as one
+        # array (a host waits for every answer of its batch).
+        asked = [msg.id] if isinstance(msg, rpc.Request) else _batch_ids(line)
+        if not asked:
+            return
+        message = (
+            self.untrusted
+            or self.refused
+            or (
+                f"mcpd is not running (no daemon on {self.socket_path}); start it with "
+                "`mcpd serve` or `systemctl start mcpd`, then try again"
             )
-            await self.write_out(rpc.encode_error(msg.id, UNREACHABLE, message) + b"\n")
-            self._settle(msg.id)
+        )
+        errors = [rpc.encode_error(rid, UNREACHABLE, message) for rid in asked]
+        answer = errors[0] if isinstance(msg, rpc.Request) else batches.joined(errors)
+        await self.write_out(answer + b"\n")
+        for rid in asked:
+            self._settle(rid)
 
 
 def _reply(line: bytes) -> rpc.Response | rpc.ErrorResponse | None:

@@ -207,3 +207,24 @@ async def test_status_counts_a_bridge_and_not_the_status_command_itself(tmp_path
                 assert bridge.proc.stdin is not None
                 await bridge.proc.stdin.aclose()
                 assert await bridge.proc.wait() == 0
+
+
+async def test_a_batch_sent_while_the_daemon_is_down_gets_an_error_for_each_request(
+    tmp_path: Path,
+) -> None:
+    """A single request got its error; a batch got nothing, and its host waited for
+    answers that never came."""
+    batch = [
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": "three", "method": "tools/list"},
+    ]
+    with trio.fail_after(30):
+        done = await trio.run_process(
+            [*BRIDGE, "--socket", str(tmp_path / "nobody.sock")],
+            stdin=json.dumps(batch).encode() + b"\n",
+            capture_stdout=True,
+        )
+    (answers,) = (json.loads(line) for line in done.stdout.splitlines())
+    assert [a["id"] for a in answers] == [2, "three"]
+    assert all("mcpd is not running" in a["error"]["message"] for a in answers)
