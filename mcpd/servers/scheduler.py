@@ -14,7 +14,7 @@ import heapq
 import itertools
 import logging
 import math
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
@@ -29,6 +29,7 @@ from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, 
 from .calls import Call, CallHost, Outcome, Uses, _Scheduler
 from .oauth import LoginRequired
 from .outage import Outage, last_line
+from .turns import TurnQueue
 
 if TYPE_CHECKING:
     from .upstream import Upstream
@@ -44,7 +45,7 @@ class CallScheduler(_Scheduler):
         self.limit = limit
         self.running = 0
         self.requests = 0  # other requests under way (``requests.send``)
-        self.queue: deque[Call] = deque()
+        self.queue = TurnQueue()
         self._heap: list[tuple[float, int, Call]] = []
         self._seq = itertools.count()
         self._timer_wake = trio.Event()
@@ -69,7 +70,7 @@ class CallScheduler(_Scheduler):
 
     def fail_queued(self, outage: Outage) -> None:
         while self.queue:
-            self._finish(self.queue.popleft(), outage)
+            self._finish(self.queue.pop_first(), outage)
 
     async def wait_idle(self) -> None:
         if self.running:
@@ -102,7 +103,7 @@ class CallScheduler(_Scheduler):
             else:
                 self._finish(call, r.outage())
             return
-        if self.running < self.limit and not self.queue:
+        if self.running < self.limit and not self.queue.calls:
             self._send(call)
             return
         d = r.settings
@@ -122,11 +123,11 @@ class CallScheduler(_Scheduler):
         newest of the agent that holds more of it than ``owner`` would with its call
         (the most, the first to have queued among equals); None when none holds more.
         One agent filling the queue is refused its own calls, not everyone's."""
-        held = Counter(queued.owner for queued in self.queue)
+        held = Counter(self.queue.held())
         top, most = held.most_common(1)[0] if held else (None, 0)
         if most <= held[owner] + 1:
             return None
-        return next(queued for queued in reversed(self.queue) if queued.owner == top)
+        return self.queue.newest_of(top)
 
     def cancel(self, call: Call) -> None:
         if call.state == "queued":
@@ -142,19 +143,19 @@ class CallScheduler(_Scheduler):
         self._ended(call)
 
     def _enqueue(self, call: Call, wait: float) -> None:
-        # Queued calls wait in arrival order with the same allowance, so their deadlines
-        # only grow along the queue: the timer looks at the front, no heap needed.
+        # Queued calls wait with the same allowance, so their deadlines only grow in
+        # the order they arrived: the timer looks at the first, no heap needed.
         call.state = "queued"
         call.deadline = self._now() + wait
-        if self.queue and self.queue[-1].deadline > call.deadline:
-            call.deadline = self.queue[-1].deadline  # a shorter startup wait after a longer
+        if self.queue and self.queue.last().deadline > call.deadline:
+            call.deadline = self.queue.last().deadline  # a shorter startup wait after a longer
         self.queue.append(call)
         if call.deadline < self._timer_at:
             self._timer_wake.set()
 
     def _start_queued(self) -> None:
-        while self.queue and self.running < self.limit and self._up is not None:
-            self._send(self.queue.popleft())
+        while self.queue.calls and self.running < self.limit and self._up is not None:
+            self._send(self.queue.take())
 
     def _send(self, call: Call) -> None:
         r = self.runner
@@ -220,7 +221,7 @@ class CallScheduler(_Scheduler):
         # Only now: releasing a half-open probe first made the breaker discard the
         # probe's own outcome as stale, so it never closed again.
         self._release(call)
-        if self.queue:
+        if self.queue.calls:
             self._start_queued()
         self._finish(call, outcome)
 
@@ -373,15 +374,17 @@ class CallScheduler(_Scheduler):
         heap, queue = self._heap, self.queue
         while True:
             now = self._now()
-            while queue and queue[0].deadline <= now:
-                call = queue.popleft()
+            while queue and queue.first().deadline <= now:
+                call = queue.pop_first()
                 self._finish(call, self._queue_outage(call))
             while heap and heap[0][0] <= now:
                 at, _, call = heapq.heappop(heap)
                 if at == call.deadline and call.state == "running":
                     self.complete(call, None, None, timed_out=True)
             self._timer_wake = trio.Event()
-            wake = min(heap[0][0] if heap else math.inf, queue[0].deadline if queue else math.inf)
+            wake = min(
+                heap[0][0] if heap else math.inf, queue.first().deadline if queue else math.inf
+            )
             self._timer_at = wake
             with trio.move_on_at(wake):
                 await self._timer_wake.wait()

@@ -1,6 +1,6 @@
 """A server's call scheduler on its own, under trio's virtual clock: a call is sent while a
-slot is free and queued (in order, up to the queue's size) when none is; a call that
-waits or runs too long ends with a reason that names the limit to raise; each way a
+slot is free and queued (up to the queue's size, each agent taking its turn) when none
+is; a call that waits or runs too long ends with a reason that names the limit to raise; each way a
 call can fail becomes the outcome an agent is told, counted against the server or not;
 and a cancelled call gives its slot to the next one."""
 
@@ -232,6 +232,36 @@ async def test_one_agent_filling_the_queue_is_refused_its_own_calls_not_anothers
     call_of(other, "mine2")
     assert [c.name for c in b.scheduler.queue] == ["f0", "f1", "mine", "mine2"]
     assert outage(call_of(other, "mine3")).state == "busy"
+
+
+async def test_a_freed_slot_goes_to_the_agent_whose_turn_it_is_not_the_first_queued(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    """One agent that queued many long calls does not hold another's call behind all
+    of them: each agent with calls waiting takes a turn at the slots as they free."""
+    b = make(limit=2)
+    busy, other = object(), object()
+
+    def call_of(owner: object, name: str) -> Call:
+        call, _ = a_call(name)
+        call.owner = owner
+        b.scheduler.start(call)
+        return call
+
+    running = [call_of(busy, f"b{i}") for i in range(2)]
+    for i in range(2, 6):
+        call_of(busy, f"b{i}")
+    mine = call_of(other, "mine")
+    mine2 = call_of(other, "mine2")
+    b.answer(running[0], RESULT)
+    assert b.sent == ["b0", "b1", "mine"]
+    b.answer(running[1], RESULT)
+    assert b.sent[-1] == "b2"  # then the busy agent's turn
+    b.answer(mine, RESULT)
+    assert b.sent[-1] == "mine2"
+    b.answer(mine2, RESULT)
+    assert b.sent[-1] == "b3"  # the other has nothing waiting: the rest in order
+    assert [c.name for c in b.scheduler.queue] == ["b4", "b5"]
 
 
 async def test_a_call_that_waits_too_long_for_a_slot_is_told_why(

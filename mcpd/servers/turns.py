@@ -1,0 +1,122 @@
+"""The calls waiting for a server's slot, taken in turns by whose they are.
+
+A queue taken in arrival order lets one agent that queued many long calls hold every
+other agent's call behind them until it times out. Here each agent connection with
+calls waiting takes its turn: a freed slot goes to the earliest call of the next
+owner in the rotation, so a newcomer waits for at most one call of each other owner.
+
+Calls still leave by their deadlines in arrival order (``first``), which is what the
+scheduler's timer reads. While one owner has every waiting call, as a single busy
+agent does, the queue is a plain deque and keeps no counts.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+
+from .calls import Call
+
+
+class TurnQueue:
+    __slots__ = ("_held", "_sole", "_turns", "calls")
+
+    def __init__(self) -> None:
+        # In arrival order; read it, change it through the methods. The scheduler asks
+        # it whether any call waits, on every call: a method of its own cost a frame.
+        self.calls: deque[Call] = deque()
+        self._sole: object = None  # the one owner of every call, while _held is None
+        # Calls waiting per owner, and the owners in the order of their turns: kept
+        # only while two or more owners have calls waiting.
+        self._held: dict[object, int] | None = None
+        self._turns: deque[object] = deque()
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    def __iter__(self) -> Iterator[Call]:
+        return iter(self.calls)
+
+    def first(self) -> Call:
+        """The call that arrived first, whose deadline is the earliest."""
+        return self.calls[0]
+
+    def last(self) -> Call:
+        return self.calls[-1]
+
+    def append(self, call: Call) -> None:
+        calls = self.calls
+        owner = call.owner
+        if self._held is None:
+            if not calls:
+                self._sole = owner
+            elif owner is not self._sole:
+                self._share(owner)
+        else:
+            held = self._held
+            count = held.get(owner, 0)
+            held[owner] = count + 1
+            if not count:
+                self._turns.append(owner)
+        calls.append(call)
+
+    def _share(self, newcomer: object) -> None:
+        sole = self._sole
+        self._held = {sole: len(self.calls), newcomer: 1}
+        # The owner that was alone has had the slots until now: the newcomer goes first.
+        self._turns = deque((newcomer, sole))
+
+    def take(self) -> Call:
+        """The next call to send: the earliest of the owner whose turn it is."""
+        held = self._held
+        if held is None:
+            return self.calls.popleft()
+        owner = self._turns.popleft()
+        call = next(c for c in self.calls if c.owner is owner)
+        self.calls.remove(call)
+        count = held[owner] - 1
+        if count:
+            held[owner] = count
+            self._turns.append(owner)  # its next call waits for the others' turns
+        else:
+            del held[owner]
+            self._settle(held)
+        return call
+
+    def pop_first(self) -> Call:
+        call = self.calls.popleft()
+        self._gone(call.owner)
+        return call
+
+    def remove(self, call: Call) -> None:
+        self.calls.remove(call)
+        self._gone(call.owner)
+
+    def newest_of(self, owner: object) -> Call:
+        return next(c for c in reversed(self.calls) if c.owner is owner)
+
+    def held(self) -> dict[object, int]:
+        """How many calls each owner has waiting."""
+        if self._held is None:
+            return {self._sole: len(self.calls)} if self.calls else {}
+        return dict(self._held)
+
+    def _gone(self, owner: object) -> None:
+        """One of ``owner``'s calls left the queue out of its turn."""
+        held = self._held
+        if held is None:
+            return
+        count = held[owner] - 1
+        if count:
+            held[owner] = count
+        else:
+            del held[owner]
+            self._turns.remove(owner)
+            self._settle(held)
+
+    def _settle(self, held: dict[object, int]) -> None:
+        # One owner left with calls waiting (or none): a plain deque again.
+        if len(held) <= 1:
+            self._sole = next(iter(held), None)
+            self._held = None
+            self._turns = deque()
