@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol import mcp
+from protocol.visible import visible
 
 from ..registry.shown import Entry
 from .profiles import ProfileServers
@@ -41,7 +42,8 @@ def held_text(kind: str, local: str, alias: str, why: str) -> str:
 
 
 def held_meta(alias: str, original: str, why: str) -> dict[str, Any]:
-    return {"mcpd/held": {"server": alias, "item": original, "reason": why}}
+    # The server's name for the item, written out as in ``mcpd/originalName``.
+    return {"mcpd/held": {"server": alias, "item": visible(original), "reason": why}}
 
 
 def _clip(name: str, limit: int = 200) -> str:

@@ -5,7 +5,10 @@ A legacy agent that declared elicitation gets an ``elicitation/create`` request 
 mcpd's own; a 2026-07-28 agent gets its call answered with ``input_required``, whose
 one input request is the same elicitation, and calls again with the answer. Either
 way the host shows its user a form: what would be called, on which server, with which
-arguments (mcpd's secrets masked), and a choice of approve or deny.
+arguments (mcpd's secrets masked), and a choice of approve or deny. The words are
+mcpd's: what a server or an agent chose (the server's name for its tool, the
+arguments) is made visible, kept short and put last on its line, so no part of it can
+end that line and read as mcpd's own.
 
 Any answer but an explicit approval is a refusal: a declined or dismissed form, or a
 form whose content does not say "approve".
@@ -19,6 +22,7 @@ from typing import Any, Final
 import msgspec
 
 from protocol import mcp
+from protocol.visible import visible
 
 from .approvals import ApprovalRequest, Verdict
 
@@ -28,6 +32,8 @@ DENY: Final = "deny"
 BY_AGENT: Final = "the agent's user"
 # How much of the arguments a person is shown in the question.
 SHOWN_ARGUMENTS: Final = 2000
+# How much of the server's name for its tool (the local name tells tools apart).
+SHOWN_NAME: Final = 200
 # Versions from before elicitation had modes: their params have no "mode".
 _WITHOUT_MODE: Final = frozenset({"2025-06-18", "2025-03-26", "2024-11-05"})
 
@@ -52,14 +58,17 @@ SCHEMA: Final[dict[str, Any]] = {
 
 def question(request: ApprovalRequest) -> str:
     """The text the user reads."""
-    shown = request.arguments
+    shown = visible(request.arguments)
     if len(shown) > SHOWN_ARGUMENTS:
-        shown = shown[:SHOWN_ARGUMENTS] + f"… ({len(request.arguments) - SHOWN_ARGUMENTS} more)"
-    why = f" ({request.reason})" if request.reason else ""
+        shown = shown[:SHOWN_ARGUMENTS] + f"… ({len(shown) - SHOWN_ARGUMENTS} more)"
+    name = visible(request.original)
+    if len(name) > SHOWN_NAME:
+        name = name[:SHOWN_NAME] + f"… ({len(name) - SHOWN_NAME} more characters)"
+    why = f" ({visible(request.reason)})" if request.reason else ""
     return (
         f"mcpd asks before this call{why}.\n"
-        f"Tool: {request.original} on the server '{request.server}' "
-        f"(called as {request.tool})\n"
+        f"Tool: {visible(request.tool)} on the server '{visible(request.server)}', "
+        f"which calls it {name}\n"
         f"Arguments: {shown}\n"
         "Approve it to send it to the server, or deny it."
     )

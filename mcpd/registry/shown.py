@@ -12,6 +12,7 @@ import msgspec
 from msgspec import UNSET
 
 from protocol import jsonrpc, mcp, surface
+from protocol.visible import visible
 
 T = TypeVar("T")
 
@@ -84,7 +85,9 @@ def sourced(
         else {}
     )
     out["mcpd/server"] = alias
-    out["mcpd/originalName"] = original
+    # Under mcpd's key, in mcpd's words: the server's name as a person reads it, its
+    # line breaks, escapes and bidi controls written out (calls go by the local name).
+    out["mcpd/originalName"] = visible(original)
     out["mcpd/available"] = available
     return note, out
 

@@ -115,7 +115,10 @@ async def test_the_agent_s_user_is_asked_and_decides(tmp_path: Path, client: str
     assert allowed == {"is_error": False, "text": ["read:free"]}
     # The user was asked twice, about what would be called with which arguments.
     first, second = seen["asked"]
-    assert "Tool: create_issue on the server 'gh'" in first and "please fix" in first
+    assert (
+        "Tool: mcp__gh__create_issue on the server 'gh', which calls it create_issue" in first
+        and "please fix" in first
+    )
     assert "issues need a person" in first and "rewrite everything" in second
     # Approving sent it once; denying, and the deny rule, never reached the server.
     assert [m["params"]["arguments"]["text"] for m in reached(log, "create_issue")] == ["yes"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import trio
 
+from protocol.visible import visible
 from tests.support.agent import connect, make_config, running
 from tests.support.daemon_http import auth, http, socket_get
 from tests.support.hostile_text_server import HOSTILE, ODD
@@ -50,13 +51,14 @@ async def test_the_json_pages_escape_a_servers_hidden_characters(tmp_path: Path)
             for where, body in bodies.items():
                 assert raw_in(body) == [], (where, body)
                 json.loads(body)
-            # What a program reads from them is what the server wrote.
-            tools = json.loads(bodies["tcp /tools"])["tools"]
-            assert ODD in [t["_meta"]["mcpd/originalName"] for t in tools]
+            # What a program reads from them is what the server wrote (a URI), or what
+            # mcpd said of it (the server's name for an item, written out).
             uris = [r["uri"] for r in json.loads(bodies["socket /resources"])["resources"]]
             assert f"file:///{ODD}" in uris
+            tools = json.loads(bodies["tcp /tools"])["tools"]
+            assert visible(ODD) in [t["_meta"]["mcpd/originalName"] for t in tools]
             prompts = json.loads(bodies["socket /prompts"])["prompts"]
-            assert ODD in [p["_meta"]["mcpd/originalName"] for p in prompts]
+            assert visible(ODD) in [p["_meta"]["mcpd/originalName"] for p in prompts]
             (broken,) = (
                 s for s in json.loads(bodies["socket /status"])["servers"] if s["alias"] == "broken"
             )

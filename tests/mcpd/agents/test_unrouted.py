@@ -88,3 +88,8 @@ def test_held_words_name_the_kind_and_clip_the_name() -> None:
     assert said.startswith("The prompt 'pppp") and "(500 characters)" in said
     assert "other prompts keep working" in said
     assert held_meta("a", "b", "c") == {"mcpd/held": {"server": "a", "item": "b", "reason": "c"}}
+
+
+def test_the_held_items_name_in_mcpds_meta_hides_nothing() -> None:
+    item = held_meta("a", "b\n\x1b[2J\u202e", "c")["mcpd/held"]["item"]
+    assert item == "b\\n\\x1b[2J\\u202e"

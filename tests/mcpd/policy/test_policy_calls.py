@@ -105,7 +105,10 @@ async def test_a_legacy_agent_s_user_is_asked_and_approving_sends_the_call_once(
                 assert asked["method"] == "elicitation/create"
                 message = asked["params"]["message"]
                 assert "mcpd asks before this call (issues need a person)" in message
-                assert "Tool: create_issue on the server 'gh'" in message
+                assert (
+                    "Tool: mcp__gh__create_issue on the server 'gh', which calls it create_issue"
+                    in message
+                )
                 assert '"title":"Login times out"' in message
                 assert asked["params"]["requestedSchema"]["required"] == ["decision"]
             assert len(setup.reached("create_issue")) == 1
