@@ -10,7 +10,8 @@ of it. It asks the agent's user through the agent when the agent can be asked (a
 ``elicitation/create`` of mcpd's own to a legacy agent, an ``input_required`` to a
 modern one, through the same askers that carry a server's questions) while the
 operator can decide with ``mcpd approvals`` or on the status page; whoever answers
-first decides, and a call nobody decides in time is refused.
+first decides, and a call nobody decides in time is refused. One whose arguments give
+a key twice is refused before anyone is asked (``gate.repeated_key``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from protocol import mcp, surface
 from ..policy import asking, refusals
 from ..policy.agent import AgentInfo
 from ..policy.approvals import ApprovalRequest, Verdict
-from ..policy.gate import CallGate
+from ..policy.gate import CallGate, repeated_key
 from ..policy.rules import CallFacts, Decision, facts_of
 from ..registry.shown import Entry
 from ..servers.askback import Asker
@@ -92,6 +93,15 @@ class CallPolicy:
     ) -> mcp.CallToolResult | None:
         """Wait for a person's decision on ``call``: None once it is approved, else the
         result it ends with."""
+        arguments = call.arguments
+        raw = bytes(arguments) if isinstance(arguments, Raw) else _NO_ARGUMENTS
+        # Refused before anyone is asked, an approval remembered too: what a person
+        # approves is the arguments as shown, one value for each key.
+        key = repeated_key(raw)
+        if key is not None:
+            call.decision, call.decided_by = "denied", refusals.REPEATED_BY
+            call.refusal = f"denied by mcpd: the arguments give the key '{key}' more than once"
+            return refusals.repeated_key(ask.facts, ask.decision, key)
         version = call.ctx.version
         # Asked only when it declared it takes elicitation (a form, for this version),
         # and the rule lets an agent's user decide.
@@ -111,8 +121,6 @@ class CallPolicy:
                 return None  # it cannot answer after all (it left, or refused)
             return asking.verdict_of(answer if isinstance(answer, Raw) else Raw(b"null"))
 
-        arguments = call.arguments
-        raw = bytes(arguments) if isinstance(arguments, Raw) else _NO_ARGUMENTS
         answer = agent_answer if can_ask else None
         verdict = await self.gate.ask(ask.facts, agent, ask.decision, raw, answer)
         call.decision, call.decided_by = verdict.outcome, verdict.by

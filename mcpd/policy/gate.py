@@ -5,15 +5,23 @@ calls a person decides, the wait.
 ``ask`` holds an ``ask`` call in the approvals registry (or lets it through when an
 approval was remembered for the connection). What the model reads when a call is
 refused is built by ``refusals``.
+
+A person approves a call from its arguments as they are shown, decoded: where an
+object gives a key twice, the decoding keeps one value, and a server's parser may keep
+the other. ``repeated_key`` finds such a key, so that a call a person must approve is
+refused instead of shown one way and run another.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Final
 
 import msgspec
 import trio
+
+from protocol.visible import visible
 
 from ..config.policy import PolicyRule
 from .agent import AgentInfo
@@ -25,7 +33,42 @@ from .rules import CallFacts, Decision, Policy
 REMEMBERED: Final = "remembered"
 # What a person is shown of a call's arguments at most (the JSON text, masked).
 MAX_SHOWN: Final = 8192
+# How much of a repeated key is said back.
+KEY_SHOWN: Final = 60
 _encode: Final = msgspec.json.Encoder().encode
+
+
+class _Repeated(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _each_key_once(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    members = dict(pairs)
+    if len(members) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Repeated(key)
+            seen.add(key)
+    return members
+
+
+def repeated_key(arguments: bytes | None) -> str | None:
+    """A key some object of ``arguments`` gives more than once, at any depth, written
+    out and kept short; None when each is given once, or when the arguments cannot be
+    read (``shown_arguments`` says so)."""
+    if not arguments:
+        return None
+    try:
+        json.loads(arguments.decode("utf-8"), object_pairs_hook=_each_key_once)
+    except _Repeated as found:
+        key = visible(found.key)
+        return key if len(key) <= KEY_SHOWN else key[: KEY_SHOWN - 1] + "…"
+    except (ValueError, RecursionError):
+        return None
+    return None
 
 
 class CallGate:
@@ -86,6 +129,8 @@ class CallGate:
             value = msgspec.json.decode(arguments)
         except msgspec.DecodeError:
             return "(not valid JSON)"
+        except RecursionError:
+            return "(nested too deeply to show)"
         text = _encode(self.secrets.mask_value(value)).decode()
         if len(text) > MAX_SHOWN:
             text = text[:MAX_SHOWN] + f"… ({len(text) - MAX_SHOWN} more characters)"

@@ -16,6 +16,7 @@ from .rates import SLACK
 from .rules import CallFacts, Decision
 
 META_KEY: Final = "mcpd/policy"
+REPEATED_BY: Final = "mcpd"  # who refuses an ask whose arguments give a key twice
 
 
 def _result(text: str, meta: dict[str, Any]) -> mcp.CallToolResult:
@@ -55,6 +56,25 @@ def limited(facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
         "rule": decision.rule,
         "reason": decision.reason,
         "retry_at": datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds"),
+    }
+    return _result(text, meta)
+
+
+def repeated_key(facts: CallFacts, decision: Decision, key: str) -> mcp.CallToolResult:
+    """An ``ask`` call whose arguments give ``key`` (written out) more than once: refused
+    before anyone is asked."""
+    text = (
+        f"mcpd did not send the call to '{facts.name}', nor ask anyone about it: its "
+        f"arguments give the key '{key}' more than once. mcpd's policy (rule {decision.by}) "
+        "has a person approve this call from its arguments, and with a key given twice "
+        "they could be shown one value while the server uses the other. Call it again "
+        "with each key given once."
+    )
+    meta = {
+        "decision": "denied",
+        "rule": decision.rule,
+        "reason": f"the key '{key}' is given more than once",
+        "by": REPEATED_BY,
     }
     return _result(text, meta)
 

@@ -17,7 +17,7 @@ from mcpd.config.policy import PolicyRule
 from mcpd.config.secrets import HeldSecret
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import PER_AGENT, TIMEOUT, ApprovalRequest, Approvals, Verdict
-from mcpd.policy.gate import MAX_SHOWN, REMEMBERED, CallGate
+from mcpd.policy.gate import KEY_SHOWN, MAX_SHOWN, REMEMBERED, CallGate, repeated_key
 from mcpd.policy.masking import KnownSecrets, marker
 from mcpd.policy.rules import CallFacts
 
@@ -123,6 +123,40 @@ def test_arguments_are_shown_compact_with_mcpds_secrets_masked_keys_too() -> Non
 )
 def test_missing_or_broken_arguments_are_shown_as_such(raw: bytes | None, text: str) -> None:
     assert shown(gate(), raw) == text
+
+
+def test_arguments_nested_too_deeply_to_decode_say_so() -> None:
+    deep = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+    assert shown(gate(), deep) == "(nested too deeply to show)"
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        (b'{"mode":"delete","mode":"read"}', "mode"),
+        (b'{"a":{"b":[1,{"c":1,"d":2,"c":3}]}}', "c"),
+        (b'[{"x":1},{"y":1,"y":2}]', "y"),
+        # The same key however it is written: a decoder reads both as "mode".
+        (b'{"mode":"delete","mo\\u0064e":"read"}', "mode"),
+        (b'{"\\u001b[2J":1,"\\u001b[2J":2}', "\\x1b[2J"),
+        (b'{"a":1,"b":{"a":2},"c":[{"a":3}]}', None),
+        (b'{"a":1,"A":2}', None),
+        (b"{}", None),
+        (None, None),
+        (b"{not json", None),
+        (b"\xff\xfe", None),
+    ],
+)
+def test_a_key_given_twice_in_one_object_is_found_at_any_depth(
+    raw: bytes | None, key: str | None
+) -> None:
+    assert repeated_key(raw) == key
+
+
+def test_a_long_repeated_key_is_cut() -> None:
+    long = "k" * 1000
+    found = repeated_key(json.dumps({long: 1}).encode()[:-1] + f',"{long}":2}}'.encode())
+    assert found is not None and len(found) == KEY_SHOWN and found.endswith("…")
 
 
 def test_long_arguments_are_cut_after_masking_so_no_part_of_a_secret_shows() -> None:

@@ -1,5 +1,6 @@
 """A hostile agent against the ``[[policy]]`` rules of a running daemon: a requestState of
-mcpd's (made up, or taken from another call) never carries a call past its rules."""
+mcpd's (made up, or taken from another call) never carries a call past its rules, and
+arguments that give a key twice never get a person's approval for what they do not show."""
 
 from __future__ import annotations
 
@@ -116,3 +117,39 @@ async def test_a_new_tcp_connection_is_no_new_allowance(tmp_path: Path) -> None:
             assert len(setup.reached("read_repo")) == 2
             records = await setup.records()
             assert [r.decision for r in records] == ["allow", "allow", "limited", "limited"]
+
+
+def call_with(rid: int, name: str, arguments: bytes) -> bytes:
+    """A tools/call line whose arguments are ``arguments``, byte for byte."""
+    params = {"name": name, "arguments": "ARGUMENTS", "_meta": ASKS}
+    line = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+    return line.replace('"ARGUMENTS"', arguments.decode()).encode() + b"\n"
+
+
+async def test_arguments_giving_a_key_twice_are_refused_where_a_person_would_be_asked(
+    tmp_path: Path,
+) -> None:
+    twice = b'{"text":"delete","text":"read"}'
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path) as setup, connect(setup.daemon.socket_path) as agent:
+            await agent.send_raw(call_with(1, "mcp__gh__create_issue", twice))
+            [refused] = await agent.wait_unmatched(1)
+            said = text(refused["result"])
+            assert refused["result"]["isError"] is True
+            assert "give the key 'text' more than once" in said and "nor ask anyone" in said
+            assert setup.daemon.approvals.version == 0
+            # A call no person approves goes as it came: the server reads it as it will.
+            await agent.send_raw(call_with(2, "mcp__gh__read_repo", twice))
+            [_, allowed] = await agent.wait_unmatched(2)
+            assert text(allowed["result"]) == "read_repo:read"
+            assert setup.reached("create_issue") == []
+            asked, read = await setup.records()
+            assert (asked.decision, asked.decided_by, asked.outcome) == (
+                "denied",
+                "mcpd",
+                "refused",
+            )
+            assert (
+                asked.reason == "denied by mcpd: the arguments give the key 'text' more than once"
+            )
+            assert (read.decision, read.outcome) == ("allow", "ok")

@@ -135,3 +135,18 @@ def test_a_denial_by_a_person_names_them_and_their_reason(reason: str | None, sh
         "uid 1000 (alice)",
         reason,
     )
+
+
+def test_arguments_giving_a_key_twice_are_refused_saying_which_and_what_to_do() -> None:
+    result = refusals.repeated_key(FACTS, Decision(action="ask", rule=1), "mode")
+    said = text_of(result)
+    assert said.startswith("mcpd did not send the call to 'mcp__github__merge', nor ask")
+    assert "give the key 'mode' more than once" in said and "(rule policy[1])" in said
+    assert said.endswith("Call it again with each key given once.")
+    assert result.isError is True
+    assert meta_of(result) == {
+        "decision": "denied",
+        "rule": 1,
+        "reason": "the key 'mode' is given more than once",
+        "by": "mcpd",
+    }
