@@ -93,11 +93,13 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def _decision(decision: dict[str, Any] | None) -> str:
-    """A tool's policy decision in a few words: ``ask policy[1]``, ``allow 30 calls a
-    minute policy[2]``, ``allow``."""
+    """A tool's policy decision in a few words: ``ask policy[1]``, ``ask (operator only)
+    policy[3]``, ``allow (30 calls a minute) policy[2]``, ``allow``."""
     if decision is None:
         return "-"
     words = [str(decision["action"])]
+    if decision.get("decider") == "operator":
+        words.append("(operator only)")
     if decision.get("rate"):
         words.append(f"({decision['rate']})")
     if decision.get("rule") is not None:

@@ -142,7 +142,8 @@ def rule_words(rule: PolicyRule) -> str:
     if rule.rate is not None:
         words.append(f"at most {parse_rate(rule.rate).words()} per agent")
     if rule.action == "ask":
-        words.append(f"decided within {rule.ask_timeout():g} s")
+        who = "by the operator only, " if rule.decider == "operator" else ""
+        words.append(f"decided {who}within {rule.ask_timeout():g} s")
         if rule.remember == "connection":
             words.append("remembered for the connection")
     if rule.reason:

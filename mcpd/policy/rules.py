@@ -83,6 +83,8 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
             out["reason"] = self.reason
         if self.rate is not None:
             out["rate"] = self.rate.words()
+        if self.operator_only:
+            out["decider"] = "operator"
         return out
 
 

@@ -83,6 +83,7 @@ def test_tools_json_and_policy_decisions(sock: Path, capsys: pytest.CaptureFixtu
     decisions = {
         "mcp__notes__search": {"action": "allow", "rate": "30/min", "rule": 2},
         "mcp__evil__x": {"action": "deny", "rule": 0},
+        "mcp__bare__tool": {"action": "ask", "rule": 1, "decider": "operator"},
     }
     with daemon(sock, mcpd_tools={"tools": TOOLS, "decisions": decisions}) as fake:
         assert run("tools", "--socket", str(sock), "--policy") == 0
@@ -94,8 +95,13 @@ def test_tools_json_and_policy_decisions(sock: Path, capsys: pytest.CaptureFixtu
     assert "allow (30/min) policy[2]" in out
     assert "deny policy[0]" in out
     row = next(line for line in out.splitlines() if line.startswith("mcp__bare__tool"))
-    assert " - " in row
+    assert "ask (operator only) policy[1]" in row
     assert listed == {"tools": TOOLS, "decisions": decisions}
+    other = sock.with_name("other.sock")
+    with daemon(other, mcpd_tools={"tools": TOOLS, "decisions": {}}):
+        assert run("tools", "--socket", str(other), "--policy") == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "mcp__bare" in line)
+    assert " - " in row
 
 
 def test_tools_of_a_profile_say_how_its_agents_see_them(

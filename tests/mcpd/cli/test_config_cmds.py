@@ -163,6 +163,21 @@ def test_a_rule_in_words() -> None:
     assert rule_words(PolicyRule(action="deny")) == "tools *"
 
 
+def test_a_rule_only_the_operator_decides_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rule = PolicyRule(tools=["*/delete_*"], action="ask", decider="operator")
+    assert rule_words(rule) == "tools */delete_*; decided by the operator only, within 120 s"
+    config = written(
+        tmp_path,
+        '[servers.s]\ncommand = "/bin/true"\n'
+        '[[policy]]\ntools = ["*/delete_*"]\naction = "ask"\ndecider = "operator"\n',
+    )
+    assert run("check-config", "--config", str(config)) == 0
+    out = capsys.readouterr().out
+    assert "policy[0]  ask    tools */delete_*; decided by the operator only" in out
+
+
 # -- import --
 
 

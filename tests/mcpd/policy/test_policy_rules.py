@@ -183,6 +183,18 @@ def test_ask_carries_its_timeout_and_memory() -> None:
     assert (d.timeout, d.remember) == (120, False)
 
 
+def test_what_mcpd_tools_policy_is_told_says_who_decides_an_ask() -> None:
+    policy = Policy(
+        config(
+            {"action": "ask", "tools": ["a*"], "decider": "operator"},
+            {"action": "ask"},
+        ).policy
+    )
+    operator = policy.decide(facts("alpha")).summary()
+    assert (operator["action"], operator["decider"]) == ("ask", "operator")
+    assert "decider" not in policy.decide(facts("beta")).summary()
+
+
 def test_an_empty_policy_says_so() -> None:
     assert Policy().empty
     assert Policy().decide(facts()).action == "allow"
