@@ -23,7 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from ..audit.log import AuditLog
-from ..audit.record import CallRecord, Outcome
+from ..audit.record import CallRecord, Outcome, kept
 from ..policy.agent import AgentInfo
 from ..servers.calls import Call
 from ..servers.calls import Outcome as CallOutcome
@@ -113,18 +113,23 @@ class CallRecords:
         arguments = call.arguments
         raw = None if arguments is UNSET else arguments
         alias = call.alias  # empty: not routed
+        if call.refusal is not None:
+            reason = call.refusal
+        if reason is not None:
+            reason = kept(reason)
         record = CallRecord(
             ts=call.arrived,
             agent=agent,
             method="tools/call",
-            name=(call.local or call.name) if alias else call.name,
+            # Routed, a name of the agent's profile; else any the agent made up.
+            name=(call.local or call.name) if alias else kept(call.name),
             original=call.name if alias else None,
             server=alias or None,
             args_bytes=0 if raw is None else len(raw),
             decision=call.decision,
             decided_by=call.decided_by,
             outcome=outcome,
-            reason=call.refusal if call.refusal is not None else reason,
+            reason=reason,
             duration_ms=round((self.now() - call.arrived) * 1000, 3),
             result_bytes=result_bytes,
         )
@@ -149,12 +154,13 @@ class CallRecords:
             ts=arrived,
             agent=agent,
             method=method,
-            name=name,
-            original=None if target is None else target[1],
+            name=None if name is None else kept(name),
+            # The server's URI of an agent's mcpd:// form is the agent's as well.
+            original=None if target is None else kept(target[1]),
             server=None if target is None else target[0],
             args_bytes=0 if arguments is None else len(arguments),
             outcome=outcome,
-            reason=reason,
+            reason=None if reason is None else kept(reason),
             duration_ms=round((self.now() - arrived) * 1000, 3),
             result_bytes=result_bytes,
         )

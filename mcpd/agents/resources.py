@@ -22,6 +22,7 @@ from msgspec import UNSET, Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.server import RequestContext
+from protocol.uritemplate import MAX_URI
 
 from ..registry.claims import Budget
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
@@ -194,6 +195,13 @@ class Subscriptions:
         steps: Budget,
         sight: Sight | None = None,
     ) -> None:
+        # A URI longer than any real one would be held here and upstream at whatever
+        # size an agent's line allows: it may be read, never subscribed to.
+        if len(uri) > MAX_URI:
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS,
+                f"a URI of {len(uri)} characters is not subscribed to (at most {MAX_URI})",
+            )
         routed = route(self.servers, uri, steps, sight)
         if on and not self.servers.subscribable(routed.alias):
             raise rpc.RPCError(
@@ -227,7 +235,7 @@ class Subscriptions:
         self._room_for(conn, sum(isinstance(uri, str) for uri in named))
         honoured: list[str] = []
         for uri in named:
-            if not isinstance(uri, str):
+            if not isinstance(uri, str) or len(uri) > MAX_URI:
                 continue
             try:
                 routed = route(self.servers, uri, steps, sight)

@@ -45,8 +45,10 @@ from .unrouted import held_tool, unknown_tool
 
 # How arguments that are an object, or null, begin.
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
-# Distinct _meta whose contexts one connection keeps: agents use one or two.
+# Distinct _meta whose contexts one connection keeps: agents use one or two, of a few
+# hundred bytes; one far larger than a host's is read each time, not kept.
 _KEPT: Final = 8
+_KEPT_BYTES: Final = 8 * 1024
 _metas: Final = msgspec.json.Decoder(dict[str, Any])
 
 # The last step before a result is written, for a result that may hold links or task
@@ -374,7 +376,7 @@ def _context(agent: Agent, raw: Raw | UnsetType) -> tuple[RequestContext, mcp.Me
         _refuse_meta(key)
     ctx = agent.session.context_of(meta)
     own = _own(meta)
-    if own is None and len(agent.contexts) < _KEPT:
+    if own is None and len(agent.contexts) < _KEPT and len(key) <= _KEPT_BYTES:
         agent.contexts[key] = ctx
     return ctx, own
 

@@ -145,10 +145,7 @@ def message(r: CallRecord) -> str:
     key = (r.agent, r.method, r.name, r.server, r.original)
     subject = _subjects.get(key)
     if subject is None:
-        subject = _subject(r)
-        if len(_subjects) >= _SUBJECTS:  # names an agent made up need not stay
-            _subjects.clear()
-        _subjects[key] = subject
+        subject = _subjects.keep(key, _subject(r))
     reason = r.reason
     return (
         f"{subject}{r.outcome}{': ' + reason if reason else ''} in {r.duration_ms:.0f} ms "
@@ -163,9 +160,31 @@ def _subject(r: CallRecord) -> str:
 
 
 # What a message starts with, by agent and what it called: worked out once for the many
-# calls of each (in the writer's thread only).
+# calls of each (in the writer's thread only). Names an agent made up need not stay:
+# past so many, or so many characters (a record keeps a name of thousands whole), the
+# cache starts again.
 _SUBJECTS: Final = 1024
-_subjects: dict[tuple[AgentInfo, str, str | None, str | None, str | None], str] = {}
+_SUBJECT_CHARACTERS: Final = 256 * 1024
+_Key = tuple[AgentInfo, str, str | None, str | None, str | None]
+
+
+class _Subjects(dict[_Key, str]):
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = 0  # characters of the subjects (their keys' names are in them too)
+
+    def keep(self, key: _Key, subject: str) -> str:
+        if len(self) >= _SUBJECTS or self.held + len(subject) > _SUBJECT_CHARACTERS:
+            self.clear()
+            self.held = 0
+        self[key] = subject
+        self.held += len(subject)
+        return subject
+
+
+_subjects: Final = _Subjects()
 
 
 def line(r: CallRecord) -> str:

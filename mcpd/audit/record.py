@@ -14,6 +14,8 @@ from typing import Any, Final, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from protocol.uritemplate import MAX_URI
+
 from ..policy.agent import AgentInfo
 
 METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
@@ -64,6 +66,23 @@ class Gap(msgspec.Struct, kw_only=True):
 
 
 DIGEST: Final = 32  # hexadecimal digits of the SHA-256 kept
+
+# What a record keeps of a name an agent chose (a tool's or prompt's name, a URI) and of
+# a reason that may quote one: whole up to NAME_KEPT characters, a length no real name
+# reaches (a local name is at most 1,024 characters, [naming] max_length, and mcpd
+# matches no URI longer than this against a template: longer ones are not written by
+# people or servers); past it, its first NAME_SHOWN characters and its length. A name
+# made up at any size then costs the record, the latest records kept in memory, the
+# journal and the file no more than a real one.
+NAME_KEPT: Final = MAX_URI
+NAME_SHOWN: Final = 256
+
+
+def kept(text: str) -> str:
+    """``text`` as a record keeps it (``NAME_KEPT``)."""
+    if len(text) <= NAME_KEPT:
+        return text
+    return f"{text[:NAME_SHOWN]}\u2026 ({len(text)} characters)"
 
 
 def digest(arguments: bytes | msgspec.Raw) -> str:

@@ -148,3 +148,43 @@ def test_other_requests_are_recorded_with_their_target() -> None:
         2,
     )
     assert arguments == Raw(b"{}")
+
+
+# -- names an agent chose, of any size --
+
+HUGE = 15 * 1024 * 1024
+
+
+def test_a_name_no_server_could_have_is_kept_cut_with_its_length() -> None:
+    """A record keeps at most a short head of a made-up name past any real one (and of
+    a reason quoting it), with its length: a flood of huge names costs the records, the
+    journal and the file no more than one of real names."""
+    audit = Audit()
+    records = CallRecords(audit, wall=lambda: 0.0)  # type: ignore[arg-type]
+    name = "x" * HUGE
+    call, _ = a_call(name)
+    call.refusal = "unknown tool"
+    records.tool_call(call, AGENT, "refused")
+    uri = "mcpd://notes/" + "u" * HUGE
+    records.request(0.0, AGENT, "resources/read", uri, ("notes", uri[13:]), "outage",
+                    "notes is down: " + uri, 0)  # fmt: skip
+    records.request(0.0, AGENT, "prompts/get", name, None, "refused", None, 0)
+    (tool, _), (read, _), (prompt, _) = audit.records
+    assert tool.name == "x" * 256 + f"… ({HUGE} characters)"
+    assert tool.reason == "unknown tool"
+    assert read.name == uri[:256] + f"… ({len(uri)} characters)"
+    assert read.original == "u" * 256 + f"… ({HUGE} characters)"
+    assert read.reason is not None and len(read.reason) < 1024
+    assert read.reason.endswith(f"… ({len(uri) + 15} characters)")
+    assert prompt.name == tool.name
+
+
+def test_names_as_long_as_real_ones_are_kept_whole() -> None:
+    audit = Audit()
+    records = CallRecords(audit, wall=lambda: 0.0)  # type: ignore[arg-type]
+    uri = "file:///" + "d/" * 4000  # a long real URI
+    call, _ = a_call("mcp__" + "n" * 1019)  # the longest local name there is
+    records.tool_call(call, AGENT, "refused")
+    records.request(0.0, AGENT, "resources/read", uri, ("notes", uri), "ok", None, 0)
+    assert [r.name for r, _ in audit.records] == [call.name, uri]
+    assert audit.records[1][0].original == uri

@@ -380,3 +380,18 @@ def test_a_listen_naming_more_than_the_limit_leaves_is_refused_and_holds_none_of
     assert inbox.uris() == ["a://3"]
     assert subs.listen(conn, 3, ["a://x"], inbox.send, budget()) == ["a://x"]
     assert subs.listen(object(), 1, ["a://y"], Inbox().send, budget()) == ["a://y"]
+
+
+def test_a_uri_longer_than_any_real_one_is_never_held() -> None:
+    """Each subscription keeps its URI here and at the server: one of a length no real
+    URI has is refused, whatever server it names."""
+    servers = three_servers({"a"})
+    subs = Subscriptions(servers)
+    conn, inbox = object(), Inbox()
+    huge = wrap("a", "a://" + "x" * 1024 * 1024)
+    with pytest.raises(rpc.RPCError) as refused:
+        subs.subscribe(conn, huge, inbox.send, True, budget())
+    assert refused.value.code == rpc.INVALID_PARAMS
+    assert len(refused.value.message) < 200 and "characters" in refused.value.message
+    assert subs.listen(conn, 1, [huge, "a://1"], inbox.send, budget()) == ["a://1"]
+    assert +servers.held == Counter({("a", "a://1"): 1})

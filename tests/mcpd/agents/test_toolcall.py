@@ -113,6 +113,16 @@ def test_thousands_of_distinct_envelopes_are_each_read_as_they_are_and_few_kept(
     assert call.ctx.capabilities == {"n": {"x": 0}}
 
 
+def test_envelopes_far_larger_than_any_hosts_are_read_and_not_kept() -> None:
+    world = World()
+    agent = StandInAgent(world.profile, legacy=False)
+    for n in range(8):
+        meta = {**META, CAPS: {"n": {"x": n}, "pad": "p" * (1024 * 1024)}}
+        call = world.router.call_of(agent, spliced(line(n, "t", {}, meta)))
+        assert call.ctx.capabilities["n"] == {"x": n}
+    assert sum(map(len, agent.contexts)) <= 64 * 1024
+
+
 def test_contexts_are_kept_per_connection() -> None:
     world = World()
     legacy, modern = StandInAgent(world.profile), StandInAgent(world.profile, legacy=False)

@@ -14,7 +14,7 @@ import struct
 import pytest
 
 from mcpd.audit import journal as call_journal
-from mcpd.audit.record import CallRecord, Outcome, iso, stamp
+from mcpd.audit.record import NAME_KEPT, CallRecord, Outcome, iso, stamp
 from mcpd.local import journal
 from mcpd.local.journalfields import (
     MAX_FIELD_BYTES,
@@ -169,6 +169,17 @@ def test_a_calls_message_names_its_own_agent_and_tool_among_many() -> None:
         text = call_journal.message(r)
         assert text.startswith(f"tools/call {r.name} by {r.agent.label()}: refused: unknown")
     assert 0 < len(call_journal._subjects) <= call_journal._SUBJECTS
+
+
+def test_the_subjects_kept_for_messages_hold_little_whatever_the_names() -> None:
+    """Names as long as a record keeps whole, made up by the thousand, are kept for the
+    next message only as far as a small budget of characters goes."""
+    for n in range(2000):
+        name = f"{n}-" + "u" * NAME_KEPT
+        r = CallRecord(ts=1.0, agent=AGENTS[0], method="resources/read", name=name,
+                       outcome="refused")  # fmt: skip
+        assert name in call_journal.message(r)
+        assert sum(map(len, call_journal._subjects.values())) <= 1 << 20
 
 
 class _Kept(logging.Handler):
