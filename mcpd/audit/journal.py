@@ -141,13 +141,16 @@ def hand_over(handler: logging.Handler, records: list[CallRecord], now: float) -
 
 def message(r: CallRecord) -> str:
     """``tools/call mcp__t__open (t/open) by pid 42 (claude), ...: ok in 3 ms (allow by
-    default)``: the server's and the agent's text in it as they sent it."""
+    default)``, on one line whatever it holds: the server's and the agent's text in it
+    with every control character shown as its escape (``visible``). A name or reason
+    with a line break would otherwise start a line of its own choosing, which reads as
+    another call's entry in a file of lines and in journalctl alike."""
     key = (r.agent, r.method, r.name, r.server, r.original)
     subject = _subjects.get(key)
     if subject is None:
         subject = _subjects.keep(key, _subject(r))
     reason = r.reason
-    return (
+    return visible(
         f"{subject}{r.outcome}{': ' + reason if reason else ''} in {r.duration_ms:.0f} ms "
         f"({r.decision} by {r.decided_by})"
     )
@@ -188,17 +191,15 @@ _subjects: Final = _Subjects()
 
 
 def line(r: CallRecord) -> str:
-    """What a call's line says after its time and level, on one line whatever the
-    message holds: a reason quoted from a server with a line break in it would
-    otherwise start a line of its own choosing."""
-    server, text = r.server, visible(message(r))
+    """What a call's line says after its time and level."""
+    server, text = r.server, message(r)
     return f"[{server}] call: {text}" if server else f"call: {text}"
 
 
 def fields(r: CallRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
     """The call's journal entry: what ``journalfields.record_fields`` makes of the
     record ``log_record`` makes, but its source location, in the same order."""
-    server, text = r.server, shown(message(r))
+    server, text = r.server, message(r)
     out = [
         ("MESSAGE", f"{server}: {text}" if server else text),
         ("PRIORITY", "6" if r.outcome == "ok" else "5"),

@@ -150,6 +150,21 @@ def test_a_reason_with_a_line_break_stays_on_its_calls_line() -> None:
     assert "no\\nsecond line" in lines[0]
 
 
+def test_a_line_break_in_a_name_or_reason_is_shown_in_the_journal_message() -> None:
+    """journalctl prints each line of a message as a line of its own: one that starts
+    with a made-up call of another agent must read as the text it is."""
+    forged = "x\nJan 01 00:00:00 host mcpd[1]: tools/call mcp__a__b by pid 1: ok"
+    r = CallRecord(ts=1.0, agent=AGENTS[0], method="tools/call", name="t\r\nu",
+                   outcome="refused", reason=forged)  # fmt: skip
+    fields = dict(call_journal.fields(r))
+    message = fields["MESSAGE"]
+    assert "\n" not in message and "\r" not in message
+    assert "t\\r\\nu" in message and "x\\nJan 01" in message
+    assert fields["MCPD_REASON"] == forged  # a field of its own stays as it was
+    other = dict(record_fields(call_journal.log_record(r, 0.0)))
+    assert other["MESSAGE"] == message
+
+
 def test_a_calls_message_names_its_own_agent_and_tool_among_many() -> None:
     """The part of a message that names the agent and the tool is kept for the next
     call of the same; names an agent makes up by the thousand neither grow it without
