@@ -23,7 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from ..audit.log import AuditLog
-from ..audit.record import CallRecord, Outcome, kept
+from ..audit.record import NO_DECISION, CallRecord, Outcome, kept
 from ..policy.agent import AgentInfo
 from ..servers.calls import Call
 from ..servers.calls import Outcome as CallOutcome
@@ -146,10 +146,12 @@ class CallRecords:
         reason: str | None,
         result_bytes: int,
         arguments: Raw | None = None,
+        sent: bool = False,
     ) -> None:
         """The record of a prompts/get, resources/read or completion/complete:
         ``target`` its server and the server's name for what was asked (None: it
-        named nothing mcpd could route)."""
+        named nothing mcpd could route); ``sent``: mcpd sent it on (no rule covers
+        these: allowed by default), else it refused it itself and nobody decided."""
         record = CallRecord(
             ts=arrived,
             agent=agent,
@@ -159,6 +161,8 @@ class CallRecords:
             original=None if target is None else kept(target[1]),
             server=None if target is None else target[0],
             args_bytes=0 if arguments is None else len(arguments),
+            decision="allow" if sent else NO_DECISION,
+            decided_by="default" if sent else "",
             outcome=outcome,
             reason=None if reason is None else kept(reason),
             duration_ms=round((self.now() - arrived) * 1000, 3),

@@ -185,9 +185,10 @@ class ExtraMethods:
             view_of = self._view_of
             profile = view_of(conn).name if view_of is not None else "default"
             agent = conn.identity.info(profile, ctx is not None and ctx.era == "modern")
-            arguments = seen.arguments
+            arguments, target = seen.arguments, seen.target
+            sent = target is not None and word != "refused"  # not held, nor refused before
             self.records.request(
-                arrived, agent, req.method, seen.name, seen.target, word, reason, size, arguments
+                arrived, agent, req.method, seen.name, target, word, reason, size, arguments, sent
             )
 
     async def _prompts_get(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:

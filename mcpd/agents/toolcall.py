@@ -27,6 +27,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, splice, surface
 from protocol.server import RequestContext
 
+from ..audit.record import NO_DECISION
 from ..policy.agent import AgentInfo
 from ..servers.all_servers import AllServers
 from ..servers.askback import Asker
@@ -272,26 +273,29 @@ class Router:
         if name in META_TOOLS:
             answered = unwrap(profile.view, call)
             if answered is not None:
+                _before_the_rules(call)
                 return answered
             name = call.name  # the call it stands for
         args = call.arguments
         if args is not UNSET and (not args or memoryview(args)[0] not in _OBJECT_OR_NULL):
             # Refused here, not passed on: a server that crashes on arguments that are
             # not an object takes every other agent's calls down with it.
+            _before_the_rules(call)
             return rpc.RPCError(
                 rpc.INVALID_PARAMS, "Invalid params: tools/call arguments must be an object"
             )
         entry = profile.lookup(name)
         if entry is None:
-            call.refusal = "unknown tool"
+            _before_the_rules(call, "unknown tool")
             return unknown_tool(profile, name)
         if entry.held is not None:
             # Refused where calls are routed, before any rule: the server is not asked.
-            call.refusal = f"held: {entry.held}"
+            _before_the_rules(call, f"held: {entry.held}")
             return held_tool(entry, name)
         call.local, call.name, call.alias = name, entry.original, entry.alias
         call.sight = profile.view
         if call.request_state is not UNSET and self.policy.continues(call):
+            _before_the_rules(call)  # its record, if it has one, is the refused token's
             return CONTINUES
         if self.policy.gate.empty:
             return None
@@ -329,6 +333,12 @@ class Router:
             line = rpc.encode_result(rid, own)
         self.records.tool_call(call, who, *outcome_of(outcome), len(line))
         return line, False
+
+
+def _before_the_rules(call: Call, refusal: str | None = None) -> None:
+    """``call`` ends where it is routed (with ``refusal``, mcpd's words for why), before
+    any rule was asked: its record says nobody decided it."""
+    call.decision, call.decided_by, call.refusal = NO_DECISION, "", refusal
 
 
 class Continues:

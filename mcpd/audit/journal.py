@@ -149,10 +149,10 @@ def message(r: CallRecord) -> str:
     subject = _subjects.get(key)
     if subject is None:
         subject = _subjects.keep(key, _subject(r))
-    reason = r.reason
+    reason, by = r.reason, r.decided_by
     return visible(
         f"{subject}{r.outcome}{': ' + reason if reason else ''} in {r.duration_ms:.0f} ms "
-        f"({r.decision} by {r.decided_by})"
+        f"({r.decision + ' by ' + by if by else 'no decision'})"
     )
 
 

@@ -27,8 +27,20 @@ METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read", "comp
 Outcome = Literal["ok", "tool_error", "refused", "outage", "timeout", "cancelled", "error"]
 OUTCOMES: Final = ("ok", "tool_error", "refused", "outage", "timeout", "cancelled", "error")
 # allow, deny and limited are the rules' (and their rates'); approved, denied and
-# unanswered end an ask; ask is one the agent stopped waiting for.
-DECISIONS: Final = ("allow", "deny", "limited", "approved", "denied", "unanswered", "ask")
+# unanswered end an ask; ask is one the agent stopped waiting for; none: no rule was
+# asked, mcpd answered the request itself first (an unknown or held name, arguments
+# that are not an object, a search of its own), and nobody decided it.
+DECISIONS: Final = (
+    "allow",
+    "deny",
+    "limited",
+    "approved",
+    "denied",
+    "unanswered",
+    "ask",
+    "none",
+)
+NO_DECISION: Final = "none"
 
 
 # Untracked by the cycle collector (a record is never part of a cycle): the records a
@@ -45,8 +57,9 @@ class CallRecord(msgspec.Struct, kw_only=True, gc=False):
     args_digest: str | None = None  # of the arguments as the agent sent them
     # The arguments themselves, with mcpd's secrets masked: only with audit_arguments.
     arguments: Any | UnsetType = UNSET
-    decision: str = "allow"
-    decided_by: str = "default"  # policy[N], default, the agent's user, uid N (name), ...
+    decision: str = NO_DECISION
+    # policy[N], default, the agent's user, uid N (name), ...; empty: nobody (none).
+    decided_by: str = ""
     outcome: Outcome
     reason: str | None = None  # why it was refused or failed
     duration_ms: float = 0.0

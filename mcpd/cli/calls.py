@@ -148,7 +148,8 @@ def render(records: list[CallRecord]) -> str:
         agent = f"pid {a.pid}" if a.pid is not None else f"conn {a.connection}"
         if a.exe:
             agent += f" ({a.exe})"
-        decision = r.decision if r.decided_by == "default" else f"{r.decision} {r.decided_by}"
+        by = r.decided_by
+        decision = r.decision if by in ("default", "") else f"{r.decision} {by}"
         outcome = r.outcome
         rows.append(
             (

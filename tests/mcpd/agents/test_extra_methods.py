@@ -21,6 +21,7 @@ from mcpd.agents.askback import AgentRequests, DirectAsker
 from mcpd.agents.callrecords import CallRecords
 from mcpd.agents.extra_methods import ExtraMethods
 from mcpd.agents.identity import Identity
+from mcpd.agents.prompts import OUTAGE
 from mcpd.audit.record import CallRecord
 from mcpd.config.load import parse
 from mcpd.config.model import DaemonConfig, NamingConfig, ProfileConfig
@@ -246,6 +247,25 @@ async def test_a_request_for_an_unknown_prompt_is_recorded_as_refused() -> None:
         "refused",
     )
     assert record.agent.era == "modern" and record.agent.profile == "default"
+
+
+async def test_only_a_request_that_went_to_its_server_is_recorded_as_allowed() -> None:
+    """No rule covers prompts and resources: one mcpd sent on was allowed by default,
+    one it refused itself (an unknown name, params that are no request) was decided by
+    nobody."""
+    world = World()
+    conn = world.agent()
+    for params in ({"name": "mcp__notes__nope"}, {"name": 5}):
+        with pytest.raises((rpc.RPCError, rpc.InvalidParams)):
+            await world.call(conn, "prompts/get", params, MODERN)
+    down = await world.call(conn, "prompts/get", {"name": "mcp__notes__daily"}, MODERN)
+    assert msgspec.json.decode(down)["error"]["code"] == OUTAGE
+    decided = [(r.outcome, r.decision, r.decided_by) for r in world.audit.records]
+    assert decided == [
+        ("refused", "none", ""),
+        ("error", "none", ""),
+        ("outage", "allow", "default"),
+    ]
 
 
 async def test_a_request_with_bad_params_is_recorded_as_an_error_cut_short() -> None:

@@ -396,3 +396,39 @@ def test_a_call_that_could_not_be_read_is_recorded_with_its_reason_cut() -> None
     [record] = world.audit.records
     assert (record.method, record.name, record.outcome) == ("tools/call", None, "error")
     assert record.reason is not None and len(record.reason) == 200
+
+
+def test_a_call_mcpd_answered_before_any_rule_records_no_decision() -> None:
+    """An unknown or held name, arguments that are not an object, a search the
+    meta-tools answer, a call that could not be read: no rule was asked, and the record
+    says so rather than that a rule or the default allowed them."""
+    world = World({"action": "allow", "servers": ["git"]}, held=("search",))
+    caller = StandInAgent(world.profile)
+    status = world.local("git", "status")
+    calls = [
+        ("mcp__nowhere__x", {}),
+        (world.local("notes", "search"), {}),
+        (status, [1]),
+        (status, {}),
+        (world.local("notes", "add"), {}),
+    ]
+    for rid, (name, arguments) in enumerate(calls):
+        call = world.router.call_of(caller, spliced(line(rid, name, arguments)))
+        outcome = world.router.route(call, caller)
+        world.router.reply(
+            rid, call, Raw(b'{"content":[]}') if outcome is None else outcome, caller
+        )
+    world.router.unreadable(caller, "Invalid params: no name")
+    decided = [(r.outcome, r.decision, r.decided_by) for r in world.audit.records]
+    assert decided == [
+        ("refused", "none", ""),
+        ("refused", "none", ""),
+        ("error", "none", ""),
+        ("ok", "allow", "policy[0]"),
+        ("ok", "allow", "default"),
+        ("error", "none", ""),
+    ]
+    search = World(discovery="search")
+    call, outcome = routed(search, SEARCH, {"query": "status"})
+    search.router.reply(1, call, outcome, StandInAgent(search.profile))
+    assert [(r.outcome, r.decision) for r in search.audit.records] == [("ok", "none")]

@@ -39,7 +39,7 @@ KINDS = [
     ("fail", "tool_error", "allow"),
     ("rpc_error", "error", "allow"),
     ("delete_it", "refused", "deny"),
-    ("nope", "refused", "allow"),  # no such tool: refused before any rule
+    ("nope", "refused", "none"),  # no such tool: refused before any rule
     ("poke", "outage", "allow"),  # the killed server's
 ]
 

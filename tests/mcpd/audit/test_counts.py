@@ -13,7 +13,14 @@ from mcpd.audit.record import CallRecord
 
 
 def record(**kw: Any) -> CallRecord:
-    base = {"ts": 0.0, "agent": {}, "method": "tools/call", "outcome": "ok", "server": "gh"}
+    base = {
+        "ts": 0.0,
+        "agent": {},
+        "method": "tools/call",
+        "outcome": "ok",
+        "server": "gh",
+        "decision": "allow",
+    }
     return msgspec.convert({**base, **kw}, CallRecord)
 
 
@@ -34,10 +41,10 @@ def test_calls_are_counted_by_server_method_outcome_and_decision() -> None:
         record(),
         record(outcome="refused", decision="deny"),
         record(server="notes", method="resources/read"),
-        record(server=None, outcome="refused"),  # named no tool mcpd knows
+        record(server=None, outcome="refused", decision="none"),  # named no tool mcpd knows
     )
     assert counts.samples() == [
-        (("", "tools/call", "refused", "allow"), 1),
+        (("", "tools/call", "refused", "none"), 1),
         (("gh", "tools/call", "ok", "allow"), 2),
         (("gh", "tools/call", "refused", "deny"), 1),
         (("notes", "resources/read", "ok", "allow"), 1),

@@ -165,6 +165,14 @@ def test_a_line_break_in_a_name_or_reason_is_shown_in_the_journal_message() -> N
     assert other["MESSAGE"] == message
 
 
+def test_a_call_nobody_decided_says_so() -> None:
+    r = CallRecord(ts=1.0, agent=AGENTS[0], method="tools/call", name="nope",
+                   outcome="refused", reason="unknown tool")  # fmt: skip
+    assert call_journal.message(r).endswith(": refused: unknown tool in 0 ms (no decision)")
+    fields = dict(call_journal.fields(r))
+    assert fields["MCPD_DECISION"] == "none" and "MCPD_DECIDED_BY" not in fields
+
+
 def test_a_calls_message_names_its_own_agent_and_tool_among_many() -> None:
     """The part of a message that names the agent and the tool is kept for the next
     call of the same; names an agent makes up by the thousand neither grow it without
