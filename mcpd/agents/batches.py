@@ -44,9 +44,14 @@ class Split(msgspec.Struct, frozen=True):
     messages: list[bytes]
 
 
-def split(line: bytes, in_use: set[rpc.Id] | None = None) -> Split | bytes:
+def split(
+    line: bytes,
+    in_use: set[rpc.Id] | None = None,
+    reused: Callable[[rpc.Request], None] | None = None,
+) -> Split | bytes:
     """``line``'s elements, or the one error that answers a line that is no batch at
-    all (not JSON, or an empty array) or a batch refused whole (too long)."""
+    all (not JSON, or an empty array) or a batch refused whole (too long). ``reused``
+    is told of each request refused for an id in use."""
     try:
         items = _ITEMS.decode(line)
     except (msgspec.DecodeError, RecursionError) as exc:
@@ -78,6 +83,8 @@ def split(line: bytes, in_use: set[rpc.Id] | None = None) -> Split | bytes:
                         msg.id, rpc.INVALID_REQUEST, f"id {msg.id!r} is already in use"
                     )
                 )
+                if reused is not None:
+                    reused(msg)
                 continue
             taken.add(msg.id)
             ids.append(msg.id)
@@ -122,10 +129,15 @@ class Batches(dict[rpc.Id, _Batch]):
         self.max_held = max_held
 
     def start(
-        self, line: bytes, in_use: Iterable[rpc.Id], send: Callable[[bytes], None]
+        self,
+        line: bytes,
+        in_use: Iterable[rpc.Id],
+        send: Callable[[bytes], None],
+        reused: Callable[[rpc.Request], None] | None = None,
     ) -> list[bytes]:
         """Take the batch ``line`` in: its requests wait here for their answers, and
-        what can be answered at once and goes alone is sent; the messages to run."""
+        what can be answered at once and goes alone is sent; the messages to run.
+        ``reused`` is told of each request refused for an id in use."""
         if self.held > self.max_held:
             # The batches that hold these may never end (a request that runs for as long
             # as the connection does): refusing more is what keeps the memory bounded.
@@ -139,7 +151,7 @@ class Batches(dict[rpc.Id, _Batch]):
                 )
             )
             return []
-        parts = split(line, set(in_use))
+        parts = split(line, set(in_use), reused)
         if isinstance(parts, bytes):
             send(parts)
             return []

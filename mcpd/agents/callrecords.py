@@ -16,20 +16,25 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+import msgspec
 import trio
-from msgspec import UNSET, Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
+from protocol import mcp, splice
 
 from ..audit.log import AuditLog
-from ..audit.record import NO_DECISION, CallRecord, Outcome, kept
+from ..audit.record import METHODS, NO_DECISION, CallRecord, Outcome, kept
 from ..policy.agent import AgentInfo
 from ..servers.calls import Call
 from ..servers.calls import Outcome as CallOutcome
 from ..servers.outage import Outage
+from .agent import Agent
 
 _REASON: Final = 200  # characters of a reason kept
+# Why a request was refused before it started (``CallRecords.turned_away``).
+ID_IN_USE: Final = "its id was in use by a request in flight"
+AT_LIMIT: Final = "its agent had as many requests in flight as it may"
 
 
 def outcome_of(outcome: CallOutcome | Any, failed: bool = False) -> tuple[Outcome, str | None]:
@@ -90,6 +95,29 @@ class Seen:
         if refused is not None:
             return ("refused" if self.name is not None else "error"), refused.message[:_REASON]
         return "ok", None
+
+
+class _Ref(msgspec.Struct):
+    name: str | None = None
+    uri: str | None = None
+
+
+class _Asked(msgspec.Struct):
+    """What a record names of a request refused before it was read as one: what it
+    asks for (a tool's or prompt's name, a URI, a completion's reference) and its
+    arguments."""
+
+    name: str | None = None
+    uri: str | None = None
+    ref: _Ref | None = None
+    arguments: Raw | UnsetType = UNSET
+
+    def named(self) -> str | None:
+        ref = self.ref
+        return self.name or self.uri or (ref.name or ref.uri if ref is not None else None)
+
+
+_asked: Final = msgspec.json.Decoder(_Asked)
 
 
 class CallRecords:
@@ -169,3 +197,28 @@ class CallRecords:
             result_bytes=result_bytes,
         )
         self.audit.record(record, arguments)
+
+    def turned_away(
+        self, agent: Agent, request: splice.Call | rpc.Request, why: str = ID_IN_USE
+    ) -> None:
+        """The record of a request the agent's connection refused before it started
+        (``why``): its id was in use, or the agent was at its limit of requests in
+        flight. Only the methods the audit log keeps have one, and it costs what the
+        record of any call refused costs: what it names is read from the request at
+        most once more."""
+        method = request.method
+        if method not in METHODS:
+            return
+        name: str | None
+        if isinstance(request, splice.Call):
+            given: Raw | UnsetType = request.params.arguments
+            name, arguments = request.params.name, None if given is UNSET else given
+        else:
+            try:
+                asked = _asked.decode(request.params or b"{}")
+            except (msgspec.DecodeError, RecursionError):
+                asked = _Asked()
+            given = asked.arguments
+            name, arguments = asked.named(), None if given is UNSET else given
+        info = agent.identity.info(agent.profile.name, agent.session.legacy_version is None)
+        self.request(self.now(), info, method, name, None, "refused", why, 0, arguments)

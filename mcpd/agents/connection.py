@@ -29,6 +29,7 @@ from .askback import AgentRequests, DirectAsker
 from .askback_driver import may_be_asked
 from .backend import Lines
 from .batches import Batches
+from .callrecords import AT_LIMIT
 from .failures import Failures, kind_of
 from .identity import Identity
 from .line_reader import LineReader
@@ -209,7 +210,7 @@ class Connection(Agent):
                     self.asked.set()
                     rid, inflight = decoded.id, self.inflight
                     if rid in inflight or len(inflight) >= self.max_inflight:
-                        self._admit(rid)  # refused, saying why
+                        self._admit(rid, True, decoded)  # refused, saying why
                     else:
                         self._call(rid, decoded, nursery)
                     return
@@ -218,7 +219,10 @@ class Connection(Agent):
             except rpc.DecodeFailure as exc:
                 if self.batches is not None and line.lstrip()[:1] == b"[":
                     # A JSON-RPC batch: each message as if it came alone, answered together.
-                    for message in self.batches.start(line, self.inflight, self.send_nowait):
+                    reused = functools.partial(self.calls.records.turned_away, self)
+                    for message in self.batches.start(
+                        line, self.inflight, self.send_nowait, reused
+                    ):
                         self._line(message, nursery)
                     return
                 self.faults.invalid_line(self.label, exc.message)
@@ -228,7 +232,7 @@ class Connection(Agent):
                 self.spoke_mcp = not msg.method.startswith(_OWN_METHODS)
             if isinstance(msg, rpc.Request):
                 self.asked.set()
-                if not self._admit(msg.id, holds_slot=msg.method not in LIFECYCLE):
+                if not self._admit(msg.id, msg.method not in LIFECYCLE, msg):
                     pass
                 elif msg.method in LIFECYCLE:
                     self._put(self.handler.answer_now(self, msg), msg.id)
@@ -247,13 +251,14 @@ class Connection(Agent):
             if failed is not None:
                 self.send_nowait(*failed)
 
-    def _admit(self, rid: rpc.Id, holds_slot: bool = True) -> bool:
+    def _admit(self, rid: rpc.Id, holds_slot: bool, request: splice.Call | rpc.Request) -> bool:
         """Whether a request may start: its id is free and, if it holds a slot, the agent
-        is under its in-flight limit; otherwise it is answered with an error here."""
+        is under its in-flight limit; otherwise it is answered with an error here, and
+        leaves its audit record if it is a call."""
         if rid in self.inflight:
-            self.send_nowait(
-                rpc.encode_error(rid, rpc.INVALID_REQUEST, f"id {rid!r} is already in use")
-            )
+            error = f"id {rid!r} is already in use"
+            self.send_nowait(rpc.encode_error(rid, rpc.INVALID_REQUEST, error))
+            self.calls.records.turned_away(self, request)
             return False
         if holds_slot and len(self.inflight) >= self.max_inflight:
             self.faults.refused_at_limit(self.label, self.max_inflight)
@@ -265,6 +270,7 @@ class Connection(Agent):
                 ),
                 rid,
             )
+            self.calls.records.turned_away(self, request, AT_LIMIT)
             return False
         return True
 

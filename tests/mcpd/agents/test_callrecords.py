@@ -5,16 +5,19 @@ agent's name for a tool and its server's."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from msgspec import Raw
 
-from mcpd.agents.callrecords import CallRecords, Seen, ended, outcome_of
+from mcpd.agents.callrecords import ID_IN_USE, CallRecords, Seen, ended, outcome_of
 from mcpd.audit.record import CallRecord
 from mcpd.policy.agent import AgentInfo
 from mcpd.servers.outage import Outage
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import a_call, cancelled
+from tests.support.routing import StandInAgent, World
 
 AGENT = AgentInfo(uid=1000, pid=42, connection="c1")
 
@@ -188,3 +191,38 @@ def test_names_as_long_as_real_ones_are_kept_whole() -> None:
     records.request(0.0, AGENT, "resources/read", uri, ("notes", uri), "ok", None, 0)
     assert [r.name for r, _ in audit.records] == [call.name, uri]
     assert audit.records[1][0].original == uri
+
+
+# -- a request refused before it started --
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "name"),
+    [
+        ("tools/call", {"name": "t", "arguments": {"a": 1}}, "t"),
+        ("prompts/get", {"name": "p", "arguments": {"a": "1"}}, "p"),
+        ("resources/read", {"uri": "file:///x"}, "file:///x"),
+        ("completion/complete", {"ref": {"type": "ref/prompt", "name": "p"}}, "p"),
+        ("prompts/get", {"name": ["not", "a", "name"]}, None),
+        ("resources/read", None, None),
+    ],
+)
+def test_a_request_turned_away_at_the_door_is_recorded_with_what_it_named(
+    method: str, params: object, name: str | None
+) -> None:
+    audit = Audit()
+    records = CallRecords(audit, wall=lambda: 3.0)  # type: ignore[arg-type]
+    agent = StandInAgent(World().profile)
+    raw = None if params is None else Raw(json.dumps(params).encode())
+    records.turned_away(agent, rpc.Request(1, method, raw), ID_IN_USE)
+    records.turned_away(agent, rpc.Request(2, "ping", None), ID_IN_USE)  # no record
+    [(record, arguments)] = audit.records
+    assert (record.method, record.name, record.outcome, record.reason) == (
+        method,
+        name,
+        "refused",
+        ID_IN_USE,
+    )
+    assert (record.decision, record.decided_by, record.server) == ("none", "", None)
+    given = params.get("arguments") if isinstance(params, dict) else None
+    assert arguments == (None if given is None else Raw(json.dumps(given).encode()))

@@ -203,6 +203,11 @@ async def test_an_id_in_use_is_refused_and_the_request_holding_it_keeps_it() -> 
         reply = await link.agent.line()
         assert reply["id"] == 8 and reply["result"]["content"][0]["text"] == "done"
         assert not link.handler.ended[7].is_set()
+        # Each call refused for its id left a record, as any refused call does.
+        turned_away = [r for r in world.audit.records if r.outcome == "refused"]
+        assert [(r.name, r.decision, r.reason) for r in turned_away] == [
+            (tool, "none", "its id was in use by a request in flight")
+        ] * 2
         # An id that ended is free again.
         await link.agent.send(call(8, tool))
         await link.agent.pinged()
@@ -236,6 +241,10 @@ async def test_past_the_in_flight_limit_a_request_is_refused_until_one_ends(
         assert (await link.agent.line())["id"] == 1
         await link.agent.send(request(6, "test/other"))
         assert (await link.agent.line())["id"] == 6
+        reasons = [(r.name, r.outcome, r.reason) for r in world.audit.records]
+        assert reasons == [
+            (tool, "refused", "its agent had as many requests in flight as it may")
+        ] * 2 + [(tool, "ok", None)]
     # The first refusal is logged naming the agent, the rest counted when it goes.
     said = [r.getMessage() for r in caplog.records if "flight" in r.getMessage()]
     assert said == [
@@ -400,6 +409,13 @@ async def test_a_batch_is_answered_in_one_line_once_its_calls_are_answered() -> 
         assert sorted(str(m.get("id")) for m in line) == ["1", "1", "2", "3", "None"]
         assert world.servers.cancelled == [world.servers.started[1]]
         await link.agent.pinged()
+        # A call of a batch that reuses an id in flight is refused and recorded.
+        await link.agent.send(call(9, tool))
+        await link.agent.pinged()
+        await link.agent.send([call(9, tool), request(10, "ping")])
+        line = await link.agent.line()
+        assert sorted(str(m.get("id")) for m in line) == ["10", "9"]
+        assert world.audit.records[-1].reason == "its id was in use by a request in flight"
 
 
 @pytest.mark.parametrize("line", [b"[]", b"[", b"[1, 2", b'[{"jsonrpc":"2.0"}]'])
