@@ -8,8 +8,10 @@ bounded buffer. A writer task (``run``) wakes when the buffer is no longer empty
 a moment's records gather (or fewer, when a batch's worth have come sooner), and hands
 them to a worker thread, which writes the file and the journal (within the journal's
 budget: see ``journal``). With ``audit_arguments``, the arguments themselves are
-masked and kept there too: the buffer holds a copy of them until then, up to
-``HELD_ARGUMENTS`` bytes, and past that a record's are worked out as it is made. When
+masked and kept there too (``arguments``): the buffer holds a copy of them until then,
+up to ``HELD_ARGUMENTS`` bytes, and past that a record's are worked out as it is made;
+arguments too large to keep are never copied, and once written, the records kept in
+memory let go of theirs. When
 the buffer is full (the disk or journald fell behind), a record is counted and
 dropped, never waited for; the next write puts a ``Gap`` line in the file with how
 many were dropped, and a warning in the log. What is still buffered when the daemon
@@ -32,10 +34,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from hashlib import sha256
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 import trio
+from msgspec import UNSET
 
 from protocol.logfields import log_extra
 
@@ -44,6 +47,7 @@ from ..local.privatefile import open_directory
 from ..local.ratelimit import Throttle
 from ..policy.masking import KnownSecrets, SecretSet
 from . import journal
+from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts
 from .record import DIGEST, CallRecord, Gap, digest, iso, stamp
 
@@ -60,9 +64,6 @@ GATHER: Final = 0.2
 # GATHER: enough to share a hand-over among many, few enough that the records are
 # still in the processor's cache when the worker reads them.
 BATCH: Final = 512
-# Arguments larger than this are not kept, even with audit_arguments (their size and
-# digest are): the buffer and each line stay small.
-MAX_KEPT: Final = 64 * 1024
 _FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 # The arguments' JSON as the agent sent it (a view into what was read, kept only until
@@ -135,10 +136,12 @@ class AuditLog:
             self._dropped += 1
             self.counts.dropped += 1
             return
-        if arguments and not self.arguments_kept:
+        if arguments and (not self.arguments_kept or len(arguments) > MAX_KEPT):
             # Worked out now, over the bytes the call was just read into: a copy for
             # the writer would cost more (fresh memory each time) than the digest.
             record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
+            if self.arguments_kept:
+                record.arguments = too_large(len(arguments))
         elif arguments:
             held = self._held + len(arguments)
             if held <= self._room:
@@ -229,6 +232,10 @@ class AuditLog:
             if secrets is not None:
                 record.arguments = kept_arguments(arguments, secrets)
         lines = _encoder.encode_lines(records)
+        if secrets is not None:
+            # Written: the latest records kept in memory need them no more.
+            for record in records:
+                record.arguments = UNSET
         if dropped:
             gap = Gap(time=iso(now), ts=now, dropped=dropped)
             lines += _encoder.encode(gap) + b"\n"
@@ -309,14 +316,3 @@ class AuditLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd, self._size = None, 0
-
-
-def kept_arguments(raw: Arguments, secrets: SecretSet) -> Any:
-    """The arguments as ``audit_arguments`` keeps them: decoded, mcpd's secrets masked;
-    past ``MAX_KEPT`` bytes, only a note of their size."""
-    if len(raw) > MAX_KEPT:
-        return f"({len(raw)} bytes, more than the {MAX_KEPT} kept)"
-    try:
-        return secrets.mask_value(msgspec.json.decode(raw))
-    except msgspec.DecodeError:
-        return "(not valid JSON)"

@@ -19,7 +19,8 @@ import trio.testing
 
 from mcpd.audit import log as audit_log
 from mcpd.audit import record as records
-from mcpd.audit.log import FILE_NAME, MAX_KEPT, AuditLog, kept_arguments
+from mcpd.audit.arguments import MAX_KEPT
+from mcpd.audit.log import FILE_NAME, AuditLog
 from mcpd.audit.reader import Reading, log_files
 from mcpd.audit.record import CallRecord
 from mcpd.config.model import DaemonConfig
@@ -93,10 +94,42 @@ async def test_arguments_are_kept_only_when_asked_with_secrets_masked(tmp_path: 
     assert "ghp-secret-1" not in text
     kept = json.loads(text)["arguments"]
     assert kept == {"note": f"token {marker('servers.gh.headers.Authorization')} inside", "n": 1}
-    masking = secrets.current()
-    assert kept_arguments(b"not json", masking) == "(not valid JSON)"
-    big = b'{"x": "' + b"a" * MAX_KEPT + b'"}'
-    assert kept_arguments(big, masking) == f"({len(big)} bytes, more than the 65536 kept)"
+
+
+async def test_arguments_that_give_a_key_twice_are_kept_as_the_text_the_server_got(
+    tmp_path: Path,
+) -> None:
+    """A server may read either value of a key given twice: the record keeps both, as
+    they were sent, not the one a decoder would have kept."""
+    log = AuditLog(str(tmp_path), settings(audit_arguments=True))
+    raw = b'{"path": "/etc/passwd", "mode": "delete", "mode": "read"}'
+    log.record(record(1, args_bytes=len(raw)), raw)
+    await log.flush()
+    [written] = Reading(str(tmp_path))
+    assert written.arguments == '{"path":"/etc/passwd","mode":"delete","mode":"read"}'
+    assert written.args_digest == records.digest(raw)
+
+
+async def test_arguments_too_large_to_keep_are_never_copied_and_none_stay_in_memory(
+    tmp_path: Path,
+) -> None:
+    """Arguments past what a record keeps are not copied for the writer (their digest is
+    worked out at once), and once written, the latest records kept in memory (for the
+    status page) hold no arguments at all: a flood of large ones holds nothing."""
+    log = AuditLog(str(tmp_path), settings(audit_arguments=True))
+    big = b'{"x": "' + b"a" * (4 * MAX_KEPT) + b'"}'
+    small = b'{"a": 1}'
+    made = record(1, args_bytes=len(big))
+    log.record(made, big)
+    log.record(record(2, args_bytes=len(small)), small)
+    assert made.args_digest == records.digest(big)
+    assert [len(arguments) for _, arguments in log._to_keep] == [len(small)]
+    await log.flush()
+    first, second = Reading(str(tmp_path))
+    assert first.arguments == f"({len(big)} bytes, more than the 65536 kept)"
+    assert second.arguments == {"a": 1}
+    held = log.recent(lambda r: True, 10)
+    assert len(held) == 2 and all(r.arguments is msgspec.UNSET for r in held)
 
 
 async def test_the_file_rotates_at_its_cap_and_keeps_what_was_just_written(
@@ -257,7 +290,7 @@ async def test_arguments_kept_are_held_for_the_writer_within_a_bound(
     log.record(second, big)
     assert first.args_digest is None  # left to the writer
     assert second.args_digest == records.digest(big)  # not held: done now
-    assert second.arguments == {"b": "x" * 200}
+    assert msgspec.json.decode(second.arguments) == {"b": "x" * 200}
     await log.flush()
     written = [json.loads(line) for line in (tmp_path / FILE_NAME).read_text().splitlines()]
     assert [w["args_digest"] for w in written] == [records.digest(small), records.digest(big)]
