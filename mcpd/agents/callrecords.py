@@ -43,7 +43,7 @@ def outcome_of(outcome: CallOutcome | Any, failed: bool = False) -> tuple[Outcom
     if isinstance(outcome, Raw | bytes):
         return ("tool_error" if failed else "ok"), None
     if isinstance(outcome, Outage):
-        return ("timeout" if outcome.state == "timeout" else "outage"), outcome.reason
+        return ("timeout" if outcome.state == "timeout" else "outage"), kept(outcome.reason)
     if isinstance(outcome, rpc.RPCError):
         return "error", outcome.message[:_REASON]
     if isinstance(outcome, mcp.CallToolResult) and outcome.isError:
@@ -134,17 +134,14 @@ class CallRecords:
         reason: str | None = None,
         result_bytes: int = 0,
     ) -> None:
-        """The record of ``call`` (once: a call recorded already is not again)."""
+        """The record of ``call`` (once: a call recorded already is not again);
+        ``reason``: a few words of mcpd's, or one ``outcome_of`` cut short."""
         if call.recorded:
             return
         call.recorded = True
         arguments = call.arguments
         raw = None if arguments is UNSET else arguments
         alias = call.alias  # empty: not routed
-        if call.refusal is not None:
-            reason = call.refusal
-        if reason is not None:
-            reason = kept(reason)
         record = CallRecord(
             ts=call.arrived,
             agent=agent,
@@ -157,7 +154,8 @@ class CallRecords:
             decision=call.decision,
             decided_by=call.decided_by,
             outcome=outcome,
-            reason=reason,
+            # mcpd's own refusal may quote a person's or an agent's words.
+            reason=reason if call.refusal is None else kept(call.refusal),
             duration_ms=round((self.now() - call.arrived) * 1000, 3),
             result_bytes=result_bytes,
         )

@@ -136,15 +136,16 @@ class AuditLog:
             self._dropped += 1
             self.counts.dropped += 1
             return
-        if arguments and (not self.arguments_kept or len(arguments) > MAX_KEPT):
+        if arguments and not self.arguments_kept:
             # Worked out now, over the bytes the call was just read into: a copy for
             # the writer would cost more (fresh memory each time) than the digest.
             record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
-            if self.arguments_kept:
-                record.arguments = too_large(len(arguments))
         elif arguments:
             held = self._held + len(arguments)
-            if held <= self._room:
+            if len(arguments) > MAX_KEPT:  # nothing of them is kept: none copied
+                record.args_digest = digest(arguments)
+                record.arguments = too_large(len(arguments))
+            elif held <= self._room:
                 # A copy: not the whole read the arguments are a view of.
                 self._to_keep.append((record, bytes(arguments)))
                 self._held = held

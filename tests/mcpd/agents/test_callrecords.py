@@ -65,6 +65,17 @@ def test_a_reason_is_cut_short() -> None:
     assert outcome_of(rpc.RPCError(-32000, long)) == ("error", "x" * 200)
     refused = mcp.CallToolResult([mcp.TextContent(long)], isError=True)
     assert outcome_of(refused) == ("refused", "x" * 200)
+    huge = "y" * (1 << 20)
+    assert outcome_of(Outage("s", "failed", huge)) == (
+        "outage",
+        "y" * 256 + f"… ({1 << 20} characters)",
+    )
+    audit = Audit()
+    call, _ = a_call("t")
+    call.refusal = "denied by the agent's user: " + huge  # a person's words, quoted
+    CallRecords(audit).tool_call(call, AGENT, "refused")  # type: ignore[arg-type]
+    reason = audit.records[0][0].reason
+    assert reason is not None and len(reason) < 300
 
 
 async def test_a_request_is_cancelled_only_when_every_part_of_it_was() -> None:
