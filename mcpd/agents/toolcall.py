@@ -46,8 +46,8 @@ from .unrouted import held_tool, unknown_tool
 
 # How arguments that are an object, or null, begin.
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
-# Distinct _meta whose contexts one connection keeps: agents use one or two, of a few
-# hundred bytes; one far larger than a host's is read each time, not kept.
+# Distinct _meta whose contexts one connection keeps: agents use one or two, small;
+# one far larger than any host's is read each time, not kept.
 _KEPT: Final = 8
 _KEPT_BYTES: Final = 8 * 1024
 _metas: Final = msgspec.json.Decoder(dict[str, Any])

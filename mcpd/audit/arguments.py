@@ -63,7 +63,7 @@ def _refuse_twice(pairs: list[tuple[str, object]]) -> None:
 
 
 def _gives_a_key_twice(raw: bytes | msgspec.Raw) -> bool:
-    # Only the keys matter: objects, numbers and the rest are not built.
+    # Only the keys matter: no object or number is built.
     try:
         json.loads(
             bytes(raw), object_pairs_hook=_refuse_twice, parse_int=_nothing, parse_float=_nothing

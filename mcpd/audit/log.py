@@ -141,10 +141,11 @@ class AuditLog:
             # the writer would cost more (fresh memory each time) than the digest.
             record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
         elif arguments:
-            held = self._held + len(arguments)
-            if len(arguments) > MAX_KEPT:  # nothing of them is kept: none copied
+            size = len(arguments)
+            held = self._held + size
+            if size > MAX_KEPT:  # nothing of them is kept: none are copied
                 record.args_digest = digest(arguments)
-                record.arguments = too_large(len(arguments))
+                record.arguments = too_large(size)
             elif held <= self._room:
                 # A copy: not the whole read the arguments are a view of.
                 self._to_keep.append((record, bytes(arguments)))

@@ -82,11 +82,11 @@ DIGEST: Final = 32  # hexadecimal digits of the SHA-256 kept
 
 # What a record keeps of a name an agent chose (a tool's or prompt's name, a URI) and of
 # a reason that may quote one: whole up to NAME_KEPT characters, a length no real name
-# reaches (a local name is at most 1,024 characters, [naming] max_length, and mcpd
-# matches no URI longer than this against a template: longer ones are not written by
-# people or servers); past it, its first NAME_SHOWN characters and its length. A name
-# made up at any size then costs the record, the latest records kept in memory, the
-# journal and the file no more than a real one.
+# reaches (the longest local name [naming] max_length allows is a fraction of it, and
+# mcpd matches no longer URI against a template: people and servers write none so
+# long); past it, its first NAME_SHOWN characters and its length. A name made up at any
+# size then costs the record, the latest records kept in memory, the journal and the
+# file no more than a real one.
 NAME_KEPT: Final = MAX_URI
 NAME_SHOWN: Final = 256
 
