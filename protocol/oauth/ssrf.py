@@ -16,7 +16,11 @@ daemon on localhost. So:
   Unspecified, multicast and reserved addresses are never fetched.
 
 ``FetchPolicy.for_server`` builds the policy from the MCP server's own resolved
-addresses; the flags can also be set by configuration.
+addresses, and grants only what every one of them grants. Whoever runs a
+server's DNS chooses those addresses: a name that resolves to a public address
+and to 127.0.0.1 is a remote server asking to be taken for a local one, so one
+public address among them leaves the server only public ones (a server on
+loopback and on the LAN gets the LAN, which both would allow).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ AddressClass: TypeAlias = Literal[
     "multicast",
     "reserved",
 ]
+
+_WORDS: Final[dict[str, str]] = {"global": "public"}
 
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -75,7 +81,21 @@ _NETS4: Final = [(ipaddress.IPv4Network(n), c) for n, c in _V4]
 _NETS6: Final = [(ipaddress.IPv6Network(n), c) for n, c in _V6]
 _NAT64: Final = ipaddress.IPv6Network("64:ff9b::/96")
 
-_LOCAL_CLASSES: Final = frozenset({"private", "shared", "unique-local"})
+_LOCAL_CLASSES: Final[frozenset[AddressClass]] = frozenset({"private", "shared", "unique-local"})
+
+# The kinds of address, besides public ones, that a server at an address of each
+# kind may have mcpd fetch.
+_GRANTS: Final[dict[AddressClass, frozenset[AddressClass]]] = {
+    "global": frozenset(),
+    "loopback": frozenset({"loopback", *_LOCAL_CLASSES}),
+    "private": _LOCAL_CLASSES,
+    "shared": _LOCAL_CLASSES,
+    "unique-local": _LOCAL_CLASSES,
+    "link-local": frozenset({"link-local"}),
+    "unspecified": frozenset(),
+    "multicast": frozenset(),
+    "reserved": frozenset(),
+}
 
 
 def parse_address(value: str) -> IPAddress | None:
@@ -124,10 +144,15 @@ class FetchPolicy(msgspec.Struct, frozen=True):
     # configuration says http://). Loopback hosts may always use http.
     http_origins: tuple[str, ...] = ()
 
+    # The MCP server's host and the kinds of address it is at, for saying why a
+    # kind it is partly at is refused.
+    server_host: str = ""
+    server_classes: tuple[AddressClass, ...] = ()
+
     @classmethod
     def for_server(cls, server_url: str, server_addresses: Iterable[str]) -> FetchPolicy:
-        """The policy for discovery on behalf of the server at ``server_url``,
-        given the addresses its host resolved to."""
+        """The policy for discovery on behalf of the server at ``server_url``, given
+        the addresses its host resolves to: what every one of them grants."""
         u = parse_http_url(server_url, "server URL")
         kinds = {classify(a) for a in server_addresses if parse_address(a) is not None}
         literal = parse_address(u.host)
@@ -135,12 +160,14 @@ class FetchPolicy(msgspec.Struct, frozen=True):
             kinds.add(classify(literal))
         if is_loopback_host(u.host):
             kinds.add("loopback")
-        loopback = "loopback" in kinds
+        granted = frozenset.intersection(*(_GRANTS[k] for k in kinds)) if kinds else frozenset()
         return cls(
-            allow_loopback=loopback,
-            allow_private=loopback or bool(kinds & _LOCAL_CLASSES),
-            allow_link_local="link-local" in kinds,
+            allow_loopback="loopback" in granted,
+            allow_private="private" in granted,
+            allow_link_local="link-local" in granted,
             http_origins=(u.origin,) if u.scheme == "http" else (),
+            server_host=u.host,
+            server_classes=tuple(sorted(kinds)),
         )
 
     def allows(self, kind: AddressClass) -> bool:
@@ -166,7 +193,7 @@ class FetchPolicy(msgspec.Struct, frozen=True):
         if loopback and not self.allow_loopback:
             raise BlockedUrl(
                 f"{what} {display_url(url)!r} points at this machine (loopback), "
-                "which a remote server may not make mcpd fetch"
+                f"which a remote server may not make mcpd fetch{self._partly('loopback')}"
             )
         literal = parse_address(u.host)
         if literal is not None:
@@ -197,5 +224,16 @@ class FetchPolicy(msgspec.Struct, frozen=True):
         if not self.allows(kind):
             raise BlockedUrl(
                 f"{what} {display_url(url)!r}: {host} is at {ip}, a {kind} address, which mcpd "
-                "does not fetch for a server outside that network"
+                f"does not fetch for a server outside that network{self._partly(kind)}"
             )
+
+    def _partly(self, kind: AddressClass) -> str:
+        """Why a server that is at an address of ``kind`` is still refused it: its
+        name resolves to other kinds of address as well."""
+        if len(self.server_classes) < 2 or not any(kind in _GRANTS[k] for k in self.server_classes):
+            return ""
+        kinds = " and ".join(_WORDS.get(k, k) for k in self.server_classes)
+        return (
+            f" ({self.server_host} resolves to both {kinds} addresses, and a server gets "
+            "only what each of its addresses would allow)"
+        )

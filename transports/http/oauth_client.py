@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import Final, Literal
 from urllib.parse import urljoin
 
+import msgspec
 import trio
 
 from protocol.http import Origin, check_header
@@ -138,11 +139,10 @@ class OAuthHttp:
         addresses its host resolves to now; the flags override what that implies."""
         u = parse_http_url(server_url, "server URL")
         policy = FetchPolicy.for_server(server_url, await self._resolve(u.host, u.port))
-        return FetchPolicy(
+        return msgspec.structs.replace(
+            policy,
             allow_loopback=policy.allow_loopback if allow_loopback is None else allow_loopback,
             allow_private=policy.allow_private if allow_private is None else allow_private,
-            allow_link_local=policy.allow_link_local,
-            http_origins=policy.http_origins,
         )
 
     async def execute(self, request: HttpRequest, policy: FetchPolicy) -> HttpResponse:

@@ -56,7 +56,8 @@ def test_loopback_hosts(host: str, loopback: bool) -> None:
 
 def test_a_remote_server_gets_the_strict_policy() -> None:
     policy = FetchPolicy.for_server("https://mcp.example.com/mcp", ["93.184.216.34"])
-    assert policy == FetchPolicy()
+    assert not (policy.allow_loopback or policy.allow_private or policy.allow_link_local)
+    assert policy.http_origins == ()
     policy.check_url("https://auth.example.com/token", "token request")
     for url, why in [
         ("http://auth.example.com/token", "https"),
@@ -110,3 +111,41 @@ def test_a_server_on_the_lan_may_use_the_lan_but_not_this_machine() -> None:
         policy.check_url("http://127.0.0.1:9000/t", "x")
     with pytest.raises(BlockedUrl, match="https"):
         policy.check_url("http://10.0.0.8:8000/t", "x")
+
+
+@pytest.mark.parametrize(
+    ("addresses", "loopback", "private", "link_local"),
+    [
+        (["127.0.0.1"], True, True, False),
+        (["127.0.0.1", "::1"], True, True, False),
+        (["10.0.0.7", "fd00::7"], False, True, False),
+        (["169.254.1.1"], False, False, True),
+        # one public address makes the server a remote one, whatever else its name says
+        (["8.8.4.4", "127.0.0.1"], False, False, False),
+        (["127.0.0.1", "2606:4700::1111"], False, False, False),
+        (["8.8.4.4", "10.0.0.7"], False, False, False),
+        (["8.8.4.4", "169.254.169.254"], False, False, False),
+        # on this machine and on the LAN: the LAN, which both may reach
+        (["127.0.0.1", "10.0.0.7"], False, True, False),
+        (["10.0.0.7", "169.254.1.1"], False, False, False),
+        ([], False, False, False),
+    ],
+)
+def test_a_server_gets_only_what_every_one_of_its_addresses_would_get(
+    addresses: list[str], loopback: bool, private: bool, link_local: bool
+) -> None:
+    policy = FetchPolicy.for_server("http://mcp.example:8080/mcp", addresses)
+    granted = (policy.allow_loopback, policy.allow_private, policy.allow_link_local)
+    assert granted == (loopback, private, link_local)
+
+
+def test_a_name_on_public_and_loopback_addresses_is_refused_loopback_and_told_why() -> None:
+    policy = FetchPolicy.for_server("http://evil.example:8080/mcp", ["8.8.4.4", "127.0.0.1"])
+    url = "http://127.0.0.1:24190/internal/admin?action=wipe"
+    with pytest.raises(BlockedUrl) as caught:
+        policy.check_url(url, "resource metadata")
+    said = str(caught.value)
+    assert "evil.example resolves to both public and loopback addresses" in said
+    assert "action=wipe" not in said
+    with pytest.raises(BlockedUrl, match="resolves to both public and loopback"):
+        policy.check_addresses("https://as.example/register", ["127.0.0.1"], "registration")

@@ -202,7 +202,8 @@ async def test_a_remote_server_cannot_point_mcpd_at_local_services() -> None:
             )
             http = OAuthHttp(resolver=resolver)
             policy = await http.policy_for("https://mcp.example.com/mcp")
-            assert policy == FetchPolicy()
+            assert not (policy.allow_loopback or policy.allow_private or policy.allow_link_local)
+            assert policy.http_origins == ()
             for url, why in [
                 (local.prm_url, "loopback"),
                 ("https://internal.example.com/.well-known/x", "private"),
@@ -213,6 +214,26 @@ async def test_a_remote_server_cannot_point_mcpd_at_local_services() -> None:
                 with pytest.raises(BlockedUrl, match=why):
                     await http.execute(get(url, "metadata"), policy)
     assert local.http.requests == []  # nothing reached the local server
+
+
+async def test_a_server_whose_name_also_resolves_to_loopback_cannot_reach_this_machine() -> None:
+    """The server's name resolves to a public address and to 127.0.0.1; its challenge
+    names metadata on an internal service here, which is never asked."""
+    with trio.fail_after(LIMIT):
+        async with serve_oauth() as internal:
+            resolver = fixed_resolver({"evil.example": ["8.8.4.4", "127.0.0.1"]})
+            http = OAuthHttp(resolver=resolver)
+            server = "http://evil.example:8080/mcp"
+            policy = await http.policy_for(server)
+            challenge = bearer_challenge(
+                [f'Bearer resource_metadata="{internal.base}/internal/admin?action=wipe"']
+            )
+            with pytest.raises(BlockedUrl) as caught:
+                await http.discover(server, challenge, policy)
+            with pytest.raises(BlockedUrl, match="both public and loopback"):
+                await http.execute(get(internal.prm_url, "metadata"), policy)
+    assert "evil.example resolves to both public and loopback addresses" in str(caught.value)
+    assert internal.http.requests == []
 
 
 async def test_the_connection_goes_to_the_checked_address(tmp_path: Path) -> None:
