@@ -61,11 +61,15 @@ class HTTPStatusError(TransportError):
 
 
 class AuthError(HTTPStatusError):
-    """401/403: the server refused our credentials; ``challenge`` is WWW-Authenticate."""
+    """401/403: the server refused our credentials; ``challenge`` is WWW-Authenticate,
+    ``peer`` the address the refusal came from (None: not known)."""
 
-    def __init__(self, reason: str, *, status: int, challenge: str = "") -> None:
+    def __init__(
+        self, reason: str, *, status: int, challenge: str = "", peer: str | None = None
+    ) -> None:
         super().__init__(reason, status=status)
         self.challenge = challenge
+        self.peer = peer
 
 
 class SessionExpired(TransportError):

@@ -15,12 +15,28 @@ daemon on localhost. So:
   unique-local address may use those. Link-local only for a link-local server.
   Unspecified, multicast and reserved addresses are never fetched.
 
-``FetchPolicy.for_server`` builds the policy from the MCP server's own resolved
-addresses, and grants only what every one of them grants. Whoever runs a
-server's DNS chooses those addresses: a name that resolves to a public address
-and to 127.0.0.1 is a remote server asking to be taken for a local one, so one
-public address among them leaves the server only public ones (a server on
-loopback and on the LAN gets the LAN, which both would allow).
+``FetchPolicy.for_server`` builds the policy from the addresses the MCP server
+is at, and grants only what every one of them grants. Whoever runs a server's DNS
+chooses those addresses: a name that resolves to a public address and to
+127.0.0.1 is a remote server asking to be taken for a local one, so one public
+address among them leaves the server only public ones (a server on loopback and
+on the LAN gets the LAN, which both would allow).
+
+Which addresses: those its name resolves to when a policy is made (each time one
+is needed, for one discovery, login step or token request), and the address of
+every connection the server sent a 401 or 403 over (kept by mcpd's
+``AuthState``). The second decides most: a challenge's URLs were chosen by
+whoever answered on that connection, and no DNS answer made for mcpd's own
+lookup (public for the transport, 127.0.0.1 alone a moment later) turns a server
+that spoke from a public address into a local one. The lookup alone cannot be
+trusted as much, nor dropped: a login can begin before the server has refused
+anything, and a refresh makes no connection to it. So ``check_addresses`` also
+holds the server's own name to the network its grant came from: a fetch from
+its origin (its metadata) whose name now resolves elsewhere is refused, and the
+document that names internal URLs cannot come from a public address either.
+What is left is a server configured at a plain ``http://`` URL whose name moves
+to this machine altogether: its token request may then reach a loopback port at
+the path its metadata named, where the transport's own requests go as well.
 """
 
 from __future__ import annotations
@@ -214,6 +230,7 @@ class FetchPolicy(msgspec.Struct, frozen=True):
             self._check_one(u.host, ip, what, url)
             if is_loopback_host(u.host) and classify(ip) != "loopback":
                 raise BlockedUrl(f"{what}: {u.host} resolved to {ip}, which is not loopback")
+            self._check_server_stays(u.host, ip, what, url)
             out.append(str(ip))
         if not out:
             raise BlockedUrl(f"{what}: {u.host} did not resolve to any address")
@@ -225,6 +242,24 @@ class FetchPolicy(msgspec.Struct, frozen=True):
             raise BlockedUrl(
                 f"{what} {display_url(url)!r}: {host} is at {ip}, a {kind} address, which mcpd "
                 f"does not fetch for a server outside that network{self._partly(kind)}"
+            )
+
+    def _check_server_stays(self, host: str, ip: IPAddress, what: str, url: str) -> None:
+        """The server's own name may not have moved out of the network that earned it
+        what it was granted: the grant is for the server there, not for an answer
+        that came from elsewhere."""
+        if host != self.server_host or not (
+            self.allow_loopback or self.allow_private or self.allow_link_local
+        ):
+            return
+        kind = classify(ip)
+        if kind not in self.server_classes:
+            kinds = " and ".join(_WORDS.get(k, k) for k in self.server_classes)
+            raise BlockedUrl(
+                f"{what} {display_url(url)!r}: {host} resolved to {kinds} addresses alone "
+                f"when mcpd let it use addresses of that network, and now to {ip}, a "
+                f"{_WORDS.get(kind, kind)} address; mcpd does not follow a server's name "
+                "from one network to another"
             )
 
     def _partly(self, kind: AddressClass) -> str:

@@ -12,9 +12,10 @@ from mcpd.local.oauth_store import OAuthStore
 from mcpd.servers.oauth.auth import ServerAuth
 from mcpd.servers.oauth.login import Login
 from protocol.oauth import FetchPolicy, HttpRequest, HttpResponse
+from protocol.oauth.ssrf import parse_address
 from tests.support.oauth_fake import FakeWorld
 from transports.errors import AuthError, TransportError
-from transports.http.oauth_client import OAuthHttp
+from transports.http.oauth_client import OAuthHttp, Resolver
 
 REDIRECT = "http://127.0.0.1:4711/callback"
 
@@ -27,32 +28,37 @@ class Clock:
         return self.now
 
 
-async def _public(host: str, port: int) -> list[str]:
-    return ["203.0.113.7"]
+async def public(host: str, port: int) -> list[str]:
+    """Every name is at one public address; an address is itself."""
+    return [host] if parse_address(host) is not None else ["93.184.216.34"]
 
 
 class WorldHttp(OAuthHttp):
-    """mcpd's OAuth client with the world answering: ``down`` makes every request fail
+    """mcpd's OAuth client with the world answering (after the policy's checks, of the
+    URL and of where ``resolver`` says its host is): ``down`` makes every request fail
     as an unreachable authorization server would."""
 
-    def __init__(self, world: FakeWorld, clock: Clock) -> None:
-        super().__init__(label="srv: authorization", resolver=_public, clock=clock)
+    def __init__(self, world: FakeWorld, clock: Clock, resolver: Resolver = public) -> None:
+        super().__init__(label="srv: authorization", resolver=resolver, clock=clock)
         self.world = world
+        self.resolver = resolver
         self.down = False
 
     async def execute(self, request: HttpRequest, policy: FetchPolicy) -> HttpResponse:
-        policy.check_url(request.url, request.purpose)
+        u = policy.check_url(request.url, request.purpose)
+        addresses = await self.resolver(u.host, u.port)
+        policy.check_addresses(request.url, addresses, request.purpose)
         if self.down:
             raise TransportError(f"{request.purpose}: connection refused")
         return self.world.handle(request)
 
 
 def server_auth(
-    state: Path, world: FakeWorld, clock: Clock, **server: Any
+    state: Path, world: FakeWorld, clock: Clock, resolver: Resolver = public, **server: Any
 ) -> tuple[ServerAuth, WorldHttp]:
     """``srv`` at the world's server URL, ``server`` its other config keys."""
     config = parse({"servers": {"srv": {"url": world.server_url, **server}}}, env={})
-    http = WorldHttp(world, clock)
+    http = WorldHttp(world, clock, resolver)
     auth = ServerAuth("srv", config.servers["srv"], OAuthStore(str(state)), http=http, clock=clock)
     return auth, http
 
@@ -65,8 +71,9 @@ async def log_in(login: Login, world: FakeWorld) -> None:
     await login.finish(login_id, world.authorize(url))
 
 
-def unauthorized(challenge: str = "") -> AuthError:
-    return AuthError("HTTP 401", status=401, challenge=challenge)
+def unauthorized(challenge: str = "", peer: str | None = None) -> AuthError:
+    """A 401, sent from ``peer`` (None: not known)."""
+    return AuthError("HTTP 401", status=401, challenge=challenge, peer=peer)
 
 
 def forbidden(challenge: str) -> AuthError:

@@ -123,6 +123,8 @@ class HttpConnection:
         # timeout moves its deadline, where it would otherwise take a scope per read.
         self.watch: trio.CancelScope | None = None
         self._doing = ""
+        # The address connected to: where a refusal's OAuth challenge came from.
+        self.peer = _peer_of(stream)
 
     @property
     def finished(self) -> bool:
@@ -310,6 +312,16 @@ def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
     if isinstance(stream, trio.SSLStream):
         stream = stream.transport_stream
     return stream.socket if isinstance(stream, trio.SocketStream) else None
+
+
+def _peer_of(stream: trio.abc.Stream) -> str | None:
+    sock = _socket_of(stream)
+    if sock is None:
+        return None
+    try:
+        return str(sock.getpeername()[0])
+    except OSError:  # no longer connected
+        return None
 
 
 def _probe_idle(tcp: trio.SocketStream, idle: float) -> None:

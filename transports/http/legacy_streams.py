@@ -77,7 +77,9 @@ async def check_stream_reply(
     if 200 <= head.status < 300 and head.status not in (202, 204):
         return
     body = await conn.read_prefix(SNIPPET)
-    exc = status_error(label, head, body, what, had_session=had_session, now=time.time())
+    exc = status_error(
+        label, head, body, what, had_session=had_session, now=time.time(), peer=conn.peer
+    )
     if isinstance(exc, SessionExpired):
         raise exc
     if isinstance(exc, TransportError):

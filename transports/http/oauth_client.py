@@ -132,13 +132,16 @@ class OAuthHttp:
         self,
         server_url: str,
         *,
+        also: tuple[str, ...] = (),
         allow_loopback: bool | None = None,
         allow_private: bool | None = None,
     ) -> FetchPolicy:
         """The fetch policy for discovery on behalf of ``server_url``, from the
-        addresses its host resolves to now; the flags override what that implies."""
+        addresses its host resolves to now and ``also`` those it was found at
+        otherwise; the flags override what that implies."""
         u = parse_http_url(server_url, "server URL")
-        policy = FetchPolicy.for_server(server_url, await self._resolve(u.host, u.port))
+        found = [*await self._resolve(u.host, u.port), *also]
+        policy = FetchPolicy.for_server(server_url, found)
         return msgspec.structs.replace(
             policy,
             allow_loopback=policy.allow_loopback if allow_loopback is None else allow_loopback,

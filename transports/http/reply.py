@@ -76,16 +76,27 @@ def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Messag
 
 
 def status_error(
-    label: str, head: ResponseHead, body: bytes, what: str, *, had_session: bool, now: float
+    label: str,
+    head: ResponseHead,
+    body: bytes,
+    what: str,
+    *,
+    had_session: bool,
+    now: float,
+    peer: str | None = None,
 ) -> Exception:
-    """The exception for an HTTP error reply to ``what`` (a request or notification)."""
+    """The exception for an HTTP error reply to ``what`` (a request or notification),
+    which came from the address ``peer``."""
     status = head.status
     error = error_in(body)
     said = f": {error.message} ({error.code})" if error is not None else ""
     if status in (401, 403):
         challenge = head.get_all("www-authenticate")
         return AuthError(
-            auth_reason(label, status, challenge, said), status=status, challenge=challenge
+            auth_reason(label, status, challenge, said),
+            status=status,
+            challenge=challenge,
+            peer=peer,
         )
     if had_session and (
         status == 404 or (status == 400 and error is not None and names_unknown_session(error))

@@ -124,7 +124,13 @@ class Sender:
         body = await conn.read_prefix(ERROR_BODY_LIMIT)
         had_session = ex.session is not None
         exc = status_error(
-            self.alias, head, body, str(ex), had_session=had_session, now=time.time()
+            self.alias,
+            head,
+            body,
+            str(ex),
+            had_session=had_session,
+            now=time.time(),
+            peer=conn.peer,
         )
         # Only the session this message was sent in is gone; a newer one stays.
         if isinstance(exc, SessionExpired) and self._session.value == ex.session:

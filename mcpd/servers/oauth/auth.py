@@ -94,6 +94,7 @@ class ServerAuth(AuthState, AuthHook):
     async def refused(self, error: AuthError, sent: str | None) -> str | None:
         if not self.enabled:
             return None
+        self.refused_from(error.peer)
         challenge = bearer_challenge([error.challenge]) if error.challenge else None
         if error.challenge and challenge is None:
             return None  # another scheme (Basic, ...): nothing OAuth can answer
@@ -168,8 +169,8 @@ class ServerAuth(AuthState, AuthHook):
         """A new token for the issuer in use (called with the lock held)."""
         server, reg = self.creds.server, self.creds.registration()
         if tokens.refresh_token is not None and server is not None and reg is not None:
-            policy = await self.policy()
             try:
+                policy = await self.policy()
                 with trio.CancelScope(shield=True):
                     fresh = await self.http.refresh(
                         server, reg, tokens, policy, key=self.creds.client.signing_key
@@ -279,8 +280,8 @@ class ServerAuth(AuthState, AuthHook):
         scopes: tuple[str, ...] | None = None,
         discovery: DiscoveryResult | None = None,
     ) -> None:
-        policy = await self.policy()
         try:
+            policy = await self.policy()
             flow = AuthorizationFlow(
                 FlowConfig(self.url, client=self.creds.client, allow_legacy=self.allow_legacy),
                 policy=policy,

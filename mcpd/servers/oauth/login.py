@@ -160,7 +160,6 @@ class Login:
             revoked: list[str] = []
             problem: str | None = None
             if tokens is not None and server is not None and reg is not None:
-                policy = await auth.policy()
                 hints: list[tuple[_Hint, Secret | None]] = [
                     ("refresh_token", tokens.refresh_token),
                     ("access_token", tokens.access_token),
@@ -170,7 +169,12 @@ class Login:
                         continue
                     try:
                         offered = await auth.http.revoke(
-                            server, reg, token, hint, policy, key=creds.client.signing_key
+                            server,
+                            reg,
+                            token,
+                            hint,
+                            await auth.policy(),
+                            key=creds.client.signing_key,
                         )
                     except (TransportError, OAuthError) as exc:
                         problem = why(exc)

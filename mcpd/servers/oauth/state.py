@@ -23,6 +23,7 @@ import trio
 
 from protocol.logfields import log_extra
 from protocol.oauth import AuthorizationResult, BearerChallenge, FetchPolicy, ScopeState
+from protocol.oauth.ssrf import AddressClass, classify, parse_address
 from protocol.urls import display_url
 from transports.http.oauth_client import OAuthHttp
 
@@ -75,7 +76,9 @@ class AuthState:
         )
         self._loaded = False
         self.lock = trio.Lock()
-        self._policy: FetchPolicy | None = None
+        # One address of each kind the server has sent a refusal from: with what its
+        # name resolves to, they bound what its metadata may have mcpd fetch.
+        self._refused_from: dict[AddressClass, str] = {}
         self.challenge: BearerChallenge | None = None
         self._scopes = ScopeState()
         self._wanted: tuple[str, ...] | None = None  # the union a step-up asks for
@@ -199,10 +202,17 @@ class AuthState:
         union = tuple(dict.fromkeys((*configured, *(self._wanted or ()))))
         return union or None
 
+    def refused_from(self, address: str | None) -> None:
+        """The server refused a message over a connection to ``address`` (None: not
+        known), so that is where the challenge it sent came from."""
+        ip = parse_address(address) if address is not None else None
+        if ip is not None:
+            self._refused_from.setdefault(classify(ip), str(ip))
+
     async def policy(self) -> FetchPolicy:
-        if self._policy is None:
-            self._policy = await self.http.policy_for(self.url)
-        return self._policy
+        """What the server's metadata may have mcpd fetch (``ssrf``): what every
+        address its name resolves to now, and every one it refused from, allows."""
+        return await self.http.policy_for(self.url, also=tuple(self._refused_from.values()))
 
 
 def _tls(cfg: ServerConfig) -> ssl.SSLContext | None:

@@ -149,3 +149,17 @@ def test_a_name_on_public_and_loopback_addresses_is_refused_loopback_and_told_wh
     assert "action=wipe" not in said
     with pytest.raises(BlockedUrl, match="resolves to both public and loopback"):
         policy.check_addresses("https://as.example/register", ["127.0.0.1"], "registration")
+
+
+def test_a_local_servers_name_must_stay_local_for_what_it_was_granted() -> None:
+    policy = FetchPolicy.for_server("http://mcp.test:8080/mcp", ["127.0.0.1"])
+    prm = "http://mcp.test:8080/.well-known/oauth-protected-resource/mcp"
+    assert policy.check_addresses(prm, ["127.0.0.1"], "resource metadata") == ["127.0.0.1"]
+    with pytest.raises(BlockedUrl) as caught:
+        policy.check_addresses(prm, ["93.184.216.34"], "resource metadata")
+    said = str(caught.value)
+    assert "mcp.test resolved to loopback addresses alone" in said
+    assert "now to 93.184.216.34, a public address" in said
+    # a public server's name may resolve to other public addresses
+    remote = FetchPolicy.for_server("https://mcp.example.com/mcp", ["93.184.216.34"])
+    remote.check_addresses("https://mcp.example.com/x", ["93.184.216.35"], "x")

@@ -30,6 +30,7 @@ class Hook(AuthHook):
     def __init__(self, *values: str | None) -> None:
         self.values = list(values)
         self.refusals: list[tuple[int, str, str | None]] = []
+        self.refused_from: list[str | None] = []
         self.accepted_values: list[str | None] = []
 
     async def authorization(self) -> str | None:
@@ -37,6 +38,7 @@ class Hook(AuthHook):
 
     async def refused(self, error: AuthError, sent: str | None) -> str | None:
         self.refusals.append((error.status, error.challenge, sent))
+        self.refused_from.append(error.peer)
         self.values.pop(0)
         return self.values[0] if self.values else None
 
@@ -85,6 +87,21 @@ async def test_a_refusal_that_brings_a_new_value_sends_the_message_once_more() -
     assert sent == [("tools/call", "Bearer expired"), ("tools/call", "Bearer fresh")]
     assert hook.refusals == [(401, 'Bearer error="invalid_token"', "Bearer expired")]
     assert hook.accepted_values == ["Bearer fresh"]
+
+
+async def test_a_refusal_says_which_address_it_came_from() -> None:
+    """The server's name may resolve to several addresses; what a 401 asks for is
+    weighed by the one that answered."""
+    hook = Hook("Bearer a")
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(refusing()) as srv,
+            open_http_transport("a", f"http://localhost:{srv.port}/mcp", auth=hook) as t,
+        ):
+            with pytest.raises(AuthError) as caught:
+                await t.request("x", {})
+    assert caught.value.peer == "127.0.0.1"
+    assert hook.refused_from == ["127.0.0.1"]
 
 
 @pytest.mark.parametrize("values", [("Bearer a",), ("Bearer a", "Bearer b")])

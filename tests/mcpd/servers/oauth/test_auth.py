@@ -19,6 +19,7 @@ from tests.support.oauth_world import (
     WorldHttp,
     forbidden,
     log_in,
+    public,
     server_auth,
     unauthorized,
 )
@@ -246,6 +247,31 @@ async def test_metadata_that_cannot_be_read_again_does_not_lose_the_login(
     auth, _ = await logged_in(tmp_path, world, clock)
     world.prm_url = None  # the metadata is gone for now
     assert await auth.refused(unauthorized(CHALLENGE), "Bearer at-1") == "Bearer at-2"
+
+
+async def test_a_401_from_a_public_address_cannot_point_mcpd_at_this_machine(
+    tmp_path: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server's name resolves to 127.0.0.1 alone, as a local server's would, but
+    its 401 came over a connection to a public address: the metadata on this machine
+    that it names is not fetched, and the login goes on."""
+    world = FakeWorld(
+        server_url="http://mcp.test:8080/mcp",
+        prm_url="http://mcp.test:8080/.well-known/oauth-protected-resource/mcp",
+    )
+
+    async def on_loopback(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"] if host == "mcp.test" else await public(host, port)
+
+    auth, _ = server_auth(tmp_path, world, clock, resolver=on_loopback)
+    await log_in(Login(auth), world)
+    world.token = {**world.token, "access_token": "at-2", "refresh_token": "rt-2"}
+    internal = "http://127.0.0.1:24190/internal/admin?action=wipe"
+    refusal = unauthorized(f'Bearer resource_metadata="{internal}"', peer="8.8.4.4")
+    with caplog.at_level(logging.INFO, logger="mcpd.auth"):
+        assert await auth.refused(refusal, "Bearer at-1") == "Bearer at-2"
+    assert world.sent_to(internal) == []
+    assert "mcp.test resolves to both public and loopback addresses" in caplog.text
 
 
 async def test_a_403_for_more_scope_asks_a_person_for_the_union(

@@ -15,7 +15,7 @@ from mcpd.servers.oauth import LoginError, NoOAuthLogin, RedirectFailed
 from mcpd.servers.oauth.login import LOGIN_TTL, Login
 from protocol.oauth import HttpResponse
 from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_world import REDIRECT, Clock, WorldHttp, log_in, server_auth
+from tests.support.oauth_world import REDIRECT, Clock, WorldHttp, log_in, public, server_auth
 
 
 @pytest.fixture
@@ -192,6 +192,31 @@ async def test_an_unreachable_authorization_server_fails_the_start_with_why(
     with pytest.raises(LoginError, match=r"cannot start the login: .*connection refused"):
         await login.begin(REDIRECT)
     assert not login.pending
+
+
+async def test_a_server_whose_name_leaves_this_machine_mid_login_cannot_point_mcpd_back(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """The server's name resolves to 127.0.0.1 alone when the login starts, so it may
+    name an authorization server here; when its metadata is fetched, the name resolves
+    to a public address: that answer is not what the grant was for."""
+    world = FakeWorld(
+        server_url="http://mcp.test:8080/mcp",
+        prm_url="http://mcp.test:8080/.well-known/oauth-protected-resource/mcp",
+        issuer="http://127.0.0.1:24190",
+    )
+    answers = [["127.0.0.1"]]
+
+    async def rebinding(host: str, port: int) -> list[str]:
+        if host != "mcp.test":
+            return await public(host, port)
+        return answers.pop() if answers else ["93.184.216.34"]
+
+    auth, _ = server_auth(tmp_path, world, clock, resolver=rebinding)
+    with pytest.raises(LoginError) as caught:
+        await Login(auth).begin(REDIRECT)
+    assert "mcp.test" in str(caught.value) and "93.184.216.34" in str(caught.value)
+    assert [url for url in world.urls() if "127.0.0.1" in url] == []
 
 
 async def test_client_credentials_log_in_without_a_browser(
