@@ -9,11 +9,29 @@ in one pass.
 
 ``openable`` says whether an address a server sent is one to send a person's browser
 to: an https page, or an http one on this machine, never a script or a file.
+
+A host written with non-ASCII letters can pass for another: "accounts.google.com"
+with a Cyrillic first letter (U+0430) reads as Google's. ``ascii_url`` and
+``ascii_hosts`` give such a host in the ASCII form DNS is asked for (IDNA: ``xn--``
+and the label's punycode), after the mapping browsers apply first (compatibility
+forms such as full-width letters to their plain ones, then lower case), so what a
+person checks is what the browser will reach; ``ascii_hosts`` also says which
+hosts it rewrote. The commands show every address a server chose this way.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from typing import Final
 from urllib.parse import urlsplit
+
+# The scheme and authority of an http(s) URL within a text: up to its path, query or
+# fragment, or what ends a URL in a sentence (a full stop or colon last is the
+# sentence's). No character of the run is looked at more than twice.
+_AUTHORITY: Final = re.compile(r"(?i:https?)://([^\s/?#'\"<>\\,;()]*[^\s/?#'\"<>\\,;().:])")
+# Full stops that IDNA takes as the dot between labels.
+_DOTS: Final = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 
 
 def display_url(url: str) -> str:
@@ -37,3 +55,60 @@ def openable(url: str) -> bool:
     if u.scheme == "https":
         return bool(u.hostname)
     return u.scheme == "http" and (u.hostname or "") in ("localhost", "127.0.0.1", "::1")
+
+
+def ascii_host(host: str) -> str:
+    """``host`` in the ASCII form DNS is asked for (``host`` itself when it is ASCII)."""
+    if host.isascii():
+        return host
+    mapped = unicodedata.normalize("NFKC", host.translate(_DOTS)).lower()
+    return ".".join(
+        label if label.isascii() else "xn--" + label.encode("punycode").decode("ascii")
+        for label in mapped.split(".")
+    )
+
+
+def _rewritten(authority: str) -> tuple[str, str | None]:
+    """``authority`` with its host in ASCII, and that host when it was not."""
+    user, at, hostport = authority.rpartition("@")
+    if hostport.startswith("["):  # an IPv6 literal
+        return authority, None
+    host, colon, port = hostport.partition(":")
+    ascii = ascii_host(host)
+    if ascii == host:
+        return authority, None
+    return f"{user}{at}{ascii}{colon}{port}", ascii
+
+
+def ascii_url(url: str) -> str:
+    """``url`` with its host in ASCII, the rest as it is."""
+    m = _AUTHORITY.match(url)
+    if m is None:
+        return url
+    authority, _ = _rewritten(m.group(1))
+    return url[: m.start(1)] + authority + url[m.end(1) :]
+
+
+def ascii_hosts(text: str) -> str:
+    """``text`` with the host of each http(s) URL in it in ASCII, followed by which
+    hosts were written with non-ASCII letters (``text`` itself when none was)."""
+    if text.isascii():
+        return text
+    rewritten: dict[str, None] = {}
+
+    def one(m: re.Match[str]) -> str:
+        authority, ascii = _rewritten(m.group(1))
+        if ascii is None:
+            return m.group()
+        rewritten[ascii] = None
+        return m.group()[: m.start(1) - m.start()] + authority
+
+    out = _AUTHORITY.sub(one, text)
+    if not rewritten:
+        return text
+    hosts = list(rewritten)
+    if len(hosts) == 1:
+        named = f"the host {hosts[0]} is"
+    else:
+        named = f"the hosts {', '.join(hosts[:-1])} and {hosts[-1]} are"
+    return f"{out} ({named} written with non-ASCII letters; shown here in ASCII)"

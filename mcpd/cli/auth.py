@@ -18,6 +18,7 @@ import argparse
 from datetime import datetime
 from typing import Any
 
+from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible
 
 from .client import SOCKET_HELP
@@ -38,6 +39,14 @@ def _local(iso: str | None) -> str:
         return iso
 
 
+def _issuer(issuer: str | None) -> str:
+    """The authorization server a login is with, its host as DNS is asked for it."""
+    if not issuer:
+        return "-"
+    shown = ascii_url(visible(issuer))
+    return shown if shown == issuer else f"{shown} (written with non-ASCII letters)"
+
+
 def render_status(servers: list[dict[str, Any]]) -> str:
     if not servers:
         return "no HTTP servers"
@@ -47,13 +56,13 @@ def render_status(servers: list[dict[str, Any]]) -> str:
         if s.get("refreshable"):
             expires += " (r)"
         scopes = visible(" ".join(s.get("scopes") or []) or "-")
-        issuer = visible(s.get("issuer") or "-")
+        issuer = _issuer(s.get("issuer"))
         lines.append(
             f"{visible(s['server']):<16} {visible(s['state']):<14} {expires:<21} {issuer:<32} "
             f"{scopes}".rstrip()
         )
         if s.get("needs_login"):
-            lines.append(f"{'':<16} {visible(s['needs_login'])}")
+            lines.append(f"{'':<16} {ascii_hosts(visible(s['needs_login']))}")
     if any(s.get("refreshable") for s in servers):
         lines.append("(r): mcpd refreshes it before it expires")
     return "\n".join(lines)
@@ -80,7 +89,8 @@ def cmd_logout(args: argparse.Namespace) -> int:
     if not out.get("had_tokens"):
         print(f"{args.server}: was not logged in")
     elif out.get("problem"):
-        print(f"{args.server}: logged out; revoking the tokens failed: {visible(out['problem'])}")
+        problem = ascii_hosts(visible(out["problem"]))
+        print(f"{args.server}: logged out; revoking the tokens failed: {problem}")
     elif out.get("revoked"):
         print(f"{args.server}: logged out; the server revoked the tokens")
     else:

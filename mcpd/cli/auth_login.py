@@ -15,6 +15,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.oauth import carries_state, state_of
+from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible
 from transports.errors import single_exceptions
 
@@ -112,9 +113,10 @@ async def _until_logged_in(
                 nursery.cancel_scope.cancel()
                 return _report(out)
             failed.append(out)
+            said = ascii_hosts(visible(out))
             print(
                 f"mcpd: a redirect with this login's state came back but did not log in "
-                f"({visible(out)}). It may not have come from your browser, so mcpd waits "
+                f"({said}). It may not have come from your browser, so mcpd waits "
                 "on for another.",
                 file=sys.stderr,
                 flush=True,
@@ -173,7 +175,14 @@ async def _login(args: argparse.Namespace) -> int:
             fail(EXIT_FAILED, f"the authorization address carries no single state: {url}")
         listener.expect(state)
         until = datetime.now() + timedelta(seconds=args.timeout)
-        print(f"To log in to {alias}, open this address in a browser:\n\n  {visible(url)}\n")
+        shown = ascii_url(url)
+        print(f"To log in to {alias}, open this address in a browser:\n\n  {visible(shown)}\n")
+        if shown != url:
+            print(
+                "Its host was written with non-ASCII letters, some of which look like others; "
+                "it is shown in the ASCII form DNS is asked for. Log in only if that is the "
+                "site you mean.\n"
+            )
         print(
             f"Waiting for the browser to come back to {listener.redirect_uri}, until "
             f"{until:%H:%M:%S} ...\n"
@@ -192,7 +201,7 @@ async def _login(args: argparse.Namespace) -> int:
                 client, alias, start["login"], listener, state, opener, failed
             )
     if failed:
-        print(f"mcpd: the login failed: {visible(failed[-1])}", file=sys.stderr)
+        print(f"mcpd: the login failed: {ascii_hosts(visible(failed[-1]))}", file=sys.stderr)
     else:
         print(f"mcpd: no redirect came back within {args.timeout:g} s", file=sys.stderr)
     return EXIT_FAILED
@@ -216,7 +225,8 @@ def _report(out: dict[str, Any]) -> int:
     if state in ("ready", "degraded"):
         print(f"{server}: logged in; {state} with {out.get('tools', 0)} tools")
         return 0
-    print(f"{server}: logged in, but the server is {state}: {visible(out.get('reason', ''))}")
+    reason = ascii_hosts(visible(out.get("reason", "")))
+    print(f"{server}: logged in, but the server is {state}: {reason}")
     return EXIT_FAILED
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from protocol import jsonrpc as rpc
+from protocol.urls import ascii_hosts
 from protocol.visible import visible
 
 from ..config.model import CONFIG_ERROR, EX_CONFIG
@@ -28,8 +29,9 @@ EXIT_BAD_REPLY = 4
 
 
 def fail(code: int, message: str) -> NoReturn:
-    # The message may carry a server's words (its JSON-RPC error, a reply it broke).
-    print(f"mcpd: {visible(message, lines=True)}", file=sys.stderr)
+    # The message may carry a server's words (its JSON-RPC error, a reply it broke) and
+    # the addresses it chose.
+    print(f"mcpd: {ascii_hosts(visible(message, lines=True))}", file=sys.stderr)
     raise SystemExit(code)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from protocol.urls import ascii_hosts
 from protocol.visible import visible
 
 _COLORS = {
@@ -66,7 +67,7 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         era = s.get("era") or "-"
         retry = local_time(s.get("retry_at")) if state not in ("ready", "degraded") else "-"
         # Its first line, once a carriage return in it can no longer start another.
-        error = visible(s.get("last_error") or "", lines=True).partition("\n")[0]
+        error = ascii_hosts(visible(s.get("last_error") or "", lines=True).partition("\n")[0])
         line = (
             f"{visible(s.get('alias', '?')):<16} {_paint(f'{state:<11}', state, color)} {era:<7} "
             f"{s.get('tools', 0):>5} {s.get('prompts', 0):>5} {_resources(s):>4} "

@@ -20,7 +20,7 @@ import h11
 import msgspec
 
 from protocol import jsonrpc as rpc
-from protocol.urls import openable
+from protocol.urls import ascii_hosts, openable
 from protocol.visible import visible
 
 from ...registry.views import ProfileView
@@ -49,8 +49,10 @@ def refuse(status: int, title: str, text: str) -> Reject:
 
 def refuse_action(status: int, error: str) -> Reject:
     """A refusal for the page's script, which shows ``error`` as text: a server's words
-    in it have what hides or reorders them written out."""
-    return Reject(status, _encode({"error": visible(error)}), [JSON, *SECURITY_HEADERS])
+    in it have what hides or reorders them written out, and the hosts of its addresses
+    are in ASCII."""
+    error = ascii_hosts(visible(error))
+    return Reject(status, _encode({"error": error}), [JSON, *SECURITY_HEADERS])
 
 
 def checked_form(headers: Headers, body: bytes, session: PageSession | None) -> dict[str, str]:
@@ -147,12 +149,14 @@ class Actions:
         try:
             out = await self.control.logins.finish(alias, login, redirect)
         except rpc.RPCError as exc:
-            raise refuse(400, "The login did not work", shown(exc.message)) from None
+            said = shown(ascii_hosts(exc.message))
+            raise refuse(400, "The login did not work", said) from None
         self._logins.pop(alias, None)
         state = str(out.get("state"))
         said = f"{alias} is {state} with {out.get('tools', 0)} tools"
         if state not in ("ready", "degraded"):
-            said = f"{alias}: logged in, but the server is {state}: {out.get('reason', '')}"
+            reason = ascii_hosts(str(out.get("reason", "")))
+            said = f"{alias}: logged in, but the server is {state}: {reason}"
         await send(wire, 200, HTML, render.message("Logged in", shown(said)).encode())
 
 

@@ -92,3 +92,13 @@ def test_fail_stops_with_the_code_given(capsys: pytest.CaptureFixture[str]) -> N
         fail(EXIT_USAGE, "--last must be 0 (all) or more")
     assert info.value.code == EXIT_USAGE
     assert capsys.readouterr().err == "mcpd: --last must be 0 (all) or more\n"
+
+
+def test_a_host_written_with_non_ascii_letters_in_an_error_is_shown_in_ascii(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    said = "cannot start the login: the authorization server https://\u0430ccounts.google.com"
+    code, err = stopped(capsys, rpc.RPCError(-32000, said), code=False)
+    assert code == EXIT_FAILED and "\u0430" not in err
+    assert "https://xn--ccounts-1fg.google.com (the host" in err
+    assert "is written with non-ASCII letters" in err

@@ -83,3 +83,15 @@ def test_prometheus_labels_and_numbers() -> None:
     assert number(3) == "3" and number(0.25) == "0.25"
     assert local_time(None) == "-"
     assert local_time((datetime.now(UTC) + timedelta(hours=1)).isoformat()) != "-"
+
+
+def test_a_host_written_with_non_ascii_letters_in_a_reason_is_shown_in_ascii() -> None:
+    data = status()
+    servers = data["servers"]
+    assert isinstance(servers, list)
+    servers[2]["last_error"] = (
+        "the server moved to the authorization server https://\u0430ccounts.google.com"
+    )
+    out = render_status(data)
+    assert "\u0430" not in out
+    assert "https://xn--ccounts-1fg.google.com (the host xn--ccounts-1fg.google.com" in out

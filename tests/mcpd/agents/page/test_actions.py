@@ -111,15 +111,16 @@ WRITTEN_OUT = "files\\u202e gnol\\u200bin"
 
 
 class Logins:
-    def __init__(self, finished: dict[str, object] | None = None) -> None:
+    def __init__(self, finished: dict[str, object] | None = None, said: str = HIDING) -> None:
         self.finished = finished
+        self.said = said
 
     async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, object]:
-        raise rpc.RPCError(-32000, f"{alias}: {HIDING}")
+        raise rpc.RPCError(-32000, f"{alias}: {self.said}")
 
     async def finish(self, alias: str, login_id: str, redirect: str) -> dict[str, object]:
         if self.finished is None:
-            raise rpc.RPCError(-32000, HIDING)
+            raise rpc.RPCError(-32000, self.said)
         return self.finished
 
 
@@ -187,6 +188,20 @@ async def test_a_login_that_cannot_start_says_why_written_out() -> None:
     h = headers(accept="application/json")
     status, said = await answered(lambda w: page.serve(w, "/page/login", h, body, SESSION, none))
     assert status == 409 and shows_it_written_out(said)
+
+
+async def test_a_login_shows_a_host_written_with_non_ascii_letters_in_ascii() -> None:
+    said = "the authorization server https://\u0430ccounts.google.com/o refused"
+    page = actions(Logins(said=said))
+    body = b"csrf=the-csrf&server=files"
+    h = headers(accept="application/json")
+    status, started = await answered(lambda w: page.serve(w, "/page/login", h, body, SESSION, none))
+    page._logins["files"] = "login-1"
+    _, landed = await answered(lambda w: page.landing(w, "files", "/?state=s", headers()))
+    assert status == 409
+    for text in (json.loads(started)["error"], landed.decode()):
+        assert "\u0430" not in text and "https://xn--ccounts-1fg.google.com/o" in text
+        assert "written with non-ASCII letters" in text
 
 
 async def decided(id: str, decision: Decision, scope: ProfileView | None, decider: Decider) -> str:
