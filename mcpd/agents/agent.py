@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext, ServerSession
 
+from ..policy.kin import AgentKin
 from ..servers.calls import Call, Outcome
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
@@ -44,6 +45,11 @@ class Agent(abc.ABC):
     def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
         """``call``, started without a task, is answered by ``answer`` in a task of
         its request instead (it waits for a person's decision)."""
+
+    @abc.abstractmethod
+    async def kin(self) -> AgentKin:
+        """Who may not decide this agent's calls that wait for approval: asked for once
+        a call is to wait, and only then."""
 
     @abc.abstractmethod
     def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:

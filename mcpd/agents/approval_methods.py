@@ -11,7 +11,7 @@ asked with which arguments: like ``mcpd/reload``, these are for the daemon's own
 and root, and only where the kernel says who is asking (a Unix socket), so that an
 agent given the HTTP endpoint's token cannot approve its own calls. Neither can the
 agent that made a call, a process it started, or one in its session
-(``Approvals.decide``).
+(``Approvals.decide``, ``policy.kin``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
 from ..local.owners import user_name
-from ..policy.agent import Decider
 from ..policy.approvals import ApprovalError
 from .backend import Control
 from .connection import Connection
@@ -76,7 +75,7 @@ async def _decide(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestCon
     assert conn.peer is not None
     try:
         decided = api.control.approvals.decide(
-            params.id, params.approve, by, reason, Decider(conn.peer.lineage, conn.peer.session)
+            params.id, params.approve, by, reason, conn.peer.decider()
         )
     except ApprovalError as exc:
         raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None

@@ -25,7 +25,6 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..policy.agent import Decider
 from ..registry.views import ProfileView
 from .backend import Control
 from .connection import Connection
@@ -101,7 +100,7 @@ async def _dashboard(
     from .page.passes import CODE_TTL
 
     assert conn.peer is not None  # the owner on the socket, as the kernel says
-    code = api.http.page.passes.issue(Decider(conn.peer.lineage, conn.peer.session))
+    code = api.http.page.passes.issue(conn.peer.decider())
     # Where the endpoint listens on every address, this machine reaches it on loopback.
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(endpoint.host, endpoint.host)
     host = f"[{host}]" if ":" in host else host

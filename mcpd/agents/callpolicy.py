@@ -27,7 +27,8 @@ from protocol import mcp, surface
 from ..policy import asking, refusals
 from ..policy.agent import AgentInfo
 from ..policy.approvals import ApprovalRequest, Verdict
-from ..policy.gate import CallGate, repeated_key
+from ..policy.gate import CallGate, FindKin, repeated_key
+from ..policy.kin import AgentKin
 from ..policy.rules import CallFacts, Decision, facts_of
 from ..registry.shown import Entry
 from ..servers.askback import Asker
@@ -37,7 +38,9 @@ from .profiles import ProfileServers
 
 _NO_ARGUMENTS: Final = b"{}"
 # What is asked does not change whether an agent takes it: its shape does.
-_PROBE: Final = ApprovalRequest(agent=AgentInfo(), tool="", server="", original="", arguments="{}")
+_PROBE: Final = ApprovalRequest(
+    agent=AgentInfo(), kin=AgentKin(), tool="", server="", original="", arguments="{}"
+)
 
 
 class Ask(msgspec.Struct, frozen=True):
@@ -89,10 +92,10 @@ class CallPolicy:
         return True
 
     async def ask(
-        self, call: Call, agent: AgentInfo, ask: Ask, asker: Asker | None
+        self, call: Call, agent: AgentInfo, kin: FindKin, ask: Ask, asker: Asker | None
     ) -> mcp.CallToolResult | None:
-        """Wait for a person's decision on ``call``: None once it is approved, else the
-        result it ends with."""
+        """Wait for a person's decision on ``call`` (of ``agent``, whose ``kin`` may not
+        decide it): None once it is approved, else the result it ends with."""
         arguments = call.arguments
         raw = bytes(arguments) if isinstance(arguments, Raw) else _NO_ARGUMENTS
         # Refused before anyone is asked, an approval remembered too: what a person
@@ -122,7 +125,7 @@ class CallPolicy:
             return asking.verdict_of(answer if isinstance(answer, Raw) else Raw(b"null"))
 
         answer = agent_answer if can_ask else None
-        verdict = await self.gate.ask(ask.facts, agent, ask.decision, raw, answer)
+        verdict = await self.gate.ask(ask.facts, agent, kin, ask.decision, raw, answer)
         call.decision, call.decided_by = verdict.outcome, verdict.by
         if verdict.approved:
             return None

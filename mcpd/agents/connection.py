@@ -22,6 +22,7 @@ from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
 from ..config.model import DaemonConfig
+from ..policy.kin import AgentKin
 from ..servers.calls import Call, Outcome
 from ..servers.progress import ProgressSink
 from .agent import Agent
@@ -136,6 +137,10 @@ class Connection(Agent):
     def may_control(self) -> bool:
         """The daemon's user or root, on a socket (no peer: the HTTP endpoint's token)."""
         return self.peer is not None and is_owner(self.peer)
+
+    async def kin(self) -> AgentKin:
+        # As /proc told when it connected.
+        return AgentKin() if self.peer is None else self.peer.kin
 
     @property
     def label(self) -> str:

@@ -41,7 +41,7 @@ from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
 from ..local.ratelimit import Throttle
-from ..policy.agent import decider_of
+from ..policy.kin import decider_of, kin_of
 from .peers import Peer, PeerWatch, is_allowed, is_owner, peer_of, resolve_groups
 
 if TYPE_CHECKING:
@@ -196,21 +196,22 @@ class Door:
 
     def _known(self, stream: trio.SocketStream, peer: Peer) -> Peer | None:
         """``peer`` with what /proc tells of it: the server it belongs to, its lineage
-        and session; None when it is gone before all of that was read (what was read
-        may then be of another process, or of none)."""
+        and session, who may not decide its calls; None when it is gone before all of
+        that was read (what was read may then be of another process, or of none)."""
         if peer.pid == 0:
             return msgspec.structs.replace(peer, unverified=True)
         watch = PeerWatch(stream.socket, peer.pid)
         try:
             server = self._server_of(peer.pid)
             decider = decider_of(peer.pid)
+            kin = kin_of(peer.pid)
             if not watch.still_there():
                 self._log_gone(peer)
                 return None
         finally:
             watch.close()
         return msgspec.structs.replace(
-            peer, server=server, lineage=decider.lineage, session=decider.session
+            peer, server=server, lineage=decider.lineage, session=decider.session, kin=kin
         )
 
     def _log_gone(self, peer: Peer) -> None:

@@ -25,7 +25,7 @@ import msgspec
 
 from ..config.endpoints import group_id
 from ..local.owners import trusted_owners, user_name
-from ..policy.agent import parent_of
+from ..policy.kin import AgentKin, Decider, Process, parent_of
 
 if TYPE_CHECKING:
     import trio
@@ -48,13 +48,18 @@ class Peer(msgspec.Struct, frozen=True):
     groups: frozenset[int] | None = None  # None: unknown, look in /proc
     # The server whose process (or its descendant) this is: never the owner.
     server: str | None = None
-    # The process and those it descends from, and its session, read when it connected
-    # (``policy.agent.Decider``): who may not decide its calls, or it theirs.
-    lineage: tuple[int, ...] = ()
+    # Read from /proc when it connected (``policy.kin``): the process and those it
+    # descends from, and its session, as a decider; and as an agent, who may not decide
+    # its calls.
+    lineage: tuple[Process, ...] = ()
     session: int | None = None
+    kin: AgentKin = AgentKin()
     # Its pid is not one of this PID namespace's (0): nothing can be known of it from
     # /proc, so it is never taken for the owner nor decides a call.
     unverified: bool = False
+
+    def decider(self) -> Decider:
+        return Decider(self.lineage, self.session)
 
 
 # How far up the parent chain a peer is followed, and how much of its environment read.

@@ -227,7 +227,8 @@ class Router:
             try:
                 if ask is not None:  # before its first round only
                     asked, ask = ask, None
-                    refused = await self.policy.ask(call, self._who(call, agent), asked, asker)
+                    who = self._who(call, agent)
+                    refused = await self.policy.ask(call, who, agent.kin, asked, asker)
                     if refused is not None:
                         return refused
                 return await self._upstream(call, asker)

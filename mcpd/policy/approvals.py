@@ -24,7 +24,8 @@ from typing import Final, Literal
 import msgspec
 import trio
 
-from .agent import AgentInfo, Decider
+from .agent import AgentInfo
+from .kin import AgentKin, Decider, Tie
 
 TIMEOUT: Final = "timeout"  # who "decided" a call nobody decided in time
 PUSHED_OUT: Final = "room for another agent"  # who "decided" a call that gave its place up
@@ -40,6 +41,7 @@ class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
     mcpd's secrets masked and cut to a size a person can read."""
 
     agent: AgentInfo
+    kin: AgentKin  # who may not decide it
     tool: str  # as the agent called it
     server: str
     original: str  # the server's own name for it
@@ -212,15 +214,14 @@ class Approvals:
         reason: str | None = None,
         decider: Decider | None = None,
     ) -> PendingView:
-        """Decide the pending call ``id``. ``decider``: who decides, who must not be the
-        agent that asked, a process it started or one in its session."""
+        """Decide the pending call ``id``. ``decider``: who decides, who must not be
+        kin to the agent that asked (``AgentKin.tie``)."""
         pending = self._pending.get(id)
         if pending is None or pending.verdict is not None:
             raise ApprovalError(f"no call waits for approval under {id!r}")
-        asker = pending.request.agent.pid
-        excluded = None if decider is None or asker is None else decider.excluded(asker)
-        if excluded is not None:
-            raise ApprovalError(excluded)
+        tie = None if decider is None else pending.request.kin.tie(decider)
+        if tie is not None:
+            raise ApprovalError(not_yours(*tie))
         verdict = Verdict("approved" if approve else "denied", by, reason)
         self._settle(pending, verdict)
         return pending.view()
@@ -259,3 +260,17 @@ class Approvals:
     def forget_all(self) -> None:
         """The rules changed: what was approved under them holds no more."""
         self._remembered.clear()
+
+
+def not_yours(tie: Tie, pid: int | None) -> str:
+    """Why a decider kin to the agent (``tie``, through process ``pid``) may not decide
+    its call, and where a person can."""
+    if tie == "agent":
+        return (
+            f"the agent that made this call (pid {pid}), or a process it started, cannot "
+            "decide it; decide it from a terminal of your own, one the agent did not start"
+        )
+    return (
+        "a process in the same session as the agent that made this call (a tool its host "
+        "started, the terminal it runs in) cannot decide it; decide it from another terminal"
+    )

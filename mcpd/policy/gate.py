@@ -15,7 +15,7 @@ refused instead of shown one way and run another.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
 import msgspec
@@ -26,6 +26,7 @@ from protocol.visible import visible
 from ..config.policy import PolicyRule
 from .agent import AgentInfo
 from .approvals import AgentAnswer, ApprovalError, ApprovalRequest, Approvals, Verdict
+from .kin import AgentKin
 from .masking import KnownSecrets
 from .rates import RateLimits
 from .rules import CallFacts, Decision, Policy
@@ -36,6 +37,10 @@ MAX_SHOWN: Final = 8192
 # How much of a repeated key is said back.
 KEY_SHOWN: Final = 60
 _encode: Final = msgspec.json.Encoder().encode
+
+# Who may not decide the calls of the agent that asks (``kin.AgentKin``): looked up once
+# a call is to wait, and only then.
+FindKin = Callable[[], Awaitable[AgentKin]]
 
 
 class _Repeated(Exception):
@@ -109,10 +114,16 @@ class CallGate:
         return msgspec.structs.replace(decision, action="deny", limited=wait)
 
     def request(
-        self, facts: CallFacts, agent: AgentInfo, decision: Decision, arguments: bytes | None
+        self,
+        facts: CallFacts,
+        agent: AgentInfo,
+        kin: AgentKin,
+        decision: Decision,
+        arguments: bytes | None,
     ) -> ApprovalRequest:
         return ApprovalRequest(
             agent=agent,
+            kin=kin,
             tool=facts.name,
             server=facts.server,
             original=facts.original,
@@ -140,6 +151,7 @@ class CallGate:
         self,
         facts: CallFacts,
         agent: AgentInfo,
+        kin: FindKin,
         decision: Decision,
         arguments: bytes | None,
         agent_answer: AgentAnswer | None = None,
@@ -149,7 +161,7 @@ class CallGate:
         connection = agent.connection
         if self.approvals.remembered(connection, decision.rule, facts.server, facts.original):
             return Verdict("approved", REMEMBERED)
-        request = self.request(facts, agent, decision, arguments)
+        request = self.request(facts, agent, await kin(), decision, arguments)
         try:
             verdict = await self.approvals.ask(request, decision.timeout, agent_answer)
         except ApprovalError as exc:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import trio
@@ -77,3 +81,28 @@ async def read_pid(path: Path, timeout: float = 10.0) -> int:
 
 def fd_count() -> int:
     return len(os.listdir("/proc/self/fd"))
+
+
+def cat_named(folder: Path, name: str) -> Path:
+    """A copy of cat, named ``name``: a program whose name /proc will show."""
+    program = folder / name
+    shutil.copy(shutil.which("cat") or "/bin/cat", program)
+    return program
+
+
+@contextmanager
+def reading_stdin(
+    program: Path | str, new_session: bool = False
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``program`` (cat, or a copy) running until the block ends, in a session of its
+    own if asked."""
+    child = subprocess.Popen(
+        [str(program)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=new_session,
+    )
+    try:
+        yield child
+    finally:
+        child.communicate(b"")

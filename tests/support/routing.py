@@ -26,6 +26,7 @@ from mcpd.config.model import NamingConfig, ProfileConfig
 from mcpd.config.policy import PolicyRule
 from mcpd.policy.approvals import Approvals
 from mcpd.policy.gate import CallGate
+from mcpd.policy.kin import AgentKin
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
@@ -162,3 +163,6 @@ class StandInAgent(Agent):
 
     def news_sender(self) -> Callable[[bytes], None]:
         return self.send_nowait
+
+    async def kin(self) -> AgentKin:
+        return AgentKin()  # no process of its own

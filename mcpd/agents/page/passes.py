@@ -25,7 +25,7 @@ from typing import Final
 import msgspec
 import trio
 
-from ...policy.agent import Decider
+from ...policy.kin import Decider
 
 CODE_TTL: Final = 60.0
 SESSION_TTL: Final = 12 * 3600.0

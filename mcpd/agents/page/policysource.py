@@ -16,8 +16,8 @@ from typing import Final
 from protocol import jsonrpc as rpc
 
 from ...audit.record import CallRecord as Record
-from ...policy.agent import Decider
 from ...policy.approvals import ApprovalError
+from ...policy.kin import Decider
 from ...registry.views import ProfileView
 from ..backend import Control
 from .sources import CallFilter, CallRecord, Decision, PendingApproval, Sources

@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from ...policy.agent import Decider
+from ...policy.kin import Decider
 from ...registry.views import ProfileView
 
 Decision = Literal["approve", "deny"]

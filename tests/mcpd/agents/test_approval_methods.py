@@ -21,16 +21,19 @@ from mcpd.agents.approval_methods import HANDLERS, MAX_WAIT
 from mcpd.agents.peers import Peer, is_owner
 from mcpd.policy.agent import AgentInfo, user_name
 from mcpd.policy.approvals import ApprovalRequest, Approvals, Verdict
+from mcpd.policy.kin import Process, kin_of
 from protocol import jsonrpc as rpc
 
 # The agent is this process (and, where its session matters, a process of its own).
 AGENT_PID = os.getpid()
 ME = os.getuid()
-OWNER = Peer(pid=10, uid=ME, gid=0, lineage=(10, 1))
+OWNER = Peer(pid=10, uid=ME, gid=0, lineage=(Process(10), Process(1)))
 STRANGER = Peer(pid=12, uid=ME + 4242, gid=0)
 A_SERVERS_PROCESS = Peer(pid=13, uid=ME, gid=0, server="notes")
-THE_AGENT = Peer(pid=AGENT_PID, uid=ME, gid=0, lineage=(AGENT_PID, 1))
-STARTED_BY_THE_AGENT = Peer(pid=77, uid=ME, gid=0, lineage=(77, AGENT_PID, 1), session=5)
+THE_AGENT = Peer(pid=AGENT_PID, uid=ME, gid=0, lineage=(Process(AGENT_PID), Process(1)))
+STARTED_BY_THE_AGENT = Peer(
+    pid=77, uid=ME, gid=0, lineage=(Process(77), Process(AGENT_PID), Process(1)), session=5
+)
 
 
 class Conn:
@@ -59,6 +62,7 @@ async def one_waiting(api: Api, agent: int = AGENT_PID) -> AsyncIterator[list[Ve
     verdicts: list[Verdict] = []
     request = ApprovalRequest(
         agent=AgentInfo(uid=ME, pid=agent, connection="c1"),
+        kin=kin_of(agent),
         tool="mcp__git__push",
         server="git",
         original="push",
@@ -130,7 +134,9 @@ async def test_a_process_in_the_agents_session_cannot_decide_its_call(
     agent_in_a_session: int,
 ) -> None:
     api = Api()
-    beside = Peer(pid=78, uid=ME, gid=0, lineage=(78, 1), session=agent_in_a_session)
+    beside = Peer(
+        pid=78, uid=ME, gid=0, lineage=(Process(78), Process(1)), session=agent_in_a_session
+    )
     async with one_waiting(api, agent_in_a_session) as verdicts:
         with pytest.raises(rpc.RPCError) as refused:
             await call(api, "mcpd/approvals/decide", {"id": the_id(api), "approve": True}, beside)

@@ -25,6 +25,7 @@ from mcpd.agents.identity import Identity
 from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.agents.peers import Peer
 from mcpd.agents.tcp import Connect
+from mcpd.policy.kin import Process
 from protocol import jsonrpc as rpc
 from tests.support.routing import World
 
@@ -134,7 +135,9 @@ def caller(peer: Peer | None) -> Connection:
 
 
 def peer(uid: int = ME, **more: Any) -> Peer:
-    return Peer(pid=4242, uid=uid, gid=uid, lineage=(4242, 1), session=4242, **more)
+    return Peer(
+        pid=4242, uid=uid, gid=uid, lineage=(Process(4242), Process(1)), session=4242, **more
+    )
 
 
 async def call(api: Api, conn: Connection, method: str, params: Any = None) -> Any:

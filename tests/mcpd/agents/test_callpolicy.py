@@ -23,6 +23,7 @@ from mcpd.config.policy import PolicyRule
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import TIMEOUT, Approvals
 from mcpd.policy.gate import CallGate
+from mcpd.policy.kin import AgentKin
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.shown import Entry
@@ -194,6 +195,10 @@ class User:
         return self.answer
 
 
+async def nothing_known() -> AgentKin:
+    return AgentKin()
+
+
 def asked(p: CallPolicy, servers: ProfileServers) -> Ask:
     ask = p.decide(a_call(), entry_of(servers, "gh"), servers, AGENT)
     assert isinstance(ask, Ask)
@@ -207,7 +212,7 @@ async def test_the_agents_user_approves_and_is_shown_the_arguments(
     p = policy({"action": "ask", "reason": "deleting"})
     user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
     call = a_call(Raw(b'{"repo": "x"}'), ELICITATION)
-    assert await p.ask(call, AGENT, asked(p, servers), user) is None
+    assert await p.ask(call, AGENT, nothing_known, asked(p, servers), user) is None
     assert (call.decision, call.decided_by) == ("approved", "the agent's user")
     [(method, params)] = user.asked
     assert method == "elicitation/create" and '{"repo":"x"}' in params["message"]
@@ -220,7 +225,7 @@ async def test_an_agent_that_did_not_declare_elicitation_is_not_asked(
     p = policy({"action": "ask", "timeout": 30})
     user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
     call = a_call()
-    result = await p.ask(call, AGENT, asked(p, servers), user)
+    result = await p.ask(call, AGENT, nothing_known, asked(p, servers), user)
     assert user.asked == []
     assert isinstance(result, mcp.CallToolResult)
     assert (call.decision, call.decided_by) == ("unanswered", TIMEOUT)
@@ -244,7 +249,7 @@ async def test_only_an_explicit_approval_from_the_agent_approves(
     servers = profile({"gh": False})
     p = policy({"action": "ask"})
     call = a_call(capabilities=ELICITATION)
-    result = await p.ask(call, AGENT, asked(p, servers), User(answer))
+    result = await p.ask(call, AGENT, nothing_known, asked(p, servers), User(answer))
     assert isinstance(result, mcp.CallToolResult)
     assert (call.decision, call.decided_by) == ("denied", "the agent's user")
     assert call.refusal is not None and call.refusal.startswith("denied by the agent's user")
@@ -266,7 +271,7 @@ async def test_an_agent_that_cannot_answer_leaves_the_call_to_the_operator(
             approvals.decide(approvals.list()[0].id, False, "uid 0 (root)", "not today")
 
         nursery.start_soon(operator)
-        result = await p.ask(call, AGENT, asked(p, servers), user)
+        result = await p.ask(call, AGENT, nothing_known, asked(p, servers), user)
     assert len(user.asked) == 1
     assert isinstance(result, mcp.CallToolResult)
     assert (call.decision, call.decided_by) == ("denied", "uid 0 (root)")

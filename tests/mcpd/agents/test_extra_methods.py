@@ -25,6 +25,7 @@ from mcpd.agents.prompts import OUTAGE
 from mcpd.audit.record import CallRecord
 from mcpd.config.load import parse
 from mcpd.config.model import DaemonConfig, NamingConfig, ProfileConfig
+from mcpd.policy.kin import AgentKin
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.views import ProfileView
 from mcpd.servers.all_servers import AllServers
@@ -79,6 +80,9 @@ class FakeAgent(Agent):
 
     def news_sender(self) -> Callable[[bytes], None]:
         return self.send_nowait
+
+    async def kin(self) -> AgentKin:
+        return AgentKin()  # no process of its own
 
     def messages(self) -> list[dict[str, Any]]:
         out = [msgspec.json.decode(line) for line in self.sent]

@@ -22,6 +22,7 @@ import trio
 from mcpd.daemon import Daemon
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import ApprovalRequest, Verdict
+from mcpd.policy.kin import AgentKin, Process
 from tests.support.agent import make_config, running
 from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
@@ -48,6 +49,7 @@ async def mcpd(socket: str, *argv: str) -> tuple[int, str]:
 def request(original: str, agent: AgentInfo = AGENT) -> ApprovalRequest:
     return ApprovalRequest(
         agent=agent,
+        kin=AgentKin(agents=() if agent.pid is None else (Process(agent.pid),)),
         tool=f"mcp__github__{original}",
         server="github",
         original=original,
@@ -145,7 +147,8 @@ async def test_the_agent_that_asked_cannot_decide(tmp_path: Path) -> None:
             mine = await held.hold("delete_repo", me)
             code, out = await mcpd(held.daemon.socket_path, "approvals", "approve", mine)
             assert code == 1
-            assert "the agent that made this call (or a process it started) cannot" in out
+            assert f"the agent that made this call (pid {os.getpid()})" in out
+            assert "cannot decide it; decide it from a terminal of your own" in out
             assert [v.id for v in held.daemon.approvals.list()] == [mine]
 
 

@@ -21,6 +21,7 @@ from mcpd.config.secrets import HeldSecret
 from mcpd.oversight import Oversight
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import ApprovalRequest
+from mcpd.policy.kin import AgentKin
 from mcpd.policy.masking import marker
 from mcpd.policy.rules import CallFacts
 
@@ -114,7 +115,9 @@ def test_a_reload_puts_its_rules_in_force(tmp_path: Path) -> None:
 
 
 def request(server: str) -> ApprovalRequest:
-    return ApprovalRequest(agent=AGENT, tool="t", server=server, original="t", arguments="{}")
+    return ApprovalRequest(
+        agent=AGENT, kin=AgentKin(), tool="t", server=server, original="t", arguments="{}"
+    )
 
 
 async def test_a_reader_of_some_servers_sees_their_approvals_and_no_audit(

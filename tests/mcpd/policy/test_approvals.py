@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 from mcpd.policy import asking, refusals
-from mcpd.policy.agent import AgentInfo, Decider, decider_of, exe_of, session_of
+from mcpd.policy.agent import AgentInfo, exe_of
 from mcpd.policy.approvals import (
     PER_AGENT,
     TIMEOUT,
@@ -27,6 +27,7 @@ from mcpd.policy.approvals import (
     Verdict,
 )
 from mcpd.policy.gate import CallGate
+from mcpd.policy.kin import AgentKin, Decider, Process, decider_of, kin_of, session_of
 from mcpd.policy.masking import KnownSecrets
 from mcpd.policy.rules import CallFacts, Decision
 
@@ -42,9 +43,15 @@ child.wait()
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
 
 
-def request(agent: AgentInfo = AGENT, tool: str = "mcp__github__delete_repo") -> ApprovalRequest:
+def request(
+    agent: AgentInfo = AGENT, tool: str = "mcp__github__delete_repo", kin: AgentKin | None = None
+) -> ApprovalRequest:
+    """A call of ``agent``, whose kin is its process alone unless ``kin`` says more."""
+    if kin is None:
+        kin = AgentKin(agents=() if agent.pid is None else (Process(agent.pid),))
     return ApprovalRequest(
         agent=agent,
+        kin=kin,
         tool=tool,
         server="github",
         original="delete_repo",
@@ -52,6 +59,10 @@ def request(agent: AgentInfo = AGENT, tool: str = "mcp__github__delete_repo") ->
         rule=1,
         reason="deleting needs a person",
     )
+
+
+async def nothing_known() -> AgentKin:
+    return AgentKin()
 
 
 async def started(approvals: Approvals, count: int) -> None:
@@ -197,7 +208,7 @@ async def test_an_agent_cannot_decide_its_own_call(autojump_clock: trio.testing.
     approvals = Approvals()
     me = AgentInfo(uid=os.getuid(), pid=os.getpid(), connection="c1")
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(approvals.ask, request(me), 120)
+        nursery.start_soon(approvals.ask, request(me, kin=kin_of(os.getpid())), 120)
         await started(approvals, 1)
         [view] = approvals.list()
         with pytest.raises(ApprovalError, match="cannot decide it"):
@@ -206,7 +217,7 @@ async def test_an_agent_cannot_decide_its_own_call(autojump_clock: trio.testing.
         child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
                                  stdin=subprocess.PIPE)  # fmt: skip
         try:
-            assert os.getpid() in decider_of(child.pid).lineage
+            assert os.getpid() in [p.pid for p in decider_of(child.pid).lineage]
             with pytest.raises(ApprovalError, match="cannot decide it"):
                 approvals.decide(view.id, True, "me", decider=decider_of(child.pid))
         finally:
@@ -240,11 +251,11 @@ async def test_a_process_in_the_agent_s_session_cannot_decide_its_call(
         async with trio.open_nursery() as nursery:
             for pid in (beside, apart.pid):
                 agent = AgentInfo(uid=os.getuid(), pid=pid, connection=str(pid))
-                nursery.start_soon(approvals.ask, request(agent), 120)
+                nursery.start_soon(approvals.ask, request(agent, kin=kin_of(pid)), 120)
                 await started(approvals, 1 + (pid == apart.pid))
             by_pid = {v.agent.pid: v.id for v in approvals.list()}
             me = decider_of(leader.pid)
-            assert beside not in me.lineage
+            assert beside not in [p.pid for p in me.lineage]
             with pytest.raises(ApprovalError, match="same session as the agent"):
                 approvals.decide(by_pid[beside], True, "me", decider=me)
             approvals.decide(by_pid[apart.pid], True, "me", decider=me)
@@ -266,8 +277,8 @@ async def test_a_session_that_cannot_be_read_leaves_the_lineage_check(
         await started(approvals, 1)
         [view] = approvals.list()
         with pytest.raises(ApprovalError, match="cannot decide it"):
-            approvals.decide(view.id, True, "me", decider=Decider((7, 4242), 0))
-        approvals.decide(view.id, True, "me", decider=Decider((7, 8), 0))
+            approvals.decide(view.id, True, "me", decider=Decider((Process(7), Process(4242)), 0))
+        approvals.decide(view.id, True, "me", decider=Decider((Process(7), Process(8)), 0))
     assert approvals.list() == []
 
 
@@ -282,18 +293,18 @@ async def test_an_approval_is_remembered_for_its_connection_only(
     async with trio.open_nursery() as nursery:
 
         async def call() -> None:
-            assert (await gate.ask(facts, AGENT, decision, b"{}")).by == "operator"
+            assert (await gate.ask(facts, AGENT, nothing_known, decision, b"{}")).by == "operator"
 
         nursery.start_soon(call)
         await started(gate.approvals, 1)
         gate.approvals.decide(gate.approvals.list()[0].id, True, "operator")
     start = trio.current_time()
-    assert (await gate.ask(facts, AGENT, decision, b"{}")).by == "remembered"
+    assert (await gate.ask(facts, AGENT, nothing_known, decision, b"{}")).by == "remembered"
     assert trio.current_time() == start  # nobody was asked
     other = msgspec.structs.replace(AGENT, connection="c2")
-    assert (await gate.ask(facts, other, decision, b"{}")).by == TIMEOUT
+    assert (await gate.ask(facts, other, nothing_known, decision, b"{}")).by == TIMEOUT
     gate.approvals.forget("c1")
-    assert (await gate.ask(facts, AGENT, decision, b"{}")).by == TIMEOUT
+    assert (await gate.ask(facts, AGENT, nothing_known, decision, b"{}")).by == TIMEOUT
 
 
 async def test_a_full_list_refuses_with_a_reason(autojump_clock: trio.testing.MockClock) -> None:
@@ -302,9 +313,9 @@ async def test_a_full_list_refuses_with_a_reason(autojump_clock: trio.testing.Mo
     decision = Decision(action="ask", rule=0)
     async with trio.open_nursery() as nursery:
         for _ in range(PER_AGENT):
-            nursery.start_soon(gate.ask, facts, AGENT, decision, b"{}")
+            nursery.start_soon(gate.ask, facts, AGENT, nothing_known, decision, b"{}")
         await started(gate.approvals, PER_AGENT)
-        verdict = await gate.ask(facts, AGENT, decision, b"{}")
+        verdict = await gate.ask(facts, AGENT, nothing_known, decision, b"{}")
         nursery.cancel_scope.cancel()
     assert verdict.outcome == "unanswered" and "already wait" in (verdict.reason or "")
     text = refusals.not_approved(facts, decision, verdict).content[0].text

@@ -18,12 +18,17 @@ from mcpd.config.secrets import HeldSecret
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import PER_AGENT, TIMEOUT, ApprovalRequest, Approvals, Verdict
 from mcpd.policy.gate import KEY_SHOWN, MAX_SHOWN, REMEMBERED, CallGate, repeated_key
+from mcpd.policy.kin import AgentKin, Process
 from mcpd.policy.masking import KnownSecrets, marker
 from mcpd.policy.rules import CallFacts
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
 SECRET = "tok-9f8e7d6c5b4a3210"
 WHERE = "servers.github.env.GITHUB_TOKEN"
+
+
+async def nothing_known() -> AgentKin:
+    return AgentKin()
 
 
 def facts(name: str = "mcp__github__merge", original: str = "merge") -> CallFacts:
@@ -177,9 +182,11 @@ def test_the_request_names_the_tool_both_ways_with_the_rule_and_its_reason() -> 
     g = gate({"action": "ask", "reason": "merging needs a person"})
     f = facts("renamed_merge", "merge")
     decision = g.decide(f, AGENT)
-    req = g.request(f, AGENT, decision, b'{"pr": 7}')
+    kin = AgentKin(agents=(Process(4242),))
+    req = g.request(f, AGENT, kin, decision, b'{"pr": 7}')
     assert req == ApprovalRequest(
         agent=AGENT,
+        kin=kin,
         tool="renamed_merge",
         server="github",
         original="merge",
@@ -213,17 +220,23 @@ async def test_an_approval_is_remembered_only_when_the_rule_says_so(
     forgets = gate({"action": "ask"})
     for g, expected in ((remembers, REMEMBERED), (forgets, TIMEOUT)):
         decision = g.decide(facts(), AGENT)
-        first = await decide_first(g, lambda: g.ask(facts(), AGENT, decision, b"{}"), True)  # noqa: B023
+        first = await decide_first(
+            g,
+            lambda: g.ask(facts(), AGENT, nothing_known, decision, b"{}"),  # noqa: B023
+            True,
+        )
         assert first.approved
-        assert (await g.ask(facts(), AGENT, decision, b"{}")).by == expected
+        assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == expected
 
 
 async def test_a_denial_is_never_remembered(autojump_clock: trio.testing.MockClock) -> None:
     g = gate({"action": "ask", "remember": "connection"})
     decision = g.decide(facts(), AGENT)
-    denied = await decide_first(g, lambda: g.ask(facts(), AGENT, decision, b"{}"), False)
+    denied = await decide_first(
+        g, lambda: g.ask(facts(), AGENT, nothing_known, decision, b"{}"), False
+    )
     assert denied.outcome == "denied"
-    assert (await g.ask(facts(), AGENT, decision, b"{}")).by == TIMEOUT
+    assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == TIMEOUT
 
 
 async def test_a_remembered_approval_covers_that_tool_of_that_rule_alone(
@@ -231,12 +244,12 @@ async def test_a_remembered_approval_covers_that_tool_of_that_rule_alone(
 ) -> None:
     g = gate({"action": "ask", "remember": "connection"})
     decision = g.decide(facts(), AGENT)
-    await decide_first(g, lambda: g.ask(facts(), AGENT, decision, b"{}"), True)
+    await decide_first(g, lambda: g.ask(facts(), AGENT, nothing_known, decision, b"{}"), True)
     other_tool = facts("mcp__github__delete_repo", "delete_repo")
-    assert (await g.ask(other_tool, AGENT, decision, b"{}")).by == TIMEOUT
+    assert (await g.ask(other_tool, AGENT, nothing_known, decision, b"{}")).by == TIMEOUT
     # The same tool under another name (a profile's naming) is the same tool.
     renamed = facts("gh_merge", "merge")
-    assert (await g.ask(renamed, AGENT, decision, b"{}")).by == REMEMBERED
+    assert (await g.ask(renamed, AGENT, nothing_known, decision, b"{}")).by == REMEMBERED
 
 
 async def test_rules_changed_by_a_reload_are_asked_again_not_answered_by_old_approvals(
@@ -244,8 +257,8 @@ async def test_rules_changed_by_a_reload_are_asked_again_not_answered_by_old_app
 ) -> None:
     g = gate({"action": "ask", "remember": "connection", "tools": ["github/merge"]})
     decision = g.decide(facts(), AGENT)
-    await decide_first(g, lambda: g.ask(facts(), AGENT, decision, b"{}"), True)
-    assert (await g.ask(facts(), AGENT, decision, b"{}")).by == REMEMBERED
+    await decide_first(g, lambda: g.ask(facts(), AGENT, nothing_known, decision, b"{}"), True)
+    assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == REMEMBERED
     # The operator puts a stricter rule first: what it asks about, a person decides.
     g.configure(
         [
@@ -255,7 +268,7 @@ async def test_rules_changed_by_a_reload_are_asked_again_not_answered_by_old_app
     )
     stricter = g.decide(facts(), AGENT)
     assert stricter.rule == 0
-    verdict = await g.ask(facts(), AGENT, stricter, b"{}")
+    verdict = await g.ask(facts(), AGENT, nothing_known, stricter, b"{}")
     assert verdict.by == TIMEOUT
 
 
@@ -266,9 +279,9 @@ async def test_a_reload_that_keeps_the_rules_keeps_what_was_approved(
     g = gate()
     g.configure(rules)
     decision = g.decide(facts(), AGENT)
-    await decide_first(g, lambda: g.ask(facts(), AGENT, decision, b"{}"), True)
+    await decide_first(g, lambda: g.ask(facts(), AGENT, nothing_known, decision, b"{}"), True)
     g.configure(list(rules))
-    assert (await g.ask(facts(), AGENT, decision, b"{}")).by == REMEMBERED
+    assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == REMEMBERED
 
 
 def test_a_reload_that_changes_the_rules_counts_each_rules_calls_afresh() -> None:
@@ -292,10 +305,10 @@ async def test_an_agent_with_too_many_calls_waiting_is_told_so_not_held(
     decision = g.decide(facts(), AGENT)
     async with trio.open_nursery() as nursery:
         for _ in range(PER_AGENT):
-            nursery.start_soon(g.ask, facts(), AGENT, decision, b"{}")
+            nursery.start_soon(g.ask, facts(), AGENT, nothing_known, decision, b"{}")
         await waiting(g.approvals, PER_AGENT)
         start = trio.current_time()
-        verdict = await g.ask(facts(), AGENT, decision, b"{}")
+        verdict = await g.ask(facts(), AGENT, nothing_known, decision, b"{}")
         assert trio.current_time() == start
         nursery.cancel_scope.cancel()
     assert (verdict.outcome, verdict.by) == ("unanswered", "mcpd")
@@ -313,8 +326,8 @@ async def test_the_agents_user_may_decide_and_the_approval_is_remembered(
         asked.append(request)
         return Verdict("approved", "the agent's user")
 
-    verdict = await g.ask(facts(), AGENT, decision, b'{"k": 1}', user)
+    verdict = await g.ask(facts(), AGENT, nothing_known, decision, b'{"k": 1}', user)
     assert verdict.by == "the agent's user"
     assert [r.arguments for r in asked] == ['{"k":1}']
-    assert (await g.ask(facts(), AGENT, decision, b"{}", user)).by == REMEMBERED
+    assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}", user)).by == REMEMBERED
     assert len(asked) == 1

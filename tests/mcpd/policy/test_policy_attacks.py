@@ -10,9 +10,11 @@ from typing import Any
 
 import trio
 
+from tests.support import self_approval
 from tests.support.agent import META, connect
 from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
 from tests.support.policy_daemon import LIMIT, policy_daemon, text
+from tests.support.socket_cli import mcpd
 
 ASKS = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}
@@ -153,3 +155,22 @@ async def test_arguments_giving_a_key_twice_are_refused_where_a_person_would_be_
                 asked.reason == "denied by mcpd: the arguments give the key 'text' more than once"
             )
             assert (read.decision, read.outcome) == ("allow", "ok")
+
+
+async def test_a_child_left_by_an_agent_that_exited_cannot_decide_its_call(tmp_path: Path) -> None:
+    """The process that connected and made the call exits; its child keeps the connection,
+    in the same session, and runs ``mcpd approvals approve``: still the agent's session
+    (read when it connected), so refused; a person's own terminal decides it."""
+    with trio.fail_after(LIMIT):
+        async with (
+            policy_daemon(tmp_path) as setup,
+            self_approval.agent("call", setup.daemon.socket_path, "mcp__gh__create_issue") as agent,
+        ):
+            [waiting] = await setup.pending()
+            await agent.reaped()
+            code, said = await agent.runs("approvals", "approve", waiting.id)
+            assert code != 0 and "same session as the agent" in said, said
+            assert [p.id for p in setup.daemon.approvals.list()] == [waiting.id]
+            await mcpd(Path(setup.daemon.socket_path), "approvals", "deny", waiting.id)
+            await setup.none_pending()
+            assert setup.reached("create_issue") == []

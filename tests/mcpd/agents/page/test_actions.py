@@ -21,7 +21,7 @@ from mcpd.agents.page.actions import MAX_FORM, NO_SESSION, Actions, checked_form
 from mcpd.agents.page.assets import SECURITY_HEADERS
 from mcpd.agents.page.passes import PageSession
 from mcpd.agents.page.sources import NO_SOURCES, Decision, Sources
-from mcpd.policy.agent import Decider
+from mcpd.policy.kin import Decider
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 

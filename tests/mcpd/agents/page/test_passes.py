@@ -20,7 +20,7 @@ from mcpd.agents.page.passes import (
     read_cookies,
 )
 from mcpd.local.tcpowner import OwnerUnknown
-from mcpd.policy.agent import Decider
+from mcpd.policy.kin import Decider, Process
 
 
 class Token:
@@ -66,7 +66,7 @@ async def test_a_code_is_good_until_its_time_is_up(autojump_clock: MockClock) ->
 
 async def test_a_session_is_for_whoever_asked_for_its_code() -> None:
     passes = Passes(Token())
-    who = Decider(lineage=(4242, 1), session=4242)
+    who = Decider(lineage=(Process(4242, 7), Process(1)), session=4242)
     session = passes.session(opened(passes, who))
     assert session is not None and session.decider == who
 

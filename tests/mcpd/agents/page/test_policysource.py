@@ -18,8 +18,9 @@ from mcpd.agents.page.sources import CallFilter, Sources
 from mcpd.audit.log import AuditLog
 from mcpd.audit.record import CallRecord as Record
 from mcpd.config.model import DaemonConfig
-from mcpd.policy.agent import AgentInfo, Decider
+from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import ApprovalRequest, Approvals
+from mcpd.policy.kin import AgentKin, Decider
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 
@@ -66,7 +67,12 @@ def call(n: int, server: str | None, outcome: str, agent: AgentInfo = AGENT) -> 
 
 def asked(tool: str = "mail__send") -> ApprovalRequest:
     return ApprovalRequest(
-        agent=AGENT, tool=tool, server="mail", original="send", arguments='{"to": "x"}'
+        agent=AGENT,
+        kin=AgentKin(),
+        tool=tool,
+        server="mail",
+        original="send",
+        arguments='{"to": "x"}',
     )
 
 

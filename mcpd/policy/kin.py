@@ -1,0 +1,121 @@
+"""Who may not decide whose call: the agent's side and the decider's, as /proc told.
+
+A call waiting for approval must be decided by a person, not by the agent that made
+it with the tools it is given. So mcpd keeps, of each agent, its ``AgentKin``: its
+process and its session, read while the agent was there to be read (when it
+connected). A decider (``Decider``) is read when it connects: its process, those it
+descends from, and its session. A decider that is the agent's process or descends
+from it, or shares its session, may not decide.
+
+A process is its pid and its start time: a pid names another process once the first
+is gone, and a start time tells the two apart. What /proc cannot say (a process gone,
+or hidden) matches by pid alone, so that an unreadable start time never lets anyone
+through. A session read as 0 (begun outside mcpd's PID namespace) says nothing of who
+is beside whom, and matches nobody.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import msgspec
+
+_LINEAGE: Final = 64
+# Fields of /proc/PID/stat, counted from the state (0) after the name.
+_PARENT: Final = 1
+_SESSION: Final = 3
+_STARTED: Final = 19
+
+
+def _stat(pid: int) -> list[bytes] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The name (field 2) is in parentheses and may hold anything, spaces included.
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def _field(fields: list[bytes] | None, index: int) -> int | None:
+    if fields is None:
+        return None
+    try:
+        return int(fields[index])
+    except (IndexError, ValueError):
+        return None
+
+
+def parent_of(pid: int) -> int | None:
+    return _field(_stat(pid), _PARENT)
+
+
+def session_of(pid: int) -> int | None:
+    """The session ``pid`` is in (a terminal's, or a service's), 0 or None if unknown."""
+    return _field(_stat(pid), _SESSION)
+
+
+class Process(msgspec.Struct, frozen=True):
+    pid: int
+    started: int | None = None  # clock ticks after boot; None: not read
+
+    def among(self, processes: tuple[Process, ...]) -> bool:
+        """Whether this is one of ``processes`` (by pid alone where either start time
+        is unknown)."""
+        return any(
+            p.pid == self.pid
+            and (p.started is None or self.started is None or p.started == self.started)
+            for p in processes
+        )
+
+
+class Decider(msgspec.Struct, frozen=True):
+    """Who decides a call waiting for approval, as /proc told when they asked: their
+    process and those it descends from, and their session."""
+
+    lineage: tuple[Process, ...] = ()
+    session: int | None = None
+
+
+def decider_of(pid: int, limit: int = _LINEAGE) -> Decider:
+    lineage: list[Process] = []
+    session: int | None = None
+    current: int | None = pid
+    while current is not None and current > 1 and len(lineage) < limit:
+        fields = _stat(current)
+        lineage.append(Process(current, _field(fields, _STARTED)))
+        if current == pid:
+            session = _field(fields, _SESSION)
+        current = _field(fields, _PARENT)
+    return Decider(tuple(lineage), session)
+
+
+# How a decider is kin to an agent: it is (or descends from) the agent's process, or
+# it shares its session.
+Tie = Literal["agent", "session"]
+
+
+class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
+    """Who may not decide an agent's calls (nobody, where nothing is known of it)."""
+
+    agents: tuple[Process, ...] = ()
+    sessions: frozenset[int] = frozenset()
+
+    def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
+        """How ``decider`` is kin to this agent (and the pid it is kin through), or None."""
+        for p in self.agents:
+            if p.among(decider.lineage):
+                return "agent", p.pid
+        if decider.session and decider.session in self.sessions:
+            return "session", None
+        return None
+
+
+def kin_of(pid: int) -> AgentKin:
+    """The agent that is process ``pid``, as /proc says now."""
+    fields = _stat(pid)
+    session = _field(fields, _SESSION)
+    return AgentKin(
+        agents=(Process(pid, _field(fields, _STARTED)),),
+        sessions=frozenset({session} if session else ()),
+    )

@@ -1,0 +1,107 @@
+"""Who may not decide whose call: what /proc says of a process (also one whose program
+chose a name to confuse the reading), a decider's lineage and session, and an agent's
+kin, which a decider that is, descends from or sits beside it is refused by. Sessions
+are made here (``start_new_session``): the tests' own may read as 0."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpd.policy.kin import AgentKin, Decider, Process, decider_of, kin_of, parent_of, session_of
+from tests.support.procs import cat_named, reading_stdin
+
+GONE = 2**22 + 12345  # above any pid the kernel hands out
+
+
+def pids(decider: Decider) -> tuple[int, ...]:
+    return tuple(p.pid for p in decider.lineage)
+
+
+# -- what /proc says --
+
+
+def test_a_program_named_with_parentheses_and_spaces_does_not_shift_its_stat_fields(
+    tmp_path: Path,
+) -> None:
+    # /proc/PID/stat puts the name in parentheses; a name that closes them early and
+    # adds numbers must not pass for the process's parent or session.
+    program = cat_named(tmp_path, "x) R 1 1 1 (y")
+    with reading_stdin(program, new_session=True) as child:
+        assert parent_of(child.pid) == os.getpid()
+        assert session_of(child.pid) == child.pid
+        assert pids(decider_of(child.pid))[:2] == (child.pid, os.getpid())
+        assert kin_of(child.pid).sessions == {child.pid}
+
+
+def test_a_process_that_is_gone_says_nothing() -> None:
+    assert parent_of(GONE) is None
+    assert session_of(GONE) is None
+    assert decider_of(GONE) == Decider((Process(GONE),), None)
+    assert kin_of(GONE) == AgentKin(agents=(Process(GONE),))
+
+
+def test_the_lineage_climbs_to_init_and_stops_at_its_limit() -> None:
+    lineage = pids(decider_of(os.getpid()))
+    assert lineage[0] == os.getpid() and lineage[1] == os.getppid()
+    assert 1 not in lineage and 0 not in lineage
+    assert pids(decider_of(os.getpid(), limit=1)) == (os.getpid(),)
+
+
+def test_a_process_is_known_by_its_start_time_too() -> None:
+    me = decider_of(os.getpid()).lineage[0]
+    assert me.started is not None and me.started > 0
+    assert kin_of(os.getpid()).agents == (me,)
+
+
+# -- who may decide --
+
+
+def test_the_agent_and_what_it_started_may_not_decide_its_call() -> None:
+    agent = AgentKin(agents=(Process(200, 5),))
+    assert agent.tie(Decider((Process(200, 5),))) == ("agent", 200)  # itself
+    assert agent.tie(Decider((Process(300, 9), Process(200, 5), Process(100, 1)))) == (
+        "agent",
+        200,
+    )  # a process it started
+    assert agent.tie(Decider((Process(100, 1),))) is None  # what started it
+    assert agent.tie(Decider((Process(400, 5),))) is None
+
+
+def test_a_pid_given_to_another_process_since_is_not_the_agent() -> None:
+    """The agent exited and its pid names a later process: one that descends from that
+    process is not the agent's. A start time /proc did not give matches by pid."""
+    agent = AgentKin(agents=(Process(200, 5),))
+    assert agent.tie(Decider((Process(300, 9), Process(200, 70)))) is None
+    assert agent.tie(Decider((Process(300, 9), Process(200)))) == ("agent", 200)
+    assert AgentKin(agents=(Process(200),)).tie(Decider((Process(200, 70),))) == ("agent", 200)
+
+
+def test_a_decider_in_the_agents_session_is_refused_one_apart_is_not() -> None:
+    with reading_stdin(sys.executable, new_session=True) as agent:
+        kin = kin_of(agent.pid)
+        assert kin.tie(Decider((Process(1_000_001),), session=agent.pid)) == ("session", None)
+        assert kin.tie(Decider((Process(1_000_001),), session=agent.pid + 1)) is None
+
+
+@pytest.mark.parametrize("session", [0, None])
+def test_an_unknown_session_matches_no_agent(session: int | None) -> None:
+    # 0 (begun outside the PID namespace) or unread: it says nothing of who is beside whom,
+    # not even about an agent whose session reads the same.
+    with reading_stdin(sys.executable) as agent:
+        kin = kin_of(agent.pid)
+        assert kin.tie(Decider((Process(1_000_001),), session=session)) is None
+        unread = AgentKin(agents=(Process(agent.pid),), sessions=frozenset())
+        assert unread.tie(Decider((Process(1_000_001),), session=session_of(agent.pid))) is None
+
+
+def test_the_session_is_the_one_read_while_the_agent_was_there() -> None:
+    """Read when the agent connected, its session stays its kin once it has exited:
+    the children it left in that session are still refused."""
+    with reading_stdin(sys.executable, new_session=True) as agent:
+        kin = kin_of(agent.pid)
+    assert session_of(agent.pid) is None  # gone, and reaped
+    assert kin.tie(Decider((Process(1_000_001),), session=agent.pid)) == ("session", None)

@@ -1,0 +1,192 @@
+"""An agent that tries to approve what is meant for a person, run as a program of its
+own (``python self_approval.py MODE ...``), the way a model would with its shell tool.
+
+Each mode makes the agent's side of a scene, then reads lines from stdin: each line is
+the arguments of an ``mcpd`` command its "shell tool" runs (``--socket`` is added), and
+for each it prints one JSON line, ``{"rc": ..., "out": ...}``. Closing stdin ends it.
+
+- ``socket SOCKET``: connects to the daemon's socket and speaks MCP on it.
+- ``call SOCKET TOOL``: connects, calls ``TOOL``, and is gone: the process that
+  connected exits and leaves the connection (and the shell) to its child, in the same
+  session.
+- ``bridge SOCKET TOOL``: a host that runs ``mcpd bridge`` and calls ``TOOL`` through
+  it; its shell tool is the bridge's sibling, and runs each command under ``setsid``.
+- ``endpoint PORT TOKEN TOOL``: calls ``TOOL`` on the HTTP endpoint, waiting for its
+  answer on the connection while the shell runs.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+ROOT = Path(__file__).resolve().parents[2]
+MODERN = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def line(rid: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode() + b"\n"
+
+
+def initialize(rid: int) -> bytes:
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "a", "version": "1"},
+    }
+    return line(rid, "initialize", hello)
+
+
+def shell(sock: str, setsid: bool = False) -> None:
+    """Run what stdin asks, as the agent's shell tool would."""
+    for asked in sys.stdin:
+        argv = [sys.executable, "-m", "mcpd", *asked.split(), "--socket", sock]
+        done = subprocess.run(
+            ["setsid", *argv] if setsid else argv,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        print(json.dumps({"rc": done.returncode, "out": done.stdout + done.stderr}), flush=True)
+
+
+def on_socket(sock: str) -> None:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(sock)
+        s.sendall(initialize(1))
+        s.makefile("rb").readline()
+        shell(sock)
+
+
+def call_and_leave(sock: str, tool: str) -> None:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(initialize(1))
+    s.makefile("rb").readline()
+    s.sendall(line(2, "tools/call", {"name": tool, "arguments": {"text": "mine"}}))
+    if os.fork() != 0:
+        os._exit(0)  # the process that connected and called is gone
+    shell(sock)
+    s.close()
+
+
+def through_bridge(sock: str, tool: str) -> None:
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "mcpd", "bridge", "--socket", sock],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert bridge.stdin is not None and bridge.stdout is not None
+    bridge.stdin.write(initialize(1))
+    bridge.stdin.flush()
+    bridge.stdout.readline()
+    bridge.stdin.write(line(2, "tools/call", {"name": tool, "arguments": {"text": "mine"}}))
+    bridge.stdin.flush()
+    try:
+        shell(sock, setsid=True)
+    finally:
+        bridge.kill()
+        bridge.wait()
+
+
+def on_endpoint(port: int, token: str, tool: str, sock: str) -> None:
+    def call() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        params = {"name": tool, "arguments": {"text": "mine"}, "_meta": META}
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": tool,
+        }
+        try:
+            conn.request("POST", "/mcp", body, headers)
+            conn.getresponse().read()
+        except OSError:
+            pass
+
+    threading.Thread(target=call, daemon=True).start()
+    shell(sock)
+
+
+def main(mode: str, *args: str) -> None:
+    if mode == "socket":
+        on_socket(args[0])
+    elif mode == "call":
+        call_and_leave(args[0], args[1])
+    elif mode == "bridge":
+        through_bridge(args[0], args[1])
+    elif mode == "endpoint":
+        on_endpoint(int(args[0]), args[1], args[2], args[3])
+    else:
+        raise SystemExit(f"no mode {mode!r}")
+
+
+class Agent:
+    """The agent program as a test drives it, from outside its session."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+
+    async def reaped(self) -> None:
+        """Until the process started is gone and reaped (in ``call``, the one that
+        connected: its pid then names nothing)."""
+        await trio.to_thread.run_sync(self.proc.wait)
+
+    async def runs(self, *argv: str) -> tuple[int, str]:
+        """``mcpd ARGV`` run by the agent's shell tool: its exit status and output."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(" ".join(argv) + "\n")
+        self.proc.stdin.flush()
+        said = json.loads(await trio.to_thread.run_sync(self.proc.stdout.readline))
+        return said["rc"], said["out"]
+
+
+@asynccontextmanager
+async def agent(*argv: str) -> AsyncIterator[Agent]:
+    """The agent program in ``MODE ARGS`` (see above), in a session of its own."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    try:
+        yield Agent(proc)
+    finally:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()
+        # Whoever holds its output last (the child that stayed) has gone once it ends.
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(proc.stdout.read)
+            await trio.to_thread.run_sync(proc.wait)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
