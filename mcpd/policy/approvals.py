@@ -270,6 +270,12 @@ def not_yours(tie: Tie, pid: int | None) -> str:
             f"the agent that made this call (pid {pid}), or a process it started, cannot "
             "decide it; decide it from a terminal of your own, one the agent did not start"
         )
+    if tie == "host":
+        return (
+            f"the host that started the mcpd bridge this call came through (pid {pid}), or "
+            "a process it started (such as its shell tool), cannot decide it; decide it "
+            "from a terminal of your own, one the host did not start"
+        )
     return (
         "a process in the same session as the agent that made this call (a tool its host "
         "started, the terminal it runs in) cannot decide it; decide it from another terminal"

@@ -2,25 +2,33 @@
 
 A call waiting for approval must be decided by a person, not by the agent that made
 it with the tools it is given. So mcpd keeps, of each agent, its ``AgentKin``: its
-process and its session, read while the agent was there to be read (when it
-connected). A decider (``Decider``) is read when it connects: its process, those it
-descends from, and its session. A decider that is the agent's process or descends
-from it, or shares its session, may not decide.
+process (and for ``mcpd bridge``, a relay, the host that started it, whose shell
+tool is the bridge's sibling) and the sessions they are in, read while the agent was
+there to be read (when it connected). A decider (``Decider``) is read when it
+connects: its process, those it descends from, and its session. A decider that is
+one of the agent's processes or descends from one, or shares a session with them,
+may not decide.
 
 A process is its pid and its start time: a pid names another process once the first
 is gone, and a start time tells the two apart. What /proc cannot say (a process gone,
 or hidden) matches by pid alone, so that an unreadable start time never lets anyone
 through. A session read as 0 (begun outside mcpd's PID namespace) says nothing of who
 is beside whom, and matches nobody.
+
+``runs_bridge`` reads a process's command line, which the process chose: one that
+passes for a bridge adds its own parent to those kept from deciding its calls, which
+gains it nothing.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Final, Literal
 
 import msgspec
 
 _LINEAGE: Final = 64
+_MAX_CMDLINE: Final = 1 << 16
 # Fields of /proc/PID/stat, counted from the state (0) after the name.
 _PARENT: Final = 1
 _SESSION: Final = 3
@@ -69,6 +77,10 @@ class Process(msgspec.Struct, frozen=True):
         )
 
 
+def process_of(pid: int) -> Process:
+    return Process(pid, _field(_stat(pid), _STARTED))
+
+
 class Decider(msgspec.Struct, frozen=True):
     """Who decides a call waiting for approval, as /proc told when they asked: their
     process and those it descends from, and their session."""
@@ -91,21 +103,27 @@ def decider_of(pid: int, limit: int = _LINEAGE) -> Decider:
 
 
 # How a decider is kin to an agent: it is (or descends from) the agent's process, or
-# it shares its session.
-Tie = Literal["agent", "session"]
+# the host of the agent's bridge; or it shares a session with them.
+Tie = Literal["agent", "host", "session"]
 
 
 class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
     """Who may not decide an agent's calls (nobody, where nothing is known of it)."""
 
     agents: tuple[Process, ...] = ()
+    hosts: tuple[Process, ...] = ()  # what started an mcpd bridge among ``agents``
     sessions: frozenset[int] = frozenset()
 
     def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
         """How ``decider`` is kin to this agent (and the pid it is kin through), or None."""
-        for p in self.agents:
-            if p.among(decider.lineage):
-                return "agent", p.pid
+        ties: tuple[tuple[Tie, tuple[Process, ...]], ...] = (
+            ("agent", self.agents),
+            ("host", self.hosts),
+        )
+        for tie, processes in ties:
+            for p in processes:
+                if p.among(decider.lineage):
+                    return tie, p.pid
         if decider.session and decider.session in self.sessions:
             return "session", None
         return None
@@ -114,8 +132,33 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
 def kin_of(pid: int) -> AgentKin:
     """The agent that is process ``pid``, as /proc says now."""
     fields = _stat(pid)
-    session = _field(fields, _SESSION)
+    sessions = {_field(fields, _SESSION)}
+    hosts: tuple[Process, ...] = ()
+    host = _field(fields, _PARENT)
+    if host is not None and host > 1 and runs_bridge(pid):
+        hosts = (process_of(host),)
+        sessions.add(session_of(host))
     return AgentKin(
         agents=(Process(pid, _field(fields, _STARTED)),),
-        sessions=frozenset({session} if session else ()),
+        hosts=hosts,
+        sessions=frozenset(s for s in sessions if s),
+    )
+
+
+def runs_bridge(pid: int) -> bool:
+    """Whether process ``pid`` runs ``mcpd bridge``, as its command line reads."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            words = f.read(_MAX_CMDLINE).split(b"\0")
+    except OSError:
+        return False
+    return is_bridge_command([w.decode("utf-8", "replace") for w in words])
+
+
+def is_bridge_command(argv: list[str]) -> bool:
+    """``mcpd bridge ...``, also as a script an interpreter runs (``python3 .../mcpd
+    bridge``) or a module (``python -m mcpd bridge``)."""
+    return any(
+        os.path.basename(word) == "mcpd" and argv[i + 1 : i + 2] == ["bridge"]
+        for i, word in enumerate(argv[:8])
     )

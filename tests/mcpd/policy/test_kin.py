@@ -6,12 +6,23 @@ are made here (``start_new_session``): the tests' own may read as 0."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from mcpd.policy.kin import AgentKin, Decider, Process, decider_of, kin_of, parent_of, session_of
+from mcpd.policy.kin import (
+    AgentKin,
+    Decider,
+    Process,
+    decider_of,
+    is_bridge_command,
+    kin_of,
+    parent_of,
+    process_of,
+    session_of,
+)
 from tests.support.procs import cat_named, reading_stdin
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
@@ -105,3 +116,43 @@ def test_the_session_is_the_one_read_while_the_agent_was_there() -> None:
         kin = kin_of(agent.pid)
     assert session_of(agent.pid) is None  # gone, and reaped
     assert kin.tie(Decider((Process(1_000_001),), session=agent.pid)) == ("session", None)
+
+
+# -- a bridge and its host --
+
+
+@pytest.mark.parametrize(
+    ("argv", "bridge"),
+    [
+        (["mcpd", "bridge"], True),
+        (["/home/u/.local/bin/mcpd", "bridge", "--profile", "claude-code"], True),
+        (["/usr/bin/python3", "/opt/mcpd/bin/mcpd", "bridge"], True),
+        (["python3", "-I", "-m", "mcpd", "bridge", "--socket", "/run/mcpd.sock"], True),
+        (["mcpd", "approvals", "approve", "bridge"], False),
+        (["mcpd"], False),
+        (["sh", "-c", "mcpd bridge"], False),
+        (["mcpd-bridge"], False),
+        ([], False),
+    ],
+)
+def test_a_bridge_is_told_by_its_command_line(argv: list[str], bridge: bool) -> None:
+    assert is_bridge_command(argv) is bridge
+
+
+def test_the_host_that_started_a_bridge_is_its_kin_too() -> None:
+    """What started ``mcpd bridge`` (here, this test) and whatever it starts may not
+    decide the bridge's calls; a process that only says it is a bridge adds its own
+    parent to those refused, and gains nothing."""
+    wait = "import sys; sys.stdin.read()"
+    bridge = subprocess.Popen([sys.executable, "-c", wait, "mcpd", "bridge"], stdin=subprocess.PIPE)
+    plain = subprocess.Popen([sys.executable, "-c", wait], stdin=subprocess.PIPE)
+    try:
+        kin = kin_of(bridge.pid)
+        assert kin.hosts == (process_of(os.getpid()),)
+        tool = Decider((Process(1_000_001), *decider_of(os.getpid()).lineage), session=None)
+        assert kin.tie(tool) == ("host", os.getpid())
+        assert kin_of(plain.pid).hosts == ()
+        assert kin_of(plain.pid).tie(tool) is None
+    finally:
+        for child in (bridge, plain):
+            child.communicate(b"")

@@ -174,3 +174,26 @@ async def test_a_child_left_by_an_agent_that_exited_cannot_decide_its_call(tmp_p
             await mcpd(Path(setup.daemon.socket_path), "approvals", "deny", waiting.id)
             await setup.none_pending()
             assert setup.reached("create_issue") == []
+
+
+async def test_a_hosts_shell_tool_cannot_decide_what_the_host_asked_through_the_bridge(
+    tmp_path: Path,
+) -> None:
+    """The agent mcpd sees is ``mcpd bridge``; the host that started it is the real
+    agent, and its shell tool the bridge's sibling. Out of the session (``setsid``), the
+    tool still descends from the host, and is refused."""
+    with trio.fail_after(LIMIT):
+        async with (
+            policy_daemon(tmp_path) as setup,
+            self_approval.agent(
+                "bridge", setup.daemon.socket_path, "mcp__gh__create_issue"
+            ) as host,
+        ):
+            [waiting] = await setup.pending()
+            code, said = await host.runs("approvals", "approve", waiting.id)
+            assert code != 0 and "the host that started the mcpd bridge" in said, said
+            assert "(such as its shell tool), cannot decide it" in said
+            assert [p.id for p in setup.daemon.approvals.list()] == [waiting.id]
+            await mcpd(Path(setup.daemon.socket_path), "approvals", "deny", waiting.id)
+            await setup.none_pending()
+            assert setup.reached("create_issue") == []
