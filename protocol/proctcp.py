@@ -19,11 +19,21 @@ import ipaddress
 from collections.abc import Iterable
 from typing import Literal
 
+import msgspec
+
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 Address = tuple[IP, int]
 ByteOrder = Literal["little", "big"]
 
 _WORD = 4
+
+
+class Holder(msgspec.Struct, frozen=True):
+    """A socket a process holds: the uid of whoever made it, and the inode of its file
+    (what its holders' descriptors link to, ``socket:[INODE]``)."""
+
+    uid: int
+    inode: int
 
 
 def plain(ip: IP) -> IP:
@@ -53,7 +63,16 @@ def socket_owner(
     lines: Iterable[str], local: Address, remote: Address, byteorder: ByteOrder
 ) -> int | None:
     """The uid of the socket in ``lines`` (one table's text, its heading included)
-    from ``local`` to ``remote``, held by a process; None when there is none.
+    from ``local`` to ``remote``, held by a process; None when there is none."""
+    held = socket_holder(lines, local, remote, byteorder)
+    return None if held is None else held.uid
+
+
+def socket_holder(
+    lines: Iterable[str], local: Address, remote: Address, byteorder: ByteOrder
+) -> Holder | None:
+    """The socket in ``lines`` from ``local`` to ``remote``, held by a process; None
+    when there is none.
 
     A socket no process holds any more (closed, or waiting out its last packets) is
     not taken: the kernel writes such a socket's uid as 0, whoever made it.
@@ -69,5 +88,5 @@ def socket_owner(
         except ValueError:
             continue
         if found == want:
-            return uid if inode != 0 else None
+            return Holder(uid, inode) if inode != 0 else None
     return None

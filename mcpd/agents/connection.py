@@ -22,7 +22,7 @@ from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
 from ..config.model import DaemonConfig
-from ..policy.kin import AgentKin
+from ..policy.kin import AgentKin, unknown
 from ..servers.calls import Call, Outcome
 from ..servers.progress import ProgressSink
 from .agent import Agent
@@ -140,7 +140,9 @@ class Connection(Agent):
 
     async def kin(self) -> AgentKin:
         # As /proc told when it connected.
-        return AgentKin() if self.peer is None else self.peer.kin
+        if self.peer is None:
+            return unknown("the kernel did not say who connected", None)
+        return self.peer.kin
 
     @property
     def label(self) -> str:

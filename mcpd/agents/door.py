@@ -41,7 +41,7 @@ from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
 from ..local.ratelimit import Throttle
-from ..policy.kin import decider_of, kin_of
+from ..policy.kin import decider_of, kin_of, unknown
 from .peers import Peer, PeerWatch, is_allowed, is_owner, peer_of, resolve_groups
 
 if TYPE_CHECKING:
@@ -199,7 +199,8 @@ class Door:
         and session, who may not decide its calls; None when it is gone before all of
         that was read (what was read may then be of another process, or of none)."""
         if peer.pid == 0:
-            return msgspec.structs.replace(peer, unverified=True)
+            why = "the kernel gave no pid of it: it runs in another PID namespace"
+            return msgspec.structs.replace(peer, unverified=True, kin=unknown(why, peer.uid))
         watch = PeerWatch(stream.socket, peer.pid)
         try:
             server = self._server_of(peer.pid)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import Final
 
 import h11
 import msgspec
@@ -20,6 +21,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
 from ..local.tcpowner import ConnectionOwner
+from ..policy.kin import AgentKin, tcp_kin, unknown
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
@@ -27,6 +29,9 @@ from .http_wire import Response
 from .identity import Identity
 from .peers import Peer
 from .profiles import ProfileServers
+
+# How long the processes that hold a TCP connection may be looked for in /proc.
+KIN_LOOKUP: Final = 5.0
 
 
 class Exchange(Connection):
@@ -62,6 +67,7 @@ class Exchange(Connection):
         self.splice = self.calls.splice
         self.session = session
         self.peer = caller.peer
+        self._tcp = caller.tcp
         self.profile = servers
         self.fixed_profile = caller.fixed
         self.subscriptions: set[rpc.Id] = set()
@@ -77,6 +83,15 @@ class Exchange(Connection):
         self.progress: ProgressSink = self._send_progress
         self.news = news
         self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
+
+    async def kin(self) -> AgentKin:
+        if self._tcp is None:
+            return await super().kin()
+        # The kernel names no process of a TCP peer: those that hold its end of the
+        # connection this request came on are found in /proc, off the event loop.
+        with trio.move_on_after(KIN_LOOKUP):
+            return await trio.to_thread.run_sync(tcp_kin, self._tcp, abandon_on_cancel=True)
+        return unknown("looking for it in /proc took too long", None)
 
     def news_sender(self) -> Callable[[bytes], None]:
         # This response ends with its answer; later news goes to the session's stream.
@@ -115,6 +130,9 @@ class Caller(msgspec.Struct, frozen=True):
     # The local user at its other end, for what is bound to one (the page's sessions);
     # None: not known.
     owner: ConnectionOwner | None = None
+    # Its socket, when it is the TCP endpoint's: who holds its other end is looked for
+    # when a call must wait for a person.
+    tcp: trio.socket.SocketType | None = None
 
     def who(self) -> Identity:
         return self.identity if self.identity is not None else Identity(self.peer)

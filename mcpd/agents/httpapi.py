@@ -134,7 +134,7 @@ class HttpApi:
                 if first is not None:
                     # Looked up only if a request needs it: the page's session or code.
                     owner = ConnectionOwner(lambda: tcp_owner(stream.socket))
-                    caller = Caller(peer, fixed, gate.check, identity, owner)
+                    caller = Caller(peer, fixed, gate.check, identity, owner, stream.socket)
                     await self._serve(wire, caller, first, self.on_endpoint)
         except h11.RemoteProtocolError as exc:
             await refuse(wire, exc.error_status_hint)

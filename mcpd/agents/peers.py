@@ -59,7 +59,7 @@ class Peer(msgspec.Struct, frozen=True):
     unverified: bool = False
 
     def decider(self) -> Decider:
-        return Decider(self.lineage, self.session)
+        return Decider(self.lineage, self.session, self.uid)
 
 
 # How far up the parent chain a peer is followed, and how much of its environment read.

@@ -1,4 +1,5 @@
-"""Which local user holds the other end of a TCP connection mcpd accepted.
+"""Which local user, and which of its processes, hold the other end of a TCP
+connection mcpd accepted.
 
 A loopback connection's other end is a socket of this machine, and Linux knows every
 socket of mcpd's network namespace with the uid that made it. mcpd asks the kernel for
@@ -8,19 +9,25 @@ the lists of them all in ``/proc/net/tcp`` and ``/proc/net/tcp6``
 (``protocol.proctcp``), which the kernel writes out at each read. A connection from
 another machine, or from another network namespace, is not found either way: its owner
 is unknown, and whoever asks refuses what takes one.
+
+Either way names the socket's inode too, and its holders are the processes with a
+descriptor that links to it (``/proc/PID/fd``), found among that user's processes
+(``holding``): the kernel keeps no list of them, so finding them reads each of those
+processes' descriptors, and is asked for only when it must be.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import itertools
+import os
 import socket
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from protocol import sockdiag
-from protocol.proctcp import Address, socket_owner
+from protocol.proctcp import Address, Holder, socket_holder
 
 if TYPE_CHECKING:
     import trio
@@ -51,10 +58,10 @@ def _netlink() -> socket.socket:
     return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, sockdiag.NETLINK_SOCK_DIAG)
 
 
-def kernel_owner(local: Address, remote: Address) -> int | None:
-    """The uid of the socket at ``local`` connected to ``remote``, as the kernel says
-    (None: it knows none, or none a process holds); raises _NoDiag when it cannot be
-    asked. Its answer comes with the request: nothing waits."""
+def kernel_holder(local: Address, remote: Address) -> Holder | None:
+    """The socket at ``local`` connected to ``remote``, as the kernel says (None: it
+    knows none, or none a process holds); raises _NoDiag when it cannot be asked. Its
+    answer comes with the request: nothing waits."""
     try:
         nl = _netlink()
     except (OSError, AttributeError) as exc:
@@ -65,11 +72,11 @@ def kernel_owner(local: Address, remote: Address) -> int | None:
             request = sockdiag.numbered(body, next(_sequence) & 0xFFFFFFFF)
             try:
                 nl.send(request)
-                uid = sockdiag.owner(nl.recv(8192), request)
+                held = sockdiag.holder(nl.recv(8192), request)
             except (OSError, ValueError, sockdiag.DiagRefused) as exc:
                 raise _NoDiag(str(exc)) from None
-            if uid is not None:
-                return uid
+            if held is not None:
+                return held
     return None
 
 
@@ -78,18 +85,25 @@ def tcp_owner(
 ) -> int:
     """The uid of the process holding the other end of ``sock``; raises OwnerUnknown.
     ``ask_kernel``: through netlink first (the tables alone when False)."""
+    return tcp_holder(sock, tables, ask_kernel).uid
+
+
+def tcp_holder(
+    sock: trio.socket.SocketType, tables: tuple[str, ...] = TABLES, ask_kernel: bool = True
+) -> Holder:
+    """The socket at the other end of ``sock``: its user and inode (``tcp_owner``)."""
     try:
         own, peer = _address(sock.getsockname()), _address(sock.getpeername())
     except OSError as exc:
         raise OwnerUnknown(f"the connection is gone ({exc.strerror})") from None
     if ask_kernel:
         try:
-            uid = kernel_owner(peer, own)
+            held = kernel_holder(peer, own)
         except _NoDiag:
             pass  # the tables, then
         else:
-            if uid is not None:
-                return uid
+            if held is not None:
+                return held
             raise OwnerUnknown(
                 "no process of this machine holds its other end (the kernel knows no "
                 "socket from its address to mcpd's): a browser elsewhere, or in another "
@@ -100,12 +114,12 @@ def tcp_owner(
         try:
             # Read as it comes (the table may be long), from mcpd's own namespace.
             with open(path, encoding="ascii", errors="replace") as table:
-                uid = socket_owner(table, peer, own, sys.byteorder)
+                found = socket_holder(table, peer, own, sys.byteorder)
         except OSError as exc:
             unread.append(f"{path}: {exc.strerror or exc}")
             continue
-        if uid is not None:
-            return uid
+        if found is not None:
+            return found
     if len(unread) == len(tables):
         raise OwnerUnknown(f"the sockets' tables cannot be read ({'; '.join(unread)})")
     why = (
@@ -114,6 +128,42 @@ def tcp_owner(
         "namespace, is not told apart"
     )
     raise OwnerUnknown(why + "".join(f"; {u}" for u in unread))
+
+
+def holding(held: Holder, proc: str = "/proc") -> list[int]:
+    """The processes with a descriptor of the socket ``held``: those of its user, and
+    those /proc shows as root's (a process that made itself undumpable, which mcpd
+    reads only when it runs as root). A process that cannot be read is passed over."""
+    link = f"socket:[{held.inode}]"
+    found = []
+    with os.scandir(proc) as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat().st_uid not in (held.uid, 0):
+                    continue
+            except OSError:
+                continue
+            if holds(entry.path, link):
+                found.append(int(entry.name))
+    return found
+
+
+def holds(process: str, link: str) -> bool:
+    """Whether the process at ``process`` (``/proc/PID``) has a descriptor linking to
+    ``link``."""
+    try:
+        with os.scandir(f"{process}/fd") as fds:
+            for fd in fds:
+                try:
+                    if os.readlink(fd.path) == link:
+                        return True
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return False
 
 
 class ConnectionOwner:

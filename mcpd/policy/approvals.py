@@ -219,9 +219,10 @@ class Approvals:
         pending = self._pending.get(id)
         if pending is None or pending.verdict is not None:
             raise ApprovalError(f"no call waits for approval under {id!r}")
-        tie = None if decider is None else pending.request.kin.tie(decider)
+        kin = pending.request.kin
+        tie = None if decider is None else kin.tie(decider)
         if tie is not None:
-            raise ApprovalError(not_yours(*tie))
+            raise ApprovalError(not_yours(kin, *tie))
         verdict = Verdict("approved" if approve else "denied", by, reason)
         self._settle(pending, verdict)
         return pending.view()
@@ -262,7 +263,7 @@ class Approvals:
         self._remembered.clear()
 
 
-def not_yours(tie: Tie, pid: int | None) -> str:
+def not_yours(kin: AgentKin, tie: Tie, pid: int | None) -> str:
     """Why a decider kin to the agent (``tie``, through process ``pid``) may not decide
     its call, and where a person can."""
     if tie == "agent":
@@ -276,7 +277,21 @@ def not_yours(tie: Tie, pid: int | None) -> str:
             "a process it started (such as its shell tool), cannot decide it; decide it "
             "from a terminal of your own, one the host did not start"
         )
+    if tie == "session":
+        return (
+            "a process in the same session as the agent that made this call (a tool its "
+            "host started, the terminal it runs in) cannot decide it; decide it from "
+            "another terminal"
+        )
+    if kin.uid is None:
+        return (
+            f"mcpd could not find the process that made this call ({kin.unknown}), so it "
+            "cannot tell anyone here from a process the agent started: decide it on the "
+            "status page (`mcpd dashboard`)"
+        )
     return (
-        "a process in the same session as the agent that made this call (a tool its host "
-        "started, the terminal it runs in) cannot decide it; decide it from another terminal"
+        f"mcpd could not find the process that made this call ({kin.unknown}), so it "
+        f"cannot tell a process of uid {kin.uid} here from one the agent started: decide "
+        "it on the status page (`mcpd dashboard`), or as another user who may decide "
+        "(root, or mcpd's own user)"
     )

@@ -4,10 +4,13 @@ A call waiting for approval must be decided by a person, not by the agent that m
 it with the tools it is given. So mcpd keeps, of each agent, its ``AgentKin``: its
 process (and for ``mcpd bridge``, a relay, the host that started it, whose shell
 tool is the bridge's sibling) and the sessions they are in, read while the agent was
-there to be read (when it connected). A decider (``Decider``) is read when it
+there to be read: when it connected, or for an agent on the TCP endpoint, whose
+process the kernel does not name, when its call began to wait (``tcp_kin``: the
+processes that hold its connection). A decider (``Decider``) is read when it
 connects: its process, those it descends from, and its session. A decider that is
 one of the agent's processes or descends from one, or shares a session with them,
-may not decide.
+may not decide; and where the agent's process could not be found, no decider of its
+user on the socket may, since nothing tells it from the agent's children.
 
 A process is its pid and its start time: a pid names another process once the first
 is gone, and a start time tells the two apart. What /proc cannot say (a process gone,
@@ -23,9 +26,14 @@ gains it nothing.
 from __future__ import annotations
 
 import os
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
+
+from ..local.tcpowner import OwnerUnknown, holding, holds, tcp_holder
+
+if TYPE_CHECKING:
+    import trio
 
 _LINEAGE: Final = 64
 _MAX_CMDLINE: Final = 1 << 16
@@ -83,10 +91,13 @@ def process_of(pid: int) -> Process:
 
 class Decider(msgspec.Struct, frozen=True):
     """Who decides a call waiting for approval, as /proc told when they asked: their
-    process and those it descends from, and their session."""
+    process and those it descends from, their session and user; ``page``: on the
+    status page (whoever ran ``mcpd dashboard``, in a browser)."""
 
     lineage: tuple[Process, ...] = ()
     session: int | None = None
+    uid: int | None = None
+    page: bool = False
 
 
 def decider_of(pid: int, limit: int = _LINEAGE) -> Decider:
@@ -103,16 +114,21 @@ def decider_of(pid: int, limit: int = _LINEAGE) -> Decider:
 
 
 # How a decider is kin to an agent: it is (or descends from) the agent's process, or
-# the host of the agent's bridge; or it shares a session with them.
-Tie = Literal["agent", "host", "session"]
+# the host of the agent's bridge; it shares a session with them; or the agent's process
+# is unknown, and the decider is of its user, on the socket.
+Tie = Literal["agent", "host", "session", "unknown"]
 
 
 class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
-    """Who may not decide an agent's calls (nobody, where nothing is known of it)."""
+    """Who may not decide an agent's calls. ``unknown``: why its process could not be
+    found; then no decider of its user (``uid``; None: of any user) may decide them on
+    the socket."""
 
     agents: tuple[Process, ...] = ()
     hosts: tuple[Process, ...] = ()  # what started an mcpd bridge among ``agents``
     sessions: frozenset[int] = frozenset()
+    unknown: str | None = None
+    uid: int | None = None
 
     def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
         """How ``decider`` is kin to this agent (and the pid it is kin through), or None."""
@@ -126,7 +142,16 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
                     return tie, p.pid
         if decider.session and decider.session in self.sessions:
             return "session", None
+        # Where the agent's process is unknown, a decider of its user on the socket may be
+        # one it started; in a browser, on the page, it is taken for a person.
+        its_user = self.uid is None or decider.uid == self.uid
+        if self.unknown is not None and its_user and not decider.page:
+            return "unknown", None
         return None
+
+
+def unknown(why: str, uid: int | None) -> AgentKin:
+    return AgentKin(unknown=why, uid=uid)
 
 
 def kin_of(pid: int) -> AgentKin:
@@ -142,6 +167,31 @@ def kin_of(pid: int) -> AgentKin:
         agents=(Process(pid, _field(fields, _STARTED)),),
         hosts=hosts,
         sessions=frozenset(s for s in sessions if s),
+    )
+
+
+def tcp_kin(sock: trio.socket.SocketType) -> AgentKin:
+    """The agent that holds the other end of the TCP connection ``sock``: every
+    process that holds it. It blocks while it reads /proc."""
+    try:
+        held = tcp_holder(sock)
+    except OwnerUnknown:
+        return unknown("the kernel did not say which user holds its TCP connection", None)
+    link = f"socket:[{held.inode}]"
+    found = []
+    for pid in holding(held):
+        kin = kin_of(pid)
+        # Still the holder once read: the pid did not pass to another process meanwhile.
+        if holds(f"/proc/{pid}", link):
+            found.append(kin)
+    if not found:
+        why = f"no process of uid {held.uid} that mcpd can read holds its TCP connection"
+        return unknown(why, held.uid)
+    return AgentKin(
+        agents=tuple(p for k in found for p in k.agents),
+        hosts=tuple(p for k in found for p in k.hosts),
+        sessions=frozenset(s for k in found for s in k.sessions),
+        uid=held.uid,
     )
 
 

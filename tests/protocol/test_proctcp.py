@@ -9,7 +9,7 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 
 import pytest
 
-from protocol.proctcp import Address, parse_address, socket_owner
+from protocol.proctcp import Address, Holder, parse_address, socket_holder, socket_owner
 
 HEAD4 = (
     "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
@@ -126,3 +126,8 @@ def test_malformed_lines_are_passed_over() -> None:
     assert socket_owner(text.splitlines(), at("127.0.0.1", 41000), at("127.0.0.1", 8765),
                         "little") == 1000  # fmt: skip
     assert socket_owner([], at("127.0.0.1", 41000), at("127.0.0.1", 8765), "little") is None
+
+
+def test_the_socket_is_named_with_its_inode_for_its_holders_to_be_found() -> None:
+    found = socket_holder(TCP6.splitlines(), at("::1", 41000), at("::1", 8765), "little")
+    assert found == Holder(1000, 6002)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
+import msgspec
+
 from protocol import jsonrpc as rpc
 
 from ...audit.record import CallRecord as Record
@@ -50,7 +52,8 @@ def policy_sources(control: Control) -> Sources:
         if scope is not None:
             raise rpc.RPCError(-32000, OWNER_ONLY)
         try:
-            decided = control.approvals.decide(id, decision == "approve", BY, None, decider)
+            on_page = msgspec.structs.replace(decider, page=True)
+            decided = control.approvals.decide(id, decision == "approve", BY, None, on_page)
         except ApprovalError as exc:
             raise rpc.RPCError(-32000, str(exc)) from None
         done = "approved" if decision == "approve" else "denied"

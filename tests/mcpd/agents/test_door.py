@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,11 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.agents.door import OWNER_RESERVE
-from mcpd.config.model import Config
+from mcpd.agents import door
+from mcpd.agents.door import OWNER_RESERVE, Door
+from mcpd.agents.peers import Peer
+from mcpd.config.model import Config, DaemonConfig
+from mcpd.policy.kin import Decider, Process
 from tests.support.agent import connect, make_config, running
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir, start_as
 from tests.support.procs import scripted
@@ -189,3 +193,22 @@ async def test_the_owner_gets_in_when_others_hold_every_shared_place(tmp_path: P
                 for _ in range(OWNER_RESERVE):
                     agent = await stack.enter_async_context(connect(str(shared / "p.sock")))
                     assert (await agent.rpc("ping"))["result"] == {}
+
+
+async def test_a_peer_of_another_pid_namespace_is_let_in_with_no_process_to_go_by(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kernel gives pid 0 for a process of another PID namespace: nothing of it can
+    be read, so a decider of its user on the socket cannot be told from its child."""
+    me = os.getuid()
+    monkeypatch.setattr(door, "peer_of", lambda sock: Peer(0, me, os.getgid()))
+    gate = Door(DaemonConfig, lambda profile: ((), ()), lambda pid: None, lambda s, p: None)
+    ours, theirs = trio.socket.socketpair()
+    with trio.fail_after(10), ours, theirs:
+        seat = await gate.check(trio.SocketStream(ours), None)
+        assert seat is not None and seat.peer is not None
+        with seat:
+            assert seat.peer.unverified
+            kin = seat.peer.kin
+            assert kin.unknown == "the kernel gave no pid of it: it runs in another PID namespace"
+            assert kin.tie(Decider((Process(7),), uid=me)) == ("unknown", None)

@@ -1,7 +1,7 @@
 """Who holds the other end of a real loopback connection, read from this machine's TCP
 tables in both address families (another user's, as root); and when that cannot be
 told (tables that cannot be read, a connection they do not list), an error saying
-why; a connection's owner asked for once."""
+why; a connection's owner asked for once; and the processes that hold it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,15 @@ import pytest
 import trio
 
 from mcpd.local import tcpowner
-from mcpd.local.tcpowner import TABLES, ConnectionOwner, OwnerUnknown, tcp_owner
+from mcpd.local.tcpowner import (
+    TABLES,
+    ConnectionOwner,
+    OwnerUnknown,
+    holding,
+    tcp_holder,
+    tcp_owner,
+)
+from tests.support.tcp_client import held_by_a_child
 
 # Connects to argv[1]:argv[2], says so, and holds the connection until stdin closes.
 HOLD = """
@@ -158,3 +166,25 @@ async def test_a_connection_whose_other_end_is_gone_has_no_owner() -> None:
             for ask_kernel in (True, False):
                 with pytest.raises(OwnerUnknown, match="no process of this machine"):
                     tcp_owner(conn, ask_kernel=ask_kernel)
+
+
+async def test_the_processes_that_hold_a_connection_are_found_by_its_inode() -> None:
+    async with held_by_a_child() as (conn, child):
+        held = tcp_holder(conn)
+        assert held.uid == os.getuid() and held.inode > 0
+        assert tcp_holder(conn, ask_kernel=False) == held  # the tables name it the same
+        assert holding(held) == [child.pid]
+    listener = trio.socket.socket()
+    with trio.fail_after(10), listener:
+        await listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        async with await trio.open_tcp_stream(*listener.getsockname()):
+            conn, _ = await listener.accept()
+            with conn:
+                assert holding(tcp_holder(conn)) == [os.getpid()]
+
+
+async def test_a_socket_nobody_holds_has_no_holders() -> None:
+    async with held_by_a_child() as (conn, _):
+        held = tcp_holder(conn)
+    assert holding(held) == []

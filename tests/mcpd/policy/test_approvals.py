@@ -27,7 +27,15 @@ from mcpd.policy.approvals import (
     Verdict,
 )
 from mcpd.policy.gate import CallGate
-from mcpd.policy.kin import AgentKin, Decider, Process, decider_of, kin_of, session_of
+from mcpd.policy.kin import (
+    AgentKin,
+    Decider,
+    Process,
+    decider_of,
+    kin_of,
+    session_of,
+    unknown,
+)
 from mcpd.policy.masking import KnownSecrets
 from mcpd.policy.rules import CallFacts, Decision
 
@@ -279,6 +287,31 @@ async def test_a_session_that_cannot_be_read_leaves_the_lineage_check(
         with pytest.raises(ApprovalError, match="cannot decide it"):
             approvals.decide(view.id, True, "me", decider=Decider((Process(7), Process(4242)), 0))
         approvals.decide(view.id, True, "me", decider=Decider((Process(7), Process(8)), 0))
+    assert approvals.list() == []
+
+
+async def test_where_the_agents_process_is_unknown_its_user_decides_on_the_page(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """An agent on the TCP endpoint whose process mcpd could not find: a decider of its
+    user on the socket may be that agent's child, and is refused, saying where a call
+    can be decided; the status page and another user can."""
+    approvals = Approvals()
+    why = "no process of uid 1000 that mcpd can read holds its TCP connection"
+    agent = AgentInfo(connection="c7")
+    async with trio.open_nursery() as nursery:
+        for _ in range(2):
+            nursery.start_soon(approvals.ask, request(agent, kin=unknown(why, 1000)), 120)
+        await started(approvals, 2)
+        first, second = (view.id for view in approvals.list())
+        with pytest.raises(ApprovalError) as refused:
+            approvals.decide(first, True, "uid 1000", decider=Decider((Process(7),), uid=1000))
+        said = str(refused.value)
+        assert f"could not find the process that made this call ({why})" in said
+        assert "decide it on the status page (`mcpd dashboard`), or as another user" in said
+        approvals.decide(first, True, "uid 0", decider=Decider((Process(8),), uid=0))
+        on_page = Decider((Process(7),), uid=1000, page=True)
+        approvals.decide(second, False, "the status page", decider=on_page)
     assert approvals.list() == []
 
 

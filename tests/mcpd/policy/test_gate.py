@@ -252,6 +252,25 @@ async def test_a_remembered_approval_covers_that_tool_of_that_rule_alone(
     assert (await g.ask(renamed, AGENT, nothing_known, decision, b"{}")).by == REMEMBERED
 
 
+async def test_who_may_not_decide_is_looked_up_only_for_a_call_that_waits(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Finding the agent's processes may read /proc (an agent on the TCP endpoint): a
+    call approved without waiting costs none of that."""
+    g = gate({"action": "ask", "remember": "connection"})
+    decision = g.decide(facts(), AGENT)
+    looked: list[str] = []
+
+    async def find() -> AgentKin:
+        looked.append("looked")
+        return AgentKin(agents=(Process(4242),))
+
+    await decide_first(g, lambda: g.ask(facts(), AGENT, find, decision, b"{}"), True)
+    assert looked == ["looked"]
+    assert (await g.ask(facts(), AGENT, find, decision, b"{}")).by == REMEMBERED
+    assert looked == ["looked"]
+
+
 async def test_rules_changed_by_a_reload_are_asked_again_not_answered_by_old_approvals(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

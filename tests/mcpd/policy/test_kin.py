@@ -22,8 +22,11 @@ from mcpd.policy.kin import (
     parent_of,
     process_of,
     session_of,
+    tcp_kin,
+    unknown,
 )
 from tests.support.procs import cat_named, reading_stdin
+from tests.support.tcp_client import held_by_a_child
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
 
@@ -156,3 +159,41 @@ def test_the_host_that_started_a_bridge_is_its_kin_too() -> None:
     finally:
         for child in (bridge, plain):
             child.communicate(b"")
+
+
+# -- an agent on the TCP endpoint --
+
+
+async def test_an_agent_on_tcp_is_the_process_that_holds_its_connection() -> None:
+    async with held_by_a_child() as (conn, child):
+        kin = tcp_kin(conn)
+        assert kin.agents == (process_of(child.pid),)
+        assert kin.sessions == {child.pid} and kin.uid == os.getuid()
+        assert kin.unknown is None
+        assert kin.tie(decider_of(child.pid)) == ("agent", child.pid)
+        assert kin.tie(Decider((Process(1_000_001),), session=child.pid)) == ("session", None)
+        assert kin.tie(decider_of(os.getpid())) is None
+
+
+async def test_an_agent_on_tcp_that_cannot_be_found_says_why() -> None:
+    async with held_by_a_child() as (conn, child):
+        assert child.stdin is not None
+        await child.stdin.aclose()
+        await child.wait()
+        await conn.recv(1)  # its close has reached this end: no process holds the other
+        kin = tcp_kin(conn)
+    assert kin.agents == () and kin.uid is None
+    assert kin.unknown == "the kernel did not say which user holds its TCP connection"
+
+
+def test_where_the_agents_process_is_unknown_no_decider_of_its_user_decides() -> None:
+    """On the socket, a decider of the agent's user may be a process it started, and
+    nothing tells the two apart; another user, or a person on the status page, may
+    decide. Where even the user is unknown, only the page may."""
+    kin = unknown("not found", 1000)
+    assert kin.tie(Decider((Process(7),), uid=1000)) == ("unknown", None)
+    assert kin.tie(Decider((Process(7),), uid=0)) is None
+    assert kin.tie(Decider((Process(7),), uid=1000, page=True)) is None
+    anyone = unknown("not found", None)
+    assert anyone.tie(Decider((Process(7),), uid=0)) == ("unknown", None)
+    assert anyone.tie(Decider((Process(7),), uid=0, page=True)) is None

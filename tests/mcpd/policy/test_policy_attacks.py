@@ -197,3 +197,22 @@ async def test_a_hosts_shell_tool_cannot_decide_what_the_host_asked_through_the_
             await mcpd(Path(setup.daemon.socket_path), "approvals", "deny", waiting.id)
             await setup.none_pending()
             assert setup.reached("create_issue") == []
+
+
+async def test_an_agent_on_the_tcp_endpoint_cannot_decide_its_own_call(tmp_path: Path) -> None:
+    """The kernel names no process of a TCP peer; mcpd finds the one that holds the
+    connection when its call begins to wait, and refuses what it started."""
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path, daemon_keys={"http_listen": "127.0.0.1:0"}) as setup:
+            daemon = setup.daemon
+            assert daemon.api.endpoint is not None
+            port, token, sock = daemon.api.endpoint.port, daemon.http_token(), daemon.socket_path
+            tool = "mcp__gh__create_issue"
+            async with self_approval.agent("endpoint", str(port), token, tool, sock) as agent:
+                [waiting] = await setup.pending()
+                code, said = await agent.runs("approvals", "approve", waiting.id)
+                assert code != 0 and "the agent that made this call (pid" in said, said
+                assert [p.id for p in daemon.approvals.list()] == [waiting.id]
+                await mcpd(Path(sock), "approvals", "deny", waiting.id)
+                await setup.none_pending()
+            assert setup.reached("create_issue") == []
