@@ -67,7 +67,7 @@ class Exchange(Connection):
         self.splice = self.calls.splice
         self.session = session
         self.peer = caller.peer
-        self._tcp = caller.tcp
+        self.caller = caller
         self.profile = servers
         self.fixed_profile = caller.fixed
         self.subscriptions: set[rpc.Id] = set()
@@ -85,13 +85,7 @@ class Exchange(Connection):
         self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
 
     async def kin(self) -> AgentKin:
-        if self._tcp is None:
-            return await super().kin()
-        # The kernel names no process of a TCP peer: those that hold its end of the
-        # connection this request came on are found in /proc, off the event loop.
-        with trio.move_on_after(KIN_LOOKUP):
-            return await trio.to_thread.run_sync(tcp_kin, self._tcp, abandon_on_cancel=True)
-        return unknown("looking for it in /proc took too long", None)
+        return await self.caller.kin()
 
     def news_sender(self) -> Callable[[bytes], None]:
         # This response ends with its answer; later news goes to the session's stream.
@@ -136,3 +130,15 @@ class Caller(msgspec.Struct, frozen=True):
 
     def who(self) -> Identity:
         return self.identity if self.identity is not None else Identity(self.peer)
+
+    async def kin(self) -> AgentKin:
+        """Who may not decide what the agent on this connection asks (``policy.kin``)."""
+        if self.tcp is None:
+            if self.peer is None:
+                return unknown("the kernel did not say who connected", None)
+            return self.peer.kin
+        # The kernel names no process of a TCP peer: those that hold its end of this
+        # connection are found in /proc, off the event loop.
+        with trio.move_on_after(KIN_LOOKUP):
+            return await trio.to_thread.run_sync(tcp_kin, self.tcp, abandon_on_cancel=True)
+        return unknown("looking for it in /proc took too long", None)

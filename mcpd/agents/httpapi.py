@@ -87,6 +87,9 @@ class HttpApi:
         # max_connections apart from the agent sockets' (whose door counts those).
         self.on_endpoint = Slots()
         self._page: Page | None = None
+        # The connections open now that carried a request to /mcp: agents, by the
+        # identity each connection was given.
+        self.agents: dict[Identity, Caller] = {}
 
     @property
     def page(self) -> Page:
@@ -144,6 +147,7 @@ class HttpApi:
             # One broken exchange must not take the daemon (or anyone else) down.
             logger.exception("HTTP connection failed")
         finally:
+            self.agents.pop(identity, None)
             self.control.approvals.forget(identity.connection)
 
     async def _serve(
@@ -224,6 +228,8 @@ class HttpApi:
         path, _, query_text = request.target.decode("latin-1").partition("?")
         query = parse_qs(query_text)
         if path == "/mcp":
+            if caller.identity is not None:
+                self.agents[caller.identity] = caller
             await self.mcp.serve(wire, request, body, caller, query)
             return
         pages: dict[str, Callable[[dict[str, list[str]], Caller], tuple[int, str, bytes]]] = {

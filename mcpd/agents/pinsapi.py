@@ -6,26 +6,26 @@ sent them (that is what a person has to read before approving), and approving de
 what every agent's model reads: like ``mcpd/reload``, all of them are only for the
 daemon's own user and root, never for an agent in a profile, and only where the kernel
 says who is asking (a Unix socket), so that an agent given the HTTP endpoint's token
-cannot approve what its servers changed.
+cannot approve what its servers changed. Nor can an agent connected now approve or
+import definitions through a process it started (its shell tool running ``mcpd
+approve``), or one in its session: whoever asks is held to ``policy.kin``'s rule
+against every agent connected (one whose process mcpd cannot find is passed over).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import msgspec
 
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
+from ..policy.kin import Tie
 from ..registry.pins import BadPins
-from .backend import Control
 from .connection import Connection
-
-
-class _Api(Protocol):
-    control: Control
+from .profile_methods import ProfileMethods
 
 
 class _Only(msgspec.Struct):
@@ -62,8 +62,38 @@ def _owner_only(conn: Connection, method: str) -> None:
         )
 
 
+async def _not_from_an_agent(api: ProfileMethods, conn: Connection, what: str) -> None:
+    """Refuses ``conn`` when it is, or descends from, or sits beside an agent
+    connected now (or a host whose bridge is one)."""
+    assert conn.peer is not None  # the owner, on the socket
+    decider = conn.peer.decider()
+    for kin in await api.agents_kin():
+        tie = kin.tie(decider)
+        if tie is not None and tie[0] != "unknown":
+            raise rpc.RPCError(-32000, _agents_own(what, *tie))
+
+
+def _agents_own(what: str, tie: Tie, pid: int | None) -> str:
+    if tie == "agent":
+        who = f"is an agent connected to mcpd (pid {pid}), or was started by one"
+    elif tie == "host":
+        who = (
+            f"was started by the host (pid {pid}) of an agent connected to mcpd through mcpd bridge"
+        )
+    else:
+        who = (
+            "is in the session of an agent connected to mcpd (the terminal it runs in, "
+            "or a tool its host started)"
+        )
+    return (
+        f"{what} is refused: this process {who}, and an agent must not approve what its "
+        "servers' definitions say; run it from another terminal, one no agent started or "
+        "runs in"
+    )
+
+
 async def _pending(
-    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
 ) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
@@ -71,7 +101,7 @@ async def _pending(
 
 
 async def _findings(
-    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
 ) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
@@ -79,10 +109,11 @@ async def _findings(
 
 
 async def _approve(
-    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
 ) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Approve)
+    await _not_from_an_agent(api, conn, "approving definitions (mcpd approve)")
     picks = None if params.items is None else [(p.kind, p.name, p.digest) for p in params.items]
     try:
         return await api.control.pins.approve(params.server, picks, params.whole)
@@ -90,7 +121,9 @@ async def _approve(
         raise rpc.RPCError(rpc.INVALID_PARAMS, f"no server named {params.server!r}") from None
 
 
-async def _export(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+async def _export(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Export)
     try:
@@ -99,9 +132,12 @@ async def _export(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestCon
         raise rpc.RPCError(-32000, str(exc)) from None
 
 
-async def _import(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+async def _import(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Import)
+    await _not_from_an_agent(api, conn, "importing pins (mcpd pins import)")
     try:
         return await api.control.pins.import_pins(bytes(params.pins), params.replace)
     except BadPins as exc:

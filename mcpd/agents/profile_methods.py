@@ -21,6 +21,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
+from ..policy.kin import AgentKin
 from ..policy.rules import facts_of
 from ..registry.table import listed_name
 from ..registry.views import ProfileView
@@ -97,6 +98,14 @@ class ProfileMethods:
         """The connections that spoke MCP, not those with only mcpd's own commands (as
         the one ``mcpd status`` asks on)."""
         return [c for c in self.connections if c.spoke_mcp]
+
+    async def agents_kin(self) -> list[AgentKin]:
+        """Who may not approve what every agent's model reads: each agent connected now,
+        on a socket (by lines, or HTTP) or on the TCP endpoint, and what it started."""
+        found = [await c.kin() for c in self.agent_connections()]
+        if self._http is not None:
+            found += [await caller.kin() for caller in list(self._http.agents.values())]
+        return found
 
     def agents(self) -> Counter[str]:
         """How many agents use each profile, by name."""

@@ -11,6 +11,7 @@ from typing import Any
 import trio
 
 from tests.support.agent import Agent, make_config
+from tests.support.apart import APART
 
 SERVER = str(Path(__file__).resolve().with_name("changing_server.py"))
 SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}}
@@ -85,8 +86,10 @@ async def relist(agent: Agent, watcher: Agent, methods: tuple[str, ...] = ALL_CH
 
 
 async def cli(socket: str, *args: str, stdin: bytes = b"") -> tuple[int, str, str]:
+    """``mcpd ARGS`` as a person at another terminal runs it: the tests that run it are
+    agents connected to mcpd too, and mcpd keeps what they start from approving."""
     done = await trio.run_process(
-        [sys.executable, "-m", "mcpd", *args, "--socket", socket],
+        [*APART, sys.executable, "-m", "mcpd", *args, "--socket", socket],
         capture_stdout=True,
         capture_stderr=True,
         check=False,

@@ -11,8 +11,10 @@ for each it prints one JSON line, ``{"rc": ..., "out": ...}``. Closing stdin end
   session.
 - ``bridge SOCKET TOOL``: a host that runs ``mcpd bridge`` and calls ``TOOL`` through
   it; its shell tool is the bridge's sibling, and runs each command under ``setsid``.
-- ``endpoint PORT TOKEN TOOL``: calls ``TOOL`` on the HTTP endpoint, waiting for its
-  answer on the connection while the shell runs.
+- ``endpoint PORT TOKEN TOOL SOCKET``: calls ``TOOL`` on the HTTP endpoint, waiting
+  for its answer on the connection while the shell runs.
+- ``listing PORT TOKEN SOCKET``: lists the tools on the HTTP endpoint, and keeps the
+  connection open (as an HTTP client keeps one alive) while the shell runs.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -110,27 +112,37 @@ def through_bridge(sock: str, tool: str) -> None:
         bridge.wait()
 
 
+def post(conn: http.client.HTTPConnection, token: str, method: str, params: Any) -> bytes:
+    """A modern request on ``conn``, its answer read."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": method,
+    }
+    if "name" in params:
+        headers["Mcp-Name"] = params["name"]
+    conn.request("POST", "/mcp", json.dumps(message), headers)
+    return conn.getresponse().read()
+
+
 def on_endpoint(port: int, token: str, tool: str, sock: str) -> None:
     def call() -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-        params = {"name": tool, "arguments": {"text": "mine"}, "_meta": META}
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-        headers = {
-            "Authorization": f"Bearer {token}",
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": MODERN,
-            "Mcp-Method": "tools/call",
-            "Mcp-Name": tool,
-        }
-        try:
-            conn.request("POST", "/mcp", body, headers)
-            conn.getresponse().read()
-        except OSError:
-            pass
+        with suppress(OSError):
+            post(conn, token, "tools/call", {"name": tool, "arguments": {"text": "mine"}})
 
     threading.Thread(target=call, daemon=True).start()
     shell(sock)
+
+
+def listing(port: int, token: str, sock: str) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    post(conn, token, "tools/list", {})
+    shell(sock)
+    conn.close()
 
 
 def main(mode: str, *args: str) -> None:
@@ -142,6 +154,8 @@ def main(mode: str, *args: str) -> None:
         through_bridge(args[0], args[1])
     elif mode == "endpoint":
         on_endpoint(int(args[0]), args[1], args[2], args[3])
+    elif mode == "listing":
+        listing(int(args[0]), args[1], args[2])
     else:
         raise SystemExit(f"no mode {mode!r}")
 

@@ -1,7 +1,9 @@
 """The ``mcpd/pins/...`` methods called directly over a pin keeper with one held
-change: who may call them (only the daemon's own user and root, on its Unix socket),
-what is shown and approved, and the errors for a server that is none, a pick that is
-malformed and a pins document that is not one."""
+change: who may call them (only the daemon's own user and root, on its Unix socket,
+and not an agent connected now or what it started), what is shown and approved, and
+the errors for a server that is none, a pick that is malformed and a pins document
+that is not one. And through a running daemon, agents that run ``mcpd approve`` and
+``mcpd pins import`` with their shell tools."""
 
 from __future__ import annotations
 
@@ -18,16 +20,24 @@ from mcpd.agents.peers import Peer, is_owner
 from mcpd.agents.pinsapi import HANDLERS
 from mcpd.config.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
+from mcpd.policy.kin import AgentKin, Process, unknown
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import Gate
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from tests.support import self_approval
+from tests.support.agent import running
+from tests.support.pins_daemon import Changing, cli, config
 
 OWNER = Peer(pid=10, uid=os.getuid(), gid=0)
 ROOT = Peer(pid=11, uid=0, gid=0)
 STRANGER = Peer(pid=12, uid=os.getuid() + 4242, gid=0)
 A_SERVERS_PROCESS = Peer(pid=13, uid=os.getuid(), gid=0, server="notes")
 UNVERIFIED = Peer(pid=14, uid=os.getuid(), gid=0, unverified=True)
+# The owner's command, run by process 30, which process 20 started, in session 99.
+SHELL = Peer(
+    pid=30, uid=os.getuid(), gid=0, lineage=(Process(30), Process(20), Process(1)), session=99
+)
 
 
 class Conn:
@@ -42,6 +52,10 @@ class Api:
     def __init__(self, pins: PinKeeper) -> None:
         self.control = self
         self.pins = pins
+        self.agents: list[AgentKin] = []  # the agents connected now
+
+    async def agents_kin(self) -> list[AgentKin]:
+        return self.agents
 
 
 def tool(name: str, description: str) -> mcp.Tool:
@@ -106,6 +120,43 @@ async def test_the_owner_sees_what_waits_and_approves_what_was_shown(
     assert cat.gate.pending() == []
 
 
+@pytest.mark.parametrize(
+    ("agent", "said"),
+    [
+        (AgentKin(agents=(Process(20),)), "is an agent connected to mcpd (pid 20), or was"),
+        (
+            AgentKin(agents=(Process(21),), hosts=(Process(20),)),
+            "was started by the host (pid 20) of an agent connected to mcpd through mcpd bridge",
+        ),
+        (AgentKin(agents=(Process(21),), sessions=frozenset({99})), "is in the session of"),
+    ],
+    ids=["started-by-the-agent", "started-by-a-bridges-host", "in-the-agents-session"],
+)
+@pytest.mark.parametrize("method", ["mcpd/pins/approve", "mcpd/pins/import"])
+async def test_what_an_agent_connected_now_started_cannot_approve_or_import(
+    tmp_path: Path, method: str, agent: AgentKin, said: str
+) -> None:
+    cat, api = await held_change(tmp_path)
+    api.agents = [AgentKin(agents=(Process(40),)), agent]
+    with pytest.raises(rpc.RPCError) as refused:
+        await call(api, method, PARAMS[method], SHELL)
+    assert refused.value.code == -32000 and said in refused.value.message
+    assert "run it from another terminal" in refused.value.message
+    assert [p.name for p in cat.gate.pending()] == ["read"]  # still held
+
+
+async def test_agents_apart_from_whoever_approves_leave_it_be(tmp_path: Path) -> None:
+    """An agent in another session, one whose process mcpd could not find, and no agent
+    at all: the owner's command approves."""
+    cat, api = await held_change(tmp_path)
+    api.agents = [
+        AgentKin(agents=(Process(21),), hosts=(Process(22),), sessions=frozenset({98})),
+        unknown("the kernel did not say which user holds its TCP connection", None),
+    ]
+    result = await call(api, "mcpd/pins/approve", PARAMS["mcpd/pins/approve"], SHELL)
+    assert result["saved"] is True and cat.gate.pending() == []
+
+
 async def test_approving_a_server_that_is_none_names_it(tmp_path: Path) -> None:
     cat, api = await held_change(tmp_path)
     with pytest.raises(rpc.RPCError) as refused:
@@ -157,3 +208,53 @@ async def test_pins_exported_are_taken_back_on_import(tmp_path: Path) -> None:
     result = await call(api, "mcpd/pins/import", {"pins": exported, "replace": False})
     assert (result["servers"], result["released"]) == (["notes"], 0)
     assert [p.name for p in cat.gate.pending()] == ["read"]
+
+
+# -- an agent connected now, and what it starts --
+
+
+async def test_an_agent_connected_now_cannot_approve_or_import_definitions(
+    tmp_path: Path,
+) -> None:
+    """A model's shell tool that runs ``mcpd approve`` would turn what a person must
+    read into what every agent's model reads: an agent connected to mcpd, and what it
+    starts, are refused and told where to run it; a terminal of the person's own
+    approves."""
+    server = Changing(tmp_path)
+    cfg = config(tmp_path, {"tickets": server.config()}, hold_new_servers=True)
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            code, out, err = await cli(sock, "pins", "export")
+            assert code == 0, err
+            exported = tmp_path / "pins-export.json"
+            exported.write_text(out)
+            async with self_approval.agent("socket", sock) as agent:
+                for argv in (("approve", "tickets", "--yes"), ("pins", "import", str(exported))):
+                    code, said = await agent.runs(*argv)
+                    assert code != 0, said
+                    assert "an agent connected to mcpd" in said, said
+                    assert "run it from another terminal" in said
+                code, out, err = await cli(sock, "tools", "--pending")
+                assert code == 0 and "tickets" in out, err  # nothing was approved
+                code, _, err = await cli(sock, "approve", "tickets", "--yes")
+                assert code == 0, err
+
+
+async def test_an_agent_on_the_tcp_endpoint_connected_now_cannot_approve(
+    tmp_path: Path,
+) -> None:
+    server = Changing(tmp_path)
+    cfg = config(
+        tmp_path, {"tickets": server.config()}, hold_new_servers=True, http_listen="127.0.0.1:0"
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token, sock = daemon.api.endpoint.port, daemon.http_token(), daemon.socket_path
+            async with self_approval.agent("listing", str(port), token, sock) as agent:
+                code, said = await agent.runs("approve", "tickets", "--yes")
+                assert code != 0 and "is an agent connected to mcpd (pid" in said, said
+            # Its connection closed, it is connected no more.
+            code, _, err = await cli(sock, "approve", "tickets", "--yes")
+            assert code == 0, err

@@ -18,6 +18,7 @@ import pytest
 import trio
 
 from tests.support.agent import Agent, connect, running
+from tests.support.apart import APART
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from tests.support.pins_daemon import (
     ALL_CHANGED,
@@ -472,7 +473,8 @@ async def test_approve_asks_at_a_terminal(tmp_path: Path, answer: bytes, approve
             await watcher.initialize()
             server.change()
             await relist(watcher, watcher)
-            argv = [sys.executable, "-m", "mcpd", "approve", "tickets", "--socket"]
+            # From a terminal of its own: this test is an agent connected to mcpd.
+            argv = [*APART, sys.executable, "-m", "mcpd", "approve", "tickets", "--socket"]
             code, out = await trio.to_thread.run_sync(
                 at_a_terminal, [*argv, daemon.socket_path], answer
             )
