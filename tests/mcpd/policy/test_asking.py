@@ -9,6 +9,7 @@ import msgspec
 from mcpd.policy import asking
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import ApprovalRequest
+from mcpd.policy.kin import AgentKin
 from protocol.visible import hidden
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
@@ -23,6 +24,7 @@ FORGED = (
 def request(**fields: str) -> ApprovalRequest:
     base = ApprovalRequest(
         agent=AGENT,
+        kin=AgentKin(),
         tool="mcp__evil__wipe_disk_3f2a1c",
         server="evil",
         original="wipe_disk",
