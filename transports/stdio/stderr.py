@@ -1,15 +1,11 @@
-"""What a stdio server says besides its messages: its stderr, and the junk on stdout.
+"""What a stdio server says besides its messages: its stderr.
 
 stderr is the server's own log. Lines that arrive together (a start-up banner, a
 boxed traceback, a burst of warnings) become one log record, so the journal keeps
 them together and its rate limit counts the burst once; a burst ends when stderr has
 been quiet for ``BURST_GAP`` or it has ``BURST_LINES`` lines. The last lines are kept
-as the tail that every failure of the server quotes.
-
-Lines on stdout that are not JSON-RPC are the server's mistake. A warning for each
-would let a server writing nonsense at full speed turn mcpd's event loop into a log
-writer while every other server waited, so past a burst they are counted, and the
-next warning says how many.
+as the tail that every failure of the server quotes. (Lines on stdout that are not
+JSON-RPC are warned about under the server's ``Complaints``.)
 """
 
 from __future__ import annotations
@@ -30,9 +26,6 @@ logger = logging.getLogger("mcpd.stdio")
 BURST_GAP: Final = 0.05
 BURST_LINES: Final = 200
 _STDERR_MAX_LINE: Final = 4096
-# Warnings about what one server writes on stdout: a burst, then one a second.
-_COMPLAINT_BURST: Final = 20
-_COMPLAINT_RATE: Final = 1.0
 
 
 class StderrLog:
@@ -87,29 +80,3 @@ async def read_stderr(stderr: trio.abc.ReceiveStream, log: StderrLog) -> None:
         pass
     finally:
         log.flush()
-
-
-class Complaints:
-    """A token bucket for warnings about one server's stdout."""
-
-    __slots__ = ("_stamp", "_tokens", "suppressed")
-
-    def __init__(self) -> None:
-        self._tokens = float(_COMPLAINT_BURST)
-        self._stamp = trio.current_time()
-        self.suppressed = 0
-
-    def admit(self) -> str | None:
-        """None: stay quiet. Otherwise a note for the end of the warning."""
-        now = trio.current_time()
-        self._tokens = min(
-            float(_COMPLAINT_BURST), self._tokens + (now - self._stamp) * _COMPLAINT_RATE
-        )
-        self._stamp = now
-        if self._tokens < 1:
-            self.suppressed += 1
-            return None
-        self._tokens -= 1
-        note = f" ({self.suppressed} more like this not logged)" if self.suppressed else ""
-        self.suppressed = 0
-        return note

@@ -27,6 +27,7 @@ from protocol.splice import SplicedCall
 
 from .. import fdread
 from ..base import AuthHook, NotificationHandler, Params, Reply, Started, Transport
+from ..complaints import Complaints
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..linewriter import LineWriter, batch
 from ..pending import Pending
@@ -39,7 +40,7 @@ from .process import start, stop_process
 from .reader import StdoutReader
 from .sandbox import Sandbox
 from .server_requests import Relays
-from .stderr import Complaints, StderrLog, read_stderr
+from .stderr import StderrLog, read_stderr
 from .strays import stop_strays
 
 __all__ = [

@@ -1,5 +1,4 @@
-"""A stdio server's stderr as log records, a burst to a record, its last lines kept;
-and the rationing of warnings about what it writes on stdout."""
+"""A stdio server's stderr as log records, a burst to a record, its last lines kept."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from transports.stdio.stderr import BURST_GAP, BURST_LINES, Complaints, StderrLog, read_stderr
+from transports.stdio.stderr import BURST_GAP, BURST_LINES, StderrLog, read_stderr
 
 
 def records(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -63,15 +62,3 @@ def test_a_line_taker_gets_each_line_instead_of_the_log(
     assert taken == ["one", "two \ufffd", "three"]
     assert list(log.tail) == ["two \ufffd", "three"]
     assert records(caplog) == []
-
-
-async def test_complaints_come_in_a_burst_then_one_a_second_with_a_count(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    complaints = Complaints()
-    said = [complaints.admit() for _ in range(25)]
-    assert said[:20] == [""] * 20
-    assert said[20:] == [None] * 5
-    await trio.sleep(1.0)
-    assert complaints.admit() == " (5 more like this not logged)"
-    assert complaints.admit() is None
