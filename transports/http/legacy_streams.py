@@ -31,6 +31,7 @@ from protocol.logfields import log_extra
 from protocol.sse import ResumePoint, SSEDecoder, SSEError, SSEEvent
 
 from ..base import NotificationHandler
+from ..complaints import Complain
 from ..errors import SessionExpired, StreamCut, TransportError
 from .connection import HttpConnection
 from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, status_error
@@ -129,11 +130,17 @@ class PushReader:
         on_notification: NotificationHandler | None,
         on_request: ServerRequestHandler,
         on_response: Callable[[rpc.Response | rpc.ErrorResponse], bool] | None = None,
+        *,
+        complain: Complain,
     ) -> None:
+        """``on_response`` takes a response no request on the stream waits for (False:
+        nobody wanted it either); ``complain`` rations the warnings about what is
+        skipped (None: stay quiet): a server can send those without pause."""
         self._label = label
         self._on_notification = on_notification
         self._on_request = on_request
         self._on_response = on_response
+        self._complain = complain
         self.on_open: Callable[[], None] | None = None  # the server answered with a stream
         self.decoder = SSEDecoder(max_event)
         self.opened = False  # the server answered with an event stream
@@ -167,21 +174,28 @@ class PushReader:
             msg = decode_reply(event.data, 200, self._label, "server-push stream")
         except TransportError as exc:
             # One bad event costs only itself; the stream goes on.
-            logger.warning("%s", exc.reason, extra=log_extra(self._label, "bad_push_event"))
+            note = self._complain()
+            if note is not None:
+                logger.warning(
+                    "%s%s", exc.reason, note, extra=log_extra(self._label, "bad_push_event")
+                )
             return
         self.messages += 1
         if isinstance(msg, rpc.Notification):
-            deliver(self._label, self._on_notification, msg)
+            deliver(self._label, self._on_notification, msg, self._complain)
         elif isinstance(msg, rpc.Request):
             # The server may wait for this answer before it sends anything else.
             await self._on_request(msg)
         elif self._on_response is None or not self._on_response(msg):
-            logger.warning(
-                "%s: ignored a response for id %r on the server-push stream",
-                self._label,
-                msg.id,
-                extra=log_extra(self._label, "stray_response"),
-            )
+            note = self._complain()
+            if note is not None:
+                logger.warning(
+                    "%s: ignored a response for id %r on the server-push stream%s",
+                    self._label,
+                    msg.id,
+                    note,
+                    extra=log_extra(self._label, "stray_response"),
+                )
 
 
 OpenPush = Callable[[str | None, PushReader], Awaitable[None]]

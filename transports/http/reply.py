@@ -9,7 +9,8 @@ error is ``UnexpectedReply``: for era detection that is the sign of a legacy ser
 ``AnswerReader`` reads a 2xx reply to a request until its response: the single JSON
 message, or the event stream's notifications (handed on) and then the response. A
 legacy server may also send requests on the stream and wait for their answers; with
-``on_request`` they are answered before the stream is read further.
+``on_request`` they are answered before the stream is read further. What it ignores
+on the stream is warned about within the server's ``Complaints``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from protocol.oauth.challenge import bearer_challenge
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
 
 from ..base import NotificationHandler
+from ..complaints import Complain
 from ..errors import (
     AuthError,
     BodyTooLarge,
@@ -160,13 +162,17 @@ class AnswerReader:
         max_body: int,
         on_notification: NotificationHandler | None,
         on_request: ServerRequestHandler | None = None,
+        *,
+        complain: Complain,
     ) -> None:
+        """``complain`` rations the warnings about what is ignored (None: stay quiet)."""
         self._label = label
         self._what = what
         self._id = id
         self._max_body = max_body
         self._on_notification = on_notification
         self._on_request = on_request
+        self._complain = complain
         self._requests: list[rpc.Request] = []
         self._decoder: SSEDecoder | None = None
 
@@ -281,29 +287,39 @@ class AnswerReader:
             await self._on_request(self._requests.pop(0))
 
     def _deliver(self, msg: rpc.Notification) -> None:
-        deliver(self._label, self._on_notification, msg)
+        deliver(self._label, self._on_notification, msg, self._complain)
 
     def _ignored(self, what: str, event: str) -> None:
+        note = self._complain()
+        if note is None:
+            return
         logger.warning(
-            "%s: ignored %s on the stream of %s",
+            "%s: ignored %s on the stream of %s%s",
             self._label,
             what,
             self._what,
+            note,
             extra=log_extra(self._label, event),
         )
 
 
-def deliver(label: str, handler: NotificationHandler | None, msg: rpc.Notification) -> None:
-    """Hand a server's notification on; a failing handler is logged, never raised."""
+def deliver(
+    label: str, handler: NotificationHandler | None, msg: rpc.Notification, complain: Complain
+) -> None:
+    """Hand a server's notification on; a failing handler is logged (within the
+    server's ``complain``: the server may repeat what made it fail), never raised."""
     if handler is None:
         return
     try:
         handler(msg)
     except Exception:
         # The handler's bug must not cost a request its answer, or a stream its life.
-        logger.exception(
-            "%s: notification handler failed on %s",
-            label,
-            msg.method,
-            extra=log_extra(label, "notification_handler_failed"),
-        )
+        note = complain()
+        if note is not None:
+            logger.exception(
+                "%s: notification handler failed on %s%s",
+                label,
+                msg.method,
+                note,
+                extra=log_extra(label, "notification_handler_failed"),
+            )

@@ -41,6 +41,7 @@ from protocol.splice import SplicedCall
 
 from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT
+from ..complaints import Complaints
 from ..errors import HttpRPCError, StreamCut, TransportClosed
 from ..sends import Sends
 from .connection import HttpConnection, client_tls
@@ -112,6 +113,8 @@ class HttpTransport(Transport):
         # Requests in flight, and responses to them that came on the push stream.
         self._inflight: set[rpc.Id] = set()
         self._strays: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
+        # One budget for the warnings about what the server sends, on all its streams.
+        self._complaints = Complaints()
         # Requests sent without their sender waiting (calls): a worker per connection.
         self._sends = Sends(alias, self._call, workers=params.pool_size)
 
@@ -231,6 +234,7 @@ class HttpTransport(Transport):
                 self._on_notification,
                 self._answer_server_request,
                 self._stray_response,
+                complain=self._complaints.admit,
             )
             r.on_open = answered.set
             return r
@@ -284,7 +288,13 @@ class HttpTransport(Transport):
         # Only legacy servers may send requests on a response stream.
         on_request = self._answer_server_request if self.era == "legacy" else None
         reader = AnswerReader(
-            self.alias, str(ex), ex.id, self._max_body, self._on_notification, on_request
+            self.alias,
+            str(ex),
+            ex.id,
+            self._max_body,
+            self._on_notification,
+            on_request,
+            complain=self._complaints.admit,
         )
         try:
             answer = await reader.read(conn, head)

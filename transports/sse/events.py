@@ -2,7 +2,8 @@
 server's replies mean.
 
 ``message_of`` turns one ``message`` event into a JSON-RPC message, compacting
-JSON that came over several ``data:`` lines first. ``endpoint_target`` and
+JSON that came over several ``data:`` lines first, and warns (within the server's
+budget) about one that holds none. ``endpoint_target`` and
 ``redirect_target`` keep messages and the stream on the configured origin.
 """
 
@@ -18,6 +19,7 @@ from protocol.http import Origin, ResponseHead, error_in, parse_url, same_origin
 from protocol.logfields import log_extra
 from protocol.sse import SSEEvent
 
+from ..complaints import Complain
 from ..errors import TransportError, UnexpectedReply
 from ..http.reply import SNIPPET, decode_reply, status_error
 
@@ -30,20 +32,23 @@ RESERVED: Final = frozenset(
 )
 
 
-def message_of(event: SSEEvent, label: str) -> rpc.Message | None:
-    """The JSON-RPC message in a ``message`` event; None (and a warning) if it has none."""
+def message_of(event: SSEEvent, label: str, complain: Complain) -> rpc.Message | None:
+    """The JSON-RPC message in a ``message`` event; None if it has none, and a warning
+    if ``complain`` lets one through (a server can send such events without pause)."""
     try:
         # Data over several lines (pretty-printed JSON) is made one line by the decoder.
         return decode_reply(event.data, 200, label, "event stream")
     except TransportError as exc:
-        reason = exc.reason
-        logger.warning(
-            "%s: skipped an event that is not JSON-RPC (%s): %.200r",
-            label,
-            reason.removeprefix(f"{label}: "),
-            event.data[:SNIPPET],
-            extra=log_extra(label, "bad_stream_event"),
-        )
+        note = complain()
+        if note is not None:
+            logger.warning(
+                "%s: skipped an event that is not JSON-RPC (%s): %.200r%s",
+                label,
+                exc.reason.removeprefix(f"{label}: "),
+                event.data[:SNIPPET],
+                note,
+                extra=log_extra(label, "bad_stream_event"),
+            )
         return None
 
 

@@ -40,6 +40,7 @@ from protocol.sse import SSEEvent
 
 from ..base import NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT, send_answer, send_cancel
+from ..complaints import Complaints
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..http.connection import client_tls
 from ..http.params import DEFAULT_HTTP_PARAMS, HttpParams
@@ -97,7 +98,9 @@ class LegacySSETransport(Transport):
             max_body=params.max_body,
         )
         self._ids = rpc.IdAllocator()
-        self._pending = Pending(alias, logger)
+        # One budget for the warnings about what the server sends on its stream.
+        self._complaints = Complaints()
+        self._pending = Pending(alias, logger, self._complaints.admit)
         self._reading = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         self._answering = 0
@@ -206,12 +209,12 @@ class LegacySSETransport(Transport):
             return True
         if event.event != "message" or not event.data.strip():
             return False
-        msg = message_of(event, self.alias)
+        msg = message_of(event, self.alias, self._complaints.admit)
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
             self._pending.route(msg)
         elif isinstance(msg, rpc.Notification):
             if msg.method != "notifications/cancelled" or not self._pending.server_cancelled(msg):
-                deliver(self.alias, self._on_notification, msg)
+                deliver(self.alias, self._on_notification, msg, self._complaints.admit)
         elif msg is not None and self._nursery is not None:
             if self._answering >= MAX_ANSWERING:
                 self._unanswered += 1

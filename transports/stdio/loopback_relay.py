@@ -20,6 +20,8 @@ from typing import Final
 
 import trio
 
+from ..complaints import Complaints
+
 MAX_OPEN: Final = 32
 _CHUNK: Final = 65536
 # What an accept fails with while mcpd is short of descriptors or memory: the relay,
@@ -33,11 +35,13 @@ logger = logging.getLogger("mcpd.stdio")
 async def relay_loopback(alias: str, listeners: Sequence[tuple[socket.socket, int]]) -> None:
     """Serve the listeners until cancelled; they are closed on the way out."""
     limiter = trio.CapacityLimiter(MAX_OPEN)
+    # A server can connect to a port nobody listens on as fast as it likes.
+    complaints = Complaints()
     wrapped = [(trio.SocketListener(trio.socket.from_stdlib_socket(s)), p) for s, p in listeners]
     try:
         async with trio.open_nursery() as nursery:
             for listener, port in wrapped:
-                nursery.start_soon(_accept, alias, listener, port, limiter, nursery)
+                nursery.start_soon(_accept, alias, listener, port, limiter, complaints, nursery)
     finally:
         with trio.CancelScope(shield=True):
             for listener, _ in wrapped:
@@ -49,6 +53,7 @@ async def _accept(
     listener: trio.SocketListener,
     port: int,
     limiter: trio.CapacityLimiter,
+    complaints: Complaints,
     nursery: trio.Nursery,
 ) -> None:
     refusing = False  # said once per run of refusals: a flood must not flood the log too
@@ -86,18 +91,25 @@ async def _accept(
             await inside.aclose()
             continue
         refusing = False
-        nursery.start_soon(_splice, alias, inside, port, limiter)
+        nursery.start_soon(_splice, alias, inside, port, limiter, complaints)
 
 
 async def _splice(
-    alias: str, inside: trio.SocketStream, port: int, limiter: trio.CapacityLimiter
+    alias: str,
+    inside: trio.SocketStream,
+    port: int,
+    limiter: trio.CapacityLimiter,
+    complaints: Complaints,
 ) -> None:
     outside: trio.SocketStream | None = None
     try:
         try:
             outside = await trio.open_tcp_stream("127.0.0.1", port)
         except OSError as exc:
-            logger.info("%s: host loopback port %d: %s", alias, port, exc.strerror or exc)
+            note = complaints.admit()
+            if note is not None:
+                why = exc.strerror or exc
+                logger.info("%s: host loopback port %d: %s%s", alias, port, why, note)
             return
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_copy, inside, outside, nursery.cancel_scope)

@@ -7,7 +7,8 @@ A line over the limit fails only the request it answered, once its end (and size
 known; the server goes on. So does a reply that cannot be read (invalid UTF-8, too
 deeply nested, not JSON) when the request it answered can still be told: that request
 fails at once with the reason. Any other line that is not JSON-RPC is skipped with a
-warning.
+warning; so is a line over the limit that answered no request. A server can write
+those without pause: their warnings are held to its budget (``complain``).
 """
 
 from __future__ import annotations
@@ -99,7 +100,16 @@ class StdoutReader:
                 try:
                     self._on_notification(msg)
                 except Exception:
-                    logger.exception("%s: notification handler failed", self._alias)
+                    # The server may repeat what made the handler fail, at will.
+                    note = self._complain()
+                    if note is not None:
+                        logger.exception(
+                            "%s: notification handler failed on %s%s",
+                            self._alias,
+                            msg.method,
+                            note,
+                            extra=log_extra(self._alias, "notification_handler_failed"),
+                        )
         else:
             self._on_request(msg)
 
@@ -130,11 +140,20 @@ class StdoutReader:
         answered = rid is not None and self._pending.resolve(
             rid, None, MessageTooLarge(reason, size=item.size, limit=item.limit)
         )
-        logger.warning(
-            "%s; %s",
-            reason,
-            f"the request (id {rid!r}) it answered failed, the server keeps running"
-            if answered
-            else "no waiting request could be told which it was",
-            extra=log_extra(self._alias, "message_too_large", reason),
-        )
+        if answered:
+            logger.warning(
+                "%s; the request (id %r) it answered failed, the server keeps running",
+                reason,
+                rid,
+                extra=log_extra(self._alias, "message_too_large", reason),
+            )
+            return
+        # Failing no request, such a line can be sent again and again.
+        note = self._complain()
+        if note is not None:
+            logger.warning(
+                "%s; no waiting request could be told which it was%s",
+                reason,
+                note,
+                extra=log_extra(self._alias, "message_too_large", reason),
+            )

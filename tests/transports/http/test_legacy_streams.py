@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from tests.support.http_servers import (
     serve_http,
     server_request,
 )
+from transports.complaints import BURST, Complaints
 from transports.errors import HttpRPCError, StreamCut
 from transports.http.legacy_streams import (
     MIN_REOPEN_DELAY,
@@ -233,7 +235,7 @@ async def test_a_server_asking_to_be_polled_without_pause_is_not(
     stream = PushStream(
         "old",
         open_stream,
-        lambda: PushReader("old", 1024, None, answer_nothing),
+        lambda: PushReader("old", 1024, None, answer_nothing, complain=Complaints().admit),
         lambda: len(opened) >= 50,
         no_session,
     )
@@ -336,6 +338,58 @@ async def test_the_push_stream_waits_for_a_new_session_when_the_server_forgot_it
             nursery.cancel_scope.cancel()
     # No GET for a session known to be gone: the next one waited for the new session.
     assert [g.header("mcp-session-id") for g in gets(srv.requests)] == ["session-1", "session-2"]
+
+
+async def test_what_a_server_floods_its_streams_with_is_warned_about_within_one_budget(
+    caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
+) -> None:
+    # The clock stands still until the test moves it: what is logged depends on the
+    # count of events alone (the budget is a burst, then one a second).
+    flood = 300
+    stray = event(result(123456, {}))
+    bad = "data: {not json\n\n"
+    marker = event(notification("notifications/tools/list_changed"))
+    more = trio.Event()
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "GET":
+            await respond.sse_start()
+            await respond.send((stray + bad) * flood + marker)
+            await more.wait()
+            await respond.send(bad + marker)
+            await respond.wait_disconnect()
+        elif req.rpc_method == "tools/call":
+            # The call's own stream, in the same budget.
+            await respond.sse(stray, event(result(req.rpc_id, {})))
+        else:
+            await answer(req, respond)
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+    inbox = Inbox()
+    with caplog.at_level(logging.WARNING, "mcpd.http"):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url(), on_notification=inbox) as t,
+            trio.open_nursery() as nursery,
+        ):
+            await handshake(t)
+            nursery.start_soon(t.listen)
+            await inbox.wait(1)
+            await t.request("tools/call", {"name": "x"}, headers=LEGACY)
+            burst = warnings()
+            mock_clock.jump(1.0)
+            more.set()
+            await inbox.wait(2)
+            nursery.cancel_scope.cancel()
+    assert len(burst) == BURST
+    assert "ignored a response for id 123456 on the server-push stream" in burst[0]
+    assert "invalid JSON-RPC in the server-push stream" in burst[1]
+    [after] = warnings()[BURST:]
+    held = 2 * flood + 1 - BURST
+    assert after.startswith("old: invalid JSON-RPC in the server-push stream")
+    assert after.endswith(f"({held} more like this not logged)")
 
 
 # -- resuming a call's event stream --

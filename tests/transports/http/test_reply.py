@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import time
 
 import pytest
 import trio
+import trio.testing
 
-from protocol.jsonrpc import RPCError
-from tests.support.http_servers import Responder, SeenRequest, error, serve_http
+from protocol.jsonrpc import Notification, RPCError
+from tests.support.http_servers import (
+    Responder,
+    SeenRequest,
+    error,
+    event,
+    notification,
+    result,
+    serve_http,
+)
+from transports.complaints import BURST
 from transports.errors import (
     AuthError,
     HttpRPCError,
@@ -246,3 +257,43 @@ async def test_401_and_403_say_what_happened_in_words_a_user_acts_on() -> None:
                 "srv: forbidden (HTTP 403): the token mcpd holds lacks the scope the request "
                 "needs (admin)"
             )
+
+
+async def test_what_a_call_stream_is_flooded_with_is_logged_within_the_servers_budget(
+    caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
+) -> None:
+    # The clock stands still: what is logged depends on the count of events alone.
+    flood = 200
+    junk = (
+        event(result(999999, {}))
+        + event({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage"})
+        + event(notification("notifications/message", {"level": "info", "data": "x"}))
+    )
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse(junk * flood, event(result(req.rpc_id, {"ok": True})))
+
+    def broken(msg: Notification) -> None:
+        raise RuntimeError("a handler's bug the server can trigger at will")
+
+    with caplog.at_level(logging.WARNING, "mcpd.http"):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("srv", srv.url(), on_notification=broken) as t,
+        ):
+            answer = await t.request("tools/call", {"name": "x"})
+            said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+            mock_clock.jump(1.0)
+            await t.request("tools/call", {"name": "x"})
+    assert json.loads(bytes(answer)) == {"ok": True}
+    assert len(said) == BURST
+    assert said[:3] == [
+        "srv: ignored a response for id 999999 on the stream of tools/call (id 1)",
+        "srv: ignored server request sampling/createMessage on the stream of tools/call (id 1)",
+        "srv: notification handler failed on notifications/message",
+    ]
+    after = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING][BURST:]
+    assert after == [
+        "srv: ignored a response for id 999999 on the stream of tools/call (id 2) "
+        f"({3 * flood - BURST} more like this not logged)"
+    ]

@@ -26,6 +26,7 @@ from tests.support.legacy_sse_server import (
     serve_legacy_sse,
     sse_event,
 )
+from transports.complaints import BURST
 from transports.errors import (
     AuthError,
     ServerCancelled,
@@ -462,6 +463,36 @@ async def test_a_bad_event_costs_only_itself(caplog: pytest.LogCaptureFixture) -
             assert await call(t, "x") == {"ok": True}
     skipped = [r.getMessage() for r in caplog.records if "skipped an event" in r.getMessage()]
     assert len(skipped) == 2
+
+
+async def test_a_flood_of_bad_events_and_stray_responses_is_warned_about_within_a_budget(
+    caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
+) -> None:
+    # The clock stands still until the test moves it: what is logged depends on the
+    # count of events alone (the budget is a burst, then one a second).
+    flood = 300
+    bad = sse_event("not json")
+    stray = sse_event(json.dumps(reply({"id": 424242}, {})))
+    marker = sse_event(json.dumps(note("notifications/message", {"level": "info", "data": 1})))
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+    inbox = Inbox()
+    with caplog.at_level(logging.WARNING, "mcpd.sse"):
+        async with connected(on_notification=inbox) as (server, _):
+            await server.session.send_raw((bad + stray) * flood + marker)
+            await inbox.wait(1)
+            burst = warnings()
+            mock_clock.jump(1.0)
+            await server.session.send_raw(stray + marker)
+            await inbox.wait(2)
+    assert len(burst) == BURST
+    assert burst[0].startswith("old: skipped an event that is not JSON-RPC")
+    assert burst[1].startswith("old: dropped a response for id 424242")
+    [after] = warnings()[BURST:]
+    assert after.startswith("old: dropped a response for id 424242")
+    assert after.endswith(f"({2 * flood - BURST} more like this not logged)")
 
 
 async def test_the_servers_requests_are_answered_by_post() -> None:

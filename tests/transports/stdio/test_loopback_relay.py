@@ -14,6 +14,7 @@ import pytest
 import trio
 import trio.testing
 
+from transports.complaints import BURST
 from transports.stdio.loopback_relay import MAX_OPEN, relay_loopback
 
 LIMIT = 10
@@ -153,6 +154,25 @@ async def test_a_port_nobody_listens_on_closes_the_connection(
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 2
     assert all(m.startswith(f"srv: host loopback port {closed_port}: ") for m in said)
+
+
+async def test_connections_to_a_closed_port_are_logged_within_the_servers_budget(
+    caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
+) -> None:
+    # The clock stands still: a server connecting in a loop gets a burst of lines.
+    closed_port = free_port()
+    with caplog.at_level(logging.INFO, "mcpd.stdio"):
+        async with relaying([closed_port]) as (port,):
+            for _ in range(BURST + 10):
+                async with await trio.open_tcp_stream("127.0.0.1", port) as conn:
+                    assert await conn.receive_some(1024) == b""
+            said = [r.getMessage() for r in caplog.records]
+            mock_clock.jump(1.0)
+            async with await trio.open_tcp_stream("127.0.0.1", port) as conn:
+                assert await conn.receive_some(1024) == b""
+    assert len(said) == BURST
+    [after] = [r.getMessage() for r in caplog.records][BURST:]
+    assert after.endswith("(10 more like this not logged)")
 
 
 async def test_a_flood_is_capped_and_a_slot_freed_is_taken_again(

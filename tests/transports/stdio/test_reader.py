@@ -9,9 +9,11 @@ import logging
 from collections.abc import Callable
 
 import pytest
+import trio.testing
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from transports.complaints import BURST, Complaints
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled
 from transports.pending import Pending
 from transports.stdio.reader import StdoutReader
@@ -28,6 +30,7 @@ class Stdout:
         *,
         withdraws: bool = False,
         on_notification: Callable[[rpc.Notification], None] | None = None,
+        complain: Callable[[], str | None] | None = None,
     ) -> None:
         self.pending = Pending("s", logger)
         self.notes: list[rpc.Notification] = []
@@ -38,7 +41,7 @@ class Stdout:
             "s",
             max_line,
             self.pending,
-            self._complain,
+            complain or self._complain,
             on_notification or self.notes.append,
             self.asked.append,
             lambda msg: self._withdraws,
@@ -155,3 +158,30 @@ def test_a_failing_notification_handler_costs_nothing_else(
     )
     assert [bytes(r or b"") for r, _ in got] == [b"1"]
     assert "notification handler failed" in caplog.text
+
+
+async def test_what_fails_no_request_is_logged_within_the_servers_budget(
+    caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
+) -> None:
+    # Lines over the limit that answer nothing, notifications the handler fails on, junk:
+    # a server can write them without pause. The clock stands still meanwhile.
+    def broken(msg: rpc.Notification) -> None:
+        raise RuntimeError("handler bug")
+
+    out = Stdout(max_line=128, on_notification=broken, complain=Complaints().admit)
+    flood = 100
+    oversized = line({"jsonrpc": "2.0", "method": "x", "params": "x" * 500})
+    failing = line({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
+    with caplog.at_level(logging.WARNING):
+        out.reader.feed((oversized + failing + b"junk\n") * flood)
+        said = [r.getMessage() for r in caplog.records]
+        mock_clock.jump(1.0)
+        out.reader.feed(oversized)
+    assert len(said) == BURST
+    assert "no waiting request could be told which it was" in said[0]
+    assert said[1] == "s: notification handler failed on notifications/message"
+    [after] = [r.getMessage() for r in caplog.records][BURST:]
+    assert after.endswith(
+        f"no waiting request could be told which it was ({3 * flood - BURST} more like this "
+        "not logged)"
+    )
