@@ -4,8 +4,10 @@ A server that logs without pause must not fill the journal (or mcpd's own stderr
 for everyone: records that carry a server's stderr are admitted from a token bucket
 per server, and what was held back is summed up in one record once the server's
 bucket has room again. Every other record (outages, mcpd's own) passes the handler
-untouched; the few warnings a peer can trigger by connecting (a refused uid, a silent
-connection) are limited where they are logged, by a ``Throttle`` each.
+untouched. What others can cause at will and often (a server's log messages, the
+warnings a peer triggers by connecting) is limited where it is logged, by a
+``Throttle`` each, before any record is made: a record only for the handler to drop
+costs as much as one it writes.
 """
 
 from __future__ import annotations
@@ -73,7 +75,9 @@ class StderrRateLimiter:
         self._buckets: dict[str, Bucket] = {}
 
     def admit(self, record: logging.LogRecord) -> list[logging.LogRecord]:
-        if extra(record, "mcpd_event") not in _LIMITED:
+        # A count of what was held back before a record was made (``Throttle``) is
+        # already one of a few: holding it back would lose the count.
+        if extra(record, "mcpd_event") not in _LIMITED or extra(record, "mcpd_suppressed"):
             return [record]
         server = str(extra(record, "mcpd_server") or "?")
         now = self.clock()
@@ -118,19 +122,37 @@ class StderrRateLimiter:
 class Throttle:
     """One warning that others can cause at will (a refused connection): ``burst`` at
     once, then one every ``every`` seconds. The ones held back are counted, and the next
-    one let through says how many they were."""
+    one let through says how many they were.
+
+    With ``tell_every`` the count is told at most that often (the ones let through
+    meanwhile are told 0): a throttle that lets many through a second would otherwise
+    have a count said with each of them.
+    """
 
     def __init__(
-        self, burst: int = 5, every: float = 10.0, clock: Callable[[], float] = time.monotonic
+        self,
+        burst: int = 5,
+        every: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        tell_every: float = 0.0,
     ) -> None:
         self.burst = burst
         self.rate = 1.0 / every
         self.clock = clock
-        self._bucket = Bucket(tokens=float(burst), stamp=clock())
+        self.tell_every = tell_every
+        # Full from the start, whenever that is: the clock is not read until it is used
+        # (trio's only runs inside the event loop).
+        self._bucket = Bucket(tokens=float(burst), stamp=-1e18)
 
     def admit(self) -> int | None:
         """None: hold this one back; otherwise how many were held back before it."""
-        if not self._bucket.take(self.clock(), self.burst, self.rate):
+        now = self.clock()
+        bucket = self._bucket
+        if not bucket.take(now, self.burst, self.rate):
             return None
-        held, self._bucket.suppressed = self._bucket.suppressed, 0
+        if not bucket.suppressed or now - bucket.summarized < self.tell_every:
+            return 0
+        held, bucket.suppressed = bucket.suppressed, 0
+        bucket.summarized = now
         return held

@@ -1,6 +1,10 @@
 """One server's log messages (``notifications/message``): into mcpd's own log, out to
 the agents that asked for them, and the level the server is asked to send at.
 
+Both ways a server's messages are held to a budget (a burst, then a rate), and what
+was held back is counted and said once messages go through again. The log's budget
+is spent before a record is made of a message, so that a flood costs a count each.
+
 The level asked for is the most verbose any agent wants. A legacy server that offers
 ``logging`` hears it by ``logging/setLevel``, again whenever it changes and after each
 reconnect; once no agent wants its messages any more it is set back to ``warning``
@@ -22,7 +26,7 @@ from protocol import loglevels
 from protocol.logfields import log_extra
 from protocol.loglevels import LogMessage
 
-from ..local.ratelimit import Bucket
+from ..local.ratelimit import SUMMARY_EVERY, Bucket, Throttle
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
@@ -30,7 +34,8 @@ logger = logging.getLogger("mcpd.server")
 Heard = Callable[[str, LogMessage], None]  # (alias, the message as the server sent it)
 # What a legacy server is left at when no agent wants its messages any more.
 QUIET: Final = "warning"
-# A server's messages to agents: this many at once, then this many a second.
+# A server's messages to agents, and to mcpd's log (the share its stderr has there
+# too): this many at once, then this many a second.
 BURST: Final = 50
 RATE: Final = 10.0
 
@@ -56,6 +61,7 @@ class LogMessages:
         self.sent: str | None = None  # the level set on the current legacy session
         self.due = False
         self._bucket = Bucket(tokens=float(BURST), stamp=-1e18)
+        self._logged = Throttle(BURST, 1.0 / RATE, trio.current_time, tell_every=SUMMARY_EVERY)
 
     def want(self, level: str | None) -> None:
         """Agents now want this server's messages at ``level`` or worse (None: none)."""
@@ -98,15 +104,30 @@ class LogMessages:
         message = loglevels.decode_message(msg.params)
         if message is None:
             return
-        # What journalctl shows, at the server's own severity (a server's error is
-        # in `journalctl -p err`); limited per server as its stderr is.
-        logger.log(
-            _PYTHON_LEVEL.get(message.level, logging.INFO),
-            "%s",
-            loglevels.data_text(message),
-            extra=log_extra(self.alias, "message"),
-        )
+        self._to_log(message)
         self._to_agents(message)
+
+    def _to_log(self, message: LogMessage) -> None:
+        # What journalctl shows, at the server's own severity (a server's error is
+        # in `journalctl -p err`).
+        level = _PYTHON_LEVEL.get(message.level, logging.INFO)
+        if not logger.isEnabledFor(level):
+            return  # not logged, so not counted against the budget either
+        # The budget is spent here, before a record is made: under a flood, one made
+        # (and searched for secrets) for each message only for the handler to drop it
+        # cost more than everything else about the message.
+        held = self._logged.admit()
+        if held is None:
+            return
+        alias = self.alias
+        if held:
+            logger.warning(
+                "%d log messages from %s held back (too many at once)",
+                held,
+                alias,
+                extra={**log_extra(alias, "message"), "mcpd_suppressed": held},
+            )
+        logger.log(level, "%s", loglevels.data_text(message), extra=log_extra(alias, "message"))
 
     def _to_agents(self, message: LogMessage) -> None:
         wanted = loglevels.rank(self.wanted)

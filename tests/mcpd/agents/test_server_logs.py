@@ -104,7 +104,7 @@ def test_an_unknown_level_is_refused_naming_the_levels(params: bytes | None) -> 
     )
 
 
-def test_mcpds_own_log_keeps_each_message_at_its_servers_severity(
+async def test_mcpds_own_log_keeps_each_message_at_its_servers_severity(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     import logging

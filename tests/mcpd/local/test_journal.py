@@ -463,3 +463,29 @@ def test_a_servers_log_messages_share_its_stderr_budget(logger: logging.Logger) 
     lines = out.getvalue().splitlines()
     assert sum(" said " in ln or " wrote " in ln for ln in lines) == 50
     assert lines[-1] == "<4>[noisy] stderr: 30 lines of output from noisy suppressed"
+
+
+def test_a_count_of_what_was_held_back_before_the_handler_is_never_held_back(
+    logger: logging.Logger,
+) -> None:
+    # A server's log messages are held to its budget before a record is made of them,
+    # and the count of those goes in a record of its own: that one always passes.
+    clock = FakeClock()
+    out = io.StringIO()
+    handler = journal.LineHandler(
+        out, syslog_prefix=True, limiter=journal.StderrRateLimiter(50, 10.0, clock)
+    )
+    logger.addHandler(handler)
+    for i in range(60):
+        logger.info("wrote %d", i, extra=log_extra("noisy", "stderr"))
+    logger.warning(
+        "%d log messages from %s held back (too many at once)",
+        700,
+        "noisy",
+        extra={**log_extra("noisy", "message"), "mcpd_suppressed": 700},
+    )
+    logger.removeHandler(handler)
+    handler.close()
+    lines = out.getvalue().splitlines()
+    assert "<4>[noisy] message: 700 log messages from noisy held back (too many at once)" in lines
+    assert lines[-1] == "<4>[noisy] stderr: 10 lines of output from noisy suppressed"

@@ -27,3 +27,16 @@ def test_a_burst_then_one_an_interval_with_the_count_held_back() -> None:
     assert throttle.admit() is None
     clock.now = 20.0
     assert throttle.admit() == 2
+
+
+def test_a_count_told_at_most_so_often_when_many_are_let_through() -> None:
+    clock = Clock()
+    throttle = Throttle(burst=2, every=0.1, clock=clock, tell_every=10.0)
+    assert [throttle.admit() for _ in range(50)] == [0, 0] + [None] * 48
+    clock.now = 1.0
+    assert throttle.admit() == 48  # the first one let through again tells the count
+    assert [throttle.admit() for _ in range(3)] == [0, None, None]
+    clock.now = 1.2
+    assert throttle.admit() == 0  # two were held back, but the count was told just now
+    clock.now = 11.0
+    assert throttle.admit() == 2

@@ -167,7 +167,7 @@ def test_what_is_no_log_message_is_dropped(caplog: pytest.LogCaptureFixture) -> 
     assert caplog.records == [] and agents.got == []
 
 
-def test_mcpds_log_gets_a_line_of_bounded_length_at_the_servers_severity(
+async def test_mcpds_log_gets_a_line_of_bounded_length_at_the_servers_severity(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     logs = LogMessages("notes", lambda: None)
@@ -182,7 +182,7 @@ def test_mcpds_log_gets_a_line_of_bounded_length_at_the_servers_severity(
     assert all((r.mcpd_server, r.mcpd_event) == ("notes", "message") for r in caplog.records)
 
 
-def test_a_message_cannot_forge_a_line_of_mcpds_log(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_message_cannot_forge_a_line_of_mcpds_log(caplog: pytest.LogCaptureFixture) -> None:
     forged = "ok\n2026-01-01 00:00:00.000 ERROR    [bank] outage: \x1b[31mdown\r\x1b[2K"
     logs = LogMessages("notes", lambda: None)
     with caplog.at_level(logging.DEBUG, logger="mcpd.server"):
@@ -204,7 +204,7 @@ async def test_agents_get_messages_at_the_level_they_want_or_worse() -> None:
     assert all(alias == "notes" for alias, _, _ in agents.got)
 
 
-def test_nobody_listening_gets_nothing() -> None:
+async def test_nobody_listening_gets_nothing() -> None:
     logs, agents = listening(None)
     logs.on_notification(note("emergency", "x"))
     assert agents.got == []
@@ -241,3 +241,39 @@ async def test_messages_below_the_level_wanted_do_not_use_up_the_budget() -> Non
         logs.on_notification(note("debug", "chatter"))
     logs.on_notification(note("error", "it matters"))
     assert [data for _, _, data in agents.got] == ["it matters"]
+
+
+async def test_a_flood_reaches_mcpds_log_as_a_burst_then_a_count_of_the_rest(
+    caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
+) -> None:
+    # What the budget drops makes no record at all (nothing is built, or searched for
+    # secrets, only to be thrown away by the handler).
+    logs = LogMessages("notes", lambda: None)
+    flood = 10 * BURST
+    with caplog.at_level(logging.INFO, logger="mcpd.server"):
+        for i in range(flood):
+            logs.on_notification(note("info", i))
+        made = [r.getMessage() for r in caplog.records]
+        await trio.sleep(1.0)
+        logs.on_notification(note("info", "after"))
+    assert made == [str(i) for i in range(BURST)]
+    summary, after = caplog.records[BURST:]
+    held = flood - BURST
+    assert summary.getMessage() == f"{held} log messages from notes held back (too many at once)"
+    assert (summary.levelno, summary.mcpd_event, summary.mcpd_suppressed) == (
+        logging.WARNING,
+        "message",
+        held,
+    )
+    assert after.getMessage() == "after"
+
+
+async def test_messages_below_mcpds_log_level_do_not_use_up_its_budget(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    logs = LogMessages("notes", lambda: None)
+    with caplog.at_level(logging.WARNING, logger="mcpd.server"):
+        for _ in range(10 * BURST):
+            logs.on_notification(note("debug", "chatter"))
+        logs.on_notification(note("error", "it matters"))
+    assert [r.getMessage() for r in caplog.records] == ["it matters"]
