@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, Final
@@ -30,6 +31,7 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 
 from ..config.secrets import HeldSecret
+from ..local.ratelimit import Throttle
 from .masking import KnownSecrets, marker
 from .patterns import FORMAT, TRIGGER, kind_marker, redact
 
@@ -125,14 +127,18 @@ class _Search:
 
 class SecretGuard:
     """The secrets mcpd holds now, searched for in what servers send, and how many
-    were masked for each server (by whose secret it was)."""
+    were masked for each server (by whose secret it was). Each is counted; the
+    warnings about them are held to a budget per server, which can echo a secret it
+    was given in every message it sends."""
 
-    def __init__(self, known: KnownSecrets) -> None:
+    def __init__(self, known: KnownSecrets, clock: Callable[[], float] = time.monotonic) -> None:
         self._known = known
         self._search = _Search(())
         # The servers whose text is also searched for credential formats.
         self.patterns_for: frozenset[str] = frozenset()
         self.counts: dict[str, Counter[str]] = {}
+        self._clock = clock
+        self._said: dict[str, Throttle] = {}
         self.refresh()
 
     def refresh(self) -> None:
@@ -215,13 +221,20 @@ class SecretGuard:
         counts = self.counts.setdefault(alias, Counter())
         for where in seen:
             counts[where] += 1
+        said = self._said.get(alias)
+        if said is None:
+            said = self._said[alias] = Throttle(clock=self._clock)
         for where in sorted(set(seen)):
+            held = said.admit()
+            if held is None:
+                continue
             shown = kind_marker(where[len(FORMAT) :]) if where.startswith(FORMAT) else marker(where)
             logger.warning(
-                "%s: masked %s in %s",
+                "%s: masked %s in %s%s",
                 alias,
                 shown,
                 what,
+                f" ({held} more like this not logged)" if held else "",
                 extra=log_extra(alias, "secret_masked", item=where),
             )
 
@@ -233,6 +246,7 @@ class SecretGuard:
         """Drop the counts of servers no longer configured."""
         for alias in [a for a in self.counts if not keep(a)]:
             del self.counts[alias]
+            self._said.pop(alias, None)
 
 
 def _redact_value(value: Any, seen: list[str]) -> Any:

@@ -36,6 +36,8 @@ from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.logfields import log_extra
 
+from ..local.ratelimit import Throttle
+
 logger = logging.getLogger("mcpd.askback")
 
 # The agent behind the request this task is sending (set around each request of an
@@ -124,6 +126,8 @@ class AskRoutes:
         self._tokens = itertools.count(1)
         self.relayed = 0
         self.refused = 0
+        # The server asks as often as it likes: each refusal is counted, few are logged.
+        self._said = Throttle(clock=trio.current_time)
 
     def enter(
         self, asker: Asker, extend: Callable[[float], None] | None = None, timeout: float = 0.0
@@ -185,12 +189,19 @@ class AskRoutes:
         # Many servers ask for roots as soon as they start, with nobody to ask: that is
         # routine (and the server says so on its stderr), not worth an INFO line at
         # every start. A refusal while agents are at work is worth one.
+        level = logging.INFO if self._inflight else logging.DEBUG
+        if not logger.isEnabledFor(level):
+            return
+        held = self._said.admit()
+        if held is None:
+            return
         logger.log(
-            logging.INFO if self._inflight else logging.DEBUG,
-            "%s: refused its %s request: %s",
+            level,
+            "%s: refused its %s request: %s%s",
             self.alias,
             method,
             why,
+            f" ({held} more like this not logged)" if held else "",
             extra=log_extra(self.alias, "ask_refused", why),
         )
 

@@ -48,6 +48,7 @@ class ToolListKeeper:
         self._connected = connected
         self._install = install
         self.subscribed = False
+        self._refusal_said = False  # this session: a server may acknowledge at will
         self.refetches = 0
         self.due = False
         self._listed_at = -math.inf
@@ -67,6 +68,7 @@ class ToolListKeeper:
 
     def connected(self) -> None:
         self.subscribed = False
+        self._refusal_said = False
 
     def request(self) -> None:
         self.due = True
@@ -154,7 +156,8 @@ class ToolListKeeper:
             # A change between the list fetched at connect and this subscription was
             # told to nobody: fetch once more now that every later one will be heard.
             self.request()
-        else:
+        elif not self._refusal_said:
+            self._refusal_said = True
             logger.info(
                 "%s: the server did not take up the tool-list subscription; its list "
                 "is refreshed when its ttl runs out",

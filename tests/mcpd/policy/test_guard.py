@@ -88,6 +88,27 @@ def test_a_secret_in_a_text_and_an_error_is_masked_and_counted() -> None:
     assert g.masked("s") == {"servers.a.env.KEY": 4}
 
 
+def test_a_server_echoing_a_secret_again_and_again_is_counted_each_time_and_logged_few(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [0.0]
+    known = KnownSecrets()
+    known.replace("config", [HeldSecret("servers.a.env.KEY", PLAIN)])
+    g = SecretGuard(known, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, "mcpd.secrets"):
+        for _ in range(100):
+            g.text("s", f"token {PLAIN}", "a log message")
+        said = [r.getMessage() for r in caplog.records]
+        now[0] = 10.0
+        g.text("s", f"token {PLAIN}", "a log message")
+    assert g.masked("s") == {"servers.a.env.KEY": 101}
+    assert said == ["s: masked [secret of servers.a.env.KEY] in a log message"] * 5
+    [after] = [r.getMessage() for r in caplog.records][5:]
+    assert after == (
+        "s: masked [secret of servers.a.env.KEY] in a log message (95 more like this not logged)"
+    )
+
+
 KINDS = [
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "private key"),
     ("-----BEGIN PRIVATE KEY-----\nMIIE cut off", "private key"),

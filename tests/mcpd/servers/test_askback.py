@@ -4,6 +4,7 @@ may ask at all."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -91,6 +92,25 @@ async def test_two_agents_in_flight_are_never_guessed_between() -> None:
     assert error.code == rpc.INVALID_REQUEST and "several agents" in error.message
     assert one.asked == [] and two.asked == []
     assert routes.refused == 1
+
+
+async def test_a_flood_of_requests_refused_is_counted_and_logged_within_a_budget(
+    caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
+) -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    routes.enter(Agent())
+    routes.enter(Agent())
+    with caplog.at_level(logging.INFO, "mcpd.askback"):
+        for _ in range(100):
+            await refusal(routes, "sampling/createMessage")
+        said = [r.getMessage() for r in caplog.records]
+        await trio.sleep(10.0)
+        await refusal(routes, "sampling/createMessage")
+    assert routes.refused == 101
+    assert len(said) == 5
+    assert said[0].startswith("files: refused its sampling/createMessage request: ")
+    [after] = [r.getMessage() for r in caplog.records][5:]
+    assert after.endswith("(95 more like this not logged)")
 
 
 async def test_a_request_with_no_agent_behind_it_among_others_is_not_guessed() -> None:

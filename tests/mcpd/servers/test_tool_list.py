@@ -126,6 +126,27 @@ async def test_a_taken_up_subscription_fetches_once_more_and_a_refused_one_is_sa
     )
 
 
+async def test_a_refused_subscription_is_said_once_a_session_however_often_it_is_acknowledged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    k = Keeper()
+    refused = note(ACK, {"notifications": {}})
+    with caplog.at_level(logging.INFO, logger="mcpd.server"):
+        for _ in range(100):
+            k.keeper.on_notification(refused)
+        k.keeper.connected()
+        k.keeper.on_notification(refused)
+    said = [r.getMessage() for r in caplog.records]
+    assert (
+        said
+        == [
+            "srv: the server did not take up the tool-list subscription; its list "
+            "is refreshed when its ttl runs out"
+        ]
+        * 2
+    )
+
+
 @pytest.mark.parametrize(
     "params",
     [None, [1], "x", 5, {"notifications": [True]}, {"notifications": {"toolsListChanged": False}}],
