@@ -41,11 +41,6 @@ from .ratelimit import StderrRateLimiter
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
 
-# How long one send may block when journald's queue is full. journald normally drains at
-# once (and the kernel's per-socket datagram queue can be as short as 10), so a short wait
-# absorbs bursts; past it we drop the record and count it rather than stall the event loop.
-SEND_TIMEOUT = 0.5
-
 # --- handlers ----------------------------------------------------------------------------
 
 
@@ -168,6 +163,11 @@ class JournalHandler(RateLimitedHandler):
     so large tracebacks and stderr tails arrive whole (fields are still capped at
     MAX_FIELD_BYTES). When the socket cannot be used at all the record is written to
     ``fallback`` as a ``<N>``-prefixed line instead, so nothing is lost silently.
+
+    A send never waits: records are made on the event loop's thread, and a wait for
+    room in journald's queue (journald busy, or slower than a flood) stalled every
+    server and agent with it. An entry the socket will not take now is dropped and
+    counted (``dropped``), and the next entry it takes says how many were.
     """
 
     def __init__(
@@ -186,7 +186,7 @@ class JournalHandler(RateLimitedHandler):
         self._failed = False
         # Unconnected: each send names the path, so a restarted journald is picked up.
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self._sock.settimeout(SEND_TIMEOUT)
+        self._sock.setblocking(False)
         # A bigger send buffer means fewer entries need the memfd path (the kernel caps it).
         with contextlib.suppress(OSError):
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
@@ -199,7 +199,7 @@ class JournalHandler(RateLimitedHandler):
             fields[0] = ("MESSAGE", f"{fields[0][1]}\n({note})")
         try:
             self._send(encode_entry(fields))
-        except TimeoutError:
+        except BlockingIOError:  # no room in journald's queue now
             self.dropped += 1
             return
         except OSError as exc:
@@ -226,7 +226,7 @@ class JournalHandler(RateLimitedHandler):
         record instead (which falls back to stderr). The caller holds the lock."""
         try:
             self._send(data)
-        except TimeoutError:
+        except BlockingIOError:
             self.dropped += 1
         except OSError:
             return False

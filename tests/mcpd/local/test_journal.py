@@ -220,13 +220,16 @@ def test_unusable_socket_falls_back_to_prefixed_stderr_lines(logger: logging.Log
 def test_records_are_dropped_and_counted_when_journald_does_not_keep_up(
     journal_socket: tuple[str, socket.socket], logger: logging.Logger
 ) -> None:
+    # Nobody reads: journald stuck, or slower than a flood. Each record the socket has
+    # no room for is dropped at once: a wait for room (were it only a fraction of a
+    # second each) would have these take longer than the test may.
     path, rx = journal_socket
     handler = journal.JournalHandler(path)
-    handler._sock.settimeout(0.01)  # nobody reads: do not wait long for each
     handler._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
     logger.addHandler(handler)
-    # More than a socket's send buffer (and the kernel's datagram queue) can hold.
-    for i in range(60):
+    # Far more than a socket's send buffer (and the kernel's datagram queue) can hold.
+    sent = 400
+    for i in range(sent):
         logger.info("%d %s", i, "z" * 32_000)
     dropped = handler.dropped
     assert dropped > 0
@@ -238,7 +241,7 @@ def test_records_are_dropped_and_counted_when_journald_does_not_keep_up(
         except TimeoutError:
             break
         received += 1
-    assert received + dropped == 60
+    assert received + dropped == sent
     rx.settimeout(5)
     logger.info("after")
     fields, _, _ = receive_entry(rx)
