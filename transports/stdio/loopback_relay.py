@@ -32,11 +32,13 @@ _STARVED_PAUSE: Final = 0.1
 logger = logging.getLogger("mcpd.stdio")
 
 
-async def relay_loopback(alias: str, listeners: Sequence[tuple[socket.socket, int]]) -> None:
-    """Serve the listeners until cancelled; they are closed on the way out."""
+async def relay_loopback(
+    alias: str, listeners: Sequence[tuple[socket.socket, int]], complaints: Complaints
+) -> None:
+    """Serve the listeners until cancelled; they are closed on the way out. A server
+    can connect to a port nobody listens on as fast as it likes: what is logged of
+    that is held to its ``complaints``."""
     limiter = trio.CapacityLimiter(MAX_OPEN)
-    # A server can connect to a port nobody listens on as fast as it likes.
-    complaints = Complaints()
     wrapped = [(trio.SocketListener(trio.socket.from_stdlib_socket(s)), p) for s, p in listeners]
     try:
         async with trio.open_nursery() as nursery:

@@ -104,7 +104,8 @@ class StdioTransport(Transport):
         self.auth: AuthHook | None = None  # a child has no channel for credentials
         self._nursery: trio.Nursery | None = None
         self._ids = rpc.IdAllocator()
-        complaints = Complaints()
+        # One budget for the warnings about what the server does at will, whatever it is.
+        self.complaints = complaints = Complaints()
         self._pending = Pending(alias, logger, complaints.admit)
         stdin = process.stdin
         assert stdin is not None
@@ -353,7 +354,12 @@ async def open_stdio_transport(
                 nursery.start_soon(transport._watch_exit)
                 nursery.start_soon(transport._write_stdin)
                 if process.host_loopback is not None:
-                    nursery.start_soon(relay_loopback, alias, process.host_loopback.listeners)
+                    nursery.start_soon(
+                        relay_loopback,
+                        alias,
+                        process.host_loopback.listeners,
+                        transport.complaints,
+                    )
                 try:
                     yield transport
                 except TransportError as exc:

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from transports.complaints import BURST
+from transports.complaints import BURST, Complaints
 from transports.stdio.loopback_relay import MAX_OPEN, relay_loopback
 
 LIMIT = 10
@@ -75,7 +75,9 @@ async def relaying(ports: list[int]) -> AsyncIterator[list[int]]:
     socks = [inside_listener() for _ in ports]
     inside = [s.getsockname()[1] for s in socks]
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(relay_loopback, "srv", list(zip(socks, ports, strict=True)))
+        nursery.start_soon(
+            relay_loopback, "srv", list(zip(socks, ports, strict=True)), Complaints()
+        )
         yield inside
         nursery.cancel_scope.cancel()
 
@@ -213,7 +215,7 @@ async def test_cancelling_the_relay_closes_its_listeners_and_connections() -> No
             port = sock.getsockname()[1]
             with trio.CancelScope() as scope:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(relay_loopback, "srv", [(sock, host.port)])
+                    nursery.start_soon(relay_loopback, "srv", [(sock, host.port)], Complaints())
                     conn = await trio.open_tcp_stream("127.0.0.1", port)
                     assert await receive_exactly(conn, 6) == b"hello "
                     scope.cancel()
