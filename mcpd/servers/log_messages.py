@@ -113,9 +113,9 @@ class LogMessages:
         level = _PYTHON_LEVEL.get(message.level, logging.INFO)
         if not logger.isEnabledFor(level):
             return  # not logged, so not counted against the budget either
-        # The budget is spent here, before a record is made: under a flood, one made
-        # (and searched for secrets) for each message only for the handler to drop it
-        # cost more than everything else about the message.
+        # The budget is spent here, before a record is made: a record made (and
+        # searched for secrets) for each message of a flood, only for the handler to
+        # drop it, would cost more than everything else about the message.
         held = self._logged.admit()
         if held is None:
             return
