@@ -285,7 +285,7 @@ async def test_arguments_that_give_a_key_twice_are_refused_before_anyone_is_aske
     p = policy({"action": "ask"})
     user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
     call = a_call(Raw(b'{"path": "/", "opts": {"mode": "delete", "mode": "read"}}'), ELICITATION)
-    result = await p.ask(call, AGENT, asked(p, servers), user)
+    result = await p.ask(call, AGENT, nothing_known, asked(p, servers), user)
     assert isinstance(result, mcp.CallToolResult) and result.isError
     assert user.asked == [] and p.gate.approvals.version == 0
     assert (call.decision, call.decided_by) == ("denied", "mcpd")
@@ -299,11 +299,13 @@ async def test_an_approval_remembered_for_the_tool_lets_no_repeated_key_through(
     p = policy({"action": "ask", "remember": "connection"})
     user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
     first = a_call(Raw(b'{"mode": "read"}'), ELICITATION)
-    assert await p.ask(first, AGENT, asked(p, servers), user) is None
+    assert await p.ask(first, AGENT, nothing_known, asked(p, servers), user) is None
     again = a_call(Raw(b'{"mode": "read"}'), ELICITATION)
-    assert await p.ask(again, AGENT, asked(p, servers), user) is None
+    assert await p.ask(again, AGENT, nothing_known, asked(p, servers), user) is None
     assert again.decided_by == "remembered"
     twice = a_call(Raw(b'{"mode": "delete", "mode": "read"}'), ELICITATION)
-    assert isinstance(await p.ask(twice, AGENT, asked(p, servers), user), mcp.CallToolResult)
+    assert isinstance(
+        await p.ask(twice, AGENT, nothing_known, asked(p, servers), user), mcp.CallToolResult
+    )
     assert (twice.decision, twice.decided_by) == ("denied", "mcpd")
     assert len(user.asked) == 1
