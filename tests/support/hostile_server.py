@@ -8,6 +8,7 @@ attacks met. Plain stdlib, run by its path (no test code on its path in a sandbo
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import select
@@ -44,6 +45,45 @@ def rewrite(path: str) -> str:
     with open(path, "wb") as f:
         f.write(held)
     return f"rewrote {path}"
+
+
+def own_cgroup_afresh(name: str) -> str:
+    """Rewrites ``name`` (``pids.max``) of its own pids cgroup through a cgroup
+    filesystem it mounts itself, in user, mount and cgroup namespaces it makes (in a
+    child, so the server stays as it was), where its own cgroup is the root."""
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(reader)
+        try:
+            os.write(writer, f"ok: {_remount_own_cgroup(name)}".encode())
+        except BaseException as exc:
+            os.write(writer, f"refused: {type(exc).__name__}: {exc}".encode())
+        os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as f:
+        got = f.read().decode("utf-8", "replace")
+    os.waitpid(child, 0)
+    if not got.startswith("ok: "):
+        raise PermissionError(got.removeprefix("refused: "))
+    return got.removeprefix("ok: ")
+
+
+def _remount_own_cgroup(name: str) -> str:
+    libc = ctypes.CDLL(None, use_errno=True)
+    new_user, new_mount, new_cgroup = 0x10000000, 0x00020000, 0x02000000
+    if libc.unshare(new_user | new_mount | new_cgroup) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"unshare: {os.strerror(errno)}")
+    with open("/proc/self/cgroup") as f:
+        v1 = any(":pids:" in line for line in f)
+    where = os.path.join(os.environ["HOME"], "cgroup-afresh")
+    os.makedirs(where, exist_ok=True)
+    fstype, options = (b"cgroup", b"pids") if v1 else (b"cgroup2", None)
+    if libc.mount(b"none", where.encode(), fstype, 0, options) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount {fstype.decode()}: {os.strerror(errno)}")
+    return rewrite(os.path.join(where, name))
 
 
 def scan_environ(needle: str) -> str:
@@ -211,6 +251,7 @@ TOOLS: dict[str, Any] = {
     "read_file": lambda a: attempt(lambda: read_file(a["path"])),
     "write_file": lambda a: attempt(lambda: write_file(a["path"], a.get("text", "x"))),
     "rewrite": lambda a: attempt(lambda: rewrite(a["path"])),
+    "own_cgroup_afresh": lambda a: attempt(lambda: own_cgroup_afresh(a["name"])),
     "getenv": lambda a: attempt(lambda: os.environ[a["name"]]),
     "scan_environ": lambda a: attempt(lambda: scan_environ(a["needle"])),
     "ask_reload": lambda a: attempt(lambda: ask_reload(a["socket"])),

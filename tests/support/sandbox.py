@@ -142,6 +142,17 @@ def text(result: dict[str, Any]) -> str:
     return "".join(b.get("text", "") for b in result["content"] if b["type"] == "text")
 
 
+def pids_max(pid: int) -> Path:
+    """The ``pids.max`` of the pids cgroup the host's process ``pid`` is in."""
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            return Path("/sys/fs/cgroup/pids", path.lstrip("/"), "pids.max")
+    path = next(line.split(":", 2)[2] for line in lines if line.startswith("0::"))
+    return Path("/sys/fs/cgroup", path.lstrip("/"), "pids.max")
+
+
 @contextlib.asynccontextmanager
 async def agent_of(served: Served) -> AsyncIterator[Agent]:
     async with connect(served.socket) as agent:

@@ -5,7 +5,9 @@ to it, also in a namespace where root is mapped to itself. So when mcpd runs as 
 a server's process limit is a cgroup's ``pids.max``: a child of mcpd's own cgroup in
 the pids hierarchy (cgroup v1, or v2 at its root), made per server and joined by the
 server's first process before it execs anything (``launch``), so nothing it starts is
-outside it. No trio here (``transports.stdio.launch``).
+outside it. A sandboxed server sees the cgroup tree read-only and cannot mount it
+afresh (``sandbox``): its limit, and mcpd's cgroup above it, are not its to change.
+No trio here (``transports.stdio.launch``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Levels:
   signal mcpd arms). It shares the host's network namespace, and with it the
   host's abstract Unix sockets, which have no path to hide: a Landlock domain
   (``landlock``) keeps it from connecting to those bound outside it, where the
-  kernel can scope one, at every sandboxed level.
+  kernel can scope one, at every sandboxed level. It sees ``/sys`` read-only.
 - ``strict``: a new root holding the system's directories read-only, its own home, a
   private ``/tmp``, and the paths its config grants, and nothing else.
 - ``off``: started as it is.
@@ -23,6 +23,13 @@ AWS server its ``~/.aws``). ``network = false`` gives it a network namespace of 
 where only its own loopback exists. ``loopback`` names the host's loopback ports it may
 still reach: that namespace is then made before bubblewrap runs (``netns``), with mcpd's
 listeners on those ports in it, and bubblewrap joins it through ``nsenter``.
+
+The kernel's controls (``/sys``, and under ``/proc`` the settings, sysrq, interrupts,
+buses, filesystems and ACPI) are read-only at every level: their files are their
+owner's to write, and a root mcpd's server is their owner, with or without
+capabilities, in any namespace. A root mcpd's server also may not make user
+namespaces of its own, in which it would hold the rights to mount a cgroup filesystem
+afresh, with its own cgroup (its process limit) or mcpd's writable in it.
 
 Limits are set by ``prlimit`` inside the namespaces, so that the process limit counts
 the server's own processes (the kernel counts RLIMIT_NPROC per user and per user
@@ -42,6 +49,19 @@ Level = Literal["off", "default", "strict"]
 
 # Where each limit is set, for messages: "servers.x.limits.memory".
 LIMIT_NAMES: Final = ("memory", "processes", "open_files", "cpu")
+
+# Shown read-only under the sandbox's own /proc, where they exist: the kernel's
+# settings (kernel.core_pattern runs a program as root, in no namespace, at the next
+# crash), the sysrq trigger (reboot, halt), interrupts' routing, devices' PCI
+# configuration, filesystems' and ACPI's controls.
+KERNEL_PROC: Final = (
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/irq",
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/acpi",
+)
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -125,6 +145,9 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
     # None when ``confine`` is there; else why a sandboxed server still reaches the
     # host's abstract Unix sockets.
     scoping: str | None = "not probed"
+    # None when bubblewrap can keep a server from making user namespaces of its own
+    # (which a root mcpd's server must be kept from); else why not.
+    userns_denial: str | None = "not probed"
 
 
 class Mount(msgspec.Struct, frozen=True):
@@ -180,10 +203,22 @@ def _order(m: Mount) -> tuple[int, int]:
     return (_depth(m.path), 0 if m.kind.startswith("hide") else 1)
 
 
-def _namespaces(network: bool, joined: bool) -> list[str]:
+def _namespaces(network: bool, joined: bool, machine: Machine) -> list[str]:
     args = ["--unshare-user", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL"]
+    if machine.root and machine.userns_denial is None:
+        args.append("--disable-userns")
     if not network and not joined:
         args.append("--unshare-net")
+    return args
+
+
+def kernel_mounts(shows_sys: bool) -> list[str]:
+    """``/dev`` and ``/proc`` of the sandbox's own, with the kernel's controls in them
+    (and in ``/sys``, when the sandbox shows the host's) read-only."""
+    args = ["--ro-bind-try", "/sys", "/sys"] if shows_sys else []
+    args += ["--dev", "/dev", "--proc", "/proc"]
+    for path in KERNEL_PROC:
+        args += ["--ro-bind-try", path, path]
     return args
 
 
@@ -214,7 +249,7 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
     # domain may not (as it may not trace one outside): a step after nsenter enters the
     # domain before bubblewrap. Every other one is born in it (``Plan.confined``).
     confine = machine.confine if netns is not None else ()
-    args += [*confine, machine.bwrap, *_namespaces(s.network, netns is not None)]
+    args += [*confine, machine.bwrap, *_namespaces(s.network, netns is not None, machine)]
     mounts = list(r.mounts)
     if s.level == "strict":
         for p in machine.system:
@@ -236,10 +271,9 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
             )
     else:
         args += ["--bind", "/", "/"]
-    # The kernel's settings read-only: bubblewrap covers /proc/sys only where its
-    # directory is writable, which it never is, yet its files are the owner's to write
-    # when the sandbox's user is the host's root (a root mcpd), from any namespace.
-    args += ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+    # bubblewrap covers /proc/sys only where its directory is writable, which it never
+    # is, and leaves the rest of the kernel's controls as they are.
+    args += kernel_mounts(s.level != "strict")
     if s.level == "strict":
         args += ["--tmpfs", "/tmp"]
     mounts.append(Mount(r.home, "write"))
@@ -303,6 +337,11 @@ def shortfall(s: Sandbox, machine: Machine) -> str | None:
             )
         elif not machine.root and not applied:
             gaps.append(f"{s.limits.key('processes')} is not applied: it needs the sandbox")
+    if applied and machine.root and machine.userns_denial is not None:
+        gaps.append(
+            "a server of a root mcpd can make user namespaces of its own, in which it may "
+            f"mount the cgroup tree writable: {machine.userns_denial}"
+        )
     if s.limits.any() and machine.prlimit is None:
         gaps.append("limits are not applied: prlimit (util-linux) not found")
     return "; ".join(gaps) if gaps else None

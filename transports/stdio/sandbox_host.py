@@ -30,6 +30,7 @@ from .sandbox import (
     Sandbox,
     SandboxError,
     SystemPath,
+    kernel_mounts,
     plan,
     within,
 )
@@ -60,8 +61,7 @@ def _try(bwrap: str, *extra: str, confine: Sequence[str] = ()) -> str | None:
     """None when bubblewrap starts ``true`` with these namespaces (run by ``confine``,
     when given); else why not."""
     args = [*confine, bwrap, "--unshare-user", "--unshare-pid", "--die-with-parent"]
-    args += ["--cap-drop", "ALL"]
-    args += [*extra, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
+    args += ["--cap-drop", "ALL", *extra, "--bind", "/", "/", *kernel_mounts(True), "--", "true"]
     try:
         done = subprocess.run(
             args, capture_output=True, text=True, timeout=_PROBE_TIMEOUT, stdin=subprocess.DEVNULL
@@ -117,6 +117,9 @@ def probe(*, network: bool = False) -> Machine:
         bwrap = shutil.which("bwrap")
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         namespaces = _try(bwrap) if bwrap is not None else "bwrap not found"
+        denial = namespaces
+        if bwrap is not None and namespaces is None:
+            denial = _try(bwrap, "--disable-userns")
         confine, scoping = _confinement(bwrap if namespaces is None else None)
         _machine.append(
             Machine(
@@ -130,6 +133,7 @@ def probe(*, network: bool = False) -> Machine:
                 pids_cgroup=os.geteuid() == 0 and pidgroup.base() is not None,
                 confine=confine,
                 scoping=scoping,
+                userns_denial=denial,
             )
         )
     machine = _machine[0]

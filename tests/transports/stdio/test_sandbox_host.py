@@ -176,6 +176,7 @@ def test_bubblewrap_that_cannot_run_at_all_is_said_so(tmp: Path) -> None:
 
 
 CONFINED = ("in its Landlock domain",)
+DENIAL = ("--disable-userns",)
 
 
 class Probes:
@@ -183,10 +184,19 @@ class Probes:
     for the try in a Landlock domain), and what it answers to them."""
 
     def __init__(
-        self, namespaces: str | None, network: str | None, confined: str | None = None
+        self,
+        namespaces: str | None,
+        network: str | None,
+        confined: str | None = None,
+        denial: str | None = None,
     ) -> None:
         self.tries: list[tuple[str, ...]] = []
-        self.answers = {(): namespaces, ("--unshare-net",): network, CONFINED: confined}
+        self.answers = {
+            (): namespaces,
+            ("--unshare-net",): network,
+            CONFINED: confined,
+            DENIAL: denial,
+        }
 
     def __call__(self, bwrap: str, *extra: str, confine: Sequence[str] = ()) -> str | None:
         tried = CONFINED if confine else extra
@@ -212,13 +222,13 @@ def test_the_machine_is_probed_once_and_the_network_only_when_asked(
     machine = sandbox_host.probe()
     assert machine.bwrap == "/usr/bin/bwrap" and machine.namespaces is None
     assert machine.network == "not probed"
-    assert sandbox_host.probe() is machine and probes.tries == [(), CONFINED]
+    assert sandbox_host.probe() is machine and probes.tries == [(), DENIAL, CONFINED]
     assert sandbox_host.probe(network=True).network == "no network namespace"
     assert sandbox_host.probe(network=True).network == "no network namespace"
-    assert probes.tries == [(), CONFINED, ("--unshare-net",)]
+    assert probes.tries == [(), DENIAL, CONFINED, ("--unshare-net",)]
     sandbox_host.forget()
     sandbox_host.probe()
-    assert probes.tries == [(), CONFINED, ("--unshare-net",), (), CONFINED]
+    assert probes.tries == [(), DENIAL, CONFINED, ("--unshare-net",), (), DENIAL, CONFINED]
 
 
 @pytest.mark.usefixtures("fresh")
@@ -231,6 +241,20 @@ def test_a_machine_without_namespaces_has_no_network_namespace_for_the_same_reas
     machine = sandbox_host.probe(network=True)
     assert machine.network == machine.namespaces == "bwrap: setting up uid map: Permission denied"
     assert probes.tries == [()]
+
+
+@pytest.mark.usefixtures("fresh")
+def test_whether_bubblewrap_can_deny_a_server_user_namespaces_is_found_with_its_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None))
+    assert sandbox_host.probe().userns_denial is None
+    sandbox_host.forget()
+    old = "bwrap: Unknown option --disable-userns"
+    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None, denial=old))
+    machine = sandbox_host.probe()
+    assert machine.namespaces is None and machine.userns_denial == old
 
 
 @pytest.mark.usefixtures("fresh")

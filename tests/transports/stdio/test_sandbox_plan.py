@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 
+import msgspec
 import pytest
 
 from transports.stdio.childenv import environment
@@ -45,7 +46,7 @@ def binds(argv: list[str]) -> list[tuple[str, ...]]:
     i = 0
     while argv[i] != "--":
         opt = argv[i]
-        if opt in ("--bind", "--ro-bind", "--symlink"):
+        if opt in ("--bind", "--ro-bind", "--ro-bind-try", "--symlink"):
             out.append((opt, argv[i + 1], argv[i + 2]))
             i += 3
         elif opt in ("--tmpfs", "--dev", "--proc", "--chdir", "--perms", "--cap-drop"):
@@ -110,6 +111,42 @@ def test_the_strict_level_starts_from_nothing() -> None:
     # Nothing shows the home it would hide from, so nothing is mounted for it.
     assert not [m for m in mounted if "/home/u/.ssh" in m]
     assert "--unshare-net" in p.argv
+
+
+# Their files are the owner's to write, and the owner is a root mcpd's server.
+KERNEL = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/acpi")
+
+
+@pytest.mark.parametrize("level", ["default", "strict"])
+def test_the_kernels_controls_are_read_only_at_every_sandboxed_level(level: str) -> None:
+    mounted = binds(plan(resolved(level=level), ["node"], MACHINE, HOME).argv)
+    proc = mounted.index(("--proc", "/proc"))
+    for path in KERNEL:
+        # Where it exists: a kernel may lack sysrq, ACPI or a PCI bus.
+        assert mounted.index(("--ro-bind-try", path, path)) > proc, path
+    if level == "default":
+        # The cgroup tree, the devices' and the kernel's settings, shown but not written.
+        assert mounted.index(("--ro-bind-try", "/sys", "/sys")) > mounted.index(
+            ("--bind", "/", "/")
+        )
+    else:
+        assert not [m for m in mounted if m[-1].startswith("/sys")]
+
+
+def test_a_root_mcpds_server_may_not_make_user_namespaces_of_its_own() -> None:
+    """There it would have the rights to mount the cgroup tree afresh, writable."""
+    root = msgspec.structs.replace(MACHINE, root=True, userns_denial=None)
+    for level in ("default", "strict"):
+        assert "--disable-userns" in plan(resolved(level=level), ["node"], root, HOME).argv
+    user = msgspec.structs.replace(MACHINE, userns_denial=None)
+    assert "--disable-userns" not in plan(resolved(), ["node"], user, HOME).argv
+    old = msgspec.structs.replace(root, userns_denial="bwrap: Unknown option --disable-userns")
+    p = plan(resolved(), ["node"], old, HOME)
+    assert "--disable-userns" not in p.argv
+    assert p.unprotected == (
+        "a server of a root mcpd can make user namespaces of its own, in which it may "
+        "mount the cgroup tree writable: bwrap: Unknown option --disable-userns"
+    )
 
 
 def test_a_strict_command_outside_its_grants_is_refused_by_name() -> None:
