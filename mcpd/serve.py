@@ -148,7 +148,7 @@ async def demo_config(socket: str | None = None) -> AsyncIterator[Config]:
                 },
             }
             logger.info("demo: tickets serves HTTP on 127.0.0.1:%d (pid %d)", port, proc.pid)
-            yield parse(data, source="--demo")
+            yield parse(data)  # read from no file
     finally:
         with trio.CancelScope(shield=True):
             signal_group(proc.pid, signal.SIGTERM)

@@ -70,7 +70,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         start_early(config, args.socket)
         # Absolute: the daemon reports it, and `mcpd token` and `mcpd connect` run
         # elsewhere act on it.
-        config_path = os.path.abspath(config_path)
+        config_path = config.source
         from ..serve import serve
 
         return serve(config, config_path, demo=False, socket=args.socket, listening=listening)

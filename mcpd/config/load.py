@@ -247,7 +247,10 @@ def _read(p: Path) -> bytes:
 
 
 def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
-    p = Path(path)
+    """The config in the file at ``path``, whose ``source`` is that file's absolute
+    path: a relative one is resolved against the working directory as it is read, so
+    that what every sandbox hides is the file that was read."""
+    p = Path(path).absolute()
     text = _read(p)
     if p.suffix == ".json" or text.lstrip()[:1] == b"{":
         # Another host's mcpServers file, used as it is. The importer (and json) only

@@ -192,12 +192,14 @@ def _owned_dir(path: str) -> bool:
 
 
 def hidden(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
-    """Every path no server may see (they may not exist)."""
+    """Every path no server may see (they may not exist), absolute: one named
+    relatively, in the config or mcpd's environment, is where mcpd finds it, relative to
+    its working directory, which it never leaves."""
     env = os.environ if env is None else env
     out = [state_directory(config.daemon.state_dir, env)]
-    if os.path.isabs(config.source):
+    if config.source:  # none for a config read from no file
         out.append(config.source)
-        folder = os.path.dirname(config.source)
+        folder = os.path.dirname(_absolute(config.source))
         if _owned_dir(folder):
             out.append(folder)
     out += [f if os.path.isabs(f) else os.path.join(env.get("CREDENTIALS_DIRECTORY", "/"), f)
@@ -215,8 +217,14 @@ def hidden(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
     out += [os.path.join(runtime, p.format_map(names)) for p in IN_RUNTIME_DIR]
     out += [os.path.join("/tmp", p.format_map(names)) for p in IN_TMP]
     for var in NAMED_BY:
-        out += [p for p in env.get(var, "").split(":") if os.path.isabs(p)]
-    return sorted(set(out))
+        out += [p for p in env.get(var, "").split(":") if p]
+    return sorted({_absolute(p) for p in out})
+
+
+def _absolute(path: str) -> str:
+    # Not normalized: "link/.." is where the link's target's parent is, as the kernel
+    # finds it when the sandbox is made.
+    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
 
 
 def _grant(path: str, env: Mapping[str, str]) -> str:

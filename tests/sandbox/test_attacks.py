@@ -70,6 +70,26 @@ async def test_the_endpoint_token_and_the_oauth_store_are_out_of_reach(tmp_path:
             await untouched(d, agent, before)
 
 
+async def test_a_config_named_relatively_is_out_of_reach_too(tmp_path: Path) -> None:
+    secret = "steady-env-secret-5d1e"  # another server's env, written in the config
+    servers = {
+        "hostile": hostile(),
+        "steady": {**steady(), "env": {"STEADY_TOKEN": secret}},
+        "open": hostile(sandbox="off"),
+    }
+    with serving(tmp_path, servers, cwd=tmp_path) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "hostile", "steady", "open")
+            before = await d.status()
+            config = str(tmp_path / "mcpd.toml")
+            got = await call(agent, "hostile", "read_file", path=config)
+            assert got.startswith("refused: PermissionError"), got
+            # Read without a sandbox (what reaches the agent has the secret masked).
+            got = await call(agent, "open", "read_file", path=config)
+            assert got.startswith("ok: [daemon]") and secret not in got, got
+            await untouched(d, agent, before)
+
+
 async def test_another_servers_header_secret_is_not_in_its_reach(tmp_path: Path) -> None:
     servers = {"hostile": hostile(inherit_env=True), "steady": steady()}
     servers["open"] = hostile(sandbox="off")

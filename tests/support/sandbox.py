@@ -22,6 +22,7 @@ from tests.support.agent import Agent, connect
 from tests.support.fault_harness import toml_value
 from tests.support.procs import SCRIPTED, alive
 
+ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = str(Path(__file__).with_name("hostile_server.py"))
 SECRET = "tickets-secret-0451"  # TICKETS_TOKEN in mcpd's environment
 ENDPOINT_TOKEN = "endpoint-token-7e3f"
@@ -82,10 +83,12 @@ def serving(
     servers: dict[str, dict[str, Any]],
     extra: str = "",
     wrap: tuple[str, ...] = (),
+    cwd: Path | None = None,
     **daemon: Any,
 ) -> Iterator[Served]:
     """``mcpd serve`` with these servers (and the tickets server), run through the
-    command line ``wrap`` if given."""
+    command line ``wrap`` if given; in ``cwd``, if given, with its config named
+    relatively to it."""
     home, state = plant(tmp)
     socket = str(tmp / "mcpd.sock")
     daemon = {"socket": socket, "state_dir": str(state), "backoff_base": 0.05, **daemon}
@@ -98,13 +101,18 @@ def serving(
     config = tmp / "mcpd.toml"
     config.write_text(toml(daemon, servers, extra))
     env = {**os.environ, "HOME": str(home), "TICKETS_TOKEN": SECRET}
+    named = str(config)
+    if cwd is not None:
+        named = os.path.relpath(config, cwd)
+        env["PYTHONPATH"] = str(ROOT)  # the mcpd under test, wherever it runs
     log = tmp / "mcpd.log"
     proc = subprocess.Popen(
-        [*wrap, sys.executable, "-m", "mcpd", "serve", "--config", str(config), "--log", "stderr"],
+        [*wrap, sys.executable, "-m", "mcpd", "serve", "--config", named, "--log", "stderr"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        cwd=cwd,
     )
     listening = threading.Event()
     copier = threading.Thread(target=_copy, args=(proc, log, listening), daemon=True)

@@ -41,6 +41,16 @@ def test_a_toml_file_loads_and_names_itself_as_the_source(tmp_path: Path) -> Non
     assert config.source == str(path)
 
 
+def test_a_file_named_relatively_names_its_absolute_path_as_the_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its source is what every sandbox hides: resolved where it is read, as it is read.
+    written(tmp_path, "mcpd.toml", TOML)
+    monkeypatch.chdir(tmp_path)
+    assert load("mcpd.toml", env={}).source == str(tmp_path / "mcpd.toml")
+    assert load(Path("./mcpd.toml"), env={}).source == str(tmp_path / "mcpd.toml")
+
+
 @pytest.mark.parametrize("name", ["servers.json", "servers.conf"])
 def test_another_hosts_json_loads_by_its_suffix_or_its_first_brace(
     tmp_path: Path, name: str

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mcpd.cli.check_sandbox import unscoped_warnings
-from mcpd.config.load import parse
+from mcpd.config.load import load, parse
 from mcpd.config.model import ConfigError
 from mcpd.config.sandbox import hidden, limits_of, sandbox_of
 from transports.stdio import sandbox_host
@@ -112,6 +112,36 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
         assert str(path) in paths, path
     sandbox = sandbox_of("s", config.servers["s"], config, env)
     assert sandbox.home == str(tmp_path / "state" / "homes" / "s")
+
+
+def test_what_every_sandbox_hides_is_found_where_a_relative_name_points(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A config, a credentials directory and credential stores named relatively to
+    # the working directory mcpd runs in.
+    (tmp_path / "mcpd").mkdir()
+    (tmp_path / "mcpd" / "config.toml").write_text(
+        f'[daemon]\nstate_dir = "{tmp_path / "state"}"\n'
+        '[servers.s]\ncommand = "/bin/true"\nenv = { KEY = "${file:key}" }\n'
+    )
+    (tmp_path / "creds").mkdir()
+    (tmp_path / "creds" / "key").write_text("k")
+    (tmp_path / "creds" / "key").chmod(0o600)
+    env = {"HOME": str(tmp_path / "home"), "CREDENTIALS_DIRECTORY": "creds"}
+    env |= {"KUBECONFIG": "kube/config:/etc/kube/config", "GNUPGHOME": "gnupg"}
+    monkeypatch.chdir(tmp_path)
+    paths = hidden(load("mcpd/config.toml", env), env)
+    assert all(os.path.isabs(p) for p in paths), [p for p in paths if not os.path.isabs(p)]
+    for path in (
+        tmp_path / "mcpd",  # mcpd's own config directory, named relatively
+        tmp_path / "mcpd" / "config.toml",
+        tmp_path / "creds",
+        tmp_path / "creds" / "key",
+        tmp_path / "kube" / "config",
+        Path("/etc/kube/config"),
+        tmp_path / "gnupg",
+    ):
+        assert str(path) in paths, path
 
 
 def test_check_config_shows_the_sandbox_and_environment_names_never_values(
