@@ -56,6 +56,7 @@ async def test_a_root_mcpds_sandboxed_servers_cannot_change_their_pids_cgroups(
         async with agent_of(d) as agent:
             await wait_ready(agent, *servers)
             before = await d.status()
+            assert before["hostile"]["sandbox"]["unprotected"] is None
             own = {alias: pids_max(before[alias]["pid"]) for alias in servers}
             mcpds = own["hostile"].parent.parent / "pids.max"
             assert own["strict"].parent.parent / "pids.max" == mcpds
