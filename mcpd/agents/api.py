@@ -140,7 +140,13 @@ class AgentServer(ProfileMethods, Dispatcher):
             from .httpapi import HttpApi
 
             self._http = HttpApi(
-                self, self.servers, self.control, self.connections, new_session, self.profiles
+                self,
+                self.servers,
+                self.control,
+                self.connections,
+                new_session,
+                self.profiles,
+                self.agents_kin,
             )
         return self._http
 

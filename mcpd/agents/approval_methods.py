@@ -75,7 +75,7 @@ async def _decide(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestCon
     assert conn.peer is not None
     try:
         decided = api.control.approvals.decide(
-            params.id, params.approve, by, reason, conn.peer.decider()
+            params.id, params.approve, by, reason, (conn.peer.decider(),)
         )
     except ApprovalError as exc:
         raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None

@@ -12,7 +12,9 @@ back to; it answers once the server has tried the new token.
 
 ``mcpd/auth/dashboard`` is the other way round: it logs a person's browser in to mcpd's
 own status page, with an address on the HTTP endpoint that carries a one-time code
-(``page.passes``). Like a login, it is for the daemon's own user and root.
+(``page.passes``). Like a login, it is for the daemon's own user and root; the code
+keeps who asked for it and whether that is an agent's kin (``page.opener``), which
+decides what the page it opens may decide.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
+from ..policy.kin import AgentKin
 from ..registry.views import ProfileView
 from .backend import Control
 from .connection import Connection
@@ -42,6 +45,8 @@ class _Api(Protocol):
     def http(self) -> HttpApi: ...
 
     def scope_of(self, conn: Connection) -> ProfileView | None: ...
+
+    async def agents_kin(self) -> list[AgentKin]: ...
 
 
 class _Server(msgspec.Struct):
@@ -97,10 +102,12 @@ async def _dashboard(
     endpoint = api.endpoint
     if endpoint is None:
         return {"url": None}
+    from .page.opener import opened_by
     from .page.passes import CODE_TTL
 
     assert conn.peer is not None  # the owner on the socket, as the kernel says
-    code = api.http.page.passes.issue(conn.peer.decider())
+    asker = opened_by((conn.peer.decider(),), await api.agents_kin())
+    code = api.http.page.passes.issue(asker)
     # Where the endpoint listens on every address, this machine reaches it on loopback.
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(endpoint.host, endpoint.host)
     host = f"[{host}]" if ":" in host else host

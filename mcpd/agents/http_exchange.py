@@ -21,7 +21,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
 from ..local.tcpowner import ConnectionOwner
-from ..policy.kin import AgentKin, tcp_kin, unknown
+from ..policy.kin import AgentKin, Decider, tcp_deciders, tcp_kin, unknown
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
@@ -142,3 +142,13 @@ class Caller(msgspec.Struct, frozen=True):
         with trio.move_on_after(KIN_LOOKUP):
             return await trio.to_thread.run_sync(tcp_kin, self.tcp, abandon_on_cancel=True)
         return unknown("looking for it in /proc took too long", None)
+
+    async def deciders(self) -> tuple[Decider, ...]:
+        """Who sends on this connection, as deciders (``policy.kin``): the peer on a
+        socket; on the TCP endpoint, the processes that hold its other end, where
+        they are found."""
+        if self.tcp is None:
+            return () if self.peer is None else (self.peer.decider(),)
+        with trio.move_on_after(KIN_LOOKUP):
+            return await trio.to_thread.run_sync(tcp_deciders, self.tcp, abandon_on_cancel=True)
+        return ()

@@ -27,7 +27,7 @@ Origin at each request's headers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
@@ -40,6 +40,7 @@ from protocol.server import ServerSession
 from protocol.visible import visible_json
 
 from ..local.tcpowner import ConnectionOwner, tcp_owner
+from ..policy.kin import AgentKin
 from ..registry.views import ProfileView
 from ..servers.all_servers import AllServers
 from .backend import Control
@@ -76,8 +77,11 @@ class HttpApi:
         listeners: set[Connection],
         new_session: Callable[[], ServerSession],
         profiles: Profiles,
+        agents_kin: Callable[[], Awaitable[list[AgentKin]]],
     ) -> None:
+        """``agents_kin``: who is kin to each agent connected now (``policy.kin``)."""
         self.profiles = profiles
+        self._agents_kin = agents_kin
         self.servers = servers
         self.control = control
         self.mcp = McpRoute(
@@ -101,12 +105,12 @@ class HttpApi:
 
             policy = policy_sources(self.control)
             sources = msgspec.structs.replace(
-                pin_sources(self.control),
+                pin_sources(self.control, self._agents_kin),
                 approvals=policy.approvals,
                 decide=policy.decide,
                 calls=policy.calls,
             )
-            self._page = Page(self.control, self.servers, sources)
+            self._page = Page(self.control, self.servers, self._agents_kin, sources)
         return self._page
 
     @property

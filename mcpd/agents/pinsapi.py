@@ -22,7 +22,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..policy.kin import Tie
+from ..policy.kin import Tie, agent_tie
 from ..registry.pins import BadPins
 from .connection import Connection
 from .profile_methods import ProfileMethods
@@ -66,11 +66,9 @@ async def _not_from_an_agent(api: ProfileMethods, conn: Connection, what: str) -
     """Refuses ``conn`` when it is, or descends from, or sits beside an agent
     connected now (or a host whose bridge is one)."""
     assert conn.peer is not None  # the owner, on the socket
-    decider = conn.peer.decider()
-    for kin in await api.agents_kin():
-        tie = kin.tie(decider)
-        if tie is not None and tie[0] != "unknown":
-            raise rpc.RPCError(-32000, _agents_own(what, *tie))
+    tie = agent_tie(conn.peer.decider(), await api.agents_kin())
+    if tie is not None:
+        raise rpc.RPCError(-32000, _agents_own(what, *tie))
 
 
 def _agents_own(what: str, tie: Tie, pid: int | None) -> str:

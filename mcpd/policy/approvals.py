@@ -17,7 +17,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Final, Literal
 
@@ -212,17 +212,20 @@ class Approvals:
         approve: bool,
         by: str,
         reason: str | None = None,
-        decider: Decider | None = None,
+        deciders: Sequence[Decider] = (),
+        why_not: Callable[[AgentKin, Tie, int | None], str] | None = None,
     ) -> PendingView:
-        """Decide the pending call ``id``. ``decider``: who decides, who must not be
-        kin to the agent that asked (``AgentKin.tie``)."""
+        """Decide the pending call ``id``. ``deciders``: who decides, none of whom may
+        be kin to the agent that asked (``AgentKin.tie``); ``why_not`` words the
+        refusal (``not_yours``, unless given)."""
         pending = self._pending.get(id)
         if pending is None or pending.verdict is not None:
             raise ApprovalError(f"no call waits for approval under {id!r}")
         kin = pending.request.kin
-        tie = None if decider is None else kin.tie(decider)
-        if tie is not None:
-            raise ApprovalError(not_yours(kin, *tie))
+        for decider in deciders:
+            tie = kin.tie(decider)
+            if tie is not None:
+                raise ApprovalError((why_not or not_yours)(kin, *tie))
         verdict = Verdict("approved" if approve else "denied", by, reason)
         self._settle(pending, verdict)
         return pending.view()

@@ -7,7 +7,8 @@ tool is the bridge's sibling) and the sessions they are in, read while the agent
 there to be read: when it connected, or for an agent on the TCP endpoint, whose
 process the kernel does not name, when its call began to wait (``tcp_kin``: the
 processes that hold its connection). A decider (``Decider``) is read when it
-connects: its process, those it descends from, and its session. A decider that is
+connects: its process, those it descends from, and its session (on the TCP endpoint,
+``tcp_deciders``: each process that holds its connection). A decider that is
 one of the agent's processes or descends from one, or shares a session with them,
 may not decide; and where the agent's process could not be found, no decider of its
 user on the socket may, since nothing tells it from the agent's children.
@@ -26,6 +27,7 @@ gains it nothing.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -150,6 +152,17 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
         return None
 
 
+def agent_tie(decider: Decider, agents: Iterable[AgentKin]) -> tuple[Tie, int | None] | None:
+    """How ``decider`` is kin to the first of ``agents`` it is kin to, passing over an
+    agent whose process is unknown (nothing says whose ``decider`` is, then); None: to
+    none of them."""
+    for kin in agents:
+        tie = kin.tie(decider)
+        if tie is not None and tie[0] != "unknown":
+            return tie
+    return None
+
+
 def unknown(why: str, uid: int | None) -> AgentKin:
     return AgentKin(unknown=why, uid=uid)
 
@@ -193,6 +206,22 @@ def tcp_kin(sock: trio.socket.SocketType) -> AgentKin:
         sessions=frozenset(s for k in found for s in k.sessions),
         uid=held.uid,
     )
+
+
+def tcp_deciders(sock: trio.socket.SocketType) -> tuple[Decider, ...]:
+    """Each process that holds the other end of the TCP connection ``sock``, as a
+    decider; none where they cannot be found. It blocks while it reads /proc."""
+    try:
+        held = tcp_holder(sock)
+    except OwnerUnknown:
+        return ()
+    link = f"socket:[{held.inode}]"
+    found = []
+    for pid in holding(held):
+        decider = decider_of(pid)
+        if holds(f"/proc/{pid}", link):
+            found.append(decider)
+    return tuple(found)
 
 
 def runs_bridge(pid: int) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import unescape
 from urllib.parse import urlsplit
 
 import trio
@@ -32,6 +33,18 @@ def csrf_of(page: bytes) -> str:
     found = re.search(rb'<meta name="mcpd-csrf" content="([^"]+)">', page)
     assert found is not None, page[:300]
     return found.group(1).decode()
+
+
+def forms(page: bytes, action: str) -> list[dict[str, str]]:
+    """The fields of each of the page's forms that post to ``action``."""
+    found = re.findall(rf'<form method="post" action="{action}">(.*?)</form>'.encode(), page, re.S)
+    return [
+        {
+            k.decode(): unescape(v.decode())
+            for k, v in re.findall(rb'name="([^"]+)" value="([^"]*)"', f)
+        }
+        for f in found
+    ]
 
 
 async def code_url(socket: str) -> str:

@@ -2,7 +2,8 @@
 own (``python self_approval.py MODE ...``), the way a model would with its shell tool.
 
 Each mode makes the agent's side of a scene, then reads lines from stdin: each line is
-the arguments of an ``mcpd`` command its "shell tool" runs (``--socket`` is added), and
+the arguments of an ``mcpd`` command its "shell tool" runs (``--socket`` is added), or
+with ``page`` first, of ``page_client.py`` (the status page driven as with curl), and
 for each it prints one JSON line, ``{"rc": ..., "out": ...}``. Closing stdin ends it.
 
 - ``socket SOCKET``: connects to the daemon's socket and speaks MCP on it.
@@ -34,6 +35,7 @@ from typing import Any
 import trio
 
 ROOT = Path(__file__).resolve().parents[2]
+PAGE_CLIENT = str(Path(__file__).resolve().with_name("page_client.py"))
 MODERN = "2026-07-28"
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -60,7 +62,11 @@ def initialize(rid: int) -> bytes:
 def shell(sock: str, setsid: bool = False) -> None:
     """Run what stdin asks, as the agent's shell tool would."""
     for asked in sys.stdin:
-        argv = [sys.executable, "-m", "mcpd", *asked.split(), "--socket", sock]
+        words = asked.split()
+        if words[:1] == ["page"]:
+            argv = [sys.executable, PAGE_CLIENT, sock, *words[1:]]
+        else:
+            argv = [sys.executable, "-m", "mcpd", *words, "--socket", sock]
         done = subprocess.run(
             ["setsid", *argv] if setsid else argv,
             capture_output=True,
@@ -172,7 +178,8 @@ class Agent:
         await trio.to_thread.run_sync(self.proc.wait)
 
     async def runs(self, *argv: str) -> tuple[int, str]:
-        """``mcpd ARGV`` run by the agent's shell tool: its exit status and output."""
+        """``mcpd ARGV`` (or ``page ARGS``: ``page_client.py``) run by the agent's shell
+        tool: its exit status and output."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(" ".join(argv) + "\n")
         self.proc.stdin.flush()

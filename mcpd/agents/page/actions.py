@@ -83,6 +83,8 @@ class Actions:
             await self._login(wire, headers, form, scope, wants_json)
             return
         view = scope()
+        assert session is not None  # checked_form let it through
+        opener = session.opener
         said: str
         try:
             if path == "/page/decide" and self.sources.decide is not None:
@@ -93,15 +95,12 @@ class Actions:
                     decision = "deny"
                 else:
                     raise refuse_action(400, "a decision is approve or deny")
-                assert session is not None  # checked_form let it through
-                said = await self.sources.decide(
-                    form.get("id", ""), decision, view, session.decider
-                )
+                said = await self.sources.decide(form.get("id", ""), decision, view, opener)
             elif path == "/page/release" and self.sources.release is not None:
                 server, kind, name, digest = (
                     form.get(k, "") for k in ("server", "kind", "name", "digest")
                 )
-                said = await self.sources.release(server, kind, name, digest, view)
+                said = await self.sources.release(server, kind, name, digest, view, opener)
             else:
                 raise refuse_action(404, "this mcpd has nothing of that kind to decide")
         except rpc.RPCError as exc:

@@ -107,6 +107,9 @@ class PageData(msgspec.Struct, frozen=True):
     held: list[HeldChange] | None = None
     calls: list[CallRecord] | None = None
     call_filter: CallFilter = CallFilter()
+    # Why this session decides nothing of an agent's (``opener.look_only``); None: it
+    # was opened apart from every agent.
+    look_only: str | None = None
 
 
 def read_page(
@@ -118,6 +121,7 @@ def read_page(
     call_filter: CallFilter = ALL_CALLS,
     csrf: str | None = None,
     logins_from_page: bool = False,
+    look_only: str | None = None,
 ) -> PageData:
     status = msgspec.convert(control.status(scope), StatusRows)
     history = {h.server: h for h in control.history(scope)}
@@ -131,6 +135,7 @@ def read_page(
         held=None if sources.held is None else sources.held(scope),
         calls=None if sources.calls is None else sources.calls(scope, call_filter),
         call_filter=call_filter,
+        look_only=look_only,
     )
 
 

@@ -8,7 +8,9 @@ whose connection traded the code, and is taken only on a connection of that user
 browsers send a cookie of 127.0.0.1 to every port there, another user's server too,
 and a cookie may be planted by anyone who serves a page there. A session lasts
 ``SESSION_TTL``, and ends sooner when the endpoint's token is rotated (``mcpd token
---rotate`` locks every browser out as it does every client) or mcpd restarts.
+--rotate`` locks every browser out as it does every client) or mcpd restarts. A code
+keeps who asked for it, and a session who asked for its code and who traded it
+(``opener``): what the page may decide rests on them.
 
 Codes and session ids are kept by their digests, so that looking one up compares no
 secret byte by byte, and a copy of the daemon's memory holds none of them.
@@ -25,7 +27,7 @@ from typing import Final
 import msgspec
 import trio
 
-from ...policy.kin import Decider
+from .opener import Opener
 
 CODE_TTL: Final = 60.0
 SESSION_TTL: Final = 12 * 3600.0
@@ -39,9 +41,9 @@ class PageSession(msgspec.Struct, frozen=True):
     expires: float
     token: bytes  # a digest of the endpoint token it was opened under
     uid: int  # the local user whose connection traded its code: the only one it admits
-    # Who asked for its code (``mcpd dashboard``): who decides a call waiting for
-    # approval on the page, and so may not be the agent that made it.
-    decider: Decider = Decider()
+    # Who asked for its code (``mcpd dashboard``) and who traded it: who decides what
+    # is decided on the page, and so may not be an agent's kin (``opener``).
+    opener: Opener = Opener()
 
 
 def _digest(secret: str) -> bytes:
@@ -52,24 +54,32 @@ class Passes:
     def __init__(self, token: Callable[[], str]) -> None:
         """``token``: the endpoint's bearer token now (it may be rotated)."""
         self._token = token
-        self._codes: dict[bytes, tuple[float, Decider]] = {}  # digest -> (expiry, for whom)
+        self._codes: dict[bytes, tuple[float, Opener]] = {}  # digest -> (expiry, asked by)
         self._sessions: dict[bytes, PageSession] = {}
 
-    def issue(self, decider: Decider | None = None) -> str:
-        """A new one-time code, for ``decider`` (who asked for it)."""
+    def issue(self, asker: Opener | None = None) -> str:
+        """A new one-time code, for ``asker`` (who asked for it)."""
         now = trio.current_time()
         self._codes = {d: c for d, c in self._codes.items() if c[0] > now}
         while len(self._codes) >= MAX_CODES:
             del self._codes[next(iter(self._codes))]
         code = secrets.token_urlsafe(24)
-        self._codes[_digest(code)] = (now + CODE_TTL, decider or Decider())
+        self._codes[_digest(code)] = (now + CODE_TTL, asker or Opener())
         return code
 
-    def redeem(self, code: str, owner: Callable[[], int]) -> str | None:
+    def good(self, code: str) -> bool:
+        """Whether ``code`` would open a session now (it is not spent by asking)."""
+        found = self._codes.get(_digest(code))
+        return found is not None and found[0] > trio.current_time()
+
+    def redeem(
+        self, code: str, owner: Callable[[], int], trader: Opener | None = None
+    ) -> str | None:
         """The id of a new session for a good code (which is then spent), or None.
 
         ``owner``: the uid of the local user trading it, asked for a good code only;
-        what it raises (``OwnerUnknown``) leaves the code unspent.
+        what it raises (``OwnerUnknown``) leaves the code unspent. ``trader``: who
+        trades it, as found.
         """
         now = trio.current_time()
         key = _digest(code)
@@ -77,7 +87,7 @@ class Passes:
         if found is None or found[0] <= now:
             self._codes.pop(key, None)
             return None
-        decider = found[1]
+        opener = found[1].joined(trader or Opener())
         token = self._current_token()
         if token is None:
             del self._codes[key]
@@ -89,7 +99,7 @@ class Passes:
             del self._sessions[next(iter(self._sessions))]
         sid = secrets.token_urlsafe(32)
         self._sessions[_digest(sid)] = PageSession(
-            secrets.token_urlsafe(24), now + SESSION_TTL, token, uid, decider
+            secrets.token_urlsafe(24), now + SESSION_TTL, token, uid, opener
         )
         return sid
 

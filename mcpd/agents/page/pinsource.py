@@ -1,6 +1,7 @@
 """Held definition changes on the page, from the daemon's pins (``Control.pins``): what
 ``mcpd approve`` shows and does, for the daemon's own user and root only, as on the
-socket (``pinsapi``). A reader of one profile is shown nothing of them.
+socket (``pinsapi``), and never for a page opened from an agent's side (``opener``).
+A reader of one profile is shown nothing of them.
 
 A change is shown as a unified diff of the definition as approved and as offered now,
 each character a person could not see written out (``\\u200b``), since hidden text is
@@ -12,15 +13,18 @@ from __future__ import annotations
 import difflib
 import json
 import unicodedata
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from protocol import jsonrpc as rpc
 from protocol.visible import written_out
 
+from ...policy.kin import AgentKin
 from ...registry.judged import label as shown_label
 from ...registry.pins import KINDS
 from ...registry.views import ProfileView
 from ..backend import Control
+from .opener import Opener, check_release
 from .sources import HeldChange, Sources
 
 OWNER_ONLY: Final = "approving held changes is for the daemon's own user and root"
@@ -28,7 +32,9 @@ OWNER_ONLY: Final = "approving held changes is for the daemon's own user and roo
 _PLAIN: Final = frozenset("\n\t")
 
 
-def pin_sources(control: Control) -> Sources:
+def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentKin]]]) -> Sources:
+    """``agents_kin``: who is kin to each agent connected now (``ProfileMethods``)."""
+
     def held(scope: ProfileView | None) -> list[HeldChange] | None:
         if scope is not None:
             return None
@@ -45,10 +51,11 @@ def pin_sources(control: Control) -> Sources:
         ]
 
     async def release(
-        server: str, kind: str, name: str, digest: str, scope: ProfileView | None
+        server: str, kind: str, name: str, digest: str, scope: ProfileView | None, opener: Opener
     ) -> str:
         if scope is not None:
             raise rpc.RPCError(-32000, OWNER_ONLY)
+        check_release(opener, await agents_kin())
         picked = next((k for k in KINDS if k == kind), None)
         if picked is None:
             raise rpc.RPCError(-32000, f"{kind!r} is not a kind of item mcpd holds")

@@ -4,8 +4,9 @@ approvals registry and the audit log's records in memory (``Control.approvals``,
 
 Approvals are for the daemon's own user and root, as ``mcpd approvals`` is: a reader
 of one profile is shown none, and the page's Approve and Deny do what ``mcpd approvals
-approve|deny`` does. The latest calls are shown to every reader, of the servers and
-the profile the reader may see: a profile's reader sees that profile's agents' calls.
+approve|deny`` does, with who opened the page deciding (``opener``). The latest calls
+are shown to every reader, of the servers and the profile the reader may see: a
+profile's reader sees that profile's agents' calls.
 """
 
 from __future__ import annotations
@@ -13,15 +14,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-import msgspec
-
 from protocol import jsonrpc as rpc
 
 from ...audit.record import CallRecord as Record
 from ...policy.approvals import ApprovalError
-from ...policy.kin import Decider
 from ...registry.views import ProfileView
 from ..backend import Control
+from .opener import Opener, not_this_pages
 from .sources import CallFilter, CallRecord, Decision, PendingApproval, Sources
 
 OWNER_ONLY: Final = "deciding calls is for the daemon's own user and root"
@@ -46,14 +45,13 @@ def policy_sources(control: Control) -> Sources:
             for v in control.approvals.list()
         ]
 
-    async def decide(
-        id: str, decision: Decision, scope: ProfileView | None, decider: Decider
-    ) -> str:
+    async def decide(id: str, decision: Decision, scope: ProfileView | None, opener: Opener) -> str:
         if scope is not None:
             raise rpc.RPCError(-32000, OWNER_ONLY)
         try:
-            on_page = msgspec.structs.replace(decider, page=True)
-            decided = control.approvals.decide(id, decision == "approve", BY, None, on_page)
+            decided = control.approvals.decide(
+                id, decision == "approve", BY, None, opener.on_page(), not_this_pages
+            )
         except ApprovalError as exc:
             raise rpc.RPCError(-32000, str(exc)) from None
         done = "approved" if decision == "approve" else "denied"

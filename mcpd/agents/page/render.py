@@ -100,6 +100,8 @@ def _waiting(data: PageData) -> str:
                 "<small>fix the configuration, then <code>mcpd reload</code></small></li>"
             )
     head = "<h2>Waiting for you</h2>"
+    if data.look_only is not None:
+        head += f'<p id="look-only" class="warning">{shown(data.look_only)}</p>'
     if not items:
         # Only what this mcpd would know of: it says nothing of approvals or held
         # changes where nothing records them.

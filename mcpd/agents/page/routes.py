@@ -9,14 +9,15 @@ read. On the HTTP endpoint the page wants its session cookie (or the bearer toke
 without one, for reading. Acting takes a session on either: its cookie, its CSRF
 token, and an ``Origin`` that is the page's own. A session is taken only on a
 connection of the local user that opened it (``Caller.owner``), which is looked up
-for a request that brings a live session's cookie or a good code, and for no other.
-What a reader sees is what ``mcpd status`` shows them (``Profiles.scope``).
+for a request that brings a live session's cookie or a good code, and for no other;
+so are the processes that trade a good code (``opener``). What a reader sees is what
+``mcpd status`` shows them (``Profiles.scope``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from html import escape
 from typing import Final
 from urllib.parse import parse_qs, unquote, urlencode
@@ -26,6 +27,7 @@ import msgspec
 import trio
 
 from ...local.tcpowner import OwnerUnknown
+from ...policy.kin import AgentKin
 from ..backend import Control, Servers
 from ..http_exchange import Caller
 from ..http_wire import Headers, Reject, Response, Wire
@@ -34,6 +36,7 @@ from .actions import HTML, NO_SESSION, OAUTH, PATHS, Actions, Scope, refuse, ref
 from .assets import STREAM_HEADERS
 from .decisions import call_filter
 from .model import PageData, read_page
+from .opener import look_only, opened_by
 from .passes import CODE_TTL, SESSION_TTL, PageSession, Passes, cookie_name, read_cookies
 from .sources import NO_SOURCES, Sources
 
@@ -52,8 +55,16 @@ class Access(msgspec.Struct, frozen=True):
 
 
 class Page:
-    def __init__(self, control: Control, servers: Servers, sources: Sources = NO_SOURCES) -> None:
+    def __init__(
+        self,
+        control: Control,
+        servers: Servers,
+        agents_kin: Callable[[], Awaitable[list[AgentKin]]],
+        sources: Sources = NO_SOURCES,
+    ) -> None:
+        """``agents_kin``: who is kin to each agent connected now (``policy.kin``)."""
         self.control = control
+        self._agents_kin = agents_kin
         self.sources = sources
         self.passes = Passes(control.http_token)
         self.actions = Actions(control, sources)
@@ -144,6 +155,7 @@ class Page:
             call_filter=call_filter(query),
             csrf=None if session is None else session.csrf,
             logins_from_page=session is not None and caller.guard is not None,
+            look_only=None if session is None else look_only(session.opener),
         )
 
     # -- a session --
@@ -151,8 +163,14 @@ class Page:
     async def _trade(
         self, wire: Wire, query: dict[str, list[str]], headers: Headers, caller: Caller
     ) -> None:
+        code = query["code"][0]
+        trader = None
+        if self.passes.good(code):
+            # Whoever trades it, the agent a person's code reached too, is read here:
+            # for a good code only, so that a made-up one costs no look through /proc.
+            trader = opened_by(await caller.deciders(), await self._agents_kin())
         try:
-            sid = self.passes.redeem(query["code"][0], _owner(caller))
+            sid = self.passes.redeem(code, _owner(caller), trader)
         except OwnerUnknown as exc:
             raise _unknown_owner(str(exc)) from None
         if sid is None:

@@ -16,10 +16,15 @@ from typing import Final, Literal
 
 import msgspec
 
-from ...policy.kin import Decider
 from ...registry.views import ProfileView
+from .opener import Opener
 
 Decision = Literal["approve", "deny"]
+# (id, decision, scope, who decides: who opened the session)
+Decide = Callable[[str, Decision, ProfileView | None, Opener], Awaitable[str]]
+# (server, kind, item name, digest, scope, who opened the session): the held change
+# approved, if it is still the one the digest names.
+Release = Callable[[str, str, str, str, ProfileView | None, Opener], Awaitable[str]]
 
 
 class PendingApproval(msgspec.Struct, frozen=True):
@@ -66,12 +71,9 @@ class Sources(msgspec.Struct, frozen=True):
     of the decision, in words, or raise ``rpc.RPCError`` with why not."""
 
     approvals: Callable[[ProfileView | None], list[PendingApproval] | None] | None = None
-    # (id, decision, scope, who decides: the session's, from its mcpd dashboard)
-    decide: Callable[[str, Decision, ProfileView | None, Decider], Awaitable[str]] | None = None
+    decide: Decide | None = None
     held: Callable[[ProfileView | None], list[HeldChange] | None] | None = None
-    # (server, kind, item name, digest): the held change approved, if it is still the one
-    # the digest names.
-    release: Callable[[str, str, str, str, ProfileView | None], Awaitable[str]] | None = None
+    release: Release | None = None
     calls: Callable[[ProfileView | None, CallFilter], list[CallRecord] | None] | None = None
 
 

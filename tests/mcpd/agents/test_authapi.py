@@ -25,7 +25,7 @@ from mcpd.agents.identity import Identity
 from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.agents.peers import Peer
 from mcpd.agents.tcp import Connect
-from mcpd.policy.kin import Process
+from mcpd.policy.kin import AgentKin, Process
 from protocol import jsonrpc as rpc
 from tests.support.routing import World
 
@@ -102,6 +102,9 @@ class Api:
 
     def scope_of(self, conn: Connection) -> Scope | None:
         return self.scope
+
+    async def agents_kin(self) -> list[AgentKin]:
+        return []  # no agent is connected
 
 
 class Handler(Dispatcher):

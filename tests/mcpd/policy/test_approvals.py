@@ -220,18 +220,18 @@ async def test_an_agent_cannot_decide_its_own_call(autojump_clock: trio.testing.
         await started(approvals, 1)
         [view] = approvals.list()
         with pytest.raises(ApprovalError, match="cannot decide it"):
-            approvals.decide(view.id, True, "me", decider=decider_of(os.getpid()))
+            approvals.decide(view.id, True, "me", deciders=[decider_of(os.getpid())])
         # ... nor a process it started (its shell tool running `mcpd approvals`).
         child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
                                  stdin=subprocess.PIPE)  # fmt: skip
         try:
             assert os.getpid() in [p.pid for p in decider_of(child.pid).lineage]
             with pytest.raises(ApprovalError, match="cannot decide it"):
-                approvals.decide(view.id, True, "me", decider=decider_of(child.pid))
+                approvals.decide(view.id, True, "me", deciders=[decider_of(child.pid)])
         finally:
             child.communicate(b"")
         assert approvals.list() != []
-        approvals.decide(view.id, False, "root", decider=decider_of(1))
+        approvals.decide(view.id, False, "root", deciders=[decider_of(1)])
     assert approvals.list() == []
 
 
@@ -265,8 +265,8 @@ async def test_a_process_in_the_agent_s_session_cannot_decide_its_call(
             me = decider_of(leader.pid)
             assert beside not in [p.pid for p in me.lineage]
             with pytest.raises(ApprovalError, match="same session as the agent"):
-                approvals.decide(by_pid[beside], True, "me", decider=me)
-            approvals.decide(by_pid[apart.pid], True, "me", decider=me)
+                approvals.decide(by_pid[beside], True, "me", deciders=[me])
+            approvals.decide(by_pid[apart.pid], True, "me", deciders=[me])
             nursery.cancel_scope.cancel()
     finally:
         leader.communicate(b"")
@@ -285,8 +285,10 @@ async def test_a_session_that_cannot_be_read_leaves_the_lineage_check(
         await started(approvals, 1)
         [view] = approvals.list()
         with pytest.raises(ApprovalError, match="cannot decide it"):
-            approvals.decide(view.id, True, "me", decider=Decider((Process(7), Process(4242)), 0))
-        approvals.decide(view.id, True, "me", decider=Decider((Process(7), Process(8)), 0))
+            approvals.decide(
+                view.id, True, "me", deciders=[Decider((Process(7), Process(4242)), 0)]
+            )
+        approvals.decide(view.id, True, "me", deciders=[Decider((Process(7), Process(8)), 0)])
     assert approvals.list() == []
 
 
@@ -305,13 +307,13 @@ async def test_where_the_agents_process_is_unknown_its_user_decides_on_the_page(
         await started(approvals, 2)
         first, second = (view.id for view in approvals.list())
         with pytest.raises(ApprovalError) as refused:
-            approvals.decide(first, True, "uid 1000", decider=Decider((Process(7),), uid=1000))
+            approvals.decide(first, True, "uid 1000", deciders=[Decider((Process(7),), uid=1000)])
         said = str(refused.value)
         assert f"could not find the process that made this call ({why})" in said
         assert "decide it on the status page (`mcpd dashboard`), or as another user" in said
-        approvals.decide(first, True, "uid 0", decider=Decider((Process(8),), uid=0))
+        approvals.decide(first, True, "uid 0", deciders=[Decider((Process(8),), uid=0)])
         on_page = Decider((Process(7),), uid=1000, page=True)
-        approvals.decide(second, False, "the status page", decider=on_page)
+        approvals.decide(second, False, "the status page", deciders=[on_page])
     assert approvals.list() == []
 
 

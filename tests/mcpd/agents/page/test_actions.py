@@ -19,9 +19,9 @@ from mcpd.agents.backend import Control
 from mcpd.agents.http_wire import Headers, Reject, Wire
 from mcpd.agents.page.actions import MAX_FORM, NO_SESSION, Actions, checked_form
 from mcpd.agents.page.assets import SECURITY_HEADERS
+from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.passes import PageSession
 from mcpd.agents.page.sources import NO_SOURCES, Decision, Sources
-from mcpd.policy.kin import Decider
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 
@@ -204,12 +204,12 @@ async def test_a_login_shows_a_host_written_with_non_ascii_letters_in_ascii() ->
         assert "written with non-ASCII letters" in text
 
 
-async def decided(id: str, decision: Decision, scope: ProfileView | None, decider: Decider) -> str:
+async def decided(id: str, decision: Decision, scope: ProfileView | None, opener: Opener) -> str:
     return f"{id}: {HIDING}"
 
 
 async def not_decided(
-    id: str, decision: Decision, scope: ProfileView | None, decider: Decider
+    id: str, decision: Decision, scope: ProfileView | None, opener: Opener
 ) -> str:
     raise rpc.RPCError(-32000, f"{id}: {HIDING}")
 
@@ -221,7 +221,7 @@ def none() -> None:
 @pytest.mark.parametrize("accept", ["application/json", "text/html"])
 @pytest.mark.parametrize(("decide", "status"), [(decided, 200), (not_decided, 409)])
 async def test_what_a_decision_comes_back_with_is_written_out(
-    decide: Callable[[str, Decision, ProfileView | None, Decider], Awaitable[str]],
+    decide: Callable[[str, Decision, ProfileView | None, Opener], Awaitable[str]],
     status: int,
     accept: str,
 ) -> None:

@@ -315,11 +315,13 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
             assert daemon.api.endpoint is not None
             port = daemon.api.endpoint.port
             http_api = daemon.api.http
-            http_api._page = Page(daemon, daemon.all_servers)  # no sources: none of it drawn
+            http_api._page = Page(
+                daemon, daemon.all_servers, daemon.api.agents_kin
+            )  # no sources: none of it drawn
             bearer = {"Authorization": f"Bearer {daemon.http_token()}"}
             plain = await http(port, "GET", "/", bearer)
             assert b'id="calls"' not in plain.body and b"approval" not in plain.body
-            http_api._page = Page(daemon, daemon.all_servers, sources)
+            http_api._page = Page(daemon, daemon.all_servers, daemon.api.agents_kin, sources)
             cookie, csrf = await session(port, daemon.socket_path)
             page = await http(port, "GET", "/?server=mail", {"Cookie": cookie})
             body = page.body

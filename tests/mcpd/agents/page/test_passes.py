@@ -9,6 +9,7 @@ import pytest
 import trio
 from trio.testing import MockClock
 
+from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.passes import (
     CODE_TTL,
     MAX_SESSIONS,
@@ -38,8 +39,8 @@ def me() -> int:
     return 1000
 
 
-def opened(passes: Passes, decider: Decider | None = None) -> str:
-    sid = passes.redeem(passes.issue(decider), me)
+def opened(passes: Passes, asker: Opener | None = None, trader: Opener | None = None) -> str:
+    sid = passes.redeem(passes.issue(asker), me, trader)
     assert sid is not None
     return sid
 
@@ -64,11 +65,14 @@ async def test_a_code_is_good_until_its_time_is_up(autojump_clock: MockClock) ->
     assert passes.redeem(late, me) is None
 
 
-async def test_a_session_is_for_whoever_asked_for_its_code() -> None:
+async def test_a_session_keeps_who_asked_for_its_code_and_who_traded_it() -> None:
     passes = Passes(Token())
-    who = Decider(lineage=(Process(4242, 7), Process(1)), session=4242)
-    session = passes.session(opened(passes, who))
-    assert session is not None and session.decider == who
+    asker = Decider(lineage=(Process(4242, 7), Process(1)), session=4242)
+    trader = Decider(lineage=(Process(5151, 9), Process(1)), session=5151)
+    found = ("agent", 5151)
+    session = passes.session(opened(passes, Opener((asker,)), Opener((trader,), found)))
+    assert session is not None
+    assert session.opener == Opener((asker, trader), found)
 
 
 async def test_a_session_lasts_its_time_and_no_longer(autojump_clock: MockClock) -> None:

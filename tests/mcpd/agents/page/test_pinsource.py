@@ -10,8 +10,10 @@ from typing import Any, cast
 import pytest
 
 from mcpd.agents.backend import Control
+from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.pinsource import OWNER_ONLY, pin_sources
 from mcpd.agents.page.sources import HeldChange, Sources
+from mcpd.policy.kin import AgentKin, Decider, Process, unknown
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 
@@ -54,8 +56,13 @@ class Daemon:
         self.pins = pins
 
 
-def sources(pins: Pins) -> Sources:
-    return pin_sources(cast(Control, Daemon(pins)))
+def sources(pins: Pins, agents: list[AgentKin] | None = None) -> Sources:
+    """The pins' sources, with ``agents`` connected."""
+
+    async def agents_kin() -> list[AgentKin]:
+        return agents or []
+
+    return pin_sources(cast(Control, Daemon(pins)), agents_kin)
 
 
 def test_the_owner_sees_each_held_change_with_its_diff() -> None:
@@ -117,7 +124,7 @@ async def test_approving_releases_exactly_what_was_shown() -> None:
     pins = Pins([], {"approved": ["tool read"], "stale": []})
     src = sources(pins)
     assert src.release is not None
-    said = await src.release("files", "tool", "read", "sha256:ab", None)
+    said = await src.release("files", "tool", "read", "sha256:ab", None, Opener())
     assert said == "files: tool read approved"
     assert pins.approved == [("files", [("tool", "read", "sha256:ab")])]
 
@@ -139,7 +146,7 @@ async def test_a_release_that_cannot_be_done_says_why(
     src = sources(pins)
     assert src.release is not None
     with pytest.raises(rpc.RPCError) as info:
-        await src.release(server, kind, "read", "sha256:ab", None)
+        await src.release(server, kind, "read", "sha256:ab", None, Opener())
     assert said in info.value.message
 
 
@@ -148,6 +155,57 @@ async def test_a_reader_of_one_profile_releases_nothing() -> None:
     src = sources(pins)
     assert src.release is not None
     with pytest.raises(rpc.RPCError) as info:
-        await src.release("files", "tool", "read", "sha256:ab", A_PROFILE)
+        await src.release("files", "tool", "read", "sha256:ab", A_PROFILE, Opener())
     assert info.value.message == OWNER_ONLY
     assert pins.approved == []
+
+
+# The page's session opened from process 30, which process 20 started, in session 99.
+SHELL = Decider((Process(30), Process(20), Process(1)), 99)
+
+
+@pytest.mark.parametrize(
+    ("opener", "agents", "said"),
+    [
+        (Opener((SHELL,), ("agent", 20)), [], "is an agent connected to mcpd (pid 20)"),
+        (Opener((SHELL,)), [AgentKin(agents=(Process(20),))], "is an agent connected to mcpd"),
+        (
+            Opener((Decider((Process(1),)), SHELL)),
+            [AgentKin(agents=(Process(21),), hosts=(Process(20),))],
+            "the host (pid 20) of an agent connected to mcpd through mcpd bridge started",
+        ),
+        (
+            Opener((SHELL,)),
+            [AgentKin(agents=(Process(21),), sessions=frozenset({99}))],
+            "is in the session of an agent connected to mcpd",
+        ),
+    ],
+    ids=["kin-as-it-opened", "an-agent-connected-since", "a-bridges-host", "its-session"],
+)
+async def test_a_page_opened_from_an_agents_side_releases_nothing(
+    opener: Opener, agents: list[AgentKin], said: str
+) -> None:
+    """Who opened the page is held against the agents connected as it opened it (kept
+    with the session) and as it acts; the refusal says where a person approves."""
+    pins = Pins([], {"approved": ["tool read"], "stale": []})
+    src = sources(pins, agents)
+    assert src.release is not None
+    with pytest.raises(rpc.RPCError) as info:
+        await src.release("files", "tool", "read", "sha256:ab", None, opener)
+    assert said in info.value.message
+    assert "an agent must not approve what its servers' definitions say" in info.value.message
+    assert "from another terminal" in info.value.message
+    assert pins.approved == []
+
+
+async def test_agents_apart_from_the_pages_opener_leave_it_be() -> None:
+    """An agent in another session, and one whose process mcpd could not find."""
+    pins = Pins([], {"approved": ["tool read"], "stale": []})
+    agents = [
+        AgentKin(agents=(Process(21),), hosts=(Process(22),), sessions=frozenset({98})),
+        unknown("the kernel did not say which user holds its TCP connection", None),
+    ]
+    src = sources(pins, agents)
+    assert src.release is not None
+    said = await src.release("files", "tool", "read", "sha256:ab", None, Opener((SHELL,)))
+    assert said == "files: tool read approved"

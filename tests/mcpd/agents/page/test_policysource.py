@@ -13,6 +13,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.backend import Control
+from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.policysource import OWNER_ONLY, policy_sources
 from mcpd.agents.page.sources import CallFilter, Sources
 from mcpd.audit.log import AuditLog
@@ -20,7 +21,7 @@ from mcpd.audit.record import CallRecord as Record
 from mcpd.config.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import ApprovalRequest, Approvals
-from mcpd.policy.kin import AgentKin, Decider
+from mcpd.policy.kin import AgentKin
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 
@@ -91,7 +92,7 @@ async def test_a_waiting_call_is_shown_to_the_owner_and_decided() -> None:
         )
         assert waiting.agent.startswith("pid 4242 (claude)")
         assert waiting.since == T
-        said = await src.decide(waiting.id, "deny", None, Decider())
+        said = await src.decide(waiting.id, "deny", None, Opener())
         assert said.startswith("denied mail/send for pid 4242 (claude)")
     assert src.approvals(None) == []
 
@@ -106,7 +107,7 @@ async def test_a_reader_of_one_profile_sees_and_decides_no_approval() -> None:
         assert src.approvals(WORK) is None
         (waiting,) = src.approvals(None) or []
         with pytest.raises(rpc.RPCError) as info:
-            await src.decide(waiting.id, "approve", WORK, Decider())
+            await src.decide(waiting.id, "approve", WORK, Opener())
         assert info.value.message == OWNER_ONLY
         assert len(src.approvals(None) or []) == 1  # still waiting
         nursery.cancel_scope.cancel()
@@ -116,7 +117,7 @@ async def test_a_decision_on_nothing_waiting_says_so() -> None:
     src = sources(Daemon())
     assert src.decide is not None
     with pytest.raises(rpc.RPCError) as info:
-        await src.decide("<nope>", "approve", None, Decider())
+        await src.decide("<nope>", "approve", None, Opener())
     assert "no call waits for approval under '<nope>'" in info.value.message
 
 

@@ -24,6 +24,7 @@ from mcpd.agents.page import is_page
 from mcpd.agents.page.actions import NO_SESSION
 from mcpd.agents.page.routes import Access, Page
 from mcpd.local.tcpowner import ConnectionOwner, OwnerUnknown
+from mcpd.policy.kin import AgentKin
 
 HOST = "127.0.0.1:8765"
 COOKIE = "mcpd_page_8765"
@@ -52,8 +53,12 @@ class Registry:
         pass
 
 
+async def no_agents() -> list[AgentKin]:
+    return []
+
+
 def new_page() -> Page:
-    return Page(cast(Control, Daemon()), cast(Servers, Registry()))
+    return Page(cast(Control, Daemon()), cast(Servers, Registry()), no_agents)
 
 
 def passed_gate(request: h11.Request) -> None:

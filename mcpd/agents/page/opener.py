@@ -1,0 +1,116 @@
+"""Who opened a page's session, and so what the page may decide.
+
+A session is opened by two processes: the one that asked for its code (``mcpd
+dashboard``, on the socket) and the one that traded the code (the browser, or
+whatever holds the code: a code is a bearer secret). Each is read from /proc as it
+does so (its process, those it descends from, its session), and held to the rule
+that keeps an agent from deciding its own calls (``policy.kin``), as the terminal
+commands are: against the agents connected at that moment, and again when the page
+acts, against the call's agent (approvals) or every agent connected then (held
+definitions). A session opened from an agent's side may look, but decides none of
+that agent's calls and approves no held definition; the page says so in its own
+words, and where a person decides instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from protocol import jsonrpc as rpc
+
+from ...policy.approvals import not_yours
+from ...policy.kin import AgentKin, Decider, Tie, agent_tie
+
+
+def _elsewhere(commands: str) -> str:
+    """Where a person decides what a page opened from an agent's side may not."""
+    return (
+        f"from another terminal, one no agent started or runs in: {commands} there, or "
+        "`mcpd dashboard` there for a page of your own"
+    )
+
+
+class Opener(msgspec.Struct, frozen=True):
+    """Who opened a session: who asked for its code and who traded it, as /proc told
+    then (``deciders``), and how one of them was kin to an agent connected then
+    (``found``: the tie and the pid it is through), if one was."""
+
+    deciders: tuple[Decider, ...] = ()
+    found: tuple[Tie, int | None] | None = None
+
+    def joined(self, other: Opener) -> Opener:
+        return Opener(self.deciders + other.deciders, self.found or other.found)
+
+    def on_page(self) -> tuple[Decider, ...]:
+        """Its deciders as the page's: where an agent's process is unknown, a browser
+        is taken for a person (``AgentKin.tie``)."""
+        return tuple(msgspec.structs.replace(d, page=True) for d in self.deciders)
+
+
+def opened_by(deciders: tuple[Decider, ...], agents: Iterable[AgentKin]) -> Opener:
+    """``deciders``, and how the first of them kin to one of ``agents`` is."""
+    return Opener(deciders, _first_tie(deciders, list(agents)))
+
+
+def _first_tie(
+    deciders: tuple[Decider, ...], agents: list[AgentKin]
+) -> tuple[Tie, int | None] | None:
+    return next((t for d in deciders if (t := agent_tie(d, agents)) is not None), None)
+
+
+def _who(tie: Tie, pid: int | None) -> str:
+    if tie == "agent":
+        return f"is an agent connected to mcpd (pid {pid}), or that one started"
+    if tie == "host":
+        return f"the host (pid {pid}) of an agent connected to mcpd through mcpd bridge started"
+    return (
+        "is in the session of an agent connected to mcpd (the terminal it runs in, or a "
+        "tool its host started)"
+    )
+
+
+def look_only(opener: Opener) -> str | None:
+    """What the page says of a session opened from an agent's side; None: nothing."""
+    if opener.found is None:
+        return None
+    return (
+        f"This page was opened from a process that {_who(*opener.found)}: it shows what "
+        "waits, but decides none of that agent's calls and approves no held definition. "
+        f"A person decides them {_elsewhere('`mcpd approvals` and `mcpd approve`')}."
+    )
+
+
+def not_this_pages(kin: AgentKin, tie: Tie, pid: int | None) -> str:
+    """Why the page may not decide a call of an agent its opener is kin to."""
+    if tie == "agent":
+        who = f"the agent that made this call (pid {pid}), or from a process it started"
+    elif tie == "host":
+        who = (
+            f"the host that started the mcpd bridge this call came through (pid {pid}), or "
+            "from a process it started (such as its shell tool)"
+        )
+    elif tie == "session":
+        who = (
+            "a process in the same session as the agent that made this call (a tool its "
+            "host started, the terminal it runs in)"
+        )
+    else:
+        return not_yours(kin, tie, pid)
+    return f"this page was opened from {who}, so it cannot decide it; decide it " + _elsewhere(
+        "`mcpd approvals`"
+    )
+
+
+def check_release(opener: Opener, agents: Iterable[AgentKin]) -> None:
+    """Raises ``rpc.RPCError`` when the session's opener was kin to an agent as it
+    opened it, or is kin to one connected now."""
+    found = opener.found or _first_tie(opener.deciders, list(agents))
+    if found is not None:
+        raise rpc.RPCError(
+            -32000,
+            f"this page was opened from a process that {_who(*found)}, and an agent must "
+            "not approve what its servers' definitions say: the page shows held changes "
+            f"but approves none; approve them {_elsewhere('`mcpd approve`')}",
+        )
