@@ -2,8 +2,9 @@
 curl: ``python page_client.py SOCKET ADDRESS ACTION``.
 
 ADDRESS is one that ``mcpd dashboard`` printed, or ``-``: this program then runs
-``mcpd dashboard --no-browser`` itself for one. It trades the address's code for a
-session on a connection of its own, reads the page, and for each ACTION given,
+``mcpd dashboard --no-browser`` itself for one; or ``session:PORT:COOKIE``, a session
+opened already, by its cookie (taken from a browser, say). It trades the address's
+code for a session on a connection of its own, reads the page, and for each ACTION given,
 ``decide`` approves every call waiting there and ``release`` every held change. It
 prints one JSON object: the page's note on what this session may not do (``note``,
 None if it has none), and for each approval sent the answer's status and what it said.
@@ -54,13 +55,20 @@ def request(
         conn.close()
 
 
-def main(sock: str, given: str, *actions: str) -> None:
+def opened(sock: str, given: str) -> tuple[int, str]:
+    """The endpoint's port and a session's cookie."""
+    if given.startswith("session:"):
+        _, port, cookie = given.split(":", 2)
+        return int(port), cookie
     url = urlsplit(address(sock, given))
-    port = url.port
-    assert port is not None
-    status, headers, _ = request(port, "GET", f"/?{url.query}", {})
+    assert url.port is not None
+    status, headers, _ = request(url.port, "GET", f"/?{url.query}", {})
     assert status == 303, status
-    cookie = headers["set-cookie"].split(";")[0]
+    return url.port, headers["set-cookie"].split(";")[0]
+
+
+def main(sock: str, given: str, *actions: str) -> None:
+    port, cookie = opened(sock, given)
     status, _, page = request(port, "GET", "/", {"Cookie": cookie})
     note = NOTE.search(page)
     csrf = re.search(r'<meta name="mcpd-csrf" content="([^"]+)">', page)

@@ -5,13 +5,15 @@ login (its address comes back for the browser to open, and the login comes back 
 
 Every action takes the session's cookie (checked at the headers), its CSRF token (a
 header from the page's script, or a form field without it) and an ``Origin`` that is
-the page's own; ``checked_form`` checks the last two. The answer is JSON for the
-script, or a small page for a plain form.
+the page's own; ``checked_form`` checks the last two. A decision is made by who opened
+the session and by who sends it (``opener``): a cookie taken from the browser is no
+more use to an agent's process than a code. The answer is JSON for the script, or a
+small page for a plain form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from html import escape
 from typing import Final
 from urllib.parse import parse_qs
@@ -23,16 +25,20 @@ from protocol import jsonrpc as rpc
 from protocol.urls import ascii_hosts, openable
 from protocol.visible import visible
 
+from ...policy.kin import Decider
 from ...registry.views import ProfileView
 from ..backend import Control
 from ..http_wire import HeaderList, Headers, Reject, Wire, head
 from . import render
 from .assets import SECURITY_HEADERS
+from .opener import Opener
 from .passes import PageSession, csrf_matches
 from .sources import Decision, Sources
 from .words import shown
 
 Scope = Callable[[], ProfileView | None]  # raises Reject (a profile it may not read)
+# Who sends a request, as /proc tells (``Caller.deciders``).
+Senders = Callable[[], Awaitable[tuple[Decider, ...]]]
 _encode: Final = msgspec.json.Encoder().encode
 HTML: Final = (b"content-type", b"text/html; charset=utf-8")
 JSON: Final = (b"content-type", b"application/json")
@@ -75,7 +81,7 @@ class Actions:
 
     async def serve(
         self, wire: Wire, path: str, headers: Headers, body: bytes, session: PageSession | None,
-        scope: Scope,
+        scope: Scope, senders: Senders,
     ) -> None:  # fmt: skip
         form = checked_form(headers, body, session)
         wants_json = "application/json" in (headers.get("accept") or "")
@@ -84,7 +90,10 @@ class Actions:
             return
         view = scope()
         assert session is not None  # checked_form let it through
-        opener = session.opener
+
+        async def deciding() -> Opener:
+            return session.opener.joined(Opener(await senders()))
+
         said: str
         try:
             if path == "/page/decide" and self.sources.decide is not None:
@@ -95,11 +104,13 @@ class Actions:
                     decision = "deny"
                 else:
                     raise refuse_action(400, "a decision is approve or deny")
+                opener = await deciding()
                 said = await self.sources.decide(form.get("id", ""), decision, view, opener)
             elif path == "/page/release" and self.sources.release is not None:
                 server, kind, name, digest = (
                     form.get(k, "") for k in ("server", "kind", "name", "digest")
                 )
+                opener = await deciding()
                 said = await self.sources.release(server, kind, name, digest, view, opener)
             else:
                 raise refuse_action(404, "this mcpd has nothing of that kind to decide")

@@ -6,7 +6,8 @@ whatever holds the code: a code is a bearer secret). Each is read from /proc as 
 does so (its process, those it descends from, its session), and held to the rule
 that keeps an agent from deciding its own calls (``policy.kin``), as the terminal
 commands are: against the agents connected at that moment, and again when the page
-acts, against the call's agent (approvals) or every agent connected then (held
+acts, with the process that sends the decision (a cookie is a bearer secret too),
+against the call's agent (approvals) or every agent connected then (held
 definitions). A session opened from an agent's side may look, but decides none of
 that agent's calls and approves no held definition; the page says so in its own
 words, and where a person decides instead.
@@ -98,19 +99,21 @@ def not_this_pages(kin: AgentKin, tie: Tie, pid: int | None) -> str:
         )
     else:
         return not_yours(kin, tie, pid)
-    return f"this page was opened from {who}, so it cannot decide it; decide it " + _elsewhere(
-        "`mcpd approvals`"
+    return (
+        f"this page was opened, or is used, from {who}, so it cannot decide it; decide it "
+        + _elsewhere("`mcpd approvals`")
     )
 
 
 def check_release(opener: Opener, agents: Iterable[AgentKin]) -> None:
-    """Raises ``rpc.RPCError`` when the session's opener was kin to an agent as it
-    opened it, or is kin to one connected now."""
+    """Raises ``rpc.RPCError`` when who opened the session was kin to an agent as they
+    opened it, or when they or who sends the request now (``opener``'s deciders) are
+    kin to one connected now."""
     found = opener.found or _first_tie(opener.deciders, list(agents))
     if found is not None:
         raise rpc.RPCError(
             -32000,
-            f"this page was opened from a process that {_who(*found)}, and an agent must "
-            "not approve what its servers' definitions say: the page shows held changes "
-            f"but approves none; approve them {_elsewhere('`mcpd approve`')}",
+            f"this page was opened, or is used, from a process that {_who(*found)}, and an "
+            "agent must not approve what its servers' definitions say: the page shows held "
+            f"changes but approves none; approve them {_elsewhere('`mcpd approve`')}",
         )

@@ -132,7 +132,9 @@ class Page:
             await self._events(wire, access, caller, scope, query)
         elif path in PATHS and method == b"POST":
             try:
-                await self.actions.serve(wire, path, headers, body, access.session, scope)
+                await self.actions.serve(
+                    wire, path, headers, body, access.session, scope, caller.deciders
+                )
             finally:
                 self._changed()  # what was decided leaves every open page
         elif path.startswith(OAUTH) and method == b"GET":

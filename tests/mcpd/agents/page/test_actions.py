@@ -22,6 +22,7 @@ from mcpd.agents.page.assets import SECURITY_HEADERS
 from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.passes import PageSession
 from mcpd.agents.page.sources import NO_SOURCES, Decision, Sources
+from mcpd.policy.kin import Decider
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 
@@ -186,7 +187,9 @@ async def test_a_login_that_cannot_start_says_why_written_out() -> None:
     page = actions(Logins())
     body = b"csrf=the-csrf&server=files"
     h = headers(accept="application/json")
-    status, said = await answered(lambda w: page.serve(w, "/page/login", h, body, SESSION, none))
+    status, said = await answered(
+        lambda w: page.serve(w, "/page/login", h, body, SESSION, none, nobody)
+    )
     assert status == 409 and shows_it_written_out(said)
 
 
@@ -195,7 +198,9 @@ async def test_a_login_shows_a_host_written_with_non_ascii_letters_in_ascii() ->
     page = actions(Logins(said=said))
     body = b"csrf=the-csrf&server=files"
     h = headers(accept="application/json")
-    status, started = await answered(lambda w: page.serve(w, "/page/login", h, body, SESSION, none))
+    status, started = await answered(
+        lambda w: page.serve(w, "/page/login", h, body, SESSION, none, nobody)
+    )
     page._logins["files"] = "login-1"
     _, landed = await answered(lambda w: page.landing(w, "files", "/?state=s", headers()))
     assert status == 409
@@ -218,6 +223,10 @@ def none() -> None:
     return None
 
 
+async def nobody() -> tuple[Decider, ...]:
+    return ()  # who sends these requests is not found
+
+
 @pytest.mark.parametrize("accept", ["application/json", "text/html"])
 @pytest.mark.parametrize(("decide", "status"), [(decided, 200), (not_decided, 409)])
 async def test_what_a_decision_comes_back_with_is_written_out(
@@ -228,5 +237,7 @@ async def test_what_a_decision_comes_back_with_is_written_out(
     page = actions(Logins(), Sources(decide=decide))
     body = b"csrf=the-csrf&id=a-1&decision=approve"
     h = headers(accept=accept)
-    got, said = await answered(lambda w: page.serve(w, "/page/decide", h, body, SESSION, none))
+    got, said = await answered(
+        lambda w: page.serve(w, "/page/decide", h, body, SESSION, none, nobody)
+    )
     assert got == status and shows_it_written_out(said)

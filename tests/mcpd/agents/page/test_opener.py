@@ -2,6 +2,7 @@
 tool opens (it asks for the address, or trades one a person asked for) shows what
 waits, says why it decides none of it, and neither decides the agent's call nor
 approves a held change, while a person's page from a terminal of their own does both;
+a person's session whose cookie the agent's shell sends decides nothing of it either;
 an agent that connects after a page was opened is held against who opened it when the
 page acts."""
 
@@ -155,6 +156,32 @@ async def test_a_code_a_person_asked_for_is_no_use_to_an_agent(tmp_path: Path) -
                 assert "in the same session as the agent that made this call" in decided
                 assert all(NOT_DEFINITIONS in r for r in released)
                 assert len(daemon.approvals.list()) == 1 and held(daemon) == before
+
+
+async def test_a_session_a_person_opened_is_no_use_to_an_agent_that_takes_its_cookie(
+    tmp_path: Path,
+) -> None:
+    """A session's cookie is a bearer secret too (a program of the user can read the
+    browser's files): who sends a decision is held to the rule as well."""
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon:
+            port = await started(daemon)
+            sock = daemon.socket_path
+            before = held(daemon)
+            person = await persons_page(port, sock)
+            async with self_approval.agent("call", sock, WRITE) as agent:
+                await a_call_waits(daemon)
+                taken = f"session:{port}:{person.cookie}"
+                code, out = await agent.runs("page", taken, "decide", "release")
+                assert code == 0, out
+                note, errors = refusals(out)
+                assert note is None  # the person opened it
+                decided, *released = errors
+                assert "in the same session as the agent that made this call" in decided
+                assert all(NOT_DEFINITIONS in r for r in released)
+                assert len(daemon.approvals.list()) == 1 and held(daemon) == before
+                # In the person's own hands, the same session decides.
+                assert [s for s, _ in await person.approve_all("decide")] == [200]
 
 
 async def test_an_agent_that_connects_after_the_page_opened_is_checked_as_it_acts(

@@ -163,7 +163,7 @@ async def test_a_page_opened_by_the_agent_cannot_decide_its_call(tmp_path: Path)
                 refused = await http(port, "POST", "/page/decide", acting, body)
                 assert refused.status == 409
                 said = refused.json()["error"]
-                assert "this page was opened from the agent that made this call" in said
+                assert "or is used, from the agent that made this call" in said
                 assert "cannot decide it" in said and "another terminal" in said
                 assert [v.id for v in approvals.list()] == [waiting.id]  # still waiting
                 nursery.cancel_scope.cancel()
