@@ -34,9 +34,10 @@ def _elsewhere(commands: str) -> str:
 
 
 class Opener(msgspec.Struct, frozen=True):
-    """Who opened a session: who asked for its code and who traded it, as /proc told
-    then (``deciders``), and how one of them was kin to an agent connected then
-    (``found``: the tie and the pid it is through), if one was."""
+    """Who decides on a page, as /proc told (``deciders``): who asked for its code and
+    who traded it, and as the page acts, who sends the decision; and how one of the
+    first two was kin to an agent connected as the session opened (``found``: the tie
+    and the pid it is through), if one was."""
 
     deciders: tuple[Decider, ...] = ()
     found: tuple[Tie, int | None] | None = None
