@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 import msgspec
 import trio
@@ -36,6 +36,14 @@ NotificationHandler = Callable[[Notification], None]
 ServerRequestHandler = Callable[[rpc.Request], Awaitable[object]]
 # Takes the answer to a request sent without waiting: (result, None) or (None, error).
 Reply = Callable[[Raw | None, Exception | None], None]
+
+# A server's requests being answered at once. Each holds a task until its answer is
+# sent, and one that waits for an agent may wait for a person: a server that asks
+# faster than it is answered would otherwise cost a task for every request it wrote.
+MAX_ANSWERING: Final = 64
+# The error code of a request refused because one of mcpd's bounds was reached (a
+# server error of the implementation's own, as JSON-RPC leaves -32000 to -32099).
+OVER_LIMIT: Final = -32000
 
 
 class Started(msgspec.Struct, frozen=True):

@@ -27,7 +27,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Final
 
 import trio
 from msgspec import Raw
@@ -38,7 +37,7 @@ from protocol.logfields import log_extra
 from protocol.splice import SplicedCall
 from protocol.sse import SSEEvent
 
-from ..base import NotificationHandler, Params, Reply, Transport
+from ..base import MAX_ANSWERING, NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT, send_answer, send_cancel
 from ..complaints import Complaints
 from ..errors import TransportClosed, TransportError, single_exceptions
@@ -54,11 +53,6 @@ from .events import RESERVED, encoded, endpoint_target, message_of, session_gone
 __all__ = ["LegacySSETransport", "open_legacy_sse_transport"]
 
 logger = logging.getLogger("mcpd.sse")
-
-# The server's requests being answered at once; past that, a request gets no answer
-# (a server that asks faster than it takes the answers would otherwise cost a task
-# for each request it wrote).
-MAX_ANSWERING: Final = 64
 
 
 class LegacySSETransport(Transport):
@@ -217,6 +211,7 @@ class LegacySSETransport(Transport):
                 deliver(self.alias, self._on_notification, msg, self._complaints.admit)
         elif msg is not None and self._nursery is not None:
             if self._answering >= MAX_ANSWERING:
+                # No refusal either: here that would be a POST, and a task, of its own.
                 self._unanswered += 1
                 if self._unanswered == 1:
                     logger.warning(

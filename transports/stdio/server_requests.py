@@ -4,7 +4,9 @@ their answers on its stdin.
 Each request that someone must answer runs in a task of its own: the answer may take
 a person's time, and the reader must go on meanwhile (the server may be waiting for
 it to read something). The server may withdraw such a request with
-``notifications/cancelled``; it then gets no answer.
+``notifications/cancelled``; it then gets no answer. At most ``MAX_ANSWERING`` are
+answered at once: a request past them is refused at once, with no task, by an error
+that names the bound.
 
 Answers are made as fast as the server asks, and wait on its stdin until it reads
 them: a server that asks without reading would have mcpd keep every answer. Past the
@@ -24,7 +26,13 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 
-from ..base import ServerRequestHandler, answer_server_request, default_answer
+from ..base import (
+    MAX_ANSWERING,
+    OVER_LIMIT,
+    ServerRequestHandler,
+    answer_server_request,
+    default_answer,
+)
 from ..linewriter import LineWriter
 
 logger = logging.getLogger("mcpd.stdio")
@@ -59,6 +67,8 @@ class Relays:
         if req.method != "ping" and handler is not None and nursery is not None:
             if req.id in self._scopes:
                 reply = rpc.encode_error(req.id, rpc.INVALID_REQUEST, f"id {req.id!r} is in use")
+            elif len(self._scopes) >= MAX_ANSWERING:
+                reply = self._refusal(req)
             else:
                 self._scopes[req.id] = scope = trio.CancelScope()
                 nursery.start_soon(self._relay, req, handler, scope)
@@ -66,6 +76,25 @@ class Relays:
         else:
             reply = default_answer(req)
         self._answer(reply, req.method)
+
+    def _refusal(self, req: rpc.Request) -> bytes:
+        note = self._complain()
+        if note is not None:
+            logger.warning(
+                "%s: refused its %.100r request: it asks faster than it is answered "
+                "(%d of its requests wait for their answers)%s",
+                self._alias,
+                req.method,
+                len(self._scopes),
+                note,
+                extra=log_extra(self._alias, "server_request_refused"),
+            )
+        return rpc.encode_error(
+            req.id,
+            OVER_LIMIT,
+            f"mcpd answers at most {MAX_ANSWERING} of a server's requests at a time, and "
+            "that many wait for their answers; ask again once they are answered",
+        )
 
     async def _relay(
         self, req: rpc.Request, handler: ServerRequestHandler, scope: trio.CancelScope

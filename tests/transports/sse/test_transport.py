@@ -26,6 +26,7 @@ from tests.support.legacy_sse_server import (
     serve_legacy_sse,
     sse_event,
 )
+from transports.base import MAX_ANSWERING
 from transports.complaints import BURST
 from transports.errors import (
     AuthError,
@@ -36,11 +37,7 @@ from transports.errors import (
     UnexpectedReply,
 )
 from transports.http.params import HttpParams
-from transports.sse.transport import (
-    MAX_ANSWERING,
-    LegacySSETransport,
-    open_legacy_sse_transport,
-)
+from transports.sse.transport import LegacySSETransport, open_legacy_sse_transport
 
 LIMIT = 10
 

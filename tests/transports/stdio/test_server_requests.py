@@ -11,6 +11,7 @@ import trio.testing
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from transports.base import MAX_ANSWERING, OVER_LIMIT
 from transports.stdio.server_requests import Relays
 
 
@@ -128,3 +129,41 @@ async def test_a_server_that_asks_without_reading_its_stdin_is_not_answered_past
     stdin.queued = 0
     relays.take(request("again", "ping"), None, None)
     assert stdin.lines[-1] == {"jsonrpc": "2.0", "id": "again", "result": {}}
+
+
+async def test_requests_past_those_being_answered_are_refused_at_once_naming_the_bound() -> None:
+    stdin = Stdin()
+    complaints: list[int] = []
+    release = trio.Event()
+    asked: list[rpc.Id] = []
+
+    def complain() -> str | None:
+        complaints.append(1)
+        return "" if len(complaints) == 1 else None
+
+    async def handler(req: rpc.Request) -> object:
+        asked.append(req.id)
+        await release.wait()
+        return {"action": "decline"}
+
+    relays = Relays("s", stdin, trio.Event(), stdin, complain)
+    async with trio.open_nursery() as nursery:
+        for i in range(MAX_ANSWERING + 500):
+            relays.take(request(i, "elicitation/create"), handler, nursery)
+        await trio.testing.wait_all_tasks_blocked()
+        # The rest had their answers before any relayed one: at once, without a task.
+        refused = stdin.lines
+        assert [line["id"] for line in refused] == list(range(MAX_ANSWERING, MAX_ANSWERING + 500))
+        assert {line["error"]["code"] for line in refused} == {OVER_LIMIT}
+        assert f"at most {MAX_ANSWERING} of a server's requests" in refused[0]["error"]["message"]
+        assert len(asked) == MAX_ANSWERING
+        # A ping is answered however many wait.
+        relays.take(request("p", "ping"), handler, nursery)
+        assert stdin.lines[-1] == {"jsonrpc": "2.0", "id": "p", "result": {}}
+        release.set()
+    answered = [line for line in stdin.lines if "result" in line and line["id"] != "p"]
+    assert len(answered) == MAX_ANSWERING
+    # Room again once they are answered.
+    async with trio.open_nursery() as nursery:
+        relays.take(request("next", "elicitation/create"), handler, nursery)
+    assert stdin.lines[-1] == {"jsonrpc": "2.0", "id": "next", "result": {"action": "decline"}}
