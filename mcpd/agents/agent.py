@@ -52,8 +52,14 @@ class Agent(abc.ABC):
         a call is to wait, and only then."""
 
     @abc.abstractmethod
+    def offer(self, data: bytes, rid: rpc.Id | None = None) -> bool:
+        """``send_nowait``, saying whether the message went: False when it was dropped
+        (the agent let what waits for it fill up, or is gone)."""
+
     def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
-        """A message for the agent that answers none of its requests."""
+        """A message for the agent that answers none of its requests (or an error
+        answering ``rid``); an agent that reads too slowly misses some."""
+        self.offer(data, rid)
 
     @abc.abstractmethod
     def news_sender(self) -> Callable[[bytes], None]:

@@ -61,13 +61,22 @@ class AgentRequests:
         self._waiting: dict[rpc.Id, _Slot] = {}
         self.gone: str | None = None
 
-    async def request(self, method: str, params: Any, send: Callable[[bytes], None]) -> Raw:
+    async def request(self, method: str, params: Any, send: Callable[[bytes], bool]) -> Raw:
+        """The agent's answer to ``method``; ``send`` puts a line for the agent, and
+        says whether it went."""
         if self.gone is not None:
             raise rpc.RPCError(NO_ANSWER, self.gone)
         rid = f"mcpd-{next(self._ids)}"
+        line = rpc.encode_request(rid, method, params)
         slot = self._waiting[rid] = _Slot()
         try:
-            send(rpc.encode_request(rid, method, params))
+            if not send(line):
+                # Nobody will answer what was never sent: the server hears so now.
+                raise rpc.RPCError(
+                    NO_ANSWER,
+                    f"the {method} request could not be sent to the agent: it is not "
+                    "reading what mcpd sends it",
+                )
             await slot.event.wait()
         except trio.Cancelled:
             if rid in self._waiting and self.gone is None:
@@ -136,7 +145,7 @@ class DirectAsker:
         owner: object,
         capabilities: dict[str, Any] | None,
         requests: AgentRequests,
-        send: Callable[[bytes], None],
+        send: Callable[[bytes], bool],
     ) -> None:
         self.owner = owner
         self.capabilities = capabilities

@@ -50,7 +50,7 @@ class AgentSide(msgspec.Struct):
     modern: bool
     capabilities: dict[str, Any] | None
     requests: AgentRequests | None  # a legacy agent's: mcpd's requests to it
-    send: Callable[[bytes], None]
+    send: Callable[[bytes], bool]  # whether the line went (False: dropped)
 
     @property
     def asks(self) -> bool:

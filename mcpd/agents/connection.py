@@ -116,7 +116,7 @@ class Connection(Agent):
         self.contexts: dict[bytes, RequestContext] = {}
         self.seen_version = version  # its profile's version whose changes it has been told
         self.asks = AgentRequests()  # what servers ask this agent through mcpd
-        self.refuser = DirectAsker(self, None, self.asks, self.send_nowait)  # says no, and why
+        self.refuser = DirectAsker(self, None, self.asks, self.offer)  # says no, and why
         self.progress: ProgressSink = self._send_progress  # where its calls' progress goes
         # Run when the agent hangs up, before anything else: a server waiting for this
         # agent's answer must hear at once that none is coming.
@@ -400,15 +400,14 @@ class Connection(Agent):
         await self._out.wait_room()
         self._put(data, rid)
 
-    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
-        """Send a notification or error (``rid``: the request it answers); a peer that
-        lets the queue fill misses some."""
+    def offer(self, data: bytes, rid: rpc.Id | None = None) -> bool:
         if self._out.queued > self._out.limit:
             self.dropped += 1
             if rid is not None:
                 self._unbatch(rid)  # its batch must not wait for what was dropped
-            return
+            return False
         self._put(data, rid)
+        return True
 
     async def send_long(self, pieces: Iterable[bytes | memoryview]) -> None:
         """Send a reply made piece by piece as the agent reads it (``LongReplies``).

@@ -46,7 +46,7 @@ def _agent_side(conn: Agent, ctx: RequestContext | None) -> AgentSide:
         modern=ctx is not None and ctx.era == "modern",
         capabilities=ctx.capabilities if ctx is not None else None,
         requests=conn.asks,
-        send=conn.send_nowait,
+        send=conn.offer,
     )
 
 

@@ -79,7 +79,7 @@ class Exchange(Connection):
         self.owner = owner
         self.identity = identity
         self.asks = asks or AgentRequests()
-        self.refuser = DirectAsker(owner, None, self.asks, self.send_nowait)
+        self.refuser = DirectAsker(owner, None, self.asks, self.offer)
         self.progress: ProgressSink = self._send_progress
         self.news = news
         self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
@@ -95,11 +95,13 @@ class Exchange(Connection):
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self.outbox.send(data)
 
-    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
+    def offer(self, data: bytes, rid: rpc.Id | None = None) -> bool:
         try:
             self.outbox.send_nowait(data)
         except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
             self.dropped += 1
+            return False
+        return True
 
     async def drain(self) -> None:
         await trio.lowlevel.checkpoint()

@@ -211,7 +211,7 @@ class Router:
             modern=call.modern,
             capabilities=call.ctx.capabilities,
             requests=agent.asks,
-            send=agent.send_nowait,
+            send=agent.offer,
         )
         call.capabilities = side.upstream_capabilities()
 

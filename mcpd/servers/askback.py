@@ -15,6 +15,9 @@ request caused it, and never to another:
   several of that agent's requests, mcpd refuses to guess and answers the server
   with an error.
 
+A few of a call's requests may wait for its agent at once, and so many of a
+server's; one past either bound is refused at once, with an error that names it.
+
 The agent's side of it (relaying the request to a legacy agent as a request of
 mcpd's own, or handing a modern agent an ``input_required`` result) is behind
 ``Asker``; the servers' side never sees an agent.
@@ -35,6 +38,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.logfields import log_extra
+from transports.base import OVER_LIMIT
 
 from ..local.ratelimit import Throttle
 
@@ -46,6 +50,14 @@ ASKING: Final[contextvars.ContextVar[Asker | None]] = contextvars.ContextVar(
     "mcpd_asking", default=None
 )
 NO_ANSWER: Final = -32001  # implementation-defined: the agent did not answer
+# A server works on a call in order and asks about one thing at a time: it waits for
+# the answer before it goes on. A few more leave room for one that asks for roots or
+# a sample while a question to the user is open; a server with more waiting has
+# stopped waiting for them.
+ASKS_PER_CALL: Final = 4
+# However many calls are in flight: each waiting request holds what it asks, and a
+# task, until its agent answers or ask_timeout passes.
+ASKS_PER_SERVER: Final = 32
 
 
 class Asker(Protocol):
@@ -128,6 +140,8 @@ class AskRoutes:
         self.refused = 0
         # The server asks as often as it likes: each refusal is counted, few are logged.
         self._said = Throttle(clock=trio.current_time)
+        self._asking = 0  # its requests waiting for an agent, whatever the call
+        self._over = False  # refusing past a bound: warned once until one is answered
 
     def enter(
         self, asker: Asker, extend: Callable[[float], None] | None = None, timeout: float = 0.0
@@ -228,11 +242,16 @@ class AskRoutes:
                 rpc.INVALID_REQUEST,
                 f"mcpd cannot tell which agent this {req.method} request is for: {why}",
             )
+        over = self._over_bound(cause)
+        if over is not None:
+            self._refuse_over(req.method, over)
+            raise rpc.RPCError(OVER_LIMIT, f"{over}; ask again once they are answered")
         params: Any = msgspec.json.decode(req.params) if req.params is not None else None
         wait = self._timeout()
         cause.extend(wait + cause.timeout)
         self.relayed += 1
         cause.asking += 1
+        self._asking += 1
         try:
             with trio.fail_after(wait):
                 asker = cause.asker
@@ -244,4 +263,34 @@ class AskRoutes:
             ) from None
         finally:
             cause.asking -= 1
+            self._asking -= 1
+            self._over = False
             cause.extend(cause.timeout)
+
+    def _over_bound(self, cause: Cause) -> str | None:
+        """What a request for ``cause`` would exceed, in words; None if nothing."""
+        if cause.asking >= ASKS_PER_CALL:
+            return (
+                f"mcpd passes at most {ASKS_PER_CALL} requests per call to its agent at a "
+                "time, and that many of this call's wait for the agent's answer"
+            )
+        if self._asking >= ASKS_PER_SERVER:
+            return (
+                f"mcpd passes at most {ASKS_PER_SERVER} of one server's requests to agents "
+                "at a time, and that many of this server's wait for an answer"
+            )
+        return None
+
+    def _refuse_over(self, method: str, over: str) -> None:
+        self.refused += 1
+        if self._over:
+            return  # the flood that follows the first refusal is counted, not logged
+        self._over = True
+        logger.warning(
+            "%s: refused its %.100r request, and will refuse more until one waiting is "
+            "answered: %s",
+            self.alias,
+            method,
+            over,
+            extra=log_extra(self.alias, "ask_refused", "over a bound"),
+        )

@@ -6,14 +6,20 @@ server in its log."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
+from mcpd.servers.askback import ASKS_PER_CALL
+from tests.support.agent import make_config, running
+from tests.support.answering import connect_answering
 from tests.support.fault_harness import Agent, Case, is_error_result, run_case, text_of
+from transports.base import OVER_LIMIT
 
 BAD = "mcp__bad__"
 ASKER = str(Path(__file__).parents[1] / "support" / "hostile_asker.py")
@@ -120,3 +126,32 @@ async def test_a_server_that_asks_and_tells_unasked(
     options: dict[str, Any],
 ) -> None:
     await run_case("asking stdio server", name, body, servers=servers, **options)
+
+
+FLOOD = 2000
+CAPS = {"elicitation": {}, "sampling": {}}
+
+
+def asking_config(tmp_path: Path, *flags: str) -> Any:
+    bad = {"command": sys.executable, "args": [ASKER, "--legacy", *flags]}
+    # Long enough that nothing in these tests ends by running out of time.
+    return make_config(tmp_path, {"bad": bad}, ask_timeout=3600.0, call_timeout=3600.0)
+
+
+async def test_a_call_flooded_with_questions_has_a_few_asked_and_the_rest_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(120):
+        async with (
+            running(asking_config(tmp_path, "--asks", str(FLOOD))) as daemon,
+            connect_answering(daemon.socket_path, modern=False) as agent,
+        ):
+            agent.hold = True  # a person deciding, for longer than the flood lasts
+            await agent.initialize_with(CAPS)
+            # The server answers the call once all but the few asked were answered.
+            args = {"text": str(FLOOD - ASKS_PER_CALL)}
+            result = await agent.call(BAD + "ask_flood", args)
+    came_back = json.loads(result["content"][0]["text"])
+    assert came_back["codes"] == {str(OVER_LIMIT): FLOOD - ASKS_PER_CALL}
+    assert "mcpd" in came_back["said"] and "at most" in came_back["said"]
+    assert [m["method"] for m in agent.asked] == ["elicitation/create"] * ASKS_PER_CALL

@@ -145,7 +145,7 @@ class StandInAgent(Agent):
         self.profile = profile
         self.owner = self
         self.asks = AgentRequests()
-        self.refuser = DirectAsker(self, None, self.asks, self.send_nowait)
+        self.refuser = DirectAsker(self, None, self.asks, self.offer)
         self.progress = lambda params: None
         self.identity = Identity(None)
         self.sent: list[bytes] = []
@@ -158,8 +158,9 @@ class StandInAgent(Agent):
     def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
         self.in_tasks.append((call, answer))
 
-    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
+    def offer(self, data: bytes, rid: rpc.Id | None = None) -> bool:
         self.sent.append(data)
+        return True
 
     def news_sender(self) -> Callable[[bytes], None]:
         return self.send_nowait

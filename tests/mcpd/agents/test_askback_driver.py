@@ -311,7 +311,12 @@ async def test_a_modern_agent_that_declared_nothing_is_refused_to_its_server_dir
 
 async def test_a_legacy_agent_is_asked_with_a_request_of_mcpds_own() -> None:
     sent: list[bytes] = []
-    agent = AgentSide(object(), False, ASKS, None, sent.append)
+
+    def send(line: bytes) -> bool:
+        sent.append(line)
+        return True
+
+    agent = AgentSide(object(), False, ASKS, None, send)
     server = AskingServer()
     async with running() as driver, trio.open_nursery() as nursery:
 

@@ -65,7 +65,7 @@ class FakeAgent(Agent):
         self.owner = self
         self.asks = AgentRequests()
         self.sent: list[bytes] = []
-        self.refuser = DirectAsker(self, None, self.asks, self.send_nowait)
+        self.refuser = DirectAsker(self, None, self.asks, self.offer)
         self.progress: ProgressSink = lambda params: None
         self.identity = Identity(None)
 
@@ -75,8 +75,9 @@ class FakeAgent(Agent):
     def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
         raise AssertionError("no call is started here")
 
-    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
+    def offer(self, data: bytes, rid: rpc.Id | None = None) -> bool:
         self.sent.append(data)
+        return True
 
     def news_sender(self) -> Callable[[bytes], None]:
         return self.send_nowait

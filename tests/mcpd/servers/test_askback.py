@@ -11,9 +11,17 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.servers.askback import ASKING, NO_ANSWER, AskRoutes, relay_capabilities
+from mcpd.servers.askback import (
+    ASKING,
+    ASKS_PER_CALL,
+    ASKS_PER_SERVER,
+    NO_ANSWER,
+    AskRoutes,
+    relay_capabilities,
+)
 from protocol import jsonrpc as rpc
 from protocol import surface
+from transports.base import OVER_LIMIT
 
 ALL = ["elicitation", "sampling", "roots"]
 
@@ -266,3 +274,49 @@ async def test_a_server_asking_for_what_it_was_not_offered_reaches_no_agent(
     for allowed in offered:
         await routes.answer(request(allowed))
     assert [m for m, _ in agent.asked] == offered
+
+
+async def test_only_a_few_of_a_calls_requests_wait_for_its_agent_and_the_rest_are_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    agent = Agent()
+    agent.release = trio.Event()  # a person, deciding
+    routes.enter(agent)
+    async with trio.open_nursery() as nursery:
+        for _ in range(ASKS_PER_CALL):
+            nursery.start_soon(routes.answer, request("elicitation/create", b'{"message":"q"}'))
+        await trio.testing.wait_all_tasks_blocked()
+        refused = [await refusal(routes, "elicitation/create") for _ in range(1000)]
+        assert len(agent.asked) == ASKS_PER_CALL
+        agent.release.set()
+    assert {e.code for e in refused} == {OVER_LIMIT}
+    assert f"at most {ASKS_PER_CALL} requests per call" in refused[0].message
+    assert (routes.relayed, routes.refused) == (ASKS_PER_CALL, 1000)
+    # One warning for the burst, not one a request.
+    warned = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warned) == 1 and "files" in warned[0].getMessage()
+    # Answered, they leave room for the next.
+    await routes.answer(request())
+    assert len(agent.asked) == ASKS_PER_CALL + 1
+
+
+async def test_only_so_many_of_a_servers_requests_wait_for_agents_whatever_the_calls() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    agent = Agent()  # a legacy agent, with more calls in flight than may wait
+    release = trio.Event()
+    for _ in range(ASKS_PER_SERVER + 1):
+        call = agent.request()
+        call.release = release
+        routes.enter(call)
+    async with trio.open_nursery() as nursery:
+        for _ in range(ASKS_PER_SERVER):
+            nursery.start_soon(routes.answer, request())
+            await trio.testing.wait_all_tasks_blocked()  # each to a call not yet asked about
+        error = await refusal(routes)
+        assert len(agent.asked) == ASKS_PER_SERVER
+        release.set()
+    assert error.code == OVER_LIMIT
+    assert f"at most {ASKS_PER_SERVER} of one server's requests" in error.message
+    await routes.answer(request())
+    assert len(agent.asked) == ASKS_PER_SERVER + 1
