@@ -72,7 +72,7 @@ class Handler(Dispatcher):
                 self.ended[req.id].set()
         if req.method == "test/ask":
             try:
-                said = await conn.asks.request("roots/list", {"for": req.id}, conn.send_nowait)
+                said = await conn.asks.request("roots/list", {"for": req.id}, conn.offer)
             except rpc.RPCError as exc:
                 return rpc.encode_error(req.id, exc.code, exc.message)
             return rpc.encode_result(req.id, {"agent said": json.loads(bytes(said))})
