@@ -3,21 +3,16 @@ tools, what is down, and what each server said of itself for models.
 
 A server's words are set apart from mcpd's so that no server can write text that
 reads as mcpd's or as another server's: each server's text comes between two lines of
-mcpd's own naming the server, and every line of it is quoted (``> ``), so a server
-cannot end its part early or start a part of its own; a line of it that would read
-as a heading (``# ...``, or a line of ``=`` or ``-`` under another) is escaped. The
-text was cleaned before (``registry.clean``): it has no line breaks but line feeds.
+mcpd's own naming the server, and every line of it is quoted (``registry.quoting``),
+so a server cannot end its part early or start a part of its own.
 """
 
 from __future__ import annotations
 
-from typing import Final
-
+from ..registry.quoting import QUOTE, quoted_lines
 from ..servers.state import Said
 from .backend import Servers
 from .profiles import ProfileServers
-
-QUOTE: Final = "> "
 
 
 def instructions(servers: Servers, limit: int) -> str:
@@ -64,16 +59,8 @@ def part(said: Said, limit: int) -> str:
     cut = ""
     if len(body) > limit:
         body, cut = body[:limit], f"[mcpd] The text of {alias!r} is cut at {limit} characters."
-    lines += [quoted(line) for line in body.split("\n")] if body else []
+    lines += quoted_lines(body) if body else []
     if cut:
         lines.append(cut)
     lines.append(f"[mcpd] End of what {alias!r} says.")
     return "\n".join(lines)
-
-
-def quoted(line: str) -> str:
-    """A line of a server's text as it is shown: quoted, and never a heading."""
-    bare = line.lstrip(" \t")
-    if bare.startswith("#") or (len(bare) >= 2 and set(bare.rstrip()) <= {"=", "-"}):
-        line = line[: len(line) - len(bare)] + "\\" + bare
-    return (QUOTE + line).rstrip() if line.strip() else QUOTE.rstrip()

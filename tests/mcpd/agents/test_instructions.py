@@ -3,7 +3,7 @@ of mcpd's own, so nothing a server writes reads as mcpd's or another server's.""
 
 from __future__ import annotations
 
-from mcpd.agents.instructions import part, quoted
+from mcpd.agents.instructions import part
 from mcpd.servers.state import Said
 
 
@@ -32,8 +32,3 @@ def test_mcpd_s_own_note_and_cut_stay_outside_the_quote() -> None:
         "[mcpd] The text of 'a' is cut at 10 characters.",
         "[mcpd] End of what 'a' says.",
     ]
-
-
-def test_a_plain_line_is_only_quoted() -> None:
-    assert quoted("a - b # c") == "> a - b # c"
-    assert quoted("- item") == "> - item"
