@@ -17,6 +17,11 @@ request caused it, and never to another:
 
 A few of a call's requests may wait for its agent at once, and so many of a
 server's; one past either bound is refused at once, with an error that names it.
+What the agent is asked is the server's request with its texts cleaned, every secret
+mcpd holds masked (after the cleaning, which could join a secret split by a character
+nobody sees), and the server named (``registry.relayed``). A 2026-07-28 server asks
+by ending its call with ``input_required``: the requests in it are made the same way
+as the result comes in (``result_for_agents``), whoever is asked them.
 
 The agent's side of it (relaying the request to a legacy agent as a request of
 mcpd's own, or handing a modern agent an ``input_required`` result) is behind
@@ -29,6 +34,7 @@ import contextlib
 import contextvars
 import itertools
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, Protocol
 
@@ -36,11 +42,13 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol import surface
+from protocol import mcp, surface
 from protocol.logfields import log_extra
 from transports.base import OVER_LIMIT
 
 from ..local.ratelimit import Throttle
+from ..policy.guard import SecretGuard
+from ..registry.relayed import cleaned, marked
 
 logger = logging.getLogger("mcpd.askback")
 
@@ -58,6 +66,10 @@ ASKS_PER_CALL: Final = 4
 # However many calls are in flight: each waiting request holds what it asks, and a
 # task, until its agent answers or ask_timeout passes.
 ASKS_PER_SERVER: Final = 32
+# A result that may be input_required: only a key can read so, as a quote inside a
+# string is escaped. Looked for in every result, so a plain literal (a fast scan).
+_MAY_ASK: Final = re.compile(rb'"resultType"\s*:\s*"input_required"')
+_encode: Final = msgspec.json.Encoder().encode
 
 
 class Asker(Protocol):
@@ -106,6 +118,37 @@ class _Inflight:
             self._extend(seconds)
 
 
+def result_for_agents(guard: SecretGuard, alias: str, raw: msgspec.Raw, what: str) -> msgspec.Raw:
+    """A server's result as agents may get it: every secret mcpd holds masked (the same
+    bytes when it holds none); an ``input_required``'s requests, which a person or a
+    model reads, also cleaned before that and marked with the server, as a legacy
+    server's own requests are."""
+    if _MAY_ASK.search(raw) is None:
+        return guard.raw(alias, raw, what)
+    try:
+        result: Any = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return guard.raw(alias, raw, what)
+    if not _requests(result):
+        return guard.raw(alias, raw, what)
+    for request in _requests(result):
+        request["params"] = cleaned(request["method"], request.get("params"))[0]
+    result = guard.value(alias, result, what)
+    for request in _requests(result):
+        request["params"] = marked(alias, request["method"], request.get("params"))
+    return msgspec.Raw(_encode(result))
+
+
+def _requests(result: Any) -> list[dict[str, Any]]:
+    """The requests of an ``input_required`` result (none for any other)."""
+    if not isinstance(result, dict) or result.get("resultType") != mcp.INPUT_REQUIRED:
+        return []
+    asks = result.get("inputRequests")
+    if not isinstance(asks, dict):
+        return []
+    return [r for r in asks.values() if isinstance(r, dict) and isinstance(r.get("method"), str)]
+
+
 def relay_capabilities(kinds: list[str]) -> dict[str, object]:
     """The client capabilities mcpd declares to a legacy server for ``servers.X.relay``."""
     caps: dict[str, object] = {}
@@ -127,9 +170,11 @@ class AskRoutes:
         alias: str,
         timeout: Callable[[], float],
         relay: Iterable[str] = tuple(surface.ASK_METHODS.values()),
+        guard: SecretGuard | None = None,
     ) -> None:
         self.alias = alias
         self._timeout = timeout
+        self._guard = guard
         # The kinds mcpd declared to the server (``servers.X.relay``): a server that asks
         # for another has been told it may not, and no agent is asked on its behalf.
         self._relay = frozenset(relay)
@@ -246,7 +291,7 @@ class AskRoutes:
         if over is not None:
             self._refuse_over(req.method, over)
             raise rpc.RPCError(OVER_LIMIT, f"{over}; ask again once they are answered")
-        params: Any = msgspec.json.decode(req.params) if req.params is not None else None
+        params = self._relayed(req)
         wait = self._timeout()
         cause.extend(wait + cause.timeout)
         self.relayed += 1
@@ -266,6 +311,24 @@ class AskRoutes:
             self._asking -= 1
             self._over = False
             cause.extend(cause.timeout)
+
+    def _relayed(self, req: rpc.Request) -> dict[str, Any]:
+        """The params the agent is asked with."""
+        what = f"a {req.method} request"
+        given: Any = msgspec.json.decode(req.params) if req.params is not None else None
+        params, removed = cleaned(req.method, given)
+        if removed:
+            logger.info(
+                "%s: took %d invisible or control character%s out of %s",
+                self.alias,
+                removed,
+                "s" if removed != 1 else "",
+                what,
+                extra=log_extra(self.alias, "ask_cleaned"),
+            )
+        if self._guard is not None:
+            params = self._guard.value(self.alias, params, what)
+        return marked(self.alias, req.method, params)
 
     def _over_bound(self, cause: Cause) -> str | None:
         """What a request for ``cause`` would exceed, in words; None if nothing."""

@@ -14,7 +14,6 @@ from collections.abc import Callable
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from transports.base import Started, Transport
 from transports.errors import Unreachable
@@ -101,7 +100,8 @@ class Runner(ServerParts):
                     self._started(transport.started)
                     if self.auth is not None:
                         transport.auth = self.auth
-                    transport.on_request = self._answer
+                    # Cleaned, with every secret mcpd holds masked, before any agent sees it.
+                    transport.on_request = self.asks.answer
                     await self._connect_and_serve(transport)
             finally:
                 # Before the failure is logged: the outage's journal entry carries this tail.
@@ -133,14 +133,6 @@ class Runner(ServerParts):
                 logger.exception("%s: unexpected error", self.alias, extra=log_extra(self.alias))
             self.downtime.failed(failure, unreachable=isinstance(exc, Unreachable))
             self.first_attempt.set()
-
-    async def _answer(self, request: rpc.Request) -> object:
-        """A request the server sends (elicitation, sampling, roots), with every secret
-        mcpd holds masked before any agent sees it."""
-        if request.params is not None:
-            params = self.guard.raw(self.alias, request.params, f"a {request.method} request")
-            request = rpc.Request(request.id, request.method, params)
-        return await self.asks.answer(request)
 
     def _started(self, started: Started | None) -> None:
         self.process = started

@@ -26,6 +26,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
+from .askback import result_for_agents
 from .calls import Call, CallHost, Outcome, Uses, _Scheduler
 from .oauth import LoginRequired
 from .outage import Outage, last_line
@@ -214,8 +215,9 @@ class CallScheduler(_Scheduler):
         if raw is not None and error is None and not timed_out:  # every call, nearly
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed)
-            # The same bytes unless they hold a secret mcpd holds: a reply stays spliced.
-            outcome = r.guard.raw(r.alias, raw, "a tools/call result")
+            # The same bytes unless they hold a secret mcpd holds or ask the agent
+            # something: a reply stays spliced.
+            outcome = result_for_agents(r.guard, r.alias, raw, "a tools/call result")
         else:
             outcome = self._failed(call, error, timed_out, now, elapsed)
         # Only now: releasing a half-open probe first made the breaker discard the

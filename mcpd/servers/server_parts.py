@@ -116,7 +116,9 @@ class ServerParts(CallHost):
         # Prompts, resources and templates; what the server asks back, and of whom.
         self.prompt_resources = PromptResourceKeeper(alias, registry, self.wake, self.changed)
         self.logs = LogMessages(alias, self.wake)
-        self.asks = AskRoutes(alias, lambda: self.config.daemon.ask_timeout, cfg.relay)
+        self.asks = AskRoutes(
+            alias, lambda: self.config.daemon.ask_timeout, cfg.relay, guard=self.guard
+        )
         self.session = Session(
             alias,
             era=cfg.era,

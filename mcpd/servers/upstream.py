@@ -41,7 +41,7 @@ from ..registry.limits import (
     shown,
 )
 from . import handshake, task_tools, toolshape
-from .askback import ASKING
+from .askback import ASKING, result_for_agents
 from .callmeta import CallMeta
 from .calls import Call
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, ProtocolViolation, request_meta
@@ -158,7 +158,8 @@ class Upstream:
         cancellable: bool = True,
     ) -> Raw:
         """One request's result, with every secret mcpd holds masked in it (and in a
-        JSON-RPC error the server answers with)."""
+        JSON-RPC error the server answers with), and what it asks the agent made fit
+        to pass on."""
         headers = self._headers(method, name)
         if extra_headers:
             headers = {**(headers or {}), **extra_headers}
@@ -177,7 +178,7 @@ class Upstream:
             if masked is exc:
                 raise
             raise masked from None
-        return self.guard.raw(self.alias, raw, f"a {method} result")
+        return result_for_agents(self.guard, self.alias, raw, f"a {method} result")
 
     async def list_tools(self) -> ListResult:
         """Every page of the server's tools. A list whose bytes are the same as last

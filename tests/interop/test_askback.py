@@ -257,4 +257,6 @@ async def test_the_official_sdk_client_answers_through_the_bridge(
     seen = json.loads(out.stdout.decode().strip().splitlines()[-1])
     assert seen["version"] == ("2026-07-28" if client_mode == "auto" else "2025-11-25")
     assert {tool: seen[tool] for tool in TEXTS} == TEXTS
-    assert seen["asked"] == ["elicitation: What is your name?", "sampling", "roots"]
+    # Whichever era the server speaks, its question says it is the server's.
+    question = "[mcpd] The server 'ask' asks:\n> What is your name?"
+    assert seen["asked"] == [f"elicitation: {question}", "sampling", "roots"]

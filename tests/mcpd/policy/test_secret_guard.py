@@ -276,7 +276,7 @@ async def test_prompts_resources_completions_and_requests_to_agents_are_masked(
     assert read["contents"][0]["text"] == f"the key: {OTHERS}"
     assert completed["completion"]["values"] == [OTHERS, "other"]
     assert asked["method"] == "elicitation/create"
-    assert asked["params"]["message"] == f"confirm {OTHERS}"
+    assert asked["params"]["message"] == f"[mcpd] The server 'leaky' asks:\n> confirm {OTHERS}"
     (row,) = [r for r in status["servers"] if r["alias"] == "leaky"]
     assert row["server_info"]["title"] == f"by {OTHERS}"
     forms = [STOLEN, json.dumps(STOLEN)[1:-1]]

@@ -1,0 +1,91 @@
+"""What a server asks an agent (elicitation, sampling, roots), made fit to pass on.
+
+A legacy server's request reaches the agent as a request of mcpd's own (or inside
+mcpd's ``input_required``), and what it says is read by a person (an elicitation's
+message and its form's titles and descriptions) or by a model (a sampling request's
+messages, system prompt and tools). It is a server's text like its descriptions, so
+it is cleaned as they are (``clean``). What the agent answers with (a property's
+name, an enum's values, a default, a ``const``) is left as the server wrote it: the
+server reads the answer by those.
+
+The request also says which server asks, in words no server can write: mcpd's
+``_meta`` key ``mcpd/server`` (whatever the server put under mcpd's keys is dropped),
+and above an elicitation's message a line of mcpd's naming the server, with every
+line of the server's own quoted (``quoting``), as the servers' instructions are.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .clean import clean_text, clean_value
+from .quoting import quoted_lines
+
+SERVER_KEY: Final = "mcpd/server"
+_OWN_KEYS: Final = "mcpd/"
+_SHOWN: Final = frozenset({"title", "description"})
+# What of a sampling request goes before a model: all of its strings are for it.
+_SAMPLED: Final = ("messages", "systemPrompt", "tools")
+
+
+def cleaned(method: str, params: Any) -> tuple[Any, int]:
+    """``params`` (decoded, the caller's own: changed in place) with the texts a person
+    or a model reads cleaned, and how many characters went."""
+    if not isinstance(params, dict):
+        return params, 0
+    removed = 0
+    if method == "elicitation/create":
+        message = params.get("message")
+        if isinstance(message, str):
+            params["message"], removed = clean_text(message)
+        removed += _clean_form(params.get("requestedSchema"))
+    elif method == "sampling/createMessage":
+        for key in _SAMPLED:
+            if key in params:
+                params[key], count = clean_value(params[key])
+                removed += count
+    return params, removed
+
+
+def _clean_form(schema: Any) -> int:
+    """The titles and descriptions in a form's schema, however deep, and its legacy
+    ``enumNames``, cleaned in place; walked with a stack, not by recursion."""
+    removed = 0
+    stack = [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        for key, value in item.items():
+            if key in _SHOWN and isinstance(value, str):
+                item[key], count = clean_text(value)
+            elif key == "enumNames" and isinstance(value, list):
+                item[key], count = clean_value(value)
+            else:
+                stack.append(value)
+                continue
+            removed += count
+    return removed
+
+
+def marked(alias: str, method: str, params: Any) -> dict[str, Any]:
+    """``params`` as the agent gets them: saying that the server ``alias`` asks."""
+    out: dict[str, Any] = dict(params) if isinstance(params, dict) else {}
+    given = out.get("_meta")
+    meta = (
+        {k: v for k, v in given.items() if not k.startswith(_OWN_KEYS)}
+        if isinstance(given, dict)
+        else {}
+    )
+    meta[SERVER_KEY] = alias
+    out["_meta"] = meta
+    if method == "elicitation/create":
+        message = out.get("message")
+        lines = [f"[mcpd] The server {alias!r} asks:"]
+        if isinstance(message, str):
+            lines += quoted_lines(message)
+        out["message"] = "\n".join(lines)
+    return out
