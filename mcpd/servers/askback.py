@@ -67,7 +67,8 @@ ASKS_PER_CALL: Final = 4
 # task, until its agent answers or ask_timeout passes.
 ASKS_PER_SERVER: Final = 32
 # A result that may be input_required: only a key can read so, as a quote inside a
-# string is escaped. Looked for in every result, so a plain literal (a fast scan).
+# string is escaped. Looked for in every result: the scan looks for its literal start
+# first, and nothing in it can make the scan go back.
 _MAY_ASK: Final = re.compile(rb'"resultType"\s*:\s*"input_required"')
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -132,11 +133,26 @@ def result_for_agents(guard: SecretGuard, alias: str, raw: msgspec.Raw, what: st
     if not _requests(result):
         return guard.raw(alias, raw, what)
     for request in _requests(result):
-        request["params"] = cleaned(request["method"], request.get("params"))[0]
+        request["params"] = _cleaned(alias, request["method"], request.get("params"))
     result = guard.value(alias, result, what)
     for request in _requests(result):
         request["params"] = marked(alias, request["method"], request.get("params"))
     return msgspec.Raw(_encode(result))
+
+
+def _cleaned(alias: str, method: str, params: Any) -> Any:
+    """``cleaned``, and the journal told when something was taken out."""
+    params, removed = cleaned(method, params)
+    if removed:
+        logger.info(
+            "%s: took %d invisible or control character%s out of its %s request",
+            alias,
+            removed,
+            "s" if removed != 1 else "",
+            method,
+            extra=log_extra(alias, "ask_cleaned"),
+        )
+    return params
 
 
 def _requests(result: Any) -> list[dict[str, Any]]:
@@ -314,20 +330,10 @@ class AskRoutes:
 
     def _relayed(self, req: rpc.Request) -> dict[str, Any]:
         """The params the agent is asked with."""
-        what = f"a {req.method} request"
         given: Any = msgspec.json.decode(req.params) if req.params is not None else None
-        params, removed = cleaned(req.method, given)
-        if removed:
-            logger.info(
-                "%s: took %d invisible or control character%s out of %s",
-                self.alias,
-                removed,
-                "s" if removed != 1 else "",
-                what,
-                extra=log_extra(self.alias, "ask_cleaned"),
-            )
+        params = _cleaned(self.alias, req.method, given)
         if self._guard is not None:
-            params = self._guard.value(self.alias, params, what)
+            params = self._guard.value(self.alias, params, f"a {req.method} request")
         return marked(self.alias, req.method, params)
 
     def _over_bound(self, cause: Cause) -> str | None:
