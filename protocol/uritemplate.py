@@ -230,6 +230,25 @@ def matches(template: str, uri: str) -> bool:
         return False
 
 
+def shape(template: str) -> str:
+    """The template with its variables' names left out and each expression's operator
+    kept (``db://{}/rows{?}``): templates of one shape match the same URIs. A
+    template mcpd cannot match is a shape of its own."""
+    try:
+        _parts(template)
+    except TemplateError:
+        return template
+    out: list[str] = []
+    pos = 0
+    while (start := template.find("{", pos)) >= 0:
+        end = template.find("}", start)
+        op = template[start + 1 : start + 2]
+        out += [template[pos:start], "{", op if op in "+#./;?&" else "", "}"]
+        pos = end + 1
+    out.append(template[pos:])
+    return "".join(out)
+
+
 def literal_prefix(template: str) -> str:
     """The text before the first expression: every expansion starts with it."""
     return template.split("{", 1)[0]

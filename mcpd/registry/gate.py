@@ -25,6 +25,7 @@ from msgspec import Raw
 from protocol import mcp, surface
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
+from .facing import Namesakes
 from .judged import (
     Approval,
     HeldView,
@@ -65,6 +66,7 @@ _UNLISTED_PINS: Final = 1000
 
 
 Stored = Callable[[list[Wanted]], Found]
+Renames = Mapping[str, str]
 
 
 class Gate:
@@ -98,11 +100,17 @@ class Gate:
 
     # -- lists --
 
-    def tools(self, alias: str, items: Mapping[str, mcp.Tool]) -> Verdicts[mcp.Tool]:
-        return self._judge(alias, "tool", items)
+    # ``renames``: the operator's, by the server's name (``[servers.X.tools] rename``).
 
-    def prompts(self, alias: str, items: Mapping[str, surface.Prompt]) -> Verdicts[surface.Prompt]:
-        return self._judge(alias, "prompt", items)
+    def tools(
+        self, alias: str, items: Mapping[str, mcp.Tool], renames: Renames | None = None
+    ) -> Verdicts[mcp.Tool]:
+        return self._judge(alias, "tool", items, renames)
+
+    def prompts(
+        self, alias: str, items: Mapping[str, surface.Prompt], renames: Renames | None = None
+    ) -> Verdicts[surface.Prompt]:
+        return self._judge(alias, "prompt", items, renames)
 
     def templates(
         self, alias: str, items: Iterable[surface.ResourceTemplate]
@@ -137,7 +145,9 @@ class Gate:
         shown = self._judge(alias, "instructions", {INSTRUCTIONS: item}).shown
         return shown[INSTRUCTIONS].instructions or None
 
-    def _judge(self, alias: str, kind: Kind, items: Mapping[str, T]) -> Verdicts[T]:
+    def _judge(
+        self, alias: str, kind: Kind, items: Mapping[str, T], renames: Renames | None = None
+    ) -> Verdicts[T]:
         policy = self.policy(alias)
         server = self.pins.servers.get(alias)
         if server is None:
@@ -146,13 +156,22 @@ class Gate:
         state = self._list(alias, kind)
         news = News(alias, kind)
         shown: dict[str, T] = {}
-        waiting: list[tuple[str, Seen, Why]] = []
+        waiting: list[tuple[str, Seen, Why, str]] = []
         saved = False
+        # An approved server's new name that agents know as a pinned one's is a
+        # change of that item (``facing``); what is pinned in this loop is no namesake.
+        namesakes = None
+        if server.approved and any(name not in pinned for name in items):
+            namesakes = Namesakes(kind, pinned, renames or {})
         for name, item in items.items():
             seen = state.seen(name, item, kind)
             offered = seen.digest
             assert offered is not None
+            was = name  # the name of the pin it is judged against
             pin = pinned.get(name)
+            if pin is None and namesakes is not None:
+                was = namesakes.of(name) or name
+                pin = pinned.get(was)
             why: Why | None = None
             if pin is None:
                 if not server.approved and (policy.hold_new_servers or self.hold_unapproved):
@@ -176,7 +195,8 @@ class Gate:
             else:
                 self._pin(alias, kind, server, name, seen)
                 saved = True
-                self._changed(state, news, name, offered, "changed", policy.on_changed_item)
+                handling = policy.on_changed_item
+                self._changed(state, news, name, offered, "changed", handling, was)
             self._found(state, news, name, seen, offered)
             reviewed = (kind, name) in server.reviewed
             # Instructions are orders by nature: what the rules find in them is told,
@@ -188,7 +208,7 @@ class Gate:
                 state.pending.pop(name, None)
                 shown[name] = seen.item  # type: ignore[assignment]
             else:
-                waiting.append((name, seen, why))
+                waiting.append((name, seen, why, was))
         held = self._hold(alias, kind, state, news, pinned, waiting, shown) if waiting else {}
         state.keep_only(set(items))
         news.flush()
@@ -220,27 +240,29 @@ class Gate:
         state: ListState,
         news: News,
         pinned: dict[str, bytes],
-        waiting: list[tuple[str, Seen, Why]],
+        waiting: list[tuple[str, Seen, Why, str]],
         shown: dict[str, T],
     ) -> dict[str, str]:
         """Hold what waits: shown as approved (the approved definitions not at hand
-        read at once, for all of them), or by its name alone. Why each is, by name."""
+        read at once, for all of them), or by its name alone; under the server's name
+        for it now, whatever name it was approved under (``was``). Why each is, by
+        name."""
         wanted = [
-            (alias, kind, name, pinned[name])
-            for name, _, why in waiting
-            if why == "changed" and state.view(name, pinned[name]) is None
+            (alias, kind, was, pinned[was])
+            for name, _, why, was in waiting
+            if why == "changed" and state.view(name, pinned[was]) is None
         ]
         approved = self.definitions(wanted) if wanted else {}
         held: dict[str, str] = {}
-        for name, seen, why in waiting:
+        for name, seen, why, was in waiting:
             assert seen.digest is not None
             # What the rules find in what is offered, for the person who approves it.
             rules = sorted({f.rule for f in seen.findings})
             held[name] = held_reason(why, alias, rules)
-            pin = pinned[name] if why == "changed" else b""
+            pin = pinned[was] if why == "changed" else b""
             view = state.view(name, pin)
             if view is None:
-                data = approved.get((alias, kind, name))
+                data = approved.get((alias, kind, was))
                 record = None if data is None else PinRecord(shown_digest(pin), data)
                 view = state.views[name] = HeldView(pin, held_view(kind, name, record), record)
             shown[name] = view.item  # type: ignore[assignment]
@@ -252,7 +274,7 @@ class Gate:
                     alias, kind, name, why, offered, view.definition, rules
                 )
             if why in ("changed", "new"):
-                self._changed(state, news, name, seen.digest, why, "hold")
+                self._changed(state, news, name, seen.digest, why, "hold", was)
         return held
 
     def definitions(self, wanted: list[Wanted]) -> Found:
@@ -289,11 +311,18 @@ class Gate:
     # -- the journal --
 
     def _changed(
-        self, state: ListState, news: News, name: str, digest: bytes, how: str, handling: str
+        self,
+        state: ListState,
+        news: News,
+        name: str,
+        digest: bytes,
+        how: str,
+        handling: str,
+        was: str | None = None,
     ) -> None:
         if state.tell(name, how, digest):
             self.changes[news.alias] = self.changes.get(news.alias, 0) + 1
-            news.change(name, how, handling)
+            news.change(name, how, handling, was)
 
     def _found(
         self, state: ListState, news: News, name: str, seen: Seen, digest: bytes | None = None

@@ -165,13 +165,19 @@ READERS: Final[dict[Kind, Callable[[Item], Readable]]] = {
 
 def held_view(kind: Kind, name: str, approved: PinRecord | None) -> Item:
     """What agents are shown of a held item: as approved, else its name alone (of
-    instructions: none, no text)."""
+    instructions: none, no text); by the server's name for it now (``name``), which
+    is what a call to it would reach, even when it was approved under another."""
     if approved is not None:
         try:
             shown: Item = READERS[kind](item_of(kind, approved.definition)).item
-            return shown
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass
+        else:
+            if isinstance(shown, surface.ResourceTemplate) and shown.uriTemplate != name:
+                shown = msgspec.structs.replace(shown, uriTemplate=name)
+            elif isinstance(shown, mcp.Tool | surface.Prompt) and shown.name != name:
+                shown = msgspec.structs.replace(shown, name=name)
+            return shown
     if kind == "tool":
         return mcp.Tool(name=name)
     if kind == "prompt":

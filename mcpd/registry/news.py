@@ -41,12 +41,15 @@ class News:
             extra=log_extra(self.alias, event, reason, item=name or None, kind=self.kind),
         )
 
-    def change(self, name: str, how: str, handling: str) -> None:
+    def change(self, name: str, how: str, handling: str, was: str | None = None) -> None:
+        """``was``: the name the item was approved under, when the server renamed it."""
         what = {
             "changed": "its definition changed since it was approved",
             "added": "new since the server was approved",
             "new": "new since the server was approved",
         }[how]
+        if was is not None and was != name:
+            what += f" (approved as {was!r})"
         setting = "on_changed_item" if how == "changed" else "on_new_item"
         done = {
             "hold": f"held until `mcpd approve {self.alias}`",

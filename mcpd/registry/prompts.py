@@ -61,7 +61,7 @@ class _Server:
         self, raw: dict[str, surface.Prompt], rules: ToolsConfig | None, gate: Gate, alias: str
     ) -> None:
         self.raw = raw
-        self.judged = judged = gate.prompts(alias, raw)
+        self.judged = judged = gate.prompts(alias, raw, rules.rename if rules else None)
         self.held = judged.held  # by the server's own name
         self.shown, self.originals = _curate(judged.shown, rules)
         self.available = True
@@ -93,7 +93,11 @@ class PromptTable:
         """The server's prompts through the gate again (pins or settings changed);
         whether what agents see of them changed."""
         old = self._servers.get(alias)
-        if old is None or self.gate.prompts(alias, old.raw).same_as(old.judged):
+        if old is None:
+            return False
+        rules = self._rules.get(alias)
+        judged = self.gate.prompts(alias, old.raw, rules.rename if rules else None)
+        if judged.same_as(old.judged):
             return False
         self._install(alias, old.raw)
         return True

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import re
 from collections.abc import Iterable, Sequence
 from typing import Final, TypeAlias
 
@@ -21,15 +20,11 @@ from protocol import mcp
 from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
 from .curation import curate
+from .facing import sanitize
 from .gate import Gate
 from .shown import Entry
 
-_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
 _encode: Final = msgspec.json.Encoder().encode
-
-
-def sanitize(name: str) -> str:
-    return _UNSAFE.sub("_", name)
 
 
 def candidate_name(template: str, alias: str, tool: str) -> str:
@@ -77,7 +72,7 @@ class _Server:
     ) -> None:
         self.raw = raw  # as the server listed them
         # Cleaned, and held where the pins say so.
-        self.judged = judged = gate.tools(alias, raw)
+        self.judged = judged = gate.tools(alias, raw, rules.rename if rules else None)
         # Why each held tool is held, by the server's own name.
         self.held = judged.held
         curated = curate(judged.shown, rules)
@@ -146,7 +141,11 @@ class Registry:
         """The server's tools through the gate again (its pins or settings changed);
         whether what agents see of them changed."""
         old = self._servers.get(alias)
-        if old is None or self.gate.tools(alias, old.raw).same_as(old.judged):
+        if old is None:
+            return False
+        rules = self._rules.get(alias)
+        judged = self.gate.tools(alias, old.raw, rules.rename if rules else None)
+        if judged.same_as(old.judged):
             return False
         self._install(alias, old.raw, old.trusted)
         return True

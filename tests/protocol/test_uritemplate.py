@@ -245,3 +245,28 @@ def test_templates_are_refused_as_the_regexes_did(template: str, uri: str) -> No
 def test_templates_that_could_claim_one_uri(a: str, b: str, overlap: bool) -> None:
     assert t.may_overlap(a, b) is overlap
     assert t.may_overlap(b, a) is overlap
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("notes://{id}", "notes://{note}", True),
+        ("db://{t}/rows{?limit,offset}", "db://{table}/rows{?n}", True),
+        ("file:///{path*}", "file:///{p:3}", True),  # modifiers do not change what matches
+        ("file:///{+path}", "file:///{path}", False),
+        ("notes://{id}", "notes:/{id}", False),
+        ("notes://{id", "notes://{id", True),  # not a template: itself
+        ("notes://{id", "notes://{x", False),
+    ],
+)
+def test_templates_of_one_shape(a: str, b: str, same: bool) -> None:
+    assert (t.shape(a) == t.shape(b)) is same
+
+
+@settings(max_examples=100, deadline=None)
+@given(hostile_cases(), st.text(alphabet="abcxyz_", min_size=1, max_size=4))
+def test_templates_of_one_shape_match_the_same_uris(case: tuple[str, str], name: str) -> None:
+    template, uri = case
+    renamed = re.sub(r"\{([+#./;?&]?)[^}]*\}", lambda m: "{" + m[1] + name + "}", template)
+    assert t.shape(renamed) == t.shape(template)
+    assert t.matches(renamed, uri[:200]) == t.matches(template, uri[:200])

@@ -1,0 +1,21 @@
+"""What agents know an item by within its server: its local name before the template
+(the operator's rename, then the character rule), a template by the URIs it reads."""
+
+from __future__ import annotations
+
+from mcpd.registry.facing import Namesakes, facing
+
+
+def test_names_agents_cannot_tell_apart_face_alike() -> None:
+    assert facing("tool", "send.mail", {}) == facing("tool", "send_mail", {}) == "send_mail"
+    assert facing("prompt", "daily plan", {}) == "daily_plan"
+    assert facing("tool", "send-mail", {}) != facing("tool", "send_mail", {})
+    assert facing("tool", "send_mail", {"send_mail": "mail"}) == facing("tool", "mail", {})
+    assert facing("template", "a://{id}", {}) == facing("template", "a://{x}", {})
+    assert facing("template", "a://{id}", {}) != facing("template", "a://{+id}", {})
+
+
+def test_of_several_pins_alike_the_one_pinned_last_is_the_namesake() -> None:
+    namesakes = Namesakes("tool", ["a.b", "other", "a b"], {})
+    assert namesakes.of("a_b") == "a b"
+    assert namesakes.of("a-b") is None
