@@ -52,7 +52,11 @@ def lines_of(definition: dict[str, Any] | None) -> list[str]:
 
 def diff_of(item: dict[str, Any], color: bool = False) -> list[str]:
     before, after = lines_of(item.get("approved")), lines_of(item.get("offered"))
-    label = "approved" if item.get("approved") is not None else "(nothing approved)"
+    label = "approved"
+    if item.get("approved") is None:
+        # A change of a pin kept by its digest alone: what was approved is not known.
+        kept = item.get("why") != "changed"
+        label = "(nothing approved)" if kept else "(approved, its definition not kept)"
     out = list(difflib.unified_diff(before, after, label, "offered now", lineterm="", n=3))
     if not color:
         return out

@@ -23,7 +23,17 @@ from typing import Final
 import msgspec
 
 from ..registry.pinned import Found, Pins, ServerPins, Wanted, parsed_digest
-from ..registry.pins import FORMAT, FORMATS, KINDS, BadPins, PinnedServer, PinSet, checked, verified
+from ..registry.pins import (
+    FORMAT,
+    FORMATS,
+    KINDS,
+    BadPins,
+    PinnedServer,
+    PinSet,
+    bare,
+    checked,
+    verified,
+)
 from .privatefile import read_private
 
 _decoder: Final = msgspec.json.Decoder(PinSet)
@@ -87,11 +97,14 @@ def loaded(path: str, data: bytes, file: FileId) -> tuple[Pins, Sections]:
             digests = server.of(kind)
             for name, record in pinned.of(kind).items():
                 digest = parsed_digest(record.digest)
-                if digest is None or verified(record, digest) is None:
+                kept = bare(record)
+                if digest is None or (not kept and verified(record, digest) is None):
                     raise BadPins(
                         f"{path}: {alias} {kind} {name!r}: the digest does not match the definition"
                     )
                 digests[name] = digest
+                if kept:
+                    server.bare.add((kind, name))
                 if pins.format != FORMAT:
                     server.former.add((kind, name))
                 if record.reviewed:

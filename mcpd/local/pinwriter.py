@@ -21,7 +21,7 @@ from typing import BinaryIO, Final
 import msgspec
 
 from ..registry.pinned import ServerPins, Unwritten, definition_of, shown_digest
-from ..registry.pins import FORMAT, KINDS, BadPins, Kind, PinnedServer, PinSet, verified
+from ..registry.pins import BARE, FORMAT, KINDS, BadPins, Kind, PinnedServer, PinSet, verified
 from .pinrecords import END_OF_SERVER, Sections, file_id, header, parsed, server_decoder
 from .privatefile import write_atomically
 
@@ -35,6 +35,8 @@ _KIND_LINES: Final = {b'      "%s": {' % field: kind for kind, field in _FIELDS.
 _RECORD: Final = b'        "'  # a record's line starts so, and has its name next
 _DIGEST: Final = b': {"digest": "'
 _REVIEWED: Final = b', "reviewed": true}'
+_DEFINITION: Final = b'", "definition": '
+_NO_DEFINITION: Final = _DEFINITION + BARE
 _COPY: Final = 1 << 16  # bytes copied at a time
 
 
@@ -162,6 +164,10 @@ class _Lines:
             at = line.find(_DIGEST) + len(_DIGEST)
             if line[at : at + 71] != shown_digest(digest).encode():
                 return None
+            if not line.startswith(_DEFINITION, at + 71) or line.startswith(
+                _NO_DEFINITION, at + 71
+            ):
+                return None  # kept by its digest alone: not the definition pinned
             return line if line.endswith(_REVIEWED) == reviewed else None
 
 
@@ -204,6 +210,9 @@ def _server(
         for i, (name, digest) in enumerate(pinned.items()):
             reviewed = (kind, name) in server.reviewed
             comma = b"," if i else b""
+            if (kind, name) in server.bare:
+                yield _record(comma, name, digest, BARE, reviewed)
+                continue
             source = unwritten.get(alias, kind, name)
             if source is None and lines is not None:
                 line = lines.find(kind, name, digest, reviewed)
@@ -220,12 +229,17 @@ def _server(
                 if found is None:
                     raise BadPins(f"{path}: the definition of {alias} {kind} {name!r} is lost")
                 data = bytes(found)
-            yield b'%s\n        %s: {"digest": "%s", "definition": %s%s}' % (
-                comma,
-                msgspec.json.encode(name),
-                shown_digest(digest).encode(),
-                data,
-                _REVIEWED[:-1] if reviewed else b"",
-            )
+            yield _record(comma, name, digest, data, reviewed)
         yield b"\n      }"
     yield END_OF_SERVER
+
+
+def _record(comma: bytes, name: str, digest: bytes, data: bytes, reviewed: bool) -> bytes:
+    """One record's line (``data``: its definition, or ``BARE``)."""
+    return b'%s\n        %s: {"digest": "%s", "definition": %s%s}' % (
+        comma,
+        msgspec.json.encode(name),
+        shown_digest(digest).encode(),
+        data,
+        _REVIEWED[:-1] if reviewed else b"",
+    )

@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
-from msgspec import Raw
-
 from protocol import mcp, surface
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
@@ -46,7 +44,7 @@ from .pinned import (
     ServerPins,
     Unwritten,
     Wanted,
-    definition_of,
+    definitions,
     every_pin,
     former_match,
     imported,
@@ -58,11 +56,13 @@ from .pins import INSTRUCTIONS, Instructions, Kind, PinRecord, PinSet, key_of, r
 from .rules import Finding
 
 # Pins of items a server no longer lists are kept (one that comes back changed is a
-# change), but no more than this many for one list: a server that lists new names
-# every time must not grow the pin file without end. The ones pinned last go first: a
-# flood of names a server made up and dropped again never pushes out the pin of an
-# item approved before it, which would come back as new rather than as a change.
+# change), by their digest alone, but no more than this many for one list, nor more
+# characters of their names: a server that lists new names every time must not grow
+# the pin file without end. The ones pinned last go first: a flood of names a server
+# made up and dropped again never pushes out the pin of an item approved before it,
+# which would come back as new rather than as a change.
 _UNLISTED_PINS: Final = 1000
+UNLISTED_NAME_CHARS: Final = 64 * 1024
 
 
 Stored = Callable[[list[Wanted]], Found]
@@ -185,6 +185,9 @@ class Gate:
                         self._changed(state, news, name, offered, "added", policy.on_new_item)
             elif pin == offered:
                 seen.digest = pin  # one copy of the digest, not two
+                if (kind, name) in server.bare:  # back as it was: its definition kept again
+                    self._pin(alias, kind, server, name, seen, (kind, name) in server.reviewed)
+                    saved = True
             elif server.former and former_match(server, kind, name, seen.source, pin):  # type: ignore[arg-type]
                 # Pinned by an earlier mcpd that left these fields out: what it pinned
                 # is unchanged, and the fields it did not see are pinned from now on.
@@ -210,10 +213,15 @@ class Gate:
             else:
                 waiting.append((name, seen, why, was))
         held = self._hold(alias, kind, state, news, pinned, waiting, shown) if waiting else {}
-        state.keep_only(set(items))
+        listed = set(items)
+        state.keep_only(listed)
         news.flush()
-        if saved:
-            self._forget_unlisted(alias, kind, server, items)
+        # What a held item is shown as, approved under another name, stays whole.
+        listed.update(was for _, _, why, was in waiting if why == "changed")
+        changed = server.unlist(kind, listed, _UNLISTED_PINS, UNLISTED_NAME_CHARS)
+        if changed:
+            self.unwritten.drop(alias, kind, changed)
+        if changed or saved:
             self.on_pinned()
         return Verdicts(shown, held)
 
@@ -278,35 +286,7 @@ class Gate:
         return held
 
     def definitions(self, wanted: list[Wanted]) -> Found:
-        """The definitions of these pins: those not written yet from memory, the
-        others from the pin file; any that cannot be found, or that does not match
-        its digest, is left out."""
-        out: Found = {}
-        rest: list[Wanted] = []
-        for alias, kind, name, digest in wanted:
-            source = self.unwritten.get(alias, kind, name)
-            data = None if source is None else definition_of(source, digest)
-            if data is None:
-                rest.append((alias, kind, name, digest))
-            else:
-                out[(alias, kind, name)] = Raw(data)
-        if rest:
-            out.update(self.stored(rest))
-        return out
-
-    def _forget_unlisted(
-        self, alias: str, kind: Kind, server: ServerPins, listed: Mapping[str, object]
-    ) -> None:
-        """The latest pins of items not listed now, past the number kept of them."""
-        pinned = server.of(kind)
-        extra = len(pinned) - len(listed) - _UNLISTED_PINS
-        if extra <= 0:
-            return
-        gone = [n for n in reversed(pinned) if n not in listed][:extra]
-        for name in gone:
-            del pinned[name]
-            server.repinned(kind, name, False)
-        self.unwritten.drop(alias, kind, gone)
+        return definitions(self.pins, self.unwritten, self.stored, wanted)
 
     # -- the journal --
 

@@ -6,17 +6,23 @@ that a held item or a command needs. In memory, a definition is only what it is 
 from between the moment it is pinned and the next write of the file (``Unwritten``:
 the item as the server listed it, which the tables keep anyway, or the definition a
 person approved), and what a held item is shown as and offers (``judged``).
+
+The pin file keeps the definitions of what the servers list now; of an item a server
+no longer lists, only its digest (``ServerPins.bare``), and of those only so many
+(``ServerPins.unlist``): a server that lists new items every time cannot make the
+file, and each write of it, grow with everything it ever listed.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from typing import Final, NamedTuple, TypeAlias
 
 from msgspec import Raw
 
 from .pins import (
+    BARE,
     FORMAT,
     KINDS,
     BadPins,
@@ -25,6 +31,7 @@ from .pins import (
     PinnedServer,
     PinRecord,
     PinSet,
+    bare,
     definition,
     has_later_fields,
 )
@@ -41,9 +48,10 @@ class Pin(NamedTuple):
 
 class ServerPins:
     """One server's pins as the daemon keeps them: each item's SHA-256 (32 bytes, by
-    the server's name for it), and which of them a person approved."""
+    the server's name for it), which of them a person approved, and which the pin file
+    keeps by their digest alone."""
 
-    __slots__ = ("approved", "digests", "former", "reviewed")
+    __slots__ = ("approved", "bare", "digests", "former", "reviewed")
 
     def __init__(self, approved: bool = False) -> None:
         self.approved = approved
@@ -51,14 +59,43 @@ class ServerPins:
         self.reviewed: set[tuple[Kind, str]] = set()
         # Pins read from a pin set of format 1 and not pinned again since (``pins``).
         self.former: set[tuple[Kind, str]] = set()
+        # Pins of items the server no longer lists, kept without their definitions.
+        self.bare: set[tuple[Kind, str]] = set()
 
     def repinned(self, kind: Kind, name: str, reviewed: bool) -> None:
-        """The item is pinned anew (its digest set by the caller)."""
+        """The item is pinned anew (its digest set by the caller, its definition
+        given to ``Unwritten``)."""
         self.former.discard((kind, name))
+        self.bare.discard((kind, name))
         if reviewed:
             self.reviewed.add((kind, name))
         else:
             self.reviewed.discard((kind, name))
+
+    def unlist(self, kind: Kind, listed: Container[str], most: int, chars: int) -> list[str]:
+        """Keep the pins of items not in ``listed`` by their digest alone, and forget
+        those past the ``most`` pinned first or past ``chars`` characters of their
+        names in all (the ones pinned last go first: a flood of names a server made
+        up and dropped never pushes out the pin of an item it listed before them).
+        Returns the names of the pins this changed."""
+        bared: list[str] = []
+        gone: list[str] = []
+        count = used = 0
+        for name in self.of(kind):
+            if name in listed:
+                continue
+            count += 1
+            if count > most or used + len(name) > chars:
+                gone.append(name)
+            else:
+                used += len(name)
+                if (kind, name) not in self.bare:
+                    bared.append(name)
+        for name in gone:
+            del self.of(kind)[name]
+            self.repinned(kind, name, False)
+        self.bare.update((kind, name) for name in bared)
+        return bared + gone
 
     def of(self, kind: Kind) -> dict[str, bytes]:
         return self.digests[kind]
@@ -68,6 +105,7 @@ class ServerPins:
         out.digests = {kind: dict(digests) for kind, digests in self.digests.items()}
         out.reviewed = set(self.reviewed)
         out.former = set(self.former)
+        out.bare = set(self.bare)
         return out
 
     def shown(self, kind: Kind) -> Mapping[str, Pin]:
@@ -170,6 +208,29 @@ class Unwritten:
                 mine.setdefault(name, source)
 
 
+def definitions(
+    pins: Pins, unwritten: Unwritten, stored: Callable[[list[Wanted]], Found], wanted: list[Wanted]
+) -> Found:
+    """The definitions of these pins: those not written yet from ``unwritten``, the
+    others from the pin file (``stored``); any kept by its digest alone, not found, or
+    not matching its digest, is left out."""
+    out: Found = {}
+    rest: list[Wanted] = []
+    for alias, kind, name, digest in wanted:
+        server = pins.servers.get(alias)
+        if server is not None and (kind, name) in server.bare:
+            continue
+        source = unwritten.get(alias, kind, name)
+        data = None if source is None else definition_of(source, digest)
+        if data is None:
+            rest.append((alias, kind, name, digest))
+        else:
+            out[(alias, kind, name)] = Raw(data)
+    if rest:
+        out.update(stored(rest))
+    return out
+
+
 def definition_of(source: Source, expected: bytes) -> bytes | None:
     """The definition ``source`` stands for, if it is the one of that digest."""
     data = bytes(source) if isinstance(source, Raw) else definition(source)
@@ -204,7 +265,10 @@ def adopt(
         server.repinned(kind, name, record.reviewed)
         if former:
             server.former.add((kind, name))
-        out.put(alias, kind, name, record.definition)
+        if bare(record):
+            server.bare.add((kind, name))
+        else:
+            out.put(alias, kind, name, record.definition)
     return len(records)
 
 
@@ -225,12 +289,13 @@ def imported(pins: Pins, incoming: PinSet, out: Unwritten, replace: bool) -> int
 
 
 def every_pin(servers: Mapping[str, ServerPins]) -> list[Wanted]:
-    """Every pin of these servers, as definitions to find."""
+    """Every pin of these servers kept with its definition, as definitions to find."""
     return [
         (alias, kind, name, digest)
         for alias, server in servers.items()
         for kind in KINDS
         for name, digest in server.of(kind).items()
+        if (kind, name) not in server.bare
     ]
 
 
@@ -242,7 +307,7 @@ def pin_set(servers: Mapping[str, ServerPins], found: Found) -> PinSet:
         for kind in KINDS:
             records = pinned.of(kind)
             for name, digest in server.of(kind).items():
-                data = found.get((alias, kind, name))
+                data = Raw(BARE) if (kind, name) in server.bare else found.get((alias, kind, name))
                 if data is None:
                     raise BadPins(f"the definition of {alias} {kind} {name!r} is lost")
                 reviewed = (kind, name) in server.reviewed

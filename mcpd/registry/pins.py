@@ -15,12 +15,14 @@ change a person cannot see is still a change, and ``mcpd approve`` shows it esca
 A pin set (``PinSet``) is what ``pins.json`` in the state directory holds, and what
 ``mcpd pins export`` writes for a team to commit beside the config: the definitions
 themselves, so that a diff can be shown on any machine, and a digest to check each
-against. What the daemon keeps in memory of them is in ``pinned``.
+against (of an item its server no longer lists, the digest alone: ``BARE``). What the
+daemon keeps in memory of them is in ``pinned``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -46,6 +48,7 @@ FORMAT: Final = 2
 # stands for an item that differs from it in those alone (``former``), once.
 FORMATS: Final = (1, FORMAT)
 _PREFIX: Final = "sha256:"
+_DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}")
 _canonical: Final = msgspec.json.Encoder(order="sorted")
 
 
@@ -53,10 +56,19 @@ class PinRecord(msgspec.Struct, forbid_unknown_fields=True):
     """One pinned item as a pin file holds it."""
 
     digest: str  # "sha256:" and the hex digest of ``definition``
-    definition: Raw  # canonical JSON
+    # Canonical JSON; ``null`` (``BARE``): the pin is kept by its digest alone, as the
+    # pin of an item its server no longer lists is (a change of it is known, not shown).
+    definition: Raw
     # A person approved it (``mcpd approve``, an import), not just mcpd at first sight:
     # findings no longer hold it.
     reviewed: bool = False
+
+
+BARE: Final = b"null"  # the definition of a pin kept by its digest alone
+
+
+def bare(record: PinRecord) -> bool:
+    return bytes(record.definition) == BARE
 
 
 class PinnedServer(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -214,6 +226,10 @@ def checked(pins: PinSet, source: str) -> PinSet:
             for key, pin in items.items():
                 if kind == "instructions" and key != INSTRUCTIONS:
                     raise BadPins(f'{source}: {alias} instructions: named {key!r}, not ""')
+                if bare(pin):
+                    if not _DIGEST.fullmatch(pin.digest):
+                        raise BadPins(f"{source}: {alias} {kind} {key!r}: not a digest")
+                    continue
                 try:
                     data = canonical(pin.definition)
                     msgspec.json.decode(data, type=_TYPES[kind])
@@ -233,6 +249,8 @@ def verified(record: PinRecord, expected: bytes) -> Raw | None:
     one of the digest ``expected``; None if not. A definition as mcpd writes it is
     canonical already, and is only hashed; another (indented, its keys in another
     order) is made canonical first."""
+    if bare(record):
+        return None
     if hashlib.sha256(record.definition).digest() == expected:
         return record.definition
     try:

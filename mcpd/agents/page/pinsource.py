@@ -75,7 +75,11 @@ def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentK
 
 def _diff(item: dict[str, Any]) -> str:
     before, after = _lines(item.get("approved")), _lines(item.get("offered"))
-    label = "approved" if item.get("approved") is not None else "(nothing approved)"
+    label = "approved"
+    if item.get("approved") is None:
+        # A change of a pin kept by its digest alone: what was approved is not known.
+        kept = item.get("why") != "changed"
+        label = "(nothing approved)" if kept else "(approved, its definition not kept)"
     return "\n".join(difflib.unified_diff(before, after, label, "offered now", lineterm="", n=3))
 
 

@@ -214,3 +214,32 @@ def test_an_export_is_of_the_servers_asked_for_in_order_and_checked(tmp_path: Pa
     rewrite(path, data)
     with pytest.raises(BadPins, match="files tool 'read'"):
         pinrecords.exported(str(path), ["notes"])
+
+
+def test_a_record_kept_by_its_digest_alone_reads_back_so_and_is_written_so(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "pins.json"
+    write(path, notes=[tool("search"), tool("gone")])
+    data = as_data(path)
+    data["servers"]["notes"]["tools"]["gone"]["definition"] = None
+    rewrite(path, data)
+    pins, sections = load(path)
+    server = pins.servers["notes"]
+    assert server.bare == {("tool", "gone")}
+    assert server.of("tool")["gone"] == sha(tool("gone"))
+    assert (
+        pinrecords.definitions(str(path), sections, [("notes", "tool", "gone", sha(tool("gone")))])
+        == {}
+    )
+    server.of("tool")["new"] = sha(tool("new"))
+    unwritten = Unwritten()
+    unwritten.put("notes", "tool", "new", tool("new"))
+    pinwriter.write(str(path), pins.servers, unwritten, sections)
+    tools = as_data(path)["servers"]["notes"]["tools"]
+    assert tools["gone"] == {"digest": digest(definition(tool("gone"))), "definition": None}
+    assert tools["search"]["definition"]["name"] == "search"
+    data["servers"]["notes"]["tools"]["gone"]["digest"] = "sha256:" + "0" * 63
+    rewrite(path, data)
+    with pytest.raises(BadPins, match="notes tool 'gone'"):
+        load(path)

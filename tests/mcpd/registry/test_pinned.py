@@ -204,3 +204,30 @@ def test_a_pin_set_with_a_definition_lost_says_which() -> None:
     server.of("template")["notes://{id}"] = b"\x01" * 32
     with pytest.raises(BadPins, match=r"the definition of notes template 'notes://\{id\}' is lost"):
         pin_set({"notes": server}, {})
+
+
+def test_pins_no_longer_listed_are_kept_bare_and_past_the_bound_the_last_ones_go() -> None:
+    server = ServerPins()
+    pinned = server.of("tool")
+    for name in ("old", "b1", "b2", "b3"):
+        pinned[name] = sha(tool(name))
+    server.reviewed.add(("tool", "b3"))
+    assert server.unlist("tool", {"old"}, 3, 100) == ["b1", "b2", "b3"]
+    assert server.bare == {("tool", "b1"), ("tool", "b2"), ("tool", "b3")}
+    assert server.unlist("tool", {"old"}, 3, 100) == []  # nothing new
+    # "old" is dropped too: it was pinned first, so the last one pinned goes.
+    assert server.unlist("tool", set(), 3, 100) == ["old", "b3"]
+    assert list(pinned) == ["old", "b1", "b2"]
+    assert ("tool", "b3") not in server.bare | server.reviewed
+    assert server.unlist("tool", set(), 3, 5) == ["b2"]  # names of 3 + 2 characters kept
+    server.repinned("tool", "b1", False)  # listed again, as it was
+    assert ("tool", "b1") not in server.bare
+
+
+def test_a_pin_kept_bare_is_in_a_pin_set_by_its_digest_alone() -> None:
+    server = ServerPins(approved=True)
+    server.of("tool")["gone"] = sha(tool("gone"))
+    server.bare.add(("tool", "gone"))
+    record = pin_set({"notes": server}, {}).servers["notes"].tools["gone"]
+    assert record.digest == shown_digest(sha(tool("gone")))
+    assert bytes(record.definition) == b"null"

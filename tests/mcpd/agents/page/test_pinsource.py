@@ -20,13 +20,15 @@ from protocol import jsonrpc as rpc
 A_PROFILE = cast(ProfileView, object())  # a reader of one profile
 
 
-def held_tool(approved: dict[str, Any] | None, offered: dict[str, Any]) -> dict[str, Any]:
+def held_tool(
+    approved: dict[str, Any] | None, offered: dict[str, Any], why: str = "changed"
+) -> dict[str, Any]:
     """An item as the daemon's pins list what waits."""
     return {
         "server": "files",
         "kind": "tool",
         "name": "read",
-        "why": "changed",
+        "why": why,
         "reason": "its definition changed since it was approved",
         "rules": [],
         "digest": "sha256:" + "ab" * 32,
@@ -85,13 +87,20 @@ def test_a_reader_of_one_profile_is_shown_none() -> None:
 
 
 def test_a_first_definition_is_all_new() -> None:
-    src = sources(Pins([held_tool(None, {"name": "read"})]))
+    src = sources(Pins([held_tool(None, {"name": "read"}, why="new")]))
     assert src.held is not None
     (change,) = src.held(None) or []
     lines = change.diff.split("\n")
     assert lines[0] == "--- (nothing approved)"
     assert all(not line.startswith("-") for line in lines[1:])
     assert '+  "name": "read"' in lines
+
+
+def test_a_change_whose_approved_definition_is_not_kept_says_so() -> None:
+    src = sources(Pins([held_tool(None, {"name": "read"})]))
+    assert src.held is not None
+    (change,) = src.held(None) or []
+    assert change.diff.split("\n")[0] == "--- (approved, its definition not kept)"
 
 
 def test_what_a_person_could_not_see_is_written_out_in_the_diff() -> None:
