@@ -4,8 +4,9 @@ tools --pending|--findings`` and ``mcpd pins export|import`` ask of them.
 
 The file is read once at start-up, before any server lists anything, and rewritten
 (whole and private: ``privatefile``) after each change: soon after for what mcpd pins
-by itself (a first sight, a change taken under ``warn``), and before the command
-returns for what a person approves or imports. Unlike the last known tools, pins are
+by itself (a first sight, a change taken under ``warn``; while such changes keep
+coming, paced: ``pacing``), and before the command returns for what a person
+approves or imports. Unlike the last known tools, pins are
 not a cache: a file that cannot be read is set aside (``pins.json.unreadable``), and
 no server counts as approved until a person approves it again, so a damaged file
 cannot let a changed server through.
@@ -37,12 +38,12 @@ from ..registry.judged import Pending, held_reason
 from ..registry.pinned import Found, Wanted
 from ..registry.pins import BadPins, Kind
 from . import pinrecords, pinwriter
+from .pacing import Paced
 from .pinrecords import Sections, decode
 
 logger = logging.getLogger("mcpd.state")
 
 FILE_NAME: Final = "pins.json"
-_DEBOUNCE: Final = 0.5
 
 
 class PinKeeper:
@@ -61,7 +62,7 @@ class PinKeeper:
         self.gate = gate
         self._rejudge = rejudge
         self._configured = configured
-        self._dirty = trio.Event()
+        self._paced = Paced()
         self._writing = trio.Lock()
         self._sections: Sections | None = None  # where each server's part is in the file
         self._last_error: str | None = None
@@ -96,24 +97,16 @@ class PinKeeper:
         )
 
     def changed(self) -> None:
-        self._dirty.set()
+        self._paced.changed()
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
-        try:
-            while True:
-                await self._dirty.wait()
-                # A server's first list pins every item: one write for all of them.
-                await trio.sleep(_DEBOUNCE)
-                await self.flush()
-        finally:
-            with trio.move_on_after(5, shield=True):
-                await self.flush()
+        await self._paced.run(self.flush)
 
     async def flush(self) -> bool:
         """Write the pins now; whether they are on disk."""
         async with self._writing:
-            self._dirty = trio.Event()
+            self._paced.begin()
             servers = {alias: s.copy() for alias, s in self.gate.pins.servers.items()}
             unwritten = self.gate.unwritten.take()
             try:
@@ -122,8 +115,10 @@ class PinKeeper:
                 )
             except (OSError, BadPins) as exc:
                 self.gate.unwritten.give_back(unwritten)
+                self._paced.failed()
                 self._failed("cannot save the pins to", exc)
                 return False
+        self._paced.done(self._sections.file[1])
         self._last_error = None
         self.writes += 1
         return True

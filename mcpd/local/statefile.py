@@ -12,8 +12,9 @@ Beside the lists, each server's recent history (``SavedHistory``: its state chan
 the last day, its calls minute by minute over the last hour) is saved for the status
 page, whatever the server's fingerprint: it is the history of the alias.
 
-The file is replaced whole and private (``privatefile``); a file that cannot be read
-is ignored with a warning, since it only ever holds a cache.
+The file is replaced whole and private (``privatefile``), soon after a change, and
+while changes keep coming, paced (``pacing``); a file that cannot be read is ignored
+with a warning, since it only ever holds a cache.
 """
 
 from __future__ import annotations
@@ -35,13 +36,13 @@ from ..config.paths import state_directory
 from ..config.servertable import ServerConfig
 from ..registry.catalog import Catalog
 from ..registry.limits import limited_saved
+from .pacing import Paced
 from .privatefile import read_private, write_atomically
 
 logger = logging.getLogger("mcpd.state")
 
 FILE_NAME: Final = "registry.json"
 FORMAT: Final = 1
-_DEBOUNCE: Final = 0.5
 
 
 class SavedServer(msgspec.Struct, kw_only=True):
@@ -153,7 +154,7 @@ class StateKeeper:
         # The servers' histories as the file had them at start-up.
         self.history_read: dict[str, SavedHistory] = {}
         self.writes = 0
-        self._dirty = trio.Event()
+        self._paced = Paced()
         # A digest of what was last written, not the bytes: with 10,000 tools the file
         # is megabytes, and it would sit in memory only to be compared with.
         self._last: bytes | None = None
@@ -199,7 +200,7 @@ class StateKeeper:
         return seeded
 
     def changed(self) -> None:
-        self._dirty.set()
+        self._paced.changed()
 
     async def run(
         self,
@@ -211,20 +212,11 @@ class StateKeeper:
         the whole registry instead of one each time the debounce ends, while the last
         servers are still answering."""
         task_status.started()
-        try:
-            if started is not None:
-                await started.wait()
-            while True:
-                await self._dirty.wait()
-                # A restart touches every tool of a server; write once for all of it.
-                await trio.sleep(_DEBOUNCE)
-                await self.flush()
-        finally:
-            with trio.move_on_after(5, shield=True):
-                await self.flush()
+        # Written when mcpd stops, changed or not: the history says until when it ran.
+        await self._paced.run(self.flush, started, final=True)
 
     async def flush(self) -> None:
-        self._dirty = trio.Event()
+        self._paced.begin()
         data = _encoder.encode(self.snapshot())
         digest = hashlib.blake2b(data, digest_size=16).digest()
         if digest == self._last:
@@ -232,6 +224,7 @@ class StateKeeper:
         try:
             await trio.to_thread.run_sync(write_atomically, self.path, data)
         except OSError as exc:
+            self._paced.failed()
             if str(exc) != self._last_error:  # once per distinct problem, not per change
                 self._last_error = str(exc)
                 logger.warning(
@@ -241,6 +234,7 @@ class StateKeeper:
                     extra=log_extra(None, "state_file", str(exc)),
                 )
             return
+        self._paced.done(len(data))
         self._last, self._last_error = digest, None
         self.writes += 1
 
