@@ -27,7 +27,7 @@ from protocol import mcp, surface
 from ..policy import asking, refusals
 from ..policy.agent import AgentInfo
 from ..policy.approvals import ApprovalRequest, Verdict
-from ..policy.gate import CallGate, FindKin, repeated_key
+from ..policy.gate import CallGate, FindKin, KeysUnchecked, repeated_key
 from ..policy.kin import AgentKin
 from ..policy.rules import CallFacts, Decision, facts_of
 from ..registry.shown import Entry
@@ -100,7 +100,12 @@ class CallPolicy:
         raw = bytes(arguments) if isinstance(arguments, Raw) else _NO_ARGUMENTS
         # Refused before anyone is asked, an approval remembered too: what a person
         # approves is the arguments as shown, one value for each key.
-        key = repeated_key(raw)
+        try:
+            key = repeated_key(raw)
+        except KeysUnchecked as exc:
+            call.decision, call.decided_by = "denied", refusals.REPEATED_BY
+            call.refusal = f"denied by mcpd: {exc}, so no key can be seen to be given once"
+            return refusals.keys_unchecked(ask.facts, ask.decision, str(exc))
         if key is not None:
             call.decision, call.decided_by = "denied", refusals.REPEATED_BY
             call.refusal = f"denied by mcpd: the arguments give the key '{key}' more than once"

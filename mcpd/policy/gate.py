@@ -60,10 +60,16 @@ def _each_key_once(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return members
 
 
+class KeysUnchecked(Exception):
+    """The arguments could not be read through to see that each key is given once: a
+    person cannot be shown them as the server will read them."""
+
+
 def repeated_key(arguments: bytes | None) -> str | None:
     """A key some object of ``arguments`` gives more than once, at any depth, written
-    out and kept short; None when each is given once, or when the arguments cannot be
-    read (``shown_arguments`` says so)."""
+    out and kept short; None when each is given once. Raises KeysUnchecked when they
+    cannot be read through (nested past the reader's depth, a number too long to read):
+    what cannot be checked is refused, not taken as checked."""
     if not arguments:
         return None
     try:
@@ -71,8 +77,10 @@ def repeated_key(arguments: bytes | None) -> str | None:
     except _Repeated as found:
         key = visible(found.key)
         return key if len(key) <= KEY_SHOWN else key[: KEY_SHOWN - 1] + "…"
-    except (ValueError, RecursionError):
-        return None
+    except RecursionError:
+        raise KeysUnchecked("they are nested too deeply") from None
+    except ValueError:
+        raise KeysUnchecked("mcpd cannot read them as JSON") from None
     return None
 
 

@@ -79,6 +79,24 @@ def repeated_key(facts: CallFacts, decision: Decision, key: str) -> mcp.CallTool
     return _result(text, meta)
 
 
+def keys_unchecked(facts: CallFacts, decision: Decision, why: str) -> mcp.CallToolResult:
+    """An ``ask`` call whose arguments cannot be read through to see that each key is
+    given once (``why``): refused before anyone is asked, as a repeated key is."""
+    text = (
+        f"mcpd did not send the call to '{facts.name}', nor ask anyone about it: its "
+        f"arguments cannot be checked to give each key once ({why}). mcpd's policy (rule "
+        f"{decision.by}) has a person approve this call from its arguments, and they "
+        "must be shown as the server will read them. Call it again with plainer arguments."
+    )
+    meta = {
+        "decision": "denied",
+        "rule": decision.rule,
+        "reason": f"the arguments cannot be checked: {why}",
+        "by": REPEATED_BY,
+    }
+    return _result(text, meta)
+
+
 def not_approved(facts: CallFacts, decision: Decision, verdict: Verdict) -> mcp.CallToolResult:
     """An ``ask`` that ended without an approval."""
     if verdict.outcome == "unanswered" and verdict.by == TIMEOUT:

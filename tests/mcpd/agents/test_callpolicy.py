@@ -292,6 +292,23 @@ async def test_arguments_that_give_a_key_twice_are_refused_before_anyone_is_aske
     assert call.refusal == "denied by mcpd: the arguments give the key 'mode' more than once"
 
 
+async def test_arguments_too_deep_to_check_are_refused_before_anyone_is_asked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Past the depth the check reads, a key given twice would go unseen while the
+    person is shown one of its values: what cannot be checked is refused."""
+    servers = profile({"gh": False})
+    p = policy({"action": "ask"})
+    user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
+    deep = b'{"cmd": "ls", "cmd": "rm -rf ~", "x": ' + b"[" * 3000 + b"]" * 3000 + b"}"
+    call = a_call(Raw(deep), ELICITATION)
+    result = await p.ask(call, AGENT, nothing_known, asked(p, servers), user)
+    assert isinstance(result, mcp.CallToolResult) and result.isError
+    assert user.asked == [] and p.gate.approvals.version == 0
+    assert (call.decision, call.decided_by) == ("denied", "mcpd")
+    assert call.refusal is not None and "nested too deeply" in call.refusal
+
+
 async def test_an_approval_remembered_for_the_tool_lets_no_repeated_key_through(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -17,7 +17,14 @@ from mcpd.config.policy import PolicyRule
 from mcpd.config.secrets import HeldSecret
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import PER_AGENT, TIMEOUT, ApprovalRequest, Approvals, Verdict
-from mcpd.policy.gate import KEY_SHOWN, MAX_SHOWN, REMEMBERED, CallGate, repeated_key
+from mcpd.policy.gate import (
+    KEY_SHOWN,
+    MAX_SHOWN,
+    REMEMBERED,
+    CallGate,
+    KeysUnchecked,
+    repeated_key,
+)
 from mcpd.policy.kin import AgentKin, Process
 from mcpd.policy.masking import KnownSecrets, marker
 from mcpd.policy.rules import CallFacts
@@ -148,14 +155,27 @@ def test_arguments_nested_too_deeply_to_decode_say_so() -> None:
         (b'{"a":1,"A":2}', None),
         (b"{}", None),
         (None, None),
-        (b"{not json", None),
-        (b"\xff\xfe", None),
     ],
 )
 def test_a_key_given_twice_in_one_object_is_found_at_any_depth(
     raw: bytes | None, key: str | None
 ) -> None:
     assert repeated_key(raw) == key
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # Deeper than the reader goes: past it a key could be given twice unseen.
+        b'{"cmd":"ls","cmd":"rm -rf ~","x":' + b"[" * 5000 + b"]" * 5000 + b"}",
+        b'{"n":' + b"9" * 5000 + b"}",
+        b"{not json",
+        b"\xff\xfe",
+    ],
+)
+def test_arguments_that_cannot_be_read_through_are_not_taken_as_checked(raw: bytes) -> None:
+    with pytest.raises(KeysUnchecked):
+        repeated_key(raw)
 
 
 def test_a_long_repeated_key_is_cut() -> None:
