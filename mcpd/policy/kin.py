@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     import trio
 
 _LINEAGE: Final = 64
+# Launchers between a host and its bridge: a few at most.
+_HOSTS: Final = 8
 _MAX_CMDLINE: Final = 1 << 16
 # Fields of /proc/PID/stat, counted from the state (0) after the name.
 _PARENT: Final = 1
@@ -174,13 +176,35 @@ def kin_of(pid: int) -> AgentKin:
     hosts: tuple[Process, ...] = ()
     host = _field(fields, _PARENT)
     if host is not None and host > 1 and runs_bridge(pid):
-        hosts = (process_of(host),)
-        sessions.add(session_of(host))
+        hosts = _hosts(host, _field(fields, _SESSION))
+        sessions.update(session_of(h.pid) for h in hosts)
     return AgentKin(
         agents=(Process(pid, _field(fields, _STARTED)),),
         hosts=hosts,
         sessions=frozenset(s for s in sessions if s),
     )
+
+
+def _hosts(parent: int, session: int | None) -> tuple[Process, ...]:
+    """What started a bridge (in ``session``) whose parent is ``parent``: the parent,
+    and above it each process of the bridge's session up to that session's leader
+    (not the leader itself). A host may start the bridge through a launcher that forks
+    rather than replaces itself (``uv run``, ``npx``, ``sh -c``), and its shell tool
+    descends from the host, not the launcher; the session's leader is the terminal's
+    shell, which is no more the host's than the session already says."""
+    fields = _stat(parent)
+    hosts = [Process(parent, _field(fields, _STARTED))]
+    current = parent
+    while session and len(hosts) < _HOSTS and _field(fields, _SESSION) != current:
+        above = _field(fields, _PARENT)
+        if above is None or above <= 1:
+            break
+        fields = _stat(above)
+        if _field(fields, _SESSION) != session or above == session:
+            break
+        hosts.append(Process(above, _field(fields, _STARTED)))
+        current = above
+    return tuple(hosts)
 
 
 def tcp_kin(sock: trio.socket.SocketType) -> AgentKin:

@@ -151,7 +151,7 @@ def test_the_host_that_started_a_bridge_is_its_kin_too() -> None:
     plain = subprocess.Popen([sys.executable, "-c", wait], stdin=subprocess.PIPE)
     try:
         kin = kin_of(bridge.pid)
-        assert kin.hosts == (process_of(os.getpid()),)
+        assert kin.hosts[0] == process_of(os.getpid())
         tool = Decider((Process(1_000_001), *decider_of(os.getpid()).lineage), session=None)
         assert kin.tie(tool) == ("host", os.getpid())
         assert kin_of(plain.pid).hosts == ()
@@ -159,6 +159,47 @@ def test_the_host_that_started_a_bridge_is_its_kin_too() -> None:
     finally:
         for child in (bridge, plain):
             child.communicate(b"")
+
+
+# Each level prints its pid and starts the next, the last as ``mcpd bridge`` would be
+# started, and it waits for stdin to close.
+_CHAIN = """
+import os, subprocess, sys
+depth = int(sys.argv[1])
+print(depth, os.getpid(), flush=True)
+if depth:
+    bridge = ["mcpd", "bridge"] if depth == 1 else []
+    subprocess.run([sys.executable, "-c", sys.argv[2], str(depth - 1), sys.argv[2], *bridge])
+else:
+    sys.stdin.read()
+"""
+
+
+def test_a_host_that_starts_its_bridge_through_a_launcher_is_its_kin_too() -> None:
+    """A host that starts the bridge through a launcher that forks (``uv run``, ``sh
+    -c``) is kin as the launcher is, so its shell tool is refused even out of its
+    session (``setsid``); the session's leader, the terminal's shell, is not."""
+    chain = subprocess.Popen(
+        [sys.executable, "-c", _CHAIN, "3", _CHAIN],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert chain.stdout is not None
+    try:
+        pid = {}
+        for _ in range(4):
+            depth, number = chain.stdout.readline().split()
+            pid[int(depth)] = int(number)
+        leader, host, launcher, bridge = pid[3], pid[2], pid[1], pid[0]
+        kin = kin_of(bridge)
+        assert [h.pid for h in kin.hosts] == [launcher, host]
+        tool = Decider((Process(1_000_001), process_of(host), process_of(leader)), session=None)
+        assert kin.tie(tool) == ("host", host)
+        terminal = Decider((Process(1_000_002), process_of(leader)), session=None)
+        assert kin.tie(terminal) is None
+    finally:
+        chain.communicate(b"")
 
 
 # -- an agent on the TCP endpoint --
