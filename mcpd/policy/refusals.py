@@ -63,37 +63,39 @@ def limited(facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
 def repeated_key(facts: CallFacts, decision: Decision, key: str) -> mcp.CallToolResult:
     """An ``ask`` call whose arguments give ``key`` (written out) more than once: refused
     before anyone is asked."""
-    text = (
-        f"mcpd did not send the call to '{facts.name}', nor ask anyone about it: its "
-        f"arguments give the key '{key}' more than once. mcpd's policy (rule {decision.by}) "
-        "has a person approve this call from its arguments, and with a key given twice "
-        "they could be shown one value while the server uses the other. Call it again "
-        "with each key given once."
+    return _unshowable(
+        facts,
+        decision,
+        f"its arguments give the key '{key}' more than once",
+        "with a key given twice they could be shown one value while the server uses the "
+        "other. Call it again with each key given once.",
+        f"the key '{key}' is given more than once",
     )
-    meta = {
-        "decision": "denied",
-        "rule": decision.rule,
-        "reason": f"the key '{key}' is given more than once",
-        "by": REPEATED_BY,
-    }
-    return _result(text, meta)
 
 
 def keys_unchecked(facts: CallFacts, decision: Decision, why: str) -> mcp.CallToolResult:
     """An ``ask`` call whose arguments cannot be read through to see that each key is
     given once (``why``): refused before anyone is asked, as a repeated key is."""
-    text = (
-        f"mcpd did not send the call to '{facts.name}', nor ask anyone about it: its "
-        f"arguments cannot be checked to give each key once ({why}). mcpd's policy (rule "
-        f"{decision.by}) has a person approve this call from its arguments, and they "
-        "must be shown as the server will read them. Call it again with plainer arguments."
+    return _unshowable(
+        facts,
+        decision,
+        f"its arguments cannot be checked to give each key once ({why})",
+        "they must be shown as the server will read them. Call it again with plainer arguments.",
+        f"the arguments cannot be checked: {why}",
     )
-    meta = {
-        "decision": "denied",
-        "rule": decision.rule,
-        "reason": f"the arguments cannot be checked: {why}",
-        "by": REPEATED_BY,
-    }
+
+
+def _unshowable(
+    facts: CallFacts, decision: Decision, what: str, why: str, reason: str
+) -> mcp.CallToolResult:
+    """An ``ask`` call refused before anyone is asked: a person could not be shown its
+    arguments as the server will read them."""
+    text = (
+        f"mcpd did not send the call to '{facts.name}', nor ask anyone about it: {what}. "
+        f"mcpd's policy (rule {decision.by}) has a person approve this call from its "
+        f"arguments, and {why}"
+    )
+    meta = {"decision": "denied", "rule": decision.rule, "reason": reason, "by": REPEATED_BY}
     return _result(text, meta)
 
 
