@@ -27,15 +27,19 @@ gains it nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final, Literal
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
 import msgspec
+
+from protocol.proctcp import Holder
 
 from ..local.tcpowner import OwnerUnknown, holding, holds, tcp_holder
 
 if TYPE_CHECKING:
     import trio
+
+_T = TypeVar("_T")
 
 _LINEAGE: Final = 64
 # Launchers between a host and its bridge: a few at most.
@@ -214,13 +218,7 @@ def tcp_kin(sock: trio.socket.SocketType) -> AgentKin:
         held = tcp_holder(sock)
     except OwnerUnknown:
         return unknown("the kernel did not say which user holds its TCP connection", None)
-    link = f"socket:[{held.inode}]"
-    found = []
-    for pid in holding(held):
-        kin = kin_of(pid)
-        # Still the holder once read: the pid did not pass to another process meanwhile.
-        if holds(f"/proc/{pid}", link):
-            found.append(kin)
+    found = _read_holders(held, kin_of)
     if not found:
         why = f"no process of uid {held.uid} that mcpd can read holds its TCP connection"
         return unknown(why, held.uid)
@@ -239,13 +237,19 @@ def tcp_deciders(sock: trio.socket.SocketType) -> tuple[Decider, ...]:
         held = tcp_holder(sock)
     except OwnerUnknown:
         return ()
+    return tuple(_read_holders(held, decider_of))
+
+
+def _read_holders(held: Holder, read: Callable[[int], _T]) -> list[_T]:
+    """``read`` of each process that holds ``held``, as it holds it still once read:
+    its pid did not pass to another process meanwhile."""
     link = f"socket:[{held.inode}]"
-    found = []
+    found: list[_T] = []
     for pid in holding(held):
-        decider = decider_of(pid)
+        it = read(pid)
         if holds(f"/proc/{pid}", link):
-            found.append(decider)
-    return tuple(found)
+            found.append(it)
+    return found
 
 
 def runs_bridge(pid: int) -> bool:
