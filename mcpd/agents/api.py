@@ -26,6 +26,7 @@ from protocol.server import RequestContext, ServerSession
 from .. import __version__
 from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
+from ..policy.kin import Departed
 from ..servers.all_servers import AllServers
 from .agent import Agent
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS
@@ -86,6 +87,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         self.broken_lines = 0  # messages not sent to agents: not one line of JSON
         records = CallRecords(control.audit)
         self.failures = Failures()
+        self.departed = Departed()
         # Prompts, resources, completions, tasks, and servers that ask back.
         self.extras = ExtraMethods(
             servers,
@@ -147,6 +149,7 @@ class AgentServer(ProfileMethods, Dispatcher):
                 new_session,
                 self.profiles,
                 self.agents_kin,
+                self.departed.left,
             )
         return self._http
 
@@ -254,6 +257,9 @@ class AgentServer(ProfileMethods, Dispatcher):
                 nursery.cancel_scope.cancel()
         finally:
             self.connections.discard(conn)
+            if conn.spoke_mcp:
+                with trio.CancelScope(shield=True):
+                    self.departed.left(await conn.kin())
             self.extras.left(conn)
             self.control.approvals.forget(conn.identity.connection)
             with trio.move_on_after(1, shield=True):

@@ -78,10 +78,13 @@ class HttpApi:
         new_session: Callable[[], ServerSession],
         profiles: Profiles,
         agents_kin: Callable[[], Awaitable[list[AgentKin]]],
+        departed: Callable[[AgentKin], None],
     ) -> None:
-        """``agents_kin``: who is kin to each agent connected now (``policy.kin``)."""
+        """``agents_kin``: who is kin to each agent connected now (``policy.kin``);
+        ``departed``: told who was kin to an agent whose connection ends."""
         self.profiles = profiles
         self._agents_kin = agents_kin
+        self._departed = departed
         self.servers = servers
         self.control = control
         self.mcp = McpRoute(
@@ -151,7 +154,12 @@ class HttpApi:
             # One broken exchange must not take the daemon (or anyone else) down.
             logger.exception("HTTP connection failed")
         finally:
-            self.agents.pop(identity, None)
+            agent = self.agents.pop(identity, None)
+            if agent is not None:
+                # Its processes may outlive the connection (on the TCP endpoint, they
+                # are looked for now, while they may still hold it).
+                with trio.CancelScope(shield=True):
+                    self._departed(await agent.kin())
             self.control.approvals.forget(identity.connection)
 
     async def _serve(

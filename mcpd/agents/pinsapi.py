@@ -9,7 +9,8 @@ says who is asking (a Unix socket), so that an agent given the HTTP endpoint's t
 cannot approve what its servers changed. Nor can an agent connected now approve or
 import definitions through a process it started (its shell tool running ``mcpd
 approve``), or one in its session: whoever asks is held to ``policy.kin``'s rule
-against every agent connected (one whose process mcpd cannot find is passed over).
+against every agent connected, or gone while a process of it lives on (one whose
+process mcpd cannot find is passed over).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def _owner_only(conn: Connection, method: str) -> None:
 
 async def _not_from_an_agent(api: ProfileMethods, conn: Connection, what: str) -> None:
     """Refuses ``conn`` when it is, or descends from, or sits beside an agent
-    connected now (or a host whose bridge is one)."""
+    connected now or gone with a process still alive (or a host whose bridge is one)."""
     assert conn.peer is not None  # the owner, on the socket
     tie = agent_tie(conn.peer.decider(), await api.agents_kin())
     if tie is not None:

@@ -21,7 +21,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..policy.kin import AgentKin
+from ..policy.kin import AgentKin, Departed
 from ..policy.rules import facts_of
 from ..registry.table import listed_name
 from ..registry.views import ProfileView
@@ -47,6 +47,7 @@ class ProfileMethods:
     _http: HttpApi | None
     sockets: ProfileSockets
     extras: ExtraMethods
+    departed: Departed  # agents gone whose processes live on
 
     def view(self, conn: Connection) -> ProfileServers:
         raise NotImplementedError
@@ -101,11 +102,12 @@ class ProfileMethods:
 
     async def agents_kin(self) -> list[AgentKin]:
         """Who may not approve what every agent's model reads: each agent connected now,
-        on a socket (by lines, or HTTP) or on the TCP endpoint, and what it started."""
+        on a socket (by lines, or HTTP) or on the TCP endpoint, and what it started; and
+        each one gone while a process of it (or its bridge's host) lives on."""
         found = [await c.kin() for c in self.agent_connections()]
         if self._http is not None:
             found += [await caller.kin() for caller in list(self._http.agents.values())]
-        return found
+        return found + self.departed.living()
 
     def agents(self) -> Counter[str]:
         """How many agents use each profile, by name."""

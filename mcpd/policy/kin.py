@@ -19,6 +19,10 @@ or hidden) matches by pid alone, so that an unreadable start time never lets any
 through. A session read as 0 (begun outside mcpd's PID namespace) says nothing of who
 is beside whom, and matches nobody.
 
+An agent that disconnects still has its processes: a host whose shell tool ends its
+bridge first, an HTTP client between connections. So ``Departed`` keeps the kin of an
+agent gone for as long as one of its processes (``alive``) is still there.
+
 ``runs_bridge`` reads a process's command line, which the process chose: one that
 passes for a bridge adds its own parent to those kept from deciding its calls, which
 gains it nothing.
@@ -27,6 +31,7 @@ gains it nothing.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
@@ -44,6 +49,11 @@ _T = TypeVar("_T")
 _LINEAGE: Final = 64
 # Launchers between a host and its bridge: a few at most.
 _HOSTS: Final = 8
+# Agents gone whose processes are not, kept (``Departed``). Each one kept is read from
+# /proc whenever someone approves; a host that starts and ends bridges by the hundred
+# could otherwise keep mcpd reading without end. The oldest goes first: an agent's
+# processes mostly end soon after it.
+_DEPARTED: Final = 256
 _MAX_CMDLINE: Final = 1 << 16
 # Fields of /proc/PID/stat, counted from the state (0) after the name.
 _PARENT: Final = 1
@@ -269,3 +279,32 @@ def is_bridge_command(argv: list[str]) -> bool:
         os.path.basename(word) == "mcpd" and argv[i + 1 : i + 2] == ["bridge"]
         for i, word in enumerate(argv[:8])
     )
+
+
+class Departed:
+    """The kin of agents that disconnected while a process of theirs lives on: still
+    kept from deciding what they could not decide while connected."""
+
+    def __init__(self, limit: int = _DEPARTED) -> None:
+        self._kin: deque[AgentKin] = deque(maxlen=limit)
+
+    def left(self, kin: AgentKin) -> None:
+        """An agent disconnected; ``kin``: as read while it was there."""
+        if any(alive(p) for p in (*kin.agents, *kin.hosts)):
+            self._kin.append(kin)
+
+    def living(self) -> list[AgentKin]:
+        """Those kept with a process still alive (the others are forgotten now)."""
+        kept = [k for k in self._kin if any(alive(p) for p in (*k.agents, *k.hosts))]
+        self._kin.clear()
+        self._kin.extend(kept)
+        return kept
+
+
+def alive(process: Process) -> bool:
+    """Whether ``process`` is still there: its pid names a process started when it
+    was (by pid alone where its start time was not read)."""
+    started = _field(_stat(process.pid), _STARTED)
+    if started is None:
+        return False
+    return process.started is None or started == process.started

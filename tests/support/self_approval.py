@@ -11,7 +11,8 @@ for each it prints one JSON line, ``{"rc": ..., "out": ...}``. Closing stdin end
   connected exits and leaves the connection (and the shell) to its child, in the same
   session.
 - ``bridge SOCKET TOOL``: a host that runs ``mcpd bridge`` and calls ``TOOL`` through
-  it; its shell tool is the bridge's sibling, and runs each command under ``setsid``.
+  it; its shell tool is the bridge's sibling, and runs each command under ``setsid``;
+  the line ``end-bridge`` makes the host kill its bridge and wait for it to exit.
 - ``endpoint PORT TOKEN TOOL SOCKET``: calls ``TOOL`` on the HTTP endpoint, waiting
   for its answer on the connection while the shell runs.
 - ``listing PORT TOKEN SOCKET``: lists the tools on the HTTP endpoint, and keeps the
@@ -27,7 +28,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -59,10 +60,14 @@ def initialize(rid: int) -> bytes:
     return line(rid, "initialize", hello)
 
 
-def shell(sock: str, setsid: bool = False) -> None:
-    """Run what stdin asks, as the agent's shell tool would."""
+def shell(sock: str, setsid: bool = False, end: Callable[[], None] | None = None) -> None:
+    """Run what stdin asks, as the agent's shell tool would (``end-bridge``: ``end``)."""
     for asked in sys.stdin:
         words = asked.split()
+        if words == ["end-bridge"] and end is not None:
+            end()
+            print(json.dumps({"rc": 0, "out": ""}), flush=True)
+            continue
         if words[:1] == ["page"]:
             argv = [sys.executable, PAGE_CLIENT, sock, *words[1:]]
         else:
@@ -111,8 +116,13 @@ def through_bridge(sock: str, tool: str) -> None:
     bridge.stdout.readline()
     bridge.stdin.write(line(2, "tools/call", {"name": tool, "arguments": {"text": "mine"}}))
     bridge.stdin.flush()
+
+    def end() -> None:
+        bridge.kill()
+        bridge.wait()
+
     try:
-        shell(sock, setsid=True)
+        shell(sock, setsid=True, end=end)
     finally:
         bridge.kill()
         bridge.wait()

@@ -258,3 +258,26 @@ async def test_an_agent_on_the_tcp_endpoint_connected_now_cannot_approve(
             # Its connection closed, it is connected no more.
             code, _, err = await cli(sock, "approve", "tickets", "--yes")
             assert code == 0, err
+
+
+async def test_a_bridges_host_that_outlives_its_bridge_cannot_approve_until_it_exits(
+    tmp_path: Path,
+) -> None:
+    """A host's shell tool that kills the host's ``mcpd bridge`` first is still the
+    host's: what it runs is refused while the host lives; once the host has exited
+    too, a person's ``mcpd approve`` goes through."""
+    server = Changing(tmp_path)
+    cfg = config(tmp_path, {"tickets": server.config()}, hold_new_servers=True)
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            async with self_approval.agent("bridge", sock, "mcp__tickets__read") as host:
+                code, said = await host.runs("end-bridge")
+                assert code == 0, said
+                code, said = await host.runs("approve", "tickets", "--yes")
+                assert code != 0, said
+                assert "was started by the host (pid" in said, said
+                code, out, err = await cli(sock, "tools", "--pending")
+                assert code == 0 and "tickets" in out, err  # nothing was approved
+            code, _, err = await cli(sock, "approve", "tickets", "--yes")
+            assert code == 0, err

@@ -1,6 +1,7 @@
 """Who may not decide whose call: what /proc says of a process (also one whose program
 chose a name to confuse the reading), a decider's lineage and session, and an agent's
-kin, which a decider that is, descends from or sits beside it is refused by. Sessions
+kin, which a decider that is, descends from or sits beside it is refused by, and kept
+after the agent is gone while one of its processes lives. Sessions
 are made here (``start_new_session``): the tests' own may read as 0."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from mcpd.policy.kin import (
     AgentKin,
     Decider,
+    Departed,
     Process,
     decider_of,
     is_bridge_command,
@@ -238,3 +240,39 @@ def test_where_the_agents_process_is_unknown_no_decider_of_its_user_decides() ->
     anyone = unknown("not found", None)
     assert anyone.tie(Decider((Process(7),), uid=0)) == ("unknown", None)
     assert anyone.tie(Decider((Process(7),), uid=0, page=True)) is None
+
+
+# -- an agent gone, its processes not --
+
+
+def test_a_gone_agent_is_kept_while_its_host_lives_and_forgotten_after() -> None:
+    departed = Departed()
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)  # fmt: skip
+    host = process_of(child.pid)
+    kin = AgentKin(agents=(Process(GONE),), hosts=(host,))
+    departed.left(kin)
+    departed.left(AgentKin(agents=(Process(GONE),)))  # nothing of it lives: not kept
+    departed.left(unknown("not found", None))
+    assert departed.living() == [kin]
+    assert kin.tie(Decider((host,))) == ("host", child.pid)
+    assert child.stdin is not None
+    child.stdin.close()
+    child.wait()
+    assert departed.living() == []
+
+
+def test_a_pid_given_to_another_process_is_not_a_gone_agents() -> None:
+    me = process_of(os.getpid())
+    departed = Departed()
+    assert me.started is not None
+    departed.left(AgentKin(agents=(Process(os.getpid(), me.started + 1),)))
+    assert departed.living() == []
+
+
+def test_the_oldest_gone_agent_is_dropped_first_past_the_limit() -> None:
+    departed = Departed(limit=2)
+    kept = [AgentKin(agents=(process_of(os.getpid()),), sessions=frozenset({n})) for n in (1, 2, 3)]
+    for kin in kept:
+        departed.left(kin)
+    assert departed.living() == kept[1:]

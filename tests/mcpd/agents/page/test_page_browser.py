@@ -41,6 +41,15 @@ SEARCH = {
 }
 # Room for a first run that installs the browser with apt; each wait below has its own.
 pytestmark = pytest.mark.timeout(600)
+# One request on the socket named first, its reply line printed.
+_ONE_CALL = """
+import socket, sys
+with socket.socket(socket.AF_UNIX) as s:
+    s.settimeout(20)
+    s.connect(sys.argv[1])
+    s.sendall(sys.argv[2].encode() + b"\\n")
+    sys.stdout.buffer.write(s.makefile("rb").readline())
+"""
 DOWN_WITHIN = 2.0  # seconds for a killed server's row to turn red
 
 
@@ -127,12 +136,13 @@ class Daemon:
         }
         params = {"name": tool, "arguments": arguments or {}, "_meta": meta}
         line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(20)
-            s.connect(self.socket)
-            s.sendall(line.encode() + b"\n")
-            reply = s.makefile("rb").readline()
-        result: dict[str, Any] = json.loads(reply)["result"]
+        # In a process and a session of its own, gone once answered: an agent's
+        # processes that live on may not approve on the page this test opened.
+        done = subprocess.run(
+            [sys.executable, "-c", _ONE_CALL, self.socket, line],
+            capture_output=True, timeout=30, start_new_session=True, check=True,
+        )  # fmt: skip
+        result: dict[str, Any] = json.loads(done.stdout)["result"]
         return result
 
     def pid_of(self, alias: str) -> int:
