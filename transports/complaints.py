@@ -11,40 +11,33 @@ held back are counted, and the next warning let through says how many they were.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Final, TypeAlias
 
 import trio
 
+from protocol.budget import Throttle
+
 # Whether a warning may be logged now: None to stay quiet, else a note for its end.
 Complain: TypeAlias = Callable[[], str | None]
 
 BURST: Final = 20
-RATE: Final = 1.0  # a second, once the burst is spent
+EVERY: Final = 1.0  # seconds between warnings, once the burst is spent
 
 
 class Complaints:
-    """A token bucket for the warnings about one server."""
+    """The budget for the warnings about one server."""
 
-    __slots__ = ("_stamp", "_tokens", "suppressed")
+    __slots__ = ("_throttle",)
 
     def __init__(self) -> None:
-        self._tokens = float(BURST)
-        # Made anywhere (also before the event loop runs): the first warning finds a
-        # full bucket whatever the clock says then.
-        self._stamp = -math.inf
-        self.suppressed = 0
+        # Made anywhere (also before the event loop runs): the clock is read only
+        # when a warning asks.
+        self._throttle = Throttle(BURST, EVERY, trio.current_time)
 
     def admit(self) -> str | None:
         """None: stay quiet. Otherwise a note for the end of the warning."""
-        now = trio.current_time()
-        self._tokens = min(float(BURST), self._tokens + (now - self._stamp) * RATE)
-        self._stamp = now
-        if self._tokens < 1:
-            self.suppressed += 1
+        held = self._throttle.admit()
+        if held is None:
             return None
-        self._tokens -= 1
-        note = f" ({self.suppressed} more like this not logged)" if self.suppressed else ""
-        self.suppressed = 0
-        return note
+        return f" ({held} more like this not logged)" if held else ""

@@ -37,10 +37,10 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
-from ..local.ratelimit import Throttle
 from ..policy.kin import decider_of, kin_of, unknown
 from .peers import Peer, PeerWatch, is_allowed, is_owner, peer_of, resolve_groups
 

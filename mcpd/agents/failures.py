@@ -19,9 +19,8 @@ from collections.abc import Callable
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol.budget import Throttle
 from protocol.logfields import log_extra
-
-from ..local.ratelimit import Throttle
 
 logger = logging.getLogger("mcpd.api")
 

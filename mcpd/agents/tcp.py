@@ -47,9 +47,9 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from ..local.ratelimit import Throttle
 from .http_wire import Headers, Reject, Wire, refuse
 from .lobby import Lobby, source_of
 from .page import is_page

@@ -24,11 +24,11 @@ from itertools import islice
 from operator import attrgetter
 from typing import Final
 
+from protocol.budget import Bucket
 from protocol.visible import visible
 
 from ..local.journal import JournalHandler, LineHandler
 from ..local.journalfields import IDENTIFIER, NOTICE, encode_entry, shown
-from ..local.ratelimit import Bucket
 from ..policy.agent import AgentInfo
 from .record import CallRecord
 

@@ -40,11 +40,11 @@ import msgspec
 import trio
 from msgspec import UNSET
 
+from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
 from ..local.privatefile import open_directory
-from ..local.ratelimit import Throttle
 from ..policy.masking import KnownSecrets, SecretSet
 from . import journal
 from .arguments import MAX_KEPT, kept_arguments, too_large

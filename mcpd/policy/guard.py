@@ -28,10 +28,10 @@ import msgspec
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ..config.secrets import HeldSecret
-from ..local.ratelimit import Throttle
 from .masking import KnownSecrets, marker
 from .patterns import FORMAT, TRIGGER, kind_marker, redact
 

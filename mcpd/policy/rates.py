@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from protocol.budget import Bucket
+
 from ..config.policy import Rate
-from ..local.ratelimit import Bucket
 from .rules import Decision
 
 # Past this many buckets, full ones are dropped before another is made.

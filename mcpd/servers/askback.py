@@ -43,10 +43,10 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.budget import Throttle
 from protocol.logfields import log_extra
 from transports.base import OVER_LIMIT
 
-from ..local.ratelimit import Throttle
 from ..policy.guard import SecretGuard
 from ..registry.relayed import cleaned, marked
 

@@ -23,10 +23,11 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol import loglevels
+from protocol.budget import Bucket, Throttle
 from protocol.logfields import log_extra
 from protocol.loglevels import LogMessage
 
-from ..local.ratelimit import SUMMARY_EVERY, Bucket, Throttle
+from ..local.ratelimit import SUMMARY_EVERY
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")

@@ -3,7 +3,7 @@ and each line let through says how many were held back before it."""
 
 from __future__ import annotations
 
-from mcpd.local.ratelimit import Throttle
+from protocol.budget import Bucket, Throttle
 
 
 class Clock:
@@ -40,3 +40,13 @@ def test_a_count_told_at_most_so_often_when_many_are_let_through() -> None:
     assert throttle.admit() == 0  # two were held back, but the count was told just now
     clock.now = 11.0
     assert throttle.admit() == 2
+
+
+def test_a_bucket_lets_part_of_a_batch_through_and_counts_the_rest() -> None:
+    bucket = Bucket(tokens=5.0, stamp=0.0)
+    assert bucket.take_some(0.0, burst=5, rate=2.0, wanted=8) == 5
+    assert bucket.suppressed == 3
+    assert bucket.take_some(1.0, burst=5, rate=2.0, wanted=8) == 2  # refilled at its rate
+    assert bucket.take_some(100.0, burst=5, rate=2.0, wanted=1) == 1  # never past its burst
+    assert bucket.tokens == 4.0
+    assert bucket.suppressed == 9
