@@ -34,10 +34,6 @@ Era: TypeAlias = Literal["modern", "legacy"]
 Meta: TypeAlias = dict[str, Any]
 
 
-def is_modern(version: str) -> bool:
-    return version in MODERN_VERSIONS
-
-
 def request_meta(
     version: str,
     capabilities: dict[str, Any],
@@ -166,11 +162,6 @@ class CallToolResultFate(msgspec.Struct):
     isError: bool | None = None
     inputRequests: dict[str, Any] | UnsetType | None = UNSET
     requestState: Raw | UnsetType = UNSET
-
-    @property
-    def result_type(self) -> str:
-        # An absent resultType means complete (legacy servers never send one).
-        return self.resultType if isinstance(self.resultType, str) else COMPLETE
 
 
 class CallToolResultKinds(CallToolResultFate):

@@ -17,7 +17,6 @@ from .mcp import Meta
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 TASK: Final = "task"  # the resultType the tasks extension adds
-TASK_METHODS: Final = ("tasks/get", "tasks/update", "tasks/cancel")
 # Requests a server may send a legacy client, and the client capability each needs.
 ASK_METHODS: Final = {
     "elicitation/create": "elicitation",
@@ -134,11 +133,6 @@ class ResultHead(msgspec.Struct):
     def kind(self) -> str:
         # An absent resultType means complete (legacy servers never send one).
         return self.resultType if isinstance(self.resultType, str) else "complete"
-
-
-class InputRequest(msgspec.Struct, omit_defaults=True):
-    method: str
-    params: Raw | UnsetType = UNSET
 
 
 def needs(method: str) -> str | None:

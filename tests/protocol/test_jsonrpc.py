@@ -134,15 +134,6 @@ def test_modern_meta_goes_on_params() -> None:
     assert line["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] == {}
 
 
-def test_absent_result_type_means_complete() -> None:
-    head = rpc.decode_as(b'{"content":[{"type":"text","text":"hi"}]}', mcp.CallToolResultHead)
-    assert head.result_type == mcp.COMPLETE
-    head = rpc.decode_as(
-        b'{"resultType":"input_required","inputRequests":{}}', mcp.CallToolResultHead
-    )
-    assert head.result_type == mcp.INPUT_REQUIRED
-
-
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
     lambda children: (
