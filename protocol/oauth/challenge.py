@@ -48,10 +48,6 @@ class BearerChallenge(msgspec.Struct, frozen=True):
     def insufficient_scope(self) -> bool:
         return self.error == "insufficient_scope"
 
-    @property
-    def invalid_token(self) -> bool:
-        return self.error == "invalid_token"
-
     def words(self) -> str:
         """The challenge's error and description, fit to quote in a message (and to
         a model): only the characters RFC 6750 allows there, and not too many."""

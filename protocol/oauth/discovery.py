@@ -60,7 +60,6 @@ class DiscoveryResult(msgspec.Struct, frozen=True):
     resource: str
     server: AuthorizationServer
     resource_metadata: ResourceMetadata | None = None
-    resource_metadata_url: str | None = None
     challenge: BearerChallenge | None = None
     # The metadata URLs that had no document and what they answered, when the
     # default endpoints stand in.
@@ -103,7 +102,6 @@ class Discovery:
         self._tried: list[str] = []
         self._looked_at: list[tuple[str, int]] = []
         self._prm: ResourceMetadata | None = None
-        self._prm_url: str | None = None
         self._issuer: str | None = None
         self._result: DiscoveryResult | None = None
         self.state = DiscoveryState.RESOURCE_METADATA
@@ -144,7 +142,6 @@ class Discovery:
             return
         if self.state is DiscoveryState.RESOURCE_METADATA:
             self._prm = parse_resource_metadata(response, request.url, self.server_url)
-            self._prm_url = request.url
             self._start_server(choose_issuer(self._prm, self._known))
         else:
             assert self._issuer is not None
@@ -196,7 +193,6 @@ class Discovery:
             resource=resource or canonical_resource(self.server_url),
             server=server,
             resource_metadata=self._prm,
-            resource_metadata_url=self._prm_url,
             challenge=self.challenge,
             looked_at=looked_at,
         )

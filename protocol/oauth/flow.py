@@ -87,8 +87,6 @@ class AuthorizationResult(msgspec.Struct, frozen=True):
     tokens: TokenSet
     registration: ClientRegistration
     discovery: DiscoveryResult
-    # True when the registration was made by this flow and should be stored.
-    registered: bool = False
 
 
 class SendRequest(msgspec.Struct, frozen=True):
@@ -144,7 +142,6 @@ class AuthorizationFlow:
         self._discovery: Discovery | None = None
         self._result: DiscoveryResult | None = None
         self._registration: ClientRegistration | None = None
-        self._registered = False
         self._requested_body: dict[str, Any] = {}
         self._requested_scopes: tuple[str, ...] | None = None
         self.pending: PendingAuthorization | None = None
@@ -242,7 +239,6 @@ class AuthorizationFlow:
             assert self._result is not None
             reg = self._parse_registration(response, self._result)
             self._registration = reg
-            self._registered = True
             self._start_authorization()
         elif self.state is FlowState.EXCHANGING:
             self._on_token(response)
@@ -369,4 +365,4 @@ class AuthorizationFlow:
             grant=grant,
         )
         self.state = FlowState.DONE
-        self._action = Authorized(AuthorizationResult(tokens, reg, result, self._registered))
+        self._action = Authorized(AuthorizationResult(tokens, reg, result))

@@ -63,10 +63,6 @@ class HttpResponse(msgspec.Struct, frozen=True):
                 return value
         return None
 
-    def header_values(self, name: str) -> list[str]:
-        name = name.lower()
-        return [value for key, value in self.headers if key == name]
-
     @property
     def media_type(self) -> str:
         return (self.header("content-type") or "").split(";", 1)[0].strip().lower()

@@ -101,10 +101,6 @@ def _affine(pt: _Jacobian) -> tuple[int, int]:
 _G: Final[_Jacobian] = (_GX, _GY, 1)
 
 
-def ec_public_point(key: EcPrivateKey) -> tuple[int, int]:
-    return _affine(_multiply(key.scalar, _G))
-
-
 def _rfc6979_nonces(d: int, digest: bytes) -> Iterator[int]:
     """Candidate nonces k for P-256 and SHA-256 (RFC 6979 §3.2), in order."""
     x = d.to_bytes(32, "big")
@@ -137,21 +133,6 @@ def es256_sign(key: EcPrivateKey, message: bytes) -> bytes:
         if s != 0:
             return r.to_bytes(32, "big") + s.to_bytes(32, "big")
     raise AssertionError("unreachable")
-
-
-def es256_verify(public: tuple[int, int], message: bytes, signature: bytes) -> bool:
-    if len(signature) != 64:
-        return False
-    r = int.from_bytes(signature[:32], "big")
-    s = int.from_bytes(signature[32:], "big")
-    if not (1 <= r < _N and 1 <= s < _N):
-        return False
-    e = int.from_bytes(hashlib.sha256(message).digest(), "big")
-    w = pow(s, -1, _N)
-    pt = _add(_multiply(e * w % _N, _G), _multiply(r * w % _N, (public[0], public[1], 1)))
-    if pt[2] == 0:
-        return False
-    return _affine(pt)[0] % _N == r
 
 
 def rs256_sign(key: RsaPrivateKey, message: bytes) -> bytes:

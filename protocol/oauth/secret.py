@@ -44,10 +44,6 @@ class Secret:
         return (Secret, (self._value,))
 
 
-def optional_secret(value: str | None) -> Secret | None:
-    return None if value is None else Secret(value)
-
-
 def enc_hook(obj: object) -> object:
     """For ``msgspec`` encoders writing credentials to mcpd's own store."""
     if isinstance(obj, Secret):

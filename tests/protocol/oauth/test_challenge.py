@@ -32,7 +32,7 @@ def test_the_403_of_a_step_up() -> None:
     )
     challenge = bearer_challenge([header])
     assert challenge is not None
-    assert challenge.insufficient_scope and not challenge.invalid_token
+    assert challenge.insufficient_scope
     assert challenge.scope == ("mcp:admin",)
     assert challenge.error_description == "Scope upgrade will never succeed"
 

@@ -61,11 +61,7 @@ def test_named_metadata_then_the_issuer_metadata() -> None:
     assert d.state is DiscoveryState.DONE
     assert d.next_request() is None
     result = d.result
-    assert (result.issuer, result.resource, result.resource_metadata_url) == (
-        ISSUER,
-        SERVER,
-        PRM_URL,
-    )
+    assert (result.issuer, result.resource) == (ISSUER, SERVER)
     assert not result.legacy and result.server.metadata_url == AS_URL
     assert result.challenge is NAMED
 
@@ -99,7 +95,7 @@ def test_unnamed_metadata_is_looked_for_at_the_path_then_the_root() -> None:
     assert step(d, json_response(prm())) == ROOT_PRM_URL
     assert step(d, NOT_FOUND) == AS_URL
     assert step(d, json_response(as_meta())) == OIDC_URL
-    assert d.result.resource_metadata_url == ROOT_PRM_URL
+    assert d.result.resource_metadata is not None
 
 
 def test_metadata_for_another_resource_is_refused_not_skipped() -> None:

@@ -32,8 +32,9 @@ from protocol.oauth import (
     bearer_challenge,
     load_signing_key,
 )
-from protocol.oauth.jws import ASSERTION_TYPE, ec_public_point, es256_verify
+from protocol.oauth.jws import ASSERTION_TYPE
 from protocol.oauth.keys import EcPrivateKey
+from tests.support.jws_check import es256_verifies
 from tests.support.oauth_fake import (
     NOT_FOUND,
     FakeWorld,
@@ -105,7 +106,7 @@ def test_full_flow_with_named_metadata_and_dynamic_registration() -> None:
     assert result.tokens.refresh_token == Secret("rt-1")
     assert result.tokens.expires_at == 5000.0 + 3600
     assert result.tokens.issuer == "https://auth.example.com"
-    assert result.registered and result.registration.client_id == "dyn-client"
+    assert result.registration.client_id == "dyn-client"
     assert result.registration.issuer == "https://auth.example.com"
 
 
@@ -171,7 +172,7 @@ def test_client_id_metadata_document_replaces_registration() -> None:
     assert "https://auth.example.com/register" not in world.urls()
     assert world.authorize_queries[0]["client_id"] == url
     assert world.form(world.requests[-1])["client_id"] == url
-    assert result.registration.source == "metadata-document" and not result.registered
+    assert result.registration.source == "metadata-document"
 
 
 def test_metadata_document_unsupported_falls_back_to_registration() -> None:
@@ -195,7 +196,7 @@ def test_pre_registered_client_uses_basic_auth_and_does_not_register() -> None:
         "Basic cHJlLXJlZ2lzdGVyZWQtY2xpZW50OnByZS1yZWdpc3RlcmVkLXNlY3JldA=="
     )
     assert "client_secret" not in world.form(token_request)
-    assert result.registration.source == "preregistered" and not result.registered
+    assert result.registration.source == "preregistered"
 
 
 def test_pre_registered_credentials_for_another_issuer_are_refused() -> None:
@@ -490,7 +491,7 @@ def test_step_up_asks_for_the_given_union_and_reuses_the_client() -> None:
     )
     assert world.authorize_queries[-1]["scope"] == "mcp:basic mcp:write"
     assert "https://auth.example.com/register" not in world.urls()
-    assert not result.registered
+    assert result.registration.client_id == first.registration.client_id
 
 
 def test_a_new_authorization_server_means_a_new_registration() -> None:
@@ -549,7 +550,7 @@ def test_client_credentials_with_a_signed_assertion() -> None:
     assert decoded["aud"] == "https://auth.example.com"
     assert decoded["exp"] - decoded["iat"] <= 300 and decoded["iat"] == 1_700_000_000
     assert json.loads(_b64(header))["alg"] == "ES256"
-    assert es256_verify(ec_public_point(key), f"{header}.{claims}".encode(), _b64(signature))
+    assert es256_verifies(key, f"{header}.{claims}".encode(), _b64(signature))
 
 
 def test_an_assertion_algorithm_the_server_does_not_accept_is_a_config_error() -> None:
