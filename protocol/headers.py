@@ -128,7 +128,7 @@ def request_headers(version: str, method: str, name: str | None = None) -> dict[
     """``MCP-Protocol-Version``, ``Mcp-Method`` and, when given, ``Mcp-Name``.
 
     ``name`` is ``params.name`` (tools/call, prompts/get) or ``params.uri``
-    (resources/read); see ``NAME_SOURCE`` and ``name_of``.
+    (resources/read); see ``NAME_SOURCE``.
     """
     headers = {PROTOCOL_VERSION: version, METHOD: method}
     if method in NAME_SOURCE:
@@ -136,15 +136,6 @@ def request_headers(version: str, method: str, name: str | None = None) -> dict[
             raise HeaderValueError(f"{method} needs {NAME} (params.{NAME_SOURCE[method]})")
         headers[NAME] = encode_value(name)
     return headers
-
-
-def name_of(method: str, params: Mapping[str, object]) -> str | None:
-    """The value ``Mcp-Name`` mirrors, read from a request's params."""
-    key = NAME_SOURCE.get(method)
-    if key is None:
-        return None
-    value = params.get(key)
-    return value if isinstance(value, str) else None
 
 
 # --- x-mcp-header ------------------------------------------------------------------

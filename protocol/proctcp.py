@@ -59,20 +59,11 @@ def parse_address(text: str, byteorder: ByteOrder) -> Address:
     return plain(ip), int(port, 16)
 
 
-def socket_owner(
-    lines: Iterable[str], local: Address, remote: Address, byteorder: ByteOrder
-) -> int | None:
-    """The uid of the socket in ``lines`` (one table's text, its heading included)
-    from ``local`` to ``remote``, held by a process; None when there is none."""
-    held = socket_holder(lines, local, remote, byteorder)
-    return None if held is None else held.uid
-
-
 def socket_holder(
     lines: Iterable[str], local: Address, remote: Address, byteorder: ByteOrder
 ) -> Holder | None:
-    """The socket in ``lines`` from ``local`` to ``remote``, held by a process; None
-    when there is none.
+    """The socket in ``lines`` (one table's text, its heading included) from ``local``
+    to ``remote``, held by a process; None when there is none.
 
     A socket no process holds any more (closed, or waiting out its last packets) is
     not taken: the kernel writes such a socket's uid as 0, whoever made it.

@@ -252,14 +252,3 @@ def shape(template: str) -> str:
 def literal_prefix(template: str) -> str:
     """The text before the first expression: every expansion starts with it."""
     return template.split("{", 1)[0]
-
-
-def may_overlap(a: str, b: str) -> bool:
-    """Whether some URI could match both templates.
-
-    Exact overlap of two regular languages is more than a router needs; this is the
-    safe side of it: expansions begin with the literal prefix, so templates whose
-    prefixes differ before either ends can never share a URI.
-    """
-    pa, pb = literal_prefix(a), literal_prefix(b)
-    return pa.startswith(pb) or pb.startswith(pa)

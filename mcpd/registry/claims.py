@@ -5,7 +5,8 @@ Servers choose their templates and URIs, and a hostile one may list thousands of
 templates built to be slow to match. Every cost is bounded here:
 
 - Whether two servers' templates may overlap is decided by their literal prefixes
-  (``uritemplate.may_overlap``), computed once per template when it is parsed.
+  (every expansion begins with its template's), computed once per template when it
+  is parsed: templates whose prefixes differ before either ends never share a URI.
   Comparing every pair is quadratic in the templates; sorting the prefixes once finds
   every overlapping pair's servers in one sweep.
 - Whether a template matches a URI another server lists is asked per pair of servers

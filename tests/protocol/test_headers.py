@@ -64,14 +64,6 @@ def test_request_headers() -> None:
         h.request_headers("2026-07-28", "prompts/get")
 
 
-def test_name_of() -> None:
-    assert h.name_of("tools/call", {"name": "t", "uri": "u"}) == "t"
-    assert h.name_of("resources/read", {"name": "t", "uri": "u"}) == "u"
-    assert h.name_of("tools/list", {"name": "t"}) is None
-    assert h.name_of("tools/call", {"name": 3}) is None
-    assert h.name_of("prompts/get", {"name": "p"}) == "p"
-
-
 def schema(**props: Any) -> dict[str, Any]:
     return {"type": "object", "properties": props}
 

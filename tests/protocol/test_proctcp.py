@@ -9,7 +9,7 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 
 import pytest
 
-from protocol.proctcp import Address, Holder, parse_address, socket_holder, socket_owner
+from protocol.proctcp import Address, ByteOrder, Holder, parse_address, socket_holder
 
 HEAD4 = (
     "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
@@ -20,6 +20,13 @@ HEAD6 = (
     "tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
 )
 TAIL = " 1 0000000000000000 20 4 30 10 -1\n"
+
+
+def owner_uid(
+    lines: list[str], local: Address, remote: Address, byteorder: ByteOrder
+) -> int | None:
+    held = socket_holder(lines, local, remote, byteorder)
+    return None if held is None else held.uid
 
 
 def row(n: int, local: str, remote: str, uid: int, inode: int, state: str = "01") -> str:
@@ -85,32 +92,32 @@ def test_what_is_not_an_address_is_an_error(text: str) -> None:
 
 def test_the_owner_is_the_socket_from_the_peer_to_mcpd() -> None:
     lines = TCP.splitlines()
-    assert socket_owner(lines, at("127.0.0.1", 41000), at("127.0.0.1", 8765), "little") == 1000
-    assert socket_owner(lines, at("127.0.0.1", 41001), at("127.0.0.1", 8765), "little") == 1001
+    assert owner_uid(lines, at("127.0.0.1", 41000), at("127.0.0.1", 8765), "little") == 1000
+    assert owner_uid(lines, at("127.0.0.1", 41001), at("127.0.0.1", 8765), "little") == 1001
     # mcpd's own end of the same connection (local and remote the other way) is not it.
-    assert socket_owner(lines, at("127.0.0.1", 8765), at("127.0.0.1", 41000), "little") == 0
-    assert socket_owner(lines, at("127.0.0.1", 41000), at("127.0.0.1", 8766), "little") is None
-    assert socket_owner(lines, at("127.0.0.2", 41000), at("127.0.0.1", 8765), "little") is None
+    assert owner_uid(lines, at("127.0.0.1", 8765), at("127.0.0.1", 41000), "little") == 0
+    assert owner_uid(lines, at("127.0.0.1", 41000), at("127.0.0.1", 8766), "little") is None
+    assert owner_uid(lines, at("127.0.0.2", 41000), at("127.0.0.1", 8765), "little") is None
 
 
 def test_the_ipv6_table_and_ipv4_mapped_into_it() -> None:
     lines = TCP6.splitlines()
-    assert socket_owner(lines, at("::1", 41000), at("::1", 8765), "little") == 1000
+    assert owner_uid(lines, at("::1", 41000), at("::1", 8765), "little") == 1000
     # An IPv6 socket that reached an IPv4 listener is found by the addresses mcpd sees,
     # IPv4 or mapped.
-    assert socket_owner(lines, at("127.0.0.1", 41002), at("127.0.0.1", 8765), "little") == 1002
+    assert owner_uid(lines, at("127.0.0.1", 41002), at("127.0.0.1", 8765), "little") == 1002
     mapped = at("::ffff:127.0.0.1", 41002), at("::ffff:127.0.0.1", 8765)
-    assert socket_owner(lines, *mapped, "little") == 1002
+    assert owner_uid(lines, *mapped, "little") == 1002
     # A mapped peer of an IPv4 socket, as a dual-stack listener sees it.
-    assert socket_owner(TCP.splitlines(), at("::ffff:127.0.0.1", 41000),
+    assert owner_uid(TCP.splitlines(), at("::ffff:127.0.0.1", 41000),
                         at("::ffff:127.0.0.1", 8765), "little") == 1000  # fmt: skip
-    assert socket_owner(lines, at("::1", 41002), at("::1", 8765), "little") is None
+    assert owner_uid(lines, at("::1", 41002), at("::1", 8765), "little") is None
 
 
 def test_a_socket_no_process_holds_is_not_taken_for_its_owner() -> None:
     # Closed by its process and waiting out its last packets: the kernel writes uid 0.
     closed = HEAD4 + row(0, "0100007F:A028", "0100007F:223D", 0, 0, "05")
-    assert socket_owner(closed.splitlines(), at("127.0.0.1", 41000), at("127.0.0.1", 8765),
+    assert owner_uid(closed.splitlines(), at("127.0.0.1", 41000), at("127.0.0.1", 8765),
                         "little") is None  # fmt: skip
 
 
@@ -123,9 +130,9 @@ def test_malformed_lines_are_passed_over() -> None:
         + "garbage line with enough fields to look like one a b c d e f\n"
         + row(3, "0100007F:A028", "0100007F:223D", 1000, 5004)
     )
-    assert socket_owner(text.splitlines(), at("127.0.0.1", 41000), at("127.0.0.1", 8765),
+    assert owner_uid(text.splitlines(), at("127.0.0.1", 41000), at("127.0.0.1", 8765),
                         "little") == 1000  # fmt: skip
-    assert socket_owner([], at("127.0.0.1", 41000), at("127.0.0.1", 8765), "little") is None
+    assert owner_uid([], at("127.0.0.1", 41000), at("127.0.0.1", 8765), "little") is None
 
 
 def test_the_socket_is_named_with_its_inode_for_its_holders_to_be_found() -> None:

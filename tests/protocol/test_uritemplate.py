@@ -233,21 +233,6 @@ def test_templates_are_refused_as_the_regexes_did(template: str, uri: str) -> No
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "overlap"),
-    [
-        ("test://template/{id}/data", "test://template/{id}/data", True),
-        ("file:///{name}", "file:///{+path}", True),
-        ("file:///docs/{name}", "file:///{name}", True),  # one prefix starts the other
-        ("demo://text/{id}", "demo://blob/{id}", False),
-        ("a://{x}", "b://{x}", False),
-    ],
-)
-def test_templates_that_could_claim_one_uri(a: str, b: str, overlap: bool) -> None:
-    assert t.may_overlap(a, b) is overlap
-    assert t.may_overlap(b, a) is overlap
-
-
-@pytest.mark.parametrize(
     ("a", "b", "same"),
     [
         ("notes://{id}", "notes://{note}", True),

@@ -29,12 +29,34 @@ def claims(pairs: list[tuple[str, str]]) -> list[Claim]:
     return [Claim(alias, tpl.parse(template)) for alias, template in pairs]
 
 
+def may_overlap(a: str, b: str) -> bool:
+    """The pairwise definition: one template's literal prefix starts the other's."""
+    pa, pb = a.split("{", 1)[0], b.split("{", 1)[0]
+    return pa.startswith(pb) or pb.startswith(pa)
+
+
 def pairwise(pairs: list[tuple[str, str]]) -> set[int]:
     return {
-        i
-        for i, (a, t) in enumerate(pairs)
-        if any(b != a and tpl.may_overlap(t, u) for b, u in pairs)
+        i for i, (a, t) in enumerate(pairs) if any(b != a and may_overlap(t, u) for b, u in pairs)
     }
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "overlap"),
+    [
+        ("test://template/{id}/data", "test://template/{id}/data", True),
+        ("file:///{name}", "file:///{+path}", True),
+        ("file:///docs/{name}", "file:///{name}", True),  # one prefix starts the other
+        ("demo://text/{id}", "demo://blob/{id}", False),
+        ("a://{x}", "b://{x}", False),
+    ],
+)
+def test_templates_of_two_servers_that_could_claim_one_uri_clash(
+    a: str, b: str, overlap: bool
+) -> None:
+    for first, second in ((a, b), (b, a)):
+        found = overlapping(claims([("x", first), ("y", second)]))
+        assert found == ({0, 1} if overlap else set())
 
 
 prefixes = st.text(alphabet="ab/:", max_size=5)
