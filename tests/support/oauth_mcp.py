@@ -21,6 +21,7 @@ from transports.http.oauth_client import OAuthHttp
 
 from .agent import Agent
 from .http_servers import Responder, SeenRequest, error, result, serve_http
+from .oauth_browser import follow_authorization
 from .oauth_server import OAuthServer
 
 TOOL = {
@@ -99,6 +100,6 @@ async def login(agent: Agent, srv: ProtectedMcp, alias: str = "t") -> dict[str, 
     authorization URL to where it redirects (the test server approves at once)."""
     start = await agent.result("mcpd/auth/login", {"server": alias, "redirect_uri": REDIRECT})
     http = OAuthHttp()
-    redirect = await http.follow_authorization(start["url"], await http.policy_for(srv.mcp_url))
+    redirect = await follow_authorization(http, start["url"], await http.policy_for(srv.mcp_url))
     done = {"server": alias, "login": start["login"], "redirect": redirect}
     return await agent.result("mcpd/auth/complete", done)  # type: ignore[no-any-return]

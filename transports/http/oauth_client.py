@@ -31,7 +31,6 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from typing import Final, Literal
-from urllib.parse import urljoin
 
 import msgspec
 import trio
@@ -305,16 +304,3 @@ class OAuthHttp:
             return False
         check_revocation(await self.execute(request, policy), server)
         return True
-
-    async def follow_authorization(self, url: str, policy: FetchPolicy) -> str:
-        """GET an authorization URL and return where it redirects: the browser step
-        for an authorization server that approves at once (test servers, the
-        conformance suite's mock). A real one shows a login page instead."""
-        response = await self.execute(HttpRequest("GET", url, (), b"", "authorization"), policy)
-        location = response.header("location")
-        if not 300 <= response.status < 400 or not location:
-            raise TransportError(
-                f"{self.label}: the authorization endpoint answered HTTP {response.status} "
-                "instead of redirecting; a person has to log in in a browser"
-            )
-        return urljoin(url, location)

@@ -54,7 +54,6 @@ class ConnectionPool:
         self._keepalive_expiry = keepalive_expiry
         self._tcp_keepalive = tcp_keepalive
         self._closed = False
-        self.opened = 0
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[HttpConnection]:
@@ -86,7 +85,6 @@ class ConnectionPool:
                     read_timeout=self._read_timeout,
                     tcp_keepalive=self._tcp_keepalive,
                 )
-                self.opened += 1
         except BaseException:
             slots.release()
             raise

@@ -138,10 +138,6 @@ class HttpTransport(Transport):
     def url(self) -> str:
         return f"{self._pool.origin}{self._out.target}"
 
-    @property
-    def connections_opened(self) -> int:
-        return self._pool.opened
-
     def reset_session(self) -> None:
         """Forget the legacy session (and the version it spoke) before a new handshake."""
         self._session.value = None

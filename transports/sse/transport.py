@@ -106,10 +106,6 @@ class LegacySSETransport(Transport):
     def url(self) -> str:
         return f"{self._origin}{self._stream_target}"
 
-    @property
-    def pending_count(self) -> int:
-        return len(self._pending)
-
     async def request(
         self,
         method: str,

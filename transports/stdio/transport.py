@@ -137,10 +137,6 @@ class StdioTransport(Transport):
         p = self.process
         return Started(p.pid, p.token, p.unprotected)
 
-    @property
-    def pending_count(self) -> int:
-        return len(self._pending)
-
     def stderr_tail(self) -> list[str]:
         return list(self._stderr.tail)
 

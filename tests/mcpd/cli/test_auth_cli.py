@@ -18,6 +18,7 @@ from mcpd.cli.browser import browser_argv, safe_to_open
 from protocol.oauth.http import get
 from tests.support.agent import connect, running
 from tests.support.auth_login import LIMIT, ROOT, config_for, mcpd, read_until
+from tests.support.oauth_browser import follow_authorization
 from tests.support.oauth_mcp import serve_protected
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from transports.http.oauth_client import OAuthHttp
@@ -55,7 +56,7 @@ async def test_over_ssh_the_redirect_is_pasted(tmp_path: Path) -> None:
             # The browser runs elsewhere: it ends at an address this machine never sees,
             # which the person copies from its address bar.
             http = OAuthHttp()
-            landed = await http.follow_authorization(url, await http.policy_for(srv.mcp_url))
+            landed = await follow_authorization(http, url, await http.policy_for(srv.mcp_url))
             await proc.stdin.send_all(b"http://example.com/not-it\n")
             await read_until(proc.stdout, b"that is not the address to paste", seen)
             elsewhere = landed.split("?")[0] + "?code=stolen&state=another-attempt"
@@ -103,7 +104,7 @@ async def test_a_stray_request_to_the_listener_does_not_end_the_login(tmp_path: 
             ]:
                 answer = await http.execute(get(stray, "a stray request"), policy)
                 assert answer.status == status, (stray, answer.status)
-            landed = await http.follow_authorization(url, policy)
+            landed = await follow_authorization(http, url, policy)
             page = await http.execute(get(landed, "the browser"), policy)
             assert page.status == 200 and b"close this window" in page.body
             while chunk := await proc.stdout.receive_some(4096):

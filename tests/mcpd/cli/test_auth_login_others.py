@@ -18,6 +18,7 @@ from mcpd.agents.peers import peer_of
 from protocol.oauth.http import get
 from tests.support.agent import connect, running
 from tests.support.auth_login import LIMIT, ROOT, config_for, read_until
+from tests.support.oauth_browser import follow_authorization
 from tests.support.oauth_mcp import serve_protected
 from tests.support.peer_user import needs_root, peer_uid, run_as
 from transports.http.oauth_client import OAuthHttp
@@ -104,7 +105,7 @@ async def test_a_redirect_with_the_state_and_a_bad_code_does_not_end_the_login(
             assert b"invalid_grant" in seen and b"a new login is needed" not in seen
             http = OAuthHttp()
             policy = await http.policy_for(url)
-            landed = await http.follow_authorization(url, policy)
+            landed = await follow_authorization(http, url, policy)
             page = await http.execute(get(landed, "the browser"), policy)
             assert page.status == 200
             assert await rest_of(proc, seen) == 0, seen.decode()

@@ -20,6 +20,7 @@ import trio
 from mcpd.config.model import Config
 from mcpd.daemon import Daemon
 from tests.support.agent import Agent, connect, make_config, running
+from tests.support.oauth_browser import follow_authorization
 from tests.support.oauth_mcp import REDIRECT, ProtectedMcp, login, serve_protected
 from transports.http.oauth_client import OAuthHttp
 
@@ -83,8 +84,8 @@ async def test_a_redirect_without_the_logins_state_leaves_it_waiting(tmp_path: P
         async with daemon_with(tmp_path) as (srv, _daemon, agent):
             start = await agent.result("mcpd/auth/login", {"server": "t", "redirect_uri": REDIRECT})
             http = OAuthHttp()
-            redirect = await http.follow_authorization(
-                start["url"], await http.policy_for(srv.mcp_url)
+            redirect = await follow_authorization(
+                http, start["url"], await http.policy_for(srv.mcp_url)
             )
             state = parse_qs(urlsplit(redirect).query)["state"][0]
             for stray in [

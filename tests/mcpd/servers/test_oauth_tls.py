@@ -16,6 +16,7 @@ import trustme
 
 from tests.support.agent import connect, make_config, running
 from tests.support.http_servers import serve_http
+from tests.support.oauth_browser import follow_authorization
 from tests.support.oauth_mcp import ProtectedMcp
 from transports.http.oauth_client import OAuthHttp
 
@@ -57,8 +58,8 @@ async def test_relaxed_tls_stays_with_the_servers_own_origin(tmp_path: Path, rel
                     {"server": "t", "redirect_uri": "http://127.0.0.1:33420/callback"},
                 )
                 browser = OAuthHttp(ca_file=str(ca_file))
-                landed = await browser.follow_authorization(
-                    start["url"], await browser.policy_for(srv.mcp_url)
+                landed = await follow_authorization(
+                    browser, start["url"], await browser.policy_for(srv.mcp_url)
                 )
                 done = {"server": "t", "login": start["login"], "redirect": landed}
                 refused = await agent.rpc("mcpd/auth/complete", done)

@@ -32,6 +32,7 @@ from protocol.oauth import (
 from protocol.oauth.authorize import state_of
 from protocol.oauth.http import get
 from tests.support.http_servers import Responder, SeenRequest, serve_http
+from tests.support.oauth_browser import follow_authorization
 from tests.support.oauth_server import OAuthServer, serve_oauth
 from transports.errors import TransportError
 from transports.http.oauth_client import OAuthHttp, Resolver
@@ -67,7 +68,7 @@ async def login(
     )
 
     async def browser(action: OpenBrowser) -> str:
-        return await http.follow_authorization(action.url, policy)
+        return await follow_authorization(http, action.url, policy)
 
     return await http.run_flow(flow, policy, browser)
 
@@ -311,18 +312,6 @@ async def test_a_silent_server_meets_the_deadline() -> None:
                 await http.execute(get(srv.url("/x"), "metadata"), FetchPolicy(allow_loopback=True))
 
 
-async def test_follow_authorization_needs_a_redirect() -> None:
-    async def page(req: SeenRequest, respond: Responder) -> None:
-        await respond.reply(200, "<html>log in</html>")
-
-    with trio.fail_after(LIMIT):
-        async with serve_http(page) as srv:
-            with pytest.raises(TransportError, match="a person has to log in"):
-                await OAuthHttp().follow_authorization(
-                    srv.url("/authorize"), FetchPolicy(allow_loopback=True)
-                )
-
-
 async def test_login_through_a_loopback_redirect_listener() -> None:
     """The browser step as it happens for a person: the authorization server
     redirects the browser to mcpd's loopback listener, which hands the redirect
@@ -342,7 +331,7 @@ async def test_login_through_a_loopback_redirect_listener() -> None:
                 state = state_of(action.url)
                 assert state is not None
                 listener.expect(state)
-                location = await http.follow_authorization(action.url, policy)
+                location = await follow_authorization(http, action.url, policy)
                 stray = await http.execute(
                     get(f"{location.split('/callback')[0]}/favicon.ico", "x"), policy
                 )

@@ -366,7 +366,6 @@ async def test_responses_out_of_order_reach_their_requests() -> None:
             nursery.start_soon(slow, t)
             await server.session.wait_for(lambda m: m.get("params", {}).get("name") == "slow")
             done.append(await call(t, "echo", text="fast"))
-            assert t.pending_count == 1
             release.set()
     assert done == [{"content": [{"type": "text", "text": "fast"}]}, {"which": "slow"}]
 
@@ -378,7 +377,6 @@ async def test_a_response_that_comes_before_the_post_is_accepted() -> None:
             for n in range(3):
                 got = await call(t, "echo", text=str(n))
                 assert got == {"content": [{"type": "text", "text": str(n)}]}
-            assert t.pending_count == 0
 
 
 PRETTY_RESULT = {"content": [{"type": "text", "text": "line one"}], "isError": False}
@@ -591,7 +589,6 @@ async def test_a_cancelled_request_tells_the_server_and_its_late_answer_is_dropp
                 await call(t, "slow")
             cancel = await server.session.wait_method("notifications/cancelled")
             assert cancel["params"] == {"requestId": 1, "reason": "cancelled by the client"}
-            assert t.pending_count == 0
 
             await server.session.send(reply(held[0], {"late": True}))
             assert await call(t, "echo", text="next") == {

@@ -24,6 +24,7 @@ from mcpd.local.endpoint_token import write_token
 from tests.support.agent import make_config, running
 from tests.support.auth_login import mcpd
 from tests.support.daemon_http import CURL, Reply, curl
+from tests.support.oauth_browser import follow_authorization
 from tests.support.oauth_mcp import serve_protected
 from tests.support.page_http import code_url, csrf_of, http, session
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
@@ -217,8 +218,8 @@ async def test_a_login_starts_on_the_page_and_comes_back_to_it(tmp_path: Path) -
                 assert started.status == 200, started.body
                 url = started.json()["url"]
                 client = OAuthHttp()
-                redirect = await client.follow_authorization(
-                    url, await client.policy_for(srv.mcp_url)
+                redirect = await follow_authorization(
+                    client, url, await client.policy_for(srv.mcp_url)
                 )
                 assert redirect.startswith(f"{own}/page/oauth/t?")
                 # The browser comes back from the authorization server: no cookie.
