@@ -84,7 +84,6 @@ class AgentServer(ProfileMethods, Dispatcher):
         self.lines = lines
         self.connections: set[Connection] = set()
         self._dirty = trio.Event()
-        self.broken_lines = 0  # messages not sent to agents: not one line of JSON
         records = CallRecords(control.audit)
         self.failures = Failures()
         self.departed = Departed()
@@ -280,9 +279,6 @@ class AgentServer(ProfileMethods, Dispatcher):
     def agent_gone(self, owner: object) -> None:
         """An agent without a connection of its own (an HTTP session) has ended."""
         self.extras.left(owner)
-
-    def broken_line(self) -> None:
-        self.broken_lines += 1
 
     async def _broadcast_list_changes(self) -> None:
         while True:

@@ -62,10 +62,6 @@ class Dispatcher(abc.ABC):
     async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None: ...
 
     @abc.abstractmethod
-    def broken_line(self) -> None:
-        """A line was refused as not one line of JSON (a fault in mcpd)."""
-
-    @abc.abstractmethod
     def agent_joined(self, conn: Connection) -> None:
         """An agent without a connection of its own (an HTTP session) has begun."""
 
@@ -125,7 +121,7 @@ class Connection(Agent):
         self.asked = trio.Event()  # it has sent a request (the door waits for one)
         self.faults = Misbehaviour()
         self._nursery: trio.Nursery | None = None
-        self._outbox = Outbox(lines, stream, self.label, handler.broken_line, self.close)
+        self._outbox = Outbox(lines, stream, self.label, self.close)
         # Its parts, held here too: a call's reply reads them without another lookup.
         self._out = self._outbox.out
         self._long = self._outbox.long

@@ -30,21 +30,18 @@ _QUEUE_BYTES: Final = 4 * 1024 * 1024  # replies queued for one agent before sen
 
 
 class Outbox:
-    __slots__ = ("_broken_line", "_close", "_label", "batches", "long", "out")
+    __slots__ = ("_close", "_label", "batches", "long", "out")
 
     def __init__(
         self,
         lines: Lines,
         stream: trio.SocketStream,
         label: str,
-        broken_line: Callable[[], None],
         close: Callable[[], None],
     ) -> None:
-        """``label`` names the agent in the log; ``broken_line`` hears of each line
-        refused as not one line of JSON (a fault in mcpd); ``close`` ends the
-        connection (its writer stopped, or a long reply broke half-way)."""
+        """``label`` names the agent in the log; ``close`` ends the connection (its
+        writer stopped, or a long reply broke half-way)."""
         self._label = label
-        self._broken_line = broken_line
         self._close = close
         self.out: LineSink = lines.writer(
             stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault
@@ -72,7 +69,6 @@ class Outbox:
         # Never pass a broken line on: the agent would lose its whole session to it.
         # It is mcpd's own fault, so it is logged as one, and the request (if this was
         # its answer) still gets an answer, an error that says what happened.
-        self._broken_line()
         logger.error(
             "did not send a message to %s: %s (a fault in mcpd; %s)",
             self._label,
@@ -98,7 +94,6 @@ class Outbox:
                 self.put(line, None)
 
     def _broken_piece(self, exc: rpc.BrokenPiece) -> None:
-        self._broken_line()
         logger.error(
             "stopped writing a reply to %s half-way: %s (a fault in mcpd); closing its connection",
             self._label,

@@ -118,9 +118,6 @@ class Handler(Dispatcher):
     async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
         raise AssertionError("not reached")
 
-    def broken_line(self) -> None:
-        pass
-
     def agent_joined(self, conn: Connection) -> None:
         pass
 

@@ -56,7 +56,6 @@ class Handler(Dispatcher):
         self.answered_now: list[str] = []
         self.waiting: dict[Any, trio.Event] = {}
         self.ended: dict[Any, trio.Event] = {}
-        self.broken = 0
 
     def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
         self.answered_now.append(req.method)
@@ -80,9 +79,6 @@ class Handler(Dispatcher):
 
     async def started(self, rid: Any) -> None:
         await self.waiting.setdefault(rid, trio.Event()).wait()
-
-    def broken_line(self) -> None:
-        self.broken += 1
 
     def agent_joined(self, conn: Connection) -> None:
         pass

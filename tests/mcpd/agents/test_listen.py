@@ -44,9 +44,6 @@ class Handler(Dispatcher):
     async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
         return rpc.encode_result(req.id, {})
 
-    def broken_line(self) -> None:
-        pass
-
     def agent_joined(self, conn: Connection) -> None:
         pass
 

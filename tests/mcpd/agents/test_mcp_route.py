@@ -49,9 +49,6 @@ class Recording(Dispatcher):
     async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
         raise AssertionError("no request is answered in these tests")
 
-    def broken_line(self) -> None:
-        pass
-
     def agent_joined(self, conn: Connection) -> None:
         self.joined.append(conn)
 
