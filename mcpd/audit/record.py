@@ -25,21 +25,10 @@ METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read", "comp
 # unavailable; timeout: no answer in time; cancelled: the agent stopped waiting;
 # error: the server answered with a JSON-RPC error.
 Outcome = Literal["ok", "tool_error", "refused", "outage", "timeout", "cancelled", "error"]
-OUTCOMES: Final = ("ok", "tool_error", "refused", "outage", "timeout", "cancelled", "error")
 # allow, deny and limited are the rules' (and their rates'); approved, denied and
 # unanswered end an ask; ask is one the agent stopped waiting for; none: no rule was
 # asked, mcpd answered the request itself first (an unknown or held name, arguments
 # that are not an object, a search of its own), and nobody decided it.
-DECISIONS: Final = (
-    "allow",
-    "deny",
-    "limited",
-    "approved",
-    "denied",
-    "unanswered",
-    "ask",
-    "none",
-)
 NO_DECISION: Final = "none"
 
 

@@ -12,12 +12,12 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from mcpd.audit.log import AuditLog
-from mcpd.audit.record import OUTCOMES, CallRecord
+from mcpd.audit.record import CallRecord, Outcome
 from mcpd.cli.calls import since
 from mcpd.config.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
@@ -32,6 +32,7 @@ AGENTS = [
     for i in range(8)
 ]  # fmt: skip
 SERVERS = ("notes", "github", "tickets")
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 
 def records() -> list[CallRecord]:
