@@ -13,27 +13,6 @@ from protocol.visible import visible
 
 IDENTIFIER = "mcpd"
 
-# The values MCPD_EVENT takes, for people writing journalctl queries.
-EVENTS = frozenset(
-    {
-        "outage",
-        "recovered",
-        "breaker_open",
-        "breaker_half_open",
-        "restart",
-        "crash_loop",
-        "spawn_failed",
-        "reload",
-        "stderr",
-        "definition_changed",
-        "finding",
-        "approved",
-        "call",
-        "request_failed",
-        "audit",
-    }
-)
-
 # LogRecord attribute (set through ``extra=``) -> journal field.
 RECORD_FIELDS: Mapping[str, str] = {
     "mcpd_server": "MCPD_SERVER",

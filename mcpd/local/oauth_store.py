@@ -66,7 +66,6 @@ class OAuthStore:
 
     def __init__(self, state_dir: str) -> None:
         self.directory = os.path.join(state_dir, SUBDIR)
-        self._lock = trio.Lock()  # a save and a delete of one login never cross
 
     def path(self, alias: str) -> str:
         return os.path.join(self.directory, f"{alias}.json")
@@ -76,19 +75,7 @@ class OAuthStore:
 
     async def save(self, alias: str, login: StoredLogin) -> None:
         data = encode(login)
-        async with self._lock:
-            await trio.to_thread.run_sync(write_atomically, self.path(alias), data)
-
-    async def delete(self, alias: str) -> bool:
-        async with self._lock:
-            return await trio.to_thread.run_sync(self._unlink, alias)
-
-    def _unlink(self, alias: str) -> bool:
-        try:
-            os.unlink(self.path(alias))
-        except FileNotFoundError:
-            return False
-        return True
+        await trio.to_thread.run_sync(write_atomically, self.path(alias), data)
 
     def _read(self, alias: str) -> StoredLogin | None:
         path = self.path(alias)

@@ -66,7 +66,6 @@ class PinKeeper:
         self._writing = trio.Lock()
         self._sections: Sections | None = None  # where each server's part is in the file
         self._last_error: str | None = None
-        self.writes = 0
         gate.on_pinned = self.changed
         gate.stored = self.stored
 
@@ -120,7 +119,6 @@ class PinKeeper:
                 return False
         self._paced.done(self._sections.file[1])
         self._last_error = None
-        self.writes += 1
         return True
 
     def _failed(self, doing: str, exc: Exception) -> None:

@@ -153,7 +153,6 @@ class StateKeeper:
         self.saved: dict[str, SavedServer] = {}
         # The servers' histories as the file had them at start-up.
         self.history_read: dict[str, SavedHistory] = {}
-        self.writes = 0
         self._paced = Paced()
         # A digest of what was last written, not the bytes: with 10,000 tools the file
         # is megabytes, and it would sit in memory only to be compared with.
@@ -236,7 +235,6 @@ class StateKeeper:
             return
         self._paced.done(len(data))
         self._last, self._last_error = digest, None
-        self.writes += 1
 
     def snapshot(self) -> SavedState:
         servers: dict[str, SavedServer] = {}

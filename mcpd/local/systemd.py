@@ -13,7 +13,7 @@ calls it unconditionally. The intended start-up order in ``mcpd serve`` is::
         sd.notifier.ready("serving N tools from M servers")
     # SIGHUP:  sd.notifier.reloading(); apply the new config; sd.notifier.ready(status)
     # SIGTERM: sd.notifier.stopping(); shut down
-    # stdio children: env=systemd.clean_child_env({**os.environ, **server_env})
+    # stdio children: the transport leaves MAIN_PROCESS_ONLY_VARS out of their env
 
 The notify protocol is one datagram of ``KEY=value`` lines sent to ``$NOTIFY_SOCKET``
 (see sd_notify(3)); socket activation passes listening fds from 3 on with
@@ -52,12 +52,6 @@ API_FDNAME = "api"
 # (the receiver's queue is full because the manager is busy): we would rather lose one
 # notification than stall the event loop for long.
 _SEND_TIMEOUT = 1.0
-
-
-def clean_child_env(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``env`` fit for a server child process: systemd's per-main-process
-    variables removed."""
-    return {k: v for k, v in env.items() if k not in MAIN_PROCESS_ONLY_VARS}
 
 
 def scrub_environ(environ: MutableMapping[str, str] | None = None) -> None:
@@ -171,10 +165,6 @@ class Notifier:
 
     def watchdog(self) -> bool:
         return self.notify("WATCHDOG=1")
-
-    def extend_timeout(self, seconds: float) -> bool:
-        """Ask for more time for the current start/reload/stop (EXTEND_TIMEOUT_USEC)."""
-        return self.notify(f"EXTEND_TIMEOUT_USEC={int(seconds * 1_000_000)}")
 
     def close(self) -> None:
         if self._sock is not None:

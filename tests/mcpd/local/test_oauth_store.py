@@ -179,7 +179,7 @@ def _numbered(n: int) -> StoredLogin:
     return saved
 
 
-async def test_crossing_saves_and_deletes_leave_one_whole_file(tmp_path: Path) -> None:
+async def test_crossing_saves_leave_one_whole_file(tmp_path: Path) -> None:
     store = OAuthStore(str(tmp_path))
     other = OAuthStore(str(tmp_path))  # a second store on the same folder, its own lock
     written = {encode(_numbered(n)) for n in range(12)}
@@ -189,23 +189,13 @@ async def test_crossing_saves_and_deletes_leave_one_whole_file(tmp_path: Path) -
                 nursery.start_soon((store if n % 2 else other).save, "tickets", _numbered(n))
     assert Path(store.path("tickets")).read_bytes() in written
     assert os.listdir(store.directory) == ["tickets.json"]  # no temporary file left
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(store.delete, "tickets")
-            nursery.start_soon(store.save, "tickets", _numbered(99))
-    content = (
-        Path(store.path("tickets")).read_bytes() if os.path.exists(store.path("tickets")) else None
-    )
-    assert content in (None, encode(_numbered(99)))
-    assert set(os.listdir(store.directory)) <= {"tickets.json"}
 
 
 async def test_logins_of_two_servers_do_not_mix(tmp_path: Path) -> None:
     store = OAuthStore(str(tmp_path))
     await store.save("a", _numbered(1))
     await store.save("b", _numbered(2))
-    assert await store.delete("a") is True
-    assert await store.load("a") is None
-    back = await store.load("b")
-    assert back is not None and back.current is not None and back.current.tokens is not None
-    assert back.current.tokens.access_token.reveal().startswith("at-2")
+    for alias, n in (("a", 1), ("b", 2)):
+        back = await store.load(alias)
+        assert back is not None and back.current is not None and back.current.tokens is not None
+        assert back.current.tokens.access_token.reveal().startswith(f"at-{n}")

@@ -28,9 +28,6 @@ async def test_a_saved_login_comes_back_whole_in_a_private_file(tmp_path: Path) 
     assert back.current.tokens.refresh_token == Secret("rt-456")
     assert back.current.registration is not None
     assert back.current.registration.client_secret == Secret("cs-789")
-    assert await store.delete("tickets") is True
-    assert await store.load("tickets") is None
-    assert await store.delete("tickets") is False
 
 
 async def test_a_loosened_file_is_made_private_again(
