@@ -103,10 +103,6 @@ class Process(msgspec.Struct, frozen=True):
         )
 
 
-def process_of(pid: int) -> Process:
-    return Process(pid, _field(_stat(pid), _STARTED))
-
-
 class Decider(msgspec.Struct, frozen=True):
     """Who decides a call waiting for approval, as /proc told when they asked: their
     process and those it descends from, their session and user; ``page``: on the

@@ -22,7 +22,6 @@ from mcpd.policy.kin import (
     is_bridge_command,
     kin_of,
     parent_of,
-    process_of,
     session_of,
     tcp_kin,
     unknown,
@@ -31,6 +30,11 @@ from tests.support.procs import cat_named, reading_stdin
 from tests.support.tcp_client import held_by_a_child
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
+
+
+def process_of(pid: int) -> Process:
+    """``pid`` and its start time, as a decider's lineage records it."""
+    return decider_of(pid, limit=1).lineage[0]
 
 
 def pids(decider: Decider) -> tuple[int, ...]:
