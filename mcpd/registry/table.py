@@ -300,10 +300,6 @@ class Registry:
             self._listing = self.entries()
         return self._listing
 
-    def tools_of(self, alias: str) -> list[mcp.Tool]:
-        server = self._servers.get(alias)
-        return list(server.tools.values()) if server else []
-
     def raw_tools(self, alias: str) -> list[mcp.Tool] | None:
         """The server's last list as it sent it (before curation); None if never listed."""
         server = self._servers.get(alias)

@@ -412,7 +412,7 @@ def test_update_reports_whether_anything_changed() -> None:
     assert reg.update("notes", tools("b", "a")) is False
     assert reg.update("notes", [tool("a", description="changed"), *tools("b")]) is True
     assert reg.count("notes") == 2
-    assert sorted(t.name for t in reg.tools_of("notes")) == ["a", "b"]
+    assert sorted(e.original for e in reg.entries() if e.alias == "notes") == ["a", "b"]
 
 
 def test_removing_a_server_frees_a_colliding_name() -> None:
