@@ -184,11 +184,6 @@ class AllServers:
     def held_template(self, alias: str, uri: str, budget: Budget) -> str | None:
         return self._registry.resources.held_for(alias, uri, budget)
 
-    def era_of(self, alias: str) -> str | None:
-        runner = self._supervisor.runners.get(alias)
-        up = runner.upstream if runner is not None else None
-        return up.era if up is not None else None
-
     async def request(
         self,
         alias: str,

@@ -197,9 +197,8 @@ class AskRoutes:
         # By a token of enter(), or by the call itself (enter_call()).
         self._inflight: dict[object, Cause] = {}
         self._tokens = itertools.count(1)
-        self.relayed = 0
-        self.refused = 0
-        # The server asks as often as it likes: each refusal is counted, few are logged.
+        # The server asks as often as it likes: few refusals are logged, the rest counted
+        # in the next line that is.
         self._said = Throttle(clock=trio.current_time)
         self._asking = 0  # its requests waiting for an agent, whatever the call
         self._over = False  # refusing past a bound: warned once until one is answered
@@ -260,7 +259,6 @@ class AskRoutes:
         return None  # one modern agent, several of its requests: which one is asked?
 
     def _refuse(self, method: str, why: str) -> None:
-        self.refused += 1
         # Many servers ask for roots as soon as they start, with nobody to ask: that is
         # routine (and the server says so on its stderr), not worth an INFO line at
         # every start. A refusal while agents are at work is worth one.
@@ -310,7 +308,6 @@ class AskRoutes:
         params = self._relayed(req)
         wait = self._timeout()
         cause.extend(wait + cause.timeout)
-        self.relayed += 1
         cause.asking += 1
         self._asking += 1
         try:
@@ -351,9 +348,8 @@ class AskRoutes:
         return None
 
     def _refuse_over(self, method: str, over: str) -> None:
-        self.refused += 1
         if self._over:
-            return  # the flood that follows the first refusal is counted, not logged
+            return  # the flood that follows the first refusal is not logged
         self._over = True
         logger.warning(
             "%s: refused its %.100r request, and will refuse more until one waiting is "

@@ -48,7 +48,6 @@ class Restart(msgspec.Struct, frozen=True):
     at: float
     # Consecutive failures since the server was last stable, this one included.
     failures: int
-    crash_loop: bool
     # True only on the failure that entered the crash loop, so it is logged once.
     entered_crash_loop: bool
 
@@ -157,7 +156,7 @@ class RestartPolicy:
         else:
             delay = self._next_delay()
             self._state = "backoff"
-        return Restart(delay, now + delay, self._failures, self._in_crash_loop, entered)
+        return Restart(delay, now + delay, self._failures, entered)
 
     def _next_delay(self) -> float:
         cfg = self.config

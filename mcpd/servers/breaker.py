@@ -72,9 +72,7 @@ class BreakerStatus(msgspec.Struct, frozen=True):
     state: State
     consecutive_failures: int
     total_failures: int
-    total_successes: int
     times_opened: int
-    last_transition_at: float | None
     reason: str | None
     since: float | None
     retry_at: float | None
@@ -86,7 +84,6 @@ class Breaker:
         "_consecutive",
         "_cooldown",
         "_epoch",
-        "_last_transition_at",
         "_on_transition",
         "_probe_out",
         "_reason",
@@ -96,7 +93,6 @@ class Breaker:
         "_state",
         "_times_opened",
         "_total_failures",
-        "_total_successes",
         "config",
     )
 
@@ -112,9 +108,7 @@ class Breaker:
         self._epoch = 0
         self._consecutive = 0
         self._total_failures = 0
-        self._total_successes = 0
         self._times_opened = 0
-        self._last_transition_at: float | None = None
         self._reason: str | None = None
         self._since: float | None = None
         self._retry_at = 0.0
@@ -144,7 +138,6 @@ class Breaker:
 
     def record_success(self, now: float, ticket: int | None = None) -> None:
         """Report a call that reached a working server. ``ticket=None`` means current."""
-        self._total_successes += 1
         if ticket is not None and ticket != self._epoch:
             return
         if self._state == "closed":
@@ -198,9 +191,7 @@ class Breaker:
             state=self._state,
             consecutive_failures=self._consecutive,
             total_failures=self._total_failures,
-            total_successes=self._total_successes,
             times_opened=self._times_opened,
-            last_transition_at=self._last_transition_at,
             reason=self._reason,
             since=self._since,
             retry_at=self._pending_retry(),
@@ -219,7 +210,6 @@ class Breaker:
         old = self._state
         self._state = new
         self._epoch += 1
-        self._last_transition_at = now
         if new == "closed":
             self._admit = Admission(True, "closed", self._epoch)
         else:

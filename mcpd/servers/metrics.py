@@ -9,7 +9,6 @@ handles as a counter reset.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
 
 import trio
 
@@ -18,8 +17,6 @@ from ..local.prometheus import Writer, number
 from ..registry.table import Registry
 from .runner import Runner
 from .state import STATES
-
-CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def render(

@@ -213,15 +213,8 @@ class ServerParts(CallHost):
     def subscribed(self) -> bool:
         return self.tool_list.subscribed
 
-    @property
-    def refetches(self) -> int:
-        return self.tool_list.refetches
-
     def maybe_refresh(self) -> None:
         self.tool_list.maybe_refresh()
-
-    def request_refetch(self) -> None:
-        self.tool_list.request()
 
     @property
     def dropped_tools(self) -> list[str]:

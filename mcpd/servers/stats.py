@@ -52,11 +52,6 @@ class Histogram:
         self.count = 0
         self.sum = 0.0
 
-    def observe(self, value: float) -> None:
-        self._counts[bisect_left(self.bounds, value)] += 1
-        self.count += 1
-        self.sum += value
-
     def cumulative(self) -> list[tuple[float, int]]:
         """``(le, count of values <= le)`` pairs, ending with ``(inf, count)``."""
         out: list[tuple[float, int]] = []
@@ -98,7 +93,7 @@ class LatencyStats:
         count = hist.count
         # The call count doubles as the ring's write position.
         self._ring[count % self.window] = duration
-        # Histogram.observe, inline: this runs for every call.
+        # The histogram is counted here, inline: this runs for every call.
         hist._counts[bisect_left(hist.bounds, duration)] += 1
         hist.count = count + 1
         hist.sum += duration
@@ -109,9 +104,6 @@ class LatencyStats:
         """The retained samples, sorted ascending."""
         n = min(self.histogram.count, self.window)
         return sorted(self._ring[:n])
-
-    def percentile(self, q: float) -> float | None:
-        return nearest_rank(self.recent(), q)
 
     def since(self, calls: int) -> list[float]:
         """The samples of the calls recorded after the first ``calls`` ones (as many

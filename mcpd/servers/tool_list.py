@@ -49,7 +49,6 @@ class ToolListKeeper:
         self._install = install
         self.subscribed = False
         self._refusal_said = False  # this session: a server may acknowledge at will
-        self.refetches = 0
         self.due = False
         self._listed_at = -math.inf
         self.ttl_ms = 0
@@ -105,7 +104,6 @@ class ToolListKeeper:
                     extra=log_extra(self.alias, reason="tool-list change flood"),
                 )
         self._announced = 0
-        self.refetches += 1
         listing = await up.list_tools()
         self.listed(listing)
         if not listing.unchanged:

@@ -273,8 +273,7 @@ async def test_listeners_are_told_of_every_change() -> None:
     assert told == [1, 1]
 
 
-async def test_a_server_never_connected_has_no_era_and_says_nothing_of_itself() -> None:
+async def test_a_server_never_connected_says_nothing_of_itself() -> None:
     world = World({"a": cmd()})
-    assert world.all.era_of("a") is None and world.all.era_of("gone") is None
     assert world.all.instructions() == []
     assert not world.all.subscribable("a") and not world.all.subscribable("gone")

@@ -82,7 +82,6 @@ async def test_the_one_agent_with_a_request_in_flight_is_asked_what_the_server_a
     message = "[mcpd] The server 'files' asks:\n> Which file?"
     meta = {"mcpd/server": "files"}
     assert agent.asked == [("elicitation/create", {"message": message, "_meta": meta})]
-    assert (routes.relayed, routes.refused) == (1, 0)
     routes.leave(token)
     assert routes.inflight == 0
     assert "no agent" in (await refusal(routes)).message
@@ -96,7 +95,7 @@ async def test_a_method_mcpd_does_not_relay_is_not_found_and_asks_nobody() -> No
     for method in ("tools/call", "ping/../sampling/createMessage", "", "x" * 10_000):
         error = await refusal(routes, method)
         assert error.code == rpc.METHOD_NOT_FOUND
-    assert agent.asked == [] and routes.relayed == 0
+    assert agent.asked == []
 
 
 async def test_two_agents_in_flight_are_never_guessed_between() -> None:
@@ -107,7 +106,6 @@ async def test_two_agents_in_flight_are_never_guessed_between() -> None:
     error = await refusal(routes, "sampling/createMessage")
     assert error.code == rpc.INVALID_REQUEST and "several agents" in error.message
     assert one.asked == [] and two.asked == []
-    assert routes.refused == 1
 
 
 async def test_a_flood_of_requests_refused_is_counted_and_logged_within_a_budget(
@@ -122,7 +120,6 @@ async def test_a_flood_of_requests_refused_is_counted_and_logged_within_a_budget
         said = [r.getMessage() for r in caplog.records]
         await trio.sleep(10.0)
         await refusal(routes, "sampling/createMessage")
-    assert routes.refused == 101
     assert len(said) == 5
     assert said[0].startswith("files: refused its sampling/createMessage request: ")
     [after] = [r.getMessage() for r in caplog.records][5:]
@@ -276,7 +273,7 @@ async def test_a_server_asking_for_what_it_was_not_offered_reaches_no_agent(
     error = await refusal(routes, method)
     assert error.code == rpc.METHOD_NOT_FOUND
     assert "servers.files.relay" in error.message
-    assert agent.asked == [] and (routes.relayed, routes.refused) == (0, 1)
+    assert agent.asked == []
     # What it was offered still reaches the agent.
     offered = [m for m, kind in surface.ASK_METHODS.items() if kind in relay]
     for allowed in offered:
@@ -300,7 +297,6 @@ async def test_only_a_few_of_a_calls_requests_wait_for_its_agent_and_the_rest_ar
         agent.release.set()
     assert {e.code for e in refused} == {OVER_LIMIT}
     assert f"at most {ASKS_PER_CALL} requests per call" in refused[0].message
-    assert (routes.relayed, routes.refused) == (ASKS_PER_CALL, 1000)
     # One warning for the burst, not one a request.
     warned = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warned) == 1 and "files" in warned[0].getMessage()

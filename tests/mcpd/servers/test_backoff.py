@@ -78,11 +78,12 @@ def test_decorrelated_jitter_within_bounds() -> None:
 def test_crash_loop_after_max_restarts_within_window() -> None:
     p = RestartPolicy(NO_JITTER)
     now = 0.0
-    results = []
+    results, looping = [], []
     for _ in range(5):
         now, r = run_and_die(p, now, 0.1)
         results.append(r)
-    assert [r.crash_loop for r in results] == [False, False, False, False, True]
+        looping.append(p.in_crash_loop)
+    assert looping == [False, False, False, False, True]
     assert [r.entered_crash_loop for r in results] == [False, False, False, False, True]
     assert results[-1].delay == 8.0  # the cap, no jitter
     assert results[-1].failures == 5
@@ -90,7 +91,7 @@ def test_crash_loop_after_max_restarts_within_window() -> None:
     assert state(p) == "crash_loop"
     # Further deaths stay in the loop at the capped interval, and do not re-announce it.
     now, r = run_and_die(p, now, 0.1)
-    assert r.crash_loop and not r.entered_crash_loop and r.delay == 8.0
+    assert p.in_crash_loop and not r.entered_crash_loop and r.delay == 8.0
     p.on_start(now)
     assert state(p) == "running"
     assert p.in_crash_loop
@@ -101,7 +102,7 @@ def test_crash_loop_ignores_jitter() -> None:
     now = 0.0
     for _ in range(5):
         now, r = run_and_die(p, now, 0.0)
-    assert r.crash_loop and r.delay == 60.0
+    assert p.in_crash_loop and r.delay == 60.0
 
 
 @pytest.mark.parametrize(("last", "loops"), [(60.0, True), (60.001, False)])
@@ -119,8 +120,8 @@ def test_no_crash_loop_when_deaths_are_spread_out() -> None:
     p = RestartPolicy(msgspec.structs.replace(NO_JITTER, stable_after=30.0))
     now = 0.0
     for _ in range(20):
-        now, r = run_and_die(p, now, 16.0)
-        assert not r.crash_loop
+        now, _ = run_and_die(p, now, 16.0)
+        assert not p.in_crash_loop
     assert p.failures == 20
     assert state(p) == "backoff"
 
@@ -151,7 +152,7 @@ def test_stability_ends_crash_loop() -> None:
     assert not p.in_crash_loop and p.failures == 0
     assert not p.refresh(now + 31.0)  # nothing left to forget
     r = p.on_failure(now + 40.0)
-    assert not r.crash_loop and r.delay == 0.5 and r.failures == 1
+    assert not p.in_crash_loop and r.delay == 0.5 and r.failures == 1
 
 
 def test_refresh_needs_a_running_server() -> None:
@@ -201,7 +202,7 @@ def test_a_policy_that_does_not_loop_keeps_growing_its_delays() -> None:
     now, delays = 0.0, []
     for _ in range(8):
         now, r = run_and_die(p, now, 0.1)
-        assert not r.crash_loop and not r.entered_crash_loop
+        assert not p.in_crash_loop and not r.entered_crash_loop
         delays.append(r.delay)
     # Past max_restarts deaths within the window, the delays still double to the cap.
     assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0]

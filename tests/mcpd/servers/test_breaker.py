@@ -69,7 +69,6 @@ def test_success_resets_consecutive_count() -> None:
     st = b.status(5.0)
     assert st.consecutive_failures == 2
     assert st.total_failures == 4
-    assert st.total_successes == 1
     b.record_failure(6.0, "x")
     assert state(b) == "open"
 
@@ -118,7 +117,6 @@ def test_probe_success_closes_and_resets() -> None:
     assert st.consecutive_failures == 0
     assert st.since is None and st.retry_at is None
     assert st.times_opened == 1
-    assert st.last_transition_at == 6.0
     # The cooldown starts from the base again after a successful close.
     trip(b, 10.0)
     assert b.allow(10.0).retry_at == 15.0
@@ -228,7 +226,6 @@ def test_calls_from_before_the_open_cannot_change_state() -> None:
     # Stale reports still show in the totals.
     st = b.status(7.0)
     assert st.total_failures == 5
-    assert st.total_successes == 3
     # A failure ticketed before the last close does not count towards the next open.
     for _ in range(b.config.failure_threshold):
         b.record_failure(8.0, "old", early.ticket)

@@ -43,9 +43,7 @@ def lines(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str | None, str]]
 
 
 def restart(failures: int = 1, *, entered: bool = False) -> Restart:
-    return Restart(
-        delay=1.0, at=100.0, failures=failures, crash_loop=entered, entered_crash_loop=entered
-    )
+    return Restart(delay=1.0, at=100.0, failures=failures, entered_crash_loop=entered)
 
 
 def fail(

@@ -5,7 +5,7 @@ import tracemalloc
 import msgspec
 import pytest
 
-from mcpd.servers.stats import DEFAULT_BUCKETS, Histogram, LatencyStats
+from mcpd.servers.stats import DEFAULT_BUCKETS, Histogram, LatencyStats, nearest_rank
 
 
 def test_empty() -> None:
@@ -13,7 +13,7 @@ def test_empty() -> None:
     snap = s.snapshot()
     assert (snap.calls, snap.errors, snap.samples) == (0, 0, 0)
     assert snap.p50 is None and snap.p99 is None and snap.max is None
-    assert s.percentile(0.5) is None
+    assert nearest_rank(s.recent(), 0.5) is None
 
 
 def test_percentiles_on_known_samples() -> None:
@@ -27,9 +27,9 @@ def test_percentiles_on_known_samples() -> None:
     assert snap.p50 == 0.050
     assert snap.p99 == 0.099
     assert snap.max == 0.100
-    assert s.percentile(0.0) == 0.001
-    assert s.percentile(1.0) == 0.100
-    assert s.percentile(0.07) == 0.007  # 0.07 * 100 is 7.000000000000001 in floats
+    assert nearest_rank(s.recent(), 0.0) == 0.001
+    assert nearest_rank(s.recent(), 1.0) == 0.100
+    assert nearest_rank(s.recent(), 0.07) == 0.007  # 0.07 * 100 is 7.000000000000001 in floats
 
 
 def test_percentiles_small_counts() -> None:
@@ -37,15 +37,15 @@ def test_percentiles_small_counts() -> None:
     s.record(0.3)
     assert s.snapshot().p50 == 0.3 and s.snapshot().p99 == 0.3
     s.record(0.1)
-    assert s.percentile(0.5) == 0.1
-    assert s.percentile(0.99) == 0.3
+    assert nearest_rank(s.recent(), 0.5) == 0.1
+    assert nearest_rank(s.recent(), 0.99) == 0.3
 
 
 def test_percentile_rejects_bad_quantile() -> None:
     s = LatencyStats()
     s.record(1.0)
     with pytest.raises(ValueError):
-        s.percentile(99)
+        nearest_rank(s.recent(), 99)
 
 
 def test_errors_counted_and_timed() -> None:
@@ -89,24 +89,26 @@ def test_memory_bounded_after_a_million_records() -> None:
         tracemalloc.stop()
     grown = sum(d.size_diff for d in after.compare_to(before, "filename"))
     assert grown < 4096
-    assert s.percentile(0.5) == 0.005
+    assert nearest_rank(s.recent(), 0.5) == 0.005
 
 
 def test_histogram_buckets_are_le_and_cumulative() -> None:
-    h = Histogram((0.1, 1.0, 10.0))
+    s = LatencyStats(bounds=(0.1, 1.0, 10.0))
     for v in (0.05, 0.1, 0.5, 1.0, 2.0, 100.0):
-        h.observe(v)
+        s.record(v)
+    h = s.histogram
     assert h.cumulative() == [(0.1, 2), (1.0, 4), (10.0, 5), (math.inf, 6)]
     assert h.count == 6
     assert h.sum == pytest.approx(103.65)
 
 
 def test_default_buckets_span_1ms_to_60s() -> None:
-    h = Histogram()
+    s = LatencyStats()
+    h = s.histogram
     assert h.bounds == DEFAULT_BUCKETS
     assert h.bounds[0] == 0.001 and h.bounds[-1] == 60.0
-    h.observe(0.0005)
-    h.observe(61.0)
+    s.record(0.0005)
+    s.record(61.0)
     pairs = h.cumulative()
     assert pairs[0] == (0.001, 1)
     assert pairs[-2] == (60.0, 1)

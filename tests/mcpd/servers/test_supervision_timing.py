@@ -449,12 +449,12 @@ async def test_tool_lists_are_refetched_only_when_their_ttl_ran_out(
         assert fake.lists_seen == 2
         # A notification refetches, fresh or not: a second after the last fetch at
         # the soonest, so a server announcing changes in a loop costs one a second.
-        runner.request_refetch()
+        runner.tool_list.request()
         await trio.sleep(1.1)
         assert fake.lists_seen == 3
         # A ttl of 0 is no cache: the next listing after the short floor refetches.
         fake.ttl_ms = 0
-        runner.request_refetch()
+        runner.tool_list.request()
         await trio.sleep(0.1)
         await trio.sleep(2)
         runner.maybe_refresh()

@@ -177,7 +177,7 @@ async def test_a_fetched_list_is_installed_only_when_it_changed(
     await k.keeper.refetch(up(lister))
     assert k.installed == [["a"]]
     assert k.keeper.dropped == [] and not k.keeper.short
-    assert k.keeper.refetches == 2
+    assert lister.fetches == 2
 
 
 async def test_a_failed_fetch_keeps_the_list_and_leaves_the_next_listing_to_ask_again(
