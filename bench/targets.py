@@ -275,7 +275,6 @@ class Daemon:
     ready_s: float = 0.0  # start-up to ready, by `mcpd status`
     notify_ready_s: float | None = None  # start-up to READY=1 on NOTIFY_SOCKET, if it came
     status: dict[str, Any] = field(default_factory=dict)
-    options_dropped: list[str] = field(default_factory=list)
     notify: Socket | None = None  # our end of NOTIFY_SOCKET, until ready
     ready_by: str = ""
 
@@ -354,7 +353,6 @@ def running_mcpd(
                 continue
             raise TargetUnavailable(f"mcpd ({name}) {exc}{log_tail(daemon.log)}") from None
         break
-    daemon.options_dropped = dropped
     if dropped:
         env.notes.append(f"{name}: mcpd rejected {', '.join(dropped)}; ran without them")
     try:
