@@ -223,13 +223,6 @@ def parse(template: str) -> Template:
     return Template(template)
 
 
-def matches(template: str, uri: str) -> bool:
-    try:
-        return parse(template).match(uri).matched
-    except TemplateError:
-        return False
-
-
 def shape(template: str) -> str:
     """The template with its variables' names left out and each expression's operator
     kept (``db://{}/rows{?}``): templates of one shape match the same URIs. A

@@ -15,6 +15,14 @@ from protocol import uritemplate as t
 TEMPLATE = "repo://{owner}{/path}"
 
 
+def matches(template: str, uri: str) -> bool:
+    """Whether ``template`` claims ``uri``; a template mcpd cannot parse claims none."""
+    try:
+        return t.parse(template).match(uri).matched
+    except t.TemplateError:
+        return False
+
+
 @pytest.mark.parametrize(
     ("template", "uri", "expected"),
     [
@@ -38,11 +46,11 @@ TEMPLATE = "repo://{owner}{/path}"
     ],
 )
 def test_which_uris_a_template_claims(template: str, uri: str, expected: bool) -> None:
-    assert t.matches(template, uri) is expected
+    assert matches(template, uri) is expected
 
 
 def test_a_broken_template_claims_nothing() -> None:
-    assert t.matches("file:///{path", "file:///{path") is False
+    assert matches("file:///{path", "file:///{path") is False
     for broken in ("x://{}", "x://{+}", "x://{a", "x://a}", "x://{a{b}}"):
         with pytest.raises(t.TemplateError):
             t.parse(broken)
@@ -70,11 +78,11 @@ def test_a_uri_past_the_cap_is_not_scanned() -> None:
 
 def test_a_template_past_the_length_cap_is_a_broken_template() -> None:
     longest = "x://{+a}" + "b" * (t.MAX_TEMPLATE - 8)
-    assert t.matches(longest, "x://a" + "b" * (t.MAX_TEMPLATE - 8)) is True
+    assert matches(longest, "x://a" + "b" * (t.MAX_TEMPLATE - 8)) is True
     with pytest.raises(t.TemplateError, match="longer than 1024 characters"):
         t.parse(longest + "b")
     # A server's 250 KB template claims nothing, and costs no parsing past the cap.
-    assert t.matches("x" * 250_000 + "{x}", "x" * 250_000 + "y") is False
+    assert matches("x" * 250_000 + "{x}", "x" * 250_000 + "y") is False
 
 
 LONG_LITERAL = "t://{+a}" + "b" * 1000
@@ -101,10 +109,10 @@ def test_a_match_never_spends_more_than_its_budget(budget: int) -> None:
 
 def test_more_expressions_than_the_cap_is_a_broken_template() -> None:
     most = "x://" + "{a}" * t.MAX_EXPRESSIONS
-    assert t.matches(most, "x://abc") is True
+    assert matches(most, "x://abc") is True
     with pytest.raises(t.TemplateError, match="expressions"):
         t.parse(most + "{b}")
-    assert t.matches(most + "{b}", "x://abc") is False
+    assert matches(most + "{b}", "x://abc") is False
 
 
 # -- any template, any URI --
@@ -204,7 +212,7 @@ def near_expansions(draw: st.DrawFn) -> tuple[str, str]:
 @example(("x://{a}{.b}", "x://%aF.%."))
 def test_matches_as_the_regexes_did(case: tuple[str, str]) -> None:
     template, uri = case
-    assert t.matches(template, uri) is (old_pattern(template).fullmatch(uri) is not None)
+    assert matches(template, uri) is (old_pattern(template).fullmatch(uri) is not None)
 
 
 def test_every_short_uri_matches_as_the_regexes_did() -> None:
@@ -215,7 +223,7 @@ def test_every_short_uri_matches_as_the_regexes_did() -> None:
     shapes += [f"{{{op}a}}/" for op in OPERATORS] + [f"a{{{op}a}}" for op in OPERATORS]
     for template in shapes:
         oracle = old_pattern(template)
-        wrong = [u for u in uris if t.matches(template, u) is not bool(oracle.fullmatch(u))]
+        wrong = [u for u in uris if matches(template, u) is not bool(oracle.fullmatch(u))]
         assert wrong == [], template
 
 
@@ -227,9 +235,9 @@ def test_templates_are_refused_as_the_regexes_did(template: str, uri: str) -> No
     except t.TemplateError:
         with pytest.raises(t.TemplateError):
             t.parse(template)
-        assert t.matches(template, uri) is False
+        assert matches(template, uri) is False
         return
-    assert t.matches(template, uri) is (oracle.fullmatch(uri) is not None)
+    assert matches(template, uri) is (oracle.fullmatch(uri) is not None)
 
 
 @pytest.mark.parametrize(
@@ -254,4 +262,4 @@ def test_templates_of_one_shape_match_the_same_uris(case: tuple[str, str], name:
     template, uri = case
     renamed = re.sub(r"\{([+#./;?&]?)[^}]*\}", lambda m: "{" + m[1] + name + "}", template)
     assert t.shape(renamed) == t.shape(template)
-    assert t.matches(renamed, uri[:200]) == t.matches(template, uri[:200])
+    assert matches(renamed, uri[:200]) == matches(template, uri[:200])
