@@ -39,7 +39,7 @@ def ensure() -> None:
             if done.returncode != 0:
                 print(f"{' '.join(cmd)} failed:\n{done.stderr[-2000:]}", file=sys.stderr)
                 return
-    sandbox_host.forget()
+    sandbox_host._machine.clear()  # probe again, now that it is installed
 
 
 def require() -> None:

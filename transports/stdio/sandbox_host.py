@@ -145,11 +145,6 @@ def probe(*, network: bool = False) -> Machine:
     return machine
 
 
-def forget() -> None:
-    """Probe again on the next call (after a package was installed, in tests)."""
-    _machine.clear()
-
-
 def resolve(sandbox: Sandbox, command: str) -> Resolved:
     """The sandbox's paths as they are on this machine: hidden paths that exist, grants
     (which must exist), and its home, created (0700) when missing. Raises SandboxError."""

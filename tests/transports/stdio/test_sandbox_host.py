@@ -226,7 +226,7 @@ def test_the_machine_is_probed_once_and_the_network_only_when_asked(
     assert sandbox_host.probe(network=True).network == "no network namespace"
     assert sandbox_host.probe(network=True).network == "no network namespace"
     assert probes.tries == [(), DENIAL, CONFINED, ("--unshare-net",)]
-    sandbox_host.forget()
+    sandbox_host._machine.clear()  # probe again
     sandbox_host.probe()
     assert probes.tries == [(), DENIAL, CONFINED, ("--unshare-net",), (), DENIAL, CONFINED]
 
@@ -250,7 +250,7 @@ def test_whether_bubblewrap_can_deny_a_server_user_namespaces_is_found_with_its_
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(sandbox_host, "_try", Probes(None, None))
     assert sandbox_host.probe().userns_denial is None
-    sandbox_host.forget()
+    sandbox_host._machine.clear()  # probe again
     old = "bwrap: Unknown option --disable-userns"
     monkeypatch.setattr(sandbox_host, "_try", Probes(None, None, denial=old))
     machine = sandbox_host.probe()
