@@ -137,20 +137,6 @@ def entry(
     return Entry(name, body)
 
 
-def snippet(
-    key: str,
-    *,
-    name: str = "mcpd",
-    bridge_argv: Sequence[str] | None = None,
-    url: str | None = None,
-    token: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> tuple[Path, str]:
-    """The host's file and the text to put in it (a whole file when there is none)."""
-    e = entry(key, name=name, bridge_argv=bridge_argv, url=url, token=token, env=env)
-    return config_path(key), merge(key, "", e)
-
-
 # -- merging --
 
 

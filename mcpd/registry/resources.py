@@ -272,14 +272,6 @@ class ResourceTable:
             extra=log_extra(alias, "resource_template", "template matching over budget"),
         )
 
-    def to_agent(
-        self, alias: str, uri: str, budget: Budget | None = None, sight: Sight | None = None
-    ) -> str:
-        """The URI an agent of ``sight`` is handed for ``alias``'s ``uri``: reading it
-        through that sight comes back. Once ``budget`` is spent, the ``mcpd://`` form,
-        without matching."""
-        return self._to_agent(alias, uri, budget, sight, lambda: self._scope(sight))
-
     def _to_agent(
         self,
         alias: str,

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import msgspec
 import trio
-from msgspec import UNSET
 
 from protocol import mcp
 
@@ -186,9 +184,3 @@ class Outage(msgspec.Struct, frozen=True):
         elif self.state == "unresolved":
             retry = f": {self.reason}"
         return f"unavailable: {self.server} {phrase}{since}{retry}"
-
-
-def error_result(text: str, meta: Mapping[str, object] | None = None) -> mcp.CallToolResult:
-    return mcp.CallToolResult(
-        content=[mcp.TextContent(text)], isError=True, meta=dict(meta) if meta else UNSET
-    )

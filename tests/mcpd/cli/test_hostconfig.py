@@ -24,9 +24,14 @@ URL = "http://127.0.0.1:8765/mcp"
 TOKEN = "s3cret-token"
 
 
+def snippet(key: str, **how: Any) -> tuple[Path, str]:
+    """The host's file and what mcpd would write to it when it has none yet."""
+    return hc.config_path(key), hc.merge(key, "", hc.entry(key, **how))
+
+
 @pytest.mark.parametrize("key", list(DOCUMENTED))
 def test_bridge_snippet_has_the_documented_shape(key: str) -> None:
-    path, text = hc.snippet(key, bridge_argv=BRIDGE, env={"MCPD_SOCKET": "/run/m.sock"})
+    path, text = snippet(key, bridge_argv=BRIDGE, env={"MCPD_SOCKET": "/run/m.sock"})
     doc = parsed(key, text)
     spec = DOCUMENTED[key]
     assert list(doc) == [spec["key"]] and list(doc[spec["key"]]) == ["mcpd"]
@@ -42,15 +47,15 @@ def test_url_snippet_has_the_documented_shape_or_is_refused(key: str) -> None:
     spec = DOCUMENTED[key]
     if spec["url"] is None:
         with pytest.raises(HostConfigError, match="use the bridge"):
-            hc.snippet(key, url=URL, token=TOKEN)
+            snippet(key, url=URL, token=TOKEN)
         return
-    _, text = hc.snippet(key, url=URL, token=TOKEN)
+    _, text = snippet(key, url=URL, token=TOKEN)
     body = parsed(key, text)[spec["key"]]["mcpd"]
     jsonschema.validate(body, spec["url"])
     assert body["url"] == URL
     headers = body.get("headers", body.get("http_headers"))
     assert headers == {"Authorization": f"Bearer {TOKEN}"}
-    _, bare = hc.snippet(key, url=URL)  # no token, no header
+    _, bare = snippet(key, url=URL)  # no token, no header
     assert "Authorization" not in bare
 
 

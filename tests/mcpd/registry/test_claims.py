@@ -107,7 +107,7 @@ def test_a_hostile_servers_templates_cost_a_route_no_more_than_its_budget(
     assert "more than" in caplog.text and "evil lists 2000 templates" in caplog.text
     # The link is handed over in the form that reads back to its server, at the same cost.
     before = table.match_steps
-    assert table.to_agent("evil", HOSTILE_URI) == wrap("evil", HOSTILE_URI)
+    assert table.links("evil")(HOSTILE_URI) == wrap("evil", HOSTILE_URI)
     assert table.match_steps - before <= ROUTE_STEPS
     # The other server's URIs still route.
     assert table.route("wiki://page") == Routed("good", "wiki://page")

@@ -207,8 +207,8 @@ def test_a_sight_lists_the_servers_it_shows_and_their_uris_it_admits() -> None:
     assert table.route("x://shared") == Ambiguous(
         [wrap("a", "x://shared"), wrap("b", "x://shared")]
     )
-    assert table.to_agent("a", "x://shared", sight=sight) == "x://shared"
-    assert table.to_agent("a", "x://shared") == wrap("a", "x://shared")
+    assert table.links("a", sight)("x://shared") == "x://shared"
+    assert table.links("a")("x://shared") == wrap("a", "x://shared")
 
 
 def test_a_sight_routes_templates_among_the_servers_it_shows() -> None:

@@ -85,7 +85,7 @@ def test_a_template_longer_than_the_cap_claims_nothing_and_costs_nothing(
     with bytecodes(2000) as work:
         assert table.route(uri) is None
     assert table.match_steps - before <= 64 and work.count < 2000
-    assert table.to_agent("evil", uri) == wrap("evil", uri)
+    assert table.links("evil")(uri) == wrap("evil", uri)
 
 
 # -- long links under a template of 32 expressions --

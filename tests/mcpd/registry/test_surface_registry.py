@@ -140,7 +140,7 @@ def test_the_mcpd_form_is_reversible_character_for_character() -> None:
     assert table.route(wrap("a", odd)) == Routed("a", odd)
     # A server's own mcpd:// URI is never taken for ours.
     table.update("c", resources("mcpd://a/elsewhere"), [])
-    assert table.to_agent("c", "mcpd://a/elsewhere") == "mcpd://c/mcpd://a/elsewhere"
+    assert table.links("c")("mcpd://a/elsewhere") == "mcpd://c/mcpd://a/elsewhere"
     assert table.route("mcpd://c/mcpd://a/elsewhere") == Routed("c", "mcpd://a/elsewhere")
     assert table.route("mcpd://nobody/x") is None
 
@@ -181,19 +181,19 @@ def test_uris_in_results_are_handed_over_so_reading_them_comes_back() -> None:
     table = ResourceTable()
     table.update("a", resources("file:///README.md"), templates("demo://text/{id}"))
     table.update("b", resources("file:///README.md"), [])
-    assert table.to_agent("a", "demo://text/3") == "demo://text/3"
-    assert table.to_agent("b", "demo://text/3") == "mcpd://b/demo://text/3"
-    assert table.to_agent("a", "file:///README.md") == "mcpd://a/file:///README.md"
-    assert table.to_agent("a", "file:///unknown") == "mcpd://a/file:///unknown"
+    assert table.links("a")("demo://text/3") == "demo://text/3"
+    assert table.links("b")("demo://text/3") == "mcpd://b/demo://text/3"
+    assert table.links("a")("file:///README.md") == "mcpd://a/file:///README.md"
+    assert table.links("a")("file:///unknown") == "mcpd://a/file:///unknown"
     for alias, uri in (("a", "demo://text/3"), ("b", "demo://text/3"), ("a", "file:///unknown")):
-        assert table.route(table.to_agent(alias, uri)) == Routed(alias, uri)
+        assert table.route(table.links(alias)(uri)) == Routed(alias, uri)
 
 
 def test_with_one_server_every_uri_is_its_own() -> None:
     table = ResourceTable()
     table.update("only", resources("test://static-text"), [])
     assert table.route("test://never-listed") == Routed("only", "test://never-listed")
-    assert table.to_agent("only", "anything://x") == "anything://x"
+    assert table.links("only")("anything://x") == "anything://x"
     table.update("other", [], [])
     assert table.route("test://never-listed") is None
 
