@@ -237,7 +237,7 @@ async def complete(
         seen.name = ref.uri
         steps = await allowance.take()
         try:
-            found = servers.route_template(ref.uri, sight)
+            template = found = servers.route_template(ref.uri, sight)
             if found is None:
                 routed = servers.route_uri(ref.uri, steps, sight)
                 if not isinstance(routed, Routed):
@@ -246,7 +246,11 @@ async def complete(
             if sight is not None and not sight.admits_resource(*found):
                 raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
             seen.target = found
-            why = servers.held_template(*found, steps)
+            # A template is held by its URI template, which no URI it reads spells.
+            if template is not None:
+                why = servers.held_template(*template)
+            else:
+                why = servers.held_uri(*found, steps)
         finally:
             allowance.give_back(steps)
         if why is not None:

@@ -120,7 +120,7 @@ async def read(
     try:
         routed = route(servers, asked, steps, sight)
         seen.target = (routed.alias, routed.uri)
-        why = servers.held_template(routed.alias, routed.uri, steps)
+        why = servers.held_uri(routed.alias, routed.uri, steps)
     finally:
         allowance.give_back(steps)
     alias = routed.alias

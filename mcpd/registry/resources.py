@@ -327,6 +327,12 @@ class ResourceTable:
             whole.settle(mine)
             self.match_steps += mine.spent
 
+    def held_template(self, alias: str, template: str) -> str | None:
+        """Why a completion for ``template`` of ``alias`` (the server's URI template)
+        is refused: the template is held (None: it is not)."""
+        server = self._servers.get(alias)
+        return None if server is None else server.held.get(template)
+
     def agent_template(self, alias: str, template: str, sight: Sight | None = None) -> str:
         return self._scope(sight).agent_template(alias, template)
 

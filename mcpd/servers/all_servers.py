@@ -181,8 +181,11 @@ class AllServers:
     def route_template(self, template: str, sight: Sight | None = None) -> tuple[str, str] | None:
         return self._registry.resources.template_route(template, sight)
 
-    def held_template(self, alias: str, uri: str, budget: Budget) -> str | None:
+    def held_uri(self, alias: str, uri: str, budget: Budget) -> str | None:
         return self._registry.resources.held_for(alias, uri, budget)
+
+    def held_template(self, alias: str, template: str) -> str | None:
+        return self._registry.resources.held_template(alias, template)
 
     async def request(
         self,

@@ -4,11 +4,12 @@ changes what it says its tools, prompts and templates are, after it was approved
     python changing_server.py DEFINITIONS.json LOG [--era both|legacy|modern]
 
 ``DEFINITIONS.json`` is read again for every list: ``{"tools": [...], "prompts":
-[...], "resourceTemplates": [...], "instructions": "..."}``. Calling its tool
-``relist`` (always listed as it is) makes it announce that all three lists changed:
-unsolicited to a legacy client, on the open ``subscriptions/listen`` to a modern
-one. Each call, get and read it answers is appended to ``LOG`` (``tools/call
-NAME``), so a test can tell what reached it. Plain stdlib, so it starts fast.
+[...], "resources": [...], "resourceTemplates": [...], "instructions": "..."}``.
+Calling its tool ``relist`` (always listed as it is) makes it announce that all three
+lists changed: unsolicited to a legacy client, on the open ``subscriptions/listen`` to
+a modern one. Each call, get, read, completion and subscription it answers is
+appended to ``LOG`` (``tools/call NAME``), so a test can tell what reached it. Plain
+stdlib, so it starts fast.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ RELIST = {
 CAPABILITIES = {
     "tools": {"listChanged": True},
     "prompts": {"listChanged": True},
-    "resources": {"listChanged": True},
+    "resources": {"listChanged": True, "subscribe": True},
+    "completions": {},
 }
 
 path, log_path = sys.argv[1], sys.argv[2]
@@ -132,6 +134,12 @@ def handle(msg: dict[str, Any]) -> None:
         uri = params.get("uri")
         logged(f"resources/read {uri}")
         result(rid, {"contents": [{"uri": uri, "text": f"read {uri}"}]})
+    elif method in ("resources/subscribe", "resources/unsubscribe"):
+        logged(f"{method} {params.get('uri')}")
+        result(rid, {})
+    elif method == "completion/complete":
+        logged(f"completion/complete {(params.get('ref') or {}).get('uri')}")
+        result(rid, {"completion": {"values": ["completed"]}})
     elif method == "subscriptions/listen":
         state["listen"] = rid
         honoured = {k: True for k, v in (params.get("notifications") or {}).items() if v is True}

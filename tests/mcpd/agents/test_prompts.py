@@ -321,3 +321,19 @@ async def test_completing_a_resource_no_server_lists_is_refused_as_unknown() -> 
     assert refused.value.code == rpc.INVALID_PARAMS
     assert refused.value.message.startswith("Unknown resource 'c://zz")
     assert len(refused.value.message) < 300
+
+
+async def test_completing_a_held_template_named_by_its_template_is_refused_as_held() -> None:
+    catalog = Catalog(NamingConfig())
+    note = surface.ResourceTemplate(uriTemplate="notes://{id}", name="note")
+    catalog.resources.update("notes", [], [note])
+    catalog.gate.settle("notes")
+    catalog.resources.update("notes", [], [msgspec.structs.replace(note, description="new")])
+    config = parse({"servers": {"notes": {"command": "x"}}}, env={})
+    servers = AllServers(Supervisor(config, catalog), catalog)
+    seen = Seen()
+    with pytest.raises(rpc.RPCError) as refused:
+        await completing(servers, {"type": "ref/resource", "uri": "notes://{id}"}, seen)
+    assert refused.value.code == OUTAGE
+    assert "held by mcpd: its definition changed" in refused.value.message
+    assert seen.target == ("notes", "notes://{id}") and seen.outcome is None  # never asked

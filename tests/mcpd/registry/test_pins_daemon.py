@@ -36,6 +36,8 @@ from tests.support.pins_daemon import (
 )
 from tests.support.procs import host_pid
 
+ARGUMENT = {"name": "id", "value": "4"}
+
 
 async def assert_held(agent: Agent, server: Changing) -> None:
     """What an agent of either era sees of the changed tool, prompt and template, and
@@ -60,6 +62,10 @@ async def assert_held(agent: Agent, server: Changing) -> None:
     assert templates[0]["_meta"]["mcpd/available"] is False
     read = await agent.rpc("resources/read", {"uri": "tickets://42"})
     assert HELD in read["error"]["message"]
+    # A completion names the template by its template, not by a URI it reads.
+    ref = {"type": "ref/resource", "uri": "tickets://{id}"}
+    done = await agent.rpc("completion/complete", {"ref": ref, "argument": ARGUMENT})
+    assert HELD in done["error"]["message"]
     assert server.reached() == before, "a held item reached the server"
     # What was not changed still works.
     assert (await agent.call("mcp__tickets__create"))["content"][0]["text"] == "called create"
@@ -115,6 +121,10 @@ async def test_a_change_announced_by_the_server_is_held_until_approved(
                     assert got["messages"][0]["content"]["text"] == "prompt daily"
                     read = await agent.result("resources/read", {"uri": "tickets://42"})
                     assert read["contents"][0]["text"] == "read tickets://42"
+                    ref = {"type": "ref/resource", "uri": "tickets://{id}"}
+                    params = {"ref": ref, "argument": ARGUMENT}
+                    done = await agent.result("completion/complete", params)
+                    assert done["completion"]["values"] == ["completed"]
 
 
 async def test_a_change_on_reload_is_held_and_the_hold_survives_restarts(tmp_path: Path) -> None:

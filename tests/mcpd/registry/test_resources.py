@@ -157,6 +157,13 @@ def test_an_approved_template_is_shown_after_the_table_judges_it_again() -> None
     assert table.held_for("a", "notes://42") is None
 
 
+def test_a_completion_names_a_held_template_by_its_template() -> None:
+    table = held_template_table()
+    assert table.held_template("a", "notes://{id}") is not None
+    assert table.held_template("a", "other://{id}") is None
+    assert table.held_template("b", "notes://{id}") is None
+
+
 # -- a server's odd URIs --
 
 
