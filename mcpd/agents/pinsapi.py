@@ -34,7 +34,7 @@ class _Only(msgspec.Struct):
 
 
 class _Pick(msgspec.Struct):
-    kind: Literal["tool", "prompt", "template", "instructions"]
+    kind: Literal["tool", "prompt", "template", "instructions", "resource"]
     name: str
     digest: str
 

@@ -120,12 +120,14 @@ async def read(
     try:
         routed = route(servers, asked, steps, sight)
         seen.target = (routed.alias, routed.uri)
-        why = servers.held_uri(routed.alias, routed.uri, steps)
+        whole = servers.held_whole(routed.alias)
+        why = whole or servers.held_uri(routed.alias, routed.uri, steps)
     finally:
         allowance.give_back(steps)
     alias = routed.alias
     if why is not None:
-        raise held_error("resource template", asked, alias, routed.uri, why)
+        kind = "resource" if whole else "resource template"
+        raise held_error(kind, asked, alias, routed.uri, why)
     params.uri = routed.uri
     caps = agent.upstream_capabilities()
 
@@ -208,6 +210,9 @@ class Subscriptions:
                 rpc.METHOD_NOT_FOUND,
                 f"the server {routed.alias!r} does not offer resource subscriptions",
             )
+        why = self.servers.held_uri(routed.alias, routed.uri, steps) if on else None
+        if why is not None:
+            raise held_error("resource", uri, routed.alias, routed.uri, why)
         who = (id(owner), None)
         key = (routed.alias, routed.uri)
         if on:
@@ -240,6 +245,8 @@ class Subscriptions:
             try:
                 routed = route(self.servers, uri, steps, sight)
             except rpc.RPCError:
+                continue
+            if self.servers.held_uri(routed.alias, routed.uri, steps) is not None:
                 continue
             if self.servers.subscribable(routed.alias):
                 key = (routed.alias, routed.uri)

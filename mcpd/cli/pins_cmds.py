@@ -30,7 +30,7 @@ _WHY: Final = {
     "finding": "flagged by the finding rules",
 }
 # A definition's fields in the order they are shown; others follow, sorted.
-_SCALARS: Final = ("name", "uriTemplate", "title", "mimeType")
+_SCALARS: Final = ("name", "uri", "uriTemplate", "title", "mimeType")
 _TEXTS: Final = ("description", "instructions")
 
 
@@ -117,9 +117,15 @@ def cmd_approve(args: argparse.Namespace) -> int:
     stale = result.get("stale") or []
     for label in stale:
         print(f"still held: {visible(label)} changed again since it was shown; run this again")
+    whole_only = result.get("whole_only") or []
+    for label in whole_only:
+        print(
+            f"still held: {visible(label)} is released with its server alone: "
+            f"`mcpd approve {args.server}`, naming nothing"
+        )
     if not result.get("saved", True):
         print("mcpd: the pins could not be saved (see the journal): approved until mcpd stops")
-    return EXIT_FAILED if stale else 0
+    return EXIT_FAILED if stale or whole_only else 0
 
 
 def _confirmed(question: str) -> bool:

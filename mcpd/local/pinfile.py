@@ -34,9 +34,9 @@ import trio
 from protocol.logfields import log_extra
 
 from ..registry.gate import Gate
-from ..registry.judged import Pending, held_reason
+from ..registry.judged import HeldKind, Pending, held_reason
 from ..registry.pinned import Found, Wanted
-from ..registry.pins import BadPins, Kind
+from ..registry.pins import BadPins
 from . import pinrecords, pinwriter
 from .pacing import Paced
 from .pinrecords import Sections, decode
@@ -154,7 +154,7 @@ class PinKeeper:
         ]
 
     async def approve(
-        self, alias: str, picks: list[tuple[Kind, str, str]] | None, whole: bool = False
+        self, alias: str, picks: list[tuple[HeldKind, str, str]] | None, whole: bool = False
     ) -> dict[str, Any]:
         """Approve what was shown (``picks``: kind, name, digest) or all that waits;
         ``whole``: the server too, once nothing of it waits."""

@@ -1,15 +1,15 @@
 """The gate between what a server lists and what agents are shown.
 
 Every list a server sends (tools, prompts, resource templates; resources are
-cleaned too), and its instructions as an item of their own, pass here before agents
-are shown them. Each item is cleaned (``readable``), checked by the finding rules,
-and compared with its pin (``pins``): an item that matches its pin, or that is seen
-for the first time on a server not yet approved, is shown as it is now; one that
-differs from its pin, or is new on an approved server, is held, warned of or
-accepted as the server's settings say (``Config.pin_policy``). A held item stays
-listed but unavailable, shown as it was approved (or by its name alone when nothing
-of it was), with a reason a model can read; the change waits in ``pending`` for
-``mcpd approve``.
+cleaned too, and held only with a server held whole), and its instructions as an
+item of their own, pass here before agents are shown them. Each item is cleaned
+(``readable``), checked by the finding rules, and compared with its pin (``pins``):
+an item that matches its pin, or that is seen for the first time on a server not
+yet approved, is shown as it is now; one that differs from its pin, or is new on an
+approved server, is held, warned of or accepted as the server's settings say
+(``Config.pin_policy``). A held item stays listed but unavailable, shown as it was
+approved (or by its name alone when nothing of it was), with a reason a model can
+read; the change waits in ``pending`` for ``mcpd approve``.
 
 Each change and each finding is said once per definition in the journal (``news``),
 and counted for ``mcpd status``; what is kept of each list is in ``judged``.
@@ -26,6 +26,7 @@ from ..config.model import DEFAULT_POLICY, PinPolicy
 from .facing import Namesakes
 from .judged import (
     Approval,
+    HeldKind,
     HeldView,
     ListState,
     Pending,
@@ -117,19 +118,41 @@ class Gate:
     ) -> Verdicts[surface.ResourceTemplate]:
         return self._judge(alias, "template", {key_of(t): t for t in items})
 
-    def resources(self, alias: str, items: Iterable[surface.Resource]) -> list[surface.Resource]:
-        """Resources cleaned (not pinned: a folder's files come and go)."""
+    def resources(
+        self, alias: str, items: Iterable[surface.Resource]
+    ) -> Verdicts[surface.Resource]:
+        """Resources cleaned, by URI. They are not pinned (a folder's files come and
+        go), so no change of one is held; but a server held whole has its resources
+        held with it, each shown by its URI alone, until the server is approved."""
         state = self._list(alias, "resource")
         news = News(alias, "resource")
-        out: list[surface.Resource] = []
+        whole = self.held_whole(alias)
+        shown: dict[str, surface.Resource] = {}
+        held: dict[str, str] = {}
         for item in items:
-            seen = state.seen(item.uri, item, "resource")
-            self._found(state, news, item.uri, seen)
-            assert isinstance(seen.item, surface.Resource)
-            out.append(seen.item)
-        state.keep_only({item.uri for item in out})
+            uri = item.uri
+            seen = state.seen(uri, item, "resource")
+            self._found(state, news, uri, seen)
+            if whole is None:
+                state.pending.pop(uri, None)
+                state.views.pop(uri, None)
+                assert isinstance(seen.item, surface.Resource)
+                shown[uri] = seen.item
+            else:
+                shown[uri], held[uri] = state.hold_resource(alias, item), whole
+        state.keep_only(set(shown))
         news.flush()
-        return out
+        return Verdicts(shown, held)
+
+    def held_whole(self, alias: str) -> str | None:
+        """Why all of a server is held, in words a model can act on (None: it is
+        not): it was never approved, and new servers are held until they are."""
+        server = self.pins.servers.get(alias)
+        if server is not None and server.approved:
+            return None
+        if self.policy(alias).hold_new_servers or self.hold_unapproved:
+            return held_reason("new_server", alias)
+        return None
 
     def instructions(self, alias: str, text: str | None) -> str | None:
         """A server's instructions, cleaned, judged against their pin as an item is
@@ -161,6 +184,7 @@ class Gate:
         # An approved server's new name that agents know as a pinned one's is a
         # change of that item (``facing``); what is pinned in this loop is no namesake.
         namesakes = None
+        whole = self.held_whole(alias) is not None
         if server.approved and any(name not in pinned for name in items):
             namesakes = Namesakes(kind, pinned, renames or {})
         for name, item in items.items():
@@ -174,7 +198,7 @@ class Gate:
                 pin = pinned.get(was)
             why: Why | None = None
             if pin is None:
-                if not server.approved and (policy.hold_new_servers or self.hold_unapproved):
+                if whole:
                     why = "new_server"
                 elif server.approved and policy.on_new_item == "hold":
                     why = "new"
@@ -329,15 +353,18 @@ class Gate:
         self.on_pinned()
 
     def approve(
-        self, alias: str, picks: list[tuple[Kind, str, str]] | None, whole: bool = False
+        self, alias: str, picks: list[tuple[HeldKind, str, str]] | None, whole: bool = False
     ) -> Approval:
         """Pin what the server offers now for each ``(kind, name, digest)`` picked (all
         that waits, when None), if it is still what was shown (the digest). With
-        ``whole`` (or no picks), and nothing of the server left waiting, the server is
-        approved as a whole."""
+        ``whole`` (or no picks), and nothing of the server left waiting but resources
+        picked, the server is approved as a whole, releasing them (a resource is
+        never pinned: it is released with its server, or not at all)."""
         server = self.pins.servers.setdefault(alias, ServerPins())
         out = Approval([], [], [])
+        whole = whole or picks is None
         wanted = None if picks is None else {(k, n): d for k, n, d in picks}
+        resources: list[str] = []  # shown as they are now: released if the server is
         for pending in self.pending(alias):
             key = (pending.kind, pending.name)
             if wanted is not None and key not in wanted:
@@ -345,6 +372,12 @@ class Gate:
             label = shown_label(pending.kind, pending.name)
             if wanted is not None and wanted.pop(key) != pending.offered.digest:
                 out.stale.append(label)
+                continue
+            if pending.kind == "resource":
+                if whole:
+                    resources.append(pending.name)
+                else:
+                    out.whole_only.append(label)
                 continue
             offered = pending.offered
             digest = parsed_digest(offered.digest)
@@ -355,7 +388,12 @@ class Gate:
             del self._list(alias, pending.kind).pending[pending.name]
             out.approved.append(label)
         out.unknown = [shown_label(k, n) for k, n in (wanted or {})]
-        if (whole or picks is None) and not self.pending(alias):
+        if whole and len(self.pending(alias)) == len(resources):
+            # Nothing waits but the resources shown: they go with the server.
+            held = self._list(alias, "resource").pending
+            for uri in resources:
+                del held[uri]
+                out.approved.append(shown_label("resource", uri))
             server.approved = True
         self.unwritten.changed(alias)
         self.on_pinned()

@@ -11,25 +11,31 @@ from collections.abc import Callable, Iterable
 from typing import Final, Generic, Literal, TypeVar
 
 import msgspec
+from msgspec import Raw
 
 from protocol import mcp, surface
 
-from .pins import Instructions, Item, Kind, PinRecord, definition, item_of
+from .pins import KINDS, Instructions, Item, Kind, PinRecord, definition, digest, item_of
 from .readable import Readable, read_instructions, read_listed, read_prompt, read_tool
 from .rules import Finding
 
 Why = Literal["changed", "new", "new_server", "finding"]
+# What can wait for approval: a pinned item, or a resource of a server held whole.
+HeldKind = Literal[Kind, "resource"]
+HELD_KINDS: Final[tuple[HeldKind, ...]] = (*KINDS, "resource")
 T = TypeVar("T", mcp.Tool, surface.Prompt, surface.ResourceTemplate, Instructions)
+V = TypeVar("V")
 _encode: Final = msgspec.json.Encoder().encode
+_canonical: Final = msgspec.json.Encoder(order="sorted")
 
 
-class Verdicts(msgspec.Struct, Generic[T]):
+class Verdicts(msgspec.Struct, Generic[V]):
     """What agents are shown of one list of a server."""
 
-    shown: dict[str, T]  # by the server's name (a template's URI template)
+    shown: dict[str, V]  # by the server's name (a template's URI template, a URI)
     held: dict[str, str]  # the held ones: why, in words a model can act on
 
-    def same_as(self, other: Verdicts[T]) -> bool:
+    def same_as(self, other: Verdicts[V]) -> bool:
         """Whether agents would be shown the very same items (judging the same list
         again gives the same objects for what did not change)."""
         return (
@@ -43,6 +49,8 @@ class Approval(msgspec.Struct):
     approved: list[str]  # "kind name"
     stale: list[str]  # changed again since it was shown: still held
     unknown: list[str]  # not waiting for approval
+    # Resources of a server held whole, named: released only with the server.
+    whole_only: list[str] = msgspec.field(default_factory=list)
 
 
 class Pending(msgspec.Struct):
@@ -50,7 +58,7 @@ class Pending(msgspec.Struct):
     it changed, and its definition could be read)."""
 
     server: str
-    kind: Kind
+    kind: HeldKind
     name: str
     why: Why
     offered: PinRecord
@@ -58,7 +66,7 @@ class Pending(msgspec.Struct):
     rules: list[str] = msgspec.field(default_factory=list)  # found in what is offered
 
 
-def label(kind: Kind, name: str) -> str:
+def label(kind: HeldKind, name: str) -> str:
     """How a pinned item is named to people: a server's instructions by their kind."""
     return f"{kind} {name}" if name else kind
 
@@ -89,7 +97,7 @@ class HeldView(msgspec.Struct, gc=False):
     """What agents are shown of a held item, made from the definition approved."""
 
     approved: bytes  # the approved digest it was made for (b"": none)
-    item: Item  # as approved, or its name alone
+    item: Item | surface.Resource  # as approved, or its name (a resource's URI) alone
     definition: PinRecord | None  # the approved definition, when it could be read
 
 
@@ -147,6 +155,20 @@ class ListState:
         view = self.views.get(name)
         return view if view is not None and view.approved == approved else None
 
+    def hold_resource(self, alias: str, resource: surface.Resource) -> surface.Resource:
+        """A resource held with its server: what agents are shown of it (its URI
+        alone), and the resource as the server offers it now kept waiting."""
+        uri = resource.uri
+        view = self.view(uri, b"")
+        if view is None:
+            view = self.views[uri] = HeldView(b"", surface.Resource(uri=uri, name=uri), None)
+        offered = resource_record(resource)
+        old = self.pending.get(uri)
+        if old is None or old.offered.digest != offered.digest:
+            self.pending[uri] = Pending(alias, "resource", uri, "new_server", offered)
+        assert isinstance(view.item, surface.Resource)
+        return view.item
+
     def tell(self, name: str, what: str, key: object) -> bool:
         """Whether the journal has yet to hear ``what`` of this definition (``key``)."""
         if self.told.get((name, what)) == key:
@@ -161,6 +183,12 @@ READERS: Final[dict[Kind, Callable[[Item], Readable]]] = {
     "template": read_listed,  # type: ignore[dict-item]
     "instructions": read_instructions,  # type: ignore[dict-item]
 }
+
+
+def resource_record(resource: surface.Resource) -> PinRecord:
+    """A resource as the person asked to release it reads it (it is not pinned)."""
+    data = _canonical.encode(resource)
+    return PinRecord(digest(data), Raw(data))
 
 
 def held_view(kind: Kind, name: str, approved: PinRecord | None) -> Item:

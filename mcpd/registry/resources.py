@@ -64,7 +64,9 @@ class _Server:
         "claims",
         "held",
         "held_claims",
+        "held_resources",
         "judged",
+        "listed",
         "marker",
         "raw",
         "resources",
@@ -78,7 +80,10 @@ class _Server:
         gate: Gate,
     ) -> None:
         self.raw = raw  # as the server listed them
-        self.resources = gate.resources(alias, raw[0])  # cleaned
+        # Cleaned, and held with a server held whole (why, by URI).
+        self.listed = listed = gate.resources(alias, raw[0])
+        self.resources = list(listed.shown.values())
+        self.held_resources = listed.held
         self.judged = judged = gate.templates(alias, raw[1])
         self.templates = list(judged.shown.values())
         self.held = judged.held  # why each held template is, by its URI template
@@ -130,10 +135,14 @@ class ResourceTable:
         return True
 
     def rejudge(self, alias: str) -> bool:
-        """The server's templates through the gate again (pins or settings changed);
-        whether what agents see of them changed (its resources are not pinned)."""
+        """The server's lists through the gate again (pins or settings changed);
+        whether what agents see of them changed."""
         old = self._servers.get(alias)
-        if old is None or self.gate.templates(alias, old.raw[1]).same_as(old.judged):
+        if old is None:
+            return False
+        templates = self.gate.templates(alias, old.raw[1])
+        resources = self.gate.resources(alias, old.raw[0])
+        if templates.same_as(old.judged) and resources.same_as(old.listed):
             return False
         self._install(alias, old.raw)
         return True
@@ -309,10 +318,16 @@ class ResourceTable:
         return to_agent
 
     def held_for(self, alias: str, uri: str, budget: Budget | None = None) -> str | None:
-        """Why reading ``uri`` of ``alias`` is refused: it is not a resource the server
-        lists, and a template of its that is held matches it (None: it is not)."""
+        """Why reading (or subscribing to) ``uri`` of ``alias`` is refused: the server
+        is held whole, or ``uri`` is not a resource it lists and a template of its that
+        is held matches it (None: it is not refused)."""
         server = self._servers.get(alias)
-        if server is None or not server.held_claims or alias in self._lists.listers.get(uri, ()):
+        if server is None:
+            return None
+        all_held = self.gate.held_whole(alias)
+        if all_held is not None:
+            return all_held
+        if not server.held_claims or alias in self._lists.listers.get(uri, ()):
             return None
         whole = budget if budget is not None else Budget(ROUTE_STEPS)
         mine = whole.part(ROUTE_STEPS)
@@ -329,9 +344,11 @@ class ResourceTable:
 
     def held_template(self, alias: str, template: str) -> str | None:
         """Why a completion for ``template`` of ``alias`` (the server's URI template)
-        is refused: the template is held (None: it is not)."""
+        is refused: the template, or its whole server, is held (None: it is not)."""
         server = self._servers.get(alias)
-        return None if server is None else server.held.get(template)
+        if server is None:
+            return None
+        return self.gate.held_whole(alias) or server.held.get(template)
 
     def agent_template(self, alias: str, template: str, sight: Sight | None = None) -> str:
         return self._scope(sight).agent_template(alias, template)
@@ -363,7 +380,8 @@ class ResourceTable:
                 if raw is None:
                     uri = wrap(a, r.uri) if wrapped else r.uri
                     server = self._servers[a]
-                    shown = agent_resource(a, r, uri, server.available, server.marker)
+                    held = server.held_resources.get(r.uri)
+                    shown = agent_resource(a, r, uri, server.available, server.marker, held)
                     raw = self._encoded[key] = Raw(_encode(shown))
                 out.append(raw)
         return out

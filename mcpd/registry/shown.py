@@ -111,15 +111,26 @@ def _resource_note(alias: str, description: object, marker: str | None) -> str:
 
 
 def agent_resource(
-    alias: str, r: surface.Resource, uri: str, available: bool, marker: str | None
+    alias: str,
+    r: surface.Resource,
+    uri: str,
+    available: bool,
+    marker: str | None,
+    held: str | None = None,
 ) -> surface.Resource:
-    """A resource as agents see it under ``uri`` (the server's, or its mcpd:// form)."""
+    """A resource as agents see it under ``uri`` (the server's, or its mcpd:// form);
+    a held one is marked unavailable, saying why."""
+    if held is not None:
+        available, marker = False, f"held: {held}"
+    meta = _resource_meta(alias, r.meta, r.uri, uri, "mcpd/originalUri", available)
+    if held is not None:
+        meta["mcpd/held"] = held
     return msgspec.structs.replace(
         r,
         uri=uri,
         title=marked(alias, r.title),
         description=_resource_note(alias, r.description, marker),
-        meta=_resource_meta(alias, r.meta, r.uri, uri, "mcpd/originalUri", available),
+        meta=meta,
     )
 
 

@@ -181,6 +181,9 @@ class AllServers:
     def route_template(self, template: str, sight: Sight | None = None) -> tuple[str, str] | None:
         return self._registry.resources.template_route(template, sight)
 
+    def held_whole(self, alias: str) -> str | None:
+        return self._registry.gate.held_whole(alias)
+
     def held_uri(self, alias: str, uri: str, budget: Budget) -> str | None:
         return self._registry.resources.held_for(alias, uri, budget)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import Agent, make_config
+from tests.support.agent import META, Agent, make_config
 from tests.support.apart import APART
 
 SERVER = str(Path(__file__).resolve().with_name("changing_server.py"))
@@ -100,3 +100,15 @@ async def cli(socket: str, *args: str, stdin: bytes = b"") -> tuple[int, str, st
 
 def by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {i["name"]: i for i in items}
+
+
+async def listen(agent: Agent, uris: list[str]) -> list[str]:
+    """A modern agent's listen for updates of ``uris``: those mcpd honours."""
+    count = len(agent.notifications)
+    params = {"notifications": {"resourceSubscriptions": uris}, "_meta": META}
+    message = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": params}
+    await agent.send_raw(json.dumps(message).encode() + b"\n")
+    acknowledged = (await agent.wait_notifications(count + 1))[count]
+    assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+    honoured: list[str] = acknowledged["params"]["notifications"].get("resourceSubscriptions", [])
+    return honoured

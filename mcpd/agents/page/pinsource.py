@@ -20,8 +20,8 @@ from protocol import jsonrpc as rpc
 from protocol.visible import written_out
 
 from ...policy.kin import AgentKin
+from ...registry.judged import HELD_KINDS
 from ...registry.judged import label as shown_label
-from ...registry.pins import KINDS
 from ...registry.views import ProfileView
 from ..backend import Control
 from .opener import Opener, check_release
@@ -56,7 +56,7 @@ def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentK
         if scope is not None:
             raise rpc.RPCError(-32000, OWNER_ONLY)
         check_release(opener, await agents_kin())
-        picked = next((k for k in KINDS if k == kind), None)
+        picked = next((k for k in HELD_KINDS if k == kind), None)
         if picked is None:
             raise rpc.RPCError(-32000, f"{kind!r} is not a kind of item mcpd holds")
         label = shown_label(picked, name)
@@ -66,6 +66,12 @@ def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentK
             raise rpc.RPCError(-32000, f"no server named {server!r}") from None
         if label in result.get("stale", []):
             raise rpc.RPCError(-32000, f"{label} of {server} changed again since; reload the page")
+        if label in result.get("whole_only", []):
+            raise rpc.RPCError(
+                -32000,
+                f"{label} of {server} is released with its server alone: run "
+                f"`mcpd approve {server}`",
+            )
         if label not in result.get("approved", []):
             raise rpc.RPCError(-32000, f"no {label} of {server} waits for approval")
         return f"{server}: {label} approved"

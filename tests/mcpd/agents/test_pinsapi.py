@@ -170,7 +170,7 @@ async def test_approving_a_server_that_is_none_names_it(tmp_path: Path) -> None:
     [
         {},
         {"server": 5},
-        {"server": "notes", "items": [{"kind": "resource", "name": "r", "digest": "d"}]},
+        {"server": "notes", "items": [{"kind": "server", "name": "r", "digest": "d"}]},
         {"server": "notes", "items": [{"kind": "tool", "name": "read"}]},
         {"server": "notes", "items": "read"},
         {"server": "notes", "whole": "yes"},

@@ -25,7 +25,7 @@ from mcpd.agents.resources import (
     route,
 )
 from mcpd.config.load import parse
-from mcpd.config.model import NamingConfig
+from mcpd.config.model import DEFAULT_POLICY, NamingConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.claims import ROUTE_STEPS, Budget
 from mcpd.registry.scheme import Routed, Sight, wrap
@@ -67,6 +67,7 @@ class Offering(AllServers):
             )
         config = parse({"servers": {a: {"command": "x"} for a in lists}}, env={})
         super().__init__(Supervisor(config, catalog), catalog)
+        self.catalog = catalog
         self.offering = offering
         self.held: Counter[tuple[str, str]] = Counter()
 
@@ -277,6 +278,23 @@ def test_a_server_without_subscriptions_is_refused_by_name() -> None:
     with pytest.raises(rpc.RPCError) as refused:
         subs.subscribe(object(), "a://only", Inbox().send, True, budget())
     assert refused.value.code == rpc.METHOD_NOT_FOUND and "'a'" in refused.value.message
+
+
+def test_a_resource_of_a_server_held_whole_is_not_subscribed_to() -> None:
+    servers = three_servers({"a", "b"})
+    servers.catalog.gate.policy = lambda alias: DEFAULT_POLICY._replace(
+        hold_new_servers=alias == "a"
+    )
+    servers.catalog.rejudge("a")
+    subs = Subscriptions(servers)
+    with pytest.raises(rpc.RPCError) as refused:
+        subs.subscribe(object(), "a://only", Inbox().send, True, budget())
+    assert refused.value.code == OUTAGE and "a is new to mcpd" in refused.value.message
+    honoured = subs.listen(
+        object(), "L1", ["a://only", "a://9", "b://only"], Inbox().send, budget()
+    )
+    assert honoured == ["b://only"]
+    assert +servers.held == Counter({("b", "b://only"): 1})
 
 
 def test_a_listen_holds_what_it_can_and_tags_its_updates_with_its_id() -> None:

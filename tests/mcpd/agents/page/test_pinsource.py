@@ -145,6 +145,12 @@ async def test_approving_releases_exactly_what_was_shown() -> None:
         ("files", "tool", {"approved": [], "stale": []}, "no tool read of files waits"),
         ("nowhere", "tool", {}, "no server named 'nowhere'"),
         ("files", "server", {}, "'server' is not a kind of item mcpd holds"),
+        (
+            "files",
+            "resource",
+            {"approved": [], "whole_only": ["resource read"]},
+            "resource read of files is released with its server alone: run `mcpd approve files`",
+        ),
         ("files", "<b>", {}, "'<b>' is not a kind"),
     ],
 )
