@@ -297,6 +297,21 @@ def test_a_resource_of_a_server_held_whole_is_not_subscribed_to() -> None:
     assert +servers.held == Counter({("b", "b://only"): 1})
 
 
+def test_a_uri_only_a_held_template_matches_is_not_subscribed_to() -> None:
+    servers = three_servers({"a"})
+    servers.catalog.gate.settle("a")
+    changed = [surface.ResourceTemplate(uriTemplate="a://{id}", name="a://{id}", title="new")]
+    servers.catalog.resources.update("a", [surface.Resource(uri="a://only", name="x")], changed)
+    subs = Subscriptions(servers)
+    with pytest.raises(rpc.RPCError) as refused:
+        subs.subscribe(object(), "a://9", Inbox().send, True, budget())
+    assert refused.value.code == OUTAGE and "changed since" in refused.value.message
+    assert subs.listen(object(), "L1", ["a://9", "a://only"], Inbox().send, budget()) == [
+        "a://only"
+    ]
+    assert +servers.held == Counter({("a", "a://only"): 1})
+
+
 def test_a_listen_holds_what_it_can_and_tags_its_updates_with_its_id() -> None:
     servers = three_servers({"a"})
     subs = Subscriptions(servers)
