@@ -231,6 +231,31 @@ def shape(template: str) -> str:
         _parts(template)
     except TemplateError:
         return template
+    return _shaped(template)
+
+
+def path_shape(template: str) -> str:
+    """The shape of the template's path part: all of it before a query or a fragment
+    begins (a literal ``?`` or ``#``, or an expression that expands to one: ``{?}``,
+    ``{&}``, ``{#}``). Templates of one path shape read the same URIs but for what
+    follows the path (``notes://{id}`` and ``notes://{n}{?v}``). A template mcpd
+    cannot match is a path shape of its own."""
+    try:
+        _parts(template)
+    except TemplateError:
+        return template
+    out = _shaped(template)
+    for at, char in enumerate(out):
+        if char in "?#":
+            # In a shape a brace opens an expression: ``{?}`` is cut before it.
+            return out[: at - 1] if out[at - 1 : at] == "{" else out[:at]
+        if out.startswith("{&}", at):
+            return out[:at]
+    return out
+
+
+def _shaped(template: str) -> str:
+    """``shape`` of a template known to parse."""
     out: list[str] = []
     pos = 0
     while (start := template.find("{", pos)) >= 0:

@@ -4,8 +4,9 @@ of the server's names when agents cannot tell them apart.
 A server names its own items, and agents get each tool or prompt under a local name
 made from that name (renamed by the operator's rules, then every character outside
 ``[A-Za-z0-9_-]`` made ``_``: ``registry.table``), and read, through a template, any
-URI it matches, whatever its variables are called. So ``send.mail`` reaches agents
-as ``send_mail`` did, and ``notes://{note}`` reads what ``notes://{id}`` read. An
+URI it matches, whatever its variables are called and whatever query or fragment it
+adds. So ``send.mail`` reaches agents as ``send_mail`` did, and ``notes://{note}``
+and ``notes://{id}{?v}`` read what ``notes://{id}`` read. An
 item a server lists under a new name that agents know as an item pinned under
 another is judged as a change of that item (``Namesakes``), not as a new one: else a
 server could change an approved item by renaming it, and agents would get the new
@@ -32,7 +33,7 @@ def sanitize(name: str) -> str:
 def facing(kind: Kind, name: str, renames: Mapping[str, str]) -> str:
     """What agents know the item the server calls ``name`` by, within its server."""
     if kind == "template":
-        return uritemplate.shape(name)
+        return uritemplate.path_shape(name)
     return sanitize(renames.get(name, name))
 
 

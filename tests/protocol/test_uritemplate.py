@@ -256,6 +256,25 @@ def test_templates_of_one_shape(a: str, b: str, same: bool) -> None:
     assert (t.shape(a) == t.shape(b)) is same
 
 
+@pytest.mark.parametrize(
+    ("template", "path"),
+    [
+        ("notes://{id}", "notes://{}"),
+        ("notes://{id}{?v}", "notes://{}"),
+        ("notes://{id}{&v}", "notes://{}"),
+        ("notes://{id}{#part}", "notes://{}"),
+        ("notes://{id}?mode=raw", "notes://{}"),
+        ("notes://{id}#top", "notes://{}"),
+        ("db://{t}/rows{?limit}{&offset}", "db://{}/rows"),
+        ("file:///{+path}{.ext}{/more}", "file:///{+}{.}{/}"),  # all of the path
+        ("a://x&y/{id}", "a://x&y/{}"),  # a literal & is no query
+        ("notes://{id", "notes://{id"),  # not a template: itself
+    ],
+)
+def test_the_path_shape_leaves_out_the_query_and_the_fragment(template: str, path: str) -> None:
+    assert t.path_shape(template) == path
+
+
 @settings(max_examples=100, deadline=None)
 @given(hostile_cases(), st.text(alphabet="abcxyz_", min_size=1, max_size=4))
 def test_templates_of_one_shape_match_the_same_uris(case: tuple[str, str], name: str) -> None:

@@ -1,5 +1,5 @@
 """What agents know an item by within its server: its local name before the template
-(the operator's rename, then the character rule), a template by the URIs it reads."""
+(the operator's rename, then the character rule), a template by the paths it reads."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ def test_names_agents_cannot_tell_apart_face_alike() -> None:
     assert facing("tool", "send_mail", {"send_mail": "mail"}) == facing("tool", "mail", {})
     assert facing("template", "a://{id}", {}) == facing("template", "a://{x}", {})
     assert facing("template", "a://{id}", {}) != facing("template", "a://{+id}", {})
+    # A query or a fragment added reads the same paths.
+    assert facing("template", "a://{id}{?v}", {}) == facing("template", "a://{id}", {})
+    assert facing("template", "a://{id}?v={v}", {}) == facing("template", "a://{x}#{y}", {})
+    assert facing("template", "a://{id}/{?v}", {}) != facing("template", "a://{id}", {})
 
 
 def test_of_several_pins_alike_the_one_pinned_last_is_the_namesake() -> None:
