@@ -25,6 +25,7 @@ from .exits import EXIT_FAILED, EXIT_USAGE, ask, client_for, fail
 
 _WHY: Final = {
     "changed": "changed since it was approved",
+    "forgotten": "its pin was forgotten since it was approved",
     "new": "new since the server was approved",
     "new_server": "its server is not approved yet",
     "finding": "flagged by the finding rules",
@@ -55,7 +56,7 @@ def diff_of(item: dict[str, Any], color: bool = False) -> list[str]:
     label = "approved"
     if item.get("approved") is None:
         # A change of a pin kept by its digest alone: what was approved is not known.
-        kept = item.get("why") != "changed"
+        kept = item.get("why") not in ("changed", "forgotten")
         label = "(nothing approved)" if kept else "(approved, its definition not kept)"
     out = list(difflib.unified_diff(before, after, label, "offered now", lineterm="", n=3))
     if not color:

@@ -22,6 +22,7 @@ from typing import Final
 
 import msgspec
 
+from ..registry.forgotten import decoded
 from ..registry.pinned import Found, Pins, ServerPins, Wanted, parsed_digest
 from ..registry.pins import (
     FORMAT,
@@ -93,6 +94,13 @@ def loaded(path: str, data: bytes, file: FileId) -> tuple[Pins, Sections]:
     pins = parsed(data, path)
     for alias, pinned in pins.servers.items():
         server = out.servers[alias] = ServerPins(pinned.approved)
+        for kind, text in pinned.forgotten.items():
+            marks = decoded(text)
+            if marks is None:
+                raise BadPins(
+                    f"{path}: {alias}: the forgotten {kind} names are not as mcpd writes them"
+                )
+            server.forgotten[kind] = marks
         for kind in KINDS:
             digests = server.of(kind)
             for name, record in pinned.of(kind).items():
@@ -167,10 +175,12 @@ def definitions(path: str, sections: Sections | None, wanted: list[Wanted]) -> F
 
 
 def exported(path: str, aliases: list[str] | None) -> PinSet:
-    """The file's pins of these servers (all), checked."""
+    """The file's pins of these servers (all), checked, as an export has them."""
     found = read(path)
     pins = decode(found[0], path) if found is not None else PinSet()
     pins.servers = {
         a: s for a, s in sorted(pins.servers.items()) if aliases is None or a in aliases
     }
+    for server in pins.servers.values():
+        server.forgotten = {}  # this daemon's record of its servers, not pins to share
     return pins

@@ -200,6 +200,11 @@ def _server(
 ) -> Iterator[bytes]:
     """A server's part, made record by record."""
     yield b'{\n      "approved": %s' % (b"true" if server.approved else b"false")
+    if server.forgotten:
+        marks = {
+            kind: server.forgotten[kind].encoded() for kind in KINDS if kind in server.forgotten
+        }
+        yield b',\n      "forgotten": %s' % msgspec.json.encode(marks)
     lines = old.lines(alias)
     records: PinnedServer | None = None
     for kind in KINDS:

@@ -18,12 +18,13 @@ and counted for ``mcpd status``; what is kept of each list is in ``judged``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Final
 
 from protocol import mcp, surface
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
-from .facing import Namesakes
+from .facing import Namesakes, facing
 from .judged import (
     Approval,
     HeldKind,
@@ -59,11 +60,11 @@ from .rules import Finding
 # Pins of items a server no longer lists are kept (one that comes back changed is a
 # change), by their digest alone, but no more than this many for one list, nor more
 # characters of their names: a server that lists new names every time must not grow
-# the pin file without end. The ones pinned last go first: a flood of names a server
-# made up and dropped again never pushes out the pin of an item approved before it,
-# which would come back as new rather than as a change.
+# the pin file without end. A pin forgotten leaves a mark of its name, and an item
+# listed under a marked name is judged as a change ("forgotten"), never as new.
 _UNLISTED_PINS: Final = 1000
 UNLISTED_NAME_CHARS: Final = 64 * 1024
+_STRICTER: Final = ("accept", "warn", "hold")  # each handling after a laxer one
 
 
 Stored = Callable[[list[Wanted]], Found]
@@ -181,6 +182,10 @@ class Gate:
         shown: dict[str, T] = {}
         waiting: list[tuple[str, Seen, Why, str]] = []
         saved = False
+        known_as = partial(facing, kind, renames=renames or {})
+        # An item under a name whose pin was forgotten is a change or a new item: which,
+        # nothing tells, so the stricter of the two settings holds for it.
+        on_forgotten = max(policy.on_changed_item, policy.on_new_item, key=_STRICTER.index)
         # An approved server's new name that agents know as a pinned one's is a
         # change of that item (``facing``); what is pinned in this loop is no namesake.
         namesakes = None
@@ -196,6 +201,8 @@ class Gate:
             if pin is None and namesakes is not None:
                 was = namesakes.of(name) or name
                 pin = pinned.get(was)
+            if pin is None and server.approved and server.forgot(kind, known_as(name)):
+                pin = b""  # its pin may be one the server had mcpd forget: none matches it
             why: Why | None = None
             if pin is None:
                 if whole:
@@ -217,13 +224,17 @@ class Gate:
                 # is unchanged, and the fields it did not see are pinned from now on.
                 self._pin(alias, kind, server, name, seen, (kind, name) in server.reviewed)
                 saved = True
-            elif policy.on_changed_item == "hold":
-                why = "changed"
+            elif (policy.on_changed_item if pin else on_forgotten) == "hold":
+                why = "changed" if pin else "forgotten"
             else:
                 self._pin(alias, kind, server, name, seen)
                 saved = True
-                handling = policy.on_changed_item
-                self._changed(state, news, name, offered, "changed", handling, was)
+                if pin:
+                    self._changed(
+                        state, news, name, offered, "changed", policy.on_changed_item, was
+                    )
+                else:
+                    self._changed(state, news, name, offered, "forgotten", on_forgotten)
             self._found(state, news, name, seen, offered)
             reviewed = (kind, name) in server.reviewed
             # Instructions are orders by nature: what the rules find in them is told,
@@ -242,7 +253,7 @@ class Gate:
         news.flush()
         # What a held item is shown as, approved under another name, stays whole.
         listed.update(was for _, _, why, was in waiting if why == "changed")
-        changed = server.unlist(kind, listed, _UNLISTED_PINS, UNLISTED_NAME_CHARS)
+        changed = server.unlist(kind, listed, _UNLISTED_PINS, UNLISTED_NAME_CHARS, known_as)
         if changed:
             self.unwritten.drop(alias, kind, changed)
         if changed or saved:
@@ -305,7 +316,7 @@ class Gate:
                 state.pending[name] = Pending(
                     alias, kind, name, why, offered, view.definition, rules
                 )
-            if why in ("changed", "new"):
+            if why in ("changed", "new", "forgotten"):
                 self._changed(state, news, name, seen.digest, why, "hold", was)
         return held
 

@@ -19,7 +19,8 @@ from .pins import KINDS, Instructions, Item, Kind, PinRecord, definition, digest
 from .readable import Readable, read_instructions, read_listed, read_prompt, read_tool
 from .rules import Finding
 
-Why = Literal["changed", "new", "new_server", "finding"]
+# "forgotten": new under a name whose pin the server had mcpd forget (``forgotten``).
+Why = Literal["changed", "forgotten", "new", "new_server", "finding"]
 # What can wait for approval: a pinned item, or a resource of a server held whole.
 HeldKind = Literal[Kind, "resource"]
 HELD_KINDS: Final[tuple[HeldKind, ...]] = (*KINDS, "resource")
@@ -75,6 +76,8 @@ def held_reason(why: Why, alias: str, rules: Iterable[str] = ()) -> str:
     how = f"run `mcpd approve {alias}`"
     if why == "changed":
         return f"its definition changed since it was approved; {how}"
+    if why == "forgotten":
+        return f"an item of its name was approved and its pin since forgotten; {how}"
     if why == "new":
         return f"it is new since {alias} was approved; {how}"
     if why == "new_server":

@@ -45,6 +45,7 @@ class News:
         """``was``: the name the item was approved under, when the server renamed it."""
         what = {
             "changed": "its definition changed since it was approved",
+            "forgotten": "an item of its name was approved and its pin since forgotten",
             "added": "new since the server was approved",
             "new": "new since the server was approved",
         }[how]
@@ -56,6 +57,8 @@ class News:
             "warn": f"taken, as {setting} = warn says",
             "accept": f"taken, as {setting} = accept says",
         }[handling]
+        if how == "forgotten" and handling != "hold":
+            done = "taken, as neither on_changed_item nor on_new_item is hold"
         level = logging.INFO if handling == "accept" else logging.WARNING
         self._say(level, "definition_changed", name, f"{what}; {done}", how)
 

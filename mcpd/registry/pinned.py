@@ -10,7 +10,8 @@ person approved), and what a held item is shown as and offers (``judged``).
 The pin file keeps the definitions of what the servers list now; of an item a server
 no longer lists, only its digest (``ServerPins.bare``), and of those only so many
 (``ServerPins.unlist``): a server that lists new items every time cannot make the
-file, and each write of it, grow with everything it ever listed.
+file, and each write of it, grow with everything it ever listed. A pin forgotten so
+leaves a mark of its name (``forgotten``): the item listed again is no new item.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Final, NamedTuple, TypeAlias
 
 from msgspec import Raw
 
+from .forgotten import Forgotten
 from .pins import (
     BARE,
     FORMAT,
@@ -51,7 +53,7 @@ class ServerPins:
     the server's name for it), which of them a person approved, and which the pin file
     keeps by their digest alone."""
 
-    __slots__ = ("approved", "bare", "digests", "former", "reviewed")
+    __slots__ = ("approved", "bare", "digests", "forgotten", "former", "reviewed")
 
     def __init__(self, approved: bool = False) -> None:
         self.approved = approved
@@ -61,6 +63,8 @@ class ServerPins:
         self.former: set[tuple[Kind, str]] = set()
         # Pins of items the server no longer lists, kept without their definitions.
         self.bare: set[tuple[Kind, str]] = set()
+        # The names of the pins ``unlist`` forgot, by what agents know each as.
+        self.forgotten: dict[Kind, Forgotten] = {}
 
     def repinned(self, kind: Kind, name: str, reviewed: bool) -> None:
         """The item is pinned anew (its digest set by the caller, its definition
@@ -72,30 +76,47 @@ class ServerPins:
         else:
             self.reviewed.discard((kind, name))
 
-    def unlist(self, kind: Kind, listed: Container[str], most: int, chars: int) -> list[str]:
-        """Keep the pins of items not in ``listed`` by their digest alone, and forget
-        those past the ``most`` pinned first or past ``chars`` characters of their
-        names in all (the ones pinned last go first: a flood of names a server made
-        up and dropped never pushes out the pin of an item it listed before them).
-        Returns the names of the pins this changed."""
-        bared: list[str] = []
-        gone: list[str] = []
-        count = used = 0
-        for name in self.of(kind):
-            if name in listed:
-                continue
-            count += 1
-            if count > most or used + len(name) > chars:
-                gone.append(name)
-            else:
-                used += len(name)
-                if (kind, name) not in self.bare:
-                    bared.append(name)
-        for name in gone:
-            del self.of(kind)[name]
-            self.repinned(kind, name, False)
+    def unlist(
+        self,
+        kind: Kind,
+        listed: Container[str],
+        most: int,
+        chars: int,
+        known_as: Callable[[str], str],
+    ) -> list[str]:
+        """Keep the pins of items not in ``listed`` by their digest alone, the ``most``
+        pinned first, and of those the shortest names up to ``chars`` characters in
+        all; forget the others, each marked in ``forgotten`` by what agents know it as
+        (``known_as``), so that it never comes back as a new item. Returns the names
+        of the pins this changed."""
+        unlisted = [name for name in self.of(kind) if name not in listed]
+        kept = unlisted[:most]
+        gone = set(unlisted[most:])
+        used = sum(map(len, kept))
+        # The longest go first (of names alike, the one pinned last): a name costs
+        # its length, and a real one is short.
+        for name in sorted(reversed(kept), key=len, reverse=True):
+            if used <= chars:
+                break
+            gone.add(name)
+            used -= len(name)
+        if gone:
+            marks = self.forgotten.get(kind)
+            if marks is None:
+                marks = self.forgotten[kind] = Forgotten()
+            for name in gone:
+                del self.of(kind)[name]
+                self.repinned(kind, name, False)
+                marks.add(known_as(name))
+        bared = [n for n in unlisted if n not in gone and (kind, n) not in self.bare]
         self.bare.update((kind, name) for name in bared)
-        return bared + gone
+        return bared + [n for n in unlisted if n in gone]
+
+    def forgot(self, kind: Kind, known_as: str) -> bool:
+        """Whether a pin of an item agents know as ``known_as`` may have been
+        forgotten (``unlist``)."""
+        marks = self.forgotten.get(kind)
+        return marks is not None and known_as in marks
 
     def of(self, kind: Kind) -> dict[str, bytes]:
         return self.digests[kind]
@@ -106,6 +127,7 @@ class ServerPins:
         out.reviewed = set(self.reviewed)
         out.former = set(self.former)
         out.bare = set(self.bare)
+        out.forgotten = {kind: marks.copy() for kind, marks in self.forgotten.items()}
         return out
 
     def shown(self, kind: Kind) -> Mapping[str, Pin]:

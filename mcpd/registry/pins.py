@@ -82,6 +82,9 @@ class PinnedServer(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tru
     # At most one, named INSTRUCTIONS; a file without it is one of a server whose
     # instructions were never pinned.
     instructions: dict[str, PinRecord] = msgspec.field(default_factory=dict)
+    # Of each list, the marks of the names whose pins were forgotten (``forgotten``),
+    # in base64: the daemon's own record, which an export leaves out.
+    forgotten: dict[Kind, str] = msgspec.field(default_factory=dict)
 
     def of(self, kind: Kind) -> dict[str, PinRecord]:
         if kind == "tool":

@@ -84,7 +84,7 @@ def _diff(item: dict[str, Any]) -> str:
     label = "approved"
     if item.get("approved") is None:
         # A change of a pin kept by its digest alone: what was approved is not known.
-        kept = item.get("why") != "changed"
+        kept = item.get("why") not in ("changed", "forgotten")
         label = "(nothing approved)" if kept else "(approved, its definition not kept)"
     return "\n".join(difflib.unified_diff(before, after, label, "offered now", lineterm="", n=3))
 

@@ -88,8 +88,9 @@ def test_an_item_never_approved_is_diffed_against_nothing() -> None:
     assert not any(line.startswith("-") and not line.startswith("---") for line in diff)
 
 
-def test_a_change_of_an_item_whose_approved_definition_is_not_kept_says_so() -> None:
-    diff = diff_of(item(approved=None, why="changed"))
+@pytest.mark.parametrize("why", ["changed", "forgotten"])
+def test_a_change_of_an_item_whose_approved_definition_is_not_kept_says_so(why: str) -> None:
+    diff = diff_of(item(approved=None, why=why))
     assert diff[0] == "--- (approved, its definition not kept)"
     assert "+name: search" in diff
 

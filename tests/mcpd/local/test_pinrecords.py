@@ -118,6 +118,18 @@ def test_a_record_that_is_not_as_written_refuses_the_file_naming_it(
         assert "notes tool 'add'" in str(caught.value)
 
 
+@pytest.mark.parametrize("marks", ["AAAA", "not base64", 7])
+def test_marks_of_forgotten_pins_not_as_written_refuse_the_file(tmp_path: Path, marks: Any) -> None:
+    """Refused as any record not as written is: marks are not read as none."""
+    path = tmp_path / "pins.json"
+    write(path, notes=[tool("search")])
+    data = as_data(path)
+    data["servers"]["notes"]["forgotten"] = {"tool": marks}
+    rewrite(path, data)
+    with pytest.raises(BadPins, match=r"forgotten tool names|not a pin file"):
+        load(path)
+
+
 @pytest.mark.parametrize(
     ("data", "says"),
     [

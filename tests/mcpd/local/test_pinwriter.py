@@ -132,6 +132,25 @@ def test_a_changed_server_keeps_its_unchanged_lines_and_drops_what_was_unpinned(
     assert line_a in new_lines
 
 
+def test_the_marks_of_forgotten_pins_are_written_and_read_back_with_the_records(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "pins.json"
+    p = Pinning()
+    for name in ("a", "b", "c"):
+        p.pin("notes", "tool", tool(name))
+    notes = p.servers["notes"]
+    p.unwritten.drop("notes", "tool", notes.unlist("tool", {"a", "b"}, 0, 0, str.upper))
+    sections = p.write(path, None)
+    p.pin("notes", "tool", tool("d"))  # a's and b's lines are taken from the old file
+    p.write(path, sections)
+    assert list(read_back(path)["notes"]["tools"]) == ["a", "b", "d"]
+    loaded, _ = pinrecords.loaded(str(path), path.read_bytes(), (0, 0, 0))
+    again = loaded.servers["notes"]
+    assert again.forgot("tool", "C") and not again.forgot("tool", "A")
+    assert not again.forgot("prompt", "C")
+
+
 def test_a_file_not_laid_out_as_mcpd_writes_it_is_read_whole(tmp_path: Path) -> None:
     path = tmp_path / "pins.json"
     p = Pinning()

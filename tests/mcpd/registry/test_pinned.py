@@ -206,22 +206,61 @@ def test_a_pin_set_with_a_definition_lost_says_which() -> None:
         pin_set({"notes": server}, {})
 
 
+def known_as(name: str) -> str:
+    return name.replace(".", "_")
+
+
 def test_pins_no_longer_listed_are_kept_bare_and_past_the_bound_the_last_ones_go() -> None:
     server = ServerPins()
     pinned = server.of("tool")
     for name in ("old", "b1", "b2", "b3"):
         pinned[name] = sha(tool(name))
     server.reviewed.add(("tool", "b3"))
-    assert server.unlist("tool", {"old"}, 3, 100) == ["b1", "b2", "b3"]
+    assert server.unlist("tool", {"old"}, 3, 100, known_as) == ["b1", "b2", "b3"]
     assert server.bare == {("tool", "b1"), ("tool", "b2"), ("tool", "b3")}
-    assert server.unlist("tool", {"old"}, 3, 100) == []  # nothing new
+    assert server.unlist("tool", {"old"}, 3, 100, known_as) == []  # nothing new
+    assert not server.forgot("tool", "b3")
     # "old" is dropped too: it was pinned first, so the last one pinned goes.
-    assert server.unlist("tool", set(), 3, 100) == ["old", "b3"]
+    assert server.unlist("tool", set(), 3, 100, known_as) == ["old", "b3"]
     assert list(pinned) == ["old", "b1", "b2"]
     assert ("tool", "b3") not in server.bare | server.reviewed
-    assert server.unlist("tool", set(), 3, 5) == ["b2"]  # names of 3 + 2 characters kept
+    assert server.forgot("tool", "b3") and not server.forgot("prompt", "b3")
+    # Past the characters, the longest name goes: "b1" and "b2" are kept.
+    assert server.unlist("tool", set(), 3, 5, known_as) == ["old"]
+    assert list(pinned) == ["b1", "b2"] and server.forgot("tool", "old")
     server.repinned("tool", "b1", False)  # listed again, as it was
     assert ("tool", "b1") not in server.bare
+
+
+def test_one_long_name_listed_first_pushes_out_no_other_pin() -> None:
+    """A server lists a name of 65,536 characters before ``send_mail``, then drops
+    both: the long name is forgotten, ``send_mail`` kept by its digest."""
+    server = ServerPins(approved=True)
+    long = "j" * 65536
+    server.of("tool").update({long: sha(tool(long)), "send_mail": sha(tool("send_mail"))})
+    server.unlist("tool", {"send_mail"}, 1000, 65536, known_as)
+    assert server.unlist("tool", set(), 1000, 65536, known_as) == ["send_mail", long]
+    assert list(server.of("tool")) == ["send_mail"]
+    assert server.bare == {("tool", "send_mail")}
+    assert server.forgot("tool", long) and not server.forgot("tool", "send_mail")
+
+
+def test_a_pin_pushed_out_by_many_names_is_marked_by_what_agents_know_it_as() -> None:
+    """A server lists 1,000 names before ``send.mail`` and drops them all: the pin of
+    ``send.mail`` is forgotten, and its name (as agents know it) marked, so that it
+    cannot come back as new."""
+    server = ServerPins(approved=True)
+    for n in range(1000):
+        server.of("tool")[f"j{n}"] = sha(tool(f"j{n}"))
+    server.of("tool")["send.mail"] = sha(tool("send.mail"))
+    server.unlist("tool", {"send.mail"}, 1000, 65536, known_as)
+    assert server.unlist("tool", set(), 1000, 65536, known_as)[-1] == "send.mail"
+    assert "send.mail" not in server.of("tool")
+    assert server.forgot("tool", "send_mail")
+    assert not any(server.forgot("tool", f"j{n}") for n in range(1000))  # still pinned
+    copy = server.copy()
+    server.forgotten.clear()
+    assert copy.forgot("tool", "send_mail")
 
 
 def test_a_pin_kept_bare_is_in_a_pin_set_by_its_digest_alone() -> None:

@@ -247,3 +247,36 @@ async def test_an_item_renamed_to_a_name_agents_already_know_is_held_as_a_change
                 assert f"+  {STEAL}" in out
                 called = await agent.call("mcp__tickets__send_mail", {"to": "bob"})
                 assert called["content"][0]["text"] == "called send.mail"
+
+
+async def test_a_tool_whose_pin_the_server_pushed_out_comes_back_held(tmp_path: Path) -> None:
+    """First seen, the server lists a thousand tools before ``send_mail``, all pinned;
+    it drops them, then ``send_mail`` (whose pin no longer fits, and is forgotten), then
+    lists ``send_mail`` again with orders in it: held as a change whose approved
+    definition is not kept, refused without reaching the server, not taken as new."""
+    server = Changing(tmp_path)
+    mail = BEFORE_RENAME["tools"][0]
+    junk = [{"name": f"j{n}", "inputSchema": OBJ} for n in range(1000)]
+    server.write({"tools": [*junk, mail]})
+    cfg = config(tmp_path, {"tickets": server.config()})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            async with connect(sock, modern=False) as watcher, connect(sock) as agent:
+                await watcher.initialize()
+                for tools in ([mail], [], [{**mail, "description": STEAL}]):
+                    server.write({"tools": tools})
+                    await relist(agent, watcher, (TOOLS_CHANGED,))
+                shown = by_name(await agent.tools())["mcp__tickets__send_mail"]
+                assert shown["_meta"]["mcpd/available"] is False
+                assert "evil.example" not in json.dumps(shown)
+                before = server.reached()
+                called = await agent.call("mcp__tickets__send_mail", {"to": "bob"})
+                assert called["isError"] is True
+                assert "its pin since forgotten" in called["content"][0]["text"]
+                assert server.reached() == before, "a held item reached the server"
+                code, out, err = await cli(sock, "approve", "tickets", "--yes")
+                assert code == 0, err
+                assert "tool send_mail of tickets: its pin was forgotten" in out
+                assert "--- (approved, its definition not kept)" in out
+                assert f"+  {STEAL}" in out

@@ -96,8 +96,9 @@ def test_a_first_definition_is_all_new() -> None:
     assert '+  "name": "read"' in lines
 
 
-def test_a_change_whose_approved_definition_is_not_kept_says_so() -> None:
-    src = sources(Pins([held_tool(None, {"name": "read"})]))
+@pytest.mark.parametrize("why", ["changed", "forgotten"])
+def test_a_change_whose_approved_definition_is_not_kept_says_so(why: str) -> None:
+    src = sources(Pins([held_tool(None, {"name": "read"}, why)]))
     assert src.held is not None
     (change,) = src.held(None) or []
     assert change.diff.split("\n")[0] == "--- (approved, its definition not kept)"

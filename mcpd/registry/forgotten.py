@@ -1,0 +1,64 @@
+"""The names whose pins a server made mcpd forget, remembered in a fixed space.
+
+Of the items a server no longer lists, only so many pins are kept (``pinned``), and a
+server decides what it lists: by listing and dropping enough names it can always have
+the pin of an approved item forgotten, then list that item again, changed. So each
+forgotten pin leaves its mark here, by the name agents know the item by (``facing``),
+and an item new to the server under a marked name is judged as a change of an item
+whose approved definition is lost, never taken as new.
+
+The marks are a Bloom filter: a few bits set at places drawn from the SHA-256 of the
+name. A long name costs no more than a short one, and no mark is ever pushed out. A
+name never forgotten may find its bits set by others: the more names forgotten, the
+likelier, until a server that has made mcpd forget names without end has every new
+name it lists held. That is the side to fail on, and on that server alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from typing import Final
+
+BITS: Final = 1 << 16  # 8 KiB a list
+_PROBES: Final = 4  # bits a name sets, each from two bytes of its digest
+_BYTES: Final = BITS // 8
+
+
+class Forgotten:
+    """One list's forgotten names."""
+
+    __slots__ = ("_bits",)
+
+    def __init__(self, bits: bytes = b"") -> None:
+        self._bits = bytearray(bits or _BYTES)
+
+    def add(self, name: str) -> None:
+        for at in _places(name):
+            self._bits[at >> 3] |= 1 << (at & 7)
+
+    def __contains__(self, name: str) -> bool:
+        return all(self._bits[at >> 3] >> (at & 7) & 1 for at in _places(name))
+
+    def copy(self) -> Forgotten:
+        return Forgotten(bytes(self._bits))
+
+    def encoded(self) -> str:
+        """As the pin file holds it."""
+        return base64.b64encode(self._bits).decode()
+
+
+def decoded(text: str) -> Forgotten | None:
+    """Marks as the pin file holds them; None if that is not what ``text`` is."""
+    try:
+        bits = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return Forgotten(bits) if len(bits) == _BYTES else None
+
+
+def _places(name: str) -> list[int]:
+    # A lone surrogate is a name a server can send: it is hashed as it came.
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()
+    return [int.from_bytes(digest[2 * i : 2 * i + 2], "big") for i in range(_PROBES)]
