@@ -16,7 +16,9 @@ recolour it. So before anything of a server's is listed, these are taken out:
   (all but the emoji and text presentation selectors, and those only one at a time),
   and a few letters that are blank by design (Hangul fillers, the grapheme joiner).
 
-Everything runs in time linear in the text: the patterns are single character
+A JSON part of an item (a schema, icons, ``_meta``) is passed on as its decoded value
+written again, so that agents are handed the value pinned and shown, never a key given
+twice. Everything runs in time linear in the text: the patterns are single character
 classes, or (for escape sequences) made of possessive quantifiers over disjoint
 classes, so none of them ever goes back over what it has read.
 """
@@ -30,6 +32,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
+_encode: Final = msgspec.json.Encoder().encode
 _HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _LINE_BREAKS: Final = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 # Blank letters and marks: they draw nothing, whatever their category says.
@@ -144,6 +147,20 @@ def clean_value(value: Any) -> tuple[Any, int]:
     return root[0], removed
 
 
+def clean_copy(value: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
+    """A decoded object that is not the caller's own (a field of a server's item),
+    every string in it cleaned: the same object when nothing needed it, a cleaned copy
+    when something did; None when it is nested too deep to write, so it cannot be shown."""
+    try:
+        encoded = _encode(value)
+        if not _maybe_hidden(encoded):
+            return value, 0
+        copy, removed = clean_value(msgspec.json.decode(encoded))
+    except (msgspec.DecodeError, RecursionError):
+        return None, 0
+    return (copy, removed) if removed else (value, 0)
+
+
 def _clean_keys(obj: dict[str, Any]) -> int:
     removed = 0
     for key in [k for k in obj if not (k.isascii() and _plain_ascii(k))]:
@@ -154,29 +171,37 @@ def _clean_keys(obj: dict[str, Any]) -> int:
     return removed
 
 
-def _maybe_hidden(raw: bytes) -> bool:
-    """Whether JSON text may hold something to clean: a non-ASCII byte, or an escape
-    other than ``\\n``, ``\\t``, ``\\"``, ``\\\\`` and ``\\/`` (a false alarm only costs a
-    decode)."""
-    if not raw.isascii():
+def _maybe_hidden(data: bytes) -> bool:
+    """Whether JSON text may hold something to clean: a non-ASCII byte, DEL (which
+    JSON lets a string hold as it is), or an escape other than ``\\n``, ``\\t``,
+    ``\\"``, ``\\\\`` and ``\\/`` (every other control character in a string is an
+    escape: JSON allows no other; a false alarm only costs a walk)."""
+    if not data.isascii() or b"\x7f" in data:
         return True
-    if b"\\" not in raw:  # no escape at all: one pass, not four
+    if b"\\" not in data:  # no escape at all: one pass, not four
         return False
-    return b"\\u" in raw or b"\\r" in raw or b"\\b" in raw or b"\\f" in raw
+    return b"\\u" in data or b"\\r" in data or b"\\b" in data or b"\\f" in data
 
 
 def clean_json(raw: Raw) -> tuple[Raw | None, int]:
-    """A JSON document (a schema) with every string in it cleaned; the same bytes
-    when nothing needed it; None when it may need it but cannot be read (nested too
-    deep to decode), so it cannot be shown."""
-    data = bytes(raw)
-    if not _maybe_hidden(data):
-        return raw, 0
+    """A JSON document (a schema) as its decoded value, every string in it cleaned.
+
+    What is passed on is the value written again, not the server's text: where an
+    object gives a key twice, the value a decoder keeps is the one pins are of and a
+    person is shown, and the text would hand a model the other one too. The same
+    ``raw`` when its bytes are that writing already (as most servers write JSON). A
+    document nested too deep to decode is pinned as its text: it is passed on as that
+    text when nothing in it may need cleaning; otherwise it cannot be shown (None)."""
     try:
-        value = msgspec.json.decode(data)
+        value = msgspec.json.decode(raw)
+        encoded = _encode(value)
     except (msgspec.DecodeError, RecursionError):
-        return None, 0
-    value, removed = clean_value(value)
-    if not removed:
-        return raw, 0
-    return Raw(msgspec.json.encode(value)), removed
+        return (None if _maybe_hidden(bytes(raw)) else raw), 0
+    removed = 0
+    if _maybe_hidden(encoded):
+        value, removed = clean_value(value)
+        if removed:
+            encoded = _encode(value)
+    if memoryview(raw) == encoded:
+        return raw, removed
+    return Raw(encoded), removed

@@ -22,8 +22,10 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol import mcp, surface
 from protocol.logfields import log_extra
+from protocol.visible import visible
 
 from ..config.model import Config, Limit, ListLimits
+from .clean import clean_text
 
 logger = logging.getLogger("mcpd.server")
 
@@ -37,6 +39,9 @@ _REASON_SHOWN: Final = 300  # characters of a reason (some quote what the server
 # Why a later item of one name (a resource's URI, a template's) is left out: what an
 # agent was shown under a name is what it gets, whatever page a server lists it on.
 LISTED_TWICE: Final = "listed twice (the first one listed is kept)"
+# Why a resource or a template is left out whose URI holds what cleaning takes out: the
+# URI is how it is read, so it cannot be cleaned, and a model must not read it as it is.
+HIDDEN_URI: Final = "its URI holds invisible or control characters"
 
 
 def first_listed(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
@@ -174,6 +179,20 @@ class ListTrim:
         """An item left out: ``name`` as ``label`` gives it (or a word in brackets)."""
         self.trimmed.dropped.append(_short(f"{name}: {reason}"))
 
+    def addressable(self, item: Item) -> bool:
+        """Whether the item is not a resource or a template whose URI holds what
+        cleaning takes out (``HIDDEN_URI``); one that is, is dropped."""
+        if isinstance(item, surface.Resource):
+            uri = item.uri
+        elif isinstance(item, surface.ResourceTemplate):
+            uri = item.uriTemplate
+        else:
+            return True
+        if clean_text(uri)[0] == uri:
+            return True
+        self.drop(shown(visible(uri)), HIDDEN_URI)
+        return False
+
     def mended(self, name: str, change: str) -> None:
         """An item kept with something taken off it (its kind is said: one list of
         these is shown for all of a server's lists)."""
@@ -258,7 +277,7 @@ def limited_saved(alias: str, kind: str, items: list[T], limits: ListLimits) -> 
     """Saved items (from the state file) held to the server's limits as they are now,
     which may be lower than when the items were saved."""
     trim = ListTrim(alias, kind, f"saved {NOUNS[kind][0]}", limits)
-    kept = [item for item in items if trim.admit_decoded(item)]
+    kept = [item for item in items if trim.admit_decoded(item) and trim.addressable(item)]
     for item in kept:
         trim.described(item)
     trim.done()

@@ -11,6 +11,8 @@ is a change. The canonical form is JSON with every object's keys sorted and noth
 a server that reorders its schema's keys has not changed its tool; one invisible
 character more has. The digest is of what the server sent, before cleaning: a
 change a person cannot see is still a change, and ``mcpd approve`` shows it escaped.
+It is of what the server sent as it decodes: of a key an object gives twice, the last
+value, which is also the only one agents are handed (``clean.clean_json``).
 
 A pin set (``PinSet``) is what ``pins.json`` in the state directory holds, and what
 ``mcpd pins export`` writes for a team to commit beside the config: the definitions

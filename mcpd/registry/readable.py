@@ -3,8 +3,12 @@
 A tool is read by its title, its description and its schemas (every property's
 description and title, however deep), and by its annotations' title; a prompt by its
 title, description and arguments; a resource or a template by its name, title and
-description. ``read_*`` returns the item as it may be listed (the same object when
-nothing needed cleaning), what was removed where, and the texts the rules look at.
+description. What a host may show of each (icons, ``_meta``, a resource's MIME type
+and annotations) is cleaned too, but not read by the rules. A JSON part (a schema,
+icons) is passed on as its decoded value, not as the server's text
+(``clean.clean_json``). ``read_*`` returns the item as it may be listed (the same
+object when nothing needed cleaning), what was removed where, and the texts the rules
+look at.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from msgspec import UNSET, Raw
 
 from protocol import mcp, surface
 
-from .clean import clean_json, clean_text
+from .clean import clean_copy, clean_json, clean_text
 from .glance import may_find, may_find_ascii
 from .pins import Instructions
 from .rules import HIDDEN_CHARACTERS, Finding, check
@@ -116,19 +120,21 @@ class _Reader:
         self.removed: dict[str, int] = {}
         self.texts: list[tuple[str, str | Raw]] = []
 
-    def text(self, where: str, value: Any) -> Any:
+    def text(self, where: str, value: Any, ruled: bool = True) -> Any:
+        """A text cleaned; ``ruled``: one the rules look at."""
         if not isinstance(value, str):
             return value
         out, count = clean_text(value)
         self.took(where, count)
-        self.texts.append((where, out))
+        if ruled:
+            self.texts.append((where, out))
         return out
 
-    def fields(self, *given: tuple[str, Any]) -> dict[str, Any]:
+    def fields(self, *given: tuple[str, Any], ruled: bool = True) -> dict[str, Any]:
         """``text`` of each (field, value): the fields that cleaning changed, cleaned."""
         changes: dict[str, Any] = {}
         for field, value in given:
-            out = self.text(field, value)
+            out = self.text(field, value, ruled)
             if out is not value:
                 changes[field] = out
         return changes
@@ -138,14 +144,35 @@ class _Reader:
         if count:
             self.removed[where] = self.removed.get(where, 0) + count
 
-    def schema(self, where: str, raw: Raw) -> Raw | None:
-        """The schema cleaned (None: it could not be read, so it cannot be shown)."""
+    def schema(self, where: str, raw: Raw, ruled: bool = True) -> Raw | None:
+        """A JSON part (a schema) cleaned, as its decoded value (None: it could not be
+        read, so it cannot be shown)."""
         cleaned, count = clean_json(raw)
         self.took(where, 1 if cleaned is None else count)
         if cleaned is None:
             return None
-        self.texts.append((where, cleaned))
+        if ruled:
+            self.texts.append((where, cleaned))
         return cleaned
+
+    def mapping(self, where: str, value: dict[str, Any]) -> dict[str, Any] | None:
+        """A decoded object cleaned (None: too deep to write, so left off)."""
+        cleaned, count = clean_copy(value)
+        self.took(where, 1 if cleaned is None else count)
+        return cleaned
+
+    def parts(self, changes: dict[str, Any], *given: tuple[str, str, object]) -> None:
+        """Optional JSON fields (field, where, value) a host may show but the rules do
+        not read (icons, ``_meta``...), cleaned into ``changes`` where that changed
+        them, left off where they could not be read."""
+        for field, where, value in given:
+            out: object = value
+            if isinstance(value, Raw):
+                out = self.schema(where, value, ruled=False)
+            elif isinstance(value, dict):
+                out = self.mapping(where, value)
+            if out is not value:
+                changes[field] = UNSET if out is None else out
 
     def done(self, item: Any, changes: dict[str, Any]) -> Readable:
         """The reading of ``item``, with ``changes`` made to it."""
@@ -164,28 +191,19 @@ def read_tool(tool: mcp.Tool) -> Readable:
         if out_schema is not tool.outputSchema:
             changes["outputSchema"] = UNSET if out_schema is None else out_schema
     if isinstance(tool.annotations, dict):
-        annotations = _annotations(r, tool.annotations)
+        annotations = r.mapping("annotations", tool.annotations)
         if annotations is not tool.annotations:
             changes["annotations"] = UNSET if annotations is None else annotations
+        title = None if annotations is None else annotations.get("title")
+        if isinstance(title, str):
+            r.texts.append(("annotations.title", title))
+    r.parts(
+        changes,
+        ("icons", "icons", tool.icons),
+        ("execution", "execution", tool.execution),
+        ("meta", "_meta", tool.meta),
+    )
     return r.done(tool, changes)
-
-
-def _annotations(r: _Reader, annotations: dict[str, Any]) -> dict[str, Any] | None:
-    """The annotations cleaned (None: too deep to read, so left off)."""
-    try:
-        # As deep as the listing was decoded, which may have been higher in the stack.
-        encoded: Raw | None = Raw(msgspec.json.encode(annotations))
-    except RecursionError:
-        encoded = None
-    cleaned, count = (None, 0) if encoded is None else clean_json(encoded)
-    r.took("annotations", 1 if cleaned is None else count)
-    if cleaned is None:
-        return None
-    value: dict[str, Any] = msgspec.json.decode(cleaned) if count else annotations
-    title = value.get("title")
-    if isinstance(title, str):
-        r.texts.append(("annotations.title", title))
-    return value
 
 
 def read_prompt(prompt: surface.Prompt) -> Readable:
@@ -204,15 +222,24 @@ def read_prompt(prompt: surface.Prompt) -> Readable:
             arguments.append(arg)
         if changed:
             changes["arguments"] = arguments
+    r.parts(changes, ("icons", "icons", prompt.icons), ("meta", "_meta", prompt.meta))
     return r.done(prompt, changes)
 
 
 def read_listed(item: T) -> Readable:
-    """A resource or a template: its name, title and description (its URI is how it is
-    read, left as it is)."""
+    """A resource or a template: its name, title and description, and what a host
+    may show of it (its MIME type, annotations, icons and ``_meta``). Its URI is how it
+    is read: it is left as it is (one that needs cleaning is not listed at all)."""
     r = _Reader()
     changes = r.fields(
         ("name", item.name), ("title", item.title), ("description", item.description)
+    )
+    changes.update(r.fields(("mimeType", item.mimeType), ruled=False))
+    r.parts(
+        changes,
+        ("annotations", "annotations", item.annotations),
+        ("icons", "icons", item.icons),
+        ("meta", "_meta", item.meta),
     )
     return r.done(item, changes)
 

@@ -85,6 +85,8 @@ async def list_all(
             except rpc.InvalidParams as exc:
                 trim.drop("(malformed)", str(exc))
                 continue
+            if not trim.addressable(decoded):
+                continue
             key = _key(decoded)
             if key in keys:
                 trim.drop(label(decoded), LISTED_TWICE)

@@ -38,6 +38,8 @@ class Agent:
         self.closed = trio.Event()
         self._buf = b""
         self._send_lock = trio.Lock()
+        # The reply lines asked for as they came (``rpc_text``), by request id.
+        self._texts: dict[Any, bytes | None] = {}
 
     async def reader(self) -> None:
         try:
@@ -48,7 +50,11 @@ class Agent:
                 self._buf += data
                 while b"\n" in self._buf:
                     line, _, self._buf = self._buf.partition(b"\n")
-                    self._route(json.loads(line))
+                    msg = json.loads(line)
+                    rid = msg.get("id") if "method" not in msg else None
+                    if isinstance(rid, int) and rid in self._texts:
+                        self._texts[rid] = line
+                    self._route(msg)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
@@ -110,6 +116,16 @@ class Agent:
                 return await recv.receive()
             except trio.EndOfChannel:
                 raise ConnectionError("connection closed before the reply") from None
+
+    async def rpc_text(self, method: str, params: dict[str, Any] | None = None) -> bytes:
+        """The reply to a request as the line mcpd wrote (which ``json.loads`` would
+        read one way of several where an object gives a key twice)."""
+        rid = next(self._ids)
+        self._texts[rid] = None
+        await self.rpc(method, params, rid=rid)
+        line = self._texts.pop(rid)
+        assert line is not None
+        return line
 
     async def result(self, method: str, params: dict[str, Any] | None = None) -> Any:
         reply = await self.rpc(method, params)

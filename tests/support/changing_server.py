@@ -4,7 +4,8 @@ changes what it says its tools, prompts and templates are, after it was approved
     python changing_server.py DEFINITIONS.json LOG [--era both|legacy|modern]
 
 ``DEFINITIONS.json`` is read again for every list: ``{"tools": [...], "prompts":
-[...], "resources": [...], "resourceTemplates": [...], "instructions": "..."}``.
+[...], "resources": [...], "resourceTemplates": [...], "instructions": "..."}``; a tool
+given as a string is JSON text listed as it is written (a key given twice and all).
 Calling its tool ``relist`` (always listed as it is) makes it announce that all three
 lists changed: unsolicited to a legacy client, on the open ``subscriptions/listen`` to
 a modern one. Each call, get, read, completion and subscription it answers is
@@ -39,9 +40,23 @@ state: dict[str, Any] = {"era": None, "listen": None}
 
 
 def write(msg: dict[str, Any]) -> None:
+    write_line(json.dumps(msg))
+
+
+def write_line(line: str) -> None:
     with lock:
-        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.write(line + "\n")
         sys.stdout.flush()
+
+
+def list_tools(rid: Any) -> None:
+    """The tools, those given as JSON text spliced in as they are written."""
+    texts = [t if isinstance(t, str) else json.dumps(t) for t in definitions().get("tools", [])]
+    body: dict[str, Any] = {"tools": "TOOLS"}
+    if state["era"] == "modern":
+        body["resultType"] = "complete"
+    line = json.dumps({"jsonrpc": "2.0", "id": rid, "result": body})
+    write_line(line.replace('"TOOLS"', "[" + ",".join([json.dumps(RELIST), *texts]) + "]"))
 
 
 def result(rid: Any, res: dict[str, Any]) -> None:
@@ -111,7 +126,7 @@ def handle(msg: dict[str, Any]) -> None:
             body["instructions"] = said
         result(rid, body)
     elif method == "tools/list":
-        result(rid, {"tools": [RELIST, *definitions().get("tools", [])]})
+        list_tools(rid)
     elif method == "prompts/list":
         result(rid, {"prompts": definitions().get("prompts", [])})
     elif method == "resources/list":

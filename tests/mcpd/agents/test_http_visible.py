@@ -51,10 +51,17 @@ async def test_the_json_pages_escape_a_servers_hidden_characters(tmp_path: Path)
             for where, body in bodies.items():
                 assert raw_in(body) == [], (where, body)
                 json.loads(body)
-            # What a program reads from them is what the server wrote (a URI), or what
-            # mcpd said of it (the server's name for an item, written out).
+            # What a program reads from them is what mcpd said of the server's items (their
+            # names, written out). A URI is how a resource is read, so it cannot be
+            # cleaned: the resource whose URI hides characters is not listed, and the
+            # status says so, written out.
             uris = [r["uri"] for r in json.loads(bodies["socket /resources"])["resources"]]
-            assert f"file:///{ODD}" in uris
+            assert uris == ["file:///hostile"]
+            status = json.loads(bodies["socket /status"])["servers"]
+            (evil,) = (s for s in status if s["alias"] == "evil")
+            assert evil["dropped_resources"] == [
+                f"file:///{visible(ODD)}: its URI holds invisible or control characters"
+            ]
             tools = json.loads(bodies["tcp /tools"])["tools"]
             assert visible(ODD) in [t["_meta"]["mcpd/originalName"] for t in tools]
             prompts = json.loads(bodies["socket /prompts"])["prompts"]

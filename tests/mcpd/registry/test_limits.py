@@ -156,3 +156,21 @@ def test_a_saved_item_is_measured_as_it_is_encoded() -> None:
     size = len(msgspec.json.encode(tool))
     assert limited_saved("s", "tools", [tool], limits(max_item_bytes=size)) == [tool]
     assert limited_saved("s", "tools", [tool], limits(max_item_bytes=size - 1)) == []
+
+
+def test_a_resource_or_template_whose_uri_hides_characters_is_dropped_saying_so() -> None:
+    trim = ListTrim("s", "resources", "resources/list", limits())
+    assert trim.addressable(surface.Resource(uri="file:///a.md"))
+    assert trim.addressable(surface.Resource(uri="file:///caf\u00e9.md"))
+    assert not trim.addressable(surface.Resource(uri="file:///a.md\u200b"))
+    assert not trim.addressable(surface.ResourceTemplate(uriTemplate="t://{id}\x7f"))
+    assert trim.addressable(mcp.Tool(name="t\u200b"))  # a tool is called by its local name
+    assert trim.done().dropped == [
+        "file:///a.md\\u200b: its URI holds invisible or control characters",
+        "t://{id}\\x7f: its URI holds invisible or control characters",
+    ]
+
+
+def test_a_saved_resource_whose_uri_hides_characters_is_dropped_too() -> None:
+    saved = [surface.Resource(uri="file:///a\u202e"), surface.Resource(uri="file:///b")]
+    assert limited_saved("s", "resources", saved, limits()) == saved[1:]
