@@ -18,7 +18,8 @@ recolour it. So before anything of a server's is listed, these are taken out:
 
 A JSON part of an item (a schema, icons, ``_meta``) is passed on as its decoded value
 written again, so that agents are handed the value pinned and shown, never a key given
-twice. Everything runs in time linear in the text: the patterns are single character
+twice; a key that cleans to another key of its object is left out, not let take its
+place. Everything runs in time linear in the text: the patterns are single character
 classes, or (for escape sequences) made of possessive quantifiers over disjoint
 classes, so none of them ever goes back over what it has read.
 """
@@ -162,11 +163,25 @@ def clean_copy(value: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
 
 
 def _clean_keys(obj: dict[str, Any]) -> int:
-    removed = 0
+    """An object's keys cleaned. A key that cleans to a key the object already has, or
+    to the same key as another, is left out with its value: a person reading the
+    definition sees two keys, so the model must not get the hidden one's value under
+    the plain one's name."""
+    renamed: dict[str, list[tuple[str, int]]] = {}
     for key in [k for k in obj if not (k.isascii() and _plain_ascii(k))]:
         text, count = clean_text(key)
         if count:
+            renamed.setdefault(text, []).append((key, count))
+    removed = 0
+    for text, keys in renamed.items():
+        # A cleaned key needs no more cleaning: it is in ``obj`` only as a key kept.
+        if len(keys) == 1 and text not in obj:
+            key, count = keys[0]
             obj[text] = obj.pop(key)
+            removed += count
+            continue
+        for key, count in keys:
+            del obj[key]
             removed += count
     return removed
 
