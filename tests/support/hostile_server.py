@@ -47,6 +47,13 @@ def rewrite(path: str) -> str:
     return f"rewrote {path}"
 
 
+def relink(path: str, target: str) -> str:
+    """Points the symbolic link at ``path`` to ``target``, replacing it in one rename."""
+    os.symlink(target, path + ".new")
+    os.rename(path + ".new", path)
+    return f"{path} -> {target}"
+
+
 def own_cgroup_afresh(name: str) -> str:
     """Rewrites ``name`` (``pids.max``) of its own pids cgroup through a cgroup
     filesystem it mounts itself, in user, mount and cgroup namespaces it makes (in a
@@ -251,6 +258,9 @@ TOOLS: dict[str, Any] = {
     "read_file": lambda a: attempt(lambda: read_file(a["path"])),
     "write_file": lambda a: attempt(lambda: write_file(a["path"], a.get("text", "x"))),
     "rewrite": lambda a: attempt(lambda: rewrite(a["path"])),
+    "rename": lambda a: attempt(lambda: os.rename(a["path"], a["to"])),
+    "mkdir": lambda a: attempt(lambda: os.makedirs(a["path"])),
+    "relink": lambda a: attempt(lambda: relink(a["path"], a["to"])),
     "own_cgroup_afresh": lambda a: attempt(lambda: own_cgroup_afresh(a["name"])),
     "getenv": lambda a: attempt(lambda: os.environ[a["name"]]),
     "scan_environ": lambda a: attempt(lambda: scan_environ(a["needle"])),

@@ -6,7 +6,8 @@ Levels:
 
 - ``default``: the server sees the machine as its user does, but for what is hidden
   (mcpd's state, config and socket directories, the other servers' homes, the user's
-  credential stores), each covered by an empty read-only directory or ``/dev/null``.
+  credential stores), each covered by an empty read-only directory or ``/dev/null``,
+  with the directories above it kept where they are (``pins``).
   It runs in user and PID namespaces of its own: it cannot see, signal or trace mcpd or
   another server, and dies with mcpd (``--die-with-parent`` under the parent-death
   signal mcpd arms). It shares the host's network namespace, and with it the
@@ -152,7 +153,9 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
 
 class Mount(msgspec.Struct, frozen=True):
     path: str  # resolved, absolute
-    kind: Literal["hide_dir", "hide_file", "read", "write"]
+    # "pin": a directory above a hidden path, bound onto itself as a write grant is,
+    # so that the server cannot move it (``pins``).
+    kind: Literal["hide_dir", "hide_file", "read", "write", "pin"]
     # A grant as written when that is a symlink's path: a strict sandbox shows the
     # link too, so that the paths of the config work inside as they do outside.
     written: str | None = None

@@ -21,6 +21,7 @@ import msgspec
 
 from . import landlock, pidgroup
 from .launch import resolve as resolve_command
+from .pins import pins
 from .sandbox import (
     Machine,
     Mount,
@@ -147,7 +148,8 @@ def probe(*, network: bool = False) -> Machine:
 
 def resolve(sandbox: Sandbox, command: str) -> Resolved:
     """The sandbox's paths as they are on this machine: hidden paths that exist, grants
-    (which must exist), and its home, created (0700) when missing. Raises SandboxError."""
+    (which must exist), the directories above what is hidden (``pins``), and its home,
+    created (0700) when missing. Raises SandboxError."""
     where = sandbox.where
     mounts: list[Mount] = []
     for path in sandbox.hide:
@@ -161,6 +163,7 @@ def resolve(sandbox: Sandbox, command: str) -> Resolved:
     mounts = [m for m in mounts if not any(m.path != d and within(m.path, d) for d in dirs)]
     mounts += grants(sandbox)
     home = make_home(sandbox.home, where)
+    mounts += pins(mounts, home, sandbox.level)
     return Resolved(sandbox=sandbox, home=home, mounts=tuple(mounts), command=command)
 
 

@@ -33,8 +33,9 @@ def sandbox(tmp: Path, *, hide: Paths = (), read: Paths = (), write: Paths = ())
 
 
 def mounts(tmp: Path, *, hide: Paths = (), read: Paths = (), write: Paths = ()) -> list[Mount]:
+    """What is hidden and granted (the directories above what is hidden apart)."""
     found = sandbox_host.resolve(sandbox(tmp, hide=hide, read=read, write=write), "/bin/true")
-    return list(found.mounts)
+    return [m for m in found.mounts if m.kind != "pin"]
 
 
 # -- resolving a sandbox's paths --
@@ -75,6 +76,14 @@ def test_what_lies_in_a_hidden_directory_is_hidden_with_it_and_a_neighbour_is_no
         Mount(str(tmp / "data"), "hide_dir"),
         Mount(str(tmp / "data2" / "f"), "hide_file"),
     ]
+
+
+def test_the_directories_above_what_is_hidden_are_kept_in_place(tmp: Path) -> None:
+    (tmp / "state" / "mcpd").mkdir(parents=True)
+    found = sandbox_host.resolve(sandbox(tmp, hide=(str(tmp / "state" / "mcpd"),)), "/bin/true")
+    pinned = [m.path for m in found.mounts if m.kind == "pin"]
+    assert str(tmp / "state") in pinned and str(tmp) in pinned
+    assert str(tmp / "homes" / "s") not in pinned  # nothing hidden below it
 
 
 def test_a_grant_that_does_not_exist_is_an_error_naming_its_key(tmp: Path) -> None:
