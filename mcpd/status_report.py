@@ -10,6 +10,7 @@ from typing import Any
 import trio
 
 from protocol.urls import display_url
+from transports.stdio import anchors
 
 from . import __version__
 from .agents.api import AgentServer
@@ -65,7 +66,11 @@ class StatusReport:
                 "max_tools": self._tool_budget.limit,
                 "summary": self._supervisor.summary(),
                 "state_file": self._state_file,
-                "warnings": [w for w in [self._tool_budget.warning(registry.size())] if w],
+                # Hidden paths moved since they were first hidden (``anchors``).
+                "warnings": [
+                    *[w for w in [self._tool_budget.warning(registry.size())] if w],
+                    *anchors.notices(),
+                ],
                 **{
                     key: sum(s.get(key, 0) for s in servers)
                     for key in ("held", "definition_changes", "findings")

@@ -1,10 +1,12 @@
 """What a sandbox hides stays hidden when the path to it changes: a server cannot move
 the directories above mcpd's state or a credential store (which would take them out
-from under what its next sandbox hides)."""
+from under what its next sandbox hides), a directory moved by someone without a
+sandbox is hidden where it went."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -51,6 +53,11 @@ async def restarted(d: Served, agent: Agent) -> None:
     await wait_ready(agent, "hostile")
 
 
+async def daemon_status(agent: Agent) -> dict[str, Any]:
+    result: dict[str, Any] = await agent.result("mcpd/status")
+    return result
+
+
 async def test_a_server_cannot_move_the_directories_above_what_is_hidden(tmp_path: Path) -> None:
     state = state_in(tmp_path / "lib" / "mcpd")
     with serving(tmp_path, {"hostile": hostile(), "steady": steady()}, state_dir=str(state)) as d:
@@ -68,3 +75,24 @@ async def test_a_server_cannot_move_the_directories_above_what_is_hidden(tmp_pat
                 got = await call(agent, "read_file", path=str(path))
                 assert got.startswith("refused:"), got
             assert (state / "token").read_text() == ENDPOINT_TOKEN + "\n"
+
+
+async def test_a_directory_moved_from_outside_is_hidden_where_it_went(tmp_path: Path) -> None:
+    state = state_in(tmp_path / "lib" / "mcpd")
+    with serving(tmp_path, {"hostile": hostile(), "steady": steady()}, state_dir=str(state)) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "hostile", "steady")
+            # As the user, or a server without a sandbox, may.
+            (tmp_path / "lib").rename(tmp_path / "lib.moved")
+            (d.home / ".ssh").rename(d.home / "ssh.old")
+            await restarted(d, agent)
+            moved = tmp_path / "lib.moved" / "mcpd"
+            got = await call(agent, "read_file", path=str(moved / "token"))
+            assert got.startswith("refused: FileNotFoundError"), got
+            got = await call(agent, "read_file", path=str(d.home / "ssh.old" / "id_ed25519"))
+            assert got.startswith("refused: FileNotFoundError"), got
+            warnings = (await daemon_status(agent))["daemon"]["warnings"]
+            assert any(str(moved) in w for w in warnings), warnings
+            assert any(str(d.home / "ssh.old") in w for w in warnings), warnings
+            # Said in the log with the servers that were started while it was in place.
+            assert f"{state} is not where it was: it is now at {moved}" in d.log()

@@ -19,7 +19,7 @@ from typing import Final
 
 import msgspec
 
-from . import landlock, pidgroup
+from . import anchors, landlock, pidgroup
 from .launch import resolve as resolve_command
 from .pins import pins
 from .sandbox import (
@@ -147,20 +147,22 @@ def probe(*, network: bool = False) -> Machine:
 
 
 def resolve(sandbox: Sandbox, command: str) -> Resolved:
-    """The sandbox's paths as they are on this machine: hidden paths that exist, grants
-    (which must exist), the directories above what is hidden (``pins``), and its home,
-    created (0700) when missing. Raises SandboxError."""
+    """The sandbox's paths as they are on this machine: hidden paths that exist (where
+    they are now, ``anchors``), grants (which must exist), the directories above what
+    is hidden (``pins``), and its home, created (0700) when missing. Raises
+    SandboxError."""
     where = sandbox.where
     mounts: list[Mount] = []
     for path in sandbox.hide:
-        real = os.path.realpath(path)
-        if os.path.isdir(real):
-            mounts.append(Mount(real, "hide_dir"))
-        elif os.path.lexists(real):
-            mounts.append(Mount(real, "hide_file"))
+        for real in anchors.places(path, sandbox.alias) if sandbox.level != "off" else ():
+            if os.path.isdir(real):
+                mounts.append(Mount(real, "hide_dir"))
+            elif os.path.lexists(real):
+                mounts.append(Mount(real, "hide_file"))
     # What lies in a hidden directory is hidden with it.
     dirs = [m.path for m in mounts if m.kind == "hide_dir"]
     mounts = [m for m in mounts if not any(m.path != d and within(m.path, d) for d in dirs)]
+    mounts = list(dict.fromkeys(mounts))
     mounts += grants(sandbox)
     home = make_home(sandbox.home, where)
     mounts += pins(mounts, home, sandbox.level)

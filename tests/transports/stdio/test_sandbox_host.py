@@ -86,6 +86,18 @@ def test_the_directories_above_what_is_hidden_are_kept_in_place(tmp: Path) -> No
     assert str(tmp / "homes" / "s") not in pinned  # nothing hidden below it
 
 
+def test_a_hidden_directory_moved_away_is_hidden_where_it_went(tmp: Path) -> None:
+    (tmp / "lib" / "mcpd").mkdir(parents=True)
+    hide = (str(tmp / "lib" / "mcpd"),)
+    assert mounts(tmp, hide=hide) == [Mount(str(tmp / "lib" / "mcpd"), "hide_dir")]
+    (tmp / "lib").rename(tmp / "lib.moved")
+    (tmp / "lib" / "mcpd").mkdir(parents=True)  # what was left at its old path
+    assert mounts(tmp, hide=hide) == [
+        Mount(str(tmp / "lib.moved" / "mcpd"), "hide_dir"),
+        Mount(str(tmp / "lib" / "mcpd"), "hide_dir"),
+    ]
+
+
 def test_a_grant_that_does_not_exist_is_an_error_naming_its_key(tmp: Path) -> None:
     (tmp / "there").mkdir()
     with pytest.raises(SandboxError) as error:
