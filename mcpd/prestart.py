@@ -25,11 +25,19 @@ from transports.stdio.sandbox import SandboxError
 from transports.stdio.sandbox_host import command_line
 
 from .config.model import Config
-from .config.paths import daemon_socket_path, runtime_directory
+from .config.paths import daemon_socket_path, found_state_directory, runtime_directory
 from .config.sandbox import child_env, sandbox_of
 from .listening import Listening
 
 logger = logging.getLogger("mcpd")
+
+
+def state_found(config: Config) -> Config:
+    """``config`` with its state directory as the daemon keeps it (``found_state_directory``)."""
+    found = found_state_directory(config.daemon.state_dir)
+    return msgspec.structs.replace(
+        config, daemon=msgspec.structs.replace(config.daemon, state_dir=found)
+    )
 
 
 def bind_first(config: Config, socket: str | None) -> Listening:

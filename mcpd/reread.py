@@ -20,6 +20,7 @@ from protocol.logfields import log_extra
 
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError
+from .config.paths import found_state_directory
 from .registry.catalog import Catalog
 from .registry.views import unmatched
 
@@ -50,6 +51,7 @@ class Rereader:
         # with these, not with the config it read last, which may itself be waiting.
         started = msgspec.structs.asdict(started_with.daemon)
         self._at_start = {key: started[key] for key in AT_START}
+        self._at_start["state_dir"] = found_state_directory(started_with.daemon.state_dir)
 
     def read(self, running: Config, socket: str) -> Reread:
         """The file again, judged against ``running``, the config in force; raises
@@ -67,6 +69,7 @@ class Rereader:
         if self._socket_for(new) != socket:
             restart.append("daemon.socket")
         now = msgspec.structs.asdict(new.daemon)
+        now["state_dir"] = found_state_directory(new.daemon.state_dir)
         restart.extend(f"daemon.{key}" for key, was in self._at_start.items() if now[key] != was)
         for key in restart:
             logger.warning(
@@ -74,9 +77,13 @@ class Rereader:
                 key,
                 extra=log_extra(None, "reload"),
             )
-        # The socket listening now is the one every server's sandbox must hide.
+        # The socket listening now, and the state directory mcpd keeps, are what every
+        # server's sandbox must hide, and where the servers' homes are.
         new = msgspec.structs.replace(
-            new, daemon=msgspec.structs.replace(new.daemon, socket=socket)
+            new,
+            daemon=msgspec.structs.replace(
+                new.daemon, socket=socket, state_dir=running.daemon.state_dir
+            ),
         )
         return Reread(new, restart, changed_settings(running, new))
 

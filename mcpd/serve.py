@@ -26,7 +26,7 @@ from .errors import DaemonError
 from .listening import Listening
 from .local import heap
 from .local.systemd import SystemdEnv, adopt_listener
-from .prestart import stop_unclaimed
+from .prestart import state_found, stop_unclaimed
 
 logger = logging.getLogger("mcpd")
 
@@ -96,6 +96,7 @@ async def _main(
                 # The daemon adopts systemd's socket again, the one the hold leaves open.
                 config = await nursery.start(hold[0].run, hold[1])
             assert config is not None
+            config = state_found(config)
             config = msgspec.structs.replace(
                 config, daemon=msgspec.structs.replace(config.daemon, socket=socket_for(config))
             )

@@ -60,8 +60,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return serve(None, path, demo=False, socket=args.socket, config_error=exc)
         # Before ``..serve`` imports trio and the daemon: see ``prestart``.
         from ..errors import DaemonError
-        from ..prestart import bind_first, start_early
+        from ..prestart import bind_first, start_early, state_found
 
+        config = state_found(config)
         try:
             listening = bind_first(config, args.socket)
         except DaemonError as exc:

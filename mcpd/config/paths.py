@@ -116,6 +116,14 @@ def state_directory(configured: str | None, env: Mapping[str, str] | None = None
     return os.path.join(env.get("HOME", "/"), ".local", "state", "mcpd")
 
 
+def found_state_directory(configured: str | None, env: Mapping[str, str] | None = None) -> str:
+    """``state_directory`` as it is found now, every symbolic link on its way followed:
+    where the daemon, which finds it once as it starts, keeps its state for its whole
+    run, wherever such a link is pointed later (a server could point one at a
+    directory of its own)."""
+    return os.path.realpath(state_directory(configured, env))
+
+
 def cache_directory(env: Mapping[str, str] | None = None) -> str:
     """systemd's CacheDirectory=, else the XDG cache home (``/var/cache/mcpd`` for root
     without one)."""

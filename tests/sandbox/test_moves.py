@@ -1,7 +1,8 @@
 """What a sandbox hides stays hidden when the path to it changes: a server cannot move
 the directories above mcpd's state or a credential store (which would take them out
 from under what its next sandbox hides), a directory moved by someone without a
-sandbox is hidden where it went."""
+sandbox is hidden where it went, and a link a server points elsewhere neither shows
+what it pointed to nor makes mcpd keep its state where the link now leads."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from tests.support.sandbox import (
 )
 
 pytestmark = pytest.mark.timeout(120)
+AWS_KEY = "aws_secret_access_key = planted-2b7c\n"
 
 
 @pytest.fixture(autouse=True)
@@ -96,3 +98,33 @@ async def test_a_directory_moved_from_outside_is_hidden_where_it_went(tmp_path: 
             assert any(str(d.home / "ssh.old") in w for w in warnings), warnings
             # Said in the log with the servers that were started while it was in place.
             assert f"{state} is not where it was: it is now at {moved}" in d.log()
+
+
+async def test_a_link_a_server_points_elsewhere_hides_nothing_less(tmp_path: Path) -> None:
+    real = state_in(tmp_path / "real" / "mcpd")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    keys = tmp_path / "keys"  # the user's ~/.aws, kept elsewhere
+    keys.mkdir()
+    (keys / "credentials").write_text(AWS_KEY)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".aws").symlink_to(keys)
+    servers = {"hostile": hostile(), "steady": steady()}
+    with serving(tmp_path, servers, state_dir=str(tmp_path / "link" / "mcpd")) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "hostile", "steady")
+            decoy = tmp_path / "decoy"
+            for link in (tmp_path / "link", d.home / ".aws"):
+                assert (await call(agent, "mkdir", path=str(decoy / "mcpd"))).startswith(
+                    ("ok:", "refused: FileExistsError")
+                )
+                got = await call(agent, "relink", path=str(link), to=str(decoy))
+                assert got.startswith("ok:"), got
+            await restarted(d, agent)
+            for path in (real / "token", keys / "credentials"):
+                got = await call(agent, "read_file", path=str(path))
+                assert got.startswith("refused: FileNotFoundError"), got
+            # mcpd keeps its state where it found it as it started, not where the link
+            # now leads: the restarted server's home is made there too.
+            home = (await d.status())["hostile"]["sandbox"]["home"]
+            assert home == str(real / "homes" / "hostile")
+            assert not (decoy / "mcpd" / "homes").exists()

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.config.paths import cache_directory, configured_socket, runtime_directory
+from mcpd.config.paths import (
+    cache_directory,
+    configured_socket,
+    found_state_directory,
+    runtime_directory,
+)
 
 
 @pytest.mark.parametrize(
@@ -65,3 +70,12 @@ def test_the_cache_without_systemd_or_xdg(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr("os.geteuid", lambda: 1000)
     assert cache_directory({"HOME": "/home/me"}) == "/home/me/.cache/mcpd"
     assert cache_directory({}) == "/.cache/mcpd"
+
+
+def test_the_state_directory_is_found_through_the_links_on_its_way(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    env = {"XDG_STATE_HOME": str(tmp_path / "link")}
+    assert found_state_directory(None, env) == str(tmp_path.resolve() / "real" / "mcpd")
+    configured = str(tmp_path / "link" / "kept")
+    assert found_state_directory(configured, env) == str(tmp_path.resolve() / "real" / "kept")

@@ -64,6 +64,24 @@ def test_keys_that_take_a_restart_are_named_and_the_socket_stays(
     ]
 
 
+def test_the_state_directory_mcpd_keeps_stays_until_a_restart(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    path = write(tmp_path / "mcpd.toml", tmp_path / "mcpd.sock", f'state_dir = "{tmp_path}/link"')
+    loaded = load(str(path))
+    found = str(tmp_path.resolve() / "real")
+    started = msgspec.structs.replace(
+        loaded, daemon=msgspec.structs.replace(loaded.daemon, state_dir=found)
+    )
+    read = rereader(path, started)
+    assert read.read(started, started.socket_path()).restart == []  # the same place
+    write(path, tmp_path / "mcpd.sock", f'state_dir = "{tmp_path}/elsewhere"')
+    again = read.read(started, started.socket_path())
+    assert again.restart == ["daemon.state_dir"]
+    # The servers' homes, and what their sandboxes hide, stay where mcpd keeps its state.
+    assert again.config.daemon.state_dir == found
+
+
 def test_a_config_that_does_not_load_is_refused_naming_its_key(tmp_path: Path) -> None:
     path = write(tmp_path / "mcpd.toml", tmp_path / "mcpd.sock")
     started = load(str(path))
