@@ -2,9 +2,10 @@
 
 This is the one list; the documentation's table is checked against it. Paths are
 relative to the home of the user mcpd runs as (and to ``$HOME``, when that is another
-directory), or to ``$XDG_RUNTIME_DIR``. A path is hidden when it exists as the server
-starts; a file is read as empty, a directory as an empty one, both read-only. A
-server that needs one of them gets it back by a grant (``read = ["~/.aws"]``).
+directory), or to ``$XDG_RUNTIME_DIR``, or absolute (``ON_HOST``). A path is hidden
+when it exists as the server starts; a file is read as empty, a directory as an empty
+one, both read-only. A server that needs one of them gets it back by a grant (``read =
+["~/.aws"]``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ IN_HOME: Final = (
     ".kube",
     ".oci",
     ".docker/config.json",
+    ".docker/desktop",  # Docker Desktop's engine socket
     ".terraform.d/credentials.tfrc.json",
     ".vault-token",
     # logins to hosts, forges and package registries
@@ -69,8 +71,8 @@ IN_HOME: Final = (
 
 # Agents and buses that hand out keys or secrets, and the sockets of the user's session
 # through which a process could act as the user outside its sandbox (start a command
-# under the user's service manager, type into a window or a terminal), under
-# $XDG_RUNTIME_DIR.
+# under the user's service manager or in a container, type into a window or a
+# terminal, read the screen through the accessibility bus), under $XDG_RUNTIME_DIR.
 IN_RUNTIME_DIR: Final = (
     "keyring",
     "gnupg",
@@ -85,6 +87,29 @@ IN_RUNTIME_DIR: Final = (
     "pulse",
     "tmux-{uid}",
     "screen",
+    "at-spi",
+    # rootless container engines and the user's own virtual machines
+    "docker.sock",
+    "dockerd-rootless",
+    "podman",
+    "containerd",
+    "containerd-rootless",
+    "buildkit",
+    "libvirt",
+)
+
+# The machine's container and virtual machine managers: whoever may connect to one (a
+# member of the docker group, of lxd, of libvirt) has it run what they like as root.
+ON_HOST: Final = (
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/podman",
+    "/run/containerd",
+    "/run/buildkit",
+    "/var/snap/lxd/common/lxd/unix.socket",
+    "/var/lib/lxd/unix.socket",
+    "/var/lib/incus/unix.socket",
+    "/run/libvirt",
 )
 
 # The same in /tmp, which the default level shares: the X display's sockets, and

@@ -10,7 +10,8 @@ What is hidden from every server (at the default and the strict level alike):
 - the directories of its sockets when they are mcpd's own (``/run/mcpd``,
   ``$XDG_RUNTIME_DIR/mcpd``, ``/tmp/mcpd-UID``), systemd's RuntimeDirectory= and
   ``$CREDENTIALS_DIRECTORY``;
-- the user's credential stores (``credstores``).
+- the user's credential stores, and the sockets through which a process could act as
+  the user, or as root, outside its sandbox (``credstores``).
 
 A server's home is ``homes/ALIAS`` in the state directory, and its working directory
 unless ``cwd`` says otherwise. Outside the strict level, the npm and uv caches stay
@@ -41,7 +42,7 @@ from transports.stdio.sandbox import (
 )
 from transports.stdio.sandbox_host import probe
 
-from .credstores import IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY
+from .credstores import IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY, ON_HOST
 from .model import Config, ConfigError
 from .paths import cache_directory, state_directory
 from .servertable import DEFAULT_LIMITS, LimitsConfig, ServerConfig
@@ -216,6 +217,7 @@ def hidden(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
     names = {"uid": str(os.getuid()), "user": env.get("USER") or env.get("LOGNAME") or ""}
     out += [os.path.join(runtime, p.format_map(names)) for p in IN_RUNTIME_DIR]
     out += [os.path.join("/tmp", p.format_map(names)) for p in IN_TMP]
+    out += ON_HOST
     for var in NAMED_BY:
         out += [p for p in env.get(var, "").split(":") if p]
     return sorted({_absolute(p) for p in out})

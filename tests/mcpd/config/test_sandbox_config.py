@@ -105,6 +105,11 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
         tmp_path / "home" / ".docker" / "config.json",
         tmp_path / "run" / "keyring",
         tmp_path / "run" / "systemd",  # the user's service manager runs commands
+        tmp_path / "run" / "docker.sock",  # so do container engines, rootless ones too
+        tmp_path / "run" / "podman",
+        Path("/run/docker.sock"),  # as root, for a member of the docker group
+        Path("/var/snap/lxd/common/lxd/unix.socket"),
+        tmp_path / "run" / "at-spi",  # the accessibility bus reads and drives windows
         Path("/tmp/.X11-unix"),  # the display takes keystrokes
         Path(f"/tmp/tmux-{os.getuid()}"),  # so does a terminal multiplexer
         tmp_path / "agent.sock",
