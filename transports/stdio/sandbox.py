@@ -153,9 +153,9 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
 
 class Mount(msgspec.Struct, frozen=True):
     path: str  # resolved, absolute
-    # "pin": a directory above a hidden path, bound onto itself as a write grant is,
+    # "fixed": a directory above a hidden path, bound onto itself as a write grant is,
     # so that the server cannot move it (``pins``).
-    kind: Literal["hide_dir", "hide_file", "read", "write", "pin"]
+    kind: Literal["hide_dir", "hide_file", "read", "write", "fixed"]
     # A grant as written when that is a symlink's path: a strict sandbox shows the
     # link too, so that the paths of the config work inside as they do outside.
     written: str | None = None

@@ -20,8 +20,8 @@ from typing import Final
 import msgspec
 
 from . import anchors, landlock, pidgroup
+from .fixed_dirs import fixed_dirs
 from .launch import resolve as resolve_command
-from .pins import pins
 from .sandbox import (
     Machine,
     Mount,
@@ -165,7 +165,7 @@ def resolve(sandbox: Sandbox, command: str) -> Resolved:
     mounts = list(dict.fromkeys(mounts))
     mounts += grants(sandbox)
     home = make_home(sandbox.home, where)
-    mounts += pins(mounts, home, sandbox.level)
+    mounts += fixed_dirs(mounts, home, sandbox.level)
     return Resolved(sandbox=sandbox, home=home, mounts=tuple(mounts), command=command)
 
 

@@ -35,7 +35,7 @@ def sandbox(tmp: Path, *, hide: Paths = (), read: Paths = (), write: Paths = ())
 def mounts(tmp: Path, *, hide: Paths = (), read: Paths = (), write: Paths = ()) -> list[Mount]:
     """What is hidden and granted (the directories above what is hidden apart)."""
     found = sandbox_host.resolve(sandbox(tmp, hide=hide, read=read, write=write), "/bin/true")
-    return [m for m in found.mounts if m.kind != "pin"]
+    return [m for m in found.mounts if m.kind != "fixed"]
 
 
 # -- resolving a sandbox's paths --
@@ -81,9 +81,9 @@ def test_what_lies_in_a_hidden_directory_is_hidden_with_it_and_a_neighbour_is_no
 def test_the_directories_above_what_is_hidden_are_kept_in_place(tmp: Path) -> None:
     (tmp / "state" / "mcpd").mkdir(parents=True)
     found = sandbox_host.resolve(sandbox(tmp, hide=(str(tmp / "state" / "mcpd"),)), "/bin/true")
-    pinned = [m.path for m in found.mounts if m.kind == "pin"]
-    assert str(tmp / "state") in pinned and str(tmp) in pinned
-    assert str(tmp / "homes" / "s") not in pinned  # nothing hidden below it
+    fixed = [m.path for m in found.mounts if m.kind == "fixed"]
+    assert str(tmp / "state") in fixed and str(tmp) in fixed
+    assert str(tmp / "homes" / "s") not in fixed  # nothing hidden below it
 
 
 def test_a_hidden_directory_moved_away_is_hidden_where_it_went(tmp: Path) -> None:

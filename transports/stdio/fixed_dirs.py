@@ -22,8 +22,8 @@ from .sandbox import Level, Mount, within
 _KERNEL: Final = ("/dev", "/proc", "/sys")
 
 
-def pins(mounts: Sequence[Mount], home: str, level: Level) -> list[Mount]:
-    """The ``pin`` mounts for ``mounts`` (resolved paths), in a sandbox of ``level``
+def fixed_dirs(mounts: Sequence[Mount], home: str, level: Level) -> list[Mount]:
+    """The ``fixed`` mounts for ``mounts`` (resolved paths), in a sandbox of ``level``
     whose home is ``home``: every directory above a hidden path that the server may
     write to, where nothing is mounted already."""
     shown = [*mounts, Mount(home, "write")]
@@ -35,7 +35,7 @@ def pins(mounts: Sequence[Mount], home: str, level: Level) -> list[Mount]:
         above = posixpath.dirname(m.path)
         while above != "/":
             if above not in taken and above not in found and _writable(above, shown, level):
-                found[above] = Mount(above, "pin")
+                found[above] = Mount(above, "fixed")
             above = posixpath.dirname(above)
     return sorted(found.values(), key=lambda m: m.path)
 
