@@ -56,14 +56,20 @@ def relink(path: str, target: str) -> str:
 
 def own_cgroup_afresh(name: str) -> str:
     """Rewrites ``name`` (``pids.max``) of its own pids cgroup through a cgroup
-    filesystem it mounts itself, in user, mount and cgroup namespaces it makes (in a
-    child, so the server stays as it was), where its own cgroup is the root."""
+    filesystem it mounts itself, in user, mount and cgroup namespaces it makes, where
+    its own cgroup is the root."""
+    return in_child(lambda: _remount_own_cgroup(name))
+
+
+def in_child(action: Any) -> str:
+    """What ``action`` returned in a child it forks, so that the server stays as it was;
+    raises PermissionError with what it raised there."""
     reader, writer = os.pipe()
     child = os.fork()
     if child == 0:
         os.close(reader)
         try:
-            os.write(writer, f"ok: {_remount_own_cgroup(name)}".encode())
+            os.write(writer, f"ok: {action()}".encode())
         except BaseException as exc:
             os.write(writer, f"refused: {type(exc).__name__}: {exc}".encode())
         os._exit(0)
@@ -74,6 +80,14 @@ def own_cgroup_afresh(name: str) -> str:
     if not got.startswith("ok: "):
         raise PermissionError(got.removeprefix("refused: "))
     return got.removeprefix("ok: ")
+
+
+def make_user_namespace() -> str:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"unshare: {os.strerror(errno)}")
+    return "made a user namespace"
 
 
 def _remount_own_cgroup(name: str) -> str:
@@ -262,6 +276,7 @@ TOOLS: dict[str, Any] = {
     "mkdir": lambda a: attempt(lambda: os.makedirs(a["path"])),
     "relink": lambda a: attempt(lambda: relink(a["path"], a["to"])),
     "own_cgroup_afresh": lambda a: attempt(lambda: own_cgroup_afresh(a["name"])),
+    "make_user_namespace": lambda a: attempt(lambda: in_child(make_user_namespace)),
     "getenv": lambda a: attempt(lambda: os.environ[a["name"]]),
     "scan_environ": lambda a: attempt(lambda: scan_environ(a["needle"])),
     "ask_reload": lambda a: attempt(lambda: ask_reload(a["socket"])),

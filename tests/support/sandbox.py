@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from tests.support.agent import Agent, connect
@@ -28,6 +29,20 @@ SECRET = "tickets-secret-0451"  # TICKETS_TOKEN in mcpd's environment
 ENDPOINT_TOKEN = "endpoint-token-7e3f"
 OAUTH_TOKEN = "oauth-access-token-91c2"
 SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nplanted\n"
+
+
+def as_ordinary_user() -> tuple[str, ...]:
+    """The command line that runs what follows it as an ordinary user (uid 1000 in a
+    user namespace of its own, holding no capability), as mcpd runs for a user; a
+    skip where ``unshare`` cannot map one (util-linux before 2.38)."""
+    argv = ("unshare", "--user", "--map-user=1000", "--map-group=1000")
+    try:
+        done = subprocess.run([*argv, "true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"cannot run mcpd as an ordinary user here: {exc}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot run mcpd as an ordinary user here: {done.stderr.decode()}")
+    return argv
 
 
 def hostile(**settings: Any) -> dict[str, Any]:

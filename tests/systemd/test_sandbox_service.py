@@ -2,7 +2,8 @@
 bookworm booted with systemd-nspawn, bubblewrap installed): the unit's hardening lets
 bubblewrap make its namespaces, so a default-level and a strict server both run
 sandboxed, nothing unprotected, each seeing only what its level shows, with its own
-home, its limits in force and, for the strict one, no network."""
+home, its limits in force, no user namespaces of its own and, for the strict one, no
+network."""
 
 from __future__ import annotations
 
@@ -78,6 +79,15 @@ def test_servers_run_sandboxed_under_the_shipped_unit(systemd_rootfs: harness.Ro
     assert "T-1" in mcpd("call", "mcp__tickets__search", '{{"query": "login"}}').stdout
     found = mcpd("call", "mcp__vault__search", '{{"query": "mcpd"}}')
     assert found.returncode == 0, found
+
+    step("neither may make user namespaces of its own")
+    for server in (pid, spid):
+        # As the service's user, in the server's own user namespace.
+        made = subprocess.run(
+            ["setpriv", "--reuid=mcpd", "--regid=mcpd", "--clear-groups", "nsenter",
+             f"--target={{server}}", "--user", "--preserve-credentials", "unshare", "--user",
+             "true"], capture_output=True, text=True)
+        assert made.returncode != 0 and "No space left on device" in made.stderr, made
     """
     run_check(machine(systemd_rootfs), check.replace("import json", "import json, re"))
 

@@ -34,6 +34,7 @@ def start(
     early with exactly the same command line. Raises SpawnError."""
     unprotected = join = None
     confined = False
+    wrapped = False
     loopback = None
     if sandbox is not None:
         try:
@@ -51,7 +52,8 @@ def start(
                 loopback.close()
             raise _spawn_error(alias, argv[0], cwd, exc) from None
         argv, unprotected, join, confined = plan.argv, plan.unprotected, plan.join, plan.confined
-        if sandbox.level != "off" and sandbox.network and not unprotected:
+        wrapped = plan.wrapped
+        if wrapped and sandbox.network:
             _say_unscoped()
     started = early.take(argv, env, cwd)
     try:
@@ -65,7 +67,7 @@ def start(
         raise _spawn_error(alias, argv[0], cwd, exc) from None
     proc.host_loopback = loopback
     proc.sandbox = sandbox
-    proc.wrapped = sandbox is not None and sandbox.level != "off" and not unprotected
+    proc.wrapped = wrapped
     proc.unprotected = unprotected
     proc.join = join
     return proc

@@ -28,9 +28,9 @@ listeners on those ports in it, and bubblewrap joins it through ``nsenter``.
 The kernel's controls (``/sys``, and under ``/proc`` the settings, sysrq, interrupts,
 buses, filesystems and ACPI) are read-only at every level: their files are their
 owner's to write, and a root mcpd's server is their owner, with or without
-capabilities, in any namespace. A root mcpd's server also may not make user
-namespaces of its own, in which it would hold the rights to mount a cgroup filesystem
-afresh, with its own cgroup (its process limit) or mcpd's writable in it.
+capabilities, in any namespace. Nor may a sandboxed server make user namespaces, in
+which it could mount a cgroup filesystem afresh with mcpd's cgroup writable wherever
+mcpd's user owns it (as root, under ``systemd --user``) and freeze or kill mcpd.
 
 Limits are set by ``prlimit`` inside the namespaces, so that the process limit counts
 the server's own processes (the kernel counts RLIMIT_NPROC per user and per user
@@ -146,8 +146,8 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
     # None when ``confine`` is there; else why a sandboxed server still reaches the
     # host's abstract Unix sockets.
     scoping: str | None = "not probed"
-    # None when bubblewrap can keep a server from making user namespaces of its own
-    # (which a root mcpd's server must be kept from); else why not.
+    # None when bubblewrap can keep a server from making user namespaces of its own;
+    # else why not.
     userns_denial: str | None = "not probed"
 
 
@@ -190,6 +190,8 @@ class Plan(msgspec.Struct, frozen=True):
     join: str | None = None
     # Started from the thread in a Landlock domain (``confined``): born in it.
     confined: bool = False
+    # Started in bubblewrap, whatever of the sandbox it goes without (``unprotected``).
+    wrapped: bool = False
 
 
 def _depth(path: str) -> int:
@@ -208,7 +210,7 @@ def _order(m: Mount) -> tuple[int, int]:
 
 def _namespaces(network: bool, joined: bool, machine: Machine) -> list[str]:
     args = ["--unshare-user", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL"]
-    if machine.root and machine.userns_denial is None:
+    if machine.userns_denial is None:
         args.append("--disable-userns")
     if not network and not joined:
         args.append("--unshare-net")
@@ -340,10 +342,11 @@ def shortfall(s: Sandbox, machine: Machine) -> str | None:
             )
         elif not machine.root and not applied:
             gaps.append(f"{s.limits.key('processes')} is not applied: it needs the sandbox")
-    if applied and machine.root and machine.userns_denial is not None:
+    if applied and machine.userns_denial is not None:
         gaps.append(
-            "a server of a root mcpd can make user namespaces of its own, in which it may "
-            f"mount the cgroup tree writable: {machine.userns_denial}"
+            "it can make user namespaces of its own, in which it may mount the cgroup tree "
+            "afresh and, where mcpd's user owns mcpd's cgroup (as root, or under systemd "
+            f"--user), freeze or kill mcpd and every server: {machine.userns_denial}"
         )
     if s.limits.any() and machine.prlimit is None:
         gaps.append("limits are not applied: prlimit (util-linux) not found")
@@ -364,7 +367,8 @@ def plan(
     wrapped = bwrap_args(r, machine, cwd, netns if s.loopback else None) if applied else []
     limited = prlimit_args(s.limits, machine, processes=applied and not machine.root)
     confined = applied and bool(machine.confine) and not s.loopback
-    return Plan([*wrapped, *limited, r.command, *argv[1:]], unprotected, confined=confined)
+    argv = [*wrapped, *limited, r.command, *argv[1:]]
+    return Plan(argv, unprotected, confined=confined, wrapped=applied)
 
 
 def _missing(s: Sandbox, machine: Machine) -> str | None:

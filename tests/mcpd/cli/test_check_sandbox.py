@@ -9,11 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from mcpd.cli.check_sandbox import inherited_warnings, sandbox_lines
 from mcpd.config.load import parse
 from mcpd.config.model import Config
+from transports.stdio import sandbox_host
 
 
 @pytest.fixture
@@ -120,3 +122,22 @@ def test_an_http_server_has_no_inherited_environment_to_warn_of(
     here = {**env, "REMOTE_TOKEN": "t"}
     config = config_of(tmp_path, here, remote={"url": "https://remote.example/mcp"})
     assert inherited_warnings(config, here) == []
+
+
+def test_a_machine_that_cannot_refuse_a_server_user_namespaces_says_so(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    machine = sandbox_host.probe()
+    if machine.bwrap is None or machine.namespaces is not None:
+        pytest.skip("no sandbox here at all, which its own line says")
+    old = "bwrap: Unknown option --disable-userns"
+    worse = msgspec.structs.replace(machine, userns_denial=old)
+    monkeypatch.setattr(sandbox_host, "_machine", [worse])
+    config = config_of(
+        tmp_path, env, s={"command": "/bin/true"}, o={"command": "/bin/true", "sandbox": "off"}
+    )
+    said = [line for line in lines_of(config, "s", env) if line.startswith("unprotected: ")]
+    assert len(said) == 1, said
+    assert "it can make user namespaces of its own" in said[0] and old in said[0]
+    # A server started as it is was never to be kept from them.
+    assert not [line for line in lines_of(config, "o", env) if "unprotected" in line]

@@ -26,6 +26,7 @@ MACHINE = Machine(
     network=None,
     confine=STEP,
     scoping=None,
+    userns_denial=None,
 )
 HOME = "/var/lib/mcpd/homes/files"
 
@@ -99,7 +100,7 @@ def test_without_a_sandbox_there_is_no_domain() -> None:
 
 
 def test_a_kernel_that_cannot_scope_still_starts_the_server_in_bubblewrap() -> None:
-    machine = Machine(bwrap="/usr/bin/bwrap", namespaces=None, scoping="ABI 4")
+    machine = Machine(bwrap="/usr/bin/bwrap", namespaces=None, scoping="ABI 4", userns_denial=None)
     p = plan(resolved(), ["node"], machine, HOME)
     assert p.argv[0] == "/usr/bin/bwrap" and p.unprotected is None and not p.confined
 

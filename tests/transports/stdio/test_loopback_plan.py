@@ -9,7 +9,13 @@ import pytest
 
 from transports.stdio.sandbox import Machine, Netns, Resolved, Sandbox, SandboxError, plan
 
-MACHINE = Machine(bwrap="/usr/bin/bwrap", nsenter="/usr/bin/nsenter", namespaces=None, network=None)
+MACHINE = Machine(
+    bwrap="/usr/bin/bwrap",
+    nsenter="/usr/bin/nsenter",
+    namespaces=None,
+    network=None,
+    userns_denial=None,
+)
 NETNS = Netns("/proc/7/fd/4", "/proc/7/fd/5")
 
 

@@ -7,14 +7,19 @@ import signal
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 
+from tests.support import bubblewrap
 from tests.support.procs import alive, read_pid, wait_gone
+from tests.support.sandbox import HOSTILE
 from transports.errors import SpawnError
+from transports.stdio import sandbox_host
 from transports.stdio.childenv import environment
 from transports.stdio.exits import describe_exit
 from transports.stdio.process import start, stop_process
+from transports.stdio.sandbox import Sandbox
 
 
 def test_an_exit_is_told_in_words() -> None:
@@ -66,3 +71,27 @@ async def test_the_stop_takes_the_whole_group_even_after_a_clean_exit(tmp_path: 
             if pipe is not None:
                 pipe.close()
     assert not alive(helper)
+
+
+async def test_a_server_in_bubblewrap_without_part_of_its_sandbox_still_gets_its_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part it goes without (here, bubblewrap too old to refuse it user namespaces) is
+    said, and the rest of its sandbox is kept, stop included: the SIGTERM goes to the
+    server, not to bubblewrap, whose end would take the server with it at once."""
+    bubblewrap.require()
+    old = "bwrap: Unknown option --disable-userns"
+    machine = msgspec.structs.replace(sandbox_host.probe(), userns_denial=old)
+    monkeypatch.setattr(sandbox_host, "_machine", [machine])
+    mark = tmp_path / "mark"
+    sandbox = Sandbox(home=str(tmp_path / "home"), alias="s", where="servers.s")
+    argv = [sys.executable, HOSTILE, "--on-term", str(mark)]
+    proc = start("s", argv, environment(True, None), None, sandbox)
+    try:
+        assert proc.unprotected is not None and old in proc.unprotected
+        await stop_process(proc, "s", stdin_grace=0.5, term_grace=20)
+    finally:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert mark.read_text() == "terminated"

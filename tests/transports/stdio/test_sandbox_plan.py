@@ -29,6 +29,7 @@ MACHINE = Machine(
     network=None,
     system=(SystemPath("/usr"), SystemPath("/bin", "usr/bin"), SystemPath("/etc")),
     nofile_hard=4096,
+    userns_denial=None,
 )
 HOME = "/var/lib/mcpd/homes/files"
 
@@ -133,20 +134,33 @@ def test_the_kernels_controls_are_read_only_at_every_sandboxed_level(level: str)
         assert not [m for m in mounted if m[-1].startswith("/sys")]
 
 
-def test_a_root_mcpds_server_may_not_make_user_namespaces_of_its_own() -> None:
-    """There it would have the rights to mount the cgroup tree afresh, writable."""
-    root = msgspec.structs.replace(MACHINE, root=True, userns_denial=None)
+@pytest.mark.parametrize("root", [False, True])
+def test_no_sandboxed_server_may_make_user_namespaces_of_its_own(root: bool) -> None:
+    """There it would have the rights to mount the cgroup tree afresh, with mcpd's
+    cgroup writable where mcpd's user owns it: as root, or under systemd --user."""
+    machine = msgspec.structs.replace(MACHINE, root=root)
     for level in ("default", "strict"):
-        assert "--disable-userns" in plan(resolved(level=level), ["node"], root, HOME).argv
-    user = msgspec.structs.replace(MACHINE, userns_denial=None)
-    assert "--disable-userns" not in plan(resolved(), ["node"], user, HOME).argv
-    old = msgspec.structs.replace(root, userns_denial="bwrap: Unknown option --disable-userns")
+        for network in (True, False):
+            r = resolved(level=level, network=network)
+            assert "--disable-userns" in plan(r, ["node"], machine, HOME).argv, (level, network)
+    assert "--disable-userns" not in plan(resolved(level="off"), ["node"], machine, HOME).argv
+    old = msgspec.structs.replace(machine, userns_denial="bwrap: Unknown option --disable-userns")
     p = plan(resolved(), ["node"], old, HOME)
     assert "--disable-userns" not in p.argv
     assert p.unprotected == (
-        "a server of a root mcpd can make user namespaces of its own, in which it may "
-        "mount the cgroup tree writable: bwrap: Unknown option --disable-userns"
+        "it can make user namespaces of its own, in which it may mount the cgroup tree "
+        "afresh and, where mcpd's user owns mcpd's cgroup (as root, or under systemd "
+        "--user), freeze or kill mcpd and every server: bwrap: Unknown option --disable-userns"
     )
+    # Still in its sandbox otherwise: stopped and read as a sandboxed server is.
+    assert p.wrapped and p.argv[0] == "/usr/bin/bwrap"
+
+
+def test_a_server_without_a_sandbox_is_not_wrapped() -> None:
+    assert not plan(resolved(level="off"), ["node"], MACHINE, HOME).wrapped
+    machine = msgspec.structs.replace(MACHINE, namespaces="No permission")
+    p = plan(resolved(), ["node"], machine, HOME)
+    assert not p.wrapped and p.argv == ["/usr/bin/node"]
 
 
 def test_a_strict_command_outside_its_grants_is_refused_by_name() -> None:
