@@ -90,6 +90,50 @@ def make_user_namespace() -> str:
     return "made a user namespace"
 
 
+# keyctl and add_key on the machines the tests run on.
+KEY_CALLS = {"x86_64": (250, 248), "aarch64": (219, 217)}
+SESSION_KEYRING = -3
+
+
+def _keys() -> tuple[Any, int, int]:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    keyctl, add_key = KEY_CALLS[os.uname().machine]
+    return libc, keyctl, add_key
+
+
+def _key_error(call: str) -> OSError:
+    errno = ctypes.get_errno()
+    return OSError(errno, f"{call}: {os.strerror(errno)}")
+
+
+def session_key(description: str) -> str:
+    """The payload of the ``user`` key ``description`` its session keyring holds."""
+    libc, keyctl, _ = _keys()
+    search, read = 10, 11  # KEYCTL_SEARCH, KEYCTL_READ
+    key = libc.syscall(
+        keyctl, search, ctypes.c_int(SESSION_KEYRING), b"user", description.encode(), 0
+    )
+    if key < 0:
+        raise _key_error("keyctl(KEYCTL_SEARCH)")
+    buf = ctypes.create_string_buffer(4096)
+    size = libc.syscall(keyctl, read, ctypes.c_long(key), buf, 4096)
+    if size < 0:
+        raise _key_error("keyctl(KEYCTL_READ)")
+    return f"read {buf.raw[:size].decode('utf-8', 'replace')}"
+
+
+def add_session_key(description: str, payload: str) -> str:
+    libc, _, add_key = _keys()
+    data = payload.encode()
+    key = libc.syscall(
+        add_key, b"user", description.encode(), data, len(data), ctypes.c_int(SESSION_KEYRING)
+    )
+    if key < 0:
+        raise _key_error("add_key")
+    return f"added key {key}"
+
+
 def _remount_own_cgroup(name: str) -> str:
     libc = ctypes.CDLL(None, use_errno=True)
     new_user, new_mount, new_cgroup = 0x10000000, 0x00020000, 0x02000000
@@ -277,6 +321,10 @@ TOOLS: dict[str, Any] = {
     "relink": lambda a: attempt(lambda: relink(a["path"], a["to"])),
     "own_cgroup_afresh": lambda a: attempt(lambda: own_cgroup_afresh(a["name"])),
     "make_user_namespace": lambda a: attempt(lambda: in_child(make_user_namespace)),
+    "session_key": lambda a: attempt(lambda: session_key(a["description"])),
+    "add_session_key": lambda a: attempt(
+        lambda: add_session_key(a["description"], a.get("payload", "x"))
+    ),
     "getenv": lambda a: attempt(lambda: os.environ[a["name"]]),
     "scan_environ": lambda a: attempt(lambda: scan_environ(a["needle"])),
     "ask_reload": lambda a: attempt(lambda: ask_reload(a["socket"])),

@@ -2,8 +2,8 @@
 bookworm booted with systemd-nspawn, bubblewrap installed): the unit's hardening lets
 bubblewrap make its namespaces, so a default-level and a strict server both run
 sandboxed, nothing unprotected, each seeing only what its level shows, with its own
-home, its limits in force, no user namespaces of its own and, for the strict one, no
-network."""
+home, its limits in force, no user namespaces of its own, no keyrings and, for the
+strict one, no network."""
 
 from __future__ import annotations
 
@@ -80,7 +80,12 @@ def test_servers_run_sandboxed_under_the_shipped_unit(systemd_rootfs: harness.Ro
     found = mcpd("call", "mcp__vault__search", '{{"query": "mcpd"}}')
     assert found.returncode == 0, found
 
-    step("neither may make user namespaces of its own")
+    step("neither may make user namespaces of its own, nor use the kernel's keyrings")
+
+    def filters(pid):
+        status = open(f"/proc/{{pid}}/status").read()
+        return int(re.search(r"Seccomp_filters:\s+(\d+)", status).group(1))
+
     for server in (pid, spid):
         # As the service's user, in the server's own user namespace.
         made = subprocess.run(
@@ -88,6 +93,8 @@ def test_servers_run_sandboxed_under_the_shipped_unit(systemd_rootfs: harness.Ro
              f"--target={{server}}", "--user", "--preserve-credentials", "unshare", "--user",
              "true"], capture_output=True, text=True)
         assert made.returncode != 0 and "No space left on device" in made.stderr, made
+        # One filter more than mcpd is under: the one that refuses the keyrings.
+        assert filters(server) > filters(main), (filters(server), filters(main))
     """
     run_check(machine(systemd_rootfs), check.replace("import json", "import json, re"))
 

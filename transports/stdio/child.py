@@ -12,7 +12,7 @@ import trio
 
 from .launch import Launched, launch, resolve, signal_group
 from .netns import HostLoopback
-from .sandbox import Sandbox
+from .sandbox import Sandbox, Starter
 
 __all__ = ["ChildProcess", "adopt", "resolve", "signal_group", "spawn"]
 
@@ -104,10 +104,10 @@ def spawn(
     stdout: bool = True,
     stderr: bool = True,
     join: str | None = None,
-    confined: bool = False,
+    starter: Starter = "main",
 ) -> ChildProcess:
     """Start ``argv`` in its own session and process group, killed if mcpd dies (in the
-    cgroup ``join`` names, if given; in the Landlock domain, if ``confined``:
+    cgroup ``join`` names, if given; from the thread ``starter`` names:
     ``transports.stdio.launch``).
 
     Synchronous on purpose: see ``launch``. Raises OSError when the
@@ -122,7 +122,7 @@ def spawn(
             stdout=stdout,
             stderr=stderr,
             join=join,
-            confined=confined,
+            starter=starter,
         )
     )
 

@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 
 from .launch import Launched, launch, signal_group
+from .sandbox import Starter
 
 _Key = tuple[tuple[str, ...], str | None]
 
@@ -29,11 +30,11 @@ def launch_early(
     env: Mapping[str, str],
     cwd: str | None,
     join: str | None = None,
-    confined: bool = False,
+    starter: Starter = "main",
 ) -> int:
     """Start a stdio server now, for a later ``take`` with the same arguments; its pid.
     Raises OSError as ``launch`` does."""
-    child = launch(argv, env=env, cwd=cwd, join=join, confined=confined)
+    child = launch(argv, env=env, cwd=cwd, join=join, starter=starter)
     _waiting.setdefault((tuple(argv), cwd), []).append((dict(env), child))
     return child.popen.pid
 

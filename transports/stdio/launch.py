@@ -4,7 +4,8 @@
 process. ``trio.open_process`` forks from a worker thread that trio retires after a
 few idle seconds, which would take every server down with it; so children are
 forked from the thread running trio (the main thread), which lives as long as the
-daemon.
+daemon, or, for a sandboxed server, from a thread that starts nothing else and lives
+as long (``confined``).
 
 Setting it from a ``preexec_fn`` makes Python fork a full copy of the daemon (no
 vfork) and wait for it to exec, with the event loop stopped, for markedly longer than
@@ -30,8 +31,9 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, NamedTuple
 
+from . import confined
 from .childenv import PARENT_ONLY_VARS as PARENT_ONLY_VARS
-from .confined import starts as confined_starts
+from .sandbox import Starter
 
 _PR_SET_PDEATHSIG = 1
 _libc: ctypes.CDLL | None = None
@@ -128,12 +130,12 @@ def launch(
     stdout: bool = True,
     stderr: bool = True,
     join: str | None = None,
-    confined: bool = False,
+    starter: Starter = "main",
 ) -> Launched:
     """Start ``argv`` in its own session and process group, killed if mcpd dies, and
     in the cgroup whose ``cgroup.procs`` is ``join``, if given, before it execs ``argv``;
-    ``confined``: from the thread in a Landlock domain (``confined``), so that it is born
-    in that domain.
+    from the thread ``starter`` names, so that it is born in what that thread is in
+    (``confined``): the main thread's children are born as mcpd is.
 
     Call it from the main thread (see the module docstring). Raises OSError when the
     command cannot be started.
@@ -174,7 +176,12 @@ def launch(
                 preexec_fn=preexec,
             )
 
-        popen = confined_starts.run(start) if confined else start()
+        if starter == "confined":
+            popen = confined.confined.run(start)
+        elif starter == "keyless":
+            popen = confined.keyless.run(start)
+        else:
+            popen = start()
     except BaseException:
         for fd in ours + theirs:
             if fd is not None and fd >= 0:

@@ -16,7 +16,7 @@ from protocol.logfields import log_extra
 from ..errors import SpawnError
 from . import early, netns
 from .child import ChildProcess, adopt, signal_group, spawn
-from .sandbox import Sandbox, SandboxError
+from .sandbox import Sandbox, SandboxError, Starter
 from .sandbox_host import command_line, probe
 
 logger = logging.getLogger("mcpd.stdio")
@@ -33,7 +33,7 @@ def start(
     """Start the server (in its sandbox, when it has one) or take the one started
     early with exactly the same command line. Raises SpawnError."""
     unprotected = join = None
-    confined = False
+    starter: Starter = "main"
     wrapped = False
     loopback = None
     if sandbox is not None:
@@ -51,7 +51,7 @@ def start(
             if loopback is not None:
                 loopback.close()
             raise _spawn_error(alias, argv[0], cwd, exc) from None
-        argv, unprotected, join, confined = plan.argv, plan.unprotected, plan.join, plan.confined
+        argv, unprotected, join, starter = plan.argv, plan.unprotected, plan.join, plan.starter
         wrapped = plan.wrapped
         if wrapped and sandbox.network:
             _say_unscoped()
@@ -60,7 +60,7 @@ def start(
         if started is not None:
             proc = adopt(started)
         else:
-            proc = spawn(argv, env=env, cwd=cwd, join=join, confined=confined)
+            proc = spawn(argv, env=env, cwd=cwd, join=join, starter=starter)
     except OSError as exc:
         if loopback is not None:
             loopback.close()

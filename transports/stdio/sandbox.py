@@ -30,7 +30,8 @@ buses, filesystems and ACPI) are read-only at every level: their files are their
 owner's to write, and a root mcpd's server is their owner, with or without
 capabilities, in any namespace. Nor may a sandboxed server make user namespaces, in
 which it could mount a cgroup filesystem afresh with mcpd's cgroup writable wherever
-mcpd's user owns it (as root, under ``systemd --user``) and freeze or kill mcpd.
+mcpd's user owns it (as root, under ``systemd --user``) and freeze or kill mcpd, nor
+use the kernel's keyrings (``keyring_filter``), which no namespace separates.
 
 Limits are set by ``prlimit`` inside the namespaces, so that the process limit counts
 the server's own processes (the kernel counts RLIMIT_NPROC per user and per user
@@ -47,6 +48,8 @@ from typing import Final, Literal
 import msgspec
 
 Level = Literal["off", "default", "strict"]
+# The thread of mcpd that starts a server, for what it is born in (``confined``).
+Starter = Literal["main", "keyless", "confined"]
 
 # Where each limit is set, for messages: "servers.x.limits.memory".
 LIMIT_NAMES: Final = ("memory", "processes", "open_files", "cpu")
@@ -141,7 +144,8 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
     # The command line that runs what follows it in a Landlock domain scoped to
     # abstract Unix sockets and signals (``landlock``); empty where there is none.
     # Its being there also says that a server may be started from the thread in such a
-    # domain (``confined``), as every sandboxed one is but one that joins a netns.
+    # domain (``confined``), as every sandboxed one is but one that joins a netns; that
+    # thread refuses the keyrings too, so it is there only where ``keyring_denial`` is None.
     confine: tuple[str, ...] = ()
     # None when ``confine`` is there; else why a sandboxed server still reaches the
     # host's abstract Unix sockets.
@@ -149,6 +153,9 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
     # None when bubblewrap can keep a server from making user namespaces of its own;
     # else why not.
     userns_denial: str | None = "not probed"
+    # None when a sandboxed server can be started under the filter that refuses it the
+    # kernel's keyrings (``keyring_filter``); else why not.
+    keyring_denial: str | None = "not probed"
 
 
 class Mount(msgspec.Struct, frozen=True):
@@ -188,8 +195,7 @@ class Plan(msgspec.Struct, frozen=True):
     unprotected: str | None = None
     # The ``cgroup.procs`` its first process joins (a root mcpd's process limit).
     join: str | None = None
-    # Started from the thread in a Landlock domain (``confined``): born in it.
-    confined: bool = False
+    starter: Starter = "main"
     # Started in bubblewrap, whatever of the sandbox it goes without (``unprotected``).
     wrapped: bool = False
 
@@ -252,7 +258,7 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
     # A server that joins a network namespace is started outside the Landlock domain,
     # since nsenter opens mcpd's descriptors through /proc, which a process in the
     # domain may not (as it may not trace one outside): a step after nsenter enters the
-    # domain before bubblewrap. Every other one is born in it (``Plan.confined``).
+    # domain before bubblewrap. Every other one is born in it (``Plan.starter``).
     confine = machine.confine if netns is not None else ()
     args += [*confine, machine.bwrap, *_namespaces(s.network, netns is not None, machine)]
     mounts = list(r.mounts)
@@ -348,6 +354,11 @@ def shortfall(s: Sandbox, machine: Machine) -> str | None:
             "afresh and, where mcpd's user owns mcpd's cgroup (as root, or under systemd "
             f"--user), freeze or kill mcpd and every server: {machine.userns_denial}"
         )
+    if applied and machine.keyring_denial is not None:
+        gaps.append(
+            "it can read the keys of mcpd's session keyring and of its user's keyrings, and "
+            f"add keys that mcpd and other servers hold: {machine.keyring_denial}"
+        )
     if s.limits.any() and machine.prlimit is None:
         gaps.append("limits are not applied: prlimit (util-linux) not found")
     return "; ".join(gaps) if gaps else None
@@ -366,9 +377,13 @@ def plan(
     applied = s.level != "off" and _missing(s, machine) is None
     wrapped = bwrap_args(r, machine, cwd, netns if s.loopback else None) if applied else []
     limited = prlimit_args(s.limits, machine, processes=applied and not machine.root)
-    confined = applied and bool(machine.confine) and not s.loopback
+    starter: Starter = "main"
+    if applied and machine.confine and not s.loopback:
+        starter = "confined"
+    elif applied and machine.keyring_denial is None:
+        starter = "keyless"
     argv = [*wrapped, *limited, r.command, *argv[1:]]
-    return Plan(argv, unprotected, confined=confined, wrapped=applied)
+    return Plan(argv, unprotected, starter=starter, wrapped=applied)
 
 
 def _missing(s: Sandbox, machine: Machine) -> str | None:

@@ -19,7 +19,7 @@ from typing import Final
 
 import msgspec
 
-from . import anchors, landlock, pidgroup
+from . import anchors, confined, landlock, pidgroup
 from .fixed_dirs import fixed_dirs
 from .launch import resolve as resolve_command
 from .sandbox import (
@@ -58,15 +58,20 @@ def _first_line(text: str) -> str:
     return lines[-1] if lines else "no reason given"
 
 
-def _try(bwrap: str, *extra: str, confine: Sequence[str] = ()) -> str | None:
+def _try(bwrap: str, *extra: str, confine: Sequence[str] = (), keyless: bool = False) -> str | None:
     """None when bubblewrap starts ``true`` with these namespaces (run by ``confine``,
-    when given); else why not."""
+    when given; from the thread under the keyring filter, when ``keyless``); else why
+    not."""
     args = [*confine, bwrap, "--unshare-user", "--unshare-pid", "--die-with-parent"]
     args += ["--cap-drop", "ALL", *extra, "--bind", "/", "/", *kernel_mounts(True), "--", "true"]
-    try:
-        done = subprocess.run(
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
             args, capture_output=True, text=True, timeout=_PROBE_TIMEOUT, stdin=subprocess.DEVNULL
         )
+
+    try:
+        done = confined.keyless.run(run) if keyless else run()
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
     if done.returncode == 0:
@@ -92,9 +97,10 @@ def _system() -> tuple[SystemPath, ...]:
     return tuple(found)
 
 
-def _confinement(bwrap: str | None) -> tuple[tuple[str, ...], str | None]:
-    """``Machine.confine`` and ``Machine.scoping``, for a ``bwrap`` that works. The step
-    runs under mcpd's own interpreter, isolated from its environment and site packages."""
+def _confinement(bwrap: str | None, keyrings: str | None) -> tuple[tuple[str, ...], str | None]:
+    """``Machine.confine`` and ``Machine.scoping``, for a ``bwrap`` that works, where
+    the keyring filter does (``keyrings`` is None). The step runs under mcpd's own
+    interpreter, isolated from its environment and site packages."""
     why = landlock.scoping()
     if why is None and not sys.executable:
         why = "mcpd's interpreter cannot be found to run its Landlock step"
@@ -102,6 +108,9 @@ def _confinement(bwrap: str | None) -> tuple[tuple[str, ...], str | None]:
         return (), why
     if bwrap is None:
         return (), "bubblewrap does not run here"
+    if keyrings is not None:
+        # The domain's thread is under the filter as well (``confined``).
+        return (), f"sandboxed servers cannot be started under a system call filter: {keyrings}"
     confine = (sys.executable, "-I", "-S", landlock.__file__)
     # A setuid bubblewrap gains nothing under no_new_privs: where it needs its
     # privileges, the sandbox goes without the domain rather than without bubblewrap.
@@ -118,10 +127,11 @@ def probe(*, network: bool = False) -> Machine:
         bwrap = shutil.which("bwrap")
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         namespaces = _try(bwrap) if bwrap is not None else "bwrap not found"
-        denial = namespaces
+        denial = keyrings = namespaces
         if bwrap is not None and namespaces is None:
             denial = _try(bwrap, "--disable-userns")
-        confine, scoping = _confinement(bwrap if namespaces is None else None)
+            keyrings = _try(bwrap, keyless=True)
+        confine, scoping = _confinement(bwrap if namespaces is None else None, keyrings)
         _machine.append(
             Machine(
                 bwrap=bwrap,
@@ -135,6 +145,7 @@ def probe(*, network: bool = False) -> Machine:
                 confine=confine,
                 scoping=scoping,
                 userns_denial=denial,
+                keyring_denial=keyrings,
             )
         )
     machine = _machine[0]

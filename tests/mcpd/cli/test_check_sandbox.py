@@ -124,14 +124,15 @@ def test_an_http_server_has_no_inherited_environment_to_warn_of(
     assert inherited_warnings(config, here) == []
 
 
-def test_a_machine_that_cannot_refuse_a_server_user_namespaces_says_so(
+def test_a_machine_that_cannot_refuse_user_namespaces_or_keyrings_is_said_so(
     tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     machine = sandbox_host.probe()
     if machine.bwrap is None or machine.namespaces is not None:
         pytest.skip("no sandbox here at all, which its own line says")
     old = "bwrap: Unknown option --disable-userns"
-    worse = msgspec.structs.replace(machine, userns_denial=old)
+    setuid = "bwrap: Creating new namespace failed: Operation not permitted"
+    worse = msgspec.structs.replace(machine, userns_denial=old, keyring_denial=setuid)
     monkeypatch.setattr(sandbox_host, "_machine", [worse])
     config = config_of(
         tmp_path, env, s={"command": "/bin/true"}, o={"command": "/bin/true", "sandbox": "off"}
@@ -139,5 +140,6 @@ def test_a_machine_that_cannot_refuse_a_server_user_namespaces_says_so(
     said = [line for line in lines_of(config, "s", env) if line.startswith("unprotected: ")]
     assert len(said) == 1, said
     assert "it can make user namespaces of its own" in said[0] and old in said[0]
-    # A server started as it is was never to be kept from them.
+    assert "it can read the keys of mcpd's session keyring" in said[0] and setuid in said[0]
+    # A server started as it is was never to be kept from either.
     assert not [line for line in lines_of(config, "o", env) if "unprotected" in line]

@@ -27,6 +27,7 @@ MACHINE = Machine(
     confine=STEP,
     scoping=None,
     userns_denial=None,
+    keyring_denial=None,
 )
 HOME = "/var/lib/mcpd/homes/files"
 
@@ -74,7 +75,7 @@ def test_every_sandboxed_level_starts_bubblewrap_in_the_domain(level: str) -> No
     """From the thread in the domain, so that bubblewrap is born in it: no step, no
     interpreter started for each server."""
     p = plan(resolved(level=level), ["node"], MACHINE, HOME)
-    assert p.confined
+    assert p.starter == "confined"
     assert p.argv[0] == "/usr/bin/bwrap" and STEP[-1] not in p.argv
 
 
@@ -88,21 +89,29 @@ def test_a_server_joins_its_network_namespace_before_the_domain() -> None:
     step = p.argv.index(STEP[0])
     assert p.argv[step - 1] == "--"
     assert p.argv[step : step + len(STEP) + 1] == [*STEP, "/usr/bin/bwrap"]
-    assert not p.confined  # nsenter itself starts outside it
+    # nsenter itself starts outside it, from the thread under the keyring filter alone.
+    assert p.starter == "keyless"
 
 
 def test_without_a_sandbox_there_is_no_domain() -> None:
     p = plan(resolved(level="off"), ["node"], MACHINE, HOME)
-    assert p.argv == ["/usr/bin/node"] and not p.confined
+    assert p.argv == ["/usr/bin/node"] and p.starter == "main"
     unsandboxed = Machine(bwrap=None, confine=STEP, scoping=None)
     p = plan(resolved(), ["node"], unsandboxed, HOME)
-    assert p.argv == ["/usr/bin/node"] and p.unprotected is not None and not p.confined
+    assert p.argv == ["/usr/bin/node"] and p.unprotected is not None and p.starter == "main"
 
 
 def test_a_kernel_that_cannot_scope_still_starts_the_server_in_bubblewrap() -> None:
-    machine = Machine(bwrap="/usr/bin/bwrap", namespaces=None, scoping="ABI 4", userns_denial=None)
+    machine = Machine(
+        bwrap="/usr/bin/bwrap",
+        namespaces=None,
+        scoping="ABI 4",
+        userns_denial=None,
+        keyring_denial=None,
+    )
     p = plan(resolved(), ["node"], machine, HOME)
-    assert p.argv[0] == "/usr/bin/bwrap" and p.unprotected is None and not p.confined
+    assert p.argv[0] == "/usr/bin/bwrap" and p.unprotected is None
+    assert p.starter == "keyless"
 
 
 def test_the_step_says_what_it_could_not_run() -> None:

@@ -15,6 +15,7 @@ MACHINE = Machine(
     namespaces=None,
     network=None,
     userns_denial=None,
+    keyring_denial=None,
 )
 NETNS = Netns("/proc/7/fd/4", "/proc/7/fd/5")
 

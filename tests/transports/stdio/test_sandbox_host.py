@@ -198,11 +198,13 @@ def test_bubblewrap_that_cannot_run_at_all_is_said_so(tmp: Path) -> None:
 
 CONFINED = ("in its Landlock domain",)
 DENIAL = ("--disable-userns",)
+KEYLESS = ("under the keyring filter",)
 
 
 class Probes:
     """bubblewrap as the probe meets it: the extra arguments of each try (``CONFINED``
-    for the try in a Landlock domain), and what it answers to them."""
+    for the try in a Landlock domain, ``KEYLESS`` for the one under the keyring
+    filter), and what it answers to them."""
 
     def __init__(
         self,
@@ -210,6 +212,7 @@ class Probes:
         network: str | None,
         confined: str | None = None,
         denial: str | None = None,
+        keyless: str | None = None,
     ) -> None:
         self.tries: list[tuple[str, ...]] = []
         self.answers = {
@@ -217,10 +220,13 @@ class Probes:
             ("--unshare-net",): network,
             CONFINED: confined,
             DENIAL: denial,
+            KEYLESS: keyless,
         }
 
-    def __call__(self, bwrap: str, *extra: str, confine: Sequence[str] = ()) -> str | None:
-        tried = CONFINED if confine else extra
+    def __call__(
+        self, bwrap: str, *extra: str, confine: Sequence[str] = (), keyless: bool = False
+    ) -> str | None:
+        tried = CONFINED if confine else KEYLESS if keyless else extra
         self.tries.append(tried)
         return self.answers[tried]
 
@@ -243,13 +249,14 @@ def test_the_machine_is_probed_once_and_the_network_only_when_asked(
     machine = sandbox_host.probe()
     assert machine.bwrap == "/usr/bin/bwrap" and machine.namespaces is None
     assert machine.network == "not probed"
-    assert sandbox_host.probe() is machine and probes.tries == [(), DENIAL, CONFINED]
+    first = [(), DENIAL, KEYLESS, CONFINED]
+    assert sandbox_host.probe() is machine and probes.tries == first
     assert sandbox_host.probe(network=True).network == "no network namespace"
     assert sandbox_host.probe(network=True).network == "no network namespace"
-    assert probes.tries == [(), DENIAL, CONFINED, ("--unshare-net",)]
+    assert probes.tries == [*first, ("--unshare-net",)]
     sandbox_host._machine.clear()  # probe again
     sandbox_host.probe()
-    assert probes.tries == [(), DENIAL, CONFINED, ("--unshare-net",), (), DENIAL, CONFINED]
+    assert probes.tries == [*first, ("--unshare-net",), *first]
 
 
 @pytest.mark.usefixtures("fresh")
@@ -276,6 +283,39 @@ def test_whether_bubblewrap_can_deny_a_server_user_namespaces_is_found_with_its_
     monkeypatch.setattr(sandbox_host, "_try", Probes(None, None, denial=old))
     machine = sandbox_host.probe()
     assert machine.namespaces is None and machine.userns_denial == old
+
+
+@pytest.mark.usefixtures("fresh")
+def test_whether_a_server_can_be_refused_the_keyrings_is_found_with_its_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None))
+    machine = sandbox_host.probe()
+    assert machine.keyring_denial is None and machine.confine
+    sandbox_host.forget()
+    setuid = "bwrap: Creating new namespace failed: Operation not permitted"
+    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None, keyless=setuid))
+    machine = sandbox_host.probe()
+    assert machine.namespaces is None and machine.keyring_denial == setuid
+    # The thread in the Landlock domain is under the filter as well: no domain either.
+    assert machine.confine == ()
+    assert machine.scoping == (
+        f"sandboxed servers cannot be started under a system call filter: {setuid}"
+    )
+
+
+def test_the_keyring_probe_runs_bubblewrap_from_the_thread_under_the_filter(tmp: Path) -> None:
+    """There it has no new privileges, which a setuid bubblewrap needs."""
+    needs_privileges = (
+        "grep -q '^NoNewPrivs:[[:space:]]*1' /proc/self/status"
+        " && { echo 'bwrap: Creating new namespace failed: Operation not permitted' >&2;"
+        " exit 1; }; exit 0"
+    )
+    script = bwrap_script(tmp, needs_privileges)
+    assert sandbox_host._try(script) is None
+    why = sandbox_host._try(script, keyless=True)
+    assert why == "bwrap: Creating new namespace failed: Operation not permitted"
 
 
 @pytest.mark.usefixtures("fresh")

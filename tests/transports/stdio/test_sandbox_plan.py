@@ -30,6 +30,7 @@ MACHINE = Machine(
     system=(SystemPath("/usr"), SystemPath("/bin", "usr/bin"), SystemPath("/etc")),
     nofile_hard=4096,
     userns_denial=None,
+    keyring_denial=None,
 )
 HOME = "/var/lib/mcpd/homes/files"
 
@@ -156,11 +157,29 @@ def test_no_sandboxed_server_may_make_user_namespaces_of_its_own(root: bool) -> 
     assert p.wrapped and p.argv[0] == "/usr/bin/bwrap"
 
 
+def test_a_sandboxed_server_is_started_from_a_thread_that_refuses_it_the_keyrings() -> None:
+    for level in ("default", "strict"):
+        assert plan(resolved(level=level), ["node"], MACHINE, HOME).starter == "keyless"
+    # Not a server started as it is.
+    assert plan(resolved(level="off"), ["node"], MACHINE, HOME).starter == "main"
+
+
+def test_where_the_keyrings_cannot_be_refused_the_server_runs_and_it_is_said() -> None:
+    setuid = "bwrap: Creating new namespace failed: Operation not permitted"
+    machine = msgspec.structs.replace(MACHINE, keyring_denial=setuid)
+    p = plan(resolved(), ["node"], machine, HOME)
+    assert p.starter == "main" and p.wrapped and p.argv[0] == "/usr/bin/bwrap"
+    assert p.unprotected == (
+        "it can read the keys of mcpd's session keyring and of its user's keyrings, and "
+        f"add keys that mcpd and other servers hold: {setuid}"
+    )
+
+
 def test_a_server_without_a_sandbox_is_not_wrapped() -> None:
     assert not plan(resolved(level="off"), ["node"], MACHINE, HOME).wrapped
     machine = msgspec.structs.replace(MACHINE, namespaces="No permission")
     p = plan(resolved(), ["node"], machine, HOME)
-    assert not p.wrapped and p.argv == ["/usr/bin/node"]
+    assert not p.wrapped and p.argv == ["/usr/bin/node"] and p.starter == "main"
 
 
 def test_a_strict_command_outside_its_grants_is_refused_by_name() -> None:
