@@ -293,7 +293,7 @@ def test_whether_a_server_can_be_refused_the_keyrings_is_found_with_its_words(
     monkeypatch.setattr(sandbox_host, "_try", Probes(None, None))
     machine = sandbox_host.probe()
     assert machine.keyring_denial is None and machine.confine
-    sandbox_host.forget()
+    sandbox_host._machine.clear()
     setuid = "bwrap: Creating new namespace failed: Operation not permitted"
     monkeypatch.setattr(sandbox_host, "_try", Probes(None, None, keyless=setuid))
     machine = sandbox_host.probe()
