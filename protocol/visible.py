@@ -13,6 +13,11 @@ of them after an emoji can spell any bytes), letters blank by design, line and
 paragraph separators, and lone surrogates (which cannot even be written to a UTF-8
 terminal). Everything else, non-ASCII letters and emoji included, is printed as it is.
 
+Where mcpd puts a server's text inside a sentence of its own (why a server is down,
+what it answered), ``quote`` makes it one line between double quotes, cut to a bound:
+its line breaks, quotes and backslashes written as escapes too, so it can neither end
+the quote nor start a line of its own, and whatever it says reads as the server's.
+
 The commands colour their own output after the server's text has passed through here,
 so mcpd's colours are the only escapes a terminal receives. The same goes for the log:
 ``mcpd serve`` in a terminal, and ``journalctl``, which shows a message with a control
@@ -90,6 +95,28 @@ def _escaped(text: str) -> str:
     if _plain(text):
         return text
     return "".join(written_out(ch) if hidden(ch) else ch for ch in text)
+
+
+# How much of a server's text goes into one of mcpd's sentences: enough for an error
+# message or a line of stderr, not enough to bury the sentence.
+QUOTED: Final = 300
+_QUOTE_ESCAPES: Final = re.compile(r'[\\"]')
+
+
+def quote(text: str, limit: int = QUOTED) -> str:
+    """A server's ``text`` as one line of mcpd's quotes it: between double quotes, its
+    first ``limit`` characters with every control and hidden character escaped (line
+    breaks and tabs included), and ``\\`` and ``"`` as ``\\\\`` and ``\\"``; a cut is
+    marked after the closing quote, in mcpd's words."""
+    cut = len(text) - limit
+    if cut > 0:
+        text = text[:limit]
+    body = _escaped(_QUOTE_ESCAPES.sub(_backslashed, text))
+    return f'"{body}"' + (f" (and {cut} more characters)" if cut > 0 else "")
+
+
+def _backslashed(m: re.Match[str]) -> str:
+    return "\\" + m.group()
 
 
 # Outside the printable ASCII range: the only characters that can be hidden ones.
