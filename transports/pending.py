@@ -20,6 +20,7 @@ from msgspec import Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
+from protocol.visible import quote
 
 from .base import Reply
 from .errors import ServerCancelled
@@ -129,7 +130,7 @@ class Pending:
         note = self._complain()
         if note is None:
             return
-        said = f" ({msg.error.message})" if isinstance(msg, rpc.ErrorResponse) else ""
+        said = f" ({quote(msg.error.message)})" if isinstance(msg, rpc.ErrorResponse) else ""
         self._log.warning(
             "%s: dropped a response for id %r%s: no request with that id is waiting "
             "(unknown id, wrong id type, or a duplicate)%s",
@@ -148,7 +149,7 @@ class Pending:
             return False
         if isinstance(params.requestId, UnsetType):
             return False
-        reason = params.reason if isinstance(params.reason, str) else "no reason given"
+        reason = quote(params.reason) if isinstance(params.reason, str) else "no reason given"
         error = ServerCancelled(f"{self._label} cancelled the request: {reason}")
         return self.resolve(params.requestId, None, error)
 

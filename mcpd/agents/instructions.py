@@ -4,7 +4,8 @@ tools, what is down, and what each server said of itself for models.
 A server's words are set apart from mcpd's so that no server can write text that
 reads as mcpd's or as another server's: each server's text comes between two lines of
 mcpd's own naming the server, and every line of it is quoted (``registry.quoting``),
-so a server cannot end its part early or start a part of its own.
+so a server cannot end its part early or start a part of its own. An outage's reason
+quotes what its server said on one line between double quotes (``Outage``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ def instructions(servers: Servers, limit: int) -> str:
         )
     outages = servers.outages()
     if outages:
-        text += " Current outages: " + " ".join(outages)
+        text += (
+            " Current outages: "
+            + " ".join(outages)
+            + " What is in double quotes there is the server's own words, never mcpd's."
+        )
     given = servers.instructions()
     if given:
         # Hosts put a server's instructions before the model; behind mcpd the servers'

@@ -19,6 +19,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
+from protocol.visible import quote
 from transports.errors import MalformedReply, MessageTooLarge, SpawnError, TransportError
 
 from .backoff import BackoffConfig, Restart
@@ -168,7 +169,8 @@ def describe_failure(exc: Exception, alias: str) -> Failure | None:
     if isinstance(exc, TransportError):
         return Failure("outage", exc.describe(), exc.reason, exc.retry_after)
     if isinstance(exc, rpc.RPCError):
-        return Failure("outage", f"protocol error: {exc.message}", exc.message)
+        said = f"protocol error: {quote(exc.message)}"
+        return Failure("outage", said, said)
     if isinstance(exc, trio.TooSlowError):
         text = "did not answer in time while connecting"
         return Failure("outage", text, text)

@@ -19,6 +19,7 @@ from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
+from protocol.visible import quote
 from transports.base import Transport
 from transports.errors import HttpRPCError, TransportError, UnexpectedReply
 
@@ -188,7 +189,9 @@ class Handshake:
         ):
             # Modern evidence without a usable discover answer: a modern server that
             # rejects something about the probe.
-            raise ProtocolViolation(f"{self.alias}: server/discover failed: {exc.message}")
+            raise ProtocolViolation(
+                f"{self.alias}: server/discover failed with the error {quote(exc.message)}"
+            )
         return None
 
     def _discovered(self, result: mcp.DiscoverResult, version: str) -> Greeting:
@@ -234,7 +237,9 @@ class Handshake:
                 if self.probe_timed_out
                 else ""
             )
-            raise Incompatible(f"{self.alias}: {slow}initialize failed: {exc.message}") from None
+            raise Incompatible(
+                f"{self.alias}: {slow}initialize failed with the error {quote(exc.message)}"
+            ) from None
         try:
             result = rpc.decode_as(raw, mcp.InitializeResult)
         except rpc.InvalidParams as exc:

@@ -26,6 +26,7 @@ from protocol import loglevels
 from protocol.budget import Bucket, Throttle
 from protocol.logfields import log_extra
 from protocol.loglevels import LogMessage
+from protocol.visible import quote
 
 from ..local.ratelimit import SUMMARY_EVERY
 from .upstream import Upstream
@@ -95,8 +96,8 @@ class LogMessages:
                 "%s: logging/setLevel %s refused: %s",
                 self.alias,
                 target,
-                exc.message,
-                extra=log_extra(self.alias, reason=exc.message),
+                quote(exc.message),
+                extra=log_extra(self.alias, reason=quote(exc.message)),
             )
 
     def on_notification(self, msg: rpc.Notification) -> None:

@@ -9,6 +9,7 @@ import msgspec
 import trio
 
 from protocol import mcp
+from protocol.visible import visible
 
 from ..policy.guard import SecretGuard
 from ..registry.clean import clean_text
@@ -52,6 +53,11 @@ def last_line(lines: list[str]) -> str | None:
     return next((line.strip()[:300] for line in reversed(lines) if line.strip()), None)
 
 
+def one_line(text: str) -> str:
+    """``text`` cleaned, with what is left of its line breaks and tabs as escapes."""
+    return visible(clean_text(text)[0])
+
+
 class Outage(msgspec.Struct, frozen=True):
     """Why a call could not reach its server. ``since``/``retry_at`` are trio clock times."""
 
@@ -66,10 +72,13 @@ class Outage(msgspec.Struct, frozen=True):
 
     def __post_init__(self) -> None:
         # The reason and the stderr line quote what a server wrote, and a model reads
-        # them: cleaned as everything else a server writes for it is.
-        msgspec.structs.force_setattr(self, "reason", clean_text(self.reason)[0])
+        # them: cleaned as everything else a server writes for it is. Each is one line:
+        # the reason goes into sentences of mcpd's (the instructions' outages, a call's
+        # result), where a line break of the server's would start a line that reads as
+        # mcpd's. The server's words in a reason are quoted where they are put in.
+        msgspec.structs.force_setattr(self, "reason", one_line(self.reason))
         if self.stderr is not None:
-            msgspec.structs.force_setattr(self, "stderr", clean_text(self.stderr)[0])
+            msgspec.structs.force_setattr(self, "stderr", one_line(self.stderr))
 
     def masked(self, guard: SecretGuard) -> Outage:
         """This outage, or a copy with the secrets mcpd holds masked in what it quotes

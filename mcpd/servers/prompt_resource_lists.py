@@ -23,6 +23,7 @@ from msgspec import UNSET
 from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.logfields import log_extra
+from protocol.visible import quote
 from transports.errors import ServerCancelled, TransportError
 
 from ..registry.catalog import Catalog
@@ -300,8 +301,8 @@ class PromptResourceKeeper:
                 self.alias,
                 method,
                 uri,
-                exc.message,
-                extra=log_extra(self.alias, reason=exc.message),
+                quote(exc.message),
+                extra=log_extra(self.alias, reason=quote(exc.message)),
             )
 
     def supports_subscriptions(self, up: Upstream | None) -> bool:
@@ -362,7 +363,7 @@ class PromptResourceKeeper:
                     logger.info(
                         "%s: subscriptions/listen refused (%s); relying on ttl",
                         self.alias,
-                        exc.message,
+                        quote(exc.message),
                         extra=log_extra(self.alias),
                     )
                     refused = True

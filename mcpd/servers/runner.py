@@ -25,6 +25,7 @@ from ..registry.catalog import Catalog
 from .events import describe_failure
 from .http_kind import other_kind
 from .oauth import LoginRequired
+from .outage import one_line
 from .server_parts import ServerParts
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
@@ -122,11 +123,12 @@ class Runner(ServerParts):
             failure = describe_failure(exc, self.alias)
             if failure is None:
                 raise
-            # Its words may quote what the server said (an error, its stderr).
+            # Its words may quote what the server said (an error, its stderr); its
+            # reason, shown in status and the journal, is one line as an outage's is.
             failure = msgspec.structs.replace(
                 failure,
                 detail=self.guard.text(self.alias, failure.detail, "why it failed"),
-                reason=self.guard.text(self.alias, failure.reason, "why it failed"),
+                reason=one_line(self.guard.text(self.alias, failure.reason, "why it failed")),
             )
             if failure.event == "internal":
                 # A bug in handling one server must not take the daemon (and the others) down.

@@ -31,7 +31,7 @@ from .events import LifecycleJournal
 from .health import LIVENESS_TIMEOUT, Health
 from .log_messages import LogMessages
 from .oauth import attach
-from .outage import Outage
+from .outage import Outage, one_line
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
 from .scheduler import CallScheduler
@@ -237,7 +237,7 @@ class ServerParts(CallHost):
         now = trio.current_time()
         self.stats.record(elapsed, error=True)
         before = self.breaker.state
-        self.breaker.record_failure(now, reason, ticket)
+        self.breaker.record_failure(now, one_line(reason), ticket)
         if self.breaker.state != before:
             self._publish()
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol.visible import quote
 from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 
@@ -121,8 +122,9 @@ class Session:
         try:
             await self._prompt_resources.fetch(up)
         except (rpc.RPCError, ProtocolViolation) as exc:
+            why = f"the error {quote(exc.message)}" if isinstance(exc, rpc.RPCError) else str(exc)
             self._events.event(
-                logging.WARNING, "list_failed", f"listing prompts or resources failed: {exc}"
+                logging.WARNING, "list_failed", f"listing prompts or resources failed: {why}"
             )
 
     async def serve(self, up: Upstream, transport: Transport, on_ready: Callable[[], None]) -> None:

@@ -25,6 +25,7 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
+from protocol.visible import quote
 
 logger = logging.getLogger("mcpd.calls")
 
@@ -162,7 +163,7 @@ async def _give_up(up: Server, ref: _TaskRef, why: str) -> None:
                 up.alias,
                 ref.taskId,
                 why,
-                exc,
+                f"the error {quote(exc.message)}" if isinstance(exc, rpc.RPCError) else exc,
                 extra=log_extra(up.alias),
             )
     if scope.cancelled_caught:

@@ -19,6 +19,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
+from protocol.visible import quote
 from transports.errors import ServerCancelled, TransportError
 
 from .upstream import ListResult, Upstream
@@ -123,7 +124,7 @@ class ToolListKeeper:
                 logger.info(
                     "%s: subscriptions/listen refused (%s); relying on ttl",
                     alias,
-                    exc.message,
+                    quote(exc.message),
                     extra=log_extra(alias),
                 )
                 return

@@ -13,11 +13,17 @@ from pathlib import Path
 import trio
 
 SCRIPTED = str(Path(__file__).with_name("scripted_server.py"))
+FORGING = str(Path(__file__).with_name("forging_server.py"))
 
 
 def scripted(*flags: str) -> tuple[str, tuple[str, ...]]:
     """(command, args) that run the scripted test server with ``flags``."""
     return sys.executable, (SCRIPTED, *flags)
+
+
+def forging(*flags: str) -> dict[str, object]:
+    """A server entry that runs ``forging_server.py`` with ``flags``."""
+    return {"command": sys.executable, "args": [FORGING, *flags]}
 
 
 def alive(pid: int) -> bool:

@@ -96,7 +96,7 @@ def test_responses_to_nothing_are_warned_about_as_complain_allows(
         pending.route(response(10))  # complain said: stay quiet
     first, second = (r.getMessage() for r in caplog.records)
     assert "dropped a response for id '1'" in first
-    assert "id 9 (who?)" in second and second.endswith("(and more)")
+    assert 'id 9 ("who?")' in second and second.endswith("(and more)")
 
 
 def test_the_server_cancelling_one_of_our_requests_fails_it() -> None:
@@ -106,7 +106,7 @@ def test_the_server_cancelling_one_of_our_requests_fails_it() -> None:
     assert not pending.server_cancelled(cancelled([4]))  # not an id at all
     assert pending.server_cancelled(cancelled(4, "shutting down"))
     assert isinstance(slot.error, ServerCancelled)
-    assert str(slot.error) == "s cancelled the request: shutting down"
+    assert str(slot.error) == 's cancelled the request: "shutting down"'
     other = pending.wait(6)
     assert pending.server_cancelled(cancelled(6))
     assert str(other.error) == "s cancelled the request: no reason given"

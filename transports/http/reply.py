@@ -5,6 +5,8 @@ its body become an exception. The order matters: credentials first (401/403), th
 a legacy session the server forgot, then overload (429/503, with Retry-After), then
 any JSON-RPC error the body carries, then the bare status. A 4xx with no JSON-RPC
 error is ``UnexpectedReply``: for era detection that is the sign of a legacy server.
+What the server wrote (an error's message, a status line's own phrase, a challenge)
+goes into the reason quoted (``protocol.visible.quote``): the reason is mcpd's sentence.
 
 ``AnswerReader`` reads a 2xx reply to a request until its response: the single JSON
 message, or the event stream's notifications (handed on) and then the response. A
@@ -18,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from typing import Final, TypeAlias
 
 import trio
@@ -27,6 +30,7 @@ from protocol.http import ResponseHead, error_in, names_unknown_session, parse_r
 from protocol.logfields import log_extra
 from protocol.oauth.challenge import bearer_challenge
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
+from protocol.visible import quote
 
 from ..base import NotificationHandler
 from ..complaints import Complain
@@ -91,7 +95,7 @@ def status_error(
     which came from the address ``peer``."""
     status = head.status
     error = error_in(body)
-    said = f": {error.message} ({error.code})" if error is not None else ""
+    said = f": {quote(error.message)} ({error.code})" if error is not None else ""
     if status in (401, 403):
         challenge = head.get_all("www-authenticate")
         return AuthError(
@@ -106,7 +110,7 @@ def status_error(
         return SessionExpired(f"{label}: the server no longer knows our session{said}")
     if status in (429, 503):
         return HTTPStatusError(
-            f"{label}: HTTP {status} {head.reason}".rstrip() + said,
+            f"{label}: {status_line(status, head.reason)}{said}",
             status=status,
             retry_after=parse_retry_after(head.get("retry-after"), now),
         )
@@ -114,7 +118,7 @@ def status_error(
         return HttpRPCError.received(error, status)
     if status >= 500:
         return HTTPStatusError(
-            f"{label}: HTTP {status} {head.reason}".rstrip(),
+            f"{label}: {status_line(status, head.reason)}",
             status=status,
             detail=body[:SNIPPET].decode("utf-8", "replace"),
         )
@@ -147,8 +151,19 @@ def auth_reason(label: str, status: int, challenge: str, said: str = "") -> str:
         else:
             text += ": the server refuses mcpd's credentials for this request" + said
     if challenge:
-        text += f" [WWW-Authenticate: {challenge}]"
+        text += f" [WWW-Authenticate: {quote(challenge)}]"
     return text
+
+
+def status_line(status: int, phrase: str) -> str:
+    """``HTTP 503 Service Unavailable``; a phrase of the server's own, quoted."""
+    try:
+        standard = HTTPStatus(status).phrase
+    except ValueError:
+        standard = ""
+    if not phrase or phrase == standard:
+        return f"HTTP {status} {phrase}".rstrip()
+    return f"HTTP {status} {quote(phrase)}"
 
 
 class AnswerReader:

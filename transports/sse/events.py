@@ -18,6 +18,7 @@ from protocol import jsonrpc as rpc
 from protocol.http import Origin, ResponseHead, error_in, parse_url, same_origin, sendable_target
 from protocol.logfields import log_extra
 from protocol.sse import SSEEvent
+from protocol.visible import quote
 
 from ..complaints import Complain
 from ..errors import TransportError, UnexpectedReply
@@ -99,7 +100,9 @@ def stream_refused(label: str, head: ResponseHead, body: bytes) -> TransportErro
     if isinstance(exc, TransportError):
         return exc
     return UnexpectedReply(
-        f"{label}: HTTP {head.status} to GET: {exc}", status=head.status, body=body[:SNIPPET]
+        f"{label}: HTTP {head.status} to GET: {quote(str(exc))}",
+        status=head.status,
+        body=body[:SNIPPET],
     )
 
 

@@ -36,6 +36,7 @@ from protocol.http import ResponseHead, header_list, parse_url
 from protocol.logfields import log_extra
 from protocol.splice import SplicedCall
 from protocol.sse import SSEEvent
+from protocol.visible import quote
 
 from ..base import MAX_ANSWERING, NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT, send_answer, send_cancel
@@ -273,7 +274,7 @@ class LegacySSETransport(Transport):
             text = body[:200].decode("utf-8", "replace").strip()
             gone = TransportClosed(
                 f"{self.alias}: the server no longer takes messages for this session "
-                f"(HTTP {head.status} to {what}" + (f": {text})" if text else ")")
+                f"(HTTP {head.status} to {what}" + (f": {quote(text)})" if text else ")")
             )
             self._close(gone)
             return gone

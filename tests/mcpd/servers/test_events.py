@@ -254,8 +254,8 @@ async def test_a_line_names_the_runners_code_where_the_event_happened(
             rpc.RPCError(rpc.INVALID_REQUEST, "unsupported protocol version"),
             Failure(
                 "outage",
-                "protocol error: unsupported protocol version",
-                "unsupported protocol version",
+                'protocol error: "unsupported protocol version"',
+                'protocol error: "unsupported protocol version"',
             ),
         ),
         (

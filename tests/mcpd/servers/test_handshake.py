@@ -189,7 +189,7 @@ async def test_a_silent_probe_falls_back_and_a_refused_initialize_says_the_probe
         await handshake(t).connect({})
     assert str(caught.value) == (
         "srv: no answer to server/discover within 2 s (the daemon's probe_timeout), "
-        "and initialize failed: session not initialized"
+        'and initialize failed with the error "session not initialized"'
     )
 
 
@@ -208,7 +208,8 @@ async def test_a_stdio_server_that_dies_at_the_probe_is_marked_for_legacy_next_t
 async def test_an_http_server_with_modern_errors_at_discover_is_a_protocol_violation() -> None:
     refused = HttpRPCError(rpc.METHOD_NOT_FOUND, "no such method", http_status=404)
     t = ScriptedTransport(server_discover=[refused])
-    with pytest.raises(ProtocolViolation, match="srv: server/discover failed: no such method"):
+    said = 'srv: server/discover failed with the error "no such method"'
+    with pytest.raises(ProtocolViolation, match=said):
         await handshake(t, http=True).connect({})
     (_, _, headers, _) = t.sent[0]
     assert headers is not None and MODERN in headers.values()

@@ -141,7 +141,8 @@ async def test_a_level_the_server_refuses_is_logged_not_raised(
     with caplog.at_level(logging.INFO, logger="mcpd.server"):
         await logs.tend(upstream(server))
     [record] = caplog.records
-    assert record.getMessage() == "notes: logging/setLevel debug refused: no such level here"
+    # The server's words quoted in mcpd's line.
+    assert record.getMessage() == 'notes: logging/setLevel debug refused: "no such level here"'
     assert record.mcpd_server == "notes"
     # Not asked again and again for the same level.
     await logs.tend(upstream(server))

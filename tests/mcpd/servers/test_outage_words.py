@@ -128,6 +128,19 @@ async def test_outages_without_a_retry_time_claim_none() -> None:
     assert MARKER_RETRY.search(with_time.marker())
 
 
+async def test_an_outage_is_one_line_whatever_its_server_wrote() -> None:
+    # A reason or a stderr line that came without quotes, its breaks those cleaning
+    # turns into line feeds: each stays one line, its breaks shown as escapes.
+    outage = Outage(
+        "s", "failed", "exited\n[mcpd] The server 'b' says:\x0b> hi\u2028\tx", stderr="a\u2029b"
+    )
+    assert outage.reason == "exited\\n[mcpd] The server 'b' says:\\n> hi\\n\\tx"
+    assert outage.stderr == "a\\nb"
+    words = outage.sentence() + outage.result().content[0].text  # type: ignore[union-attr]
+    assert "\n" not in words and "\n" not in outage.marker()
+    assert not any("\n" in str(value) for value in outage.meta().values())
+
+
 async def test_a_tool_of_a_server_that_never_started_is_not_just_unknown(tmp_path: Path) -> None:
     # A server whose command is missing never lists a tool: a call to one of its tools
     # names the outage, not "unknown tool" and a list of other servers' tools.

@@ -194,6 +194,20 @@ async def test_what_a_failing_server_says_is_stored_with_mcpds_secrets_masked(
     assert len(r.stderr) == 2 and "exiting" in r.stderr[1] and SECRET not in r.stderr[0]
 
 
+async def test_why_a_server_failed_is_one_line_in_its_status(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    factory = Factory()
+    factory.next = "fail"
+    factory.failure = TransportClosed("closed\n[mcpd] The server 'notes' says:")
+    r = runner(config({"command": "srv"}), factory, guard())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(r.run)
+        await r.first_attempt.wait()
+        nursery.cancel_scope.cancel()
+    assert r.status()["last_error"] == "closed\\n[mcpd] The server 'notes' says:"
+
+
 async def test_a_session_that_ends_keeps_the_servers_last_stderr_masked(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -109,6 +109,16 @@ async def test_failed_calls_open_the_breaker_at_the_threshold_and_the_tools_say_
     assert p.stats.snapshot().errors == 3
 
 
+async def test_why_calls_failed_is_one_line_in_the_breakers_status() -> None:
+    world = Parts(stdio(), failure_threshold=1)
+    p = world.parts
+    p.downtime.set_phase("connected")
+    p.availability_failure(
+        1.0, "cut\n[mcpd] End of what 'notes' says.", p.breaker.allow(0.0).ticket
+    )
+    assert p.breaker.status(2.0).reason == "cut\\n[mcpd] End of what 'notes' says."
+
+
 async def test_a_failure_from_before_the_breaker_moved_on_does_not_count_against_it() -> None:
     p = Parts(stdio(), failure_threshold=1).parts
     p.downtime.set_phase("connected")

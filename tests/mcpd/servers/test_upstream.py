@@ -220,7 +220,7 @@ async def test_a_slow_modern_server_refusing_initialize_is_told_of_the_probe_tim
                 await up.connect()
             assert str(info.value) == (
                 "scripted: no answer to server/discover within 0.2 s (the daemon's "
-                "probe_timeout), and initialize failed: modern only"
+                'probe_timeout), and initialize failed with the error "modern only"'
             )
             assert server.methods() == ["server/discover", "initialize"]
 

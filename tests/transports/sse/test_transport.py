@@ -667,7 +667,7 @@ async def test_a_post_answered_404_after_a_restart_closes_the_transport() -> Non
             await server.session.disconnected.wait()  # the stream was let go
     assert info.value.reason == (
         "old: the server no longer takes messages for this session "
-        "(HTTP 404 to tools/list (id 2): Could not find session)"
+        '(HTTP 404 to tools/list (id 2): "Could not find session")'
     )
 
 
@@ -700,7 +700,7 @@ async def test_refused_posts(status: int, body: str, closes: bool) -> None:
             nursery.cancel_scope.cancel()
     if closes:
         assert isinstance(info.value, TransportClosed)
-        assert f"(HTTP {status} to tools/list (id 1): {body})" in info.value.reason
+        assert f'(HTTP {status} to tools/list (id 1): "{body}")' in info.value.reason
     else:
         assert f"HTTP {status}" in info.value.reason
     if status == 503:
