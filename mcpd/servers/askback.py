@@ -34,7 +34,6 @@ import contextlib
 import contextvars
 import itertools
 import logging
-import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, Protocol
 
@@ -48,6 +47,7 @@ from protocol.logfields import log_extra
 from transports.base import OVER_LIMIT
 
 from ..policy.guard import SecretGuard
+from ..registry import own_keys
 from ..registry.relayed import cleaned, marked
 
 logger = logging.getLogger("mcpd.askback")
@@ -66,11 +66,21 @@ ASKS_PER_CALL: Final = 4
 # However many calls are in flight: each waiting request holds what it asks, and a
 # task, until its agent answers or ask_timeout passes.
 ASKS_PER_SERVER: Final = 32
-# A result that may be input_required: only a key can read so, as a quote inside a
-# string is escaped. Looked for in every result: the scan looks for its literal start
-# first, and nothing in it can make the scan go back.
-_MAY_ASK: Final = re.compile(rb'"resultType"\s*:\s*"input_required"')
 _encode: Final = msgspec.json.Encoder().encode
+
+
+class _Look(msgspec.Struct):
+    """What every result is read for, in one decode that skips the rest: whether it
+    is ``input_required``, and the keys of its ``_meta`` (a server's under mcpd's own
+    are dropped). Read as an agent's decoder reads them, escapes and all."""
+
+    resultType: object = None
+    meta: dict[str, msgspec.Raw] = msgspec.field(name="_meta", default_factory=dict)
+
+
+_look: Final = msgspec.json.Decoder(_Look)
+_INPUT_REQUIRED: Final = mcp.INPUT_REQUIRED
+_OWN: Final = own_keys.OWN
 
 
 class Asker(Protocol):
@@ -121,17 +131,30 @@ class _Inflight:
 
 def result_for_agents(guard: SecretGuard, alias: str, raw: msgspec.Raw, what: str) -> msgspec.Raw:
     """A server's result as agents may get it: every secret mcpd holds masked (the same
-    bytes when it holds none); an ``input_required``'s requests, which a person or a
-    model reads, also cleaned before that and marked with the server, as a legacy
-    server's own requests are."""
-    if _MAY_ASK.search(raw) is None:
+    bytes when it holds none), and whatever the server put under mcpd's own ``_meta``
+    keys dropped (``registry.own_keys``); an ``input_required``'s requests, which a
+    person or a model reads, also cleaned before that and marked with the server, as a
+    legacy server's own requests are."""
+    try:
+        look = _look.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        # Not an object, or its _meta is not one: no key of mcpd's can be in it.
         return guard.raw(alias, raw, what)
+    # Its _meta keys as one string, a key of mcpd's at the start of one of them: found
+    # without a loop (one starting within another key only costs the decode below).
+    own = _OWN in "\n".join(look.meta)
+    if not own and look.resultType != _INPUT_REQUIRED:
+        return guard.raw(alias, raw, what)  # every call, nearly
     try:
         result: Any = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):
+        # Not reached: the transport took the line for valid UTF-8 and not too deep.
         return guard.raw(alias, raw, what)
+    dropped = own and own_keys.drop(result["_meta"])
     if not _requests(result):
-        return guard.raw(alias, raw, what)
+        if not dropped:
+            return guard.raw(alias, raw, what)
+        return msgspec.Raw(_encode(guard.value(alias, result, what)))
     for request in _requests(result):
         request["params"] = _cleaned(alias, request["method"], request.get("params"))
     result = guard.value(alias, result, what)

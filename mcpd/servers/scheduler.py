@@ -30,6 +30,7 @@ from .askback import result_for_agents
 from .calls import Call, CallHost, Outcome, Uses, _Scheduler
 from .oauth import LoginRequired
 from .outage import Outage, last_line
+from .rpc_errors import error_for_agents
 from .turns import TurnQueue
 
 if TYPE_CHECKING:
@@ -256,7 +257,7 @@ class CallScheduler(_Scheduler):
             # The server answered: it is up, whatever it thought of the request.
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed, error=True)
-            outcome = r.guard.rpc_error(r.alias, error, "a tools/call error")
+            outcome = error_for_agents(r.guard, r.alias, error, "a tools/call error")
         elif isinstance(error, ServerCancelled):
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed, error=True)

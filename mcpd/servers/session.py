@@ -21,6 +21,7 @@ from transports.errors import TransportError, single_exceptions
 
 from ..config.model import DaemonConfig, ListLimits
 from ..policy.guard import SecretGuard
+from ..registry import own_keys
 from .askback import relay_capabilities
 from .backoff import RestartPolicy
 from .events import LifecycleJournal
@@ -80,8 +81,10 @@ class Session:
 
     def on_notification(self, msg: rpc.Notification) -> None:
         if msg.params is not None:
-            # A log message, a progress message: relayed to agents and logged.
-            params = self._guard.raw(self.alias, msg.params, f"a {msg.method} notification")
+            # A log message, a progress message: relayed to agents (without what the
+            # server put under mcpd's keys) and logged.
+            params = own_keys.meta_dropped(msg.params)
+            params = self._guard.raw(self.alias, params, f"a {msg.method} notification")
             if params is not msg.params:
                 msg = rpc.Notification(msg.method, params)
         if msg.method == "notifications/progress":

@@ -45,6 +45,7 @@ from .askback import ASKING, result_for_agents
 from .callmeta import CallMeta
 from .calls import Call
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, ProtocolViolation, request_meta
+from .rpc_errors import error_for_agents
 
 logger = logging.getLogger("mcpd.upstream")
 
@@ -157,9 +158,9 @@ class Upstream:
         extra_headers: Mapping[str, str] | None = None,
         cancellable: bool = True,
     ) -> Raw:
-        """One request's result, with every secret mcpd holds masked in it (and in a
-        JSON-RPC error the server answers with), and what it asks the agent made fit
-        to pass on."""
+        """One request's result, with every secret mcpd holds masked in it and what it
+        asks the agent made fit to pass on, or the JSON-RPC error the server answers
+        with, made fit to pass on too (``rpc_errors``)."""
         headers = self._headers(method, name)
         if extra_headers:
             headers = {**(headers or {}), **extra_headers}
@@ -174,7 +175,7 @@ class Upstream:
                     method, params, headers=self._headers(method, name), cancellable=cancellable
                 )
         except rpc.RPCError as exc:
-            masked = self.guard.rpc_error(self.alias, exc, f"a {method} error")
+            masked = error_for_agents(self.guard, self.alias, exc, f"a {method} error")
             if masked is exc:
                 raise
             raise masked from None

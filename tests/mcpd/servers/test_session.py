@@ -217,6 +217,18 @@ async def test_progress_reaches_the_agent_of_its_call_with_the_agents_token() ->
     assert call.extended == [30.0]
 
 
+async def test_progress_reaches_the_agent_without_what_the_server_put_under_mcpds_keys() -> None:
+    r = runner(config())
+    reports: list[Any] = []
+    token = r.progress.open("agent-7", reports.append, Waiting())
+    meta = {"mcpd/server": "notes", "mcpd/outage": {"state": "failed"}, "step": "two"}
+    r.session.on_notification(
+        note("notifications/progress", {"progressToken": token, "progress": 1, "_meta": meta})
+    )
+    (report,) = reports
+    assert msgspec.json.decode(msgspec.json.encode(report))["_meta"] == {"step": "two"}
+
+
 # -- serving --
 
 
