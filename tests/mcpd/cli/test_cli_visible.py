@@ -78,7 +78,10 @@ async def test_every_command_shows_a_servers_hidden_characters(tmp_path: Path) -
                 outputs[" ".join(argv)] = out
             code, out, err = await mcpd(sock, "call", "mcp__evil__oops")
             assert code != 0
-            outputs["call oops (its error)"] = err
+            # A server's error text reaches every agent cleaned, the CLI among them:
+            # nothing is left in it to show escaped.
+            assert [ch for ch in RAW if ch in err] == [], err
+            assert "shown\ncovered link esrever zerowidth  end" in err, err
             code, out, err = await mcpd(sock, "status")
             assert code == 0 and "broken" in out
             outputs["status"] = out

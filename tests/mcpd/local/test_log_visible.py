@@ -43,7 +43,9 @@ class Collector(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)
         reason = getattr(record, "mcpd_reason", None)
-        if "\x1b" in f"{record.getMessage()} {reason}":
+        # Raw, or already escaped where a sentence of mcpd's quotes the server.
+        said = f"{record.getMessage()} {reason}"
+        if "\x1b" in said or "\\x1b" in said:
             kind = "error" if reason else getattr(record, "mcpd_event", "")
             self.missing.discard((getattr(record, "mcpd_server", ""), kind))
         if not self.missing:
