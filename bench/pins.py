@@ -115,7 +115,7 @@ class Run:
 
     def __init__(self, path: Path) -> None:
         self.catalog = Catalog(NamingConfig(), Gate())
-        self.pins = PinKeeper(str(path), self.catalog.gate, lambda a: None, lambda a: True)
+        self.pins = PinKeeper(str(path), self.catalog.gate.review, lambda a: None, lambda a: True)
 
     def install(self, lists: dict[str, list[mcp.Tool]]) -> None:
         for alias, tools in lists.items():

@@ -107,7 +107,7 @@ class Daemon(Control):
         )
         self.pins = pinfile.PinKeeper(
             os.path.join(state_dir(config), pinfile.FILE_NAME),
-            gate,
+            gate.review,
             self._rejudge,
             lambda alias: alias in self.supervisor.config.servers,
         )

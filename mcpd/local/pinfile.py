@@ -33,10 +33,10 @@ import trio
 
 from protocol.logfields import log_extra
 
-from ..registry.gate import Gate
 from ..registry.judged import HeldKind, Pending, held_reason
 from ..registry.pinned import Found, Wanted
 from ..registry.pins import BadPins
+from ..registry.review import Review
 from . import pinrecords, pinwriter
 from .pacing import Paced
 from .pinrecords import Sections, decode
@@ -47,27 +47,27 @@ FILE_NAME: Final = "pins.json"
 
 
 class PinKeeper:
-    """Keeps ``gate``'s pins in ``path``. ``rejudge(alias)`` puts a server's lists
+    """Keeps ``review``'s pins in ``path``. ``rejudge(alias)`` puts a server's lists
     through the gate again (after an approval or an import) and tells agents;
     ``configured(alias)`` says whether a server of that alias is in the config."""
 
     def __init__(
         self,
         path: str,
-        gate: Gate,
+        review: Review,
         rejudge: Callable[[str], None],
         configured: Callable[[str], bool],
     ) -> None:
         self.path = path
-        self.gate = gate
+        self.review = review
         self._rejudge = rejudge
         self._configured = configured
         self._paced = Paced()
         self._writing = trio.Lock()
         self._sections: Sections | None = None  # where each server's part is in the file
         self._last_error: str | None = None
-        gate.on_pinned = self.changed
-        gate.stored = self.stored
+        review.on_pinned = self.changed
+        review.stored = self.stored
 
     # -- the file --
 
@@ -80,7 +80,7 @@ class PinKeeper:
         if found is None:
             return
         try:
-            self.gate.pins, self._sections = pinrecords.loaded(self.path, *found)
+            self.review.pins, self._sections = pinrecords.loaded(self.path, *found)
         except BadPins as exc:
             aside = self.path + ".unreadable"
             with contextlib.suppress(OSError):
@@ -88,7 +88,7 @@ class PinKeeper:
             self._unusable(f"{exc} (kept as {aside})")
 
     def _unusable(self, why: str) -> None:
-        self.gate.hold_unapproved = True
+        self.review.hold_unapproved = True
         logger.error(
             "pins: %s; every server is held until `mcpd approve` (or `mcpd pins import`)",
             why,
@@ -106,14 +106,14 @@ class PinKeeper:
         """Write the pins now; whether they are on disk."""
         async with self._writing:
             self._paced.begin()
-            servers = {alias: s.copy() for alias, s in self.gate.pins.servers.items()}
-            unwritten = self.gate.unwritten.take()
+            servers = {alias: s.copy() for alias, s in self.review.pins.servers.items()}
+            unwritten = self.review.unwritten.take()
             try:
                 self._sections = await trio.to_thread.run_sync(
                     pinwriter.write, self.path, servers, unwritten, self._sections
                 )
             except (OSError, BadPins) as exc:
-                self.gate.unwritten.give_back(unwritten)
+                self.review.unwritten.give_back(unwritten)
                 self._paced.failed()
                 self._failed("cannot save the pins to", exc)
                 return False
@@ -144,12 +144,12 @@ class PinKeeper:
     # -- what the commands ask --
 
     def pending(self, only: str | None = None) -> list[dict[str, Any]]:
-        return [_pending(p) for p in self.gate.pending(only)]
+        return [_pending(p) for p in self.review.pending(only)]
 
     def findings(self, only: str | None = None) -> list[dict[str, Any]]:
         return [
             {"server": alias, "kind": kind, "name": name, **msgspec.to_builtins(f)}
-            for alias, kind, name, found in self.gate.found(only)
+            for alias, kind, name, found in self.review.found(only)
             for f in found
         ]
 
@@ -158,9 +158,9 @@ class PinKeeper:
     ) -> dict[str, Any]:
         """Approve what was shown (``picks``: kind, name, digest) or all that waits;
         ``whole``: the server too, once nothing of it waits."""
-        if not self._configured(alias) and alias not in self.gate.pins.servers:
+        if not self._configured(alias) and alias not in self.review.pins.servers:
             raise KeyError(alias)
-        result = self.gate.approve(alias, picks, whole)
+        result = self.review.approve(alias, picks, whole)
         saved = await self.flush()
         self._rejudge(alias)
         for label in result.approved:
@@ -173,14 +173,14 @@ class PinKeeper:
         if await self.flush():
             pins = await trio.to_thread.run_sync(pinrecords.exported, self.path, aliases)
         else:
-            pins = self.gate.export(aliases)
+            pins = self.review.export(aliases)
         out: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(pins))
         return out
 
     async def import_pins(self, document: bytes, replace: bool) -> dict[str, Any]:
         pins = decode(document, "the imported pins")
-        before = len(self.gate.pending())
-        count = self.gate.import_pins(pins, replace)
+        before = len(self.review.pending())
+        count = self.review.import_pins(pins, replace)
         saved = await self.flush()
         for alias in pins.servers:
             self._rejudge(alias)
@@ -193,7 +193,7 @@ class PinKeeper:
         return {
             "servers": sorted(pins.servers),
             "items": count,
-            "released": max(0, before - len(self.gate.pending())),
+            "released": max(0, before - len(self.review.pending())),
             "saved": saved,
         }
 

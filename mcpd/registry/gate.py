@@ -9,10 +9,11 @@ yet approved, is shown as it is now; one that differs from its pin, or is new on
 approved server, is held, warned of or accepted as the server's settings say
 (``Config.pin_policy``). A held item stays listed but unavailable, shown as it was
 approved (or by its name alone when nothing of it was), with a reason a model can
-read; the change waits in ``pending`` for ``mcpd approve``.
+read; the change waits for ``mcpd approve``.
 
 Each change and each finding is said once per definition in the journal (``news``),
-and counted for ``mcpd status``; what is kept of each list is in ``judged``.
+and counted for ``mcpd status``. What is kept of each list (``judged``), the pins,
+and what a person asks of what waits are the operator's side (``review``).
 """
 
 from __future__ import annotations
@@ -25,37 +26,11 @@ from protocol import mcp, surface
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
 from .facing import Namesakes, facing
-from .judged import (
-    Approval,
-    HeldKind,
-    HeldView,
-    ListState,
-    Pending,
-    Seen,
-    T,
-    Verdicts,
-    Why,
-    held_reason,
-    held_view,
-)
-from .judged import label as shown_label  # ``label`` names a local here
+from .judged import HeldView, ListState, Pending, Seen, T, Verdicts, Why, held_reason, held_view
 from .news import News
-from .pinned import (
-    Found,
-    Pins,
-    ServerPins,
-    Unwritten,
-    Wanted,
-    definitions,
-    every_pin,
-    former_match,
-    imported,
-    parsed_digest,
-    pin_set,
-    shown_digest,
-)
-from .pins import INSTRUCTIONS, Instructions, Kind, PinRecord, PinSet, key_of, record_of
-from .rules import Finding
+from .pinned import ServerPins, former_match, shown_digest
+from .pins import INSTRUCTIONS, Instructions, Kind, PinRecord, key_of, record_of
+from .review import Review
 
 # Pins of items a server no longer lists are kept (one that comes back changed is a
 # change), by their digest alone, but no more than this many for one list, nor more
@@ -66,8 +41,6 @@ _UNLISTED_PINS: Final = 1000
 UNLISTED_NAME_CHARS: Final = 64 * 1024
 _STRICTER: Final = ("accept", "warn", "hold")  # each handling after a laxer one
 
-
-Stored = Callable[[list[Wanted]], Found]
 Renames = Mapping[str, str]
 
 
@@ -75,30 +48,13 @@ class Gate:
     def __init__(
         self,
         policy: Callable[[str], PinPolicy] = lambda alias: DEFAULT_POLICY,
-        pins: Pins | None = None,
+        review: Review | None = None,
     ) -> None:
         self.policy = policy
-        self.pins = pins if pins is not None else Pins()
-        # What was pinned and is not in the pin file yet, and what the pin file holds
-        # of the definitions asked for (those it has, matching their digests).
-        self.unwritten = Unwritten()
-        self.stored: Stored = lambda wanted: {}
-        self.on_pinned: Callable[[], None] = lambda: None  # pins changed: save them
-        self.changes: dict[str, int] = {}  # definition changes seen since start, by alias
-        # The pins could not be read: no server is approved by being listed, every one
-        # not approved before is held whole (as hold_new_servers does) until approved.
-        self.hold_unapproved = False
-        # By (alias, kind): kind is also "resource" or "instructions" here.
-        self._lists: dict[tuple[str, str], ListState] = {}
+        self.review = review if review is not None else Review()
         # Each server's instructions as the item last judged: every agent's handshake
         # asks for them again, and the same object is known at once, not compared.
         self._instructions: dict[str, Instructions] = {}
-
-    def _list(self, alias: str, kind: str) -> ListState:
-        found = self._lists.get((alias, kind))
-        if found is None:
-            found = self._lists[(alias, kind)] = ListState()
-        return found
 
     # -- lists --
 
@@ -125,7 +81,7 @@ class Gate:
         """Resources cleaned, by URI. They are not pinned (a folder's files come and
         go), so no change of one is held; but a server held whole has its resources
         held with it, each shown by its URI alone, until the server is approved."""
-        state = self._list(alias, "resource")
+        state = self.review.list_state(alias, "resource")
         news = News(alias, "resource")
         whole = self.held_whole(alias)
         shown: dict[str, surface.Resource] = {}
@@ -148,10 +104,10 @@ class Gate:
     def held_whole(self, alias: str) -> str | None:
         """Why all of a server is held, in words a model can act on (None: it is
         not): it was never approved, and new servers are held until they are."""
-        server = self.pins.servers.get(alias)
+        server = self.review.pins.servers.get(alias)
         if server is not None and server.approved:
             return None
-        if self.policy(alias).hold_new_servers or self.hold_unapproved:
+        if self.policy(alias).hold_new_servers or self.review.hold_unapproved:
             return held_reason("new_server", alias)
         return None
 
@@ -161,7 +117,7 @@ class Gate:
         gives none has nothing pinned or held of them."""
         if text is None:
             self._instructions.pop(alias, None)
-            self._list(alias, "instructions").keep_only(set())
+            self.review.list_state(alias, "instructions").keep_only(set())
             return None
         item = self._instructions.get(alias)
         if item is None or item.instructions != text:
@@ -173,11 +129,11 @@ class Gate:
         self, alias: str, kind: Kind, items: Mapping[str, T], renames: Renames | None = None
     ) -> Verdicts[T]:
         policy = self.policy(alias)
-        server = self.pins.servers.get(alias)
+        server = self.review.pins.servers.get(alias)
         if server is None:
-            server = self.pins.servers[alias] = ServerPins()
+            server = self.review.pins.servers[alias] = ServerPins()
         pinned = server.of(kind)
-        state = self._list(alias, kind)
+        state = self.review.list_state(alias, kind)
         news = News(alias, kind)
         shown: dict[str, T] = {}
         waiting: list[tuple[str, Seen, Why, str]] = []
@@ -255,9 +211,9 @@ class Gate:
         listed.update(was for _, _, why, was in waiting if why == "changed")
         changed = server.unlist(kind, listed, _UNLISTED_PINS, UNLISTED_NAME_CHARS, known_as)
         if changed:
-            self.unwritten.drop(alias, kind, changed)
+            self.review.unwritten.drop(alias, kind, changed)
         if changed or saved:
-            self.on_pinned()
+            self.review.on_pinned()
         return Verdicts(shown, held)
 
     def _pin(
@@ -274,7 +230,7 @@ class Gate:
         assert seen.digest is not None
         server.of(kind)[name] = seen.digest
         server.repinned(kind, name, reviewed)
-        self.unwritten.put(alias, kind, name, seen.source)  # type: ignore[arg-type]
+        self.review.unwritten.put(alias, kind, name, seen.source)  # type: ignore[arg-type]
 
     def _hold(
         self,
@@ -295,7 +251,7 @@ class Gate:
             for name, _, why, was in waiting
             if why == "changed" and state.view(name, pinned[was]) is None
         ]
-        approved = self.definitions(wanted) if wanted else {}
+        approved = self.review.definitions(wanted) if wanted else {}
         held: dict[str, str] = {}
         for name, seen, why, was in waiting:
             assert seen.digest is not None
@@ -320,9 +276,6 @@ class Gate:
                 self._changed(state, news, name, seen.digest, why, "hold", was)
         return held
 
-    def definitions(self, wanted: list[Wanted]) -> Found:
-        return definitions(self.pins, self.unwritten, self.stored, wanted)
-
     # -- the journal --
 
     def _changed(
@@ -336,7 +289,7 @@ class Gate:
         was: str | None = None,
     ) -> None:
         if state.tell(name, how, digest):
-            self.changes[news.alias] = self.changes.get(news.alias, 0) + 1
+            self.review.changes[news.alias] = self.review.changes.get(news.alias, 0) + 1
             news.change(name, how, handling, was)
 
     def _found(
@@ -349,112 +302,16 @@ class Gate:
         if state.tell(name, "finding", seen if digest is None else digest):
             news.finding(name, seen.findings)
 
-    # -- approval --
+    # -- a server approved by listing --
 
     def settle(self, alias: str) -> None:
         """The server listed everything once: unless new servers are held, that is
         its approval, and items it lists from now on are new items."""
-        server = self.pins.servers.get(alias)
-        if server is None or server.approved or self.hold_unapproved:
+        server = self.review.pins.servers.get(alias)
+        if server is None or server.approved or self.review.hold_unapproved:
             return
         if self.policy(alias).hold_new_servers:
             return
         server.approved = True
-        self.unwritten.changed(alias)
-        self.on_pinned()
-
-    def approve(
-        self, alias: str, picks: list[tuple[HeldKind, str, str]] | None, whole: bool = False
-    ) -> Approval:
-        """Pin what the server offers now for each ``(kind, name, digest)`` picked (all
-        that waits, when None), if it is still what was shown (the digest). With
-        ``whole`` (or no picks), and nothing of the server left waiting but resources
-        picked, the server is approved as a whole, releasing them (a resource is
-        never pinned: it is released with its server, or not at all)."""
-        server = self.pins.servers.setdefault(alias, ServerPins())
-        out = Approval([], [], [])
-        whole = whole or picks is None
-        wanted = None if picks is None else {(k, n): d for k, n, d in picks}
-        resources: list[str] = []  # shown as they are now: released if the server is
-        for pending in self.pending(alias):
-            key = (pending.kind, pending.name)
-            if wanted is not None and key not in wanted:
-                continue
-            label = shown_label(pending.kind, pending.name)
-            if wanted is not None and wanted.pop(key) != pending.offered.digest:
-                out.stale.append(label)
-                continue
-            if pending.kind == "resource":
-                if whole:
-                    resources.append(pending.name)
-                else:
-                    out.whole_only.append(label)
-                continue
-            offered = pending.offered
-            digest = parsed_digest(offered.digest)
-            assert digest is not None
-            server.of(pending.kind)[pending.name] = digest
-            server.repinned(pending.kind, pending.name, True)
-            self.unwritten.put(alias, pending.kind, pending.name, offered.definition)
-            del self._list(alias, pending.kind).pending[pending.name]
-            out.approved.append(label)
-        out.unknown = [shown_label(k, n) for k, n in (wanted or {})]
-        if whole and len(self.pending(alias)) == len(resources):
-            # Nothing waits but the resources shown: they go with the server.
-            held = self._list(alias, "resource").pending
-            for uri in resources:
-                del held[uri]
-                out.approved.append(shown_label("resource", uri))
-            server.approved = True
-        self.unwritten.changed(alias)
-        self.on_pinned()
-        return out
-
-    def import_pins(self, pins: PinSet, replace: bool) -> int:
-        """Take a checked pin set (an export) as approved; ``replace``: each server in
-        it keeps no pin of its own besides. Returns how many items it pins."""
-        count = imported(self.pins, pins, self.unwritten, replace)
-        self.on_pinned()
-        return count
-
-    def export(self, aliases: Iterable[str] | None = None) -> PinSet:
-        """The pins of these servers (all), with their definitions; ``BadPins`` if a
-        definition cannot be found (the pin file lost it)."""
-        chosen = set(aliases) if aliases is not None else None
-        servers = {
-            a: s for a, s in sorted(self.pins.servers.items()) if chosen is None or a in chosen
-        }
-        return pin_set(servers, self.definitions(every_pin(servers)))
-
-    def forget(self, alias: str) -> None:
-        """The server left the configuration: nothing of it waits or is found (its
-        pins stay, for when it comes back)."""
-        for key in [k for k in self._lists if k[0] == alias]:
-            del self._lists[key]
-
-    # -- what waits, what was found, how many --
-
-    def pending(self, alias: str | None = None) -> list[Pending]:
-        return [
-            p
-            for (a, _), state in sorted(self._lists.items())
-            if alias is None or a == alias
-            for p in state.pending.values()
-        ]
-
-    def found(self, alias: str | None = None) -> list[tuple[str, str, str, tuple[Finding, ...]]]:
-        """(alias, kind, name, findings) of every item something was found in."""
-        return [
-            (a, kind, name, findings)
-            for (a, kind), state in sorted(self._lists.items())
-            if alias is None or a == alias
-            for name, findings in sorted(state.findings.items())
-        ]
-
-    def counts(self, alias: str) -> dict[str, int]:
-        lists = [s for (a, _), s in self._lists.items() if a == alias]
-        return {
-            "held": sum(len(s.pending) for s in lists),
-            "definition_changes": self.changes.get(alias, 0),
-            "findings": sum(len(s.findings) for s in lists),
-        }
+        self.review.unwritten.changed(alias)
+        self.review.on_pinned()

@@ -159,7 +159,7 @@ class Registry:
         self._reclaim(alias, set(old.tools) if old else set(), set(server.tools))
 
     def remove(self, alias: str) -> bool:
-        self.gate.forget(alias)
+        self.gate.review.forget(alias)
         old = self._servers.pop(alias, None)
         if old is None:
             return False

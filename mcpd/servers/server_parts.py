@@ -284,7 +284,7 @@ class ServerParts(CallHost):
             self.tool_list.cut, self.prompt_resources.trimmed, up.instructions_cut if up else ""
         )
         # Items held until approved, definition changes seen, items with findings.
-        pins = self.registry.gate.counts(self.alias)
+        pins = self.registry.gate.review.counts(self.alias)
         # Secrets mcpd holds found in what it sent, by whose they were: never the values.
         row["secrets_masked"] = self.guard.masked(self.alias)
         return row | prompt_resource_counts(self.registry, self.alias) | trims | pins

@@ -24,7 +24,7 @@ from protocol.oauth import ClientRegistration, Secret, TokenSet
 
 def keeper(path: Path) -> tuple[Catalog, PinKeeper]:
     cat = Catalog(NamingConfig(), Gate())
-    return cat, PinKeeper(str(path), cat.gate, cat.rejudge, lambda alias: True)
+    return cat, PinKeeper(str(path), cat.gate.review, cat.rejudge, lambda alias: True)
 
 
 LOGIN = StoredLogin(server_url="https://tickets.example.com/mcp")
@@ -71,7 +71,7 @@ async def _pins(path: Path) -> bytes:
     gate = Gate()
     Catalog(NamingConfig(), gate).update("notes", [mcp.Tool(name="search", description="x")])
     # Written in pieces, as they are made.
-    pinwriter.write(str(path), gate.pins.servers, gate.unwritten.take(), None)
+    pinwriter.write(str(path), gate.review.pins.servers, gate.review.unwritten.take(), None)
     written = path.read_bytes()
     assert json.loads(written)["servers"]["notes"]["tools"]["search"]["definition"]
     return written

@@ -149,7 +149,7 @@ async def test_state_and_pins_another_user_wrote_are_not_used(
     cat, pins = keeper(pins_path)
     with trio.fail_after(10):
         await pins.load()
-    assert cat.gate.hold_unapproved  # nothing counts as approved on their word
+    assert cat.gate.review.hold_unapproved  # nothing counts as approved on their word
 
 
 @pytest.mark.parametrize("mode", [0o620, 0o606, 0o666], ids=oct)

@@ -38,7 +38,7 @@ async def test_pins_are_written_private_and_read_back(tmp_path: Path) -> None:
     with trio.fail_after(10):
         await other.load()
     again.update("notes", [tool("search", "Search notes, and more.")])
-    assert [(p.name, p.why) for p in again.gate.pending()] == [("search", "changed")]
+    assert [(p.name, p.why) for p in again.gate.review.pending()] == [("search", "changed")]
 
 
 async def test_a_pin_file_that_cannot_be_used_holds_every_server(tmp_path: Path) -> None:
@@ -59,11 +59,11 @@ async def test_a_pin_file_that_cannot_be_used_holds_every_server(tmp_path: Path)
     assert json.loads((tmp_path / "pins.json.unreadable").read_text()) == forged
     cat.update("notes", [tool("search", "Other.")])
     cat.gate.settle("notes")  # listing is no approval now
-    assert [(p.name, p.why) for p in cat.gate.pending()] == [("search", "new_server")]
+    assert [(p.name, p.why) for p in cat.gate.review.pending()] == [("search", "new_server")]
     with trio.fail_after(10):
         result = await pins.approve("notes", None)
     assert result["approved"] == ["tool search"] and result["saved"]
-    assert cat.gate.pending() == []
+    assert cat.gate.review.pending() == []
 
 
 async def test_garbage_is_no_pin_file_either(tmp_path: Path) -> None:
@@ -72,5 +72,5 @@ async def test_garbage_is_no_pin_file_either(tmp_path: Path) -> None:
     cat, pins = keeper(path)
     with trio.fail_after(10):
         await pins.load()
-    assert cat.gate.hold_unapproved
+    assert cat.gate.review.hold_unapproved
     assert (tmp_path / "pins.json.unreadable").read_bytes() == b"\x00not json"

@@ -38,7 +38,7 @@ def test_approving_a_prompt_of_a_server_without_tools_is_news_for_agents() -> No
     catalog.prompts.update("notes", [prompt("daily", "two")])
     assert prompts_of(catalog)["mcp__notes__daily"]["_meta"]["mcpd/available"] is False
     assert not catalog.rejudge("notes")  # nothing approved yet
-    catalog.gate.approve("notes", None)
+    catalog.gate.review.approve("notes", None)
     assert catalog.rejudge("notes")
     assert prompts_of(catalog)["mcp__notes__daily"]["description"] == "[notes] two"
 
@@ -50,8 +50,8 @@ def test_approving_a_tool_and_a_prompt_at_once_shows_both() -> None:
     catalog.gate.settle("notes")
     catalog.update("notes", [tool("search", "two")])
     catalog.prompts.update("notes", [prompt("daily", "two")])
-    assert {p.kind for p in catalog.gate.pending("notes")} == {"tool", "prompt"}
-    catalog.gate.approve("notes", None)
+    assert {p.kind for p in catalog.gate.review.pending("notes")} == {"tool", "prompt"}
+    catalog.gate.review.approve("notes", None)
     # The tools changing must not keep the prompts from being judged again.
     assert catalog.rejudge("notes")
     entry = catalog.lookup("mcp__notes__search")
@@ -96,11 +96,11 @@ def test_a_removed_server_leaves_nothing_listed_or_waiting() -> None:
     catalog.resources.update("notes", [surface.Resource(uri="x://a", name="a")], [])
     catalog.gate.settle("notes")
     catalog.prompts.update("notes", [prompt("daily", "two")])
-    assert catalog.gate.pending("notes") != []
+    assert catalog.gate.review.pending("notes") != []
     assert catalog.remove("notes")
     assert catalog.listing() == [] and catalog.prompts.listing() == []
     assert catalog.resources.listing() == []
-    assert catalog.gate.pending("notes") == []
+    assert catalog.gate.review.pending("notes") == []
     assert not catalog.remove("notes")
 
 

@@ -37,7 +37,7 @@ def gate(**policy: Any) -> Gate:
 
 
 def held(g: Gate) -> list[tuple[str, str]]:
-    return [(p.name, p.why) for p in g.pending()]
+    return [(p.name, p.why) for p in g.review.pending()]
 
 
 def test_a_name_marked_is_found_whatever_its_length() -> None:
@@ -143,7 +143,7 @@ def test_a_server_that_drops_many_tools_has_only_those_forgotten_held_once() -> 
     assert held(g) == [("t1499", "forgotten")]
     assert again.held == {"t1499": FORGOTTEN + "big`"}
     assert again.shown["t1"].description == "does t1"
-    assert g.approve("big", None).approved == ["tool t1499"]
+    assert g.review.approve("big", None).approved == ["tool t1499"]
     renewed = listing(
         tool("fresh"), tool("t1"), tool("t1499"), *(tool(f"n{n}") for n in range(200))
     )

@@ -150,7 +150,7 @@ def test_an_approved_template_is_shown_after_the_table_judges_it_again() -> None
     version = table.version
     assert not table.rejudge("a")  # nothing changed in the pins
     assert table.version == version
-    table.gate.approve("a", None)
+    table.gate.review.approve("a", None)
     assert table.rejudge("a")
     [template] = listed_templates(table)
     assert template["_meta"]["mcpd/available"] is True
@@ -199,7 +199,7 @@ def test_a_server_held_whole_refuses_every_uri_and_template_of_it() -> None:
 
 def test_a_server_approved_whole_has_its_resources_listed_as_they_are() -> None:
     table = held_whole_table()
-    table.gate.approve("a", None)
+    table.gate.review.approve("a", None)
     assert table.rejudge("a")
     [resource] = listed(table)
     assert resource["name"] == "UNAPPROVED" and resource["_meta"]["mcpd/available"] is True
