@@ -1,7 +1,7 @@
 """Resources for agents: lists, reads, and subscriptions to updates.
 
-URIs are the agents' (``registry.resources`` says which server each goes to), read
-through the agent's profile (its ``Sight``): a server the profile does not show is
+URIs are the agents' (``registry.resource_routes`` says which server each goes to),
+read through the agent's profile (its ``Sight``): a server the profile does not show is
 no candidate, in errors as in routing, and a URI another server lists too is read
 from the one the profile shows. A subscription is held per agent: a legacy agent's
 ``resources/subscribe``, or the ``resourceSubscriptions`` of a modern agent's

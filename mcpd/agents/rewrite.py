@@ -2,8 +2,8 @@
 
 A tool result or a prompt message may carry resource links and embedded resources;
 a read returns contents, each with its URI. Each such URI is replaced by the one
-the agent can read it back with (``registry.resources``: usually the same URI). A
-result whose URIs are all unchanged passes through as the server's own bytes.
+the agent can read it back with (``registry.resource_routes``: usually the same
+URI). A result whose URIs are all unchanged passes through as the server's own bytes.
 
 A read's text counts against the result budget like a tool result's text; binary
 contents (``blob``) are passed through untouched.

@@ -1,61 +1,32 @@
-"""The aggregated resources and resource templates, and the URI scheme that routes
-them back.
+"""The aggregated resources and resource templates: what each server lists, put
+through the gate (``gate``: a held template, a server held whole), and what agents
+are shown of them, each URI and template in the form the ``mcpd://`` scheme hands it
+(``resource_routes``, where the table puts what each server lists).
 
-URIs belong to servers and can collide: two servers over two project folders both
-list ``file:///README.md``. The rule, in one sentence: an agent is handed a URI as
-the server wrote it exactly when reading that URI through mcpd reaches the same
-server; otherwise it is handed ``mcpd://ALIAS/`` followed by the server's URI,
-character for character. Reading a URI goes back the same way:
-
-1. ``mcpd://ALIAS/REST`` goes to ALIAS as REST (always accepted, listed or not);
-2. a URI one server lists goes to it; one several servers list is refused with an
-   error naming each ``mcpd://`` form (never guessed);
-3. a URI one server's template matches goes to it (templates of two servers that
-   could match the same URI, or that match another server's listed URI, are both
-   listed in the ``mcpd://`` form, so this never has two candidates; so is a template
-   mcpd cannot match, which claims no URI);
-4. anything else goes to the only server with resources, if there is just one.
-
-The same function rewrites URIs in tool results, prompt messages and update
-notifications, so whatever an agent is handed, it can read.
-
-All of this is as the agent's profile (its ``Sight``) shows the servers: a server it
-does not show lists nothing, claims nothing and is no candidate, for that agent, so
-neither an error nor the form of a URI it is handed tells it of that server
-(``registry.scopes`` keeps the templates' forms per set of servers shown).
+A server's held template refuses reads of the URIs it matches that the server does
+not list, and a server held whole refuses every read (``held_for``), until a person
+approves them. What one agent sees is as its profile (its ``Sight``) shows the
+servers and their resources.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 import msgspec
 from msgspec import Raw
 
 from protocol import surface
-from protocol.logfields import log_extra
 
-from .claims import (
-    REBUILD_STEPS,
-    RESULT_STEPS,
-    ROUTE_STEPS,
-    Budget,
-    Claim,
-    Listings,
-    check_templates,
-    parsed,
-)
+from .claims import ROUTE_STEPS, Budget, Claim, check_templates, parsed
 from .gate import Gate
 from .limits import first_listed
-from .routing import claimants
-from .scheme import SCHEME, Ambiguous, Routed, Sight, Undecided, unwrap, wrap
-from .scopes import MAX_SCOPES, Scope
+from .resource_routes import ResourceRoutes
+from .scheme import SCHEME, Sight, wrap
 from .shown import agent_resource, agent_template
 
 _encode: Final = msgspec.json.Encoder().encode
-logger = logging.getLogger("mcpd.registry")
 
 
 class _Server:
@@ -100,17 +71,12 @@ class ResourceTable:
     def __init__(self, gate: Gate | None = None) -> None:
         self.gate = gate if gate is not None else Gate()
         self._servers: dict[str, _Server] = {}
-        self._lists = Listings()
-        self._scopes: dict[frozenset[str], Scope] = {}  # by the servers agents see
-        self._all = Scope(frozenset(), self._lists, {})  # every server's, always made
         # Each resource and template as agents see it, encoded once per change, by
         # (alias, its place in the server's list, whether in the mcpd:// form).
         self._encoded: dict[tuple[str, int, bool], Raw] = {}
         self._encoded_templates: dict[tuple[str, int, bool], Raw] = {}
         self.version = 0
-        self.match_steps = 0  # spent matching URIs against templates, ever
-        # The version each kind of matching budget last ran out in, once logged.
-        self._warned: dict[str, int] = {}
+        self.routes = ResourceRoutes(lambda: self.version)
 
     # -- changes --
 
@@ -155,17 +121,16 @@ class ResourceTable:
         if old is not None:
             server.available, server.marker = old.available, old.marker
         self._servers[alias] = server
-        spent, out = self._lists.put(alias, (r.uri for r in server.resources), server.claims)
-        self.match_steps += spent
-        self._rebuild()
-        if out:
-            self._over_budget("the URIs servers list", REBUILD_STEPS, alias)
+        self._changed()
+        uris = (r.uri for r in server.resources)
+        templates = [t.uriTemplate for t in server.templates]
+        self.routes.put(alias, uris, server.claims, templates)
 
     def remove(self, alias: str) -> bool:
         if self._servers.pop(alias, None) is None:
             return False
-        self._lists.remove(alias)
-        self._rebuild()
+        self.routes.remove(alias)
+        self._changed()
         return True
 
     def set_availability(self, alias: str, available: bool, marker: str | None = None) -> bool:
@@ -176,146 +141,12 @@ class ResourceTable:
         self._changed()
         return True
 
-    def _rebuild(self) -> None:
-        """The lists changed: which templates are shown as the server wrote them is
-        found again, for all servers now, for each other set of servers agents see
-        when it is next needed."""
-        self._scopes.clear()
-        self._all = self._made(frozenset(self._servers))
-        self._changed()
-
     def _changed(self) -> None:
         self._encoded.clear()
         self._encoded_templates.clear()
         self.version += 1
 
-    def _scope(self, sight: Sight | None) -> Scope:
-        """The scope of the servers ``sight`` shows (None: all of them)."""
-        if sight is None:
-            return self._all
-        aliases = frozenset(a for a in self._servers if sight.has_server(a))
-        if aliases == self._all.aliases:
-            return self._all
-        scope = self._scopes.get(aliases)
-        if scope is None:
-            if len(self._scopes) >= MAX_SCOPES:
-                self._scopes.clear()
-            scope = self._scopes[aliases] = self._made(aliases)
-        return scope
-
-    def _made(self, aliases: frozenset[str]) -> Scope:
-        templates = {a: [t.uriTemplate for t in self._servers[a].templates] for a in aliases}
-        return Scope(aliases, self._lists, templates)
-
-    def _listers(self, uri: str, sight: Sight | None) -> list[str]:
-        """The servers that list ``uri`` and show it to agents of ``sight``."""
-        owners = self._lists.listers.get(uri, [])
-        if sight is None or not owners:
-            return owners
-        return [a for a in owners if sight.admits_resource(a, uri)]
-
-    # -- the scheme --
-
-    def route(
-        self, uri: str, budget: Budget | None = None, sight: Sight | None = None
-    ) -> Routed | Ambiguous | Undecided | None:
-        """Which server an agent's URI goes to, and as what (None: no server's), among
-        the servers ``sight`` shows (None: all). What matching costs comes out of
-        ``budget`` (at most a URI's share of it). The ``mcpd://`` form names its server
-        whoever sees it: the caller checks the sight."""
-        return self._route(uri, budget, sight, lambda: self._scope(sight))
-
-    def _route(
-        self, uri: str, budget: Budget | None, sight: Sight | None, scoped: Callable[[], Scope]
-    ) -> Routed | Ambiguous | Undecided | None:
-        """``route``, with the sight's scope from ``scoped`` (asked only if needed)."""
-        inner = unwrap(uri)
-        if inner is not None:
-            return Routed(*inner) if inner[0] in self._servers else None
-        owners = self._listers(uri, sight)
-        if owners:
-            if len(owners) == 1:
-                return Routed(owners[0], uri)
-            return Ambiguous([wrap(a, uri) for a in owners])
-        scope = scoped()
-        if len(scope.aliases) == 1:
-            # Whatever its templates say, a URI no other server lists goes to it.
-            return Routed(next(iter(scope.aliases)), uri)
-        whole = budget if budget is not None else Budget(ROUTE_STEPS)
-        mine = whole.part(ROUTE_STEPS)
-        own = mine.left == ROUTE_STEPS  # else the caller's budget was the shorter
-        matched = _shown(claimants(scope.plain, uri, mine), uri, sight)
-        if matched == []:
-            # A template two servers share is shown in its mcpd:// forms, but an agent
-            # may expand the server's own (a tool's text names it): say which to read.
-            matched = _shown(claimants(scope.wrapped, uri, mine), uri, sight)
-        whole.settle(mine)
-        self.match_steps += mine.spent
-        if matched is None:
-            if own:
-                self._over_budget("a URI", ROUTE_STEPS)
-            return Undecided(mine.spent)
-        if len(matched) == 1:
-            return Routed(matched[0], uri)
-        if len(matched) > 1:
-            return Ambiguous([wrap(a, uri) for a in matched])
-        return None
-
-    def _over_budget(self, what: str, steps: int, alias: str | None = None) -> None:
-        """Say once per change of the lists and kind of budget that matching ran out
-        of steps, naming the server it was for, or else the one with the most
-        templates (the likeliest cause)."""
-        if self._warned.get(what) == self.version or not self._servers:
-            return
-        self._warned[what] = self.version
-        if alias is None or alias not in self._servers:
-            alias = max(self._servers, key=lambda a: len(self._servers[a].templates))
-        logger.warning(
-            "matching %s against the servers' resource templates took more than %d steps "
-            "and was cut short (%s lists %d templates); what was not decided is handed to "
-            "agents in the mcpd:// form, which reads back to its server",
-            what,
-            steps,
-            alias,
-            len(self._servers[alias].templates),
-            extra=log_extra(alias, "resource_template", "template matching over budget"),
-        )
-
-    def _to_agent(
-        self,
-        alias: str,
-        uri: str,
-        budget: Budget | None,
-        sight: Sight | None,
-        scoped: Callable[[], Scope],
-    ) -> str:
-        if uri.startswith(SCHEME) or (budget is not None and not budget.spend(1)):
-            return wrap(alias, uri)
-        routed = self._route(uri, budget, sight, scoped)
-        if isinstance(routed, Routed) and routed.alias == alias:
-            return uri
-        return wrap(alias, uri)
-
-    def links(self, alias: str, sight: Sight | None = None) -> Callable[[str], str]:
-        """What hands an agent of ``sight`` the URIs of one result of ``alias`` (a tool
-        result, a prompt, a read), its matching all drawn from one budget."""
-        budget = Budget(RESULT_STEPS)
-        found: list[Scope] = []  # the sight's scope, found for the first link that needs it
-
-        def scoped() -> Scope:
-            if not found:
-                found.append(self._scope(sight))
-            return found[0]
-
-        def to_agent(uri: str) -> str:
-            if budget.out:
-                return wrap(alias, uri)
-            shown = self._to_agent(alias, uri, budget, sight, scoped)
-            if budget.out:
-                self._over_budget("the links of one result", RESULT_STEPS, alias)
-            return shown
-
-        return to_agent
+    # -- holds --
 
     def held_for(self, alias: str, uri: str, budget: Budget | None = None) -> str | None:
         """Why reading (or subscribing to) ``uri`` of ``alias`` is refused: the server
@@ -327,7 +158,7 @@ class ResourceTable:
         all_held = self.gate.held_whole(alias)
         if all_held is not None:
             return all_held
-        if not server.held_claims or alias in self._lists.listers.get(uri, ()):
+        if not server.held_claims or alias in self.routes.listers(uri, None):
             return None
         whole = budget if budget is not None else Budget(ROUTE_STEPS)
         mine = whole.part(ROUTE_STEPS)
@@ -340,7 +171,7 @@ class ResourceTable:
             return None
         finally:
             whole.settle(mine)
-            self.match_steps += mine.spent
+            self.routes.match_steps += mine.spent
 
     def held_template(self, alias: str, template: str) -> str | None:
         """Why a completion for ``template`` of ``alias`` (the server's URI template)
@@ -349,20 +180,6 @@ class ResourceTable:
         if server is None:
             return None
         return self.gate.held_whole(alias) or server.held.get(template)
-
-    def agent_template(self, alias: str, template: str, sight: Sight | None = None) -> str:
-        return self._scope(sight).agent_template(alias, template)
-
-    def template_route(
-        self, agent_template: str, sight: Sight | None = None
-    ) -> tuple[str, str] | None:
-        """(alias, the server's template) for a template as agents of ``sight`` were
-        shown it."""
-        found = self._scope(sight).by_agent_template.get(agent_template)
-        if found is not None:
-            return found
-        inner = unwrap(agent_template)
-        return inner if inner is not None and inner[0] in self._servers else None
 
     # -- queries --
 
@@ -374,7 +191,7 @@ class ResourceTable:
             for i, r in enumerate(self._servers[a].resources):
                 if sight is not None and not sight.admits_resource(a, r.uri):
                     continue
-                wrapped = r.uri.startswith(SCHEME) or self._listers(r.uri, sight) != [a]
+                wrapped = r.uri.startswith(SCHEME) or self.routes.listers(r.uri, sight) != [a]
                 key = (a, i, wrapped)
                 raw = self._encoded.get(key)
                 if raw is None:
@@ -387,7 +204,7 @@ class ResourceTable:
         return out
 
     def template_listing(self, sight: Sight | None = None) -> list[Raw]:
-        scope = self._scope(sight)
+        scope = self.routes.scope(sight)
         out = []
         for a in sorted(scope.aliases):
             for i, r in enumerate(self._servers[a].templates):
@@ -423,10 +240,3 @@ class ResourceTable:
         """The server's resources and templates as it listed them; None if never."""
         server = self._servers.get(alias)
         return (list(server.raw[0]), list(server.raw[1])) if server else None
-
-
-def _shown(found: list[str] | None, uri: str, sight: Sight | None) -> list[str] | None:
-    """The servers of ``found`` whose ``uri`` agents of ``sight`` may read."""
-    if found is None or sight is None:
-        return found
-    return [a for a in found if sight.admits_resource(a, uri)]

@@ -173,13 +173,13 @@ class AllServers:
     def route_uri(
         self, uri: str, budget: Budget, sight: Sight | None = None
     ) -> Routed | Ambiguous | Undecided | None:
-        return self._registry.resources.route(uri, budget, sight)
+        return self._registry.resources.routes.route(uri, budget, sight)
 
     def links(self, alias: str, sight: Sight | None = None) -> Callable[[str], str]:
-        return self._registry.resources.links(alias, sight)
+        return self._registry.resources.routes.links(alias, sight)
 
     def route_template(self, template: str, sight: Sight | None = None) -> tuple[str, str] | None:
-        return self._registry.resources.template_route(template, sight)
+        return self._registry.resources.routes.template_route(template, sight)
 
     def held_whole(self, alias: str) -> str | None:
         return self._registry.gate.held_whole(alias)

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpd.registry.claims import REBUILD_STEPS, ROUTE_STEPS, Budget, Claim, claimed, overlapping
-from mcpd.registry.resources import ResourceTable, Routed, Undecided, wrap
+from mcpd.registry.resources import ResourceTable
+from mcpd.registry.scheme import Routed, Undecided, wrap
 from protocol import surface
 from protocol import uritemplate as tpl
 
@@ -98,35 +99,35 @@ def test_a_hostile_servers_templates_cost_a_route_no_more_than_its_budget(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     table = hostile_table(2000)
-    before = table.match_steps
+    before = table.routes.match_steps
     with caplog.at_level(logging.WARNING):
-        routed = table.route(HOSTILE_URI)
-    spent = table.match_steps - before
+        routed = table.routes.route(HOSTILE_URI)
+    spent = table.routes.match_steps - before
     assert isinstance(routed, Undecided)
     assert spent <= ROUTE_STEPS
     assert "more than" in caplog.text and "evil lists 2000 templates" in caplog.text
     # The link is handed over in the form that reads back to its server, at the same cost.
-    before = table.match_steps
-    assert table.links("evil")(HOSTILE_URI) == wrap("evil", HOSTILE_URI)
-    assert table.match_steps - before <= ROUTE_STEPS
+    before = table.routes.match_steps
+    assert table.routes.links("evil")(HOSTILE_URI) == wrap("evil", HOSTILE_URI)
+    assert table.routes.match_steps - before <= ROUTE_STEPS
     # The other server's URIs still route.
-    assert table.route("wiki://page") == Routed("good", "wiki://page")
+    assert table.routes.route("wiki://page") == Routed("good", "wiki://page")
 
 
 def test_a_rebuild_costs_no_more_than_its_budget() -> None:
     table = ResourceTable()
     table.update("evil", [], templates(WORST))
     uris = [surface.Resource(uri=HOSTILE_URI[: tpl.MAX_URI - i], name="r") for i in range(300)]
-    before = table.match_steps
+    before = table.routes.match_steps
     table.update("good", uris, [])
-    assert table.match_steps - before <= REBUILD_STEPS
+    assert table.routes.match_steps - before <= REBUILD_STEPS
     # Undecided, the template is shown in the mcpd:// form, which still reaches its server.
-    assert table.agent_template("evil", WORST) == wrap("evil", WORST)
+    assert table.routes.agent_template("evil", WORST) == wrap("evil", WORST)
 
 
 def test_a_single_server_gets_every_uri_without_matching() -> None:
     table = ResourceTable()
     table.update("only", [], templates(WORST))
-    before = table.match_steps
-    assert table.route(HOSTILE_URI) == Routed("only", HOSTILE_URI)
-    assert table.match_steps == before
+    before = table.routes.match_steps
+    assert table.routes.route(HOSTILE_URI) == Routed("only", HOSTILE_URI)
+    assert table.routes.match_steps == before

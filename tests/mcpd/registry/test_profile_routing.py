@@ -60,33 +60,37 @@ def test_a_uri_a_hidden_server_lists_too_is_the_shown_servers() -> None:
     readme = "file:///README.md"
     fill(table, {"a": ([readme], ["n://{id}"]), "b": ([readme], ["n://{id}"]), "c": ([], [])})
     profile = Shows({"a", "c"})
-    assert table.route(readme, sight=profile) == Routed("a", readme)
-    assert table.route("n://3", sight=profile) == Routed("a", "n://3")
+    assert table.routes.route(readme, sight=profile) == Routed("a", readme)
+    assert table.routes.route("n://3", sight=profile) == Routed("a", "n://3")
     assert shown(table.listing(profile), "uri") == [("a", readme, readme)]
     templates = shown(table.template_listing(profile), "uriTemplate")
     assert templates == [("a", "n://{id}", "n://{id}")]
-    assert table.template_route("n://{id}", profile) == ("a", "n://{id}")
-    assert table.links("a", profile)(readme) == readme
+    assert table.routes.template_route("n://{id}", profile) == ("a", "n://{id}")
+    assert table.routes.links("a", profile)(readme) == readme
     # The owner's forms and errors are what they were.
-    assert table.route(readme) == Ambiguous([wrap("a", readme), wrap("b", readme)])
-    assert table.route("n://3") == Ambiguous([wrap("a", "n://3"), wrap("b", "n://3")])
+    assert table.routes.route(readme) == Ambiguous([wrap("a", readme), wrap("b", readme)])
+    assert table.routes.route("n://3") == Ambiguous([wrap("a", "n://3"), wrap("b", "n://3")])
     assert [s for _, _, s in shown(table.listing(), "uri")] == [
         wrap("a", readme),
         wrap("b", readme),
     ]
-    assert table.links("a")(readme) == wrap("a", readme)
-    assert table.template_route("n://{id}") is None
+    assert table.routes.links("a")(readme) == wrap("a", readme)
+    assert table.routes.template_route("n://{id}") is None
 
 
 def test_candidates_are_the_shown_servers_and_a_denied_uri_is_none_of_them() -> None:
     table = ResourceTable()
     uri = "file:///x"
     fill(table, {alias: ([uri], []) for alias in ALIASES})
-    assert table.route(uri, sight=Shows({"a", "b"})) == Ambiguous([wrap("a", uri), wrap("b", uri)])
-    assert table.route(uri, sight=Shows({"a", "b"}, frozenset({("b", uri)}))) == Routed("a", uri)
+    assert table.routes.route(uri, sight=Shows({"a", "b"})) == Ambiguous(
+        [wrap("a", uri), wrap("b", uri)]
+    )
+    assert table.routes.route(uri, sight=Shows({"a", "b"}, frozenset({("b", uri)}))) == Routed(
+        "a", uri
+    )
     # Only one server shown: everything is its, as if it were the only server.
-    assert table.route("elsewhere://y", sight=Shows({"c"})) == Routed("c", "elsewhere://y")
-    assert table.route("elsewhere://y", sight=Shows({"b", "c"})) is None
+    assert table.routes.route("elsewhere://y", sight=Shows({"c"})) == Routed("c", "elsewhere://y")
+    assert table.routes.route("elsewhere://y", sight=Shows({"b", "c"})) is None
 
 
 lists = st.fixed_dictionaries(
@@ -115,16 +119,16 @@ def test_what_a_profile_is_handed_reads_back_through_it_and_names_no_hidden_serv
     hidden = [a for a in ALIASES if not profile.has_server(a)]
     for alias, own, handed in shown(table.listing(profile), "uri"):
         assert profile.admits_resource(alias, own)
-        assert table.route(handed, sight=profile) == Routed(alias, own)
+        assert table.routes.route(handed, sight=profile) == Routed(alias, own)
         # Plain exactly when reading the plain URI through the profile reaches it.
-        plain = table.route(own, sight=profile) == Routed(alias, own)
+        plain = table.routes.route(own, sight=profile) == Routed(alias, own)
         assert (handed == own) == plain
-        assert table.links(alias, profile)(own) == handed
+        assert table.routes.links(alias, profile)(own) == handed
     for alias, own, handed in shown(table.template_listing(profile), "uriTemplate"):
         assert profile.admits_resource(alias, own)
-        assert table.template_route(handed, profile) == (alias, own)
+        assert table.routes.template_route(handed, profile) == (alias, own)
     for uri in (*URIS, "n://5", "file:///y", "other://z"):
-        routed = table.route(uri, sight=profile)
+        routed = table.routes.route(uri, sight=profile)
         if isinstance(routed, Routed):
             assert routed.alias not in hidden
         elif isinstance(routed, Ambiguous):

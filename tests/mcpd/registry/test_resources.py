@@ -85,7 +85,7 @@ def test_removing_a_server_not_there_changes_nothing() -> None:
     assert not table.remove("b")
     assert table.version == version
     assert table.remove("a") and not table.known("a")
-    assert table.route("x://1") is None
+    assert table.routes.route("x://1") is None
 
 
 # -- availability --
@@ -216,7 +216,7 @@ def test_a_uri_in_the_mcpd_form_a_server_lists_is_handed_over_wrapped() -> None:
     table.update("b", resources("b://x"), [])
     [uri, _] = [r["uri"] for r in listed(table)]
     assert uri == "mcpd://a/mcpd://b/secret"
-    assert table.route(uri) == Routed("a", "mcpd://b/secret")
+    assert table.routes.route(uri) == Routed("a", "mcpd://b/secret")
 
 
 def test_a_malformed_mcpd_uri_names_no_server() -> None:
@@ -224,7 +224,7 @@ def test_a_malformed_mcpd_uri_names_no_server() -> None:
     table.update("a", resources("x://1"), [])
     table.update("b", resources("y://1"), [])
     for uri in ("mcpd://a", "mcpd://../x", "mcpd:///x", "mcpd://a b/x"):
-        assert table.route(uri) is None, uri
+        assert table.routes.route(uri) is None, uri
 
 
 def test_a_uri_a_server_lists_twice_is_its_own_and_listed_once_as_listed_first() -> None:
@@ -232,7 +232,7 @@ def test_a_uri_a_server_lists_twice_is_its_own_and_listed_once_as_listed_first()
     twice = [surface.Resource(uri="x://1", name=name) for name in ("first", "second")]
     table.update("a", twice, [])
     table.update("b", resources("y://1"), [])
-    assert table.route("x://1") == Routed("a", "x://1")
+    assert table.routes.route("x://1") == Routed("a", "x://1")
     assert [(r["uri"], r["name"]) for r in listed(table)] == [("x://1", "first"), ("y://1", "1")]
     assert not table.update("a", twice[:1], [])  # what agents see is the same
 
@@ -253,12 +253,12 @@ def test_a_sight_lists_the_servers_it_shows_and_their_uris_it_admits() -> None:
     table.update("b", resources("x://shared"), [])
     sight = Shows("a", hidden=("x://secret",))
     assert [r["uri"] for r in listed(table, sight)] == ["x://shared"]  # plain: b is not seen
-    assert table.route("x://shared", sight=sight) == Routed("a", "x://shared")
-    assert table.route("x://shared") == Ambiguous(
+    assert table.routes.route("x://shared", sight=sight) == Routed("a", "x://shared")
+    assert table.routes.route("x://shared") == Ambiguous(
         [wrap("a", "x://shared"), wrap("b", "x://shared")]
     )
-    assert table.links("a", sight)("x://shared") == "x://shared"
-    assert table.links("a")("x://shared") == wrap("a", "x://shared")
+    assert table.routes.links("a", sight)("x://shared") == "x://shared"
+    assert table.routes.links("a")("x://shared") == wrap("a", "x://shared")
 
 
 def test_a_sight_routes_templates_among_the_servers_it_shows() -> None:
@@ -267,16 +267,16 @@ def test_a_sight_routes_templates_among_the_servers_it_shows() -> None:
     table.update("b", [], templates("file:///{name}"))
     table.update("c", resources("c://1"), [])
     both = Shows("a", "b", "c")
-    assert table.route("file:///x", sight=both) == Ambiguous(
+    assert table.routes.route("file:///x", sight=both) == Ambiguous(
         [wrap("a", "file:///x"), wrap("b", "file:///x")]
     )
     only_a = Shows("a", "c")
-    assert table.route("file:///x", sight=only_a) == Routed("a", "file:///x")
+    assert table.routes.route("file:///x", sight=only_a) == Routed("a", "file:///x")
     assert [t["uriTemplate"] for t in listed_templates(table, only_a)] == ["file:///{name}"]
-    assert table.agent_template("a", "file:///{name}", only_a) == "file:///{name}"
-    assert table.agent_template("a", "file:///{name}") == wrap("a", "file:///{name}")
-    assert table.template_route("file:///{name}", only_a) == ("a", "file:///{name}")
-    assert table.template_route("file:///{name}") is None
+    assert table.routes.agent_template("a", "file:///{name}", only_a) == "file:///{name}"
+    assert table.routes.agent_template("a", "file:///{name}") == wrap("a", "file:///{name}")
+    assert table.routes.template_route("file:///{name}", only_a) == ("a", "file:///{name}")
+    assert table.routes.template_route("file:///{name}") is None
 
 
 def test_many_different_sights_each_get_their_own_answer() -> None:
@@ -288,7 +288,7 @@ def test_many_different_sights_each_get_their_own_answer() -> None:
     for i, first in enumerate(aliases):
         for second in aliases[i + 1 :]:
             pair = Shows(first, second)
-            assert table.route("file:///x", sight=pair) == Ambiguous(
+            assert table.routes.route("file:///x", sight=pair) == Ambiguous(
                 [wrap(first, "file:///x"), wrap(second, "file:///x")]
             )
             assert [t["uriTemplate"] for t in listed_templates(table, pair)] == [
@@ -296,5 +296,5 @@ def test_many_different_sights_each_get_their_own_answer() -> None:
                 wrap(second, "file:///{name}"),
             ]
             alone = Shows(second)
-            assert table.route("file:///x", sight=alone) == Routed(second, "file:///x")
-            assert table.agent_template(second, "file:///{name}", alone) == "file:///{name}"
+            assert table.routes.route("file:///x", sight=alone) == Routed(second, "file:///x")
+            assert table.routes.agent_template(second, "file:///{name}", alone) == "file:///{name}"

@@ -44,12 +44,12 @@ async def test_a_hostile_result_costs_one_budget_beside_a_good_server(
             async def ask(who: Agent, alias: str) -> None:
                 got[alias] = await call(who, alias)
 
-            before = table.match_steps
+            before = table.routes.match_steps
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(ask, agent, "evil")
                 nursery.start_soon(ask, other, "good")
             # Two results, each within its budget, however many links the server sent.
-            assert table.match_steps - before <= 2 * RESULT_STEPS
+            assert table.routes.match_steps - before <= 2 * RESULT_STEPS
             assert got["good"]["content"][0] == {"type": "text", "text": "ok"}
             uris = [block["uri"] for block in got["evil"]["content"]]
             # Each link reads back from its server, in the form it was handed over.

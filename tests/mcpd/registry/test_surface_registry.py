@@ -12,7 +12,8 @@ from mcpd.config.model import NamingConfig
 from mcpd.config.servertable import ToolsConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.prompts import PromptTable
-from mcpd.registry.resources import Ambiguous, ResourceTable, Routed, wrap
+from mcpd.registry.resources import ResourceTable
+from mcpd.registry.scheme import Ambiguous, Routed, wrap
 from mcpd.registry.table import hashed_name
 from protocol import surface
 from protocol.uritemplate import MAX_EXPRESSIONS
@@ -106,8 +107,8 @@ def test_a_uri_one_server_lists_stays_as_the_server_wrote_it() -> None:
     table.update("a", resources("file:///README.md", "file:///a.txt"), [])
     table.update("b", resources("file:///b.txt"), [])
     assert listed_uris(table) == ["file:///README.md", "file:///a.txt", "file:///b.txt"]
-    assert table.route("file:///a.txt") == Routed("a", "file:///a.txt")
-    assert table.route("file:///b.txt") == Routed("b", "file:///b.txt")
+    assert table.routes.route("file:///a.txt") == Routed("a", "file:///a.txt")
+    assert table.routes.route("file:///b.txt") == Routed("b", "file:///b.txt")
 
 
 def test_colliding_uris_are_both_rewritten_and_the_plain_one_is_refused() -> None:
@@ -119,9 +120,9 @@ def test_colliding_uris_are_both_rewritten_and_the_plain_one_is_refused() -> Non
         "mcpd://b/file:///README.md",
         "file:///b.txt",
     ]
-    assert table.route("mcpd://a/file:///README.md") == Routed("a", "file:///README.md")
-    assert table.route("mcpd://b/file:///README.md") == Routed("b", "file:///README.md")
-    assert table.route("file:///README.md") == Ambiguous(
+    assert table.routes.route("mcpd://a/file:///README.md") == Routed("a", "file:///README.md")
+    assert table.routes.route("mcpd://b/file:///README.md") == Routed("b", "file:///README.md")
+    assert table.routes.route("file:///README.md") == Ambiguous(
         ["mcpd://a/file:///README.md", "mcpd://b/file:///README.md"]
     )
     meta = json.loads(bytes(table.listing()[0]))["_meta"]
@@ -129,7 +130,7 @@ def test_colliding_uris_are_both_rewritten_and_the_plain_one_is_refused() -> Non
     # The mcpd:// form keeps working once the collision is gone.
     table.remove("b")
     assert listed_uris(table) == ["file:///README.md"]
-    assert table.route("mcpd://a/file:///README.md") == Routed("a", "file:///README.md")
+    assert table.routes.route("mcpd://a/file:///README.md") == Routed("a", "file:///README.md")
 
 
 def test_the_mcpd_form_is_reversible_character_for_character() -> None:
@@ -137,12 +138,12 @@ def test_the_mcpd_form_is_reversible_character_for_character() -> None:
     table.update("a", resources("db://x?q=1#frag"), [])
     table.update("b", resources("db://x?q=1#frag"), [])
     odd = "db://x?q=1#frag"
-    assert table.route(wrap("a", odd)) == Routed("a", odd)
+    assert table.routes.route(wrap("a", odd)) == Routed("a", odd)
     # A server's own mcpd:// URI is never taken for ours.
     table.update("c", resources("mcpd://a/elsewhere"), [])
-    assert table.links("c")("mcpd://a/elsewhere") == "mcpd://c/mcpd://a/elsewhere"
-    assert table.route("mcpd://c/mcpd://a/elsewhere") == Routed("c", "mcpd://a/elsewhere")
-    assert table.route("mcpd://nobody/x") is None
+    assert table.routes.links("c")("mcpd://a/elsewhere") == "mcpd://c/mcpd://a/elsewhere"
+    assert table.routes.route("mcpd://c/mcpd://a/elsewhere") == Routed("c", "mcpd://a/elsewhere")
+    assert table.routes.route("mcpd://nobody/x") is None
 
 
 def test_templates_that_could_claim_the_same_uri_are_rewritten() -> None:
@@ -157,13 +158,13 @@ def test_templates_that_could_claim_the_same_uri_are_rewritten() -> None:
         "demo://blob/{id}",
     ]
     # Expansions of a plain template go to its server, of a rewritten one by prefix.
-    assert table.route("demo://blob/7") == Routed("b", "demo://blob/7")
-    assert table.route("mcpd://b/file:///x.txt") == Routed("b", "file:///x.txt")
-    assert table.template_route("mcpd://a/file:///{name}") == ("a", "file:///{name}")
-    assert table.template_route("demo://text/{id}") == ("a", "demo://text/{id}")
+    assert table.routes.route("demo://blob/7") == Routed("b", "demo://blob/7")
+    assert table.routes.route("mcpd://b/file:///x.txt") == Routed("b", "file:///x.txt")
+    assert table.routes.template_route("mcpd://a/file:///{name}") == ("a", "file:///{name}")
+    assert table.routes.template_route("demo://text/{id}") == ("a", "demo://text/{id}")
     # The servers' own form of a shared template (as a tool's text may give it): which
     # to read instead, not "not found".
-    assert table.route("file:///x.txt") == Ambiguous(
+    assert table.routes.route("file:///x.txt") == Ambiguous(
         ["mcpd://a/file:///x.txt", "mcpd://b/file:///x.txt"]
     )
 
@@ -174,28 +175,28 @@ def test_a_template_matching_another_servers_listed_uri_is_rewritten() -> None:
     table.update("b", [], templates("file:///{name}"))
     shown = [json.loads(bytes(r))["uriTemplate"] for r in table.template_listing()]
     assert shown == ["mcpd://b/file:///{name}"]
-    assert table.route("file:///README.md") == Routed("a", "file:///README.md")
+    assert table.routes.route("file:///README.md") == Routed("a", "file:///README.md")
 
 
 def test_uris_in_results_are_handed_over_so_reading_them_comes_back() -> None:
     table = ResourceTable()
     table.update("a", resources("file:///README.md"), templates("demo://text/{id}"))
     table.update("b", resources("file:///README.md"), [])
-    assert table.links("a")("demo://text/3") == "demo://text/3"
-    assert table.links("b")("demo://text/3") == "mcpd://b/demo://text/3"
-    assert table.links("a")("file:///README.md") == "mcpd://a/file:///README.md"
-    assert table.links("a")("file:///unknown") == "mcpd://a/file:///unknown"
+    assert table.routes.links("a")("demo://text/3") == "demo://text/3"
+    assert table.routes.links("b")("demo://text/3") == "mcpd://b/demo://text/3"
+    assert table.routes.links("a")("file:///README.md") == "mcpd://a/file:///README.md"
+    assert table.routes.links("a")("file:///unknown") == "mcpd://a/file:///unknown"
     for alias, uri in (("a", "demo://text/3"), ("b", "demo://text/3"), ("a", "file:///unknown")):
-        assert table.route(table.links(alias)(uri)) == Routed(alias, uri)
+        assert table.routes.route(table.routes.links(alias)(uri)) == Routed(alias, uri)
 
 
 def test_with_one_server_every_uri_is_its_own() -> None:
     table = ResourceTable()
     table.update("only", resources("test://static-text"), [])
-    assert table.route("test://never-listed") == Routed("only", "test://never-listed")
-    assert table.links("only")("anything://x") == "anything://x"
+    assert table.routes.route("test://never-listed") == Routed("only", "test://never-listed")
+    assert table.routes.links("only")("anything://x") == "anything://x"
     table.update("other", [], [])
-    assert table.route("test://never-listed") is None
+    assert table.routes.route("test://never-listed") is None
 
 
 def test_the_catalog_marks_and_removes_all_three_tables_together() -> None:
@@ -225,8 +226,8 @@ def test_a_template_mcpd_cannot_match_is_shown_in_the_mcpd_form_and_logged(
     assert record.mcpd_server == "a"
     # It claims no URI and overlaps no other server's template, which stays as it is.
     table.update("b", [], templates("x://{id}"))
-    assert table.route("x://abc") == Routed("b", "x://abc")
-    assert table.agent_template("b", "x://{id}") == "x://{id}"
+    assert table.routes.route("x://abc") == Routed("b", "x://abc")
+    assert table.routes.agent_template("b", "x://{id}") == "x://{id}"
     # Whatever an agent makes of its mcpd:// form reaches its server.
-    assert table.route(wrap("a", "x://abc")) == Routed("a", "x://abc")
-    assert table.template_route(wrap("a", too_many)) == ("a", too_many)
+    assert table.routes.route(wrap("a", "x://abc")) == Routed("a", "x://abc")
+    assert table.routes.template_route(wrap("a", too_many)) == ("a", too_many)
