@@ -1,48 +1,19 @@
 """The resource table on its own: when a listing is news, what a held template and a
 server held whole refuse, what a server that is down or gone leaves listed, what one
-agent's sight lets it see and route, and what a server's odd URIs become."""
+agent's sight lets it see, and what a server's odd URIs become. Where URIs are routed
+is ``test_resource_routes``'s."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from mcpd.config.model import DEFAULT_POLICY
 from mcpd.registry.claims import Budget
 from mcpd.registry.gate import Gate
 from mcpd.registry.resources import ResourceTable
-from mcpd.registry.scheme import Ambiguous, Routed, Sight, wrap
+from mcpd.registry.scheme import Ambiguous, Routed, wrap
 from protocol import surface
-
-
-class Shows(Sight):
-    """A profile that shows some servers, and of them every URI but those hidden."""
-
-    def __init__(self, *aliases: str, hidden: tuple[str, ...] = ()) -> None:
-        self.aliases = set(aliases)
-        self.hidden = set(hidden)
-
-    def has_server(self, alias: str) -> bool:
-        return alias in self.aliases
-
-    def admits_resource(self, alias: str, uri: str) -> bool:
-        return alias in self.aliases and uri not in self.hidden
-
-
-def resources(*uris: str) -> list[surface.Resource]:
-    return [surface.Resource(uri=u, name=u.rsplit("/", 1)[-1]) for u in uris]
-
-
-def templates(*ts: str, description: str | None = None) -> list[surface.ResourceTemplate]:
-    return [surface.ResourceTemplate(uriTemplate=t, name="t", description=description) for t in ts]
-
-
-def listed(table: ResourceTable, sight: Sight | None = None) -> list[dict[str, Any]]:
-    return [json.loads(bytes(r)) for r in table.listing(sight)]
-
-
-def listed_templates(table: ResourceTable, sight: Sight | None = None) -> list[dict[str, Any]]:
-    return [json.loads(bytes(r)) for r in table.template_listing(sight)]
+from tests.support.resource_lists import Shows, listed, listed_templates, resources, templates
 
 
 def held_template_table() -> ResourceTable:
@@ -219,14 +190,6 @@ def test_a_uri_in_the_mcpd_form_a_server_lists_is_handed_over_wrapped() -> None:
     assert table.routes.route(uri) == Routed("a", "mcpd://b/secret")
 
 
-def test_a_malformed_mcpd_uri_names_no_server() -> None:
-    table = ResourceTable()
-    table.update("a", resources("x://1"), [])
-    table.update("b", resources("y://1"), [])
-    for uri in ("mcpd://a", "mcpd://../x", "mcpd:///x", "mcpd://a b/x"):
-        assert table.routes.route(uri) is None, uri
-
-
 def test_a_uri_a_server_lists_twice_is_its_own_and_listed_once_as_listed_first() -> None:
     table = ResourceTable()
     twice = [surface.Resource(uri="x://1", name=name) for name in ("first", "second")]
@@ -259,42 +222,3 @@ def test_a_sight_lists_the_servers_it_shows_and_their_uris_it_admits() -> None:
     )
     assert table.routes.links("a", sight)("x://shared") == "x://shared"
     assert table.routes.links("a")("x://shared") == wrap("a", "x://shared")
-
-
-def test_a_sight_routes_templates_among_the_servers_it_shows() -> None:
-    table = ResourceTable()
-    table.update("a", [], templates("file:///{name}"))
-    table.update("b", [], templates("file:///{name}"))
-    table.update("c", resources("c://1"), [])
-    both = Shows("a", "b", "c")
-    assert table.routes.route("file:///x", sight=both) == Ambiguous(
-        [wrap("a", "file:///x"), wrap("b", "file:///x")]
-    )
-    only_a = Shows("a", "c")
-    assert table.routes.route("file:///x", sight=only_a) == Routed("a", "file:///x")
-    assert [t["uriTemplate"] for t in listed_templates(table, only_a)] == ["file:///{name}"]
-    assert table.routes.agent_template("a", "file:///{name}", only_a) == "file:///{name}"
-    assert table.routes.agent_template("a", "file:///{name}") == wrap("a", "file:///{name}")
-    assert table.routes.template_route("file:///{name}", only_a) == ("a", "file:///{name}")
-    assert table.routes.template_route("file:///{name}") is None
-
-
-def test_many_different_sights_each_get_their_own_answer() -> None:
-    table = ResourceTable()
-    aliases = [f"s{i:02}" for i in range(12)]
-    for alias in aliases:
-        table.update(alias, [], templates("file:///{name}"))
-    # More sets of servers than are kept: each still routes as its sight says.
-    for i, first in enumerate(aliases):
-        for second in aliases[i + 1 :]:
-            pair = Shows(first, second)
-            assert table.routes.route("file:///x", sight=pair) == Ambiguous(
-                [wrap(first, "file:///x"), wrap(second, "file:///x")]
-            )
-            assert [t["uriTemplate"] for t in listed_templates(table, pair)] == [
-                wrap(first, "file:///{name}"),
-                wrap(second, "file:///{name}"),
-            ]
-            alone = Shows(second)
-            assert table.routes.route("file:///x", sight=alone) == Routed(second, "file:///x")
-            assert table.routes.agent_template(second, "file:///{name}", alone) == "file:///{name}"
