@@ -235,16 +235,16 @@ def shape(template: str) -> str:
 
 
 def path_shape(template: str) -> str:
-    """The shape of the template's path part: all of it before a query or a fragment
-    begins (a literal ``?`` or ``#``, or an expression that expands to one: ``{?}``,
-    ``{&}``, ``{#}``). Templates of one path shape read the same URIs but for what
-    follows the path (``notes://{id}`` and ``notes://{n}{?v}``). A template mcpd
-    cannot match is a path shape of its own."""
+    """The shape of the template's path part, its scheme in lower case: all of it
+    before a query or a fragment begins (a literal ``?`` or ``#``, or an expression
+    that expands to one: ``{?}``, ``{&}``, ``{#}``). Templates of one path shape read
+    the same URIs but for what follows the path (``notes://{id}``, ``NOTES://{n}{?v}``).
+    A template mcpd cannot match is a path shape of its own."""
     try:
         _parts(template)
     except TemplateError:
         return template
-    out = _shaped(template)
+    out = _scheme_folded(_shaped(template))
     for at, char in enumerate(out):
         if char in "?#":
             # In a shape a brace opens an expression: ``{?}`` is cut before it.
@@ -265,6 +265,29 @@ def _shaped(template: str) -> str:
         pos = end + 1
     out.append(template[pos:])
     return "".join(out)
+
+
+def reach(template: str) -> str:
+    """The literal prefix, its scheme in lower case: every URI the template expands to
+    begins with it, read as a URI is (a scheme is case-insensitive). Two templates
+    may share a URI only when one's reach begins the other's; whether they do is not
+    asked, so a template mcpd cannot match has a reach too."""
+    return _scheme_folded(literal_prefix(template))
+
+
+# A scheme is ASCII: only ASCII letters are folded, one for one.
+_LOWER: Final = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def _scheme_folded(text: str) -> str:
+    """``text`` with what may be a scheme (all before the first ``:`` or expression)
+    in lower case."""
+    end = len(text)
+    for stop in ":{":
+        at = text.find(stop)
+        if 0 <= at < end:
+            end = at
+    return text[:end].translate(_LOWER) + text[end:]
 
 
 def literal_prefix(template: str) -> str:

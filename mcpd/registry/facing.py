@@ -4,17 +4,25 @@ of the server's names when agents cannot tell them apart.
 A server names its own items, and agents get each tool or prompt under a local name
 made from that name (renamed by the operator's rules, then every character outside
 ``[A-Za-z0-9_-]`` made ``_``: ``registry.table``), and read, through a template, any
-URI it matches, whatever its variables are called and whatever query or fragment it
-adds. So ``send.mail`` reaches agents as ``send_mail`` did, and ``notes://{note}``
-and ``notes://{id}{?v}`` read what ``notes://{id}`` read. An
-item a server lists under a new name that agents know as an item pinned under
-another is judged as a change of that item (``Namesakes``), not as a new one: else a
-server could change an approved item by renaming it, and agents would get the new
-text under the name they trusted.
+URI it matches. So ``send.mail`` reaches agents as ``send_mail`` did. An item a
+server lists under a new name that agents know as an item pinned under another is
+judged as a change of that item (``Namesakes``), not as a new one: else a server
+could change an approved item by renaming it, and agents would get the new text under
+the name they trusted.
+
+A template is its namesake's when the two may read a URI in common: ``notes://{+id}``,
+``notes://{id}{;v}``, ``NOTES://{id}`` each read what ``notes://{id}`` read, and
+spellings that do so are without end. Whether two may share a URI is answered as
+routing answers it first (``claims``), from their literal prefixes, the scheme in
+lower case (``uritemplate.reach``): when neither begins the other, no URI is read by
+both. So a server's new template beside an approved one of a prefix it shares
+(``notes://{id}/history`` beside ``notes://{id}``) is judged as a change of that one,
+and a person approves it once.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Mapping
 from typing import Final
@@ -40,15 +48,51 @@ def facing(kind: Kind, name: str, renames: Mapping[str, str]) -> str:
 class Namesakes:
     """One list's pins by what agents know each item by."""
 
-    __slots__ = ("_by_facing", "_kind", "_renames")
+    __slots__ = ("_by_facing", "_kind", "_names", "_reaches", "_renames", "_widest")
 
     def __init__(self, kind: Kind, pinned: Iterable[str], renames: Mapping[str, str]) -> None:
         self._kind = kind
         self._renames = renames
         # Of several pins agents know alike, the one pinned last.
         self._by_facing = {facing(kind, name, renames): name for name in pinned}
+        # Of templates: the pins' reaches, sorted, each entry's name, and the widest
+        # entry whose reach begins its own (``_widest``).
+        entries = sorted((uritemplate.reach(n), n) for n in pinned) if kind == "template" else []
+        self._reaches = [reach for reach, _ in entries]
+        self._names = [name for _, name in entries]
+        self._widest = _widest(entries)
 
     def of(self, name: str) -> str | None:
         """The name of a pin agents know as they would know ``name`` (which has none
-        of its own), if there is one."""
-        return self._by_facing.get(facing(self._kind, name, self._renames))
+        of its own), if there is one; of a template, else of the widest pinned one
+        that may read a URI it reads."""
+        found = self._by_facing.get(facing(self._kind, name, self._renames))
+        if found is not None or not self._reaches:
+            return found
+        reach = uritemplate.reach(name)
+        # In sorted order, the reaches between one that begins ``reach`` and
+        # ``reach`` itself all begin with it: the widest of the entry just before
+        # begins ``reach`` if any pinned reach does.
+        at = bisect.bisect_right(self._reaches, reach)
+        if at > 0:
+            widest_reach, widest = self._widest[at - 1]
+            if reach.startswith(widest_reach):
+                return widest
+        # Else the first that ``reach`` begins, if any.
+        at = bisect.bisect_left(self._reaches, reach)
+        if at < len(self._reaches) and self._reaches[at].startswith(reach):
+            return self._names[at]
+        return None
+
+
+def _widest(entries: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Per sorted (reach, name) entry, the first entry whose reach begins its own
+    (itself, when none before it does)."""
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[str, str]] = []  # the entries that begin the current one
+    for entry in entries:
+        while stack and not entry[0].startswith(stack[-1][0]):
+            stack.pop()
+        out.append(stack[0] if stack else entry)
+        stack.append(entry)
+    return out

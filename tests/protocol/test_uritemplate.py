@@ -269,10 +269,25 @@ def test_templates_of_one_shape(a: str, b: str, same: bool) -> None:
         ("file:///{+path}{.ext}{/more}", "file:///{+}{.}{/}"),  # all of the path
         ("a://x&y/{id}", "a://x&y/{}"),  # a literal & is no query
         ("notes://{id", "notes://{id"),  # not a template: itself
+        ("NoTes://{id}", "notes://{}"),  # a scheme is case-insensitive
     ],
 )
 def test_the_path_shape_leaves_out_the_query_and_the_fragment(template: str, path: str) -> None:
     assert t.path_shape(template) == path
+
+
+@pytest.mark.parametrize(
+    ("template", "reach"),
+    [
+        ("notes://{id}", "notes://"),
+        ("NOTES://Box/{id}", "notes://Box/"),  # the scheme alone in lower case
+        ("NOTES{x}", "notes"),  # all of it may be the scheme
+        ("{+uri}", ""),
+        ("notes://{id", "notes://"),  # not a template: its text before a brace
+    ],
+)
+def test_every_uri_a_template_expands_to_begins_with_its_reach(template: str, reach: str) -> None:
+    assert t.reach(template) == reach
 
 
 @settings(max_examples=100, deadline=None)

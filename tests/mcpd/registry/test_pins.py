@@ -431,10 +431,14 @@ def test_a_prompt_and_a_template_renamed_alike_are_held() -> None:
     ]
     assert prompts(cat)["mcp__notes__daily_plan"]["_meta"]["mcpd/available"] is False
     assert cat.resources.held_for("notes", "notes://42") is not None
-    other = surface.ResourceTemplate(uriTemplate="notes://{+path}", name="note")
-    cat.resources.update("notes", [], [other])  # reads other URIs: a new template
-    assert ("notes", "template", "notes://{+path}", "new") not in held(cat)
-    assert cat.resources.held_for("notes", "notes://a/b") is None
+    wider = surface.ResourceTemplate(uriTemplate="notes://{+path}", name="note")
+    cat.resources.update("notes", [], [wider])  # reads notes://42 too: the same one
+    assert ("notes", "template", "notes://{+path}", "changed") in held(cat)
+    assert cat.resources.held_for("notes", "notes://a/b") is not None
+    other = surface.ResourceTemplate(uriTemplate="tasks://{+path}", name="task")
+    cat.resources.update("notes", [], [other])  # reads no URI of it: a new template
+    assert [p for p in held(cat) if p[1] == "template"] == []
+    assert cat.resources.held_for("notes", "tasks://a/b") is None
 
 
 def test_a_renamed_tool_under_warn_is_taken_as_a_change(caplog: pytest.LogCaptureFixture) -> None:
