@@ -25,7 +25,8 @@ from .exits import EXIT_FAILED, EXIT_USAGE, ask, client_for, fail
 
 _WHY: Final = {
     "changed": "changed since it was approved",
-    "forgotten": "its pin was forgotten since it was approved",
+    "forgotten": "its name is among those whose pins the server had mcpd forget{}, or matches one "
+    "by chance",
     "new": "new since the server was approved",
     "new_server": "its server is not approved yet",
     "finding": "flagged by the finding rules",
@@ -67,6 +68,10 @@ def diff_of(item: dict[str, Any], color: bool = False) -> list[str]:
 
 def _why(item: dict[str, Any]) -> str:
     why = _WHY.get(str(item.get("why")), str(item.get("why")))
+    if item.get("why") == "forgotten":
+        # How many: with many, a chance match is likely.
+        count = item.get("forgotten_names")
+        why = why.format("" if count is None else f" (about {count})")
     rules = ", ".join(item.get("rules") or [])
     if not rules:
         return why

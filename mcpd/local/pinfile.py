@@ -34,7 +34,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ..registry.judged import HeldKind, Pending, held_reason
-from ..registry.pinned import Found, Wanted
+from ..registry.pinned import Found, Pins, Wanted
 from ..registry.pins import BadPins
 from ..registry.review import Review
 from . import pinrecords, pinwriter
@@ -144,7 +144,7 @@ class PinKeeper:
     # -- what the commands ask --
 
     def pending(self, only: str | None = None) -> list[dict[str, Any]]:
-        return [_pending(p) for p in self.review.pending(only)]
+        return [_pending(p, self.review.pins) for p in self.review.pending(only)]
 
     def findings(self, only: str | None = None) -> list[dict[str, Any]]:
         return [
@@ -198,7 +198,13 @@ class PinKeeper:
         }
 
 
-def _pending(p: Pending) -> dict[str, Any]:
+def _pending(p: Pending, pins: Pins) -> dict[str, Any]:
+    # Held as maybe forgotten: how many names the server had mcpd forget, so that a
+    # person can tell a chance match (many) from a likely one (few).
+    server = pins.servers.get(p.server)
+    forgotten = {}
+    if p.why == "forgotten" and server is not None:
+        forgotten["forgotten_names"] = server.forgotten_names()
     return {
         "server": p.server,
         "kind": p.kind,
@@ -209,4 +215,5 @@ def _pending(p: Pending) -> dict[str, Any]:
         "digest": p.offered.digest,
         "offered": msgspec.json.decode(p.offered.definition),
         "approved": None if p.approved is None else msgspec.json.decode(p.approved.definition),
+        **forgotten,
     }

@@ -11,7 +11,8 @@ The marks are a Bloom filter: a few bits set at places drawn from the SHA-256 of
 name. A long name costs no more than a short one, and no mark is ever pushed out. A
 name never forgotten may find its bits set by others: the more names forgotten, the
 likelier, until a server that has made mcpd forget names without end has every new
-name it lists held. That is the side to fail on, and on that server alone.
+name it lists held. That is the side to fail on, and on that server alone. How many
+names were marked is told (``marked``), so that a person can see how likely that is.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import math
 from typing import Final
 
 BITS: Final = 1 << 16  # 8 KiB a list
@@ -40,6 +42,12 @@ class Forgotten:
 
     def __contains__(self, name: str) -> bool:
         return all(self._bits[at >> 3] >> (at & 7) & 1 for at in _places(name))
+
+    def marked(self) -> int:
+        """About how many names were marked, read from the bits set (no count is
+        kept, so marks written before say it too); exact while few are."""
+        set_bits = min(int.from_bytes(self._bits, "big").bit_count(), BITS - 1)
+        return round(-BITS / _PROBES * math.log1p(-set_bits / BITS))
 
     def copy(self) -> Forgotten:
         return Forgotten(bytes(self._bits))

@@ -77,7 +77,8 @@ def held_reason(why: Why, alias: str, rules: Iterable[str] = ()) -> str:
     if why == "changed":
         return f"its definition changed since it was approved; {how}"
     if why == "forgotten":
-        return f"an item of its name was approved and its pin since forgotten; {how}"
+        forgot = f"its name is among those whose pins {alias} had mcpd forget"
+        return f"{forgot}, or matches one by chance; {how}"
     if why == "new":
         return f"it is new since {alias} was approved; {how}"
     if why == "new_server":

@@ -45,7 +45,10 @@ class News:
         """``was``: the name the item was approved under, when the server renamed it."""
         what = {
             "changed": "its definition changed since it was approved",
-            "forgotten": "an item of its name was approved and its pin since forgotten",
+            "forgotten": (
+                "its name is among those whose pins the server had mcpd forget, "
+                "or matches one by chance"
+            ),
             "added": "new since the server was approved",
             "new": "new since the server was approved",
         }[how]

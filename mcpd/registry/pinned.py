@@ -118,6 +118,10 @@ class ServerPins:
         marks = self.forgotten.get(kind)
         return marks is not None and known_as in marks
 
+    def forgotten_names(self) -> int:
+        """About how many names of all its lists the server had mcpd forget."""
+        return sum(marks.marked() for marks in self.forgotten.values())
+
     def of(self, kind: Kind) -> dict[str, bytes]:
         return self.digests[kind]
 

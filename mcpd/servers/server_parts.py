@@ -285,6 +285,10 @@ class ServerParts(CallHost):
         )
         # Items held until approved, definition changes seen, items with findings.
         pins = self.registry.gate.review.counts(self.alias)
+        # About how many names it had mcpd forget the pins of (``forgotten``): the
+        # more, the likelier a name it never listed is held as one of them.
+        marked = self.registry.gate.review.pins.servers.get(self.alias)
+        pins["forgotten_names"] = 0 if marked is None else marked.forgotten_names()
         # Secrets mcpd holds found in what it sent, by whose they were: never the values.
         row["secrets_masked"] = self.guard.masked(self.alias)
         return row | prompt_resource_counts(self.registry, self.alias) | trims | pins

@@ -124,6 +124,16 @@ def test_the_diff_is_coloured_for_a_terminal_only() -> None:
             "changed since it was approved; flagged: a, b",
         ),
         ({"why": "something-newer"}, "something-newer"),
+        (
+            {"why": "forgotten", "forgotten_names": 1200},
+            "its name is among those whose pins the server had mcpd forget (about 1200), "
+            "or matches one by chance",
+        ),
+        (
+            {"why": "forgotten"},
+            "its name is among those whose pins the server had mcpd forget, "
+            "or matches one by chance",
+        ),
     ],
 )
 def test_each_item_says_why_it_waits(keys: dict[str, Any], why: str) -> None:

@@ -276,11 +276,15 @@ async def test_a_tool_whose_pin_the_server_pushed_out_comes_back_held(tmp_path: 
                 before = server.reached()
                 called = await agent.call("mcp__tickets__send_mail", {"to": "bob"})
                 assert called["isError"] is True
-                assert "its pin since forgotten" in called["content"][0]["text"]
+                said = called["content"][0]["text"]
+                assert "whose pins tickets had mcpd forget, or matches one by chance" in said
                 assert server.reached() == before, "a held item reached the server"
                 code, out, err = await cli(sock, "approve", "tickets", "--yes")
                 assert code == 0, err
-                assert "tool send_mail of tickets: its pin was forgotten" in out
+                assert (
+                    "tool send_mail of tickets: its name is among those whose pins the server "
+                    "had mcpd forget (about 1), or matches one by chance"
+                ) in out
                 assert "--- (approved, its definition not kept)" in out
                 assert f"+  {STEAL}" in out
 

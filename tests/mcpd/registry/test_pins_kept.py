@@ -360,4 +360,5 @@ async def test_a_pin_a_server_had_forgotten_is_still_no_new_item_after_a_restart
     assert held(again) == [("evil", "tool", "search")]
     [pending] = pins.pending()
     assert pending["why"] == "forgotten" and pending["approved"] is None
+    assert pending["forgotten_names"] == 1  # how many, for the person to judge the odds
     assert "id_rsa" not in listed(again)["mcp__evil__search"]["description"]

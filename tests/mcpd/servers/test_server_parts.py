@@ -174,6 +174,18 @@ async def test_the_status_row_counts_tools_and_masks_and_names_no_secret() -> No
     assert row["held"] == 0 and row["prompts"] == 0 and row["cut"] == []
 
 
+async def test_the_status_row_says_how_many_names_the_server_had_mcpd_forget() -> None:
+    """A server that lists a thousand names and more, then drops them, has the pins
+    of those past the thousand forgotten: the row says how many, so that a person
+    can see how likely a new name is held as one of them by chance."""
+    world = Parts(stdio())
+    world.install(*(f"t{n}" for n in range(1003)))
+    world.catalog.gate.settle("s")
+    assert world.parts.status()["forgotten_names"] == 0
+    world.install()
+    assert world.parts.status()["forgotten_names"] == 3
+
+
 async def test_the_status_row_of_an_http_server_shows_its_login_and_no_sandbox() -> None:
     p = Parts({"url": "https://mcp.example.com/mcp"}, alias="web").parts
     row = p.status()
