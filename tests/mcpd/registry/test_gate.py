@@ -212,7 +212,7 @@ def test_a_new_template_beside_an_approved_one_it_may_share_uris_with_waits_once
     verdicts = g.templates("notes", [note, history])
     assert held(g) == [("notes", "template", "notes://{id}/history", "changed")]
     assert verdicts.shown["notes://{id}"].description == "A note."
-    g.approve("notes", None)
+    g.review.approve("notes", None)
     again = g.templates("notes", [note, history])
     assert held(g) == []
     assert again.shown["notes://{id}/history"].description == "Its history."
