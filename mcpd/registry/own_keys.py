@@ -9,12 +9,14 @@ before an agent sees it: in the ``_meta`` of a result (of ``tools/call``,
 every ``_meta`` of a notification mcpd relays (progress, task status), and in an
 error's ``data`` (at its top, where mcpd's own keys go, and in every ``_meta`` in it).
 
-A result is read for its ``_meta`` keys by a decode that skips everything else
-(``servers.askback``), as an agent's decoder reads them: a key written with escapes
-(``"\\u006dcpd/"``) is the key it decodes to. A notification's params and an error's
-data are looked at as bytes first (``may_hold``): a key reads ``mcpd/`` once decoded
-when it is written so or with any of those characters escaped, and the scan finds
-either (a false alarm, a slash escaped as some encoders do, costs only a decode).
+A result, a notification's params and an error's data are looked at as bytes first
+(``may_hold``): a key reads ``mcpd/`` once decoded when its opening quote is followed
+by those five characters, each written as it is or escaped (``"\\u006dcpd\\/"``), and
+the scan finds every such spelling (a false alarm, a string value that starts so, costs
+only a decode). What may hold one is decoded whole and encoded again, even when no key
+of mcpd's is left in the decoded value: JSON text can give one key twice, mcpd reads
+the last and a reader that keeps the first would see what the server wrote there, so
+such text never goes on as the server's bytes.
 """
 
 from __future__ import annotations
@@ -26,8 +28,14 @@ import msgspec
 from msgspec import Raw
 
 OWN: Final = "mcpd/"
-_MAY_HOLD: Final = re.compile(rb'"mcpd/|\\u00(?:6[34dD]|70|2[fF])|\\/')
+# The opening quote of a string that decodes to "mcpd/...": a quote after a backslash is
+# inside a string (or ends one), and an opening one never follows a backslash.
+_MAY_HOLD: Final = re.compile(
+    rb'(?<!\\)"(?:m|\\u006[dD])(?:c|\\u0063)(?:p|\\u0070)(?:d|\\u0064)(?:/|\\/|\\u002[fF])'
+)
 _META: Final = "_meta"
+# The scan itself, for a caller on every call's path: a match, or None.
+search: Final = _MAY_HOLD.search
 
 
 def drop(obj: dict[str, Any]) -> bool:
@@ -62,15 +70,24 @@ def drop_from_meta(value: Any) -> bool:
 
 
 def meta_dropped(raw: Raw) -> Raw:
-    """JSON text ``raw`` as it is, or encoded again without keys of mcpd's in any
-    ``_meta`` in it."""
+    """JSON text ``raw`` as it is, or (when it may hold a key of mcpd's) decoded and
+    encoded again without keys of mcpd's in any ``_meta`` in it."""
     if not may_hold(raw):
         return raw
     try:
         value = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):
-        return raw
-    return Raw(msgspec.json.encode(value)) if drop_from_meta(value) else raw
+        # Not reached: a transport hands over only JSON it could decode.
+        return Raw(b"{}")
+    drop_from_meta(value)
+    return reencoded(raw, value)
+
+
+def reencoded(raw: Raw, value: Any) -> Raw:
+    """``value`` (decoded from ``raw``) as JSON text: ``raw`` itself when that is what
+    it encodes to, which a key given twice, or escaped, never is."""
+    encoded = msgspec.json.encode(value)
+    return raw if memoryview(raw) == encoded else Raw(encoded)
 
 
 def drop_from_data(data: Any) -> bool:

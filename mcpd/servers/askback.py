@@ -45,6 +45,7 @@ from protocol import mcp, surface
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 from transports.base import OVER_LIMIT
+from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
 from ..registry import own_keys
@@ -66,21 +67,18 @@ ASKS_PER_CALL: Final = 4
 # However many calls are in flight: each waiting request holds what it asks, and a
 # task, until its agent answers or ask_timeout passes.
 ASKS_PER_SERVER: Final = 32
-_encode: Final = msgspec.json.Encoder().encode
 
 
 class _Look(msgspec.Struct):
     """What every result is read for, in one decode that skips the rest: whether it
-    is ``input_required``, and the keys of its ``_meta`` (a server's under mcpd's own
-    are dropped). Read as an agent's decoder reads them, escapes and all."""
+    is ``input_required``."""
 
     resultType: object = None
-    meta: dict[str, msgspec.Raw] = msgspec.field(name="_meta", default_factory=dict)
 
 
 _look: Final = msgspec.json.Decoder(_Look)
 _INPUT_REQUIRED: Final = mcp.INPUT_REQUIRED
-_OWN: Final = own_keys.OWN
+_search_own: Final = own_keys.search
 
 
 class Asker(Protocol):
@@ -131,36 +129,33 @@ class _Inflight:
 
 def result_for_agents(guard: SecretGuard, alias: str, raw: msgspec.Raw, what: str) -> msgspec.Raw:
     """A server's result as agents may get it: every secret mcpd holds masked (the same
-    bytes when it holds none), and whatever the server put under mcpd's own ``_meta``
-    keys dropped (``registry.own_keys``); an ``input_required``'s requests, which a
-    person or a model reads, also cleaned before that and marked with the server, as a
-    legacy server's own requests are."""
-    try:
-        look = _look.decode(raw)
-    except (msgspec.DecodeError, RecursionError):
-        # Not an object, or its _meta is not one: no key of mcpd's can be in it.
-        return guard.raw(alias, raw, what)
-    # Its _meta keys as one string, a key of mcpd's at the start of one of them: found
-    # without a loop (one starting within another key only costs the decode below).
-    own = _OWN in "\n".join(look.meta)
-    if not own and look.resultType != _INPUT_REQUIRED:
-        return guard.raw(alias, raw, what)  # every call, nearly
+    bytes when it holds none), and whatever the server put under mcpd's own keys in
+    any ``_meta`` in it (its own, its content's) dropped (``registry.own_keys``); an
+    ``input_required``'s requests, which a person or a model reads, also cleaned before
+    that and marked with the server, as a legacy server's own requests are."""
+    own = _search_own(raw) is not None
+    if not own:
+        try:
+            look = _look.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return guard.raw(alias, raw, what)  # not an object: no request in it
+        if look.resultType != _INPUT_REQUIRED:
+            return guard.raw(alias, raw, what)  # every call, nearly
     try:
         result: Any = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         # Not reached: the transport took the line for valid UTF-8 and not too deep.
-        return guard.raw(alias, raw, what)
-    dropped = own and own_keys.drop(result["_meta"])
-    if not _requests(result):
-        if not dropped:
-            return guard.raw(alias, raw, what)
-        return msgspec.Raw(_encode(guard.value(alias, result, what)))
+        raise MalformedReply(f"{alias}: {what} could not be read again") from None
+    # Decoded whole and encoded again, even with nothing dropped: a _meta given twice
+    # goes on as the one mcpd read (the last), which every reader then reads.
+    if own:
+        own_keys.drop_from_meta(result)
     for request in _requests(result):
         request["params"] = _cleaned(alias, request["method"], request.get("params"))
     result = guard.value(alias, result, what)
     for request in _requests(result):
         request["params"] = marked(alias, request["method"], request.get("params"))
-    return msgspec.Raw(_encode(result))
+    return own_keys.reencoded(raw, result)
 
 
 def _cleaned(alias: str, method: str, params: Any) -> Any:

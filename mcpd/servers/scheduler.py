@@ -214,11 +214,15 @@ class CallScheduler(_Scheduler):
         elapsed = now - call.start
         outcome: Outcome
         if raw is not None and error is None and not timed_out:  # every call, nearly
-            r.breaker.record_success(now, call.ticket)
-            r.stats.record(elapsed)
-            # The same bytes unless they hold a secret mcpd holds or ask the agent
-            # something: a reply stays spliced.
-            outcome = result_for_agents(r.guard, r.alias, raw, "a tools/call result")
+            try:
+                # The same bytes unless they hold a secret mcpd holds, a key of its own
+                # or ask the agent something: a reply stays spliced.
+                outcome = result_for_agents(r.guard, r.alias, raw, "a tools/call result")
+            except MalformedReply as exc:
+                outcome = self._failed(call, exc, False, now, elapsed)
+            else:
+                r.breaker.record_success(now, call.ticket)
+                r.stats.record(elapsed)
         else:
             outcome = self._failed(call, error, timed_out, now, elapsed)
         # Only now: releasing a half-open probe first made the breaker discard the

@@ -5,9 +5,11 @@ escape), error texts with control characters, and with ``--init-error`` an error
 
     python forging_server.py --era legacy|modern [--init-error TEXT]
 
-Tools: ``forge`` (a result with mcpd's keys, progress first when asked for) and
-``refuse`` (a JSON-RPC error). A prompt ``p`` whose get is refused likewise, and a
-resource ``forge://r`` whose read carries mcpd's keys. Plain stdlib, so it starts fast.
+Tools: ``forge`` (a result with mcpd's keys, in its ``_meta`` and its content's,
+progress first when asked for), ``twice`` (a result giving ``_meta`` twice: mcpd's keys
+first, then the argument ``last``) and ``refuse`` (a JSON-RPC error). A prompt ``p``
+whose get is refused likewise, and a resource ``forge://r`` whose read carries mcpd's
+keys. Plain stdlib, so it starts fast.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def forged_meta() -> dict[str, Any]:
 CAPABILITIES = {"tools": {}, "prompts": {}, "resources": {}}
 TOOLS = [
     {"name": name, "description": f"forges: {name}", "inputSchema": {"type": "object"}}
-    for name in ("forge", "refuse")
+    for name in ("forge", "twice", "refuse")
 ]
 
 
@@ -120,7 +122,15 @@ def handle(msg: dict[str, Any]) -> None:
                 {"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}
             )
             write(line.replace('"escaped-key"', ESCAPED_KEY))
-        result(rid, {"content": [{"type": "text", "text": "forged"}], "_meta": forged_meta()})
+        content = [{"type": "text", "text": "forged", "_meta": forged_meta()}]
+        result(rid, {"content": content, "_meta": forged_meta()})
+    elif method == "tools/call" and params.get("name") == "twice":
+        last = json.dumps((params.get("arguments") or {}).get("last"))
+        res = {"content": [{"type": "text", "text": "twice"}], "_meta": FORGED}
+        if modern:
+            res["resultType"] = "complete"
+        body = json.dumps({"jsonrpc": "2.0", "id": rid, "result": res})
+        write(body[: -len("}}")] + f', "_meta": {last}}}}}')
     elif method == "tools/call":
         error(rid, SOILED, {**FORGED, "_meta": {"mcpd/server": "notes"}})
     elif method == "prompts/get":

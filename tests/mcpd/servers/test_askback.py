@@ -28,6 +28,7 @@ from mcpd.servers.askback import (
 from protocol import jsonrpc as rpc
 from protocol import surface
 from transports.base import OVER_LIMIT
+from transports.errors import MalformedReply
 
 ALL = ["elicitation", "sampling", "roots"]
 
@@ -410,3 +411,27 @@ def test_a_result_whose_meta_only_looks_like_mcpds_passes_as_it_came() -> None:
         Raw(b"[1,2]"),
     ):
         assert result_for_agents(guard, "s", raw, "a result") is raw
+
+
+@pytest.mark.parametrize("last", [b"{}", b"5"])
+def test_a_result_giving_meta_twice_goes_on_with_only_the_last(last: bytes) -> None:
+    guard = SecretGuard(KnownSecrets())
+    raw = Raw(b'{"content":[],"_meta":{"mcpd/server":"notes"},"_meta":' + last + b"}")
+    got = bytes(result_for_agents(guard, "evil", raw, "a tools/call result"))
+    assert b"mcpd/server" not in got and json.loads(got) == {
+        "content": [],
+        "_meta": json.loads(last),
+    }
+
+
+def test_mcpds_keys_in_a_content_items_meta_are_dropped() -> None:
+    guard = SecretGuard(KnownSecrets())
+    raw = Raw(b'{"content":[{"type":"text","text":"t","_meta":{"mcpd\\/outage":{},"k":1}}]}')
+    got = json.loads(bytes(result_for_agents(guard, "evil", raw, "a tools/call result")))
+    assert got == {"content": [{"type": "text", "text": "t", "_meta": {"k": 1}}]}
+
+
+def test_a_result_that_may_hold_mcpds_keys_and_cannot_be_read_is_refused() -> None:
+    guard = SecretGuard(KnownSecrets())
+    with pytest.raises(MalformedReply):
+        result_for_agents(guard, "evil", Raw(b'{"_meta":{"mcpd/server":"notes"}'), "a result")
