@@ -22,6 +22,8 @@ from protocol import jsonrpc as rpc
 from protocol.headers import is_plain, is_token
 from protocol.urls import display_url
 
+from .visible import quote
+
 # A request target as it goes on the request line: visible ASCII, nothing else.
 _TARGET: Final = re.compile(r"[\x21-\x7e]+")
 
@@ -58,12 +60,12 @@ def parse_url(url: str) -> tuple[Origin, str]:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"invalid URL {display_url(url)!r}: {exc}") from None
+        raise ValueError(f"invalid URL {quote(display_url(url))}: {quote(str(exc))}") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise ValueError(f"URL {display_url(url)!r} must start with http:// or https://")
+        raise ValueError(f"URL {quote(display_url(url))} must start with http:// or https://")
     if not parts.hostname:
-        raise ValueError(f"URL {display_url(url)!r} has no host")
+        raise ValueError(f"URL {quote(display_url(url))} has no host")
     if parts.username is not None or parts.password is not None:
         raise ValueError("credentials in the URL are not supported; configure a header instead")
     if port is None:

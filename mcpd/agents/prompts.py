@@ -17,6 +17,7 @@ from msgspec import UNSET, Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.server import RequestContext
+from protocol.visible import quote
 
 from ..registry.scheme import Routed, Sight
 from ..servers.all_servers import AllServers
@@ -101,7 +102,8 @@ def reply_for(
         )
     if head.kind != mcp.COMPLETE:
         raise rpc.RPCError(
-            rpc.INTERNAL_ERROR, f"the server {alias!r} returned an unknown resultType {head.kind!r}"
+            rpc.INTERNAL_ERROR,
+            f"the server {alias!r} returned an unknown resultType {quote(str(head.kind))}",
         )
     shaped = rewrite(outcome)
     if agent.modern:

@@ -14,6 +14,7 @@ from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.visible import quote
 
 _RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'
 _QUOTE: Final = ord('"')
@@ -150,7 +151,7 @@ def _not_complete(
         return _error(_input_required_text(alias, head), modern, extra), False, True
     if kind == "task" and tasks:
         return raw, True, False  # a task handle for an agent that takes them (agents.tasks)
-    text = f"The tool server {alias!r} returned an unknown resultType {kind!r}."
+    text = f"The tool server {alias!r} returned an unknown resultType {quote(str(kind))}."
     return _error(text, modern), False, True
 
 

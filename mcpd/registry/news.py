@@ -8,6 +8,7 @@ import logging
 from typing import Final
 
 from protocol.logfields import log_extra
+from protocol.visible import quote
 
 from .rules import Finding
 
@@ -72,7 +73,7 @@ class News:
             logging.WARNING,
             "finding",
             name,
-            f"{rules} in {where}: {findings[0].excerpt!r} (`mcpd tools --findings`)",
+            f"{rules} in {where}: {quote(findings[0].excerpt)} (`mcpd tools --findings`)",
             rules,
         )
 

@@ -246,7 +246,7 @@ class Handshake:
             raise ProtocolViolation(f"{self.alias}: bad initialize result: {exc}") from None
         if result.protocolVersion not in mcp.LEGACY_VERSIONS:
             raise Incompatible(
-                f"{self.alias}: server offered protocol {result.protocolVersion!r}; "
+                f"{self.alias}: server offered protocol {quote(result.protocolVersion)}; "
                 f"mcpd speaks {', '.join(mcp.ALL_VERSIONS)}"
             )
         return Greeting(

@@ -9,7 +9,7 @@ import msgspec
 import trio
 
 from protocol import mcp
-from protocol.visible import visible
+from protocol.visible import quote, visible
 
 from ..policy.guard import SecretGuard
 from ..registry.clean import clean_text
@@ -137,7 +137,7 @@ class Outage(msgspec.Struct, frozen=True):
             wait = max(0.0, self.retry_at - trio.current_time())
             text += f" mcpd will retry at {clock_time(self.retry_at)} (in {wait:.0f} s)."
         if self.stderr:
-            text += f" Its last line on stderr: {self.stderr!r}."
+            text += f" Its last line on stderr: {quote(self.stderr)}."
         return text
 
     def result(self) -> mcp.CallToolResult:

@@ -101,7 +101,7 @@ async def list_all(
         if not isinstance(nxt, str) or trim.full:
             return out, trim.done()
         if nxt in seen:
-            raise ProtocolViolation(f"{up.alias}: {method} cursor {nxt!r} repeated")
+            raise ProtocolViolation(f"{up.alias}: {method} cursor {quote(nxt)} repeated")
         seen.add(nxt)
         cursor = nxt
     raise ProtocolViolation(f"{up.alias}: {method} did not end after {up.max_pages} pages")

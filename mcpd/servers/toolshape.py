@@ -18,6 +18,7 @@ from msgspec import UNSET, Raw
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.visible import quote
 
 from ..registry.limits import ListTrim, shown
 
@@ -96,7 +97,7 @@ def checked(tool: mcp.Tool) -> tuple[mcp.Tool | None, str | None, list[str]]:
         # validator; but TypeScript hosts refuse a schema without the type.
         tool.inputSchema = _with_object_type(schema)
     elif root.type != "object":
-        return None, f"inputSchema has type {root.type!r}, not 'object'", []
+        return None, f'inputSchema has type {_type_words(root.type)}, not "object"', []
     removed: list[str] = []
     if isinstance(tool.outputSchema, Raw) and _kind(tool.outputSchema) != b"{":
         tool.outputSchema = UNSET
@@ -118,5 +119,9 @@ def _with_object_type(schema: Raw) -> Raw:
 
 
 def _describe(raw: Raw) -> str:
-    text = bytes(raw).decode("utf-8", "replace").strip()
-    return text if len(text) <= 40 else text[:40] + "..."
+    return quote(bytes(raw).decode("utf-8", "replace").strip(), 40)
+
+
+def _type_words(value: object) -> str:
+    """A schema's type as the server wrote it, quoted (JSON for what is no string)."""
+    return quote(value if isinstance(value, str) else msgspec.json.encode(value).decode())

@@ -20,6 +20,7 @@ from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
 from protocol.logfields import log_extra
+from protocol.visible import quote
 from transports.base import Params, Transport
 from transports.errors import (
     MalformedReply,
@@ -217,7 +218,7 @@ class Upstream:
                 digest.update(trim.signature())
                 return self._listing(items, digest.digest(), ttl, scope, trim)
             if nxt in seen:
-                raise ProtocolViolation(f"{self.alias}: tools/list cursor {nxt!r} repeated")
+                raise ProtocolViolation(f"{self.alias}: tools/list cursor {quote(nxt)} repeated")
             seen.add(nxt)
             cursor = nxt
         raise ProtocolViolation(

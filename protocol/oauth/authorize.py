@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import re
 import secrets
 from collections.abc import Callable
 from typing import Final, TypeAlias
@@ -31,6 +30,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import msgspec
 
+from ..visible import quote
 from .errors import AuthorizationDenied, OAuthProtocolError
 from .secret import Secret
 
@@ -39,7 +39,6 @@ RandomSource: TypeAlias = Callable[[int], bytes]
 _VERIFIER_BYTES: Final = 32  # 43 characters of base64url, the RFC 7636 minimum length
 _STATE_BYTES: Final = 24
 _SHOWN_LIMIT: Final = 200
-_UNPRINTABLE: Final = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def b64url(data: bytes) -> str:
@@ -51,9 +50,9 @@ def s256_challenge(verifier: str) -> str:
 
 
 def shown(text: str) -> str:
-    """Text from a server, made safe to put in a message or a log line."""
-    text = _UNPRINTABLE.sub("?", text)
-    return text if len(text) <= _SHOWN_LIMIT else text[:_SHOWN_LIMIT] + "…"
+    """Text from a server (an error, an issuer, an endpoint), quoted for a sentence of
+    mcpd's: in a message or a log line it reads as the server's and stays on one line."""
+    return quote(text, _SHOWN_LIMIT)
 
 
 class Pkce(msgspec.Struct, frozen=True):
@@ -100,7 +99,7 @@ def authorization_url(
     scope: str | None,
 ) -> str:
     if "#" in endpoint:
-        raise OAuthProtocolError(f"authorization endpoint {endpoint!r} has a fragment")
+        raise OAuthProtocolError(f"authorization endpoint {shown(endpoint)} has a fragment")
     params = [
         ("response_type", "code"),
         ("client_id", client_id),
@@ -142,14 +141,14 @@ def check_iss(iss: str | None, pending: PendingAuthorization) -> None:
     if iss is None:
         if pending.iss_supported:
             raise OAuthProtocolError(
-                f"the authorization response has no iss, although {pending.issuer} "
+                f"the authorization response has no iss, although {shown(pending.issuer)} "
                 "advertises it (RFC 9207); the response is discarded"
             )
         return
     if iss != pending.issuer:
         raise OAuthProtocolError(
-            f"the authorization response comes from issuer {shown(iss)!r}, but the login "
-            f"was started with {pending.issuer!r}; the response is discarded (RFC 9207)"
+            f"the authorization response comes from issuer {shown(iss)}, but the login "
+            f"was started with {shown(pending.issuer)}; the response is discarded (RFC 9207)"
         )
 
 

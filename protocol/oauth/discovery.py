@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
+from ..visible import quote
 from .challenge import BearerChallenge
 from .errors import NoAuthorizationMetadata, OAuthError, OAuthProtocolError, OAuthUsageError
 from .http import HttpRequest, HttpResponse, get
@@ -136,7 +137,7 @@ class Discovery:
     def _handle(self, request: HttpRequest, response: HttpResponse) -> None:
         if response.status != 200:
             note = " (a redirect, not followed)" if 300 <= response.status < 400 else ""
-            self._tried.append(f"{request.url}: HTTP {response.status}{note}")
+            self._tried.append(f"{quote(request.url)}: HTTP {response.status}{note}")
             self._looked_at.append((request.url, response.status))
             self._advance()
             return
@@ -181,7 +182,7 @@ class Discovery:
             self._finish(default_endpoints(self._issuer), tuple(self._looked_at))
             return
         raise OAuthProtocolError(
-            f"the authorization server {self._issuer} publishes no metadata ({tried})"
+            f"the authorization server {quote(self._issuer)} publishes no metadata ({tried})"
         )
 
     def _finish(

@@ -9,6 +9,8 @@ change. No message ever carries a token, a secret, a code or a PKCE verifier.
 
 from __future__ import annotations
 
+from ..visible import quote
+
 
 class OAuthError(Exception):
     """Base of every error raised by ``protocol.oauth``."""
@@ -47,9 +49,9 @@ class NoAuthorizationMetadata(OAuthError):
         """The URLs looked at, with what they answered."""
         statuses = {status for _, status in self.looked_at}
         if len(statuses) == 1:
-            urls = ", ".join(url for url, _ in self.looked_at)
+            urls = ", ".join(quote(url) for url, _ in self.looked_at)
             return f"{urls} ({_answer(statuses.pop())})"
-        return ", ".join(f"{url} ({_answer(status)})" for url, status in self.looked_at)
+        return ", ".join(f"{quote(url)} ({_answer(status)})" for url, status in self.looked_at)
 
 
 def _answer(status: int) -> str:

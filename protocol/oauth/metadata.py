@@ -27,6 +27,7 @@ from typing import Literal
 import msgspec
 
 from ..urls import display_url
+from ..visible import quote
 from .errors import OAuthProtocolError
 from .http import HttpResponse, json_object
 from .urls import check_issuer, has_fragment, parse_http_url, resource_covers
@@ -84,20 +85,21 @@ class AuthorizationServer(msgspec.Struct, frozen=True):
 
 
 def _invalid(what: str, url: str, detail: str) -> OAuthProtocolError:
-    return OAuthProtocolError(f"{what} at {url} is invalid: {detail}")
+    return OAuthProtocolError(f"{what} at {quote(url)} is invalid: {detail}")
 
 
 def parse_resource_metadata(response: HttpResponse, url: str, server_url: str) -> ResourceMetadata:
     what = "protected resource metadata"
-    obj = json_object(response, f"{what} at {url}")
+    obj = json_object(response, f"{what} at {quote(url)}")
     try:
         prm = msgspec.convert(obj, ResourceMetadata)
     except msgspec.ValidationError as exc:
         raise _invalid(what, url, str(exc)) from None
     if not resource_covers(prm.resource, server_url):
         raise OAuthProtocolError(
-            f"{what} at {url} is for the resource {prm.resource!r}, not for the server "
-            f"{display_url(server_url)!r}; mcpd will not obtain a token for a different resource"
+            f"{what} at {quote(url)} is for the resource {quote(prm.resource)}, not for the "
+            f"server {quote(display_url(server_url))}; mcpd will not obtain a token for a "
+            "different resource"
         )
     if not prm.authorization_servers:
         raise _invalid(what, url, "it names no authorization server")
@@ -111,15 +113,15 @@ def parse_resource_metadata(response: HttpResponse, url: str, server_url: str) -
 
 def parse_server_metadata(response: HttpResponse, url: str, issuer: str) -> ServerMetadata:
     what = "authorization server metadata"
-    obj = json_object(response, f"{what} at {url}")
+    obj = json_object(response, f"{what} at {quote(url)}")
     try:
         meta = msgspec.convert(obj, ServerMetadata)
     except msgspec.ValidationError as exc:
         raise _invalid(what, url, str(exc)) from None
     if meta.issuer != issuer:
         raise OAuthProtocolError(
-            f"{what} at {url} declares the issuer {meta.issuer!r}, but it was looked up for "
-            f"{issuer!r}; the document is not used (RFC 8414 §3.3)"
+            f"{what} at {quote(url)} declares the issuer {quote(meta.issuer)}, but it was "
+            f"looked up for {quote(issuer)}; the document is not used (RFC 8414 §3.3)"
         )
     for name, endpoint in meta.endpoints().items():
         if endpoint is None:
@@ -151,13 +153,13 @@ def require_pkce(server: AuthorizationServer) -> None:
         return  # 2025-03-26 made PKCE mandatory; there is no document to ask
     if methods is None:
         raise OAuthProtocolError(
-            f"the authorization server {server.issuer} does not advertise PKCE support "
+            f"the authorization server {quote(server.issuer)} does not advertise PKCE support "
             "(no code_challenge_methods_supported in its metadata); MCP requires PKCE, "
             "so mcpd will not start an authorization with it"
         )
     if "S256" not in methods:
         raise OAuthProtocolError(
-            f"the authorization server {server.issuer} does not offer the S256 PKCE method "
+            f"the authorization server {quote(server.issuer)} does not offer the S256 PKCE method "
             f"(it offers {', '.join(methods) or 'none'}); mcpd only uses S256"
         )
 
@@ -166,7 +168,7 @@ def require_endpoint(server: AuthorizationServer, name: str) -> str:
     endpoint = server.metadata.endpoints()[name]
     if not isinstance(endpoint, str) or not endpoint:
         raise OAuthProtocolError(
-            f"the authorization server {server.issuer} publishes no {name} in its metadata"
+            f"the authorization server {quote(server.issuer)} publishes no {name} in its metadata"
         )
     return endpoint
 

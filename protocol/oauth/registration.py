@@ -103,7 +103,8 @@ def select_identity(
         if config.issuer is not None and config.issuer != server.issuer:
             raise OAuthConfigError(
                 f"the configured client_id belongs to the authorization server "
-                f"{config.issuer}, but the server is now protected by {server.issuer}; "
+                f"{shown(config.issuer)}, but the server is now protected by "
+                f"{shown(server.issuer)}; "
                 "update the client credentials for the new authorization server"
             )
         return ClientRegistration(
@@ -134,7 +135,7 @@ def select_identity(
         else "it does not accept Client ID Metadata Documents"
     )
     raise OAuthConfigError(
-        f"mcpd has no client id for the authorization server {server.issuer}: {cimd} and it "
+        f"mcpd has no client id for the authorization server {shown(server.issuer)}: {cimd} and it "
         "offers no dynamic client registration; register a client there and configure "
         "its client_id (and secret)"
     )
@@ -195,7 +196,7 @@ class _Registered(msgspec.Struct):
 def parse_registration(
     response: HttpResponse, server: AuthorizationServer, requested: dict[str, Any]
 ) -> ClientRegistration:
-    where = f"client registration at {server.metadata.registration_endpoint}"
+    where = f"client registration at {shown(server.metadata.registration_endpoint or '')}"
     if response.status not in (200, 201):
         detail = _error_detail(response)
         raise OAuthProtocolError(
@@ -210,7 +211,7 @@ def parse_registration(
     method = reg.token_endpoint_auth_method or requested.get("token_endpoint_auth_method")
     if method is not None and method not in _METHODS:
         raise OAuthProtocolError(
-            f"{where} registered the client for {shown(method)!r}, which mcpd does not speak"
+            f"{where} registered the client for {shown(method)}, which mcpd does not speak"
         )
     expires = reg.client_secret_expires_at or None  # 0 means "never"
     return ClientRegistration(
@@ -285,13 +286,13 @@ def client_auth(
     if method == "private_key_jwt":
         if key is None:
             raise OAuthConfigError(
-                f"the client is registered for private_key_jwt with {server.issuer}, "
+                f"the client is registered for private_key_jwt with {shown(server.issuer)}, "
                 "but no signing key is configured"
             )
         algs = server.metadata.token_endpoint_auth_signing_alg_values_supported
         if algs is not None and key.alg not in algs:
             raise OAuthConfigError(
-                f"the authorization server {server.issuer} accepts client assertions signed "
+                f"the authorization server {shown(server.issuer)} accepts client assertions signed "
                 f"with {', '.join(algs)}, not {key.alg}; configure a matching key"
             )
         assertion = client_assertion(
@@ -305,7 +306,7 @@ def client_auth(
         return fields, []
     if reg.client_secret is None:
         raise OAuthConfigError(
-            f"the client is registered for {method} with {server.issuer}, "
+            f"the client is registered for {method} with {shown(server.issuer)}, "
             "but no client secret is known"
         )
     if method == "client_secret_basic":

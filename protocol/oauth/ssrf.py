@@ -48,6 +48,7 @@ from typing import Final, Literal, TypeAlias
 import msgspec
 
 from ..urls import display_url
+from ..visible import quote
 from .errors import BlockedUrl
 from .urls import HttpUrl, parse_http_url
 
@@ -205,10 +206,10 @@ class FetchPolicy(msgspec.Struct, frozen=True):
             raise BlockedUrl(str(exc)) from None
         loopback = is_loopback_host(u.host)
         if u.scheme != "https" and not loopback and u.origin not in self.http_origins:
-            raise BlockedUrl(f"{what} {display_url(url)!r} must use https")
+            raise BlockedUrl(f"{what} {quote(display_url(url))} must use https")
         if loopback and not self.allow_loopback:
             raise BlockedUrl(
-                f"{what} {display_url(url)!r} points at this machine (loopback), "
+                f"{what} {quote(display_url(url))} points at this machine (loopback), "
                 f"which a remote server may not make mcpd fetch{self._partly('loopback')}"
             )
         literal = parse_address(u.host)
@@ -240,8 +241,8 @@ class FetchPolicy(msgspec.Struct, frozen=True):
         kind = classify(ip)
         if not self.allows(kind):
             raise BlockedUrl(
-                f"{what} {display_url(url)!r}: {host} is at {ip}, a {kind} address, which mcpd "
-                f"does not fetch for a server outside that network{self._partly(kind)}"
+                f"{what} {quote(display_url(url))}: {host} is at {ip}, a {kind} address, "
+                f"which mcpd does not fetch for a server outside that network{self._partly(kind)}"
             )
 
     def _check_server_stays(self, host: str, ip: IPAddress, what: str, url: str) -> None:
@@ -256,7 +257,7 @@ class FetchPolicy(msgspec.Struct, frozen=True):
         if kind not in self.server_classes:
             kinds = " and ".join(_WORDS.get(k, k) for k in self.server_classes)
             raise BlockedUrl(
-                f"{what} {display_url(url)!r}: {host} resolved to {kinds} addresses alone "
+                f"{what} {quote(display_url(url))}: {host} resolved to {kinds} addresses alone "
                 f"when mcpd let it use addresses of that network, and now to {ip}, a "
                 f"{_WORDS.get(kind, kind)} address; mcpd does not follow a server's name "
                 "from one network to another"

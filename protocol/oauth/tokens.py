@@ -206,7 +206,7 @@ def parse_token_response(
         "authorization_code"
     ),
 ) -> TokenSet:
-    what = f"the {grant} request to {server.metadata.token_endpoint}"
+    what = f"the {grant} request to {shown(server.metadata.token_endpoint or '')}"
     if response.status != 200:
         raise _refusal(response, what)
     obj = json_object(response, what)
@@ -218,7 +218,7 @@ def parse_token_response(
         raise OAuthProtocolError(f"{what} returned an empty access token")
     if answer.token_type.lower() != "bearer":
         raise OAuthProtocolError(
-            f"{what} returned a {shown(answer.token_type)!r} token; mcpd only uses bearer tokens"
+            f"{what} returned a {shown(answer.token_type)} token; mcpd only uses bearer tokens"
         )
     expires_in = _expires_in(answer.expires_in, what)
     refresh = answer.refresh_token
@@ -262,4 +262,6 @@ def revocation_request(
 def check_revocation(response: HttpResponse, server: AuthorizationServer) -> None:
     """RFC 7009 §2.2: 200 means revoked (or already invalid); anything else is an error."""
     if response.status != 200:
-        raise _refusal(response, f"token revocation at {server.metadata.revocation_endpoint}")
+        raise _refusal(
+            response, f"token revocation at {shown(server.metadata.revocation_endpoint or '')}"
+        )

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ..urls import display_url
+from ..visible import quote
 
 PRM_SUFFIX: Final = "/.well-known/oauth-protected-resource"
 OAUTH_SUFFIX: Final = "/.well-known/oauth-authorization-server"
@@ -60,12 +61,14 @@ def parse_http_url(url: str, what: str) -> HttpUrl:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"{what} {display_url(url)!r} is not a valid URL: {exc}") from None
+        raise ValueError(
+            f"{what} {quote(display_url(url))} is not a valid URL: {quote(str(exc))}"
+        ) from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise ValueError(f"{what} {display_url(url)!r} must be an http:// or https:// URL")
+        raise ValueError(f"{what} {quote(display_url(url))} must be an http:// or https:// URL")
     if not parts.hostname:
-        raise ValueError(f"{what} {display_url(url)!r} has no host")
+        raise ValueError(f"{what} {quote(display_url(url))} has no host")
     if parts.username is not None or parts.password is not None:
         raise ValueError(f"{what} must not carry credentials in the URL")
     if port is None:
@@ -118,10 +121,10 @@ def check_issuer(issuer: str) -> HttpUrl:
     """An issuer identifier must be an http(s) URL without query or fragment
     (RFC 8414 §2); whether http is acceptable is the URL policy's call."""
     if has_fragment(issuer):
-        raise ValueError(f"issuer {issuer!r} must not have a fragment")
+        raise ValueError(f"issuer {quote(issuer)} must not have a fragment")
     u = parse_http_url(issuer, "issuer")
     if u.query or "?" in issuer:
-        raise ValueError(f"issuer {issuer!r} must not have a query")
+        raise ValueError(f"issuer {quote(issuer)} must not have a query")
     return u
 
 

@@ -216,11 +216,11 @@ def expected_checks(scenario: str, version: str) -> dict[str, str]:
 
 # What the scripted user ends with: (logins, whether the call went through, refusal words).
 REFUSALS = {
-    "auth/resource-mismatch": "is for the resource 'https://evil.example.com/mcp'",
-    "auth/metadata-issuer-mismatch": "declares the issuer 'https://attacker.example.com'",
+    "auth/resource-mismatch": 'is for the resource "https://evil.example.com/mcp"',
+    "auth/metadata-issuer-mismatch": 'declares the issuer "https://attacker.example.com"',
     "auth/iss-supported-missing": "the authorization response has no iss",
-    "auth/iss-wrong-issuer": "comes from issuer 'https://evil.example.com'",
-    "auth/iss-unexpected": "comes from issuer 'https://evil.example.com'",
+    "auth/iss-wrong-issuer": 'comes from issuer "https://evil.example.com"',
+    "auth/iss-unexpected": 'comes from issuer "https://evil.example.com"',
     "auth/iss-normalized": "the response is discarded (RFC 9207)",
 }
 LOGINS = {

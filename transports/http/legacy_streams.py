@@ -34,7 +34,14 @@ from ..base import NotificationHandler
 from ..complaints import Complain
 from ..errors import SessionExpired, StreamCut, TransportError
 from .connection import HttpConnection
-from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, status_error
+from .reply import (
+    SNIPPET,
+    ServerRequestHandler,
+    content_type_words,
+    decode_reply,
+    deliver,
+    status_error,
+)
 
 logger = logging.getLogger("mcpd.http")
 
@@ -150,7 +157,7 @@ class PushReader:
         if head.media_type != "text/event-stream":
             await conn.read_prefix(0)
             raise StreamRefused(
-                f"{self._label}: GET answered with {head.media_type or 'no content type'!r}, "
+                f"{self._label}: GET answered with {content_type_words(head.media_type)}, "
                 "not an event stream",
                 status=head.status,
             )

@@ -62,6 +62,7 @@ from protocol.oauth.http import MAX_BODY
 from protocol.oauth.ssrf import parse_address
 from protocol.oauth.urls import parse_http_url
 from protocol.urls import display_url
+from protocol.visible import quote
 
 from ..errors import TransportError
 from .connection import HttpConnection, make_ssl_context
@@ -154,7 +155,7 @@ class OAuthHttp:
             return await self._execute(request, policy)
         assert scope.cancelled_caught
         raise TransportError(
-            f"{self.label}: {request.purpose} to {display_url(request.url)} timed out "
+            f"{self.label}: {request.purpose} to {quote(display_url(request.url))} timed out "
             f"after {limit:g} s"
         )
 

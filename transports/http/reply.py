@@ -138,7 +138,7 @@ def auth_reason(label: str, status: int, challenge: str, said: str = "") -> str:
                 f"config (an Authorization header under [servers.{label}.headers])"
             )
         else:
-            scope = f" with the scope {' '.join(bearer.scope)!r}" if bearer.scope else ""
+            scope = f" with the scope {quote(' '.join(bearer.scope))}" if bearer.scope else ""
             text += (
                 f": the server asks for a login{scope}; run `mcpd auth login {label}` "
                 "(or give a token in the config)"
@@ -146,13 +146,18 @@ def auth_reason(label: str, status: int, challenge: str, said: str = "") -> str:
     else:
         text = f"{label}: forbidden (HTTP 403)"
         if bearer is not None and bearer.error == "insufficient_scope":
-            scope = f" ({' '.join(bearer.scope)})" if bearer.scope else ""
+            scope = f" ({quote(' '.join(bearer.scope))})" if bearer.scope else ""
             text += f": the token mcpd holds lacks the scope the request needs{scope}"
         else:
             text += ": the server refuses mcpd's credentials for this request" + said
     if challenge:
         text += f" [WWW-Authenticate: {quote(challenge)}]"
     return text
+
+
+def content_type_words(media: str) -> str:
+    """A content type a server answered with, quoted as its words, for a sentence."""
+    return quote(media) if media else "no content type"
 
 
 def status_line(status: int, phrase: str) -> str:
@@ -217,7 +222,8 @@ class AnswerReader:
             problem = f"the JSON reply to {self._what} is not its response"
         else:
             body = await conn.read_prefix(SNIPPET)
-            problem = f"unexpected content type {media or 'none'!r} for {self._what}"
+            said = f"content type {quote(media)}" if media else "lack of a content type"
+            problem = f"unexpected {said} for {self._what}"
         raise UnexpectedReply(f"{self._label}: {problem}", status=head.status, body=body[:SNIPPET])
 
     async def _read_stream(self, conn: HttpConnection, head: ResponseHead) -> Answer:
@@ -293,7 +299,10 @@ class AnswerReader:
         elif msg.id in (self._id, None):
             return msg
         else:
-            self._ignored(f"a response for id {msg.id!r}", "stray_response")
+            self._ignored(
+                f"a response for id {quote(msg.id) if isinstance(msg.id, str) else msg.id}",
+                "stray_response",
+            )
         return None
 
     async def _answer_requests(self) -> None:

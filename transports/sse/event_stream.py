@@ -22,6 +22,7 @@ import trio
 from protocol.http import Origin
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 from protocol.urls import display_url
+from protocol.visible import quote
 
 from ..errors import StreamCut, TransportClosed, TransportError
 from ..http.connection import HttpConnection, connect
@@ -86,7 +87,7 @@ class EventStream:
             if waiting.cancelled_caught:
                 stage = "named no endpoint" if conn is not None else "did not open"
                 raise TransportError(
-                    f"{self.alias}: the event stream at {display_url(self.url)} {stage} "
+                    f"{self.alias}: the event stream at {quote(display_url(self.url))} {stage} "
                     f"within {self._connect_timeout:g} s"
                 )
             before = "" if named else " before naming an endpoint"

@@ -22,7 +22,7 @@ from protocol.visible import quote
 
 from ..complaints import Complain
 from ..errors import TransportError, UnexpectedReply
-from ..http.reply import SNIPPET, decode_reply, status_error
+from ..http.reply import SNIPPET, content_type_words, decode_reply, status_error
 
 logger = logging.getLogger("mcpd.sse")
 
@@ -64,12 +64,12 @@ def endpoint_target(label: str, stream_url: str, origin: Origin, data: bytes) ->
     if target is None:
         # The configured headers carry credentials; they stay with their origin.
         raise UnexpectedReply(
-            f"{label}: refused the endpoint {named!r}: it is not on the event stream's "
+            f"{label}: refused the endpoint {quote(named)}: it is not on the event stream's "
             f"origin {origin}"
         )
     if not sendable_target(target):
         raise UnexpectedReply(
-            f"{label}: refused the endpoint {named!r}: its path is not visible ASCII"
+            f"{label}: refused the endpoint {quote(named)}: its path is not visible ASCII"
         )
     return target
 
@@ -82,7 +82,7 @@ def redirect_target(label: str, origin: Origin, target: str, head: ResponseHead)
         return new
     raise UnexpectedReply(
         f"{label}: refused an HTTP {head.status} redirect of the event stream"
-        + (f" to {location}" if location else " without a Location"),
+        + (f" to {quote(location)}" if location else " without a Location"),
         status=head.status,
     )
 
@@ -92,7 +92,7 @@ def stream_refused(label: str, head: ResponseHead, body: bytes) -> TransportErro
     if 200 <= head.status < 300:
         return UnexpectedReply(
             f"{label}: GET answered HTTP {head.status} with "
-            f"{head.media_type or 'no content type'!r}, not an event stream",
+            f"{content_type_words(head.media_type)}, not an event stream",
             status=head.status,
             body=body[:SNIPPET],
         )

@@ -43,6 +43,7 @@ from protocol.oauth import (
     bearer_challenge,
     issuer_still_listed,
 )
+from protocol.visible import quote
 from transports.base import AuthHook
 from transports.errors import AuthError, TransportError
 
@@ -129,7 +130,7 @@ class ServerAuth(AuthState, AuthHook):
                     await self.client_credentials(challenge, discovery=moved)
                     return self.creds.header
                 raise self.lost(
-                    f"the server moved to the authorization server {moved.issuer}, "
+                    f"the server moved to the authorization server {quote(moved.issuer)}, "
                     "where mcpd has no login yet"
                 )
             await self._renew(tokens, refused=True)
@@ -260,7 +261,7 @@ class ServerAuth(AuthState, AuthHook):
             try:
                 state, scopes = self._scopes.step_up(challenge)
             except StepUpLimit:
-                wanted = " ".join(challenge.scope or ()) or "more scope"
+                wanted = _scope_words(challenge, "more scope")
                 raise AuthFailed(
                     f"the server still refuses for insufficient scope after "
                     f"{self._scopes.step_ups} new authorization(s) (it asks for {wanted}); "
@@ -270,7 +271,7 @@ class ServerAuth(AuthState, AuthHook):
             if self.kind == "client_credentials":
                 await self.client_credentials(challenge, scopes=scopes)
                 return self.creds.header
-            wanted = " ".join(challenge.scope or ()) or "a wider scope"
+            wanted = _scope_words(challenge, "a wider scope")
             raise self.lost(f"the server asks for more permissions ({wanted})")
 
     async def client_credentials(
@@ -297,3 +298,8 @@ class ServerAuth(AuthState, AuthHook):
         except (TransportError, OAuthError) as exc:
             raise AuthFailed(f"cannot get an access token: {why(exc)}") from None
         await self.adopt(result, result.tokens.requested_scope)
+
+
+def _scope_words(challenge: BearerChallenge, otherwise: str) -> str:
+    """The scope a challenge asks for, quoted as the server's words, or mcpd's own."""
+    return quote(" ".join(challenge.scope)) if challenge.scope else otherwise

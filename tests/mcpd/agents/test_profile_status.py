@@ -149,7 +149,7 @@ async def test_the_owner_sees_every_server_but_no_url_secret(tmp_path: Path) -> 
         status = json.loads(texts["mcpd status --json"])
         rows = {s["alias"]: s for s in status["servers"]}
         assert (
-            f"the event stream at http://127.0.0.1:{port}/sse did not open"
+            f'the event stream at "http://127.0.0.1:{port}/sse" did not open'
             in (rows["quiet"]["last_error"])
         )
         assert servers_of(status) == [HIDDEN, "quiet", SHOWN]

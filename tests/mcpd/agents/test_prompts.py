@@ -212,7 +212,7 @@ def test_an_unknown_result_type_is_an_internal_error_naming_the_server() -> None
     with pytest.raises(rpc.RPCError) as raised:
         reply_for(None, "notes", agent(), raw({"resultType": "later"}), keep)  # type: ignore[arg-type]
     assert raised.value.code == rpc.INTERNAL_ERROR
-    assert "'notes'" in raised.value.message and "'later'" in raised.value.message
+    assert "'notes'" in raised.value.message and '"later"' in raised.value.message
 
 
 @pytest.mark.parametrize("result", [[1, 2], "text", 3, None, {"resultType": 3}])

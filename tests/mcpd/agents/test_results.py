@@ -165,7 +165,7 @@ def test_an_unknown_result_type_is_an_error(kind: str) -> None:
     assert out["isError"] is True
     assert out["resultType"] == "complete"
     message = only_text(out)
-    assert repr(kind) in message
+    assert f'resultType "{kind}"' in message
     assert "'notes'" in message
     assert "looks fine" not in message
 

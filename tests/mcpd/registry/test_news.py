@@ -89,7 +89,7 @@ def test_a_finding_names_every_rule_once_and_where_the_first_was(
     [record] = records(caplog)
     assert record.getMessage() == (
         "notes: tool 'search': conceal-from-user, hidden-characters in description: "
-        "'do not tell the user' (`mcpd tools --findings`)"
+        '"do not tell the user" (`mcpd tools --findings`)'
     )
     assert record.mcpd_reason == "conceal-from-user, hidden-characters"
     assert record.mcpd_event == "finding"

@@ -132,7 +132,7 @@ async def test_every_page_is_fetched_with_the_cursor_the_server_gave() -> None:
 async def test_a_repeated_cursor_is_a_protocol_violation_not_a_loop() -> None:
     up = ScriptedUp({"prompts": {}})
     up.answers["prompts/list"] = {"prompts": [{"name": "a"}], "nextCursor": "again"}
-    with pytest.raises(ProtocolViolation, match="srv: prompts/list cursor 'again' repeated"):
+    with pytest.raises(ProtocolViolation, match='srv: prompts/list cursor "again" repeated'):
         await list_all(as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts")
     assert len(up.sent) == 2
 

@@ -85,12 +85,15 @@ def test_an_empty_schema_with_spaces_is_given_the_object_type() -> None:
 @pytest.mark.parametrize(
     ("schema", "reason"),
     [
-        ([1, 2], "t: inputSchema is not a JSON object ([1,2])"),
-        ("object", 't: inputSchema is not a JSON object ("object")'),
-        (None, "t: inputSchema is not a JSON object (null)"),
-        ({"type": "array"}, "t: inputSchema has type 'array', not 'object'"),
-        ({"type": ["object", "null"]}, "t: inputSchema has type ['object', 'null'], not 'object'"),
-        ({"type": 1}, "t: inputSchema has type 1, not 'object'"),
+        ([1, 2], 't: inputSchema is not a JSON object ("[1,2]")'),
+        ("object", 't: inputSchema is not a JSON object ("\\"object\\"")'),
+        (None, 't: inputSchema is not a JSON object ("null")'),
+        ({"type": "array"}, 't: inputSchema has type "array", not "object"'),
+        (
+            {"type": ["object", "null"]},
+            't: inputSchema has type "[\\"object\\",\\"null\\"]", not "object"',
+        ),
+        ({"type": 1}, 't: inputSchema has type "1", not "object"'),
     ],
 )
 def test_a_schema_that_is_not_an_object_schema_leaves_the_tool_out(
@@ -105,7 +108,8 @@ def test_a_long_schema_that_is_not_an_object_is_quoted_short() -> None:
     t = trim()
     assert accepted(tool(inputSchema=["x" * 100]), t, None) is None
     (reason,) = t.trimmed.dropped
-    assert reason == 't: inputSchema is not a JSON object (["' + "x" * 38 + "...)"
+    said = '"[\\"' + "x" * 38 + '" (and 64 more characters)'
+    assert reason == f"t: inputSchema is not a JSON object ({said})"
 
 
 # A host reads a repeated key as its last value: this schema is an array schema to it.
@@ -115,7 +119,7 @@ def test_a_repeated_type_is_read_as_hosts_read_it() -> None:
         accepted(raw('{"name":"t","inputSchema":{"type":"object","type":"array"}}'), t, None)
         is None
     )
-    assert t.trimmed.dropped == ["t: inputSchema has type 'array', not 'object'"]
+    assert t.trimmed.dropped == ['t: inputSchema has type "array", not "object"']
 
 
 def test_a_tool_that_does_not_decode_is_left_out_as_malformed() -> None:

@@ -392,7 +392,7 @@ async def test_tools_hosts_would_refuse_are_dropped_or_mended(log_path: Path) ->
     reasons = " | ".join(result.dropped)
     for name in ("array_schema", "string_schema", "null_schema", "list_type"):
         assert f"{name}: inputSchema" in reasons
-    assert "'array', not 'object'" in reasons and "tool0: listed twice" in reasons
+    assert '"array", not "object"' in reasons and "tool0: listed twice" in reasons
 
 
 async def test_tool_definitions_keep_their_input_schema_bytes(log_path: Path) -> None:

@@ -82,7 +82,7 @@ def test_named_metadata_that_is_not_served_is_not_guessed(status: int) -> None:
     d = Discovery(SERVER, NAMED, policy=FetchPolicy())
     with pytest.raises(OAuthProtocolError, match="publishes no protected resource metadata") as e:
         step(d, HttpResponse(status, (("location", ROOT_PRM_URL),)))
-    assert f"{PRM_URL}: HTTP {status}" in str(e.value)
+    assert f'"{PRM_URL}": HTTP {status}' in str(e.value)
     assert ("redirect, not followed" in str(e.value)) == (300 <= status < 400)
     assert d.state is DiscoveryState.FAILED
     with pytest.raises(OAuthUsageError, match="failed"):
@@ -244,7 +244,7 @@ def test_an_issuer_with_no_metadata_anywhere_is_an_error_that_lists_each_url() -
     step(d, NOT_FOUND)
     with pytest.raises(OAuthProtocolError, match="publishes no metadata") as e:
         step(d, HttpResponse(503))
-    assert f"{AS_URL}: HTTP 404" in str(e.value) and f"{OIDC_URL}: HTTP 503" in str(e.value)
+    assert f'"{AS_URL}": HTTP 404' in str(e.value) and f'"{OIDC_URL}": HTTP 503' in str(e.value)
 
 
 def test_a_server_without_resource_metadata_is_its_own_issuer() -> None:

@@ -41,15 +41,15 @@ def test_every_error_is_an_oauth_error(error: type[Exception]) -> None:
 
 def test_urls_that_answered_alike_are_listed_with_one_answer() -> None:
     exc = NoAuthorizationMetadata(((A, 404), (B, 404)))
-    assert exc.where == f"{A}, {B} (HTTP 404)"
-    assert str(exc) == f"no OAuth authorization metadata at {A}, {B} (HTTP 404)"
+    assert exc.where == f'"{A}", "{B}" (HTTP 404)'
+    assert str(exc) == f'no OAuth authorization metadata at "{A}", "{B}" (HTTP 404)'
     assert exc.looked_at == ((A, 404), (B, 404))
     assert exc.detail == ""
 
 
 def test_urls_that_answered_differently_each_say_what_they_answered() -> None:
     exc = NoAuthorizationMetadata(((A, 404), (B, 301)))
-    assert exc.where == f"{A} (HTTP 404), {B} (HTTP 301, a redirect, not followed)"
+    assert exc.where == f'"{A}" (HTTP 404), "{B}" (HTTP 301, a redirect, not followed)'
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_only_3xx_answers_are_called_redirects(status: int, redirect: bool) -> N
 def test_what_a_guessed_endpoint_answered_follows_the_urls() -> None:
     exc = NoAuthorizationMetadata(((A, 404),), "the registration endpoint answered HTTP 200")
     assert str(exc) == (
-        f"no OAuth authorization metadata at {A} (HTTP 404); "
+        f'no OAuth authorization metadata at "{A}" (HTTP 404); '
         "the registration endpoint answered HTTP 200"
     )
     assert exc.detail == "the registration endpoint answered HTTP 200"

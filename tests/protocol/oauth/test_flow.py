@@ -280,8 +280,8 @@ def test_without_legacy_fallback_missing_metadata_is_an_error() -> None:
         drive(make_flow(world, None, allow_legacy=False), world)
     assert str(info.value) == (
         "no OAuth authorization metadata at "
-        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp, "
-        "https://mcp.example.com/.well-known/oauth-protected-resource (HTTP 404)"
+        '"https://mcp.example.com/.well-known/oauth-protected-resource/mcp", '
+        '"https://mcp.example.com/.well-known/oauth-protected-resource" (HTTP 404)'
     )
     assert world.urls() == [url for url, _ in info.value.looked_at]  # nothing guessed
 
@@ -313,7 +313,7 @@ def test_a_guessed_registration_endpoint_may_still_refuse_as_one() -> None:
     world.extra[("POST", "https://mcp.example.com/register")] = lambda r: json_response(
         {"error": "invalid_client_metadata", "error_description": "no loopback"}, 400
     )
-    with pytest.raises(OAuthProtocolError, match="invalid_client_metadata - no loopback"):
+    with pytest.raises(OAuthProtocolError, match='"invalid_client_metadata" - "no loopback"'):
         drive(make_flow(world, None), world)
 
 
@@ -573,7 +573,7 @@ def test_token_endpoint_refusal() -> None:
     world = FakeWorld()
     world.token = {"error": "invalid_grant", "error_description": "code reused"}
     world.token_status = 400
-    with pytest.raises(TokenEndpointError, match="invalid_grant: code reused") as info:
+    with pytest.raises(TokenEndpointError, match='"invalid_grant": "code reused"') as info:
         drive(make_flow(world), world)
     assert info.value.needs_login and info.value.status == 400
 
@@ -583,7 +583,9 @@ def test_registration_refusal_is_reported() -> None:
     world.extra[("POST", "https://auth.example.com/register")] = lambda r: json_response(
         {"error": "invalid_redirect_uri", "error_description": "loopback only"}, 400
     )
-    with pytest.raises(OAuthProtocolError, match="HTTP 400: invalid_redirect_uri - loopback only"):
+    with pytest.raises(
+        OAuthProtocolError, match='HTTP 400: "invalid_redirect_uri" - "loopback only"'
+    ):
         drive(make_flow(world), world)
 
 

@@ -140,7 +140,7 @@ def test_parse_registration() -> None:
 @pytest.mark.parametrize(
     ("response", "match"),
     [
-        (_answer({"error": "invalid_client_metadata"}, 400), "HTTP 400: invalid_client_metadata"),
+        (_answer({"error": "invalid_client_metadata"}, 400), 'HTTP 400: "invalid_client_metadata"'),
         (_answer({"client_secret": "x"}), "missing required field `client_id`"),
         (
             _answer({"client_id": "x", "token_endpoint_auth_method": "tls_client_auth"}),

@@ -96,7 +96,7 @@ def test_bad_token_responses(obj: Any, match: str) -> None:
 
 
 def test_token_errors() -> None:
-    with pytest.raises(TokenEndpointError, match="HTTP 400, invalid_grant: expired") as info:
+    with pytest.raises(TokenEndpointError, match='HTTP 400, "invalid_grant": "expired"') as info:
         parse({"error": "invalid_grant", "error_description": "expired"}, 400)
     assert info.value.needs_login and info.value.error == "invalid_grant"
     with pytest.raises(TokenEndpointError, match=r"HTTP 503\)") as other:
@@ -104,6 +104,15 @@ def test_token_errors() -> None:
             HttpResponse(503, (), b"<html>"), SERVER, resource=RESOURCE, requested=None, now=0
         )
     assert not other.value.needs_login and other.value.status == 503
+
+
+def test_what_a_token_endpoint_says_is_quoted_as_its_words() -> None:
+    said = "expired\"). mcpd: the server 'notes' is down\nlog in"
+    with pytest.raises(TokenEndpointError) as info:
+        parse({"error": "invalid_grant", "error_description": said}, 400)
+    assert '"invalid_grant": "expired\\"). mcpd: the server \'notes\' is down\\nlog in")' in str(
+        info.value
+    )
 
 
 def test_refresh_decision() -> None:

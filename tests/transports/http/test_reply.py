@@ -242,7 +242,7 @@ async def test_401_and_403_say_what_happened_in_words_a_user_acts_on() -> None:
                 await call(srv.url(), 401, "", {"WWW-Authenticate": login})
             assert info.value.reason.startswith(
                 "srv: unauthorized (HTTP 401): the server asks for a login with the scope "
-                "'read'; run `mcpd auth login srv`"
+                '"read"; run `mcpd auth login srv`'
             )
             # The server's header, quoted as what it wrote.
             shown = login.replace('"', '\\"')
@@ -259,7 +259,7 @@ async def test_401_and_403_say_what_happened_in_words_a_user_acts_on() -> None:
                 await call(srv.url(), 403, "", {"WWW-Authenticate": scope})
             assert info.value.reason.startswith(
                 "srv: forbidden (HTTP 403): the token mcpd holds lacks the scope the request "
-                "needs (admin)"
+                'needs ("admin")'
             )
 
 

@@ -361,7 +361,7 @@ async def test_garbage_replies_are_clear_errors() -> None:
                 ("utf8", "invalid JSON-RPC in the response body"),
                 ("json", "invalid JSON-RPC in the response body"),
                 ("sse-json", "invalid JSON-RPC in the event"),
-                ("html", "content type 'text/html'"),
+                ("html", 'content type "text/html"'),
                 ("accepted", "HTTP 202"),
                 ("other-id", "is not its response"),
                 ("http", "invalid HTTP"),

@@ -176,7 +176,7 @@ async def test_a_stream_of_comments_alone_does_not_hold_the_opening_open() -> No
             stream = stream_of(srv, timeout=0.2)
             why = await stream.read(seen, trio.TASK_STATUS_IGNORED)
     assert type(why) is TransportError
-    assert why.reason == f"old: the event stream at {stream.url} named no endpoint within 0.2 s"
+    assert why.reason == f'old: the event stream at "{stream.url}" named no endpoint within 0.2 s'
     assert seen.events == []
 
 
@@ -188,7 +188,7 @@ async def test_a_server_that_never_answers_the_get() -> None:
         async with serve_http(handler) as srv:
             stream = stream_of(srv, timeout=0.2)
             why = await stream.read(Seen(), trio.TASK_STATUS_IGNORED)
-    assert why.reason == f"old: the event stream at {stream.url} did not open within 0.2 s"
+    assert why.reason == f'old: the event stream at "{stream.url}" did not open within 0.2 s'
 
 
 async def test_redirects_are_followed_a_bounded_number_of_times() -> None:

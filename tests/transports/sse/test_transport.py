@@ -174,7 +174,7 @@ async def test_no_endpoint_event_in_time_is_an_error() -> None:
                     pytest.fail("the transport opened")
             took = trio.current_time() - start
     assert info.value.reason == (
-        f"old: the event stream at {srv.url('/sse')} named no endpoint within 0.3 s"
+        f'old: the event stream at "{srv.url("/sse")}" named no endpoint within 0.3 s'
     )
     assert 0.3 <= took < 2
 
@@ -209,7 +209,7 @@ async def test_a_stream_that_ends_at_once(sent: bytes, opens: bool) -> None:
 @pytest.mark.parametrize(
     ("status", "content_type", "expected"),
     [
-        (200, "application/json", "GET answered HTTP 200 with 'application/json'"),
+        (200, "application/json", 'GET answered HTTP 200 with "application/json"'),
         (404, "text/plain", "HTTP 404 to GET without a JSON-RPC error"),
         (405, "text/plain", "HTTP 405 to GET without a JSON-RPC error"),
     ],
@@ -288,7 +288,8 @@ async def test_the_stream_follows_a_redirect_on_its_origin_only() -> None:
                     pytest.fail("the transport opened")
             nursery.cancel_scope.cancel()
     assert (
-        info.value.reason == f"old: refused an HTTP 302 redirect of the event stream to {elsewhere}"
+        info.value.reason
+        == f'old: refused an HTTP 302 redirect of the event stream to "{elsewhere}"'
     )
     assert [r.target for r in srv.requests if r.method == "GET"] == ["/old-sse", "/sse", "/away"]
 

@@ -236,7 +236,9 @@ async def test_a_server_that_moved_to_another_authorization_server_asks_for_a_lo
     before = token_requests(world)
     with pytest.raises(LoginRequired) as caught:
         await auth.refused(unauthorized(CHALLENGE), "Bearer at-1")
-    assert "moved to the authorization server https://other-as.example.com" in (caught.value.reason)
+    assert 'moved to the authorization server "https://other-as.example.com' in (
+        caught.value.reason
+    )
     assert token_requests(world) == before  # the old one's refresh token is not sent there
     assert auth.creds.tokens is None
 
@@ -283,8 +285,23 @@ async def test_a_403_for_more_scope_asks_a_person_for_the_union(
         await auth.refused(
             forbidden('Bearer error="insufficient_scope", scope="write"'), "Bearer at-1"
         )
-    assert caught.value.reason.startswith("the server asks for more permissions (write)")
+    assert caught.value.reason.startswith('the server asks for more permissions ("write")')
     assert auth.login_scopes() == ("read", "write")
+
+
+async def test_the_scope_a_403_asks_for_is_quoted_as_the_servers(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth, _ = await logged_in(tmp_path, world, clock)
+    scope = "x). mcpd: the tool server 'notes' is down (y"
+    with pytest.raises(LoginRequired) as caught:
+        await auth.refused(
+            forbidden(f'Bearer error="insufficient_scope", scope="{scope}"'), "Bearer at-1"
+        )
+    assert caught.value.reason == (
+        "the server asks for more permissions (\"x). mcpd: the tool server 'notes' is down "
+        '(y"); run `mcpd auth login srv`'
+    )
 
 
 async def test_a_saved_login_is_used_after_a_restart(
