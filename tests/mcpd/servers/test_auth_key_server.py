@@ -111,7 +111,7 @@ async def test_a_login_says_early_that_the_server_is_no_oauth_server(tmp_path: P
     assert code != 0
     assert "open this address" not in said  # no browser, no URL
     metadata = srv.url("/.well-known/oauth-protected-resource/mcp")
-    assert f"keyed offers no OAuth authorization metadata at \"{metadata}\"" in said, said
+    assert f'keyed offers no OAuth authorization metadata at "{metadata}"' in said, said
     assert "it does not support OAuth login; give it a token in `headers`" in said
     assert f"{srv.url('/register')}, answered HTTP 202, which is no client registration" in said
     assert "register a client by hand" not in said
@@ -125,7 +125,8 @@ async def test_a_modern_server_without_metadata_gets_no_guessed_endpoints(tmp_pa
             code, said = await mcpd(sock, "auth", "login", "keyed", "--no-browser")
     assert code != 0
     prm = srv.url("/.well-known/oauth-protected-resource")
-    assert f"keyed offers no OAuth authorization metadata at \"{prm}/mcp\", \"{prm}\" (HTTP 404): " in said
+    tried = f'"{prm}/mcp", "{prm}"'
+    assert f"keyed offers no OAuth authorization metadata at {tried} (HTTP 404): " in said
     assert "it does not support OAuth login; give it a token in `headers`" in said
     asked = [(r.method, urlsplit(r.target).path) for r in srv.requests]
     assert [a for a in asked if a != ("POST", "/mcp")] == [
