@@ -10,11 +10,17 @@ after, asks the kernel where that is now. When it is not where it was, or the pa
 names something else, both are hidden, and the journal (``MCPD_EVENT=sandbox_moved``)
 and ``mcpd status`` say so, until mcpd restarts. A hidden path removed is found
 afresh. What mcpd cannot name again is a reason to start no sandboxed server.
+
+A hidden path may be a pattern, with ``*`` in its last part only (``/tmp/ssh-*``, where
+key agents make their sockets): it stands for what matches it as each server starts
+and is owned by mcpd's user, and for what it matched before (followed as above), since
+such places come and go while mcpd runs.
 No trio here.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 from typing import Final
@@ -68,6 +74,35 @@ def places(path: str, alias: str) -> list[str]:
         return [real]
     _say(path, held, where, other, alias)
     return [where] if other is None else [where, other]
+
+
+def matching(pattern: str) -> list[str]:
+    """The paths a hidden ``pattern`` stands for now: those that match it and are owned
+    by mcpd's user, and those it matched before; ``pattern`` itself when it has no
+    ``*``."""
+    folder, name = os.path.split(pattern)
+    if "*" not in name:
+        return [pattern]
+    found = {p for p in _held if os.path.dirname(p) == folder and _matches(p, name)}
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if _matches(entry.path, name) and _own(entry):
+                    found.add(entry.path)
+    except OSError:
+        pass  # no such folder, or not one mcpd may list: nothing there to hide
+    return sorted(found)
+
+
+def _matches(path: str, name: str) -> bool:
+    return fnmatch.fnmatchcase(os.path.basename(path), name)
+
+
+def _own(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.stat(follow_symlinks=False).st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def notices() -> list[str]:

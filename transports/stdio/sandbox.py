@@ -96,6 +96,7 @@ class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
 
     level: Level = "default"
     home: str = ""
+    # What to hide; a "*" in a path's last part matches as each start finds it (``anchors``).
     hide: tuple[str, ...] = ()
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()

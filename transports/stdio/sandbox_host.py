@@ -164,8 +164,9 @@ def resolve(sandbox: Sandbox, command: str) -> Resolved:
     SandboxError."""
     where = sandbox.where
     mounts: list[Mount] = []
-    for path in sandbox.hide:
-        for real in anchors.places(path, sandbox.alias) if sandbox.level != "off" else ():
+    hide = [p for h in sandbox.hide for p in anchors.matching(h)] if sandbox.level != "off" else []
+    for path in hide:
+        for real in anchors.places(path, sandbox.alias):
             if os.path.isdir(real):
                 mounts.append(Mount(real, "hide_dir"))
             elif os.path.lexists(real):

@@ -90,3 +90,32 @@ def test_what_cannot_be_found_again_keeps_sandboxed_servers_from_starting(tmp: P
     os.unlink(tmp / "token")
     with pytest.raises(SandboxError, match="mcpd cannot find where it is now"):
         anchors.places(str(tmp / "token"), "a")
+
+
+def test_a_pattern_stands_for_what_matches_it_now_and_what_it_matched_before(
+    tmp: Path,
+) -> None:
+    # Key agents make a directory of their own in /tmp each time one starts.
+    first, second = tmp / "ssh-AbC123", tmp / "ssh-xyz"
+    first.mkdir()
+    (tmp / "ssh-notes.txt").write_text("x")
+    (tmp / "other").mkdir()
+    pattern = str(tmp / "ssh-*")
+    assert anchors.matching(pattern) == [str(first), str(tmp / "ssh-notes.txt")]
+    anchors.places(str(first), "a")
+    first.rename(tmp / "moved")
+    second.mkdir()
+    # The one it matched is followed where it went; a new one is found.
+    assert anchors.matching(pattern) == [str(first), str(tmp / "ssh-notes.txt"), str(second)]
+    assert anchors.places(str(first), "a") == [str(tmp / "moved")]
+    assert anchors.matching(str(tmp / "none-*")) == []
+    assert anchors.matching(str(tmp / "missing" / "ssh-*")) == []
+    assert anchors.matching(str(tmp / "plain")) == [str(tmp / "plain")]
+
+
+def test_a_pattern_leaves_out_what_another_user_owns(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp / "ssh-theirs").mkdir()
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(tmp).st_uid + 1)
+    assert anchors.matching(str(tmp / "ssh-*")) == []

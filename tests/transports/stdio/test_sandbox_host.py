@@ -53,6 +53,18 @@ def test_hidden_paths_are_hidden_as_what_they_are_and_missing_ones_left_out(
     ]
 
 
+def test_a_hidden_pattern_hides_what_matches_it_as_each_server_starts(tmp: Path) -> None:
+    (tmp / "ssh-one").mkdir()
+    (tmp / "ssh-one" / "agent.1").write_text("")
+    hide = (str(tmp / "ssh-*"),)
+    assert mounts(tmp, hide=hide) == [Mount(str(tmp / "ssh-one"), "hide_dir")]
+    (tmp / "ssh-two").mkdir()  # an agent started since
+    assert mounts(tmp, hide=hide) == [
+        Mount(str(tmp / "ssh-one"), "hide_dir"),
+        Mount(str(tmp / "ssh-two"), "hide_dir"),
+    ]
+
+
 def test_a_hidden_symlink_hides_what_it_points_to(tmp: Path) -> None:
     (tmp / "real").mkdir()
     (tmp / "link").symlink_to(tmp / "real")
