@@ -2,10 +2,12 @@
 
 This is the one list; the documentation's table is checked against it. Paths are
 relative to the home of the user mcpd runs as (and to ``$HOME``, when that is another
-directory), or to ``$XDG_RUNTIME_DIR``, or absolute (``ON_HOST``). A path is hidden
-when it exists as the server starts; a file is read as empty, a directory as an empty
-one, both read-only. A server that needs one of them gets it back by a grant (``read =
-["~/.aws"]``).
+directory), or to ``$XDG_RUNTIME_DIR``, or absolute (``ON_HOST``). A ``*`` in a path's
+last part matches, as each server starts, what the user mcpd runs as owns there
+(``transports.stdio.anchors``): where an agent makes a socket of its own each time it
+runs. A path is hidden when it exists as the server starts; a file is read as empty, a
+directory as an empty one, both read-only. A server that needs one of them gets it
+back by a grant (``read = ["~/.aws"]``).
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ IN_HOME: Final = (
     ".config/op",
     ".config/1Password",
     ".config/Bitwarden",
+    ".1password",  # 1Password's SSH agent
+    ".bitwarden-ssh-agent.sock",
+    ".var/app/com.bitwarden.desktop",
     ".pki",
     # browser profiles (cookies, saved passwords)
     ".mozilla",
@@ -72,22 +77,33 @@ IN_HOME: Final = (
 # Agents and buses that hand out keys or secrets, and the sockets of the user's session
 # through which a process could act as the user outside its sandbox (start a command
 # under the user's service manager or in a container, type into a window or a
-# terminal, read the screen through the accessibility bus), under $XDG_RUNTIME_DIR.
+# terminal, run one in an editor, read the screen through the accessibility bus),
+# under $XDG_RUNTIME_DIR.
 IN_RUNTIME_DIR: Final = (
     "keyring",
     "gnupg",
     "gcr",
     "ssh-agent.socket",
     "openssh_agent",
+    "yubikey-agent",
+    "org.keepassxc.KeePassXC.BrowserServer",
+    "app/org.keepassxc.KeePassXC",
     "bus",
     "systemd",
     "wayland-0",
     "wayland-1",
     "pipewire-0",
+    "pipewire-0-manager",
     "pulse",
     "tmux-{uid}",
     "screen",
     "at-spi",
+    # editors and terminals that take commands on a socket
+    "nvim.*",
+    "emacs",
+    "vscode-ipc-*.sock",
+    "vscode-git-*.sock",
+    "wezterm",
     # rootless container engines and the user's own virtual machines
     "docker.sock",
     "dockerd-rootless",
@@ -112,9 +128,21 @@ ON_HOST: Final = (
     "/run/libvirt",
 )
 
-# The same in /tmp, which the default level shares: the X display's sockets, and
-# tmux's and screen's (where their servers keep them without $XDG_RUNTIME_DIR).
-IN_TMP: Final = (".X11-unix", "tmux-{uid}", "screens/S-{user}")
+# The same in /tmp, which the default level shares: the X display's sockets, the key
+# agents' (ssh-agent's, and the agents a login forwards, each in a directory of its
+# own), and those of the multiplexers and editors that keep theirs here without
+# $XDG_RUNTIME_DIR.
+IN_TMP: Final = (
+    ".X11-unix",
+    "ssh-*",
+    "gpg-*",
+    "tmux-{uid}",
+    "screens/S-{user}",
+    "nvim*",
+    "emacs{uid}",
+    "vscode-ipc-*.sock",
+    "vscode-git-*.sock",
+)
 
 # Variables of mcpd's own environment that name a credential store elsewhere.
 NAMED_BY: Final = ("SSH_AUTH_SOCK", "GNUPGHOME", "AWS_SHARED_CREDENTIALS_FILE", "KUBECONFIG")

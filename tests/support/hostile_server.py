@@ -300,6 +300,18 @@ def fork_many(count: int) -> str:
     return f"forked {len(children)} processes"
 
 
+def agent_keys(path: str) -> str:
+    """How many keys the SSH agent listening on ``path`` offers (REQUEST_IDENTITIES)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(30)
+        s.connect(path)
+        s.sendall(b"\x00\x00\x00\x01\x0b")
+        answer = s.recv(4096)
+    if answer[4:5] != b"\x0c":
+        return f"answered {answer[:16]!r}"
+    return f"the agent offers {int.from_bytes(answer[5:9], 'big')} keys"
+
+
 def allocate(size: int) -> str:
     block = bytearray(size)
     block[:: 1 << 20] = b"x" * len(block[:: 1 << 20])
@@ -335,6 +347,7 @@ TOOLS: dict[str, Any] = {
         lambda: receive(a["host"], int(a["port"]), bool(a.get("keep", False)))
     ),
     "abstract": lambda a: attempt(lambda: abstract(a["name"])),
+    "agent_keys": lambda a: attempt(lambda: agent_keys(a["path"])),
     "abstract_own": lambda a: attempt(lambda: abstract_own(a["name"])),
     "hold_many": lambda a: attempt(lambda: hold_many(a["host"], int(a["port"]), int(a["count"]))),
     "quit": lambda a: os._exit(3),

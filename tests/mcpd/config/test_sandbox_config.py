@@ -112,6 +112,11 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
         tmp_path / "run" / "at-spi",  # the accessibility bus reads and drives windows
         Path("/tmp/.X11-unix"),  # the display takes keystrokes
         Path(f"/tmp/tmux-{os.getuid()}"),  # so does a terminal multiplexer
+        Path("/tmp/ssh-*"),  # the key agents started in a shell, or forwarded by a login
+        tmp_path / "run" / "nvim.*",  # an editor runs what its socket asks
+        tmp_path / "run" / "vscode-ipc-*.sock",
+        Path(f"/tmp/emacs{os.getuid()}"),
+        tmp_path / "home" / ".1password",
         tmp_path / "agent.sock",
     ):
         assert str(path) in paths, path
