@@ -34,13 +34,13 @@ def fixed_dirs(mounts: Sequence[Mount], home: str, level: Level) -> list[Mount]:
             continue
         above = posixpath.dirname(m.path)
         while above != "/":
-            if above not in taken and above not in found and _writable(above, shown, level):
+            if above not in taken and above not in found and writable(above, shown, level):
                 found[above] = Mount(above, "fixed")
             above = posixpath.dirname(above)
     return sorted(found.values(), key=lambda m: m.path)
 
 
-def _writable(path: str, shown: Sequence[Mount], level: Level) -> bool:
+def writable(path: str, shown: Sequence[Mount], level: Level) -> bool:
     """Whether ``path`` is the host's and the server may change it: the deepest mount
     it lies in (a grant over a hidden path at the same place) is a write grant or the
     home, or, at the default level, there is none (the host's root, shown as it is)."""

@@ -106,6 +106,8 @@ class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
     limits: Limits = msgspec.field(default_factory=Limits)
     alias: str = ""
     where: str = ""  # the config key of the server, for messages ("servers.files")
+    # Why a server in this sandbox must not start: one it could undo from inside.
+    refused: str | None = None
 
     @property
     def promises(self) -> list[str]:
@@ -328,7 +330,10 @@ def prlimit_args(limits: Limits, machine: Machine, *, processes: bool) -> list[s
 
 def shortfall(s: Sandbox, machine: Machine) -> str | None:
     """What of the sandbox this machine cannot apply, and why (None: all of it).
-    Raises SandboxError when that is a promise of the config (``Sandbox.promises``)."""
+    Raises SandboxError when that is a promise of the config (``Sandbox.promises``),
+    or when the sandbox is ``refused``."""
+    if s.refused is not None and s.level != "off":
+        raise SandboxError(s.refused)
     gaps: list[str] = []
     applied = s.level != "off"
     if s.level == "off" and not s.network:

@@ -289,3 +289,11 @@ def test_what_the_config_resolves_for_another_is_withheld_even_with_true() -> No
         == "secret"
     )
     assert "TICKETS_TOKEN" not in environment(["TICKETS_*"], None, BASE, withheld={"TICKETS_TOKEN"})
+
+
+def test_a_refused_sandbox_is_no_plan_and_says_why_and_without_a_sandbox_it_is_moot() -> None:
+    why = "mcpd's state directory is reached through a link this server may repoint"
+    with pytest.raises(SandboxError, match="through a link"):
+        plan(resolved(refused=why), ["node"], MACHINE, HOME)
+    started = plan(resolved(refused=why, level="off"), ["node"], MACHINE, HOME)
+    assert started.argv == ["/usr/bin/node"]
