@@ -25,7 +25,12 @@ from transports.stdio.sandbox import SandboxError
 from transports.stdio.sandbox_host import command_line
 
 from .config.model import Config
-from .config.paths import daemon_socket_path, found_state_directory, runtime_directory
+from .config.paths import (
+    daemon_socket_path,
+    found_state_directory,
+    runtime_directory,
+    state_directory,
+)
 from .config.sandbox import child_env, sandbox_of
 from .listening import Listening
 
@@ -33,10 +38,13 @@ logger = logging.getLogger("mcpd")
 
 
 def state_found(config: Config) -> Config:
-    """``config`` with its state directory as the daemon keeps it (``found_state_directory``)."""
+    """``config`` with its state directory as the daemon keeps it (``found_state_directory``),
+    and as it was named (``Config.state_path``), kept from the first time."""
     found = found_state_directory(config.daemon.state_dir)
     return msgspec.structs.replace(
-        config, daemon=msgspec.structs.replace(config.daemon, state_dir=found)
+        config,
+        state_path=config.state_path or state_directory(config.daemon.state_dir),
+        daemon=msgspec.structs.replace(config.daemon, state_dir=found),
     )
 
 

@@ -81,6 +81,7 @@ class Rereader:
         # server's sandbox must hide, and where the servers' homes are.
         new = msgspec.structs.replace(
             new,
+            state_path=running.state_path,
             daemon=msgspec.structs.replace(
                 new.daemon, socket=socket, state_dir=running.daemon.state_dir
             ),
@@ -105,7 +106,9 @@ def refusal(exc: ConfigError) -> rpc.RPCError:
 AT_START = ("socket_mode", "http_listen", "http_allow_remote", "http_origins", "state_dir")
 # What a reload reads but no person wrote as a setting of its own: the file's name and
 # what mcpd worked out from it (the servers are reported by name on their own).
-_NOT_SETTINGS = frozenset({"servers", "source", "variables", "secret_files", "held_secrets"})
+_NOT_SETTINGS = frozenset(
+    {"servers", "source", "state_path", "variables", "secret_files", "held_secrets"}
+)
 
 
 def changed_settings(running: Config, new: Config) -> list[str]:

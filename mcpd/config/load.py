@@ -63,7 +63,7 @@ def parse(
     data: Mapping[str, Any], env: Mapping[str, str] | None = None, source: str = ""
 ) -> Config:
     env = os.environ if env is None else env
-    for key in ("source", "variables", "secret_files", "held_secrets"):  # set by mcpd
+    for key in ("source", "state_path", "variables", "secret_files", "held_secrets"):  # set by mcpd
         if key in data:
             raise ConfigError(key, "unknown key")
     servers = data.get("servers")

@@ -176,8 +176,10 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     # server's table refers to (``${VAR}``; "" for the rest of the file) and the
     # secret files (``${file:PATH}``) the file reads; and the secrets its values hold
     # (what came from ${VAR} and ${file:...}, headers, keys), which nothing mcpd
-    # shows may contain.
+    # shows may contain. ``state_path``: the state directory as named before mcpd
+    # followed its links and kept where they led (``state_links`` checks those links).
     source: str = ""
+    state_path: str = ""
     variables: dict[str, list[str]] = msgspec.field(default_factory=dict)
     secret_files: list[str] = msgspec.field(default_factory=list)
     held_secrets: tuple[HeldSecret, ...] = ()

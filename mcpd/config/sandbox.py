@@ -35,6 +35,7 @@ from transports.stdio.sandbox import (
     LIMIT_NAMES,
     Level,
     Limits,
+    Mount,
     Sandbox,
     SandboxError,
     shortfall,
@@ -42,6 +43,7 @@ from transports.stdio.sandbox import (
 )
 from transports.stdio.sandbox_host import probe
 
+from . import state_links
 from .credstores import IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY, ON_HOST
 from .model import Config, ConfigError
 from .paths import cache_directory, state_directory
@@ -239,18 +241,38 @@ def sandbox_of(
     alias: str, cfg: ServerConfig, config: Config, env: Mapping[str, str] | None = None
 ) -> Sandbox:
     env = os.environ if env is None else env
+    level = level_of(cfg, config)
+    home = home_of(alias, config, env)
+    hide = tuple(hidden(config, env))
+    read = tuple(_grant(p, env) for p in cfg.read)
+    write = tuple(_grant(p, env) for p in cfg.write)
     return Sandbox(
-        level=level_of(cfg, config),
-        home=home_of(alias, config, env),
-        hide=tuple(hidden(config, env)),
-        read=tuple(_grant(p, env) for p in cfg.read),
-        write=tuple(_grant(p, env) for p in cfg.write),
+        level=level,
+        home=home,
+        hide=hide,
+        read=read,
+        write=write,
         network=cfg.network,
         loopback=tuple(loopback_port(p) for p in cfg.host_loopback),
         limits=limits_of(alias, cfg, config),
         alias=alias,
         where=f"servers.{alias}",
+        refused=_refused(config, env, level, state_links.view(level, home, hide, read, write)),
     )
+
+
+def _refused(
+    config: Config, env: Mapping[str, str], level: Level, shown: list[Mount]
+) -> str | None:
+    """Why the server may not start: a link on the way to what mcpd keeps that it
+    could repoint (``state_links``)."""
+    named = config.state_path or state_directory(config.daemon.state_dir, env)
+    paths = {"state_dir": _absolute(named)}
+    if config.source:
+        paths["config"] = _absolute(config.source)
+    for name, link in state_links.exposed(paths, level, shown):
+        return state_links.refusal(name, paths[name], link, level)
+    return None
 
 
 def provided_env(

@@ -1,11 +1,12 @@
 """What a sandbox hides stays hidden when the path to it changes: a server cannot move
 the directories above mcpd's state or a credential store (which would take them out
 from under what its next sandbox hides), a directory moved by someone without a
-sandbox is hidden where it went, and a link a server points elsewhere neither shows
-what it pointed to nor makes mcpd keep its state where the link now leads."""
+sandbox is hidden where it went, and a link pointed elsewhere neither shows what it
+pointed to nor makes mcpd keep its state where the link now leads."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from tests.support import bubblewrap
 from tests.support.agent import Agent
 from tests.support.sandbox import (
     ENDPOINT_TOKEN,
+    HOSTILE,
     Served,
     agent_of,
     hostile,
@@ -100,7 +102,7 @@ async def test_a_directory_moved_from_outside_is_hidden_where_it_went(tmp_path: 
             assert f"{state} is not where it was: it is now at {moved}" in d.log()
 
 
-async def test_a_link_a_server_points_elsewhere_hides_nothing_less(tmp_path: Path) -> None:
+async def test_a_link_pointed_elsewhere_hides_nothing_less(tmp_path: Path) -> None:
     real = state_in(tmp_path / "real" / "mcpd")
     (tmp_path / "link").symlink_to(tmp_path / "real")
     keys = tmp_path / "keys"  # the user's ~/.aws, kept elsewhere
@@ -108,16 +110,20 @@ async def test_a_link_a_server_points_elsewhere_hides_nothing_less(tmp_path: Pat
     (keys / "credentials").write_text(AWS_KEY)
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / ".aws").symlink_to(keys)
-    servers = {"hostile": hostile(), "steady": steady()}
+    # The links are pointed elsewhere by a server without a sandbox; one that could
+    # repoint the state's from inside its own would not start (``test_state_links``):
+    # this one sees the folder read-only.
+    runtime = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
+    watcher = hostile(sandbox="strict", read=[*runtime, str(tmp_path)])
+    servers = {"hostile": watcher, "open": hostile(sandbox="off")}
     with serving(tmp_path, servers, state_dir=str(tmp_path / "link" / "mcpd")) as d:
         async with agent_of(d) as agent:
-            await wait_ready(agent, "hostile", "steady")
+            await wait_ready(agent, "hostile", "open")
             decoy = tmp_path / "decoy"
+            (decoy / "mcpd").mkdir(parents=True)
             for link in (tmp_path / "link", d.home / ".aws"):
-                assert (await call(agent, "mkdir", path=str(decoy / "mcpd"))).startswith(
-                    ("ok:", "refused: FileExistsError")
-                )
-                got = await call(agent, "relink", path=str(link), to=str(decoy))
+                relink = {"path": str(link), "to": str(decoy)}
+                got = text(await agent.call("mcp__open__relink", relink))
                 assert got.startswith("ok:"), got
             await restarted(d, agent)
             for path in (real / "token", keys / "credentials"):

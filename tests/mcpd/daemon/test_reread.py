@@ -11,6 +11,7 @@ import pytest
 
 from mcpd.config.load import load
 from mcpd.config.model import CONFIG_ERROR, Config, NamingConfig
+from mcpd.prestart import state_found
 from mcpd.registry.catalog import Catalog
 from mcpd.reread import Rereader, unmatched_profile
 from protocol import jsonrpc as rpc
@@ -68,11 +69,11 @@ def test_the_state_directory_mcpd_keeps_stays_until_a_restart(tmp_path: Path) ->
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
     path = write(tmp_path / "mcpd.toml", tmp_path / "mcpd.sock", f'state_dir = "{tmp_path}/link"')
-    loaded = load(str(path))
+    started = state_found(load(str(path)))
     found = str(tmp_path.resolve() / "real")
-    started = msgspec.structs.replace(
-        loaded, daemon=msgspec.structs.replace(loaded.daemon, state_dir=found)
-    )
+    assert started.daemon.state_dir == found
+    # As named, for the sandboxes to check the links on its way; once found, kept.
+    assert started.state_path == state_found(started).state_path == f"{tmp_path}/link"
     read = rereader(path, started)
     assert read.read(started, started.socket_path()).restart == []  # the same place
     write(path, tmp_path / "mcpd.sock", f'state_dir = "{tmp_path}/elsewhere"')
@@ -80,6 +81,7 @@ def test_the_state_directory_mcpd_keeps_stays_until_a_restart(tmp_path: Path) ->
     assert again.restart == ["daemon.state_dir"]
     # The servers' homes, and what their sandboxes hide, stay where mcpd keeps its state.
     assert again.config.daemon.state_dir == found
+    assert again.config.state_path == f"{tmp_path}/link"
 
 
 def test_a_config_that_does_not_load_is_refused_naming_its_key(tmp_path: Path) -> None:

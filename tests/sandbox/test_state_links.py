@@ -1,0 +1,48 @@
+"""mcpd's state directory reached through a symbolic link in a directory a sandboxed
+server may write: that server does not start, and its outage and mcpd's log name the
+link and the state_dir to write instead; a server without a sandbox starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.support import bubblewrap
+from tests.support.sandbox import Served, agent_of, hostile, serving, wait_ready
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_works() -> None:
+    bubblewrap.require()
+
+
+async def settled(d: Served, alias: str) -> dict[str, Any]:
+    """The status once the server is ready or has failed to start."""
+    with trio.fail_after(30):
+        while True:
+            rows = await d.status()
+            if rows[alias]["state"] == "ready" or rows[alias]["last_error"]:
+                return rows
+            await trio.sleep(0.05)
+
+
+async def test_a_server_that_could_repoint_the_link_to_mcpds_state_does_not_start(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "local").symlink_to(tmp_path)  # the state is at tmp_path/state
+    linked = tmp_path / "local" / "state"
+    servers = {"hostile": hostile(), "open": hostile(sandbox="off")}
+    with serving(tmp_path, servers, state_dir=str(linked)) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "open")
+            rows = await settled(d, "hostile")
+            assert rows["hostile"]["state"] != "ready"
+            said = rows["hostile"]["last_error"]
+            assert f"symbolic link {tmp_path / 'local'}" in said, said
+            assert f'state_dir = "{tmp_path / "state"}"' in said, said
+        assert f"symbolic link {tmp_path / 'local'}" in d.log()
