@@ -28,14 +28,16 @@ import msgspec
 from msgspec import Raw
 
 OWN: Final = "mcpd/"
-# The opening quote of a string that decodes to "mcpd/...": a quote after a backslash is
-# inside a string (or ends one), and an opening one never follows a backslash.
+# A quote, then "mcpd/" with each character as it is or escaped. The quote opens a
+# string unless a backslash is before it (an opening one never follows one): that is
+# checked for each match rather than in the pattern, since a pattern that begins with a
+# literal quote is scanned for it at the speed of a byte search, and one that begins
+# with a look behind is tried at every byte.
 _MAY_HOLD: Final = re.compile(
-    rb'(?<!\\)"(?:m|\\u006[dD])(?:c|\\u0063)(?:p|\\u0070)(?:d|\\u0064)(?:/|\\/|\\u002[fF])'
+    rb'"(?:m|\\u006[dD])(?:c|\\u0063)(?:p|\\u0070)(?:d|\\u0064)(?:/|\\/|\\u002[fF])'
 )
+_BACKSLASH: Final = 0x5C
 _META: Final = "_meta"
-# The scan itself, for a caller on every call's path: a match, or None.
-search: Final = _MAY_HOLD.search
 
 
 def drop(obj: dict[str, Any]) -> bool:
@@ -46,9 +48,14 @@ def drop(obj: dict[str, Any]) -> bool:
     return bool(own)
 
 
-def may_hold(raw: bytes) -> bool:
-    """Whether JSON text ``raw`` may hold a key of mcpd's (a false alarm is possible)."""
-    return _MAY_HOLD.search(raw) is not None
+def may_hold(raw: bytes | Raw) -> bool:
+    """Whether JSON text ``raw`` may hold a key of mcpd's (a false alarm is possible).
+    Run on every result a server sends: one scan of its bytes."""
+    for found in _MAY_HOLD.finditer(raw):
+        at = found.start()
+        if at == 0 or memoryview(raw)[at - 1] != _BACKSLASH:
+            return True
+    return False
 
 
 def drop_from_meta(value: Any) -> bool:

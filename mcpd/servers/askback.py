@@ -78,7 +78,7 @@ class _Look(msgspec.Struct):
 
 _look: Final = msgspec.json.Decoder(_Look)
 _INPUT_REQUIRED: Final = mcp.INPUT_REQUIRED
-_search_own: Final = own_keys.search
+_may_hold_own: Final = own_keys.may_hold
 
 
 class Asker(Protocol):
@@ -133,7 +133,7 @@ def result_for_agents(guard: SecretGuard, alias: str, raw: msgspec.Raw, what: st
     any ``_meta`` in it (its own, its content's) dropped (``registry.own_keys``); an
     ``input_required``'s requests, which a person or a model reads, also cleaned before
     that and marked with the server, as a legacy server's own requests are."""
-    own = _search_own(raw) is not None
+    own = _may_hold_own(raw)
     if not own:
         try:
             look = _look.decode(raw)

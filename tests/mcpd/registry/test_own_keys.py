@@ -55,6 +55,10 @@ def test_bytes_without_mcpds_keys_pass_as_they_came() -> None:
     # Slashes escaped as some encoders do, and mcpd/ inside a string: no key of mcpd's.
     escaped = Raw(b'{"message":"a\\/b \\"mcpd/x","_meta":{"mcpd":"x/mcpd/"}}')
     assert not may_hold(escaped) and meta_dropped(escaped) is escaped
+    # A key of mcpd's after such a string is still found.
+    after = Raw(b'{"message":"a \\"mcpd/x","_meta":{"mcpd/server":"notes"}}')
+    assert may_hold(after)
+    assert json.loads(bytes(meta_dropped(after))) == {"message": 'a "mcpd/x', "_meta": {}}
     # A value that starts as a key of mcpd's would: a false alarm, the same bytes.
     value = Raw(b'{"message":"mcpd/server","_meta":{}}')
     assert may_hold(value) and meta_dropped(value) is value
