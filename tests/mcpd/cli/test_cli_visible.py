@@ -57,8 +57,9 @@ async def test_every_command_shows_a_servers_hidden_characters(tmp_path: Path) -
         "evil": {"command": sys.executable, "args": [SERVER]},
         "broken": {"command": sys.executable, "args": [SERVER, "--fail"]},
     }
-    # A slow retry keeps "broken" down, with its stderr and error, for the whole test.
-    cfg = make_config(tmp_path, servers, backoff_base=30, backoff_cap=60)
+    # Its first death is a crash loop, whose retry waits the whole cap (a backoff's
+    # jittered wait may be short): "broken" stays down, its stderr shown, throughout.
+    cfg = make_config(tmp_path, servers, backoff_base=30, backoff_cap=60, max_restarts=1)
     with trio.fail_after(LIMIT):
         async with running(cfg) as daemon:
             sock = daemon.socket_path
@@ -83,7 +84,7 @@ async def test_every_command_shows_a_servers_hidden_characters(tmp_path: Path) -
             assert [ch for ch in RAW if ch in err] == [], err
             assert "shown\ncovered link esrever zerowidth  end" in err, err
             code, out, err = await mcpd(sock, "status")
-            assert code == 0 and "broken" in out
+            assert code == 0 and "crash_loop" in out, out
             outputs["status"] = out
     wrong = {what: problems(out) for what, out in outputs.items() if problems(out)}
     assert wrong == {}, "\n".join(f"{w}: {outputs[w]!r}" for w in wrong)
