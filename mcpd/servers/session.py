@@ -33,7 +33,8 @@ from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
 from .scheduler import CallScheduler
 from .tool_list import ToolListKeeper
-from .upstream import ListResult, Upstream
+from .tool_pages import ListResult
+from .upstream import Upstream
 
 if TYPE_CHECKING:
     from .oauth import ServerAuth

@@ -22,7 +22,8 @@ from protocol.logfields import log_extra
 from protocol.visible import quote
 from transports.errors import ServerCancelled, TransportError
 
-from .upstream import ListResult, Upstream
+from .tool_pages import ListResult
+from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
 

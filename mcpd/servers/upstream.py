@@ -1,4 +1,4 @@
-"""One MCP server as mcpd's client sees it: requests in its era, paged listing, calls.
+"""One MCP server as mcpd's client sees it: requests in its era, its tools, calls.
 
 No supervision here: an ``Upstream`` wraps a live transport and raises when things go
 wrong; the supervisor decides what to do about it. Which era a server speaks is
@@ -7,12 +7,10 @@ found out by ``handshake``; this module speaks it.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
 import trio
 from msgspec import UNSET, Raw
 
@@ -20,7 +18,6 @@ from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
 from protocol.logfields import log_extra
-from protocol.visible import quote
 from transports.base import Params, Transport
 from transports.errors import (
     MalformedReply,
@@ -33,36 +30,16 @@ from transports.errors import (
 from ..config.model import ListLimits
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
-from ..registry.limits import (
-    DEFAULT_LIMITS,
-    LISTED_TWICE,
-    ListTrim,
-    Trimmed,
-    limited_instructions,
-    shown,
-)
-from . import handshake, task_tools, toolshape
+from ..registry.limits import DEFAULT_LIMITS, limited_instructions
+from . import handshake, task_tools
 from .askback import ASKING, result_for_agents
 from .callmeta import CallMeta
 from .calls import Call
-from .handshake import NO_CAPABILITIES, Greeting, Handshake, ProtocolViolation, request_meta
+from .handshake import NO_CAPABILITIES, Greeting, Handshake, request_meta
 from .rpc_errors import error_for_agents
+from .tool_pages import Listed, ListResult, ToolPages
 
 logger = logging.getLogger("mcpd.upstream")
-
-
-class ListResult(msgspec.Struct):
-    tools: list[mcp.Tool]
-    ttl_ms: int
-    dropped: list[str]  # tools left out, each with why
-    # "private": the list belongs to the authorization context it was fetched in,
-    # which is mcpd's own (its credentials for this server), never an agent's.
-    cache_scope: str | None = None
-    # The server sent the bytes it sent last time in this session: ``tools`` is the
-    # list decoded then, not decoded again.
-    unchanged: bool = False
-    cut: list[str] = msgspec.field(default_factory=list)  # tools kept with less, and why
-    short: bool = False  # the list was longer than its limits: only its first part is here
 
 
 class Upstream:
@@ -92,8 +69,7 @@ class Upstream:
         self.instructions_cut = ""  # what the limit cut of them, if it did
         self.server_info: handshake.Identity | None = None
         self.discover_ttl_ms = 0
-        # The last tools/list: a digest of its tools' bytes, and what was made of them.
-        self._listed: tuple[bytes, list[mcp.Tool], Trimmed] | None = None
+        self._listed: Listed | None = None  # the last tools/list
         self._handshake = Handshake(
             alias, transport, http=http, era=era, probe_timeout=probe_timeout
         )
@@ -183,75 +159,20 @@ class Upstream:
         return result_for_agents(self.guard, self.alias, raw, f"a {method} result")
 
     async def list_tools(self) -> ListResult:
-        """Every page of the server's tools. A list whose bytes are the same as last
-        time is not decoded again: a refresh after the ttl of 10,000 tools that had not
-        changed decoded and compared them all, with both copies in memory."""
-        items: list[Raw] = []
-        digest = hashlib.blake2b(digest_size=16)
-        seen: set[str] = set()
-        cursor: str | None = None
-        ttl = 0
-        scope: str | None = None
-        trim = ListTrim(self.alias, "tools", "tools/list", self.limits)
-        for page_no in range(self.max_pages):
-            raw = await self.request("tools/list", self._list_params(cursor))
-            try:
-                page = rpc.decode_as(raw, mcp.ListToolsPage)
-            except rpc.InvalidParams as exc:
-                raise ProtocolViolation(f"{self.alias}: bad tools/list result: {exc}") from None
-            if page_no == 0:
-                if isinstance(page.ttlMs, int):
-                    ttl = max(page.ttlMs, 0)
-                scope = page.cacheScope if isinstance(page.cacheScope, str) else None
-            if self.server_info is None and isinstance(page.meta, dict):
-                # A server may say who it is in any result's _meta (not only discover's).
-                self.server_info = handshake.identity(page.meta.get(mcp.KEY_SERVER_INFO))
-            for item in page.tools:
-                if trim.admit(item):
-                    digest.update(item)
-                    digest.update(b"\n")  # no two lists of items hash alike by joining
-                    items.append(item)
-            nxt = page.nextCursor
-            if isinstance(nxt, str) and trim.full:
-                trim.stopped()
-            if not isinstance(nxt, str) or trim.full:
-                digest.update(trim.signature())
-                return self._listing(items, digest.digest(), ttl, scope, trim)
-            if nxt in seen:
-                raise ProtocolViolation(f"{self.alias}: tools/list cursor {quote(nxt)} repeated")
-            seen.add(nxt)
-            cursor = nxt
-        raise ProtocolViolation(
-            f"{self.alias}: tools/list did not end after {self.max_pages} pages"
+        """Every page of the server's tools, made into those agents may be shown."""
+        pages = ToolPages(self.alias, self.limits, self.max_pages)
+        while True:
+            more = pages.feed(await self.request("tools/list", self._list_params(pages.cursor)))
+            if self.server_info is None:
+                self.server_info = pages.server_info
+            if not more:
+                break
+        result, self._listed = pages.result(
+            self._listed, self.meta.param_paths if self.http else None
         )
-
-    def _listing(
-        self, items: list[Raw], digest: bytes, ttl: int, scope: str | None, trim: ListTrim
-    ) -> ListResult:
-        last = self._listed
-        if last is not None and last[0] == digest:
-            was = last[2]
-            return ListResult(
-                last[1], ttl, was.dropped, scope, unchanged=True, cut=was.cut, short=was.short
-            )
-        tools: list[mcp.Tool] = []
-        names: set[str] = set()
-        for item in items:
-            tool = toolshape.accepted(item, trim, self.meta.param_paths if self.http else None)
-            if tool is None:
-                continue
-            if tool.name in names:
-                # A name is how calls find a tool: a second one could never be called.
-                trim.drop(shown(tool.name), LISTED_TWICE)
-                continue
-            names.add(tool.name)
-            trim.described(tool)
-            tools.append(tool)
-        if self.era == "legacy":
-            self.task_tools = task_tools.task_tools(tools, self.capabilities)
-        trimmed = trim.done()
-        self._listed = (digest, tools, trimmed)
-        return ListResult(tools, ttl, trimmed.dropped, scope, cut=trimmed.cut, short=trimmed.short)
+        if self.era == "legacy" and not result.unchanged:
+            self.task_tools = task_tools.task_tools(result.tools, self.capabilities)
+        return result
 
     def _list_params(self, cursor: str | None) -> Params:
         meta = request_meta(self.version, NO_CAPABILITIES) if self.era == "modern" else UNSET
@@ -386,11 +307,7 @@ class Upstream:
     async def listen_tools(self) -> None:
         """Hold a modern ``subscriptions/listen`` for tool-list changes open until the
         server ends it (returns), cancels it (ServerCancelled) or the stream drops."""
-        params = {
-            "_meta": request_meta(self.version, NO_CAPABILITIES),
-            "notifications": {"toolsListChanged": True},
-        }
-        await self.request("subscriptions/listen", params)
+        await self.listen_for({"toolsListChanged": True})
 
     async def probe(self) -> None:
         """A cheap request that proves the server answers (for half-open breakers)."""

@@ -11,7 +11,8 @@ import trio
 import trio.testing
 
 from mcpd.servers.tool_list import ToolListKeeper
-from mcpd.servers.upstream import ListResult, Upstream
+from mcpd.servers.tool_pages import ListResult
+from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
 

@@ -1,0 +1,141 @@
+"""A server's ``tools/list``, page by page, made into the tools agents may be shown.
+
+No I/O here: ``Upstream.list_tools`` asks for each page at ``ToolPages.cursor`` and
+feeds its result to ``ToolPages.feed`` until it says the list is over; ``result``
+then makes the tools of it. The items' bytes are hashed as they come, so a list the
+server sends again as it was is not decoded again: a refresh of many unchanged tools
+would otherwise decode and compare them all, with both copies in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import msgspec
+from msgspec import Raw
+
+from protocol import headers as mcp_headers
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.visible import quote
+
+from ..config.model import ListLimits
+from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, shown
+from . import handshake, toolshape
+from .handshake import ProtocolViolation
+
+
+class ListResult(msgspec.Struct):
+    tools: list[mcp.Tool]
+    ttl_ms: int
+    dropped: list[str]  # tools left out, each with why
+    # "private": the list belongs to the authorization context it was fetched in,
+    # which is mcpd's own (its credentials for this server), never an agent's.
+    cache_scope: str | None = None
+    # The server sent the bytes it sent last time in this session: ``tools`` is the
+    # list decoded then, not decoded again.
+    unchanged: bool = False
+    cut: list[str] = msgspec.field(default_factory=list)  # tools kept with less, and why
+    short: bool = False  # the list was longer than its limits: only its first part is here
+
+
+class Listed(msgspec.Struct, frozen=True):
+    """What the last list was: a digest of its items' bytes, and what was made of them."""
+
+    digest: bytes
+    tools: list[mcp.Tool]
+    trimmed: Trimmed
+
+
+class ToolPages:
+    def __init__(self, alias: str, limits: ListLimits, max_pages: int) -> None:
+        self.alias = alias
+        self.max_pages = max_pages
+        self.cursor: str | None = None  # the page to ask for next (None: the first)
+        # Who the server says it is in a page's _meta (not only discover's result).
+        self.server_info: handshake.Identity | None = None
+        self._trim = ListTrim(alias, "tools", "tools/list", limits)
+        self._items: list[Raw] = []
+        self._digest = hashlib.blake2b(digest_size=16)
+        self._seen: set[str] = set()
+        self._pages = 0
+        self._ttl = 0
+        self._scope: str | None = None
+
+    def feed(self, raw: Raw) -> bool:
+        """Take one page's result; whether there is another to ask for (at ``cursor``).
+        Raises ProtocolViolation for a page that is no list, a cursor given twice, or a
+        list still going at ``max_pages``."""
+        try:
+            page = rpc.decode_as(raw, mcp.ListToolsPage)
+        except rpc.InvalidParams as exc:
+            raise ProtocolViolation(f"{self.alias}: bad tools/list result: {exc}") from None
+        trim = self._trim
+        if self._pages == 0:
+            if isinstance(page.ttlMs, int):
+                self._ttl = max(page.ttlMs, 0)
+            self._scope = page.cacheScope if isinstance(page.cacheScope, str) else None
+        self._pages += 1
+        if self.server_info is None and isinstance(page.meta, dict):
+            self.server_info = handshake.identity(page.meta.get(mcp.KEY_SERVER_INFO))
+        for item in page.tools:
+            if trim.admit(item):
+                self._digest.update(item)
+                self._digest.update(b"\n")  # no two lists of items hash alike by joining
+                self._items.append(item)
+        nxt = page.nextCursor
+        if isinstance(nxt, str) and trim.full:
+            trim.stopped()
+        if not isinstance(nxt, str) or trim.full:
+            self._digest.update(trim.signature())
+            return False
+        if nxt in self._seen:
+            raise ProtocolViolation(f"{self.alias}: tools/list cursor {quote(nxt)} repeated")
+        if self._pages >= self.max_pages:
+            raise ProtocolViolation(
+                f"{self.alias}: tools/list did not end after {self.max_pages} pages"
+            )
+        self._seen.add(nxt)
+        self.cursor = nxt
+        return True
+
+    def result(
+        self,
+        last: Listed | None,
+        param_paths: dict[str, dict[str, mcp_headers.PropertyPath]] | None,
+    ) -> tuple[ListResult, Listed]:
+        """The tools of the pages fed, and what the next list is compared with: the
+        ``last`` one's tools again when the bytes are the same (``unchanged``).
+        ``param_paths``: where an HTTP server's tools name headers, checked per tool."""
+        digest = self._digest.digest()
+        if last is not None and last.digest == digest:
+            was = last.trimmed
+            again = ListResult(
+                last.tools,
+                self._ttl,
+                was.dropped,
+                self._scope,
+                unchanged=True,
+                cut=was.cut,
+                short=was.short,
+            )
+            return again, last
+        trim = self._trim
+        tools: list[mcp.Tool] = []
+        names: set[str] = set()
+        for item in self._items:
+            tool = toolshape.accepted(item, trim, param_paths)
+            if tool is None:
+                continue
+            if tool.name in names:
+                # A name is how calls find a tool: a second one could never be called.
+                trim.drop(shown(tool.name), LISTED_TWICE)
+                continue
+            names.add(tool.name)
+            trim.described(tool)
+            tools.append(tool)
+        trimmed = trim.done()
+        fresh = ListResult(
+            tools, self._ttl, trimmed.dropped, self._scope, cut=trimmed.cut, short=trimmed.short
+        )
+        return fresh, Listed(digest, tools, trimmed)
