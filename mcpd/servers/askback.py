@@ -8,12 +8,12 @@ request caused it, and never to another:
 - over Streamable HTTP a server sends it on the response stream of the request it
   belongs to, so the cause is known exactly;
 - on stdio (and on an HTTP session's push stream) nothing on the wire ties the two
-  together. The cause is then the only agent with requests in flight on that server
-  (leaving out requests whose server is already waiting for that agent's answer:
-  a server works on a call in order). With several agents' requests in flight, or
-  none, or (for a modern agent, who is asked through one particular request)
-  several of that agent's requests, mcpd refuses to guess and answers the server
-  with an error.
+  together. The cause is then the only agent with requests in flight on that server,
+  counting those whose agent the server is already asking something: a server may
+  ask about a call again before its first question is answered. With several
+  agents' requests in flight, or none, or (for a modern agent, who is asked through
+  one particular request) several of that agent's requests, mcpd refuses to guess
+  and answers the server with an error.
 
 A few of a call's requests may wait for its agent at once, and so many of a
 server's; one past either bound is refused at once, with an error that names it.
@@ -264,16 +264,19 @@ class AskRoutes:
                 if item.asker is here:
                     return item
             return _Inflight(here, None, 0.0)
+        # Nothing says which call it is about. A call whose agent is still being asked
+        # may be (a server may ask for roots or a sample while its question to the user
+        # is open), so it is as much a candidate as any other.
         items = list(self._inflight.values())
-        # A server works on a call in order: while it waits for the answer to what it
-        # asked during one call, a new request of its is about another.
-        idle = [i for i in items if not i.asking]
-        items = idle or items
         askers = [i.asker for i in items if i.asker is not None]
         if len(askers) != len(items) or len({id(a.owner) for a in askers}) != 1:
             return None
-        if len(items) == 1 or all(a.direct for a in askers):
+        if len(items) == 1:
             return items[0]
+        if all(a.direct for a in askers):
+            # The agent is asked the same way whichever of its calls this is about: the
+            # call with the fewest requests waiting bears its time and its bound.
+            return min(items, key=lambda i: i.asking)
         return None  # one modern agent, several of its requests: which one is asked?
 
     def _refuse(self, method: str, why: str) -> None:

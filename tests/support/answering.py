@@ -40,6 +40,10 @@ class AnsweringAgent(Agent):
             return
         super()._route(msg)
 
+    def answer_held(self, msg: dict[str, Any]) -> None:
+        """Answer a request that came while ``hold`` was set, as if it had not been."""
+        self._reply(msg)
+
     def _reply(self, msg: dict[str, Any]) -> None:
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
         try:

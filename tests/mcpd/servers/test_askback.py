@@ -189,20 +189,21 @@ class Cause:
         self.given.append(seconds)
 
 
-async def test_a_call_waiting_for_its_agent_is_left_out_of_the_next_guess() -> None:
+async def test_a_call_whose_agent_is_being_asked_may_still_be_what_the_server_asks_about() -> None:
     routes = AskRoutes("files", lambda: 5.0)
     first, second = Agent(), Agent()
-    first.release = trio.Event()
     waiting, other = Cause(first), Cause(second)
     routes.enter_call(waiting)
     routes.enter_call(other)
-    # Both in flight, neither waiting: nobody is guessed.
+    # The server asks about the first call and waits for its agent: its next request
+    # may be about that call as well, so it is no more the second agent's than before.
+    waiting.asking = 1
     await refusal(routes)
-    waiting.asking = 1  # the server asked about the first call and waits for its agent
-    await routes.answer(request())
-    assert len(second.asked) == 1 and first.asked == []
-    routes.leave_call(waiting)
+    assert first.asked == [] and second.asked == []
     routes.leave_call(other)
+    await routes.answer(request())
+    assert len(first.asked) == 1
+    routes.leave_call(waiting)
     assert routes.inflight == 0
 
 

@@ -1,14 +1,23 @@
-"""What a server asks mcpd when no single agent's request is behind it."""
+"""What a server asks mcpd when no single agent's request is behind it, or when one
+agent's is that is already being asked something."""
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
+from mcpd.config.model import Config
 from mcpd.servers.askback import AskRoutes
 from protocol import jsonrpc as rpc
+from tests.support.agent import META, make_config, running
+from tests.support.answering import AnsweringAgent, connect_answering
 
 
 class Agent:
@@ -43,3 +52,111 @@ async def test_a_server_asking_with_nobody_to_ask_is_refused_quietly(
     assert "several agents" in await refused(routes)
     (record,) = caplog.records
     assert record.levelno == logging.INFO
+
+
+# -- through the daemon: a server that asks about a call again while its question is open
+
+TWO = "mcp__two__"
+ASKER = str(Path(__file__).parents[2] / "support" / "overlapping_asker.py")
+CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
+ACCEPTED = {"action": "accept", "content": {}}
+ROOTS = {"roots": [{"uri": "file:///work/mine", "name": "mine"}]}
+
+
+def answering_as(who: str) -> Callable[[str, Any], Any]:
+    """What an agent answers; its sample says whose model wrote it."""
+
+    def answer(method: str, params: Any) -> Any:
+        if method == "sampling/createMessage":
+            text = {"type": "text", "text": f"sampled by {who}"}
+            return {"role": "assistant", "content": text, "model": "m"}
+        return ROOTS if method == "roots/list" else ACCEPTED
+
+    return answer
+
+
+def overlapping_config(tmp_path: Path) -> Config:
+    server = {"command": sys.executable, "args": [ASKER], "era": "legacy"}
+    # Long enough that nothing here ends by running out of time.
+    return make_config(tmp_path, {"two": server}, ask_timeout=3600.0, call_timeout=3600.0)
+
+
+async def victims_call(victim: AnsweringAgent, other: AnsweringAgent) -> dict[str, Any]:
+    """The victim calls ask_twice as a legacy agent; while its question is open the
+    other agent's call starts, and the server asks about the victim's call again."""
+    await victim.initialize_with(CAPS)
+    victim.hold = True  # the user takes their time
+    got: dict[str, Any] = {}
+
+    async def call() -> None:
+        got.update(await victim.call(TWO + "ask_twice", {"after_hold": True}))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call)
+        [question] = await victim.wait_asked(1)
+        assert question["method"] == "elicitation/create"
+        await other.call(TWO + "hold")  # answered once the second request came back
+        victim.answer_held(question)
+    return got
+
+
+async def modern_victims_call(victim: AnsweringAgent, other: AnsweringAgent) -> dict[str, Any]:
+    """As ``victims_call``, the victim a 2026-07-28 agent whose question came back as
+    its call's input_required."""
+    meta = {**META, "io.modelcontextprotocol/clientCapabilities": CAPS}
+    params: dict[str, Any] = {"name": TWO + "ask_twice", "arguments": {"after_hold": True}}
+    first = await victim.result("tools/call", {**params, "_meta": meta})
+    assert first["resultType"] == "input_required"
+    ((key, question),) = first["inputRequests"].items()
+    assert question["method"] == "elicitation/create"
+    await other.call(TWO + "hold")
+    retry = {"inputResponses": {key: ACCEPTED}, "requestState": first["requestState"]}
+    return await victim.result("tools/call", {**params, **retry, "_meta": meta})  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["legacy-victim", "modern-victim"])
+async def test_a_request_about_a_call_whose_agent_is_being_asked_reaches_no_other_agent(
+    tmp_path: Path, modern: bool
+) -> None:
+    with trio.fail_after(60):
+        async with (
+            running(overlapping_config(tmp_path)) as daemon,
+            connect_answering(daemon.socket_path, modern, answering_as("victim")) as victim,
+            connect_answering(daemon.socket_path, False, answering_as("other")) as other,
+        ):
+            await other.initialize_with(CAPS)
+            if modern:
+                result = await modern_victims_call(victim, other)
+            else:
+                result = await victims_call(victim, other)
+    # The other agent never saw the victim's prompt, nor could it answer for the victim.
+    assert other.asked == []
+    came_back = json.loads(result["content"][0]["text"])
+    assert came_back["form"] == ACCEPTED
+    assert "cannot tell which agent" in came_back["second"]["message"]
+
+
+async def test_a_server_may_ask_for_roots_while_its_question_to_the_agent_is_open(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(60):
+        async with (
+            running(overlapping_config(tmp_path)) as daemon,
+            connect_answering(daemon.socket_path, False, answering_as("agent")) as agent,
+        ):
+            await agent.initialize_with(CAPS)
+            agent.hold = True
+            got: dict[str, Any] = {}
+
+            async def call() -> None:
+                got.update(await agent.call(TWO + "ask_twice", {"second": "roots"}))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call)
+                # Both requests reach the agent while neither is answered.
+                asked = await agent.wait_asked(2)
+                assert sorted(m["method"] for m in asked) == ["elicitation/create", "roots/list"]
+                for request in asked:
+                    agent.answer_held(request)
+    came_back = json.loads(got["content"][0]["text"])
+    assert came_back == {"form": ACCEPTED, "second": ROOTS}

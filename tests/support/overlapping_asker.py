@@ -1,0 +1,114 @@
+"""A legacy stdio MCP server that asks about one call twice at once: a question for the
+user, then, while that is still open, a sample of the model or the workspace roots.
+
+Tools:
+
+- ``ask_twice`` (``second``: ``sampling`` or ``roots``; ``after_hold``: wait for a
+  ``hold`` call to arrive before the second request) answers with what came back to
+  both requests, as JSON ``{"form": ..., "second": ...}`` (each a result or an error);
+- ``hold`` is answered once the second request of ``ask_twice`` came back.
+
+Plain stdlib, so it starts fast; every call runs in a thread of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any
+
+PROMPT = "the private prompt of the agent that called ask_twice"
+
+_out = threading.Lock()
+_answers: dict[Any, dict[str, Any]] = {}
+_answered = threading.Condition()
+_held = threading.Event()  # a hold call arrived
+_second_back = threading.Event()  # the second request of ask_twice came back
+
+
+def send(obj: dict[str, Any]) -> None:
+    with _out:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+
+def result(rid: Any, text: str) -> None:
+    send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
+
+
+def ask(rid: str, method: str, params: dict[str, Any]) -> None:
+    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+
+
+def came_back(rid: str) -> Any:
+    with _answered:
+        _answered.wait_for(lambda: rid in _answers)
+        msg = _answers[rid]
+    return msg.get("result", msg.get("error"))
+
+
+def ask_twice(rid: Any, arguments: dict[str, Any]) -> None:
+    form = f"form-{rid}"
+    second = f"second-{rid}"
+    ask(form, "elicitation/create", {"message": "Go on?", "requestedSchema": {"type": "object"}})
+    if arguments.get("after_hold"):
+        _held.wait()
+    if arguments.get("second") == "roots":
+        ask(second, "roots/list", {})
+    else:
+        message = {"role": "user", "content": {"type": "text", "text": PROMPT}}
+        ask(second, "sampling/createMessage", {"messages": [message], "maxTokens": 10})
+    second_answer = came_back(second)
+    _second_back.set()
+    result(rid, json.dumps({"form": came_back(form), "second": second_answer}))
+
+
+def hold(rid: Any) -> None:
+    _held.set()
+    _second_back.wait()
+    result(rid, "held")
+
+
+TOOLS = [
+    {"name": "ask_twice", "description": "asks twice at once", "inputSchema": {"type": "object"}},
+    {"name": "hold", "description": "waits for ask_twice", "inputSchema": {"type": "object"}},
+]
+
+
+def handle(msg: dict[str, Any]) -> None:
+    method = msg.get("method")
+    rid = msg.get("id")
+    params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+    if method is None and rid is not None:
+        with _answered:
+            _answers[rid] = msg
+            _answered.notify_all()
+    elif rid is None:
+        return
+    elif method == "initialize":
+        info = {"name": "overlapping-asker", "version": "1"}
+        caps = {"tools": {}}
+        reply = {"protocolVersion": "2025-06-18", "capabilities": caps, "serverInfo": info}
+        send({"jsonrpc": "2.0", "id": rid, "result": reply})
+    elif method == "ping":
+        send({"jsonrpc": "2.0", "id": rid, "result": {}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
+    elif method == "tools/call" and params.get("name") == "ask_twice":
+        arguments = params.get("arguments") or {}
+        threading.Thread(target=ask_twice, args=(rid, arguments), daemon=True).start()
+    elif method == "tools/call" and params.get("name") == "hold":
+        threading.Thread(target=hold, args=(rid,), daemon=True).start()
+    else:
+        error = {"code": -32601, "message": str(method)}
+        send({"jsonrpc": "2.0", "id": rid, "error": error})
+
+
+def main() -> None:
+    for line in sys.stdin:
+        if line.strip():
+            handle(json.loads(line))
+
+
+main()
