@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
-import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
@@ -36,6 +35,7 @@ from ..servers.outage import Outage
 from .agent import Agent
 from .askback_driver import AgentSide, AskBackDriver
 from .backend import Servers
+from .call_meta import agents_own, spliced_context
 from .callpolicy import Ask, CallPolicy
 from .callrecords import CallRecords, ended, outcome_of
 from .metatools import NAMES as META_TOOLS
@@ -46,11 +46,6 @@ from .unrouted import held_tool, unknown_tool
 
 # How arguments that are an object, or null, begin.
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
-# Distinct _meta whose contexts one connection keeps: agents use one or two, small;
-# one far larger than any host's is read each time, not kept.
-_KEPT: Final = 8
-_KEPT_BYTES: Final = 8 * 1024
-_metas: Final = msgspec.json.Decoder(dict[str, Any])
 
 # The last step before a result is written, for a result that may hold links or task
 # handles: (the call, its result, whether it may hold links) -> the result.
@@ -110,14 +105,14 @@ class Router:
             raw = p.meta
             ctx = agent.contexts.get(bytes(raw)) if raw is not UNSET else None
             if ctx is None:
-                ctx, meta = _context(agent, raw)
+                ctx, meta = spliced_context(agent, raw)
         else:
             params = rpc.decode_as(request.params, mcp.CallToolParams)
             name, arguments = params.name, params.arguments
             responses, state = params.inputResponses, params.requestState
             whole = params.meta if isinstance(params.meta, dict) else None
             ctx = agent.session.context_of(whole)
-            meta = _own(whole)
+            meta = agents_own(whole)
         modern = ctx.era == "modern"
         caps = ctx.capabilities if modern and ctx.capabilities else None
         return Call(
@@ -372,35 +367,3 @@ def _retry(call: Call, responses: Raw, state: Raw | UnsetType) -> Call:
     """The call again, with the answers to what its server asked and its state."""
     call.input_responses, call.request_state = responses, state
     return call
-
-
-def _context(agent: Agent, raw: Raw | UnsetType) -> tuple[RequestContext, mcp.Meta | None]:
-    """The context of a spliced call's ``_meta`` not seen before on this connection, and
-    the agent's own keys in it. A ``_meta`` with none is kept: an agent sends the same
-    one with nearly every call."""
-    if raw is UNSET:
-        return agent.session.context_of(None), None
-    key = bytes(raw)
-    try:
-        meta = _metas.decode(raw)
-    except msgspec.DecodeError:
-        _refuse_meta(key)
-    ctx = agent.session.context_of(meta)
-    own = _own(meta)
-    if own is None and len(agent.contexts) < _KEPT and len(key) <= _KEPT_BYTES:
-        agent.contexts[key] = ctx
-    return ctx, own
-
-
-def _own(meta: mcp.Meta | None) -> mcp.Meta | None:
-    """The agent's own keys of a request's ``_meta`` (None: none): those passed on."""
-    if not meta:
-        return None
-    own = {k: v for k, v in meta.items() if not k.startswith(mcp.RESERVED_META_PREFIX)}
-    return own or None
-
-
-def _refuse_meta(meta: bytes) -> NoReturn:
-    # The words the general decoder has for it (the name and arguments were fine).
-    rpc.decode_as(Raw(b'{"name":"","_meta":' + meta + b"}"), mcp.CallToolParams)
-    raise rpc.InvalidParams("params._meta must be an object")
