@@ -163,8 +163,11 @@ class ExtraMethods:
         ctx: RequestContext | None,
         answer: Callable[[Seen], Awaitable[Any]],
     ) -> Any:
-        """``answer``'s reply, and the request's audit record."""
+        """``answer``'s reply, and the request's audit record, which names the profile
+        it was routed in (the connection may switch before it ends)."""
         arrived = self.records.now()
+        view_of = self._view_of
+        profile = view_of(conn).name if view_of is not None else "default"
         seen = Seen()
         size = 0
         try:
@@ -182,8 +185,6 @@ class ExtraMethods:
             word, reason = ended(exc)
             raise
         finally:
-            view_of = self._view_of
-            profile = view_of(conn).name if view_of is not None else "default"
             agent = conn.identity.info(profile, ctx is not None and ctx.era == "modern")
             arguments, target = seen.arguments, seen.target
             sent = target is not None and word != "refused"  # not held, nor refused before

@@ -184,7 +184,8 @@ class Router:
 
     @staticmethod
     def _who(call: Call, agent: Agent) -> AgentInfo:
-        return agent.identity.info(agent.profile.name, call.modern)
+        # The profile it was routed in: the connection may have switched since.
+        return agent.identity.info(call.profile, call.modern)
 
     async def _serve(self, call: Call, agent: Agent, ask: Ask | None) -> bytes:
         """A routed call, awaited: asked about first when the policy says so, then
@@ -265,6 +266,7 @@ class Router:
         ``CONTINUES``, when it carries mcpd's requestState (an answer to what mcpd
         asked for another call, which met the rules)."""
         profile = agent.profile
+        call.profile = profile.name
         name = call.name
         if name in META_TOOLS:
             answered = unwrap(profile.view, call)
@@ -301,7 +303,7 @@ class Router:
         """The reply line for ``outcome`` under the id ``rid``, and whether it was
         spliced around the server's result as it came (needing no check). The call's
         audit record is made here."""
-        who = agent.identity.info(agent.profile.name, call.modern)
+        who = self._who(call, agent)
         if isinstance(outcome, Raw):
             result, links, failed = shape_call_result(
                 outcome,

@@ -101,6 +101,7 @@ class Call(msgspec.Struct, eq=False):
     tasks: bool = False  # the agent takes task handles for results
     # -- what the agent side records of it (its audit record) --
     arrived: float = 0.0  # Unix time its request was read
+    profile: str = ""  # the agent's profile it was routed in, which its record names
     decision: str = "allow"  # the policy's, how the person asked decided, or none (no rule asked)
     decided_by: str = "default"  # the rule (policy[2]), or who decided
     refusal: str | None = None  # why mcpd answered it itself, in a few words

@@ -8,6 +8,8 @@ Tools:
   both requests, as JSON ``{"form": ..., "second": ...}`` (each a result or an error);
 - ``hold`` is answered once the second request of ``ask_twice`` came back.
 
+Its one prompt, ``confirm``, asks the user before it is given.
+
 Plain stdlib, so it starts fast; every call runs in a thread of its own.
 """
 
@@ -64,6 +66,13 @@ def ask_twice(rid: Any, arguments: dict[str, Any]) -> None:
     result(rid, json.dumps({"form": came_back(form), "second": second_answer}))
 
 
+def confirm(rid: Any) -> None:
+    ask(f"form-{rid}", "elicitation/create", {"message": "Give it?", "requestedSchema": {}})
+    answer = json.dumps(came_back(f"form-{rid}"))
+    message = {"role": "user", "content": {"type": "text", "text": answer}}
+    send({"jsonrpc": "2.0", "id": rid, "result": {"messages": [message]}})
+
+
 def hold(rid: Any) -> None:
     _held.set()
     _second_back.wait()
@@ -88,13 +97,18 @@ def handle(msg: dict[str, Any]) -> None:
         return
     elif method == "initialize":
         info = {"name": "overlapping-asker", "version": "1"}
-        caps = {"tools": {}}
+        caps = {"tools": {}, "prompts": {}}
         reply = {"protocolVersion": "2025-06-18", "capabilities": caps, "serverInfo": info}
         send({"jsonrpc": "2.0", "id": rid, "result": reply})
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": rid, "result": {}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
+    elif method == "prompts/list":
+        prompts = [{"name": "confirm", "description": "asks first"}]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"prompts": prompts}})
+    elif method == "prompts/get":
+        threading.Thread(target=confirm, args=(rid,), daemon=True).start()
     elif method == "tools/call" and params.get("name") == "ask_twice":
         arguments = params.get("arguments") or {}
         threading.Thread(target=ask_twice, args=(rid, arguments), daemon=True).start()

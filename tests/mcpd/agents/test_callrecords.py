@@ -1,21 +1,29 @@
 """Each request's audit record as the agent side makes it: the few words its outcome is
 named with (and the reason kept, cut short), a request that ended without a reply
 named as cancelled only when every part of it was, and one record per call, with the
-agent's name for a tool and its server's."""
+agent's name for a tool and its server's, under the profile the agent had when it was
+routed."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
+import trio
 from msgspec import Raw
 
 from mcpd.agents.callrecords import ID_IN_USE, CallRecords, Seen, ended, outcome_of
+from mcpd.audit.reader import Reading
 from mcpd.audit.record import CallRecord
 from mcpd.policy.agent import AgentInfo
 from mcpd.servers.outage import Outage
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from tests.support.agent import make_config, running
+from tests.support.answering import connect_answering
 from tests.support.calls import a_call, cancelled
 from tests.support.routing import StandInAgent, World
 
@@ -237,3 +245,52 @@ def test_a_request_turned_away_at_the_door_is_recorded_with_what_it_named(
     assert (record.decision, record.decided_by, record.server) == ("none", "", None)
     given = params.get("arguments") if isinstance(params, dict) else None
     assert arguments == (None if given is None else Raw(json.dumps(given).encode()))
+
+
+# -- through the daemon: a profile switched while a request is under way --
+
+ASKER = str(Path(__file__).parents[2] / "support" / "overlapping_asker.py")
+ANSWERS = {"elicitation/create": {"action": "accept", "content": {}}, "roots/list": {"roots": []}}
+
+
+def answer(method: str, params: Any) -> Any:
+    return ANSWERS[method]
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "asks"),
+    [
+        ("tools/call", {"name": "mcp__two__ask_twice", "arguments": {"second": "roots"}}, 2),
+        ("prompts/get", {"name": "mcp__two__confirm"}, 1),
+    ],
+)
+async def test_a_request_is_recorded_under_the_profile_it_was_routed_in(
+    tmp_path: Path, method: str, params: dict[str, Any], asks: int
+) -> None:
+    server = {"command": sys.executable, "args": [ASKER], "era": "legacy"}
+    config = make_config(
+        tmp_path,
+        {"two": server},
+        profiles={"coding": {"servers": ["two"]}},
+        state_dir=str(tmp_path / "state"),
+        audit_journal=False,
+        ask_timeout=3600.0,
+        call_timeout=3600.0,
+    )
+    with trio.fail_after(60):
+        async with (
+            running(config) as daemon,
+            connect_answering(daemon.socket_path, False, answer) as agent,
+        ):
+            await agent.initialize_with({"elicitation": {}, "roots": {}})
+            await agent.use_profile("coding")
+            agent.hold = True  # the request waits for the agent's answers
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(agent.result, method, params)
+                asked = await agent.wait_asked(asks)
+                await agent.use_profile("default")  # before the request ends
+                for request in asked:
+                    agent.answer_held(request)
+            await daemon.audit.flush()
+    records = [r for r in Reading(str(tmp_path / "state")) if r.method == method]
+    assert [(r.outcome, r.agent.profile) for r in records] == [("ok", "coding")]
