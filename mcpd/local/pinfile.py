@@ -146,6 +146,11 @@ class PinKeeper:
     def pending(self, only: str | None = None) -> list[dict[str, Any]]:
         return [_pending(p, self.review.pins) for p in self.review.pending(only)]
 
+    def waiting(self) -> list[Pending]:
+        """What waits, in the order of ``pending``, each definition as its canonical
+        JSON: for a view that reads no more of them than it shows."""
+        return self.review.pending()
+
     def findings(self, only: str | None = None) -> list[dict[str, Any]]:
         return [
             {"server": alias, "kind": kind, "name": name, **msgspec.to_builtins(f)}

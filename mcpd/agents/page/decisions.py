@@ -2,6 +2,11 @@
 definition changes (in "Waiting for you", each with its buttons), and the latest calls
 (a section of their own, filtered by server and outcome with a plain form). Each part
 is drawn only when its source exists.
+
+Each part is of a bounded size, whatever a server lists or the agents call: what waits
+is drawn for the first few (``sources.Waiting``) with a line for the rest, each held
+change's diff is cut (``helddiff``), and a name longer than a person reads at a glance
+is cut where it is shown, with the command that shows it whole.
 """
 
 from __future__ import annotations
@@ -12,9 +17,12 @@ from typing import Final
 from . import charts
 from .model import PageData
 from .sources import CallFilter, CallRecord
-from .words import shown
+from .words import cut, shown
 
 OUTCOMES: Final = ("ok", "tool error", "refused", "outage", "timeout", "cancelled", "error")
+NAME_SHOWN: Final = 120  # characters of a server's name for an item, or an agent's
+# Of a held item whose name is longer, the page has no Approve: its form would carry it.
+NAME_SENT: Final = 1024
 
 
 def _button(path: str, fields: dict[str, str], label: str, csrf: str, cls: str = "") -> str:
@@ -31,8 +39,11 @@ def _button(path: str, fields: dict[str, str], label: str, csrf: str, cls: str =
 
 
 def approval_items(data: PageData) -> list[str]:
+    waiting = data.approvals
+    if waiting is None:
+        return []
     out = []
-    for a in data.approvals or []:
+    for a in waiting.first:
         buttons = ""
         if data.csrf:
             buttons = _button(
@@ -40,28 +51,50 @@ def approval_items(data: PageData) -> list[str]:
             ) + _button("/page/decide", {"id": a.id, "decision": "deny"}, "Deny", data.csrf, "no")
         out.append(
             f'<li data-waits="approval" data-id="{shown(a.id)}">'
-            f'<span class="name">{shown(a.tool)}</span>'
+            f'<span class="name">{shown(cut(a.tool, NAME_SHOWN))}</span>'
             '<span class="pill person">asks for approval</span>'
             f"<small>{shown(a.agent)}, since {charts.clock(a.since)}; "
             f"server {shown(a.server)}</small><code>{shown(a.arguments)}</code>{buttons}</li>"
+        )
+    if waiting.more:
+        calls = "call waits" if waiting.more == 1 else "calls wait"
+        out.append(
+            f'<li data-waits="more"><small>{waiting.more} more {calls} for approval: '
+            "<code>mcpd approvals</code> lists and decides them all.</small></li>"
         )
     return out
 
 
 def held_items(data: PageData) -> list[str]:
+    waiting = data.held
+    if waiting is None:
+        return []
     out = []
-    for h in data.held or []:
+    for h in waiting.first:
+        command = f"<code>mcpd approve {shown(h.server)}</code>"
         button = ""
-        if data.csrf:
+        if data.csrf and len(h.name) <= NAME_SENT:
             fields = {"server": h.server, "kind": h.kind, "name": h.name, "digest": h.digest}
             button = _button("/page/release", fields, "Approve", data.csrf)
+        elif data.csrf:
+            button = f"<small>Its name is too long for the page: approve it with {command}.</small>"
         since = "" if h.since is None else f", since {charts.clock(h.since)}"
+        rest = ""
+        if h.cut:
+            rest = f"<small>The diff is cut short here: {command} shows all of it.</small>"
         out.append(
             f'<li data-waits="change" data-server="{shown(h.server)}">'
-            f'<span class="name">{shown(h.server)} / {shown(h.name)}</span>'
+            f'<span class="name">{shown(h.server)} / {shown(cut(h.name, NAME_SHOWN))}</span>'
             f'<span class="pill person">{shown(h.kind)} held</span>'
             f"<small>{shown(h.reason)}{since}</small>"
-            f'<pre class="diff">{shown(h.diff)}</pre>{button}</li>'
+            f'<pre class="diff">{shown(h.diff)}</pre>{rest}{button}</li>'
+        )
+    if waiting.more:
+        changes = "held change" if waiting.more == 1 else "held changes"
+        out.append(
+            f'<li data-waits="more"><small>{waiting.more} more {changes}: '
+            "<code>mcpd tools --pending</code> lists them all, and "
+            "<code>mcpd approve SERVER</code> shows and approves those of a server.</small></li>"
         )
     return out
 
@@ -100,7 +133,7 @@ def _call_row(c: CallRecord) -> str:
     cls = "up" if c.outcome == "ok" else "down"
     return (
         f"<tr><td>{charts.clock(c.at)}</td><td>{shown(c.server)}</td>"
-        f"<td>{shown(c.tool)}</td><td>{shown(c.agent)}</td>"
+        f"<td>{shown(cut(c.tool, NAME_SHOWN))}</td><td>{shown(cut(c.agent, NAME_SHOWN))}</td>"
         f'<td><span class="pill {cls}">{shown(c.outcome)}</span></td>'
         f'<td class="n">{took}</td></tr>'
     )

@@ -24,6 +24,7 @@ from .sources import (
     HeldChange,
     PendingApproval,
     Sources,
+    Waiting,
 )
 
 
@@ -103,8 +104,8 @@ class PageData(msgspec.Struct, frozen=True):
     # the browser has to come back to it from the authorization server.
     logins_from_page: bool = False
     # What ``sources`` gave; None: this mcpd does not record it, and the page says nothing.
-    approvals: list[PendingApproval] | None = None
-    held: list[HeldChange] | None = None
+    approvals: Waiting[PendingApproval] | None = None
+    held: Waiting[HeldChange] | None = None
     calls: list[CallRecord] | None = None
     call_filter: CallFilter = CallFilter()
     # Why this session decides nothing of an agent's (``opener.look_only``); None: it

@@ -3,52 +3,60 @@
 socket (``pinsapi``), and never for a page opened from an agent's side (``opener``).
 A reader of one profile is shown nothing of them.
 
-A change is shown as a unified diff of the definition as approved and as offered now,
-each character a person could not see written out (``\\u200b``), since hidden text is
-what a held change is most often about.
+A change is shown as a diff of the definition as approved and as offered now, cut to
+a bound (``helddiff``); the first ``HELD_SHOWN`` changes only, as ``mcpd tools
+--pending`` lists them, and how many more wait. A diff is made once for what it
+compares: it is kept, by the two digests, while its change is shown.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
-import unicodedata
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final
 
 from protocol import jsonrpc as rpc
-from protocol.visible import written_out
 
 from ...policy.kin import AgentKin
-from ...registry.judged import HELD_KINDS
+from ...registry.judged import HELD_KINDS, Pending, held_reason
 from ...registry.judged import label as shown_label
+from ...registry.pins import bare
 from ...registry.views import ProfileView
 from ..backend import Control
+from .helddiff import HeldDiff, held_diff
 from .opener import Opener, check_release
-from .sources import HeldChange, Sources
+from .sources import HELD_SHOWN, HeldChange, Sources, Waiting
 
 OWNER_ONLY: Final = "approving held changes is for the daemon's own user and root"
-# Characters shown as they are; every other control or format character is written out.
-_PLAIN: Final = frozenset("\n\t")
 
 
 def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentKin]]]) -> Sources:
     """``agents_kin``: who is kin to each agent connected now (``ProfileMethods``)."""
+    diffs: dict[tuple[str, str], HeldDiff] = {}
 
-    def held(scope: ProfileView | None) -> list[HeldChange] | None:
+    def held(scope: ProfileView | None) -> Waiting[HeldChange] | None:
         if scope is not None:
             return None
-        return [
-            HeldChange(
-                str(p["server"]),
-                str(p["kind"]),
-                str(p["name"]),
-                str(p["reason"]),
-                _diff(p),
-                digest=str(p["digest"]),
+        waiting = control.pins.waiting()
+        shown = []
+        made: dict[tuple[str, str], HeldDiff] = {}
+        for p in waiting[:HELD_SHOWN]:
+            compared = _compared(p)
+            diff = made[compared] = diffs.get(compared) or _diff(p)
+            reason = held_reason(p.why, p.server, p.rules)
+            shown.append(
+                HeldChange(
+                    p.server,
+                    p.kind,
+                    p.name,
+                    reason,
+                    diff.text,
+                    digest=p.offered.digest,
+                    cut=diff.cut,
+                )
             )
-            for p in control.pins.pending()
-        ]
+        diffs.clear()
+        diffs.update(made)  # the diffs of what is shown now, and no other
+        return Waiting(shown, len(waiting) - len(shown))
 
     async def release(
         server: str, kind: str, name: str, digest: str, scope: ProfileView | None, opener: Opener
@@ -79,27 +87,25 @@ def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentK
     return Sources(held=held, release=release)
 
 
-def _diff(item: dict[str, Any]) -> str:
-    before, after = _lines(item.get("approved")), _lines(item.get("offered"))
-    label = "approved"
-    if item.get("approved") is None:
-        # A change of a pin kept by its digest alone: what was approved is not known.
-        kept = item.get("why") not in ("changed", "forgotten")
-        label = "(nothing approved)" if kept else "(approved, its definition not kept)"
-    return "\n".join(difflib.unified_diff(before, after, label, "offered now", lineterm="", n=3))
+def _compared(item: Pending) -> tuple[str, str]:
+    """What a held item's diff is made of: the digest offered, and the one approved
+    or what stands in for it."""
+    approved = item.approved
+    if approved is not None and not bare(approved):
+        return item.offered.digest, approved.digest
+    return item.offered.digest, _approved(item)[1]
 
 
-def _lines(definition: Any) -> list[str]:
-    if definition is None:
-        return []
-    dumped = json.dumps(definition, indent=2, sort_keys=True, ensure_ascii=False)
-    return [_shown(line) for line in dumped.split("\n")]
+def _approved(item: Pending) -> tuple[bytes | None, str]:
+    """The definition approved, where it is known, and the diff's name for it."""
+    if item.approved is not None and not bare(item.approved):
+        return bytes(item.approved.definition), "approved"
+    # A change of a pin kept by its digest alone: what was approved is not known.
+    if item.why in ("changed", "forgotten"):
+        return None, "(approved, its definition not kept)"
+    return None, "(nothing approved)"
 
 
-def _shown(text: str) -> str:
-    return "".join(
-        ch
-        if ch in _PLAIN or unicodedata.category(ch)[0] not in "CZ" or ch == " "
-        else written_out(ch)
-        for ch in text
-    )
+def _diff(item: Pending) -> HeldDiff:
+    approved, label = _approved(item)
+    return held_diff(approved, bytes(item.offered.definition), label)

@@ -4,7 +4,9 @@ approvals registry and the audit log's records in memory (``Control.approvals``,
 
 Approvals are for the daemon's own user and root, as ``mcpd approvals`` is: a reader
 of one profile is shown none, and the page's Approve and Deny do what ``mcpd approvals
-approve|deny`` does, with who opened the page deciding (``opener``). The latest calls
+approve|deny`` does, with who opened the page deciding (``opener``). The page shows
+the first ``APPROVALS_SHOWN`` in the order they came, each with its arguments as
+``mcpd approvals`` shows them (cut to a bound: ``policy.gate``). The latest calls
 are shown to every reader, of the servers and the profile the reader may see: a
 profile's reader sees that profile's agents' calls.
 """
@@ -21,7 +23,15 @@ from ...policy.approvals import ApprovalError
 from ...registry.views import ProfileView
 from ..backend import Control
 from .opener import Opener, not_this_pages
-from .sources import CallFilter, CallRecord, Decision, PendingApproval, Sources
+from .sources import (
+    APPROVALS_SHOWN,
+    CallFilter,
+    CallRecord,
+    Decision,
+    PendingApproval,
+    Sources,
+    Waiting,
+)
 
 OWNER_ONLY: Final = "deciding calls is for the daemon's own user and root"
 BY: Final = "the status page"
@@ -30,10 +40,11 @@ OUTCOME_WORDS: Final = {"tool_error": "tool error"}
 
 
 def policy_sources(control: Control) -> Sources:
-    def approvals(scope: ProfileView | None) -> list[PendingApproval] | None:
+    def approvals(scope: ProfileView | None) -> Waiting[PendingApproval] | None:
         if scope is not None:
             return None
-        return [
+        waiting = control.approvals.list()
+        first = [
             PendingApproval(
                 v.id,
                 v.server,
@@ -42,8 +53,9 @@ def policy_sources(control: Control) -> Sources:
                 datetime.fromisoformat(v.since).timestamp(),
                 v.arguments,
             )
-            for v in control.approvals.list()
+            for v in waiting[:APPROVALS_SHOWN]
         ]
+        return Waiting(first, len(waiting) - len(first))
 
     async def decide(id: str, decision: Decision, scope: ProfileView | None, opener: Opener) -> str:
         if scope is not None:

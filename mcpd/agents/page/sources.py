@@ -7,24 +7,41 @@ the caller's profile may see (``scope``). A source that is None is something thi
 does not record: the page then leaves its section out, rather than say that nothing
 waits. The rows are what the page draws, nothing more; the daemon's own records are
 read into them where the source is made.
+
+What waits is shown a few at a time (``Waiting``): however many a server or the
+agents make wait, the page draws the first of them, as the commands list them, and
+says how many more there are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Final, Literal
+from typing import Final, Generic, Literal, TypeVar
 
 import msgspec
 
 from ...registry.views import ProfileView
 from .opener import Opener
 
+T = TypeVar("T")
 Decision = Literal["approve", "deny"]
 # (id, decision, scope, who decides: who opened the session)
 Decide = Callable[[str, Decision, ProfileView | None, Opener], Awaitable[str]]
 # (server, kind, item name, digest, scope, who opened the session): the held change
 # approved, if it is still the one the digest names.
 Release = Callable[[str, str, str, str, ProfileView | None, Opener], Awaitable[str]]
+
+
+# How many of what waits the page shows: the rest are named by their number.
+APPROVALS_SHOWN: Final = 20
+HELD_SHOWN: Final = 10
+
+
+class Waiting(msgspec.Struct, Generic[T], frozen=True):
+    """What waits of one kind: the first, and how many more there are."""
+
+    first: list[T]
+    more: int = 0
 
 
 class PendingApproval(msgspec.Struct, frozen=True):
@@ -45,9 +62,10 @@ class HeldChange(msgspec.Struct, frozen=True):
     kind: str  # tool | prompt | template
     name: str
     reason: str  # why it is held, as the model is told
-    diff: str  # what changed, as unified-diff lines
+    diff: str  # what changed, as unified-diff lines (``helddiff``)
     since: float | None = None  # Unix time, where it is known
     digest: str = ""  # of what is offered: approving it approves exactly what was shown
+    cut: bool = False  # the diff leaves part of the change out
 
 
 class CallRecord(msgspec.Struct, frozen=True):
@@ -70,9 +88,9 @@ class Sources(msgspec.Struct, frozen=True):
     that kind (the page then says nothing of it either). The actions return what became
     of the decision, in words, or raise ``rpc.RPCError`` with why not."""
 
-    approvals: Callable[[ProfileView | None], list[PendingApproval] | None] | None = None
+    approvals: Callable[[ProfileView | None], Waiting[PendingApproval] | None] | None = None
     decide: Decide | None = None
-    held: Callable[[ProfileView | None], list[HeldChange] | None] | None = None
+    held: Callable[[ProfileView | None], Waiting[HeldChange] | None] | None = None
     release: Release | None = None
     calls: Callable[[ProfileView | None, CallFilter], list[CallRecord] | None] | None = None
 

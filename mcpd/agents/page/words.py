@@ -14,3 +14,9 @@ def shown(text: str) -> str:
     """``text`` for the page, as element content or a quoted attribute's value. Its line
     breaks and tabs are kept (a diff is shown line by line)."""
     return escape(visible(text, lines=True))
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to its first ``limit`` characters and an ellipsis, where it is
+    longer: a name that the commands show whole."""
+    return text if len(text) <= limit else text[:limit] + "\u2026"

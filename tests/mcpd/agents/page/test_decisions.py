@@ -1,6 +1,7 @@
 """The page's parts for what waits on a person and for the latest calls: a call waiting
 for approval with Approve and Deny, a held change with its diff and Approve (each form
-naming its item exactly, with the session's token; none on a page for reading), the
+naming its item exactly, with the session's token; none on a page for reading), what
+waits beyond the first counted, a cut diff and a long name said to be cut, the
 latest calls with their filter, and the filter read from the page's address, where
 nothing but a known outcome is taken."""
 
@@ -8,7 +9,11 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+
 from mcpd.agents.page.decisions import (
+    NAME_SENT,
+    NAME_SHOWN,
     OUTCOMES,
     approval_items,
     call_filter,
@@ -16,7 +21,7 @@ from mcpd.agents.page.decisions import (
     held_items,
 )
 from mcpd.agents.page.model import DaemonRow, PageData, ServerRow, StatusRows
-from mcpd.agents.page.sources import CallFilter, CallRecord, HeldChange, PendingApproval
+from mcpd.agents.page.sources import CallFilter, CallRecord, HeldChange, PendingApproval, Waiting
 
 NOW = 1_800_000_000.0
 APPROVAL = PendingApproval("a-1", "mail", "mail__send", "pid 8 (host)", NOW - 60, '{"to": "x"}')
@@ -39,7 +44,7 @@ def fields(html: str) -> list[dict[str, str]]:
 
 
 def test_an_approval_has_approve_and_deny_naming_it() -> None:
-    (item,) = approval_items(data(approvals=[APPROVAL]))
+    (item,) = approval_items(data(approvals=Waiting([APPROVAL])))
     assert fields(item) == [
         {"id": "a-1", "decision": "approve", "csrf": "tok"},
         {"id": "a-1", "decision": "deny", "csrf": "tok"},
@@ -50,22 +55,56 @@ def test_an_approval_has_approve_and_deny_naming_it() -> None:
 
 
 def test_a_held_change_shows_its_diff_and_approves_exactly_what_was_shown() -> None:
-    (item,) = held_items(data(held=[CHANGE]))
+    (item,) = held_items(data(held=Waiting([CHANGE])))
     assert fields(item) == [
         {"server": "files", "kind": "tool", "name": "read", "digest": "sha256:ab", "csrf": "tok"}
     ]
     assert 'action="/page/release"' in item
     assert '<pre class="diff">-old\n+new</pre>' in item
     assert "files / read" in item and "tool held" in item and ", since " in item
-    undated = held_items(data(held=[HeldChange("files", "tool", "read", "why", "")]))[0]
+    undated = held_items(data(held=Waiting([HeldChange("files", "tool", "read", "why", "")])))[0]
     assert ", since" not in undated
 
 
 def test_a_page_for_reading_shows_what_waits_without_buttons() -> None:
-    reading = data(csrf=None, approvals=[APPROVAL], held=[CHANGE])
+    reading = data(csrf=None, approvals=Waiting([APPROVAL]), held=Waiting([CHANGE]))
     items = approval_items(reading) + held_items(reading)
     assert len(items) == 2
     assert not any("<form" in i or "<button" in i for i in items)
+
+
+def test_what_waits_beyond_the_first_is_counted_with_the_commands_for_it() -> None:
+    items = approval_items(data(approvals=Waiting([APPROVAL], more=7)))
+    assert len(items) == 2
+    assert "7 more calls wait for approval" in items[1] and "mcpd approvals" in items[1]
+    items = held_items(data(held=Waiting([CHANGE], more=1)))
+    assert len(items) == 2
+    assert "1 more held change:" in items[1]
+    assert "mcpd tools --pending" in items[1] and "mcpd approve SERVER" in items[1]
+
+
+def test_a_cut_diff_says_where_the_whole_change_is_shown() -> None:
+    (whole,) = held_items(data(held=Waiting([CHANGE])))
+    assert "cut short" not in whole
+    cut = msgspec.structs.replace(CHANGE, cut=True)
+    (item,) = held_items(data(held=Waiting([cut])))
+    assert "The diff is cut short here: <code>mcpd approve files</code> shows all of it." in item
+
+
+def test_a_long_name_is_cut_where_it_is_shown() -> None:
+    name = "n" * (NAME_SENT + 1)
+    long = msgspec.structs.replace(CHANGE, name=name)
+    (item,) = held_items(data(held=Waiting([long])))
+    assert f"files / {'n' * NAME_SHOWN}\u2026</span>" in item
+    # Its form would carry the whole name: it is approved with the command instead.
+    assert fields(item) == [] and "approve it with <code>mcpd approve files</code>" in item
+    (sent,) = held_items(
+        data(held=Waiting([msgspec.structs.replace(CHANGE, name="n" * NAME_SENT)]))
+    )
+    assert fields(sent)[0]["name"] == "n" * NAME_SENT
+    call = CallRecord(NOW, "files", "t" * 10_000, "pid 8 (host)", "refused", None)
+    section = calls_section(data(calls=[call]))
+    assert f"<td>{'t' * NAME_SHOWN}\u2026</td>" in section and "t" * (NAME_SHOWN + 1) not in section
 
 
 def test_nothing_recorded_is_nothing_drawn() -> None:

@@ -16,6 +16,7 @@ from mcpd.agents.page.sources import (
     HeldChange,
     PendingApproval,
     Sources,
+    Waiting,
 )
 from mcpd.registry.views import ProfileView
 from mcpd.servers.history import ServerHistory
@@ -149,13 +150,13 @@ def test_each_source_is_asked_for_the_readers_scope_and_the_filter() -> None:
     change = HeldChange("files", "tool", "read", "changed", "-a\n+b")
     call = CallRecord(NOW, "files", "read", "pid 8", "ok", 1.0)
 
-    def approvals(s: ProfileView | None) -> list[PendingApproval]:
+    def approvals(s: ProfileView | None) -> Waiting[PendingApproval]:
         asked.append(("approvals", s))
-        return [approval]
+        return Waiting([approval])
 
-    def held(s: ProfileView | None) -> list[HeldChange]:
+    def held(s: ProfileView | None) -> Waiting[HeldChange]:
         asked.append(("held", s))
-        return [change]
+        return Waiting([change])
 
     def calls(s: ProfileView | None, f: CallFilter) -> list[CallRecord]:
         asked.append(("calls", s, f))
@@ -170,7 +171,8 @@ def test_each_source_is_asked_for_the_readers_scope_and_the_filter() -> None:
         sources=Sources(approvals=approvals, held=held, calls=calls),
         call_filter=chosen,
     )
-    assert (data.approvals, data.held, data.calls) == ([approval], [change], [call])
+    assert (data.approvals, data.held) == (Waiting([approval]), Waiting([change]))
+    assert data.calls == [call]
     assert data.call_filter == chosen
     assert asked == [("approvals", scope), ("held", scope), ("calls", scope, chosen)]
     assert daemon.asked == [scope, scope]  # status and history for the same reader

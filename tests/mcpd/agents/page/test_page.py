@@ -19,7 +19,14 @@ import trio
 
 from mcpd.agents.page.passes import CODE_TTL, MAX_CODES, Passes
 from mcpd.agents.page.routes import Page
-from mcpd.agents.page.sources import CallFilter, CallRecord, HeldChange, PendingApproval, Sources
+from mcpd.agents.page.sources import (
+    CallFilter,
+    CallRecord,
+    HeldChange,
+    PendingApproval,
+    Sources,
+    Waiting,
+)
 from mcpd.local.endpoint_token import write_token
 from tests.support.agent import make_config, running
 from tests.support.auth_login import mcpd
@@ -302,13 +309,13 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
         return [c for c in every if f.server in (None, c.server)]
 
     sources = Sources(
-        approvals=lambda scope: [
-            PendingApproval("a1", "mail", "mcp__mail__send", "pid 8 (host)", T, '{"to": "<x>"}')
-        ],
+        approvals=lambda scope: Waiting(
+            [PendingApproval("a1", "mail", "mcp__mail__send", "pid 8 (host)", T, '{"to": "<x>"}')]
+        ),
         decide=decide,
-        held=lambda scope: [
-            HeldChange("files", "tool", "read", "its definition changed", "-old\n+new <b>", T)
-        ],
+        held=lambda scope: Waiting(
+            [HeldChange("files", "tool", "read", "its definition changed", "-old\n+new <b>", T)]
+        ),
         calls=calls,
     )
     with trio.fail_after(LIMIT):

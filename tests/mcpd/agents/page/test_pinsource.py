@@ -1,50 +1,68 @@
 """Held definition changes as the page shows and releases them: for the daemon's own
 user and root only; shown as a diff of what was approved and what is offered now, with
-every character a person could not see written out; released only if what is offered
-is still what was shown (its digest), with each refusal saying why."""
+every character a person could not see written out, the first few of them only (each
+diff bounded, made once while its change waits) and the rest counted; released only if
+what is offered is still what was shown (its digest), with each refusal saying why."""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
+import msgspec
 import pytest
 
 from mcpd.agents.backend import Control
+from mcpd.agents.page import pinsource
+from mcpd.agents.page.helddiff import LINE, WINDOW, HeldDiff
+from mcpd.agents.page.model import DaemonRow, PageData, StatusRows
 from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.pinsource import OWNER_ONLY, pin_sources
-from mcpd.agents.page.sources import HeldChange, Sources
+from mcpd.agents.page.render import regions
+from mcpd.agents.page.sources import HELD_SHOWN, HeldChange, Sources
 from mcpd.policy.kin import AgentKin, Decider, Process, unknown
+from mcpd.registry.judged import Pending
+from mcpd.registry.pins import BARE, PinRecord, digest
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 
 A_PROFILE = cast(ProfileView, object())  # a reader of one profile
 
 
+def record(definition: dict[str, Any] | None) -> PinRecord:
+    """A pin as the daemon keeps it: its canonical JSON (None: kept by its digest alone)."""
+    data = BARE if definition is None else canonical(definition)
+    return PinRecord(digest(data), msgspec.Raw(data))
+
+
+def canonical(definition: dict[str, Any]) -> bytes:
+    return msgspec.json.Encoder(order="sorted").encode(definition)
+
+
 def held_tool(
-    approved: dict[str, Any] | None, offered: dict[str, Any], why: str = "changed"
-) -> dict[str, Any]:
-    """An item as the daemon's pins list what waits."""
-    return {
-        "server": "files",
-        "kind": "tool",
-        "name": "read",
-        "why": why,
-        "reason": "its definition changed since it was approved",
-        "rules": [],
-        "digest": "sha256:" + "ab" * 32,
-        "offered": offered,
-        "approved": approved,
-    }
+    approved: dict[str, Any] | None,
+    offered: dict[str, Any],
+    why: str = "changed",
+    name: str = "read",
+) -> Pending:
+    """An item as the daemon's pins keep what waits."""
+    return Pending(
+        "files",
+        "tool",
+        name,
+        why,  # type: ignore[arg-type]
+        record(offered),
+        None if approved is None and why == "new" else record(approved),
+    )
 
 
 class Pins:
-    def __init__(self, pending: list[dict[str, Any]], answer: dict[str, Any] | None = None):
-        self._pending = pending
+    def __init__(self, waiting: list[Pending], answer: dict[str, Any] | None = None):
+        self._waiting = waiting
         self._answer = answer or {}
         self.approved: list[tuple[str, object]] = []
 
-    def pending(self) -> list[dict[str, Any]]:
-        return self._pending
+    def waiting(self) -> list[Pending]:
+        return self._waiting
 
     async def approve(self, alias: str, picks: object) -> dict[str, Any]:
         if alias != "files":
@@ -67,18 +85,73 @@ def sources(pins: Pins, agents: list[AgentKin] | None = None) -> Sources:
     return pin_sources(cast(Control, Daemon(pins)), agents_kin)
 
 
+def shown(pins: Pins) -> list[HeldChange]:
+    """The held changes the owner's page shows."""
+    src = sources(pins)
+    assert src.held is not None
+    waiting = src.held(None)
+    assert waiting is not None
+    return waiting.first
+
+
 def test_the_owner_sees_each_held_change_with_its_diff() -> None:
     item = held_tool({"description": "Reads a file."}, {"description": "Reads any file."})
-    src = sources(Pins([item]))
-    assert src.held is not None
-    (change,) = src.held(None) or []
+    (change,) = shown(Pins([item]))
     assert isinstance(change, HeldChange)
     assert (change.server, change.kind, change.name) == ("files", "tool", "read")
-    assert change.reason == item["reason"] and change.digest == item["digest"]
+    assert change.reason.startswith("its definition changed since it was approved")
+    assert change.digest == item.offered.digest and not change.cut
     lines = change.diff.split("\n")
     assert lines[:2] == ["--- approved", "+++ offered now"]
     assert '-  "description": "Reads a file."' in lines
     assert '+  "description": "Reads any file."' in lines
+
+
+def test_of_many_large_held_changes_the_first_few_are_shown_and_the_rest_counted() -> None:
+    """A server that changed all of its many tools of long descriptions at once."""
+    held = [
+        held_tool(
+            {"description": "A" * 60_000},
+            {"description": "A" * 50_000 + "B" * 10_000},
+            name=f"t{i}",
+        )
+        for i in range(500)
+    ]
+    src = sources(Pins(held))
+    assert src.held is not None
+    waiting = src.held(None)
+    assert waiting is not None
+    assert [c.name for c in waiting.first] == [f"t{i}" for i in range(HELD_SHOWN)]
+    assert waiting.more == 500 - HELD_SHOWN
+    for change in waiting.first:
+        lines = change.diff.split("\n")
+        assert change.cut and len(lines) <= 3 * WINDOW + 2
+        assert all(len(line) <= 2 * LINE for line in lines)
+        assert "AB" in change.diff  # where the description changed
+    # All that waits, on the page, takes less room than one of the descriptions.
+    drawn = regions(PageData(StatusRows(DaemonRow()), {}, 0.0, held=waiting))["waiting"]
+    assert len(drawn.encode()) < 60_000
+    assert drawn.count('data-waits="change"') == HELD_SHOWN
+    assert f"{500 - HELD_SHOWN} more held changes" in drawn
+
+
+def test_a_diff_is_made_once_while_its_change_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[bytes] = []
+
+    def counted(approved: bytes | None, offered: bytes, label: str) -> HeldDiff:
+        made.append(offered)
+        return HeldDiff(label, False)
+
+    monkeypatch.setattr(pinsource, "held_diff", counted)
+    held = [held_tool({"d": "a"}, {"d": f"b{i}"}, name=f"t{i}") for i in range(3)]
+    src = sources(Pins(held))
+    assert src.held is not None
+    for _ in range(3):
+        src.held(None)
+    assert len(made) == 3
+    held[1] = held_tool({"d": "a"}, {"d": "changed again"}, name="t1")
+    src.held(None)
+    assert made[3:] == [canonical({"d": "changed again"})]
 
 
 def test_a_reader_of_one_profile_is_shown_none() -> None:
@@ -87,9 +160,7 @@ def test_a_reader_of_one_profile_is_shown_none() -> None:
 
 
 def test_a_first_definition_is_all_new() -> None:
-    src = sources(Pins([held_tool(None, {"name": "read"}, why="new")]))
-    assert src.held is not None
-    (change,) = src.held(None) or []
+    (change,) = shown(Pins([held_tool(None, {"name": "read"}, why="new")]))
     lines = change.diff.split("\n")
     assert lines[0] == "--- (nothing approved)"
     assert all(not line.startswith("-") for line in lines[1:])
@@ -98,24 +169,19 @@ def test_a_first_definition_is_all_new() -> None:
 
 @pytest.mark.parametrize("why", ["changed", "forgotten"])
 def test_a_change_whose_approved_definition_is_not_kept_says_so(why: str) -> None:
-    src = sources(Pins([held_tool(None, {"name": "read"}, why)]))
-    assert src.held is not None
-    (change,) = src.held(None) or []
+    (change,) = shown(Pins([held_tool(None, {"name": "read"}, why)]))
     assert change.diff.split("\n")[0] == "--- (approved, its definition not kept)"
 
 
 def test_what_a_person_could_not_see_is_written_out_in_the_diff() -> None:
     hidden = "Reads\u200b a file\u202e.\U000e0041\x1b[2J\r"
-    src = sources(Pins([held_tool({"description": "Reads a file."}, {"description": hidden})]))
-    assert src.held is not None
-    (change,) = src.held(None) or []
+    (change,) = shown(Pins([held_tool({"description": "Reads a file."}, {"description": hidden})]))
     for ch in ("\u200b", "\u202e", "\U000e0041", "\x1b", "\r"):
         assert ch not in change.diff
     assert "\\u200b" in change.diff and "\\u202e" in change.diff
     # Letters of any script are shown as they are.
-    src = sources(Pins([held_tool(None, {"description": "Liest eine Datei: äöü 文件"})]))
-    assert src.held is not None
-    assert "äöü 文件" in (src.held(None) or [])[0].diff
+    (change,) = shown(Pins([held_tool(None, {"description": "Liest eine Datei: äöü 文件"})]))
+    assert "äöü 文件" in change.diff
 
 
 def test_a_character_past_u_ffff_is_written_out_apart_from_what_follows_it() -> None:
@@ -123,9 +189,8 @@ def test_a_character_past_u_ffff_is_written_out_apart_from_what_follows_it() -> 
     tag, private_then_one = "x\U000e0041", "x\ue0041"
     diff = {}
     for text in (tag, private_then_one):
-        src = sources(Pins([held_tool(None, {"description": text})]))
-        assert src.held is not None
-        diff[text] = (src.held(None) or [])[0].diff
+        (change,) = shown(Pins([held_tool(None, {"description": text})]))
+        diff[text] = change.diff
     assert "\\U000e0041" in diff[tag]
     assert diff[tag] != diff[private_then_one]
 

@@ -1,6 +1,7 @@
 """Calls waiting for approval and the latest calls as the page reads them, from the
 daemon's approvals and audit log: approvals are the owner's only, as ``mcpd approvals``
-is, and each decision says what became of it or why not; the latest calls are filtered
+is, the first of them shown and the rest counted, and each decision says what became
+of it or why not; the latest calls are filtered
 by server and outcome (in the page's words), newest first, and a profile's reader sees
 its own profile's calls of its own servers only."""
 
@@ -15,7 +16,13 @@ import trio.testing
 from mcpd.agents.backend import Control
 from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.policysource import OWNER_ONLY, policy_sources
-from mcpd.agents.page.sources import CallFilter, Sources
+from mcpd.agents.page.sources import (
+    APPROVALS_SHOWN,
+    CallFilter,
+    PendingApproval,
+    Sources,
+    Waiting,
+)
 from mcpd.audit.log import AuditLog
 from mcpd.audit.record import CallRecord as Record
 from mcpd.config.model import DaemonConfig
@@ -77,6 +84,14 @@ def asked(tool: str = "mail__send") -> ApprovalRequest:
     )
 
 
+def first_waiting(src: Sources) -> list[PendingApproval]:
+    """The approvals the owner's page shows."""
+    assert src.approvals is not None
+    waiting = src.approvals(None)
+    assert waiting is not None
+    return waiting.first
+
+
 async def test_a_waiting_call_is_shown_to_the_owner_and_decided() -> None:
     daemon = Daemon()
     src = sources(daemon)
@@ -84,7 +99,7 @@ async def test_a_waiting_call_is_shown_to_the_owner_and_decided() -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(daemon.approvals.ask, asked(), 60.0)
         await trio.testing.wait_all_tasks_blocked()
-        (waiting,) = src.approvals(None) or []
+        (waiting,) = first_waiting(src)
         assert (waiting.server, waiting.tool, waiting.arguments) == (
             "mail",
             "mail__send",
@@ -94,7 +109,22 @@ async def test_a_waiting_call_is_shown_to_the_owner_and_decided() -> None:
         assert waiting.since == T
         said = await src.decide(waiting.id, "deny", None, Opener())
         assert said.startswith("denied mail/send for pid 4242 (claude)")
-    assert src.approvals(None) == []
+    assert src.approvals(None) == Waiting([])
+
+
+async def test_of_many_waiting_calls_the_first_are_shown_and_the_rest_counted() -> None:
+    daemon = Daemon()
+    src = sources(daemon)
+    assert src.approvals is not None
+    async with trio.open_nursery() as nursery:
+        for n in range(APPROVALS_SHOWN + 5):
+            nursery.start_soon(daemon.approvals.ask, asked(f"mail__t{n}"), 60.0)
+            await trio.testing.wait_all_tasks_blocked()
+        waiting = src.approvals(None)
+        assert waiting is not None
+        assert [a.tool for a in waiting.first] == [f"mail__t{n}" for n in range(APPROVALS_SHOWN)]
+        assert waiting.more == 5
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_reader_of_one_profile_sees_and_decides_no_approval() -> None:
@@ -105,11 +135,11 @@ async def test_a_reader_of_one_profile_sees_and_decides_no_approval() -> None:
         nursery.start_soon(daemon.approvals.ask, asked(), 60.0)
         await trio.testing.wait_all_tasks_blocked()
         assert src.approvals(WORK) is None
-        (waiting,) = src.approvals(None) or []
+        (waiting,) = first_waiting(src)
         with pytest.raises(rpc.RPCError) as info:
             await src.decide(waiting.id, "approve", WORK, Opener())
         assert info.value.message == OWNER_ONLY
-        assert len(src.approvals(None) or []) == 1  # still waiting
+        assert len(first_waiting(src)) == 1  # still waiting
         nursery.cancel_scope.cancel()
 
 

@@ -18,7 +18,7 @@ from mcpd.agents.page.model import (
     StatusRows,
 )
 from mcpd.agents.page.render import login_target, message, page, regions
-from mcpd.agents.page.sources import CallRecord, HeldChange, PendingApproval
+from mcpd.agents.page.sources import CallRecord, HeldChange, PendingApproval, Waiting
 from mcpd.local.statefile import SavedChange
 from mcpd.servers.history import ServerHistory
 
@@ -95,8 +95,8 @@ def data_with(word: str, *, csrf: str | None = "the-csrf") -> PageData:
         NOW,
         csrf,
         logins_from_page=True,
-        approvals=[PendingApproval(word, word, word, word, NOW - 60, word)],
-        held=[HeldChange(word, word, word, word, word, NOW - 60, word)],
+        approvals=Waiting([PendingApproval(word, word, word, word, NOW - 60, word)]),
+        held=Waiting([HeldChange(word, word, word, word, word, NOW - 60, word)]),
         calls=[CallRecord(NOW - 5, word, word, word, word, 1.5)],
     )
 
@@ -183,7 +183,7 @@ def test_nothing_waiting_says_only_what_this_mcpd_records() -> None:
     bare = regions(PageData(status, {}, NOW))["waiting"]
     assert "No server waits for a login or a fix to its configuration." in bare
     assert "approval" not in bare and "held" not in bare
-    full = regions(PageData(status, {}, NOW, approvals=[], held=[]))["waiting"]
+    full = regions(PageData(status, {}, NOW, approvals=Waiting([]), held=Waiting([])))["waiting"]
     assert "no call waits for an approval; no changed definition is held." in full
     assert "calls" not in regions(PageData(status, {}, NOW))
 
