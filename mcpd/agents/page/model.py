@@ -113,6 +113,17 @@ class PageData(msgspec.Struct, frozen=True):
     look_only: str | None = None
 
 
+class Reading(msgspec.Struct, frozen=True):
+    """Who reads the page and what of it: all that a drawing of the page depends on
+    besides the daemon (``read_page``'s arguments but the time)."""
+
+    scope: ProfileView | None
+    call_filter: CallFilter = CallFilter()
+    csrf: str | None = None
+    logins_from_page: bool = False
+    look_only: str | None = None
+
+
 def read_page(
     control: Control,
     scope: ProfileView | None,

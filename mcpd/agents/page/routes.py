@@ -1,5 +1,5 @@
 """The page's requests: ``GET /`` (the page; ``?code=`` opens a session), ``GET
-/page/events`` (its live updates), the actions (``actions``: ``POST /page/login``,
+/page/events`` (its live updates: ``live``), the actions (``actions``: ``POST /page/login``,
 ``/page/decide``, ``/page/release``) and ``GET /page/oauth/ALIAS`` (where a login
 started on the page comes back).
 
@@ -19,32 +19,24 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from html import escape
-from typing import Final
 from urllib.parse import parse_qs, unquote, urlencode
 
 import h11
 import msgspec
-import trio
 
 from ...local.tcpowner import OwnerUnknown
 from ...policy.kin import AgentKin
 from ..backend import Control, Servers
 from ..http_exchange import Caller
-from ..http_wire import Headers, Reject, Response, Wire
+from ..http_wire import Headers, Reject, Wire
 from . import render
 from .actions import HTML, NO_SESSION, OAUTH, PATHS, Actions, Scope, refuse, refuse_action, send
-from .assets import STREAM_HEADERS
 from .decisions import call_filter
-from .model import PageData, read_page
+from .live import Live, Regions
+from .model import PageData, Reading, read_page
 from .opener import look_only, opened_by
 from .passes import CODE_TTL, SESSION_TTL, PageSession, Passes, cookie_name, read_cookies
 from .sources import NO_SOURCES, Sources
-
-_encode: Final = msgspec.json.Encoder().encode
-MAX_STREAMS: Final = 8  # live pages at once; a new one ends the oldest
-KEEPALIVE: Final = 15.0
-WRITE_TIMEOUT: Final = 30.0
-DEBOUNCE: Final = 0.1  # a burst of changes (a restart, a reload) is drawn once
 
 
 class Access(msgspec.Struct, frozen=True):
@@ -68,15 +60,13 @@ class Page:
         self.sources = sources
         self.passes = Passes(control.http_token)
         self.actions = Actions(control, sources)
-        self._news = trio.Event()
-        self._streams: dict[trio.CancelScope, None] = {}  # oldest first
+        self.live = Live(self._regions)
         servers.subscribe(self._changed)
         if sources.calls is not None:
             control.audit.watch(self._changed)  # the latest calls, as they are written
 
     def _changed(self) -> None:
-        self._news.set()
-        self._news = trio.Event()
+        self.live.changed()
 
     def admit(self, request: h11.Request, caller: Caller) -> Access:
         """Who asks, from the request's headers; raises Reject for whoever may not."""
@@ -126,10 +116,15 @@ class Page:
             if "code" in query:
                 await self._trade(wire, query, headers, caller)
                 return
-            data = self._read(access, caller, scope, query)
+            data = self._read(self._reading(access, caller, scope, query))
             await send(wire, 200, HTML, render.page(data).encode(), head_only=method == b"HEAD")
         elif path == "/page/events" and method == b"GET":
-            await self._events(wire, access, caller, scope, query)
+            sid = access.sid
+
+            def alive() -> bool:
+                return sid is None or self.passes.session(sid) is not None
+
+            await self.live.stream(wire, lambda: self._reading(access, caller, scope, query), alive)
         elif path in PATHS and method == b"POST":
             try:
                 await self.actions.serve(
@@ -145,20 +140,34 @@ class Page:
         else:
             raise Reject(404)
 
-    def _read(
-        self, access: Access, caller: Caller, scope: Scope, query: dict[str, list[str]]
-    ) -> PageData:
+    @staticmethod
+    def _reading(
+        access: Access, caller: Caller, scope: Scope, query: dict[str, list[str]]
+    ) -> Reading:
+        """Raises Reject for a profile the reader may not read (any longer)."""
         session = access.session
-        return read_page(
-            self.control,
+        return Reading(
             scope(),
-            time.time(),
-            sources=self.sources,
-            call_filter=call_filter(query),
+            call_filter(query),
             csrf=None if session is None else session.csrf,
             logins_from_page=session is not None and caller.guard is not None,
             look_only=None if session is None else look_only(session.opener),
         )
+
+    def _read(self, reading: Reading) -> PageData:
+        return read_page(
+            self.control,
+            reading.scope,
+            time.time(),
+            sources=self.sources,
+            call_filter=reading.call_filter,
+            csrf=reading.csrf,
+            logins_from_page=reading.logins_from_page,
+            look_only=reading.look_only,
+        )
+
+    def _regions(self, reading: Reading) -> Regions:
+        return render.regions(self._read(reading))
 
     # -- a session --
 
@@ -192,64 +201,6 @@ class Page:
         )
         extra = [(b"set-cookie", cookie.encode()), (b"location", back.encode())]
         await send(wire, 303, HTML, b"", extra)
-
-    # -- live updates --
-
-    async def _events(
-        self, wire: Wire, access: Access, caller: Caller, scope: Scope,
-        query: dict[str, list[str]],
-    ) -> None:  # fmt: skip
-        if len(self._streams) >= MAX_STREAMS:
-            oldest = next(iter(self._streams))
-            del self._streams[oldest]
-            oldest.cancel()
-        response = Response(wire, headers=STREAM_HEADERS)
-        cancel = trio.CancelScope()
-        self._streams[cancel] = None
-        try:
-            with cancel:
-                with trio.move_on_after(WRITE_TIMEOUT):
-                    await response.open_stream()
-                async with trio.open_nursery() as nursery:
-
-                    async def end_on_hangup() -> None:
-                        await wire.wait_gone()
-                        nursery.cancel_scope.cancel()
-
-                    nursery.start_soon(end_on_hangup)
-                    await self._pump(response, access, caller, scope, query)
-                    nursery.cancel_scope.cancel()
-        except (trio.TooSlowError, Reject):
-            pass  # a reader that stopped reading, or a profile it may no longer read
-        finally:
-            self._streams.pop(cancel, None)
-            if not wire.broken:
-                with trio.move_on_after(1, shield=True):
-                    await response.finish(None, 200)
-
-    async def _pump(
-        self, response: Response, access: Access, caller: Caller, scope: Scope,
-        query: dict[str, list[str]],
-    ) -> None:  # fmt: skip
-        sent: dict[str, str] = {}
-        quiet = False
-        while not response.wire.broken:
-            news = self._news  # taken first: a change while drawing is not missed
-            parts = render.regions(self._read(access, caller, scope, query))
-            changed = {k: v for k, v in parts.items() if sent.get(k) != v}
-            with trio.fail_after(WRITE_TIMEOUT):
-                if changed:
-                    await response.event(_encode(changed))
-                    sent = parts
-                elif quiet:
-                    await response.comment(b"keep-alive")
-            with trio.move_on_after(KEEPALIVE) as idle:
-                await news.wait()
-            quiet = idle.cancelled_caught
-            if quiet and access.sid is not None and self.passes.session(access.sid) is None:
-                return  # the session ended (its time, a new token)
-            if not quiet:
-                await trio.sleep(DEBOUNCE)
 
 
 def _owner(caller: Caller) -> Callable[[], int]:

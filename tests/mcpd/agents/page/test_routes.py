@@ -25,6 +25,7 @@ from mcpd.agents.page.actions import NO_SESSION
 from mcpd.agents.page.routes import Access, Page
 from mcpd.local.tcpowner import ConnectionOwner, OwnerUnknown
 from mcpd.policy.kin import AgentKin
+from tests.support.page_stream import KEEP_ALIVE, requested
 
 HOST = "127.0.0.1:8765"
 COOKIE = "mcpd_page_8765"
@@ -38,10 +39,13 @@ STATUS: dict[str, object] = {
 class Daemon:
     """What the page asks of the daemon to read itself and to let a browser in."""
 
+    reads = 0  # of its status
+
     def http_token(self) -> str:
         return "endpoint-token"
 
     def status(self, scope: object = None) -> dict[str, object]:
+        self.reads += 1
         return STATUS
 
     def history(self, scope: object = None) -> list[object]:
@@ -331,6 +335,30 @@ async def test_a_session_reads_the_page_with_its_token() -> None:
     answer = await exchange(page, request("GET", "/", {"cookie": cookie}), ENDPOINT)
     assert answer.status == 200
     assert f'<meta name="mcpd-csrf" content="{csrf}">' in answer.text
+
+
+# -- live updates --
+
+
+async def test_open_pages_read_the_daemon_once_and_not_for_a_keep_alive(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Two pages of the same reader open: one reading serves both, and the comments
+    that keep their streams alive read nothing."""
+    daemon = Daemon()
+    page = Page(cast(Control, daemon), cast(Servers, Registry()), no_agents)
+    async with trio.open_nursery() as nursery:
+        streams = []
+        for _ in range(2):
+            stream, wire, head = await requested()
+            nursery.start_soon(page.serve, wire, head, b"", SOCKET, Access(), lambda: None)
+            streams.append(stream)
+        for stream in streams:
+            assert "files" in (await stream.regions())["rows"]
+        for stream in streams:
+            assert [await stream.next(), await stream.next()] == [KEEP_ALIVE, KEEP_ALIVE]
+        assert daemon.reads == 1
+        nursery.cancel_scope.cancel()
 
 
 # -- methods and paths --
