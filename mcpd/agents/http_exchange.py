@@ -4,7 +4,7 @@
 same way, whatever it sends before its answer going into the response (which then
 becomes an event stream). ``Caller`` is what the HTTP connection it came on decides:
 the peer, the profile a profile's socket fixes, the checks of the TCP endpoint, and
-the local user at its other end.
+the local user at its other end; ``StatelessAgent``, who a client without a session is.
 """
 
 from __future__ import annotations
@@ -57,11 +57,12 @@ class Exchange(Connection):
         asks: AgentRequests | None = None,
         news: Connection | None = None,
     ) -> None:
-        """``owner``: who the agent is (its session, or for a stateless client its
-        user); ``identity``: who it is for the policy and the audit log (its session,
-        or the HTTP connection a stateless client sends on); ``asks``: where a legacy
-        server's requests to it are matched with its answers (its session's); ``news``:
-        the session's stream of what answers no request (None: stateless)."""
+        """``owner``: who the agent is (its session, or for a stateless client the
+        one object of its ``StatelessAgent``); ``identity``: who it is for the policy
+        and the audit log (its session, or the HTTP connection a stateless client sends
+        on); ``asks``: where a legacy server's requests to it are matched with its
+        answers (its session's); ``news``: the session's stream of what answers no
+        request (None: stateless)."""
         self.handler = handler
         self.calls = handler.calls
         self.splice = self.calls.splice
@@ -115,6 +116,23 @@ class Exchange(Connection):
             done.set()
 
 
+class StatelessAgent(msgspec.Struct, frozen=True):
+    """Who a stateless (2026-07-28) client is, to what it holds in mcpd: its tasks, its
+    calls waiting for an answer, its allowance for matching URIs. It has no connection or
+    session to be (it may send each request on a new connection), so it is everything
+    that decides what its requests may reach: its user, where it came in (the TCP
+    endpoint, or the socket, the profile's own one fixing the profile), the profile it
+    asked for, and which server's process it is, if any."""
+
+    uid: int | None  # None: the endpoint's clients, who hold one token
+    endpoint: bool
+    fixed: str | None
+    profile: str
+    server: str | None
+    # From another PID namespace: nothing tells whose process it is.
+    unverified: bool
+
+
 class Caller(msgspec.Struct, frozen=True):
     """Who sends the requests of one HTTP connection, and what its socket decides."""
 
@@ -132,6 +150,18 @@ class Caller(msgspec.Struct, frozen=True):
 
     def who(self) -> Identity:
         return self.identity if self.identity is not None else Identity(self.peer)
+
+    def stateless_agent(self, servers: ProfileServers) -> StatelessAgent:
+        """Who a client sending stateless requests here in the profile ``servers`` is."""
+        peer = self.peer
+        return StatelessAgent(
+            uid=None if peer is None else peer.uid,
+            endpoint=self.tcp is not None,
+            fixed=self.fixed,
+            profile=servers.name,
+            server=None if peer is None else peer.server,
+            unverified=peer is not None and peer.unverified,
+        )
 
     async def kin(self) -> AgentKin:
         """Who may not decide what the agent on this connection asks (``policy.kin``)."""

@@ -3,6 +3,8 @@ own dispatch.
 
 A modern request (2026-07-28) stands alone: it names its protocol version in a
 header, one stateless session answers it, and a client that hangs up cancels it.
+What it leaves behind (a task, a call waiting for an answer) is held for its
+``StatelessAgent``, the same for each of its requests on any connection.
 ``initialize`` without a modern version opens a legacy session instead, named by
 ``Mcp-Session-Id``, that keeps the profile chosen then, the requests in flight
 (so ``notifications/cancelled`` finds them), what servers asked the agent and the
@@ -31,7 +33,7 @@ from protocol.server import ServerSession
 
 from .askback import AgentRequests
 from .connection import Connection, Dispatcher
-from .http_exchange import Caller, Exchange
+from .http_exchange import Caller, Exchange, StatelessAgent
 from .http_stream import SessionNews, serve_stream
 from .http_wire import HeaderList, Headers, Reject, Response, Wire
 from .identity import Identity
@@ -89,8 +91,8 @@ class McpRoute:
         # Modern requests carry everything they need: one session answers them all.
         self.stateless = new_session()
         self.sessions: dict[str, LegacySession] = {}
-        # A stateless client is known only by its user: one object per uid.
-        self._peers: dict[int | None, object] = {}
+        # A stateless client has no connection to be: one object for each who it can be.
+        self._owners: dict[StatelessAgent, object] = {}
 
     async def serve(
         self,
@@ -215,8 +217,7 @@ class McpRoute:
                 legacy.asks,
                 legacy.news,
             )
-        uid = caller.peer.uid if caller.peer is not None else None
-        owner = self._peers.setdefault(uid, object())
+        owner = self._owners.setdefault(caller.stateless_agent(servers), object())
         return Exchange(self.handler, session, caller, servers, owner, caller.who())
 
     async def _modern(

@@ -106,3 +106,16 @@ MCP_HEADERS = [
 async def post(sock: str, body: dict[str, Any], *headers: str) -> Reply:
     extra = [a for h in headers for a in ("-H", h)]
     return await curl(sock, "/mcp", *MCP_HEADERS, *extra, "--data-binary", json.dumps(body))
+
+
+async def stateless(
+    sock: str, method: str, params: dict[str, Any], meta: dict[str, Any], name: str | None = None
+) -> dict[str, Any]:
+    """One 2026-07-28 request on a connection of its own (``name``: its Mcp-Name): the
+    message that answers it, from a JSON body or the end of an event stream."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+    reply = await post(sock, body, *modern_headers(method, name))
+    if reply.headers.get("content-type", "").startswith("text/event-stream"):
+        answer: dict[str, Any] = reply.events()[-1]
+        return answer
+    return reply.json()  # type: ignore[no-any-return]

@@ -199,6 +199,29 @@ def ask_reload(path: str, through_exited_child: bool = False) -> str:
     return json.dumps(answer["result"])
 
 
+def mcp_post(path: str, body: Any, headers: dict[str, str]) -> str:
+    """POSTs ``body`` to ``/mcp`` on the Unix socket at ``path``, as a stateless HTTP
+    client would: the whole HTTP reply."""
+    data = json.dumps(body).encode()
+    lines = [
+        "POST /mcp HTTP/1.1",
+        "Host: mcpd",
+        "Connection: close",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+        f"Content-Length: {len(data)}",
+        *(f"{name}: {value}" for name, value in headers.items()),
+    ]
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(30)
+        s.connect(path)
+        s.sendall("\r\n".join(lines).encode() + b"\r\n\r\n" + data)
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+    return reply.decode("utf-8", "replace")
+
+
 def kill(pid: int) -> str:
     outcomes = []
     for target in (pid, os.getppid()):
@@ -341,6 +364,7 @@ TOOLS: dict[str, Any] = {
     "scan_environ": lambda a: attempt(lambda: scan_environ(a["needle"])),
     "ask_reload": lambda a: attempt(lambda: ask_reload(a["socket"])),
     "ask_reload_orphaned": lambda a: attempt(lambda: ask_reload(a["socket"], True)),
+    "mcp_post": lambda a: attempt(lambda: mcp_post(a["socket"], a["body"], a["headers"])),
     "kill": lambda a: attempt(lambda: kill(int(a["pid"]))),
     "connect": lambda a: attempt(lambda: connect(a["host"], int(a["port"]))),
     "receive": lambda a: attempt(

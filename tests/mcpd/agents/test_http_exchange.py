@@ -1,7 +1,7 @@
 """One HTTP request in the shape of an agent connection: what a handler sends before
 its answer reaches the response in order, a response that stops being read drops
 what does not fit instead of stalling the handler, and later news goes to the
-session's stream."""
+session's stream; who a client without a session is."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.http_exchange import Caller, Exchange
+from mcpd.agents.http_exchange import Caller, Exchange, StatelessAgent
 from mcpd.agents.identity import Identity
 from mcpd.agents.peers import Peer
 from protocol import mcp
@@ -29,6 +29,11 @@ class Handler:
 
 class Servers:
     version = 3
+
+
+class Profile:
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 class Response:
@@ -132,3 +137,25 @@ def test_an_exchange_takes_its_profile_and_peer_from_its_caller() -> None:
     ex = exchange(peer=peer)
     assert ex.peer == peer and ex.fixed_profile is None
     assert ex.seen_version == 3 and ex.spoke_mcp and not ex.long_replies
+
+
+async def test_a_stateless_client_is_its_user_where_it_came_in_its_profile_and_its_server() -> None:
+    default, dev = Profile("default"), Profile("dev")
+
+    def who(caller: Caller, profile: Profile = default) -> StatelessAgent:
+        return caller.stateless_agent(profile)  # type: ignore[arg-type]
+
+    user = who(Caller(Peer(pid=1, uid=1000, gid=1000)))
+    # Its requests may come from any process and connection of its user.
+    assert who(Caller(Peer(pid=2, uid=1000, gid=1000), identity=Identity(None))) == user
+    with trio.socket.socket() as tcp:
+        others = [
+            who(Caller(Peer(pid=1, uid=1001, gid=1001))),
+            who(Caller(Peer(pid=1, uid=1000, gid=1000)), dev),
+            who(Caller(Peer(pid=1, uid=1000, gid=1000), "dev"), dev),
+            who(Caller(Peer(pid=1, uid=1000, gid=1000, server="notes"))),
+            who(Caller(Peer(pid=0, uid=1000, gid=1000, unverified=True))),
+            who(Caller(None)),
+            who(Caller(None, tcp=tcp)),
+        ]
+    assert len({user, *others}) == 1 + len(others)

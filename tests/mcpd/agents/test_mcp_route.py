@@ -1,10 +1,15 @@
 """``/mcp`` on the agent socket, called directly: the requests refused at their method,
 headers and session before anything runs, legacy sessions (their cap, their end, and
-which socket may reach them), and a legacy agent's cancellation."""
+which socket may reach them), and a legacy agent's cancellation; and through a running
+daemon, whose stateless clients' tasks are whose: another profile's socket, or a
+server's process, never reaches a user's."""
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import h11
@@ -26,7 +31,9 @@ from mcpd.registry.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
-from protocol import mcp
+from protocol import mcp, surface
+from tests.support.agent import META, connect, make_config, running
+from tests.support.daemon_http import modern_headers, stateless
 
 JSON_POST = [
     (b"host", b"mcpd"),
@@ -297,3 +304,113 @@ async def test_closing_a_session_cancels_its_requests_in_flight() -> None:
     legacy.requests.update(enumerate(scopes))
     legacy.close()
     assert all(s.cancel_called for s in scopes) and legacy.news.closed
+
+
+# -- whose a stateless client's tasks are --
+
+SUPPORT = Path(__file__).resolve().parents[2] / "support"
+JOBS = {"command": sys.executable, "args": [str(SUPPORT / "task_server.py")]}
+TASKS_META = {
+    **META,
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}},
+}
+ANSWERS = {"confirm": {"action": "accept", "content": {}}}
+
+
+async def tasks_request(sock: str, method: str, **params: Any) -> dict[str, Any]:
+    """One stateless request of an agent that takes tasks, on a connection of its own."""
+    name = params.get("taskId", params.get("name"))
+    return await stateless(sock, method, params, TASKS_META, name)
+
+
+async def made_task(sock: str, tool: str) -> str:
+    handle = (await tasks_request(sock, "tools/call", name=tool))["result"]
+    assert handle["resultType"] == "task", handle
+    return str(handle["taskId"])
+
+
+async def test_a_stateless_clients_task_is_its_own_on_every_connection(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with running(make_config(tmp_path, {"ta": JOBS})) as daemon:
+            sock = daemon.socket_path
+            task = await made_task(sock, "mcp__ta__build")
+            got = await tasks_request(sock, "tasks/get", taskId=task)
+            assert got["result"]["status"] == "input_required"
+            await tasks_request(sock, "tasks/update", taskId=task, inputResponses=ANSWERS)
+            done = await tasks_request(sock, "tasks/get", taskId=task)
+            assert done["result"]["status"] == "completed"
+
+
+def restricted(tmp_path: Path) -> Any:
+    """Servers ta and tb; the profile ``restricted``, on its own socket, shows tb only."""
+    profile = {"servers": ["tb"], "socket": str(tmp_path / "restricted.sock")}
+    return make_config(tmp_path, {"ta": JOBS, "tb": JOBS}, profiles={"restricted": profile})
+
+
+async def test_another_profiles_socket_neither_reads_nor_moves_a_users_task(
+    tmp_path: Path,
+) -> None:
+    """Every stateless client of a user was one owner of tasks: one on a profile's
+    socket read, answered and cancelled the task a user made in the default profile, on
+    a server its own profile does not show."""
+    with trio.fail_after(60):
+        async with running(restricted(tmp_path)) as daemon:
+            mine, theirs = daemon.socket_path, str(tmp_path / "restricted.sock")
+            task = await made_task(mine, "mcp__ta__build")
+            for method, extra in [
+                ("tasks/get", {}),
+                ("tasks/update", {"inputResponses": ANSWERS}),
+                ("tasks/cancel", {}),
+            ]:
+                refused = await tasks_request(theirs, method, taskId=task, **extra)
+                assert refused["error"]["message"] == f"Unknown task {task!r}", (method, refused)
+            got = await tasks_request(mine, "tasks/get", taskId=task)
+            assert got["result"]["status"] == "input_required"
+
+
+async def test_a_task_another_profile_makes_with_the_same_id_is_not_found_for_mine(
+    tmp_path: Path,
+) -> None:
+    """Both servers number their tasks alike: a client on the other profile's socket
+    made one, which took the place of the user's own, so the user's next request for
+    its task reached the other's (here, cancelled)."""
+    with trio.fail_after(60):
+        async with running(restricted(tmp_path)) as daemon:
+            mine, theirs = daemon.socket_path, str(tmp_path / "restricted.sock")
+            task = await made_task(mine, "mcp__ta__build")
+            other = await made_task(theirs, "mcp__tb__build")
+            assert "result" in await tasks_request(theirs, "tasks/cancel", taskId=other)
+            got = await tasks_request(mine, "tasks/get", taskId=task)
+            assert got["result"]["status"] == "input_required", got
+
+
+async def test_a_servers_process_let_onto_a_profile_does_not_reach_its_users_tasks(
+    tmp_path: Path,
+) -> None:
+    """A server's own process, let in on a profile's socket by its ``allow_servers``,
+    read the task a user made on that socket, as one of the user's clients."""
+    shared = str(tmp_path / "shared.sock")
+    hostile = {
+        "command": sys.executable,
+        "args": [str(SUPPORT / "hostile_server.py")],
+        "sandbox": "off",  # to reach the socket; which process it is, mcpd still knows
+    }
+    profile = {"servers": ["ta"], "socket": shared, "allow_servers": ["hostile"]}
+    cfg = make_config(tmp_path, {"ta": JOBS, "hostile": hostile}, profiles={"shared": profile})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as user:
+            task = await made_task(shared, "mcp__ta__build")
+            body = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tasks/get",
+                "params": {"taskId": task, "_meta": TASKS_META},
+            }
+            headers = dict(h.split(": ", 1) for h in modern_headers("tasks/get", task))
+            arguments = {"socket": shared, "body": body, "headers": headers}
+            sent = (await user.call("mcp__hostile__mcp_post", arguments))["content"][0]["text"]
+            assert sent.startswith("ok: HTTP/1.1"), sent
+            answer = json.loads(sent.partition("\r\n\r\n")[2])
+            assert answer["error"]["message"] == f"Unknown task {task!r}", answer
+            got = await tasks_request(shared, "tasks/get", taskId=task)
+            assert got["result"]["status"] == "input_required"
