@@ -133,11 +133,12 @@ class ExtraMethods:
     def finish_result(
         self, call: Call, result: Raw | dict[str, Any], links: bool
     ) -> Raw | dict[str, Any]:
-        """A call's result, its resource links in agents' terms and its task recorded."""
+        """A call's result, its resource links in agents' terms and its task recorded
+        (named by the agent's id for it)."""
         if links:
             result = tool_result(result, self.servers.links(call.alias, call.sight))
         if call.tasks:
-            self.tasks.record(call.alias, call.owner, result, call.sight)
+            result = self.tasks.record(call.alias, call.owner, result, call.sight)
         return result
 
     # -- methods --

@@ -2,16 +2,20 @@
 
 A server may answer a tools/call of an agent that declared the extension with a task
 handle (``resultType: "task"``) instead of the result. mcpd notes which server the
-task is on and which agent created it; ``tasks/get``, ``tasks/update`` and
-``tasks/cancel`` are routed by task id to that server, for that agent only: to any
-other agent a task id is unknown, as it is to the server for an id it never issued.
-Each agent's tasks are its own table, so that the same id issued by two servers (or by
-a server that picks another's on purpose) never makes one agent's task another's.
-Task status notifications (``notifications/tasks``) come on the agents' own
-``subscriptions/listen`` for the task ids they name, and reach those listens only.
+task is on and which agent created it, and hands the task to the agent under an id of
+its own, ``ALIAS:ID`` (the server's alias, then the id the server gave it): servers
+number their tasks as they like, and two of them (or one that picks another's ids on
+purpose) may give one agent the same id. ``tasks/get``, ``tasks/update`` and
+``tasks/cancel`` are routed by that id to the task's server, under the server's own
+id, for that agent only: to any other agent a task id is unknown, as it is to the
+server for an id it never issued. Task status notifications (``notifications/tasks``)
+come on the agents' own ``subscriptions/listen`` for the task ids they name, and reach
+those listens only. Whatever comes back names the task by the agent's id.
 
-The agent is its connection (for a stateless HTTP client, which has none, its user):
-an agent that connects again does not see its earlier tasks.
+The agent is its connection, its legacy HTTP session, or for a stateless HTTP client,
+which has neither, its ``StatelessAgent`` (its user, where it came in, its profile, the
+server whose process it is): an agent that connects again does not see its earlier
+tasks, nor does a stateless client on another profile's socket.
 """
 
 from __future__ import annotations
@@ -39,44 +43,60 @@ _encode: Final = msgspec.json.Encoder().encode
 
 
 class _Task:
-    __slots__ = ("alias", "sight")
+    __slots__ = ("alias", "server_id", "sight")
 
-    def __init__(self, alias: str, sight: Sight | None) -> None:
+    def __init__(self, alias: str, server_id: str, sight: Sight | None) -> None:
         self.alias = alias
+        self.server_id = server_id  # the id its server gave it
         self.sight = sight  # the profile of the agent whose call made it
+
+
+def agent_task_id(alias: str, server_id: str) -> str:
+    """The id an agent knows a server's task by: an alias holds no colon, so no two
+    servers' tasks share one."""
+    return f"{alias}:{server_id}"
 
 
 class Tasks:
     def __init__(self, servers: AllServers) -> None:
         self.servers = servers
-        # By agent, then task id, oldest first: two servers may issue the same id, and
-        # one agent's task must never be found for another.
+        # By agent, then the agent's id for the task, oldest first: one agent's task
+        # must never be found for another.
         self._tasks: dict[object, OrderedDict[str, _Task]] = {}
         self._count = 0
-        # (connection, listen id) -> (its owner, the task ids it watches, its sender)
+        # (connection, listen id) -> (its owner, the tasks it watches by the agent's
+        # ids, its sender)
         self._watches: dict[
-            tuple[int, rpc.Id], tuple[object, set[str], Callable[[bytes], None]]
+            tuple[int, rpc.Id], tuple[object, dict[str, _Task], Callable[[bytes], None]]
         ] = {}
         servers.on_task_news(self._news)
 
     def record(
         self, alias: str, owner: object, result: Raw | dict[str, Any], sight: Sight | None = None
-    ) -> None:
-        """Note a task handle a server returned to ``owner`` (of the profile ``sight``)."""
+    ) -> Raw | dict[str, Any]:
+        """Note a task handle a server returned to ``owner`` (of the profile ``sight``);
+        the result as the agent gets it, naming the task by the agent's id."""
         try:
             head = rpc.decode_as(
                 result if isinstance(result, Raw) else _encode(result), surface.ResultHead
             )
         except rpc.InvalidParams:
-            return
-        if head.kind == surface.TASK and isinstance(head.taskId, str):
-            mine = self._tasks.setdefault(owner, OrderedDict())
-            if head.taskId not in mine:
-                self._count += 1
-            mine[head.taskId] = _Task(alias, sight)
-            mine.move_to_end(head.taskId)
-            if self._count > MAX_TASKS:
-                self._forget_one()
+            return result
+        if head.kind != surface.TASK or not isinstance(head.taskId, str):
+            return result
+        task_id = agent_task_id(alias, head.taskId)
+        mine = self._tasks.setdefault(owner, OrderedDict())
+        if task_id not in mine:
+            self._count += 1
+        mine[task_id] = _Task(alias, head.taskId, sight)
+        mine.move_to_end(task_id)
+        if self._count > MAX_TASKS:
+            self._forget_one()
+        handle: dict[str, Any] = (
+            msgspec.json.decode(result) if isinstance(result, Raw) else dict(result)
+        )
+        handle["taskId"] = task_id
+        return handle
 
     def _forget_one(self) -> None:
         most = max(self._tasks, key=lambda owner: len(self._tasks[owner]))
@@ -87,6 +107,7 @@ class Tasks:
             del self._tasks[most]
 
     def owned(self, task_id: str, owner: object) -> str | None:
+        """The server of ``owner``'s task ``task_id`` (the agent's id), or None."""
         task = self._owned(task_id, owner)
         return task.alias if task is not None else None
 
@@ -102,24 +123,26 @@ class Tasks:
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown task {params.taskId!r}")
         alias = task.alias
         caps = ctx.capabilities if ctx is not None and ctx.era == "modern" else None
+        upstream = msgspec.structs.replace(params, taskId=task.server_id)
         try:
             raw = await self.servers.request(
-                alias, method, params, name=params.taskId, capabilities=caps
+                alias, method, upstream, name=task.server_id, capabilities=caps
             )
         except CallRefused as refused:
             o = refused.outage
             raise rpc.RPCError(-32000, o.sentence(), {"mcpd/outage": o.meta()}) from None
-        if method != "tasks/get":
+        decoded = msgspec.json.decode(raw)
+        if not isinstance(decoded, dict):
             return raw
+        if "taskId" in decoded:
+            decoded["taskId"] = params.taskId
         # A finished task carries the tool's result: its URIs are handed over as a
         # tools/call result's would be.
-        decoded = msgspec.json.decode(raw)
-        if isinstance(decoded, dict) and isinstance(decoded.get("result"), dict):
+        if method == "tasks/get" and isinstance(decoded.get("result"), dict):
             decoded["result"] = tool_result(
                 decoded["result"], self.servers.links(alias, task.sight)
             )
-            return decoded
-        return raw
+        return decoded
 
     # -- status notifications --
 
@@ -134,34 +157,35 @@ class Tasks:
         ids = [t for t in wanted if isinstance(t, str)] if isinstance(wanted, list) else []
         mine = {t: task for t in ids if (task := self._owned(t, owner)) is not None}
         if mine:
-            self._watches[where] = (owner, set(mine), send)
-            for task_id, task in mine.items():
-                self.servers.watch_task(task.alias, task_id, True)
+            self._watches[where] = (owner, mine, send)
+            for task in mine.values():
+                self.servers.watch_task(task.alias, task.server_id, True)
         return list(mine)
 
     def unwatch(self, where: tuple[int, rpc.Id]) -> None:
         watched = self._watches.pop(where, None)
         if watched is None:
             return
-        still = {t for _, ids, _ in self._watches.values() for t in ids}
-        for task_id in watched[1] - still:
-            task = self._owned(task_id, watched[0])
-            if task is not None:
-                self.servers.watch_task(task.alias, task_id, False)
+        # An agent's id names one server's task, whoever's agent holds it.
+        still = {t for _, tasks, _ in self._watches.values() for t in tasks}
+        for task_id, task in watched[1].items():
+            if task_id not in still:
+                self.servers.watch_task(task.alias, task.server_id, False)
 
     def _news(self, alias: str, params: Raw) -> None:
         try:
             data = msgspec.json.decode(params)
         except msgspec.DecodeError:
             return
-        task_id = data.get("taskId") if isinstance(data, dict) else None
-        if not isinstance(task_id, str):
+        server_id = data.get("taskId") if isinstance(data, dict) else None
+        if not isinstance(server_id, str):
             return
-        for (_, listen_id), (owner, ids, send) in self._watches.items():
-            task = self._owned(task_id, owner) if task_id in ids else None
-            if task is None or task.alias != alias:
+        task_id = agent_task_id(alias, server_id)
+        for (_, listen_id), (_, tasks, send) in self._watches.items():
+            task = tasks.get(task_id)
+            if task is None:
                 continue  # another agent's, or the same id at another server
-            news = dict(data)
+            news = dict(data, taskId=task_id)
             if isinstance(data.get("result"), dict):
                 news["result"] = tool_result(data["result"], self.servers.links(alias, task.sight))
             meta = dict(data.get("_meta") or {})

@@ -197,12 +197,13 @@ async def test_a_task_is_known_to_the_agent_it_was_handed_to_only() -> None:
     handle = {"resultType": surface.TASK, "taskId": "t-1"}
     call = Call(1, "mcp__notes__slow", None, mine, MODERN_TASKS, owner=mine, tasks=True)
     call.alias = "notes"
-    world.extras.finish_result(call, handle, links=False)
-    with pytest.raises(rpc.RPCError, match="Unknown task 't-1'"):
-        await world.call(theirs, "tasks/get", {"taskId": "t-1"}, MODERN_TASKS)
+    handed = world.extras.finish_result(call, handle, links=False)
+    assert isinstance(handed, dict) and handed["taskId"] == "notes:t-1"
+    with pytest.raises(rpc.RPCError, match="Unknown task 'notes:t-1'"):
+        await world.call(theirs, "tasks/get", {"taskId": "notes:t-1"}, MODERN_TASKS)
     # Its own agent's request goes to the task's server (which is not running).
     with pytest.raises(rpc.RPCError) as down:
-        await world.call(mine, "tasks/get", {"taskId": "t-1"}, MODERN_TASKS)
+        await world.call(mine, "tasks/get", {"taskId": "notes:t-1"}, MODERN_TASKS)
     assert down.value.code == -32000 and "notes" in down.value.message
     world.extras.left(mine)
 

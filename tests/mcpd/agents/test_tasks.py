@@ -38,38 +38,41 @@ async def test_a_task_is_the_creating_agents_and_reaches_its_server(tmp_path: Pa
             trio.open_nursery() as nursery,
         ):
             handle = (await rpc(owner, "tools/call", {"name": "mcp__jobs__build"}))["result"]
-            assert handle["resultType"] == "task" and handle["taskId"] == "t-1"
+            # The agent knows the server's t-1 by mcpd's id for it.
+            assert handle["resultType"] == "task" and handle["taskId"] == "jobs:t-1"
             # To any other agent the task does not exist.
-            foreign = await rpc(other, "tasks/get", {"taskId": "t-1"})
+            foreign = await rpc(other, "tasks/get", {"taskId": "jobs:t-1"})
             assert foreign["error"]["code"] == -32602
-            got = (await rpc(owner, "tasks/get", {"taskId": "t-1"}))["result"]
+            got = (await rpc(owner, "tasks/get", {"taskId": "jobs:t-1"}))["result"]
             assert got["status"] == "input_required"
             assert got["resultType"] == "complete"
             assert list(got["inputRequests"]) == ["confirm"]
 
             async def listen(agent: Agent, rid: str) -> None:
-                await rpc(
-                    agent, "subscriptions/listen", {"notifications": {"taskIds": ["t-1"]}}, rid=rid
-                )
+                wanted = {"notifications": {"taskIds": ["jobs:t-1"]}}
+                await rpc(agent, "subscriptions/listen", wanted, rid=rid)
 
             nursery.start_soon(listen, owner, "L1")
             nursery.start_soon(listen, other, "L2")
             await owner.wait_notifications(1)
             await other.wait_notifications(1)
-            assert owner.notifications[0]["params"]["notifications"] == {"taskIds": ["t-1"]}
+            assert owner.notifications[0]["params"]["notifications"] == {"taskIds": ["jobs:t-1"]}
             assert other.notifications[0]["params"]["notifications"] == {"taskIds": []}
             # mcpd listens to the server for the task before the update is sent.
             runner = daemon.supervisor.runners["jobs"]
             while "t-1" not in runner.prompt_resources.acknowledged.get("taskIds", []):
                 await trio.sleep(0.02)
             answers = {"confirm": {"action": "accept", "content": {}}}
-            done = await rpc(owner, "tasks/update", {"taskId": "t-1", "inputResponses": answers})
+            done = await rpc(
+                owner, "tasks/update", {"taskId": "jobs:t-1", "inputResponses": answers}
+            )
             assert done["result"]["resultType"] == "complete"
             news = (await owner.wait_notifications(2))[1]
             assert news["method"] == "notifications/tasks"
             assert news["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L1"
             assert news["params"]["status"] == "completed"
-            final = (await rpc(owner, "tasks/get", {"taskId": "t-1"}))["result"]
+            assert news["params"]["taskId"] == "jobs:t-1"
+            final = (await rpc(owner, "tasks/get", {"taskId": "jobs:t-1"}))["result"]
             assert final["result"]["content"][0]["text"] == "built, confirmed accept"
             await other.tools()
             assert [n["method"] for n in other.notifications] == [
@@ -111,17 +114,40 @@ async def test_the_same_task_id_at_two_servers_stays_each_agents_own(tmp_path: P
         ):
             mine = (await rpc(victim, "tools/call", {"name": "mcp__ta__build"}))["result"]
             theirs = (await rpc(other, "tools/call", {"name": "mcp__tb__build"}))["result"]
-            assert mine["taskId"] == theirs["taskId"] == "t-1"
-            got = await rpc(victim, "tasks/get", {"taskId": "t-1"})
+            got = await rpc(victim, "tasks/get", {"taskId": mine["taskId"]})
             assert got["result"]["status"] == "input_required", got
-            await rpc(other, "tasks/cancel", {"taskId": "t-1"})
+            await rpc(other, "tasks/cancel", {"taskId": theirs["taskId"]})
             # The other agent's cancel reached its own server's task, not the victim's.
-            assert (await rpc(victim, "tasks/get", {"taskId": "t-1"}))["result"]["status"] == (
-                "input_required"
-            )
-            assert (await rpc(other, "tasks/get", {"taskId": "t-1"}))["result"]["status"] == (
-                "cancelled"
-            )
+            got = await rpc(victim, "tasks/get", {"taskId": mine["taskId"]})
+            assert got["result"]["status"] == "input_required"
+            got = await rpc(other, "tasks/get", {"taskId": theirs["taskId"]})
+            assert got["result"]["status"] == "cancelled"
+            # Neither reaches the other's by its id.
+            assert "error" in await rpc(other, "tasks/get", {"taskId": mine["taskId"]})
+        daemon.stop()
+
+
+async def test_one_agents_tasks_at_two_servers_that_give_the_same_id_are_told_apart(
+    tmp_path: Path,
+) -> None:
+    """Both servers issued ``t-1`` to one agent: the second task took the first's place,
+    so the agent's requests for the first reached the second's server, and a server that
+    chose another's ids on purpose answered for its tasks."""
+    job = {"command": sys.executable, "args": [TASK_SERVER]}
+    cfg = make_config(tmp_path, {"ta": job, "tb": job})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            first = (await rpc(agent, "tools/call", {"name": "mcp__ta__build"}))["result"]
+            second = (await rpc(agent, "tools/call", {"name": "mcp__tb__build"}))["result"]
+            assert (first["taskId"], second["taskId"]) == ("ta:t-1", "tb:t-1")
+            await rpc(agent, "tasks/cancel", {"taskId": "tb:t-1"})
+            got = (await rpc(agent, "tasks/get", {"taskId": "ta:t-1"}))["result"]
+            assert (got["taskId"], got["status"]) == ("ta:t-1", "input_required")
+            got = (await rpc(agent, "tasks/get", {"taskId": "tb:t-1"}))["result"]
+            assert (got["taskId"], got["status"]) == ("tb:t-1", "cancelled")
+            # The server's own id names nothing: it could be either.
+            unknown = await rpc(agent, "tasks/get", {"taskId": "t-1"})
+            assert unknown["error"]["message"] == "Unknown task 't-1'"
         daemon.stop()
 
 
@@ -142,6 +168,6 @@ def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
     table.record("ta", victim, Raw(handle(0)))
     for n in range(1, 50):
         table.record("tb", flood, Raw(handle(n)))
-    assert table.owned("t-0", victim) == "ta"
-    assert table.owned("t-49", flood) == "tb" and table.owned("t-1", flood) is None
-    assert [n for n in range(50) if table.owned(f"t-{n}", flood)] == [46, 47, 48, 49]
+    assert table.owned("ta:t-0", victim) == "ta"
+    assert table.owned("tb:t-49", flood) == "tb" and table.owned("tb:t-1", flood) is None
+    assert [n for n in range(50) if table.owned(f"tb:t-{n}", flood)] == [46, 47, 48, 49]
