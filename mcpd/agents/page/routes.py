@@ -196,11 +196,14 @@ class Page:
             f"Max-Age={SESSION_TTL:.0f}"
         )
         # Away from the address with the code: the browser keeps the page without it.
+        # Not by a redirect: a navigation that began off the site (the file: page of
+        # mcpd dashboard) sends no SameSite=Strict cookie on its redirects, but a step
+        # this page takes itself is the site's own.
         back = "/" + (
             f"?{urlencode({'profile': query['profile'][0]})}" if "profile" in query else ""
         )
-        extra = [(b"set-cookie", cookie.encode()), (b"location", back.encode())]
-        await send(wire, 303, HTML, b"", extra)
+        extra = [(b"set-cookie", cookie.encode()), (b"refresh", f"0; url={back}".encode())]
+        await send(wire, 200, HTML, _moving_on(back), extra)
 
 
 def _owner(caller: Caller) -> Callable[[], int]:
@@ -213,6 +216,12 @@ def _owner(caller: Caller) -> Callable[[], int]:
         raise OwnerUnknown("mcpd was not told who is at its other end")
 
     return unknown
+
+
+def _moving_on(back: str) -> bytes:
+    """The answer to a traded code, for a browser that does not follow its refresh."""
+    link = f'<a href="{escape(back, quote=True)}">Open the status page</a>'
+    return render.message("Session opened", f"{link}.", back=False).encode()
 
 
 def _unbound(why: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -273,6 +274,42 @@ def test_the_dashboard_address_works_once(mcpd: Daemon, browser: Any) -> None:
     assert "mcpd dashboard" in browser.find_element("tag name", "body").text
     browser.get(mcpd.dashboard())  # a session again, for what follows
     open_page(browser, mcpd)
+
+
+def test_the_browser_mcpd_dashboard_opens_lands_on_the_page(
+    mcpd: Daemon, browser: Any, tmp_path: Path
+) -> None:
+    """``mcpd dashboard`` hands the browser a ``file:`` page that moves on to the
+    address: a navigation that starts off the site, after which the session's
+    SameSite=Strict cookie must still reach the page."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    opened = tmp_path / "opened"
+    os.mkfifo(opened)
+    # The "browser" says what it was given to open.
+    record = f'echo "$0" > {shlex.quote(str(opened))}'
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "XDG_RUNTIME_DIR": str(tmp_path),
+        "BROWSER": f"/bin/sh -c {shlex.quote(record)}",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "mcpd", "dashboard", "--socket", mcpd.socket],
+        capture_output=True, timeout=30, cwd=ROOT, env=env, check=True,
+    )  # fmt: skip
+    with open(opened) as told:
+        address = told.read().strip()
+    assert address.startswith("file://")
+    browser.delete_all_cookies()
+    browser.get(address)
+    WebDriverWait(browser, 10).until(
+        lambda d: d.current_url == f"{mcpd.origin}/" and d.find_elements("css selector", "h2")
+    )
+    body = browser.find_element("tag name", "body").text
+    assert browser.find_elements("id", "rows"), body
+    assert "?code=" not in browser.current_url
+    open_page(browser, mcpd)  # the session holds for what follows
 
 
 class _Foreign(BaseHTTPRequestHandler):
