@@ -4,7 +4,8 @@
 same way, whatever it sends before its answer going into the response (which then
 becomes an event stream). ``Caller`` is what the HTTP connection it came on decides:
 the peer, the profile a profile's socket fixes, the checks of the TCP endpoint, and
-the local user at its other end; ``StatelessAgent``, who a client without a session is.
+who holds its other end (``holders``); ``StatelessAgent``, who a client without a
+session is.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ..local.tcpowner import ConnectionOwner
 from ..policy.kin import AgentKin, Decider, tcp_deciders, tcp_kin, unknown
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
+from .holders import ConnectionOwner
 from .http_wire import Response
 from .identity import Identity
 from .peers import Peer
@@ -141,8 +142,8 @@ class Caller(msgspec.Struct, frozen=True):
     guard: Callable[[h11.Request], None] | None = None  # raises Reject
     # Who a stateless client sending on this connection is (a session has its own).
     identity: Identity | None = None
-    # The local user at its other end, for what is bound to one (the page's sessions);
-    # None: not known.
+    # Who holds its other end (the local user, and whether one of mcpd's servers), for
+    # what is bound to a person or kept from servers; None: not known.
     owner: ConnectionOwner | None = None
     # Its socket, when it is the TCP endpoint's: who holds its other end is looked for
     # when a call must wait for a person.

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
@@ -39,13 +40,13 @@ from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 from protocol.visible import visible_json
 
-from ..local.tcpowner import ConnectionOwner, tcp_owner
 from ..policy.kin import AgentKin
 from ..registry.views import ProfileView
 from ..servers.all_servers import AllServers
 from .backend import Control
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
+from .holders import ConnectionOwner, tcp_held
 from .http_exchange import Caller
 from .http_wire import Headers, Reject, Response, Wire, head, refuse
 from .identity import Identity
@@ -136,14 +137,16 @@ class HttpApi:
         try:
             async with stream:
                 if gate is None:
-                    owner = None if peer is None else ConnectionOwner(lambda: peer.uid)
+                    owner = None if peer is None else ConnectionOwner.of_peer(peer)
                     caller = Caller(peer, fixed, identity=identity, owner=owner)
                     await self._serve(wire, caller, None, None)
                     return
                 first = await gate.admit(wire)
                 if first is not None:
                     # Looked up only if a request needs it: the page's session or code.
-                    owner = ConnectionOwner(lambda: tcp_owner(stream.socket))
+                    owner = ConnectionOwner(
+                        partial(tcp_held, stream.socket, self.control.server_of)
+                    )
                     caller = Caller(peer, fixed, gate.check, identity, owner, stream.socket)
                     await self._serve(wire, caller, first, self.on_endpoint)
         except h11.RemoteProtocolError as exc:
@@ -205,7 +208,8 @@ class HttpApi:
                         caller.guard(head)  # before its body: a refused one is never read
                 if head is not None and is_page(head.target):
                     stranger = wire.closing = _unvouched(head, caller)
-                    access = self.page.admit(head, caller)  # the page's own, at the headers too
+                    # The page's own, at the headers too.
+                    access = await self.page.admit(head, caller)
                     stranger = wire.closing = stranger and access.session is None
                     if stranger and _declares_body(head):
                         # Nothing it may ask for takes one: a stranger's body would be

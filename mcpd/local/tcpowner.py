@@ -23,7 +23,6 @@ import itertools
 import os
 import socket
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from protocol import sockdiag
@@ -164,27 +163,3 @@ def holds(process: str, link: str) -> bool:
     except OSError:
         pass
     return False
-
-
-class ConnectionOwner:
-    """The local user at the other end of one connection: looked up the first time
-    it is asked for, then kept for the connection's life (its socket's owner does not
-    change), a failure too."""
-
-    __slots__ = ("_found", "_lookup")
-
-    def __init__(self, lookup: Callable[[], int]) -> None:
-        """``lookup``: the uid, or raises OwnerUnknown."""
-        self._lookup = lookup
-        self._found: int | str | None = None  # the uid, or why it is not known
-
-    def uid(self) -> int:
-        """The uid; raises OwnerUnknown, saying why."""
-        if self._found is None:
-            try:
-                self._found = self._lookup()
-            except OwnerUnknown as exc:
-                self._found = str(exc)
-        if isinstance(self._found, str):
-            raise OwnerUnknown(self._found)
-        return self._found

@@ -1,7 +1,8 @@
 """The status page: ``GET /`` on the HTTP endpoint and on the socket's HTTP side.
 
 ``passes`` lets a browser in (one-time codes, session cookies, CSRF tokens),
-``routes`` answers its requests, ``model`` reads what the daemon knows into typed
+``whose`` on a connection of its own user that no server of mcpd's holds, ``routes``
+answers its requests, ``model`` reads what the daemon knows into typed
 rows, ``render`` and ``charts`` draw them, and ``assets`` holds the page's own style
 and script, with the Content-Security-Policy that admits exactly those.
 """

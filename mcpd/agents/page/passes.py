@@ -4,13 +4,14 @@ A browser cannot send mcpd's bearer token. ``mcpd dashboard`` (the daemon's own 
 or root, on its socket) gets a code, good once and for ``CODE_TTL``; the page trades
 it for a session, whose id goes into an HttpOnly, SameSite=Strict cookie, and whose
 CSRF token into the page, for its actions to send back. A session is the local user's
-whose connection traded the code, and is taken only on a connection of that user:
-browsers send a cookie of 127.0.0.1 to every port there, another user's server too,
-and a cookie may be planted by anyone who serves a page there. A session lasts
-``SESSION_TTL``, and ends sooner when the endpoint's token is rotated (``mcpd token
---rotate`` locks every browser out as it does every client) or mcpd restarts. A code
-keeps who asked for it, and a session who asked for its code and who traded it
-(``opener``): what the page may decide rests on them.
+whose connection traded the code, and is taken only on a connection of that user
+(``users_session``), one that no process of mcpd's servers holds (``whose``): browsers
+send a cookie of 127.0.0.1 to every port there, another user's server and a server of
+mcpd's own too, and a cookie may be planted by anyone who serves a page there. A
+session lasts ``SESSION_TTL``, and ends sooner when the endpoint's token is rotated
+(``mcpd token --rotate`` locks every browser out as it does every client) or mcpd
+restarts. A code keeps who asked for it, and a session who asked for its code and who
+traded it (``opener``): what the page may decide rests on them.
 
 Codes and session ids are kept by their digests, so that looking one up compares no
 secret byte by byte, and a copy of the daemon's memory holds none of them.
@@ -72,14 +73,11 @@ class Passes:
         found = self._codes.get(_digest(code))
         return found is not None and found[0] > trio.current_time()
 
-    def redeem(
-        self, code: str, owner: Callable[[], int], trader: Opener | None = None
-    ) -> str | None:
+    def redeem(self, code: str, uid: int, trader: Opener | None = None) -> str | None:
         """The id of a new session for a good code (which is then spent), or None.
 
-        ``owner``: the uid of the local user trading it, asked for a good code only;
-        what it raises (``OwnerUnknown``) leaves the code unspent. ``trader``: who
-        trades it, as found.
+        ``uid``: the local user trading it, the only one its session admits;
+        ``trader``: who trades it, as found.
         """
         now = trio.current_time()
         key = _digest(code)
@@ -92,7 +90,6 @@ class Passes:
         if token is None:
             del self._codes[key]
             return None
-        uid = owner()
         del self._codes[key]
         self._sessions = {d: s for d, s in self._sessions.items() if s.expires > now}
         while len(self._sessions) >= MAX_SESSIONS:
@@ -103,17 +100,9 @@ class Passes:
         )
         return sid
 
-    def session_of(
-        self, sids: list[str], owner: Callable[[], int]
-    ) -> tuple[str, PageSession] | None:
-        """The first live session among those ``sids`` name that the local user
-        ``owner`` (asked only when one is live; it may raise ``OwnerUnknown``) opened,
-        with its id. Any other, another user's or one planted, is passed over."""
-        live = [(sid, s) for sid in sids if (s := self.session(sid)) is not None]
-        if not live:
-            return None
-        uid = owner()
-        return next(((sid, s) for sid, s in live if s.uid == uid), None)
+    def live(self, sids: list[str]) -> list[tuple[str, PageSession]]:
+        """The live sessions among those ``sids`` name, each with its id."""
+        return [(sid, s) for sid in sids if (s := self.session(sid)) is not None]
 
     def session(self, sid: str | None) -> PageSession | None:
         """The live session ``sid`` names, if any."""
@@ -136,6 +125,12 @@ class Passes:
             return _digest(self._token())
         except Exception:  # an unreadable token file lets nobody in
             return None
+
+
+def users_session(live: list[tuple[str, PageSession]], uid: int) -> tuple[str, PageSession] | None:
+    """The first of the ``live`` sessions that the local user ``uid`` opened, with its
+    id. Any other, another user's or one planted, is passed over."""
+    return next(((sid, s) for sid, s in live if s.uid == uid), None)
 
 
 def csrf_matches(session: PageSession, presented: str | None) -> bool:

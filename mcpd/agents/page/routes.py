@@ -7,10 +7,11 @@ Who may do what is settled at a request's headers (``admit``), before its body i
 read. On the HTTP endpoint the page wants its session cookie (or the bearer token, for
 ``curl``); on the socket, whose peer check already let the caller in, it is served
 without one, for reading. Acting takes a session on either: its cookie, its CSRF
-token, and an ``Origin`` that is the page's own. A session is taken only on a
-connection of the local user that opened it (``Caller.owner``), which is looked up
-for a request that brings a live session's cookie or a good code, and for no other;
-so are the processes that trade a good code (``opener``). What a reader sees is what
+token, and an ``Origin`` that is the page's own. A session is taken, and a code
+traded, only on a connection of the local user that opened it which no process of
+mcpd's servers holds (``whose``); who holds it (``Caller.owner``) is looked up for a
+request that brings a live session's cookie or a good code, and for no other; so are
+the processes that trade a good code (``opener``). What a reader sees is what
 ``mcpd status`` shows them (``Profiles.scope``).
 """
 
@@ -24,9 +25,9 @@ from urllib.parse import parse_qs, unquote, urlencode
 import h11
 import msgspec
 
-from ...local.tcpowner import OwnerUnknown
 from ...policy.kin import AgentKin
 from ..backend import Control, Servers
+from ..holders import ServerRefusals
 from ..http_exchange import Caller
 from ..http_wire import Headers, Reject, Wire
 from . import render
@@ -35,8 +36,17 @@ from .decisions import call_filter
 from .live import Live, Regions
 from .model import PageData, Reading, read_page
 from .opener import look_only, opened_by
-from .passes import CODE_TTL, SESSION_TTL, PageSession, Passes, cookie_name, read_cookies
+from .passes import (
+    CODE_TTL,
+    SESSION_TTL,
+    PageSession,
+    Passes,
+    cookie_name,
+    read_cookies,
+    users_session,
+)
 from .sources import NO_SOURCES, Sources
+from .whose import holder
 
 
 class Access(msgspec.Struct, frozen=True):
@@ -61,6 +71,7 @@ class Page:
         self.passes = Passes(control.http_token)
         self.actions = Actions(control, sources)
         self.live = Live(self._regions)
+        self._refusals = ServerRefusals()
         servers.subscribe(self._changed)
         if sources.calls is not None:
             control.audit.watch(self._changed)  # the latest calls, as they are written
@@ -68,19 +79,19 @@ class Page:
     def _changed(self) -> None:
         self.live.changed()
 
-    def admit(self, request: h11.Request, caller: Caller) -> Access:
+    async def admit(self, request: h11.Request, caller: Caller) -> Access:
         """Who asks, from the request's headers; raises Reject for whoever may not."""
         headers = Headers(request.headers)
         path, _, query = request.target.decode("latin-1").partition("?")
         if path.startswith(OAUTH):
             return Access()  # the login's state, in the query, is what it is checked by
         sids = read_cookies(headers.get("cookie"), cookie_name(headers.get("host")))
-        try:
-            found = self.passes.session_of(sids, _owner(caller))
-        except OwnerUnknown as exc:
-            if request.method == b"POST":
-                raise refuse_action(403, _unbound(str(exc))) from None
-            raise _unknown_owner(str(exc)) from None
+        live = self.passes.live(sids)
+        found = None
+        if live:
+            acting = request.method == b"POST"
+            held = await holder(caller, acting, self._refusals, "the status page's session")
+            found = users_session(live, held.uid)
         if found is not None:
             return Access(found[1], found[0])
         if request.method == b"POST":
@@ -175,22 +186,16 @@ class Page:
         self, wire: Wire, query: dict[str, list[str]], headers: Headers, caller: Caller
     ) -> None:
         code = query["code"][0]
-        trader = None
-        if self.passes.good(code):
-            # Whoever trades it, the agent a person's code reached too, is read here:
-            # for a good code only, so that a made-up one costs no look through /proc.
-            trader = opened_by(await caller.deciders(), await self._agents_kin())
-        try:
-            sid = self.passes.redeem(code, _owner(caller), trader)
-        except OwnerUnknown as exc:
-            raise _unknown_owner(str(exc)) from None
+        if not self.passes.good(code):
+            raise _used()
+        # Who holds the connection, and whoever trades it (the agent a person's code
+        # reached too), are read here: for a good code only, so that a made-up one
+        # costs no look through /proc. A code refused here stays good, for the browser.
+        held = await holder(caller, False, self._refusals, "a one-time code of the page")
+        trader = opened_by(await caller.deciders(), await self._agents_kin())
+        sid = self.passes.redeem(code, held.uid, trader)
         if sid is None:
-            raise refuse(
-                403,
-                "This address has been used",
-                f"Each address from <code>mcpd dashboard</code> opens the page once, within "
-                f"{CODE_TTL:.0f} seconds. Run it again for a new one.",
-            )
+            raise _used()
         cookie = (
             f"{cookie_name(headers.get('host'))}={sid}; Path=/; HttpOnly; SameSite=Strict; "
             f"Max-Age={SESSION_TTL:.0f}"
@@ -206,35 +211,16 @@ class Page:
         await send(wire, 200, HTML, _moving_on(back), extra)
 
 
-def _owner(caller: Caller) -> Callable[[], int]:
-    """The uid of the local user at the other end of ``caller``'s connection."""
-    owner = caller.owner
-    if owner is not None:
-        return owner.uid
-
-    def unknown() -> int:
-        raise OwnerUnknown("mcpd was not told who is at its other end")
-
-    return unknown
+def _used() -> Reject:
+    return refuse(
+        403,
+        "This address has been used",
+        f"Each address from <code>mcpd dashboard</code> opens the page once, within "
+        f"{CODE_TTL:.0f} seconds. Run it again for a new one.",
+    )
 
 
 def _moving_on(back: str) -> bytes:
     """The answer to a traded code, for a browser that does not follow its refresh."""
     link = f'<a href="{escape(back, quote=True)}">Open the status page</a>'
     return render.message("Session opened", f"{link}.", back=False).encode()
-
-
-def _unbound(why: str) -> str:
-    return (
-        "a page's session is taken only from the local user who opened it, and mcpd "
-        f"cannot tell which user holds this connection: {why}"
-    )
-
-
-def _unknown_owner(why: str) -> Reject:
-    text = _unbound(why)
-    return refuse(
-        403,
-        "mcpd cannot tell who is connecting",
-        f"{escape(text[0].upper() + text[1:])}. The page opens in a browser on this machine.",
-    )

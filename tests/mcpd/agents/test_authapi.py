@@ -240,8 +240,8 @@ async def test_the_dashboard_address_carries_a_new_one_time_code_never_the_token
     (code,) = parse_qs(url.query)["code"]
     assert code != parse_qs(urlsplit(second["url"]).query)["code"][0]
     assert TOKEN not in msgspec.json.encode([first, second]).decode()
-    assert api.http.page.passes.redeem(code, os.getuid) is not None
-    assert api.http.page.passes.redeem(code, os.getuid) is None  # once
+    assert api.http.page.passes.redeem(code, os.getuid()) is not None
+    assert api.http.page.passes.redeem(code, os.getuid()) is None  # once
 
 
 async def test_without_an_http_endpoint_the_dashboard_has_no_address() -> None:

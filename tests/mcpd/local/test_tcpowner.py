@@ -1,7 +1,7 @@
 """Who holds the other end of a real loopback connection, read from this machine's TCP
 tables in both address families (another user's, as root); and when that cannot be
 told (tables that cannot be read, a connection they do not list), an error saying
-why; a connection's owner asked for once; and the processes that hold it."""
+why; and the processes that hold it."""
 
 from __future__ import annotations
 
@@ -14,14 +14,7 @@ import pytest
 import trio
 
 from mcpd.local import tcpowner
-from mcpd.local.tcpowner import (
-    TABLES,
-    ConnectionOwner,
-    OwnerUnknown,
-    holding,
-    tcp_holder,
-    tcp_owner,
-)
+from mcpd.local.tcpowner import TABLES, OwnerUnknown, holding, tcp_holder, tcp_owner
 from tests.support.tcp_client import held_by_a_child
 
 # Connects to argv[1]:argv[2], says so, and holds the connection until stdin closes.
@@ -122,25 +115,6 @@ async def test_tables_that_cannot_be_read_say_so(tmp_path: Path) -> None:
                 empty.write_text("  sl  local_address rem_address   st\n")
                 with pytest.raises(OwnerUnknown, match="no process of this machine"):
                     tcp_owner(conn, (str(empty),), ask_kernel=False)
-
-
-def test_a_connections_owner_is_looked_up_once_a_failure_too() -> None:
-    asked: list[str] = []
-
-    def found() -> int:
-        asked.append("found")
-        return 1000
-
-    def unknown() -> int:
-        asked.append("unknown")
-        raise OwnerUnknown("no such socket")
-
-    owner, nobody = ConnectionOwner(found), ConnectionOwner(unknown)
-    assert owner.uid() == owner.uid() == 1000
-    for _ in range(2):
-        with pytest.raises(OwnerUnknown, match="no such socket"):
-            nobody.uid()
-    assert asked == ["found", "unknown"]
 
 
 async def test_where_the_kernel_cannot_be_asked_the_tables_are_read(

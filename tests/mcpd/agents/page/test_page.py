@@ -283,12 +283,12 @@ async def test_codes_expire_and_are_bounded(autojump_clock: trio.testing.MockClo
     passes = Passes(lambda: "token")
     late = passes.issue()
     await trio.sleep(CODE_TTL + 1)
-    assert passes.redeem(late, os.getuid) is None
+    assert passes.redeem(late, os.getuid()) is None
     codes = [passes.issue() for _ in range(MAX_CODES + 1)]
-    assert passes.redeem(codes[0], os.getuid) is None  # pushed out by the newest
-    sid = passes.redeem(codes[-1], os.getuid)
+    assert passes.redeem(codes[0], os.getuid()) is None  # pushed out by the newest
+    sid = passes.redeem(codes[-1], os.getuid())
     assert sid is not None and passes.session(sid) is not None
-    assert passes.redeem(codes[-1], os.getuid) is None
+    assert passes.redeem(codes[-1], os.getuid()) is None
     assert passes.session("guess") is None
 
 

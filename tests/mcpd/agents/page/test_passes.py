@@ -5,7 +5,6 @@ and sessions are kept, the oldest pushed out. Run on trio's virtual clock."""
 
 from __future__ import annotations
 
-import pytest
 import trio
 from trio.testing import MockClock
 
@@ -19,8 +18,8 @@ from mcpd.agents.page.passes import (
     cookie_name,
     csrf_matches,
     read_cookies,
+    users_session,
 )
-from mcpd.local.tcpowner import OwnerUnknown
 from mcpd.policy.kin import Decider, Process
 
 
@@ -34,13 +33,11 @@ class Token:
         return self.value
 
 
-def me() -> int:
-    """The uid of the user trading a code, in these tests."""
-    return 1000
+ME = 1000  # the uid of the user trading a code, in these tests
 
 
 def opened(passes: Passes, asker: Opener | None = None, trader: Opener | None = None) -> str:
-    sid = passes.redeem(passes.issue(asker), me, trader)
+    sid = passes.redeem(passes.issue(asker), ME, trader)
     assert sid is not None
     return sid
 
@@ -48,21 +45,21 @@ def opened(passes: Passes, asker: Opener | None = None, trader: Opener | None = 
 async def test_a_code_opens_a_session_once() -> None:
     passes = Passes(Token())
     code = passes.issue()
-    sid = passes.redeem(code, me)
+    sid = passes.redeem(code, ME)
     assert sid is not None and sid != code
     session = passes.session(sid)
     assert session is not None and session.csrf
-    assert passes.redeem(code, me) is None
+    assert passes.redeem(code, ME) is None
 
 
 async def test_a_code_is_good_until_its_time_is_up(autojump_clock: MockClock) -> None:
     passes = Passes(Token())
     code = passes.issue()
     await trio.sleep(CODE_TTL - 1)
-    assert passes.redeem(code, me) is not None
+    assert passes.redeem(code, ME) is not None
     late = passes.issue()
     await trio.sleep(CODE_TTL)
-    assert passes.redeem(late, me) is None
+    assert passes.redeem(late, ME) is None
 
 
 async def test_a_session_keeps_who_asked_for_its_code_and_who_traded_it() -> None:
@@ -101,7 +98,7 @@ async def test_an_unreadable_token_lets_nobody_in() -> None:
     sid = opened(passes)
     token.value = None
     assert passes.session(sid) is None
-    assert passes.redeem(passes.issue(), me) is None
+    assert passes.redeem(passes.issue(), ME) is None
 
 
 async def test_an_ended_session_is_gone() -> None:
@@ -158,58 +155,25 @@ def test_every_cookie_of_the_name_is_read() -> None:
 # -- whose a session is --
 
 
-class Lookups:
-    """A connection's owner, as ``Caller.owner`` gives it, counting each time asked."""
-
-    def __init__(self, uid: int | None) -> None:
-        self.uid = uid
-        self.asked = 0
-
-    def __call__(self) -> int:
-        self.asked += 1
-        if self.uid is None:
-            raise OwnerUnknown("no such socket")
-        return self.uid
-
-
 async def test_a_session_is_its_traders_and_no_other_users() -> None:
     passes = Passes(Token())
-    sid = passes.redeem(passes.issue(), Lookups(1000))
+    sid = passes.redeem(passes.issue(), 1000)
     assert sid is not None
     session = passes.session(sid)
     assert session is not None and session.uid == 1000
-    assert passes.session_of([sid], Lookups(1000)) == (sid, session)
-    assert passes.session_of([sid], Lookups(1001)) is None
-    assert passes.session_of([sid], Lookups(0)) is None  # root's connection neither
-    with pytest.raises(OwnerUnknown):
-        passes.session_of([sid], Lookups(None))
+    live = passes.live([sid])
+    assert users_session(live, 1000) == (sid, session)
+    assert users_session(live, 1001) is None
+    assert users_session(live, 0) is None  # root's connection neither
 
 
 async def test_a_planted_or_another_users_cookie_neither_locks_out_nor_is_taken() -> None:
     passes = Passes(Token())
     mine = opened(passes)
-    theirs = passes.redeem(passes.issue(), Lookups(1001))
+    theirs = passes.redeem(passes.issue(), 1001)
     assert theirs is not None
     for sids in (["planted", mine], [theirs, mine], [mine, theirs], ["a", theirs, mine, "b"]):
-        found = passes.session_of(sids, me)
+        found = users_session(passes.live(sids), ME)
         assert found is not None and found[0] == mine, sids
-    assert passes.session_of(["planted", theirs], me) is None
-
-
-async def test_the_owner_is_asked_only_for_a_live_session_or_a_good_code() -> None:
-    passes = Passes(Token())
-    owner = Lookups(1000)
-    assert passes.session_of([], owner) is None
-    assert passes.session_of(["forged", "A" * 43], owner) is None
-    assert passes.redeem("guessed", owner) is None
-    assert owner.asked == 0
-    assert passes.redeem(passes.issue(), owner) is not None
-    assert owner.asked == 1
-
-
-async def test_a_code_from_a_connection_of_no_known_owner_opens_nothing_and_is_kept() -> None:
-    passes = Passes(Token())
-    code = passes.issue()
-    with pytest.raises(OwnerUnknown):
-        passes.redeem(code, Lookups(None))
-    assert passes.redeem(code, me) is not None  # the browser on this machine still can
+    assert users_session(passes.live(["planted", theirs]), ME) is None
+    assert passes.live(["forged", "A" * 43]) == []

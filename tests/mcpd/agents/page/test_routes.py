@@ -1,10 +1,10 @@
 """The page's requests, answered by ``Page`` over an in-memory connection: who gets in
 at the headers (the socket's reader, a session's cookie of this very port, a bearer
-token, a one-time code on ``/`` only; an action never without a session), what a code
-is traded for (an HttpOnly, SameSite=Strict cookie, away from the address with the
-code, once), and what other methods and paths get (405 with what is allowed, 404, no
-route around by an encoded slash or a dotted path, a login's landing that echoes no
-markup)."""
+token, a one-time code on ``/`` only; an action never without a session; neither a
+session nor a code for a process of mcpd's servers), what a code is traded for (an
+HttpOnly, SameSite=Strict cookie, away from the address with the code, once), and what
+other methods and paths get (405 with what is allowed, 404, no route around by an
+encoded slash or a dotted path, a login's landing that echoes no markup)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ import trio
 import trio.testing
 
 from mcpd.agents.backend import Control, Servers
+from mcpd.agents.holders import ConnectionOwner, Held
 from mcpd.agents.http_exchange import Caller
 from mcpd.agents.http_wire import MAX_BODY, Reject, Wire
 from mcpd.agents.page import is_page
 from mcpd.agents.page.actions import NO_SESSION
 from mcpd.agents.page.routes import Access, Page
-from mcpd.local.tcpowner import ConnectionOwner, OwnerUnknown
+from mcpd.local.tcpowner import OwnerUnknown
 from mcpd.policy.kin import AgentKin
 from tests.support.page_stream import KEEP_ALIVE, requested
 
@@ -72,8 +73,11 @@ def passed_gate(request: h11.Request) -> None:
 USER = 1000  # the local user at the other end of these connections
 
 
-def owned_by(uid: int) -> ConnectionOwner:
-    return ConnectionOwner(lambda: uid)
+def owned_by(uid: int, server: str | None = None) -> ConnectionOwner:
+    async def held() -> Held:
+        return Held(uid, server, None if server is None else 4242)
+
+    return ConnectionOwner(held)
 
 
 SOCKET = Caller(None, owner=owned_by(USER))
@@ -115,7 +119,7 @@ async def exchange(page: Page, req: h11.Request, caller: Caller, body: bytes = b
         head = await wire.read_head()
         assert head is not None
         try:
-            access = page.admit(head, caller)
+            access = await page.admit(head, caller)
             got = await wire.read_body()
             assert got is not None
             await page.serve(wire, head, got, caller, access, lambda: None)
@@ -139,13 +143,13 @@ async def exchange(page: Page, req: h11.Request, caller: Caller, body: bytes = b
     return Answer(response.status_code, fields, out)
 
 
-def admitted(page: Page, req: h11.Request, caller: Caller) -> Access:
-    return page.admit(req, caller)
+async def admitted(page: Page, req: h11.Request, caller: Caller) -> Access:
+    return await page.admit(req, caller)
 
 
-def refused(page: Page, req: h11.Request, caller: Caller) -> Reject:
+async def refused(page: Page, req: h11.Request, caller: Caller) -> Reject:
     with pytest.raises(Reject) as info:
-        page.admit(req, caller)
+        await page.admit(req, caller)
     return info.value
 
 
@@ -164,7 +168,7 @@ async def opened_session(page: Page) -> tuple[str, str]:
 
 async def test_the_socket_serves_the_page_for_reading_without_a_session() -> None:
     page = new_page()
-    assert admitted(page, request("GET", "/"), SOCKET) == Access()
+    assert await admitted(page, request("GET", "/"), SOCKET) == Access()
     answer = await exchange(page, request("GET", "/"), SOCKET)
     assert answer.status == 200
     assert '<meta name="mcpd-csrf"' not in answer.text and "files" in answer.text
@@ -175,36 +179,41 @@ async def test_no_action_without_a_session_on_either_side() -> None:
     page = new_page()
     for caller in (SOCKET, ENDPOINT):
         for path in ("/page/login", "/page/decide", "/page/release", "/"):
-            no = refused(page, request("POST", path, {"authorization": "Bearer x"}), caller)
+            no = await refused(page, request("POST", path, {"authorization": "Bearer x"}), caller)
             assert no.status == 403
             assert json.loads(no.body) == {"error": NO_SESSION}
 
 
 async def test_the_endpoint_wants_a_session_a_token_or_a_code() -> None:
     page = new_page()
-    no = refused(page, request("GET", "/"), ENDPOINT)
+    no = await refused(page, request("GET", "/"), ENDPOINT)
     assert no.status == 401 and b"mcpd dashboard" in no.body
-    assert admitted(page, request("GET", "/", {"authorization": "Bearer t"}), ENDPOINT) == Access()
-    assert admitted(page, request("GET", "/?code=anything"), ENDPOINT) == Access()
+    assert (
+        await admitted(page, request("GET", "/", {"authorization": "Bearer t"}), ENDPOINT)
+        == Access()
+    )
+    assert await admitted(page, request("GET", "/?code=anything"), ENDPOINT) == Access()
     # A code opens a session on the page's address only.
-    assert refused(page, request("GET", "/page/events?code=anything"), ENDPOINT).status == 401
+    assert (
+        await refused(page, request("GET", "/page/events?code=anything"), ENDPOINT)
+    ).status == 401
 
 
 async def test_a_session_is_found_by_its_cookie_on_its_own_port_only() -> None:
     page = new_page()
     cookie, _ = await opened_session(page)
-    got = admitted(page, request("GET", "/", {"cookie": f"a=b; {cookie}"}), ENDPOINT)
+    got = await admitted(page, request("GET", "/", {"cookie": f"a=b; {cookie}"}), ENDPOINT)
     assert got.session is not None and got.sid == cookie.partition("=")[2]
     elsewhere = request("GET", "/", {"cookie": cookie, "host": "127.0.0.1:9999"})
-    assert refused(page, elsewhere, ENDPOINT).status == 401
+    assert (await refused(page, elsewhere, ENDPOINT)).status == 401
     forged = f"{COOKIE}=" + "A" * 43
-    assert refused(page, request("GET", "/", {"cookie": forged}), ENDPOINT).status == 401
+    assert (await refused(page, request("GET", "/", {"cookie": forged}), ENDPOINT)).status == 401
 
 
 # -- whose a session is --
 
 
-def unknown_owner() -> int:
+async def unknown_owner() -> Held:
     raise OwnerUnknown("no process of this machine holds its other end")
 
 
@@ -212,7 +221,9 @@ async def test_a_session_is_taken_on_its_own_users_connections_only() -> None:
     page = new_page()
     cookie, csrf = await opened_session(page)
     again = Caller(None, guard=passed_gate, owner=owned_by(USER))
-    assert admitted(page, request("GET", "/", {"cookie": cookie}), again).session is not None
+    assert (
+        await admitted(page, request("GET", "/", {"cookie": cookie}), again)
+    ).session is not None
     other = Caller(None, guard=passed_gate, owner=owned_by(USER + 1))
     read = await exchange(page, request("GET", "/", {"cookie": cookie}), other)
     assert read.status == 401 and "mcpd-csrf" not in read.text
@@ -222,7 +233,30 @@ async def test_a_session_is_taken_on_its_own_users_connections_only() -> None:
     assert acted.status == 403 and json.loads(acted.body) == {"error": NO_SESSION}
     # On the socket too: another user allowed there has the cookie no better.
     on_socket = Caller(None, owner=owned_by(USER + 1))
-    assert admitted(page, request("GET", "/", {"cookie": cookie}), on_socket) == Access()
+    assert await admitted(page, request("GET", "/", {"cookie": cookie}), on_socket) == Access()
+
+
+async def test_a_servers_process_has_no_session_and_trades_no_code_on_either_side() -> None:
+    """One of mcpd's servers runs as its user: on the socket (let in by a profile's
+    allow_servers) as on the endpoint, its process gets nothing with the cookie."""
+    page = new_page()
+    cookie, csrf = await opened_session(page)
+    on_socket = Caller(None, owner=owned_by(USER, "thief"))
+    on_endpoint = Caller(None, guard=passed_gate, owner=owned_by(USER, "thief"))
+    act = {"cookie": cookie, "origin": f"http://{HOST}", "x-mcpd-csrf": csrf}
+    body = b"id=a-1&decision=approve"
+    for caller in (on_socket, on_endpoint):
+        read = await exchange(page, request("GET", "/", {"cookie": cookie}), caller)
+        assert read.status == 403 and "mcpd-csrf" not in read.text
+        assert "the server &#x27;thief&#x27; (pid 4242)" in read.text
+        acted = await exchange(page, request("POST", "/page/decide", act, body), caller, body)
+        assert acted.status == 403 and "server 'thief'" in json.loads(acted.body)["error"]
+    code = page.passes.issue()
+    traded = await exchange(page, request("GET", f"/?code={code}"), on_endpoint)
+    assert traded.status == 403 and "set-cookie" not in traded.headers
+    # The user's own browser gets in with the same cookie, and with the code.
+    assert (await admitted(page, request("GET", "/", {"cookie": cookie}), ENDPOINT)).session
+    assert (await exchange(page, request("GET", f"/?code={code}"), ENDPOINT)).status == 200
 
 
 async def test_a_planted_cookie_of_the_name_neither_locks_out_nor_is_taken() -> None:
@@ -263,7 +297,7 @@ async def test_where_the_owner_cannot_be_found_no_session_is_opened_or_taken() -
     assert acted.status == 403 and "no process of this machine" in json.loads(acted.body)["error"]
     # A connection that says nothing of its owner is refused the same way.
     untold = Caller(None, guard=passed_gate)
-    assert refused(page, request("GET", "/", {"cookie": cookie}), untold).status == 403
+    assert (await refused(page, request("GET", "/", {"cookie": cookie}), untold)).status == 403
     # The code was not spent: the browser on this machine still opens it.
     later = await exchange(page, request("GET", f"/?code={code}"), ENDPOINT)
     assert later.status == 200
@@ -274,20 +308,22 @@ async def test_the_owner_is_looked_up_once_a_connection_and_only_for_a_session()
     cookie, _ = await opened_session(page)
     asked: list[int] = []
 
-    def lookup() -> int:
+    async def lookup() -> Held:
         asked.append(USER)
-        return USER
+        return Held(USER)
 
     caller = Caller(None, guard=passed_gate, owner=ConnectionOwner(lookup))
     token = {"authorization": "Bearer t"}
-    assert admitted(page, request("GET", "/", token), caller) == Access()
+    assert await admitted(page, request("GET", "/", token), caller) == Access()
     forged = {"cookie": f"{COOKIE}=" + "A" * 43, **token}
-    assert admitted(page, request("GET", "/", forged), caller) == Access()
+    assert await admitted(page, request("GET", "/", forged), caller) == Access()
     guessed = await exchange(page, request("GET", "/?code=guessed"), caller)
     assert guessed.status == 403
     assert asked == []
     for _ in range(3):
-        assert admitted(page, request("GET", "/", {"cookie": cookie}), caller).session is not None
+        assert (
+            await admitted(page, request("GET", "/", {"cookie": cookie}), caller)
+        ).session is not None
     assert asked == [USER]
 
 
@@ -431,7 +467,7 @@ async def test_a_landing_without_a_login_echoes_no_markup() -> None:
 
 async def test_a_landing_needs_no_session_but_only_a_get() -> None:
     page = new_page()
-    assert admitted(page, request("GET", "/page/oauth/files?state=s"), ENDPOINT) == Access()
+    assert await admitted(page, request("GET", "/page/oauth/files?state=s"), ENDPOINT) == Access()
     answer = await exchange(page, request("POST", "/page/oauth/files"), ENDPOINT)
     assert answer.status == 404
 

@@ -1,0 +1,156 @@
+"""Who holds the other end of a connection to mcpd: the local user, and whether it is
+one of mcpd's servers.
+
+mcpd's stdio servers run as mcpd's own user, and one that keeps the host's network
+(every level but ``network = false``) reaches the HTTP endpoint as any program of that
+user does. So what the endpoint grants for a connection's uid or for a secret it
+brings is granted only where no process that holds the connection is one of mcpd's
+servers or descends from one (``server_of``: by its parent chain, or by the start mark
+a server's descendants inherit): a page's session, a one-time code's trade. The socket
+grants a server's process nothing either, but through a profile's ``allow_servers``
+(``door``).
+
+On the socket the kernel names the peer, whose server the door has read already. On
+the TCP endpoint the kernel names the user of the socket at the other end
+(``local.tcpowner``); a user other than mcpd's is no server's, and nothing more is
+looked for. For mcpd's own user, the processes that hold that socket are looked for in
+/proc, off the event loop. Where none is found, the connection cannot be told from a
+server's (a server's process that put its socket in flight, or made itself unreadable,
+holds it as far as anyone can see), and it is taken for one that may be.
+
+What is found is kept for the connection's life (``ConnectionOwner``): a browser's or
+an agent's connection stays theirs, and the page's event stream and actions ask once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+import trio
+
+from protocol.budget import Throttle
+from protocol.logfields import log_extra
+
+from ..local.tcpowner import OwnerUnknown, holding, holds, tcp_holder
+
+if TYPE_CHECKING:
+    from .peers import Peer
+
+logger = logging.getLogger("mcpd.http")
+
+# The server a pid belongs to, or descends from (None: no server's).
+ServerOf = Callable[[int], str | None]
+# How long the processes that hold a connection may be looked for in /proc.
+LOOKUP: Final = 5.0
+
+
+class Held(msgspec.Struct, frozen=True):
+    """Who holds the other end of a connection: its local user, and the server of
+    mcpd's whose process (``pid``) holds it, where one does."""
+
+    uid: int
+    server: str | None = None
+    pid: int | None = None
+
+
+class HoldersUnknown(OwnerUnknown):
+    """A connection of mcpd's own user whose processes cannot be told from a server's."""
+
+
+class ConnectionOwner:
+    """Who holds the other end of one connection: looked up the first time it is asked
+    for, then kept for the connection's life, a failure too."""
+
+    __slots__ = ("_found", "_look")
+
+    def __init__(self, look: Callable[[], Awaitable[Held]]) -> None:
+        """``look``: who holds it; raises OwnerUnknown, saying why it cannot be told."""
+        self._look = look
+        self._found: Held | OwnerUnknown | None = None
+
+    @classmethod
+    def of_peer(cls, peer: Peer) -> ConnectionOwner:
+        """A socket's peer, as the door read it."""
+
+        async def known() -> Held:
+            return Held(peer.uid, peer.server, peer.pid)
+
+        return cls(known)
+
+    async def held(self) -> Held:
+        """Who holds it; raises OwnerUnknown (HoldersUnknown), saying why it is not known."""
+        if self._found is None:
+            try:
+                self._found = await self._look()
+            except OwnerUnknown as exc:
+                self._found = exc
+        if isinstance(self._found, OwnerUnknown):
+            raise type(self._found)(str(self._found))
+        return self._found
+
+
+async def tcp_held(sock: trio.socket.SocketType, server_of: ServerOf) -> Held:
+    """Who holds the other end of the TCP connection ``sock``; raises OwnerUnknown
+    where its user cannot be found, HoldersUnknown where it is mcpd's own user and the
+    processes that hold it cannot be."""
+    held = tcp_holder(sock)
+    if held.uid != os.geteuid():
+        return Held(held.uid)  # mcpd's servers run as mcpd's user
+    with trio.move_on_after(LOOKUP):
+        pids = await trio.to_thread.run_sync(holding, held, abandon_on_cancel=True)
+        link = f"socket:[{held.inode}]"
+        still: list[int] = []
+        for pid in pids:
+            server = server_of(pid)
+            # What was read counts only if the pid holds the socket still after: it may
+            # have passed to another process meanwhile.
+            if not holds(f"/proc/{pid}", link):
+                continue
+            if server is not None:
+                return Held(held.uid, server, pid)
+            still.append(pid)
+        if not still:
+            raise HoldersUnknown(
+                "no process that mcpd can read holds its other end, so nothing tells it "
+                "from one of mcpd's servers"
+            )
+        return Held(held.uid)
+    raise HoldersUnknown("looking for the processes that hold it in /proc took too long")
+
+
+class ServerRefusals:
+    """The log's word on the servers' processes refused on the endpoint: a few lines,
+    then one an interval that says how many were not logged."""
+
+    def __init__(self) -> None:
+        self._throttle = Throttle()
+
+    def refused(self, held: Held, brought: str) -> None:
+        """``held`` (a server's) brought ``brought`` and was refused."""
+        kept = self._throttle.admit()
+        if kept is None:
+            return
+        logger.warning(
+            "a process of the server %s (pid %s) brought %s to mcpd's HTTP endpoint and "
+            "was refused: no process of mcpd's servers is served there%s",
+            held.server,
+            held.pid,
+            brought,
+            f" ({kept} more refused since the last such line)" if kept else "",
+            extra=log_extra(
+                held.server, "server_on_endpoint", "a server's process on the endpoint"
+            ),
+        )
+
+
+def servers_process(held: Held) -> str:
+    """Why ``held``, a server's process, is refused."""
+    return (
+        f"this connection is held by a process of the server {held.server!r} (pid "
+        f"{held.pid}), which mcpd runs: nothing on mcpd's HTTP endpoint is granted to "
+        "one of its servers' processes"
+    )

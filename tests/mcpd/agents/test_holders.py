@@ -1,0 +1,147 @@
+"""The endpoint knows mcpd's servers, through a running daemon: a server that shares the
+host's loopback and gets hold of the page's cookie (a browser sends it to every port of
+127.0.0.1, the server's own page too), or of a one-time code, gets nothing with it
+from its own process or from one it starts, and the log says so; the user's own
+process with the same cookie or code is served. A connection
+that no process can be seen to hold (its socket put in flight) is not told from a
+server's; who holds a connection is looked up once, a failure too."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import trio
+
+from mcpd.agents.holders import ConnectionOwner, Held, HoldersUnknown, tcp_held
+from mcpd.local.tcpowner import OwnerUnknown
+from tests.support.agent import Agent, connect, make_config, running
+from tests.support.page_http import code_url, csrf_of, http, session
+
+LIMIT = 60
+LOOPBACK = str(Path(__file__).resolve().parents[2] / "support" / "loopback_server.py")
+
+
+def config(tmp_path: Path) -> Any:
+    return make_config(
+        tmp_path,
+        {"thief": {"command": sys.executable, "args": [LOOPBACK]}},
+        http_listen="127.0.0.1:0",
+        state_dir=str(tmp_path / "state"),
+        startup_deadline=10.0,
+    )
+
+
+def raw(port: int, method: str, path: str, headers: dict[str, str], body: str = "") -> str:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: close"]
+    lines += [f"Content-Length: {len(body)}", *(f"{k}: {v}" for k, v in headers.items())]
+    return "\r\n".join(lines) + "\r\n\r\n" + body
+
+
+async def from_server(agent: Agent, port: int, request: str, under: bool) -> dict[str, Any]:
+    """What the server's process (``under``: a child of it) was answered."""
+    out = await agent.call(
+        "mcp__thief__request", {"port": port, "request": request, "under": under}
+    )
+    seen: dict[str, Any] = json.loads(out["content"][0]["text"])
+    return seen
+
+
+async def test_a_servers_process_gets_nothing_with_the_pages_cookie(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "mcpd.http")
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon, connect(daemon.socket_path) as agent:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            own = f"http://127.0.0.1:{port}"
+            cookie, csrf = await session(port, daemon.socket_path)
+            act = {
+                "Cookie": cookie,
+                "Origin": own,
+                "X-Mcpd-Csrf": csrf,
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Accept": "application/json",
+            }
+            for under in (False, True):
+                page = await from_server(
+                    agent, port, raw(port, "GET", "/", {"Cookie": cookie}), under
+                )
+                assert page["status"] == 403 and "mcpd-csrf" not in page["body"]
+                assert "thief" in page["body"] and "server" in page["body"]
+                post = raw(port, "POST", "/page/login", act, "server=thief")
+                acted = await from_server(agent, port, post, under)
+                assert acted["status"] == 403 and "thief" in json.loads(acted["body"])["error"]
+            # The user's own process, with the same cookie, is served as before.
+            mine = await http(port, "GET", "/", {"Cookie": cookie})
+            assert mine.status == 200 and csrf_of(mine.body) == csrf
+            fair = await http(port, "POST", "/page/login", act, b"server=thief")
+            assert fair.status == 409 and "stdio server" in fair.json()["error"]
+    said = [r for r in caplog.records if "a process of the server thief" in r.getMessage()]
+    assert said and "the status page's session" in said[0].getMessage()
+    assert said[0].__dict__["mcpd_event"] == "server_on_endpoint"
+
+
+async def test_a_servers_process_trades_no_code_and_leaves_it_for_the_user(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon, connect(daemon.socket_path) as agent:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            query = urlsplit(await code_url(daemon.socket_path)).query
+            for under in (False, True):
+                traded = await from_server(agent, port, raw(port, "GET", f"/?{query}", {}), under)
+                assert traded["status"] == 403 and traded["set_cookie"] == ""
+                assert "thief" in traded["body"]
+            mine = await http(port, "GET", f"/?{query}", {})
+            assert mine.status == 200 and mine.headers["set-cookie"].startswith("mcpd_page_")
+
+
+async def test_a_connection_no_process_is_seen_to_hold_is_not_told_from_a_servers() -> None:
+    listener = trio.socket.socket()
+    with trio.fail_after(LIMIT), listener:
+        await listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        client = socket.create_connection(listener.getsockname())
+        conn, _ = await listener.accept()
+        with conn, client:
+            here = os.getpid()
+            assert await tcp_held(conn, lambda pid: None) == Held(os.geteuid())
+            theirs = await tcp_held(conn, lambda pid: "thief" if pid == here else None)
+            assert theirs == Held(os.geteuid(), "thief", here)
+            # Its only descriptor in flight on a socket of this process's: no process
+            # holds it now, a server's that sent its request first no more than another.
+            ends = socket.socketpair()
+            with ends[0], ends[1]:
+                socket.send_fds(ends[0], [b"x"], [client.fileno()])
+                client.close()
+                with pytest.raises(HoldersUnknown, match="no process that mcpd can read"):
+                    await tcp_held(conn, lambda pid: None)
+
+
+async def test_who_holds_a_connection_is_looked_up_once_a_failure_too() -> None:
+    asked: list[str] = []
+
+    async def found() -> Held:
+        asked.append("found")
+        return Held(1000, "thief", 42)
+
+    async def unknown() -> Held:
+        asked.append("unknown")
+        raise HoldersUnknown("no process holds it")
+
+    owner, nobody = ConnectionOwner(found), ConnectionOwner(unknown)
+    assert await owner.held() == await owner.held() == Held(1000, "thief", 42)
+    for _ in range(2):
+        with pytest.raises(HoldersUnknown, match="no process holds it"):
+            await nobody.held()
+    assert asked == ["found", "unknown"]
+    with pytest.raises(OwnerUnknown):
+        await nobody.held()
