@@ -6,9 +6,9 @@ mcpd's stdio servers run as mcpd's own user, and one that keeps the host's netwo
 user does. So what the endpoint grants for a connection's uid or for a secret it
 brings is granted only where no process that holds the connection is one of mcpd's
 servers or descends from one (``server_of``: by its parent chain, or by the start mark
-a server's descendants inherit): a page's session, a one-time code's trade. The socket
-grants a server's process nothing either, but through a profile's ``allow_servers``
-(``door``).
+a server's descendants inherit): a page's session, a one-time code's trade, the
+endpoint's token. The socket grants a server's process nothing either, but through a
+profile's ``allow_servers`` (``door``).
 
 On the socket the kernel names the peer, whose server the door has read already. On
 the TCP endpoint the kernel names the user of the socket at the other end
@@ -29,13 +29,16 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
+import h11
 import msgspec
 import trio
 
+from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ..local.tcpowner import OwnerUnknown, holding, holds, tcp_holder
+from .http_wire import Headers, Reject
 
 if TYPE_CHECKING:
     from .peers import Peer
@@ -154,3 +157,26 @@ def servers_process(held: Held) -> str:
         f"{held.pid}), which mcpd runs: nothing on mcpd's HTTP endpoint is granted to "
         "one of its servers' processes"
     )
+
+
+async def token_bearer(
+    request: h11.Request, owner: ConnectionOwner | None, refusals: ServerRefusals
+) -> None:
+    """Refuses (Reject) ``request``, which its gate let in, where it brings the
+    endpoint's token on a connection that one of mcpd's servers holds, or may."""
+    if owner is None or Headers(request.headers).get("authorization") is None:
+        return
+    try:
+        held = await owner.held()
+    except HoldersUnknown as exc:
+        why = f"Forbidden: mcpd cannot tell this connection from one of its servers': {exc}"
+        raise Reject(403, rpc.encode_error(None, -32001, why)) from None
+    except OwnerUnknown:
+        # Its user cannot be found: a client on another machine or in another network
+        # namespace, where no server of mcpd's runs, or a kernel that cannot be asked.
+        # The token is all there is to go by.
+        return
+    if held.server is not None:
+        refusals.refused(held, "the endpoint's token")
+        why = f"Forbidden: {servers_process(held)}"
+        raise Reject(403, rpc.encode_error(None, -32001, why))

@@ -46,7 +46,7 @@ from ..servers.all_servers import AllServers
 from .backend import Control
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
-from .holders import ConnectionOwner, tcp_held
+from .holders import ConnectionOwner, ServerRefusals, tcp_held, token_bearer
 from .http_exchange import Caller
 from .http_wire import Headers, Reject, Response, Wire, head, refuse
 from .identity import Identity
@@ -95,6 +95,7 @@ class HttpApi:
         # max_connections apart from the agent sockets' (whose door counts those).
         self.on_endpoint = Slots()
         self._page: Page | None = None
+        self._refusals = ServerRefusals()
         # The connections open now that carried a request to /mcp: agents, by the
         # identity each connection was given.
         self.agents: dict[Identity, Caller] = {}
@@ -143,7 +144,8 @@ class HttpApi:
                     return
                 first = await gate.admit(wire)
                 if first is not None:
-                    # Looked up only if a request needs it: the page's session or code.
+                    # Looked up only if a request needs it: the token, the page's session
+                    # or code.
                     owner = ConnectionOwner(
                         partial(tcp_held, stream.socket, self.control.server_of)
                     )
@@ -206,6 +208,9 @@ class HttpApi:
                     head = await wire.read_head()
                     if head is not None and caller.guard is not None:
                         caller.guard(head)  # before its body: a refused one is never read
+                if head is not None and caller.guard is not None:
+                    # The token is no server's (``holders``), checked at the headers too.
+                    await token_bearer(head, caller.owner, self._refusals)
                 if head is not None and is_page(head.target):
                     stranger = wire.closing = _unvouched(head, caller)
                     # The page's own, at the headers too.

@@ -1,8 +1,8 @@
 """The endpoint knows mcpd's servers, through a running daemon: a server that shares the
 host's loopback and gets hold of the page's cookie (a browser sends it to every port of
-127.0.0.1, the server's own page too), or of a one-time code, gets nothing with it
-from its own process or from one it starts, and the log says so; the user's own
-process with the same cookie or code is served. A connection
+127.0.0.1, the server's own page too), of a one-time code, or of the endpoint's token,
+gets nothing with it from its own process or from one it starts, and the log says so;
+the user's own process with the same cookie, code or token is served. A connection
 that no process can be seen to hold (its socket put in flight) is not told from a
 server's; who holds a connection is looked up once, a failure too."""
 
@@ -102,6 +102,20 @@ async def test_a_servers_process_trades_no_code_and_leaves_it_for_the_user(tmp_p
                 assert "thief" in traded["body"]
             mine = await http(port, "GET", f"/?{query}", {})
             assert mine.status == 200 and mine.headers["set-cookie"].startswith("mcpd_page_")
+
+
+async def test_a_servers_process_is_refused_with_the_endpoints_token(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon, connect(daemon.socket_path) as agent:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            bearer = {"Authorization": f"Bearer {daemon.http_token()}"}
+            for under in (False, True):
+                status = await from_server(agent, port, raw(port, "GET", "/status", bearer), under)
+                assert status["status"] == 403
+                assert "thief" in json.loads(status["body"])["error"]["message"]
+            mine = await http(port, "GET", "/status", bearer)
+            assert mine.status == 200 and mine.json()["servers"][0]["alias"] == "thief"
 
 
 async def test_a_connection_no_process_is_seen_to_hold_is_not_told_from_a_servers() -> None:
