@@ -7,7 +7,9 @@ type-checked) and validated before anything in them is used:
   ``urls.resource_covers``) and name at least one authorization server;
 * the server metadata's ``issuer`` must be identical, character for character, to
   the issuer the well-known URL was built from (RFC 8414 §3.3); no normalization,
-  so ``https://as.example/`` does not match ``https://as.example``.
+  so ``https://as.example/`` does not match ``https://as.example``;
+* its endpoints are http(s) URLs without a fragment, written (but for a host in
+  non-ASCII letters) in visible ASCII: one is shown to a person to open.
 
 The authorization code flow additionally needs PKCE with S256 advertised in
 ``code_challenge_methods_supported`` (MCP: refuse when absent), checked by
@@ -26,7 +28,8 @@ from typing import Literal
 
 import msgspec
 
-from ..urls import display_url
+from ..http import sendable_target
+from ..urls import ascii_url, display_url
 from ..visible import quote
 from .errors import OAuthProtocolError
 from .http import HttpResponse, json_object
@@ -132,6 +135,16 @@ def parse_server_metadata(response: HttpResponse, url: str, issuer: str) -> Serv
             raise _invalid(what, url, str(exc)) from None
         if has_fragment(endpoint):
             raise _invalid(what, url, f"{name} must not have a fragment")
+        # A login shows the authorization endpoint to a person as it is: spaces or
+        # letters that draw as them would let the server write a sentence of its own
+        # under mcpd's. A host in non-ASCII letters is shown in its ASCII form.
+        if not sendable_target(ascii_url(endpoint)):
+            raise _invalid(
+                what,
+                url,
+                f"{name} holds a space, a control character or a non-ASCII letter "
+                "outside its host (an address must be written in visible ASCII)",
+            )
     return meta
 
 
