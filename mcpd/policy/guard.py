@@ -8,7 +8,9 @@ secret's forms as JSON encoders write them (escaped ``/``, ``"``, ``\\``, contro
 non-ASCII as ``\\uXXXX`` or as it is), searched at C speed. Only a message that holds
 one is decoded, masked (each occurrence replaced by the marker naming whose secret it
 was) and encoded again; anything else passes as the same object, so a spliced reply
-stays spliced. Copies transformed otherwise (base64, split, hashed) are not found.
+stays spliced. A text (an error's message, a reason that quotes what a server wrote)
+is searched for each secret as it is and as mcpd quotes a server's words. Copies
+transformed otherwise (base64, split, hashed, lower-cased) are not found.
 
 ``redact_patterns`` adds well-known credential formats (``patterns``), found the same
 way: a cheap trigger on the bytes, the full patterns only on the decoded text.
@@ -30,6 +32,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
+from protocol.visible import quote
 
 from ..config.secrets import HeldSecret
 from .masking import KnownSecrets, marker
@@ -66,7 +69,7 @@ class _Search:
     bytes, and one of the values for decoded text, each searched at C speed (a result
     of many megabytes that holds a secret is masked without a Python step a byte)."""
 
-    __slots__ = ("key", "owners", "pattern", "values")
+    __slots__ = ("key", "owners", "pattern", "values", "written")
 
     def __init__(self, held: Iterable[HeldSecret]) -> None:
         self.owners: dict[str, str] = {}
@@ -79,7 +82,13 @@ class _Search:
         self.pattern: re.Pattern[bytes] | None = (
             re.compile(b"|".join(re.escape(f) for f in forms)) if forms else None
         )
-        values = sorted(self.owners, key=len, reverse=True)
+        # In text, each as it is and as mcpd quotes a server's words in its own
+        # (``visible.quote``): a reason quotes what the server wrote.
+        self.written: dict[str, str] = {}
+        for value, where in self.owners.items():
+            self.written.setdefault(value, where)
+            self.written.setdefault(quote(value, len(value))[1:-1], where)
+        values = sorted(self.written, key=len, reverse=True)
         self.values: re.Pattern[str] | None = (
             re.compile("|".join(re.escape(v) for v in values)) if values else None
         )
@@ -95,7 +104,7 @@ class _Search:
         pos = 0
         while found is not None:
             start, end = found.span()
-            owner = self.owners[found.group()]
+            owner = self.written[found.group()]
             # Any secret that begins inside this one's span extends it; the first that
             # begins after it is the next one found.
             later = values.search(text, start + 1)

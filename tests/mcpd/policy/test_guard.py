@@ -13,6 +13,7 @@ from msgspec import Raw
 from mcpd.config.secrets import HeldSecret
 from mcpd.policy.guard import LogMask, SecretGuard
 from mcpd.policy.masking import KnownSecrets
+from protocol.visible import quote
 
 ODD = 'se/cr"et\\é\x01-0123456789'
 PLAIN = "plain-secret-0123456789"
@@ -86,6 +87,16 @@ def test_a_secret_in_a_text_and_an_error_is_masked_and_counted() -> None:
     clean = rpc.RPCError(-1, "fine")
     assert g.rpc_error("s", clean, "an error") is clean
     assert g.masked("s") == {"servers.a.env.KEY": 4}
+
+
+def test_a_secret_is_found_in_a_reason_that_quotes_what_the_server_wrote() -> None:
+    # Its quote and backslash written behind a backslash, its control as an escape.
+    g = guard(("servers.a.headers.Cookie", ODD))
+    said = f"HTTP 503 {quote(f'busy {ODD}')}"
+    assert ODD not in said
+    shown = 'HTTP 503 "busy [secret of servers.a.headers.Cookie]"'
+    assert g.text("s", said, "why it failed") == shown
+    assert g.masked("s") == {"servers.a.headers.Cookie": 1}
 
 
 def test_a_server_echoing_a_secret_again_and_again_is_counted_each_time_and_logged_few(
