@@ -147,7 +147,13 @@ class ResponseHead(msgspec.Struct, frozen=True):
 
     @property
     def media_type(self) -> str:
-        return (self.get("content-type") or "").split(";", 1)[0].strip().lower()
+        return self.written_media_type.lower()
+
+    @property
+    def written_media_type(self) -> str:
+        """The media type as the server wrote it, its case kept: what a message quotes
+        (a secret it echoed there is found only as it was sent)."""
+        return (self.get("content-type") or "").split(";", 1)[0].strip()
 
     @property
     def content_length(self) -> int | None:

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 import msgspec
 
+from ..visible import quote
 from .errors import OAuthProtocolError
 
 FORM: Final = "application/x-www-form-urlencoded"
@@ -65,7 +66,13 @@ class HttpResponse(msgspec.Struct, frozen=True):
 
     @property
     def media_type(self) -> str:
-        return (self.header("content-type") or "").split(";", 1)[0].strip().lower()
+        return self.written_media_type.lower()
+
+    @property
+    def written_media_type(self) -> str:
+        """The media type as the server wrote it, its case kept: what an error quotes
+        (a secret it echoed there is found only as it was sent)."""
+        return (self.header("content-type") or "").split(";", 1)[0].strip()
 
     def __repr__(self) -> str:
         kind = self.media_type or "no type"
@@ -102,7 +109,8 @@ def json_object(response: HttpResponse, what: str) -> dict[str, Any]:
     try:
         value = json.loads(response.body)
     except (ValueError, UnicodeDecodeError):
-        kind = response.media_type or "no content type"
+        written = response.written_media_type
+        kind = quote(written) if written else "no content type"
         raise OAuthProtocolError(
             f"{what}: the response (HTTP {response.status}, {kind}) is not JSON"
         ) from None

@@ -157,8 +157,7 @@ class PushReader:
         if head.media_type != "text/event-stream":
             await conn.read_prefix(0)
             raise StreamRefused(
-                f"{self._label}: GET answered with {content_type_words(head.media_type)}, "
-                "not an event stream",
+                f"{self._label}: GET answered with {content_type_words(head)}, not an event stream",
                 status=head.status,
             )
         self.opened = True

@@ -155,8 +155,9 @@ def auth_reason(label: str, status: int, challenge: str, said: str = "") -> str:
     return text
 
 
-def content_type_words(media: str) -> str:
-    """A content type a server answered with, quoted as its words, for a sentence."""
+def content_type_words(head: ResponseHead) -> str:
+    """The content type a server answered with, quoted as it wrote it, for a sentence."""
+    media = head.written_media_type
     return quote(media) if media else "no content type"
 
 
@@ -222,7 +223,8 @@ class AnswerReader:
             problem = f"the JSON reply to {self._what} is not its response"
         else:
             body = await conn.read_prefix(SNIPPET)
-            said = f"content type {quote(media)}" if media else "lack of a content type"
+            written = head.written_media_type
+            said = f"content type {quote(written)}" if written else "lack of a content type"
             problem = f"unexpected {said} for {self._what}"
         raise UnexpectedReply(f"{self._label}: {problem}", status=head.status, body=body[:SNIPPET])
 

@@ -92,7 +92,7 @@ def stream_refused(label: str, head: ResponseHead, body: bytes) -> TransportErro
     if 200 <= head.status < 300:
         return UnexpectedReply(
             f"{label}: GET answered HTTP {head.status} with "
-            f"{content_type_words(head.media_type)}, not an event stream",
+            f"{content_type_words(head)}, not an event stream",
             status=head.status,
             body=body[:SNIPPET],
         )

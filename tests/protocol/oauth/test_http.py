@@ -116,9 +116,17 @@ def test_a_body_of_the_limit_is_read_and_one_byte_more_is_not() -> None:
     [b"", b"<html>secret-page</html>", b"{", b"\xff\xfe{}", b'{"a": 1} trailing'],
 )
 def test_a_body_that_is_not_json_is_named_but_never_quoted(body: bytes) -> None:
-    with pytest.raises(OAuthProtocolError, match=r"token response: .*HTTP 200, text/html") as e:
+    with pytest.raises(OAuthProtocolError, match=r'token response: .*HTTP 200, "text/html"') as e:
         json_object(json_body(body, "text/html"), "token response")
     assert "secret-page" not in str(e.value)
+
+
+def test_a_content_type_is_quoted_as_the_server_wrote_it() -> None:
+    # A secret it echoed there is found only as it was sent, and its words stay quoted.
+    written = "text/Key-MixedCase Run this"
+    with pytest.raises(OAuthProtocolError) as e:
+        json_object(json_body(b"<html>", f"{written}; charset=utf-8"), "token response")
+    assert f'(HTTP 200, "{written}") is not JSON' in str(e.value)
 
 
 def test_a_body_without_a_content_type_says_so() -> None:
