@@ -12,6 +12,10 @@ stays spliced. A text (an error's message, a reason that quotes what a server wr
 is searched for each secret as it is and as mcpd quotes a server's words. Copies
 transformed otherwise (base64, split, hashed, lower-cased) are not found.
 
+What mcpd keeps of a server's words to show later (why it failed, why it needs a
+login) is masked as it is kept; ``shown`` passes a status row once more, as
+``LogMask`` passes every log record.
+
 ``redact_patterns`` adds well-known credential formats (``patterns``), found the same
 way: a cheap trigger on the bytes, the full patterns only on the decoded text.
 """
@@ -216,6 +220,24 @@ class SecretGuard:
     def mask_quietly(self, text: str) -> str:
         """``text`` masked without counting: for what mcpd writes itself."""
         return self._search.mask(text, None)
+
+    def shown(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A status row (``mcpd status``, ``mcpd auth status``) with every string in it
+        masked, without counting: a last pass over what mcpd shows, as ``LogMask`` is
+        for the log, after what it quotes of a server was masked as it was kept."""
+        if self._search.values is None:
+            return row
+        return {key: self._shown(value) for key, value in row.items()}
+
+    def _shown(self, value: Any) -> Any:
+        # Its strings only: a number of mcpd's (a time, a pid) stays one.
+        if isinstance(value, str):
+            return self._search.mask(value, None)
+        if isinstance(value, dict):
+            return {key: self._shown(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._shown(item) for item in value]
+        return value
 
     def rpc_error(self, alias: str, exc: rpc.RPCError, what: str) -> rpc.RPCError:
         """A server's JSON-RPC error as it sent it, or a copy with its message and data

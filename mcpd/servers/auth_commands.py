@@ -53,8 +53,9 @@ class Logins:
             if only is not None and not only(alias):
                 continue
             runner = self._supervisor.runners[alias]
-            if runner.login is not None and runner.auth is not None and runner.auth.enabled:
-                out.append({**runner.login.status(), "server_state": runner.state})
+            login = runner.login_status()
+            if login is not None:
+                out.append({**login, "server_state": runner.state})
         return out
 
     async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, object]:

@@ -12,6 +12,11 @@ Every admission carries a ticket, the breaker's epoch when it was issued. The ep
 on every transition and every new probe, so a report from a call that started before the
 breaker opened, or from a probe that already expired, cannot change the state later: it
 only shows in the totals.
+
+A failure's reason is kept as ``kept_reason`` makes it: its owner passes what masks
+the secrets mcpd holds in the server's words it quotes, so every failure reported (a
+call's, a probe's) is kept masked for whoever reads it later (a refused call, ``mcpd
+status``, the journal).
 """
 
 from __future__ import annotations
@@ -84,6 +89,7 @@ class Breaker:
         "_consecutive",
         "_cooldown",
         "_epoch",
+        "_kept_reason",
         "_on_transition",
         "_probe_out",
         "_reason",
@@ -101,9 +107,11 @@ class Breaker:
         config: BreakerConfig | None = None,
         *,
         on_transition: Callable[[Transition], None] | None = None,
+        kept_reason: Callable[[str], str] = str,
     ) -> None:
         self.config = config if config is not None else BreakerConfig()
         self._on_transition = on_transition
+        self._kept_reason = kept_reason
         self._state: State = "closed"
         self._epoch = 0
         self._consecutive = 0
@@ -156,14 +164,14 @@ class Breaker:
             return
         if self._state == "closed":
             self._consecutive += 1
-            self._reason = reason
+            self._reason = self._kept_reason(reason)
             if self._consecutive >= self.config.failure_threshold:
-                self._open(now, reason)
+                self._open(now, self._reason)
         elif self._state == "half_open" and self._probe_out:
             self._consecutive += 1
-            self._reason = reason
+            self._reason = self._kept_reason(reason)
             self._probe_out = False
-            self._open(now, reason)
+            self._open(now, self._reason)
 
     def release_probe(self, ticket: int) -> bool:
         """Give back a probe whose call ended without an outcome (e.g. cancelled).

@@ -25,7 +25,6 @@ from ..registry.catalog import Catalog
 from .events import describe_failure
 from .http_kind import other_kind
 from .oauth import LoginRequired
-from .outage import one_line
 from .server_parts import ServerParts
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
@@ -128,7 +127,7 @@ class Runner(ServerParts):
             failure = msgspec.structs.replace(
                 failure,
                 detail=self.guard.text(self.alias, failure.detail, "why it failed"),
-                reason=one_line(self.guard.text(self.alias, failure.reason, "why it failed")),
+                reason=self.kept_reason(failure.reason),
             )
             if failure.event == "internal":
                 # A bug in handling one server must not take the daemon (and the others) down.

@@ -78,6 +78,7 @@ class ServerParts(CallHost):
         self.breaker = Breaker(
             breaker_config(d, probe_timeout=config.call_timeout(alias) + LIVENESS_TIMEOUT),
             on_transition=self._on_breaker,
+            kept_reason=self.kept_reason,
         )
         self.policy = RestartPolicy(backoff_config(d), loops=cfg.kind == "stdio")
         self.stats = LatencyStats()
@@ -101,6 +102,7 @@ class ServerParts(CallHost):
         if cfg.url is not None:
             self.auth, self.login = attach(alias, cfg, config)
             self.auth.on_tokens = self.guard.refresh
+            self.auth.kept_reason = self.kept_reason
         self.downtime = Downtime(
             self.events,
             self.policy,
@@ -154,6 +156,13 @@ class ServerParts(CallHost):
     def available(self) -> bool:
         """Whether calls can be expected to work (the tools are listed as available)."""
         return self.state in ("ready", "degraded")
+
+    def kept_reason(self, reason: str) -> str:
+        """Why something failed, as every record of it keeps it (the breaker, the
+        downtime, the login's state, and through them the outages, ``mcpd status``
+        and the journal): one line, with every secret mcpd holds masked in what it
+        quotes of the server."""
+        return one_line(self.guard.text(self.alias, reason, "why it failed"))
 
     def _publish(self) -> None:
         available = self.available
@@ -237,7 +246,7 @@ class ServerParts(CallHost):
         now = trio.current_time()
         self.stats.record(elapsed, error=True)
         before = self.breaker.state
-        self.breaker.record_failure(now, one_line(reason), ticket)
+        self.breaker.record_failure(now, reason, ticket)
         if self.breaker.state != before:
             self._publish()
 
@@ -291,4 +300,14 @@ class ServerParts(CallHost):
         pins["forgotten_names"] = 0 if marked is None else marked.forgotten_names()
         # Secrets mcpd holds found in what it sent, by whose they were: never the values.
         row["secrets_masked"] = self.guard.masked(self.alias)
-        return row | prompt_resource_counts(self.registry, self.alias) | trims | pins
+        return self.guard.shown(
+            row | prompt_resource_counts(self.registry, self.alias) | trims | pins
+        )
+
+    def login_status(self) -> dict[str, Any] | None:
+        """Its login as ``mcpd auth status`` shows it (None: it has no OAuth): what its
+        authorization server said (the issuer, the client id, the scopes) is shown
+        with every secret mcpd holds masked."""
+        if self.login is None or self.auth is None or not self.auth.enabled:
+            return None
+        return self.guard.shown(self.login.status())

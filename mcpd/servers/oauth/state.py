@@ -87,6 +87,9 @@ class AuthState:
         self._changed = trio.Event()
         # Why a person has to log in, with the command to do it; None while not.
         self.needs_login: str | None = None
+        # How ``needs_login`` is kept: it may quote what a server sent (the scope or
+        # realm of a challenge), in which its owner masks every secret mcpd holds.
+        self.kept_reason: Callable[[str], str] = str
         self.on_change: Callable[[], None] = lambda: None
         # The tokens changed (each change is saved): their owner's secrets are others.
         self.on_tokens: Callable[[], None] = lambda: None
@@ -175,20 +178,21 @@ class AuthState:
         self._notify()
 
     def lost(self, why: str) -> LoginRequired:
-        self.needs_login = f"{why}; run `mcpd auth login {self.alias}`"
-        self._notify()
-        return LoginRequired(self.needs_login)
+        return self._login_needed(f"{why}; run `mcpd auth login {self.alias}`")
 
     def unclear_refusal(self, challenge: BearerChallenge | None) -> LoginRequired:
         """A 401 that does not say the server does OAuth (no metadata named): it may
         as well want an API key, so both ways forward are named."""
         said = challenge.words() if challenge is not None else "no WWW-Authenticate"
         alias = self.alias
-        self.needs_login = (
+        return self._login_needed(
             f"the server answered HTTP 401 ({said}) and names no OAuth metadata; if it "
             f"takes an API key or a token, give it one in `headers` ([servers.{alias}.headers] "
             f"in mcpd's configuration); if it supports OAuth, run `mcpd auth login {alias}`"
         )
+
+    def _login_needed(self, reason: str) -> LoginRequired:
+        self.needs_login = self.kept_reason(reason)
         self._notify()
         return LoginRequired(self.needs_login)
 

@@ -99,6 +99,17 @@ def test_a_secret_is_found_in_a_reason_that_quotes_what_the_server_wrote() -> No
     assert g.masked("s") == {"servers.a.headers.Cookie": 1}
 
 
+def test_a_status_row_is_masked_in_its_strings_and_keeps_its_numbers() -> None:
+    g = guard(("servers.a.env.KEY", "1700000000"))
+    row = {"last_error": "HTTP 503 1700000000", "since": 1700000000.5, "stderr": ["1700000000"]}
+    assert g.shown(row) == {
+        "last_error": "HTTP 503 [secret of servers.a.env.KEY]",
+        "since": 1700000000.5,
+        "stderr": ["[secret of servers.a.env.KEY]"],
+    }
+    assert g.masked("s") == {}  # counted where the server's words were kept, not here
+
+
 def test_a_server_echoing_a_secret_again_and_again_is_counted_each_time_and_logged_few(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

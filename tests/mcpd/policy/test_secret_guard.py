@@ -169,6 +169,83 @@ async def test_no_secret_reaches_an_agent_a_log_line_or_status(
     assert secrets_in(seen, srv) == []
 
 
+# A header secret with letters of either case: found only as it was sent.
+MIXED = "Hdr-Secret-0123456789ABCdef"
+
+
+@contextlib.asynccontextmanager
+async def refusing(tmp: Path, collector: Collector) -> AsyncIterator[tuple[Agent, list[str]]]:
+    """An agent of a daemon whose server ``echo`` refuses calls with its credentials in
+    the refusal, and what every view shows; after it, none may hold a secret in any case."""
+    seen: list[str] = []
+    async with serve_echoing() as srv:
+        # Its authorization server registers mcpd under the header's secret, as if it
+        # had been told it.
+        srv.client_id = f"client-{MIXED}"
+        servers = {"echo": {"url": srv.mcp_url, "headers": {"X-Api-Key": MIXED}}}
+        # Open after four failures in a row, and for longer than the test runs.
+        cfg = make_config(
+            tmp, servers, state_dir=str(tmp / "state"), failure_threshold=4, cooldown_base=300
+        )
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            await login(agent, srv, "echo")
+            yield agent, seen
+            # The views' JSON, as `mcpd status --json`, `mcpd auth status --json`, the
+            # HTTP endpoint's /status and the status page read them, and as printed.
+            status = await agent.result("mcpd/status")
+            seen += [*texts_of(status), render_status(status)]
+            seen += texts_of(await agent.result("mcpd/auth/status"))
+    seen += collector.texts
+    secrets = [MIXED, *srv.issued]
+    found = [(s, text) for s in secrets for text in seen if s.lower() in text.lower()]
+    assert [f"{s!r} in {text!r}" for s, text in found] == []
+
+
+def row_of(status: dict[str, Any]) -> dict[str, Any]:
+    (row,) = status["servers"]
+    return row  # type: ignore[no-any-return]
+
+
+async def test_a_secret_a_server_echoes_in_an_http_refusal_reaches_no_view(
+    tmp_path: Path, collector: Collector
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with refusing(tmp_path, collector) as (agent, seen):
+            said = {"phrase": await agent.call("mcp__echo__phrase")}
+            degraded = row_of(await agent.result("mcpd/status"))
+            for tool in ("content_type", "challenge", "phrase"):
+                said[tool] = await agent.call(f"mcp__echo__{tool}")
+            # The fourth failure in a row opened the circuit: this call is refused with
+            # why the last one failed.
+            refused = await agent.call("mcp__echo__echo")
+            opened = row_of(await agent.result("mcpd/status"))
+            seen += texts_of([said, degraded, refused, opened])
+    for result in [*said.values(), refused]:
+        text = result["content"][0]["text"]
+        assert HEADERS in text and OAUTH in text, text
+    assert degraded["state"] == "degraded"
+    assert HEADERS in degraded["last_error"] and OAUTH in degraded["last_error"]
+    assert refused["_meta"]["mcpd/outage"]["state"] == "open"
+    assert opened["state"] == "open"
+    assert HEADERS in opened["last_error"] and OAUTH in opened["last_error"]
+
+
+async def test_a_secret_a_server_asks_for_as_a_scope_reaches_no_view_of_the_login(
+    tmp_path: Path, collector: Collector
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with refusing(tmp_path, collector) as (agent, seen):
+            scoped = await agent.call("mcp__echo__scope")
+            (login_state,) = (await agent.result("mcpd/auth/status"))["servers"]
+            row = row_of(await agent.result("mcpd/status"))
+            seen += texts_of([scoped, login_state, row])
+    assert login_state["client_id"] == row["auth"]["client_id"] == f"client-{HEADERS}"
+    assert scoped["_meta"]["mcpd/outage"]["state"] == "needs_login"
+    assert row["state"] == login_state["state"] == "needs_login"
+    for why in (scoped["content"][0]["text"], login_state["needs_login"], row["last_error"]):
+        assert "asks for more permissions" in why and HEADERS in why and OAUTH in why, why
+
+
 async def _raw_reply(path: str, line: bytes) -> bytes:
     stream = await trio.open_unix_socket(path)
     buf = b""
