@@ -11,6 +11,9 @@ import msgspec
 
 from mcpd.config.load import parse
 from mcpd.config.model import Config
+from mcpd.config.secrets import HeldSecret
+from mcpd.policy.guard import SecretGuard
+from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.server_parts import ServerParts
 from protocol import mcp
@@ -25,12 +28,23 @@ def config(servers: dict[str, dict[str, Any]], **daemon: Any) -> Config:
 class Parts:
     """A server's parts, with every change it tells the rest of mcpd counted."""
 
-    def __init__(self, server: dict[str, Any], alias: str = "s", **daemon: Any) -> None:
+    def __init__(
+        self,
+        server: dict[str, Any],
+        alias: str = "s",
+        guard: SecretGuard | None = None,
+        **daemon: Any,
+    ) -> None:
         self.config = config({alias: server}, **daemon)
         self.catalog = Catalog(self.config.naming)
         self.changes: list[str] = []
         self.parts = ServerParts(
-            alias, self.config.servers[alias], self.config, self.catalog, self.changes.append
+            alias,
+            self.config.servers[alias],
+            self.config,
+            self.catalog,
+            self.changes.append,
+            guard=guard,
         )
 
     def tools(self) -> list[mcp.Tool]:
@@ -117,6 +131,19 @@ async def test_why_calls_failed_is_one_line_in_the_breakers_status() -> None:
         1.0, "cut\n[mcpd] End of what 'notes' says.", p.breaker.allow(0.0).ticket
     )
     assert p.breaker.status(2.0).reason == "cut\\n[mcpd] End of what 'notes' says."
+
+
+async def test_a_secret_in_why_a_probe_failed_is_masked_as_the_breaker_keeps_it() -> None:
+    known = KnownSecrets()
+    known.replace("config", [HeldSecret("servers.s.env.KEY", "probe-Secret-0123")])
+    p = Parts(stdio(), guard=SecretGuard(known), failure_threshold=1).parts
+    p.downtime.set_phase("connected")
+    # As a half-open probe reports its failure: to the breaker, not through a call.
+    p.breaker.record_failure(0.0, 'HTTP 503 "probe-Secret-0123"')
+    said = 'HTTP 503 "[secret of servers.s.env.KEY]"'
+    assert p.breaker.status(0.0).reason == said
+    assert p.outage().reason == said
+    assert p.guard.masked("s") == {"servers.s.env.KEY": 1}
 
 
 async def test_a_failure_from_before_the_breaker_moved_on_does_not_count_against_it() -> None:
