@@ -44,6 +44,12 @@ from .patterns import FORMAT, TRIGGER, kind_marker, redact
 
 logger = logging.getLogger("mcpd.secrets")
 
+# Where ``visible.quote`` cut a server's words, and the fewest characters of a secret
+# before such a cut that are taken for its beginning (fewer could be any text's end).
+CUT_MARK: Final = " more characters)"
+_CUT: Final = re.compile(r'" \(and \d+ more characters\)')
+CUT_PART: Final = 4
+
 _HEX_ESCAPE: Final = re.compile(r"\\u([0-9a-f]{4})")
 _decode: Final = msgspec.json.Decoder()
 _encode: Final = msgspec.json.Encoder()
@@ -99,11 +105,12 @@ class _Search:
 
     def mask(self, text: str, seen: list[str] | None) -> str:
         """``text`` with every secret replaced by its marker; secrets that overlap are
-        masked as one (under the first one's owner), so no part of either shows."""
+        masked as one (under the first one's owner), so no part of either shows; and
+        the beginning of a secret where a quote of a server's words was cut."""
         values = self.values
         found = values.search(text) if values is not None else None
         if found is None or values is None:
-            return text
+            return self._cut_parts(text, seen)
         out: list[str] = []
         pos = 0
         while found is not None:
@@ -119,6 +126,39 @@ class _Search:
             if seen is not None:
                 seen.append(owner)
             pos, found = end, later
+        out.append(text[pos:])
+        return self._cut_parts("".join(out), seen)
+
+    def cut_part(self, text: str, end: int) -> tuple[int, str] | None:
+        """The longest beginning of a secret (at least ``CUT_PART`` characters, in any
+        form ``mask`` finds) that ``text[:end]`` ends with: its length and owner."""
+        best: tuple[int, str] | None = None
+        for value, owner in self.written.items():
+            for size in range(min(len(value) - 1, end), CUT_PART - 1, -1):
+                if best is not None and size <= best[0]:
+                    break
+                if text.startswith(value[:size], end - size):
+                    best = (size, owner)
+                    break
+        return best
+
+    def _cut_parts(self, text: str, seen: list[str] | None) -> str:
+        # A quote of a server's words is cut short (``visible.quote``): a server that
+        # pads what it echoes can put the cut inside a secret, and what comes before
+        # the cut would show all of the secret but its last characters.
+        if not self.written or CUT_MARK not in text:
+            return text
+        out: list[str] = []
+        pos = 0
+        for cut in _CUT.finditer(text):
+            part = self.cut_part(text, cut.start())
+            if part is None or cut.start() - part[0] < pos:
+                continue
+            size, owner = part
+            out += [text[pos : cut.start() - size], marker(owner)]
+            if seen is not None:
+                seen.append(owner)
+            pos = cut.start()
         out.append(text[pos:])
         return "".join(out)
 
@@ -213,9 +253,17 @@ class SecretGuard:
         return masked
 
     def holds(self, text: str) -> bool:
-        """Whether ``text`` holds any secret mcpd holds (as it is)."""
-        values = self._search.values
-        return values is not None and values.search(text) is not None
+        """Whether ``text`` holds any secret mcpd holds (as it is, or its beginning where
+        a quote of a server's words was cut)."""
+        search = self._search
+        values = search.values
+        if values is None:
+            return False
+        if values.search(text) is not None:
+            return True
+        return CUT_MARK in text and any(
+            search.cut_part(text, cut.start()) for cut in _CUT.finditer(text)
+        )
 
     def mask_quietly(self, text: str) -> str:
         """``text`` masked without counting: for what mcpd writes itself."""

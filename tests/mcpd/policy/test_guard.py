@@ -13,7 +13,7 @@ from msgspec import Raw
 from mcpd.config.secrets import HeldSecret
 from mcpd.policy.guard import LogMask, SecretGuard
 from mcpd.policy.masking import KnownSecrets
-from protocol.visible import quote
+from protocol.visible import QUOTED, quote
 
 ODD = 'se/cr"et\\é\x01-0123456789'
 PLAIN = "plain-secret-0123456789"
@@ -97,6 +97,30 @@ def test_a_secret_is_found_in_a_reason_that_quotes_what_the_server_wrote() -> No
     shown = 'HTTP 503 "busy [secret of servers.a.headers.Cookie]"'
     assert g.text("s", said, "why it failed") == shown
     assert g.masked("s") == {"servers.a.headers.Cookie": 1}
+
+
+@pytest.mark.parametrize("secret", [PLAIN, ODD])
+def test_a_server_cannot_pad_a_secret_across_a_quotes_cut_to_show_its_beginning(
+    secret: str,
+) -> None:
+    # Wherever the cut falls inside the echoed secret, the reason shows at most the
+    # fewest characters that could be any text's end, and the rest is marked.
+    g = guard(("servers.a.headers.Key", secret))
+    quoted = quote(secret, len(secret))[1:-1]
+    for kept in range(1, len(secret)):
+        said = f"HTTP 503 {quote('x' * (QUOTED - kept) + secret)}"
+        shown = g.text("s", said, "why it failed")
+        for size in range(4, len(quoted)):
+            assert quoted[:size] not in shown, (kept, shown)
+        if len(quote(secret[:kept])) - 2 >= 4:
+            assert shown.endswith(
+                f'[secret of servers.a.headers.Key]" (and {len(secret) - kept} more characters)'
+            ), shown
+        assert g.holds(said) == (len(quote(secret[:kept])) - 2 >= 4)
+        assert g.shown({"why": said}) == {"why": shown}
+    # Text that merely ends like no secret begins is left as it is.
+    plain = f"HTTP 503 {quote('y' * 400)}"
+    assert g.text("s", plain, "why it failed") == plain
 
 
 def test_a_status_row_is_masked_in_its_strings_and_keeps_its_numbers() -> None:
