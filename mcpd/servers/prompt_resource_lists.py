@@ -6,7 +6,10 @@ unsolicited from a legacy server, on the subscription from a modern one. Resourc
 update subscriptions are held for the agents that asked, once per URI whatever the
 number of agents: ``resources/subscribe`` on a legacy session (sent again after a
 reconnect), the URI in the ``subscriptions/listen`` filter for a modern server (which
-is listened to again whenever the set of URIs changes).
+is listened to again when the set of URIs changes). Either is brought up to date no
+sooner than ``MIN_RESUBSCRIBE`` after the last time, with every change made meanwhile,
+and the listen in force tells updates until then. How many URIs agents may hold, and
+how long, is bounded where they ask (``agents.resources``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ _RELISTEN_CAP: Final = 60.0
 # fetch ended: a server announcing a change after every fetch cannot keep mcpd busy
 # fetching and rebuilding. What it announces meanwhile is in the list fetched then.
 MIN_REFETCH: Final = 1.0
+# Likewise for telling a server of changed subscriptions: a listen sends every URI, and
+# agents subscribing and letting go all the time would have it sent without end.
+MIN_RESUBSCRIBE: Final = 1.0
 
 
 def _cap(up: Upstream, name: str, key: str | None = None) -> bool:
@@ -142,6 +148,7 @@ class PromptResourceKeeper:
         # "resource_templates").
         self.trimmed: dict[str, Trimmed] = {}
         self._sync_due = False
+        self._sync_after = -math.inf  # when a legacy session may be told of changes
         self._relisten = trio.Event()
         # When each list may be fetched again.
         self._prompts_after = -math.inf
@@ -155,6 +162,7 @@ class PromptResourceKeeper:
         await self._fetch_prompts(up)
         await self._fetch_resources(up)
         self._sync_due = bool(self.subscribed)
+        self._sync_after = -math.inf  # a new session holds none of them yet
 
     async def _fetch_prompts(self, up: Upstream) -> None:
         self.prompts_due = False
@@ -206,15 +214,20 @@ class PromptResourceKeeper:
     def _resources_now(self) -> bool:
         return self.resources_due and trio.current_time() >= self._resources_after
 
+    def _sync_now(self) -> bool:
+        return self._sync_due and trio.current_time() >= self._sync_after
+
     @property
     def due(self) -> bool:
         """Whether ``tend`` has something to do now."""
-        return self._prompts_now() or self._resources_now() or self._sync_due
+        return self._prompts_now() or self._resources_now() or self._sync_now()
 
     def waits_until(self) -> float:
-        """When a list announced as changed may be fetched (inf: none is waiting)."""
+        """When a list announced as changed may be fetched, or changed subscriptions
+        sent (inf: none is waiting)."""
         waiting = [self._prompts_after] if self.prompts_due else []
         waiting += [self._resources_after] if self.resources_due else []
+        waiting += [self._sync_after] if self._sync_due else []
         return min(waiting, default=math.inf)
 
     async def tend(self, up: Upstream) -> None:
@@ -223,7 +236,7 @@ class PromptResourceKeeper:
             await self._fetch_prompts(up)
         if self._resources_now():
             await self._fetch_resources(up)
-        if self._sync_due:
+        if self._sync_now():
             if up.era == "legacy":
                 await self._sync_legacy(up)
             else:
@@ -283,6 +296,7 @@ class PromptResourceKeeper:
 
     async def _sync_legacy(self, up: Upstream) -> None:
         self._sync_due = False
+        self._sync_after = trio.current_time() + MIN_RESUBSCRIBE
         if not _cap(up, "resources", "subscribe"):
             return
         for uri in sorted(set(self.subscribed) - self.held):
@@ -337,7 +351,10 @@ class PromptResourceKeeper:
         """Keep one ``subscriptions/listen`` open for everything this server can tell
         (tools too), listening again when it ends or when the filter changes."""
         delay = 1.0
+        began = -math.inf
         while True:
+            await trio.sleep_until(began + MIN_RESUBSCRIBE)
+            began = trio.current_time()
             wanted = self._filter(up)
             if up.lists_changes:
                 wanted["toolsListChanged"] = True
@@ -346,11 +363,14 @@ class PromptResourceKeeper:
             refused = False
             async with trio.open_nursery() as nursery:
 
-                async def restart_on_change() -> None:
+                async def restart_on_change(after: float) -> None:
                     await self._relisten.wait()
+                    # The listen in force goes on until the next may begin, which
+                    # takes every change made until then.
+                    await trio.sleep_until(after)
                     nursery.cancel_scope.cancel()
 
-                nursery.start_soon(restart_on_change)
+                nursery.start_soon(restart_on_change, began + MIN_RESUBSCRIBE)
                 try:
                     if wanted:
                         await up.listen_for(wanted)
@@ -375,7 +395,7 @@ class PromptResourceKeeper:
                 return
             if not why:
                 delay = 1.0
-                continue  # the filter changed: listen again at once
+                continue  # the filter changed: listen again
             logger.debug("%s: subscription ended (%s)", self.alias, why)
             # Changes may have happened while nobody listened.
             lists.request()

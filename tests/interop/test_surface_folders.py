@@ -151,7 +151,9 @@ async def test_resource_updates_reach_exactly_the_agents_that_subscribed(
                 while README not in runner.prompt_resources.subscribed:
                     await trio.sleep(0.02)
                 if server_era == "modern":
-                    while not runner.tool_list.subscribed:
+                    # Its listen names the URI once the server acknowledges it so.
+                    keeper = runner.prompt_resources
+                    while README not in keeper.acknowledged.get("resourceSubscriptions", []):
                         await trio.sleep(0.02)
                 else:
                     while README not in runner.prompt_resources.held:

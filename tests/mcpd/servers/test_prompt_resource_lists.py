@@ -20,7 +20,12 @@ from mcpd.registry.catalog import Catalog
 from mcpd.registry.limits import DEFAULT_LIMITS
 from mcpd.servers.callmeta import CallMeta
 from mcpd.servers.handshake import ProtocolViolation
-from mcpd.servers.prompt_resource_lists import MIN_REFETCH, PromptResourceKeeper, list_all
+from mcpd.servers.prompt_resource_lists import (
+    MIN_REFETCH,
+    MIN_RESUBSCRIBE,
+    PromptResourceKeeper,
+    list_all,
+)
 from mcpd.servers.tool_list import ToolListKeeper
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
@@ -353,7 +358,9 @@ async def test_task_news_is_passed_on_only_with_params() -> None:
 # -- subscriptions --
 
 
-async def test_a_legacy_server_hears_one_subscribe_per_uri_whatever_the_agents() -> None:
+async def test_a_legacy_server_hears_one_subscribe_per_uri_whatever_the_agents(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     k = Keeper()
     up = ScriptedUp({"resources": {"subscribe": True}})
     up.answers["resources/subscribe"] = {}
@@ -367,6 +374,7 @@ async def test_a_legacy_server_hears_one_subscribe_per_uri_whatever_the_agents()
     k.keeper.drop_subscription("f://a")
     assert not k.keeper.due
     k.keeper.drop_subscription("f://a")
+    await trio.sleep_until(k.keeper.waits_until())
     await k.keeper.tend(as_up(up))
     assert up.methods() == ["resources/subscribe", "resources/unsubscribe"]
     k.keeper.drop_subscription("f://a")  # once more than it was added
@@ -392,6 +400,28 @@ async def test_after_a_reconnect_a_legacy_server_is_subscribed_again() -> None:
     assert k.keeper.due
     await k.keeper.tend(as_up(up))
     assert [p.uri for m, p in up.sent if m == "resources/subscribe"] == ["f://a", "f://b"]
+
+
+async def test_a_legacy_server_hears_a_burst_of_changes_once_as_what_they_come_to(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    k = Keeper()
+    up = ScriptedUp({"resources": {"subscribe": True}})
+    up.answers["resources/subscribe"] = {}
+    up.answers["resources/unsubscribe"] = {}
+    k.keeper.add_subscription("f://a")
+    await k.keeper.tend(as_up(up))
+    up.sent.clear()
+    for _ in range(50):  # an agent subscribing and letting go without end
+        k.keeper.add_subscription("f://toggled")
+        await k.keeper.tend(as_up(up))
+        k.keeper.drop_subscription("f://toggled")
+        await k.keeper.tend(as_up(up))
+    k.keeper.add_subscription("f://b")
+    assert up.sent == [] and not k.keeper.due
+    await trio.sleep_until(k.keeper.waits_until())
+    await k.keeper.tend(as_up(up))
+    assert up.sent == [("resources/subscribe", surface.SubscribeParams(uri="f://b"))]
 
 
 async def test_a_refused_subscribe_is_logged_and_the_rest_still_sent(
@@ -491,3 +521,67 @@ async def test_a_refused_listen_ends_and_the_tool_list_falls_back_to_its_ttl(
     assert up.listens == [{"toolsListChanged": True}]
     assert any('("internal error"); relying on ttl' in r.getMessage() for r in caplog.records)
     assert not lists.subscribed
+
+
+async def test_a_burst_of_subscription_changes_is_listened_to_once_a_second_at_most(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    k = Keeper()
+    up = ScriptedUp({"resources": {"subscribe": True}}, era="modern")
+    lists = ToolListKeeper("srv", lambda: None, lambda: True, lambda tools: None)
+    toggles = 300
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(k.keeper.listen, as_up(up), lists)
+            k.keeper.add_subscription("f://kept")
+            start = trio.current_time()
+            for n in range(toggles):  # another agent changing its own all the time
+                k.keeper.add_subscription(f"f://toggled/{n}")
+                await trio.sleep(0.005)
+                k.keeper.drop_subscription(f"f://toggled/{n}")
+                await trio.sleep(0.005)
+            spent = trio.current_time() - start
+            up.listening = trio.Event()
+            await up.listening.wait()
+            nursery.cancel_scope.cancel()
+    assert len(up.listens) <= 2 + spent / MIN_RESUBSCRIBE < toggles
+    assert up.listens[-1] == {"resourceSubscriptions": ["f://kept"]}
+
+
+class SlowToListen(ScriptedUp):
+    """A modern server that takes a while to take up a listen (reading its URIs), then
+    tells an update of each URI it names every so often until the listen ends."""
+
+    def __init__(self, keeper: PromptResourceKeeper) -> None:
+        super().__init__({"resources": {"subscribe": True}}, era="modern")
+        self.keeper = keeper
+
+    async def listen_for(self, notifications: dict[str, Any]) -> None:
+        self.listens.append(dict(notifications))
+        await trio.sleep(0.2)
+        while True:
+            for uri in notifications.get("resourceSubscriptions", []):
+                updated = notification("notifications/resources/updated", {"uri": uri})
+                self.keeper.on_notification(updated)
+            await trio.sleep(0.1)
+
+
+async def test_updates_reach_a_subscriber_while_another_agent_changes_its_own(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    k = Keeper()
+    up = SlowToListen(k.keeper)
+    heard: list[str] = []
+    k.keeper.on_updated = lambda alias, uri: heard.append(uri)
+    lists = ToolListKeeper("srv", lambda: None, lambda: True, lambda tools: None)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(k.keeper.listen, as_up(up), lists)
+            k.keeper.add_subscription("f://watched")
+            for n in range(200):  # more often than the server takes a listen up
+                k.keeper.add_subscription(f"f://toggled/{n}")
+                await trio.sleep(0.01)
+                k.keeper.drop_subscription(f"f://toggled/{n}")
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert "f://watched" in heard
