@@ -68,7 +68,7 @@ class ExtraMethods:
         self._connections = connections
         self.askback = AskBackDriver(failures)  # its own task's faults are logged there
         self.tasks = Tasks(servers)
-        self.subscriptions = Subscriptions(servers)
+        self.subscriptions = Subscriptions(servers, lambda: control.settings.max_line_bytes)
         self.logs = AgentLogs(servers)
         # (connection, listen id) -> (which list changes it wants, its sender)
         self._listens: dict[tuple[int, rpc.Id], tuple[set[str], Callable[[bytes], None]]] = {}

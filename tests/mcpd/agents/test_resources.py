@@ -18,6 +18,7 @@ from mcpd.agents.askback_driver import AgentSide, AskBackDriver
 from mcpd.agents.callrecords import Seen
 from mcpd.agents.prompts import OUTAGE
 from mcpd.agents.resources import (
+    MAX_SUBSCRIBED_BYTES,
     MAX_SUBSCRIPTIONS,
     Subscriptions,
     list_resources,
@@ -428,3 +429,55 @@ def test_a_uri_longer_than_any_real_one_is_never_held() -> None:
     assert len(refused.value.message) < 200 and "characters" in refused.value.message
     assert subs.listen(conn, 1, [huge, "a://1"], inbox.send, budget()) == ["a://1"]
     assert +servers.held == Counter({("a", "a://1"): 1})
+
+
+def test_a_connections_long_uris_past_its_bytes_are_refused_naming_the_bound() -> None:
+    servers = three_servers({"a"})
+    subs = Subscriptions(servers)
+    greedy, inbox = object(), Inbox()
+    long = ["a://" + f"{i}-".ljust(8000, "x") for i in range(MAX_SUBSCRIBED_BYTES // 8000)]
+    for uri in long[:-1]:
+        subs.subscribe(greedy, uri, inbox.send, True, budget())
+    with pytest.raises(rpc.RPCError) as refused:
+        subs.listen(greedy, 1, long[-1:] * 2, inbox.send, budget())
+    message = refused.value.message
+    assert f"a connection may hold at most {MAX_SUBSCRIBED_BYTES} bytes of subscribed" in message
+    assert servers.held[("a", long[-1])] == 0
+    assert subs.listen(greedy, 2, ["a://short"], inbox.send, budget()) == ["a://short"]
+    for uri in long[:4]:
+        subs.subscribe(greedy, uri, inbox.send, False, budget())
+    assert subs.listen(greedy, 3, long[-1:], inbox.send, budget()) == long[-1:]
+    assert subs.listen(object(), 1, long[:1], Inbox().send, budget()) == long[:1]
+
+
+def test_all_agents_together_are_bounded_so_a_servers_listen_fits_a_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What mcpd listens to at a server is every URI agents subscribed to there; with
+    lines of 64 KiB all of them, from any number of agents, stay within a quarter."""
+    line = 64 * 1024
+    servers = three_servers({"a"})
+    subs = Subscriptions(servers, lambda: line)
+    agents = [object() for _ in range(12)]
+    held: list[object] = []
+    for n, agent in enumerate(agents):
+        uris = [f"a://{n}-{i}-".ljust(1000, "x") for i in range(2)]
+        try:
+            subs.listen(agent, 1, uris, Inbox().send, budget())
+        except rpc.RPCError as exc:
+            assert n >= 8 and "all agents together may hold at most 16384 bytes" in exc.message
+            continue
+        held.append(agent)
+    assert len(held) == 8
+    upstream = [uri for (alias, uri), count in servers.held.items() if count]
+    assert sum(len(msgspec.json.encode(uri)) for uri in upstream) <= line // 4
+    subs.owner_gone(held[0])
+    assert subs.listen(agents[-1], 2, ["a://" + "y" * 1000], Inbox().send, budget())
+    monkeypatch.setattr("mcpd.agents.resources.MAX_SUBSCRIPTIONS_IN_ALL", 16)
+    assert subs.listen(agents[-1], 3, ["a://z"], Inbox().send, budget()) == ["a://z"]
+    with pytest.raises(rpc.RPCError) as refused:
+        subs.subscribe(agents[-2], "a://more", Inbox().send, True, budget())
+    assert "all agents together may hold at most 16 resource subscriptions" in (
+        refused.value.message
+    )
+    assert servers.held[("a", "a://more")] == 0
