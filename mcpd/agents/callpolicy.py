@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Final
 
 import msgspec
-from msgspec import Raw
+from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
@@ -37,6 +37,7 @@ from .askback import Park, Parks
 from .profiles import ProfileServers
 
 _NO_ARGUMENTS: Final = b"{}"
+_encode: Final = msgspec.json.Encoder().encode
 # What is asked does not change whether an agent takes it: its shape does.
 _PROBE: Final = ApprovalRequest(
     agent=AgentInfo(), kin=AgentKin(), tool="", server="", original="", arguments="{}"
@@ -44,10 +45,12 @@ _PROBE: Final = ApprovalRequest(
 
 
 class Ask(msgspec.Struct, frozen=True):
-    """A call the policy says to ask a person about: what the rules saw, and the rule."""
+    """A call the policy says to ask a person about: what the rules saw, the rule, and
+    the bytes the call keeps while it waits."""
 
     facts: CallFacts
     decision: Decision
+    kept: int = 0
 
 
 class CallPolicy:
@@ -68,7 +71,7 @@ class CallPolicy:
         if decision.action == "allow":
             return None
         if decision.action == "ask":
-            return Ask(facts, decision)
+            return Ask(facts, decision, _kept_while_waiting(call))
         why = f": {decision.reason}" if decision.reason else ""
         if decision.limited is not None:
             call.decision = "limited"
@@ -130,10 +133,26 @@ class CallPolicy:
             return asking.verdict_of(answer if isinstance(answer, Raw) else Raw(b"null"))
 
         answer = agent_answer if can_ask else None
-        verdict = await self.gate.ask(ask.facts, agent, kin, ask.decision, raw, answer)
+        verdict = await self.gate.ask(ask.facts, agent, kin, ask.decision, raw, answer, ask.kept)
         call.decision, call.decided_by = verdict.outcome, verdict.by
         if verdict.approved:
             return None
         why = f": {verdict.reason}" if verdict.reason else ""
         call.refusal = f"{verdict.outcome} by {verdict.by}{why}"
         return refusals.not_approved(ask.facts, ask.decision, verdict)
+
+
+def _kept_while_waiting(call: Call) -> int:
+    """The bytes ``call`` keeps while it waits for a person: what it carries to its
+    server, copied out of the agent's line before anything holds on to it (a part of
+    a line keeps the whole of it), and its request's ``_meta``."""
+    call.arguments = _copied(call.arguments)
+    call.request_state = _copied(call.request_state)
+    call.input_responses = _copied(call.input_responses)
+    carried = (call.arguments, call.request_state, call.input_responses)
+    kept = sum(len(part) for part in carried if isinstance(part, Raw))
+    return kept + (len(_encode(call.ctx.meta)) if call.ctx.meta else 0)
+
+
+def _copied(part: Raw | UnsetType) -> Raw | UnsetType:
+    return Raw(bytes(part)) if isinstance(part, Raw) else part

@@ -8,8 +8,8 @@ removed at once. Nothing here holds a server slot: the call has not been sent.
 
 An approval may be remembered for the rest of the agent's connection (``remember =
 "connection"``): the same tool of the same rule is then approved without asking.
-Each agent may have only so many calls waiting, so that no agent can bury the
-operator's list.
+Each agent may have only so many calls waiting, keeping only so many bytes, so that no
+agent can bury the operator's list or fill mcpd's memory; all agents together too.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ TIMEOUT: Final = "timeout"  # who "decided" a call nobody decided in time
 PUSHED_OUT: Final = "room for another agent"  # who "decided" a call that gave its place up
 PER_AGENT: Final = 32
 TOTAL: Final = 1024
+# What a waiting call keeps (its arguments, the state and answers it carries back to its
+# server, its _meta) is held for as long as it waits, each up to a whole line: at the
+# counts alone, waiting calls could hold more than the service may have.
+PER_AGENT_BYTES: Final = 32 * 1024 * 1024
+TOTAL_BYTES: Final = 256 * 1024 * 1024
 _REMEMBERED_PER_CONNECTION: Final = 256
 
 Outcome = Literal["approved", "denied", "unanswered"]
@@ -84,14 +89,25 @@ def _iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 
 
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
 class Pending:
-    __slots__ = ("asked", "deadline", "event", "id", "request", "since", "verdict")
+    __slots__ = ("asked", "deadline", "event", "id", "kept", "request", "since", "verdict")
 
     def __init__(
-        self, id: str, request: ApprovalRequest, since: float, timeout: float, asked: str
+        self,
+        id: str,
+        request: ApprovalRequest,
+        since: float,
+        timeout: float,
+        asked: str,
+        kept: int,
     ) -> None:
         self.id = id
         self.request = request
+        self.kept = kept  # bytes the call keeps while it waits
         self.since = since  # wall-clock time
         self.deadline = since + timeout
         self.asked = asked
@@ -139,13 +155,16 @@ class Approvals:
         request: ApprovalRequest,
         within: float,
         agent_answer: AgentAnswer | None = None,
+        kept: int = 0,
     ) -> Verdict:
-        """Hold the call until it is decided, or ``within`` seconds pass. With
-        ``agent_answer``, the agent's user is asked at the same time; its verdict
-        decides unless the operator was first (None: the agent could not answer, and
-        the operator still can). Raises ``ApprovalError`` when the agent already has
-        too many calls waiting."""
-        pending = self._open(request, within, "agent" if agent_answer else "operator")
+        """Hold the call, which keeps ``kept`` bytes while it waits, until it is
+        decided, or ``within`` seconds pass. With ``agent_answer``, the agent's user is
+        asked at the same time; its verdict decides unless the operator was first
+        (None: the agent could not answer, and the operator still can). Raises
+        ``ApprovalError`` when the agent already has too many calls waiting, or calls
+        keeping too many bytes."""
+        asked = "agent" if agent_answer else "operator"
+        pending = self._open(request, within, asked, kept)
         try:
             async with trio.open_nursery() as nursery:
                 if agent_answer is not None:
@@ -164,20 +183,30 @@ class Approvals:
         if verdict is not None and pending.verdict is None:
             self._settle(pending, verdict)
 
-    def _open(self, request: ApprovalRequest, timeout: float, asked: str) -> Pending:
+    def _open(self, request: ApprovalRequest, timeout: float, asked: str, kept: int) -> Pending:
         key = request.agent.key
-        if sum(p.request.agent.key == key for p in self._pending.values()) >= PER_AGENT:
+        mine = [p for p in self._pending.values() if p.request.agent.key == key]
+        if len(mine) >= PER_AGENT:
             raise ApprovalError(
                 f"{PER_AGENT} calls of this agent already wait for approval; "
                 "wait for them to be decided"
             )
+        held = sum(p.kept for p in mine)
+        if held + kept > PER_AGENT_BYTES:
+            raise ApprovalError(
+                f"the calls of one agent waiting for approval may keep {_mib(PER_AGENT_BYTES)}"
+                f" of arguments and state; this agent's keep {_mib(held)}, and this call"
+                f" {_mib(kept)}: wait for them to be decided, or send less"
+            )
         if len(self._pending) >= TOTAL:
             self._make_room(key)
+        self._make_bytes_room(key, kept)
         while True:
             pid = secrets.token_hex(3)
             if pid not in self._pending:
                 break
-        pending = self._pending[pid] = Pending(pid, request, self._wall(), timeout, asked)
+        pending = Pending(pid, request, self._wall(), timeout, asked, kept)
+        self._pending[pid] = pending
         self._bump()
         return pending
 
@@ -194,6 +223,33 @@ class Approvals:
         newest = max((p for p in waiting if p.request.agent.key == top), key=lambda p: p.since)
         reason = f"{TOTAL} calls waited for approval, the most of them this agent's"
         self._settle(newest, Verdict("unanswered", PUSHED_OUT, reason))
+
+    def _make_bytes_room(self, key: str, kept: int) -> None:
+        """``_make_room`` for bytes: while the waiting calls and ``key``'s new one
+        would keep more than ``TOTAL_BYTES``, the newest call of the agent whose calls
+        keep the most gives its place up, when they keep more than ``key``'s would;
+        else ``key``'s call is refused."""
+        while True:
+            waiting = [p for p in self._pending.values() if p.verdict is None]
+            total = sum(p.kept for p in waiting)
+            if total + kept <= TOTAL_BYTES:
+                return
+            held: Counter[str] = Counter()
+            for p in waiting:
+                held[p.request.agent.key] += p.kept
+            top, most = held.most_common(1)[0]
+            if most <= held[key] + kept:
+                raise ApprovalError(
+                    f"the calls waiting for approval may keep {_mib(TOTAL_BYTES)} of arguments"
+                    f" and state in all; they keep {_mib(total)}, and this call"
+                    f" {_mib(kept)}"
+                )
+            newest = max((p for p in waiting if p.request.agent.key == top), key=lambda p: p.since)
+            reason = (
+                f"the calls waiting for approval kept {_mib(TOTAL_BYTES)} of arguments and"
+                " state, the most of it this agent's"
+            )
+            self._settle(newest, Verdict("unanswered", PUSHED_OUT, reason))
 
     def _close(self, pending: Pending) -> None:
         if self._pending.pop(pending.id, None) is not None:

@@ -163,15 +163,17 @@ class CallGate:
         decision: Decision,
         arguments: bytes | None,
         agent_answer: AgentAnswer | None = None,
+        kept: int = 0,
     ) -> Verdict:
-        """Wait for a person's decision on an ``ask`` call. ``agent_answer`` asks the
-        agent's user (``asking``) while the operator can decide too."""
+        """Wait for a person's decision on an ``ask`` call, which keeps ``kept`` bytes
+        meanwhile. ``agent_answer`` asks the agent's user (``asking``) while the
+        operator can decide too."""
         connection = agent.connection
         if self.approvals.remembered(connection, decision.rule, facts.server, facts.original):
             return Verdict("approved", REMEMBERED)
         request = self.request(facts, agent, await kin(), decision, arguments)
         try:
-            verdict = await self.approvals.ask(request, decision.timeout, agent_answer)
+            verdict = await self.approvals.ask(request, decision.timeout, agent_answer, kept)
         except ApprovalError as exc:
             return Verdict("unanswered", "mcpd", str(exc))
         if verdict.approved and decision.remember:

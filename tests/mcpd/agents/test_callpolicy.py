@@ -21,7 +21,7 @@ from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig
 from mcpd.config.policy import PolicyRule
 from mcpd.policy.agent import AgentInfo
-from mcpd.policy.approvals import TIMEOUT, Approvals
+from mcpd.policy.approvals import PER_AGENT_BYTES, TIMEOUT, Approvals
 from mcpd.policy.gate import CallGate
 from mcpd.policy.kin import AgentKin
 from mcpd.policy.masking import KnownSecrets
@@ -276,6 +276,34 @@ async def test_an_agent_that_cannot_answer_leaves_the_call_to_the_operator(
     assert isinstance(result, mcp.CallToolResult)
     assert (call.decision, call.decided_by) == ("denied", "uid 0 (root)")
     assert call.refusal == "denied by uid 0 (root): not today"
+
+
+async def test_a_call_keeping_more_than_an_agent_may_while_it_waits_is_refused_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A retry carrying its server's requestState keeps it while it waits: one past
+    what an agent's waiting calls may keep ends at once, with a result saying why."""
+    servers = profile({"gh": False})
+    p = policy({"action": "ask", "decider": "operator"})
+    small = a_call(Raw(b'{"repo": "x"}'), state=Raw(b'"' + b"s" * 1024 + b'"'))
+    huge = a_call(Raw(b'{"repo": "x"}'), state=Raw(b'"' + b"s" * PER_AGENT_BYTES + b'"'))
+    approvals = p.gate.approvals
+    async with trio.open_nursery() as nursery:
+        first = p.decide(small, entry_of(servers, "gh"), servers, AGENT)
+        assert isinstance(first, Ask)
+        nursery.start_soon(p.ask, small, AGENT, nothing_known, first, None)
+        while not approvals.list():
+            await approvals.wait_change(approvals.version)
+        ask = p.decide(huge, entry_of(servers, "gh"), servers, AGENT)
+        assert isinstance(ask, Ask)
+        result = await p.ask(huge, AGENT, nothing_known, ask, None)
+        assert isinstance(result, mcp.CallToolResult) and result.isError
+        text = result.content[0].text
+        assert "could not wait for one" in text and "may keep 32.0 MiB" in text
+        assert (huge.decision, huge.decided_by) == ("unanswered", "mcpd")
+        assert huge.refusal is not None and "may keep 32.0 MiB" in huge.refusal
+        assert len(approvals.list()) == 1
+        nursery.cancel_scope.cancel()
 
 
 async def test_arguments_that_give_a_key_twice_are_refused_before_anyone_is_asked(

@@ -20,6 +20,7 @@ from mcpd.policy import asking, refusals
 from mcpd.policy.agent import AgentInfo, exe_of
 from mcpd.policy.approvals import (
     PER_AGENT,
+    PER_AGENT_BYTES,
     TIMEOUT,
     ApprovalError,
     ApprovalRequest,
@@ -209,6 +210,64 @@ async def test_many_agents_of_one_flood_give_their_places_to_another(
         assert verdicts[4].outcome == "unanswered"  # the newest of the first holder of most
         assert "the most of them this agent's" in (verdicts[4].reason or "")
         assert 7000 in {view.agent.pid for view in approvals.list()}
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_agents_waiting_calls_keep_only_so_many_bytes_and_the_counts_stay_right(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    approvals = Approvals()
+    big = PER_AGENT_BYTES * 2 // 3
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(approvals.ask, request(), 120, None, big)
+        await started(approvals, 1)
+        version = approvals.version
+        with pytest.raises(ApprovalError, match=r"one agent .* may keep 32\.0 MiB") as refused:
+            await approvals.ask(request(), 120, None, big)
+        assert "this agent's keep 21.3 MiB, and this call 21.3 MiB" in str(refused.value)
+        assert len(approvals.list()) == 1 and approvals.version == version
+        nursery.start_soon(approvals.ask, request(), 120, None, PER_AGENT_BYTES - big)
+        other = AgentInfo(uid=1000, pid=5151, connection="c2")
+        nursery.start_soon(approvals.ask, request(other), 120, None, big)
+        await started(approvals, 3)
+        oldest = approvals.list()[0]
+        assert oldest.agent.pid == 4242
+        approvals.decide(oldest.id, False, "uid 0 (root)")
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(approvals.ask, request(), 120, None, big)  # what it kept is free
+        await started(approvals, 3)
+        assert [view.agent.pid for view in approvals.list()].count(4242) == 2
+        nursery.cancel_scope.cancel()
+    assert approvals.list() == []
+
+
+async def test_calls_of_many_agents_keep_only_so_many_bytes_in_all(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the bytes all waiting calls may keep, the newest call of the agent whose
+    keep the most gives its place up, as for their number; when no agent keeps more
+    than the new call's would, the new call is refused."""
+    from mcpd.policy import approvals as approvals_module
+
+    monkeypatch.setattr(approvals_module, "TOTAL_BYTES", 10)
+    approvals = Approvals()
+    verdicts: dict[str, Verdict] = {}
+    a, b, c, d = (AgentInfo(uid=1000, pid=8000 + i, connection=f"x{i}") for i in range(4))
+
+    async def ask(name: str, agent: AgentInfo, kept: int) -> None:
+        verdicts[name] = await approvals.ask(request(agent), 120, None, kept)
+
+    async with trio.open_nursery() as nursery:
+        for name, agent, kept in [("a6", a, 6), ("a3", a, 3), ("b4", b, 4), ("c5", c, 5)]:
+            nursery.start_soon(ask, name, agent, kept)
+            await approvals.wait_change(approvals.version)
+            await trio.testing.wait_all_tasks_blocked()
+        assert verdicts["a3"].by == verdicts["a6"].by == approvals_module.PUSHED_OUT
+        assert "the most of it this agent's" in (verdicts["a3"].reason or "")
+        assert sorted(view.agent.pid for view in approvals.list()) == [8001, 8002]
+        with pytest.raises(ApprovalError, match=r"may keep 0\.0 MiB of arguments and state in all"):
+            await approvals.ask(request(d), 120, None, 6)
+        assert sorted(view.agent.pid for view in approvals.list()) == [8001, 8002]
         nursery.cancel_scope.cancel()
 
 
