@@ -14,7 +14,12 @@ JSON-RPC from the stream:
 
 An event (plus the line being read) may not grow past ``max_event`` bytes: the
 decoder raises ``SSEError`` as soon as it does, so a peer that never ends an event
-costs at most that much memory.
+costs at most that much memory. What an event's data line brings is written where
+its data will be (once its field is known to be ``data``), and that buffer becomes
+the event's data: however many pieces a large event comes in, it is held once.
+``held`` says how much of an event not yet complete the decoder holds, and
+``other_lines`` how many lines it read that carried no data (comments, blank lines,
+other fields): with its events' data, what reading the stream cost.
 
 ``resume_id`` is what a client sends as ``Last-Event-ID`` when it reconnects: the
 stream's last event id as of the last event that was complete (a blank line ended
@@ -25,6 +30,7 @@ wait before the next one.
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Final
 
@@ -40,6 +46,10 @@ DEFAULT_RETRY: Final = 1.0
 _RETRY_DIGITS: Final = 12
 _EOL: Final = re.compile(rb"\r\n|\r|\n")
 _BOM: Final = b"\xef\xbb\xbf"
+# The fields read besides ``data``; what a line begun in an earlier feed is known to be.
+_FIELDS: Final = frozenset({b"event", b"id", b"retry"})
+_LONGEST_NAME: Final = 5
+_HEAD, _DATA, _VALUE, _SKIP = range(4)
 
 
 class SSEError(Exception):
@@ -67,17 +77,23 @@ class SSEEvent(msgspec.Struct, frozen=True):
 class SSEDecoder:
     __slots__ = (
         "_after_cr",
+        "_buffer",
         "_data_size",
         "_event",
         "_failed",
         "_first",
         "_has_data",
-        "_line",
-        "_more",
+        "_head",
+        "_kind",
+        "_line_size",
+        "_name",
+        "_partial",
         "_retry",
+        "_space",
         "_started",
         "last_event_id",
         "max_event",
+        "other_lines",
         "resume_id",
         "retry",
     )
@@ -87,19 +103,37 @@ class SSEDecoder:
         self.last_event_id: str | None = None
         self.resume_id: str | None = None
         self.retry: int | None = None
-        self._line = bytearray()
-        # An event's data: its one line as it came (most events have one), or its lines
-        # joined as they come, so that memory follows the bytes however many lines.
+        # Lines read so far that carried no data (comments, blank lines, other fields):
+        # what reading the stream cost besides its events (whose data says their lines).
+        self.other_lines = 0
+        # An event's data: its one line as it came (most events have one), or written
+        # into a buffer once it has more lines or a line came in pieces, which becomes
+        # the event's data without a copy: memory follows the bytes, however they came.
         self._first = b""
-        self._more = bytearray()
-        self._data_size = 0
+        self._buffer: io.BytesIO | None = None
         self._has_data = False
+        self._data_size = 0
         self._event = ""
         self._retry: int | None = None
+        # A line begun in an earlier feed: what is known of it so far (``_kind``) and
+        # its size; until its colon came, its first bytes; for another field than
+        # ``data``, its value.
+        self._partial = False
+        self._kind = _HEAD
+        self._head = bytearray()
+        self._name = b""
+        self._line_size = 0
+        # The colon was the last byte of the line so far: a space after it is not data.
+        self._space = False
         # A CR ended the previous chunk: an LF opening the next one belongs to it.
         self._after_cr = False
         self._started = False
         self._failed = False
+
+    @property
+    def held(self) -> int:
+        """Bytes of the event not yet complete (its data and the line being read)."""
+        return self._data_size + self._line_size
 
     def feed(self, data: bytes) -> list[SSEEvent]:
         if self._failed:
@@ -125,19 +159,17 @@ class SSEDecoder:
                 m = _EOL.search(data, pos)
                 stop, after = (-1, -1) if m is None else (m.start(), m.end())
             if stop < 0:
-                self._line += data[pos:]
+                self._extend(data, pos, end)
                 self._check_size()
                 break
-            if self._line:
-                self._line += data[pos:stop]
-                line = bytes(self._line)
-                self._line.clear()
+            if self._partial:
+                self._extend(data, pos, stop)
+                self._end_line(out)
             else:
-                line = data[pos:stop]
+                self._line(data, pos, stop, out)
             if after == end and data[end - 1] == 0x0D:
                 self._after_cr = True
             pos = after
-            self._process(line, out)
         return out
 
     def flush(self) -> list[SSEEvent]:
@@ -145,68 +177,158 @@ class SSEDecoder:
         out: list[SSEEvent] = []
         if self._failed:
             return out
-        if self._line:
-            line = bytes(self._line)
-            self._line.clear()
-            self._process(line, out)
+        if not self._started and self._head:
+            line = bytes(self._head)  # the start of a stream too short to hold a BOM
+            self._head.clear()
+            self._line(line, 0, len(line), out)
+        if self._partial:
+            self._end_line(out)
         self._dispatch(out)
         self._after_cr = False
         return out
 
     def _strip_bom(self, data: bytes) -> bytes:
-        if not self._line and len(data) >= 3:
+        if not self._head and len(data) >= 3:
             self._started = True  # decided by the first feed, as it nearly always is
             return data[3:] if data.startswith(_BOM) else data
         # The BOM may itself arrive split across feeds; hold bytes back until it is decided.
-        self._line += data
-        head = bytes(self._line[:3])
+        self._head += data
+        head = bytes(self._head[:3])
         if len(head) < 3 and _BOM.startswith(head):
             return b""
         self._started = True
-        buffered = bytes(self._line)
-        self._line.clear()
+        buffered = bytes(self._head)
+        self._head.clear()
         return buffered[3:] if head == _BOM else buffered
 
-    def _process(self, line: bytes, out: list[SSEEvent]) -> None:
-        if not line:
+    def _line(self, data: bytes, pos: int, stop: int, out: list[SSEEvent]) -> None:
+        """A line that came whole: ``data[pos:stop]``."""
+        if pos == stop:
+            self.other_lines += 1
             self._dispatch(out)
             return
-        if line[0] == 0x3A:  # ":" comment, a keep-alive
+        if data[pos] == 0x3A:  # ":" comment, a keep-alive
+            self.other_lines += 1
             return
-        colon = line.find(b":")
+        colon = data.find(b":", pos, stop)
         if colon < 0:
-            name, value = line, b""
+            name, start = data[pos:stop], stop
         else:
-            name = line[:colon]
-            # One slice of the value: a data line may be a whole large message.
-            start = colon + 2 if line[colon + 1 : colon + 2] == b" " else colon + 1
-            value = line[start:]
+            name = data[pos:colon]
+            start = colon + 2 if data[colon + 1 : colon + 2] == b" " else colon + 1
+        # One slice of the value: a data line may be a whole large message.
         if name == b"data":
+            value = data[start:stop]
             if not self._has_data:
                 self._first = value
                 self._has_data = True
+                self._data_size = len(value) + 1
             else:
-                if not self._more:
-                    self._more += self._first
-                    self._first = b""
-                self._more += b"\n"
-                self._more += value
-            self._data_size += len(value) + 1
+                buffer = self._data_buffer()
+                buffer.write(b"\n")
+                buffer.write(value)
+                self._data_size = buffer.tell() + 1
             self._check_size()
-        elif name == b"event":
-            self._event = value.decode("utf-8", "replace")
-        elif name == b"id" and b"\0" not in value:
-            self.last_event_id = value.decode("utf-8", "replace")
-        elif name == b"retry" and value.isdigit() and len(value) <= _RETRY_DIGITS:
-            self._retry = self.retry = int(value)
+            return
+        self.other_lines += 1
+        if name in _FIELDS:
+            self._field(name, data[start:stop])
         # Unknown field names are ignored, as the format requires.
+
+    def _extend(self, data: bytes, pos: int, stop: int) -> None:
+        """``data[pos:stop]`` is more of a line that has not ended yet."""
+        if not self._partial:
+            self._partial = True
+            self._kind = _HEAD
+        self._line_size += stop - pos
+        if self._kind == _HEAD:
+            pos = self._read_name(data, pos, stop)
+        if self._space and pos < stop:
+            self._space = False
+            if data[pos] == 0x20:
+                pos += 1
+        kind = self._kind
+        if kind == _DATA:
+            assert self._buffer is not None
+            self._buffer.write(memoryview(data)[pos:stop])
+        elif kind == _VALUE:
+            self._head += memoryview(data)[pos:stop]
+
+    def _read_name(self, data: bytes, pos: int, stop: int) -> int:
+        """Where the value begins in ``data[pos:stop]``, once the colon that ends the
+        line's field name came; until then its bytes are kept (or skipped, once they
+        are longer than any name of a field read here)."""
+        colon = data.find(b":", pos, stop)
+        if colon < 0:
+            self._head += memoryview(data)[pos:stop]
+            if len(self._head) > _LONGEST_NAME:
+                self._kind = _SKIP
+                self._head.clear()
+            return stop
+        self._head += memoryview(data)[pos:colon]
+        name = bytes(self._head)
+        self._head.clear()
+        self._space = True
+        if name == b"data":
+            self._kind = _DATA
+            buffer = self._data_buffer()
+            if self._has_data:
+                buffer.write(b"\n")
+            self._has_data = True
+        elif name in _FIELDS:
+            self._kind = _VALUE
+            self._name = name
+        else:
+            self._kind = _SKIP  # a comment (no name), or a field not read here
+        return colon + 1
+
+    def _end_line(self, out: list[SSEEvent]) -> None:
+        """The line begun in an earlier feed has ended."""
+        kind = self._kind
+        self._partial = False
+        self._line_size = 0
+        self._space = False
+        if kind == _HEAD:
+            line = bytes(self._head)  # a name without a colon: "data" is a field
+            self._head.clear()
+            self._line(line, 0, len(line), out)
+        elif kind == _DATA:
+            assert self._buffer is not None
+            self._data_size = self._buffer.tell() + 1
+            self._check_size()
+        else:
+            self.other_lines += 1
+            if kind == _VALUE:
+                value = bytes(self._head)
+                self._head.clear()
+                self._field(self._name, value)
+
+    def _field(self, name: bytes, value: bytes) -> None:
+        if name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id":
+            if b"\0" not in value:
+                self.last_event_id = value.decode("utf-8", "replace")
+        elif value.isdigit() and len(value) <= _RETRY_DIGITS:
+            self._retry = self.retry = int(value)
+
+    def _data_buffer(self) -> io.BytesIO:
+        if self._buffer is None:
+            self._buffer = io.BytesIO()
+            if self._has_data:
+                self._buffer.write(self._first)
+                self._first = b""
+        return self._buffer
 
     def _dispatch(self, out: list[SSEEvent]) -> None:
         # A priming event (an id and no data) counts too: it is where a resumed
         # stream picks up.
         self.resume_id = self.last_event_id
         if self._has_data:
-            data = bytes(self._more) if self._more else self._first
+            data = self._first
+            if self._buffer is not None:
+                data = self._buffer.getvalue()  # the buffer's own bytes: no copy
+                self._buffer = None
             out.append(
                 SSEEvent(
                     data=data,
@@ -216,19 +338,17 @@ class SSEDecoder:
                 )
             )
             self._first = b""
-            if self._more:
-                self._more = bytearray()
         self._data_size = 0
         self._has_data = False
         self._event = ""
         self._retry = None
 
     def _check_size(self) -> None:
-        if self._data_size + len(self._line) > self.max_event:
+        if self._data_size + self._line_size > self.max_event:
             self._failed = True
-            self._line.clear()
+            self._head.clear()
             self._first = b""
-            self._more = bytearray()
+            self._buffer = None
             raise EventTooLarge(f"event stream event larger than {self.max_event} bytes")
 
 

@@ -101,6 +101,37 @@ def test_an_event_of_empty_data_lines_costs_its_bytes_not_more() -> None:
     assert peak < 3 * limit, peak
 
 
+def test_a_large_event_that_comes_in_pieces_is_held_once() -> None:
+    # Its bytes are kept where they will be its data: no copy of the line, nor of its
+    # value, nor of the data once the event is complete.
+    size = 8 << 20
+    head, body = b"data: ", b"x" * size
+    dec = SSEDecoder(2 * size)
+    tracemalloc.start()
+    try:
+        events: list[SSEEvent] = dec.feed(head)
+        for start in range(0, size, 65536):
+            events += dec.feed(body[start : start + 65536])
+            assert dec.held >= start
+        events += dec.feed(b"\n\n")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    (ev,) = events
+    assert ev.data == body
+    assert peak < 1.3 * size, peak
+    assert dec.held == 0
+
+
+def test_lines_that_carry_no_data_are_counted() -> None:
+    # What reading a stream costs besides its events' data (``protocol.pacing``).
+    dec = SSEDecoder()
+    dec.feed(b": ping\n\nid: 1\nevent: x\ndata: a\ndata: b\n\n:")
+    assert dec.other_lines == 5  # the comment, two blank lines, the id and event lines
+    dec.feed(b" split comment\nfoo: bar\n")
+    assert dec.other_lines == 7
+
+
 def test_id_with_nul_is_ignored() -> None:
     (ev,) = decode_all(b"id: a\0b\ndata: x\n\n")
     assert ev.id is None

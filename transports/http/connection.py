@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import math
 import os
 import re
@@ -240,13 +241,16 @@ class HttpConnection:
         chunk = await self.next_chunk()
         if chunk is None:
             return first  # most bodies come whole: no copy to put them together
-        body = bytearray(first)
+        # Its buffer becomes the body, without a copy.
+        body = io.BytesIO()
+        body.write(first)
+        del first
         while chunk is not None:
-            body += chunk
-            if len(body) > limit:
+            body.write(chunk)
+            if body.tell() > limit:
                 self._too_large(head, limit)
             chunk = await self.next_chunk()
-        return bytes(body)
+        return body.getvalue()
 
     async def read_prefix(self, limit: int) -> bytes:
         """Up to ``limit`` bytes of the body; a longer body is left unread (and the

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import tracemalloc
 from typing import Any
 
 import msgspec
@@ -17,6 +18,7 @@ import trustme
 
 from tests.support.http_servers import Responder, SeenRequest, event, result, serve_http
 from transports.errors import TransportError
+from transports.http.connection import HttpConnection
 from transports.http.params import HttpParams
 from transports.http.transport import open_http_transport
 
@@ -174,3 +176,31 @@ async def test_read_timeout() -> None:
         ):
             with pytest.raises(TransportError, match=r"no data for 0\.2 s"):
                 await t.request("x", {})
+
+
+async def test_a_body_that_comes_in_pieces_is_held_once() -> None:
+    size = 4 << 20
+    body = b"x" * size
+    client, server = trio.testing.lockstep_stream_pair()
+    conn = HttpConnection(client, "s", None)
+
+    async def serve() -> None:
+        await server.receive_some(65536)  # the request
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        await server.send_all(head + b"Content-Length: %d\r\n\r\n" % size)
+        for start in range(0, size, 65536):
+            await server.send_all(body[start : start + 65536])
+
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            await conn.send(b"POST", b"/mcp", [(b"Host", b"s")], b"{}")
+            head = await conn.receive_head()
+            tracemalloc.start()
+            try:
+                got = await conn.read_body(head, 2 * size)
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+    assert got == body
+    assert peak < 1.3 * size, peak

@@ -6,6 +6,7 @@ import email.utils
 import json
 import logging
 import time
+import tracemalloc
 
 import pytest
 import trio
@@ -31,7 +32,7 @@ from transports.errors import (
     UnexpectedReply,
 )
 from transports.http.params import HttpParams
-from transports.http.reply import status_error
+from transports.http.reply import decode_reply, status_error
 from transports.http.transport import open_http_transport
 
 LIMIT = 10
@@ -317,3 +318,19 @@ def test_what_the_server_wrote_is_quoted_in_the_reason() -> None:
     usual = ResponseHead(502, "Bad Gateway", [])
     exc = status_error("srv", usual, b"", "a request", had_session=False, now=0.0)
     assert isinstance(exc, HTTPStatusError) and exc.reason == "srv: HTTP 502 Bad Gateway"
+
+
+def test_a_message_is_decoded_where_it_lies() -> None:
+    # Its UTF-8 is checked without a copy of it as text, and what it carries is kept
+    # as a view of its bytes.
+    data = json.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x" * (4 << 20)}}
+    ).encode()
+    tracemalloc.start()
+    try:
+        msg = decode_reply(data, 200, "srv", "event stream")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert isinstance(msg, Notification) and msg.params is not None
+    assert peak < len(data) // 4, peak
