@@ -42,6 +42,13 @@ class Bucket:
         self.suppressed += wanted - taken
         return taken
 
+    def spend(self, now: float, burst: int, rate: float, cost: float) -> float:
+        """Take ``cost`` whatever is left, running into debt past it (a negative cost
+        gives back, up to ``burst``); the seconds until the debt is paid."""
+        self.tokens = min(float(burst), self.tokens + (now - self.stamp) * rate - cost)
+        self.stamp = now
+        return -self.tokens / rate if self.tokens < 0 else 0.0
+
 
 class Throttle:
     """One warning that others can cause at will (a refused connection): ``burst`` at

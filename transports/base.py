@@ -23,6 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Request, encode_error, encode_result
 from protocol.logfields import log_extra
 from protocol.mcp import Era
+from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
 
 from .errors import AuthError, TransportError
@@ -178,6 +179,12 @@ class Transport(abc.ABC):
     def stderr_tail(self) -> list[str]:
         """The last lines the server wrote on stderr (stdio); HTTP has none."""
         return []
+
+    @property
+    def held_back(self) -> HeldBack | None:
+        """Why mcpd reads what the server sends more slowly than it comes, while it
+        does (``transports.pace``); every transport of mcpd's reads within a pace."""
+        return None
 
 
 def default_answer(req: Request) -> bytes:

@@ -105,31 +105,32 @@ class Pending:
         slot.resolve(result, error)
         return True
 
-    def answer(self, msg: rpc.Response) -> None:
+    def answer(self, msg: rpc.Response) -> bool:
         """``route`` for a successful response: a call's answer, most of the time."""
         reply = self._replies.pop(msg.id, None)
-        if reply is not None:
-            reply(msg.result, None)
-        else:
-            self.route(msg)
+        if reply is None:
+            return self.route(msg)
+        reply(msg.result, None)
+        return True
 
-    def route(self, msg: rpc.Response | rpc.ErrorResponse) -> None:
+    def route(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
+        """Hand a response to the request waiting for it; whether one was."""
         if msg.id is not None:
             if isinstance(msg, rpc.Response):
                 answered = self.resolve(msg.id, msg.result, None)
             else:
                 answered = self.resolve(msg.id, None, rpc.RPCError.from_object(msg.error))
             if answered:
-                return
+                return True
             if msg.id in self._abandoned:
                 del self._abandoned[msg.id]  # a second one is not late but a duplicate
                 self._log.debug("%s: dropped a late response for id %r", self._label, msg.id)
-                return
+                return False
         # Unknown ids, duplicates, an id of the wrong type ("3" for 3): a warning, not
         # debug only, so that the log says which server sent them.
         note = self._complain()
         if note is None:
-            return
+            return False
         said = f" ({quote(msg.error.message)})" if isinstance(msg, rpc.ErrorResponse) else ""
         self._log.warning(
             "%s: dropped a response for id %r%s: no request with that id is waiting "
@@ -140,6 +141,7 @@ class Pending:
             note,
             extra=log_extra(self._label, reason="response to no pending request"),
         )
+        return False
 
     def server_cancelled(self, msg: rpc.Notification) -> bool:
         """Whether ``msg`` (notifications/cancelled) ended one of our requests."""

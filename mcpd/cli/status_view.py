@@ -78,7 +78,7 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         if state not in ("ready", "degraded", "starting", "idle"):
             for tail in s.get("stderr") or []:
                 lines.append(f"{'':<16} stderr| {visible(tail)}")
-        notes = trim_notes(s) + pin_notes(s) + masked_notes(s)
+        notes = trim_notes(s) + pin_notes(s) + masked_notes(s) + held_notes(s)
         lines += [f"{'':<16} {visible(note)}" for note in notes]
         unprotected = (s.get("sandbox") or {}).get("unprotected")
         if unprotected:
@@ -157,6 +157,14 @@ def masked_notes(server: dict[str, Any]) -> list[str]:
         return []
     whose = ", ".join(f"{where} ({n})" for where, n in sorted(masked.items()))
     return [f"secrets masked| {sum(masked.values())} in what it sent: {whose}"]
+
+
+def held_notes(server: dict[str, Any]) -> list[str]:
+    """Why mcpd reads what the server sends more slowly than it comes, while it does."""
+    held = server.get("held_back")
+    if not held:
+        return []
+    return [f"held back| since {local_time(held.get('since'))}: {held.get('reason', '?')}"]
 
 
 def _resources(server: dict[str, Any]) -> str:

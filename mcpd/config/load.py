@@ -175,6 +175,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         "max_connections",
         "max_inflight_per_connection",
         *LIST_LIMIT_KEYS,
+        "read_budget",
         "audit_files",
     ):
         if fields[key] < 1:

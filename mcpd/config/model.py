@@ -89,6 +89,10 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     max_item_bytes: int = 256 * 1024
     max_description_bytes: int = 64 * 1024
     max_instructions_bytes: int = 64 * 1024
+    # What mcpd reads a second of what one server sends that answers no request (a
+    # line, or a piece of a message, each: ``protocol.pacing``), after a burst of a few
+    # seconds' worth; past it the server's streams are read more slowly. Per server too.
+    read_budget: int = 5000
     # What mcpd does when a server's tool, prompt or resource template differs from the
     # definition pinned when it was approved ("hold": listed but not usable until
     # `mcpd approve`), when an approved server lists one it did not have, whether a
@@ -242,6 +246,12 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
                 d.max_instructions_bytes,
             ),
         )
+
+    def read_budget(self, alias: str) -> int:
+        """What mcpd reads a second of what the server sends that answers nothing: its
+        own key, else the daemon's."""
+        own = self.servers.get(alias, ServerConfig()).read_budget
+        return self.daemon.read_budget if own is None else own
 
     def pin_policy(self, alias: str) -> PinPolicy:
         """What happens to the server's changed, new and flagged items: its own

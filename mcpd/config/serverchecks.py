@@ -87,7 +87,7 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
     if s.max_concurrency is not None and s.max_concurrency < 1:
         yield ConfigError(f"{where}.max_concurrency", "must be at least 1")
     fields = msgspec.structs.asdict(s)
-    for key in LIST_LIMIT_KEYS:
+    for key in (*LIST_LIMIT_KEYS, "read_budget"):
         limit = fields[key]
         if limit is not None and limit < 1:
             yield ConfigError(f"{where}.{key}", "must be at least 1")

@@ -122,6 +122,8 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     max_item_bytes: int | None = None
     max_description_bytes: int | None = None
     max_instructions_bytes: int | None = None
+    # [daemon] read_budget for this server alone (None: the daemon's).
+    read_budget: int | None = None
     # The daemon's pin settings for this server alone (None: the daemon's).
     on_changed_item: Literal["hold", "warn", "accept"] | None = None
     on_new_item: Literal["hold", "warn", "accept"] | None = None

@@ -31,7 +31,7 @@ from .events import LifecycleJournal
 from .health import LIVENESS_TIMEOUT, Health
 from .log_messages import LogMessages
 from .oauth import attach
-from .outage import Outage, one_line
+from .outage import Outage, iso, one_line
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
 from .scheduler import CallScheduler
@@ -282,6 +282,11 @@ class ServerParts(CallHost):
         )
         # The child's pid (stdio servers only): what to look at with ps, strace or kill.
         row["pid"] = up.transport.pid if up is not None else None
+        # Read more slowly than it sends, and why (transports.pace).
+        held = up.transport.held_back if up is not None else None
+        row["held_back"] = (
+            None if held is None else {"reason": held.reason, "since": iso(held.since)}
+        )
         if self.cfg.command is not None:
             # Before a start (lazy, or not yet): what a start would meet on this machine.
             started = self.attempts > 0 and self.cfg.start != "lazy"

@@ -32,7 +32,7 @@ async def open_transport(
 
         assert cfg.url is not None
         async with open_legacy_sse_transport(
-            alias, cfg.url, http_settings(cfg, config), on_notification=on_notification
+            alias, cfg.url, http_settings(alias, cfg, config), on_notification=on_notification
         ) as sse:
             yield sse
     else:
@@ -40,7 +40,7 @@ async def open_transport(
 
         assert cfg.url is not None
         async with open_http_transport(
-            alias, cfg.url, http_settings(cfg, config), on_notification=on_notification
+            alias, cfg.url, http_settings(alias, cfg, config), on_notification=on_notification
         ) as t:
             yield t
 
@@ -58,10 +58,11 @@ def stdio_params(alias: str, cfg: ServerConfig, config: Config) -> StdioParams:
         provided=provided_env(sandbox, config),
         sandbox=sandbox,
         max_line=config.daemon.max_line_bytes,
+        read_budget=config.read_budget(alias),
     )
 
 
-def http_settings(cfg: ServerConfig, config: Config) -> HttpParams:
+def http_settings(alias: str, cfg: ServerConfig, config: Config) -> HttpParams:
     """What both HTTP transports take from a server's config."""
     from transports.http.params import HttpParams
 
@@ -72,6 +73,7 @@ def http_settings(cfg: ServerConfig, config: Config) -> HttpParams:
         ca_file=cfg.ca_file,
         pool_size=cfg.concurrency(),
         max_body=config.daemon.max_line_bytes,
+        read_budget=config.read_budget(alias),
     )
 
 

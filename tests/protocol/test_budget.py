@@ -50,3 +50,14 @@ def test_a_bucket_lets_part_of_a_batch_through_and_counts_the_rest() -> None:
     assert bucket.take_some(100.0, burst=5, rate=2.0, wanted=1) == 1  # never past its burst
     assert bucket.tokens == 4.0
     assert bucket.suppressed == 9
+
+
+def test_a_bucket_spent_past_what_it_holds_says_how_long_its_debt_takes_to_pay() -> None:
+    bucket = Bucket(tokens=10.0, stamp=0.0)
+    assert bucket.spend(0.0, burst=10, rate=5.0, cost=4.0) == 0.0  # within what it holds
+    assert bucket.spend(0.0, burst=10, rate=5.0, cost=16.0) == 2.0  # 10 owed, at 5 a second
+    assert bucket.spend(1.0, burst=10, rate=5.0, cost=0.0) == 1.0  # half of it paid
+    assert bucket.spend(3.0, burst=10, rate=5.0, cost=0.0) == 0.0
+    # What is given back fills it, never past its burst.
+    assert bucket.spend(3.0, burst=10, rate=5.0, cost=-100.0) == 0.0
+    assert bucket.tokens == 10.0

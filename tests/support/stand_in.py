@@ -12,6 +12,7 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from protocol.pacing import HeldBack
 from transports.base import Started
 from transports.errors import TransportClosed
 
@@ -30,6 +31,7 @@ class StandIn:
         self.on_request = None
         self.started: Started | None = None
         self.pid: int | None = None
+        self.held_back: HeldBack | None = None
 
     def answer(self, method: str, params: Any) -> Any:
         """What the server answers ``method`` with; by default, that it has no such method."""

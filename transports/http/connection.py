@@ -37,6 +37,7 @@ from ..errors import (
     UnexpectedReply,
     Unreachable,
 )
+from ..pace import Paced
 
 __all__ = ["HttpConnection", "client_tls", "connect", "make_ssl_context"]
 
@@ -228,8 +229,9 @@ class HttpConnection:
                 return False
         return None
 
-    async def read_body(self, head: ResponseHead, limit: int) -> bytes:
-        """The whole body, refusing (before reading it) one larger than ``limit``."""
+    async def read_body(self, head: ResponseHead, limit: int, paced: Paced | None = None) -> bytes:
+        """The whole body, refusing (before reading it) one larger than ``limit``; read
+        within its server's pace, when given one, as what it holds grows."""
         declared = head.content_length
         if declared is not None and declared > limit:
             self._too_large(head, limit)
@@ -238,6 +240,8 @@ class HttpConnection:
             return b""
         if len(first) > limit:
             self._too_large(head, limit)
+        if paced is not None:
+            await paced.before_read(len(first))
         chunk = await self.next_chunk()
         if chunk is None:
             return first  # most bodies come whole: no copy to put them together
@@ -249,6 +253,8 @@ class HttpConnection:
             body.write(chunk)
             if body.tell() > limit:
                 self._too_large(head, limit)
+            if paced is not None:
+                await paced.before_read(body.tell())
             chunk = await self.next_chunk()
         return body.getvalue()
 

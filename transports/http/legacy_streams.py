@@ -28,11 +28,13 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead
 from protocol.logfields import log_extra
+from protocol.pacing import cost
 from protocol.sse import ResumePoint, SSEDecoder, SSEError, SSEEvent
 
 from ..base import NotificationHandler
 from ..complaints import Complain
 from ..errors import SessionExpired, StreamCut, TransportError
+from ..pace import ReadPace
 from .connection import HttpConnection
 from .reply import (
     SNIPPET,
@@ -139,15 +141,18 @@ class PushReader:
         on_response: Callable[[rpc.Response | rpc.ErrorResponse], bool] | None = None,
         *,
         complain: Complain,
+        pace: ReadPace,
     ) -> None:
         """``on_response`` takes a response no request on the stream waits for (False:
         nobody wanted it either); ``complain`` rations the warnings about what is
-        skipped (None: stay quiet): a server can send those without pause."""
+        skipped (None: stay quiet): a server can send those without pause. The
+        stream is read within the server's ``pace``."""
         self._label = label
         self._on_notification = on_notification
         self._on_request = on_request
         self._on_response = on_response
         self._complain = complain
+        self._pace = pace
         self.on_open: Callable[[], None] | None = None  # the server answered with a stream
         self.decoder = SSEDecoder(max_event)
         self.opened = False  # the server answered with an event stream
@@ -164,18 +169,31 @@ class PushReader:
         if self.on_open is not None:
             self.on_open()
         logger.debug("%s: server-push stream open", self._label)
+        decoder = self.decoder
         try:
-            while (chunk := await conn.next_chunk()) is not None:
-                for event in self.decoder.feed(chunk):
-                    await self._on_event(event)
-            for event in self.decoder.flush():
-                await self._on_event(event)
+            with self._pace.stream() as paced:
+                chunk: bytes | None = b""
+                while chunk is not None:
+                    await paced.before_read(decoder.held)
+                    chunk = await conn.next_chunk()
+                    paced.read(await self._take(chunk))
         except SSEError as exc:
             raise StreamCut(f"{self._label}: {exc} on the server-push stream") from None
 
-    async def _on_event(self, event: SSEEvent) -> None:
+    async def _take(self, chunk: bytes | None) -> float:
+        """Hand on the events ``chunk`` completes (None: the stream's end); what reading
+        them cost. None is held here once the stream is read on."""
+        decoder = self.decoder
+        lines, units = decoder.other_lines, 0.0
+        for event in decoder.flush() if chunk is None else decoder.feed(chunk):
+            if not await self._on_event(event):
+                units += cost(event.data)
+        return units + decoder.other_lines - lines
+
+    async def _on_event(self, event: SSEEvent) -> bool:
+        """Hand one event on; whether it answered a request of ours that waited."""
         if event.event != "message" or not event.data.strip():
-            return  # a priming event, or an event type MCP does not use
+            return False  # a priming event, or an event type MCP does not use
         try:
             msg = decode_reply(event.data, 200, self._label, "server-push stream")
         except TransportError as exc:
@@ -185,14 +203,16 @@ class PushReader:
                 logger.warning(
                     "%s%s", exc.reason, note, extra=log_extra(self._label, "bad_push_event")
                 )
-            return
+            return False
         self.messages += 1
         if isinstance(msg, rpc.Notification):
             deliver(self._label, self._on_notification, msg, self._complain)
         elif isinstance(msg, rpc.Request):
             # The server may wait for this answer before it sends anything else.
             await self._on_request(msg)
-        elif self._on_response is None or not self._on_response(msg):
+        elif self._on_response is not None and self._on_response(msg):
+            return True
+        else:
             note = self._complain()
             if note is not None:
                 logger.warning(
@@ -202,6 +222,7 @@ class PushReader:
                     note,
                     extra=log_extra(self._label, "stray_response"),
                 )
+        return False
 
 
 OpenPush = Callable[[str | None, PushReader], Awaitable[None]]

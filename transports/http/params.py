@@ -9,6 +9,8 @@ from typing import Final
 
 import msgspec
 
+from protocol.pacing import DEFAULT_RATE
+
 __all__ = ["DEFAULT_HTTP_PARAMS", "HttpParams"]
 
 # The largest message a reply may carry, where the transport's owner sets no other.
@@ -26,6 +28,8 @@ class HttpParams(msgspec.Struct, frozen=True):
     # Connections held at once: as many as calls may be under way.
     pool_size: int = 16
     max_body: int = DEFAULT_MAX_BODY
+    # What the server's streams are read at of what answers no request (``pacing``).
+    read_budget: int = DEFAULT_RATE
 
 
 DEFAULT_HTTP_PARAMS: Final = HttpParams()

@@ -29,6 +29,7 @@ from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, error_in, names_unknown_session, parse_retry_after
 from protocol.logfields import log_extra
 from protocol.oauth.challenge import bearer_challenge
+from protocol.pacing import cost
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
 from protocol.visible import quote
 
@@ -46,6 +47,7 @@ from ..errors import (
     UnexpectedReply,
     too_large_reason,
 )
+from ..pace import Paced, ReadPace
 from .connection import HttpConnection
 
 logger = logging.getLogger("mcpd.http")
@@ -183,8 +185,10 @@ class AnswerReader:
         on_request: ServerRequestHandler | None = None,
         *,
         complain: Complain,
+        pace: ReadPace,
     ) -> None:
-        """``complain`` rations the warnings about what is ignored (None: stay quiet)."""
+        """``complain`` rations the warnings about what is ignored (None: stay quiet);
+        ``pace`` is the server's, which its every stream reads within."""
         self._label = label
         self._what = what
         self._id = id
@@ -192,6 +196,7 @@ class AnswerReader:
         self._on_notification = on_notification
         self._on_request = on_request
         self._complain = complain
+        self._pace = pace
         self._requests: list[rpc.Request] = []
         self._decoder: SSEDecoder | None = None
 
@@ -209,7 +214,8 @@ class AnswerReader:
             return await self._read_stream(conn, head)
         if media == "application/json":
             try:
-                body = await conn.read_body(head, self._max_body)
+                with self._pace.stream() as paced:
+                    body = await conn.read_body(head, self._max_body, paced)
             except BodyTooLarge as exc:
                 # The server answered; the answer is too big to pass on. Only this
                 # request fails (not the server, as an unreadable reply would).
@@ -227,17 +233,40 @@ class AnswerReader:
         raise UnexpectedReply(f"{self._label}: {problem}", status=head.status, body=body[:SNIPPET])
 
     async def _read_stream(self, conn: HttpConnection, head: ResponseHead) -> Answer:
+        with self._pace.stream() as paced:
+            answer = await self._read_to_answer(conn, head, paced)
+            # Read on to the end of the stream, so the connection can carry the next
+            # request; a stream that does not end soon, or ends badly, costs only its
+            # connection. What is already received (most often all of it: the response
+            # was the last event) is read without waiting.
+            decoder = self.decoder
+            while (at_hand := conn.received_chunk()) is not False:
+                try:
+                    self._take(at_hand, head, paced)
+                except SSEError:
+                    return answer
+                if at_hand is None:
+                    return answer
+            with trio.move_on_after(DRAIN_TIMEOUT), contextlib.suppress(TransportError, SSEError):
+                chunk: bytes | None = b""
+                while chunk is not None:
+                    await paced.before_read(decoder.held)
+                    chunk = await conn.next_chunk()
+                    self._take(chunk, head, paced)
+        return answer
+
+    async def _read_to_answer(
+        self, conn: HttpConnection, head: ResponseHead, paced: Paced
+    ) -> Answer:
         decoder = self.decoder
         answer: Answer | None = None
         events = 0
         try:
             while answer is None:
+                await paced.before_read(decoder.held)
                 chunk = await conn.next_chunk()
-                for event in decoder.flush() if chunk is None else decoder.feed(chunk):
-                    events += 1
-                    found = self._on_event(event, head)
-                    if answer is None:
-                        answer = found
+                answer, taken = self._take(chunk, head, paced)
+                events += taken
                 await self._answer_requests()
                 if chunk is None:
                     break
@@ -262,27 +291,27 @@ class AnswerReader:
                 f"{self._label}: the event stream for {self._what} ended before its response "
                 f"({events} events read)"
             )
-        # Read on to the end of the stream, so the connection can carry the next request;
-        # a stream that does not end soon, or ends badly, costs only its connection. What
-        # is already received (most often all of it: the response was the last event)
-        # is read without waiting.
-        while (at_hand := conn.received_chunk()) is not False:
-            if at_hand is None:
-                for event in decoder.flush():
-                    self._on_event(event, head)
-                return answer
-            try:
-                for event in decoder.feed(at_hand):
-                    self._on_event(event, head)
-            except SSEError:
-                return answer
-        with trio.move_on_after(DRAIN_TIMEOUT), contextlib.suppress(TransportError, SSEError):
-            while (chunk := await conn.next_chunk()) is not None:
-                for event in decoder.feed(chunk):
-                    self._on_event(event, head)
-            for event in decoder.flush():
-                self._on_event(event, head)
         return answer
+
+    def _take(
+        self, chunk: bytes | None, head: ResponseHead, paced: Paced
+    ) -> tuple[Answer | None, int]:
+        """Deliver the events ``chunk`` completes (None: the stream's end); the first
+        that is the response waited for, and how many there were. None is held here
+        once the stream is read on (a loop's variable would keep the last, a whole
+        message, while the next chunk is awaited)."""
+        decoder = self.decoder
+        lines, units = decoder.other_lines, 0.0
+        events = decoder.flush() if chunk is None else decoder.feed(chunk)
+        answer: Answer | None = None
+        for event in events:
+            found = self._on_event(event, head)
+            if answer is None and found is not None:
+                answer = found
+            else:
+                units += cost(event.data)
+        paced.read(units + decoder.other_lines - lines)
+        return answer, len(events)
 
     def _on_event(self, event: SSEEvent, head: ResponseHead) -> Answer | None:
         """Deliver one event; return it if it is the response being waited for."""

@@ -37,12 +37,14 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, header_list, parse_url
+from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
 
 from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT
 from ..complaints import Complaints
 from ..errors import HttpRPCError, StreamCut, TransportClosed
+from ..pace import ReadPace
 from ..sends import Sends
 from .connection import HttpConnection, client_tls
 from .legacy_session import end_session, post_answer, post_cancel
@@ -113,8 +115,10 @@ class HttpTransport(Transport):
         # Requests in flight, and responses to them that came on the push stream.
         self._inflight: set[rpc.Id] = set()
         self._strays: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
-        # One budget for the warnings about what the server sends, on all its streams.
+        # One budget for the warnings about what the server sends, on all its streams,
+        # and one for reading them.
         self._complaints = Complaints()
+        self._pace = ReadPace(alias, params.max_body, params.read_budget)
         # Requests sent without their sender waiting (calls): a worker per connection.
         self._sends = Sends(alias, self._call, workers=params.pool_size)
 
@@ -137,6 +141,10 @@ class HttpTransport(Transport):
     @property
     def url(self) -> str:
         return f"{self._pool.origin}{self._out.target}"
+
+    @property
+    def held_back(self) -> HeldBack | None:
+        return self._pace.held_back
 
     def reset_session(self) -> None:
         """Forget the legacy session (and the version it spoke) before a new handshake."""
@@ -231,6 +239,7 @@ class HttpTransport(Transport):
                 self._answer_server_request,
                 self._stray_response,
                 complain=self._complaints.admit,
+                pace=self._pace,
             )
             r.on_open = answered.set
             return r
@@ -291,6 +300,7 @@ class HttpTransport(Transport):
             self._on_notification,
             on_request,
             complain=self._complaints.admit,
+            pace=self._pace,
         )
         try:
             answer = await reader.read(conn, head)
@@ -346,8 +356,9 @@ class HttpTransport(Transport):
         await post_answer(self._out, self._head, self._session, self.on_request, req)
 
     def _stray_response(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
-        """A response on the push stream: kept if a request of ours waits for it."""
-        if msg.id not in self._inflight:
+        """A response on the push stream: kept if a request of ours waits for it (and
+        none came for it before)."""
+        if msg.id not in self._inflight or msg.id in self._strays:
             return False
         self._strays[msg.id] = msg
         return True

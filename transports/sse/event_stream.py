@@ -15,20 +15,25 @@ from __future__ import annotations
 import math
 import ssl
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 import trio
 
 from protocol.http import Origin
+from protocol.pacing import cost
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 from protocol.urls import display_url
 from protocol.visible import quote
 
 from ..errors import StreamCut, TransportClosed, TransportError
 from ..http.connection import HttpConnection, connect
+from ..pace import Paced
 from .events import REDIRECTS, encoded, redirect_target, stream_refused
 
 MAX_REDIRECTS: Final = 5
+# What an event was to the transport: the one that named the endpoint, the answer to
+# a request that waited for it, or anything else.
+Taken: TypeAlias = Literal["endpoint", "answer"] | None
 # How soon the kernel starts probing a quiet stream's connection: the stream may be
 # silent for hours, so no read timeout watches it.
 _STREAM_KEEPALIVE: Final = 60.0
@@ -61,13 +66,18 @@ class EventStream:
         return f"{self._origin}{self._target}"
 
     async def read(
-        self, on_event: Callable[[SSEEvent], bool], task_status: trio.TaskStatus[None]
+        self,
+        on_event: Callable[[SSEEvent], Taken],
+        paced: Paced,
+        task_status: trio.TaskStatus[None],
     ) -> TransportError:
-        """Open the stream and read it until it ends; what ended it.
+        """Open the stream and read it until it ends, within its server's pace; what
+        ended it.
 
-        ``on_event`` is True for the event that named the endpoint: the stream must
-        open and name one within ``connect_timeout``, and from then on the opening is
-        over (``task_status``) and the stream may be quiet for as long as it likes.
+        ``on_event`` says which event named the endpoint (and which answered a
+        request): the stream must open and name one within ``connect_timeout``, and
+        from then on the opening is over (``task_status``) and the stream may be
+        quiet for as long as it likes.
         """
         conn: HttpConnection | None = None
         named = False
@@ -77,13 +87,15 @@ class EventStream:
                 decoder = SSEDecoder(self._max_body)
                 chunk: bytes | None = b""
                 while chunk is not None:
+                    await paced.before_read(decoder.held)
                     chunk = await conn.next_chunk()
-                    for event in decoder.feed(chunk) if chunk else decoder.flush():
-                        if on_event(event):
-                            named = True
-                            # From now on the stream may be quiet for hours.
-                            waiting.deadline = math.inf
-                            task_status.started()
+                    units, endpoint = _take(decoder, chunk, on_event)
+                    paced.read(units)
+                    if endpoint:
+                        named = True
+                        # From now on the stream may be quiet for hours.
+                        waiting.deadline = math.inf
+                        task_status.started()
             if waiting.cancelled_caught:
                 stage = "named no endpoint" if conn is not None else "did not open"
                 raise TransportError(
@@ -132,3 +144,18 @@ class EventStream:
                 raise
             await conn.aclose()
         raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for the stream")
+
+
+def _take(
+    decoder: SSEDecoder, chunk: bytes | None, on_event: Callable[[SSEEvent], Taken]
+) -> tuple[float, bool]:
+    """Hand on the events ``chunk`` completes (None, or nothing: the stream's end); what
+    reading them cost, and whether one named the endpoint. None is held here once the
+    stream is read on."""
+    lines, units, endpoint = decoder.other_lines, 0.0, False
+    for event in decoder.feed(chunk) if chunk else decoder.flush():
+        taken = on_event(event)
+        if taken is None:
+            units += cost(event.data)
+        endpoint = endpoint or taken == "endpoint"
+    return units + decoder.other_lines - lines, endpoint

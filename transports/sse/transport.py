@@ -34,6 +34,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, header_list, parse_url
 from protocol.logfields import log_extra
+from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
 from protocol.sse import SSEEvent
 from protocol.visible import quote
@@ -46,9 +47,10 @@ from ..http.connection import client_tls
 from ..http.params import DEFAULT_HTTP_PARAMS, HttpParams
 from ..http.pool import ConnectionPool
 from ..http.reply import decode_reply, deliver, status_error
+from ..pace import ReadPace
 from ..pending import Pending
 from ..sends import Sends
-from .event_stream import ERROR_BODY_LIMIT, EventStream
+from .event_stream import ERROR_BODY_LIMIT, EventStream, Taken
 from .events import RESERVED, encoded, endpoint_target, message_of, session_gone
 
 __all__ = ["LegacySSETransport", "open_legacy_sse_transport"]
@@ -93,8 +95,9 @@ class LegacySSETransport(Transport):
             max_body=params.max_body,
         )
         self._ids = rpc.IdAllocator()
-        # One budget for the warnings about what the server sends on its stream.
+        # One budget for the warnings about what the server sends, and one for reading it.
         self._complaints = Complaints()
+        self._pace = ReadPace(alias, params.max_body, params.read_budget)
         self._pending = Pending(alias, logger, self._complaints.admit)
         self._reading = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
@@ -106,6 +109,10 @@ class LegacySSETransport(Transport):
     @property
     def url(self) -> str:
         return f"{self._origin}{self._stream_target}"
+
+    @property
+    def held_back(self) -> HeldBack | None:
+        return self._pace.held_back
 
     async def request(
         self,
@@ -182,27 +189,28 @@ class LegacySSETransport(Transport):
         Until the endpoint is known a failure is raised, out of the transport's
         opening; after that, a failure closes the transport instead.
         """
-        with self._reading:
-            why = await self._stream.read(self._on_event, task_status)
+        with self._reading, self._pace.stream() as paced:
+            why = await self._stream.read(self._on_event, paced, task_status)
             if self.endpoint is None:
                 raise why
             self._close(why)
 
-    def _on_event(self, event: SSEEvent) -> bool:
-        """Handle one event; True when it named the endpoint the stream was waiting for."""
+    def _on_event(self, event: SSEEvent) -> Taken:
+        """Handle one event; say whether it named the endpoint the stream was waiting
+        for, or answered a request that waited."""
         if event.event == "endpoint":
             if self.endpoint is not None:
                 logger.debug("%s: ignored a second endpoint event", self.alias)
-                return False
+                return None
             self._post_target = endpoint_target(self.alias, self.url, self._origin, event.data)
             self.endpoint = f"{self._origin}{self._post_target}"
             logger.debug("%s: messages go to %s", self.alias, self._post_target.split("?")[0])
-            return True
+            return "endpoint"
         if event.event != "message" or not event.data.strip():
-            return False
+            return None
         msg = message_of(event, self.alias, self._complaints.admit)
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
-            self._pending.route(msg)
+            return "answer" if self._pending.route(msg) else None
         elif isinstance(msg, rpc.Notification):
             if msg.method != "notifications/cancelled" or not self._pending.server_cancelled(msg):
                 deliver(self.alias, self._on_notification, msg, self._complaints.admit)
@@ -220,11 +228,11 @@ class LegacySSETransport(Transport):
                         msg.method,
                         extra=log_extra(self.alias, "server_request_unanswered"),
                     )
-                return False
+                return None
             # Answered on the side, so the stream goes on meanwhile.
             self._answering += 1
             self._nursery.start_soon(self._answer_server_request, msg)
-        return False
+        return None
 
     def _close(self, error: TransportError) -> None:
         if self.error is not None:
@@ -253,7 +261,8 @@ class LegacySSETransport(Transport):
             head = await conn.receive_head()
             accepted = 200 <= head.status < 300
             if accepted and head.media_type == "application/json":
-                reply = await conn.read_body(head, self._max_body)
+                with self._pace.stream() as paced:
+                    reply = await conn.read_body(head, self._max_body, paced)
             else:
                 reply = await conn.read_prefix(ERROR_BODY_LIMIT)
         if not accepted:

@@ -20,6 +20,7 @@ from protocol import jsonrpc as rpc
 from protocol import unreadable
 from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from protocol.logfields import log_extra
+from protocol.pacing import cost
 
 from ..base import NotificationHandler
 from ..errors import MalformedReply, MessageTooLarge, malformed_reason, too_large_reason
@@ -50,34 +51,39 @@ class StdoutReader:
         self._framer = LineFramer(max_line, report_end=True)
         self._oversized_head = b""
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes) -> float:
+        """Hand on the lines ``data`` ends; what those that answered no request waiting
+        for them cost to read (``protocol.pacing``)."""
+        units = 0.0
         for item in self._framer.feed(data):
-            self._dispatch(item)
+            if not self._dispatch(item):
+                # A line over the limit is skipped, not kept: it costs as one line.
+                units += 1.0 if isinstance(item, Oversized) else cost(item)
+        return units
 
     def flush(self) -> None:
         """stdout ended: a last line without its newline still counts."""
         for item in self._framer.flush():
             self._dispatch(item)
 
-    def _dispatch(self, item: bytes | Oversized) -> None:
+    def _dispatch(self, item: bytes | Oversized) -> bool:
+        """Whether the line answered a request that waited for it."""
         if isinstance(item, Oversized):
             self._oversized(item)
-            return
+            return False
         answer = rpc.decode_response(item)
         if answer is not None:  # the common line, in one pass
-            self._pending.answer(answer)
-            return
+            return self._pending.answer(answer)
         if item.startswith(BOM):  # checked only here: the common line never pays for it
             item = without_bom(item)
             answer = rpc.decode_response(item)
             if answer is not None:
-                self._pending.answer(answer)
-                return
+                return self._pending.answer(answer)
         try:
             msg = rpc.decode_message(item)
         except rpc.DecodeFailure as exc:
             if exc.unreadable is not None and self._unreadable(item, exc.unreadable):
-                return
+                return False
             note = self._complain()
             if note is not None:
                 logger.warning(
@@ -88,14 +94,14 @@ class StdoutReader:
                     note,
                     extra=log_extra(self._alias),
                 )
-            return
+            return False
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
-            self._pending.route(msg)
+            return self._pending.route(msg)
         elif isinstance(msg, rpc.Notification):
             if msg.method == "notifications/cancelled" and (
                 self._pending.server_cancelled(msg) or self._withdrawn(msg)
             ):
-                return
+                return False
             if self._on_notification is not None:
                 try:
                     self._on_notification(msg)
@@ -112,6 +118,7 @@ class StdoutReader:
                         )
         else:
             self._on_request(msg)
+        return False
 
     def _unreadable(self, item: bytes, why: str) -> bool:
         """Fail the request a reply that cannot be read answered, if it can be told."""

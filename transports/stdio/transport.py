@@ -23,6 +23,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE
 from protocol.logfields import log_extra
+from protocol.pacing import DEFAULT_RATE, HeldBack
 from protocol.splice import SplicedCall
 
 from .. import fdread
@@ -30,6 +31,7 @@ from ..base import AuthHook, NotificationHandler, Params, Reply, Started, Transp
 from ..complaints import Complaints
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..linewriter import LineWriter, batch
+from ..pace import ReadPace
 from ..pending import Pending
 from . import pidgroup
 from .child import ChildProcess, signal_group
@@ -74,6 +76,7 @@ class StdioParams(msgspec.Struct, frozen=True):
     # None: started as it is, in mcpd's working directory.
     sandbox: Sandbox | None = None
     max_line: int = DEFAULT_MAX_LINE
+    read_budget: int = DEFAULT_RATE  # what stdout is read at of what answers nothing
     stdin_grace: float = 2.0
     term_grace: float = 3.0
     stderr_tail: int = 20
@@ -117,6 +120,7 @@ class StdioTransport(Transport):
         # Set as the owner stops the server: stdin is closed under the writer then.
         self._stopping = False
         self._relays = Relays(alias, self._put, self.closed, self._writer, complaints.admit)
+        self._pace = ReadPace(alias, params.max_line, params.read_budget)
         self._reader = StdoutReader(
             alias,
             params.max_line,
@@ -139,6 +143,10 @@ class StdioTransport(Transport):
 
     def stderr_tail(self) -> list[str]:
         return list(self._stderr.tail)
+
+    @property
+    def held_back(self) -> HeldBack | None:
+        return self._pace.held_back
 
     async def request(
         self,
@@ -260,14 +268,16 @@ class StdioTransport(Transport):
         fd = stdout.fileno()
         drained = False
         try:
-            while True:
-                data = await fdread.receive(fd, _READ_SIZE, wait_first=drained)
-                if not data:
-                    break
-                drained = len(data) < _READ_SIZE
-                with _BATCH:  # answers to a chunk of responses go out together
-                    self._reader.feed(data)
-                del data  # not kept while the server is quiet: up to 64 KiB per server
+            with self._pace.stream() as paced:
+                while True:
+                    await paced.before_read()
+                    data = await fdread.receive(fd, _READ_SIZE, wait_first=drained)
+                    if not data:
+                        break
+                    drained = len(data) < _READ_SIZE
+                    with _BATCH:  # answers to a chunk of responses go out together
+                        paced.read(self._reader.feed(data))
+                    del data  # not kept while the server is quiet: up to 64 KiB per server
             self._reader.flush()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass

@@ -95,3 +95,16 @@ def test_a_host_written_with_non_ascii_letters_in_a_reason_is_shown_in_ascii() -
     out = render_status(data)
     assert "\u0430" not in out
     assert "https://xn--ccounts-1fg.google.com (the host xn--ccounts-1fg.google.com" in out
+
+
+def test_a_server_read_more_slowly_than_it_sends_says_why_under_its_line() -> None:
+    shown = status()
+    servers = shown["servers"]
+    assert isinstance(servers, list)
+    since = "2026-11-29T19:09:44+00:00"
+    servers[0]["held_back"] = {"reason": "it sends more than mcpd reads", "since": since}
+    lines = render_status(shown).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("notes "))
+    said = f"held back| since {local_time(since)}: it sends more than mcpd reads"
+    assert lines[at + 1].strip() == said
+    assert "held back|" not in render_status(status())

@@ -406,6 +406,13 @@ def test_a_list_limit_below_one_is_an_error_naming_its_key(key: str, value: str)
     assert (error.path, error.message) == (f"servers.s.{key}", "must be at least 1")
 
 
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_a_read_budget_below_one_is_an_error_naming_its_key(value: str) -> None:
+    assert error_of(f"[daemon]\nread_budget = {value}\n").path == "daemon.read_budget"
+    error = error_of(STDIO + f"read_budget = {value}\n")
+    assert (error.path, error.message) == ("servers.s.read_budget", "must be at least 1")
+
+
 @pytest.mark.parametrize("key", LIST_LIMITS)
 def test_a_list_limit_that_is_not_a_whole_number_is_an_error_naming_its_key(key: str) -> None:
     for text, path in (

@@ -70,6 +70,15 @@ def test_a_stdio_server_without_env_gets_none_of_its_own() -> None:
     params = stdio_params("s", cfg.servers["s"], cfg)
     assert params.env is None and params.args == ()
     assert params.withheld == frozenset()
+    assert params.read_budget == 5000
+
+
+def test_a_stdio_server_is_read_within_its_own_budget_or_the_daemons() -> None:
+    cfg = config(
+        {"s": {"command": "srv", "read_budget": 50}, "t": {"command": "t"}}, read_budget=70
+    )
+    assert stdio_params("s", cfg.servers["s"], cfg).read_budget == 50
+    assert stdio_params("t", cfg.servers["t"], cfg).read_budget == 70
 
 
 def test_an_http_server_gets_its_entrys_settings_and_the_daemons_limit(tmp_path: Path) -> None:
@@ -84,21 +93,25 @@ def test_an_http_server_gets_its_entrys_settings_and_the_daemons_limit(tmp_path:
                 "tls_verify": False,
                 "ca_file": str(ca),
                 "max_concurrency": 3,
+                "read_budget": 100,
             },
             "plain": {"url": "https://mcp.example.com/v2/mcp"},
         },
         max_line_bytes=8192,
+        read_budget=200,
     )
-    assert http_settings(cfg.servers["s"], cfg) == HttpParams(
+    assert http_settings("s", cfg.servers["s"], cfg) == HttpParams(
         headers={"X-Team": "a"},
         connect_timeout=2.5,
         tls_verify=False,
         ca_file=str(ca),
         pool_size=3,
         max_body=8192,
+        read_budget=100,
     )
-    plain = http_settings(cfg.servers["plain"], cfg)
+    plain = http_settings("plain", cfg.servers["plain"], cfg)
     assert (plain.pool_size, plain.tls_verify, plain.headers) == (16, True, {})
+    assert plain.read_budget == 200
 
 
 async def test_a_stdio_server_runs_with_its_args_env_and_folder(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from transports.http.legacy_streams import (
 )
 from transports.http.params import HttpParams
 from transports.http.transport import HttpTransport, open_http_transport
+from transports.pace import ReadPace
 
 LIMIT = 10
 LEGACY = {"MCP-Protocol-Version": "2025-11-25"}
@@ -235,7 +236,14 @@ async def test_a_server_asking_to_be_polled_without_pause_is_not(
     stream = PushStream(
         "old",
         open_stream,
-        lambda: PushReader("old", 1024, None, answer_nothing, complain=Complaints().admit),
+        lambda: PushReader(
+            "old",
+            1024,
+            None,
+            answer_nothing,
+            complain=Complaints().admit,
+            pace=ReadPace("old", 1024),
+        ),
         lambda: len(opened) >= 50,
         no_session,
     )
@@ -437,6 +445,56 @@ async def test_a_legacy_calls_cut_stream_is_resumed_with_its_last_event_id(how: 
     assert get.header("accept") == "text/event-stream"
     assert get.header("mcp-session-id") == "session-1"
     assert get.header("mcp-protocol-version") == "2025-11-25"
+
+
+async def test_a_calls_answer_on_the_push_stream_is_taken_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Some servers resume a cut stream on the push stream. The first answer there is the
+    # call's; one more for it is a response nobody waits for, said and read as one.
+    called, cut = trio.Event(), trio.Event()
+    call_ids: list[Any] = []
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "POST" and req.rpc_method == "tools/call":
+            call_ids.append(req.rpc_id)
+            called.set()
+            await respond.sse_start()
+            await respond.send(priming("c1", retry=10))
+            await cut.wait()
+            await respond.cut()
+        elif req.method == "GET":
+            await respond.sse_start()
+            await called.wait()
+            answers = [result(call_ids[0], {"said": said}) for said in ("first", "again")]
+            marker = notification("notifications/tools/list_changed")
+            await respond.send("".join(event(m) for m in [*answers, marker]))
+            await respond.wait_disconnect()
+        else:
+            await answer(req, respond)
+
+    inbox = Inbox()
+    raw: list[bytes] = []
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.http"):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url(), on_notification=inbox) as t,
+            trio.open_nursery() as nursery,
+        ):
+            await handshake(t)
+            nursery.start_soon(t.listen)
+
+            async def call() -> None:
+                raw.append(bytes(await t.request("tools/call", {"name": "x"}, headers=LEGACY)))
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(call)
+            await inbox.wait(1)  # both answers were read before it
+            cut.set()
+    assert [json.loads(r) for r in raw] == [{"said": "first"}]
+    said = [r.getMessage() for r in caplog.records]
+    assert f"old: ignored a response for id {call_ids[0]} on the server-push stream" in said
+    assert len(gets(srv.requests)) == 1  # taken from there: no GET to resume it
 
 
 async def test_a_resumed_stream_may_carry_an_error_response() -> None:

@@ -3,6 +3,8 @@ event, and the error that says how the stream ended."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import trio
 
@@ -16,7 +18,8 @@ from transports.errors import (
     TransportError,
     UnexpectedReply,
 )
-from transports.sse.event_stream import MAX_REDIRECTS, EventStream
+from transports.pace import ReadPace
+from transports.sse.event_stream import MAX_REDIRECTS, EventStream, Taken
 
 LIMIT = 10
 ENDPOINT = b"event: endpoint\ndata: /messages?s=1\n\n"
@@ -35,14 +38,14 @@ def stream_of(srv: HttpServer, *, max_body: int = 1 << 20, timeout: float = 5.0)
 
 
 class Seen:
-    """What the stream handed on; True for the first endpoint event, as the transport does."""
+    """What the stream handed on; the first endpoint event taken as the transport does."""
 
     def __init__(self) -> None:
         self.events: list[SSEEvent] = []
 
-    def __call__(self, event: SSEEvent) -> bool:
+    def __call__(self, event: SSEEvent) -> Taken:
         self.events.append(event)
-        return event.event == "endpoint" and len(self.endpoints()) == 1
+        return "endpoint" if event.event == "endpoint" and len(self.endpoints()) == 1 else None
 
     def endpoints(self) -> list[SSEEvent]:
         return [e for e in self.events if e.event == "endpoint"]
@@ -53,11 +56,18 @@ async def read_all(stream: EventStream, seen: Seen) -> TransportError:
     ended: list[TransportError] = []
 
     async def reading(task_status: trio.TaskStatus[None]) -> None:
-        ended.append(await stream.read(seen, task_status))
+        with ReadPace("old", 1 << 20).stream() as paced:
+            ended.append(await stream.read(seen, paced, task_status))
 
     async with trio.open_nursery() as nursery:
         await nursery.start(reading)
     return ended[0]
+
+
+async def read_unstarted(stream: EventStream, seen: Callable[[SSEEvent], Taken]) -> TransportError:
+    """Read the stream to its end outside of a nursery's start."""
+    with ReadPace("old", 1 << 20).stream() as paced:
+        return await stream.read(seen, paced, trio.TASK_STATUS_IGNORED)
 
 
 async def test_the_get_asks_for_a_stream_with_the_configured_headers() -> None:
@@ -137,7 +147,7 @@ async def test_an_event_that_never_ends_is_cut_at_the_limit(named: bool) -> None
             if named:
                 why = await read_all(stream, seen)
             else:
-                why = await stream.read(seen, trio.TASK_STATUS_IGNORED)
+                why = await read_unstarted(stream, seen)
             await gone.wait()
     assert isinstance(why, StreamCut)
     assert why.reason == "old: event stream event larger than 65536 bytes on the event stream"
@@ -174,7 +184,7 @@ async def test_a_stream_of_comments_alone_does_not_hold_the_opening_open() -> No
     with trio.fail_after(LIMIT):
         async with serve_http(handler) as srv:
             stream = stream_of(srv, timeout=0.2)
-            why = await stream.read(seen, trio.TASK_STATUS_IGNORED)
+            why = await read_unstarted(stream, seen)
     assert type(why) is TransportError
     assert why.reason == f'old: the event stream at "{stream.url}" named no endpoint within 0.2 s'
     assert seen.events == []
@@ -187,7 +197,7 @@ async def test_a_server_that_never_answers_the_get() -> None:
     with trio.fail_after(LIMIT):
         async with serve_http(handler) as srv:
             stream = stream_of(srv, timeout=0.2)
-            why = await stream.read(Seen(), trio.TASK_STATUS_IGNORED)
+            why = await read_unstarted(stream, Seen())
     assert why.reason == f'old: the event stream at "{stream.url}" did not open within 0.2 s'
 
 
@@ -198,7 +208,7 @@ async def test_redirects_are_followed_a_bounded_number_of_times() -> None:
 
     with trio.fail_after(LIMIT):
         async with serve_http(handler) as srv:
-            why = await stream_of(srv).read(Seen(), trio.TASK_STATUS_IGNORED)
+            why = await read_unstarted(stream_of(srv), Seen())
     assert why.reason == f"old: more than {MAX_REDIRECTS} redirects for the stream"
     targets = [r.target for r in srv.requests]
     assert targets == ["/sse", *[f"/hop/{n}" for n in range(1, MAX_REDIRECTS + 1)]]
@@ -228,7 +238,7 @@ async def test_a_refusal_of_the_get_is_returned_with_its_status() -> None:
 
     with trio.fail_after(LIMIT):
         async with serve_http(handler) as srv:
-            why = await stream_of(srv).read(Seen(), trio.TASK_STATUS_IGNORED)
+            why = await read_unstarted(stream_of(srv), Seen())
     assert isinstance(why, HTTPStatusError)
     assert (why.status, why.reason) == (503, "old: HTTP 503")
 
@@ -244,12 +254,12 @@ async def test_an_event_the_transport_refuses_ends_the_stream_with_its_error() -
 
     refused = UnexpectedReply("old: refused the endpoint")
 
-    def on_event(event: SSEEvent) -> bool:
+    def on_event(event: SSEEvent) -> Taken:
         raise refused
 
     with trio.fail_after(LIMIT):
         async with serve_http(handler) as srv:
-            why = await stream_of(srv).read(on_event, trio.TASK_STATUS_IGNORED)
+            why = await read_unstarted(stream_of(srv), on_event)
             # The stream's connection is closed, not left to the server to notice.
             await gone.wait()
     assert why is refused

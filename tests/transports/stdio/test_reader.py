@@ -13,6 +13,7 @@ import trio.testing
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from protocol.pacing import cost
 from transports.complaints import BURST, Complaints
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled
 from transports.pending import Pending
@@ -185,3 +186,14 @@ async def test_what_fails_no_request_is_logged_within_the_servers_budget(
         f"no waiting request could be told which it was ({3 * flood - BURST} more like this "
         "not logged)"
     )
+
+
+def test_what_answered_a_waiting_request_costs_nothing_to_read() -> None:
+    out = Stdout()
+    out.answered(10)
+    answer = line({"jsonrpc": "2.0", "id": 10, "result": 1})
+    assert out.reader.feed(answer) == 0.0
+    note = line({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}})
+    assert out.reader.feed(note + b"junk\n" + answer) == cost(note[:-1]) + cost(b"junk") + cost(
+        answer[:-1]
+    )  # the second answer waits for nobody

@@ -1,0 +1,103 @@
+"""A server flooding the stream of a call with notifications is read more slowly than
+it sends: `mcpd status` names it as held back and says why, and a call to another
+server goes through meanwhile."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.agent import connect, make_config, running
+from tests.support.http_servers import (
+    LegacySession,
+    Responder,
+    SeenRequest,
+    event,
+    notification,
+    result,
+    serve_http,
+)
+
+LIMIT = 30
+NOTE = event(notification("notifications/message", {"level": "debug", "data": "x"}))
+
+
+def tool(name: str) -> dict[str, Any]:
+    return {"name": name, "inputSchema": {"type": "object"}}
+
+
+class HeldBack(logging.Handler):
+    """Sets ``said`` once the journal says a server is being held back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said = trio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "mcpd_event", None) == "held_back":
+            self.said.set()
+
+
+async def test_a_flooding_server_is_shown_held_back_and_another_servers_call_goes_through(
+    tmp_path: Path,
+) -> None:
+    async def flooding(req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_method == "server/discover":
+            await respond.reply(400, "Bad Request")  # a legacy server's answer to the probe
+        elif req.rpc_method == "tools/call":
+            await respond.sse_start()
+            while True:  # notifications about the call, and never its answer
+                await respond.send(NOTE * 100)
+        else:
+            await respond.reply(405)
+
+    async def calm(req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_method == "server/discover":
+            found = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+            await respond.json(result(req.rpc_id, {**found, "resultType": "complete"}))
+        elif req.rpc_method == "tools/list":
+            await respond.json(result(req.rpc_id, {"tools": [tool("ask")]}))
+        elif req.rpc_method == "tools/call":
+            await respond.json(result(req.rpc_id, {"content": [{"type": "text", "text": "ok"}]}))
+        else:
+            await respond.reply(405)
+
+    journal = HeldBack()
+    logger = logging.getLogger("mcpd")
+    logger.addHandler(journal)
+    try:
+        with trio.fail_after(LIMIT):
+            async with (
+                serve_http(LegacySession(flooding, tools=[tool("spill")])) as flood,
+                serve_http(calm) as other,
+            ):
+                servers = {
+                    "flood": {"url": flood.url(), "read_budget": 100},
+                    "calm": {"url": other.url()},
+                }
+                cfg = make_config(tmp_path, servers)
+                async with (
+                    running(cfg) as daemon,
+                    connect(daemon.socket_path) as flooded,
+                    connect(daemon.socket_path) as agent,
+                    trio.open_nursery() as nursery,
+                ):
+                    nursery.start_soon(flooded.call, "mcp__flood__spill")
+                    await journal.said.wait()
+                    status = await agent.result("mcpd/status")
+                    rows = {row["alias"]: row for row in status["servers"]}
+                    held = rows["flood"]["held_back"]
+                    assert (
+                        "it sends more than mcpd reads of what answers no request"
+                        in (held["reason"])
+                    )
+                    assert held["since"]
+                    assert rows["calm"]["held_back"] is None
+                    done = await agent.call("mcp__calm__ask")
+                    assert done["content"] == [{"type": "text", "text": "ok"}]
+                    nursery.cancel_scope.cancel()
+    finally:
+        logger.removeHandler(journal)

@@ -1,0 +1,150 @@
+"""A server's streams read within its pace: a stream waits for room until another
+completes its message, and a server flooding any transport with notifications is
+read more slowly, shown as held back (and said so in the journal, once), while its
+own request is still answered after the flood."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import pytest
+import trio
+import trio.testing
+
+from protocol import jsonrpc as rpc
+from tests.support.http_servers import (
+    Responder,
+    SeenRequest,
+    event,
+    notification,
+    result,
+    serve_http,
+)
+from tests.support.legacy_sse_server import Message, Session, answer, serve_legacy_sse, sse_event
+from transports.base import Transport
+from transports.http.params import HttpParams
+from transports.http.transport import open_http_transport
+from transports.pace import ReadPace
+from transports.sse.transport import open_legacy_sse_transport
+from transports.stdio.transport import StdioParams, open_stdio_transport
+
+LIMIT = 20
+# Within the budget below (4,000 at once, then 1,000 a second) these notes cost some
+# 4,600 units, read in well under the time their cost over the burst takes to pay.
+RATE = 1000
+NOTES = 500
+NOTE = notification("notifications/message", {"level": "info", "data": "x" * 2000})
+
+FLOODING_CHILD = f"""
+import json, sys
+note = json.dumps({NOTE!r}) + "\\n"
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "flood":
+        sys.stdout.write(note * {NOTES})
+    sys.stdout.write(json.dumps({{"jsonrpc": "2.0", "id": msg["id"], "result": {{}}}}) + "\\n")
+    sys.stdout.flush()
+"""
+
+
+async def test_a_stream_waits_for_room_until_another_completes_its_message() -> None:
+    pace = ReadPace("s", max_held=1000)
+    read: list[str] = []
+    with pace.stream() as a, pace.stream() as b, pace.stream() as c:
+        await a.before_read(600)
+        await b.before_read(600)  # past the bound: one stream may go on past it
+
+        async def third() -> None:
+            await c.before_read(10)
+            read.append("c")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(third)
+            await trio.testing.wait_all_tasks_blocked()
+            assert read == []
+            held = pace.held_back
+            assert held is not None and "messages not yet complete" in held.reason
+            await b.before_read(0)  # its message is complete
+        assert read == ["c"]
+
+
+class Flood:
+    """Counts the notes a transport hands on, and sees whether the server was held back
+    by the time the last of them came."""
+
+    def __init__(self) -> None:
+        self.transport: Transport | None = None
+        self.notes = 0
+        self.held_when_done = False
+
+    def __call__(self, msg: rpc.Notification) -> None:
+        self.notes += 1
+        if self.notes == NOTES and self.transport is not None:
+            self.held_when_done = self.transport.held_back is not None
+
+
+def check(flood: Flood, t: Transport, caplog: pytest.LogCaptureFixture) -> None:
+    assert flood.notes == NOTES
+    assert flood.held_when_done
+    held = t.held_back
+    assert held is not None and "answers no request" in held.reason
+    said = [r for r in caplog.records if getattr(r, "mcpd_event", None) == "held_back"]
+    assert len(said) == 1
+    assert said[0].getMessage().startswith("s: reading held back: it sends more than mcpd reads")
+
+
+async def test_a_stdio_server_flooding_notifications_is_held_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    flood = Flood()
+    params = StdioParams(command=sys.executable, args=("-c", FLOODING_CHILD), read_budget=RATE)
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.transport"):
+        async with open_stdio_transport("s", params, on_notification=flood) as t:
+            flood.transport = t
+            assert t.held_back is None
+            assert json.loads(bytes(await t.request("flood", {}))) == {}
+            check(flood, t, caplog)
+
+
+async def test_a_call_stream_flooded_with_notifications_is_held_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse(event(NOTE) * NOTES, event(result(req.rpc_id, {})))
+
+    flood = Flood()
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.transport"):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport(
+                "s", srv.url(), HttpParams(read_budget=RATE), on_notification=flood
+            ) as t,
+        ):
+            flood.transport = t
+            assert json.loads(bytes(await t.request("tools/call", {}))) == {}
+            check(flood, t, caplog)
+
+
+async def test_an_http_sse_stream_flooded_with_notifications_is_held_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def on_message(session: Session, msg: Message) -> None:
+        if msg.get("method") != "flood":
+            await answer(session, msg)
+            return
+        await session.send_raw(sse_event(json.dumps(NOTE)) * NOTES)
+        await session.send(result(msg["id"], {}))
+
+    flood = Flood()
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.transport"):
+        async with (
+            serve_legacy_sse(on_message) as server,
+            open_legacy_sse_transport(
+                "s", server.url(), HttpParams(read_budget=RATE), on_notification=flood
+            ) as t,
+        ):
+            flood.transport = t
+            assert json.loads(bytes(await t.request("flood", {}))) == {}
+            check(flood, t, caplog)
