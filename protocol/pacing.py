@@ -23,6 +23,11 @@ time is given, and a stream is told to wait, not made to.
   message there may be still completes.
 
 ``held_back`` says, for ``mcpd status``, that a server is being held back and why.
+
+A notification is handed on only up to a size (``oversized``): a log message, a
+progress note, a change of a list need far less, and what is handed on is searched
+whole (for mcpd's secrets) while everyone else waits. Only a task's news may carry a
+call's result, which is as large as a reply may be.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ UNIT_BYTES: Final = 256
 # this many seconds' worth at once.
 DEFAULT_RATE: Final = 5000
 BURST_SECONDS: Final = 4
+MAX_NOTIFICATION: Final = 1024 * 1024
+_MAY_CARRY_RESULTS: Final = frozenset({"notifications/tasks"})
 # How long after the last wait a server is still shown as held back.
 SHOWN_FOR: Final = 10.0
 
@@ -59,6 +66,13 @@ def cost(message: bytes) -> float:
     """The units reading a message (an event's data, a line) that answered nothing
     cost: a unit a line, and one each ``UNIT_BYTES``."""
     return message.count(b"\n") + 1 + len(message) / UNIT_BYTES
+
+
+def oversized(method: str, params: bytes | None) -> bool:
+    """Whether a notification is larger than any of its kind needs to be."""
+    return (
+        params is not None and len(params) > MAX_NOTIFICATION and method not in _MAY_CARRY_RESULTS
+    )
 
 
 class _Stream:

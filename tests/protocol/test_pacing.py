@@ -5,7 +5,14 @@ while either holds the server back, what status shows says why."""
 
 from __future__ import annotations
 
-from protocol.pacing import SHOWN_FOR, UNIT_BYTES, ReadBudget, cost
+from protocol.pacing import (
+    MAX_NOTIFICATION,
+    SHOWN_FOR,
+    UNIT_BYTES,
+    ReadBudget,
+    cost,
+    oversized,
+)
 
 NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}'
 
@@ -106,3 +113,13 @@ def test_holding_back_is_shown_with_why_while_it_lasts() -> None:
     assert "1,000 bytes of messages not yet complete" in held.reason
     assert budget.held_back(8.0 + SHOWN_FOR + 0.1) is None
     assert budget.note(30.0, "pace") is True  # a new spell
+
+
+def test_a_notification_larger_than_any_of_its_kind_needs_is_oversized() -> None:
+    big = b"x" * (MAX_NOTIFICATION + 1)
+    assert oversized("notifications/message", big)
+    assert oversized("notifications/progress", big)
+    assert not oversized("notifications/message", big[:MAX_NOTIFICATION])
+    assert not oversized("notifications/message", None)
+    # A task's news may carry a call's result.
+    assert not oversized("notifications/tasks", big)

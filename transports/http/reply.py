@@ -34,7 +34,7 @@ from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
 from protocol.visible import quote
 
 from ..base import NotificationHandler
-from ..complaints import Complain
+from ..complaints import Complain, drop_oversized
 from ..errors import (
     AuthError,
     BodyTooLarge,
@@ -361,7 +361,7 @@ def deliver(
 ) -> None:
     """Hand a server's notification on; a failing handler is logged (within the
     server's ``complain``: the server may repeat what made it fail), never raised."""
-    if handler is None:
+    if handler is None or drop_oversized(label, msg, complain, logger):
         return
     try:
         handler(msg)

@@ -23,6 +23,7 @@ from protocol.logfields import log_extra
 from protocol.pacing import cost
 
 from ..base import NotificationHandler
+from ..complaints import drop_oversized
 from ..errors import MalformedReply, MessageTooLarge, malformed_reason, too_large_reason
 from ..pending import Pending
 
@@ -101,6 +102,8 @@ class StdoutReader:
             if msg.method == "notifications/cancelled" and (
                 self._pending.server_cancelled(msg) or self._withdrawn(msg)
             ):
+                return False
+            if drop_oversized(self._alias, msg, self._complain, logger):
                 return False
             if self._on_notification is not None:
                 try:

@@ -14,6 +14,7 @@ import trio.testing
 
 from protocol.http import ResponseHead
 from protocol.jsonrpc import Notification, RPCError
+from protocol.pacing import MAX_NOTIFICATION
 from tests.support.http_servers import (
     Responder,
     SeenRequest,
@@ -334,3 +335,32 @@ def test_a_message_is_decoded_where_it_lies() -> None:
         tracemalloc.stop()
     assert isinstance(msg, Notification) and msg.params is not None
     assert peak < len(data) // 4, peak
+
+
+async def test_a_notification_larger_than_any_of_its_kind_needs_is_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    big = "x" * (MAX_NOTIFICATION + 1)
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse(
+            event(notification("notifications/message", {"level": "info", "data": big})),
+            event(notification("notifications/tasks", {"taskId": "t", "result": big})),
+            event(result(req.rpc_id, {"ok": True})),
+        )
+
+    seen: list[Notification] = []
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.http"):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("srv", srv.url(), on_notification=seen.append) as t,
+        ):
+            answer = await t.request("tools/call", {"name": "x"})
+    assert json.loads(bytes(answer)) == {"ok": True}
+    # A task's news may carry a call's result; a log message needs nothing like it.
+    assert [n.method for n in seen] == ["notifications/tasks"]
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        f"srv: dropped a notifications/message notification of {MAX_NOTIFICATION + 30} bytes, "
+        f"more than the {MAX_NOTIFICATION} any of its kind needs"
+    ]

@@ -13,7 +13,7 @@ import trio.testing
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.pacing import cost
+from protocol.pacing import MAX_NOTIFICATION, cost
 from transports.complaints import BURST, Complaints
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled
 from transports.pending import Pending
@@ -186,6 +186,18 @@ async def test_what_fails_no_request_is_logged_within_the_servers_budget(
         f"no waiting request could be told which it was ({3 * flood - BURST} more like this "
         "not logged)"
     )
+
+
+def test_a_notification_larger_than_any_of_its_kind_needs_is_dropped() -> None:
+    # A task's news may carry a call's result: it alone may be as large as a line.
+    out = Stdout(max_line=4 << 20)
+    big = "x" * (MAX_NOTIFICATION + 1)
+    out.reader.feed(
+        line({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": big}})
+        + line({"jsonrpc": "2.0", "method": "notifications/tasks", "params": {"result": big}})
+    )
+    assert [n.method for n in out.notes] == ["notifications/tasks"]
+    assert out.complaints == 1
 
 
 def test_what_answered_a_waiting_request_costs_nothing_to_read() -> None:
