@@ -115,6 +115,29 @@ class ReadBudget:
             return True
         return s.held > 0
 
+    # -- the common read: nothing held, nothing owed --
+
+    def free(self, key: int, held: int) -> bool:
+        """Whether the stream may read now with nothing to weigh: it holds no part of a
+        message, neither does it read past ``max_held``, its last read cost nothing, and
+        the server owes nothing (what it gained since its last read is counted at its
+        next charge). Most reads are of replies alone: they pay for nothing."""
+        s = self._streams[key]
+        return not (
+            held
+            or s.held
+            or s.last
+            or self._bucket.tokens < 0.0
+            or self._held > self.max_held
+            or self._past == key
+        )
+
+    def charged(self, key: int) -> bool:
+        """Whether the stream's last read, or what was set aside for this one, cost
+        anything (a read that answered requests alone then needs no account)."""
+        s = self._streams[key]
+        return bool(s.last or s.aside)
+
     # -- pace --
 
     def pace(self, now: float, key: int) -> float:

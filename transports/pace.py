@@ -87,6 +87,8 @@ class Paced:
         """Wait until the stream, holding ``held`` bytes of a message not yet complete,
         may read again."""
         budget, key = self._budget, self._key
+        if budget.free(key, held):
+            return
         if budget.hold(key, held):
             self._pace.made_room()
         while not budget.may_read(key):
@@ -99,4 +101,5 @@ class Paced:
     def read(self, units: float) -> None:
         """What a read cost: its lines that carried no message, and ``cost`` of each
         message it completed that answered nothing."""
-        self._budget.read(trio.current_time(), self._key, units)
+        if units or self._budget.charged(self._key):
+            self._budget.read(trio.current_time(), self._key, units)
