@@ -13,7 +13,10 @@ request caused it, and never to another:
   ask about a call again before its first question is answered. With several
   agents' requests in flight, or none, or (for a modern agent, who is asked through
   one particular request) several of that agent's requests, mcpd refuses to guess
-  and answers the server with an error.
+  and answers the server with an error. A request that ended without the server's
+  answer (cancelled, timed out, its agent gone) counts among them for a while
+  (``ended_asks``): the server may not have read that it ended, and still ask about
+  it. It is never asked itself, but no other agent is asked while it may be the one.
 
 A few of a call's requests may wait for its agent at once, and so many of a
 server's; one past either bound is refused at once, with an error that names it.
@@ -50,6 +53,7 @@ from transports.errors import MalformedReply
 from ..policy.guard import SecretGuard
 from ..registry import own_keys
 from ..registry.relayed import cleaned, marked
+from .ended_asks import EndedAsks
 
 logger = logging.getLogger("mcpd.askback")
 
@@ -219,6 +223,7 @@ class AskRoutes:
         # in the next line that is.
         self._said = Throttle(clock=trio.current_time)
         self._asking = 0  # its requests waiting for an agent, whatever the call
+        self._ended = EndedAsks()
         self._over = False  # refusing past a bound: warned once until one is answered
 
     def enter(
@@ -228,16 +233,22 @@ class AskRoutes:
         self._inflight[token] = _Inflight(asker, extend, timeout)
         return token
 
-    def leave(self, token: int) -> None:
-        self._inflight.pop(token, None)
+    def leave(self, token: int, answered: bool = True) -> None:
+        item = self._inflight.pop(token, None)
+        if not answered and item is not None and item.asker is not None:
+            self._ended.add(token, item.asker.owner)
 
     def enter_call(self, call: Cause) -> None:
         """A tools/call (its asker set) until ``leave_call``: the call is its own
         record, so a call costs no token, closure or record of its own here."""
         self._inflight[call] = call
 
-    def leave_call(self, call: Cause) -> None:
+    def leave_call(self, call: Cause, answered: bool = True) -> None:
+        """The call is over; ``answered``: by its server's answer, not by mcpd giving
+        it up (cancelled, timed out, its agent gone), which the server may not know."""
         self._inflight.pop(call, None)
+        if not answered and call.asker is not None:
+            self._ended.add(call, call.asker.owner)
 
     @contextlib.contextmanager
     def scope(
@@ -246,18 +257,25 @@ class AskRoutes:
         """Around one request of an agent's, sent from this task."""
         reset = ASKING.set(asker)
         token = self.enter(asker, extend, timeout) if asker is not None else None
+        # Given up on (its time up, or its agent gone) only when cancelled: an error
+        # raised is the server's answer, or the server gone.
+        answered = True
         try:
             yield
+        except trio.Cancelled:
+            answered = False
+            raise
         finally:
             ASKING.reset(reset)
             if token is not None:
-                self.leave(token)
+                self.leave(token, answered)
 
     @property
     def inflight(self) -> int:
         return len(self._inflight)
 
-    def _cause(self) -> Cause | None:
+    def _cause(self) -> Cause | str:
+        """The request a server's request is about, or why mcpd cannot tell."""
         here = ASKING.get()
         if here is not None:
             for item in self._inflight.values():
@@ -266,18 +284,34 @@ class AskRoutes:
             return _Inflight(here, None, 0.0)
         # Nothing says which call it is about. A call whose agent is still being asked
         # may be (a server may ask for roots or a sample while its question to the user
-        # is open), so it is as much a candidate as any other.
+        # is open), so it is as much a candidate as any other; so is one that ended
+        # moments ago, whose end the server may not have read yet.
         items = list(self._inflight.values())
+        ended = self._ended.owners()
+        if ended is None:
+            return "so many requests ended lately that mcpd lost track of whose they were"
+        if not items:
+            return (
+                "no agent has a request in flight on this server"
+                if not ended
+                else "the request it may be about has ended"
+            )
         askers = [i.asker for i in items if i.asker is not None]
-        if len(askers) != len(items) or len({id(a.owner) for a in askers}) != 1:
-            return None
-        if len(items) == 1:
+        owners = {id(a.owner) for a in askers}
+        if len(askers) != len(items) or len(owners | ended) != 1:
+            return (
+                "requests of several agents are in flight on this server"
+                if len(owners) > 1
+                else "another agent's request on this server ended too lately to rule out"
+            )
+        if len(items) == 1 and not ended:
             return items[0]
         if all(a.direct for a in askers):
             # The agent is asked the same way whichever of its calls this is about: the
             # call with the fewest requests waiting bears its time and its bound.
             return min(items, key=lambda i: i.asking)
-        return None  # one modern agent, several of its requests: which one is asked?
+        # One modern agent, several of its requests: which one is asked?
+        return "several requests of one agent are in flight on this server"
 
     def _refuse(self, method: str, why: str) -> None:
         # Many servers ask for roots as soon as they start, with nobody to ask: that is
@@ -311,12 +345,8 @@ class AskRoutes:
                 rpc.METHOD_NOT_FOUND, f"mcpd did not offer {kind} to this server: {why}"
             )
         cause = self._cause()
-        if cause is None:
-            why = (
-                "no agent has a request in flight on this server"
-                if not self._inflight
-                else "requests of several agents are in flight on this server"
-            )
+        if isinstance(cause, str):
+            why = cause
             self._refuse(req.method, f"{why}, so mcpd cannot tell whose it is")
             raise rpc.RPCError(
                 rpc.INVALID_REQUEST,

@@ -140,6 +140,8 @@ class CallScheduler(_Scheduler):
             self._release(call)
             self._forget(call, "cancelled by the client")
             self._start_queued()
+            self._ended(call, answered=False)
+            return
         else:
             return
         self._ended(call)
@@ -230,7 +232,7 @@ class CallScheduler(_Scheduler):
         self._release(call)
         if self.queue.calls:
             self._start_queued()
-        self._finish(call, outcome)
+        self._finish(call, outcome, answered=not timed_out)
 
     def _failed(
         self, call: Call, error: BaseException | None, timed_out: bool, now: float, elapsed: float
@@ -340,9 +342,9 @@ class CallScheduler(_Scheduler):
             self._idle.set()
             self._idle = None
 
-    def _finish(self, call: Call, outcome: Outcome) -> None:
+    def _finish(self, call: Call, outcome: Outcome, answered: bool = True) -> None:
         call.state = "done"
-        self._ended(call)
+        self._ended(call, answered)
         try:
             call.caller.finish(call, outcome)
         except Exception:
@@ -352,10 +354,11 @@ class CallScheduler(_Scheduler):
                 extra=log_extra(self.runner.alias),
             )
 
-    def _ended(self, call: Call) -> None:
+    def _ended(self, call: Call, answered: bool = True) -> None:
         if call.relays:
             call.relays = False
-            self.runner.asks.leave_call(call)
+            # Given up on, it may still be asked about by a server that has not read so.
+            self.runner.asks.leave_call(call, answered)
         if self.uses is not None:
             self.uses.end()
 

@@ -6,7 +6,13 @@ Tools:
 - ``ask_twice`` (``second``: ``sampling`` or ``roots``; ``after_hold``: wait for a
   ``hold`` call to arrive before the second request) answers with what came back to
   both requests, as JSON ``{"form": ..., "second": ...}`` (each a result or an error);
-- ``hold`` is answered once the second request of ``ask_twice`` came back.
+- ``hold`` is answered once the second request of ``ask_twice`` came back;
+- ``ask_after_cancel`` (``topic``; ``after_report``: wait for a ``report`` call to
+  arrive first) reports progress as it starts, then, once it has read that the call
+  was cancelled, asks the user about the topic, as a server that reads a cancel only
+  between its steps does; it never answers the call;
+- ``report`` is answered with what came back to that question, once it did;
+- ``ask_once`` asks the user and answers with what came back.
 
 Its one prompt, ``confirm``, asks the user before it is given.
 
@@ -27,6 +33,10 @@ _answers: dict[Any, dict[str, Any]] = {}
 _answered = threading.Condition()
 _held = threading.Event()  # a hold call arrived
 _second_back = threading.Event()  # the second request of ask_twice came back
+_cancelled: set[Any] = set()  # ids of calls the client cancelled
+_reported = threading.Event()  # a report call arrived
+_late: list[Any] = []  # what came back to ask_after_cancel's question
+_late_back = threading.Event()
 
 
 def send(obj: dict[str, Any]) -> None:
@@ -73,6 +83,31 @@ def confirm(rid: Any) -> None:
     send({"jsonrpc": "2.0", "id": rid, "result": {"messages": [message]}})
 
 
+def ask_after_cancel(rid: Any, arguments: dict[str, Any], token: Any) -> None:
+    if token is not None:
+        progress = {"progressToken": token, "progress": 0}
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
+    if arguments.get("after_report"):
+        _reported.wait()
+    with _answered:
+        _answered.wait_for(lambda: rid in _cancelled)
+    message = f"Publish the draft about {arguments.get('topic')}?"
+    ask(f"late-{rid}", "elicitation/create", {"message": message, "requestedSchema": {}})
+    _late.append(came_back(f"late-{rid}"))
+    _late_back.set()
+
+
+def report(rid: Any) -> None:
+    _reported.set()
+    _late_back.wait()
+    result(rid, json.dumps(_late[-1]))
+
+
+def ask_once(rid: Any) -> None:
+    ask(f"once-{rid}", "elicitation/create", {"message": "Go on?", "requestedSchema": {}})
+    result(rid, json.dumps(came_back(f"once-{rid}")))
+
+
 def hold(rid: Any) -> None:
     _held.set()
     _second_back.wait()
@@ -82,6 +117,9 @@ def hold(rid: Any) -> None:
 TOOLS = [
     {"name": "ask_twice", "description": "asks twice at once", "inputSchema": {"type": "object"}},
     {"name": "hold", "description": "waits for ask_twice", "inputSchema": {"type": "object"}},
+    {"name": "ask_after_cancel", "description": "asks late", "inputSchema": {"type": "object"}},
+    {"name": "report", "description": "what came back late", "inputSchema": {"type": "object"}},
+    {"name": "ask_once", "description": "asks once", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -92,6 +130,10 @@ def handle(msg: dict[str, Any]) -> None:
     if method is None and rid is not None:
         with _answered:
             _answers[rid] = msg
+            _answered.notify_all()
+    elif method == "notifications/cancelled":
+        with _answered:
+            _cancelled.add(params.get("requestId"))
             _answered.notify_all()
     elif rid is None:
         return
@@ -114,6 +156,13 @@ def handle(msg: dict[str, Any]) -> None:
         threading.Thread(target=ask_twice, args=(rid, arguments), daemon=True).start()
     elif method == "tools/call" and params.get("name") == "hold":
         threading.Thread(target=hold, args=(rid,), daemon=True).start()
+    elif method == "tools/call" and params.get("name") == "ask_after_cancel":
+        arguments = params.get("arguments") or {}
+        token = (params.get("_meta") or {}).get("progressToken")
+        threading.Thread(target=ask_after_cancel, args=(rid, arguments, token), daemon=True).start()
+    elif method == "tools/call" and params.get("name") in ("report", "ask_once"):
+        work = report if params.get("name") == "report" else ask_once
+        threading.Thread(target=work, args=(rid,), daemon=True).start()
     else:
         error = {"code": -32601, "message": str(method)}
         send({"jsonrpc": "2.0", "id": rid, "error": error})

@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from mcpd.config.model import Config
+from mcpd.servers import ended_asks
 from mcpd.servers.askback import AskRoutes
 from protocol import jsonrpc as rpc
 from tests.support.agent import META, make_config, running
@@ -160,3 +161,69 @@ async def test_a_server_may_ask_for_roots_while_its_question_to_the_agent_is_ope
                     agent.answer_held(request)
     came_back = json.loads(got["content"][0]["text"])
     assert came_back == {"form": ACCEPTED, "second": ROOTS}
+
+
+# -- through the daemon: a server that asks about a call after it ended
+
+
+async def late_callers_call(daemon_socket: str, after_report: bool, hang_up: bool) -> None:
+    """An agent calls ask_after_cancel and, once the server is at work on it, cancels
+    the call or hangs up; the server asks about it only once it has read the cancel."""
+    async with connect_answering(daemon_socket, False, answering_as("late")) as late:
+        await late.initialize_with(CAPS)
+        arguments = {"topic": "B-PRIVATE", "after_report": after_report}
+        params = {"name": TWO + "ask_after_cancel", "arguments": arguments}
+        params["_meta"] = {"progressToken": "p"}
+        body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+        await late.send_raw(json.dumps(body).encode() + b"\n")
+        await late.wait_notifications(1)  # the server has the call
+        if not hang_up:
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+            cancel["params"] = {"requestId": 7}
+            await late.send_raw(json.dumps(cancel).encode() + b"\n")
+            # Held open until the other agent's call is over: only the cancel ended it.
+            await trio.sleep_forever()
+
+
+@pytest.mark.parametrize("hang_up", [False, True], ids=["cancelled", "hung-up"])
+async def test_a_request_about_a_call_that_ended_reaches_no_other_agent(
+    tmp_path: Path, hang_up: bool
+) -> None:
+    with trio.fail_after(60):
+        async with (
+            running(overlapping_config(tmp_path)) as daemon,
+            connect_answering(daemon.socket_path, False, answering_as("other")) as other,
+        ):
+            await other.initialize_with(CAPS)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(late_callers_call, daemon.socket_path, True, hang_up)
+                # In flight when the server asks about the ended call.
+                result = await other.call(TWO + "report")
+                nursery.cancel_scope.cancel()
+    assert other.asked == []
+    came_back = json.loads(result["content"][0]["text"])
+    assert "cannot tell which agent" in came_back["message"]
+
+
+async def test_once_an_ended_call_is_past_its_grace_an_agents_call_is_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grace = 0.2
+    monkeypatch.setattr(ended_asks, "GRACE", grace)
+    with trio.fail_after(60):
+        async with (
+            running(overlapping_config(tmp_path)) as daemon,
+            connect_answering(daemon.socket_path, False, answering_as("agent")) as agent,
+        ):
+            await agent.initialize_with(CAPS)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(late_callers_call, daemon.socket_path, False, False)
+                # The question about the cancelled call is asked of nobody.
+                late = json.loads((await agent.call(TWO + "report"))["content"][0]["text"])
+                assert "cannot tell which agent" in late["message"]
+                await trio.sleep(grace)
+                result = await agent.call(TWO + "ask_once")
+                nursery.cancel_scope.cancel()
+    [question] = agent.asked
+    assert question["params"]["message"].endswith("Go on?")
+    assert json.loads(result["content"][0]["text"]) == ACCEPTED

@@ -1,0 +1,57 @@
+"""Requests of agents' that ended without their server's answer, which the server may
+still ask about (``askback``).
+
+A request mcpd gives up on (cancelled by its agent, out of time, its agent gone) is
+over for mcpd at once, but the server reads the cancel only between its own steps,
+and until then it may send a request of its own about it. Such a request must not be
+handed to whichever agent is still in flight: each ended request stays a possible
+cause for a while, by the agent it was of.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+import trio
+
+# How long an ended request is taken to be one a server's request may be about. Long
+# enough for a step of honest work; a server that asks much later about a request it
+# was told to stop asks nobody's question.
+GRACE: Final = 10.0
+# Ended requests remembered per server; past that, the oldest is forgotten, and until
+# its grace would have passed no request without a known cause is handed to anyone.
+KEPT: Final = 64
+
+
+class EndedAsks:
+    """One server's requests ended lately, oldest first."""
+
+    def __init__(self) -> None:
+        # By the request's key in the server's in-flight table: its agent, and until
+        # when it counts. Each grace is as long, so they pass in the order they began.
+        self._ended: dict[object, tuple[object, float]] = {}
+        self._blind_until = -math.inf
+
+    def add(self, key: object, owner: object) -> None:
+        """``owner``'s request ``key`` ended without the server's answer."""
+        ended = self._ended
+        ended.pop(key, None)
+        ended[key] = (owner, trio.current_time() + GRACE)
+        if len(ended) > KEPT:
+            _, until = ended.pop(next(iter(ended)))
+            self._blind_until = max(self._blind_until, until)
+
+    def owners(self) -> set[int] | None:
+        """The agents (by id) whose requests ended so lately that the server may ask
+        about them; None when mcpd forgot some of those too early to say."""
+        now = trio.current_time()
+        ended = self._ended
+        while ended:
+            first = next(iter(ended))
+            if ended[first][1] > now:
+                break
+            del ended[first]
+        if self._blind_until > now:
+            return None
+        return {id(owner) for owner, _ in ended.values()}

@@ -1,0 +1,31 @@
+"""Which agents' ended requests a server may still be asking about."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from mcpd.servers.ended_asks import GRACE, KEPT, EndedAsks
+
+
+async def test_an_ended_request_counts_until_its_grace_passes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ended = EndedAsks()
+    owner = object()
+    ended.add("call", owner)
+    assert ended.owners() == {id(owner)}
+    await trio.sleep(GRACE)
+    assert ended.owners() == set()
+
+
+async def test_past_the_bound_no_agent_is_taken_for_the_cause_until_the_grace_passes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ended = EndedAsks()
+    for n in range(KEPT + 1):
+        ended.add(n, object())
+    # The forgotten request was some agent's: none can be ruled out.
+    assert ended.owners() is None
+    await trio.sleep(GRACE)
+    assert ended.owners() == set()
