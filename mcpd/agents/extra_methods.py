@@ -24,6 +24,7 @@ from ..registry.scheme import Sight
 from ..registry.views import ProfileView
 from ..servers.all_servers import AllServers
 from ..servers.calls import Call
+from ..servers.outage import Outage
 from .agent import Agent
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
@@ -120,6 +121,7 @@ class ExtraMethods:
         self.askback.owner_gone(owner, "the agent disconnected")
         self.subscriptions.owner_gone(owner)
         self.logs.owner_gone(owner)
+        self.tasks.owner_gone(owner)
         self._allowances.pop(owner, None)
 
     def _allowance(self, owner: object) -> Allowance:
@@ -132,13 +134,13 @@ class ExtraMethods:
 
     def finish_result(
         self, call: Call, result: Raw | dict[str, Any], links: bool
-    ) -> Raw | dict[str, Any]:
+    ) -> Raw | dict[str, Any] | Outage:
         """A call's result, its resource links in agents' terms and its task recorded
-        (named by the agent's id for it)."""
+        (named by the agent's id for it); or why the call failed after all."""
         if links:
             result = tool_result(result, self.servers.links(call.alias, call.sight))
         if call.tasks:
-            result = self.tasks.record(call.alias, call.owner, result, call.sight)
+            return self.tasks.record(call.alias, call.owner, result, call.sight)
         return result
 
     # -- methods --

@@ -15,11 +15,15 @@ those listens only. Whatever comes back names the task by the agent's id.
 The agent is its connection, its legacy HTTP session, or for a stateless HTTP client,
 which has neither, its ``StatelessAgent`` (its user, where it came in, its profile, the
 server whose process it is): an agent that connects again does not see its earlier
-tasks, nor does a stateless client on another profile's socket.
+tasks, nor does a stateless client on another profile's socket. So a connection's or a
+session's tasks are forgotten as it ends; a stateless client's are kept, as many and
+as large in all as the bounds below allow. A task id past ``MAX_TASK_ID`` is the
+server's fault: its call fails, naming why, and nothing of it is kept.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
@@ -29,26 +33,47 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.logfields import log_extra
 from protocol.server import RequestContext
 
 from ..registry.scheme import Sight
 from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused
+from ..servers.outage import Outage
 from .rewrite import tool_result
 
-# Remembered at once. Past it, the oldest task of the agent that holds the most is
-# forgotten: one agent making tasks without end forgets its own, not everyone's.
+# Remembered at once, in count and in the bytes of their ids. Past either, the oldest
+# task of the agent that holds the most is forgotten: one agent making tasks without
+# end forgets its own, not everyone's.
 MAX_TASKS: Final = 10_000
+MAX_TASK_BYTES: Final = 1 << 20
+# A task id names a task and nothing more: a counter, a UUID, a key with a signature
+# fit many times over. One longer is a server making mcpd hold what it likes (it is
+# kept as long as the task is, and sent back with every request about it).
+MAX_TASK_ID: Final = 512  # bytes, as UTF-8
 _encode: Final = msgspec.json.Encoder().encode
+logger = logging.getLogger("mcpd.tasks")
 
 
 class _Task:
-    __slots__ = ("alias", "server_id", "sight")
+    __slots__ = ("alias", "server_id", "sight", "size")
 
-    def __init__(self, alias: str, server_id: str, sight: Sight | None) -> None:
+    def __init__(self, alias: str, server_id: str, sight: Sight | None, size: int) -> None:
         self.alias = alias
         self.server_id = server_id  # the id its server gave it
         self.sight = sight  # the profile of the agent whose call made it
+        self.size = size  # of the server's id, as it counts against MAX_TASK_BYTES
+
+
+# How a task is found: its server's alias and its id there. The agent's id for it is
+# made of the same two strings as it is needed, so the server's id is held once.
+_Key = tuple[str, str]
+
+
+def _key(task_id: str) -> _Key | None:
+    """The key of the agent's id for a task (None: no task's id)."""
+    alias, colon, server_id = task_id.partition(":")
+    return (alias, server_id) if colon else None
 
 
 def agent_task_id(alias: str, server_id: str) -> str:
@@ -62,8 +87,9 @@ class Tasks:
         self.servers = servers
         # By agent, then the agent's id for the task, oldest first: one agent's task
         # must never be found for another.
-        self._tasks: dict[object, OrderedDict[str, _Task]] = {}
+        self._tasks: dict[object, OrderedDict[_Key, _Task]] = {}
         self._count = 0
+        self._bytes = 0
         # (connection, listen id) -> (its owner, the tasks it watches by the agent's
         # ids, its sender)
         self._watches: dict[
@@ -71,40 +97,60 @@ class Tasks:
         ] = {}
         servers.on_task_news(self._news)
 
+    def __len__(self) -> int:
+        """How many tasks are remembered."""
+        return self._count
+
     def record(
         self, alias: str, owner: object, result: Raw | dict[str, Any], sight: Sight | None = None
-    ) -> Raw | dict[str, Any]:
+    ) -> Raw | dict[str, Any] | Outage:
         """Note a task handle a server returned to ``owner`` (of the profile ``sight``);
-        the result as the agent gets it, naming the task by the agent's id."""
+        the result as the agent gets it, naming the task by the agent's id, or why the
+        call failed instead."""
         try:
             head = rpc.decode_as(
                 result if isinstance(result, Raw) else _encode(result), surface.ResultHead
             )
         except rpc.InvalidParams:
             return result
-        if head.kind != surface.TASK or not isinstance(head.taskId, str):
+        server_id = head.taskId
+        if head.kind != surface.TASK or not isinstance(server_id, str):
             return result
-        task_id = agent_task_id(alias, head.taskId)
+        size = len(server_id) if server_id.isascii() else len(server_id.encode())
+        if size > MAX_TASK_ID:
+            return _too_long(alias, size)
+        key = (alias, server_id)
         mine = self._tasks.setdefault(owner, OrderedDict())
-        if task_id not in mine:
-            self._count += 1
-        mine[task_id] = _Task(alias, head.taskId, sight)
-        mine.move_to_end(task_id)
-        if self._count > MAX_TASKS:
+        old = mine.pop(key, None)
+        if old is not None:
+            self._count -= 1
+            self._bytes -= old.size
+        mine[key] = _Task(alias, server_id, sight, size)
+        self._count += 1
+        self._bytes += size
+        while self._count > MAX_TASKS or self._bytes > MAX_TASK_BYTES:
             self._forget_one()
         handle: dict[str, Any] = (
             msgspec.json.decode(result) if isinstance(result, Raw) else dict(result)
         )
-        handle["taskId"] = task_id
+        handle["taskId"] = agent_task_id(alias, server_id)
         return handle
 
     def _forget_one(self) -> None:
         most = max(self._tasks, key=lambda owner: len(self._tasks[owner]))
         held = self._tasks[most]
-        held.popitem(last=False)
+        _, task = held.popitem(last=False)
         self._count -= 1
+        self._bytes -= task.size
         if not held:
             del self._tasks[most]
+
+    def owner_gone(self, owner: object) -> None:
+        """The agent's connection or session ended: no one can name its tasks again."""
+        held = self._tasks.pop(owner, None)
+        if held is not None:
+            self._count -= len(held)
+            self._bytes -= sum(task.size for task in held.values())
 
     def owned(self, task_id: str, owner: object) -> str | None:
         """The server of ``owner``'s task ``task_id`` (the agent's id), or None."""
@@ -113,7 +159,8 @@ class Tasks:
 
     def _owned(self, task_id: str, owner: object) -> _Task | None:
         mine = self._tasks.get(owner)
-        return None if mine is None else mine.get(task_id)
+        key = _key(task_id)
+        return None if mine is None or key is None else mine.get(key)
 
     async def handle(
         self, method: str, params: surface.TaskParams, ctx: RequestContext | None, owner: object
@@ -191,3 +238,14 @@ class Tasks:
             meta = dict(data.get("_meta") or {})
             meta[mcp.KEY_SUBSCRIPTION_ID] = listen_id
             send(rpc.encode_notification("notifications/tasks", {**news, "_meta": meta}))
+
+
+def _too_long(alias: str, size: int) -> Outage:
+    """Why a call whose task handle carries an id past ``MAX_TASK_ID`` failed."""
+    reason = (
+        f"the server named its task with an id of {size} bytes, past the {MAX_TASK_ID} mcpd keeps"
+    )
+    logger.warning(
+        "%s: tools/call failed: %s", alias, reason, extra=log_extra(alias, "malformed_reply")
+    )
+    return Outage(alias, "malformed", reason)

@@ -48,8 +48,9 @@ from .unrouted import held_tool, unknown_tool
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
 
 # The last step before a result is written, for a result that may hold links or task
-# handles: (the call, its result, whether it may hold links) -> the result.
-Finish = Callable[[Call, Raw | dict[str, Any], bool], Raw | dict[str, Any]]
+# handles: (the call, its result, whether it may hold links) -> the result, or why
+# the call failed after all.
+Finish = Callable[[Call, Raw | dict[str, Any], bool], Raw | dict[str, Any] | Outage]
 
 
 def list_tools(
@@ -313,15 +314,16 @@ class Router:
                 capabilities=call.capabilities,
                 tasks=call.tasks,
             )
-            if links or call.tasks:
-                result = self._finish(call, result, links)
-            line: bytes
-            if isinstance(result, Raw) and call.splice:
-                line, spliced = splice.reply(rid, result), True
-            else:
-                line, spliced = rpc.encode_result(rid, result), False
-            self.records.tool_call(call, who, "tool_error" if failed else "ok", None, len(line))
-            return line, spliced
+            finished = self._finish(call, result, links) if links or call.tasks else result
+            if not isinstance(finished, Outage):
+                line: bytes
+                if isinstance(finished, Raw) and call.splice:
+                    line, spliced = splice.reply(rid, finished), True
+                else:
+                    line, spliced = rpc.encode_result(rid, finished), False
+                self.records.tool_call(call, who, "tool_error" if failed else "ok", None, len(line))
+                return line, spliced
+            outcome = finished  # what the server returned could not be passed on
         if isinstance(outcome, rpc.RPCError):
             line = rpc.encode_error(rid, outcome.code, outcome.message, outcome.data)
         else:

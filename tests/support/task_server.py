@@ -75,7 +75,9 @@ def handle(msg: dict[str, Any]) -> None:
         if EXT not in caps.get("extensions", {}):
             result(rid, {"content": [{"type": "text", "text": "built while you waited"}]})
             return
-        task_id = f"t-{len(tasks) + 1}"
+        # ``pad``: that many more characters in the id, as a server with long ids has.
+        pad = (params.get("arguments") or {}).get("pad", 0)
+        task_id = f"t-{len(tasks) + 1}" + "x" * pad
         tasks[task_id] = {
             "taskId": task_id,
             "status": "input_required",

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from msgspec import Raw
 
 from mcpd.config.load import parse
@@ -171,3 +172,59 @@ def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
     assert table.owned("ta:t-0", victim) == "ta"
     assert table.owned("tb:t-49", flood) == "tb" and table.owned("tb:t-1", flood) is None
     assert [n for n in range(50) if table.owned(f"tb:t-{n}", flood)] == [46, 47, 48, 49]
+
+
+async def test_a_task_id_past_the_bound_fails_the_call_and_is_not_kept(tmp_path: Path) -> None:
+    from mcpd.agents.tasks import MAX_TASK_ID
+
+    cfg = make_config(tmp_path, {"jobs": {"command": sys.executable, "args": [TASK_SERVER]}})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            build = {"name": "mcp__jobs__build", "arguments": {"pad": MAX_TASK_ID}}
+            result = (await rpc(agent, "tools/call", build))["result"]
+            assert result["isError"] is True
+            [text] = [c["text"] for c in result["content"]]
+            assert f"id of {MAX_TASK_ID + 3} bytes, past the {MAX_TASK_ID}" in text
+            assert len(daemon.api.extras.tasks) == 0
+            # A server's ids up to the bound are kept as ever.
+            build["arguments"] = {"pad": MAX_TASK_ID - 4}
+            handle = (await rpc(agent, "tools/call", build))["result"]
+            got = await rpc(agent, "tasks/get", {"taskId": handle["taskId"]})
+            assert got["result"]["status"] == "input_required"
+        daemon.stop()
+
+
+async def test_a_connections_tasks_are_forgotten_when_it_ends(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"jobs": {"command": sys.executable, "args": [TASK_SERVER]}})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            async with connect(daemon.socket_path) as gone:
+                for _ in range(3):
+                    await rpc(gone, "tools/call", {"name": "mcp__jobs__build"})
+                assert len(daemon.api.extras.tasks) == 3
+            await trio.testing.wait_all_tasks_blocked()  # the daemon has seen it go
+            async with connect(daemon.socket_path) as agent:
+                await rpc(agent, "tools/call", {"name": "mcp__jobs__build"})
+                # Its own task, and none of the connection that ended.
+                assert len(daemon.api.extras.tasks) == 1
+            daemon.stop()
+
+
+def test_tasks_no_connection_ends_for_are_bounded_in_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcpd.agents import tasks as tasks_module
+
+    monkeypatch.setattr(tasks_module, "MAX_TASK_BYTES", 4 * 400)
+    catalog = Catalog(NamingConfig())
+    config = parse({"servers": {"ta": {"command": "x"}}}, env={})
+    table = tasks_module.Tasks(AllServers(Supervisor(config, catalog), catalog))
+    stateless = object()  # a stateless HTTP client: no connection ends for it
+
+    def handle(n: int) -> bytes:
+        return b'{"resultType":"task","taskId":"%d-%s"}' % (n, b"x" * 398)
+
+    for n in range(10):
+        table.record("ta", stateless, Raw(handle(n)))
+    kept = [n for n in range(10) if table.owned(f"ta:{n}-{'x' * 398}", stateless)]
+    assert kept == [6, 7, 8, 9]
