@@ -90,6 +90,9 @@ class Transport(abc.ABC):
         # Who answers the server's own requests; set by the owner before any arrive.
         # Without one, ``ping`` is answered and anything else refused.
         self.on_request: ServerRequestHandler | None = None
+        # Who hears that the server answered a request mcpd had given up on (it has read
+        # the cancel, or finished): set by the owner, as ``on_request`` is.
+        self.on_late_answer: Callable[[rpc.Id], None] | None = None
         # The era the handshake settled on, set by it before its first request. Only
         # Streamable HTTP changes how it speaks with it (a legacy session's id, its
         # push stream, cancelling by notification); the other two keep it.
@@ -99,6 +102,10 @@ class Transport(abc.ABC):
         # Streamable HTTP request stands alone, so that one closes only as it is left.
         self.closed = trio.Event()
         self.error: TransportError | None = None
+
+    def _answered_late(self, rid: rpc.Id) -> None:
+        if self.on_late_answer is not None:
+            self.on_late_answer(rid)
 
     @abc.abstractmethod
     async def request(

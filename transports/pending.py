@@ -51,10 +51,13 @@ class Pending:
         label: str,
         logger: logging.Logger,
         complain: Callable[[], str | None] = lambda: "",
+        late: Callable[[rpc.Id], None] | None = None,
     ) -> None:
         """``complain`` says whether a stray response may be logged now (None: stay
-        quiet) and what to add to the warning."""
+        quiet) and what to add to the warning; ``late`` hears of each answer to a
+        request given up on."""
         self._label = label
+        self._late = late
         self._log = logger
         self._complain = complain
         self._slots: dict[rpc.Id, Slot] = {}
@@ -125,6 +128,8 @@ class Pending:
             if msg.id in self._abandoned:
                 del self._abandoned[msg.id]  # a second one is not late but a duplicate
                 self._log.debug("%s: dropped a late response for id %r", self._label, msg.id)
+                if self._late is not None:
+                    self._late(msg.id)
                 return False
         # Unknown ids, duplicates, an id of the wrong type ("3" for 3): a warning, not
         # debug only, so that the log says which server sent them.

@@ -243,12 +243,17 @@ class AskRoutes:
         record, so a call costs no token, closure or record of its own here."""
         self._inflight[call] = call
 
-    def leave_call(self, call: Cause, answered: bool = True) -> None:
+    def leave_call(self, call: Cause, answered: bool = True, rid: object = None) -> None:
         """The call is over; ``answered``: by its server's answer, not by mcpd giving
-        it up (cancelled, timed out, its agent gone), which the server may not know."""
+        it up (cancelled, timed out, its agent gone), which the server may not know
+        until it answers the call (``rid``) after all."""
         self._inflight.pop(call, None)
         if not answered and call.asker is not None:
-            self._ended.add(call, call.asker.owner)
+            self._ended.add(call, call.asker.owner, rid)
+
+    def answered_late(self, rid: object) -> None:
+        """The transport's ``on_late_answer``."""
+        self._ended.answered(rid)
 
     @contextlib.contextmanager
     def scope(
@@ -304,13 +309,17 @@ class AskRoutes:
                 if len(owners) > 1
                 else "another agent's request on this server ended too lately to rule out"
             )
-        if len(items) == 1 and not ended:
-            return items[0]
+        # One agent's, whichever of its requests it is about: no other agent can be
+        # asked. A request whose question is open is the less likely cause (a server
+        # mostly asks once per call), so the others are looked at first.
+        idle = [i for i in items if not i.asking] or items
+        if len(idle) == 1:
+            return idle[0]
         if all(a.direct for a in askers):
             # The agent is asked the same way whichever of its calls this is about: the
             # call with the fewest requests waiting bears its time and its bound.
-            return min(items, key=lambda i: i.asking)
-        # One modern agent, several of its requests: which one is asked?
+            return min(idle, key=lambda i: i.asking)
+        # One modern agent, several of its requests: which one's result carries it?
         return "several requests of one agent are in flight on this server"
 
     def _refuse(self, method: str, why: str) -> None:

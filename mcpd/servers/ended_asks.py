@@ -5,7 +5,8 @@ A request mcpd gives up on (cancelled by its agent, out of time, its agent gone)
 over for mcpd at once, but the server reads the cancel only between its own steps,
 and until then it may send a request of its own about it. Such a request must not be
 handed to whichever agent is still in flight: each ended request stays a possible
-cause for a while, by the agent it was of.
+cause for a while, by the agent it was of, or until the server answers it after all
+(its answer, dropped, says it is done with it).
 """
 
 from __future__ import annotations
@@ -32,15 +33,30 @@ class EndedAsks:
         # when it counts. Each grace is as long, so they pass in the order they began.
         self._ended: dict[object, tuple[object, float]] = {}
         self._blind_until = -math.inf
+        # The ended requests' keys by their ids at the server, for ``answered``.
+        self._by_rid: dict[object, object] = {}
 
-    def add(self, key: object, owner: object) -> None:
-        """``owner``'s request ``key`` ended without the server's answer."""
+    def add(self, key: object, owner: object, rid: object = None) -> None:
+        """``owner``'s request ``key`` (``rid`` at the server, when known) ended without
+        the server's answer."""
         ended = self._ended
         ended.pop(key, None)
         ended[key] = (owner, trio.current_time() + GRACE)
         if len(ended) > KEPT:
             _, until = ended.pop(next(iter(ended)))
             self._blind_until = max(self._blind_until, until)
+        if rid is not None:
+            by_rid = self._by_rid
+            by_rid[rid] = key
+            if len(by_rid) > len(ended):
+                self._by_rid = {r: k for r, k in by_rid.items() if k in ended}
+
+    def answered(self, rid: object) -> None:
+        """The server answered the ended request ``rid`` after all: it knows the request
+        is over, and asks nothing more about it."""
+        key = self._by_rid.pop(rid, None)
+        if key is not None:
+            self._ended.pop(key, None)
 
     def owners(self) -> set[int] | None:
         """The agents (by id) whose requests ended so lately that the server may ask
@@ -52,6 +68,8 @@ class EndedAsks:
             if ended[first][1] > now:
                 break
             del ended[first]
+        if len(self._by_rid) > len(ended):
+            self._by_rid = {r: k for r, k in self._by_rid.items() if k in ended}
         if self._blind_until > now:
             return None
         return {id(owner) for owner, _ in ended.values()}

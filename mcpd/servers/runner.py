@@ -102,6 +102,7 @@ class Runner(ServerParts):
                         transport.auth = self.auth
                     # Cleaned, with every secret mcpd holds masked, before any agent sees it.
                     transport.on_request = self.asks.answer
+                    transport.on_late_answer = self.asks.answered_late
                     await self._connect_and_serve(transport)
             finally:
                 # Before the failure is logged: the outage's journal entry carries this tail.

@@ -358,7 +358,7 @@ class CallScheduler(_Scheduler):
         if call.relays:
             call.relays = False
             # Given up on, it may still be asked about by a server that has not read so.
-            self.runner.asks.leave_call(call, answered)
+            self.runner.asks.leave_call(call, answered, call.rid)
         if self.uses is not None:
             self.uses.end()
 

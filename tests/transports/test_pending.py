@@ -84,6 +84,20 @@ def test_a_late_answer_to_a_request_given_up_on_is_dropped_quietly(
     assert "no request with that id is waiting" in caplog.text
 
 
+def test_who_gave_up_on_a_request_hears_of_its_late_answer_once() -> None:
+    late: list[rpc.Id] = []
+    pending = Pending("s", logger, late=late.append)
+    replies = Replies()
+    pending.expect(3, replies)
+    pending.expect(4, replies)
+    pending.forget(3)
+    pending.route(failure(3))  # an error is as much an answer
+    pending.route(failure(3))  # a duplicate is not
+    pending.answer(response(4))  # an answer in time is the reply's
+    assert late == [3]
+    assert len(replies.got) == 1
+
+
 def test_responses_to_nothing_are_warned_about_as_complain_allows(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

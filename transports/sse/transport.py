@@ -98,7 +98,7 @@ class LegacySSETransport(Transport):
         # One budget for the warnings about what the server sends, and one for reading it.
         self._complaints = Complaints()
         self._pace = ReadPace(alias, params.max_body, params.read_budget)
-        self._pending = Pending(alias, logger, self._complaints.admit)
+        self._pending = Pending(alias, logger, self._complaints.admit, self._answered_late)
         self._reading = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         self._answering = 0

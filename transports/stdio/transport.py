@@ -109,7 +109,7 @@ class StdioTransport(Transport):
         self._ids = rpc.IdAllocator()
         # One budget for the warnings about what the server does at will, whatever it is.
         self.complaints = complaints = Complaints()
-        self._pending = Pending(alias, logger, complaints.admit)
+        self._pending = Pending(alias, logger, complaints.admit, self._answered_late)
         stdin = process.stdin
         assert stdin is not None
         self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED, rpc.line_fault)

@@ -29,3 +29,17 @@ async def test_past_the_bound_no_agent_is_taken_for_the_cause_until_the_grace_pa
     assert ended.owners() is None
     await trio.sleep(GRACE)
     assert ended.owners() == set()
+
+
+async def test_an_ended_request_its_server_answered_after_all_counts_no_more(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ended = EndedAsks()
+    gone, other = object(), object()
+    ended.add("call", gone, rid=7)
+    ended.add("other", other, rid=8)
+    ended.answered(7)
+    assert ended.owners() == {id(other)}
+    ended.answered(7)  # once is enough; an id never ended is nothing
+    ended.answered(99)
+    assert ended.owners() == {id(other)}
