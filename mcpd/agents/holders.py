@@ -37,7 +37,7 @@ from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from ..local.tcpowner import OwnerUnknown, holding, holds, tcp_holder
+from ..local.tcpowner import HoldersUnknown, OwnerUnknown, holding, holds, tcp_holder
 from .http_wire import Headers, Reject
 
 if TYPE_CHECKING:
@@ -58,10 +58,6 @@ class Held(msgspec.Struct, frozen=True):
     uid: int
     server: str | None = None
     pid: int | None = None
-
-
-class HoldersUnknown(OwnerUnknown):
-    """A connection of mcpd's own user whose processes cannot be told from a server's."""
 
 
 class ConnectionOwner:
@@ -126,11 +122,26 @@ async def tcp_held(sock: trio.socket.SocketType, server_of: ServerOf) -> Held:
 
 
 class ServerRefusals:
-    """The log's word on the servers' processes refused on the endpoint: a few lines,
-    then one an interval that says how many were not logged."""
+    """The log's word on the servers' processes refused on the endpoint, and on the
+    token refused where they cannot be told apart: a few lines of each, then one an
+    interval that says how many were not logged."""
 
     def __init__(self) -> None:
         self._throttle = Throttle()
+        self._unknown = Throttle()
+
+    def unknown(self, why: str) -> None:
+        """The token was refused on a connection that may be a server's (``why``)."""
+        kept = self._unknown.admit()
+        if kept is None:
+            return
+        logger.warning(
+            "a request with the endpoint's token was refused: mcpd cannot tell its "
+            "connection from one of its servers' (%s)%s",
+            why,
+            f" ({kept} more refused since the last such line)" if kept else "",
+            extra=log_extra(None, "holders_unknown_on_endpoint", "a connection no one holds"),
+        )
 
     def refused(self, held: Held, brought: str) -> None:
         """``held`` (a server's) brought ``brought`` and was refused."""
@@ -169,12 +180,14 @@ async def token_bearer(
     try:
         held = await owner.held()
     except HoldersUnknown as exc:
+        refusals.unknown(str(exc))
         why = f"Forbidden: mcpd cannot tell this connection from one of its servers': {exc}"
         raise Reject(403, rpc.encode_error(None, -32001, why)) from None
     except OwnerUnknown:
-        # Its user cannot be found: a client on another machine or in another network
-        # namespace, where no server of mcpd's runs, or a kernel that cannot be asked.
-        # The token is all there is to go by.
+        # Its user cannot be found, and its address is none of this machine's: a client
+        # on another machine or in another network namespace, where no server of
+        # mcpd's runs, or a kernel that cannot be asked. The token is all there is to go
+        # by.
         return
     if held.server is not None:
         refusals.refused(held, "the endpoint's token")

@@ -8,7 +8,11 @@ costs the same however many sockets there are; where that cannot be asked, it re
 the lists of them all in ``/proc/net/tcp`` and ``/proc/net/tcp6``
 (``protocol.proctcp``), which the kernel writes out at each read. A connection from
 another machine, or from another network namespace, is not found either way: its owner
-is unknown, and whoever asks refuses what takes one.
+is unknown, and whoever asks refuses what takes one. A connection from an address of
+this machine (its loopback, or one of its interfaces') whose other end is not found,
+or is found held by no process (closed, perhaps with its request still on its way to
+mcpd), came from a process here that is gone from it: who that was is what cannot be
+told (``HoldersUnknown``), which is not the same as a stranger's.
 
 Either way names the socket's inode too, and its holders are the processes with a
 descriptor that links to it (``/proc/PID/fd``), found among that user's processes
@@ -18,6 +22,7 @@ processes' descriptors, and is asked for only when it must be.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import itertools
 import os
@@ -26,7 +31,7 @@ import sys
 from typing import TYPE_CHECKING, Final
 
 from protocol import sockdiag
-from protocol.proctcp import Address, Holder, socket_holder
+from protocol.proctcp import IP, Address, Holder, plain, socket_holder
 
 if TYPE_CHECKING:
     import trio
@@ -37,6 +42,42 @@ _sequence = itertools.count(1)
 
 class OwnerUnknown(Exception):
     """Who holds a connection's other end cannot be told; the message says why."""
+
+
+class HoldersUnknown(OwnerUnknown):
+    """A connection from this machine whose processes cannot be told from a server's of
+    mcpd: none holds it, or none that mcpd can read."""
+
+
+def on_this_machine(ip: IP) -> bool:
+    """Whether ``ip`` is an address of this machine, in mcpd's network namespace: a
+    loopback one, or one a socket here may be bound to."""
+    ip = plain(ip)
+    if ip.is_loopback:
+        return True
+    family = socket.AF_INET6 if isinstance(ip, ipaddress.IPv6Address) else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((str(ip), 0))
+    except OSError as exc:
+        # An address that is not this machine's cannot be bound; any other failure
+        # leaves it one that may be.
+        return exc.errno != errno.EADDRNOTAVAIL
+    return True
+
+
+def _unheld(peer: Address, why: str) -> OwnerUnknown:
+    """Why ``peer``'s socket is not found held (``why``: where it was looked for)."""
+    if on_this_machine(peer[0]):
+        return HoldersUnknown(
+            f"no process holds its other end, a socket of this machine ({why}): it was "
+            "closed or passed on before mcpd looked, and nothing tells who held it from "
+            "one of mcpd's servers"
+        )
+    return OwnerUnknown(
+        f"no process of this machine holds its other end ({why}): a client elsewhere, "
+        "or in another network namespace, is not told apart"
+    )
 
 
 def _address(sockaddr: object) -> Address:
@@ -94,7 +135,8 @@ def tcp_holder(
     try:
         own, peer = _address(sock.getsockname()), _address(sock.getpeername())
     except OSError as exc:
-        raise OwnerUnknown(f"the connection is gone ({exc.strerror})") from None
+        # Its other end's address went with it: it may have been anywhere, here too.
+        raise HoldersUnknown(f"the connection is gone ({exc.strerror})") from None
     if ask_kernel:
         try:
             held = kernel_holder(peer, own)
@@ -103,11 +145,7 @@ def tcp_holder(
         else:
             if held is not None:
                 return held
-            raise OwnerUnknown(
-                "no process of this machine holds its other end (the kernel knows no "
-                "socket from its address to mcpd's): a browser elsewhere, or in another "
-                "network namespace, is not told apart"
-            )
+            raise _unheld(peer, "the kernel names none from its address to mcpd's")
     unread = []
     for path in tables:
         try:
@@ -121,12 +159,8 @@ def tcp_holder(
             return found
     if len(unread) == len(tables):
         raise OwnerUnknown(f"the sockets' tables cannot be read ({'; '.join(unread)})")
-    why = (
-        f"no process of this machine holds its other end ({' and '.join(tables)} list "
-        "none from its address to mcpd's): a browser elsewhere, or in another network "
-        "namespace, is not told apart"
-    )
-    raise OwnerUnknown(why + "".join(f"; {u}" for u in unread))
+    why = f"{' and '.join(tables)} list none from its address to mcpd's"
+    raise _unheld(peer, why + "".join(f"; {u}" for u in unread))
 
 
 def holding(held: Holder, proc: str = "/proc") -> list[int]:

@@ -1,7 +1,9 @@
 """A stdio MCP server that uses the host's loopback as any server sharing it can: its
 tool ``request`` sends one HTTP request to a port of 127.0.0.1, from the server's own
 process or from a child it starts (``under``), and answers with the reply's status,
-its ``Set-Cookie`` and the start of its body.
+its ``Set-Cookie`` and the start of its body; or (``close``) sends it corked and closes
+its socket at once, so that the request reaches the port only with the close, and
+answers with status 0. Its tool ``mark`` does nothing but be called.
 
 Plain stdlib, legacy era only (it refuses ``server/discover``), so it starts fast.
 """
@@ -30,9 +32,11 @@ TOOL = {
             "port": {"type": "integer"},
             "request": {"type": "string"},
             "under": {"type": "boolean"},
+            "close": {"type": "boolean"},
         },
     },
 }
+MARK = {"name": "mark", "description": "Do nothing.", "inputSchema": {"type": "object"}}
 
 
 def send(message: dict) -> None:
@@ -55,7 +59,17 @@ def exchange(port: int, request: bytes, under: bool) -> bytes:
     return reply
 
 
+def sent_closed(port: int, request: bytes) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+        s.sendall(request)
+
+
 def answer(arguments: dict) -> dict:
+    if arguments.get("close"):
+        sent_closed(int(arguments["port"]), arguments["request"].encode())
+        seen = {"status": 0, "set_cookie": "", "body": ""}
+        return {"content": [{"type": "text", "text": json.dumps(seen)}]}
     raw = exchange(
         int(arguments["port"]), arguments["request"].encode(), bool(arguments.get("under"))
     )
@@ -84,7 +98,9 @@ for line in sys.stdin:
         reply = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}
         send({"jsonrpc": "2.0", "id": rid, "result": reply})
     elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [TOOL]}})
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [TOOL, MARK]}})
+    elif method == "tools/call" and message["params"]["name"] == "mark":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": []}})
     elif method == "tools/call":
         send({"jsonrpc": "2.0", "id": rid, "result": answer(message["params"]["arguments"])})
     elif method == "ping":

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from html import escape
 
-from ...local.tcpowner import OwnerUnknown
-from ..holders import Held, HoldersUnknown, ServerRefusals, servers_process
+from ...local.tcpowner import HoldersUnknown, OwnerUnknown
+from ..holders import Held, ServerRefusals, servers_process
 from ..http_exchange import Caller
 from ..http_wire import Reject
 from .actions import refuse, refuse_action

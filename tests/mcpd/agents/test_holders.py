@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 
-from mcpd.agents.holders import ConnectionOwner, Held, HoldersUnknown, tcp_held
-from mcpd.local.tcpowner import OwnerUnknown
+from mcpd.agents.holders import ConnectionOwner, Held, tcp_held
+from mcpd.local.tcpowner import HoldersUnknown, OwnerUnknown
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.page_http import code_url, csrf_of, http, session
 
@@ -45,10 +45,13 @@ def raw(port: int, method: str, path: str, headers: dict[str, str], body: str = 
     return "\r\n".join(lines) + "\r\n\r\n" + body
 
 
-async def from_server(agent: Agent, port: int, request: str, under: bool) -> dict[str, Any]:
-    """What the server's process (``under``: a child of it) was answered."""
+async def from_server(
+    agent: Agent, port: int, request: str, under: bool, close: bool = False
+) -> dict[str, Any]:
+    """What the server's process (``under``: a child of it) was answered; ``close``:
+    sent corked and closed at once, unanswered."""
     out = await agent.call(
-        "mcp__thief__request", {"port": port, "request": request, "under": under}
+        "mcp__thief__request", {"port": port, "request": request, "under": under, "close": close}
     )
     seen: dict[str, Any] = json.loads(out["content"][0]["text"])
     return seen
@@ -118,7 +121,59 @@ async def test_a_servers_process_is_refused_with_the_endpoints_token(tmp_path: P
             assert mine.status == 200 and mine.json()["servers"][0]["alias"] == "thief"
 
 
-async def test_a_connection_no_process_is_seen_to_hold_is_not_told_from_a_servers() -> None:
+def mark_call(port: int, token: str) -> str:
+    """A request with the token that calls the server's ``mark`` tool."""
+    params = {
+        "name": "mcp__thief__mark",
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "thief", "version": "0"},
+        },
+    }
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "mcp__thief__mark",
+    }
+    return raw(port, "POST", "/mcp", headers, body)
+
+
+async def calls(port: int, token: str) -> int:
+    """How many calls of the server's tools mcpd's metrics count."""
+    metrics = await http(port, "GET", "/metrics", {"Authorization": f"Bearer {token}"})
+    assert metrics.status == 200
+    lines = metrics.body.decode().splitlines()
+    return sum(
+        int(float(line.rsplit(" ", 1)[1]))
+        for line in lines
+        if line.startswith("mcpd_calls_total{") and 'server="thief"' in line
+    )
+
+
+async def test_a_servers_request_with_the_token_sent_as_its_socket_closes_runs_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "mcpd.http")
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon, connect(daemon.socket_path) as agent:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            # The request reaches mcpd only with the close: no process holds the
+            # server's socket by the time mcpd looks.
+            await from_server(agent, port, mark_call(port, token), False, close=True)
+            await agent.call("mcp__thief__mark", {})  # the agent's own calls are counted
+            refused = "no process holds its other end"
+            while not any(refused in r.getMessage() for r in caplog.records):
+                assert await calls(port, token) <= 2, "the closed request ran"
+                await trio.sleep(0.05)
+            assert await calls(port, token) == 2
+
     listener = trio.socket.socket()
     with trio.fail_after(LIMIT), listener:
         await listener.bind(("127.0.0.1", 0))

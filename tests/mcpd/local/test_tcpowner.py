@@ -5,7 +5,9 @@ why; and the processes that hold it."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +16,15 @@ import pytest
 import trio
 
 from mcpd.local import tcpowner
-from mcpd.local.tcpowner import TABLES, OwnerUnknown, holding, tcp_holder, tcp_owner
+from mcpd.local.tcpowner import (
+    TABLES,
+    HoldersUnknown,
+    OwnerUnknown,
+    holding,
+    on_this_machine,
+    tcp_holder,
+    tcp_owner,
+)
 from tests.support.tcp_client import held_by_a_child
 
 # Connects to argv[1]:argv[2], says so, and holds the connection until stdin closes.
@@ -113,7 +123,8 @@ async def test_tables_that_cannot_be_read_say_so(tmp_path: Path) -> None:
                     tcp_owner(conn, missing, ask_kernel=False)
                 empty = tmp_path / "empty"
                 empty.write_text("  sl  local_address rem_address   st\n")
-                with pytest.raises(OwnerUnknown, match="no process of this machine"):
+                # Its peer is this machine's loopback: a process here that is gone.
+                with pytest.raises(HoldersUnknown, match="no process holds its other end"):
                     tcp_owner(conn, (str(empty),), ask_kernel=False)
 
 
@@ -127,7 +138,7 @@ async def test_where_the_kernel_cannot_be_asked_the_tables_are_read(
     assert await accepted("127.0.0.1") == os.getuid()
 
 
-async def test_a_connection_whose_other_end_is_gone_has_no_owner() -> None:
+async def test_a_connection_whose_other_end_is_closed_has_holders_unknown() -> None:
     listener = trio.socket.socket()
     with trio.fail_after(10), listener:
         await listener.bind(("127.0.0.1", 0))
@@ -138,8 +149,23 @@ async def test_a_connection_whose_other_end_is_gone_has_no_owner() -> None:
             await client.aclose()  # its socket lingers a while, held by no process
             await conn.recv(1)  # the close has reached mcpd's end
             for ask_kernel in (True, False):
-                with pytest.raises(OwnerUnknown, match="no process of this machine"):
+                with pytest.raises(HoldersUnknown, match="closed or passed on"):
                     tcp_owner(conn, ask_kernel=ask_kernel)
+
+
+def test_a_peer_is_this_machines_on_its_loopback_and_its_own_addresses() -> None:
+    for here in ("127.0.0.1", "127.9.8.7", "::1", "::ffff:127.0.0.1"):
+        assert on_this_machine(ipaddress.ip_address(here)), here
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet: the route's own address
+            own = probe.getsockname()[0]
+        except OSError:
+            own = "127.0.0.1"  # no route out of this machine
+    assert on_this_machine(ipaddress.ip_address(own))
+    # An address of no interface here (TEST-NET-1): a client elsewhere, or in another
+    # network namespace, whose owner is unknown and not taken for a gone process's.
+    assert not on_this_machine(ipaddress.ip_address("192.0.2.1"))
 
 
 async def test_the_processes_that_hold_a_connection_are_found_by_its_inode() -> None:
