@@ -19,7 +19,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from transports import fdread, linewriter
-from transports.stdio import early
+from transports.stdio import early, loopback_relay
 from transports.stdio.launch import START_MARK
 
 from .agents.api import AgentServer
@@ -349,6 +349,9 @@ class Daemon(Control):
         processes = {p: alias for p, (alias, _) in running.items()}
         marks = {token: alias for alias, token in running.values() if token}
         return server_of(pid, processes, marks, START_MARK)
+
+    def relayed_by(self, port: int, to: int) -> str | None:
+        return loopback_relay.relayed_by(port, to)
 
     @property
     def settings(self) -> DaemonConfig:

@@ -151,6 +151,12 @@ class Control(abc.ABC):
         """The server whose process ``pid`` is, or descends from (None: no server's)."""
         ...
 
+    @abc.abstractmethod
+    def relayed_by(self, port: int, to: int) -> str | None:
+        """The server whose host loopback grant mcpd relays through its own connection
+        from 127.0.0.1:``port`` to the host's port ``to`` (None: no relay's)."""
+        ...
+
 
 class LineSink(Protocol):
     """A connection's ordered, non-blocking line writer."""

@@ -47,13 +47,19 @@ logger = logging.getLogger("mcpd.http")
 
 # The server a pid belongs to, or descends from (None: no server's).
 ServerOf = Callable[[int], str | None]
+# The server whose host loopback grant mcpd relays through its own connection from a
+# port of 127.0.0.1 to another (None: no relay's).
+RelayedBy = Callable[[int, int], str | None]
+# Where mcpd's relay connects from, as an IPv4 or a dual-stack listener sees it.
+_RELAY_ADDRESSES: Final = frozenset({"127.0.0.1", "::ffff:127.0.0.1"})
 # How long the processes that hold a connection may be looked for in /proc.
 LOOKUP: Final = 5.0
 
 
 class Held(msgspec.Struct, frozen=True):
     """Who holds the other end of a connection: its local user, and the server of
-    mcpd's whose process (``pid``) holds it, where one does."""
+    mcpd's whose process (``pid``) holds it, where one does (a server without a pid:
+    mcpd's relay holds it for the server)."""
 
     uid: int
     server: str | None = None
@@ -92,10 +98,22 @@ class ConnectionOwner:
         return self._found
 
 
-async def tcp_held(sock: trio.socket.SocketType, server_of: ServerOf) -> Held:
+async def tcp_held(
+    sock: trio.socket.SocketType, server_of: ServerOf, relayed_by: RelayedBy
+) -> Held:
     """Who holds the other end of the TCP connection ``sock``; raises OwnerUnknown
     where its user cannot be found, HoldersUnknown where it is mcpd's own user and the
-    processes that hold it cannot be."""
+    processes that hold it cannot be. A connection mcpd's relay opened for a server's
+    host loopback grant is that server's, whose process holds it or not."""
+    try:
+        peer, own = sock.getpeername(), sock.getsockname()
+    except OSError:
+        pass  # tcp_holder says why
+    else:
+        if peer[0] in _RELAY_ADDRESSES:
+            server = relayed_by(peer[1], own[1])
+            if server is not None:
+                return Held(os.geteuid(), server)
     held = tcp_holder(sock)
     if held.uid != os.geteuid():
         return Held(held.uid)  # mcpd's servers run as mcpd's user
@@ -149,10 +167,9 @@ class ServerRefusals:
         if kept is None:
             return
         logger.warning(
-            "a process of the server %s (pid %s) brought %s to mcpd's HTTP endpoint and "
-            "was refused: no process of mcpd's servers is served there%s",
-            held.server,
-            held.pid,
+            "%s brought %s to mcpd's HTTP endpoint and was refused: no process of "
+            "mcpd's servers is served there%s",
+            _whose(held),
             brought,
             f" ({kept} more refused since the last such line)" if kept else "",
             extra=log_extra(
@@ -161,11 +178,20 @@ class ServerRefusals:
         )
 
 
+def _whose(held: Held) -> str:
+    if held.pid is None:
+        return f"the server {held.server}, through mcpd's relay of its host loopback grant,"
+    return f"a process of the server {held.server} (pid {held.pid})"
+
+
 def servers_process(held: Held) -> str:
     """Why ``held``, a server's process, is refused."""
+    if held.pid is None:
+        by = f"mcpd's relay of the server {held.server!r}'s host loopback grant"
+    else:
+        by = f"a process of the server {held.server!r} (pid {held.pid}), which mcpd runs"
     return (
-        f"this connection is held by a process of the server {held.server!r} (pid "
-        f"{held.pid}), which mcpd runs: nothing on mcpd's HTTP endpoint is granted to "
+        f"this connection is held by {by}: nothing on mcpd's HTTP endpoint is granted to "
         "one of its servers' processes"
     )
 

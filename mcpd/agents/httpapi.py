@@ -147,7 +147,12 @@ class HttpApi:
                     # Looked up only if a request needs it: the token, the page's session
                     # or code.
                     owner = ConnectionOwner(
-                        partial(tcp_held, stream.socket, self.control.server_of)
+                        partial(
+                            tcp_held,
+                            stream.socket,
+                            self.control.server_of,
+                            self.control.relayed_by,
+                        )
                     )
                     caller = Caller(peer, fixed, gate.check, identity, owner, stream.socket)
                     await self._serve(wire, caller, first, self.on_endpoint)

@@ -13,6 +13,7 @@ from typing import Final
 
 from .model import ALIAS_RE, Config, ConfigError, DaemonConfig
 from .profiles import DEFAULT_PROFILE, Patterns, ProfileConfig, is_glob, split_pattern
+from .sandbox import loopback_port
 
 _PLACEHOLDER: Final = re.compile(r"\{([^}]*)\}")
 
@@ -73,6 +74,22 @@ def validate_http(d: DaemonConfig) -> None:
             f"{host} is not a loopback address; set http_allow_remote = true to serve "
             "other machines (the bearer token is then all that protects mcpd)",
         )
+
+
+def validate_grants(config: Config) -> None:
+    """No server's host loopback grant reaches mcpd's own HTTP endpoint: through it, the
+    connections a server makes there would be mcpd's relay's, not the server's."""
+    if config.daemon.http_listen is None:
+        return
+    _, endpoint = parse_listen(config.daemon.http_listen)
+    for alias, server in config.servers.items():
+        for i, value in enumerate(server.host_loopback):
+            if loopback_port(value) == endpoint:
+                raise ConfigError(
+                    f"servers.{alias}.host_loopback[{i}]",
+                    f"port {endpoint} is mcpd's own HTTP endpoint (daemon.http_listen), "
+                    f"which is never granted to a server: {alias} would reach it as mcpd",
+                )
 
 
 def check_template(where: str, template: str) -> None:

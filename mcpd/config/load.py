@@ -22,7 +22,7 @@ from typing import Any, Final
 import msgspec
 
 from ..local.trusted_path import untrusted_file
-from .endpoints import check_groups, validate_http, validate_profiles
+from .endpoints import check_groups, validate_grants, validate_http, validate_profiles
 from .expand import (
     Found,
     References,
@@ -210,6 +210,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
     for alias, server in config.servers.items():
         check_server(alias, server, (unexpanded or {}).get(alias, ()))
     validate_http(d)
+    validate_grants(config)
     validate_profiles(config)
     profiles = {DEFAULT_PROFILE, *config.profiles, *builtin_profiles(config.profiles)}
     validate_policy(config.policy, config.servers, profiles)

@@ -7,6 +7,13 @@ whole when either side ends its sending (there is no half-close through it).
 At most ``MAX_OPEN`` relayed connections are open per server at a time, across its
 ports: one over that is closed as soon as it is accepted, so a server that floods its
 grant holds a bounded number of mcpd's descriptors and of the host listener's.
+
+The host's side of a relayed connection is mcpd's own socket, held by mcpd's process,
+so a listener on the host that asks which process holds it finds mcpd, not the
+server. While it is open, ``relayed_by`` names the server it is relayed for, by its
+own port and the one it reaches; it is known before the first byte of the server's is
+copied to it. (The ports are the kernel's to give out, one connection each at a time,
+so the record is one for the whole process, whichever daemon's relay made it.)
 """
 
 from __future__ import annotations
@@ -30,6 +37,15 @@ _STARVED: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 _STARVED_PAUSE: Final = 0.1
 
 logger = logging.getLogger("mcpd.stdio")
+
+# (host port of mcpd's side, port it reaches) -> the server it is relayed for.
+_relayed: dict[tuple[int, int], str] = {}
+
+
+def relayed_by(port: int, to: int) -> str | None:
+    """The server whose connection mcpd relays from 127.0.0.1:``port`` to the host's
+    port ``to`` (None: none is)."""
+    return _relayed.get((port, to))
 
 
 async def relay_loopback(
@@ -113,9 +129,14 @@ async def _splice(
                 why = exc.strerror or exc
                 logger.info("%s: host loopback port %d: %s%s", alias, port, why, note)
             return
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_copy, inside, outside, nursery.cancel_scope)
-            nursery.start_soon(_copy, outside, inside, nursery.cancel_scope)
+        mine = (outside.socket.getsockname()[1], port)
+        _relayed[mine] = alias
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_copy, inside, outside, nursery.cancel_scope)
+                nursery.start_soon(_copy, outside, inside, nursery.cancel_scope)
+        finally:
+            del _relayed[mine]
     finally:
         # Released before either side hears the end, so that the next connection the
         # server makes after seeing this one end is not refused for it.

@@ -24,8 +24,17 @@ from mcpd.agents.holders import ConnectionOwner, Held, tcp_held
 from mcpd.local.tcpowner import HoldersUnknown, OwnerUnknown
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.page_http import code_url, csrf_of, http, session
+from transports.complaints import Complaints
+from transports.stdio.loopback_relay import relay_loopback
 
 LIMIT = 60
+
+
+def nobody(port: int, to: int) -> None:
+    """No connection is relayed for a server."""
+    return None
+
+
 LOOPBACK = str(Path(__file__).resolve().parents[2] / "support" / "loopback_server.py")
 
 
@@ -182,8 +191,8 @@ async def test_a_servers_request_with_the_token_sent_as_its_socket_closes_runs_n
         conn, _ = await listener.accept()
         with conn, client:
             here = os.getpid()
-            assert await tcp_held(conn, lambda pid: None) == Held(os.geteuid())
-            theirs = await tcp_held(conn, lambda pid: "thief" if pid == here else None)
+            assert await tcp_held(conn, lambda pid: None, nobody) == Held(os.geteuid())
+            theirs = await tcp_held(conn, lambda pid: "thief" if pid == here else None, nobody)
             assert theirs == Held(os.geteuid(), "thief", here)
             # Its only descriptor in flight on a socket of this process's: no process
             # holds it now, a server's that sent its request first no more than another.
@@ -192,7 +201,39 @@ async def test_a_servers_request_with_the_token_sent_as_its_socket_closes_runs_n
                 socket.send_fds(ends[0], [b"x"], [client.fileno()])
                 client.close()
                 with pytest.raises(HoldersUnknown, match="no process that mcpd can read"):
-                    await tcp_held(conn, lambda pid: None)
+                    await tcp_held(conn, lambda pid: None, nobody)
+
+
+async def test_a_connection_mcpds_relay_opens_for_a_server_is_refused_as_the_servers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "mcpd.http")
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon, trio.open_nursery() as nursery:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            bearer = {"Authorization": f"Bearer {daemon.http_token()}"}
+            # A grant of the endpoint's port, as mcpd relays it for a server without a
+            # network (its namespace's listener, here one of this one's).
+            inside = socket.socket()
+            inside.bind(("127.0.0.1", 0))
+            inside.listen()
+            relay_port = inside.getsockname()[1]
+            nursery.start_soon(relay_loopback, "thief", [(inside, port)], Complaints())
+            stream = await trio.open_tcp_stream("127.0.0.1", relay_port)
+            async with stream:
+                await stream.send_all(raw(port, "GET", "/status", bearer).encode())
+                reply = b""
+                while chunk := await stream.receive_some(1 << 16):
+                    reply += chunk
+            head, _, body = reply.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 403")
+            assert "relay of the server 'thief'" in json.loads(body)["error"]["message"]
+            mine = await http(port, "GET", "/status", bearer)
+            assert mine.status == 200
+            nursery.cancel_scope.cancel()
+    said = [r for r in caplog.records if r.__dict__.get("mcpd_event") == "server_on_endpoint"]
+    assert said and "the server thief, through mcpd's relay" in said[0].getMessage()
 
 
 async def test_who_holds_a_connection_is_looked_up_once_a_failure_too() -> None:
