@@ -350,6 +350,9 @@ class Daemon(Control):
         marks = {token: alias for alias, token in running.values() if token}
         return server_of(pid, processes, marks, START_MARK)
 
+    def server_pids(self) -> list[int]:
+        return [*self.supervisor.processes(), *early.waiting_marks()]
+
     def relayed_by(self, port: int, to: int) -> str | None:
         return loopback_relay.relayed_by(port, to)
 

@@ -152,6 +152,11 @@ class Control(abc.ABC):
         ...
 
     @abc.abstractmethod
+    def server_pids(self) -> list[int]:
+        """The first process of each server running or starting now."""
+        ...
+
+    @abc.abstractmethod
     def relayed_by(self, port: int, to: int) -> str | None:
         """The server whose host loopback grant mcpd relays through its own connection
         from 127.0.0.1:``port`` to the host's port ``to`` (None: no relay's)."""

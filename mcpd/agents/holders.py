@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
@@ -37,7 +38,7 @@ from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from ..local.tcpowner import HoldersUnknown, OwnerUnknown, holding, holds, tcp_holder
+from ..local.tcpowner import HoldersUnknown, OwnerUnknown, first_holders, holds, tcp_holder
 from .http_wire import Headers, Reject
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ ServerOf = Callable[[int], str | None]
 RelayedBy = Callable[[int, int], str | None]
 # Where mcpd's relay connects from, as an IPv4 or a dual-stack listener sees it.
 _RELAY_ADDRESSES: Final = frozenset({"127.0.0.1", "::ffff:127.0.0.1"})
-# How long the processes that hold a connection may be looked for in /proc.
+# How long the processes that hold a connection may be looked for in /proc, from when
+# the look begins.
 LOOKUP: Final = 5.0
 
 
@@ -98,45 +100,70 @@ class ConnectionOwner:
         return self._found
 
 
-async def tcp_held(
-    sock: trio.socket.SocketType, server_of: ServerOf, relayed_by: RelayedBy
-) -> Held:
+class Lookups:
+    """What the processes that hold a TCP connection are checked against: the servers'
+    processes (``server_of``; ``server_pids``, the first of each, whose process trees
+    are looked in first) and the relay's connections (``relayed_by``). One connection's
+    processes are looked for at a time: a scan is reads of /proc that a second one
+    only slows, and each is given ``LOOKUP`` of its own once it begins."""
+
+    def __init__(
+        self, server_of: ServerOf, relayed_by: RelayedBy, server_pids: Callable[[], list[int]]
+    ) -> None:
+        self.server_of = server_of
+        self.relayed_by = relayed_by
+        self.server_pids = server_pids
+        self.one_at_a_time = trio.Lock()
+
+
+async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Held:
     """Who holds the other end of the TCP connection ``sock``; raises OwnerUnknown
     where its user cannot be found, HoldersUnknown where it is mcpd's own user and the
     processes that hold it cannot be. A connection mcpd's relay opened for a server's
-    host loopback grant is that server's, whose process holds it or not."""
+    host loopback grant is that server's, whose process holds it or not.
+
+    The servers' processes are looked in first, and all of their holders found there;
+    where none holds it, the look ends at the first other process that does: one
+    process that is no server's is all an answer takes, and a server's connection
+    costs a look through its own processes."""
     try:
         peer, own = sock.getpeername(), sock.getsockname()
     except OSError:
         pass  # tcp_holder says why
     else:
         if peer[0] in _RELAY_ADDRESSES:
-            server = relayed_by(peer[1], own[1])
+            server = lookups.relayed_by(peer[1], own[1])
             if server is not None:
                 return Held(os.geteuid(), server)
     held = tcp_holder(sock)
     if held.uid != os.geteuid():
         return Held(held.uid)  # mcpd's servers run as mcpd's user
-    with trio.move_on_after(LOOKUP):
-        pids = await trio.to_thread.run_sync(holding, held, abandon_on_cancel=True)
-        link = f"socket:[{held.inode}]"
-        still: list[int] = []
-        for pid in pids:
-            server = server_of(pid)
-            # What was read counts only if the pid holds the socket still after: it may
-            # have passed to another process meanwhile.
-            if not holds(f"/proc/{pid}", link):
-                continue
-            if server is not None:
-                return Held(held.uid, server, pid)
-            still.append(pid)
-        if not still:
+    async with lookups.one_at_a_time:
+        until = time.monotonic() + LOOKUP
+        try:
+            # Not abandoned when cancelled: the scan ends by ``until`` on its own.
+            pids = await trio.to_thread.run_sync(first_holders, held, lookups.server_pids(), until)
+        except TimeoutError:
             raise HoldersUnknown(
-                "no process that mcpd can read holds its other end, so nothing tells it "
-                "from one of mcpd's servers"
-            )
-        return Held(held.uid)
-    raise HoldersUnknown("looking for the processes that hold it in /proc took too long")
+                "looking for the processes that hold it in /proc took too long"
+            ) from None
+    link = f"socket:[{held.inode}]"
+    still: list[int] = []
+    for pid in pids:
+        server = lookups.server_of(pid)
+        # What was read counts only if the pid holds the socket still after: it may
+        # have passed to another process meanwhile.
+        if not holds(f"/proc/{pid}", link):
+            continue
+        if server is not None:
+            return Held(held.uid, server, pid)
+        still.append(pid)
+    if not still:
+        raise HoldersUnknown(
+            "no process that mcpd can read holds its other end, so nothing tells it "
+            "from one of mcpd's servers"
+        )
+    return Held(held.uid)
 
 
 class ServerRefusals:

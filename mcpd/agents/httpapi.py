@@ -46,7 +46,7 @@ from ..servers.all_servers import AllServers
 from .backend import Control
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
-from .holders import ConnectionOwner, ServerRefusals, tcp_held, token_bearer
+from .holders import ConnectionOwner, Lookups, ServerRefusals, tcp_held, token_bearer
 from .http_exchange import Caller
 from .http_wire import Headers, Reject, Response, Wire, head, refuse
 from .identity import Identity
@@ -96,6 +96,7 @@ class HttpApi:
         self.on_endpoint = Slots()
         self._page: Page | None = None
         self._refusals = ServerRefusals()
+        self._lookups = Lookups(control.server_of, control.relayed_by, control.server_pids)
         # The connections open now that carried a request to /mcp: agents, by the
         # identity each connection was given.
         self.agents: dict[Identity, Caller] = {}
@@ -146,14 +147,7 @@ class HttpApi:
                 if first is not None:
                     # Looked up only if a request needs it: the token, the page's session
                     # or code.
-                    owner = ConnectionOwner(
-                        partial(
-                            tcp_held,
-                            stream.socket,
-                            self.control.server_of,
-                            self.control.relayed_by,
-                        )
-                    )
+                    owner = ConnectionOwner(partial(tcp_held, stream.socket, self._lookups))
                     caller = Caller(peer, fixed, gate.check, identity, owner, stream.socket)
                     await self._serve(wire, caller, first, self.on_endpoint)
         except h11.RemoteProtocolError as exc:

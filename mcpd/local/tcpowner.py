@@ -28,6 +28,8 @@ import itertools
 import os
 import socket
 import sys
+import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
 from protocol import sockdiag
@@ -180,6 +182,69 @@ def holding(held: Holder, proc: str = "/proc") -> list[int]:
                 continue
             if holds(entry.path, link):
                 found.append(int(entry.name))
+    return found
+
+
+def first_holders(
+    held: Holder, first: Iterable[int], until: float, proc: str = "/proc"
+) -> list[int]:
+    """The processes with a descriptor of ``held``, found cheaply: among ``first``
+    and their descendants, all of those that hold it; where none does, the first other
+    process of its user (or shown as root's) that does, if any. Raises TimeoutError
+    once the clock (``time.monotonic``) passes ``until``, between two processes."""
+    link = f"socket:[{held.inode}]"
+    looked: set[int] = set()
+    found = []
+    for pid in _with_descendants(first, proc):
+        _in_time(until)
+        looked.add(pid)
+        if holds(f"{proc}/{pid}", link):
+            found.append(pid)
+    if found:
+        return found
+    with os.scandir(proc) as entries:
+        rest = [e for e in entries if e.name.isdigit() and int(e.name) not in looked]
+    # The newest first: a process that just connected is more often a new one than not,
+    # and the older ones a scan would pass over first are those that hold the most.
+    for entry in sorted(rest, key=lambda e: int(e.name), reverse=True):
+        _in_time(until)
+        try:
+            if entry.stat().st_uid not in (held.uid, 0):
+                continue
+        except OSError:
+            continue
+        if holds(entry.path, link):
+            return [int(entry.name)]
+    return []
+
+
+def _in_time(until: float) -> None:
+    if time.monotonic() > until:
+        raise TimeoutError("the processes that hold it were looked for too long")
+
+
+def _with_descendants(roots: Iterable[int], proc: str) -> list[int]:
+    """``roots`` and every process below them, as each thread's ``children`` lists
+    them (a process gone, or a kernel without the list, adds none)."""
+    found: list[int] = []
+    todo = list(roots)
+    seen: set[int] = set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        found.append(pid)
+        try:
+            with os.scandir(f"{proc}/{pid}/task") as tasks:
+                for task in tasks:
+                    try:
+                        with open(f"{task.path}/children", encoding="ascii") as f:
+                            todo.extend(int(c) for c in f.read().split())
+                    except (OSError, ValueError):
+                        continue
+        except OSError:
+            continue
     return found
 
 

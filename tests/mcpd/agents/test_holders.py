@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 
-from mcpd.agents.holders import ConnectionOwner, Held, tcp_held
+from mcpd.agents.holders import ConnectionOwner, Held, Lookups, tcp_held
 from mcpd.local.tcpowner import HoldersUnknown, OwnerUnknown
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.page_http import code_url, csrf_of, http, session
@@ -191,8 +191,11 @@ async def test_a_servers_request_with_the_token_sent_as_its_socket_closes_runs_n
         conn, _ = await listener.accept()
         with conn, client:
             here = os.getpid()
-            assert await tcp_held(conn, lambda pid: None, nobody) == Held(os.geteuid())
-            theirs = await tcp_held(conn, lambda pid: "thief" if pid == here else None, nobody)
+            assert await tcp_held(conn, Lookups(lambda pid: None, nobody, list)) == Held(
+                os.geteuid()
+            )
+            thief = Lookups(lambda pid: "thief" if pid == here else None, nobody, list)
+            theirs = await tcp_held(conn, thief)
             assert theirs == Held(os.geteuid(), "thief", here)
             # Its only descriptor in flight on a socket of this process's: no process
             # holds it now, a server's that sent its request first no more than another.
@@ -201,7 +204,7 @@ async def test_a_servers_request_with_the_token_sent_as_its_socket_closes_runs_n
                 socket.send_fds(ends[0], [b"x"], [client.fileno()])
                 client.close()
                 with pytest.raises(HoldersUnknown, match="no process that mcpd can read"):
-                    await tcp_held(conn, lambda pid: None, nobody)
+                    await tcp_held(conn, Lookups(lambda pid: None, nobody, list))
 
 
 async def test_a_connection_mcpds_relay_opens_for_a_server_is_refused_as_the_servers(

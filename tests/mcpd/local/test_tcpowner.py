@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from mcpd.local.tcpowner import (
     TABLES,
     HoldersUnknown,
     OwnerUnknown,
+    first_holders,
     holding,
     on_this_machine,
     tcp_holder,
@@ -188,3 +190,39 @@ async def test_a_socket_nobody_holds_has_no_holders() -> None:
     async with held_by_a_child() as (conn, _):
         held = tcp_holder(conn)
     assert holding(held) == []
+
+
+async def test_the_first_processes_and_their_trees_are_looked_in_and_the_rest_end_at_one() -> None:
+    listener = trio.socket.socket()
+    with trio.fail_after(10), listener:
+        await listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        client = socket.create_connection(listener.getsockname())
+        conn, _ = await listener.accept()
+        with conn, client:
+            # This process and a child of it both hold the client's socket.
+            child = await trio.lowlevel.open_process(
+                [sys.executable, "-c", "import sys; sys.stdin.read()"],
+                stdin=subprocess.PIPE,
+                pass_fds=[client.fileno()],
+            )
+            try:
+                held = tcp_holder(conn)
+                until = time.monotonic() + 60
+                both = sorted([os.getpid(), child.pid])
+                assert sorted(holding(held)) == both
+                # Where the first named hold it, every holder among them and the
+                # processes below them is found.
+                assert sorted(first_holders(held, [os.getpid()], until)) == both
+                assert first_holders(held, [child.pid], until) == [child.pid]
+                # Where none of them does, one holder among the rest is enough.
+                elsewhere = first_holders(held, [], until)
+                assert len(elsewhere) == 1 and elsewhere[0] in both
+                with pytest.raises(TimeoutError):
+                    first_holders(held, [child.pid], time.monotonic() - 1)
+            finally:
+                assert child.stdin is not None
+                await child.stdin.aclose()
+                await child.wait()
+        with pytest.raises(HoldersUnknown):
+            tcp_holder(conn)
