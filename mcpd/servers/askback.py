@@ -9,14 +9,10 @@ request caused it, and never to another:
   belongs to, so the cause is known exactly;
 - on stdio (and on an HTTP session's push stream) nothing on the wire ties the two
   together. The cause is then the only agent with requests in flight on that server,
-  counting those whose agent the server is already asking something: a server may
-  ask about a call again before its first question is answered. With several
-  agents' requests in flight, or none, or (for a modern agent, who is asked through
-  one particular request) several of that agent's requests, mcpd refuses to guess
-  and answers the server with an error. A request that ended without the server's
-  answer (cancelled, timed out, its agent gone) counts among them for a while
-  (``ended_asks``): the server may not have read that it ended, and still ask about
-  it. It is never asked itself, but no other agent is asked while it may be the one.
+  those it is already being asked about and those that ended without the server's
+  answer lately (``ended_asks``: the server may not have read so) counted; with
+  several agents' or none, or several requests of a modern agent (asked through one
+  of them) none yet asked, mcpd refuses to guess and answers the server an error.
 
 A few of a call's requests may wait for its agent at once, and so many of a
 server's; one past either bound is refused at once, with an error that names it.
