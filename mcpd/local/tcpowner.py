@@ -173,16 +173,20 @@ def holding(held: Holder, proc: str = "/proc") -> list[int]:
     found = []
     with os.scandir(proc) as entries:
         for entry in entries:
-            if not entry.name.isdigit():
-                continue
-            try:
-                if entry.stat().st_uid not in (held.uid, 0):
-                    continue
-            except OSError:
-                continue
-            if holds(entry.path, link):
+            if entry.name.isdigit() and _holds_as(entry, held.uid, link):
                 found.append(int(entry.name))
     return found
+
+
+def _holds_as(entry: os.DirEntry[str], uid: int, link: str) -> bool:
+    """Whether the process of /proc's ``entry``, ``uid``'s or shown as root's, holds the
+    socket ``link``; False for one that cannot be read."""
+    try:
+        if entry.stat().st_uid not in (uid, 0):
+            return False
+    except OSError:
+        return False
+    return holds(entry.path, link)
 
 
 def first_holders(
@@ -208,12 +212,7 @@ def first_holders(
     # and the older ones a scan would pass over first are those that hold the most.
     for entry in sorted(rest, key=lambda e: int(e.name), reverse=True):
         _in_time(until)
-        try:
-            if entry.stat().st_uid not in (held.uid, 0):
-                continue
-        except OSError:
-            continue
-        if holds(entry.path, link):
+        if _holds_as(entry, held.uid, link):
             return [int(entry.name)]
     return []
 
