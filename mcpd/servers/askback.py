@@ -214,7 +214,9 @@ class AskRoutes:
         self._relay = frozenset(relay)
         # By a token of enter(), or by the call itself (enter_call()).
         self._inflight: dict[object, Cause] = {}
+        # In the order they began: a token is its request's place, a call's is here.
         self._tokens = itertools.count(1)
+        self._began: dict[object, int] = {}
         # The server asks as often as it likes: few refusals are logged, the rest counted
         # in the next line that is.
         self._said = Throttle(clock=trio.current_time)
@@ -232,20 +234,26 @@ class AskRoutes:
     def leave(self, token: int, answered: bool = True) -> None:
         item = self._inflight.pop(token, None)
         if not answered and item is not None and item.asker is not None:
-            self._ended.add(token, item.asker.owner)
+            self._ended.add(token, item.asker.owner, mark=next(self._tokens))
+        elif answered and self._ended:
+            self._ended.read_past(token)
 
     def enter_call(self, call: Cause) -> None:
         """A tools/call (its asker set) until ``leave_call``: the call is its own
         record, so a call costs no token, closure or record of its own here."""
         self._inflight[call] = call
+        self._began[call] = next(self._tokens)
 
     def leave_call(self, call: Cause, answered: bool = True, rid: object = None) -> None:
         """The call is over; ``answered``: by its server's answer, not by mcpd giving
         it up (cancelled, timed out, its agent gone), which the server may not know
-        until it answers the call (``rid``) after all."""
+        until it answers the call (``rid``) after all, or a request sent after it."""
         self._inflight.pop(call, None)
+        began = self._began.pop(call, 0)
         if not answered and call.asker is not None:
-            self._ended.add(call, call.asker.owner, rid)
+            self._ended.add(call, call.asker.owner, rid, next(self._tokens))
+        elif answered and self._ended:
+            self._ended.read_past(began)
 
     def answered_late(self, rid: object) -> None:
         """The transport's ``on_late_answer``."""

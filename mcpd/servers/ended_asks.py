@@ -6,7 +6,8 @@ over for mcpd at once, but the server reads the cancel only between its own step
 and until then it may send a request of its own about it. Such a request must not be
 handed to whichever agent is still in flight: each ended request stays a possible
 cause for a while, by the agent it was of, or until the server answers it after all
-(its answer, dropped, says it is done with it).
+(its answer, dropped, says it is done with it) or answers a request sent after its
+cancel (a server reads what it is sent in order).
 """
 
 from __future__ import annotations
@@ -29,27 +30,39 @@ class EndedAsks:
     """One server's requests ended lately, oldest first."""
 
     def __init__(self) -> None:
-        # By the request's key in the server's in-flight table: its agent, and until
-        # when it counts. Each grace is as long, so they pass in the order they began.
-        self._ended: dict[object, tuple[object, float]] = {}
+        # By the request's key in the server's in-flight table: its agent, until when
+        # it counts, and where its end came among the server's requests. Each grace is
+        # as long, so they pass in the order they began.
+        self._ended: dict[object, tuple[object, float, int]] = {}
         self._blind_until = -math.inf
         # The ended requests' keys by their ids at the server, for ``answered``.
         self._by_rid: dict[object, object] = {}
 
-    def add(self, key: object, owner: object, rid: object = None) -> None:
+    def add(self, key: object, owner: object, rid: object = None, mark: int = 0) -> None:
         """``owner``'s request ``key`` (``rid`` at the server, when known) ended without
-        the server's answer."""
+        the server's answer, its end the ``mark``-th step of the server's requests."""
         ended = self._ended
         ended.pop(key, None)
-        ended[key] = (owner, trio.current_time() + GRACE)
+        ended[key] = (owner, trio.current_time() + GRACE, mark)
         if len(ended) > KEPT:
-            _, until = ended.pop(next(iter(ended)))
+            _, until, _ = ended.pop(next(iter(ended)))
             self._blind_until = max(self._blind_until, until)
         if rid is not None:
             by_rid = self._by_rid
             by_rid[rid] = key
             if len(by_rid) > len(ended):
                 self._by_rid = {r: k for r, k in by_rid.items() if k in ended}
+
+    def __bool__(self) -> bool:
+        return bool(self._ended)
+
+    def read_past(self, began: int) -> None:
+        """The server answered a request that began at step ``began``: it was sent after
+        the cancels of the requests that ended before it, and a server reads what it is
+        sent in order, so it knows they are over."""
+        ended = self._ended
+        for key in [k for k, (_, _, mark) in ended.items() if mark < began]:
+            del ended[key]
 
     def answered(self, rid: object) -> None:
         """The server answered the ended request ``rid`` after all: it knows the request
@@ -72,4 +85,4 @@ class EndedAsks:
             self._by_rid = {r: k for r, k in self._by_rid.items() if k in ended}
         if self._blind_until > now:
             return None
-        return {id(owner) for owner, _ in ended.values()}
+        return {id(owner) for owner, _, _ in ended.values()}

@@ -43,3 +43,20 @@ async def test_an_ended_request_its_server_answered_after_all_counts_no_more(
     ended.answered(7)  # once is enough; an id never ended is nothing
     ended.answered(99)
     assert ended.owners() == {id(other)}
+
+
+async def test_a_request_answered_that_was_sent_after_an_end_shows_the_server_read_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A server reads its requests in order: answering one sent after a cancel, it has
+    # read that cancel, and asks nothing more about what it ended.
+    ended = EndedAsks()
+    early, late = object(), object()
+    ended.add("first", early, mark=5)
+    ended.add("second", late, mark=9)
+    ended.read_past(4)  # sent before either ended: tells nothing
+    assert ended.owners() == {id(early), id(late)}
+    ended.read_past(7)
+    assert ended.owners() == {id(late)}
+    ended.read_past(10)
+    assert ended.owners() == set() and not ended
