@@ -88,7 +88,7 @@ async def deaf_later(case: Case, server: HostileHttp) -> None:
     async with case.agent() as a:
         await call_fails(a, "deaf", "no answer within")
         # Deaf on every connection now: the probe fails too and the server goes down.
-        await case.wait_state(a, "bad", {"failed", "crash_loop", "open"})
+        await case.wait_state(a, "bad", {"failed", "crash_loop", "open"}, restarted=True)
         await call_fails(a, "echo")
 
 

@@ -570,8 +570,17 @@ class Case:
         return reply["result"]  # type: ignore[no-any-return]
 
     async def wait_state(
-        self, a: Agent, alias: str, states: Iterable[str], timeout: float = 30
+        self,
+        a: Agent,
+        alias: str,
+        states: Iterable[str],
+        timeout: float = 30,
+        *,
+        restarted: bool = False,
     ) -> dict[str, Any]:
+        """The server's status once its state is one of ``states`` (or, ``restarted``,
+        once it went down and is tried again: a retry's jitter can make its time down
+        shorter than a look at its status takes)."""
         wanted = set(states)
         seen: dict[str, Any] = {}
         with trio.move_on_after(timeout):
@@ -579,7 +588,7 @@ class Case:
                 for s in (await self.status(a))["servers"]:
                     if s["alias"] == alias:
                         seen = s
-                        if s["state"] in wanted:
+                        if s["state"] in wanted or (restarted and s["restarts"] > 0):
                             return s  # type: ignore[no-any-return]
                 await trio.sleep(0.05)
         raise AssertionError(f"{alias} not {sorted(wanted)} within {timeout} s: {seen}")
