@@ -183,18 +183,6 @@ def _requests(result: Any) -> list[dict[str, Any]]:
     return [r for r in asks.values() if isinstance(r, dict) and isinstance(r.get("method"), str)]
 
 
-def relay_capabilities(kinds: list[str]) -> dict[str, object]:
-    """The client capabilities mcpd declares to a legacy server for ``servers.X.relay``."""
-    caps: dict[str, object] = {}
-    if "elicitation" in kinds:
-        caps["elicitation"] = {"form": {}, "url": {}}
-    if "sampling" in kinds:
-        caps["sampling"] = {}
-    if "roots" in kinds:
-        caps["roots"] = {"listChanged": False}
-    return caps
-
-
 class AskRoutes:
     """One server's requests in flight on behalf of agents, and the handler its
     transport calls with the server's own requests."""

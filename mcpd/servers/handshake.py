@@ -268,3 +268,15 @@ def _pick_modern(versions: list[Any]) -> str | None:
         if v in versions:
             return v
     return None
+
+
+def relay_capabilities(kinds: list[str]) -> dict[str, object]:
+    """The client capabilities mcpd declares to a legacy server for ``servers.X.relay``."""
+    caps: dict[str, object] = {}
+    if "elicitation" in kinds:
+        caps["elicitation"] = {"form": {}, "url": {}}
+    if "sampling" in kinds:
+        caps["sampling"] = {}
+    if "roots" in kinds:
+        caps["roots"] = {"listChanged": False}
+    return caps

@@ -22,10 +22,9 @@ from transports.errors import TransportError, single_exceptions
 from ..config.model import DaemonConfig, ListLimits
 from ..policy.guard import SecretGuard
 from ..registry import own_keys
-from .askback import relay_capabilities
 from .backoff import RestartPolicy
 from .events import LifecycleJournal
-from .handshake import ProtocolViolation
+from .handshake import ProtocolViolation, relay_capabilities
 from .health import Health
 from .log_messages import LogMessages
 from .oauth import LoginRequired

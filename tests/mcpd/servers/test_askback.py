@@ -22,9 +22,9 @@ from mcpd.servers.askback import (
     ASKS_PER_SERVER,
     NO_ANSWER,
     AskRoutes,
-    relay_capabilities,
     result_for_agents,
 )
+from mcpd.servers.handshake import relay_capabilities
 from protocol import jsonrpc as rpc
 from protocol import surface
 from transports.base import OVER_LIMIT
@@ -244,16 +244,6 @@ async def test_an_agents_error_reaches_the_server_as_it_is() -> None:
     routes.enter(Refusing())
     error = await refusal(routes, "elicitation/create")
     assert (error.code, error.message) == (rpc.INVALID_PARAMS, "the user declined")
-
-
-def test_the_capabilities_declared_are_those_configured() -> None:
-    assert relay_capabilities([]) == {}
-    assert relay_capabilities(["roots"]) == {"roots": {"listChanged": False}}
-    caps = relay_capabilities(ALL)
-    assert set(caps) == {"elicitation", "sampling", "roots"}
-    assert surface.declares(caps, "elicitation/create", {"mode": "url"})
-    for method in surface.ASK_METHODS:
-        assert surface.declares(caps, method)
 
 
 @pytest.mark.parametrize(

@@ -26,10 +26,11 @@ from mcpd.servers.handshake import (
     ProtocolViolation,
     guarded,
     identity,
+    relay_capabilities,
     request_meta,
 )
 from protocol import jsonrpc as rpc
-from protocol import mcp
+from protocol import mcp, surface
 from tests.support.stand_in import Never
 from transports.errors import HttpRPCError, TransportClosed, UnexpectedReply
 
@@ -313,3 +314,13 @@ def test_request_meta_keeps_an_agents_keys_but_never_its_reserved_ones() -> None
         "name": "mcpd",
         "version": __version__,
     }
+
+
+def test_the_capabilities_declared_are_those_configured() -> None:
+    assert relay_capabilities([]) == {}
+    assert relay_capabilities(["roots"]) == {"roots": {"listChanged": False}}
+    caps = relay_capabilities(["elicitation", "sampling", "roots"])
+    assert set(caps) == {"elicitation", "sampling", "roots"}
+    assert surface.declares(caps, "elicitation/create", {"mode": "url"})
+    for method in surface.ASK_METHODS:
+        assert surface.declares(caps, method)
