@@ -28,7 +28,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import h11
 import msgspec
@@ -39,12 +39,14 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ..local.tcpowner import HoldersUnknown, OwnerUnknown, first_holders, holds, tcp_holder
+from ..policy.kin import AgentKin, Decider, tcp_deciders, tcp_kin
 from .http_wire import Headers, Reject
 
 if TYPE_CHECKING:
     from .peers import Peer
 
 logger = logging.getLogger("mcpd.http")
+_T = TypeVar("_T")
 
 # The server a pid belongs to, or descends from (None: no server's).
 ServerOf = Callable[[int], str | None]
@@ -164,6 +166,37 @@ async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Held:
             "from one of mcpd's servers"
         )
     return Held(held.uid)
+
+
+class TcpKin:
+    """The processes that hold the other end of one TCP connection: as the agent on it
+    (``kin``: who may not decide what it asks) and as those who decide through it
+    (``deciders``). Each is looked for in /proc the first time it is asked for, one
+    connection's look at a time (``Lookups``: every connection's end and every approval
+    asks, and a client may open connections by the hundred), within ``LOOKUP`` once
+    begun and never abandoned; then kept for the connection's life."""
+
+    __slots__ = ("_deciders", "_kin", "_lookups", "_sock")
+
+    def __init__(self, sock: trio.socket.SocketType, lookups: Lookups) -> None:
+        self._sock = sock
+        self._lookups = lookups
+        self._kin: AgentKin | None = None
+        self._deciders: tuple[Decider, ...] | None = None
+
+    async def kin(self) -> AgentKin:
+        if self._kin is None:
+            self._kin = await self._look(tcp_kin)
+        return self._kin
+
+    async def deciders(self) -> tuple[Decider, ...]:
+        if self._deciders is None:
+            self._deciders = await self._look(tcp_deciders)
+        return self._deciders
+
+    async def _look(self, read: Callable[[trio.socket.SocketType, float], _T]) -> _T:
+        async with self._lookups.one_at_a_time:
+            return await trio.to_thread.run_sync(read, self._sock, time.monotonic() + LOOKUP)
 
 
 class ServerRefusals:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Final
 
 import h11
 import msgspec
@@ -21,18 +20,15 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ..policy.kin import AgentKin, Decider, tcp_deciders, tcp_kin, unknown
+from ..policy.kin import AgentKin, Decider, unknown
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
-from .holders import ConnectionOwner
+from .holders import ConnectionOwner, TcpKin
 from .http_wire import Response
 from .identity import Identity
 from .peers import Peer
 from .profiles import ProfileServers
-
-# How long the processes that hold a TCP connection may be looked for in /proc.
-KIN_LOOKUP: Final = 5.0
 
 
 class Exchange(Connection):
@@ -145,9 +141,9 @@ class Caller(msgspec.Struct, frozen=True):
     # Who holds its other end (the local user, and whether one of mcpd's servers), for
     # what is bound to a person or kept from servers; None: not known.
     owner: ConnectionOwner | None = None
-    # Its socket, when it is the TCP endpoint's: who holds its other end is looked for
-    # when a call must wait for a person.
-    tcp: trio.socket.SocketType | None = None
+    # On the TCP endpoint, who holds its other end, looked for when a call must wait for
+    # a person, when someone decides through it, and as it ends.
+    tcp: TcpKin | None = None
 
     def who(self) -> Identity:
         return self.identity if self.identity is not None else Identity(self.peer)
@@ -172,9 +168,7 @@ class Caller(msgspec.Struct, frozen=True):
             return self.peer.kin
         # The kernel names no process of a TCP peer: those that hold its end of this
         # connection are found in /proc, off the event loop.
-        with trio.move_on_after(KIN_LOOKUP):
-            return await trio.to_thread.run_sync(tcp_kin, self.tcp, abandon_on_cancel=True)
-        return unknown("looking for it in /proc took too long", None)
+        return await self.tcp.kin()
 
     async def deciders(self) -> tuple[Decider, ...]:
         """Who sends on this connection, as deciders (``policy.kin``): the peer on a
@@ -182,6 +176,4 @@ class Caller(msgspec.Struct, frozen=True):
         they are found."""
         if self.tcp is None:
             return () if self.peer is None else (self.peer.decider(),)
-        with trio.move_on_after(KIN_LOOKUP):
-            return await trio.to_thread.run_sync(tcp_deciders, self.tcp, abandon_on_cancel=True)
-        return ()
+        return await self.tcp.deciders()

@@ -46,7 +46,7 @@ from ..servers.all_servers import AllServers
 from .backend import Control
 from .connection import Connection, Dispatcher
 from .formats import FORMATS, translate
-from .holders import ConnectionOwner, Lookups, ServerRefusals, tcp_held, token_bearer
+from .holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
 from .http_exchange import Caller
 from .http_wire import Headers, Reject, Response, Wire, head, refuse
 from .identity import Identity
@@ -148,7 +148,8 @@ class HttpApi:
                     # Looked up only if a request needs it: the token, the page's session
                     # or code.
                     owner = ConnectionOwner(partial(tcp_held, stream.socket, self._lookups))
-                    caller = Caller(peer, fixed, gate.check, identity, owner, stream.socket)
+                    tcp = TcpKin(stream.socket, self._lookups)
+                    caller = Caller(peer, fixed, gate.check, identity, owner, tcp)
                     await self._serve(wire, caller, first, self.on_endpoint)
         except h11.RemoteProtocolError as exc:
             await refuse(wire, exc.error_status_hint)

@@ -165,14 +165,18 @@ def tcp_holder(
     raise _unheld(peer, why + "".join(f"; {u}" for u in unread))
 
 
-def holding(held: Holder, proc: str = "/proc") -> list[int]:
+def holding(held: Holder, until: float | None = None, proc: str = "/proc") -> list[int]:
     """The processes with a descriptor of the socket ``held``: those of its user, and
     those /proc shows as root's (a process that made itself undumpable, which mcpd
-    reads only when it runs as root). A process that cannot be read is passed over."""
+    reads only when it runs as root). A process that cannot be read is passed over.
+    Raises TimeoutError once the clock (``time.monotonic``) passes ``until``, between
+    two processes."""
     link = f"socket:[{held.inode}]"
     found = []
     with os.scandir(proc) as entries:
         for entry in entries:
+            if until is not None:
+                _in_time(until)
             if entry.name.isdigit() and _holds_as(entry, held.uid, link):
                 found.append(int(entry.name))
     return found

@@ -217,14 +217,18 @@ def _hosts(parent: int, session: int | None) -> tuple[Process, ...]:
     return tuple(hosts)
 
 
-def tcp_kin(sock: trio.socket.SocketType) -> AgentKin:
+def tcp_kin(sock: trio.socket.SocketType, until: float) -> AgentKin:
     """The agent that holds the other end of the TCP connection ``sock``: every
-    process that holds it. It blocks while it reads /proc."""
+    process that holds it, as far as /proc is read by ``until`` (``time.monotonic``).
+    It blocks while it reads /proc."""
     try:
         held = tcp_holder(sock)
     except OwnerUnknown:
         return unknown("the kernel did not say which user holds its TCP connection", None)
-    found = _read_holders(held, kin_of)
+    try:
+        found = _read_holders(held, kin_of, until)
+    except TimeoutError:
+        return unknown("looking for it in /proc took too long", held.uid)
     if not found:
         why = f"no process of uid {held.uid} that mcpd can read holds its TCP connection"
         return unknown(why, held.uid)
@@ -236,22 +240,23 @@ def tcp_kin(sock: trio.socket.SocketType) -> AgentKin:
     )
 
 
-def tcp_deciders(sock: trio.socket.SocketType) -> tuple[Decider, ...]:
+def tcp_deciders(sock: trio.socket.SocketType, until: float) -> tuple[Decider, ...]:
     """Each process that holds the other end of the TCP connection ``sock``, as a
-    decider; none where they cannot be found. It blocks while it reads /proc."""
+    decider; none where they cannot be found by ``until`` (``time.monotonic``). It
+    blocks while it reads /proc."""
     try:
         held = tcp_holder(sock)
-    except OwnerUnknown:
+        return tuple(_read_holders(held, decider_of, until))
+    except (OwnerUnknown, TimeoutError):
         return ()
-    return tuple(_read_holders(held, decider_of))
 
 
-def _read_holders(held: Holder, read: Callable[[int], _T]) -> list[_T]:
+def _read_holders(held: Holder, read: Callable[[int], _T], until: float) -> list[_T]:
     """``read`` of each process that holds ``held``, as it holds it still once read:
     its pid did not pass to another process meanwhile."""
     link = f"socket:[{held.inode}]"
     found: list[_T] = []
-    for pid in holding(held):
+    for pid in holding(held, until):
         it = read(pid)
         if holds(f"/proc/{pid}", link):
             found.append(it)

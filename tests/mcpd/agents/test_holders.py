@@ -19,11 +19,15 @@ from urllib.parse import urlsplit
 
 import pytest
 import trio
+import trio.testing
 
-from mcpd.agents.holders import ConnectionOwner, Held, Lookups, tcp_held
+from mcpd.agents import holders
+from mcpd.agents.holders import ConnectionOwner, Held, Lookups, TcpKin, tcp_held
 from mcpd.local.tcpowner import HoldersUnknown, OwnerUnknown
+from mcpd.policy.kin import AgentKin, Decider
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.page_http import code_url, csrf_of, http, session
+from tests.support.tcp_client import held_by_a_child
 from transports.complaints import Complaints
 from transports.stdio.loopback_relay import relay_loopback
 
@@ -258,3 +262,45 @@ async def test_who_holds_a_connection_is_looked_up_once_a_failure_too() -> None:
     assert asked == ["found", "unknown"]
     with pytest.raises(OwnerUnknown):
         await nobody.held()
+
+
+async def test_the_processes_that_hold_a_tcp_connection_are_looked_for_one_look_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client that ends connections by the hundred, or an approval that asks of every
+    connection, costs one look through /proc at a time among all of them (each
+    connection's own and the token's), and a connection's once for its life."""
+    looks: list[str] = []
+    real_kin, real_deciders = holders.tcp_kin, holders.tcp_deciders
+
+    def counted_kin(sock: trio.socket.SocketType, until: float) -> AgentKin:
+        looks.append("kin")
+        return real_kin(sock, until)
+
+    def counted_deciders(sock: trio.socket.SocketType, until: float) -> tuple[Decider, ...]:
+        looks.append("deciders")
+        return real_deciders(sock, until)
+
+    monkeypatch.setattr(holders, "tcp_kin", counted_kin)
+    monkeypatch.setattr(holders, "tcp_deciders", counted_deciders)
+    lookups = Lookups(lambda pid: None, nobody, list)
+    with trio.fail_after(LIMIT):
+        async with held_by_a_child() as (conn, child):
+            tcp = TcpKin(conn, lookups)
+            found: list[AgentKin] = []
+
+            async def kin() -> None:
+                found.append(await tcp.kin())
+
+            async with trio.open_nursery() as nursery:
+                async with lookups.one_at_a_time:  # another connection's look
+                    nursery.start_soon(kin)
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert looks == [] and found == []
+            [agent] = found
+            assert [p.pid for p in agent.agents] == [child.pid]
+            assert await tcp.kin() is agent
+            [decider] = await tcp.deciders()
+            assert decider.lineage[0].pid == child.pid
+            assert await tcp.deciders() == (decider,)
+    assert looks == ["kin", "deciders"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from mcpd.policy.kin import (
     kin_of,
     parent_of,
     session_of,
+    tcp_deciders,
     tcp_kin,
     unknown,
 )
@@ -213,7 +215,7 @@ def test_a_host_that_starts_its_bridge_through_a_launcher_is_its_kin_too() -> No
 
 async def test_an_agent_on_tcp_is_the_process_that_holds_its_connection() -> None:
     async with held_by_a_child() as (conn, child):
-        kin = tcp_kin(conn)
+        kin = tcp_kin(conn, time.monotonic() + 5)
         assert kin.agents == (process_of(child.pid),)
         assert kin.sessions == {child.pid} and kin.uid == os.getuid()
         assert kin.unknown is None
@@ -222,13 +224,25 @@ async def test_an_agent_on_tcp_is_the_process_that_holds_its_connection() -> Non
         assert kin.tie(decider_of(os.getpid())) is None
 
 
+async def test_a_look_for_an_agent_on_tcp_past_its_time_ends_and_says_so() -> None:
+    """A look through /proc that takes too long ends on its own (it is not left to run
+    on in its thread), the agent's process unknown and its user kept; a decider looked
+    for as long is none."""
+    async with held_by_a_child() as (conn, _):
+        kin = tcp_kin(conn, time.monotonic() - 1)
+        assert (kin.agents, kin.uid) == ((), os.getuid())
+        assert kin.unknown == "looking for it in /proc took too long"
+        assert tcp_deciders(conn, time.monotonic() - 1) == ()
+        assert len(tcp_deciders(conn, time.monotonic() + 5)) == 1
+
+
 async def test_an_agent_on_tcp_that_cannot_be_found_says_why() -> None:
     async with held_by_a_child() as (conn, child):
         assert child.stdin is not None
         await child.stdin.aclose()
         await child.wait()
         await conn.recv(1)  # its close has reached this end: no process holds the other
-        kin = tcp_kin(conn)
+        kin = tcp_kin(conn, time.monotonic() + 5)
     assert kin.agents == () and kin.uid is None
     assert kin.unknown == "the kernel did not say which user holds its TCP connection"
 
