@@ -292,11 +292,11 @@ async def test_the_processes_that_hold_a_tcp_connection_are_looked_for_one_look_
             async def kin() -> None:
                 found.append(await tcp.kin())
 
-            async with trio.open_nursery() as nursery:
-                async with lookups.one_at_a_time:  # another connection's look
-                    nursery.start_soon(kin)
-                    await trio.testing.wait_all_tasks_blocked()
-                    assert looks == [] and found == []
+            # The lock held: another connection's look.
+            async with trio.open_nursery() as nursery, lookups.one_at_a_time:
+                nursery.start_soon(kin)
+                await trio.testing.wait_all_tasks_blocked()
+                assert looks == [] and found == []
             [agent] = found
             assert [p.pid for p in agent.agents] == [child.pid]
             assert await tcp.kin() is agent
