@@ -2,7 +2,9 @@
 
 A line longer than the limit is reported once, as soon as the limit is passed, and the
 rest of it is discarded as it arrives, so a peer that never sends a newline costs at
-most ``max_line`` bytes of memory.
+most ``max_line`` bytes of memory. What is discarded was read all the same: ``skipped``
+counts its bytes until they are taken (``take_skipped``), for a reader that charges
+what reading cost.
 """
 
 from __future__ import annotations
@@ -58,7 +60,15 @@ class OversizedEnd(Oversized):
 
 
 class LineFramer:
-    __slots__ = ("_buf", "_discarded", "_discarding", "_report_end", "_tail", "max_line")
+    __slots__ = (
+        "_buf",
+        "_discarded",
+        "_discarding",
+        "_report_end",
+        "_tail",
+        "max_line",
+        "skipped",
+    )
 
     def __init__(self, max_line: int = DEFAULT_MAX_LINE, *, report_end: bool = False) -> None:
         self.max_line = max_line
@@ -67,6 +77,8 @@ class LineFramer:
         self._report_end = report_end
         self._tail = b""  # the last bytes of the line being discarded
         self._discarded = 0
+        # Bytes of lines over the limit discarded since they were last taken.
+        self.skipped = 0
 
     @property
     def buffered(self) -> int:
@@ -95,11 +107,11 @@ class LineFramer:
         if self._discarding:
             nl = data.find(b"\n")
             if nl < 0:
-                self._keep_tail(data)
+                self._skip(data, len(data))
                 return out
             self._discarding = False
+            self._skip(data, nl)
             if self._report_end:
-                self._keep_tail(data[:nl])
                 out.append(OversizedEnd(self._tail.rstrip(b"\r"), self._discarded, self.max_line))
             start = nl + 1
         elif self._buf:
@@ -133,6 +145,11 @@ class LineFramer:
                 self._buf += rest
         return out
 
+    def take_skipped(self) -> int:
+        """Bytes of lines over the limit discarded since the last call."""
+        skipped, self.skipped = self.skipped, 0
+        return skipped
+
     def _tidy(self, lines: list[bytes]) -> list[bytes | Oversized]:
         """``lines`` (of a short chunk) as ``_emit`` puts them out."""
         out: list[bytes | Oversized] = []
@@ -153,6 +170,7 @@ class LineFramer:
         # Measured with its CR, as a line still being buffered is: otherwise a line of
         # max_line bytes plus CR passed in one read and was Oversized when split.
         if len(line) > self.max_line:
+            self.skipped += len(line)
             out.append(Oversized(line[:_PREFIX_KEEP], self.max_line))
             if self._report_end:
                 out.append(
@@ -168,12 +186,15 @@ class LineFramer:
         prefix = bytes(data[:_PREFIX_KEEP])
         self._tail = b""
         self._discarded = 0
-        self._keep_tail(data)
+        self._skip(data, len(data))
         self._buf.clear()
         self._discarding = True
         return Oversized(prefix, self.max_line)
 
-    def _keep_tail(self, data: bytes | bytearray) -> None:
-        self._discarded += len(data)
+    def _skip(self, data: bytes | bytearray, end: int) -> None:
+        """``data[:end]`` is more of the line being discarded."""
+        self._discarded += end
+        self.skipped += end
         if self._report_end:
-            self._tail = (self._tail + bytes(data[-_PREFIX_KEEP:]))[-_PREFIX_KEEP:]
+            kept = bytes(data[max(end - _PREFIX_KEEP, 0) : end])
+            self._tail = (self._tail + kept)[-_PREFIX_KEEP:]

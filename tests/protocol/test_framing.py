@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,6 +52,28 @@ def test_overflow_in_a_single_complete_chunk() -> None:
     f = LineFramer(max_line=10)
     out = f.feed(b"short\n" + b"z" * 50 + b"\nok\n")
     assert out[0] == b"short" and isinstance(out[1], Oversized) and out[2] == b"ok"
+
+
+@pytest.mark.parametrize("report_end", [False, True])
+def test_the_bytes_of_a_line_over_the_limit_are_counted_as_they_are_skipped(
+    report_end: bool,
+) -> None:
+    # Read and thrown away, they cost reading all the same: one that never ends too.
+    f = LineFramer(max_line=100, report_end=report_end)
+    assert f.feed(b"{" + b"x" * 60) == []
+    assert f.take_skipped() == 0  # kept: it may still end within the limit
+    assert f.feed(b"x" * 50)
+    assert f.take_skipped() == 111
+    assert f.take_skipped() == 0
+    for _ in range(3):
+        assert f.feed(b"y" * 1000) == []
+        assert f.skipped == 1000
+        assert f.take_skipped() == 1000
+    assert f.feed(b"yy\n{}\n")[-1] == b"{}"
+    assert f.take_skipped() == 2
+    out = f.feed(b"{}\n" + b"z" * 200 + b"\n{}\n")
+    assert isinstance(out[1], Oversized) and out[0] == out[-1] == b"{}"
+    assert f.take_skipped() == 200
 
 
 @given(
