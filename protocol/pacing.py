@@ -9,9 +9,11 @@ its streams (its calls' replies, its push or event stream, its stdout). Sans-IO:
 time is given, and a stream is told to wait, not made to.
 
 * **Pace.** Reading costs units: one a line, and one each ``UNIT_BYTES`` of a
-  message. A message that answered a request waiting for it costs nothing, and a
-  message is charged once it is complete, when what it is is known (until then it
-  takes room). A server has a burst of units, then a rate; past them a stream is
+  message, or of what is read only to be thrown away (a line over the limit, an event
+  stream's comment). A message that answered a request waiting for it costs nothing,
+  and a message is charged once it is complete, when what it is is known (until then
+  it takes room); what is thrown away, as it goes (a line over the limit may never
+  end). A server has a burst of units, then a rate; past them a stream is
   told how long to wait before it reads again, and the server, no longer read,
   waits in turn (the connection's or the pipe's back-pressure). Its own replies
   come later; nobody else waits. A stream that may read sets aside what its last
@@ -66,6 +68,12 @@ def cost(message: bytes) -> float:
     """The units reading a message (an event's data, a line) that answered nothing
     cost: a unit a line, and one each ``UNIT_BYTES``."""
     return message.count(b"\n") + 1 + len(message) / UNIT_BYTES
+
+
+def skipped(size: int) -> float:
+    """The units reading ``size`` bytes that were thrown away unread cost: what as many
+    bytes of a message cost."""
+    return size / UNIT_BYTES
 
 
 def oversized(method: str, params: bytes | None) -> bool:

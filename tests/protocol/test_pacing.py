@@ -12,6 +12,7 @@ from protocol.pacing import (
     ReadBudget,
     cost,
     oversized,
+    skipped,
 )
 
 NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}'
@@ -21,6 +22,20 @@ def test_a_message_costs_a_unit_a_line_and_one_each_unit_of_bytes() -> None:
     assert cost(b"") == 1.0
     assert cost(b"x" * UNIT_BYTES) == 2.0
     assert cost(b"{\n}") == 2.0 + 3 / UNIT_BYTES  # data over two lines
+
+
+def test_bytes_thrown_away_unread_cost_what_as_many_of_a_message_do() -> None:
+    assert skipped(0) == 0.0
+    assert skipped(3 * UNIT_BYTES) == 3.0
+    # A line that never ends, read a pipe's worth at a time: past the burst, wait.
+    budget = ReadBudget(max_held=1 << 20, rate=100)
+    key = budget.open()
+    chunk = skipped(64 * 1024)
+    assert budget.pace(0.0, key) == 0.0
+    budget.read(0.0, key, chunk)
+    assert budget.pace(0.0, key) == 0.0
+    budget.read(0.0, key, chunk)
+    assert budget.pace(0.0, key) == (2 * chunk - 400) / 100
 
 
 def test_events_at_the_rate_are_read_without_a_wait() -> None:

@@ -8,7 +8,9 @@ known; the server goes on. So does a reply that cannot be read (invalid UTF-8, t
 deeply nested, not JSON) when the request it answered can still be told: that request
 fails at once with the reason. Any other line that is not JSON-RPC is skipped with a
 warning; so is a line over the limit that answered no request. A server can write
-those without pause: their warnings are held to its budget (``complain``).
+those without pause: their warnings are held to its budget (``complain``), and what
+reading them cost to its pace (a line over the limit, its bytes as they are skipped,
+whichever request it turns out to answer: one that never ends is paced all the same).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from protocol import jsonrpc as rpc
 from protocol import unreadable
 from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from protocol.logfields import log_extra
-from protocol.pacing import cost
+from protocol.pacing import cost, skipped
 
 from ..base import NotificationHandler
 from ..complaints import drop_oversized
@@ -58,8 +60,11 @@ class StdoutReader:
         units = 0.0
         for item in self._framer.feed(data):
             if not self._dispatch(item):
-                # A line over the limit is skipped, not kept: it costs as one line.
+                # A line over the limit costs a unit as each of its ends is reported, and
+                # its bytes below, as they are skipped.
                 units += 1.0 if isinstance(item, Oversized) else cost(item)
+        if self._framer.skipped:
+            units += skipped(self._framer.take_skipped())
         return units
 
     def flush(self) -> None:

@@ -13,7 +13,7 @@ import trio.testing
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.pacing import MAX_NOTIFICATION, cost
+from protocol.pacing import MAX_NOTIFICATION, cost, skipped
 from transports.complaints import BURST, Complaints
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled
 from transports.pending import Pending
@@ -209,3 +209,16 @@ def test_what_answered_a_waiting_request_costs_nothing_to_read() -> None:
     assert out.reader.feed(note + b"junk\n" + answer) == cost(note[:-1]) + cost(b"junk") + cost(
         answer[:-1]
     )  # the second answer waits for nobody
+
+
+def test_a_line_over_the_limit_costs_its_bytes_as_they_are_read_even_one_never_ended() -> None:
+    out = Stdout(max_line=1024)
+    # Reported as it passes the limit (a unit, as a line), its bytes so far skipped.
+    assert out.reader.feed(b"{" + b"x" * 4095) == 1.0 + skipped(4096)
+    for _ in range(3):
+        assert out.reader.feed(b"x" * 65536) == skipped(65536)
+    out.answered(11)
+    # Its end (reported: a unit) and a reply waited for after it: the reply costs nothing.
+    answer = line({"jsonrpc": "2.0", "id": 11, "result": 1})
+    assert out.reader.feed(b"xx\n" + answer) == 1.0 + skipped(2)
+    assert out.reader.feed(answer) == cost(answer[:-1])  # waited for by nobody now
