@@ -18,8 +18,10 @@ costs at most that much memory. What an event's data line brings is written wher
 its data will be (once its field is known to be ``data``), and that buffer becomes
 the event's data: however many pieces a large event comes in, it is held once.
 ``held`` says how much of an event not yet complete the decoder holds, and
-``other_lines`` how many lines it read that carried no data (comments, blank lines,
-other fields): with its events' data, what reading the stream cost.
+``other_cost`` what reading the lines that carried no data (comments, blank lines,
+other fields) cost, in ``protocol.pacing``'s units: a unit a line and one each
+``UNIT_BYTES`` of it, however long, as a comment is read only to be thrown away. With
+its events' data, what reading the stream cost.
 
 ``resume_id`` is what a client sends as ``Last-Event-ID`` when it reconnects: the
 stream's last event id as of the last event that was complete (a blank line ended
@@ -37,6 +39,7 @@ from typing import Final
 import msgspec
 
 from protocol.headers import is_plain
+from protocol.pacing import UNIT_BYTES
 
 DEFAULT_MAX_EVENT: Final = 16 * 1024 * 1024
 # Without a ``retry:`` from the server, the first wait before reconnecting.
@@ -93,7 +96,7 @@ class SSEDecoder:
         "_started",
         "last_event_id",
         "max_event",
-        "other_lines",
+        "other_cost",
         "resume_id",
         "retry",
     )
@@ -103,9 +106,9 @@ class SSEDecoder:
         self.last_event_id: str | None = None
         self.resume_id: str | None = None
         self.retry: int | None = None
-        # Lines read so far that carried no data (comments, blank lines, other fields):
-        # what reading the stream cost besides its events (whose data says their lines).
-        self.other_lines = 0
+        # What the lines read so far that carried no data (comments, blank lines, other
+        # fields) cost: what reading the stream cost besides its events' data.
+        self.other_cost = 0.0
         # An event's data: its one line as it came (most events have one), or written
         # into a buffer once it has more lines or a line came in pieces, which becomes
         # the event's data without a copy: memory follows the bytes, however they came.
@@ -204,11 +207,11 @@ class SSEDecoder:
     def _line(self, data: bytes, pos: int, stop: int, out: list[SSEEvent]) -> None:
         """A line that came whole: ``data[pos:stop]``."""
         if pos == stop:
-            self.other_lines += 1
+            self.other_cost += 1.0
             self._dispatch(out)
             return
         if data[pos] == 0x3A:  # ":" comment, a keep-alive
-            self.other_lines += 1
+            self.other_cost += 1.0 + (stop - pos) / UNIT_BYTES
             return
         colon = data.find(b":", pos, stop)
         if colon < 0:
@@ -230,7 +233,7 @@ class SSEDecoder:
                 self._data_size = buffer.tell() + 1
             self._check_size()
             return
-        self.other_lines += 1
+        self.other_cost += 1.0 + (stop - pos) / UNIT_BYTES
         if name in _FIELDS:
             self._field(name, data[start:stop])
         # Unknown field names are ignored, as the format requires.
@@ -284,7 +287,7 @@ class SSEDecoder:
 
     def _end_line(self, out: list[SSEEvent]) -> None:
         """The line begun in an earlier feed has ended."""
-        kind = self._kind
+        kind, size = self._kind, self._line_size
         self._partial = False
         self._line_size = 0
         self._space = False
@@ -297,7 +300,7 @@ class SSEDecoder:
             self._data_size = self._buffer.tell() + 1
             self._check_size()
         else:
-            self.other_lines += 1
+            self.other_cost += 1.0 + size / UNIT_BYTES
             if kind == _VALUE:
                 value = bytes(self._head)
                 self._head.clear()

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from protocol.pacing import skipped
 from protocol.sse import DEFAULT_RETRY, ResumePoint, SSEDecoder, SSEError, SSEEvent
 
 
@@ -123,13 +124,30 @@ def test_a_large_event_that_comes_in_pieces_is_held_once() -> None:
     assert dec.held == 0
 
 
-def test_lines_that_carry_no_data_are_counted() -> None:
+def test_lines_that_carry_no_data_cost_a_unit_and_their_bytes() -> None:
     # What reading a stream costs besides its events' data (``protocol.pacing``).
     dec = SSEDecoder()
     dec.feed(b": ping\n\nid: 1\nevent: x\ndata: a\ndata: b\n\n:")
-    assert dec.other_lines == 5  # the comment, two blank lines, the id and event lines
+    # The comment, two blank lines, the id and event lines.
+    assert dec.other_cost == 5 + skipped(6 + 5 + 8)
     dec.feed(b" split comment\nfoo: bar\n")
-    assert dec.other_lines == 7
+    assert dec.other_cost == 7 + skipped(19 + 15 + 8)
+
+
+@pytest.mark.parametrize(
+    "line", [b":" + b"x" * 99_999, b"x-padding: " + b"x" * 99_989, b"event: " + b"x" * 99_993]
+)
+def test_a_long_line_that_carries_no_data_costs_its_bytes_however_it_comes(line: bytes) -> None:
+    # Thrown away or kept, it was read: its length costs as an event's data would.
+    assert len(line) == 100_000
+    whole = SSEDecoder()
+    whole.feed(line + b"\n")
+    assert whole.other_cost == 1 + skipped(100_000)
+    pieces = SSEDecoder()
+    for i in range(0, len(line), 4096):
+        pieces.feed(line[i : i + 4096])
+    pieces.feed(b"\n")
+    assert pieces.other_cost == 1 + skipped(100_000)
 
 
 def test_id_with_nul_is_ignored() -> None:

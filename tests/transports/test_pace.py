@@ -127,6 +127,23 @@ async def test_a_call_stream_flooded_with_notifications_is_held_back(
             check(flood, t, caplog)
 
 
+async def test_a_call_stream_of_long_comments_is_held_back_as_a_flood_is() -> None:
+    # Comments are read only to be thrown away: they cost their bytes all the same.
+    comment = ":" + "x" * (64 * 1024 - 1) + "\n"
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse(*[comment] * 20, event(result(req.rpc_id, {})))
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("s", srv.url(), HttpParams(read_budget=RATE)) as t,
+        ):
+            assert json.loads(bytes(await t.request("tools/call", {}))) == {}
+            held = t.held_back
+            assert held is not None and "answers no request" in held.reason
+
+
 async def test_an_http_sse_stream_flooded_with_notifications_is_held_back(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -184,11 +184,11 @@ class PushReader:
         """Hand on the events ``chunk`` completes (None: the stream's end); what reading
         them cost. None is held here once the stream is read on."""
         decoder = self.decoder
-        lines, units = decoder.other_lines, 0.0
+        before, units = decoder.other_cost, 0.0
         for event in decoder.flush() if chunk is None else decoder.feed(chunk):
             if not await self._on_event(event):
                 units += cost(event.data)
-        return units + decoder.other_lines - lines
+        return units + decoder.other_cost - before
 
     async def _on_event(self, event: SSEEvent) -> bool:
         """Hand one event on; whether it answered a request of ours that waited."""

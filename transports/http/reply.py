@@ -301,7 +301,7 @@ class AnswerReader:
         once the stream is read on (a loop's variable would keep the last, a whole
         message, while the next chunk is awaited)."""
         decoder = self.decoder
-        lines, units = decoder.other_lines, 0.0
+        before, units = decoder.other_cost, 0.0
         events = decoder.flush() if chunk is None else decoder.feed(chunk)
         answer: Answer | None = None
         for event in events:
@@ -310,7 +310,7 @@ class AnswerReader:
                 answer = found
             else:
                 units += cost(event.data)
-        paced.read(units + decoder.other_lines - lines)
+        paced.read(units + decoder.other_cost - before)
         return answer, len(events)
 
     def _on_event(self, event: SSEEvent, head: ResponseHead) -> Answer | None:

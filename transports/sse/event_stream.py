@@ -152,10 +152,10 @@ def _take(
     """Hand on the events ``chunk`` completes (None, or nothing: the stream's end); what
     reading them cost, and whether one named the endpoint. None is held here once the
     stream is read on."""
-    lines, units, endpoint = decoder.other_lines, 0.0, False
+    before, units, endpoint = decoder.other_cost, 0.0, False
     for event in decoder.feed(chunk) if chunk else decoder.flush():
         taken = on_event(event)
         if taken is None:
             units += cost(event.data)
         endpoint = endpoint or taken == "endpoint"
-    return units + decoder.other_lines - lines, endpoint
+    return units + decoder.other_cost - before, endpoint
