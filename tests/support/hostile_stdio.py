@@ -6,7 +6,7 @@ with the process-wide flags below. Every call runs in its own thread, so a call 
 never answers does not hold up the others. Plain stdlib, so it starts fast.
 
 Tools: echo, bytewise, batched, invalid_json, not_jsonrpc, unknown_id, duplicate,
-wrong_id_type, flood, huge_line, never, late, close_stdout, exit, invalid_utf8,
+wrong_id_type, flood, huge_line, endless_line, never, late, close_stdout, exit, invalid_utf8,
 nested_deep, stderr_flood, garbage_flood, slow (answers after 0.1 s), big (a 256 KiB
 image).
 """
@@ -35,6 +35,7 @@ TOOLS = (
     "wrong_id_type",
     "flood",
     "huge_line",
+    "endless_line",
     "never",
     "late",
     "close_stdout",
@@ -162,6 +163,8 @@ def call(rid: Any, name: str, text: str) -> None:
         flood(rid, answer)
     elif name == "huge_line":
         huge_line(rid)
+    elif name == "endless_line":
+        endless_line()
     elif name == "never":
         return
     elif name == "late":
@@ -248,6 +251,18 @@ def huge_line(rid: Any) -> None:
             for _ in range(args.huge_mib):
                 _write_all(piece)
             _write_all(tail)
+        except OSError:
+            pass
+
+
+def endless_line() -> None:
+    """A line that never ends, written as fast as it is read, until stdout closes."""
+    piece = b"x" * (64 * 1024)
+    with _out_lock:
+        try:
+            _write_all(b"{")
+            while True:
+                _write_all(piece)
         except OSError:
             pass
 

@@ -1,16 +1,19 @@
-"""A server flooding the stream of a call with notifications is read more slowly than
-it sends: `mcpd status` names it as held back and says why, and a call to another
-server goes through meanwhile."""
+"""A server flooding the stream of a call with notifications, or its stdout with a line
+that never ends, is read more slowly than it sends: `mcpd status` names it as held back
+and says why, and a call to another server goes through meanwhile."""
 
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from mcpd.cli.status_view import render_status
 from tests.support.agent import connect, make_config, running
+from tests.support.fault_harness import HOSTILE_STDIO
 from tests.support.http_servers import (
     LegacySession,
     Responder,
@@ -99,5 +102,37 @@ async def test_a_flooding_server_is_shown_held_back_and_another_servers_call_goe
                     done = await agent.call("mcp__calm__ask")
                     assert done["content"] == [{"type": "text", "text": "ok"}]
                     nursery.cancel_scope.cancel()
+    finally:
+        logger.removeHandler(journal)
+
+
+async def test_a_stdio_server_writing_a_line_that_never_ends_is_held_back_and_another_answers(
+    tmp_path: Path,
+) -> None:
+    journal = HeldBack()
+    logger = logging.getLogger("mcpd")
+    logger.addHandler(journal)
+    try:
+        with trio.fail_after(LIMIT):
+            servers = {
+                "endless": {"command": sys.executable, "args": [HOSTILE_STDIO], "read_budget": 100},
+                "calm": {"command": sys.executable, "args": [HOSTILE_STDIO]},
+            }
+            async with (
+                running(make_config(tmp_path, servers)) as daemon,
+                connect(daemon.socket_path) as flooded,
+                connect(daemon.socket_path) as agent,
+                trio.open_nursery() as nursery,
+            ):
+                nursery.start_soon(flooded.call, "mcp__endless__endless_line")
+                await journal.said.wait()
+                shown = render_status(await agent.result("mcpd/status")).splitlines()
+                at = next(i for i, row in enumerate(shown) if row.startswith("endless "))
+                held = [i for i, row in enumerate(shown) if "held back|" in row]
+                assert held == [at + 1]  # under the server, and no other
+                assert "more than mcpd reads of what answers no request" in shown[at + 1]
+                done = await agent.call("mcp__calm__echo", {"text": "hi"})
+                assert done["content"] == [{"type": "text", "text": "echo:hi"}]
+                nursery.cancel_scope.cancel()
     finally:
         logger.removeHandler(journal)
