@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import grp
 import os
-import socket
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -15,6 +14,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from .. import __version__
+from ..agents.dial import CONNECT_WAIT, QueueFull, connect_unix
 from ..agents.peers import untrusted_daemon
 from ..config.model import default_config_path
 from ..config.paths import client_socket_path
@@ -41,18 +41,17 @@ class BadReply(Exception):
 class Client:
     def __init__(self, path: str, timeout: float = 120.0) -> None:
         self.path = path
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(timeout)
         try:
-            self._sock.connect(path)
+            self._sock = connect_unix(path, min(timeout, CONNECT_WAIT))
         except (FileNotFoundError, ConnectionRefusedError) as exc:
-            self._sock.close()
             raise Unreachable(
                 f"no mcpd is listening on {path} ({exc.strerror}){_system_hint(path)}"
             ) from None
         except PermissionError:
-            self._sock.close()
             raise Unreachable(_refused_by_mode(path)) from None
+        except QueueFull as exc:
+            raise Unreachable(str(exc)) from None
+        self._sock.settimeout(timeout)
         refusal = untrusted_daemon(self._sock, path)
         if refusal is not None:
             self._sock.close()

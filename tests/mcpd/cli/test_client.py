@@ -24,6 +24,7 @@ from mcpd.cli.client import (
 )
 from protocol import jsonrpc as rpc
 from tests.support.fake_daemon import FakeDaemon, error, notification, result
+from tests.support.full_queue import full_queue
 
 
 @pytest.fixture
@@ -268,3 +269,11 @@ def test_the_config_in_use_is_the_flag_then_the_variable_then_the_daemons_then_t
     demo = sock.with_name("demo.sock")
     with FakeDaemon(demo, status_with(None)):
         assert config_in_use(None, str(demo)) == ConfigInUse(default, str(demo))
+
+
+def test_a_listen_queue_that_stays_full_is_one_line_naming_the_socket(sock: Path) -> None:
+    with full_queue(sock), pytest.raises(Unreachable) as raised:
+        Client(str(sock), timeout=0.2)
+    message = str(raised.value)
+    assert str(sock) in message and "listen queue stayed full" in message
+    assert "\n" not in message
