@@ -4,7 +4,8 @@ Hosts that can only spawn commands (desktop apps, editors, SDK stdio clients) ge
 every aggregated tool through one entry: ``{"command": "mcpd", "args": ["bridge"]}``.
 Lines are relayed as they are, in both directions, so both protocol eras pass
 through. While the daemon is unreachable, requests get a JSON-RPC error saying so at
-once, and the bridge connects again when the daemon is back.
+once, and the bridge connects again when the daemon is back. A daemon whose listen
+queue is full is waited for (``dial``), and only a queue that stays full is an error.
 
 With ``--profile NAME`` each connection to the daemon starts with ``mcpd/useProfile``,
 answered before anything of the host's is relayed; a profile the daemon does not
@@ -31,6 +32,7 @@ from protocol.framing import LineFramer, Oversized
 
 from ..config.model import EX_CONFIG
 from . import batches
+from .dial import CONNECT_WAIT, QueueFull, connect_unix
 from .peers import untrusted_daemon
 
 UNREACHABLE: Final = -32000
@@ -48,8 +50,10 @@ class Bridge:
         stdin: trio.abc.ReceiveStream,
         stdout: trio.abc.SendStream,
         profile: str | None = None,
+        connect_wait: float = CONNECT_WAIT,
     ) -> None:
         self.socket_path = socket_path
+        self.connect_wait = connect_wait  # for room in the daemon's listen queue
         self.profile = profile
         self.refused: str | None = None  # why the daemon would not give us the profile
         # The daemon answered that there is no such profile (or not for this user): a
@@ -57,6 +61,8 @@ class Bridge:
         self.profile_refused = False
         # Why the last process found on the socket was not talked to.
         self.untrusted: str | None = None
+        # Why the last connect gave up: the daemon's listen queue stayed full.
+        self.busy: str | None = None
         self.stdin = stdin
         self.stdout = stdout
         self._out_lock = trio.Lock()
@@ -86,10 +92,19 @@ class Bridge:
             if self._conn is not None:
                 return self._conn
             try:
-                conn = await trio.open_unix_socket(self.socket_path)
-            except OSError:
+                # In a thread: the connect may wait for room in the daemon's queue.
+                sock = await trio.to_thread.run_sync(
+                    connect_unix, self.socket_path, self.connect_wait
+                )
+            except (OSError, QueueFull) as exc:
                 self.untrusted = None
+                busy = str(exc) if isinstance(exc, QueueFull) else None
+                if busy is not None and busy != self.busy:
+                    print(f"mcpd: {busy}", file=sys.stderr, flush=True)
+                self.busy = busy
                 return None
+            self.busy = None
+            conn = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
             refusal = untrusted_daemon(conn.socket, self.socket_path)
             if refusal is not None:
                 await conn.aclose()
@@ -242,6 +257,7 @@ class Bridge:
             return
         message = (
             self.untrusted
+            or self.busy
             or self.refused
             or (
                 f"mcpd is not running (no daemon on {self.socket_path}); start it with "

@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import trio
+import trio.testing
 
+from mcpd.agents.bridge import Bridge
 from tests.support.agent import make_config, running
 from tests.support.bridge import BridgeProcess
+from tests.support.full_queue import full_queue
 from tests.support.procs import scripted
 
 BRIDGE = [sys.executable, "-m", "mcpd", "bridge"]
@@ -228,3 +231,24 @@ async def test_a_batch_sent_while_the_daemon_is_down_gets_an_error_for_each_requ
     (answers,) = (json.loads(line) for line in done.stdout.splitlines())
     assert [a["id"] for a in answers] == [2, "three"]
     assert all("mcpd is not running" in a["error"]["message"] for a in answers)
+
+
+async def test_a_full_listen_queue_is_said_as_such_not_taken_for_another_user(
+    tmp_path: Path,
+) -> None:
+    sock = tmp_path / "mcpd.sock"
+    host_out, bridge_in = trio.testing.memory_stream_pair()
+    bridge_out, host_in = trio.testing.memory_stream_pair()
+    bridge = Bridge(str(sock), bridge_in, bridge_out, connect_wait=0.2)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    answer = b""
+    with full_queue(sock), trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge.run)
+            await host_out.send_all(json.dumps(request).encode() + b"\n")
+            while not answer.endswith(b"\n"):
+                answer += await host_in.receive_some()
+            await host_out.aclose()
+    message = json.loads(answer)["error"]["message"]
+    assert str(sock) in message and "listen queue stayed full" in message
+    assert "uid" not in message and bridge.untrusted is None
