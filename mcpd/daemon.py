@@ -33,7 +33,7 @@ from .config.secrets import HeldSecret
 from .errors import DaemonError
 from .listening import Listening
 from .local import pinfile
-from .local.endpoint_token import TokenFile, token_path
+from .local.endpoint_token import TokenFile, renew_exposed, token_path
 from .local.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .local.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
 from .oversight import Oversight
@@ -156,6 +156,9 @@ class Daemon(Control):
         except BaseException:
             listening.close()
             raise
+        exposed = renew_exposed(self.token.path)
+        if exposed is not None:
+            logger.warning("%s", exposed, extra=log_extra(None, "token_file"))
         owned: SocketFile | None = None
         own = listening.take_socket()
         if own is not None:

@@ -2,14 +2,17 @@
 
 Created on first use (mode 0600, like the directory's other files, so only the daemon's
 user and root can read it; see ``privatefile``), printed by ``mcpd token``, replaced by
-``mcpd token --rotate``. The daemon reads it again whenever the file changes, so a
-rotation takes effect with the next request and the old token stops working at once.
+``mcpd token --rotate``. A token file other users can read counts as known to them:
+the daemon replaces it when it starts (``renew_exposed``). The daemon reads it again
+whenever the file changes, so a rotation takes effect with the next request and the
+old token stops working at once.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import stat
 from typing import Final
 
 from .owners import service_uids
@@ -60,6 +63,30 @@ def stored_token(path: str) -> str:
         raise TokenError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TokenError(f"cannot read the token in {path}: {exc}") from None
+
+
+def renew_exposed(path: str) -> str | None:
+    """Replace a token file that other users can read with a new token (0600): what it
+    held may be known to them, and tightening its mode would not make it secret again.
+    Why it was replaced (or could not be), to log; None when it is private or missing."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None  # missing: made at first use; unreadable: said when it is read
+    if not stat.S_ISREG(st.st_mode) or not st.st_mode & (stat.S_IRGRP | stat.S_IROTH):
+        return None
+    why = (
+        f"the endpoint token in {path} could be read by other users (mode "
+        f"{stat.S_IMODE(st.st_mode):04o}), so they may know it"
+    )
+    try:
+        write_token(path)
+    except TokenError as exc:
+        return f"{why}; it could not be replaced: {exc}"
+    return (
+        f"{why}: replaced it with a new one (mode 0600); hosts given the old one need the "
+        "new one (`mcpd token`, or `mcpd connect` again)"
+    )
 
 
 def read_token(path: str, *, create: bool = True) -> str:

@@ -17,6 +17,7 @@ from mcpd.local.endpoint_token import (
     TokenFile,
     new_token,
     read_token,
+    renew_exposed,
     stored_token,
     token_path,
     write_token,
@@ -124,3 +125,23 @@ def test_a_rotation_while_the_token_is_read_is_not_missed(
     assert watched.current() == "old-token"
     monkeypatch.setattr(endpoint_token, "read_token", real_read)
     assert watched.current() == "new-token"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_a_token_others_can_read_is_replaced_by_a_private_one(tmp_path: Path, mode: int) -> None:
+    path = private(tmp_path / "state" / "token", b"known-to-others\n")
+    os.chmod(path, mode)
+    why = renew_exposed(str(path))
+    assert why is not None and str(path) in why and f"mode {mode:04o}" in why
+    assert "replaced it with a new one" in why
+    token = stored_token(str(path))
+    assert token not in ("", "known-to-others") and len(token) == 43
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_private_token_or_none_is_left_as_it_is(tmp_path: Path) -> None:
+    path = private(tmp_path / "state" / "token", b"ours\n")
+    assert renew_exposed(str(path)) is None
+    assert stored_token(str(path)) == "ours"
+    assert renew_exposed(str(tmp_path / "state" / "none")) is None
+    assert not (tmp_path / "state" / "none").exists()
