@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from mcpd.cli import client as client_module
 from mcpd.cli.client import (
@@ -23,8 +24,11 @@ from mcpd.cli.client import (
     running_daemon,
 )
 from protocol import jsonrpc as rpc
+from tests.support.agent import make_config, running
 from tests.support.fake_daemon import FakeDaemon, error, notification, result
 from tests.support.full_queue import full_queue
+from tests.support.peer_user import needs_root, peer_uid, shared_dir, start_as
+from tests.support.socket_cli import mcpd
 
 
 @pytest.fixture
@@ -277,3 +281,44 @@ def test_a_listen_queue_that_stays_full_is_one_line_naming_the_socket(sock: Path
     message = str(raised.value)
     assert str(sock) in message and "listen queue stayed full" in message
     assert "\n" not in message
+
+
+# Connects and hangs up as fast as it can, from argv[2] processes, until killed (the
+# others end once the first is gone); says "flooding" once a connection is made.
+FLOOD = """
+import os, socket, sys
+leader = os.getpid()
+for _ in range(int(sys.argv[2]) - 1):
+    if os.fork() == 0:
+        break
+n = 0
+while os.getpid() == leader or n % 256 or os.getppid() == leader:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(sys.argv[1])
+    except OSError:
+        pass
+    s.close()
+    n += 1
+    if n == 1 and os.getpid() == leader:
+        print("flooding", flush=True)
+"""
+
+
+@needs_root
+async def test_the_owners_status_gets_in_while_another_user_floods_the_socket(
+    tmp_path: Path,
+) -> None:
+    sock = shared_dir() / "mcpd.sock"
+    cfg = make_config(tmp_path, {}, socket=str(sock), socket_mode="0666")
+    with trio.fail_after(120):
+        async with running(cfg):
+            flood = await start_as(peer_uid(), FLOOD, str(sock), "4")
+            try:
+                assert flood.stdout is not None
+                assert b"flooding" in await flood.stdout.receive_some(64)
+                for _ in range(6):
+                    await mcpd(sock, "status")
+            finally:
+                flood.kill()
+                await flood.wait()
