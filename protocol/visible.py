@@ -26,6 +26,7 @@ character in it as a blob instead of its text.
 
 from __future__ import annotations
 
+import codecs
 import re
 import unicodedata
 from typing import Final
@@ -108,11 +109,46 @@ def quote(text: str, limit: int = QUOTED) -> str:
     first ``limit`` characters with every control and hidden character escaped (line
     breaks and tabs included), and ``\\`` and ``"`` as ``\\\\`` and ``\\"``; a cut is
     marked after the closing quote, in mcpd's words."""
-    cut = len(text) - limit
-    if cut > 0:
+    more = len(text) - limit
+    if more > 0:
         text = text[:limit]
     body = _escaped(_QUOTE_ESCAPES.sub(_backslashed, text))
-    return f'"{body}"' + (f" (and {cut} more characters)" if cut > 0 else "")
+    return f'"{body}"' + (_more(more, "characters") if more > 0 else "")
+
+
+# Every cut mcpd makes in a server's words is followed by one of these notes: after
+# the closing quote of a ``quote``, or after ``…`` where the words are kept unquoted.
+# The secret guard looks for them: a server can pad what it echoes to put a cut inside
+# a secret, and the beginning it leaves is masked only where such a note says a cut
+# is. A cut of a server's words made without one could show all of a secret but its
+# end, so each goes through ``quote``, ``cut`` or ``cut_bytes``.
+CUT_NOTE: Final = re.compile(r'["\u2026] \(and (?:over )?\d+ more (?:characters|bytes)\)')
+
+
+def _more(count: int, unit: str, *, over: bool = False) -> str:
+    return f" (and {'over ' if over else ''}{count} more {unit})"
+
+
+def cut(text: str, limit: int) -> str:
+    """A server's ``text`` as it is, or its first ``limit`` characters and the note of
+    the cut."""
+    more = len(text) - limit
+    return text if more <= 0 else text[:limit] + "\u2026" + _more(more, "characters")
+
+
+def cut_bytes(data: bytes, limit: int, *, whole: int | None = None) -> str:
+    """The bytes a server wrote as text (invalid UTF-8 replaced), cut after ``limit``
+    bytes with the note of the cut. ``whole``: ``data`` is only the start of what it
+    wrote, which was longer than that many bytes."""
+    more = len(data) - limit
+    if whole is None and more <= 0:
+        return data.decode("utf-8", "replace")
+    # A character the cut splits is left out, so what is kept ends where the
+    # server's words did (a secret's beginning is found up to the cut).
+    kept = codecs.getincrementaldecoder("utf-8")("replace").decode(data[:limit], final=False)
+    if whole is None:
+        return kept + "\u2026" + _more(more, "bytes")
+    return kept + "\u2026" + _more(whole - min(limit, len(data)), "bytes", over=True)
 
 
 def _backslashed(m: re.Match[str]) -> str:

@@ -36,7 +36,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
-from protocol.visible import quote
+from protocol.visible import CUT_NOTE, quote
 
 from ..config.secrets import HeldSecret
 from .masking import KnownSecrets, marker
@@ -44,10 +44,10 @@ from .patterns import FORMAT, TRIGGER, kind_marker, redact
 
 logger = logging.getLogger("mcpd.secrets")
 
-# Where ``visible.quote`` cut a server's words, and the fewest characters of a secret
-# before such a cut that are taken for its beginning (fewer could be any text's end).
-CUT_MARK: Final = " more characters)"
-_CUT: Final = re.compile(r'" \(and \d+ more characters\)')
+# Where mcpd cut a server's words (``visible.CUT_NOTE``), and the fewest characters of
+# a secret before such a cut that are taken for its beginning (fewer could be any
+# text's end). ``CUT_MARK`` is in every note: text without it is not searched for one.
+CUT_MARK: Final = " (and "
 CUT_PART: Final = 4
 
 _HEX_ESCAPE: Final = re.compile(r"\\u([0-9a-f]{4})")
@@ -106,7 +106,7 @@ class _Search:
     def mask(self, text: str, seen: list[str] | None) -> str:
         """``text`` with every secret replaced by its marker; secrets that overlap are
         masked as one (under the first one's owner), so no part of either shows; and
-        the beginning of a secret where a quote of a server's words was cut."""
+        the beginning of a secret where mcpd cut a server's words."""
         values = self.values
         found = values.search(text) if values is not None else None
         if found is None or values is None:
@@ -143,14 +143,14 @@ class _Search:
         return best
 
     def _cut_parts(self, text: str, seen: list[str] | None) -> str:
-        # A quote of a server's words is cut short (``visible.quote``): a server that
-        # pads what it echoes can put the cut inside a secret, and what comes before
-        # the cut would show all of the secret but its last characters.
+        # mcpd cuts a server's words short (``visible.CUT_NOTE``): a server that pads
+        # what it echoes can put the cut inside a secret, and what comes before the
+        # cut would show all of the secret but its last characters.
         if not self.written or CUT_MARK not in text:
             return text
         out: list[str] = []
         pos = 0
-        for cut in _CUT.finditer(text):
+        for cut in CUT_NOTE.finditer(text):
             part = self.cut_part(text, cut.start())
             if part is None or cut.start() - part[0] < pos:
                 continue
@@ -254,7 +254,7 @@ class SecretGuard:
 
     def holds(self, text: str) -> bool:
         """Whether ``text`` holds any secret mcpd holds (as it is, or its beginning where
-        a quote of a server's words was cut)."""
+        mcpd cut a server's words)."""
         search = self._search
         values = search.values
         if values is None:
@@ -262,7 +262,7 @@ class SecretGuard:
         if values.search(text) is not None:
             return True
         return CUT_MARK in text and any(
-            search.cut_part(text, cut.start()) for cut in _CUT.finditer(text)
+            search.cut_part(text, cut.start()) for cut in CUT_NOTE.finditer(text)
         )
 
     def mask_quietly(self, text: str) -> str:

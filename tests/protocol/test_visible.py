@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.visible import QUOTED, quote, visible, visible_json
+from protocol.visible import CUT_NOTE, QUOTED, cut, cut_bytes, quote, visible, visible_json
 
 
 @pytest.mark.parametrize(
@@ -115,6 +115,20 @@ def test_a_long_text_is_cut_and_the_cut_is_said_outside_the_quote() -> None:
     shown = quote("x" * (QUOTED + 50))
     assert shown == '"' + "x" * QUOTED + '" (and 50 more characters)'
     assert quote("short text") == '"short text"'
+
+
+def test_every_cut_of_a_servers_words_ends_in_the_note_the_guard_looks_for() -> None:
+    assert cut("x" * 10, 4) == "xxxx\u2026 (and 6 more characters)"
+    assert cut("short", 5) == "short"
+    # A character the cut splits is left out, not shown as a replacement.
+    assert cut_bytes("ab\u00e9cd".encode(), 3) == "ab\u2026 (and 3 more bytes)"
+    assert cut_bytes(b"ab\xffc", 4) == "ab\ufffdc"
+    # Only the start of a line that went on past 4096 bytes is at hand.
+    assert cut_bytes(b"y" * 512, 512, whole=4096) == "y" * 512 + "\u2026 (and over 3584 more bytes)"
+    for shown in (cut("x" * 10, 4), cut_bytes(b"y" * 9, 4), quote("z" * 9, 4)):
+        note = CUT_NOTE.search(shown)
+        assert note is not None and note.end() == len(shown), shown
+    assert CUT_NOTE.search(quote("z" * 9) + cut("x" * 4, 4)) is None
 
 
 @given(st.text(st.characters(codec=None), max_size=QUOTED))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 
 import msgspec
 import pytest
@@ -13,7 +14,7 @@ from msgspec import Raw
 from mcpd.config.secrets import HeldSecret
 from mcpd.policy.guard import LogMask, SecretGuard
 from mcpd.policy.masking import KnownSecrets
-from protocol.visible import QUOTED, quote
+from protocol.visible import QUOTED, cut, cut_bytes, quote
 
 ODD = 'se/cr"et\\é\x01-0123456789'
 PLAIN = "plain-secret-0123456789"
@@ -121,6 +122,29 @@ def test_a_server_cannot_pad_a_secret_across_a_quotes_cut_to_show_its_beginning(
     # Text that merely ends like no secret begins is left as it is.
     plain = f"HTTP 503 {quote('y' * 400)}"
     assert g.text("s", plain, "why it failed") == plain
+
+
+@pytest.mark.parametrize(
+    "cut_at",
+    [
+        lambda text, at: cut(text, at),
+        lambda text, at: cut_bytes(text.encode(), len(text[:at].encode())),
+        lambda text, at: cut_bytes(text.encode()[: len(text[:at].encode())], 512, whole=4096),
+    ],
+)
+@pytest.mark.parametrize("secret", [PLAIN, ODD])
+def test_a_server_cannot_pad_a_secret_across_any_cut_of_mcpds_to_show_its_beginning(
+    cut_at: Callable[[str, int], str], secret: str
+) -> None:
+    # An unquoted cut (a long stderr line, a body's start) is noted as a quote's is.
+    g = guard(("servers.a.env.KEY", secret))
+    for kept in range(1, len(secret)):
+        said = cut_at("x" * 40 + secret + "z" * 60, 40 + kept)
+        shown = g.text("s", said, "a log line")
+        assert not any(secret[:size] in shown for size in range(4, len(secret))), (kept, shown)
+        assert g.holds(said) == (kept >= 4)
+        assert g.shown({"stderr": [said]}) == {"stderr": [shown]}
+    assert g.masked("s") == {"servers.a.env.KEY": len(secret) - 4}
 
 
 def test_a_status_row_is_masked_in_its_strings_and_keeps_its_numbers() -> None:
