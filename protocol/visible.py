@@ -101,6 +101,8 @@ def _escaped(text: str) -> str:
 # How much of a server's text goes into one of mcpd's sentences: enough for an error
 # message or a line of stderr, not enough to bury the sentence.
 QUOTED: Final = 300
+# And of a method a server names (its own request's): names are short.
+METHOD_SHOWN: Final = 100
 _QUOTE_ESCAPES: Final = re.compile(r'[\\"]')
 
 

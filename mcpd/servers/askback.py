@@ -43,6 +43,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
+from protocol.visible import METHOD_SHOWN, quote
 from transports.base import OVER_LIMIT
 from transports.errors import MalformedReply
 
@@ -404,10 +405,9 @@ class AskRoutes:
             return  # the flood that follows the first refusal is not logged
         self._over = True
         logger.warning(
-            "%s: refused its %.100r request, and will refuse more until one waiting is "
-            "answered: %s",
+            "%s: refused its %s request, and will refuse more until one waiting is answered: %s",
             self.alias,
-            method,
+            quote(method, METHOD_SHOWN),
             over,
             extra=log_extra(self.alias, "ask_refused", "over a bound"),
         )

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Final
 
 from protocol import jsonrpc as rpc
 from protocol import unreadable
 from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from protocol.logfields import log_extra
 from protocol.pacing import cost, skipped
+from protocol.visible import quote
 
 from ..base import NotificationHandler
 from ..complaints import drop_oversized
@@ -30,6 +32,9 @@ from ..errors import MalformedReply, MessageTooLarge, malformed_reason, too_larg
 from ..pending import Pending
 
 logger = logging.getLogger("mcpd.stdio")
+
+# How much of a line that is not JSON-RPC a warning quotes.
+_SHOWN: Final = 200
 
 
 class StdoutReader:
@@ -93,10 +98,10 @@ class StdoutReader:
             note = self._complain()
             if note is not None:
                 logger.warning(
-                    "%s: skipped a stdout line that is not JSON-RPC (%s): %.200r%s",
+                    "%s: skipped a stdout line that is not JSON-RPC (%s): %s%s",
                     self._alias,
                     exc.message,
-                    item,
+                    _quoted(item),
                     note,
                     extra=log_extra(self._alias),
                 )
@@ -137,10 +142,10 @@ class StdoutReader:
         if not self._pending.resolve(rid, None, MalformedReply(reason)):
             return False  # a late one, or for nobody: skipped like any other bad line
         logger.warning(
-            "%s; the request (id %r) it answered failed, the server keeps running: %.200r",
+            "%s; the request (id %r) it answered failed, the server keeps running: %s",
             reason,
             rid,
-            item,
+            _quoted(item),
             extra=log_extra(self._alias, "malformed_reply", reason),
         )
         return True
@@ -172,3 +177,8 @@ class StdoutReader:
                 note,
                 extra=log_extra(self._alias, "message_too_large", reason),
             )
+
+
+def _quoted(line: bytes) -> str:
+    """The start of a line the server wrote, for a warning (cut where the guard knows)."""
+    return quote(line.decode("utf-8", "replace"), _SHOWN)

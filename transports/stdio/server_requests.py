@@ -25,6 +25,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
+from protocol.visible import METHOD_SHOWN, quote
 
 from ..base import (
     MAX_ANSWERING,
@@ -81,10 +82,10 @@ class Relays:
         note = self._complain()
         if note is not None:
             logger.warning(
-                "%s: refused its %.100r request: it asks faster than it is answered "
+                "%s: refused its %s request: it asks faster than it is answered "
                 "(%d of its requests wait for their answers)%s",
                 self._alias,
-                req.method,
+                quote(req.method, METHOD_SHOWN),
                 len(self._scopes),
                 note,
                 extra=log_extra(self._alias, "server_request_refused"),
@@ -116,10 +117,10 @@ class Relays:
         note = self._complain()
         if note is not None:
             logger.warning(
-                "%s: dropped the answer to its %.100r request: it is not reading its "
+                "%s: dropped the answer to its %s request: it is not reading its "
                 "stdin (%d bytes wait for it)%s",
                 self._alias,
-                method,
+                quote(method, METHOD_SHOWN),
                 queued,
                 note,
                 extra=log_extra(self._alias, "stdin_full"),

@@ -20,6 +20,7 @@ import trio
 
 from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
+from protocol.visible import cut_bytes
 
 logger = logging.getLogger("mcpd.stdio")
 
@@ -42,8 +43,11 @@ class StderrLog:
         return bool(self._burst)
 
     def line(self, item: bytes | Oversized) -> None:
-        raw = item.prefix + b"..." if isinstance(item, Oversized) else item
-        text = raw.decode("utf-8", "replace").rstrip()
+        if isinstance(item, Oversized):
+            # Its start, with the note of the cut the secret guard looks for.
+            text = cut_bytes(item.prefix, len(item.prefix), whole=item.limit)
+        else:
+            text = item.decode("utf-8", "replace").rstrip()
         self.tail.append(text)
         if self._on_line is not None:
             self._on_line(text)

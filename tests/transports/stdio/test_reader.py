@@ -14,6 +14,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.pacing import MAX_NOTIFICATION, cost, skipped
+from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.complaints import BURST, Complaints
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled
 from transports.pending import Pending
@@ -222,3 +223,24 @@ def test_a_line_over_the_limit_costs_its_bytes_as_they_are_read_even_one_never_e
     answer = line({"jsonrpc": "2.0", "id": 11, "result": 1})
     assert out.reader.feed(b"xx\n" + answer) == 1.0 + skipped(2)
     assert out.reader.feed(answer) == cost(answer[:-1])  # waited for by nobody now
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "warned"),
+    [
+        (b"", b"", "not JSON-RPC"),
+        # A reply to a request waiting for it, unreadable: it fails, with its start quoted.
+        (b'{"jsonrpc":"2.0","id":6,"result":"\xff', b'"}', "id 6"),
+    ],
+)
+def test_a_line_quoted_in_a_warning_cut_inside_a_secret_shows_none_of_it_once_guarded(
+    caplog: pytest.LogCaptureFixture, head: bytes, tail: bytes, warned: str
+) -> None:
+    out = Stdout(max_line=1 << 20)
+    out.answered(6)
+    before = len(head.decode("utf-8", "replace"))
+    with caplog.at_level(logging.WARNING):
+        out.reader.feed(head + padded(200 - before).encode() + tail + b"\n")
+    [said] = [r.getMessage() for r in caplog.records]
+    assert warned in said and SECRET[:-1] in said and SECRET not in said
+    assert beginnings(guarded(said)) == [] and MARKER in guarded(said)

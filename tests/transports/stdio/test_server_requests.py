@@ -4,13 +4,17 @@ server's stdin, unless the server withdraws it or goes away first."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from protocol.visible import METHOD_SHOWN
+from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.base import MAX_ANSWERING, OVER_LIMIT
 from transports.stdio.server_requests import Relays
 
@@ -167,3 +171,31 @@ async def test_requests_past_those_being_answered_are_refused_at_once_naming_the
     async with trio.open_nursery() as nursery:
         relays.take(request("next", "elicitation/create"), handler, nursery)
     assert stdin.lines[-1] == {"jsonrpc": "2.0", "id": "next", "result": {"action": "decline"}}
+
+
+async def test_a_method_named_in_a_warning_cut_inside_a_secret_shows_none_of_it_once_guarded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stdin = Stdin(limit=0)
+    release = trio.Event()
+
+    async def handler(req: rpc.Request) -> object:
+        await release.wait()
+        return {}
+
+    relays = Relays("s", stdin, trio.Event(), stdin, lambda: "")
+    method = padded(METHOD_SHOWN)
+    with caplog.at_level(logging.WARNING):
+        # Its answers wait in a stdin it does not read, and it asks past its bound.
+        relays.take(request(0, method), None, None)
+        relays.take(request(1, method), None, None)
+        async with trio.open_nursery() as nursery:
+            for i in range(MAX_ANSWERING + 1):
+                relays.take(request(i, method), handler, nursery)
+            release.set()
+    said = [r.getMessage() for r in caplog.records]
+    assert any("dropped the answer" in s for s in said)
+    assert any("refused its" in s for s in said)
+    for text in said:
+        assert SECRET[:-1] in text and SECRET not in text
+        assert beginnings(guarded(text)) == [] and MARKER in guarded(text)

@@ -8,6 +8,7 @@ import pytest
 import trio
 import trio.testing
 
+from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.stdio.stderr import BURST_GAP, BURST_LINES, StderrLog, read_stderr
 
 
@@ -62,3 +63,20 @@ def test_a_line_taker_gets_each_line_instead_of_the_log(
     assert taken == ["one", "two \ufffd", "three"]
     assert list(log.tail) == ["two \ufffd", "three"]
     assert records(caplog) == []
+
+
+async def test_a_long_line_cut_inside_a_secret_shows_none_of_it_once_guarded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The server pads the line so that the part of it kept ends inside the secret.
+    log = StderrLog("s", tail=3)
+    ours, theirs = trio.testing.memory_stream_pair()
+    with caplog.at_level(logging.INFO, "mcpd.stdio"):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_stderr, theirs, log)
+            await ours.send_all(padded(512, after=5000).encode() + b"\n")
+            await ours.send_eof()
+    [said] = records(caplog)
+    assert list(log.tail) == [said] and said.endswith("\u2026 (and over 3584 more bytes)")
+    assert SECRET[:-1] in said
+    assert beginnings(guarded(said)) == [] and MARKER in guarded(said)
