@@ -31,7 +31,7 @@ from protocol.logfields import log_extra
 from protocol.oauth.challenge import bearer_challenge
 from protocol.pacing import cost
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
-from protocol.visible import quote
+from protocol.visible import cut_bytes, quote
 
 from ..base import NotificationHandler
 from ..complaints import Complain, drop_oversized
@@ -120,7 +120,7 @@ def status_error(
         return HTTPStatusError(
             f"{label}: {status_line(status, head.reason)}",
             status=status,
-            detail=body[:SNIPPET].decode("utf-8", "replace"),
+            detail=cut_bytes(body, SNIPPET),
         )
     return UnexpectedReply(
         f"{label}: HTTP {status} to {what} without a JSON-RPC error", status=status, body=body

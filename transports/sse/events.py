@@ -26,6 +26,8 @@ from ..http.reply import SNIPPET, content_type_words, decode_reply, status_error
 
 logger = logging.getLogger("mcpd.sse")
 
+# How much of an event that is not JSON-RPC a warning quotes.
+_SHOWN: Final = 200
 REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 # Headers the transport owns; neither configuration nor callers may set them.
 RESERVED: Final = frozenset(
@@ -43,10 +45,10 @@ def message_of(event: SSEEvent, label: str, complain: Complain) -> rpc.Message |
         note = complain()
         if note is not None:
             logger.warning(
-                "%s: skipped an event that is not JSON-RPC (%s): %.200r%s",
+                "%s: skipped an event that is not JSON-RPC (%s): %s%s",
                 label,
                 exc.reason.removeprefix(f"{label}: "),
-                event.data[:SNIPPET],
+                quote(event.data.decode("utf-8", "replace"), _SHOWN),
                 note,
                 extra=log_extra(label, "bad_stream_event"),
             )

@@ -280,10 +280,10 @@ class LegacySSETransport(Transport):
 
     def _rejected(self, head: ResponseHead, body: bytes, what: str) -> Exception:
         if session_gone(head, body):
-            text = body[:200].decode("utf-8", "replace").strip()
+            text = body.decode("utf-8", "replace").strip()
             gone = TransportClosed(
                 f"{self.alias}: the server no longer takes messages for this session "
-                f"(HTTP {head.status} to {what}" + (f": {quote(text)})" if text else ")")
+                f"(HTTP {head.status} to {what}" + (f": {quote(text, 200)})" if text else ")")
             )
             self._close(gone)
             return gone

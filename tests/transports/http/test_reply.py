@@ -15,6 +15,7 @@ import trio.testing
 from protocol.http import ResponseHead
 from protocol.jsonrpc import Notification, RPCError
 from protocol.pacing import MAX_NOTIFICATION
+from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from tests.support.http_servers import (
     Responder,
     SeenRequest,
@@ -33,7 +34,7 @@ from transports.errors import (
     UnexpectedReply,
 )
 from transports.http.params import HttpParams
-from transports.http.reply import decode_reply, status_error
+from transports.http.reply import SNIPPET, decode_reply, status_error
 from transports.http.transport import open_http_transport
 
 LIMIT = 10
@@ -364,3 +365,11 @@ async def test_a_notification_larger_than_any_of_its_kind_needs_is_dropped(
         f"srv: dropped a notifications/message notification of {MAX_NOTIFICATION + 30} bytes, "
         f"more than the {MAX_NOTIFICATION} any of its kind needs"
     ]
+
+
+def test_the_start_of_a_5xx_body_cut_inside_a_secret_shows_none_of_it_once_guarded() -> None:
+    body = padded(SNIPPET).encode()
+    exc = status_error("s", ResponseHead(502, "", []), body, "tools/call", had_session=False, now=0)
+    assert isinstance(exc, HTTPStatusError)
+    assert SECRET[:-1] in exc.detail and SECRET not in exc.detail
+    assert beginnings(guarded(exc.describe())) == [] and MARKER in guarded(exc.describe())

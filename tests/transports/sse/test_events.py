@@ -11,6 +11,7 @@ import pytest
 from protocol import jsonrpc as rpc
 from protocol.http import Origin, ResponseHead
 from protocol.sse import SSEEvent
+from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.errors import AuthError, HTTPStatusError, UnexpectedReply
 from transports.sse.events import (
     endpoint_target,
@@ -133,3 +134,14 @@ def test_a_refused_post_says_whether_the_server_forgot_the_session(
     status: int, body: bytes, gone: bool
 ) -> None:
     assert session_gone(head(status), body) is gone
+
+
+def test_an_event_quoted_in_a_warning_cut_inside_a_secret_shows_none_of_it_once_guarded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert message_of(SSEEvent(padded(200).encode()), "old", say) is None
+    [warning] = caplog.records
+    said = warning.getMessage()
+    assert SECRET[:-1] in said and SECRET not in said
+    assert beginnings(guarded(said)) == [] and MARKER in guarded(said)
