@@ -14,6 +14,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from . import jsonrpc as rpc
 from .mcp import Meta
+from .visible import cut
 
 # Least severe first: an index is how severe a level is.
 LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -73,4 +74,4 @@ def data_text(msg: LogMessage, limit: int = 500) -> str:
         data = msgspec.json.decode(msg.data)
     except msgspec.DecodeError:
         return ""
-    return (data if isinstance(data, str) else msgspec.json.encode(data).decode())[:limit]
+    return cut(data if isinstance(data, str) else msgspec.json.encode(data).decode(), limit)

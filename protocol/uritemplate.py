@@ -24,6 +24,8 @@ import string
 from functools import lru_cache
 from typing import Final, NamedTuple
 
+from .visible import quote
+
 # Far beyond any URI or template a real server writes; past them nothing is scanned.
 MAX_URI: Final = 8192  # characters: a longer URI matches no template
 MAX_EXPRESSIONS: Final = 32  # per template: a template with more is a TemplateError
@@ -96,7 +98,7 @@ class Verdict(NamedTuple):
 
 
 def _quoted(template: str) -> str:
-    return repr(template) if len(template) <= 80 else repr(template[:80]) + "..."
+    return quote(template, 80)
 
 
 def _parts(template: str) -> tuple[_Part, ...]:

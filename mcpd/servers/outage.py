@@ -9,7 +9,7 @@ import msgspec
 import trio
 
 from protocol import mcp
-from protocol.visible import quote, visible
+from protocol.visible import QUOTED, cut, quote, visible
 
 from ..policy.guard import SecretGuard
 from ..registry.clean import clean_text
@@ -50,7 +50,7 @@ _PHRASES = {
 
 def last_line(lines: list[str]) -> str | None:
     """The last line of a child's stderr that says anything, for an outage to quote."""
-    return next((line.strip()[:300] for line in reversed(lines) if line.strip()), None)
+    return next((cut(line.strip(), QUOTED) for line in reversed(lines) if line.strip()), None)
 
 
 def one_line(text: str) -> str:

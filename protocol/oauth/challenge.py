@@ -21,6 +21,8 @@ from typing import Final
 
 import msgspec
 
+from ..visible import cut
+
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 _OWS: Final = " \t"
@@ -63,8 +65,7 @@ class BearerChallenge(msgspec.Struct, frozen=True):
 
 
 def _sayable(text: str) -> str:
-    text = _NOT_SAYABLE.sub("?", text[: _SAID_LIMIT + 1])
-    return text if len(text) <= _SAID_LIMIT else text[:_SAID_LIMIT] + "…"
+    return cut(_NOT_SAYABLE.sub("?", text), _SAID_LIMIT)
 
 
 class _Parser:

@@ -9,6 +9,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.loglevels import LEVELS, LogMessage, checked_level, data_text, decode_message, rank
+from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 
 
 def test_levels_rank_from_debug_to_emergency() -> None:
@@ -79,6 +80,16 @@ def test_data_is_one_line_of_text(data: bytes, text: str) -> None:
 
 
 def test_long_data_is_cut_and_bad_data_is_nothing() -> None:
-    assert data_text(LogMessage("info", Raw(b'"' + b"x" * 900 + b'"'))) == "x" * 500
-    assert data_text(LogMessage("info", Raw(b'"abcdef"')), limit=3) == "abc"
+    long = "x" * 500 + "\u2026 (and 400 more characters)"
+    assert data_text(LogMessage("info", Raw(b'"' + b"x" * 900 + b'"'))) == long
+    assert (
+        data_text(LogMessage("info", Raw(b'"abcdef"')), limit=3)
+        == "abc\u2026 (and 3 more characters)"
+    )
     assert data_text(LogMessage("info", Raw(b"{bad"))) == ""
+
+
+def test_a_message_cut_inside_a_secret_shows_none_of_it_once_guarded() -> None:
+    said = data_text(LogMessage("info", Raw(f'"{padded(500)}"'.encode())))
+    assert SECRET[:-1] in said and SECRET not in said
+    assert beginnings(guarded(said)) == [] and MARKER in guarded(said)

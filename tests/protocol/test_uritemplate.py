@@ -11,6 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from protocol import uritemplate as t
+from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 
 TEMPLATE = "repo://{owner}{/path}"
 
@@ -297,3 +298,11 @@ def test_templates_of_one_shape_match_the_same_uris(case: tuple[str, str], name:
     renamed = re.sub(r"\{([+#./;?&]?)[^}]*\}", lambda m: "{" + m[1] + name + "}", template)
     assert t.shape(renamed) == t.shape(template)
     assert matches(renamed, uri[:200]) == matches(template, uri[:200])
+
+
+def test_a_template_quoted_in_an_error_cut_inside_a_secret_shows_none_of_it_once_guarded() -> None:
+    with pytest.raises(t.TemplateError) as info:
+        t.parse(padded(80) + "}")
+    said = str(info.value)
+    assert SECRET[:-1] in said and SECRET not in said
+    assert beginnings(guarded(said)) == [] and MARKER in guarded(said)

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.servers.outage import Outage
+from mcpd.servers.outage import Outage, last_line
+from protocol.visible import QUOTED
 from tests.support.agent import connect, make_config, running
+from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from tests.support.http_servers import Handler, Responder, SeenRequest, serve_http
 from tests.support.supervision import closed_port, server, text, wait_state
 
@@ -265,3 +267,9 @@ async def test_what_a_server_asked_for_is_quoted_in_its_outage(
     for said in (row["last_error"], greeting["instructions"]):
         # Inside double quotes wherever it is: it ends where the quote ends.
         assert said.count(FORGED) == said.count(f'{FORGED}"') >= 1, said
+
+
+def test_a_last_stderr_line_cut_inside_a_secret_shows_none_of_it_once_guarded() -> None:
+    said = last_line([padded(QUOTED), ""])
+    assert said is not None and SECRET[:-1] in said and SECRET not in said
+    assert beginnings(guarded(said)) == [] and MARKER in guarded(said)

@@ -11,6 +11,7 @@ from protocol.oauth.challenge import (
     parse_www_authenticate,
     split_scope,
 )
+from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 
 
 def test_the_401_an_mcp_server_sends() -> None:
@@ -145,7 +146,7 @@ def test_the_words_of_a_challenge_are_quoted_only_as_far_as_they_are_safe() -> N
     assert said.startswith(
         'Bearer error="invalid_token", error_description="x?, mcpd says=?fine???'
     )
-    assert said.endswith('a…"') and said.count('"') == 4
+    assert said.endswith('a… (and 202 more characters)"') and said.count('"') == 4
     assert all(" " <= c <= "~" or c == "…" for c in said)
     assert len(said) < 200
 
@@ -155,3 +156,9 @@ def test_words_are_always_printable_ascii_in_two_quotes(text: str) -> None:
     said = BearerChallenge(error=text or None, error_description=text or None).words()
     assert all(" " <= c <= "~" or c == "…" for c in said)
     assert said.count('"') in (0, 4)
+
+
+def test_a_description_cut_inside_a_secret_shows_none_of_it_once_guarded() -> None:
+    said = BearerChallenge(error_description=padded(120)).words()
+    assert SECRET[:-1] in said and SECRET not in said
+    assert beginnings(guarded(said)) == [] and MARKER in guarded(said)
