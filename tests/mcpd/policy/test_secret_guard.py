@@ -22,10 +22,12 @@ from mcpd.local import journal
 from mcpd.local.journalfields import record_fields
 from protocol.mcp import KEY_LOG_LEVEL
 from tests.support.agent import META, Agent, connect, make_config, running
+from tests.support.cut_secret import MARKER, SECRET, WHOSE, beginnings
 from tests.support.echoing_mcp import EchoingMcp, serve_echoing
 from tests.support.oauth_mcp import login
 
 LEAKY = str(Path(__file__).parents[2] / "support" / "leaky_server.py")
+PADDING = str(Path(__file__).parents[2] / "support" / "padding_server.py")
 LIMIT = 60
 # Another server's secret: a quote, a slash and a letter JSON encoders escape.
 STOLEN = 'other-Sécret/"key-0123456789'
@@ -376,3 +378,26 @@ async def test_redact_patterns_masks_credential_formats_of_the_servers_it_is_on_
     assert off["content"][0]["text"] == f"the key is {aws}"
     assert rows["on"]["secrets_masked"]["format: AWS access key id"] >= 1
     assert rows["off"]["secrets_masked"] == {}
+
+
+async def test_a_secret_padded_across_mcpds_cuts_shows_none_of_its_beginning_in_any_view(
+    tmp_path: Path, collector: Collector
+) -> None:
+    # The server's own secret, padded so that the stderr line kept and the stdout line
+    # quoted each end one character short of it.
+    servers = {"leaky": {"command": sys.executable, "args": [PADDING], "env": {"API_KEY": SECRET}}}
+    cfg = make_config(tmp_path, servers, state_dir=str(tmp_path / "state"))
+    with trio.fail_after(LIMIT):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            assert [t["name"] for t in await agent.tools()] == ["mcp__leaky__crash"]
+            await collector.wait_for("leaky", "stderr")
+            # Once it ended, its stderr's last lines show in status too.
+            seen = texts_of(await agent.call("mcp__leaky__crash"))
+            await collector.wait_for("leaky", "outage")
+            status = await agent.result("mcpd/status")
+    seen += [*texts_of(status), render_status(status), *collector.texts]
+    assert any("skipped a stdout line" in t for t in collector.texts)
+    assert [(b, t) for t in seen for b in beginnings(t)] == []
+    assert MARKER in row_of(status)["stderr"][0]
+    assert row_of(status)["secrets_masked"][WHOSE] >= 1
+    assert ("leaky", "secret_masked") in collector.events
