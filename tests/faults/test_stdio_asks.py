@@ -74,7 +74,7 @@ CASES: list[tuple[str, Callable[[Case], Awaitable[None]], Any, dict[str, Any]]] 
             # The flood takes seconds to read; the call waits for all of it. It is read
             # as fast as it comes: the case is about the answers piling up, not the pace.
             "daemon": {"call_timeout": 60.0, "read_budget": 100_000_000},
-            "log_expect": [r"\[bad\].*dropped the answer to its 'ping' request"],
+            "log_expect": [r'\[bad\].*dropped the answer to its "ping" request'],
         },
     ),
     ("20k sampling, elicitation and roots requests", answered("ask_storm"), asker(), {}),
