@@ -17,12 +17,12 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from protocol.urls import openable
 
+from ..config.paths import pages_directory as where_pages_are
 from ..local.privatefile import make_private_directory, write_atomically
 
 
@@ -60,14 +60,9 @@ def open_in_browser(argv: list[str]) -> str | None:
 
 
 def pages_directory() -> str:
-    """Where the pages are: ``$XDG_RUNTIME_DIR/mcpd-pages``, else ``mcpd-pages-UID``
-    in the temporary directory; made 0700, and refused (``OSError``) when another
-    user made it first or it is a link."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if os.path.isabs(runtime) and os.path.isdir(runtime):
-        folder = os.path.join(runtime, "mcpd-pages")
-    else:
-        folder = os.path.join(tempfile.gettempdir(), f"mcpd-pages-{os.geteuid()}")
+    """Where the pages are (``config.paths.pages_directory``); made 0700, and refused
+    (``OSError``) when another user made it first or it is a link."""
+    folder = where_pages_are()
     make_private_directory(folder)
     return folder
 

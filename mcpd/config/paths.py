@@ -136,3 +136,27 @@ def cache_directory(env: Mapping[str, str] | None = None) -> str:
     if os.geteuid() == 0:
         return "/var/cache/mcpd"
     return os.path.join(env.get("HOME", "/"), ".cache", "mcpd")
+
+
+def pages_directory(env: Mapping[str, str] | None = None) -> str:
+    """Where ``mcpd dashboard`` and ``mcpd auth login`` put the page they hand a browser:
+    ``$XDG_RUNTIME_DIR/mcpd-pages``, else ``/tmp/mcpd-pages-UID`` (not ``$TMPDIR``:
+    the daemon, whose environment may differ, must find it to hide it from servers)."""
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime) and os.path.isdir(runtime):
+        return os.path.join(runtime, "mcpd-pages")
+    return _pages_in_tmp()
+
+
+def pages_directories(env: Mapping[str, str] | None = None) -> list[str]:
+    """Every place ``pages_directory`` may be for this user, as the daemon sees it:
+    the runtime directory's (``/run/user/UID`` where the variable is unset) and the
+    temporary one."""
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.geteuid()}"
+    return [os.path.join(runtime, "mcpd-pages"), _pages_in_tmp()]
+
+
+def _pages_in_tmp() -> str:
+    return f"/tmp/mcpd-pages-{os.geteuid()}"

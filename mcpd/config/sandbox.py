@@ -10,6 +10,10 @@ What is hidden from every server (at the default and the strict level alike):
 - the directories of its sockets when they are mcpd's own (``/run/mcpd``,
   ``$XDG_RUNTIME_DIR/mcpd``, ``/tmp/mcpd-UID``), systemd's RuntimeDirectory= and
   ``$CREDENTIALS_DIRECTORY``;
+- the directory of the pages ``mcpd dashboard`` and ``mcpd auth login`` hand a
+  browser (``config.paths.pages_directories``), which carry a one-time code or a
+  login's state: made as a server starts when missing, since only what exists then
+  can be hidden;
 - the user's credential stores, and the sockets through which a process could act as
   the user, or as root, outside its sandbox (``credstores``).
 
@@ -46,7 +50,7 @@ from transports.stdio.sandbox_host import probe
 from . import state_links
 from .credstores import IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY, ON_HOST
 from .model import Config, ConfigError
-from .paths import cache_directory, state_directory
+from .paths import cache_directory, pages_directories, state_directory
 from .servertable import DEFAULT_LIMITS, LimitsConfig, ServerConfig
 
 HOMES: Final = "homes"
@@ -219,6 +223,7 @@ def hidden(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
     names = {"uid": str(os.getuid()), "user": env.get("USER") or env.get("LOGNAME") or ""}
     out += [os.path.join(runtime, p.format_map(names)) for p in IN_RUNTIME_DIR]
     out += [os.path.join("/tmp", p.format_map(names)) for p in IN_TMP]
+    out += pages_directories(env)
     out += ON_HOST
     for var in NAMED_BY:
         out += [p for p in env.get(var, "").split(":") if p]
@@ -250,6 +255,7 @@ def sandbox_of(
         level=level,
         home=home,
         hide=hide,
+        made=tuple(pages_directories(env)),
         read=read,
         write=write,
         network=cfg.network,

@@ -98,6 +98,10 @@ class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
     home: str = ""
     # What to hide; a "*" in a path's last part matches as each start finds it (``anchors``).
     hide: tuple[str, ...] = ()
+    # Directories among those hidden that are made (0700) when missing, where their
+    # parent exists: a hidden path must exist as the server starts, and what is put in
+    # one of these later (a secret another program of the user writes) must stay hidden.
+    made: tuple[str, ...] = ()
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     network: bool = True

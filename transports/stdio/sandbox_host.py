@@ -9,6 +9,7 @@ reason a server runs unprotected. No trio here (``transports.stdio.launch``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import shutil
@@ -160,10 +161,12 @@ def probe(*, network: bool = False) -> Machine:
 def resolve(sandbox: Sandbox, command: str) -> Resolved:
     """The sandbox's paths as they are on this machine: hidden paths that exist (where
     they are now, ``anchors``), grants (which must exist), the directories above what
-    is hidden (``pins``), and its home, created (0700) when missing. Raises
-    SandboxError."""
+    is hidden (``pins``), and its home, created (0700) when missing, as are the hidden
+    directories it says to make (``made``). Raises SandboxError."""
     where = sandbox.where
     mounts: list[Mount] = []
+    if sandbox.level != "off":
+        make_to_hide(sandbox.made)
     hide = [p for h in sandbox.hide for p in anchors.matching(h)] if sandbox.level != "off" else []
     for path in hide:
         for real in anchors.places(path, sandbox.alias):
@@ -179,6 +182,14 @@ def resolve(sandbox: Sandbox, command: str) -> Resolved:
     home = make_home(sandbox.home, where)
     mounts += fixed_dirs(mounts, home, sandbox.level)
     return Resolved(sandbox=sandbox, home=home, mounts=tuple(mounts), command=command)
+
+
+def make_to_hide(paths: tuple[str, ...]) -> None:
+    for path in paths:
+        # One that cannot be made (its parent is missing, or it is there already,
+        # another user's too) is hidden as it is, or was never there to be used.
+        with contextlib.suppress(OSError):
+            os.mkdir(path, 0o700)
 
 
 def grants(sandbox: Sandbox) -> list[Mount]:

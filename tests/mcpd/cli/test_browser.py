@@ -123,9 +123,11 @@ def test_a_directory_someone_made_a_link_is_refused(
 def test_without_a_runtime_directory_the_pages_are_the_users_in_tmp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """In /tmp whatever ``$TMPDIR`` says: where the daemon, which hides the pages from
+    its servers, finds them too."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", "relative/dir")
-    monkeypatch.setattr(browser.tempfile, "gettempdir", lambda: str(tmp_path))
-    assert browser.pages_directory() == str(tmp_path / f"mcpd-pages-{os.geteuid()}")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert browser.pages_directory() == f"/tmp/mcpd-pages-{os.geteuid()}"
 
 
 def test_a_login_page_lasts_as_long_as_the_block(runtime: Path) -> None:

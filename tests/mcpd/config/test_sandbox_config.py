@@ -116,6 +116,8 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
         tmp_path / "run" / "nvim.*",  # an editor runs what its socket asks
         tmp_path / "run" / "vscode-ipc-*.sock",
         Path(f"/tmp/emacs{os.getuid()}"),
+        tmp_path / "run" / "mcpd-pages",  # the page mcpd dashboard opens has a code
+        Path(f"/tmp/mcpd-pages-{os.geteuid()}"),  # where there is no runtime directory
         tmp_path / "home" / ".1password",
         tmp_path / "agent.sock",
     ):

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from transports.stdio import landlock, sandbox_host
@@ -159,6 +160,19 @@ def test_a_home_that_cannot_be_made_is_an_error_naming_the_server_and_the_home(
     with pytest.raises(SandboxError) as error:
         sandbox_host.resolve(sandbox(tmp), "/bin/true")
     assert str(error.value).startswith(f"servers.s: cannot make its home {tmp}/homes/s: ")
+
+
+def test_a_directory_to_hide_that_is_missing_is_made_private_and_hidden(tmp: Path) -> None:
+    """What another program puts there once the server runs stays out of its reach; one
+    whose parent is missing is left unmade."""
+    pages, nowhere = tmp / "run" / "pages", tmp / "gone" / "pages"
+    (tmp / "run").mkdir()
+    made = (str(pages), str(nowhere))
+    box = msgspec.structs.replace(sandbox(tmp), hide=made, made=made)
+    found = sandbox_host.resolve(box, "/bin/true")
+    assert Mount(str(pages), "hide_dir") in found.mounts
+    assert stat.S_IMODE(os.stat(pages).st_mode) == 0o700
+    assert not (tmp / "gone").exists()
 
 
 # -- the working directory and the command --
