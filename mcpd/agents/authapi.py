@@ -14,7 +14,9 @@ back to; it answers once the server has tried the new token.
 own status page, with an address on the HTTP endpoint that carries a one-time code
 (``page.passes``). Like a login, it is for the daemon's own user and root; the code
 keeps who asked for it and whether that is an agent's kin (``page.opener``), which
-decides what the page it opens may decide.
+decides what the page it opens may decide. ``mcpd/auth/dashboard_spent`` answers once
+such a code can open no session (traded, or past its time): ``mcpd dashboard`` waits
+for that to remove the page that carried the code to the browser.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ class _Server(msgspec.Struct):
 class _Begin(msgspec.Struct):
     server: str
     redirect_uri: str | None = None
+
+
+class _Code(msgspec.Struct):
+    code: str
 
 
 class _Complete(msgspec.Struct):
@@ -114,6 +120,16 @@ async def _dashboard(
     return {"url": f"http://{host}:{endpoint.port}/?code={code}", "expires_in": CODE_TTL}
 
 
+async def _dashboard_spent(
+    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    """An empty answer once the code can open no session; at most its time to live."""
+    _owner_only(conn, req.method)
+    params = rpc.decode_as(req.params, _Code)
+    await api.http.page.passes.until_spent(params.code)
+    return {}
+
+
 Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
 
 HANDLERS: dict[str, Handler] = {
@@ -122,4 +138,5 @@ HANDLERS: dict[str, Handler] = {
     "mcpd/auth/complete": _complete,
     "mcpd/auth/logout": _logout,
     "mcpd/auth/dashboard": _dashboard,
+    "mcpd/auth/dashboard_spent": _dashboard_spent,
 }

@@ -76,9 +76,10 @@ def write_page(name: str, url: str) -> str:
 
 
 @contextlib.contextmanager
-def page_to(url: str) -> Iterator[str]:
-    """``write_page`` for as long as the block lasts."""
-    name = f"login-{secrets.token_hex(8)}.html"
+def page_to(url: str, kind: str = "login") -> Iterator[str]:
+    """``write_page`` for as long as the block lasts, named for its ``kind`` and made
+    unique, so that another run's page is neither replaced nor removed."""
+    name = f"{kind}-{secrets.token_hex(8)}.html"
     address = write_page(name, url)
     try:
         yield address

@@ -4,18 +4,25 @@ The page is served on the HTTP endpoint (``[daemon] http_listen``). A browser ca
 send the endpoint's token, so the daemon hands its own user (or root) an address with
 a one-time code instead, which the page trades for a session cookie. Without the
 endpoint, this says how to turn it on, and where the page can be read meanwhile.
+
+A browser is given a ``file:`` page that carries the code (``browser``), and the
+opener may return before the browser has read it. So the command waits, until the
+daemon says the code can open no session (traded, or past its time), and then removes
+the page: the code does not outlive its use on disk.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from protocol.visible import visible
 
 from ..config.model import default_config_path
-from .browser import browser_argv, open_in_browser, write_page
+from .browser import browser_argv, open_in_browser, page_to
 from .exits import EXIT_BAD_REPLY, EXIT_FAILED, ask, client_for, fail
 
 
@@ -71,15 +78,23 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     )
     if args.no_browser or browser_argv(url) is None:
         return 0
-    try:
-        # The code stays off the opener's command line, where any local user could read
-        # it and redeem it first. The page stays too: the browser may read it later than
-        # this command ends, and the next run replaces it.
-        opener = browser_argv(write_page("dashboard.html", url))
-    except OSError as exc:
-        print(f"mcpd: not opening a browser: {exc}", file=sys.stderr)
-        return 0
-    problem = open_in_browser(opener) if opener is not None else None
-    if problem is not None:
-        print(f"mcpd: {problem}", file=sys.stderr)
+    with contextlib.ExitStack() as page:
+        try:
+            # The code stays off the opener's command line, where any local user could
+            # read it and redeem it first.
+            opener = browser_argv(page.enter_context(page_to(url, "dashboard")))
+        except OSError as exc:
+            print(f"mcpd: not opening a browser: {exc}", file=sys.stderr)
+            return 0
+        problem = open_in_browser(opener) if opener is not None else None
+        if problem is not None:
+            print(f"mcpd: {problem}", file=sys.stderr)
+            return 0
+        print(
+            f"mcpd: waiting for the browser to open it (at most {seconds:.0f} seconds)",
+            file=sys.stderr,
+        )
+        code = parse_qs(urlsplit(url).query).get("code", [""])[0]
+        with client_for(args) as client:
+            ask(client, "mcpd/auth/dashboard_spent", {"code": code}, code=False)
     return 0

@@ -47,6 +47,13 @@ class PageSession(msgspec.Struct, frozen=True):
     opener: Opener = Opener()
 
 
+class _Code(msgspec.Struct, frozen=True):
+    expires: float
+    asker: Opener
+    # Set once it can no longer open a session before it expires (traded, pushed out).
+    spent: trio.Event = msgspec.field(default_factory=trio.Event)
+
+
 def _digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode()).digest()
 
@@ -55,23 +62,32 @@ class Passes:
     def __init__(self, token: Callable[[], str]) -> None:
         """``token``: the endpoint's bearer token now (it may be rotated)."""
         self._token = token
-        self._codes: dict[bytes, tuple[float, Opener]] = {}  # digest -> (expiry, asked by)
+        self._codes: dict[bytes, _Code] = {}
         self._sessions: dict[bytes, PageSession] = {}
 
     def issue(self, asker: Opener | None = None) -> str:
         """A new one-time code, for ``asker`` (who asked for it)."""
         now = trio.current_time()
-        self._codes = {d: c for d, c in self._codes.items() if c[0] > now}
+        self._codes = {d: c for d, c in self._codes.items() if c.expires > now}
         while len(self._codes) >= MAX_CODES:
-            del self._codes[next(iter(self._codes))]
+            self._codes.pop(next(iter(self._codes))).spent.set()
         code = secrets.token_urlsafe(24)
-        self._codes[_digest(code)] = (now + CODE_TTL, asker or Opener())
+        self._codes[_digest(code)] = _Code(now + CODE_TTL, asker or Opener())
         return code
+
+    async def until_spent(self, code: str) -> None:
+        """Return once ``code`` can open no session: it was traded, pushed out, or
+        expired (at once for one that is not a good code now)."""
+        found = self._codes.get(_digest(code))
+        if found is None:
+            return
+        with trio.move_on_at(found.expires):
+            await found.spent.wait()
 
     def good(self, code: str) -> bool:
         """Whether ``code`` would open a session now (it is not spent by asking)."""
         found = self._codes.get(_digest(code))
-        return found is not None and found[0] > trio.current_time()
+        return found is not None and found.expires > trio.current_time()
 
     def redeem(self, code: str, uid: int, trader: Opener | None = None) -> str | None:
         """The id of a new session for a good code (which is then spent), or None.
@@ -81,16 +97,16 @@ class Passes:
         """
         now = trio.current_time()
         key = _digest(code)
-        found = self._codes.get(key)
-        if found is None or found[0] <= now:
-            self._codes.pop(key, None)
+        found = self._codes.pop(key, None)
+        if found is None:
             return None
-        opener = found[1].joined(trader or Opener())
+        found.spent.set()
+        if found.expires <= now:
+            return None
+        opener = found.asker.joined(trader or Opener())
         token = self._current_token()
         if token is None:
-            del self._codes[key]
             return None
-        del self._codes[key]
         self._sessions = {d: s for d, s in self._sessions.items() if s.expires > now}
         while len(self._sessions) >= MAX_SESSIONS:
             del self._sessions[next(iter(self._sessions))]

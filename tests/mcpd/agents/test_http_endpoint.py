@@ -178,6 +178,7 @@ OWNER_ONLY = {
     "mcpd/auth/logout": {"server": "code"},
     "mcpd/auth/login": {"server": "code"},
     "mcpd/auth/dashboard": {},
+    "mcpd/auth/dashboard_spent": {"code": "x"},
     "mcpd/pins/approve": {"server": "code"},
     "mcpd/pins/import": {"pins": {"format": 1, "servers": {}}, "replace": True},
     "mcpd/approvals/list": {},

@@ -81,16 +81,49 @@ def test_a_browser_is_given_a_page_not_the_address(
 ) -> None:
     monkeypatch.setenv("BROWSER", "my-browser --new-tab")
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    with daemon(sock, {"url": URL, "expires_in": 30}):
+    pages = tmp_path / "mcpd-pages"
+    while_waiting: list[str] = []
+
+    def answer(msg: dict[str, Any]) -> bytes:
+        if msg["method"] == "mcpd/auth/dashboard_spent":
+            # What the browser may still read while the daemon has not seen the code used.
+            while_waiting.extend(p.read_text() for p in pages.iterdir())
+            return result(msg, {})
+        return result(msg, {"url": URL, "expires_in": 30})
+
+    with FakeDaemon(sock, answer) as d:
         assert run("dashboard", "--socket", str(sock)) == 0
     [argv] = no_desktop
     assert argv[:2] == ["my-browser", "--new-tab"]
     assert "code=abc" not in " ".join(argv)  # the one-time code is off the command line
-    capsys.readouterr()
+    [page] = while_waiting
+    assert "code=abc" in page and argv[2].startswith(pages.as_uri() + "/")
+    # Once the daemon says the code is spent, it is on disk no more.
+    assert list(pages.iterdir()) == []
+    assert d.requests[-1]["method"] == "mcpd/auth/dashboard_spent"
+    assert d.requests[-1]["params"]["code"] == "abc"
+    assert "waiting for the browser to open it (at most 30 seconds)" in capsys.readouterr().err
     again = tmp_path / "again.sock"
     with daemon(again, {"url": URL}):
         assert run("dashboard", "--socket", str(again), "--no-browser") == 0
     assert len(no_desktop) == 1
+
+
+def test_the_page_is_removed_when_the_wait_for_its_code_ends_otherwise(
+    sock: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_desktop: list[list[str]]
+) -> None:
+    monkeypatch.setenv("BROWSER", "my-browser")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+
+    def answer(msg: dict[str, Any]) -> bytes:
+        if msg["method"] == "mcpd/auth/dashboard_spent":
+            return error(msg, -32601, "method not found")
+        return result(msg, {"url": URL})
+
+    with FakeDaemon(sock, answer):
+        assert run("dashboard", "--socket", str(sock)) == 1
+    assert len(no_desktop) == 1
+    assert list((tmp_path / "mcpd-pages").iterdir()) == []
 
 
 def test_with_the_endpoint_off_it_says_how_to_turn_it_on_and_fails(

@@ -270,13 +270,26 @@ async def test_mcpd_dashboard_prints_an_address_or_how_to_get_one(tmp_path: Path
             browser = tmp_path / "browser"
             browser.write_text(f"#!/bin/sh\nprintf '%s' \"$1\" > {opened}\n")
             browser.chmod(0o755)
-            code, said = await mcpd(daemon.socket_path, "dashboard", env={"BROWSER": str(browser)})
-            assert code == 0, said
-            page = await trio.to_thread.run_sync(opened.read_text, abandon_on_cancel=True)
-            assert page.startswith("file:") and "code=" not in page
-            assert stat.S_IMODE(os.stat(urlsplit(page).path).st_mode) == 0o600
-            url = from_page(page)
-            assert url.startswith(f"http://127.0.0.1:{port}/?code=") and url in said
+            ended: list[tuple[int, str]] = []
+
+            async def dashboard() -> None:
+                env = {"BROWSER": str(browser)}
+                ended.append(await mcpd(daemon.socket_path, "dashboard", env=env))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(dashboard)
+                page = await trio.to_thread.run_sync(opened.read_text, abandon_on_cancel=True)
+                assert page.startswith("file:") and "code=" not in page
+                assert stat.S_IMODE(os.stat(urlsplit(page).path).st_mode) == 0o600
+                url = from_page(page)
+                assert url.startswith(f"http://127.0.0.1:{port}/?code=")
+                # The browser trades the code: the command ends, and the page with it.
+                traded = await http(port, "GET", url[len(f"http://127.0.0.1:{port}") :],
+                                    {"Host": f"127.0.0.1:{port}"})  # fmt: skip
+                assert traded.status == 200
+            [(code, said)] = ended
+            assert code == 0 and url in said, said
+            assert not os.path.exists(urlsplit(page).path)
 
 
 async def test_codes_expire_and_are_bounded(autojump_clock: trio.testing.MockClock) -> None:

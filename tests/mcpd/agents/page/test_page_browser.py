@@ -294,9 +294,10 @@ def test_the_browser_mcpd_dashboard_opens_lands_on_the_page(
         "XDG_RUNTIME_DIR": str(tmp_path),
         "BROWSER": f"/bin/sh -c {shlex.quote(record)}",
     }
-    subprocess.run(
+    # It waits for the page it handed over to be used, as a browser may read it late.
+    command = subprocess.Popen(
         [sys.executable, "-m", "mcpd", "dashboard", "--socket", mcpd.socket],
-        capture_output=True, timeout=30, cwd=ROOT, env=env, check=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, env=env,
     )  # fmt: skip
     with open(opened) as told:
         address = told.read().strip()
@@ -306,6 +307,9 @@ def test_the_browser_mcpd_dashboard_opens_lands_on_the_page(
     WebDriverWait(browser, 10).until(
         lambda d: d.current_url == f"{mcpd.origin}/" and d.find_elements("css selector", "h2")
     )
+    # Once the browser traded the code, the command ends, and the page with it.
+    assert command.wait(timeout=30) == 0
+    assert list((tmp_path / "mcpd-pages").iterdir()) == []
     body = browser.find_element("tag name", "body").text
     assert browser.find_elements("id", "rows"), body
     assert "?code=" not in browser.current_url

@@ -177,3 +177,28 @@ async def test_a_planted_or_another_users_cookie_neither_locks_out_nor_is_taken(
         assert found is not None and found[0] == mine, sids
     assert users_session(passes.live(["planted", theirs]), ME) is None
     assert passes.live(["forged", "A" * 43]) == []
+
+
+async def test_the_wait_for_a_code_ends_when_it_is_traded_or_its_time_is_up(
+    autojump_clock: MockClock,
+) -> None:
+    passes = Passes(Token())
+    code, ended = passes.issue(), []
+    async with trio.open_nursery() as nursery:
+
+        async def wait(code: str) -> None:
+            await passes.until_spent(code)
+            ended.append((code, trio.current_time()))
+
+        nursery.start_soon(wait, code)
+        await trio.sleep(5)
+        assert ended == []
+        start = trio.current_time()
+        assert passes.redeem(code, ME) is not None
+    assert ended == [(code, start)]
+    unused = passes.issue()
+    issued = trio.current_time()
+    await passes.until_spent(unused)
+    assert trio.current_time() == issued + CODE_TTL
+    await passes.until_spent("never-issued")  # at once
+    assert trio.current_time() == issued + CODE_TTL
