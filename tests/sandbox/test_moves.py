@@ -44,6 +44,7 @@ def state_in(where: Path) -> Path:
     """A state directory at ``where`` holding the endpoint token."""
     where.mkdir(parents=True)
     (where / "token").write_text(ENDPOINT_TOKEN + "\n")
+    (where / "token").chmod(0o600)  # as mcpd writes it: one others could read is replaced
     return where
 
 

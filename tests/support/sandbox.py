@@ -89,6 +89,9 @@ def plant(tmp: Path) -> tuple[Path, Path]:
     (state / "oauth").mkdir(parents=True)
     (state / "token").write_text(ENDPOINT_TOKEN + "\n")
     (state / "oauth" / "tickets.json").write_text(json.dumps({"access_token": OAUTH_TOKEN}))
+    # Private, as mcpd writes them: a token file others could read is replaced at start.
+    (state / "token").chmod(0o600)
+    (state / "oauth" / "tickets.json").chmod(0o600)
     return home, state
 
 
