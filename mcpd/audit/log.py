@@ -2,16 +2,17 @@
 line each, and (unless ``audit_journal = false``) a journal entry each, within a budget.
 
 The call path never waits for it: ``record`` counts the record for the metrics, keeps
-it among the latest (``recent``, which the status page reads), works out the digest
-of its arguments (one pass over bytes the call has just read) and appends it to a
+it among the latest (``recent``, which the status page reads) and appends it to a
 bounded buffer. A writer task (``run``) wakes when the buffer is no longer empty, lets
 a moment's records gather (or fewer, when a batch's worth have come sooner), and hands
-them to a worker thread, which writes the file and the journal (within the journal's
-budget: see ``journal``). With ``audit_arguments``, the arguments themselves are
-masked and kept there too (``arguments``): the buffer holds a copy of them until then,
-up to ``HELD_ARGUMENTS`` bytes, and past that a record's are worked out as it is made;
-arguments too large to keep are never copied, and once written, the records kept in
-memory let go of theirs. When
+them to a worker thread, which works out the digests of their arguments and writes the
+file and the journal (within the journal's budget: see ``journal``). With
+``audit_arguments``, the arguments themselves are masked and kept there too
+(``arguments``). The buffer holds a copy of the arguments for that, up to
+``HELD_ARGUMENTS`` bytes; past it, and for arguments longer than a copy is worth
+(``DIGESTED_LATER``, or ``MAX_KEPT`` when they are kept), a record's are worked out as
+it is made, and arguments too large to keep are never copied. Once written, the records
+kept in memory let go of theirs. When
 the buffer is full (the disk or journald fell behind), a record is counted and
 dropped, never waited for; the next write puts a ``Gap`` line in the file with how
 many were dropped, and a warning in the log. What is still buffered when the daemon
@@ -49,7 +50,7 @@ from ..policy.masking import KnownSecrets, SecretSet
 from . import journal
 from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts
-from .record import DIGEST, CallRecord, Gap, digest, iso, stamp
+from .record import DIGEST, CallRecord, Gap, iso, stamp
 
 FILE_NAME: Final = "calls.jsonl"
 BUFFER: Final = 8192  # records waiting to be written
@@ -64,6 +65,11 @@ GATHER: Final = 0.2
 # GATHER: enough to share a hand-over among many, few enough that the records are
 # still in the processor's cache when the worker reads them.
 BATCH: Final = 512
+# The longest arguments whose digest waits for the writer when they are not kept: for
+# short ones, most of a digest's cost on the call path is bringing the hash's code and
+# state back into the processor's cache, which a batch pays once; for long ones it is
+# the hashing itself, and a copy for the writer would only add to it.
+DIGESTED_LATER: Final = 1024
 _FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 # The arguments' JSON as the agent sent it (a view into what was read, kept only until
@@ -90,9 +96,9 @@ class AuditLog:
         self.counts = CallCounts()
         self.written = 0
         self._buffer: list[CallRecord] = []
-        # Records of the buffer whose arguments are still to be kept, with a copy of
-        # them (``audit_arguments``).
-        self._to_keep: list[tuple[CallRecord, bytes]] = []
+        # Records of the buffer whose arguments' digest (and, with ``audit_arguments``,
+        # masked copy) is still to be worked out, with a copy of them.
+        self._to_digest: list[tuple[CallRecord, bytes]] = []
         self._recent: deque[CallRecord] = deque(maxlen=RECENT)
         self._writing = trio.Lock()
         self._watchers: list[Callable[[], None]] = []
@@ -114,6 +120,8 @@ class AuditLog:
         self.to_journal = settings.audit_journal
         self._writes = self.to_file or self.to_journal  # anywhere
         self.arguments_kept = settings.audit_arguments
+        # The longest arguments copied for the writer.
+        self._copied = MAX_KEPT if self.arguments_kept else DIGESTED_LATER
         self.max_bytes = settings.audit_max_bytes
         self.files = settings.audit_files
 
@@ -136,23 +144,21 @@ class AuditLog:
             self._dropped += 1
             self.counts.dropped += 1
             return
-        if arguments and not self.arguments_kept:
-            # Worked out now, over the bytes the call was just read into: a copy for
-            # the writer would cost more (fresh memory each time) than the digest.
-            record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
-        elif arguments:
+        if arguments:
             size = len(arguments)
             held = self._held + size
-            if size > MAX_KEPT:  # nothing of them is kept: none are copied
-                record.args_digest = digest(arguments)
-                record.arguments = too_large(size)
-            elif held <= self._room:
+            if size <= self._copied and held <= self._room:
                 # A copy: not the whole read the arguments are a view of.
-                self._to_keep.append((record, bytes(arguments)))
+                self._to_digest.append((record, bytes(arguments)))
                 self._held = held
-            else:  # the writer is behind: no more bytes are held for it
-                record.args_digest = digest(arguments)
-                record.arguments = kept_arguments(arguments, self.secrets.current())
+            else:  # too long to copy, or the writer is behind: worked out now
+                record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
+                if self.arguments_kept:
+                    record.arguments = (
+                        too_large(size)  # nothing of them is kept: none are copied
+                        if size > MAX_KEPT
+                        else kept_arguments(arguments, self.secrets.current())
+                    )
         buffer.append(record)
         waiting += 1
         if waiting == 1:  # the first since the last write wakes the writer
@@ -199,7 +205,7 @@ class AuditLog:
         async with self._writing:
             self._wake, self._full = trio.Event(), trio.Event()
             batch, self._buffer = self._buffer, []
-            to_keep, self._to_keep = self._to_keep, []
+            to_digest, self._to_digest = self._to_digest, []
             dropped, self._dropped = self._dropped, 0
             self._room, self._held = HELD_ARGUMENTS - self._held, 0
             if batch or dropped:
@@ -207,7 +213,7 @@ class AuditLog:
                 # daemon's state, which only this thread may.
                 secrets = self.secrets.current() if self.arguments_kept else None
                 try:
-                    await trio.to_thread.run_sync(self._write, batch, to_keep, dropped, secrets)
+                    await trio.to_thread.run_sync(self._write, batch, to_digest, dropped, secrets)
                 finally:
                     self._room = HELD_ARGUMENTS
                 for written in self._watchers:
@@ -223,13 +229,13 @@ class AuditLog:
     def _write(
         self,
         records: list[CallRecord],
-        to_keep: list[tuple[CallRecord, bytes]],
+        to_digest: list[tuple[CallRecord, bytes]],
         dropped: int,
         secrets: SecretSet | None,
     ) -> None:
         now = time.time()
         stamp(records)
-        for record, arguments in to_keep:
+        for record, arguments in to_digest:
             record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
             if secrets is not None:
                 record.arguments = kept_arguments(arguments, secrets)

@@ -110,7 +110,7 @@ async def test_arguments_that_give_a_key_twice_are_kept_as_the_text_the_server_g
     assert written.args_digest == records.digest(raw)
 
 
-async def test_arguments_too_large_to_keep_are_never_copied_and_none_stay_in_memory(
+async def test_arguments_too_large_to_digest_are_never_copied_and_none_stay_in_memory(
     tmp_path: Path,
 ) -> None:
     """Arguments past what a record keeps are not copied for the writer (their digest is
@@ -123,7 +123,7 @@ async def test_arguments_too_large_to_keep_are_never_copied_and_none_stay_in_mem
     log.record(made, big)
     log.record(record(2, args_bytes=len(small)), small)
     assert made.args_digest == records.digest(big)
-    assert [len(arguments) for _, arguments in log._to_keep] == [len(small)]
+    assert [len(arguments) for _, arguments in log._to_digest] == [len(small)]
     await log.flush()
     first, second = Reading(str(tmp_path))
     assert first.arguments == f"({len(big)} bytes, more than the 65536 kept)"
@@ -296,7 +296,7 @@ async def test_arguments_kept_are_held_for_the_writer_within_a_bound(
     assert [w["args_digest"] for w in written] == [records.digest(small), records.digest(big)]
     assert [w["arguments"] for w in written] == [{"a": 1}, {"b": "x" * 200}]
     log.record(record(3, args_bytes=len(small)), small)  # written: room again
-    assert log._to_keep[-1] == (log._buffer[-1], small)
+    assert log._to_digest[-1] == (log._buffer[-1], small)
 
 
 async def test_without_the_arguments_kept_nothing_of_them_waits_for_the_writer(
@@ -309,11 +309,30 @@ async def test_without_the_arguments_kept_nothing_of_them_waits_for_the_writer(
     made = record(1, args_bytes=len(raw))
     log.record(made, raw)
     assert made.args_digest == records.digest(bytes(raw))
-    assert log._to_keep == []
+    assert log._to_digest == []
     await log.flush()
     (line,) = (tmp_path / FILE_NAME).read_text().splitlines()
     assert json.loads(line)["args_digest"] == records.digest(bytes(raw))
     assert "arguments" not in json.loads(line)
+
+
+async def test_short_arguments_not_kept_are_digested_by_the_writer(tmp_path: Path) -> None:
+    """Without audit_arguments, short arguments wait for the writer as a copy (their
+    digest is worked out there, with the batch's), and what is written is their digest
+    only, the same as one worked out at once."""
+    log = AuditLog(str(tmp_path), settings())
+    short = b'{"q": "' + b"z" * (audit_log.DIGESTED_LATER - 10) + b'"}'
+    view = msgspec.Raw(short)
+    made = record(1, args_bytes=len(short))
+    log.record(made, view)
+    assert made.args_digest is None  # left to the writer
+    [(waiting, copy)] = log._to_digest
+    assert waiting is made and copy == short and type(copy) is bytes
+    await log.flush()
+    (line,) = (tmp_path / FILE_NAME).read_text().splitlines()
+    assert json.loads(line)["args_digest"] == records.digest(short)
+    assert "arguments" not in json.loads(line)
+    assert log._to_digest == []
 
 
 async def test_a_burst_is_written_at_once_and_a_trickle_after_a_moment(
