@@ -8,11 +8,11 @@ a moment's records gather (or fewer, when a batch's worth have come sooner), and
 them to a worker thread, which works out the digests of their arguments and writes the
 file and the journal (within the journal's budget: see ``journal``). With
 ``audit_arguments``, the arguments themselves are masked and kept there too
-(``arguments``). The buffer holds a copy of the arguments for that, up to
-``HELD_ARGUMENTS`` bytes; past it, and for arguments longer than a copy is worth
-(``DIGESTED_LATER``, or ``MAX_KEPT`` when they are kept), a record's are worked out as
-it is made, and arguments too large to keep are never copied. Once written, the records
-kept in memory let go of theirs. When
+(``arguments``). The buffer holds a copy of the arguments for that: of short ones
+(``DIGESTED_LATER``) for their digest, as many as it holds records; of those to be kept,
+up to ``HELD_ARGUMENTS`` bytes. Past that, and for longer arguments, a record's are
+worked out as it is made, and arguments too large to keep are never copied. Once
+written, the records kept in memory let go of theirs. When
 the buffer is full (the disk or journald fell behind), a record is counted and
 dropped, never waited for; the next write puts a ``Gap`` line in the file with how
 many were dropped, and a warning in the log. What is still buffered when the daemon
@@ -34,7 +34,6 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
-from hashlib import sha256
 from typing import Final
 
 import msgspec
@@ -50,7 +49,7 @@ from ..policy.masking import KnownSecrets, SecretSet
 from . import journal
 from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts
-from .record import DIGEST, CallRecord, Gap, iso, stamp
+from .record import CallRecord, Gap, digest, iso, set_digests, stamp
 
 FILE_NAME: Final = "calls.jsonl"
 BUFFER: Final = 8192  # records waiting to be written
@@ -120,8 +119,6 @@ class AuditLog:
         self.to_journal = settings.audit_journal
         self._writes = self.to_file or self.to_journal  # anywhere
         self.arguments_kept = settings.audit_arguments
-        # The longest arguments copied for the writer.
-        self._copied = MAX_KEPT if self.arguments_kept else DIGESTED_LATER
         self.max_bytes = settings.audit_max_bytes
         self.files = settings.audit_files
 
@@ -145,26 +142,34 @@ class AuditLog:
             self.counts.dropped += 1
             return
         if arguments:
-            size = len(arguments)
-            held = self._held + size
-            if size <= self._copied and held <= self._room:
+            if self.arguments_kept:
+                self._keep(record, arguments)
+            elif len(arguments) <= DIGESTED_LATER:
                 # A copy: not the whole read the arguments are a view of.
                 self._to_digest.append((record, bytes(arguments)))
-                self._held = held
-            else:  # too long to copy, or the writer is behind: worked out now
-                record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
-                if self.arguments_kept:
-                    record.arguments = (
-                        too_large(size)  # nothing of them is kept: none are copied
-                        if size > MAX_KEPT
-                        else kept_arguments(arguments, self.secrets.current())
-                    )
+            else:
+                record.args_digest = digest(arguments)
         buffer.append(record)
         waiting += 1
         if waiting == 1:  # the first since the last write wakes the writer
             self._wake.set()
         elif waiting == BATCH:
             self._full.set()
+
+    def _keep(self, record: CallRecord, arguments: Arguments) -> None:
+        """With ``audit_arguments``: ``arguments`` left to the writer to mask and keep,
+        within what the buffer may hold; else worked out now."""
+        size = len(arguments)
+        held = self._held + size
+        if size <= MAX_KEPT and held <= self._room:
+            self._to_digest.append((record, bytes(arguments)))
+            self._held = held
+            return
+        record.args_digest = digest(arguments)
+        if size > MAX_KEPT:  # nothing of them is kept: none are copied
+            record.arguments = too_large(size)
+        else:  # the writer is behind: no more bytes are held for it
+            record.arguments = kept_arguments(arguments, self.secrets.current())
 
     def watch(self, written: Callable[[], None]) -> None:
         """``written()`` after each batch of records is written (the status page's
@@ -235,10 +240,12 @@ class AuditLog:
     ) -> None:
         now = time.time()
         stamp(records)
-        for record, arguments in to_digest:
-            record.args_digest = sha256(arguments).hexdigest()[:DIGEST]
+        if to_digest:
+            waiting, copies = zip(*to_digest, strict=True)
+            set_digests(waiting, copies)
             if secrets is not None:
-                record.arguments = kept_arguments(arguments, secrets)
+                for record, arguments in to_digest:
+                    record.arguments = kept_arguments(arguments, secrets)
         lines = _encoder.encode_lines(records)
         if secrets is not None:
             # Written: the latest records kept in memory need them no more.

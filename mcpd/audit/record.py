@@ -8,7 +8,11 @@ A ``Gap`` line says how many records were not written because the writer fell be
 from __future__ import annotations
 
 import hashlib
+from collections import deque
+from collections.abc import Iterable
 from datetime import UTC, datetime
+from itertools import repeat
+from operator import itemgetter, methodcaller
 from typing import Any, Final, Literal
 
 import msgspec
@@ -89,6 +93,17 @@ def kept(text: str) -> str:
 
 def digest(arguments: bytes | msgspec.Raw) -> str:
     return hashlib.sha256(arguments).hexdigest()[:DIGEST]
+
+
+def set_digests(records: Iterable[CallRecord], arguments: Iterable[bytes]) -> None:
+    """Each record's ``args_digest``, of the arguments in the same place: a batch's, in
+    C from end to end, with no Python run per record."""
+    digests = map(_cut, map(_hexdigest, map(hashlib.sha256, arguments)))
+    deque(map(setattr, records, repeat("args_digest"), digests), maxlen=0)
+
+
+_hexdigest: Final = methodcaller("hexdigest")
+_cut: Final = itemgetter(slice(DIGEST))
 
 
 def iso(ts: float) -> str:

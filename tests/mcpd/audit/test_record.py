@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpd.audit.record import DIGEST, CallRecord, Gap, digest, iso, stamp
+from mcpd.audit.record import DIGEST, CallRecord, Gap, digest, iso, set_digests, stamp
 from mcpd.policy.agent import AgentInfo
 
 
@@ -106,3 +106,11 @@ def test_a_record_reads_back_as_it_was_written() -> None:
 def test_a_gap_says_how_many_records_were_never_written() -> None:
     line = json.loads(msgspec.json.encode(Gap(time=iso(0.0), ts=0.0, dropped=12)))
     assert line == {"time": "1970-01-01T00:00:00.000Z", "ts": 0.0, "dropped": 12}
+
+
+@given(st.lists(st.binary(max_size=2048), max_size=20))
+def test_a_batchs_digests_are_each_records_own(arguments: list[bytes]) -> None:
+    records = [record(float(n)) for n in range(len(arguments))]
+    set_digests(records, arguments)
+    assert [r.args_digest for r in records] == [digest(a) for a in arguments]
+    assert all(len(r.args_digest or "") == DIGEST for r in records)
