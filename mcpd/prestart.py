@@ -33,13 +33,17 @@ from .config.paths import (
 )
 from .config.sandbox import child_env, sandbox_of
 from .listening import Listening
+from .local.statedir import ready_state_directory
 
 logger = logging.getLogger("mcpd")
 
 
 def state_found(config: Config) -> Config:
     """``config`` with its state directory as the daemon keeps it (``found_state_directory``),
-    and as it was named (``Config.state_path``), kept from the first time."""
+    and as it was named (``Config.state_path``), kept from the first time. The directory
+    is made private first, and refused (``UnsafeStateDirectory``) where another user
+    could read or change it."""
+    ready_state_directory(state_directory(config.daemon.state_dir))
     found = found_state_directory(config.daemon.state_dir)
     return msgspec.structs.replace(
         config,

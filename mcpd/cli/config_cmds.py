@@ -21,8 +21,9 @@ from ..config.endpoints import groups_locked_out
 from ..config.exposure import in_url, masked, masked_args, warnings
 from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
-from ..config.paths import daemon_socket_path, runtime_directory
+from ..config.paths import daemon_socket_path, runtime_directory, state_directory
 from ..config.policy import PolicyRule, parse_rate, unreachable
+from ..local.statedir import state_directory_problem
 from ..local.trusted_path import untrusted_file
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
 
@@ -62,8 +63,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from ..errors import DaemonError
         from ..prestart import bind_first, start_early, state_found
 
-        config = state_found(config)
         try:
+            config = state_found(config)
             listening = bind_first(config, args.socket)
         except DaemonError as exc:
             logging.getLogger("mcpd").error("%s", exc)
@@ -88,6 +89,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     from .check_sandbox import inherited_warnings, sandbox_lines, unscoped_warnings
 
     config, path = _load_config(args.config)
+    # As ``mcpd serve`` would refuse it, and before any advice that names a place in it.
+    unsafe = state_directory_problem(state_directory(config.daemon.state_dir))
+    if unsafe is not None:
+        fail(EX_CONFIG, f"{path}: {unsafe}")
     socket = daemon_socket_path(None, config.daemon.socket, runtime_dir=runtime_directory())
     print(f"{path}: OK, {len(config.servers)} server(s); socket {socket}")
     unstartable = _unstartable(config)

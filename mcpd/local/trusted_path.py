@@ -28,7 +28,8 @@ def untrusted_file(path: str, st: os.stat_result) -> str | None:
     or None; ``st`` is its status as it was opened."""
     owners = frozenset({os.geteuid(), 0})
     if st.st_uid not in owners:
-        return f"{_not_yours(path, st.st_uid)}; make it yours (chown) or use a copy of your own"
+        own = "a directory" if stat.S_ISDIR(st.st_mode) else "a copy"
+        return f"{_not_yours(path, st.st_uid)}; make it yours (chown) or use {own} of your own"
     who = other_writers(st, acl_of(path))
     if who is not None:
         mode = stat.S_IMODE(st.st_mode)
@@ -41,15 +42,23 @@ def untrusted_file(path: str, st: os.stat_result) -> str | None:
     return _untrusted_way(path, st, owners)
 
 
+def untrusted_way(path: str) -> str | None:
+    """Why another user could put a file or directory of their own at ``path``, which
+    need not exist yet: by the directories and links on the way to it, as far as they
+    exist (what is missing, mcpd makes itself); or None."""
+    return _untrusted_way(path, None, frozenset({os.geteuid(), 0}))
+
+
 def _not_yours(what: str, uid: int) -> str:
     mine = os.geteuid()
     allowed = "root" if mine == 0 else f"you (uid {mine}) or root"
     return f"{what} belongs to uid {uid} ({user_name(uid)}), not to {allowed}"
 
 
-def _untrusted_way(path: str, st: os.stat_result, owners: frozenset[int]) -> str | None:
+def _untrusted_way(path: str, st: os.stat_result | None, owners: frozenset[int]) -> str | None:
     """Why the directories and links on the way to ``path`` let another user put a file
-    of theirs there, or None; also when what is there now is not the file opened."""
+    of theirs there, or None; also when what is there now is not the file opened
+    (``st``; None: nothing was, and the way may end before ``path`` does)."""
     todo = deque((path if path.startswith("/") else os.path.join(os.getcwd(), path)).split("/"))
     at, links = "/", 0
     while todo:
@@ -65,6 +74,10 @@ def _untrusted_way(path: str, st: os.stat_result, owners: frozenset[int]) -> str
         step = os.path.join(at, name)
         try:
             entry = os.lstat(step)
+        except FileNotFoundError as exc:
+            if st is None:
+                return None
+            return f"cannot look at {step} on the way to {path}: {exc.strerror}"
         except OSError as exc:
             return f"cannot look at {step} on the way to {path}: {exc.strerror}"
         if stat.S_ISLNK(entry.st_mode):
@@ -82,7 +95,7 @@ def _untrusted_way(path: str, st: os.stat_result, owners: frozenset[int]) -> str
         if any(n not in ("", ".") for n in todo):
             at = step
             continue
-        if (entry.st_dev, entry.st_ino) != (st.st_dev, st.st_ino):
+        if st is not None and (entry.st_dev, entry.st_ino) != (st.st_dev, st.st_ino):
             return f"{path} was replaced while mcpd read it"
     return None
 

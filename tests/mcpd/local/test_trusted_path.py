@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.local import owners
-from mcpd.local.trusted_path import untrusted_file
+from mcpd.local.trusted_path import untrusted_file, untrusted_way
 from tests.support.acls import acl, with_acl
 from tests.support.peer_user import USER, needs_root, peer_uid, shared_dir
 
@@ -275,3 +275,15 @@ def test_root_s_directory_that_only_mcpds_own_group_may_write_is_trusted(
     monkeypatch.setattr(os, "geteuid", peer_uid)  # as mcpd running as that user sees them
     assert owners.other_writers(folder.stat()) is None
     assert owners.other_writers(path.stat(), owners.acl_of(str(path))) is None
+
+
+def test_a_place_not_made_yet_is_judged_by_the_way_to_it_as_far_as_it_goes(home: Path) -> None:
+    assert untrusted_way(str(home / "state" / "mcpd")) is None
+    shared = home / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    why = untrusted_way(str(shared / "state" / "mcpd"))
+    assert why is not None and f"the directory {shared} can be written by every user" in why
+    # A sticky directory on the way (as /tmp) is fine: only its owner moves an entry.
+    shared.chmod(0o1777)
+    assert untrusted_way(str(shared / "state")) is None
