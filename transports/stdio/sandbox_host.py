@@ -13,6 +13,7 @@ import contextlib
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -216,11 +217,44 @@ def grants(sandbox: Sandbox) -> list[Mount]:
 
 
 def make_home(home: str, where: str) -> str:
-    try:
-        os.makedirs(home, mode=0o700, exist_ok=True)
-    except OSError as exc:
-        raise SandboxError(f"{where}: cannot make its home {home}: {exc.strerror}") from None
+    """``home``, and the directory of homes it lies in, made where missing; its real path.
+    Raises SandboxError unless each is a directory of mcpd's user's own, no symbolic
+    link, that no one else may write: another user's, or a link someone pointed at the
+    user's keys, would be bound read-write as the server's home. One that others may
+    only read or enter is made private."""
+    for directory in (os.path.dirname(home), home):
+        problem = _own_directory(directory)
+        if problem is not None:
+            raise SandboxError(f"{where}: cannot make its home {home}: {problem}")
     return os.path.realpath(home)
+
+
+def _own_directory(directory: str) -> str | None:
+    """Why ``directory``, made 0700 if missing, is not a private one of this user's."""
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return exc.strerror
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if os.path.islink(directory):
+            return f"{directory} is a symbolic link, which mcpd never makes there"
+        return f"{directory}: {exc.strerror}"
+    try:
+        st = os.fstat(fd)
+        mode = stat.S_IMODE(st.st_mode)
+        if st.st_uid != os.geteuid():
+            return f"{directory} belongs to uid {st.st_uid}, not to mcpd's user"
+        if mode & 0o022:
+            return f"{directory} can be written by other users (mode {mode:04o})"
+        if mode & 0o077:
+            os.fchmod(fd, mode & ~0o077)
+    finally:
+        os.close(fd)
+    return None
 
 
 def command_line(

@@ -175,6 +175,58 @@ def test_a_directory_to_hide_that_is_missing_is_made_private_and_hidden(tmp: Pat
     assert not (tmp / "gone").exists()
 
 
+def test_homes_made_under_a_umask_that_lets_others_read_are_private(tmp: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp / "homes").st_mode) == 0o700
+
+
+def test_homes_others_may_read_are_made_private_and_kept(tmp: Path) -> None:
+    (tmp / "homes" / "s").mkdir(parents=True, mode=0o755)
+    (tmp / "homes").chmod(0o755)
+    (tmp / "homes" / "s" / "kept").write_text("x")
+    sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    assert stat.S_IMODE(os.stat(tmp / "homes").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(tmp / "homes" / "s").st_mode) == 0o700
+    assert (tmp / "homes" / "s" / "kept").read_text() == "x"
+
+
+@pytest.mark.parametrize("linked", ["homes", "homes/s"])
+def test_a_home_that_is_a_symbolic_link_is_refused(tmp: Path, linked: str) -> None:
+    keys = tmp / "ssh"
+    keys.mkdir(mode=0o700)
+    (tmp / linked).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (tmp / linked).symlink_to(keys)
+    with pytest.raises(SandboxError) as error:
+        sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    assert str(error.value) == (
+        f"servers.s: cannot make its home {tmp}/homes/s: {tmp / linked} is a symbolic "
+        "link, which mcpd never makes there"
+    )
+    assert list(keys.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory away")
+@pytest.mark.parametrize("theirs", ["homes", "homes/s"])
+def test_a_home_another_user_made_is_refused(tmp: Path, theirs: str) -> None:
+    (tmp / "homes" / "s").mkdir(parents=True, mode=0o700)
+    os.chown(tmp / theirs, 4242, 4242)
+    with pytest.raises(SandboxError) as error:
+        sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    assert str(error.value).endswith(f"{tmp / theirs} belongs to uid 4242, not to mcpd's user")
+
+
+def test_a_home_others_may_write_is_refused(tmp: Path) -> None:
+    (tmp / "homes" / "s").mkdir(parents=True, mode=0o700)
+    (tmp / "homes" / "s").chmod(0o777)
+    with pytest.raises(SandboxError) as error:
+        sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    assert str(error.value).endswith(f"{tmp}/homes/s can be written by other users (mode 0777)")
+
+
 # -- the working directory and the command --
 
 

@@ -1,0 +1,47 @@
+"""A server's home is a private directory of mcpd's user in the state directory: one
+that is a symbolic link (to the user's ``~/.ssh``, say, put there by whoever could
+write the state directory before) keeps that server from starting, with the reason in
+its status, and the other servers serve."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.support import bubblewrap
+from tests.support.sandbox import SSH_KEY, Served, agent_of, hostile, serving, steady, wait_ready
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_works() -> None:
+    bubblewrap.require()
+
+
+async def settled(d: Served, alias: str) -> dict[str, Any]:
+    """The status once the server is ready or has failed to start."""
+    with trio.fail_after(30):
+        while True:
+            rows = await d.status()
+            if rows[alias]["state"] == "ready" or rows[alias]["last_error"]:
+                return rows
+            await trio.sleep(0.05)
+
+
+async def test_a_home_that_is_a_link_to_the_users_keys_is_not_used(tmp_path: Path) -> None:
+    (tmp_path / "state" / "homes").mkdir(parents=True, mode=0o700)
+    home = tmp_path / "state" / "homes" / "hostile"
+    home.symlink_to(tmp_path / "home" / ".ssh")
+    with serving(tmp_path, {"hostile": hostile(), "steady": steady()}) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "steady")
+            rows = await settled(d, "hostile")
+            assert rows["hostile"]["state"] != "ready"
+            said = rows["hostile"]["last_error"]
+            assert f"{home} is a symbolic link, which mcpd never makes there" in said, said
+        assert (tmp_path / "home" / ".ssh" / "id_ed25519").read_text() == SSH_KEY
+        assert sorted(p.name for p in (tmp_path / "home" / ".ssh").iterdir()) == ["id_ed25519"]
