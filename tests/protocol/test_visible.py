@@ -11,7 +11,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.visible import CUT_NOTE, QUOTED, cut, cut_bytes, quote, visible, visible_json
+from protocol import visible as visible_module
+from protocol.visible import (
+    CUT_NOTE,
+    QUOTED,
+    cut,
+    cut_bytes,
+    hidden,
+    quote,
+    visible,
+    visible_json,
+    written_out,
+)
 
 
 @pytest.mark.parametrize(
@@ -137,3 +148,26 @@ def test_a_quoted_text_is_one_line_and_reads_back_as_it_was(text: str) -> None:
     assert shown.splitlines() == [shown]
     assert not any(acts(ch) for ch in shown)
     assert ast.literal_eval(shown) == text
+
+
+def test_each_code_point_is_escaped_exactly_when_it_is_hidden() -> None:
+    for code in range(0x110000):
+        ch = chr(code)
+        assert (visible(ch) != ch) == hidden(ch), f"U+{code:04X}"
+
+
+def test_a_long_run_of_escapes_is_not_written_out_a_character_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    visible("\x1b")  # whatever is prepared once, before the count
+    calls: list[str] = []
+
+    def counted(ch: str) -> str:
+        calls.append(ch)
+        return written_out(ch)
+
+    monkeypatch.setattr(visible_module, "written_out", counted)
+    flood = ("\x1b" * 4000 + "\r\n") * 50
+    shown = visible(flood, lines=True)
+    assert shown == ("\\x1b" * 4000 + "\n") * 50
+    assert len(calls) < 100
