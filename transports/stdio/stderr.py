@@ -3,9 +3,11 @@
 stderr is the server's own log. Lines that arrive together (a start-up banner, a
 boxed traceback, a burst of warnings) become one log record, so the journal keeps
 them together and its rate limit counts the burst once; a burst ends when stderr has
-been quiet for ``BURST_GAP`` or it has ``BURST_LINES`` lines. The last lines are kept
-as the tail that every failure of the server quotes. (Lines on stdout that are not
-JSON-RPC are warned about under the server's ``Complaints``.)
+been quiet for ``BURST_GAP``, or it has ``BURST_LINES`` lines or ``RECORD_BYTES`` of
+them. A record's size is bounded, so the log's budget of records a second per server
+(``mcpd.local.ratelimit``) bounds the bytes a second a server can put in the log. The
+last lines are kept as the tail that every failure of the server quotes. (Lines on
+stdout that are not JSON-RPC are warned about under the server's ``Complaints``.)
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ logger = logging.getLogger("mcpd.stdio")
 
 BURST_GAP: Final = 0.05
 BURST_LINES: Final = 200
+# A record holds lines up to this many of their bytes (a line longer than the rest
+# alone): a traceback's worth, not a flood's.
+RECORD_BYTES: Final = 4096
 _STDERR_MAX_LINE: Final = 4096
 
 
@@ -36,6 +41,7 @@ class StderrLog:
         self.tail: deque[str] = deque(maxlen=tail)
         self._on_line = on_line
         self._burst: list[str] = []
+        self._burst_bytes = 0
 
     @property
     def pending(self) -> bool:
@@ -52,13 +58,16 @@ class StderrLog:
         if self._on_line is not None:
             self._on_line(text)
             return
+        if self._burst and self._burst_bytes + len(raw) > RECORD_BYTES:
+            self.flush()
         self._burst.append(text)
+        self._burst_bytes += len(raw) + 1
         if len(self._burst) >= BURST_LINES:
             self.flush()
 
     def flush(self) -> None:
         if self._burst:
-            text, self._burst = "\n".join(self._burst), []
+            text, self._burst, self._burst_bytes = "\n".join(self._burst), [], 0
             logger.info("%s", text, extra=log_extra(self.alias, "stderr"))
 
 

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
-from transports.stdio.stderr import BURST_GAP, BURST_LINES, StderrLog, read_stderr
+from transports.stdio.stderr import BURST_GAP, BURST_LINES, RECORD_BYTES, StderrLog, read_stderr
 
 
 def records(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -80,3 +80,20 @@ async def test_a_long_line_cut_inside_a_secret_shows_none_of_it_once_guarded(
     assert list(log.tail) == [said] and said.endswith("\u2026 (and over 3584 more bytes)")
     assert SECRET[:-1] in said
     assert beginnings(guarded(said)) == [] and MARKER in guarded(said)
+
+
+async def test_a_burst_of_long_lines_is_cut_into_records_of_a_few_kib_and_no_line_is_lost(
+    caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
+) -> None:
+    log = StderrLog("s", tail=5)
+    ours, theirs = trio.testing.memory_stream_pair()
+    lines = [b"%d " % i + b"F" * 1500 for i in range(20)]
+    with caplog.at_level(logging.INFO, "mcpd.stdio"):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_stderr, theirs, log)
+            await ours.send_all(b"\n".join(lines) + b"\n")
+            await ours.send_eof()
+    kept = records(caplog)
+    assert len(kept) > 1
+    assert all(len(record.encode()) <= RECORD_BYTES for record in kept)
+    assert "\n".join(kept).encode() == b"\n".join(lines)
