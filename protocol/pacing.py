@@ -1,7 +1,7 @@
 """How fast mcpd reads what one server sends, and how much of it it holds at once.
 
 A server can send what answers nothing (notifications, log messages, keep-alive
-comments, responses nobody waits for, lines too long to keep) as fast as its
+comments, responses nobody waits for, lines too long to keep, its stderr) as fast as its
 connection carries it, and each
 piece costs mcpd the time to decode it, on the one thread every other server and
 agent shares. It can also send large messages on many streams at once, each held
@@ -216,7 +216,7 @@ class ReadBudget:
             )
         return (
             "it sends more than mcpd reads of what answers no request (notifications, "
-            "comments, responses nobody waits for, lines over the limit): "
+            "comments, responses nobody waits for, lines over the limit, its stderr): "
             f"{self.rate:,.0f} lines (or "
             f"{UNIT_BYTES}-byte pieces) a second after a burst of {self.burst:,}, so its "
             "streams are read more slowly"

@@ -6,7 +6,11 @@ them together and its rate limit counts the burst once; a burst ends when stderr
 been quiet for ``BURST_GAP``, or it has ``BURST_LINES`` lines or ``RECORD_BYTES`` of
 them. A record's size is bounded, so the log's budget of records a second per server
 (``mcpd.local.ratelimit``) bounds the bytes a second a server can put in the log. The
-last lines are kept as the tail that every failure of the server quotes. (Lines on
+last lines are kept as the tail that every failure of the server quotes.
+
+Reading stderr costs the server's read budget as its stdout's lines that answer
+nothing do (``transports.pace``): a server writing stderr without end is read more
+slowly, and shown held back, instead of taking the loop every server shares. (Lines on
 stdout that are not JSON-RPC are warned about under the server's ``Complaints``.)
 """
 
@@ -22,7 +26,10 @@ import trio
 
 from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
+from protocol.pacing import cost, skipped
 from protocol.visible import cut_bytes
+
+from ..pace import Paced
 
 logger = logging.getLogger("mcpd.stdio")
 
@@ -71,21 +78,29 @@ class StderrLog:
             logger.info("%s", text, extra=log_extra(self.alias, "stderr"))
 
 
-async def read_stderr(stderr: trio.abc.ReceiveStream, log: StderrLog) -> None:
-    """Feed the server's stderr to ``log`` until it closes; a broken pipe is its end too."""
+async def read_stderr(stderr: trio.abc.ReceiveStream, log: StderrLog, paced: Paced) -> None:
+    """Feed the server's stderr to ``log`` until it closes, at ``paced``'s pace; a broken
+    pipe is its end too."""
     framer = LineFramer(_STDERR_MAX_LINE)
     try:
         while True:
-            # While a burst is held, a quiet moment ends it.
+            # While a burst is held, a quiet moment ends it, or a wait for the pace.
             with trio.move_on_after(BURST_GAP if log.pending else math.inf) as quiet:
+                await paced.before_read()
                 data = await stderr.receive_some(65536)
             if quiet.cancelled_caught:
+                paced.read(0.0)  # nothing was read
                 log.flush()
                 continue
             if not data:
                 break
+            units = 0.0
             for item in framer.feed(data):
                 log.line(item)
+                units += 1.0 if isinstance(item, Oversized) else cost(item)
+            if framer.skipped:
+                units += skipped(framer.take_skipped())
+            paced.read(units)
             del data  # not kept while the server is quiet
         for item in framer.flush():
             log.line(item)

@@ -293,7 +293,8 @@ class StdioTransport(Transport):
         stderr = self.process.stderr
         assert stderr is not None
         try:
-            await read_stderr(stderr, self._stderr)
+            with self._pace.stream() as paced:
+                await read_stderr(stderr, self._stderr, paced)
         finally:
             self._stderr_eof.set()
 

@@ -9,7 +9,15 @@ import trio
 import trio.testing
 
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from transports.pace import ReadPace
 from transports.stdio.stderr import BURST_GAP, BURST_LINES, RECORD_BYTES, StderrLog, read_stderr
+
+
+async def read_all(
+    stream: trio.abc.ReceiveStream, log: StderrLog, pace: ReadPace | None = None
+) -> None:
+    with (pace or ReadPace("s", 1 << 20)).stream() as paced:
+        await read_stderr(stream, log, paced)
 
 
 def records(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -23,7 +31,7 @@ async def test_lines_that_come_together_are_one_record_and_a_pause_ends_it(
     ours, theirs = trio.testing.memory_stream_pair()
     with caplog.at_level(logging.INFO, "mcpd.stdio"):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(read_stderr, theirs, log)
+            nursery.start_soon(read_all, theirs, log)
             await ours.send_all(b"Traceback:\n  File x\nValueError: ")
             await ours.send_all(b"bad\n")
             await trio.sleep(BURST_GAP * 2)
@@ -43,7 +51,7 @@ async def test_a_long_burst_is_cut_into_records_of_a_bounded_size(
     ours, theirs = trio.testing.memory_stream_pair()
     with caplog.at_level(logging.INFO, "mcpd.stdio"):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(read_stderr, theirs, log)
+            nursery.start_soon(read_all, theirs, log)
             await ours.send_all(b"".join(b"line %d\n" % i for i in range(BURST_LINES + 1)))
             await ours.send_eof()
     first, second = records(caplog)
@@ -90,10 +98,30 @@ async def test_a_burst_of_long_lines_is_cut_into_records_of_a_few_kib_and_no_lin
     lines = [b"%d " % i + b"F" * 1500 for i in range(20)]
     with caplog.at_level(logging.INFO, "mcpd.stdio"):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(read_stderr, theirs, log)
+            nursery.start_soon(read_all, theirs, log)
             await ours.send_all(b"\n".join(lines) + b"\n")
             await ours.send_eof()
     kept = records(caplog)
     assert len(kept) > 1
     assert all(len(record.encode()) <= RECORD_BYTES for record in kept)
     assert "\n".join(kept).encode() == b"\n".join(lines)
+
+
+async def test_a_server_writing_stderr_without_end_is_read_at_its_pace_and_shown_held_back(
+    caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
+) -> None:
+    log = StderrLog("s", tail=5)
+    pace = ReadPace("s", 1 << 20, rate=10)
+    ours, theirs = trio.testing.memory_stream_pair()
+    with caplog.at_level(logging.INFO):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_all, theirs, log, pace)
+            for i in range(100):
+                await ours.send_all(b"line %d\n" % i)
+            held = pace.held_back
+            await ours.send_eof()
+    assert held is not None
+    assert "its stderr" in held.reason
+    assert any(r.getMessage().startswith("s: reading held back") for r in caplog.records)
+    # The lines are all read in the end, only more slowly.
+    assert list(log.tail)[-1] == "line 99"
