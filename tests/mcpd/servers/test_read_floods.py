@@ -23,6 +23,7 @@ from tests.support.http_servers import (
     result,
     serve_http,
 )
+from transports.stdio.stderr import RECORD_BYTES
 
 LIMIT = 30
 NOTE = event(notification("notifications/message", {"level": "debug", "data": "x"}))
@@ -136,3 +137,53 @@ async def test_a_stdio_server_writing_a_line_that_never_ends_is_held_back_and_an
                 nursery.cancel_scope.cancel()
     finally:
         logger.removeHandler(journal)
+
+
+class StderrRecords(logging.Handler):
+    """The sizes of the records of a server's stderr, as they reach the log."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "mcpd_event", None) == "stderr":
+            self.sizes.append(len(record.getMessage().encode()))
+
+
+async def test_a_server_flooding_its_stderr_is_held_back_in_records_of_a_few_kib_another_answers(
+    tmp_path: Path,
+) -> None:
+    journal, records = HeldBack(), StderrRecords()
+    logger = logging.getLogger("mcpd")
+    logger.addHandler(journal)
+    logger.addHandler(records)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        with trio.fail_after(LIMIT):
+            flooding = [HOSTILE_STDIO, "--stderr-seconds", "60"]
+            servers = {
+                "noisy": {"command": sys.executable, "args": flooding, "read_budget": 100},
+                "calm": {"command": sys.executable, "args": [HOSTILE_STDIO]},
+            }
+            async with (
+                running(make_config(tmp_path, servers)) as daemon,
+                connect(daemon.socket_path) as flooded,
+                connect(daemon.socket_path) as agent,
+                trio.open_nursery() as nursery,
+            ):
+                nursery.start_soon(flooded.call, "mcp__noisy__stderr_flood")
+                await journal.said.wait()
+                shown = render_status(await agent.result("mcpd/status")).splitlines()
+                at = next(i for i, row in enumerate(shown) if row.startswith("noisy "))
+                assert "its stderr" in shown[at + 1]
+                done = await agent.call("mcp__calm__echo", {"text": "hi"})
+                assert done["content"] == [{"type": "text", "text": "echo:hi"}]
+                nursery.cancel_scope.cancel()
+    finally:
+        logger.setLevel(level)
+        logger.removeHandler(journal)
+        logger.removeHandler(records)
+    assert records.sizes
+    assert max(records.sizes) <= RECORD_BYTES
