@@ -59,16 +59,18 @@ class StderrLog:
         if isinstance(item, Oversized):
             # Its start, with the note of the cut the secret guard looks for.
             text = cut_bytes(item.prefix, len(item.prefix), whole=item.limit)
+            size = len(item.prefix)
         else:
             text = item.decode("utf-8", "replace").rstrip()
+            size = len(item)
         self.tail.append(text)
         if self._on_line is not None:
             self._on_line(text)
             return
-        if self._burst and self._burst_bytes + len(raw) > RECORD_BYTES:
+        if self._burst and self._burst_bytes + size > RECORD_BYTES:
             self.flush()
         self._burst.append(text)
-        self._burst_bytes += len(raw) + 1
+        self._burst_bytes += size + 1
         if len(self._burst) >= BURST_LINES:
             self.flush()
 

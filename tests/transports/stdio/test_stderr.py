@@ -81,7 +81,7 @@ async def test_a_long_line_cut_inside_a_secret_shows_none_of_it_once_guarded(
     ours, theirs = trio.testing.memory_stream_pair()
     with caplog.at_level(logging.INFO, "mcpd.stdio"):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(read_stderr, theirs, log)
+            nursery.start_soon(read_all, theirs, log)
             await ours.send_all(padded(512, after=5000).encode() + b"\n")
             await ours.send_eof()
     [said] = records(caplog)
