@@ -222,7 +222,13 @@ def make_home(home: str, where: str) -> str:
     link, that no one else may write: another user's, or a link someone pointed at the
     user's keys, would be bound read-write as the server's home. One that others may
     only read or enter is made private."""
-    for directory in (os.path.dirname(home), home):
+    homes = os.path.dirname(home)
+    try:
+        # The state directory, where the daemon has not made it already (an embedder).
+        os.makedirs(os.path.dirname(homes), 0o700, exist_ok=True)
+    except OSError as exc:
+        raise SandboxError(f"{where}: cannot make its home {home}: {exc.strerror}") from None
+    for directory in (homes, home):
         problem = _own_directory(directory)
         if problem is not None:
             raise SandboxError(f"{where}: cannot make its home {home}: {problem}")
