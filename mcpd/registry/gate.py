@@ -75,6 +75,13 @@ class Gate:
     ) -> Verdicts[surface.ResourceTemplate]:
         return self._judge(alias, "template", {key_of(t): t for t in items})
 
+    def read_ahead(self, alias: str, kind: Kind, name: str, item: T) -> None:
+        """Clean and check one item of a list about to be judged, so that judging the
+        list finds it done. What is made of an item depends on the item alone, so
+        agents are shown nothing of it before the list is judged whole, and an item
+        read ahead of a list that is never judged is read again when it is listed."""
+        self.review.list_state(alias, kind).seen(name, item, kind)
+
     def resources(
         self, alias: str, items: Iterable[surface.Resource]
     ) -> Verdicts[surface.Resource]:

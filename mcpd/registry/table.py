@@ -128,6 +128,11 @@ class Registry:
         self._install(alias, new, trusted)
         return True
 
+    def read_ahead(self, alias: str, tool: mcp.Tool) -> None:
+        """Do the costly part of judging one tool of a list ``update`` is about to get
+        (cleaning and checking it), leaving what agents see as it is."""
+        self.gate.read_ahead(alias, "tool", tool.name, tool)
+
     def set_rules(self, alias: str, rules: ToolsConfig) -> None:
         """The server's curation (allow/deny/rename/description), applied from now on."""
         if self._rules.get(alias) == rules:
