@@ -95,7 +95,9 @@ class ServerParts(CallHost):
         )
         self.events = LifecycleJournal(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(f"mcpd-{alias}-")
-        self.tool_list = ToolListKeeper(alias, self.wake, self._is_connected, self._install)
+        self.tool_list = ToolListKeeper(
+            alias, self.wake, self._is_connected, self._install, self._read_ahead
+        )
         # OAuth, for HTTP servers: dormant until the server answers 401.
         self.auth: ServerAuth | None = None
         self.login: Login | None = None
@@ -188,6 +190,9 @@ class ServerParts(CallHost):
 
     def _is_connected(self) -> bool:
         return self.phase == "connected"
+
+    def _read_ahead(self, tool: mcp.Tool) -> None:
+        self.registry.read_ahead(self.alias, tool)
 
     def _install(self, tools: list[mcp.Tool]) -> None:
         if self.registry.update(self.alias, tools, trusted=self.cfg.trusted):
@@ -282,8 +287,10 @@ class ServerParts(CallHost):
         )
         # The child's pid (stdio servers only): what to look at with ps, strace or kill.
         row["pid"] = up.transport.pid if up is not None else None
-        # Read more slowly than it sends, and why (transports.pace).
+        # Read more slowly than it sends (transports.pace), or its list fetched less
+        # often than it announces changes (tool_list), and why.
         held = up.transport.held_back if up is not None else None
+        held = held or self.tool_list.held_back
         row["held_back"] = (
             None if held is None else {"reason": held.reason, "since": iso(held.since)}
         )

@@ -4,12 +4,21 @@ A modern server that offers it gets a ``subscriptions/listen`` held open for
 tool-list changes (listened to again when it ends); any server's
 ``notifications/tools/list_changed`` makes the list be fetched again; without a
 subscription, an agent listing tools after the list's ttl ran out refreshes it.
+
+Taking a changed list in is done on the thread that serves every server and agent:
+its tools are cleaned and checked a slice at a time, other tasks running between
+slices, and only then is the list installed whole (agents see the old list or the new
+one, never part of each). What that cost sets when the list may be fetched again: a
+list that takes long to take in is fetched that much less often, so a server that
+changes a large list all the time holds a bounded share of mcpd's time, and `mcpd
+status` shows it held back while it waits.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable
 from typing import Final
 
@@ -19,6 +28,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
+from protocol.pacing import HeldBack
 from protocol.visible import quote
 from transports.errors import ServerCancelled, TransportError
 
@@ -28,6 +38,11 @@ from .upstream import Upstream
 logger = logging.getLogger("mcpd.server")
 
 _MIN_REFRESH: Final = 1.0
+# After taking a list in cost T of mcpd's time, the next fetch waits this many T: the
+# server has at most a tenth of that time, however large and changing its list.
+PAUSE_PER_COST: Final = 9.0
+# Other tasks run at least this often while a list is taken in.
+_SLICE: Final = 0.02
 # More announcements than this for one fetch is a server in a loop, said once a minute.
 _FLOOD: Final = 20
 _FLOOD_LOG_EVERY: Final = 60.0
@@ -44,11 +59,20 @@ class ToolListKeeper:
         wake: Callable[[], None],
         connected: Callable[[], bool],
         install: Callable[[list[mcp.Tool]], None],
+        read_ahead: Callable[[mcp.Tool], None] = lambda tool: None,
+        work_clock: Callable[[], float] = time.perf_counter,
     ) -> None:
+        """``read_ahead`` does the costly part of installing one tool beforehand
+        (``Registry.read_ahead``); ``work_clock`` measures what taking a list in cost."""
         self.alias = alias
         self._wake = wake
         self._connected = connected
         self._install = install
+        self._read_ahead = read_ahead
+        self._work_clock = work_clock
+        self._next_fetch = -math.inf
+        self._cost = 0.0  # of taking the last changed list in
+        self.held_back: HeldBack | None = None  # waiting longer for what the list cost
         self.subscribed = False
         self._refusal_said = False  # this session: a server may acknowledge at will
         self.due = False
@@ -60,6 +84,7 @@ class ToolListKeeper:
         self.short = False  # whether it was longer than its limits
         self._announced = 0  # list_changed heard since the last fetch began
         self._flood_logged = -math.inf
+        self._held_logged = -math.inf
 
     def listed(self, listing: ListResult) -> None:
         self._listed_at = trio.current_time()
@@ -93,6 +118,8 @@ class ToolListKeeper:
         # list fetched hundreds of times a second. What is announced while this waits
         # is in the list fetched after it.
         await trio.sleep_until(self._listed_at + _MIN_REFRESH)
+        if trio.current_time() < self._next_fetch:
+            await self._wait_for_turn()
         self.due = False
         if self._announced > _FLOOD:
             now = trio.current_time()
@@ -100,7 +127,8 @@ class ToolListKeeper:
                 self._flood_logged = now
                 logger.warning(
                     "%s: announced %d tool-list changes in about a second; its list is "
-                    "fetched at most once a second",
+                    "fetched at most once a second, and less often when it costs more "
+                    "to take in",
                     self.alias,
                     self._announced,
                     extra=log_extra(self.alias, reason="tool-list change flood"),
@@ -109,7 +137,44 @@ class ToolListKeeper:
         listing = await up.list_tools()
         self.listed(listing)
         if not listing.unchanged:
-            self._install(listing.tools)
+            self._cost = await self._take_in(listing.tools)
+            self._next_fetch = trio.current_time() + next_fetch_after(self._cost)
+
+    async def _wait_for_turn(self) -> None:
+        pause = next_fetch_after(self._cost)
+        reason = (
+            f"its tool list took {self._cost:.2f} s of mcpd's time to take in: it is "
+            f"fetched again {pause:.1f} s after that at the soonest"
+        )
+        now = trio.current_time()
+        self.held_back = HeldBack(reason, now)
+        if now >= self._held_logged + _FLOOD_LOG_EVERY:
+            self._held_logged = now
+            logger.warning(
+                "%s: tool list held back: %s",
+                self.alias,
+                reason,
+                extra=log_extra(self.alias, "held_back", reason),
+            )
+        try:
+            await trio.sleep_until(self._next_fetch)
+        finally:
+            self.held_back = None
+
+    async def _take_in(self, tools: list[mcp.Tool]) -> float:
+        """Read the list ahead a slice at a time, then install it; what it cost of the
+        time other tasks could not run."""
+        clock = self._work_clock
+        spent = 0.0
+        began = clock()
+        for tool in tools:
+            self._read_ahead(tool)
+            if clock() - began >= _SLICE:
+                spent += clock() - began
+                await trio.lowlevel.checkpoint()
+                began = clock()
+        self._install(tools)
+        return spent + clock() - began
 
     async def listen(self, up: Upstream) -> None:
         """Keep a tool-list subscription open; re-listen (with backoff) when it ends."""
@@ -164,3 +229,9 @@ class ToolListKeeper:
                 self.alias,
                 extra=log_extra(self.alias),
             )
+
+
+def next_fetch_after(cost: float) -> float:
+    """How long after taking in a list that cost ``cost`` seconds of mcpd's time the
+    list may be fetched again."""
+    return max(_MIN_REFRESH, PAUSE_PER_COST * cost)

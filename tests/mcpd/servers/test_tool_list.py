@@ -1,11 +1,15 @@
 """One server's tool list kept current: refreshed by an agent's listing once its ttl
 ran out (never more than once a second, never while a subscription tells changes),
-fetched again when the server says it changed, and installed only when it did."""
+fetched again when the server says it changed, and installed only when it did; a
+list costly to take in is read ahead in slices, installed whole, and fetched again
+only after a pause that grows with what it cost."""
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -13,11 +17,16 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.servers.tool_list import ToolListKeeper
+from mcpd.cli.status_view import render_status
+from mcpd.servers.tool_list import PAUSE_PER_COST, ToolListKeeper, next_fetch_after
 from mcpd.servers.tool_pages import ListResult
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from tests.support.agent import connect, make_config, running
+from tests.support.fault_harness import HOSTILE_STDIO
+
+CHURNING = str(Path(__file__).parents[2] / "support" / "churning_server.py")
 
 ACK = "notifications/subscriptions/acknowledged"
 
@@ -217,3 +226,126 @@ async def test_a_ttl_too_large_for_a_float_keeps_the_list_fresh_and_listing_work
     await trio.sleep(10**9)
     k.keeper.maybe_refresh()
     assert not k.keeper.due and k.wakes == 0
+
+
+def test_a_list_that_cost_more_to_take_in_waits_longer_for_its_next_fetch() -> None:
+    assert next_fetch_after(0.0) == next_fetch_after(0.05) == 1.0  # a second at the least
+    assert next_fetch_after(2.0) == 2.0 * PAUSE_PER_COST
+    # The server holds at most a tenth of mcpd's time, however costly its list.
+    for cost in (0.2, 1.0, 3.0, 60.0):
+        assert cost / (cost + next_fetch_after(cost)) <= 0.1
+
+
+class Costly:
+    """A keeper whose every tool costs ``per_tool`` seconds of work to read ahead
+    (on a clock of its own), recording what ran in between."""
+
+    def __init__(self, per_tool: float) -> None:
+        self.per_tool = per_tool
+        self.worked = 0.0
+        self.events: list[str] = []
+        self.keeper = ToolListKeeper(
+            "big",
+            lambda: None,
+            lambda: True,
+            lambda tools: self.events.append(f"installed {len(tools)}"),
+            self._read,
+            lambda: self.worked,
+        )
+
+    def _read(self, tool: mcp.Tool) -> None:
+        self.worked += self.per_tool
+        self.events.append("read")
+
+
+async def test_a_costly_list_is_read_ahead_in_slices_other_tasks_run_between_then_installed() -> (
+    None
+):
+    costly = Costly(per_tool=0.01)
+    lister = Lister()
+    lister.result = ListResult([mcp.Tool(name=f"t{i}") for i in range(10)], 0, [], None)
+
+    async def other() -> None:
+        while True:
+            costly.events.append("other")
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other)
+        await trio.lowlevel.checkpoint()
+        await costly.keeper.refetch(up(lister))
+        nursery.cancel_scope.cancel()
+    taken_in = costly.events[costly.events.index("read") :]
+    assert taken_in.count("read") == 10
+    assert taken_in.index("installed 10") > taken_in.index("other")  # others ran meanwhile
+    # Installed whole, once every tool was read ahead.
+    last_read = max(i for i, event in enumerate(taken_in) if event == "read")
+    assert taken_in.index("installed 10") > last_read
+
+
+async def test_a_costly_list_is_fetched_again_later_and_shown_held_back_meanwhile(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    costly = Costly(per_tool=1.0)
+    lister = Lister()
+    lister.result = ListResult([mcp.Tool(name="a"), mcp.Tool(name="b")], 0, [], None)
+    await costly.keeper.refetch(up(lister))
+    taken = trio.current_time()
+    assert costly.keeper.held_back is None
+    lister.result = ListResult([mcp.Tool(name="c")], 0, [], None)
+    costly.keeper.on_notification(note("notifications/tools/list_changed"))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(costly.keeper.refetch, up(lister))
+        await trio.sleep(10)
+        held = costly.keeper.held_back
+        assert held is not None and "tool list took 2.00 s" in held.reason
+        assert lister.fetches == 1
+    assert lister.fetches == 2
+    assert trio.current_time() - taken >= 2.0 * PAUSE_PER_COST
+    assert costly.keeper.held_back is None
+
+
+class SaidHeldBack(logging.Handler):
+    """Sets ``said`` once the journal says the tool list of ``alias`` is held back."""
+
+    def __init__(self, alias: str) -> None:
+        super().__init__()
+        self.alias = alias
+        self.said = trio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith(f"{self.alias}: tool list held back"):
+            self.said.set()
+
+
+async def test_a_server_churning_a_large_list_is_held_back_and_another_servers_calls_go_on(
+    tmp_path: Path,
+) -> None:
+    journal = SaidHeldBack("churn")
+    logger = logging.getLogger("mcpd")
+    logger.addHandler(journal)
+    servers = {
+        "churn": {"command": sys.executable, "args": [CHURNING, "450", "32000"], "era": "legacy"},
+        "calm": {"command": sys.executable, "args": [HOSTILE_STDIO]},
+    }
+    try:
+        with trio.fail_after(60):
+            async with (
+                running(make_config(tmp_path, servers)) as daemon,
+                connect(daemon.socket_path) as agent,
+            ):
+                await journal.said.wait()
+                shown = render_status(await agent.result("mcpd/status")).splitlines()
+                at = next(i for i, row in enumerate(shown) if row.startswith("churn "))
+                calm = next(i for i, row in enumerate(shown) if row.startswith("calm "))
+                held = [i for i, row in enumerate(shown) if "held back|" in row]
+                assert len(held) == 1 and calm < at < held[0]  # under the server, no other
+                assert "its tool list took" in shown[held[0]]
+                for n in range(20):
+                    done = await agent.call("mcp__calm__echo", {"text": str(n)})
+                    assert done["content"] == [{"type": "text", "text": f"echo:{n}"}]
+                # The churned list is installed whole: every tool, held as changed.
+                pending = await agent.result("mcpd/status")
+                assert next(s for s in pending["servers"] if s["alias"] == "churn")["tools"] == 450
+    finally:
+        logger.removeHandler(journal)
