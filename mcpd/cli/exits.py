@@ -30,8 +30,9 @@ EXIT_BAD_REPLY = 4
 
 def fail(code: int, message: str) -> NoReturn:
     # The message may carry a server's words (its JSON-RPC error, a reply it broke) and
-    # the addresses it chose.
-    print(f"mcpd: {ascii_hosts(visible(message, lines=True))}", file=sys.stderr)
+    # the addresses it chose. It is one line: a line break in it is shown escaped, so no
+    # line after it can read as mcpd's.
+    print(f"mcpd: {ascii_hosts(visible(message))}", file=sys.stderr)
     raise SystemExit(code)
 
 

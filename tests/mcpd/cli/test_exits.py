@@ -84,7 +84,21 @@ def test_a_servers_words_in_an_error_cannot_drive_the_terminal(
     assert code == EXIT_FAILED
     for ch in ("\x1b", "\x07", "\x9b", "\u202e", "\u200b", "\r"):
         assert ch not in err
-    assert "\\x1b[2J" in err and err.count("\n") == 2  # its own line break is kept
+    assert "\\x1b[2J" in err and err.count("\n") == 1  # its own line break is escaped
+    assert err.endswith("\\nsecond line\n")
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r\n", "\r", "\u2028", "\x85"])
+def test_a_servers_error_cannot_add_lines_that_read_as_mcpds(
+    capsys: pytest.CaptureFixture[str], brk: str
+) -> None:
+    message = f"err link{brk}[mcpd] daemon stopped{brk}mcpd: restart it"
+    code, err = stopped(capsys, rpc.RPCError(-32000, message))
+    assert code == EXIT_FAILED
+    assert err.startswith("mcpd: error -32000: err link")
+    assert err.count("\n") == 1 and "\n[mcpd]" not in err and "\nmcpd:" not in err
+    for ch in ("\r", "\u2028", "\x85"):
+        assert ch not in err
 
 
 def test_fail_stops_with_the_code_given(capsys: pytest.CaptureFixture[str]) -> None:
