@@ -4,6 +4,11 @@ Local names come from the configured alias and the template, never from the serv
 own name for itself. Characters outside ``[A-Za-z0-9_-]`` become ``_``; a name that is
 too long, or that two tools would share, ends in ``_`` and a short hash of
 ``alias::tool`` instead, so it stays unique and stable across restarts.
+
+Anyone can compute a hashed name, so a server could list it as a plain name of its own
+to take it over. A hashed name therefore outranks a plain name: the tool whose plain
+name it is gets a hashed name instead. Which tool wins never depends on which server
+listed first, so the names come out the same after every restart.
 """
 
 from __future__ import annotations
@@ -25,6 +30,14 @@ from .gate import Gate
 from .shown import Entry
 
 _encode: Final = msgspec.json.Encoder().encode
+
+# A SHA-1 digest has no more digits than this; a longer hash could never differ.
+_MAX_DIGITS: Final = 40
+
+
+def most_digits(max_length: int) -> int:
+    """The longest hash a name may end in, leaving a character of its own before it."""
+    return min(_MAX_DIGITS, max_length - 2)
 
 
 def candidate_name(template: str, alias: str, tool: str) -> str:
@@ -210,6 +223,7 @@ class Registry:
             entry = self._by_key.pop((alias, name), None)
             if entry is not None and self._by_local.get(entry.local) is entry:
                 del self._by_local[entry.local]
+                touched.add(entry.local)  # a hashed name it held: its plain claimant's again
         if new and not old:
             # A server's first list, or all of it after a rename: most names want a
             # name nobody has, and take it here without the sorted pass below (that
@@ -250,34 +264,49 @@ class Registry:
     def _place(self, cand: str, key: tuple[str, str]) -> None:
         alias, name = key
         max_len = self.naming.max_length
-        shared = len(self._claims[cand]) > 1
         local = cand
-        if shared or len(cand) > max_len:
-            digits = 6
+        if len(self._claims[cand]) > 1 or len(cand) > max_len or self._taken(cand, key):
+            digits, most = 6, most_digits(max_len)
             local = hashed_name(cand, alias, name, max_len, digits)
-            while self._taken(local, key):
+            while digits < most and self._taken(local, key):
                 digits += 2
                 local = hashed_name(cand, alias, name, max_len, digits)
+        by_local = self._by_local
         previous = self._by_key.get(key)
-        displaced = self._by_local.get(local)
+        displaced = by_local.get(local)
+        freed: str | None = None
         if (
             previous is not None
             and previous.local != local
-            and self._by_local.get(previous.local) is previous
+            and by_local.get(previous.local) is previous
         ):
-            del self._by_local[previous.local]
+            del by_local[previous.local]
+            freed = previous.local
         entry = self._servers[alias].entry(local, alias, name)
         self._by_key[key] = entry
-        self._by_local[local] = entry
-        if displaced is not None and displaced is not previous:
-            # A hashed name that is now this tool's plain name: hash that one further.
-            moved = (displaced.alias, displaced.original)
+        if displaced is None or displaced is previous:
+            by_local[local] = entry
+        elif not self._is_hashed(displaced):
+            by_local[local] = entry
+            # This tool's hashed name was another tool's plain name: that one is hashed.
+            moved = (displaced.alias, displaced.name)
             self._place(candidate_name(self.naming.template, *moved), moved)
+        # Else two digests agree in every digit: the holder keeps the name.
+        if freed is not None:
+            # The hashed name this tool let go of may be another tool's plain name again.
+            for other in sorted(self._claims.get(freed, ())):
+                self._place(freed, other)
 
     def _taken(self, local: str, key: tuple[str, str]) -> bool:
-        # Another tool's candidate is its plain name (now or once it is placed).
+        # Another tool holds it as a hashed name. A plain name does not count: a hashed
+        # name outranks it, wherever the two come from and whichever came first.
         holder = self._by_local.get(local)
-        return local in self._claims or (holder is not None and holder is not self._by_key.get(key))
+        return (
+            holder is not None and holder is not self._by_key.get(key) and self._is_hashed(holder)
+        )
+
+    def _is_hashed(self, entry: Entry) -> bool:
+        return (entry.alias, entry.name) not in self._claims.get(entry.local, ())
 
     def _changed(self) -> None:
         self._listing = None

@@ -135,9 +135,10 @@ def test_tools_of_two_servers_that_collide_both_get_the_hash_form() -> None:
     }
 
 
-def test_a_plain_name_never_equals_another_tools_cut_name() -> None:
+def test_a_plain_name_never_takes_another_tools_cut_name() -> None:
     # alias x has a tool whose name is cut; alias x__a has a tool whose plain name
-    # is exactly that cut name. They must still be two names, each reaching its tool.
+    # is exactly that cut name. They must still be two names, each reaching its tool,
+    # and the cut name stays x's: anyone can compute it.
     long = "a__" + "t" * 60
     reg = Registry(DEFAULT)
     reg.update("x", tools(long))
@@ -151,12 +152,58 @@ def test_a_plain_name_never_equals_another_tools_cut_name() -> None:
         assert found is not None
         assert (found.alias, found.original) == (entry.alias, entry.original)
     assert reg.lookup(first.local) is not None
-    assert reg.lookup(first.local).alias == "x__a"  # type: ignore[union-attr]
+    assert reg.lookup(first.local).alias == "x"  # type: ignore[union-attr]
     # The same tools in one update, and in a new registry, agree.
     again = Registry(DEFAULT)
     again.update("x__a", tools(lookalike))
     again.update("x", tools(long))
     assert local_names(again) == local_names(reg)
+
+
+BARE = NamingConfig(template="{tool}")
+ECHO_HASHED = "echo_" + short_hash("echo", "echo")
+
+
+def who(registry: Registry, local: str) -> tuple[str, str] | None:
+    found = registry.lookup(local)
+    return None if found is None else (found.alias, found.original)
+
+
+@pytest.mark.parametrize("first", ["echo", "evil"])
+def test_a_server_cannot_take_another_tools_hashed_name_by_listing_it(first: str) -> None:
+    # evil lists echo's tool name, so echo's becomes echo_<hash of echo::echo>; then it
+    # lists that name too. Whichever server lists first, the hashed name reaches echo.
+    lists = {"echo": tools("echo"), "evil": tools("echo", ECHO_HASHED)}
+    reg = Registry(BARE)
+    for alias in sorted(lists, key=lambda a: a != first):
+        reg.update(alias, lists[alias])
+    assert who(reg, ECHO_HASHED) == ("echo", "echo")
+    evil = {e.original: e.local for e in reg.entries() if e.alias == "evil"}
+    assert evil == {
+        "echo": "echo_" + short_hash("evil", "echo"),
+        ECHO_HASHED: ECHO_HASHED + "_" + short_hash("evil", ECHO_HASHED),
+    }
+
+
+def test_a_hashed_name_stays_its_tools_while_a_newcomer_aims_at_it() -> None:
+    reg = Registry(BARE)
+    reg.update("echo", tools("echo"))
+    reg.update("evil", tools("echo"))
+    assert who(reg, ECHO_HASHED) == ("echo", "echo")
+    # Every longer hash of echo::echo as well: echo's name does not move.
+    longer = [f"echo_{short_hash('echo', 'echo', d)}" for d in range(6, 41, 2)]
+    reg.update("evil", tools("echo", *longer))
+    assert who(reg, ECHO_HASHED) == ("echo", "echo")
+    assert len(set(local_names(reg))) == len(local_names(reg))
+    # Once echo's name is plain again, evil's lookalike has its plain name back.
+    reg.update("evil", tools(ECHO_HASHED))
+    assert who(reg, "echo") == ("echo", "echo")
+    assert who(reg, ECHO_HASHED) == ("evil", ECHO_HASHED)
+    # And loses it to the hashed name when the contest comes back.
+    reg.update("evil", tools(ECHO_HASHED, "echo"))
+    assert who(reg, ECHO_HASHED) == ("echo", "echo")
+    reg.remove("evil")
+    assert local_names(reg) == ["echo"]
 
 
 def test_same_config_and_tools_give_the_same_names_in_a_new_registry() -> None:
