@@ -80,9 +80,11 @@ async def test_every_command_shows_a_servers_hidden_characters(tmp_path: Path) -
             code, out, err = await mcpd(sock, "call", "mcp__evil__oops")
             assert code != 0
             # A server's error text reaches every agent cleaned, the CLI among them:
-            # nothing is left in it to show escaped.
+            # nothing is left in it to show escaped but its line break, which the CLI
+            # shows as such, on the one line of its failure.
             assert [ch for ch in RAW if ch in err] == [], err
-            assert "shown\ncovered link esrever zerowidth  end" in err, err
+            assert "shown\\ncovered link esrever zerowidth  end" in err, err
+            assert err.count("\n") == 1, err
             code, out, err = await mcpd(sock, "status")
             assert code == 0 and "crash_loop" in out, out
             outputs["status"] = out
