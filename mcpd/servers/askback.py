@@ -203,7 +203,8 @@ class AskRoutes:
         self._relay = frozenset(relay)
         # By a token of enter(), or by the call itself (enter_call()).
         self._inflight: dict[object, Cause] = {}
-        # In the order they began: a token is its request's place, a call's is here.
+        # In the order they began (as is _inflight): a token is its request's place, a
+        # call's is here.
         self._tokens = itertools.count(1)
         self._began: dict[object, int] = {}
         # The server asks as often as it likes: few refusals are logged, the rest counted
@@ -224,8 +225,8 @@ class AskRoutes:
         item = self._inflight.pop(token, None)
         if not answered and item is not None and item.asker is not None:
             self._ended.add(token, item.asker.owner, mark=next(self._tokens))
-        elif answered and self._ended:
-            self._ended.read_past(token)
+        elif answered:
+            self._answered(token)
 
     def enter_call(self, call: Cause) -> None:
         """A tools/call (its asker set) until ``leave_call``: the call is its own
@@ -236,12 +237,23 @@ class AskRoutes:
     def leave_call(self, call: Cause, answered: bool = True, rid: object = None) -> None:
         """The call is over; ``answered``: by its server's answer, not by mcpd giving
         it up (cancelled, timed out, its agent gone), which the server may not know
-        until it answers the call (``rid``) after all, or a request sent after it."""
+        until it answers the call (``rid``) after all (``ended_asks``)."""
         self._inflight.pop(call, None)
         began = self._began.pop(call, 0)
         if not answered and call.asker is not None:
             self._ended.add(call, call.asker.owner, rid, next(self._tokens))
-        elif answered and self._ended:
+        elif answered:
+            self._answered(began)
+
+    def _answered(self, began: int) -> None:
+        """The server answered the request that began at step ``began``."""
+        # In the order they began, so the first is the oldest still open.
+        oldest = next(iter(self._inflight), None)
+        if oldest is not None:
+            first = oldest if isinstance(oldest, int) else self._began.get(oldest, began)
+            if first < began:
+                self._ended.works_concurrently()
+        if self._ended:
             self._ended.read_past(began)
 
     def answered_late(self, rid: object) -> None:

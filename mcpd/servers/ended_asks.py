@@ -6,8 +6,14 @@ over for mcpd at once, but the server reads the cancel only between its own step
 and until then it may send a request of its own about it. Such a request must not be
 handed to whichever agent is still in flight: each ended request stays a possible
 cause for a while, by the agent it was of, or until the server answers it after all
-(its answer, dropped, says it is done with it) or answers a request sent after its
-cancel (a server reads what it is sent in order).
+(its answer, dropped, says it is done with it).
+
+A server that works on one request at a time, in the order it reads them, is done
+with an ended request once it answers one sent after the cancel. A server that works
+on several at once has only read the cancel by then: the work it began before may
+still ask. It shows itself by answering a request while one sent earlier is still
+open, and from then on (for what ended earlier too) only the ended request's own
+answer, or its grace passing, counts.
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ class EndedAsks:
         self._blind_until = -math.inf
         # The ended requests' keys by their ids at the server, for ``answered``.
         self._by_rid: dict[object, object] = {}
+        # The latest place among the server's requests of one it answered: what ended
+        # before it is over, for a server that works in order. Kept rather than
+        # applied, so that a server seen later to work concurrently loses it.
+        self._read_to = 0
+        self._in_order = True
 
     def add(self, key: object, owner: object, rid: object = None, mark: int = 0) -> None:
         """``owner``'s request ``key`` (``rid`` at the server, when known) ended without
@@ -57,12 +68,15 @@ class EndedAsks:
         return bool(self._ended)
 
     def read_past(self, began: int) -> None:
-        """The server answered a request that began at step ``began``: it was sent after
-        the cancels of the requests that ended before it, and a server reads what it is
-        sent in order, so it knows they are over."""
-        ended = self._ended
-        for key in [k for k, (_, _, mark) in ended.items() if mark < began]:
-            del ended[key]
+        """The server answered a request that began at step ``began``: it read the
+        cancels of the requests that ended before it, so, if it works in order, it is
+        done with them."""
+        self._read_to = max(self._read_to, began)
+
+    def works_concurrently(self) -> None:
+        """The server answered a request while one sent earlier was still open: an
+        answer to a later request no longer says it is done with an ended one."""
+        self._in_order = False
 
     def answered(self, rid: object) -> None:
         """The server answered the ended request ``rid`` after all: it knows the request
@@ -85,4 +99,5 @@ class EndedAsks:
             self._by_rid = {r: k for r, k in self._by_rid.items() if k in ended}
         if self._blind_until > now:
             return None
-        return {id(owner) for owner, _, _ in ended.values()}
+        read_to = self._read_to if self._in_order else 0
+        return {id(owner) for owner, _, mark in ended.values() if mark >= read_to}

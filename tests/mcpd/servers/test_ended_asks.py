@@ -59,4 +59,22 @@ async def test_a_request_answered_that_was_sent_after_an_end_shows_the_server_re
     ended.read_past(7)
     assert ended.owners() == {id(late)}
     ended.read_past(10)
-    assert ended.owners() == set() and not ended
+    assert ended.owners() == set()
+
+
+async def test_a_server_that_works_concurrently_is_done_with_an_ended_request_by_its_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Answering a request sent after the cancel, it read the cancel; once it is seen to
+    # work on requests at once, the work begun before may still ask about it.
+    ended = EndedAsks()
+    gone = object()
+    ended.add("first", gone, rid=3, mark=5)
+    ended.read_past(7)
+    assert ended.owners() == set()
+    ended.works_concurrently()
+    assert ended.owners() == {id(gone)}  # what it seemed done with counts again
+    ended.read_past(9)
+    assert ended.owners() == {id(gone)}
+    ended.answered(3)
+    assert ended.owners() == set()
