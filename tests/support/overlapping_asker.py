@@ -11,7 +11,11 @@ Tools:
   arrive first) reports progress as it starts, then, once it has read that the call
   was cancelled, asks the user about the topic, as a server that reads a cancel only
   between its steps does; it never answers the call;
-- ``report`` is answered with what came back to that question, once it did;
+- ``report`` reports progress as it starts, and is answered with what came back to
+  that question, once it did;
+- ``quick`` is answered at once, once the server has read a cancel;
+  ``ask_after_cancel`` with ``after_quick`` (a count) asks only once that many were
+  answered;
 - ``ask_once`` asks the user and answers with what came back.
 
 Its one prompt, ``confirm``, asks the user before it is given.
@@ -37,6 +41,7 @@ _cancelled: set[Any] = set()  # ids of calls the client cancelled
 _reported = threading.Event()  # a report call arrived
 _late: list[Any] = []  # what came back to ask_after_cancel's question
 _late_back = threading.Event()
+_quick: list[Any] = []  # quick calls answered
 
 
 def send(obj: dict[str, Any]) -> None:
@@ -91,13 +96,17 @@ def ask_after_cancel(rid: Any, arguments: dict[str, Any], token: Any) -> None:
         _reported.wait()
     with _answered:
         _answered.wait_for(lambda: rid in _cancelled)
+        _answered.wait_for(lambda: len(_quick) >= arguments.get("after_quick", 0))
     message = f"Publish the draft about {arguments.get('topic')}?"
     ask(f"late-{rid}", "elicitation/create", {"message": message, "requestedSchema": {}})
     _late.append(came_back(f"late-{rid}"))
     _late_back.set()
 
 
-def report(rid: Any) -> None:
+def report(rid: Any, token: Any) -> None:
+    if token is not None:
+        progress = {"progressToken": token, "progress": 0}
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
     _reported.set()
     _late_back.wait()
     result(rid, json.dumps(_late[-1]))
@@ -106,6 +115,14 @@ def report(rid: Any) -> None:
 def ask_once(rid: Any) -> None:
     ask(f"once-{rid}", "elicitation/create", {"message": "Go on?", "requestedSchema": {}})
     result(rid, json.dumps(came_back(f"once-{rid}")))
+
+
+def quick(rid: Any) -> None:
+    with _answered:
+        _answered.wait_for(lambda: bool(_cancelled))
+        result(rid, "quick")
+        _quick.append(rid)
+        _answered.notify_all()
 
 
 def hold(rid: Any) -> None:
@@ -120,6 +137,7 @@ TOOLS = [
     {"name": "ask_after_cancel", "description": "asks late", "inputSchema": {"type": "object"}},
     {"name": "report", "description": "what came back late", "inputSchema": {"type": "object"}},
     {"name": "ask_once", "description": "asks once", "inputSchema": {"type": "object"}},
+    {"name": "quick", "description": "answers at once", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -160,9 +178,14 @@ def handle(msg: dict[str, Any]) -> None:
         arguments = params.get("arguments") or {}
         token = (params.get("_meta") or {}).get("progressToken")
         threading.Thread(target=ask_after_cancel, args=(rid, arguments, token), daemon=True).start()
+    elif method == "tools/call" and params.get("name") == "quick":
+        threading.Thread(target=quick, args=(rid,), daemon=True).start()
     elif method == "tools/call" and params.get("name") in ("report", "ask_once"):
-        work = report if params.get("name") == "report" else ask_once
-        threading.Thread(target=work, args=(rid,), daemon=True).start()
+        token = (params.get("_meta") or {}).get("progressToken")
+        work, args = (
+            (report, (rid, token)) if params.get("name") == "report" else (ask_once, (rid,))
+        )
+        threading.Thread(target=work, args=args, daemon=True).start()
     else:
         error = {"code": -32601, "message": str(method)}
         send({"jsonrpc": "2.0", "id": rid, "error": error})

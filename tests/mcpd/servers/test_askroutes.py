@@ -55,6 +55,19 @@ async def test_a_server_asking_with_nobody_to_ask_is_refused_quietly(
     assert record.levelno == logging.INFO
 
 
+async def test_a_server_that_answers_out_of_order_is_not_taken_to_be_done_with_an_ended_call() -> (
+    None
+):
+    routes = AskRoutes("files", lambda: 5.0)
+    gone, still = Agent(), Agent()
+    routes.leave(routes.enter(gone), answered=False)
+    long = routes.enter(still)
+    routes.leave(routes.enter(still))  # answered while the one sent before it is open
+    # That answer came after the cancel, but work begun before it may still ask.
+    assert "ended too lately to rule out" in await refused(routes)
+    routes.leave(long)
+
+
 # -- through the daemon: a server that asks about a call again while its question is open
 
 TWO = "mcp__two__"
@@ -166,12 +179,16 @@ async def test_a_server_may_ask_for_roots_while_its_question_to_the_agent_is_ope
 # -- through the daemon: a server that asks about a call after it ended
 
 
-async def late_callers_call(daemon_socket: str, after_report: bool, hang_up: bool) -> None:
+async def late_callers_call(
+    daemon_socket: str, after_report: bool, hang_up: bool, after_quick: int = 0
+) -> None:
     """An agent calls ask_after_cancel and, once the server is at work on it, cancels
-    the call or hangs up; the server asks about it only once it has read the cancel."""
+    the call or hangs up; the server asks about it only once it has read the cancel
+    (and answered ``after_quick`` quick calls)."""
     async with connect_answering(daemon_socket, False, answering_as("late")) as late:
         await late.initialize_with(CAPS)
         arguments = {"topic": "B-PRIVATE", "after_report": after_report}
+        arguments["after_quick"] = after_quick
         params = {"name": TWO + "ask_after_cancel", "arguments": arguments}
         params["_meta"] = {"progressToken": "p"}
         body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
@@ -203,6 +220,39 @@ async def test_a_request_about_a_call_that_ended_reaches_no_other_agent(
     assert other.asked == []
     came_back = json.loads(result["content"][0]["text"])
     assert "cannot tell which agent" in came_back["message"]
+
+
+async def test_a_concurrent_server_asking_late_about_an_ended_call_reaches_no_other_agent(
+    tmp_path: Path,
+) -> None:
+    """The server answers a call sent after the cancel, so it has read it; but it has
+    answered a call while one sent earlier was open, so it works on calls at once, and
+    the work begun for the ended call may still ask about it."""
+    with trio.fail_after(60):
+        async with (
+            running(overlapping_config(tmp_path)) as daemon,
+            connect_answering(daemon.socket_path, False, answering_as("other")) as other,
+        ):
+            await other.initialize_with(CAPS)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(late_callers_call, daemon.socket_path, False, False, 2)
+                await other.call(TWO + "quick")  # answered once the server read the cancel
+                got: dict[str, Any] = {}
+                reported = trio.Event()
+
+                async def report() -> None:
+                    params = {"name": TWO + "report", "_meta": {"progressToken": "r"}}
+                    got.update(await other.result("tools/call", params))
+                    reported.set()
+
+                nursery.start_soon(report)
+                await other.wait_notifications(1)  # the server has the report call
+                await other.call(TWO + "quick")  # answered while that call is open
+                await reported.wait()
+                nursery.cancel_scope.cancel()
+    assert other.asked == []
+    came_back = json.loads(got["content"][0]["text"])
+    assert "ended too lately to rule out" in came_back["message"]
 
 
 async def test_once_an_ended_call_is_past_its_grace_an_agents_call_is_asked_again(
