@@ -1,6 +1,6 @@
 """Local names for prompts, by the tools' rules: the template's name when it is short
-enough and nobody else wants it, else a hashed name that no other key and no plain
-name takes, whatever order the keys come in."""
+enough and nobody else wants it, else a hashed name that no other key takes (a plain
+name included), whatever order the keys come in."""
 
 from __future__ import annotations
 
@@ -40,10 +40,23 @@ def test_the_result_does_not_depend_on_the_order_of_the_keys() -> None:
     assert assign(NAMING, keys + keys) == assign(NAMING, keys)
 
 
-def test_a_hashed_name_never_takes_a_plain_name() -> None:
+def test_a_plain_name_never_takes_a_hashed_one() -> None:
+    """Anyone can compute a hashed name: a prompt listed under another's hashed name is
+    the one hashed, and the name stays the other's, whatever order the keys come in."""
+    naming = NamingConfig(template="{tool}")
+    taken = hashed_name("daily", "notes", "daily", 64)  # notes' prompt, clashing with evil's
+    keys = [("notes", "daily"), ("evil", "daily"), ("evil", taken)]
+    for order in (keys, list(reversed(keys))):
+        got = assign(naming, order)
+        assert got[("notes", "daily")] == taken
+        assert got[("evil", taken)] not in (taken, "daily")
+        assert len(set(got.values())) == 3
+
+
+def test_a_long_name_hashed_to_anothers_plain_name_moves_that_one() -> None:
     naming = NamingConfig(template="{tool}", max_length=16)
     long = "p" * 20
     plain = hashed_name(long, "s", long, 16)  # a prompt whose plain name is that hash
     got = assign(naming, [("s", long), ("s", plain)])
-    assert got[("s", plain)] == plain
-    assert got[("s", long)] != plain and len(got[("s", long)]) <= 16
+    assert got[("s", long)] == plain
+    assert got[("s", plain)] != plain and len(got[("s", plain)]) <= 16
