@@ -11,9 +11,12 @@ writable by nobody else, but for sticky ones on the way such as ``/tmp``.
 
 A missing state directory is made, with whatever is missing above it, 0700 (as XDG
 asks of the directories it names). One of this user's that others may read or enter,
-as the umask left it, is made 0700 too, and the journal says so: the names of the
-servers, which files exist and how fast the audit log grows are nobody else's to see,
-and a private directory is what mcpd would have made.
+as the umask left it, is made 0700 too when all it holds is as mcpd makes its files
+(this user's, for nobody else), and the journal says so: the names of the servers,
+which files exist and how fast the audit log grows are nobody else's to see, and a
+private directory is what mcpd would have made. One that holds anything else (a home
+directory named as the state directory, say) is not mcpd's alone to change: the
+journal says how to make it private.
 
 No trio here: ``prestart`` makes it ready before the event loop is loaded.
 """
@@ -95,10 +98,14 @@ def _make_private(path: str) -> None:
         mode = stat.S_IMODE(st.st_mode)
         if not mode & 0o077:
             return
-        if st.st_uid != os.geteuid():
-            # root's, for a user's mcpd: not this user's to change.
+        if st.st_uid != os.geteuid() or not _all_private(fd):
+            # root's, for a user's mcpd, or holding what others share: not mcpd's to change.
             logger.warning(
-                "the state directory %s can be read by other users (mode %04o)", path, mode
+                "the state directory %s can be read by other users (mode %04o); "
+                "`chmod go-rwx %s` makes it private",
+                path,
+                mode,
+                path,
             )
             return
         os.fchmod(fd, mode & ~0o077)
@@ -111,3 +118,19 @@ def _make_private(path: str) -> None:
         )
     finally:
         os.close(fd)
+
+
+# Entries looked at before taking a directory for mcpd's own; past it, it is not.
+_LOOKED_AT = 1000
+
+
+def _all_private(fd: int) -> bool:
+    """Whether each thing in the directory ``fd`` is as mcpd makes them: this user's,
+    for nobody else."""
+    uid = os.geteuid()
+    with os.scandir(fd) as entries:
+        for n, entry in enumerate(entries):
+            st = entry.stat(follow_symlinks=False)
+            if n >= _LOOKED_AT or st.st_uid != uid or stat.S_IMODE(st.st_mode) & 0o077:
+                return False
+    return True

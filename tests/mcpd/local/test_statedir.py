@@ -1,7 +1,8 @@
 """mcpd's state directory is made private and refused where another user could read or
 change it: one they own or may write, or one reached through a directory of theirs,
 stops ``mcpd serve`` (exit 78) and ``mcpd check-config`` with the path and the reason;
-one of the user's own that others may read is made 0700, whatever the umask."""
+one of the user's own that others may read is made 0700, whatever the umask, where all
+it holds is private as mcpd makes it."""
 
 from __future__ import annotations
 
@@ -49,10 +50,27 @@ def test_a_state_directory_of_ones_own_that_others_may_read_is_made_private(
     state.mkdir()
     state.chmod(0o755)
     (state / "pins.json").write_text("{}")
+    (state / "pins.json").chmod(0o600)  # as mcpd writes it
+    (state / "homes").mkdir(mode=0o700)
     ready_state_directory(str(state))
     assert mode_of(state) == 0o700
     assert (state / "pins.json").read_text() == "{}"
     assert f"the state directory {state} could be read by other users (mode 0755)" in caplog.text
+
+
+def test_a_state_directory_holding_what_others_may_read_is_left_as_it_is_and_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A home directory named as the state directory: what it holds for others to read
+    (a web page, a group's files) is not mcpd's to take from them."""
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(0o755)
+    (home / "public_html").mkdir(mode=0o755)
+    (home / "public_html").chmod(0o755)
+    ready_state_directory(str(home))
+    assert mode_of(home) == 0o755
+    assert f"`chmod go-rwx {home}` makes it private" in caplog.text
 
 
 def test_a_state_directory_every_user_may_write_is_refused(tmp_path: Path) -> None:
