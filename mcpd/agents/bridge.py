@@ -32,7 +32,7 @@ from protocol.framing import LineFramer, Oversized
 
 from ..config.model import EX_CONFIG
 from . import batches
-from .dial import CONNECT_WAIT, QueueFull, connect_unix
+from .dial import CONNECT_WAIT, DialError, ForeignSocket, QueueFull, connect_unix
 from .peers import untrusted_daemon
 
 UNREACHABLE: Final = -32000
@@ -96,7 +96,12 @@ class Bridge:
                 sock = await trio.to_thread.run_sync(
                     connect_unix, self.socket_path, self.connect_wait
                 )
-            except (OSError, QueueFull) as exc:
+            except ForeignSocket as exc:
+                if str(exc) != self.untrusted:
+                    print(f"mcpd: {exc}", file=sys.stderr, flush=True)
+                self.untrusted, self.busy = str(exc), None
+                return None
+            except (OSError, DialError) as exc:
                 self.untrusted = None
                 busy = str(exc) if isinstance(exc, QueueFull) else None
                 if busy is not None and busy != self.busy:

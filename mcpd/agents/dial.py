@@ -13,10 +13,13 @@ Blocking, with no event loop: the bridge runs it in a thread.
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import struct
 import time
 from typing import Final
+
+from ..local.owners import trusted_owners, user_name
 
 # How long a client waits for room in the daemon's listen queue.
 CONNECT_WAIT: Final = 10.0
@@ -24,7 +27,11 @@ CONNECT_WAIT: Final = 10.0
 _LEAST: Final = 0.001
 
 
-class QueueFull(Exception):
+class DialError(Exception):
+    """Why the daemon's socket was not connected to, in words for people."""
+
+
+class QueueFull(DialError):
     """The daemon's listen queue had no room for us until the deadline."""
 
     def __init__(self, path: str, wait: float) -> None:
@@ -35,21 +42,41 @@ class QueueFull(Exception):
         )
 
 
+class ForeignSocket(DialError):
+    """The socket, whose queue is full, is another user's: nothing to wait for."""
+
+    def __init__(self, path: str, uid: int) -> None:
+        super().__init__(
+            f"the socket {path}, whose listen queue is full, belongs to uid {uid} "
+            f"({user_name(uid)}), not you, root or the mcpd service user: not waiting for it"
+        )
+
+
 def connect_unix(path: str, wait: float = CONNECT_WAIT) -> socket.socket:
     """A blocking socket connected to ``path``, having waited up to ``wait`` seconds for
-    room in its listen queue; raises ``QueueFull`` then, and the ``OSError`` of any
-    other failure (no such file, nobody listening, permissions) at once."""
+    room in its listen queue; raises ``QueueFull`` then (``ForeignSocket`` at once for a
+    socket another user made), and the ``OSError`` of any other failure (no such file,
+    nobody listening, permissions) at once."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         deadline = time.monotonic() + wait
+        # The first try does not wait: a full queue of a socket another user made is
+        # theirs to fill, and is not waited for.
+        first = True
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise QueueFull(path, wait)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(max(left, _LEAST)))
+            waits = _LEAST if first else max(left, _LEAST)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(waits))
             try:
                 sock.connect(path)
             except BlockingIOError:
+                if first:
+                    first = False
+                    owner = os.stat(path).st_uid
+                    if owner not in trusted_owners():
+                        raise ForeignSocket(path, owner) from None
                 continue  # the kernel's wait ran out: the deadline is (all but) reached
             if _connected(sock):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(0))

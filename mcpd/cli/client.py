@@ -14,7 +14,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from .. import __version__
-from ..agents.dial import CONNECT_WAIT, QueueFull, connect_unix
+from ..agents.dial import CONNECT_WAIT, DialError, connect_unix
 from ..agents.peers import untrusted_daemon
 from ..config.model import default_config_path
 from ..config.paths import client_socket_path
@@ -49,7 +49,7 @@ class Client:
             ) from None
         except PermissionError:
             raise Unreachable(_refused_by_mode(path)) from None
-        except QueueFull as exc:
+        except DialError as exc:
             raise Unreachable(str(exc)) from None
         self._sock.settimeout(timeout)
         refusal = untrusted_daemon(self._sock, path)

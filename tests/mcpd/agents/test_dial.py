@@ -3,13 +3,14 @@ out, and said as such when it stays full."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from pathlib import Path
 
 import pytest
 
-from mcpd.agents.dial import QueueFull, connect_unix
+from mcpd.agents.dial import ForeignSocket, QueueFull, connect_unix
 from tests.support.full_queue import full_queue, waiting_for_room
 
 
@@ -59,3 +60,14 @@ def test_no_listener_is_said_at_once(tmp_path: Path) -> None:
     bound.bind(str(stale))
     with bound, pytest.raises(ConnectionRefusedError):
         connect_unix(str(stale))
+
+
+def test_a_full_queue_of_another_users_socket_is_not_waited_for(tmp_path: Path) -> None:
+    """Anyone can make a socket whose queue stays full: one not made by this user, root
+    or the service's user is refused at once, naming its owner."""
+    path = tmp_path / "mcpd.sock"
+    with full_queue(path):
+        os.chown(path, 4242, 4242)
+        with pytest.raises(ForeignSocket) as raised:  # not QueueFull, after the wait
+            connect_unix(str(path), wait=30)
+    assert str(path) in str(raised.value) and "uid 4242" in str(raised.value)
