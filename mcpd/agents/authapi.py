@@ -17,10 +17,16 @@ keeps who asked for it and whether that is an agent's kin (``page.opener``), whi
 decides what the page it opens may decide. ``mcpd/auth/dashboard_spent`` answers once
 such a code can open no session (traded, or past its time): ``mcpd dashboard`` waits
 for that to remove the page that carried the code to the browser.
+
+Both answers that hand over something for a browser (the login's address, the page's)
+name the directory to write the page that carries it in (``pages``): the one this
+daemon hides from every server it sandboxes, found in its own environment, which the
+command's may not match (``config.paths.pages_directory``).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,6 +35,8 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
+from ..config.paths import pages_directory
+from ..local.privatefile import make_private_directory
 from ..policy.kin import AgentKin
 from ..registry.views import ProfileView
 from .backend import Control
@@ -83,7 +91,8 @@ async def _status(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestCon
 async def _login(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Begin)
-    return await api.control.logins.begin(params.server, params.redirect_uri)
+    out = await api.control.logins.begin(params.server, params.redirect_uri)
+    return {**out, "pages": _pages()} if "url" in out else out
 
 
 async def _complete(
@@ -117,7 +126,18 @@ async def _dashboard(
     # Where the endpoint listens on every address, this machine reaches it on loopback.
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(endpoint.host, endpoint.host)
     host = f"[{host}]" if ":" in host else host
-    return {"url": f"http://{host}:{endpoint.port}/?code={code}", "expires_in": CODE_TTL}
+    url = f"http://{host}:{endpoint.port}/?code={code}"
+    return {"url": url, "expires_in": CODE_TTL, "pages": _pages()}
+
+
+def _pages() -> str:
+    """The directory of pages for a browser, made (0700) if missing. One that cannot be
+    made so is named all the same: the command checks it before it writes there, and
+    says what is wrong with it."""
+    folder = pages_directory()
+    with contextlib.suppress(OSError):
+        make_private_directory(folder)
+    return folder
 
 
 async def _dashboard_spent(

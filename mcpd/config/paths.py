@@ -139,9 +139,10 @@ def cache_directory(env: Mapping[str, str] | None = None) -> str:
 
 
 def pages_directory(env: Mapping[str, str] | None = None) -> str:
-    """Where ``mcpd dashboard`` and ``mcpd auth login`` put the page they hand a browser:
-    ``$XDG_RUNTIME_DIR/mcpd-pages``, else ``/tmp/mcpd-pages-UID`` (not ``$TMPDIR``:
-    the daemon, whose environment may differ, must find it to hide it from servers)."""
+    """Where the daemon has ``mcpd dashboard`` and ``mcpd auth login`` put the page they
+    hand a browser: ``$XDG_RUNTIME_DIR/mcpd-pages``, else ``/tmp/mcpd-pages-UID``, in
+    the daemon's environment, not the command's, so that it is among the
+    ``pages_directories`` the daemon hides from servers."""
     env = os.environ if env is None else env
     runtime = env.get("XDG_RUNTIME_DIR", "")
     if os.path.isabs(runtime) and os.path.isdir(runtime):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -39,6 +41,13 @@ PARAMS: dict[str, dict[str, Any]] = {
     "mcpd/auth/logout": {"server": "web"},
     "mcpd/auth/dashboard": {},
 }
+
+
+@pytest.fixture(autouse=True)
+def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The daemon's runtime directory, where it makes the directory of pages."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    return tmp_path
 
 
 class Logins:
@@ -246,3 +255,15 @@ async def test_the_dashboard_address_carries_a_new_one_time_code_never_the_token
 
 async def test_without_an_http_endpoint_the_dashboard_has_no_address() -> None:
     assert await call(Api(), caller(peer()), "mcpd/auth/dashboard") == {"url": None}
+
+
+@pytest.mark.parametrize("method", ["mcpd/auth/dashboard", "mcpd/auth/login"])
+async def test_a_page_for_a_browser_goes_where_the_daemon_hides_it(
+    method: str, runtime: Path
+) -> None:
+    """Its own runtime directory's, made private, whatever the command's environment
+    says: the command cannot know which directory the daemon hides from servers."""
+    out = await call(Api(Connect("127.0.0.1", 8765)), caller(peer()), method, PARAMS[method])
+    pages = runtime / "mcpd-pages"
+    assert out["pages"] == str(pages)
+    assert stat.S_IMODE(pages.stat().st_mode) == 0o700
