@@ -5,6 +5,14 @@ What an opener is given sits on its command line, which every local user can rea
 see (a login's ``state``, the status page's one-time code) is not given to it: a page
 of this user's alone that sends the browser on to it is (``write_page``); the page's
 path tells others nothing.
+
+The page goes only where the daemon says (``pages``, in its answer): the directory it
+hides from the servers it sandboxes, which the command could not find from its own
+environment. None named (an older daemon), or one that is not a private directory of
+this user's, and no page is written: the person opens the printed address instead.
+
+SIGTERM and SIGHUP end a command that wrote a page as Ctrl-C does (``ended_by_signals``),
+so the page goes with it.
 """
 
 from __future__ import annotations
@@ -15,15 +23,19 @@ import os
 import secrets
 import shlex
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 from protocol.urls import openable
 
-from ..config.paths import pages_directory as where_pages_are
-from ..local.privatefile import make_private_directory, write_atomically
+from ..local.privatefile import UnsafeFileError, open_directory, write_atomically
+
+ENDING: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
 
 
 def browser_argv(url: str, env: dict[str, str] | None = None) -> list[str] | None:
@@ -59,33 +71,66 @@ def open_in_browser(argv: list[str]) -> str | None:
     return None
 
 
-def pages_directory() -> str:
-    """Where the pages are (``config.paths.pages_directory``); made 0700, and refused
-    (``OSError``) when another user made it first or it is a link."""
-    folder = where_pages_are()
-    make_private_directory(folder)
-    return folder
+def pages_directory(named: object) -> str:
+    """``named``, the directory the daemon says pages go in, once it is found to be a
+    real directory of this user's that no one else may enter; else UnsafeFileError,
+    saying why."""
+    if not isinstance(named, str) or not os.path.isabs(named):
+        raise UnsafeFileError(
+            "the daemon names no directory for the page, one it hides from its servers "
+            "(it is older than this command: restart it)"
+        )
+    fd = open_directory(named, check=False)
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if st.st_uid != os.geteuid():
+        raise UnsafeFileError(f"{named} belongs to another user, who could read the page")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        raise UnsafeFileError(f"{named} is open to other users (mode {mode:04o})")
+    return named
 
 
-def write_page(name: str, url: str) -> str:
-    """Write the page ``name`` (mode 0600) that sends a browser on to ``url``; its
-    ``file:`` address. Raises OSError when it cannot be written."""
-    path = os.path.join(pages_directory(), name)
+def write_page(name: str, url: str, pages: object) -> str:
+    """Write the page ``name`` (mode 0600) that sends a browser on to ``url``, in the
+    directory ``pages`` (see ``pages_directory``); its ``file:`` address. Raises
+    OSError when it cannot be written."""
+    path = os.path.join(pages_directory(pages), name)
     write_atomically(path, _page(url).encode("utf-8"))
     return Path(path).as_uri()
 
 
 @contextlib.contextmanager
-def page_to(url: str, kind: str = "login") -> Iterator[str]:
+def page_to(url: str, pages: object, kind: str = "login") -> Iterator[str]:
     """``write_page`` for as long as the block lasts, named for its ``kind`` and made
     unique, so that another run's page is neither replaced nor removed."""
     name = f"{kind}-{secrets.token_hex(8)}.html"
-    address = write_page(name, url)
     try:
-        yield address
+        yield write_page(name, url, pages)
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(pages_directory(), name))
+        # Also when the page was being written as the command was ended.
+        if isinstance(pages, str):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(pages, name))
+
+
+@contextlib.contextmanager
+def ended_by_signals() -> Iterator[None]:
+    """For as long as the block lasts, SIGTERM and SIGHUP end the command by an exit
+    (128 + the signal's number) raised where it is, which removes its page on the way
+    out; a command that is killed outright leaves it."""
+
+    def end(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    before = [signal.signal(s, end) for s in ENDING]
+    try:
+        yield
+    finally:
+        for s, handler in zip(ENDING, before, strict=True):
+            signal.signal(s, handler)
 
 
 def _page(url: str) -> str:

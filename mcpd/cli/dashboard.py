@@ -8,7 +8,8 @@ endpoint, this says how to turn it on, and where the page can be read meanwhile.
 A browser is given a ``file:`` page that carries the code (``browser``), and the
 opener may return before the browser has read it. So the command waits, until the
 daemon says the code can open no session (traded, or past its time), and then removes
-the page: the code does not outlive its use on disk.
+the page: the code does not outlive its use on disk, nor the command when it is
+ended by SIGTERM or SIGHUP. The page goes where the daemon says (``browser``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 from protocol.visible import visible
 
 from ..config.model import default_config_path
-from .browser import browser_argv, open_in_browser, page_to
+from .browser import browser_argv, ended_by_signals, open_in_browser, page_to
 from .exits import EXIT_BAD_REPLY, EXIT_FAILED, ask, client_for, fail
 
 
@@ -78,11 +79,12 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     )
     if args.no_browser or browser_argv(url) is None:
         return 0
-    with contextlib.ExitStack() as page:
+    with ended_by_signals(), contextlib.ExitStack() as page:
         try:
             # The code stays off the opener's command line, where any local user could
             # read it and redeem it first.
-            opener = browser_argv(page.enter_context(page_to(url, "dashboard")))
+            written = page.enter_context(page_to(url, out.get("pages"), "dashboard"))
+            opener = browser_argv(written)
         except OSError as exc:
             print(f"mcpd: not opening a browser: {exc}", file=sys.stderr)
             return 0

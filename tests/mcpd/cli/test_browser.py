@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from mcpd.cli import browser
 from mcpd.cli.browser import browser_argv, page_to, safe_to_open, write_page
 
 SECRET = "http://127.0.0.1:8765/?code=only-for-this-user"
@@ -40,9 +39,11 @@ def tags_of(text: str) -> Tags:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    return tmp_path
+def pages(tmp_path: Path) -> Path:
+    """The directory the daemon names for pages, as it makes it."""
+    folder = tmp_path / "mcpd-pages"
+    folder.mkdir(mode=0o700)
+    return folder
 
 
 def test_browser_argv_takes_browser_first_then_the_desktops_opener() -> None:
@@ -85,11 +86,11 @@ def test_only_https_or_http_to_this_machine_is_opened(url: str, ok: bool) -> Non
     assert safe_to_open(url) is ok
 
 
-def test_a_page_is_the_users_alone_and_its_address_tells_nothing(runtime: Path) -> None:
-    address = write_page("dashboard.html", SECRET)
+def test_a_page_is_the_users_alone_and_its_address_tells_nothing(pages: Path) -> None:
+    address = write_page("dashboard.html", SECRET, str(pages))
     assert "code" not in address and address.startswith("file://")
     path = Path(urlsplit(address).path)
-    assert path.parent == runtime / "mcpd-pages"
+    assert path.parent == pages
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     text = path.read_text()
@@ -97,41 +98,45 @@ def test_a_page_is_the_users_alone_and_its_address_tells_nothing(runtime: Path) 
     assert f"url='{SECRET}'" in text and f'href="{SECRET}"' in text
 
 
-def test_an_address_cannot_break_out_of_the_page(runtime: Path) -> None:
+def test_an_address_cannot_break_out_of_the_page(pages: Path) -> None:
     hostile = 'https://x.example/?a="><script>alert(1)</script><img src=x onerror=alert(2)>'
-    path = Path(urlsplit(write_page("h.html", hostile)).path)
+    path = Path(urlsplit(write_page("h.html", hostile, str(pages))).path)
     t = tags_of(path.read_text())
     assert t.tags == ["meta", "meta", "meta", "title", "p", "a"]
     assert not any(k.startswith("on") or k == "src" for k, _ in t.attrs)
     assert ("href", hostile) in t.attrs
 
 
-def test_a_directory_someone_made_a_link_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_directory_someone_made_a_link_is_refused(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    runtime = tmp_path / "run"
-    runtime.mkdir()
-    (runtime / "mcpd-pages").symlink_to(elsewhere)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    with pytest.raises(OSError):
-        write_page("dashboard.html", SECRET)
+    elsewhere.mkdir(mode=0o700)
+    (tmp_path / "mcpd-pages").symlink_to(elsewhere)
+    with pytest.raises(OSError, match="symbolic link"):
+        write_page("dashboard.html", SECRET, str(tmp_path / "mcpd-pages"))
     assert list(elsewhere.iterdir()) == []
 
 
-def test_without_a_runtime_directory_the_pages_are_the_users_in_tmp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_directory_others_may_enter_is_refused(pages: Path) -> None:
+    pages.chmod(0o755)
+    with pytest.raises(OSError, match="open to other users"):
+        write_page("dashboard.html", SECRET, str(pages))
+    assert list(pages.iterdir()) == []
+
+
+@pytest.mark.parametrize("named", [None, "", "relative/mcpd-pages", ["/tmp"]])
+def test_without_a_directory_from_the_daemon_no_page_is_written(
+    named: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """In /tmp whatever ``$TMPDIR`` says: where the daemon, which hides the pages from
-    its servers, finds them too."""
-    monkeypatch.setenv("XDG_RUNTIME_DIR", "relative/dir")
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    assert browser.pages_directory() == f"/tmp/mcpd-pages-{os.geteuid()}"
+    """Not where the command's own environment would put it: the daemon, whose
+    environment may differ, might not hide that from its servers."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    with pytest.raises(OSError, match="names no directory for the page"):
+        write_page("dashboard.html", SECRET, named)
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_a_login_page_lasts_as_long_as_the_block(runtime: Path) -> None:
-    with page_to(SECRET) as address:
+def test_a_login_page_lasts_as_long_as_the_block(pages: Path) -> None:
+    with page_to(SECRET, str(pages)) as address:
         path = Path(urlsplit(address).path)
         assert path.exists() and re.fullmatch(r"login-[0-9a-f]{16}\.html", path.name)
     assert not path.exists()
@@ -146,8 +151,8 @@ def refresh_target(content: str) -> str:
     return rest
 
 
-def test_the_refresh_goes_to_the_whole_address_even_with_an_apostrophe(runtime: Path) -> None:
+def test_the_refresh_goes_to_the_whole_address_even_with_an_apostrophe(pages: Path) -> None:
     url = "https://auth.example.org/authorize?state=s&scope=it's&redirect_uri=http://127.0.0.1/cb"
-    path = Path(urlsplit(write_page("q.html", url)).path)
+    path = Path(urlsplit(write_page("q.html", url, str(pages))).path)
     refresh = [v for k, v in tags_of(path.read_text()).attrs if k == "content"][-1] or ""
     assert refresh_target(refresh) == url.replace("'", "%27")

@@ -4,6 +4,11 @@ endpoint on when it is off, and the reply's words never acting on the terminal."
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +19,20 @@ from mcpd.cli.main import main
 from tests.support.fake_daemon import FakeDaemon, error, result
 
 URL = "http://127.0.0.1:8765/login?code=abc"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
 def sock(tmp_path: Path) -> Path:
     return tmp_path / "mcpd.sock"
+
+
+@pytest.fixture
+def pages(tmp_path: Path) -> Path:
+    """The directory the daemon names for pages, as it makes it."""
+    folder = tmp_path / "daemon-run" / "mcpd-pages"
+    folder.mkdir(mode=0o700, parents=True)
+    return folder
 
 
 @pytest.fixture(autouse=True)
@@ -75,13 +89,15 @@ def test_without_a_lifetime_the_address_is_said_to_last_a_minute(
 def test_a_browser_is_given_a_page_not_the_address(
     sock: Path,
     tmp_path: Path,
+    pages: Path,
     monkeypatch: pytest.MonkeyPatch,
     no_desktop: list[list[str]],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """In the directory the daemon names, not where the command's own environment
+    would put it."""
     monkeypatch.setenv("BROWSER", "my-browser --new-tab")
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    pages = tmp_path / "mcpd-pages"
     while_waiting: list[str] = []
 
     def answer(msg: dict[str, Any]) -> bytes:
@@ -89,7 +105,7 @@ def test_a_browser_is_given_a_page_not_the_address(
             # What the browser may still read while the daemon has not seen the code used.
             while_waiting.extend(p.read_text() for p in pages.iterdir())
             return result(msg, {})
-        return result(msg, {"url": URL, "expires_in": 30})
+        return result(msg, {"url": URL, "expires_in": 30, "pages": str(pages)})
 
     with FakeDaemon(sock, answer) as d:
         assert run("dashboard", "--socket", str(sock)) == 0
@@ -98,6 +114,7 @@ def test_a_browser_is_given_a_page_not_the_address(
     assert "code=abc" not in " ".join(argv)  # the one-time code is off the command line
     [page] = while_waiting
     assert "code=abc" in page and argv[2].startswith(pages.as_uri() + "/")
+    assert not (tmp_path / "mcpd-pages").exists()
     # Once the daemon says the code is spent, it is on disk no more.
     assert list(pages.iterdir()) == []
     assert d.requests[-1]["method"] == "mcpd/auth/dashboard_spent"
@@ -109,21 +126,74 @@ def test_a_browser_is_given_a_page_not_the_address(
     assert len(no_desktop) == 1
 
 
-def test_the_page_is_removed_when_the_wait_for_its_code_ends_otherwise(
-    sock: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_desktop: list[list[str]]
+def test_a_daemon_that_names_no_directory_gets_no_page(
+    sock: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    no_desktop: list[list[str]],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """An older daemon: where the command would put the page, it may not hide it from
+    its servers. The address is printed for the person to open."""
     monkeypatch.setenv("BROWSER", "my-browser")
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    with daemon(sock, {"url": URL}) as d:
+        assert run("dashboard", "--socket", str(sock)) == 0
+    out, err = capsys.readouterr()
+    assert f"\n  {URL}\n" in out
+    assert err.startswith("mcpd: not opening a browser: the daemon names no directory")
+    assert no_desktop == [] and not (tmp_path / "mcpd-pages").exists()
+    assert [r["method"] for r in d.requests] == ["mcpd/auth/dashboard"]
+
+
+def test_the_page_is_removed_when_the_wait_for_its_code_ends_otherwise(
+    sock: Path, pages: Path, monkeypatch: pytest.MonkeyPatch, no_desktop: list[list[str]]
+) -> None:
+    monkeypatch.setenv("BROWSER", "my-browser")
 
     def answer(msg: dict[str, Any]) -> bytes:
         if msg["method"] == "mcpd/auth/dashboard_spent":
             return error(msg, -32601, "method not found")
-        return result(msg, {"url": URL})
+        return result(msg, {"url": URL, "pages": str(pages)})
 
     with FakeDaemon(sock, answer):
         assert run("dashboard", "--socket", str(sock)) == 1
     assert len(no_desktop) == 1
-    assert list((tmp_path / "mcpd-pages").iterdir()) == []
+    assert list(pages.iterdir()) == []
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_command_ended_by_a_signal_leaves_no_page(
+    sock: Path, pages: Path, signum: signal.Signals
+) -> None:
+    waiting, done = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def answer(msg: dict[str, Any]) -> bytes | None:
+        if msg["method"] == "mcpd/auth/dashboard_spent":
+            seen.extend(p.name for p in pages.iterdir())
+            waiting.set()
+            done.wait()  # the code is never used
+            return None
+        return result(msg, {"url": URL, "pages": str(pages)})
+
+    env = {**os.environ, "BROWSER": "true"}
+    with FakeDaemon(sock, answer):
+        command = subprocess.Popen(
+            [sys.executable, "-m", "mcpd", "dashboard", "--socket", str(sock)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, env=env,
+        )  # fmt: skip
+        try:
+            waiting.wait()
+            command.send_signal(signum)
+            assert command.wait() == 128 + signum
+        finally:
+            done.set()
+            command.kill()
+            command.wait()
+    assert len(seen) == 1  # it was there while the command waited
+    assert list(pages.iterdir()) == []
 
 
 def test_with_the_endpoint_off_it_says_how_to_turn_it_on_and_fails(
