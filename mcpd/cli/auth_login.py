@@ -1,5 +1,10 @@
 """``mcpd auth login``: the person's part of an OAuth login, in a browser (see
-``auth``); the one ``mcpd auth`` command that needs trio."""
+``auth``); the one ``mcpd auth`` command that needs trio.
+
+The page handed to the browser carries the login's ``state``, with which anyone could
+answer this login with a login of their own: it goes where the daemon says
+(``browser``), and SIGTERM and SIGHUP end the command as Ctrl-C does, removing it.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import argparse
 import contextlib
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -19,7 +25,7 @@ from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible
 from transports.errors import single_exceptions
 
-from .browser import browser_argv, page_to, safe_to_open
+from .browser import ENDING, browser_argv, page_to, safe_to_open
 from .client import BadReply, Client, Unreachable
 from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
 
@@ -194,7 +200,7 @@ async def _login(args: argparse.Namespace) -> int:
         )
         opener = None
         if not args.no_browser and safe_to_open(url):
-            opener = _opener(stack, url)
+            opener = _opener(stack, url, start.get("pages"))
         failed: list[str] = []
         with trio.move_on_after(args.timeout):
             return await _until_logged_in(
@@ -207,13 +213,13 @@ async def _login(args: argparse.Namespace) -> int:
     return EXIT_FAILED
 
 
-def _opener(stack: contextlib.AsyncExitStack, url: str) -> list[str] | None:
+def _opener(stack: contextlib.AsyncExitStack, url: str, pages: object) -> list[str] | None:
     """The command that opens ``url`` through a private page, or None (no desktop, or
     the page could not be written: then the person opens the printed address)."""
     if browser_argv(url) is None:
         return None
     try:
-        page = stack.enter_context(page_to(url))
+        page = stack.enter_context(page_to(url, pages))
     except OSError as exc:
         print(f"mcpd: not opening a browser: {exc}", file=sys.stderr)
         return None
@@ -230,7 +236,23 @@ def _report(out: dict[str, Any]) -> int:
     return EXIT_FAILED
 
 
+async def _ended_by_signals(args: argparse.Namespace) -> int:
+    """``_login``, ended by SIGTERM or SIGHUP with an exit (128 + the signal's number)
+    once what it holds, its page among them, is let go."""
+    with trio.open_signal_receiver(*ENDING) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_exit_on, signals)
+            code = await _login(args)
+            nursery.cancel_scope.cancel()
+    return code
+
+
+async def _exit_on(signals: AsyncIterator[int]) -> None:
+    async for signum in signals:
+        raise SystemExit(128 + signum)
+
+
 def login(args: argparse.Namespace) -> int:
     # An exit from inside the listener's nursery must leave as itself, not in a group.
     with single_exceptions():
-        return trio.run(_login, args)
+        return trio.run(_ended_by_signals, args)
