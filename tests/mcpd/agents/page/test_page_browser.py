@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -309,7 +310,8 @@ def test_the_browser_mcpd_dashboard_opens_lands_on_the_page(
     )
     # Once the browser traded the code, the command ends, and the page with it.
     assert command.wait(timeout=30) == 0
-    assert list((tmp_path / "mcpd-pages").iterdir()) == []
+    page = Path(unquote(urlsplit(address).path))
+    assert not page.exists() and page.parent.name.startswith("mcpd-pages")
     body = browser.find_element("tag name", "body").text
     assert browser.find_elements("id", "rows"), body
     assert "?code=" not in browser.current_url
