@@ -35,6 +35,9 @@ logger = logging.getLogger("mcpd.stdio")
 
 # How much of a line that is not JSON-RPC a warning quotes.
 _SHOWN: Final = 200
+# Of a line over the limit that answers a waiting request, how many times the limit is
+# read free of the server's pace (``protocol.pacing``), as answers are.
+FREE_OVERSIZED: Final = 4
 
 
 class StdoutReader:
@@ -58,6 +61,10 @@ class StdoutReader:
         self._withdrawn = withdrawn
         self._framer = LineFramer(max_line, report_end=True)
         self._oversized_head = b""
+        # The request an over-long line's head named, failed as the line began; and how
+        # many more of that line's bytes are read free of the pace, as an answer's are.
+        self._failed_early: rpc.Id | None = None
+        self._free_skip = 0
 
     def feed(self, data: bytes) -> float:
         """Hand on the lines ``data`` ends; what those that answered no request waiting
@@ -69,7 +76,10 @@ class StdoutReader:
                 # its bytes below, as they are skipped.
                 units += 1.0 if isinstance(item, Oversized) else cost(item)
         if self._framer.skipped:
-            units += skipped(self._framer.take_skipped())
+            size = self._framer.take_skipped()
+            free = min(size, self._free_skip)
+            self._free_skip -= free
+            units += skipped(size - free)
         return units
 
     def flush(self) -> None:
@@ -152,21 +162,24 @@ class StdoutReader:
 
     def _oversized(self, item: Oversized) -> None:
         if not isinstance(item, OversizedEnd):
-            self._oversized_head = without_bom(item.prefix)
+            self._oversized_head = head = without_bom(item.prefix)
+            # An answer that names its request first fails it now: the rest of the line
+            # is skipped at the server's pace, which its request need not wait for.
+            rid = rpc.id_at_edges(head)
+            reason = too_large_reason(self._alias, None, item.limit)
+            if rid is not None and self._fail_too_large(rid, reason, item):
+                # A real answer a server made too large is skipped at once, up to a
+                # bound: past it, such a line is read as any flood is.
+                self._free_skip = FREE_OVERSIZED * item.limit
             return
+        self._free_skip = 0
         reason = too_large_reason(self._alias, item.size, item.limit)
         rid = rpc.id_at_edges(self._oversized_head, item.tail)
         self._oversized_head = b""
-        answered = rid is not None and self._pending.resolve(
-            rid, None, MessageTooLarge(reason, size=item.size, limit=item.limit)
-        )
-        if answered:
-            logger.warning(
-                "%s; the request (id %r) it answered failed, the server keeps running",
-                reason,
-                rid,
-                extra=log_extra(self._alias, "message_too_large", reason),
-            )
+        if rid is not None and rid == self._failed_early:
+            self._failed_early = None
+            return
+        if rid is not None and self._fail_too_large(rid, reason, item):
             return
         # Failing no request, such a line can be sent again and again.
         note = self._complain()
@@ -177,6 +190,23 @@ class StdoutReader:
                 note,
                 extra=log_extra(self._alias, "message_too_large", reason),
             )
+
+    def _fail_too_large(self, rid: rpc.Id, reason: str, item: Oversized) -> bool:
+        """Fail the request ``rid`` waits for with ``reason``; whether one did."""
+        size = item.size if isinstance(item, OversizedEnd) else None
+        answered = self._pending.resolve(
+            rid, None, MessageTooLarge(reason, size=size, limit=item.limit)
+        )
+        if answered:
+            if not isinstance(item, OversizedEnd):
+                self._failed_early = rid
+            logger.warning(
+                "%s; the request (id %r) it answered failed, the server keeps running",
+                reason,
+                rid,
+                extra=log_extra(self._alias, "message_too_large", reason),
+            )
+        return answered
 
 
 def _quoted(line: bytes) -> str:

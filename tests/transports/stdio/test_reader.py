@@ -18,7 +18,7 @@ from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.complaints import BURST, Complaints
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled
 from transports.pending import Pending
-from transports.stdio.reader import StdoutReader
+from transports.stdio.reader import FREE_OVERSIZED, StdoutReader
 
 logger = logging.getLogger("test.reader")
 
@@ -107,6 +107,40 @@ def test_a_line_over_the_limit_fails_only_the_request_it_answered(
     assert isinstance(error, MessageTooLarge) and error.limit == 64
     assert [bytes(r or b"") for r, _ in small] == [b"1"]
     assert "the request (id 4) it answered failed, the server keeps running" in caplog.text
+
+
+def test_a_line_over_the_limit_that_answers_a_request_is_free_of_the_pace_up_to_a_bound() -> None:
+    """A real answer a server made too large is skipped at once; past a few times the
+    limit, or naming no waiting request, its bytes cost what a flood's do."""
+    out = Stdout(max_line=1024)
+    out.answered(7)
+    head = b'{"jsonrpc":"2.0","id":7,"result":"' + b"x" * 2048
+    assert out.reader.feed(head) == 1.0  # its start, as a line: its bytes are free
+    free = FREE_OVERSIZED * 1024 - len(head)
+    assert out.reader.feed(b"x" * free) == 0.0
+    assert out.reader.feed(b"x" * 4096) == skipped(4096)
+    assert out.reader.feed(b'"}\n') == 1.0 + skipped(2)  # its end; the line break is not skipped
+    stray = b'{"jsonrpc":"2.0","id":8,"result":"' + b"x" * 2048
+    assert out.reader.feed(stray) == 1.0 + skipped(len(stray))
+
+
+def test_a_line_over_the_limit_that_names_its_request_first_fails_it_before_it_ends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The rest of such a line is read at the server's pace, which the request it
+    answered does not wait for; the end of the line fails nothing more, nor is it
+    complained of."""
+    out = Stdout(max_line=64)
+    big, other = out.answered(4), out.answered(5)
+    with caplog.at_level(logging.WARNING):
+        out.reader.feed(b'{"jsonrpc": "2.0", "id": 4, "result": "' + b"x" * 500)
+        ((_, error),) = big
+        assert isinstance(error, MessageTooLarge) and error.limit == 64
+        out.reader.feed(b"x" * 500 + b'"}\n')
+        out.reader.feed(line({"jsonrpc": "2.0", "id": 5, "result": 1}))
+    assert [bytes(r or b"") for r, _ in other] == [b"1"]
+    assert len(big) == 1 and out.complaints == 0
+    assert caplog.text.count("the request (id 4) it answered failed") == 1
 
 
 @pytest.mark.parametrize(
