@@ -5,10 +5,11 @@ own name for itself. Characters outside ``[A-Za-z0-9_-]`` become ``_``; a name t
 too long, or that two tools would share, ends in ``_`` and a short hash of
 ``alias::tool`` instead, so it stays unique and stable across restarts.
 
-Anyone can compute a hashed name, so a server could list it as a plain name of its own
-to take it over. A hashed name therefore outranks a plain name: the tool whose plain
-name it is gets a hashed name instead. Which tool wins never depends on which server
-listed first, so the names come out the same after every restart.
+Anyone can compute a hashed name, so the two kinds never meet: a template name shaped
+like a hashed one (``_`` and six or more hex digits at its end) is hashed too, and a
+server cannot take a name by listing it. Hashed names that agree are all lengthened,
+as plain names that clash are all hashed, so the names depend only on the set of tools
+and never on which server listed first.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _encode: Final = msgspec.json.Encoder().encode
 
 # A SHA-1 digest has no more digits than this; a longer hash could never differ.
 _MAX_DIGITS: Final = 40
+_HEX: Final = frozenset("0123456789abcdef")
 
 
 def most_digits(max_length: int) -> int:
@@ -48,6 +50,17 @@ def candidate_name(template: str, alias: str, tool: str) -> str:
 def hashed_name(candidate: str, alias: str, tool: str, max_length: int, digits: int = 6) -> str:
     digest = hashlib.sha1(f"{alias}::{tool}".encode()).hexdigest()[:digits]
     return f"{candidate[: max_length - digits - 1]}_{digest}"
+
+
+def hash_shaped(name: str) -> bool:
+    """Whether the name ends as ``hashed_name`` ends its names."""
+    cut = name.rfind("_")
+    tail = name[cut + 1 :]
+    return cut >= 0 and len(tail) >= 6 and all(c in _HEX for c in tail)
+
+
+def _digits_of(hashed: str) -> int:
+    return len(hashed) - hashed.rfind("_") - 1
 
 
 def alias_prefix(template: str, alias: str) -> str:
@@ -126,6 +139,9 @@ class Registry:
         # Who wants each candidate name: almost always one tool, so a tuple of the same
         # key objects ``_by_key`` holds (a list and a key of its own were 165 B a tool).
         self._claims: dict[str, tuple[tuple[str, str], ...]] = {}
+        # Who wants each hashed name: the tools whose hash of that many digits it is. A
+        # tool whose name ends in more digits wants one of each shorter length as well.
+        self._wants: dict[str, tuple[tuple[str, str], ...]] = {}
         self._listing: list[Entry] | None = None
         self._rules: dict[str, ToolsConfig] = {}
         self.version = 0
@@ -188,7 +204,8 @@ class Registry:
         """A new template or length: every local name is derived again."""
         servers = self._servers
         self.naming = naming
-        self._servers, self._by_local, self._by_key, self._claims = {}, {}, {}, {}
+        self._servers, self._by_local, self._by_key = {}, {}, {}
+        self._claims, self._wants = {}, {}
         for alias, server in servers.items():
             self._servers[alias] = server
             self._reclaim(alias, set(), set(server.tools))
@@ -210,6 +227,7 @@ class Registry:
     def _reclaim(self, alias: str, old: set[str], new: set[str]) -> None:
         template = self.naming.template
         touched: set[str] = set()
+        lone: list[str] = []
         for name in old:
             cand = candidate_name(template, alias, name)
             claims = self._claims.get(cand)
@@ -220,10 +238,9 @@ class Registry:
                 else:
                     del self._claims[cand]
             touched.add(cand)
-            entry = self._by_key.pop((alias, name), None)
-            if entry is not None and self._by_local.get(entry.local) is entry:
-                del self._by_local[entry.local]
-                touched.add(entry.local)  # a hashed name it held: its plain claimant's again
+            lone.extend(self._drop((alias, name)))
+        # Only once every old name is gone: a name settled here is never one of them.
+        self._resettle(lone)
         if new and not old:
             # A server's first list, or all of it after a rename: most names want a
             # name nobody has, and take it here without the sorted pass below (that
@@ -241,17 +258,17 @@ class Registry:
         self._changed()
 
     def _place_free(self, alias: str, names: set[str]) -> set[str]:
-        """Place the tools whose candidate is unclaimed, short enough and no other
-        tool's name, as ``_place`` would; returns the rest. A later tool of the same
-        candidate adds its claim to one placed here, and the pass over touched names
-        gives both their hashed names, as if neither had been placed first."""
+        """Place the tools whose candidate is unclaimed, short enough and not shaped
+        like a hashed name, as ``_place`` would; returns the rest. A later tool of the
+        same candidate adds its claim to one placed here, and the pass over touched
+        names gives both their hashed names, as if neither had been placed first."""
         template, max_len = self.naming.template, self.naming.max_length
         claims, by_key, by_local = self._claims, self._by_key, self._by_local
         server = self._servers[alias]
         rest: set[str] = set()
         for name in names:
             cand = candidate_name(template, alias, name)
-            if cand in claims or cand in by_local or len(cand) > max_len:
+            if cand in claims or len(cand) > max_len or hash_shaped(cand):
                 rest.add(name)
                 continue
             key = (alias, name)
@@ -262,51 +279,90 @@ class Registry:
         return rest
 
     def _place(self, cand: str, key: tuple[str, str]) -> None:
-        alias, name = key
-        max_len = self.naming.max_length
-        local = cand
-        if len(self._claims[cand]) > 1 or len(cand) > max_len or self._taken(cand, key):
-            digits, most = 6, most_digits(max_len)
-            local = hashed_name(cand, alias, name, max_len, digits)
-            while digits < most and self._taken(local, key):
-                digits += 2
-                local = hashed_name(cand, alias, name, max_len, digits)
-        by_local = self._by_local
-        previous = self._by_key.get(key)
-        displaced = by_local.get(local)
-        freed: str | None = None
+        self._resettle(self._drop(key))
         if (
-            previous is not None
-            and previous.local != local
-            and by_local.get(previous.local) is previous
+            len(self._claims[cand]) == 1
+            and len(cand) <= self.naming.max_length
+            and not hash_shaped(cand)
         ):
-            del by_local[previous.local]
-            freed = previous.local
+            # No other tool wants it, and no hashed name can be it.
+            self._settle(key, cand)
+        else:
+            self._want(key)
+
+    def _want(self, key: tuple[str, str], digits: int = 6) -> None:
+        """Give the key the shortest hashed name, from ``digits`` on, that no other key's
+        hash of as many digits agrees with. Keys that agree all go on to the next length,
+        as plain names that clash are all hashed: who came first never decides."""
+        cand = candidate_name(self.naming.template, *key)
+        max_len = self.naming.max_length
+        most = most_digits(max_len)
+        while True:
+            local = hashed_name(cand, *key, max_len, digits)
+            wanted = self._wants.get(local, ())
+            self._wants[local] = (*wanted, key)
+            if not wanted:
+                break
+            if digits >= most:
+                # Agreeing in every digit a name can hold: nobody reaches it by name.
+                self._by_local.pop(local, None)
+                break
+            if len(wanted) == 1:
+                self._want(wanted[0], digits + 2)  # it held the name alone until now
+            digits += 2
+        self._settle(key, local)
+
+    def _drop(self, key: tuple[str, str]) -> list[str]:
+        """Take the key's name away; returns the hashed names now wanted by one key."""
+        entry = self._by_key.pop(key, None)
+        if entry is None:
+            return []
+        if self._by_local.get(entry.local) is entry:
+            del self._by_local[entry.local]
+        if not hash_shaped(entry.local):
+            return []
+        return self._unwant(key, 6, _digits_of(entry.local))
+
+    def _unwant(self, key: tuple[str, str], low: int, high: int) -> list[str]:
+        # The key no longer wants its hashed names of ``low`` to ``high`` digits.
+        cand = candidate_name(self.naming.template, *key)
+        lone: list[str] = []
+        for digits in range(low, high + 1, 2):
+            local = hashed_name(cand, *key, self.naming.max_length, digits)
+            rest = tuple(k for k in self._wants[local] if k != key)
+            if not rest:
+                del self._wants[local]
+            else:
+                self._wants[local] = rest
+                if len(rest) == 1:
+                    lone.append(local)
+        return lone
+
+    def _resettle(self, lone: list[str]) -> None:
+        """A hashed name one key alone wants now is that key's: it ends in no more
+        digits than it must."""
+        while lone:
+            local = lone.pop()
+            wanted = self._wants.get(local, ())
+            if len(wanted) != 1:
+                continue
+            key = wanted[0]
+            held = self._by_key[key]
+            if held.local != local:
+                lone.extend(self._unwant(key, _digits_of(local) + 2, _digits_of(held.local)))
+            elif self._by_local.get(local) is held:
+                continue
+            self._settle(key, local)
+
+    def _settle(self, key: tuple[str, str], local: str) -> None:
+        alias, name = key
+        previous = self._by_key.get(key)
+        if previous is not None and self._by_local.get(previous.local) is previous:
+            del self._by_local[previous.local]
         entry = self._servers[alias].entry(local, alias, name)
         self._by_key[key] = entry
-        if displaced is None or displaced is previous:
-            by_local[local] = entry
-        elif not self._is_hashed(displaced):
-            by_local[local] = entry
-            # This tool's hashed name was another tool's plain name: that one is hashed.
-            moved = (displaced.alias, displaced.name)
-            self._place(candidate_name(self.naming.template, *moved), moved)
-        # Else two digests agree in every digit: the holder keeps the name.
-        if freed is not None:
-            # The hashed name this tool let go of may be another tool's plain name again.
-            for other in sorted(self._claims.get(freed, ())):
-                self._place(freed, other)
-
-    def _taken(self, local: str, key: tuple[str, str]) -> bool:
-        # Another tool holds it as a hashed name. A plain name does not count: a hashed
-        # name outranks it, wherever the two come from and whichever came first.
-        holder = self._by_local.get(local)
-        return (
-            holder is not None and holder is not self._by_key.get(key) and self._is_hashed(holder)
-        )
-
-    def _is_hashed(self, entry: Entry) -> bool:
-        return (entry.alias, entry.name) not in self._claims.get(entry.local, ())
+        if len(self._wants.get(local, (key,))) == 1:  # a plain name has no wants
+            self._by_local[local] = entry
 
     def _changed(self) -> None:
         self._listing = None

@@ -20,6 +20,7 @@ from mcpd.config.model import NamingConfig
 from mcpd.registry.table import Registry
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from tests.support.hash_twins import agreeing_names
 
 SAFE = re.compile(r"^[A-Za-z0-9_-]+$")
 DEFAULT = NamingConfig()
@@ -195,15 +196,77 @@ def test_a_hashed_name_stays_its_tools_while_a_newcomer_aims_at_it() -> None:
     reg.update("evil", tools("echo", *longer))
     assert who(reg, ECHO_HASHED) == ("echo", "echo")
     assert len(set(local_names(reg))) == len(local_names(reg))
-    # Once echo's name is plain again, evil's lookalike has its plain name back.
+    # With echo's name plain again, the lookalike is still hashed: no name it lists
+    # is ever given as it is while it reads like a hashed one.
     reg.update("evil", tools(ECHO_HASHED))
     assert who(reg, "echo") == ("echo", "echo")
-    assert who(reg, ECHO_HASHED) == ("evil", ECHO_HASHED)
-    # And loses it to the hashed name when the contest comes back.
+    assert who(reg, ECHO_HASHED) is None
     reg.update("evil", tools(ECHO_HASHED, "echo"))
     assert who(reg, ECHO_HASHED) == ("echo", "echo")
     reg.remove("evil")
     assert local_names(reg) == ["echo"]
+
+
+@pytest.mark.parametrize(
+    "name", ["run_x_55c944", "sync_0123456789abcdef", "x_" + "f" * 40, "_abcdef"]
+)
+def test_a_name_shaped_like_a_hashed_one_is_hashed_even_alone(name: str) -> None:
+    reg = Registry(DEFAULT)
+    reg.update("s", tools(name))
+    assert local_names(reg) == [f"mcp__s__{name}_{short_hash('s', name)}"]
+
+
+@pytest.mark.parametrize("name", ["run_x_55C944", "run_x_55c94", "run_x_55c94g", "sync-abcdef"])
+def test_a_name_not_shaped_like_a_hashed_one_is_kept(name: str) -> None:
+    reg = Registry(DEFAULT)
+    reg.update("s", tools(name))
+    assert local_names(reg) == [f"mcp__s__{name}"]
+
+
+@pytest.mark.parametrize("first", ["a", "a__b"])
+def test_a_server_cannot_take_a_hashed_name_by_a_hash_that_lands_on_it(first: str) -> None:
+    # Server a's two names read alike, so both are hashed; one hash lands on
+    # mcp__a__b__run_x_<digits>, the name a__b's tool run_x_<digits> asks the template
+    # for. That name is shaped like a hashed one, so a__b's tool never has it: its own
+    # hashed name is the same with a or without it, whoever lists first.
+    digits = short_hash("a", "b__run.x")
+    honest = ("a__b", f"run_x_{digits}")
+    alone = Registry(DEFAULT)
+    alone.update(*honest[:1], tools(honest[1]))
+    (name,) = local_names(alone)
+    assert name == f"mcp__a__b__run_x_{digits}_{short_hash(*honest)}"
+    lists = {"a": tools("b__run.x", "b__run:x"), "a__b": tools(honest[1])}
+    reg = Registry(DEFAULT)
+    for alias in sorted(lists, key=lambda a: a != first):
+        reg.update(alias, lists[alias])
+    assert who(reg, name) == honest
+    assert who(reg, f"mcp__a__b__run_x_{digits}") == ("a", "b__run.x")
+
+
+def long_tool(alias: str, i: int) -> str:
+    return ("b__" if alias == "a" else "") + "x" * 60 + str(i)
+
+
+@pytest.mark.parametrize("first", ["a", "a__b"])
+def test_hashed_names_that_agree_are_all_lengthened_whoever_came_first(first: str) -> None:
+    # Server a found a name whose cut name and six digits agree with a__b's tool's.
+    evil, honest = agreeing_names("a", "a__b", long_tool)
+    alone = Registry(DEFAULT)
+    alone.update("a__b", tools(honest))
+    (six,) = local_names(alone)
+    lists = {"a": tools(evil), "a__b": tools(honest)}
+    reg = Registry(DEFAULT)
+    for alias in sorted(lists, key=lambda a: a != first):
+        reg.update(alias, lists[alias])
+    # Neither has the name both wanted; each has a longer one of its own.
+    assert who(reg, six) is None
+    cut = six[: 64 - 9]
+    assert who(reg, f"{cut}_{short_hash('a__b', honest, 8)}") == ("a__b", honest)
+    assert who(reg, f"{cut}_{short_hash('a', evil, 8)}") == ("a", evil)
+    # Without the attacker the honest tool has its six digits back.
+    reg.remove("a")
+    assert local_names(reg) == [six]
+    assert who(reg, six) == ("a__b", honest)
 
 
 def test_same_config_and_tools_give_the_same_names_in_a_new_registry() -> None:
@@ -517,6 +580,12 @@ tool_names = st.one_of(
     st.text(min_size=1, max_size=140),
     st.text(alphabet="ab._- /", min_size=1, max_size=6),
     st.builds(lambda n, tail: "t" * n + tail, st.integers(40, 90), st.text(max_size=3)),
+    # Shaped like a hashed name, or nearly.
+    st.builds(
+        lambda stem, hex_: f"{stem}_{hex_}",
+        st.text(alphabet="ab._", max_size=3),
+        st.text(alphabet="0123456789abcdef", min_size=5, max_size=8),
+    ),
 )
 servers = st.dictionaries(aliases, st.lists(tool_names, unique=True, max_size=8), max_size=5)
 namings = st.builds(
@@ -592,3 +661,8 @@ def test_property_the_mapping_holds_through_updates_removals_and_renames(
         reg.rename(renamed)
         naming = renamed
     check_mapping(reg, current, naming)
+    # The names depend on the tools alone, not on the way the table came to hold them.
+    fresh = Registry(naming)
+    for alias in sorted(current, reverse=True):
+        fresh.update(alias, [mcp.Tool(name=n) for n in current[alias]])
+    assert local_names(fresh) == local_names(reg)
