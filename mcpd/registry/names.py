@@ -4,9 +4,9 @@ The same template, the same character rule and the same hash suffix as the tool
 table (``registry.table``), so a prompt and a tool of one server read alike:
 ``mcp__notes__daily``. The whole set is named at once; it is small (a server has a
 handful of prompts) and naming it whole keeps the result independent of the order in
-which servers came up. As in the tool table, a hashed name outranks a plain one:
-anyone can compute a hashed name, and a server listing another's as a plain name of
-its own gets a hashed name for it instead of taking it.
+which servers came up. As in the tool table, a name shaped like a hashed one is hashed
+too, and hashed names that agree are all lengthened, so no plain name is ever a hashed
+one and no prompt takes another's name by listing it.
 """
 
 from __future__ import annotations
@@ -14,39 +14,38 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..config.model import NamingConfig
-from .table import candidate_name, hashed_name, most_digits
+from .table import candidate_name, hash_shaped, hashed_name, most_digits
 
 Key = tuple[str, str]  # (alias, the name agents see before the template)
 
 
 def assign(naming: NamingConfig, keys: Iterable[Key]) -> dict[Key, str]:
     """A local name for every key: the template's name when it is short enough, nobody
-    else wants it and it is no key's hashed name, else that name cut and ended in a
-    hash of ``alias::name``."""
+    else wants it and it does not read as a hashed name, else that name cut and ended
+    in a hash of ``alias::name``, as many digits as it takes to be no other's."""
     claims: dict[str, list[Key]] = {}
     for key in sorted(set(keys)):
         claims.setdefault(candidate_name(naming.template, *key), []).append(key)
-    plain: dict[str, Key] = {}
+    out: dict[Key, str] = {}
     to_hash: list[tuple[str, Key]] = []
-    for cand, wanted in sorted(claims.items()):
-        if len(wanted) == 1 and len(cand) <= naming.max_length:
-            plain[cand] = wanted[0]
+    for cand, wanted in claims.items():
+        if len(wanted) == 1 and len(cand) <= naming.max_length and not hash_shaped(cand):
+            out[wanted[0]] = cand
         else:
             to_hash.extend((cand, key) for key in wanted)
-    out: dict[Key, str] = {}
-    hashed: set[str] = set()
-    most = most_digits(naming.max_length)
+    digits, most = 6, most_digits(naming.max_length)
     while to_hash:
+        # Names of different lengths never agree: each length is settled on its own.
+        at: dict[str, list[tuple[str, Key]]] = {}
         for cand, key in to_hash:
-            digits = 6
-            local = hashed_name(cand, key[0], key[1], naming.max_length, digits)
-            while local in hashed and digits < most:
-                digits += 2
-                local = hashed_name(cand, key[0], key[1], naming.max_length, digits)
-            out[key] = local
-            hashed.add(local)
-        # A plain name that is now a hashed one is hashed in its turn.
-        to_hash = [(cand, plain.pop(cand)) for cand in sorted(plain) if cand in hashed]
-    for cand, key in plain.items():
-        out[key] = cand
+            at.setdefault(hashed_name(cand, *key, naming.max_length, digits), []).append(
+                (cand, key)
+            )
+        to_hash = []
+        for local, agreeing in at.items():
+            if len(agreeing) == 1 or digits >= most:
+                out.update((key, local) for _, key in agreeing)
+            else:
+                to_hash.extend(agreeing)
+        digits += 2
     return out

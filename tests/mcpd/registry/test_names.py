@@ -1,12 +1,17 @@
 """Local names for prompts, by the tools' rules: the template's name when it is short
-enough and nobody else wants it, else a hashed name that no other key takes (a plain
-name included), whatever order the keys come in."""
+enough, nobody else wants it and it does not read as a hashed name, else a hashed name
+lengthened while another's agrees with it, whatever order the keys come in."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from mcpd.config.model import NamingConfig
 from mcpd.registry.names import assign
-from mcpd.registry.table import hashed_name
+from mcpd.registry.table import Registry, hashed_name
+from protocol import mcp
+from tests.support.hash_twins import agreeing_names, short_hash
 
 NAMING = NamingConfig()
 
@@ -53,10 +58,62 @@ def test_a_plain_name_never_takes_a_hashed_one() -> None:
         assert len(set(got.values())) == 3
 
 
-def test_a_long_name_hashed_to_anothers_plain_name_moves_that_one() -> None:
+def test_a_long_name_hashed_to_a_lookalikes_name_keeps_it() -> None:
     naming = NamingConfig(template="{tool}", max_length=16)
     long = "p" * 20
     plain = hashed_name(long, "s", long, 16)  # a prompt whose plain name is that hash
     got = assign(naming, [("s", long), ("s", plain)])
     assert got[("s", long)] == plain
     assert got[("s", plain)] != plain and len(got[("s", plain)]) <= 16
+
+
+def test_a_prompt_named_like_a_hashed_name_is_hashed_even_alone() -> None:
+    name = "daily_" + short_hash("x", "y")
+    got = assign(NAMING, [("notes", name)])
+    assert got == {("notes", name): f"mcp__notes__{name}_{short_hash('notes', name)}"}
+
+
+def long_prompt(alias: str, i: int) -> str:
+    return ("b__" if alias == "a" else "") + "p" * 60 + str(i)
+
+
+def test_hashed_names_that_agree_are_all_lengthened() -> None:
+    evil, honest = agreeing_names("a", "a__b", long_prompt)
+    (six,) = assign(NAMING, [("a__b", honest)]).values()
+    keys = [("a", evil), ("a__b", honest)]
+    for order in (keys, list(reversed(keys))):
+        got = assign(NAMING, order)
+        cut = six[: 64 - 9]
+        assert got == {
+            ("a", evil): f"{cut}_{short_hash('a', evil, 8)}",
+            ("a__b", honest): f"{cut}_{short_hash('a__b', honest, 8)}",
+        }
+
+
+prompt_names = st.one_of(
+    st.text(alphabet="ab._", min_size=1, max_size=4),
+    st.builds(lambda n: "p" * n, st.integers(1, 70)),
+    st.builds(
+        lambda stem, hex_: f"{stem}_{hex_}",
+        st.text(alphabet="ab.", max_size=2),
+        st.text(alphabet="0123456789abcdef", min_size=5, max_size=7),
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.tuples(st.sampled_from(["a", "a__b", "s"]), prompt_names), max_size=12),
+    naming=st.builds(
+        NamingConfig,
+        template=st.sampled_from(["mcp__{alias}__{tool}", "{tool}"]),
+        max_length=st.integers(16, 40),
+    ),
+)
+def test_property_prompts_are_named_as_tools_of_the_same_names_are(
+    keys: list[tuple[str, str]], naming: NamingConfig
+) -> None:
+    table = Registry(naming)
+    for alias in {alias for alias, _ in keys}:
+        table.update(alias, [mcp.Tool(name=n) for a, n in keys if a == alias])
+    assert assign(naming, keys) == {(e.alias, e.name): e.local for e in table.entries()}
