@@ -30,6 +30,7 @@ import codecs
 import functools
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Final
 
 _HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -87,19 +88,31 @@ class _Escapes:
     def __init__(self) -> None:
         codes = [c for plane in _SCANNED for c in plane if hidden(chr(c))]
         self.table = {c: written_out(chr(c)) for c in codes}
-        ranges: list[tuple[int, int]] = []
-        for c in codes:
-            if ranges and ranges[-1][1] == c - 1:
-                ranges[-1] = (ranges[-1][0], c)
-            else:
-                ranges.append((c, c))
-        spans = "".join(_span(low, high) for low, high in ranges)
+        spans = class_body(codes)
         self.every = re.compile(f"[{spans}]+")
         # In a multi-line field its line breaks and tabs are kept.
         self.in_lines = re.compile(f"(?:(?![\\n\\t])[{spans}])+")
 
     def escaped(self, m: re.Match[str]) -> str:
         return m.group().translate(self.table)
+
+
+def char_class(codes: Iterable[int]) -> re.Pattern[str]:
+    """One character class of ``codes``. A pattern that is a single class looks at each
+    character once: it cannot backtrack."""
+    return re.compile(f"[{class_body(codes)}]")
+
+
+def class_body(codes: Iterable[int]) -> str:
+    """What goes between the brackets of a character class of ``codes`` (in order),
+    written as ranges."""
+    spans: list[tuple[int, int]] = []
+    for code in codes:
+        if spans and spans[-1][1] == code - 1:
+            spans[-1] = (spans[-1][0], code)
+        else:
+            spans.append((code, code))
+    return "".join(_span(low, high) for low, high in spans)
 
 
 def _span(low: int, high: int) -> str:

@@ -33,6 +33,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
+from protocol.visible import char_class
+
 _encode: Final = msgspec.json.Encoder().encode
 _HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _LINE_BREAKS: Final = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -68,26 +70,10 @@ def _hidden_code_points() -> list[int]:
     return sorted(drop)
 
 
-def _char_class(codes: list[int]) -> re.Pattern[str]:
-    """One character class of ``codes``, written as ranges. A pattern that is a single
-    class looks at each character once: it cannot backtrack."""
-    spans: list[tuple[int, int]] = []
-    for code in codes:
-        if spans and spans[-1][1] == code - 1:
-            spans[-1] = (spans[-1][0], code)
-        else:
-            spans.append((code, code))
-    body = "".join(
-        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-        for a, b in spans
-    )
-    return re.compile(f"[{body}]")
-
-
-_DROP: Final = _char_class(_hidden_code_points())
-_BREAK: Final = _char_class(sorted(ord(ch) for ch in _LINE_BREAKS))
-_INTRODUCER: Final = _char_class([0x1B, 0x90, 0x98, 0x9B, 0x9D, 0x9E, 0x9F])
-_SELECTOR: Final = _char_class([ord(ch) for ch in _PRESENTATION])
+_DROP: Final = char_class(_hidden_code_points())
+_BREAK: Final = char_class(sorted(ord(ch) for ch in _LINE_BREAKS))
+_INTRODUCER: Final = char_class([0x1B, 0x90, 0x98, 0x9B, 0x9D, 0x9E, 0x9F])
+_SELECTOR: Final = char_class([ord(ch) for ch in _PRESENTATION])
 # A presentation selector at the start or right after another one carries only bits.
 _SELECTOR_RUN: Final = re.compile(f"(?:^|(?<=[{_PRESENTATION}]))[{_PRESENTATION}]++")
 
