@@ -22,7 +22,7 @@ that changed, as ``version`` does for tools.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -31,9 +31,9 @@ import msgspec
 from ..config.model import ConfigError, NamingConfig
 from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
 from .catalog import Catalog
+from .names import assign
 from .scheme import Sight
 from .shown import Entry
-from .table import candidate_name, hashed_name
 
 if TYPE_CHECKING:
     from .search import Hit, ToolDoc, ToolIndex
@@ -59,31 +59,6 @@ class NameFilter:
         if self.allow and not any(self._match(r, alias, name) for r in self.allow):
             return False
         return not any(self._match(r, alias, name) for r in self.deny)
-
-
-def assign_names(
-    keys: Iterable[tuple[str, str]], naming: NamingConfig
-) -> dict[tuple[str, str], str]:
-    """Local names for ``(alias, name)`` pairs by the table's rules, from scratch."""
-    claims: dict[str, list[tuple[str, str]]] = {}
-    for alias, name in keys:
-        claims.setdefault(candidate_name(naming.template, alias, name), []).append((alias, name))
-    out: dict[tuple[str, str], str] = {}
-    given: set[str] = set()
-    for cand in sorted(claims):
-        keys_here = sorted(claims[cand])
-        for key in keys_here:
-            local = cand
-            if len(keys_here) > 1 or len(cand) > naming.max_length:
-                digits = 6
-                local = hashed_name(cand, *key, naming.max_length, digits)
-                # Never another tool's plain candidate, nor a name already given.
-                while local in claims or local in given:
-                    digits += 2
-                    local = hashed_name(cand, *key, naming.max_length, digits)
-            given.add(local)
-            out[key] = local
-    return out
 
 
 class ProfileView(Sight):
@@ -172,7 +147,7 @@ class ProfileView(Sight):
         return self.version
 
     def _rename(self, entries: list[Entry], naming: NamingConfig) -> list[Entry]:
-        names = assign_names(((e.alias, e.name) for e in entries), naming)
+        names = assign(naming, ((e.alias, e.name) for e in entries))
         own: dict[tuple[str, str], tuple[Entry, object, Entry]] = {}
         out: list[Entry] = []
         for e in entries:

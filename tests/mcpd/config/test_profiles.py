@@ -16,7 +16,8 @@ from mcpd.config.model import ConfigError, NamingConfig
 from mcpd.config.profiles import Patterns, ProfileConfig
 from mcpd.config.servertable import ToolsConfig
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.views import ProfileView, assign_names, unmatched
+from mcpd.registry.names import assign
+from mcpd.registry.views import ProfileView, unmatched
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
@@ -246,7 +247,7 @@ def test_names_from_scratch_equal_the_tables() -> None:
             }
             r.update(alias, [tool(t) for t in tools])
             keys += [(alias, t) for t in tools]
-        got = assign_names(keys, naming)
+        got = assign(naming, keys)
         for key, local in got.items():
             entry = r.lookup(local)
             assert entry is not None and (entry.alias, entry.original) == key, (naming, key)

@@ -12,8 +12,9 @@ import msgspec
 from mcpd.config.model import NamingConfig
 from mcpd.config.profiles import Patterns, ProfileConfig
 from mcpd.registry.catalog import Catalog
+from mcpd.registry.names import assign
 from mcpd.registry.table import candidate_name, hashed_name
-from mcpd.registry.views import NameFilter, ProfileView, assign_names
+from mcpd.registry.views import NameFilter, ProfileView
 from protocol import mcp, surface
 
 
@@ -77,17 +78,17 @@ def test_a_tool_named_like_anothers_hashed_name_does_not_take_it() -> None:
     # Two servers both offer "t": each gets "t_" and a hash. A third server lists a
     # tool literally named like the first one's hashed name.
     taken = hashed_name(candidate_name(naming.template, "a", "t"), "a", "t", naming.max_length)
-    names = assign_names([("a", "t"), ("b", "t"), ("c", taken)], naming)
-    assert names[("c", taken)] == taken
-    assert names[("a", "t")] != taken
+    names = assign(naming, [("a", "t"), ("b", "t"), ("c", taken)])
+    assert names[("a", "t")] == taken  # a name shaped like a hashed one is hashed
+    assert names[("c", taken)] != taken
     assert len(set(names.values())) == 3
 
 
 def test_names_of_the_view_are_the_same_whatever_order_the_tools_come_in() -> None:
     naming = NamingConfig(template="{tool}", max_length=16)
     keys = [("a", "t"), ("b", "t"), ("a", "x" * 30), ("b", "x" * 30), ("c", "t_1")]
-    assert assign_names(keys, naming) == assign_names(list(reversed(keys)), naming)
-    assert all(len(n) <= 16 for n in assign_names(keys, naming).values())
+    assert assign(naming, keys) == assign(naming, list(reversed(keys)))
+    assert all(len(n) <= 16 for n in assign(naming, keys).values())
 
 
 def test_a_renamed_view_finds_its_own_names_only() -> None:
