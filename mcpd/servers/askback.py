@@ -249,12 +249,9 @@ class AskRoutes:
         """The server answered the request that began at step ``began``."""
         # In the order they began, so the first is the oldest still open.
         oldest = next(iter(self._inflight), None)
-        if oldest is not None:
-            first = oldest if isinstance(oldest, int) else self._began.get(oldest, began)
-            if first < began:
-                self._ended.works_concurrently()
-        if self._ended:
-            self._ended.read_past(began)
+        if oldest is not None and not isinstance(oldest, int):
+            oldest = self._began.get(oldest, began)
+        self._ended.answered_at(began, oldest)
 
     def answered_late(self, rid: object) -> None:
         """The transport's ``on_late_answer``."""

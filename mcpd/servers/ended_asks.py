@@ -73,6 +73,14 @@ class EndedAsks:
         done with them."""
         self._read_to = max(self._read_to, began)
 
+    def answered_at(self, began: int, oldest_open: int | None) -> None:
+        """The server answered the request that began at step ``began``, while the
+        oldest request still open began at ``oldest_open`` (None: none is)."""
+        if oldest_open is not None and oldest_open < began:
+            self.works_concurrently()
+        if self._ended:
+            self.read_past(began)
+
     def works_concurrently(self) -> None:
         """The server answered a request while one sent earlier was still open: an
         answer to a later request no longer says it is done with an ended one."""

@@ -78,3 +78,17 @@ async def test_a_server_that_works_concurrently_is_done_with_an_ended_request_by
     assert ended.owners() == {id(gone)}
     ended.answered(3)
     assert ended.owners() == set()
+
+
+async def test_an_answer_while_an_older_request_is_open_shows_the_server_works_concurrently(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ended = EndedAsks()
+    gone = object()
+    ended.add("first", gone, mark=5)
+    ended.answered_at(7, oldest_open=None)  # nothing older open: in order, read past it
+    assert ended.owners() == set()
+    ended.answered_at(9, oldest_open=10)  # only later ones are open: still in order
+    assert ended.owners() == set()
+    ended.answered_at(11, oldest_open=6)  # one sent before it is still open
+    assert ended.owners() == {id(gone)}
