@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -238,7 +239,10 @@ def _report(out: dict[str, Any]) -> int:
 
 async def _ended_by_signals(args: argparse.Namespace) -> int:
     """``_login``, ended by SIGTERM or SIGHUP with an exit (128 + the signal's number)
-    once what it holds, its page among them, is let go."""
+    once what it holds, its page among them, is let go. Run from a thread other than
+    the main one (an embedder's), where signals cannot be received, ``_login`` alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return await _login(args)
     with trio.open_signal_receiver(*ENDING) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_exit_on, signals)

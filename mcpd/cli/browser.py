@@ -27,6 +27,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -120,11 +121,15 @@ def page_to(url: str, pages: object, kind: str = "login") -> Iterator[str]:
 def ended_by_signals() -> Iterator[None]:
     """For as long as the block lasts, SIGTERM and SIGHUP end the command by an exit
     (128 + the signal's number) raised where it is, which removes its page on the way
-    out; a command that is killed outright leaves it."""
+    out; a command that is killed outright leaves it. Run from a thread other than the
+    main one (an embedder's), where no handler can be set, it does nothing."""
 
     def end(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     before = [signal.signal(s, end) for s in ENDING]
     try:
         yield

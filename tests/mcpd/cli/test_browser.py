@@ -9,14 +9,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import stat
+import threading
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from mcpd.cli.browser import browser_argv, page_to, safe_to_open, write_page
+from mcpd.cli.browser import browser_argv, ended_by_signals, page_to, safe_to_open, write_page
 
 SECRET = "http://127.0.0.1:8765/?code=only-for-this-user"
 
@@ -156,3 +158,23 @@ def test_the_refresh_goes_to_the_whole_address_even_with_an_apostrophe(pages: Pa
     path = Path(urlsplit(write_page("q.html", url, str(pages))).path)
     refresh = [v for k, v in tags_of(path.read_text()).attrs if k == "content"][-1] or ""
     assert refresh_target(refresh) == url.replace("'", "%27")
+
+
+def test_a_command_run_from_another_thread_than_the_main_one_sets_no_signal_handler() -> None:
+    """An embedder runs mcpd's commands where signals cannot be received: the block runs,
+    and the main thread's handlers are left as they are."""
+    ran: list[BaseException | None] = []
+    before = signal.getsignal(signal.SIGTERM)
+
+    def command() -> None:
+        try:
+            with ended_by_signals():
+                ran.append(None)
+        except BaseException as exc:  # handed to the test, which says what it was
+            ran.append(exc)
+
+    thread = threading.Thread(target=command)
+    thread.start()
+    thread.join()
+    assert ran == [None]
+    assert signal.getsignal(signal.SIGTERM) is before
