@@ -96,6 +96,11 @@ class Pending:
         self.abandon(rid)
         return True
 
+    def waiting(self, rid: rpc.Id) -> bool:
+        """Whether the request ``rid`` waits for its answer."""
+        slot = self._slots.get(rid)
+        return rid in self._replies or (slot is not None and not slot.done)
+
     def resolve(self, rid: rpc.Id, result: Raw | None, error: Exception | None) -> bool:
         """Answer the request ``rid`` if it is waiting; whether it was."""
         reply = self._replies.pop(rid, None)

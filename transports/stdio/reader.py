@@ -61,10 +61,13 @@ class StdoutReader:
         self._withdrawn = withdrawn
         self._framer = LineFramer(max_line, report_end=True)
         self._oversized_head = b""
-        # The request an over-long line's head named, failed as the line began; and how
-        # many more of that line's bytes are read free of the pace, as an answer's are.
-        self._failed_early: rpc.Id | None = None
+        self._max_line = max_line
+        # Of an over-long line whose head names a waiting request: that request, how
+        # many more of its bytes are read free of the pace (as an answer's are), and the
+        # request once failed before the line ended.
+        self._answering: rpc.Id | None = None
         self._free_skip = 0
+        self._failed_early: rpc.Id | None = None
 
     def feed(self, data: bytes) -> float:
         """Hand on the lines ``data`` ends; what those that answered no request waiting
@@ -79,6 +82,13 @@ class StdoutReader:
             size = self._framer.take_skipped()
             free = min(size, self._free_skip)
             self._free_skip -= free
+            if size > free and self._answering is not None:
+                # Past what an answer is read free for: its request fails now, not
+                # once the rest has gone by at the server's pace.
+                rid, self._answering = self._answering, None
+                reason = too_large_reason(self._alias, None, self._max_line)
+                if self._fail_too_large(rid, reason, None):
+                    self._failed_early = rid
             units += skipped(size - free)
         return units
 
@@ -163,21 +173,18 @@ class StdoutReader:
     def _oversized(self, item: Oversized) -> None:
         if not isinstance(item, OversizedEnd):
             self._oversized_head = head = without_bom(item.prefix)
-            # An answer that names its request first fails it now: the rest of the line
-            # is skipped at the server's pace, which its request need not wait for.
             rid = rpc.id_at_edges(head)
-            reason = too_large_reason(self._alias, None, item.limit)
-            if rid is not None and self._fail_too_large(rid, reason, item):
+            if rid is not None and self._pending.waiting(rid):
                 # A real answer a server made too large is skipped at once, up to a
                 # bound: past it, such a line is read as any flood is.
-                self._free_skip = FREE_OVERSIZED * item.limit
+                self._answering, self._free_skip = rid, FREE_OVERSIZED * item.limit
             return
-        self._free_skip = 0
+        self._answering, self._free_skip = None, 0
         reason = too_large_reason(self._alias, item.size, item.limit)
         rid = rpc.id_at_edges(self._oversized_head, item.tail)
         self._oversized_head = b""
-        if rid is not None and rid == self._failed_early:
-            self._failed_early = None
+        failed_early, self._failed_early = self._failed_early, None
+        if rid is not None and rid == failed_early:
             return
         if rid is not None and self._fail_too_large(rid, reason, item):
             return
@@ -191,15 +198,14 @@ class StdoutReader:
                 extra=log_extra(self._alias, "message_too_large", reason),
             )
 
-    def _fail_too_large(self, rid: rpc.Id, reason: str, item: Oversized) -> bool:
-        """Fail the request ``rid`` waits for with ``reason``; whether one did."""
-        size = item.size if isinstance(item, OversizedEnd) else None
+    def _fail_too_large(self, rid: rpc.Id, reason: str, end: OversizedEnd | None) -> bool:
+        """Fail the request ``rid`` waits for with ``reason`` (``end``: its line's end,
+        None: before it); whether one did."""
+        size = None if end is None else end.size
         answered = self._pending.resolve(
-            rid, None, MessageTooLarge(reason, size=size, limit=item.limit)
+            rid, None, MessageTooLarge(reason, size=size, limit=self._max_line)
         )
         if answered:
-            if not isinstance(item, OversizedEnd):
-                self._failed_early = rid
             logger.warning(
                 "%s; the request (id %r) it answered failed, the server keeps running",
                 reason,

@@ -127,9 +127,9 @@ def test_a_line_over_the_limit_that_answers_a_request_is_free_of_the_pace_up_to_
 def test_a_line_over_the_limit_that_names_its_request_first_fails_it_before_it_ends(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The rest of such a line is read at the server's pace, which the request it
-    answered does not wait for; the end of the line fails nothing more, nor is it
-    complained of."""
+    """Once past what an answer is read free for, the rest of such a line is read at
+    the server's pace, which the request it answered does not wait for; the end of the
+    line fails nothing more, nor is it complained of."""
     out = Stdout(max_line=64)
     big, other = out.answered(4), out.answered(5)
     with caplog.at_level(logging.WARNING):
