@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Final
 
+from transports.stdio import anchors
 from transports.stdio.fixed_dirs import writable
 from transports.stdio.sandbox import Level, Mount
 
@@ -65,8 +66,9 @@ def view(
     for path in hide:
         if "*" in os.path.basename(path) or not os.path.lexists(path):
             continue
-        real = os.path.realpath(path)
-        shown.append(Mount(real, "hide_dir" if os.path.isdir(real) else "hide_file"))
+        real = anchors.followed(path)
+        if real is not None:  # another user's name hides nothing (``anchors``)
+            shown.append(Mount(real, "hide_dir" if os.path.isdir(real) else "hide_file"))
     shown += [Mount(os.path.realpath(p), "read") for p in read]
     shown += [Mount(os.path.realpath(p), "write") for p in write]
     return shown

@@ -15,6 +15,16 @@ A hidden path may be a pattern, with ``*`` in its last part only (``/tmp/ssh-*``
 key agents make their sockets): it stands for what matches it as each server starts
 and is owned by mcpd's user, and for what it matched before (followed as above), since
 such places come and go while mcpd runs.
+
+A hidden path is followed only through symbolic links that mcpd's user or root owns, and is
+hidden only when one of them owns what lies at it (or a link of theirs leads there):
+anyone may make a name in ``/tmp`` before the user's program does, and a link there
+would otherwise choose what every server cannot see (``/usr``, and none starts; a
+directory of the user's, and the servers lose it). Another user's name is left as it
+is, hiding nothing, and said once in the journal (``MCPD_EVENT=sandbox_foreign``) and
+in ``mcpd status`` for as long as it is there. In a directory such as ``/tmp``
+(sticky) only a name's owner or root can move it, so one found to be mcpd's user's or
+root's cannot be swapped for another user's before bubblewrap mounts on it.
 No trio here.
 """
 
@@ -23,7 +33,11 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
-from typing import Final
+import pwd
+import stat
+from typing import Final, Literal
+
+import msgspec
 
 from protocol.logfields import log_extra
 
@@ -31,6 +45,8 @@ from .sandbox import SandboxError
 
 logger = logging.getLogger("mcpd.stdio")
 _FLAGS: Final = os.O_PATH | os.O_CLOEXEC
+# The symbolic links followed on the way to one path, as many as the kernel follows.
+_HOPS: Final = 40
 
 
 class _Held:
@@ -44,16 +60,29 @@ class _Held:
         self.said: set[tuple[str, str | None]] = set()
 
 
+class _Theirs(msgspec.Struct, frozen=True):
+    """A name on the way to a hidden path that another user owns."""
+
+    name: str
+    uid: int
+    kind: Literal["symbolic link", "directory", "file"]
+    link: str | None = None  # what a symbolic link points to
+
+
 _held: dict[str, _Held] = {}
 _notices: dict[str, str] = {}
+_theirs: dict[str, str] = {}  # what is said of a hidden path another user holds
 
 
 def places(path: str, alias: str) -> list[str]:
     """The real paths that hide ``path`` for the server ``alias`` starting now: what
-    the path names now and, when that is not it, where what it named is now. Empty
-    when neither exists. Raises SandboxError when that cannot be named."""
-    real = os.path.realpath(path)
-    now = _key(real)
+    the path names now (unless another user holds it) and, when that is not it, where
+    what it named is now. Empty when neither exists. Raises SandboxError when that
+    cannot be named."""
+    found = _follow(path)
+    _say_whose(path, found if isinstance(found, _Theirs) else None, alias)
+    real = found if isinstance(found, str) else None
+    now = _key(real) if real is not None else None
     held = _held.get(path)
     where = _where(held, path) if held is not None else None
     if held is not None and where is None:  # removed: found afresh
@@ -62,18 +91,26 @@ def places(path: str, alias: str) -> list[str]:
         _notices.pop(path, None)
         held = None
     if held is None:
-        if now is not None:
-            _hold(path, real, alias)
-        return [real] if now is not None else []
+        if real is None or now is None:
+            return []
+        _hold(path, real, alias)
+        return [real]
     assert where is not None
     other = real if now is not None and now != held.key else None
     if where == held.place and other is None:
         if alias not in held.started:
             held.started.append(alias)
         _notices.pop(path, None)
-        return [real]
+        return [where if real is None else real]
     _say(path, held, where, other, alias)
     return [where] if other is None else [where, other]
+
+
+def followed(path: str) -> str | None:
+    """Where ``path`` leads, as ``places`` follows it, holding and saying nothing; None
+    when another user holds a name on the way (nothing is hidden there)."""
+    found = _follow(path)
+    return found if isinstance(found, str) else None
 
 
 def matching(pattern: str) -> list[str]:
@@ -106,8 +143,9 @@ def _own(entry: os.DirEntry[str]) -> bool:
 
 
 def notices() -> list[str]:
-    """What ``mcpd status`` says of hidden paths that are not where they were."""
-    return sorted(_notices.values())
+    """What ``mcpd status`` says of hidden paths that are not where they were, and of
+    those another user holds."""
+    return sorted([*_notices.values(), *_theirs.values()])
 
 
 def release() -> None:
@@ -116,6 +154,81 @@ def release() -> None:
         os.close(held.fd)
     _held.clear()
     _notices.clear()
+    _theirs.clear()
+
+
+def _trusted(uid: int) -> bool:
+    return uid in (os.geteuid(), 0)
+
+
+def _follow(path: str) -> str | _Theirs:
+    """``path`` with every symbolic link on the way followed, as ``os.path.realpath``
+    finds it, or the first name on the way another user owns: a link, or what lies at
+    the path itself, unless a link of mcpd's user or root led there (they chose it)."""
+    done = "/"
+    path = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    todo = [(part, False) for part in reversed(path.split("/")) if part not in ("", ".")]
+    linked = False  # whether the last name came from a trusted link
+    hops = 0
+    while todo:
+        part, linked = todo.pop()
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        here = os.path.join(done, part)
+        try:
+            st = os.lstat(here)
+            target = os.readlink(here) if stat.S_ISLNK(st.st_mode) else None
+        except OSError:
+            # Missing, or not for mcpd to look into: nothing there to hide.
+            return os.path.join(here, *[p for p, _ in reversed(todo)])
+        if target is None:
+            done = here
+            continue
+        if not _trusted(st.st_uid):
+            return _Theirs(here, st.st_uid, "symbolic link", target)
+        hops += 1
+        if hops > _HOPS:
+            return here  # a loop, which the kernel would not follow either
+        done = "/" if target.startswith("/") else done
+        todo += [(p, True) for p in reversed(target.split("/")) if p not in ("", ".")]
+    if not linked:
+        try:
+            st = os.lstat(done)
+        except OSError:
+            return done  # gone since: nothing there to hide
+        if not _trusted(st.st_uid):
+            directory = stat.S_ISDIR(st.st_mode)
+            return _Theirs(done, st.st_uid, "directory" if directory else "file")
+    return done
+
+
+def _say_whose(path: str, theirs: _Theirs | None, alias: str) -> None:
+    """Say, once, that another user holds the hidden ``path`` (``theirs``), as long as
+    they do."""
+    if theirs is None:
+        _theirs.pop(path, None)
+        return
+    what = f"another user's {theirs.kind} (uid {theirs.uid}, {_user_name(theirs.uid)})"
+    if theirs.link is not None:
+        what += f" to {theirs.link}: mcpd does not follow it, and hides nothing in its place"
+    else:
+        what += ": mcpd leaves it as it is, and hides nothing in its place"
+    said = f"{path} is {what}"
+    if theirs.name != os.path.normpath(path):
+        said = f"{path} lies through {theirs.name}, {what}"
+    said += " (only its owner or root can remove it)"
+    if _theirs.get(path) == said:
+        return
+    _theirs[path] = said
+    logger.warning("%s: %s", alias, said, extra=log_extra(alias, "sandbox_foreign", said))
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return "no user name"
 
 
 def _key(path: str) -> tuple[int, int] | None:

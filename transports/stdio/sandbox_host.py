@@ -161,9 +161,10 @@ def probe(*, network: bool = False) -> Machine:
 
 def resolve(sandbox: Sandbox, command: str) -> Resolved:
     """The sandbox's paths as they are on this machine: hidden paths that exist (where
-    they are now, ``anchors``), grants (which must exist), the directories above what
-    is hidden (``pins``), and its home, created (0700) when missing, as are the hidden
-    directories it says to make (``made``). Raises SandboxError."""
+    they are now, and not another user's, ``anchors``), grants (which must exist), the
+    directories above what is hidden (``pins``), and its home, created (0700) when
+    missing, as are the hidden directories it says to make (``made``). Raises
+    SandboxError."""
     where = sandbox.where
     mounts: list[Mount] = []
     if sandbox.level != "off":
@@ -187,8 +188,9 @@ def resolve(sandbox: Sandbox, command: str) -> Resolved:
 
 def make_to_hide(paths: tuple[str, ...]) -> None:
     for path in paths:
-        # One that cannot be made (its parent is missing, or it is there already,
-        # another user's too) is hidden as it is, or was never there to be used.
+        # One that cannot be made (its parent is missing, or it is there already) is
+        # hidden as it is, or was never there to be used; a name another user holds
+        # hides nothing, and ``anchors`` says whose it is.
         with contextlib.suppress(OSError):
             os.mkdir(path, 0o700)
 

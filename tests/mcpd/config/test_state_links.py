@@ -119,3 +119,20 @@ def test_a_link_in_a_hidden_directory_is_out_of_the_servers_reach(tmp: Path) -> 
         env=env,
     )
     assert sandbox_of("s", config.servers["s"], config, env).refused is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a link away")
+def test_another_users_link_at_a_hidden_name_does_not_put_the_links_directory_out_of_reach(
+    tmp: Path,
+) -> None:
+    """Their link points a name every sandbox hides at the home: it hides nothing, so
+    the server could still repoint the home's link."""
+    home, env = linked_home(tmp)
+    (tmp / "run").mkdir()
+    planted = tmp / "run" / f"tmux-{os.getuid()}"
+    planted.symlink_to(home)
+    os.lchown(planted, 4242, 4242)
+    env["XDG_RUNTIME_DIR"] = str(tmp / "run")
+    config = config_of(env)
+    refused = sandbox_of("s", config.servers["s"], config, env).refused
+    assert refused is not None and f"symbolic link {home}/.local, in {home}," in refused

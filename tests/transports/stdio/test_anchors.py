@@ -119,3 +119,103 @@ def test_a_pattern_leaves_out_what_another_user_owns(
     (tmp / "ssh-theirs").mkdir()
     monkeypatch.setattr(os, "geteuid", lambda: os.stat(tmp).st_uid + 1)
     assert anchors.matching(str(tmp / "ssh-*")) == []
+
+
+# -- names another user holds --
+
+THEIRS = 4242  # another local user's uid
+
+
+def theirs(path: Path) -> Path:
+    """``path`` given to another user, as if they had made it (a link is given itself)."""
+    os.lchown(path, THEIRS, THEIRS)
+    return path
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a path away")
+
+
+@needs_root
+def test_another_users_link_at_a_hidden_name_is_not_followed_and_is_named(
+    tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As ``ln -s ~victim/work /tmp/tmux-UID`` before mcpd starts: what it points to
+    stays in the servers' sight, and mcpd says whose link it found instead."""
+    (tmp / "work").mkdir()
+    planted = theirs(_link(tmp / "tmux-0", tmp / "work"))
+    with caplog.at_level(logging.WARNING, logger="mcpd.stdio"):
+        for alias in ("a", "b"):
+            assert anchors.places(str(planted), alias) == []
+    (notice,) = anchors.notices()
+    assert notice.startswith(
+        f"{planted} is another user's symbolic link (uid {THEIRS}, no user name) to "
+        f"{tmp / 'work'}: "
+    ), notice
+    assert "does not follow it" in notice
+    (said,) = [r for r in caplog.records]  # once, whichever server started
+    assert said.getMessage() == f"a: {notice}"
+    assert said.mcpd_event == "sandbox_foreign"  # type: ignore[attr-defined]
+    # Gone: nothing more to say, and the user's own directory there is hidden.
+    planted.unlink()
+    planted.mkdir()
+    assert anchors.places(str(planted), "a") == [str(planted)]
+    assert anchors.notices() == []
+
+
+@needs_root
+def test_another_users_directory_at_a_hidden_name_is_left_as_it_is_and_named(tmp: Path) -> None:
+    planted = tmp / "mcpd-pages-0"
+    planted.mkdir()
+    theirs(planted)
+    assert anchors.places(str(planted), "a") == []
+    (notice,) = anchors.notices()
+    assert notice.startswith(f"{planted} is another user's directory (uid {THEIRS}, ")
+
+
+@needs_root
+def test_a_hidden_name_through_another_users_link_is_not_followed(tmp: Path) -> None:
+    (tmp / "work" / "S-root").mkdir(parents=True)
+    theirs(_link(tmp / "screens", tmp / "work"))
+    name = str(tmp / "screens" / "S-root")
+    assert anchors.places(name, "a") == []
+    (notice,) = anchors.notices()
+    assert notice.startswith(f"{name} lies through {tmp / 'screens'}, another user's symbolic ")
+
+
+@needs_root
+def test_what_was_hidden_stays_hidden_where_it_went_when_another_user_takes_its_name(
+    tmp: Path,
+) -> None:
+    (tmp / "pages").mkdir()
+    anchors.places(str(tmp / "pages"), "a")
+    (tmp / "pages").rename(tmp / "pages.old")
+    (tmp / "work").mkdir()
+    theirs(_link(tmp / "pages", tmp / "work"))
+    assert anchors.places(str(tmp / "pages"), "a") == [str(tmp / "pages.old")]
+    assert len(anchors.notices()) == 2
+
+
+@needs_root
+def test_a_link_of_mcpds_user_or_roots_is_followed_whoever_owns_what_it_leads_to(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """For an mcpd run by an ordinary user (uid 1000) as well as by root."""
+    (tmp / "keys").mkdir()
+    theirs(tmp / "keys")
+    mine = _link(tmp / ".aws", tmp / "keys")
+    roots = _link(tmp / ".kube", tmp / "keys")
+    planted = theirs(_link(tmp / ".netrc", tmp / "keys"))
+    os.lchown(mine, 1000, 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    for link in (mine, roots):
+        assert anchors.places(str(link), "a") == [str(tmp / "keys")]
+    assert anchors.places(str(planted), "a") == []
+    anchors.release()
+    monkeypatch.setattr(os, "geteuid", lambda: 0)  # root: the ordinary user's is not its own
+    assert anchors.places(str(roots), "a") == [str(tmp / "keys")]
+    assert anchors.places(str(mine), "a") == anchors.places(str(planted), "a") == []
+
+
+def _link(path: Path, to: Path) -> Path:
+    path.symlink_to(to)
+    return path

@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from transports.stdio import landlock, sandbox_host
+from transports.stdio import anchors, landlock, sandbox_host
 from transports.stdio.sandbox import Mount, Sandbox, SandboxError
 
 Paths = tuple[str, ...]
@@ -173,6 +173,36 @@ def test_a_directory_to_hide_that_is_missing_is_made_private_and_hidden(tmp: Pat
     assert Mount(str(pages), "hide_dir") in found.mounts
     assert stat.S_IMODE(os.stat(pages).st_mode) == 0o700
     assert not (tmp / "gone").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a path away")
+def test_a_name_to_hide_that_another_user_holds_hides_nothing_and_the_rest_is_hidden(
+    tmp: Path,
+) -> None:
+    """Another user's link where the pages directory is made (to the system, or to a
+    directory of the user's) and their directory at another hidden name."""
+    (tmp / "run").mkdir()
+    (tmp / "work").mkdir()
+    (tmp / "secrets").mkdir()
+    pages, tmux, x11 = tmp / "run" / "pages", tmp / "run" / "tmux-0", tmp / "run" / ".X11-unix"
+    pages.symlink_to("/usr")
+    tmux.symlink_to(tmp / "work")
+    x11.mkdir()
+    for planted in (pages, tmux, x11):
+        os.lchown(planted, 4242, 4242)
+    hide = (str(pages), str(tmux), str(x11), str(tmp / "secrets"))
+    box = msgspec.structs.replace(sandbox(tmp), hide=hide, made=(str(pages),))
+    anchors.release()  # what earlier tests hid, moved
+    try:
+        found = sandbox_host.resolve(box, "/bin/true")
+        assert [m for m in found.mounts if m.kind != "fixed"] == [
+            Mount(str(tmp / "secrets"), "hide_dir")
+        ]
+        assert os.readlink(pages) == "/usr"
+        said = anchors.notices()
+        assert [n.split(" ", 1)[0] for n in said] == sorted(map(str, (pages, tmux, x11)))
+    finally:
+        anchors.release()
 
 
 def test_homes_made_under_a_umask_that_lets_others_read_are_private(tmp: Path) -> None:
