@@ -34,6 +34,7 @@ from types import FrameType
 
 from protocol.urls import openable
 
+from ..local.owners import user_name
 from ..local.privatefile import UnsafeFileError, open_directory, write_atomically
 
 ENDING: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
@@ -81,17 +82,34 @@ def pages_directory(named: object) -> str:
             "the daemon names no directory for the page, one it hides from its servers "
             "(it is older than this command: restart it)"
         )
+    try:
+        link = os.lstat(named)
+    except OSError:
+        pass  # open_directory says why
+    else:
+        # Another user may take the name in /tmp before the daemon makes it there.
+        if stat.S_ISLNK(link.st_mode) and link.st_uid != os.geteuid():
+            raise UnsafeFileError(
+                f"{named} is a symbolic link of {_another_user(link.st_uid)}, not a "
+                "directory of this user's: a page goes only into one"
+            )
     fd = open_directory(named, check=False)
     try:
         st = os.fstat(fd)
     finally:
         os.close(fd)
     if st.st_uid != os.geteuid():
-        raise UnsafeFileError(f"{named} belongs to another user, who could read the page")
+        raise UnsafeFileError(
+            f"{named} belongs to {_another_user(st.st_uid)}, who could read the page"
+        )
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
         raise UnsafeFileError(f"{named} is open to other users (mode {mode:04o})")
     return named
+
+
+def _another_user(uid: int) -> str:
+    return f"another user (uid {uid}, {user_name(uid)})"
 
 
 def write_page(name: str, url: str, pages: object) -> str:

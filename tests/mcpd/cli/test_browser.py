@@ -118,6 +118,28 @@ def test_a_directory_someone_made_a_link_is_refused(tmp_path: Path) -> None:
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a path away")
+@pytest.mark.parametrize("taken", ["link", "directory"])
+def test_a_directory_another_user_took_the_name_of_gets_no_page_and_says_whose(
+    tmp_path: Path, taken: str
+) -> None:
+    """As another user may in /tmp before the daemon makes its directory there."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    named = tmp_path / "mcpd-pages-0"
+    if taken == "link":
+        named.symlink_to(elsewhere)
+    else:
+        named.mkdir(mode=0o700)
+    os.lchown(named, 4242, 4242)
+    with pytest.raises(OSError) as refused:
+        write_page("dashboard.html", SECRET, str(named))
+    said = "is a symbolic link of another" if taken == "link" else "belongs to another"
+    assert f"{named} {said} user (uid 4242, " in str(refused.value)
+    assert list(elsewhere.iterdir()) == []
+    assert taken == "link" or list(named.iterdir()) == []
+
+
 def test_a_directory_others_may_enter_is_refused(pages: Path) -> None:
     pages.chmod(0o755)
     with pytest.raises(OSError, match="open to other users"):
