@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Final
 
 import trio
 from msgspec import UNSET
@@ -146,6 +147,11 @@ def malformed_reason(label: str, why: str) -> str:
 
 class ServerCancelled(Exception):
     """The server itself cancelled one of our requests (how it may end a subscription)."""
+
+
+# What a transport raises for a request its server replied to (with an error, its own
+# cancel, a reply too large or unreadable), as against one it got no reply to.
+SERVER_REPLIES: Final = (rpc.RPCError, ServerCancelled, MessageTooLarge, MalformedReply)
 
 
 @contextlib.contextmanager

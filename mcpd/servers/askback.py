@@ -50,7 +50,7 @@ from transports.errors import MalformedReply
 from ..policy.guard import SecretGuard
 from ..registry import own_keys
 from ..registry.relayed import cleaned, marked
-from .ended_asks import EndedAsks
+from .ended_asks import End, EndedAsks
 
 logger = logging.getLogger("mcpd.askback")
 
@@ -221,12 +221,9 @@ class AskRoutes:
         self._inflight[token] = _Inflight(asker, extend, timeout)
         return token
 
-    def leave(self, token: int, answered: bool = True) -> None:
+    def leave(self, token: int, end: End) -> None:
         item = self._inflight.pop(token, None)
-        if not answered and item is not None and item.asker is not None:
-            self._ended.add(token, item.asker.owner, mark=next(self._tokens))
-        elif answered:
-            self._answered(token)
+        self._left(token, token, item.asker if item is not None else None, end, None)
 
     def enter_call(self, call: Cause) -> None:
         """A tools/call (its asker set) until ``leave_call``: the call is its own
@@ -234,16 +231,18 @@ class AskRoutes:
         self._inflight[call] = call
         self._began[call] = next(self._tokens)
 
-    def leave_call(self, call: Cause, answered: bool = True, rid: object = None) -> None:
-        """The call is over; ``answered``: by its server's answer, not by mcpd giving
-        it up (cancelled, timed out, its agent gone), which the server may not know
-        until it answers the call (``rid``) after all (``ended_asks``)."""
+    def leave_call(self, call: Cause, end: End, rid: object = None) -> None:
+        """The call is over, as ``end`` says; one left unanswered the server may not
+        know is over until it answers the call (``rid``) after all (``ended_asks``)."""
         self._inflight.pop(call, None)
-        began = self._began.pop(call, 0)
-        if not answered and call.asker is not None:
-            self._ended.add(call, call.asker.owner, rid, next(self._tokens))
-        elif answered:
+        self._left(call, self._began.pop(call, 0), call.asker, end, rid)
+
+    def _left(self, key: object, began: int, asker: Asker | None, end: End, rid: object) -> None:
+        if end is End.ANSWERED:
             self._answered(began)
+        elif end is End.UNANSWERED and asker is not None:
+            self._ended.add(key, asker.owner, rid, next(self._tokens))
+        # Unsent, the server never had it: it neither asks about it nor read past it.
 
     def _answered(self, began: int) -> None:
         """The server answered the request that began at step ``began``."""
@@ -266,16 +265,16 @@ class AskRoutes:
         token = self.enter(asker, extend, timeout) if asker is not None else None
         # Given up on (its time up, or its agent gone) only when cancelled: an error
         # raised is the server's answer, or the server gone.
-        answered = True
+        end = End.ANSWERED
         try:
             yield
         except trio.Cancelled:
-            answered = False
+            end = End.UNANSWERED
             raise
         finally:
             ASKING.reset(reset)
             if token is not None:
-                self.leave(token, answered)
+                self.leave(token, end)
 
     @property
     def inflight(self) -> int:

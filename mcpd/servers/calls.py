@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Any, Protocol, TypeAlias
+from typing import Any, ClassVar, Protocol, TypeAlias
 
 import msgspec
 import trio
@@ -29,6 +29,7 @@ from ..policy.guard import SecretGuard
 from ..registry.scheme import Sight
 from .askback import Asker, AskRoutes
 from .breaker import Breaker
+from .ended_asks import End
 from .outage import Outage
 from .progress import ProgressRoutes, ProgressSink
 from .stats import LatencyStats
@@ -36,6 +37,39 @@ from .stats import LatencyStats
 # A call's one outcome: the server's raw result, why it could not be reached, the
 # server's JSON-RPC error, or a result of mcpd's own (an unknown tool, a search).
 Outcome: TypeAlias = Raw | Outage | rpc.RPCError | mcp.CallToolResult
+
+
+class Ending:
+    """A call's one outcome, of a type that says how the call ended: no outcome mcpd
+    made itself can pass for its server's answer (``ended_asks``)."""
+
+    __slots__ = ("outcome",)
+    end: ClassVar[End]
+
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+
+
+class Answered(Ending):
+    """The server's reply: a result, its error, or one mcpd could not pass on."""
+
+    __slots__ = ()
+    end = End.ANSWERED
+
+
+class Unanswered(Ending):
+    """Ended by mcpd after it was sent (out of time, the connection gone): the server
+    may still be at work on it."""
+
+    __slots__ = ()
+    end = End.UNANSWERED
+
+
+class Unsent(Ending):
+    """Ended by mcpd before it reached the server (refused, busy, no session)."""
+
+    __slots__ = ()
+    end = End.UNSENT
 
 
 class CallRefused(Exception):

@@ -1,23 +1,24 @@
 """Requests of agents' that ended without their server's answer, which the server may
 still ask about (``askback``).
 
-A request mcpd gives up on (cancelled by its agent, out of time, its agent gone) is
-over for mcpd at once, but the server reads the cancel only between its own steps,
-and until then it may send a request of its own about it. Such a request must not be
-handed to whichever agent is still in flight: each ended request stays a possible
-cause for a while, by the agent it was of, or until the server answers it after all
-(its answer, dropped, says it is done with it).
+A request mcpd gives up on (cancelled by its agent, out of time, its agent or its
+connection gone) is over for mcpd at once, but the server reads the cancel only
+between its own steps, and until then it may send a request of its own about it. Such
+a request must not be handed to whichever agent is still in flight: each ended request
+stays a possible cause for a while, by the agent it was of, or until the server
+answers it after all (its answer, dropped, says it is done with it).
 
-A server that works on one request at a time, in the order it reads them, is done
-with an ended request once it answers one sent after the cancel. A server that works
-on several at once has only read the cancel by then: the work it began before may
-still ask. It shows itself by answering a request while one sent earlier is still
-open, and from then on (for what ended earlier too) only the ended request's own
-answer, or its grace passing, counts.
+A server that works on one request at a time, in the order it reads them, is done with
+an ended request once it answers one sent after the cancel: its own reply, not a
+request mcpd ended itself. A server that works on several at once has only read the
+cancel by then: the work it began before may still ask. It shows itself by answering a
+request while one sent earlier is still open, and from then on (for what ended earlier
+too) only the ended request's own answer, or its grace passing, counts.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from typing import Final
 
@@ -30,6 +31,21 @@ GRACE: Final = 10.0
 # Ended requests remembered per server; past that, the oldest is forgotten, and until
 # its grace would have passed no request without a known cause is handed to anyone.
 KEPT: Final = 64
+
+
+class End(enum.Enum):
+    """How an agent's request at a server ended, as far as what the server may still
+    ask about it: only the server's own reply says it is done with it."""
+
+    # The server replied (a result, its error, a reply mcpd could not pass on): it is
+    # done with the request, and has read what came before it.
+    ANSWERED = "answered"
+    # mcpd ended it after sending it (out of time, cancelled, the connection gone): the
+    # server may still be at work on it, and ask about it.
+    UNANSWERED = "unanswered"
+    # mcpd ended it before it reached the server (refused, busy, no session, cancelled
+    # while it waited): the server knows nothing of it.
+    UNSENT = "unsent"
 
 
 class EndedAsks:

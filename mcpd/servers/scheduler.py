@@ -24,10 +24,12 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
+from transports import errors
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
 from .askback import result_for_agents
-from .calls import Call, CallHost, Outcome, Uses, _Scheduler
+from .calls import Answered, Call, CallHost, Ending, Outcome, Unanswered, Unsent, Uses, _Scheduler
+from .ended_asks import End
 from .oauth import LoginRequired
 from .outage import Outage, last_line
 from .rpc_errors import error_for_agents
@@ -72,7 +74,7 @@ class CallScheduler(_Scheduler):
 
     def fail_queued(self, outage: Outage) -> None:
         while self.queue:
-            self._finish(self.queue.pop_first(), outage)
+            self._finish(self.queue.pop_first(), Unsent(outage))
 
     async def wait_idle(self) -> None:
         if self.running:
@@ -103,7 +105,7 @@ class CallScheduler(_Scheduler):
                 # within the call's time.
                 self._enqueue(call, call.timeout)
             else:
-                self._finish(call, r.outage())
+                self._finish(call, Unsent(r.outage()))
             return
         if self.running < self.limit and not self.queue.calls:
             self._send(call)
@@ -114,10 +116,10 @@ class CallScheduler(_Scheduler):
             busy = Outage(r.alias, "busy", waiting)
             pushed = self._pushed_out(call.owner)
             if pushed is None:
-                self._finish(call, busy)
+                self._finish(call, Unsent(busy))
                 return
             self.queue.remove(pushed)
-            self._finish(pushed, busy)
+            self._finish(pushed, Unsent(busy))
         self._enqueue(call, d.queue_timeout)
 
     def _pushed_out(self, owner: object) -> Call | None:
@@ -135,16 +137,13 @@ class CallScheduler(_Scheduler):
         if call.state == "queued":
             self.queue.remove(call)
             call.state = "cancelled"
+            self._ended(call, End.UNSENT)
         elif call.state == "running":
             call.state = "cancelled"
             self._release(call)
             self._forget(call, "cancelled by the client")
             self._start_queued()
-            self._ended(call, answered=False)
-            return
-        else:
-            return
-        self._ended(call)
+            self._ended(call, End.UNANSWERED)
 
     def _enqueue(self, call: Call, wait: float) -> None:
         # Queued calls wait with the same allowance, so their deadlines only grow in
@@ -168,10 +167,8 @@ class CallScheduler(_Scheduler):
         now = self._now()
         adm = r.breaker.allow(now)
         if not adm.allowed:
-            self._finish(
-                call,
-                Outage(r.alias, adm.state, adm.reason or "circuit open", adm.since, adm.retry_at),
-            )
+            why = adm.reason or "circuit open"
+            self._finish(call, Unsent(Outage(r.alias, adm.state, why, adm.since, adm.retry_at)))
             return
         call.ticket, call.probe = adm.ticket, adm.probe
         call.state = "running"
@@ -185,7 +182,10 @@ class CallScheduler(_Scheduler):
         try:
             up.start(call)
         except (TransportError, rpc.RPCError) as exc:
-            self.complete(call, None, exc)
+            # Counted as the failure it is, but it never reached the server: nothing
+            # the server does next can be about it.
+            call.state = "done"
+            self._close(call, Unsent(self._failed(call, exc, False, now, 0.0).outcome))
 
     def extend(self, call: Call, seconds: float) -> None:
         """A running call's time limit, now ``seconds`` from now (within its hard
@@ -214,30 +214,36 @@ class CallScheduler(_Scheduler):
         r = self.runner
         now = self._now()
         elapsed = now - call.start
-        outcome: Outcome
+        ending: Ending
         if raw is not None and error is None and not timed_out:  # every call, nearly
             try:
                 # The same bytes unless they hold a secret mcpd holds, a key of its own
                 # or ask the agent something: a reply stays spliced.
-                outcome = result_for_agents(r.guard, r.alias, raw, "a tools/call result")
+                result = result_for_agents(r.guard, r.alias, raw, "a tools/call result")
             except MalformedReply as exc:
-                outcome = self._failed(call, exc, False, now, elapsed)
+                ending = self._failed(call, exc, False, now, elapsed)
             else:
+                ending = Answered(result)
                 r.breaker.record_success(now, call.ticket)
                 r.stats.record(elapsed)
         else:
-            outcome = self._failed(call, error, timed_out, now, elapsed)
+            ending = self._failed(call, error, timed_out, now, elapsed)
+        self._close(call, ending)
+
+    def _close(self, call: Call, ending: Ending) -> None:
+        """Free a running call's slot for the next, and deliver its outcome."""
         # Only now: releasing a half-open probe first made the breaker discard the
         # probe's own outcome as stale, so it never closed again.
         self._release(call)
         if self.queue.calls:
             self._start_queued()
-        self._finish(call, outcome, answered=not timed_out)
+        self._finish(call, ending)
 
     def _failed(
         self, call: Call, error: BaseException | None, timed_out: bool, now: float, elapsed: float
-    ) -> Outcome:
-        """What a call that got no result came to: its server's error, or an outage."""
+    ) -> Ending:
+        """What a call that got no result came to: its server's error, or an outage;
+        answered only if the server replied."""
         r = self.runner
         outcome: Outcome
         if timed_out:
@@ -313,7 +319,11 @@ class CallScheduler(_Scheduler):
             outcome = Outage(r.alias, "failed", error.reason, call.start, stderr=said)
         else:
             outcome = Outage(r.alias, "failed", f"internal error: {error!r}", call.start)
-        return outcome.masked(r.guard) if isinstance(outcome, Outage) else outcome
+        if isinstance(outcome, Outage):
+            outcome = outcome.masked(r.guard)
+        return (
+            Answered(outcome) if isinstance(error, errors.SERVER_REPLIES) else Unanswered(outcome)
+        )
 
     def _forget(self, call: Call, why: str) -> None:
         """The server is told to stop (if it has the call), and its answer is dropped."""
@@ -342,11 +352,11 @@ class CallScheduler(_Scheduler):
             self._idle.set()
             self._idle = None
 
-    def _finish(self, call: Call, outcome: Outcome, answered: bool = True) -> None:
+    def _finish(self, call: Call, ending: Ending) -> None:
         call.state = "done"
-        self._ended(call, answered)
+        self._ended(call, ending.end)
         try:
-            call.caller.finish(call, outcome)
+            call.caller.finish(call, ending.outcome)
         except Exception:
             logger.exception(
                 "%s: delivering a call's outcome failed",
@@ -354,11 +364,11 @@ class CallScheduler(_Scheduler):
                 extra=log_extra(self.runner.alias),
             )
 
-    def _ended(self, call: Call, answered: bool = True) -> None:
+    def _ended(self, call: Call, end: End) -> None:
         if call.relays:
             call.relays = False
             # Given up on, it may still be asked about by a server that has not read so.
-            self.runner.asks.leave_call(call, answered, call.rid)
+            self.runner.asks.leave_call(call, end, call.rid)
         if self.uses is not None:
             self.uses.end()
 
@@ -386,7 +396,7 @@ class CallScheduler(_Scheduler):
             now = self._now()
             while queue and queue.first().deadline <= now:
                 call = queue.pop_first()
-                self._finish(call, self._queue_outage(call))
+                self._finish(call, Unsent(self._queue_outage(call)))
             while heap and heap[0][0] <= now:
                 at, _, call = heapq.heappop(heap)
                 if at == call.deadline and call.state == "running":

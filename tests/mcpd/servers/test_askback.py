@@ -24,6 +24,7 @@ from mcpd.servers.askback import (
     AskRoutes,
     result_for_agents,
 )
+from mcpd.servers.ended_asks import End
 from mcpd.servers.handshake import relay_capabilities
 from protocol import jsonrpc as rpc
 from protocol import surface
@@ -83,10 +84,10 @@ async def test_the_one_agent_with_a_request_in_flight_is_asked_what_the_server_a
     message = "[mcpd] The server 'files' asks:\n> Which file?"
     meta = {"mcpd/server": "files"}
     assert agent.asked == [("elicitation/create", {"message": message, "_meta": meta})]
-    routes.leave(token)
+    routes.leave(token, End.ANSWERED)
     assert routes.inflight == 0
     assert "no agent" in (await refusal(routes)).message
-    routes.leave(token)  # leaving twice is harmless
+    routes.leave(token, End.ANSWERED)  # leaving twice is harmless
 
 
 async def test_a_method_mcpd_does_not_relay_is_not_found_and_asks_nobody() -> None:
@@ -200,10 +201,10 @@ async def test_a_call_whose_agent_is_being_asked_may_still_be_what_the_server_as
     waiting.asking = 1
     await refusal(routes)
     assert first.asked == [] and second.asked == []
-    routes.leave_call(other)
+    routes.leave_call(other, End.ANSWERED)
     await routes.answer(request())
     assert len(first.asked) == 1
-    routes.leave_call(waiting)
+    routes.leave_call(waiting, End.ANSWERED)
     assert routes.inflight == 0
 
 

@@ -16,6 +16,7 @@ import trio
 from mcpd.config.model import Config
 from mcpd.servers import ended_asks
 from mcpd.servers.askback import AskRoutes
+from mcpd.servers.ended_asks import End
 from protocol import jsonrpc as rpc
 from tests.support.agent import META, make_config, running
 from tests.support.answering import AnsweringAgent, connect_answering
@@ -60,12 +61,13 @@ async def test_a_server_that_answers_out_of_order_is_not_taken_to_be_done_with_a
 ):
     routes = AskRoutes("files", lambda: 5.0)
     gone, still = Agent(), Agent()
-    routes.leave(routes.enter(gone), answered=False)
+    routes.leave(routes.enter(gone), End.UNANSWERED)
     long = routes.enter(still)
-    routes.leave(routes.enter(still))  # answered while the one sent before it is open
+    # Answered while the one sent before it is open.
+    routes.leave(routes.enter(still), End.ANSWERED)
     # That answer came after the cancel, but work begun before it may still ask.
     assert "ended too lately to rule out" in await refused(routes)
-    routes.leave(long)
+    routes.leave(long, End.ANSWERED)
 
 
 # -- through the daemon: a server that asks about a call again while its question is open
@@ -277,3 +279,61 @@ async def test_once_an_ended_call_is_past_its_grace_an_agents_call_is_asked_agai
     [question] = agent.asked
     assert question["params"]["message"].endswith("Go on?")
     assert json.loads(result["content"][0]["text"]) == ACCEPTED
+
+
+class Recovered(logging.Handler):
+    """Sets ``said`` once the journal says a server's circuit closed again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said = trio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "mcpd_event", None) == "recovered":
+            self.said.set()
+
+
+async def test_a_call_the_open_circuit_refused_is_no_sign_the_server_read_past_an_ended_call(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One agent's call runs out of time (which opens the circuit) while the server is
+    still at work on it; the other agent's next call is refused by the circuit, never
+    sent; its call after that is in flight when the server asks about the first."""
+    server = {
+        "command": sys.executable,
+        "args": [ASKER],
+        "era": "legacy",
+        "tool_timeouts": {"ask_after_cancel": 0.5},
+    }
+    config = make_config(
+        tmp_path,
+        {"two": server},
+        ask_timeout=3600.0,
+        call_timeout=3600.0,
+        failure_threshold=1,
+        cooldown_base=3.0,  # while the other agent's call comes and is refused
+    )
+    caplog.set_level(logging.INFO, logger="mcpd.server")
+    journal = Recovered()
+    logging.getLogger("mcpd.server").addHandler(journal)
+    try:
+        with trio.fail_after(60):
+            async with (
+                running(config) as daemon,
+                connect_answering(daemon.socket_path, False, answering_as("late")) as late,
+                connect_answering(daemon.socket_path, False, answering_as("other")) as other,
+            ):
+                await late.initialize_with(CAPS)
+                await other.initialize_with(CAPS)
+                arguments = {"topic": "B-PRIVATE", "after_report": True}
+                timed_out = await late.call(TWO + "ask_after_cancel", arguments)
+                assert "did not answer this call in time" in timed_out["content"][0]["text"]
+                refused = await other.call(TWO + "quick")
+                assert "unavailable (open)" in refused["content"][0]["text"]
+                await journal.said.wait()  # mcpd's own probe found the server answering
+                result = await other.call(TWO + "report")
+    finally:
+        logging.getLogger("mcpd.server").removeHandler(journal)
+    assert other.asked == [] and late.asked == []
+    came_back = json.loads(result["content"][0]["text"])
+    assert "ended too lately to rule out" in came_back["message"]

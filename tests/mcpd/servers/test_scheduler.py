@@ -6,7 +6,7 @@ and a cancelled call gives its slot to the next one."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -102,14 +102,32 @@ class Counting(Uses):
         self.now -= 1
 
 
+class Agent:
+    """A legacy agent, as what its server asks back reaches it."""
+
+    direct = True
+
+    def __init__(self) -> None:
+        self.owner = self
+        self.asked: list[object] = []
+
+    async def ask(self, method: str, params: object) -> object:
+        self.asked.append(params)
+        return {"action": "accept", "content": {}}
+
+
 class Bench:
     def __init__(self, host: Host, scheduler: CallScheduler, server: Server) -> None:
         self.host = host
         self.scheduler = scheduler
         self.server = server
 
-    def call(self, name: str = "t", *, timeout: float = 0.0) -> tuple[Call, Outcomes]:
+    def call(
+        self, name: str = "t", *, timeout: float = 0.0, by: Agent | None = None
+    ) -> tuple[Call, Outcomes]:
         call, outcomes = a_call(name, timeout=timeout)
+        if by is not None:
+            call.asker = call.owner = by
         self.scheduler.start(call)
         return call, outcomes
 
@@ -546,3 +564,171 @@ async def test_waiting_for_idle_returns_when_the_last_call_ends(
         assert not idle.is_set()
         b.answer(second, RESULT)
     assert idle.is_set()
+
+
+# -- what a server may still ask about: only its own answer shows it is done with a call
+
+
+async def question(b: Bench) -> str:
+    """What comes of the server asking something with nothing on the wire to say which
+    call it is about: "asked" when an agent was asked, else why nobody was."""
+    request = rpc.Request(9, "elicitation/create", Raw(b'{"message":"Publish the draft?"}'))
+    try:
+        await b.host.asks.answer(request)
+    except rpc.RPCError as exc:
+        return exc.message
+    return "asked"
+
+
+def stopped(b: Bench, starting: bool) -> None:
+    b.scheduler.detach()
+    b.host.starting = starting
+
+
+def back_up(b: Bench) -> None:
+    b.host.starting = False
+    b.scheduler.attach(b.server)  # type: ignore[arg-type]
+
+
+async def refused_by_the_open_circuit(b: Bench, agent: Agent) -> None:
+    breaker = b.host.breaker
+    for _ in range(breaker.config.failure_threshold):
+        breaker.record_failure(trio.current_time(), "connection reset")
+    _, outcomes = b.call("refused", by=agent)
+    assert outage(outcomes).state == "open"
+    await trio.sleep(breaker.config.cooldown_base)  # the next call is the circuit's probe
+
+
+async def refused_with_the_server_stopped(b: Bench, agent: Agent) -> None:
+    stopped(b, starting=False)
+    _, outcomes = b.call("refused", by=agent)
+    assert outage(outcomes).state == "stopped"
+    back_up(b)
+
+
+async def failed_waiting_for_the_server_as_it_stopped(b: Bench, agent: Agent) -> None:
+    stopped(b, starting=True)
+    _, outcomes = b.call("waiting", by=agent)
+    b.scheduler.fail_queued(b.host.outage())
+    assert outage(outcomes).state == "stopped"
+    back_up(b)
+
+
+async def out_of_time_waiting_for_the_server(b: Bench, agent: Agent) -> None:
+    stopped(b, starting=True)
+    _, outcomes = b.call("waiting", by=agent, timeout=1.0)
+    await outcome_of(outcomes)
+    assert outage(outcomes).state == "stopped"
+    back_up(b)
+
+
+async def cancelled_waiting_for_the_server(b: Bench, agent: Agent) -> None:
+    stopped(b, starting=True)
+    call, _ = b.call("waiting", by=agent)
+    call.cancel()
+    back_up(b)
+
+
+async def failed_as_it_was_sent(b: Bench, agent: Agent) -> None:
+    b.server.refuse = TransportError("the pipe is closed")
+    _, outcomes = b.call("refused", by=agent)
+    assert outage(outcomes).state == "failed"
+    b.server.refuse = None
+
+
+async def cut_off_with_its_connection(b: Bench, agent: Agent) -> None:
+    call, _ = b.call("cut", by=agent)
+    b.answer(call, None, TransportError("connection reset"))
+
+
+async def out_of_time_at_the_server(b: Bench, agent: Agent) -> None:
+    _, outcomes = b.call("slow", by=agent, timeout=1.0)
+    await outcome_of(outcomes)
+    assert outage(outcomes).state == "timeout"
+
+
+async def cancelled_at_the_server(b: Bench, agent: Agent) -> None:
+    call, _ = b.call("cancelled", by=agent)
+    call.cancel()
+
+
+ENDED_BY_MCPD = [
+    refused_by_the_open_circuit,
+    refused_with_the_server_stopped,
+    failed_waiting_for_the_server_as_it_stopped,
+    out_of_time_waiting_for_the_server,
+    cancelled_waiting_for_the_server,
+    failed_as_it_was_sent,
+    cut_off_with_its_connection,
+    out_of_time_at_the_server,
+    cancelled_at_the_server,
+]
+
+
+@pytest.mark.parametrize("ending", ENDED_BY_MCPD, ids=lambda f: f.__name__)
+async def test_a_call_mcpd_ended_itself_does_not_end_another_agents_calls_grace(
+    make: Any, autojump_clock: MockClock, ending: Callable[[Bench, Agent], Awaitable[None]]
+) -> None:
+    b = make()
+    gone, other = Agent(), Agent()
+    given_up, _ = b.call("given_up", by=gone)
+    given_up.cancel()  # the server may ask about it until it shows it read the cancel
+    await ending(b, other)
+    b.call("next", by=other)  # in flight as the server asks
+    assert "ended too lately to rule out" in await question(b)
+    assert other.asked == []
+
+
+async def test_the_servers_answer_to_a_call_sent_after_a_cancel_ends_its_grace(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make()
+    gone, other = Agent(), Agent()
+    given_up, _ = b.call("given_up", by=gone)
+    given_up.cancel()
+    answered, _ = b.call("answered", by=other)
+    b.answer(answered, RESULT)  # it works in order: it read the cancel first
+    b.call("next", by=other)
+    assert await question(b) == "asked"
+    assert len(other.asked) == 1
+
+
+async def refused_with_the_queue_full(b: Bench, agent: Agent) -> None:
+    b.call("waiting", by=agent)
+    _, outcomes = b.call("refused", by=agent)
+    assert outage(outcomes).state == "busy"
+
+
+async def out_of_time_waiting_for_a_slot(b: Bench, agent: Agent) -> None:
+    _, outcomes = b.call("waiting", by=agent)
+    await outcome_of(outcomes)
+    assert outage(outcomes).state == "busy"
+
+
+async def cancelled_waiting_for_a_slot(b: Bench, agent: Agent) -> None:
+    call, _ = b.call("waiting", by=agent)
+    call.cancel()
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [refused_with_the_queue_full, out_of_time_waiting_for_a_slot, cancelled_waiting_for_a_slot],
+    ids=lambda f: f.__name__,
+)
+async def test_a_call_mcpd_ended_while_another_ran_is_no_sign_the_server_works_on_calls_at_once(
+    make: Any, autojump_clock: MockClock, ending: Callable[[Bench, Agent], Awaitable[None]]
+) -> None:
+    b = make(limit=1, queue_size=1, queue_timeout=1.0)
+    gone, other = Agent(), Agent()
+    running, _ = b.call("running", by=gone)
+    await ending(b, other)
+    running.cancel()
+    for call in b.server.sent:  # what of the other agent's waited for the slot
+        if call.state == "running":
+            b.answer(call, RESULT)
+    # Answered in order, after the cancel: the server is done with the cancelled call.
+    answered, _ = b.call("answered", by=other)
+    b.answer(answered, RESULT)
+    b.call("next", by=other)
+    assert await question(b) == "asked"
+    assert len(other.asked) == 1
