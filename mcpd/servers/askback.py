@@ -45,7 +45,7 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 from protocol.visible import METHOD_SHOWN, quote
 from transports.base import OVER_LIMIT
-from transports.errors import MalformedReply
+from transports.errors import SERVER_REPLIES, MalformedReply
 
 from ..policy.guard import SecretGuard
 from ..registry import own_keys
@@ -263,13 +263,14 @@ class AskRoutes:
         """Around one request of an agent's, sent from this task."""
         reset = ASKING.set(asker)
         token = self.enter(asker, extend, timeout) if asker is not None else None
-        # Given up on (its time up, or its agent gone) only when cancelled: an error
-        # raised is the server's answer, or the server gone.
-        end = End.ANSWERED
+        # Answered only by the server's reply (a result, or an error of its own); one
+        # cancelled (its time up, its agent gone) or whose connection failed was not.
+        end = End.UNANSWERED
         try:
             yield
-        except trio.Cancelled:
-            end = End.UNANSWERED
+            end = End.ANSWERED
+        except SERVER_REPLIES:
+            end = End.ANSWERED
             raise
         finally:
             ASKING.reset(reset)

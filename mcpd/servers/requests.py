@@ -100,33 +100,34 @@ async def _send(
         def extend(seconds: float) -> None:
             scope.deadline = max(scope.deadline, trio.current_time() + seconds)
 
-        with runner.asks.scope(asker if up.era == "legacy" else None, extend, limit):
-            try:
-                raw = await up.request(method, params, name=name, extra_headers=extra)
-            except (rpc.RPCError, ServerCancelled) as exc:
-                runner.breaker.record_success(trio.current_time())
-                if isinstance(exc, ServerCancelled):
-                    raise CallRefused(
-                        Outage(runner.alias, "failed", str(exc), start).masked(runner.guard)
-                    ) from None
-                raise
-            except MalformedReply as exc:
-                runner.breaker.record_success(trio.current_time())
+        # What the request ended with is turned into what the agent gets outside the
+        # asks' scope, which tells the server's replies from failures by their types.
+        try:
+            with runner.asks.scope(asker if up.era == "legacy" else None, extend, limit):
+                return await up.request(method, params, name=name, extra_headers=extra)
+        except (rpc.RPCError, ServerCancelled) as exc:
+            runner.breaker.record_success(trio.current_time())
+            if isinstance(exc, ServerCancelled):
                 raise CallRefused(
-                    Outage(runner.alias, "malformed", exc.reason, start).masked(runner.guard)
+                    Outage(runner.alias, "failed", str(exc), start).masked(runner.guard)
                 ) from None
-            except TransportError as exc:
-                logger.warning(
-                    "%s: %s failed: %s",
-                    runner.alias,
-                    method,
-                    exc.reason,
-                    extra=log_extra(runner.alias, reason=exc.reason),
-                )
-                runner.check_liveness()
-                outage = Outage(runner.alias, "failed", exc.reason, start)
-                raise CallRefused(outage.masked(runner.guard)) from None
-            return raw
+            raise
+        except MalformedReply as exc:
+            runner.breaker.record_success(trio.current_time())
+            raise CallRefused(
+                Outage(runner.alias, "malformed", exc.reason, start).masked(runner.guard)
+            ) from None
+        except TransportError as exc:
+            logger.warning(
+                "%s: %s failed: %s",
+                runner.alias,
+                method,
+                exc.reason,
+                extra=log_extra(runner.alias, reason=exc.reason),
+            )
+            runner.check_liveness()
+            outage = Outage(runner.alias, "failed", exc.reason, start)
+            raise CallRefused(outage.masked(runner.guard)) from None
     elapsed = trio.current_time() - start
     reason = f"no answer to {method} within {elapsed:.3g} s"
     runner.check_liveness()

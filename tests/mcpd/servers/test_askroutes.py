@@ -20,16 +20,20 @@ from mcpd.servers.ended_asks import End
 from protocol import jsonrpc as rpc
 from tests.support.agent import META, make_config, running
 from tests.support.answering import AnsweringAgent, connect_answering
+from transports.errors import TransportError
 
 
 class Agent:
     direct = True
 
-    def __init__(self) -> None:
+    def __init__(self, answer: object = None) -> None:
         self.owner = object()
+        self.answer = answer  # None: it should never be asked
 
     async def ask(self, method: str, params: Any) -> Any:
-        raise AssertionError("nobody should be asked")
+        if self.answer is None:
+            raise AssertionError("nobody should be asked")
+        return self.answer
 
 
 async def refused(routes: AskRoutes) -> str:
@@ -68,6 +72,34 @@ async def test_a_server_that_answers_out_of_order_is_not_taken_to_be_done_with_a
     # That answer came after the cancel, but work begun before it may still ask.
     assert "ended too lately to rule out" in await refused(routes)
     routes.leave(long, End.ANSWERED)
+
+
+async def test_a_request_whose_connection_failed_is_no_sign_the_server_read_past_an_ended_one() -> (
+    None
+):
+    routes = AskRoutes("files", lambda: 5.0)
+    gone, other = Agent(), Agent()
+    with trio.CancelScope() as given_up:
+        given_up.cancel()
+        with routes.scope(gone, None, 0.0):
+            await trio.sleep_forever()
+    with pytest.raises(TransportError), routes.scope(other, None, 0.0):
+        raise TransportError("connection reset")  # no answer of the server's
+    routes.enter(other)
+    assert "ended too lately to rule out" in await refused(routes)
+
+
+async def test_a_servers_error_is_its_answer() -> None:
+    routes = AskRoutes("files", lambda: 5.0)
+    gone, other = Agent(), Agent({"roots": []})
+    with trio.CancelScope() as given_up:
+        given_up.cancel()
+        with routes.scope(gone, None, 0.0):
+            await trio.sleep_forever()
+    with pytest.raises(rpc.RPCError), routes.scope(other, None, 0.0):
+        raise rpc.RPCError(rpc.INVALID_PARAMS, "no such file")  # sent after the cancel
+    routes.enter(other)
+    assert await routes.answer(rpc.Request(7, "roots/list", None)) == {"roots": []}
 
 
 # -- through the daemon: a server that asks about a call again while its question is open
