@@ -12,6 +12,14 @@ modern one, through the same askers that carry a server's questions) while the
 operator can decide with ``mcpd approvals`` or on the status page; whoever answers
 first decides, and a call nobody decides in time is refused. One whose arguments give
 a key twice is refused before anyone is asked (``gate.repeated_key``).
+
+An approval is for the call as it was when the person was asked. Once the wait ends in
+one, the call is looked at again before it is sent: its tool as the agent's profile
+lists it now (gone, held, or defined anew: refused, saying it changed while the call
+waited), then the rules as they are now (``CallGate.stands``): the same ``ask`` keeps
+the approval, ``allow`` sends it, ``deny`` refuses it, and another rule's ``ask``
+asks again. The same task waits and looks again whichever era the agent speaks, so a
+modern agent's retry that brings the approval meets the same look.
 """
 
 from __future__ import annotations
@@ -45,11 +53,14 @@ _PROBE: Final = ApprovalRequest(
 
 
 class Ask(msgspec.Struct, frozen=True):
-    """A call the policy says to ask a person about: what the rules saw, the rule, and
-    the bytes the call keeps while it waits."""
+    """A call the policy says to ask a person about: what the rules saw, the rule, the
+    bytes the call keeps while it waits, and the tool and profile it was routed
+    through, to look at again once it is approved."""
 
     facts: CallFacts
     decision: Decision
+    entry: Entry
+    profile: ProfileServers
     kept: int = 0
 
 
@@ -71,7 +82,7 @@ class CallPolicy:
         if decision.action == "allow":
             return None
         if decision.action == "ask":
-            return Ask(facts, decision, _kept_while_waiting(call))
+            return Ask(facts, decision, entry, profile, _kept_while_waiting(call))
         why = f": {decision.reason}" if decision.reason else ""
         if decision.limited is not None:
             call.decision = "limited"
@@ -114,13 +125,10 @@ class CallPolicy:
             call.refusal = f"denied by mcpd: the arguments give the key '{key}' more than once"
             return refusals.repeated_key(ask.facts, ask.decision, key)
         version = call.ctx.version
-        # Asked only when it declared it takes elicitation (a form, for this version),
-        # and the rule lets an agent's user decide.
+        # Asked only when it declared it takes elicitation (a form, for this version).
         probe = asking.elicitation_params(_PROBE, version)
-        can_ask = (
-            not ask.decision.operator_only
-            and asker is not None
-            and surface.declares(call.ctx.capabilities, asking.METHOD, probe)
+        declares = asker is not None and surface.declares(
+            call.ctx.capabilities, asking.METHOD, probe
         )
 
         async def agent_answer(request: ApprovalRequest) -> Verdict | None:
@@ -132,14 +140,75 @@ class CallPolicy:
                 return None  # it cannot answer after all (it left, or refused)
             return asking.verdict_of(answer if isinstance(answer, Raw) else Raw(b"null"))
 
-        answer = agent_answer if can_ask else None
-        verdict = await self.gate.ask(ask.facts, agent, kin, ask.decision, raw, answer, ask.kept)
-        call.decision, call.decided_by = verdict.outcome, verdict.by
-        if verdict.approved:
+        while True:
+            # The rule decides whether an agent's user may decide.
+            answer = agent_answer if declares and not ask.decision.operator_only else None
+            verdict = await self.gate.ask(
+                ask.facts, agent, kin, ask.decision, raw, answer, ask.kept
+            )
+            if isinstance(verdict, Decision):  # a reload's rules deny it: it waits no more
+                return _ruled(call, ask.facts, verdict)
+            call.decision, call.decided_by = verdict.outcome, verdict.by
+            if not verdict.approved:
+                why = f": {verdict.reason}" if verdict.reason else ""
+                call.refusal = f"{verdict.outcome} by {verdict.by}{why}"
+                return refusals.not_approved(ask.facts, ask.decision, verdict)
+            after = self._looked_again(call, agent, ask, verdict)
+            if not isinstance(after, Ask):
+                return after
+            ask = after
+
+    def _looked_again(
+        self, call: Call, agent: AgentInfo, ask: Ask, verdict: Verdict
+    ) -> mcp.CallToolResult | Ask | None:
+        """``call``, approved (``verdict``) after it waited under ``ask``, looked at
+        again: None when it may be sent, the result it ends with, or ``Ask`` when
+        another rule now asks a person about it."""
+        entry = _as_listed(ask.profile, ask.entry)
+        if isinstance(entry, str):
+            call.refusal = (
+                f"{verdict.outcome} by {verdict.by}, but the tool changed while the call "
+                f"waited: {entry}"
+            )
+            return refusals.changed_while_waiting(ask.facts, ask.decision, verdict, entry)
+        trusted = ask.profile.view.registry.server_flags(entry.alias)[0]
+        facts = facts_of(entry, ask.profile.name, trusted)
+        now = self.gate.stands(facts, agent, ask.decision)
+        if now is None:
             return None
-        why = f": {verdict.reason}" if verdict.reason else ""
-        call.refusal = f"{verdict.outcome} by {verdict.by}{why}"
-        return refusals.not_approved(ask.facts, ask.decision, verdict)
+        if now.action == "ask":  # another rule's: a person decides under it
+            return Ask(facts, now, entry, ask.profile, ask.kept)
+        call.decision, call.decided_by = now.action, now.by
+        if now.action == "allow":
+            return None
+        if now.limited is not None:
+            call.decision, call.refusal = "limited", f"over the rate of {now.by}"
+            return refusals.limited(facts, now)
+        return _ruled(call, facts, now)
+
+
+def _as_listed(profile: ProfileServers, before: Entry) -> Entry | str:
+    """The tool a person approved a call to (``before``) as ``profile`` lists it now,
+    under the name the call was made by; or, when that is not the tool the call was
+    made to, how it changed."""
+    now = profile.lookup(before.local)
+    if now is None:
+        return "it is no longer listed"
+    if (now.alias, now.original) != (before.alias, before.original):
+        return "its name now stands for another tool"
+    if now.held is not None:
+        return f"it is held: {now.held}"
+    if now.tool != before.tool:
+        return "its definition is no longer the one it had when the call was made"
+    return now
+
+
+def _ruled(call: Call, facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
+    """``call`` refused by the rules, changed while it waited for a person."""
+    why = f": {decision.reason}" if decision.reason else ""
+    call.decision, call.decided_by = decision.action, decision.by
+    call.refusal = f"denied by {decision.by} (the rules changed while the call waited){why}"
+    return refusals.ruled_while_waiting(facts, decision)
 
 
 def _kept_while_waiting(call: Call) -> int:

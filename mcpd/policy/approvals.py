@@ -93,8 +93,23 @@ def _mib(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MiB"
 
 
+# What the rules say now of a waiting call: a verdict that ends its wait, or None
+# while it is still a person's to decide.
+Overrule = Callable[[], "Verdict | None"]
+
+
 class Pending:
-    __slots__ = ("asked", "deadline", "event", "id", "kept", "request", "since", "verdict")
+    __slots__ = (
+        "asked",
+        "deadline",
+        "event",
+        "id",
+        "kept",
+        "overrule",
+        "request",
+        "since",
+        "verdict",
+    )
 
     def __init__(
         self,
@@ -104,10 +119,12 @@ class Pending:
         timeout: float,
         asked: str,
         kept: int,
+        overrule: Overrule | None,
     ) -> None:
         self.id = id
         self.request = request
         self.kept = kept  # bytes the call keeps while it waits
+        self.overrule = overrule
         self.since = since  # wall-clock time
         self.deadline = since + timeout
         self.asked = asked
@@ -156,15 +173,17 @@ class Approvals:
         within: float,
         agent_answer: AgentAnswer | None = None,
         kept: int = 0,
+        overrule: Overrule | None = None,
     ) -> Verdict:
         """Hold the call, which keeps ``kept`` bytes while it waits, until it is
         decided, or ``within`` seconds pass. With ``agent_answer``, the agent's user is
         asked at the same time; its verdict decides unless the operator was first
-        (None: the agent could not answer, and the operator still can). Raises
-        ``ApprovalError`` when the agent already has too many calls waiting, or calls
-        keeping too many bytes."""
+        (None: the agent could not answer, and the operator still can). ``overrule``
+        says what the rules decide of it once they change. Raises ``ApprovalError``
+        when the agent already has too many calls waiting, or calls keeping too many
+        bytes."""
         asked = "agent" if agent_answer else "operator"
-        pending = self._open(request, within, asked, kept)
+        pending = self._open(request, within, asked, kept, overrule)
         try:
             async with trio.open_nursery() as nursery:
                 if agent_answer is not None:
@@ -183,7 +202,14 @@ class Approvals:
         if verdict is not None and pending.verdict is None:
             self._settle(pending, verdict)
 
-    def _open(self, request: ApprovalRequest, timeout: float, asked: str, kept: int) -> Pending:
+    def _open(
+        self,
+        request: ApprovalRequest,
+        timeout: float,
+        asked: str,
+        kept: int,
+        overrule: Overrule | None,
+    ) -> Pending:
         key = request.agent.key
         mine = [p for p in self._pending.values() if p.request.agent.key == key]
         if len(mine) >= PER_AGENT:
@@ -205,7 +231,7 @@ class Approvals:
             pid = secrets.token_hex(3)
             if pid not in self._pending:
                 break
-        pending = Pending(pid, request, self._wall(), timeout, asked, kept)
+        pending = Pending(pid, request, self._wall(), timeout, asked, kept, overrule)
         self._pending[pid] = pending
         self._bump()
         return pending
@@ -285,6 +311,19 @@ class Approvals:
         verdict = Verdict("approved" if approve else "denied", by, reason)
         self._settle(pending, verdict)
         return pending.view()
+
+    def overrule(self) -> int:
+        """The rules changed: each waiting call they now decide themselves ends at
+        once, with their verdict. How many ended."""
+        ended = 0
+        for pending in list(self._pending.values()):
+            if pending.verdict is not None or pending.overrule is None:
+                continue
+            verdict = pending.overrule()
+            if verdict is not None:
+                self._settle(pending, verdict)
+                ended += 1
+        return ended
 
     def _settle(self, pending: Pending, verdict: Verdict) -> None:
         pending.verdict = verdict

@@ -6,6 +6,11 @@ calls a person decides, the wait.
 approval was remembered for the connection). What the model reads when a call is
 refused is built by ``refusals``.
 
+A wait may outlast the rules it began under. A reload ends at once each waiting call
+the new rules deny; an approval stands only when the rules, put to again once the wait
+is over (``stands``), decide the call as they did when it began to wait, and only then
+is it remembered.
+
 A person approves a call from its arguments as they are shown, decoded: where an
 object gives a key twice, the decoding keeps one value, and a server's parser may keep
 the other. ``repeated_key`` finds such a key, so that a call a person must approve is
@@ -100,17 +105,21 @@ class CallGate:
         self.rates = RateLimits()
 
     def configure(self, rules: Sequence[PolicyRule]) -> None:
-        """The config's rules, at start and after each reload."""
+        """The config's rules, at start and after each reload. Calls waiting for a
+        person that the new rules deny are refused at once."""
         # Approvals and rates are kept under their rule's index: once the rules differ,
         # that index may name another rule, one the person never approved anything
         # under, or whose calls were never counted.
-        if tuple(rules) != self._rules:
+        changed = tuple(rules) != self._rules
+        if changed:
             self.approvals.forget_all()
             self.rates = RateLimits()
         self._rules = tuple(rules)
         self.policy = Policy(rules)
         # No rules: every call is allowed, and nothing about it need be looked up.
         self.empty = self.policy.empty
+        if changed:
+            self.approvals.overrule()
 
     def decide(self, facts: CallFacts, agent: AgentInfo) -> Decision:
         decision = self.policy.decide(facts)
@@ -164,18 +173,50 @@ class CallGate:
         arguments: bytes | None,
         agent_answer: AgentAnswer | None = None,
         kept: int = 0,
-    ) -> Verdict:
+    ) -> Verdict | Decision:
         """Wait for a person's decision on an ``ask`` call, which keeps ``kept`` bytes
         meanwhile. ``agent_answer`` asks the agent's user (``asking``) while the
-        operator can decide too."""
-        connection = agent.connection
-        if self.approvals.remembered(connection, decision.rule, facts.server, facts.original):
+        operator can decide too. The person's verdict; or the rules' decision, a
+        ``deny``, when a reload made them refuse the call while it waited. An approval
+        is not remembered here: it is not known yet to stand (``stands``)."""
+        if self.approvals.remembered(agent.connection, decision.rule, facts.server, facts.original):
             return Verdict("approved", REMEMBERED)
         request = self.request(facts, agent, await kin(), decision, arguments)
+        waiting = _Waiting(self, facts)
         try:
-            verdict = await self.approvals.ask(request, decision.timeout, agent_answer, kept)
+            verdict = await self.approvals.ask(
+                request, decision.timeout, agent_answer, kept, waiting.overrule
+            )
         except ApprovalError as exc:
             return Verdict("unanswered", "mcpd", str(exc))
-        if verdict.approved and decision.remember:
-            self.approvals.remember(connection, decision.rule, facts.server, facts.original)
-        return verdict
+        return verdict if waiting.ruled is None else waiting.ruled
+
+    def stands(self, facts: CallFacts, agent: AgentInfo, asked: Decision) -> Decision | None:
+        """Whether the approval of a call asked about under ``asked`` stands, its wait
+        over, with ``facts`` what the rules see of its tool now: None when they decide
+        it as they did (the same ``ask``: a person's approval is what it needs; kept
+        for the connection when the rule says so); else their decision now, its rate
+        counted as any call's is."""
+        if self.policy.decide(facts) != asked:
+            return self.decide(facts, agent)
+        if asked.remember:
+            self.approvals.remember(agent.connection, asked.rule, facts.server, facts.original)
+        return None
+
+
+class _Waiting:
+    """One call waiting for a person, as a reload's rules see it."""
+
+    __slots__ = ("_facts", "_gate", "ruled")
+
+    def __init__(self, gate: CallGate, facts: CallFacts) -> None:
+        self._gate = gate
+        self._facts = facts
+        self.ruled: Decision | None = None  # the rules' deny that ended the wait
+
+    def overrule(self) -> Verdict | None:
+        decision = self._gate.policy.decide(self._facts)
+        if decision.action != "deny":
+            return None  # still the person's to decide, or to be sent once approved
+        self.ruled = decision
+        return Verdict("denied", decision.by, decision.reason)

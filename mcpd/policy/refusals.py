@@ -37,6 +37,47 @@ def denied(facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
     return _result(text, meta)
 
 
+def ruled_while_waiting(facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
+    """An ``ask`` call the rules, changed while it waited for a person, now deny."""
+    why = f": {decision.reason}" if decision.reason else ""
+    text = (
+        f"mcpd's policy changed while the call to '{facts.name}' waited for approval, and "
+        f"now does not allow calls to it (rule {decision.by}){why}. It was not sent to the "
+        "server. This is a rule of the person who runs mcpd, not an outage: calling it "
+        "again is refused the same way. Try another approach, or ask the user to change "
+        "mcpd's policy if this tool is needed."
+    )
+    meta = {
+        "decision": "deny",
+        "rule": decision.rule,
+        "reason": decision.reason,
+        "changed": "policy",
+    }
+    return _result(text, meta)
+
+
+def changed_while_waiting(
+    facts: CallFacts, decision: Decision, verdict: Verdict, how: str
+) -> mcp.CallToolResult:
+    """An ``ask`` call approved after its tool changed (``how``: gone, held, or defined
+    anew): what was approved is not what would be called."""
+    text = (
+        f"The call to '{facts.name}' was approved by {verdict.by}, but the tool changed "
+        f"while the call waited for approval: {how}. mcpd did not send it, as what was "
+        "approved is not what the server would now be asked to do. List the tools again "
+        "to see them as they are now, and call it again only if it still fits: mcpd's "
+        "policy decides that call anew."
+    )
+    meta = {
+        "decision": verdict.outcome,
+        "rule": decision.rule,
+        "reason": how,
+        "by": verdict.by,
+        "changed": "tool",
+    }
+    return _result(text, meta)
+
+
 def limited(facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
     """The rule's rate refused the call (``decision.limited`` is set)."""
     assert decision.rate is not None and decision.limited is not None

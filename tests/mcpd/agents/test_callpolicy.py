@@ -18,7 +18,7 @@ from mcpd.agents.askback import TOKEN_PREFIX, Flow, Park, Parks
 from mcpd.agents.callpolicy import Ask, CallPolicy
 from mcpd.agents.profiles import ProfileServers
 from mcpd.config.load import parse
-from mcpd.config.model import NamingConfig
+from mcpd.config.model import Handling, NamingConfig, PinPolicy
 from mcpd.config.policy import PolicyRule
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import PER_AGENT_BYTES, TIMEOUT, Approvals
@@ -26,6 +26,7 @@ from mcpd.policy.gate import CallGate
 from mcpd.policy.kin import AgentKin
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
+from mcpd.registry.gate import Gate
 from mcpd.registry.shown import Entry
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import Call
@@ -41,8 +42,11 @@ HARMLESS = {"readOnlyHint": True, "destructiveHint": False}
 ELICITATION = {"elicitation": {"form": {}}}
 
 
-def profile(trusted: dict[str, bool]) -> ProfileServers:
-    catalog = Catalog(NamingConfig())
+def profile(trusted: dict[str, bool], changes: Handling = "hold") -> ProfileServers:
+    """A profile of one tool of each server; ``changes``: what the servers' changed
+    definitions get."""
+    pins = PinPolicy(changes, "warn", False, "warn")
+    catalog = Catalog(NamingConfig(), Gate(lambda alias: pins))
     config = parse({"servers": {alias: {"command": "x"} for alias in trusted}}, env={})
     base = AllServers(Supervisor(config, catalog), catalog)
     servers = ProfileServers(base, base.view_of("default"))
@@ -354,3 +358,143 @@ async def test_an_approval_remembered_for_the_tool_lets_no_repeated_key_through(
     )
     assert (twice.decision, twice.decided_by) == ("denied", "mcpd")
     assert len(user.asked) == 1
+
+
+# -- looked at again once the wait is over --
+
+
+def changed_tool(servers: ProfileServers) -> None:
+    """The server lists its tool anew, saying it does something else."""
+    sent = {"name": "delete_repo", "description": "Also reads ~/.ssh", "inputSchema": {}}
+    tool = msgspec.json.decode(msgspec.json.encode(sent), type=mcp.Tool)
+    servers.view.registry.update("gh", [tool])
+
+
+async def operator_decides(
+    p: CallPolicy, call: Call, ask: Ask, meanwhile: Any, approve: bool = True
+) -> mcp.CallToolResult | None:
+    """``call`` waits for the operator under ``ask``; ``meanwhile()`` happens; the
+    operator then decides it (when it still waits): its end."""
+    approvals = p.gate.approvals
+    out: list[mcp.CallToolResult | None] = []
+
+    async def wait() -> None:
+        out.append(await p.ask(call, AGENT, nothing_known, ask, None))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait)
+        while not approvals.list():
+            await approvals.wait_change(approvals.version)
+        meanwhile()
+        if approvals.list():
+            approvals.decide(approvals.list()[0].id, approve, "uid 0 (root)")
+    return out[0]
+
+
+@pytest.mark.parametrize(
+    ("changes", "change", "how"),
+    [
+        ("hold", changed_tool, "it is held: its definition changed since it was approved"),
+        ("accept", changed_tool, "its definition is no longer the one it had"),
+        ("hold", lambda s: s.view.registry.remove("gh"), "it is no longer listed"),
+    ],
+)
+async def test_a_call_whose_tool_changed_while_it_waited_is_refused_once_approved(
+    changes: Handling, change: Any, how: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    servers = profile({"gh": False}, changes)
+    servers.view.registry.gate.settle("gh")  # its definitions approved
+    p = policy({"action": "ask", "decider": "operator"})
+    call = a_call(Raw(b'{"repo": "x"}'))
+    result = await operator_decides(p, call, asked(p, servers), lambda: change(servers))
+    assert isinstance(result, mcp.CallToolResult) and result.isError
+    said = result.content[0].text
+    assert "was approved by uid 0 (root), but the tool changed while the call waited" in said
+    assert how in said and "did not send it" in said
+    assert result.meta is not None and result.meta["mcpd/policy"]["changed"] == "tool"
+    assert (call.decision, call.decided_by) == ("approved", "uid 0 (root)")
+    assert call.refusal is not None and how in call.refusal
+    assert "changed while the call waited" in call.refusal
+
+
+async def test_a_reload_that_denies_a_waiting_call_refuses_it_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = profile({"gh": False})
+    p = policy({"action": "ask", "decider": "operator"})
+    call = a_call(Raw(b'{"repo": "x"}'))
+    start = trio.current_time()
+
+    def reload() -> None:
+        p.gate.configure([PolicyRule(action="deny", reason="frozen today")])
+
+    result = await operator_decides(p, call, asked(p, servers), reload)
+    assert trio.current_time() == start and p.gate.approvals.list() == []
+    assert isinstance(result, mcp.CallToolResult) and result.isError
+    said = result.content[0].text
+    assert "policy changed while the call to 'mcp__gh__delete_repo' waited for approval" in said
+    assert "(rule policy[0]): frozen today" in said
+    assert (call.decision, call.decided_by) == ("deny", "policy[0]")
+    assert (
+        call.refusal
+        == "denied by policy[0] (the rules changed while the call waited): frozen today"
+    )
+
+
+@pytest.mark.parametrize(
+    ("rules", "decided"),
+    [
+        # The same rule, a rule for other calls after it: the approval stands.
+        (
+            [{"action": "ask", "decider": "operator"}, {"action": "deny", "tools": ["x"]}],
+            ("approved", "uid 0 (root)"),
+        ),
+        ([{"action": "allow", "servers": ["gh"]}], ("allow", "policy[0]")),
+    ],
+)
+async def test_a_call_approved_after_a_reload_is_sent_where_the_rules_now_let_it(
+    rules: list[dict[str, Any]], decided: tuple[str, str], autojump_clock: trio.testing.MockClock
+) -> None:
+    servers = profile({"gh": False})
+    p = policy({"action": "ask", "decider": "operator"})
+    call = a_call(Raw(b'{"repo": "x"}'))
+
+    def reload() -> None:
+        p.gate.configure([msgspec.convert(r, PolicyRule) for r in rules])
+        assert len(p.gate.approvals.list()) == 1  # still the person's to decide
+
+    assert await operator_decides(p, call, asked(p, servers), reload) is None
+    assert (call.decision, call.decided_by) == decided
+
+
+async def test_a_call_approved_after_a_reload_put_it_under_another_ask_is_asked_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The agent's user approves after the operator took such calls from the agents'
+    users: the operator is asked as well."""
+    servers = profile({"gh": False})
+    p = policy({"action": "ask"})
+    stricter = PolicyRule(action="ask", decider="operator", reason="an operator decides now")
+
+    class Late(User):
+        async def ask(self, method: str, params: object) -> object:
+            p.gate.configure([stricter])  # while the user reads the question
+            return await super().ask(method, params)
+
+    user = Late(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
+    call = a_call(Raw(b'{"repo": "x"}'), ELICITATION)
+    approvals = p.gate.approvals
+    out: list[mcp.CallToolResult | None] = []
+
+    async def wait() -> None:
+        out.append(await p.ask(call, AGENT, nothing_known, asked(p, servers), user))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait)
+        while not any(v.reason == stricter.reason for v in approvals.list()):
+            await approvals.wait_change(approvals.version)
+        [again] = approvals.list()
+        assert again.asked == "operator"
+        approvals.decide(again.id, True, "uid 0 (root)")
+    assert out == [None] and len(user.asked) == 1
+    assert (call.decision, call.decided_by) == ("approved", "uid 0 (root)")

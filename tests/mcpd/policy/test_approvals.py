@@ -1,7 +1,8 @@
 """The approvals registry on trio's MockClock: a held call waits for a decision, the
-first decision wins, the timeout refuses, a cancelled wait leaves nothing pending, an
-approval can be remembered for the connection, and no agent can fill the list or
-decide its own call. And what the agent's user is asked, in both eras."""
+first decision wins, the timeout refuses, a cancelled wait leaves nothing pending,
+rules that changed end at once the waits they now decide, an approval can be
+remembered for the connection, and no agent can fill the list or decide its own call.
+And what the agent's user is asked, in both eras."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 import trio
 import trio.testing
 
+from mcpd.config.policy import PolicyRule
 from mcpd.policy import asking, refusals
 from mcpd.policy.agent import AgentInfo, exe_of
 from mcpd.policy.approvals import (
@@ -128,6 +131,31 @@ async def test_a_cancelled_wait_leaves_nothing_pending(
         nursery.cancel_scope.cancel()  # the agent cancelled its call, or went away
     assert approvals.list() == []
     assert approvals.version > before  # a --watch sees it go
+
+
+async def test_rules_that_changed_end_at_once_the_waits_they_now_decide(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Each waiting call is put to the changed rules: one they decide ends at once with
+    their verdict and leaves the list; one still a person's keeps waiting."""
+    approvals = Approvals()
+    ruled = Verdict("denied", "policy[0]", "now forbidden")
+    verdicts: dict[str, Verdict] = {}
+
+    async def call(tool: str, overrule: Any) -> None:
+        verdicts[tool] = await approvals.ask(request(tool=tool), 120, overrule=overrule)
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call, "denied_now", lambda: ruled)
+        nursery.start_soon(call, "still_asked", lambda: None)
+        await started(approvals, 2)
+        assert approvals.overrule() == 1
+        assert [v.tool for v in approvals.list()] == ["still_asked"]
+        approvals.decide(approvals.list()[0].id, True, "uid 0 (root)")
+    assert trio.current_time() == start  # nobody waited out a timeout
+    assert verdicts == {"denied_now": ruled, "still_asked": Verdict("approved", "uid 0 (root)")}
+    assert approvals.list() == []
 
 
 async def test_the_agents_user_and_the_operator_race(
@@ -380,14 +408,17 @@ async def test_an_approval_is_remembered_for_its_connection_only(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     gate = CallGate(Approvals(), KnownSecrets())
+    gate.configure([PolicyRule(action="ask", remember="connection")])
     facts = CallFacts(
         name="mcp__github__merge", server="github", original="merge", profile="default"
     )
-    decision = Decision(action="ask", rule=0, remember=True)
+    decision = gate.decide(facts, AGENT)
     async with trio.open_nursery() as nursery:
 
         async def call() -> None:
             assert (await gate.ask(facts, AGENT, nothing_known, decision, b"{}")).by == "operator"
+            # Looked at again, as the call path does once the wait is over: it stands.
+            assert gate.stands(facts, AGENT, decision) is None
 
         nursery.start_soon(call)
         await started(gate.approvals, 1)

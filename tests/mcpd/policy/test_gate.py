@@ -1,7 +1,9 @@
 """The policy as the call path meets it: the decision for each call with its rule's
 rate for the calling agent, what a person is shown of a call's arguments (masked, cut,
 whatever the agent sent), and the wait for a person, with approvals remembered for a
-connection only as long as the rules that granted them stand."""
+connection only as long as the rules that granted them stand: a reload ends at once the
+waits its rules deny, and an approval stands only while the rules decide its call as
+they did."""
 
 from __future__ import annotations
 
@@ -22,12 +24,13 @@ from mcpd.policy.gate import (
     MAX_SHOWN,
     REMEMBERED,
     CallGate,
+    FindKin,
     KeysUnchecked,
     repeated_key,
 )
 from mcpd.policy.kin import AgentKin, Process
 from mcpd.policy.masking import KnownSecrets, marker
-from mcpd.policy.rules import CallFacts
+from mcpd.policy.rules import CallFacts, Decision
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
 SECRET = "tok-9f8e7d6c5b4a3210"
@@ -219,18 +222,25 @@ def test_the_request_names_the_tool_both_ways_with_the_rule_and_its_reason() -> 
 # -- the wait --
 
 
-async def decide_first(g: CallGate, call: Any, approve: bool) -> Verdict:
-    """Start ``call``, decide the request it makes as the operator, return its verdict."""
-    out: list[Verdict] = []
+async def decide_first(
+    g: CallGate, decision: Decision, approve: bool, find: FindKin = nothing_known
+) -> Verdict | Decision:
+    """Ask about a call of ``facts()`` under ``decision`` and decide it as the
+    operator: its verdict. An approval is then looked at again, as the call path
+    does, and stands."""
+    out: list[Verdict | Decision] = []
 
     async def run() -> None:
-        out.append(await call())
+        out.append(await g.ask(facts(), AGENT, find, decision, b"{}"))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(run)
         await waiting(g.approvals, 1)
         g.approvals.decide(g.approvals.list()[0].id, approve, "operator")
-    return out[0]
+    verdict = out[0]
+    if isinstance(verdict, Verdict) and verdict.approved:
+        assert g.stands(facts(), AGENT, decision) is None
+    return verdict
 
 
 async def test_an_approval_is_remembered_only_when_the_rule_says_so(
@@ -240,22 +250,16 @@ async def test_an_approval_is_remembered_only_when_the_rule_says_so(
     forgets = gate({"action": "ask"})
     for g, expected in ((remembers, REMEMBERED), (forgets, TIMEOUT)):
         decision = g.decide(facts(), AGENT)
-        first = await decide_first(
-            g,
-            lambda: g.ask(facts(), AGENT, nothing_known, decision, b"{}"),  # noqa: B023
-            True,
-        )
-        assert first.approved
+        first = await decide_first(g, decision, True)
+        assert isinstance(first, Verdict) and first.approved
         assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == expected
 
 
 async def test_a_denial_is_never_remembered(autojump_clock: trio.testing.MockClock) -> None:
     g = gate({"action": "ask", "remember": "connection"})
     decision = g.decide(facts(), AGENT)
-    denied = await decide_first(
-        g, lambda: g.ask(facts(), AGENT, nothing_known, decision, b"{}"), False
-    )
-    assert denied.outcome == "denied"
+    denied = await decide_first(g, decision, False)
+    assert isinstance(denied, Verdict) and denied.outcome == "denied"
     assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == TIMEOUT
 
 
@@ -264,7 +268,7 @@ async def test_a_remembered_approval_covers_that_tool_of_that_rule_alone(
 ) -> None:
     g = gate({"action": "ask", "remember": "connection"})
     decision = g.decide(facts(), AGENT)
-    await decide_first(g, lambda: g.ask(facts(), AGENT, nothing_known, decision, b"{}"), True)
+    await decide_first(g, decision, True)
     other_tool = facts("mcp__github__delete_repo", "delete_repo")
     assert (await g.ask(other_tool, AGENT, nothing_known, decision, b"{}")).by == TIMEOUT
     # The same tool under another name (a profile's naming) is the same tool.
@@ -285,7 +289,7 @@ async def test_who_may_not_decide_is_looked_up_only_for_a_call_that_waits(
         looked.append("looked")
         return AgentKin(agents=(Process(4242),))
 
-    await decide_first(g, lambda: g.ask(facts(), AGENT, find, decision, b"{}"), True)
+    await decide_first(g, decision, True, find)
     assert looked == ["looked"]
     assert (await g.ask(facts(), AGENT, find, decision, b"{}")).by == REMEMBERED
     assert looked == ["looked"]
@@ -296,7 +300,7 @@ async def test_rules_changed_by_a_reload_are_asked_again_not_answered_by_old_app
 ) -> None:
     g = gate({"action": "ask", "remember": "connection", "tools": ["github/merge"]})
     decision = g.decide(facts(), AGENT)
-    await decide_first(g, lambda: g.ask(facts(), AGENT, nothing_known, decision, b"{}"), True)
+    await decide_first(g, decision, True)
     assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == REMEMBERED
     # The operator puts a stricter rule first: what it asks about, a person decides.
     g.configure(
@@ -318,7 +322,7 @@ async def test_a_reload_that_keeps_the_rules_keeps_what_was_approved(
     g = gate()
     g.configure(rules)
     decision = g.decide(facts(), AGENT)
-    await decide_first(g, lambda: g.ask(facts(), AGENT, nothing_known, decision, b"{}"), True)
+    await decide_first(g, decision, True)
     g.configure(list(rules))
     assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == REMEMBERED
 
@@ -335,6 +339,79 @@ def test_a_reload_that_changes_the_rules_counts_each_rules_calls_afresh() -> Non
     g.configure([msgspec.convert(r, PolicyRule) for r in (push, merge)])
     pushed = g.decide(facts("mcp__github__push", "push"), AGENT)
     assert (pushed.action, pushed.rule) == ("allow", 0)
+
+
+async def test_a_reload_ends_at_once_the_waiting_calls_its_rules_deny(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    g = gate({"action": "ask", "tools": ["github/*"]})
+    push = facts("mcp__github__push", "push")
+    out: dict[str, Verdict | Decision] = {}
+
+    async def call(f: CallFacts) -> None:
+        out[f.original] = await g.ask(f, AGENT, nothing_known, g.decide(f, AGENT), b"{}")
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call, facts())
+        nursery.start_soon(call, push)
+        await waiting(g.approvals, 2)
+        g.configure(
+            [
+                PolicyRule(action="deny", tools=["github/merge"], reason="merges are frozen"),
+                PolicyRule(action="ask", tools=["github/*"]),
+            ]
+        )
+        # The merge waits no more; the push is still a person's to decide.
+        [left] = g.approvals.list()
+        assert left.original == "push"
+        g.approvals.decide(left.id, True, "operator")
+    assert trio.current_time() == start
+    ruled = out["merge"]
+    assert isinstance(ruled, Decision)
+    assert (ruled.action, ruled.by, ruled.reason) == ("deny", "policy[0]", "merges are frozen")
+    assert out["push"] == Verdict("approved", "operator")
+
+
+def test_an_approval_stands_only_while_the_rules_decide_the_call_as_they_did() -> None:
+    asks = {"action": "ask", "tools": ["github/merge"], "remember": "connection"}
+    g = gate(asks)
+    asked = g.decide(facts(), AGENT)
+    assert g.stands(facts(), AGENT, asked) is None
+    # A rule for other calls changes nothing for this one.
+    g.configure([msgspec.convert(r, PolicyRule) for r in (asks, {"action": "deny"})])
+    assert g.stands(facts(), AGENT, asked) is None
+    for rule, action in [
+        ({"action": "allow"}, "allow"),
+        ({"action": "deny", "reason": "frozen"}, "deny"),
+        ({**asks, "decider": "operator"}, "ask"),
+    ]:
+        g.configure([msgspec.convert(rule, PolicyRule)])
+        now = g.stands(facts(), AGENT, asked)
+        assert now is not None and now.action == action
+
+
+async def test_an_approval_given_across_a_reload_is_not_kept_for_the_rule_now_at_its_index(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Approvals are remembered under their rule's index: one a person gave after a
+    reload put another rule there must not answer that rule's calls."""
+    g = gate({"action": "ask", "tools": ["github/merge"], "remember": "connection"})
+    asked = g.decide(facts(), AGENT)
+    verdicts: list[Verdict | Decision] = []
+
+    async def call() -> None:
+        verdicts.append(await g.ask(facts(), AGENT, nothing_known, asked, b"{}"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call)
+        await waiting(g.approvals, 1)
+        g.configure([PolicyRule(action="ask", decider="operator", remember="connection")])
+        g.approvals.decide(g.approvals.list()[0].id, True, "the agent's user")
+    assert verdicts == [Verdict("approved", "the agent's user")]
+    now = g.stands(facts(), AGENT, asked)
+    assert now is not None and (now.action, now.operator_only) == ("ask", True)
+    assert (await g.ask(facts(), AGENT, nothing_known, now, b"{}")).by == TIMEOUT
 
 
 async def test_an_agent_with_too_many_calls_waiting_is_told_so_not_held(
@@ -366,7 +443,8 @@ async def test_the_agents_user_may_decide_and_the_approval_is_remembered(
         return Verdict("approved", "the agent's user")
 
     verdict = await g.ask(facts(), AGENT, nothing_known, decision, b'{"k": 1}', user)
-    assert verdict.by == "the agent's user"
+    assert verdict == Verdict("approved", "the agent's user")
+    assert g.stands(facts(), AGENT, decision) is None
     assert [r.arguments for r in asked] == ['{"k":1}']
     assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}", user)).by == REMEMBERED
     assert len(asked) == 1

@@ -1,6 +1,7 @@
 """What a model reads when the policy stops a call, and what a program reads in its
 ``_meta``: a denial, a rate limit with when the call may be made again (never a time at
-which it would be refused again), and each way an ``ask`` can end without approval."""
+which it would be refused again), each way an ``ask`` can end without approval, and
+an approved call refused as its tool or the rules changed while it waited."""
 
 from __future__ import annotations
 
@@ -149,4 +150,34 @@ def test_arguments_giving_a_key_twice_are_refused_saying_which_and_what_to_do() 
         "rule": 1,
         "reason": "the key 'mode' is given more than once",
         "by": "mcpd",
+    }
+
+
+def test_a_call_the_rules_deny_after_it_waited_says_they_changed_meanwhile() -> None:
+    decision = Decision(action="deny", rule=0, reason="merges are frozen")
+    result = refusals.ruled_while_waiting(FACTS, decision)
+    text = text_of(result)
+    assert "policy changed while the call to 'mcp__github__merge' waited for approval" in text
+    assert "(rule policy[0]): merges are frozen" in text and "not sent" in text
+    assert meta_of(result) == {
+        "decision": "deny",
+        "rule": 0,
+        "reason": "merges are frozen",
+        "changed": "policy",
+    }
+
+
+def test_an_approved_call_whose_tool_changed_meanwhile_says_what_changed() -> None:
+    verdict = Verdict("approved", "uid 0 (root)")
+    how = "it is held: its definition changed since it was approved"
+    result = refusals.changed_while_waiting(FACTS, Decision(action="ask", rule=1), verdict, how)
+    text = text_of(result)
+    assert "approved by uid 0 (root), but the tool changed while the call waited" in text
+    assert how in text and "did not send it" in text
+    assert meta_of(result) == {
+        "decision": "approved",
+        "rule": 1,
+        "reason": how,
+        "by": "uid 0 (root)",
+        "changed": "tool",
     }
