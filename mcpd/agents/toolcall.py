@@ -284,6 +284,16 @@ class Router:
                 rpc.INVALID_PARAMS, "Invalid params: tools/call arguments must be an object"
             )
         entry = profile.lookup(name)
+        call.local = name
+        if entry is not None and entry.held is None:
+            call.name, call.alias = entry.original, entry.alias
+            call.sight = profile.view
+        # An answer to what mcpd asked for a call that waits goes to that call, also when
+        # its tool went or is held since: the call itself is looked at again once it is
+        # approved, and ends saying why it was not sent, waiting no more.
+        if call.request_state is not UNSET and self.policy.continues(call):
+            _before_the_rules(call)  # its record, if it has one, is the refused token's
+            return CONTINUES
         if entry is None:
             _before_the_rules(call, "unknown tool")
             return unknown_tool(profile, name)
@@ -291,11 +301,6 @@ class Router:
             # Refused where calls are routed, before any rule: the server is not asked.
             _before_the_rules(call, f"held: {entry.held}")
             return held_tool(entry, name)
-        call.local, call.name, call.alias = name, entry.original, entry.alias
-        call.sight = profile.view
-        if call.request_state is not UNSET and self.policy.continues(call):
-            _before_the_rules(call)  # its record, if it has one, is the refused token's
-            return CONTINUES
         if self.policy.gate.empty:
             return None
         return self.policy.decide(call, entry, profile, self._who(call, agent))
