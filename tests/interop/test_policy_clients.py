@@ -5,7 +5,12 @@ an elicitation handler. Its user is asked about an ``ask`` tool: approving sends
 call to the server once, denying never reaches it; a ``deny`` rule never reaches it
 either. A client that declared no elicitation waits while the operator decides with
 ``mcpd approvals`` from another process. Every call is in the audit log with who
-decided it."""
+decided it.
+
+A call that waited is looked at again once its wait is over: the server changing the
+tool meanwhile (mcpd holds it) refuses it when the operator approves; a reload whose
+rules deny it ends it at once, and ``mcpd approvals`` lists it no more; one whose rules
+allow it sends it once when approved."""
 
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from mcpd.daemon import Daemon
 from tests.support.agent import running
 from tests.support.interop import node
 from tests.support.procs import scripted
+from tests.support.waiting_daemon import ASK, CREATE, SEARCH, waiting_daemon
 
 from .conftest import ROOT, console_script, node_env, v1_python
 
@@ -187,3 +193,69 @@ async def test_an_agent_that_cannot_be_asked_is_decided_by_the_operator(
         ("denied", "refused"),
     ]
     assert all(r.decided_by.startswith("uid ") for r in records)
+
+
+WAITERS = ["python-2026", "python-handshake", "typescript"]
+
+
+@pytest.mark.parametrize("client", WAITERS)
+async def test_a_tool_held_while_its_call_waits_is_not_called_once_approved(
+    tmp_path: Path, client: str
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with waiting_daemon(tmp_path) as setup:
+            seen: dict[str, Any] = {}
+            calls = [[SEARCH, {"query": "open bugs"}]]
+
+            async def agent() -> None:
+                seen.update(await run_client(client, "none", calls, setup.daemon.socket_path))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(agent)
+                await setup.pending()
+                await setup.change_tool()
+                await operator(setup.daemon, "approve")
+            records = await setup.records()
+    [result] = seen["results"]
+    assert result["is_error"] is True
+    assert "the tool changed while the call waited for approval: it is held" in result["text"][0]
+    assert setup.reached("search") == 0
+    [record] = [r for r in records if r.name == SEARCH]
+    assert (record.decision, record.outcome) == ("approved", "refused")
+
+
+@pytest.mark.parametrize("client", WAITERS)
+async def test_a_reload_ends_the_waits_it_denies_and_sends_once_those_it_allows(
+    tmp_path: Path, client: str
+) -> None:
+    deny_search = {"tools": ["tickets/search"], "action": "deny", "reason": "not today"}
+    allow_create = {"tools": ["tickets/create"], "action": "allow"}
+    with trio.fail_after(LIMIT):
+        async with waiting_daemon(tmp_path) as setup:
+            seen: dict[str, Any] = {}
+            calls = [[SEARCH, {"query": "x"}], [CREATE, {"query": "y"}]]
+
+            async def agent() -> None:
+                seen.update(await run_client(client, "none", calls, setup.daemon.socket_path))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(agent)
+                [search] = await setup.pending()
+                await setup.reload([deny_search, *ASK])
+                # Ended at once: nobody is left to decide it.
+                assert search.id not in {v["id"] for v in await setup.approvals_listed()}
+                [create] = await setup.pending()
+                assert create.tool == CREATE
+                await setup.reload([allow_create, deny_search, *ASK])
+                assert [v.id for v in setup.daemon.approvals.list()] == [create.id]
+                await operator(setup.daemon, "approve")
+            records = await setup.records()
+    searched, created = seen["results"]
+    assert searched["is_error"] is True
+    assert "policy changed while the call to 'mcp__tickets__search' waited" in searched["text"][0]
+    assert created == {"is_error": False, "text": ["called create"]}
+    assert (setup.reached("search"), setup.reached("create")) == (0, 1)
+    assert [(r.name, r.decision, r.decided_by, r.outcome) for r in records] == [
+        (SEARCH, "deny", "policy[0]", "refused"),
+        (CREATE, "allow", "policy[0]", "ok"),
+    ]
