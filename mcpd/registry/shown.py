@@ -20,16 +20,37 @@ T = TypeVar("T")
 class Entry(jsonrpc.Late):
     """One tool as agents see it, with the way back to its server."""
 
-    __slots__ = ("_flags", "alias", "available", "held", "local", "name", "original", "tool")
+    __slots__ = (
+        "_flags",
+        "alias",
+        "available",
+        "held",
+        "local",
+        "name",
+        "original",
+        "other_names",
+        "tool",
+    )
 
     def __init__(
-        self, local: str, alias: str, original: str, tool: mcp.Tool, name: str | None = None
+        self,
+        local: str,
+        alias: str,
+        original: str,
+        tool: mcp.Tool,
+        name: str | None = None,
+        other_names: tuple[str, ...] = (),
     ) -> None:
         self.local = local
         self.alias = alias
         self.original = original
         # The name after curation (a rename): what templates and profile patterns see.
         self.name = original if name is None else name
+        # The tool's local names other than ``local`` that a policy rule is written
+        # against: under the daemon's own naming and the default profile's, and each
+        # name as it was before a hash was added. A rule holds for the tool by any of
+        # them, whichever profile lists it and whatever else its server lists.
+        self.other_names = other_names
         self.tool = tool
         self.available = True
         # Why the tool is held (``gate``), in words for a model; None: it is not.
@@ -50,9 +71,9 @@ class Entry(jsonrpc.Late):
         """A new object whenever what agents see of the tool changed."""
         return self._flags
 
-    def renamed(self, local: str) -> Entry:
+    def renamed(self, local: str, other_names: tuple[str, ...] = ()) -> Entry:
         """The same tool, as it is now, under another local name (a profile's)."""
-        entry = Entry(local, self.alias, self.original, self.tool, self.name)
+        entry = Entry(local, self.alias, self.original, self.tool, self.name, other_names)
         entry.available, entry.held, entry._flags = self.available, self.held, self._flags
         return entry
 

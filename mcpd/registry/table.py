@@ -9,7 +9,9 @@ Anyone can compute a hashed name, so the two kinds never meet: a template name s
 like a hashed one (``_`` and six or more hex digits at its end) is hashed too, and a
 server cannot take a name by listing it. Hashed names that agree are all lengthened,
 as plain names that clash are all hashed, so the names depend only on the set of tools
-and never on which server listed first.
+and never on which server listed first. A hashed entry keeps the name it wanted
+(``Entry.other_names``): a look-alike that gets a tool's name hashed leaves a policy
+rule that names the tool in force.
 """
 
 from __future__ import annotations
@@ -113,10 +115,13 @@ class _Server:
         self.available, self.marker = available, marker
         self.flags = (self.trusted, marker)
 
-    def entry(self, local: str, alias: str, name: str) -> Entry:
-        """A new entry for the tool agents know as ``name`` (before the template)."""
+    def entry(self, local: str, alias: str, name: str, before_hash: str | None = None) -> Entry:
+        """A new entry for the tool agents know as ``name`` (before the template);
+        ``before_hash``: the name the template gave it, when ``local`` is that name
+        hashed."""
         original = self.originals.get(name, name)
-        entry = Entry(local, alias, original, self.tools[name], name)
+        others = () if before_hash is None else (before_hash,)
+        entry = Entry(local, alias, original, self.tools[name], name, others)
         held = self.held.get(original) if self.held else None
         if held is None:
             entry.available = self.available
@@ -359,7 +364,8 @@ class Registry:
         previous = self._by_key.get(key)
         if previous is not None and self._by_local.get(previous.local) is previous:
             del self._by_local[previous.local]
-        entry = self._servers[alias].entry(local, alias, name)
+        cand = candidate_name(self.naming.template, alias, name)
+        entry = self._servers[alias].entry(local, alias, name, None if cand == local else cand)
         self._by_key[key] = entry
         if len(self._wants.get(local, (key,))) == 1:  # a plain name has no wants
             self._by_local[local] = entry

@@ -7,6 +7,13 @@ Under another template each tool gets a name of its own, by the table's rules (u
 characters to ``_``, a short hash of ``alias::tool`` for a name too long or shared),
 derived afresh whenever the table changes, so it is the same in every process.
 
+Each entry also carries the tool's other names (``Entry.other_names``), derived with
+its own: the table's, the default profile's when that names tools its own way, and
+each before its hash. A policy rule matches them all, so it holds for a tool however
+a profile names it and whatever look-alike its server lists beside it. Where the
+default profile has a naming of its own, no other profile shares the table's entries:
+they would lack its names.
+
 ``version`` grows only when what the view's agents are listed may have changed: a tool
 of the view re-encoded by the table (even if it went down and came back before anyone
 looked), or in search mode the pinned tools and what the search tool's description
@@ -34,6 +41,7 @@ from .catalog import Catalog
 from .names import assign
 from .scheme import Sight
 from .shown import Entry
+from .table import candidate_name
 
 if TYPE_CHECKING:
     from .search import Hit, ToolDoc, ToolIndex
@@ -79,15 +87,25 @@ class ProfileView(Sight):
         self._entries: list[Entry] = []
         self._by_local: dict[str, Entry] = {}
         self._own: dict[tuple[str, str], tuple[Entry, object, Entry]] = {}
+        # For another profile, the default profile's view while that names tools under
+        # a naming of its own: the names it gives a tool are the tool's here too.
+        self._default: ProfileView | None = None
         self._exposed: Any = None
         self._exposed_refs: Any = None  # keeps the objects whose ids _exposed holds
         self._index: ToolIndex | None = None
         self._index_key: list[tuple[str, Any]] = []
         self._offered = _Offered()
 
-    def configure(self, profile: ProfileConfig, naming: NamingConfig, max_tools: int) -> None:
+    def configure(
+        self,
+        profile: ProfileConfig,
+        naming: NamingConfig,
+        max_tools: int,
+        default: ProfileView | None = None,
+    ) -> None:
         """Apply (or re-apply, on reload) the profile; ``naming`` and ``max_tools`` are the
-        global ones, used where the profile sets none."""
+        global ones, used where the profile sets none. ``default``: the default profile's
+        view (configured first), for any other profile."""
         self.profile = profile
         if profile.template is None and profile.max_length is None:
             self.naming = None
@@ -102,8 +120,14 @@ class ProfileView(Sight):
         self._prompts = NameFilter(profile.prompts)
         self._resources = NameFilter(profile.resources)
         self._pinned = NameFilter(Patterns(allow=profile.pinned)) if profile.pinned else None
+        self._default = default if default is not None and default.naming is not None else None
         # Everything under the table's names: the view is the table (and costs nothing).
-        self.identity = self.naming is None and self._servers == ["*"] and self._tools.everything
+        self.identity = (
+            self.naming is None
+            and self._servers == ["*"]
+            and self._tools.everything
+            and self._default is None
+        )
         self._synced = -1
         self._offered.synced = (-1, -1)
 
@@ -135,9 +159,12 @@ class ProfileView(Sight):
             self._by_local = {}
         else:
             kept = [e for e in self.registry.entries() if self.admits_tool(e.alias, e.name)]
-            naming = self.naming
-            if naming is not None and naming != self.registry.naming:
-                kept = self._rename(kept, naming)
+            table, naming, default = self.registry.naming, self.naming, self._default
+            own = naming if naming is not None and naming != table else None
+            if default is not None and default.naming == table:
+                default = None
+            if own is not None or default is not None:
+                kept = self._rename(kept, own, default)
             self._entries = kept
             self._by_local = {e.local: e for e in kept}
         refs, exposed = self._exposure()
@@ -146,13 +173,29 @@ class ProfileView(Sight):
             self.version += 1
         return self.version
 
-    def _rename(self, entries: list[Entry], naming: NamingConfig) -> list[Entry]:
-        names = assign(naming, ((e.alias, e.name) for e in entries))
+    def _rename(
+        self, entries: list[Entry], naming: NamingConfig | None, default: ProfileView | None
+    ) -> list[Entry]:
+        """The view's own entries: under ``naming`` (None: the table's names), each with
+        every other name it has (``Entry.other_names``): the table's, ``default``'s
+        (another naming of the default profile's) and these before their hashes."""
+        names = {} if naming is None else assign(naming, ((e.alias, e.name) for e in entries))
+        theirs = {} if default is None else default.names_by_key()
+        # A tool the default does not show: what its naming would call it.
+        template = None if default is None or default.naming is None else default.naming.template
         own: dict[tuple[str, str], tuple[Entry, object, Entry]] = {}
         out: list[Entry] = []
         for e in entries:
             key = (e.alias, e.name)
-            local = names[key]
+            wanted = [e.local, *e.other_names]
+            if naming is None:
+                local = e.local
+            else:
+                local = names[key]
+                wanted.append(candidate_name(naming.template, *key))
+            if template is not None:
+                wanted.extend(theirs.get(key) or (candidate_name(template, *key),))
+            others = tuple(dict.fromkeys(n for n in wanted if n != local))
             cached = self._own.get(key)
             # The table marks an entry changed whenever its server's state changes.
             if (
@@ -160,14 +203,20 @@ class ProfileView(Sight):
                 and cached[0] is e
                 and cached[1] is e.look
                 and cached[2].local == local
+                and cached[2].other_names == others
             ):
                 mine = cached[2]
             else:
-                mine = e.renamed(local)
+                mine = e.renamed(local, others)
             own[key] = (e, e.look, mine)
             out.append(mine)
         self._own = own
         return out
+
+    def names_by_key(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        """Every name of each of the view's tools, by ``(alias, name)``: its local name
+        first."""
+        return {(e.alias, e.name): (e.local, *e.other_names) for e in self.entries()}
 
     def _exposure(self) -> tuple[Any, Any]:
         """What ``tools/list`` depends on, to compare with the last time: each listed

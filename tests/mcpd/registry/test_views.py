@@ -1,6 +1,8 @@
 """A profile's view on its own: its patterns over odd names and URIs, names of its own
-that no server can take from another, its search index over whatever a server sends,
-what grows the versions its agents watch, and what it says of its cap."""
+that no server can take from another, the other names of each tool that a policy rule
+matches (the table's, the default profile's, each before its hash), its search index
+over whatever a server sends, what grows the versions its agents watch, and what it
+says of its cap."""
 
 from __future__ import annotations
 
@@ -101,6 +103,43 @@ def test_a_renamed_view_finds_its_own_names_only() -> None:
     # Reconfigured to the table's naming: the table's names, and not the old ones.
     v.configure(ProfileConfig(), c.naming, 128)
     assert v.lookup("git_status") is None and v.lookup("mcp__git__status") is not None
+
+
+def test_each_entry_carries_the_tools_other_names_for_the_policy() -> None:
+    c = catalog(gh=["delete_repo", "delete.repo", "merge"])
+    table = {e.name: e for e in c.entries()}
+    # Both want mcp__gh__delete_repo, so both are hashed; each keeps the name it wanted.
+    assert table["delete_repo"].other_names == ("mcp__gh__delete_repo",)
+    assert table["delete.repo"].other_names == ("mcp__gh__delete_repo",)
+    assert table["merge"].other_names == ()
+    hosts = view(c, template="{alias}__{tool}")
+    mine = {e.name: e for e in hosts.entries()}
+    assert mine["merge"].local == "gh__merge"
+    assert mine["merge"].other_names == ("mcp__gh__merge",)
+    assert set(mine["delete_repo"].other_names) == {
+        table["delete_repo"].local,
+        "mcp__gh__delete_repo",
+        "gh__delete_repo",
+    }
+
+
+def test_the_default_profiles_own_names_are_every_other_profiles_too() -> None:
+    c = catalog(gh=["merge"])
+    default = ProfileView("default", c)
+    default.configure(ProfileConfig(template="{alias}_{tool}"), c.naming, 128)
+    ci = ProfileView("ci", c)
+    ci.configure(ProfileConfig(), c.naming, 128, default)
+    [merge] = ci.entries()
+    # The table's name, so the table's entry would do but for the default's name.
+    assert (merge.local, merge.other_names) == ("mcp__gh__merge", ("gh_merge",))
+    assert ci.lookup("mcp__gh__merge") is merge
+    default.configure(ProfileConfig(template="x_{alias}_{tool}"), c.naming, 128)
+    ci.configure(ProfileConfig(), c.naming, 128, default)
+    assert [e.other_names for e in ci.entries()] == [("x_gh_merge",)]
+    # Under the table's naming again, the default adds no name: the view is the table.
+    default.configure(ProfileConfig(), c.naming, 128)
+    ci.configure(ProfileConfig(), c.naming, 128, default)
+    assert ci.identity and ci.entries() == c.entries()
 
 
 # -- the search index over what servers send --
