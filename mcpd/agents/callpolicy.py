@@ -76,7 +76,7 @@ class CallPolicy:
         may go, the result it ends with when it may not, or ``Ask``."""
         gate = self.gate
         trusted = profile.view.registry.server_flags(entry.alias)[0]
-        facts = facts_of(entry, profile.name, trusted)
+        facts = facts_of(entry, profile.name, trusted, profile.derived_from)
         decision = gate.decide(facts, agent)
         call.decision, call.decided_by = decision.action, decision.by
         if decision.action == "allow":

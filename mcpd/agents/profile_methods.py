@@ -80,10 +80,10 @@ class ProfileMethods:
         out = summary(chosen)
         out["tools"] = chosen.view.listing()
         if choice.policy:
-            gate, view = self.control.call_gate, chosen.view
+            gate, view, derived = self.control.call_gate, chosen.view, chosen.derived_from
             out["decisions"] = {
                 e.local: gate.policy.decide(
-                    facts_of(e, chosen.name, view.registry.server_flags(e.alias)[0])
+                    facts_of(e, chosen.name, view.registry.server_flags(e.alias)[0], derived)
                 ).summary()
                 for e in view.entries()
             }

@@ -46,6 +46,9 @@ class ProfileServers:
         self.base = base
         self.view = view
         self.name = view.name  # each call's record says it
+        # A host's built-in profile is the default one under other names: a policy
+        # rule about the default is about its agents too.
+        self.derived_from: str | None = None
         self.removed = False
 
     @property
@@ -110,18 +113,23 @@ class Profiles:
         removed profile's socket loses its connection with the socket."""
         builtin = builtin_profiles(profiles)
         self._builtin = frozenset(builtin)
-        wanted = {**builtin, **profiles}
-        wanted.setdefault(DEFAULT_PROFILE, EVERYTHING)
+        # The default first: the others take the names it gives their tools as well.
+        wanted = {DEFAULT_PROFILE: profiles.get(DEFAULT_PROFILE, EVERYTHING)}
+        wanted.update(builtin)
+        wanted.update(profiles)
         changed = []
         for name, cfg in wanted.items():
             held = self._all.get(name)
+            default = None if name == DEFAULT_PROFILE else self._all[DEFAULT_PROFILE].view
             if held is None:
                 held = self._all[name] = ProfileServers(self.base, self.base.view_of(name))
-            elif self._configs.get(name) == cfg and not held.removed:
-                held.view.configure(cfg, naming, max_tools)  # the global parts may differ
+            held.derived_from = DEFAULT_PROFILE if name in builtin else None
+            if self._configs.get(name) == cfg and not held.removed:
+                # The global parts may differ, and the default's naming.
+                held.view.configure(cfg, naming, max_tools, default)
                 continue
             held.removed = False
-            held.view.configure(cfg, naming, max_tools)
+            held.view.configure(cfg, naming, max_tools, default)
             self._configs[name] = cfg
             changed.append(name)
         for name, held in self._all.items():

@@ -37,17 +37,25 @@ def hints_of(annotations: Mapping[str, Any] | None, trusted: bool) -> dict[str, 
 
 class CallFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What a rule can be about. ``name`` is the tool's name as the agent called it
-    (under its profile's naming); ``original`` is the server's own name for it."""
+    (under its profile's naming); ``other_names`` are the tool's other local names
+    (``Entry.other_names``: under the daemon's naming and the default profile's, and
+    before any hash); ``original`` is the server's own name for it. ``derived_from``:
+    the profile that ``profile`` shows under other names (a host's built-in profile
+    shows the default's), whose rules are about its agents too."""
 
     name: str
     server: str
     original: str
     profile: str
+    other_names: tuple[str, ...] = ()
+    derived_from: str | None = None
     annotations: dict[str, Any] | None = None
     trusted: bool = False
 
 
-def facts_of(entry: Entry, profile: str, trusted: bool) -> CallFacts:
+def facts_of(
+    entry: Entry, profile: str, trusted: bool, derived_from: str | None = None
+) -> CallFacts:
     """The facts of a call to a listed tool, as an agent of ``profile`` calls it."""
     annotations = entry.tool.annotations
     return CallFacts(
@@ -55,6 +63,8 @@ def facts_of(entry: Entry, profile: str, trusted: bool) -> CallFacts:
         server=entry.alias,
         original=entry.original,
         profile=profile,
+        other_names=entry.other_names,
+        derived_from=derived_from,
         annotations=annotations if isinstance(annotations, dict) else None,
         trusted=trusted,
     )
@@ -109,12 +119,16 @@ class _Rule:
             operator_only=rule.decider == "operator",
         )
 
-    def matches(self, facts: CallFacts, qualified: str) -> bool:
+    def matches(self, facts: CallFacts, names: tuple[str, ...]) -> bool:
+        """``names``: every name the tool has for the call (``Policy.decide``)."""
         if self.servers and not _any(self.servers, facts.server):
             return False
-        if self.profiles and not _any(self.profiles, facts.profile):
+        if self.profiles and not (
+            _any(self.profiles, facts.profile)
+            or (facts.derived_from is not None and _any(self.profiles, facts.derived_from))
+        ):
             return False
-        if not (_any(self.tools, facts.name) or _any(self.tools, qualified)):
+        if not any(glob.match(name) for glob in self.tools for name in names):
             return False
         if self.hints:
             hints = hints_of(facts.annotations, facts.trusted)
@@ -138,8 +152,11 @@ class Policy:
         return not self._rules
 
     def decide(self, facts: CallFacts) -> Decision:
-        qualified = f"{facts.server}/{facts.original}"
+        # Every name the tool has for this call: a rule written against one naming
+        # holds under every other, and a look-alike that gets the tool's name hashed
+        # does not take it out of the rule.
+        names = (facts.name, f"{facts.server}/{facts.original}", *facts.other_names)
         for rule in self._rules:
-            if rule.matches(facts, qualified):
+            if rule.matches(facts, names):
                 return rule.decision
         return ALLOW

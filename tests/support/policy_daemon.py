@@ -61,11 +61,13 @@ async def policy_daemon(
     tmp_path: Path,
     rules: list[dict[str, Any]] = RULES,
     daemon_keys: dict[str, Any] | None = None,
+    tools: str = TOOLS,
     **profiles: Any,
 ) -> AsyncIterator[Setup]:
-    """The daemon, with ``daemon_keys`` added to its ``[daemon]`` table."""
+    """The daemon, with ``daemon_keys`` added to its ``[daemon]`` table; its server
+    ``gh`` lists ``tools`` (names, comma-separated)."""
     log = tmp_path / "server.in"
-    command, args = scripted("--names", TOOLS, "--log-file", str(log))
+    command, args = scripted("--names", tools, "--log-file", str(log))
     config = parse(
         {
             "daemon": {

@@ -7,21 +7,28 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpd.config.glob import Glob
+from mcpd.config.hosts import HOSTS, host_profile
 from mcpd.config.load import parse
-from mcpd.config.model import ConfigError
+from mcpd.config.model import ConfigError, NamingConfig
 from mcpd.config.policy import Rate, parse_rate, unreachable
+from mcpd.config.profiles import EVERYTHING, ProfileConfig
 from mcpd.policy import refusals
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import Approvals
 from mcpd.policy.gate import CallGate
 from mcpd.policy.masking import KnownSecrets
 from mcpd.policy.rates import PRUNE_AT, RateLimits
-from mcpd.policy.rules import CallFacts, Policy
+from mcpd.policy.rules import CallFacts, Policy, facts_of
+from mcpd.registry.catalog import Catalog
+from mcpd.registry.shown import Entry
+from mcpd.registry.views import ProfileView
+from protocol import mcp
 
 SERVERS = {"github": {"command": "true"}, "notes": {"command": "true"}}
 
@@ -129,7 +136,7 @@ def test_the_first_rule_that_matches_decides_and_the_default_allows() -> None:
 def test_a_tool_pattern_matches_the_agents_name_or_alias_slash_original() -> None:
     by_local = Policy(config({"action": "deny", "tools": ["mcp__github__*"]}).policy)
     by_original = Policy(config({"action": "deny", "tools": ["github/delete_*"]}).policy)
-    # A profile's own naming, or a rename, changes the agent's name, not alias/original.
+    # A rename changes the names agents know the tool by, not alias/original.
     renamed = facts("gh_remove", original="delete_repo")
     assert by_local.decide(renamed).action == "allow"
     assert by_original.decide(renamed).action == "deny"
@@ -199,6 +206,88 @@ def test_an_empty_policy_says_so() -> None:
     assert Policy().empty
     assert Policy().decide(facts()).action == "allow"
     assert not Policy(config({"action": "deny"}).policy).empty
+
+
+# -- every name a tool has --
+
+
+def table(**servers: list[str]) -> Catalog:
+    tables = Catalog(NamingConfig())
+    for alias, names in servers.items():
+        tables.update(alias, [mcp.Tool(name=n, inputSchema=msgspec.Raw(b"{}")) for n in names])
+    return tables
+
+
+def view_of(
+    tables: Catalog, name: str, profile: ProfileConfig, default: ProfileView | None = None
+) -> ProfileView:
+    view = ProfileView(name, tables)
+    view.configure(profile, tables.naming, 128, default)
+    return view
+
+
+def listed(view: ProfileView, original: str) -> Entry:
+    [entry] = [e for e in view.entries() if e.original == original]
+    return entry
+
+
+def decided(policy: Policy, view: ProfileView, original: str, derived: str | None = None) -> str:
+    """What the rules decide for a call to ``original`` by its name in ``view``."""
+    entry = view.lookup(listed(view, original).local)
+    assert entry is not None
+    return policy.decide(facts_of(entry, view.name, False, derived)).action
+
+
+@pytest.mark.parametrize("host", sorted(HOSTS))
+def test_a_rule_in_the_daemons_names_holds_under_each_hosts_profile(host: str) -> None:
+    policy = Policy(config({"action": "deny", "tools": ["mcp__github__delete_*"]}).policy)
+    tables = table(github=["delete_repo", "merge"])
+    view = view_of(tables, host, host_profile(host, EVERYTHING))
+    assert decided(policy, view, "delete_repo") == "deny"
+    assert decided(policy, view, "merge") == "allow"
+    assert decided(policy, view_of(tables, "default", EVERYTHING), "delete_repo") == "deny"
+
+
+def test_a_look_alike_does_not_rename_a_tool_out_of_an_exact_rule() -> None:
+    policy = Policy(config({"action": "deny", "tools": ["mcp__github__delete_repo"]}).policy)
+    tables = table(github=["delete_repo", "delete.repo"])
+    default = view_of(tables, "default", EVERYTHING)
+    # Both want the name, so both are hashed: the rule holds for either by it.
+    assert listed(default, "delete_repo").local.startswith("mcp__github__delete_repo_")
+    assert decided(policy, default, "delete_repo") == "deny"
+    assert decided(policy, default, "delete.repo") == "deny"
+    codex = view_of(tables, "codex", host_profile("codex", EVERYTHING))
+    assert decided(policy, codex, "delete_repo", "default") == "deny"
+
+
+def test_a_rule_holds_under_the_default_profiles_own_names_in_every_other() -> None:
+    policy = Policy(config({"action": "deny", "tools": ["github_delete_*"]}).policy)
+    tables = table(github=["delete_repo", "merge"])
+    own = ProfileConfig(template="{alias}_{tool}")
+    default = view_of(tables, "default", own)
+    assert decided(policy, default, "delete_repo") == "deny"
+    for name, profile in [("cursor", host_profile("cursor", own)), ("ci", ProfileConfig())]:
+        view = view_of(tables, name, profile, default)
+        assert decided(policy, view, "delete_repo") == "deny"
+        assert decided(policy, view, "merge") == "allow"
+
+
+def test_a_rule_about_the_default_profile_is_about_the_hosts_profiles_too() -> None:
+    rules = config(
+        {"action": "deny", "tools": ["github/delete_*"], "profiles": ["default"]},
+        {"action": "ask", "tools": ["github/merge"], "profiles": ["claude-code"]},
+    ).policy
+    policy = Policy(rules)
+    tables = table(github=["delete_repo", "merge"])
+    default = view_of(tables, "default", EVERYTHING)
+    codex = view_of(tables, "codex", host_profile("codex", EVERYTHING))
+    claude = view_of(tables, "claude-code", host_profile("claude-code", EVERYTHING))
+    assert decided(policy, default, "delete_repo") == "deny"
+    assert decided(policy, codex, "delete_repo", "default") == "deny"
+    # One naming a host's profile stays about that one.
+    assert decided(policy, claude, "merge", "default") == "ask"
+    assert decided(policy, codex, "merge", "default") == "allow"
+    assert decided(policy, default, "merge") == "allow"
 
 
 # -- globs --
