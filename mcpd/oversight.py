@@ -1,6 +1,8 @@
 """Who may call what, and the record of every call, as the daemon holds them: the
 secrets mcpd knows, the policy gate, the approvals that wait for a person and the
-audit log, built together from the config and reconfigured together on reload."""
+audit log, built together from the config and reconfigured together on reload. Each
+time rules come into force, one scoped to profiles an agent can leave is warned of
+(``policychecks.leavable``)."""
 
 from __future__ import annotations
 
@@ -11,14 +13,19 @@ from typing import Any
 import msgspec
 import trio
 
+from protocol.logfields import log_extra
+
 from .audit.counts import render
 from .audit.log import AuditLog
 from .config.model import Config
+from .config.policychecks import leavable
 from .config.secrets import HeldSecret
 from .policy.approvals import Approvals
 from .policy.gate import CallGate
 from .policy.guard import LogMask, SecretGuard
 from .policy.masking import KnownSecrets
+
+logger = logging.getLogger("mcpd")
 
 
 class Oversight:
@@ -47,6 +54,8 @@ class Oversight:
         self.guard.configure(config.redacting())
         self.guard.forget(lambda alias: alias in config.servers)
         self.call_gate.configure(config.policy)
+        for warning in leavable(config):
+            logger.warning("%s", warning, extra=log_extra(None, "config"))
         self.audit.configure(config.daemon)
 
     def watch_secrets(self, name: str, source: Callable[[], Iterable[HeldSecret]]) -> None:

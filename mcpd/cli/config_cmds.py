@@ -23,6 +23,7 @@ from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.paths import daemon_socket_path, runtime_directory, state_directory
 from ..config.policy import PolicyRule, parse_rate, unreachable
+from ..config.policychecks import leavable
 from ..local.statedir import state_directory_problem
 from ..local.trusted_path import untrusted_file
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
@@ -130,7 +131,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     warned = [*unstartable.values(), *([locked] if locked else []), *exposed]
     warned += unscoped_warnings(config)
     warned += _changeable(config, unstartable)
-    for warning in [*warned, *inherited_warnings(config), *unreachable(config.policy)]:
+    warned += [*inherited_warnings(config), *unreachable(config.policy), *leavable(config)]
+    for warning in warned:
         print(f"warning: {visible(warning)}", file=sys.stderr)
     return 0
 

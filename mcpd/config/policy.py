@@ -3,10 +3,13 @@ and the tool's annotations, and says what happens to them: ``allow``, ``ask`` (a
 decides) or ``deny``. The first rule that matches a call decides it; a call no rule
 matches is allowed.
 
-``tools`` patterns are globs matched against both the name the agent called and
-``ALIAS/NAME`` (the server's alias and its own name for the tool), so ``*/delete_*``
-and ``mcp__github__merge_*`` both work. ``servers`` and ``profiles`` are globs over
-aliases and profile names. ``annotations`` matches the tool's hints as a trusted
+``tools`` patterns are globs matched against every name the tool has for a call:
+the name the agent called, its names under the daemon's naming and the default
+profile's, each before any hash, and ``ALIAS/NAME`` (the server's alias and its own
+name for the tool), so ``*/delete_*`` and ``mcp__github__merge_*`` both work, in every
+profile. ``servers`` and ``profiles`` are globs over aliases and profile names; a
+host's built-in profile is the default one under other names, so a rule about
+``default`` is about it too. ``annotations`` matches the tool's hints as a trusted
 server gives them; a server not marked ``trusted`` is taken at its most dangerous
 (``readOnlyHint = false``, ``destructiveHint = true``, ``idempotentHint = false``,
 ``openWorldHint = true``) whatever it says, as agents are told.

@@ -1,16 +1,19 @@
 """The checks of ``[[policy]]``: each mistake is named by the rule's index and key, and a
 name that matches nothing (a typo that would leave a rule matching no call) is named
-with what it could have been."""
+with what it could have been; a deny or ask rule scoped to profiles that an agent on
+the daemon's socket can leave by picking another is warned of."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mcpd.config.load import parse
 from mcpd.config.model import ConfigError
 from mcpd.config.policy import MAX_ASK_TIMEOUT, MAX_REASON, AnnotationMatch, PolicyRule
-from mcpd.config.policychecks import validate_policy
+from mcpd.config.policychecks import leavable, validate_policy
 
 SERVERS = ("github", "notes")
 PROFILES = ("default", "coding")
@@ -145,3 +148,50 @@ def test_an_ask_timeout_out_of_range_is_named(timeout: float) -> None:
         "policy[0].timeout",
         f"must be positive, at most {MAX_ASK_TIMEOUT:g}",
     )
+
+
+# -- a scope an agent can leave --
+
+
+def scoped(*rules: dict[str, Any], **profiles: dict[str, Any]) -> list[str]:
+    """The warnings of ``leavable`` for a config of the servers gh and notes."""
+    servers = {"gh": {"command": "true"}, "notes": {"command": "true"}}
+    return leavable(
+        parse({"servers": servers, "profiles": profiles, "policy": list(rules)}, env={})
+    )
+
+
+def test_a_rule_about_the_default_profile_holds_in_the_hosts_profiles_but_not_others() -> None:
+    deny = {"tools": ["gh/delete_*"], "profiles": ["default"], "action": "deny"}
+    [warning] = scoped(deny, ci={"servers": ["*"]}, notes={"servers": ["notes"]})
+    assert warning.startswith(
+        "policy[0] (deny) holds only for agents in default (and so in the hosts' built-in"
+    )
+    # The hosts' profiles are the default under other names; notes shows no tool of gh.
+    assert "by picking the profile ci, which shows tools of gh too" in warning
+    assert "codex" not in warning and "notes," not in warning
+    assert scoped(deny, notes={"servers": ["notes"]}) == []
+
+
+def test_a_rule_about_one_hosts_profile_is_left_for_the_default_and_the_others() -> None:
+    [warning] = scoped({"servers": ["gh"], "profiles": ["claude-code"], "action": "ask"})
+    assert "(ask) holds only for agents in claude-code;" in warning
+    picked = "the profiles claude-desktop, codex, cursor, default, gemini-cli, vscode, which"
+    assert picked in warning
+
+
+def test_a_profile_with_a_socket_of_its_own_is_left_by_no_agent_on_it(tmp_path: Path) -> None:
+    own = {"servers": ["gh"], "socket": str(tmp_path / "ci.sock")}
+    deny = {"tools": ["*"], "profiles": ["ci"], "action": "deny"}
+    # An agent on ci's socket has ci and nothing else.
+    assert scoped(deny, ci=own) == []
+    # The daemon's own user, on the daemon's socket, may pick ci too.
+    [warning] = scoped({**deny, "profiles": ["default"]}, ci=own)
+    assert "picking the profile ci, which shows tools of gh too" in warning
+    assert "(mcpd/useProfile, ?profile=; ci by the daemon's own user and root)" in warning
+
+
+def test_allow_rules_and_rules_about_every_profile_are_not_warned_of() -> None:
+    allow = {"tools": ["*"], "profiles": ["default"], "action": "allow"}
+    assert scoped(allow, ci={"servers": ["gh"]}) == []
+    assert scoped({"tools": ["*"], "action": "deny"}, ci={"servers": ["gh"]}) == []

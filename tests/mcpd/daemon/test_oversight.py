@@ -1,8 +1,8 @@
 """Who may call what and the record of every call, as the daemon holds them together
 (``mcpd.oversight``): the secrets guarded before, during and after a reload, the rules
-and credential formats taken up on reload, the counts of servers gone, what a reader
-of some servers is shown of the approvals and the audit, and the log mask in place
-only while it runs."""
+and credential formats taken up on reload, the counts of servers gone, a rule an
+agent can step out of warned of, what a reader of some servers is shown of the
+approvals and the audit, and the log mask in place only while it runs."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 import trio
 import trio.testing
 from msgspec import Raw
@@ -118,6 +119,23 @@ def request(server: str) -> ApprovalRequest:
     return ApprovalRequest(
         agent=AGENT, kin=AgentKin(), tool="t", server=server, original="t", arguments="{}"
     )
+
+
+def test_rules_an_agent_can_step_out_of_are_warned_of_at_start_and_reload(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    scoped = {
+        "profiles": {"ci": {"servers": ["gh"]}},
+        "policy": [{"action": "deny", "servers": ["gh"], "profiles": ["default"]}],
+    }
+    with caplog.at_level(logging.WARNING, logger="mcpd"):
+        o = Oversight(config(OLD, **scoped), str(tmp_path))
+        o.configure(config(OLD))
+        o.configure(config(OLD, **scoped))
+    warned = [r.getMessage() for r in caplog.records if "steps out of it" in r.getMessage()]
+    assert len(warned) == 2
+    assert warned[0].startswith("policy[0] (deny) holds only for agents in default")
+    assert "picking the profile ci" in warned[0]
 
 
 async def test_a_reader_of_some_servers_sees_their_approvals_and_no_audit(

@@ -1,6 +1,7 @@
 """The policy as a running daemon holds it: ``mcpd tools --policy`` shows what the rules
 decide for each tool (annotations believed from a trusted server only), a reload
-replaces the rules, ``check-config`` lists them and warns of one no call reaches, and
+replaces the rules, ``check-config`` lists them and warns of one no call reaches or
+one an agent steps out of by picking another profile, and
 ``/metrics`` counts audited calls by server, outcome and decision."""
 
 from __future__ import annotations
@@ -167,6 +168,22 @@ def test_check_config_lists_the_rules_and_warns_of_unreachable_ones(tmp_path: Pa
     )
     assert "policy[2]  ask    tools *; servers gh; decided within 120 s" in out
     assert "warning: policy[4] is never reached: policy[3] matches every call" in err
+
+
+def test_check_config_warns_of_a_rule_an_agent_steps_out_of_by_picking_a_profile(
+    tmp_path: Path,
+) -> None:
+    scoped = '[[policy]]\ntools = ["notes/write_*"]\nprofiles = ["default"]\naction = "deny"\n'
+    code, _out, err = mcpd("check-config", "--config", str(write_config(tmp_path, scoped)))
+    assert code == 0, err
+    assert (
+        "warning: policy[0] (deny) holds only for agents in default (and so in the hosts' "
+        "built-in ones); an agent on the daemon's socket steps out of it by picking "
+        "the profile ci, which shows tools of notes too (mcpd/useProfile, ?profile=)"
+    ) in err
+    both = scoped.replace('["default"]', '["default", "ci"]')
+    code, _out, err = mcpd("check-config", "--config", str(write_config(tmp_path, both)))
+    assert code == 0 and "steps out of it" not in err, err
 
 
 def test_check_config_names_a_bad_rule(tmp_path: Path) -> None:
