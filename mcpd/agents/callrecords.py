@@ -24,7 +24,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, splice
 
 from ..audit.log import AuditLog
-from ..audit.record import METHODS, NO_DECISION, CallRecord, Outcome, kept
+from ..audit.record import METHODS, NO_DECISION, CallRecord, Outcome, kept, unknown
 from ..policy.agent import AgentInfo
 from ..servers.calls import Call
 from ..servers.calls import Outcome as CallOutcome
@@ -142,19 +142,49 @@ class CallRecords:
         arguments = call.arguments
         raw = None if arguments is UNSET else arguments
         alias = call.alias  # empty: not routed
+        if not alias:
+            self._unrouted(call, agent, outcome, reason, result_bytes, raw)
+            return
         record = CallRecord(
             ts=call.arrived,
             agent=agent,
             method="tools/call",
-            # Routed, a name of the agent's profile; else any the agent made up.
-            name=(call.local or call.name) if alias else kept(call.name),
-            original=call.name if alias else None,
-            server=alias or None,
+            name=call.local or call.name,  # the agent's, of its profile
+            original=call.name,
+            server=alias,
             args_bytes=0 if raw is None else len(raw),
             decision=call.decision,
             decided_by=call.decided_by,
             outcome=outcome,
             # mcpd's own refusal may quote a person's or an agent's words.
+            reason=reason if call.refusal is None else kept(call.refusal),
+            duration_ms=round((self.now() - call.arrived) * 1000, 3),
+            result_bytes=result_bytes,
+        )
+        self.audit.record(record, raw)
+
+    def _unrouted(
+        self,
+        call: Call,
+        agent: AgentInfo,
+        outcome: Outcome,
+        reason: str | None,
+        result_bytes: int,
+        raw: Raw | None,
+    ) -> None:
+        """The record of a call that ended where it was routed, before any rule: a
+        name the agent's profile does not have, a held one, arguments that are not an
+        object, or search mode's meta-tools."""
+        record = CallRecord(
+            ts=call.arrived,
+            agent=agent,
+            method="tools/call",
+            # A held tool's name is the profile's; any other the agent may have made up.
+            name=call.local or unknown(call.name),
+            args_bytes=0 if raw is None else len(raw),
+            decision=call.decision,
+            decided_by=call.decided_by,
+            outcome=outcome,
             reason=reason if call.refusal is None else kept(call.refusal),
             duration_ms=round((self.now() - call.arrived) * 1000, 3),
             result_bytes=result_bytes,
@@ -178,11 +208,13 @@ class CallRecords:
         ``target`` its server and the server's name for what was asked (None: it
         named nothing mcpd could route); ``sent``: mcpd sent it on (no rule covers
         these: allowed by default), else it refused it itself and nobody decided."""
+        if name is not None:
+            name = unknown(name) if target is None else kept(name)
         record = CallRecord(
             ts=arrived,
             agent=agent,
             method=method,
-            name=None if name is None else kept(name),
+            name=name,
             # The server's URI of an agent's mcpd:// form is the agent's as well.
             original=None if target is None else kept(target[1]),
             server=None if target is None else target[0],

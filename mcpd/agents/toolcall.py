@@ -299,6 +299,8 @@ class Router:
             return unknown_tool(profile, name)
         if entry.held is not None:
             # Refused where calls are routed, before any rule: the server is not asked.
+            # Its record names it as the profile does: a name mcpd knows.
+            call.local = name
             _before_the_rules(call, f"held: {entry.held}")
             return held_tool(entry, name)
         if self.policy.gate.empty:

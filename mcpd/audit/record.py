@@ -73,21 +73,28 @@ class Gap(msgspec.Struct, kw_only=True):
 
 DIGEST: Final = 32  # hexadecimal digits of the SHA-256 kept
 
-# What a record keeps of a name an agent chose (a tool's or prompt's name, a URI) and of
-# a reason that may quote one: whole up to NAME_KEPT characters, a length no real name
-# reaches (the longest local name [naming] max_length allows is a fraction of it, and
-# mcpd matches no longer URI against a template: people and servers write none so
-# long); past it, its first NAME_SHOWN characters and its length. A name made up at any
-# size then costs the record, the latest records kept in memory, the journal and the
-# file no more than a real one.
+# What a record keeps of a name an agent chose that names something mcpd knows (a URI
+# routed to a server) and of a reason that may quote one: whole up to NAME_KEPT
+# characters, a length no real name reaches (mcpd matches no longer URI against a
+# template: people and servers write none so long); past it, its first NAME_SHOWN
+# characters and its length. A name that names nothing mcpd knows is kept whole only up
+# to NAME_SHOWN (``unknown``): a made-up name then costs the record, the latest records
+# kept in memory, the journal and the file no more than a real one.
 NAME_KEPT: Final = MAX_URI
 NAME_SHOWN: Final = 256
 
 
 def kept(text: str) -> str:
     """``text`` as a record keeps it (``NAME_KEPT``)."""
-    if len(text) <= NAME_KEPT:
-        return text
+    return text if len(text) <= NAME_KEPT else _head(text)
+
+
+def unknown(name: str) -> str:
+    """A name that names nothing mcpd knows, as a record keeps it (``NAME_SHOWN``)."""
+    return name if len(name) <= NAME_SHOWN else _head(name)
+
+
+def _head(text: str) -> str:
     return f"{text[:NAME_SHOWN]}\u2026 ({len(text)} characters)"
 
 

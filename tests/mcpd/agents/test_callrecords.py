@@ -201,15 +201,38 @@ def test_a_name_no_server_could_have_is_kept_cut_with_its_length() -> None:
     assert prompt.name == tool.name
 
 
-def test_names_as_long_as_real_ones_are_kept_whole() -> None:
+def test_names_mcpd_knows_are_kept_whole_however_long() -> None:
     audit = Audit()
     records = CallRecords(audit, wall=lambda: 0.0)  # type: ignore[arg-type]
     uri = "file:///" + "d/" * 4000  # a long real URI
-    call, _ = a_call("mcp__" + "n" * 1019)  # the longest local name there is
-    records.tool_call(call, AGENT, "refused")
+    local = "mcp__" + "n" * 1019  # the longest local name there is
+    routed, _ = a_call("n")
+    routed.local, routed.alias = local, "notes"
+    held, _ = a_call(local)
+    held.local, held.refusal = local, "held: its definition changed"
+    records.tool_call(routed, AGENT, "ok")
+    records.tool_call(held, AGENT, "refused")
     records.request(0.0, AGENT, "resources/read", uri, ("notes", uri), "ok", None, 0)
-    assert [r.name for r, _ in audit.records] == [call.name, uri]
-    assert audit.records[1][0].original == uri
+    assert [r.name for r, _ in audit.records] == [local, local, uri]
+    assert audit.records[2][0].original == uri
+
+
+def test_a_made_up_name_is_kept_as_a_short_head_and_its_length() -> None:
+    """A name that names nothing mcpd knows is kept whole only as long as a real one
+    could be shown in a few hundred characters: a flood of made-up names of a few
+    thousand characters each fills the file no faster than one of real names."""
+    audit = Audit()
+    records = CallRecords(audit, wall=lambda: 0.0)  # type: ignore[arg-type]
+    made_up = "n0000001" + "A" * 8000
+    call, _ = a_call(made_up)
+    call.refusal = "unknown tool"
+    records.tool_call(call, AGENT, "refused")
+    records.request(0.0, AGENT, "prompts/get", made_up, None, "refused", "no such prompt", 0)
+    records.request(0.0, AGENT, "resources/read", "file:///" + made_up, None, "refused", None, 0)
+    names = [r.name or "" for r, _ in audit.records]
+    assert names[0] == names[1] == made_up[:256] + "… (8008 characters)"
+    assert names[2].startswith("file:///n0000001AAA") and names[2].endswith("(8016 characters)")
+    assert all(len(name) < 300 for name in names)
 
 
 # -- a request refused before it started --
