@@ -14,9 +14,10 @@ up to ``HELD_ARGUMENTS`` bytes. Past that, and for longer arguments, a record's 
 worked out as it is made, and arguments too large to keep are never copied. Once
 written, the records kept in memory let go of theirs. When
 the buffer is full (the disk or journald fell behind), a record is counted and
-dropped, never waited for; the next write puts a ``Gap`` line in the file with how
-many were dropped, and a warning in the log. What is still buffered when the daemon
-stops is written before it exits (``flush``, under a shield).
+dropped, never waited for: one of the agent holding the most records in it
+(``shares``); the next write puts a ``Gap`` line in the file with how many were
+dropped, and a warning in the log. What is still buffered when the daemon stops is
+written before it exits (``flush``, under a shield).
 
 The file is rotated when the next line would take it past ``audit_max_bytes``:
 ``calls.jsonl`` becomes ``calls.jsonl.1`` (and ``.1`` becomes ``.2``, up to
@@ -50,6 +51,7 @@ from . import journal
 from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts
 from .record import CallRecord, Gap, digest, iso, set_digests, stamp
+from .shares import Shares
 
 FILE_NAME: Final = "calls.jsonl"
 BUFFER: Final = 8192  # records waiting to be written
@@ -111,6 +113,7 @@ class AuditLog:
         self._problem: str | None = None
         self._dropped_warning = Throttle(burst=1, every=60.0)
         self._journal = journal.CallJournal()
+        self._shares: Shares | None = None  # while the buffer is full
         self.configure(settings)
 
     def configure(self, settings: DaemonConfig) -> None:
@@ -137,9 +140,7 @@ class AuditLog:
             return
         buffer = self._buffer
         waiting = len(buffer)
-        if waiting >= self.capacity:
-            self._dropped += 1
-            self.counts.dropped += 1
+        if waiting >= self.capacity and not self._make_room(record):
             return
         if arguments:
             if self.arguments_kept:
@@ -155,6 +156,14 @@ class AuditLog:
             self._wake.set()
         elif waiting == BATCH:
             self._full.set()
+
+    def _make_room(self, record: CallRecord) -> bool:
+        """The buffer is full: whether ``record`` takes the place of another agent's."""
+        if self._shares is None:
+            self._shares = Shares(self._buffer)
+        self._dropped += 1
+        self.counts.dropped += 1
+        return self._shares.make_room(record)
 
     def _keep(self, record: CallRecord, arguments: Arguments) -> None:
         """With ``audit_arguments``: ``arguments`` left to the writer to mask and keep,
@@ -209,7 +218,7 @@ class AuditLog:
         the disk or journald)."""
         async with self._writing:
             self._wake, self._full = trio.Event(), trio.Event()
-            batch, self._buffer = self._buffer, []
+            batch, self._buffer, self._shares = self._buffer, [], None
             to_digest, self._to_digest = self._to_digest, []
             dropped, self._dropped = self._dropped, 0
             self._room, self._held = HELD_ARGUMENTS - self._held, 0

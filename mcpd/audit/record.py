@@ -63,6 +63,16 @@ class CallRecord(msgspec.Struct, kw_only=True, gc=False):
         return self.outcome != "ok"
 
 
+# Who a record is of, as the log tells agents apart when it shares out its room: the
+# process (its uid, pid and program), whichever of its connections, profiles and eras
+# it used.
+AgentKey = tuple[int | None, int | None, str | None]
+
+
+def agent_key(agent: AgentInfo) -> AgentKey:
+    return agent.uid, agent.pid, agent.exe
+
+
 class Gap(msgspec.Struct, kw_only=True):
     """Records that were counted but never written (the buffer was full)."""
 

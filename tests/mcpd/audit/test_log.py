@@ -1,6 +1,7 @@
 """The audit log's file and journal: one JSON line a record, written off the call path;
 rotated at its cap with the records just written kept; appended to after a restart; a
-full buffer drops and counts, never waits; a link where the file goes is not followed."""
+full buffer drops and counts, never waits, and is given up by the agent holding the most
+of it; a link where the file goes is not followed."""
 
 from __future__ import annotations
 
@@ -368,3 +369,24 @@ async def test_a_burst_is_written_at_once_and_a_trickle_after_a_moment(
         nursery.cancel_scope.cancel()
     lines = (tmp_path / FILE_NAME).read_text().splitlines()
     assert len(lines) == audit_log.BATCH + 1
+
+
+FLOODER = AgentInfo(uid=1000, pid=66, exe="python3", profile="default", connection="c9")
+
+
+async def test_a_full_buffer_is_given_up_by_the_agent_holding_the_most(tmp_path: Path) -> None:
+    """The writer fell behind while one agent floods: that agent's records give up
+    their places, and the calls of an agent calling at its pace are all written."""
+    log = AuditLog(str(tmp_path), settings(), capacity=10)
+    for n in range(12):
+        log.record(record(n, agent=FLOODER))
+    for n in range(100, 103):
+        log.record(record(n))
+    assert log.counts.dropped == 5
+    await log.flush()
+    reading = Reading(str(tmp_path))
+    written = [(r.agent.pid, r.name) for r in reading]
+    assert written == [(66, f"mcp__notes__t{n}") for n in range(7)] + [
+        (4242, f"mcp__notes__t{n}") for n in range(100, 103)
+    ]
+    assert reading.dropped == 5
