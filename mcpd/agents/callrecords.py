@@ -35,6 +35,9 @@ _REASON: Final = 200  # characters of a reason kept
 # Why a request was refused before it started (``CallRecords.turned_away``).
 ID_IN_USE: Final = "its id was in use by a request in flight"
 AT_LIMIT: Final = "its agent had as many requests in flight as it may"
+# What a request mcpd answered itself, before any server or rule, comes to when it is
+# refused: the audit log counts these past their agent's budget (``AuditLog.unrouted``).
+REFUSED_HERE: Final = frozenset({"refused", "error"})
 
 
 def outcome_of(outcome: CallOutcome | Any, failed: bool = False) -> tuple[Outcome, str | None]:
@@ -189,7 +192,10 @@ class CallRecords:
             duration_ms=round((self.now() - call.arrived) * 1000, 3),
             result_bytes=result_bytes,
         )
-        self.audit.record(record, raw)
+        if outcome in REFUSED_HERE:
+            self.audit.unrouted(record, raw)
+        else:
+            self.audit.record(record, raw)
 
     def request(
         self,
@@ -226,7 +232,10 @@ class CallRecords:
             duration_ms=round((self.now() - arrived) * 1000, 3),
             result_bytes=result_bytes,
         )
-        self.audit.record(record, arguments)
+        if sent or outcome not in REFUSED_HERE:
+            self.audit.record(record, arguments)
+        else:
+            self.audit.unrouted(record, arguments)
 
     def turned_away(
         self, agent: Agent, request: splice.Call | rpc.Request, why: str = ID_IN_USE

@@ -19,6 +19,10 @@ dropped, never waited for: one of the agent holding the most records in it
 dropped, and a warning in the log. What is still buffered when the daemon stops is
 written before it exits (``flush``, under a shield).
 
+Requests mcpd refused before any server or rule saw them come through ``unrouted``:
+past their agent's budget, they never reach the buffer, and each batch writes one
+summary per agent of how many there were (``summed``).
+
 The file is rotated when the next line would take it past ``audit_max_bytes``:
 ``calls.jsonl`` becomes ``calls.jsonl.1`` (and ``.1`` becomes ``.2``, up to
 ``audit_files``), so the records just written are in ``.1``, whole, and only the
@@ -52,6 +56,7 @@ from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts
 from .record import CallRecord, Gap, digest, iso, set_digests, stamp
 from .shares import Shares
+from .summed import Summed, finish
 
 FILE_NAME: Final = "calls.jsonl"
 BUFFER: Final = 8192  # records waiting to be written
@@ -88,9 +93,11 @@ class AuditLog:
         settings: DaemonConfig,
         secrets: KnownSecrets | None = None,
         capacity: int = BUFFER,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``directory``: where ``calls.jsonl`` goes (None: no file, journal only);
-        ``secrets``: what is masked in the arguments kept with ``audit_arguments``."""
+        ``secrets``: what is masked in the arguments kept with ``audit_arguments``;
+        ``clock``: what the agents' budgets for requests refused at once are kept by."""
         self.directory = directory
         self.secrets = secrets or KnownSecrets()
         self.capacity = capacity
@@ -113,6 +120,7 @@ class AuditLog:
         self._problem: str | None = None
         self._dropped_warning = Throttle(burst=1, every=60.0)
         self._journal = journal.CallJournal()
+        self._summed = Summed(clock)
         self._shares: Shares | None = None  # while the buffer is full
         self.configure(settings)
 
@@ -156,6 +164,17 @@ class AuditLog:
             self._wake.set()
         elif waiting == BATCH:
             self._full.set()
+
+    def unrouted(self, record: CallRecord, arguments: Arguments | None = None) -> None:
+        """A request mcpd refused before any server or rule saw it: queued as ``record``
+        queues it, within its agent's budget; past it, counted in the agent's summary."""
+        if not self._writes or self._summed.within_budget(record):
+            self.record(record, arguments)
+            return
+        self.counts.add(record)
+        self._recent.append(record)
+        if self._summed.add(record):  # the first summary since the last write
+            self._wake.set()
 
     def _make_room(self, record: CallRecord) -> bool:
         """The buffer is full: whether ``record`` takes the place of another agent's."""
@@ -222,12 +241,15 @@ class AuditLog:
             to_digest, self._to_digest = self._to_digest, []
             dropped, self._dropped = self._dropped, 0
             self._room, self._held = HELD_ARGUMENTS - self._held, 0
-            if batch or dropped:
+            summaries = self._summed.take()
+            if batch or dropped or summaries:
                 # The secrets as they are now, taken here: their sources read the
                 # daemon's state, which only this thread may.
                 secrets = self.secrets.current() if self.arguments_kept else None
                 try:
-                    await trio.to_thread.run_sync(self._write, batch, to_digest, dropped, secrets)
+                    await trio.to_thread.run_sync(
+                        self._write, batch, to_digest, dropped, summaries, secrets
+                    )
                 finally:
                     self._room = HELD_ARGUMENTS
                 for written in self._watchers:
@@ -245,6 +267,7 @@ class AuditLog:
         records: list[CallRecord],
         to_digest: list[tuple[CallRecord, bytes]],
         dropped: int,
+        summaries: list[CallRecord],
         secrets: SecretSet | None,
     ) -> None:
         now = time.time()
@@ -260,6 +283,10 @@ class AuditLog:
             # Written: the latest records kept in memory need them no more.
             for record in records:
                 record.arguments = UNSET
+        if summaries:
+            finish(summaries)
+            lines += _encoder.encode_lines(summaries)
+            self._summed.warn(summaries)
         if dropped:
             gap = Gap(time=iso(now), ts=now, dropped=dropped)
             lines += _encoder.encode(gap) + b"\n"
@@ -270,7 +297,7 @@ class AuditLog:
                     extra=log_extra(None, "audit", "buffer full"),
                 )
         if self.to_file:
-            self._append(lines, len(records) + (1 if dropped else 0))
+            self._append(lines, len(records) + len(summaries) + (1 if dropped else 0))
         if self.to_journal:
             self._journal.write(records, now)
 

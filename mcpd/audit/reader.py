@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import BinaryIO, Final
 
 import msgspec
+from msgspec import UnsetType
 
 from ..config.glob import Glob
 from .log import FILE_NAME
@@ -111,7 +112,9 @@ class _Compiled:
     def admits(self, r: CallRecord) -> bool:
         c = self.choice
         if c.since is not None and r.ts < c.since:
-            return False
+            last = r.last_ts  # a summary's, of requests up to then
+            if isinstance(last, UnsetType) or last < c.since:
+                return False
         if self.server is not None and not self.server.match(r.server or ""):
             return False
         if self.tool is not None:

@@ -2,7 +2,9 @@
 ``completion/complete`` that an agent made, and what came of it.
 
 Written as one JSON line in ``calls.jsonl`` (``log``); ``mcpd calls`` reads them back.
-A ``Gap`` line says how many records were not written because the writer fell behind.
+A record with a ``count`` stands for that many requests of one agent that mcpd refused
+before any server or rule saw them, past the agent's budget for those (``summed``). A
+``Gap`` line says how many records were not written because the writer fell behind.
 """
 
 from __future__ import annotations
@@ -57,15 +59,25 @@ class CallRecord(msgspec.Struct, kw_only=True, gc=False):
     reason: str | None = None  # why it was refused or failed
     duration_ms: float = 0.0
     result_bytes: int = 0
+    # Only in a summary: how many requests it stands for (their sizes are added up), and
+    # when the last of them came (``time`` and ``ts`` are the first's).
+    count: int | UnsetType = UNSET
+    last_time: str | UnsetType = UNSET
+    last_ts: float | UnsetType = UNSET
 
     @property
     def failed(self) -> bool:
         return self.outcome != "ok"
 
+    @property
+    def calls(self) -> int:
+        """How many requests the record stands for."""
+        return 1 if self.count is UNSET else self.count
 
-# Who a record is of, as the log tells agents apart when it shares out its room: the
-# process (its uid, pid and program), whichever of its connections, profiles and eras
-# it used.
+
+# Who a record is of, as the log tells agents apart when it shares out its room and its
+# budget for requests refused at once: the process (its uid, pid and program), whichever
+# of its connections, profiles and eras it used.
 AgentKey = tuple[int | None, int | None, str | None]
 
 

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Final
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from protocol.visible import visible, visible_json
 
@@ -68,14 +69,14 @@ def cmd_calls(args: argparse.Namespace) -> int:
         fail(EXIT_USAGE, "--last must be 0 (all) or more")
     directory = _state_dir(args.config)
     kept: deque[CallRecord] = deque(maxlen=args.last or None)
-    seen = 0
+    seen = 0  # calls: a summary record stands for many
     try:
         reading = Reading(directory)
         if not reading.files:
             print(f"mcpd: no audit log in {directory} yet", file=sys.stderr)
             return 0
         for record in reading:
-            seen += 1
+            seen += record.calls
             if choice.admits(record):
                 kept.append(record)
     except OSError as exc:
@@ -86,7 +87,8 @@ def cmd_calls(args: argparse.Namespace) -> int:
             sys.stdout.write(visible_json(msgspec.json.encode(record)).decode() + "\n")
     else:
         print(render(list(kept)))
-        print(f"{len(kept)} of {seen} calls in {directory}", file=sys.stderr)
+        shown = sum(record.calls for record in kept)
+        print(f"{shown} of {seen} calls in {directory}", file=sys.stderr)
     if reading.dropped:
         print(
             f"mcpd: {reading.dropped} calls were not written (the log fell behind)",
@@ -150,7 +152,7 @@ def render(records: list[CallRecord]) -> str:
             agent += f" ({a.exe})"
         by = r.decided_by
         decision = r.decision if by in ("default", "") else f"{r.decision} {by}"
-        outcome = r.outcome
+        summed = r.count is not UNSET
         rows.append(
             (
                 when,
@@ -158,8 +160,8 @@ def render(records: list[CallRecord]) -> str:
                 visible(r.server or "-"),
                 visible(r.name or "-"),
                 visible(decision),
-                outcome,
-                f"{r.duration_ms:.0f}",
+                f"{r.outcome} \u00d7{r.calls}" if summed else r.outcome,
+                "-" if summed else f"{r.duration_ms:.0f}",
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
@@ -175,4 +177,16 @@ def render(records: list[CallRecord]) -> str:
     ]
     if reasons:
         lines += ["", "why:", *reasons]
+    summaries = [_summed(r) for r in records if r.count is not UNSET]
+    if summaries:
+        lines += ["", "counted, not recorded one by one (past their agent's budget):", *summaries]
     return "\n".join(lines)
+
+
+def _summed(r: CallRecord) -> str:
+    """What a summary record stands for: ``  10:02:11 to 10:02:14: 59663 tools/call of
+    pid 4242 (claude), the first mcp__x``."""
+    last = r.ts if isinstance(r.last_ts, UnsetType) else r.last_ts
+    span = " to ".join(datetime.fromtimestamp(t).strftime("%H:%M:%S") for t in (r.ts, last))
+    agent = visible(r.agent.label())
+    return f"  {span}: {r.calls} {r.method} of {agent}, the first {visible(r.name or '-')}"

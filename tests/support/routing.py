@@ -51,6 +51,11 @@ class Audit:
     def record(self, record: CallRecord, arguments: Raw | None) -> None:
         self.records.append(record)
 
+    def unrouted(self, record: CallRecord, arguments: Raw | None) -> None:
+        """A request refused before any server or rule: the log may count it with
+        others past its agent's budget; here it is kept as any other."""
+        self.records.append(record)
+
     def outcomes(self) -> list[tuple[str | None, str]]:
         return [(r.name, r.outcome) for r in self.records]
 

@@ -113,9 +113,14 @@ def test_a_request_says_what_its_server_answered_or_what_mcpd_refused() -> None:
 class Audit:
     def __init__(self) -> None:
         self.records: list[tuple[CallRecord, Raw | None]] = []
+        self.unrouted_ones: list[CallRecord] = []  # of those, what went by ``unrouted``
 
     def record(self, record: CallRecord, arguments: Raw | None) -> None:
         self.records.append((record, arguments))
+
+    def unrouted(self, record: CallRecord, arguments: Raw | None) -> None:
+        self.records.append((record, arguments))
+        self.unrouted_ones.append(record)
 
 
 def test_a_routed_call_is_recorded_once_with_both_names() -> None:
@@ -233,6 +238,41 @@ def test_a_made_up_name_is_kept_as_a_short_head_and_its_length() -> None:
     assert names[0] == names[1] == made_up[:256] + "… (8008 characters)"
     assert names[2].startswith("file:///n0000001AAA") and names[2].endswith("(8016 characters)")
     assert all(len(name) < 300 for name in names)
+
+
+def test_only_requests_refused_before_any_server_or_rule_can_be_counted_together() -> None:
+    """What mcpd refused before any server or rule saw it goes to the audit log as
+    such (which counts it past its agent's budget); a call that reached a server, or a
+    rule's decision, is always a record of its own."""
+    audit = Audit()
+    records = CallRecords(audit, wall=lambda: 0.0)  # type: ignore[arg-type]
+    unknown, _ = a_call("mcp__nowhere__x")
+    unknown.refusal = "unknown tool"
+    records.tool_call(unknown, AGENT, "refused")
+    bad, _ = a_call("mcp__notes__search")
+    records.tool_call(bad, AGENT, "error", "Invalid params: arguments must be an object")
+    searched, _ = a_call("search_tools")  # search mode's meta-tool, answered by mcpd
+    records.tool_call(searched, AGENT, "ok")
+    denied, _ = a_call("delete")
+    denied.local, denied.alias = "mcp__notes__delete", "notes"
+    denied.decision, denied.decided_by = "deny", "policy[0]"
+    records.tool_call(denied, AGENT, "refused", "denied by policy[0]")
+    failed, _ = a_call("read")
+    failed.local, failed.alias = "mcp__notes__read", "notes"
+    records.tool_call(failed, AGENT, "error", "the server said no")
+    records.request(0.0, AGENT, "prompts/get", "nope", None, "refused", "no such prompt", 0)
+    records.request(0.0, AGENT, "prompts/get", "p", ("notes", "p"), "error", "bad", 0, sent=True)
+    records.request(0.0, AGENT, "prompts/get", "p", ("notes", "p"), "refused", "held", 0)
+    agent = StandInAgent(World().profile)
+    records.turned_away(agent, rpc.Request(1, "tools/call", Raw(b'{"name": "t"}')), ID_IN_USE)
+    assert [(r.name, r.outcome) for r in audit.unrouted_ones] == [
+        ("mcp__nowhere__x", "refused"),
+        ("mcp__notes__search", "error"),
+        ("nope", "refused"),
+        ("p", "refused"),  # held: mcpd did not send it on
+        ("t", "refused"),
+    ]
+    assert len(audit.records) == 9
 
 
 # -- a request refused before it started --

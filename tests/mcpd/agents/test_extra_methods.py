@@ -22,7 +22,6 @@ from mcpd.agents.callrecords import CallRecords
 from mcpd.agents.extra_methods import ExtraMethods
 from mcpd.agents.identity import Identity
 from mcpd.agents.prompts import OUTAGE
-from mcpd.audit.record import CallRecord
 from mcpd.config.load import parse
 from mcpd.config.model import DaemonConfig, NamingConfig, ProfileConfig
 from mcpd.policy.kin import AgentKin
@@ -35,6 +34,7 @@ from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.server import RequestContext, ServerSession
+from tests.support.routing import Audit
 
 TASKS = {"extensions": {surface.TASKS_EXTENSION: {}}}
 MODERN = RequestContext("modern", mcp.LATEST_MODERN, {}, {})
@@ -44,14 +44,6 @@ LEGACY = RequestContext("legacy", "2025-11-25", {}, {})
 
 class Settings:
     settings = DaemonConfig()
-
-
-class Audit:
-    def __init__(self) -> None:
-        self.records: list[CallRecord] = []
-
-    def record(self, record: CallRecord, arguments: Raw | None) -> None:
-        self.records.append(record)
 
 
 class FakeAgent(Agent):

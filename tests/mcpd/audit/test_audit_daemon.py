@@ -3,7 +3,8 @@ two profiles, both eras, mixed outcomes) give exactly 1,000 records, each with t
 right agent, outcome and decision; ``mcpd calls`` narrows them; the file rotates at
 its cap and keeps every record; a restarted daemon adds to the records before it;
 ``/metrics`` counts them; prompts/get, resources/read and completion/complete leave
-records too; and the daemon's stop writes the records of calls it cut short."""
+records too; the daemon's stop writes the records of calls it cut short; and an agent
+flooding unknown names while the writer is behind takes no record of another's."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from mcpd.audit.log import FILE_NAME
@@ -276,3 +279,63 @@ async def test_stopping_the_daemon_writes_the_records_of_the_calls_it_cut_short(
     assert len(records) == 3
     # Cut short by the stop: the agent was let go, or the server stopped first.
     assert {r.outcome for r in records} <= {"cancelled", "outage"}
+
+
+FLOOD = 10_000  # more than the writer's buffer holds
+
+
+async def test_an_agents_calls_are_all_recorded_while_another_floods_unknown_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer is held (as a disk or journald that fell behind would hold it) while
+    one agent sends more calls of a name mcpd does not know than the buffer holds; then
+    another agent, a process of its own, makes its calls. Every one of the second's
+    calls is written, and every one of the flood is in the file too, most of them
+    counted in a summary record."""
+    config = write_config(tmp_path, max_bytes=16 * 1024 * 1024)
+    release = threading.Event()
+    with trio.fail_after(LIMIT):
+        async with running(load(config), str(config)) as daemon:
+            write = daemon.audit._write
+
+            def held(*args: Any) -> None:
+                release.wait(LIMIT)
+                write(*args)
+
+            monkeypatch.setattr(daemon.audit, "_write", held)
+            try:
+                async with connect(daemon.socket_path, modern=False) as flooder:
+                    await flooder.initialize()
+                    for start in range(0, FLOOD, 250):
+                        await flooder.send_raw(
+                            b"".join(
+                                json.dumps(
+                                    {
+                                        "jsonrpc": "2.0",
+                                        "id": f"f{n}",
+                                        "method": "tools/call",
+                                        "params": {"name": "mcp__nowhere__x", "arguments": {}},
+                                    }
+                                ).encode()
+                                + b"\n"
+                                for n in range(start, start + 250)
+                            )
+                        )
+                        await flooder.wait_unmatched(start + 250)
+                    assert all(r["result"]["isError"] for r in flooder.unmatched)
+                calls = [("mcp__gh__read", {"text": f"honest-{i}"}) for i in range(40)]
+                honest = await burst(daemon.socket_path, "default", "legacy", calls)
+                assert not any(r["is_error"] or r["error"] for r in honest["results"])
+            finally:
+                release.set()
+            await daemon.audit.flush()
+    reading = Reading(str(tmp_path / "state"))
+    records = list(reading)
+    assert [r.name for r in records if r.agent.pid == honest["pid"]] == ["mcp__gh__read"] * 40
+    flood = [r for r in records if r.agent.pid == os.getpid()]
+    assert {(r.name, r.outcome, r.decision) for r in flood} == {
+        ("mcp__nowhere__x", "refused", "none")
+    }
+    assert sum(r.calls for r in flood) == FLOOD
+    assert len(flood) < FLOOD // 10  # past the agent's budget, counted, not written each
+    assert reading.dropped == 0

@@ -1,7 +1,8 @@
 """The audit log's file and journal: one JSON line a record, written off the call path;
 rotated at its cap with the records just written kept; appended to after a restart; a
 full buffer drops and counts, never waits, and is given up by the agent holding the most
-of it; a link where the file goes is not followed."""
+of it; requests refused before any server or rule are counted in one record a batch past
+their agent's budget; a link where the file goes is not followed."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import trio.testing
 
 from mcpd.audit import log as audit_log
 from mcpd.audit import record as records
+from mcpd.audit import summed
 from mcpd.audit.arguments import MAX_KEPT
 from mcpd.audit.log import FILE_NAME, AuditLog
 from mcpd.audit.reader import Reading, log_files
@@ -374,6 +376,19 @@ async def test_a_burst_is_written_at_once_and_a_trickle_after_a_moment(
 FLOODER = AgentInfo(uid=1000, pid=66, exe="python3", profile="default", connection="c9")
 
 
+def unknown(n: int, agent: AgentInfo = FLOODER) -> CallRecord:
+    """A call of a name mcpd does not know: refused before any server or rule."""
+    return CallRecord(
+        ts=1_700_000_000.0 + n / 1000,
+        agent=agent,
+        method="tools/call",
+        name=f"x{n}",
+        outcome="refused",
+        reason="unknown tool",
+        result_bytes=90,
+    )
+
+
 async def test_a_full_buffer_is_given_up_by_the_agent_holding_the_most(tmp_path: Path) -> None:
     """The writer fell behind while one agent floods: that agent's records give up
     their places, and the calls of an agent calling at its pace are all written."""
@@ -390,3 +405,72 @@ async def test_a_full_buffer_is_given_up_by_the_agent_holding_the_most(tmp_path:
         (4242, f"mcp__notes__t{n}") for n in range(100, 103)
     ]
     assert reading.dropped == 5
+
+
+async def test_requests_refused_at_once_past_an_agents_budget_are_counted_in_one_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A flood of calls that reach nothing takes no room from other agents' calls: past
+    its agent's budget, each batch writes one record saying how many (from when to
+    when, the first's name), so every call is in the file, and the log says so once."""
+    log = AuditLog(str(tmp_path), settings(), capacity=summed.BURST + 50, clock=lambda: 5.0)
+    flood = 2000
+    for n in range(flood):
+        log.unrouted(unknown(n))
+        if n % 50 == 0:
+            log.record(record(n))
+    with caplog.at_level(logging.WARNING, logger="mcpd.audit"):
+        await log.flush()
+        log.unrouted(unknown(flood))  # the next batch: a summary of its own
+        await log.flush()
+    reading = Reading(str(tmp_path))
+    written = list(reading)
+    assert [r.name for r in written if r.agent == AGENT] == [
+        f"mcp__notes__t{n}" for n in range(0, flood, 50)
+    ]
+    one_by_one = [r for r in written if r.agent == FLOODER and r.count is msgspec.UNSET]
+    assert [r.name for r in one_by_one] == [f"x{n}" for n in range(summed.BURST)]
+    first, second = [r for r in written if r.count is not msgspec.UNSET]
+    assert (first.count, first.name, first.outcome, first.reason) == (
+        flood - summed.BURST,
+        f"x{summed.BURST}",
+        "refused",
+        "unknown tool",
+    )
+    assert (first.ts, first.last_ts) == (unknown(summed.BURST).ts, unknown(flood - 1).ts)
+    assert first.result_bytes == 90 * (flood - summed.BURST)
+    assert (second.count, second.name) == (1, f"x{flood}")
+    assert sum(r.calls for r in written) == flood + 1 + flood // 50
+    assert reading.dropped == 0 and log.counts.dropped == 0
+    assert sum(log.counts.calls.values()) == flood + 1 + flood // 50
+    [warning] = [r for r in caplog.records if "refused before reaching a server" in r.message]
+    assert "pid 66 (python3)" in warning.message
+
+
+async def test_a_summary_alone_wakes_the_writer(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    """Calls counted past their agent's budget wait in no buffer: the first of them
+    since the last batch wakes the writer, as a record would."""
+    log = AuditLog(str(tmp_path), settings(), clock=lambda: 5.0)
+    batches: list[int] = []
+    second = trio.Event()
+
+    def batch_written() -> None:
+        batches.append(log.written)
+        if len(batches) == 2:
+            second.set()
+
+    log.watch(batch_written)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(log.run)
+        for n in range(summed.BURST):  # the budget spent, and written
+            log.unrouted(unknown(n))
+        await log.flush()
+        assert batches == [summed.BURST]
+        log.unrouted(unknown(summed.BURST))
+        mock_clock.jump(audit_log.GATHER)
+        await second.wait()
+        nursery.cancel_scope.cancel()
+    *_, last = Reading(str(tmp_path))
+    assert (last.count, last.name) == (1, f"x{summed.BURST}")

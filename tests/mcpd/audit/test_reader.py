@@ -185,6 +185,12 @@ def test_since_admits_from_that_moment_on() -> None:
     assert chosen(RECORDS, since=T0 + 1.5) == [2, 3, 4, 5]
 
 
+def test_since_admits_a_summary_whose_last_request_came_after() -> None:
+    summary = record(0, server=None, outcome="refused", count=900, last_ts=T0 + 9)
+    assert chosen([summary], since=T0 + 8) == [0]
+    assert chosen([summary], since=T0 + 10) == []
+
+
 def test_the_server_is_a_glob_over_aliases() -> None:
     assert chosen(RECORDS, server="notes") == [1]
     assert chosen(RECORDS, server="g*") == [0, 2, 3, 5]

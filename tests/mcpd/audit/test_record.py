@@ -114,3 +114,24 @@ def test_a_batchs_digests_are_each_records_own(arguments: list[bytes]) -> None:
     set_digests(records, arguments)
     assert [r.args_digest for r in records] == [digest(a) for a in arguments]
     assert all(len(r.args_digest or "") == DIGEST for r in records)
+
+
+def test_a_summary_says_how_many_and_until_when_and_a_record_stands_for_one() -> None:
+    summary = record(
+        1_785_000_000.0,
+        name="x",
+        outcome="refused",
+        count=5000,
+        last_ts=1_785_000_003.5,
+        last_time=iso(1_785_000_003.5),
+    )
+    line = json.loads(msgspec.json.encode(summary))
+    assert (line["count"], line["last_ts"], line["last_time"]) == (
+        5000,
+        1_785_000_003.5,
+        "2026-07-25T17:20:03.500Z",
+    )
+    assert msgspec.json.decode(msgspec.json.encode(summary), type=CallRecord).calls == 5000
+    one = json.loads(msgspec.json.encode(record(0.0)))
+    assert not {"count", "last_ts", "last_time"} & one.keys()
+    assert record(0.0).calls == 1

@@ -16,6 +16,7 @@ import pytest
 
 from mcpd.audit.log import AuditLog
 from mcpd.audit.record import CallRecord
+from mcpd.audit.summed import BURST
 from mcpd.cli.calls import _agent, cmd_calls, render, since
 from mcpd.config.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
@@ -232,3 +233,57 @@ async def test_without_a_config_the_log_is_the_running_daemons(
         "notes__t0",
         HOSTILE,
     ]
+
+
+def summary(n: int, count: int, **kw: object) -> CallRecord:
+    """A record standing for ``count`` requests refused before any server."""
+    fields: dict[str, object] = {
+        "server": None,
+        "original": None,
+        "name": "x",
+        "outcome": "refused",
+        "reason": "unknown tool",
+        "decision": "none",
+        "count": count,
+        "last_ts": NOW + n + 3.5,
+        **kw,
+    }
+    return record(n, **fields)
+
+
+def test_a_summary_shows_how_many_calls_it_stands_for_and_when() -> None:
+    table = render([record(0), summary(1, 5000, name=HOSTILE)])
+    assert not any(ch in table for ch in TERMINAL)
+    lines = table.splitlines()
+    row = lines[2].split()
+    assert row[-3:] == ["refused", "\u00d75000", "-"]
+    assert "counted, not recorded one by one (past their agent's budget):" in lines
+    first, last = (datetime.fromtimestamp(NOW + t).strftime("%H:%M:%S") for t in (1, 4.5))
+    assert lines[-1].startswith(f"  {first} to {last}: 5000 tools/call of pid 501 (claude)")
+    assert lines[-1].endswith("the first \\x1b]0;owned\\x07\\x1b[2J\\x9b31m\\u202eevil\\u200b\\x7f")
+
+
+async def test_summaries_are_among_the_failed_calls_and_counted_as_their_calls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    log = AuditLog(str(state), DaemonConfig(audit_journal=False), clock=lambda: 0.0)
+    log.record(record(0))
+    flooder = AgentInfo(uid=1000, pid=66, exe="python3")
+    for n in range(1, 1000):
+        log.unrouted(record(n, agent=flooder, server=None, original=None, name="x",
+                            outcome="refused"))  # fmt: skip
+    await log.flush()
+    log._close()
+    config = tmp_path / "config.toml"
+    config.write_text(f'[daemon]\nstate_dir = "{state}"\n')
+    assert cmd_calls(args(config, json=True, failed=True, last=0)) == 0
+    failed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    *one_by_one, counted = failed
+    assert len(one_by_one) == BURST
+    assert (counted["count"], counted["name"], counted["outcome"]) == (999 - BURST, "x", "refused")
+    assert counted["last_ts"] == NOW + 999
+    assert cmd_calls(args(config, last=3)) == 0
+    captured = capsys.readouterr()
+    assert f"\u00d7{999 - BURST}" in captured.out
+    assert f"{999 - BURST + 2} of 1000 calls in {state}" in captured.err

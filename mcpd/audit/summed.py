@@ -1,0 +1,125 @@
+"""Requests mcpd refused itself before any server or rule saw them (an unknown or held
+name, a request it could not read, one turned away at the connection): an agent can
+send those as fast as it can write, and each costs mcpd next to nothing, so they are
+what a flood of the audit log is made of.
+
+Each agent (``agent_key``: its uid, pid and program) has a budget of them recorded one
+by one, ``BURST`` at once and then ``RATE`` a second, which no mistake of a working
+agent's comes near. Past it, they are counted: per agent, method and outcome, one
+summary a writer batch, which is a record of the first of them with ``count`` (how
+many), its sizes added up and ``last_ts`` (when the last came). Every request is still
+in the file, and the file grows by a few lines a second per agent however fast it
+sends; the calls of other agents keep their room in the buffer. The first summary in a
+while is also a warning in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Final
+
+import msgspec
+from msgspec import UnsetType
+
+from protocol.budget import Bucket, Throttle
+from protocol.logfields import log_extra
+from protocol.visible import visible
+
+from .record import AgentKey, CallRecord, agent_key, iso, stamp
+
+BURST: Final = 100
+RATE: Final = 10.0
+# How often at most the log says an agent's requests are being counted.
+WARN_EVERY: Final = 60.0
+
+logger = logging.getLogger("mcpd.audit")
+
+_Key = tuple[AgentKey, str, str]  # the agent's, the method, the outcome
+
+
+class Summed:
+    """The agents' budgets, and the summaries of what went past them since the last
+    writer batch (``take``), kept by the event loop; the warning is the writer's."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._budgets: dict[AgentKey, Bucket] = {}
+        self._summaries: dict[_Key, CallRecord] = {}
+        self._warning = Throttle(burst=1, every=WARN_EVERY, clock=clock)
+
+    def within_budget(self, record: CallRecord) -> bool:
+        """Whether ``record`` is written one by one; its agent's budget is taken from."""
+        key = agent_key(record.agent)
+        now = self._clock()
+        budget = self._budgets.get(key)
+        if budget is None:
+            budget = self._budgets[key] = Bucket(tokens=float(BURST), stamp=now)
+        return budget.take(now, BURST, RATE)
+
+    def add(self, record: CallRecord) -> bool:
+        """``record`` counted in its agent's summary; whether it is the first summary
+        since the last batch (the writer then has something to write)."""
+        summaries = self._summaries
+        key = (agent_key(record.agent), record.method, record.outcome)
+        summary = summaries.get(key)
+        if summary is None:
+            summaries[key] = msgspec.structs.replace(
+                record, count=1, last_ts=record.ts, args_digest=None, arguments=msgspec.UNSET
+            )
+            return len(summaries) == 1
+        summary.count = summary.calls + 1
+        last = summary.last_ts
+        if isinstance(last, UnsetType) or record.ts > last:
+            summary.last_ts = record.ts
+        summary.args_bytes += record.args_bytes
+        summary.result_bytes += record.result_bytes
+        return False
+
+    def take(self) -> list[CallRecord]:
+        """The summaries made since the last time, for the writer's batch; and the
+        budgets that are whole again forgotten (a fresh one is the same)."""
+        summaries = list(self._summaries.values())
+        self._summaries.clear()
+        now = self._clock()
+        refilled = [
+            key
+            for key, budget in self._budgets.items()
+            if budget.tokens + (now - budget.stamp) * RATE >= BURST
+        ]
+        for key in refilled:
+            del self._budgets[key]
+        return summaries
+
+    def warn(self, summaries: list[CallRecord]) -> None:
+        """Say so in the log, at most every ``WARN_EVERY`` seconds, naming the agent
+        of the largest of ``summaries``."""
+        if not summaries or self._warning.admit() is None:
+            return
+        most = max(summaries, key=_calls)
+        logger.warning(
+            "%s: %d %s requests refused before reaching a server (the first: %s), past its "
+            "budget of %d at once and %g a second: the audit log counts them in one record "
+            "per write (mcpd calls --failed)",
+            visible(most.agent.label()),
+            most.calls,
+            most.method,
+            visible(most.name or "-"),
+            BURST,
+            RATE,
+            extra=log_extra(None, "audit", "requests counted"),
+        )
+
+
+def _calls(record: CallRecord) -> int:
+    return record.calls
+
+
+def finish(summaries: list[CallRecord]) -> None:
+    """Each summary's times as text, as its line is written (in the writer's thread)."""
+    stamp(summaries)
+    for summary in summaries:
+        last = summary.last_ts
+        if not isinstance(last, UnsetType):
+            summary.last_time = iso(last)
