@@ -37,6 +37,9 @@ TOTAL: Final = 1024
 PER_AGENT_BYTES: Final = 32 * 1024 * 1024
 TOTAL_BYTES: Final = 256 * 1024 * 1024
 _REMEMBERED_PER_CONNECTION: Final = 256
+# The letters of an id's tail: none that reads as another.
+_ID_LETTERS: Final = "abcdefghjkmnpqrstuvwxyz23456789"
+_ID_TAIL: Final = 4
 
 Outcome = Literal["approved", "denied", "unanswered"]
 
@@ -162,6 +165,7 @@ class Approvals:
         self._on_change = changed
         self._pending: dict[str, Pending] = {}
         self._remembered: dict[str, set[tuple[int | None, str, str]]] = {}
+        self._issued = 0  # ids given
         self.version = 0
         self._changed = trio.Event()
 
@@ -227,14 +231,19 @@ class Approvals:
         if len(self._pending) >= TOTAL:
             self._make_room(key)
         self._make_bytes_room(key, kept)
-        while True:
-            pid = secrets.token_hex(3)
-            if pid not in self._pending:
-                break
-        pending = Pending(pid, request, self._wall(), timeout, asked, kept, overrule)
-        self._pending[pid] = pending
+        pending = Pending(self._new_id(), request, self._wall(), timeout, asked, kept, overrule)
+        self._pending[pending.id] = pending
         self._bump()
         return pending
+
+    def _new_id(self) -> str:
+        """An id no other call of this daemon's life has had, or will: what a person
+        read as one call's id names that call or none, however many calls come and go
+        before they type it. Its count is never given twice; its tail is drawn for
+        each call, so that an id read before a restart names no call after it."""
+        self._issued += 1
+        tail = "".join(secrets.choice(_ID_LETTERS) for _ in range(_ID_TAIL))
+        return f"{self._issued}-{tail}"
 
     def _make_room(self, key: str) -> None:
         """All places taken: the newest call of the agent that holds the most of them
@@ -302,7 +311,10 @@ class Approvals:
         refusal (``not_yours``, unless given)."""
         pending = self._pending.get(id)
         if pending is None or pending.verdict is not None:
-            raise ApprovalError(f"no call waits for approval under {id!r}")
+            raise ApprovalError(
+                f"no call waits for approval under {id!r} (an id is never given to"
+                " another call: the one it named, if any, is over)"
+            )
         kin = pending.request.kin
         for decider in deciders:
             tie = kin.tie(decider)

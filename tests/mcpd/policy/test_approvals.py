@@ -1,12 +1,13 @@
 """The approvals registry on trio's MockClock: a held call waits for a decision, the
 first decision wins, the timeout refuses, a cancelled wait leaves nothing pending,
-rules that changed end at once the waits they now decide, an approval can be
-remembered for the connection, and no agent can fill the list or decide its own call.
-And what the agent's user is asked, in both eras."""
+rules that changed end at once the waits they now decide, an id names one call for the
+daemon's life, an approval can be remembered for the connection, and no agent can fill
+the list or decide its own call. And what the agent's user is asked, in both eras."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -156,6 +157,55 @@ async def test_rules_that_changed_end_at_once_the_waits_they_now_decide(
     assert trio.current_time() == start  # nobody waited out a timeout
     assert verdicts == {"denied_now": ruled, "still_asked": Verdict("approved", "uid 0 (root)")}
     assert approvals.list() == []
+
+
+async def ids_of_calls_made_and_cancelled(
+    approvals: Approvals, count: int, together: int = PER_AGENT
+) -> list[str]:
+    """The ids ``count`` calls get that are cancelled as soon as they wait, as an agent
+    cycles them to get an id it wants (``together`` at a time)."""
+    ids: list[str] = []
+    while len(ids) < count:
+        at_once = min(together, count - len(ids))
+        async with trio.open_nursery() as nursery:
+            for _ in range(at_once):
+                nursery.start_soon(approvals.ask, request(), 120)
+            await trio.testing.wait_all_tasks_blocked()
+            ids += [view.id for view in approvals.list()]
+            nursery.cancel_scope.cancel()
+    return ids
+
+
+async def test_an_id_names_one_call_for_the_daemons_life(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """What an operator read as a call's id names that call or none, however many
+    calls an agent makes and cancels before they type it."""
+    approvals = Approvals()
+    [read] = await ids_of_calls_made_and_cancelled(approvals, 1)
+    later = await ids_of_calls_made_and_cancelled(approvals, 2000)
+    assert len({read, *later}) == 2001
+    with pytest.raises(ApprovalError, match="never given to another call"):
+        approvals.decide(read, True, "uid 0 (root)")
+    assert all(len(id) <= len("2001-") + 4 for id in later)  # short enough to type
+
+
+async def test_no_id_is_given_twice_even_were_every_draw_the_same(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """That an id is not given again does not rest on chance."""
+    monkeypatch.setattr(secrets, "token_hex", lambda size: "ab" * size)
+    monkeypatch.setattr(secrets, "choice", lambda letters: letters[0])
+    ids = await ids_of_calls_made_and_cancelled(Approvals(), 100, together=1)
+    assert len(set(ids)) == 100
+
+
+async def test_ids_read_before_a_restart_name_no_call_after_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    before = await ids_of_calls_made_and_cancelled(Approvals(), 20)
+    after = await ids_of_calls_made_and_cancelled(Approvals(), 20)
+    assert not set(before) & set(after)
 
 
 async def test_the_agents_user_and_the_operator_race(
