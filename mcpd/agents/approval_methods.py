@@ -2,6 +2,8 @@
 
 - ``mcpd/approvals/list``: the calls waiting for a person, oldest first, and the
   list's version;
+- ``mcpd/approvals/show {id}``: one of them with its arguments whole (the list shows
+  them at a glance);
 - ``mcpd/approvals/decide {id, approve, reason?}``: approve or deny one of them;
 - ``mcpd/approvals/watch {after, wait?}``: answers once the list changed since version
   ``after`` (or after ``wait`` seconds, at most a minute), with the list.
@@ -43,6 +45,10 @@ class _Decide(msgspec.Struct):
     reason: str | None = None
 
 
+class _Show(msgspec.Struct):
+    id: str
+
+
 class _Watch(msgspec.Struct):
     after: int = 0
     wait: float = MAX_WAIT
@@ -66,6 +72,19 @@ def _listing(api: _Api) -> dict[str, Any]:
 async def _list(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
     _operator(conn, req.method)
     return _listing(api)
+
+
+async def _show(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    _operator(conn, req.method)
+    params = rpc.decode_as(req.params, _Show)
+    try:
+        view, request = api.control.approvals.waiting(params.id)
+    except ApprovalError as exc:
+        raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
+    # Written again from the arguments' bytes: for long ones, work the other agents'
+    # calls need not wait for.
+    whole = await trio.to_thread.run_sync(request.whole_arguments)
+    return {"approval": view, "arguments": whole}
 
 
 async def _decide(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
@@ -94,6 +113,7 @@ Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaita
 
 HANDLERS: dict[str, Handler] = {
     "mcpd/approvals/list": _list,
+    "mcpd/approvals/show": _show,
     "mcpd/approvals/decide": _decide,
     "mcpd/approvals/watch": _watch,
 }

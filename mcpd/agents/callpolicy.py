@@ -10,8 +10,9 @@ of it. It asks the agent's user through the agent when the agent can be asked (a
 ``elicitation/create`` of mcpd's own to a legacy agent, an ``input_required`` to a
 modern one, through the same askers that carry a server's questions) while the
 operator can decide with ``mcpd approvals`` or on the status page; whoever answers
-first decides, and a call nobody decides in time is refused. One whose arguments give
-a key twice is refused before anyone is asked (``gate.repeated_key``).
+first decides, and a call nobody decides in time is refused. One whose arguments
+cannot be shown as the server will read them (a key given twice, a number past what a
+double holds) is refused before anyone is asked (``gate.CallGate.shown``).
 
 An approval is for the call as it was when the person was asked. Once the wait ends in
 one, the call is looked at again before it is sent: its tool as the agent's profile
@@ -35,8 +36,9 @@ from protocol import mcp, surface
 from ..policy import asking, refusals
 from ..policy.agent import AgentInfo
 from ..policy.approvals import ApprovalRequest, Verdict
-from ..policy.gate import CallGate, FindKin, KeysUnchecked, repeated_key
+from ..policy.gate import CallGate, FindKin
 from ..policy.kin import AgentKin
+from ..policy.reading import RepeatedKey, Unshowable
 from ..policy.rules import CallFacts, Decision, facts_of
 from ..registry.shown import Entry
 from ..servers.askback import Asker
@@ -44,7 +46,6 @@ from ..servers.calls import Call
 from .askback import Park, Parks
 from .profiles import ProfileServers
 
-_NO_ARGUMENTS: Final = b"{}"
 _encode: Final = msgspec.json.Encoder().encode
 # What is asked does not change whether an agent takes it: its shape does.
 _PROBE: Final = ApprovalRequest(
@@ -111,19 +112,19 @@ class CallPolicy:
         """Wait for a person's decision on ``call`` (of ``agent``, whose ``kin`` may not
         decide it): None once it is approved, else the result it ends with."""
         arguments = call.arguments
-        raw = bytes(arguments) if isinstance(arguments, Raw) else _NO_ARGUMENTS
         # Refused before anyone is asked, an approval remembered too: what a person
-        # approves is the arguments as shown, one value for each key.
+        # approves is the arguments as shown, and the server must read them so.
         try:
-            key = repeated_key(raw)
-        except KeysUnchecked as exc:
+            shown = await self.gate.shown(arguments if isinstance(arguments, Raw) else None)
+        except Unshowable as exc:
             call.decision, call.decided_by = "denied", refusals.REPEATED_BY
-            call.refusal = f"denied by mcpd: {exc}, so no key can be seen to be given once"
-            return refusals.keys_unchecked(ask.facts, ask.decision, str(exc))
-        if key is not None:
-            call.decision, call.decided_by = "denied", refusals.REPEATED_BY
-            call.refusal = f"denied by mcpd: the arguments give the key '{key}' more than once"
-            return refusals.repeated_key(ask.facts, ask.decision, key)
+            if isinstance(exc, RepeatedKey):
+                call.refusal = (
+                    f"denied by mcpd: the arguments give the key '{exc.key}' more than once"
+                )
+                return refusals.repeated_key(ask.facts, ask.decision, exc.key)
+            call.refusal = f"denied by mcpd: the arguments cannot be shown ({exc})"
+            return refusals.unshowable(ask.facts, ask.decision, str(exc))
         version = call.ctx.version
         # Asked only when it declared it takes elicitation (a form, for this version).
         probe = asking.elicitation_params(_PROBE, version)
@@ -138,13 +139,14 @@ class CallPolicy:
                 answer = await asker.ask(asking.METHOD, params)
             except rpc.RPCError:
                 return None  # it cannot answer after all (it left, or refused)
-            return asking.verdict_of(answer if isinstance(answer, Raw) else Raw(b"null"))
+            given = answer if isinstance(answer, Raw) else Raw(b"null")
+            return asking.verdict_of(given, asking.may_approve(request))
 
         while True:
             # The rule decides whether an agent's user may decide.
             answer = agent_answer if declares and not ask.decision.operator_only else None
             verdict = await self.gate.ask(
-                ask.facts, agent, kin, ask.decision, raw, answer, ask.kept
+                ask.facts, agent, kin, ask.decision, shown, answer, ask.kept
             )
             if isinstance(verdict, Decision):  # a reload's rules deny it: it waits no more
                 return _ruled(call, ask.facts, verdict)

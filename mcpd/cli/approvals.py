@@ -1,16 +1,17 @@
 """``mcpd approvals``: the calls waiting for a person, and deciding them.
 
-``mcpd approvals`` lists them; ``mcpd approvals approve ID`` and ``mcpd approvals deny
-ID [--reason TEXT]`` decide one; ``--watch`` shows the list again each time it changes,
-until Ctrl-C. What the agents asked is shown as it is, made visible: a tool name comes
-from a server and arguments from an agent, and neither may drive the terminal.
+``mcpd approvals`` lists them, each with its arguments at a glance (every key, long
+values shortened where they stand); ``mcpd approvals show ID`` prints one call's
+arguments whole; ``mcpd approvals approve ID`` and ``mcpd approvals deny ID [--reason
+TEXT]`` decide one; ``--watch`` shows the list again each time it changes, until
+Ctrl-C. What the agents asked is shown as it is, made visible: a tool name comes from a
+server and arguments from an agent, and neither may drive the terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +21,7 @@ from protocol.visible import visible
 from .client import SOCKET_HELP
 from .exits import EXIT_USAGE, ask, client_for, fail
 
-ACTIONS = ("approve", "deny")
+ACTIONS = ("show", "approve", "deny")
 
 
 def add_parser(sub: Any) -> None:
@@ -30,8 +31,8 @@ def add_parser(sub: Any) -> None:
         "action",
         nargs="?",
         choices=ACTIONS,
-        metavar="approve|deny",
-        help="approve or deny the call ID",
+        metavar="show|approve|deny",
+        help="show the call ID with its arguments whole, or approve or deny it",
     )
     ap.add_argument("id", nargs="?", metavar="ID", help="the call's id, as the list shows it")
     ap.add_argument("--reason", metavar="TEXT", help="with deny: why (the agent is told)")
@@ -46,7 +47,9 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     if args.reason is not None and args.action != "deny":
         fail(EXIT_USAGE, "--reason goes with deny")
     if args.action is not None and args.watch:
-        fail(EXIT_USAGE, "--watch lists; it does not go with approve or deny")
+        fail(EXIT_USAGE, "--watch lists; it does not go with show, approve or deny")
+    if args.action == "show":
+        return _show(args)
     if args.action is not None:
         return _decide(args)
     if args.watch:
@@ -72,6 +75,24 @@ def _decide(args: argparse.Namespace) -> int:
     item = done["decided"]
     word = "approved" if done["approved"] else "denied"
     print(f"{word} {visible(item['id'])}: {_tool(item)} for {_agent(item['agent'])}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        shown = ask(client, "mcpd/approvals/show", {"id": args.id}, code=False)
+    if args.json:
+        print(json.dumps(shown, indent=2))
+        return 0
+    item = shown["approval"]
+    print(f"{visible(item['id'])}: {_tool(item)} for {_agent(item['agent'])}")
+    if item.get("reason"):
+        print(f"why it asks: {visible(item['reason'])}")
+    # Line by line, so that the lines are the arguments' own (written out by mcpd, one
+    # member or item a line) and none of what the agent chose can write one.
+    print("arguments:")
+    for line in shown["arguments"].split("\n"):
+        print(f"  {visible(line)}")
     return 0
 
 
@@ -114,17 +135,14 @@ def render(items: list[dict[str, Any]]) -> str:
                 f"{max(0, int(left.total_seconds()))} s",
                 _agent(item["agent"]),
                 _tool(item),
-                visible(item["arguments"]).replace("\n", " "),
             )
         )
-    widths = [max(len(r[i]) for r in [_HEAD, *rows]) for i in range(5)]
-    width = shutil.get_terminal_size((120, 20)).columns
-    room = max(20, width - sum(widths) - 2 * 5)
+    widths = [max(len(r[i]) for r in [_HEAD, *rows]) for i in range(len(_HEAD))]
     lines = []
-    for row in [_HEAD, *rows]:
-        cells = [f"{row[i]:<{widths[i]}}" for i in range(5)]
-        args = row[5] if len(row[5]) <= room else row[5][: room - 1] + "…"
-        lines.append("  ".join([*cells, args]).rstrip())
+    for n, row in enumerate([_HEAD, *rows]):
+        lines.append("  ".join(f"{cell:<{widths[i]}}" for i, cell in enumerate(row)).rstrip())
+        if n:
+            lines += _arguments(items[n - 1])
     reasons = [f"{visible(i['id'])}: {visible(i['reason'])}" for i in items if i.get("reason")]
     if reasons:
         lines += ["", "why they ask:", *[f"  {r}" for r in reasons]]
@@ -132,7 +150,25 @@ def render(items: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-_HEAD = ("ID", "WAITING", "LEFT", "AGENT", "TOOL", "ARGUMENTS")
+def _arguments(item: dict[str, Any]) -> list[str]:
+    """A call's arguments under its row: at a glance, every key shown where they fit
+    (the terminal folds the line; nothing is cut to its width), and what to run where
+    part of them is not shown."""
+    shown = f"  {visible(item['arguments'])}"
+    whole = f"mcpd approvals show {visible(item['id'])}"
+    left_out = item.get("keys_left_out") or 0
+    if left_out:
+        return [
+            shown,
+            f"  ({left_out} keys do not fit here: {whole} shows them all; read them before"
+            " you approve it)",
+        ]
+    if item.get("shortened"):
+        return [shown, f"  (long values are shortened where they stand: {whole} shows them whole)"]
+    return [shown]
+
+
+_HEAD = ("ID", "WAITING", "LEFT", "AGENT", "TOOL")
 
 
 def _agent(agent: dict[str, Any]) -> str:

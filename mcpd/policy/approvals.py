@@ -45,8 +45,9 @@ Outcome = Literal["approved", "denied", "unanswered"]
 
 
 class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """What a person is asked about. ``arguments`` is the call's arguments as JSON text,
-    mcpd's secrets masked and cut to a size a person can read."""
+    """What a person is asked about. ``arguments`` is the call's arguments at a glance
+    (``showing``): JSON text, mcpd's secrets masked, every key shown where they fit,
+    long values shortened in place; ``whole`` writes them whole."""
 
     agent: AgentInfo
     kin: AgentKin  # who may not decide it
@@ -54,8 +55,14 @@ class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
     server: str
     original: str  # the server's own name for it
     arguments: str
+    shortened: bool = False  # a value is shortened in ``arguments``
+    keys_left_out: int = 0  # keys ``arguments`` had no room for
+    whole: Callable[[], str] | None = None  # None: ``arguments`` is all of them
     rule: int | None = None
     reason: str | None = None
+
+    def whole_arguments(self) -> str:
+        return self.arguments if self.whole is None else self.whole()
 
 
 class Verdict(msgspec.Struct, frozen=True):
@@ -80,12 +87,14 @@ class PendingView(msgspec.Struct, frozen=True, kw_only=True):
     tool: str
     server: str
     original: str
-    arguments: str
+    arguments: str  # at a glance
     rule: int | None
     reason: str | None
     asked: str  # "agent" (its user was asked too) or "operator"
     since: str
     deadline: str
+    shortened: bool = False  # a value is shortened in ``arguments``: the whole is apart
+    keys_left_out: int = 0  # keys ``arguments`` had no room for: not to approve from
 
 
 def _iso(at: float) -> str:
@@ -143,6 +152,8 @@ class Pending:
             server=r.server,
             original=r.original,
             arguments=r.arguments,
+            shortened=r.shortened,
+            keys_left_out=r.keys_left_out,
             rule=r.rule,
             reason=r.reason,
             asked=self.asked,
@@ -297,6 +308,20 @@ class Approvals:
         waiting = [p for p in self._pending.values() if p.verdict is None]
         return [p.view() for p in sorted(waiting, key=lambda p: p.since)]
 
+    def waiting(self, id: str) -> tuple[PendingView, ApprovalRequest]:
+        """The pending call ``id``, as listed and as asked about."""
+        pending = self._waiting(id)
+        return pending.view(), pending.request
+
+    def _waiting(self, id: str) -> Pending:
+        pending = self._pending.get(id)
+        if pending is None or pending.verdict is not None:
+            raise ApprovalError(
+                f"no call waits for approval under {id!r} (an id is never given to"
+                " another call: the one it named, if any, is over)"
+            )
+        return pending
+
     def decide(
         self,
         id: str,
@@ -309,12 +334,7 @@ class Approvals:
         """Decide the pending call ``id``. ``deciders``: who decides, none of whom may
         be kin to the agent that asked (``AgentKin.tie``); ``why_not`` words the
         refusal (``not_yours``, unless given)."""
-        pending = self._pending.get(id)
-        if pending is None or pending.verdict is not None:
-            raise ApprovalError(
-                f"no call waits for approval under {id!r} (an id is never given to"
-                " another call: the one it named, if any, is over)"
-            )
+        pending = self._waiting(id)
         kin = pending.request.kin
         for decider in deciders:
             tie = kin.tie(decider)

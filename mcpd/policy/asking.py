@@ -11,7 +11,11 @@ arguments) is made visible, kept short and put last on its line, so no part of i
 end that line and read as mcpd's own.
 
 Any answer but an explicit approval is a refusal: a declined or dismissed form, or a
-form whose content does not say "approve".
+form whose content does not say "approve". The arguments are shown at a glance
+(``showing``): every key, long values shortened where they stand. Where even the keys
+do not all fit, the form says so and offers only to deny: the call is approved from
+``mcpd approvals``, where they are shown whole, and no answer of the agent's approves
+it (nor does a dismissed form refuse it: the operator still decides).
 """
 
 from __future__ import annotations
@@ -30,8 +34,6 @@ METHOD: Final = "elicitation/create"
 APPROVE: Final = "approve"
 DENY: Final = "deny"
 BY_AGENT: Final = "the agent's user"
-# How much of the arguments a person is shown in the question.
-SHOWN_ARGUMENTS: Final = 2000
 # How much of the server's name for its tool (the local name tells tools apart).
 SHOWN_NAME: Final = 200
 # Versions from before elicitation had modes: their params have no "mode".
@@ -54,13 +56,23 @@ SCHEMA: Final[dict[str, Any]] = {
     },
     "required": ["decision"],
 }
+# The form for a call it cannot show whole enough to approve.
+DENY_ONLY: Final[dict[str, Any]] = {
+    **SCHEMA,
+    "properties": {
+        **SCHEMA["properties"],
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "description": "deny refuses the call; approving it is done with mcpd approvals",
+            "enum": [DENY],
+        },
+    },
+}
 
 
 def question(request: ApprovalRequest) -> str:
     """The text the user reads."""
-    shown = visible(request.arguments)
-    if len(shown) > SHOWN_ARGUMENTS:
-        shown = shown[:SHOWN_ARGUMENTS] + f"… ({len(shown) - SHOWN_ARGUMENTS} more)"
     name = visible(request.original)
     if len(name) > SHOWN_NAME:
         name = name[:SHOWN_NAME] + f"… ({len(name) - SHOWN_NAME} more characters)"
@@ -69,15 +81,27 @@ def question(request: ApprovalRequest) -> str:
         f"mcpd asks before this call{why}.\n"
         f"Tool: {visible(request.tool)} on the server '{visible(request.server)}', "
         f"which calls it {name}\n"
-        f"Arguments: {shown}\n"
-        "Approve it to send it to the server, or deny it."
+        f"Arguments: {visible(request.arguments)}\n"
+        + (
+            "Approve it to send it to the server, or deny it."
+            if may_approve(request)
+            else f"{request.keys_left_out} keys of the arguments do not fit here, so it cannot be"
+            " approved here: it is decided with `mcpd approvals` (`mcpd approvals show ID`"
+            " shows the arguments whole), where mcpd runs. You can deny it here."
+        )
     )
+
+
+def may_approve(request: ApprovalRequest) -> bool:
+    """Whether the question shows enough of the call to approve it from: every key."""
+    return request.keys_left_out == 0
 
 
 def elicitation_params(request: ApprovalRequest, version: str) -> dict[str, Any]:
     """The params of the ``elicitation/create`` that asks the agent's user, for an
     agent that speaks protocol ``version``."""
-    params: dict[str, Any] = {"message": question(request), "requestedSchema": SCHEMA}
+    schema = SCHEMA if may_approve(request) else DENY_ONLY
+    params: dict[str, Any] = {"message": question(request), "requestedSchema": schema}
     if version not in _WITHOUT_MODE:
         params = {"mode": "form", **params}
     return params
@@ -103,22 +127,33 @@ class _Answer(msgspec.Struct):
     content: dict[str, Any] | None = None
 
 
-def verdict_of(answer: bytes | msgspec.Raw | Mapping[str, object]) -> Verdict:
-    """The user's answer (an ``ElicitResult``, raw JSON or decoded) as a verdict."""
+def verdict_of(
+    answer: bytes | msgspec.Raw | Mapping[str, object], approvable: bool = True
+) -> Verdict | None:
+    """The user's answer (an ``ElicitResult``, raw JSON or decoded) as a verdict. Of a
+    form that could not show every key (not ``approvable``) only an explicit denial
+    decides: None, and the operator does."""
     try:
         if isinstance(answer, bytes | msgspec.Raw):
             parsed = msgspec.json.decode(answer, type=_Answer)
         else:
             parsed = msgspec.convert(answer, _Answer)
     except (msgspec.DecodeError, msgspec.ValidationError):
+        parsed = None
+    content = (parsed.content if parsed is not None else None) or {}
+    given = content.get("reason")
+    reason = (given.strip()[:500] or None) if isinstance(given, str) else None
+    accepted = parsed is not None and parsed.action == "accept"
+    if not approvable:
+        if accepted and content.get("decision") == DENY:
+            return Verdict("denied", BY_AGENT, reason or "denied")
+        return None
+    if parsed is None:
         return Verdict("denied", BY_AGENT, "the agent's answer could not be read")
     if parsed.action == "decline":
         return Verdict("denied", BY_AGENT, "declined")
-    if parsed.action != "accept":
+    if not accepted:
         return Verdict("denied", BY_AGENT, "dismissed without a decision")
-    content = parsed.content or {}
-    given = content.get("reason")
-    reason = (given.strip()[:500] or None) if isinstance(given, str) else None
     if content.get("decision") == APPROVE:
         return Verdict("approved", BY_AGENT, reason)
     return Verdict("denied", BY_AGENT, reason or "denied")

@@ -11,22 +11,20 @@ the new rules deny; an approval stands only when the rules, put to again once th
 is over (``stands``), decide the call as they did when it began to wait, and only then
 is it remembered.
 
-A person approves a call from its arguments as they are shown, decoded: where an
-object gives a key twice, the decoding keeps one value, and a server's parser may keep
-the other. ``repeated_key`` finds such a key, so that a call a person must approve is
-refused instead of shown one way and run another.
+A person approves a call from its arguments as they are shown (``showing``): before
+anyone is asked, ``shown`` reads them once, and arguments that reading cannot show as
+the server will read them (a key given twice, a number past what a double holds, text
+that is not JSON) are refused (``reading.Unshowable``) rather than shown one way and
+run another.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
 import msgspec
 import trio
-
-from protocol.visible import visible
 
 from ..config.policy import PolicyRule
 from .agent import AgentInfo
@@ -35,58 +33,16 @@ from .kin import AgentKin
 from .masking import KnownSecrets
 from .rates import RateLimits
 from .rules import CallFacts, Decision, Policy
+from .showing import ShownArguments, shown_arguments
 
 REMEMBERED: Final = "remembered"
-# What a person is shown of a call's arguments at most (the JSON text, masked).
-MAX_SHOWN: Final = 8192
-# How much of a repeated key is said back.
-KEY_SHOWN: Final = 60
-_encode: Final = msgspec.json.Encoder().encode
+# Arguments longer than this are read in a worker thread: reading is work in
+# proportion to their size, and the other agents' calls go on meanwhile.
+READ_HERE: Final = 64 * 1024
 
 # Who may not decide the calls of the agent that asks (``kin.AgentKin``): looked up once
 # a call is to wait, and only then.
 FindKin = Callable[[], Awaitable[AgentKin]]
-
-
-class _Repeated(Exception):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _each_key_once(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    members = dict(pairs)
-    if len(members) < len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _Repeated(key)
-            seen.add(key)
-    return members
-
-
-class KeysUnchecked(Exception):
-    """The arguments could not be read through to see that each key is given once: a
-    person cannot be shown them as the server will read them."""
-
-
-def repeated_key(arguments: bytes | None) -> str | None:
-    """A key some object of ``arguments`` gives more than once, at any depth, written
-    out and kept short; None when each is given once. Raises KeysUnchecked when they
-    cannot be read through (nested past the reader's depth, a number too long to read):
-    what cannot be checked is refused, not taken as checked."""
-    if not arguments:
-        return None
-    try:
-        json.loads(arguments.decode("utf-8"), object_pairs_hook=_each_key_once)
-    except _Repeated as found:
-        key = visible(found.key)
-        return key if len(key) <= KEY_SHOWN else key[: KEY_SHOWN - 1] + "…"
-    except RecursionError:
-        raise KeysUnchecked("they are nested too deeply") from None
-    except ValueError:
-        raise KeysUnchecked("mcpd cannot read them as JSON") from None
-    return None
 
 
 class CallGate:
@@ -136,33 +92,31 @@ class CallGate:
         agent: AgentInfo,
         kin: AgentKin,
         decision: Decision,
-        arguments: bytes | None,
+        arguments: ShownArguments,
     ) -> ApprovalRequest:
+        seen = arguments.glance
         return ApprovalRequest(
             agent=agent,
             kin=kin,
             tool=facts.name,
             server=facts.server,
             original=facts.original,
-            arguments=self.shown_arguments(arguments),
+            arguments=seen.text,
+            shortened=seen.shortened,
+            keys_left_out=seen.keys_left_out,
+            whole=arguments.whole,
             rule=decision.rule,
             reason=decision.reason,
         )
 
-    def shown_arguments(self, arguments: bytes | None) -> str:
-        """The arguments as a person is shown them: compact JSON, secrets masked."""
-        if not arguments:
-            return "{}"
-        try:
-            value = msgspec.json.decode(arguments)
-        except msgspec.DecodeError:
-            return "(not valid JSON)"
-        except RecursionError:
-            return "(nested too deeply to show)"
-        text = _encode(self.secrets.mask_value(value)).decode()
-        if len(text) > MAX_SHOWN:
-            text = text[:MAX_SHOWN] + f"… ({len(text) - MAX_SHOWN} more characters)"
-        return text
+    async def shown(self, arguments: bytes | msgspec.Raw | None) -> ShownArguments:
+        """The arguments as a person is shown them, mcpd's secrets masked. Raises
+        ``RepeatedKey`` or ``Unshowable`` when they cannot be shown as the server will
+        read them."""
+        secrets = self.secrets.current()
+        if arguments is None or len(arguments) <= READ_HERE:
+            return shown_arguments(arguments, secrets)
+        return await trio.to_thread.run_sync(shown_arguments, arguments, secrets)
 
     async def ask(
         self,
@@ -170,7 +124,7 @@ class CallGate:
         agent: AgentInfo,
         kin: FindKin,
         decision: Decision,
-        arguments: bytes | None,
+        arguments: ShownArguments,
         agent_answer: AgentAnswer | None = None,
         kept: int = 0,
     ) -> Verdict | Decision:

@@ -16,7 +16,7 @@ from .rates import SLACK
 from .rules import CallFacts, Decision
 
 META_KEY: Final = "mcpd/policy"
-REPEATED_BY: Final = "mcpd"  # who refuses an ask whose arguments give a key twice
+REPEATED_BY: Final = "mcpd"  # who refuses an ask whose arguments cannot be shown
 
 
 def _result(text: str, meta: dict[str, Any]) -> mcp.CallToolResult:
@@ -114,15 +114,15 @@ def repeated_key(facts: CallFacts, decision: Decision, key: str) -> mcp.CallTool
     )
 
 
-def keys_unchecked(facts: CallFacts, decision: Decision, why: str) -> mcp.CallToolResult:
-    """An ``ask`` call whose arguments cannot be read through to see that each key is
-    given once (``why``): refused before anyone is asked, as a repeated key is."""
+def unshowable(facts: CallFacts, decision: Decision, why: str) -> mcp.CallToolResult:
+    """An ``ask`` call whose arguments cannot be shown to a person as the server will
+    read them (``why``): refused before anyone is asked, as a repeated key is."""
     return _unshowable(
         facts,
         decision,
-        f"its arguments cannot be checked to give each key once ({why})",
-        "they must be shown as the server will read them. Call it again with plainer arguments.",
-        f"the arguments cannot be checked: {why}",
+        f"its arguments cannot be shown as the server will read them ({why})",
+        "what cannot be shown cannot be approved. Call it again with plain JSON arguments.",
+        f"the arguments cannot be shown: {why}",
     )
 
 

@@ -5,7 +5,8 @@ an elicitation handler. Its user is asked about an ``ask`` tool: approving sends
 call to the server once, denying never reaches it; a ``deny`` rule never reaches it
 either. A client that declared no elicitation waits while the operator decides with
 ``mcpd approvals`` from another process. Every call is in the audit log with who
-decided it.
+decided it. Long arguments show every key in the form: the user is shown what the
+server would get after a long value.
 
 A call that waited is looked at again once its wait is over: the server changing the
 tool meanwhile (mcpd holds it) refuses it when the operator approves; a reload whose
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -138,6 +140,32 @@ async def test_the_agent_s_user_is_asked_and_decides(tmp_path: Path, client: str
     ]
     era = "modern" if client == "python-2026" else "legacy"
     assert {r.agent.era for r in records} == {era}
+
+
+@pytest.mark.parametrize("client", ["python-2026", "python-handshake", "typescript"])
+async def test_the_user_is_shown_every_key_of_long_arguments(tmp_path: Path, client: str) -> None:
+    parsed, log = config(tmp_path)
+    long = {
+        "title": "Fix typo in README",
+        "body": "Small wording fix. " * 480,
+        "repo": "acme/PRODUCTION-SECRETS",
+        "force": True,
+    }
+    with trio.fail_after(LIMIT):
+        async with running(parsed) as daemon:
+            seen = await run_client(
+                client, "elicitation", [["mcp__gh__create_issue", long]], daemon.socket_path
+            )
+    [question] = seen["asked"]
+    [arguments] = [x for x in question.splitlines() if x.startswith("Arguments: ")]
+    assert arguments.startswith('Arguments: {"title":"Fix typo in README","body":"Small wording')
+    assert re.search(
+        r'"…\(\d+ more characters\),"repo":"acme/PRODUCTION-SECRETS","force":true}$', arguments
+    )
+    # Without a please it was denied, and the server never saw it.
+    [denied] = seen["results"]
+    assert denied["is_error"] is True and "not without a please" in denied["text"][0]
+    assert reached(log, "create_issue") == []
 
 
 async def operator(daemon: Daemon, verb: str, *argv: str) -> str:

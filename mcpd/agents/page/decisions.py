@@ -45,10 +45,25 @@ def approval_items(data: PageData) -> list[str]:
     out = []
     for a in waiting.first:
         buttons = ""
+        whole = f"<code>mcpd approvals show {shown(a.id)}</code>"
         if data.csrf:
-            buttons = _button(
+            deny = _button(
+                "/page/decide", {"id": a.id, "decision": "deny"}, "Deny", data.csrf, "no"
+            )
+            approve = _button(
                 "/page/decide", {"id": a.id, "decision": "approve"}, "Approve", data.csrf
-            ) + _button("/page/decide", {"id": a.id, "decision": "deny"}, "Deny", data.csrf, "no")
+            )
+            buttons = deny if a.keys_left_out else approve + deny
+        if a.keys_left_out:
+            buttons = (
+                f"<small>{a.keys_left_out} keys of its arguments do not fit here: read them"
+                f" with {whole}, and decide it there.</small>{buttons}"
+            )
+        elif a.shortened:
+            buttons = (
+                f"<small>Long values are shortened where they stand: {whole} shows them"
+                f" whole.</small>{buttons}"
+            )
         out.append(
             f'<li data-waits="approval" data-id="{shown(a.id)}">'
             f'<span class="name">{shown(cut(a.tool, NAME_SHOWN))}</span>'

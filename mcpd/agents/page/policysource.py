@@ -6,7 +6,9 @@ Approvals are for the daemon's own user and root, as ``mcpd approvals`` is: a re
 of one profile is shown none, and the page's Approve and Deny do what ``mcpd approvals
 approve|deny`` does, with who opened the page deciding (``opener``). The page shows
 the first ``APPROVALS_SHOWN`` in the order they came, each with its arguments as
-``mcpd approvals`` shows them (cut to a bound: ``policy.gate``). The latest calls
+``mcpd approvals`` shows them (at a glance: ``policy.showing``); a call whose glance
+has no room for every key is not approved here, but where its arguments are shown
+whole (``mcpd approvals show``). The latest calls
 are shown to every reader, of the servers and the profile the reader may see: a
 profile's reader sees that profile's agents' calls.
 """
@@ -52,6 +54,8 @@ def policy_sources(control: Control) -> Sources:
                 v.agent.label(),
                 datetime.fromisoformat(v.since).timestamp(),
                 v.arguments,
+                v.shortened,
+                v.keys_left_out,
             )
             for v in waiting[:APPROVALS_SHOWN]
         ]
@@ -60,6 +64,13 @@ def policy_sources(control: Control) -> Sources:
     async def decide(id: str, decision: Decision, scope: ProfileView | None, opener: Opener) -> str:
         if scope is not None:
             raise rpc.RPCError(-32000, OWNER_ONLY)
+        if decision == "approve":
+            try:
+                view, _ = control.approvals.waiting(id)
+            except ApprovalError as exc:
+                raise rpc.RPCError(-32000, str(exc)) from None
+            if view.keys_left_out:
+                raise rpc.RPCError(-32000, not_shown_whole(id))
         try:
             decided = control.approvals.decide(
                 id, decision == "approve", BY, None, opener.on_page(), not_this_pages
@@ -89,6 +100,14 @@ def policy_sources(control: Control) -> Sources:
         ]
 
     return Sources(approvals=approvals, decide=decide, calls=calls)
+
+
+def not_shown_whole(id: str) -> str:
+    """Why a call the page could not show every key of is not approved from it."""
+    return (
+        "not every key of its arguments fits on the page: read them with `mcpd approvals"
+        f" show {id}`, and approve it with `mcpd approvals approve {id}`"
+    )
 
 
 def _word(record: Record) -> str:

@@ -52,7 +52,9 @@ class PendingApproval(msgspec.Struct, frozen=True):
     tool: str  # the agent-facing name
     agent: str  # who asked: "pid 4242 (claude), profile default"
     since: float  # Unix time
-    arguments: str  # as shown to a person: secrets masked, cut to a few lines
+    arguments: str  # at a glance: secrets masked, every key shown where they fit
+    shortened: bool = False  # a value is shortened where it stands
+    keys_left_out: int = 0  # keys there was no room for: not to be approved from here
 
 
 class HeldChange(msgspec.Struct, frozen=True):

@@ -1,10 +1,11 @@
 """The ``mcpd/approvals/...`` methods called directly over the calls waiting for a
-person: who may list, decide and watch them (the daemon's user and root, on its Unix
-socket, and never the agent that made the call), what a decision carries to the call,
-and how long a watch waits."""
+person: who may list, show, decide and watch them (the daemon's user and root, on its
+Unix socket, and never the agent that made the call), what a decision carries to the
+call, what showing one gives of its arguments, and how long a watch waits."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import AsyncIterator, Iterator
@@ -22,6 +23,7 @@ from mcpd.agents.peers import Peer, is_owner
 from mcpd.policy.agent import AgentInfo, user_name
 from mcpd.policy.approvals import ApprovalRequest, Approvals, Verdict
 from mcpd.policy.kin import Process, kin_of
+from mcpd.policy.showing import shown_arguments
 from protocol import jsonrpc as rpc
 
 # The agent is this process (and, where its session matters, a process of its own).
@@ -56,17 +58,23 @@ async def call(api: Api, method: str, params: Any = None, peer: Peer | None = OW
 
 
 @asynccontextmanager
-async def one_waiting(api: Api, agent: int = AGENT_PID) -> AsyncIterator[list[Verdict]]:
+async def one_waiting(
+    api: Api, agent: int = AGENT_PID, arguments: bytes = b'{"force": true}'
+) -> AsyncIterator[list[Verdict]]:
     """A call of the agent's (process ``agent``) waiting for a person;
     its verdict, once decided, in the list yielded."""
     verdicts: list[Verdict] = []
+    shown = shown_arguments(arguments)
     request = ApprovalRequest(
         agent=AgentInfo(uid=ME, pid=agent, connection="c1"),
         kin=kin_of(agent),
         tool="mcp__git__push",
         server="git",
         original="push",
-        arguments='{"force":true}',
+        arguments=shown.glance.text,
+        shortened=shown.glance.shortened,
+        keys_left_out=shown.glance.keys_left_out,
+        whole=shown.whole,
     )
 
     async def ask() -> None:
@@ -162,6 +170,27 @@ async def test_the_owner_lists_what_waits_and_its_decision_reaches_the_call() ->
         await trio.testing.wait_all_tasks_blocked()
         assert verdicts == [Verdict("denied", by, "not on main")]
         assert (await call(api, "mcpd/approvals/list"))["approvals"] == []
+
+
+async def test_showing_a_call_gives_its_arguments_whole_where_the_list_shortens_them() -> None:
+    api = Api()
+    body = "Small wording fix. " * 480
+    raw = json.dumps({"title": "Fix typo", "body": body, "repo": "acme/PROD", "force": True})
+    async with one_waiting(api, arguments=raw.encode()) as verdicts:
+        [listed] = (await call(api, "mcpd/approvals/list"))["approvals"]
+        assert listed.shortened and listed.keys_left_out == 0
+        assert body not in listed.arguments and '"repo":"acme/PROD","force":true}' in (
+            listed.arguments
+        )
+        shown = await call(api, "mcpd/approvals/show", {"id": listed.id})
+        assert shown["approval"] == listed
+        assert json.loads(shown["arguments"]) == json.loads(raw)
+        assert verdicts == []  # showing decides nothing
+        await call(api, "mcpd/approvals/decide", {"id": listed.id, "approve": False})
+        with pytest.raises(rpc.RPCError) as refused:
+            await call(api, "mcpd/approvals/show", {"id": listed.id})
+        assert refused.value.code == rpc.INVALID_PARAMS
+        assert "no call waits for approval" in refused.value.message
 
 
 @pytest.mark.parametrize(

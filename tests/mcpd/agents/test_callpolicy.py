@@ -341,6 +341,60 @@ async def test_arguments_too_deep_to_check_are_refused_before_anyone_is_asked(
     assert call.refusal is not None and "nested too deeply" in call.refusal
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"repo": "acme/prod", "action": "delete", "pad": 1e400}',
+        b'{"repo": "acme/prod", "pad": "\\ud800"}',
+        b'{"repo": "acme/prod", "pad": ' + b"9" * 500 + b"}",
+    ],
+    ids=["past-a-double", "half-a-pair", "a-long-number"],
+)
+async def test_arguments_that_cannot_be_shown_are_refused_before_anyone_is_asked(
+    raw: bytes, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A person shown ``(not valid JSON)`` could approve a call that deletes: what
+    cannot be shown as the server reads it is not asked about at all."""
+    servers = profile({"gh": False})
+    p = policy({"action": "ask", "remember": "connection"})
+    user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
+    call = a_call(Raw(raw), ELICITATION)
+    result = await p.ask(call, AGENT, nothing_known, asked(p, servers), user)
+    assert isinstance(result, mcp.CallToolResult) and result.isError
+    text = result.content[0].text
+    assert isinstance(text, str) and "cannot be shown as the server will read them" in text
+    assert user.asked == [] and p.gate.approvals.version == 0
+    assert (call.decision, call.decided_by) == ("denied", "mcpd")
+    assert call.refusal is not None and call.refusal.startswith("denied by mcpd: the arguments")
+
+
+async def test_the_user_of_an_agent_whose_form_cannot_show_every_key_does_not_approve(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    servers = profile({"gh": False})
+    p = policy({"action": "ask"})
+    user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
+    many = msgspec.json.encode({f"key_{n:04}": n for n in range(1000)})
+    call = a_call(Raw(many), ELICITATION)
+    approvals = p.gate.approvals
+    async with trio.open_nursery() as nursery:
+
+        async def operator() -> None:
+            while not approvals.list():
+                await approvals.wait_change(approvals.version)
+            await trio.testing.wait_all_tasks_blocked()
+            assert user.asked  # and answered
+            [waiting] = approvals.list()  # the user's "approve" did not end the wait
+            assert waiting.keys_left_out > 0
+            approvals.decide(waiting.id, True, "uid 0 (root)")
+
+        nursery.start_soon(operator)
+        assert await p.ask(call, AGENT, nothing_known, asked(p, servers), user) is None
+    [(_, params)] = user.asked
+    assert params["requestedSchema"]["properties"]["decision"]["enum"] == ["deny"]
+    assert (call.decision, call.decided_by) == ("approved", "uid 0 (root)")
+
+
 async def test_an_approval_remembered_for_the_tool_lets_no_repeated_key_through(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -182,6 +182,7 @@ OWNER_ONLY = {
     "mcpd/pins/approve": {"server": "code"},
     "mcpd/pins/import": {"pins": {"format": 1, "servers": {}}, "replace": True},
     "mcpd/approvals/list": {},
+    "mcpd/approvals/show": {"id": "x"},
     "mcpd/approvals/decide": {"id": "x", "approve": True},
 }
 

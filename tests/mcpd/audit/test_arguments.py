@@ -1,6 +1,8 @@
 """The arguments a record keeps with ``audit_arguments``: masked; at most so many bytes,
-before and after masking; and when an object gives a key twice, at any depth, the text
-the server was sent, masked as the decoded form would be, never one decoder's pick."""
+before and after masking; and when an object gives a key twice, at any depth, or a
+decoding cannot read them (a number past a double, half of a UTF-16 pair), the text the
+server was sent, masked as the decoded form would be, never one decoder's pick nor a
+note that hides them."""
 
 from __future__ import annotations
 
@@ -52,6 +54,22 @@ def test_the_text_kept_is_masked_however_a_secret_is_spelled() -> None:
     assert kept_arguments(b'{"p": 31415926, "p": 0}', digits) == (
         f'{{"p":{json.dumps(marker("daemon.pin"))},"p":0}}'
     )
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        (
+            b'{"repo": "acme/prod", "action": "delete", "pad": 1e400}',
+            '{"repo":"acme/prod","action":"delete","pad":1e400}',
+        ),
+        (b'{"pad": -1.8E308, "n": 1.10}', '{"pad":-1.8E308,"n":1.10}'),
+        (b'{"pad": "\\ud800", "k": "ghp-secret-1"}', f'{{"pad":"\\ud800","k":"{MASKED}"}}'),
+    ],
+)
+def test_arguments_a_decoding_cannot_read_are_kept_as_sent(raw: bytes, text: str) -> None:
+    kept = kept_arguments(raw, SECRETS)
+    assert kept == text
 
 
 def test_what_cannot_be_kept_is_a_note() -> None:

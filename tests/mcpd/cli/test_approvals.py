@@ -1,8 +1,10 @@
 """``mcpd approvals`` in the process, against the daemon's answers: the list as a table
-cut to the terminal's width, with how long each call waited and has left; what agents
-and servers wrote (tool names, arguments, reasons, an executable's name) made visible so
-none of it drives the terminal; a decision said in one line; and ``--watch`` drawing the
-list again only when what a person would see changed."""
+with how long each call waited and has left, each call's arguments under its row at a
+glance, never cut to the terminal's width, with what to run where part of them is not
+shown; ``show`` printing one call's arguments whole; what agents and servers wrote (tool
+names, arguments, reasons, an executable's name) made visible so none of it drives the
+terminal; a decision said in one line; and ``--watch`` drawing the list again only when
+what a person would see changed."""
 
 from __future__ import annotations
 
@@ -53,11 +55,12 @@ def test_nothing_waiting_says_so() -> None:
 def test_a_waiting_call_is_a_row_with_its_times(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     lines = render([item()]).splitlines()
-    assert lines[0].split() == ["ID", "WAITING", "LEFT", "AGENT", "TOOL", "ARGUMENTS"]
+    assert lines[0].split() == ["ID", "WAITING", "LEFT", "AGENT", "TOOL"]
     row = lines[1]
     assert row.startswith("a1b2c3")
     assert "pid 4242 (claude), uid 1000, default" in row
-    assert "mail/send" in row and '{"to": "x@example.org"}' in row
+    assert row.endswith("mail/send")
+    assert lines[2] == '  {"to": "x@example.org"}'
     waited, left = (int(c) for c in row.split()[1:5:2])
     assert 29 <= waited <= 31 and 88 <= left <= 90
     assert lines[-1] == "1 waiting; decide with mcpd approvals approve|deny ID"
@@ -75,11 +78,26 @@ def test_an_agent_without_a_process_is_named_by_its_connection() -> None:
     assert "connection http-7, work" in render([item(agent=agent)])
 
 
-def test_long_arguments_are_cut_to_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+GLANCED = '{"body":"' + "y" * 1900 + '"…(7100 more characters),"repo":"prod","force":true}'
+
+
+def test_arguments_are_not_cut_to_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the daemon shows at a glance has every key; the terminal folds the line."""
     monkeypatch.setenv("COLUMNS", "100")
-    table = render([item(arguments='{"text": "' + "y" * 500 + '"}')])
-    row = table.splitlines()[1]
-    assert row.endswith("…") and len(row) <= 100
+    lines = render([item(arguments=GLANCED, shortened=True)]).splitlines()
+    assert lines[2] == f"  {GLANCED}"
+    assert lines[3] == (
+        "  (long values are shortened where they stand: mcpd approvals show a1b2c3 shows"
+        " them whole)"
+    )
+
+
+def test_a_call_whose_keys_do_not_all_fit_says_where_to_read_them() -> None:
+    lines = render([item(arguments='{"k1":1,"k2":…', shortened=True, keys_left_out=998)])
+    assert lines.splitlines()[3] == (
+        "  (998 keys do not fit here: mcpd approvals show a1b2c3 shows them all; read them"
+        " before you approve it)"
+    )
 
 
 def test_what_agents_and_servers_wrote_cannot_drive_the_terminal() -> None:
@@ -96,7 +114,8 @@ def test_what_agents_and_servers_wrote_cannot_drive_the_terminal() -> None:
     assert not any(ch in table for ch in TERMINAL)
     assert "\\x1b[2J" in table and "\\u202e" in table
     assert "why they ask:" in table
-    assert len(table.splitlines()) == 6  # head, row, blank, why, its reason, the count
+    # head, row, its arguments, blank, why, its reason, the count
+    assert len(table.splitlines()) == 7
 
 
 # -- the commands, against the daemon's answers --
@@ -156,6 +175,8 @@ def test_a_denial_with_a_reason_is_said_in_one_line(
         ({"reason": "r"}, "--reason goes with deny"),
         ({"action": "approve", "id": "x", "reason": "r"}, "--reason goes with deny"),
         ({"action": "deny", "id": "x", "watch": True}, "--watch lists"),
+        ({"action": "show"}, "needs the call's ID"),
+        ({"action": "show", "id": "x", "reason": "r"}, "--reason goes with deny"),
     ],
 )
 def test_a_wrong_combination_is_a_usage_error_before_asking(
@@ -169,6 +190,29 @@ def test_a_wrong_combination_is_a_usage_error_before_asking(
         cmd_approvals(args(**kw))
     assert info.value.code == 2 and said in capsys.readouterr().err
     assert asked.asked == []
+
+
+def test_show_prints_the_arguments_whole_a_line_each_made_visible(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    whole = '{\n  "body": "' + "y" * 9000 + f'",\n  "repo": "prod",\n  "why": "{HOSTILE}"\n}}'
+    asked = with_daemon(
+        monkeypatch, {"approval": item(reason="issues need a person"), "arguments": whole}
+    )
+    assert cmd_approvals(args(action="show", id="a1b2c3")) == 0
+    assert asked.asked == [("mcpd/approvals/show", {"id": "a1b2c3"})]
+    out = capsys.readouterr().out
+    assert not any(ch in out for ch in TERMINAL)
+    assert out.splitlines() == [
+        "a1b2c3: mail/send for pid 4242 (claude), uid 1000, default",
+        "why it asks: issues need a person",
+        "arguments:",
+        "  {",
+        '    "body": "' + "y" * 9000 + '",',
+        '    "repo": "prod",',
+        '    "why": "\\x1b]0;owned\\x07\\x1b[2J\\x9b31m\\u202eevil\\u200b\\r"',
+        "  }",
+    ]
 
 
 def test_watch_draws_again_only_when_the_list_changed(

@@ -1,15 +1,22 @@
 """What the agent's user is asked about a held call: the words are mcpd's, and what a
 server or an agent chose (a tool's name, the arguments) is shown escaped at the end of
-its own line, so none of it can read as a line of mcpd's."""
+its own line, so none of it can read as a line of mcpd's. Every key of the arguments is
+in the question; where they do not all fit, the form can deny the call but not approve
+it."""
 
 from __future__ import annotations
+
+import json
+import re
+from typing import Any
 
 import msgspec
 
 from mcpd.policy import asking
 from mcpd.policy.agent import AgentInfo
-from mcpd.policy.approvals import ApprovalRequest
+from mcpd.policy.approvals import ApprovalRequest, Verdict
 from mcpd.policy.kin import AgentKin
+from mcpd.policy.showing import shown_arguments
 from protocol.visible import hidden
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
@@ -21,7 +28,7 @@ FORGED = (
 )
 
 
-def request(**fields: str) -> ApprovalRequest:
+def request(**fields: Any) -> ApprovalRequest:
     base = ApprovalRequest(
         agent=AGENT,
         kin=AgentKin(),
@@ -73,3 +80,43 @@ def test_the_arguments_hide_nothing_from_the_person_asked() -> None:
 def test_the_params_of_the_form_carry_the_same_question() -> None:
     params = asking.elicitation_params(request(original=FORGED), "2025-11-25")
     assert params["message"] == asking.question(request(original=FORGED))
+
+
+def asked_about(arguments: object) -> ApprovalRequest:
+    """The request for a call with ``arguments``, shown as mcpd shows them."""
+    seen = shown_arguments(json.dumps(arguments).encode()).glance
+    return request(arguments=seen.text, shortened=seen.shortened, keys_left_out=seen.keys_left_out)
+
+
+def test_every_key_of_long_arguments_is_in_the_question() -> None:
+    long = {
+        "title": "Fix typo in README",
+        "body": "Small wording fix. " * 480,
+        "repo": "acme/PRODUCTION-SECRETS",
+        "force": True,
+    }
+    params = asking.elicitation_params(asked_about(long), "2025-11-25")
+    (arguments,) = [x for x in params["message"].splitlines() if x.startswith("Arguments: ")]
+    assert arguments.endswith(',"repo":"acme/PRODUCTION-SECRETS","force":true}')
+    assert re.search(r'"body":"Small wording fix\. [^"]*"…\(\d+ more characters\),', arguments)
+    assert params["requestedSchema"]["properties"]["decision"]["enum"] == ["approve", "deny"]
+
+
+def test_where_the_keys_do_not_fit_the_form_can_only_deny() -> None:
+    many = asked_about({f"key_{n:04}": n for n in range(1000)})
+    assert many.keys_left_out > 0
+    params = asking.elicitation_params(many, "2025-11-25")
+    message = params["message"]
+    assert f"{many.keys_left_out} keys of the arguments do not fit here" in message
+    assert "mcpd approvals show ID" in message and "Approve it to send" not in message
+    assert params["requestedSchema"]["properties"]["decision"]["enum"] == ["deny"]
+    # Its user's approval does not approve; a denial denies; a dismissal leaves it to
+    # the operator.
+    approve = {"action": "accept", "content": {"decision": "approve"}}
+    deny = {"action": "accept", "content": {"decision": "deny", "reason": "no"}}
+    assert asking.verdict_of(approve, asking.may_approve(many)) is None
+    assert asking.verdict_of({"action": "decline"}, asking.may_approve(many)) is None
+    assert asking.verdict_of(b"not json", asking.may_approve(many)) is None
+    assert asking.verdict_of(deny, asking.may_approve(many)) == Verdict(
+        "denied", asking.BY_AGENT, "no"
+    )

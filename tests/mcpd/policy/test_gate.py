@@ -1,14 +1,14 @@
 """The policy as the call path meets it: the decision for each call with its rule's
-rate for the calling agent, what a person is shown of a call's arguments (masked, cut,
-whatever the agent sent), and the wait for a person, with approvals remembered for a
-connection only as long as the rules that granted them stand: a reload ends at once the
-waits its rules deny, and an approval stands only while the rules decide its call as
-they did."""
+rate for the calling agent, what a person is shown of a call's arguments (masked, at a
+glance and whole, whatever the agent sent, long ones read off the event loop), and the
+wait for a person, with approvals remembered for a connection only as long as the
+rules that granted them stand: a reload ends at once the waits its rules deny, and an
+approval stands only while the rules decide its call as they did."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import pytest
@@ -19,18 +19,12 @@ from mcpd.config.policy import PolicyRule
 from mcpd.config.secrets import HeldSecret
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import PER_AGENT, TIMEOUT, ApprovalRequest, Approvals, Verdict
-from mcpd.policy.gate import (
-    KEY_SHOWN,
-    MAX_SHOWN,
-    REMEMBERED,
-    CallGate,
-    FindKin,
-    KeysUnchecked,
-    repeated_key,
-)
+from mcpd.policy.gate import READ_HERE, REMEMBERED, CallGate, FindKin
 from mcpd.policy.kin import AgentKin, Process
 from mcpd.policy.masking import KnownSecrets, marker
+from mcpd.policy.reading import RepeatedKey, Unshowable
 from mcpd.policy.rules import CallFacts, Decision
+from mcpd.policy.showing import shown_arguments
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
 SECRET = "tok-9f8e7d6c5b4a3210"
@@ -52,6 +46,9 @@ def gate(*rules: dict[str, Any], now: list[float] | None = None) -> CallGate:
     g = CallGate(Approvals(), known, clock=lambda: clock[0])
     g.configure([msgspec.convert(r, PolicyRule) for r in rules])
     return g
+
+
+NONE: Final = shown_arguments(None)
 
 
 async def waiting(approvals: Approvals, count: int) -> None:
@@ -111,14 +108,14 @@ def test_a_deny_rule_is_met_under_either_name_of_the_tool() -> None:
 # -- what a person is shown --
 
 
-def shown(g: CallGate, arguments: bytes | None) -> str:
-    return g.shown_arguments(arguments)
+async def shown(g: CallGate, arguments: bytes | None) -> str:
+    return (await g.shown(arguments)).glance.text
 
 
-def test_arguments_are_shown_compact_with_mcpds_secrets_masked_keys_too() -> None:
+async def test_arguments_are_shown_compact_with_mcpds_secrets_masked_keys_too() -> None:
     g = gate()
     raw = json.dumps({"repo": "x", "auth": SECRET, SECRET: [1, {"t": f"Bearer {SECRET}"}]})
-    text = shown(g, raw.encode())
+    text = await shown(g, raw.encode())
     assert SECRET not in text
     assert json.loads(text) == {
         "repo": "x",
@@ -127,78 +124,38 @@ def test_arguments_are_shown_compact_with_mcpds_secrets_masked_keys_too() -> Non
     }
 
 
-@pytest.mark.parametrize(
-    ("raw", "text"),
-    [
-        (None, "{}"),
-        (b"", "{}"),
-        (b"{not json", "(not valid JSON)"),
-        (b"\xff\xfe", "(not valid JSON)"),
-    ],
-)
-def test_missing_or_broken_arguments_are_shown_as_such(raw: bytes | None, text: str) -> None:
-    assert shown(gate(), raw) == text
-
-
-def test_arguments_nested_too_deeply_to_decode_say_so() -> None:
-    deep = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
-    assert shown(gate(), deep) == "(nested too deeply to show)"
+async def test_no_arguments_are_shown_as_an_empty_object() -> None:
+    assert await shown(gate(), None) == "{}"
 
 
 @pytest.mark.parametrize(
-    ("raw", "key"),
+    ("raw", "refused", "why"),
     [
-        (b'{"mode":"delete","mode":"read"}', "mode"),
-        (b'{"a":{"b":[1,{"c":1,"d":2,"c":3}]}}', "c"),
-        (b'[{"x":1},{"y":1,"y":2}]', "y"),
-        # The same key however it is written: a decoder reads both as "mode".
-        (b'{"mode":"delete","mo\\u0064e":"read"}', "mode"),
-        (b'{"\\u001b[2J":1,"\\u001b[2J":2}', "\\x1b[2J"),
-        (b'{"a":1,"b":{"a":2},"c":[{"a":3}]}', None),
-        (b'{"a":1,"A":2}', None),
-        (b"{}", None),
-        (None, None),
+        (b"{not json", Unshowable, "not JSON"),
+        (b"\xff\xfe", Unshowable, "not UTF-8"),
+        (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, Unshowable, "nested too deeply"),
+        # What the reader that showed arguments could not read, and a server can.
+        (b'{"repo":"acme/prod","action":"delete","pad":1e400}', Unshowable, "1e400"),
+        (b'{"mode":"delete","mode":"read"}', RepeatedKey, "'mode'"),
     ],
 )
-def test_a_key_given_twice_in_one_object_is_found_at_any_depth(
-    raw: bytes | None, key: str | None
+async def test_arguments_a_person_cannot_be_shown_as_the_server_reads_them_are_refused(
+    raw: bytes, refused: type[Exception], why: str
 ) -> None:
-    assert repeated_key(raw) == key
+    with pytest.raises(refused, match=why):
+        await gate().shown(raw)
 
 
-@pytest.mark.parametrize(
-    "raw",
-    [
-        # Deeper than the reader goes: past it a key could be given twice unseen.
-        b'{"cmd":"ls","cmd":"rm -rf ~","x":' + b"[" * 5000 + b"]" * 5000 + b"}",
-        b'{"n":' + b"9" * 5000 + b"}",
-        b"{not json",
-        b"\xff\xfe",
-    ],
-)
-def test_arguments_that_cannot_be_read_through_are_not_taken_as_checked(raw: bytes) -> None:
-    with pytest.raises(KeysUnchecked):
-        repeated_key(raw)
-
-
-def test_a_long_repeated_key_is_cut() -> None:
-    long = "k" * 1000
-    found = repeated_key(json.dumps({long: 1}).encode()[:-1] + f',"{long}":2}}'.encode())
-    assert found is not None and len(found) == KEY_SHOWN and found.endswith("…")
-
-
-def test_long_arguments_are_cut_after_masking_so_no_part_of_a_secret_shows() -> None:
+async def test_long_arguments_are_read_off_the_event_loop_and_shown_the_same() -> None:
     g = gate()
-    # The secret straddles the cut: masked first, so none of it is shown.
-    pad = "a" * (MAX_SHOWN - len('{"k":"') - 5)
-    text = shown(g, json.dumps({"k": pad + SECRET + "b" * 50_000}).encode())
-    assert SECRET[:5] not in text
-    assert text.endswith(" more characters)")
-    head, _, _ = text.partition("…")
-    assert len(head) == MAX_SHOWN
-    shown_count = int(text.rsplit("(", 1)[1].split()[0])
-    full = json.dumps({"k": pad + marker(WHERE) + "b" * 50_000}, separators=(",", ":"))
-    assert shown_count == len(full) - MAX_SHOWN
+    body = "Small wording fix. " * (READ_HERE // 10)
+    raw = json.dumps({"body": body, "repo": "acme/PRODUCTION-SECRETS", "auth": SECRET}).encode()
+    assert len(raw) > READ_HERE
+    seen = (await g.shown(raw)).glance
+    assert seen == shown_arguments(raw, g.secrets.current()).glance
+    assert seen.shortened and seen.text.endswith(
+        f',"repo":"acme/PRODUCTION-SECRETS","auth":"{marker(WHERE)}"}}'
+    )
 
 
 def test_the_request_names_the_tool_both_ways_with_the_rule_and_its_reason() -> None:
@@ -206,7 +163,8 @@ def test_the_request_names_the_tool_both_ways_with_the_rule_and_its_reason() -> 
     f = facts("renamed_merge", "merge")
     decision = g.decide(f, AGENT)
     kin = AgentKin(agents=(Process(4242),))
-    req = g.request(f, AGENT, kin, decision, b'{"pr": 7}')
+    arguments = shown_arguments(b'{"pr": 7}')
+    req = g.request(f, AGENT, kin, decision, arguments)
     assert req == ApprovalRequest(
         agent=AGENT,
         kin=kin,
@@ -214,9 +172,11 @@ def test_the_request_names_the_tool_both_ways_with_the_rule_and_its_reason() -> 
         server="github",
         original="merge",
         arguments='{"pr":7}',
+        whole=arguments.whole,
         rule=0,
         reason="merging needs a person",
     )
+    assert req.whole_arguments() == '{\n  "pr": 7\n}'
 
 
 # -- the wait --
@@ -231,7 +191,7 @@ async def decide_first(
     out: list[Verdict | Decision] = []
 
     async def run() -> None:
-        out.append(await g.ask(facts(), AGENT, find, decision, b"{}"))
+        out.append(await g.ask(facts(), AGENT, find, decision, NONE))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(run)
@@ -252,7 +212,7 @@ async def test_an_approval_is_remembered_only_when_the_rule_says_so(
         decision = g.decide(facts(), AGENT)
         first = await decide_first(g, decision, True)
         assert isinstance(first, Verdict) and first.approved
-        assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == expected
+        assert (await g.ask(facts(), AGENT, nothing_known, decision, NONE)).by == expected
 
 
 async def test_a_denial_is_never_remembered(autojump_clock: trio.testing.MockClock) -> None:
@@ -260,7 +220,7 @@ async def test_a_denial_is_never_remembered(autojump_clock: trio.testing.MockClo
     decision = g.decide(facts(), AGENT)
     denied = await decide_first(g, decision, False)
     assert isinstance(denied, Verdict) and denied.outcome == "denied"
-    assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == TIMEOUT
+    assert (await g.ask(facts(), AGENT, nothing_known, decision, NONE)).by == TIMEOUT
 
 
 async def test_a_remembered_approval_covers_that_tool_of_that_rule_alone(
@@ -270,10 +230,10 @@ async def test_a_remembered_approval_covers_that_tool_of_that_rule_alone(
     decision = g.decide(facts(), AGENT)
     await decide_first(g, decision, True)
     other_tool = facts("mcp__github__delete_repo", "delete_repo")
-    assert (await g.ask(other_tool, AGENT, nothing_known, decision, b"{}")).by == TIMEOUT
+    assert (await g.ask(other_tool, AGENT, nothing_known, decision, NONE)).by == TIMEOUT
     # The same tool under another name (a profile's naming) is the same tool.
     renamed = facts("gh_merge", "merge")
-    assert (await g.ask(renamed, AGENT, nothing_known, decision, b"{}")).by == REMEMBERED
+    assert (await g.ask(renamed, AGENT, nothing_known, decision, NONE)).by == REMEMBERED
 
 
 async def test_who_may_not_decide_is_looked_up_only_for_a_call_that_waits(
@@ -291,7 +251,7 @@ async def test_who_may_not_decide_is_looked_up_only_for_a_call_that_waits(
 
     await decide_first(g, decision, True, find)
     assert looked == ["looked"]
-    assert (await g.ask(facts(), AGENT, find, decision, b"{}")).by == REMEMBERED
+    assert (await g.ask(facts(), AGENT, find, decision, NONE)).by == REMEMBERED
     assert looked == ["looked"]
 
 
@@ -301,7 +261,7 @@ async def test_rules_changed_by_a_reload_are_asked_again_not_answered_by_old_app
     g = gate({"action": "ask", "remember": "connection", "tools": ["github/merge"]})
     decision = g.decide(facts(), AGENT)
     await decide_first(g, decision, True)
-    assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == REMEMBERED
+    assert (await g.ask(facts(), AGENT, nothing_known, decision, NONE)).by == REMEMBERED
     # The operator puts a stricter rule first: what it asks about, a person decides.
     g.configure(
         [
@@ -311,7 +271,7 @@ async def test_rules_changed_by_a_reload_are_asked_again_not_answered_by_old_app
     )
     stricter = g.decide(facts(), AGENT)
     assert stricter.rule == 0
-    verdict = await g.ask(facts(), AGENT, nothing_known, stricter, b"{}")
+    verdict = await g.ask(facts(), AGENT, nothing_known, stricter, NONE)
     assert verdict.by == TIMEOUT
 
 
@@ -324,7 +284,7 @@ async def test_a_reload_that_keeps_the_rules_keeps_what_was_approved(
     decision = g.decide(facts(), AGENT)
     await decide_first(g, decision, True)
     g.configure(list(rules))
-    assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}")).by == REMEMBERED
+    assert (await g.ask(facts(), AGENT, nothing_known, decision, NONE)).by == REMEMBERED
 
 
 def test_a_reload_that_changes_the_rules_counts_each_rules_calls_afresh() -> None:
@@ -349,7 +309,7 @@ async def test_a_reload_ends_at_once_the_waiting_calls_its_rules_deny(
     out: dict[str, Verdict | Decision] = {}
 
     async def call(f: CallFacts) -> None:
-        out[f.original] = await g.ask(f, AGENT, nothing_known, g.decide(f, AGENT), b"{}")
+        out[f.original] = await g.ask(f, AGENT, nothing_known, g.decide(f, AGENT), NONE)
 
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
@@ -401,7 +361,7 @@ async def test_an_approval_given_across_a_reload_is_not_kept_for_the_rule_now_at
     verdicts: list[Verdict | Decision] = []
 
     async def call() -> None:
-        verdicts.append(await g.ask(facts(), AGENT, nothing_known, asked, b"{}"))
+        verdicts.append(await g.ask(facts(), AGENT, nothing_known, asked, NONE))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(call)
@@ -411,7 +371,7 @@ async def test_an_approval_given_across_a_reload_is_not_kept_for_the_rule_now_at
     assert verdicts == [Verdict("approved", "the agent's user")]
     now = g.stands(facts(), AGENT, asked)
     assert now is not None and (now.action, now.operator_only) == ("ask", True)
-    assert (await g.ask(facts(), AGENT, nothing_known, now, b"{}")).by == TIMEOUT
+    assert (await g.ask(facts(), AGENT, nothing_known, now, NONE)).by == TIMEOUT
 
 
 async def test_an_agent_with_too_many_calls_waiting_is_told_so_not_held(
@@ -421,10 +381,10 @@ async def test_an_agent_with_too_many_calls_waiting_is_told_so_not_held(
     decision = g.decide(facts(), AGENT)
     async with trio.open_nursery() as nursery:
         for _ in range(PER_AGENT):
-            nursery.start_soon(g.ask, facts(), AGENT, nothing_known, decision, b"{}")
+            nursery.start_soon(g.ask, facts(), AGENT, nothing_known, decision, NONE)
         await waiting(g.approvals, PER_AGENT)
         start = trio.current_time()
-        verdict = await g.ask(facts(), AGENT, nothing_known, decision, b"{}")
+        verdict = await g.ask(facts(), AGENT, nothing_known, decision, NONE)
         assert trio.current_time() == start
         nursery.cancel_scope.cancel()
     assert (verdict.outcome, verdict.by) == ("unanswered", "mcpd")
@@ -442,9 +402,11 @@ async def test_the_agents_user_may_decide_and_the_approval_is_remembered(
         asked.append(request)
         return Verdict("approved", "the agent's user")
 
-    verdict = await g.ask(facts(), AGENT, nothing_known, decision, b'{"k": 1}', user)
+    verdict = await g.ask(
+        facts(), AGENT, nothing_known, decision, shown_arguments(b'{"k": 1}'), user
+    )
     assert verdict == Verdict("approved", "the agent's user")
     assert g.stands(facts(), AGENT, decision) is None
     assert [r.arguments for r in asked] == ['{"k":1}']
-    assert (await g.ask(facts(), AGENT, nothing_known, decision, b"{}", user)).by == REMEMBERED
+    assert (await g.ask(facts(), AGENT, nothing_known, decision, NONE, user)).by == REMEMBERED
     assert len(asked) == 1

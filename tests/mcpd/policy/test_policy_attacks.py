@@ -1,6 +1,7 @@
 """A hostile agent against the ``[[policy]]`` rules of a running daemon: a requestState of
 mcpd's (made up, or taken from another call) never carries a call past its rules, and
-arguments that give a key twice never get a person's approval for what they do not show."""
+arguments that give a key twice, or that mcpd cannot show as the server reads them
+(``1e400``), never get a person's approval for what they do not show."""
 
 from __future__ import annotations
 
@@ -155,6 +156,41 @@ async def test_arguments_giving_a_key_twice_are_refused_where_a_person_would_be_
                 asked.reason == "denied by mcpd: the arguments give the key 'text' more than once"
             )
             assert (read.decision, read.outcome) == ("allow", "ok")
+
+
+async def test_arguments_mcpd_cannot_show_are_refused_where_a_person_would_be_asked(
+    tmp_path: Path,
+) -> None:
+    """A person shown ``(not valid JSON)`` for a call the server runs as ``action:
+    delete``: the call is refused before anyone is asked, and its record keeps the
+    arguments as sent."""
+    unshowable = b'{"repo":"acme/prod","text":"delete","pad":1e400}'
+    keys = {"audit_arguments": True}
+    with trio.fail_after(LIMIT):
+        async with (
+            policy_daemon(tmp_path, daemon_keys=keys) as setup,
+            connect(setup.daemon.socket_path) as agent,
+        ):
+            await agent.send_raw(call_with(1, "mcp__gh__create_issue", unshowable))
+            [refused] = await agent.wait_unmatched(1)
+            said = text(refused["result"])
+            assert refused["result"]["isError"] is True
+            assert "cannot be shown as the server will read them" in said
+            assert "1e400" in said and "nor ask anyone" in said
+            assert setup.daemon.approvals.version == 0
+            # A call no person approves goes as it came.
+            await agent.send_raw(call_with(2, "mcp__gh__read_repo", unshowable))
+            [_, allowed] = await agent.wait_unmatched(2)
+            assert text(allowed["result"]) == "read_repo:delete"
+            assert setup.reached("create_issue") == []
+            asked, read = await setup.records()
+            assert (asked.decision, asked.decided_by, asked.outcome) == (
+                "denied",
+                "mcpd",
+                "refused",
+            )
+            assert asked.reason is not None and "1e400" in asked.reason
+            assert asked.arguments == read.arguments == unshowable.decode()
 
 
 async def test_a_child_left_by_an_agent_that_exited_cannot_decide_its_call(tmp_path: Path) -> None:

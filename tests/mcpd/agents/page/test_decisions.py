@@ -1,5 +1,6 @@
 """The page's parts for what waits on a person and for the latest calls: a call waiting
-for approval with Approve and Deny, a held change with its diff and Approve (each form
+for approval with Approve and Deny (Deny alone where not every key of its arguments
+fits, with the command that shows them whole), a held change with its diff and Approve (each form
 naming its item exactly, with the session's token; none on a page for reading), what
 waits beyond the first counted, a cut diff and a long name said to be cut, the
 latest calls with their filter, and the filter read from the page's address, where
@@ -52,6 +53,21 @@ def test_an_approval_has_approve_and_deny_naming_it() -> None:
     assert item.count('action="/page/decide"') == 2
     assert "mail__send" in item and "pid 8 (host)" in item and "server mail" in item
     assert "{&quot;to&quot;: &quot;x&quot;}" in item  # the arguments, as text
+
+
+def test_shortened_arguments_say_where_they_are_shown_whole() -> None:
+    shortened = msgspec.structs.replace(APPROVAL, shortened=True)
+    (item,) = approval_items(data(approvals=Waiting([shortened])))
+    assert [f["decision"] for f in fields(item)] == ["approve", "deny"]
+    assert "shortened where they stand: <code>mcpd approvals show a-1</code>" in item
+
+
+def test_a_call_whose_keys_do_not_all_fit_is_not_approved_from_the_page() -> None:
+    many = msgspec.structs.replace(APPROVAL, shortened=True, keys_left_out=40)
+    (item,) = approval_items(data(approvals=Waiting([many])))
+    assert fields(item) == [{"id": "a-1", "decision": "deny", "csrf": "tok"}]
+    assert "40 keys of its arguments do not fit here" in item
+    assert "<code>mcpd approvals show a-1</code>" in item
 
 
 def test_a_held_change_shows_its_diff_and_approves_exactly_what_was_shown() -> None:

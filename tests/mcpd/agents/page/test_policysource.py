@@ -1,14 +1,17 @@
 """Calls waiting for approval and the latest calls as the page reads them, from the
 daemon's approvals and audit log: approvals are the owner's only, as ``mcpd approvals``
 is, the first of them shown and the rest counted, and each decision says what became
-of it or why not; the latest calls are filtered
+of it or why not (one whose arguments' keys did not all fit is approved where they are
+shown whole); the latest calls are filtered
 by server and outcome (in the page's words), newest first, and a profile's reader sees
 its own profile's calls of its own servers only."""
 
 from __future__ import annotations
 
+import json
 from typing import cast
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -29,6 +32,7 @@ from mcpd.config.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import ApprovalRequest, Approvals
 from mcpd.policy.kin import AgentKin
+from mcpd.policy.showing import shown_arguments
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 
@@ -110,6 +114,30 @@ async def test_a_waiting_call_is_shown_to_the_owner_and_decided() -> None:
         said = await src.decide(waiting.id, "deny", None, Opener())
         assert said.startswith("denied mail/send for pid 4242 (claude)")
     assert src.approvals(None) == Waiting([])
+
+
+async def test_a_call_whose_keys_the_page_cannot_show_is_approved_elsewhere() -> None:
+    daemon = Daemon()
+    src = sources(daemon)
+    assert src.decide is not None
+    shown = shown_arguments(json.dumps({f"key_{n}": n for n in range(1000)}).encode())
+    many = msgspec.structs.replace(
+        asked(),
+        arguments=shown.glance.text,
+        shortened=True,
+        keys_left_out=shown.glance.keys_left_out,
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(daemon.approvals.ask, many, 60.0)
+        await trio.testing.wait_all_tasks_blocked()
+        (waiting,) = first_waiting(src)
+        assert waiting.keys_left_out == many.keys_left_out > 0
+        with pytest.raises(rpc.RPCError) as refused:
+            await src.decide(waiting.id, "approve", None, Opener())
+        assert f"mcpd approvals show {waiting.id}" in refused.value.message
+        assert len(daemon.approvals.list()) == 1
+        said = await src.decide(waiting.id, "deny", None, Opener())
+        assert said.startswith("denied mail/send")
 
 
 async def test_of_many_waiting_calls_the_first_are_shown_and_the_rest_counted() -> None:
