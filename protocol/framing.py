@@ -4,7 +4,9 @@ A line longer than the limit is reported once, as soon as the limit is passed, a
 rest of it is discarded as it arrives, so a peer that never sends a newline costs at
 most ``max_line`` bytes of memory. What is discarded was read all the same: ``skipped``
 counts its bytes until they are taken (``take_skipped``), for a reader that charges
-what reading cost.
+what reading cost. So with blank lines (empty, or of spaces alone), which are dropped
+rather than handed on: ``blank`` counts them, and their bytes, until they are taken
+(``take_blank``).
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class LineFramer:
         "_discarding",
         "_report_end",
         "_tail",
+        "blank",
+        "blank_bytes",
         "max_line",
         "skipped",
     )
@@ -79,6 +83,9 @@ class LineFramer:
         self._discarded = 0
         # Bytes of lines over the limit discarded since they were last taken.
         self.skipped = 0
+        # Blank lines dropped since they were last taken, and their bytes.
+        self.blank = 0
+        self.blank_bytes = 0
 
     @property
     def buffered(self) -> int:
@@ -136,6 +143,8 @@ class LineFramer:
                     out.append(line)  # what _emit would do with it, without the call
                 else:
                     self._emit(line, out)
+            else:
+                self.blank += 1
             start = nl + 1
         if start < len(data):
             rest = data[start:]
@@ -149,6 +158,12 @@ class LineFramer:
         """Bytes of lines over the limit discarded since the last call."""
         skipped, self.skipped = self.skipped, 0
         return skipped
+
+    def take_blank(self) -> tuple[int, int]:
+        """Blank lines dropped since the last call, and their bytes (without newlines)."""
+        taken = self.blank, self.blank_bytes
+        self.blank = self.blank_bytes = 0
+        return taken
 
     def _tidy(self, lines: list[bytes]) -> list[bytes | Oversized]:
         """``lines`` (of a short chunk) as ``_emit`` puts them out."""
@@ -177,10 +192,14 @@ class LineFramer:
                     OversizedEnd(line[-_PREFIX_KEEP:].rstrip(b"\r"), len(line), self.max_line)
                 )
             return
+        size = len(line)
         if line.endswith(b"\r"):
             line = line[:-1]
         if line and not line.isspace():
             out.append(line)
+        else:
+            self.blank += 1
+            self.blank_bytes += size
 
     def _overflow(self, data: bytes | bytearray) -> Oversized:
         prefix = bytes(data[:_PREFIX_KEEP])

@@ -76,11 +76,28 @@ def test_the_bytes_of_a_line_over_the_limit_are_counted_as_they_are_skipped(
     assert f.take_skipped() == 200
 
 
+def test_blank_lines_are_dropped_but_counted_with_their_bytes_until_taken() -> None:
+    # Not handed on, they were read all the same: a reader charges them as lines.
+    f = LineFramer()
+    assert f.feed(b"\n\n \n\t\r\n") == []
+    assert f.take_blank() == (4, 3)
+    assert f.take_blank() == (0, 0)
+    long = b"{" + b"x" * 3000 + b"}"  # a chunk of long lines is cut up line by line
+    assert f.feed(long + b"\n\n\r\n  ") == [long]
+    assert f.take_blank() == (2, 1)
+    assert f.feed(b" \n{}\n  ") == [b"{}"]  # ends the line begun before
+    assert f.take_blank() == (1, 3)
+    assert f.flush() == []  # the last, without its newline
+    assert f.take_blank() == (1, 2)
+
+
 @given(
     st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=20),
     st.lists(st.integers(1, 50), min_size=1, max_size=30),
 )
-def test_any_chunking_gives_the_same_lines(lines: list[bytes], cuts: list[int]) -> None:
+def test_any_chunking_gives_the_same_lines_and_blank_ones(
+    lines: list[bytes], cuts: list[int]
+) -> None:
     stream = b"".join(line + b"\n" for line in lines)
     expected = [x.removesuffix(b"\r") for x in lines]
     expected = [x for x in expected if x and not x.isspace()]
@@ -95,6 +112,8 @@ def test_any_chunking_gives_the_same_lines(lines: list[bytes], cuts: list[int]) 
         i += 1
     out += f.flush()
     assert out == expected
+    blank = [x for x in lines if not x.removesuffix(b"\r").strip()]
+    assert f.take_blank() == (len(blank), sum(map(len, blank)))
 
 
 def test_a_byte_order_mark_in_front_of_a_line_is_not_part_of_it() -> None:

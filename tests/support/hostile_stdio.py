@@ -7,8 +7,8 @@ never answers does not hold up the others. Plain stdlib, so it starts fast.
 
 Tools: echo, bytewise, batched, invalid_json, not_jsonrpc, unknown_id, duplicate,
 wrong_id_type, flood, huge_line, endless_line, never, late, close_stdout, exit, invalid_utf8,
-nested_deep, stderr_flood, garbage_flood, slow (answers after 0.1 s), big (a 256 KiB
-image).
+nested_deep, stderr_flood, garbage_flood, blank_flood, stderr_blank_flood, slow (answers
+after 0.1 s), big (a 256 KiB image).
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ TOOLS = (
     "nested_deep",
     "stderr_flood",
     "garbage_flood",
+    "blank_flood",
+    "stderr_blank_flood",
     "slow",
     "big",
 )
@@ -197,6 +199,10 @@ def call(rid: Any, name: str, text: str) -> None:
     elif name == "big":
         image = {"type": "image", "mimeType": "image/png", "data": "QUFB" * (64 * 1024)}
         out(response(rid, {"content": [image]}))
+    elif name == "blank_flood":
+        blank_flood(1)
+    elif name == "stderr_blank_flood":
+        blank_flood(2)
     elif name == "garbage_flood":
         garbage = b"DEBUG: something on stdout that is not JSON\n" * 1000
         end = time.monotonic() + args.flood_seconds
@@ -274,6 +280,18 @@ def stderr_flood() -> None:
     try:
         while time.monotonic() < end:
             _stderr_write(chunk)
+    except OSError:
+        pass
+
+
+def blank_flood(fd: int) -> None:
+    """Blank lines (empty, of spaces, ending in CRLF) on ``fd`` as fast as they are read,
+    until it closes; never an answer."""
+    chunk = b"\n \n\r\n \t \n" * 8192
+    view = memoryview(chunk)
+    try:
+        while True:
+            os.write(fd, view)
     except OSError:
         pass
 

@@ -7,10 +7,11 @@ A line over the limit fails only the request it answered, once its end (and size
 known; the server goes on. So does a reply that cannot be read (invalid UTF-8, too
 deeply nested, not JSON) when the request it answered can still be told: that request
 fails at once with the reason. Any other line that is not JSON-RPC is skipped with a
-warning; so is a line over the limit that answered no request. A server can write
-those without pause: their warnings are held to its budget (``complain``), and what
-reading them cost to its pace (a line over the limit, its bytes as they are skipped,
-whichever request it turns out to answer: one that never ends is paced all the same).
+warning; so is a line over the limit that answered no request; a blank line is dropped
+unsaid. A server can write those without pause: their warnings are held to its budget
+(``complain``), and what reading them cost to its pace (a line over the limit, its bytes
+as they are skipped, whichever request it turns out to answer: one that never ends is
+paced all the same; a blank line as any line).
 """
 
 from __future__ import annotations
@@ -90,6 +91,10 @@ class StdoutReader:
                 if self._fail_too_large(rid, reason, None):
                     self._failed_early = rid
             units += skipped(size - free)
+        if self._framer.blank:
+            # Dropped, not handed on, but read all the same: each costs what a line does.
+            lines, size = self._framer.take_blank()
+            units += lines + skipped(size)
         return units
 
     def flush(self) -> None:

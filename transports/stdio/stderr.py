@@ -9,9 +9,10 @@ them. A record's size is bounded, so the log's budget of records a second per se
 last lines are kept as the tail that every failure of the server quotes.
 
 Reading stderr costs the server's read budget as its stdout's lines that answer
-nothing do (``transports.pace``): a server writing stderr without end is read more
-slowly, and shown held back, instead of taking the loop every server shares. (Lines on
-stdout that are not JSON-RPC are warned about under the server's ``Complaints``.)
+nothing do (``transports.pace``), a blank line (not logged) as any other: a server
+writing stderr without end is read more slowly, and shown held back, instead of taking
+the loop every server shares. (Lines on stdout that are not JSON-RPC are warned about
+under the server's ``Complaints``.)
 """
 
 from __future__ import annotations
@@ -102,6 +103,9 @@ async def read_stderr(stderr: trio.abc.ReceiveStream, log: StderrLog, paced: Pac
                 units += 1.0 if isinstance(item, Oversized) else cost(item)
             if framer.skipped:
                 units += skipped(framer.take_skipped())
+            if framer.blank:  # not logged, but read: a line each all the same
+                lines, size = framer.take_blank()
+                units += lines + skipped(size)
             paced.read(units)
             del data  # not kept while the server is quiet
         for item in framer.flush():

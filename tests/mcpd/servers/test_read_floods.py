@@ -1,6 +1,7 @@
-"""A server flooding the stream of a call with notifications, or its stdout with a line
-that never ends, is read more slowly than it sends: `mcpd status` names it as held back
-and says why, and a call to another server goes through meanwhile."""
+"""A server flooding the stream of a call with notifications, its stdout with a line
+that never ends, or either of its pipes with blank lines, is read more slowly than it
+sends: `mcpd status` names it as held back and says why, and a call to another server
+goes through meanwhile."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from mcpd.cli.status_view import render_status
@@ -132,6 +134,40 @@ async def test_a_stdio_server_writing_a_line_that_never_ends_is_held_back_and_an
                 held = [i for i, row in enumerate(shown) if "held back|" in row]
                 assert held == [at + 1]  # under the server, and no other
                 assert "more than mcpd reads of what answers no request" in shown[at + 1]
+                done = await agent.call("mcp__calm__echo", {"text": "hi"})
+                assert done["content"] == [{"type": "text", "text": "echo:hi"}]
+                nursery.cancel_scope.cancel()
+    finally:
+        logger.removeHandler(journal)
+
+
+@pytest.mark.parametrize("tool", ["blank_flood", "stderr_blank_flood"])
+async def test_a_stdio_server_writing_blank_lines_without_end_is_held_back_and_another_answers(
+    tmp_path: Path, tool: str
+) -> None:
+    # Dropped unread, blank lines are read all the same: each counts as a line.
+    journal = HeldBack()
+    logger = logging.getLogger("mcpd")
+    logger.addHandler(journal)
+    try:
+        with trio.fail_after(LIMIT):
+            servers = {
+                "blank": {"command": sys.executable, "args": [HOSTILE_STDIO], "read_budget": 100},
+                "calm": {"command": sys.executable, "args": [HOSTILE_STDIO]},
+            }
+            async with (
+                running(make_config(tmp_path, servers)) as daemon,
+                connect(daemon.socket_path) as flooded,
+                connect(daemon.socket_path) as agent,
+                trio.open_nursery() as nursery,
+            ):
+                nursery.start_soon(flooded.call, f"mcp__blank__{tool}")
+                await journal.said.wait()
+                status = await agent.result("mcpd/status")
+                rows = {row["alias"]: row for row in status["servers"]}
+                held = rows["blank"]["held_back"]
+                assert "more than mcpd reads of what answers no request" in held["reason"]
+                assert rows["calm"]["held_back"] is None
                 done = await agent.call("mcp__calm__echo", {"text": "hi"})
                 assert done["content"] == [{"type": "text", "text": "echo:hi"}]
                 nursery.cancel_scope.cancel()

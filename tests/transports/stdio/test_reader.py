@@ -246,6 +246,17 @@ def test_what_answered_a_waiting_request_costs_nothing_to_read() -> None:
     )  # the second answer waits for nobody
 
 
+def test_blank_lines_cost_what_any_line_costs_to_read() -> None:
+    out = Stdout()
+    assert out.reader.feed(b"\n" * 1000) == 1000.0
+    assert out.reader.feed(b" \r\n" * 1000) == 1000.0 + skipped(2000)
+    got = out.answered(12)
+    # Among them, an answer waited for still costs nothing.
+    answer = line({"jsonrpc": "2.0", "id": 12, "result": 1})
+    assert out.reader.feed(b"\n\n" + answer + b"\t\n") == 3.0 + skipped(1)
+    assert len(got) == 1 and out.complaints == 0
+
+
 def test_a_line_over_the_limit_costs_its_bytes_as_they_are_read_even_one_never_ended() -> None:
     out = Stdout(max_line=1024)
     # Reported as it passes the limit (a unit, as a line), its bytes so far skipped.

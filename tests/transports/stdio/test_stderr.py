@@ -125,3 +125,22 @@ async def test_a_server_writing_stderr_without_end_is_read_at_its_pace_and_shown
     assert any(r.getMessage().startswith("s: reading held back") for r in caplog.records)
     # The lines are all read in the end, only more slowly.
     assert list(log.tail)[-1] == "line 99"
+
+
+async def test_a_server_writing_blank_lines_on_stderr_without_end_is_held_back(
+    caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Not logged, they were read all the same: each counts as a line.
+    log = StderrLog("s", tail=5)
+    pace = ReadPace("s", 1 << 20, rate=10)
+    ours, theirs = trio.testing.memory_stream_pair()
+    with caplog.at_level(logging.INFO):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_all, theirs, log, pace)
+            for _ in range(100):
+                await ours.send_all(b"\n \n")
+            held = pace.held_back
+            await ours.send_eof()
+    assert held is not None
+    assert "its stderr" in held.reason
+    assert records(caplog) == [] and not log.tail
