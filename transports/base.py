@@ -193,6 +193,14 @@ class Transport(abc.ABC):
         does (``transports.pace``); every transport of mcpd's reads within a pace."""
         return None
 
+    @property
+    def read_work(self) -> float:
+        """Seconds of the thread every server and agent shares that taking apart what
+        the server sent took so far (``transports.pace``): across a request, what
+        reading its answer cost, with whatever else the server sent meanwhile. Every
+        transport of mcpd's measures it; one that does not says 0."""
+        return 0.0
+
 
 def default_answer(req: Request) -> bytes:
     """The answer to a server's request when nobody else takes it: ``ping`` works

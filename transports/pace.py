@@ -6,11 +6,18 @@ Each stream asks ``Paced.before_read`` before it reads, and says what the read c
 read yet sleeps, or (for room) waits until another stream's message is complete. The
 first wait of a spell is said in the journal (``MCPD_EVENT=held_back``, rationed),
 and ``held_back`` is what ``mcpd status`` shows while the spell lasts.
+
+What taking apart what was read took of the thread every server and agent shares
+(cutting lines or events out, decoding them, handing them on, answers included) adds
+up in ``ReadPace.worked``: a stream says when its bytes came (``Paced.came``), and its
+``read`` ends the stretch. A legacy session's push stream is not measured: handing
+one of its events on may wait for an agent to answer the server.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from types import TracebackType
 from typing import Final
 
@@ -32,6 +39,8 @@ class ReadPace:
         self._budget = ReadBudget(max_held, rate)
         self._room = trio.lowlevel.ParkingLot()
         self._said = Throttle(1, SAID_EVERY, trio.current_time)
+        # Seconds of the shared thread spent taking apart what the server sent, so far.
+        self.worked = 0.0
 
     def stream(self) -> Paced:
         """A stream of the server's, for as long as the ``with`` lasts."""
@@ -67,12 +76,13 @@ class ReadPace:
 class Paced:
     """One stream's share of its server's pace."""
 
-    __slots__ = ("_budget", "_key", "_pace")
+    __slots__ = ("_budget", "_came", "_key", "_pace")
 
     def __init__(self, pace: ReadPace, budget: ReadBudget) -> None:
         self._pace = pace
         self._budget = budget
         self._key = budget.open()
+        self._came: float | None = None
 
     def __enter__(self) -> Paced:
         return self
@@ -98,8 +108,16 @@ class Paced:
             self._pace.waits("pace")
             await trio.sleep(wait)
 
+    def came(self) -> None:
+        """The bytes of a read are in: what is done with them until ``read`` is what
+        reading them took (``ReadPace.worked``)."""
+        self._came = time.perf_counter()
+
     def read(self, units: float) -> None:
         """What a read cost: its lines that carried no message, and ``cost`` of each
         message it completed that answered nothing."""
+        if self._came is not None:
+            self._pace.worked += time.perf_counter() - self._came
+            self._came = None
         if units or self._budget.charged(self._key):
             self._budget.read(trio.current_time(), self._key, units)

@@ -1,7 +1,8 @@
 """A server's streams read within its pace: a stream waits for room until another
 completes its message, and a server flooding any transport with notifications is
 read more slowly, shown as held back (and said so in the journal, once), while its
-own request is still answered after the flood."""
+own request is still answered after the flood; what taking apart what a server sent
+took, answers included, is measured."""
 
 from __future__ import annotations
 
@@ -93,6 +94,7 @@ def check(flood: Flood, t: Transport, caplog: pytest.LogCaptureFixture) -> None:
     said = [r for r in caplog.records if getattr(r, "mcpd_event", None) == "held_back"]
     assert len(said) == 1
     assert said[0].getMessage().startswith("s: reading held back: it sends more than mcpd reads")
+    assert t.read_work > 0.0  # what taking it all apart took of mcpd's thread
 
 
 async def test_a_stdio_server_flooding_notifications_is_held_back(
@@ -165,3 +167,20 @@ async def test_an_http_sse_stream_flooded_with_notifications_is_held_back(
             flood.transport = t
             assert json.loads(bytes(await t.request("flood", {}))) == {}
             check(flood, t, caplog)
+
+
+async def test_what_reading_a_json_reply_took_is_measured_though_it_is_free_of_the_pace() -> None:
+    big = {"text": "x" * (1 << 20)}
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.json(result(req.rpc_id, big))
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("s", srv.url(), HttpParams(read_budget=RATE)) as t,
+        ):
+            assert t.read_work == 0.0
+            assert json.loads(bytes(await t.request("tools/list", {}))) == big
+            assert t.read_work > 0.0
+            assert t.held_back is None

@@ -213,15 +213,17 @@ class AnswerReader:
         if media == "text/event-stream":
             return await self._read_stream(conn, head)
         if media == "application/json":
-            try:
-                with self._pace.stream() as paced:
+            with self._pace.stream() as paced:
+                try:
                     body = await conn.read_body(head, self._max_body, paced)
-            except BodyTooLarge as exc:
-                # The server answered; the answer is too big to pass on. Only this
-                # request fails (not the server, as an unreadable reply would).
-                reason = too_large_reason(self._label, exc.size, exc.limit)
-                raise MessageTooLarge(reason, size=exc.size, limit=exc.limit) from None
-            msg = decode_reply(body, head.status, self._label, "response body")
+                except BodyTooLarge as exc:
+                    # The server answered; the answer is too big to pass on. Only this
+                    # request fails (not the server, as an unreadable reply would).
+                    reason = too_large_reason(self._label, exc.size, exc.limit)
+                    raise MessageTooLarge(reason, size=exc.size, limit=exc.limit) from None
+                paced.came()
+                msg = decode_reply(body, head.status, self._label, "response body")
+                paced.read(0.0)  # a reply to a request: free of the pace
             if isinstance(msg, (rpc.Response, rpc.ErrorResponse)) and msg.id in (self._id, None):
                 return msg
             problem = f"the JSON reply to {self._what} is not its response"
@@ -300,6 +302,7 @@ class AnswerReader:
         that is the response waited for, and how many there were. None is held here
         once the stream is read on (a loop's variable would keep the last, a whole
         message, while the next chunk is awaited)."""
+        paced.came()
         decoder = self.decoder
         before, units = decoder.other_cost, 0.0
         events = decoder.flush() if chunk is None else decoder.feed(chunk)

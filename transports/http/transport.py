@@ -146,6 +146,10 @@ class HttpTransport(Transport):
     def held_back(self) -> HeldBack | None:
         return self._pace.held_back
 
+    @property
+    def read_work(self) -> float:
+        return self._pace.worked
+
     def reset_session(self) -> None:
         """Forget the legacy session (and the version it spoke) before a new handshake."""
         self._session.value = None

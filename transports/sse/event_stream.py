@@ -89,6 +89,7 @@ class EventStream:
                 while chunk is not None:
                     await paced.before_read(decoder.held)
                     chunk = await conn.next_chunk()
+                    paced.came()
                     units, endpoint = _take(decoder, chunk, on_event)
                     paced.read(units)
                     if endpoint:

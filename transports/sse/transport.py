@@ -114,6 +114,10 @@ class LegacySSETransport(Transport):
     def held_back(self) -> HeldBack | None:
         return self._pace.held_back
 
+    @property
+    def read_work(self) -> float:
+        return self._pace.worked
+
     async def request(
         self,
         method: str,

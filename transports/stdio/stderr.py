@@ -97,6 +97,7 @@ async def read_stderr(stderr: trio.abc.ReceiveStream, log: StderrLog, paced: Pac
                 continue
             if not data:
                 break
+            paced.came()
             units = 0.0
             for item in framer.feed(data):
                 log.line(item)

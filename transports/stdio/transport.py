@@ -148,6 +148,10 @@ class StdioTransport(Transport):
     def held_back(self) -> HeldBack | None:
         return self._pace.held_back
 
+    @property
+    def read_work(self) -> float:
+        return self._pace.worked
+
     async def request(
         self,
         method: str,
@@ -274,6 +278,7 @@ class StdioTransport(Transport):
                     data = await fdread.receive(fd, _READ_SIZE, wait_first=drained)
                     if not data:
                         break
+                    paced.came()
                     drained = len(data) < _READ_SIZE
                     with _BATCH:  # answers to a chunk of responses go out together
                         paced.read(self._reader.feed(data))
