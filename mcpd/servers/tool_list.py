@@ -5,13 +5,14 @@ tool-list changes (listened to again when it ends); any server's
 ``notifications/tools/list_changed`` makes the list be fetched again; without a
 subscription, an agent listing tools after the list's ttl ran out refreshes it.
 
-Taking a changed list in is done on the thread that serves every server and agent:
-its tools are cleaned and checked a slice at a time, other tasks running between
-slices, and only then is the list installed whole (agents see the old list or the new
-one, never part of each). What that cost sets when the list may be fetched again: a
-list that takes long to take in is fetched that much less often, so a server that
-changes a large list all the time holds a bounded share of mcpd's time, and `mcpd
-status` shows it held back while it waits.
+Fetching a list is done on the thread that serves every server and agent: its pages
+are read, searched for secrets, decoded and compared with the last list; a changed
+one's tools are then cleaned and checked a slice at a time, other tasks running
+between slices, and only then is the list installed whole (agents see the old list or
+the new one, never part of each). What all of that cost, changed or not, sets when
+the list may be fetched again: a list that costs much to fetch is fetched that much
+less often, so a server that announces changes of a large list all the time holds a
+bounded share of that thread, and `mcpd status` shows it held back while it waits.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from .upstream import Upstream
 logger = logging.getLogger("mcpd.server")
 
 _MIN_REFRESH: Final = 1.0
-# After taking a list in cost T of mcpd's time, the next fetch waits this many T: the
-# server has at most a tenth of that time, however large and changing its list.
+# After fetching a list cost T of mcpd's thread, the next fetch waits this many T: the
+# server has at most a tenth of that thread, however large and changing its list.
 PAUSE_PER_COST: Final = 9.0
 # Other tasks run at least this often while a list is taken in.
 _SLICE: Final = 0.02
@@ -71,7 +72,7 @@ class ToolListKeeper:
         self._read_ahead = read_ahead
         self._work_clock = work_clock
         self._next_fetch = -math.inf
-        self._cost = 0.0  # of taking the last changed list in
+        self._cost = 0.0  # of the last fetch, taking its list in included
         self.held_back: HeldBack | None = None  # waiting longer for what the list cost
         self.subscribed = False
         self._refusal_said = False  # this session: a server may acknowledge at will
@@ -128,7 +129,7 @@ class ToolListKeeper:
                 logger.warning(
                     "%s: announced %d tool-list changes in about a second; its list is "
                     "fetched at most once a second, and less often when it costs more "
-                    "to take in",
+                    "to fetch",
                     self.alias,
                     self._announced,
                     extra=log_extra(self.alias, reason="tool-list change flood"),
@@ -136,14 +137,16 @@ class ToolListKeeper:
         self._announced = 0
         listing = await up.list_tools()
         self.listed(listing)
+        cost = listing.cost
         if not listing.unchanged:
-            self._cost = await self._take_in(listing.tools)
-            self._next_fetch = trio.current_time() + next_fetch_after(self._cost)
+            cost += await self._take_in(listing.tools)
+        self._cost = cost
+        self._next_fetch = trio.current_time() + next_fetch_after(cost)
 
     async def _wait_for_turn(self) -> None:
         pause = next_fetch_after(self._cost)
         reason = (
-            f"its tool list took {self._cost:.2f} s of mcpd's time to take in: it is "
+            f"fetching its tool list took {self._cost:.2f} s of mcpd's time: it is "
             f"fetched again {pause:.1f} s after that at the soonest"
         )
         now = trio.current_time()
@@ -232,6 +235,6 @@ class ToolListKeeper:
 
 
 def next_fetch_after(cost: float) -> float:
-    """How long after taking in a list that cost ``cost`` seconds of mcpd's time the
-    list may be fetched again."""
+    """How long after a fetch of a list that cost ``cost`` seconds of mcpd's thread
+    the list may be fetched again."""
     return max(_MIN_REFRESH, PAUSE_PER_COST * cost)

@@ -37,6 +37,8 @@ class ListResult(msgspec.Struct):
     unchanged: bool = False
     cut: list[str] = msgspec.field(default_factory=list)  # tools kept with less, and why
     short: bool = False  # the list was longer than its limits: only its first part is here
+    # Seconds of mcpd's thread fetching it took (``Upstream.list_tools``).
+    cost: float = 0.0
 
 
 class Listed(msgspec.Struct, frozen=True):

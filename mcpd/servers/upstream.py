@@ -8,7 +8,8 @@ found out by ``handshake``; this module speaks it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
@@ -54,8 +55,11 @@ class Upstream:
         max_pages: int = 1000,
         limits: ListLimits = DEFAULT_LIMITS,
         guard: SecretGuard | None = None,
+        work_clock: Callable[[], float] = time.perf_counter,
     ) -> None:
+        """``work_clock`` measures what listing tools cost."""
         self.alias = alias
+        self._work_clock = work_clock
         # Every result and error of a request, and the instructions, pass it.
         self.guard = guard or SecretGuard(KnownSecrets())
         self.transport = transport
@@ -138,6 +142,24 @@ class Upstream:
         """One request's result, with every secret mcpd holds masked in it and what it
         asks the agent made fit to pass on, or the JSON-RPC error the server answers
         with, made fit to pass on too (``rpc_errors``)."""
+        raw = await self._answer(
+            method, params, name=name, extra_headers=extra_headers, cancellable=cancellable
+        )
+        return self._guarded(method, raw)
+
+    def _guarded(self, method: str, raw: Raw) -> Raw:
+        return result_for_agents(self.guard, self.alias, raw, f"a {method} result")
+
+    async def _answer(
+        self,
+        method: str,
+        params: Params,
+        *,
+        name: str | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        cancellable: bool = True,
+    ) -> Raw:
+        """``request``'s result as the server sent it."""
         headers = self._headers(method, name)
         if extra_headers:
             headers = {**(headers or {}), **extra_headers}
@@ -156,22 +178,34 @@ class Upstream:
             if masked is exc:
                 raise
             raise masked from None
-        return result_for_agents(self.guard, self.alias, raw, f"a {method} result")
+        return raw
 
     async def list_tools(self) -> ListResult:
-        """Every page of the server's tools, made into those agents may be shown."""
+        """Every page of the server's tools, made into those agents may be shown, with
+        what fetching them cost mcpd (``ListResult.cost``): every page read (what the
+        transport took to take apart what the server sent meanwhile), searched for
+        secrets and decoded, and the list compared with the last and checked."""
+        clock = self._work_clock
+        read_before = self.transport.read_work
         pages = ToolPages(self.alias, self.limits, self.max_pages)
+        worked = 0.0
         while True:
-            more = pages.feed(await self.request("tools/list", self._list_params(pages.cursor)))
+            raw = await self._answer("tools/list", self._list_params(pages.cursor))
+            began = clock()
+            more = pages.feed(self._guarded("tools/list", raw))
+            worked += clock() - began
             if self.server_info is None:
                 self.server_info = pages.server_info
             if not more:
                 break
+        began = clock()
         result, self._listed = pages.result(
             self._listed, self.meta.param_paths if self.http else None
         )
         if self.era == "legacy" and not result.unchanged:
             self.task_tools = task_tools.task_tools(result.tools, self.capabilities)
+        worked += clock() - began
+        result.cost = worked + self.transport.read_work - read_before
         return result
 
     def _list_params(self, cursor: str | None) -> Params:

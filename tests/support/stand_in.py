@@ -32,6 +32,7 @@ class StandIn:
         self.started: Started | None = None
         self.pid: int | None = None
         self.held_back: HeldBack | None = None
+        self.read_work = 0.0
 
     def answer(self, method: str, params: Any) -> Any:
         """What the server answers ``method`` with; by default, that it has no such method."""

@@ -1,8 +1,9 @@
 """One server's tool list kept current: refreshed by an agent's listing once its ttl
 ran out (never more than once a second, never while a subscription tells changes),
 fetched again when the server says it changed, and installed only when it did; a
-list costly to take in is read ahead in slices, installed whole, and fetched again
-only after a pause that grows with what it cost."""
+list costly to take in is read ahead in slices and installed whole, and a list costly
+to fetch, changed or not, is fetched again only after a pause that grows with what it
+cost."""
 
 from __future__ import annotations
 
@@ -298,11 +299,39 @@ async def test_a_costly_list_is_fetched_again_later_and_shown_held_back_meanwhil
         nursery.start_soon(costly.keeper.refetch, up(lister))
         await trio.sleep(10)
         held = costly.keeper.held_back
-        assert held is not None and "tool list took 2.00 s" in held.reason
+        assert held is not None and "fetching its tool list took 2.00 s" in held.reason
         assert lister.fetches == 1
     assert lister.fetches == 2
     assert trio.current_time() - taken >= 2.0 * PAUSE_PER_COST
     assert costly.keeper.held_back is None
+
+
+@pytest.mark.parametrize("unchanged", [False, True])
+async def test_the_next_fetch_waits_for_what_the_whole_fetch_cost_changed_or_not(
+    autojump_clock: trio.testing.MockClock, unchanged: bool
+) -> None:
+    # Reading, decoding and comparing a large list cost mcpd as much when it turns
+    # out the same as when it changed: a server announcing changes without end is
+    # held to the same share either way.
+    costly = Costly(per_tool=1.0)
+    lister = Lister()
+    lister.result = ListResult([mcp.Tool(name="a")], 0, [], None, cost=3.0)
+    await costly.keeper.refetch(up(lister))
+    fetched = trio.current_time()
+    lister.result = ListResult([mcp.Tool(name="a")], 0, [], None, unchanged=unchanged, cost=3.0)
+    costly.keeper.on_notification(note("notifications/tools/list_changed"))
+    await costly.keeper.refetch(up(lister))
+    # The first fetch's reading and the second's tool taken in: 3 s and 1 s.
+    assert trio.current_time() - fetched >= 4.0 * PAUSE_PER_COST
+    fetched = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(costly.keeper.refetch, up(lister))
+        await trio.sleep(1.5)
+        held = costly.keeper.held_back
+        spent = 3.0 if unchanged else 4.0
+        assert held is not None and f"fetching its tool list took {spent:.2f} s" in held.reason
+    assert trio.current_time() - fetched >= spent * PAUSE_PER_COST
+    assert lister.fetches == 3
 
 
 class SaidHeldBack(logging.Handler):
@@ -340,7 +369,7 @@ async def test_a_server_churning_a_large_list_is_held_back_and_another_servers_c
                 calm = next(i for i, row in enumerate(shown) if row.startswith("calm "))
                 held = [i for i, row in enumerate(shown) if "held back|" in row]
                 assert len(held) == 1 and calm < at < held[0]  # under the server, no other
-                assert "its tool list took" in shown[held[0]]
+                assert "fetching its tool list took" in shown[held[0]]
                 for n in range(20):
                     done = await agent.call("mcp__calm__echo", {"text": str(n)})
                     assert done["content"] == [{"type": "text", "text": f"echo:{n}"}]

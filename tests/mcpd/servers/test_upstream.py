@@ -6,6 +6,7 @@ check what actually reached the server, not what mcpd meant to send.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -291,6 +292,24 @@ async def test_a_list_sent_again_unchanged_is_not_decoded_again(log_path: Path) 
             # The same tool objects: nothing was decoded the second time.
             assert again.tools is first.tools
             assert [t.name for t in again.tools] == [f"tool{i}" for i in range(5)]
+
+
+async def test_what_a_list_cost_to_fetch_counts_its_reading_and_every_page_changed_or_not(
+    log_path: Path,
+) -> None:
+    ticks = itertools.count()  # each look at the clock a second later than the last
+    with trio.fail_after(15):
+        async with scripted_server(log_path, "--tools", "5", "--page-size", "2") as server:
+            up = upstream(server, work_clock=lambda: float(next(ticks)))
+            await up.connect()
+            for _ in range(2):
+                read = server.transport.read_work
+                listing = await up.list_tools()
+                # The pages' reading as the transport measured it, and a second for
+                # each of the three pages and for what was made of them.
+                assert server.transport.read_work > read
+                assert listing.cost == pytest.approx(4.0 + server.transport.read_work - read)
+            assert listing.unchanged
 
 
 async def test_a_list_whose_bytes_changed_is_decoded_again(log_path: Path) -> None:
