@@ -40,7 +40,7 @@ logger = logging.getLogger("mcpd.server")
 
 _MIN_REFRESH: Final = 1.0
 # After fetching a list cost T of mcpd's thread, the next fetch waits this many T: the
-# server has at most a tenth of that thread, however large and changing its list.
+# server has about a tenth of that thread at most, however large and changing its list.
 PAUSE_PER_COST: Final = 9.0
 # Other tasks run at least this often while a list is taken in.
 _SLICE: Final = 0.02
