@@ -161,6 +161,21 @@ def declares(capabilities: dict[str, Any] | None, method: str, params: Any = Non
     return True
 
 
+def answerable(requests: object, capabilities: dict[str, Any] | None) -> bool:
+    """Whether an agent that declared ``capabilities`` can fulfil every one of an
+    ``input_required``'s ``requests``: each a request it ``declares``, elicitation in
+    the mode the request asks for. Not when it declared nothing, nor when ``requests``
+    is not an object of requests."""
+    if not capabilities or not isinstance(requests, dict):
+        return False
+    return all(
+        isinstance(r, dict)
+        and isinstance(r.get("method"), str)
+        and declares(capabilities, r["method"], r.get("params"))
+        for r in requests.values()
+    )
+
+
 def has_tasks(capabilities: dict[str, Any] | None) -> bool:
     extensions = capabilities.get("extensions") if capabilities else None
     return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)

@@ -126,15 +126,6 @@ def _refuse(method: str, params: Any, capabilities: dict[str, Any] | None) -> No
         )
 
 
-def can_answer_all(requests: Any, capabilities: dict[str, Any] | None) -> bool:
-    if not isinstance(requests, dict) or not requests:
-        return False
-    return all(
-        isinstance(r, dict) and surface.declares(capabilities, r.get("method", ""), r.get("params"))
-        for r in requests.values()
-    )
-
-
 class DirectAsker:
     """A legacy agent, asked directly."""
 
@@ -322,13 +313,17 @@ async def legacy_rounds(
             head = rpc.decode_as(outcome, surface.ResultHead)
         except rpc.InvalidParams:
             return outcome
-        if head.kind != mcp.INPUT_REQUIRED or not can_answer_all(
-            head.inputRequests, asker.capabilities
+        requests = head.inputRequests
+        # Only what asks the agent something is answered here.
+        if (
+            head.kind != mcp.INPUT_REQUIRED
+            or not isinstance(requests, dict)
+            or not requests
+            or not surface.answerable(requests, asker.capabilities)
         ):
             return outcome
         answers: dict[str, Raw] = {}
-        assert isinstance(head.inputRequests, dict)
-        for key, request in head.inputRequests.items():
+        for key, request in requests.items():
             try:
                 answers[key] = await asker.ask(request["method"], request.get("params"))
             except rpc.RPCError as exc:

@@ -28,7 +28,6 @@ from .askback import Upstream
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
 from .paging import page
-from .results import can_answer
 from .rewrite import prompt_result
 from .unrouted import held_meta, held_text
 
@@ -93,7 +92,7 @@ def reply_for(
         raise outcome
     head = rpc.decode_as(outcome, surface.ResultHead)
     if head.kind == mcp.INPUT_REQUIRED:
-        if agent.modern and can_answer(head.inputRequests, agent.capabilities):
+        if agent.modern and surface.answerable(head.inputRequests, agent.capabilities):
             return outcome
         raise rpc.RPCError(
             rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,

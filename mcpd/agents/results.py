@@ -13,7 +13,7 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
+from protocol import mcp, surface
 from protocol.visible import quote
 
 _RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'
@@ -30,25 +30,6 @@ _HEADS: Final = msgspec.json.Decoder(mcp.CallToolResultHead)
 
 # (the result, whether it may hold links, whether it is an error)
 Shaped = tuple[Raw | dict[str, Any], bool, bool]
-
-# Which client capability each kind of input request needs.
-_NEEDS: Final = {
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-    "roots/list": "roots",
-}
-
-
-def can_answer(requests: Any, capabilities: dict[str, Any] | None) -> bool:
-    """Whether an agent that declared ``capabilities`` can fulfil every input request."""
-    if not capabilities or not isinstance(requests, dict):
-        return False
-    for req in requests.values():
-        method = req.get("method") if isinstance(req, dict) else None
-        need = _NEEDS.get(method) if isinstance(method, str) else None
-        if need is None or not isinstance(capabilities.get(need), dict):
-            return False
-    return True
 
 
 def shape_call_result(
@@ -141,7 +122,11 @@ def _not_complete(
     tasks: bool,
 ) -> Shaped:
     """``shape_call_result`` for a result whose ``resultType`` is not complete."""
-    if kind == mcp.INPUT_REQUIRED and modern and can_answer(head.inputRequests, capabilities):
+    if (
+        kind == mcp.INPUT_REQUIRED
+        and modern
+        and surface.answerable(head.inputRequests, capabilities)
+    ):
         # The agent can answer: it retries with inputResponses and the same requestState,
         # which mcpd forwards to the same server as a new request.
         return raw, True, False

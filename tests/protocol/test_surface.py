@@ -68,6 +68,34 @@ def test_elicitation_is_declared_by_its_mode(
     assert surface.declares({"elicitation": caps}, "elicitation/create", params) is taken
 
 
+URL_ASK = {"method": "elicitation/create", "params": {"mode": "url", "url": "https://x"}}
+FORM_ASK = {"method": "elicitation/create", "params": {"message": "name?"}}
+ROOTS_ASK = {"method": "roots/list"}
+
+
+@pytest.mark.parametrize(
+    ("caps", "requests", "taken"),
+    [
+        ({"elicitation": {}}, {"a": FORM_ASK}, True),
+        # {} and form alone are form mode only, whatever else is asked with it.
+        ({"elicitation": {}}, {"a": URL_ASK}, False),
+        ({"elicitation": {"form": {}}, "roots": {}}, {"a": ROOTS_ASK, "b": URL_ASK}, False),
+        ({"elicitation": {"url": {}}, "roots": {}}, {"a": ROOTS_ASK, "b": URL_ASK}, True),
+        ({"elicitation": {}}, {"a": FORM_ASK, "b": ROOTS_ASK}, False),
+        ({"elicitation": {}}, {"a": {"method": "tools/call"}}, False),
+        ({"elicitation": {}}, {"a": {"method": 5}}, False),
+        ({"elicitation": {}}, {"a": "elicitation/create"}, False),
+        ({"elicitation": {}}, ["a"], False),
+        ({}, {"a": FORM_ASK}, False),
+        (None, {}, False),
+    ],
+)
+def test_an_agent_can_answer_what_it_declared_each_elicitation_in_its_mode(
+    caps: dict[str, Any] | None, requests: Any, taken: bool
+) -> None:
+    assert surface.answerable(requests, caps) is taken
+
+
 def test_tasks_are_taken_only_by_an_agent_declaring_the_extension_as_an_object() -> None:
     ext = surface.TASKS_EXTENSION
     caps: dict[str, Any] | None

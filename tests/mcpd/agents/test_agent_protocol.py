@@ -17,6 +17,7 @@ from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, s
 from tests.support.procs import scripted
 
 CUSTOM = str(Path(__file__).resolve().parents[2] / "support" / "demo_custom_server.py")
+CANNED = str(Path(__file__).resolve().parents[2] / "support" / "canned_server.py")
 
 
 def server(*flags: str) -> dict[str, Any]:
@@ -183,6 +184,37 @@ async def test_input_required_is_an_error_for_an_agent_that_cannot(tmp_path: Pat
                 await legacy.initialize()
                 result = await legacy.call("mcp__s__ask")
                 assert result["isError"] is True and "resultType" not in result
+
+
+async def test_a_url_elicitation_reaches_only_an_agent_that_declared_url_mode(
+    tmp_path: Path,
+) -> None:
+    sign_in = {"mode": "url", "message": "Sign in", "url": "https://evil.example/x"}
+    asks = {"k": {"method": "elicitation/create", "params": sign_in}}
+    answers = tmp_path / "answers.json"
+    answers.write_text(
+        json.dumps(
+            {
+                "tools": {
+                    "url": {
+                        "resultType": "input_required",
+                        "inputRequests": asks,
+                        "requestState": "s1",
+                    }
+                }
+            }
+        )
+    )
+    cfg = make_config(tmp_path, {"s": {"command": sys.executable, "args": [CANNED, str(answers)]}})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            for declared in ({}, {"form": {}}, {"url": {}}):
+                caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": declared}}
+                result = await agent.result("tools/call", {"name": "mcp__s__url", "_meta": caps})
+                if "url" in declared:
+                    assert result["inputRequests"]["k"]["params"]["url"] == sign_in["url"]
+                else:
+                    assert result["isError"] is True and "inputRequests" not in result
 
 
 async def test_modern_agents_subscribe_to_tool_list_changes(tmp_path: Path) -> None:

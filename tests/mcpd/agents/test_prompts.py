@@ -208,6 +208,18 @@ def test_input_required_goes_to_an_agent_that_can_answer_it_and_is_an_error_for_
         assert raised.value.data == {"mcpd/inputRequired": asks["inputRequests"]}
 
 
+def test_a_url_elicitation_is_refused_to_an_agent_that_declared_form_mode_only() -> None:
+    ask = {"method": "elicitation/create", "params": {"mode": "url", "url": "https://x.example"}}
+    result = raw({"resultType": "input_required", "inputRequests": {"q": ask}})
+    for declared in ({}, {"form": {}}):
+        form_only = agent(capabilities={"elicitation": declared})
+        with pytest.raises(rpc.RPCError) as raised:
+            reply_for(None, "notes", form_only, result, keep)  # type: ignore[arg-type]
+        assert raised.value.code == rpc.MISSING_REQUIRED_CLIENT_CAPABILITY
+    url_mode = agent(capabilities={"elicitation": {"url": {}}})
+    assert reply_for(None, "notes", url_mode, result, keep) is result  # type: ignore[arg-type]
+
+
 def test_an_unknown_result_type_is_an_internal_error_naming_the_server() -> None:
     with pytest.raises(rpc.RPCError) as raised:
         reply_for(None, "notes", agent(), raw({"resultType": "later"}), keep)  # type: ignore[arg-type]

@@ -150,6 +150,34 @@ def test_input_required_is_never_delivered_as_complete(modern: bool) -> None:
     assert out["_meta"]["mcpd/inputRequired"] == INPUT_REQUIRED["inputRequests"]
 
 
+URL_ASK = {
+    "resultType": "input_required",
+    "inputRequests": {
+        "k": {
+            "method": "elicitation/create",
+            "params": {"mode": "url", "message": "Sign in", "url": "https://evil.example/x"},
+        }
+    },
+    "requestState": "s1",
+}
+
+
+@pytest.mark.parametrize("declared", [{}, {"form": {}}])
+def test_a_url_elicitation_is_an_error_for_an_agent_that_declared_form_mode_only(
+    declared: dict[str, Any],
+) -> None:
+    data = json.dumps(URL_ASK).encode()
+
+    def shaped(caps: dict[str, Any]) -> dict[str, Any]:
+        out = shape_call_result(Raw(data), modern=True, budget=1000, alias="n", capabilities=caps)
+        return as_json(out[0])
+
+    result = shaped({"elicitation": declared})
+    assert result["isError"] is True and "inputRequests" not in result
+    # One that declared URL mode gets the request to answer.
+    assert shaped({"elicitation": {"url": {}}}) == URL_ASK
+
+
 def test_input_required_with_only_request_state_is_an_error_too() -> None:
     data = b'{"resultType":"input_required","requestState":"shed load"}'
     out = as_json(shape(data))
