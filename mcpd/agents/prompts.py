@@ -23,6 +23,7 @@ from ..registry.scheme import Routed, Sight
 from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused
 from ..servers.outage import Outage
+from . import unanswered
 from .allowance import Allowance
 from .askback import Upstream
 from .askback_driver import AgentSide, AskBackDriver
@@ -97,7 +98,7 @@ def reply_for(
         raise rpc.RPCError(
             rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
             f"the server {alias!r} needs input this agent did not declare it can give",
-            {"mcpd/inputRequired": head.inputRequests or {}},
+            {unanswered.META_KEY: unanswered.asked(head.inputRequests)},
         )
     if head.kind != mcp.COMPLETE:
         raise rpc.RPCError(

@@ -16,6 +16,9 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.visible import quote
 
+from . import unanswered
+from .unanswered import unanswered_text
+
 _RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'
 _QUOTE: Final = ord('"')
 _BRACE: Final = ord("{")
@@ -62,7 +65,7 @@ def shape_call_result(
         raise
     kind = head.resultType
     if isinstance(kind, str) and kind != mcp.COMPLETE:
-        return _not_complete(raw, head, kind, modern, alias, capabilities, tasks)
+        return _not_complete(raw, head, kind, modern, alias, capabilities, tasks, budget)
     failed = head.isError is True
     links = False
     total = 0
@@ -120,6 +123,7 @@ def _not_complete(
     alias: str,
     capabilities: dict[str, Any] | None,
     tasks: bool,
+    budget: int,
 ) -> Shaped:
     """``shape_call_result`` for a result whose ``resultType`` is not complete."""
     if (
@@ -131,9 +135,9 @@ def _not_complete(
         # which mcpd forwards to the same server as a new request.
         return raw, True, False
     if kind == mcp.INPUT_REQUIRED:
-        inputs = head.inputRequests if isinstance(head.inputRequests, dict) else {}
-        extra = {"mcpd/inputRequired": inputs}
-        return _error(_input_required_text(alias, head), modern, extra), False, True
+        text = unanswered_text(alias, head.inputRequests, budget)
+        meta = {unanswered.META_KEY: unanswered.asked(head.inputRequests)}
+        return _error(text, modern, meta), False, True
     if kind == "task" and tasks:
         return raw, True, False  # a task handle for an agent that takes them (agents.tasks)
     text = f"The tool server {alias!r} returned an unknown resultType {quote(str(kind))}."
@@ -195,22 +199,6 @@ def _block_text(block: Any) -> tuple[str | None, bool]:
     if kind == "resource" and isinstance(resource, dict) and isinstance(resource.get("text"), str):
         return resource["text"], True
     return None, False
-
-
-def _input_required_text(alias: str, head: mcp.CallToolResultFate) -> str:
-    wanted = []
-    requests = head.inputRequests if isinstance(head.inputRequests, dict) else {}
-    for key, req in requests.items():
-        method = req.get("method") if isinstance(req, dict) else None
-        params = req.get("params") if isinstance(req, dict) else None
-        message = params.get("message") if isinstance(params, dict) else None
-        wanted.append(f"{key} ({method}{': ' + repr(message) if message else ''})")
-    what = "; ".join(wanted) if wanted else "more input"
-    return (
-        f"The tool server {alias!r} asked for input before it can finish: {what}. "
-        "This client did not declare the capabilities to provide it, so the call "
-        "did not complete."
-    )
 
 
 def _malformed(alias: str, modern: bool, exc: Exception) -> Shaped:

@@ -205,7 +205,7 @@ def test_input_required_goes_to_an_agent_that_can_answer_it_and_is_an_error_for_
         with pytest.raises(rpc.RPCError) as raised:
             reply_for(None, "notes", cannot, result, keep)  # type: ignore[arg-type]
         assert raised.value.code == rpc.MISSING_REQUIRED_CLIENT_CAPABILITY
-        assert raised.value.data == {"mcpd/inputRequired": asks["inputRequests"]}
+        assert raised.value.data == {"mcpd/inputRequired": {"q": {"method": "elicitation/create"}}}
 
 
 def test_a_url_elicitation_is_refused_to_an_agent_that_declared_form_mode_only() -> None:

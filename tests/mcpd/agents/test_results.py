@@ -147,7 +147,10 @@ def test_input_required_is_never_delivered_as_complete(modern: bool) -> None:
     assert "GitHub user?" in message
     assert "workspace" in message
     assert "roots/list" in message
-    assert out["_meta"]["mcpd/inputRequired"] == INPUT_REQUIRED["inputRequests"]
+    assert out["_meta"]["mcpd/inputRequired"] == {
+        "github_login": {"method": "elicitation/create"},
+        "workspace": {"method": "roots/list"},
+    }
 
 
 URL_ASK = {
