@@ -20,7 +20,7 @@ What the agent is asked is the server's request with its texts cleaned, every se
 mcpd holds masked (after the cleaning, which could join a secret split by a character
 nobody sees), and the server named (``registry.relayed``). A 2026-07-28 server asks
 by ending its call with ``input_required``: the requests in it are made the same way
-as the result comes in (``result_for_agents``), whoever is asked them.
+as the result comes in (``rpc_results``), whoever is asked them.
 
 The agent's side of it (relaying the request to a legacy agent as a request of
 mcpd's own, or handing a modern agent an ``input_required`` result) is behind
@@ -40,17 +40,17 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol import mcp, surface
+from protocol import surface
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 from protocol.visible import METHOD_SHOWN, quote
 from transports.base import OVER_LIMIT
-from transports.errors import SERVER_REPLIES, MalformedReply
+from transports.errors import SERVER_REPLIES
 
 from ..policy.guard import SecretGuard
-from ..registry import own_keys
-from ..registry.relayed import cleaned, marked
+from ..registry.relayed import marked
 from .ended_asks import End, EndedAsks
+from .rpc_results import cleaned_request
 
 logger = logging.getLogger("mcpd.askback")
 
@@ -68,18 +68,6 @@ ASKS_PER_CALL: Final = 4
 # However many calls are in flight: each waiting request holds what it asks, and a
 # task, until its agent answers or ask_timeout passes.
 ASKS_PER_SERVER: Final = 32
-
-
-class _Look(msgspec.Struct):
-    """What every result is read for, in one decode that skips the rest: whether it
-    is ``input_required``."""
-
-    resultType: object = None
-
-
-_look: Final = msgspec.json.Decoder(_Look)
-_INPUT_REQUIRED: Final = mcp.INPUT_REQUIRED
-_may_hold_own: Final = own_keys.may_hold
 
 
 class Asker(Protocol):
@@ -126,62 +114,6 @@ class _Inflight:
     def extend(self, seconds: float) -> None:
         if self._extend is not None:
             self._extend(seconds)
-
-
-def result_for_agents(guard: SecretGuard, alias: str, raw: msgspec.Raw, what: str) -> msgspec.Raw:
-    """A server's result as agents may get it: every secret mcpd holds masked (the same
-    bytes when it holds none), and whatever the server put under mcpd's own keys in
-    any ``_meta`` in it (its own, its content's) dropped (``registry.own_keys``); an
-    ``input_required``'s requests, which a person or a model reads, also cleaned before
-    that and marked with the server, as a legacy server's own requests are."""
-    own = _may_hold_own(raw)
-    if not own:
-        try:
-            look = _look.decode(raw)
-        except (msgspec.DecodeError, RecursionError):
-            return guard.raw(alias, raw, what)  # not an object: no request in it
-        if look.resultType != _INPUT_REQUIRED:
-            return guard.raw(alias, raw, what)  # every call, nearly
-    try:
-        result: Any = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError):
-        # Not reached: the transport took the line for valid UTF-8 and not too deep.
-        raise MalformedReply(f"{alias}: {what} could not be read again") from None
-    # Decoded whole and encoded again, even with nothing dropped: a _meta given twice
-    # goes on as the one mcpd read (the last), which every reader then reads.
-    if own:
-        own_keys.drop_from_meta(result)
-    for request in _requests(result):
-        request["params"] = _cleaned(alias, request["method"], request.get("params"))
-    result = guard.value(alias, result, what)
-    for request in _requests(result):
-        request["params"] = marked(alias, request["method"], request.get("params"))
-    return own_keys.reencoded(raw, result)
-
-
-def _cleaned(alias: str, method: str, params: Any) -> Any:
-    """``cleaned``, and the journal told when something was taken out."""
-    params, removed = cleaned(method, params)
-    if removed:
-        logger.info(
-            "%s: took %d invisible or control character%s out of its %s request",
-            alias,
-            removed,
-            "s" if removed != 1 else "",
-            method,
-            extra=log_extra(alias, "ask_cleaned"),
-        )
-    return params
-
-
-def _requests(result: Any) -> list[dict[str, Any]]:
-    """The requests of an ``input_required`` result (none for any other)."""
-    if not isinstance(result, dict) or result.get("resultType") != mcp.INPUT_REQUIRED:
-        return []
-    asks = result.get("inputRequests")
-    if not isinstance(asks, dict):
-        return []
-    return [r for r in asks.values() if isinstance(r, dict) and isinstance(r.get("method"), str)]
 
 
 class AskRoutes:
@@ -390,7 +322,7 @@ class AskRoutes:
     def _relayed(self, req: rpc.Request) -> dict[str, Any]:
         """The params the agent is asked with."""
         given: Any = msgspec.json.decode(req.params) if req.params is not None else None
-        params = _cleaned(self.alias, req.method, given)
+        params = cleaned_request(self.alias, req.method, given)
         if self._guard is not None:
             params = self._guard.value(self.alias, params, f"a {req.method} request")
         return marked(self.alias, req.method, params)

@@ -27,12 +27,12 @@ from protocol.logfields import log_extra
 from transports import errors
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
-from .askback import result_for_agents
 from .calls import Answered, Call, CallHost, Ending, Outcome, Unanswered, Unsent, Uses, _Scheduler
 from .ended_asks import End
 from .oauth import LoginRequired
 from .outage import Outage, last_line
 from .rpc_errors import error_for_agents
+from .rpc_results import result_for_agents
 from .turns import TurnQueue
 
 if TYPE_CHECKING:

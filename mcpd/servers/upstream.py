@@ -33,11 +33,12 @@ from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.limits import DEFAULT_LIMITS, limited_instructions
 from . import handshake, task_tools
-from .askback import ASKING, result_for_agents
+from .askback import ASKING
 from .callmeta import CallMeta
 from .calls import Call
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, request_meta
 from .rpc_errors import error_for_agents
+from .rpc_results import result_for_agents
 from .tool_pages import Listed, ListResult, ToolPages
 
 logger = logging.getLogger("mcpd.upstream")
