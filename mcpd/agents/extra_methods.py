@@ -23,7 +23,6 @@ from protocol.server import RequestContext
 from ..registry.scheme import Sight
 from ..registry.views import ProfileView
 from ..servers.all_servers import AllServers
-from ..servers.calls import Call
 from ..servers.outage import Outage
 from .agent import Agent
 from .allowance import Allowance
@@ -34,6 +33,7 @@ from .failures import Failures
 from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .resources import Subscriptions, list_resources, read
+from .results import Recipient
 from .rewrite import tool_result
 from .tasks import Tasks
 
@@ -68,7 +68,9 @@ class ExtraMethods:
         self._view_of = view_of
         self._connections = connections
         self.askback = AskBackDriver(failures)  # its own task's faults are logged there
-        self.tasks = Tasks(servers)
+        self.tasks = Tasks(
+            servers, self.finish_result, lambda: control.settings.result_budget_chars
+        )
         self.subscriptions = Subscriptions(servers, lambda: control.settings.max_line_bytes)
         self.logs = AgentLogs(servers)
         # (connection, listen id) -> (which list changes it wants, its sender)
@@ -133,14 +135,14 @@ class ExtraMethods:
     # -- tools/call --
 
     def finish_result(
-        self, call: Call, result: Raw | dict[str, Any], links: bool
+        self, to: Recipient, result: Raw | dict[str, Any], links: bool
     ) -> Raw | dict[str, Any] | Outage:
-        """A call's result, its resource links in agents' terms and its task recorded
+        """A tool's result, its resource links in agents' terms and its task recorded
         (named by the agent's id for it); or why the call failed after all."""
         if links:
-            result = tool_result(result, self.servers.links(call.alias, call.sight))
-        if call.tasks:
-            return self.tasks.record(call.alias, call.owner, result, call.sight)
+            result = tool_result(result, self.servers.links(to.alias, to.sight))
+        if to.tasks:
+            return self.tasks.record(to.alias, to.owner, result, to.sight)
         return result
 
     # -- methods --
@@ -331,7 +333,7 @@ class ExtraMethods:
                     {"requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}},
                 )
             honoured["taskIds"] = self.tasks.watch(
-                agent.owner, where, wanted.get("taskIds"), conn.send_nowait
+                agent.owner, where, wanted.get("taskIds"), conn.send_nowait, ctx.capabilities
             )
         return honoured
 

@@ -1,4 +1,8 @@
-"""What happens to a tools/call result between the server and the agent.
+"""What happens to a tool's result between the server and the agent.
+
+A tool's result reaches an agent as a tools/call's, or as the result a task ended with
+(in ``tasks/get`` and ``notifications/tasks``): ``result_for`` shapes it for either,
+the one way, so the two cannot drift.
 
 Most results pass through as the server's own bytes. They are decoded only as far as
 needed to check ``resultType`` and (for a result longer than the budget) measure text;
@@ -7,7 +11,8 @@ re-encoding happens only when text must be cut to the budget.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, Protocol
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -16,6 +21,8 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.visible import quote
 
+from ..registry.scheme import Sight
+from ..servers.outage import Outage
 from . import unanswered
 from .unanswered import unanswered_text
 
@@ -33,6 +40,62 @@ _HEADS: Final = msgspec.json.Decoder(mcp.CallToolResultHead)
 
 # (the result, whether it may hold links, whether it is an error)
 Shaped = tuple[Raw | dict[str, Any], bool, bool]
+
+
+class Recipient(Protocol):
+    """Whom a tool's result goes to, as far as its shape goes: the call that asked for
+    it (``servers.calls.Call``), or the agent whose task ended with it."""
+
+    @property
+    def alias(self) -> str:
+        """The tool's server."""
+        ...
+
+    @property
+    def owner(self) -> object:
+        """The agent (a task it is handed is its alone)."""
+        ...
+
+    @property
+    def sight(self) -> Sight | None:
+        """The profile the agent reads the result's URIs back in."""
+        ...
+
+    @property
+    def modern(self) -> bool: ...
+
+    @property
+    def capabilities(self) -> dict[str, Any] | None:
+        """What the agent declared it can answer."""
+        ...
+
+    @property
+    def tasks(self) -> bool:
+        """Whether the agent takes task handles."""
+        ...
+
+
+# The last step, for a result that may hold links or a task handle: (its recipient,
+# the result, whether it may hold links) -> the result, or why it failed after all.
+Finish = Callable[[Recipient, Raw | dict[str, Any], bool], Raw | dict[str, Any] | Outage]
+
+
+def result_for(
+    raw: Raw, to: Recipient, budget: int, finish: Finish
+) -> tuple[Raw | dict[str, Any] | Outage, bool]:
+    """A tool's result (as its server sent it) as ``to`` gets it, and whether it is an
+    error: shaped (``shape_call_result``), then finished by ``finish``."""
+    result, links, failed = shape_call_result(
+        raw,
+        modern=to.modern,
+        budget=budget,
+        alias=to.alias,
+        capabilities=to.capabilities,
+        tasks=to.tasks,
+    )
+    if links or to.tasks:
+        return finish(to, result, links), failed
+    return result, failed
 
 
 def shape_call_result(

@@ -10,7 +10,10 @@ purpose) may give one agent the same id. ``tasks/get``, ``tasks/update`` and
 id, for that agent only: to any other agent a task id is unknown, as it is to the
 server for an id it never issued. Task status notifications (``notifications/tasks``)
 come on the agents' own ``subscriptions/listen`` for the task ids they name, and reach
-those listens only. Whatever comes back names the task by the agent's id.
+those listens only. Whatever comes back names the task by the agent's id, and the
+tool's result a task ended with is shaped as the same result of a tools/call is
+(``results.result_for``): cut to the budget, its resultType checked, an
+``input_required`` the agent cannot answer told in mcpd's words, its URIs handed over.
 
 The agent is its connection, its legacy HTTP session, or for a stateless HTTP client,
 which has neither, its ``StatelessAgent`` (its user, where it came in, its profile, the
@@ -40,7 +43,7 @@ from ..registry.scheme import Sight
 from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused
 from ..servers.outage import Outage
-from .rewrite import tool_result
+from .results import Finish, result_for
 
 # Remembered at once, in count and in the bytes of their ids. Past either, the oldest
 # task of the agent that holds the most is forgotten: one agent making tasks without
@@ -65,6 +68,10 @@ class _Task:
         self.size = size  # of the server's id, as it counts against MAX_TASK_BYTES
 
 
+# A listen naming tasks: its owner, the tasks it watches by the agent's ids, its sender,
+# and the capabilities it was sent with (which the results in its news are shaped for).
+_Watch = tuple[object, dict[str, _Task], Callable[[bytes], None], dict[str, Any] | None]
+
 # How a task is found: its server's alias and its id there. The agent's id for it is
 # made of the same two strings as it is needed, so the server's id is held once.
 _Key = tuple[str, str]
@@ -82,19 +89,31 @@ def agent_task_id(alias: str, server_id: str) -> str:
     return f"{alias}:{server_id}"
 
 
+class _ResultFor(msgspec.Struct, frozen=True):
+    """The agent a task's result goes to (``results.Recipient``): a modern one that
+    takes tasks, whose capabilities are those of its request (or its listen)."""
+
+    alias: str
+    owner: object
+    sight: Sight | None
+    capabilities: dict[str, Any] | None
+    modern: bool = True
+    tasks: bool = True
+
+
 class Tasks:
-    def __init__(self, servers: AllServers) -> None:
+    def __init__(self, servers: AllServers, finish: Finish, budget: Callable[[], int]) -> None:
+        """``finish``: the last step of a tool's result on its way to an agent, as a
+        tools/call's takes; ``budget``: the result budget now."""
         self.servers = servers
+        self._finish = finish
+        self._budget = budget
         # By agent, then the agent's id for the task, oldest first: one agent's task
         # must never be found for another.
         self._tasks: dict[object, OrderedDict[_Key, _Task]] = {}
         self._count = 0
         self._bytes = 0
-        # (connection, listen id) -> (its owner, the tasks it watches by the agent's
-        # ids, its sender)
-        self._watches: dict[
-            tuple[int, rpc.Id], tuple[object, dict[str, _Task], Callable[[bytes], None]]
-        ] = {}
+        self._watches: dict[tuple[int, rpc.Id], _Watch] = {}  # by (connection, listen id)
         servers.on_task_news(self._news)
 
     def __len__(self) -> int:
@@ -183,13 +202,19 @@ class Tasks:
             return raw
         if "taskId" in decoded:
             decoded["taskId"] = params.taskId
-        # A finished task carries the tool's result: its URIs are handed over as a
-        # tools/call result's would be.
-        if method == "tasks/get" and isinstance(decoded.get("result"), dict):
-            decoded["result"] = tool_result(
-                decoded["result"], self.servers.links(alias, task.sight)
-            )
+        if method == "tasks/get" and "result" in decoded:
+            to = _ResultFor(alias, owner, task.sight, caps)
+            decoded["result"] = self._result(decoded["result"], to)
         return decoded
+
+    def _result(self, result: object, to: _ResultFor) -> object:
+        """The tool's result a task ended with, as a tools/call's would reach ``to``."""
+        shaped, _ = result_for(Raw(_encode(result)), to, self._budget(), self._finish)
+        if isinstance(shaped, Outage):
+            own = shaped.result()
+            own.resultType = mcp.COMPLETE
+            return own
+        return shaped
 
     # -- status notifications --
 
@@ -199,12 +224,14 @@ class Tasks:
         where: tuple[int, rpc.Id],
         wanted: Any,
         send: Callable[[bytes], None],
+        capabilities: dict[str, Any] | None = None,
     ) -> list[str]:
-        """A listen's ``taskIds``: those of the agent's own tasks are honoured."""
+        """A listen's ``taskIds``: those of the agent's own tasks are honoured.
+        ``capabilities``: the listen's, for the results its news carries."""
         ids = [t for t in wanted if isinstance(t, str)] if isinstance(wanted, list) else []
         mine = {t: task for t in ids if (task := self._owned(t, owner)) is not None}
         if mine:
-            self._watches[where] = (owner, mine, send)
+            self._watches[where] = (owner, mine, send, capabilities)
             for task in mine.values():
                 self.servers.watch_task(task.alias, task.server_id, True)
         return list(mine)
@@ -214,7 +241,7 @@ class Tasks:
         if watched is None:
             return
         # An agent's id names one server's task, whoever's agent holds it.
-        still = {t for _, tasks, _ in self._watches.values() for t in tasks}
+        still = {t for _, tasks, _, _ in self._watches.values() for t in tasks}
         for task_id, task in watched[1].items():
             if task_id not in still:
                 self.servers.watch_task(task.alias, task.server_id, False)
@@ -228,13 +255,14 @@ class Tasks:
         if not isinstance(server_id, str):
             return
         task_id = agent_task_id(alias, server_id)
-        for (_, listen_id), (_, tasks, send) in self._watches.items():
+        for (_, listen_id), (owner, tasks, send, caps) in self._watches.items():
             task = tasks.get(task_id)
             if task is None:
                 continue  # another agent's, or the same id at another server
             news = dict(data, taskId=task_id)
-            if isinstance(data.get("result"), dict):
-                news["result"] = tool_result(data["result"], self.servers.links(alias, task.sight))
+            if "result" in data:
+                to = _ResultFor(alias, owner, task.sight, caps)
+                news["result"] = self._result(data["result"], to)
             meta = dict(data.get("_meta") or {})
             meta[mcp.KEY_SUBSCRIPTION_ID] = listen_id
             send(rpc.encode_notification("notifications/tasks", {**news, "_meta": meta}))

@@ -16,8 +16,7 @@ person's approval, and every call over HTTP, is awaited in a task instead
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import trio
 from msgspec import UNSET, Raw, UnsetType
@@ -40,17 +39,12 @@ from .callpolicy import Ask, CallPolicy
 from .callrecords import CallRecords, ended, outcome_of
 from .metatools import NAMES as META_TOOLS
 from .paging import page
-from .results import shape_call_result
+from .results import Finish, result_for
 from .search_mode import unwrap
 from .unrouted import held_tool, unknown_tool
 
 # How arguments that are an object, or null, begin.
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
-
-# The last step before a result is written, for a result that may hold links or task
-# handles: (the call, its result, whether it may hold links) -> the result, or why
-# the call failed after all.
-Finish = Callable[[Call, Raw | dict[str, Any], bool], Raw | dict[str, Any] | Outage]
 
 
 def list_tools(
@@ -313,15 +307,7 @@ class Router:
         audit record is made here."""
         who = self._who(call, agent)
         if isinstance(outcome, Raw):
-            result, links, failed = shape_call_result(
-                outcome,
-                modern=call.modern,
-                budget=self.budget,
-                alias=call.alias,
-                capabilities=call.capabilities,
-                tasks=call.tasks,
-            )
-            finished = self._finish(call, result, links) if links or call.tasks else result
+            finished, failed = result_for(outcome, call, self.budget, self._finish)
             if not isinstance(finished, Outage):
                 line: bytes
                 if isinstance(finished, Raw) and call.splice:

@@ -40,14 +40,20 @@ _INPUT_REQUIRED: Final = mcp.INPUT_REQUIRED
 _may_hold_own: Final = own_keys.may_hold
 
 
-def result_for_agents(guard: SecretGuard, alias: str, raw: msgspec.Raw, what: str) -> msgspec.Raw:
+def result_for_agents(
+    guard: SecretGuard, alias: str, raw: msgspec.Raw, what: str, *, task: bool = False
+) -> msgspec.Raw:
     """A server's result as agents may get it: every secret mcpd holds masked (the same
     bytes when it holds none), and whatever the server put under mcpd's own keys in
     any ``_meta`` in it (its own, its content's) dropped (``registry.own_keys``); an
     ``input_required``'s requests, which a person or a model reads, also cleaned before
-    that and marked with the server, as a legacy server's own requests are."""
+    that and marked with the server, as a legacy server's own requests are.
+
+    ``task``: ``raw`` is a task as the tasks extension shows one (a tasks method's
+    result, a ``notifications/tasks``' params), whose requests are those it waits on
+    and those of the tool's result it ended with."""
     own = _may_hold_own(raw)
-    if not own:
+    if not own and not task:
         try:
             look = _look.decode(raw)
         except (msgspec.DecodeError, RecursionError):
@@ -63,10 +69,10 @@ def result_for_agents(guard: SecretGuard, alias: str, raw: msgspec.Raw, what: st
     # goes on as the one mcpd read (the last), which every reader then reads.
     if own:
         own_keys.drop_from_meta(result)
-    for request in _requests(result):
+    for request in _requests(result, task):
         request["params"] = cleaned_request(alias, request["method"], request.get("params"))
     result = guard.value(alias, result, what)
-    for request in _requests(result):
+    for request in _requests(result, task):
         request["params"] = marked(alias, request["method"], request.get("params"))
     return own_keys.reencoded(raw, result)
 
@@ -86,10 +92,19 @@ def cleaned_request(alias: str, method: str, params: Any) -> Any:
     return params
 
 
-def _requests(result: Any) -> list[dict[str, Any]]:
-    """The requests of an ``input_required`` result (none for any other)."""
-    if not isinstance(result, dict) or result.get("resultType") != mcp.INPUT_REQUIRED:
+def _requests(result: Any, task: bool) -> list[dict[str, Any]]:
+    """The requests of an ``input_required`` result (none for any other); of a task,
+    those it waits on and those of its result."""
+    if not isinstance(result, dict):
         return []
+    if not task:
+        return _asked(result) if result.get("resultType") == _INPUT_REQUIRED else []
+    ended = result.get("result")
+    inner = ended if isinstance(ended, dict) and ended.get("resultType") == _INPUT_REQUIRED else {}
+    return _asked(result) + _asked(inner)
+
+
+def _asked(result: dict[str, Any]) -> list[dict[str, Any]]:
     asks = result.get("inputRequests")
     if not isinstance(asks, dict):
         return []

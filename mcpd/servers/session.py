@@ -30,6 +30,7 @@ from .log_messages import LogMessages
 from .oauth import LoginRequired
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
+from .rpc_results import result_for_agents
 from .scheduler import CallScheduler
 from .tool_list import ToolListKeeper
 from .tool_pages import ListResult
@@ -82,9 +83,14 @@ class Session:
     def on_notification(self, msg: rpc.Notification) -> None:
         if msg.params is not None:
             # A log message, a progress message: relayed to agents (without what the
-            # server put under mcpd's keys) and logged.
-            params = own_keys.meta_dropped(msg.params)
-            params = self._guard.raw(self.alias, params, f"a {msg.method} notification")
+            # server put under mcpd's keys) and logged. A task's news is a task as
+            # tasks/get shows it, and made fit to pass on as that is.
+            what = f"a {msg.method} notification"
+            if msg.method == "notifications/tasks":
+                params = result_for_agents(self._guard, self.alias, msg.params, what, task=True)
+            else:
+                params = own_keys.meta_dropped(msg.params)
+                params = self._guard.raw(self.alias, params, what)
             if params is not msg.params:
                 msg = rpc.Notification(msg.method, params)
         if msg.method == "notifications/progress":

@@ -149,7 +149,8 @@ class Upstream:
         return self._guarded(method, raw)
 
     def _guarded(self, method: str, raw: Raw) -> Raw:
-        return result_for_agents(self.guard, self.alias, raw, f"a {method} result")
+        task = method.startswith("tasks/")
+        return result_for_agents(self.guard, self.alias, raw, f"a {method} result", task=task)
 
     async def _answer(
         self,
