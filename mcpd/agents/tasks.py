@@ -20,8 +20,9 @@ which has neither, its ``StatelessAgent`` (its user, where it came in, its profi
 server whose process it is): an agent that connects again does not see its earlier
 tasks, nor does a stateless client on another profile's socket. So a connection's or a
 session's tasks are forgotten as it ends; a stateless client's are kept, as many and
-as large in all as the bounds below allow. A task id past ``MAX_TASK_ID`` is the
-server's fault: its call fails, naming why, and nothing of it is kept.
+as large in all as the bounds below allow. A task id past ``MAX_TASK_ID``, or one that
+is not a string, is the server's fault: its call fails, naming why, and nothing of it
+is kept.
 """
 
 from __future__ import annotations
@@ -133,11 +134,16 @@ class Tasks:
         except rpc.InvalidParams:
             return result
         server_id = head.taskId
-        if head.kind != surface.TASK or not isinstance(server_id, str):
+        if head.kind != surface.TASK:
             return result
+        if not isinstance(server_id, str):
+            # Handed on as it is, no request could name the task (the agent's id for
+            # it is a string), and the server's own id would reach the agent.
+            return _malformed(alias, "the server's task handle has no taskId that is a string")
         size = len(server_id) if server_id.isascii() else len(server_id.encode())
         if size > MAX_TASK_ID:
-            return _too_long(alias, size)
+            reason = f"the server named its task with an id of {size} bytes, past the "
+            return _malformed(alias, reason + f"{MAX_TASK_ID} mcpd keeps")
         key = (alias, server_id)
         mine = self._tasks.setdefault(owner, OrderedDict())
         old = mine.pop(key, None)
@@ -268,11 +274,8 @@ class Tasks:
             send(rpc.encode_notification("notifications/tasks", {**news, "_meta": meta}))
 
 
-def _too_long(alias: str, size: int) -> Outage:
-    """Why a call whose task handle carries an id past ``MAX_TASK_ID`` failed."""
-    reason = (
-        f"the server named its task with an id of {size} bytes, past the {MAX_TASK_ID} mcpd keeps"
-    )
+def _malformed(alias: str, reason: str) -> Outage:
+    """Why a call whose task handle mcpd cannot hand on failed."""
     logger.warning(
         "%s: tools/call failed: %s", alias, reason, extra=log_extra(alias, "malformed_reply")
     )

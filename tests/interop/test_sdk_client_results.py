@@ -94,7 +94,11 @@ async def test_the_result_a_task_ended_with_reaches_it_shaped_as_a_calls_result(
         name: {"resultType": "complete", "taskId": name, "status": "completed", "result": result}
         for name, result in ended.items()
     }
-    tools = {name: {"resultType": "task", "taskId": name, "status": "working"} for name in ended}
+    tools: dict[str, Any] = {
+        name: {"resultType": "task", "taskId": name, "status": "working"} for name in ended
+    }
+    # A handle no request could name the task by: the call fails, saying why.
+    tools["number"] = {"resultType": "task", "taskId": 12345, "status": "working"}
     answers = {"tools": tools, "tasks": tasks}
     seen = await sdk_calls(tmp_path, "auto", answers, "--tasks", result_budget_chars=1000)
     big = seen["mcp__s__big"]
@@ -107,3 +111,5 @@ async def test_the_result_a_task_ended_with_reaches_it_shaped_as_a_calls_result(
     assert "\n" not in text and not any(hidden(ch) for ch in text)
     odd = seen["mcp__s__odd"]
     assert odd["is_error"] is True and 'unknown resultType "later"' in odd["texts"][0]
+    number = seen["mcp__s__number"]
+    assert number["is_error"] is True and "no taskId that is a string" in number["texts"][0]

@@ -180,6 +180,28 @@ def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
     assert [n for n in range(50) if table.owned(f"tb:t-{n}", flood)] == [46, 47, 48, 49]
 
 
+@pytest.mark.parametrize("task_id", [12345, {"obj": 1}, None, ["t-1"], "absent"])
+def test_a_task_handle_without_a_string_id_fails_the_call_and_is_not_kept(task_id: Any) -> None:
+    from mcpd.agents import tasks as tasks_module
+    from mcpd.servers.outage import Outage
+
+    catalog = Catalog(NamingConfig())
+    config = parse({"servers": {"ta": {"command": "x"}}}, env={})
+    table = tasks_module.Tasks(
+        AllServers(Supervisor(config, catalog), catalog),
+        lambda to, result, links: result,
+        lambda: 8000,
+    )
+    handle: dict[str, Any] = {"resultType": "task", "status": "working"}
+    if task_id != "absent":
+        handle["taskId"] = task_id
+    for given in (handle, Raw(json.dumps(handle).encode())):
+        failed = table.record("ta", object(), given)
+        assert isinstance(failed, Outage) and failed.state == "malformed"
+        assert "no taskId that is a string" in failed.reason
+    assert len(table) == 0
+
+
 async def test_a_task_id_past_the_bound_fails_the_call_and_is_not_kept(tmp_path: Path) -> None:
     from mcpd.agents.tasks import MAX_TASK_ID
 
