@@ -11,6 +11,8 @@ from typing import Any, Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from .visible import quote
+
 LATEST_MODERN: Final = "2026-07-28"
 MODERN_VERSIONS: Final = ("2026-07-28",)
 LATEST_LEGACY: Final = "2025-11-25"
@@ -62,6 +64,8 @@ class MetaOnlyParams(msgspec.Struct, omit_defaults=True):
 
 
 class DiscoverResult(msgspec.Struct):
+    """A discover result as mcpd sends it (``Discovered`` is one received)."""
+
     supportedVersions: list[str] = msgspec.field(default_factory=list)
     capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
     instructions: str | UnsetType | None = UNSET
@@ -69,6 +73,50 @@ class DiscoverResult(msgspec.Struct):
     cacheScope: str | UnsetType = UNSET
     resultType: str | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+class Discovered(msgspec.Struct):
+    """A server's discover result as received; its ``ttlMs`` as written (``ttl_of``)."""
+
+    supportedVersions: list[str] = msgspec.field(default_factory=list)
+    capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+    instructions: str | UnsetType | None = UNSET
+    ttlMs: Raw | UnsetType = UNSET
+    cacheScope: str | UnsetType = UNSET
+    resultType: str | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+
+
+# How much of a ttlMs that is no whole number a complaint about it shows.
+_TTL_SHOWN: Final = 40
+
+
+def ttl_of(given: Raw | UnsetType) -> tuple[int, str | None]:
+    """A cacheable result's ``ttlMs`` (as the server wrote it) as the milliseconds the
+    result may be kept, and what is wrong with it (None: nothing).
+
+    The spec's is a whole number of at least 0, absent or negative meaning 0. JSON writes
+    a whole number in any form (``6e4`` too), and one of any size is kept as it is.
+    Anything else (a fraction, a string, a number too large to read) is no ttl: 0, and
+    why, never a reason to refuse the result it came in."""
+    if given is UNSET:
+        return 0, None
+    try:
+        value = msgspec.json.decode(given)
+    except msgspec.DecodeError:  # a number past what a float holds
+        return 0, _no_ttl(given)
+    if value is None:
+        return 0, None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0, _no_ttl(given)
+    return max(value, 0), None
+
+
+def _no_ttl(given: Raw) -> str:
+    written = quote(bytes(given).decode("utf-8", "replace"), _TTL_SHOWN)
+    return f"its ttlMs {written} is no whole number of milliseconds mcpd can read"
 
 
 class InitializeParams(msgspec.Struct):
@@ -108,7 +156,7 @@ class ListToolsPage(msgspec.Struct, omit_defaults=True):
 
     tools: list[Raw] = msgspec.field(default_factory=list)
     nextCursor: str | UnsetType | None = UNSET
-    ttlMs: int | UnsetType | None = UNSET
+    ttlMs: Raw | UnsetType = UNSET  # as written: ``ttl_of``
     cacheScope: str | UnsetType = UNSET
     resultType: str | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)

@@ -71,7 +71,7 @@ class ListPage(msgspec.Struct, omit_defaults=True):
     resources: list[Raw] | UnsetType = UNSET
     resourceTemplates: list[Raw] | UnsetType = UNSET
     nextCursor: str | UnsetType | None = UNSET
-    ttlMs: int | UnsetType | None = UNSET
+    ttlMs: Raw | UnsetType = UNSET  # as written: ``mcp.ttl_of``
     resultType: str | UnsetType | None = UNSET
 
 

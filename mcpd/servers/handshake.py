@@ -133,7 +133,7 @@ class Handshake:
             version = mcp.LATEST_MODERN
             for _ in range(2):  # at most one retry, with a version from -32022's list
                 outcome = await self._probe(version)
-                if isinstance(outcome, mcp.DiscoverResult):
+                if isinstance(outcome, mcp.Discovered):
                     chosen = _pick_modern(outcome.supportedVersions)
                     if chosen is not None:
                         return self._discovered(outcome, chosen)
@@ -145,7 +145,7 @@ class Handshake:
                 raise Incompatible(f"{self.alias}: does not speak protocol {mcp.LATEST_MODERN}")
         return await self.initialize(client_capabilities)
 
-    async def _probe(self, version: str) -> mcp.DiscoverResult | str | None:
+    async def _probe(self, version: str) -> mcp.Discovered | str | None:
         """A DiscoverResult, a version to retry with, or None for "legacy"."""
         params = mcp.MetaOnlyParams(meta=request_meta(version, NO_CAPABILITIES))
         headers = mcp_headers.request_headers(version, "server/discover") if self.http else None
@@ -172,7 +172,7 @@ class Handshake:
             self.probe_died = not self.http
             raise
         try:
-            return rpc.decode_as(raw, mcp.DiscoverResult)
+            return rpc.decode_as(raw, mcp.Discovered)
         except rpc.InvalidParams:
             return None
 
@@ -194,16 +194,23 @@ class Handshake:
             )
         return None
 
-    def _discovered(self, result: mcp.DiscoverResult, version: str) -> Greeting:
+    def _discovered(self, result: mcp.Discovered, version: str) -> Greeting:
         self._set_transport_era("modern")
-        ttl = result.ttlMs
+        ttl, wrong = mcp.ttl_of(result.ttlMs)
+        if wrong is not None:
+            logger.warning(
+                "%s: server/discover: %s; taken as 0",
+                self.alias,
+                wrong,
+                extra=log_extra(self.alias),
+            )
         return Greeting(
             "modern",
             version,
             result.capabilities,
             result.instructions if isinstance(result.instructions, str) else None,
             identity((result.meta or {}).get(mcp.KEY_SERVER_INFO)),
-            ttl if isinstance(ttl, int) and ttl > 0 else 0,
+            ttl,
         )
 
     async def initialize(self, client_capabilities: dict[str, Any]) -> Greeting:
@@ -227,7 +234,7 @@ class Handshake:
                 chosen = _pick_modern(supported if isinstance(supported, list) else [])
                 if chosen is not None:
                     outcome = await self._probe(chosen)
-                    if isinstance(outcome, mcp.DiscoverResult):
+                    if isinstance(outcome, mcp.Discovered):
                         return self._discovered(outcome, chosen)
             # Taken for legacy only because the probe had no answer in time: the
             # server may be a slow modern one, and the user the one to say so.

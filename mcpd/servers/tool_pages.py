@@ -62,6 +62,7 @@ class ToolPages:
         self._seen: set[str] = set()
         self._pages = 0
         self._ttl = 0
+        self.ttl_wrong: str | None = None  # what is wrong with the list's ttlMs
         self._scope: str | None = None
 
     def feed(self, raw: Raw) -> bool:
@@ -74,8 +75,7 @@ class ToolPages:
             raise ProtocolViolation(f"{self.alias}: bad tools/list result: {exc}") from None
         trim = self._trim
         if self._pages == 0:
-            if isinstance(page.ttlMs, int):
-                self._ttl = max(page.ttlMs, 0)
+            self._ttl, self.ttl_wrong = mcp.ttl_of(page.ttlMs)
             self._scope = page.cacheScope if isinstance(page.cacheScope, str) else None
         self._pages += 1
         if self.server_info is None and isinstance(page.meta, dict):

@@ -75,6 +75,7 @@ class Upstream:
         self.server_info: handshake.Identity | None = None
         self.discover_ttl_ms = 0
         self._listed: Listed | None = None  # the last tools/list
+        self._ttl_said: str | None = None  # what the journal was told of its ttlMs
         self._handshake = Handshake(
             alias, transport, http=http, era=era, probe_timeout=probe_timeout
         )
@@ -200,6 +201,16 @@ class Upstream:
                 self.server_info = pages.server_info
             if not more:
                 break
+        if pages.ttl_wrong != self._ttl_said:
+            # Once a session, not at every list: a ttl taken as 0 is fetched again often.
+            self._ttl_said = pages.ttl_wrong
+            if pages.ttl_wrong is not None:
+                logger.warning(
+                    "%s: tools/list: %s; taken as 0",
+                    self.alias,
+                    pages.ttl_wrong,
+                    extra=log_extra(self.alias),
+                )
         began = clock()
         result, self._listed = pages.result(
             self._listed, self.meta.param_paths if self.http else None

@@ -1,6 +1,7 @@
 """What the official SDK client gets of what a 2026-07-28 server answers, through
 mcpd: an input_required it cannot answer, in mcpd's words; the result a task ended
-with, shaped as a call's result is."""
+with, shaped as a call's result is; the tools of a server whose ttlMs is no whole
+number, as of any other."""
 
 from __future__ import annotations
 
@@ -113,3 +114,17 @@ async def test_the_result_a_task_ended_with_reaches_it_shaped_as_a_calls_result(
     assert odd["is_error"] is True and 'unknown resultType "later"' in odd["texts"][0]
     number = seen["mcp__s__number"]
     assert number["is_error"] is True and "no taskId that is a string" in number["texts"][0]
+
+
+@pytest.mark.parametrize(
+    ("where", "ttl"),
+    [("ttl", "1.5"), ("ttl", '"soon"'), ("list_ttl", "1e20"), ("list_ttl", "1e400")],
+)
+async def test_a_servers_odd_ttl_neither_changes_its_era_nor_takes_it_down(
+    tmp_path: Path, where: str, ttl: str
+) -> None:
+    """A discover ttlMs of 1.5 made mcpd take the server for a legacy one (initialize,
+    which it refuses); a tools/list ttlMs of 1e20 took it down as a bad list."""
+    ok = {"content": [{"type": "text", "text": "fine"}]}
+    seen = await sdk_calls(tmp_path, "auto", {"tools": {"ok": ok}, where: ttl})
+    assert seen["mcp__s__ok"] == {"is_error": False, "texts": ["fine"], "meta": None}

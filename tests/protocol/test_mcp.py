@@ -67,21 +67,22 @@ def test_a_discover_result_as_the_spec_shows_it_decodes() -> None:
             "cacheScope": "public",
             "_meta": {mcp.KEY_SERVER_INFO: {"name": "S", "version": "1.0"}},
         },
-        mcp.DiscoverResult,
+        mcp.Discovered,
     )
     assert result.supportedVersions == ["2026-07-28"]
     assert result.capabilities["tools"] == {"listChanged": True}
-    assert (result.instructions, result.ttlMs, result.cacheScope) == ("be brief", 3600000, "public")
+    assert (result.instructions, result.cacheScope) == ("be brief", "public")
+    assert mcp.ttl_of(result.ttlMs) == (3600000, None)
     assert result.meta[mcp.KEY_SERVER_INFO]["name"] == "S"
 
 
 def test_a_bare_discover_result_leaves_what_it_omits_unset() -> None:
-    result = decode({}, mcp.DiscoverResult)
+    result = decode({}, mcp.Discovered)
     assert result.supportedVersions == [] and result.capabilities == {}
     assert result.instructions is UNSET and result.ttlMs is UNSET and result.meta is UNSET
     # null instructions and ttl are told apart from absent ones
-    nulls = decode({"instructions": None, "ttlMs": None}, mcp.DiscoverResult)
-    assert nulls.instructions is None and nulls.ttlMs is None
+    nulls = decode({"instructions": None, "ttlMs": None}, mcp.Discovered)
+    assert nulls.instructions is None and mcp.ttl_of(nulls.ttlMs) == (0, None)
 
 
 @pytest.mark.parametrize(
@@ -93,9 +94,6 @@ def test_a_bare_discover_result_leaves_what_it_omits_unset() -> None:
         ("capabilities", []),
         ("capabilities", "all"),
         ("instructions", {"text": "x"}),
-        ("ttlMs", "3600"),
-        ("ttlMs", 1.5),
-        ("ttlMs", True),
         ("cacheScope", 1),
         ("resultType", ["complete"]),
         ("_meta", []),
@@ -106,8 +104,37 @@ def test_a_discover_result_with_a_field_of_the_wrong_type_is_refused_naming_it(
     field: str, value: Any
 ) -> None:
     with pytest.raises(rpc.InvalidParams) as caught:
-        decode({field: value}, mcp.DiscoverResult)
+        decode({field: value}, mcp.Discovered)
     assert f"$.{field}" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("written", "ttl"),
+    [
+        (b"3600000", 3600000),
+        (b"0", 0),
+        (b"-5", 0),  # negative: 0, as the spec says
+        (b"null", 0),
+        (b"6e4", 60000),  # a whole number, written as JSON may write one
+        (b"1e20", 10**20),
+        (b"1" + b"0" * 30, 10**30),  # any size is kept
+    ],
+)
+def test_a_ttl_that_is_a_whole_number_is_kept(written: bytes, ttl: int) -> None:
+    assert mcp.ttl_of(msgspec.Raw(written)) == (ttl, None)
+    assert mcp.ttl_of(UNSET) == (0, None)
+
+
+@pytest.mark.parametrize(
+    "written", [b"1.5", b'"3600"', b"true", b"[60]", b'{"ms":60}', b"1e400", b"-1e400"]
+)
+def test_a_ttl_that_is_no_whole_number_is_0_and_says_why(written: bytes) -> None:
+    ttl, wrong = mcp.ttl_of(msgspec.Raw(written))
+    assert ttl == 0 and wrong is not None and "is no whole number of milliseconds" in wrong
+    # Whatever a server writes there, a result carrying it decodes.
+    for type_ in (mcp.Discovered, mcp.ListToolsPage):
+        page = rpc.decode_as(b'{"ttlMs":' + written + b"}", type_)
+        assert mcp.ttl_of(page.ttlMs) == (ttl, wrong)
 
 
 def test_legacy_initialize_messages_decode_and_their_server_info_must_be_whole() -> None:
@@ -257,7 +284,6 @@ def test_an_empty_cursor_is_a_cursor_and_only_an_absent_or_null_one_ends_the_lis
         ("tools", None),
         ("nextCursor", 2),
         ("nextCursor", ["c"]),
-        ("ttlMs", "60"),
         ("cacheScope", False),
         ("_meta", 1),
     ],

@@ -140,6 +140,13 @@ def test_a_page_keeps_each_item_as_the_server_sent_it() -> None:
     assert bytes(page.prompts[0]) == b'{"name":"p","weird":{"deep":[1]}}'
 
 
+@pytest.mark.parametrize("ttl", [b"60000", b"1.5", b"1e20", b"1e400", b'"soon"'])
+def test_a_page_decodes_whatever_its_ttl(ttl: bytes) -> None:
+    """A ttlMs mcpd does not use is no reason to refuse the list it came with."""
+    page = msgspec.json.decode(b'{"prompts":[],"ttlMs":' + ttl + b"}", type=surface.ListPage)
+    assert page.prompts == [] and bytes(page.ttlMs) == ttl  # type: ignore[arg-type]
+
+
 def test_items_decode_with_what_mcpd_rewrites_typed_and_the_rest_passed_through() -> None:
     prompt = msgspec.json.decode(
         b'{"name":"p","arguments":[{"name":"a","required":true}],"icons":[{"src":"x"}],'

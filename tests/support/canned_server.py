@@ -6,8 +6,9 @@ agent of what a server sends.
 ANSWERS.json holds ``tools``: each tool's name and the result of calling it (an object,
 or JSON text as a string, written as it is); ``tasks``: each task id and the result of
 ``tasks/get`` for it, which a listen naming the task also gets at once as its
-``notifications/tasks``; ``ttl``: JSON text written as the ``ttlMs`` of the discover and
-``tools/list`` results (``0`` when absent). With ``tasks`` the server offers the tasks
+``notifications/tasks``; ``ttl``: JSON text written as the ``ttlMs`` of the discover
+result (``0`` when absent), and ``list_ttl`` as that of ``tools/list`` (``ttl`` when
+absent). With ``tasks`` the server offers the tasks
 extension. Plain stdlib, so it starts fast.
 """
 
@@ -26,6 +27,7 @@ with open(sys.argv[1]) as f:
 tools: dict[str, Any] = answers.get("tools", {})
 tasks: dict[str, Any] = answers.get("tasks", {})
 ttl: str = answers.get("ttl", "0")
+list_ttl: str = answers.get("list_ttl", ttl)
 
 
 def text(value: Any) -> str:
@@ -41,8 +43,8 @@ def result(rid: Any, body: str) -> None:
     send(f'{{"jsonrpc":"2.0","id":{json.dumps(rid)},"result":{body}}}')
 
 
-def cacheable(fields: dict[str, Any]) -> str:
-    """A result with the canned ttlMs, written as it is."""
+def cacheable(fields: dict[str, Any], ttl: str) -> str:
+    """A result with the ttlMs ``ttl``, written as it is."""
     body = json.dumps({"resultType": "complete", "cacheScope": "private", **fields})
     return body[:-1] + f',"ttlMs":{ttl}}}'
 
@@ -55,10 +57,10 @@ def handle(msg: dict[str, Any]) -> None:
         caps: dict[str, Any] = {"tools": {}}
         if tasks:
             caps["extensions"] = {TASKS: {}}
-        result(rid, cacheable({"supportedVersions": [MODERN], "capabilities": caps}))
+        result(rid, cacheable({"supportedVersions": [MODERN], "capabilities": caps}, ttl))
     elif method == "tools/list":
         listed = [{"name": name, "inputSchema": {"type": "object"}} for name in tools]
-        result(rid, cacheable({"tools": listed}))
+        result(rid, cacheable({"tools": listed}, list_ttl))
     elif method == "tools/call" and params.get("name") in tools:
         result(rid, text(tools[params["name"]]))
     elif method == "tasks/get" and params.get("taskId") in tasks:

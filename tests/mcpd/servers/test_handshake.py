@@ -111,15 +111,27 @@ async def test_a_server_answering_discover_is_modern_without_initialize() -> Non
     assert headers is None and cancellable is False
 
 
-@pytest.mark.parametrize("ttl", [-5, 0, None, "soon"])
-async def test_a_discover_ttl_that_is_not_a_positive_number_is_none(ttl: Any) -> None:
-    answer = {**DISCOVERED, "ttlMs": ttl}
-    t = ScriptedTransport(server_discover=[answer], initialize=[INITIALIZED])
+@pytest.mark.parametrize(
+    ("ttl", "kept"), [(-5, 0), (0, 0), (None, 0), (6e4, 60_000), (1e20, 10**20), (10**30, 10**30)]
+)
+async def test_a_discover_ttl_is_kept_as_the_whole_number_it_is(ttl: Any, kept: int) -> None:
+    t = ScriptedTransport(server_discover=[{**DISCOVERED, "ttlMs": ttl}])
     greeting = await handshake(t).connect({})
-    if isinstance(ttl, str):  # not a discover result at all: taken for legacy
-        assert greeting.era == "legacy"
-    else:
-        assert greeting.era == "modern" and greeting.discover_ttl_ms == 0
+    assert greeting.era == "modern" and greeting.discover_ttl_ms == kept
+
+
+@pytest.mark.parametrize("ttl", [1.5, "soon", True, {"ms": 5}])
+async def test_a_discover_ttl_that_is_no_whole_number_is_0_and_leaves_the_server_modern(
+    ttl: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ttl mcpd cannot use took the server for a legacy one: sent initialize, which a
+    modern-only server refuses, so the server was down."""
+    t = ScriptedTransport(server_discover=[{**DISCOVERED, "ttlMs": ttl}])
+    greeting = await handshake(t).connect({})
+    assert greeting.era == "modern" and greeting.discover_ttl_ms == 0
+    assert t.methods() == ["server/discover"]
+    [said] = [r.getMessage() for r in caplog.records if "ttlMs" in r.getMessage()]
+    assert said.startswith("srv: server/discover: its ttlMs ") and said.endswith("taken as 0")
 
 
 async def test_unsupported_version_is_retried_once_with_a_version_it_lists() -> None:

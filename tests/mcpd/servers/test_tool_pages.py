@@ -50,6 +50,17 @@ def test_the_first_page_says_how_long_the_list_holds_and_for_whom() -> None:
     assert reading.result(None, None)[0].ttl_ms == 0
 
 
+@pytest.mark.parametrize(("written", "ttl"), [(b"1e20", 10**20), (b"1.5", 0), (b'"soon"', 0)])
+def test_a_ttl_that_is_no_integer_as_json_has_it_is_read_not_a_broken_list(
+    written: bytes, ttl: int
+) -> None:
+    raw = Raw(b'{"tools":[{"name":"a","inputSchema":{}}],"ttlMs":' + written + b"}")
+    reading = read(raw)
+    result, _ = reading.result(None, None)
+    assert [t.name for t in result.tools] == ["a"] and result.ttl_ms == ttl
+    assert (reading.ttl_wrong is None) == (ttl != 0)
+
+
 def test_a_cursor_given_twice_is_a_broken_list() -> None:
     reading = ToolPages("notes", DEFAULT_LIMITS, 10)
     assert reading.feed(page("a", cursor="x")) and reading.feed(page("b", cursor="y"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,12 @@ from msgspec import UNSET, Raw
 
 from mcpd import __version__
 from mcpd.servers.handshake import Incompatible, ProtocolViolation
+from mcpd.servers.upstream import Upstream
 from protocol import mcp
 from tests.support.calls import at_upstream
 from tests.support.upstream import BAD_SHAPES, scripted_server, upstream
 from transports.errors import TransportClosed
+from transports.stdio.transport import StdioParams, open_stdio_transport
 
 MODERN = "2026-07-28"
 RESERVED = "io.modelcontextprotocol/"
@@ -543,3 +546,24 @@ async def test_call_tool_result_is_returned_as_the_servers_bytes(log_path: Path)
             )
             # json.dumps spacing shows these are the server's bytes, not re-encoded.
             assert bytes(raw) == b'{"content": [{"type": "text", "text": "tool1:x"}]}'
+
+
+async def test_a_list_ttl_that_is_no_whole_number_is_said_once_while_it_stays(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    canned = Path(__file__).resolve().parents[2] / "support" / "canned_server.py"
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"tools": {"a": {}}, "list_ttl": "1.5"}))
+    params = StdioParams(command=sys.executable, args=[str(canned), str(answers)])
+    with trio.fail_after(15):
+        async with open_stdio_transport("canned", params) as transport:
+            up = Upstream("canned", transport)
+            await up.connect()
+            for _ in range(3):
+                result = await up.list_tools()
+                assert [t.name for t in result.tools] == ["a"] and result.ttl_ms == 0
+    said = [r.getMessage() for r in caplog.records if "ttlMs" in r.getMessage()]
+    assert said == [
+        'canned: tools/list: its ttlMs "1.5" is no whole number of milliseconds '
+        "mcpd can read; taken as 0"
+    ]
