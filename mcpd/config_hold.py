@@ -32,6 +32,10 @@ from .local.systemd import Notifier, run_watchdog
 logger = logging.getLogger("mcpd")
 
 _MAX_LINE: Final = 1 << 20  # nothing an agent sends now is worth more
+# systemd's STATUS= while holding. Every local user can read it (`systemctl status`);
+# the error's key and words, which quote the config, are for those mcpd answers and for
+# the journal.
+STATUS_LINE: Final = "config error (mcpd status and the journal say what)"
 
 
 class ConfigHold:
@@ -57,9 +61,6 @@ class ConfigHold:
             "no restart is needed"
         )
 
-    def status_line(self) -> str:
-        return " ".join(f"config error: {self.error}".splitlines())
-
     async def run(
         self,
         listener: trio.SocketListener,
@@ -74,7 +75,7 @@ class ConfigHold:
             listener.socket.getsockname(),
             extra=log_extra(None),
         )
-        self._notifier.ready(self.status_line())
+        self._notifier.ready(STATUS_LINE)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as front:
                 front.start_soon(run_watchdog, self._notifier)
@@ -119,7 +120,7 @@ class ConfigHold:
                         exc,
                         extra=log_extra(None, "reload", str(exc)),
                     )
-                    self._notifier.ready(self.status_line())
+                    self._notifier.ready(STATUS_LINE)
                     raise rpc.RPCError(
                         -32000, f"config rejected: {exc}", {CONFIG_ERROR: str(exc)}
                     ) from None

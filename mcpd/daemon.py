@@ -130,6 +130,8 @@ class Daemon(Control):
         self.started = trio.Event()
         self.socket_path = config.socket_path()
         self._started = 0.0
+        # STATUS= as last sent: systemd shows it to every local user, so it says how
+        # many servers are in which state, never their names (``Supervisor.counts``).
         self._status_line = ""
         self._stop = trio.Event()
         self._reload_lock = trio.Lock()
@@ -211,12 +213,12 @@ class Daemon(Control):
                     self.api.serve, listener, listening.take_profiles(), listening.take_http()
                 )
                 self.started.set()
-                self._status_line = self.supervisor.summary()
+                self._status_line = self.supervisor.counts()
                 self.notifier.ready(self._status_line)
                 logger.info(
                     "listening on %s; %s",
                     self.socket_path,
-                    self._status_line,
+                    self.supervisor.summary(),
                     extra=log_extra(None),
                 )
                 task_status.started()
@@ -298,7 +300,7 @@ class Daemon(Control):
                     self._on_settled(True)
             finally:
                 self.api.sockets.release()  # what a reload given up had bound
-                self._status_line = self.supervisor.summary()
+                self._status_line = self.supervisor.counts()
                 self.notifier.ready(self._status_line)
             return report
 
@@ -317,7 +319,7 @@ class Daemon(Control):
         self.state.changed()
         self.tool_budget.check(self.registry.size())
         if self.started.is_set():
-            line = self.supervisor.summary()
+            line = self.supervisor.counts()
             if line != self._status_line:
                 self._status_line = line
                 self.notifier.status(line)

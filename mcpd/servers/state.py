@@ -231,7 +231,22 @@ def _identity(info: Identity | None) -> dict[str, str] | None:
 
 
 def summary(states: dict[str, str]) -> str:
-    """One line for systemd's STATUS=: "5 servers: 4 ready, 1 open (tickets)"."""
+    """One line for ``mcpd status`` and the journal: "5 servers: 4 ready, 1 open
+    (tickets)"."""
+    return _line(states, named=True)
+
+
+def counts(states: dict[str, str]) -> str:
+    """One line for systemd's STATUS=, which every local user can read (``systemctl
+    status``): how many servers are in each state, and where those mcpd lets see them
+    find which: "5 servers: 4 ready, 1 open (mcpd status and the journal say which)"."""
+    line = _line(states, named=False)
+    if any(state not in ("ready", "idle") for state in states.values()):
+        line += " (mcpd status and the journal say which)"
+    return line
+
+
+def _line(states: dict[str, str], *, named: bool) -> str:
     by_state: dict[str, list[str]] = {}
     for alias in sorted(states):
         by_state.setdefault(states[alias], []).append(alias)
@@ -241,7 +256,7 @@ def summary(states: dict[str, str]) -> str:
         if not names:
             continue
         text = f"{len(names)} {state}"
-        if state not in ("ready", "idle"):
+        if named and state not in ("ready", "idle"):
             text += f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
         parts.append(text)
     n = len(states)

@@ -20,7 +20,7 @@ from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog
 from .lazy import LazyRunner
 from .runner import Runner
-from .state import summary
+from .state import counts, summary
 from .transport_factory import TransportFactory, open_transport
 
 logger = logging.getLogger("mcpd.supervisor")
@@ -176,10 +176,15 @@ class Supervisor:
         return [self.runners[a].status() for a in sorted(self.runners) if only is None or only(a)]
 
     def summary(self, only: Callable[[str], bool] | None = None) -> str:
-        """One line for systemd's STATUS=: "5 servers: 4 ready, 1 open (tickets)"."""
+        """One line for ``mcpd status`` and the journal: "5 servers: 4 ready, 1 open
+        (tickets)"."""
         return summary(
             {alias: r.state for alias, r in self.runners.items() if only is None or only(alias)}
         )
+
+    def counts(self) -> str:
+        """One line for systemd's STATUS=, without the servers' names (``state.counts``)."""
+        return counts({alias: r.state for alias, r in self.runners.items()})
 
     def outages(self) -> list[str]:
         """One sentence per unavailable server, for discover/initialize instructions."""

@@ -60,9 +60,10 @@ def test_readme_system_install_and_journal_queries(systemd_rootfs: harness.Rootf
     step("an outage, then the documented journalctl lines")
     sh("systemctl", "stop", "tickets")
     assert mcpd("call", "mcp__tickets__search", '{"query": "x"}', check=False).returncode == 1
-    status_becomes("2 servers: 1 ready, 1 unreachable (tickets)")
+    line = "2 servers: 1 ready, 1 unreachable (mcpd status and the journal say which)"
+    status_becomes(line)
     status = sh("systemctl", "status", "mcpd", "--no-pager", check=False)
-    assert 'Status: "2 servers: 1 ready, 1 unreachable (tickets)"' in status, status
+    assert f'Status: "{line}"' in status, status
     for line in open("/opt/checks/readme-journal.sh").read().splitlines():
         command = line.split("  #")[0].strip()
         # -f follows for ever: give it 3 s to print what is there.

@@ -1,6 +1,6 @@
 """A server's state as people and models see it: the name ``mcpd status`` shows for what
 its runner knows, the outage a call to it is told (with the line a dying child left),
-and the one-line summary systemd shows."""
+the one-line summary ``mcpd status`` shows, and the one systemd shows every user."""
 
 from __future__ import annotations
 
@@ -13,7 +13,14 @@ from mcpd.servers.breaker import Breaker, BreakerConfig
 from mcpd.servers.downtime import Downtime
 from mcpd.servers.events import Failure, LifecycleJournal
 from mcpd.servers.outage import Outage
-from mcpd.servers.state import list_trims, outage_of, server_state, short_lists, summary
+from mcpd.servers.state import (
+    counts,
+    list_trims,
+    outage_of,
+    server_state,
+    short_lists,
+    summary,
+)
 
 
 def downtime(*, process: bool = True, max_restarts: int = 3) -> Downtime:
@@ -152,6 +159,18 @@ def test_the_summary_names_three_servers_of_a_state_at_most() -> None:
     assert summary(states) == "4 servers: 4 failed (a, b, c, ...)"
     assert summary({"x": "needs_login"}) == "1 server: 1 needs_login (x)"
     assert summary({}) == "0 servers: none"
+
+
+def test_the_line_for_systemd_counts_without_a_name_and_says_where_the_names_are() -> None:
+    states = {"a": "ready", "billing": "unreachable", "c": "idle", "e": "crash_loop"}
+    line = counts(states)
+    assert line == (
+        "4 servers: 1 ready, 1 idle, 1 unreachable, 1 crash_loop "
+        "(mcpd status and the journal say which)"
+    )
+    assert "billing" not in line
+    assert counts({"a": "ready", "b": "idle"}) == "2 servers: 1 ready, 1 idle"
+    assert counts({}) == "0 servers: none"
 
 
 def test_short_lists_name_the_lists_past_their_limits() -> None:

@@ -133,6 +133,7 @@ async def test_a_server_that_cannot_be_reached_is_in_the_outages_and_the_summary
         assert "down" in sentence and "connection refused" in sentence
         summary = sup.summary()
         assert summary.startswith("2 servers: 1 ready") and "(down)" in summary
+        assert sup.counts().startswith("2 servers: 1 ready") and "down" not in sup.counts()
 
 
 async def test_a_reload_touches_only_the_servers_whose_config_changed(
