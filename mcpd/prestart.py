@@ -77,7 +77,9 @@ def start_early(config: Config, socket: str | None) -> list[int]:
         env = child_env(alias, cfg, config, sandbox)
         try:
             plan, cwd = command_line([cfg.command, *cfg.args], env, cfg.cwd, sandbox)
-            pid = early.launch_early(plan.argv, env, cwd, plan.join, plan.starter)
+            pid = early.launch_early(
+                plan.argv, env, cwd, plan.join, plan.starter, plan.sandbox_args
+            )
         except (OSError, SandboxError):
             continue  # its runner starts it again, and says by name why it cannot
         logger.debug("%s: started early (pid %d)", alias, pid)

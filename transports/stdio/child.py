@@ -105,10 +105,11 @@ def spawn(
     stderr: bool = True,
     join: str | None = None,
     starter: Starter = "main",
+    sandbox_args: tuple[int, int] | None = None,
 ) -> ChildProcess:
     """Start ``argv`` in its own session and process group, killed if mcpd dies (in the
-    cgroup ``join`` names, if given; from the thread ``starter`` names:
-    ``transports.stdio.launch``).
+    cgroup ``join`` names, if given; from the thread ``starter`` names; bubblewrap's
+    arguments, at ``sandbox_args``, off its command line: ``transports.stdio.launch``).
 
     Synchronous on purpose: see ``launch``. Raises OSError when the
     command cannot be started.
@@ -123,6 +124,7 @@ def spawn(
             stderr=stderr,
             join=join,
             starter=starter,
+            sandbox_args=sandbox_args,
         )
     )
 

@@ -31,10 +31,11 @@ def launch_early(
     cwd: str | None,
     join: str | None = None,
     starter: Starter = "main",
+    sandbox_args: tuple[int, int] | None = None,
 ) -> int:
     """Start a stdio server now, for a later ``take`` with the same arguments; its pid.
     Raises OSError as ``launch`` does."""
-    child = launch(argv, env=env, cwd=cwd, join=join, starter=starter)
+    child = launch(argv, env=env, cwd=cwd, join=join, starter=starter, sandbox_args=sandbox_args)
     _waiting.setdefault((tuple(argv), cwd), []).append((dict(env), child))
     return child.popen.pid
 

@@ -121,6 +121,22 @@ def die_with_parent(parent: int, join: str | None = None) -> Callable[[], None]:
     return preexec
 
 
+def args_file(args: Sequence[str]) -> int:
+    """A descriptor to read ``args`` from, as bubblewrap's ``--args FD`` takes them:
+    each ended by a NUL. Close-on-exec: only the child it is passed to gets it."""
+    fd = os.memfd_create("mcpd-sandbox-args", os.MFD_CLOEXEC)
+    try:
+        data = b"".join(os.fsencode(arg) + b"\0" for arg in args)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def launch(
     argv: Sequence[str],
     *,
@@ -131,21 +147,29 @@ def launch(
     stderr: bool = True,
     join: str | None = None,
     starter: Starter = "main",
+    sandbox_args: tuple[int, int] | None = None,
 ) -> Launched:
     """Start ``argv`` in its own session and process group, killed if mcpd dies, and
     in the cgroup whose ``cgroup.procs`` is ``join``, if given, before it execs ``argv``;
     from the thread ``starter`` names, so that it is born in what that thread is in
-    (``confined``): the main thread's children are born as mcpd is.
+    (``confined``): the main thread's children are born as mcpd is. The arguments
+    ``argv[from:to]`` of ``sandbox_args`` (bubblewrap's, ``Plan.sandbox_args``) are
+    handed over through a descriptor, off the command line every user can read.
 
     Call it from the main thread (see the module docstring). Raises OSError when the
     command cannot be started.
     """
     ours: list[int] = []
     theirs: list[int | None] = []
+    passed: list[int] = []
     token = f"{os.getpid()}-{secrets.token_hex(8)}"
     child_env = dict(os.environ if env is None else env)
     child_env[START_MARK] = token
     try:
+        if sandbox_args is not None:
+            first, last = sandbox_args
+            passed.append(args_file(argv[first:last]))
+            argv = [*argv[:first], "--args", str(passed[0]), *argv[last:]]
         for wanted, child_reads in ((stdin, True), (stdout, False), (stderr, False)):
             if not wanted:
                 ours.append(-1)
@@ -174,6 +198,7 @@ def launch(
                 cwd=cwd,
                 start_new_session=True,
                 preexec_fn=preexec,
+                pass_fds=passed,
             )
 
         if starter == "confined":
@@ -187,6 +212,9 @@ def launch(
             if fd is not None and fd >= 0:
                 os.close(fd)
         raise
+    finally:
+        for fd in passed:
+            os.close(fd)
     for fd in theirs:
         if fd is not None:
             os.close(fd)

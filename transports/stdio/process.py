@@ -35,6 +35,7 @@ def start(
     unprotected = join = None
     starter: Starter = "main"
     wrapped = False
+    sandbox_args = None
     loopback = None
     if sandbox is not None:
         try:
@@ -52,7 +53,7 @@ def start(
                 loopback.close()
             raise _spawn_error(alias, argv[0], cwd, exc) from None
         argv, unprotected, join, starter = plan.argv, plan.unprotected, plan.join, plan.starter
-        wrapped = plan.wrapped
+        wrapped, sandbox_args = plan.wrapped, plan.sandbox_args
         if wrapped and sandbox.network:
             _say_unscoped()
     started = early.take(argv, env, cwd)
@@ -60,7 +61,9 @@ def start(
         if started is not None:
             proc = adopt(started)
         else:
-            proc = spawn(argv, env=env, cwd=cwd, join=join, starter=starter)
+            proc = spawn(
+                argv, env=env, cwd=cwd, join=join, starter=starter, sandbox_args=sandbox_args
+            )
     except OSError as exc:
         if loopback is not None:
             loopback.close()

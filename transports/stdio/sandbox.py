@@ -205,6 +205,11 @@ class Plan(msgspec.Struct, frozen=True):
     starter: Starter = "main"
     # Started in bubblewrap, whatever of the sandbox it goes without (``unprotected``).
     wrapped: bool = False
+    # Where bubblewrap's own arguments are in ``argv`` (from, to). Every user of the
+    # machine can read a process's command line (``ps``), and these say what the
+    # sandbox hides and where the servers' homes are: the launch hands them to
+    # bubblewrap through a descriptor instead (``--args FD``). None when not wrapped.
+    sandbox_args: tuple[int, int] | None = None
 
 
 def _depth(path: str) -> int:
@@ -252,11 +257,10 @@ def _visible(path: str, roots: Sequence[str]) -> bool:
     return any(within(path, root) for root in roots)
 
 
-def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = None) -> list[str]:
-    """The bubblewrap command line up to and including its ``--``; run in ``netns``
-    (through ``nsenter``) when given."""
+def bwrap_command(machine: Machine, netns: Netns | None = None) -> list[str]:
+    """What runs bubblewrap, ending with its path: through ``nsenter`` into ``netns``
+    when given."""
     assert machine.bwrap is not None
-    s = r.sandbox
     args = []
     if netns is not None:
         assert machine.nsenter is not None
@@ -267,7 +271,14 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
     # domain may not (as it may not trace one outside): a step after nsenter enters the
     # domain before bubblewrap. Every other one is born in it (``Plan.starter``).
     confine = machine.confine if netns is not None else ()
-    args += [*confine, machine.bwrap, *_namespaces(s.network, netns is not None, machine)]
+    return [*args, *confine, machine.bwrap]
+
+
+def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = None) -> list[str]:
+    """Bubblewrap's own arguments, up to its ``--`` (left out); ``netns``: the network
+    namespace it runs in, made beforehand."""
+    s = r.sandbox
+    args = _namespaces(s.network, netns is not None, machine)
     mounts = list(r.mounts)
     if s.level == "strict":
         for p in machine.system:
@@ -308,7 +319,7 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
         for m in r.mounts:
             if m.written is not None and m.kind in ("read", "write"):
                 args += ["--symlink", m.path, m.written]
-    return [*args, "--chdir", cwd, "--"]
+    return [*args, "--chdir", cwd]
 
 
 def prlimit_args(limits: Limits, machine: Machine, *, processes: bool) -> list[str]:
@@ -385,7 +396,13 @@ def plan(
     if s.loopback and netns is None:
         raise SandboxError(f"{s.where}.host_loopback: its network namespace was not made")
     applied = s.level != "off" and _missing(s, machine) is None
-    wrapped = bwrap_args(r, machine, cwd, netns if s.loopback else None) if applied else []
+    wrapped: list[str] = []
+    sandbox_args = None
+    if applied:
+        joined = netns if s.loopback else None
+        command, args = bwrap_command(machine, joined), bwrap_args(r, machine, cwd, joined)
+        wrapped = [*command, *args, "--"]
+        sandbox_args = (len(command), len(command) + len(args))
     limited = prlimit_args(s.limits, machine, processes=applied and not machine.root)
     starter: Starter = "main"
     if applied and machine.confine and not s.loopback:
@@ -393,7 +410,7 @@ def plan(
     elif applied and machine.keyring_denial is None:
         starter = "keyless"
     argv = [*wrapped, *limited, r.command, *argv[1:]]
-    return Plan(argv, unprotected, starter=starter, wrapped=applied)
+    return Plan(argv, unprotected, starter=starter, wrapped=applied, sandbox_args=sandbox_args)
 
 
 def _missing(s: Sandbox, machine: Machine) -> str | None:

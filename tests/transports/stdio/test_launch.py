@@ -1,9 +1,12 @@
 """Finding a server's command as exec would, so a missing or non-executable one is
-reported by name before anything is started."""
+reported by name before anything is started; and bubblewrap's arguments handed over
+through a descriptor, not on a command line."""
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,34 @@ async def test_a_spawned_child_gets_its_arguments_as_given(tmp_path: Path) -> No
             out += chunk
         assert await child.wait() == 0
     assert out.decode() == f"ran {script} a b $HOME \n"
+
+
+async def test_arguments_marked_for_hand_over_are_read_from_a_descriptor(tmp_path: Path) -> None:
+    """bubblewrap's own arguments (what the sandbox hides, where the homes are) go
+    through ``--args FD``, off the command line every user of the machine can read;
+    the rest of the command line stays as it was."""
+    reader = tmp_path / "reader"
+    reader.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        "fd = int(sys.argv[2])\n"
+        "data = b''\n"
+        "while chunk := os.read(fd, 65536):\n"
+        "    data += chunk\n"
+        "print(json.dumps({'argv': sys.argv[1:], 'handed': data.decode()}))\n"
+    )
+    reader.chmod(0o755)
+    long = "/hidden/" + "x" * 200_000  # more than a pipe holds
+    argv = [str(reader), "--tmpfs", "/var/lib/mcpd", "--ro-bind", "/dev/null", long]
+    argv += ["--", "/usr/bin/node", "server.js"]
+    child = spawn(argv, stdin=False, sandbox_args=(1, 6))
+    assert child.stdout is not None
+    out = b""
+    with trio.fail_after(10):
+        while chunk := await child.stdout.receive_some():
+            out += chunk
+        assert await child.wait() == 0
+    seen = json.loads(out)
+    fd = seen["argv"][1]
+    assert seen["argv"] == ["--args", fd, "--", "/usr/bin/node", "server.js"]
+    assert seen["handed"] == f"--tmpfs\0/var/lib/mcpd\0--ro-bind\0/dev/null\0{long}\0"

@@ -54,3 +54,11 @@ def test_a_grant_that_cannot_be_set_up_fails_the_start_by_name() -> None:
         plan(resolved(loopback=(5432,)), ["x"], MACHINE, "/h", NETNS)
     with pytest.raises(SandboxError, match="needs a sandbox"):
         plan(resolved(level="off", network=False, loopback=(5432,)), ["x"], MACHINE, "/h")
+
+
+def test_through_nsenter_only_bubblewraps_own_arguments_are_handed_apart() -> None:
+    p = plan(resolved(network=False, loopback=(5432,)), ["psql-mcp"], MACHINE, "/h", NETNS)
+    assert p.sandbox_args is not None
+    first, last = p.sandbox_args
+    assert p.argv[first - 1] == "/usr/bin/bwrap" and p.argv[last:] == ["--", "/usr/bin/psql-mcp"]
+    assert "--unshare-user" in p.argv[first:last] and "/h" in p.argv[first:last]

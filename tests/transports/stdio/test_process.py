@@ -3,6 +3,7 @@ which takes its whole process group."""
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 from pathlib import Path
@@ -95,3 +96,53 @@ async def test_a_server_in_bubblewrap_without_part_of_its_sandbox_still_gets_its
             if pipe is not None:
                 pipe.close()
     assert mark.read_text() == "terminated"
+
+
+async def test_bubblewraps_command_line_shows_the_server_and_nothing_of_its_sandbox(
+    tmp_path: Path,
+) -> None:
+    """Every user of the machine can read a process's command line: bubblewrap's shows
+    `--args FD` and the server's own command, not what the sandbox hides or where the
+    home is, and the sandbox is still applied. The descriptor stays with bubblewrap."""
+    bubblewrap.require()
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "token").write_text("s3cret")
+    home = tmp_path / "homes" / "s"
+    sandbox = Sandbox(home=str(home), hide=(str(secrets),), alias="s", where="servers.s")
+    code = (
+        "import json, os, sys\n"
+        "fds = []\n"
+        "for f in os.listdir('/proc/self/fd'):\n"
+        "    try:\n"
+        "        fds.append(os.readlink(f'/proc/self/fd/{f}'))\n"
+        "    except OSError:\n"
+        "        pass  # the one listdir read the directory with\n"
+        f"print(json.dumps({{'hidden': os.listdir({str(secrets)!r}), 'fds': fds}}), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    argv = [sys.executable, "-c", code]
+    proc = start("s", argv, environment(True, None), None, sandbox)
+    try:
+        assert proc.wrapped and proc.stdout is not None
+        out = b""
+        with trio.fail_after(20):
+            while not out.endswith(b"\n"):
+                chunk = await proc.stdout.receive_some()
+                assert chunk, await proc.stderr.receive_some()  # type: ignore[union-attr]
+                out += chunk
+        seen = json.loads(out)
+        assert seen["hidden"] == []  # applied
+        assert not any("mcpd-sandbox-args" in target for target in seen["fds"]), seen
+        # bubblewrap, and its child that is the first process of the sandbox's PID namespace.
+        inner = int(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
+        for pid in (proc.pid, inner):
+            shown = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+            fd = shown[2]
+            assert shown[0].endswith("/bwrap") and fd.isdigit(), shown
+            assert shown[1:] == ["--args", fd, "--", *argv], shown
+        await stop_process(proc, "s", stdin_grace=5, term_grace=5)
+    finally:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()

@@ -297,3 +297,36 @@ def test_a_refused_sandbox_is_no_plan_and_says_why_and_without_a_sandbox_it_is_m
         plan(resolved(refused=why), ["node"], MACHINE, HOME)
     started = plan(resolved(refused=why, level="off"), ["node"], MACHINE, HOME)
     assert started.argv == ["/usr/bin/node"]
+
+
+@pytest.mark.parametrize("level", ["default", "strict"])
+def test_what_is_handed_to_bubblewrap_apart_is_its_own_arguments_and_all_of_them(
+    level: str,
+) -> None:
+    """The launch hands ``argv[from:to]`` to bubblewrap through a descriptor: that is
+    everything between bubblewrap's path and its ``--``, with the hidden paths, the
+    grants and the home; the command line keeps the prlimit step and the server's own."""
+    mounts = (Mount("/var/lib/mcpd", "hide_dir"), Mount("/srv/notes", "write"))
+    limits = Limits(memory=1 << 30)
+    p = plan(resolved(mounts, level=level, limits=limits), ["node", "s.js"], MACHINE, HOME)
+    assert p.sandbox_args is not None
+    first, last = p.sandbox_args
+    assert p.argv[:first] == ["/usr/bin/bwrap"] and p.argv[last] == "--"
+    handed = p.argv[first:last]
+    # A strict sandbox has nothing to hide: it shows only what it binds.
+    shown = ("/srv/notes", HOME) + (("/var/lib/mcpd",) if level == "default" else ())
+    for path in shown:
+        assert path in handed and path not in p.argv[last:], path
+    assert p.argv[last + 1 :] == [
+        "/usr/bin/prlimit",
+        f"--data={1 << 30}",
+        "--",
+        "/usr/bin/node",
+        "s.js",
+    ]
+
+
+def test_nothing_is_handed_apart_where_there_is_no_bubblewrap() -> None:
+    assert plan(resolved(level="off"), ["node"], MACHINE, HOME).sandbox_args is None
+    bare = msgspec.structs.replace(MACHINE, bwrap=None)
+    assert plan(resolved(), ["node"], bare, HOME).sandbox_args is None
