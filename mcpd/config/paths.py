@@ -124,20 +124,6 @@ def found_state_directory(configured: str | None, env: Mapping[str, str] | None 
     return os.path.realpath(state_directory(configured, env))
 
 
-def cache_directory(env: Mapping[str, str] | None = None) -> str:
-    """systemd's CacheDirectory=, else the XDG cache home (``/var/cache/mcpd`` for root
-    without one)."""
-    env = os.environ if env is None else env
-    systemd = env.get("CACHE_DIRECTORY")
-    if systemd:
-        return systemd.split(":")[0]
-    if env.get("XDG_CACHE_HOME"):
-        return os.path.join(env["XDG_CACHE_HOME"], "mcpd")
-    if os.geteuid() == 0:
-        return "/var/cache/mcpd"
-    return os.path.join(env.get("HOME", "/"), ".cache", "mcpd")
-
-
 def pages_directory(env: Mapping[str, str] | None = None) -> str:
     """Where the daemon has ``mcpd dashboard`` and ``mcpd auth login`` put the page they
     hand a browser: ``$XDG_RUNTIME_DIR/mcpd-pages``, else ``/tmp/mcpd-pages-UID``, in

@@ -19,8 +19,10 @@ What is hidden from every server (at the default and the strict level alike):
 
 A server's home is ``homes/ALIAS`` in the state directory, and its working directory
 unless ``cwd`` says otherwise. Outside the strict level, the npm and uv caches stay
-the user's (or, when those lie in a hidden directory, mcpd's cache directory), so a
-package downloaded once serves every server; a strict server keeps its own in its home.
+the user's, where the server sees them, so a package downloaded once serves every
+server; a strict server, and one from whom the user's caches are hidden (the system
+service's user has its home in the state directory), keeps its own in its home: a
+cache servers share is one where each could plant what another's ``npx`` runs.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from transports.stdio.sandbox_host import probe
 from . import state_links
 from .credstores import IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY, ON_HOST
 from .model import Config, ConfigError
-from .paths import cache_directory, pages_directories, state_directory
+from .paths import pages_directories, state_directory
 from .servertable import DEFAULT_LIMITS, LimitsConfig, ServerConfig
 
 HOMES: Final = "homes"
@@ -285,26 +287,28 @@ def provided_env(
     sandbox: Sandbox, config: Config, env: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """What mcpd sets in a server's environment: its own HOME, and where the package
-    caches are (the shared ones, or for a strict server its own)."""
+    caches are: the user's, where the server sees them; else (a strict server, or the
+    user's caches hidden, as the service's are in its state directory) its own, in its
+    home, where no other server can put a package for it to run."""
     env = os.environ if env is None else env
     out = {"HOME": sandbox.home}
+    own = {
+        "npm_config_cache": os.path.join(sandbox.home, ".npm"),
+        "UV_CACHE_DIR": os.path.join(sandbox.home, ".cache", "uv"),
+    }
     if sandbox.level == "strict":
-        out["npm_config_cache"] = os.path.join(sandbox.home, ".npm")
-        out["UV_CACHE_DIR"] = os.path.join(sandbox.home, ".cache", "uv")
-        return out
+        return out | own
     hide = [] if sandbox.level == "off" else sandbox.hide
     homes = user_homes(env)
     user_home = homes[-1] if homes else sandbox.home
     cache_home = env.get("XDG_CACHE_HOME") or os.path.join(user_home, ".cache")
-    for name, usual, own in (
-        ("npm_config_cache", os.path.join(user_home, ".npm"), "npm"),
-        ("UV_CACHE_DIR", os.path.join(cache_home, "uv"), "uv"),
+    for name, usual in (
+        ("npm_config_cache", os.path.join(user_home, ".npm")),
+        ("UV_CACHE_DIR", os.path.join(cache_home, "uv")),
     ):
         if env.get(name):
             continue  # inherited as it is (the default set has it)
-        if any(within(usual, h) for h in hide):
-            usual = os.path.join(cache_directory(env), own)
-        out[name] = usual
+        out[name] = own[name] if any(within(usual, h) for h in hide) else usual
     return out
 
 

@@ -2,8 +2,8 @@
 bookworm booted with systemd-nspawn, bubblewrap installed): the unit's hardening lets
 bubblewrap make its namespaces, so a default-level and a strict server both run
 sandboxed, nothing unprotected, each seeing only what its level shows, with its own
-home, its limits in force, no user namespaces of its own, no keyrings and, for the
-strict one, no network."""
+home and package caches, its limits in force, no user namespaces of its own, no
+keyrings and, for the strict one, no network."""
 
 from __future__ import annotations
 
@@ -61,6 +61,19 @@ def test_servers_run_sandboxed_under_the_shipped_unit(systemd_rootfs: harness.Ro
     assert "os-release" in view(pid, "/etc")
     assert environ_of(pid)["HOME"] == "/var/lib/mcpd/homes/notes"
     assert os.readlink(f"/proc/{{pid}}/cwd") == "/var/lib/mcpd/homes/notes"
+
+    step("each server's package caches in its own home, none shared")
+    for alias, p in (("notes", pid), ("vault", rows["vault"]["pid"])):
+        env = environ_of(p)
+        home = f"/var/lib/mcpd/homes/{{alias}}"
+        assert env["npm_config_cache"] == f"{{home}}/.npm", env
+        assert env["UV_CACHE_DIR"] == f"{{home}}/.cache/uv", env
+    assert not os.path.exists("/var/cache/mcpd")
+    # Its home is writable in its sandbox, and the other server's is not there at all.
+    with open(f"/proc/{{pid}}/mountinfo") as f:
+        (home_mount,) = [l.split() for l in f if l.split()[4] == "/var/lib/mcpd/homes/notes"]
+    assert home_mount[5].split(",")[0] == "rw", home_mount
+    assert view(rows["vault"]["pid"], "/var/lib/mcpd/homes") == ["vault"]
     limits = open(f"/proc/{{pid}}/limits").read()
     assert re.search(r"Max data size\s+4294967296\s+4294967296", limits), limits
     assert re.search(r"Max processes\s+1024\s+1024", limits), limits

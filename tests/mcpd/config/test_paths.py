@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from mcpd.config.paths import (
-    cache_directory,
     configured_socket,
     found_state_directory,
     runtime_directory,
@@ -59,17 +58,6 @@ def test_systemds_directories_come_first_and_the_first_of_several() -> None:
     assert runtime_directory({"RUNTIME_DIRECTORY": "/run/mcpd:/run/other"}) == "/run/mcpd"
     assert runtime_directory({"RUNTIME_DIRECTORY": ""}) is None
     assert runtime_directory({}) is None
-    env = {"CACHE_DIRECTORY": "/var/cache/mcpd:/x", "XDG_CACHE_HOME": "/c"}
-    assert cache_directory(env) == "/var/cache/mcpd"
-    assert cache_directory({"XDG_CACHE_HOME": "/c"}) == "/c/mcpd"
-
-
-def test_the_cache_without_systemd_or_xdg(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("os.geteuid", lambda: 0)
-    assert cache_directory({"HOME": "/root"}) == "/var/cache/mcpd"
-    monkeypatch.setattr("os.geteuid", lambda: 1000)
-    assert cache_directory({"HOME": "/home/me"}) == "/home/me/.cache/mcpd"
-    assert cache_directory({}) == "/.cache/mcpd"
 
 
 def test_the_state_directory_is_found_through_the_links_on_its_way(tmp_path: Path) -> None:

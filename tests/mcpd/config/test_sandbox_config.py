@@ -17,7 +17,7 @@ import pytest
 from mcpd.cli.check_sandbox import unscoped_warnings
 from mcpd.config.load import load, parse
 from mcpd.config.model import ConfigError
-from mcpd.config.sandbox import hidden, limits_of, sandbox_of
+from mcpd.config.sandbox import child_env, hidden, limits_of, sandbox_of
 from transports.stdio import sandbox_host
 from transports.stdio.sandbox import Machine
 
@@ -124,6 +124,37 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
         assert str(path) in paths, path
     sandbox = sandbox_of("s", config.servers["s"], config, env)
     assert sandbox.home == str(tmp_path / "state" / "homes" / "s")
+
+
+def test_under_the_service_each_server_keeps_its_package_caches_in_its_own_home(
+    tmp_path: Path,
+) -> None:
+    """The service's user has its home in the state directory, which servers do not
+    see: each server's npm and uv caches are then in its own home, not in one that
+    another server could plant a package in for this one's ``npx`` to run."""
+    state = tmp_path / "state"
+    env = {"HOME": str(state), "STATE_DIRECTORY": str(state), "CACHE_DIRECTORY": "/var/cache/m"}
+    config = parse({"servers": {"a": stdio(), "b": stdio()}}, env=env)
+    seen = {}
+    for alias in ("a", "b"):
+        sandbox = sandbox_of(alias, config.servers[alias], config, env)
+        seen[alias] = child_env(alias, config.servers[alias], config, sandbox, env)
+    for alias, child in seen.items():
+        home = state / "homes" / alias
+        assert child["HOME"] == str(home)
+        assert child["npm_config_cache"] == str(home / ".npm")
+        assert child["UV_CACHE_DIR"] == str(home / ".cache" / "uv")
+
+
+def test_a_users_servers_share_the_users_package_caches(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".local" / "state")}
+    config = parse({"servers": {"a": stdio()}}, env=env)
+    child = child_env(
+        "a", config.servers["a"], config, sandbox_of("a", config.servers["a"], config, env), env
+    )
+    assert child["npm_config_cache"] == str(home / ".npm")
+    assert child["UV_CACHE_DIR"] == str(home / ".cache" / "uv")
 
 
 def test_what_every_sandbox_hides_is_found_where_a_relative_name_points(
