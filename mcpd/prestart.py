@@ -28,8 +28,8 @@ from .config.model import Config
 from .config.paths import (
     daemon_socket_path,
     found_state_directory,
-    runtime_directory,
     state_directory,
+    systemd_socket,
 )
 from .config.sandbox import child_env, sandbox_of
 from .listening import Listening
@@ -97,4 +97,4 @@ def stop_unclaimed() -> None:
 
 def _socket_path(config: Config, socket: str | None) -> str:
     # The daemon's own rule, with systemd's variables still in the environment.
-    return daemon_socket_path(socket, config.daemon.socket, runtime_dir=runtime_directory())
+    return daemon_socket_path(socket, config.daemon.socket, systemd=systemd_socket())

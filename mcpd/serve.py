@@ -81,14 +81,14 @@ async def _main(
 ) -> None:
     given = socket
     if demo:
-        socket = daemon_socket_path(given, None, runtime_dir=sysd.runtime_directory)
+        socket = daemon_socket_path(given, None, systemd=sysd.socket_path)
         async with demo_config(socket) as cfg:
             await Daemon(cfg, sysd=sysd, on_settled=heap.settle).run()
         return
 
     def socket_for(new: Config) -> str:
         # Where a restart with the reloaded config would listen: the same rule again.
-        return daemon_socket_path(given, new.daemon.socket, runtime_dir=sysd.runtime_directory)
+        return daemon_socket_path(given, new.daemon.socket, systemd=sysd.socket_path)
 
     with single_exceptions():
         async with trio.open_nursery() as nursery:

@@ -21,7 +21,7 @@ from ..config.endpoints import groups_locked_out
 from ..config.exposure import in_url, masked, masked_args, warnings
 from ..config.load import load
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
-from ..config.paths import daemon_socket_path, runtime_directory, state_directory
+from ..config.paths import daemon_socket_path, state_directory, systemd_socket
 from ..config.policy import PolicyRule, parse_rate, unreachable
 from ..config.policychecks import leavable
 from ..local.statedir import state_directory_problem
@@ -94,7 +94,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     unsafe = state_directory_problem(state_directory(config.daemon.state_dir))
     if unsafe is not None:
         fail(EX_CONFIG, f"{path}: {unsafe}")
-    socket = daemon_socket_path(None, config.daemon.socket, runtime_dir=runtime_directory())
+    socket = daemon_socket_path(None, config.daemon.socket, systemd=systemd_socket())
     print(f"{path}: OK, {len(config.servers)} server(s); socket {socket}")
     unstartable = _unstartable(config)
     exposed: list[str] = []

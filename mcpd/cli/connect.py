@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         # Where the running daemon answered, else where the daemon of this config listens.
         # Absolute: the host starts the bridge from a working directory of its own.
         sock = os.path.abspath(
-            in_use.socket or daemon_socket_path(args.socket, config.daemon.socket, runtime_dir=None)
+            in_use.socket or daemon_socket_path(args.socket, config.daemon.socket, systemd=None)
         )
         profile, table = profile_for(key, config, name, args.profile)
         suffix = "" if profile == DEFAULT_PROFILE else profile

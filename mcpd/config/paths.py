@@ -2,10 +2,10 @@
 
 The daemon (``mcpd serve``, and ``prestart``, which checks before the daemon is up
 whether another one already listens there) listens on ``--socket``, else
-``$MCPD_SOCKET``, else the config's ``[daemon] socket``, else under systemd the unit's
-RuntimeDirectory= (``/run/mcpd/mcpd.sock``), else ``default_socket_path()``: the flag,
-then the environment, then the file, the order the clients follow too, so one
-``$MCPD_SOCKET`` set for both always brings them together.
+``$MCPD_SOCKET``, else the config's ``[daemon] socket``, else under systemd the socket
+it gives (``systemd_socket``: mcpd.socket's ``/run/mcpd/mcpd.sock``), else
+``default_socket_path()``: the flag, then the environment, then the file, the order the
+clients follow too, so one ``$MCPD_SOCKET`` set for both always brings them together.
 
 A client command connects to ``--socket``, else ``$MCPD_SOCKET``, else the ``[daemon]
 socket`` of the config file ``default_config_path()`` names (``$MCPD_CONFIG`` or the
@@ -21,13 +21,17 @@ every client command looks here.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 from collections.abc import Mapping
 
 from .model import ConfigError, default_config_path, default_socket_path
 
 SOCKET_VAR = "MCPD_SOCKET"
 SOCKET_FILE = "mcpd.sock"  # its name in the unit's RuntimeDirectory=
+API_FDNAME = "api"  # FileDescriptorName= of the agents' socket in mcpd.socket
+_LISTEN_FDS_START = 3
 
 
 def runtime_directory(env: Mapping[str, str] | None = None) -> str | None:
@@ -36,15 +40,54 @@ def runtime_directory(env: Mapping[str, str] | None = None) -> str | None:
     return env.get("RUNTIME_DIRECTORY", "").split(":")[0] or None
 
 
+def systemd_socket(env: Mapping[str, str] | None = None) -> str | None:
+    """The agents' socket systemd gives mcpd: the path of the Unix socket it passes
+    (mcpd.socket's, named ``api``, else the first), else ``mcpd.sock`` in the unit's
+    RuntimeDirectory=; None when it gives neither."""
+    env = os.environ if env is None else env
+    passed: list[tuple[str, str]] = []
+    if env.get("LISTEN_PID") == str(os.getpid()) and env.get("LISTEN_FDS", "").isdigit():
+        names = env.get("LISTEN_FDNAMES", "").split(":")
+        for i in range(int(env["LISTEN_FDS"])):
+            address = _unix_address(_LISTEN_FDS_START + i)
+            if address is not None:
+                passed.append((names[i] if i < len(names) else "", address))
+    passed.sort(key=lambda entry: entry[0] != API_FDNAME)
+    if passed:
+        return passed[0][1]
+    runtime = runtime_directory(env)
+    return os.path.join(runtime, SOCKET_FILE) if runtime else None
+
+
+def _unix_address(fd: int) -> str | None:
+    """The path a Unix socket at ``fd`` is bound to, looked up on a copy of it (the
+    socket itself is the daemon's to adopt); None for anything else."""
+    try:
+        copy = os.dup(fd)
+    except OSError:
+        return None
+    try:
+        sock = socket.socket(fileno=copy)
+    except OSError:
+        os.close(copy)
+        return None
+    with sock, contextlib.suppress(OSError):
+        address = sock.getsockname()
+        if sock.family == socket.AF_UNIX and isinstance(address, str) and address:
+            return address
+    return None
+
+
 def daemon_socket_path(
     explicit: str | None,
     configured: str | None,
     *,
-    runtime_dir: str | None,
+    systemd: str | None,
     env: Mapping[str, str] | None = None,
 ) -> str:
-    """Where ``mcpd serve`` listens. ``runtime_dir`` is passed rather than read: the
-    daemon reads systemd's variables once and then removes them from its environment."""
+    """Where ``mcpd serve`` listens. ``systemd``, the socket systemd gives
+    (``systemd_socket``), is passed rather than read: the daemon reads systemd's
+    variables once and then removes them from its environment."""
     env = os.environ if env is None else env
     if explicit:
         return explicit
@@ -52,9 +95,9 @@ def daemon_socket_path(
         return env[SOCKET_VAR]
     if configured:
         return configured
-    if runtime_dir:
+    if systemd:
         # The default path for the service's uid is not where mcpd.socket and clients look.
-        return os.path.join(runtime_dir, SOCKET_FILE)
+        return systemd
     return default_socket_path(env)
 
 

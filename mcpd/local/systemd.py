@@ -36,7 +36,8 @@ import trio
 
 from transports.stdio.launch import PARENT_ONLY_VARS
 
-from ..config.paths import runtime_directory
+from ..config.paths import API_FDNAME as API_FDNAME
+from ..config.paths import systemd_socket
 
 logger = logging.getLogger("mcpd.systemd")
 
@@ -45,8 +46,6 @@ logger = logging.getLogger("mcpd.systemd")
 MAIN_PROCESS_ONLY_VARS: frozenset[str] = PARENT_ONLY_VARS
 
 SD_LISTEN_FDS_START = 3
-# FileDescriptorName= of the API socket in systemd/mcpd.socket.
-API_FDNAME = "api"
 
 # A send to PID 1 normally completes at once. The timeout only bounds the worst case
 # (the receiver's queue is full because the manager is busy): we would rather lose one
@@ -316,9 +315,9 @@ class SystemdEnv:
     sockets: list[ListenSocket] = field(default_factory=list)
     faults: frozenset[str] = frozenset()
     wedge_seconds: float = 3600.0
-    # The unit's RuntimeDirectory= ($RUNTIME_DIRECTORY, the first if there are several):
-    # where the socket goes when neither --socket, the config nor $MCPD_SOCKET names one.
-    runtime_directory: str | None = None
+    # The agents' socket systemd gives (``paths.systemd_socket``): where mcpd listens
+    # when neither --socket, the config nor $MCPD_SOCKET names one.
+    socket_path: str | None = None
 
     @classmethod
     def take(cls, environ: MutableMapping[str, str] | None = None) -> SystemdEnv:
@@ -329,12 +328,13 @@ class SystemdEnv:
             wedge = float(env.get(WEDGE_SECONDS_VAR, "3600"))
         except ValueError:
             wedge = 3600.0
+        socket_path = systemd_socket(env)  # before listen_fds() takes the sockets
         captured = cls(
             notifier=Notifier.from_environ(env),
             sockets=listen_fds(env),
             faults=enabled_test_faults(env),
             wedge_seconds=wedge,
-            runtime_directory=runtime_directory(env),
+            socket_path=socket_path,
         )
         scrub_environ(env)
         return captured

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from mcpd.config.model import default_socket_path
-from mcpd.config.paths import client_socket_path, daemon_socket_path
+from mcpd.config.paths import client_socket_path, daemon_socket_path, systemd_socket
 from tests.support.prestart import counted_server, starts
 from tests.support.procs import SCRIPTED
 
@@ -109,12 +109,20 @@ def status(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 def test_the_daemons_order() -> None:
     env = {"MCPD_SOCKET": "/e.sock", "XDG_RUNTIME_DIR": "/run/user/1"}
-    assert daemon_socket_path("/x.sock", "/c.sock", runtime_dir="/rt", env=env) == "/x.sock"
-    assert daemon_socket_path(None, "/c.sock", runtime_dir="/rt", env=env) == "/e.sock"
-    assert daemon_socket_path(None, "/c.sock", runtime_dir="/rt", env={}) == "/c.sock"
-    assert daemon_socket_path(None, None, runtime_dir="/rt", env=env) == "/e.sock"
-    assert daemon_socket_path(None, None, runtime_dir="/rt", env={}) == "/rt/mcpd.sock"
-    assert daemon_socket_path(None, None, runtime_dir=None, env={}) == default_socket_path({})
+    sd = "/run/mcpd/mcpd.sock"
+    assert daemon_socket_path("/x.sock", "/c.sock", systemd=sd, env=env) == "/x.sock"
+    assert daemon_socket_path(None, "/c.sock", systemd=sd, env=env) == "/e.sock"
+    assert daemon_socket_path(None, "/c.sock", systemd=sd, env={}) == "/c.sock"
+    assert daemon_socket_path(None, None, systemd=sd, env=env) == "/e.sock"
+    assert daemon_socket_path(None, None, systemd=sd, env={}) == sd
+    assert daemon_socket_path(None, None, systemd=None, env={}) == default_socket_path({})
+
+
+def test_the_socket_systemd_gives_is_in_the_units_runtime_directory() -> None:
+    assert systemd_socket({"RUNTIME_DIRECTORY": "/run/mcpd:/run/x"}) == "/run/mcpd/mcpd.sock"
+    assert systemd_socket({}) is None
+    # Sockets passed to another process are not this one's.
+    assert systemd_socket({"LISTEN_PID": "1", "LISTEN_FDS": "1"}) is None
 
 
 def test_the_clients_order(tmp: Path) -> None:

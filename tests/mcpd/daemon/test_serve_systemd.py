@@ -20,6 +20,7 @@ from mcpd.cli.client import Client
 from mcpd.config.model import CONFIG_ERROR
 from protocol import jsonrpc as rpc
 from tests.conftest import ROOT
+from tests.support import bubblewrap
 from tests.support.notify import Notifications
 
 pytestmark = pytest.mark.timeout(60)
@@ -153,6 +154,34 @@ def test_socket_activated_serve_notifies_ready_status_reload_and_stop(short_dir:
     assert "socket path changed" not in stderr, stderr
     assert api.exists(), "the daemon removed a socket systemd owns"
     assert not (short_dir / "rt").exists(), "a passed socket means no socket of our own"
+
+
+def test_the_directory_of_the_socket_systemd_passes_is_hidden_from_the_servers(
+    short_dir: Path,
+) -> None:
+    """With no RuntimeDirectory= (mcpd.socket makes the directory, root's), mcpd takes
+    where it listens from the socket systemd passes, and hides that directory, its
+    own, from every sandboxed server."""
+    bubblewrap.require()
+    config = short_dir / "config.toml"
+    config.write_text(_server("notes"))
+    (short_dir / "mcpd").mkdir()
+    api = short_dir / "mcpd" / "mcpd.sock"
+    passed = _listening(api)
+    notify = Notifications(short_dir / "notify")
+    proc = _serve(config, notify, passed=passed)
+    passed.close()
+    try:
+        notify.next_with("READY=1")
+        with Client(str(api)) as client:
+            (row,) = client.request("mcpd/status")["servers"]
+        assert row["sandbox"]["unprotected"] is None, row
+        assert os.listdir(f"/proc/{row['pid']}/root{api.parent}") == []
+        assert os.listdir(api.parent) == ["mcpd.sock"]
+    finally:
+        stderr = _stop(proc, notify)
+        notify.sock.close()
+    assert f"listening on {api}" in stderr, stderr
 
 
 def test_a_config_socket_that_systemds_replaces_is_warned_of(short_dir: Path) -> None:
