@@ -16,15 +16,16 @@ import stat
 import struct
 from typing import Final
 
-# The system unit's RuntimeDirectory=: systemd makes it for the unit's User=.
+# The system socket's directory. mcpd.socket makes it root's; a unit that makes it its
+# RuntimeDirectory= (mcpd binding its own socket) gives it to the unit's User=.
 SERVICE_DIR = "/run/mcpd"
 # The unit's User=, as systemd-sysusers makes it (systemd/mcpd.sysusers).
 SERVICE_USER = "mcpd"
 
 
 def service_uids() -> frozenset[int]:
-    """The mcpd service's user: the owner of ``SERVICE_DIR``, which systemd gives to the
-    unit's User=, and the system user named ``SERVICE_USER``. Only root can make a
+    """The mcpd service's user: the owner of ``SERVICE_DIR``, where systemd gives it to
+    the unit's User=, and the system user named ``SERVICE_USER``. Only root can make a
     directory in a /run that nobody else may write, or a user, so root chose both."""
     found: set[int] = set()
     try:

@@ -26,7 +26,7 @@ EnvironmentFile=/etc/tickets.env
 
 CONFIG = f"""\
 [daemon]
-allow_groups = ["mcpd"]
+allow_groups = ["mcpd-agents"]
 backoff_base = 0.5
 backoff_cap = 2.0
 
@@ -38,7 +38,9 @@ args = ["-m", "mcpd.demo.notes"]
 url = "http://127.0.0.1:${{TICKETS_PORT}}/mcp"
 """
 
-# The check scripts' common head: the helpers, and tickets up before mcpd starts.
+# The check scripts' common head: the helpers, the config readable by the service's
+# group alone where mcpd is installed (as docs/operations.md has it, whose commands the
+# other checks run themselves), and tickets up before mcpd starts.
 PROLOGUE = f"""\
 #!{PY}
 import os, signal, subprocess, sys, time
@@ -47,6 +49,9 @@ from mcpdcheck import *
 
 PORT = int(os.environ["TICKETS_PORT"])
 sh("systemd-sysusers")
+if os.path.exists("/usr/lib/sysusers.d/mcpd.conf"):
+    sh("chgrp", "mcpd", "/etc/mcpd/config.toml")
+    os.chmod("/etc/mcpd/config.toml", 0o640)
 sh("systemctl", "start", "tickets")
 wait_port(PORT)
 """

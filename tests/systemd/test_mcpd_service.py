@@ -151,8 +151,7 @@ Environment=MCPD_TEST_FAULTS=wedge_on_sigusr2
 def test_watchdog_restarts_a_wedged_daemon(systemd_rootfs: harness.Rootfs) -> None:
     """With the event loop wedged (the test-only fault, switched on by a drop-in) the
     watchdog pings stop; systemd kills mcpd and its servers and starts it again. A mcpd
-    killed outright leaves its socket file behind (RuntimeDirectoryPreserve=yes): the
-    next one replaces it."""
+    killed outright comes back on the same socket, which mcpd.socket keeps."""
     check = r"""
     sh("systemctl", "start", "mcpd")
     pid = show("MainPID")
@@ -171,7 +170,7 @@ def test_watchdog_restarts_a_wedged_daemon(systemd_rootfs: harness.Rootfs) -> No
     assert len(tool_names()) == 6
     print("watchdog restart:", pid, "->", new_pid)
 
-    step("kill -9 leaves a stale socket; the restarted mcpd replaces it")
+    step("kill -9: the restarted mcpd serves on mcpd.socket's socket again")
     children = list(server_pids(new_pid))
     os.kill(int(new_pid), signal.SIGKILL)
     wait_for("a restart",
@@ -184,21 +183,23 @@ def test_watchdog_restarts_a_wedged_daemon(systemd_rootfs: harness.Rootfs) -> No
     children = list(server_pids(show("MainPID")))
     sh("systemctl", "stop", "mcpd")
     assert not any(map(alive, children))
-    assert not os.path.exists(SOCKET), "mcpd left its own socket file behind"
+    assert active("mcpd.socket") == "active" and os.path.exists(SOCKET)
     """
     run_check(machine(systemd_rootfs, WATCHDOG_DROPIN), check)
 
 
 def test_socket_activation_and_stop(systemd_rootfs: harness.Rootfs) -> None:
-    """mcpd.socket owns /run/mcpd/mcpd.sock (group mcpd may connect); the first connection
-    starts mcpd, which adopts the socket; `systemctl stop` leaves no server process and no
-    outage in the journal, and the socket keeps listening for the next start."""
+    """mcpd.socket owns /run/mcpd/mcpd.sock (group mcpd-agents may connect) in a
+    directory of root's that the service's user cannot write, also once mcpd runs; the
+    first connection starts mcpd, which adopts the socket; the agents' group may use mcpd
+    but not read its config; `systemctl stop` leaves no server process and no outage in
+    the journal, and the socket keeps listening for the next start."""
     check = r"""
     sh("systemctl", "start", "mcpd.socket")
     assert active("mcpd") == "inactive"
     st = os.stat(SOCKET)
     assert oct(st.st_mode & 0o777) == "0o660", oct(st.st_mode)
-    assert st.st_gid == int(sh("getent", "group", "mcpd").split(":")[2])
+    assert st.st_gid == int(sh("getent", "group", "mcpd-agents").split(":")[2])
 
     step("the first connection starts mcpd")
     assert len(tool_names()) == 6
@@ -208,16 +209,40 @@ def test_socket_activation_and_stop(systemd_rootfs: harness.Rootfs) -> None:
     log = sh("journalctl", "-u", "mcpd", "--no-pager", "-o", "cat")
     assert f"listening on {SOCKET}; 2 servers: 2 ready" in log, log
 
-    step("members of the group mcpd may connect (allow_groups), others not")
+    step("the socket's directory is root's: the service's user cannot replace the socket")
+    st = os.stat("/run/mcpd")
+    assert (st.st_uid, oct(st.st_mode & 0o7777)) == (0, "0o755"), (st.st_uid, oct(st.st_mode))
+    assert os.stat(SOCKET).st_uid == 0
+    # As the service's user in mcpd's own mount namespace: what a server with
+    # sandbox = "off" is, and can do.
+    as_service = ["nsenter", f"--target={pid}", "--mount", "setpriv", "--reuid=mcpd",
+                  "--regid=mcpd", "--clear-groups"]
+    for attempt in (["rm", "-f", SOCKET], ["touch", "/run/mcpd/other.sock"]):
+        done = subprocess.run([*as_service, *attempt], capture_output=True, text=True)
+        assert done.returncode != 0, (attempt, done)
+    assert os.path.exists(SOCKET) and os.listdir("/run/mcpd") == ["mcpd.sock"]
+    assert len(tool_names()) == 6
+
+    step("members of the group mcpd-agents may connect (allow_groups), others not")
     with open("/etc/mcpd/config.toml") as f:
-        assert 'allow_groups = ["mcpd"]' in f.read()
-    sh("useradd", "-G", "mcpd", "alice")
+        assert 'allow_groups = ["mcpd-agents"]' in f.read()
+    sh("useradd", "-G", "mcpd-agents", "alice")
     sh("useradd", "bob")
     assert "6 tools" in mcpd("tools", "--socket", SOCKET, user="alice").stdout
     refused = mcpd("tools", "--socket", SOCKET, user="bob", check=False)
     assert refused.returncode == 3 and "not allowed" in refused.stderr, refused
     assert "file permissions" in refused.stderr, refused
-    assert "ask to be added to group mcpd" in refused.stderr, refused
+    assert "ask to be added to group mcpd-agents" in refused.stderr, refused
+
+    step("an agent's user may not read the config, which the service's group reads")
+    st = os.stat("/etc/mcpd/config.toml")
+    service_gid = int(sh("getent", "group", "mcpd").split(":")[2])
+    assert (st.st_gid, oct(st.st_mode & 0o777)) == (service_gid, "0o640")
+    for user in ("alice", "bob"):
+        read = subprocess.run(["runuser", "-u", user, "--", "cat", "/etc/mcpd/config.toml"],
+                              capture_output=True, text=True)
+        assert read.returncode != 0 and "Permission denied" in read.stderr, (user, read)
+    assert "mcpd-agents" not in sh("id", "-nG", "mcpd").split()
     elsewhere = mcpd("tools", user="alice", check=False)  # her own default socket
     assert elsewhere.returncode == 3, elsewhere
     assert f"a system mcpd listens on {SOCKET}: use --socket" in elsewhere.stderr, elsewhere

@@ -85,7 +85,7 @@ def test_readme_user_install(systemd_rootfs: harness.Rootfs) -> None:
     sh("loginctl", "enable-linger", "alice")
     wait_for("alice's systemd", lambda: os.path.exists("/run/user/1000/systemd/private"))
     sh("cp", "-r", "/src/mcpd", "/home/alice/mcpd")
-    config = open("/etc/mcpd/config.toml").read().replace('allow_groups = ["mcpd"]\n', "")
+    config = open("/etc/mcpd/config.toml").read().replace('allow_groups = ["mcpd-agents"]\n', "")
     write("/home/alice/.config/mcpd/config.toml", config)
     sh("chown", "-R", "alice:alice", "/home/alice")
     env = ["env", "HOME=/home/alice", "XDG_RUNTIME_DIR=/run/user/1000",

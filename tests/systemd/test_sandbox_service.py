@@ -2,8 +2,8 @@
 bookworm booted with systemd-nspawn, bubblewrap installed): the unit's hardening lets
 bubblewrap make its namespaces, so a default-level and a strict server both run
 sandboxed, nothing unprotected, each seeing only what its level shows, with its own
-home and package caches, its limits in force, no user namespaces of its own, no
-keyrings and, for the strict one, no network."""
+home and package caches, no user's home, its limits in force, no user namespaces of
+its own, no keyrings and, for the strict one, no network."""
 
 from __future__ import annotations
 
@@ -34,6 +34,12 @@ def test_servers_run_sandboxed_under_the_shipped_unit(systemd_rootfs: harness.Ro
     with open("/etc/mcpd/config.toml", "a") as f:
         f.write({STRICT!r})
 
+    # A user's file anyone may read, with a token in it, as hosts write them.
+    sh("useradd", "--create-home", "alice")
+    write("/home/alice/.cursor/mcp.json", '{{"env": {{"GITHUB_TOKEN": "ghp_alice"}}}}')
+    os.chmod("/home/alice/.cursor/mcp.json", 0o644)
+    sh("chown", "-R", "alice:", "/home/alice/.cursor")
+
     step("start, with a default-level and a strict stdio server")
     sh("systemctl", "start", "mcpd")
     status_becomes("3 servers: 3 ready")
@@ -58,6 +64,13 @@ def test_servers_run_sandboxed_under_the_shipped_unit(systemd_rootfs: harness.Ro
     assert view(pid, "/var/lib/mcpd/homes") == ["notes"]
     assert view(pid, "/etc/mcpd") == [] and view(pid, "/run/mcpd") == []
     assert "mcpd" in view(pid, "/etc")  # the directory is there, empty
+    # No user's home, for mcpd or its servers (ProtectHome=yes).
+    assert view(main, "/home") == [] and view(pid, "/home") == [], view(pid, "/home")
+    assert view(main, "/root") == [] and view(pid, "/root") == []
+    read = subprocess.run(["nsenter", f"--target={{main}}", "--mount", "setpriv",
+                           "--reuid=mcpd", "--regid=mcpd", "--clear-groups", "cat",
+                           "/home/alice/.cursor/mcp.json"], capture_output=True, text=True)
+    assert read.returncode != 0 and "ghp_alice" not in read.stdout, read
     assert "os-release" in view(pid, "/etc")
     assert environ_of(pid)["HOME"] == "/var/lib/mcpd/homes/notes"
     assert os.readlink(f"/proc/{{pid}}/cwd") == "/var/lib/mcpd/homes/notes"

@@ -79,16 +79,23 @@ def test_system_service_settings() -> None:
     s = _settings(UNITS / "mcpd.service")
     assert s["Type"] == ["notify"]
     assert s["ExecStart"] == ["/usr/local/bin/mcpd serve --config /etc/mcpd/config.toml"]
-    assert s["ExecReload"] == ["/usr/local/bin/mcpd reload --socket %t/mcpd/mcpd.sock"]
+    # As root: the service's user may not open the socket, which is root's and the agents'.
+    assert s["ExecReload"] == ["+/usr/local/bin/mcpd reload --socket %t/mcpd/mcpd.sock"]
     assert s["WatchdogSec"] == ["30s"]
     assert s["Restart"] == ["on-failure"]
     assert s["KillMode"] == ["mixed"]
     assert s["RestartPreventExitStatus"] == ["78"]
-    assert s["RuntimeDirectory"] == ["mcpd"] and s["StateDirectory"] == ["mcpd"]
-    assert s["User"] == ["mcpd"]
+    assert s["StateDirectory"] == ["mcpd"]
+    # systemd would give a RuntimeDirectory= to User=: /run/mcpd is mcpd.socket's, root's.
+    assert "RuntimeDirectory" not in s
+    assert s["Requires"] == ["mcpd.socket"] and "mcpd.socket" in s["After"]
+    assert s["User"] == ["mcpd"] and s["Group"] == ["mcpd"]
     for key in ("NoNewPrivileges", "PrivateTmp", "RestrictSUIDSGID", "LockPersonality"):
         assert s[key] == ["yes"], key
-    assert s["ProtectSystem"] == ["strict"] and s["ProtectHome"] == ["read-only"]
+    assert s["ProtectSystem"] == ["strict"] and s["ProtectHome"] == ["yes"]
+    # Servers keep their package caches in their own homes: none set for all of them.
+    assert not [e for e in s.get("Environment", []) if "cache" in e.lower()]
+    assert "CacheDirectory" not in s
 
 
 CONFINEMENT = {
@@ -120,14 +127,16 @@ def test_both_services_filter_system_calls_and_bound_the_unit() -> None:
 def test_sockets_match_what_mcpd_adopts() -> None:
     system = _settings(UNITS / "mcpd.socket")
     assert system["ListenStream"] == ["/run/mcpd/mcpd.sock"]
-    assert system["SocketMode"] == ["0660"] and system["SocketGroup"] == ["mcpd"]
+    # Agents' group, not the service's own (which reads the config).
+    assert system["SocketMode"] == ["0660"] and system["SocketGroup"] == ["mcpd-agents"]
+    assert system["SocketUser"] == ["root"] and system["DirectoryMode"] == ["0755"]
     user = _settings(UNITS / "user/mcpd.socket")
     assert user["ListenStream"] == ["%t/mcpd/mcpd.sock"]
     for s in (system, user):
         assert s["FileDescriptorName"] == [sd.API_FDNAME]
         assert s["Accept"] == ["no"]
     sysusers = (UNITS / "mcpd.sysusers").read_text()
-    assert "\nu mcpd - " in sysusers
+    assert "\nu mcpd - " in sysusers and "\ng mcpd-agents -\n" in sysusers
 
 
 def _seconds(value: str) -> float:

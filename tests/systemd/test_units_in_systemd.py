@@ -57,7 +57,7 @@ sh("systemd-sysusers")
 sh("systemctl", "start", "mcpd.socket")
 st = os.stat("/run/mcpd/mcpd.sock")
 assert oct(st.st_mode & 0o777) == "0o660", oct(st.st_mode)
-assert st.st_gid == int(sh("getent", "group", "mcpd").split(":")[2])
+assert st.st_gid == int(sh("getent", "group", "mcpd-agents").split(":")[2])
 
 reply = ask()                      # the first connection starts mcpd.service
 pid = show("MainPID")
