@@ -3,7 +3,8 @@ bookworm booted with systemd-nspawn, bubblewrap installed): the unit's hardening
 bubblewrap make its namespaces, so a default-level and a strict server both run
 sandboxed, nothing unprotected, each seeing only what its level shows, with its own
 home and package caches, no user's home, its limits in force, no user namespaces of
-its own, no keyrings and, for the strict one, no network."""
+its own, no keyrings and, for the strict one, no network; and bubblewrap's command line
+shows none of it."""
 
 from __future__ import annotations
 
@@ -55,6 +56,14 @@ def test_servers_run_sandboxed_under_the_shipped_unit(systemd_rootfs: harness.Ro
 
     def view(pid, path):
         return sorted(os.listdir(f"/proc/{{pid}}/root{{path}}"))
+
+    step("ps shows each server's command, not its sandbox's paths")
+    shown = sh("runuser", "-u", "alice", "--", "ps", "-eo", "args").splitlines()
+    wrapped = [line for line in shown if line.startswith("/usr/bin/bwrap ")]
+    assert len(wrapped) == 4, shown  # bubblewrap, and its first process in the sandbox
+    assert all(line.startswith("/usr/bin/bwrap --args ") for line in wrapped), wrapped
+    assert any("-m mcpd.demo.notes" in line for line in wrapped), wrapped
+    assert not [line for line in shown if "/var/lib/mcpd" in line], shown
 
     step("the default level: the machine, without mcpd's files")
     pid = rows["notes"]["pid"]
