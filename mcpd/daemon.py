@@ -284,7 +284,7 @@ class Daemon(Control):
                 report = await self.supervisor.reload(new)
                 report.restart, report.settings = reread.restart, reread.settings
                 self.config = new
-                self.oversight.configure(new)
+                self.oversight.configure(new, [*report.removed, *report.changed, *report.added])
                 self.api.configure(new.profiles, new.naming)
                 await self.api.apply_sockets()
                 self.tool_budget.limit = new.daemon.max_tools

@@ -7,7 +7,7 @@ time rules come into force, one scoped to profiles an agent can leave is warned 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 import msgspec
@@ -47,13 +47,14 @@ class Oversight:
         self.secrets.replace("next config", config.held_secrets)
         self.guard.refresh()
 
-    def configure(self, config: Config) -> None:
-        """The config in force: at start, and after each reload."""
+    def configure(self, config: Config, restarted: Collection[str] = ()) -> None:
+        """The config in force: at start, and after each reload, which stopped or
+        started the servers ``restarted`` again."""
         self.secrets.replace("next config", ())
         self.secrets.replace("config", config.held_secrets)
         self.guard.configure(config.redacting())
         self.guard.forget(lambda alias: alias in config.servers)
-        self.call_gate.configure(config.policy)
+        self.call_gate.configure(config.policy, restarted)
         for warning in leavable(config):
             logger.warning("%s", warning, extra=log_extra(None, "config"))
         self.audit.configure(config.daemon)

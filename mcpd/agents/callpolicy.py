@@ -175,7 +175,7 @@ class CallPolicy:
             return refusals.changed_while_waiting(ask.facts, ask.decision, verdict, entry)
         trusted = ask.profile.view.registry.server_flags(entry.alias)[0]
         facts = facts_of(entry, ask.profile.name, trusted)
-        now = self.gate.stands(facts, agent, ask.decision)
+        now = self.gate.stands(facts, agent, ask.decision, verdict.lasting)
         if now is None:
             return None
         if now.action == "ask":  # another rule's: a person decides under it

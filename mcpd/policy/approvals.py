@@ -7,7 +7,8 @@ timeout is refused, and one the agent stops waiting for (cancelled, disconnected
 removed at once. Nothing here holds a server slot: the call has not been sent.
 
 An approval may be remembered for the rest of the agent's connection (``remember =
-"connection"``): the same tool of the same rule is then approved without asking.
+"connection"``): the same tool of the same rule is then approved without asking, until
+the rules change or a reload stops or starts the tool's server again.
 Each agent may have only so many calls waiting, keeping only so many bytes, so that no
 agent can bury the operator's list or fill mcpd's memory; all agents together too.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Final, Literal
 
@@ -69,6 +70,9 @@ class Verdict(msgspec.Struct, frozen=True):
     outcome: Outcome
     by: str  # "the agent's user", "uid 1000 (alice)", "timeout", "remembered"
     reason: str | None = None
+    # False: a reload restarted the call's server while it waited, so an approval is
+    # for this call alone, never remembered for the connection.
+    lasting: bool = True
 
     @property
     def approved(self) -> bool:
@@ -391,6 +395,12 @@ class Approvals:
     def forget_all(self) -> None:
         """The rules changed: what was approved under them holds no more."""
         self._remembered.clear()
+
+    def forget_servers(self, servers: Collection[str]) -> None:
+        """A reload stopped or started these servers: what was approved of their tools
+        was approved of the programs, or the settings, that ran before."""
+        for kept in self._remembered.values():
+            kept.difference_update([k for k in kept if k[1] in servers])
 
 
 def not_yours(kin: AgentKin, tie: Tie, pid: int | None) -> str:

@@ -11,6 +11,11 @@ the new rules deny; an approval stands only when the rules, put to again once th
 is over (``stands``), decide the call as they did when it began to wait, and only then
 is it remembered.
 
+An approval is of a tool as its server ran then: a reload that stops or starts the
+server again (its command, its sandbox, its settings changed) forgets the approvals
+remembered for its tools, and one given for a call that waited across such a reload is
+for that call alone.
+
 A person approves a call from its arguments as they are shown (``showing``): before
 anyone is asked, ``shown`` reads them once, and arguments that reading cannot show as
 the server will read them (a key given twice, a number past what a double holds, text
@@ -20,7 +25,8 @@ run another.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Final
 
 import msgspec
@@ -59,10 +65,16 @@ class CallGate:
         self._rules: tuple[PolicyRule, ...] = ()
         self.empty = True
         self.rates = RateLimits()
+        # How many reloads stopped or started each server again.
+        self._restarts: Counter[str] = Counter()
 
-    def configure(self, rules: Sequence[PolicyRule]) -> None:
-        """The config's rules, at start and after each reload. Calls waiting for a
-        person that the new rules deny are refused at once."""
+    def configure(self, rules: Sequence[PolicyRule], restarted: Collection[str] = ()) -> None:
+        """The config's rules, at start and after each reload, which stops or starts
+        the servers ``restarted``. Calls waiting for a person that the new rules deny
+        are refused at once."""
+        if restarted:
+            self._restarts.update(restarted)
+            self.approvals.forget_servers(restarted)
         # Approvals and rates are kept under their rule's index: once the rules differ,
         # that index may name another rule, one the person never approved anything
         # under, or whose calls were never counted.
@@ -135,6 +147,7 @@ class CallGate:
         is not remembered here: it is not known yet to stand (``stands``)."""
         if self.approvals.remembered(agent.connection, decision.rule, facts.server, facts.original):
             return Verdict("approved", REMEMBERED)
+        restarts = self._restarts[facts.server]
         request = self.request(facts, agent, await kin(), decision, arguments)
         waiting = _Waiting(self, facts)
         try:
@@ -143,17 +156,24 @@ class CallGate:
             )
         except ApprovalError as exc:
             return Verdict("unanswered", "mcpd", str(exc))
-        return verdict if waiting.ruled is None else waiting.ruled
+        if waiting.ruled is not None:
+            return waiting.ruled
+        if self._restarts[facts.server] != restarts:
+            return msgspec.structs.replace(verdict, lasting=False)
+        return verdict
 
-    def stands(self, facts: CallFacts, agent: AgentInfo, asked: Decision) -> Decision | None:
-        """Whether the approval of a call asked about under ``asked`` stands, its wait
-        over, with ``facts`` what the rules see of its tool now: None when they decide
-        it as they did (the same ``ask``: a person's approval is what it needs; kept
-        for the connection when the rule says so); else their decision now, its rate
-        counted as any call's is."""
+    def stands(
+        self, facts: CallFacts, agent: AgentInfo, asked: Decision, lasting: bool = True
+    ) -> Decision | None:
+        """Whether the approval (``lasting``: ``Verdict.lasting``) of a call asked
+        about under ``asked`` stands, its wait over, with ``facts`` what the rules see
+        of its tool now: None when they decide it as they did (the same ``ask``: a
+        person's approval is what it needs; kept for the connection when the rule says
+        so and it is lasting); else their decision now, its rate counted as any
+        call's is."""
         if self.policy.decide(facts) != asked:
             return self.decide(facts, agent)
-        if asked.remember:
+        if asked.remember and lasting:
             self.approvals.remember(agent.connection, asked.rule, facts.server, facts.original)
         return None
 

@@ -13,7 +13,8 @@ import pytest
 import trio
 
 from mcpd.config.load import load
-from tests.support.agent import connect, running
+from mcpd.daemon import Daemon
+from tests.support.agent import Agent, connect, running
 from tests.support.procs import alive, read_pid, scripted, wait_gone
 
 
@@ -170,3 +171,68 @@ async def test_a_server_whose_sandbox_the_reload_changes_is_restarted(tmp_path: 
             )
             report = await agent.result("mcpd/reload")
             assert report["added"] == ["uses"] and report["changed"] == []
+
+
+def operator_asks(state: Path) -> str:
+    """``[daemon]`` keys and a rule: every call to ``spy`` is decided by the operator,
+    and an approval is remembered for the connection."""
+    return (
+        f'state_dir = "{state}"\naudit_journal = false\n'
+        '[[policy]]\nservers = ["spy"]\naction = "ask"\ndecider = "operator"\n'
+        'remember = "connection"\n'
+    )
+
+
+async def waited_for_approval(daemon: Daemon, agent: Agent, name: str) -> bool:
+    """Whether a call of ``name`` waited for a person (the operator, who approved it);
+    it ran either way."""
+    approvals = daemon.approvals
+    asked: list[str] = []
+
+    async def operator() -> None:
+        while not approvals.list():
+            await approvals.wait_change(approvals.version)
+        [waiting] = approvals.list()
+        asked.append(waiting.tool)
+        approvals.decide(waiting.id, True, "uid 0 (root)")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(operator)
+        result = await agent.call(name, {"text": "x"})
+        nursery.cancel_scope.cancel()
+    assert result["content"][0]["text"] == "sh:x", result
+    return asked == [name]
+
+
+async def test_a_reload_that_restarts_a_server_forgets_the_approvals_remembered_for_it(
+    tmp_path: Path,
+) -> None:
+    pid = {name: tmp_path / f"{name}.pid" for name in ("spy", "other")}
+    config_path = tmp_path / "mcpd.toml"
+    sock = tmp_path / "mcpd.sock"
+    rules = operator_asks(tmp_path / "state")
+    servers = {
+        "spy": toml_server(pid["spy"], "--names", "sh"),
+        "other": toml_server(pid["other"]),
+    }
+    write_config(config_path, sock, servers, rules)
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)) as daemon,
+            connect(str(sock)) as agent,
+        ):
+            assert await waited_for_approval(daemon, agent, "mcp__spy__sh")
+            assert not await waited_for_approval(daemon, agent, "mcp__spy__sh")
+            # Another server restarts: what was approved of spy stands.
+            servers["other"] = toml_server(pid["other"], "--tools", "2")
+            write_config(config_path, sock, servers, rules)
+            report = await agent.result("mcpd/reload")
+            assert report["changed"] == ["other"]
+            assert not await waited_for_approval(daemon, agent, "mcp__spy__sh")
+            # spy runs another program now, under the same rules: a person decides again.
+            servers["spy"] = toml_server(pid["spy"], "--names", "sh", "--instructions", "new")
+            write_config(config_path, sock, servers, rules)
+            report = await agent.result("mcpd/reload")
+            assert report["changed"] == ["spy"]
+            assert await waited_for_approval(daemon, agent, "mcp__spy__sh")
+            assert not await waited_for_approval(daemon, agent, "mcp__spy__sh")

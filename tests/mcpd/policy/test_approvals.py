@@ -486,6 +486,17 @@ async def test_an_approval_is_remembered_for_its_connection_only(
     assert (await gate.ask(facts, AGENT, nothing_known, decision, NONE)).by == TIMEOUT
 
 
+def test_approvals_remembered_for_the_servers_a_reload_restarts_are_forgotten() -> None:
+    approvals = Approvals()
+    approvals.remember("c1", 0, "github", "merge")
+    approvals.remember("c1", 0, "notes", "search")
+    approvals.remember("c2", 1, "github", "push")
+    approvals.forget_servers({"github"})
+    assert not approvals.remembered("c1", 0, "github", "merge")
+    assert not approvals.remembered("c2", 1, "github", "push")
+    assert approvals.remembered("c1", 0, "notes", "search")
+
+
 async def test_a_full_list_refuses_with_a_reason(autojump_clock: trio.testing.MockClock) -> None:
     gate = CallGate(Approvals(), KnownSecrets())
     facts = CallFacts(name="t", server="github", original="t", profile="default")

@@ -287,6 +287,47 @@ async def test_a_reload_that_keeps_the_rules_keeps_what_was_approved(
     assert (await g.ask(facts(), AGENT, nothing_known, decision, NONE)).by == REMEMBERED
 
 
+async def test_a_reload_that_restarts_a_server_forgets_the_approvals_of_its_tools(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    rules = [PolicyRule(action="ask", remember="connection")]
+    g = gate()
+    g.configure(rules)
+    notes = CallFacts(name="mcp__notes__search", server="notes", original="search", profile="")
+    decision = g.decide(facts(), AGENT)
+    await decide_first(g, decision, True)
+    kept = g.decide(notes, AGENT)
+    g.approvals.remember(AGENT.connection, kept.rule, "notes", "search")
+    # The same rules; the github server's command or sandbox changed, so it restarts.
+    g.configure(list(rules), restarted=["github"])
+    assert (await g.ask(facts(), AGENT, nothing_known, decision, NONE)).by == TIMEOUT
+    assert (await g.ask(notes, AGENT, nothing_known, kept, NONE)).by == REMEMBERED
+
+
+async def test_an_approval_of_a_call_that_waited_across_its_servers_restart_is_for_it_alone(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    rules = [PolicyRule(action="ask", remember="connection")]
+    g = gate()
+    g.configure(rules)
+    decision = g.decide(facts(), AGENT)
+    verdicts: list[Verdict | Decision] = []
+
+    async def call() -> None:
+        verdicts.append(await g.ask(facts(), AGENT, nothing_known, decision, NONE))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call)
+        await waiting(g.approvals, 1)
+        # Decided as the reload comes: the person saw the server as it ran before.
+        g.approvals.decide(g.approvals.list()[0].id, True, "operator")
+        g.configure(list(rules), restarted=["github"])
+    [verdict] = verdicts
+    assert isinstance(verdict, Verdict) and verdict.approved and not verdict.lasting
+    assert g.stands(facts(), AGENT, decision, verdict.lasting) is None  # it is sent
+    assert (await g.ask(facts(), AGENT, nothing_known, decision, NONE)).by == TIMEOUT
+
+
 def test_a_reload_that_changes_the_rules_counts_each_rules_calls_afresh() -> None:
     merge = {"action": "allow", "rate": "1/min", "tools": ["github/merge"]}
     g = gate(merge)
