@@ -281,15 +281,23 @@ class Daemon(Control):
             # Servers the new config starts may speak before it is in force.
             self.oversight.expect(new)
             try:
-                report = await self.supervisor.reload(new)
+                # What needs no server stopped is in force at once: a server's calls in
+                # flight may hold its stop for up to call_timeout, and the new rules
+                # decide every call made meanwhile.
+                report = self.supervisor.adopt(new)
                 report.restart, report.settings = reread.restart, reread.settings
                 self.config = new
                 self.oversight.configure(new, [*report.removed, *report.changed, *report.added])
                 self.api.configure(new.profiles, new.naming)
-                await self.api.apply_sockets()
                 self.tool_budget.limit = new.daemon.max_tools
-                # Pin settings may have changed: every list is judged by the new ones.
-                for alias in list(self.registry.aliases()):
+                # Pin settings may have changed: every list is judged by the new ones,
+                # those of the servers started again once they run under them.
+                for alias in report.unchanged:
+                    self._rejudge(alias)
+                await self.api.apply_sockets()
+                await self.supervisor.restart(report)
+                self.oversight.settle(new)
+                for alias in report.changed:
                     self._rejudge(alias)
                 # Added and changed servers get their first attempt before READY=1 and
                 # before `mcpd reload` returns, as at start-up.

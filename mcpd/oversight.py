@@ -40,6 +40,7 @@ class Oversight:
         self.call_gate = CallGate(self.approvals, self.secrets)
         self.audit = AuditLog(state_dir, config.daemon, self.secrets)
         self.configure(config)
+        self.settle(config)
 
     def expect(self, config: Config) -> None:
         """A config about to be in force: its secrets are guarded from now on, beside
@@ -48,16 +49,23 @@ class Oversight:
         self.guard.refresh()
 
     def configure(self, config: Config, restarted: Collection[str] = ()) -> None:
-        """The config in force: at start, and after each reload, which stopped or
-        started the servers ``restarted`` again."""
-        self.secrets.replace("next config", ())
-        self.secrets.replace("config", config.held_secrets)
-        self.guard.configure(config.redacting())
-        self.guard.forget(lambda alias: alias in config.servers)
+        """The config's rules and audit settings: at start, and as soon as a reload
+        accepts a config, before it stops or starts any server (``restarted``: those
+        it stops or starts again). The servers that still run meanwhile are searched
+        for what the config they were started under says too, until ``settle``."""
+        self.guard.configure({*self.guard.patterns_for, *config.redacting()})
         self.call_gate.configure(config.policy, restarted)
         for warning in leavable(config):
             logger.warning("%s", warning, extra=log_extra(None, "config"))
         self.audit.configure(config.daemon)
+
+    def settle(self, config: Config) -> None:
+        """Every server that runs was started under ``config``: only its secrets are
+        held, and only its servers' texts searched for credential formats."""
+        self.secrets.replace("next config", ())
+        self.secrets.replace("config", config.held_secrets)
+        self.guard.configure(config.redacting())
+        self.guard.forget(lambda alias: alias in config.servers)
 
     def watch_secrets(self, name: str, source: Callable[[], Iterable[HeldSecret]]) -> None:
         """Secrets that change on their own (OAuth tokens, the endpoint token)."""

@@ -67,7 +67,7 @@ class AllServers:
         """Hand a routed call (``call.alias`` its server) to its server's scheduler."""
         runner = self._supervisor.runners.get(call.alias)
         if runner is None:
-            outage = Outage(call.alias, "stopped", "removed from the configuration")
+            outage = Outage(call.alias, "stopped", self._supervisor.absent(call.alias))
             call.caller.finish(call, outage)
             return
         runner.scheduler.start(call)
@@ -203,7 +203,7 @@ class AllServers:
         """One request to a server for an agent; raises CallRefused or rpc.RPCError."""
         runner = self._supervisor.runners.get(alias)
         if runner is None:
-            raise CallRefused(Outage(alias, "stopped", "removed from the configuration"))
+            raise CallRefused(Outage(alias, "stopped", self._supervisor.absent(alias)))
         return await requests.send(
             runner, method, params, name=name, capabilities=capabilities, asker=asker
         )

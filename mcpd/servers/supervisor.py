@@ -1,11 +1,16 @@
 """All configured servers: one supervised runner task each, started, stopped and
-reloaded by diffing configs so unchanged servers are never touched."""
+reloaded by diffing configs so unchanged servers are never touched.
+
+A reload comes in two steps, so that the daemon can put the rest of a config in force
+between them: ``adopt`` takes the new config up for the servers it keeps as they are,
+and ``restart`` stops the removed and changed ones (each waits for its calls in flight)
+and starts the added and changed ones."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import trio
@@ -24,6 +29,10 @@ from .state import counts, summary
 from .transport_factory import TransportFactory, open_transport
 
 logger = logging.getLogger("mcpd.supervisor")
+
+# Why a server has no runner, as a call to it is told.
+REMOVED: Final = "removed from the configuration"
+RESTARTING: Final = "restarting for a changed configuration"
 
 
 class ReloadReport(msgspec.Struct):
@@ -71,6 +80,7 @@ class Supervisor:
         self.runners: dict[str, Runner] = {}
         self._scopes: dict[str, trio.CancelScope] = {}
         self._done: dict[str, trio.Event] = {}
+        self._stopping: dict[str, str] = {}  # alias -> why, while it is stopped
         self._nursery: trio.Nursery | None = None
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -127,48 +137,70 @@ class Supervisor:
                 await runner.first_attempt.wait()
 
     async def stop(self, alias: str, reason: str) -> None:
-        """Stop one server: in-flight calls get a grace period, then an error result."""
+        """Stop one server: in-flight calls get a grace period, then an error result.
+        Meanwhile a call to it is refused with ``reason`` (``absent``)."""
         runner = self.runners.pop(alias)
         runner.downtime.last_error = reason
-        with trio.move_on_after(self.config.daemon.call_timeout):
-            await runner.wait_idle()
-        self._scopes.pop(alias).cancel()
-        await self._done.pop(alias).wait()
+        self._stopping[alias] = reason
+        try:
+            with trio.move_on_after(self.config.daemon.call_timeout):
+                await runner.wait_idle()
+            self._scopes.pop(alias).cancel()
+            await self._done.pop(alias).wait()
+        finally:
+            del self._stopping[alias]
 
-    async def reload(self, new: Config) -> ReloadReport:
+    def absent(self, alias: str) -> str:
+        """Why ``alias`` has no runner: it is being stopped (and why), or it was removed."""
+        return self._stopping.get(alias, REMOVED)
+
+    def adopt(self, new: Config) -> ReloadReport:
+        """Put ``new`` in force for every server it keeps as it is, and say which
+        servers ``restart`` is to stop and start: nothing is stopped yet."""
         old = self.config
         old_on = {a: c for a, c in old.servers.items() if c.enabled}
         new_on = {a: c for a, c in new.servers.items() if c.enabled}
-        added = sorted(new_on.keys() - old_on.keys())
-        removed = sorted(old_on.keys() - new_on.keys())
         both = sorted(old_on.keys() & new_on.keys())
         changed = [a for a in both if _restarts(a, old, new)]
-        unchanged = [a for a in both if a not in changed]
+        report = ReloadReport(
+            added=sorted(new_on.keys() - old_on.keys()),
+            removed=sorted(old_on.keys() - new_on.keys()),
+            changed=changed,
+            unchanged=[a for a in both if a not in changed],
+        )
         self.config = new
-        for alias in unchanged:
+        for alias in report.unchanged:
             self.runners[alias].config = new
         if new.naming != old.naming:
             self.registry.rename(new.naming)
+        return report
+
+    async def restart(self, report: ReloadReport) -> None:
+        """Stop the servers ``adopt`` found removed or changed (each call in flight
+        gets its grace period), then start the added and changed ones."""
         async with trio.open_nursery() as nursery:
-            for alias in removed:
-                nursery.start_soon(self.stop, alias, "removed from the configuration")
-            for alias in changed:
-                nursery.start_soon(self.stop, alias, "restarting with a new configuration")
-        for alias in removed:
+            for alias in report.removed:
+                nursery.start_soon(self.stop, alias, REMOVED)
+            for alias in report.changed:
+                nursery.start_soon(self.stop, alias, RESTARTING)
+        for alias in report.removed:
             self.registry.remove(alias)
-        for alias in added + changed:
-            self._start(alias, new_on[alias])
-        report = ReloadReport(added, removed, changed, unchanged)
+        for alias in report.added + report.changed:
+            self._start(alias, self.config.servers[alias])
         logger.info(
             "configuration reloaded: %d added, %d removed, %d changed, %d unchanged",
-            len(added),
-            len(removed),
-            len(changed),
-            len(unchanged),
+            len(report.added),
+            len(report.removed),
+            len(report.changed),
+            len(report.unchanged),
             extra=log_extra(None, "reload"),
         )
-        for alias in removed:
+        for alias in report.removed:
             self.on_change(alias)
+
+    async def reload(self, new: Config) -> ReloadReport:
+        report = self.adopt(new)
+        await self.restart(report)
         return report
 
     def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:

@@ -1,8 +1,9 @@
 """Who may call what and the record of every call, as the daemon holds them together
 (``mcpd.oversight``): the secrets guarded before, during and after a reload, the rules
-and credential formats taken up on reload, the counts of servers gone, a rule an
-agent can step out of warned of, what a reader of some servers is shown of the
-approvals and the audit, and the log mask in place only while it runs."""
+in force as a reload accepts its config and the credential formats of the servers that
+run until it settles, the counts of servers gone, a rule an agent can step out of warned
+of, what a reader of some servers is shown of the approvals and the audit, and the log
+mask in place only while it runs."""
 
 from __future__ import annotations
 
@@ -69,7 +70,10 @@ def test_a_reloads_secrets_are_guarded_from_when_it_is_expected(tmp_path: Path) 
     # old token (its servers still run) and the new one are masked meanwhile.
     o.expect(new)
     assert said(o, "gh", NEW) != NEW and said(o, "gh", OLD) != OLD
+    # Its rules are in force before the old servers stop: they still hold the old one.
     o.configure(new)
+    assert said(o, "gh", NEW) != NEW and said(o, "gh", OLD) != OLD
+    o.settle(new)
     assert said(o, "gh", NEW) != NEW
     assert said(o, "gh", OLD) == OLD  # no longer held, no longer masked
 
@@ -89,9 +93,16 @@ def test_secrets_watched_are_masked_as_they_change(tmp_path: Path) -> None:
 def test_credential_formats_are_masked_for_the_servers_a_reload_names(tmp_path: Path) -> None:
     o = Oversight(config(OLD), str(tmp_path))
     assert said(o, "notes", AWS) == AWS
-    o.configure(config(OLD, daemon={"redact_patterns": True}))
+    redacting = config(OLD, daemon={"redact_patterns": True})
+    o.configure(redacting)
     assert said(o, "notes", AWS) == "[secret: AWS access key id]"
-    o.configure(config(OLD, extra={"notes": {"command": "x", "redact_patterns": False}}))
+    o.settle(redacting)
+    quiet = config(OLD, extra={"notes": {"command": "x", "redact_patterns": False}})
+    o.configure(quiet)
+    # The server started under the config that said to still runs until the reload
+    # settles.
+    assert said(o, "notes", AWS) == "[secret: AWS access key id]"
+    o.settle(quiet)
     assert said(o, "notes", AWS) == AWS
 
 
@@ -101,6 +112,7 @@ def test_a_reload_drops_the_counts_of_servers_no_longer_configured(tmp_path: Pat
     said(o, "gone", OLD)
     said(o, "notes", OLD)
     o.configure(config(OLD))
+    o.settle(config(OLD))
     assert o.guard.masked("gone") == {}
     assert o.guard.masked("notes") == {"servers.gh.env.GITHUB_TOKEN": 1}
 

@@ -236,3 +236,58 @@ async def test_a_reload_that_restarts_a_server_forgets_the_approvals_remembered_
             assert report["changed"] == ["spy"]
             assert await waited_for_approval(daemon, agent, "mcp__spy__sh")
             assert not await waited_for_approval(daemon, agent, "mcp__spy__sh")
+
+
+async def test_the_new_rules_decide_calls_while_a_restarted_servers_call_still_runs(
+    tmp_path: Path,
+) -> None:
+    """A reload that changes a server and the rules puts the rules in force before
+    that server stops, which waits for its calls in flight: meanwhile a call the new
+    rules deny is refused, and one to the server is told it restarts."""
+    pid = {name: tmp_path / f"{name}.pid" for name in ("slow", "spy")}
+    log = tmp_path / "spy.in"
+    config_path = tmp_path / "mcpd.toml"
+    sock = tmp_path / "mcpd.sock"
+    servers = {
+        "slow": toml_server(pid["slow"], "--hang-on-call"),
+        "spy": toml_server(pid["spy"], "--names", "sh", "--log-file", str(log)),
+    }
+    write_config(config_path, sock, servers, "call_timeout = 600")
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)) as daemon,
+            connect(str(sock)) as agent,
+            trio.open_nursery() as nursery,
+        ):
+            await read_pid(pid["slow"])
+            hanging = trio.CancelScope()
+
+            async def long_call() -> None:
+                with hanging:
+                    async with connect(str(sock)) as other:
+                        await other.call("mcp__slow__tool0", {"text": "x"})
+
+            nursery.start_soon(long_call)
+            await wait_for(lambda: daemon.supervisor.runners["slow"].inflight == 1)
+            servers["slow"] = toml_server(pid["slow"])
+            deny = '[[policy]]\nservers = ["spy"]\naction = "deny"\nreason = "spy is out"\n'
+            write_config(config_path, sock, servers, "call_timeout = 600\n" + deny)
+            reports: list[dict[str, Any]] = []
+
+            async def reload() -> None:
+                reports.append(await agent.result("mcpd/reload"))
+
+            nursery.start_soon(reload)
+            # The reload is under way: the changed server is being stopped, its call
+            # still in flight.
+            await wait_for(lambda: "slow" not in daemon.supervisor.runners)
+            denied = await agent.call("mcp__spy__sh", {"text": "x"})
+            assert denied["isError"] is True and "spy is out" in denied["content"][0]["text"]
+            restarting = await agent.call("mcp__slow__tool0", {"text": "x"})
+            said = restarting["content"][0]["text"]
+            assert "restarting for a changed configuration" in said
+            assert reports == []
+            hanging.cancel()  # its agent leaves: the server stops, and starts again
+        [report] = reports
+        assert report["changed"] == ["slow"] and report["settings"] == ["policy"]
+        assert '"tools/call"' not in log.read_text()

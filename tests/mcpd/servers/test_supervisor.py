@@ -170,6 +170,35 @@ async def test_a_reload_touches_only_the_servers_whose_config_changed(
         assert sorted(set(changed) & {"gone", "off"}) == ["gone", "off"]
 
 
+async def test_a_reloads_config_is_in_force_before_a_server_stops_and_its_calls_hear_why(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``adopt`` stops nothing; while ``restart`` waits for a changed server's call in
+    flight, a call to it is told it restarts, and one to a removed server that it was
+    removed."""
+    servers = Servers()
+    old = config({"same": stdio(), "edited": stdio("--v1"), "gone": stdio()}, call_timeout=10)
+    async with running(old, servers) as sup:
+        call, outcomes = a_call("edited_tool")
+        sup.runners["edited"].scheduler.start(call)
+        new = config({"same": stdio(), "edited": stdio("--v2")}, call_timeout=10)
+        report = sup.adopt(new)
+        assert (report.changed, report.removed) == (["edited"], ["gone"])
+        assert sup.config is new and sup.runners["same"].config is new
+        assert sorted(sup.runners) == ["edited", "gone", "same"]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sup.restart, report)
+            await trio.testing.wait_all_tasks_blocked()
+            assert sorted(sup.runners) == ["same"]
+            assert sup.absent("edited") == "restarting for a changed configuration"
+            assert sup.absent("gone") == "removed from the configuration"
+            (rid,) = servers.current["edited"].calls
+            servers.current["edited"].calls[rid](Raw(b'{"content":[]}'), None)
+        assert await outcomes.result(call) == Raw(b'{"content":[]}')
+        assert sorted(sup.runners) == ["edited", "same"]
+        assert sup.absent("gone") == "removed from the configuration"
+
+
 async def test_a_renaming_reload_renames_every_tool(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
