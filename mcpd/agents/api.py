@@ -35,12 +35,13 @@ from .backend import Control, Lines, Servers
 from .callpolicy import CallPolicy
 from .callrecords import CallRecords
 from .connection import LIFECYCLE, Connection, Dispatcher
-from .door import Door, Seat, refuse
+from .door import Door, refuse
 from .extra_methods import ExtraMethods
 from .failures import Failures
 from .instructions import instructions
 from .listen import Listens
 from .pinsapi import HANDLERS as PINS_HANDLERS
+from .places import Seat
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets

@@ -8,15 +8,8 @@ Refusing is done here, once and cheaply, before a connection costs a session: a
 refused peer gets one JSON-RPC error line naming why, and the log gets a few lines
 and then one per interval that says how many were not logged, not one per refusal.
 
-Connections are counted across the daemon's socket and every profile's, HTTP ones
-too, from the moment they are let in until they close:
-
-- everyone together may hold ``max_connections``;
-- one user other than mcpd's own and root may hold ``max_connections_per_uid`` of
-  them (a quarter by default), so that a user allowed on some socket cannot take
-  the places of all the others;
-- mcpd's own user and root may hold ``OWNER_RESERVE`` more, so that they can always
-  get in (``mcpd status``, ``mcpd reload``) whatever other users hold.
+How many connections everyone, one user and mcpd's own user and root may hold is
+counted in ``places``.
 
 A peer that says nothing is let go after ``first_message_timeout``, and so is a line
 connection that has sent no request by then (only notifications, or lines that are
@@ -42,7 +35,8 @@ from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
 from ..policy.kin import decider_of, kin_of, unknown
-from .peers import Peer, PeerWatch, is_allowed, is_owner, peer_of, resolve_groups
+from .peers import Peer, PeerWatch, is_allowed, peer_of, resolve_groups
+from .places import Places, Seat
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -59,55 +53,6 @@ Granted = Callable[[str, str | None], str | None]
 Speaks = Literal["http", "lines"]
 # A method token and its space ("GET ", "POST "), or as much of one as has arrived.
 _REQUEST_LINE: Final = re.compile(rb"[A-Z]{1,7}(?: |\Z)")
-# Places beyond max_connections that only mcpd's own user and root may take.
-OWNER_RESERVE: Final = 16
-
-
-def uid_quota(d: DaemonConfig) -> int:
-    """How many connections one user other than mcpd's own and root may hold."""
-    return d.max_connections_per_uid or max(1, d.max_connections // 4)
-
-
-class Held:
-    """The connections the agent sockets hold: all together, and per uid (None: a
-    peer the socket cannot name)."""
-
-    def __init__(self) -> None:
-        self.total = 0
-        self._by_uid: dict[int | None, int] = {}
-
-    def of(self, uid: int | None) -> int:
-        return self._by_uid.get(uid, 0)
-
-    def take(self, uid: int | None) -> None:
-        self.total += 1
-        self._by_uid[uid] = self._by_uid.get(uid, 0) + 1
-
-    def give(self, uid: int | None) -> None:
-        self.total -= 1
-        left = self._by_uid[uid] - 1
-        if left:
-            self._by_uid[uid] = left
-        else:
-            del self._by_uid[uid]
-
-
-class Seat:
-    """One admitted connection's place in ``Held``, given back when the ``with``
-    block around its service ends."""
-
-    def __init__(self, held: Held, peer: Peer | None, profile: str | None, deadline: float) -> None:
-        self._held = held
-        self.peer = peer
-        self.profile = profile  # the profile it is fixed to (None: it may choose)
-        self.deadline = deadline  # by when it must have sent a request (trio time)
-        held.take(None if peer is None else peer.uid)
-
-    def __enter__(self) -> Seat:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._held.give(None if self.peer is None else self.peer.uid)
 
 
 class Door:
@@ -123,7 +68,7 @@ class Door:
         processes in."""
         self._settings = settings
         self._allowed = allowed
-        self.held = Held()
+        self.places = Places()
         self._server_of = server_of
         self._granted = granted
         self._from_servers = Throttle()
@@ -131,8 +76,6 @@ class Door:
         # when the names are the same: the groups themselves may have changed.
         groups = settings().allow_groups
         self._gids_of: tuple[list[str], set[int]] = (groups, resolve_groups(groups))
-        self._full = Throttle(burst=1)  # refused at max_connections
-        self._over_quota = Throttle()  # refused at max_connections_per_uid
         self._not_allowed = Throttle()
         self._silent = Throttle()
         self._gone = Throttle()  # refused: the process that connected had exited
@@ -188,11 +131,11 @@ class Door:
                 )
                 return None
             profile = granted
-        refusal = self._over_limit(d, peer)
+        refusal = self.places.refusal(d, peer)
         if refusal is not None:
             await refuse(stream, f"mcpd: {refusal}")
             return None
-        return Seat(self.held, peer, profile, trio.current_time() + d.first_message_timeout)
+        return Seat(self.places.held, peer, profile, trio.current_time() + d.first_message_timeout)
 
     def _known(self, stream: trio.SocketStream, peer: Peer) -> Peer | None:
         """``peer`` with what /proc tells of it: the server it belongs to, its lineage
@@ -225,52 +168,6 @@ class Door:
                 peer.pid,
                 f" ({held} more refused since the last such line)" if held else "",
                 extra=log_extra(None, reason="the peer's process is gone"),
-            )
-
-    def _over_limit(self, d: DaemonConfig, peer: Peer | None) -> str | None:
-        """Why ``peer`` may not have one more connection now (logged), or None."""
-        who = "an unknown peer" if peer is None else f"pid {peer.pid}, uid {peer.uid}"
-        if is_owner(peer):
-            if self.held.total < d.max_connections + OWNER_RESERVE:
-                return None
-            self._log_full(d, f"{who}, past the {OWNER_RESERVE} kept for mcpd's user and root")
-            return (
-                f"too many connections (limit {d.max_connections}, and the {OWNER_RESERVE} "
-                "kept for mcpd's own user and root are taken too)"
-            )
-        assert peer is not None  # an unknown peer is taken for the owner
-        quota, has = uid_quota(d), self.held.of(peer.uid)
-        if has >= quota:
-            held = self._over_quota.admit()
-            if held is not None:
-                logger.warning(
-                    "refused an agent connection from uid %d (pid %d): it has %d open, the "
-                    "most one user may have (daemon.max_connections_per_uid = %d)%s",
-                    peer.uid,
-                    peer.pid,
-                    has,
-                    quota,
-                    f" ({held} more refused since the last such line)" if held else "",
-                    extra=log_extra(None, reason=f"uid {peer.uid} at its connection limit"),
-                )
-            return (
-                f"uid {peer.uid} has {has} connections to mcpd open, the most one user may "
-                f"have (daemon.max_connections_per_uid = {quota})"
-            )
-        if self.held.total >= d.max_connections:
-            self._log_full(d, who)
-            return f"too many connections (limit {d.max_connections})"
-        return None
-
-    def _log_full(self, d: DaemonConfig, latest: str) -> None:
-        held = self._full.admit()
-        if held is not None:
-            logger.warning(
-                "too many agent connections (limit %d): refused %d, the latest from %s",
-                d.max_connections,
-                held + 1,
-                latest,
-                extra=log_extra(None, reason="too many connections"),
             )
 
     def _refused_server(self, peer: Peer, server: str, profile: str | None) -> None:

@@ -17,8 +17,9 @@ import pytest
 import trio
 
 from mcpd.agents import door
-from mcpd.agents.door import OWNER_RESERVE, Door
+from mcpd.agents.door import Door
 from mcpd.agents.peers import Peer
+from mcpd.agents.places import OWNER_RESERVE
 from mcpd.config.model import Config, DaemonConfig
 from mcpd.policy.kin import Decider, Process
 from tests.support.agent import connect, make_config, running
