@@ -8,12 +8,21 @@ agent until someone runs ``systemctl reset-failed``. Holding on keeps the socket
 and lets every agent and ``mcpd status`` read why nothing is served and what to do. A
 reload (SIGHUP, or ``mcpd reload`` as ExecReload= runs it) that finds a config which
 loads hands the same listening socket on to the real daemon, without a restart.
+
+Whoever can reach the socket can reach the hold, so it answers within the limits the
+agent sockets keep (``agents.places``, the ``[daemon]`` defaults, since the config
+that would say otherwise is what cannot be read): so many connections, each let go
+when it sends no request within ``first_message_timeout`` or a line past a small
+size, and accepting waits a moment when mcpd or the system is out of descriptors, as
+``trio.serve_listeners`` does for the daemon. Nothing a client does ends the hold.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
+import math
 import signal
 from collections.abc import Callable
 from typing import Any, Final
@@ -21,17 +30,27 @@ from typing import Any, Final
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol.budget import Throttle
 from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 
-from .agents.door import speaks
-from .agents.peers import is_owner, peer_of
-from .config.model import CONFIG_ERROR, Config, ConfigError
+from .agents.door import Speaks, refuse, speaks
+from .agents.peers import Peer, is_owner, peer_of
+from .agents.places import Places, Seat
+from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from .local.systemd import Notifier, run_watchdog
 
 logger = logging.getLogger("mcpd")
 
-_MAX_LINE: Final = 1 << 20  # nothing an agent sends now is worth more
+# Nothing an agent sends now is worth more; what the connections buffer is bounded by
+# this times the places they may take.
+_MAX_LINE: Final = 64 * 1024
+# What accepting one more connection may fail with while mcpd or the system is out of
+# descriptors or memory for it, and how long to wait before trying again: those
+# ``trio.serve_listeners`` waits out (which cannot serve here: it closes the listener
+# as it ends, and this one is the daemon's next).
+_EXHAUSTED: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_RETRY_ACCEPT: Final = 0.1
 # systemd's STATUS= while holding. Every local user can read it (`systemctl status`);
 # the error's key and words, which quote the config, are for those mcpd answers and for
 # the journal.
@@ -40,8 +59,14 @@ STATUS_LINE: Final = "config error (mcpd status and the journal say what)"
 
 class ConfigHold:
     def __init__(
-        self, path: str, error: ConfigError, load: Callable[[str], Config], notifier: Notifier
+        self,
+        path: str,
+        error: ConfigError,
+        load: Callable[[str], Config],
+        notifier: Notifier,
+        limits: DaemonConfig | None = None,
     ) -> None:
+        """``limits``: the connection limits kept (by default, ``[daemon]``'s)."""
         self.path = path
         self.error = error
         self._load = load
@@ -53,6 +78,10 @@ class ConfigHold:
         self._busy = trio.Lock()
         self._asking = 0  # reloads not yet answered
         self._answered = trio.Event()
+        self._limits = limits or DaemonConfig()
+        self._places = Places()
+        self._exhausted = Throttle()
+        self._silent = Throttle()
 
     def message(self) -> str:
         return (
@@ -98,7 +127,22 @@ class ConfigHold:
 
     async def _accept(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
         while True:
-            stream = await listener.accept()
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in _EXHAUSTED:
+                    raise
+                held = self._exhausted.admit()
+                if held is not None:
+                    logger.error(
+                        "cannot accept a connection: %s; trying again in %g s%s",
+                        exc.strerror,
+                        _RETRY_ACCEPT,
+                        f" ({held} more such failures since the last such line)" if held else "",
+                        extra=log_extra(None, reason="out of descriptors"),
+                    )
+                await trio.sleep(_RETRY_ACCEPT)
+                continue
             nursery.start_soon(self._connection, stream)
 
     async def _signals(self) -> None:
@@ -132,41 +176,95 @@ class ConfigHold:
 
     async def _connection(self, stream: trio.SocketStream) -> None:
         async with stream:
-            if await speaks(stream) == "http":
-                await self._http(stream)
-                return
             peer = peer_of(stream.socket)
-            framer = LineFramer(max_line=_MAX_LINE)
-            while chunk := await stream.receive_some(65536):
-                for line in framer.feed(chunk):
-                    if isinstance(line, Oversized):
-                        return
-                    if not self._asking:
-                        self._answered = trio.Event()
-                    self._asking += 1
-                    try:
-                        reply = await self._answer(line, is_owner(peer))
-                        if reply is not None:
-                            await stream.send_all(reply + b"\n")
-                    finally:
-                        self._asking -= 1
-                        if not self._asking:
-                            self._answered.set()
+            refusal = self._places.refusal(self._limits, peer)
+            if refusal is not None:
+                await refuse(stream, f"mcpd: {refusal}")
+                return
+            deadline = trio.current_time() + self._limits.first_message_timeout
+            # A peer that hangs up, or resets the connection, ends its own connection.
+            with (
+                Seat(self._places.held, peer, None, deadline),
+                contextlib.suppress(trio.BrokenResourceError),
+            ):
+                await self._serve(stream, peer, deadline)
 
-    async def _answer(self, line: bytes, owner: bool) -> bytes | None:
+    async def _serve(self, stream: trio.SocketStream, peer: Peer | None, deadline: float) -> None:
+        """Answer one connection until it ends, or until ``deadline`` passes with no
+        request from it."""
+        spoken: Speaks | None = None
+        with trio.move_on_at(deadline) as waited:
+            spoken = await speaks(stream)
+        if waited.cancelled_caught:
+            await self._let_go(stream, peer, "sent nothing")
+            return
+        if spoken is None:  # it hung up
+            return
+        if spoken == "http":
+            await self._http(stream)
+            return
+        framer = LineFramer(max_line=_MAX_LINE)
+        while True:
+            with trio.move_on_at(deadline) as waited:
+                chunk = await stream.receive_some(65536)
+            if waited.cancelled_caught:
+                await self._let_go(stream, peer, "sent no request")
+                return
+            if not chunk:
+                return
+            for line in framer.feed(chunk):
+                if isinstance(line, Oversized):
+                    await stream.send_all(self._said(None) + b"\n")
+                    return
+                try:
+                    msg = rpc.decode_message(line)
+                except rpc.DecodeFailure as exc:
+                    await stream.send_all(rpc.encode_error(exc.id, exc.code, exc.message) + b"\n")
+                    continue
+                if isinstance(msg, rpc.Request):  # notifications and responses get nothing
+                    deadline = math.inf  # it asked: it may stay as long as it likes
+                    await self._reply(stream, msg, is_owner(peer))
+
+    async def _reply(self, stream: trio.SocketStream, request: rpc.Request, owner: bool) -> None:
+        if not self._asking:
+            self._answered = trio.Event()
+        self._asking += 1
         try:
-            msg = rpc.decode_message(line)
-        except rpc.DecodeFailure as exc:
-            return rpc.encode_error(exc.id, exc.code, exc.message)
-        if not isinstance(msg, rpc.Request):
-            return None  # notifications and stray responses need no answer
+            await stream.send_all(await self._answer(request, owner) + b"\n")
+        finally:
+            self._asking -= 1
+            if not self._asking:
+                self._answered.set()
+
+    async def _let_go(self, stream: trio.SocketStream, peer: Peer | None, what: str) -> None:
+        why = (
+            f"it {what} within {self._limits.first_message_timeout:g} s of "
+            "connecting (daemon.first_message_timeout)"
+        )
+        held = self._silent.admit()
+        if held is not None:
+            logger.info(
+                "closed a connection from %s: %s%s",
+                "an unknown peer" if peer is None else f"pid {peer.pid}, uid {peer.uid}",
+                why,
+                f" ({held} more since the last such line)" if held else "",
+                extra=log_extra(None, reason="silent connection"),
+            )
+        with trio.move_on_after(1):
+            message = f"mcpd: closing this connection: {why}"
+            await stream.send_all(rpc.encode_error(None, -32000, message) + b"\n")
+
+    async def _answer(self, msg: rpc.Request, owner: bool) -> bytes:
         if msg.method == "mcpd/reload" and owner:
             try:
                 return rpc.encode_result(msg.id, await self._reload())
             except rpc.RPCError as exc:
                 return rpc.encode_error(msg.id, exc.code, exc.message, exc.data)
+        return self._said(msg.id)
+
+    def _said(self, id: rpc.Id | None) -> bytes:
         # The data marks it as a config error: `mcpd status` exits 78 with the message.
-        return rpc.encode_error(msg.id, -32000, self.message(), {CONFIG_ERROR: str(self.error)})
+        return rpc.encode_error(id, -32000, self.message(), {CONFIG_ERROR: str(self.error)})
 
     async def _http(self, stream: trio.SocketStream) -> None:
         body = (self.message() + "\n").encode()

@@ -1,7 +1,9 @@
 """``ConfigHold`` on a socket of its own, in this process: every agent is told the
 config error and what to do, an HTTP client gets a 503 saying it, a reload by the
 owner that still fails says the new error, and one that loads hands the config on
-and answers once the daemon serves it. Through systemd: ``test_serve_systemd``."""
+and answers once the daemon serves it; connections are held to the agent sockets'
+limits (so many, each let go if it asks nothing in time, or sends too long a line).
+Through systemd: ``test_serve_systemd``."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ import pytest
 import trio
 
 from mcpd import config_hold
-from mcpd.config.model import CONFIG_ERROR, Config, ConfigError
+from mcpd.agents.places import OWNER_RESERVE
+from mcpd.config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from mcpd.config_hold import ConfigHold
 from mcpd.local.systemd import Notifier
 
@@ -60,11 +63,14 @@ async def listener_at(path: Path) -> trio.SocketListener:
 
 @asynccontextmanager
 async def holding(
-    tmp_path: Path, load: Loads, notifier: Notifier | None = None
+    tmp_path: Path,
+    load: Loads,
+    notifier: Notifier | None = None,
+    limits: DaemonConfig | None = None,
 ) -> AsyncIterator[tuple[ConfigHold, Path, trio.Nursery]]:
     path = tmp_path / "mcpd.sock"
     listener = await listener_at(path)
-    hold = ConfigHold("/etc/mcpd/config.toml", ERROR, load, notifier or Recorder())
+    hold = ConfigHold("/etc/mcpd/config.toml", ERROR, load, notifier or Recorder(), limits)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(hold.run, listener)
@@ -131,6 +137,75 @@ async def test_an_oversized_line_ends_that_connection_alone(tmp_path: Path) -> N
                 await flood.send_all(b"x" * 65536)
         assert "error" in await exchange(other, request("tools/list"))
         await flood.aclose()
+        await other.aclose()
+
+
+async def lines_until_closed(stream: trio.SocketStream) -> list[dict[str, Any]]:
+    """What the hold writes on ``stream`` until it closes it."""
+    received = b""
+    while chunk := await stream.receive_some(65536):
+        received += chunk
+    return [json.loads(line) for line in received.splitlines()]
+
+
+async def test_connections_past_the_limit_are_refused_saying_so(tmp_path: Path) -> None:
+    limits = DaemonConfig(max_connections=2)
+    async with holding(tmp_path, Loads(), limits=limits) as (_, path, _):
+        # The test runs as the owner: it has the places kept for the owner too.
+        idle = [await connect(path) for _ in range(2 + OWNER_RESERVE)]
+        await trio.testing.wait_all_tasks_blocked()
+        one_more = await connect(path)
+        [refused] = await lines_until_closed(one_more)
+        assert refused["error"]["message"] == (
+            f"mcpd: too many connections (limit 2, and the {OWNER_RESERVE} kept for mcpd's "
+            "own user and root are taken too)"
+        )
+        # One gone, its place is free again.
+        await idle.pop().aclose()
+        await trio.testing.wait_all_tasks_blocked()
+        again = await connect(path)
+        assert (
+            "mcpd is not serving"
+            in (await exchange(again, request("tools/list")))["error"]["message"]
+        )
+        for stream in [*idle, one_more, again]:
+            await stream.aclose()
+
+
+async def test_a_connection_that_asks_nothing_in_time_is_let_go_and_one_that_asked_stays(
+    tmp_path: Path,
+) -> None:
+    limits = DaemonConfig(first_message_timeout=0.2)
+    async with holding(tmp_path, Loads(), limits=limits) as (_, path, _):
+        asked = await connect(path)
+        await exchange(asked, request("tools/list"))
+        silent = await connect(path)
+        only_notes = await connect(path)
+        await only_notes.send_all(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        for stream, what in ((silent, "nothing"), (only_notes, "no request")):
+            [closing] = await lines_until_closed(stream)
+            assert closing["error"]["message"] == (
+                f"mcpd: closing this connection: it sent {what} within 0.2 s of "
+                "connecting (daemon.first_message_timeout)"
+            )
+        # Long past the deadline, the one that asked is still answered.
+        assert (await exchange(asked, request("tools/list", 2)))["id"] == 2
+        for stream in (asked, silent, only_notes):
+            await stream.aclose()
+
+
+async def test_a_peer_that_hangs_up_before_its_answer_ends_its_connection_alone(
+    tmp_path: Path,
+) -> None:
+    async with holding(tmp_path, Loads()) as (_, path, _):
+        for _ in range(3):
+            gone = await connect(path)
+            await gone.send_all(request("tools/list") * 2000 + b"\n")
+            # Reset, with the answers unread: writing them fails.
+            gone.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+            await gone.aclose()
+        other = await connect(path)
+        assert "error" in await exchange(other, request("tools/list"))
         await other.aclose()
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from mcpd.agents.places import OWNER_RESERVE
 from mcpd.cli.client import Client
 from mcpd.config.model import CONFIG_ERROR
 from protocol import jsonrpc as rpc
@@ -27,9 +28,13 @@ pytestmark = pytest.mark.timeout(60)
 
 # Puts the passed socket at fd 3 and sets LISTEN_PID to its own pid before it becomes
 # `mcpd serve` (exec keeps the pid), as systemd does for a socket-activated service.
+# With $NOFILE, it also lowers its limit of open files (RLIMIT_NOFILE) to that.
 _ACTIVATE = """\
-import os, sys
+import os, resource, sys
 fd = int(sys.argv[1])
+nofile = int(os.environ.pop("NOFILE", "0"))
+if nofile:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 if fd >= 0:
     os.dup2(fd, 3)
     os.close(fd)
@@ -291,3 +296,86 @@ def test_a_config_error_under_socket_activation_keeps_the_socket_until_a_reload(
         notify.sock.close()
     assert "config error: servers.oops.command" in stderr, stderr
     assert "listening on " + str(api) in stderr, stderr
+
+
+def _holding(short_dir: Path, notify: Notifications, nofile: int) -> subprocess.Popen[str]:
+    """``mcpd serve`` socket-activated on ``short_dir/api.sock`` with a config it
+    cannot load, at most ``nofile`` files open, once it holds the socket."""
+    config = short_dir / "config.toml"
+    config.write_text("[servers.oops]\ncomand = 5\n")
+    passed = _listening(short_dir / "api.sock")
+    proc = _serve(config, notify, passed=passed, NOFILE=str(nofile))
+    passed.close()
+    notify.next_with("READY=1")
+    return proc
+
+
+def _stop_holding(proc: subprocess.Popen[str]) -> str:
+    """Its stderr, once SIGTERM ended it."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    finally:
+        proc.kill()
+        stderr = proc.communicate()[1]
+    return stderr
+
+
+def _answered(path: Path) -> str:
+    """The error a new connection is answered with."""
+    with Client(str(path)) as client, pytest.raises(rpc.RPCError) as refused:
+        client.list_tools()
+    return refused.value.message
+
+
+def test_a_config_hold_refuses_connections_past_the_limit(short_dir: Path) -> None:
+    """The hold keeps the agent sockets' limits: ``max_connections`` and the places
+    kept for the owner (the test runs as root), whoever says nothing on them."""
+    notify = Notifications(short_dir / "notify")
+    proc = _holding(short_dir, notify, 1024)
+    api = short_dir / "api.sock"
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(256 + OWNER_RESERVE):
+            idle.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+            idle[-1].connect(str(api))
+        # Accepted after them all, it finds every place taken.
+        one_more = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        one_more.connect(str(api))
+        with one_more:
+            said = one_more.makefile("rb").readline()
+        assert b"too many connections (limit 256" in said, said
+        idle.pop().close()
+        assert "mcpd is not serving" in _answered(api)
+    finally:
+        for sock in idle:
+            sock.close()
+        _stop_holding(proc)
+        notify.sock.close()
+
+
+def test_a_config_hold_out_of_descriptors_waits_and_answers_once_they_are_free(
+    short_dir: Path,
+) -> None:
+    notify = Notifications(short_dir / "notify")
+    proc = _holding(short_dir, notify, 32)
+    api = short_dir / "api.sock"
+    assert proc.stderr is not None
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(48):  # more than it can open: the last wait in the backlog
+            idle.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+            idle[-1].connect(str(api))
+        for line in proc.stderr:
+            if "Too many open files" in line:
+                break
+        for sock in idle:
+            sock.close()
+        assert "mcpd is not serving" in _answered(api)
+        assert proc.poll() is None
+    finally:
+        for sock in idle:
+            sock.close()
+        stderr = _stop_holding(proc)
+        notify.sock.close()
+    assert "Traceback" not in stderr, stderr
