@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Mapping
 
+from protocol.urls import display_url
 from protocol.visible import visible
 
 from ..config.endpoints import groups_locked_out
@@ -101,10 +102,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     for alias, s in sorted(config.servers.items()):
         exposed += warnings(alias, s.args, s.url, s.command)
         # Secrets in them are shown masked: this output ends up in terminals and logs.
+        # A URL as everything shows one: its path masked, no user info, query or fragment.
         if s.command:
             where = f"{s.command} {' '.join(masked_args(s.args, s.command))}".strip()
         else:
-            where = masked(s.url or "", in_url(s.url or ""))
+            where = display_url(masked(s.url or "", in_url(s.url or "")))
         flags: list[str] = [s.kind]
         if s.trusted:
             flags.append("trusted")

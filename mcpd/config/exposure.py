@@ -45,6 +45,8 @@ from typing import Final
 
 import msgspec
 
+from protocol.urls import display_url
+
 _SECRET_WORDS: Final = frozenset(
     {"token", "secret", "password", "passwd", "passphrase", "apikey", "accesskey"}
 )
@@ -262,11 +264,17 @@ def warnings(
     found = in_url(url or "")
     for f in found:
         assert url is not None
-        where = "an Authorization header" if f.name == "password" else "a header"
+        said = f'servers.{alias}.url: {f.what} ("{display_url(masked(url, found))}")'
+        if f.name == "password":
+            out.append(
+                f"{said}: mcpd sends no credentials in a URL, and refuses the config while "
+                "it has them; if the server accepts them in an Authorization header, put "
+                f"that in [servers.{alias}.headers]"
+            )
+            continue
         out.append(
-            f'servers.{alias}.url: {f.what} ("{masked(url, found)}") can end up in logs '
-            "(proxies', the server's, mcpd's own error messages); if the server accepts it "
-            f"in {where}, move it to [servers.{alias}.headers]"
+            f"{said} can end up in logs (proxies', the server's, mcpd's own error messages); "
+            f"if the server accepts it in a header, move it to [servers.{alias}.headers]"
         )
     return out
 

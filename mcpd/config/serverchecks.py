@@ -55,6 +55,16 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
         yield ConfigError(f"{where}.command", "is empty")
     if s.url is not None and not re.match(r"^https?://[^/\s]+", s.url):
         yield ConfigError(f"{where}.url", "must be an http:// or https:// URL")
+    elif s.url is not None:
+        # The transport's own reading of it, here: a URL it cannot use (credentials in
+        # it, a port out of range) is the config's error, not the server's at each start.
+        # Imported here: a config of stdio servers alone loads no HTTP code.
+        from protocol.http import parse_url
+
+        try:
+            parse_url(s.url)
+        except ValueError as exc:
+            yield ConfigError(f"{where}.url", str(exc))
     if s.command is not None and s.transport != "stdio":
         yield ConfigError(f"{where}.transport", f'"{s.transport}" needs a `url`, not a `command`')
     if s.url is not None and s.transport == "stdio":

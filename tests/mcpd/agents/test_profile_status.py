@@ -26,10 +26,11 @@ LIMIT = 60
 # The server the profile does not show: a stdio child that fails, saying why on stderr.
 HIDDEN = "privy"
 HIDDEN_STDERR = "privy-stderr-line"
-# The one it shows: an HTTP server whose URL carries credentials and a key.
+# The one it shows: an HTTP server whose URL carries a key (credentials in its user
+# info are a config error).
 SHOWN = "webby"
-SECRETS = ("hunter2", "s3cr3t", "apikey")
-URL = "http://someone:hunter2@127.0.0.1:9/mcp/v1?apikey=s3cr3t&x=1#frag"
+SECRETS = ("s3cr3t", "apikey")
+URL = "http://127.0.0.1:9/mcp/v1?apikey=s3cr3t&x=1#frag"
 SHOWN_URL = "http://127.0.0.1:9/mcp/v1"
 
 
@@ -108,7 +109,7 @@ async def test_a_profile_socket_shows_its_own_servers_only(tmp_path: Path) -> No
             assert [p["name"] for p in status["profiles"]] == ["dev"]
             assert status["daemon"]["profile"] == "dev"
             assert status["servers"][0]["auth"]["url"] == SHOWN_URL
-            assert "1 server: 1 failed" in status["daemon"]["summary"]
+            assert "1 server: 1 unreachable" in status["daemon"]["summary"]
             logins = json.loads(texts["mcpd auth status --json"])["servers"]
             assert [(s["server"], s["url"]) for s in logins] == [(SHOWN, SHOWN_URL)]
             assert servers_of(json.loads(texts["GET /status"])) == [SHOWN]

@@ -14,6 +14,7 @@ import pytest
 
 from mcpd.config.exposure import in_args, in_url
 from mcpd.config.load import load, parse
+from mcpd.config.model import ConfigError
 from tests.support.import_cli import mcpd, warned
 
 SAMPLES = Path(__file__).resolve().parents[2] / "support" / "import_samples"
@@ -44,17 +45,22 @@ EXPECTED = [
     ("servers.gh.args[4]: the value of GITHUB_TOKEN", '("GITHUB_TOKEN=***")', "GITHUB_TOKEN alone"),
     ("servers.db.args[1]: the password in the URL", '("postgres://ada:***@db/app")', "env]"),
     ("servers.ref.args[1]: the value of --token", "", "[servers.ref.env]"),
-    ("servers.weather.url: the query parameter api_key", "?api_key=***&units=si", "headers]"),
-    ("servers.basic.url: the password in the URL", "https://ada:***@mcp", "Authorization"),
-]
+    # A URL is shown as scheme://host[:port]/path, whatever the warning is about.
+    ("servers.weather.url: the query parameter api_key", "(\"https://weather.example.com/mcp\")",
+     "headers]"),
+    ("servers.basic.url: the password in the URL", "(\"https://mcp.example.com/mcp\")",
+     "Authorization"),
+]  # fmt: skip
 
 
-def assert_warnings(lines: list[str]) -> None:
-    assert len(lines) == len(EXPECTED), lines
-    for (where, shown, advice), line in zip(EXPECTED, sorted(lines, key=_order), strict=True):
+def assert_warnings(lines: list[str], expected: list[tuple[str, str, str]] = EXPECTED) -> None:
+    assert len(lines) == len(expected), lines
+    for (where, shown, advice), line in zip(expected, sorted(lines, key=_order), strict=True):
         assert where in line and shown in line and advice in line, (where, line)
         if ".args[" in where:
             assert "every local user can read" in line and "/proc/PID/cmdline" in line
+        elif "password" in where:
+            assert "mcpd sends no credentials in a URL, and refuses the config" in line
         else:
             assert "can end up in logs" in line
 
@@ -93,12 +99,16 @@ def test_import_warns_and_prints_no_secret(tmp_path: Path) -> None:
         "WEATHER_API_KEY": WEATHER_KEY,
         "BASIC_PASSWORD": BASIC_PASSWORD,
     }
-    config = parse(data, env=env)
     original = HOST_FILE["mcpServers"]
+    # All but the server whose URL holds credentials, which mcpd refuses (as warned).
+    with pytest.raises(ConfigError) as refused:
+        parse(data, env=env)
+    assert refused.value.path == "servers.basic.url"
+    del data["servers"]["basic"]
+    config = parse(data, env=env)
     for alias in ("search", "gh", "db"):
         assert config.servers[alias].args == original[alias]["args"], alias
-    for alias in ("weather", "basic"):
-        assert config.servers[alias].url == original[alias]["url"], alias
+    assert config.servers["weather"].url == original["weather"]["url"]
 
 
 def test_import_to_a_file_moves_them_aside_and_the_config_works(tmp_path: Path) -> None:
@@ -114,11 +124,15 @@ def test_import_to_a_file_moves_them_aside_and_the_config_works(tmp_path: Path) 
         made.stderr
     )
     assert_warnings(warned(made.stderr))
-    config = load(str(out), env={"MY_TOKEN": "t"})
+    with pytest.raises(ConfigError) as refused:
+        load(str(out), env={"MY_TOKEN": "t"})
+    assert refused.value.path == "servers.basic.url"
+    data = tomllib.loads(text)
+    del data["servers"]["basic"]
+    config = parse(data, env={"MY_TOKEN": "t"})
     original = HOST_FILE["mcpServers"]
     assert config.servers["gh"].args == original["gh"]["args"]
     assert config.servers["db"].args == original["db"]["args"]
-    assert config.servers["basic"].url == original["basic"]["url"]
 
 
 def test_check_config_warns_and_shows_no_secret(tmp_path: Path) -> None:
@@ -134,20 +148,40 @@ def test_check_config_warns_and_shows_no_secret(tmp_path: Path) -> None:
         "[servers.ref]\n"
         'command = "tool"\nargs = ["--token", "${file:' + str(tmp_path / "token") + '}"]\n'
         "[servers.weather]\n"
-        f'url = "https://weather.example.com/mcp?api_key={WEATHER_KEY}&units=si"\n'
-        "[servers.basic]\n"
-        'url = "https://ada:${BASIC}@mcp.example.com/mcp"\n'
+        f'url = "https://weather.example.com/mcp?api_key={WEATHER_KEY}&units=si#top"\n'
     )
     (tmp_path / "token").write_text("t0ken-from-a-file\n")
     (tmp_path / "token").chmod(0o600)
-    proc = mcpd("check-config", "--config", str(config), GH=GITHUB, BASIC=BASIC_PASSWORD)
+    proc = mcpd("check-config", "--config", str(config), GH=GITHUB)
     assert proc.returncode == 0, proc.stderr
     for secret in [*SECRETS, "t0ken-from-a-file"]:
         assert secret not in proc.stdout and secret not in proc.stderr, secret
-    assert_warnings(warned(proc.stderr))
-    # The listing shows each server's command line and URL masked too.
+    # As the import's, but for the URL with credentials, which mcpd refuses (below).
+    assert_warnings(warned(proc.stderr), [e for e in EXPECTED if "servers.basic" not in e[0]])
+    # The listing shows each server's command line masked, and its URL as
+    # scheme://host[:port]/path, without query or fragment.
     assert "npx -y search-mcp --api-key ***" in proc.stdout
     assert "docker run -i --rm -e GITHUB_TOKEN=*** ghcr.io/x/gh" in proc.stdout
+    assert " https://weather.example.com/mcp\n" in proc.stdout
+    assert "units=si" not in proc.stdout + proc.stderr and "#top" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://ada:${BASIC}@mcp.example.com/mcp",
+        "https://ada@mcp.example.com/mcp",  # a user name alone is not sent either
+    ],
+)
+def test_check_config_refuses_credentials_in_a_url_and_shows_none(tmp_path: Path, url: str) -> None:
+    """The daemon sends no credentials in a URL: the config that has them is refused
+    where it is checked, naming the key, not each time the server would start."""
+    config = tmp_path / "mcpd.toml"
+    config.write_text(f'[servers.basic]\nurl = "{url}"\n')
+    proc = mcpd("check-config", "--config", str(config), BASIC=BASIC_PASSWORD)
+    assert proc.returncode == 78, proc.stderr
+    assert "servers.basic.url: credentials in the URL are not supported" in proc.stderr
+    assert BASIC_PASSWORD not in proc.stderr and "ada" not in proc.stderr + proc.stdout
 
 
 @pytest.mark.parametrize("sample", sorted(str(p.relative_to(SAMPLES)) for p in

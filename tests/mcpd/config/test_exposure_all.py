@@ -7,6 +7,7 @@ and credentials count, and the ordinary arguments that look like them do not."""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from mcpd.config.exposure import in_args
 from mcpd.config.load import load, parse
+from mcpd.config.model import ConfigError
 from tests.support.import_cli import mcpd, warned
 
 PG_PASSWORD, PG_QUERY = "S3cretPw", "AlsoSecret"
@@ -87,13 +89,19 @@ def test_import_takes_out_every_secret_of_every_argument(tmp_path: Path) -> None
     # Two secrets of one argument, each in a file of its own.
     assert "servers.pg.args[2].password_2 -> " in proc.stderr
     assert len(warned(proc.stderr)) == 12, proc.stderr
-    # The written config gives each server what the other host gave it.
-    config = load(str(out))
+    # The written config gives each server what the other host gave it, but for the
+    # URL with credentials, which mcpd refuses (as it warned).
+    with pytest.raises(ConfigError) as refused:
+        load(str(out))
+    assert refused.value.path == "servers.web.url"
+    data = tomllib.loads(text)
+    web = data["servers"]["web"]
+    web["url"] = re.sub("//.*@", "//", web["url"])  # its user info taken out
+    config = parse(data)
     for alias, body in HOST_FILE["mcpServers"].items():
         if "args" in body:
             assert config.servers[alias].args == body["args"], alias
-        else:
-            assert config.servers[alias].url == body["url"], alias
+    assert config.servers["web"].url == "https://mcp.example.com/mcp?api_key=SECRETKEY123"
 
 
 def test_printed_import_names_a_variable_for_each_and_they_give_back_the_arguments(
@@ -116,21 +124,23 @@ def test_printed_import_names_a_variable_for_each_and_they_give_back_the_argumen
         "MYSQL_PASSWORD": "RootPassw0rd",
         "MYSQL_PASS": "hunter22",
         "MYSQL_AUTH": "Bearer abc.def.ghi",
-        "WEB_PASSWORD": "hunter2",
         "WEB_API_KEY": "SECRETKEY123",
     }
+    # The URL's password given, the config is refused: mcpd sends no credentials in a URL.
+    with pytest.raises(ConfigError) as refused:
+        parse(data, env={**env, "WEB_PASSWORD": "hunter2"})
+    assert refused.value.path == "servers.web.url"
     config = parse(data, env=env)
     for alias, body in HOST_FILE["mcpServers"].items():
-        assert (config.servers[alias].args or config.servers[alias].url) == (
-            body.get("args") or body.get("url")
-        ), alias
+        if "args" in body:
+            assert config.servers[alias].args == body["args"], alias
 
 
 def test_check_config_shows_no_warning_with_another_secret_in_it(tmp_path: Path) -> None:
     config = tmp_path / "mcpd.toml"
     config.write_text(
         "[servers.web]\n"
-        'url = "http://bob:hunter2@mcp.example.com/mcp?api_key=SECRETKEY123"\n'
+        'url = "http://mcp.example.com/mcp?api_key=SECRETKEY123&token=hunter2"\n'
         "[servers.pg]\n"
         'command = "npx"\n'
         f'args = ["postgresql://admin:{PG_PASSWORD}@db/prod?password={PG_QUERY}"]\n'

@@ -74,6 +74,21 @@ def test_a_url_that_is_not_http_is_refused(url: str) -> None:
     assert "http:// or https://" in message
 
 
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("https://ada:hunter2@h.example/mcp", "credentials in the URL are not supported"),
+        ("https://ada@h.example/mcp", "credentials in the URL are not supported"),
+        ("http://h.example:99999/mcp", "Port out of range"),
+    ],
+)
+def test_a_url_its_transport_could_not_use_is_refused_at_its_key(url: str, message: str) -> None:
+    """Refused here, naming the key, not each time the server would start."""
+    path, said = only_error(ServerConfig(url=url))
+    assert path == "servers.s.url" and message in said
+    assert "hunter2" not in said
+
+
 def test_a_transport_that_does_not_fit_the_server_is_named() -> None:
     assert only_error(stdio(transport="http")) == (
         "servers.s.transport",

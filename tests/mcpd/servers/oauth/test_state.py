@@ -158,7 +158,7 @@ async def test_a_token_that_renews_itself_stays_logged_in_past_its_expiry(
 
 
 async def test_the_status_shows_no_token_and_no_secret_of_the_url(tmp_path: Path) -> None:
-    url = "https://user:url-pw@mcp.example.com/mcp?key=url-key"
+    url = "https://mcp.example.com/mcp?key=url-key#url-frag"
     await OAuthStore(str(tmp_path)).save("srv", stored(url))
     auth = state(tmp_path, server(url))
     await auth.load()
@@ -166,7 +166,7 @@ async def test_the_status_shows_no_token_and_no_secret_of_the_url(tmp_path: Path
     assert status["logged_in"] is True and status["client_id"] == "client-1"
     assert status["url"] == "https://mcp.example.com/mcp"
     text = repr(status)
-    for secret in ("at-1", "rt-1", "url-pw", "url-key"):
+    for secret in ("at-1", "rt-1", "url-key", "url-frag"):
         assert secret not in text
     assert status["redirect_port"] == 4711  # the registration's, to be used again
 
