@@ -264,7 +264,8 @@ def _report(written: Written, what: str) -> None:
     if written.tightened:
         print(
             f"{what}: {written.path} is now readable by its owner only: "
-            "it holds mcpd's token, which any profile and a reload accept"
+            "it holds mcpd's token, with which any profile and the whole of `mcpd status` "
+            "can be read"
         )
     if not written.changed:
         print(f"{what}: {written.path} already has it")

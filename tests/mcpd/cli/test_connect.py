@@ -187,6 +187,10 @@ async def test_a_token_written_into_a_readable_host_file_is_made_private(tmp_pat
     assert "Bearer" in target.read_text()
     assert target.stat().st_mode & 0o077 == 0, "the token is readable by other users"
     assert "readable by its owner only" in out
+    # What the token opens, as it is: every profile and the whole status, no control
+    # method (a reload over HTTP with it is refused).
+    assert "with which any profile and the whole of `mcpd status` can be read" in out
+    assert "reload" not in out
     (backup,) = tmp_path.glob("cursor.json.bak-*")
     assert backup.stat().st_mode & 0o077 == 0
     # Written again unchanged, a file someone opened up again is closed again.
