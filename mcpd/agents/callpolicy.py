@@ -174,7 +174,7 @@ class CallPolicy:
             )
             return refusals.changed_while_waiting(ask.facts, ask.decision, verdict, entry)
         trusted = ask.profile.view.registry.server_flags(entry.alias)[0]
-        facts = facts_of(entry, ask.profile.name, trusted)
+        facts = facts_of(entry, ask.profile.name, trusted, ask.profile.derived_from)
         now = self.gate.stands(facts, agent, ask.decision, verdict.lasting)
         if now is None:
             return None

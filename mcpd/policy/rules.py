@@ -53,10 +53,10 @@ class CallFacts(msgspec.Struct, frozen=True, kw_only=True):
     trusted: bool = False
 
 
-def facts_of(
-    entry: Entry, profile: str, trusted: bool, derived_from: str | None = None
-) -> CallFacts:
-    """The facts of a call to a listed tool, as an agent of ``profile`` calls it."""
+def facts_of(entry: Entry, profile: str, trusted: bool, derived_from: str | None) -> CallFacts:
+    """The facts of a call to a listed tool, as an agent of ``profile`` calls it
+    (``derived_from``: the profile it is a view of, given at every call so that no
+    decision forgets the rules about that one)."""
     annotations = entry.tool.annotations
     return CallFacts(
         name=entry.local,

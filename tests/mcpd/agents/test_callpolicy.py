@@ -552,3 +552,24 @@ async def test_a_call_approved_after_a_reload_put_it_under_another_ask_is_asked_
         approvals.decide(again.id, True, "uid 0 (root)")
     assert out == [None] and len(user.asked) == 1
     assert (call.decision, call.decided_by) == ("approved", "uid 0 (root)")
+
+
+async def test_a_call_on_a_view_of_the_default_profile_is_looked_at_again_as_its_calls_are(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A host's built-in profile is the default profile under other names: once the
+    operator approves a call made through it, the rules about ``default`` still decide
+    it, so the approval stands (and is remembered) where the same call made in the
+    default profile would, and a later deny for other calls does not refuse it."""
+    servers = profile({"gh": False})
+    servers.name, servers.derived_from = "claude-code", "default"
+    p = policy(
+        {"action": "ask", "profiles": ["default"], "decider": "operator", "remember": "connection"},
+        {"action": "deny", "servers": ["gh"]},
+    )
+    call = a_call(Raw(b'{"repo": "x"}'))
+    assert await operator_decides(p, call, asked(p, servers), lambda: None) is None
+    assert (call.decision, call.decided_by) == ("approved", "uid 0 (root)")
+    again = p.decide(a_call(), entry_of(servers, "gh"), servers, AGENT)
+    assert isinstance(again, Ask)
+    assert await p.ask(a_call(Raw(b"{}")), AGENT, nothing_known, again, None) is None
