@@ -8,8 +8,9 @@ sent: each object's members in order, a key given twice and all; each number as 
 written (``1.10``, ``-0``, more digits than a float holds). What could still be read
 two ways is noted (``Reading.doubt``, ``Reading.repeated``): a key given twice (readers
 keep the first value, or the last, or refuse), a number past what a double holds
-(``1e400``: infinity to one reader, an error to another), a number too long to read at
-a glance, half of a UTF-16 pair (a string one reader takes and another refuses).
+(``1e400``: infinity to one reader, an error to another), a number a reader of doubles
+reads as another (``9007199254740993`` as ``9007199254740992``), a number too long to
+read at a glance, half of a UTF-16 pair (a string one reader takes and another refuses).
 Arguments that are not UTF-8 or not JSON (``NaN``, a byte order mark), or that are
 nested deeper than the reader goes, cannot be read at all (``Unshowable``).
 
@@ -23,6 +24,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any, Final
 
 import msgspec
@@ -112,10 +114,25 @@ class _Hooks:
                 self.doubt = f"a number is written with {len(text)} characters"
             elif not text.lstrip("-").isdigit() and math.isinf(float(text)):
                 self.doubt = f"the number {text} is past what a double holds"
+            else:
+                self.doubt = _read_otherwise(text)
         return Number(text)
 
     def constant(self, text: str) -> Any:
         raise Unshowable(f"{text} is not JSON")
+
+
+def _read_otherwise(text: str) -> str | None:
+    """What a reader that makes every number a double (JavaScript's, and many another
+    server's) reads ``text`` as, when that is another number than the one written: an
+    integer past 2**53 that no double holds, digits past a double's precision, a value
+    too small for one. A double that holds the number exactly, or whose shortest
+    writing is the number, reads the same to everyone."""
+    double = float(text)
+    written = Decimal(text)
+    if written == Decimal(double) or written == Decimal(repr(double)):
+        return None
+    return f"the number {text} is read as {double!r} by a reader that uses doubles"
 
 
 def read(raw: bytes | msgspec.Raw, secrets: SecretSet | None = None) -> Reading:

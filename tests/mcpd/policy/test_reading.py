@@ -7,6 +7,7 @@ other runs."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import msgspec
 import pytest
@@ -71,6 +72,41 @@ def test_arguments_readers_read_otherwise_are_not_shown(raw: bytes) -> None:
         reading.check()
 
 
+# Numbers a reader of doubles (JavaScript's, most servers') reads as other numbers than a
+# reader of decimals or of big integers (Python's): none is shown.
+READ_AS_OTHERS = {
+    "an integer past 2**53": b'{"account":9007199254740993}',
+    "a larger one": b'{"amount":100000000000000000000000001}',
+    "negative": b'{"n":-123456789012345678901234567890}',
+    "digits past a double's": b'{"n":0.1000000000000000000000000001}',
+    "too small for a double": b'{"n":1e-400}',
+}
+
+
+def read_as_doubles(raw: bytes) -> object:
+    return json.loads(raw, parse_int=float, parse_float=float)
+
+
+def read_as_decimals(raw: bytes) -> object:
+    return json.loads(raw, parse_float=Decimal)
+
+
+def numbers_of(value: object) -> list[Decimal]:
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in numbers_of(v)]
+    return [Decimal(value)] if isinstance(value, int | float | Decimal) else []
+
+
+@pytest.mark.parametrize("raw", READ_AS_OTHERS.values(), ids=READ_AS_OTHERS.keys())
+def test_numbers_a_reader_of_doubles_reads_otherwise_are_not_shown(raw: bytes) -> None:
+    # That the two readers part on each: a person shown one would approve the other.
+    assert numbers_of(read_as_doubles(raw)) != numbers_of(read_as_decimals(raw))
+    reading = read(raw)
+    assert reading.doubt is not None and "by a reader that uses doubles" in reading.doubt
+    with pytest.raises(Unshowable):
+        reading.check()
+
+
 @pytest.mark.parametrize("raw", UNREADABLE.values(), ids=UNREADABLE.keys())
 def test_what_is_not_json_is_not_read(raw: bytes) -> None:
     with pytest.raises(Unshowable):
@@ -85,15 +121,16 @@ def test_each_doubtful_case_is_one_the_readers_part_on(raw: bytes) -> None:
 @pytest.mark.parametrize(
     ("raw", "shown"),
     [
-        # Readers make these other numbers (0, 0.1, 1.1, a float): shown as written.
+        # Readers write these otherwise (0, 1.1, 100.0) but read the same number: shown
+        # as written. 2**64 and 0.1 are read alike by a reader of doubles and one of
+        # decimals.
         (b'{"n":-0}', '{"n":-0}'),
         (b'{"n":-0.0}', '{"n":-0.0}'),
-        (b'{"n":0.1000000000000000000000000001}', '{"n":0.1000000000000000000000000001}'),
         (b'{"n":1.10}', '{"n":1.10}'),
         (b'{"n":1E2}', '{"n":1E2}'),
-        (b'{"n":1e-400}', '{"n":1e-400}'),
-        (b'{"n":123456789012345678901234567890}', '{"n":123456789012345678901234567890}'),
         (b'{"n":18446744073709551616}', '{"n":18446744073709551616}'),
+        (b'{"n":0.1}', '{"n":0.1}'),
+        (b'{"n":9007199254740992}', '{"n":9007199254740992}'),
         # Both halves of a pair are one character; the whitespace JSON allows is none.
         (b' {\r\n\t"s" : "\\ud83d\\ude00" }\n', '{"s":"\U0001f600"}'),
         (b'{"s":"\\u00e9\\u0000"}', '{"s":"\u00e9\\u0000"}'),
