@@ -78,7 +78,8 @@ def start_cost(starts: int, workdir: Path) -> dict[str, Any]:
     process's CPU for the start (what mcpd's event loop pays)."""
     from transports.stdio.childenv import environment
     from transports.stdio.launch import launch
-    from transports.stdio.sandbox import Limits, Sandbox
+    from transports.stdio.limits import Limits
+    from transports.stdio.sandbox import Sandbox
     from transports.stdio.sandbox_host import command_line, probe
 
     machine = probe()

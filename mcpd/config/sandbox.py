@@ -37,10 +37,9 @@ from typing import Any, Final
 import msgspec
 
 from transports.stdio.childenv import environment
+from transports.stdio.limits import LIMIT_NAMES, Limits
 from transports.stdio.sandbox import (
-    LIMIT_NAMES,
     Level,
-    Limits,
     Mount,
     Sandbox,
     SandboxError,

@@ -12,7 +12,7 @@ import signal
 from collections.abc import Sequence
 from typing import Final
 
-from .sandbox import Limits, exit_signal
+from .limits import Limits
 
 # What runtimes write when a call failed at a limit (lower case).
 _SAYS: Final = {
@@ -85,3 +85,13 @@ def exit_reason(
     what = describe_exit(returncode, sandboxed=sandboxed)
     hit = limit_reached(returncode, limits, stderr, sandboxed=sandboxed)
     return f"{what}: it reached its limit {hit}" if hit is not None else what
+
+
+def exit_signal(returncode: int, sandboxed: bool) -> int | None:
+    """The signal that ended the server: bubblewrap exits with 128 + N for a command
+    killed by signal N."""
+    if returncode < 0:
+        return -returncode
+    if sandboxed and 128 < returncode < 128 + 65:
+        return returncode - 128
+    return None

@@ -33,11 +33,8 @@ which it could mount a cgroup filesystem afresh with mcpd's cgroup writable wher
 mcpd's user owns it (as root, under ``systemd --user``) and freeze or kill mcpd, nor
 use the kernel's keyrings (``keyring_filter``), which no namespace separates.
 
-Limits are set by ``prlimit`` inside the namespaces, so that the process limit counts
-the server's own processes (the kernel counts RLIMIT_NPROC per user and per user
-namespace) rather than every process of mcpd's user. Memory is RLIMIT_DATA, what a
-process may allocate: address-space limits break runtimes that reserve large ranges
-they never use (V8, the JVM, Go).
+The limits a server's config sets (``limits``) are applied by ``prlimit`` inside the
+namespaces.
 """
 
 from __future__ import annotations
@@ -47,12 +44,11 @@ from typing import Final, Literal
 
 import msgspec
 
+from .limits import Limits
+
 Level = Literal["off", "default", "strict"]
 # The thread of mcpd that starts a server, for what it is born in (``confined``).
 Starter = Literal["main", "keyless", "confined"]
-
-# Where each limit is set, for messages: "servers.x.limits.memory".
-LIMIT_NAMES: Final = ("memory", "processes", "open_files", "cpu")
 
 # Shown read-only under the sandbox's own /proc, where they exist: the kernel's
 # settings (kernel.core_pattern runs a program as root, in no namespace, at the next
@@ -66,29 +62,6 @@ KERNEL_PROC: Final = (
     "/proc/fs",
     "/proc/acpi",
 )
-
-
-class Limits(msgspec.Struct, frozen=True, kw_only=True):
-    memory: int | None = None  # bytes a process may allocate (RLIMIT_DATA)
-    processes: int | None = None  # tasks of the server's own user namespace
-    open_files: int | None = None
-    cpu: int | None = None  # seconds of CPU time, per process
-    keys: dict[str, str] = msgspec.field(default_factory=dict)
-
-    def values(self) -> dict[str, int | None]:
-        """Each limit by its name in ``LIMIT_NAMES``, None where it is not set."""
-        return {
-            "memory": self.memory,
-            "processes": self.processes,
-            "open_files": self.open_files,
-            "cpu": self.cpu,
-        }
-
-    def any(self) -> bool:
-        return any(value is not None for value in self.values().values())
-
-    def key(self, name: str) -> str:
-        return self.keys.get(name, f"limits.{name}")
 
 
 class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
@@ -422,14 +395,4 @@ def _missing(s: Sandbox, machine: Machine) -> str | None:
         return f"a network namespace is not available ({machine.network})"
     if s.loopback and machine.nsenter is None:
         return "nsenter (util-linux) is not installed"
-    return None
-
-
-def exit_signal(returncode: int, sandboxed: bool) -> int | None:
-    """The signal that ended the server: bubblewrap exits with 128 + N for a command
-    killed by signal N."""
-    if returncode < 0:
-        return -returncode
-    if sandboxed and 128 < returncode < 128 + 65:
-        return returncode - 128
     return None

@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from transports.stdio.exits import describe_exit, exit_reason, limit_reached, shown
-from transports.stdio.sandbox import Limits
+from transports.stdio.limits import Limits
 
 LIMITS = Limits(
     memory=512 << 20,

@@ -11,8 +11,8 @@ import pytest
 
 from transports.stdio.childenv import environment
 from transports.stdio.exits import exit_reason
+from transports.stdio.limits import Limits
 from transports.stdio.sandbox import (
-    Limits,
     Machine,
     Mount,
     Resolved,
