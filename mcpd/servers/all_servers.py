@@ -22,7 +22,7 @@ from ..registry.table import alias_prefix
 from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker
-from .calls import Call, CallRefused
+from .calls import Call, CallRefused, QueuedCheck
 from .log_messages import Heard
 from .outage import Outage, iso
 from .prompt_resource_lists import TaskNews, Updated
@@ -71,6 +71,16 @@ class AllServers:
             call.caller.finish(call, outage)
             return
         runner.scheduler.start(call)
+
+    def look_again(self, check: QueuedCheck, alias: str | None = None) -> None:
+        """The calls waiting for a slot at ``alias`` (None: at every server) put to
+        ``check``: those it refuses end unsent."""
+        runners = self._supervisor.runners
+        if alias is None:
+            for runner in list(runners.values()):
+                runner.scheduler.look_again(check)
+        elif alias in runners:
+            runners[alias].scheduler.look_again(check)
 
     def states(self) -> list[dict[str, object]]:
         out = []

@@ -206,6 +206,16 @@ class CallHost(abc.ABC):
         """A call failed in a way that may mean the server is gone: find out soon."""
 
 
+class QueuedCheck(abc.ABC):
+    """What the agent side says of a call that waits in a server's queue, once what
+    routed it changed (a reload's rules and profiles, its tool held or gone): the
+    servers hold the queue, the agent side decides."""
+
+    @abc.abstractmethod
+    def refusal(self, call: Call) -> mcp.CallToolResult | None:
+        """None while ``call`` may still be sent; else the result it ends with, unsent."""
+
+
 class Uses(abc.ABC):
     """Who counts the calls a server has, queued or running (a lazy server, which
     runs only while it has any)."""

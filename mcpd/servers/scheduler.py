@@ -36,6 +36,7 @@ from .rpc_results import result_for_agents
 from .turns import TurnQueue
 
 if TYPE_CHECKING:
+    from .calls import QueuedCheck
     from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.calls")
@@ -75,6 +76,14 @@ class CallScheduler(_Scheduler):
     def fail_queued(self, outage: Outage) -> None:
         while self.queue:
             self._finish(self.queue.pop_first(), Unsent(outage))
+
+    def look_again(self, check: QueuedCheck) -> None:
+        """Each queued call put to ``check``: one it refuses ends now, never sent."""
+        for call in list(self.queue):
+            refused = check.refusal(call)
+            if refused is not None and call.state == "queued":
+                self.queue.remove(call)
+                self._finish(call, Unsent(refused))
 
     async def wait_idle(self) -> None:
         if self.running:

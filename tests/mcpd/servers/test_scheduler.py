@@ -21,7 +21,7 @@ from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.askback import AskRoutes
 from mcpd.servers.breaker import Breaker
-from mcpd.servers.calls import Call, CallHost, CallLimits, Uses
+from mcpd.servers.calls import Call, CallHost, CallLimits, QueuedCheck, Uses
 from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.outage import Outage
 from mcpd.servers.progress import ProgressRoutes
@@ -29,6 +29,7 @@ from mcpd.servers.scheduler import CallScheduler
 from mcpd.servers.state import breaker_config
 from mcpd.servers.stats import LatencyStats
 from protocol import jsonrpc as rpc
+from protocol import mcp
 from tests.support.calls import Outcomes, a_call
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
@@ -500,6 +501,38 @@ async def test_an_open_circuit_refuses_calls_without_sending_them(
     _, outcomes = b.call("after")
     assert outage(outcomes).state == "open"
     assert "after" not in b.sent
+
+
+# -- looked at again --
+
+
+class Refusing(QueuedCheck):
+    """The agent side, refusing calls to the tools it names now."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+        self.asked: list[str] = []
+
+    def refusal(self, call: Call) -> mcp.CallToolResult | None:
+        self.asked.append(call.name)
+        return mcp.text_result("no longer", is_error=True) if call.name in self.names else None
+
+
+async def test_a_queued_call_refused_on_a_second_look_ends_unsent_and_frees_its_place(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(limit=1)
+    uses = b.scheduler.uses = Counting()
+    running, _ = b.call("running")
+    _, refused = b.call("refused")
+    kept, _ = b.call("kept")
+    check = Refusing("running", "refused")
+    b.scheduler.look_again(check)
+    assert check.asked == ["refused", "kept"]  # a call already sent is not looked at
+    assert isinstance(refused.outcome, mcp.CallToolResult) and refused.outcome.isError
+    assert list(b.scheduler.queue) == [kept] and uses.now == 2
+    b.answer(running, RESULT)
+    assert b.sent == ["running", "kept"]
 
 
 # -- cancelling --
