@@ -294,6 +294,9 @@ class Daemon(Control):
                 # those of the servers started again once they run under them.
                 for alias in report.unchanged:
                     self._rejudge(alias)
+                # A call let through before may wait for a slot still: not sent unless
+                # the rules and profiles now in force let it through too.
+                self.api.look_again()
                 await self.api.apply_sockets()
                 await self.supervisor.restart(report)
                 self.oversight.settle(new)
@@ -323,6 +326,8 @@ class Daemon(Control):
             self.histories.note(alias, runner)
         elif alias not in self.supervisor.config.servers:
             self.histories.forget(alias)
+        # A tool held or gone is not called by a call that waits for a slot either.
+        self.api.look_again(alias)
         self.all_servers.changed()
         self.state.changed()
         self.tool_budget.check(self.registry.size())

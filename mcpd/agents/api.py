@@ -32,7 +32,7 @@ from .agent import Agent
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Control, Lines, Servers
-from .callpolicy import CallPolicy
+from .callpolicy import CallPolicy, QueuedCalls
 from .callrecords import CallRecords
 from .connection import LIFECYCLE, Connection, Dispatcher
 from .door import Door, refuse
@@ -109,6 +109,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         self.listens = Listens(self.extras.open_listen, self.extras.close_listen)
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
+        self._queued = QueuedCalls(control.call_gate, self.profiles)
         self.sockets = ProfileSockets(self._handle)
         self.door = Door(
             lambda: control.settings,
@@ -163,6 +164,11 @@ class AgentServer(ProfileMethods, Dispatcher):
         self.calls.budget = self.control.settings.result_budget_chars
         self.list_changed()
         self.extras.list_changed()
+
+    def look_again(self, alias: str | None = None) -> None:
+        """The calls waiting for a slot at ``alias`` (None: at any server), as the
+        rules, profiles and tools are now: those no longer let through end unsent."""
+        self.servers.look_again(self._queued, alias)
 
     # -- serving --
 

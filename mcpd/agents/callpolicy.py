@@ -21,6 +21,12 @@ waited), then the rules as they are now (``CallGate.stands``): the same ``ask`` 
 the approval, ``allow`` sends it, ``deny`` refuses it, and another rule's ``ask``
 asks again. The same task waits and looks again whichever era the agent speaks, so a
 modern agent's retry that brings the approval meets the same look.
+
+A call let through (allowed, or approved) may still wait for a free slot at its
+server. Those are looked at again when a reload puts other rules or profiles in force
+and when their server's tools change (``QueuedCalls``, which the servers' queues are
+walked with then, and only then): one whose tool is gone or held, or that the rules
+now deny, ends unsent, saying so.
 """
 
 from __future__ import annotations
@@ -42,9 +48,9 @@ from ..policy.reading import RepeatedKey, Unshowable
 from ..policy.rules import CallFacts, Decision, facts_of
 from ..registry.shown import Entry
 from ..servers.askback import Asker
-from ..servers.calls import Call
+from ..servers.calls import Call, QueuedCheck
 from .askback import Park, Parks
-from .profiles import ProfileServers
+from .profiles import Profiles, ProfileServers
 
 _encode: Final = msgspec.json.Encoder().encode
 # What is asked does not change whether an agent takes it: its shape does.
@@ -189,28 +195,74 @@ class CallPolicy:
         return _ruled(call, facts, now)
 
 
+class QueuedCalls(QueuedCheck):
+    """Calls let through that wait for a free slot at their server, looked at again
+    when what let them through changes (a reload's rules and profiles, their server's
+    tools): one whose tool is gone or held, or that the rules now deny, is refused
+    before it is sent, as a call that waited for a person is once its wait ends."""
+
+    def __init__(self, gate: CallGate, profiles: Profiles) -> None:
+        self._gate = gate
+        self._profiles = profiles
+
+    def refusal(self, call: Call) -> mcp.CallToolResult | None:
+        profile = self._profiles.get(call.profile)
+        if profile is None:
+            return _changed(call, "its profile is no longer configured")
+        entry = _listed(profile, call.local, call.alias, call.name)
+        if isinstance(entry, str):
+            return _changed(call, entry)
+        gate = self._gate
+        if gate.empty:
+            return None
+        trusted = profile.view.registry.server_flags(entry.alias)[0]
+        facts = facts_of(entry, profile.name, trusted, profile.derived_from)
+        # What the rules say, not counted against a rate: the call was counted once.
+        decision = gate.policy.decide(facts)
+        if decision.action != "deny":
+            return None
+        return _ruled(call, facts, decision, "a free slot at its server")
+
+
+def _changed(call: Call, how: str) -> mcp.CallToolResult:
+    """``call``, queued for its server, refused: its tool changed (``how``)."""
+    let = "allowed" if call.decision == "allow" else call.decision
+    call.refusal = f"{let} by {call.decided_by}, but the tool changed while the call waited: {how}"
+    return refusals.changed_while_queued(call.local, how, call.decision, call.decided_by)
+
+
+def _listed(profile: ProfileServers, local: str, alias: str, original: str) -> Entry | str:
+    """The tool ``original`` of the server ``alias`` as ``profile`` lists it now under
+    the name ``local``; or, when that name is not for it or it is held, how it changed."""
+    now = profile.lookup(local)
+    if now is None:
+        return "it is no longer listed"
+    if (now.alias, now.original) != (alias, original):
+        return "its name now stands for another tool"
+    if now.held is not None:
+        return f"it is held: {now.held}"
+    return now
+
+
 def _as_listed(profile: ProfileServers, before: Entry) -> Entry | str:
     """The tool a person approved a call to (``before``) as ``profile`` lists it now,
     under the name the call was made by; or, when that is not the tool the call was
     made to, how it changed."""
-    now = profile.lookup(before.local)
-    if now is None:
-        return "it is no longer listed"
-    if (now.alias, now.original) != (before.alias, before.original):
-        return "its name now stands for another tool"
-    if now.held is not None:
-        return f"it is held: {now.held}"
-    if now.tool != before.tool:
+    now = _listed(profile, before.local, before.alias, before.original)
+    if isinstance(now, Entry) and now.tool != before.tool:
         return "its definition is no longer the one it had when the call was made"
     return now
 
 
-def _ruled(call: Call, facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
-    """``call`` refused by the rules, changed while it waited for a person."""
+def _ruled(
+    call: Call, facts: CallFacts, decision: Decision, waited_for: str = "approval"
+) -> mcp.CallToolResult:
+    """``call`` refused by the rules, changed while it waited (for a person, or for
+    its server: ``waited_for``)."""
     why = f": {decision.reason}" if decision.reason else ""
     call.decision, call.decided_by = decision.action, decision.by
     call.refusal = f"denied by {decision.by} (the rules changed while the call waited){why}"
-    return refusals.ruled_while_waiting(facts, decision)
+    return refusals.ruled_while_waiting(facts, decision, waited_for)
 
 
 def _kept_while_waiting(call: Call) -> int:

@@ -37,11 +37,14 @@ def denied(facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
     return _result(text, meta)
 
 
-def ruled_while_waiting(facts: CallFacts, decision: Decision) -> mcp.CallToolResult:
-    """An ``ask`` call the rules, changed while it waited for a person, now deny."""
+def ruled_while_waiting(
+    facts: CallFacts, decision: Decision, waited_for: str = "approval"
+) -> mcp.CallToolResult:
+    """A call the rules, changed while it waited (for a person, or for a free slot at
+    its server: ``waited_for``), now deny."""
     why = f": {decision.reason}" if decision.reason else ""
     text = (
-        f"mcpd's policy changed while the call to '{facts.name}' waited for approval, and "
+        f"mcpd's policy changed while the call to '{facts.name}' waited for {waited_for}, and "
         f"now does not allow calls to it (rule {decision.by}){why}. It was not sent to the "
         "server. This is a rule of the person who runs mcpd, not an outage: calling it "
         "again is refused the same way. Try another approach, or ask the user to change "
@@ -75,6 +78,19 @@ def changed_while_waiting(
         "by": verdict.by,
         "changed": "tool",
     }
+    return _result(text, meta)
+
+
+def changed_while_queued(name: str, how: str, decision: str, by: str) -> mcp.CallToolResult:
+    """A call to ``name``, let through (``decision`` by ``by``), whose tool changed
+    (``how``: gone, held) while it waited for a free slot at its server."""
+    text = (
+        f"The tool '{name}' changed while the call to it waited for a free slot at its "
+        f"server: {how}. mcpd did not send it. List the tools again to see them as they "
+        "are now, and call it again only if it still fits: mcpd's policy decides that "
+        "call anew."
+    )
+    meta = {"decision": decision, "reason": how, "by": by, "changed": "tool"}
     return _result(text, meta)
 
 

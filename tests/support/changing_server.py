@@ -11,6 +11,10 @@ lists changed: unsolicited to a legacy client, on the open ``subscriptions/liste
 a modern one. Each call, get, read, completion and subscription it answers is
 appended to ``LOG`` (``tools/call NAME``), so a test can tell what reached it. Plain
 stdlib, so it starts fast.
+
+With ``--control FIFO`` it lists a tool ``hold`` too, whose calls it answers only when
+a test writes ``answer`` into the FIFO; ``announce`` written there meanwhile makes it
+announce that its lists changed, as ``relist`` does, while its calls are all taken.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ CAPABILITIES = {
 
 path, log_path = sys.argv[1], sys.argv[2]
 era = sys.argv[sys.argv.index("--era") + 1] if "--era" in sys.argv else "both"
+control = sys.argv[sys.argv.index("--control") + 1] if "--control" in sys.argv else None
+HOLD = {"name": "hold", "description": "Answer when told.", "inputSchema": {"type": "object"}}
 lock = threading.Lock()
 state: dict[str, Any] = {"era": None, "listen": None}
 
@@ -56,7 +62,9 @@ def list_tools(rid: Any) -> None:
     if state["era"] == "modern":
         body["resultType"] = "complete"
     line = json.dumps({"jsonrpc": "2.0", "id": rid, "result": body})
-    write_line(line.replace('"TOOLS"', "[" + ",".join([json.dumps(RELIST), *texts]) + "]"))
+    own = [RELIST, HOLD] if control is not None else [RELIST]
+    listed = [*(json.dumps(t) for t in own), *texts]
+    write_line(line.replace('"TOOLS"', "[" + ",".join(listed) + "]"))
 
 
 def result(rid: Any, res: dict[str, Any]) -> None:
@@ -94,6 +102,20 @@ def announce() -> None:
             write({"jsonrpc": "2.0", "method": method, "params": params})
         else:
             write({"jsonrpc": "2.0", "method": method})
+
+
+def hold(rid: Any) -> None:
+    """Answer the call ``rid`` once the control FIFO says ``answer``; announce what it
+    says to before that. Each writer's words are read whole, to its closing."""
+    assert control is not None
+    while True:
+        with open(control, encoding="utf-8") as fifo:
+            said = fifo.read().split()
+        if "announce" in said:
+            announce()
+        if "answer" in said:
+            break
+    result(rid, {"content": [{"type": "text", "text": "called hold"}]})
 
 
 def handle(msg: dict[str, Any]) -> None:
@@ -139,6 +161,9 @@ def handle(msg: dict[str, Any]) -> None:
         if name == "relist":
             result(rid, {"content": [{"type": "text", "text": "announced"}]})
             announce()
+            return
+        if name == "hold" and control is not None:
+            threading.Thread(target=hold, args=(rid,), daemon=True).start()
             return
         result(rid, {"content": [{"type": "text", "text": f"called {name}"}]})
     elif method == "prompts/get":

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,11 +40,23 @@ ALL_CHANGED = (
 class Changing:
     """The server's definitions file and the log of what reached it."""
 
-    def __init__(self, tmp_path: Path, era: str = "both") -> None:
+    def __init__(self, tmp_path: Path, era: str = "both", control: bool = False) -> None:
+        """``control``: it lists ``hold`` too, whose calls wait for ``tell``."""
         self.path = tmp_path / "definitions.json"
         self.log = tmp_path / "server.log"
         self.era = era
+        self.control: Path | None = None
+        if control:
+            self.control = tmp_path / "control"
+            os.mkfifo(self.control)
         self.write(FIRST)
+
+    async def tell(self, what: str) -> None:
+        """What the server's control FIFO reads (``changing_server.py``): ``announce``,
+        ``answer``. Written once the server reads it, which is once a call of ``hold``
+        waits there."""
+        assert self.control is not None
+        await trio.to_thread.run_sync(self.control.write_text, what + "\n")
 
     def write(self, definitions: dict[str, Any]) -> None:
         self.path.write_text(json.dumps(definitions))
@@ -59,7 +72,8 @@ class Changing:
     def config(self, **extra: Any) -> dict[str, Any]:
         return {
             "command": sys.executable,
-            "args": [SERVER, str(self.path), str(self.log), "--era", self.era],
+            "args": [SERVER, str(self.path), str(self.log), "--era", self.era]
+            + (["--control", str(self.control)] if self.control is not None else []),
             **extra,
         }
 

@@ -29,15 +29,19 @@ CREATE = "mcp__tickets__create"
 ASK: list[dict[str, Any]] = [{"tools": ["tickets/search", "tickets/create"], "action": "ask"}]
 
 
-def write_config(tmp_path: Path, server: Changing, rules: list[dict[str, Any]]) -> Path:
-    """The config file: the daemon's own keys, the server, ``rules``."""
+def write_config(
+    tmp_path: Path, server: Changing, rules: list[dict[str, Any]], one_slot: bool = False
+) -> Path:
+    """The config file: the daemon's own keys, the server (taking one call at a time
+    when ``one_slot``), ``rules``."""
     daemon = {
         "socket": str(tmp_path / "mcpd.sock"),
         "state_dir": str(tmp_path / "state"),
         "startup_deadline": 20.0,
         "audit_journal": False,
     }
-    lines = ["[daemon]", *_keys(daemon), "[servers.tickets]", *_keys(server.config())]
+    slots = {"max_concurrency": 1} if one_slot else {}
+    lines = ["[daemon]", *_keys(daemon), "[servers.tickets]", *_keys(server.config(**slots))]
     for rule in rules:
         lines += ["[[policy]]", *_keys(rule)]
     path = tmp_path / "config.toml"
@@ -51,10 +55,11 @@ def _keys(table: dict[str, Any]) -> list[str]:
 
 
 class Waiting:
-    def __init__(self, daemon: Daemon, server: Changing, tmp_path: Path) -> None:
+    def __init__(self, daemon: Daemon, server: Changing, tmp_path: Path, one_slot: bool) -> None:
         self.daemon = daemon
         self.server = server
         self.tmp_path = tmp_path
+        self.one_slot = one_slot
 
     def reached(self, tool: str) -> int:
         """How many calls of the server's tool ``tool`` reached it."""
@@ -69,7 +74,7 @@ class Waiting:
 
     async def reload(self, rules: list[dict[str, Any]]) -> None:
         """The operator writes ``rules`` into the config and reloads it."""
-        write_config(self.tmp_path, self.server, rules)
+        write_config(self.tmp_path, self.server, rules, self.one_slot)
         await self.daemon.reload()
 
     async def change_tool(self) -> None:
@@ -103,9 +108,11 @@ class Waiting:
 
 @asynccontextmanager
 async def waiting_daemon(
-    tmp_path: Path, rules: list[dict[str, Any]] = ASK
+    tmp_path: Path, rules: list[dict[str, Any]] = ASK, one_slot: bool = False
 ) -> AsyncIterator[Waiting]:
-    server = Changing(tmp_path)
-    path = write_config(tmp_path, server, rules)
+    """``one_slot``: the server takes one call at a time, and lists ``hold``, whose
+    calls wait for ``server.tell("answer")``."""
+    server = Changing(tmp_path, control=one_slot)
+    path = write_config(tmp_path, server, rules, one_slot)
     async with running(load(path), str(path)) as daemon:
-        yield Waiting(daemon, server, tmp_path)
+        yield Waiting(daemon, server, tmp_path, one_slot)

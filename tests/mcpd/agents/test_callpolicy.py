@@ -15,8 +15,8 @@ import trio.testing
 from msgspec import UNSET, Raw
 
 from mcpd.agents.askback import TOKEN_PREFIX, Flow, Park, Parks
-from mcpd.agents.callpolicy import Ask, CallPolicy
-from mcpd.agents.profiles import ProfileServers
+from mcpd.agents.callpolicy import Ask, CallPolicy, QueuedCalls
+from mcpd.agents.profiles import Profiles, ProfileServers
 from mcpd.config.load import parse
 from mcpd.config.model import Handling, NamingConfig, PinPolicy
 from mcpd.config.policy import PolicyRule
@@ -573,3 +573,88 @@ async def test_a_call_on_a_view_of_the_default_profile_is_looked_at_again_as_its
     again = p.decide(a_call(), entry_of(servers, "gh"), servers, AGENT)
     assert isinstance(again, Ask)
     assert await p.ask(a_call(Raw(b"{}")), AGENT, nothing_known, again, None) is None
+
+
+# -- looked at again while it waits for a slot at its server --
+
+
+class Queued(msgspec.Struct):
+    check: QueuedCalls
+    call: Call
+    gate: CallGate
+    servers: ProfileServers
+
+    def reload(self, *rules: dict[str, Any]) -> None:
+        self.gate.configure([msgspec.convert(r, PolicyRule) for r in rules])
+
+
+def queued(*rules: dict[str, Any]) -> Queued:
+    """A call the rules let through, routed in the default profile, as it waits for a
+    slot at its server; and what looks at it again."""
+    servers = profile({"gh": False})
+    servers.view.registry.gate.settle("gh")  # its definitions approved
+    profiles = Profiles(servers.base)
+    profiles.configure({}, NamingConfig(), 1 << 20)
+    p = policy(*rules)
+    entry = entry_of(servers, "gh")
+    call = a_call(Raw(b'{"repo": "x"}'))
+    call.profile, call.local, call.alias = "default", entry.local, entry.alias
+    assert p.decide(call, entry, profiles.default, AGENT) is None
+    return Queued(QueuedCalls(p.gate, profiles), call, p.gate, profiles.default)
+
+
+def test_a_queued_call_the_rules_now_deny_is_refused_as_a_waiting_one_is() -> None:
+    q = queued({"action": "allow", "servers": ["gh"]})
+    q.reload({"action": "deny", "servers": ["gh"], "reason": "frozen today"})
+    result = q.check.refusal(q.call)
+    assert isinstance(result, mcp.CallToolResult) and result.isError
+    said = result.content[0].text
+    assert (
+        "policy changed while the call to 'mcp__gh__delete_repo' waited for a free slot at "
+        "its server" in said
+    )
+    assert "(rule policy[0]): frozen today" in said and "not sent" in said
+    assert (q.call.decision, q.call.decided_by) == ("deny", "policy[0]")
+    assert (
+        q.call.refusal
+        == "denied by policy[0] (the rules changed while the call waited): frozen today"
+    )
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        [{"action": "allow", "servers": ["gh"], "rate": "1/h"}],  # its rate was counted once
+        [{"action": "deny", "servers": ["other"]}],
+        [],
+    ],
+)
+def test_a_queued_call_the_rules_still_let_through_stays_queued(
+    rules: list[dict[str, Any]],
+) -> None:
+    q = queued({"action": "allow", "servers": ["gh"], "rate": "1/h"})
+    q.reload(*rules)
+    assert q.check.refusal(q.call) is None
+    assert q.call.refusal is None
+
+
+@pytest.mark.parametrize(
+    ("change", "how"),
+    [
+        (changed_tool, "it is held: its definition changed since it was approved"),
+        (lambda s: s.view.registry.remove("gh"), "it is no longer listed"),
+    ],
+)
+def test_a_queued_call_whose_tool_is_held_or_gone_is_refused(change: Any, how: str) -> None:
+    q = queued({"action": "allow", "servers": ["gh"]})
+    change(q.servers)
+    result = q.check.refusal(q.call)
+    assert isinstance(result, mcp.CallToolResult) and result.isError
+    said = result.content[0].text
+    assert "'mcp__gh__delete_repo' changed while the call to it waited for a free slot" in said
+    assert how in said and "did not send it" in said
+    assert result.meta is not None and result.meta["mcpd/policy"]["changed"] == "tool"
+    assert q.call.refusal is not None
+    assert q.call.refusal.startswith(
+        f"allowed by policy[0], but the tool changed while the call waited: {how}"
+    )

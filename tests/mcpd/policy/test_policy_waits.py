@@ -4,8 +4,10 @@ person approves it anew) is refused when the operator approves the call, and whe
 modern agent's retry brings its user's approval with the requestState mcpd gave before
 the change; a reload that denies a waiting call ends it at once (the agent's user is
 told to stop asking, and ``mcpd approvals`` lists it no more), while one that allows
-it sends it once when approved. None of these reach the server, and each audit record
-says what became of the call."""
+it sends it once when approved. A call let through that waits for a free slot at its
+server is looked at again too: a reload that denies it, or its tool held meanwhile,
+ends it at once, unsent. None of these reach the server, and each audit record says
+what became of the call."""
 
 from __future__ import annotations
 
@@ -14,15 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import trio
+import trio.testing
 
 from tests.support.agent import META, Agent, connect
 from tests.support.answering import connect_answering
+from tests.support.pins_daemon import TOOLS_CHANGED, heard
 from tests.support.policy_daemon import text
-from tests.support.waiting_daemon import ASK, CREATE, LIMIT, SEARCH, waiting_daemon
+from tests.support.waiting_daemon import ASK, CREATE, LIMIT, SEARCH, Waiting, waiting_daemon
 
 ASKS = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}
 CHANGED = "but the tool changed while the call waited for approval: it is held"
+HOLD = "mcp__tickets__hold"
 DENY_SEARCH: list[dict[str, Any]] = [
     {"tools": ["tickets/search"], "action": "deny", "reason": "searches are off today"},
     *ASK,
@@ -180,3 +185,120 @@ async def test_a_reload_that_allows_a_waiting_call_sends_it_once_approved(
             assert [(r.decision, r.decided_by, r.outcome) for r in records] == [
                 ("allow", "policy[0]", "ok")
             ]
+
+
+# -- let through, but waiting for the server's one slot --
+
+
+class Slot:
+    """The server's one slot, taken by a call of ``hold`` that the server answers only
+    when told; the calls made meanwhile wait behind it."""
+
+    def __init__(self, setup: Waiting, agent: Agent, nursery: trio.Nursery) -> None:
+        self.setup = setup
+        self.agent = agent
+        self.nursery = nursery
+        self.got: dict[str, dict[str, Any]] = {}
+
+    def call(self, name: str) -> None:
+        async def call() -> None:
+            self.got[name] = await self.agent.call(name, {"query": "x"})
+
+        self.nursery.start_soon(call)
+
+    async def queued(self) -> int:
+        """Once the daemon has done what it can with what it was sent: how many calls
+        wait for the slot."""
+        await trio.testing.wait_all_tasks_blocked()
+        scheduler = self.setup.daemon.supervisor.runners["tickets"].scheduler
+        assert scheduler.running == 1
+        return len(scheduler.queue)
+
+    async def take(self) -> None:
+        self.call(HOLD)
+        assert await self.queued() == 0
+
+
+async def test_a_reload_that_denies_an_approved_call_waiting_for_a_slot_ends_it_unsent(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with waiting_daemon(tmp_path, one_slot=True) as setup:
+            async with connect(setup.daemon.socket_path) as agent, trio.open_nursery() as nursery:
+                slot = Slot(setup, agent, nursery)
+                await slot.take()
+                slot.call(SEARCH)
+                [waiting] = await setup.pending()
+                setup.daemon.approvals.decide(waiting.id, True, "uid 0 (root)")
+                assert await slot.queued() == 1
+                await setup.reload(DENY_SEARCH)
+                # Ended at once, the slot still taken: not once the slot is free.
+                assert await slot.queued() == 0
+                result = slot.got[SEARCH]
+                said = text(result)
+                assert result["isError"] is True
+                assert (
+                    "policy changed while the call to 'mcp__tickets__search' waited for a free "
+                    "slot at its server" in said
+                )
+                assert "searches are off today" in said
+                await setup.server.tell("answer")
+            assert text(slot.got[HOLD]) == "called hold"
+            assert setup.reached("search") == 0
+            records = await setup.records()
+            [record] = [r for r in records if r.name == SEARCH]
+            assert (record.decision, record.decided_by, record.outcome) == (
+                "deny",
+                "policy[0]",
+                "refused",
+            )
+            assert record.reason == (
+                "denied by policy[0] (the rules changed while the call waited): "
+                "searches are off today"
+            )
+
+
+async def test_a_call_whose_tool_is_held_while_it_waits_for_a_slot_ends_unsent(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with waiting_daemon(tmp_path, [], one_slot=True) as setup:
+            sock = setup.daemon.socket_path
+            async with (
+                connect(sock, modern=False) as watcher,
+                connect(sock) as agent,
+                trio.open_nursery() as nursery,
+            ):
+                await watcher.initialize()
+                slot = Slot(setup, agent, nursery)
+                await slot.take()
+                slot.call(SEARCH)  # no rule: let through
+                assert await slot.queued() == 1
+                setup.server.change()
+                since = len(watcher.notifications)
+                await setup.server.tell("announce")
+                await heard(watcher, since, (TOOLS_CHANGED,))
+                entry = setup.daemon.registry.lookup(SEARCH)
+                assert entry is not None and entry.held is not None
+                assert await slot.queued() == 0
+                result = slot.got[SEARCH]
+                said = text(result)
+                assert result["isError"] is True
+                assert (
+                    "changed while the call to it waited for a free slot at its server: it is "
+                    "held" in said
+                )
+                await setup.server.tell("answer")
+            assert text(slot.got[HOLD]) == "called hold"
+            assert setup.reached("search") == 0
+            records = await setup.records()
+            [record] = [r for r in records if r.name == SEARCH]
+            assert (record.decision, record.decided_by, record.outcome) == (
+                "allow",
+                "default",
+                "refused",
+            )
+            assert record.reason is not None
+            assert record.reason.startswith(
+                "allowed by default, but the tool changed while the call waited: it is held"
+            )
