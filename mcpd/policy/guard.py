@@ -210,11 +210,20 @@ class SecretGuard:
     def raw(self, alias: str, raw: Raw, what: str) -> Raw:
         """``raw`` (a JSON value as a server sent it), or a copy with every secret in
         it masked. Without one it is returned as it is: the same object."""
-        # The common case, on every call's path: nothing found, nothing more done.
         pattern = self._search.pattern
         if (pattern is None or pattern.search(raw) is None) and alias not in self.patterns_for:
             return raw
         return self._masked_raw(alias, raw, what)
+
+    def finds(self, alias: str, raw: Raw | bytes) -> bool:
+        """Whether ``raw`` (JSON text as a server sent it) holds something to mask: the
+        form of a secret mcpd holds, or (for a server in ``patterns_for``) what may be
+        a credential's format. Only then need its decoded value be walked (``value``)."""
+        # On every call's path: a search of the bytes, at C speed.
+        pattern = self._search.pattern
+        if pattern is not None and pattern.search(raw) is not None:
+            return True
+        return alias in self.patterns_for and TRIGGER.search(raw) is not None
 
     def _masked_raw(self, alias: str, raw: Raw, what: str) -> Raw:
         pattern = self._search.pattern
@@ -229,7 +238,10 @@ class SecretGuard:
 
     def value(self, alias: str, value: Any, what: str) -> Any:
         """A decoded JSON value with every secret in its strings (keys too) masked:
-        ``value`` itself when it holds none."""
+        ``value`` itself when it holds none. Not walked at all while mcpd holds no
+        secret and looks for no format in what ``alias`` sends."""
+        if self._search.values is None and alias not in self.patterns_for:
+            return value
         seen: list[str] = []
         masked = self._search.mask_value(value, seen)
         if alias in self.patterns_for:

@@ -247,3 +247,26 @@ def test_adjacent_secrets_get_a_marker_each_and_a_chain_of_overlaps_one() -> Non
     assert g.text("s", text, "stderr") == (
         "[secret of servers.a.env.A][secret of servers.a.env.A]|[secret of servers.a.env.A]|"
     )
+
+
+class Unwalkable(dict[str, object]):
+    """A decoded value that fails the test if anything walks it."""
+
+    def items(self):  # type: ignore[override]
+        raise AssertionError("walked")
+
+
+def test_while_no_secret_is_held_a_value_is_not_walked_at_all() -> None:
+    value = Unwalkable(text="anything")
+    assert guard().value("s", value, "a result") is value
+    # Nor with one held that the server's bytes do not hold: those are searched first.
+    held = guard(("servers.a.env.KEY", PLAIN))
+    assert not held.finds("s", Raw(b'{"text":"plain-secret-01234567"}'))
+    assert held.finds("s", Raw(b'{"text":"plain-secret-0123456789"}'))
+
+
+def test_a_server_whose_text_is_searched_for_formats_is_looked_at_for_them() -> None:
+    g = guard(patterns=True)
+    key = b'{"text":"ghp_' + b"a" * 36 + b'"}'
+    assert g.finds("s", Raw(key)) and not g.finds("other", Raw(key))
+    assert masked(g, key) != json.loads(key)
