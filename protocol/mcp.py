@@ -64,24 +64,12 @@ class MetaOnlyParams(msgspec.Struct, omit_defaults=True):
 
 
 class DiscoverResult(msgspec.Struct):
-    """A discover result as mcpd sends it (``Discovered`` is one received)."""
+    """A discover result as mcpd sends it (``greeting.Discovered`` is one received)."""
 
     supportedVersions: list[str] = msgspec.field(default_factory=list)
     capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
     instructions: str | UnsetType | None = UNSET
     ttlMs: int | UnsetType | None = UNSET
-    cacheScope: str | UnsetType = UNSET
-    resultType: str | UnsetType = UNSET
-    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
-
-
-class Discovered(msgspec.Struct):
-    """A server's discover result as received; its ``ttlMs`` as written (``ttl_of``)."""
-
-    supportedVersions: list[str] = msgspec.field(default_factory=list)
-    capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
-    instructions: str | UnsetType | None = UNSET
-    ttlMs: Raw | UnsetType = UNSET
     cacheScope: str | UnsetType = UNSET
     resultType: str | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
@@ -151,6 +139,13 @@ class ListToolsParams(msgspec.Struct, omit_defaults=True):
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
+class ResultMeta(msgspec.Struct):
+    """A result's ``_meta`` as a client reads it: for who the server says it is, the
+    rest skipped unread."""
+
+    serverInfo: Raw | UnsetType = msgspec.field(name=KEY_SERVER_INFO, default=UNSET)
+
+
 class ListToolsPage(msgspec.Struct, omit_defaults=True):
     """One page as received; tools stay raw so one bad tool cannot sink the page."""
 
@@ -159,7 +154,7 @@ class ListToolsPage(msgspec.Struct, omit_defaults=True):
     ttlMs: Raw | UnsetType = UNSET  # as written: ``ttl_of``
     cacheScope: str | UnsetType = UNSET
     resultType: str | UnsetType = UNSET
-    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
+    meta: ResultMeta | UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
 class ListToolsResult(msgspec.Struct, omit_defaults=True):

@@ -15,9 +15,10 @@ import msgspec
 import trio
 from msgspec import Raw
 
+from protocol import greeting, mcp
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
-from protocol import mcp
+from protocol.greeting import ServerCapabilities
 from protocol.logfields import log_extra
 from protocol.visible import quote
 from transports.base import Transport
@@ -45,6 +46,9 @@ class Incompatible(TransportError):
 
 # What a server says of itself is shown in status, each string at most this long.
 IDENTITY_CHARS: Final = 256
+# A greeting longer than this is worth a line in the journal: of what a server says of
+# itself only what mcpd acts on is kept (``protocol.greeting``), the rest goes unread.
+GREETING_TOLD: Final = 64 * 1024
 
 
 class Identity(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -88,7 +92,7 @@ def _one_line(text: str) -> str:
 class Greeting(msgspec.Struct):
     era: mcp.Era
     version: str
-    capabilities: dict[str, Any]
+    capabilities: ServerCapabilities
     instructions: str | None
     server_info: Identity | None
     # Only a modern server's discover result carries one.
@@ -133,8 +137,8 @@ class Handshake:
             version = mcp.LATEST_MODERN
             for _ in range(2):  # at most one retry, with a version from -32022's list
                 outcome = await self._probe(version)
-                if isinstance(outcome, mcp.Discovered):
-                    chosen = _pick_modern(outcome.supportedVersions)
+                if isinstance(outcome, greeting.Discovered):
+                    chosen = _pick_modern(greeting.supported_versions(outcome.supportedVersions))
                     if chosen is not None:
                         return self._discovered(outcome, chosen)
                     break  # a discover result that lists no modern version: legacy
@@ -145,7 +149,7 @@ class Handshake:
                 raise Incompatible(f"{self.alias}: does not speak protocol {mcp.LATEST_MODERN}")
         return await self.initialize(client_capabilities)
 
-    async def _probe(self, version: str) -> mcp.Discovered | str | None:
+    async def _probe(self, version: str) -> greeting.Discovered | str | None:
         """A DiscoverResult, a version to retry with, or None for "legacy"."""
         params = mcp.MetaOnlyParams(meta=request_meta(version, NO_CAPABILITIES))
         headers = mcp_headers.request_headers(version, "server/discover") if self.http else None
@@ -172,9 +176,11 @@ class Handshake:
             self.probe_died = not self.http
             raise
         try:
-            return rpc.decode_as(raw, mcp.Discovered)
+            found = rpc.decode_as(raw, greeting.Discovered)
         except rpc.InvalidParams:
             return None
+        self._told("server/discover", raw)
+        return found
 
     def _probe_error(self, exc: rpc.RPCError) -> str | None:
         if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
@@ -194,7 +200,7 @@ class Handshake:
             )
         return None
 
-    def _discovered(self, result: mcp.Discovered, version: str) -> Greeting:
+    def _discovered(self, result: greeting.Discovered, version: str) -> Greeting:
         self._set_transport_era("modern")
         ttl, wrong = mcp.ttl_of(result.ttlMs)
         if wrong is not None:
@@ -207,11 +213,21 @@ class Handshake:
         return Greeting(
             "modern",
             version,
-            result.capabilities,
+            greeting.server_capabilities(result.capabilities),
             result.instructions if isinstance(result.instructions, str) else None,
-            identity((result.meta or {}).get(mcp.KEY_SERVER_INFO)),
+            identity(greeting.server_info(result.meta)),
             ttl,
         )
+
+    def _told(self, method: str, raw: Raw) -> None:
+        if len(raw) > GREETING_TOLD:
+            logger.info(
+                "%s: its %s result is %s bytes; mcpd keeps only the parts it acts on",
+                self.alias,
+                method,
+                f"{len(raw):,}",
+                extra=log_extra(self.alias),
+            )
 
     async def initialize(self, client_capabilities: dict[str, Any]) -> Greeting:
         """The legacy handshake (the caller sends ``notifications/initialized`` once it
@@ -234,7 +250,7 @@ class Handshake:
                 chosen = _pick_modern(supported if isinstance(supported, list) else [])
                 if chosen is not None:
                     outcome = await self._probe(chosen)
-                    if isinstance(outcome, mcp.Discovered):
+                    if isinstance(outcome, greeting.Discovered):
                         return self._discovered(outcome, chosen)
             # Taken for legacy only because the probe had no answer in time: the
             # server may be a slow modern one, and the user the one to say so.
@@ -248,9 +264,10 @@ class Handshake:
                 f"{self.alias}: {slow}initialize failed with the error {quote(exc.message)}"
             ) from None
         try:
-            result = rpc.decode_as(raw, mcp.InitializeResult)
+            result = rpc.decode_as(raw, greeting.Initialized)
         except rpc.InvalidParams as exc:
             raise ProtocolViolation(f"{self.alias}: bad initialize result: {exc}") from None
+        self._told("initialize", raw)
         if result.protocolVersion not in mcp.LEGACY_VERSIONS:
             raise Incompatible(
                 f"{self.alias}: server offered protocol {quote(result.protocolVersion)}; "
@@ -259,7 +276,7 @@ class Handshake:
         return Greeting(
             "legacy",
             result.protocolVersion,
-            result.capabilities,
+            greeting.server_capabilities(result.capabilities),
             result.instructions if isinstance(result.instructions, str) else None,
             identity(result.serverInfo),
         )

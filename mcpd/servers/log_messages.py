@@ -83,7 +83,7 @@ class LogMessages:
         if up.era == "modern":
             up.meta.log_level = self.wanted
             return
-        if not isinstance(up.capabilities.get("logging"), dict):
+        if not up.capabilities.logging:
             return
         target = self.wanted if self.wanted is not None else (QUIET if self.sent else None)
         if target is None or target == self.sent:

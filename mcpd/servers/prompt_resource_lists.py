@@ -50,13 +50,6 @@ MIN_REFETCH: Final = 1.0
 MIN_RESUBSCRIBE: Final = 1.0
 
 
-def _cap(up: Upstream, name: str, key: str | None = None) -> bool:
-    value = up.capabilities.get(name)
-    if key is None:
-        return isinstance(value, dict)
-    return isinstance(value, dict) and value.get(key) is True
-
-
 async def list_all(
     up: Upstream, method: str, field: str, type_: type[T], kind: str
 ) -> tuple[list[T], Trimmed]:
@@ -167,7 +160,7 @@ class PromptResourceKeeper:
     async def _fetch_prompts(self, up: Upstream) -> None:
         self.prompts_due = False
         self.trimmed.pop("prompts", None)
-        if not _cap(up, "prompts"):
+        if not up.capabilities.prompts:
             return
         try:
             prompts, self.trimmed["prompts"] = await list_all(
@@ -182,7 +175,7 @@ class PromptResourceKeeper:
         self.resources_due = False
         self.trimmed.pop("resources", None)
         self.trimmed.pop("resource_templates", None)
-        if not _cap(up, "resources"):
+        if not up.capabilities.resources:
             return
         try:
             await self._list_resources(up, self.catalog)
@@ -297,7 +290,7 @@ class PromptResourceKeeper:
     async def _sync_legacy(self, up: Upstream) -> None:
         self._sync_due = False
         self._sync_after = trio.current_time() + MIN_RESUBSCRIBE
-        if not _cap(up, "resources", "subscribe"):
+        if not up.capabilities.subscribe:
             return
         for uri in sorted(set(self.subscribed) - self.held):
             await self._legacy_request(up, "resources/subscribe", uri)
@@ -320,7 +313,7 @@ class PromptResourceKeeper:
             )
 
     def supports_subscriptions(self, up: Upstream | None) -> bool:
-        return up is not None and _cap(up, "resources", "subscribe")
+        return up is not None and up.capabilities.subscribe
 
     # -- the modern subscription --
 
@@ -329,21 +322,21 @@ class PromptResourceKeeper:
         waits while there is nothing to ask for yet)."""
         return (
             up.lists_changes
-            or _cap(up, "prompts", "listChanged")
-            or _cap(up, "resources", "listChanged")
-            or _cap(up, "resources", "subscribe")
-            or surface.has_tasks(up.capabilities)
+            or up.capabilities.prompts_changed
+            or up.capabilities.resources_changed
+            or up.capabilities.subscribe
+            or up.capabilities.tasks
         )
 
     def _filter(self, up: Upstream) -> dict[str, Any]:
         wanted: dict[str, Any] = {}
-        if _cap(up, "prompts", "listChanged"):
+        if up.capabilities.prompts_changed:
             wanted["promptsListChanged"] = True
-        if _cap(up, "resources", "listChanged"):
+        if up.capabilities.resources_changed:
             wanted["resourcesListChanged"] = True
-        if self.subscribed and _cap(up, "resources", "subscribe"):
+        if self.subscribed and up.capabilities.subscribe:
             wanted["resourceSubscriptions"] = sorted(self.subscribed)
-        if self.watched_tasks and surface.has_tasks(up.capabilities):
+        if self.watched_tasks and up.capabilities.tasks:
             wanted["taskIds"] = sorted(self.watched_tasks)
         return wanted
 

@@ -79,21 +79,13 @@ _created: Final = msgspec.json.Decoder(_Created)
 _encode: Final = msgspec.json.Encoder().encode
 
 
-def _runs_tool_tasks(capabilities: Mapping[str, Any]) -> bool:
-    """Whether the server says it takes task-augmented tools/call (without that, the
-    spec forbids sending one, whatever a tool says)."""
-    node: Any = capabilities.get("tasks")
-    for key in ("requests", "tools", "call"):
-        if not isinstance(node, dict):
-            return False
-        node = node.get(key)
-    return isinstance(node, dict)
-
-
-def task_tools(tools: Sequence[mcp.Tool], capabilities: Mapping[str, Any]) -> frozenset[str]:
+def task_tools(tools: Sequence[mcp.Tool], runs_tool_tasks: bool) -> frozenset[str]:
     """The names of the tools that run only as tasks; each is left listed without the
-    marker, which agents must not act on (mcpd takes no task-augmented calls)."""
-    if not _runs_tool_tasks(capabilities):
+    marker, which agents must not act on (mcpd takes no task-augmented calls).
+    ``runs_tool_tasks``: whether the server says it takes task-augmented tools/call
+    (``ServerCapabilities.tool_tasks``); without that, the spec forbids sending one,
+    whatever a tool says."""
+    if not runs_tool_tasks:
         return frozenset()
     names: set[str] = set()
     for tool in tools:

@@ -14,9 +14,9 @@ import hashlib
 import msgspec
 from msgspec import Raw
 
+from protocol import greeting, mcp
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
-from protocol import mcp
 from protocol.visible import quote
 
 from ..config.model import ListLimits
@@ -78,8 +78,8 @@ class ToolPages:
             self._ttl, self.ttl_wrong = mcp.ttl_of(page.ttlMs)
             self._scope = page.cacheScope if isinstance(page.cacheScope, str) else None
         self._pages += 1
-        if self.server_info is None and isinstance(page.meta, dict):
-            self.server_info = handshake.identity(page.meta.get(mcp.KEY_SERVER_INFO))
+        if self.server_info is None:
+            self.server_info = handshake.identity(greeting.server_info(page.meta))
         for item in page.tools:
             if trim.admit(item):
                 self._digest.update(item)

@@ -18,6 +18,7 @@ from msgspec import UNSET, Raw
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
+from protocol.greeting import ServerCapabilities
 from protocol.logfields import log_extra
 from transports.base import Params, Transport
 from transports.errors import (
@@ -69,7 +70,7 @@ class Upstream:
         self.limits = limits
         self.era: mcp.Era | None = None
         self.version = ""
-        self.capabilities: dict[str, Any] = {}
+        self.capabilities = ServerCapabilities()
         self.instructions: str | None = None
         self.instructions_cut = ""  # what the limit cut of them, if it did
         self.server_info: handshake.Identity | None = None
@@ -216,7 +217,7 @@ class Upstream:
             self._listed, self.meta.param_paths if self.http else None
         )
         if self.era == "legacy" and not result.unchanged:
-            self.task_tools = task_tools.task_tools(result.tools, self.capabilities)
+            self.task_tools = task_tools.task_tools(result.tools, self.capabilities.tool_tasks)
         worked += clock() - began
         result.cost = worked + self.transport.read_work - read_before
         return result
@@ -348,8 +349,7 @@ class Upstream:
     @property
     def lists_changes(self) -> bool:
         """Whether the server says it can notify us when its tool list changes."""
-        tools = self.capabilities.get("tools")
-        return isinstance(tools, dict) and tools.get("listChanged") is True
+        return self.capabilities.tools_changed
 
     async def listen_tools(self) -> None:
         """Hold a modern ``subscriptions/listen`` for tool-list changes open until the

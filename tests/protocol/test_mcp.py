@@ -56,58 +56,6 @@ def test_request_meta_keeps_other_keys_but_its_own_version_and_capabilities_win(
     assert extra == kept  # the caller's mapping is not written to
 
 
-def test_a_discover_result_as_the_spec_shows_it_decodes() -> None:
-    result = decode(
-        {
-            "resultType": "complete",
-            "supportedVersions": ["2026-07-28"],
-            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
-            "instructions": "be brief",
-            "ttlMs": 3600000,
-            "cacheScope": "public",
-            "_meta": {mcp.KEY_SERVER_INFO: {"name": "S", "version": "1.0"}},
-        },
-        mcp.Discovered,
-    )
-    assert result.supportedVersions == ["2026-07-28"]
-    assert result.capabilities["tools"] == {"listChanged": True}
-    assert (result.instructions, result.cacheScope) == ("be brief", "public")
-    assert mcp.ttl_of(result.ttlMs) == (3600000, None)
-    assert result.meta[mcp.KEY_SERVER_INFO]["name"] == "S"
-
-
-def test_a_bare_discover_result_leaves_what_it_omits_unset() -> None:
-    result = decode({}, mcp.Discovered)
-    assert result.supportedVersions == [] and result.capabilities == {}
-    assert result.instructions is UNSET and result.ttlMs is UNSET and result.meta is UNSET
-    # null instructions and ttl are told apart from absent ones
-    nulls = decode({"instructions": None, "ttlMs": None}, mcp.Discovered)
-    assert nulls.instructions is None and mcp.ttl_of(nulls.ttlMs) == (0, None)
-
-
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [
-        ("supportedVersions", "2026-07-28"),
-        ("supportedVersions", [2026]),
-        ("supportedVersions", None),
-        ("capabilities", []),
-        ("capabilities", "all"),
-        ("instructions", {"text": "x"}),
-        ("cacheScope", 1),
-        ("resultType", ["complete"]),
-        ("_meta", []),
-        ("_meta", None),
-    ],
-)
-def test_a_discover_result_with_a_field_of_the_wrong_type_is_refused_naming_it(
-    field: str, value: Any
-) -> None:
-    with pytest.raises(rpc.InvalidParams) as caught:
-        decode({field: value}, mcp.Discovered)
-    assert f"$.{field}" in str(caught.value)
-
-
 @pytest.mark.parametrize(
     ("written", "ttl"),
     [
@@ -132,9 +80,8 @@ def test_a_ttl_that_is_no_whole_number_is_0_and_says_why(written: bytes) -> None
     ttl, wrong = mcp.ttl_of(msgspec.Raw(written))
     assert ttl == 0 and wrong is not None and "is no whole number of milliseconds" in wrong
     # Whatever a server writes there, a result carrying it decodes.
-    for type_ in (mcp.Discovered, mcp.ListToolsPage):
-        page = rpc.decode_as(b'{"ttlMs":' + written + b"}", type_)
-        assert mcp.ttl_of(page.ttlMs) == (ttl, wrong)
+    page = rpc.decode_as(b'{"ttlMs":' + written + b"}", mcp.ListToolsPage)
+    assert mcp.ttl_of(page.ttlMs) == (ttl, wrong)
 
 
 def test_legacy_initialize_messages_decode_and_their_server_info_must_be_whole() -> None:

@@ -4,6 +4,7 @@ fails to), what is refused, and what a server may say of itself."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +32,7 @@ from mcpd.servers.handshake import (
 )
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.greeting import ServerCapabilities
 from tests.support.stand_in import Never
 from transports.errors import HttpRPCError, TransportClosed, UnexpectedReply
 
@@ -82,10 +84,14 @@ def handshake(transport: ScriptedTransport, *, http: bool = False, era: str = "a
     return Handshake("srv", transport, http=http, era=era, probe_timeout=2.0)  # type: ignore[arg-type]
 
 
-DISCOVERED = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "instructions": "hi"}
+DISCOVERED = {
+    "supportedVersions": [MODERN],
+    "capabilities": {"tools": {"listChanged": True}},
+    "instructions": "hi",
+}
 INITIALIZED = {
     "protocolVersion": LEGACY,
-    "capabilities": {"tools": {}},
+    "capabilities": {"tools": {"listChanged": True}},
     "serverInfo": {"name": "old", "version": "1"},
 }
 
@@ -99,11 +105,30 @@ def unsupported(*versions: Any) -> rpc.RPCError:
 # -- era detection --
 
 
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_a_greeting_of_megabytes_of_capabilities_keeps_a_few_bytes_of_them(
+    era: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    pad = {"x": [{}] * 200_000, "tools": {"listChanged": True}, "experimental": {"y": [1] * 9}}
+    t = (
+        ScriptedTransport(server_discover=[{**DISCOVERED, "capabilities": pad}])
+        if era == "modern"
+        else ScriptedTransport(initialize=[{**INITIALIZED, "capabilities": pad}])
+    )
+    with caplog.at_level(logging.INFO):
+        greeting = await handshake(t, era="auto" if era == "modern" else "legacy").connect({})
+    assert greeting.era == era
+    assert greeting.capabilities == ServerCapabilities(tools_changed=True)
+    assert len(msgspec.json.encode(greeting)) < 1024
+    assert "mcpd keeps only the parts it acts on" in caplog.text
+
+
 async def test_a_server_answering_discover_is_modern_without_initialize() -> None:
     t = ScriptedTransport(server_discover=[{**DISCOVERED, "ttlMs": 5000}])
     greeting = await handshake(t).connect({})
     assert (greeting.era, greeting.version) == ("modern", MODERN)
-    assert greeting.capabilities == {"tools": {}} and greeting.instructions == "hi"
+    assert greeting.capabilities == ServerCapabilities(tools_changed=True)
+    assert greeting.instructions == "hi"
     assert greeting.discover_ttl_ms == 5000
     assert t.methods() == ["server/discover"]
     assert t.era == "modern" and t.resets == 1

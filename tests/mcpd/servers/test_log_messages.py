@@ -18,6 +18,7 @@ from mcpd.local.journal import LineHandler
 from mcpd.servers.log_messages import BURST, QUIET, RATE, LogMessages
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
+from protocol.greeting import ServerCapabilities
 from protocol.loglevels import LogMessage
 from tests.support.stand_in import StandIn
 
@@ -40,7 +41,7 @@ class LoggingServer(StandIn):
 def upstream(server: StandIn, era: str = "legacy", logging_offered: bool = True) -> Upstream:
     up = Upstream("notes", server)  # type: ignore[arg-type]
     up.era = era  # type: ignore[assignment]
-    up.capabilities = {"logging": {}} if logging_offered else {}
+    up.capabilities = ServerCapabilities(logging=logging_offered)
     return up
 
 

@@ -30,6 +30,7 @@ from mcpd.servers.tool_list import ToolListKeeper
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import surface
+from protocol.greeting import Declared, server_capabilities
 from transports.errors import TransportClosed
 
 Answer = dict[str, Any] | list[Any] | Exception | Callable[[Any], Any]
@@ -41,7 +42,9 @@ class ScriptedUp:
 
     def __init__(self, capabilities: dict[str, Any], era: str = "legacy") -> None:
         self.alias = "srv"
-        self.capabilities = capabilities
+        self.capabilities = server_capabilities(
+            msgspec.json.decode(json.dumps(capabilities), type=Declared)
+        )
         self.era = era
         self.max_pages = 1000
         self.limits = DEFAULT_LIMITS
@@ -57,8 +60,7 @@ class ScriptedUp:
 
     @property
     def lists_changes(self) -> bool:
-        tools = self.capabilities.get("tools")
-        return isinstance(tools, dict) and tools.get("listChanged") is True
+        return self.capabilities.tools_changed
 
     async def request(self, method: str, params: Any) -> Raw:
         self.sent.append((method, params))

@@ -19,6 +19,7 @@ from mcpd.registry.catalog import Catalog
 from mcpd.servers.prompt_resource_lists import MIN_REFETCH, PromptResourceKeeper
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
+from protocol.greeting import ServerCapabilities
 
 RESOURCES_CHANGED = rpc.Notification(method="notifications/resources/list_changed", params=None)
 PROMPTS_CHANGED = rpc.Notification(method="notifications/prompts/list_changed", params=None)
@@ -30,7 +31,9 @@ class Storming:
 
     alias = "storm"
     max_pages = 10
-    capabilities = {"resources": {"listChanged": True}, "prompts": {"listChanged": True}}
+    capabilities = ServerCapabilities(
+        resources=True, resources_changed=True, prompts=True, prompts_changed=True
+    )
 
     def __init__(self, storms: float) -> None:
         self.storms = storms

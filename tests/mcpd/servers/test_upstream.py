@@ -20,6 +20,7 @@ from mcpd import __version__
 from mcpd.servers.handshake import Incompatible, ProtocolViolation
 from mcpd.servers.upstream import Upstream
 from protocol import mcp
+from protocol.greeting import ServerCapabilities
 from tests.support.calls import at_upstream
 from tests.support.upstream import BAD_SHAPES, scripted_server, upstream
 from transports.errors import TransportClosed
@@ -59,7 +60,7 @@ async def test_modern_server_answers_discover_and_is_spoken_to_as_modern(
             assert up.era == "modern"
             assert up.version == MODERN
             assert up.instructions == "scripted"
-            assert up.capabilities == {"tools": {}}
+            assert up.capabilities == ServerCapabilities()
             assert up.probe_died is False
             await up.list_tools()
             assert server.methods() == ["server/discover", "tools/list"]
@@ -121,7 +122,7 @@ async def test_legacy_server_gets_initialize_then_initialized(log_path: Path) ->
             await up.connect()
             assert up.era == "legacy"
             assert up.version == "2025-11-25"
-            assert up.capabilities == {"tools": {}}
+            assert up.capabilities == ServerCapabilities()
             assert up.server_info is not None
             assert up.server_info.name == "scripted"
             assert up.probe_died is False
