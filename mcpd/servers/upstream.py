@@ -357,12 +357,14 @@ class Upstream:
         await self.listen_for({"toolsListChanged": True})
 
     async def probe(self) -> None:
-        """A cheap request that proves the server answers (for half-open breakers)."""
+        """A cheap request that proves the server answers (``health``): that a result
+        came is all that is read of it, as the transport handed it over (a reply can be
+        made as costly to read as the server likes)."""
         if self.era == "modern":
             params = mcp.MetaOnlyParams(meta=request_meta(self.version, NO_CAPABILITIES))
-            await self.request("server/discover", params, cancellable=False)
+            await self._answer("server/discover", params, cancellable=False)
         else:
-            await self.request("tools/list", UNSET)
+            await self._answer("tools/list", UNSET)
 
 
 class _Renewing:

@@ -17,6 +17,7 @@ import trio
 from msgspec import UNSET, Raw
 
 from mcpd import __version__
+from mcpd.registry import own_keys
 from mcpd.servers.handshake import Incompatible, ProtocolViolation
 from mcpd.servers.upstream import Upstream
 from protocol import mcp
@@ -568,3 +569,35 @@ async def test_a_list_ttl_that_is_no_whole_number_is_said_once_while_it_stays(
         'canned: tools/list: its ttlMs "1.5" is no whole number of milliseconds '
         "mcpd can read; taken as 0"
     ]
+
+
+class Answering:
+    """A transport that answers every request with ``answer``, as it came."""
+
+    era = "modern"
+
+    def __init__(self, answer: bytes) -> None:
+        self.answer = answer
+        self.sent: list[str] = []
+
+    async def request(self, method: str, params: Any, **_: Any) -> Raw:
+        self.sent.append(method)
+        return Raw(self.answer)
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_the_health_probe_reads_nothing_of_its_answer(
+    era: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def walked(value: object) -> bool:
+        raise AssertionError("the probe's answer was taken apart")
+
+    monkeypatch.setattr(own_keys, "drop_from_meta", walked)
+    answer = b'{"resultType":"complete","x":[' + b",".join([b"{}"] * 1000)
+    transport = Answering(answer + b'],"_meta":{"mcpd/outage":{"state":"failed"}}}')
+    up = Upstream("s", transport)  # type: ignore[arg-type]
+    up.era, up.version = era, MODERN if era == "modern" else "2025-11-25"  # type: ignore[assignment]
+    await up.probe()
+    assert transport.sent == ["server/discover" if era == "modern" else "tools/list"]
+    with pytest.raises(AssertionError, match="taken apart"):
+        await up.request("server/discover", UNSET)
