@@ -18,9 +18,11 @@ A few of a call's requests may wait for its agent at once, and so many of a
 server's; one past either bound is refused at once, with an error that names it.
 What the agent is asked is the server's request with its texts cleaned, every secret
 mcpd holds masked (after the cleaning, which could join a secret split by a character
-nobody sees), and the server named (``registry.relayed``). A 2026-07-28 server asks
-by ending its call with ``input_required``: the requests in it are made the same way
-as the result comes in (``rpc_results``), whoever is asked them.
+nobody sees), and the server named (``registry.relayed``), where their size says
+(``taking_apart``: params too large to make that of are refused). A 2026-07-28 server
+asks by ending its call with ``input_required``: the requests in it are made the same
+way as the result comes in (``rpc_results``, where its size says), whoever is asked
+them.
 
 The agent's side of it (relaying the request to a legacy agent as a request of
 mcpd's own, or handing a modern agent an ``input_required`` result) is behind
@@ -48,9 +50,11 @@ from transports.base import OVER_LIMIT
 from transports.errors import SERVER_REPLIES
 
 from ..policy.guard import SecretGuard
+from ..policy.masking import KnownSecrets
 from ..registry.relayed import marked
 from .ended_asks import End, EndedAsks
 from .rpc_results import cleaned_request
+from .taking_apart import ReplyWork, TooComplex
 
 logger = logging.getLogger("mcpd.askback")
 
@@ -126,10 +130,13 @@ class AskRoutes:
         timeout: Callable[[], float],
         relay: Iterable[str] = tuple(surface.ASK_METHODS.values()),
         guard: SecretGuard | None = None,
+        replies: ReplyWork | None = None,
     ) -> None:
         self.alias = alias
         self._timeout = timeout
-        self._guard = guard
+        # Where what it asks is taken apart (and with which secrets masked): its
+        # server's, which its results share.
+        self._replies = replies or ReplyWork(alias, guard or SecretGuard(KnownSecrets()))
         # The kinds mcpd declared to the server (``servers.X.relay``): a server that asks
         # for another has been told it may not, and no agent is asked on its behalf.
         self._relay = frozenset(relay)
@@ -299,7 +306,11 @@ class AskRoutes:
         if over is not None:
             self._refuse_over(req.method, over)
             raise rpc.RPCError(OVER_LIMIT, f"{over}; ask again once they are answered")
-        params = self._relayed(req)
+        try:
+            params = await self._relayed(req)
+        except TooComplex as exc:
+            self._refuse(req.method, exc.reason)
+            raise rpc.RPCError(rpc.INVALID_PARAMS, exc.reason) from None
         wait = self._timeout()
         cause.extend(wait + cause.timeout)
         cause.asking += 1
@@ -319,12 +330,21 @@ class AskRoutes:
             self._over = False
             cause.extend(cause.timeout)
 
-    def _relayed(self, req: rpc.Request) -> dict[str, Any]:
-        """The params the agent is asked with."""
+    async def _relayed(self, req: rpc.Request) -> dict[str, Any]:
+        """The params the agent is asked with, made where their size says
+        (``taking_apart``). Raises TooComplex for params too large to make them of."""
+        given = req.params
+        replies = self._replies
+        shown = f"a {quote(req.method, METHOD_SHOWN)} request"
+        if given is None or replies.at_once(given, shown, "clean what it asks the agent"):
+            return self._made(req)
+        return await replies.in_worker(lambda: self._made(req))
+
+    def _made(self, req: rpc.Request) -> dict[str, Any]:
+        # Touches nothing of the event loop's: it may run in the server's thread.
         given: Any = msgspec.json.decode(req.params) if req.params is not None else None
         params = cleaned_request(self.alias, req.method, given)
-        if self._guard is not None:
-            params = self._guard.value(self.alias, params, f"a {req.method} request")
+        params = self._replies.guard.value(self.alias, params, f"a {req.method} request")
         return marked(self.alias, req.method, params)
 
     def _over_bound(self, cause: Cause) -> str | None:

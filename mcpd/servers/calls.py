@@ -33,6 +33,7 @@ from .ended_asks import End
 from .outage import Outage
 from .progress import ProgressRoutes, ProgressSink
 from .stats import LatencyStats
+from .taking_apart import ReplyWork
 
 # A call's one outcome: the server's raw result, why it could not be reached, the
 # server's JSON-RPC error, or a result of mcpd's own (an unknown tool, a search).
@@ -141,7 +142,8 @@ class Call(msgspec.Struct, eq=False):
     refusal: str | None = None  # why mcpd answered it itself, in a few words
     recorded: bool = False  # its record is made (or is another call's, which it continues)
     # -- on its way (the scheduler's and the upstream's) --
-    state: str = "new"  # new | queued | running | done | cancelled
+    # new | queued | running | answered (being taken apart) | done | cancelled
+    state: str = "new"
     timeout: float = 0.0  # for the server's answer (0: the configured one)
     deadline: float = math.inf
     limit: float = math.inf  # the hard limit progress cannot push the deadline past
@@ -184,6 +186,7 @@ class CallHost(abc.ABC):
     guard: SecretGuard
     progress: ProgressRoutes
     asks: AskRoutes
+    replies: ReplyWork  # where its answers are taken apart
     limits: CallLimits
     transport_kind: str  # "stdio" or "http", as the server is reached now
 

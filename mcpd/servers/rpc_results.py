@@ -8,14 +8,22 @@ legacy agent as requests of mcpd's own: their texts are cleaned first (the clean
 could join a secret split by a character nobody sees, so it comes before the masking)
 and they are marked with the server (``registry.relayed``), as a legacy server's own
 requests are. A server's JSON-RPC error is made fit likewise (``rpc_errors``).
+
+Most results go on as the bytes they came as: a scan of them (``findings``) finds
+nothing to change. One that may hold a key of mcpd's, holds the bytes of a secret mcpd
+holds, or ends its call with ``input_required`` (a task: always, for the requests it
+may wait on) is taken apart (``taken_apart``): decoded whole, walked in Python and
+encoded again. How large a result is taken apart so, and where, is ``taking_apart``'s
+to say.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
+from msgspec import Raw
 
 from protocol import mcp
 from protocol.logfields import log_extra
@@ -28,6 +36,21 @@ from ..registry.relayed import cleaned, marked
 logger = logging.getLogger("mcpd.askback")
 
 
+class Findings(NamedTuple):
+    """What in a result makes it need taking apart (what it asks, when neither)."""
+
+    own: bool  # it may hold a key of mcpd's
+    secret: bool  # it holds what the guard masks
+
+    @property
+    def why(self) -> str:
+        if self.own:
+            return "drop what it put under mcpd's keys"
+        if self.secret:
+            return "mask a secret it holds"
+        return "clean what it asks the agent"
+
+
 class _Look(msgspec.Struct):
     """What every result is read for, in one decode that skips the rest: whether it
     is ``input_required``."""
@@ -36,45 +59,75 @@ class _Look(msgspec.Struct):
 
 
 _look: Final = msgspec.json.Decoder(_Look)
+_NOT_ASKING: Final = _Look()
+_SECRET: Final = Findings(own=False, secret=True)
 _INPUT_REQUIRED: Final = mcp.INPUT_REQUIRED
 _may_hold_own: Final = own_keys.may_hold
 
 
-def result_for_agents(
-    guard: SecretGuard, alias: str, raw: msgspec.Raw, what: str, *, task: bool = False
-) -> msgspec.Raw:
-    """A server's result as agents may get it: every secret mcpd holds masked (the same
-    bytes when it holds none), and whatever the server put under mcpd's own keys in
-    any ``_meta`` in it (its own, its content's) dropped (``registry.own_keys``); an
-    ``input_required``'s requests, which a person or a model reads, also cleaned before
-    that and marked with the server, as a legacy server's own requests are.
-
-    ``task``: ``raw`` is a task as the tasks extension shows one (a tasks method's
-    result, a ``notifications/tasks``' params), whose requests are those it waits on
-    and those of the tool's result it ended with."""
-    own = _may_hold_own(raw)
-    if not own and not task:
+def findings(guard: SecretGuard, alias: str, raw: Raw, *, task: bool = False) -> Findings | None:
+    """Why ``raw`` (a server's result) must be taken apart before agents get it; None
+    (every call, nearly) when it goes on as it came. ``task``: as for
+    ``result_for_agents``."""
+    if _may_hold_own(raw):
+        return Findings(True, guard.finds(alias, raw))
+    if not task:
         try:
             look = _look.decode(raw)
         except (msgspec.DecodeError, RecursionError):
-            return guard.raw(alias, raw, what)  # not an object: no request in it
+            look = _NOT_ASKING  # not an object: no request in it
         if look.resultType != _INPUT_REQUIRED:
-            return guard.raw(alias, raw, what)  # every call, nearly
+            # Every call, nearly: nothing here either.
+            return _SECRET if guard.finds(alias, raw) else None
+    return Findings(False, guard.finds(alias, raw))
+
+
+def taken_apart(
+    guard: SecretGuard, alias: str, raw: Raw, what: str, found: Findings, *, task: bool = False
+) -> Raw:
+    """``raw`` as agents may get it, for what ``findings`` found in it. Touches nothing
+    of the event loop's: it may run in a worker thread."""
     try:
         result: Any = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         # Not reached: the transport took the line for valid UTF-8 and not too deep.
         raise MalformedReply(f"{alias}: {what} could not be read again") from None
-    # Decoded whole and encoded again, even with nothing dropped: a _meta given twice
-    # goes on as the one mcpd read (the last), which every reader then reads.
-    if own:
+    if found.own:
         own_keys.drop_from_meta(result)
-    for request in _requests(result, task):
+    asks = _requests(result, task)
+    for request in asks:
         request["params"] = cleaned_request(alias, request["method"], request.get("params"))
-    result = guard.value(alias, result, what)
+    if found.secret:
+        masked = guard.value(alias, result, what)
+        if masked is result and not found.own and not asks:
+            return raw  # nothing to mask after all: a reply stays spliced
+        result = masked
+    else:
+        # The cleaning could join a secret split by a character nobody sees.
+        for request in asks:
+            request["params"] = guard.value(alias, request["params"], what)
     for request in _requests(result, task):
         request["params"] = marked(alias, request["method"], request.get("params"))
+    # Encoded again even with nothing dropped: a _meta given twice goes on as the one
+    # mcpd read (the last), which every reader then reads.
     return own_keys.reencoded(raw, result)
+
+
+def result_for_agents(
+    guard: SecretGuard, alias: str, raw: Raw, what: str, *, task: bool = False
+) -> Raw:
+    """A server's result as agents may get it: every secret mcpd holds masked (the same
+    bytes when it holds none), and whatever the server put under mcpd's own keys in
+    any ``_meta`` in it (its own, its content's) dropped (``registry.own_keys``); an
+    ``input_required``'s requests, which a person or a model reads, also cleaned before
+    that and marked with the server, as a legacy server's own requests are. The work
+    is done here and now, whatever it costs: ``taking_apart.ReplyWork`` bounds it.
+
+    ``task``: ``raw`` is a task as the tasks extension shows one (a tasks method's
+    result, a ``notifications/tasks``' params), whose requests are those it waits on
+    and those of the tool's result it ended with."""
+    found = findings(guard, alias, raw, task=task)
+    return raw if found is None else taken_apart(guard, alias, raw, what, found, task=task)
 
 
 def cleaned_request(alias: str, method: str, params: Any) -> Any:

@@ -72,9 +72,11 @@ class Runner(ServerParts):
         self.attempts += 1
         self.downtime.set_phase("starting")
         # Calls waiting for the first start, and calls in flight, are timed out by the
-        # scheduler's timer while the attempt lasts.
+        # scheduler's timer while the attempt lasts; answers too big to take apart at
+        # once are taken apart meanwhile.
         async with trio.open_nursery() as timers:
             timers.start_soon(self.scheduler.run_timer)
+            timers.start_soon(self.replies.run)
             try:
                 await self._attempt_once()
             finally:

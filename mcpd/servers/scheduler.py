@@ -32,7 +32,7 @@ from .ended_asks import End
 from .oauth import LoginRequired
 from .outage import Outage, last_line
 from .rpc_errors import error_for_agents
-from .rpc_results import result_for_agents
+from .rpc_results import Findings, findings, taken_apart
 from .turns import TurnQueue
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.calls")
 
 _LIVE: Final = frozenset({"queued", "running"})
+_RESULT: Final = "a tools/call result"
 
 
 class CallScheduler(_Scheduler):
@@ -153,6 +154,10 @@ class CallScheduler(_Scheduler):
             self._forget(call, "cancelled by the client")
             self._start_queued()
             self._ended(call, End.UNANSWERED)
+        elif call.state == "answered":
+            # Its server replied: what is made of the reply meanwhile goes nowhere.
+            call.state = "cancelled"
+            self._ended(call, End.ANSWERED)
 
     def _enqueue(self, call: Call, wait: float) -> None:
         # Queued calls wait with the same allowance, so their deadlines only grow in
@@ -225,16 +230,15 @@ class CallScheduler(_Scheduler):
         elapsed = now - call.start
         ending: Ending
         if raw is not None and error is None and not timed_out:  # every call, nearly
-            try:
-                # The same bytes unless they hold a secret mcpd holds, a key of its own
-                # or ask the agent something: a reply stays spliced.
-                result = result_for_agents(r.guard, r.alias, raw, "a tools/call result")
-            except MalformedReply as exc:
-                ending = self._failed(call, exc, False, now, elapsed)
-            else:
-                ending = Answered(result)
-                r.breaker.record_success(now, call.ticket)
-                r.stats.record(elapsed)
+            # The same bytes unless they hold a secret mcpd holds, a key of its own or
+            # ask the agent something: a reply stays spliced.
+            found = findings(r.guard, r.alias, raw)
+            if found is not None:
+                self._take_apart(call, raw, found, now, elapsed)
+                return
+            ending = Answered(raw)
+            r.breaker.record_success(now, call.ticket)
+            r.stats.record(elapsed)
         else:
             ending = self._failed(call, error, timed_out, now, elapsed)
         self._close(call, ending)
@@ -247,6 +251,50 @@ class CallScheduler(_Scheduler):
         if self.queue.calls:
             self._start_queued()
         self._finish(call, ending)
+
+    def _take_apart(
+        self, call: Call, raw: Raw, found: Findings, now: float, elapsed: float
+    ) -> None:
+        """``complete`` for an answer that must be taken apart (``taking_apart``): at
+        once, or (too big for that) in the server's thread while the agent waits. The
+        server replied either way, however its reply turns out."""
+        r = self.runner
+        ending: Ending
+        later = False
+        try:
+            if not r.replies.at_once(raw, _RESULT, found.why):
+                later = r.replies.in_thread(
+                    raw, _RESULT, found, lambda done: self._taken_apart(call, done)
+                )
+            ending = Answered(raw if later else taken_apart(r.guard, r.alias, raw, _RESULT, found))
+        except MalformedReply as exc:
+            ending = self._failed(call, exc, False, now, elapsed)
+        else:
+            r.breaker.record_success(now, call.ticket)
+            r.stats.record(elapsed)
+        if not later:
+            self._close(call, ending)
+            return
+        # The server's part is over (its slot is free, and what it asks now is not
+        # about this call); the agent's waits.
+        call.state = "answered"
+        self._release(call)
+        if self.queue.calls:
+            self._start_queued()
+        if call.relays:
+            call.relays = False
+            r.asks.leave_call(call, End.ANSWERED, call.rid)
+
+    def _taken_apart(self, call: Call, done: Raw | MalformedReply) -> None:
+        if call.state != "answered":
+            return  # cancelled meanwhile
+        outcome: Outcome
+        if isinstance(done, MalformedReply):
+            r = self.runner
+            outcome = Outage(r.alias, "malformed", done.reason, call.start).masked(r.guard)
+        else:
+            outcome = done
+        self._finish(call, Answered(outcome))
 
     def _failed(
         self, call: Call, error: BaseException | None, timed_out: bool, now: float, elapsed: float

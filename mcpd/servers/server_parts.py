@@ -47,6 +47,7 @@ from .state import (
     status_row,
 )
 from .stats import LatencyStats
+from .taking_apart import ReplyWork
 from .tool_list import ToolListKeeper
 from .upstream import Upstream
 
@@ -82,6 +83,7 @@ class ServerParts(CallHost):
         )
         self.policy = RestartPolicy(backoff_config(d), loops=cfg.kind == "stdio")
         self.stats = LatencyStats()
+        self.replies = ReplyWork(alias, self.guard)
         self.scheduler = CallScheduler(self, cfg.concurrency())
         self.upstream: Upstream | None = None
         self.stderr: list[str] = []
@@ -121,7 +123,7 @@ class ServerParts(CallHost):
         self.prompt_resources = PromptResourceKeeper(alias, registry, self.wake, self.changed)
         self.logs = LogMessages(alias, self.wake)
         self.asks = AskRoutes(
-            alias, lambda: self.config.daemon.ask_timeout, cfg.relay, guard=self.guard
+            alias, lambda: self.config.daemon.ask_timeout, cfg.relay, replies=self.replies
         )
         self.session = Session(
             alias,
@@ -136,7 +138,7 @@ class ServerParts(CallHost):
             progress=self.progress,
             scheduler=self.scheduler,
             auth=self.auth,
-            guard=self.guard,
+            replies=self.replies,
         )
 
     # -- state shown to people and models --

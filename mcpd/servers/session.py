@@ -20,8 +20,6 @@ from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 
 from ..config.model import DaemonConfig, ListLimits
-from ..policy.guard import SecretGuard
-from ..registry import own_keys
 from .backoff import RestartPolicy
 from .events import LifecycleJournal
 from .handshake import ProtocolViolation, relay_capabilities
@@ -30,8 +28,8 @@ from .log_messages import LogMessages
 from .oauth import LoginRequired
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
-from .rpc_results import result_for_agents
 from .scheduler import CallScheduler
+from .taking_apart import ReplyWork
 from .tool_list import ToolListKeeper
 from .tool_pages import ListResult
 from .upstream import Upstream
@@ -59,10 +57,10 @@ class Session:
         progress: ProgressRoutes,
         scheduler: CallScheduler,
         auth: ServerAuth | None,
-        guard: SecretGuard,
+        replies: ReplyWork,
     ) -> None:
         self.alias = alias
-        self._guard = guard
+        self._replies = replies
         self.era_hint = era
         self._relay = relay
         self._events = events
@@ -83,14 +81,13 @@ class Session:
     def on_notification(self, msg: rpc.Notification) -> None:
         if msg.params is not None:
             # A log message, a progress message: relayed to agents (without what the
-            # server put under mcpd's keys) and logged. A task's news is a task as
+            # server put under mcpd's keys, every secret masked) and logged, unless it
+            # is too big to make so (``taking_apart``). A task's news is a task as
             # tasks/get shows it, and made fit to pass on as that is.
-            what = f"a {msg.method} notification"
-            if msg.method == "notifications/tasks":
-                params = result_for_agents(self._guard, self.alias, msg.params, what, task=True)
-            else:
-                params = own_keys.meta_dropped(msg.params)
-                params = self._guard.raw(self.alias, params, what)
+            task = msg.method == "notifications/tasks"
+            params = self._replies.notification(msg.params, msg.method, task=task)
+            if params is None:
+                return
             if params is not msg.params:
                 msg = rpc.Notification(msg.method, params)
         if msg.method == "notifications/progress":
@@ -112,7 +109,8 @@ class Session:
             probe_timeout=settings.probe_timeout,
             max_pages=settings.max_pages,
             limits=limits,
-            guard=self._guard,
+            guard=self._replies.guard,
+            replies=self._replies,
         )
         up.client_capabilities = relay_capabilities(self._relay)
         try:

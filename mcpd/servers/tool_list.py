@@ -6,7 +6,8 @@ tool-list changes (listened to again when it ends); any server's
 subscription, an agent listing tools after the list's ttl ran out refreshes it.
 
 Fetching a list is done on the thread that serves every server and agent: its pages
-are read, searched for secrets, decoded and compared with the last list; a changed
+are read, searched for secrets (one that must be taken apart, perhaps in its server's
+own thread: ``taking_apart``), decoded and compared with the last list; a changed
 one's tools are then cleaned and checked a slice at a time, other tasks running
 between slices, and only then is the list installed whole (agents see the old list or
 the new one, never part of each). What all of that cost, changed or not, sets when

@@ -39,7 +39,7 @@ from .callmeta import CallMeta
 from .calls import Call
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, request_meta
 from .rpc_errors import error_for_agents
-from .rpc_results import result_for_agents
+from .taking_apart import ReplyWork
 from .tool_pages import Listed, ListResult, ToolPages
 
 logger = logging.getLogger("mcpd.upstream")
@@ -58,12 +58,15 @@ class Upstream:
         limits: ListLimits = DEFAULT_LIMITS,
         guard: SecretGuard | None = None,
         work_clock: Callable[[], float] = time.perf_counter,
+        replies: ReplyWork | None = None,
     ) -> None:
         """``work_clock`` measures what listing tools cost."""
         self.alias = alias
         self._work_clock = work_clock
         # Every result and error of a request, and the instructions, pass it.
         self.guard = guard or SecretGuard(KnownSecrets())
+        # Where a result that must be taken apart is (its server's: ``taking_apart``).
+        self.replies = replies or ReplyWork(alias, self.guard, work_clock)
         self.transport = transport
         self.http = http
         self.max_pages = max_pages
@@ -143,16 +146,17 @@ class Upstream:
         cancellable: bool = True,
     ) -> Raw:
         """One request's result, with every secret mcpd holds masked in it and what it
-        asks the agent made fit to pass on, or the JSON-RPC error the server answers
-        with, made fit to pass on too (``rpc_errors``)."""
+        asks the agent made fit to pass on (``rpc_results``, where its size says:
+        ``taking_apart``), or the JSON-RPC error the server answers with, made fit to
+        pass on too (``rpc_errors``)."""
         raw = await self._answer(
             method, params, name=name, extra_headers=extra_headers, cancellable=cancellable
         )
-        return self._guarded(method, raw)
+        return await self._guarded(method, raw)
 
-    def _guarded(self, method: str, raw: Raw) -> Raw:
+    async def _guarded(self, method: str, raw: Raw) -> Raw:
         task = method.startswith("tasks/")
-        return result_for_agents(self.guard, self.alias, raw, f"a {method} result", task=task)
+        return await self.replies.result(raw, f"a {method} result", task=task)
 
     async def _answer(
         self,
@@ -188,15 +192,17 @@ class Upstream:
         """Every page of the server's tools, made into those agents may be shown, with
         what fetching them cost mcpd (``ListResult.cost``): every page read (what the
         transport took to take apart what the server sent meanwhile), searched for
-        secrets and decoded, and the list compared with the last and checked."""
-        clock = self._work_clock
-        read_before = self.transport.read_work
+        secrets, taken apart where that is due (``ReplyWork.worked``, in the server's
+        thread too) and decoded, and the list compared with the last and checked."""
+        clock, replies = self._work_clock, self.replies
+        read_before, taken_before = self.transport.read_work, replies.worked
         pages = ToolPages(self.alias, self.limits, self.max_pages)
         worked = 0.0
         while True:
             raw = await self._answer("tools/list", self._list_params(pages.cursor))
+            page = await self._guarded("tools/list", raw)
             began = clock()
-            more = pages.feed(self._guarded("tools/list", raw))
+            more = pages.feed(page)
             worked += clock() - began
             if self.server_info is None:
                 self.server_info = pages.server_info
@@ -219,7 +225,8 @@ class Upstream:
         if self.era == "legacy" and not result.unchanged:
             self.task_tools = task_tools.task_tools(result.tools, self.capabilities.tool_tasks)
         worked += clock() - began
-        result.cost = worked + self.transport.read_work - read_before
+        taken = replies.worked - taken_before
+        result.cost = worked + taken + self.transport.read_work - read_before
         return result
 
     def _list_params(self, cursor: str | None) -> Params:

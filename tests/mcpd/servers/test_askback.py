@@ -24,6 +24,7 @@ from mcpd.servers.askback import (
 )
 from mcpd.servers.ended_asks import End
 from mcpd.servers.handshake import relay_capabilities
+from mcpd.servers.taking_apart import MOST_PARTS
 from protocol import jsonrpc as rpc
 from protocol import surface
 from transports.base import OVER_LIMIT
@@ -333,3 +334,21 @@ async def test_the_agent_is_asked_in_words_cleaned_masked_and_naming_the_server(
     assert said.startswith("> [mcpd] notes says: paste [secret") and said.endswith("] here")
     assert "7f3a9c" not in said
     assert asked["_meta"] == {"mcpd/server": "hostile"}
+
+
+async def test_a_request_too_large_to_clean_is_refused_naming_its_size_and_asks_nobody() -> None:
+    routes = AskRoutes("hostile", lambda: 5.0, ALL)
+    agent = Agent()
+    routes.enter(agent)
+    form = b'{"message":"m","requestedSchema":{"x":[' + b",".join([b"{}"] * MOST_PARTS) + b"]}}"
+    with pytest.raises(rpc.RPCError) as refused:
+        await routes.answer(request("elicitation/create", form))
+    assert refused.value.code == rpc.INVALID_PARAMS
+    said = refused.value.message
+    assert said.startswith(f'hostile: a "elicitation/create" request of {len(form):,} bytes')
+    assert agent.asked == []
+    # One the server's thread takes apart still reaches the agent, cleaned.
+    form = b'{"message":"m\\u200b","requestedSchema":{"x":[' + b",".join([b"{}"] * 30_000) + b"]}}"
+    await routes.answer(request("elicitation/create", form))
+    ((_, asked),) = agent.asked
+    assert asked["message"].endswith("> m") and len(asked["requestedSchema"]["x"]) == 30_000

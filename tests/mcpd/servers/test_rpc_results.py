@@ -10,6 +10,7 @@ import pytest
 from msgspec import Raw
 
 from mcpd.config.secrets import HeldSecret
+from mcpd.policy import guard as guard_module
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.rpc_results import result_for_agents
@@ -131,3 +132,19 @@ def test_a_tasks_requests_and_those_of_its_result_are_cleaned_and_name_the_serve
         ]
         assert asked["params"]["_meta"] == {"mcpd/server": "evil"}
     assert got["result"]["requestState"] == "mcpd-ask:xyz"
+
+
+def test_without_a_secret_in_its_bytes_a_result_is_not_walked_to_mask_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def walked(*_: object) -> object:
+        raise AssertionError("walked to mask a secret that is not there")
+
+    monkeypatch.setattr(guard_module._Search, "mask_value", walked)
+    known = KnownSecrets()
+    known.replace("config", [HeldSecret("servers.notes.env.TOKEN", "notes-secret-value-7f3a9c")])
+    empties = b",".join([b"{}"] * 100)
+    raw = Raw(b'{"content":[],"x":[' + empties + b'],"_meta":{"mcpd/server":"notes","k":1}}')
+    for guard in (SecretGuard(KnownSecrets()), SecretGuard(known)):
+        got = result_for_agents(guard, "evil", raw, "a tools/call result")
+        assert json.loads(bytes(got))["_meta"] == {"k": 1}

@@ -6,7 +6,7 @@ and a cancelled call gives its slot to the next one."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -28,9 +28,11 @@ from mcpd.servers.progress import ProgressRoutes
 from mcpd.servers.scheduler import CallScheduler
 from mcpd.servers.state import breaker_config
 from mcpd.servers.stats import LatencyStats
+from mcpd.servers.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import Outcomes, a_call
+from tests.support.held_walk import Held, hold
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
 LIMIT = 30.0
@@ -48,6 +50,7 @@ class Host(CallHost):
         self.guard = SecretGuard(KnownSecrets())
         self.progress = ProgressRoutes("mcpd-s-")
         self.asks = AskRoutes("s", lambda: 60.0)
+        self.replies = ReplyWork("s", self.guard)
         self.limits = CallLimits("s", config)
         self.transport_kind = kind
         self._settings = config.daemon
@@ -157,6 +160,7 @@ def bench_maker(
         if attached:
             scheduler.attach(upstream)  # type: ignore[arg-type]
         nursery.start_soon(scheduler.run_timer)
+        nursery.start_soon(host.replies.run)
         return Bench(host, scheduler, upstream)
 
     return make
@@ -765,3 +769,87 @@ async def test_a_call_mcpd_ended_while_another_ran_is_no_sign_the_server_works_o
     b.call("next", by=other)
     assert await question(b) == "asked"
     assert len(other.asked) == 1
+
+
+# -- answers taken apart (``taking_apart``) --
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[Held]:
+    walk = hold(monkeypatch)
+    yield walk
+    walk.release.set()
+
+
+def forged(count: int) -> Raw:
+    """An answer of ``count`` empty objects, with a key of mcpd's to drop."""
+    empties = b",".join([b"{}"] * count)
+    return Raw(b'{"content":[],"x":[' + empties + b'],"_meta":{"mcpd/server":"n","k":1}}')
+
+
+async def test_a_big_answer_frees_its_slot_at_once_and_reaches_its_agent_from_the_thread(
+    make: Any, held: Held
+) -> None:
+    b = make(limit=1)
+    await trio.testing.wait_all_tasks_blocked()  # the server's thread is there to wait for
+    first, answered = b.call("t")
+    b.call("u")
+    assert b.sent == ["t"]
+    with trio.fail_after(30):
+        b.answer(first, forged(3 * AT_ONCE_PARTS))
+        assert b.sent == ["t", "u"] and not answered.arrived.is_set()
+        await trio.to_thread.run_sync(held.entered.wait)
+        held.release.set()
+        await answered.arrived.wait()
+    assert isinstance(answered.outcome, Raw) and b'"_meta":{"k":1}' in bytes(answered.outcome)
+    assert (b.host.stats.calls, b.host.stats.errors) == (1, 0)
+
+
+async def test_a_call_cancelled_while_its_answer_is_taken_apart_gets_nothing(
+    make: Any, held: Held
+) -> None:
+    b = make()
+    b.scheduler.uses = uses = Counting()
+    await trio.testing.wait_all_tasks_blocked()
+    call, answered = b.call()
+    with trio.fail_after(30):
+        b.answer(call, forged(3 * AT_ONCE_PARTS))
+        await trio.to_thread.run_sync(held.entered.wait)
+        call.cancel()
+        assert call.state == "cancelled"
+        held.release.set()
+        again, later = b.call()
+        b.answer(again, forged(3 * AT_ONCE_PARTS))  # taken apart after the first
+        await later.arrived.wait()
+    assert not answered.arrived.is_set() and len(held.threads) == 2
+    assert uses.now == 0  # each call ended once
+
+
+async def test_a_call_whose_answer_is_being_taken_apart_is_no_cause_of_what_its_server_asks(
+    make: Any, held: Held
+) -> None:
+    # The server replied: it is done with that call, and what it asks meanwhile is
+    # about another agent's, which is then the only one in flight.
+    b = make()
+    await trio.testing.wait_all_tasks_blocked()
+    first, other = Agent(), Agent()
+    call, answered = b.call("big", by=first)
+    with trio.fail_after(30):
+        b.answer(call, forged(3 * AT_ONCE_PARTS))
+        await trio.to_thread.run_sync(held.entered.wait)
+        b.call("next", by=other)
+        assert await question(b) == "asked"
+        held.release.set()
+        await answered.arrived.wait()
+    assert (len(other.asked), first.asked) == (1, [])
+
+
+async def test_an_answer_too_big_to_take_apart_fails_its_call_and_not_the_server(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make()
+    call, outcomes = b.call()
+    b.answer(call, forged(MOST_PARTS))
+    refused = outage(outcomes)
+    assert refused.state == "malformed" and "more than the 250,000" in refused.reason
+    assert b.host.breaker.state == "closed" and b.host.failures == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from msgspec import UNSET, Raw
 from mcpd import __version__
 from mcpd.registry import own_keys
 from mcpd.servers.handshake import Incompatible, ProtocolViolation
+from mcpd.servers.taking_apart import AT_ONCE_PARTS, MOST_PARTS, TooComplex
 from mcpd.servers.upstream import Upstream
 from protocol import mcp
 from protocol.greeting import ServerCapabilities
@@ -311,9 +313,10 @@ async def test_what_a_list_cost_to_fetch_counts_its_reading_and_every_page_chang
                 read = server.transport.read_work
                 listing = await up.list_tools()
                 # The pages' reading as the transport measured it, and a second for
-                # each of the three pages and for what was made of them.
+                # each of the three pages' search and its decoding, and for what was
+                # made of them.
                 assert server.transport.read_work > read
-                assert listing.cost == pytest.approx(4.0 + server.transport.read_work - read)
+                assert listing.cost == pytest.approx(7.0 + server.transport.read_work - read)
             assert listing.unchanged
 
 
@@ -575,6 +578,7 @@ class Answering:
     """A transport that answers every request with ``answer``, as it came."""
 
     era = "modern"
+    read_work = 0.0
 
     def __init__(self, answer: bytes) -> None:
         self.answer = answer
@@ -601,3 +605,34 @@ async def test_the_health_probe_reads_nothing_of_its_answer(
     assert transport.sent == ["server/discover" if era == "modern" else "tools/list"]
     with pytest.raises(AssertionError, match="taken apart"):
         await up.request("server/discover", UNSET)
+
+
+async def test_a_page_taken_apart_in_the_servers_thread_counts_what_that_took() -> None:
+    ticks = itertools.count()  # each look at the clock a second later than the last
+    threads: list[int] = []
+
+    def clock() -> float:
+        threads.append(threading.get_ident())
+        return float(next(ticks))
+
+    tool = b'{"name":"a","inputSchema":{"type":"object"}}'
+    empties = b",".join([b"{}"] * (3 * AT_ONCE_PARTS))
+    page = b'{"tools":[' + tool + b'],"x":[' + empties + b'],"_meta":{"mcpd/server":"n"}}'
+    up = Upstream("s", Answering(page), work_clock=clock)  # type: ignore[arg-type]
+    up.era, up.version = "legacy", "2025-11-25"
+    listing = await up.list_tools()
+    assert [t.name for t in listing.tools] == ["a"]
+    # A second for the page's search on the event loop, for its taking apart in the
+    # server's thread, for its decoding and for what was made of it.
+    assert listing.cost == 4.0
+    assert len(set(threads)) == 2
+
+
+async def test_a_tasks_result_too_large_to_take_apart_fails_that_request() -> None:
+    empties = b",".join([b"{}"] * MOST_PARTS)
+    up = Upstream("s", Answering(b'{"taskId":"t","status":"working","x":[' + empties + b"]}"))  # type: ignore[arg-type]
+    up.era, up.version = "modern", MODERN  # type: ignore[assignment]
+    with pytest.raises(TooComplex, match="a tasks/get result of"):
+        await up.request("tasks/get", {"taskId": "t"})
+    # Any other result of the same bytes holds nothing to take apart: it passes.
+    assert bytes(await up.request("tools/list", UNSET)).startswith(b'{"taskId":"t"')
