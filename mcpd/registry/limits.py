@@ -153,6 +153,13 @@ class ListTrim:
         list (nor any item after it), nor one too big on its own."""
         return self.admit_size(len(item), lambda: _raw_label(item))
 
+    def pass_over(self, count: int) -> None:
+        """The last ``count`` items of a page once the list is ``full``: each left out
+        as ``admit`` would leave it out, without a look at any."""
+        if self._stop is None:
+            self._stop = self.limits.items
+        self.trimmed.past += count
+
     def admit_decoded(self, item: Item) -> bool:
         """``admit`` for an item already decoded (as saved), measured as encoded."""
         return self.admit_size(len(msgspec.json.encode(item)), lambda: label(item))

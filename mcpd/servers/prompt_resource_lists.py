@@ -32,6 +32,7 @@ from transports.errors import ServerCancelled, TransportError
 from ..registry.catalog import Catalog
 from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, label
 from .handshake import ProtocolViolation
+from .taking_apart import too_complex
 from .tool_list import ToolListKeeper
 from .upstream import Upstream
 
@@ -68,6 +69,9 @@ async def list_all(
             else UNSET
         )
         raw = await up.request(method, params)
+        many = too_complex(up.alias, raw, f"a {method} page", f"list its {trim.what}")
+        if many is not None:
+            raise ProtocolViolation(many)
         try:
             page = rpc.decode_as(raw, surface.ListPage)
         except rpc.InvalidParams as exc:
@@ -77,8 +81,12 @@ async def list_all(
             "resources": page.resources,
             "resourceTemplates": page.resourceTemplates,
         }[field]
-        for item in items if isinstance(items, list) else []:
+        items = items if isinstance(items, list) else []
+        for at, item in enumerate(items):
             if not trim.admit(item):
+                if trim.full:
+                    trim.pass_over(len(items) - at - 1)
+                    break
                 continue
             try:
                 decoded = rpc.decode_as(item, type_)

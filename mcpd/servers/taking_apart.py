@@ -63,6 +63,20 @@ class TooComplex(MalformedReply):
     only the request it answers fails. The server is up."""
 
 
+def too_complex(alias: str, raw: Raw | bytes, what: str, why: str) -> str | None:
+    """Why ``raw`` holds too many values and keys to be read into values (to do
+    ``why``), in words that name its size; None when it does not."""
+    if len(raw) <= 2 * MOST_PARTS:
+        return None
+    parts = parts_at_most(raw, MOST_PARTS)
+    if parts <= MOST_PARTS:
+        return None
+    return (
+        f"{alias}: {what} of {len(raw):,} bytes holds up to {parts:,} values and keys, "
+        f"more than the {MOST_PARTS:,} mcpd reads (to {why})"
+    )
+
+
 class ReplyWork:
     """Where one server's replies are taken apart: at once, in its own worker thread
     (one reply at a time), or not at all."""

@@ -23,6 +23,7 @@ from ..config.model import ListLimits
 from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, shown
 from . import handshake, toolshape
 from .handshake import ProtocolViolation
+from .taking_apart import too_complex
 
 
 class ListResult(msgspec.Struct):
@@ -68,7 +69,10 @@ class ToolPages:
     def feed(self, raw: Raw) -> bool:
         """Take one page's result; whether there is another to ask for (at ``cursor``).
         Raises ProtocolViolation for a page that is no list, a cursor given twice, or a
-        list still going at ``max_pages``."""
+        list still going at ``max_pages``, or too many values to read."""
+        many = too_complex(self.alias, raw, "a tools/list page", "list its tools")
+        if many is not None:
+            raise ProtocolViolation(many)
         try:
             page = rpc.decode_as(raw, mcp.ListToolsPage)
         except rpc.InvalidParams as exc:
@@ -80,11 +84,15 @@ class ToolPages:
         self._pages += 1
         if self.server_info is None:
             self.server_info = handshake.identity(greeting.server_info(page.meta))
-        for item in page.tools:
+        tools = page.tools
+        for at, item in enumerate(tools):
             if trim.admit(item):
                 self._digest.update(item)
                 self._digest.update(b"\n")  # no two lists of items hash alike by joining
                 self._items.append(item)
+            elif trim.full:
+                trim.pass_over(len(tools) - at - 1)
+                break
         nxt = page.nextCursor
         if isinstance(nxt, str) and trim.full:
             trim.stopped()

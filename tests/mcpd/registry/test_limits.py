@@ -174,3 +174,15 @@ def test_a_resource_or_template_whose_uri_hides_characters_is_dropped_saying_so(
 def test_a_saved_resource_whose_uri_hides_characters_is_dropped_too() -> None:
     saved = [surface.Resource(uri="file:///a\u202e"), surface.Resource(uri="file:///b")]
     assert limited_saved("s", "resources", saved, limits()) == saved[1:]
+
+
+def test_the_rest_of_a_page_once_full_counts_as_each_item_would() -> None:
+    each = ListTrim("s", "tools", "tools/list", limits(max_list_items=1))
+    rest = ListTrim("s", "tools", "tools/list", limits(max_list_items=1))
+    for trim in (each, rest):
+        assert trim.admit(raw({"name": "a"}))
+        assert not trim.admit(raw({"name": "b"})) and trim.full
+    for name in "cde":
+        assert not each.admit(raw({"name": name}))
+    rest.pass_over(3)
+    assert each.done() == rest.done()

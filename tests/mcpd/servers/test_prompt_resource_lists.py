@@ -26,6 +26,7 @@ from mcpd.servers.prompt_resource_lists import (
     PromptResourceKeeper,
     list_all,
 )
+from mcpd.servers.taking_apart import MOST_PARTS
 from mcpd.servers.tool_list import ToolListKeeper
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
@@ -163,6 +164,28 @@ async def test_a_page_of_the_wrong_shape_is_a_protocol_violation(page: Any) -> N
     up.answers["prompts/list"] = page
     with pytest.raises(ProtocolViolation, match="srv: bad prompts/list result"):
         await list_all(as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts")
+
+
+async def test_a_page_of_too_many_values_to_read_is_a_protocol_violation_naming_its_size() -> None:
+    up = ScriptedUp({"resources": {}})
+    up.answers["resources/templates/list"] = {"resourceTemplates": [{}] * MOST_PARTS}
+    with pytest.raises(ProtocolViolation, match=r"srv: a resources/templates/list page of [\d,]+ "):
+        await list_all(
+            as_up(up),
+            "resources/templates/list",
+            "resourceTemplates",
+            surface.ResourceTemplate,
+            "resource_templates",
+        )
+
+
+async def test_a_page_past_the_lists_limit_is_counted_to_its_end() -> None:
+    up = ScriptedUp({"prompts": {}})
+    up.answers["prompts/list"] = {"prompts": [{"name": f"p{i}"} for i in range(2005)]}
+    prompts, trimmed = await list_all(
+        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
+    )
+    assert len(prompts) == 2000 and trimmed.past == 5 and trimmed.short
 
 
 async def test_a_malformed_item_is_dropped_with_why_and_the_rest_kept() -> None:

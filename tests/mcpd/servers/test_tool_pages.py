@@ -10,6 +10,7 @@ from msgspec import Raw
 
 from mcpd.registry.limits import DEFAULT_LIMITS
 from mcpd.servers.handshake import ProtocolViolation
+from mcpd.servers.taking_apart import MOST_PARTS
 from mcpd.servers.tool_pages import ToolPages
 
 SCHEMA = {"type": "object"}
@@ -105,3 +106,19 @@ def test_who_the_server_is_may_come_in_a_pages_meta() -> None:
     reading = read(page("a", cursor="1"), page("b", _meta=meta))
     assert reading.server_info is not None and reading.server_info.name == "notes-server"
     assert read(page("a")).server_info is None
+
+
+def test_a_page_of_too_many_values_to_read_is_a_broken_list_naming_its_size() -> None:
+    empties = b",".join([b"{}"] * (MOST_PARTS + 1))
+    raw = Raw(b'{"tools":[{"name":"a","inputSchema":{"x":[' + empties + b"]}}]}")
+    with pytest.raises(ProtocolViolation, match=f"notes: a tools/list page of {len(raw):,} bytes"):
+        read(raw)
+
+
+def test_a_page_past_the_lists_limit_is_counted_to_its_end() -> None:
+    reading = ToolPages("notes", DEFAULT_LIMITS, 10)
+    over = DEFAULT_LIMITS.items.value + 5
+    assert not reading.feed(page(*(f"t{i}" for i in range(over))))
+    result, _ = reading.result(None, None)
+    assert len(result.tools) == DEFAULT_LIMITS.items.value
+    assert result.short and "5 tools" in result.dropped[-1]
