@@ -1,0 +1,123 @@
+"""What a tools/call that got no result comes to: its server's error, passed on, or an
+outage that says why; each counted against the server (its breaker, its latency) or
+not, logged where nothing else says it, and ended as the server's reply or not
+(``calls.Ending``). The scheduler's, for each call it admitted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+from transports.errors import (
+    SERVER_REPLIES,
+    MalformedReply,
+    MessageTooLarge,
+    ServerCancelled,
+    TransportError,
+)
+
+from .calls import Answered, Call, CallHost, Ending, Outcome, Unanswered
+from .oauth import LoginRequired
+from .outage import Outage, last_line
+from .rpc_errors import error_for_agents
+
+logger = logging.getLogger("mcpd.calls")
+
+
+def failed(
+    r: CallHost,
+    call: Call,
+    error: BaseException | None,
+    timed_out: bool,
+    now: float,
+    elapsed: float,
+    forget: Callable[[Call, str], None],
+) -> Ending:
+    """What a call that got no result came to: its server's error, or an outage;
+    answered only if the server replied. ``forget``: how its scheduler tells the
+    server to drop a call timed out."""
+    outcome: Outcome
+    if timed_out:
+        reason = f"no answer within {_seconds(elapsed)} s"
+        # Progress extends a call up to its hard limit, which is then what ended it.
+        hard = now >= call.limit
+        source = "daemon.max_call_time" if hard else r.limits.source(call.name, call.timeout)
+        if source is not None:
+            reason += f" (the limit {source} sets)"
+        # Without this line a call timing out left no trace naming the server.
+        logger.warning(
+            "%s: tools/call %r got %s",
+            r.alias,
+            call.name,
+            reason,
+            extra=log_extra(r.alias, reason=reason),
+        )
+        r.availability_failure(elapsed, reason, call.ticket)
+        r.check_liveness()
+        outcome = Outage(r.alias, "timeout", reason, call.start)
+        forget(call, "timed out")
+    elif isinstance(error, rpc.RPCError):
+        # The server answered: it is up, whatever it thought of the request.
+        r.breaker.record_success(now, call.ticket)
+        r.stats.record(elapsed, error=True)
+        outcome = error_for_agents(r.guard, r.alias, error, "a tools/call error")
+    elif isinstance(error, ServerCancelled):
+        r.breaker.record_success(now, call.ticket)
+        r.stats.record(elapsed, error=True)
+        outcome = Outage(r.alias, "failed", str(error), call.start)
+    elif isinstance(error, MalformedReply):
+        # The server answered, unreadably; asked again it would most likely do the
+        # same, and a model told the call timed out would ask again. The transport
+        # has logged it.
+        r.breaker.record_success(now, call.ticket)
+        r.stats.record(elapsed, error=True)
+        outcome = Outage(r.alias, "malformed", error.reason, call.start)
+    elif isinstance(error, MessageTooLarge):
+        # The server answered, and goes on serving: only this call failed.
+        r.breaker.record_success(now, call.ticket)
+        r.stats.record(elapsed, error=True)
+        outcome = Outage(r.alias, "too_large", error.reason, call.start)
+        if r.transport_kind != "stdio":  # the stdio transport says so itself
+            logger.warning(
+                "%s: tools/call %r failed: %s; the server keeps running",
+                r.alias,
+                call.name,
+                error.reason,
+                extra=log_extra(r.alias, "message_too_large", error.reason),
+            )
+    elif isinstance(error, LoginRequired):
+        # Not the server failing: it wants a person to log in, and the runner waits
+        # for that. The breaker must not count it, nor a probe chase it.
+        r.stats.record(elapsed, error=True)
+        outcome = Outage(r.alias, "needs_login", error.reason, call.start)
+    elif isinstance(error, TransportError):
+        r.availability_failure(elapsed, error.reason, call.ticket)
+        if r.transport_kind != "stdio":
+            # A stdio failure is logged when the process goes; an HTTP one had no line.
+            logger.warning(
+                "%s: tools/call %r failed: %s",
+                r.alias,
+                call.name,
+                error.reason,
+                extra=log_extra(r.alias, reason=error.reason),
+            )
+            # No process to watch: probe now, so an endpoint that went away is
+            # marked unavailable before the next model turn.
+            r.check_liveness()
+        # A stdio server's detail is its stderr's tail: what a call in flight as it
+        # died most needs to say (a traceback's last line), as later calls do.
+        said = last_line(error.detail.splitlines()) if r.transport_kind == "stdio" else None
+        outcome = Outage(r.alias, "failed", error.reason, call.start, stderr=said)
+    else:
+        outcome = Outage(r.alias, "failed", f"internal error: {error!r}", call.start)
+    if isinstance(outcome, Outage):
+        outcome = outcome.masked(r.guard)
+    return Answered(outcome) if isinstance(error, SERVER_REPLIES) else Unanswered(outcome)
+
+
+def _seconds(value: float) -> str:
+    """A duration for people: 0.5, 1, 12.3 (not 0.501 or 1.3e+02)."""
+    return f"{value:.1f}".rstrip("0").rstrip(".")
