@@ -26,7 +26,7 @@ import msgspec
 import trio
 
 from .agent import AgentInfo
-from .kin import AgentKin, Decider, Tie
+from .kin import AgentKin, Decider, Tie, not_yours
 
 TIMEOUT: Final = "timeout"  # who "decided" a call nobody decided in time
 PUSHED_OUT: Final = "room for another agent"  # who "decided" a call that gave its place up
@@ -401,37 +401,3 @@ class Approvals:
         was approved of the programs, or the settings, that ran before."""
         for kept in self._remembered.values():
             kept.difference_update([k for k in kept if k[1] in servers])
-
-
-def not_yours(kin: AgentKin, tie: Tie, pid: int | None) -> str:
-    """Why a decider kin to the agent (``tie``, through process ``pid``) may not decide
-    its call, and where a person can."""
-    if tie == "agent":
-        return (
-            f"the agent that made this call (pid {pid}), or a process it started, cannot "
-            "decide it; decide it from a terminal of your own, one the agent did not start"
-        )
-    if tie == "host":
-        return (
-            f"the host that started the mcpd bridge this call came through (pid {pid}), or "
-            "a process it started (such as its shell tool), cannot decide it; decide it "
-            "from a terminal of your own, one the host did not start"
-        )
-    if tie == "session":
-        return (
-            "a process in the same session as the agent that made this call (a tool its "
-            "host started, the terminal it runs in) cannot decide it; decide it from "
-            "another terminal"
-        )
-    if kin.uid is None:
-        return (
-            f"mcpd could not find the process that made this call ({kin.unknown}), so it "
-            "cannot tell anyone here from a process the agent started: decide it on the "
-            "status page (`mcpd dashboard`)"
-        )
-    return (
-        f"mcpd could not find the process that made this call ({kin.unknown}), so it "
-        f"cannot tell a process of uid {kin.uid} here from one the agent started: decide "
-        "it on the status page (`mcpd dashboard`), or as another user who may decide "
-        "(root, or mcpd's own user)"
-    )

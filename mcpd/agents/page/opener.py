@@ -21,8 +21,7 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 
-from ...policy.approvals import not_yours
-from ...policy.kin import AgentKin, Decider, Tie, agent_tie
+from ...policy.kin import AgentKin, Decider, Tie, agent_tie, not_yours
 
 
 def _elsewhere(commands: str) -> str:
