@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support import bubblewrap
-from tests.support.sandbox import ENDPOINT_TOKEN, agent_of, hostile, serving, text, wait_ready
+from tests.support.sandbox import ENDPOINT_TOKEN, ROOT, agent_of, hostile, serving, text, wait_ready
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,19 +30,27 @@ def _sandbox_works() -> None:
 
 
 def planted_tmp(tmp: Path, links: dict[str, str]) -> tuple[str, ...]:
-    """The command line that runs what follows it with an empty /tmp of its own (``tmp``
-    still where it was), holding ``links`` (name: target) of another user's."""
+    """The command line that runs what follows it with an empty /tmp of its own,
+    holding ``links`` (name: target) of another user's. What mcpd needs of the old
+    /tmp stays where it was: the test's directory, the checkout and the interpreter's
+    environment (a checkout may live under /tmp, as a CI's clone does)."""
+    kept = sorted({str(tmp), str(ROOT), sys.prefix, os.getcwd()})
     plant = " && ".join(
         f"ln -s {target} /tmp/{name} && chown -h {THEIRS}:{THEIRS} /tmp/{name}"
         for name, target in links.items()
     )
-    # The test's directory is bound back by the descriptor of the working directory:
-    # by its path, it would be the new /tmp's.
-    script = (
-        'here=$PWD && cd "$0" && mount -t tmpfs -o mode=1777 tmpfs /tmp && mkdir -p "$0" && '
-        f'mount --no-canonicalize --bind . "$0" && cd "$here" && {plant} && exec "$@"'
+    # Each kept directory is bound back by a descriptor opened before the new /tmp
+    # hides it: by its path, it would be the new /tmp's.
+    held = " ".join(f'{fd}<"${fd - 2}"' for fd in range(3, 3 + len(kept)))
+    back = " && ".join(
+        f'mkdir -p "${fd - 2}" && mount --no-canonicalize --bind /proc/self/fd/{fd} "${fd - 2}"'
+        for fd in range(3, 3 + len(kept))
     )
-    return ("unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(tmp))
+    script = (
+        f"exec {held} && mount -t tmpfs -o mode=1777 tmpfs /tmp && {back} && "
+        f'cd "$PWD" && shift {len(kept)} && {plant} && exec "$@"'
+    )
+    return ("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *kept)
 
 
 async def test_another_users_links_in_tmp_hide_nothing_and_are_named(tmp_path: Path) -> None:
