@@ -187,23 +187,22 @@ async def test_a_server_closing_at_any_moment_costs_no_slot(when: str) -> None:
 
 
 async def test_a_failed_connect_gives_its_slot_back() -> None:
-    # A port nobody listens on: bound, then closed.
-    sock = trio.socket.socket()
-    await sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    pool = ConnectionPool(
-        Origin("http", "127.0.0.1", port),
-        "p",
-        size=1,
-        ssl_context=None,
-        connect_timeout=5.0,
-        read_timeout=5.0,
-    )
-    with trio.fail_after(LIMIT):
-        for _ in range(2):
-            with pytest.raises(Unreachable):
-                await pool.acquire()
+    # A port nobody listens on: bound and never listening, held so no other process
+    # on the machine takes it meanwhile.
+    with trio.socket.socket() as sock:
+        await sock.bind(("127.0.0.1", 0))
+        pool = ConnectionPool(
+            Origin("http", "127.0.0.1", sock.getsockname()[1]),
+            "p",
+            size=1,
+            ssl_context=None,
+            connect_timeout=5.0,
+            read_timeout=5.0,
+        )
+        with trio.fail_after(LIMIT):
+            for _ in range(2):
+                with pytest.raises(Unreachable):
+                    await pool.acquire()
 
 
 async def test_a_caller_cancelled_in_line_takes_no_slot() -> None:

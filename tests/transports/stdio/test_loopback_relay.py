@@ -7,8 +7,8 @@ from __future__ import annotations
 import errno
 import logging
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import pytest
 import trio
@@ -61,12 +61,13 @@ def inside_listener() -> socket.socket:
     return sock
 
 
-def free_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port: int = sock.getsockname()[1]
-    sock.close()
-    return port
+@contextmanager
+def closed_port() -> Iterator[int]:
+    """A port nobody listens on for as long as it is held: bound and never listening,
+    it refuses every connection, and no other process on the machine can take it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
 
 
 @asynccontextmanager
@@ -147,24 +148,26 @@ async def test_the_host_listener_ending_ends_the_servers_connection() -> None:
 async def test_a_port_nobody_listens_on_closes_the_connection(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    closed_port = free_port()
-    with trio.fail_after(LIMIT), caplog.at_level(logging.INFO, "mcpd.stdio"):
-        async with relaying([closed_port]) as (port,):
+    with (
+        closed_port() as nobody,
+        trio.fail_after(LIMIT),
+        caplog.at_level(logging.INFO, "mcpd.stdio"),
+    ):
+        async with relaying([nobody]) as (port,):
             for _ in range(2):
                 async with await trio.open_tcp_stream("127.0.0.1", port) as conn:
                     assert await conn.receive_some(1024) == b""
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 2
-    assert all(m.startswith(f"srv: host loopback port {closed_port}: ") for m in said)
+    assert all(m.startswith(f"srv: host loopback port {nobody}: ") for m in said)
 
 
 async def test_connections_to_a_closed_port_are_logged_within_the_servers_budget(
     caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
 ) -> None:
     # The clock stands still: a server connecting in a loop gets a burst of lines.
-    closed_port = free_port()
-    with caplog.at_level(logging.INFO, "mcpd.stdio"):
-        async with relaying([closed_port]) as (port,):
+    with closed_port() as nobody, caplog.at_level(logging.INFO, "mcpd.stdio"):
+        async with relaying([nobody]) as (port,):
             for _ in range(BURST + 10):
                 async with await trio.open_tcp_stream("127.0.0.1", port) as conn:
                     assert await conn.receive_some(1024) == b""
