@@ -177,12 +177,19 @@ class Credentials:
         self.record.issuer = discovery.issuer
 
     def to_mask(self) -> list[str]:
-        """The tokens in use that could be a secret at all (see ``SHORTEST_MASKED_TOKEN``);
-        reveals them."""
+        """The tokens in use and the client secrets authorization servers issued to mcpd
+        at registration (a configured one is masked as config), those that could be a
+        secret at all (see ``SHORTEST_MASKED_TOKEN``); reveals them."""
+        held: list[Secret] = []
         tokens = self.tokens
-        if tokens is None:
-            return []
-        held = [tokens.access_token] + ([tokens.refresh_token] if tokens.refresh_token else [])
+        if tokens is not None:
+            held.append(tokens.access_token)
+            if tokens.refresh_token is not None:
+                held.append(tokens.refresh_token)
+        for entry in self.record.issuers.values():
+            reg = entry.registration
+            if reg is not None and reg.source != "preregistered" and reg.client_secret is not None:
+                held.append(reg.client_secret)
         return [v for v in (t.reveal() for t in held) if len(v) >= SHORTEST_MASKED_TOKEN]
 
     def has_tokens_saved(self) -> bool:

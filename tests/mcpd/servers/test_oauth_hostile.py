@@ -119,3 +119,46 @@ async def test_a_token_drawn_at_random_is_still_masked(tmp_path: Path) -> None:
             servers = rows(await agent.result("mcpd/status"), "alias")
     assert answer["content"][0]["text"] == "your token is [secret of servers.evil (OAuth)]"
     assert servers["evil"]["secrets_masked"] == {"servers.evil (OAuth)": 1}
+
+
+class EchoesClientSecret(ProtectedMcp):
+    """An authorization server that issues a client secret at registration, and a tool
+    that hands it back in its result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.auth_method = "client_secret_post"
+        self.client_secret = "dcr-Zq9xK8jH6gF4dS2aL0pO9iU"
+
+    async def _mcp(self, req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_method == "tools/call" and req.header("authorization"):
+            text = {"type": "text", "text": f"mcpd's client secret is {self.client_secret}"}
+            await respond.json(result(req.rpc_id, {"content": [text], "resultType": "complete"}))
+            return
+        await super()._mcp(req, respond)
+
+
+async def test_a_client_secret_issued_at_registration_is_masked_like_a_token(
+    tmp_path: Path,
+) -> None:
+    evil = EchoesClientSecret()
+    async with serve_protected() as good, serve_http(evil) as http:
+        evil._http = http
+        config = make_config(
+            tmp_path,
+            {"good": {"url": good.mcp_url}, "evil": {"url": evil.mcp_url}},
+            state_dir=str(tmp_path / "state"),
+            startup_deadline=5.0,
+        )
+        with trio.fail_after(LIMIT):
+            async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                assert (await login(agent, good, "good"))["state"] == "ready"
+                assert (await login(agent, evil, "evil"))["state"] == "ready"
+                answer = await agent.call("mcp__evil__whoami")
+                servers = rows(await agent.result("mcpd/status"), "alias")
+    # mcpd did register with the secret and use it, so the secret is one it holds.
+    assert any(form.get("client_secret") == evil.client_secret for form in evil.token_forms)
+    assert answer["content"][0]["text"] == (
+        "mcpd's client secret is [secret of servers.evil (OAuth)]"
+    )
+    assert servers["evil"]["secrets_masked"] == {"servers.evil (OAuth)": 1}

@@ -70,6 +70,25 @@ def test_a_dynamic_registrations_own_secret_is_kept() -> None:
     assert reg.client_secret.reveal() == "issued"
 
 
+def test_what_is_masked_is_the_tokens_and_a_secret_issued_at_registration() -> None:
+    issued = "issued-Zq9xK8jH6gF4dS2aL0p"
+    long_tokens = tokens("at-Zq9xK8jH6gF4dS2aL0pO9iU", "rt-Zq9xK8jH6gF4dS2aL0pO9iU")
+    dynamic = ClientRegistration(OLD, "cid", Secret(issued), source="dynamic")
+    creds = Credentials(URL, ClientConfig(client_secret=Secret("configured-Zq9xK8jH6gF4dS2")))
+    creds.adopt(AuthorizationResult(long_tokens, dynamic, discovery(OLD)))
+    assert sorted(creds.to_mask()) == sorted(
+        ["at-Zq9xK8jH6gF4dS2aL0pO9iU", "rt-Zq9xK8jH6gF4dS2aL0pO9iU", issued]
+    )
+    # A configured secret is the config's to mask; a short one could be a word.
+    for reg in (
+        ClientRegistration(OLD, "cid", Secret("from-the-as-Zq9xK8jH6gF4d"), source="preregistered"),
+        ClientRegistration(OLD, "cid", Secret("short"), source="dynamic"),
+    ):
+        creds = Credentials(URL, ClientConfig(client_secret=Secret("configured-Zq9xK8jH6gF4dS2")))
+        creds.adopt(AuthorizationResult(tokens(), reg, discovery(OLD)))
+        assert creds.to_mask() == []
+
+
 def test_a_server_that_moved_voids_everything_of_the_old_authorization_server() -> None:
     creds = logged_in(OLD)
     creds.moved(discovery(NEW))
