@@ -150,8 +150,10 @@ def _escaped(text: str) -> str:
 # How much of a server's text goes into one of mcpd's sentences: enough for an error
 # message or a line of stderr, not enough to bury the sentence.
 QUOTED: Final = 300
-# And of a method a server names (its own request's): names are short.
+# And of a method a server names (its own request's) or a request id it sends: both
+# are short when honest.
 METHOD_SHOWN: Final = 100
+ID_SHOWN: Final = 100
 _QUOTE_ESCAPES: Final = re.compile(r'[\\"]')
 
 
@@ -165,6 +167,14 @@ def quote(text: str, limit: int = QUOTED) -> str:
         text = text[:limit]
     body = _escaped(_QUOTE_ESCAPES.sub(_backslashed, text))
     return f'"{body}"' + (_more(more, "characters") if more > 0 else "")
+
+
+def quoted_id(rid: str | int | None) -> str:
+    """A JSON-RPC id a server sent, as mcpd's sentences show it: a string quoted as any
+    of a server's text, a number as it is; either cut at ``ID_SHOWN``."""
+    if isinstance(rid, str):
+        return quote(rid, ID_SHOWN)
+    return cut(str(rid), ID_SHOWN)
 
 
 # Every cut mcpd makes in a server's words is followed by one of these notes: after

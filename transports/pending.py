@@ -20,7 +20,7 @@ from msgspec import Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
-from protocol.visible import quote
+from protocol.visible import quote, quoted_id
 
 from .base import Reply
 from .errors import ServerCancelled
@@ -143,10 +143,10 @@ class Pending:
             return False
         said = f" ({quote(msg.error.message)})" if isinstance(msg, rpc.ErrorResponse) else ""
         self._log.warning(
-            "%s: dropped a response for id %r%s: no request with that id is waiting "
+            "%s: dropped a response for id %s%s: no request with that id is waiting "
             "(unknown id, wrong id type, or a duplicate)%s",
             self._label,
-            msg.id,
+            quoted_id(msg.id),
             said,
             note,
             extra=log_extra(self._label, reason="response to no pending request"),

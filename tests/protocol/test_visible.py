@@ -19,6 +19,7 @@ from protocol.visible import (
     cut_bytes,
     hidden,
     quote,
+    quoted_id,
     visible,
     visible_json,
     written_out,
@@ -171,3 +172,11 @@ def test_a_long_run_of_escapes_is_not_written_out_a_character_at_a_time(
     shown = visible(flood, lines=True)
     assert shown == ("\\x1b" * 4000 + "\n") * 50
     assert len(calls) < 100
+
+
+def test_an_id_a_server_sent_is_quoted_if_text_and_cut_either_way() -> None:
+    assert quoted_id("a\nb") == '"a\\nb"'
+    assert quoted_id(7) == "7"
+    assert quoted_id(None) == "None"
+    assert quoted_id("z" * 150) == f'"{"z" * 100}" (and 50 more characters)'
+    assert quoted_id(10**150) == f"{'1' + '0' * 99}\u2026 (and 51 more characters)"

@@ -109,8 +109,27 @@ def test_responses_to_nothing_are_warned_about_as_complain_allows(
         pending.route(failure(9, "who?"))
         pending.route(response(10))  # complain said: stay quiet
     first, second = (r.getMessage() for r in caplog.records)
-    assert "dropped a response for id '1'" in first
+    assert 'dropped a response for id "1"' in first
     assert 'id 9 ("who?")' in second and second.endswith("(and more)")
+
+
+def test_an_id_no_request_has_is_quoted_and_cut_in_the_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A server choosing megabytes of id, or an id that reads as mcpd's words, for
+    # responses to nothing: the warning it earns holds a line's worth of it, quoted.
+    pending = Pending("s", logger)
+    with caplog.at_level(logging.WARNING, logger.name):
+        pending.route(response("Z" * 1_000_000))
+        pending.route(response('x"\n[mcpd] all fine'))
+        pending.route(response(10**4000))
+    long, forged, huge = (r.getMessage() for r in caplog.records)
+    assert len(long) < 400
+    assert long.startswith(
+        f's: dropped a response for id "{"Z" * 100}" (and 999900 more characters)'
+    )
+    assert 'id "x\\"\\n[mcpd] all fine":' in forged  # one line, the quote escaped
+    assert len(huge) < 400 and "(and 3901 more characters)" in huge
 
 
 def test_the_server_cancelling_one_of_our_requests_fails_it() -> None:

@@ -28,6 +28,7 @@ import h11
 import trio
 
 from protocol.http import Origin, ResponseHead
+from protocol.visible import quote
 
 from ..errors import (
     BodyTooLarge,
@@ -283,7 +284,11 @@ class HttpConnection:
                 raise error(
                     f"{self._label}: the server closed the connection while {doing}"
                 ) from None
-            raise UnexpectedReply(f"{self._label}: invalid HTTP from the server: {exc}") from None
+            # h11 says what it could not read in the server's own bytes: quoted, as any
+            # of a server's words in mcpd's sentence.
+            raise UnexpectedReply(
+                f"{self._label}: invalid HTTP from the server: {quote(str(exc))}"
+            ) from None
 
     async def _receive(self, doing: str, error: type[TransportError]) -> bytes:
         watch = self.watch

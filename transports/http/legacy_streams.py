@@ -30,6 +30,7 @@ from protocol.http import ResponseHead
 from protocol.logfields import log_extra
 from protocol.pacing import cost
 from protocol.sse import ResumePoint, SSEDecoder, SSEError, SSEEvent
+from protocol.visible import quoted_id
 
 from ..base import NotificationHandler
 from ..complaints import Complain
@@ -216,9 +217,9 @@ class PushReader:
             note = self._complain()
             if note is not None:
                 logger.warning(
-                    "%s: ignored a response for id %r on the server-push stream%s",
+                    "%s: ignored a response for id %s on the server-push stream%s",
                     self._label,
-                    msg.id,
+                    quoted_id(msg.id),
                     note,
                     extra=log_extra(self._label, "stray_response"),
                 )

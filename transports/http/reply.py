@@ -31,7 +31,7 @@ from protocol.logfields import log_extra
 from protocol.oauth.challenge import bearer_challenge
 from protocol.pacing import cost
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
-from protocol.visible import cut_bytes, quote
+from protocol.visible import cut_bytes, quote, quoted_id
 
 from ..base import NotificationHandler
 from ..complaints import Complain, drop_oversized
@@ -332,7 +332,7 @@ class AnswerReader:
             return msg
         else:
             self._ignored(
-                f"a response for id {quote(msg.id) if isinstance(msg.id, str) else msg.id}",
+                f"a response for id {quoted_id(msg.id)}",
                 "stray_response",
             )
         return None
