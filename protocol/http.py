@@ -20,7 +20,7 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain, is_token
-from protocol.urls import display_url
+from protocol.urls import display_url, unreadable
 
 from .visible import quote
 
@@ -56,11 +56,11 @@ class Origin(msgspec.Struct, frozen=True):
 
 def parse_url(url: str) -> tuple[Origin, str]:
     """Split an endpoint URL into its origin and request target (path and query)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise ValueError(f"invalid URL {quote(display_url(url))}: {quote(str(exc))}") from None
+    problem = unreadable(url)
+    if problem is not None:
+        raise ValueError(f"invalid URL {quote(display_url(url))}: {problem}")
+    parts = urlsplit(url)
+    port = parts.port
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         raise ValueError(f"URL {quote(display_url(url))} must start with http:// or https://")

@@ -7,6 +7,15 @@ the scheme, the host and port as written, and the path. It works on the text alo
 (no parsing that could fail on a malformed URL and fall back to showing it whole),
 in one pass.
 
+User info ends at an ``@``, and a password written as it is may hold a ``/``, ``?``
+or ``#``, which a parser takes for the end of the host: in ``http://u:pa/ss@host/``
+the "host" is ``u`` with the port ``pa``, and the path starts with the rest of the
+password. So everything before the last ``@`` of a URL could be user info. When that
+``@`` comes after the host's end, or the port is not a number (``u:pa%40ss`` with no
+``@`` at all), no part of the host or path is shown: only the scheme and ``HIDDEN``.
+``unreadable`` says why a parser refused a URL without quoting it (the parser's own
+message quotes the part it could not read, which may be a password's).
+
 ``openable`` says whether an address a server sent is one to send a person's browser
 to: an https page, or an http one on this machine, never a script or a file.
 
@@ -32,19 +41,50 @@ from urllib.parse import urlsplit
 _AUTHORITY: Final = re.compile(r"(?i:https?)://([^\s/?#'\"<>\\,;()]*[^\s/?#'\"<>\\,;().:])")
 # Full stops that IDNA takes as the dot between labels.
 _DOTS: Final = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
+# A scheme as URLs write one: what else stands before "://" may be a password's start.
+_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+# What stands for a host and path that are not shown.
+HIDDEN: Final = "(hidden)"
 
 
 def display_url(url: str) -> str:
-    """``url`` without its user info, query string and fragment."""
+    """``url`` without its user info, query string and fragment; only its scheme when
+    what is left could hold user info (see the module's docstring)."""
     scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
-    # The query or fragment ends the authority too (``http://host?x``), so cut them first.
-    for end in "?#":
-        rest = rest.partition(end)[0]
-    authority, slash, path = rest.partition("/")
-    host = authority.rpartition("@")[2]
-    return f"{scheme}{sep}{host}{slash}{path}"
+    if not sep or _SCHEME.fullmatch(scheme) is None:
+        scheme, sep, rest = "", "", url
+    # The query or fragment ends the host too (``http://host?x``).
+    end = next((i for i, c in enumerate(rest) if c in "/?#"), len(rest))
+    at = rest.rfind("@")
+    hostport = rest[at + 1 : end]
+    if at >= end or not _numeric_port(hostport):
+        return f"{scheme}{sep}{HIDDEN}"
+    path = rest[end:]
+    for cut in "?#":
+        path = path.partition(cut)[0]
+    return f"{scheme}{sep}{hostport}{path}"
+
+
+def _numeric_port(hostport: str) -> bool:
+    """Whether ``hostport``'s port, if it has one, is written in digits."""
+    if hostport.startswith("["):  # an IPv6 literal
+        hostport = hostport.partition("]")[2]
+    port = hostport.partition(":")[2]
+    return not port or (port.isascii() and port.isdigit())
+
+
+def unreadable(url: str) -> str | None:
+    """What keeps ``urlsplit`` from reading ``url``, naming the part and not its value;
+    None when it reads it."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "its host is not a valid name or address"
+    try:
+        _ = parts.port
+    except ValueError:
+        return "its port is not a number from 0 to 65535"
+    return None
 
 
 def openable(url: str) -> bool:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ..urls import display_url
+from ..urls import display_url, unreadable
 from ..visible import quote
 
 PRM_SUFFIX: Final = "/.well-known/oauth-protected-resource"
@@ -57,13 +57,11 @@ class HttpUrl(msgspec.Struct, frozen=True):
 
 def parse_http_url(url: str, what: str) -> HttpUrl:
     """Split an http(s) URL; ``ValueError`` (naming ``what``) for anything else."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise ValueError(
-            f"{what} {quote(display_url(url))} is not a valid URL: {quote(str(exc))}"
-        ) from None
+    problem = unreadable(url)
+    if problem is not None:
+        raise ValueError(f"{what} {quote(display_url(url))} is not a valid URL: {problem}")
+    parts = urlsplit(url)
+    port = parts.port
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         raise ValueError(f"{what} {quote(display_url(url))} must be an http:// or https:// URL")
@@ -83,7 +81,7 @@ def has_fragment(url: str) -> bool:
 def canonical_resource(server_url: str) -> str:
     """The canonical URI of an MCP server, as sent in ``resource=``."""
     if has_fragment(server_url):
-        raise ValueError(f"server URL {server_url!r} must not have a fragment")
+        raise ValueError(f"server URL {quote(display_url(server_url))} must not have a fragment")
     u = parse_http_url(server_url, "server URL")
     path = "" if u.path == "/" else u.path
     return u.with_path(path, u.query)

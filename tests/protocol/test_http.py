@@ -71,6 +71,28 @@ def test_parse_url_refuses_credentials_in_the_url() -> None:
     assert "hunter2" not in str(caught.value)
 
 
+# A password written as it is, with a character that ends the host: the parser fails on
+# the "port" it sees, or takes part of the password for the host, the port or the path.
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://user:hunter2/Zq9-SECRET@127.0.0.1:9/mcp", "its port is not a number"),
+        ("http://user:hunter2?Zq9-SECRET@127.0.0.1:9/mcp", "its port is not a number"),
+        ("http://user:hunter2#Zq9-SECRET@127.0.0.1:9/mcp", "its port is not a number"),
+        ("http://user:hunter2%40Zq9-SECRET/mcp", "its port is not a number"),
+        ("http://user:99999/Zq9-SECRET@127.0.0.1:9/mcp", "its port is not a number"),
+        ("http://[user:hunter2@::1]/mcp", "its host is not a valid name or address"),
+    ],
+)
+def test_a_url_parse_url_cannot_read_is_refused_without_its_parts(url: str, problem: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_url(url)
+    said = str(caught.value)
+    assert said.startswith("invalid URL ") and problem in said
+    for part in ("user", "hunter2", "Zq9", "SECRET"):
+        assert part not in said
+
+
 ORIGIN = Origin("https", "mcp.example.com", 443)
 
 

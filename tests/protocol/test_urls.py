@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.urls import ascii_hosts, ascii_url, display_url
+from protocol.urls import HIDDEN, ascii_hosts, ascii_url, display_url
 
 
 @pytest.mark.parametrize(
@@ -17,20 +17,61 @@ from protocol.urls import ascii_hosts, ascii_url, display_url
         ("https://host#key=secret", "https://host"),
         ("https://a:b@c@host:443/", "https://host:443/"),
         ("http://[::1]:9/sse?t=1", "http://[::1]:9/sse"),
-        # Malformed ones are cut the same way, not shown whole.
-        ("http://user:pass@host:notaport/x?key=secret", "http://host:notaport/x"),
         ("user:pass@host/x?key=secret", "host/x"),
         ("", ""),
+        # After the last "@", nothing is user info, however the rest is written.
+        ("http://user%40x:pw@host/", "http://host/"),
+        ("http://[::1]@evil/", "http://evil/"),
+        ("http://user:pw@[::1]:80/", "http://[::1]:80/"),
+        ("http://u:p@h@host/", "http://host/"),
+        ("http://host\\@evil/", "http://evil/"),
+        ("http://u:p\t@host/", "http://host/"),
+        ("http://user:s3cr3tpassword@host;x/", "http://host;x/"),
+        ("http://a:b@c:d@host/", "http://host/"),
+        ("http://%75ser:pw@host/", "http://host/"),
+        ("http://user:pw%2540@host/", "http://host/"),
+        ("https://host:443@evil.com/", "https://evil.com/"),
+        ("http://user@host/", "http://host/"),
+        ("http://:pw@host/", "http://host/"),
+        ("http://u:p%0a@host/", "http://host/"),
+        ("http://host:pw@/", "http:///"),
+        ("http://[::1%25u:p@x]/", "http://x]/"),
     ],
 )
 def test_user_info_query_and_fragment_are_left_out(url: str, shown: str) -> None:
     assert display_url(url) == shown
 
 
-def test_a_query_that_looks_like_user_info_does_not_move_the_host() -> None:
-    # The query ends the authority: the "@" in it names no user, and the host stays.
-    assert display_url("https://host?next=a@evil/x") == "https://host"
-    assert display_url("https://host/p?next=a@evil/x") == "https://host/p"
+@pytest.mark.parametrize(
+    "url",
+    [
+        # A password with "/", "?" or "#" in it: the parser's host is its user name and
+        # the start of the password, and the rest of it is in the path, query or fragment.
+        "http://user:hunter2/Zq9-SECRET@127.0.0.1:9/mcp",
+        "http://user:123/Zq9-SECRET@127.0.0.1:9/mcp",
+        "http://user:hunter2?Zq9-SECRET@127.0.0.1:9/mcp",
+        "http://user:hunter2#Zq9-SECRET@127.0.0.1:9/mcp",
+        "http://host/#u:p@x",
+        "http://host?u:p@evil/",
+        "https://host?next=a@evil/x",
+        "https://host/p?next=a@evil/x",
+        # A token for a user name, with a "/" in it.
+        "https://hunter2/Zq9-SECRET@127.0.0.1:9/mcp",
+        # No "@" at all, and a port that is no number: a password written without it.
+        "http://user:pw%40host/",
+        "http://user:pass@host:notaport/x?key=secret",
+        # An "@" inside brackets the parser reads as an address.
+        "http://[user:pw@::1]/",
+        # Without a scheme the parser would take for one.
+        "user:a://b@host/x",
+    ],
+)
+def test_a_url_whose_host_or_path_could_be_user_info_shows_only_its_scheme(url: str) -> None:
+    scheme = url.partition("://")[0] if url.startswith("http") else ""
+    shown = display_url(url)
+    assert shown == (f"{scheme}://{HIDDEN}" if scheme else HIDDEN)
+    for part in ("user", "hunter2", "Zq9", "SECRET", "pw", "pass", "u:p", "next"):
+        assert part not in shown
 
 
 HOMOGRAPH = "https://\u0430ccounts.google.com/o/oauth2/v2/auth?client_id=x&state=s"

@@ -91,6 +91,35 @@ def test_check_config_shows_no_secret_and_no_hidden_character(
     assert "servers.pay.args[1]" in captured.err and "servers.web.url" in captured.err
 
 
+@pytest.mark.parametrize(
+    ("url", "code"),
+    [
+        ("http://user:${TPASS}@127.0.0.1:9/mcp", EX_CONFIG),
+        ("http://user:hunter2/Zq9-SECRET@127.0.0.1:9/mcp", EX_CONFIG),
+        ("http://user:hunter2#Zq9-SECRET@127.0.0.1:9/mcp", EX_CONFIG),
+        # A URL the parser reads, as host "user" and port 123: listed, not shown.
+        ("http://user:123/Zq9-SECRET@127.0.0.1:9/mcp", 0),
+    ],
+)
+def test_check_config_shows_no_part_of_a_password_written_in_a_url(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+    code: int,
+) -> None:
+    monkeypatch.setenv("TPASS", "hunter2/Zq9-SECRET")
+    config = written(tmp_path, f'[servers.tickets]\nurl = "{url}"\n')
+    assert run("check-config", "--config", str(config)) == code
+    captured = capsys.readouterr()
+    if code:
+        assert "config error: servers.tickets.url: invalid URL" in captured.err
+    else:
+        assert "tickets" in captured.out and "http://(hidden)" in captured.out
+    for part in ("user", "hunter2", "Zq9", "SECRET"):
+        assert part not in captured.out + captured.err
+
+
 def test_check_config_warns_of_a_server_that_cannot_start_and_still_exits_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -79,7 +79,7 @@ def test_a_url_that_is_not_http_is_refused(url: str) -> None:
     [
         ("https://ada:hunter2@h.example/mcp", "credentials in the URL are not supported"),
         ("https://ada@h.example/mcp", "credentials in the URL are not supported"),
-        ("http://h.example:99999/mcp", "Port out of range"),
+        ("http://h.example:99999/mcp", "its port is not a number from 0 to 65535"),
     ],
 )
 def test_a_url_its_transport_could_not_use_is_refused_at_its_key(url: str, message: str) -> None:

@@ -20,6 +20,7 @@ import trio
 
 from mcpd import config_hold
 from mcpd.agents.places import OWNER_RESERVE
+from mcpd.config.load import load
 from mcpd.config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from mcpd.config_hold import ConfigHold
 from mcpd.local.systemd import Notifier
@@ -67,10 +68,11 @@ async def holding(
     load: Loads,
     notifier: Notifier | None = None,
     limits: DaemonConfig | None = None,
+    error: ConfigError = ERROR,
 ) -> AsyncIterator[tuple[ConfigHold, Path, trio.Nursery]]:
     path = tmp_path / "mcpd.sock"
     listener = await listener_at(path)
-    hold = ConfigHold("/etc/mcpd/config.toml", ERROR, load, notifier or Recorder(), limits)
+    hold = ConfigHold("/etc/mcpd/config.toml", error, load, notifier or Recorder(), limits)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(hold.run, listener)
@@ -209,20 +211,59 @@ async def test_a_peer_that_hangs_up_before_its_answer_ends_its_connection_alone(
         await other.aclose()
 
 
+async def http_reply(path: Path) -> tuple[bytes, bytes]:
+    """The head and body the hold answers an HTTP request on ``path`` with."""
+    stream = await connect(path)
+    await stream.send_all(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+    # The whole answer, however the connection ends after it (the hold does not
+    # read the request, so the kernel may end it with a reset).
+    received = b""
+    with contextlib.suppress(trio.BrokenResourceError):
+        while chunk := await stream.receive_some(65536):
+            received += chunk
+    await stream.aclose()
+    head, _, body = received.partition(b"\r\n\r\n")
+    return head, body
+
+
 async def test_an_http_client_gets_a_503_that_says_why(tmp_path: Path) -> None:
     async with holding(tmp_path, Loads()) as (_, path, _):
-        stream = await connect(path)
-        await stream.send_all(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
-        # The whole answer, however the connection ends after it (the hold does not
-        # read the request, so the kernel may end it with a reset).
-        received = b""
-        with contextlib.suppress(trio.BrokenResourceError):
-            while chunk := await stream.receive_some(65536):
-                received += chunk
-        head, _, body = received.partition(b"\r\n\r\n")
+        head, body = await http_reply(path)
         assert head.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
         assert f"Content-Length: {len(body)}".encode() in head
         assert body.decode().startswith("mcpd is not serving: its config /etc/mcpd/config.toml")
+
+
+# A password with a "/" in it makes the URL one the parser cannot read.
+PASSWORD = "hunter2/Zq9-SECRET"
+
+
+@pytest.mark.parametrize(
+    ("url", "env"),
+    [
+        ("http://user:${TPASS}@127.0.0.1:9/mcp", {"TPASS": PASSWORD}),
+        (f"http://user:{PASSWORD}@127.0.0.1:9/mcp", {}),
+        ("http://user:hunter2#Zq9-SECRET@127.0.0.1:9/mcp", {}),
+        ("http://user:hunter2?Zq9-SECRET@127.0.0.1:9/mcp", {}),
+    ],
+)
+async def test_a_password_in_a_server_url_reaches_no_peer_of_the_hold(
+    tmp_path: Path, url: str, env: dict[str, str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[servers.tickets]\nurl = "{url}"\n')
+    with pytest.raises(ConfigError) as caught:
+        load(config, env=env)
+    async with holding(tmp_path, Loads(), error=caught.value) as (_, path, _):
+        stream = await connect(path)
+        reply = await exchange(stream, request("tools/list"))
+        await stream.aclose()
+        _, body = await http_reply(path)
+    said = json.dumps(reply) + body.decode()
+    assert "servers.tickets.url: invalid URL" in reply["error"]["data"][CONFIG_ERROR]
+    assert "servers.tickets.url: invalid URL" in body.decode()
+    for part in ("user", "hunter2", "Zq9", "SECRET"):
+        assert part not in said
 
 
 async def test_a_reload_that_still_fails_says_the_new_error_from_then_on(tmp_path: Path) -> None:

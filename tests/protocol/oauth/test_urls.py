@@ -40,6 +40,21 @@ def test_canonical_resource_refuses(url: str) -> None:
         canonical_resource(url)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://user:hunter2/Zq9-SECRET@mcp.example.com/mcp",
+        "https://user:hunter2#Zq9-SECRET@mcp.example.com/mcp",
+        "https://[user:hunter2@::1]/mcp",
+    ],
+)
+def test_a_server_url_refused_is_not_quoted_with_a_password_in_it(url: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        canonical_resource(url)
+    for part in ("user", "hunter2", "Zq9", "SECRET"):
+        assert part not in str(caught.value)
+
+
 def test_prm_urls_path_first_then_root() -> None:
     assert prm_urls("https://example.com/public/mcp") == [
         "https://example.com/.well-known/oauth-protected-resource/public/mcp",
