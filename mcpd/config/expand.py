@@ -10,7 +10,7 @@ starting and nothing else, and a disabled server's table is not expanded at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -115,6 +115,24 @@ def expand(
         raise Unresolved(path, f"environment variable {name} is not set (use ${{{name}:-default}})")
 
     return _VAR_RE.sub(sub, value)
+
+
+def without_values(
+    error: ConfigError, names: Iterable[str], env: Mapping[str, str], found: Found
+) -> ConfigError:
+    """``error`` with each value a reference gave written as that reference
+    (``${TPASS}``), or, for a secret file's, as where it is held. Whoever reads the
+    config's state reads its errors too, and any value may be a password: one spliced
+    into a URL is checked, and quoted, as the URL's."""
+    shown = {h.value: f"[secret of {h.where}]" for h in found}
+    for name in names:
+        value = env.get(name)
+        if value is not None and len(value) >= MIN_SECRET and not _plain_var(name):
+            shown[value] = f"${{{name}}}"
+    message = error.message
+    for value in sorted(shown, key=len, reverse=True):  # a value inside another: the longer first
+        message = message.replace(value, shown[value])
+    return error if message == error.message else type(error)(error.path, message)
 
 
 def _walk(node: Any, path: str, on_str: Callable[[str, str], str]) -> Any:

@@ -31,6 +31,7 @@ from .expand import (
     expand,
     expand_server,
     expand_tree,
+    without_values,
 )
 from .held import held_in
 from .hosts import builtin_profiles
@@ -82,6 +83,16 @@ def parse(
     if refs.names:
         expanded["variables"][""] = sorted(refs.names)
     expanded["secret_files"] = sorted(refs.files.union(*(t.files for t in tables.values())))
+    try:
+        config = _checked(expanded, tables)
+    except ConfigError as exc:
+        names = refs.names.union(*(t.variables for t in tables.values()))
+        raise without_values(exc, names, env, found) from None
+    return msgspec.structs.replace(config, held_secrets=held_in(config, found))
+
+
+def _checked(expanded: dict[str, Any], tables: Mapping[str, ServerTable]) -> Config:
+    """The expanded config as the model's structs, every check passed."""
     _check_servers(expanded.get("servers"))
     profiles = expanded.get("profiles")
     if isinstance(profiles, dict):  # each on its own, so an error names the profile
@@ -99,7 +110,7 @@ def parse(
         }
         config = msgspec.structs.replace(config, servers=servers_)
     validate(config, {a: t.unknown for a, t in tables.items()})
-    return msgspec.structs.replace(config, held_secrets=held_in(config, found))
+    return config
 
 
 def _check_servers(servers: Any) -> None:

@@ -217,3 +217,22 @@ def test_a_config_in_a_directory_every_user_may_write_is_refused(tmp_path: Path)
     path = written(shared, "mcpd.toml", TOML)
     message = refusal(path)
     assert "config file not trusted" in message and f"the directory {shared}" in message
+
+
+def test_an_error_shows_a_value_from_the_environment_or_a_secret_file_as_its_reference(
+    tmp_path: Path,
+) -> None:
+    # Whoever reads the config's state reads its errors, and any value may be a password.
+    path = written(tmp_path, "mcpd.toml", b'[daemon]\nhttp_listen = "${LISTEN}"\n')
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={"LISTEN": "hunter2/Zq9-SECRET"})
+    assert str(caught.value) == (
+        "daemon.http_listen: '${LISTEN}' is not HOST:PORT such as \"127.0.0.1:8765\""
+    )
+    secret = written(tmp_path, "listen", b"hunter2/Zq9-SECRET\n")
+    secret.chmod(0o600)
+    path.write_text(f'[daemon]\nhttp_listen = "${{file:{secret}}}"\n')
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={})
+    assert "hunter2" not in str(caught.value)
+    assert "'[secret of daemon.http_listen]' is not HOST:PORT" in str(caught.value)
