@@ -11,8 +11,11 @@ User info ends at an ``@``, and a password written as it is may hold a ``/``, ``
 or ``#``, which a parser takes for the end of the host: in ``http://u:pa/ss@host/``
 the "host" is ``u`` with the port ``pa``, and the path starts with the rest of the
 password. So everything before the last ``@`` of a URL could be user info. When that
-``@`` comes after the host's end, or the port is not a number (``u:pa%40ss`` with no
-``@`` at all), no part of the host or path is shown: only the scheme and ``HIDDEN``.
+``@`` comes after the host's end and what stands for the host is no name a server has
+(no dot in it, not ``localhost``, not an address in brackets), or the port is not a
+number (``u:pa%40ss`` with no ``@`` at all), no part of the host or path is shown: only
+the scheme and ``HIDDEN``. A host that is a server's name keeps its path, ``@`` and
+all: registries name servers so (``https://server.smithery.ai/@owner/name/mcp``).
 ``unreadable`` says why a parser refused a URL without quoting it (the parser's own
 message quotes the part it could not read, which may be a password's).
 
@@ -56,6 +59,8 @@ def display_url(url: str) -> str:
     # The query or fragment ends the host too (``http://host?x``).
     end = next((i for i, c in enumerate(rest) if c in "/?#"), len(rest))
     at = rest.rfind("@")
+    if at >= end and _server_name(rest[:end]):
+        at = -1
     hostport = rest[at + 1 : end]
     if at >= end or not _numeric_port(hostport):
         return f"{scheme}{sep}{HIDDEN}"
@@ -63,6 +68,15 @@ def display_url(url: str) -> str:
     for cut in "?#":
         path = path.partition(cut)[0]
     return f"{scheme}{sep}{hostport}{path}"
+
+
+def _server_name(hostport: str) -> bool:
+    """Whether ``hostport`` names a server as hosts are named, port apart: what a user
+    name and the start of a password (``u:123``, ``token``) are not."""
+    if hostport.startswith("["):
+        return hostport.find("]") > 0
+    host = hostport.partition(":")[0]
+    return host.lower() == "localhost" or ("." in host and "@" not in host)
 
 
 def _numeric_port(hostport: str) -> bool:

@@ -36,6 +36,14 @@ from protocol.urls import HIDDEN, ascii_hosts, ascii_url, display_url
         ("http://u:p%0a@host/", "http://host/"),
         ("http://host:pw@/", "http:///"),
         ("http://[::1%25u:p@x]/", "http://x]/"),
+        # A server's name before the path: an "@" in the path is a registry's naming.
+        (
+            "https://server.smithery.ai/@owner/name/mcp?api_key=k",
+            "https://server.smithery.ai/@owner/name/mcp",
+        ),
+        ("http://localhost:8080/@owner/mcp", "http://localhost:8080/@owner/mcp"),
+        ("http://[::1]:9/@owner/mcp", "http://[::1]:9/@owner/mcp"),
+        ("https://host.example?next=a@evil/x", "https://host.example"),
     ],
 )
 def test_user_info_query_and_fragment_are_left_out(url: str, shown: str) -> None:
