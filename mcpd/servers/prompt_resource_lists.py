@@ -21,10 +21,11 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 import trio
-from msgspec import UNSET
+from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
 from protocol import surface
+from protocol.json_values import parts_at_most
 from protocol.logfields import log_extra
 from protocol.visible import quote
 from transports.errors import ServerCancelled, TransportError
@@ -32,7 +33,7 @@ from transports.errors import ServerCancelled, TransportError
 from ..registry.catalog import Catalog
 from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, label
 from .handshake import ProtocolViolation
-from .taking_apart import too_complex
+from .taking_apart import AT_ONCE_PARTS, too_complex
 from .tool_list import ToolListKeeper
 from .upstream import Upstream
 
@@ -121,6 +122,26 @@ def _key(item: surface.Prompt | surface.Resource | surface.ResourceTemplate) -> 
     if isinstance(item, surface.ResourceTemplate):
         return item.uriTemplate
     return item.name
+
+
+class _Updated(msgspec.Struct):
+    uri: str
+
+
+class _Acknowledged(msgspec.Struct):
+    notifications: dict[str, Any]
+
+
+def _honoured(params: Raw | None) -> dict[str, Any]:
+    """What an acknowledgement of mcpd's listen says the server honours: nothing when
+    it holds more values than are read at once (``taking_apart``), which no answer
+    to what mcpd asked needs."""
+    if params is not None and parts_at_most(params, AT_ONCE_PARTS) > AT_ONCE_PARTS:
+        return {}
+    try:
+        return rpc.decode_as(params, _Acknowledged).notifications
+    except rpc.InvalidParams:
+        return {}
 
 
 class PromptResourceKeeper:
@@ -255,19 +276,16 @@ class PromptResourceKeeper:
             self._wake()
         elif method == "notifications/resources/updated":
             try:
-                uri = msgspec.json.decode(msg.params or b"{}").get("uri")
-            except (msgspec.DecodeError, AttributeError):
+                # Only its uri is read: whatever else the server put there is skipped.
+                uri = rpc.decode_as(msg.params, _Updated).uri
+            except rpc.InvalidParams:
                 return
-            if isinstance(uri, str) and self.on_updated is not None:
+            if self.on_updated is not None:
                 self.on_updated(self.alias, uri)
         elif method == "notifications/tasks" and self.on_task is not None and msg.params:
             self.on_task(self.alias, msg.params)
         elif method == "notifications/subscriptions/acknowledged":
-            try:
-                honoured = msgspec.json.decode(msg.params or b"{}").get("notifications")
-            except (msgspec.DecodeError, AttributeError):
-                honoured = None
-            self.acknowledged = honoured if isinstance(honoured, dict) else {}
+            self.acknowledged = _honoured(msg.params)
 
     # -- subscriptions --
 

@@ -50,6 +50,14 @@ _FLOOD: Final = 20
 _FLOOD_LOG_EVERY: Final = 60.0
 
 
+class _Honoured(msgspec.Struct):
+    toolsListChanged: bool = False
+
+
+class _Acknowledged(msgspec.Struct):
+    notifications: _Honoured = msgspec.field(default_factory=_Honoured)
+
+
 class ToolListKeeper:
     """``wake`` asks the server's task to come round (it does the fetching);
     ``connected`` says whether there is a session to fetch from; ``install`` puts a
@@ -217,10 +225,12 @@ class ToolListKeeper:
 
     def _acknowledged(self, msg: rpc.Notification) -> None:
         try:
-            honoured = msgspec.json.decode(msg.params or b"{}").get("notifications") or {}
-        except (msgspec.DecodeError, AttributeError):
-            honoured = {}
-        self.subscribed = bool(isinstance(honoured, dict) and honoured.get("toolsListChanged"))
+            # Only the flag is read: whatever else the server put there is skipped.
+            self.subscribed = rpc.decode_as(
+                msg.params, _Acknowledged
+            ).notifications.toolsListChanged
+        except rpc.InvalidParams:
+            self.subscribed = False
         if self.subscribed:
             # A change between the list fetched at connect and this subscription was
             # told to nobody: fetch once more now that every later one will be heard.

@@ -32,6 +32,7 @@ from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.greeting import Declared, server_capabilities
+from tests.support.peak import peak_bytes, size
 from transports.errors import TransportClosed
 
 Answer = dict[str, Any] | list[Any] | Exception | Callable[[Any], Any]
@@ -369,6 +370,20 @@ async def test_an_acknowledgement_that_is_not_an_object_honours_nothing() -> Non
     for params in ([1], "x", {"notifications": [1]}, None):
         k.keeper.on_notification(notification(ack, params))
         assert k.keeper.acknowledged == {}
+
+
+async def test_what_a_notification_read_for_one_field_holds_beside_it_is_never_built() -> None:
+    k = Keeper()
+    heard: list[str] = []
+    k.keeper.on_updated = lambda alias, uri: heard.append(uri)
+    junk = [{}] * 250_000  # near the most a notification may be
+    updated = notification("notifications/resources/updated", {"junk": junk, "uri": "f://a"})
+    assert peak_bytes(lambda: k.keeper.on_notification(updated)) < 4 * size(updated)
+    assert heard == ["f://a"]
+    honoured = {"resourceSubscriptions": ["f://a"], "junk": junk}
+    ack = notification("notifications/subscriptions/acknowledged", {"notifications": honoured})
+    assert peak_bytes(lambda: k.keeper.on_notification(ack)) < 4 * size(ack)
+    assert k.keeper.acknowledged == {}  # more than an answer to mcpd's listen holds
 
 
 async def test_task_news_is_passed_on_only_with_params() -> None:

@@ -26,6 +26,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.agent import connect, make_config, running
 from tests.support.fault_harness import HOSTILE_STDIO
+from tests.support.peak import peak_bytes, size
 
 CHURNING = str(Path(__file__).parents[2] / "support" / "churning_server.py")
 
@@ -168,6 +169,14 @@ async def test_an_acknowledgement_without_the_tool_list_is_no_subscription(param
     k.keeper.on_notification(note(ACK, params))
     assert not k.keeper.subscribed
     assert not k.keeper.due
+
+
+async def test_an_acknowledgement_is_read_for_the_tool_list_only() -> None:
+    k = Keeper()
+    honoured = {"toolsListChanged": True, "junk": [{}] * 250_000}
+    ack = note(ACK, {"notifications": honoured})
+    assert peak_bytes(lambda: k.keeper.on_notification(ack)) < 4 * size(ack)
+    assert k.keeper.subscribed
 
 
 async def test_a_fetched_list_is_installed_only_when_it_changed(
