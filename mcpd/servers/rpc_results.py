@@ -110,7 +110,21 @@ def taken_apart(
         request["params"] = marked(alias, request["method"], request.get("params"))
     # Encoded again even with nothing dropped: a _meta given twice goes on as the one
     # mcpd read (the last), which every reader then reads.
-    return own_keys.reencoded(raw, result)
+    return written(guard, alias, raw, result, what, masked=found.secret)
+
+
+def written(
+    guard: SecretGuard, alias: str, raw: Raw, value: Any, what: str, *, masked: bool
+) -> Raw:
+    """``value`` (decoded from ``raw``, and walked for secrets when ``masked``) as mcpd
+    writes it: ``raw`` itself when that is what it encodes to. A secret the server
+    spelled with escapes no encoder writes (``\\u0041`` for ``A``) was not in the
+    bytes it sent, but is plain in mcpd's: so those are searched too, and only when
+    it is there is the value walked to mask it."""
+    encoded = msgspec.json.encode(value)
+    if not masked and guard.finds(alias, encoded):
+        encoded = msgspec.json.encode(guard.value(alias, value, what))
+    return raw if memoryview(raw) == encoded else Raw(encoded)
 
 
 def result_for_agents(

@@ -225,4 +225,6 @@ class ReplyWork:
             return taken_apart(guard, alias, params, what, Findings(own, secret), task=True)
         if own:
             params = own_keys.meta_dropped(params)
-        return guard.raw(alias, params, what) if secret else params
+        # Searched again when encoded again: a secret the server spelled with escapes
+        # is plain in mcpd's bytes (``rpc_results.written``).
+        return guard.raw(alias, params, what)

@@ -148,3 +148,13 @@ def test_without_a_secret_in_its_bytes_a_result_is_not_walked_to_mask_one(
     for guard in (SecretGuard(KnownSecrets()), SecretGuard(known)):
         got = result_for_agents(guard, "evil", raw, "a tools/call result")
         assert json.loads(bytes(got))["_meta"] == {"k": 1}
+
+
+def test_a_secret_spelled_with_escapes_is_masked_where_mcpd_writes_the_result_again() -> None:
+    secret = "notes-secret-value-7f3a9c"
+    known = KnownSecrets()
+    known.replace("config", [HeldSecret("servers.notes.env.TOKEN", secret)])
+    spelled = "".join(f"\\u{ord(c):04x}" for c in secret).encode()
+    raw = Raw(b'{"content":[{"type":"text","text":"' + spelled + b'"}],"_meta":{"mcpd/x":1}}')
+    got = json.loads(bytes(result_for_agents(SecretGuard(known), "evil", raw, "a result")))
+    assert got["_meta"] == {} and got["content"][0]["text"].startswith("[secret")

@@ -131,6 +131,13 @@ def test_a_notification_loses_mcpds_keys_and_one_too_big_for_that_is_dropped(
     assert "and was dropped" in caplog.text
 
 
+def test_a_secret_spelled_with_escapes_is_masked_where_mcpd_writes_a_notification_again() -> None:
+    spelled = "".join(f"\\u{ord(c):04x}" for c in SECRET).encode()
+    params = Raw(b'{"data":"' + spelled + b'","_meta":{"mcpd/server":"notes"}}')
+    got = ReplyWork("evil", holding_a_secret()).notification(params, "notifications/message")
+    assert got is not None and json.loads(bytes(got))["data"].startswith("[secret")
+
+
 # -- tasks (a tasks method's result, a task's status) --
 
 
