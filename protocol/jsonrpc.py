@@ -1,9 +1,10 @@
 """JSON-RPC 2.0 as MCP uses it: two-stage decoding, encoding, error codes.
 
-Stage one decodes only the envelope and keeps ``params``/``result``/``error`` as
-``msgspec.Raw``, so a request whose params are wrong still has a usable id and gets
-its error reply under that id. Stage two decodes the params (or a result) into the
-type the caller asks for, with decoders built once per type.
+Stage one decodes only the envelope and keeps ``params``/``result`` (and an error's
+``data``) as ``msgspec.Raw``, so a request whose params are wrong still has a usable id
+and gets its error reply under that id, and what a peer put in a message is decoded
+only by what needs it, as far as it needs it. Stage two decodes the params (or a
+result) into the type the caller asks for, with decoders built once per type.
 """
 
 from __future__ import annotations
@@ -37,9 +38,18 @@ T = TypeVar("T")
 
 
 class ErrorObject(msgspec.Struct, omit_defaults=True):
+    """An error as mcpd writes it, or as a peer sent it: then its ``data`` is the
+    peer's bytes (``msgspec.Raw``), which may hold millions of values."""
+
     code: int
     message: str
     data: Any = UNSET
+
+
+class _ReceivedError(msgspec.Struct):
+    code: int
+    message: str
+    data: Raw | UnsetType = UNSET
 
 
 class Request(msgspec.Struct):
@@ -89,7 +99,9 @@ class InvalidParams(Exception):
 
 
 class RPCError(Exception):
-    """A JSON-RPC error object received from a peer (not a local failure)."""
+    """A JSON-RPC error object received from a peer (not a local failure). Its ``data``
+    is as the peer sent it (``msgspec.Raw``) when it came in a message: read it with
+    ``data_as``, which decodes only the type asked for."""
 
     def __init__(self, code: int, message: str, data: Any = UNSET) -> None:
         super().__init__(f"{message} ({code})")
@@ -104,6 +116,17 @@ class RPCError(Exception):
     def to_object(self) -> ErrorObject:
         return ErrorObject(self.code, self.message, self.data)
 
+    def data_as(self, type_: type[T]) -> T | None:
+        """This error's ``data`` as ``type_`` (a struct decodes only its own fields:
+        whatever else a peer put there is skipped, not built); None when it is not one."""
+        data = self.data
+        try:
+            if isinstance(data, Raw):
+                return decoder_for(type_).decode(data)
+            return msgspec.convert(data, type_)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+
 
 class _Envelope(msgspec.Struct):
     # Loose types on purpose: the checks below give JSON-RPC's own errors, not msgspec's.
@@ -116,7 +139,7 @@ class _Envelope(msgspec.Struct):
 
 
 _envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
-_error_decoder: Final = msgspec.json.Decoder(ErrorObject)
+_error_decoder: Final = msgspec.json.Decoder(_ReceivedError)
 
 
 def valid_id(value: Any) -> bool:
@@ -198,10 +221,12 @@ def decode_message(data: bytes | memoryview) -> Message:
         if env.id is not None and env.id is not UNSET and msg_id is None:
             raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")
         try:
-            err = _error_decoder.decode(env.error)
+            got = _error_decoder.decode(env.error)
         except (msgspec.DecodeError, RecursionError):
-            err = ErrorObject(INTERNAL_ERROR, "malformed error object from peer")
-        return ErrorResponse(msg_id, err)
+            return ErrorResponse(
+                msg_id, ErrorObject(INTERNAL_ERROR, "malformed error object from peer")
+            )
+        return ErrorResponse(msg_id, ErrorObject(got.code, got.message, got.data))
     if isinstance(env.result, Raw):
         if msg_id is None:
             raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")

@@ -24,6 +24,7 @@ from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.json_values import parts_at_most
 from protocol.server import RequestContext
 from protocol.uritemplate import MAX_URI
 
@@ -55,6 +56,8 @@ MAX_SUBSCRIPTIONS_IN_ALL: Final = 10_000
 MAX_SUBSCRIBED_BYTES_IN_ALL: Final = 1024 * 1024
 _DEFAULT_LINE: Final = DaemonConfig().max_line_bytes
 _encode: Final = msgspec.json.Encoder().encode
+# The values and keys an error's data may hold to have the resource it names renamed.
+_NAMING_PARTS: Final = 1_000
 
 
 def subscribed_bytes_in_all(max_line_bytes: int) -> int:
@@ -157,9 +160,8 @@ async def read(
 
     async def upstream(p: surface.ReadResourceParams, asker: Any) -> Any:
         outcome = await request_outcome(servers, alias, "resources/read", p, p.uri, caps, asker)
-        data = outcome.data if isinstance(outcome, rpc.RPCError) else None
-        if isinstance(data, dict) and data.get("uri") == p.uri:
-            outcome.data = {**data, "uri": asked}  # the server's "not found", in our terms
+        if isinstance(outcome, rpc.RPCError):
+            _name_asked(outcome, p.uri, asked)  # the server's "not found", in our terms
         return outcome
 
     def rewrite(raw: Raw) -> Any:
@@ -168,6 +170,26 @@ async def read(
     return await serve_asked(
         servers, askback, agent, req, params, asked, alias, upstream, rewrite, seen, True
     )
+
+
+class _Named(msgspec.Struct):
+    uri: object = None
+
+
+def _name_asked(error: rpc.RPCError, served: str, asked: str) -> None:
+    """``error``'s data naming the resource as the agent asked for it where it names
+    it as the server serves it. Read whole only when it holds as few values as a
+    "not found" does: the rest of a server's data goes on as its bytes."""
+    named = error.data_as(_Named)
+    if named is None or named.uri != served:
+        return
+    data = error.data
+    if isinstance(data, Raw):
+        if parts_at_most(data, _NAMING_PARTS) > _NAMING_PARTS:
+            return
+        data = msgspec.json.decode(data)
+    if isinstance(data, dict):
+        error.data = {**data, "uri": asked}
 
 
 def _refuse(message: str, limit: int, held: int, asked: int) -> NoReturn:

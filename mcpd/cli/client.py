@@ -107,7 +107,10 @@ class Client:
                         f"it began {line[:80]!r}"
                     ) from None
                 if isinstance(msg, rpc.ErrorResponse) and msg.id in (rid, None):
-                    raise rpc.RPCError.from_object(msg.error)
+                    error, data = msg.error, msg.error.data
+                    if isinstance(data, msgspec.Raw):  # the daemon's own: read whole
+                        data = msgspec.json.decode(data)
+                    raise rpc.RPCError(error.code, error.message, data)
         except OSError as exc:
             raise Unreachable(f"lost the connection to mcpd on {self.path}: {exc}") from None
 

@@ -184,10 +184,9 @@ class Handshake:
 
     def _probe_error(self, exc: rpc.RPCError) -> str | None:
         if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
-            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
             # Modern evidence: retry (once) even with the version just sent, rather
             # than fall back to initialize.
-            return _pick_modern(supported if isinstance(supported, list) else [])
+            return _pick_modern(_supported(exc))
         status = exc.http_status if isinstance(exc, HttpRPCError) else None
         if self.http and (
             exc.code in rpc.MODERN_ERROR_CODES
@@ -246,8 +245,7 @@ class Handshake:
         except rpc.RPCError as exc:
             if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION and self.era_pref != "legacy":
                 # A modern server that was slow to answer the probe; probe again.
-                supported = exc.data.get("supported") if isinstance(exc.data, dict) else []
-                chosen = _pick_modern(supported if isinstance(supported, list) else [])
+                chosen = _pick_modern(_supported(exc))
                 if chosen is not None:
                     outcome = await self._probe(chosen)
                     if isinstance(outcome, greeting.Discovered):
@@ -285,6 +283,16 @@ class Handshake:
         # Either way a session id from an earlier answer (or the probe's) is dropped.
         self.transport.era = era
         self.transport.reset_session()
+
+
+class _Unsupported(msgspec.Struct):
+    supported: list[object] = []
+
+
+def _supported(exc: rpc.RPCError) -> list[object]:
+    """The versions an unsupported-version error names (of all its data, only them)."""
+    said = exc.data_as(_Unsupported)
+    return [] if said is None else said.supported
 
 
 def _pick_modern(versions: list[Any]) -> str | None:

@@ -8,26 +8,61 @@ put under mcpd's own keys in its data is dropped (``registry.own_keys``); and ev
 secret mcpd holds is masked, after the cleaning (which could join a secret split by a
 character nobody sees). Where mcpd puts such a message into words of its own (an
 outage's reason, a line of its log), it quotes it (``protocol.visible.quote``).
+
+Its data goes on as the bytes it came as (``protocol.jsonrpc`` keeps them), as a
+result's do, unless it is text (one value, decoded to be cleaned) or a scan of it
+(``data_findings``) finds what must change: then it is taken apart (decoded whole,
+walked and encoded again), and how large a data is taken apart so, and where, is
+``taking_apart``'s to say, as it is for a result.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import msgspec
+from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
 from ..registry import own_keys
 from ..registry.clean import clean_text
+from .rpc_results import Findings, written
+
+_QUOTE: Final = ord('"')
+_text: Final = msgspec.json.Decoder(str)
 
 
-def error_for_agents(guard: SecretGuard, alias: str, exc: rpc.RPCError, what: str) -> rpc.RPCError:
-    """``exc`` as it may reach an agent: itself when nothing needed changing."""
+def data_findings(guard: SecretGuard, alias: str, exc: rpc.RPCError) -> Findings | None:
+    """Why ``exc``'s data must be taken apart before agents get it; None (nearly every
+    error) when it need not: it holds neither a key of mcpd's nor a secret's form, is
+    text, or was not sent as bytes (an error of mcpd's making)."""
+    data = exc.data
+    if not isinstance(data, Raw) or _is_text(data):
+        return None
+    own = own_keys.may_hold(data)
+    secret = guard.finds(alias, data)
+    return Findings(own, secret) if own or secret else None
+
+
+def error_for_agents(
+    guard: SecretGuard, alias: str, exc: rpc.RPCError, what: str, found: Findings | None
+) -> rpc.RPCError:
+    """``exc`` as it may reach an agent: itself when nothing needed changing. ``found``:
+    what ``data_findings`` found in its data, which is taken apart here and now,
+    whatever it costs (``taking_apart.ReplyWork`` bounds it). Touches nothing of the
+    event loop's: it may run in a worker thread."""
     message, removed = clean_text(exc.message)
     data = exc.data
-    if isinstance(data, str):
+    if isinstance(data, Raw):
+        if found is not None:
+            data = _taken_apart(guard, alias, data, what, found)
+        elif _is_text(data):
+            data, removed_there = clean_text(_text.decode(data))
+            removed += removed_there
+    elif isinstance(data, str):
         data, count = clean_text(data)
         removed += count
     elif isinstance(data, dict | list):
@@ -35,6 +70,23 @@ def error_for_agents(guard: SecretGuard, alias: str, exc: rpc.RPCError, what: st
     if removed or data is not exc.data:
         exc = rpc.RPCError(exc.code, message, data)
     return guard.rpc_error(alias, exc, what)
+
+
+def _is_text(data: Raw) -> bool:
+    return len(data) > 0 and memoryview(data)[0] == _QUOTE
+
+
+def _taken_apart(guard: SecretGuard, alias: str, raw: Raw, what: str, found: Findings) -> Raw:
+    try:
+        data: Any = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        # Not reached: the transport took the message for JSON it could decode.
+        raise MalformedReply(f"{alias}: the data of {what} could not be read again") from None
+    if found.own:
+        own_keys.drop_from_data(data)
+    if found.secret:
+        data = guard.value(alias, data, what)
+    return written(guard, alias, raw, data, what, masked=found.secret)
 
 
 def _without_own_keys(data: dict[str, Any] | list[Any]) -> Any:

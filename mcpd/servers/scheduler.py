@@ -16,6 +16,7 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -30,7 +31,9 @@ from .call_failures import failed
 from .calls import Answered, Call, CallHost, Ending, Outcome, Unsent, Uses, _Scheduler
 from .ended_asks import End
 from .outage import Outage
-from .rpc_results import Findings, findings, taken_apart
+from .rpc_errors import data_findings, error_for_agents
+from .rpc_results import findings, taken_apart
+from .taking_apart import data_of
 from .turns import TurnQueue
 
 if TYPE_CHECKING:
@@ -41,6 +44,7 @@ logger = logging.getLogger("mcpd.calls")
 
 _LIVE: Final = frozenset({"queued", "running"})
 _RESULT: Final = "a tools/call result"
+_ERROR: Final = "a tools/call error"
 
 
 class CallScheduler(_Scheduler):
@@ -232,11 +236,19 @@ class CallScheduler(_Scheduler):
             # ask the agent something: a reply stays spliced.
             found = findings(r.guard, r.alias, raw)
             if found is not None:
-                self._take_apart(call, raw, found, now, elapsed)
+                work = partial(taken_apart, r.guard, r.alias, raw, _RESULT, found)
+                self._take_apart(call, raw, _RESULT, found.why, work, now, elapsed, error=False)
                 return
             ending = Answered(raw)
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed)
+        elif isinstance(error, rpc.RPCError) and not timed_out:
+            # The server's error: its data is taken apart as a result is, if at all.
+            found = data_findings(r.guard, r.alias, error)
+            made = partial(error_for_agents, r.guard, r.alias, error, _ERROR, found)
+            data, why = (None, "") if found is None else (error.data, found.why)
+            self._take_apart(call, data, data_of(_ERROR), why, made, now, elapsed, error=True)
+            return
         else:
             ending = self._failed(call, error, timed_out, now, elapsed)
         self._close(call, ending)
@@ -251,25 +263,35 @@ class CallScheduler(_Scheduler):
         self._finish(call, ending)
 
     def _take_apart(
-        self, call: Call, raw: Raw, found: Findings, now: float, elapsed: float
+        self,
+        call: Call,
+        raw: Raw | None,
+        what: str,
+        why: str,
+        work: Callable[[], Raw | rpc.RPCError],
+        now: float,
+        elapsed: float,
+        *,
+        error: bool,
     ) -> None:
-        """``complete`` for an answer that must be taken apart (``taking_apart``): at
+        """``complete`` for an answer whose ``raw`` (a result, an error's data; None:
+        nothing to take apart) must be taken apart (``taking_apart``) by ``work``: at
         once, or (too big for that) in the server's thread while the agent waits. The
-        server replied either way, however its reply turns out."""
+        server replied either way, however its reply turns out (``error``: with an
+        error, which its latency is counted as)."""
         r = self.runner
         ending: Ending
         later = False
         try:
-            if not r.replies.at_once(raw, _RESULT, found.why):
-                later = r.replies.in_thread(
-                    raw, _RESULT, found, lambda done: self._taken_apart(call, done)
-                )
-            ending = Answered(raw if later else taken_apart(r.guard, r.alias, raw, _RESULT, found))
+            if raw is not None and not r.replies.at_once(raw, what, why):
+                later = r.replies.in_thread(work, lambda done: self._taken_apart(call, done))
+            if not later:
+                ending = Answered(work())
         except MalformedReply as exc:
             ending = self._failed(call, exc, False, now, elapsed)
         else:
             r.breaker.record_success(now, call.ticket)
-            r.stats.record(elapsed)
+            r.stats.record(elapsed, error=error)
         if not later:
             self._close(call, ending)
             return
@@ -283,7 +305,7 @@ class CallScheduler(_Scheduler):
             call.relays = False
             r.asks.leave_call(call, End.ANSWERED, call.rid)
 
-    def _taken_apart(self, call: Call, done: Raw | MalformedReply) -> None:
+    def _taken_apart(self, call: Call, done: Raw | rpc.RPCError | MalformedReply) -> None:
         if call.state != "answered":
             return  # cancelled meanwhile
         outcome: Outcome

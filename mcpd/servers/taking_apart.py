@@ -1,4 +1,6 @@
-"""Where a server's result is made fit for agents (``rpc_results``), and whether it is.
+"""Where a server's result is made fit for agents (``rpc_results``), and whether it is;
+and so for the data of a server's error (``rpc_errors``), which is counted and taken
+apart as a result is, and named in what is said of its size as ``data_of`` names it.
 
 Most results go on as the bytes they came as (``rpc_results.findings``). One that must
 be taken apart is decoded whole, walked in Python and encoded again, and what that
@@ -34,6 +36,7 @@ from typing import Final, TypeVar
 import trio
 from msgspec import Raw
 
+from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.json_values import parts_at_most
 from protocol.logfields import log_extra
@@ -42,6 +45,7 @@ from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
 from ..registry import own_keys
+from .rpc_errors import data_findings, error_for_agents
 from .rpc_results import Findings, findings, taken_apart
 
 logger = logging.getLogger("mcpd.askback")
@@ -56,6 +60,11 @@ AT_ONCE_PARTS: Final = 10_000
 # line of ``max_line_bytes`` takes by itself.
 MOST_PARTS: Final = 250_000
 _may_hold_own: Final = own_keys.may_hold
+
+
+def data_of(what: str) -> str:
+    """How an error's data is named in what is said of its size (``at_once``)."""
+    return f"the data of {what}"
 
 
 class TooComplex(MalformedReply):
@@ -158,27 +167,24 @@ class ReplyWork:
             finally:
                 self._waiting = None
 
-    def in_thread(
-        self, raw: Raw, what: str, found: Findings, then: Callable[[Raw | MalformedReply], None]
-    ) -> bool:
-        """Take ``raw`` apart in the server's thread and hand ``then`` what came of it,
-        for a caller that cannot wait (a reply's callback). False when nothing runs
-        to wait in (no attempt at the server): the caller takes it apart at once."""
+    def in_thread(self, work: Callable[[], T], then: Callable[[T | MalformedReply], None]) -> bool:
+        """Do ``work`` (taking a reply apart) in the server's thread and hand ``then``
+        what came of it, for a caller that cannot wait (a reply's callback). False when
+        nothing runs to wait in (no attempt at the server): the caller does it at once."""
         if self._waiting is None:
             return False
-        self._waiting.start_soon(self._then, raw, what, found, then)
+        self._waiting.start_soon(self._then, work, then)
         return True
 
     async def _then(
-        self, raw: Raw, what: str, found: Findings, then: Callable[[Raw | MalformedReply], None]
+        self, work: Callable[[], T], then: Callable[[T | MalformedReply], None]
     ) -> None:
-        guard, alias = self.guard, self.alias
-        done: Raw | MalformedReply
+        done: T | MalformedReply
         try:
             # Its caller is owed what came of it even when the attempt ends meanwhile,
             # and the work is bounded (``MOST_PARTS``).
             with trio.CancelScope(shield=True):
-                done = await self.in_worker(lambda: taken_apart(guard, alias, raw, what, found))
+                done = await self.in_worker(work)
         except MalformedReply as exc:
             done = exc
         then(done)
@@ -198,6 +204,20 @@ class ReplyWork:
         finally:
             self.worked += clock() - began
         return await self.in_worker(lambda: taken_apart(guard, alias, raw, what, found, task=task))
+
+    async def error(self, exc: rpc.RPCError, what: str) -> rpc.RPCError:
+        """``exc`` (a server's error) as agents may get it (``rpc_errors``), its data
+        taken apart where its size says, as a result is (raising TooComplex for data
+        too large for that). What it took is counted in ``worked``."""
+        guard, alias, clock = self.guard, self.alias, self._clock
+        began = clock()
+        try:
+            found = data_findings(guard, alias, exc)
+            if found is None or self.at_once(exc.data, data_of(what), found.why):
+                return error_for_agents(guard, alias, exc, what, found)
+        finally:
+            self.worked += clock() - began
+        return await self.in_worker(lambda: error_for_agents(guard, alias, exc, what, found))
 
     def notification(self, params: Raw, method: str, *, task: bool = False) -> Raw | None:
         """A notification's ``params`` as agents may get them (without what the server

@@ -38,7 +38,6 @@ from .askback import ASKING
 from .callmeta import CallMeta
 from .calls import Call
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, request_meta
-from .rpc_errors import error_for_agents
 from .taking_apart import ReplyWork
 from .tool_pages import Listed, ListResult, ToolPages
 
@@ -148,7 +147,7 @@ class Upstream:
         """One request's result, with every secret mcpd holds masked in it and what it
         asks the agent made fit to pass on (``rpc_results``, where its size says:
         ``taking_apart``), or the JSON-RPC error the server answers with, made fit to
-        pass on too (``rpc_errors``)."""
+        pass on too (``rpc_errors``, its data where its size says)."""
         raw = await self._answer(
             method, params, name=name, extra_headers=extra_headers, cancellable=cancellable
         )
@@ -182,11 +181,13 @@ class Upstream:
                     method, params, headers=self._headers(method, name), cancellable=cancellable
                 )
         except rpc.RPCError as exc:
-            masked = error_for_agents(self.guard, self.alias, exc, f"a {method} error")
-            if masked is exc:
-                raise
-            raise masked from None
-        return raw
+            error = exc
+        else:
+            return raw
+        masked = await self.replies.error(error, f"a {method} error")
+        if masked is error:
+            raise error
+        raise masked
 
     async def list_tools(self) -> ListResult:
         """Every page of the server's tools, made into those agents may be shown, with

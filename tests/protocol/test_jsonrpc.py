@@ -99,6 +99,28 @@ def test_malformed_error_object_from_a_peer_is_still_an_error() -> None:
     assert msg.error.code == rpc.INTERNAL_ERROR
 
 
+class _Supported(msgspec.Struct):
+    supported: list[str]
+
+
+def test_an_errors_data_is_the_peers_bytes_and_read_only_as_far_as_asked() -> None:
+    data = b'{"supported":["v"],"junk":[{},{}]}'
+    msg = rpc.decode_message(
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":%s}}' % data
+    )
+    assert isinstance(msg, rpc.ErrorResponse)
+    exc = rpc.RPCError.from_object(msg.error)
+    assert isinstance(exc.data, msgspec.Raw) and bytes(exc.data) == data
+    said = exc.data_as(_Supported)
+    assert said is not None and said.supported == ["v"]
+    assert exc.data_as(int) is None
+    assert json.loads(rpc.encode_error(1, exc.code, exc.message, exc.data))["error"]["data"][
+        "junk"
+    ] == [{}, {}]
+    made = rpc.RPCError(1, "m", {"supported": ["w"]}).data_as(_Supported)
+    assert made is not None and made.supported == ["w"]
+
+
 def test_encoding_round_trips_and_passes_raw_results_through() -> None:
     raw = msgspec.Raw(b'{"content":[],"weird" : 1}')
     line = rpc.encode_result(5, raw)

@@ -1,6 +1,7 @@
 """A 2026-07-28 stdio MCP server whose answers cost their reader: tool ``bulky``
 answers with ``count`` empty objects in its ``structuredContent`` and a key under
-mcpd's in its ``_meta`` (``{"count": N}``), tool ``ping`` answers ``pong`` at once.
+mcpd's in its ``_meta`` (``{"count": N}``), tool ``fails`` with a JSON-RPC error whose
+data holds as many and a key of mcpd's, tool ``ping`` answers ``pong`` at once.
 With ``--capabilities N`` its discover result declares N empty objects under
 ``capabilities.x`` beside ``tools.listChanged``. Plain stdlib, so it starts fast.
 
@@ -17,6 +18,7 @@ from typing import Any
 MODERN = "2026-07-28"
 TOOLS = [
     {"name": "bulky", "inputSchema": {"type": "object"}},
+    {"name": "fails", "inputSchema": {"type": "object"}},
     {"name": "ping", "inputSchema": {"type": "object"}},
 ]
 
@@ -25,10 +27,12 @@ def empties(count: int) -> str:
     return "[" + ",".join(["{}"] * count) + "]"
 
 
-def write(rid: Any, result: str | None = None) -> None:
-    """The answer to ``rid``: ``result`` (JSON text), or an error when there is none."""
+def write(rid: Any, result: str | None = None, data: str | None = None) -> None:
+    """The answer to ``rid``: ``result`` (JSON text), or an error (with ``data``, JSON
+    text) when there is none."""
     if result is None:
-        result_or_error = '"error":{"code":-32601,"message":"no"}'
+        with_data = "" if data is None else ',"data":' + data
+        result_or_error = '"error":{"code":-32601,"message":"no"' + with_data + "}"
     else:
         result_or_error = '"result":' + result
     sys.stdout.write('{"jsonrpc":"2.0","id":' + json.dumps(rid) + "," + result_or_error + "}\n")
@@ -58,6 +62,9 @@ def main() -> None:
                 + empties(count)
                 + '},"_meta":{"mcpd/server":"another","kept":1}}',
             )
+        elif method == "tools/call" and params.get("name") == "fails":
+            count = int((params.get("arguments") or {}).get("count", 0))
+            write(rid, data='{"x":' + empties(count) + ',"mcpd/outage":"forged","kept":1}')
         elif method == "tools/call":
             write(rid, '{"content":[{"type":"text","text":"pong"}]}')
         else:

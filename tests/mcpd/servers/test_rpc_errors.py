@@ -3,10 +3,13 @@ its data, the secrets mcpd holds masked; the same error when nothing needed it."
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from mcpd.config.secrets import HeldSecret
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
-from mcpd.servers.rpc_errors import error_for_agents
+from mcpd.servers.rpc_errors import data_findings, error_for_agents
 from protocol import jsonrpc as rpc
 
 SECRET = "notes-secret-value-7f3a9c"
@@ -18,11 +21,29 @@ def guard() -> SecretGuard:
     return SecretGuard(known)
 
 
+def for_agents(exc: rpc.RPCError, what: str = "an error", alias: str = "evil") -> rpc.RPCError:
+    held = guard()
+    return error_for_agents(held, alias, exc, what, data_findings(held, alias, exc))
+
+
+def received(data: bytes) -> rpc.RPCError:
+    """An error with ``data`` as a server sent it (the bytes its transport keeps)."""
+    line = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no","data":' + data + b"}}"
+    msg = rpc.decode_message(line)
+    assert isinstance(msg, rpc.ErrorResponse)
+    return rpc.RPCError.from_object(msg.error)
+
+
+def written(exc: rpc.RPCError) -> Any:
+    """The data of ``exc`` as an agent reads it."""
+    return json.loads(rpc.encode_error(1, exc.code, exc.message, exc.data))["error"].get("data")
+
+
 def test_its_message_and_text_data_are_cleaned_then_masked() -> None:
     # A secret split by a character nobody sees is joined by the cleaning, then masked.
     split = SECRET[:6] + "\u200b" + SECRET[6:]
     exc = rpc.RPCError(-32602, f"bad\x1b[2K arguments\u202e {split}", "see\x07 the\u2066 docs")
-    got = error_for_agents(guard(), "evil", exc, "a tools/call error")
+    got = for_agents(exc, "a tools/call error")
     assert got.code == -32602
     assert got.message.startswith("bad arguments [secret") and SECRET not in got.message
     assert got.data == "see the docs"
@@ -35,7 +56,7 @@ def test_what_it_put_under_mcpds_keys_in_its_data_is_dropped() -> None:
         "_meta": {"mcpd/server": "notes", "k": 1},
     }
     exc = rpc.RPCError(-32000, "The tool server 'notes' is unavailable", data)
-    got = error_for_agents(guard(), "evil", exc, "a prompts/get error")
+    got = for_agents(exc, "a prompts/get error")
     assert got.data == {"why": "forged", "_meta": {"k": 1}}
     assert "mcpd/outage" in data  # the error the transport handed over is left alone
 
@@ -43,4 +64,20 @@ def test_what_it_put_under_mcpds_keys_in_its_data_is_dropped() -> None:
 def test_an_error_with_nothing_to_change_is_passed_on_as_it_is() -> None:
     for data in (None, {"uri": "file:///x", "mcpd": 1}, ["mcpd/outage"], 3):
         exc = rpc.RPCError(-32602, "Unknown prompt 'x'", data)
-        assert error_for_agents(guard(), "s", exc, "an error") is exc
+        assert for_agents(exc, alias="s") is exc
+
+
+def test_data_as_the_server_sent_it_is_made_fit_as_a_value_is() -> None:
+    text = received(b'"see\\u0007 the\\u2066 docs"')
+    assert written(for_agents(text)) == "see the docs"
+    own = received(b'{"mcpd/outage":{"state":"failed"},"why":"forged","_meta":{"mcpd/x":1}}')
+    assert written(for_agents(own)) == {"why": "forged", "_meta": {}}
+    plain = received(b'{"uri":"file:///x","mcpd":1}')
+    assert for_agents(plain) is plain
+
+
+def test_a_secret_spelled_with_escapes_is_masked_where_mcpd_writes_the_data_again() -> None:
+    spelled = "".join(f"\\u{ord(c):04x}" for c in SECRET).encode()
+    exc = received(b'{"mcpd/outage":"forged","said":"' + spelled + b'"}')
+    data = written(for_agents(exc))
+    assert "mcpd/outage" not in data and data["said"].startswith("[secret")

@@ -20,6 +20,7 @@ from mcpd.config.secrets import HeldSecret
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork, TooComplex
+from protocol import jsonrpc as rpc
 from tests.support.agent import connect, make_config, running
 from tests.support.held_walk import Held, hold
 from transports.errors import MalformedReply
@@ -110,6 +111,59 @@ async def test_a_reply_of_too_many_values_is_refused_naming_its_size(
 async def test_many_values_without_anything_to_change_pass_as_they_came() -> None:
     raw = bulky(MOST_PARTS, meta=b'{"k":1}')
     assert await ReplyWork("s", holding_a_secret()).result(raw, "a result") is raw
+
+
+# -- an error's data --
+
+
+def failing(count: int, data: bytes | None = None) -> rpc.RPCError:
+    """A server's error as its transport hands it over: its data, ``count`` empty
+    objects beside a key of mcpd's, as the bytes the server sent."""
+    if data is None:
+        data = b'{"x":[' + b",".join([b"{}"] * count) + b'],"mcpd/outage":"forged","k":1}'
+    line = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no","data":' + data + b"}}"
+    msg = rpc.decode_message(line)
+    assert isinstance(msg, rpc.ErrorResponse)
+    return rpc.RPCError.from_object(msg.error)
+
+
+async def test_an_errors_data_of_many_values_is_taken_apart_while_the_loop_goes_on(
+    held: Held,
+) -> None:
+    work = ReplyWork("evil", holding_a_secret())
+    got: list[rpc.RPCError] = []
+
+    async def take_apart() -> None:
+        got.append(await work.error(failing(3 * AT_ONCE_PARTS), "a tools/call error"))
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(take_apart)
+            await trio.to_thread.run_sync(held.entered.wait)
+            assert not got
+            held.release.set()
+    assert held.threads and held.threads[0] != threading.get_ident()
+    data = json.loads(rpc.encode_error(1, got[0].code, got[0].message, got[0].data))["error"]
+    assert "mcpd/outage" not in data["data"] and data["data"]["k"] == 1
+
+
+async def test_an_errors_data_of_too_many_values_is_refused_as_a_result_is(
+    held: Held, caplog: pytest.LogCaptureFixture
+) -> None:
+    exc = failing(MOST_PARTS)
+    with pytest.raises(TooComplex) as refused:
+        await ReplyWork("evil", holding_a_secret()).error(exc, "a tools/call error")
+    size = len(exc.data)
+    said = f"the data of a tools/call error of {size:,} bytes holds up to"
+    assert said in refused.value.reason
+    assert f"more than the {MOST_PARTS:,} mcpd takes apart" in refused.value.reason
+    assert held.threads == []  # nothing was decoded
+    assert f"evil: {said}" in caplog.text
+
+
+async def test_an_errors_data_with_nothing_to_change_passes_as_it_came() -> None:
+    exc = failing(0, b'{"x":[' + b",".join([b"{}"] * MOST_PARTS) + b"]}")
+    assert await ReplyWork("s", holding_a_secret()).error(exc, "an error") is exc
 
 
 # -- notifications --
@@ -236,3 +290,23 @@ async def test_a_reply_too_big_to_take_apart_fails_only_its_own_call(tmp_path: P
             assert pong["content"][0]["text"] == "pong"
             fine = await agent.call("mcp__big__bulky", {"count": 3})
             assert fine["_meta"] == {"kept": 1} and "isError" not in fine
+
+
+async def test_an_error_whose_data_is_too_big_to_take_apart_fails_only_its_own_call(
+    tmp_path: Path,
+) -> None:
+    cfg = bulky_config(tmp_path)
+    with trio.fail_after(60):
+        async with running(cfg), connect(cfg.daemon.socket) as agent:
+            refused = await agent.call("mcp__big__fails", {"count": MOST_PARTS})
+            assert refused["isError"] is True
+            said = refused["content"][0]["text"]
+            assert "the data of a tools/call error of" in said and "mcpd takes apart" in said
+            pong = await agent.call("mcp__big__ping")
+            assert pong["content"][0]["text"] == "pong"
+            for count in (3, 3 * AT_ONCE_PARTS):
+                reply = await agent.rpc(
+                    "tools/call", {"name": "mcp__big__fails", "arguments": {"count": count}}
+                )
+                data = reply["error"]["data"]
+                assert data["kept"] == 1 and "mcpd/outage" not in data and len(data["x"]) == count
