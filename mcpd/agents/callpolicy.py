@@ -27,6 +27,12 @@ server. Those are looked at again when a reload puts other rules or profiles in 
 and when their server's tools change (``QueuedCalls``, which the servers' queues are
 walked with then, and only then): one whose tool is gone or held, or that the rules
 now deny, ends unsent, saying so.
+
+A call whose server answers ``input_required`` goes to it again once its agent has
+answered (``askback.legacy_rounds``), which may be long after it was let through. Each
+time it is looked at again first (``again``), against what it was last sent under
+(``Sent``): its tool as listed now, then the rules now, as a call approved after its
+wait is.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from ..policy.approvals import ApprovalRequest, Verdict
 from ..policy.gate import CallGate, FindKin
 from ..policy.kin import AgentKin
 from ..policy.reading import RepeatedKey, Unshowable
-from ..policy.rules import CallFacts, Decision, facts_of
+from ..policy.rules import ALLOW, CallFacts, Decision, facts_of
 from ..registry.shown import Entry
 from ..servers.askback import Asker
 from ..servers.calls import Call, QueuedCheck
@@ -53,6 +59,10 @@ from .askback import Park, Parks
 from .profiles import Profiles, ProfileServers
 
 _encode: Final = msgspec.json.Encoder().encode
+# What a call let through waited for when it is looked at again: a slot at its server,
+# or its agent's answers to what its server asked (to be sent again with them).
+QUEUED: Final = "a free slot at its server"
+ANSWERS: Final = "the answers to what its server asked"
 # What is asked does not change whether an agent takes it: its shape does.
 _PROBE: Final = ApprovalRequest(
     agent=AgentInfo(), kin=AgentKin(), tool="", server="", original="", arguments="{}"
@@ -71,6 +81,15 @@ class Ask(msgspec.Struct, frozen=True):
     kept: int = 0
 
 
+class Sent(msgspec.Struct, frozen=True):
+    """What a call went to its server under: its tool as its profile listed it, and the
+    rules' decision (an ``ask``'s, once a person approved the call)."""
+
+    entry: Entry
+    profile: ProfileServers
+    decision: Decision
+
+
 class CallPolicy:
     def __init__(self, gate: CallGate, parks: Parks) -> None:
         self.gate = gate
@@ -82,8 +101,7 @@ class CallPolicy:
         """What the rules say of ``call`` to the listed tool ``entry``: None when it
         may go, the result it ends with when it may not, or ``Ask``."""
         gate = self.gate
-        trusted = profile.view.registry.server_flags(entry.alias)[0]
-        facts = facts_of(entry, profile.name, trusted, profile.derived_from)
+        facts = _facts(entry, profile)
         decision = gate.decide(facts, agent)
         call.decision, call.decided_by = decision.action, decision.by
         if decision.action == "allow":
@@ -114,9 +132,10 @@ class CallPolicy:
 
     async def ask(
         self, call: Call, agent: AgentInfo, kin: FindKin, ask: Ask, asker: Asker | None
-    ) -> mcp.CallToolResult | None:
+    ) -> mcp.CallToolResult | Sent:
         """Wait for a person's decision on ``call`` (of ``agent``, whose ``kin`` may not
-        decide it): None once it is approved, else the result it ends with."""
+        decide it): what it is sent under once it is approved, else the result it ends
+        with."""
         arguments = call.arguments
         # Refused before anyone is asked, an approval remembered too: what a person
         # approves is the arguments as shown, and the server must read them so.
@@ -168,10 +187,10 @@ class CallPolicy:
 
     def _looked_again(
         self, call: Call, agent: AgentInfo, ask: Ask, verdict: Verdict
-    ) -> mcp.CallToolResult | Ask | None:
+    ) -> mcp.CallToolResult | Ask | Sent:
         """``call``, approved (``verdict``) after it waited under ``ask``, looked at
-        again: None when it may be sent, the result it ends with, or ``Ask`` when
-        another rule now asks a person about it."""
+        again: what it is sent under, the result it ends with, or ``Ask`` when another
+        rule now asks a person about it."""
         entry = _as_listed(ask.profile, ask.entry)
         if isinstance(entry, str):
             call.refusal = (
@@ -179,20 +198,46 @@ class CallPolicy:
                 f"waited: {entry}"
             )
             return refusals.changed_while_waiting(ask.facts, ask.decision, verdict, entry)
-        trusted = ask.profile.view.registry.server_flags(entry.alias)[0]
-        facts = facts_of(entry, ask.profile.name, trusted, ask.profile.derived_from)
+        facts = _facts(entry, ask.profile)
         now = self.gate.stands(facts, agent, ask.decision, verdict.lasting)
-        if now is None:
-            return None
-        if now.action == "ask":  # another rule's: a person decides under it
+        if now is not None and now.action == "ask":  # another rule's: a person decides
             return Ask(facts, now, entry, ask.profile, ask.kept)
-        call.decision, call.decided_by = now.action, now.by
-        if now.action == "allow":
-            return None
-        if now.limited is not None:
-            call.decision, call.refusal = "limited", f"over the rate of {now.by}"
-            return refusals.limited(facts, now)
-        return _ruled(call, facts, now)
+        return _going(
+            call, facts, Sent(entry, ask.profile, ask.decision if now is None else now), "approval"
+        )
+
+    def let_through(self, call: Call, profile: ProfileServers) -> Sent:
+        """``call``, just routed in ``profile`` and let through by the rules without
+        asking anyone (in the same step: its tool is listed as it was routed), as it
+        goes to its server."""
+        entry = profile.lookup(call.local)
+        assert entry is not None and entry.held is None, "routed to a tool it lists"
+        gate = self.gate
+        if gate.empty:
+            return Sent(entry, profile, ALLOW)
+        # What the rules say, not counted against a rate again: routing counted it.
+        return Sent(entry, profile, gate.policy.decide(_facts(entry, profile)))
+
+    async def again(
+        self, call: Call, agent: AgentInfo, kin: FindKin, sent: Sent, asker: Asker | None
+    ) -> mcp.CallToolResult | Sent:
+        """``call``, sent under ``sent``, about to go to its server again with what its
+        agent answered: looked at as a call approved after a wait is. Its tool as
+        listed now (gone, held or defined anew: refused), then the rules now: the same
+        decision lets it go (an approval stands), another ``ask`` asks a person again,
+        a ``deny`` or a rate refuses it. What it is sent under now, or the result it
+        ends with, unsent."""
+        entry = _as_listed(sent.profile, sent.entry)
+        if isinstance(entry, str):
+            return _changed(call, entry, ANSWERS)
+        facts = _facts(entry, sent.profile)
+        now = self.gate.stands(facts, agent, sent.decision, lasting=False)
+        if now is not None and now.action == "ask":
+            ask = Ask(facts, now, entry, sent.profile, _kept_while_waiting(call))
+            return await self.ask(call, agent, kin, ask, asker)
+        return _going(
+            call, facts, Sent(entry, sent.profile, sent.decision if now is None else now), ANSWERS
+        )
 
 
 class QueuedCalls(QueuedCheck):
@@ -215,20 +260,20 @@ class QueuedCalls(QueuedCheck):
         gate = self._gate
         if gate.empty:
             return None
-        trusted = profile.view.registry.server_flags(entry.alias)[0]
-        facts = facts_of(entry, profile.name, trusted, profile.derived_from)
+        facts = _facts(entry, profile)
         # What the rules say, not counted against a rate: the call was counted once.
         decision = gate.policy.decide(facts)
         if decision.action != "deny":
             return None
-        return _ruled(call, facts, decision, "a free slot at its server")
+        return _ruled(call, facts, decision, QUEUED)
 
 
-def _changed(call: Call, how: str) -> mcp.CallToolResult:
-    """``call``, queued for its server, refused: its tool changed (``how``)."""
+def _changed(call: Call, how: str, waited_for: str = QUEUED) -> mcp.CallToolResult:
+    """``call``, let through, refused before it was sent (again): its tool changed
+    (``how``) while it waited (``waited_for``)."""
     let = "allowed" if call.decision == "allow" else call.decision
     call.refusal = f"{let} by {call.decided_by}, but the tool changed while the call waited: {how}"
-    return refusals.changed_while_queued(call.local, how, call.decision, call.decided_by)
+    return refusals.changed_before_sent(call.local, how, call.decision, call.decided_by, waited_for)
 
 
 def _listed(profile: ProfileServers, local: str, alias: str, original: str) -> Entry | str:
@@ -252,6 +297,27 @@ def _as_listed(profile: ProfileServers, before: Entry) -> Entry | str:
     if isinstance(now, Entry) and now.tool != before.tool:
         return "its definition is no longer the one it had when the call was made"
     return now
+
+
+def _going(call: Call, facts: CallFacts, sent: Sent, waited_for: str) -> mcp.CallToolResult | Sent:
+    """``call``, looked at again after it waited (``waited_for``), under ``sent``: its
+    decision as the rules make it now (an ``ask`` only when it is the one a person
+    approved). ``sent`` when it may go, else the result it ends with."""
+    decision = sent.decision
+    if decision.action == "ask":
+        return sent
+    call.decision, call.decided_by = decision.action, decision.by
+    if decision.action == "allow":
+        return sent
+    if decision.limited is not None:
+        call.decision, call.refusal = "limited", f"over the rate of {decision.by}"
+        return refusals.limited(facts, decision)
+    return _ruled(call, facts, decision, waited_for)
+
+
+def _facts(entry: Entry, profile: ProfileServers) -> CallFacts:
+    trusted = profile.view.registry.server_flags(entry.alias)[0]
+    return facts_of(entry, profile.name, trusted, profile.derived_from)
 
 
 def _ruled(

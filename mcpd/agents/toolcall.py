@@ -35,7 +35,7 @@ from .agent import Agent
 from .askback_driver import AgentSide, AskBackDriver
 from .backend import Servers
 from .call_meta import agents_own, spliced_context
-from .callpolicy import Ask, CallPolicy
+from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
 from .metatools import NAMES as META_TOOLS
 from .paging import page
@@ -149,16 +149,19 @@ class Router:
     async def run(self, call: Call, agent: Agent) -> bytes:
         """``start``, awaited in a task of the agent's request: its reply, after as many
         rounds as its server and agent need to ask each other things."""
+        going: Ask | Sent | None = None
         try:
             routed = self.route(call, agent)
-            if isinstance(routed, Continues):
-                routed = None
-            elif routed is not None and not isinstance(routed, Ask):
+            if routed is None:  # let through, in the step that routed it
+                going = self.policy.let_through(call, agent.profile)
+            elif isinstance(routed, Ask):
+                going = routed
+            elif not isinstance(routed, Continues):
                 return self.reply(call.id, call, routed, agent)[0]
         except Exception as exc:
             self.failed(call, agent, exc)
             raise
-        return await self._serve(call, agent, routed)
+        return await self._serve(call, agent, going)
 
     def abandon(self, call: Call, agent: Agent) -> None:
         """The agent stopped waiting for ``call`` (it cancelled it, or hung up): its
@@ -182,11 +185,12 @@ class Router:
         # The profile it was routed in: the connection may have switched since.
         return agent.identity.info(call.profile, call.modern)
 
-    async def _serve(self, call: Call, agent: Agent, ask: Ask | None) -> bytes:
-        """A routed call, awaited: asked about first when the policy says so, then
-        through the rounds of its server asking its agent things."""
+    async def _serve(self, call: Call, agent: Agent, routed: Ask | Sent | None) -> bytes:
+        """A routed call, awaited: asked about first when the policy says so (``Ask``),
+        then through the rounds of its server asking its agent things. None: a call
+        that only brings the answer to what mcpd asked for another (``Continues``)."""
         try:
-            return await self._rounds(call, agent, ask)
+            return await self._rounds(call, agent, routed)
         except rpc.RPCError as exc:
             # A requestState that names no wait of mcpd's (expired, another agent's):
             # this request's error, never the connection's.
@@ -196,7 +200,7 @@ class Router:
             self.records.tool_call(call, self._who(call, agent), *ended(exc))
             raise
 
-    async def _rounds(self, call: Call, agent: Agent, ask: Ask | None) -> bytes:
+    async def _rounds(self, call: Call, agent: Agent, routed: Ask | Sent | None) -> bytes:
         side = AgentSide(
             owner=call.owner,
             modern=call.modern,
@@ -213,15 +217,25 @@ class Router:
                 self.failed(call, agent, exc)
                 raise
 
+        first = True
+
         async def upstream(call: Call, asker: Asker | None) -> Outcome:
-            nonlocal ask
+            # Each round goes under what the last one went under: asked about before the
+            # first when the policy says so, looked at again before each after it (the
+            # rules or the tool may have changed while the agent answered its server).
+            nonlocal routed, first
             try:
-                if ask is not None:  # before its first round only
-                    asked, ask = ask, None
-                    who = self._who(call, agent)
-                    refused = await self.policy.ask(call, who, agent.kin, asked, asker)
-                    if refused is not None:
-                        return refused
+                who = self._who(call, agent)
+                going: mcp.CallToolResult | Sent | None
+                if isinstance(routed, Ask):
+                    going = await self.policy.ask(call, who, agent.kin, routed, asker)
+                elif isinstance(routed, Sent) and not first:
+                    going = await self.policy.again(call, who, agent.kin, routed, asker)
+                else:
+                    going = routed
+                if isinstance(going, mcp.CallToolResult):
+                    return going
+                routed, first = going, False
                 return await self._upstream(call, asker)
             except BaseException as exc:
                 # Here too: a modern agent's call that waits for its agent's answer runs

@@ -81,14 +81,16 @@ def changed_while_waiting(
     return _result(text, meta)
 
 
-def changed_while_queued(name: str, how: str, decision: str, by: str) -> mcp.CallToolResult:
+def changed_before_sent(
+    name: str, how: str, decision: str, by: str, waited_for: str
+) -> mcp.CallToolResult:
     """A call to ``name``, let through (``decision`` by ``by``), whose tool changed
-    (``how``: gone, held) while it waited for a free slot at its server."""
+    (``how``: gone, held, defined anew) while it waited (for a free slot at its server,
+    or for the answers its server asked for: ``waited_for``) to be sent."""
     text = (
-        f"The tool '{name}' changed while the call to it waited for a free slot at its "
-        f"server: {how}. mcpd did not send it. List the tools again to see them as they "
-        "are now, and call it again only if it still fits: mcpd's policy decides that "
-        "call anew."
+        f"The tool '{name}' changed while the call to it waited for {waited_for}: {how}. "
+        "mcpd did not send it. List the tools again to see them as they are now, and call "
+        "it again only if it still fits: mcpd's policy decides that call anew."
     )
     meta = {"decision": decision, "reason": how, "by": by, "changed": "tool"}
     return _result(text, meta)

@@ -15,7 +15,7 @@ import trio.testing
 from msgspec import UNSET, Raw
 
 from mcpd.agents.askback import TOKEN_PREFIX, Flow, Park, Parks
-from mcpd.agents.callpolicy import Ask, CallPolicy, QueuedCalls
+from mcpd.agents.callpolicy import Ask, CallPolicy, QueuedCalls, Sent
 from mcpd.agents.profiles import Profiles, ProfileServers
 from mcpd.config.load import parse
 from mcpd.config.model import Handling, NamingConfig, PinPolicy
@@ -216,7 +216,7 @@ async def test_the_agents_user_approves_and_is_shown_the_arguments(
     p = policy({"action": "ask", "reason": "deleting"})
     user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
     call = a_call(Raw(b'{"repo": "x"}'), ELICITATION)
-    assert await p.ask(call, AGENT, nothing_known, asked(p, servers), user) is None
+    assert isinstance(await p.ask(call, AGENT, nothing_known, asked(p, servers), user), Sent)
     assert (call.decision, call.decided_by) == ("approved", "the agent's user")
     [(method, params)] = user.asked
     assert method == "elicitation/create" and '{"repo":"x"}' in params["message"]
@@ -389,7 +389,7 @@ async def test_the_user_of_an_agent_whose_form_cannot_show_every_key_does_not_ap
             approvals.decide(waiting.id, True, "uid 0 (root)")
 
         nursery.start_soon(operator)
-        assert await p.ask(call, AGENT, nothing_known, asked(p, servers), user) is None
+        assert isinstance(await p.ask(call, AGENT, nothing_known, asked(p, servers), user), Sent)
     [(_, params)] = user.asked
     assert params["requestedSchema"]["properties"]["decision"]["enum"] == ["deny"]
     assert (call.decision, call.decided_by) == ("approved", "uid 0 (root)")
@@ -402,9 +402,9 @@ async def test_an_approval_remembered_for_the_tool_lets_no_repeated_key_through(
     p = policy({"action": "ask", "remember": "connection"})
     user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
     first = a_call(Raw(b'{"mode": "read"}'), ELICITATION)
-    assert await p.ask(first, AGENT, nothing_known, asked(p, servers), user) is None
+    assert isinstance(await p.ask(first, AGENT, nothing_known, asked(p, servers), user), Sent)
     again = a_call(Raw(b'{"mode": "read"}'), ELICITATION)
-    assert await p.ask(again, AGENT, nothing_known, asked(p, servers), user) is None
+    assert isinstance(await p.ask(again, AGENT, nothing_known, asked(p, servers), user), Sent)
     assert again.decided_by == "remembered"
     twice = a_call(Raw(b'{"mode": "delete", "mode": "read"}'), ELICITATION)
     assert isinstance(
@@ -426,11 +426,11 @@ def changed_tool(servers: ProfileServers) -> None:
 
 async def operator_decides(
     p: CallPolicy, call: Call, ask: Ask, meanwhile: Any, approve: bool = True
-) -> mcp.CallToolResult | None:
+) -> mcp.CallToolResult | Sent:
     """``call`` waits for the operator under ``ask``; ``meanwhile()`` happens; the
     operator then decides it (when it still waits): its end."""
     approvals = p.gate.approvals
-    out: list[mcp.CallToolResult | None] = []
+    out: list[mcp.CallToolResult | Sent] = []
 
     async def wait() -> None:
         out.append(await p.ask(call, AGENT, nothing_known, ask, None))
@@ -517,7 +517,7 @@ async def test_a_call_approved_after_a_reload_is_sent_where_the_rules_now_let_it
         p.gate.configure([msgspec.convert(r, PolicyRule) for r in rules])
         assert len(p.gate.approvals.list()) == 1  # still the person's to decide
 
-    assert await operator_decides(p, call, asked(p, servers), reload) is None
+    assert isinstance(await operator_decides(p, call, asked(p, servers), reload), Sent)
     assert (call.decision, call.decided_by) == decided
 
 
@@ -538,7 +538,7 @@ async def test_a_call_approved_after_a_reload_put_it_under_another_ask_is_asked_
     user = Late(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
     call = a_call(Raw(b'{"repo": "x"}'), ELICITATION)
     approvals = p.gate.approvals
-    out: list[mcp.CallToolResult | None] = []
+    out: list[mcp.CallToolResult | Sent] = []
 
     async def wait() -> None:
         out.append(await p.ask(call, AGENT, nothing_known, asked(p, servers), user))
@@ -550,7 +550,8 @@ async def test_a_call_approved_after_a_reload_put_it_under_another_ask_is_asked_
         [again] = approvals.list()
         assert again.asked == "operator"
         approvals.decide(again.id, True, "uid 0 (root)")
-    assert out == [None] and len(user.asked) == 1
+    [sent] = out
+    assert isinstance(sent, Sent) and len(user.asked) == 1
     assert (call.decision, call.decided_by) == ("approved", "uid 0 (root)")
 
 
@@ -568,11 +569,11 @@ async def test_a_call_on_a_view_of_the_default_profile_is_looked_at_again_as_its
         {"action": "deny", "servers": ["gh"]},
     )
     call = a_call(Raw(b'{"repo": "x"}'))
-    assert await operator_decides(p, call, asked(p, servers), lambda: None) is None
+    assert isinstance(await operator_decides(p, call, asked(p, servers), lambda: None), Sent)
     assert (call.decision, call.decided_by) == ("approved", "uid 0 (root)")
     again = p.decide(a_call(), entry_of(servers, "gh"), servers, AGENT)
     assert isinstance(again, Ask)
-    assert await p.ask(a_call(Raw(b"{}")), AGENT, nothing_known, again, None) is None
+    assert isinstance(await p.ask(a_call(Raw(b"{}")), AGENT, nothing_known, again, None), Sent)
 
 
 # -- looked at again while it waits for a slot at its server --
@@ -658,3 +659,55 @@ def test_a_queued_call_whose_tool_is_held_or_gone_is_refused(change: Any, how: s
     assert q.call.refusal.startswith(
         f"allowed by policy[0], but the tool changed while the call waited: {how}"
     )
+
+
+# -- sent again, with what its agent answered its server --
+
+
+def sent_once(
+    *rules: dict[str, Any], changes: Handling = "hold"
+) -> tuple[CallPolicy, ProfileServers, Call, Sent]:
+    """A call the rules let through, routed in the default profile and sent once."""
+    servers = profile({"gh": False}, changes)
+    servers.view.registry.gate.settle("gh")  # its definitions approved
+    p = policy(*rules)
+    entry = entry_of(servers, "gh")
+    call = a_call(Raw(b'{"repo": "x"}'))
+    call.profile, call.local, call.alias = "default", entry.local, entry.alias
+    assert p.decide(call, entry, servers, AGENT) is None
+    return p, servers, call, p.let_through(call, servers)
+
+
+@pytest.mark.parametrize(
+    ("changes", "change", "how"),
+    [
+        ("hold", changed_tool, "it is held: its definition changed since it was approved"),
+        ("accept", changed_tool, "its definition is no longer the one it had"),
+        ("hold", lambda s: s.view.registry.remove("gh"), "it is no longer listed"),
+    ],
+)
+async def test_a_call_whose_tool_changed_while_its_agent_answered_is_not_sent_again(
+    changes: Handling, change: Any, how: str
+) -> None:
+    p, servers, call, sent = sent_once({"action": "allow", "servers": ["gh"]}, changes=changes)
+    change(servers)
+    result = await p.again(call, AGENT, nothing_known, sent, None)
+    assert isinstance(result, mcp.CallToolResult) and result.isError
+    said = result.content[0].text
+    assert (
+        "'mcp__gh__delete_repo' changed while the call to it waited for the answers to what "
+        "its server asked" in said
+    )
+    assert how in said and "did not send it" in said
+    assert call.refusal is not None
+    assert call.refusal.startswith(
+        f"allowed by policy[0], but the tool changed while the call waited: {how}"
+    )
+
+
+async def test_a_call_sent_again_under_the_same_rule_goes_its_rate_counted_once() -> None:
+    p, _, call, sent = sent_once({"action": "allow", "servers": ["gh"], "rate": "1/h"})
+    for _ in range(3):
+        again = await p.again(call, AGENT, nothing_known, sent, None)
+        assert isinstance(again, Sent)
+    assert (call.decision, call.decided_by, call.refusal) == ("allow", "policy[0]", None)

@@ -1,0 +1,109 @@
+"""A call whose 2026-07-28 server answers ``input_required`` goes to it again once its
+legacy agent has answered, in a running daemon: that send is looked at again first,
+as a call that waited for approval is. A reload meanwhile that denies the tool ends the
+call unsent; one that puts it under an ``ask`` has a person approve it first; one that
+keeps the ``ask`` it was approved under lets it go without asking again. The audit
+record says what became of the call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.policy_daemon import text
+from tests.support.rounds_daemon import ASK, LIMIT, NAME, rounds_daemon
+
+DENY = [{"tools": ["s/ask"], "action": "deny", "reason": "no more names"}]
+ASKED = [{"tools": ["s/ask"], "action": "ask", "reason": "names need a person"}]
+
+
+async def test_a_reload_that_denies_the_tool_ends_the_call_before_it_is_sent_again(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with rounds_daemon(tmp_path, []) as setup, setup.agent() as agent:
+            got: list[dict[str, Any]] = []
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    got.append(await agent.call(ASK))
+
+                nursery.start_soon(call)
+                [question] = await agent.wait_asked(1)
+                assert "GitHub user?" in question["params"]["message"]
+                await setup.reload(DENY)
+                agent.answer_held(question)
+            [result] = got
+            said = text(result)
+            assert result["isError"] is True
+            assert (
+                "policy changed while the call to 'mcp__s__ask' waited for the answers to what "
+                "its server asked" in said
+            )
+            assert "no more names" in said
+            assert len(setup.reached()) == 1  # the first round only
+            [record] = await setup.records()
+            assert (record.decision, record.decided_by, record.outcome) == (
+                "deny",
+                "policy[0]",
+                "refused",
+            )
+            assert record.reason == (
+                "denied by policy[0] (the rules changed while the call waited): no more names"
+            )
+
+
+async def test_a_reload_that_puts_the_tool_under_an_ask_has_a_person_approve_the_next_send(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with rounds_daemon(tmp_path, []) as setup, setup.agent() as agent:
+            got: list[dict[str, Any]] = []
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    got.append(await agent.call(ASK))
+
+                nursery.start_soon(call)
+                [question] = await agent.wait_asked(1)
+                await setup.reload(ASKED)
+                agent.answer_held(question)
+                approval = (await agent.wait_asked(2))[1]
+                assert "names need a person" in approval["params"]["message"]
+                assert len(setup.reached()) == 1  # not sent again before the approval
+                agent.answer_held(approval)
+            [result] = got
+            assert text(result) == "hello mallory (state-\u00e9-1)"
+            first, second = setup.reached()
+            assert "inputResponses" not in first
+            assert second["inputResponses"] == {"login": NAME}
+            [record] = await setup.records()
+            assert (record.decision, record.outcome) == ("approved", "ok")
+
+
+async def test_a_call_approved_under_an_ask_that_still_holds_is_sent_again_without_asking(
+    tmp_path: Path,
+) -> None:
+    unrelated = [*ASKED, {"tools": ["s/tell"], "action": "deny"}]
+    with trio.fail_after(LIMIT):
+        async with rounds_daemon(tmp_path, ASKED) as setup, setup.agent() as agent:
+            got: list[dict[str, Any]] = []
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    got.append(await agent.call(ASK))
+
+                nursery.start_soon(call)
+                [approval] = await agent.wait_asked(1)
+                agent.answer_held(approval)
+                question = (await agent.wait_asked(2))[1]
+                assert "GitHub user?" in question["params"]["message"]
+                await setup.reload(unrelated)
+                agent.answer_held(question)
+            [result] = got
+            assert text(result) == "hello mallory (state-\u00e9-1)"
+            assert len(agent.asked) == 2 and len(setup.reached()) == 2
+            [record] = await setup.records()
+            assert (record.decision, record.outcome) == ("approved", "ok")
