@@ -14,14 +14,14 @@ up to ``HELD_ARGUMENTS`` bytes. Past that, and for longer arguments, a record's 
 worked out as it is made, and arguments too large to keep are never copied. Once
 written, the records kept in memory let go of theirs. When
 the buffer is full (the disk or journald fell behind), a record is counted and
-dropped, never waited for: one of the agent holding the most records in it
-(``shares``); the next write puts a ``Gap`` line in the file with how many were
-dropped, and a warning in the log. What is still buffered when the daemon stops is
-written before it exits (``flush``, under a shield).
+dropped, never waited for: one of the user holding the most records in it, of its
+process holding the most (``shares``); the next write puts a ``Gap`` line in the file
+with how many were dropped, and a warning in the log. What is still buffered when the
+daemon stops is written before it exits (``flush``, under a shield).
 
 Requests mcpd refused before any server or rule saw them come through ``unrouted``:
-past their agent's budget, they never reach the buffer, and each batch writes one
-summary per agent of how many there were (``summed``).
+past their agent's budget (or its user's), they never reach the buffer, and each batch
+writes one summary per agent of how many there were (``summed``).
 
 The file is rotated when the next line would take it past ``audit_max_bytes``:
 ``calls.jsonl`` becomes ``calls.jsonl.1`` (and ``.1`` becomes ``.2``, up to

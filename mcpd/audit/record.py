@@ -77,7 +77,8 @@ class CallRecord(msgspec.Struct, kw_only=True, gc=False):
 
 # Who a record is of, as the log tells agents apart when it shares out its room and its
 # budget for requests refused at once: the process (its uid, pid and program), whichever
-# of its connections, profiles and eras it used.
+# of its connections, profiles and eras it used. Its user (the uid, first) is shared
+# out to before its processes are.
 AgentKey = tuple[int | None, int | None, str | None]
 
 

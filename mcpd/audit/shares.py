@@ -1,7 +1,9 @@
 """Who gives up a place when the audit log's buffer is full (the disk or journald fell
-behind): the agent holding the most records in it, not whoever came last. An agent
-that floods the log with requests of its own then loses its own records, and the few
-of an agent calling at its usual pace are still written.
+behind): not whoever came last, but the user (uid) holding the most records in it, and
+of that user's processes the one holding the most. A flood loses its own records first,
+however many processes it is spread over, and the few of an agent calling at its usual
+pace are still written: an agent of another user's always, and one of the flooding
+user's as long as it holds fewer than each process of the flood.
 
 The counts are worked out once when the buffer fills, and kept up while it stays full;
 the writer's next batch takes the buffer and they start again.
@@ -13,44 +15,66 @@ from collections import Counter
 
 from .record import AgentKey, CallRecord, agent_key
 
+User = int | None  # a uid; None: not known (an agent over TCP)
+
 
 class Shares:
-    """What each agent holds of a full ``buffer``."""
+    """What each user, and each of its processes, holds of a full ``buffer``."""
 
     def __init__(self, buffer: list[CallRecord]) -> None:
         self._buffer = buffer
-        self._held: Counter[AgentKey] = Counter()
+        self._users: Counter[User] = Counter()
+        self._held: dict[User, Counter[AgentKey]] = {}
         # For each agent, an index at or after its newest record's: where a search for
         # it starts. Records only leave below it, so it stays at or after.
         self._newest: dict[AgentKey, int] = {}
         for i, record in enumerate(buffer):
-            key = agent_key(record.agent)
-            self._held[key] += 1
-            self._newest[key] = i
+            self._add(agent_key(record.agent), i)
 
     def make_room(self, record: CallRecord) -> bool:
-        """Whether ``record`` may be appended to the buffer: if its agent holds fewer
-        records than another, that one's newest is taken out (and is to be counted as
-        dropped); else ``record`` is the one dropped."""
+        """Whether ``record`` may be appended to the buffer: if its user holds fewer
+        records than another, that one's process holding the most gives up its newest;
+        else, if its process holds fewer than another of its user's, that one does (and
+        the record taken out is to be counted as dropped); else ``record`` is the one
+        dropped."""
         key = agent_key(record.agent)
-        held = self._held
-        most, holds = max(held.items(), key=_second)
-        if held[key] >= holds:
+        user = key[0]
+        users = self._users
+        most, holds = max(users.items(), key=_second)
+        if users[user] >= holds:
+            most = user  # room is made among its own user's processes, or not at all
+        held = self._held[most]
+        victim, victim_holds = max(held.items(), key=_second)
+        if most == user and held[key] >= victim_holds:
             return False
         buffer = self._buffer
-        i = min(self._newest[most], len(buffer) - 1)
-        while agent_key(buffer[i].agent) != most:
+        i = min(self._newest[victim], len(buffer) - 1)
+        while agent_key(buffer[i].agent) != victim:
             i -= 1
         del buffer[i]
-        held[most] -= 1
-        if held[most]:
-            self._newest[most] = i - 1
-        else:
-            del held[most], self._newest[most]
-        held[key] += 1
-        self._newest[key] = len(buffer)  # where ``record`` goes
+        self._remove(victim, i)
+        self._add(key, len(buffer))  # where ``record`` goes
         return True
 
+    def _add(self, key: AgentKey, i: int) -> None:
+        user = key[0]
+        self._users[user] += 1
+        self._held.setdefault(user, Counter())[key] += 1
+        self._newest[key] = i
 
-def _second(item: tuple[AgentKey, int]) -> int:
+    def _remove(self, key: AgentKey, i: int) -> None:
+        """``key``'s record at ``i`` left the buffer."""
+        user = key[0]
+        held = self._held[user]
+        held[key] -= 1
+        self._users[user] -= 1
+        if held[key]:
+            self._newest[key] = i - 1
+            return
+        del held[key], self._newest[key]
+        if not held:
+            del self._held[user], self._users[user]
+
+
+def _second(item: tuple[object, int]) -> int:
     return item[1]

@@ -5,12 +5,14 @@ what a flood of the audit log is made of.
 
 Each agent (``agent_key``: its uid, pid and program) has a budget of them recorded one
 by one, ``BURST`` at once and then ``RATE`` a second, which no mistake of a working
-agent's comes near. Past it, they are counted: per agent, method and outcome, one
+agent's comes near; and each user (uid) one for all of its processes together,
+``USER_BURST`` and ``USER_RATE``, so that a flood spread over many processes is held
+to it as well. Past either, they are counted: per agent, method and outcome, one
 summary a writer batch, which is a record of the first of them with ``count`` (how
 many), its sizes added up and ``last_ts`` (when the last came). Every request is still
 in the file, and the file grows by a few lines a second per agent however fast it
-sends; the calls of other agents keep their room in the buffer. The first summary in a
-while is also a warning in the log.
+sends; the calls of other agents keep their room in the buffer. The first summary in
+a while is also a warning in the log.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Final, TypeVar
 
 import msgspec
 from msgspec import UnsetType
@@ -31,12 +33,17 @@ from .record import AgentKey, CallRecord, agent_key, iso, stamp
 
 BURST: Final = 100
 RATE: Final = 10.0
+# A user's processes together: a few agents' worth, so that one of them past its own
+# budget leaves the others theirs.
+USER_BURST: Final = 4 * BURST
+USER_RATE: Final = 4 * RATE
 # How often at most the log says an agent's requests are being counted.
 WARN_EVERY: Final = 60.0
 
 logger = logging.getLogger("mcpd.audit")
 
 _Key = tuple[AgentKey, str, str]  # the agent's, the method, the outcome
+_K = TypeVar("_K")
 
 
 class Summed:
@@ -46,17 +53,25 @@ class Summed:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._budgets: dict[AgentKey, Bucket] = {}
+        self._users: dict[int | None, Bucket] = {}  # by uid (None: not known)
         self._summaries: dict[_Key, CallRecord] = {}
         self._warning = Throttle(burst=1, every=WARN_EVERY, clock=clock)
 
     def within_budget(self, record: CallRecord) -> bool:
-        """Whether ``record`` is written one by one; its agent's budget is taken from."""
+        """Whether ``record`` is written one by one; its agent's budget is taken from,
+        and while that has room, its user's."""
         key = agent_key(record.agent)
         now = self._clock()
         budget = self._budgets.get(key)
         if budget is None:
             budget = self._budgets[key] = Bucket(tokens=float(BURST), stamp=now)
-        return budget.take(now, BURST, RATE)
+        if not budget.take(now, BURST, RATE):
+            return False
+        uid = record.agent.uid
+        users = self._users.get(uid)
+        if users is None:
+            users = self._users[uid] = Bucket(tokens=float(USER_BURST), stamp=now)
+        return users.take(now, USER_BURST, USER_RATE)
 
     def add(self, record: CallRecord) -> bool:
         """``record`` counted in its agent's summary; whether it is the first summary
@@ -83,13 +98,8 @@ class Summed:
         summaries = list(self._summaries.values())
         self._summaries.clear()
         now = self._clock()
-        refilled = [
-            key
-            for key, budget in self._budgets.items()
-            if budget.tokens + (now - budget.stamp) * RATE >= BURST
-        ]
-        for key in refilled:
-            del self._budgets[key]
+        _forget_whole(self._budgets, now, BURST, RATE)
+        _forget_whole(self._users, now, USER_BURST, USER_RATE)
         return summaries
 
     def warn(self, summaries: list[CallRecord]) -> None:
@@ -110,6 +120,13 @@ class Summed:
             RATE,
             extra=log_extra(None, "audit", "requests counted"),
         )
+
+
+def _forget_whole(budgets: dict[_K, Bucket], now: float, burst: int, rate: float) -> None:
+    """The ``budgets`` whole again let go: a fresh one is the same."""
+    refilled = [key for key, b in budgets.items() if b.tokens + (now - b.stamp) * rate >= burst]
+    for key in refilled:
+        del budgets[key]
 
 
 def _calls(record: CallRecord) -> int:

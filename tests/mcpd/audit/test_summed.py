@@ -1,8 +1,10 @@
 """Requests mcpd refused before any server or rule saw them: each agent (its uid, pid
 and program) has a budget of them written one by one, a burst and then a rate, which
-another agent's flood does not spend; past it they are counted, one summary per agent,
-method and outcome a batch, that says how many, the first's name and reason, from when
-to when and their sizes added up; and the log says so once in a while, not each time."""
+another agent's flood does not spend, and each user one for its processes together,
+which a flood spread over many processes does not get past; past it they are counted,
+one summary per agent, method and outcome a batch, that says how many, the first's name
+and reason, from when to when and their sizes added up; and the log says so once in a
+while, not each time."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 
 from mcpd.audit import summed
 from mcpd.audit.record import CallRecord
-from mcpd.audit.summed import BURST, RATE, WARN_EVERY, Summed, finish
+from mcpd.audit.summed import BURST, RATE, USER_BURST, USER_RATE, WARN_EVERY, Summed, finish
 from mcpd.policy.agent import AgentInfo
 
 FLOODER = AgentInfo(uid=1000, pid=66, exe="python3", connection="c1")
@@ -55,6 +57,28 @@ def test_each_agent_has_a_burst_then_a_rate_of_its_own() -> None:
     clock.now += 1.0
     admitted = sum(sums.within_budget(refused(n)) for n in range(BURST))
     assert admitted == int(RATE)
+
+
+def test_a_flood_spread_over_many_processes_is_held_to_its_users_budget() -> None:
+    clock = Clock()
+    sums = Summed(clock)
+    flood = [AgentInfo(uid=1000, pid=10_000 + n, exe="python3") for n in range(1000)]
+
+    def written() -> int:
+        return sum(sums.within_budget(refused(0, agent)) for agent in flood for _ in range(3))
+
+    assert written() == USER_BURST
+    clock.now += 1.0
+    assert written() == int(USER_RATE)
+    # Another user's agent has its whole budget.
+    other = AgentInfo(uid=1001, pid=7, exe="claude")
+    assert all(sums.within_budget(refused(n, other)) for n in range(BURST))
+
+
+def test_a_process_past_its_own_budget_leaves_its_users_to_the_others() -> None:
+    sums = Summed(Clock())
+    assert sum(sums.within_budget(refused(n)) for n in range(10 * BURST)) == BURST
+    assert all(sums.within_budget(refused(n, HONEST)) for n in range(BURST))
 
 
 def test_past_the_budget_one_summary_per_agent_method_and_outcome_a_batch() -> None:
