@@ -144,6 +144,9 @@ class Caller(msgspec.Struct, frozen=True):
     # On the TCP endpoint, who holds its other end, looked for when a call must wait for
     # a person, when someone decides through it, and as it ends.
     tcp: TcpKin | None = None
+    # On the TCP endpoint, whether the connection holds a place of the status page's
+    # rather than the agents' (``endpoint_places``); None: elsewhere.
+    page_place: bool | None = None
 
     def who(self) -> Identity:
         return self.identity if self.identity is not None else Identity(self.peer)

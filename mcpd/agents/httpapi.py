@@ -45,6 +45,7 @@ from ..registry.views import ProfileView
 from ..servers.all_servers import AllServers
 from .backend import Control
 from .connection import Connection, Dispatcher
+from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
 from .formats import FORMATS, translate
 from .holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
 from .http_exchange import Caller
@@ -91,9 +92,9 @@ class HttpApi:
         self.mcp = McpRoute(
             handler, listeners, new_session, self._profile, control.approvals.forget
         )
-        # The endpoint's connections that got past its gate, counted against
-        # max_connections apart from the agent sockets' (whose door counts those).
-        self.on_endpoint = Slots()
+        # The endpoint's connections that got past its gate, counted apart from the
+        # agent sockets' (whose door counts those).
+        self.on_endpoint = EndpointPlaces()
         self._page: Page | None = None
         self._refusals = ServerRefusals()
         self._lookups = Lookups(control.server_of, control.relayed_by, control.server_pids)
@@ -141,16 +142,11 @@ class HttpApi:
                 if gate is None:
                     owner = None if peer is None else ConnectionOwner.of_peer(peer)
                     caller = Caller(peer, fixed, identity=identity, owner=owner)
-                    await self._serve(wire, caller, None, None)
+                    await self._exchanges(wire, caller, None)
                     return
                 first = await gate.admit(wire)
                 if first is not None:
-                    # Looked up only if a request needs it: the token, the page's session
-                    # or code.
-                    owner = ConnectionOwner(partial(tcp_held, stream.socket, self._lookups))
-                    tcp = TcpKin(stream.socket, self._lookups)
-                    caller = Caller(peer, fixed, gate.check, identity, owner, tcp)
-                    await self._serve(wire, caller, first, self.on_endpoint)
+                    await self._serve_endpoint(wire, identity, first, gate)
         except h11.RemoteProtocolError as exc:
             await refuse(wire, exc.error_status_hint)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -167,22 +163,24 @@ class HttpApi:
                     self._departed(await agent.kin())
             self.control.approvals.forget(identity.connection)
 
-    async def _serve(
-        self, wire: Wire, caller: Caller, first: h11.Request | None, slots: Slots | None
+    async def _serve_endpoint(
+        self, wire: Wire, identity: Identity, first: h11.Request, gate: Gate
     ) -> None:
-        """Serve requests until the connection ends; one counted in ``slots`` (None:
-        counted already) is refused with 503 beyond max_connections."""
-        if slots is None:
-            await self._exchanges(wire, caller, first)
-            return
-        slots.taken += 1
-        try:
-            if slots.taken > self.control.settings.max_connections:
-                await _send(wire, 503, "application/json", b'{"error":"too many connections"}')
+        """Serve a connection to the endpoint whose ``first`` request passed its gate,
+        in a place of the page's or the agents' (``endpoint_places``): 503 where its
+        user has none left."""
+        sock = wire.stream.socket
+        uid = await holder_uid(sock)
+        page = for_page(first)
+        with self.on_endpoint.seat(self.control.settings, uid, page) as refusal:
+            if refusal is not None:
+                await _send(wire, 503, "application/json", _encode({"error": refusal}))
                 return
+            # Looked up only if a request needs it: the token, the page's session or code.
+            owner = ConnectionOwner(partial(tcp_held, sock, self._lookups))
+            tcp = TcpKin(sock, self._lookups)
+            caller = Caller(None, None, gate.check, identity, owner, tcp, page)
             await self._exchanges(wire, caller, first)
-        finally:
-            slots.taken -= 1
 
     async def _exchanges(self, wire: Wire, caller: Caller, head: h11.Request | None) -> None:
         while await self._exchange(wire, caller, head):
@@ -208,6 +206,8 @@ class HttpApi:
                     head = await wire.read_head()
                     if head is not None and caller.guard is not None:
                         caller.guard(head)  # before its body: a refused one is never read
+                    if head is not None and caller.page_place is not None:
+                        same_kind(head, caller.page_place)
                 if head is not None and caller.guard is not None:
                     # The token is no server's (``holders``), checked at the headers too.
                     await token_bearer(head, caller.owner, self._refusals)
@@ -334,13 +334,6 @@ class HttpApi:
 
     def _metrics(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
         return 200, METRICS_TYPE, self.control.metrics(self._scope(query, caller)).encode()
-
-
-class Slots:
-    """Connections of one kind being served."""
-
-    def __init__(self) -> None:
-        self.taken = 0
 
 
 async def _send(

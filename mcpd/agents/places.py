@@ -11,13 +11,17 @@ too, from the moment they are let in until they close:
   get in (``mcpd status``, ``mcpd reload``) whatever other users hold.
 
 The door (``door``) counts here, and so does a socket-activated mcpd that holds its
-socket while its config cannot be loaded (``mcpd.config_hold``).
+socket while its config cannot be loaded (``mcpd.config_hold``). The HTTP endpoint
+counts its own connections by the same rules, apart from the sockets'
+(``endpoint_places``).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Final
+
+import msgspec
 
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
@@ -78,56 +82,86 @@ class Seat:
         self._held.give(None if self.peer is None else self.peer.uid)
 
 
-class Places:
-    """The connections held, and the refusals of one more, logged a few lines at a
-    time."""
+class Limits(msgspec.Struct, frozen=True):
+    """How many connections of one kind may be held at once (and what sets one user's
+    share, as a refusal names it)."""
 
-    def __init__(self) -> None:
+    most: int  # everyone together
+    per_uid: int  # one user other than mcpd's own and root
+    per_uid_set_by: str
+
+
+def socket_limits(d: DaemonConfig) -> Limits:
+    """The agent sockets' (and the HTTP endpoint's agents')."""
+    quota = uid_quota(d)
+    return Limits(
+        d.max_connections,
+        quota,
+        f"daemon.max_connections_per_uid = {quota}",
+    )
+
+
+class Places:
+    """The connections of one kind held, and the refusals of one more, logged a few
+    lines at a time."""
+
+    def __init__(self, kind: str = "agent connections") -> None:
         self.held = Held()
-        self._full = Throttle(burst=1)  # refused at max_connections
-        self._over_quota = Throttle()  # refused at max_connections_per_uid
+        self._kind = kind
+        self._full = Throttle(burst=1)  # refused at the most everyone may hold
+        self._over_quota = Throttle()  # refused at one user's share
 
     def refusal(self, d: DaemonConfig, peer: Peer | None) -> str | None:
-        """Why ``peer`` may not have one more connection now (logged), or None."""
+        """Why ``peer`` may not have one more connection to a socket now (logged), or
+        None. An unknown peer is taken for the owner."""
         who = "an unknown peer" if peer is None else f"pid {peer.pid}, uid {peer.uid}"
-        if is_owner(peer):
-            if self.held.total < d.max_connections + OWNER_RESERVE:
+        uid = None if peer is None else peer.uid
+        return self.refusal_of(socket_limits(d), uid, is_owner(peer), who)
+
+    def refusal_of(self, limits: Limits, uid: int | None, owner: bool, who: str) -> str | None:
+        """Why the user ``uid`` (None: one mcpd cannot name), called ``who`` in the log,
+        may not have one more connection now (logged), or None; ``owner``: mcpd's own
+        user or root, who has no share but the reserve."""
+        if owner:
+            if self.held.total < limits.most + OWNER_RESERVE:
                 return None
-            self._log_full(d, f"{who}, past the {OWNER_RESERVE} kept for mcpd's user and root")
+            self._log_full(limits, f"{who}, past the {OWNER_RESERVE} kept for mcpd's user and root")
             return (
-                f"too many connections (limit {d.max_connections}, and the {OWNER_RESERVE} "
+                f"too many connections (limit {limits.most}, and the {OWNER_RESERVE} "
                 "kept for mcpd's own user and root are taken too)"
             )
-        assert peer is not None  # an unknown peer is taken for the owner
-        quota, has = uid_quota(d), self.held.of(peer.uid)
-        if has >= quota:
+        has = self.held.of(uid)
+        user = "the user mcpd cannot name" if uid is None else f"uid {uid}"
+        if has >= limits.per_uid:
             held = self._over_quota.admit()
             if held is not None:
                 logger.warning(
-                    "refused an agent connection from uid %d (pid %d): it has %d open, the "
-                    "most one user may have (daemon.max_connections_per_uid = %d)%s",
-                    peer.uid,
-                    peer.pid,
+                    "refused one more of the %s, to %s: %s has %d open, the most one user "
+                    "may have (%s)%s",
+                    self._kind,
+                    who,
+                    user,
                     has,
-                    quota,
+                    limits.per_uid_set_by,
                     f" ({held} more refused since the last such line)" if held else "",
-                    extra=log_extra(None, reason=f"uid {peer.uid} at its connection limit"),
+                    extra=log_extra(None, reason=f"{user} at its connection limit"),
                 )
             return (
-                f"uid {peer.uid} has {has} connections to mcpd open, the most one user may "
-                f"have (daemon.max_connections_per_uid = {quota})"
+                f"{user} has {has} connections to mcpd open, the most one user may "
+                f"have ({limits.per_uid_set_by})"
             )
-        if self.held.total >= d.max_connections:
-            self._log_full(d, who)
-            return f"too many connections (limit {d.max_connections})"
+        if self.held.total >= limits.most:
+            self._log_full(limits, who)
+            return f"too many connections (limit {limits.most})"
         return None
 
-    def _log_full(self, d: DaemonConfig, latest: str) -> None:
+    def _log_full(self, limits: Limits, latest: str) -> None:
         held = self._full.admit()
         if held is not None:
             logger.warning(
-                "too many agent connections (limit %d): refused %d, the latest from %s",
-                d.max_connections,
+                "too many %s (limit %d): refused %d, the latest from %s",
+                self._kind,
+                limits.most,
                 held + 1,
                 latest,
                 extra=log_extra(None, reason="too many connections"),

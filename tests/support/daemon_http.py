@@ -58,15 +58,12 @@ MCP = {"Content-Type": "application/json", "Accept": "application/json, text/eve
 async def http(
     port: int, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""
 ) -> Reply:
-    """One request on its own connection; the whole answer."""
+    """One request on its own connection; the whole answer (``Host`` is 127.0.0.1
+    unless ``headers`` name another)."""
     stream = await trio.open_tcp_stream("127.0.0.1", port)
-    lines = [
-        f"{method} {path} HTTP/1.1",
-        "Host: 127.0.0.1",
-        "Connection: close",
-        f"Content-Length: {len(body)}",
-    ]
-    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    headers = {"Host": "127.0.0.1", **(headers or {})}
+    lines = [f"{method} {path} HTTP/1.1", "Connection: close", f"Content-Length: {len(body)}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
     await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
     data = b""
     while chunk := await stream.receive_some(1 << 16):
@@ -119,3 +116,37 @@ async def stateless(
         answer: dict[str, Any] = reply.events()[-1]
         return answer
     return reply.json()  # type: ignore[no-any-return]
+
+
+def listen_request(port: int, token: str) -> bytes:
+    """A 2026-07-28 ``subscriptions/listen`` for the endpoint at ``port``: its answer
+    is an event stream that stays open until the client goes."""
+    body = json.dumps(modern(1, "subscriptions/listen", {"notifications": {}})).encode()
+    lines = [
+        "POST /mcp HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        f"Authorization: Bearer {token}",
+        *(f"{k}: {v}" for k, v in MCP.items()),
+        *modern_headers("subscriptions/listen"),
+        f"Content-Length: {len(body)}",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+async def answer_head(stream: trio.SocketStream) -> bytes:
+    """What comes back on ``stream`` up to the end of an answer's head (less if it
+    closes first)."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+async def hold_listen(port: int, token: str) -> tuple[trio.SocketStream, bytes]:
+    """A connection to the endpoint holding a listen, and the head of its answer."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    await stream.send_all(listen_request(port, token))
+    return stream, await answer_head(stream)
