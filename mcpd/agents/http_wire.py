@@ -19,8 +19,9 @@ import trio
 
 MAX_BODY: Final = 4 * 1024 * 1024
 _READ_SIZE: Final = 64 * 1024
-# Read ahead of the request being answered: a pipelined request's head and body.
-_MAX_PIPELINED: Final = MAX_BODY + _READ_SIZE
+# Read ahead of the request being answered: one read's worth, whatever the client
+# pipelines; the rest waits in the kernel.
+READ_AHEAD: Final = _READ_SIZE
 
 HeaderList: TypeAlias = list[tuple[bytes, bytes]]
 
@@ -64,15 +65,14 @@ class Wire:
         # The connection ends with the answer being written: the answer says so.
         self.closing = False
 
-    async def _receive(self) -> int:
+    async def _receive(self, most: int = _READ_SIZE) -> None:
         try:
-            data = await self.stream.receive_some(_READ_SIZE)
+            data = await self.stream.receive_some(most)
         except trio.BrokenResourceError:
             data = b""
         if not data:
             self.broken = True
         self.conn.receive_data(data)
-        return len(data)
 
     async def _next_event(self) -> Any:
         while (event := self.conn.next_event()) is h11.NEED_DATA:
@@ -106,13 +106,15 @@ class Wire:
 
     async def wait_gone(self) -> None:
         """Return once the client hangs up; keep whatever it pipelines meanwhile, up to
-        the size of a request: past that nothing more is read until this one is
-        answered, so a client cannot make the daemon hold what it streams."""
-        kept = len(self.conn.trailing_data[0])
+        ``READ_AHEAD``: past that nothing more is read until this request is answered,
+        and the rest waits in the kernel. So what every client sends while its
+        request runs costs the daemon one read's worth of memory each at most; a
+        hang-up behind more than that is noticed when something is written."""
         while not self.broken:
-            if kept > _MAX_PIPELINED:
+            room = READ_AHEAD - len(self.conn.trailing_data[0])
+            if room <= 0:
                 await trio.sleep_forever()
-            kept += await self._receive()
+            await self._receive(room)
 
     async def send(self, *events: Any) -> None:
         for event in events:
