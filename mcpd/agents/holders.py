@@ -63,7 +63,8 @@ LOOKUP: Final = 5.0
 class Held(msgspec.Struct, frozen=True):
     """Who holds the other end of a connection: its local user, and the server of
     mcpd's whose process (``pid``) holds it, where one does (a server without a pid:
-    mcpd's relay holds it for the server)."""
+    mcpd's relay holds it for the server); of no server, a process of the user that
+    holds it, where one was looked for and found."""
 
     uid: int
     server: str | None = None
@@ -165,7 +166,7 @@ async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Held:
             "no process that mcpd can read holds its other end, so nothing tells it "
             "from one of mcpd's servers"
         )
-    return Held(held.uid)
+    return Held(held.uid, pid=still[0])
 
 
 class TcpKin:
@@ -258,11 +259,12 @@ def servers_process(held: Held) -> str:
 
 async def token_bearer(
     request: h11.Request, owner: ConnectionOwner | None, refusals: ServerRefusals
-) -> None:
+) -> Held | None:
     """Refuses (Reject) ``request``, which its gate let in, where it brings the
-    endpoint's token on a connection that one of mcpd's servers holds, or may."""
+    endpoint's token on a connection that one of mcpd's servers holds, or may; else
+    who holds it, where that was looked for and found."""
     if owner is None or Headers(request.headers).get("authorization") is None:
-        return
+        return None
     try:
         held = await owner.held()
     except HoldersUnknown as exc:
@@ -274,8 +276,9 @@ async def token_bearer(
         # on another machine or in another network namespace, where no server of
         # mcpd's runs, or a kernel that cannot be asked. The token is all there is to go
         # by.
-        return
+        return None
     if held.server is not None:
         refusals.refused(held, "the endpoint's token")
         why = f"Forbidden: {servers_process(held)}"
         raise Reject(403, rpc.encode_error(None, -32001, why))
+    return held

@@ -50,7 +50,7 @@ from .formats import FORMATS, translate
 from .holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
 from .http_exchange import Caller
 from .http_wire import Headers, Reject, Response, Wire, head, refuse
-from .identity import Identity
+from .identity import Holder, Identity
 from .mcp_http import rpc_reject
 from .mcp_route import LegacySession, McpRoute
 from .page import is_page
@@ -171,6 +171,8 @@ class HttpApi:
         user has none left."""
         sock = wire.stream.socket
         uid = await holder_uid(sock)
+        if uid is not None:
+            identity.holder = Holder(uid)
         page = for_page(first)
         with self.on_endpoint.seat(self.control.settings, uid, page) as refusal:
             if refusal is not None:
@@ -210,7 +212,10 @@ class HttpApi:
                         same_kind(head, caller.page_place)
                 if head is not None and caller.guard is not None:
                     # The token is no server's (``holders``), checked at the headers too.
-                    await token_bearer(head, caller.owner, self._refusals)
+                    held = await token_bearer(head, caller.owner, self._refusals)
+                    if held is not None and caller.identity is not None:
+                        # Its calls are recorded as this user's and process's.
+                        caller.identity.holder = Holder(held.uid, held.pid)
                 if head is not None and is_page(head.target):
                     stranger = wire.closing = _unvouched(head, caller)
                     # The page's own, at the headers too.

@@ -1,6 +1,8 @@
 """Who one agent connection is, for the policy and the audit log: the kernel's word on
-its process (SO_PEERCRED), the program it runs, and an id of mcpd's own for the
-connection (or HTTP session), which remembered approvals are kept under.
+its process (SO_PEERCRED; on the TCP endpoint, the user it names as holding the other
+end, and the process of it mcpd found there, ``holders``), the program it runs, and an
+id of mcpd's own for the connection (or HTTP session), which remembered approvals are
+kept under.
 
 The program's name is read from /proc once, at the connection's first call; the
 profile and era come with each call, since an agent may change profile
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import secrets
 
+import msgspec
+
 from ..policy.agent import AgentInfo, exe_of
 from .peers import Peer
 
@@ -19,15 +23,31 @@ def new_connection_id() -> str:
     return secrets.token_hex(4)
 
 
-class Identity:
-    __slots__ = ("_legacy", "_modern", "connection", "peer")
+class Holder(msgspec.Struct, frozen=True):
+    """Who holds the other end of a TCP connection, as far as mcpd found: its user, and
+    a process of it where one was found."""
 
-    def __init__(self, peer: Peer | None) -> None:
+    uid: int
+    pid: int | None = None
+
+
+class Identity:
+    __slots__ = ("_legacy", "_modern", "connection", "holder", "peer")
+
+    def __init__(self, peer: Peer | None, holder: Holder | None = None) -> None:
+        """``holder``: on the TCP endpoint (no ``peer``), who holds the connection's
+        other end; set again as more is found, before its first call."""
         self.peer = peer
+        self.holder = holder
         self.connection = new_connection_id()
         # The agent as its calls of each era are recorded, in the profile of the last.
         self._legacy: AgentInfo | None = None
         self._modern: AgentInfo | None = None
+
+    def new_session(self) -> Identity:
+        """Who a session opened on this connection is: its peer or holder, with an id of
+        its own."""
+        return Identity(self.peer, self.holder)
 
     def info(self, profile: str, modern: bool) -> AgentInfo:
         """The agent as one call of it, in ``profile`` and its era, is recorded."""
@@ -37,15 +57,20 @@ class Identity:
         return info
 
     def _made(self, profile: str, modern: bool) -> AgentInfo:
-        peer = self.peer
+        peer, holder = self.peer, self.holder
+        uid: int | None = None
+        pid: int | None = None
+        if peer is not None:
+            uid, pid = peer.uid, (None if peer.pid <= 0 else peer.pid)
+        elif holder is not None:
+            uid, pid = holder.uid, holder.pid
         known = self._legacy or self._modern
-        if known is not None:
-            exe = known.exe
-        else:
-            exe = exe_of(peer.pid) if peer is not None and peer.pid > 0 else None
+        exe = known.exe if known is not None and known.pid == pid else None
+        if exe is None and pid is not None:
+            exe = exe_of(pid)
         info = AgentInfo(
-            uid=None if peer is None else peer.uid,
-            pid=None if peer is None or peer.pid <= 0 else peer.pid,
+            uid=uid,
+            pid=pid,
             exe=exe,
             profile=profile,
             connection=self.connection,

@@ -178,7 +178,7 @@ class McpRoute:
         if len(self.sessions) >= MAX_SESSIONS:
             self._end(self.sessions.pop(self._to_end(_holder(caller.peer))))
         sid = secrets.token_hex(16)
-        legacy = LegacySession(session, servers, Identity(caller.peer))
+        legacy = LegacySession(session, servers, caller.who().new_session())
         self.sessions[sid] = legacy
         legacy.news.sid = sid
         self.handler.agent_joined(legacy.news)  # its news from now on

@@ -16,7 +16,7 @@ _MAX_EXE: Final = 64
 
 # Untracked by the cycle collector, as the records that carry it (never part of a cycle).
 class AgentInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    uid: int | None = None  # None: not known (an agent over TCP)
+    uid: int | None = None  # None: not known (an agent on another machine, over TCP)
     pid: int | None = None
     exe: str | None = None  # the executable's name, from /proc/PID/exe
     profile: str = "default"
@@ -27,8 +27,9 @@ class AgentInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     def key(self) -> str:
         """What tells this agent apart from others, for rates and the calls each may have
         waiting: its process; else its user (a process the kernel names no pid of, in
-        another PID namespace); else the TCP endpoint, whose agents all hold the same
-        token and are told apart by nothing a new connection cannot change."""
+        another PID namespace, or that holds a TCP connection to the endpoint where
+        mcpd cannot look); else the TCP endpoint, whose clients it cannot name all hold
+        the same token and are told apart by nothing a new connection cannot change."""
         if self.pid is not None:
             return f"pid:{self.pid}"
         if self.uid is not None:

@@ -196,7 +196,7 @@ async def test_a_servers_request_with_the_token_sent_as_its_socket_closes_runs_n
         with conn, client:
             here = os.getpid()
             assert await tcp_held(conn, Lookups(lambda pid: None, nobody, list)) == Held(
-                os.geteuid()
+                os.geteuid(), pid=here
             )
             thief = Lookups(lambda pid: "thief" if pid == here else None, nobody, list)
             theirs = await tcp_held(conn, thief)

@@ -3,14 +3,22 @@ its process, the program it runs (read once), and an id of its own."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import trio
 
 from mcpd.agents import identity
 from mcpd.agents.identity import Identity, new_connection_id
 from mcpd.agents.peers import Peer
+from mcpd.audit.reader import Reading
+from tests.support.agent import make_config, running
+from tests.support.daemon_http import modern
+from tests.support.procs import scripted
 
 
 def me() -> Peer:
@@ -84,3 +92,56 @@ def test_each_connection_has_an_id_of_its_own() -> None:
     assert len(ids) == 200
     assert all(len(i) == 8 and int(i, 16) >= 0 for i in ids)
     assert len(new_connection_id()) == 8
+
+
+# Posts argv[3] (a tools/call) to the endpoint at 127.0.0.1:argv[1] with the token
+# argv[2], and prints the answer's status line.
+CALL_OVER_TCP = """
+import socket, sys
+body = sys.argv[3].encode()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(("POST /mcp HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n"
+           "Authorization: Bearer " + sys.argv[2] + "\\r\\n"
+           "Content-Type: application/json\\r\\nAccept: application/json, text/event-stream\\r\\n"
+           "MCP-Protocol-Version: 2026-07-28\\r\\nMcp-Method: tools/call\\r\\nMcp-Name: nope\\r\\n"
+           "Content-Length: " + str(len(body)) + "\\r\\n\\r\\n").encode() + body)
+got = b""
+while chunk := s.recv(65536):
+    got += chunk
+print(got.split(b"\\r\\n")[0].decode())
+"""
+
+
+async def test_a_call_over_the_endpoint_is_recorded_as_the_process_that_made_it(
+    tmp_path: Path,
+) -> None:
+    """Every call over the endpoint was recorded with no uid, pid or program, though
+    mcpd had looked up who held its connection for the token."""
+    command, args = scripted("--tools", "1")
+    cfg = make_config(
+        tmp_path,
+        {"code": {"command": command, "args": list(args)}},
+        http_listen="127.0.0.1:0",
+        state_dir=str(tmp_path / "state"),
+    )
+    call = json.dumps(modern(1, "tools/call", {"name": "nope", "arguments": {}}))
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port = str(daemon.api.endpoint.port)
+            child = await trio.lowlevel.open_process(
+                [sys.executable, "-c", CALL_OVER_TCP, port, daemon.http_token(), call],
+                stdout=subprocess.PIPE,
+            )
+            assert child.stdout is not None
+            said = b""
+            while chunk := await child.stdout.receive_some():
+                said += chunk
+            await child.wait()
+            assert said.startswith(b"HTTP/1.1 "), said
+            await daemon.audit.flush()
+            records = [r for r in Reading(str(tmp_path / "state")) if r.name == "nope"]
+    assert records, "no record of the call"
+    agent = records[0].agent
+    assert (agent.uid, agent.pid) == (os.getuid(), child.pid)
+    assert agent.exe == os.path.basename(os.path.realpath(sys.executable))
