@@ -86,6 +86,10 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
 
     def check(request: h11.Request) -> None:
         headers = Headers(request.headers)
+        for name in ("Origin", "Host"):
+            # Each is checked as one: a second could say what the check never read.
+            if headers.count(name.lower()) > 1:
+                raise Reject(400, _refusal(f"Bad Request: more than one {name} header"))
         origin = headers.get("origin")
         if origin is not None and origin.rstrip("/").lower() not in origins:
             raise Reject(403, _refusal(f"Forbidden: the Origin {origin!r} is not allowed"))

@@ -288,3 +288,29 @@ async def test_a_strangers_request_with_a_body_is_refused_before_it_is_read(
                 assert (await _answer_head(stream)).startswith(b"HTTP/1.1 413 ")
                 await _until_closed(stream)
                 await stream.aclose()
+
+
+async def test_a_second_origin_or_host_is_refused(tmp_path: Path) -> None:
+    """The endpoint's own Origin first and a foreign one after it passed: only the first
+    was read."""
+    with trio.fail_after(30):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            own = f"http://127.0.0.1:{port}"
+            for twice in (
+                f"Origin: {own}\r\nOrigin: http://evil.example\r\n",
+                f"Host: 127.0.0.1:{port}\r\nHost: evil.example\r\n",
+            ):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                host = "" if twice.startswith("Host") else f"Host: 127.0.0.1:{port}\r\n"
+                await stream.send_all(
+                    f"GET /status HTTP/1.1\r\n{host}{twice}Authorization: Bearer {token}\r\n"
+                    "Connection: close\r\n\r\n".encode()
+                )
+                answer = await _answer_head(stream)
+                if twice.startswith("Origin"):
+                    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+                else:  # turned away as h11 reads it, before mcpd does: closed unanswered
+                    assert not answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+                await stream.aclose()
