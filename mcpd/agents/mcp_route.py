@@ -45,7 +45,6 @@ from .mcp_http import (
     modern_request,
     rpc_reject,
 )
-from .peers import Peer
 from .profiles import ProfileServers
 
 MAX_SESSIONS: Final = 256
@@ -175,24 +174,25 @@ class McpRoute:
         """A new legacy session's id. When there are too many, the oldest of the user
         who holds the most ends (the newcomer counted with its own): one who opens
         sessions without end ends their own, not everyone else's."""
+        identity = caller.who().new_session()
         if len(self.sessions) >= MAX_SESSIONS:
-            self._end(self.sessions.pop(self._to_end(_holder(caller.peer))))
+            self._end(self.sessions.pop(self._to_end(_holder(identity))))
         sid = secrets.token_hex(16)
-        legacy = LegacySession(session, servers, caller.who().new_session())
+        legacy = LegacySession(session, servers, identity)
         self.sessions[sid] = legacy
         legacy.news.sid = sid
         self.handler.agent_joined(legacy.news)  # its news from now on
         return sid
 
     def _to_end(self, newcomer: int | None) -> str:
-        held = Counter(_holder(legacy.identity.peer) for legacy in self.sessions.values())
+        held = Counter(_holder(legacy.identity) for legacy in self.sessions.values())
         mine = held[newcomer] + 1
         most = max(mine, *held.values())
         if held[newcomer] and mine == most:
             holder = newcomer  # a tie ends the newcomer's own
         else:  # the holder of the oldest session among those who hold the most
             holder = next(h for h, n in held.items() if n == most)
-        return next(sid for sid, s in self.sessions.items() if _holder(s.identity.peer) == holder)
+        return next(sid for sid, s in self.sessions.items() if _holder(s.identity) == holder)
 
     def _end(self, legacy: LegacySession) -> None:
         legacy.close()
@@ -340,7 +340,10 @@ def _cancel(legacy: LegacySession, msg: rpc.Notification) -> None:
         scope.cancel()
 
 
-def _holder(peer: Peer | None) -> int | None:
-    """Whose a session is, for sharing the places out: its user (None: the endpoint's
-    clients, who all hold the one token)."""
-    return None if peer is None else peer.uid
+def _holder(identity: Identity) -> int | None:
+    """Whose a session is, for sharing the places out: its user, the socket's peer's or
+    the one holding its TCP connection to the endpoint (None: a client on another
+    machine, whose users all hold the one token)."""
+    if identity.peer is not None:
+        return identity.peer.uid
+    return None if identity.holder is None else identity.holder.uid

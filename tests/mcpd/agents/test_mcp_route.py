@@ -22,6 +22,7 @@ from mcpd.agents.api import new_session
 from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.http_exchange import Caller
 from mcpd.agents.http_wire import Reject, Wire
+from mcpd.agents.identity import Holder, Identity
 from mcpd.agents.mcp_route import LegacySession, McpRoute, _cancel
 from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import ProfileServers
@@ -263,6 +264,24 @@ async def test_one_who_opens_sessions_without_end_ends_their_own_not_others(
     # A newcomer that would hold as many as the most ends its own oldest.
     assert opened_by(route, 1000) in route.route.sessions
     assert victim not in route.route.sessions
+
+
+def opened_over_tcp(route: Route, uid: int) -> str:
+    holder = Identity(None, Holder(uid))
+    return route.route._open(new_session(), profile(), Caller(None, identity=holder))
+
+
+async def test_sessions_over_the_endpoint_are_shared_out_by_the_user_holding_them(
+    route: Route, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every client of the endpoint counted as one holder: one user's initializes ended
+    another's session, whose next request got 404."""
+    import mcpd.agents.mcp_route
+
+    monkeypatch.setattr(mcpd.agents.mcp_route, "MAX_SESSIONS", 4)
+    victim = opened_over_tcp(route, 1000)
+    flood = [opened_over_tcp(route, 2000) for _ in range(20)]
+    assert list(route.route.sessions) == [victim, *flood[-3:]]
 
 
 # -- cancellation --
