@@ -277,7 +277,7 @@ class Gate:
             if old is None or (old.why, old.offered.digest, old.approved) != now:
                 offered = record_of(seen.source)  # type: ignore[arg-type]
                 state.pending[name] = Pending(
-                    alias, kind, name, why, offered, view.definition, rules
+                    alias, kind, name, why, offered, view.definition, rules, seen.findings
                 )
             if why in ("changed", "new", "forgotten"):
                 self._changed(state, news, name, seen.digest, why, "hold", was)

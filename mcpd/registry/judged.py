@@ -65,6 +65,7 @@ class Pending(msgspec.Struct):
     offered: PinRecord
     approved: PinRecord | None = None
     rules: list[str] = msgspec.field(default_factory=list)  # found in what is offered
+    findings: tuple[Finding, ...] = ()  # what they found there, and where
 
 
 def label(kind: HeldKind, name: str) -> str:

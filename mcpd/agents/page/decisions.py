@@ -14,6 +14,7 @@ from __future__ import annotations
 from html import escape
 from typing import Final
 
+from ...registry.rules import Finding
 from . import charts
 from .model import PageData
 from .sources import CallFilter, CallRecord
@@ -23,6 +24,8 @@ OUTCOMES: Final = ("ok", "tool error", "refused", "outage", "timeout", "cancelle
 NAME_SHOWN: Final = 120  # characters of a server's name for an item, or an agent's
 # Of a held item whose name is longer, the page has no Approve: its form would carry it.
 NAME_SENT: Final = 1024
+FINDINGS_SHOWN: Final = 5  # of a held change
+EXCERPT_SHOWN: Final = 200  # characters of the text a rule found something in
 
 
 def _button(path: str, fields: dict[str, str], label: str, csrf: str, cls: str = "") -> str:
@@ -88,21 +91,24 @@ def held_items(data: PageData) -> list[str]:
     for h in waiting.first:
         command = f"<code>mcpd approve {shown(h.server)}</code>"
         button = ""
-        if data.csrf and len(h.name) <= NAME_SENT:
+        if h.cut:
+            # Approved only where all of what is approved is in sight.
+            button = (
+                f"<small>The diff is cut short here, so the page does not approve it: "
+                f"{command} shows all of it.</small>"
+            )
+        elif data.csrf and len(h.name) <= NAME_SENT:
             fields = {"server": h.server, "kind": h.kind, "name": h.name, "digest": h.digest}
             button = _button("/page/release", fields, "Approve", data.csrf)
         elif data.csrf:
             button = f"<small>Its name is too long for the page: approve it with {command}.</small>"
         since = "" if h.since is None else f", since {charts.clock(h.since)}"
-        rest = ""
-        if h.cut:
-            rest = f"<small>The diff is cut short here: {command} shows all of it.</small>"
         out.append(
             f'<li data-waits="change" data-server="{shown(h.server)}">'
             f'<span class="name">{shown(h.server)} / {shown(cut(h.name, NAME_SHOWN))}</span>'
             f'<span class="pill person">{shown(h.kind)} held</span>'
-            f"<small>{shown(h.reason)}{since}</small>"
-            f'<pre class="diff">{shown(h.diff)}</pre>{rest}{button}</li>'
+            f"<small>{shown(h.reason)}{since}</small>{_findings(h.findings)}"
+            f'<pre class="diff">{shown(h.diff)}</pre>{button}</li>'
         )
     if waiting.more:
         changes = "held change" if waiting.more == 1 else "held changes"
@@ -112,6 +118,22 @@ def held_items(data: PageData) -> list[str]:
             "<code>mcpd approve SERVER</code> shows and approves those of a server.</small></li>"
         )
     return out
+
+
+def _findings(found: tuple[Finding, ...]) -> str:
+    """What the finding rules flagged in a held change, as ``mcpd tools --findings``
+    lists it: the first few, and how many more."""
+    if not found:
+        return ""
+    lines = [
+        f"Flagged: {shown(f.rule)} in {shown(cut(f.where, NAME_SHOWN))}: "
+        f"\u201c{shown(cut(f.excerpt, EXCERPT_SHOWN))}\u201d"
+        for f in found[:FINDINGS_SHOWN]
+    ]
+    more = len(found) - FINDINGS_SHOWN
+    if more > 0:
+        lines.append(f"{more} more flagged: <code>mcpd tools --findings</code> lists them all.")
+    return "".join(f'<small class="found">{line}</small>' for line in lines)
 
 
 def calls_section(data: PageData) -> str:

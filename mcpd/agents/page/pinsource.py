@@ -6,7 +6,10 @@ A reader of one profile is shown nothing of them.
 A change is shown as a diff of the definition as approved and as offered now, cut to
 a bound (``helddiff``); the first ``HELD_SHOWN`` changes only, as ``mcpd tools
 --pending`` lists them, and how many more wait. A diff is made once for what it
-compares: it is kept, by the two digests, while its change is shown.
+compares: it is kept, by the two digests, while its change is shown. A change whose
+diff leaves part of it out is not approved here, as a call whose arguments do not all
+fit is not: ``mcpd approve`` shows it whole. What the finding rules flagged in what is
+offered goes with each change, as ``mcpd approve`` and the journal say it.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentK
                     diff.text,
                     digest=p.offered.digest,
                     cut=diff.cut,
+                    findings=p.findings,
                 )
             )
         diffs.clear()
@@ -68,6 +72,12 @@ def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentK
         if picked is None:
             raise rpc.RPCError(-32000, f"{kind!r} is not a kind of item mcpd holds")
         label = shown_label(picked, name)
+        if _cut_on_page(server, picked, name):
+            raise rpc.RPCError(
+                -32000,
+                f"{label} of {server} changed more than the page shows: approve it with "
+                f"`mcpd approve {server}`, which shows all of it",
+            )
         try:
             result = await control.pins.approve(server, [(picked, name, digest)])
         except KeyError:
@@ -83,6 +93,13 @@ def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentK
         if label not in result.get("approved", []):
             raise rpc.RPCError(-32000, f"no {label} of {server} waits for approval")
         return f"{server}: {label} approved"
+
+    def _cut_on_page(server: str, kind: str, name: str) -> bool:
+        """Whether the page's diff of the held item leaves part of its change out."""
+        for p in control.pins.waiting():
+            if (p.server, p.kind, p.name) == (server, kind, name):
+                return (diffs.get(_compared(p)) or _diff(p)).cut
+        return False
 
     return Sources(held=held, release=release)
 

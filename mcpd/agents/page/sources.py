@@ -20,6 +20,7 @@ from typing import Final, Generic, Literal, TypeVar
 
 import msgspec
 
+from ...registry.rules import Finding
 from ...registry.views import ProfileView
 from .opener import Opener
 
@@ -67,7 +68,8 @@ class HeldChange(msgspec.Struct, frozen=True):
     diff: str  # what changed, as unified-diff lines (``helddiff``)
     since: float | None = None  # Unix time, where it is known
     digest: str = ""  # of what is offered: approving it approves exactly what was shown
-    cut: bool = False  # the diff leaves part of the change out
+    cut: bool = False  # the diff leaves part of the change out: not to be approved from here
+    findings: tuple[Finding, ...] = ()  # what the finding rules flagged in what is offered
 
 
 class CallRecord(msgspec.Struct, frozen=True):

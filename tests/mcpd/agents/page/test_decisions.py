@@ -2,7 +2,8 @@
 for approval with Approve and Deny (Deny alone where not every key of its arguments
 fits, with the command that shows them whole), a held change with its diff and Approve (each form
 naming its item exactly, with the session's token; none on a page for reading), what
-waits beyond the first counted, a cut diff and a long name said to be cut, the
+waits beyond the first counted, a cut diff (no Approve) and a long name said to be cut,
+what the finding rules flagged in a held change, the
 latest calls with their filter, and the filter read from the page's address, where
 nothing but a known outcome is taken."""
 
@@ -13,6 +14,7 @@ import re
 import msgspec
 
 from mcpd.agents.page.decisions import (
+    FINDINGS_SHOWN,
     NAME_SENT,
     NAME_SHOWN,
     OUTCOMES,
@@ -23,6 +25,7 @@ from mcpd.agents.page.decisions import (
 )
 from mcpd.agents.page.model import DaemonRow, PageData, ServerRow, StatusRows
 from mcpd.agents.page.sources import CallFilter, CallRecord, HeldChange, PendingApproval, Waiting
+from mcpd.registry.rules import Finding
 
 NOW = 1_800_000_000.0
 APPROVAL = PendingApproval("a-1", "mail", "mail__send", "pid 8 (host)", NOW - 60, '{"to": "x"}')
@@ -99,12 +102,27 @@ def test_what_waits_beyond_the_first_is_counted_with_the_commands_for_it() -> No
     assert "mcpd tools --pending" in items[1] and "mcpd approve SERVER" in items[1]
 
 
-def test_a_cut_diff_says_where_the_whole_change_is_shown() -> None:
+def test_a_cut_diff_has_no_approve_and_says_where_the_whole_change_is_shown() -> None:
     (whole,) = held_items(data(held=Waiting([CHANGE])))
-    assert "cut short" not in whole
+    assert "cut short" not in whole and fields(whole) != []
     cut = msgspec.structs.replace(CHANGE, cut=True)
     (item,) = held_items(data(held=Waiting([cut])))
-    assert "The diff is cut short here: <code>mcpd approve files</code> shows all of it." in item
+    assert fields(item) == []
+    assert "The diff is cut short here, so the page does not approve it: " in item
+    assert "<code>mcpd approve files</code> shows all of it." in item
+
+
+def test_what_the_rules_flagged_is_shown_beside_the_change_the_first_few_counted() -> None:
+    found = tuple(
+        Finding("sensitive-file", f"inputSchema: p{i}.description", "send <~/.ssh/id_rsa>")
+        for i in range(FINDINGS_SHOWN + 2)
+    )
+    (item,) = held_items(data(held=Waiting([msgspec.structs.replace(CHANGE, findings=found)])))
+    assert item.count("Flagged: sensitive-file in inputSchema: p") == FINDINGS_SHOWN
+    assert "p0.description: \u201csend &lt;~/.ssh/id_rsa&gt;\u201d" in item
+    assert "2 more flagged: <code>mcpd tools --findings</code> lists them all." in item
+    (plain,) = held_items(data(held=Waiting([CHANGE])))
+    assert "Flagged" not in plain
 
 
 def test_a_long_name_is_cut_where_it_is_shown() -> None:
