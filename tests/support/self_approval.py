@@ -3,7 +3,8 @@ own (``python self_approval.py MODE ...``), the way a model would with its shell
 
 Each mode makes the agent's side of a scene, then reads lines from stdin: each line is
 the arguments of an ``mcpd`` command its "shell tool" runs (``--socket`` is added), or
-with ``page`` first, of ``page_client.py`` (the status page driven as with curl), and
+with ``page`` first, of ``page_client.py`` (the status page driven as with curl), or
+``codes N trade|keep`` (``asked_codes``: the page's codes asked for by the agent itself), and
 for each it prints one JSON line, ``{"rc": ..., "out": ...}``. Closing stdin ends it.
 
 - ``socket SOCKET``: connects to the daemon's socket and speaks MCP on it.
@@ -32,6 +33,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import trio
 
@@ -68,6 +70,10 @@ def shell(sock: str, setsid: bool = False, end: Callable[[], None] | None = None
             end()
             print(json.dumps({"rc": 0, "out": ""}), flush=True)
             continue
+        if words[:1] == ["codes"]:
+            said = asked_codes(sock, int(words[1]), words[2] == "trade")
+            print(json.dumps({"rc": 0, "out": said}), flush=True)
+            continue
         if words[:1] == ["page"]:
             argv = [sys.executable, PAGE_CLIENT, sock, *words[1:]]
         else:
@@ -81,6 +87,31 @@ def shell(sock: str, setsid: bool = False, end: Callable[[], None] | None = None
             check=False,
         )
         print(json.dumps({"rc": done.returncode, "out": done.stdout + done.stderr}), flush=True)
+
+
+def asked_codes(sock: str, count: int, trade: bool) -> str:
+    """``count`` of the page's codes asked for on a connection of the agent's own, each
+    traded for a session (``trade``) or kept: the last answer's status, and the cookie
+    of each session opened, one a line."""
+    status, cookies = 0, []
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(sock)
+        answers = s.makefile("rb")
+        for rid in range(count):
+            s.sendall(line(rid, "mcpd/auth/dashboard", {"_meta": META}))
+            said = json.loads(answers.readline())
+            assert "result" in said, said
+            url = urlsplit(said["result"]["url"])
+            if not trade:
+                continue
+            conn = http.client.HTTPConnection("127.0.0.1", url.port, timeout=30)
+            conn.request("GET", f"/?{url.query}")
+            answer = conn.getresponse()
+            answer.read()
+            status = answer.status
+            cookies.append((answer.getheader("set-cookie") or "").split(";")[0])
+            conn.close()
+    return "\n".join([str(status), *cookies])
 
 
 def on_socket(sock: str) -> None:

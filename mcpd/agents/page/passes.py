@@ -11,7 +11,10 @@ mcpd's own too, and a cookie may be planted by anyone who serves a page there. A
 session lasts ``SESSION_TTL``, and ends sooner when the endpoint's token is rotated
 (``mcpd token --rotate`` locks every browser out as it does every client) or mcpd
 restarts. A code keeps who asked for it, and a session who asked for its code and who
-traded it (``opener``): what the page may decide rests on them.
+traded it (``opener``): what the page may decide rests on them, and so does what a new
+one pushes out. Those opened from an agent's side, which decide nothing, are kept to
+a bound of their own, and to a few per agent: however many an agent asks for, it
+never ends a person's session nor spends a person's code.
 
 Codes and session ids are kept by their digests, so that looking one up compares no
 secret byte by byte, and a copy of the daemon's memory holds none of them.
@@ -23,18 +26,26 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Callable
-from typing import Final
+from typing import Final, TypeVar
 
 import msgspec
 import trio
 
 from .opener import Opener
 
+T = TypeVar("T")
+
 CODE_TTL: Final = 60.0
 SESSION_TTL: Final = 12 * 3600.0
-# At most this many of each at once; a new one pushes out the oldest.
+# At most this many of each at once that may decide, and as many again opened from an
+# agent's side (which decide nothing): a new one pushes out the oldest of its own
+# kind, so that an agent asking for codes without end never ends a person's session
+# nor spends a person's code.
 MAX_CODES: Final = 16
 MAX_SESSIONS: Final = 64
+# Of those opened from an agent's side, at most this many of each per agent they are
+# kin to: one agent pushes out its own before another's.
+PER_AGENT: Final = 4
 
 
 class PageSession(msgspec.Struct, frozen=True):
@@ -68,11 +79,12 @@ class Passes:
     def issue(self, asker: Opener | None = None) -> str:
         """A new one-time code, for ``asker`` (who asked for it)."""
         now = trio.current_time()
+        asker = asker or Opener()
         self._codes = {d: c for d, c in self._codes.items() if c.expires > now}
-        while len(self._codes) >= MAX_CODES:
-            self._codes.pop(next(iter(self._codes))).spent.set()
+        for key in _pushed_out(self._codes, lambda c: c.asker, asker, MAX_CODES):
+            self._codes.pop(key).spent.set()
         code = secrets.token_urlsafe(24)
-        self._codes[_digest(code)] = _Code(now + CODE_TTL, asker or Opener())
+        self._codes[_digest(code)] = _Code(now + CODE_TTL, asker)
         return code
 
     async def until_spent(self, code: str) -> None:
@@ -108,8 +120,8 @@ class Passes:
         if token is None:
             return None
         self._sessions = {d: s for d, s in self._sessions.items() if s.expires > now}
-        while len(self._sessions) >= MAX_SESSIONS:
-            del self._sessions[next(iter(self._sessions))]
+        for key in _pushed_out(self._sessions, lambda s: s.opener, opener, MAX_SESSIONS):
+            del self._sessions[key]
         sid = secrets.token_urlsafe(32)
         self._sessions[_digest(sid)] = PageSession(
             secrets.token_urlsafe(24), now + SESSION_TTL, token, uid, opener
@@ -141,6 +153,24 @@ class Passes:
             return _digest(self._token())
         except Exception:  # an unreadable token file lets nobody in
             return None
+
+
+def _pushed_out(
+    kept: dict[bytes, T], opener_of: Callable[[T], Opener], new: Opener, most: int
+) -> list[bytes]:
+    """Which of ``kept`` (oldest first) a new one that ``new`` opens pushes out: the
+    oldest of those that may decide, for one that may; for one opened from an agent's
+    side, the oldest of that agent's own once it has ``PER_AGENT``, else the oldest of
+    all those opened from an agent's side."""
+    ties = [(key, opener_of(value).found) for key, value in kept.items()]
+    if new.found is None:
+        alike = [key for key, tie in ties if tie is None]
+    else:
+        own = [key for key, tie in ties if tie == new.found]
+        if len(own) >= PER_AGENT:
+            return own[: len(own) - PER_AGENT + 1]
+        alike = [key for key, tie in ties if tie is not None]
+    return alike[: max(0, len(alike) - most + 1)]
 
 
 def users_session(live: list[tuple[str, PageSession]], uid: int) -> tuple[str, PageSession] | None:

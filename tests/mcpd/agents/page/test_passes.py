@@ -1,9 +1,15 @@
 """Who may use the page: a one-time code, good once and briefly, opens a session; a
 session ends when it expires, when it is ended, or when the endpoint's token is rotated
 (even if rotated back), and an unreadable token lets nobody in; at most so many codes
-and sessions are kept, the oldest pushed out. Run on trio's virtual clock."""
+and sessions are kept, the oldest pushed out, and those opened from an agent's side
+push out only their own kind (a few per agent), never one that may decide (through a
+running daemon too, an agent flooding codes and sessions). Run on trio's virtual clock,
+but for the running daemon."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import trio
 from trio.testing import MockClock
@@ -11,7 +17,9 @@ from trio.testing import MockClock
 from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.passes import (
     CODE_TTL,
+    MAX_CODES,
     MAX_SESSIONS,
+    PER_AGENT,
     SESSION_TTL,
     PageSession,
     Passes,
@@ -21,6 +29,12 @@ from mcpd.agents.page.passes import (
     users_session,
 )
 from mcpd.policy.kin import Decider, Process
+from tests.support import self_approval
+from tests.support.agent import make_config, running
+from tests.support.page_http import code_url, csrf_of, http, session
+from tests.support.procs import scripted
+
+LIMIT = 90
 
 
 class Token:
@@ -124,6 +138,38 @@ async def test_the_oldest_session_is_pushed_out_past_the_limit() -> None:
     assert all(passes.session(s) is not None for s in sids[1:])
 
 
+AGENT = Opener((), ("agent", 20))  # asked for, or traded, from an agent's side
+OTHER_AGENT = Opener((), ("agent", 21))
+
+
+async def test_what_an_agents_side_opens_never_pushes_out_what_may_decide() -> None:
+    passes = Passes(Token())
+    persons = [opened(passes) for _ in range(MAX_SESSIONS)]
+    code = passes.issue()
+    theirs = [opened(passes, AGENT) for _ in range(MAX_SESSIONS + 1)]
+    theirs += [opened(passes, trader=OTHER_AGENT) for _ in range(MAX_SESSIONS + 1)]
+    for _ in range(MAX_CODES + 1):
+        passes.issue(AGENT)
+    assert all(passes.session(s) is not None for s in persons)
+    assert passes.good(code)
+    # Each agent keeps its last few.
+    assert [passes.session(s) is not None for s in theirs].count(True) == 2 * PER_AGENT
+    assert passes.session(theirs[-1]) is not None
+    # A person's new one pushes out the oldest of theirs.
+    opened(passes)
+    assert passes.session(persons[0]) is None and passes.session(persons[1]) is not None
+
+
+async def test_an_agents_side_keeps_a_bound_of_its_own_and_a_few_per_agent() -> None:
+    passes = Passes(Token())
+    agents = [Opener((), ("agent", pid)) for pid in range(100, 100 + MAX_SESSIONS + 1)]
+    sids = [opened(passes, a) for a in agents]
+    assert passes.session(sids[0]) is None
+    assert all(passes.session(s) is not None for s in sids[1:])
+    codes = [passes.issue(a) for a in agents[: MAX_CODES + 1]]
+    assert not passes.good(codes[0]) and all(passes.good(c) for c in codes[1:])
+
+
 # -- the CSRF token and the cookie --
 
 
@@ -202,3 +248,37 @@ async def test_the_wait_for_a_code_ends_when_it_is_traded_or_its_time_is_up(
     assert trio.current_time() == issued + CODE_TTL
     await passes.until_spent("never-issued")  # at once
     assert trio.current_time() == issued + CODE_TTL
+
+
+# -- an agent's codes and sessions, through a running daemon --
+
+
+async def test_an_agents_codes_and_sessions_leave_the_persons_be(tmp_path: Path) -> None:
+    """An agent of the daemon's own user asks for codes and trades them, as many as it
+    likes: the person's session stays open, and their address not traded yet stays
+    good; the agent's own last sessions (for looking) still open the page."""
+    command, args = scripted()
+    cfg = make_config(
+        tmp_path,
+        {"files": {"command": command, "args": list(args)}},
+        http_listen="127.0.0.1:0",
+        state_dir=str(tmp_path / "state"),
+    )
+    with trio.fail_after(LIMIT):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port, sock = daemon.api.endpoint.port, daemon.socket_path
+            cookie, csrf = await session(port, sock)
+            fresh = urlsplit(await code_url(sock))
+            async with self_approval.agent("socket", sock) as agent:
+                _, traded = await agent.runs("codes", str(MAX_SESSIONS + 1), "trade")
+                _, kept = await agent.runs("codes", str(MAX_CODES + 1), "keep")
+            status, *theirs = traded.split("\n")
+            assert status == "200" and kept == "0"
+            page = await http(port, "GET", "/", {"Cookie": cookie})
+            assert page.status == 200 and csrf_of(page.body) == csrf
+            assert b'id="look-only"' not in page.body
+            own = await http(port, "GET", "/", {"Cookie": theirs[-1]})
+            assert own.status == 200 and b'id="look-only"' in own.body
+            opened = await http(port, "GET", f"/?{fresh.query}")
+            assert opened.status == 200 and "set-cookie" in opened.headers
