@@ -7,8 +7,14 @@ such news has passed (``DEBOUNCE``); and when the clock has moved on to the next
 ``REFRESH``, for the page's times and charts. In between it sends a comment now and
 then (``KEEPALIVE``), which draws nothing. The page drawn for a change is drawn once
 for all the streams that read the same (``R``: the same profile, filter and session),
-so that open pages cost the daemon one drawing a change, not one each. At most
-``MAX_STREAMS`` are open at once; a new one ends the oldest.
+so that open pages cost the daemon one drawing a change, not one each.
+
+Open streams are bounded by who reads them (``holder``). Those of sessions that may
+decide are ``MAX_STREAMS`` at most, a new one ending the oldest of them; every other
+(a reader on the socket without a session, one with the token, a session opened from
+an agent's side) never ends one of those: they are ``MAX_STREAMS`` more at most, and
+``PER_HOLDER`` of the same holder, a new one ending that holder's oldest first. So a
+peer that opens streams without end ends its own, never a person's live page.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ Regions = dict[str, str]  # by the id of the element each fills, as ``render.reg
 
 _encode: Final = msgspec.json.Encoder().encode
 MAX_STREAMS: Final = 8
+PER_HOLDER: Final = 2  # of the streams of readers that decide nothing
 KEEPALIVE: Final = 15.0
 REFRESH: Final = 60.0
 WRITE_TIMEOUT: Final = 30.0
@@ -39,7 +46,8 @@ class Live(Generic[R]):
         self._draw = draw
         self._news = trio.Event()
         self._changes = 0
-        self._streams: dict[trio.CancelScope, None] = {}  # oldest first
+        # Each open stream's holder (None: a session that may decide), oldest first.
+        self._streams: dict[trio.CancelScope, Hashable | None] = {}
         # What was drawn since the latest change and refresh, by what was read.
         self._drawn: dict[R, Regions] = {}
         self._drawn_as_of = (-1, -1)
@@ -49,16 +57,23 @@ class Live(Generic[R]):
         self._news.set()
         self._news = trio.Event()
 
-    async def stream(self, wire: Wire, reading: Callable[[], R], alive: Callable[[], bool]) -> None:
+    async def stream(
+        self,
+        wire: Wire,
+        reading: Callable[[], R],
+        alive: Callable[[], bool],
+        holder: Hashable | None = None,
+    ) -> None:
         """Serve one stream until its reader goes, ``reading`` raises ``Reject`` (it
-        may read no more of what it asked for), or ``alive`` says its session ended."""
-        if len(self._streams) >= MAX_STREAMS:
-            oldest = next(iter(self._streams))
+        may read no more of what it asked for), ``alive`` says its session ended, or
+        a newer stream of its kind ends it. ``holder``: None for a session that may
+        decide, else who the stream is counted with (a peer, an agent)."""
+        for oldest in self._pushed_out(holder):
             del self._streams[oldest]
             oldest.cancel()
         response = Response(wire, headers=STREAM_HEADERS)
         cancel = trio.CancelScope()
-        self._streams[cancel] = None
+        self._streams[cancel] = holder
         try:
             with cancel:
                 with trio.move_on_after(WRITE_TIMEOUT):
@@ -79,6 +94,19 @@ class Live(Generic[R]):
             if not wire.broken:
                 with trio.move_on_after(1, shield=True):
                     await response.finish(None, 200)
+
+    def _pushed_out(self, holder: Hashable | None) -> list[trio.CancelScope]:
+        """The streams a new one of ``holder`` ends: the oldest of its kind past the
+        bound, and never one of a session that may decide for one that is not."""
+        streams = self._streams.items()
+        if holder is None:
+            alike = [s for s, h in streams if h is None]
+        else:
+            own = [s for s, h in streams if h == holder]
+            if len(own) >= PER_HOLDER:
+                return own[: len(own) - PER_HOLDER + 1]
+            alike = [s for s, h in streams if h is not None]
+        return alike[: max(0, len(alike) - MAX_STREAMS + 1)]
 
     async def _pump(
         self, response: Response, reading: Callable[[], R], alive: Callable[[], bool]

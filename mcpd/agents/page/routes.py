@@ -18,7 +18,7 @@ the processes that trade a good code (``opener``). What a reader sees is what
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from html import escape
 from urllib.parse import parse_qs, unquote, urlencode
 
@@ -135,7 +135,12 @@ class Page:
             def alive() -> bool:
                 return sid is None or self.passes.session(sid) is not None
 
-            await self.live.stream(wire, lambda: self._reading(access, caller, scope, query), alive)
+            await self.live.stream(
+                wire,
+                lambda: self._reading(access, caller, scope, query),
+                alive,
+                _stream_holder(access, caller),
+            )
         elif path in PATHS and method == b"POST":
             try:
                 await self.actions.serve(
@@ -209,6 +214,19 @@ class Page:
         )
         extra = [(b"set-cookie", cookie.encode()), (b"refresh", f"0; url={back}".encode())]
         await send(wire, 200, HTML, _moving_on(back), extra)
+
+
+def _stream_holder(access: Access, caller: Caller) -> Hashable | None:
+    """Who a stream of the page is counted with (``live``): None for a session that may
+    decide; a session opened from an agent's side, by that agent; a reader without a
+    session, by its process on the socket, or as one of the token's holders."""
+    session = access.session
+    if session is not None:
+        found = session.opener.found
+        return None if found is None else ("agent", found)
+    if caller.peer is not None:
+        return ("peer", caller.peer.pid)
+    return ("token",)
 
 
 def _used() -> Reject:

@@ -1,15 +1,30 @@
 """The page's live updates: a stream sends the regions that changed; a keep-alive is a
 comment that reads nothing of the daemon; what a change makes the page draw is drawn
 once for all the streams that read the same, once for each different reader; the
-clock's refresh draws again after a quiet minute; a stream ends with its session."""
+clock's refresh draws again after a quiet minute; a stream ends with its session; the
+streams of readers that decide nothing (a peer on the socket, through a running daemon
+too) end each other, a peer's own first, never a person's that may decide."""
 
 from __future__ import annotations
+
+import json
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 import trio
 import trio.testing
 
-from mcpd.agents.page.live import KEEPALIVE, REFRESH, Live, Regions
+from mcpd.agents.page.live import KEEPALIVE, MAX_STREAMS, PER_HOLDER, REFRESH, Live, Regions
+from mcpd.config.load import parse
+from tests.support.agent import running
+from tests.support.page_http import http, session
 from tests.support.page_stream import KEEP_ALIVE, Stream, requested
+from tests.support.procs import scripted
+
+LIMIT = 60
+BURST = str(Path(__file__).resolve().parents[3] / "support" / "call_burst.py")
 
 
 class Page:
@@ -114,3 +129,116 @@ async def test_a_stream_ends_with_its_session(autojump_clock: trio.testing.MockC
         except EOFError:
             pass
     assert page.drawn == ["owner"]
+
+
+async def ended(stream: Stream) -> bool:
+    """Whether the stream ends before its next event (its first drawing read already)."""
+    try:
+        while (await stream.next()).startswith(b":"):
+            pass
+    except EOFError:
+        return True
+    return False
+
+
+async def test_streams_of_readers_that_decide_nothing_never_end_a_deciding_ones(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    page = Page()
+    live = Live(page.draw)
+    async with trio.open_nursery() as nursery:
+        person = await open_stream(nursery, live, "owner")
+        await person.regions()
+        peers = []
+        for pid in range(MAX_STREAMS + 1):  # a peer of many processes, two streams each
+            for _ in range(PER_HOLDER + 1):
+                stream, wire, _ = await requested()
+                nursery.start_soon(live.stream, wire, lambda: "peer", lambda: True, pid)
+                await stream.regions()
+                peers.append(stream)
+        page.version = 2
+        live.changed()
+        assert not await ended(person)
+        # Each holder kept its newest two, and the oldest holder was ended whole.
+        kept = [not await ended(s) for s in peers]
+        assert kept[: PER_HOLDER + 1] == [False] * (PER_HOLDER + 1)
+        assert kept.count(True) == MAX_STREAMS
+        nursery.cancel_scope.cancel()
+
+
+# -- through a running daemon --
+
+
+def config(tmp_path: Path) -> Any:
+    command, args = scripted("--names", "read,write")
+    return parse(
+        {
+            "daemon": {
+                "socket": str(tmp_path / "mcpd.sock"),
+                "state_dir": str(tmp_path / "state"),
+                "http_listen": "127.0.0.1:0",
+                "audit_journal": False,
+            },
+            "servers": {"files": {"command": command, "args": list(args)}},
+            "policy": [{"tools": ["files/write"], "action": "ask"}],
+        }
+    )
+
+
+async def events(port: int, cookie: str) -> trio.SocketStream:
+    """A person's live page: its stream, once its first drawing came."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    head = f"GET /page/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\n\r\n"
+    await stream.send_all(head.encode())
+    got = b""
+    while b"data: " not in got:
+        got += await stream.receive_some(1 << 16)
+    return stream
+
+
+async def until_approval_or_end(stream: trio.SocketStream) -> bool:
+    """Whether the page's stream brings a call waiting for approval (False: it ended)."""
+    got = b""
+    while b'data-waits=\\"approval\\"' not in got:
+        chunk = await stream.receive_some(1 << 16)
+        got += chunk
+        if not chunk or got.endswith(b"0\r\n\r\n"):
+            return False
+    return True
+
+
+async def test_a_socket_peers_streams_leave_a_persons_live_page_be(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port, sock = daemon.api.endpoint.port, daemon.socket_path
+            cookie, csrf = await session(port, sock)
+            person = await events(port, cookie)
+            # A peer on the socket, which needs no session there, opens streams.
+            peers = []
+            for _ in range(MAX_STREAMS + 1):
+                peer = await trio.open_unix_socket(sock)
+                await peer.send_all(b"GET /page/events HTTP/1.1\r\nHost: mcpd\r\n\r\n")
+                got = b""
+                while b"\r\n\r\n" not in got:
+                    got += await peer.receive_some(1 << 16)
+                peers.append(peer)
+            async with trio.open_nursery() as nursery:
+                # An agent of its own, in a session of its own, makes a call to approve.
+                calls = json.dumps([["mcp__files__write", {"text": "page"}]])
+                argv = [sys.executable, BURST, sock, "default", "modern", calls]
+                nursery.start_soon(
+                    partial(trio.run_process, argv, capture_stdout=True, start_new_session=True)
+                )
+                assert await until_approval_or_end(person)
+                [waiting] = daemon.approvals.list()
+                acting = {
+                    "Cookie": cookie,
+                    "Origin": f"http://127.0.0.1:{port}",
+                    "X-Mcpd-Csrf": csrf,
+                    "Accept": "application/json",
+                }
+                body = f"id={waiting.id}&decision=deny".encode()
+                assert (await http(port, "POST", "/page/decide", acting, body)).status == 200
+            for stream in [person, *peers]:
+                await stream.aclose()
