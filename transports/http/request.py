@@ -133,9 +133,15 @@ class SessionId:
         self.value: str | None = None
         self._started = trio.Event()
 
-    def capture(self, head: ResponseHead, era: str | None) -> None:
+    def capture(self, head: ResponseHead, era: str | None, method: str) -> None:
+        """Take the id the reply to ``method`` hands out: only ``initialize``'s does. An
+        id another reply carries changes nothing (taken up, it would part the requests
+        from the push stream, which stays on the session it opened with)."""
         session = head.get("mcp-session-id")
         if session is None or session == self.value or era == "modern":
+            return
+        if method != "initialize":
+            logger.debug("%s: ignored an Mcp-Session-Id on the reply to %s", self.alias, method)
             return
         # Session ids are visible ASCII only (0x21-0x7E), no spaces at all.
         if not is_plain(session) or " " in session or "\t" in session:

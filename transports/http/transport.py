@@ -290,7 +290,7 @@ class HttpTransport(Transport):
             await self._out.fail(conn, head, ex)
         if not 200 <= head.status < 300 or head.status in (202, 204):
             await self._out.unexpected(conn, head, f"HTTP {head.status} to {ex}")
-        self._session.capture(head, self.era)
+        self._session.capture(head, self.era, ex.method)
         return await self._read_answer(conn, head, ex)
 
     async def _read_answer(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> Raw:

@@ -88,6 +88,29 @@ async def test_session_id_is_captured_and_echoed() -> None:
     assert server.sessions == set()
 
 
+async def test_a_session_id_on_a_reply_other_than_initialize_changes_nothing() -> None:
+    # A server handing out a new id with each call's reply: requests would leave the
+    # push stream's session behind, and the ended ones would never be ended.
+    server = LegacyServer()
+
+    async def rotating(req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_method == "tools/list":
+            server.minted += 1
+            new = f"session-{server.minted}"
+            server.sessions.add(new)
+            await respond.json(result(req.rpc_id, {}), headers={"Mcp-Session-Id": new})
+            return
+        await server(req, respond)
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(rotating) as srv, open_http_transport("old", srv.url()) as t:
+            await initialize(t)
+            for _ in range(2):
+                await t.request("tools/list", {}, headers=LEGACY)
+            assert t.session_id == "session-1"
+    assert [r.header("mcp-session-id") for r in srv.requests[1:]] == ["session-1"] * 4
+
+
 @pytest.mark.parametrize("style", ["404", "400"])
 async def test_expired_session(style: str) -> None:
     server = LegacyServer(unknown_session=style)

@@ -56,8 +56,8 @@ def test_a_session_id_is_taken_once_from_a_legacy_reply_and_never_logged(
 ) -> None:
     session = SessionId("s")
     with caplog.at_level(logging.DEBUG):
-        session.capture(reply("abc-123"), "legacy")
-        session.capture(reply("abc-123"), "legacy")
+        session.capture(reply("abc-123"), "legacy", "initialize")
+        session.capture(reply("abc-123"), "legacy", "initialize")
     assert session.value == "abc-123"
     assert caplog.text.count("legacy session started") == 1
     assert "abc-123" not in caplog.text
@@ -71,8 +71,19 @@ def test_no_session_is_kept_from_a_modern_server_or_a_malformed_id(
     era: str, given: str | None
 ) -> None:
     session = SessionId("s")
-    session.capture(reply(given), era)
+    session.capture(reply(given), era, "initialize")
     assert session.value is None
+
+
+def test_a_session_id_on_the_reply_to_anything_but_initialize_is_not_taken(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    session = SessionId("s")
+    session.capture(reply("abc-123"), "legacy", "initialize")
+    with caplog.at_level(logging.DEBUG):
+        session.capture(reply("other"), "legacy", "tools/call")
+    assert session.value == "abc-123"
+    assert "other" not in caplog.text
 
 
 ORIGIN = Origin("http", "h", 80)
