@@ -12,7 +12,8 @@ or ``#``, which a parser takes for the end of the host: in ``http://u:pa/ss@host
 the "host" is ``u`` with the port ``pa``, and the path starts with the rest of the
 password. So everything before the last ``@`` of a URL could be user info. When that
 ``@`` comes after the host's end and what stands for the host is no name a server has
-(no dot in it, not ``localhost``, not an address in brackets), or the port is not a
+(no dot in it, not ``localhost``, not an address in brackets, or a port after it: a
+user name may have a dot, and a password may start with digits), or the port is not a
 number (``u:pa%40ss`` with no ``@`` at all), no part of the host or path is shown: only
 the scheme and ``HIDDEN``. A host that is a server's name keeps its path, ``@`` and
 all: registries name servers so (``https://server.smithery.ai/@owner/name/mcp``).
@@ -71,12 +72,15 @@ def display_url(url: str) -> str:
 
 
 def _server_name(hostport: str) -> bool:
-    """Whether ``hostport`` names a server as hosts are named, port apart: what a user
-    name and the start of a password (``u:123``, ``token``) are not."""
+    """Whether ``hostport`` names a server as hosts are named, with no port: what a user
+    name and the start of a password (``u:123``, ``first.last:123``, ``token``) are not."""
     if hostport.startswith("["):
-        return hostport.find("]") > 0
-    host = hostport.partition(":")[0]
-    return host.lower() == "localhost" or ("." in host and "@" not in host)
+        return hostport.endswith("]")
+    return (
+        ":" not in hostport
+        and "@" not in hostport
+        and (hostport.lower() == "localhost" or "." in hostport)
+    )
 
 
 def _numeric_port(hostport: str) -> bool:

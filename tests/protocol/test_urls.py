@@ -41,8 +41,8 @@ from protocol.urls import HIDDEN, ascii_hosts, ascii_url, display_url
             "https://server.smithery.ai/@owner/name/mcp?api_key=k",
             "https://server.smithery.ai/@owner/name/mcp",
         ),
-        ("http://localhost:8080/@owner/mcp", "http://localhost:8080/@owner/mcp"),
-        ("http://[::1]:9/@owner/mcp", "http://[::1]:9/@owner/mcp"),
+        ("http://localhost/@owner/mcp", "http://localhost/@owner/mcp"),
+        ("http://[::1]/@owner/mcp", "http://[::1]/@owner/mcp"),
         ("https://host.example?next=a@evil/x", "https://host.example"),
     ],
 )
@@ -63,6 +63,10 @@ def test_user_info_query_and_fragment_are_left_out(url: str, shown: str) -> None
         "http://host?u:p@evil/",
         "https://host?next=a@evil/x",
         "https://host/p?next=a@evil/x",
+        # A user name with a dot, and a password that starts with digits.
+        "http://first.last:1234/Zq9-SECRET@127.0.0.1:9/mcp",
+        "http://first.last:/Zq9-SECRET@127.0.0.1:9/mcp",
+        "http://[user]:123/Zq9-SECRET@127.0.0.1:9/mcp",
         # A token for a user name, with a "/" in it.
         "https://hunter2/Zq9-SECRET@127.0.0.1:9/mcp",
         # No "@" at all, and a port that is no number: a password written without it.
