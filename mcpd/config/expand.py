@@ -129,6 +129,11 @@ def without_values(
         value = env.get(name)
         if value is not None and len(value) >= MIN_SECRET and not _plain_var(name):
             shown[value] = f"${{{name}}}"
+    # A message quotes a value as written or as Python or JSON writes it in quotes, where
+    # a backslash, a quote or a control character in it is escaped.
+    for value, reference in list(shown.items()):
+        for written in (repr(value)[1:-1], msgspec.json.encode(value).decode()[1:-1]):
+            shown.setdefault(written, reference)
     message = error.message
     for value in sorted(shown, key=len, reverse=True):  # a value inside another: the longer first
         message = message.replace(value, shown[value])

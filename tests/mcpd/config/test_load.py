@@ -236,3 +236,18 @@ def test_an_error_shows_a_value_from_the_environment_or_a_secret_file_as_its_ref
         load(path, env={})
     assert "hunter2" not in str(caught.value)
     assert "'[secret of daemon.http_listen]' is not HOST:PORT" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "value", ["s3cr\\et'Val\"ue", "s3cr3t\tValue", "s3cr3t'Value", "p\u00e4ss\u202eword-Zq9"]
+)
+def test_a_value_an_error_quotes_with_escapes_is_shown_as_its_reference_too(
+    tmp_path: Path, value: str
+) -> None:
+    path = written(tmp_path, "mcpd.toml", b'[daemon]\nhttp_listen = "${LISTEN}"\n')
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={"LISTEN": value})
+    message = str(caught.value)
+    assert "${LISTEN}" in message
+    for part in ("s3cr", "Val", "ss", "word"):
+        assert part not in message
