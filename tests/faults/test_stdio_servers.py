@@ -248,7 +248,7 @@ CASES: list[
         "response with a string id for a number",
         wrong_id_type,
         bad(),
-        {"log_expect": [r"\[bad\].*id '\d+'", TIMED_OUT]},
+        {"log_expect": [r'\[bad\].*id "\d+"', TIMED_OUT]},
     ),
     (
         "100k notifications/s during calls",
