@@ -13,7 +13,7 @@ import email.utils
 import re
 from collections.abc import Mapping
 from datetime import UTC
-from typing import Any, Final, Literal
+from typing import Final, Literal
 from urllib.parse import urljoin, urlsplit
 
 import msgspec
@@ -162,20 +162,25 @@ class ResponseHead(msgspec.Struct, frozen=True):
 
 
 class _ErrorBody(msgspec.Struct):
-    # Servers leave "id" out of errors about requests they could not read
-    # (server-everything does for unknown sessions); the envelope decoder insists on it.
+    # Its id is left unread: a server leaves it out of an error about a request it could
+    # not read (server-everything does for unknown sessions), or writes one of its own
+    # making, and the reply it came in already says which request it answers.
     jsonrpc: Literal["2.0"]
-    error: rpc.ErrorObject
-    id: Any = None
+    error: rpc.ReceivedError
 
 
 _error_body: Final = msgspec.json.Decoder(_ErrorBody)
 
 
 def error_in(body: bytes) -> rpc.ErrorObject | None:
-    """The JSON-RPC error a body carries, if it is one."""
+    """The JSON-RPC error an HTTP error reply's body carries, if it is one, whatever its
+    id. Its data is kept as the bytes it came as (on one line, in UTF-8), as
+    ``rpc.decode_message`` keeps it: what the server put there is counted and scanned
+    before anything decodes it, wherever the error goes."""
+    if rpc.utf8_fault(body) is not None:
+        return None
     try:
-        return _error_body.decode(body).error
+        return _error_body.decode(rpc.one_line(body)).error.as_object()
     except (msgspec.DecodeError, RecursionError):
         return None
 

@@ -46,10 +46,15 @@ class ErrorObject(msgspec.Struct, omit_defaults=True):
     data: Any = UNSET
 
 
-class _ReceivedError(msgspec.Struct):
+class ReceivedError(msgspec.Struct):
+    """An error object as a peer sent it: its ``data`` left as the peer's bytes."""
+
     code: int
     message: str
     data: Raw | UnsetType = UNSET
+
+    def as_object(self) -> ErrorObject:
+        return ErrorObject(self.code, self.message, self.data)
 
 
 class Request(msgspec.Struct):
@@ -139,7 +144,7 @@ class _Envelope(msgspec.Struct):
 
 
 _envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
-_error_decoder: Final = msgspec.json.Decoder(_ReceivedError)
+_error_decoder: Final = msgspec.json.Decoder(ReceivedError)
 
 
 def valid_id(value: Any) -> bool:
@@ -163,6 +168,22 @@ def one_line(data: bytes) -> bytes:
     return data
 
 
+def utf8_fault(data: bytes) -> str | None:
+    """Why ``data`` is not valid UTF-8, or None when it is.
+
+    msgspec checks the strings it decodes, but not the bytes it keeps as Raw: without
+    this check, invalid UTF-8 inside a result, params or an error's data would be passed
+    on to the other side. Most messages are ASCII, which is confirmed without building
+    a string."""
+    if data.isascii():
+        return None
+    try:
+        str(data, "utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.reason
+    return None
+
+
 def decode_message(data: bytes | memoryview) -> Message:
     """Stage one: classify one JSON text as a request, notification or response.
 
@@ -170,16 +191,11 @@ def decode_message(data: bytes | memoryview) -> Message:
     params or result in it) is always a single line."""
     if isinstance(data, memoryview):
         data = bytes(data)
-    try:
-        # msgspec checks the strings it decodes, but not the bytes it keeps as Raw; without
-        # this, invalid UTF-8 inside a result or params was passed on to the other side.
-        # Most messages are ASCII, which isascii() confirms without building a string.
-        if not data.isascii():
-            str(data, "utf-8")
-    except UnicodeDecodeError as exc:
+    fault = utf8_fault(data)
+    if fault is not None:
         raise DecodeFailure(
-            PARSE_ERROR, f"Parse error: not valid UTF-8 ({exc.reason})", None, "not valid UTF-8"
-        ) from None
+            PARSE_ERROR, f"Parse error: not valid UTF-8 ({fault})", None, "not valid UTF-8"
+        )
     try:
         data = one_line(data)
         env = _envelope_decoder.decode(data)
@@ -226,7 +242,7 @@ def decode_message(data: bytes | memoryview) -> Message:
             return ErrorResponse(
                 msg_id, ErrorObject(INTERNAL_ERROR, "malformed error object from peer")
             )
-        return ErrorResponse(msg_id, ErrorObject(got.code, got.message, got.data))
+        return ErrorResponse(msg_id, got.as_object())
     if isinstance(env.result, Raw):
         if msg_id is None:
             raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")

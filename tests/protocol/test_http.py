@@ -6,6 +6,7 @@ from __future__ import annotations
 import email.utils
 
 import pytest
+from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.http import (
@@ -160,6 +161,17 @@ def test_error_in_finds_an_error_with_or_without_an_id() -> None:
     assert found is not None and names_unknown_session(found)
     for other in (b"", b"<html>", b'{"jsonrpc":"2.0","id":1,"result":{}}', b"[" * 100_000):
         assert error_in(other) is None
+
+
+def test_an_errors_data_is_kept_as_the_server_sent_it_on_one_line_whatever_its_id() -> None:
+    # Kept as bytes, it is counted and scanned as any server's error data is before
+    # anything decodes it.
+    body = b'{"jsonrpc": "2.0", "id": true, "error": {"code": -32000, "message": "no",\n'
+    body += b' "data": [[], [],\n   {"n": 1.50}]}}'
+    found = error_in(body)
+    assert found is not None and (found.code, found.message) == (-32000, "no")
+    assert isinstance(found.data, Raw) and bytes(found.data) == b'[[],[],{"n":1.50}]'
+    assert error_in(b'{"jsonrpc":"2.0","error":{"code":1,"message":"m","data":["\xff"]}}') is None
 
 
 def test_an_unknown_session_is_told_by_its_words_only() -> None:

@@ -11,6 +11,7 @@ import tracemalloc
 import pytest
 import trio
 import trio.testing
+from msgspec import Raw
 
 from protocol.http import ResponseHead
 from protocol.jsonrpc import Notification, RPCError
@@ -86,6 +87,17 @@ async def test_error_without_id_and_odd_ids_still_count() -> None:
                 with pytest.raises(HttpRPCError) as info:
                     await call(srv.url(), 400, body, JSON)
                 assert info.value.http_status == 400
+
+
+async def test_an_error_statuss_data_is_kept_as_the_server_sent_it_whatever_its_id() -> None:
+    body = b'{"jsonrpc": "2.0", "id": true,\n "error": {"code": -32602, "message": "no",'
+    body += b' "data": {"n": 1.50,\n  "many": [[], []]}}}'
+    with trio.fail_after(LIMIT):
+        async with serve_http(status_reply) as srv:
+            with pytest.raises(HttpRPCError) as info:
+                await call(srv.url(), 400, body.decode(), JSON)
+    assert (info.value.code, info.value.message, info.value.http_status) == (-32602, "no", 400)
+    assert info.value.data == Raw(b'{"n":1.50,"many":[[],[]]}')
 
 
 async def test_401_and_403_name_the_challenge() -> None:
