@@ -62,8 +62,12 @@ DRAIN_TIMEOUT: Final = 1.0
 
 
 def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Message:
-    """One JSON-RPC message from a reply body or an event's data: a plain response in
-    one pass, as a stdio server's line is read; anything else classified and checked."""
+    """One JSON-RPC message from a 2xx reply's body or an event's data: a plain response
+    in one pass, as a stdio server's line is read; anything else classified and checked.
+
+    An error under an id that is not one (``true``, ``1.5``) is no message, and answers
+    no request: a response's id is its request's. Only an HTTP error status makes a
+    body the answer whatever id it names (``status_error``)."""
     answer = rpc.decode_response(data)
     if answer is not None:
         return answer
@@ -72,13 +76,9 @@ def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Messag
         # of an ASCII message.
         return rpc.decode_message(data)
     except rpc.DecodeFailure as exc:
-        error = error_in(data)
-        if error is not None:
-            return rpc.ErrorResponse(None, error)
-        reason = str(exc)
-    raise UnexpectedReply(
-        f"{label}: invalid JSON-RPC in the {where}: {reason}", status=status, body=data[:SNIPPET]
-    )
+        raise UnexpectedReply(
+            f"{label}: invalid JSON-RPC in the {where}: {exc}", status=status, body=data[:SNIPPET]
+        ) from None
 
 
 def status_error(

@@ -1,18 +1,27 @@
 """A server's JSON-RPC error as agents get it: its texts cleaned, mcpd's keys gone from
-its data, the secrets mcpd holds masked; the same error when nothing needed it."""
+its data, the secrets mcpd holds masked; the same error when nothing needed it. From an
+HTTP server, an error is a call's under the call's id or with an error status only, and
+its data reaches agents as the server wrote it."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+
+import trio
 
 from mcpd.config.secrets import HeldSecret
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.rpc_errors import data_findings, error_for_agents
+from mcpd.servers.taking_apart import MOST_PARTS
 from protocol import jsonrpc as rpc
+from tests.support.agent import connect, make_config, running
+from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
 
 SECRET = "notes-secret-value-7f3a9c"
+HTTP_JSON = {"Content-Type": "application/json"}
 
 
 def guard() -> SecretGuard:
@@ -81,3 +90,43 @@ def test_a_secret_spelled_with_escapes_is_masked_where_mcpd_writes_the_data_agai
     exc = received(b'{"mcpd/outage":"forged","said":"' + spelled + b'"}')
     data = written(for_agents(exc))
     assert "mcpd/outage" not in data and data["said"].startswith("[secret")
+
+
+# -- from an HTTP server --
+
+NOPE = b'{"jsonrpc": "2.0", "id": true, "error": {"code": -32000, "message": "nope",\n "data": '
+
+
+async def refusing(req: SeenRequest, respond: Responder) -> None:
+    """A legacy server whose errors name an id that is none: in a 200 reply (with many
+    values under mcpd's key in its data) or a 400 one (data of few, as it wrote them)."""
+    if req.method != "POST":
+        await respond.reply(405)
+    elif req.rpc_method == "tools/call" and req.message["params"]["name"] == "boom":
+        many = b",".join([b'{"mcpd/outage":1}'] * MOST_PARTS)
+        await respond.reply(200, NOPE + b"[" + many + b"]}}", HTTP_JSON)
+    elif req.rpc_method == "tools/call" and req.message["params"]["name"] == "refuse":
+        await respond.reply(400, NOPE + b'{"n": 1.50,\n  "d": 1e2}}}', HTTP_JSON)
+    else:
+        await respond.json({"jsonrpc": "2.0", "id": req.rpc_id, "result": {}})
+
+
+async def test_an_http_servers_error_under_an_id_that_is_none_is_its_calls_only_on_an_error_status(
+    tmp_path: Path,
+) -> None:
+    tools = [{"name": name, "inputSchema": {"type": "object"}} for name in ("boom", "refuse")]
+    with trio.fail_after(60):
+        async with serve_http(LegacySession(refusing, tools=tools)) as srv:
+            cfg = make_config(tmp_path, {"bad": {"url": srv.url(), "era": "legacy"}})
+            async with running(cfg), connect(cfg.daemon.socket) as agent:
+                # A 200 reply under an id that is no id answers no request: the call fails
+                # saying so, and the data is neither read nor passed on.
+                failed = await agent.rpc("tools/call", {"name": "mcp__bad__boom"})
+                assert "error" not in failed and failed["result"]["isError"] is True
+                said = failed["result"]["content"][0]["text"]
+                assert "invalid JSON-RPC in the response body: Invalid response: bad id" in said
+                assert "nope" not in json.dumps(failed)
+                # An error status's body is the call's answer whatever its id; its data
+                # reaches the agent as the server wrote it, on one line.
+                line = await agent.rpc_text("tools/call", {"name": "mcp__bad__refuse"})
+                assert b'"message":"nope","data":{"n":1.50,"d":1e2}}' in line

@@ -497,6 +497,34 @@ async def test_a_calls_answer_on_the_push_stream_is_taken_once(
     assert len(gets(srv.requests)) == 1  # taken from there: no GET to resume it
 
 
+async def test_an_error_under_an_id_that_is_none_on_the_push_stream_is_skipped_unread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bad = b'{"jsonrpc":"2.0","id":true,"error":{"code":-1,"message":"no","data":[[],[]]}}'
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method != "GET":
+            return await answer(req, respond)
+        await respond.sse_start()
+        await respond.send(b"data: " + bad + b"\n\n")
+        await respond.send(event(notification("notifications/tools/list_changed")))
+        await respond.wait_disconnect()
+
+    inbox = Inbox()
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.http"):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url(), on_notification=inbox) as t,
+            trio.open_nursery() as nursery,
+        ):
+            await handshake(t)
+            nursery.start_soon(t.listen)
+            await inbox.wait(1)
+            nursery.cancel_scope.cancel()
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["old: invalid JSON-RPC in the server-push stream: Invalid response: bad id"]
+
+
 async def test_a_resumed_stream_may_carry_an_error_response() -> None:
     call_ids: list[Any] = []
 

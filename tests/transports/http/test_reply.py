@@ -89,6 +89,28 @@ async def test_error_without_id_and_odd_ids_still_count() -> None:
                 assert info.value.http_status == 400
 
 
+# An error under an id that is no id (true), with many values in its data.
+NOT_AN_ID = b'{"jsonrpc":"2.0","id":true,"error":{"code":-32000,"message":"nope","data":['
+NOT_AN_ID += b",".join([b"[]"] * 1000) + b"]}}"
+
+
+async def test_an_error_under_an_id_that_is_none_answers_no_request_in_a_2xx_reply() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.message["params"]["how"] == "json":
+            await respond.reply(200, NOT_AN_ID, JSON)
+        else:
+            await respond.sse(b"event: message\ndata: " + NOT_AN_ID + b"\n\n")
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            for how, where in [("json", "response body"), ("sse", "event stream")]:
+                with pytest.raises(UnexpectedReply) as info:
+                    await t.request("tools/call", {"how": how})
+                assert info.value.reason == (
+                    f"a: invalid JSON-RPC in the {where}: Invalid response: bad id"
+                )
+
+
 async def test_an_error_statuss_data_is_kept_as_the_server_sent_it_whatever_its_id() -> None:
     body = b'{"jsonrpc": "2.0", "id": true,\n "error": {"code": -32602, "message": "no",'
     body += b' "data": {"n": 1.50,\n  "many": [[], []]}}}'

@@ -49,6 +49,19 @@ def test_an_event_that_is_not_json_rpc_is_skipped_with_a_warning_if_the_budget_a
     assert warning.getMessage().startswith("old: skipped an event that is not JSON-RPC")
 
 
+def test_an_error_under_an_id_that_is_none_is_skipped_unread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bad = b'{"jsonrpc":"2.0","id":true,"error":{"code":-1,"message":"no","data":[[],[]]}}'
+    with caplog.at_level(logging.WARNING):
+        assert message_of(SSEEvent(bad), "old", say) is None
+    [warning] = caplog.records
+    assert warning.getMessage().startswith(
+        "old: skipped an event that is not JSON-RPC (invalid JSON-RPC in the event stream: "
+        "Invalid response: bad id)"
+    )
+
+
 @pytest.mark.parametrize(
     ("named", "target"),
     [
