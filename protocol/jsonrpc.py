@@ -121,6 +121,11 @@ class RPCError(Exception):
     def to_object(self) -> ErrorObject:
         return ErrorObject(self.code, self.message, self.data)
 
+    def replaced(self, message: str, data: Any) -> RPCError:
+        """This error with another message and data (cleaned or masked), of the same
+        kind: what a kind adds (an HTTP status) is kept."""
+        return RPCError(self.code, message, data)
+
     def data_as(self, type_: type[T]) -> T | None:
         """This error's ``data`` as ``type_`` (a struct decodes only its own fields:
         whatever else a peer put there is skipped, not built); None when it is not one."""

@@ -106,6 +106,9 @@ class HttpRPCError(rpc.RPCError):
     def received(cls, error: rpc.ErrorObject, status: int) -> HttpRPCError:
         return cls(error.code, error.message, error.data, http_status=status)
 
+    def replaced(self, message: str, data: object) -> HttpRPCError:
+        return HttpRPCError(self.code, message, data, http_status=self.http_status)
+
 
 class MessageTooLarge(Exception):
     """A reply over mcpd's message limit: it was dropped, and only the request it

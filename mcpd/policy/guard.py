@@ -306,7 +306,7 @@ class SecretGuard:
         data = self.value(alias, exc.data, what)
         if message is exc.message and data is exc.data:
             return exc
-        return rpc.RPCError(exc.code, message, data)
+        return exc.replaced(message, data)
 
     def _count(self, alias: str, seen: list[str], what: str) -> None:
         counts = self.counts.setdefault(alias, Counter())

@@ -68,7 +68,7 @@ def error_for_agents(
     elif isinstance(data, dict | list):
         data = _without_own_keys(data)
     if removed or data is not exc.data:
-        exc = rpc.RPCError(exc.code, message, data)
+        exc = exc.replaced(message, data)
     return guard.rpc_error(alias, exc, what)
 
 

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 
 from mcpd.config.secrets import HeldSecret
@@ -19,6 +20,7 @@ from mcpd.servers.taking_apart import MOST_PARTS
 from protocol import jsonrpc as rpc
 from tests.support.agent import connect, make_config, running
 from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
+from transports.errors import HttpRPCError
 
 SECRET = "notes-secret-value-7f3a9c"
 HTTP_JSON = {"Content-Type": "application/json"}
@@ -56,6 +58,17 @@ def test_its_message_and_text_data_are_cleaned_then_masked() -> None:
     assert got.code == -32602
     assert got.message.startswith("bad arguments [secret") and SECRET not in got.message
     assert got.data == "see the docs"
+
+
+def test_an_error_an_http_reply_carried_keeps_its_status_when_cleaned_or_masked() -> None:
+    # Whether the server knew the method at all is read from the status (404).
+    raw = msgspec.Raw(b'"no such method\\u0007"')
+    cleaned = for_agents(HttpRPCError(-32601, "Method not found", raw, http_status=404))
+    assert isinstance(cleaned, HttpRPCError) and cleaned.http_status == 404
+    assert cleaned.data == "no such method"
+    masked = for_agents(HttpRPCError(-32000, f"no {SECRET}", http_status=400), alias="notes")
+    assert isinstance(masked, HttpRPCError) and masked.http_status == 400
+    assert SECRET not in masked.message
 
 
 def test_what_it_put_under_mcpds_keys_in_its_data_is_dropped() -> None:
