@@ -139,16 +139,13 @@ class HttpApi:
         identity = Identity(peer)
         try:
             async with stream:
-                if gate is None:
-                    owner = None if peer is None else ConnectionOwner.of_peer(peer)
-                    caller = Caller(peer, fixed, identity=identity, owner=owner)
-                    await self._exchanges(wire, caller, None)
-                    return
-                first = await gate.admit(wire)
-                if first is not None:
-                    await self._serve_endpoint(wire, identity, first, gate)
-        except h11.RemoteProtocolError as exc:
-            await refuse(wire, exc.error_status_hint)
+                try:
+                    await self._serve(wire, identity, peer, fixed, gate)
+                except h11.RemoteProtocolError as exc:
+                    # Not a warning: any client can send as many of these as it likes.
+                    logger.debug("a malformed HTTP request: %s", exc)
+                    # Here, inside ``with``: once the stream closes, nothing can be said.
+                    await refuse(wire, exc.error_status_hint)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:
@@ -162,6 +159,23 @@ class HttpApi:
                 with trio.CancelScope(shield=True):
                     self._departed(await agent.kin())
             self.control.approvals.forget(identity.connection)
+
+    async def _serve(
+        self,
+        wire: Wire,
+        identity: Identity,
+        peer: Peer | None,
+        fixed: str | None,
+        gate: Gate | None,
+    ) -> None:
+        if gate is None:
+            owner = None if peer is None else ConnectionOwner.of_peer(peer)
+            caller = Caller(peer, fixed, identity=identity, owner=owner)
+            await self._exchanges(wire, caller, None)
+            return
+        first = await gate.admit(wire)
+        if first is not None:
+            await self._serve_endpoint(wire, identity, first, gate)
 
     async def _serve_endpoint(
         self, wire: Wire, identity: Identity, first: h11.Request, gate: Gate

@@ -257,3 +257,53 @@ async def test_an_http_client_that_goes_quiet_mid_request_is_let_go(
             await stream.send_all(b"GET /status HTTP/1.1\r\nHost: mcpd\r\n")  # never finished
             assert await stream.receive_some(100) == b""  # closed by mcpd
             await stream.aclose()
+
+
+_MALFORMED = {
+    "a second Host": b"Host: m\r\nHost: n\r\nContent-Length: 2\r\n\r\n{}",
+    "a header line without a colon": b"Host: m\r\nno colon here\r\nContent-Length: 2\r\n\r\n{}",
+    "a length past any body": b"Host: m\r\nContent-Length: 99999999999999999999999\r\n\r\n{}",
+    "two lengths that differ": b"Host: m\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+    "a chunk-size line without end": b"Host: m\r\nTransfer-Encoding: chunked\r\n\r\n"
+    + b"0" * 200_000
+    + b"5\r\nhello\r\n0\r\n\r\n",
+}
+
+
+async def _answer_to(stream: trio.SocketStream, request: bytes) -> bytes:
+    """All that comes back to ``request`` until the daemon hangs up."""
+    got = b""
+    with trio.move_on_after(10):  # the daemon may stop reading before all is sent
+        await stream.send_all(request)
+    try:
+        while chunk := await stream.receive_some(65536):
+            got += chunk
+    except trio.BrokenResourceError:  # a reset, where the daemon left bytes unread
+        pass
+    await stream.aclose()
+    return got
+
+
+async def test_a_malformed_request_is_answered_with_its_status_then_closed(
+    tmp_path: Path,
+) -> None:
+    """Each was closed without a word on the socket and on the endpoint alike, so a
+    client could not tell a request it got wrong from a daemon that went away."""
+    cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            for what, rest in _MALFORMED.items():
+                for where in ("socket", "endpoint"):
+                    if where == "socket":
+                        stream: trio.SocketStream = await trio.open_unix_socket(daemon.socket_path)
+                        start = b"POST /mcp HTTP/1.1\r\n"
+                    else:
+                        stream = await trio.open_tcp_stream("127.0.0.1", port)
+                        start = f"POST /mcp HTTP/1.1\r\nAuthorization: Bearer {token}\r\n"
+                        start = start.encode()
+                    answer = await _answer_to(stream, start + rest)
+                    status = b"431" if "chunk" in what else b"400"
+                    assert answer.startswith(b"HTTP/1.1 " + status + b" "), (what, where, answer)
+                    assert b"\r\nconnection: close\r\n" in answer.lower(), (what, where)
