@@ -9,6 +9,7 @@ type says so in its headers).
 
 from __future__ import annotations
 
+import select
 from collections.abc import Iterable
 from contextlib import suppress
 from http import HTTPStatus
@@ -108,13 +109,30 @@ class Wire:
         """Return once the client hangs up; keep whatever it pipelines meanwhile, up to
         ``READ_AHEAD``: past that nothing more is read until this request is answered,
         and the rest waits in the kernel. So what every client sends while its
-        request runs costs the daemon one read's worth of memory each at most; a
-        hang-up behind more than that is noticed when something is written."""
+        request runs costs the daemon one read's worth of memory each at most, and
+        a hang-up behind more than that is noticed all the same."""
         while not self.broken:
             room = READ_AHEAD - len(self.conn.trailing_data[0])
             if room <= 0:
-                await trio.sleep_forever()
+                await self._hang_up_unread()
+                return
             await self._receive(room)
+
+    async def _hang_up_unread(self) -> None:
+        """Return once the client hangs up, reading none of what it sent before.
+
+        The bytes ahead keep the socket readable, so waiting for it to be readable
+        says nothing; the kernel is asked for the hang-up alone instead, through an
+        epoll set of this socket watching for nothing but its peer's shutdown (and
+        the hang-ups and errors epoll always reports). That notices it at once,
+        whatever the request writes: a keep-alive would only on a later write, and
+        only on requests that write while they run.
+        """
+        with select.epoll(1) as watch:
+            watch.register(self.stream.socket.fileno(), select.EPOLLRDHUP)
+            while not watch.poll(0):
+                await trio.lowlevel.wait_readable(watch.fileno())
+        self.broken = True
 
     async def send(self, *events: Any) -> None:
         for event in events:

@@ -22,6 +22,7 @@ from mcpd.agents.http_wire import (
     Wire,
     refuse,
 )
+from mcpd.agents.places import OWNER_RESERVE
 from tests.support.agent import make_config, running
 from tests.support.daemon_http import auth, http, listen_request
 from tests.support.procs import scripted
@@ -176,23 +177,59 @@ async def test_a_hang_up_while_a_request_runs_is_noticed_and_pipelined_bytes_are
     assert wire.conn.trailing_data[0] == b"GET /next HTTP/1.1\r\n"
 
 
+def socket_pair() -> tuple[Client, Wire]:
+    """As ``pair``, over a socket pair: for what the kernel is asked about."""
+    client, server = trio.socket.socketpair()
+    return Client(trio.SocketStream(client)), Wire(trio.SocketStream(server))
+
+
+async def _push_until_blocked(stream: trio.SocketStream) -> int:
+    """Bytes sent on ``stream`` until nothing more is taken in (the other end stopped
+    reading and the kernel's buffers are full): how many."""
+    sent = 0
+
+    async def push() -> None:
+        nonlocal sent
+        while True:
+            sent += await stream.socket.send(b"x" * _READ_SIZE)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(push)
+        await trio.testing.wait_all_tasks_blocked(cushion=0.2)
+        nursery.cancel_scope.cancel()
+    return sent
+
+
 async def test_what_a_client_sends_while_its_request_runs_is_not_buffered_without_end() -> None:
     # A request that runs long (a listen, a slow tool) while its client streams bytes
     # that are no part of it: they must not pile up in the daemon's memory.
-    client, wire = pair()
-    junk = b"x" * _READ_SIZE
+    client, wire = socket_pair()
     with trio.fail_after(10):
         await client.request(body=b"{}")
         assert await wire.read_request() is not None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(wire.wait_gone)
-            for _ in range(4 * MAX_BODY // len(junk)):
-                await client.stream.send_all(junk)
-            await trio.testing.wait_all_tasks_blocked()
+            assert await _push_until_blocked(client.stream) > READ_AHEAD
             kept = len(wire.conn.trailing_data[0])
             assert kept <= READ_AHEAD, kept
             assert not wire.broken
             nursery.cancel_scope.cancel()
+
+
+async def test_a_hang_up_behind_more_than_is_read_ahead_is_noticed() -> None:
+    """Past the read-ahead nothing more was read, and so the hang-up behind it was
+    never seen: a listen that writes nothing while the server is quiet kept its
+    connection for good."""
+    client, wire = socket_pair()
+    with trio.fail_after(10):
+        await client.request(body=b"{}")
+        assert await wire.read_request() is not None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wire.wait_gone)
+            assert await _push_until_blocked(client.stream) > READ_AHEAD
+            await client.stream.aclose()
+        assert wire.broken
+        assert len(wire.conn.trailing_data[0]) <= READ_AHEAD
 
 
 # -- answering --
@@ -347,3 +384,38 @@ async def test_clients_that_pipeline_behind_long_requests_cost_one_read_each(
                 assert sent < MAX_BODY // 4, sent
             healthy = await http(port, "GET", "/healthz", auth(token))
             assert healthy.status == 200, healthy.body[:200]
+
+
+async def test_clients_that_hang_up_behind_pipelined_bytes_give_back_their_places(
+    tmp_path: Path,
+) -> None:
+    """A listen with more pipelined behind it than the daemon reads ahead, then a
+    hang-up: the connection kept its place for good, so that a few of them left the
+    daemon's own user no place on the endpoint or the socket."""
+    command, args = scripted("--tools", "1")
+    cfg = make_config(
+        tmp_path,
+        {"code": {"command": command, "args": list(args)}},
+        http_listen="127.0.0.1:0",
+        state_dir=str(tmp_path / "state"),
+        max_connections=1,
+    )
+    with trio.fail_after(120):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            listen = listen_request(port, token)
+            for family in (trio.socket.AF_INET, trio.socket.AF_UNIX):
+                address = ("127.0.0.1", port) if family == trio.socket.AF_INET else None
+                # Every place the daemon's user may take, its reserve too.
+                for _ in range(1 + OWNER_RESERVE):
+                    with trio.socket.socket(family) as sock:
+                        await sock.connect(address or daemon.socket_path)
+                        sent = await _pipelined_behind_a_listen(sock, listen)
+                        assert sent > READ_AHEAD, sent
+                await trio.testing.wait_all_tasks_blocked(cushion=0.2)
+                with trio.socket.socket(family) as sock:
+                    await sock.connect(address or daemon.socket_path)
+                    await sock.send(listen)
+                    answer = await sock.recv(65536)
+                    assert answer.startswith(b"HTTP/1.1 200 "), (family, answer[:300])
