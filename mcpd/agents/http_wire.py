@@ -10,7 +10,7 @@ type says so in its headers).
 from __future__ import annotations
 
 import select
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from http import HTTPStatus
 from typing import Any, Final, TypeAlias
@@ -55,6 +55,10 @@ class Headers:
         return len(self._all.get(name, ()))
 
 
+def _unbounded(size: int) -> None:
+    """Every body may be held, up to ``MAX_BODY``."""
+
+
 class Wire:
     """One client connection: its socket and the h11 state machine reading it."""
 
@@ -65,6 +69,8 @@ class Wire:
         self.broken = False
         # The connection ends with the answer being written: the answer says so.
         self.closing = False
+        # The length of the body the request just read says it has (None: chunked).
+        self._declared: int | None = None
 
     async def _receive(self, most: int = _READ_SIZE) -> None:
         try:
@@ -90,20 +96,40 @@ class Wire:
     async def read_head(self) -> h11.Request | None:
         """The next request's line and headers, none of its body (None: no request)."""
         request = await self._next_event()
-        return request if isinstance(request, h11.Request) else None
+        if not isinstance(request, h11.Request):
+            return None
+        headers = Headers(request.headers)
+        length = headers.get("content-length")
+        # h11 checked it is one value of digits; beside Transfer-Encoding it counts for
+        # nothing.
+        chunked = headers.get("transfer-encoding") is not None
+        self._declared = None if chunked or length is None else int(length)
+        return request
 
-    async def read_body(self) -> bytes | None:
-        """The body of the request whose head was read (None: it did not end well)."""
-        body = bytearray()
+    async def read_body(self, hold: Callable[[int], None] = _unbounded) -> bytes | None:
+        """The body of the request whose head was read (None: it did not end well).
+        ``hold`` is told of its bytes before they are read where the head said how
+        many, else as they come, and raises Reject where they may not be held."""
+        declared = self._declared
+        if declared is not None:
+            if declared > MAX_BODY:
+                raise Reject(413, b"request body too large")
+            hold(declared)
+        # Kept as they come and joined once at the end: the one copy of the body.
+        pieces: list[bytes | bytearray] = []
+        size = 0
         while True:
             event = await self._next_event()
             if isinstance(event, h11.EndOfMessage):
-                return bytes(body)
+                return b"".join(pieces)
             if not isinstance(event, h11.Data):
                 return None
-            body += event.data
-            if len(body) > MAX_BODY:
+            size += len(event.data)
+            if size > MAX_BODY:
                 raise Reject(413, b"request body too large")
+            if declared is None:
+                hold(len(event.data))
+            pieces.append(event.data)
 
     async def wait_gone(self) -> None:
         """Return once the client hangs up; keep whatever it pipelines meanwhile, up to

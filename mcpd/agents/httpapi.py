@@ -44,6 +44,7 @@ from ..policy.kin import AgentKin
 from ..registry.views import ProfileView
 from ..servers.all_servers import AllServers
 from .backend import Control
+from .body_budget import BodyBudget, BodyClaim, body_owner
 from .connection import Connection, Dispatcher
 from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
 from .formats import FORMATS, translate
@@ -95,6 +96,8 @@ class HttpApi:
         # The endpoint's connections that got past its gate, counted apart from the
         # agent sockets' (whose door counts those).
         self.on_endpoint = EndpointPlaces()
+        # The bytes of request bodies held, on the sockets and the endpoint together.
+        self.bodies = BodyBudget()
         self._page: Page | None = None
         self._refusals = ServerRefusals()
         self._lookups = Lookups(control.server_of, control.relayed_by, control.server_pids)
@@ -199,20 +202,27 @@ class HttpApi:
             await self._exchanges(wire, caller, first)
 
     async def _exchanges(self, wire: Wire, caller: Caller, head: h11.Request | None) -> None:
-        while await self._exchange(wire, caller, head):
+        while True:
+            # What its body holds of the budget is held until it is answered.
+            with self.bodies.claim(self.control.settings) as claim:
+                if not await self._exchange(wire, caller, head, claim):
+                    break
             done = wire.conn.our_state is h11.DONE and wire.conn.their_state is h11.DONE
             if wire.broken or not done:
                 break
             wire.conn.start_next_cycle()
             head = None
 
-    async def _exchange(self, wire: Wire, caller: Caller, head: h11.Request | None) -> bool:
+    async def _exchange(
+        self, wire: Wire, caller: Caller, head: h11.Request | None, claim: BodyClaim
+    ) -> bool:
         """Serve one request (``head``: its head, read and checked already); False when
         the connection is to be closed at once. A page request that nothing vouches for
         (on the endpoint, without the token or a session: a link's code, an OAuth
         landing, a refusal) is answered and its connection closed: kept for another
         request, it would hold one of the places the token's holders count on."""
         stranger = False
+        body: bytes | None = None
         try:
             # A client that starts a request and goes quiet must not hold a connection
             # slot forever; idle keep-alive connections wait under the same limit.
@@ -239,7 +249,8 @@ class HttpApi:
                         # Nothing it may ask for takes one: a stranger's body would be
                         # held, up to the limit, on nobody's word.
                         raise Reject(413, b'{"error":"this request takes no body"}')
-                body = None if head is None else await wire.read_body()
+                if head is not None:
+                    body = await wire.read_body(partial(claim.take, body_owner(caller)))
             if waited.cancelled_caught:
                 logger.info(
                     "closing an HTTP connection on the agent socket: no complete "
