@@ -115,6 +115,11 @@ class Wire:
             if declared > MAX_BODY:
                 raise Reject(413, b"request body too large")
             hold(declared)
+        if self.conn.they_are_waiting_for_100_continue:
+            # The client holds its body back until told it is wanted.
+            await self.send(
+                h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")
+            )
         # Kept as they come and joined once at the end: the one copy of the body.
         pieces: list[bytes | bytearray] = []
         size = 0

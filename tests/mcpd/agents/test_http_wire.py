@@ -4,6 +4,7 @@ body or as an event stream, and a refusal that closes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,15 @@ from mcpd.agents.http_wire import (
 )
 from mcpd.agents.places import OWNER_RESERVE
 from tests.support.agent import make_config, running
-from tests.support.daemon_http import auth, http, listen_request
+from tests.support.daemon_http import (
+    MCP,
+    answer_head,
+    auth,
+    http,
+    listen_request,
+    modern,
+    modern_headers,
+)
 from tests.support.procs import scripted
 
 
@@ -419,3 +428,38 @@ async def test_clients_that_hang_up_behind_pipelined_bytes_give_back_their_place
                     await sock.send(listen)
                     answer = await sock.recv(65536)
                     assert answer.startswith(b"HTTP/1.1 200 "), (family, answer[:300])
+
+
+async def test_a_client_that_expects_100_continue_is_told_to_send_its_body(
+    tmp_path: Path,
+) -> None:
+    """It was never told, so a client that waits for it before sending its body
+    (curl does for a while, some clients until they are told) waited in vain."""
+    cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
+    body = json.dumps(modern(1, "ping")).encode()
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            lines = [
+                "POST /mcp HTTP/1.1",
+                f"Host: 127.0.0.1:{port}",
+                f"Authorization: Bearer {token}",
+                *(f"{k}: {v}" for k, v in MCP.items()),
+                *modern_headers("ping"),
+                "Expect: 100-continue",
+                f"Content-Length: {len(body)}",
+            ]
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode()
+            for where in ("endpoint", "socket"):
+                if where == "endpoint":
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                else:
+                    stream = await trio.open_unix_socket(daemon.socket_path)
+                async with stream:
+                    await stream.send_all(head)
+                    told = await answer_head(stream)
+                    assert told == b"HTTP/1.1 100 Continue\r\n\r\n", (where, told)
+                    await stream.send_all(body)
+                    answer = await answer_head(stream)
+                    assert answer.startswith(b"HTTP/1.1 200 "), (where, answer[:300])
