@@ -117,12 +117,12 @@ async def _dashboard(
     endpoint = api.endpoint
     if endpoint is None:
         return {"url": None}
-    from .page.opener import opened_by
+    from .page.opener import Opener
     from .page.passes import CODE_TTL
 
     assert conn.peer is not None  # the owner on the socket, as the kernel says
-    asker = opened_by((conn.peer.decider(),), await api.agents_kin())
-    code = api.http.page.passes.issue(asker)
+    asker = Opener((conn.peer.decider(),))
+    code = api.http.page.passes.issue(asker, await api.agents_kin())
     # Where the endpoint listens on every address, this machine reaches it on loopback.
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(endpoint.host, endpoint.host)
     host = f"[{host}]" if ":" in host else host

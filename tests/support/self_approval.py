@@ -4,10 +4,12 @@ own (``python self_approval.py MODE ...``), the way a model would with its shell
 Each mode makes the agent's side of a scene, then reads lines from stdin: each line is
 the arguments of an ``mcpd`` command its "shell tool" runs (``--socket`` is added), or
 with ``page`` first, of ``page_client.py`` (the status page driven as with curl), or
-``codes N trade|keep`` (``asked_codes``: the page's codes asked for by the agent itself), and
+``codes N trade|keep`` (``asked_codes``: the page's codes asked for by the agent itself), or
+``connect`` (it connects to the socket and speaks MCP there, as an agent, from then on), and
 for each it prints one JSON line, ``{"rc": ..., "out": ...}``. Closing stdin ends it.
 
 - ``socket SOCKET``: connects to the daemon's socket and speaks MCP on it.
+- ``unconnected SOCKET``: connects only when the line ``connect`` says so.
 - ``call SOCKET TOOL``: connects, calls ``TOOL``, and is gone: the process that
   connected exits and leaves the connection (and the shell) to its child, in the same
   session.
@@ -64,8 +66,13 @@ def initialize(rid: int) -> bytes:
 
 def shell(sock: str, setsid: bool = False, end: Callable[[], None] | None = None) -> None:
     """Run what stdin asks, as the agent's shell tool would (``end-bridge``: ``end``)."""
+    held = []  # the connections ``connect`` made, open until stdin closes
     for asked in sys.stdin:
         words = asked.split()
+        if words == ["connect"]:
+            held.append(connected(sock))
+            print(json.dumps({"rc": 0, "out": ""}), flush=True)
+            continue
         if words == ["end-bridge"] and end is not None:
             end()
             print(json.dumps({"rc": 0, "out": ""}), flush=True)
@@ -114,11 +121,17 @@ def asked_codes(sock: str, count: int, trade: bool) -> str:
     return "\n".join([str(status), *cookies])
 
 
+def connected(sock: str) -> socket.socket:
+    """A connection to ``sock`` that has spoken MCP: the agent is connected on it."""
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(initialize(1))
+    s.makefile("rb").readline()
+    return s
+
+
 def on_socket(sock: str) -> None:
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(sock)
-        s.sendall(initialize(1))
-        s.makefile("rb").readline()
+    with connected(sock):
         shell(sock)
 
 
@@ -195,6 +208,8 @@ def listing(port: int, token: str, sock: str) -> None:
 def main(mode: str, *args: str) -> None:
     if mode == "socket":
         on_socket(args[0])
+    elif mode == "unconnected":
+        shell(args[0])
     elif mode == "call":
         call_and_leave(args[0], args[1])
     elif mode == "bridge":

@@ -9,12 +9,14 @@ then (``KEEPALIVE``), which draws nothing. The page drawn for a change is drawn 
 for all the streams that read the same (``R``: the same profile, filter and session),
 so that open pages cost the daemon one drawing a change, not one each.
 
-Open streams are bounded by who reads them (``holder``). Those of sessions that may
-decide are ``MAX_STREAMS`` at most, a new one ending the oldest of them; every other
-(a reader on the socket without a session, one with the token, a session opened from
-an agent's side) never ends one of those: they are ``MAX_STREAMS`` more at most, and
-``PER_HOLDER`` of the same holder, a new one ending that holder's oldest first. So a
-peer that opens streams without end ends its own, never a person's live page.
+Open streams are bounded by who reads them (``holder``), asked again each time a new
+one opens: a session found since to be an agent's counts as its agent's from then on.
+Those of sessions that may decide are ``MAX_STREAMS`` at most, a new one ending the
+oldest of them; every other (a reader on the socket without a session, one with the
+token, a session opened from an agent's side) never ends one of those: they are
+``MAX_STREAMS`` more at most, and ``PER_HOLDER`` of the same holder, a new one ending
+that holder's oldest first. So a peer that opens streams without end ends its own,
+never a person's live page.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ class Live(Generic[R]):
         self._draw = draw
         self._news = trio.Event()
         self._changes = 0
-        # Each open stream's holder (None: a session that may decide), oldest first.
-        self._streams: dict[trio.CancelScope, Hashable | None] = {}
+        # Each open stream's holder as it is now (None: a session that may decide),
+        # oldest first.
+        self._streams: dict[trio.CancelScope, Callable[[], Hashable | None]] = {}
         # What was drawn since the latest change and refresh, by what was read.
         self._drawn: dict[R, Regions] = {}
         self._drawn_as_of = (-1, -1)
@@ -62,13 +65,13 @@ class Live(Generic[R]):
         wire: Wire,
         reading: Callable[[], R],
         alive: Callable[[], bool],
-        holder: Hashable | None = None,
+        holder: Callable[[], Hashable | None] = lambda: None,
     ) -> None:
         """Serve one stream until its reader goes, ``reading`` raises ``Reject`` (it
         may read no more of what it asked for), ``alive`` says its session ended, or
-        a newer stream of its kind ends it. ``holder``: None for a session that may
-        decide, else who the stream is counted with (a peer, an agent)."""
-        for oldest in self._pushed_out(holder):
+        a newer stream of its kind ends it. ``holder``: who the stream is counted with
+        now (a peer, an agent), None for a session that may decide."""
+        for oldest in self._pushed_out(holder()):
             del self._streams[oldest]
             oldest.cancel()
         response = Response(wire, headers=STREAM_HEADERS)
@@ -98,7 +101,7 @@ class Live(Generic[R]):
     def _pushed_out(self, holder: Hashable | None) -> list[trio.CancelScope]:
         """The streams a new one of ``holder`` ends: the oldest of its kind past the
         bound, and never one of a session that may decide for one that is not."""
-        streams = self._streams.items()
+        streams = [(s, now()) for s, now in self._streams.items()]
         if holder is None:
             alike = [s for s, h in streams if h is None]
         else:

@@ -5,12 +5,15 @@ dashboard``, on the socket) and the one that traded the code (the browser, or
 whatever holds the code: a code is a bearer secret). Each is read from /proc as it
 does so (its process, those it descends from, its session), and held to the rule
 that keeps an agent from deciding its own calls (``policy.kin``), as the terminal
-commands are: against the agents connected at that moment, and again when the page
+commands are: against the agents connected at that moment, and again at each use (``judged``):
+as the page is drawn, a stream opened, a code or session pushed out, and as the page
 acts, with the process that sends the decision (a cookie is a bearer secret too),
 against the call's agent (approvals) or every agent connected then (held
-definitions). A session opened from an agent's side may look, but decides none of
-that agent's calls and approves no held definition; the page says so in its own
-words, and where a person decides instead.
+definitions). A process that asks for a code, or trades one, before it connects as
+an agent is no agent yet, and nothing tells it from a person; once it is, what it
+opened is judged its agent's, and stays so after it has gone. A session opened from
+an agent's side may look, but decides none of that agent's calls and approves no held
+definition; the page says so in its own words, and where a person decides instead.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ def _elsewhere(commands: str) -> str:
 class Opener(msgspec.Struct, frozen=True):
     """Who decides on a page, as /proc told (``deciders``): who asked for its code and
     who traded it, and as the page acts, who sends the decision; and how one of the
-    first two was kin to an agent connected as the session opened (``found``: the tie
-    and the pid it is through), if one was."""
+    first two was found kin to an agent connected as the session opened or as it was
+    used since (``found``: the tie and the pid it is through), if one was."""
 
     deciders: tuple[Decider, ...] = ()
     found: tuple[Tie, int | None] | None = None
@@ -50,9 +53,12 @@ class Opener(msgspec.Struct, frozen=True):
         return tuple(msgspec.structs.replace(d, page=True) for d in self.deciders)
 
 
-def opened_by(deciders: tuple[Decider, ...], agents: Iterable[AgentKin]) -> Opener:
-    """``deciders``, and how the first of them kin to one of ``agents`` is."""
-    return Opener(deciders, _first_tie(deciders, list(agents)))
+def judged(opener: Opener, agents: Iterable[AgentKin]) -> Opener:
+    """``opener`` as the agents connected now (``agents``) find it: one found kin to an
+    agent once stays so, whoever is connected now."""
+    if opener.found is not None:
+        return opener
+    return Opener(opener.deciders, _first_tie(opener.deciders, list(agents)))
 
 
 def _first_tie(
@@ -109,7 +115,7 @@ def check_release(opener: Opener, agents: Iterable[AgentKin]) -> None:
     """Raises ``rpc.RPCError`` when who opened the session was kin to an agent as they
     opened it, or when they or who sends the request now (``opener``'s deciders) are
     kin to one connected now."""
-    found = opener.found or _first_tie(opener.deciders, list(agents))
+    found = judged(opener, agents).found
     if found is not None:
         raise rpc.RPCError(
             -32000,

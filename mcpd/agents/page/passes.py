@@ -14,7 +14,10 @@ restarts. A code keeps who asked for it, and a session who asked for its code an
 traded it (``opener``): what the page may decide rests on them, and so does what a new
 one pushes out. Those opened from an agent's side, which decide nothing, are kept to
 a bound of their own, and to a few per agent: however many an agent asks for, it
-never ends a person's session nor spends a person's code.
+never ends a person's session nor spends a person's code. Whose side each is on is
+judged anew against the agents connected as a new one comes (``judge``), so what a
+process opened before it connected as an agent is its agent's once it has; until then
+nothing tells that process from a person, and what it opens counts with theirs.
 
 Codes and session ids are kept by their digests, so that looking one up compares no
 secret byte by byte, and a copy of the daemon's memory holds none of them.
@@ -25,13 +28,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, TypeVar
 
 import msgspec
 import trio
 
-from .opener import Opener
+from ...policy.kin import AgentKin
+from .opener import Opener, judged
 
 T = TypeVar("T")
 
@@ -76,11 +80,13 @@ class Passes:
         self._codes: dict[bytes, _Code] = {}
         self._sessions: dict[bytes, PageSession] = {}
 
-    def issue(self, asker: Opener | None = None) -> str:
-        """A new one-time code, for ``asker`` (who asked for it)."""
+    def issue(self, asker: Opener | None = None, agents: Sequence[AgentKin] = ()) -> str:
+        """A new one-time code, for ``asker`` (who asked for it); ``agents``: who is kin
+        to each agent connected now."""
         now = trio.current_time()
-        asker = asker or Opener()
+        asker = judged(asker or Opener(), agents)
         self._codes = {d: c for d, c in self._codes.items() if c.expires > now}
+        self.judge(agents)
         for key in _pushed_out(self._codes, lambda c: c.asker, asker, MAX_CODES):
             self._codes.pop(key).spent.set()
         code = secrets.token_urlsafe(24)
@@ -101,11 +107,14 @@ class Passes:
         found = self._codes.get(_digest(code))
         return found is not None and found.expires > trio.current_time()
 
-    def redeem(self, code: str, uid: int, trader: Opener | None = None) -> str | None:
+    def redeem(
+        self, code: str, uid: int, trader: Opener | None = None, agents: Sequence[AgentKin] = ()
+    ) -> str | None:
         """The id of a new session for a good code (which is then spent), or None.
 
         ``uid``: the local user trading it, the only one its session admits;
-        ``trader``: who trades it, as found.
+        ``trader``: who trades it, as found; ``agents``: who is kin to each agent
+        connected now.
         """
         now = trio.current_time()
         key = _digest(code)
@@ -115,11 +124,12 @@ class Passes:
         found.spent.set()
         if found.expires <= now:
             return None
-        opener = found.asker.joined(trader or Opener())
+        opener = judged(found.asker.joined(trader or Opener()), agents)
         token = self._current_token()
         if token is None:
             return None
         self._sessions = {d: s for d, s in self._sessions.items() if s.expires > now}
+        self.judge(agents)
         for key in _pushed_out(self._sessions, lambda s: s.opener, opener, MAX_SESSIONS):
             del self._sessions[key]
         sid = secrets.token_urlsafe(32)
@@ -127,6 +137,20 @@ class Passes:
             secrets.token_urlsafe(24), now + SESSION_TTL, token, uid, opener
         )
         return sid
+
+    def judge(self, agents: Sequence[AgentKin]) -> None:
+        """Each code and session kept, as the agents connected now (``agents``) find
+        its opener: one kin to one of them is that agent's from now on, pushed out with
+        its kind, and its page decides nothing (``opener.judged``)."""
+        if not agents:
+            return
+        for key, code in list(self._codes.items()):
+            if code.asker.found is None:
+                self._codes[key] = msgspec.structs.replace(code, asker=judged(code.asker, agents))
+        for key, session in list(self._sessions.items()):
+            if session.opener.found is None:
+                opener = judged(session.opener, agents)
+                self._sessions[key] = msgspec.structs.replace(session, opener=opener)
 
     def live(self, sids: list[str]) -> list[tuple[str, PageSession]]:
         """The live sessions among those ``sids`` name, each with its id."""

@@ -11,8 +11,10 @@ token, and an ``Origin`` that is the page's own. A session is taken, and a code
 traded, only on a connection of the local user that opened it which no process of
 mcpd's servers holds (``whose``); who holds it (``Caller.owner``) is looked up for a
 request that brings a live session's cookie or a good code, and for no other; so are
-the processes that trade a good code (``opener``). What a reader sees is what
-``mcpd status`` shows them (``Profiles.scope``).
+the processes that trade a good code (``opener``). Whose side the sessions kept are on
+is judged against the agents connected now as a session is used to draw the page or
+open a stream (``Passes.judge``). What a reader sees is what ``mcpd status`` shows
+them (``Profiles.scope``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from .actions import HTML, NO_SESSION, OAUTH, PATHS, Actions, Scope, refuse, ref
 from .decisions import call_filter
 from .live import Live, Regions
 from .model import PageData, Reading, read_page
-from .opener import look_only, opened_by
+from .opener import Opener, look_only
 from .passes import (
     CODE_TTL,
     SESSION_TTL,
@@ -118,6 +120,8 @@ class Page:
         query = parse_qs(query_text)
         method = request.method
         headers = Headers(request.headers)
+        if access.session is not None and path in ("/", "/page/events"):
+            self.passes.judge(await self._agents_kin())
         if path == "/" and method in (b"GET", b"HEAD"):
             if "code" in query and method == b"HEAD":
                 # A link preview or a checker asks first: the code stays for the
@@ -139,7 +143,7 @@ class Page:
                 wire,
                 lambda: self._reading(access, caller, scope, query),
                 alive,
-                _stream_holder(access, caller),
+                self._stream_holder(access, caller),
             )
         elif path in PATHS and method == b"POST":
             try:
@@ -156,12 +160,13 @@ class Page:
         else:
             raise Reject(404)
 
-    @staticmethod
     def _reading(
-        access: Access, caller: Caller, scope: Scope, query: dict[str, list[str]]
+        self, access: Access, caller: Caller, scope: Scope, query: dict[str, list[str]]
     ) -> Reading:
         """Raises Reject for a profile the reader may not read (any longer)."""
-        session = access.session
+        # As last judged: a session found an agent's since it was admitted says so.
+        current = None if access.sid is None else self.passes.session(access.sid)
+        session = current or access.session
         return Reading(
             scope(),
             call_filter(query),
@@ -169,6 +174,25 @@ class Page:
             logins_from_page=session is not None and caller.guard is not None,
             look_only=None if session is None else look_only(session.opener),
         )
+
+    def _stream_holder(self, access: Access, caller: Caller) -> Callable[[], Hashable | None]:
+        """Who a stream of the page is counted with (``live``) when asked: None for a
+        session that may decide; a session found to be opened from an agent's side,
+        by that agent; a reader without a session, by its process on the socket, or as
+        one of the token's holders."""
+        sid = access.sid
+        if sid is None:
+            reader = ("token",) if caller.peer is None else ("peer", caller.peer.pid)
+            return lambda: reader
+
+        def of_session() -> Hashable | None:
+            session = self.passes.session(sid)
+            if session is None:
+                return ("ended",)  # its stream ends as it next looks
+            found = session.opener.found
+            return None if found is None else ("agent", found)
+
+        return of_session
 
     def _read(self, reading: Reading) -> PageData:
         return read_page(
@@ -197,8 +221,8 @@ class Page:
         # reached too), are read here: for a good code only, so that a made-up one
         # costs no look through /proc. A code refused here stays good, for the browser.
         held = await holder(caller, False, self._refusals, "a one-time code of the page")
-        trader = opened_by(await caller.deciders(), await self._agents_kin())
-        sid = self.passes.redeem(code, held.uid, trader)
+        trader = Opener(await caller.deciders())
+        sid = self.passes.redeem(code, held.uid, trader, await self._agents_kin())
         if sid is None:
             raise _used()
         cookie = (
@@ -214,19 +238,6 @@ class Page:
         )
         extra = [(b"set-cookie", cookie.encode()), (b"refresh", f"0; url={back}".encode())]
         await send(wire, 200, HTML, _moving_on(back), extra)
-
-
-def _stream_holder(access: Access, caller: Caller) -> Hashable | None:
-    """Who a stream of the page is counted with (``live``): None for a session that may
-    decide; a session opened from an agent's side, by that agent; a reader without a
-    session, by its process on the socket, or as one of the token's holders."""
-    session = access.session
-    if session is not None:
-        found = session.opener.found
-        return None if found is None else ("agent", found)
-    if caller.peer is not None:
-        return ("peer", caller.peer.pid)
-    return ("token",)
 
 
 def _used() -> Reject:

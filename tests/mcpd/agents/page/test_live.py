@@ -3,7 +3,9 @@ comment that reads nothing of the daemon; what a change makes the page draw is d
 once for all the streams that read the same, once for each different reader; the
 clock's refresh draws again after a quiet minute; a stream ends with its session; the
 streams of readers that decide nothing (a peer on the socket, through a running daemon
-too) end each other, a peer's own first, never a person's that may decide."""
+too) end each other, a peer's own first, never a person's that may decide; nor do those
+of a session an agent's process opened before it connected, which it holds as an agent's
+from then on, while it is connected and after it is gone."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import trio.testing
 
 from mcpd.agents.page.live import KEEPALIVE, MAX_STREAMS, PER_HOLDER, REFRESH, Live, Regions
 from mcpd.config.load import parse
+from mcpd.daemon import Daemon
+from tests.support import self_approval
 from tests.support.agent import running
 from tests.support.page_http import http, session
 from tests.support.page_stream import KEEP_ALIVE, Stream, requested
@@ -153,7 +157,8 @@ async def test_streams_of_readers_that_decide_nothing_never_end_a_deciding_ones(
         for pid in range(MAX_STREAMS + 1):  # a peer of many processes, two streams each
             for _ in range(PER_HOLDER + 1):
                 stream, wire, _ = await requested()
-                nursery.start_soon(live.stream, wire, lambda: "peer", lambda: True, pid)
+                holder = partial(int, pid)
+                nursery.start_soon(live.stream, wire, lambda: "peer", lambda: True, holder)
                 await stream.regions()
                 peers.append(stream)
         page.version = 2
@@ -207,6 +212,32 @@ async def until_approval_or_end(stream: trio.SocketStream) -> bool:
     return True
 
 
+async def a_call_is_decided_on(
+    pages: list[trio.SocketStream], daemon: Daemon, cookie: str, csrf: str
+) -> None:
+    """An agent of its own, in a session of its own, makes a call to approve: each of
+    the person's live ``pages`` brings it, and the person denies it there."""
+    assert daemon.api.endpoint is not None
+    port, sock = daemon.api.endpoint.port, daemon.socket_path
+    async with trio.open_nursery() as nursery:
+        calls = json.dumps([["mcp__files__write", {"text": "page"}]])
+        argv = [sys.executable, BURST, sock, "default", "modern", calls]
+        nursery.start_soon(
+            partial(trio.run_process, argv, capture_stdout=True, start_new_session=True)
+        )
+        for page in pages:
+            assert await until_approval_or_end(page)
+        [waiting] = daemon.approvals.list()
+        acting = {
+            "Cookie": cookie,
+            "Origin": f"http://127.0.0.1:{port}",
+            "X-Mcpd-Csrf": csrf,
+            "Accept": "application/json",
+        }
+        body = f"id={waiting.id}&decision=deny".encode()
+        assert (await http(port, "POST", "/page/decide", acting, body)).status == 200
+
+
 async def test_a_socket_peers_streams_leave_a_persons_live_page_be(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
@@ -223,22 +254,38 @@ async def test_a_socket_peers_streams_leave_a_persons_live_page_be(tmp_path: Pat
                 while b"\r\n\r\n" not in got:
                     got += await peer.receive_some(1 << 16)
                 peers.append(peer)
-            async with trio.open_nursery() as nursery:
-                # An agent of its own, in a session of its own, makes a call to approve.
-                calls = json.dumps([["mcp__files__write", {"text": "page"}]])
-                argv = [sys.executable, BURST, sock, "default", "modern", calls]
-                nursery.start_soon(
-                    partial(trio.run_process, argv, capture_stdout=True, start_new_session=True)
-                )
-                assert await until_approval_or_end(person)
-                [waiting] = daemon.approvals.list()
-                acting = {
-                    "Cookie": cookie,
-                    "Origin": f"http://127.0.0.1:{port}",
-                    "X-Mcpd-Csrf": csrf,
-                    "Accept": "application/json",
-                }
-                body = f"id={waiting.id}&decision=deny".encode()
-                assert (await http(port, "POST", "/page/decide", acting, body)).status == 200
+            await a_call_is_decided_on([person], daemon, cookie, csrf)
             for stream in [person, *peers]:
                 await stream.aclose()
+
+
+async def test_what_an_agent_opened_before_it_connected_leaves_a_persons_live_page_be(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port, sock = daemon.api.endpoint.port, daemon.socket_path
+            cookie, csrf = await session(port, sock)
+            person = await events(port, cookie)
+            async with self_approval.agent("unconnected", sock) as agent:
+                # Its process asks for a code and trades it while no agent yet: nothing
+                # tells it from a person then, and its streams count with the person's.
+                _, traded = await agent.runs("codes", "1", "trade")
+                status, early = traded.split("\n")
+                assert status == "200"
+                theirs = [await events(port, early) for _ in range(MAX_STREAMS - 1)]
+                # Then it connects, and stays: the person's next tab ends not their
+                # first, and the streams it opens now end neither.
+                await agent.runs("connect")
+                tab = await events(port, cookie)
+                theirs += [await events(port, early) for _ in range(MAX_STREAMS)]
+                await a_call_is_decided_on([person, tab], daemon, cookie, csrf)
+                for stream in [person, tab, *theirs]:
+                    await stream.aclose()
+                # Its page says it decides nothing.
+                own = await http(port, "GET", "/", {"Cookie": early})
+                assert own.status == 200 and b'id="look-only"' in own.body
+            # Gone, and its processes too: what it opened stays an agent's.
+            own = await http(port, "GET", "/", {"Cookie": early})
+            assert own.status == 200 and b'id="look-only"' in own.body

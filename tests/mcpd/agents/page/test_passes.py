@@ -3,8 +3,9 @@ session ends when it expires, when it is ended, or when the endpoint's token is 
 (even if rotated back), and an unreadable token lets nobody in; at most so many codes
 and sessions are kept, the oldest pushed out, and those opened from an agent's side
 push out only their own kind (a few per agent), never one that may decide (through a
-running daemon too, an agent flooding codes and sessions). Run on trio's virtual clock,
-but for the running daemon."""
+running daemon too, an agent flooding codes and sessions, and one that asked for them
+before it connected, held as its own once it has). Run on trio's virtual clock, but for
+the running daemon."""
 
 from __future__ import annotations
 
@@ -282,3 +283,38 @@ async def test_an_agents_codes_and_sessions_leave_the_persons_be(tmp_path: Path)
             assert own.status == 200 and b'id="look-only"' in own.body
             opened = await http(port, "GET", f"/?{fresh.query}")
             assert opened.status == 200 and "set-cookie" in opened.headers
+
+
+async def test_what_an_agent_opened_before_it_connected_is_its_own_once_it_has(
+    tmp_path: Path,
+) -> None:
+    """A process asks for codes, trading some, while no agent: nothing tells it from a
+    person then, and together with the person's it fills both bounds. Once it connects,
+    what it opened is its own: the person's next address and session push out neither
+    the person's session nor their address not traded yet, and its early sessions say
+    they decide nothing."""
+    command, args = scripted()
+    cfg = make_config(
+        tmp_path,
+        {"files": {"command": command, "args": list(args)}},
+        http_listen="127.0.0.1:0",
+        state_dir=str(tmp_path / "state"),
+    )
+    with trio.fail_after(LIMIT):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port, sock = daemon.api.endpoint.port, daemon.socket_path
+            cookie, csrf = await session(port, sock)
+            fresh = urlsplit(await code_url(sock))
+            async with self_approval.agent("unconnected", sock) as agent:
+                _, traded = await agent.runs("codes", str(MAX_SESSIONS - 1), "trade")
+                _, kept = await agent.runs("codes", str(MAX_CODES - 1), "keep")
+                assert traded.split("\n")[0] == "200" and kept == "0"
+                await agent.runs("connect")
+                await session(port, sock)  # the person's next address, traded
+                page = await http(port, "GET", "/", {"Cookie": cookie})
+                assert page.status == 200 and csrf_of(page.body) == csrf
+                opened = await http(port, "GET", f"/?{fresh.query}")
+                assert opened.status == 200 and "set-cookie" in opened.headers
+                early = await http(port, "GET", "/", {"Cookie": traded.split("\n")[-1]})
+                assert early.status == 200 and b'id="look-only"' in early.body
