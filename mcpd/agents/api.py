@@ -106,6 +106,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             budget=control.settings.result_budget_chars,
             splice=splice,
         )
+        self.extras.look_at_updates(self.calls.policy)
         self.listens = Listens(self.extras.open_listen, self.extras.close_listen)
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)

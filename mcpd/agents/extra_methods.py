@@ -28,6 +28,7 @@ from .agent import Agent
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
 from .backend import Control
+from .callpolicy import CallPolicy, Sent
 from .callrecords import CallRecords, Seen, ended
 from .failures import Failures
 from .logs import AgentLogs, SeesServer
@@ -35,6 +36,7 @@ from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .resources import Subscriptions, list_resources, read
 from .results import Recipient
 from .rewrite import tool_result
+from .task_updates import TaskUpdates
 from .tasks import Tasks
 
 _DEBOUNCE: Final = 0.2
@@ -71,6 +73,7 @@ class ExtraMethods:
         self.tasks = Tasks(
             servers, self.finish_result, lambda: control.settings.result_budget_chars
         )
+        self._updates: TaskUpdates | None = None  # see ``look_at_updates``
         self.subscriptions = Subscriptions(servers, lambda: control.settings.max_line_bytes)
         self.logs = AgentLogs(servers)
         # (connection, listen id) -> (which list changes it wants, its sender)
@@ -135,15 +138,20 @@ class ExtraMethods:
     # -- tools/call --
 
     def finish_result(
-        self, to: Recipient, result: Raw | dict[str, Any], links: bool
+        self, to: Recipient, result: Raw | dict[str, Any], links: bool, sent: Sent | None = None
     ) -> Raw | dict[str, Any] | Outage:
         """A tool's result, its resource links in agents' terms and its task recorded
-        (named by the agent's id for it); or why the call failed after all."""
+        (named by the agent's id for it, with what its call was ``sent`` under); or why
+        the call failed after all."""
         if links:
             result = tool_result(result, self.servers.links(to.alias, to.sight))
         if to.tasks:
-            return self.tasks.record(to.alias, to.owner, result, to.sight)
+            return self.tasks.record(to.alias, to.owner, result, to.sight, sent)
         return result
+
+    def look_at_updates(self, policy: CallPolicy) -> None:
+        """Have ``policy`` look at each task's answers before they reach its server."""
+        self._updates = TaskUpdates(self.tasks, policy, self.records)
 
     # -- methods --
 
@@ -295,7 +303,13 @@ class ExtraMethods:
                 {"requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}},
             )
         params = rpc.decode_as(req.params, surface.TaskParams)
-        result = await self.tasks.handle(req.method, params, ctx, _agent_side(conn, ctx).owner)
+        owner = _agent_side(conn, ctx).owner
+        if req.method == "tasks/update" and self._updates is not None:
+            ended = await self._updates.refusal(conn, req, params, ctx, owner)
+            if ended is not None:
+                ended["resultType"] = mcp.COMPLETE
+                return ended
+        result = await self.tasks.handle(req.method, params, ctx, owner)
         if isinstance(result, dict):
             result.setdefault("resultType", mcp.COMPLETE)
         return result

@@ -44,6 +44,7 @@ from ..registry.scheme import Sight
 from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused
 from ..servers.outage import Outage
+from .callpolicy import Sent
 from .results import Finish, result_for
 
 # Remembered at once, in count and in the bytes of their ids. Past either, the oldest
@@ -60,13 +61,21 @@ logger = logging.getLogger("mcpd.tasks")
 
 
 class _Task:
-    __slots__ = ("alias", "server_id", "sight", "size")
+    __slots__ = ("alias", "ended", "sent", "server_id", "sight", "size")
 
-    def __init__(self, alias: str, server_id: str, sight: Sight | None, size: int) -> None:
+    def __init__(
+        self, alias: str, server_id: str, sight: Sight | None, size: int, sent: Sent | None
+    ) -> None:
         self.alias = alias
         self.server_id = server_id  # the id its server gave it
         self.sight = sight  # the profile of the agent whose call made it
         self.size = size  # of the server's id, as it counts against MAX_TASK_BYTES
+        # The tool and decision its call went to the server under (None: no rule was
+        # asked, as for a call of mcpd's own).
+        self.sent = sent
+        # The result mcpd ended it with for its agent, refusing what would have made
+        # the server go on with it (None: its server's to tell).
+        self.ended: mcp.CallToolResult | None = None
 
 
 # A listen naming tasks: its owner, the tasks it watches by the agent's ids, its sender,
@@ -122,11 +131,16 @@ class Tasks:
         return self._count
 
     def record(
-        self, alias: str, owner: object, result: Raw | dict[str, Any], sight: Sight | None = None
+        self,
+        alias: str,
+        owner: object,
+        result: Raw | dict[str, Any],
+        sight: Sight | None = None,
+        sent: Sent | None = None,
     ) -> Raw | dict[str, Any] | Outage:
-        """Note a task handle a server returned to ``owner`` (of the profile ``sight``);
-        the result as the agent gets it, naming the task by the agent's id, or why the
-        call failed instead."""
+        """Note a task handle a server returned to ``owner`` (of the profile ``sight``)
+        for a call sent under ``sent``; the result as the agent gets it, naming the task
+        by the agent's id, or why the call failed instead."""
         try:
             head = rpc.decode_as(
                 result if isinstance(result, Raw) else _encode(result), surface.ResultHead
@@ -150,7 +164,7 @@ class Tasks:
         if old is not None:
             self._count -= 1
             self._bytes -= old.size
-        mine[key] = _Task(alias, server_id, sight, size)
+        mine[key] = _Task(alias, server_id, sight, size, sent)
         self._count += 1
         self._bytes += size
         while self._count > MAX_TASKS or self._bytes > MAX_TASK_BYTES:
@@ -187,12 +201,36 @@ class Tasks:
         key = _key(task_id)
         return None if mine is None or key is None else mine.get(key)
 
+    def sent_under(self, task_id: str, owner: object) -> Sent | None:
+        """What ``owner``'s task ``task_id`` went to its server under (None: an unknown
+        task, one ended already, or one no rule was asked about)."""
+        task = self._owned(task_id, owner)
+        return None if task is None or task.ended is not None else task.sent
+
+    def went_on(self, task_id: str, owner: object, sent: Sent) -> None:
+        """``owner``'s task ``task_id`` goes on at its server under ``sent`` now."""
+        task = self._owned(task_id, owner)
+        if task is not None:
+            task.sent = sent
+
+    def end(self, task_id: str, owner: object, refusal: mcp.CallToolResult) -> dict[str, Any]:
+        """``owner``'s task ``task_id`` ended for its agent with mcpd's ``refusal`` of
+        what would have made its server go on: the task as the agent reads it now."""
+        task = self._owned(task_id, owner)
+        if task is not None:
+            task.ended = refusal
+        return _ended(task_id, refusal)
+
     async def handle(
         self, method: str, params: surface.TaskParams, ctx: RequestContext | None, owner: object
     ) -> Any:
         task = self._owned(params.taskId, owner)
         if task is None:
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown task {params.taskId!r}")
+        if task.ended is not None and method != "tasks/cancel":
+            # Its server still waits for answers mcpd will not send: what it says of
+            # the task is not what became of it.
+            return _ended(params.taskId, task.ended)
         alias = task.alias
         caps = ctx.capabilities if ctx is not None and ctx.era == "modern" else None
         upstream = msgspec.structs.replace(params, taskId=task.server_id)
@@ -272,6 +310,13 @@ class Tasks:
             meta = dict(data.get("_meta") or {})
             meta[mcp.KEY_SUBSCRIPTION_ID] = listen_id
             send(rpc.encode_notification("notifications/tasks", {**news, "_meta": meta}))
+
+
+def _ended(task_id: str, refusal: mcp.CallToolResult) -> dict[str, Any]:
+    """A task mcpd ended with ``refusal``, as ``tasks/get`` shows a task ended so."""
+    result: dict[str, Any] = msgspec.to_builtins(refusal)
+    result["resultType"] = mcp.COMPLETE
+    return {"taskId": task_id, "status": "completed", "result": result}
 
 
 def _malformed(alias: str, reason: str) -> Outage:

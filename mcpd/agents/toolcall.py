@@ -16,7 +16,8 @@ person's approval, and every call over HTTP, is awaited in a task instead
 from __future__ import annotations
 
 import functools
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 import trio
 from msgspec import UNSET, Raw, UnsetType
@@ -39,10 +40,15 @@ from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
 from .metatools import NAMES as META_TOOLS
 from .paging import page
-from .results import Finish, result_for
+from .results import Recipient, result_for
 from .search_mode import unwrap
 from .unrouted import held_tool, unknown_tool
 
+# The last step of a tool's result (``results.Finish``), told what its call was sent
+# under: a task the result hands the agent keeps it, to look at its answers again.
+SentFinish = Callable[
+    [Recipient, Raw | dict[str, Any], bool, Sent | None], Raw | dict[str, Any] | Outage
+]
 # How arguments that are an object, or null, begin.
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
 
@@ -73,7 +79,7 @@ class Router:
         self,
         servers: AllServers,
         askback: AskBackDriver,
-        finish: Finish,
+        finish: SentFinish,
         policy: CallPolicy,
         records: CallRecords,
         *,
@@ -134,7 +140,12 @@ class Router:
         to ``call.caller`` once, maybe before this returns. One that must wait for a
         person's decision goes on in a task of its request (``Agent.in_task``)."""
         routed = self.route(call, agent)
-        if routed is None:
+        if routed is None and call.tasks:
+            # Its server may answer with a task, whose answers are looked at again
+            # under what the call went out under: that is kept in the task's rounds.
+            sent = self.policy.let_through(call, agent.profile)
+            agent.in_task(call, functools.partial(self._serve, call, agent, sent))
+        elif routed is None:
             self.servers.start(call)
         elif isinstance(routed, Ask):
             agent.in_task(call, functools.partial(self._serve, call, agent, routed))
@@ -212,7 +223,8 @@ class Router:
 
         def shape(rid: rpc.Id, outcome: Outcome) -> bytes:
             try:
-                return self.reply(rid, call, outcome, agent)[0]
+                sent = routed if isinstance(routed, Sent) else None
+                return self.reply(rid, call, outcome, agent, sent)[0]
             except Exception as exc:  # where no one else records it: the ask-back task
                 self.failed(call, agent, exc)
                 raise
@@ -315,13 +327,22 @@ class Router:
             return None
         return self.policy.decide(call, entry, profile, self._who(call, agent))
 
-    def reply(self, rid: rpc.Id, call: Call, outcome: Outcome, agent: Agent) -> tuple[bytes, bool]:
-        """The reply line for ``outcome`` under the id ``rid``, and whether it was
-        spliced around the server's result as it came (needing no check). The call's
-        audit record is made here."""
+    def reply(
+        self, rid: rpc.Id, call: Call, outcome: Outcome, agent: Agent, sent: Sent | None = None
+    ) -> tuple[bytes, bool]:
+        """The reply line for ``outcome`` under the id ``rid`` (of ``call``, last sent
+        under ``sent``), and whether it was spliced around the server's result as it
+        came (needing no check). The call's audit record is made here."""
         who = self._who(call, agent)
         if isinstance(outcome, Raw):
-            finished, failed = result_for(outcome, call, self.budget, self._finish)
+            finish = self._finish
+
+            def finished_under(
+                to: Recipient, result: Raw | dict[str, Any], links: bool
+            ) -> Raw | dict[str, Any] | Outage:
+                return finish(to, result, links, sent)
+
+            finished, failed = result_for(outcome, call, self.budget, finished_under)
             if not isinstance(finished, Outage):
                 line: bytes
                 if isinstance(finished, Raw) and call.splice:

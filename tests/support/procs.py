@@ -14,6 +14,7 @@ import trio
 
 SCRIPTED = str(Path(__file__).with_name("scripted_server.py"))
 FORGING = str(Path(__file__).with_name("forging_server.py"))
+TASKS = str(Path(__file__).with_name("task_server.py"))
 
 
 def scripted(*flags: str) -> tuple[str, tuple[str, ...]]:

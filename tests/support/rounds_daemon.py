@@ -1,11 +1,13 @@
 """A daemon in front of a 2026-07-28 server whose tool ``ask`` answers
-``input_required`` (``scripted_server.py``), run from a config file so that a test can
-reload other rules while a legacy agent answers what the server asked, and the agent
-that answers: for the tests of what a call sent again with its agent's answers meets."""
+``input_required`` (``scripted_server.py``), or whose tool ``build`` answers with a task
+that waits for input (``task_server.py``), run from a config file so that a test can
+reload other rules while an agent answers what the server asked, and the agent that
+answers: for the tests of what a call sent again with its agent's answers meets."""
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,7 +19,7 @@ from mcpd.config.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import running
 from tests.support.answering import AnsweringAgent, connect_answering
-from tests.support.procs import scripted
+from tests.support.procs import TASKS, scripted
 
 LIMIT = 60
 ASK = "mcp__s__ask"
@@ -33,28 +35,30 @@ def answer(method: str, params: Any) -> Any:
 
 
 class Rounds:
-    def __init__(self, daemon: Daemon, tmp_path: Path) -> None:
+    def __init__(self, daemon: Daemon, tmp_path: Path, tasks: bool) -> None:
         self.daemon = daemon
         self.tmp_path = tmp_path
+        self.tasks = tasks
 
-    def reached(self) -> list[dict[str, Any]]:
-        """The params of each call of ``ask`` that reached the server."""
+    def reached(self, method: str = "tools/call", name: str = "ask") -> list[dict[str, Any]]:
+        """The params of each ``method`` (a call of ``name``) that reached the server."""
         log = self.tmp_path / "server.in"
         lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
         return [
             m["params"]
             for m in lines
-            if m.get("method") == "tools/call" and m["params"]["name"] == "ask"
+            if m.get("method") == method and (method != "tools/call" or m["params"]["name"] == name)
         ]
 
-    async def reload(self, rules: list[dict[str, Any]]) -> None:
-        """The operator writes ``rules`` into the config and reloads it."""
-        write_config(self.tmp_path, rules)
+    async def reload(self, rules: list[dict[str, Any]], *more: str) -> None:
+        """The operator writes ``rules`` (and the lines ``more``) into the config and
+        reloads it."""
+        write_config(self.tmp_path, rules, self.tasks, more)
         await self.daemon.reload()
 
-    async def records(self) -> list[CallRecord]:
+    async def records(self, name: str = ASK) -> list[CallRecord]:
         await self.daemon.audit.flush()
-        return [r for r in Reading(str(self.tmp_path / "state")) if r.name == ASK]
+        return [r for r in Reading(str(self.tmp_path / "state")) if r.name == name]
 
     @asynccontextmanager
     async def agent(self) -> AsyncIterator[AnsweringAgent]:
@@ -66,9 +70,14 @@ class Rounds:
             yield agent
 
 
-def write_config(tmp_path: Path, rules: list[dict[str, Any]]) -> Path:
+def write_config(
+    tmp_path: Path, rules: list[dict[str, Any]], tasks: bool = False, more: tuple[str, ...] = ()
+) -> Path:
     log = str(tmp_path / "server.in")
-    command, args = scripted("--era", "modern", "--names", "ask", "--log-file", log)
+    if tasks:
+        command, args = sys.executable, (TASKS, log)
+    else:
+        command, args = scripted("--era", "modern", "--names", "ask", "--log-file", log)
     lines = [
         "[daemon]",
         f"socket = {json.dumps(str(tmp_path / 'mcpd.sock'))}",
@@ -78,6 +87,7 @@ def write_config(tmp_path: Path, rules: list[dict[str, Any]]) -> Path:
         "[servers.s]",
         f"command = {json.dumps(command)}",
         f"args = {json.dumps(list(args))}",
+        *more,
     ]
     for rule in rules:
         # What JSON writes of a string or a list of strings is TOML too.
@@ -88,7 +98,10 @@ def write_config(tmp_path: Path, rules: list[dict[str, Any]]) -> Path:
 
 
 @asynccontextmanager
-async def rounds_daemon(tmp_path: Path, rules: list[dict[str, Any]]) -> AsyncIterator[Rounds]:
-    path = write_config(tmp_path, rules)
+async def rounds_daemon(
+    tmp_path: Path, rules: list[dict[str, Any]], tasks: bool = False
+) -> AsyncIterator[Rounds]:
+    """``tasks``: in front of ``task_server.py``, not ``scripted_server.py``."""
+    path = write_config(tmp_path, rules, tasks)
     async with running(load(path), str(path)) as daemon:
-        yield Rounds(daemon, tmp_path)
+        yield Rounds(daemon, tmp_path, tasks)

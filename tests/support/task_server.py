@@ -1,7 +1,8 @@
 """A 2026-07-28 stdio server with the tasks extension (io.modelcontextprotocol/tasks),
 for tests: ``build`` answers with a task handle when the client takes tasks, and
 the task needs one confirmation (tasks/get shows it, tasks/update gives it) before
-it completes. Task status notifications go to listens that name the task."""
+it completes. Task status notifications go to listens that name the task. A path given
+as its one argument gets each line it reads, as it reads it."""
 
 from __future__ import annotations
 
@@ -121,6 +122,10 @@ def handle(msg: dict[str, Any]) -> None:
         send({"id": rid, "error": {"code": -32601, "message": f"no {method}"}})
 
 
+log = sys.argv[1] if len(sys.argv) > 1 else None
 for line in sys.stdin:
+    if log is not None:
+        with open(log, "a") as f:
+            f.write(line)
     if line.strip():
         handle(json.loads(line))

@@ -3,15 +3,19 @@ legacy agent has answered, in a running daemon: that send is looked at again fir
 as a call that waited for approval is. A reload meanwhile that denies the tool ends the
 call unsent; one that puts it under an ``ask`` has a person approve it first; one that
 keeps the ``ask`` it was approved under lets it go without asking again. The audit
-record says what became of the call."""
+record says what became of the call. A task's answers (``tasks/update``), which make
+its server go on with the call, meet the same look."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
+from protocol.surface import TASKS_EXTENSION as EXT
+from tests.support.agent import META, Agent, connect
 from tests.support.policy_daemon import text
 from tests.support.rounds_daemon import ASK, LIMIT, NAME, rounds_daemon
 
@@ -107,3 +111,78 @@ async def test_a_call_approved_under_an_ask_that_still_holds_is_sent_again_witho
             assert len(agent.asked) == 2 and len(setup.reached()) == 2
             [record] = await setup.records()
             assert (record.decision, record.outcome) == ("approved", "ok")
+
+
+# -- a task's answers, which make its server go on with the call --
+
+BUILD = "mcp__s__build"
+TASKS_META = {
+    **META,
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}},
+}
+CONFIRM = {"confirm": {"action": "accept", "content": {}}}
+
+
+async def task_rpc(agent: Agent, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    reply = await agent.rpc(method, {**params, "_meta": TASKS_META})
+    result: dict[str, Any] = reply["result"]
+    return result
+
+
+@pytest.mark.parametrize(
+    ("rules", "more", "said"),
+    [
+        (
+            [{"tools": ["s/build"], "action": "deny", "reason": "no more builds"}],
+            (),
+            "policy changed while the call to 'mcp__s__build' waited for the answers to what "
+            "its server asked",
+        ),
+        ([], ("[servers.s.tools]", 'deny = ["*"]'), "it is no longer listed"),
+    ],
+)
+async def test_a_tasks_answers_after_a_reload_that_refuses_its_tool_do_not_reach_the_server(
+    tmp_path: Path, rules: list[dict[str, Any]], more: tuple[str, ...], said: str
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with (
+            rounds_daemon(tmp_path, [], tasks=True) as setup,
+            connect(setup.daemon.socket_path) as agent,
+        ):
+            handle = await task_rpc(agent, "tools/call", {"name": BUILD})
+            assert handle["resultType"] == "task"
+            task = handle["taskId"]
+            await setup.reload(rules, *more)
+            update = {"taskId": task, "inputResponses": CONFIRM}
+            ended = await task_rpc(agent, "tasks/update", update)
+            assert ended["status"] == "completed"
+            assert ended["result"]["isError"] is True
+            assert said in ended["result"]["content"][0]["text"]
+            assert setup.reached("tasks/update") == []
+            # The task says the same from then on, not what its server still waits for.
+            assert await task_rpc(agent, "tasks/get", {"taskId": task}) == ended
+            first, refused = await setup.records(BUILD)
+            assert first.outcome == "ok"
+            assert refused.outcome == "refused" and refused.reason is not None
+            assert refused.reason.startswith(
+                "denied by policy[0]" if rules else "allowed by default, but the tool changed"
+            )
+
+
+async def test_a_tasks_answers_under_rules_that_still_let_it_go_reach_the_server(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with (
+            rounds_daemon(tmp_path, [], tasks=True) as setup,
+            connect(setup.daemon.socket_path) as agent,
+        ):
+            task = (await task_rpc(agent, "tools/call", {"name": BUILD}))["taskId"]
+            await setup.reload([{"tools": ["s/other"], "action": "deny"}])
+            update = {"taskId": task, "inputResponses": CONFIRM}
+            assert await task_rpc(agent, "tasks/update", update) == {"resultType": "complete"}
+            [reached] = setup.reached("tasks/update")
+            assert reached["inputResponses"] == CONFIRM
+            done = await task_rpc(agent, "tasks/get", {"taskId": task})
+            assert done["result"]["content"][0]["text"] == "built, confirmed accept"
+            assert [r.outcome for r in await setup.records(BUILD)] == ["ok"]

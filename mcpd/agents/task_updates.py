@@ -1,0 +1,100 @@
+"""A task's answers, looked at before they reach its server.
+
+A ``tasks/update`` is what makes a task waiting for input go on: the server acts on
+the call that made the task with what the agent answered, which may be long after that
+call was let through. So it meets the look a call sent again with its agent's answers
+meets (``CallPolicy.again``), against the tool and decision the call went out under
+(``tasks.Tasks.sent_under``): its tool as the agent's profile lists it now (gone, held,
+or defined anew: refused), then the rules now (``deny`` or a rule's rate: refused; the
+same decision lets it go, an approval it had standing; another rule's ``ask`` waits for
+the operator, since this request cannot carry a question to the agent). Refused, the
+answers are not sent, the task ends for its agent with mcpd's refusal as its result
+(``tasks/get`` says the same from then on), and the audit log records the call refused.
+
+``tasks/get`` and ``tasks/cancel`` make the server do nothing the call was let through
+for, and are not looked at.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol import surface
+from protocol.server import RequestContext
+
+from ..servers.calls import Call, Outcome
+from .agent import Agent
+from .callpolicy import CallPolicy, Sent
+from .callrecords import CallRecords, outcome_of
+from .tasks import Tasks
+
+
+class _Unanswered:
+    """The caller of a call that stands for a task's answers: nothing is sent back
+    through it, since the answers go to the server as the task's, not as a call."""
+
+    def finish(self, call: Call, outcome: Outcome) -> None:
+        pass
+
+
+class TaskUpdates:
+    def __init__(self, tasks: Tasks, policy: CallPolicy, records: CallRecords) -> None:
+        self._tasks = tasks
+        self._policy = policy
+        self._records = records
+
+    async def refusal(
+        self,
+        agent: Agent,
+        request: rpc.Request,
+        params: surface.TaskParams,
+        ctx: RequestContext,
+        owner: object,
+    ) -> dict[str, Any] | None:
+        """None when ``params`` (of ``owner``'s ``tasks/update``) may go to the task's
+        server; else the task as its agent reads it, ended with mcpd's refusal."""
+        sent = self._tasks.sent_under(params.taskId, owner)
+        if sent is None:
+            return None
+        call = _standing_for(agent, request, params, ctx, sent)
+        call.arrived = self._records.now()
+        who = agent.identity.info(call.profile, True)
+        going = await self._policy.again(call, who, agent.kin, sent, None)
+        if isinstance(going, Sent):
+            self._tasks.went_on(params.taskId, owner, going)
+            return None
+        self._records.tool_call(call, who, *outcome_of(going))
+        return self._tasks.end(params.taskId, owner, going)
+
+
+def _standing_for(
+    agent: Agent,
+    request: rpc.Request,
+    params: surface.TaskParams,
+    ctx: RequestContext,
+    sent: Sent,
+) -> Call:
+    """The call a task's answers make its server go on with, as the rules and the audit
+    log see it: its tool, in the profile it was made in, under the decision it went out
+    under. What a person asked about it would be shown is the answers, which are what
+    the server acts on now."""
+    entry = sent.entry
+    answers = params.inputResponses
+    return Call(
+        request.id,
+        entry.original,
+        answers if isinstance(answers, Raw) else Raw(b"{}"),
+        _Unanswered(),
+        ctx,
+        owner=agent.owner,
+        modern=True,
+        local=entry.local,
+        alias=entry.alias,
+        profile=sent.profile.name,
+        # A person approved it under an ``ask``: the rule is what stands now.
+        decision="approved" if sent.decision.action == "ask" else sent.decision.action,
+        decided_by=sent.decision.by,
+    )
