@@ -82,19 +82,22 @@ class Seen:
     as it is answered: what it named, the server and the server's name for it once
     routed, its arguments, and the outcome its server's answer was."""
 
-    __slots__ = ("arguments", "name", "outcome", "target")
+    __slots__ = ("arguments", "name", "outcome", "refusal", "target")
 
     def __init__(self) -> None:
         self.name: str | None = None
         self.target: tuple[str, str] | None = None
         self.arguments: Raw | None = None
         self.outcome: CallOutcome | None = None
+        # mcpd's refusal to send it again with its agent's answers.
+        self.refusal: rpc.RPCError | None = None
 
     def words(self, refused: rpc.RPCError | None = None) -> tuple[Outcome, str | None]:
         """The record's outcome: the server's answer's; else ``refused``, mcpd's own
         refusal of what was named (an unknown or held item)."""
         if self.outcome is not None:
             return outcome_of(self.outcome)
+        refused = refused or self.refusal
         if refused is not None:
             return ("refused" if self.name is not None else "error"), refused.message[:_REASON]
         return "ok", None

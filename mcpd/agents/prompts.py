@@ -44,6 +44,15 @@ class PromptsPage(msgspec.Struct, omit_defaults=True):
     meta: mcp.Meta | msgspec.UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
+class Refused(rpc.RPCError):
+    """mcpd's refusal of a round after the first of a prompts/get or resources/read:
+    what it names is no longer the agent's to get, as the first round would have said."""
+
+    @classmethod
+    def of(cls, error: rpc.RPCError) -> Refused:
+        return cls(error.code, error.message, error.data)
+
+
 def outage_error(outage: Outage) -> rpc.RPCError:
     return rpc.RPCError(OUTAGE, outage.sentence(), {"mcpd/outage": outage.meta()})
 
@@ -164,7 +173,10 @@ async def serve_asked(
     ``upstream`` comes to, its result made the agent's by ``rewrite``, noted in ``seen``."""
 
     def shape(rid: rpc.Id, outcome: Any) -> bytes:
-        seen.outcome = outcome
+        if isinstance(outcome, Refused):
+            seen.refusal = outcome
+        else:
+            seen.outcome = outcome
         return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite, cacheable))
 
     def retry(p: Any, responses: Raw, state: Any) -> Any:
@@ -196,11 +208,24 @@ async def get_prompt(
     seen.target = (entry.alias, entry.original)
     if entry.held is not None:
         raise held_error("prompt", local, entry.alias, entry.original, entry.held)
-    alias = entry.alias
-    params.name = entry.original
+    alias, original = entry.alias, entry.original
+    params.name = original
     caps = agent.upstream_capabilities()
+    rounds = 0
 
     async def upstream(p: surface.GetPromptParams, asker: Any) -> Any:
+        # Sent again with the agent's answers, it is looked up again first: the prompt
+        # may have left the agent's view, or been held, while the agent answered.
+        nonlocal rounds
+        rounds += 1
+        if rounds > 1:
+            now = servers.lookup_prompt(local)
+            if now is None or (now.alias, now.original) != (alias, original):
+                return Refused(rpc.INVALID_PARAMS, f"Unknown prompt {local[:200]!r}")
+            if not sees(now.alias, now.name):
+                return Refused(rpc.INVALID_PARAMS, f"Unknown prompt {local[:200]!r}")
+            if now.held is not None:
+                return Refused.of(held_error("prompt", local, alias, original, now.held))
         return await request_outcome(servers, alias, "prompts/get", p, p.name, caps, asker)
 
     def rewrite(raw: Raw) -> Any:

@@ -36,7 +36,7 @@ from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
 from .paging import page
-from .prompts import held_error, request_outcome, serve_asked
+from .prompts import Refused, held_error, request_outcome, serve_asked
 from .rewrite import read_result
 
 Send = Callable[[bytes], None]
@@ -158,7 +158,17 @@ async def read(
     params.uri = routed.uri
     caps = agent.upstream_capabilities()
 
+    rounds = 0
+
     async def upstream(p: surface.ReadResourceParams, asker: Any) -> Any:
+        # Sent again with the agent's answers, it is routed again first: the resource
+        # may have left the agent's view, or been held, while the agent answered.
+        nonlocal rounds
+        rounds += 1
+        if rounds > 1:
+            refused = await _still_readable(servers, asked, (alias, p.uri), allowance, sight)
+            if refused is not None:
+                return refused
         outcome = await request_outcome(servers, alias, "resources/read", p, p.uri, caps, asker)
         if isinstance(outcome, rpc.RPCError):
             _name_asked(outcome, p.uri, asked)  # the server's "not found", in our terms
@@ -174,6 +184,32 @@ async def read(
 
 class _Named(msgspec.Struct):
     uri: object = None
+
+
+async def _still_readable(
+    servers: AllServers,
+    asked: str,
+    target: tuple[str, str],
+    allowance: Allowance,
+    sight: Sight | None,
+) -> Refused | None:
+    """None when ``asked`` still routes to ``target`` (its server, the server's URI),
+    neither held; else mcpd's refusal, as the first round would have made it."""
+    steps = await allowance.take()
+    try:
+        routed = route(servers, asked, steps, sight)
+        if (routed.alias, routed.uri) != target:
+            return Refused(rpc.INVALID_PARAMS, "Resource not found", {"uri": asked})
+        whole = servers.held_whole(routed.alias)
+        why = whole or servers.held_uri(routed.alias, routed.uri, steps)
+    except rpc.RPCError as exc:
+        return Refused.of(exc)
+    finally:
+        allowance.give_back(steps)
+    if why is None:
+        return None
+    kind = "resource" if whole else "resource template"
+    return Refused.of(held_error(kind, asked, routed.alias, routed.uri, why))
 
 
 def _name_asked(error: rpc.RPCError, served: str, asked: str) -> None:

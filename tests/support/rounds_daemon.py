@@ -22,6 +22,8 @@ from tests.support.answering import AnsweringAgent, connect_answering
 from tests.support.procs import TASKS, scripted
 
 LIMIT = 60
+# A prompt and a resource template that ask for a name first, as the tool ``ask`` does.
+PROMPT_AND_RESOURCE = ("--prompts", "1", "--templates", "1", "--ask-first")
 ASK = "mcp__s__ask"
 # What the server's question asks for, and a person's approval of a call.
 NAME = {"action": "accept", "content": {"name": "mallory"}}
@@ -77,7 +79,9 @@ def write_config(
     if tasks:
         command, args = sys.executable, (TASKS, log)
     else:
-        command, args = scripted("--era", "modern", "--names", "ask", "--log-file", log)
+        command, args = scripted(
+            "--era", "modern", "--names", "ask", "--log-file", log, *PROMPT_AND_RESOURCE
+        )
     lines = [
         "[daemon]",
         f"socket = {json.dumps(str(tmp_path / 'mcpd.sock'))}",

@@ -76,6 +76,11 @@ p.add_argument(
 )
 p.add_argument("--log-file", help="append every line received on stdin to this file")
 p.add_argument(
+    "--ask-first",
+    action="store_true",
+    help="prompts/get and resources/read ask the user's name first, as the tool ask does",
+)
+p.add_argument(
     "--listen-end",
     choices=["graceful", "empty", "cancel"],
     help="offer tools.listChanged; end each subscriptions/listen this way "
@@ -250,8 +255,16 @@ def listen(rid, params: dict) -> None:
 
 def ask(rid, params: dict) -> None:
     """A tool that needs the user's name first (2026-07-28 input_required)."""
-    answers = params.get("inputResponses")
-    if answers is None:
+    if not asked_name(rid, params):
+        name = params["inputResponses"].get("login", {}).get("content", {}).get("name", "?")
+        state = params.get("requestState")
+        result(rid, {"content": [{"type": "text", "text": f"hello {name} ({state})"}]})
+
+
+def asked_name(rid, params: dict) -> bool:
+    """Whether the request is answered with input_required, asking the user's name
+    (it brings no answers yet)."""
+    if params.get("inputResponses") is None:
         result(
             rid,
             {
@@ -272,10 +285,8 @@ def ask(rid, params: dict) -> None:
                 },
             },
         )
-        return
-    name = answers.get("login", {}).get("content", {}).get("name", "?")
-    state = params.get("requestState")
-    result(rid, {"content": [{"type": "text", "text": f"hello {name} ({state})"}]})
+        return True
+    return False
 
 
 def malformed_reply(rid) -> None:
@@ -433,6 +444,8 @@ def handle(msg: dict) -> None:
             {"uriTemplate": f"test://t{i}/{{x}}", "name": f"t{i}"} for i in range(args.templates)
         ]
         list_page(rid, params, "resourceTemplates", templates)
+    elif method in ("prompts/get", "resources/read") and args.ask_first and asked_name(rid, params):
+        pass
     elif method == "prompts/get" and args.prompts:
         text = f"{params.get('name')}: {json.dumps(params.get('arguments') or {})}"
         message = {"role": "user", "content": {"type": "text", "text": text}}

@@ -4,7 +4,8 @@ as a call that waited for approval is. A reload meanwhile that denies the tool e
 call unsent; one that puts it under an ``ask`` has a person approve it first; one that
 keeps the ``ask`` it was approved under lets it go without asking again. The audit
 record says what became of the call. A task's answers (``tasks/update``), which make
-its server go on with the call, meet the same look."""
+its server go on with the call, meet the same look; a prompt or a resource sent for
+again with the agent's answers is looked up again in what the agent may see now."""
 
 from __future__ import annotations
 
@@ -186,3 +187,47 @@ async def test_a_tasks_answers_under_rules_that_still_let_it_go_reach_the_server
             done = await task_rpc(agent, "tasks/get", {"taskId": task})
             assert done["result"]["content"][0]["text"] == "built, confirmed accept"
             assert [r.outcome for r in await setup.records(BUILD)] == ["ok"]
+
+
+# -- a prompt or resource read again with its agent's answers --
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "more", "said"),
+    [
+        (
+            "prompts/get",
+            {"name": "mcp__s__prompt0"},
+            ("[servers.s.prompts]", 'deny = ["*"]'),
+            "Unknown prompt 'mcp__s__prompt0'",
+        ),
+        (
+            "resources/read",
+            {"uri": "test://t0/x"},
+            ("[profiles.default.resources]", 'deny = ["*"]'),
+            "Resource not found",
+        ),
+    ],
+)
+async def test_what_left_the_agents_view_while_it_answered_is_not_asked_for_again(
+    tmp_path: Path, method: str, params: dict[str, Any], more: tuple[str, ...], said: str
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with rounds_daemon(tmp_path, []) as setup, setup.agent() as agent:
+            got: list[dict[str, Any]] = []
+            async with trio.open_nursery() as nursery:
+
+                async def ask() -> None:
+                    got.append(await agent.rpc(method, params))
+
+                nursery.start_soon(ask)
+                [question] = await agent.wait_asked(1)
+                assert "GitHub user?" in question["params"]["message"]
+                await setup.reload([], *more)
+                agent.answer_held(question)
+            [reply] = got
+            assert said in reply["error"]["message"]
+            [first] = setup.reached(method)  # the first round only
+            assert "inputResponses" not in first
+            [record] = await setup.records(params.get("name") or params["uri"])
+            assert record.outcome == "refused"
