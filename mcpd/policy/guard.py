@@ -36,19 +36,14 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
-from protocol.visible import CUT_NOTE, quote
+from protocol.visible import quote
 
 from ..config.secrets import HeldSecret
+from .cutparts import CutParts
 from .masking import KnownSecrets, marker
 from .patterns import FORMAT, TRIGGER, kind_marker, redact
 
 logger = logging.getLogger("mcpd.secrets")
-
-# Where mcpd cut a server's words (``visible.CUT_NOTE``), and the fewest characters of
-# a secret before such a cut that are taken for its beginning (fewer could be any
-# text's end). ``CUT_MARK`` is in every note: text without it is not searched for one.
-CUT_MARK: Final = " (and "
-CUT_PART: Final = 4
 
 _HEX_ESCAPE: Final = re.compile(r"\\u([0-9a-f]{4})")
 _decode: Final = msgspec.json.Decoder()
@@ -79,7 +74,7 @@ class _Search:
     bytes, and one of the values for decoded text, each searched at C speed (a result
     of many megabytes that holds a secret is masked without a Python step a byte)."""
 
-    __slots__ = ("key", "owners", "pattern", "values", "written")
+    __slots__ = ("cuts", "key", "owners", "pattern", "values", "written")
 
     def __init__(self, held: Iterable[HeldSecret]) -> None:
         self.owners: dict[str, str] = {}
@@ -98,6 +93,7 @@ class _Search:
         for value, where in self.owners.items():
             self.written.setdefault(value, where)
             self.written.setdefault(quote(value, len(value))[1:-1], where)
+        self.cuts = CutParts(self.written)
         values = sorted(self.written, key=len, reverse=True)
         self.values: re.Pattern[str] | None = (
             re.compile("|".join(re.escape(v) for v in values)) if values else None
@@ -129,36 +125,21 @@ class _Search:
         out.append(text[pos:])
         return self._cut_parts("".join(out), seen)
 
-    def cut_part(self, text: str, end: int) -> tuple[int, str] | None:
-        """The longest beginning of a secret (at least ``CUT_PART`` characters, in any
-        form ``mask`` finds) that ``text[:end]`` ends with: its length and owner."""
-        best: tuple[int, str] | None = None
-        for value, owner in self.written.items():
-            for size in range(min(len(value) - 1, end), CUT_PART - 1, -1):
-                if best is not None and size <= best[0]:
-                    break
-                if text.startswith(value[:size], end - size):
-                    best = (size, owner)
-                    break
-        return best
-
     def _cut_parts(self, text: str, seen: list[str] | None) -> str:
         # mcpd cuts a server's words short (``visible.CUT_NOTE``): a server that pads
         # what it echoes can put the cut inside a secret, and what comes before the
         # cut would show all of the secret but its last characters.
-        if not self.written or CUT_MARK not in text:
-            return text
         out: list[str] = []
         pos = 0
-        for cut in CUT_NOTE.finditer(text):
-            part = self.cut_part(text, cut.start())
-            if part is None or cut.start() - part[0] < pos:
+        for begin, end, owner in self.cuts.parts(text):
+            if begin < pos:
                 continue
-            size, owner = part
-            out += [text[pos : cut.start() - size], marker(owner)]
+            out += [text[pos:begin], marker(owner)]
             if seen is not None:
                 seen.append(owner)
-            pos = cut.start()
+            pos = end
+        if not out:
+            return text
         out.append(text[pos:])
         return "".join(out)
 
@@ -273,9 +254,7 @@ class SecretGuard:
             return False
         if values.search(text) is not None:
             return True
-        return CUT_MARK in text and any(
-            search.cut_part(text, cut.start()) for cut in CUT_NOTE.finditer(text)
-        )
+        return bool(search.cuts.parts(text))
 
     def mask_quietly(self, text: str) -> str:
         """``text`` masked without counting: for what mcpd writes itself."""

@@ -35,7 +35,7 @@ from .http import HttpRequest, HttpResponse, json_object, post_json
 from .jws import ASSERTION_TYPE, client_assertion
 from .keys import SigningKey
 from .metadata import AuthorizationServer, require_endpoint
-from .secret import Secret
+from .secret import Secret, check_issued
 from .urls import parse_http_url
 
 AuthMethod: TypeAlias = Literal[
@@ -208,6 +208,9 @@ def parse_registration(
         reg = msgspec.convert(obj, _Registered)
     except msgspec.ValidationError as exc:
         raise OAuthProtocolError(f"{where} answered an invalid registration: {exc}") from None
+    check_issued(where, "client_id", reg.client_id)
+    if reg.client_secret is not None:
+        check_issued(where, "client_secret", reg.client_secret)
     method = reg.token_endpoint_auth_method or requested.get("token_endpoint_auth_method")
     if method is not None and method not in _METHODS:
         raise OAuthProtocolError(

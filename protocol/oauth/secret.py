@@ -10,6 +10,8 @@ from __future__ import annotations
 import hmac
 from typing import Final
 
+from .errors import OAuthProtocolError
+
 _SHOWN: Final = "Secret('…')"
 
 
@@ -58,3 +60,22 @@ def dec_hook(kind: type, obj: object) -> object:
         # A file of the wrong shape is the file's fault: msgspec reports it with its path.
         raise TypeError(f"Expected `str`, got `{type(obj).__name__}`")
     raise NotImplementedError(f"cannot decode {kind!r}")
+
+
+# The longest credential (access or refresh token, client id or secret) mcpd takes from
+# an authorization server. A token rides in an ``Authorization`` header, which common
+# HTTP servers hold to about 8 KiB, so a longer one could not be used anyway; and
+# every credential mcpd holds is searched for in all that servers send, so its length
+# is a cost an authorization server must not choose.
+ISSUED_LONGEST: Final = 8192
+
+
+def check_issued(what: str, field: str, value: str) -> str:
+    """``value`` (the ``field`` an authorization server issued in ``what``), refused
+    with an ``OAuthProtocolError`` naming the field when longer than ``ISSUED_LONGEST``."""
+    if len(value) > ISSUED_LONGEST:
+        raise OAuthProtocolError(
+            f"{what} returned a {field} of {len(value)} characters; mcpd takes at most "
+            f"{ISSUED_LONGEST}"
+        )
+    return value

@@ -28,7 +28,7 @@ from .keys import SigningKey
 from .metadata import AuthorizationServer, require_endpoint
 from .registration import ClientRegistration, client_auth
 from .scopes import scope_param
-from .secret import Secret, dec_hook, enc_hook
+from .secret import Secret, check_issued, dec_hook, enc_hook
 
 REFRESH_MARGIN: Final = 60.0
 # A lifetime longer than this is taken as no stated expiry: a date that far out (or
@@ -216,6 +216,9 @@ def parse_token_response(
         raise OAuthProtocolError(f"{what} returned an invalid token response: {exc}") from None
     if not answer.access_token:
         raise OAuthProtocolError(f"{what} returned an empty access token")
+    check_issued(what, "access_token", answer.access_token)
+    if answer.refresh_token:
+        check_issued(what, "refresh_token", answer.refresh_token)
     if answer.token_type.lower() != "bearer":
         raise OAuthProtocolError(
             f"{what} returned a {shown(answer.token_type)} token; mcpd only uses bearer tokens"

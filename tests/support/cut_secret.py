@@ -4,7 +4,8 @@ what of the secret's beginning a text shows once the secret guard has passed ove
 from __future__ import annotations
 
 from mcpd.config.secrets import HeldSecret
-from mcpd.policy.guard import CUT_PART, SecretGuard
+from mcpd.policy.cutparts import CUT_PART
+from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 
 SECRET = "sk9Qv7TzLpX3wR8mKd2NfYb6HcJ4sEa1"

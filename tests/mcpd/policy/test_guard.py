@@ -12,6 +12,7 @@ import pytest
 from msgspec import Raw
 
 from mcpd.config.secrets import HeldSecret
+from mcpd.policy.cutparts import CUT_NOTES, CUT_PART
 from mcpd.policy.guard import LogMask, SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from protocol.visible import QUOTED, cut, cut_bytes, quote
@@ -145,6 +146,40 @@ def test_a_server_cannot_pad_a_secret_across_any_cut_of_mcpds_to_show_its_beginn
         assert g.holds(said) == (kept >= 4)
         assert g.shown({"stderr": [said]}) == {"stderr": [shown]}
     assert g.masked("s") == {"servers.a.env.KEY": len(secret) - 4}
+
+
+NOTE = "\u2026 (and 5 more characters)"
+
+
+@pytest.mark.parametrize(
+    "secret",
+    ["".join(f"k{i:07d}" for i in range(80_000)), "ab" * 320_000],
+    ids=["plain", "repeating"],
+)
+def test_notes_of_cuts_cost_one_look_at_a_long_secret_each(secret: str) -> None:
+    # A server pads its words and writes notes that read as mcpd's: each note is one
+    # pass over the text before it, not one per length the secret could be cut at.
+    g = guard(("servers.a.env.KEY", secret))
+    kept = len(secret) // 2
+    padded = "x" * 260_000 + ("x" * 100 + NOTE) * 64
+    said = padded + secret[:kept] + NOTE + cut(secret, kept)
+    assert g.holds(said)
+    shown = g.text("s", said, "an error")
+    assert secret[:CUT_PART] not in shown
+    mark = "[secret of servers.a.env.KEY]"
+    last = f"\u2026 (and {len(secret) - kept} more characters)"
+    assert shown == padded + mark + NOTE + mark + last
+    assert g.masked("s") == {"servers.a.env.KEY": 2}
+
+
+def test_of_many_notes_of_cuts_the_last_ones_are_looked_at() -> None:
+    # Notes a server writes before mcpd's own cut do not push that cut out of the look.
+    g = guard(("servers.a.env.KEY", PLAIN))
+    said = "y" * 40 + NOTE * (CUT_NOTES * 4) + cut(PLAIN, 12)
+    shown = g.text("s", said, "an error")
+    assert shown == "y" * 40 + NOTE * (CUT_NOTES * 4) + "[secret of servers.a.env.KEY]" + (
+        f"\u2026 (and {len(PLAIN) - 12} more characters)"
+    )
 
 
 def test_a_status_row_is_masked_in_its_strings_and_keeps_its_numbers() -> None:

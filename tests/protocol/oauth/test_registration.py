@@ -146,6 +146,11 @@ def test_parse_registration() -> None:
             _answer({"client_id": "x", "token_endpoint_auth_method": "tls_client_auth"}),
             "does not speak",
         ),
+        (
+            _answer({"client_id": "x", "client_secret": "s" * 250_000}),
+            "returned a client_secret of 250000 characters",
+        ),
+        (_answer({"client_id": "x" * 10_000}), "returned a client_id of 10000 characters"),
     ],
 )
 def test_parse_registration_refusals(response: HttpResponse, match: str) -> None:

@@ -19,6 +19,7 @@ from protocol.oauth import (
     revocation_request,
 )
 from protocol.oauth.metadata import AuthorizationServer, ServerMetadata
+from protocol.oauth.secret import ISSUED_LONGEST
 from protocol.oauth.tokens import client_credentials_request
 from tests.support.oauth_fake import counter_random
 
@@ -93,6 +94,16 @@ def test_a_lifetime_past_any_plan_counts_as_none_stated(expires_in: Any) -> None
 def test_bad_token_responses(obj: Any, match: str) -> None:
     with pytest.raises(OAuthProtocolError, match=match):
         parse(obj)
+
+
+@pytest.mark.parametrize("field", ["access_token", "refresh_token"])
+def test_a_token_longer_than_mcpd_takes_is_refused_by_name(field: str) -> None:
+    # Each token mcpd holds is searched for in all that servers send: its length is
+    # not the authorization server's to choose.
+    obj = {"access_token": "a", "refresh_token": "r", "token_type": "Bearer"}
+    parse(dict(obj, **{field: "t" * ISSUED_LONGEST}))
+    with pytest.raises(OAuthProtocolError, match=f"returned a {field} of 250000 characters"):
+        parse(dict(obj, **{field: "t" * 250_000}))
 
 
 def test_token_errors() -> None:
