@@ -25,6 +25,7 @@ from protocol.oauth import (
     Action,
     AuthorizationFlow,
     Authorized,
+    BearerChallenge,
     FetchPolicy,
     FlowConfig,
     NoAuthorizationMetadata,
@@ -78,20 +79,7 @@ class Login:
             raise LoginError("a login needs a redirect URI to come back to")
         try:
             policy = await auth.policy()
-            flow = AuthorizationFlow(
-                FlowConfig(
-                    auth.url,
-                    client=auth.creds.client,
-                    redirect_uri=redirect_uri,
-                    allow_legacy=auth.allow_legacy,
-                ),
-                policy=policy,
-                now=auth.clock(),
-                challenge=auth.challenge,
-                scopes=auth.login_scopes(),
-                registrations=auth.creds.registrations(redirect_uri),
-            )
-            action = await self._drive(flow, policy)
+            flow, action = await self._open(redirect_uri, policy)
         except NoAuthorizationMetadata as exc:
             raise no_oauth_login(auth.alias, exc) from None
         except (TransportError, OAuthError) as exc:
@@ -99,6 +87,53 @@ class Login:
         assert isinstance(action, OpenBrowser)
         self._pending = _Pending(secrets.token_urlsafe(12), flow, auth.clock())
         return action.url, self._pending.id
+
+    async def _open(
+        self, redirect_uri: str, policy: FetchPolicy
+    ) -> tuple[AuthorizationFlow, Action]:
+        """A browser login's flow, driven up to the URL to open."""
+        auth = self.auth
+        kept = auth.challenge
+        flow = self._flow(redirect_uri, policy, kept)
+        try:
+            return flow, await self._drive(flow, policy)
+        except (TransportError, OAuthError) as exc:
+            if kept is None or kept.resource_metadata is None or flow.discovery is not None:
+                raise
+            failed = exc
+        # The server's last 401 named resource metadata that could not be had. That
+        # answer may be old (nothing asks the server again while it waits for a login),
+        # so its metadata is looked for as if the 401 had named none.
+        fresh = msgspec.structs.replace(kept, resource_metadata=None)
+        flow = self._flow(redirect_uri, policy, fresh)
+        try:
+            action = await self._drive(flow, policy)
+        except (TransportError, OAuthError) as exc:
+            raise LoginError(
+                f"cannot start the login: {why(failed)}; nor without the metadata its "
+                f"last 401 named: {why(exc)}"
+            ) from None
+        if auth.challenge is kept:
+            auth.challenge = fresh
+        return flow, action
+
+    def _flow(
+        self, redirect_uri: str, policy: FetchPolicy, challenge: BearerChallenge | None
+    ) -> AuthorizationFlow:
+        auth = self.auth
+        return AuthorizationFlow(
+            FlowConfig(
+                auth.url,
+                client=auth.creds.client,
+                redirect_uri=redirect_uri,
+                allow_legacy=auth.allow_legacy,
+            ),
+            policy=policy,
+            now=auth.clock(),
+            challenge=challenge,
+            scopes=auth.login_scopes(),
+            registrations=auth.creds.registrations(redirect_uri),
+        )
 
     async def finish(self, login_id: str, redirect: str) -> None:
         """Complete the login ``login_id`` with the redirect the browser came back to;

@@ -162,3 +162,43 @@ async def test_a_client_secret_issued_at_registration_is_masked_like_a_token(
         "mcpd's client secret is [secret of servers.evil (OAuth)]"
     )
     assert servers["evil"]["secrets_masked"] == {"servers.evil (OAuth)": 1}
+
+
+class StaleChallenge(ProtectedMcp):
+    """A server whose first 401 names resource metadata that is not there, and whose
+    later ones name its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stale = True
+
+    async def _mcp(self, req: SeenRequest, respond: Responder) -> None:
+        if self.stale and not req.header("authorization"):
+            challenge = f'Bearer resource_metadata="{self.base}/gone-prm"'
+            await respond.json(
+                {"error": "invalid_token"}, 401, headers=[("WWW-Authenticate", challenge)]
+            )
+            return
+        await super()._mcp(req, respond)
+
+
+async def test_a_login_is_not_held_to_a_401_that_named_metadata_no_longer_there(
+    tmp_path: Path,
+) -> None:
+    # The daemon heard the 401 once, at start; nothing asks the server again while it
+    # waits for a login, so the login must not depend on that answer alone.
+    srv = StaleChallenge()
+    async with serve_http(srv) as http:
+        srv._http = http
+        config = make_config(
+            tmp_path, {"a": {"url": srv.mcp_url}}, state_dir=str(tmp_path / "state")
+        )
+        with trio.fail_after(LIMIT):
+            async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                before = rows(await agent.result("mcpd/status"), "alias")["a"]["state"]
+                srv.stale = False
+                done = await login(agent, srv, "a")
+                answer = await agent.call("mcp__a__whoami")
+    assert before == "needs_login"
+    assert done["state"] == "ready"
+    assert answer["content"] == [{"type": "text", "text": "called with token #1"}]
