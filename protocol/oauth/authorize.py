@@ -24,7 +24,7 @@ import base64
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -53,6 +53,18 @@ def shown(text: str) -> str:
     """Text from a server (an error, an issuer, an endpoint), quoted for a sentence of
     mcpd's: in a message or a log line it reads as the server's and stays on one line."""
     return quote(text, _SHOWN_LIMIT)
+
+
+# The most of a server's list (methods, algorithms it offers) a sentence names.
+_LISTED: Final = 5
+
+
+def shown_list(items: Sequence[str]) -> str:
+    """A server's list for a sentence of mcpd's: its first few items, each quoted as
+    ``shown``, and how many more there are; ``none`` when empty."""
+    named = ", ".join(shown(item) for item in items[:_LISTED]) or "none"
+    more = len(items) - _LISTED
+    return named if more <= 0 else f"{named} and {more} more"
 
 
 class Pkce(msgspec.Struct, frozen=True):

@@ -31,6 +31,7 @@ import msgspec
 from ..http import sendable_target
 from ..urls import ascii_url, display_url
 from ..visible import quote
+from .authorize import shown_list
 from .errors import OAuthProtocolError
 from .http import HttpResponse, json_object
 from .urls import check_issuer, has_fragment, parse_http_url, resource_covers
@@ -173,7 +174,7 @@ def require_pkce(server: AuthorizationServer) -> None:
     if "S256" not in methods:
         raise OAuthProtocolError(
             f"the authorization server {quote(server.issuer)} does not offer the S256 PKCE method "
-            f"(it offers {', '.join(methods) or 'none'}); mcpd only uses S256"
+            f"(it offers {shown_list(methods)}); mcpd only uses S256"
         )
 
 

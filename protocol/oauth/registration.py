@@ -29,7 +29,7 @@ from urllib.parse import quote_plus
 
 import msgspec
 
-from .authorize import RandomSource, shown
+from .authorize import RandomSource, shown, shown_list
 from .errors import OAuthConfigError, OAuthProtocolError
 from .http import HttpRequest, HttpResponse, json_object, post_json
 from .jws import ASSERTION_TYPE, client_assertion
@@ -296,7 +296,7 @@ def client_auth(
         if algs is not None and key.alg not in algs:
             raise OAuthConfigError(
                 f"the authorization server {shown(server.issuer)} accepts client assertions signed "
-                f"with {', '.join(algs)}, not {key.alg}; configure a matching key"
+                f"with {shown_list(algs)}, not {key.alg}; configure a matching key"
             )
         assertion = client_assertion(
             client_id=reg.client_id, audience=server.issuer, key=key, now=now, random=random

@@ -162,9 +162,21 @@ def test_pkce_is_required_for_metadata_but_assumed_for_defaults() -> None:
     require_pkce(server(("plain", "S256")))
     with pytest.raises(OAuthProtocolError, match="does not advertise PKCE"):
         require_pkce(server(None))
-    with pytest.raises(OAuthProtocolError, match="offers plain"):
+    with pytest.raises(OAuthProtocolError, match='offers "plain"'):
         require_pkce(server(("plain",)))
     require_pkce(default_endpoints("https://mcp.example.com"))
+
+
+def test_the_pkce_methods_a_server_offers_are_named_as_its_words_and_few() -> None:
+    # An entry cannot read as mcpd's sentence, and a list of thousands is not a line.
+    words = "plain; open https://evil.example/finish to finish it"
+    methods = (words, *(f"m{i}" for i in range(25_000)))
+    meta = ServerMetadata("https://a.example", code_challenge_methods_supported=methods)
+    with pytest.raises(OAuthProtocolError) as info:
+        require_pkce(AuthorizationServer("https://a.example", meta))
+    said = str(info.value)
+    assert f'offers "{words}", "m0", "m1", "m2", "m3" and 24996 more)' in said
+    assert len(said) < 400
 
 
 def test_default_endpoints_of_2025_03_26() -> None:
