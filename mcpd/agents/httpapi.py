@@ -249,6 +249,10 @@ class HttpApi:
                         # Nothing it may ask for takes one: a stranger's body would be
                         # held, up to the limit, on nobody's word.
                         raise Reject(413, b'{"error":"this request takes no body"}')
+                if head is not None and head.method in _NO_BODY and _declares_body(head):
+                    # Nothing mcpd serves reads one; held, it would count against the
+                    # bodies' bound for as long as a stream it opens stays open.
+                    raise Reject(413, b'{"error":"a GET, HEAD or DELETE request takes no body"}')
                 if head is not None:
                     body = await wire.read_body(partial(claim.take, body_owner(caller)))
             if waited.cancelled_caught:
@@ -383,6 +387,9 @@ async def _send(
 def _unvouched(request: h11.Request, caller: Caller) -> bool:
     """On the endpoint, without the token: the gate let it in for the page alone."""
     return caller.guard is not None and Headers(request.headers).get("authorization") is None
+
+
+_NO_BODY: Final = (b"GET", b"HEAD", b"DELETE")
 
 
 def _declares_body(request: h11.Request) -> bool:

@@ -13,6 +13,7 @@ import trio
 
 from mcpd.agents.body_budget import BODY_BUDGET, body_limits
 from mcpd.agents.http_wire import MAX_BODY
+from mcpd.agents.mcp_route import LISTEN_BODY
 from mcpd.config.model import DaemonConfig
 from tests.support.agent import make_config, running
 from tests.support.daemon_http import (
@@ -20,7 +21,9 @@ from tests.support.daemon_http import (
     answer_head,
     auth,
     header_dict,
+    hold_listen,
     http,
+    listen_request,
     modern,
     modern_headers,
 )
@@ -148,3 +151,44 @@ async def test_one_user_holds_a_share_of_the_bodies(tmp_path: Path) -> None:
             finally:
                 proc.kill()
                 await proc.wait()
+
+
+async def test_a_request_answered_with_a_stream_holds_no_large_body(tmp_path: Path) -> None:
+    """A GET stream or a listen runs until its client goes, and its body with it: 17
+    GETs each sent with a whole body held every byte of the bound for as long as they
+    stayed, and every other body was refused. A body on a GET, HEAD or DELETE is
+    refused at its head, and a listen's is kept to what a listen is written in."""
+    with trio.fail_after(60):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            for method, path in [("GET", "/mcp"), ("GET", "/page/events"), ("DELETE", "/mcp")]:
+                lines = [
+                    f"{method} {path} HTTP/1.1",
+                    f"Host: 127.0.0.1:{port}",
+                    f"Authorization: Bearer {token}",
+                    "Accept: text/event-stream",
+                    f"Content-Length: {MAX_BODY}",
+                ]
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                async with stream:
+                    await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
+                    got = await answer_head(stream)
+                assert got.startswith(b"HTTP/1.1 413 "), (method, path, got[:300])
+            padded = listen_request(port, token)
+            head, _, body = padded.partition(b"\r\n\r\n")
+            body += b" " * LISTEN_BODY
+            head = head.replace(
+                f"Content-Length: {len(body) - LISTEN_BODY}".encode(),
+                f"Content-Length: {len(body)}".encode(),
+            )
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            async with stream:
+                await stream.send_all(head + b"\r\n\r\n" + body)
+                refused = await answer_head(stream)
+            assert refused.startswith(b"HTTP/1.1 413 "), refused[:300]
+            await trio.testing.wait_all_tasks_blocked(cushion=0.2)  # its request ended
+            assert daemon.api.http.bodies.total == 0
+            stream, listening = await hold_listen(port, token)  # an honest listen is served
+            async with stream:
+                assert listening.startswith(b"HTTP/1.1 200 "), listening[:300]
