@@ -41,8 +41,10 @@ _REMEMBERED: Final = 16
 # A connection that has not sent a whole request by then is closed: whoever can
 # reach the port must not be able to hold connections open for the whole login.
 REQUEST_TIMEOUT: Final = 10.0
-# Connections open at once; one more is closed as soon as it is accepted, so a flood
-# of idle ones costs the login a bounded number of descriptors, not all of them.
+# Connections held at once, so a flood of idle ones costs the login a bounded number
+# of descriptors, not all of them. A newcomer past it is taken and the oldest one that
+# has not sent a whole request is closed: a flood's connections then close each other,
+# while the browser's sends its request as soon as it is made.
 CONNECTIONS: Final = 64
 
 
@@ -60,7 +62,10 @@ class RedirectListener:
         self._state: str | None = None
         self._send, self._taken = trio.open_memory_channel[str](WAITING)
         self._seen: deque[str] = deque(maxlen=_REMEMBERED)
-        self._open = trio.CapacityLimiter(CONNECTIONS)
+        # Each connection held is closed by cancelling its scope; those still to send a
+        # whole request are here too, oldest first, and are the ones a newcomer displaces.
+        self._unread: dict[trio.CancelScope, None] = {}
+        self._answering = 0
 
     def expect(self, state: str) -> None:
         """The ``state`` of the authorization request the browser was sent with."""
@@ -83,48 +88,65 @@ class RedirectListener:
             self._seen.append(target)
         return 200, "text/html; charset=utf-8", _DONE_PAGE
 
+    def _make_room(self) -> bool:
+        """Close the oldest connection still to send a whole request, for a newcomer;
+        False when there is none (every one held is being answered)."""
+        if not self._unread:
+            return False
+        oldest = next(iter(self._unread))
+        del self._unread[oldest]
+        oldest.cancel()
+        return True
+
     async def _serve(self, stream: trio.abc.Stream) -> None:
-        try:
-            self._open.acquire_on_behalf_of_nowait(stream)
-        except trio.WouldBlock:
+        if len(self._unread) + self._answering >= CONNECTIONS and not self._make_room():
             await trio.aclose_forcefully(stream)
             return
-        try:
-            await self._serve_one(stream)
-        finally:
-            self._open.release_on_behalf_of(stream)
-
-    async def _serve_one(self, stream: trio.abc.Stream) -> None:
+        scope = trio.CancelScope(deadline=trio.current_time() + REQUEST_TIMEOUT)
+        self._unread[scope] = None
         conn = h11.Connection(h11.SERVER)
         try:
-            with trio.move_on_after(REQUEST_TIMEOUT):
-                while True:
-                    event = conn.next_event()
-                    if event is h11.NEED_DATA:
-                        data = await stream.receive_some(16384)
-                        if not data:
-                            return
-                        conn.receive_data(bytes(data))
-                        continue
-                    if not isinstance(event, h11.Request):
-                        return
-                    target = event.target.decode("ascii", "replace")
-                    status, kind, body = self._answer(event.method, target)
-                    headers = [
-                        ("Content-Type", kind),
-                        ("Content-Length", str(len(body))),
-                        ("Connection", "close"),
-                        ("Cache-Control", "no-store"),
-                    ]
-                    data = conn.send(h11.Response(status_code=status, headers=headers)) or b""
-                    data += conn.send(h11.Data(data=body)) or b""
-                    data += conn.send(h11.EndOfMessage()) or b""
-                    await stream.send_all(data)
+            with scope:
+                request = await _request_of(conn, stream)
+                self._unread.pop(scope, None)
+                if request is None or scope.cancel_called:
                     return
+                self._answering += 1
+                try:
+                    await stream.send_all(self._response(conn, request))
+                finally:
+                    self._answering -= 1
         except (h11.ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
             return
         finally:
+            self._unread.pop(scope, None)
             await trio.aclose_forcefully(stream)
+
+    def _response(self, conn: h11.Connection, request: h11.Request) -> bytes:
+        target = request.target.decode("ascii", "replace")
+        status, kind, body = self._answer(request.method, target)
+        headers = [
+            ("Content-Type", kind),
+            ("Content-Length", str(len(body))),
+            ("Connection", "close"),
+            ("Cache-Control", "no-store"),
+        ]
+        data = conn.send(h11.Response(status_code=status, headers=headers)) or b""
+        data += conn.send(h11.Data(data=body)) or b""
+        data += conn.send(h11.EndOfMessage()) or b""
+        return data
+
+
+async def _request_of(conn: h11.Connection, stream: trio.abc.Stream) -> h11.Request | None:
+    """The request ``stream`` sends, once its head is whole (None: it sent none)."""
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event if isinstance(event, h11.Request) else None
+        data = await stream.receive_some(16384)
+        if not data:
+            return None
+        conn.receive_data(bytes(data))
 
 
 @contextlib.asynccontextmanager
