@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import subprocess
 import sys
 import threading
@@ -26,6 +27,7 @@ from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible
 from transports.errors import single_exceptions
 
+from ..local.tcpowner import OwnerUnknown, tcp_owner
 from .browser import ENDING, browser_argv, page_to, safe_to_open
 from .client import BadReply, Client, Unreachable
 from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
@@ -149,13 +151,23 @@ async def _listener(stack: contextlib.AsyncExitStack, port: int, fixed: bool) ->
     from transports.http.oauth_redirect import redirect_listener
 
     try:
-        return await stack.enter_async_context(redirect_listener(port=port))
+        return await stack.enter_async_context(redirect_listener(port=port, admits=from_this_user))
     except OSError as exc:
         if fixed or not port:
             fail(EXIT_FAILED, f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
     # The port of an earlier login is taken: another one does, and the daemon registers
     # the new redirect address.
-    return await stack.enter_async_context(redirect_listener(port=0))
+    return await stack.enter_async_context(redirect_listener(port=0, admits=from_this_user))
+
+
+async def from_this_user(sock: trio.socket.SocketType) -> bool:
+    """Whether the other end of ``sock`` is held by this command's own user, as the
+    browser it opens is; True where whose it is cannot be found (nothing then tells the
+    browser's apart), since the state still decides which redirect counts."""
+    try:
+        return await trio.to_thread.run_sync(tcp_owner, sock) == os.getuid()
+    except OwnerUnknown:
+        return True
 
 
 async def _call(client: Client, method: str, params: dict[str, Any]) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -22,7 +22,11 @@ import trio
 from protocol.oauth import carries_state
 from protocol.oauth.ssrf import is_loopback_host, parse_address
 
-__all__ = ["RedirectListener", "redirect_listener"]
+__all__ = ["PeerCheck", "RedirectListener", "redirect_listener"]
+
+# Whether the program at the other end of a connection may answer the login; one it
+# refuses is closed unanswered.
+PeerCheck = Callable[[trio.socket.SocketType], Awaitable[bool]]
 
 _DONE_PAGE: Final = (
     b"<!doctype html><title>mcpd</title>"
@@ -56,9 +60,10 @@ class RedirectListener:
     an error page. What is taken is handed on once (``next``), in the order it came,
     and the listener keeps listening until its owner stops waiting."""
 
-    def __init__(self, redirect_uri: str, path: str) -> None:
+    def __init__(self, redirect_uri: str, path: str, admits: PeerCheck | None = None) -> None:
         self.redirect_uri = redirect_uri
         self._path = path
+        self._admits = admits
         self._state: str | None = None
         self._send, self._taken = trio.open_memory_channel[str](WAITING)
         self._seen: deque[str] = deque(maxlen=_REMEMBERED)
@@ -98,7 +103,7 @@ class RedirectListener:
         oldest.cancel()
         return True
 
-    async def _serve(self, stream: trio.abc.Stream) -> None:
+    async def _serve(self, stream: trio.SocketStream) -> None:
         if len(self._unread) + self._answering >= CONNECTIONS and not self._make_room():
             await trio.aclose_forcefully(stream)
             return
@@ -107,6 +112,8 @@ class RedirectListener:
         conn = h11.Connection(h11.SERVER)
         try:
             with scope:
+                if self._admits is not None and not await self._admits(stream.socket):
+                    return
                 request = await _request_of(conn, stream)
                 self._unread.pop(scope, None)
                 if request is None or scope.cancel_called:
@@ -151,18 +158,23 @@ async def _request_of(conn: h11.Connection, stream: trio.abc.Stream) -> h11.Requ
 
 @contextlib.asynccontextmanager
 async def redirect_listener(
-    *, host: str = "127.0.0.1", port: int = 0, path: str = "/callback"
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    path: str = "/callback",
+    admits: PeerCheck | None = None,
 ) -> AsyncIterator[RedirectListener]:
     """Listen on a loopback address for the authorization redirect (RFC 8252 §7.3).
 
     ``listener.redirect_uri`` is what to register and send; the port is the one
-    given, or a free one. The listener stops when the block ends."""
+    given, or a free one. A connection ``admits`` refuses (when given) is closed
+    before its request is read. The listener stops when the block ends."""
     if parse_address(host) is None or not is_loopback_host(host):
         raise ValueError("the redirect listener needs a loopback IP address (RFC 8252 §8.3)")
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    listener = RedirectListener(f"http://{shown}:{bound}{path}", path)
+    listener = RedirectListener(f"http://{shown}:{bound}{path}", path, admits)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(trio.serve_listeners, listener._serve, listeners)
         try:

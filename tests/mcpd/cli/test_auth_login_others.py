@@ -1,6 +1,7 @@
 """``mcpd auth login`` with another local user watching: they can read every process's
 command line and reach the loopback listener, so the login's address is never on a
-command line, and a redirect they send with the login's state does not end it."""
+command line, a connection of theirs to the listener is closed unanswered, and a
+redirect with the login's state that does not log in does not end it."""
 
 from __future__ import annotations
 
@@ -23,13 +24,15 @@ from tests.support.oauth_mcp import serve_protected
 from tests.support.peer_user import needs_root, peer_uid, run_as
 from transports.http.oauth_client import OAuthHttp
 
-# As another user: GET argv[1]; print the status it answered.
+# As the user given: GET argv[1]; print the status it answered ("closed": none came).
 SEND_AS = """
-import sys, urllib.error, urllib.request
+import http.client, sys, urllib.error, urllib.request
 try:
     print(urllib.request.urlopen(sys.argv[1], timeout=10).status)
 except urllib.error.HTTPError as exc:
     print(exc.code)
+except (urllib.error.URLError, ConnectionError, http.client.RemoteDisconnected):
+    print("closed")
 """
 
 # As another user: what process argv[1]'s command line says, and whether the pages
@@ -99,7 +102,11 @@ async def test_a_redirect_with_the_state_and_a_bad_code_does_not_end_the_login(
             seen = bytearray()
             await read_until(proc.stdout, b"press Enter.", seen)
             url = printed_url(seen)
+            # Another user is shut out; a program of the login's own user that learnt the
+            # address is not told from the browser, and its redirect carries the state.
             said = await run_as(peer_uid(), SEND_AS, their_redirect(url))
+            assert said.strip() == b"closed"
+            said = await run_as(os.getuid(), SEND_AS, their_redirect(url))
             assert said.strip() == b"200"  # taken: it carries the state
             await read_until(proc.stdout, WAITS_ON, seen)
             assert b"invalid_grant" in seen and b"a new login is needed" not in seen
@@ -129,7 +136,7 @@ async def test_when_only_a_bad_redirect_came_the_login_fails_at_its_deadline(
             assert proc.stdout is not None
             seen = bytearray()
             await read_until(proc.stdout, b"press Enter.", seen)
-            await run_as(peer_uid(), SEND_AS, their_redirect(printed_url(seen)))
+            await run_as(os.getuid(), SEND_AS, their_redirect(printed_url(seen)))
             await read_until(proc.stdout, WAITS_ON, seen)
             assert await rest_of(proc, seen) == 1
     last = seen.decode().rstrip().splitlines()[-1]

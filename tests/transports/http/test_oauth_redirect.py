@@ -7,8 +7,10 @@ import pytest
 import trio
 import trio.testing
 
+from mcpd.cli.auth_login import from_this_user
 from protocol.oauth import FetchPolicy
 from protocol.oauth.http import get
+from tests.support.peer_user import needs_root, peer_uid, run_as
 from transports.http.oauth_client import OAuthHttp
 from transports.http.oauth_redirect import (
     CONNECTIONS,
@@ -109,6 +111,33 @@ async def test_a_flood_of_idle_connections_does_not_shut_the_browser_out() -> No
             assert await held[1].receive_some(100) == b""
             for stream in [*later, *held]:
                 await stream.aclose()
+
+
+# Sends the redirect to the port in argv[1] and prints what comes back ("closed" for
+# a connection closed unanswered).
+SEND_REDIRECT = """
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+try:
+    s.sendall(b"GET /callback?code=theirs&state=s3cret HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+    print(s.recv(100).decode().split("\\r\\n")[0] or "closed")
+except ConnectionError:
+    print("closed")
+"""
+
+
+@needs_root
+async def test_mcpds_login_refuses_a_redirect_from_another_user() -> None:
+    """``mcpd auth login``'s listener takes connections only from its own user, as the
+    browser it opens is: another user with the state in hand is closed unanswered."""
+    uid = peer_uid()
+    with trio.fail_after(LIMIT):
+        async with redirect_listener(admits=from_this_user) as listener:
+            listener.expect("s3cret")
+            port = listener.redirect_uri.rsplit(":", 1)[1].split("/")[0]
+            assert (await run_as(uid, SEND_REDIRECT, port)).strip() == b"closed"
+            assert (await run_as(0, SEND_REDIRECT, port)).strip() == b"HTTP/1.1 200"
+            assert await listener.next() == "/callback?code=theirs&state=s3cret"
 
 
 async def test_the_redirect_listener_is_loopback_only() -> None:
