@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import abc
 import itertools
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import msgspec
@@ -278,26 +277,6 @@ def decode_response(data: bytes) -> Response | None:
         return None
 
 
-_ID_AT_START: Final = re.compile(
-    rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")'
-)
-# A message's last member, closing the object: an id there is the message's own.
-_ID_AT_END: Final = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*\Z')
-
-
-def id_at_edges(head: bytes, tail: bytes = b"") -> Id | None:
-    """The id of a message too large to decode, from its first or last bytes, where
-    JSON-RPC peers put it (``{"jsonrpc":"2.0","id":7,...`` or ``...,"id":7}``)."""
-    m = _ID_AT_START.match(head) or _ID_AT_END.search(tail)
-    if m is None:
-        return None
-    try:
-        found = msgspec.json.decode(m.group(1))
-    except msgspec.DecodeError:
-        return None
-    return found if valid_id(found) else None
-
-
 _raw_decoder: Final = msgspec.json.Decoder(Raw)
 
 
@@ -400,44 +379,6 @@ def encode_notification(method: str, params: Any = UNSET) -> bytes:
 def encode_result(id: Id, result: Any) -> bytes:
     """``result`` may be a ``msgspec.Raw`` to pass a peer's bytes through untouched."""
     return _encoder.encode(_OutResult("2.0", id, result))
-
-
-class BrokenPiece(Exception):
-    """A piece of a reply written in pieces is not JSON: the line is already begun,
-    so the only way out is to end the connection (and log it: a fault in mcpd)."""
-
-
-def encode_result_pieces(
-    id: Id, result: msgspec.Struct, field: str, per: int
-) -> Iterator[bytes | memoryview]:
-    """What ``encode_result(id, result)`` gives, in pieces: ``result``'s first field,
-    ``field``, is a list, and each piece holds ``per`` of its items, encoded only when
-    the piece before it has been taken. Each piece is checked as ``line_fault`` checks
-    a line (raising ``BrokenPiece``); the pieces joined are one line of JSON."""
-    items: Sequence[Any] = msgspec.structs.asdict(result)[field]
-    empty = _encoder.encode(_OutResult("2.0", id, msgspec.structs.replace(result, **{field: []})))
-    head = b'{"jsonrpc":"2.0","id":' + _encoder.encode(id) + b',"result":{"' + field.encode()
-    head += b'":['
-    fault = line_fault(empty)
-    if fault is not None:
-        raise BrokenPiece(fault)
-    if not empty.startswith(head + b"]"):  # not the first field after all: one piece
-        whole = encode_result(id, result)
-        fault = line_fault(whole)
-        if fault is not None:
-            raise BrokenPiece(fault)
-        yield whole
-        return
-    yield head
-    for start in range(0, len(items), per):
-        array = _encoder.encode(items[start : start + per])
-        fault = line_fault(array)
-        if fault is not None:
-            raise BrokenPiece(fault)
-        if start:
-            yield b","
-        yield memoryview(array)[1:-1]
-    yield memoryview(empty)[len(head) :]
 
 
 def encode_error(id: Id | None, code: int, message: str, data: Any = UNSET) -> bytes:

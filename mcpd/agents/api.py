@@ -21,6 +21,7 @@ from msgspec import UNSET
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.logfields import log_extra
+from protocol.result_pieces import encode_result_pieces
 from protocol.server import RequestContext, ServerSession
 
 from .. import __version__
@@ -396,7 +397,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             result.resultType = mcp.COMPLETE
         # Written as the agent reads it: each tool is made for agents as it is encoded,
         # and a listing of thousands is never whole in memory.
-        await conn.send_long(rpc.encode_result_pieces(req.id, result, "tools", _PIECE_TOOLS))
+        await conn.send_long(encode_result_pieces(req.id, result, "tools", _PIECE_TOOLS))
         return None
 
     async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:

@@ -14,6 +14,7 @@ from typing import Final
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol.result_pieces import BrokenPiece
 
 from .backend import LineSink
 
@@ -26,7 +27,7 @@ Put = Callable[[bytes, rpc.Id | None], None]
 class LongReplies:
     __slots__ = ("_broken", "_lock", "_out", "_put", "held")
 
-    def __init__(self, out: LineSink, put: Put, broken: Callable[[rpc.BrokenPiece], None]):
+    def __init__(self, out: LineSink, put: Put, broken: Callable[[BrokenPiece], None]):
         """``put`` queues a line as the connection does; ``broken`` hears of a piece
         that is not JSON (a fault in mcpd: the line cannot be finished)."""
         self._out = out
@@ -50,7 +51,7 @@ class LongReplies:
                         self._out.put_piece(piece)
                         await self._out.wait_room(_PIECES_QUEUED)
                     self._out.put_piece(b"", end=True)
-            except rpc.BrokenPiece as exc:
+            except BrokenPiece as exc:
                 # Whatever is put from now on would be written into the unfinished
                 # line, as if it were part of it: nothing more is written.
                 self._out.close()

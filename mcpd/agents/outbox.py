@@ -18,6 +18,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
+from protocol.result_pieces import BrokenPiece
 
 from .backend import Lines, LineSink
 from .batches import Batches
@@ -93,7 +94,7 @@ class Outbox:
             if line is not None:
                 self.put(line, None)
 
-    def _broken_piece(self, exc: rpc.BrokenPiece) -> None:
+    def _broken_piece(self, exc: BrokenPiece) -> None:
         logger.error(
             "stopped writing a reply to %s half-way: %s (a fault in mcpd); closing its connection",
             self._label,

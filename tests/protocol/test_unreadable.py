@@ -40,3 +40,19 @@ def test_an_unreadable_replys_id_is_found_where_it_is_certain(line: bytes, rid: 
 )
 def test_an_unreadable_line_whose_id_is_uncertain_answers_nothing(line: bytes) -> None:
     assert unreadable.reply_id(line) is None
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "rid"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"result":{"x":"', b"", 7),
+        (b'{ "id" : "a\\"b", "result":', b"", 'a"b'),
+        (b'{"result":{"x":"', b'..."}},"id":42}', 42),
+        (b'{"result":', b'"id":true}', None),
+        (b'{"jsonrpc":"2.0","result":{"id":3', b"", None),
+    ],
+)
+def test_a_message_too_large_to_decode_has_its_id_read_at_its_edges(
+    head: bytes, tail: bytes, rid: object
+) -> None:
+    assert unreadable.id_at_edges(head, tail) == rid

@@ -25,6 +25,7 @@ from protocol import unreadable
 from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from protocol.logfields import log_extra
 from protocol.pacing import cost, skipped
+from protocol.unreadable import id_at_edges
 from protocol.visible import quote
 
 from ..base import NotificationHandler
@@ -178,7 +179,7 @@ class StdoutReader:
     def _oversized(self, item: Oversized) -> None:
         if not isinstance(item, OversizedEnd):
             self._oversized_head = head = without_bom(item.prefix)
-            rid = rpc.id_at_edges(head)
+            rid = id_at_edges(head)
             if rid is not None and self._pending.waiting(rid):
                 # A real answer a server made too large is skipped at once, up to a
                 # bound: past it, such a line is read as any flood is.
@@ -186,7 +187,7 @@ class StdoutReader:
             return
         self._answering, self._free_skip = None, 0
         reason = too_large_reason(self._alias, item.size, item.limit)
-        rid = rpc.id_at_edges(self._oversized_head, item.tail)
+        rid = id_at_edges(self._oversized_head, item.tail)
         self._oversized_head = b""
         failed_early, self._failed_early = self._failed_early, None
         if rid is not None and rid == failed_early:

@@ -13,6 +13,7 @@ import trio
 
 from mcpd.agents.longreply import LongReplies
 from protocol import jsonrpc as rpc
+from protocol.result_pieces import BrokenPiece
 from transports.linewriter import LineWriter
 
 HEAD = b'{"jsonrpc":"2.0","id":1,"result":{"tools":['
@@ -25,7 +26,7 @@ class Wire:
         self.stream = trio.SocketStream(ours)
         self.theirs = theirs
         self.out = LineWriter(self.stream, ours.fileno(), 1 << 20, rpc.line_fault)
-        self.broken: list[rpc.BrokenPiece] = []
+        self.broken: list[BrokenPiece] = []
         self.long = LongReplies(self.out, self.put, self.broken.append)
         self._buf = b""
 
@@ -79,7 +80,7 @@ def tools(
             w.put(b'{"jsonrpc":"2.0","method":"notifications/progress"}', None)
             w.put(b'{"jsonrpc":"2.0","id":2,"result":{}}', 2)
         if i == broken_at:
-            raise rpc.BrokenPiece("not valid JSON")
+            raise BrokenPiece("not valid JSON")
         yield (b"," if i else b"") + json.dumps({"name": f"t{i}", "pad": "x" * 1000}).encode()
     yield b"]}}"
 

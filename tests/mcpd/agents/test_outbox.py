@@ -17,6 +17,7 @@ import trio.testing
 from mcpd.agents.backend import Lines
 from mcpd.agents.outbox import Outbox
 from protocol import jsonrpc as rpc
+from protocol.result_pieces import BrokenPiece
 from transports import fdread, linewriter
 
 LINES = Lines(writer=linewriter.LineWriter, batch=linewriter.batch, receive=fdread.receive)
@@ -139,7 +140,7 @@ def pieces(box: Box, count: int, broken_at: int | None = None) -> Iterator[bytes
         if i == 1:
             box.outbox.put(note(100), None)  # while the reply is being written
         if i == broken_at:
-            raise rpc.BrokenPiece("not valid JSON")
+            raise BrokenPiece("not valid JSON")
         yield (b"," if i else b"") + json.dumps({"name": f"t{i}"}).encode()
     yield b"]}}"
 

@@ -1,0 +1,49 @@
+"""A long result written in pieces: a ``tools/list`` of thousands of tools is encoded
+as the agent reads it, never whole in memory, and is still one line of JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import msgspec
+
+from .jsonrpc import Id, encode, encode_result, line_fault
+
+
+class BrokenPiece(Exception):
+    """A piece of a reply written in pieces is not JSON: the line is already begun,
+    so the only way out is to end the connection (and log it: a fault in mcpd)."""
+
+
+def encode_result_pieces(
+    id: Id, result: msgspec.Struct, field: str, per: int
+) -> Iterator[bytes | memoryview]:
+    """What ``encode_result(id, result)`` gives, in pieces: ``result``'s first field,
+    ``field``, is a list, and each piece holds ``per`` of its items, encoded only when
+    the piece before it has been taken. Each piece is checked as ``line_fault`` checks
+    a line (raising ``BrokenPiece``); the pieces joined are one line of JSON."""
+    items: Sequence[Any] = msgspec.structs.asdict(result)[field]
+    empty = encode_result(id, msgspec.structs.replace(result, **{field: []}))
+    head = b'{"jsonrpc":"2.0","id":' + encode(id) + b',"result":{"' + field.encode()
+    head += b'":['
+    fault = line_fault(empty)
+    if fault is not None:
+        raise BrokenPiece(fault)
+    if not empty.startswith(head + b"]"):  # not the first field after all: one piece
+        whole = encode_result(id, result)
+        fault = line_fault(whole)
+        if fault is not None:
+            raise BrokenPiece(fault)
+        yield whole
+        return
+    yield head
+    for start in range(0, len(items), per):
+        array = encode(items[start : start + per])
+        fault = line_fault(array)
+        if fault is not None:
+            raise BrokenPiece(fault)
+        if start:
+            yield b","
+        yield memoryview(array)[1:-1]
+    yield memoryview(empty)[len(head) :]

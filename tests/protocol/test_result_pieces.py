@@ -1,0 +1,55 @@
+"""A long result written in pieces is exactly the result written whole, each piece
+checked as a line is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.result_pieces import BrokenPiece, encode_result_pieces
+
+
+def joined(pieces: Any) -> bytes:
+    return b"".join(bytes(p) for p in pieces)
+
+
+@pytest.mark.parametrize("rid", [1, 0, 2**62, "x", 'a","result":{"tools":[]'])
+@pytest.mark.parametrize("count", [0, 1, 3, 4, 5, 17])
+def test_the_pieces_make_exactly_the_reply_made_whole(rid: Any, count: int) -> None:
+    tools = [{"name": f"t{i}", "description": 'é \u2028 "q"', "n": i} for i in range(count)]
+    result = mcp.ListToolsResult(
+        tools=tools, nextCursor="c", ttlMs=0, meta={"mcpd/servers": [{"server": "a"}]}
+    )
+    pieces = list(encode_result_pieces(rid, result, "tools", 4))
+    assert joined(pieces) == rpc.encode_result(rid, result)
+    assert rpc.line_fault(joined(pieces)) is None
+    # One piece per four tools, besides the envelope's head and tail and the commas.
+    assert len([p for p in pieces if p != b","]) == 2 + (count + 3) // 4
+
+
+def test_a_list_that_is_not_the_first_field_is_sent_in_one_piece() -> None:
+    class Later(msgspec.Struct):
+        first: int
+        items: list[int]
+
+    result = Later(1, list(range(10)))
+    pieces = list(encode_result_pieces(7, result, "items", 3))
+    assert joined(pieces) == rpc.encode_result(7, result)
+    assert len(pieces) == 1
+    # Checked all the same.
+    broken = Later(1, [msgspec.Raw(b"[1,")])  # type: ignore[list-item]
+    with pytest.raises(BrokenPiece, match="not valid JSON"):
+        list(encode_result_pieces(7, broken, "items", 3))
+
+
+def test_a_piece_that_is_not_json_stops_the_reply() -> None:
+    result = mcp.ListToolsResult(tools=[{"name": "ok"}, msgspec.Raw(b'{"name": broken')])
+    pieces = encode_result_pieces(1, result, "tools", 1)
+    assert bytes(next(pieces)).startswith(b'{"jsonrpc":"2.0","id":1,"result":{"tools":[')
+    assert bytes(next(pieces)) == b'{"name":"ok"}'
+    with pytest.raises(BrokenPiece, match="not valid JSON"):
+        list(pieces)
