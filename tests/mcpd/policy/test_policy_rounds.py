@@ -189,6 +189,34 @@ async def test_a_tasks_answers_under_rules_that_still_let_it_go_reach_the_server
             assert [r.outcome for r in await setup.records(BUILD)] == ["ok"]
 
 
+async def test_a_task_from_a_call_its_agent_approved_has_its_answers_looked_at_too(
+    tmp_path: Path,
+) -> None:
+    # The approved call goes on as the agent's answer to mcpd's own question (its
+    # requestState): the task its server makes is let through under that approval.
+    asked = [{"tools": ["s/build"], "action": "ask", "reason": "builds need a person"}]
+    capabilities = {"elicitation": {}, "extensions": {EXT: {}}}
+    meta = {**META, "io.modelcontextprotocol/clientCapabilities": capabilities}
+    with trio.fail_after(LIMIT):
+        async with (
+            rounds_daemon(tmp_path, asked, tasks=True) as setup,
+            connect(setup.daemon.socket_path) as agent,
+        ):
+            params: dict[str, Any] = {"name": BUILD, "_meta": meta}
+            first = (await agent.rpc("tools/call", params))["result"]
+            assert first["resultType"] == "input_required"
+            [key] = first["inputRequests"]
+            answer = {key: {"action": "accept", "content": {"decision": "approve"}}}
+            again = {**params, "inputResponses": answer, "requestState": first["requestState"]}
+            handle = (await agent.rpc("tools/call", again))["result"]
+            assert handle["resultType"] == "task", handle
+            await setup.reload([{"tools": ["s/build"], "action": "deny"}])
+            update = {"taskId": handle["taskId"], "inputResponses": CONFIRM}
+            ended = await task_rpc(agent, "tasks/update", update)
+            assert ended["status"] == "completed" and ended["result"]["isError"] is True
+            assert setup.reached("tasks/update") == []
+
+
 # -- a prompt or resource read again with its agent's answers --
 
 
