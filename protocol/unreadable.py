@@ -90,25 +90,23 @@ def reply_id(line: bytes) -> rpc.Id | None:
         m = _REPLY_TAIL.search(line)
     if m is None or not _one_object(line):
         return None
-    try:
-        found = msgspec.json.decode(m.group(1))
-    except msgspec.DecodeError:
-        return None
-    return found if rpc.valid_id(found) else None
+    return _id_in(m)
 
 
 # A message too large to decode: its id where JSON-RPC peers put it.
-_ID_AT_START: Final = re.compile(
-    rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")'
-)
+_ID_AT_START: Final = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _V)
 # A message's last member, closing the object: an id there is the message's own.
-_ID_AT_END: Final = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*\Z')
+_ID_AT_END: Final = re.compile(rb'"id"\s*:\s*' + _V + rb"\s*\}\s*\Z")
 
 
 def id_at_edges(head: bytes, tail: bytes = b"") -> rpc.Id | None:
     """The id of a message too large to decode, from its first or last bytes, where
     JSON-RPC peers put it (``{"jsonrpc":"2.0","id":7,...`` or ``...,"id":7}``)."""
-    m = _ID_AT_START.match(head) or _ID_AT_END.search(tail)
+    return _id_in(_ID_AT_START.match(head) or _ID_AT_END.search(tail))
+
+
+def _id_in(m: re.Match[bytes] | None) -> rpc.Id | None:
+    """The id a pattern found, if it is one."""
     if m is None:
         return None
     try:
