@@ -27,7 +27,7 @@ from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible
 from transports.errors import single_exceptions
 
-from ..local.tcpowner import OwnerUnknown, tcp_owner
+from ..local.tcpowner import HoldersUnknown, OwnerUnknown, tcp_owner
 from .browser import ENDING, browser_argv, page_to, safe_to_open
 from .client import BadReply, Client, Unreachable
 from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
@@ -162,10 +162,15 @@ async def _listener(stack: contextlib.AsyncExitStack, port: int, fixed: bool) ->
 
 async def from_this_user(sock: trio.socket.SocketType) -> bool:
     """Whether the other end of ``sock`` is held by this command's own user, as the
-    browser it opens is; True where whose it is cannot be found (nothing then tells the
-    browser's apart), since the state still decides which redirect counts."""
+    browser it opens is. A connection from this machine that no process holds any more
+    is not: a browser keeps its own open for the answer, and one sent and closed at once
+    would pass for anyone's. True where whose it is cannot be found at all (the tables
+    unreadable, a peer in another network namespace): nothing then tells the browser's
+    apart, and the state still decides which redirect counts."""
     try:
         return await trio.to_thread.run_sync(tcp_owner, sock) == os.getuid()
+    except HoldersUnknown:
+        return False
     except OwnerUnknown:
         return True
 

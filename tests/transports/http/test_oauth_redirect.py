@@ -140,6 +140,33 @@ async def test_mcpds_login_refuses_a_redirect_from_another_user() -> None:
             assert await listener.next() == "/callback?code=theirs&state=s3cret"
 
 
+# Sends a whole redirect to the port in argv[1] and closes at once, before the
+# listener can look who held the connection.
+SEND_AND_CLOSE = """
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /callback?code=closed-first&state=s3cret HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+s.close()
+"""
+
+
+@needs_root
+async def test_a_redirect_whose_sender_closed_before_it_was_looked_at_is_not_taken() -> None:
+    """Closed at once, a connection has no holder left to name: one from this machine
+    that no process holds is not taken, where a browser keeps its own open for the
+    answer."""
+    uid = peer_uid()
+    with trio.fail_after(LIMIT):
+        async with redirect_listener(admits=from_this_user) as listener:
+            listener.expect("s3cret")
+            port = listener.redirect_uri.rsplit(":", 1)[1].split("/")[0]
+            for _ in range(3):
+                await run_as(uid, SEND_AND_CLOSE, port)
+            await trio.testing.wait_all_tasks_blocked(cushion=0.3)
+            assert (await run_as(0, SEND_REDIRECT, port)).strip() == b"HTTP/1.1 200"
+            assert await listener.next() == "/callback?code=theirs&state=s3cret"
+
+
 async def test_the_redirect_listener_is_loopback_only() -> None:
     with pytest.raises(ValueError, match="loopback"):
         async with redirect_listener(host="0.0.0.0"):
