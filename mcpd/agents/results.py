@@ -84,8 +84,18 @@ def result_for(
     raw: Raw, to: Recipient, budget: int, finish: Finish
 ) -> tuple[Raw | dict[str, Any] | Outage, bool]:
     """A tool's result (as its server sent it) as ``to`` gets it, and whether it is an
-    error: shaped (``shape_call_result``), then finished by ``finish``."""
-    result, links, failed = shape_call_result(
+    error: shaped (``shaped_for``), then finished by ``finish`` where it must be."""
+    result, links, failed = shaped_for(raw, to, budget)
+    if links or to.tasks:
+        return finish(to, result, links), failed
+    return result, failed
+
+
+def shaped_for(raw: Raw, to: Recipient, budget: int) -> tuple[Raw | dict[str, Any], bool, bool]:
+    """A tool's result shaped for ``to`` (``shape_call_result``): the result, whether
+    it holds links to finish, and whether it is an error. Finishing is called for
+    where the result holds links or ``to`` takes tasks."""
+    return shape_call_result(
         raw,
         modern=to.modern,
         budget=budget,
@@ -93,9 +103,6 @@ def result_for(
         capabilities=to.capabilities,
         tasks=to.tasks,
     )
-    if links or to.tasks:
-        return finish(to, result, links), failed
-    return result, failed
 
 
 def shape_call_result(

@@ -40,7 +40,7 @@ from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
 from .metatools import NAMES as META_TOOLS
 from .paging import page
-from .results import Recipient, result_for
+from .results import Recipient, shaped_for
 from .search_mode import unwrap
 from .unrouted import held_tool, unknown_tool
 
@@ -335,14 +335,10 @@ class Router:
         came (needing no check). The call's audit record is made here."""
         who = self._who(call, agent)
         if isinstance(outcome, Raw):
-            finish = self._finish
-
-            def finished_under(
-                to: Recipient, result: Raw | dict[str, Any], links: bool
-            ) -> Raw | dict[str, Any] | Outage:
-                return finish(to, result, links, sent)
-
-            finished, failed = result_for(outcome, call, self.budget, finished_under)
+            shaped, links, failed = shaped_for(outcome, call, self.budget)
+            finished: Raw | dict[str, Any] | Outage = shaped
+            if links or call.tasks:
+                finished = self._finish(call, shaped, links, sent)
             if not isinstance(finished, Outage):
                 line: bytes
                 if isinstance(finished, Raw) and call.splice:
