@@ -21,7 +21,6 @@ wait would hold its connection on bytes of others it cannot see.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
@@ -34,7 +33,7 @@ from protocol.logfields import log_extra
 from ..config.model import DaemonConfig
 from .http_exchange import Caller
 from .http_wire import MAX_BODY, Reject
-from .peers import is_owner
+from .peers import is_owner, owners_uid
 from .places import OWNER_RESERVE, uid_quota
 
 logger = logging.getLogger("mcpd.http")
@@ -57,7 +56,7 @@ def body_owner(caller: Caller) -> BodyOwner:
         return BodyOwner(None if caller.peer is None else caller.peer.uid, is_owner(caller.peer))
     holder = None if caller.identity is None else caller.identity.holder
     uid = None if holder is None else holder.uid
-    return BodyOwner(uid, uid in (0, os.geteuid()))
+    return BodyOwner(uid, owners_uid(uid))
 
 
 class BodyLimits(msgspec.Struct, frozen=True):

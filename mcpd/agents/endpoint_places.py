@@ -21,7 +21,6 @@ after it is answered and closed, so that no agent holds the page's places.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
@@ -34,6 +33,7 @@ from ..config.model import DaemonConfig
 from ..local.tcpowner import OwnerUnknown, tcp_owner
 from .http_wire import Headers, Reject
 from .page import is_page
+from .peers import owners_uid
 from .places import Limits, Places, socket_limits
 
 # The status page's own places, for people's browsers (a tab holds a few).
@@ -69,7 +69,7 @@ class EndpointPlaces:
         while the ``with`` block runs; what it yields is why there is none (None: it
         has one)."""
         places, limits = (self.page, _PAGE) if page else (self.agents, socket_limits(d))
-        owner = uid is not None and uid in (0, os.geteuid())
+        owner = owners_uid(uid)
         who = "a client whose user mcpd cannot name" if uid is None else f"uid {uid}"
         refusal = places.refusal_of(limits, uid, owner, who)
         if refusal is not None:

@@ -197,7 +197,12 @@ def is_owner(peer: Peer | None) -> bool:
     one of its servers' processes, whatever its uid."""
     if peer is not None and (peer.server is not None or peer.unverified):
         return False
-    return peer is None or peer.uid in (0, os.getuid())
+    return peer is None or owners_uid(peer.uid)
+
+
+def owners_uid(uid: int | None) -> bool:
+    """Whether ``uid`` is the daemon's own user's or root's."""
+    return uid is not None and uid in (0, os.getuid())
 
 
 def untrusted_daemon(sock: socket.socket | trio.socket.SocketType, path: str) -> str | None:
