@@ -53,6 +53,10 @@ class Refused(rpc.RPCError):
         return cls(error.code, error.message, error.data)
 
 
+def unknown_prompt(name: str) -> rpc.RPCError:
+    return rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {name[:200]!r}")
+
+
 def outage_error(outage: Outage) -> rpc.RPCError:
     return rpc.RPCError(OUTAGE, outage.sentence(), {"mcpd/outage": outage.meta()})
 
@@ -204,7 +208,7 @@ async def get_prompt(
     seen.arguments = params.arguments if isinstance(params.arguments, Raw) else None
     entry = servers.lookup_prompt(local)
     if entry is None or not sees(entry.alias, entry.name):
-        raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {local[:200]!r}")
+        raise unknown_prompt(local)
     seen.target = (entry.alias, entry.original)
     if entry.held is not None:
         raise held_error("prompt", local, entry.alias, entry.original, entry.held)
@@ -220,10 +224,12 @@ async def get_prompt(
         rounds += 1
         if rounds > 1:
             now = servers.lookup_prompt(local)
-            if now is None or (now.alias, now.original) != (alias, original):
-                return Refused(rpc.INVALID_PARAMS, f"Unknown prompt {local[:200]!r}")
-            if not sees(now.alias, now.name):
-                return Refused(rpc.INVALID_PARAMS, f"Unknown prompt {local[:200]!r}")
+            if (
+                now is None
+                or (now.alias, now.original) != (alias, original)
+                or not sees(now.alias, now.name)
+            ):
+                return Refused.of(unknown_prompt(local))
             if now.held is not None:
                 return Refused.of(held_error("prompt", local, alias, original, now.held))
         return await request_outcome(servers, alias, "prompts/get", p, p.name, caps, asker)
@@ -254,7 +260,7 @@ async def complete(
         seen.name = ref.name
         entry = servers.lookup_prompt(ref.name)
         if entry is None or not sees_prompt(entry.alias, entry.name):
-            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {ref.name[:200]!r}")
+            raise unknown_prompt(ref.name)
         seen.target = (entry.alias, entry.original)
         if entry.held is not None:
             raise held_error("prompt", ref.name, entry.alias, entry.original, entry.held)
