@@ -168,11 +168,54 @@ def agent_tie(decider: Decider, agents: Iterable[AgentKin]) -> tuple[Tie, int | 
     """How ``decider`` is kin to the first of ``agents`` it is kin to, passing over an
     agent whose process is unknown (nothing says whose ``decider`` is, then); None: to
     none of them."""
-    for kin in agents:
-        tie = kin.tie(decider)
-        if tie is not None and tie[0] != "unknown":
-            return tie
-    return None
+    return Kinship(agents).tie(decider)
+
+
+# Where a tie is found among the agents: the agent's place in their order, the tie's
+# rank within an agent (its processes, then its hosts, then its session) and the
+# process's place among those of that rank. The least is the tie ``AgentKin.tie`` of
+# the first agent kin to a decider gives.
+_Place = tuple[int, int, int]
+_SESSION_RANK: Final = 2
+
+
+class Kinship:
+    """The agents connected now, looked up by their processes and sessions: what
+    ``agent_tie`` says of a decider, in one look per process of its lineage rather
+    than a pass over every agent's processes. Many deciders (every session of the
+    status page) are judged against the same agents, and an agent may fill its
+    process tree and connect many times: made once, it keeps that cost to the size of
+    the agents plus the deciders'."""
+
+    def __init__(self, agents: Iterable[AgentKin]) -> None:
+        self._processes: dict[int, list[tuple[_Place, Tie, Process]]] = {}
+        self._sessions: dict[int, int] = {}
+        for order, kin in enumerate(agents):
+            ranked: tuple[tuple[Tie, tuple[Process, ...]], ...] = (
+                ("agent", kin.agents),
+                ("host", kin.hosts),
+            )
+            for rank, (tie, processes) in enumerate(ranked):
+                for place, process in enumerate(processes):
+                    found = self._processes.setdefault(process.pid, [])
+                    found.append(((order, rank, place), tie, process))
+            for session in kin.sessions:
+                self._sessions.setdefault(session, order)
+
+    @property
+    def empty(self) -> bool:
+        return not self._processes and not self._sessions
+
+    def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
+        best: tuple[_Place, Tie, int | None] | None = None
+        for own in decider.lineage:
+            for place, tie, process in self._processes.get(own.pid, ()):
+                if (best is None or place < best[0]) and process.among((own,)):
+                    best = (place, tie, process.pid)
+        order = self._sessions.get(decider.session) if decider.session else None
+        if order is not None and (best is None or (order, _SESSION_RANK, 0) < best[0]):
+            best = ((order, _SESSION_RANK, 0), "session", None)
+        return None if best is None else (best[1], best[2])
 
 
 def unknown(why: str, uid: int | None) -> AgentKin:

@@ -24,7 +24,7 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 
-from ...policy.kin import AgentKin, Decider, Tie, agent_tie, not_yours
+from ...policy.kin import AgentKin, Decider, Kinship, Tie, not_yours
 
 
 def _elsewhere(commands: str) -> str:
@@ -53,18 +53,13 @@ class Opener(msgspec.Struct, frozen=True):
         return tuple(msgspec.structs.replace(d, page=True) for d in self.deciders)
 
 
-def judged(opener: Opener, agents: Iterable[AgentKin]) -> Opener:
+def judged(opener: Opener, agents: Kinship) -> Opener:
     """``opener`` as the agents connected now (``agents``) find it: one found kin to an
     agent once stays so, whoever is connected now."""
     if opener.found is not None:
         return opener
-    return Opener(opener.deciders, _first_tie(opener.deciders, list(agents)))
-
-
-def _first_tie(
-    deciders: tuple[Decider, ...], agents: list[AgentKin]
-) -> tuple[Tie, int | None] | None:
-    return next((t for d in deciders if (t := agent_tie(d, agents)) is not None), None)
+    found = next((t for d in opener.deciders if (t := agents.tie(d)) is not None), None)
+    return opener if found is None else Opener(opener.deciders, found)
 
 
 def _who(tie: Tie, pid: int | None) -> str:
@@ -115,7 +110,7 @@ def check_release(opener: Opener, agents: Iterable[AgentKin]) -> None:
     """Raises ``rpc.RPCError`` when who opened the session was kin to an agent as they
     opened it, or when they or who sends the request now (``opener``'s deciders) are
     kin to one connected now."""
-    found = judged(opener, agents).found
+    found = judged(opener, Kinship(agents)).found
     if found is not None:
         raise rpc.RPCError(
             -32000,

@@ -34,7 +34,7 @@ from typing import Final, TypeVar
 import msgspec
 import trio
 
-from ...policy.kin import AgentKin
+from ...policy.kin import AgentKin, Kinship
 from .opener import Opener, judged
 
 T = TypeVar("T")
@@ -84,9 +84,10 @@ class Passes:
         """A new one-time code, for ``asker`` (who asked for it); ``agents``: who is kin
         to each agent connected now."""
         now = trio.current_time()
-        asker = judged(asker or Opener(), agents)
+        kinship = Kinship(agents)
+        asker = judged(asker or Opener(), kinship)
         self._codes = {d: c for d, c in self._codes.items() if c.expires > now}
-        self.judge(agents)
+        self._judge(kinship)
         for key in _pushed_out(self._codes, lambda c: c.asker, asker, MAX_CODES):
             self._codes.pop(key).spent.set()
         code = secrets.token_urlsafe(24)
@@ -124,12 +125,13 @@ class Passes:
         found.spent.set()
         if found.expires <= now:
             return None
-        opener = judged(found.asker.joined(trader or Opener()), agents)
+        kinship = Kinship(agents)
+        opener = judged(found.asker.joined(trader or Opener()), kinship)
         token = self._current_token()
         if token is None:
             return None
         self._sessions = {d: s for d, s in self._sessions.items() if s.expires > now}
-        self.judge(agents)
+        self._judge(kinship)
         for key in _pushed_out(self._sessions, lambda s: s.opener, opener, MAX_SESSIONS):
             del self._sessions[key]
         sid = secrets.token_urlsafe(32)
@@ -142,14 +144,18 @@ class Passes:
         """Each code and session kept, as the agents connected now (``agents``) find
         its opener: one kin to one of them is that agent's from now on, pushed out with
         its kind, and its page decides nothing (``opener.judged``)."""
-        if not agents:
+        self._judge(Kinship(agents))
+
+    def _judge(self, agents: Kinship) -> None:
+        if agents.empty:
             return
         for key, code in list(self._codes.items()):
-            if code.asker.found is None:
-                self._codes[key] = msgspec.structs.replace(code, asker=judged(code.asker, agents))
+            asker = judged(code.asker, agents)
+            if asker is not code.asker:
+                self._codes[key] = msgspec.structs.replace(code, asker=asker)
         for key, session in list(self._sessions.items()):
-            if session.opener.found is None:
-                opener = judged(session.opener, agents)
+            opener = judged(session.opener, agents)
+            if opener is not session.opener:
                 self._sessions[key] = msgspec.structs.replace(session, opener=opener)
 
     def live(self, sids: list[str]) -> list[tuple[str, PageSession]]:

@@ -7,6 +7,7 @@ are made here (``start_new_session``): the tests' own may read as 0."""
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ from mcpd.policy.kin import (
     Decider,
     Departed,
     Process,
+    agent_tie,
     decider_of,
     is_bridge_command,
     kin_of,
@@ -258,6 +260,50 @@ def test_where_the_agents_process_is_unknown_no_decider_of_its_user_decides() ->
     anyone = unknown("not found", None)
     assert anyone.tie(Decider((Process(7),), uid=0)) == ("unknown", None)
     assert anyone.tie(Decider((Process(7),), uid=0, page=True)) is None
+
+
+def test_among_many_agents_a_decider_is_kin_to_the_first_it_is_kin_to() -> None:
+    """The first agent in order that a decider is kin to decides the tie, whichever
+    way it is kin: a session shared with the first agent comes before the second
+    agent's own process, and within one agent its process before its host."""
+    first = AgentKin(agents=(Process(10, 1),), hosts=(Process(20, 1),), sessions=frozenset({5}))
+    second = AgentKin(agents=(Process(30, 1),), sessions=frozenset({6}))
+    both = Decider((Process(30, 1), Process(20, 1), Process(10, 1)), session=5)
+    assert agent_tie(both, [first, second]) == ("agent", 10)
+    assert agent_tie(both, [second, first]) == ("agent", 30)
+    beside = Decider((Process(30, 1),), session=5)
+    assert agent_tie(beside, [first, second]) == ("session", None)
+    assert agent_tie(Decider((Process(20, 1),), session=6), [first, second]) == ("host", 20)
+    # An agent whose process is unknown ties nobody here: the next one is asked.
+    assert agent_tie(beside, [unknown("gone", None), second]) == ("agent", 30)
+
+
+def test_the_tie_among_many_agents_is_each_agents_own_rule_taken_in_order() -> None:
+    """Over many made-up agents and deciders sharing pids, sessions and unread start
+    times: what ``agent_tie`` finds is what asking each agent in turn finds."""
+    rng = random.Random(7)
+
+    def process() -> Process:
+        return Process(rng.randrange(1, 12), rng.choice((None, 1, 2)))
+
+    def processes(most: int) -> tuple[Process, ...]:
+        return tuple(process() for _ in range(rng.randrange(most + 1)))
+
+    for _ in range(3000):
+        agents = [
+            unknown("gone", rng.choice((None, 1000)))
+            if rng.random() < 0.1
+            else AgentKin(
+                agents=processes(2),
+                hosts=processes(3),
+                sessions=frozenset(rng.sample(range(1, 6), rng.randrange(3))),
+            )
+            for _ in range(rng.randrange(5))
+        ]
+        decider = Decider(processes(6), rng.choice((None, 0, 1, 2, 3, 4, 5)), 1000)
+        asked = (kin.tie(decider) for kin in agents)
+        expected = next((t for t in asked if t is not None and t[0] != "unknown"), None)
+        assert agent_tie(decider, agents) == expected
 
 
 # -- an agent gone, its processes not --
