@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
+from protocol import uriforms
+
 from ..config.model import ConfigError, NamingConfig
 from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
 from .catalog import Catalog
@@ -69,6 +71,34 @@ class NameFilter:
         return not any(self._match(r, alias, name) for r in self.deny)
 
 
+class UriFilter(NameFilter):
+    """``allow``/``deny`` patterns over ``(alias, uri)``, held against the spellings a
+    server may read as the same resource (``uriforms``): a deny that matches the URI
+    as written, as read or without its query keeps it out, and an allow must match it
+    both as written and as read. Each pattern counts as written and as read, so that
+    one written with escapes or dots still matches what it names."""
+
+    def __init__(self, patterns: Patterns) -> None:
+        super().__init__(patterns)
+        self.allow = _as_read_too(self.allow)
+        self.deny = _as_read_too(self.deny)
+
+    def admits_uri(self, alias: str, uri: str) -> bool:
+        if self.everything:
+            return True
+        written, read, bare = uriforms.forms(uri)
+        if self.allow and not all(
+            any(self._match(r, alias, form) for r in self.allow) for form in (written, read)
+        ):
+            return False
+        return not any(self._match(r, alias, f) for r in self.deny for f in (written, read, bare))
+
+
+def _as_read_too(rules: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
+    read = [(server, uriforms.read_as(pattern)) for server, pattern in rules]
+    return rules + [rule for rule in read if rule not in rules]
+
+
 class ProfileView(Sight):
     def __init__(self, name: str, registry: Catalog) -> None:
         self.name = name
@@ -80,7 +110,7 @@ class ProfileView(Sight):
         self._servers: list[str] = ["*"]
         self._tools = NameFilter(Patterns())
         self._prompts = NameFilter(Patterns())
-        self._resources = NameFilter(Patterns())
+        self._resources = UriFilter(Patterns())
         self._pinned: NameFilter | None = None
         self.identity = True
         self._synced = -1
@@ -118,7 +148,7 @@ class ProfileView(Sight):
         self._servers = list(profile.servers)
         self._tools = NameFilter(profile.tools)
         self._prompts = NameFilter(profile.prompts)
-        self._resources = NameFilter(profile.resources)
+        self._resources = UriFilter(profile.resources)
         self._pinned = NameFilter(Patterns(allow=profile.pinned)) if profile.pinned else None
         self._default = default if default is not None and default.naming is not None else None
         # Everything under the table's names: the view is the table (and costs nothing).
@@ -143,7 +173,7 @@ class ProfileView(Sight):
         return self.has_server(alias) and self._prompts.admits(alias, name)
 
     def admits_resource(self, alias: str, uri: str) -> bool:
-        return self.has_server(alias) and self._resources.admits(alias, uri)
+        return self.has_server(alias) and self._resources.admits_uri(alias, uri)
 
     # -- keeping up with the table --
 

@@ -267,3 +267,39 @@ async def test_a_profile_that_comes_to_show_a_server_tells_its_agents_only(
 
 
 META_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+TEMPLATE_SERVER = str(Path(__file__).resolve().parents[2] / "support" / "template_server.py")
+DENIED = "file:///home/u/.ssh/id_rsa"
+RESPELLED = (
+    "file:///home/u/./.ssh/id_rsa",
+    "file:///home/u/x/../.ssh/id_rsa",
+    "file:///home/u/%2essh/id_rsa",
+    "file:///home/u/.ssh/id_rsa#",
+    "file:///home/u/.ssh/id_rsa?x=1",
+    "FILE:///home/u/.ssh/id_rsa",
+    "file:///home//u/.ssh/id_rsa",
+    " file:///home/u/.ssh/id_rsa",
+)
+
+
+async def test_a_denied_uri_is_denied_however_an_agent_spells_it(tmp_path: Path) -> None:
+    """A server that reads every spelling of a path as that path (a URL parser's
+    reading) is asked for none of them by an agent whose profile denies the path; the
+    profile's other files are read as before."""
+    path = tmp_path / "mcpd.toml"
+    path.write_text(
+        f'[daemon]\nsocket = "{tmp_path / "mcpd.sock"}"\nstartup_deadline = 20\n'
+        f"[servers.fs]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps([TEMPLATE_SERVER, 'file:///{+path}'])}\n"
+        f'[profiles.default.resources]\ndeny = ["fs/file:///home/u/.ssh/*"]\n'
+    )
+    with trio.fail_after(LIMIT):
+        async with running(load(str(path))) as daemon, connect(daemon.socket_path) as agent:
+            assert "file:///home/u/notes.txt" in text_of(
+                await read(agent, "file:///home/u/notes.txt")
+            )
+            for uri in (DENIED, *RESPELLED, *(f"mcpd://fs/{u}" for u in RESPELLED)):
+                reply = await read(agent, uri)
+                assert reply.get("error", {}).get("message") == "Resource not found", (uri, reply)
+            daemon.stop()
