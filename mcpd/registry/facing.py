@@ -18,6 +18,11 @@ lower case (``uritemplate.reach``): when neither begins the other, no URI is rea
 both. So a server's new template beside an approved one of a prefix it shares
 (``notes://{id}/history`` beside ``notes://{id}``) is judged as a change of that one,
 and a person approves it once.
+
+A pin forgotten leaves marks (``forgotten``): a tool's or a prompt's of the name agents
+know it by, a template's of what it may read (``marks``), so that an item that would
+have been judged as a change of the pin is judged as a change of a pin whose
+definition is lost (``looked_up``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ from protocol import uritemplate
 from .pins import Kind
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
+# A forgotten template's marks: its reach cut short at each of a few lengths, and
+# apart from those, the longest of them (``marks``).
+_CUT: Final = "{<}"
+_LONGEST_CUT: Final = "{=}"
 
 
 def sanitize(name: str) -> str:
@@ -43,6 +52,42 @@ def facing(kind: Kind, name: str, renames: Mapping[str, str]) -> str:
     if kind == "template":
         return uritemplate.path_shape(name)
     return sanitize(renames.get(name, name))
+
+
+def marks(kind: Kind, name: str, renames: Mapping[str, str]) -> list[str]:
+    """What the pin of the item the server calls ``name`` is marked by once forgotten.
+
+    Two templates may share a URI when one's reach begins the other's (``Namesakes``),
+    and a mark is found only by what it is of, never by what that begins. So a
+    template is marked by its reach cut at no character and at each power of two up to
+    its length, and, tagged apart, by the longest of those cuts. A template whose reach
+    begins a forgotten one's looks up its own longest cut, which is among the forgotten
+    one's cuts; one whose reach a forgotten one's begins looks up each of its own cuts,
+    among which is the forgotten one's longest (``looked_up``). A few marks and
+    look-ups do, however long the reach, and no template that may share a URI with a
+    forgotten one misses its marks; one whose reach agrees with a forgotten one's only
+    as far as the shorter one's longest cut (``notes://b/{x}`` after
+    ``notes://archive/{x}``) finds them too, on the side of holding."""
+    if kind != "template":
+        return [facing(kind, name, renames)]
+    reach = uritemplate.reach(name)
+    cuts = _cuts(len(reach))
+    return [_CUT + reach[:at] for at in cuts] + [_LONGEST_CUT + reach[: cuts[-1]]]
+
+
+def looked_up(kind: Kind, name: str, renames: Mapping[str, str]) -> list[str]:
+    """The marks any of which, set, says that a pin the item the server calls ``name``
+    would be judged against may have been forgotten (``marks``)."""
+    if kind != "template":
+        return [facing(kind, name, renames)]
+    reach = uritemplate.reach(name)
+    cuts = _cuts(len(reach))
+    return [_CUT + reach[: cuts[-1]]] + [_LONGEST_CUT + reach[:at] for at in cuts]
+
+
+def _cuts(length: int) -> list[int]:
+    """No character, then each power of two up to ``length``."""
+    return [0, *(1 << n for n in range(length.bit_length()))]
 
 
 class Namesakes:

@@ -25,7 +25,7 @@ from typing import Final
 from protocol import mcp, surface
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
-from .facing import Namesakes, facing
+from .facing import Namesakes, looked_up, marks
 from .judged import HeldView, ListState, Pending, Seen, T, Verdicts, Why, held_reason, held_view
 from .news import News
 from .pinned import ServerPins, former_match, shown_digest
@@ -35,8 +35,9 @@ from .review import Review
 # Pins of items a server no longer lists are kept (one that comes back changed is a
 # change), by their digest alone, but no more than this many for one list, nor more
 # characters of their names: a server that lists new names every time must not grow
-# the pin file without end. A pin forgotten leaves a mark of its name, and an item
-# listed under a marked name is judged as a change ("forgotten"), never as new.
+# the pin file without end. A pin forgotten leaves marks of what agents know its item
+# by (a template's, of what it may read), and an item new to the server that finds one
+# of them is judged as a change ("forgotten"), never as new.
 _UNLISTED_PINS: Final = 1000
 UNLISTED_NAME_CHARS: Final = 64 * 1024
 _STRICTER: Final = ("accept", "warn", "hold")  # each handling after a laxer one
@@ -145,10 +146,10 @@ class Gate:
         shown: dict[str, T] = {}
         waiting: list[tuple[str, Seen, Why, str]] = []
         saved = False
-        known_as = partial(facing, kind, renames=renames or {})
         # An item under a name whose pin was forgotten is a change or a new item: which,
         # nothing tells, so the stricter of the two settings holds for it.
         on_forgotten = max(policy.on_changed_item, policy.on_new_item, key=_STRICTER.index)
+        sought = partial(looked_up, kind, renames=renames or {})
         # An approved server's new name that agents know as a pinned one's is a
         # change of that item (``facing``); what is pinned in this loop is no namesake.
         namesakes = None
@@ -164,7 +165,7 @@ class Gate:
             if pin is None and namesakes is not None:
                 was = namesakes.of(name) or name
                 pin = pinned.get(was)
-            if pin is None and server.approved and server.forgot(kind, known_as(name)):
+            if pin is None and server.approved and server.forgot(kind, sought(name)):
                 pin = b""  # its pin may be one the server had mcpd forget: none matches it
             why: Why | None = None
             if pin is None:
@@ -216,7 +217,8 @@ class Gate:
         news.flush()
         # What a held item is shown as, approved under another name, stays whole.
         listed.update(was for _, _, why, was in waiting if why == "changed")
-        changed = server.unlist(kind, listed, _UNLISTED_PINS, UNLISTED_NAME_CHARS, known_as)
+        left = partial(marks, kind, renames=renames or {})
+        changed = server.unlist(kind, listed, _UNLISTED_PINS, UNLISTED_NAME_CHARS, left)
         if changed:
             self.review.unwritten.drop(alias, kind, changed)
         if changed or saved:

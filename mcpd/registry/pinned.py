@@ -11,7 +11,8 @@ The pin file keeps the definitions of what the servers list now; of an item a se
 no longer lists, only its digest (``ServerPins.bare``), and of those only so many
 (``ServerPins.unlist``): a server that lists new items every time cannot make the
 file, and each write of it, grow with everything it ever listed. A pin forgotten so
-leaves a mark of its name (``forgotten``): the item listed again is no new item.
+leaves marks of what agents know its item by (``forgotten``): the item listed again,
+however respelled, is no new item.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class ServerPins:
         self.former: set[tuple[Kind, str]] = set()
         # Pins of items the server no longer lists, kept without their definitions.
         self.bare: set[tuple[Kind, str]] = set()
-        # The names of the pins ``unlist`` forgot, by what agents know each as.
+        # The marks of the pins ``unlist`` forgot (``facing.marks``).
         self.forgotten: dict[Kind, Forgotten] = {}
 
     def repinned(self, kind: Kind, name: str, reviewed: bool) -> None:
@@ -82,13 +83,13 @@ class ServerPins:
         listed: Container[str],
         most: int,
         chars: int,
-        known_as: Callable[[str], str],
+        marks_of: Callable[[str], list[str]],
     ) -> list[str]:
         """Keep the pins of items not in ``listed`` by their digest alone, the ``most``
         pinned first, and of those the shortest names up to ``chars`` characters in
-        all; forget the others, each marked in ``forgotten`` by what agents know it as
-        (``known_as``), so that it never comes back as a new item. Returns the names
-        of the pins this changed."""
+        all; forget the others, each leaving its marks in ``forgotten`` (``marks_of``
+        its name: ``facing.marks``), so that it never comes back as a new item.
+        Returns the names of the pins this changed."""
         unlisted = [name for name in self.of(kind) if name not in listed]
         kept = unlisted[:most]
         gone = set(unlisted[most:])
@@ -107,19 +108,21 @@ class ServerPins:
             for name in gone:
                 del self.of(kind)[name]
                 self.repinned(kind, name, False)
-                marks.add(known_as(name))
+                for mark in marks_of(name):
+                    marks.add(mark)
         bared = [n for n in unlisted if n not in gone and (kind, n) not in self.bare]
         self.bare.update((kind, name) for name in bared)
         return bared + [n for n in unlisted if n in gone]
 
-    def forgot(self, kind: Kind, known_as: str) -> bool:
-        """Whether a pin of an item agents know as ``known_as`` may have been
+    def forgot(self, kind: Kind, looked_up: list[str]) -> bool:
+        """Whether a pin that left one of the marks ``looked_up`` may have been
         forgotten (``unlist``)."""
         marks = self.forgotten.get(kind)
-        return marks is not None and known_as in marks
+        return marks is not None and any(mark in marks for mark in looked_up)
 
     def forgotten_names(self) -> int:
-        """About how many names of all its lists the server had mcpd forget."""
+        """About how many names of all its lists the server had mcpd forget, a
+        template counted by its marks (``facing.marks``)."""
         return sum(marks.marked() for marks in self.forgotten.values())
 
     def of(self, kind: Kind) -> dict[str, bytes]:

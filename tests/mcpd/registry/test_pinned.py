@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import partial
 
 import msgspec
 import pytest
 from msgspec import Raw
 
+from mcpd.registry.facing import looked_up, marks
 from mcpd.registry.pinned import (
     Pin,
     ServerPins,
@@ -206,8 +208,8 @@ def test_a_pin_set_with_a_definition_lost_says_which() -> None:
         pin_set({"notes": server}, {})
 
 
-def known_as(name: str) -> str:
-    return name.replace(".", "_")
+def known_as(name: str) -> list[str]:
+    return [name.replace(".", "_")]
 
 
 def test_pins_no_longer_listed_are_kept_bare_and_past_the_bound_the_last_ones_go() -> None:
@@ -219,15 +221,15 @@ def test_pins_no_longer_listed_are_kept_bare_and_past_the_bound_the_last_ones_go
     assert server.unlist("tool", {"old"}, 3, 100, known_as) == ["b1", "b2", "b3"]
     assert server.bare == {("tool", "b1"), ("tool", "b2"), ("tool", "b3")}
     assert server.unlist("tool", {"old"}, 3, 100, known_as) == []  # nothing new
-    assert not server.forgot("tool", "b3")
+    assert not server.forgot("tool", ["b3"])
     # "old" is dropped too: it was pinned first, so the last one pinned goes.
     assert server.unlist("tool", set(), 3, 100, known_as) == ["old", "b3"]
     assert list(pinned) == ["old", "b1", "b2"]
     assert ("tool", "b3") not in server.bare | server.reviewed
-    assert server.forgot("tool", "b3") and not server.forgot("prompt", "b3")
+    assert server.forgot("tool", ["b3"]) and not server.forgot("prompt", ["b3"])
     # Past the characters, the longest name goes: "b1" and "b2" are kept.
     assert server.unlist("tool", set(), 3, 5, known_as) == ["old"]
-    assert list(pinned) == ["b1", "b2"] and server.forgot("tool", "old")
+    assert list(pinned) == ["b1", "b2"] and server.forgot("tool", ["old"])
     server.repinned("tool", "b1", False)  # listed again, as it was
     assert ("tool", "b1") not in server.bare
 
@@ -242,7 +244,7 @@ def test_one_long_name_listed_first_pushes_out_no_other_pin() -> None:
     assert server.unlist("tool", set(), 1000, 65536, known_as) == ["send_mail", long]
     assert list(server.of("tool")) == ["send_mail"]
     assert server.bare == {("tool", "send_mail")}
-    assert server.forgot("tool", long) and not server.forgot("tool", "send_mail")
+    assert server.forgot("tool", [long]) and not server.forgot("tool", ["send_mail"])
 
 
 def test_a_pin_pushed_out_by_many_names_is_marked_by_what_agents_know_it_as() -> None:
@@ -256,11 +258,24 @@ def test_a_pin_pushed_out_by_many_names_is_marked_by_what_agents_know_it_as() ->
     server.unlist("tool", {"send.mail"}, 1000, 65536, known_as)
     assert server.unlist("tool", set(), 1000, 65536, known_as)[-1] == "send.mail"
     assert "send.mail" not in server.of("tool")
-    assert server.forgot("tool", "send_mail")
-    assert not any(server.forgot("tool", f"j{n}") for n in range(1000))  # still pinned
+    assert server.forgot("tool", ["send_mail"])
+    assert not any(server.forgot("tool", [f"j{n}"]) for n in range(1000))  # still pinned
     copy = server.copy()
     server.forgotten.clear()
-    assert copy.forgot("tool", "send_mail")
+    assert copy.forgot("tool", ["send_mail"])
+
+
+def test_a_template_pin_pushed_out_leaves_marks_its_respellings_find() -> None:
+    """Forgotten, ``notes://{id}`` is marked by what it may read: a template that may
+    read a URI of it finds a mark, one of another prefix none."""
+    server = ServerPins(approved=True)
+    server.of("template")["notes://{id}"] = b"\x01" * 32
+    left = partial(marks, "template", renames={})
+    assert server.unlist("template", set(), 0, 65536, left) == ["notes://{id}"]
+    for respelled in ("notes://{+id}", "notes://{id}/x", "notes://{id}{/v}", "notes://5{+r}"):
+        assert server.forgot("template", looked_up("template", respelled, {}))
+    assert not server.forgot("template", looked_up("template", "mail://{id}", {}))
+    assert not server.forgot("tool", looked_up("tool", "notes", {}))
 
 
 def test_a_pin_kept_bare_is_in_a_pin_set_by_its_digest_alone() -> None:
