@@ -39,6 +39,8 @@ import unicodedata
 from typing import Final
 from urllib.parse import urlsplit
 
+from .masking import masked
+
 # The scheme and authority of an http(s) URL within a text: up to its path, query or
 # fragment, or what ends a URL in a sentence (a full stop or colon last is the
 # sentence's). No character of the run is looked at more than twice.
@@ -53,8 +55,9 @@ HIDDEN: Final = "(hidden)"
 
 def display_url(url: str) -> str:
     """``url`` without its user info, query string and fragment; only its scheme when
-    what is left could hold user info (see the module's docstring)."""
-    scheme, sep, rest = url.partition("://")
+    what is left could hold user info (see the module's docstring). A value being
+    masked is masked first (``masking``), so no cut here leaves a part of it."""
+    scheme, sep, rest = masked(url).partition("://")
     if not sep or _SCHEME.fullmatch(scheme) is None:
         scheme, sep, rest = "", "", url
     # The query or fragment ends the host too (``http://host?x``).

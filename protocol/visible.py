@@ -33,6 +33,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
+from .masking import masked
+
 _HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _TAGS: Final = range(0xE0000, 0xE0080)  # partly unassigned, all invisible
 # Printable by Python's measure, yet drawing nothing: the variation selectors but the
@@ -161,7 +163,9 @@ def quote(text: str, limit: int = QUOTED) -> str:
     """A server's ``text`` as one line of mcpd's quotes it: between double quotes, its
     first ``limit`` characters with every control and hidden character escaped (line
     breaks and tabs included), and ``\\`` and ``"`` as ``\\\\`` and ``\\"``; a cut is
-    marked after the closing quote, in mcpd's words."""
+    marked after the closing quote, in mcpd's words. A value being masked is masked
+    before anything else (``masking``)."""
+    text = masked(text)
     more = len(text) - limit
     if more > 0:
         text = text[:limit]

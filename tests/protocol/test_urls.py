@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from protocol.masking import masking
 from protocol.urls import HIDDEN, ascii_hosts, ascii_url, display_url
 
 
@@ -120,3 +121,9 @@ def test_each_such_host_in_a_text_is_given_in_ascii_and_said_to_be() -> None:
     )
     plain = "caf\u00e9 https://accounts.google.com/x HTTPS://Example.com"
     assert ascii_hosts(plain) == plain
+
+
+def test_a_masked_value_is_masked_before_the_query_is_left_out() -> None:
+    with masking({"Zq9cdefgh?ijklmn": "${API_TOKEN}"}):
+        assert display_url("https://:8443/Zq9cdefgh?ijklmn") == "https://:8443/${API_TOKEN}"
+    assert display_url("https://:8443/Zq9cdefgh?ijklmn") == "https://:8443/Zq9cdefgh"

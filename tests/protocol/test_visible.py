@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocol import visible as visible_module
+from protocol.masking import masking
 from protocol.visible import (
     CUT_NOTE,
     QUOTED,
@@ -180,3 +181,14 @@ def test_an_id_a_server_sent_is_quoted_if_text_and_cut_either_way() -> None:
     assert quoted_id(None) == "None"
     assert quoted_id("z" * 150) == f'"{"z" * 100}" (and 50 more characters)'
     assert quoted_id(10**150) == f"{'1' + '0' * 99}\u2026 (and 51 more characters)"
+
+
+def test_a_masked_value_is_masked_before_the_quote_cuts_or_escapes_it() -> None:
+    long = "Zq9x" * 100
+    with masking({long: "${API_TOKEN}", "Zq9\u3164cd": "${A}", 'Zq9"c\x01d': "${B}"}):
+        assert quote(f"https://h:99999/v1/{long}/mcp") == '"https://h:99999/v1/${API_TOKEN}/mcp"'
+        assert quote("<Zq9\u3164cd>") == '"<${A}>"'
+        assert quote('<Zq9"c\x01d>') == '"<${B}>"'
+        # What is cut is what is left: the stand-in, not the value.
+        assert quote(f"{long} and more", 10) == '"${API_TOKE" (and 11 more characters)'
+    assert quote(long, 10) == '"Zq9xZq9xZq" (and 390 more characters)'
