@@ -11,6 +11,8 @@ import re
 from fnmatch import fnmatchcase
 from typing import Final
 
+from protocol.masking import masked_repr
+
 from .model import ALIAS_RE, Config, ConfigError, DaemonConfig
 from .profiles import DEFAULT_PROFILE, Patterns, ProfileConfig, is_glob, split_pattern
 from .sandbox import loopback_port
@@ -27,7 +29,7 @@ def parse_listen(text: str, where: str = "daemon.http_listen") -> tuple[str, int
         or not (port.isascii() and port.isdigit())
         or not 0 <= int(port) <= 65535
     ):
-        raise ConfigError(where, f'{text!r} is not HOST:PORT such as "127.0.0.1:8765"')
+        raise ConfigError(where, f'{masked_repr(text)} is not HOST:PORT such as "127.0.0.1:8765"')
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     return host, int(port)
@@ -47,7 +49,7 @@ def check_groups(groups: list[str], where: str) -> None:
             try:
                 grp.getgrnam(group)
             except KeyError:
-                raise ConfigError(f"{where}[{i}]", f"no group named {group!r}") from None
+                raise ConfigError(f"{where}[{i}]", f"no group named {masked_repr(group)}") from None
 
 
 def is_loopback(host: str) -> bool:
@@ -127,7 +129,7 @@ def validate_profiles(config: Config) -> None:
             if not pattern:
                 raise ConfigError(at, "is empty")
             if not is_glob(pattern) and pattern not in config.servers:
-                raise ConfigError(at, f"{pattern!r} is not a configured server")
+                raise ConfigError(at, f"{masked_repr(pattern)} is not a configured server")
         _check_socket(where, name, profile, main_socket, sockets)
 
 
@@ -143,7 +145,7 @@ def _resolve_servers(where: str, profile: ProfileConfig, config: Config) -> set[
         if not matched:
             known = ", ".join(sorted(config.servers)) or "none configured"
             what = "matches no server" if is_glob(pattern) else "is not a configured server"
-            raise ConfigError(at, f"{pattern!r} {what} (servers: {known})")
+            raise ConfigError(at, f"{masked_repr(pattern)} {what} (servers: {known})")
         found |= matched
     return found
 
@@ -159,9 +161,9 @@ def _check_pattern(where: str, pattern: str, servers: set[str]) -> None:
     if not name:
         raise ConfigError(where, "is empty")
     if alias is not None and not any(fnmatchcase(a, alias) for a in servers):
+        listed = ", ".join(sorted(servers))
         raise ConfigError(
-            where,
-            f"{alias!r} is not one of this profile's servers ({', '.join(sorted(servers))})",
+            where, f"{masked_repr(alias)} is not one of this profile's servers ({listed})"
         )
 
 

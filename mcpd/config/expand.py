@@ -117,27 +117,17 @@ def expand(
     return _VAR_RE.sub(sub, value)
 
 
-def without_values(
-    error: ConfigError, names: Iterable[str], env: Mapping[str, str], found: Found
-) -> ConfigError:
-    """``error`` with each value a reference gave written as that reference
-    (``${TPASS}``), or, for a secret file's, as where it is held. Whoever reads the
+def stand_ins(names: Iterable[str], env: Mapping[str, str], found: Found) -> dict[str, str]:
+    """What the config's errors write for each value a reference gave: the reference
+    (``${TPASS}``), or, for a secret file's, where it is held. Whoever reads the
     config's state reads its errors too, and any value may be a password: one spliced
-    into a URL is checked, and quoted, as the URL's."""
+    into a URL is checked, and quoted, as the URL's (``protocol.masking``)."""
     shown = {h.value: f"[secret of {h.where}]" for h in found}
     for name in names:
         value = env.get(name)
         if value is not None and len(value) >= MIN_SECRET and not _plain_var(name):
             shown[value] = f"${{{name}}}"
-    # A message quotes a value as written or as Python or JSON writes it in quotes, where
-    # a backslash, a quote or a control character in it is escaped.
-    for value, reference in list(shown.items()):
-        for written in (repr(value)[1:-1], msgspec.json.encode(value).decode()[1:-1]):
-            shown.setdefault(written, reference)
-    message = error.message
-    for value in sorted(shown, key=len, reverse=True):  # a value inside another: the longer first
-        message = message.replace(value, shown[value])
-    return error if message == error.message else type(error)(error.path, message)
+    return shown
 
 
 def _walk(node: Any, path: str, on_str: Callable[[str, str], str]) -> Any:

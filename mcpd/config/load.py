@@ -10,6 +10,7 @@ as its ``unresolved`` reason and does not start, and the others run.
 
 from __future__ import annotations
 
+import ast
 import codecs
 import os
 import re
@@ -21,6 +22,8 @@ from typing import Any, Final
 
 import msgspec
 
+from protocol.masking import masked_repr, masking
+
 from ..local.trusted_path import untrusted_file
 from .endpoints import check_groups, validate_grants, validate_http, validate_profiles
 from .expand import (
@@ -31,7 +34,7 @@ from .expand import (
     expand,
     expand_server,
     expand_tree,
-    without_values,
+    stand_ins,
 )
 from .held import held_in
 from .hosts import builtin_profiles
@@ -57,6 +60,9 @@ def _validation_error(exc: msgspec.ValidationError, prefix: str = "") -> ConfigE
     if unknown:
         key = unknown.group(1)
         return ConfigError(f"{where}.{key}" if where else key, "unknown key")
+    refused = re.match(r"(Invalid enum value )(.+)", message, re.S)
+    if refused:  # the value as msgspec writes it (repr), written again masked
+        message = refused.group(1) + masked_repr(ast.literal_eval(refused.group(2)))
     return ConfigError(where or "(top level)", message)
 
 
@@ -83,11 +89,10 @@ def parse(
     if refs.names:
         expanded["variables"][""] = sorted(refs.names)
     expanded["secret_files"] = sorted(refs.files.union(*(t.files for t in tables.values())))
-    try:
+    names = refs.names.union(*(t.variables for t in tables.values()))
+    # The errors of the checks show no value a reference gave, whole or in part.
+    with masking(stand_ins(names, env, found)):
         config = _checked(expanded, tables)
-    except ConfigError as exc:
-        names = refs.names.union(*(t.variables for t in tables.values()))
-        raise without_values(exc, names, env, found) from None
     return msgspec.structs.replace(config, held_secrets=held_in(config, found))
 
 

@@ -12,6 +12,8 @@ from typing import Final, Literal, NamedTuple
 
 import msgspec
 
+from protocol.masking import masked
+
 from .policy import PolicyRule
 from .profiles import ProfileConfig
 from .secrets import HeldSecret
@@ -24,9 +26,11 @@ ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a
 
 
 class ConfigError(Exception):
-    """A bad config; ``path`` is the key path (``servers.notes.command``)."""
+    """A bad config; ``path`` is the key path (``servers.notes.command``). A value being
+    masked (``protocol.masking``) that its message holds as it is, is masked."""
 
     def __init__(self, path: str, message: str) -> None:
+        message = masked(message)
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
         self.message = message

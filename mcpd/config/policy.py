@@ -25,6 +25,8 @@ from typing import Final, Literal, NamedTuple
 
 import msgspec
 
+from protocol.masking import masked_repr
+
 Action = Literal["allow", "ask", "deny"]
 Remember = Literal["connection", "none"]
 # ask: who may decide. The calling agent's user, through its host, when the agent can be
@@ -95,10 +97,12 @@ def parse_rate(text: str) -> Rate:
     """``"30/min"``; raises ValueError with what is wrong."""
     m = _RATE_RE.match(text.lower())
     if m is None or m.group(2) not in _PERIODS:
-        raise ValueError(f'{text!r} is not a rate such as "30/min" (per s, min, h or day)')
+        raise ValueError(
+            f'{masked_repr(text)} is not a rate such as "30/min" (per s, min, h or day)'
+        )
     count = int(m.group(1))
     if count < 1:
-        raise ValueError(f'{text!r} lets no call through; use action = "deny" for that')
+        raise ValueError(f'{masked_repr(text)} lets no call through; use action = "deny" for that')
     return Rate(count, _PERIODS[m.group(2)])
 
 

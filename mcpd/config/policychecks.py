@@ -8,6 +8,8 @@ import math
 from collections.abc import Collection
 from fnmatch import fnmatchcase
 
+from protocol.masking import masked_repr
+
 from .glob import Glob, is_glob
 from .hosts import builtin_profiles
 from .model import Config, ConfigError
@@ -61,7 +63,9 @@ def _check_tool(where: str, pattern: str, servers: Collection[str]) -> None:
     # that is not there is a typo that would leave the rule matching nothing.
     if slash and alias and not is_glob(alias) and alias not in servers:
         known = ", ".join(sorted(servers)) or "none configured"
-        raise ConfigError(where, f"{alias!r} is not a configured server (servers: {known})")
+        raise ConfigError(
+            where, f"{masked_repr(alias)} is not a configured server (servers: {known})"
+        )
 
 
 def _check_name(where: str, pattern: str, names: Collection[str], kind: str) -> None:
@@ -72,7 +76,7 @@ def _check_name(where: str, pattern: str, names: Collection[str], kind: str) -> 
         return
     known = ", ".join(sorted(names)) or "none"
     what = "matches no" if is_glob(pattern) else "is not a"
-    raise ConfigError(where, f"{pattern!r} {what} {kind} ({kind}s: {known})")
+    raise ConfigError(where, f"{masked_repr(pattern)} {what} {kind} ({kind}s: {known})")
 
 
 def leavable(config: Config) -> list[str]:

@@ -36,6 +36,7 @@ from typing import Any, Final
 
 import msgspec
 
+from protocol.masking import masked_repr
 from transports.stdio.childenv import environment
 from transports.stdio.limits import LIMIT_NAMES, Limits
 from transports.stdio.sandbox import (
@@ -67,7 +68,9 @@ def parse_size(value: int | str) -> int:
         return value
     m = _SIZE_RE.match(value)
     if m is None:
-        raise ValueError(f'{value!r} is not a size (bytes, or a number with K, M, G or T: "2G")')
+        raise ValueError(
+            f'{masked_repr(value)} is not a size (bytes, or a number with K, M, G or T: "2G")'
+        )
     return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
@@ -130,9 +133,11 @@ def loopback_port(value: int | str) -> int:
     if isinstance(value, str):
         host, sep, text = value.rpartition(":")
         if not sep or host != "127.0.0.1":
-            raise ValueError(f'{value!r} is not a host loopback port (5432 or "127.0.0.1:5432")')
+            raise ValueError(
+                f'{masked_repr(value)} is not a host loopback port (5432 or "127.0.0.1:5432")'
+            )
     if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
-        raise ValueError(f"{value!r}: a port is a number from 1 to 65535")
+        raise ValueError(f"{masked_repr(value)}: a port is a number from 1 to 65535")
     return int(text)
 
 

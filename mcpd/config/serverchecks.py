@@ -13,6 +13,8 @@ from collections.abc import Collection, Iterator
 
 import msgspec
 
+from protocol.masking import masked_repr
+
 from ..local.trusted_path import untrusted_file
 from .model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError
 from .sandbox import grant_errors
@@ -25,10 +27,10 @@ def _ca_file_errors(at: str, path: str) -> Iterator[ConfigError]:
     try:
         st = os.stat(path)
     except OSError:
-        yield ConfigError(at, f"{path!r} does not exist")
+        yield ConfigError(at, f"{masked_repr(path)} does not exist")
         return
     if not stat.S_ISREG(st.st_mode):
-        yield ConfigError(at, f"{path!r} is not a regular file")
+        yield ConfigError(at, f"{masked_repr(path)} is not a regular file")
         return
     untrusted = untrusted_file(path, st)
     if untrusted is not None:
@@ -177,6 +179,7 @@ def _tools_errors(where: str, t: ToolsConfig) -> Iterator[ConfigError]:
             yield ConfigError(f"{where}.rename.{tool}", "is empty")
         if new in targets:
             yield ConfigError(
-                f"{where}.rename.{tool}", f"{targets[new]!r} is already renamed to {new!r}"
+                f"{where}.rename.{tool}",
+                f"{targets[new]!r} is already renamed to {masked_repr(new)}",
             )
         targets[new] = tool

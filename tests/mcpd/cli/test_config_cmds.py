@@ -120,6 +120,22 @@ def test_check_config_shows_no_part_of_a_password_written_in_a_url(
         assert part not in captured.out + captured.err
 
 
+def test_check_config_shows_no_part_of_a_long_token_its_error_cuts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("API_TOKEN", "Zq9x" * 100 + "Z")
+    config = written(
+        tmp_path, '[servers.api]\nurl = "https://mcp.example.com:99999/v1/${API_TOKEN}/mcp"\n'
+    )
+    assert run("check-config", "--config", str(config)) == EX_CONFIG
+    captured = capsys.readouterr()
+    assert (
+        'servers.api.url: invalid URL "https://mcp.example.com:99999/v1/${API_TOKEN}/mcp": '
+        "its port is not a number" in captured.err
+    )
+    assert "Zq9" not in captured.out + captured.err
+
+
 def test_check_config_warns_of_a_server_that_cannot_start_and_still_exits_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -251,3 +251,86 @@ def test_a_value_an_error_quotes_with_escapes_is_shown_as_its_reference_too(
     assert "${LISTEN}" in message
     for part in ("s3cr", "Val", "ss", "word"):
         assert part not in message
+
+
+# A token longer than any quote of an error's text: 263 of its characters fit in one.
+LONG_TOKEN = "Zq9x" * 100 + "Z"
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("https://mcp.example.com:99999/v1/${API_TOKEN}/mcp", "its port is not a number"),
+        ("https://:8443/v1/${API_TOKEN}/mcp", "has no host"),
+    ],
+)
+def test_a_value_an_error_cuts_shows_no_part_of_itself(tmp_path: Path, url: str, why: str) -> None:
+    path = written(tmp_path, "mcpd.toml", f'[servers.api]\nurl = "{url}"\n'.encode())
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={"API_TOKEN": LONG_TOKEN})
+    message = str(caught.value)
+    assert message.startswith("servers.api.url: ") and why in message
+    assert "/v1/${API_TOKEN}/mcp" in message
+    assert "Zq9" not in message and "more characters" not in message
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Zq9\u3164cdefgh",  # a Hangul filler: printable to Python, escaped by a quote
+        "Zq9\ufe00cdefgh",  # a variation selector, alike
+        'Zq9"cd\x01efgh',  # a quote and a control character together
+    ],
+)
+def test_a_value_an_error_quotes_with_escapes_of_its_own_shows_no_part_of_itself(
+    tmp_path: Path, value: str
+) -> None:
+    path = written(tmp_path, "mcpd.toml", b'[servers.api]\nurl = "https://:8443/${API_TOKEN}"\n')
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={"API_TOKEN": value})
+    message = str(caught.value)
+    assert '"https://:8443/${API_TOKEN}" has no host' in message
+    assert "Zq9" not in message and "efgh" not in message
+
+
+@pytest.mark.parametrize(
+    ("toml", "shown"),
+    [
+        # Python writes the whole string in single quotes for its '"', so the value's "'"
+        # is escaped, as it would not be in the value alone.
+        (
+            b'[daemon]\nhttp_listen = "\\"${LISTEN}"\n',
+            "daemon.http_listen: '\"${LISTEN}' is not HOST:PORT",
+        ),
+        # A value msgspec refuses, written by msgspec.
+        (
+            b'[servers.s]\ncommand = "x"\nsandbox = "\\"${LISTEN}"\n',
+            "servers.s.sandbox: Invalid enum value '\"${LISTEN}'",
+        ),
+    ],
+)
+def test_a_value_python_quotes_inside_a_string_shows_no_part_of_itself(
+    tmp_path: Path, toml: bytes, shown: str
+) -> None:
+    path = written(tmp_path, "mcpd.toml", toml)
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={"LISTEN": "Zq9'cdefgh"})
+    message = str(caught.value)
+    assert message.startswith(shown)
+    assert "Zq9" not in message and "efgh" not in message
+
+
+def test_a_value_a_urls_shown_part_ends_inside_shows_no_part_of_itself(tmp_path: Path) -> None:
+    # Where a URL is shown, its query is left off: here, the value's end.
+    path = written(tmp_path, "mcpd.toml", b'[servers.api]\nurl = "https://:8443/${API_TOKEN}"\n')
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={"API_TOKEN": "Zq9cdefgh?ijklmn"})
+    message = str(caught.value)
+    assert message == 'servers.api.url: URL "https://:8443/${API_TOKEN}" has no host'
+
+
+def test_a_value_an_error_holds_as_it_is_is_shown_as_its_reference(tmp_path: Path) -> None:
+    path = written(tmp_path, "mcpd.toml", b'[naming]\ntemplate = "{tool}{${NAMING}}"\n')
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={"NAMING": "Zq9cdefgh"})
+    assert str(caught.value) == "naming.template: unknown placeholder {${NAMING}}"

@@ -245,6 +245,8 @@ PASSWORD = "hunter2/Zq9-SECRET"
         (f"http://user:{PASSWORD}@127.0.0.1:9/mcp", {}),
         ("http://user:hunter2#Zq9-SECRET@127.0.0.1:9/mcp", {}),
         ("http://user:hunter2?Zq9-SECRET@127.0.0.1:9/mcp", {}),
+        # Longer than a quote: the part a quote keeps is no part of it either.
+        ("https://mcp.example.com:99999/${TPASS}", {"TPASS": "Zq9-SECRET" * 40}),
     ],
 )
 async def test_a_password_in_a_server_url_reaches_no_peer_of_the_hold(

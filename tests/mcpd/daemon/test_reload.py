@@ -105,6 +105,31 @@ async def test_a_bad_config_is_rejected_whole(
             )
 
 
+async def test_a_rejected_reload_says_no_part_of_a_token_its_error_cuts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("API_TOKEN", "Zq9x" * 100 + "Z")
+    pidfile = tmp_path / "a.pid"
+    config_path = tmp_path / "mcpd.toml"
+    sock = tmp_path / "mcpd.sock"
+    write_config(config_path, sock, {"a": toml_server(pidfile)})
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)),
+            connect(str(sock)) as agent,
+        ):
+            await read_pid(pidfile)
+            config_path.write_text(
+                config_path.read_text()
+                + '\n[servers.b]\nurl = "https://:8443/v1/${API_TOKEN}/mcp"\n'
+            )
+            reply = await agent.rpc("mcpd/reload")
+    said = json.dumps(reply) + "".join(r.getMessage() for r in caplog.records)
+    assert 'servers.b.url: URL \\"https://:8443/v1/${API_TOKEN}/mcp\\" has no host' in said
+    assert any("reload rejected" in r.getMessage() for r in caplog.records)
+    assert "Zq9" not in said
+
+
 async def test_in_flight_call_on_a_removed_server_finishes(tmp_path: Path) -> None:
     pidfile = tmp_path / "slow.pid"
     config_path = tmp_path / "mcpd.toml"
