@@ -29,7 +29,8 @@ _IN_FORCE: Final[ContextVar[Mapping[str, str] | None]] = ContextVar("masked valu
 @contextlib.contextmanager
 def masking(stand_ins: Mapping[str, str]) -> Iterator[None]:
     """Within it, each key of ``stand_ins`` is written as its value by ``masked``."""
-    token = _IN_FORCE.set(dict(stand_ins))
+    # An empty value is in every text and hides nothing.
+    token = _IN_FORCE.set({value: shown for value, shown in stand_ins.items() if value})
     try:
         yield
     finally:

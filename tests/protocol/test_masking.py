@@ -53,3 +53,8 @@ async def test_a_task_running_meanwhile_does_not_see_the_values() -> None:
             await trio.testing.wait_all_tasks_blocked()
             seen.append(masked("hunter2-Zq9"))
     assert seen == ["hunter2-Zq9", "${PASS}"]
+
+
+def test_an_empty_value_masks_nothing() -> None:
+    with masking({"": "${EMPTY}", "hunter2hunter2": "${P}"}):
+        assert masked("a hunter2hunter2 b") == "a ${P} b"
