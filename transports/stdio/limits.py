@@ -38,3 +38,28 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
 
     def key(self, name: str) -> str:
         return self.keys.get(name, f"limits.{name}")
+
+
+def prlimit_args(
+    limits: Limits, prlimit: str | None, nofile_hard: int | None, *, processes: bool
+) -> list[str]:
+    """The command line of ``prlimit`` (its path, None where it is missing) up to its
+    ``--``; empty when no limit is set. ``nofile_hard``: mcpd's own hard limit on open
+    files, which a child cannot go above; ``processes``: whether the process limit can
+    be applied (inside a user namespace)."""
+    if not limits.any() or prlimit is None:
+        return []
+    args = [prlimit]
+    if limits.memory is not None:
+        args.append(f"--data={limits.memory}")
+    if limits.processes is not None and processes:
+        args.append(f"--nproc={limits.processes}")
+    if limits.open_files is not None:
+        n = limits.open_files
+        if nofile_hard is not None:
+            n = min(n, nofile_hard)
+        args.append(f"--nofile={n}")
+    if limits.cpu is not None:
+        # SIGXCPU at the limit; SIGKILL a second later for a server that ignores it.
+        args.append(f"--cpu={limits.cpu}:{limits.cpu + 1}")
+    return [*args, "--"] if len(args) > 1 else []

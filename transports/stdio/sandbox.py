@@ -44,7 +44,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from .limits import Limits
+from .limits import Limits, prlimit_args
 
 Level = Literal["off", "default", "strict"]
 # The thread of mcpd that starts a server, for what it is born in (``confined``).
@@ -295,27 +295,6 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
     return [*args, "--chdir", cwd]
 
 
-def prlimit_args(limits: Limits, machine: Machine, *, processes: bool) -> list[str]:
-    """The prlimit command line up to its ``--``; empty when no limit is set.
-    ``processes``: whether the process limit can be applied (inside a user namespace)."""
-    if not limits.any() or machine.prlimit is None:
-        return []
-    args = [machine.prlimit]
-    if limits.memory is not None:
-        args.append(f"--data={limits.memory}")
-    if limits.processes is not None and processes:
-        args.append(f"--nproc={limits.processes}")
-    if limits.open_files is not None:
-        n = limits.open_files
-        if machine.nofile_hard is not None:
-            n = min(n, machine.nofile_hard)
-        args.append(f"--nofile={n}")
-    if limits.cpu is not None:
-        # SIGXCPU at the limit; SIGKILL a second later for a server that ignores it.
-        args.append(f"--cpu={limits.cpu}:{limits.cpu + 1}")
-    return [*args, "--"] if len(args) > 1 else []
-
-
 def shortfall(s: Sandbox, machine: Machine) -> str | None:
     """What of the sandbox this machine cannot apply, and why (None: all of it).
     Raises SandboxError when that is a promise of the config (``Sandbox.promises``),
@@ -376,7 +355,9 @@ def plan(
         command, args = bwrap_command(machine, joined), bwrap_args(r, machine, cwd, joined)
         wrapped = [*command, *args, "--"]
         sandbox_args = (len(command), len(command) + len(args))
-    limited = prlimit_args(s.limits, machine, processes=applied and not machine.root)
+    limited = prlimit_args(
+        s.limits, machine.prlimit, machine.nofile_hard, processes=applied and not machine.root
+    )
     starter: Starter = "main"
     if applied and machine.confine and not s.loopback:
         starter = "confined"
