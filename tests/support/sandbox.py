@@ -25,6 +25,7 @@ from tests.support.procs import SCRIPTED, alive
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = str(Path(__file__).with_name("hostile_server.py"))
+HOARDING = str(Path(__file__).with_name("hoarding_server.py"))
 SECRET = "tickets-secret-0451"  # TICKETS_TOKEN in mcpd's environment
 ENDPOINT_TOKEN = "endpoint-token-7e3f"
 OAUTH_TOKEN = "oauth-access-token-91c2"
@@ -47,6 +48,10 @@ def as_ordinary_user() -> tuple[str, ...]:
 
 def hostile(**settings: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [HOSTILE], **settings}
+
+
+def hoarding(**settings: Any) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [HOARDING], **settings}
 
 
 def steady() -> dict[str, Any]:

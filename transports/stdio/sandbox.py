@@ -8,8 +8,10 @@ Levels:
   (mcpd's state, config and socket directories, the other servers' homes, the user's
   credential stores), each covered by an empty read-only directory or ``/dev/null``,
   with the directories above it kept where they are (``pins``).
-  It runs in user and PID namespaces of its own: it cannot see, signal or trace mcpd or
-  another server, and dies with mcpd (``--die-with-parent`` under the parent-death
+  It runs in user, PID and IPC namespaces of its own: it cannot see, signal or trace
+  mcpd or another server, nor reach the SysV shared memory, message queues and
+  semaphores of the host or of another server (what it makes there goes with its
+  last process), and dies with mcpd (``--die-with-parent`` under the parent-death
   signal mcpd arms). It shares the host's network namespace, and with it the
   host's abstract Unix sockets, which have no path to hide: a Landlock domain
   (``landlock``) keeps it from connecting to those bound outside it, where the
@@ -35,6 +37,11 @@ use the kernel's keyrings (``keyring_filter``), which no namespace separates.
 
 The limits a server's config sets (``limits``) are applied by ``prlimit`` inside the
 namespaces.
+
+Not separated: the host's name (UTS), which the server can read but has no right to
+change; and the cgroup tree, whose paths a cgroup namespace would hide at the price
+of runtimes that look up their CPU and memory limits through ``/sys``, which shows
+the host's tree and would then be read at its root.
 """
 
 from __future__ import annotations
@@ -50,6 +57,16 @@ Level = Literal["off", "default", "strict"]
 # The thread of mcpd that starts a server, for what it is born in (``confined``).
 Starter = Literal["main", "keyless", "confined"]
 
+# Every sandbox's own namespaces (user, PID, IPC: the IPC namespace needs no privilege
+# under a user namespace), its end with mcpd's, and no capability in them.
+EVERY_SANDBOX: Final = (
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--die-with-parent",
+    "--cap-drop",
+    "ALL",
+)
 # Shown read-only under the sandbox's own /proc, where they exist: the kernel's
 # settings (kernel.core_pattern runs a program as root, in no namespace, at the next
 # crash), the sysrq trigger (reboot, halt), interrupts' routing, devices' PCI
@@ -200,7 +217,7 @@ def _order(m: Mount) -> tuple[int, int]:
 
 
 def _namespaces(network: bool, joined: bool, machine: Machine) -> list[str]:
-    args = ["--unshare-user", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL"]
+    args = list(EVERY_SANDBOX)
     if machine.userns_denial is None:
         args.append("--disable-userns")
     if not network and not joined:

@@ -25,6 +25,7 @@ from . import anchors, confined, landlock, pidgroup
 from .fixed_dirs import fixed_dirs
 from .launch import resolve as resolve_command
 from .sandbox import (
+    EVERY_SANDBOX,
     Machine,
     Mount,
     Netns,
@@ -64,8 +65,8 @@ def _try(bwrap: str, *extra: str, confine: Sequence[str] = (), keyless: bool = F
     """None when bubblewrap starts ``true`` with these namespaces (run by ``confine``,
     when given; from the thread under the keyring filter, when ``keyless``); else why
     not."""
-    args = [*confine, bwrap, "--unshare-user", "--unshare-pid", "--die-with-parent"]
-    args += ["--cap-drop", "ALL", *extra, "--bind", "/", "/", *kernel_mounts(True), "--", "true"]
+    args = [*confine, bwrap, *EVERY_SANDBOX, *extra, "--bind", "/", "/", *kernel_mounts(True)]
+    args += ["--", "true"]
 
     def run() -> subprocess.CompletedProcess[str]:
         return subprocess.run(

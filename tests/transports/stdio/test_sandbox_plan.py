@@ -15,6 +15,7 @@ from transports.stdio.limits import Limits
 from transports.stdio.sandbox import (
     Machine,
     Mount,
+    Netns,
     Resolved,
     Sandbox,
     SandboxError,
@@ -155,6 +156,21 @@ def test_no_sandboxed_server_may_make_user_namespaces_of_its_own(root: bool) -> 
     )
     # Still in its sandbox otherwise: stopped and read as a sandboxed server is.
     assert p.wrapped and p.argv[0] == "/usr/bin/bwrap"
+
+
+def test_every_sandboxed_server_has_sysv_ipc_of_its_own() -> None:
+    """The host's SysV shared memory, message queues and semaphores (an X server's
+    buffers, a database's) are not its to read or remove, nor another server's to meet
+    it through; and what it makes there goes with its namespace, with its last process."""
+    netns = Netns("/proc/7/fd/4", "/proc/7/fd/5")
+    machine = msgspec.structs.replace(MACHINE, nsenter="/usr/bin/nsenter")
+    for level in ("default", "strict"):
+        for network in (True, False):
+            argv = plan(resolved(level=level, network=network), ["node"], machine, HOME).argv
+            assert "--unshare-ipc" in argv, (level, network)
+        joined = resolved(level=level, network=False, loopback=(5432,))
+        assert "--unshare-ipc" in plan(joined, ["node"], machine, HOME, netns).argv, level
+    assert "--unshare-ipc" not in plan(resolved(level="off"), ["node"], MACHINE, HOME).argv
 
 
 def test_a_sandboxed_server_is_started_from_a_thread_that_refuses_it_the_keyrings() -> None:
