@@ -17,7 +17,8 @@ Levels:
   (``landlock``) keeps it from connecting to those bound outside it, where the
   kernel can scope one, at every sandboxed level. It sees ``/sys`` read-only.
 - ``strict``: a new root holding the system's directories read-only, its own home, a
-  private ``/tmp``, and the paths its config grants, and nothing else.
+  private ``/tmp``, and the paths its config grants, and no other file; its network is
+  the host's unless ``network = false``.
 - ``off``: started as it is.
 
 ``read`` grants are bound read-only and ``write`` grants read-write, on top of what is
@@ -36,7 +37,8 @@ mcpd's user owns it (as root, under ``systemd --user``) and freeze or kill mcpd,
 use the kernel's keyrings (``keyring_filter``), which no namespace separates.
 
 The limits a server's config sets (``limits``) are applied by ``prlimit`` inside the
-namespaces.
+namespaces; its memory limit also bounds the filesystems in memory it may write
+(``sandbox_mounts``).
 
 Not separated: the host's name (UTS), which the server can read but has no right to
 change; and the cgroup tree, whose paths a cgroup namespace would hide at the price
@@ -52,6 +54,7 @@ from typing import Final, Literal
 import msgspec
 
 from .limits import Limits, prlimit_args
+from .sandbox_mounts import kernel_mounts, sealed, tmpfs
 
 Level = Literal["off", "default", "strict"]
 # The thread of mcpd that starts a server, for what it is born in (``confined``).
@@ -66,18 +69,6 @@ EVERY_SANDBOX: Final = (
     "--die-with-parent",
     "--cap-drop",
     "ALL",
-)
-# Shown read-only under the sandbox's own /proc, where they exist: the kernel's
-# settings (kernel.core_pattern runs a program as root, in no namespace, at the next
-# crash), the sysrq trigger (reboot, halt), interrupts' routing, devices' PCI
-# configuration, filesystems' and ACPI's controls.
-KERNEL_PROC: Final = (
-    "/proc/sys",
-    "/proc/sysrq-trigger",
-    "/proc/irq",
-    "/proc/bus",
-    "/proc/fs",
-    "/proc/acpi",
 )
 
 
@@ -153,6 +144,9 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
     # None when a sandboxed server can be started under the filter that refuses it the
     # kernel's keyrings (``keyring_filter``); else why not.
     keyring_denial: str | None = "not probed"
+    # None when bubblewrap can size a tmpfs (``--size``); else why not, and a server's
+    # /dev/shm (and a strict one's /tmp) holds what the kernel lets a tmpfs hold.
+    tmpfs_unsized: str | None = "not probed"
 
 
 class Mount(msgspec.Struct, frozen=True):
@@ -225,16 +219,6 @@ def _namespaces(network: bool, joined: bool, machine: Machine) -> list[str]:
     return args
 
 
-def kernel_mounts(shows_sys: bool) -> list[str]:
-    """``/dev`` and ``/proc`` of the sandbox's own, with the kernel's controls in them
-    (and in ``/sys``, when the sandbox shows the host's) read-only."""
-    args = ["--ro-bind-try", "/sys", "/sys"] if shows_sys else []
-    args += ["--dev", "/dev", "--proc", "/proc"]
-    for path in KERNEL_PROC:
-        args += ["--ro-bind-try", path, path]
-    return args
-
-
 def _strict_roots(r: Resolved, machine: Machine) -> list[str]:
     roots = [p.path for p in machine.system if p.link is None]
     for m in r.mounts:
@@ -292,9 +276,10 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
         args += ["--bind", "/", "/"]
     # bubblewrap covers /proc/sys only where its directory is writable, which it never
     # is, and leaves the rest of the kernel's controls as they are.
-    args += kernel_mounts(s.level != "strict")
+    bound = s.limits.memory if machine.tmpfs_unsized is None else None
+    args += kernel_mounts(s.level != "strict", bound)
     if s.level == "strict":
-        args += ["--tmpfs", "/tmp"]
+        args += tmpfs("/tmp", bound)
     mounts.append(Mount(r.home, "write"))
     for m in sorted(mounts, key=_order):
         if m.kind == "hide_dir":
@@ -309,7 +294,16 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
         for m in r.mounts:
             if m.written is not None and m.kind in ("read", "write"):
                 args += ["--symlink", m.path, m.written]
-    return [*args, "--chdir", cwd]
+    return [*args, *sealed(_in_memory(mounts, s.level)), "--chdir", cwd]
+
+
+def _in_memory(mounts: Sequence[Mount], level: Level) -> list[str]:
+    """The tmpfs mounts of a sandbox that hold nothing of the server's own: its /dev,
+    the covers of hidden directories (but where a grant is mounted on top, at the same
+    path), a strict sandbox's root."""
+    granted = {m.path for m in mounts if not m.kind.startswith("hide")}
+    covers = [m.path for m in mounts if m.kind == "hide_dir" and m.path not in granted]
+    return ["/dev", *covers, *(["/"] if level == "strict" else [])]
 
 
 def shortfall(s: Sandbox, machine: Machine) -> str | None:
@@ -348,6 +342,13 @@ def shortfall(s: Sandbox, machine: Machine) -> str | None:
         gaps.append(
             "it can read the keys of mcpd's session keyring and of its user's keyrings, and "
             f"add keys that mcpd and other servers hold: {machine.keyring_denial}"
+        )
+    if applied and s.limits.memory is not None and machine.tmpfs_unsized is not None:
+        places = "/dev/shm and /tmp" if s.level == "strict" else "/dev/shm"
+        gaps.append(
+            f"what it writes to {places} is memory that {s.limits.key('memory')} does not "
+            "count, up to half of the machine's: bubblewrap cannot bound a tmpfs "
+            f"(--size): {machine.tmpfs_unsized}"
         )
     if s.limits.any() and machine.prlimit is None:
         gaps.append("limits are not applied: prlimit (util-linux) not found")

@@ -34,10 +34,10 @@ from .sandbox import (
     Sandbox,
     SandboxError,
     SystemPath,
-    kernel_mounts,
     plan,
     within,
 )
+from .sandbox_mounts import kernel_mounts, sealed, tmpfs
 
 # The system's directories a strict sandbox shows read-only, where they exist.
 SYSTEM_DIRS: Final = (
@@ -52,6 +52,8 @@ SYSTEM_DIRS: Final = (
     "/opt",
 )
 _PROBE_TIMEOUT: Final = 10.0
+# What the probe of ``--size`` mounts: a sized tmpfs where every sandbox has one.
+SIZED: Final = tuple(tmpfs("/dev/shm", 1 << 20))
 
 _machine: list[Machine] = []
 
@@ -65,8 +67,8 @@ def _try(bwrap: str, *extra: str, confine: Sequence[str] = (), keyless: bool = F
     """None when bubblewrap starts ``true`` with these namespaces (run by ``confine``,
     when given; from the thread under the keyring filter, when ``keyless``); else why
     not."""
-    args = [*confine, bwrap, *EVERY_SANDBOX, *extra, "--bind", "/", "/", *kernel_mounts(True)]
-    args += ["--", "true"]
+    args = [*confine, bwrap, *EVERY_SANDBOX, "--bind", "/", "/", *kernel_mounts(True, None)]
+    args += [*extra, *sealed(["/dev"]), "--", "true"]
 
     def run() -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -130,9 +132,10 @@ def probe(*, network: bool = False) -> Machine:
         bwrap = shutil.which("bwrap")
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         namespaces = _try(bwrap) if bwrap is not None else "bwrap not found"
-        denial = keyrings = namespaces
+        denial = keyrings = unsized = namespaces
         if bwrap is not None and namespaces is None:
             denial = _try(bwrap, "--disable-userns")
+            unsized = _try(bwrap, *SIZED)
             keyrings = _try(bwrap, keyless=True)
         confine, scoping = _confinement(bwrap if namespaces is None else None, keyrings)
         _machine.append(
@@ -149,6 +152,7 @@ def probe(*, network: bool = False) -> Machine:
                 scoping=scoping,
                 userns_denial=denial,
                 keyring_denial=keyrings,
+                tmpfs_unsized=unsized,
             )
         )
     machine = _machine[0]

@@ -306,6 +306,7 @@ def test_bubblewrap_that_cannot_run_at_all_is_said_so(tmp: Path) -> None:
 
 CONFINED = ("in its Landlock domain",)
 DENIAL = ("--disable-userns",)
+SIZED = ("--size", "1048576", "--tmpfs", "/dev/shm")
 KEYLESS = ("under the keyring filter",)
 
 
@@ -321,6 +322,7 @@ class Probes:
         confined: str | None = None,
         denial: str | None = None,
         keyless: str | None = None,
+        unsized: str | None = None,
     ) -> None:
         self.tries: list[tuple[str, ...]] = []
         self.answers = {
@@ -329,6 +331,7 @@ class Probes:
             CONFINED: confined,
             DENIAL: denial,
             KEYLESS: keyless,
+            SIZED: unsized,
         }
 
     def __call__(
@@ -357,7 +360,7 @@ def test_the_machine_is_probed_once_and_the_network_only_when_asked(
     machine = sandbox_host.probe()
     assert machine.bwrap == "/usr/bin/bwrap" and machine.namespaces is None
     assert machine.network == "not probed"
-    first = [(), DENIAL, KEYLESS, CONFINED]
+    first = [(), DENIAL, SIZED, KEYLESS, CONFINED]
     assert sandbox_host.probe() is machine and probes.tries == first
     assert sandbox_host.probe(network=True).network == "no network namespace"
     assert sandbox_host.probe(network=True).network == "no network namespace"
@@ -391,6 +394,24 @@ def test_whether_bubblewrap_can_deny_a_server_user_namespaces_is_found_with_its_
     monkeypatch.setattr(sandbox_host, "_try", Probes(None, None, denial=old))
     machine = sandbox_host.probe()
     assert machine.namespaces is None and machine.userns_denial == old
+
+
+@pytest.mark.usefixtures("fresh")
+def test_whether_bubblewrap_can_size_a_tmpfs_is_found_with_its_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None))
+    assert sandbox_host.probe().tmpfs_unsized is None
+    sandbox_host._machine.clear()  # probe again
+    old = "bwrap: Unknown option --size"
+    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None, unsized=old))
+    machine = sandbox_host.probe()
+    assert machine.namespaces is None and machine.tmpfs_unsized == old
+    sandbox_host._machine.clear()
+    # Without namespaces there is no sandbox to size anything in, for the same reason.
+    monkeypatch.setattr(sandbox_host, "_try", Probes("bwrap: setting up uid map", None))
+    assert sandbox_host.probe().tmpfs_unsized == "bwrap: setting up uid map"
 
 
 @pytest.mark.usefixtures("fresh")

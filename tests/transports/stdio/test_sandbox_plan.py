@@ -32,6 +32,7 @@ MACHINE = Machine(
     nofile_hard=4096,
     userns_denial=None,
     keyring_denial=None,
+    tmpfs_unsized=None,
 )
 HOME = "/var/lib/mcpd/homes/files"
 
