@@ -124,7 +124,7 @@ def test_an_http_server_has_no_inherited_environment_to_warn_of(
     assert inherited_warnings(config, here) == []
 
 
-def test_a_machine_that_cannot_refuse_user_namespaces_or_keyrings_is_said_so(
+def test_a_machine_that_cannot_refuse_user_namespaces_or_keyrings_or_bound_dev_shm_is_said_so(
     tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     machine = sandbox_host.probe()
@@ -132,7 +132,10 @@ def test_a_machine_that_cannot_refuse_user_namespaces_or_keyrings_is_said_so(
         pytest.skip("no sandbox here at all, which its own line says")
     old = "bwrap: Unknown option --disable-userns"
     setuid = "bwrap: Creating new namespace failed: Operation not permitted"
-    worse = msgspec.structs.replace(machine, userns_denial=old, keyring_denial=setuid)
+    unsized = "bwrap: Unknown option --size"
+    worse = msgspec.structs.replace(
+        machine, userns_denial=old, keyring_denial=setuid, tmpfs_unsized=unsized
+    )
     monkeypatch.setattr(sandbox_host, "_machine", [worse])
     config = config_of(
         tmp_path, env, s={"command": "/bin/true"}, o={"command": "/bin/true", "sandbox": "off"}
@@ -141,5 +144,9 @@ def test_a_machine_that_cannot_refuse_user_namespaces_or_keyrings_is_said_so(
     assert len(said) == 1, said
     assert "it can make user namespaces of its own" in said[0] and old in said[0]
     assert "it can read the keys of mcpd's session keyring" in said[0] and setuid in said[0]
+    # The default memory limit is not a bound on what it keeps in /dev/shm there.
+    assert (
+        "what it writes to /dev/shm is memory that daemon.limits.memory does not count"
+    ) in said[0] and unsized in said[0]
     # A server started as it is was never to be kept from either.
     assert not [line for line in lines_of(config, "o", env) if "unprotected" in line]
