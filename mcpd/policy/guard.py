@@ -8,9 +8,12 @@ secret's forms as JSON encoders write them (escaped ``/``, ``"``, ``\\``, contro
 non-ASCII as ``\\uXXXX`` or as it is), searched at C speed. Only a message that holds
 one is decoded, masked (each occurrence replaced by the marker naming whose secret it
 was) and encoded again; anything else passes as the same object, so a spliced reply
-stays spliced. A text (an error's message, a reason that quotes what a server wrote)
-is searched for each secret as it is and as mcpd quotes a server's words. Copies
-transformed otherwise (base64, split, hashed, lower-cased) are not found.
+stays spliced. What mcpd decodes of a server's and writes again (``written``) is
+searched again as written: a secret spelled with escapes no encoder writes is in
+none of the server's bytes, but plain in mcpd's. A text (an error's message, a reason
+that quotes what a server wrote) is searched for each secret as it is and as mcpd
+quotes a server's words. Copies transformed otherwise (base64, split, hashed,
+lower-cased) are not found.
 
 What mcpd keeps of a server's words to show later (why it failed, why it needs a
 login) is masked as it is kept; ``shown`` passes a status row once more, as
@@ -69,12 +72,20 @@ def json_forms(value: str) -> set[bytes]:
     return forms
 
 
-class _Search:
-    """One set of secrets, compiled: an alternation of their JSON forms for raw
-    bytes, and one of the values for decoded text, each searched at C speed (a result
-    of many megabytes that holds a secret is masked without a Python step a byte)."""
+def _alternation(forms: set[bytes]) -> re.Pattern[bytes] | None:
+    """One pattern that finds any of ``forms``."""
+    # Longest first: an alternation tries its branches in order.
+    ordered = sorted(forms, key=len, reverse=True)
+    return re.compile(b"|".join(re.escape(f) for f in ordered)) if ordered else None
 
-    __slots__ = ("cuts", "key", "owners", "pattern", "values", "written")
+
+class _Search:
+    """One set of secrets, compiled: an alternation of their JSON forms for a server's
+    bytes, one for mcpd's (theirs and those of mcpd's quotes of them), and one of the
+    values for decoded text, each searched at C speed (a result of many megabytes that
+    holds a secret is masked without a Python step a byte)."""
+
+    __slots__ = ("cuts", "key", "ours", "owners", "pattern", "values", "written")
 
     def __init__(self, held: Iterable[HeldSecret]) -> None:
         self.owners: dict[str, str] = {}
@@ -82,11 +93,8 @@ class _Search:
             if secret.value:
                 self.owners.setdefault(secret.value, secret.where)
         self.key = tuple(self.owners.items())
-        # Longest first: an alternation tries its branches in order.
-        forms = sorted({f for v in self.owners for f in json_forms(v)}, key=len, reverse=True)
-        self.pattern: re.Pattern[bytes] | None = (
-            re.compile(b"|".join(re.escape(f) for f in forms)) if forms else None
-        )
+        forms = {f for v in self.owners for f in json_forms(v)}
+        self.pattern = _alternation(forms)
         # In text, each as it is and as mcpd quotes a server's words in its own
         # (``visible.quote``): a reason quotes what the server wrote.
         self.written: dict[str, str] = {}
@@ -94,6 +102,9 @@ class _Search:
             self.written.setdefault(value, where)
             self.written.setdefault(quote(value, len(value))[1:-1], where)
         self.cuts = CutParts(self.written)
+        # In bytes mcpd writes, in the forms of both: its own words may quote a server's.
+        ours = {f for v in self.written for f in json_forms(v)}
+        self.ours = self.pattern if ours == forms else _alternation(ours)
         values = sorted(self.written, key=len, reverse=True)
         self.values: re.Pattern[str] | None = (
             re.compile("|".join(re.escape(v) for v in values)) if values else None
@@ -205,6 +216,38 @@ class SecretGuard:
         if pattern is not None and pattern.search(raw) is not None:
             return True
         return alias in self.patterns_for and TRIGGER.search(raw) is not None
+
+    def written(self, alias: str, value: object, what: str) -> bytes:
+        """``value`` (made of what ``alias`` sent: decoded, and perhaps changed) as mcpd
+        writes it, every secret in it masked. The server's bytes were searched as they
+        came, but a secret spelled with escapes no encoder writes (``\\u0041`` for
+        ``A``) or a number written another way is in none of them and plain in
+        mcpd's: so what mcpd writes is searched, and only where something is found is
+        it read back and walked to mask it."""
+        encoded = _encode.encode(value)
+        return self._rewritten(alias, encoded, what) if self._in_ours(alias, encoded) else encoded
+
+    def reread(self, alias: str, raw: Raw, what: str) -> Raw:
+        """``raw`` (JSON ``alias`` sent, which mcpd reads whole and writes anew: a
+        listed item, a progress report) as it may be read: itself when what mcpd
+        would write of it holds no secret, else that, masked (``written``)."""
+        try:
+            encoded = _encode.encode(_decode.decode(raw))
+        except (msgspec.DecodeError, RecursionError):
+            return raw  # what cannot be read is not written again either
+        return Raw(self._rewritten(alias, encoded, what)) if self._in_ours(alias, encoded) else raw
+
+    def _in_ours(self, alias: str, encoded: bytes) -> bool:
+        """``finds``, in bytes mcpd wrote."""
+        ours = self._search.ours
+        if ours is not None and ours.search(encoded) is not None:
+            return True
+        return alias in self.patterns_for and TRIGGER.search(encoded) is not None
+
+    def _rewritten(self, alias: str, encoded: bytes, what: str) -> bytes:
+        decoded = _decode.decode(encoded)
+        masked = self.value(alias, decoded, what)
+        return encoded if masked is decoded else _encode.encode(masked)
 
     def _masked_raw(self, alias: str, raw: Raw, what: str) -> Raw:
         pattern = self._search.pattern

@@ -117,13 +117,9 @@ def written(
     guard: SecretGuard, alias: str, raw: Raw, value: Any, what: str, *, masked: bool
 ) -> Raw:
     """``value`` (decoded from ``raw``, and walked for secrets when ``masked``) as mcpd
-    writes it: ``raw`` itself when that is what it encodes to. A secret the server
-    spelled with escapes no encoder writes (``\\u0041`` for ``A``) was not in the
-    bytes it sent, but is plain in mcpd's: so those are searched too, and only when
-    it is there is the value walked to mask it."""
-    encoded = msgspec.json.encode(value)
-    if not masked and guard.finds(alias, encoded):
-        encoded = msgspec.json.encode(guard.value(alias, value, what))
+    writes it: ``raw`` itself when that is what it encodes to. Not walked yet, it is
+    searched as written (``SecretGuard.written``)."""
+    encoded = msgspec.json.encode(value) if masked else guard.written(alias, value, what)
     return raw if memoryview(raw) == encoded else Raw(encoded)
 
 

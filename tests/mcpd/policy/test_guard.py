@@ -305,3 +305,34 @@ def test_a_server_whose_text_is_searched_for_formats_is_looked_at_for_them() -> 
     key = b'{"text":"ghp_' + b"a" * 36 + b'"}'
     assert g.finds("s", Raw(key)) and not g.finds("other", Raw(key))
     assert masked(g, key) != json.loads(key)
+
+
+def spelled(text: str) -> str:
+    """``text`` as no encoder writes it in JSON: each character a ``\\u`` escape."""
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+def test_what_mcpd_writes_again_of_a_servers_is_searched_as_written() -> None:
+    g = guard(("servers.a.env.KEY", ODD), ("servers.a.env.PIN", "123456789012"))
+    # Neither is in the bytes as the server wrote them; both are once written again.
+    raw = Raw(f'{{"text": "{spelled(ODD)}", "n": 1.23456789012e11}}'.encode())
+    assert not g.finds("s", raw)
+    assert json.loads(bytes(g.reread("s", raw, "a listed item"))) == {
+        "text": "[secret of servers.a.env.KEY]",
+        "n": "[secret of servers.a.env.PIN].0",  # its digits as a float writes them
+    }
+    # mcpd's own words quoting the server's are searched in that form too.
+    said = {"text": f"it returned {quote(ODD)}", "n": 1}
+    assert json.loads(g.written("s", said, "a result")) == {
+        "text": 'it returned "[secret of servers.a.env.KEY]"',
+        "n": 1,
+    }
+    assert g.masked("s") == {"servers.a.env.KEY": 2, "servers.a.env.PIN": 1}
+
+
+def test_what_mcpd_writes_again_without_a_secret_is_as_it_came() -> None:
+    g = guard(("servers.a.env.KEY", PLAIN))
+    raw = Raw(b'{"text": "\\u0070lain", "n": 1.5e3}')
+    assert g.reread("s", raw, "a listed item") is raw
+    assert g.written("s", {"text": "plain"}, "a result") == b'{"text":"plain"}'
+    assert g.masked("s") == {}
