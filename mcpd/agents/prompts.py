@@ -181,7 +181,14 @@ async def serve_asked(
             seen.refusal = outcome
         else:
             seen.outcome = outcome
-        return encoded(rid, lambda: reply_for(servers, alias, agent, outcome, rewrite, cacheable))
+
+        def made() -> Any:
+            shaped = reply_for(servers, alias, agent, outcome, rewrite, cacheable)
+            if isinstance(shaped, Raw):
+                return shaped  # the server's bytes, searched as they came
+            return servers.written(alias, shaped, f"a {req.method} result")
+
+        return encoded(rid, made)
 
     def retry(p: Any, responses: Raw, state: Any) -> Any:
         return msgspec.structs.replace(p, inputResponses=responses, requestState=state)
@@ -306,5 +313,5 @@ async def complete(
         decoded = msgspec.json.decode(raw)
         if isinstance(decoded, dict):
             decoded.setdefault("resultType", mcp.COMPLETE)
-            return decoded
+            return servers.written(alias, decoded, "a completion/complete result")
     return raw

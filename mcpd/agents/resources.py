@@ -171,7 +171,7 @@ async def read(
                 return refused
         outcome = await request_outcome(servers, alias, "resources/read", p, p.uri, caps, asker)
         if isinstance(outcome, rpc.RPCError):
-            _name_asked(outcome, p.uri, asked)  # the server's "not found", in our terms
+            _name_asked(servers, alias, outcome, p.uri, asked)  # its "not found", in our terms
         return outcome
 
     def rewrite(raw: Raw) -> Any:
@@ -212,10 +212,12 @@ async def _still_readable(
     return Refused.of(held_error(kind, asked, routed.alias, routed.uri, why))
 
 
-def _name_asked(error: rpc.RPCError, served: str, asked: str) -> None:
-    """``error``'s data naming the resource as the agent asked for it where it names
-    it as the server serves it. Read whole only when it holds as few values as a
-    "not found" does: the rest of a server's data goes on as its bytes."""
+def _name_asked(
+    servers: AllServers, alias: str, error: rpc.RPCError, served: str, asked: str
+) -> None:
+    """``error`` (``alias``'s) with its data naming the resource as the agent asked for
+    it where it names it as the server serves it. Read whole only when it holds as few
+    values as a "not found" does: the rest of a server's data goes on as its bytes."""
     named = error.data_as(_Named)
     if named is None or named.uri != served:
         return
@@ -225,7 +227,7 @@ def _name_asked(error: rpc.RPCError, served: str, asked: str) -> None:
             return
         data = msgspec.json.decode(data)
     if isinstance(data, dict):
-        error.data = {**data, "uri": asked}
+        error.data = servers.written(alias, {**data, "uri": asked}, "a resources/read error")
 
 
 def _refuse(message: str, limit: int, held: int, asked: int) -> NoReturn:

@@ -51,6 +51,8 @@ SentFinish = Callable[
 ]
 # How arguments that are an object, or null, begin.
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
+# What the journal calls a result when it tells of a secret masked in it.
+_A_RESULT: Final = "a tools/call result"
 
 
 def list_tools(
@@ -344,6 +346,8 @@ class Router:
                 if isinstance(finished, Raw) and call.splice:
                     line, spliced = splice.reply(rid, finished), True
                 else:
+                    if not isinstance(finished, Raw):  # mcpd's bytes of it, searched anew
+                        finished = self.servers.written(call.alias, finished, _A_RESULT)
                     line, spliced = rpc.encode_result(rid, finished), False
                 self.records.tool_call(call, who, "tool_error" if failed else "ok", None, len(line))
                 return line, spliced

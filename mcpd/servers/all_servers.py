@@ -218,6 +218,12 @@ class AllServers:
             runner, method, params, name=name, capabilities=capabilities, asker=asker
         )
 
+    def written(self, alias: str, value: object, what: str) -> Raw:
+        """``value``, made of what ``alias`` sent (decoded, and perhaps changed), as an
+        agent gets it: written, and searched as written for every secret mcpd holds
+        (``SecretGuard.written``)."""
+        return Raw(self._supervisor.guard.written(alias, value, what))
+
     def subscribable(self, alias: str) -> bool:
         runner = self._supervisor.runners.get(alias)
         return runner is not None and runner.prompt_resources.supports_subscriptions(
