@@ -29,6 +29,8 @@ from protocol.loglevels import LogMessage
 from protocol.visible import quote
 
 from ..local.ratelimit import SUMMARY_EVERY
+from ..policy.guard import SecretGuard
+from ..policy.masking import KnownSecrets
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
@@ -55,9 +57,14 @@ _PYTHON_LEVEL: Final = {
 
 
 class LogMessages:
-    def __init__(self, alias: str, wake: Callable[[], None]) -> None:
+    def __init__(
+        self, alias: str, wake: Callable[[], None], guard: SecretGuard | None = None
+    ) -> None:
+        """``guard``: what the logger a message names is searched with, as agents get it
+        written again (its data goes on as the server's bytes, searched as they came)."""
         self.alias = alias
         self._wake = wake
+        self._guard = guard or SecretGuard(KnownSecrets())
         self.on_message: Heard | None = None
         self.wanted: str | None = None  # the most verbose level an agent wants
         self.sent: str | None = None  # the level set on the current legacy session
@@ -146,4 +153,9 @@ class LogMessages:
             self.on_message(
                 self.alias, LogMessage(level="warning", data=msgspec.Raw(msgspec.json.encode(note)))
             )
+        named = message.logger
+        if isinstance(named, str):
+            masked = self._guard.text(self.alias, named, "a log message")
+            if masked is not named:
+                message = msgspec.structs.replace(message, logger=masked)
         self.on_message(self.alias, message)

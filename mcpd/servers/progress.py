@@ -2,7 +2,9 @@
 
 Each call that carries an agent's ``progressToken`` gets a token of mcpd's own for the
 server, so two agents using the same token can never see each other's progress. Each
-report also tells the call's scheduler, which may push the call's deadline out.
+report also tells the call's scheduler, which may push the call's deadline out. A
+report is read and written again for its agent, so it is searched for mcpd's secrets
+as written (``SecretGuard.reread``), not only as the server's bytes were.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 import msgspec
+from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -20,11 +23,19 @@ from .askback import Cause
 
 # Where the server's progress reports for a call go (its agent).
 ProgressSink: TypeAlias = Callable[[mcp.ProgressParams], None]
+# A report's params as they may be read: with every secret in what mcpd writes of them
+# masked.
+Reread: TypeAlias = Callable[[Raw], Raw]
+
+
+def _as_sent(params: Raw) -> Raw:
+    return params
 
 
 class ProgressRoutes:
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, reread: Reread = _as_sent) -> None:
         self._prefix = prefix
+        self._reread = reread
         # By mcpd's token: the agent's token, where its reports go, and the call.
         self._routes: dict[str, tuple[str | int, ProgressSink, Cause]] = {}
         self._ids = itertools.count(1)
@@ -40,8 +51,11 @@ class ProgressRoutes:
 
     def handle(self, msg: rpc.Notification) -> bool:
         """Deliver a ``notifications/progress``; False if it belongs to no open call."""
+        given = msg.params
+        if given is None:
+            return False
         try:
-            params = rpc.decode_as(msg.params, mcp.ProgressParams)
+            params = rpc.decode_as(given, mcp.ProgressParams)
         except rpc.InvalidParams:
             return False
         route = self._routes.get(params.progressToken)  # type: ignore[arg-type]
@@ -50,5 +64,11 @@ class ProgressRoutes:
         agent_token, deliver, call = route
         # The server is working on it: more time, within the call's hard limit.
         call.extend(call.timeout)
+        seen = self._reread(given)
+        if seen is not given:
+            try:
+                params = rpc.decode_as(seen, mcp.ProgressParams)
+            except rpc.InvalidParams:
+                return True  # a number held a secret: no report is left to pass on
         deliver(msgspec.structs.replace(params, progressToken=agent_token))
         return True

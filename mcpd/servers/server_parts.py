@@ -8,6 +8,7 @@ runner's job: ``runner.Runner`` derives from this and keeps the facts kept here
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -96,7 +97,9 @@ class ServerParts(CallHost):
             on_probe=self._publish,
         )
         self.events = LifecycleJournal(alias, lambda: self.stderr)
-        self.progress = ProgressRoutes(f"mcpd-{alias}-")
+        self.progress = ProgressRoutes(
+            f"mcpd-{alias}-", functools.partial(self.guard.reread, alias, what="a progress report")
+        )
         self.tool_list = ToolListKeeper(
             alias, self.wake, self._is_connected, self._install, self._read_ahead
         )
@@ -121,7 +124,7 @@ class ServerParts(CallHost):
         self.unprotected: str | None = None
         # Prompts, resources and templates; what the server asks back, and of whom.
         self.prompt_resources = PromptResourceKeeper(alias, registry, self.wake, self.changed)
-        self.logs = LogMessages(alias, self.wake)
+        self.logs = LogMessages(alias, self.wake, self.guard)
         self.asks = AskRoutes(
             alias, lambda: self.config.daemon.ask_timeout, cfg.relay, replies=self.replies
         )

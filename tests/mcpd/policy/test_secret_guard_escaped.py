@@ -1,13 +1,14 @@
 """A secret a server spells with escapes no JSON encoder writes (every character a
 ``\\uXXXX``) is in none of its bytes, but plain in what mcpd decodes of them: wherever
 mcpd writes such a value again for an agent (a result whose links it rewrites or whose
-text it cuts, a task handle, a prompt, a read, a completion) it is masked and counted,
-as one the server sent plain is. A result mcpd passes on as it came reaches the agent
-as the server's bytes."""
+text it cuts, a task handle, a progress report, a log message's logger, a prompt, a
+read, a completion) it is masked and counted, as one the server sent plain is. A result
+mcpd passes on as it came reaches the agent as the server's bytes."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -134,6 +135,35 @@ async def test_a_result_told_in_mcpds_words_is_masked(tmp_path: Path) -> None:
     holds_none(odd)
     assert odd["isError"] is True
     assert odd["content"][0]["text"].endswith(f'unknown resultType "{MARKER}".')
+
+
+async def test_a_progress_report_is_masked(tmp_path: Path) -> None:
+    async with escaping(tmp_path) as (modern, _):
+        before = await masked(modern)
+        params = {"name": "mcp__esc__progress", "arguments": {}, "_meta": {"progressToken": 7}}
+        result = await modern.result("tools/call", params)
+        (report,) = await modern.wait_notifications(1)
+        counted = await masked(modern) - before
+    holds_none(report)
+    assert result["content"][0]["text"] == "reported"
+    assert report["method"] == "notifications/progress"
+    assert report["params"] == {"progressToken": 7, "progress": 1, "total": 2, "message": MARKER}
+    assert counted == 1
+
+
+async def test_a_log_message_and_a_request_to_the_agent_are_masked(tmp_path: Path) -> None:
+    async with escaping(tmp_path) as (_, legacy):
+        await legacy.result("logging/setLevel", {"level": "debug"})
+        await legacy.call("mcp__esc__log")
+        (said,) = await legacy.wait_notifications(1)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(legacy.call, "mcp__esc__ask")
+            (asked,) = await legacy.wait_unmatched(1)
+            reply = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}
+            await legacy.send_raw(json.dumps(reply).encode() + b"\n")
+    holds_none(said, asked)
+    assert said["params"]["logger"] == f"esc/{MARKER}"
+    assert asked["params"]["message"].endswith(f"> {MARKER}")
 
 
 async def test_a_prompt_a_read_and_a_completion_are_masked(tmp_path: Path) -> None:
