@@ -89,6 +89,8 @@ async def list_all(
                     trim.pass_over(len(items) - at - 1)
                     break
                 continue
+            # Read and written anew for agents: searched as written.
+            item = up.guard.reread(up.alias, item, f"a {method} result")
             try:
                 decoded = rpc.decode_as(item, type_)
             except rpc.InvalidParams as exc:

@@ -20,6 +20,7 @@ from protocol import jsonrpc as rpc
 from protocol.visible import quote
 
 from ..config.model import ListLimits
+from ..policy.guard import SecretGuard
 from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, shown
 from . import handshake, toolshape
 from .handshake import ProtocolViolation
@@ -51,8 +52,13 @@ class Listed(msgspec.Struct, frozen=True):
 
 
 class ToolPages:
-    def __init__(self, alias: str, limits: ListLimits, max_pages: int) -> None:
+    def __init__(
+        self, alias: str, limits: ListLimits, max_pages: int, guard: SecretGuard | None = None
+    ) -> None:
+        """``guard``: what each tool is searched with as mcpd writes it again for agents
+        (``SecretGuard.reread``), once the list changed."""
         self.alias = alias
+        self._guard = guard
         self.max_pages = max_pages
         self.cursor: str | None = None  # the page to ask for next (None: the first)
         # Who the server says it is in a page's _meta (not only discover's result).
@@ -133,7 +139,10 @@ class ToolPages:
         trim = self._trim
         tools: list[mcp.Tool] = []
         names: set[str] = set()
+        guard = self._guard
         for item in self._items:
+            if guard is not None:
+                item = guard.reread(self.alias, item, "a tools/list result")
             tool = toolshape.accepted(item, trim, param_paths)
             if tool is None:
                 continue

@@ -197,7 +197,7 @@ class Upstream:
         thread too) and decoded, and the list compared with the last and checked."""
         clock, replies = self._work_clock, self.replies
         read_before, taken_before = self.transport.read_work, replies.worked
-        pages = ToolPages(self.alias, self.limits, self.max_pages)
+        pages = ToolPages(self.alias, self.limits, self.max_pages, self.guard)
         worked = 0.0
         while True:
             raw = await self._answer("tools/list", self._list_params(pages.cursor))

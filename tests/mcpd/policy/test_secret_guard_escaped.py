@@ -1,9 +1,9 @@
 """A secret a server spells with escapes no JSON encoder writes (every character a
 ``\\uXXXX``) is in none of its bytes, but plain in what mcpd decodes of them: wherever
 mcpd writes such a value again for an agent (a result whose links it rewrites or whose
-text it cuts, a task handle, a progress report, a log message's logger, a prompt, a
-read, a completion) it is masked and counted, as one the server sent plain is. A result
-mcpd passes on as it came reaches the agent as the server's bytes."""
+text it cuts, a task handle, a progress report, a log message's logger, a listed item,
+a prompt, a read, a completion) it is masked and counted, as one the server sent plain
+is. A result mcpd passes on as it came reaches the agent as the server's bytes."""
 
 from __future__ import annotations
 
@@ -164,6 +164,27 @@ async def test_a_log_message_and_a_request_to_the_agent_are_masked(tmp_path: Pat
     holds_none(said, asked)
     assert said["params"]["logger"] == f"esc/{MARKER}"
     assert asked["params"]["message"].endswith(f"> {MARKER}")
+
+
+async def test_what_is_listed_is_masked(tmp_path: Path) -> None:
+    async with escaping(tmp_path) as (modern, legacy):
+        listed = {
+            "tools": await legacy.tools(),
+            "prompts": (await modern.result("prompts/list"))["prompts"],
+            "resources": (await modern.result("resources/list"))["resources"],
+            "templates": (await modern.result("resources/templates/list"))["resourceTemplates"],
+        }
+    holds_none(listed)
+    said = {
+        kind: {item["description"] for item in items if item["_meta"]["mcpd/server"] == "esc"}
+        for kind, items in listed.items()
+    }
+    assert said == {
+        "tools": {f"[esc] says {MARKER}"},
+        "prompts": {f"[esc] greets {MARKER}"},
+        "resources": {f"[esc] {MARKER}"},
+        "templates": {f"[esc] holds {MARKER}"},
+    }
 
 
 async def test_a_prompt_a_read_and_a_completion_are_masked(tmp_path: Path) -> None:

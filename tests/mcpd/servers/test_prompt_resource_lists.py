@@ -16,6 +16,8 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.config.model import Limit, NamingConfig
+from mcpd.policy.guard import SecretGuard
+from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.limits import DEFAULT_LIMITS
 from mcpd.servers.callmeta import CallMeta
@@ -44,6 +46,7 @@ class ScriptedUp:
 
     def __init__(self, capabilities: dict[str, Any], era: str = "legacy") -> None:
         self.alias = "srv"
+        self.guard = SecretGuard(KnownSecrets())  # holding none
         self.capabilities = server_capabilities(
             msgspec.json.decode(json.dumps(capabilities), type=Declared)
         )

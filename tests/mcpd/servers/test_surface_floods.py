@@ -15,6 +15,8 @@ from msgspec import Raw
 
 from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig
+from mcpd.policy.guard import SecretGuard
+from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.prompt_resource_lists import MIN_REFETCH, PromptResourceKeeper
 from mcpd.servers.upstream import Upstream
@@ -30,6 +32,7 @@ class Storming:
     changed right after each fetch of its templates and prompts, ``storms`` times."""
 
     alias = "storm"
+    guard = SecretGuard(KnownSecrets())  # holding none
     max_pages = 10
     capabilities = ServerCapabilities(
         resources=True, resources_changed=True, prompts=True, prompts_changed=True
