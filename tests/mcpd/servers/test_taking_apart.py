@@ -192,6 +192,17 @@ def test_a_secret_spelled_with_escapes_is_masked_where_mcpd_writes_a_notificatio
     assert got is not None and json.loads(bytes(got))["data"].startswith("[secret")
 
 
+async def test_a_tasks_status_and_result_with_a_secret_spelled_with_escapes_are_masked() -> None:
+    # mcpd writes each again, naming the task in its own terms for its agent.
+    spelled = "".join(f"\\u{ord(c):04x}" for c in SECRET).encode()
+    task = Raw(b'{"taskId":"t-1","status":"working","statusMessage":"' + spelled + b'"}')
+    work = ReplyWork("evil", holding_a_secret())
+    status = work.notification(task, "notifications/tasks", task=True)
+    got = await work.result(task, "a tasks/get result", task=True)
+    for made in (status, got):
+        assert made is not None and json.loads(bytes(made))["statusMessage"].startswith("[secret")
+
+
 # -- tasks (a tasks method's result, a task's status) --
 
 
