@@ -14,7 +14,6 @@ import heapq
 import itertools
 import logging
 import math
-from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Final
@@ -126,24 +125,13 @@ class CallScheduler(_Scheduler):
         if len(self.queue) >= d.queue_size:
             waiting = f"{len(self.queue)} calls already waiting for this server"
             busy = Outage(r.alias, "busy", waiting)
-            pushed = self._pushed_out(call.owner)
+            pushed = self.queue.pushed_out(call.owner)
             if pushed is None:
                 self._finish(call, Unsent(busy))
                 return
             self.queue.remove(pushed)
             self._finish(pushed, Unsent(busy))
         self._enqueue(call, d.queue_timeout)
-
-    def _pushed_out(self, owner: object) -> Call | None:
-        """The queued call that makes room for one of ``owner``'s in a full queue: the
-        newest of the agent that holds more of it than ``owner`` would with its call
-        (the most, the first to have queued among equals); None when none holds more.
-        One agent filling the queue is refused its own calls, not everyone's."""
-        held = Counter(self.queue.held())
-        top, most = held.most_common(1)[0] if held else (None, 0)
-        if most <= held[owner] + 1:
-            return None
-        return self.queue.newest_of(top)
 
     def cancel(self, call: Call) -> None:
         if call.state == "queued":

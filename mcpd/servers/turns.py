@@ -12,7 +12,7 @@ agent does, the queue is a plain deque and keeps no counts.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 
 from .calls import Call
@@ -94,6 +94,17 @@ class TurnQueue:
 
     def newest_of(self, owner: object) -> Call:
         return next(c for c in reversed(self.calls) if c.owner is owner)
+
+    def pushed_out(self, owner: object) -> Call | None:
+        """The call that makes room for one of ``owner``'s in a full queue: the newest
+        of the owner that holds more of it than ``owner`` would with its call (the
+        most, the first to have queued among equals); None when none holds more. One
+        agent filling the queue is refused its own calls, not everyone's."""
+        held = Counter(self.held())
+        top, most = held.most_common(1)[0] if held else (None, 0)
+        if most <= held[owner] + 1:
+            return None
+        return self.newest_of(top)
 
     def held(self) -> dict[object, int]:
         """How many calls each owner has waiting."""
