@@ -13,7 +13,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import RequestContext, ServerSession
 
 from ..policy.kin import AgentKin
-from ..servers.calls import Call, Outcome
+from ..servers.calls import Call, Outcome, Whose
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .identity import Identity
@@ -40,6 +40,10 @@ class Agent(abc.ABC):
     @abc.abstractmethod
     def finish(self, call: Call, outcome: Outcome) -> None:
         """A call's one outcome (``servers.calls.Caller``)."""
+
+    def whose(self) -> Whose:
+        """Whose its calls are (``servers.calls.Caller``)."""
+        return self.identity.whose()
 
     @abc.abstractmethod
     def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import Final
 
 import msgspec
-from msgspec import Raw, UnsetType
+from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
@@ -55,10 +55,10 @@ from ..policy.rules import ALLOW, CallFacts, Decision, facts_of
 from ..registry.shown import Entry
 from ..servers.askback import Asker
 from ..servers.calls import Call, QueuedCheck
+from ..servers.queue_bytes import kept_apart
 from .askback import Park, Parks
 from .profiles import Profiles, ProfileServers
 
-_encode: Final = msgspec.json.Encoder().encode
 # What a call let through waited for when it is looked at again: a slot at its server,
 # or its agent's answers to what its server asked (to be sent again with them).
 QUEUED: Final = "a free slot at its server"
@@ -107,7 +107,7 @@ class CallPolicy:
         if decision.action == "allow":
             return None
         if decision.action == "ask":
-            return Ask(facts, decision, entry, profile, _kept_while_waiting(call))
+            return Ask(facts, decision, entry, profile, kept_apart(call))
         why = f": {decision.reason}" if decision.reason else ""
         if decision.limited is not None:
             call.decision = "limited"
@@ -233,7 +233,7 @@ class CallPolicy:
         facts = _facts(entry, sent.profile)
         now = self.gate.stands(facts, agent, sent.decision, lasting=False)
         if now is not None and now.action == "ask":
-            ask = Ask(facts, now, entry, sent.profile, _kept_while_waiting(call))
+            ask = Ask(facts, now, entry, sent.profile, kept_apart(call))
             return await self.ask(call, agent, kin, ask, asker)
         return _going(
             call, facts, Sent(entry, sent.profile, sent.decision if now is None else now), ANSWERS
@@ -329,19 +329,3 @@ def _ruled(
     call.decision, call.decided_by = decision.action, decision.by
     call.refusal = f"denied by {decision.by} (the rules changed while the call waited){why}"
     return refusals.ruled_while_waiting(facts, decision, waited_for)
-
-
-def _kept_while_waiting(call: Call) -> int:
-    """The bytes ``call`` keeps while it waits for a person: what it carries to its
-    server, copied out of the agent's line before anything holds on to it (a part of
-    a line keeps the whole of it), and its request's ``_meta``."""
-    call.arguments = _copied(call.arguments)
-    call.request_state = _copied(call.request_state)
-    call.input_responses = _copied(call.input_responses)
-    carried = (call.arguments, call.request_state, call.input_responses)
-    kept = sum(len(part) for part in carried if isinstance(part, Raw))
-    return kept + (len(_encode(call.ctx.meta)) if call.ctx.meta else 0)
-
-
-def _copied(part: Raw | UnsetType) -> Raw | UnsetType:
-    return Raw(bytes(part)) if isinstance(part, Raw) else part

@@ -16,7 +16,8 @@ import secrets
 import msgspec
 
 from ..policy.agent import AgentInfo, exe_of
-from .peers import Peer
+from ..servers.calls import Whose
+from .peers import Peer, is_owner, owners_uid
 
 
 def new_connection_id() -> str:
@@ -48,6 +49,17 @@ class Identity:
         """Who a session opened on this connection is: its peer or holder, with an id of
         its own."""
         return Identity(self.peer, self.holder)
+
+    def whose(self) -> Whose:
+        """Whose its calls are, as what they keep while they wait for their servers is
+        shared out: its peer's user and process, or the holder's on the TCP endpoint;
+        mcpd's own user or root as ``peers`` tells them (never a server's process)."""
+        peer, holder = self.peer, self.holder
+        if peer is not None:
+            return Whose(peer.uid, None if peer.pid <= 0 else peer.pid, is_owner(peer))
+        if holder is not None:
+            return Whose(holder.uid, holder.pid, owners_uid(holder.uid))
+        return Whose(None, None, False)
 
     def info(self, profile: str, modern: bool) -> AgentInfo:
         """The agent as one call of it, in ``profile`` and its era, is recorded."""

@@ -25,7 +25,7 @@ from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.server import RequestContext
 
-from ..servers.calls import Call, Outcome
+from ..servers.calls import Call, Outcome, Whose
 from .agent import Agent
 from .callpolicy import CallPolicy, Sent
 from .callrecords import CallRecords, outcome_of
@@ -33,11 +33,18 @@ from .tasks import Tasks
 
 
 class _Unanswered:
-    """The caller of a call that stands for a task's answers: nothing is sent back
-    through it, since the answers go to the server as the task's, not as a call."""
+    """The caller of a call that stands for a task's answers (of ``agent``): nothing is
+    sent back through it, since the answers go to the server as the task's, not as a
+    call."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
 
     def finish(self, call: Call, outcome: Outcome) -> None:
         pass
+
+    def whose(self) -> Whose:
+        return self._agent.whose()
 
 
 class TaskUpdates:
@@ -87,7 +94,7 @@ def _standing_for(
         request.id,
         entry.original,
         answers if isinstance(answers, Raw) else Raw(b"{}"),
-        _Unanswered(),
+        _Unanswered(agent),
         ctx,
         owner=agent.owner,
         modern=True,

@@ -30,7 +30,7 @@ from ..audit.record import NO_DECISION
 from ..policy.agent import AgentInfo
 from ..servers.all_servers import AllServers
 from ..servers.askback import Asker
-from ..servers.calls import Call, Outcome
+from ..servers.calls import Call, Outcome, Whose
 from ..servers.outage import Outage
 from .agent import Agent
 from .askback_driver import AgentSide, AskBackDriver
@@ -250,7 +250,7 @@ class Router:
                 if isinstance(going, mcp.CallToolResult):
                     return going
                 routed, first = going, False
-                return await self._upstream(call, asker)
+                return await self._upstream(call, agent, asker)
             except BaseException as exc:
                 # Here too: a modern agent's call that waits for its agent's answer runs
                 # on after the agent's request was answered with input_required.
@@ -270,9 +270,9 @@ class Router:
             _retry,
         )
 
-    async def _upstream(self, call: Call, asker: Asker | None) -> Outcome:
+    async def _upstream(self, call: Call, agent: Agent, asker: Asker | None) -> Outcome:
         """One round of ``run``: the call at its server, awaited."""
-        awaited = _Awaited()
+        awaited = _Awaited(agent)
         call.caller, call.asker = awaited, asker
         self.servers.start(call)
         try:
@@ -377,17 +377,21 @@ CONTINUES: Final = Continues()
 
 
 class _Awaited:
-    """The caller of a call a task waits for."""
+    """The caller of a call a task of ``agent``'s waits for."""
 
-    __slots__ = ("_arrived", "_outcome")
+    __slots__ = ("_agent", "_arrived", "_outcome")
 
-    def __init__(self) -> None:
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
         self._arrived = trio.Event()
         self._outcome: Outcome | None = None
 
     def finish(self, call: Call, outcome: Outcome) -> None:
         self._outcome = outcome
         self._arrived.set()
+
+    def whose(self) -> Whose:
+        return self._agent.whose()
 
     async def outcome(self) -> Outcome:
         await self._arrived.wait()

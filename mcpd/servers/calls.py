@@ -81,11 +81,34 @@ class CallRefused(Exception):
         self.outage = outage
 
 
+class Whose(msgspec.Struct, frozen=True, gc=False):
+    """Whose a call is, as the bytes of calls waiting for their servers are shared out
+    (``queue_bytes``): its user (None: one mcpd cannot name) and process (None: none
+    found), and whether the user is mcpd's own or root."""
+
+    uid: int | None
+    pid: int | None
+    own: bool
+
+    @property
+    def agent(self) -> str:
+        """Its process; else its user; else the TCP endpoint (``AgentInfo.key``)."""
+        if self.pid is not None:
+            return f"pid:{self.pid}"
+        if self.uid is not None:
+            return f"uid:{self.uid}"
+        return "endpoint"
+
+
 class Caller(Protocol):
     """Who gets a call's outcome: the agent side that started it."""
 
     def finish(self, call: Call, outcome: Outcome) -> None:
         """The call's one outcome (never raised into: it is written, or kept)."""
+        ...
+
+    def whose(self) -> Whose:
+        """Whose its calls are: asked only of a call that is to wait for its server."""
         ...
 
 
@@ -158,6 +181,10 @@ class Call(msgspec.Struct, eq=False):
     # how many of them wait for that agent's answer now (``servers.askback``).
     relays: bool = False
     asking: int = 0
+    # What it keeps while it waits for a slot at its server, and whose it is: set once
+    # it is to wait (``queue_bytes``), never for a call sent at once.
+    kept: int = 0
+    whose: Whose | None = None
 
     def __call__(self, raw: Raw | None, error: Exception | None) -> None:
         """The server's answer (or the transport's failure), from the transport."""

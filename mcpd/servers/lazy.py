@@ -25,6 +25,7 @@ from ..config.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..registry.catalog import Catalog
 from .calls import Uses
+from .queue_bytes import QueueBytes
 from .runner import Runner
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
@@ -41,8 +42,11 @@ class LazyRunner(Runner, Uses):
         transport_factory: TransportFactory = open_transport,
         *,
         guard: SecretGuard | None = None,
+        waiting: QueueBytes | None = None,
     ) -> None:
-        super().__init__(alias, cfg, config, registry, on_change, transport_factory, guard=guard)
+        super().__init__(
+            alias, cfg, config, registry, on_change, transport_factory, guard=guard, waiting=waiting
+        )
         self.idle_stop = cfg.idle_stop
         self._demand = trio.Event()  # a call is waiting for an idle server
         self._touched = trio.Event()  # a call began or ended

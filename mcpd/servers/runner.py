@@ -25,6 +25,7 @@ from ..registry.catalog import Catalog
 from .events import describe_failure
 from .http_kind import other_kind
 from .oauth import LoginRequired
+from .queue_bytes import QueueBytes
 from .server_parts import ServerParts
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
@@ -43,8 +44,9 @@ class Runner(ServerParts):
         transport_factory: TransportFactory = open_transport,
         *,
         guard: SecretGuard | None = None,
+        waiting: QueueBytes | None = None,
     ) -> None:
-        super().__init__(alias, cfg, config, registry, on_change, guard=guard)
+        super().__init__(alias, cfg, config, registry, on_change, guard=guard, waiting=waiting)
         self._open_transport = transport_factory
         self._switched = False
         self._ready: tuple[bool, str, int] = (False, "", 0)

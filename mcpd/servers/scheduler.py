@@ -30,6 +30,7 @@ from .call_failures import failed
 from .calls import Answered, Call, CallHost, Ending, Outcome, Unsent, Uses, _Scheduler
 from .ended_asks import End
 from .outage import Outage
+from .queue_bytes import QueueBytes
 from .rpc_errors import data_findings, error_for_agents
 from .rpc_results import findings, taken_apart
 from .taking_apart import data_of
@@ -47,12 +48,14 @@ _ERROR: Final = "a tools/call error"
 
 
 class CallScheduler(_Scheduler):
-    def __init__(self, runner: CallHost, limit: int) -> None:
+    def __init__(self, runner: CallHost, limit: int, waiting: QueueBytes | None = None) -> None:
         self.runner = runner
         self.limit = limit
         self.running = 0
         self.requests = 0  # other requests under way (``requests.send``)
-        self.queue = TurnQueue()
+        # The bytes every server's waiting calls keep (None: this server's alone).
+        self.waiting = QueueBytes() if waiting is None else waiting
+        self.queue = TurnQueue(self.waiting)
         self._heap: list[tuple[float, int, Call]] = []
         self._seq = itertools.count()
         self._timer_wake = trio.Event()
@@ -111,15 +114,17 @@ class CallScheduler(_Scheduler):
             call.relays = True
             r.asks.enter_call(call)
         if up is None:
-            if r.waits_for_start():
+            if not r.waits_for_start():
+                self._finish(call, Unsent(r.outage()))
+            elif self._may_wait(call):
                 # The server is coming up (its first start, or on demand): wait for it,
                 # within the call's time.
                 self._enqueue(call, call.timeout)
-            else:
-                self._finish(call, Unsent(r.outage()))
             return
         if self.running < self.limit and not self.queue.calls:
             self._send(call)
+            return
+        if not self._may_wait(call):
             return
         d = r.settings
         if len(self.queue) >= d.queue_size:
@@ -132,6 +137,15 @@ class CallScheduler(_Scheduler):
             self.queue.remove(pushed)
             self._finish(pushed, Unsent(busy))
         self._enqueue(call, d.queue_timeout)
+
+    def _may_wait(self, call: Call) -> bool:
+        """Whether ``call`` may wait, for the bytes it keeps; if not, it ends refused (before
+        the queue's places are counted: it takes no other call's)."""
+        refused = self.waiting.refusal(call, self.runner.alias)
+        if refused is None:
+            return True
+        self._finish(call, Unsent(refused))
+        return False
 
     def cancel(self, call: Call) -> None:
         if call.state == "queued":

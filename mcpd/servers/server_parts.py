@@ -35,6 +35,7 @@ from .oauth import attach
 from .outage import Outage, iso, one_line
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
+from .queue_bytes import QueueBytes
 from .scheduler import CallScheduler
 from .session import Session
 from .state import (
@@ -66,7 +67,10 @@ class ServerParts(CallHost):
         on_change: Callable[[str], None],
         *,
         guard: SecretGuard | None = None,
+        waiting: QueueBytes | None = None,
     ) -> None:
+        """``waiting``: the bytes the calls waiting for every server keep (None: this
+        server's alone)."""
         d = config.daemon
         self.alias = alias
         # The secrets mcpd holds, kept out of everything this server sends.
@@ -85,7 +89,7 @@ class ServerParts(CallHost):
         self.policy = RestartPolicy(backoff_config(d), loops=cfg.kind == "stdio")
         self.stats = LatencyStats()
         self.replies = ReplyWork(alias, self.guard)
-        self.scheduler = CallScheduler(self, cfg.concurrency())
+        self.scheduler = CallScheduler(self, cfg.concurrency(), waiting)
         self.upstream: Upstream | None = None
         self.stderr: list[str] = []
         self.first_attempt = trio.Event()

@@ -24,6 +24,7 @@ from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog
 from .lazy import LazyRunner
+from .queue_bytes import QueueBytes
 from .runner import Runner
 from .state import counts, summary
 from .transport_factory import TransportFactory, open_transport
@@ -78,6 +79,8 @@ class Supervisor:
         self.on_change = on_change
         self.transport_factory = transport_factory
         self.runners: dict[str, Runner] = {}
+        # The bytes kept by the calls waiting for every server, counted together.
+        self.waiting = QueueBytes()
         self._scopes: dict[str, trio.CancelScope] = {}
         self._done: dict[str, trio.Event] = {}
         self._stopping: dict[str, str] = {}  # alias -> why, while it is stopped
@@ -107,6 +110,7 @@ class Supervisor:
             self.on_change,
             self.transport_factory,
             guard=self.guard,
+            waiting=self.waiting,
         )
         scope = trio.CancelScope()
         done = trio.Event()

@@ -8,6 +8,9 @@ owner in the rotation, so a newcomer waits for at most one call of each other ow
 Calls still leave by their deadlines in arrival order (``first``), which is what the
 scheduler's timer reads. While one owner has every waiting call, as a single busy
 agent does, the queue is a plain deque and keeps no counts.
+
+The bytes each waiting call keeps are held in the daemon's ``QueueBytes`` from the
+moment it is queued until it leaves, whichever way it leaves.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from collections import Counter, deque
 from collections.abc import Iterator
 
 from .calls import Call
+from .queue_bytes import QueueBytes
 
 
 class TurnQueue:
-    __slots__ = ("_held", "_sole", "_turns", "calls")
+    __slots__ = ("_bytes", "_held", "_sole", "_turns", "calls")
 
-    def __init__(self) -> None:
+    def __init__(self, kept: QueueBytes | None = None) -> None:
+        self._bytes = QueueBytes() if kept is None else kept
         # In arrival order; read it, change it through the methods. The scheduler asks
         # it whether any call waits, on every call: a method of its own cost a frame.
         self.calls: deque[Call] = deque()
@@ -59,6 +64,7 @@ class TurnQueue:
             if not count:
                 self._turns.append(owner)
         calls.append(call)
+        self._bytes.take(call)
 
     def _share(self, newcomer: object) -> None:
         sole = self._sole
@@ -70,7 +76,9 @@ class TurnQueue:
         """The next call to send: the earliest of the owner whose turn it is."""
         held = self._held
         if held is None:
-            return self.calls.popleft()
+            call = self.calls.popleft()
+            self._bytes.give(call)
+            return call
         owner = self._turns.popleft()
         call = next(c for c in self.calls if c.owner is owner)
         self.calls.remove(call)
@@ -81,16 +89,17 @@ class TurnQueue:
         else:
             del held[owner]
             self._settle(held)
+        self._bytes.give(call)
         return call
 
     def pop_first(self) -> Call:
         call = self.calls.popleft()
-        self._gone(call.owner)
+        self._gone(call)
         return call
 
     def remove(self, call: Call) -> None:
         self.calls.remove(call)
-        self._gone(call.owner)
+        self._gone(call)
 
     def newest_of(self, owner: object) -> Call:
         return next(c for c in reversed(self.calls) if c.owner is owner)
@@ -112,11 +121,13 @@ class TurnQueue:
             return {self._sole: len(self.calls)} if self.calls else {}
         return dict(self._held)
 
-    def _gone(self, owner: object) -> None:
-        """One of ``owner``'s calls left the queue out of its turn."""
+    def _gone(self, call: Call) -> None:
+        """``call`` left the queue out of its turn."""
+        self._bytes.give(call)
         held = self._held
         if held is None:
             return
+        owner = call.owner
         count = held[owner] - 1
         if count:
             held[owner] = count

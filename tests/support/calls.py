@@ -8,7 +8,7 @@ from typing import Any
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from mcpd.servers.calls import Call, CallRefused, Outcome
+from mcpd.servers.calls import Call, CallRefused, Outcome, Whose
 from mcpd.servers.outage import Outage
 from mcpd.servers.progress import ProgressSink
 from mcpd.servers.runner import Runner
@@ -21,11 +21,17 @@ from protocol.server import RequestContext
 AGENT = RequestContext("modern", mcp.LATEST_MODERN, {}, {})
 
 
-class Outcomes:
-    """The caller of a test's call: its one outcome; and where a test stands in for
-    the scheduler (at a bare upstream), the answer or failure the transport hands it."""
+# Whose a test's call is, unless it says: a process of a user other than mcpd's own.
+SOMEONE = Whose(uid=4242, pid=4243, own=False)
 
-    def __init__(self) -> None:
+
+class Outcomes:
+    """The caller of a test's call (``whose`` it is): its one outcome; and where a test
+    stands in for the scheduler (at a bare upstream), the answer or failure the
+    transport hands it."""
+
+    def __init__(self, whose: Whose = SOMEONE) -> None:
+        self._whose = whose
         self.arrived = trio.Event()
         self.outcome: Outcome | None = None
         self.error: BaseException | None = None  # what a transport failed with
@@ -35,6 +41,9 @@ class Outcomes:
         assert not self.arrived.is_set(), "a second outcome for one call"
         self.outcome = outcome
         self.arrived.set()
+
+    def whose(self) -> Whose:
+        return self._whose
 
     # What a transport's answer reaches at a bare upstream (``Call.__call__``).
     def complete(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
@@ -76,8 +85,9 @@ def a_call(
     capabilities: dict[str, Any] | None = None,
     progress: ProgressSink | None = None,
     timeout: float = 0.0,
+    whose: Whose = SOMEONE,
 ) -> tuple[Call, Outcomes]:
-    outcomes = Outcomes()
+    outcomes = Outcomes(whose)
     call = Call(
         0,
         name,

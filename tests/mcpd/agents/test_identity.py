@@ -87,6 +87,20 @@ def test_after_a_profile_switch_calls_of_either_era_are_in_the_new_profile() -> 
     assert (modern.profile, modern.era) == ("work", "modern")
 
 
+def test_whose_its_calls_are_is_its_process_and_user_and_never_a_servers_the_owners() -> None:
+    """What the calls waiting for their servers are counted against: mcpd's own user
+    has no user's share, but a process of one of its servers, of the same uid, has."""
+    mine = Identity(me()).whose()
+    assert (mine.uid, mine.pid, mine.own) == (os.getuid(), os.getpid(), True)
+    server = Peer(pid=os.getpid(), uid=os.getuid(), gid=os.getgid(), server="notes")
+    assert not Identity(server).whose().own
+    other = Identity(Peer(pid=0, uid=os.getuid() + 1, gid=0, unverified=True)).whose()
+    assert (other.uid, other.pid, other.own) == (os.getuid() + 1, None, False)
+    held = Identity(None, identity.Holder(uid=os.getuid() + 1, pid=7)).whose()
+    assert (held.uid, held.pid, held.own) == (os.getuid() + 1, 7, False)
+    assert Identity(None).whose().agent == "endpoint"
+
+
 def test_each_connection_has_an_id_of_its_own() -> None:
     ids = {Identity(None).connection for _ in range(200)}
     assert len(ids) == 200

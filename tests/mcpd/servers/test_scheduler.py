@@ -21,7 +21,7 @@ from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.askback import AskRoutes
 from mcpd.servers.breaker import Breaker
-from mcpd.servers.calls import Call, CallHost, CallLimits, QueuedCheck, Uses
+from mcpd.servers.calls import Call, CallHost, CallLimits, QueuedCheck, Uses, Whose
 from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.outage import Outage
 from mcpd.servers.progress import ProgressRoutes
@@ -31,11 +31,12 @@ from mcpd.servers.stats import LatencyStats
 from mcpd.servers.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from tests.support.calls import Outcomes, a_call
+from tests.support.calls import SOMEONE, Outcomes, a_call
 from tests.support.held_walk import Held, hold
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
 LIMIT = 30.0
+MIB = 1024 * 1024
 RESULT = Raw(b'{"content":[]}')
 
 
@@ -285,6 +286,84 @@ async def test_a_freed_slot_goes_to_the_agent_whose_turn_it_is_not_the_first_que
     b.answer(mine2, RESULT)
     assert b.sent[-1] == "b3"  # the other has nothing waiting: the rest in order
     assert [c.name for c in b.scheduler.queue] == ["b4", "b5"]
+
+
+def big(mib: int) -> Raw:
+    """Arguments of some ``mib`` MiB."""
+    return Raw(b'{"text":"' + b"x" * (mib * MIB) + b'"}')
+
+
+def start(b: Bench, name: str, arguments: Raw, whose: Whose = SOMEONE) -> tuple[Call, Outcomes]:
+    call, outcomes = a_call(name, arguments, whose=whose)
+    b.scheduler.start(call)
+    return call, outcomes
+
+
+def refused_for_bytes(outcomes: Outcomes) -> str:
+    """The text of the result a call refused for the bytes waiting calls keep."""
+    result = outcomes.outcome
+    assert isinstance(result, mcp.CallToolResult) and result.isError, result
+    block = result.content[0]
+    assert isinstance(block, mcp.TextContent)
+    return block.text
+
+
+async def test_a_call_past_its_agents_bytes_waiting_is_refused_at_once_and_no_outage(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    """Calls that wait for a slot keep what they carry: past what one agent's may
+    keep, its next call is refused before it waits, with a result that names the
+    bound; the server is not taken for down, and others' calls still wait."""
+    b = make(limit=1)
+    b.call("running")
+    start(b, "q0", big(12))
+    start(b, "q1", big(12))
+    call, refused = start(b, "over", big(12))
+    text = refused_for_bytes(refused)
+    assert "one agent's may keep 32.0 MiB" in text and "not an outage" in text
+    assert call.refusal is not None and "32.0 MiB" in call.refusal
+    assert b.sent == ["running"] and [c.name for c in b.scheduler.queue] == ["q0", "q1"]
+    assert b.host.failures == [] and b.host.breaker.state == "closed"
+    # What still fits waits: a small call of the agent's, another agent's big one.
+    small, _ = start(b, "small", Raw(b"{}"))
+    theirs, _ = start(b, "theirs", big(12), Whose(uid=4242, pid=4244, own=False))
+    assert small.state == theirs.state == "queued"
+
+
+async def test_a_call_waiting_for_its_server_to_start_is_weighed_as_well(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make(attached=False)
+    b.host.starting = True
+    start(b, "q0", big(12))
+    start(b, "q1", big(12))
+    _, refused = start(b, "over", big(12))
+    assert "32.0 MiB" in refused_for_bytes(refused)
+
+
+async def test_a_waiting_calls_bytes_are_given_back_as_it_is_sent_cancelled_or_timed_out(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    """Each way out of the queue gives what a call kept back: the agent may have as
+    much waiting again. A call cancelled is also what an agent that hangs up leaves."""
+    b = make(limit=1, queue_timeout=7.0)
+    running, _ = b.call("running")
+    start(b, "q0", big(12))
+    q1, _ = start(b, "q1", big(12))
+    b.answer(running, RESULT)  # q0 is sent
+    sent_then, _ = start(b, "after sending", big(12))
+    assert b.sent == ["running", "q0"] and sent_then.state == "queued"
+    q1.cancel()
+    cancelled_then, _ = start(b, "after cancelling", big(12))
+    assert cancelled_then.state == "queued"
+    _, over = start(b, "over", big(12))
+    assert "32.0 MiB" in refused_for_bytes(over)
+    _, timed_out = start(b, "timed out", big(1))
+    await outcome_of(timed_out)
+    assert outage(timed_out).state == "busy"
+    assert b.scheduler.waiting.total == 0 and not b.scheduler.queue
+    again, _ = start(b, "again", big(12))
+    assert again.state == "queued"
 
 
 async def test_a_call_that_waits_too_long_for_a_slot_is_told_why(
