@@ -11,16 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from tests.support import bubblewrap
 from tests.support.agent import Agent
 from tests.support.sandbox import (
     ENDPOINT_TOKEN,
     HOSTILE,
-    Served,
     agent_of,
     hostile,
+    restarted,
     serving,
     steady,
     text,
@@ -46,16 +45,6 @@ def state_in(where: Path) -> Path:
     (where / "token").write_text(ENDPOINT_TOKEN + "\n")
     (where / "token").chmod(0o600)  # as mcpd writes it: one others could read is replaced
     return where
-
-
-async def restarted(d: Served, agent: Agent) -> None:
-    """The hostile server made to exit, and started again by mcpd."""
-    before = (await d.status())["hostile"]["restarts"]
-    await agent.call("mcp__hostile__quit", {})  # an error: it dies mid-call
-    with trio.fail_after(30):
-        while (await d.status())["hostile"]["restarts"] <= before:
-            await trio.sleep(0.05)
-    await wait_ready(agent, "hostile")
 
 
 async def daemon_status(agent: Agent) -> dict[str, Any]:

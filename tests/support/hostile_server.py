@@ -54,6 +54,13 @@ def relink(path: str, target: str) -> str:
     return f"{path} -> {target}"
 
 
+def connect_unix(path: str) -> str:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(path)
+    return f"connected to {path}"
+
+
 def own_cgroup_afresh(name: str) -> str:
     """Rewrites ``name`` (``pids.max``) of its own pids cgroup through a cgroup
     filesystem it mounts itself, in user, mount and cgroup namespaces it makes, where
@@ -354,6 +361,9 @@ TOOLS: dict[str, Any] = {
     "rename": lambda a: attempt(lambda: os.rename(a["path"], a["to"])),
     "mkdir": lambda a: attempt(lambda: os.makedirs(a["path"])),
     "relink": lambda a: attempt(lambda: relink(a["path"], a["to"])),
+    "hard_link": lambda a: attempt(lambda: os.link(a["path"], a["to"])),
+    "remove": lambda a: attempt(lambda: os.unlink(a["path"])),
+    "connect_unix": lambda a: attempt(lambda: connect_unix(a["path"])),
     "own_cgroup_afresh": lambda a: attempt(lambda: own_cgroup_afresh(a["name"])),
     "make_user_namespace": lambda a: attempt(lambda: in_child(make_user_namespace)),
     "session_key": lambda a: attempt(lambda: session_key(a["description"])),

@@ -59,11 +59,14 @@ def steady() -> dict[str, Any]:
 
 
 class Served:
-    def __init__(self, proc: subprocess.Popen[str], socket: str, log: Path, home: Path) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[str], socket: str, log: Path, home: Path, config: Path
+    ) -> None:
         self.proc = proc
         self.socket = socket
         self.log_path = log
         self.home = home
+        self.config = config
 
     @property
     def pid(self) -> int:
@@ -140,7 +143,7 @@ def serving(
     listening = threading.Event()
     copier = threading.Thread(target=_copy, args=(proc, log, listening), daemon=True)
     copier.start()
-    served = Served(proc, socket, log, home)
+    served = Served(proc, socket, log, home, config)
     try:
         listening.wait(timeout=60)
         if not listening.is_set():
@@ -197,6 +200,24 @@ async def wait_ready(agent: Agent, *aliases: str, timeout: float = 30) -> None:
             if all(rows.get(a, {}).get("state") == "ready" for a in aliases):
                 return
             await trio.sleep(0.05)
+
+
+async def restarted(served: Served, agent: Agent, alias: str = "hostile") -> None:
+    """The hostile server ``alias`` made to exit, and started again by mcpd."""
+    before = (await served.status())[alias]["restarts"]
+    await agent.call(f"mcp__{alias}__quit", {})  # an error: it dies mid-call
+    with trio.fail_after(30):
+        while (await served.status())[alias]["restarts"] <= before:
+            await trio.sleep(0.05)
+    await wait_ready(agent, alias)
+
+
+async def added(served: Served, agent: Agent, alias: str, body: dict[str, Any]) -> None:
+    """The server ``alias`` added to the config, reloaded, and ready."""
+    table = toml({}, {alias: body}).removeprefix("[daemon]\n")
+    served.config.write_text(served.config.read_text() + table)
+    assert (await agent.result("mcpd/reload"))["added"] == [alias]
+    await wait_ready(agent, alias)
 
 
 async def untouched(served: Served, agent: Agent, before: dict[str, Any]) -> None:

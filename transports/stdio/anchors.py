@@ -9,22 +9,25 @@ what it names (``O_PATH``: it opens nothing for reading or writing), and at each
 after, asks the kernel where that is now. When it is not where it was, or the path
 names something else, both are hidden, and the journal (``MCPD_EVENT=sandbox_moved``)
 and ``mcpd status`` say so, until mcpd restarts. A hidden path removed is found
-afresh. What mcpd cannot name again is a reason to start no sandboxed server.
+afresh. So is a file whose hidden name was removed while it keeps another (a hard
+link), which the kernel cannot name: only someone who could read it already can do
+that (the user, a server without a sandbox, or one started before mcpd first hid it),
+and any of them could as well have copied it, so refusing every sandboxed server
+would protect nothing and hand any of those servers an outage of the others; mcpd
+says so instead, until it restarts.
 
 A hidden path may be a pattern, with ``*`` in its last part only (``/tmp/ssh-*``, where
-key agents make their sockets): it stands for what matches it as each server starts
-and is owned by mcpd's user, and for what it matched before (followed as above), since
-such places come and go while mcpd runs.
+key agents make their sockets): it stands for what matches it as each server starts,
+is owned by mcpd's user and is no symbolic link (agents make directories and sockets
+there; a link would choose what is hidden), and for what it matched before (followed
+as above), since such places come and go while mcpd runs.
 
-A hidden path is followed only through symbolic links that mcpd's user or root owns, and is
-hidden only when one of them owns what lies at it (or a link of theirs leads there):
-anyone may make a name in ``/tmp`` before the user's program does, and a link there
-would otherwise choose what every server cannot see (``/usr``, and none starts; a
-directory of the user's, and the servers lose it). Another user's name is left as it
-is, hiding nothing, and said once in the journal (``MCPD_EVENT=sandbox_foreign``) and
-in ``mcpd status`` for as long as it is there. In a directory such as ``/tmp``
-(sticky) only a name's owner or root can move it, so one found to be mcpd's user's or
-root's cannot be swapped for another user's before bubblewrap mounts on it.
+A hidden path is followed as ``hidden_links`` says: through links of mcpd's user's
+or root's only, and to no place servers need. A name another user holds is said once
+in the journal (``MCPD_EVENT=sandbox_foreign``) and in ``mcpd status`` for as long as
+it is there; a link that leads where servers need, likewise (``sandbox_link``). A
+link that appears at a hidden name after mcpd first looked there is followed as any
+other (the user may have made it), and said until mcpd restarts.
 No trio here.
 """
 
@@ -35,88 +38,111 @@ import logging
 import os
 import pwd
 import stat
-from typing import Final, Literal
-
-import msgspec
+from collections.abc import Sequence
+from typing import Final
 
 from protocol.logfields import log_extra
 
+from .hidden_links import Found, Needed, Theirs, follow, needed, spared
 from .sandbox import SandboxError
 
 logger = logging.getLogger("mcpd.stdio")
 _FLAGS: Final = os.O_PATH | os.O_CLOEXEC
-# The symbolic links followed on the way to one path, as many as the kernel follows.
-_HOPS: Final = 40
+_APPEARED: Final = (
+    "when mcpd first looked: mcpd hides that from the servers started from now on, until "
+    "it restarts (a server may have made the link, to keep the others from it: remove "
+    "the link, and restart mcpd, unless you made it)"
+)
 
 
 class _Held:
     """What a hidden path named when first found, and who was started with it there."""
 
-    def __init__(self, fd: int, st: os.stat_result, place: str) -> None:
+    def __init__(self, fd: int, st: os.stat_result, place: str, link: str | None) -> None:
         self.fd = fd
         self.key = (st.st_dev, st.st_ino)
         self.place = place  # where it was
+        self.link = link  # the link that led there, if one did
         self.started: list[str] = []  # the servers started while it was there
         self.said: set[tuple[str, str | None]] = set()
 
 
-class _Theirs(msgspec.Struct, frozen=True):
-    """A name on the way to a hidden path that another user owns."""
-
-    name: str
-    uid: int
-    kind: Literal["symbolic link", "directory", "file"]
-    link: str | None = None  # what a symbolic link points to
-
-
 _held: dict[str, _Held] = {}
+# The hidden paths looked at since mcpd started: whether a link led on from each then.
+_looked: dict[str, bool] = {}
 _notices: dict[str, str] = {}
 _theirs: dict[str, str] = {}  # what is said of a hidden path another user holds
+# Of a hidden path and a place servers need, which a link on its way leads to.
+_links: dict[tuple[str, str], str] = {}
+_since: dict[str, str] = {}  # of one that became a link, or lost its file, while mcpd ran
 
 
-def places(path: str, alias: str) -> list[str]:
+def places(path: str, alias: str, needs: Sequence[Needed] = ()) -> list[str]:
     """The real paths that hide ``path`` for the server ``alias`` starting now: what
     the path names now (unless another user holds it) and, when that is not it, where
-    what it named is now. Empty when neither exists. Raises SandboxError when that
-    cannot be named."""
-    found = _follow(path)
-    _say_whose(path, found if isinstance(found, _Theirs) else None, alias)
-    real = found if isinstance(found, str) else None
-    now = _key(real) if real is not None else None
+    what it named is now; of those a link chose, none that is or holds a place it
+    ``needs`` or every server needs. Empty when none is left. Raises SandboxError when
+    what it named cannot be looked for."""
+    found = follow(path)
+    _say_whose(path, found if isinstance(found, Theirs) else None, alias)
+    real = found if isinstance(found, Found) and _key(found.path) is not None else None
+    chosen = _chosen(path, real, alias)
+    left = [f for f in chosen if f.link is not None and needed(f.path, needs) is not None]
+    linked = {f.path for f in chosen if f.link is not None}
+    for gone in [k for k in _links if k[0] == path and k[1] not in linked]:
+        del _links[gone]
+    for f in left:
+        _say_needed(path, f, needs, alias)
+    return list(dict.fromkeys(f.path for f in chosen if f not in left))
+
+
+def _chosen(path: str, real: Found | None, alias: str) -> list[Found]:
+    """What hides ``path``, each with the link that chose it: what it names now
+    (``real``, when that exists) and where what it named when first found is now."""
+    linked_then = _looked.setdefault(path, real is not None and real.link is not None)
+    appeared = not linked_then and real is not None and real.link is not None
     held = _held.get(path)
-    where = _where(held, path) if held is not None else None
-    if held is not None and where is None:  # removed: found afresh
+    where = _where(held, path, alias) if held is not None else None
+    if held is not None and where is None:  # removed, or not to be found: afresh
         os.close(held.fd)
         del _held[path]
         _notices.pop(path, None)
         held = None
     if held is None:
-        if real is None or now is None:
+        if real is None:
             return []
-        _hold(path, real, alias)
+        if not spared(real):  # else looked at afresh at each start, holding nothing
+            _hold(path, real, alias)
+            if appeared:
+                _say_since(path, f"{_lead(path, real)}, which it was not {_APPEARED}", alias)
         return [real]
     assert where is not None
-    other = real if now is not None and now != held.key else None
-    if where == held.place and other is None:
+    then = Found(where, held.link)
+    other = real if real is not None and _key(real.path) != held.key else None
+    news = other if other is not None and not spared(other) else None
+    if where == held.place and news is None:
         if alias not in held.started:
             held.started.append(alias)
         _notices.pop(path, None)
-        return [where if real is None else real]
-    _say(path, held, where, other, alias)
-    return [where] if other is None else [where, other]
+        if other is None:
+            return [then if real is None else real]
+        return [then, other]
+    _say(path, held, where, news.path if news is not None else None, alias)
+    return [then] if other is None else [then, other]
 
 
 def followed(path: str) -> str | None:
     """Where ``path`` leads, as ``places`` follows it, holding and saying nothing; None
-    when another user holds a name on the way (nothing is hidden there)."""
-    found = _follow(path)
-    return found if isinstance(found, str) else None
+    when another user holds a name on the way, or a link leads to a place every
+    server needs (nothing is hidden there)."""
+    found = follow(path)
+    return found.path if isinstance(found, Found) and not spared(found) else None
 
 
 def matching(pattern: str) -> list[str]:
-    """The paths a hidden ``pattern`` stands for now: those that match it and are owned
-    by mcpd's user, and those it matched before; ``pattern`` itself when it has no
-    ``*``."""
+    """The paths a hidden ``pattern`` stands for now: those that match it, are owned
+    by mcpd's user and are no symbolic link, and those it matched before; ``pattern``
+    itself when it has no ``*``."""
     folder, name = os.path.split(pattern)
     if "*" not in name:
         return [pattern]
@@ -137,73 +163,28 @@ def _matches(path: str, name: str) -> bool:
 
 def _own(entry: os.DirEntry[str]) -> bool:
     try:
-        return entry.stat(follow_symlinks=False).st_uid == os.geteuid()
+        st = entry.stat(follow_symlinks=False)
     except OSError:
         return False
+    return st.st_uid == os.geteuid() and not stat.S_ISLNK(st.st_mode)
 
 
 def notices() -> list[str]:
-    """What ``mcpd status`` says of hidden paths that are not where they were, and of
-    those another user holds."""
-    return sorted([*_notices.values(), *_theirs.values()])
+    """What ``mcpd status`` says of hidden paths that are not where they were, of
+    those another user holds, and of those a link leads elsewhere."""
+    return sorted([*_notices.values(), *_theirs.values(), *_links.values(), *_since.values()])
 
 
 def release() -> None:
     """Forget every hidden path (for a test that starts afresh)."""
     for held in _held.values():
         os.close(held.fd)
-    _held.clear()
-    _notices.clear()
-    _theirs.clear()
+    for kept in (_held, _notices, _theirs, _links, _since):
+        kept.clear()
+    _looked.clear()
 
 
-def _trusted(uid: int) -> bool:
-    return uid in (os.geteuid(), 0)
-
-
-def _follow(path: str) -> str | _Theirs:
-    """``path`` with every symbolic link on the way followed, as ``os.path.realpath``
-    finds it, or the first name on the way another user owns: a link, or what lies at
-    the path itself, unless a link of mcpd's user or root led there (they chose it)."""
-    done = "/"
-    path = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
-    todo = [(part, False) for part in reversed(path.split("/")) if part not in ("", ".")]
-    linked = False  # whether the last name came from a trusted link
-    hops = 0
-    while todo:
-        part, linked = todo.pop()
-        if part == "..":
-            done = os.path.dirname(done)
-            continue
-        here = os.path.join(done, part)
-        try:
-            st = os.lstat(here)
-            target = os.readlink(here) if stat.S_ISLNK(st.st_mode) else None
-        except OSError:
-            # Missing, or not for mcpd to look into: nothing there to hide.
-            return os.path.join(here, *[p for p, _ in reversed(todo)])
-        if target is None:
-            done = here
-            continue
-        if not _trusted(st.st_uid):
-            return _Theirs(here, st.st_uid, "symbolic link", target)
-        hops += 1
-        if hops > _HOPS:
-            return here  # a loop, which the kernel would not follow either
-        done = "/" if target.startswith("/") else done
-        todo += [(p, True) for p in reversed(target.split("/")) if p not in ("", ".")]
-    if not linked:
-        try:
-            st = os.lstat(done)
-        except OSError:
-            return done  # gone since: nothing there to hide
-        if not _trusted(st.st_uid):
-            directory = stat.S_ISDIR(st.st_mode)
-            return _Theirs(done, st.st_uid, "directory" if directory else "file")
-    return done
-
-
-def _say_whose(path: str, theirs: _Theirs | None, alias: str) -> None:
+def _say_whose(path: str, theirs: Theirs | None, alias: str) -> None:
     """Say, once, that another user holds the hidden ``path`` (``theirs``), as long as
     they do."""
     if theirs is None:
@@ -239,18 +220,19 @@ def _key(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
-def _hold(path: str, real: str, alias: str) -> None:
+def _hold(path: str, real: Found, alias: str) -> None:
     try:
-        fd = os.open(real, _FLAGS)
+        fd = os.open(real.path, _FLAGS)
     except OSError:
         return  # gone since: nothing to hide, nothing to follow
-    held = _Held(fd, os.fstat(fd), real)
+    held = _Held(fd, os.fstat(fd), real.path, real.link)
     held.started.append(alias)
     _held[path] = held
 
 
-def _where(held: _Held, path: str) -> str | None:
-    """Where what ``path`` named is now; None when it was removed."""
+def _where(held: _Held, path: str, alias: str) -> str | None:
+    """Where what ``path`` named is now; None when it was removed, or when only another
+    name is left for it, which the kernel does not give (said)."""
     st = os.fstat(held.fd)
     if st.st_nlink == 0:
         return None
@@ -261,11 +243,41 @@ def _where(held: _Held, path: str) -> str | None:
     # The kernel's name for it, checked: a name can end in " (deleted)" of its own.
     if place.startswith("/") and _key(place) == held.key:
         return place
-    raise SandboxError(
-        f"{path}, which every sandbox hides, is no longer where it was ({held.place}) and "
-        "mcpd cannot find where it is now; sandboxed servers do not start until mcpd "
-        "restarts"
+    _say_since(
+        path,
+        f"{path} was removed while the file it named keeps another name, which mcpd cannot "
+        f"find (servers started while it was in place: {', '.join(held.started)}); only "
+        "you, a server without a sandbox or one started before mcpd first hid it (which "
+        "could read it already) could do that: it is hidden no longer, and sandboxed "
+        "servers start as before",
+        alias,
     )
+    return None
+
+
+def _lead(path: str, found: Found) -> str:
+    if found.link == os.path.normpath(path):
+        return f"{path} is a symbolic link to {found.path}"
+    return f"{path} lies through the symbolic link {found.link}, to {found.path}"
+
+
+def _say_needed(path: str, left: Found, needs: Sequence[Needed], alias: str) -> None:
+    """Say, once, that a link on the way to ``path`` leads where servers need (``left``
+    out of what is hidden), as long as it does."""
+    said = f"{_lead(path, left)}, which {needed(left.path, needs)}: no link makes mcpd "
+    said += "hide that (remove the link unless you made it)"
+    if _links.get((path, left.path)) == said:
+        return
+    _links[path, left.path] = said
+    logger.warning("%s: %s", alias, said, extra=log_extra(alias, "sandbox_link", said))
+
+
+def _say_since(path: str, said: str, alias: str) -> None:
+    """Say, once, what became of ``path`` while mcpd ran, until it restarts."""
+    if _since.get(path) == said:
+        return
+    _since[path] = said
+    logger.warning("%s: %s", alias, said, extra=log_extra(alias, "sandbox_moved", said))
 
 
 def _say(path: str, held: _Held, where: str, other: str | None, alias: str) -> None:

@@ -23,6 +23,7 @@ import msgspec
 
 from . import anchors, confined, landlock, pidgroup
 from .fixed_dirs import fixed_dirs
+from .hidden_links import Needed
 from .launch import resolve as resolve_command
 from .sandbox import (
     EVERY_SANDBOX,
@@ -164,19 +165,21 @@ def probe(*, network: bool = False) -> Machine:
     return machine
 
 
-def resolve(sandbox: Sandbox, command: str) -> Resolved:
+def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
     """The sandbox's paths as they are on this machine: hidden paths that exist (where
-    they are now, and not another user's, ``anchors``), grants (which must exist), the
-    directories above what is hidden (``pins``), and its home, created (0700) when
-    missing, as are the hidden directories it says to make (``made``). Raises
-    SandboxError."""
+    they are now, not another user's, and not where a link would take what the server
+    runs or works in, ``anchors``), grants (which must exist), the directories above
+    what is hidden (``pins``), and its home, created (0700) when missing, as are the
+    hidden directories it says to make (``made``). ``cwd``: its working directory, when
+    not its home. Raises SandboxError."""
     where = sandbox.where
     mounts: list[Mount] = []
     if sandbox.level != "off":
         make_to_hide(sandbox.made)
     hide = [p for h in sandbox.hide for p in anchors.matching(h)] if sandbox.level != "off" else []
+    needs = _needs(sandbox, command, cwd)
     for path in hide:
-        for real in anchors.places(path, sandbox.alias):
+        for real in anchors.places(path, sandbox.alias, needs):
             if os.path.isdir(real):
                 mounts.append(Mount(real, "hide_dir"))
             elif os.path.lexists(real):
@@ -189,6 +192,17 @@ def resolve(sandbox: Sandbox, command: str) -> Resolved:
     home = make_home(sandbox.home, where)
     mounts += fixed_dirs(mounts, home, sandbox.level)
     return Resolved(sandbox=sandbox, home=home, mounts=tuple(mounts), command=command)
+
+
+def _needs(sandbox: Sandbox, command: str, cwd: str) -> list[Needed]:
+    """What the server needs that no link at a hidden name may hide: its command, where
+    it is found (a virtualenv's ``bin/python`` is a link into the system) and where the
+    link leads, and its working directory."""
+    folder = os.path.realpath(os.path.dirname(command))
+    found = [os.path.join(folder, os.path.basename(command)), os.path.realpath(command)]
+    needs = [Needed(p, f"the command of {sandbox.where}") for p in dict.fromkeys(found)]
+    workdir = os.path.realpath(cwd or sandbox.home)
+    return [*needs, Needed(workdir, f"the working directory of {sandbox.where}")]
 
 
 def make_to_hide(paths: tuple[str, ...]) -> None:
@@ -285,7 +299,7 @@ def command_line(
     cwd = cwd or home
     command = resolve_command(argv[0], env, cwd)
     machine = probe(network=not sandbox.network)
-    planned = plan(resolve(sandbox, command), argv, machine, cwd, netns)
+    planned = plan(resolve(sandbox, command, cwd), argv, machine, cwd, netns)
     processes = sandbox.limits.processes
     if processes is not None and machine.root and machine.pids_cgroup:
         join = pidgroup.procs_file(sandbox.alias, processes)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from transports.stdio import anchors
-from transports.stdio.sandbox import SandboxError
+from transports.stdio.hidden_links import Needed
 
 
 @pytest.fixture
@@ -82,14 +82,31 @@ def test_a_path_removed_is_found_afresh(tmp: Path) -> None:
     assert anchors.notices() == []
 
 
-def test_what_cannot_be_found_again_keeps_sandboxed_servers_from_starting(tmp: Path) -> None:
-    (tmp / "token").write_text("t")
-    anchors.places(str(tmp / "token"), "a")
-    # Still there by another name, which the kernel does not say.
-    os.link(tmp / "token", tmp / "elsewhere")
-    os.unlink(tmp / "token")
-    with pytest.raises(SandboxError, match="mcpd cannot find where it is now"):
-        anchors.places(str(tmp / "token"), "a")
+def test_a_file_left_only_by_another_name_is_forgotten_said_and_stops_no_server(
+    tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As a server that saw ``~/.netrc`` before mcpd first hid it can do: link it
+    elsewhere and remove the hidden name. The kernel does not say where it is now."""
+    (tmp / "netrc").write_text("t")
+    anchors.places(str(tmp / "netrc"), "early")
+    os.link(tmp / "netrc", tmp / "elsewhere")
+    os.unlink(tmp / "netrc")
+    with caplog.at_level(logging.WARNING, logger="mcpd.stdio"):
+        for alias in ("next", "after"):
+            assert anchors.places(str(tmp / "netrc"), alias) == []
+    (said,) = caplog.records  # once
+    assert said.mcpd_event == "sandbox_moved"  # type: ignore[attr-defined]
+    (notice,) = anchors.notices()
+    assert said.getMessage() == f"next: {notice}"
+    assert notice.startswith(
+        f"{tmp / 'netrc'} was removed while the file it named keeps another name, which mcpd "
+        "cannot find (servers started while it was in place: early);"
+    ), notice
+    assert notice.endswith("sandboxed servers start as before")
+    # A new file at the name is hidden afresh; what was said stays until mcpd restarts.
+    (tmp / "netrc").write_text("new")
+    assert anchors.places(str(tmp / "netrc"), "after") == [str(tmp / "netrc")]
+    assert anchors.notices() == [notice]
 
 
 def test_a_pattern_stands_for_what_matches_it_now_and_what_it_matched_before(
@@ -119,6 +136,116 @@ def test_a_pattern_leaves_out_what_another_user_owns(
     (tmp / "ssh-theirs").mkdir()
     monkeypatch.setattr(os, "geteuid", lambda: os.stat(tmp).st_uid + 1)
     assert anchors.matching(str(tmp / "ssh-*")) == []
+
+
+def test_a_pattern_leaves_out_a_link_that_matches_it(tmp: Path) -> None:
+    """A server could make ``/tmp/ssh-x`` a link to what it wants the others to lose."""
+    (tmp / "work").mkdir()
+    (tmp / "ssh-agent").mkdir()
+    (tmp / "ssh-x").symlink_to(tmp / "work")
+    assert anchors.matching(str(tmp / "ssh-*")) == [str(tmp / "ssh-agent")]
+
+
+# -- links at hidden names: mcpd's user's, so perhaps a server's --
+
+
+@pytest.fixture
+def home(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's home, as mcpd's environment names it."""
+    (tmp / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp / "home"))
+    return tmp / "home"
+
+
+@pytest.mark.parametrize(
+    ("target", "why"),
+    [
+        ("/usr", "which is the root or a directory at its top"),
+        ("/", "which is the root or a directory at its top"),
+        ("/etc/ssl", "which lies in /etc, one of the system's directories"),
+        ("/proc/sys/kernel", "which lies in /proc, one of the system's directories"),
+        ("home", "which is or holds the home of mcpd's user"),
+        (".", "which is or holds the home of mcpd's user"),
+    ],
+)
+def test_a_link_to_where_every_server_needs_hides_nothing_and_is_named(
+    tmp: Path, home: Path, target: str, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As a sandboxed server can do: ``ln -s /usr ~/.kube``, where nothing was."""
+    kube = home / ".kube"
+    kube.symlink_to(tmp / target if target in ("home", ".") else target)
+    real = os.path.realpath(kube)
+    with caplog.at_level(logging.WARNING, logger="mcpd.stdio"):
+        for alias in ("a", "b"):
+            assert anchors.places(str(kube), alias) == []
+    (notice,) = anchors.notices()
+    assert notice.startswith(f"{kube} is a symbolic link to {real}, {why}"), notice
+    assert notice.endswith(": no link makes mcpd hide that (remove the link unless you made it)")
+    (said,) = caplog.records
+    assert said.mcpd_event == "sandbox_link"  # type: ignore[attr-defined]
+    assert anchors.followed(str(kube)) is None
+    # Gone: nothing to say any more.
+    kube.unlink()
+    assert anchors.places(str(kube), "a") == []
+    assert anchors.notices() == []
+
+
+def test_a_link_to_what_the_server_starting_needs_is_not_hidden_from_it(
+    tmp: Path, home: Path
+) -> None:
+    """A project folder some server works in: that server keeps it, the others do not."""
+    project = tmp / "project"
+    (project / "src").mkdir(parents=True)
+    (home / ".kube").symlink_to(project)
+    needs = [Needed(str(project / "src"), "the working directory of servers.a")]
+    assert anchors.places(str(home / ".kube"), "a", needs) == []
+    (notice,) = anchors.notices()
+    assert notice.startswith(
+        f"{home / '.kube'} is a symbolic link to {project}, which is or holds the working "
+        f"directory of servers.a ({project / 'src'}):"
+    ), notice
+    assert anchors.places(str(home / ".kube"), "b") == [str(project)]
+
+
+def test_a_users_link_to_a_store_elsewhere_stays_hidden_wherever_it_is_pointed(
+    tmp: Path, home: Path
+) -> None:
+    """``~/.aws`` kept on another disk: pointed at the system, or removed, by a server."""
+    keys = tmp / "data" / "aws"
+    keys.mkdir(parents=True)
+    aws = home / ".aws"
+    aws.symlink_to(keys)
+    assert anchors.places(str(aws), "a") == [str(keys)]
+    assert anchors.notices() == []
+    aws.unlink()
+    aws.symlink_to("/usr")
+    assert anchors.places(str(aws), "a") == [str(keys)]
+    assert [n.split(",")[0] for n in anchors.notices()] == [f"{aws} is a symbolic link to /usr"]
+    aws.unlink()
+    assert anchors.places(str(aws), "a") == [str(keys)]
+
+
+def test_a_link_that_appears_after_mcpd_first_looked_is_followed_and_named(
+    tmp: Path, home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    project = tmp / "project"
+    project.mkdir()
+    kube = home / ".kube"
+    assert anchors.places(str(kube), "a") == []  # nothing there as the first server starts
+    kube.symlink_to(project)
+    with caplog.at_level(logging.WARNING, logger="mcpd.stdio"):
+        assert anchors.places(str(kube), "b") == [str(project)]
+        assert anchors.places(str(kube), "c") == [str(project)]
+    (notice,) = anchors.notices()
+    assert notice.startswith(
+        f"{kube} is a symbolic link to {project}, which it was not when mcpd first looked: "
+        "mcpd hides that from the servers started from now on, until it restarts"
+    ), notice
+    assert [r.getMessage() for r in caplog.records] == [f"b: {notice}"]
+    # Removed, it is still said, and what it led to still hidden, until mcpd restarts.
+    kube.unlink()
+    assert anchors.places(str(kube), "d") == [str(project)]
+    assert anchors.notices() == [notice]
 
 
 # -- names another user holds --

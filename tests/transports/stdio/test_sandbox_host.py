@@ -72,6 +72,40 @@ def test_a_hidden_symlink_hides_what_it_points_to(tmp: Path) -> None:
     assert mounts(tmp, hide=(str(tmp / "link"),)) == [Mount(str(tmp / "real"), "hide_dir")]
 
 
+def test_a_hidden_link_to_what_the_server_runs_or_works_in_is_not_hidden_from_it(
+    tmp: Path,
+) -> None:
+    """Links a server made at credential stores' names, to the others' virtualenv and
+    project: each server keeps what it runs and works in; a store elsewhere is hidden."""
+    for d in ("venv/bin", "project/src", "keys"):
+        (tmp / d).mkdir(parents=True)
+    (tmp / "venv" / "bin" / "python").symlink_to(sys.executable)
+    for name, target in ((".kube", "venv"), (".docker", "project"), (".aws", "keys")):
+        (tmp / name).symlink_to(tmp / target)
+    hide = (str(tmp / ".kube"), str(tmp / ".docker"), str(tmp / ".aws"))
+    anchors.release()
+    try:
+        found = sandbox_host.resolve(
+            sandbox(tmp, hide=hide), str(tmp / "venv" / "bin" / "python"), str(tmp / "project/src")
+        )
+        hidden = [m for m in found.mounts if m.kind.startswith("hide")]
+        assert hidden == [Mount(str(tmp / "keys"), "hide_dir")]
+        said = anchors.notices()
+        assert [n.split(",", 1)[1].split(":")[0] for n in said] == [
+            f" which is or holds the working directory of servers.s ({tmp / 'project/src'})",
+            f" which is or holds the command of servers.s ({tmp / 'venv/bin/python'})",
+        ]
+        # Another server, which needs neither, cannot see them.
+        found = sandbox_host.resolve(sandbox(tmp, hide=hide), "/bin/true")
+        assert sorted(m.path for m in found.mounts if m.kind.startswith("hide")) == [
+            str(tmp / "keys"),
+            str(tmp / "project"),
+            str(tmp / "venv"),
+        ]
+    finally:
+        anchors.release()
+
+
 def test_what_lies_in_a_hidden_directory_is_hidden_with_it_and_a_neighbour_is_not(
     tmp: Path,
 ) -> None:
