@@ -2,7 +2,8 @@
 
 This is the one list; the documentation's table is checked against it. Paths are
 relative to the home of the user mcpd runs as (and to ``$HOME``, when that is another
-directory), or to ``$XDG_RUNTIME_DIR``, or absolute (``ON_HOST``). A ``*`` in a path's
+directory), or to the user's runtime directory (``/run/user/UID``, and
+``$XDG_RUNTIME_DIR`` when that is another), or absolute (``ON_HOST``). A ``*`` in a path's
 last part matches, as each server starts, what the user mcpd runs as owns there
 (``transports.stdio.anchors``): where an agent makes a socket of its own each time it
 runs. A path is hidden when it exists as the server starts; a file is read as empty, a
@@ -83,6 +84,7 @@ IN_RUNTIME_DIR: Final = (
     "keyring",
     "gnupg",
     "gcr",
+    "p11-kit",  # p11-kit's server, which forwards PKCS#11 tokens and their keys
     "ssh-agent.socket",
     "openssh_agent",
     "yubikey-agent",
@@ -136,6 +138,7 @@ IN_TMP: Final = (
     ".X11-unix",
     "ssh-*",
     "gpg-*",
+    "dbus-*",  # a session bus started without $XDG_RUNTIME_DIR (dbus-launch)
     "tmux-{uid}",
     "screens/S-{user}",
     "nvim*",
@@ -146,3 +149,6 @@ IN_TMP: Final = (
 
 # Variables of mcpd's own environment that name a credential store elsewhere.
 NAMED_BY: Final = ("SSH_AUTH_SOCK", "GNUPGHOME", "AWS_SHARED_CREDENTIALS_FILE", "KUBECONFIG")
+# Those that give a bus's D-Bus address (``unix:path=/tmp/dbus-...``): the session's,
+# through which a process could have the user's service manager run what it likes.
+BUS_NAMED_BY: Final = ("DBUS_SESSION_BUS_ADDRESS",)

@@ -31,6 +31,7 @@ import contextlib
 import os
 import pwd
 import re
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -50,7 +51,7 @@ from transports.stdio.sandbox import (
 from transports.stdio.sandbox_host import probe
 
 from . import state_links
-from .credstores import IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY, ON_HOST
+from .credstores import BUS_NAMED_BY, IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY, ON_HOST
 from .model import Config, ConfigError
 from .paths import pages_directories, state_directory
 from .servertable import DEFAULT_LIMITS, LimitsConfig, ServerConfig
@@ -225,15 +226,34 @@ def hidden(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
         out += [p for p in env.get(var, "").split(":") if p]
     for home in user_homes(env):
         out += [os.path.join(home, p) for p in IN_HOME]
-    runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
+    # The session's sockets are where the login made them, whatever mcpd was told.
+    runtimes = {env.get("XDG_RUNTIME_DIR") or "", f"/run/user/{os.getuid()}"} - {""}
     names = {"uid": str(os.getuid()), "user": env.get("USER") or env.get("LOGNAME") or ""}
-    out += [os.path.join(runtime, p.format_map(names)) for p in IN_RUNTIME_DIR]
+    out += [os.path.join(r, p.format_map(names)) for r in runtimes for p in IN_RUNTIME_DIR]
     out += [os.path.join("/tmp", p.format_map(names)) for p in IN_TMP]
     out += pages_directories(env)
     out += ON_HOST
     for var in NAMED_BY:
         out += [p for p in env.get(var, "").split(":") if p]
+    for var in BUS_NAMED_BY:
+        out += bus_paths(env.get(var, ""))
     return sorted({_absolute(p) for p in out})
+
+
+def bus_paths(address: str) -> list[str]:
+    """The socket paths a D-Bus address names (``unix:path=/tmp/dbus-x,guid=...``,
+    several separated by ``;``, bytes other than letters, digits and ``-_/.\\*``
+    written as ``%XX``); an abstract socket has none (``landlock`` keeps servers
+    from it)."""
+    found = []
+    for one in address.split(";"):
+        transport, _, keys = one.partition(":")
+        if transport != "unix":
+            continue
+        for key, _, value in (k.partition("=") for k in keys.split(",")):
+            if key == "path" and value:
+                found.append(urllib.parse.unquote_to_bytes(value).decode("utf-8", "replace"))
+    return found
 
 
 def _absolute(path: str) -> str:

@@ -17,7 +17,7 @@ import pytest
 from mcpd.cli.check_sandbox import unscoped_warnings
 from mcpd.config.load import load, parse
 from mcpd.config.model import ConfigError
-from mcpd.config.sandbox import child_env, hidden, limits_of, sandbox_of
+from mcpd.config.sandbox import bus_paths, child_env, hidden, limits_of, sandbox_of
 from transports.stdio import sandbox_host
 from transports.stdio.sandbox import Machine
 
@@ -124,6 +124,28 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
         assert str(path) in paths, path
     sandbox = sandbox_of("s", config.servers["s"], config, env)
     assert sandbox.home == str(tmp_path / "state" / "homes" / "s")
+
+
+def test_the_sessions_sockets_are_hidden_where_the_login_made_them_and_where_named(
+    tmp_path: Path,
+) -> None:
+    """mcpd told of another runtime directory (a service's, a wrapper's) still hides the
+    user's session in /run/user/UID, and the session bus its environment names."""
+    bus = tmp_path / "dbus bus"
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "DBUS_SESSION_BUS_ADDRESS": f"unix:abstract=/tmp/x;unix:path={tmp_path}/dbus%20bus,guid=1f",
+    }
+    data = {"daemon": {"state_dir": str(tmp_path / "state")}, "servers": {"s": stdio()}}
+    paths = set(hidden(parse(data, env=env), env))
+    session = Path(f"/run/user/{os.getuid()}")
+    for runtime in (session, tmp_path / "run"):
+        for name in ("bus", "systemd", "gnupg", "p11-kit"):
+            assert str(runtime / name) in paths, runtime / name
+    assert str(bus) in paths
+    assert "/tmp/dbus-*" in paths  # a bus dbus-launch started, named or not
+    assert bus_paths("tcp:host=localhost,port=1;unix:abstract=/tmp/dbus-x") == []
 
 
 def test_under_the_service_each_server_keeps_its_package_caches_in_its_own_home(
