@@ -2,13 +2,16 @@
 
 A host fills a model's context with every tool it is given, and several cap the list
 (128 is a common limit). Curation is applied where the registry takes a server's list,
-so a hidden tool is neither listed nor callable: it has no local name to call.
+so a hidden tool is neither listed nor callable: it has no local name to call. The
+operator's ``rename`` gives its names before the server's own names are kept
+(``curated_names``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from fnmatch import fnmatchcase
 
 import msgspec
@@ -46,31 +49,75 @@ def curate(
         return Curated({t.name: t for t in tools}, {}, [])
     shown = [t for t in tools if visible(t.name, rules)]
     hidden = sorted({t.name for t in tools} - {t.name for t in shown})
-    # Names kept as they are; a rename onto one of them would take another tool's name.
-    kept = {t.name for t in shown if t.name not in rules.rename}
+    names = curated_names([t.name for t in shown], rules.rename, alias, "tool")
     out: dict[str, mcp.Tool] = {}
     originals: dict[str, str] = {}
     for tool in shown:
+        name = names.get(tool.name)
+        if name is None:
+            hidden.append(tool.name)
+            continue
         description = rules.description.get(tool.name)
         if description is not None:
             tool = msgspec.structs.replace(tool, description=description)
-        name = rules.rename.get(tool.name, tool.name)
-        if name != tool.name and name in kept:
-            logger.warning(
-                "%s: not renaming %r to %r: the server has a tool of that name",
-                alias,
-                tool.name,
-                name,
-                extra=log_extra(alias or None, "rename"),
-            )
-            name = tool.name
-        if name in out:  # only when renames chain onto names left in place above
-            hidden.append(tool.name)
-            continue
         out[name] = tool
         if name != tool.name:
             originals[name] = tool.name
     return Curated(out, originals, hidden)
+
+
+def curated_names(
+    listed: Sequence[str], rename: Mapping[str, str], alias: str, kind: str
+) -> dict[str, str]:
+    """The name agents see (before the template) of each of a server's items, by the
+    server's name; one left without a name is not in it.
+
+    The operator's ``rename`` gives its names first. An item the server lists under a
+    name a rename gives is listed under another (``displaced_name``), as a local name
+    two tools want is hashed: a server cannot take the renamed item's name, nor the
+    rules and profile patterns written for it, by listing an item of that name (held
+    or not)."""
+    taken: dict[str, str] = {}  # a name agents see -> the server's
+    for name in listed:
+        new = rename.get(name)
+        # Two renames onto one name are refused with the config; past that, the first.
+        if new is not None and new not in taken:
+            taken[new] = name
+    displaced: list[str] = []
+    for name in listed:
+        if name in rename:
+            continue
+        if name in taken:
+            displaced.append(name)
+        else:
+            taken[name] = name
+    for name in sorted(displaced):
+        other = displaced_name(alias, name, taken)
+        if other is not None:
+            taken[other] = name
+        where = f"listed as {other!r}" if other is not None else "left out"
+        logger.warning(
+            "%s: the server's %s %r is %s: rename gives its name to %r",
+            alias,
+            kind,
+            name,
+            where,
+            taken[name],
+            extra=log_extra(alias or None, "rename"),
+        )
+    return {server: name for name, server in taken.items()}
+
+
+def displaced_name(alias: str, name: str, taken: Collection[str]) -> str | None:
+    """A name for the server's item ``name`` that a rename gave another: ``name``, ``_``
+    and a hash of ``alias::name``, of as many digits as it takes to be no other's
+    (None: every length is taken, by names the server lists itself)."""
+    digest = hashlib.sha1(f"{alias}::{name}".encode()).hexdigest()
+    for digits in range(6, len(digest) + 1, 2):
+        other = f"{name}_{digest[:digits]}"
+        if other not in taken:
+            return other
+    return None
 
 
 _NONE = ToolsConfig()

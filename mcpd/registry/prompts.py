@@ -18,7 +18,7 @@ from protocol import surface
 
 from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
-from .curation import visible
+from .curation import curated_names, visible
 from .gate import Gate
 from .limits import first_listed
 from .names import assign
@@ -63,7 +63,7 @@ class _Server:
         self.raw = raw
         self.judged = judged = gate.prompts(alias, raw, rules.rename if rules else None)
         self.held = judged.held  # by the server's own name
-        self.shown, self.originals = _curate(judged.shown, rules)
+        self.shown, self.originals = _curate(judged.shown, rules, alias)
         self.available = True
         self.marker: str | None = None
 
@@ -179,24 +179,23 @@ class PromptTable:
 
 
 def _curate(
-    raw: dict[str, surface.Prompt], rules: ToolsConfig | None
+    raw: dict[str, surface.Prompt], rules: ToolsConfig | None, alias: str
 ) -> tuple[dict[str, surface.Prompt], dict[str, str]]:
     """What agents see of a server's prompts (by name before the template), and the
     server's own name for each renamed one."""
     if rules is None or rules == ToolsConfig():
         return dict(raw), {}
-    shown = {n: p for n, p in raw.items() if visible(n, rules)}
-    kept = {n for n in shown if n not in rules.rename}
+    shown = [n for n in raw if visible(n, rules)]
+    names = curated_names(shown, rules.rename, alias, "prompt")
     out: dict[str, surface.Prompt] = {}
     originals: dict[str, str] = {}
-    for name, prompt in shown.items():
+    for name in shown:
+        new = names.get(name)
+        if new is None:
+            continue
+        prompt = raw[name]
         if name in rules.description:
             prompt = msgspec.structs.replace(prompt, description=rules.description[name])
-        new = rules.rename.get(name, name)
-        if new != name and new in kept:
-            new = name  # a rename onto a name the server uses itself is ignored
-        if new in out:
-            continue
         out[new] = prompt
         if new != name:
             originals[new] = name

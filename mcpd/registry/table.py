@@ -103,7 +103,7 @@ class _Server:
         self.judged = judged = gate.tools(alias, raw, rules.rename if rules else None)
         # Why each held tool is held, by the server's own name.
         self.held = judged.held
-        curated = curate(judged.shown, rules)
+        curated = curate(judged.shown, rules, alias)
         self.tools = curated.tools  # what agents see, by name before the template
         self.originals = curated.originals
         self.trusted = trusted

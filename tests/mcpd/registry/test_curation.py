@@ -12,13 +12,18 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.config.model import NamingConfig
+from mcpd.config.load import parse
+from mcpd.config.model import DEFAULT_POLICY, Handling, NamingConfig
+from mcpd.config.policy import PolicyRule
 from mcpd.config.servertable import ToolsConfig
+from mcpd.policy.rules import Policy, facts_of
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.curation import ToolBudget, curate
+from mcpd.registry.gate import Gate
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.agent import connect, make_config, running
+from tests.support.pins_daemon import TOOLS_CHANGED, Changing, by_name, relist
 from tests.support.procs import scripted
 
 
@@ -35,6 +40,9 @@ def names(registry: Catalog) -> list[str]:
     return [e.local for e in registry.entries()]
 
 
+OBJ = {"type": "object"}
+REASON = "purging is for people"
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
 FS = ("read_file", "read_secret_file", "list_dir", "write_file", "search")
 
 
@@ -58,13 +66,52 @@ def test_rename_and_description_overrides() -> None:
     assert curated.tools["read_file"].description == "Read a project file."
 
 
-def test_a_rename_onto_another_tools_name_is_ignored() -> None:
-    curated = curate(tools("a", "b"), ToolsConfig(rename={"a": "b"}))
-    assert sorted(curated.tools) == ["a", "b"]
-    assert curated.originals == {}
-    # A swap takes no name another tool keeps.
+def test_a_rename_wins_over_the_servers_own_tool_of_that_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The name the operator gives is the renamed tool's: the server's own tool of that
+    name is listed under another (its name and a hash), with a warning naming both."""
+    with caplog.at_level(logging.WARNING, logger="mcpd.registry"):
+        curated = curate(tools("a", "b"), ToolsConfig(rename={"a": "b"}), "fs")
+    [other] = set(curated.tools) - {"b"}
+    assert curated.tools["b"].name == "a" and curated.tools[other].name == "b"
+    assert other.startswith("b_") and other != "b"
+    assert curated.originals == {"b": "a", other: "b"}
+    assert f"fs: the server's tool 'b' is listed as '{other}': rename gives its name to 'a'" in (
+        caplog.messages
+    )
+    # Listed again, it gets the same name; a name the server lists itself is no other's.
+    again = curate(tools("b", other, "a"), ToolsConfig(rename={"a": "b"}), "fs")
+    assert again.originals["b"] == "a" and again.tools[other].name == other
+    [moved] = [name for name, original in again.originals.items() if original == "b"]
+    assert moved.startswith(other) and moved != other
+    # A swap takes no name from anyone.
     curated = curate(tools("a", "b"), ToolsConfig(rename={"a": "b", "b": "a"}))
     assert curated.originals == {"b": "a", "a": "b"}
+
+
+@pytest.mark.parametrize("changes", ["hold", "warn", "accept"])
+def test_a_tool_added_under_a_renamed_tools_name_takes_neither_its_name_nor_its_rules(
+    changes: Handling,
+) -> None:
+    """An approved server adds a tool under the name the operator gave an approved one
+    (a change of it, to the pins): the approved tool keeps its name, and with it the
+    rules written for that name, whatever becomes of the one added."""
+    settings = DEFAULT_POLICY._replace(on_changed_item=changes, on_new_item=changes)
+    registry = Catalog(NamingConfig(), Gate(lambda alias: settings))
+    registry.set_rules("h", ToolsConfig(rename={"delete_notes": "purge"}))
+    registry.update("h", tools("delete_notes"))
+    registry.gate.settle("h")
+    registry.update("h", tools("delete_notes", "purge"))
+    renamed = registry.lookup("mcp__h__purge")
+    assert renamed is not None and renamed.original == "delete_notes"
+    assert renamed.held is None and renamed.available
+    assert registry.lookup("mcp__h__delete_notes") is None
+    [added] = [e for e in registry.entries() if e.original == "purge"]
+    assert added.local != "mcp__h__purge" and added.name != "purge"
+    assert (added.held is not None) == (changes == "hold")
+    rules = Policy([PolicyRule(tools=["mcp__h__purge"], action="deny")])
+    assert rules.decide(facts_of(renamed, "default", False, None)).action == "deny"
 
 
 def test_the_registry_lists_curated_tools_and_calls_back_by_the_servers_name() -> None:
@@ -173,3 +220,75 @@ async def test_status_warns_when_the_list_passes_max_tools(tmp_path: Path) -> No
             assert status["daemon"]["warnings"] == [
                 "5 tools is more than max_tools (4); some hosts refuse that many"
             ]
+
+
+async def test_an_item_added_under_a_renamed_items_name_leaves_its_rules_in_force(
+    tmp_path: Path,
+) -> None:
+    """The operator renamed an approved tool and prompt, and wrote a profile's deny and a
+    policy rule for their new names; the server then lists a tool and a prompt under
+    those names. The approved ones keep the names and stay behind the rules: the
+    profile still does not list them, and a call still meets the deny."""
+    server = Changing(tmp_path)
+    first = {
+        "tools": [{"name": "delete_notes", "description": "Delete notes.", "inputSchema": OBJ}],
+        "prompts": [{"name": "daily", "description": "Plan the day."}],
+    }
+    server.write(first)
+    added = {
+        "tools": [*first["tools"], {"name": "purge", "description": "x", "inputSchema": OBJ}],
+        "prompts": [*first["prompts"], {"name": "plan", "description": "y"}],
+    }
+    entry = server.config(tools={"rename": {"delete_notes": "purge"}})
+    entry["prompts"] = {"rename": {"daily": "plan"}}
+    config = parse(
+        {
+            "daemon": {
+                "socket": str(tmp_path / "mcpd.sock"),
+                "state_dir": str(tmp_path / "state"),
+                "startup_deadline": 20.0,
+            },
+            "servers": {"tickets": entry},
+            "profiles": {
+                "p": {"tools": {"deny": ["tickets/purge"]}, "prompts": {"deny": ["tickets/plan"]}}
+            },
+            "policy": [{"tools": ["mcp__tickets__purge"], "action": "deny", "reason": REASON}],
+        },
+        env={},
+    )
+    with trio.fail_after(60):
+        async with running(config) as daemon:
+            sock = daemon.socket_path
+            async with (
+                connect(sock, modern=False) as watcher,
+                connect(sock) as agent,
+                connect(sock) as in_p,
+            ):
+                await watcher.initialize()
+                await in_p.use_profile("p")
+                before = by_name(await agent.tools())
+                assert before["mcp__tickets__purge"]["_meta"]["mcpd/originalName"] == "delete_notes"
+                server.write(added)
+                await relist(agent, watcher, (TOOLS_CHANGED, PROMPTS_CHANGED))
+                tools = by_name(await agent.tools())
+                assert tools["mcp__tickets__purge"]["_meta"]["mcpd/originalName"] == "delete_notes"
+                assert "mcp__tickets__delete_notes" not in tools
+                originals = {n: t["_meta"]["mcpd/originalName"] for n, t in tools.items()}
+                [other] = [name for name, original in originals.items() if original == "purge"]
+                assert other.startswith("mcp__tickets__purge_")
+                denied = await agent.call("mcp__tickets__purge")
+                assert denied["isError"] is True and REASON in text(denied)
+                seen_in_p = await in_p.tools()
+                assert "delete_notes" not in [t["_meta"]["mcpd/originalName"] for t in seen_in_p]
+                unknown = await in_p.call("mcp__tickets__delete_notes")
+                assert unknown["isError"] is True and "Unknown tool" in text(unknown)
+                assert "tools/call delete_notes" not in server.reached()
+
+                prompts = by_name((await agent.result("prompts/list"))["prompts"])
+                assert prompts["mcp__tickets__plan"]["_meta"]["mcpd/originalName"] == "daily"
+                assert "mcp__tickets__daily" not in prompts
+                in_p_prompts = (await in_p.result("prompts/list"))["prompts"]
+                assert "daily" not in [p["_meta"]["mcpd/originalName"] for p in in_p_prompts]
+                for name in ("mcp__tickets__plan", "mcp__tickets__daily"):
+                    got = await in_p.rpc("prompts/get", {"name": name})
+                    assert "Unknown prompt" in got["error"]["message"]

@@ -98,13 +98,30 @@ def test_rules_set_before_the_server_lists_apply_when_it_does() -> None:
     assert set(listed(table)) == {"mcp__notes__daily", "mcp__notes__secret_plan"}
 
 
-def test_a_rename_onto_a_name_the_server_uses_itself_is_ignored() -> None:
+def test_a_rename_wins_over_the_servers_own_prompt_of_that_name() -> None:
     table = PromptTable(NamingConfig())
     table.set_rules("notes", ToolsConfig(rename={"daily": "weekly"}))
     table.update("notes", [prompt("daily"), prompt("weekly")])
-    for local, original in (("mcp__notes__daily", "daily"), ("mcp__notes__weekly", "weekly")):
-        entry = table.lookup(local)
-        assert entry is not None and entry.original == original
+    renamed = table.lookup("mcp__notes__weekly")
+    assert renamed is not None and renamed.original == "daily"
+    assert table.lookup("mcp__notes__daily") is None
+    [other] = [e for e in table.entries() if e.original == "weekly"]
+    assert other.name.startswith("weekly_") and other.local.startswith("mcp__notes__weekly_")
+
+
+def test_a_prompt_added_under_a_renamed_prompts_name_leaves_it_its_name() -> None:
+    """Held as a change of the approved prompt, the one added does not take the name
+    the operator gave that one (and, with it, a profile's rules written for it)."""
+    gate = Gate()
+    table = PromptTable(NamingConfig(), gate)
+    table.set_rules("notes", ToolsConfig(rename={"daily": "plan"}))
+    table.update("notes", [prompt("daily", "Plan the day.")])
+    gate.settle("notes")
+    table.update("notes", [prompt("daily", "Plan the day."), prompt("plan", "Mail it out.")])
+    renamed = table.lookup("mcp__notes__plan")
+    assert renamed is not None and renamed.original == "daily" and renamed.held is None
+    [added] = [e for e in table.entries() if e.original == "plan"]
+    assert added.held is not None and added.name != "plan"
 
 
 def test_a_view_filters_by_the_name_before_the_template() -> None:
