@@ -7,8 +7,10 @@ timeout is refused, and one the agent stops waiting for (cancelled, disconnected
 removed at once. Nothing here holds a server slot: the call has not been sent.
 
 An approval may be remembered for the rest of the agent's connection (``remember =
-"connection"``): the same tool of the same rule is then approved without asking, until
-the rules change or a reload stops or starts the tool's server again.
+"connection"``): the same tool of the same rule, defined as it was then, is then
+approved without asking, until the rules change or a reload stops or starts the tool's
+server again. A tool defined anew (taken under ``warn``, or approved with ``mcpd
+approve``) is asked about again: approving a definition is not approving its calls.
 Each agent may have only so many calls waiting, keeping only so many bytes, so that no
 agent can bury the operator's list or fill mcpd's memory; all agents together too.
 """
@@ -43,6 +45,9 @@ _ID_LETTERS: Final = "abcdefghjkmnpqrstuvwxyz23456789"
 _ID_TAIL: Final = 4
 
 Outcome = Literal["approved", "denied", "unanswered"]
+# An approval remembered for a connection: (rule, server, the server's name for the tool,
+# the digest of the tool's definition).
+Remembered = tuple[int | None, str, str, bytes]
 
 
 class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -179,7 +184,7 @@ class Approvals:
         self._wall = wall
         self._on_change = changed
         self._pending: dict[str, Pending] = {}
-        self._remembered: dict[str, set[tuple[int | None, str, str]]] = {}
+        self._remembered: dict[str, set[Remembered]] = {}
         self._issued = 0  # ids given
         self.version = 0
         self._changed = trio.Event()
@@ -380,13 +385,18 @@ class Approvals:
 
     # -- remembered approvals --
 
-    def remembered(self, connection: str, rule: int | None, server: str, original: str) -> bool:
-        return (rule, server, original) in self._remembered.get(connection, ())
+    def remembered(
+        self, connection: str, rule: int | None, server: str, original: str, definition: bytes
+    ) -> bool:
+        """``definition``: the digest of the tool's definition (``policy.gate.defined``)."""
+        return (rule, server, original, definition) in self._remembered.get(connection, ())
 
-    def remember(self, connection: str, rule: int | None, server: str, original: str) -> None:
+    def remember(
+        self, connection: str, rule: int | None, server: str, original: str, definition: bytes
+    ) -> None:
         kept = self._remembered.setdefault(connection, set())
         if len(kept) < _REMEMBERED_PER_CONNECTION:
-            kept.add((rule, server, original))
+            kept.add((rule, server, original, definition))
 
     def forget(self, connection: str) -> None:
         """The connection ended: what was approved for it goes with it."""

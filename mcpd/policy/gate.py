@@ -11,10 +11,11 @@ the new rules deny; an approval stands only when the rules, put to again once th
 is over (``stands``), decide the call as they did when it began to wait, and only then
 is it remembered.
 
-An approval is of a tool as its server ran then: a reload that stops or starts the
-server again (its command, its sandbox, its settings changed) forgets the approvals
-remembered for its tools, and one given for a call that waited across such a reload is
-for that call alone.
+An approval is of a tool as its server ran then, and as it was defined: a reload that
+stops or starts the server again (its command, its sandbox, its settings changed)
+forgets the approvals remembered for its tools, and one given for a call that waited
+across such a reload is for that call alone; an approval is remembered for the tool's
+definition (``defined``), so a tool defined anew is asked about again.
 
 A person approves a call from its arguments as they are shown (``showing``): before
 anyone is asked, ``shown`` reads them once, and arguments that reading cannot show as
@@ -25,6 +26,7 @@ run another.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Final
@@ -33,6 +35,7 @@ import msgspec
 import trio
 
 from ..config.policy import PolicyRule
+from ..registry.pins import definition
 from .agent import AgentInfo
 from .approvals import AgentAnswer, ApprovalError, ApprovalRequest, Approvals, Verdict
 from .kin import AgentKin
@@ -145,7 +148,9 @@ class CallGate:
         operator can decide too. The person's verdict; or the rules' decision, a
         ``deny``, when a reload made them refuse the call while it waited. An approval
         is not remembered here: it is not known yet to stand (``stands``)."""
-        if self.approvals.remembered(agent.connection, decision.rule, facts.server, facts.original):
+        if decision.remember and self.approvals.remembered(
+            agent.connection, decision.rule, facts.server, facts.original, defined(facts)
+        ):
             return Verdict("approved", REMEMBERED)
         restarts = self._restarts[facts.server]
         request = self.request(facts, agent, await kin(), decision, arguments)
@@ -174,8 +179,17 @@ class CallGate:
         if self.policy.decide(facts) != asked:
             return self.decide(facts, agent)
         if asked.remember and lasting:
-            self.approvals.remember(agent.connection, asked.rule, facts.server, facts.original)
+            self.approvals.remember(
+                agent.connection, asked.rule, facts.server, facts.original, defined(facts)
+            )
         return None
+
+
+def defined(facts: CallFacts) -> bytes:
+    """The digest of the definition of the tool a call is to, as its profile lists it
+    (as pins digest definitions): what an approval remembered for a connection is of.
+    Worked out only for a call whose rule remembers approvals."""
+    return b"" if facts.tool is None else hashlib.sha256(definition(facts.tool)).digest()
 
 
 class _Waiting:

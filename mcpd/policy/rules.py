@@ -10,6 +10,8 @@ from typing import Any, Final
 
 import msgspec
 
+from protocol import mcp
+
 from ..config.glob import Glob
 from ..config.policy import Action, PolicyRule, Rate, parse_rate
 from ..registry.shown import Entry
@@ -41,7 +43,9 @@ class CallFacts(msgspec.Struct, frozen=True, kw_only=True):
     (``Entry.other_names``: under the daemon's naming and the default profile's, and
     before any hash); ``original`` is the server's own name for it. ``derived_from``:
     the profile that ``profile`` shows under other names (a host's built-in profile
-    shows the default's), whose rules are about its agents too."""
+    shows the default's), whose rules are about its agents too. ``tool``: the tool as
+    the profile lists it, whose definition an approval remembered is of
+    (``gate.defined``); no rule reads it."""
 
     name: str
     server: str
@@ -51,6 +55,7 @@ class CallFacts(msgspec.Struct, frozen=True, kw_only=True):
     derived_from: str | None = None
     annotations: dict[str, Any] | None = None
     trusted: bool = False
+    tool: mcp.Tool | None = None
 
 
 def facts_of(entry: Entry, profile: str, trusted: bool, derived_from: str | None) -> CallFacts:
@@ -67,6 +72,7 @@ def facts_of(entry: Entry, profile: str, trusted: bool, derived_from: str | None
         derived_from=derived_from,
         annotations=annotations if isinstance(annotations, dict) else None,
         trusted=trusted,
+        tool=entry.tool,
     )
 
 

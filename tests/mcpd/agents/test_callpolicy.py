@@ -414,6 +414,26 @@ async def test_an_approval_remembered_for_the_tool_lets_no_repeated_key_through(
     assert len(user.asked) == 1
 
 
+@pytest.mark.parametrize("changes", ["warn", "accept"])
+async def test_an_approval_remembered_for_a_tool_does_not_outlast_its_definition(
+    changes: Handling, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The server lists its tool anew, saying it does something else, and the change
+    is taken: the next call of the connection is asked about again."""
+    servers = profile({"gh": False}, changes)
+    servers.view.registry.gate.settle("gh")
+    p = policy({"action": "ask", "remember": "connection"})
+    user = User(Raw(b'{"action": "accept", "content": {"decision": "approve"}}'))
+    calls = [a_call(Raw(b'{"repo": "x"}'), ELICITATION) for _ in range(3)]
+    assert isinstance(await p.ask(calls[0], AGENT, nothing_known, asked(p, servers), user), Sent)
+    assert isinstance(await p.ask(calls[1], AGENT, nothing_known, asked(p, servers), user), Sent)
+    changed_tool(servers)
+    assert entry_of(servers, "gh").held is None
+    assert isinstance(await p.ask(calls[2], AGENT, nothing_known, asked(p, servers), user), Sent)
+    assert [c.decided_by for c in calls] == ["the agent's user", "remembered", "the agent's user"]
+    assert len(user.asked) == 2
+
+
 # -- looked at again once the wait is over --
 
 

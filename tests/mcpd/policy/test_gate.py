@@ -19,12 +19,13 @@ from mcpd.config.policy import PolicyRule
 from mcpd.config.secrets import HeldSecret
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import PER_AGENT, TIMEOUT, ApprovalRequest, Approvals, Verdict
-from mcpd.policy.gate import READ_HERE, REMEMBERED, CallGate, FindKin
+from mcpd.policy.gate import READ_HERE, REMEMBERED, CallGate, FindKin, defined
 from mcpd.policy.kin import AgentKin, Process
 from mcpd.policy.masking import KnownSecrets, marker
 from mcpd.policy.reading import RepeatedKey, Unshowable
 from mcpd.policy.rules import CallFacts, Decision
 from mcpd.policy.showing import shown_arguments
+from protocol import mcp
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
 SECRET = "tok-9f8e7d6c5b4a3210"
@@ -183,15 +184,20 @@ def test_the_request_names_the_tool_both_ways_with_the_rule_and_its_reason() -> 
 
 
 async def decide_first(
-    g: CallGate, decision: Decision, approve: bool, find: FindKin = nothing_known
+    g: CallGate,
+    decision: Decision,
+    approve: bool,
+    find: FindKin = nothing_known,
+    called: CallFacts | None = None,
 ) -> Verdict | Decision:
-    """Ask about a call of ``facts()`` under ``decision`` and decide it as the
-    operator: its verdict. An approval is then looked at again, as the call path
-    does, and stands."""
+    """Ask about a call of ``called`` (``facts()``) under ``decision`` and decide it
+    as the operator: its verdict. An approval is then looked at again, as the call
+    path does, and stands."""
+    called = called if called is not None else facts()
     out: list[Verdict | Decision] = []
 
     async def run() -> None:
-        out.append(await g.ask(facts(), AGENT, find, decision, NONE))
+        out.append(await g.ask(called, AGENT, find, decision, NONE))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(run)
@@ -199,7 +205,7 @@ async def decide_first(
         g.approvals.decide(g.approvals.list()[0].id, approve, "operator")
     verdict = out[0]
     if isinstance(verdict, Verdict) and verdict.approved:
-        assert g.stands(facts(), AGENT, decision) is None
+        assert g.stands(called, AGENT, decision) is None
     return verdict
 
 
@@ -234,6 +240,29 @@ async def test_a_remembered_approval_covers_that_tool_of_that_rule_alone(
     # The same tool under another name (a profile's naming) is the same tool.
     renamed = facts("gh_merge", "merge")
     assert (await g.ask(renamed, AGENT, nothing_known, decision, NONE)).by == REMEMBERED
+
+
+async def test_a_remembered_approval_is_of_the_tool_as_it_was_defined(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Approving a definition is not approving its calls: the tool defined anew (taken
+    with a warning, or approved with ``mcpd approve``) is asked about again."""
+    g = gate({"action": "ask", "remember": "connection"})
+    merge = msgspec.convert({"name": "merge", "description": "Merge a pull request."}, mcp.Tool)
+    before = msgspec.structs.replace(facts(), tool=merge)
+    decision = g.decide(before, AGENT)
+    await decide_first(g, decision, True, called=before)
+    assert (await g.ask(before, AGENT, nothing_known, decision, NONE)).by == REMEMBERED
+    for worse in (
+        msgspec.structs.replace(merge, description="Merge, then delete every branch."),
+        msgspec.structs.replace(merge, annotations={"destructiveHint": True}),
+    ):
+        anew = msgspec.structs.replace(before, tool=worse)
+        assert (await g.ask(anew, AGENT, nothing_known, decision, NONE)).by == TIMEOUT
+    # The tool as it was (listed again, the same) is still approved.
+    again = msgspec.convert({"name": "merge", "description": "Merge a pull request."}, mcp.Tool)
+    same = msgspec.structs.replace(facts(), tool=again)
+    assert (await g.ask(same, AGENT, nothing_known, decision, NONE)).by == REMEMBERED
 
 
 async def test_who_may_not_decide_is_looked_up_only_for_a_call_that_waits(
@@ -297,7 +326,7 @@ async def test_a_reload_that_restarts_a_server_forgets_the_approvals_of_its_tool
     decision = g.decide(facts(), AGENT)
     await decide_first(g, decision, True)
     kept = g.decide(notes, AGENT)
-    g.approvals.remember(AGENT.connection, kept.rule, "notes", "search")
+    g.approvals.remember(AGENT.connection, kept.rule, "notes", "search", defined(notes))
     # The same rules; the github server's command or sandbox changed, so it restarts.
     g.configure(list(rules), restarted=["github"])
     assert (await g.ask(facts(), AGENT, nothing_known, decision, NONE)).by == TIMEOUT

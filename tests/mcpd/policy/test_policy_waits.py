@@ -4,7 +4,8 @@ person approves it anew) is refused when the operator approves the call, and whe
 modern agent's retry brings its user's approval with the requestState mcpd gave before
 the change; a reload that denies a waiting call ends it at once (the agent's user is
 told to stop asking, and ``mcpd approvals`` lists it no more), while one that allows
-it sends it once when approved. A call let through that waits for a free slot at its
+it sends it once when approved. An approval remembered for a tool does not outlast
+its definition. A call let through that waits for a free slot at its
 server is looked at again too: a reload that denies it, or its tool held meanwhile,
 ends it at once, unsent. None of these reach the server, and each audit record says
 what became of the call."""
@@ -20,7 +21,7 @@ import trio.testing
 
 from tests.support.agent import META, Agent, connect
 from tests.support.answering import connect_answering
-from tests.support.pins_daemon import TOOLS_CHANGED, heard
+from tests.support.pins_daemon import TOOLS_CHANGED, cli, heard
 from tests.support.policy_daemon import text
 from tests.support.waiting_daemon import ASK, CREATE, LIMIT, SEARCH, Waiting, waiting_daemon
 
@@ -184,6 +185,39 @@ async def test_a_reload_that_allows_a_waiting_call_sends_it_once_approved(
             records = await setup.records()
             assert [(r.decision, r.decided_by, r.outcome) for r in records] == [
                 ("allow", "policy[0]", "ok")
+            ]
+
+
+async def test_an_approval_remembered_for_a_tool_is_asked_again_once_it_is_defined_anew(
+    tmp_path: Path,
+) -> None:
+    """Approving a tool's new definition (``mcpd approve``) is not approving its calls:
+    on the connection that had an approval remembered for the tool as it was, the next
+    call waits for a person again."""
+    remembers = [{"tools": ["tickets/search"], "action": "ask", "remember": "connection"}]
+    with trio.fail_after(LIMIT):
+        async with waiting_daemon(tmp_path, remembers) as setup:
+            sock = setup.daemon.socket_path
+            async with connect(sock) as agent:
+
+                async def approved_by_the_operator() -> None:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(agent.call, SEARCH, {"query": "a"})
+                        [waiting] = await setup.pending()
+                        setup.daemon.approvals.decide(waiting.id, True, "uid 0 (root)")
+
+                await approved_by_the_operator()
+                await agent.call(SEARCH, {"query": "b"})
+                await setup.change_tool()
+                code, _, err = await cli(sock, "approve", "tickets", "--yes")
+                assert code == 0, err
+                await approved_by_the_operator()
+            assert setup.reached("search") == 3
+            records = await setup.records()
+            assert [(r.decision, r.decided_by) for r in records if r.name == SEARCH] == [
+                ("approved", "uid 0 (root)"),
+                ("approved", "remembered"),
+                ("approved", "uid 0 (root)"),
             ]
 
 
