@@ -19,6 +19,7 @@ from protocol import mcp, surface
 from protocol.server import RequestContext
 from protocol.visible import quote
 
+from ..registry.resources import Hold
 from ..registry.scheme import Routed, Sight
 from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused
@@ -65,6 +66,15 @@ def held_error(kind: str, local: str, alias: str, original: str, why: str) -> rp
     """A get or read of a held prompt or template, refused before the server is asked
     (with the error code an outage has: the item exists, and is unavailable)."""
     return rpc.RPCError(OUTAGE, held_text(kind, local, alias, why), held_meta(alias, original, why))
+
+
+def held_read_error(asked: str, alias: str, uri: str, hold: Hold) -> rpc.RPCError:
+    """A read of ``asked`` (``uri`` of ``alias``), a subscription to it or a completion
+    for it, refused before the server is asked: its server is held whole, or a held
+    template reads it, named by its URI template (no URI it reads spells it)."""
+    if hold.template is None:
+        return held_error("resource", asked, alias, uri, hold.why)
+    return held_error("resource template", hold.template, alias, hold.template, hold.why)
 
 
 Sees = Callable[[str, str], bool]  # (alias, prompt name or URI): the agent's profile admits it
@@ -289,12 +299,13 @@ async def complete(
             # A template is held by its URI template, which no URI it reads spells.
             if template is not None:
                 why = servers.held_template(*template)
+                hold = None if why is None else Hold(why, template[1])
             else:
-                why = servers.held_uri(*found, steps)
+                hold = servers.held_uri(*found, steps)
         finally:
             allowance.give_back(steps)
-        if why is not None:
-            raise held_error("resource template", ref.uri, found[0], found[1], why)
+        if hold is not None:
+            raise held_read_error(ref.uri, *found, hold)
         alias = found[0]
         params.ref = msgspec.structs.replace(ref, uri=found[1])
     else:

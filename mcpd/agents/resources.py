@@ -30,13 +30,14 @@ from protocol.uritemplate import MAX_URI
 
 from ..config.model import DaemonConfig
 from ..registry.claims import Budget
+from ..registry.resources import Hold
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from ..servers.all_servers import AllServers
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
 from .paging import page
-from .prompts import Refused, held_error, request_outcome, serve_asked
+from .prompts import Refused, held_read_error, request_outcome, serve_asked
 from .rewrite import read_result
 
 Send = Callable[[bytes], None]
@@ -147,14 +148,12 @@ async def read(
     try:
         routed = route(servers, asked, steps, sight)
         seen.target = (routed.alias, routed.uri)
-        whole = servers.held_whole(routed.alias)
-        why = whole or servers.held_uri(routed.alias, routed.uri, steps)
+        hold = _held(servers, routed.alias, routed.uri, steps)
     finally:
         allowance.give_back(steps)
     alias = routed.alias
-    if why is not None:
-        kind = "resource" if whole else "resource template"
-        raise held_error(kind, asked, alias, routed.uri, why)
+    if hold is not None:
+        raise held_read_error(asked, alias, routed.uri, hold)
     params.uri = routed.uri
     caps = agent.upstream_capabilities()
 
@@ -200,16 +199,21 @@ async def _still_readable(
         routed = route(servers, asked, steps, sight)
         if (routed.alias, routed.uri) != target:
             return Refused(rpc.INVALID_PARAMS, "Resource not found", {"uri": asked})
-        whole = servers.held_whole(routed.alias)
-        why = whole or servers.held_uri(routed.alias, routed.uri, steps)
+        hold = _held(servers, routed.alias, routed.uri, steps)
     except rpc.RPCError as exc:
         return Refused.of(exc)
     finally:
         allowance.give_back(steps)
-    if why is None:
+    if hold is None:
         return None
-    kind = "resource" if whole else "resource template"
-    return Refused.of(held_error(kind, asked, routed.alias, routed.uri, why))
+    return Refused.of(held_read_error(asked, routed.alias, routed.uri, hold))
+
+
+def _held(servers: AllServers, alias: str, uri: str, steps: Budget) -> Hold | None:
+    """Why reading ``uri`` of ``alias`` is refused (None: it is not): its server held
+    whole, listed or not, or a held template of it."""
+    whole = servers.held_whole(alias)
+    return Hold(whole) if whole is not None else servers.held_uri(alias, uri, steps)
 
 
 def _name_asked(
@@ -333,9 +337,9 @@ class Subscriptions:
                 rpc.METHOD_NOT_FOUND,
                 f"the server {routed.alias!r} does not offer resource subscriptions",
             )
-        why = self.servers.held_uri(routed.alias, routed.uri, steps) if on else None
-        if why is not None:
-            raise held_error("resource", uri, routed.alias, routed.uri, why)
+        hold = self.servers.held_uri(routed.alias, routed.uri, steps) if on else None
+        if hold is not None:
+            raise held_read_error(uri, routed.alias, routed.uri, hold)
         who = (id(owner), None)
         key = (routed.alias, routed.uri)
         if on:

@@ -12,7 +12,7 @@ servers and their resources.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, NamedTuple
 
 import msgspec
 from msgspec import Raw
@@ -27,6 +27,14 @@ from .scheme import SCHEME, Sight, wrap
 from .shown import agent_resource, agent_template
 
 _encode: Final = msgspec.json.Encoder().encode
+
+
+class Hold(NamedTuple):
+    """Why reading a URI is refused: in words a model can act on, and the held template
+    that reads it, by its URI template (None: its server is held whole)."""
+
+    why: str
+    template: str | None = None
 
 
 class _Server:
@@ -62,7 +70,7 @@ class _Server:
         # one it cannot match, so it cannot tell what the template claims).
         shapes = (parsed(t.uriTemplate) for t in self.templates)
         self.claims = [Claim(alias, p) for p in shapes if p is not None]
-        self.held_claims = [(parsed(t), why) for t, why in sorted(self.held.items())]
+        self.held_claims = [(t, parsed(t), why) for t, why in sorted(self.held.items())]
         self.available = True
         self.marker: str | None = None
 
@@ -148,7 +156,7 @@ class ResourceTable:
 
     # -- holds --
 
-    def held_for(self, alias: str, uri: str, budget: Budget | None = None) -> str | None:
+    def held_for(self, alias: str, uri: str, budget: Budget | None = None) -> Hold | None:
         """Why reading (or subscribing to) ``uri`` of ``alias`` is refused: the server
         is held whole, or ``uri`` is not a resource it lists and a template of its that
         is held matches it (None: it is not refused)."""
@@ -157,17 +165,17 @@ class ResourceTable:
             return None
         all_held = self.gate.held_whole(alias)
         if all_held is not None:
-            return all_held
+            return Hold(all_held)
         if not server.held_claims or alias in self.routes.listers(uri, None):
             return None
         whole = budget if budget is not None else Budget(ROUTE_STEPS)
         mine = whole.part(ROUTE_STEPS)
         try:
-            for template, why in server.held_claims:
+            for template, shape, why in server.held_claims:
                 # Matched, or mcpd cannot tell (a template it cannot parse, a budget
                 # spent): refused either way.
-                if template is None or mine.matches(template, uri) is not False:
-                    return why
+                if shape is None or mine.matches(shape, uri) is not False:
+                    return Hold(why, template)
             return None
         finally:
             whole.settle(mine)

@@ -16,6 +16,7 @@ from protocol.loglevels import LogMessage
 from ..registry.catalog import Catalog
 from ..registry.claims import Budget
 from ..registry.prompts import PromptEntry
+from ..registry.resources import Hold
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from ..registry.shown import Entry
 from ..registry.table import alias_prefix
@@ -194,7 +195,7 @@ class AllServers:
     def held_whole(self, alias: str) -> str | None:
         return self._registry.gate.held_whole(alias)
 
-    def held_uri(self, alias: str, uri: str, budget: Budget) -> str | None:
+    def held_uri(self, alias: str, uri: str, budget: Budget) -> Hold | None:
         return self._registry.resources.held_for(alias, uri, budget)
 
     def held_template(self, alias: str, template: str) -> str | None:

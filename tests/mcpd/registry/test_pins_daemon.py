@@ -63,6 +63,12 @@ async def assert_held(agent: Agent, server: Changing) -> None:
     assert templates[0]["_meta"]["mcpd/available"] is False
     read = await agent.rpc("resources/read", {"uri": "tickets://42"})
     assert HELD in read["error"]["message"]
+    # Refused by the template, which it names (not by the URI asked for).
+    named = "The resource template 'tickets://{id}' of the server 'tickets' is held"
+    assert read["error"]["message"].startswith(named)
+    ref = {"type": "ref/resource", "uri": "tickets://42"}
+    done = await agent.rpc("completion/complete", {"ref": ref, "argument": ARGUMENT})
+    assert done["error"]["message"].startswith(named)
     # A completion names the template by its template, not by a URI it reads.
     ref = {"type": "ref/resource", "uri": "tickets://{id}"}
     done = await agent.rpc("completion/complete", {"ref": ref, "argument": ARGUMENT})
