@@ -35,11 +35,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from protocol import uriforms
-
 from ..config.model import ConfigError, NamingConfig
-from ..config.profiles import EVERYTHING, Patterns, ProfileConfig, split_pattern
+from ..config.profiles import EVERYTHING, Patterns, ProfileConfig
 from .catalog import Catalog
+from .filters import NameFilter, UriFilter
 from .names import assign
 from .scheme import Sight
 from .shown import Entry
@@ -50,53 +49,6 @@ if TYPE_CHECKING:
 
 Mode = Literal["all", "search"]
 _decode_schema: Final = msgspec.json.Decoder(dict[str, Any])
-
-
-class NameFilter:
-    """``allow``/``deny`` patterns over ``(alias, name)``: see ``mcpd.config.profiles``."""
-
-    def __init__(self, patterns: Patterns) -> None:
-        self.allow = [split_pattern(p) for p in patterns.allow]
-        self.deny = [split_pattern(p) for p in patterns.deny]
-        self.everything = not self.allow and not self.deny
-
-    @staticmethod
-    def _match(rule: tuple[str | None, str], alias: str, name: str) -> bool:
-        server, pattern = rule
-        return (server is None or fnmatchcase(alias, server)) and fnmatchcase(name, pattern)
-
-    def admits(self, alias: str, name: str) -> bool:
-        if self.allow and not any(self._match(r, alias, name) for r in self.allow):
-            return False
-        return not any(self._match(r, alias, name) for r in self.deny)
-
-
-class UriFilter(NameFilter):
-    """``allow``/``deny`` patterns over ``(alias, uri)``, held against the spellings a
-    server may read as the same resource (``uriforms``): a deny that matches the URI
-    as written, as read or without its query keeps it out, and an allow must match it
-    both as written and as read. Each pattern counts as written and as read, so that
-    one written with escapes or dots still matches what it names."""
-
-    def __init__(self, patterns: Patterns) -> None:
-        super().__init__(patterns)
-        self.allow = _as_read_too(self.allow)
-        self.deny = _as_read_too(self.deny)
-
-    def admits_uri(self, alias: str, uri: str) -> bool:
-        if self.everything:
-            return True
-        written, read, bare = uriforms.forms(uri)
-        if self.allow and not all(
-            any(self._match(r, alias, form) for r in self.allow) for form in (written, read)
-        ):
-            return False
-        return not any(self._match(r, alias, f) for r in self.deny for f in (written, read, bare))
-
-
-def _as_read_too(rules: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
-    read = [(server, uriforms.read_as(pattern)) for server, pattern in rules]
-    return rules + [rule for rule in read if rule not in rules]
 
 
 class ProfileView(Sight):

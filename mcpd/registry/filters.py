@@ -1,0 +1,58 @@
+"""A profile's ``allow``/``deny`` patterns (``mcpd.config.profiles``), as its view holds
+tools, prompts and resources to them: names as they are, a resource's URI in every
+spelling a server may read as the same (``UriFilter``)."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+from protocol import uriforms
+
+from ..config.profiles import Patterns, split_pattern
+
+
+class NameFilter:
+    """``allow``/``deny`` patterns over ``(alias, name)``: see ``mcpd.config.profiles``."""
+
+    def __init__(self, patterns: Patterns) -> None:
+        self.allow = [split_pattern(p) for p in patterns.allow]
+        self.deny = [split_pattern(p) for p in patterns.deny]
+        self.everything = not self.allow and not self.deny
+
+    @staticmethod
+    def _match(rule: tuple[str | None, str], alias: str, name: str) -> bool:
+        server, pattern = rule
+        return (server is None or fnmatchcase(alias, server)) and fnmatchcase(name, pattern)
+
+    def admits(self, alias: str, name: str) -> bool:
+        if self.allow and not any(self._match(r, alias, name) for r in self.allow):
+            return False
+        return not any(self._match(r, alias, name) for r in self.deny)
+
+
+class UriFilter(NameFilter):
+    """``allow``/``deny`` patterns over ``(alias, uri)``, held against the spellings a
+    server may read as the same resource (``uriforms``): a deny that matches the URI
+    as written, as read or without its query keeps it out, and an allow must match it
+    both as written and as read. Each pattern counts as written and as read, so that
+    one written with escapes or dots still matches what it names."""
+
+    def __init__(self, patterns: Patterns) -> None:
+        super().__init__(patterns)
+        self.allow = _as_read_too(self.allow)
+        self.deny = _as_read_too(self.deny)
+
+    def admits_uri(self, alias: str, uri: str) -> bool:
+        if self.everything:
+            return True
+        written, read, bare = uriforms.forms(uri)
+        if self.allow and not all(
+            any(self._match(r, alias, form) for r in self.allow) for form in (written, read)
+        ):
+            return False
+        return not any(self._match(r, alias, f) for r in self.deny for f in (written, read, bare))
+
+
+def _as_read_too(rules: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
+    read = [(server, uriforms.read_as(pattern)) for server, pattern in rules]
+    return rules + [rule for rule in read if rule not in rules]

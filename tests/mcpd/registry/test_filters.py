@@ -1,0 +1,69 @@
+"""A profile's patterns: over names, where a server is named only before the first
+slash, deny wins and case counts; over URIs, every spelling a server may read as the
+same resource is held to them."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcpd.config.profiles import Patterns
+from mcpd.registry.filters import NameFilter, UriFilter
+
+
+def test_a_pattern_names_a_server_only_before_its_first_slash() -> None:
+    rule = NameFilter(Patterns(allow=["git/log*"], deny=["*/log_secret"]))
+    assert rule.admits("git", "log")
+    assert not rule.admits("fs", "log")
+    assert not rule.admits("git", "log_secret")
+    # A server's tool named like another server's pattern is not that server's.
+    assert not rule.admits("evil", "git/log")
+
+
+def test_a_uri_pattern_is_not_read_as_a_server_and_a_pattern() -> None:
+    rule = NameFilter(Patterns(allow=["file:///srv/*"]))
+    assert rule.admits("fs", "file:///srv/a/b.txt")
+    assert not rule.admits("fs", "file:///etc/passwd")
+    assert not rule.admits("file:", "//srv/x")
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["res://s1/c#", "res://s1/c?", "RES://s1/c", "res://s1/./c", "res://s1//c",
+     "res://s1/%63", "res://s1/t/../c", " res://s1/c", "res://s1/c?x=1"],
+)  # fmt: skip
+def test_a_denied_resource_is_denied_however_its_uri_is_spelled(uri: str) -> None:
+    rule = UriFilter(Patterns(deny=["s1/res://s1/c"]))
+    assert not rule.admits_uri("s1", uri)
+    assert rule.admits_uri("s1", "res://s1/cc")
+
+
+def test_a_denied_folder_is_denied_through_dots_escapes_and_backslashes() -> None:
+    rule = UriFilter(Patterns(deny=["fs/file:///home/u/.ssh/*"]))
+    for uri in (
+        "file:///home/u/./.ssh/id_rsa",
+        "file:///home/u/x/../.ssh/id_rsa",
+        "file:///home/u/%2essh/id_rsa",
+        "file:///home/u\\.ssh\\id_rsa",
+        "file:////home//u/.ssh/id_rsa",
+    ):
+        assert not rule.admits_uri("fs", uri), uri
+    assert rule.admits_uri("fs", "file:///home/u/notes.txt")
+
+
+def test_an_allowed_folder_lets_in_nothing_outside_it_however_spelled() -> None:
+    rule = UriFilter(Patterns(allow=["fs/file:///srv/*"]))
+    assert rule.admits_uri("fs", "file:///srv/a/b.txt")
+    assert rule.admits_uri("fs", "file:///srv/a%20b.txt")
+    assert not rule.admits_uri("fs", "file:///srv/../etc/passwd")
+    assert not rule.admits_uri("fs", "file:///srv/a%2F..%2F..%2Fetc/passwd")
+    # A pattern written with escapes matches what it names, and what names it.
+    escaped = UriFilter(Patterns(allow=["fs/file:///My%20Docs/*"]))
+    assert escaped.admits_uri("fs", "file:///My%20Docs/a.txt")
+    assert escaped.admits_uri("fs", "file:///My Docs/a.txt")
+
+
+def test_deny_wins_over_allow_and_patterns_are_case_sensitive() -> None:
+    rule = NameFilter(Patterns(allow=["*"], deny=["delete_*"]))
+    assert not rule.admits("fs", "delete_file")
+    assert rule.admits("fs", "Delete_file")
+    assert NameFilter(Patterns()).everything
