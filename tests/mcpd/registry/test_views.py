@@ -1,5 +1,5 @@
-"""A profile's view on its own: its patterns over odd names and URIs, names of its own
-that no server can take from another, the other names of each tool that a policy rule
+"""A profile's view on its own: a server's patterns taken as globs over aliases, names
+of its own that no server can take from another, the other names of each tool that a policy rule
 matches (the table's, the default profile's, each before its hash), its search index
 over whatever a server sends, what grows the versions its agents watch, and what it
 says of its cap."""
