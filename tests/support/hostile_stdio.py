@@ -8,7 +8,8 @@ never answers does not hold up the others. Plain stdlib, so it starts fast.
 Tools: echo, bytewise, batched, invalid_json, not_jsonrpc, unknown_id, duplicate,
 wrong_id_type, flood, huge_line, endless_line, never, late, close_stdout, exit, invalid_utf8,
 nested_deep, stderr_flood, garbage_flood, blank_flood, stderr_blank_flood, slow (answers
-after 0.1 s), big (a 256 KiB image).
+after 0.1 s), big (a 256 KiB image), freeze (from then on the server answers nothing at
+all, this call nor any request after it, though it keeps reading).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ TOOLS = (
     "stderr_blank_flood",
     "slow",
     "big",
+    "freeze",
 )
 
 p = argparse.ArgumentParser()
@@ -66,6 +68,7 @@ args = p.parse_args()
 
 _out_lock = threading.Lock()
 _stdout_closed = threading.Event()
+_frozen = threading.Event()
 _batch: list[bytes] = []
 _batch_lock = threading.Lock()
 
@@ -79,7 +82,7 @@ def _write_all(data: bytes) -> None:
 
 def out(data: bytes) -> None:
     """Write bytes to stdout as they are, atomically with respect to other writers."""
-    if _stdout_closed.is_set():
+    if _stdout_closed.is_set() or _frozen.is_set():
         return
     with _out_lock:
         try:
@@ -169,6 +172,8 @@ def call(rid: Any, name: str, text: str) -> None:
         endless_line()
     elif name == "never":
         return
+    elif name == "freeze":
+        _frozen.set()
     elif name == "late":
         time.sleep(args.late)
         out(answer)
