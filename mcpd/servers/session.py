@@ -181,7 +181,12 @@ class Session:
                 self._health.next_wake(self._policy, now), self._prompt_resources.waits_until()
             )
             self._wake = trio.Event()
-            if self._tool_list.due or self._prompt_resources.due or self._logs.due:
+            if (
+                self._health.suspect
+                or self._tool_list.due
+                or self._prompt_resources.due
+                or self._logs.due
+            ):
                 continue  # asked for while the loop was busy: that wake-up is gone
             with trio.move_on_at(deadline):
                 await self._wake.wait()

@@ -283,6 +283,45 @@ async def test_a_list_change_while_served_is_fetched_by_the_sessions_task(
             nursery.cancel_scope.cancel()
 
 
+class HoldingList(ScriptedTransport):
+    """Holds the next tools/list, once ``hold`` is set, until ``release`` is."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        super().__init__(answers)
+        self.hold = False
+        self.held = trio.Event()
+        self.release = trio.Event()
+
+    async def request(self, method: str, params: Any, **kw: Any) -> Raw:
+        if method == "tools/list" and self.hold:
+            self.hold = False
+            self.held.set()
+            await self.release.wait()
+        return await super().request(method, params, **kw)
+
+
+async def test_a_probe_asked_for_while_the_sessions_task_is_busy_is_sent_after(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cfg = config()
+    r = runner(cfg)
+    t = HoldingList(legacy_server().answers)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve, r, t, cfg)
+            await trio.sleep(5)
+            t.hold = True
+            r.session.on_notification(rpc.Notification("notifications/tools/list_changed", None))
+            await t.held.wait()  # the session's task waits for the list
+            t.sent.clear()
+            r.check_liveness()  # a call failed meanwhile
+            t.release.set()
+            await trio.sleep(5)
+            # The list it waited for, then the probe (a legacy server's is tools/list).
+            assert t.sent == ["tools/list", "tools/list"]
+            nursery.cancel_scope.cancel()
+
+
 async def test_a_login_needed_while_served_ends_the_session() -> None:
     cfg = parse({"servers": {"srv": {"url": "https://mcp.example.com/mcp"}}}, env={})
     r = runner(cfg)
