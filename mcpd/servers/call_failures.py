@@ -55,8 +55,7 @@ def failed(
             reason,
             extra=log_extra(r.alias, reason=reason),
         )
-        r.availability_failure(elapsed, reason, call.ticket)
-        r.check_liveness()
+        r.timed_out(call, elapsed, reason)
         outcome = Outage(r.alias, "timeout", reason, call.start)
         forget(call, "timed out")
     elif isinstance(error, rpc.RPCError):

@@ -232,6 +232,11 @@ class CallHost(abc.ABC):
     def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None: ...
 
     @abc.abstractmethod
+    def timed_out(self, call: Call, elapsed: float, reason: str) -> None:
+        """``call`` got no answer in time: an availability failure only if the server
+        then answers nothing at all (``health``), not if it is slow for this call."""
+
+    @abc.abstractmethod
     def check_liveness(self) -> None:
         """A call failed in a way that may mean the server is gone: find out soon."""
 

@@ -8,15 +8,23 @@ Two kinds of probe, both a cheap request (``server/discover`` or ``tools/list``)
   so an outage shows before a model tries a tool;
 - the half-open probe, when the circuit breaker lets one request through after its
   cooldown: its outcome closes the circuit or opens it again.
+
+A call that ran out of time is held in doubt until its server shows whether it is
+there: any answer it gives after that (to the liveness probe the call asks for, or to
+anything else) means the call was only slow, and one agent's slow tool must not close
+the server to every agent; a server that answers nothing within ``LIVENESS_TIMEOUT``
+is not answering, and the call counts against the breaker as the failure it then was.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections import deque
 from collections.abc import Callable
 from typing import Final
 
+import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
@@ -31,6 +39,15 @@ LIVENESS_TIMEOUT: Final = 5.0
 _ANSWERED: Final = (rpc.RPCError, ServerCancelled, MalformedReply)
 
 
+class Doubt(msgspec.Struct, frozen=True):
+    """A call that ran out of time: what the breaker is told of it once settled."""
+
+    at: float  # when it ran out: an answer after that is the server answering
+    reason: str
+    ticket: int
+    trial: bool  # the half-open probe's call, whose slot is given back once settled
+
+
 class Health:
     def __init__(
         self,
@@ -40,9 +57,12 @@ class Health:
         interval: Callable[[], float],
         probe_timeout: Callable[[], float],
         on_probe: Callable[[], None],
+        answered_at: Callable[[], float],
     ) -> None:
         """``interval`` is the periodic check's (0: none); ``on_probe`` is called as a
-        half-open probe starts and ends, so the state it shows is published."""
+        half-open probe starts and ends, and as calls settled move the breaker, so the
+        state it shows is published; ``answered_at`` says when the server last
+        answered anything."""
         self.alias = alias
         self._breaker = breaker
         self._interval = interval
@@ -50,6 +70,9 @@ class Health:
         self._on_probe = on_probe
         self.suspect = False
         self.next_check = math.inf
+        self._answered_at = answered_at
+        self._doubts: deque[Doubt] = deque()  # in the order they ran out of time
+        self._doubted = trio.Event()
 
     def schedule(self) -> None:
         every = self._interval()
@@ -80,17 +103,63 @@ class Health:
         if self._breaker.poll(now) == "half_open":
             await self._half_open(up)
 
+    def doubt(self, doubt: Doubt) -> None:
+        """A call ran out of time: whether that counts waits for what the server
+        answers next, and a liveness probe is asked for."""
+        self._doubts.append(doubt)
+        self._doubted.set()
+        self.suspect = True
+
+    def settle(self, heard: float, ran_out_by: float = math.inf) -> None:
+        """Settle the calls in doubt that ran out of time by ``ran_out_by``, the
+        server having last answered at ``heard``: each reached a working server if
+        that was at or after its time ran out (a half-open trial among them closes the
+        circuit), else is the failure it would have been counted as at once."""
+        doubts = self._doubts
+        if not doubts or doubts[0].at > ran_out_by:
+            return
+        breaker = self._breaker
+        before = breaker.state
+        now = trio.current_time()
+        while doubts and doubts[0].at <= ran_out_by:
+            d = doubts.popleft()
+            if heard >= d.at:
+                breaker.record_success(now, d.ticket)
+            else:
+                breaker.record_failure(now, d.reason, d.ticket)
+            if d.trial:
+                breaker.release_probe(d.ticket)
+        if breaker.state != before:
+            self._on_probe()
+
+    async def judge(self) -> None:
+        """Settle each call in doubt ``LIVENESS_TIMEOUT`` after it ran out of time,
+        by whether the server answered anything since, whatever the session's own
+        task is waiting for meanwhile (a request to a server that stopped). Runs for
+        the session's life."""
+        while True:
+            if not self._doubts:
+                self._doubted = trio.Event()
+                await self._doubted.wait()
+                continue
+            first = self._doubts[0].at
+            await trio.sleep_until(first + LIVENESS_TIMEOUT)
+            due = max(first, trio.current_time() - LIVENESS_TIMEOUT)
+            self.settle(self._answered_at(), due)
+
     async def _liveness(self, up: Upstream) -> None:
         try:
             with trio.fail_after(LIVENESS_TIMEOUT):
                 await up.probe()
         except _ANSWERED:
-            return  # an answer, even an error, is a server that is there
+            pass  # an answer, even an error, is a server that is there
         except trio.TooSlowError:
+            # The session ends: the calls in doubt are settled as it does.
             raise TransportError(
                 f"{self.alias} stopped responding (a probe got no answer in "
                 f"{LIVENESS_TIMEOUT:.0f} s)"
             ) from None
+        self.settle(trio.current_time())
 
     async def _half_open(self, up: Upstream) -> None:
         breaker = self._breaker

@@ -24,7 +24,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.errors import MalformedReply, TransportError
+from transports.errors import SERVER_REPLIES, MalformedReply, TransportError
 
 from .call_failures import failed
 from .calls import Answered, Call, CallHost, Ending, Outcome, Unsent, Uses, _Scheduler
@@ -68,6 +68,9 @@ class CallScheduler(_Scheduler):
         # and a tools/call reads it at each step. Built inside the run, as runners are.
         self._now: Callable[[], float] = trio.lowlevel.current_clock().current_time
         self.uses: Uses | None = None
+        # When the server last answered anything (a call, or through its upstream any
+        # other request): what settles a call that ran out of time (``health``).
+        self.answered_at = -math.inf
 
     # -- the server coming and going --
 
@@ -89,6 +92,9 @@ class CallScheduler(_Scheduler):
             if refused is not None and call.state == "queued":
                 self.queue.remove(call)
                 self._finish(call, Unsent(refused))
+
+    def answered(self) -> None:
+        self.answered_at = self._now()
 
     async def wait_idle(self) -> None:
         if self.running:
@@ -234,6 +240,7 @@ class CallScheduler(_Scheduler):
         elapsed = now - call.start
         ending: Ending
         if raw is not None and error is None and not timed_out:  # every call, nearly
+            self.answered_at = now
             # The same bytes unless they hold a secret mcpd holds, a key of its own or
             # ask the agent something: a reply stays spliced.
             found = findings(r.guard, r.alias, raw)
@@ -245,6 +252,7 @@ class CallScheduler(_Scheduler):
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed)
         elif isinstance(error, rpc.RPCError) and not timed_out:
+            self.answered_at = now
             # The server's error: its data is taken apart as a result is, if at all.
             found = data_findings(r.guard, r.alias, error)
             made = partial(error_for_agents, r.guard, r.alias, error, _ERROR, found)
@@ -252,6 +260,8 @@ class CallScheduler(_Scheduler):
             self._take_apart(call, data, data_of(_ERROR), why, made, now, elapsed, error=True)
             return
         else:
+            if isinstance(error, SERVER_REPLIES):
+                self.answered_at = now
             ending = self._failed(call, error, timed_out, now, elapsed)
         self._close(call, ending)
 

@@ -26,10 +26,10 @@ from ..registry.catalog import Catalog
 from .askback import AskRoutes
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
-from .calls import CallHost, CallLimits
+from .calls import Call, CallHost, CallLimits
 from .downtime import Downtime
 from .events import LifecycleJournal
-from .health import LIVENESS_TIMEOUT, Health
+from .health import LIVENESS_TIMEOUT, Doubt, Health
 from .log_messages import LogMessages
 from .oauth import attach
 from .outage import Outage, iso, one_line
@@ -99,6 +99,7 @@ class ServerParts(CallHost):
             interval=self._health_interval,
             probe_timeout=lambda: self.config.daemon.probe_timeout,
             on_probe=self._publish,
+            answered_at=lambda: self.scheduler.answered_at,
         )
         self.events = LifecycleJournal(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(
@@ -263,6 +264,15 @@ class ServerParts(CallHost):
         self.breaker.record_failure(now, reason, ticket)
         if self.breaker.state != before:
             self._publish()
+
+    def timed_out(self, call: Call, elapsed: float, reason: str) -> None:
+        self.stats.record(elapsed, error=True)
+        # One agent's slow tool must not close the server to every agent: whether
+        # this counts against it waits for what it answers next (``health``).
+        self.health.doubt(Doubt(trio.current_time(), reason, call.ticket, call.probe))
+        # A trial's slot is the doubt's now, given back as it is settled.
+        call.probe = False
+        self.wake()
 
     async def wait_idle(self) -> None:
         await self.scheduler.wait_idle()

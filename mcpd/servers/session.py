@@ -111,6 +111,7 @@ class Session:
             limits=limits,
             guard=self._replies.guard,
             replies=self._replies,
+            answered=self._scheduler.answered,
         )
         up.client_capabilities = relay_capabilities(self._relay)
         try:
@@ -143,6 +144,7 @@ class Session:
         with single_exceptions():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch, transport.closed)
+                nursery.start_soon(self._health.judge)
                 if up.era == "modern" and self._prompt_resources.wants_listen(up):
                     nursery.start_soon(self._prompt_resources.listen, up, self._tool_list)
                 # What the server pushes outside of any request: a legacy HTTP session's
@@ -155,6 +157,8 @@ class Session:
                     await self._tend(up, transport)
                 finally:
                     self._scheduler.detach()
+                    # What the server answered until now settles the calls in doubt.
+                    self._health.settle(self._scheduler.answered_at)
                     nursery.cancel_scope.cancel()
 
     async def _watch(self, event: trio.Event) -> None:

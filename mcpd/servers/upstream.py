@@ -22,6 +22,7 @@ from protocol.greeting import ServerCapabilities
 from protocol.logfields import log_extra
 from transports.base import Params, Transport
 from transports.errors import (
+    SERVER_REPLIES,
     MalformedReply,
     MessageTooLarge,
     ServerCancelled,
@@ -58,14 +59,17 @@ class Upstream:
         guard: SecretGuard | None = None,
         work_clock: Callable[[], float] = time.perf_counter,
         replies: ReplyWork | None = None,
+        answered: Callable[[], None] = lambda: None,
     ) -> None:
-        """``work_clock`` measures what listing tools cost."""
+        """``work_clock`` measures what listing tools cost; ``answered`` hears of each
+        answer to a request other than a call (a result, or the server's error)."""
         self.alias = alias
         self._work_clock = work_clock
         # Every result and error of a request, and the instructions, pass it.
         self.guard = guard or SecretGuard(KnownSecrets())
         # Where a result that must be taken apart is (its server's: ``taking_apart``).
         self.replies = replies or ReplyWork(alias, self.guard, work_clock)
+        self._answered = answered
         self.transport = transport
         self.http = http
         self.max_pages = max_pages
@@ -181,8 +185,13 @@ class Upstream:
                     method, params, headers=self._headers(method, name), cancellable=cancellable
                 )
         except rpc.RPCError as exc:
+            self._answered()
             error = exc
+        except SERVER_REPLIES:
+            self._answered()
+            raise
         else:
+            self._answered()
             return raw
         masked = await self.replies.error(error, f"a {method} error")
         if masked is error:

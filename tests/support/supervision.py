@@ -35,3 +35,14 @@ async def wait_state(agent: Agent, alias: str, *states: str) -> dict[str, Any]:
             if s["alias"] == alias and s["state"] in states:
                 return s  # type: ignore[no-any-return]
         await trio.sleep(0.05)
+
+
+async def wait_reopened(agent: Agent, alias: str) -> dict[str, Any]:
+    """The server's status once its circuit is open and it runs again: a server that
+    answers nothing, mcpd's probe neither, opens its circuit as that probe ends its
+    session, and is open again once started anew."""
+    while True:
+        row = await wait_state(agent, alias, "open")
+        if row["restarts"]:
+            return row
+        await trio.sleep(0.05)

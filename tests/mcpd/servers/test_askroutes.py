@@ -328,9 +328,10 @@ class Recovered(logging.Handler):
 async def test_a_call_the_open_circuit_refused_is_no_sign_the_server_read_past_an_ended_call(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """One agent's call runs out of time (which opens the circuit) while the server is
-    still at work on it; the other agent's next call is refused by the circuit, never
-    sent; its call after that is in flight when the server asks about the first."""
+    """One agent's call runs out of time while the server is still at work on it, and
+    the circuit opens (as an outage opens it); the other agent's next call is refused by
+    the circuit, never sent; its call after that is in flight when the server asks about
+    the first."""
     server = {
         "command": sys.executable,
         "args": [ASKER],
@@ -360,6 +361,10 @@ async def test_a_call_the_open_circuit_refused_is_no_sign_the_server_read_past_a
                 arguments = {"topic": "B-PRIVATE", "after_report": True}
                 timed_out = await late.call(TWO + "ask_after_cancel", arguments)
                 assert "did not answer this call in time" in timed_out["content"][0]["text"]
+                # A slow call opens no circuit at a server that answers: a failure does.
+                runner = daemon.supervisor.runners["two"]
+                ticket = runner.breaker.allow(trio.current_time()).ticket
+                runner.availability_failure(0.0, "connection reset", ticket)
                 refused = await other.call(TWO + "quick")
                 assert "unavailable (open)" in refused["content"][0]["text"]
                 await journal.said.wait()  # mcpd's own probe found the server answering

@@ -1,7 +1,8 @@
 """Probing a connected server, on its own against a server the test plays: when a
 probe is due, what each answer (a result, an error, nothing, a failure, a cancel, an
-unreadable reply) means for the session and for the circuit breaker, and when the
-server's task must look again."""
+unreadable reply) means for the session and for the circuit breaker, what it settles
+of the calls that ran out of time meanwhile, and when the server's task must look
+again."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import trio.testing
 
 from mcpd.servers.backoff import RestartPolicy
 from mcpd.servers.breaker import Breaker, BreakerConfig
-from mcpd.servers.health import LIVENESS_TIMEOUT, Health
+from mcpd.servers.health import LIVENESS_TIMEOUT, Doubt, Health
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from transports.errors import MalformedReply, ServerCancelled, TransportClosed, TransportError
@@ -46,12 +47,14 @@ class Setup:
     def __init__(self, *, interval: float = 0.0, probe_timeout: float = 3.0) -> None:
         self.breaker = Breaker(BreakerConfig(failure_threshold=1, cooldown_base=10.0))
         self.published = 0
+        self.answered_at = -math.inf  # when the server last answered anything
         self.health = Health(
             "s",
             self.breaker,
             interval=lambda: interval,
             probe_timeout=lambda: probe_timeout,
             on_probe=self._publish,
+            answered_at=lambda: self.answered_at,
         )
         self.server = Server()
 
@@ -60,6 +63,13 @@ class Setup:
 
     async def tend(self) -> None:
         await self.health.tend(as_upstream(self.server), trio.current_time())
+
+    def doubt(self, *, trial: bool = False) -> None:
+        """A call admitted now runs out of time now (the trial if the circuit is half
+        open)."""
+        adm = self.breaker.allow(trio.current_time())
+        assert adm.probe == trial
+        self.health.doubt(Doubt(trio.current_time(), "no answer within 2 s", adm.ticket, trial))
 
     def open_breaker(self) -> None:
         """One failure opens it (threshold 1); its probe is due after the cooldown."""
@@ -215,6 +225,79 @@ async def test_a_half_open_probe_already_out_is_not_sent_again(
     await s.tend()
     assert s.server.probes == 2
     assert s.breaker.state == "closed"
+
+
+@pytest.mark.parametrize(
+    "answer", [None, rpc.RPCError(rpc.METHOD_NOT_FOUND, "no tools here")], ids=["result", "error"]
+)
+async def test_calls_out_of_time_are_no_failures_once_the_probe_they_ask_for_is_answered(
+    autojump_clock: trio.testing.MockClock, answer: Exception | None
+) -> None:
+    s = Setup()
+    s.server.answer = answer
+    s.doubt()
+    assert s.health.suspect and s.breaker.state == "closed"
+    await s.tend()
+    assert s.server.probes == 1
+    st = s.breaker.status(trio.current_time())
+    assert (st.state, st.total_failures) == ("closed", 0)
+
+
+@pytest.mark.parametrize("heard", [False, True], ids=["nothing", "something else"])
+async def test_calls_out_of_time_count_unless_the_server_answers_anything_in_time(
+    autojump_clock: trio.testing.MockClock, heard: bool
+) -> None:
+    s = Setup()
+    s.doubt()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(s.health.judge)
+        await trio.sleep(LIVENESS_TIMEOUT / 2)
+        assert s.breaker.state == "closed"  # not yet judged
+        if heard:
+            s.answered_at = trio.current_time()  # another agent's call, say
+        await trio.sleep(LIVENESS_TIMEOUT / 2)
+        await trio.testing.wait_all_tasks_blocked()
+        st = s.breaker.status(trio.current_time())
+        nursery.cancel_scope.cancel()
+    if heard:
+        assert (st.state, st.total_failures) == ("closed", 0)
+    else:
+        assert (st.state, st.reason) == ("open", "no answer within 2 s")
+        assert s.published == 1
+
+
+@pytest.mark.parametrize(("answered", "state"), [(True, "closed"), (False, "open")])
+async def test_a_half_open_trial_out_of_time_is_settled_by_what_the_server_answers(
+    autojump_clock: trio.testing.MockClock, answered: bool, state: str
+) -> None:
+    s = Setup()
+    s.open_breaker()
+    await trio.sleep(10)
+    s.doubt(trial=True)
+    s.server.answer = None if answered else Never()
+    if answered:
+        await s.tend()
+    else:
+        with pytest.raises(TransportError):
+            await s.tend()
+        s.health.settle(s.answered_at)  # as the session ends
+    # The probe that settled it was the liveness probe: no second one.
+    assert s.server.probes == 1
+    st = s.breaker.status(trio.current_time())
+    assert (st.state, st.times_opened) == (state, 1 if answered else 2)
+    # Its slot given back either way: once the circuit is half open again, a new
+    # trial goes.
+    await trio.sleep(30)
+    assert s.breaker.allow(trio.current_time()).probe == (not answered)
+
+
+async def test_calls_out_of_time_are_settled_once(autojump_clock: trio.testing.MockClock) -> None:
+    s = Setup()
+    s.doubt()
+    s.health.settle(-math.inf)  # the session ended with nothing heard
+    assert s.breaker.state == "open"
+    s.health.settle(trio.current_time())
+    assert s.breaker.status(trio.current_time()).total_failures == 1
 
 
 async def test_the_next_wake_is_the_soonest_of_what_is_due(

@@ -20,8 +20,9 @@ from mcpd.servers.outage import Outage, last_line
 from protocol.visible import QUOTED
 from tests.support.agent import connect, make_config, running
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from tests.support.fault_harness import HOSTILE_STDIO
 from tests.support.http_servers import Handler, Responder, SeenRequest, serve_http
-from tests.support.supervision import closed_port, server, text, wait_state
+from tests.support.supervision import closed_port, server, text, wait_reopened, wait_state
 
 RETRY = re.compile(r"mcpd will retry at (\d\d:\d\d:\d\d) \(in \d+ s\)")
 MARKER_RETRY = re.compile(r"retrying at \d\d:\d\d:\d\d")
@@ -75,12 +76,9 @@ async def test_every_kind_of_outage_with_a_retry_time_says_it(tmp_path: Path) ->
             # One slow call is not a server outage, and is not worded as one.
             assert "'hangs' did not answer this call in time" in text(hung)
             assert "unavailable" not in text(hung)
-            # ...and opens the breaker: the next call fails fast, saying when the probe is.
-            fast = await agent.call("mcp__hangs__tool0")
-            assert fast["_meta"]["mcpd/outage"]["state"] == "open"
-            assert RETRY.search(text(fast)), text(fast)
-            marked = {t["name"]: t for t in await agent.tools()}
-            assert MARKER_RETRY.search(marked["mcp__hangs__tool0"]["description"])
+            # Nor held as one against a server that answers the probe: the next is sent.
+            again = await agent.call("mcp__hangs__tool0")
+            assert again["_meta"]["mcpd/outage"]["state"] == "timeout"
 
             # A server that dies mid-call: the call fails, and the next one (the
             # restart is 20 s away) says when mcpd tries again.
@@ -112,6 +110,26 @@ async def test_every_kind_of_outage_with_a_retry_time_says_it(tmp_path: Path) ->
                 r"'loops' is unavailable \(crash_loop\): .*exited with status 2\. " + RETRY.pattern,
                 await sentences(agent),
             )
+
+
+async def test_an_open_circuit_says_when_its_probe_is(tmp_path: Path) -> None:
+    frozen = {"command": sys.executable, "args": [HOSTILE_STDIO]}
+    cfg = make_config(
+        tmp_path, {"hangs": frozen}, call_timeout=0.5, failure_threshold=1, cooldown_base=30.0
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            await wait_state(agent, "hangs", "ready")
+            # From this call on the server answers nothing, mcpd's probe neither...
+            hung = await agent.call("mcp__hangs__freeze")
+            assert "no answer within 0.5 s" in text(hung) and not RETRY.search(text(hung))
+            # ...which opens the breaker: the next call fails fast, saying when the probe is.
+            await wait_reopened(agent, "hangs")
+            fast = await agent.call("mcp__hangs__echo")
+            assert fast["_meta"]["mcpd/outage"]["state"] == "open"
+            assert RETRY.search(text(fast)), text(fast)
+            marked = {t["name"]: t for t in await agent.tools()}
+            assert MARKER_RETRY.search(marked["mcp__hangs__echo"]["description"])
 
 
 async def test_outages_without_a_retry_time_claim_none() -> None:

@@ -6,6 +6,7 @@ and a cancelled call gives its slot to the next one."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -57,6 +58,7 @@ class Host(CallHost):
         self._settings = config.daemon
         self.starting = False
         self.failures: list[str] = []
+        self.timeouts: list[str] = []
         self.liveness_checks = 0
 
     @property
@@ -72,6 +74,9 @@ class Host(CallHost):
     def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
         self.failures.append(reason)
         self.breaker.record_failure(trio.current_time(), reason, ticket)
+
+    def timed_out(self, call: Call, elapsed: float, reason: str) -> None:
+        self.timeouts.append(reason)
 
     def check_liveness(self) -> None:
         self.liveness_checks += 1
@@ -433,8 +438,8 @@ async def test_a_call_with_no_answer_in_time_names_the_limit_that_set_it(
     assert found.state == "timeout"
     assert found.reason == "no answer within 2.5 s (the limit servers.s.call_timeout sets)"
     assert b.server.forgotten == [(call, "timed out")]
-    assert b.host.failures == [found.reason]
-    assert b.host.liveness_checks == 1
+    # What it means for the server is the host's to judge (``health``).
+    assert b.host.timeouts == [found.reason] and b.host.failures == []
 
 
 async def test_a_tools_own_limit_is_named_for_it(make: Any, autojump_clock: MockClock) -> None:
@@ -507,6 +512,32 @@ async def test_a_server_that_answered_badly_is_still_up(
     b.answer(call, None, error)
     assert (outage(outcomes).state, outage(outcomes).reason) == (state, reason)
     assert b.host.failures == [] and b.host.breaker.state == "closed"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [None, rpc.RPCError(rpc.INVALID_PARAMS, "no"), MalformedReply("not JSON")],
+    ids=["a result", "an error", "an unreadable reply"],
+)
+async def test_any_reply_to_a_call_is_the_server_answering(
+    make: Any, autojump_clock: MockClock, error: BaseException | None
+) -> None:
+    b = make()
+    call, _ = b.call()
+    await trio.sleep(1.0)
+    b.answer(call, RESULT if error is None else None, error)
+    assert b.scheduler.answered_at == trio.current_time()
+
+
+async def test_a_call_out_of_time_or_whose_server_went_is_no_answer(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make()
+    _, late = b.call(timeout=1.0)
+    call, _ = b.call()
+    b.answer(call, None, TransportError("the server exited (status 1)"))
+    await outcome_of(late)
+    assert b.scheduler.answered_at == -math.inf
 
 
 async def test_a_servers_json_rpc_error_is_passed_on(make: Any, autojump_clock: MockClock) -> None:

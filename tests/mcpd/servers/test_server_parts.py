@@ -5,9 +5,12 @@ changed, what failed calls do to it, what a reload's config changes, and its row
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import msgspec
+import trio
+from msgspec import UNSET
 
 from mcpd.config.load import parse
 from mcpd.config.model import Config
@@ -15,8 +18,10 @@ from mcpd.config.secrets import HeldSecret
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
+from mcpd.servers.calls import Call
 from mcpd.servers.server_parts import ServerParts
 from protocol import mcp
+from tests.support.calls import AGENT, Outcomes
 
 SCHEMA = msgspec.Raw(b'{"type":"object"}')
 
@@ -174,6 +179,46 @@ async def test_a_failed_call_makes_the_server_probed_soon() -> None:
     assert not p.health.suspect
     p.check_liveness()
     assert p.health.suspect
+
+
+def sent(p: ServerParts) -> Call:
+    """A call as its scheduler sent it a moment ago."""
+    adm = p.breaker.allow(trio.current_time())
+    start = trio.current_time() - 1.0
+    return Call(1, "t", UNSET, Outcomes(), AGENT, start=start, ticket=adm.ticket, probe=adm.probe)
+
+
+async def test_a_call_out_of_time_counts_only_if_the_server_then_answers_nothing() -> None:
+    world = Parts(stdio(), failure_threshold=1)
+    p = world.parts
+    p.downtime.set_phase("connected")
+    p.timed_out(sent(p), 1.0, "no answer within 1 s")
+    # Held, not counted: the server is probed to see.
+    assert p.state == "ready" and p.health.suspect
+    assert p.stats.snapshot().errors == 1
+    p.health.settle(trio.current_time())  # it answered
+    assert p.state == "ready"
+    p.timed_out(sent(p), 1.0, "no answer within 1 s")
+    p.health.settle(-math.inf)  # it answered nothing
+    assert p.state == "open" and p.outage().reason == "no answer within 1 s"
+
+
+async def test_a_half_open_trial_out_of_time_at_a_server_that_answers_closes_the_circuit() -> None:
+    world = Parts(stdio(), failure_threshold=1, cooldown_base=0.01)
+    p = world.parts
+    p.downtime.set_phase("connected")
+    world.install("t")
+    p.availability_failure(1.0, "down", p.breaker.allow(trio.current_time()).ticket)
+    assert [e.available for e in world.catalog.listing()] == [False]
+    await trio.sleep(0.02)
+    trial = sent(p)
+    assert trial.probe and p.state == "half_open"
+    p.timed_out(trial, 1.0, "no answer within 1 s")
+    # The trial's slot stays taken until it is settled: no second trial meanwhile.
+    assert not p.breaker.allow(trio.current_time()).allowed
+    p.health.settle(trio.current_time())
+    assert p.state == "ready"
+    assert [e.available for e in world.catalog.listing()] == [True]
 
 
 async def test_the_status_row_of_a_stdio_server_shows_its_sandbox_as_its_last_start_met_it() -> (

@@ -6,6 +6,7 @@ check what actually reached the server, not what mcpd meant to send.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import sys
@@ -22,11 +23,12 @@ from mcpd.registry import own_keys
 from mcpd.servers.handshake import Incompatible, ProtocolViolation
 from mcpd.servers.taking_apart import AT_ONCE_PARTS, MOST_PARTS, TooComplex
 from mcpd.servers.upstream import Upstream
+from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.greeting import ServerCapabilities
 from tests.support.calls import at_upstream
 from tests.support.upstream import BAD_SHAPES, scripted_server, upstream
-from transports.errors import TransportClosed
+from transports.errors import MalformedReply, TransportClosed
 from transports.stdio.transport import StdioParams, open_stdio_transport
 
 MODERN = "2026-07-28"
@@ -636,3 +638,33 @@ async def test_a_tasks_result_too_large_to_take_apart_fails_that_request() -> No
         await up.request("tasks/get", {"taskId": "t"})
     # Any other result of the same bytes holds nothing to take apart: it passes.
     assert bytes(await up.request("tools/list", UNSET)).startswith(b'{"taskId":"t"')
+
+
+class Failing(Answering):
+    """A transport that fails every request with ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(b"{}")
+        self.error = error
+
+    async def request(self, method: str, params: Any, **_: Any) -> Raw:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("transport", "answered"),
+    [
+        (Answering(b'{"contents":[]}'), True),
+        (Failing(rpc.RPCError(rpc.INVALID_PARAMS, "no such resource")), True),
+        (Failing(MalformedReply("not JSON")), True),
+        (Failing(TransportClosed("s: connection reset")), False),
+    ],
+    ids=["a result", "an error", "an unreadable reply", "a failure"],
+)
+async def test_each_answer_to_a_request_is_heard_of(transport: Answering, answered: bool) -> None:
+    heard: list[None] = []
+    up = Upstream("s", transport, answered=lambda: heard.append(None))  # type: ignore[arg-type]
+    up.era, up.version = "modern", MODERN  # type: ignore[assignment]
+    with contextlib.suppress(rpc.RPCError, MalformedReply, TransportClosed):
+        await up.request("resources/read", {"uri": "file:///a"})
+    assert len(heard) == int(answered)
