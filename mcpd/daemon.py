@@ -413,9 +413,11 @@ class Daemon(Control):
     def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:
         return self.report.history(scope)
 
-    def status(self, scope: ProfileView | None = None) -> dict[str, object]:
+    def status(
+        self, scope: ProfileView | None = None, *, own_user: bool = False
+    ) -> dict[str, object]:
         if scope is not None:
-            return self.report.of_profile(scope, started=self._started)
+            return self.report.of_profile(scope, started=self._started, own_user=own_user)
         return self.report.whole(
             socket=self.socket_path, config=self.config_path, started=self._started
         )

@@ -1,11 +1,16 @@
 """What the daemon says of itself: the status document (``mcpd status``, the status
 page, ``mcpd/status``), the servers' recent history and the Prometheus text, either
-whole, for those who may read all of it, or as an agent of one profile reads it."""
+whole, for those who may read all of it, or as an agent of one profile reads it.
+
+A server's row shows its last lines on stderr (where a server that several agents share
+writes what any of them sent it), its pid and its home in the state directory to the
+daemon's own user and root alone: anyone else reads it without them, in every
+profile."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Final
 
 import trio
 
@@ -82,11 +87,16 @@ class StatusReport:
             **self._oversight.status(),
         }
 
-    def of_profile(self, scope: ProfileView, *, started: float) -> dict[str, object]:
+    def of_profile(
+        self, scope: ProfileView, *, started: float, own_user: bool
+    ) -> dict[str, object]:
         """Status as an agent of the profile ``scope`` reads it: its own servers and
         profile, and of the daemon what says how it serves them (no paths, no pid, no
-        other server named in the summary)."""
+        other server named in the summary). ``own_user``: the agent is the daemon's
+        own user or root, who read each server's row whole."""
         servers = self._servers(scope)
+        if not own_user:
+            servers = [others_row(s) for s in servers]
         over = bool(self._tool_budget.over)
         return {
             "daemon": {
@@ -129,3 +139,17 @@ class StatusReport:
             s["retry_at"] = iso(s["retry_at"])
             servers.append(s)
         return servers
+
+
+# What a server's row shows of its process to the daemon's own user and root alone.
+_OWN_USERS_ONLY: Final = ("stderr", "pid")
+
+
+def others_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A server's row as any other user reads it: without its stderr, its pid, and its
+    home (a path in the state directory) in its sandbox."""
+    out = {key: value for key, value in row.items() if key not in _OWN_USERS_ONLY}
+    sandbox = out.get("sandbox")
+    if isinstance(sandbox, dict):
+        out["sandbox"] = {key: value for key, value in sandbox.items() if key != "home"}
+    return out

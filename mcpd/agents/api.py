@@ -32,7 +32,7 @@ from ..servers.all_servers import AllServers
 from .agent import Agent
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .authapi import HANDLERS as AUTH_HANDLERS
-from .backend import Control, Lines, Servers
+from .backend import Control, Lines
 from .callpolicy import CallPolicy, QueuedCalls
 from .callrecords import CallRecords
 from .connection import LIFECYCLE, Connection, Dispatcher
@@ -325,12 +325,12 @@ class AgentServer(ProfileMethods, Dispatcher):
         try:
             if req.method == "initialize":
                 conn.contexts.clear()  # a legacy context may change with the session
-                session.instructions = self.instructions(self.view(conn))
+                session.instructions = self.instructions(conn)
                 return rpc.encode_result(req.id, session.initialize(req.params))
             if req.method == "ping":
                 return rpc.encode_result(req.id, {})
             ctx = session.context(req)
-            session.instructions = self.instructions(self.view(conn))
+            session.instructions = self.instructions(conn)
             return self._finish(req.id, ctx, session.discover(ctx))
         except Exception as exc:
             return self._error_reply(conn, req, exc)
@@ -379,9 +379,13 @@ class AgentServer(ProfileMethods, Dispatcher):
             result = msgspec.structs.replace(result, resultType=mcp.COMPLETE)
         return rpc.encode_result(rid, result)
 
-    def instructions(self, servers: Servers | None = None) -> str:
-        servers = servers or self.profiles.default
-        return instructions(servers, self.control.settings.result_budget_chars)
+    def instructions(self, conn: Agent) -> str:
+        """For ``conn``'s agent: of the servers its profile shows, as it may be told."""
+        return instructions(
+            self.view(conn),
+            self.control.settings.result_budget_chars,
+            own_user=conn.identity.reads_as_owner(),
+        )
 
     # -- methods --
 
@@ -408,7 +412,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         await self.listens.end_all()
 
     async def _status(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        return self.control.status(self.scope_of(conn))
+        return self.control.status(self.scope_of(conn), own_user=conn.identity.reads_as_owner())
 
     async def _reload(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
         if not conn.may_control():

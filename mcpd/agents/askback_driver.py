@@ -44,13 +44,16 @@ def may_be_asked(capabilities: dict[str, Any] | None) -> bool:
 
 
 class AgentSide(msgspec.Struct):
-    """The agent behind one request, as far as asking it things goes."""
+    """The agent behind one request, as far as asking it things, and telling it why a
+    server did not answer, goes."""
 
     owner: object
     modern: bool
     capabilities: dict[str, Any] | None
     requests: AgentRequests | None  # a legacy agent's: mcpd's requests to it
     send: Callable[[bytes], bool]  # whether the line went (False: dropped)
+    # The daemon's own user's or root's: told an outage with its server's stderr line.
+    own_user: bool = False
 
     @property
     def asks(self) -> bool:

@@ -59,8 +59,12 @@ class Servers(Protocol):
         """Per server: its state, whether it is available, and the outage if not."""
         ...
 
-    def outages(self, only: Callable[[str], bool] | None = None) -> list[str]:
-        """One sentence per unavailable server (whose alias ``only`` admits)."""
+    def outages(
+        self, only: Callable[[str], bool] | None = None, *, own_user: bool = False
+    ) -> list[str]:
+        """One sentence per unavailable server (whose alias ``only`` admits), as an
+        agent of the daemon's own user or root (``own_user``) or any other is told it
+        (``Outage.for_agent``)."""
         ...
 
     def instructions(self, only: Callable[[str], bool] | None = None) -> list[Said]:
@@ -69,10 +73,16 @@ class Servers(Protocol):
         ...
 
     def down_for(
-        self, name: str, only: Callable[[str], bool] | None = None, template: str | None = None
+        self,
+        name: str,
+        only: Callable[[str], bool] | None = None,
+        template: str | None = None,
+        *,
+        own_user: bool = False,
     ) -> str | None:
         """For a tool name not listed: the outage of the unavailable server (whose alias
-        ``only`` admits) it would belong to by its alias in the name, if there is one."""
+        ``only`` admits) it would belong to by its alias in the name, if there is one,
+        as ``outages`` tells it."""
         ...
 
     def subscribe(self, on_change: Callable[[], None]) -> None:
@@ -102,9 +112,14 @@ class Control(abc.ABC):
     def ready(self) -> bool: ...
 
     @abc.abstractmethod
-    def status(self, scope: ProfileView | None = None) -> dict[str, object]:
-        """``mcpd status``: everything (``scope`` None), or what an agent of the profile
-        ``scope`` may read: its servers, its own profile, none of the daemon's paths."""
+    def status(
+        self, scope: ProfileView | None = None, *, own_user: bool = False
+    ) -> dict[str, object]:
+        """``mcpd status``: everything (``scope`` None, which is the daemon's own user's
+        and root's alone), or what an agent of the profile ``scope`` may read: its
+        servers, its own profile, none of the daemon's paths; and of its servers, what
+        they wrote on stderr, their pids and homes only if ``own_user``, the reader
+        being the daemon's own user or root (``peers.is_owner``)."""
         ...
 
     @abc.abstractmethod

@@ -50,6 +50,7 @@ def _agent_side(conn: Agent, ctx: RequestContext | None) -> AgentSide:
         capabilities=ctx.capabilities if ctx is not None else None,
         requests=conn.asks,
         send=conn.offer,
+        own_user=conn.identity.reads_as_owner(),
     )
 
 
@@ -289,9 +290,12 @@ class ExtraMethods:
     async def _complete(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
         allowance = self._allowance(_agent_side(conn, ctx).owner)
         prompts, resources = self._sees(conn)
+        own_user = conn.identity.reads_as_owner()
 
         def answer(seen: Seen) -> Awaitable[Any]:
-            return complete(self.servers, req, ctx, allowance, prompts, resources, seen)
+            return complete(
+                self.servers, req, ctx, allowance, prompts, resources, seen, own_user=own_user
+            )
 
         return await self._recorded(conn, req, ctx, answer)
 
@@ -309,7 +313,8 @@ class ExtraMethods:
             if ended is not None:
                 ended["resultType"] = mcp.COMPLETE
                 return ended
-        result = await self.tasks.handle(req.method, params, ctx, owner)
+        own_user = conn.identity.reads_as_owner()
+        result = await self.tasks.handle(req.method, params, ctx, owner, own_user=own_user)
         if isinstance(result, dict):
             result.setdefault("resultType", mcp.COMPLETE)
         return result

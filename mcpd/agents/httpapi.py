@@ -327,7 +327,8 @@ class HttpApi:
         return self.profiles.scope(self._profile(query, caller), caller.peer, caller.fixed)
 
     def _status(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        return 200, "application/json", _encode(self.control.status(self._scope(query, caller)))
+        scope, own_user = self._scope(query, caller), caller.who().reads_as_owner()
+        return 200, "application/json", _encode(self.control.status(scope, own_user=own_user))
 
     def _tools(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
         listing = self._profile(query, caller).listing()

@@ -61,6 +61,13 @@ class Identity:
             return Whose(holder.uid, holder.pid, owners_uid(holder.uid))
         return Whose(None, None, False)
 
+    def reads_as_owner(self) -> bool:
+        """Whether it is told what the daemon's own user and root alone are (what a
+        server wrote on stderr, its pid and home): its peer is one of them and none of
+        mcpd's servers, or, on the TCP endpoint, it holds the token, which reads as
+        the daemon's own user (as ``Profiles.scope`` has it)."""
+        return is_owner(self.peer)
+
     def info(self, profile: str, modern: bool) -> AgentInfo:
         """The agent as one call of it, in ``profile`` and its era, is recorded."""
         info = self._modern if modern else self._legacy

@@ -16,8 +16,10 @@ from .backend import Servers
 from .profiles import ProfileServers
 
 
-def instructions(servers: Servers, limit: int) -> str:
-    """For the servers an agent sees; ``limit``: characters of each server's own."""
+def instructions(servers: Servers, limit: int, *, own_user: bool = False) -> str:
+    """For the servers an agent sees; ``limit``: characters of each server's own;
+    ``own_user``: the agent is the daemon's own user's or root's, who is told what a
+    server wrote on stderr as it went down (``Outage.for_agent``)."""
     names = "mcp__<server>__<tool>"
     if isinstance(servers, ProfileServers):
         template = (servers.view.naming or servers.view.registry.naming).template
@@ -31,7 +33,7 @@ def instructions(servers: Servers, limit: int) -> str:
             " Find tools with mcpd_search_tools, read their arguments with "
             "mcpd_describe_tools and run them with mcpd_call_tool."
         )
-    outages = servers.outages()
+    outages = servers.outages(own_user=own_user)
     if outages:
         text += (
             " Current outages: "

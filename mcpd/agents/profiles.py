@@ -72,22 +72,31 @@ class ProfileServers:
     def states(self) -> list[dict[str, object]]:
         return [s for s in self.base.states() if self.view.has_server(str(s["server"]))]
 
-    def outages(self, only: Callable[[str], bool] | None = None) -> list[str]:
+    def outages(
+        self, only: Callable[[str], bool] | None = None, *, own_user: bool = False
+    ) -> list[str]:
         has = self.view.has_server
-        return self.base.outages(has if only is None else lambda a: has(a) and only(a))
+        return self.base.outages(
+            has if only is None else lambda a: has(a) and only(a), own_user=own_user
+        )
 
     def instructions(self, only: Callable[[str], bool] | None = None) -> list[Said]:
         has = self.view.has_server
         return self.base.instructions(has if only is None else lambda a: has(a) and only(a))
 
     def down_for(
-        self, name: str, only: Callable[[str], bool] | None = None, template: str | None = None
+        self,
+        name: str,
+        only: Callable[[str], bool] | None = None,
+        template: str | None = None,
+        *,
+        own_user: bool = False,
     ) -> str | None:
         has, naming = self.view.has_server, self.view.naming
         if template is None and naming is not None:
             template = naming.template
         return self.base.down_for(
-            name, has if only is None else lambda a: has(a) and only(a), template
+            name, has if only is None else lambda a: has(a) and only(a), template, own_user=own_user
         )
 
     def subscribe(self, on_change: Callable[[], None]) -> None:

@@ -58,8 +58,11 @@ def unknown_prompt(name: str) -> rpc.RPCError:
     return rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown prompt {name[:200]!r}")
 
 
-def outage_error(outage: Outage) -> rpc.RPCError:
-    return rpc.RPCError(OUTAGE, outage.sentence(), {"mcpd/outage": outage.meta()})
+def outage_error(outage: Outage, own_user: bool) -> rpc.RPCError:
+    """``outage`` as an agent of the daemon's own user or root (``own_user``) or of any
+    other is told it (``Outage.for_agent``)."""
+    told = outage.for_agent(own_user)
+    return rpc.RPCError(OUTAGE, told.sentence(), {"mcpd/outage": told.meta()})
 
 
 def held_error(kind: str, local: str, alias: str, original: str, why: str) -> rpc.RPCError:
@@ -111,7 +114,7 @@ def reply_for(
 ) -> Any:
     """The shape of a prompts/get or resources/read reply for one outcome."""
     if isinstance(outcome, Outage):
-        raise outage_error(outcome)
+        raise outage_error(outcome, agent.own_user)
     if isinstance(outcome, rpc.RPCError):
         raise outcome
     head = rpc.decode_as(outcome, surface.ResultHead)
@@ -267,8 +270,11 @@ async def complete(
     sees_prompt: Sees = everything,
     sight: Sight | None = None,
     seen: Seen | None = None,
+    *,
+    own_user: bool = False,
 ) -> Any:
-    """``seen``: filled in with what the request named and came to, for its record."""
+    """``seen``: filled in with what the request named and came to, for its record;
+    ``own_user``: the agent is the daemon's own user's or root's (``outage_error``)."""
     seen = seen or Seen()
     params = rpc.decode_as(req.params, surface.CompleteParams)
     seen.arguments = params.argument
@@ -315,7 +321,7 @@ async def complete(
         raw = await servers.request(alias, "completion/complete", params, capabilities=caps)
     except CallRefused as refused:
         seen.outcome = refused.outage
-        raise outage_error(refused.outage) from None
+        raise outage_error(refused.outage, own_user) from None
     except rpc.RPCError as exc:
         seen.outcome = exc
         raise

@@ -222,8 +222,16 @@ class Tasks:
         return _ended(task_id, refusal)
 
     async def handle(
-        self, method: str, params: surface.TaskParams, ctx: RequestContext | None, owner: object
+        self,
+        method: str,
+        params: surface.TaskParams,
+        ctx: RequestContext | None,
+        owner: object,
+        *,
+        own_user: bool = False,
     ) -> Any:
+        """``method`` for ``owner``'s task, at its server; ``own_user``: the agent is the
+        daemon's own user's or root's (``Outage.for_agent``)."""
         task = self._owned(params.taskId, owner)
         if task is None:
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown task {params.taskId!r}")
@@ -239,7 +247,7 @@ class Tasks:
                 alias, method, upstream, name=task.server_id, capabilities=caps
             )
         except CallRefused as refused:
-            o = refused.outage
+            o = refused.outage.for_agent(own_user)
             raise rpc.RPCError(-32000, o.sentence(), {"mcpd/outage": o.meta()}) from None
         decoded = msgspec.json.decode(raw)
         if not isinstance(decoded, dict):

@@ -220,6 +220,7 @@ class Router:
             capabilities=call.ctx.capabilities,
             requests=agent.asks,
             send=agent.offer,
+            own_user=agent.identity.reads_as_owner(),
         )
         call.capabilities = side.upstream_capabilities()
 
@@ -318,7 +319,7 @@ class Router:
             return CONTINUES
         if entry is None:
             _before_the_rules(call, "unknown tool")
-            return unknown_tool(profile, name)
+            return unknown_tool(profile, name, own_user=agent.identity.reads_as_owner())
         if entry.held is not None:
             # Refused where calls are routed, before any rule: the server is not asked.
             # Its record names it as the profile does: a name mcpd knows.
@@ -355,7 +356,11 @@ class Router:
         if isinstance(outcome, rpc.RPCError):
             line = rpc.encode_error(rid, outcome.code, outcome.message, outcome.data)
         else:
-            own = outcome.result() if isinstance(outcome, Outage) else outcome
+            own = (
+                outcome.for_agent(agent.identity.reads_as_owner()).result()
+                if isinstance(outcome, Outage)
+                else outcome
+            )
             if call.modern:
                 own.resultType = mcp.COMPLETE
             line = rpc.encode_result(rid, own)

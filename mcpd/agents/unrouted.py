@@ -13,8 +13,11 @@ from ..registry.shown import Entry
 from .profiles import ProfileServers
 
 
-def unknown_tool(profile: ProfileServers, name: str) -> mcp.CallToolResult:
-    down = profile.down_for(name)
+def unknown_tool(
+    profile: ProfileServers, name: str, *, own_user: bool = False
+) -> mcp.CallToolResult:
+    """``own_user``: the agent is the daemon's own user's or root's (``Outage.for_agent``)."""
+    down = profile.down_for(name, own_user=own_user)
     if down is not None:
         text = f"No tool {_clip(name)!r} is listed now. {down}"
     else:

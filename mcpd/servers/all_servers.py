@@ -98,15 +98,10 @@ class AllServers:
             out.append(entry)
         return out
 
-    def outages(self, only: Callable[[str], bool] | None = None) -> list[str]:
-        if only is None:
-            return self._supervisor.outages()
-        runners = self._supervisor.runners
-        return [
-            runners[a].outage().sentence()
-            for a in sorted(runners)
-            if only(a) and not runners[a].available
-        ]
+    def outages(
+        self, only: Callable[[str], bool] | None = None, *, own_user: bool = False
+    ) -> list[str]:
+        return self._supervisor.outages(only, own_user=own_user)
 
     def instructions(self, only: Callable[[str], bool] | None = None) -> list[Said]:
         out = []
@@ -122,7 +117,12 @@ class AllServers:
         return out
 
     def down_for(
-        self, name: str, only: Callable[[str], bool] | None = None, template: str | None = None
+        self,
+        name: str,
+        only: Callable[[str], bool] | None = None,
+        template: str | None = None,
+        *,
+        own_user: bool = False,
     ) -> str | None:
         """What to say of the unavailable (or disabled) server whose tools' names
         ``name`` has the prefix of (under ``template``, by default the table's), if any: a
@@ -147,7 +147,8 @@ class AllServers:
                 f"The tool server '{found[1]}' is disabled in mcpd's config (enabled = "
                 "false); its tools are listed once it is enabled."
             )
-        return f"{runner.outage().sentence()} Its tools are listed again when it is back."
+        said = runner.outage().for_agent(own_user).sentence()
+        return f"{said} Its tools are listed again when it is back."
 
     def view_of(self, name: str) -> ProfileView:
         return ProfileView(name, self._registry)

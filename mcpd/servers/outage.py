@@ -91,6 +91,14 @@ class Outage(msgspec.Struct, frozen=True):
             return self
         return msgspec.structs.replace(self, reason=reason, stderr=stderr)
 
+    def for_agent(self, own_user: bool) -> Outage:
+        """This outage as an agent is told it: with the server's last line on stderr
+        only for an agent of the daemon's own user or root (``own_user``). A server
+        that several agents share writes there what any of them sent it."""
+        if own_user or self.stderr is None:
+            return self
+        return msgspec.structs.replace(self, stderr=None)
+
     def meta(self) -> dict[str, str | None]:
         out = {
             "server": self.server,

@@ -222,11 +222,15 @@ class Supervisor:
         """One line for systemd's STATUS=, without the servers' names (``state.counts``)."""
         return counts({alias: r.state for alias, r in self.runners.items()})
 
-    def outages(self) -> list[str]:
-        """One sentence per unavailable server, for discover/initialize instructions."""
+    def outages(
+        self, only: Callable[[str], bool] | None = None, *, own_user: bool = False
+    ) -> list[str]:
+        """One sentence per unavailable server (of those whose alias ``only`` admits),
+        for discover/initialize instructions, as an agent of the daemon's own user or
+        root (``own_user``) or any other is told it (``Outage.for_agent``)."""
         out = []
         for alias in sorted(self.runners):
             runner = self.runners[alias]
-            if not runner.available:
-                out.append(runner.outage().sentence())
+            if not runner.available and (only is None or only(alias)):
+                out.append(runner.outage().for_agent(own_user).sentence())
         return out

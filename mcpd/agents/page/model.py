@@ -118,6 +118,9 @@ class Reading(msgspec.Struct, frozen=True):
     besides the daemon (``read_page``'s arguments but the time)."""
 
     scope: ProfileView | None
+    # Whether the reader is the daemon's own user or root, who read each server's
+    # stderr, pid and home (``Control.status``).
+    own_user: bool = False
     call_filter: CallFilter = CallFilter()
     csrf: str | None = None
     logins_from_page: bool = False
@@ -129,13 +132,14 @@ def read_page(
     scope: ProfileView | None,
     now: float,
     *,
+    own_user: bool = False,
     sources: Sources = NO_SOURCES,
     call_filter: CallFilter = ALL_CALLS,
     csrf: str | None = None,
     logins_from_page: bool = False,
     look_only: str | None = None,
 ) -> PageData:
-    status = msgspec.convert(control.status(scope), StatusRows)
+    status = msgspec.convert(control.status(scope, own_user=own_user), StatusRows)
     history = {h.server: h for h in control.history(scope)}
     return PageData(
         status,

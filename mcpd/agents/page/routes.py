@@ -169,6 +169,7 @@ class Page:
         session = current or access.session
         return Reading(
             scope(),
+            caller.who().reads_as_owner(),
             call_filter(query),
             csrf=None if session is None else session.csrf,
             logins_from_page=session is not None and caller.guard is not None,
@@ -199,6 +200,7 @@ class Page:
             self.control,
             reading.scope,
             time.time(),
+            own_user=reading.own_user,
             sources=self.sources,
             call_filter=reading.call_filter,
             csrf=reading.csrf,

@@ -255,9 +255,14 @@ def test_encoded_turns_an_error_raised_into_that_errors_reply() -> None:
 
 def test_an_outage_error_carries_the_outage_for_a_program_to_read() -> None:
     outage = Outage("notes", "backoff", "exited with status 1", stderr="Error: missing KEY")
-    error = outage_error(outage)
+    error = outage_error(outage, own_user=True)
     assert error.code == OUTAGE and error.data == {"mcpd/outage": outage.meta()}
     assert error.data["mcpd/outage"]["stderr"] == "Error: missing KEY"
+    assert "Error: missing KEY" in error.message
+    # An agent of another user is told the outage without the server's stderr line.
+    theirs = outage_error(outage, own_user=False)
+    assert theirs.code == OUTAGE and "stderr" not in theirs.data["mcpd/outage"]
+    assert "missing KEY" not in theirs.message and "exited with status 1" in theirs.message
 
 
 # -- completion/complete --

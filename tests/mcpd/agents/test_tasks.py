@@ -351,3 +351,38 @@ async def test_the_result_a_task_ended_with_is_shaped_as_a_calls_result_is(
             assert asked["params"]["_meta"] == {"mcpd/server": "s"}
             nursery.cancel_scope.cancel()
         daemon.stop()
+
+
+class DownServer:
+    """Servers whose one is down, saying so with what it last wrote on stderr."""
+
+    def on_task_news(self, news: Any) -> None:
+        pass
+
+    async def request(self, alias: str, method: str, params: Any, **kw: Any) -> Raw:
+        from mcpd.servers.calls import CallRefused
+        from mcpd.servers.outage import Outage
+
+        said = "working on tag=SOMEONES-SECRET"
+        raise CallRefused(Outage(alias, "failed", "exited with status 3", stderr=said))
+
+
+@pytest.mark.parametrize("own_user", [True, False])
+async def test_a_task_at_a_down_server_is_told_its_outage_as_its_agent_may_read_it(
+    own_user: bool,
+) -> None:
+    """The server's stderr line, which may quote what any agent sent it, is in the outage
+    only for an agent of the daemon's own user or root."""
+    from mcpd.agents import tasks as tasks_module
+    from protocol import jsonrpc
+    from protocol.surface import TaskParams
+
+    table = tasks_module.Tasks(DownServer(), lambda to, result, links: result, lambda: 8000)  # type: ignore[arg-type]
+    agent = object()
+    table.record("ta", agent, {"resultType": "task", "taskId": "t-1", "status": "working"})
+    with pytest.raises(jsonrpc.RPCError) as refused:
+        await table.handle("tasks/get", TaskParams("ta:t-1"), None, agent, own_user=own_user)
+    outage = refused.value.data["mcpd/outage"]  # type: ignore[index]
+    assert outage["state"] == "failed" and "exited with status 3" in refused.value.message
+    said = "SOMEONES-SECRET" in refused.value.message
+    assert said == ("stderr" in outage) == own_user

@@ -21,7 +21,7 @@ class Profile:
         self.down, self.near = down, near or []
         self.asked: list[str] = []
 
-    def down_for(self, name: str) -> str | None:
+    def down_for(self, name: str, *, own_user: bool = False) -> str | None:
         self.asked.append(name)
         return self.down
 

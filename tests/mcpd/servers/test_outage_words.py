@@ -1,5 +1,6 @@
 """What each kind of outage says, in the words a user (or a model) reads: the call
-result, the tool list's marker, the discover/initialize instructions and status.
+result, the tool list's marker, the discover/initialize instructions and status; and
+what of a server's stderr an agent of another user is not told.
 
 Whenever mcpd knows when it tries a server again, every one of those texts says it
 as a clock time ("mcpd will retry at 14:05:10"); an outage without a retry time
@@ -8,7 +9,9 @@ as a clock time ("mcpd will retry at 14:05:10"); an outage without a retry time
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,8 @@ from tests.support.agent import connect, make_config, running
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from tests.support.fault_harness import HOSTILE_STDIO
 from tests.support.http_servers import Handler, Responder, SeenRequest, serve_http
+from tests.support.peer_probe import PEER_PROBE
+from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
 from tests.support.supervision import closed_port, server, text, wait_reopened, wait_state
 
 RETRY = re.compile(r"mcpd will retry at (\d\d:\d\d:\d\d) \(in \d+ s\)")
@@ -248,6 +253,65 @@ async def test_a_call_in_flight_when_its_server_dies_quotes_its_last_stderr_line
             assert "exited with status 3" in text(died), text(died)
             assert 'Its last line on stderr: "RuntimeError: boom".' in text(died), text(died)
             assert died["_meta"]["mcpd/outage"]["stderr"] == "RuntimeError: boom"
+
+
+@needs_root
+async def test_another_users_agent_is_told_an_outage_without_its_stderr_line(
+    tmp_path: Path,
+) -> None:
+    """A server shared by several agents writes on stderr what any of them sent it: an
+    agent of another user is told each outage (its call in flight as the server died,
+    its calls after, the instructions, a name of a server that never listed its tools)
+    without that line, and the owner's agent with it."""
+    uid = peer_uid()
+    shared = shared_dir()
+    no_key = "import sys; print('Error: missing API_KEY', file=sys.stderr); sys.exit(3)"
+    cfg = make_config(
+        tmp_path,
+        {
+            "dies": server("--die-on-call") | {"sandbox": "off"},
+            "needs_key": {"command": sys.executable, "args": ["-c", no_key]},
+        },
+        socket=str(shared / "mcpd.sock"),
+        socket_mode="0666",
+        allow_uids=[uid],
+        backoff_base=30.0,
+        backoff_cap=60.0,
+    )
+    dies = ["tools/call", {"name": "mcp__dies__tool0", "arguments": {}}]
+    no_tool = ["tools/call", {"name": "mcp__needs_key__search", "arguments": {}}]
+    try:
+        with trio.fail_after(60):
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                sock = daemon.socket_path
+                await wait_state(agent, "dies", "ready")
+                await wait_state(agent, "needs_key", "failed")
+                in_flight = await run_as(uid, PEER_PROBE, sock, json.dumps([dies]))
+                await wait_state(agent, "dies", "failed")
+                after = [dies, no_tool, ["server/discover", {}]]
+                later = await run_as(uid, PEER_PROBE, sock, json.dumps(after))
+                owners = [await agent.call("mcp__dies__tool0")]
+                owners.append(await agent.call("mcp__needs_key__search"))
+                owners_instructions = await sentences(agent)
+    finally:
+        shutil.rmtree(shared)
+    died, refused, unknown, discovered = (
+        json.loads(line) for line in (in_flight + later).decode().splitlines()
+    )
+    for reply in (died, refused):
+        said = text(reply["result"])
+        assert "'dies' is unavailable (failed)" in said and "exited with status 3" in said
+        assert "stderr" not in said and "dying on purpose" not in said, said
+        assert "stderr" not in reply["result"]["_meta"]["mcpd/outage"]
+    said = text(unknown["result"])
+    assert "'needs_key' is unavailable (failed)" in said and "API_KEY" not in said, said
+    instructions = discovered["result"]["instructions"]
+    assert "'dies' is unavailable" in instructions
+    assert "dying on purpose" not in instructions and "API_KEY" not in instructions
+    assert owners[0]["_meta"]["mcpd/outage"]["stderr"] == "dying on purpose"
+    assert 'Its last line on stderr: "dying on purpose".' in text(owners[0])
+    assert 'Its last line on stderr: "Error: missing API_KEY".' in text(owners[1])
+    assert "dying on purpose" in owners_instructions and "API_KEY" in owners_instructions
 
 
 # What a server writes where mcpd names what it asked for (a scope, a redirect's

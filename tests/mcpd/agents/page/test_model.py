@@ -92,7 +92,9 @@ class Daemon:
         self._history = history
         self.asked: list[ProfileView | None] = []
 
-    def status(self, scope: ProfileView | None = None) -> dict[str, object]:
+    def status(
+        self, scope: ProfileView | None = None, *, own_user: bool = False
+    ) -> dict[str, object]:
         self.asked.append(scope)
         return self._status
 

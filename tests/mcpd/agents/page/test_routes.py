@@ -45,7 +45,7 @@ class Daemon:
     def http_token(self) -> str:
         return "endpoint-token"
 
-    def status(self, scope: object = None) -> dict[str, object]:
+    def status(self, scope: object = None, *, own_user: bool = False) -> dict[str, object]:
         self.reads += 1
         return STATUS
 
