@@ -9,7 +9,10 @@ What it leaves behind (a task, a call waiting for an answer) is held for its
 ``Mcp-Session-Id``, that keeps the profile chosen then, the requests in flight
 (so ``notifications/cancelled`` finds them), what servers asked the agent and the
 news for it that answers no request, which its GET stream carries
-(``http_stream``); DELETE ends it. Either way a POST becomes an ``Exchange``, whose
+(``http_stream``); DELETE ends it. A legacy session is found only where and by whom
+it was opened (``OpenedBy``): one route serves the daemon's socket, each profile's and
+the TCP endpoint, and an id that another user, another listener or one of mcpd's
+servers brings names no session there. Either way a POST becomes an ``Exchange``, whose
 messages before its answer turn the response into an event stream.
 
 It is apart from ``httpapi`` (the connection, the routing and the read-only pages)
@@ -25,6 +28,7 @@ from collections.abc import Callable
 from typing import Final
 
 import h11
+import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
@@ -54,11 +58,42 @@ _VERSION_KEY: Final = f'"{mcp.KEY_PROTOCOL_VERSION}"'.encode()
 ChooseProfile = Callable[[dict[str, list[str]], Caller], ProfileServers]
 
 
+class OpenedBy(msgspec.Struct, frozen=True):
+    """Where and by whom a legacy session was opened: its listener (the TCP endpoint, or
+    a socket, by the profile it fixes) and the user holding the connection (``_holder``),
+    and whether that is one of mcpd's servers' processes, as a stateless client is told
+    apart (``StatelessAgent``)."""
+
+    endpoint: bool
+    fixed: str | None
+    uid: int | None
+    server: str | None
+    unverified: bool
+
+    @classmethod
+    def of(cls, caller: Caller) -> OpenedBy:
+        peer = caller.peer
+        return cls(
+            endpoint=caller.tcp is not None,
+            fixed=caller.fixed,
+            uid=_holder(caller.who()),
+            server=None if peer is None else peer.server,
+            unverified=peer is not None and peer.unverified,
+        )
+
+
 class LegacySession:
-    def __init__(self, session: ServerSession, servers: ProfileServers, identity: Identity) -> None:
+    def __init__(
+        self,
+        session: ServerSession,
+        servers: ProfileServers,
+        identity: Identity,
+        opened_by: OpenedBy,
+    ) -> None:
         self.session = session
         self.servers = servers  # the profile chosen at initialize
         self.identity = identity  # its own, not its HTTP connection's
+        self.opened_by = opened_by  # the only one it is found for
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
         self.asks = AgentRequests()
         self.news = SessionNews(session, servers, self)  # read by its GET stream
@@ -104,9 +139,8 @@ class McpRoute:
         headers = Headers(request.headers)
         if request.method == b"DELETE":
             sid = headers.get("mcp-session-id")
-            legacy = self.sessions.get(sid) if sid is not None else None
-            # As for its other requests, another profile's socket does not reach it.
-            if sid is None or legacy is None or caller.fixed not in (None, legacy.servers.name):
+            legacy = self._found(sid, caller)
+            if sid is None or legacy is None:
                 raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
             del self.sessions[sid]
             self._end(legacy)
@@ -152,8 +186,8 @@ class McpRoute:
                 "session that initialize opened)"
             )
             raise rpc_reject(400, None, rpc.INVALID_REQUEST, message)
-        legacy = self.sessions.get(sid)
-        if legacy is None or caller.fixed not in (None, legacy.servers.name):
+        legacy = self._found(sid, caller)
+        if legacy is None:
             raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
         if legacy.news.streaming:
             message = "Conflict: this session's event stream is already open (one per session)"
@@ -178,11 +212,19 @@ class McpRoute:
         if len(self.sessions) >= MAX_SESSIONS:
             self._end(self.sessions.pop(self._to_end(_holder(identity))))
         sid = secrets.token_hex(16)
-        legacy = LegacySession(session, servers, identity)
+        legacy = LegacySession(session, servers, identity, OpenedBy.of(caller))
         self.sessions[sid] = legacy
         legacy.news.sid = sid
         self.handler.agent_joined(legacy.news)  # its news from now on
         return sid
+
+    def _found(self, sid: str | None, caller: Caller) -> LegacySession | None:
+        """The legacy session ``sid`` for the one that opened it, where it was opened;
+        for anyone else, or on another listener, there is none."""
+        legacy = None if sid is None else self.sessions.get(sid)
+        if legacy is None or legacy.opened_by != OpenedBy.of(caller):
+            return None
+        return legacy
 
     def _to_end(self, newcomer: int | None) -> str:
         held = Counter(_holder(legacy.identity) for legacy in self.sessions.values())
@@ -266,10 +308,8 @@ class McpRoute:
                     "2025-03-26 one, which needs a session from initialize",
                 )
             raise rpc_reject(400, None, rpc.INVALID_REQUEST, "Bad Request: Missing session ID")
-        legacy = self.sessions.get(session_id)
-        # A profile's socket serves only its own sessions: one opened elsewhere (for
-        # another profile) does not exist there.
-        if legacy is None or caller.fixed not in (None, legacy.servers.name):
+        legacy = self._found(session_id, caller)
+        if legacy is None:
             raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
         if isinstance(msg, rpc.Notification):
             if msg.method == "notifications/cancelled":

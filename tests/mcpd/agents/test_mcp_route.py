@@ -7,6 +7,7 @@ server's process, never reaches a user's."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,10 +21,11 @@ import trio.testing
 
 from mcpd.agents.api import new_session
 from mcpd.agents.connection import Connection, Dispatcher
+from mcpd.agents.holders import TcpKin
 from mcpd.agents.http_exchange import Caller
 from mcpd.agents.http_wire import Reject, Wire
 from mcpd.agents.identity import Holder, Identity
-from mcpd.agents.mcp_route import LegacySession, McpRoute, _cancel
+from mcpd.agents.mcp_route import LegacySession, McpRoute, OpenedBy, _cancel
 from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import ProfileServers
 from mcpd.config.load import parse
@@ -34,7 +36,9 @@ from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from tests.support.agent import META, connect, make_config, running
-from tests.support.daemon_http import modern_headers, stateless
+from tests.support.daemon_http import CURL, MCP, auth, http, modern_headers, post, stateless
+from tests.support.peer_probe import PEER_HTTP
+from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
 
 JSON_POST = [
     (b"host", b"mcpd"),
@@ -210,7 +214,7 @@ async def test_delete_ends_a_session_once_and_forgets_what_was_approved_for_it(
     sid = route.open()
     legacy = route.route.sessions[sid]
     delete = [(b"host", b"mcpd"), (b"mcp-session-id", sid.encode())]
-    answer = await served(route.route, b"DELETE", delete, b"", Caller(None, fixed="default"))
+    answer = await served(route.route, b"DELETE", delete)
     assert status_of(answer) == 200
     assert sid not in route.route.sessions
     assert route.handler.gone == [legacy] and route.forgotten == [legacy.identity.connection]
@@ -284,11 +288,102 @@ async def test_sessions_over_the_endpoint_are_shared_out_by_the_user_holding_the
     assert list(route.route.sessions) == [victim, *flood[-3:]]
 
 
+async def test_a_session_is_found_only_by_its_user_on_the_listener_it_was_opened_on(
+    route: Route,
+) -> None:
+    """One route serves the daemon's socket, each profile's and the TCP endpoint: a
+    session's id that anyone else brings, or its user brings elsewhere, names none."""
+    user = Peer(pid=1000, uid=1000, gid=1000)
+    sid = route.route._open(new_session(), profile(), Caller(user)).encode()
+    ping = rpc.encode_request(1, "ping", None)
+    requests = [
+        (b"POST", [*JSON_POST, (b"mcp-session-id", sid)], ping),
+        (b"GET", [*STREAM_GET, (b"mcp-session-id", sid)], b""),
+        (b"DELETE", [(b"host", b"mcpd"), (b"mcp-session-id", sid)], b""),
+    ]
+    endpoint = Caller(None, identity=Identity(None, Holder(1000)), tcp=TcpKin(None, None))  # type: ignore[arg-type]
+    others = {
+        "another user": Caller(Peer(pid=2000, uid=2000, gid=2000)),
+        "a server's process": Caller(Peer(pid=1001, uid=1000, gid=1000, server="notes")),
+        "its profile's socket": Caller(user, fixed="default"),
+        "the TCP endpoint": endpoint,
+    }
+    for who, caller in others.items():
+        for method, headers, body in requests:
+            got = rejected(await served(route.route, method, headers, body, caller))
+            assert got == (404, "Session not found"), (who, method, got)
+    assert route.handler.gone == []
+    answer = await served(route.route, b"DELETE", requests[2][1], b"", Caller(user))
+    assert status_of(answer) == 200 and route.handler.gone != []
+
+
+LEGACY_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "0"},
+    },
+}
+
+
+@needs_root
+@pytest.mark.skipif(CURL is None, reason="curl is not installed")
+async def test_another_user_or_the_endpoint_with_a_users_session_id_finds_no_session(
+    tmp_path: Path,
+) -> None:
+    """The owner's legacy session, opened on the daemon's socket: another user let on
+    that socket, and a client of the TCP endpoint with its token, each bringing its id,
+    can neither use it, stream it nor end it."""
+    uid = peer_uid()
+    shared = shared_dir()
+    cfg = make_config(
+        tmp_path,
+        {"ta": JOBS},
+        socket=str(shared / "mcpd.sock"),
+        socket_mode="0666",
+        allow_uids=[uid],
+        http_listen="127.0.0.1:0",
+        state_dir=str(tmp_path / "state"),
+    )
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    try:
+        with trio.fail_after(60):
+            async with running(cfg) as daemon:
+                sock = daemon.socket_path
+                sid = (await post(sock, LEGACY_INIT)).headers["mcp-session-id"]
+                session = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+                theirs = [
+                    ["POST", "/mcp", {**MCP, **session}, ping],
+                    ["DELETE", "/mcp", session, ""],
+                    ["GET", "/mcp", {"Accept": "text/event-stream", **session}, ""],
+                ]
+                out = await run_as(uid, PEER_HTTP, sock, json.dumps(theirs))
+                assert daemon.api.endpoint is not None
+                port, token = daemon.api.endpoint.port, daemon.http_token()
+                endpoint = {**MCP, **auth(token), **session}
+                over_tcp = [await http(port, "POST", "/mcp", endpoint, ping.encode())]
+                over_tcp.append(await http(port, "DELETE", "/mcp", auth(token, **session)))
+                mine = await post(
+                    sock, json.loads(ping), *(f"{k}: {v}" for k, v in session.items())
+                )
+    finally:
+        shutil.rmtree(shared)
+    replies = [json.loads(line) for line in out.decode().splitlines()]
+    assert [status for status, _ in replies] == [404, 404, 404], replies
+    assert all("Session not found" in body for _, body in replies)
+    assert [reply.status for reply in over_tcp] == [404, 404]
+    assert mine.status == 200 and mine.json()["result"] == {}
+
+
 # -- cancellation --
 
 
 def legacy_session() -> LegacySession:
-    return LegacySession(new_session(), profile(), Caller(None).who())
+    caller = Caller(None)
+    return LegacySession(new_session(), profile(), caller.who(), OpenedBy.of(caller))
 
 
 def cancelled(request_id: Any) -> rpc.Notification:
