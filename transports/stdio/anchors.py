@@ -43,7 +43,7 @@ from typing import Final
 
 from protocol.logfields import log_extra
 
-from .hidden_links import Found, Needed, Theirs, follow, needed, spared
+from .hidden_links import Found, Needed, Theirs, follow, needed, reaching, spared
 from .sandbox import SandboxError
 
 logger = logging.getLogger("mcpd.stdio")
@@ -82,7 +82,8 @@ def places(path: str, alias: str, needs: Sequence[Needed] = ()) -> list[str]:
     the path names now (unless another user holds it) and, when that is not it, where
     what it named is now; of those a link chose, none that is or holds a place it
     ``needs`` or every server needs. Empty when none is left. Raises SandboxError when
-    what it named cannot be looked for."""
+    what it named cannot be looked for, or when a place it needs lies in one of those
+    through a link on its own way (which the server may have made to be shown it)."""
     found = follow(path)
     _say_whose(path, found if isinstance(found, Theirs) else None, alias)
     real = found if isinstance(found, Found) and _key(found.path) is not None else None
@@ -93,6 +94,10 @@ def places(path: str, alias: str, needs: Sequence[Needed] = ()) -> list[str]:
         del _links[gone]
     for f in left:
         _say_needed(path, f, needs, alias)
+    for f in chosen:
+        need = reaching(f.path, needs) if f.link is not None and f not in left else None
+        if need is not None:
+            raise SandboxError(_reached(path, f, need))
     return list(dict.fromkeys(f.path for f in chosen if f not in left))
 
 
@@ -270,6 +275,13 @@ def _say_needed(path: str, left: Found, needs: Sequence[Needed], alias: str) -> 
         return
     _links[path, left.path] = said
     logger.warning("%s: %s", alias, said, extra=log_extra(alias, "sandbox_link", said))
+
+
+def _reached(path: str, hidden: Found, need: Needed) -> str:
+    said = f"{_lead(path, hidden)}, which mcpd hides; {need.what} ({need.given}) leads into "
+    said += f"it, to {need.path}, through a symbolic link, which a server may have made: "
+    said += "mcpd starts no server where it would show it what is hidden (remove that link "
+    return said + "unless you made it, or name the place by its own path in the config)"
 
 
 def _say_since(path: str, said: str, alias: str) -> None:

@@ -14,9 +14,13 @@ free (``~/.kube``, pointing at ``/usr``) passes that test. What a link leads to 
 therefore hidden only where servers need nothing of it: never the root or a
 directory at its top, what lies in the system's directories (``/usr``, ``/etc``, the
 kernel's), a home of mcpd's user's or a directory above one, nor what holds a place
-the server starting runs or works in (``Needed``). A credential store the user keeps
-elsewhere through a link (``~/.aws`` to ``/data/aws``) is none of those, and stays
-hidden. No trio here.
+the server starting runs or works in (``Needed``) where its config names that place
+itself. A credential store the user keeps elsewhere through a link (``~/.aws`` to
+``/data/aws``) is none of those, and stays hidden.
+
+A server can make links on the way to what it runs or works in as well (its working
+directory swapped for a link into that store): such a place spares nothing, and is
+said instead (``reaching``), for the server's start to be refused. No trio here.
 """
 
 from __future__ import annotations
@@ -59,6 +63,9 @@ class Needed(msgspec.Struct, frozen=True):
 
     path: str  # real
     what: str  # as said when a link leads there ("the command of servers.files")
+    # As the config names it, when a symbolic link on the way leads elsewhere: a
+    # sandboxed server may have made that link, so it says nothing of what to spare.
+    given: str | None = None
 
 
 class Found(msgspec.Struct, frozen=True):
@@ -133,9 +140,15 @@ def needed(real: str, needs: Sequence[Needed] = ()) -> str | None:
         if within(home, real):
             return f"is or holds the home of mcpd's user ({home})"
     for need in needs:
-        if within(need.path, real):
+        if need.given is None and within(need.path, real):
             return f"is or holds {need.what} ({need.path})"
     return None
+
+
+def reaching(real: str, needs: Sequence[Needed]) -> Needed | None:
+    """The first of ``needs`` that lies in ``real`` through a symbolic link on its own
+    way (``Needed.given``), which hiding ``real`` would take from the server starting."""
+    return next((n for n in needs if n.given is not None and within(n.path, real)), None)
 
 
 def spared(found: Found) -> bool:

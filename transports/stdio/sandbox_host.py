@@ -197,12 +197,19 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
 def _needs(sandbox: Sandbox, command: str, cwd: str) -> list[Needed]:
     """What the server needs that no link at a hidden name may hide: its command, where
     it is found (a virtualenv's ``bin/python`` is a link into the system) and where the
-    link leads, and its working directory."""
+    link leads, and its working directory; each with its name in the config when a
+    link on the way leads elsewhere."""
     folder = os.path.realpath(os.path.dirname(command))
     found = [os.path.join(folder, os.path.basename(command)), os.path.realpath(command)]
-    needs = [Needed(p, f"the command of {sandbox.where}") for p in dict.fromkeys(found)]
-    workdir = os.path.realpath(cwd or sandbox.home)
-    return [*needs, Needed(workdir, f"the working directory of {sandbox.where}")]
+    needs = [_need(p, command, f"the command of {sandbox.where}") for p in dict.fromkeys(found)]
+    workdir = cwd or sandbox.home
+    where = f"the working directory of {sandbox.where}"
+    return [*needs, _need(os.path.realpath(workdir), workdir, where)]
+
+
+def _need(real: str, given: str, what: str) -> Needed:
+    linked = real != os.path.normpath(os.path.abspath(given))
+    return Needed(real, what, given if linked else None)
 
 
 def make_to_hide(paths: tuple[str, ...]) -> None:

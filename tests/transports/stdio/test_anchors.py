@@ -13,6 +13,7 @@ import pytest
 
 from transports.stdio import anchors
 from transports.stdio.hidden_links import Needed
+from transports.stdio.sandbox import SandboxError
 
 
 @pytest.fixture
@@ -205,6 +206,53 @@ def test_a_link_to_what_the_server_starting_needs_is_not_hidden_from_it(
         f"directory of servers.a ({project / 'src'}):"
     ), notice
     assert anchors.places(str(home / ".kube"), "b") == [str(project)]
+
+
+@pytest.mark.parametrize(
+    ("hidden", "linked"), [(".aws", ".aws"), (".config/gh", ".config")], ids=["store", "parent"]
+)
+@pytest.mark.parametrize("looked", [True, False], ids=["held", "first-look"])
+def test_a_place_reached_through_a_link_into_a_linked_store_refuses_the_start(
+    tmp: Path, home: Path, hidden: str, linked: str, looked: bool
+) -> None:
+    """A server's working directory swapped for a link into ``~/.aws`` (kept in a
+    dotfiles checkout), or into ``~/.config/gh`` under a linked ``~/.config``: whether
+    mcpd hid the store at an earlier start or looks at it first now, the server is
+    refused, and the store stays hidden from the others."""
+    dotfiles = tmp / "dotfiles" / linked.lstrip(".")
+    store = tmp / "dotfiles" / hidden.lstrip(".")
+    store.mkdir(parents=True)
+    (home / linked).parent.mkdir(parents=True, exist_ok=True)
+    (home / linked).symlink_to(dotfiles)
+    name = str(home / hidden)
+    if looked:
+        assert anchors.places(name, "a") == [str(store)]
+    project = home / "proj"
+    project.symlink_to(store)
+    need = Needed(str(store), "the working directory of servers.hd", str(project))
+    with pytest.raises(SandboxError) as refused:
+        anchors.places(name, "hd", [need])
+    assert str(refused.value).startswith(
+        f"{home / linked} is a symbolic link to {dotfiles}"
+        if hidden == linked
+        else f"{name} lies through the symbolic link {home / linked}, to {store}"
+    ), refused.value
+    assert f"the working directory of servers.hd ({project}) leads into it" in str(refused.value)
+    assert anchors.places(name, "b") == [str(store)]
+    assert anchors.notices() == []
+
+
+def test_a_command_found_through_a_link_into_a_linked_store_refuses_the_start(
+    tmp: Path, home: Path
+) -> None:
+    keys = tmp / "dotfiles" / "aws"
+    keys.mkdir(parents=True)
+    (home / ".aws").symlink_to(keys)
+    (home / "tools").symlink_to(keys)
+    need = Needed(str(keys / "run"), "the command of servers.hd", str(home / "tools" / "run"))
+    with pytest.raises(SandboxError, match=r"the command of servers.hd \(.*/tools/run\)"):
+        anchors.places(str(home / ".aws"), "hd", [need])
+    assert anchors.places(str(home / ".aws"), "b") == [str(keys)]
 
 
 def test_a_users_link_to_a_store_elsewhere_stays_hidden_wherever_it_is_pointed(

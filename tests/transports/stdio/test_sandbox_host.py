@@ -106,6 +106,36 @@ def test_a_hidden_link_to_what_the_server_runs_or_works_in_is_not_hidden_from_it
         anchors.release()
 
 
+@pytest.mark.parametrize("swapped", ["cwd", "command"])
+def test_a_server_whose_cwd_or_command_leads_into_a_linked_store_through_a_link_is_refused(
+    tmp: Path, swapped: str
+) -> None:
+    """What a server can do between its starts: swap its working directory, or the
+    folder its command is found in, for a link into ``~/.aws`` (kept elsewhere)."""
+    keys = tmp / "dotfiles" / "aws"
+    keys.mkdir(parents=True)
+    shutil.copy("/bin/true", keys / "true")  # what the command would find there
+    (tmp / ".aws").symlink_to(keys)
+    (tmp / "proj").symlink_to(keys)
+    (tmp / "tools").symlink_to(keys)
+    cwd, command = str(tmp / "homes" / "s"), "/bin/true"
+    if swapped == "cwd":
+        cwd = str(tmp / "proj")
+    else:
+        command = str(tmp / "tools" / "true")
+    anchors.release()
+    try:
+        with pytest.raises(SandboxError) as refused:
+            sandbox_host.resolve(sandbox(tmp, hide=(str(tmp / ".aws"),)), command, cwd)
+        said = str(refused.value)
+        assert said.startswith(f"{tmp / '.aws'} is a symbolic link to {keys}, which mcpd hides")
+        assert f"({cwd if swapped == 'cwd' else command}) leads into it" in said, said
+        # A server that needs nothing there is not refused, and the store is hidden from it.
+        assert mounts(tmp, hide=(str(tmp / ".aws"),)) == [Mount(str(keys), "hide_dir")]
+    finally:
+        anchors.release()
+
+
 def test_what_lies_in_a_hidden_directory_is_hidden_with_it_and_a_neighbour_is_not(
     tmp: Path,
 ) -> None:
