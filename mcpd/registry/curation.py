@@ -20,6 +20,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 
 from ..config.servertable import ToolsConfig
+from .facing import sanitize
 
 logger = logging.getLogger("mcpd.registry")
 
@@ -73,28 +74,38 @@ def curated_names(
     server's name; one left without a name is not in it.
 
     The operator's ``rename`` gives its names first. An item the server lists under a
-    name a rename gives is listed under another (``displaced_name``), as a local name
-    two tools want is hashed: a server cannot take the renamed item's name, nor the
-    rules and profile patterns written for it, by listing an item of that name (held
-    or not)."""
-    taken: dict[str, str] = {}  # a name agents see -> the server's
+    name agents would know as one a rename gives (``deploy.prod`` beside a rename to
+    ``deploy_prod``: ``facing.sanitize``) is listed under another (``displaced_name``),
+    as a local name two tools want is hashed: a server cannot take the renamed item's
+    name, nor the rules and profile patterns written for it, by listing an item of that
+    name or of one that reads as it (held or not)."""
+    out: dict[str, str] = {}
+    given: set[str] = set()
+    renamed: dict[str, str] = {}  # a rename's name, as agents know it -> the server's
     for name in listed:
         new = rename.get(name)
         # Two renames onto one name are refused with the config; past that, the first.
-        if new is not None and new not in taken:
-            taken[new] = name
+        if new is not None and new not in given:
+            given.add(new)
+            out[name] = new
+            renamed.setdefault(sanitize(new), name)
+    # Every name agents know an item by; the server's own items that read alike are
+    # told apart by the table, which hashes them all.
+    known = set(renamed)
     displaced: list[str] = []
     for name in listed:
         if name in rename:
             continue
-        if name in taken:
+        if sanitize(name) in renamed:
             displaced.append(name)
         else:
-            taken[name] = name
+            out[name] = name
+            known.add(sanitize(name))
     for name in sorted(displaced):
-        other = displaced_name(alias, name, taken)
+        other = displaced_name(alias, name, known)
         if other is not None:
-            taken[other] = name
+            out[name] = other
+            known.add(sanitize(other))
         where = f"listed as {other!r}" if other is not None else "left out"
         logger.warning(
             "%s: the server's %s %r is %s: rename gives its name to %r",
@@ -102,20 +113,21 @@ def curated_names(
             kind,
             name,
             where,
-            taken[name],
+            renamed[sanitize(name)],
             extra=log_extra(alias or None, "rename"),
         )
-    return {server: name for name, server in taken.items()}
+    return out
 
 
-def displaced_name(alias: str, name: str, taken: Collection[str]) -> str | None:
+def displaced_name(alias: str, name: str, known: Collection[str]) -> str | None:
     """A name for the server's item ``name`` that a rename gave another: ``name``, ``_``
-    and a hash of ``alias::name``, of as many digits as it takes to be no other's
-    (None: every length is taken, by names the server lists itself)."""
+    and a hash of ``alias::name``, of as many digits as it takes to read as no name in
+    ``known`` (names as agents know them; None: every length is taken, by names the
+    server lists itself)."""
     digest = hashlib.sha1(f"{alias}::{name}".encode()).hexdigest()
     for digits in range(6, len(digest) + 1, 2):
         other = f"{name}_{digest[:digits]}"
-        if other not in taken:
+        if sanitize(other) not in known:
             return other
     return None
 

@@ -114,6 +114,37 @@ def test_a_tool_added_under_a_renamed_tools_name_takes_neither_its_name_nor_its_
     assert rules.decide(facts_of(renamed, "default", False, None)).action == "deny"
 
 
+@pytest.mark.parametrize(
+    ("listed", "rename"),
+    [(("deploy", "deploy.prod"), "deploy_prod"), (("search", "my.find", "my find"), "my_find")],
+)
+def test_a_tool_agents_would_know_by_a_renamed_tools_name_takes_neither_its_name_nor_its_rules(
+    listed: tuple[str, ...], rename: str
+) -> None:
+    """A server's tool named unlike the operator's rename but known to agents as it
+    (``deploy.prod`` beside a rename to ``deploy_prod``): the renamed tool keeps the plain
+    name, and a rule allowing that name allows it alone."""
+    renamed_from, *lookalikes = listed
+    registry = Catalog(NamingConfig())
+    registry.set_rules("b", ToolsConfig(rename={renamed_from: rename}))
+    registry.update("b", tools(*listed))
+    renamed = registry.lookup(f"mcp__b__{rename}")
+    assert renamed is not None and renamed.original == renamed_from
+    rules = Policy(
+        [
+            PolicyRule(tools=[f"mcp__b__{rename}"], action="allow"),
+            PolicyRule(tools=["*"], action="deny"),
+        ]
+    )
+    assert rules.decide(facts_of(renamed, "default", False, None)).action == "allow"
+    others = [e for e in registry.entries() if e.original in lookalikes]
+    assert sorted(e.original for e in others) == sorted(lookalikes)
+    for entry in others:
+        assert registry.lookup(entry.local) is entry  # still listed, under a name of its own
+        assert f"mcp__b__{rename}" not in (entry.local, *entry.other_names)
+        assert rules.decide(facts_of(entry, "default", False, None)).action == "deny"
+
+
 def test_the_registry_lists_curated_tools_and_calls_back_by_the_servers_name() -> None:
     registry = Catalog(NamingConfig())
     registry.set_rules(

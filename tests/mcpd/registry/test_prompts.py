@@ -109,6 +109,20 @@ def test_a_rename_wins_over_the_servers_own_prompt_of_that_name() -> None:
     assert other.name.startswith("weekly_") and other.local.startswith("mcp__notes__weekly_")
 
 
+def test_a_rename_wins_over_a_prompt_agents_would_know_by_its_name() -> None:
+    """``weekly.plan`` reaches agents as ``weekly_plan`` would: beside a rename to
+    ``weekly_plan`` it is listed under a name of its own, and the renamed prompt keeps
+    the plain one."""
+    table = PromptTable(NamingConfig())
+    table.set_rules("notes", ToolsConfig(rename={"daily": "weekly_plan"}))
+    table.update("notes", [prompt("daily"), prompt("weekly.plan"), prompt("weekly plan")])
+    renamed = table.lookup("mcp__notes__weekly_plan")
+    assert renamed is not None and renamed.original == "daily"
+    others = [e for e in table.entries() if e.original != "daily"]
+    assert sorted(e.original for e in others) == ["weekly plan", "weekly.plan"]
+    assert all(table.lookup(e.local) is e for e in others)
+
+
 def test_a_prompt_added_under_a_renamed_prompts_name_leaves_it_its_name() -> None:
     """Held as a change of the approved prompt, the one added does not take the name
     the operator gave that one (and, with it, a profile's rules written for it)."""
